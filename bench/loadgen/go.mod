@@ -1,0 +1,3 @@
+module kgbench/loadgen
+
+go 1.19

@@ -1,0 +1,198 @@
+"""One settings object, from defaults <- TOML file <- COORDINATOR_* environment <- command line.
+
+Coordinator knobs keep Apache Kafka's names and defaults (``group.initial.rebalance.delay.ms``
+is the field ``group_initial_rebalance_delay_ms``, the env var
+``COORDINATOR_GROUP_INITIAL_REBALANCE_DELAY_MS`` and the flag
+``--group-initial-rebalance-delay-ms``; in TOML either spelling works).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from coordinator.group_config import GroupConfig
+
+
+class ConfigError(ValueError):
+    """A setting is unknown or has an invalid value; the message names it."""
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    # Listener and identity
+    host: str = "127.0.0.1"
+    port: int = 9092
+    advertised_host: str | None = None  # defaults to host (or 127.0.0.1 when host is 0.0.0.0)
+    advertised_port: int | None = None  # defaults to port
+    node_id: int = 0
+    cluster_id: str = "kafka-group-coordinator"
+    storage: str = "sqlite:///coordinator.db"
+    sqlite_synchronous: str = "FULL"
+    metrics_host: str = "127.0.0.1"
+    metrics_port: int = 0  # Prometheus /metrics, /healthz, /readyz; 0 = off
+    log_level: str = "INFO"
+    log_format: str = "text"
+    # Kafka-named settings
+    group_min_session_timeout_ms: int = 6000
+    group_max_session_timeout_ms: int = 1800000
+    group_initial_rebalance_delay_ms: int = 3000
+    group_max_size: int = 2**31 - 1
+    group_new_member_join_timeout_ms: int = 300000
+    offsets_retention_minutes: int = 10080
+    offsets_retention_check_interval_ms: int = 600000
+    offset_metadata_max_bytes: int = 4096
+    offsets_commit_timeout_ms: int = 5000
+    auto_create_topics_enable: bool = True
+    num_partitions: int = 1
+    default_replication_factor: int = 1
+    socket_request_max_bytes: int = 104857600
+    queued_max_request_bytes: int = 16 * 1024 * 1024
+
+    @property
+    def listener_host(self) -> str:
+        if self.advertised_host:
+            return self.advertised_host
+        return "127.0.0.1" if self.host in ("0.0.0.0", "", "::") else self.host
+
+    @property
+    def listener_port(self) -> int:
+        return self.advertised_port if self.advertised_port is not None else self.port
+
+    def group_config(self) -> GroupConfig:
+        names = {f.name for f in fields(GroupConfig)}
+        return GroupConfig(**{name: getattr(self, name) for name in names if hasattr(self, name)})
+
+
+KAFKA_NAMED = {
+    "group_min_session_timeout_ms",
+    "group_max_session_timeout_ms",
+    "group_initial_rebalance_delay_ms",
+    "group_max_size",
+    "group_new_member_join_timeout_ms",
+    "offsets_retention_minutes",
+    "offsets_retention_check_interval_ms",
+    "offset_metadata_max_bytes",
+    "offsets_commit_timeout_ms",
+    "auto_create_topics_enable",
+    "num_partitions",
+    "default_replication_factor",
+    "socket_request_max_bytes",
+    "queued_max_request_bytes",
+}
+_FIELDS = {f.name: f for f in fields(Config)}
+
+
+def kafka_name(field_name: str) -> str:
+    return field_name.replace("_", ".")
+
+
+def _normalise_key(key: str) -> str:
+    return key.strip().lower().replace(".", "_").replace("-", "_")
+
+
+def _coerce(name: str, raw: Any) -> Any:
+    field = _FIELDS[name]
+    kind = field.type if isinstance(field.type, str) else str(field.type)
+    label = kafka_name(name) if name in KAFKA_NAMED else name.replace("_", "-")
+    if raw is None:
+        return None
+    try:
+        if kind.startswith("bool"):
+            if isinstance(raw, bool):
+                return raw
+            text = str(raw).strip().lower()
+            if text in ("true", "1", "yes", "on"):
+                return True
+            if text in ("false", "0", "no", "off"):
+                return False
+            raise ValueError(raw)
+        if kind.startswith("int"):
+            if isinstance(raw, bool):
+                raise ValueError(raw)
+            return int(raw)
+        return str(raw)
+    except ValueError:
+        raise ConfigError(f"invalid value {raw!r} for {label}") from None
+
+
+def _validate(config: Config) -> Config:
+    def need(condition: bool, message: str) -> None:
+        if not condition:
+            raise ConfigError(message)
+
+    need(0 <= config.port <= 65535, f"port {config.port} is not a TCP port")
+    need(0 <= config.metrics_port <= 65535, f"metrics-port {config.metrics_port} is not a TCP port")
+    need(config.group_min_session_timeout_ms > 0, "group.min.session.timeout.ms must be positive")
+    need(
+        config.group_min_session_timeout_ms <= config.group_max_session_timeout_ms,
+        "group.min.session.timeout.ms must not exceed group.max.session.timeout.ms",
+    )
+    need(config.group_initial_rebalance_delay_ms >= 0, "group.initial.rebalance.delay.ms must be >= 0")
+    need(config.group_max_size >= 1, "group.max.size must be at least 1")
+    need(config.offsets_retention_minutes >= 1, "offsets.retention.minutes must be at least 1")
+    need(
+        config.offsets_retention_check_interval_ms >= 1,
+        "offsets.retention.check.interval.ms must be positive",
+    )
+    need(config.offset_metadata_max_bytes >= 0, "offset.metadata.max.bytes must be >= 0")
+    need(config.offsets_commit_timeout_ms >= 1, "offsets.commit.timeout.ms must be positive")
+    need(config.num_partitions >= 1, "num.partitions must be at least 1")
+    need(config.default_replication_factor == 1, "default.replication.factor must be 1 on a one-node cluster")
+    need(config.socket_request_max_bytes >= 1024, "socket.request.max.bytes must be at least 1024")
+    need(config.log_format in ("text", "json"), "log-format must be text or json")
+    need(
+        config.sqlite_synchronous.upper() in ("FULL", "NORMAL", "EXTRA"),
+        "sqlite-synchronous must be FULL, NORMAL or EXTRA",
+    )
+    return config
+
+
+def load_config(
+    cli: Mapping[str, Any] | None = None,
+    env: Mapping[str, str] | None = None,
+    config_file: str | Path | None = None,
+) -> Config:
+    """Merge the sources in precedence order; raises ConfigError with a readable message."""
+    values: dict[str, Any] = {}
+    if config_file is not None:
+        path = Path(config_file)
+        try:
+            document = tomllib.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise ConfigError(f"config file {path} does not exist") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
+        for key, raw in _flatten(document).items():
+            name = _normalise_key(key)
+            if name not in _FIELDS:
+                raise ConfigError(f"unknown setting {key!r} in {path}")
+            values[name] = _coerce(name, raw)
+    environ = os.environ if env is None else env
+    for key, raw in environ.items():
+        if key.startswith("COORDINATOR_"):
+            name = _normalise_key(key[len("COORDINATOR_") :])
+            if name not in _FIELDS:
+                raise ConfigError(f"unknown setting in environment variable {key}")
+            values[name] = _coerce(name, raw)
+    for name, raw in (cli or {}).items():
+        if raw is not None:
+            values[name] = _coerce(name, raw)
+    return _validate(dataclasses.replace(Config(), **values))
+
+
+def _flatten(document: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """TOML tables become dotted keys: [group] initial.rebalance.delay.ms = 0 works too."""
+    flat: dict[str, Any] = {}
+    for key, value in document.items():
+        full = f"{prefix}.{key}" if prefix else key
+        if isinstance(value, Mapping):
+            flat.update(_flatten(value, full))
+        else:
+            flat[full] = value
+    return flat

@@ -1,0 +1,26 @@
+"""What the pure core knows about the request it is handling."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+
+class ReplyTo(Protocol):
+    """Opaque token for one request's pending response; the runtime delivers it.
+
+    The core never calls it: it returns ``(reply_to, response)`` pairs in a Result, possibly
+    much later (parked JoinGroup/SyncGroup). Delivering to a closed connection is a no-op.
+    """
+
+    def send(self, response: Any) -> None: ...
+
+
+@dataclass(slots=True)
+class RequestContext:
+    now_ms: int  # monotonic milliseconds: deadlines and timers
+    wall_ms: int  # wall-clock milliseconds: persisted timestamps (commit time, state time)
+    api_version: int
+    client_id: str
+    client_host: str
+    reply_to: ReplyTo

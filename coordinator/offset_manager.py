@@ -1,0 +1,478 @@
+"""Committed offsets: OffsetCommit, OffsetFetch, OffsetDelete, topic deletion and the KIP-211
+retention rules (Kafka's OffsetMetadataManager; behaviour.md §6.6, §6.7, §6.11, §8).
+
+The cache holds durable offsets only. A commit is *pending* from the request until its records are
+durable: a RequireStable fetch reports such partitions as UNSTABLE_OFFSET_COMMIT and the retention
+sweep leaves them alone. Deletions (OffsetDelete, DeleteGroups, expiry, deleted topics) are
+applied at once and undone if their tombstones cannot be written; a commit still in flight for a
+deleted partition is dropped when it becomes durable, as its tombstone follows it in the log.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from typing import Final
+
+from coordinator.context import RequestContext
+from coordinator.group import CONSUMER_PROTOCOL_TYPE, ClassicGroup
+from coordinator.group_config import GroupConfig
+from coordinator.group_manager import (
+    EMPTY,
+    GROUP_ID_NOT_FOUND,
+    INVALID_GROUP_ID,
+    NON_EMPTY_GROUP,
+    NONE,
+    PREPARING_REBALANCE,
+    STABLE,
+    Effects,
+    GroupManager,
+    admin_write_error,
+    offset_write_error,
+)
+from protocol.errors import ErrorCode
+from protocol.messages.offset_commit import (
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    OffsetCommitResponsePartition,
+    OffsetCommitResponseTopic,
+)
+from protocol.messages.offset_delete import (
+    OffsetDeleteRequest,
+    OffsetDeleteResponse,
+    OffsetDeleteResponsePartition,
+    OffsetDeleteResponseTopic,
+)
+from protocol.messages.offset_fetch import (
+    OffsetFetchRequest,
+    OffsetFetchRequestGroup,
+    OffsetFetchResponse,
+    OffsetFetchResponseGroup,
+    OffsetFetchResponsePartition,
+    OffsetFetchResponsePartitions,
+    OffsetFetchResponseTopic,
+    OffsetFetchResponseTopics,
+)
+from storage.records import OffsetCommitRecord, OffsetTombstone
+
+log = logging.getLogger(__name__)
+
+ILLEGAL_GENERATION: Final = int(ErrorCode.ILLEGAL_GENERATION)
+OFFSET_METADATA_TOO_LARGE: Final = int(ErrorCode.OFFSET_METADATA_TOO_LARGE)
+GROUP_SUBSCRIBED_TO_TOPIC: Final = int(ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC)
+UNSTABLE_OFFSET_COMMIT: Final = int(ErrorCode.UNSTABLE_OFFSET_COMMIT)
+INVALID_OFFSET: Final = -1
+
+# One partition of an OffsetFetch answer: (offset, leader epoch, metadata, error code).
+_NO_OFFSET: Final = (INVALID_OFFSET, -1, "", NONE)
+_UNSTABLE: Final = (INVALID_OFFSET, -1, "", UNSTABLE_OFFSET_COMMIT)
+
+
+class _Pending:
+    """Commits of one partition whose records are not durable yet."""
+
+    __slots__ = ("count",)
+
+    def __init__(self) -> None:
+        self.count = 0
+
+
+class GroupOffsets:
+    """Offsets of one group: durable ones by topic and partition, plus in-flight commits."""
+
+    __slots__ = ("committed", "pending")
+
+    def __init__(self) -> None:
+        self.committed: dict[str, dict[int, OffsetCommitRecord]] = {}
+        self.pending: dict[str, dict[int, _Pending]] = {}
+
+    def has_offsets(self) -> bool:
+        return bool(self.committed) or bool(self.pending)
+
+    def __len__(self) -> int:
+        return sum(len(partitions) for partitions in self.committed.values())
+
+    def get(self, topic: str, partition: int) -> OffsetCommitRecord | None:
+        partitions = self.committed.get(topic)
+        return None if partitions is None else partitions.get(partition)
+
+    def is_pending(self, topic: str, partition: int) -> bool:
+        partitions = self.pending.get(topic)
+        return partitions is not None and partition in partitions
+
+    def put(self, record: OffsetCommitRecord) -> None:
+        self.committed.setdefault(record.topic, {})[record.partition] = record
+
+    def stage(self, topic: str, partition: int) -> _Pending:
+        partitions = self.pending.setdefault(topic, {})
+        token = partitions.get(partition)
+        if token is None:
+            token = partitions[partition] = _Pending()
+        token.count += 1
+        return token
+
+    def unstage(self, topic: str, partition: int, token: _Pending) -> bool:
+        """Finish one in-flight commit; False if the partition was deleted meanwhile."""
+        partitions = self.pending.get(topic)
+        if partitions is None or partitions.get(partition) is not token:
+            return False
+        token.count -= 1
+        if token.count == 0:
+            del partitions[partition]
+            if not partitions:
+                del self.pending[topic]
+        return True
+
+    def remove(self, topic: str, partition: int) -> tuple[bool, OffsetCommitRecord | None]:
+        """Drop a partition; returns (whether it had an offset or an in-flight commit, the offset)."""
+        pending = self.pending.get(topic)
+        was_pending = pending is not None and pending.pop(partition, None) is not None
+        if pending is not None and not pending:
+            del self.pending[topic]
+        committed = self.committed.get(topic)
+        record = None if committed is None else committed.pop(partition, None)
+        if committed is not None and not committed:
+            del self.committed[topic]
+        return was_pending or record is not None, record
+
+    def remove_topic(self, topic: str) -> tuple[list[int], list[OffsetCommitRecord]]:
+        """Drop a topic; returns every partition it had (committed or pending) and its offsets."""
+        committed = self.committed.pop(topic, {})
+        partitions = set(committed) | set(self.pending.pop(topic, {}))
+        return sorted(partitions), list(committed.values())
+
+    def all_partitions(self) -> list[tuple[str, int]]:
+        keys = {(t, p) for t, parts in self.committed.items() for p in parts}
+        keys.update((t, p) for t, parts in self.pending.items() for p in parts)
+        return sorted(keys)
+
+
+def metadata_too_large(metadata: str, max_bytes: int) -> bool:
+    """Kafka compares Java's String.length(): UTF-16 code units, not bytes or code points."""
+    length = len(metadata)
+    if length > max_bytes:
+        return True
+    if 2 * length <= max_bytes or metadata.isascii():
+        return False
+    return length + sum(1 for c in metadata if c > "\uffff") > max_bytes
+
+
+def tombstones(group_id: str, partitions: Iterable[tuple[str, int]]) -> list[OffsetTombstone]:
+    return [OffsetTombstone(group_id, topic, partition) for topic, partition in partitions]
+
+
+class OffsetManager:
+    def __init__(self, config: GroupConfig, groups: GroupManager) -> None:
+        self.config = config
+        self.groups = groups
+        # Every group with offsets is also in groups.groups (simple groups are created for them).
+        self.offsets: dict[str, GroupOffsets] = {}
+
+    def has_offsets(self, group_id: str) -> bool:
+        offsets = self.offsets.get(group_id)
+        return offsets is not None and offsets.has_offsets()
+
+    def offset_count(self) -> int:
+        return sum(len(offsets) for offsets in self.offsets.values())
+
+    # -- OffsetCommit (v0-9) -----------------------------------------------------------------------
+    # v0 is handled as v1 with generation -1 (Kafka 0.8 stored v0 commits in ZooKeeper); v1: per-
+    # partition CommitTimestamp; v2-4: RetentionTimeMs (an explicit expire timestamp, pre-KIP-211);
+    # v6+: CommittedLeaderEpoch; v7+: GroupInstanceId; v9: GROUP_ID_NOT_FOUND for unknown groups.
+
+    def commit_offsets(self, ctx: RequestContext, req: OffsetCommitRequest, fx: Effects) -> None:
+        version = ctx.api_version
+        group_id = req.group_id
+        generation = req.generation_id_or_member_epoch
+        group = self.groups.groups.get(group_id)
+        if group is None:
+            if generation < 0:
+                group = self.groups.create_group(group_id)  # a "simple" group: no protocol type
+                code = NONE
+            else:
+                code = GROUP_ID_NOT_FOUND if version >= 9 else ILLEGAL_GENERATION
+        else:
+            code = self.groups.validate_offset_commit(group, req.member_id, req.group_instance_id, generation)
+        if code or group is None:
+            fx.reply(ctx.reply_to, _commit_response(req, None, code))
+            return
+        member = group.members.get(req.member_id)
+        if member is not None and (group.state is STABLE or group.state is PREPARING_REBALANCE):
+            # A commit counts as a heartbeat; during PreparingRebalance the member learns about the
+            # rebalance from its next heartbeat.
+            self.groups.reschedule_session(member)
+        self._store_offsets(ctx, req, group, fx)
+
+    def _store_offsets(
+        self, ctx: RequestContext, req: OffsetCommitRequest, group: ClassicGroup, fx: Effects
+    ) -> None:
+        wall_ms = self.groups.wall_ms
+        max_metadata = self.config.offset_metadata_max_bytes
+        expire_ms = None
+        if 2 <= ctx.api_version <= 4 and req.retention_time_ms != -1:
+            expire_ms = wall_ms + req.retention_time_ms
+        records: list[OffsetCommitRecord] = []
+        codes: list[int] = []
+        for topic in req.topics:
+            for p in topic.partitions:
+                metadata = p.committed_metadata or ""
+                if metadata_too_large(metadata, max_metadata):
+                    codes.append(OFFSET_METADATA_TOO_LARGE)
+                    continue
+                codes.append(NONE)
+                records.append(
+                    OffsetCommitRecord(
+                        group_id=req.group_id,
+                        topic=topic.name,
+                        partition=p.partition_index,
+                        offset=p.committed_offset,
+                        leader_epoch=p.committed_leader_epoch,
+                        metadata=metadata,
+                        commit_ms=p.commit_timestamp if p.commit_timestamp != -1 else wall_ms,
+                        expire_ms=expire_ms,
+                    )
+                )
+        response = _commit_response(req, codes, NONE)
+        if not records:
+            fx.reply(ctx.reply_to, response)
+            return
+        offsets = self.offsets.get(group.group_id)
+        if offsets is None:
+            offsets = self.offsets[group.group_id] = GroupOffsets()
+        tokens = [offsets.stage(r.topic, r.partition) for r in records]
+
+        def on_durable(out: Effects) -> None:
+            if self.offsets.get(group.group_id) is not offsets:
+                return  # the group (and its offsets) was deleted meanwhile
+            for record, token in zip(records, tokens, strict=True):
+                if offsets.unstage(record.topic, record.partition, token):
+                    offsets.put(record)
+
+        def on_failed(out: Effects, error_code: int) -> None:
+            for record, token in zip(records, tokens, strict=True):
+                offsets.unstage(record.topic, record.partition, token)
+
+        def failed_response(error_code: int) -> OffsetCommitResponse:
+            code = offset_write_error(error_code)
+            return _commit_response(req, [c if c else code for c in codes], NONE)
+
+        fx.reply(ctx.reply_to, response, failed_response)
+        fx.write(records, on_durable, on_failed)
+
+    # -- OffsetFetch (v0-9) ------------------------------------------------------------------------
+    # v0-1: no top-level error; v2+: null Topics = all partitions, top-level ErrorCode; v5+: leader
+    # epoch; v7+: RequireStable; v8+: several groups, per-group errors; v9: MemberId/MemberEpoch,
+    # which classic groups ignore. Offsets are returned in every group state; unknown groups and
+    # partitions answer offset -1 with no error.
+
+    def fetch_offsets(self, ctx: RequestContext, req: OffsetFetchRequest) -> OffsetFetchResponse:
+        require_stable = ctx.api_version >= 7 and req.require_stable
+        if ctx.api_version >= 8:
+            return OffsetFetchResponse(groups=[self._fetch_group(g, require_stable) for g in req.groups])
+        requested = None if req.topics is None else [(t.name, t.partition_indexes) for t in req.topics]
+        topics = [
+            OffsetFetchResponseTopic(
+                name,
+                [
+                    OffsetFetchResponsePartition(p, off, epoch, md, code)
+                    for p, (off, epoch, md, code) in parts
+                ],
+            )
+            for name, parts in self._lookup(req.group_id, requested, require_stable)
+        ]
+        return OffsetFetchResponse(topics=topics, error_code=NONE)
+
+    def _fetch_group(self, req: OffsetFetchRequestGroup, require_stable: bool) -> OffsetFetchResponseGroup:
+        requested = None if req.topics is None else [(t.name, t.partition_indexes) for t in req.topics]
+        topics = [
+            OffsetFetchResponseTopics(
+                name=name,
+                partitions=[
+                    OffsetFetchResponsePartitions(p, off, epoch, md, code)
+                    for p, (off, epoch, md, code) in parts
+                ],
+            )
+            for name, parts in self._lookup(req.group_id, requested, require_stable)
+        ]
+        return OffsetFetchResponseGroup(group_id=req.group_id, topics=topics, error_code=NONE)
+
+    def _lookup(
+        self,
+        group_id: str,
+        requested: list[tuple[str, list[int]]] | None,
+        require_stable: bool,
+    ) -> list[tuple[str, list[tuple[int, tuple[int, int, str, int]]]]]:
+        offsets = self.offsets.get(group_id)
+        if requested is None:
+            if offsets is None:
+                return []
+            requested = [(topic, list(parts)) for topic, parts in offsets.committed.items()]
+        result = []
+        for topic, partitions in requested:
+            values = [(p, self._partition_value(offsets, topic, p, require_stable)) for p in partitions]
+            result.append((topic, values))
+        return result
+
+    @staticmethod
+    def _partition_value(
+        offsets: GroupOffsets | None, topic: str, partition: int, require_stable: bool
+    ) -> tuple[int, int, str, int]:
+        if offsets is None:
+            return _NO_OFFSET
+        if require_stable and offsets.is_pending(topic, partition):
+            return _UNSTABLE  # retriable: the client asks again once the commit is durable
+        record = offsets.get(topic, partition)
+        if record is None:
+            return _NO_OFFSET
+        return record.offset, record.leader_epoch, record.metadata, NONE
+
+    # -- OffsetDelete (v0, KIP-496) --------------------------------------------------------------
+
+    def delete_offsets(self, ctx: RequestContext, req: OffsetDeleteRequest, fx: Effects) -> None:
+        group_id = req.group_id
+        group = self.groups.groups.get(group_id)
+        code = NONE
+        if not group_id:
+            code = INVALID_GROUP_ID
+        elif group is None:
+            code = GROUP_ID_NOT_FOUND
+        elif group.state is not EMPTY and not group.uses_consumer_protocol():
+            code = NON_EMPTY_GROUP
+        if code or group is None:
+            fx.reply(ctx.reply_to, OffsetDeleteResponse(error_code=code))
+            return
+        offsets = self.offsets.get(group_id)
+        check_subscription = group.state is not EMPTY
+        deleted: list[tuple[str, int]] = []
+        removed: list[OffsetCommitRecord] = []
+        topics = []
+        for topic in req.topics:
+            subscribed = check_subscription and group.is_subscribed_to_topic(topic.name)
+            partitions = []
+            for p in topic.partitions:
+                if subscribed:
+                    partitions.append(
+                        OffsetDeleteResponsePartition(p.partition_index, GROUP_SUBSCRIBED_TO_TOPIC)
+                    )
+                    continue
+                partitions.append(OffsetDeleteResponsePartition(p.partition_index, NONE))
+                if offsets is not None:
+                    existed, record = offsets.remove(topic.name, p.partition_index)
+                    if existed:
+                        deleted.append((topic.name, p.partition_index))
+                    if record is not None:
+                        removed.append(record)
+            topics.append(OffsetDeleteResponseTopic(topic.name, partitions))
+        response = OffsetDeleteResponse(error_code=NONE, topics=topics)
+        if not deleted:
+            fx.reply(ctx.reply_to, response)
+            return
+        fx.reply(
+            ctx.reply_to, response, lambda error: OffsetDeleteResponse(error_code=admin_write_error(error))
+        )
+        fx.write(tombstones(group_id, deleted), on_failed=lambda out, _error: self.restore(removed))
+
+    # -- deletions, expiry, restore --------------------------------------------------------------
+
+    def drop_group(self, group_id: str) -> tuple[list[OffsetTombstone], list[OffsetCommitRecord]]:
+        """Forget every offset of a deleted group: (tombstones to write, offsets to restore)."""
+        offsets = self.offsets.pop(group_id, None)
+        if offsets is None:
+            return [], []
+        removed = [record for partitions in offsets.committed.values() for record in partitions.values()]
+        return tombstones(group_id, offsets.all_partitions()), removed
+
+    def delete_topics(self, topics: Iterable[str]) -> tuple[list[OffsetTombstone], list[OffsetCommitRecord]]:
+        """§8.1: offsets of deleted topics are removed from every group."""
+        wanted = set(topics)
+        records: list[OffsetTombstone] = []
+        removed: list[OffsetCommitRecord] = []
+        for group_id, offsets in self.offsets.items():
+            for topic in wanted.intersection(offsets.committed.keys() | offsets.pending.keys()):
+                partitions, dropped = offsets.remove_topic(topic)
+                records.extend(OffsetTombstone(group_id, topic, p) for p in partitions)
+                removed.extend(dropped)
+        return records, removed
+
+    def expire_offsets(self, group: ClassicGroup, now_wall_ms: int) -> list[OffsetCommitRecord]:
+        """KIP-211: remove and return this group's expired offsets (§8.3)."""
+        offsets = self.offsets.get(group.group_id)
+        if offsets is None or not offsets.committed:
+            return []
+        protocol_type = group.protocol_type
+        base_ms: int | None = None  # None: each offset's own commit time
+        keep_topics: frozenset[str] = frozenset()
+        if protocol_type is not None and group.state is EMPTY:
+            base_ms = group.state_ms  # retention runs from the moment the group became Empty
+        elif (
+            protocol_type == CONSUMER_PROTOCOL_TYPE
+            and group.subscribed_topics is not None
+            and group.state is STABLE
+        ):
+            keep_topics = group.subscribed_topics  # an active consumer keeps what it consumes
+        elif protocol_type is not None:
+            return []  # rebalancing, non-consumer protocol, or unknown subscription
+        retention_ms = self.config.offsets_retention_ms
+        expired: list[OffsetCommitRecord] = []
+        for topic, partitions in offsets.committed.items():
+            if topic in keep_topics:
+                continue
+            pending = offsets.pending.get(topic)
+            for partition, record in partitions.items():
+                if pending is not None and partition in pending:
+                    continue
+                if record.expire_ms is not None:
+                    if now_wall_ms >= record.expire_ms:
+                        expired.append(record)
+                elif now_wall_ms - (record.commit_ms if base_ms is None else base_ms) >= retention_ms:
+                    expired.append(record)
+        for record in expired:
+            offsets.remove(record.topic, record.partition)
+        if not offsets.has_offsets():
+            del self.offsets[group.group_id]
+        return expired
+
+    def restore(self, records: Iterable[OffsetCommitRecord]) -> None:
+        """Undo deletions whose tombstones were not written: storage still has these offsets.
+
+        A partition committed again meanwhile keeps its newer value.
+        """
+        for record in records:
+            self.replay(record)
+
+    def replay(self, record: OffsetCommitRecord) -> None:
+        """Apply a stored offset unless the partition has a newer or in-flight one; offsets without
+        a group make an Empty "simple" group."""
+        if record.group_id not in self.groups.groups:
+            self.groups.create_group(record.group_id)
+        offsets = self.offsets.get(record.group_id)
+        if offsets is None:
+            offsets = self.offsets[record.group_id] = GroupOffsets()
+        if offsets.get(record.topic, record.partition) is None and not offsets.is_pending(
+            record.topic, record.partition
+        ):
+            offsets.put(record)
+
+    def load(self, records: Iterable[OffsetCommitRecord]) -> None:
+        for record in records:
+            offsets = self.offsets.get(record.group_id)
+            if offsets is None:
+                if record.group_id not in self.groups.groups:
+                    self.groups.create_group(record.group_id)
+                offsets = self.offsets[record.group_id] = GroupOffsets()
+            offsets.put(record)  # storage rows: one per key, the last one wins
+
+
+def _commit_response(req: OffsetCommitRequest, codes: list[int] | None, code: int) -> OffsetCommitResponse:
+    """One entry per requested partition, in request order: ``codes`` or ``code`` for all."""
+    topics = []
+    index = 0
+    for topic in req.topics:
+        partitions = []
+        for p in topic.partitions:
+            partitions.append(
+                OffsetCommitResponsePartition(p.partition_index, code if codes is None else codes[index])
+            )
+            index += 1
+        topics.append(OffsetCommitResponseTopic(name=topic.name, partitions=partitions))
+    return OffsetCommitResponse(topics=topics)

@@ -1,0 +1,296 @@
+"""GroupCoordinator: the pure core of one coordinator shard (classic groups and their offsets).
+
+The runtime calls one method per request, plus ``poll_timers`` when ``next_deadline`` has passed,
+and applies every returned :class:`~coordinator.result.Result`: write its records as one atomic
+batch, then send its replies and call ``on_durable`` -- or, if the write fails, call ``on_failed``
+instead -- and apply the Results those return in the same way. Nothing here reads a clock, sleeps
+or does I/O; all time comes from the request context or the caller.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Final
+
+from coordinator.context import RequestContext
+from coordinator.group import ClassicGroup
+from coordinator.group_config import GroupConfig
+from coordinator.group_manager import EMPTY, NONE, Effects, GroupManager, admin_write_error
+from coordinator.offset_manager import OffsetManager
+from coordinator.result import Result
+from coordinator.timers import Timers
+from protocol.messages.delete_groups import DeletableGroupResult, DeleteGroupsRequest, DeleteGroupsResponse
+from protocol.messages.describe_groups import DescribeGroupsRequest
+from protocol.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
+from protocol.messages.join_group import JoinGroupRequest
+from protocol.messages.leave_group import LeaveGroupRequest
+from protocol.messages.list_groups import ListGroupsRequest
+from protocol.messages.offset_commit import OffsetCommitRequest
+from protocol.messages.offset_delete import OffsetDeleteRequest
+from protocol.messages.offset_fetch import OffsetFetchRequest
+from protocol.messages.sync_group import SyncGroupRequest
+from storage.records import GroupMetadataRecord, GroupTombstone, OffsetCommitRecord, OffsetTombstone, Record
+
+log = logging.getLogger(__name__)
+
+TimerKey = tuple[str | int, ...]
+RETENTION_KEY: Final[TimerKey] = ("retention",)
+
+
+def default_member_id(prefix: str) -> str:
+    """Kafka's member ids: "{client id or group instance id}-{uuid4}"."""
+    return f"{prefix}-{uuid.uuid4()}"
+
+
+@dataclass(slots=True, frozen=True)
+class GroupSnapshot:
+    group_id: str
+    state: str
+    protocol_type: str | None
+    protocol_name: str | None
+    generation_id: int
+    leader_id: str | None
+    member_ids: tuple[str, ...]
+
+
+class GroupCoordinator:
+    def __init__(self, config: GroupConfig, member_id_factory: Callable[[str], str] | None = None) -> None:
+        self.config = config
+        self._timers: Timers[TimerKey] = Timers()
+        self._groups = GroupManager(config, self._timers, member_id_factory or default_member_id)
+        self._offsets = OffsetManager(config, self._groups)
+
+    def _enter(self, now_ms: int, wall_ms: int) -> None:
+        self._groups.set_clock(now_ms, wall_ms)
+        if RETENTION_KEY not in self._timers:
+            self._timers.schedule(RETENTION_KEY, now_ms + self.config.offsets_retention_check_interval_ms)
+
+    def _run(self, ctx: RequestContext, handler: Callable[[Effects], None]) -> Result:
+        self._enter(ctx.now_ms, ctx.wall_ms)
+        fx = Effects()
+        handler(fx)
+        return self._groups.to_result(fx)
+
+    # -- lifecycle -------------------------------------------------------------------------------
+
+    def load(
+        self,
+        groups: list[GroupMetadataRecord],
+        offsets: list[OffsetCommitRecord],
+        now_ms: int,
+        wall_ms: int,
+    ) -> None:
+        """§9.2: rebuild a fresh coordinator from its stored rows and restart member sessions."""
+        if self._groups.groups or self._offsets.offsets:
+            raise RuntimeError("load() needs a coordinator that has not served anything yet")
+        self._enter(now_ms, wall_ms)
+        for record in groups:
+            self._groups.load_group(record)
+        self._offsets.load(offsets)
+        fx = Effects()
+        self._groups.on_loaded(fx)
+        if not fx.is_empty():
+            raise RuntimeError("loading produced replies or records")  # cannot happen: nothing is parked
+        log.info("loaded %d groups and %d offsets", len(self._groups.groups), self._offsets.offset_count())
+
+    def unload(self, now_ms: int) -> Result:
+        """The shard is gone (ownership lost, or reloaded after a failed write): every group goes
+        Dead and every parked JoinGroup/SyncGroup is answered NOT_COORDINATOR."""
+        self._groups.now_ms = now_ms
+        fx = Effects()
+        self._groups.unload(fx)
+        self._offsets.offsets.clear()
+        self._timers.clear()
+        return self._groups.to_result(fx)
+
+    # -- group membership ------------------------------------------------------------------------
+
+    def join_group(self, ctx: RequestContext, req: JoinGroupRequest) -> Result:
+        return self._run(ctx, lambda fx: self._groups.join_group(ctx, req, fx))
+
+    def sync_group(self, ctx: RequestContext, req: SyncGroupRequest) -> Result:
+        return self._run(ctx, lambda fx: self._groups.sync_group(ctx, req, fx))
+
+    def heartbeat(self, ctx: RequestContext, req: HeartbeatRequest) -> Result:
+        code = self._groups.heartbeat(
+            ctx.now_ms, req.group_id, req.member_id, req.group_instance_id, req.generation_id
+        )
+        return Result(replies=[(ctx.reply_to, HeartbeatResponse(error_code=code))])
+
+    def leave_group(self, ctx: RequestContext, req: LeaveGroupRequest) -> Result:
+        return self._run(ctx, lambda fx: self._groups.leave_group(ctx, req, fx))
+
+    # -- offsets -----------------------------------------------------------------------------------
+
+    def commit_offsets(self, ctx: RequestContext, req: OffsetCommitRequest) -> Result:
+        return self._run(ctx, lambda fx: self._offsets.commit_offsets(ctx, req, fx))
+
+    def fetch_offsets(self, ctx: RequestContext, req: OffsetFetchRequest) -> Result:
+        self._enter(ctx.now_ms, ctx.wall_ms)
+        return Result(replies=[(ctx.reply_to, self._offsets.fetch_offsets(ctx, req))])
+
+    def delete_offsets(self, ctx: RequestContext, req: OffsetDeleteRequest) -> Result:
+        return self._run(ctx, lambda fx: self._offsets.delete_offsets(ctx, req, fx))
+
+    def delete_topics(self, topics: list[str], now_ms: int, wall_ms: int) -> Result:
+        """§8.1: tombstone every offset of deleted topics (no reply)."""
+        self._enter(now_ms, wall_ms)
+        fx = Effects()
+        records, removed = self._offsets.delete_topics(topics)
+        if records:
+            fx.write(records, on_failed=lambda out, _error: self._offsets.restore(removed))
+        return self._groups.to_result(fx)
+
+    # -- admin -------------------------------------------------------------------------------------
+
+    def list_groups(self, ctx: RequestContext, req: ListGroupsRequest) -> Result:
+        self._enter(ctx.now_ms, ctx.wall_ms)
+        return Result(replies=[(ctx.reply_to, self._groups.list_groups(ctx, req))])
+
+    def describe_groups(self, ctx: RequestContext, req: DescribeGroupsRequest) -> Result:
+        self._enter(ctx.now_ms, ctx.wall_ms)
+        return Result(replies=[(ctx.reply_to, self._groups.describe_groups(ctx, req))])
+
+    def delete_groups(self, ctx: RequestContext, req: DeleteGroupsRequest) -> Result:
+        return self._run(ctx, lambda fx: self._delete_groups(ctx, req, fx))
+
+    def _delete_groups(self, ctx: RequestContext, req: DeleteGroupsRequest, fx: Effects) -> None:
+        """DeleteGroups (v0-2): only Empty groups; their offsets and record are tombstoned."""
+        results: list[DeletableGroupResult] = []
+        records: list[Record] = []
+        deleted: list[tuple[ClassicGroup, list[OffsetCommitRecord]]] = []
+        for group_id in req.groups_names:
+            code = self._groups.validate_delete(group_id)
+            if code == NONE:
+                group = self._groups.groups[group_id]
+                self._groups.remove_group(group)
+                offset_tombstones, removed = self._offsets.drop_group(group_id)
+                records.extend(offset_tombstones)
+                records.append(GroupTombstone(group_id))
+                deleted.append((group, removed))
+            results.append(DeletableGroupResult(group_id, code))
+        response = DeleteGroupsResponse(results=results)
+        if not records:
+            fx.reply(ctx.reply_to, response)
+            return
+        deleted_ids = {group.group_id for group, _ in deleted}
+
+        def failed_response(error_code: int) -> DeleteGroupsResponse:
+            code = admin_write_error(error_code)
+            return DeleteGroupsResponse(
+                results=[
+                    DeletableGroupResult(
+                        r.group_id,
+                        code if r.error_code == NONE and r.group_id in deleted_ids else r.error_code,
+                    )
+                    for r in results
+                ]
+            )
+
+        def on_failed(out: Effects, error_code: int) -> None:
+            for group, removed in deleted:
+                self._groups.restore_group(group)
+                self._offsets.restore(removed)
+
+        fx.reply(ctx.reply_to, response, failed_response)
+        fx.write(records, on_failed=on_failed)
+
+    # -- timers ------------------------------------------------------------------------------------
+
+    def next_deadline(self) -> int | None:
+        """Monotonic time at which poll_timers has work (possibly a little early), or None."""
+        return self._timers.next_deadline()
+
+    def poll_timers(self, now_ms: int, wall_ms: int, limit: int = 10000) -> list[Result]:
+        """Run the timers due at ``now_ms`` (at most ``limit`` heap items per call)."""
+        self._groups.set_clock(now_ms, wall_ms)
+        results: list[Result] = []
+        for key in self._timers.poll(now_ms, limit):
+            fx = Effects()
+            match key:
+                case ("session", str() as group_id, str() as member_id):
+                    self._groups.expire_session(group_id, member_id, fx)
+                case ("join", str() as group_id):
+                    self._groups.expire_join(group_id, fx)
+                case ("sync", str() as group_id, int() as generation_id):
+                    self._groups.expire_pending_sync(group_id, generation_id, fx)
+                case ("retention",):
+                    self._expire_offsets_and_groups(fx)
+                case _:
+                    raise ValueError(f"unknown timer {key!r}")
+            if not fx.is_empty():
+                results.append(self._groups.to_result(fx))
+        return results
+
+    def _expire_offsets_and_groups(self, fx: Effects) -> None:
+        """The retention sweep: expire offsets (KIP-211), then drop Empty groups left without any
+        offset (§8.2); a group record is tombstoned only if one was ever written (generation > 0)."""
+        groups, offsets = self._groups, self._offsets
+        self._timers.schedule(RETENTION_KEY, groups.now_ms + self.config.offsets_retention_check_interval_ms)
+        wall_ms = groups.wall_ms
+        records: list[Record] = []
+        expired_offsets: list[OffsetCommitRecord] = []
+        removed_groups: list[ClassicGroup] = []
+        for group in list(groups.groups.values()):
+            expired = offsets.expire_offsets(group, wall_ms)
+            if expired:
+                expired_offsets.extend(expired)
+                records.extend(OffsetTombstone(r.group_id, r.topic, r.partition) for r in expired)
+            if group.state is EMPTY and not offsets.has_offsets(group.group_id):
+                groups.remove_group(group)
+                offsets.drop_group(group.group_id)
+                removed_groups.append(group)
+                if group.generation_id > 0:
+                    records.append(GroupTombstone(group.group_id))
+        if expired_offsets or removed_groups:
+            log.info(
+                "retention sweep: %d offsets expired, %d groups removed",
+                len(expired_offsets),
+                len(removed_groups),
+            )
+        if records:
+
+            def on_failed(out: Effects, error_code: int) -> None:
+                for group in removed_groups:
+                    groups.restore_group(group)
+                offsets.restore(expired_offsets)
+
+            fx.write(records, on_failed=on_failed)
+
+    # -- read-only accessors for the runtime, metrics and tests -------------------------------------
+
+    def group(self, group_id: str) -> ClassicGroup | None:
+        """The live group object (read it, never mutate it)."""
+        return self._groups.groups.get(group_id)
+
+    def groups_snapshot(self) -> list[GroupSnapshot]:
+        return [
+            GroupSnapshot(
+                group_id=g.group_id,
+                state=g.state.value,
+                protocol_type=g.protocol_type,
+                protocol_name=g.protocol_name,
+                generation_id=g.generation_id,
+                leader_id=g.leader_id,
+                member_ids=tuple(g.members),
+            )
+            for g in self._groups.groups.values()
+        ]
+
+    def group_count_by_state(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for group in self._groups.groups.values():
+            counts[group.state.value] = counts.get(group.state.value, 0) + 1
+        return counts
+
+    def group_count(self) -> int:
+        return len(self._groups.groups)
+
+    def member_count(self) -> int:
+        return sum(len(group.members) for group in self._groups.groups.values())
+
+    def offset_count(self) -> int:
+        return self._offsets.offset_count()

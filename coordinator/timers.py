@@ -1,0 +1,133 @@
+"""Keyed timers over a lazily-pruned heap (pure: the caller supplies the time).
+
+One live deadline per key. Re-arming a key to a *later* deadline -- a heartbeat pushing a session
+timeout forward, the common case -- only updates the key's entry: no heap push, no cancelled
+handle left behind. The stale heap item is noticed when it reaches the top and is pushed back
+once with the current deadline. Re-arming to an *earlier* deadline pushes a new item and orphans
+the old one; cancelling orphans it too. Orphans are dropped when popped, and the heap is rebuilt
+when they outnumber the live keys, so memory stays O(live keys).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from heapq import heapify, heappop, heappush
+from typing import Generic, TypeVar
+
+K = TypeVar("K", bound=Hashable)
+
+# Upper bound of the heap fix-ups next_deadline() does before answering with a lower bound.
+_PEEK_FIXUPS = 64
+# Rebuild the heap once orphaned items exceed the live keys by this much.
+_COMPACT_SLACK = 1024
+
+
+class _Entry:
+    __slots__ = ("deadline", "queued", "seq")
+
+    def __init__(self, deadline: int, seq: int) -> None:
+        self.deadline = deadline  # the key's current deadline
+        self.queued = deadline  # deadline of the key's live heap item (<= deadline)
+        self.seq = seq  # sequence number of the key's live heap item
+
+
+class Timers(Generic[K]):
+    """schedule/cancel keys; poll(now) returns the keys whose deadline has passed."""
+
+    __slots__ = ("_entries", "_heap", "_seq")
+
+    def __init__(self) -> None:
+        self._entries: dict[K, _Entry] = {}
+        self._heap: list[tuple[int, int, K]] = []
+        self._seq = 0
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._entries
+
+    def deadline(self, key: K) -> int | None:
+        entry = self._entries.get(key)
+        return None if entry is None else entry.deadline
+
+    def clear(self) -> None:
+        self._entries.clear()
+        self._heap.clear()
+
+    def schedule(self, key: K, deadline_ms: int) -> None:
+        """Arm ``key`` for ``deadline_ms``, replacing any deadline it had."""
+        entry = self._entries.get(key)
+        if entry is None:
+            self._seq += 1
+            self._entries[key] = _Entry(deadline_ms, self._seq)
+            heappush(self._heap, (deadline_ms, self._seq, key))
+            return
+        entry.deadline = deadline_ms
+        if deadline_ms < entry.queued:
+            self._requeue(key, entry)
+            self._maybe_compact()
+
+    def cancel(self, key: K) -> None:
+        if self._entries.pop(key, None) is not None:
+            self._maybe_compact()
+
+    def next_deadline(self) -> int | None:
+        """The earliest deadline, or a lower bound of it when many items were re-armed."""
+        heap = self._heap
+        entries = self._entries
+        if not entries:
+            return None
+        for _ in range(_PEEK_FIXUPS):
+            if not heap:
+                return None
+            queued, seq, key = heap[0]
+            entry = entries.get(key)
+            if entry is None or entry.seq != seq:
+                heappop(heap)
+            elif entry.deadline > queued:
+                heappop(heap)
+                self._requeue(key, entry)
+            else:
+                return queued
+        return heap[0][0] if heap else None
+
+    def poll(self, now_ms: int, limit: int) -> list[K]:
+        """Remove and return the keys due at ``now_ms``, earliest first.
+
+        At most ``limit`` heap items are examined (due, orphaned or re-armed), so a burst of
+        deadlines is spread over several calls; ``next_deadline()`` stays <= now until it is done.
+        """
+        due: list[K] = []
+        heap = self._heap
+        entries = self._entries
+        examined = 0
+        while heap and heap[0][0] <= now_ms and examined < limit:
+            examined += 1
+            _, seq, key = heappop(heap)
+            entry = entries.get(key)
+            if entry is None or entry.seq != seq:
+                continue
+            if entry.deadline > now_ms:
+                self._requeue(key, entry)
+                continue
+            del entries[key]
+            due.append(key)
+        return due
+
+    def _requeue(self, key: K, entry: _Entry) -> None:
+        self._seq += 1
+        entry.seq = self._seq
+        entry.queued = entry.deadline
+        heappush(self._heap, (entry.deadline, self._seq, key))
+
+    def _maybe_compact(self) -> None:
+        if len(self._heap) > 2 * len(self._entries) + _COMPACT_SLACK:
+            heap: list[tuple[int, int, K]] = []
+            for key, entry in self._entries.items():
+                self._seq += 1
+                entry.seq = self._seq
+                entry.queued = entry.deadline
+                heap.append((entry.deadline, self._seq, key))
+            heapify(heap)
+            self._heap = heap

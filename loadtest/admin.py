@@ -1,0 +1,134 @@
+"""Driver-side preparation of a target: negotiate versions, create the topics, check them."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+
+from loadtest.client import Connection
+from loadtest.scenario import PREFERRED_VERSIONS, is_loopback_host, parse_hostport
+from protocol.apis import ApiKey
+from protocol.errors import ErrorCode
+from protocol.messages import CODECS
+from protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
+from protocol.messages.create_topics import CreatableTopic, CreateTopicsRequest, CreateTopicsResponse
+from protocol.messages.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
+from protocol.messages.metadata import MetadataRequest, MetadataRequestTopic, MetadataResponse
+
+_TIMEOUT = 30.0
+
+
+class TargetError(Exception):
+    """The target cannot run the scenario (unreachable, too old, refuses the topics...)."""
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedTarget:
+    versions: dict[int, int]
+    partitions: dict[str, int]
+    coordinator: str
+
+
+def prepare_target(
+    bootstrap: str, topics: list[str], partitions: int, loopback_only: bool, probe_group: str
+) -> PreparedTarget:
+    return asyncio.run(_prepare(bootstrap, topics, partitions, loopback_only, probe_group))
+
+
+async def _prepare(
+    bootstrap: str, topics: list[str], partitions: int, loopback_only: bool, probe_group: str
+) -> PreparedTarget:
+    host, port = parse_hostport(bootstrap)
+    try:
+        conn = await Connection.open(host, port, "loadtest-admin", _TIMEOUT)
+    except Exception as exc:
+        raise TargetError(f"cannot connect to {bootstrap}: {exc}") from exc
+    try:
+        versions = await _negotiate(conn)
+        await _create_topics(conn, versions, topics, partitions)
+        found = await _topic_partitions(conn, versions, topics)
+        coordinator = await _find_coordinator(conn, versions, probe_group)
+    finally:
+        conn.close()
+    coordinator_host, _ = parse_hostport(coordinator)
+    if loopback_only and not is_loopback_host(coordinator_host):
+        raise TargetError(
+            f"{bootstrap} names coordinator {coordinator}, which is not a loopback address "
+            "(local masters only load loopback targets)"
+        )
+    return PreparedTarget(versions, found, coordinator)
+
+
+async def _negotiate(conn: Connection) -> dict[int, int]:
+    response: ApiVersionsResponse
+    response, _, _ = await conn.request(ApiKey.API_VERSIONS, 3, ApiVersionsRequest("loadtest", "1"), _TIMEOUT)
+    if response.error_code == ErrorCode.UNSUPPORTED_VERSION:
+        response, _, _ = await conn.request(ApiKey.API_VERSIONS, 0, ApiVersionsRequest(), _TIMEOUT)
+    if response.error_code:
+        raise TargetError(f"ApiVersions failed: {ErrorCode(response.error_code).name}")
+    served = {a.api_key: (a.min_version, a.max_version) for a in response.api_keys}
+    versions: dict[int, int] = {}
+    for api_key, preferred in PREFERRED_VERSIONS.items():
+        if api_key not in served:
+            raise TargetError(f"the target does not serve {ApiKey(api_key).name}")
+        low, high = served[api_key]
+        version = min(preferred, high)
+        while version >= low and (api_key, version) not in CODECS:
+            version -= 1
+        if version < low:
+            raise TargetError(f"no common version of {ApiKey(api_key).name} (target {low}..{high})")
+        versions[api_key] = version
+    return versions
+
+
+async def _create_topics(
+    conn: Connection, versions: dict[int, int], topics: list[str], partitions: int
+) -> None:
+    version = versions[ApiKey.CREATE_TOPICS]
+    request = CreateTopicsRequest(
+        topics=[CreatableTopic(name, partitions, 1) for name in topics], timeout_ms=int(_TIMEOUT * 1000)
+    )
+    response: CreateTopicsResponse
+    response, _, _ = await conn.request(ApiKey.CREATE_TOPICS, version, request, _TIMEOUT)
+    for result in response.topics:
+        if result.error_code not in (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS):
+            raise TargetError(
+                f"CreateTopics {result.name}: {ErrorCode(result.error_code).name} {result.error_message or ''}"
+            )
+
+
+async def _topic_partitions(conn: Connection, versions: dict[int, int], topics: list[str]) -> dict[str, int]:
+    version = versions[ApiKey.METADATA]
+    request = MetadataRequest(
+        topics=[MetadataRequestTopic(name=name) for name in topics], allow_auto_topic_creation=False
+    )
+    found: dict[str, int] = {}
+    for _ in range(50):  # topic creation may take a moment to show in metadata
+        response: MetadataResponse
+        response, _, _ = await conn.request(ApiKey.METADATA, version, request, _TIMEOUT)
+        found = {t.name or "": len(t.partitions) for t in response.topics if t.error_code == 0}
+        if all(found.get(name, 0) > 0 for name in topics):
+            return found
+        await asyncio.sleep(0.1)
+    raise TargetError(f"topics not visible in metadata after creation: {sorted(set(topics) - set(found))}")
+
+
+async def _find_coordinator(conn: Connection, versions: dict[int, int], group: str) -> str:
+    version = versions[ApiKey.FIND_COORDINATOR]
+    request = (
+        FindCoordinatorRequest(key_type=0, coordinator_keys=[group])
+        if version >= 4
+        else FindCoordinatorRequest(key=group, key_type=0)
+    )
+    response: FindCoordinatorResponse
+    response, _, _ = await conn.request(ApiKey.FIND_COORDINATOR, version, request, _TIMEOUT)
+    if version >= 4:
+        if not response.coordinators:
+            raise TargetError("FindCoordinator answered no coordinator")
+        entry = response.coordinators[0]
+        code, host, port = entry.error_code, entry.host, entry.port
+    else:
+        code, host, port = response.error_code, response.host, response.port
+    if code:
+        raise TargetError(f"FindCoordinator: {ErrorCode(code).name}")
+    return f"{host}:{port}"

@@ -1,0 +1,222 @@
+"""Aggregations of the raw rows with Spark: per-operation summary, rebalances, per-second timeline."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from loadtest.scenario import (
+    ABORTED,
+    CYCLE_OPS,
+    EVENT_OPS,
+    LOOP_LAG_OP,
+    NOT_JOINED,
+    REQUEST_OPS,
+    Scenario,
+    error_name,
+    expected_codes,
+)
+
+PERCENTILES = (0.5, 0.9, 0.99, 0.999)
+PERCENTILE_NAMES = ("p50", "p90", "p99", "p99_9")
+_ACCURACY = 10000
+_MAX_GENERATIONS_LISTED = 2000
+
+
+def _answered_latency() -> Any:
+    """Latency of requests that got a response (client timeouts and disconnects have none)."""
+    return F.when(F.col("error_code") > -100, F.col("latency_ms"))
+
+
+def _percentiles(column: Any) -> Any:
+    return F.percentile_approx(column, list(PERCENTILES), _ACCURACY)
+
+
+def _pct_dict(values: list[float] | None) -> dict[str, float | None]:
+    values = values or []
+    return {
+        name: (round(float(values[i]), 3) if i < len(values) and values[i] is not None else None)
+        for i, name in enumerate(PERCENTILE_NAMES)
+    }
+
+
+def summarize(
+    spark: SparkSession, raw: DataFrame, scenario: Scenario, lag_threshold_ms: float
+) -> dict[str, Any]:
+    expected = expected_codes(scenario.faults)
+    ops = [*REQUEST_OPS, "connect", *CYCLE_OPS]
+    requests = raw.where(F.col("op").isin(*REQUEST_OPS, "connect"))
+
+    window = requests.agg(
+        F.min("start_ms").alias("t0"), F.max(F.col("start_ms") + F.col("latency_ms")).alias("t1")
+    ).first()
+    t0 = float(window["t0"]) if window and window["t0"] is not None else 0.0
+    t1 = float(window["t1"]) if window and window["t1"] is not None else t0
+    seconds = max((t1 - t0) / 1000.0, 1e-9)
+
+    latency = _answered_latency()
+    per_op_rows = (
+        raw.where(F.col("op").isin(*ops))
+        .groupBy("op")
+        .agg(
+            F.count(F.lit(1)).alias("count"),
+            F.sum(F.when(F.col("error_code") != 0, 1).otherwise(0)).alias("errors"),
+            _percentiles(latency).alias("pct"),
+            F.max(latency).alias("max"),
+            F.avg(latency).alias("mean"),
+        )
+        .collect()
+    )
+    codes_rows = (
+        raw.where(F.col("op").isin(*ops) & (F.col("error_code") != 0))
+        .groupBy("op", "error_code")
+        .count()
+        .collect()
+    )
+    by_code: dict[str, dict[str, int]] = {}
+    unexpected: dict[str, int] = {}
+    for row in codes_rows:
+        name = f"{error_name(row['error_code'])} ({row['error_code']})"
+        by_code.setdefault(row["op"], {})[name] = int(row["count"])
+        if row["error_code"] not in expected:
+            unexpected[name] = unexpected.get(name, 0) + int(row["count"])
+
+    operations: dict[str, Any] = {}
+    for row in sorted(per_op_rows, key=lambda r: ops.index(r["op"])):
+        op = row["op"]
+        operations[op] = {
+            "count": int(row["count"]),
+            "rate_per_s": round(row["count"] / seconds, 2),
+            "errors": int(row["errors"]),
+            "errors_by_code": dict(sorted(by_code.get(op, {}).items())),
+            **_pct_dict(row["pct"]),
+            "max": round(float(row["max"]), 3) if row["max"] is not None else None,
+            "mean": round(float(row["mean"]), 3) if row["mean"] is not None else None,
+        }
+
+    joins = raw.where(F.col("op") == "join").groupBy("error_code").count().collect()
+    join_counts = {int(r["error_code"]): int(r["count"]) for r in joins}
+    members = {
+        "started": sum(join_counts.values()),
+        "joined": join_counts.get(0, 0),
+        "not_joined": join_counts.get(NOT_JOINED, 0),
+        "aborted_before_join": join_counts.get(ABORTED, 0),
+        "killed": raw.where(F.col("op") == "kill").count(),
+        "churned": raw.where(F.col("op") == "churn").count(),
+    }
+
+    rebalances = _rebalances(raw)
+    loop_lag = _loop_lag(raw, lag_threshold_ms)
+    total_requests = sum(v["count"] for k, v in operations.items() if k in REQUEST_OPS)
+    return {
+        "run_id": scenario.run_id,
+        "target": scenario.target,
+        "bootstrap": scenario.bootstrap,
+        "scenario": {
+            k: v for k, v in scenario.to_dict().items() if k not in ("progress_host", "progress_port")
+        },
+        "window": {"start_ms": t0, "end_ms": t1, "seconds": round(seconds, 3)},
+        "requests": {
+            "count": total_requests,
+            "rate_per_s": round(total_requests / seconds, 2),
+            "unexpected_errors": sum(unexpected.values()),
+            "unexpected_by_code": dict(sorted(unexpected.items())),
+            "expected_codes": sorted(error_name(c) for c in expected if c),
+        },
+        "members": members,
+        "join": operations.get("join", {}),
+        "operations": {k: v for k, v in operations.items() if k not in CYCLE_OPS},
+        "rebalance_cycles": operations.get("rebalance", {}),
+        "rebalances": rebalances,
+        "loop_lag": loop_lag,
+        "client_saturated": any(t["saturated"] for t in loop_lag["tasks"]),
+    }
+
+
+def _rebalances(raw: DataFrame) -> dict[str, Any]:
+    """Per (group, generation): from the first member starting its join cycle to the last one
+    receiving its assignment."""
+    cycles = (
+        raw.where(F.col("op").isin(*CYCLE_OPS) & (F.col("error_code") == 0))
+        .groupBy("group", "generation")
+        .agg(
+            F.min("start_ms").alias("start_ms"),
+            F.max(F.col("start_ms") + F.col("latency_ms")).alias("end_ms"),
+            F.count(F.lit(1)).alias("members"),
+            F.sum(F.when(F.col("op") == "join", 1).otherwise(0)).alias("new_members"),
+        )
+        .withColumn("duration_ms", F.col("end_ms") - F.col("start_ms"))
+    )
+    stats = cycles.agg(
+        F.count(F.lit(1)).alias("count"),
+        _percentiles(F.col("duration_ms")).alias("pct"),
+        F.max("duration_ms").alias("max"),
+    ).first()
+    listed = (
+        cycles.orderBy("group", "generation")
+        .limit(_MAX_GENERATIONS_LISTED)
+        .select(
+            "group", "generation", "members", "new_members", F.round("duration_ms", 3).alias("duration_ms")
+        )
+        .collect()
+    )
+    count = int(stats["count"]) if stats else 0
+    return {
+        "generations": count,
+        "duration_ms": {
+            **_pct_dict(stats["pct"] if stats else None),
+            "max": round(float(stats["max"]), 3) if stats and stats["max"] is not None else None,
+        },
+        "by_generation": [r.asDict() for r in listed],
+        "by_generation_truncated": count > len(listed),
+    }
+
+
+def _loop_lag(raw: DataFrame, threshold_ms: float) -> dict[str, Any]:
+    rows = (
+        raw.where(F.col("op") == LOOP_LAG_OP)
+        .groupBy("task")
+        .agg(
+            F.percentile_approx("latency_ms", [0.5, 0.99], _ACCURACY).alias("pct"),
+            F.max("latency_ms").alias("max"),
+            F.count(F.lit(1)).alias("samples"),
+        )
+        .orderBy("task")
+        .collect()
+    )
+    tasks = []
+    for row in rows:
+        p50, p99 = (row["pct"] or [0.0, 0.0])[:2]
+        tasks.append(
+            {
+                "task": int(row["task"]),
+                "p50_ms": round(float(p50), 3),
+                "p99_ms": round(float(p99), 3),
+                "max_ms": round(float(row["max"]), 3),
+                "samples": int(row["samples"]),
+                "saturated": float(p99) > threshold_ms,
+            }
+        )
+    return {"threshold_ms": threshold_ms, "tasks": tasks}
+
+
+def timeline(raw: DataFrame, t0_ms: float, scenario: Scenario) -> DataFrame:
+    """Per second since the start and per operation: count, errors, latency percentiles."""
+    expected = sorted(expected_codes(scenario.faults))
+    second = F.floor((F.col("start_ms") - F.lit(t0_ms)) / 1000).cast("int").alias("second")
+    latency = _answered_latency()
+    return (
+        raw.where(F.col("op").isin(*REQUEST_OPS, "connect", *CYCLE_OPS, *EVENT_OPS, LOOP_LAG_OP))
+        .groupBy("target", second, "op")
+        .agg(
+            F.count(F.lit(1)).alias("count"),
+            F.sum(F.when(F.col("error_code") != 0, 1).otherwise(0)).alias("errors"),
+            F.sum(F.when(~F.col("error_code").isin(*expected), 1).otherwise(0)).alias("unexpected"),
+            F.percentile_approx(latency, 0.5, _ACCURACY).alias("p50_ms"),
+            F.percentile_approx(latency, 0.99, _ACCURACY).alias("p99_ms"),
+            F.max(latency).alias("max_ms"),
+        )
+        .orderBy("second", "op")
+    )

@@ -1,0 +1,408 @@
+"""`python -m loadtest` / `coordinator loadtest`: run the load with Spark and write the report."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import socket
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from loadtest.scenario import (
+    Scenario,
+    is_local_master,
+    is_loopback_host,
+    local_slots,
+    new_run_id,
+    parse_hostport,
+)
+
+DESCRIPTION = (
+    "Simulate thousands of Kafka consumer-group members from a PySpark job against a bootstrap "
+    "address and report latencies, rebalances and errors. Local mode (the default master) only "
+    "loads loopback addresses."
+)
+EXIT_USAGE = 2
+EXIT_TARGET = 1
+EXIT_CHECK_FAILED = 3
+_LABEL = re.compile(r"^[A-Za-z0-9_.-]{1,40}$")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    target = parser.add_argument_group("target")
+    target.add_argument("--bootstrap", required=True, metavar="HOST:PORT", help="server to load")
+    target.add_argument("--label", default="a", help="name of the target in the report (default a)")
+    target.add_argument(
+        "--compare",
+        metavar="HOST:PORT",
+        help="compare mode: run the same scenario against this second server too, report both with ratios",
+    )
+    target.add_argument("--compare-label", default="b", help="name of the second target (default b)")
+
+    spark = parser.add_argument_group("spark")
+    spark.add_argument(
+        "--master", default="local[*]", help="Spark master: local[N] (default local[*]) or spark://HOST:PORT"
+    )
+    spark.add_argument("--tasks", type=int, help="Spark tasks, one per slot (default: every slot)")
+    spark.add_argument("--barrier", action="store_true", help="barrier stage: all tasks start together")
+    spark.add_argument(
+        "--driver-host", help="address executors reach the driver at (cluster masters; local uses 127.0.0.1)"
+    )
+
+    load = parser.add_argument_group("scenario")
+    load.add_argument("--members", type=int, default=100, help="members per task (default 100)")
+    load.add_argument(
+        "--groups", type=int, help="groups in total, shared by all tasks (default: one per 50 members)"
+    )
+    load.add_argument(
+        "--topics", type=int, default=1, help="topics; group g subscribes to topic g %% topics (default 1)"
+    )
+    load.add_argument("--partitions", type=int, default=64, help="partitions per topic (default 64)")
+    load.add_argument(
+        "--duration", type=float, default=60.0, help="seconds of load per task, ramp-up included (default 60)"
+    )
+    load.add_argument(
+        "--ramp-up",
+        type=float,
+        default=10.0,
+        help="seconds over which a task starts its members (default 10)",
+    )
+    load.add_argument("--heartbeat-interval-ms", type=int, default=3000, help="default 3000")
+    load.add_argument("--commit-interval-ms", type=int, default=5000, help="default 5000")
+    load.add_argument("--session-timeout-ms", type=int, default=30000, help="default 30000")
+    load.add_argument("--rebalance-timeout-ms", type=int, default=60000, help="default 60000")
+    load.add_argument(
+        "--request-timeout-ms",
+        type=int,
+        default=30000,
+        help="default 30000 (JoinGroup/SyncGroup: rebalance timeout + 5 s)",
+    )
+    load.add_argument(
+        "--churn-rate",
+        type=float,
+        default=0.0,
+        help="graceful leave + replacement per task per second (default 0)",
+    )
+    load.add_argument(
+        "--kill-rate",
+        type=float,
+        default=0.0,
+        help="abrupt disconnect + replacement per task per second (default 0)",
+    )
+    load.add_argument(
+        "--restart-delay",
+        type=float,
+        default=1.0,
+        help="seconds before a replacement member starts (default 1)",
+    )
+    load.add_argument(
+        "--static-share",
+        type=float,
+        default=0.0,
+        help="share of members with a group.instance.id, 0..1 (default 0)",
+    )
+    load.add_argument(
+        "--topic-prefix", default="loadtest", help="created topics are PREFIX-RUNID-tN (default loadtest)"
+    )
+    load.add_argument("--seed", type=int, default=0)
+
+    report = parser.add_argument_group("report")
+    report.add_argument(
+        "--out",
+        required=True,
+        type=Path,
+        metavar="DIR",
+        help="report directory (must not hold a previous report)",
+    )
+    report.add_argument(
+        "--progress-interval", type=float, default=2.0, help="seconds between progress lines (default 2)"
+    )
+    report.add_argument(
+        "--lag-threshold-ms",
+        type=float,
+        default=50.0,
+        help="client loop lag p99 above which a task counts as saturated (default 50)",
+    )
+    report.add_argument(
+        "--strict",
+        action="store_true",
+        help=f"exit {EXIT_CHECK_FAILED} when a member never joined or an unexpected error occurred",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m loadtest", description=DESCRIPTION)
+    add_arguments(parser)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run(build_parser().parse_args(argv))
+
+
+def _say(message: str) -> None:
+    print(f"loadtest: {message}", file=sys.stderr, flush=True)
+
+
+class UsageError(Exception):
+    pass
+
+
+def _validate(args: argparse.Namespace) -> list[tuple[str, str]]:
+    targets = [(args.label, args.bootstrap)]
+    if args.compare:
+        targets.append((args.compare_label, args.compare))
+    labels = [label for label, _ in targets]
+    if len(set(labels)) != len(labels):
+        raise UsageError("--label and --compare-label must differ")
+    for label, address in targets:
+        if not _LABEL.match(label):
+            raise UsageError(f"label {label!r}: use 1-40 letters, digits, '.', '_' or '-'")
+        try:
+            host, _ = parse_hostport(address)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from exc
+        if is_local_master(args.master) and not is_loopback_host(host):
+            raise UsageError(
+                f"{address} is not a loopback address: a local master only loads 127.0.0.1/localhost targets"
+            )
+    positive = {
+        "--members": args.members,
+        "--topics": args.topics,
+        "--partitions": args.partitions,
+        "--duration": args.duration,
+        "--heartbeat-interval-ms": args.heartbeat_interval_ms,
+        "--commit-interval-ms": args.commit_interval_ms,
+        "--session-timeout-ms": args.session_timeout_ms,
+        "--rebalance-timeout-ms": args.rebalance_timeout_ms,
+        "--request-timeout-ms": args.request_timeout_ms,
+    }
+    for flag, value in positive.items():
+        if value is None or value <= 0:
+            raise UsageError(f"{flag} must be positive")
+    if args.tasks is not None and args.tasks <= 0:
+        raise UsageError("--tasks must be positive")
+    if args.groups is not None and args.groups <= 0:
+        raise UsageError("--groups must be positive")
+    for flag, value in {
+        "--ramp-up": args.ramp_up,
+        "--churn-rate": args.churn_rate,
+        "--kill-rate": args.kill_rate,
+        "--restart-delay": args.restart_delay,
+    }.items():
+        if value < 0:
+            raise UsageError(f"{flag} must not be negative")
+    if not 0 <= args.static_share <= 1:
+        raise UsageError("--static-share must be within 0..1")
+    if args.duration > 24 * 3600:
+        raise UsageError("--duration is limited to 24 hours")
+    return targets
+
+
+def _output_dirs(out: Path, targets: list[tuple[str, str]]) -> list[Path]:
+    dirs = [out] if len(targets) == 1 else [out / label for label, _ in targets]
+    for directory in dirs:
+        for name in ("raw.parquet", "summary.json"):
+            if (directory / name).exists():
+                raise UsageError(f"{directory / name} exists: give --out a new directory")
+    for directory in dirs:
+        directory.mkdir(parents=True, exist_ok=True)
+    return dirs
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        targets = _validate(args)
+        try:
+            slots = local_slots(args.master)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from exc
+        tasks: int | None = args.tasks or slots
+        local = is_local_master(args.master)
+        if local and slots is not None and tasks is not None and tasks > slots:
+            raise UsageError(
+                f"--tasks {tasks} is more than the {slots} slots of {args.master} (one task per slot)"
+            )
+        if tasks is None:
+            raise UsageError("give --tasks with a cluster master (one per executor core)")
+        dirs = _output_dirs(args.out, targets)
+    except UsageError as exc:
+        _say(f"error: {exc}")
+        return EXIT_USAGE
+    return _run(args, targets, dirs, tasks, local)
+
+
+def _run(
+    args: argparse.Namespace, targets: list[tuple[str, str]], dirs: list[Path], tasks: int, local: bool
+) -> int:
+    from loadtest.admin import TargetError, prepare_target
+    from loadtest.progress import Progress
+
+    groups = args.groups or max(1, (tasks * args.members) // 50)
+    ramp_up = min(args.ramp_up, args.duration / 2)
+    progress_host = "127.0.0.1" if local else (args.driver_host or socket.gethostbyname(socket.gethostname()))
+
+    scenarios: list[Scenario] = []
+    progress = Progress(progress_host, args.progress_interval, args.lag_threshold_ms)
+    try:
+        for label, bootstrap in targets:
+            run_id = new_run_id()
+            topics = [f"{args.topic_prefix}-{run_id}-t{i}" for i in range(args.topics)]
+            try:
+                prepared = prepare_target(
+                    bootstrap, topics, args.partitions, local, f"loadtest-{run_id}-probe"
+                )
+            except TargetError as exc:
+                _say(f"error: target {label} ({bootstrap}): {exc}")
+                return EXIT_TARGET
+            short = [t for t, n in prepared.partitions.items() if n != args.partitions]
+            if short:
+                _say(f"error: target {label}: topics {short} exist with another partition count")
+                return EXIT_TARGET
+            versions = prepared.versions
+            if args.static_share > 0 and versions[11] < 5:
+                _say(
+                    f"error: target {label}: static membership needs JoinGroup v5+, it serves up to v{versions[11]}"
+                )
+                return EXIT_TARGET
+            _say(
+                f"target {label} {bootstrap}: run {run_id}, coordinator {prepared.coordinator}, "
+                f"{args.topics} topic(s) x {args.partitions} partitions created, versions "
+                + " ".join(f"{_api(k)}=v{v}" for k, v in sorted(versions.items()))
+            )
+            scenarios.append(
+                Scenario(
+                    run_id=run_id,
+                    target=label,
+                    bootstrap=bootstrap,
+                    tasks=tasks,
+                    members=args.members,
+                    groups=groups,
+                    topic_names=tuple(topics),
+                    partitions=args.partitions,
+                    duration_s=args.duration,
+                    ramp_up_s=ramp_up,
+                    heartbeat_interval_ms=args.heartbeat_interval_ms,
+                    commit_interval_ms=args.commit_interval_ms,
+                    session_timeout_ms=args.session_timeout_ms,
+                    rebalance_timeout_ms=args.rebalance_timeout_ms,
+                    request_timeout_ms=args.request_timeout_ms,
+                    churn_rate=args.churn_rate,
+                    kill_rate=args.kill_rate,
+                    restart_delay_s=args.restart_delay,
+                    static_share=args.static_share,
+                    versions={int(k): int(v) for k, v in versions.items()},
+                    loopback_only=local,
+                    progress_host=progress.host,
+                    progress_port=progress.port,
+                    barrier=args.barrier,
+                    seed=args.seed,
+                )
+            )
+        return _run_spark(args, scenarios, dirs, progress)
+    finally:
+        progress.close()
+
+
+def _api(key: int) -> str:
+    from protocol.apis import ApiKey
+
+    return "".join(part.title() for part in ApiKey(key).name.split("_"))
+
+
+def _run_spark(args: argparse.Namespace, scenarios: list[Scenario], dirs: list[Path], progress: Any) -> int:
+    from loadtest import report
+    from loadtest.aggregate import summarize, timeline
+    from loadtest.spark import build_session, new_work_dir, run_load
+
+    work_dir = new_work_dir()
+    started = time.monotonic()
+    spark = build_session(args.master, f"loadtest-{scenarios[0].run_id}", args.driver_host, work_dir)
+    try:
+        slots = spark.sparkContext.defaultParallelism
+        _say(
+            f"spark {spark.version} on {args.master} ready in {time.monotonic() - started:.1f} s ({slots} slots)"
+        )
+        if scenarios[0].tasks > slots:
+            _say(
+                f"warning: {scenarios[0].tasks} tasks but only {slots} slots registered now: tasks may queue"
+            )
+        results: list[tuple[dict[str, Any], Any]] = []
+        for scenario, directory in zip(scenarios, dirs, strict=True):
+            _say(
+                f"load {scenario.target}: {scenario.tasks} tasks x {scenario.members} members, "
+                f"{scenario.groups} groups, {scenario.duration_s:.0f} s"
+            )
+            progress.begin(scenario.target, scenario.tasks, scenario.members)
+            try:
+                raw = run_load(spark, scenario, directory / "raw.parquet")
+            finally:
+                progress.end()
+            summary = summarize(spark, raw, scenario, args.lag_threshold_ms)
+            per_second = timeline(raw, summary["window"]["start_ms"], scenario)
+            per_second.coalesce(1).write.parquet(str(directory / "timeline.parquet"))
+            frame = spark.read.parquet(str(directory / "timeline.parquet")).toPandas()
+            (directory / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+            if len(scenarios) > 1:
+                report.plot([(summary, frame)], directory / "report.png")
+                report.write_html(directory / "report.html", directory / "report.png", [summary])
+            results.append((summary, frame))
+            _report_target(summary)
+        out = args.out
+        report.plot(results, out / "report.png")
+        report.write_html(out / "report.html", out / "report.png", [s for s, _ in results])
+        if len(results) == 2:
+            a, b = results[0][0], results[1][0]
+            comparison = {"a": a["target"], "b": b["target"], "ratios_b_over_a": report.ratios(a, b)}
+            (out / "compare.json").write_text(json.dumps(comparison, indent=2) + "\n")
+            print(f"\n### {b['target']} vs {a['target']}\n")
+            print(
+                report.markdown_table(
+                    report.compare_header(a["target"], b["target"]), report.compare_rows(a, b)
+                )
+            )
+        _say(f"report: {out / 'report.html'}")
+    finally:
+        spark.stop()
+        shutil.rmtree(work_dir, ignore_errors=True)
+    if args.strict:
+        failures = [
+            f"{s['target']}: {s['members']['not_joined']} members never joined, "
+            f"{s['requests']['unexpected_errors']} unexpected errors"
+            for s, _ in results
+            if s["members"]["not_joined"] or s["requests"]["unexpected_errors"]
+        ]
+        if failures:
+            _say("check failed: " + "; ".join(failures))
+            return EXIT_CHECK_FAILED
+    return 0
+
+
+def _report_target(summary: dict[str, Any]) -> None:
+    from loadtest import report
+
+    members = summary["members"]
+    requests = summary["requests"]
+    rebalance = summary["rebalances"]
+    print(f"\n### {summary['target']} ({summary['bootstrap']}), run {summary['run_id']}\n")
+    print(
+        f"members: {members['joined']:,}/{members['started']:,} joined"
+        f" ({members['not_joined']} never, {members['aborted_before_join']} aborted before joining),"
+        f" killed {members['killed']}, churned {members['churned']};"
+        f" requests {requests['count']:,} ({requests['rate_per_s']:,.0f}/s),"
+        f" unexpected errors {requests['unexpected_errors']} {requests['unexpected_by_code'] or ''};"
+        f" rebalances {rebalance['generations']:,} (p50 {rebalance['duration_ms'].get('p50')} ms,"
+        f" p99 {rebalance['duration_ms'].get('p99')} ms)"
+    )
+    if summary["client_saturated"]:
+        print(
+            "WARNING: the client was saturated (loop lag above threshold): latencies include client queueing"
+        )
+    print()
+    print(report.markdown_table(report.HEADLINE_HEADER, report.headline_rows(summary)))
+    sys.stdout.flush()

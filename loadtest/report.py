@@ -1,0 +1,388 @@
+"""report.png (matplotlib, Agg) and a self-contained report.html; the headline table as text.
+
+Timeline frames are the pandas DataFrames of timeline.parquet (typed Any: pandas ships no types).
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+
+from loadtest.aggregate import PERCENTILE_NAMES
+from loadtest.scenario import REQUEST_OPS
+
+HEADLINE_OPS = (
+    "join",
+    "find_coordinator",
+    "join_group",
+    "sync_group",
+    "heartbeat",
+    "offset_commit",
+    "offset_fetch",
+    "leave_group",
+)
+_STEADY_OPS = ("heartbeat", "offset_commit")
+_COLORS = ("tab:blue", "tab:orange", "tab:green", "tab:red")
+
+
+def _fmt(value: Any, digits: int = 1) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:,.{digits}f}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)
+
+
+def _op_stats(summary: dict[str, Any], op: str) -> dict[str, Any]:
+    if op == "join":
+        return summary.get("join") or {}
+    return summary["operations"].get(op) or {}
+
+
+def headline_rows(summary: dict[str, Any]) -> list[list[str]]:
+    rows = []
+    for op in HEADLINE_OPS:
+        s = _op_stats(summary, op)
+        if not s:
+            continue
+        rows.append(
+            [
+                op,
+                _fmt(s["count"]),
+                _fmt(s["rate_per_s"]),
+                _fmt(s["errors"]),
+                *(_fmt(s.get(name), 2) for name in PERCENTILE_NAMES),
+                _fmt(s.get("max"), 1),
+            ]
+        )
+    return rows
+
+
+HEADLINE_HEADER = [
+    "op",
+    "count",
+    "rate/s",
+    "non-zero codes",
+    "p50 ms",
+    "p90 ms",
+    "p99 ms",
+    "p99.9 ms",
+    "max ms",
+]
+
+
+def compare_rows(a: dict[str, Any], b: dict[str, Any]) -> list[list[str]]:
+    rows = []
+    for op in HEADLINE_OPS:
+        sa, sb = _op_stats(a, op), _op_stats(b, op)
+        if not sa or not sb:
+            continue
+        row = [op, _fmt(sa["rate_per_s"]), _fmt(sb["rate_per_s"])]
+        for name in ("p50", "p99", "p99_9"):
+            row += [_fmt(sa.get(name), 2), _fmt(sb.get(name), 2), _ratio(sb.get(name), sa.get(name))]
+        rows.append(row)
+    ra, rb = a["rebalances"]["duration_ms"], b["rebalances"]["duration_ms"]
+    rows.append(
+        [
+            "rebalance (per generation)",
+            _fmt(a["rebalances"]["generations"]),
+            _fmt(b["rebalances"]["generations"]),
+            _fmt(ra.get("p50"), 1),
+            _fmt(rb.get("p50"), 1),
+            _ratio(rb.get("p50"), ra.get("p50")),
+            _fmt(ra.get("p99"), 1),
+            _fmt(rb.get("p99"), 1),
+            _ratio(rb.get("p99"), ra.get("p99")),
+            _fmt(ra.get("p99_9"), 1),
+            _fmt(rb.get("p99_9"), 1),
+            _ratio(rb.get("p99_9"), ra.get("p99_9")),
+        ]
+    )
+    return rows
+
+
+def compare_header(label_a: str, label_b: str) -> list[str]:
+    header = ["op", f"rate/s {label_a}", f"rate/s {label_b}"]
+    for name in ("p50", "p99", "p99.9"):
+        header += [f"{name} {label_a}", f"{name} {label_b}", f"{name} {label_b}/{label_a}"]
+    return header
+
+
+def ratios(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    """b / a for rates and percentiles of every operation both have."""
+    out: dict[str, Any] = {}
+    for op in HEADLINE_OPS:
+        sa, sb = _op_stats(a, op), _op_stats(b, op)
+        if sa and sb:
+            out[op] = {
+                key: _ratio_value(sb.get(key), sa.get(key))
+                for key in ("rate_per_s", *PERCENTILE_NAMES, "max")
+            }
+    out["rebalance_duration"] = {
+        key: _ratio_value(b["rebalances"]["duration_ms"].get(key), a["rebalances"]["duration_ms"].get(key))
+        for key in (*PERCENTILE_NAMES, "max")
+    }
+    return out
+
+
+def _ratio_value(num: Any, den: Any) -> float | None:
+    if num is None or den is None or den == 0:
+        return None
+    return round(float(num) / float(den), 3)
+
+
+def _ratio(num: Any, den: Any) -> str:
+    value = _ratio_value(num, den)
+    return "-" if value is None else f"{value:.2f}x"
+
+
+def markdown_table(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+# the picture
+
+
+def plot(targets: list[tuple[dict[str, Any], Any]], path: Path) -> None:
+    fig, axes = plt.subplots(2, 2, figsize=(15, 9.5))
+    _percentile_bars(axes[0][0], [s for s, _ in targets])
+    for index, (summary, frame) in enumerate(targets):
+        color = _COLORS[index % len(_COLORS)]
+        label = summary["target"]
+        _throughput(axes[0][1], frame, label, color)
+        _p99(axes[1][0], frame, label, color)
+        _errors(axes[1][1], frame, label, color)
+    axes[0][1].set_title("throughput (requests started per second)")
+    axes[0][1].set_xlabel("seconds since start")
+    axes[0][1].set_ylabel("requests/s")
+    axes[1][0].set_title("p99 latency per second (heartbeat solid, offset_commit dashed)")
+    axes[1][0].set_xlabel("seconds since start")
+    axes[1][0].set_ylabel("ms")
+    axes[1][0].set_yscale("log")
+    axes[1][1].set_title("non-zero codes per second (signals solid, unexpected dashed), loop lag dotted")
+    axes[1][1].set_xlabel("seconds since start")
+    axes[1][1].set_ylabel("responses/s")
+    for ax in (axes[0][1], axes[1][0], axes[1][1]):
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=8, loc="upper left")
+    names = " vs ".join(s["target"] for s, _ in targets)
+    first = targets[0][0]["scenario"]
+    fig.suptitle(
+        f"loadtest {names}: {first['tasks']} tasks x {first['members']} members, "
+        f"{first['groups']} groups, {first['duration_s']:.0f} s"
+    )
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
+def _percentile_bars(ax: Any, summaries: list[dict[str, Any]]) -> None:
+    ops = [op for op in HEADLINE_OPS if all(_op_stats(s, op) for s in summaries)]
+    names = ("p50", "p99", "p99_9") if len(summaries) > 1 else PERCENTILE_NAMES
+    groups = len(summaries) * len(names)
+    width = 0.8 / groups
+    for t, summary in enumerate(summaries):
+        for q, name in enumerate(names):
+            values = [max(_op_stats(summary, op).get(name) or 0.0, 1e-3) for op in ops]
+            offset = (t * len(names) + q - (groups - 1) / 2) * width
+            ax.bar(
+                [i + offset for i in range(len(ops))],
+                values,
+                width,
+                label=f"{summary['target']} {name.replace('_', '.')}",
+                color=_COLORS[t % len(_COLORS)] if len(summaries) > 1 else _COLORS[q % len(_COLORS)],
+                alpha=0.35 + 0.65 * (q + 1) / len(names) if len(summaries) > 1 else 0.9,
+            )
+    ax.set_xticks(range(len(ops)))
+    ax.set_xticklabels(ops, rotation=20, fontsize=8)
+    ax.set_yscale("log")
+    ax.set_ylabel("latency ms (log)")
+    ax.set_title("latency percentiles per operation (join = until first assignment)")
+    ax.grid(True, axis="y", alpha=0.3)
+    ax.legend(fontsize=7, ncol=2)
+
+
+def _requests(frame: Any) -> Any:
+    return frame[frame["op"].isin(REQUEST_OPS)]
+
+
+def _per_second(frame: Any, series: Any) -> Any:
+    """A per-second series with the seconds nothing happened filled with 0."""
+    seconds = frame["second"]
+    if seconds.empty:
+        return series
+    full = range(max(int(seconds.min()), 0), int(seconds.max()) + 1)
+    return series.reindex(full, fill_value=0)
+
+
+def _throughput(ax: Any, frame: Any, label: str, color: str) -> None:
+    per_second = _per_second(frame, _requests(frame).groupby("second")["count"].sum())
+    ax.plot(per_second.index, per_second.values, color=color, label=f"{label} all requests")
+    for style, op in zip((":", "--"), _STEADY_OPS, strict=True):
+        ops = _per_second(frame, frame[frame["op"] == op].groupby("second")["count"].sum())
+        ax.plot(ops.index, ops.values, color=color, linestyle=style, alpha=0.7, label=f"{label} {op}")
+
+
+def _p99(ax: Any, frame: Any, label: str, color: str) -> None:
+    for style, op in zip(("-", "--"), _STEADY_OPS, strict=True):
+        ops = frame[frame["op"] == op].set_index("second")["p99_ms"].dropna()
+        ax.plot(ops.index, ops.values, color=color, linestyle=style, label=f"{label} {op} p99")
+
+
+def _errors(ax: Any, frame: Any, label: str, color: str) -> None:
+    grouped = _requests(frame).groupby("second")
+    errors = _per_second(frame, grouped["errors"].sum())
+    unexpected = _per_second(frame, grouped["unexpected"].sum())
+    signals = errors - unexpected
+    ax.plot(signals.index, signals.values, color=color, label=f"{label} signals (27/22/79...)")
+    ax.plot(unexpected.index, unexpected.values, color=color, linestyle="--", label=f"{label} unexpected")
+    lag = frame[(frame["op"] == "loop_lag") & (frame["second"] >= 0)].set_index("second")["max_ms"]
+    twin = getattr(ax, "_lag_twin", None)
+    if twin is None:
+        twin = ax.twinx()
+        twin.set_ylabel("client loop lag max (ms)")
+        ax._lag_twin = twin
+    twin.plot(lag.index, lag.values, color=color, linestyle=":", alpha=0.8)
+
+
+# the page
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>" for row in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _target_section(summary: dict[str, Any]) -> str:
+    members = summary["members"]
+    requests = summary["requests"]
+    rebalances = summary["rebalances"]
+    parts = [f"<h2>{html.escape(summary['target'])} — {html.escape(summary['bootstrap'])}</h2>"]
+    if summary["client_saturated"]:
+        parts.append(
+            "<p class=warn>The client was saturated (event-loop lag above the threshold): "
+            "latencies include client-side queueing. Use more tasks or fewer members per task.</p>"
+        )
+    parts.append(
+        _table(
+            [
+                "members started",
+                "joined",
+                "not joined",
+                "aborted before join",
+                "killed",
+                "churned",
+                "requests",
+                "requests/s",
+                "unexpected errors",
+            ],
+            [
+                [
+                    _fmt(members["started"]),
+                    _fmt(members["joined"]),
+                    _fmt(members["not_joined"]),
+                    _fmt(members["aborted_before_join"]),
+                    _fmt(members["killed"]),
+                    _fmt(members["churned"]),
+                    _fmt(requests["count"]),
+                    _fmt(requests["rate_per_s"]),
+                    _fmt(requests["unexpected_errors"]),
+                ]
+            ],
+        )
+    )
+    parts.append("<h3>Operations (latency of answered requests)</h3>")
+    parts.append(_table(HEADLINE_HEADER, headline_rows(summary)))
+    codes = [
+        [op, code, _fmt(n)]
+        for op, stats in [("join", summary["join"]), *summary["operations"].items()]
+        for code, n in (stats or {}).get("errors_by_code", {}).items()
+    ]
+    if codes:
+        parts.append("<h3>Non-zero codes</h3>")
+        parts.append(_table(["op", "code", "count"], codes))
+    if requests["unexpected_by_code"]:
+        parts.append("<h3>Unexpected codes</h3>")
+        parts.append(
+            _table(["code", "count"], [[k, _fmt(v)] for k, v in requests["unexpected_by_code"].items()])
+        )
+    d = rebalances["duration_ms"]
+    parts.append("<h3>Rebalances (per group and generation: first rejoin to last assignment)</h3>")
+    parts.append(
+        _table(
+            ["generations", "p50 ms", "p90 ms", "p99 ms", "p99.9 ms", "max ms"],
+            [
+                [
+                    _fmt(rebalances["generations"]),
+                    *(_fmt(d.get(n), 1) for n in PERCENTILE_NAMES),
+                    _fmt(d.get("max"), 1),
+                ]
+            ],
+        )
+    )
+    lag = summary["loop_lag"]
+    parts.append(f"<h3>Client event-loop lag (threshold {lag['threshold_ms']} ms)</h3>")
+    parts.append(
+        _table(
+            ["task", "p50 ms", "p99 ms", "max ms", "saturated"],
+            [
+                [
+                    str(t["task"]),
+                    _fmt(t["p50_ms"], 2),
+                    _fmt(t["p99_ms"], 2),
+                    _fmt(t["max_ms"], 1),
+                    str(t["saturated"]),
+                ]
+                for t in lag["tasks"]
+            ],
+        )
+    )
+    scenario = summary["scenario"]
+    parts.append(
+        "<details><summary>scenario</summary><pre>"
+        + html.escape(json.dumps(scenario, indent=2))
+        + "</pre></details>"
+    )
+    return "\n".join(parts)
+
+
+def write_html(path: Path, png: Path, summaries: list[dict[str, Any]]) -> None:
+    image = base64.b64encode(png.read_bytes()).decode()
+    title = "loadtest " + " vs ".join(s["target"] for s in summaries)
+    sections = []
+    if len(summaries) == 2:
+        a, b = summaries
+        sections.append(f"<h2>Comparison ({html.escape(b['target'])} / {html.escape(a['target'])})</h2>")
+        sections.append(_table(compare_header(a["target"], b["target"]), compare_rows(a, b)))
+    sections += [_target_section(s) for s in summaries]
+    page = f"""<!doctype html>
+<html><head><meta charset="utf-8"><title>{html.escape(title)}</title>
+<style>
+body {{ font-family: system-ui, sans-serif; margin: 1.5em; color: #222; }}
+table {{ border-collapse: collapse; margin: 0.5em 0 1em; font-size: 0.9em; }}
+th, td {{ border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: right; }}
+th:first-child, td:first-child {{ text-align: left; }}
+th {{ background: #f3f3f3; }}
+.warn {{ color: #a00; font-weight: bold; }}
+img {{ max-width: 100%; }}
+</style></head><body>
+<h1>{html.escape(title)}</h1>
+<p>run {html.escape(", ".join(s["run_id"] for s in summaries))}</p>
+<img alt="report" src="data:image/png;base64,{image}">
+{"".join(sections)}
+</body></html>
+"""
+    path.write_text(page)

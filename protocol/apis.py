@@ -1,0 +1,79 @@
+"""API keys and the version window served for each: the single source for ApiVersions and codegen."""
+
+from __future__ import annotations
+
+from enum import IntEnum
+from typing import Final
+
+
+class ApiKey(IntEnum):
+    PRODUCE = 0
+    FETCH = 1
+    LIST_OFFSETS = 2
+    METADATA = 3
+    OFFSET_COMMIT = 8
+    OFFSET_FETCH = 9
+    FIND_COORDINATOR = 10
+    JOIN_GROUP = 11
+    HEARTBEAT = 12
+    LEAVE_GROUP = 13
+    SYNC_GROUP = 14
+    DESCRIBE_GROUPS = 15
+    LIST_GROUPS = 16
+    API_VERSIONS = 18
+    CREATE_TOPICS = 19
+    DELETE_TOPICS = 20
+    CREATE_PARTITIONS = 37
+    DELETE_GROUPS = 42
+    OFFSET_DELETE = 47
+    DESCRIBE_CLUSTER = 60
+
+
+# (min, max) version served per API. Produce is decoded only to refuse it with a clear error:
+# a standalone coordinator holds no records.
+SERVED_VERSIONS: Final[dict[ApiKey, tuple[int, int]]] = {
+    ApiKey.PRODUCE: (3, 9),
+    ApiKey.FETCH: (4, 13),
+    ApiKey.LIST_OFFSETS: (0, 8),
+    ApiKey.METADATA: (0, 12),
+    ApiKey.OFFSET_COMMIT: (0, 9),
+    ApiKey.OFFSET_FETCH: (0, 9),
+    ApiKey.FIND_COORDINATOR: (0, 6),
+    ApiKey.JOIN_GROUP: (0, 9),
+    ApiKey.HEARTBEAT: (0, 4),
+    ApiKey.LEAVE_GROUP: (0, 5),
+    ApiKey.SYNC_GROUP: (0, 5),
+    ApiKey.DESCRIBE_GROUPS: (0, 5),
+    ApiKey.LIST_GROUPS: (0, 5),
+    ApiKey.API_VERSIONS: (0, 4),
+    ApiKey.CREATE_TOPICS: (0, 7),
+    ApiKey.DELETE_TOPICS: (0, 6),
+    ApiKey.CREATE_PARTITIONS: (0, 3),
+    ApiKey.DELETE_GROUPS: (0, 2),
+    ApiKey.OFFSET_DELETE: (0, 0),
+    ApiKey.DESCRIBE_CLUSTER: (0, 1),
+}
+
+# Spec file stem for each API (requests are "<stem>Request", responses "<stem>Response").
+SPEC_NAMES: Final[dict[ApiKey, str]] = {
+    ApiKey.PRODUCE: "Produce",
+    ApiKey.FETCH: "Fetch",
+    ApiKey.LIST_OFFSETS: "ListOffsets",
+    ApiKey.METADATA: "Metadata",
+    ApiKey.OFFSET_COMMIT: "OffsetCommit",
+    ApiKey.OFFSET_FETCH: "OffsetFetch",
+    ApiKey.FIND_COORDINATOR: "FindCoordinator",
+    ApiKey.JOIN_GROUP: "JoinGroup",
+    ApiKey.HEARTBEAT: "Heartbeat",
+    ApiKey.LEAVE_GROUP: "LeaveGroup",
+    ApiKey.SYNC_GROUP: "SyncGroup",
+    ApiKey.DESCRIBE_GROUPS: "DescribeGroups",
+    ApiKey.LIST_GROUPS: "ListGroups",
+    ApiKey.API_VERSIONS: "ApiVersions",
+    ApiKey.CREATE_TOPICS: "CreateTopics",
+    ApiKey.DELETE_TOPICS: "DeleteTopics",
+    ApiKey.CREATE_PARTITIONS: "CreatePartitions",
+    ApiKey.DELETE_GROUPS: "DeleteGroups",
+    ApiKey.OFFSET_DELETE: "OffsetDelete",
+    ApiKey.DESCRIBE_CLUSTER: "DescribeCluster",
+}

@@ -1,0 +1,1 @@
+"""Code generator: Kafka JSON message specs -> committed Python codecs in protocol/messages/."""

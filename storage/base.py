@@ -1,0 +1,33 @@
+"""The storage interface every backend implements."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from storage.records import LoadedState, Record
+
+
+class StoreError(Exception):
+    """The backend could not complete an operation (disk full, database down, ...).
+
+    Nothing of the failed ``write`` is durable; the caller answers its requests with a
+    retriable Kafka error and may retry later.
+    """
+
+
+class Store(Protocol):
+    async def open(self) -> None:
+        """Connect, create or migrate the schema."""
+
+    async def load(self) -> LoadedState:
+        """Return every stored topic, group and offset."""
+
+    async def write(self, records: Sequence[Record]) -> None:
+        """Apply records atomically and durably (all or nothing), in order.
+
+        Raises StoreError when the batch did not land.
+        """
+
+    async def close(self) -> None:
+        """Release connections and threads. Idempotent."""

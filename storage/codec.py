@@ -1,0 +1,134 @@
+"""Encodings of the composite columns: the members blob of a group and the configs of a topic.
+
+Members blob, version 1 (all integers big-endian)::
+
+    u8   version = 1
+    u32  member count
+    per member:
+        str   member_id
+        nstr  group_instance_id
+        str   client_id
+        str   client_host
+        i32   rebalance_timeout_ms
+        i32   session_timeout_ms
+        bytes subscription
+        bytes assignment
+
+where ``str``/``bytes`` are an i32 length followed by the (UTF-8) payload and ``nstr`` uses
+length -1 for None. A future layout gets a new version byte; decoders keep reading old ones.
+
+Topic configs are a JSON array of ``[name, value-or-null]`` pairs: order and None survive,
+and the column stays readable from a SQL shell.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from typing import Final
+
+from storage.records import MemberRecord
+
+MEMBERS_V1: Final = 1
+
+_U8 = struct.Struct(">B")
+_U32 = struct.Struct(">I")
+_I32 = struct.Struct(">i")
+_TIMEOUTS = struct.Struct(">ii")
+
+
+class CodecError(ValueError):
+    """A stored blob or a value to store does not fit the encoding."""
+
+
+def encode_members(members: tuple[MemberRecord, ...]) -> bytes:
+    out = bytearray(_U8.pack(MEMBERS_V1))
+    out += _U32.pack(len(members))
+    try:
+        for m in members:
+            _put_bytes(out, m.member_id.encode())
+            if m.group_instance_id is None:
+                out += _I32.pack(-1)
+            else:
+                _put_bytes(out, m.group_instance_id.encode())
+            _put_bytes(out, m.client_id.encode())
+            _put_bytes(out, m.client_host.encode())
+            out += _TIMEOUTS.pack(m.rebalance_timeout_ms, m.session_timeout_ms)
+            _put_bytes(out, m.subscription)
+            _put_bytes(out, m.assignment)
+    except (struct.error, UnicodeEncodeError, AttributeError, TypeError) as exc:
+        raise CodecError(f"cannot encode group member: {exc}") from exc
+    return bytes(out)
+
+
+def decode_members(blob: bytes) -> tuple[MemberRecord, ...]:
+    try:
+        version = blob[0]
+        if version != MEMBERS_V1:
+            raise CodecError(f"unknown members blob version {version}")
+        (count,) = _U32.unpack_from(blob, 1)
+        pos = 5
+        members = []
+        for _ in range(count):
+            member_id, pos = _get_str(blob, pos)
+            (n,) = _I32.unpack_from(blob, pos)
+            if n == -1:
+                instance_id: str | None = None
+                pos += 4
+            else:
+                instance_id, pos = _get_str(blob, pos)
+            client_id, pos = _get_str(blob, pos)
+            client_host, pos = _get_str(blob, pos)
+            rebalance_timeout_ms, session_timeout_ms = _TIMEOUTS.unpack_from(blob, pos)
+            pos += _TIMEOUTS.size
+            subscription, pos = _get_bytes(blob, pos)
+            assignment, pos = _get_bytes(blob, pos)
+            members.append(
+                MemberRecord(
+                    member_id,
+                    instance_id,
+                    client_id,
+                    client_host,
+                    rebalance_timeout_ms,
+                    session_timeout_ms,
+                    subscription,
+                    assignment,
+                )
+            )
+        if pos != len(blob):
+            raise CodecError(f"{len(blob) - pos} trailing bytes after the members")
+    except (IndexError, struct.error, UnicodeDecodeError) as exc:
+        raise CodecError(f"corrupt members blob: {exc}") from exc
+    return tuple(members)
+
+
+def encode_configs(configs: tuple[tuple[str, str | None], ...]) -> str:
+    # ensure_ascii keeps U+0000 and lone surrogates out of the text column.
+    return json.dumps([[name, value] for name, value in configs], separators=(",", ":"))
+
+
+def decode_configs(text: str) -> tuple[tuple[str, str | None], ...]:
+    try:
+        pairs = json.loads(text)
+        return tuple((str(name), None if value is None else str(value)) for name, value in pairs)
+    except (ValueError, TypeError) as exc:
+        raise CodecError(f"corrupt topic configs: {exc}") from exc
+
+
+def _put_bytes(out: bytearray, data: bytes) -> None:
+    out += _I32.pack(len(data))
+    out += data
+
+
+def _get_bytes(blob: bytes, pos: int) -> tuple[bytes, int]:
+    (n,) = _I32.unpack_from(blob, pos)
+    start = pos + 4
+    end = start + n
+    if n < 0 or end > len(blob):
+        raise CodecError(f"bad length {n} at offset {pos}")
+    return bytes(blob[start:end]), end
+
+
+def _get_str(blob: bytes, pos: int) -> tuple[str, int]:
+    data, pos = _get_bytes(blob, pos)
+    return data.decode(), pos

@@ -1,0 +1,102 @@
+"""The container files: linted, valid, and the image's entrypoint works outside Docker."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from tests.support.server import REPO, ServerProcess
+
+DOCKERFILE = REPO / "docker" / "Dockerfile"
+COMPOSE = REPO / "docker" / "docker-compose.yml"
+
+
+def _tool(name: str) -> str:
+    found = shutil.which(name) or shutil.which(name, path=str(Path(sys.executable).parent))
+    if found is None:
+        if os.environ.get("CI"):
+            pytest.fail(f"{name} is not installed (.ci/setup installs it)")
+        pytest.skip(f"{name} is not installed")
+    return found
+
+
+def _base_stage() -> list[str]:
+    lines: list[str] = []
+    for raw in DOCKERFILE.read_text().replace("\\\n", " ").splitlines():
+        line = raw.strip()
+        if line.startswith("FROM ") and lines:
+            break
+        if line and not line.startswith("#"):
+            lines.append(line)
+    return lines
+
+
+def test_dockerfile_lints_clean() -> None:
+    result = subprocess.run([_tool("hadolint"), str(DOCKERFILE)], capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_compose_file_is_valid_for_every_profile() -> None:
+    compose = _tool("docker-compose")
+    for profiles in ([], ["--profile", "postgres"], ["--profile", "loadtest"]):
+        result = subprocess.run(
+            [compose, "-f", str(COMPOSE), *profiles, "config", "-q"], capture_output=True, text=True, check=False
+        )
+        assert result.returncode == 0, result.stderr
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.mark.integration
+def test_image_entrypoint_and_healthcheck_work_outside_docker(tmp_path: Path) -> None:
+    stage = _base_stage()
+    env_line = next(line for line in stage if line.startswith("ENV COORDINATOR_"))
+    settings = dict(item.split("=", 1) for item in shlex.split(env_line[len("ENV ") :]))
+    entrypoint = json.loads(next(line for line in stage if line.startswith("ENTRYPOINT "))[len("ENTRYPOINT ") :])
+    healthcheck = json.loads(next(line for line in stage if line.startswith("HEALTHCHECK ")).split(" CMD ", 1)[1])
+    assert entrypoint == ["coordinator", "serve"]
+    metrics_port = _free_port()
+    settings.update(
+        COORDINATOR_HOST="127.0.0.1",  # loopback only in tests; the image listens on 0.0.0.0
+        COORDINATOR_PORT="0",
+        COORDINATOR_METRICS_HOST="127.0.0.1",
+        COORDINATOR_METRICS_PORT=str(metrics_port),
+        COORDINATOR_STORAGE=settings["COORDINATOR_STORAGE"].replace("/data", str(tmp_path)),
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("COORDINATOR_")} | settings
+    binary = str(Path(sys.executable).parent / entrypoint[0])
+    process = subprocess.Popen([binary, *entrypoint[1:]], env=env, stderr=subprocess.PIPE, text=True)
+    server = ServerProcess(process, 0, settings["COORDINATOR_STORAGE"])
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/readyz", timeout=1) as response:
+                    assert response.status == 200
+                    break
+            except OSError:
+                assert process.poll() is None, "the entrypoint exited"
+                assert time.monotonic() < deadline, "the entrypoint never became ready"
+                time.sleep(0.2)
+        check = [sys.executable if healthcheck[0] == "python" else healthcheck[0], *healthcheck[1:]]
+        check = [part.replace("9095", str(metrics_port)) for part in check]
+        assert subprocess.run(check, check=False, timeout=10).returncode == 0
+        with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=2) as response:
+            assert b"coordinator_groups" in response.read()
+        assert (tmp_path / "coordinator.db").exists()
+    finally:
+        assert server.stop() == 0
