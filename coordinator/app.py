@@ -79,27 +79,16 @@ async def start_server(config: Config) -> RunningServer:
     if metrics is not None:
         store = MeasuredStore(store, metrics)
     await store.open()
-    started = time.monotonic()
-    state = await store.load()
     loop = asyncio.get_running_loop()
     clock = Clock(loop)
     node = NodeIdentity(config.node_id, config.listener_host, config.listener_port, config.cluster_id)
-    cluster = Cluster(node, auto_create_topics=config.auto_create_topics_enable, num_partitions=config.num_partitions)
-    cluster.load(state.topics)
+    cluster = Cluster(
+        node, auto_create_topics=config.auto_create_topics_enable, num_partitions=config.num_partitions
+    )
     coordinator = GroupCoordinator(config.group_config())
-    coordinator.load(state.groups, state.offsets, clock.now_ms(), clock.wall_ms())
-    load_seconds = time.monotonic() - started
-    log.info(
-        "loaded %d topics, %d groups and %d offsets from %s in %.0f ms",
-        len(state.topics), len(state.groups), len(state.offsets), redact_url(config.storage), load_seconds * 1000,
-    )  # fmt: skip
-    del state
     writer = BatchWriter(store)
     runtime = Runtime(coordinator, writer, clock)
     dispatcher = Dispatcher(runtime, cluster, metrics)
-    if metrics is not None:
-        metrics.load_time.set(load_seconds)
-        metrics.watch_groups(lambda: (coordinator.group_count_by_state(), coordinator.member_count()))
     listener = await loop.create_server(
         lambda: Connection(dispatcher, config.socket_request_max_bytes, config.queued_max_request_bytes),
         config.host,
@@ -110,13 +99,32 @@ async def start_server(config: Config) -> RunningServer:
         # Listening on an ephemeral port: advertise the one the OS picked.
         bound = int(listener.sockets[0].getsockname()[1])
         cluster.node = NodeIdentity(node.node_id, node.host, bound, node.cluster_id)
-    runtime.rearm_timer()
-    state_ready = True
     server = RunningServer(config, store, writer, runtime, dispatcher, listener, health, metrics_port)
     log.info(
         "coordinator node %d listening on %s:%d (advertised %s:%d)",
         config.node_id, config.host, server.port, cluster.node.host, cluster.node.port,
     )  # fmt: skip
+
+    # While loading, group requests are answered COORDINATOR_LOAD_IN_PROGRESS (see loading.py)
+    # and requests that need the topic catalog wait for it.
+    started = time.monotonic()
+    state = await store.load()
+    cluster.load(state.topics)
+    coordinator.load(state.groups, state.offsets, clock.now_ms(), clock.wall_ms())
+    load_seconds = time.monotonic() - started
+    log.info(
+        "loaded %d topics, %d groups and %d offsets from %s in %.0f ms",
+        len(state.topics), len(state.groups), len(state.offsets), redact_url(config.storage), load_seconds * 1000,
+    )  # fmt: skip
+    del state
+    if metrics is not None:
+        metrics.load_time.set(load_seconds)
+        metrics.watch_core(
+            lambda: (coordinator.group_count_by_state(), coordinator.member_count()), coordinator.stats
+        )
+    dispatcher.finish_loading()
+    runtime.rearm_timer()
+    state_ready = True
     return server
 
 

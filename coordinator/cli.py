@@ -8,6 +8,7 @@ import sys
 from collections.abc import Coroutine, Sequence
 from typing import Any
 
+from coordinator.admin.cli import add_groups_parser, add_offsets_parser
 from coordinator.config import KAFKA_NAMED, Config, ConfigError, kafka_name, load_config
 
 
@@ -56,10 +57,22 @@ def _serve_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
             )
 
 
+def _loadtest_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from loadtest.cli import DESCRIPTION, add_arguments
+
+    parser = sub.add_parser(
+        "loadtest", help="load a server with simulated group members (PySpark)", description=DESCRIPTION
+    )
+    add_arguments(parser)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="coordinator", description="A standalone Kafka group coordinator.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _serve_parser(sub)
+    _loadtest_parser(sub)
+    add_groups_parser(sub)
+    add_offsets_parser(sub)
     return parser
 
 
@@ -68,6 +81,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "serve":
         return _serve(args)
+    if args.command == "loadtest":
+        from loadtest.cli import run as run_loadtest
+
+        return run_loadtest(args)
+    if args.command in ("groups", "offsets"):
+        result: int = args.func(args)
+        return result
     parser.error(f"unknown command {args.command}")
     return 2
 

@@ -201,7 +201,7 @@ class Cluster:
             response.cluster_authorized_operations = 0
         requested = req.topics
         if requested is None or (version == 0 and not requested):
-            names: list[str | None] = sorted(self.topics)
+            names: list[str | None] = list(sorted(self.topics))
         else:
             names = []
             for topic in requested:

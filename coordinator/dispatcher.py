@@ -14,10 +14,11 @@ from typing import Any
 
 from coordinator.cluster import Cluster
 from coordinator.context import RequestContext
+from coordinator.loading import GROUP_APIS, load_in_progress_response
 from coordinator.metrics import Metrics
 from coordinator.result import Result
 from coordinator.runtime import Runtime
-from coordinator.server import Connection
+from coordinator.server import Connection, PendingReply
 from protocol.apis import ApiKey
 from protocol.errors import ErrorCode
 from protocol.messages.offset_commit import (
@@ -33,11 +34,15 @@ from protocol.messages.offset_delete import (
     OffsetDeleteResponsePartition,
     OffsetDeleteResponseTopic,
 )
-from protocol.wire import DecodeError, UnsupportedApi, decode_request, encode_response
+from protocol.primitives import DecodeError
+from protocol.wire import Request, UnsupportedApi, decode_request, encode_response
 
 log = logging.getLogger(__name__)
 
 Handler = Callable[[RequestContext, Any], Result]
+
+# Answered while loading: they do not depend on stored state.
+_NEEDS_NO_CATALOG = frozenset({ApiKey.API_VERSIONS, ApiKey.FIND_COORDINATOR, ApiKey.DESCRIBE_CLUSTER})
 
 
 class Dispatcher:
@@ -46,6 +51,8 @@ class Dispatcher:
         self.cluster = cluster
         self.metrics = metrics
         self.connections: set[Connection] = set()
+        self.loading = True
+        self._deferred: list[tuple[Connection, PendingReply, RequestContext, Request]] = []
         coordinator = runtime.coordinator
         self.handlers: dict[int, Handler] = {
             ApiKey.API_VERSIONS: cluster.api_versions,
@@ -100,6 +107,29 @@ class Dispatcher:
             client_host=connection.client_host,
             reply_to=reply,
         )
+        if self.loading:
+            if request.api_key in GROUP_APIS:
+                response = load_in_progress_response(request.api_key, request.api_version, request.body)
+                reply.send(response)
+                return
+            if request.api_key not in _NEEDS_NO_CATALOG:
+                self._deferred.append((connection, reply, ctx, request))
+                return
+        self._handle(connection, reply, ctx, request)
+
+    def finish_loading(self) -> None:
+        """Loading is over: serve what waited for the topic catalog, in arrival order."""
+        self.loading = False
+        deferred, self._deferred = self._deferred, []
+        clock = self.runtime.clock
+        for connection, reply, ctx, request in deferred:
+            if not connection.closed:
+                ctx.now_ms, ctx.wall_ms = clock.now_ms(), clock.wall_ms()
+                self._handle(connection, reply, ctx, request)
+
+    def _handle(
+        self, connection: Connection, reply: PendingReply, ctx: RequestContext, request: Request
+    ) -> None:
         try:
             result = self.handlers[request.api_key](ctx, request.body)
         except Exception:
@@ -218,6 +248,6 @@ class _Appending:
 
     def send(self, response: Any) -> None:
         # A top-level error (OffsetDelete) means no topic list at all, as Kafka answers.
-        if not (self.only_without_error and getattr(response, "error_code", 0)):
+        if not (self.only_without_error and response.error_code):
             getattr(response, self.attribute).extend(self.extra)
         self.inner.send(response)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Final
 
 from coordinator.context import ReplyTo, RequestContext
@@ -102,6 +103,11 @@ def _map_write_error(code: int, timed_out: int, too_large: int) -> int:
     return code
 
 
+def kafka_client_host(host: str) -> str:
+    """Kafka reports (and persists) a member's host as Java's InetAddress.toString(): "/10.0.0.1"."""
+    return host if not host or host.startswith("/") else "/" + host
+
+
 def group_write_error(code: int) -> int:
     """Group-metadata write failures (SyncGroup, static member replacement): a timed-out write
     tells the members to rebalance again."""
@@ -158,6 +164,15 @@ class Effects:
         return not self.records and not self.replies
 
 
+@dataclass(slots=True)
+class CoreStats:
+    """Counters for metrics; the runtime reads them and drains the duration list."""
+
+    rebalances_completed: int = 0
+    rebalance_durations_ms: list[int] = field(default_factory=list)
+    offsets_expired: int = 0
+
+
 class GroupManager:
     """Owns the classic groups of one coordinator shard."""
 
@@ -171,6 +186,9 @@ class GroupManager:
         self.timers = timers
         self.new_member_id = new_member_id
         self.groups: dict[str, ClassicGroup] = {}
+        self.stats = CoreStats()
+        # Rebalance start (monotonic ms) per group, for the rebalance-duration metric.
+        self._rebalance_started: dict[str, int] = {}
         # Time of the operation being run: monotonic for deadlines, wall for persisted timestamps.
         # Continuations only get a monotonic time; their wall time is derived from the last offset.
         self.now_ms = 0
@@ -215,6 +233,13 @@ class GroupManager:
     def _transition(self, group: ClassicGroup, target: GroupState) -> None:
         log.debug("group %s: %s -> %s", group.group_id, group.state.value, target.value)
         group.transition_to(target, self.wall_ms)
+        if target is PREPARING_REBALANCE:
+            self._rebalance_started.setdefault(group.group_id, self.now_ms)
+        elif target is STABLE or target is EMPTY or target is DEAD:
+            started = self._rebalance_started.pop(group.group_id, None)
+            if started is not None and target is STABLE:
+                self.stats.rebalances_completed += 1
+                self.stats.rebalance_durations_ms.append(self.now_ms - started)
 
     def reschedule_session(self, member: Member, timeout_ms: int | None = None) -> None:
         timeout = member.session_timeout_ms if timeout_ms is None else timeout_ms
@@ -312,10 +337,12 @@ class GroupManager:
     # -- JoinGroup (v0-9) ----------------------------------------------------------------------
     # v0: no RebalanceTimeoutMs (the session timeout is used); v4+: KIP-394 MEMBER_ID_REQUIRED for
     # new dynamic members; v5+: GroupInstanceId (KIP-345); v7+: ProtocolType in the response and a
-    # nullable ProtocolName; v8: Reason (logged only); v9: SkipAssignment for a static leader.
+    # nullable ProtocolName; v8: Reason (logged); v9: SkipAssignment for a static leader.
 
     def join_group(self, ctx: RequestContext, req: JoinGroupRequest, fx: Effects) -> None:
         version = ctx.api_version
+        if req.reason and log.isEnabledFor(logging.DEBUG):
+            log.debug("group %s: JoinGroup from %r, reason: %s", req.group_id, req.member_id, req.reason)
         if not req.group_id:
             fx.reply(ctx.reply_to, self._join_error(version, INVALID_GROUP_ID, req.member_id))
             return
@@ -469,7 +496,7 @@ class GroupManager:
             member_id=member_id,
             group_instance_id=req.group_instance_id,
             client_id=ctx.client_id,
-            client_host=ctx.client_host,
+            client_host=kafka_client_host(ctx.client_host),
             rebalance_timeout_ms=self._rebalance_timeout(ctx, req),
             session_timeout_ms=req.session_timeout_ms,
             protocol_type=req.protocol_type,
@@ -974,7 +1001,12 @@ class GroupManager:
             mapped = None if instance_id is None else group.static_members.get(instance_id)
             if mapped is None:
                 return UNKNOWN_MEMBER_ID
-            log.info("group %s: static member %s removed by instance id", group.group_id, instance_id)
+            log.info(
+                "group %s: static member %s removed by instance id (reason: %s)",
+                group.group_id,
+                instance_id,
+                identity.reason,
+            )
             self._remove_member(group, group.members[mapped], fx)
             return NONE
         if member_id in group.pending_members:
@@ -984,7 +1016,7 @@ class GroupManager:
         code = group.validate_member(member_id, instance_id)
         if code:
             return code
-        log.info("group %s: member %s left", group.group_id, member_id)
+        log.info("group %s: member %s left (reason: %s)", group.group_id, member_id, identity.reason)
         self._remove_member(group, group.members[member_id], fx)
         return NONE
 

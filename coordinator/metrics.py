@@ -23,9 +23,27 @@ from protocol.errors import error_name
 
 log = logging.getLogger(__name__)
 
-_LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300)
+_LATENCY_BUCKETS = (
+    0.0005,
+    0.001,
+    0.0025,
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1,
+    2.5,
+    5,
+    10,
+    30,
+    60,
+    300,
+)
 _REBALANCE_BUCKETS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600)
-_GROUP_RESULT_APIS = {
+_GROUP_RESULT_APIS: dict[int, str] = {
     ApiKey.JOIN_GROUP: "join",
     ApiKey.SYNC_GROUP: "sync",
     ApiKey.HEARTBEAT: "heartbeat",
@@ -48,7 +66,9 @@ class _GroupCollector(Collector):
 
     def collect(self) -> Iterable[GaugeMetricFamily]:
         by_state, members = self._snapshot()
-        groups = GaugeMetricFamily("coordinator_groups", "Groups by state (Kafka: NumGroups<State>)", labels=["state"])
+        groups = GaugeMetricFamily(
+            "coordinator_groups", "Groups by state (Kafka: NumGroups<State>)", labels=["state"]
+        )
         for state, count in sorted(by_state.items()):
             groups.add_metric([state], count)
         yield groups
@@ -60,23 +80,36 @@ class Metrics:
         self.registry = CollectorRegistry(auto_describe=True)
         r = self.registry
         self.requests = Counter(
-            "coordinator_requests", "Requests answered, by API, version and top-level error", ["api", "version", "error"], registry=r
+            "coordinator_requests",
+            "Requests answered, by API, version and top-level error",
+            ["api", "version", "error"],
+            registry=r,
         )
         self.request_latency = Histogram(
             "coordinator_request_latency_seconds", "Time from decode to response, by API and version",
             ["api", "version"], buckets=_LATENCY_BUCKETS, registry=r,
         )  # fmt: skip
         self.group_results = Counter(
-            "coordinator_group_requests", "JoinGroup/SyncGroup/Heartbeat/LeaveGroup results", ["request", "result"], registry=r
+            "coordinator_group_requests",
+            "JoinGroup/SyncGroup/Heartbeat/LeaveGroup results",
+            ["request", "result"],
+            registry=r,
         )
         self.offset_commits = Counter(
-            "coordinator_offset_commits", "Committed partitions by result (Kafka: offset-commit-count)", ["result"], registry=r
+            "coordinator_offset_commits",
+            "Committed partitions by result (Kafka: offset-commit-count)",
+            ["result"],
+            registry=r,
         )
         self.offsets_expired = Counter(
-            "coordinator_offset_expirations", "Offsets removed by retention (Kafka: offset-expiration-count)", registry=r
+            "coordinator_offset_expirations",
+            "Offsets removed by retention (Kafka: offset-expiration-count)",
+            registry=r,
         )
         self.rebalances = Counter(
-            "coordinator_group_completed_rebalances", "Rebalances completed (Kafka: group-completed-rebalance-count)", registry=r
+            "coordinator_group_completed_rebalances",
+            "Rebalances completed (Kafka: group-completed-rebalance-count)",
+            registry=r,
         )
         self.rebalance_duration = Histogram(
             "coordinator_rebalance_duration_seconds", "From entering PreparingRebalance to Stable",
@@ -91,16 +124,34 @@ class Metrics:
             "coordinator_storage_batch_records", "Records per storage write (group commit)",
             buckets=(1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 5000, 20000), registry=r,
         )  # fmt: skip
-        self.storage_failures = Counter("coordinator_storage_write_failures", "Failed storage writes", registry=r)
+        self.storage_failures = Counter(
+            "coordinator_storage_write_failures", "Failed storage writes", registry=r
+        )
         self.load_time = Gauge(
             "coordinator_partition_load_time_seconds", "Time to load groups and offsets at start (Kafka: partition-load-time)",
             registry=r,
         )  # fmt: skip
         self._children: dict[tuple[int, int, int], tuple[Any, Any]] = {}
-        self.ready = False
+        self._core_stats: Any = None
+        self._seen_rebalances = 0
+        self._seen_expired = 0
 
-    def watch_groups(self, snapshot: Callable[[], tuple[dict[str, int], int]]) -> None:
+    def watch_core(self, snapshot: Callable[[], tuple[dict[str, int], int]], stats: Any) -> None:
+        """Group counts are read at scrape time; the core's counters are carried over then too."""
         self.registry.register(_GroupCollector(snapshot))
+        self._core_stats = stats
+
+    def _collect_core_stats(self) -> None:
+        stats = self._core_stats
+        if stats is None:
+            return
+        durations, stats.rebalance_durations_ms = stats.rebalance_durations_ms, []
+        for duration_ms in durations:
+            self.rebalance_duration.observe(duration_ms / 1000)
+        self.rebalances.inc(stats.rebalances_completed - self._seen_rebalances)
+        self._seen_rebalances = stats.rebalances_completed
+        self.offsets_expired.inc(stats.offsets_expired - self._seen_expired)
+        self._seen_expired = stats.offsets_expired
 
     def observe_response(self, api_key: int, api_version: int, response: Any, seconds: float) -> None:
         error = int(getattr(response, "error_code", 0) or 0)
@@ -108,7 +159,10 @@ class Metrics:
         children = self._children.get(key)
         if children is None:
             api, version = _api_label(api_key), str(api_version)
-            children = (self.requests.labels(api, version, error_name(error)), self.request_latency.labels(api, version))
+            children = (
+                self.requests.labels(api, version, error_name(error)),
+                self.request_latency.labels(api, version),
+            )
             self._children[key] = children
         children[0].inc()
         children[1].observe(seconds)
@@ -121,6 +175,7 @@ class Metrics:
                     self.offset_commits.labels(error_name(partition.error_code)).inc()
 
     def render(self) -> bytes:
+        self._collect_core_stats()
         return generate_latest(self.registry)
 
 
@@ -151,7 +206,11 @@ class HealthServer:
             if len(parts) < 2 or parts[0] not in ("GET", "HEAD"):
                 status, body, kind = "405 Method Not Allowed", b"only GET\n", "text/plain"
             elif path == "/metrics":
-                status, body, kind = "200 OK", self.metrics.render(), "text/plain; version=0.0.4; charset=utf-8"
+                status, body, kind = (
+                    "200 OK",
+                    self.metrics.render(),
+                    "text/plain; version=0.0.4; charset=utf-8",
+                )
             elif path == "/healthz":
                 status, body, kind = "200 OK", b"ok\n", "text/plain"
             elif path == "/readyz":

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import Final
 
 from coordinator.context import RequestContext
@@ -69,12 +70,27 @@ _UNSTABLE: Final = (INVALID_OFFSET, -1, "", UNSTABLE_OFFSET_COMMIT)
 
 
 class _Pending:
-    """Commits of one partition whose records are not durable yet."""
+    """Commits of one partition whose records are not durable yet.
 
-    __slots__ = ("count",)
+    A deletion detaches the token from its partition. If one of its commits becomes durable
+    after that, the token keeps the record: should the deletion's tombstone then fail to be
+    written, storage holds that commit and it is restored with the rest.
+    """
+
+    __slots__ = ("count", "durable_after_removal")
 
     def __init__(self) -> None:
         self.count = 0
+        self.durable_after_removal: OffsetCommitRecord | None = None
+
+
+@dataclass(slots=True)
+class Removal:
+    """Offsets taken out of the cache by a deletion: to tombstone, and to restore on failure."""
+
+    tombstones: list[OffsetTombstone] = field(default_factory=list)
+    records: list[OffsetCommitRecord] = field(default_factory=list)
+    in_flight: list[_Pending] = field(default_factory=list)
 
 
 class GroupOffsets:
@@ -123,28 +139,31 @@ class GroupOffsets:
                 del self.pending[topic]
         return True
 
-    def remove(self, topic: str, partition: int) -> tuple[bool, OffsetCommitRecord | None]:
-        """Drop a partition; returns (whether it had an offset or an in-flight commit, the offset)."""
+    def remove(self, group_id: str, topic: str, partition: int, removal: Removal) -> None:
+        """Drop a partition's offset and in-flight commits; tombstone it if it had either."""
         pending = self.pending.get(topic)
-        was_pending = pending is not None and pending.pop(partition, None) is not None
+        token = None if pending is None else pending.pop(partition, None)
         if pending is not None and not pending:
             del self.pending[topic]
         committed = self.committed.get(topic)
         record = None if committed is None else committed.pop(partition, None)
         if committed is not None and not committed:
             del self.committed[topic]
-        return was_pending or record is not None, record
+        if token is not None:
+            removal.in_flight.append(token)
+        if record is not None:
+            removal.records.append(record)
+        if token is not None or record is not None:
+            removal.tombstones.append(OffsetTombstone(group_id, topic, partition))
 
-    def remove_topic(self, topic: str) -> tuple[list[int], list[OffsetCommitRecord]]:
-        """Drop a topic; returns every partition it had (committed or pending) and its offsets."""
-        committed = self.committed.pop(topic, {})
-        partitions = set(committed) | set(self.pending.pop(topic, {}))
-        return sorted(partitions), list(committed.values())
+    def remove_topic(self, group_id: str, topic: str, removal: Removal) -> None:
+        partitions = set(self.committed.get(topic, ())) | set(self.pending.get(topic, ()))
+        for partition in sorted(partitions):
+            self.remove(group_id, topic, partition, removal)
 
-    def all_partitions(self) -> list[tuple[str, int]]:
-        keys = {(t, p) for t, parts in self.committed.items() for p in parts}
-        keys.update((t, p) for t, parts in self.pending.items() for p in parts)
-        return sorted(keys)
+    def remove_all(self, group_id: str, removal: Removal) -> None:
+        for topic in sorted(self.committed.keys() | self.pending.keys()):
+            self.remove_topic(group_id, topic, removal)
 
 
 def metadata_too_large(metadata: str, max_bytes: int) -> bool:
@@ -155,10 +174,6 @@ def metadata_too_large(metadata: str, max_bytes: int) -> bool:
     if 2 * length <= max_bytes or metadata.isascii():
         return False
     return length + sum(1 for c in metadata if c > "\uffff") > max_bytes
-
-
-def tombstones(group_id: str, partitions: Iterable[tuple[str, int]]) -> list[OffsetTombstone]:
-    return [OffsetTombstone(group_id, topic, partition) for topic, partition in partitions]
 
 
 class OffsetManager:
@@ -242,11 +257,12 @@ class OffsetManager:
         tokens = [offsets.stage(r.topic, r.partition) for r in records]
 
         def on_durable(out: Effects) -> None:
-            if self.offsets.get(group.group_id) is not offsets:
-                return  # the group (and its offsets) was deleted meanwhile
+            current = self.offsets.get(group.group_id) is offsets
             for record, token in zip(records, tokens, strict=True):
-                if offsets.unstage(record.topic, record.partition, token):
+                if current and offsets.unstage(record.topic, record.partition, token):
                     offsets.put(record)
+                else:  # deleted meanwhile: its tombstone follows this record in the log
+                    token.durable_after_removal = record
 
         def on_failed(out: Effects, error_code: int) -> None:
             for record, token in zip(records, tokens, strict=True):
@@ -343,8 +359,7 @@ class OffsetManager:
             return
         offsets = self.offsets.get(group_id)
         check_subscription = group.state is not EMPTY
-        deleted: list[tuple[str, int]] = []
-        removed: list[OffsetCommitRecord] = []
+        removal = Removal()
         topics = []
         for topic in req.topics:
             subscribed = check_subscription and group.is_subscribed_to_topic(topic.name)
@@ -355,50 +370,44 @@ class OffsetManager:
                         OffsetDeleteResponsePartition(p.partition_index, GROUP_SUBSCRIBED_TO_TOPIC)
                     )
                     continue
+                # NONE even when there was nothing to delete; tombstones only for real offsets.
                 partitions.append(OffsetDeleteResponsePartition(p.partition_index, NONE))
                 if offsets is not None:
-                    existed, record = offsets.remove(topic.name, p.partition_index)
-                    if existed:
-                        deleted.append((topic.name, p.partition_index))
-                    if record is not None:
-                        removed.append(record)
+                    offsets.remove(group_id, topic.name, p.partition_index, removal)
             topics.append(OffsetDeleteResponseTopic(topic.name, partitions))
         response = OffsetDeleteResponse(error_code=NONE, topics=topics)
-        if not deleted:
+        if not removal.tombstones:
             fx.reply(ctx.reply_to, response)
             return
         fx.reply(
             ctx.reply_to, response, lambda error: OffsetDeleteResponse(error_code=admin_write_error(error))
         )
-        fx.write(tombstones(group_id, deleted), on_failed=lambda out, _error: self.restore(removed))
+        fx.write(removal.tombstones, on_failed=lambda out, _error: self.restore(removal))
 
     # -- deletions, expiry, restore --------------------------------------------------------------
 
-    def drop_group(self, group_id: str) -> tuple[list[OffsetTombstone], list[OffsetCommitRecord]]:
-        """Forget every offset of a deleted group: (tombstones to write, offsets to restore)."""
+    def drop_group(self, group_id: str) -> Removal:
+        """Forget every offset of a deleted group."""
+        removal = Removal()
         offsets = self.offsets.pop(group_id, None)
-        if offsets is None:
-            return [], []
-        removed = [record for partitions in offsets.committed.values() for record in partitions.values()]
-        return tombstones(group_id, offsets.all_partitions()), removed
+        if offsets is not None:
+            offsets.remove_all(group_id, removal)
+        return removal
 
-    def delete_topics(self, topics: Iterable[str]) -> tuple[list[OffsetTombstone], list[OffsetCommitRecord]]:
+    def delete_topics(self, topics: Iterable[str]) -> Removal:
         """§8.1: offsets of deleted topics are removed from every group."""
         wanted = set(topics)
-        records: list[OffsetTombstone] = []
-        removed: list[OffsetCommitRecord] = []
+        removal = Removal()
         for group_id, offsets in self.offsets.items():
-            for topic in wanted.intersection(offsets.committed.keys() | offsets.pending.keys()):
-                partitions, dropped = offsets.remove_topic(topic)
-                records.extend(OffsetTombstone(group_id, topic, p) for p in partitions)
-                removed.extend(dropped)
-        return records, removed
+            for topic in sorted(wanted.intersection(offsets.committed.keys() | offsets.pending.keys())):
+                offsets.remove_topic(group_id, topic, removal)
+        return removal
 
-    def expire_offsets(self, group: ClassicGroup, now_wall_ms: int) -> list[OffsetCommitRecord]:
-        """KIP-211: remove and return this group's expired offsets (§8.3)."""
+    def expire_offsets(self, group: ClassicGroup, now_wall_ms: int, removal: Removal) -> None:
+        """KIP-211: move this group's expired offsets into ``removal`` (§8.3)."""
         offsets = self.offsets.get(group.group_id)
         if offsets is None or not offsets.committed:
-            return []
+            return
         protocol_type = group.protocol_type
         base_ms: int | None = None  # None: each offset's own commit time
         keep_topics: frozenset[str] = frozenset()
@@ -411,7 +420,7 @@ class OffsetManager:
         ):
             keep_topics = group.subscribed_topics  # an active consumer keeps what it consumes
         elif protocol_type is not None:
-            return []  # rebalancing, non-consumer protocol, or unknown subscription
+            return  # rebalancing, non-consumer protocol, or unknown subscription
         retention_ms = self.config.offsets_retention_ms
         expired: list[OffsetCommitRecord] = []
         for topic, partitions in offsets.committed.items():
@@ -426,18 +435,22 @@ class OffsetManager:
                         expired.append(record)
                 elif now_wall_ms - (record.commit_ms if base_ms is None else base_ms) >= retention_ms:
                     expired.append(record)
+        self.groups.stats.offsets_expired += len(expired)
         for record in expired:
-            offsets.remove(record.topic, record.partition)
+            offsets.remove(group.group_id, record.topic, record.partition, removal)
         if not offsets.has_offsets():
             del self.offsets[group.group_id]
-        return expired
 
-    def restore(self, records: Iterable[OffsetCommitRecord]) -> None:
-        """Undo deletions whose tombstones were not written: storage still has these offsets.
+    def restore(self, removal: Removal) -> None:
+        """Undo a deletion whose tombstones were not written: storage still has these offsets.
 
-        A partition committed again meanwhile keeps its newer value.
+        Commits that became durable after the deletion are newer than the removed offsets; a
+        partition committed again since then keeps its newest value.
         """
-        for record in records:
+        for token in removal.in_flight:
+            if token.durable_after_removal is not None:
+                self.replay(token.durable_after_removal)
+        for record in removal.records:
             self.replay(record)
 
     def replay(self, record: OffsetCommitRecord) -> None:

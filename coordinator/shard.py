@@ -18,8 +18,8 @@ from typing import Final
 from coordinator.context import RequestContext
 from coordinator.group import ClassicGroup
 from coordinator.group_config import GroupConfig
-from coordinator.group_manager import EMPTY, NONE, Effects, GroupManager, admin_write_error
-from coordinator.offset_manager import OffsetManager
+from coordinator.group_manager import EMPTY, NONE, CoreStats, Effects, GroupManager, admin_write_error
+from coordinator.offset_manager import OffsetManager, Removal
 from coordinator.result import Result
 from coordinator.timers import Timers
 from protocol.messages.delete_groups import DeletableGroupResult, DeleteGroupsRequest, DeleteGroupsResponse
@@ -32,7 +32,7 @@ from protocol.messages.offset_commit import OffsetCommitRequest
 from protocol.messages.offset_delete import OffsetDeleteRequest
 from protocol.messages.offset_fetch import OffsetFetchRequest
 from protocol.messages.sync_group import SyncGroupRequest
-from storage.records import GroupMetadataRecord, GroupTombstone, OffsetCommitRecord, OffsetTombstone, Record
+from storage.records import GroupMetadataRecord, GroupTombstone, OffsetCommitRecord, Record
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +62,7 @@ class GroupCoordinator:
         self._timers: Timers[TimerKey] = Timers()
         self._groups = GroupManager(config, self._timers, member_id_factory or default_member_id)
         self._offsets = OffsetManager(config, self._groups)
+        self._loaded = False
 
     def _enter(self, now_ms: int, wall_ms: int) -> None:
         self._groups.set_clock(now_ms, wall_ms)
@@ -84,8 +85,9 @@ class GroupCoordinator:
         wall_ms: int,
     ) -> None:
         """§9.2: rebuild a fresh coordinator from its stored rows and restart member sessions."""
-        if self._groups.groups or self._offsets.offsets:
-            raise RuntimeError("load() needs a coordinator that has not served anything yet")
+        if self._loaded or self._groups.groups or self._offsets.offsets:
+            raise RuntimeError("load() needs a coordinator that has not been loaded nor served anything")
+        self._loaded = True
         self._enter(now_ms, wall_ms)
         for record in groups:
             self._groups.load_group(record)
@@ -139,9 +141,9 @@ class GroupCoordinator:
         """§8.1: tombstone every offset of deleted topics (no reply)."""
         self._enter(now_ms, wall_ms)
         fx = Effects()
-        records, removed = self._offsets.delete_topics(topics)
-        if records:
-            fx.write(records, on_failed=lambda out, _error: self._offsets.restore(removed))
+        removal = self._offsets.delete_topics(topics)
+        if removal.tombstones:
+            fx.write(removal.tombstones, on_failed=lambda out, _error: self._offsets.restore(removal))
         return self._groups.to_result(fx)
 
     # -- admin -------------------------------------------------------------------------------------
@@ -161,16 +163,16 @@ class GroupCoordinator:
         """DeleteGroups (v0-2): only Empty groups; their offsets and record are tombstoned."""
         results: list[DeletableGroupResult] = []
         records: list[Record] = []
-        deleted: list[tuple[ClassicGroup, list[OffsetCommitRecord]]] = []
+        deleted: list[tuple[ClassicGroup, Removal]] = []
         for group_id in req.groups_names:
             code = self._groups.validate_delete(group_id)
             if code == NONE:
                 group = self._groups.groups[group_id]
                 self._groups.remove_group(group)
-                offset_tombstones, removed = self._offsets.drop_group(group_id)
-                records.extend(offset_tombstones)
+                removal = self._offsets.drop_group(group_id)
+                records.extend(removal.tombstones)
                 records.append(GroupTombstone(group_id))
-                deleted.append((group, removed))
+                deleted.append((group, removal))
             results.append(DeletableGroupResult(group_id, code))
         response = DeleteGroupsResponse(results=results)
         if not records:
@@ -191,9 +193,9 @@ class GroupCoordinator:
             )
 
         def on_failed(out: Effects, error_code: int) -> None:
-            for group, removed in deleted:
+            for group, removal in deleted:
                 self._groups.restore_group(group)
-                self._offsets.restore(removed)
+                self._offsets.restore(removal)
 
         fx.reply(ctx.reply_to, response, failed_response)
         fx.write(records, on_failed=on_failed)
@@ -208,7 +210,12 @@ class GroupCoordinator:
         """Run the timers due at ``now_ms`` (at most ``limit`` heap items per call)."""
         self._groups.set_clock(now_ms, wall_ms)
         results: list[Result] = []
-        for key in self._timers.poll(now_ms, limit):
+        while limit > 0:
+            # One key at a time: handling one expiry may re-arm or cancel another due timer.
+            key, examined = self._timers.pop_due(now_ms, limit)
+            limit -= examined
+            if key is None:
+                break
             fx = Effects()
             match key:
                 case ("session", str() as group_id, str() as member_id):
@@ -231,32 +238,30 @@ class GroupCoordinator:
         groups, offsets = self._groups, self._offsets
         self._timers.schedule(RETENTION_KEY, groups.now_ms + self.config.offsets_retention_check_interval_ms)
         wall_ms = groups.wall_ms
-        records: list[Record] = []
-        expired_offsets: list[OffsetCommitRecord] = []
+        expired = Removal()
+        group_tombstones: list[Record] = []
         removed_groups: list[ClassicGroup] = []
         for group in list(groups.groups.values()):
-            expired = offsets.expire_offsets(group, wall_ms)
-            if expired:
-                expired_offsets.extend(expired)
-                records.extend(OffsetTombstone(r.group_id, r.topic, r.partition) for r in expired)
+            offsets.expire_offsets(group, wall_ms, expired)
             if group.state is EMPTY and not offsets.has_offsets(group.group_id):
                 groups.remove_group(group)
                 offsets.drop_group(group.group_id)
                 removed_groups.append(group)
                 if group.generation_id > 0:
-                    records.append(GroupTombstone(group.group_id))
-        if expired_offsets or removed_groups:
+                    group_tombstones.append(GroupTombstone(group.group_id))
+        if expired.tombstones or removed_groups:
             log.info(
                 "retention sweep: %d offsets expired, %d groups removed",
-                len(expired_offsets),
+                len(expired.tombstones),
                 len(removed_groups),
             )
+        records: list[Record] = [*expired.tombstones, *group_tombstones]
         if records:
 
             def on_failed(out: Effects, error_code: int) -> None:
                 for group in removed_groups:
                     groups.restore_group(group)
-                offsets.restore(expired_offsets)
+                offsets.restore(expired)
 
             fx.write(records, on_failed=on_failed)
 
@@ -279,6 +284,10 @@ class GroupCoordinator:
             )
             for g in self._groups.groups.values()
         ]
+
+    @property
+    def stats(self) -> CoreStats:
+        return self._groups.stats
 
     def group_count_by_state(self) -> dict[str, int]:
         counts: dict[str, int] = {}

@@ -92,13 +92,14 @@ class Timers(Generic[K]):
                 return queued
         return heap[0][0] if heap else None
 
-    def poll(self, now_ms: int, limit: int) -> list[K]:
-        """Remove and return the keys due at ``now_ms``, earliest first.
+    def pop_due(self, now_ms: int, limit: int) -> tuple[K | None, int]:
+        """Remove and return the earliest key due at ``now_ms`` (or None), and how many heap
+        items were examined to find it (at most ``limit``).
 
-        At most ``limit`` heap items are examined (due, orphaned or re-armed), so a burst of
-        deadlines is spread over several calls; ``next_deadline()`` stays <= now until it is done.
+        Popping one key at a time lets the caller handle it before looking at the next one, so a
+        handler that re-arms or cancels another due key is seen (Kafka ignores a timeout whose
+        key was re-scheduled after it fired).
         """
-        due: list[K] = []
         heap = self._heap
         entries = self._entries
         examined = 0
@@ -112,6 +113,21 @@ class Timers(Generic[K]):
                 self._requeue(key, entry)
                 continue
             del entries[key]
+            return key, examined
+        return None, examined
+
+    def poll(self, now_ms: int, limit: int) -> list[K]:
+        """Remove and return the keys due at ``now_ms``, earliest first.
+
+        At most ``limit`` heap items are examined (due, orphaned or re-armed), so a burst of
+        deadlines is spread over several calls; ``next_deadline()`` stays <= now until it is done.
+        """
+        due: list[K] = []
+        while limit > 0:
+            key, examined = self.pop_due(now_ms, limit)
+            limit -= examined
+            if key is None:
+                break
             due.append(key)
         return due
 

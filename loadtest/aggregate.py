@@ -182,6 +182,7 @@ def _loop_lag(raw: DataFrame, threshold_ms: float) -> dict[str, Any]:
             F.percentile_approx("latency_ms", [0.5, 0.99], _ACCURACY).alias("pct"),
             F.max("latency_ms").alias("max"),
             F.count(F.lit(1)).alias("samples"),
+            F.sum(F.when(F.col("latency_ms") > threshold_ms, 1).otherwise(0)).alias("over"),
         )
         .orderBy("task")
         .collect()
@@ -196,6 +197,7 @@ def _loop_lag(raw: DataFrame, threshold_ms: float) -> dict[str, Any]:
                 "p99_ms": round(float(p99), 3),
                 "max_ms": round(float(row["max"]), 3),
                 "samples": int(row["samples"]),
+                "samples_over_threshold": int(row["over"]),
                 "saturated": float(p99) > threshold_ms,
             }
         )

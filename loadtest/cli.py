@@ -399,6 +399,14 @@ def _report_target(summary: dict[str, Any]) -> None:
         f" rebalances {rebalance['generations']:,} (p50 {rebalance['duration_ms'].get('p50')} ms,"
         f" p99 {rebalance['duration_ms'].get('p99')} ms)"
     )
+    lag = summary["loop_lag"]["tasks"]
+    if lag:
+        worst = max(t["max_ms"] for t in lag)
+        over = sum(t["samples_over_threshold"] for t in lag)
+        print(
+            f"client loop lag: p99 {max(t['p99_ms'] for t in lag):.1f} ms, max {worst:.0f} ms,"
+            f" {over} of {sum(t['samples'] for t in lag)} samples over {summary['loop_lag']['threshold_ms']:.0f} ms"
+        )
     if summary["client_saturated"]:
         print(
             "WARNING: the client was saturated (loop lag above threshold): latencies include client queueing"

@@ -267,9 +267,9 @@ class Member:
             hb_interval = sc.heartbeat_interval_ms / 1000
             commit_interval = sc.commit_interval_ms / 1000
             now = loop.time()
-            # Members of a group finish SyncGroup together; spread their first ticks.
-            next_hb = now + hb_interval * (0.5 + 0.5 * self._rng.random())
-            next_commit = now + commit_interval * (0.5 + 0.5 * self._rng.random())
+            # Members of a group finish SyncGroup together; spread their first ticks over an interval.
+            next_hb = now + hb_interval * (0.05 + 0.95 * self._rng.random())
+            next_commit = now + commit_interval * (0.05 + 0.95 * self._rng.random())
             while True:
                 wake = min(next_hb, next_commit) if self.partitions else next_hb
                 delay = wake - loop.time()

@@ -337,13 +337,14 @@ def _target_section(summary: dict[str, Any]) -> str:
     parts.append(f"<h3>Client event-loop lag (threshold {lag['threshold_ms']} ms)</h3>")
     parts.append(
         _table(
-            ["task", "p50 ms", "p99 ms", "max ms", "saturated"],
+            ["task", "p50 ms", "p99 ms", "max ms", "samples over threshold", "saturated"],
             [
                 [
                     str(t["task"]),
                     _fmt(t["p50_ms"], 2),
                     _fmt(t["p99_ms"], 2),
                     _fmt(t["max_ms"], 1),
+                    f"{t['samples_over_threshold']} / {t['samples']}",
                     str(t["saturated"]),
                 ]
                 for t in lag["tasks"]

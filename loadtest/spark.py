@@ -51,6 +51,15 @@ appender.stderr.name = stderr
 appender.stderr.target = SYSTEM_ERR
 appender.stderr.layout.type = PatternLayout
 appender.stderr.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
+# The loggers Spark's shell logic compares with the root level: when equal, it announces nothing.
+logger.repl.name = org.apache.spark.repl.Main
+logger.repl.level = error
+logger.submit.name = org.apache.spark.deploy.SparkSubmit
+logger.submit.level = error
+logger.gateway.name = org.apache.spark.api.python.PythonGatewayServer
+logger.gateway.level = error
+logger.context.name = org.apache.spark.SparkContext
+logger.context.level = error
 """
 
 
@@ -82,7 +91,6 @@ def build_session(master: str, app_name: str, driver_host: str | None, work_dir:
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
         .config("spark.python.worker.reuse", "true")
         .config("spark.driver.extraJavaOptions", f"{_JVM_OPTIONS} -Dlog4j2.configurationFile={log_config}")
-        .config("spark.local.dir", str(work_dir))
     )
     if driver_host:
         builder = builder.config("spark.driver.host", driver_host)

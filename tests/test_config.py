@@ -57,8 +57,12 @@ def test_bad_config_file(tmp_path: Path) -> None:
 
 
 def test_every_kafka_knob_is_a_dashed_flag() -> None:
-    args = build_parser().parse_args(["serve", "--group-initial-rebalance-delay-ms", "0", "--auto-create-topics-enable", "false"])
-    config = load_config(cli={k: v for k, v in vars(args).items() if k not in ("command", "config_file")}, env={})
+    args = build_parser().parse_args(
+        ["serve", "--group-initial-rebalance-delay-ms", "0", "--auto-create-topics-enable", "false"]
+    )
+    config = load_config(
+        cli={k: v for k, v in vars(args).items() if k not in ("command", "config_file")}, env={}
+    )
     assert config.group_initial_rebalance_delay_ms == 0
     assert config.auto_create_topics_enable is False
 

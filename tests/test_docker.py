@@ -50,7 +50,10 @@ def test_compose_file_is_valid_for_every_profile() -> None:
     compose = _tool("docker-compose")
     for profiles in ([], ["--profile", "postgres"], ["--profile", "loadtest"]):
         result = subprocess.run(
-            [compose, "-f", str(COMPOSE), *profiles, "config", "-q"], capture_output=True, text=True, check=False
+            [compose, "-f", str(COMPOSE), *profiles, "config", "-q"],
+            capture_output=True,
+            text=True,
+            check=False,
         )
         assert result.returncode == 0, result.stderr
 
@@ -66,8 +69,12 @@ def test_image_entrypoint_and_healthcheck_work_outside_docker(tmp_path: Path) ->
     stage = _base_stage()
     env_line = next(line for line in stage if line.startswith("ENV COORDINATOR_"))
     settings = dict(item.split("=", 1) for item in shlex.split(env_line[len("ENV ") :]))
-    entrypoint = json.loads(next(line for line in stage if line.startswith("ENTRYPOINT "))[len("ENTRYPOINT ") :])
-    healthcheck = json.loads(next(line for line in stage if line.startswith("HEALTHCHECK ")).split(" CMD ", 1)[1])
+    entrypoint = json.loads(
+        next(line for line in stage if line.startswith("ENTRYPOINT "))[len("ENTRYPOINT ") :]
+    )
+    healthcheck = json.loads(
+        next(line for line in stage if line.startswith("HEALTHCHECK ")).split(" CMD ", 1)[1]
+    )
     assert entrypoint == ["coordinator", "serve"]
     metrics_port = _free_port()
     settings.update(

@@ -51,8 +51,8 @@ func main() {
 	pid := fs.Int("server-pid", 0, "server process id, for CPU time and RSS from /proc")
 	versions := fs.String("versions", "modern", "modern (JoinGroup v9, SyncGroup v5, Heartbeat v4, FindCoordinator v4) or legacy (v5, v3, v3, v3)")
 	tag := fs.String("tag", strconv.FormatInt(time.Now().UnixNano()%1_000_000_000, 36), "suffix making group ids unique")
-	sessionMs := fs.Int("session-ms", 45000, "session timeout of the members")
-	rebalMs := fs.Int("rebalance-ms", 60000, "rebalance timeout of the members")
+	sessionMs := fs.Int("session-ms", 45000, "session timeout of the members (Java consumer default)")
+	rebalMs := fs.Int("rebalance-ms", 300000, "rebalance timeout of the members (Java max.poll.interval.ms default)")
 	setupConc := fs.Int("setup-concurrency", 500, "groups set up at once (each on its own connection)")
 	setupLimit := fs.Duration("setup-timeout", 120*time.Second, "time limit for setting up groups")
 	// rebalance

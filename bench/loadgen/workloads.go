@@ -688,14 +688,17 @@ func runGroups(c *Common, groups, conns, offsets int, budget time.Duration) ([]R
 					return
 				}
 				t0 := time.Now()
+				// A group started before the budget ran out may finish after it (a slow server
+				// answers JoinGroup late); it gets its own generous limit.
+				limit := t0.Add(c.SetupLimit)
 				cfg := &MemberCfg{Group: fmt.Sprintf("gr-%s-%d", c.Tag, i), SessionMs: c.SessionMs, RebalanceMs: c.RebalMs, V: c.Versions, Topic: topic, Partitions: int32(offsets)}
 				cfg.init()
 				m := &Member{c: cs[w], cfg: cfg}
-				if err := m.joinAndSync(deadline.Add(30 * time.Second)); err != nil {
+				if err := m.joinAndSync(limit); err != nil {
 					fails[w] = fmt.Sprintf("group %d: %v", i, err)
 					return
 				}
-				ec, err := m.commit(topic, parts, i+1, deadline.Add(30*time.Second))
+				ec, err := m.commit(topic, parts, i+1, limit)
 				if err != nil {
 					fails[w] = fmt.Sprintf("group %d commit: %v", i, err)
 					return
@@ -754,13 +757,22 @@ func runVerify(c *Common, prefix, topic string, groups []int, partitions int) ([
 	res := Result{Name: "verify", Done: true}
 	for _, i := range groups {
 		g := fmt.Sprintf("%s%d", prefix, i)
-		d, err := conn.roundTrip(encOffsetFetch(conn.wbuf, conn.nextCorr(), conn.clientID, g, []FetchTopic{{topic, ps}}), apiOffsetFetch, 8, time.Now().Add(30*time.Second))
-		if err != nil {
-			return nil, err
-		}
-		offs, _, ec, err := decOffsetFetch(d, true)
-		if err != nil {
-			return nil, err
+		var offs []FetchedOffset
+		var ec int16
+		for limit := time.Now().Add(120 * time.Second); ; {
+			d, err := conn.roundTrip(encOffsetFetch(conn.wbuf, conn.nextCorr(), conn.clientID, g, []FetchTopic{{topic, ps}}), apiOffsetFetch, 8, time.Now().Add(30*time.Second))
+			if err != nil {
+				return nil, err
+			}
+			offs, _, ec, err = decOffsetFetch(d, true)
+			if err != nil {
+				return nil, err
+			}
+			// Still loading: ask again (a client retries COORDINATOR_LOAD_IN_PROGRESS too).
+			if ec != errCoordinatorLoading || time.Now().After(limit) {
+				break
+			}
+			time.Sleep(5 * time.Millisecond)
 		}
 		res.Ops++
 		if ec != 0 {

@@ -7,6 +7,7 @@ NETWORK_EXCEPTION / REQUEST_TIMED_OUT, as Kafka's clients name them), 2 usage.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -35,8 +36,11 @@ def run(handler: Handler, args: argparse.Namespace) -> int:
     except UsageError as exc:
         print(f"{args.admin_prog}: error: {exc}", file=sys.stderr)
         return 2
-    except BrokenPipeError:  # `... | head`
+    except BrokenPipeError:  # `... | head`: stop quietly, and keep Python's exit flush quiet too
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except KeyboardInterrupt:
+        return 130
 
 
 def _typed(parse: Callable[[str], Any], name: str) -> Callable[[str], Any]:

@@ -82,7 +82,9 @@ class BrokerConnection:
             (size,) = _LENGTH.unpack(self._read_exactly(4))
             if not 4 <= size <= MAX_FRAME:
                 raise KafkaError(
-                    ErrorCode.CORRUPT_MESSAGE, f"response frame of {size} bytes from {self.address}", explain=False
+                    ErrorCode.CORRUPT_MESSAGE,
+                    f"response frame of {size} bytes from {self.address}",
+                    explain=False,
                 )
             frame = self._read_exactly(size)
         except TimeoutError as exc:

@@ -222,7 +222,11 @@ def groups_delete(client: AdminClient, args: argparse.Namespace) -> int:
             ["GROUP", "STATUS"],
             [[g, "deleted" if code == ErrorCode.NONE else error_name(code)] for g, code in results.items()],
         )
-    failures = [KafkaError(code, f"group {g!r}") for g, code in results.items() if code != ErrorCode.NONE]
+    failures = [
+        KafkaError(code, f"cannot delete group {g!r}")
+        for g, code in results.items()
+        if code != ErrorCode.NONE
+    ]
     for failure in failures:
         note(str(failure))
     return 1 if failures else 0

@@ -113,7 +113,7 @@ def offsets_delete(client: AdminClient, args: argparse.Namespace) -> int:
         )
     failures = [(tp, code) for tp, code in results if code != ErrorCode.NONE]
     for tp, code in failures:
-        note(str(KafkaError(code, f"offset of {tp} in group {args.group!r}")))
+        note(str(KafkaError(code, f"cannot delete the offset of {tp} in group {args.group!r}")))
     return 1 if failures else 0
 
 
@@ -170,7 +170,7 @@ def _print_changes(
 def _report_failures(group: str, changes: list[Change]) -> int:
     failures = [c for c in changes if c.error != ErrorCode.NONE]
     for c in failures:
-        note(str(KafkaError(c.error, f"committing {c.tp} for group {group!r}")))
+        note(str(KafkaError(c.error, f"cannot commit {c.tp} for group {group!r}")))
     return 1 if failures else 0
 
 

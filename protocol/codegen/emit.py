@@ -68,6 +68,12 @@ class ModuleEmitter:
     struct_order: list[str] = field(default_factory=list)
     constants: dict[str, str] = field(default_factory=dict)
     functions: list[str] = field(default_factory=list)
+    _counter: int = 0
+
+    def _fresh(self, base: str) -> str:
+        """A local name unique within the function being emitted (so mypy sees one type each)."""
+        self._counter += 1
+        return f"{base}_{self._counter}"
 
     # ---- classes -------------------------------------------------------------------------
     def register(self, name: str, fields: list[FieldSpec]) -> None:
@@ -110,6 +116,7 @@ class ModuleEmitter:
     # ---- decode --------------------------------------------------------------------------
     def decoder(self, fn_name: str, msg: MessageSpec, version: int) -> None:
         flexible = msg.is_flexible(version)
+        self._counter = 0
         out = [
             f"def {fn_name}(data: bytes, pos: int) -> tuple[{msg.name}, int]:",
         ]
@@ -131,9 +138,10 @@ class ModuleEmitter:
         """Emit code that leaves one local per field; return the constructor expression."""
         names: dict[str, str] = {}
         batch: list[FieldSpec] = []
+        local = {f.attr: self._fresh(f"v_{f.attr}") for f in fields}
 
         def var(f: FieldSpec) -> str:
-            return f"v{depth}_{f.attr}"
+            return local[f.attr]
 
         def flush() -> None:
             if not batch:
@@ -154,6 +162,7 @@ class ModuleEmitter:
                 batch.append(f)
                 continue
             flush()
+            lines.append(f"{var(f)}: {_python_type(f, self.struct_cls)}")
             self._decode_value(lines, f, version, flexible, depth, var(f))
         flush()
 
@@ -163,7 +172,7 @@ class ModuleEmitter:
             )
             for f in tagged:
                 names[f.attr] = var(f)
-                lines.append(f"{var(f)} = {default_literal(f, self.struct_cls)}")
+                lines.append(f"{var(f)}: {_python_type(f, self.struct_cls)} = {default_literal(f, self.struct_cls)}")
             lines.append("if data[pos] == 0:")
             lines.append("    pos += 1")
             lines.append("else:")
@@ -249,23 +258,27 @@ class ModuleEmitter:
             lines.append(f"{target} = list(unpack_from('>%d{fmt}' % {n}, data, pos))")
             lines.append(f"pos += {n} * {size}")
             return
+        append = self._fresh("append")
         lines.append(f"{target} = []")
-        lines.append(f"append{depth} = {target}.append")
+        lines.append(f"{append} = {target}.append")
         lines.append(f"for _ in range({n}):")
         inner: list[str] = []
         if f.fields is not None:
             cls = self.struct_cls[id(f.fields)]
             expr = self._decode_struct(inner, f.fields, version, flexible, depth + 1, cls)
-            inner.append(f"append{depth}({expr})")
+            inner.append(f"{append}({expr})")
         else:
             elem_field = _element_field(f)
-            self._decode_value(inner, elem_field, version, flexible, depth + 1, f"e{depth}")
-            inner.append(f"append{depth}(e{depth})")
+            element = self._fresh("e")
+            inner.append(f"{element}: {_python_type(elem_field, self.struct_cls)}")
+            self._decode_value(inner, elem_field, version, flexible, depth + 1, element)
+            inner.append(f"{append}({element})")
         lines += ["    " + line for line in inner]
 
     # ---- encode --------------------------------------------------------------------------
     def encoder(self, fn_name: str, msg: MessageSpec, version: int) -> None:
         flexible = msg.is_flexible(version)
+        self._counter = 0
         out = [f"def {fn_name}(m: {msg.name}, out: bytearray) -> None:"]
         body: list[str] = []
         self._encode_struct(body, msg.fields, version, flexible, 0, "m", "out")
@@ -343,13 +356,18 @@ class ModuleEmitter:
     ) -> None:
         compact = f.compact_in(version, flexible)
         nullable = f.nullable_in(version)
-        v = f"x{depth}"
+        v = self._fresh("x")
+        # A field nullable in other versions must not be null in this one.
+        guard = f.nullable is not None and not nullable
         if f.type in FIXED_FORMATS:
             lines.append(f"{out} += {self.fmt_const('>' + FIXED_FORMATS[f.type][0])}.pack({expr})")
             return
         if f.type in ("string", "bytes", "records"):
             wide = f.type != "string"
             lines.append(f"{v} = {expr}")
+            if guard:
+                lines.append(f"if {v} is None:")
+                lines.append(f"    raise ValueError('{f.name} cannot be null in version {version}')")
             if nullable:
                 lines.append(f"if {v} is None:")
                 self._encode_null(lines, compact, wide, out)
@@ -358,14 +376,19 @@ class ModuleEmitter:
             else:
                 indent = ""
             inner: list[str] = []
+            raw = v
             if f.type == "string":
-                inner.append(f"{v} = {v}.encode()")
-            self._encode_length(inner, compact, wide, f"len({v})", out)
-            inner.append(f"{out} += {v}")
+                raw = self._fresh("b")
+                inner.append(f"{raw} = {v}.encode()")
+            self._encode_length(inner, compact, wide, f"len({raw})", out)
+            inner.append(f"{out} += {raw}")
             lines += [indent + line for line in inner]
             return
         if f.is_array:
             lines.append(f"{v} = {expr}")
+            if guard:
+                lines.append(f"if {v} is None:")
+                lines.append(f"    raise ValueError('{f.name} cannot be null in version {version}')")
             if nullable:
                 lines.append(f"if {v} is None:")
                 self._encode_null(lines, compact, True, out)
@@ -379,7 +402,7 @@ class ModuleEmitter:
             if elem in FIXED_FORMATS and elem != "uuid":
                 inner.append(f"{out} += pack('>%d{FIXED_FORMATS[elem][0]}' % len({v}), *{v})")
             else:
-                e = f"e{depth}"
+                e = self._fresh("e")
                 inner.append(f"for {e} in {v}:")
                 body: list[str] = []
                 if f.fields is not None:
@@ -390,8 +413,9 @@ class ModuleEmitter:
             lines += [indent + line for line in inner]
             return
         if f.fields is not None:
-            lines.append(f"s{depth} = {expr}")
-            self._encode_struct(lines, f.fields, version, flexible, depth + 1, f"s{depth}", out)
+            struct_var = self._fresh("s")
+            lines.append(f"{struct_var} = {expr}")
+            self._encode_struct(lines, f.fields, version, flexible, depth + 1, struct_var, out)
             return
         raise ValueError(f"cannot encode {f.type}")
 

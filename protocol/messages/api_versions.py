@@ -80,6 +80,7 @@ def encode_api_versions_request_v2(m: ApiVersionsRequest, out: bytearray) -> Non
 
 
 def decode_api_versions_request_v3(data: bytes, pos: int) -> tuple[ApiVersionsRequest, int]:
+    v_client_software_name_1: str
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -89,8 +90,9 @@ def decode_api_versions_request_v3(data: bytes, pos: int) -> tuple[ApiVersionsRe
     if n0 < 0:
         raise DecodeError('non-nullable field ClientSoftwareName is null')
     else:
-        v0_client_software_name = str(data[pos:pos + n0], 'utf-8')
+        v_client_software_name_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    v_client_software_version_2: str
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -100,7 +102,7 @@ def decode_api_versions_request_v3(data: bytes, pos: int) -> tuple[ApiVersionsRe
     if n0 < 0:
         raise DecodeError('non-nullable field ClientSoftwareVersion is null')
     else:
-        v0_client_software_version = str(data[pos:pos + n0], 'utf-8')
+        v_client_software_version_2 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
     if data[pos] == 0:
         pos += 1
@@ -111,22 +113,23 @@ def decode_api_versions_request_v3(data: bytes, pos: int) -> tuple[ApiVersionsRe
             size0, pos = read_uvarint(data, pos)
             end0 = pos + size0
             pos = end0
-    return ApiVersionsRequest(v0_client_software_name, v0_client_software_version), pos
+    return ApiVersionsRequest(v_client_software_name_1, v_client_software_version_2), pos
 
 
 def encode_api_versions_request_v3(m: ApiVersionsRequest, out: bytearray) -> None:
-    x0 = m.client_software_name
-    x0 = x0.encode()
-    write_uvarint(out, len(x0) + 1)
-    out += x0
-    x0 = m.client_software_version
-    x0 = x0.encode()
-    write_uvarint(out, len(x0) + 1)
-    out += x0
+    x_1 = m.client_software_name
+    b_2 = x_1.encode()
+    write_uvarint(out, len(b_2) + 1)
+    out += b_2
+    x_3 = m.client_software_version
+    b_4 = x_3.encode()
+    write_uvarint(out, len(b_4) + 1)
+    out += b_4
     out.append(0)
 
 
 def decode_api_versions_request_v4(data: bytes, pos: int) -> tuple[ApiVersionsRequest, int]:
+    v_client_software_name_1: str
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -136,8 +139,9 @@ def decode_api_versions_request_v4(data: bytes, pos: int) -> tuple[ApiVersionsRe
     if n0 < 0:
         raise DecodeError('non-nullable field ClientSoftwareName is null')
     else:
-        v0_client_software_name = str(data[pos:pos + n0], 'utf-8')
+        v_client_software_name_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    v_client_software_version_2: str
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -147,7 +151,7 @@ def decode_api_versions_request_v4(data: bytes, pos: int) -> tuple[ApiVersionsRe
     if n0 < 0:
         raise DecodeError('non-nullable field ClientSoftwareVersion is null')
     else:
-        v0_client_software_version = str(data[pos:pos + n0], 'utf-8')
+        v_client_software_version_2 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
     if data[pos] == 0:
         pos += 1
@@ -158,24 +162,25 @@ def decode_api_versions_request_v4(data: bytes, pos: int) -> tuple[ApiVersionsRe
             size0, pos = read_uvarint(data, pos)
             end0 = pos + size0
             pos = end0
-    return ApiVersionsRequest(v0_client_software_name, v0_client_software_version), pos
+    return ApiVersionsRequest(v_client_software_name_1, v_client_software_version_2), pos
 
 
 def encode_api_versions_request_v4(m: ApiVersionsRequest, out: bytearray) -> None:
-    x0 = m.client_software_name
-    x0 = x0.encode()
-    write_uvarint(out, len(x0) + 1)
-    out += x0
-    x0 = m.client_software_version
-    x0 = x0.encode()
-    write_uvarint(out, len(x0) + 1)
-    out += x0
+    x_1 = m.client_software_name
+    b_2 = x_1.encode()
+    write_uvarint(out, len(b_2) + 1)
+    out += b_2
+    x_3 = m.client_software_version
+    b_4 = x_3.encode()
+    write_uvarint(out, len(b_4) + 1)
+    out += b_4
     out.append(0)
 
 
 def decode_api_versions_response_v0(data: bytes, pos: int) -> tuple[ApiVersionsResponse, int]:
-    v0_error_code, = _S0.unpack_from(data, pos)
+    v_error_code_1, = _S0.unpack_from(data, pos)
     pos += 2
+    v_api_keys_2: list[ApiVersion]
     n0, = _S1.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -183,26 +188,27 @@ def decode_api_versions_response_v0(data: bytes, pos: int) -> tuple[ApiVersionsR
     elif n0 > len(data) - pos:
         raise DecodeError('array ApiKeys longer than the frame')
     else:
-        v0_api_keys = []
-        append0 = v0_api_keys.append
+        v_api_keys_2 = []
+        append_8 = v_api_keys_2.append
         for _ in range(n0):
-            v1_api_key, v1_min_version, v1_max_version = _S2.unpack_from(data, pos)
+            v_api_key_9, v_min_version_10, v_max_version_11 = _S2.unpack_from(data, pos)
             pos += 6
-            append0(ApiVersion(v1_api_key, v1_min_version, v1_max_version))
-    return ApiVersionsResponse(v0_error_code, v0_api_keys, 0, [], -1, [], False), pos
+            append_8(ApiVersion(v_api_key_9, v_min_version_10, v_max_version_11))
+    return ApiVersionsResponse(v_error_code_1, v_api_keys_2, 0, [], -1, [], False), pos
 
 
 def encode_api_versions_response_v0(m: ApiVersionsResponse, out: bytearray) -> None:
     out += _S0.pack(m.error_code)
-    x0 = m.api_keys
-    out += _S1.pack(len(x0))
-    for e0 in x0:
-        out += _S2.pack(e0.api_key, e0.min_version, e0.max_version)
+    x_1 = m.api_keys
+    out += _S1.pack(len(x_1))
+    for e_2 in x_1:
+        out += _S2.pack(e_2.api_key, e_2.min_version, e_2.max_version)
 
 
 def decode_api_versions_response_v1(data: bytes, pos: int) -> tuple[ApiVersionsResponse, int]:
-    v0_error_code, = _S0.unpack_from(data, pos)
+    v_error_code_1, = _S0.unpack_from(data, pos)
     pos += 2
+    v_api_keys_2: list[ApiVersion]
     n0, = _S1.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -210,29 +216,30 @@ def decode_api_versions_response_v1(data: bytes, pos: int) -> tuple[ApiVersionsR
     elif n0 > len(data) - pos:
         raise DecodeError('array ApiKeys longer than the frame')
     else:
-        v0_api_keys = []
-        append0 = v0_api_keys.append
+        v_api_keys_2 = []
+        append_8 = v_api_keys_2.append
         for _ in range(n0):
-            v1_api_key, v1_min_version, v1_max_version = _S2.unpack_from(data, pos)
+            v_api_key_9, v_min_version_10, v_max_version_11 = _S2.unpack_from(data, pos)
             pos += 6
-            append0(ApiVersion(v1_api_key, v1_min_version, v1_max_version))
-    v0_throttle_time_ms, = _S1.unpack_from(data, pos)
+            append_8(ApiVersion(v_api_key_9, v_min_version_10, v_max_version_11))
+    v_throttle_time_ms_3, = _S1.unpack_from(data, pos)
     pos += 4
-    return ApiVersionsResponse(v0_error_code, v0_api_keys, v0_throttle_time_ms, [], -1, [], False), pos
+    return ApiVersionsResponse(v_error_code_1, v_api_keys_2, v_throttle_time_ms_3, [], -1, [], False), pos
 
 
 def encode_api_versions_response_v1(m: ApiVersionsResponse, out: bytearray) -> None:
     out += _S0.pack(m.error_code)
-    x0 = m.api_keys
-    out += _S1.pack(len(x0))
-    for e0 in x0:
-        out += _S2.pack(e0.api_key, e0.min_version, e0.max_version)
+    x_1 = m.api_keys
+    out += _S1.pack(len(x_1))
+    for e_2 in x_1:
+        out += _S2.pack(e_2.api_key, e_2.min_version, e_2.max_version)
     out += _S1.pack(m.throttle_time_ms)
 
 
 def decode_api_versions_response_v2(data: bytes, pos: int) -> tuple[ApiVersionsResponse, int]:
-    v0_error_code, = _S0.unpack_from(data, pos)
+    v_error_code_1, = _S0.unpack_from(data, pos)
     pos += 2
+    v_api_keys_2: list[ApiVersion]
     n0, = _S1.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -240,29 +247,30 @@ def decode_api_versions_response_v2(data: bytes, pos: int) -> tuple[ApiVersionsR
     elif n0 > len(data) - pos:
         raise DecodeError('array ApiKeys longer than the frame')
     else:
-        v0_api_keys = []
-        append0 = v0_api_keys.append
+        v_api_keys_2 = []
+        append_8 = v_api_keys_2.append
         for _ in range(n0):
-            v1_api_key, v1_min_version, v1_max_version = _S2.unpack_from(data, pos)
+            v_api_key_9, v_min_version_10, v_max_version_11 = _S2.unpack_from(data, pos)
             pos += 6
-            append0(ApiVersion(v1_api_key, v1_min_version, v1_max_version))
-    v0_throttle_time_ms, = _S1.unpack_from(data, pos)
+            append_8(ApiVersion(v_api_key_9, v_min_version_10, v_max_version_11))
+    v_throttle_time_ms_3, = _S1.unpack_from(data, pos)
     pos += 4
-    return ApiVersionsResponse(v0_error_code, v0_api_keys, v0_throttle_time_ms, [], -1, [], False), pos
+    return ApiVersionsResponse(v_error_code_1, v_api_keys_2, v_throttle_time_ms_3, [], -1, [], False), pos
 
 
 def encode_api_versions_response_v2(m: ApiVersionsResponse, out: bytearray) -> None:
     out += _S0.pack(m.error_code)
-    x0 = m.api_keys
-    out += _S1.pack(len(x0))
-    for e0 in x0:
-        out += _S2.pack(e0.api_key, e0.min_version, e0.max_version)
+    x_1 = m.api_keys
+    out += _S1.pack(len(x_1))
+    for e_2 in x_1:
+        out += _S2.pack(e_2.api_key, e_2.min_version, e_2.max_version)
     out += _S1.pack(m.throttle_time_ms)
 
 
 def decode_api_versions_response_v3(data: bytes, pos: int) -> tuple[ApiVersionsResponse, int]:
-    v0_error_code, = _S0.unpack_from(data, pos)
+    v_error_code_1, = _S0.unpack_from(data, pos)
     pos += 2
+    v_api_keys_2: list[ApiVersion]
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -274,10 +282,10 @@ def decode_api_versions_response_v3(data: bytes, pos: int) -> tuple[ApiVersionsR
     elif n0 > len(data) - pos:
         raise DecodeError('array ApiKeys longer than the frame')
     else:
-        v0_api_keys = []
-        append0 = v0_api_keys.append
+        v_api_keys_2 = []
+        append_8 = v_api_keys_2.append
         for _ in range(n0):
-            v1_api_key, v1_min_version, v1_max_version = _S2.unpack_from(data, pos)
+            v_api_key_9, v_min_version_10, v_max_version_11 = _S2.unpack_from(data, pos)
             pos += 6
             if data[pos] == 0:
                 pos += 1
@@ -288,13 +296,13 @@ def decode_api_versions_response_v3(data: bytes, pos: int) -> tuple[ApiVersionsR
                     size1, pos = read_uvarint(data, pos)
                     end1 = pos + size1
                     pos = end1
-            append0(ApiVersion(v1_api_key, v1_min_version, v1_max_version))
-    v0_throttle_time_ms, = _S1.unpack_from(data, pos)
+            append_8(ApiVersion(v_api_key_9, v_min_version_10, v_max_version_11))
+    v_throttle_time_ms_3, = _S1.unpack_from(data, pos)
     pos += 4
-    v0_supported_features = []
-    v0_finalized_features_epoch = -1
-    v0_finalized_features = []
-    v0_zk_migration_ready = False
+    v_supported_features_4: list[SupportedFeatureKey] = []
+    v_finalized_features_epoch_5: int = -1
+    v_finalized_features_6: list[FinalizedFeatureKey] = []
+    v_zk_migration_ready_7: bool = False
     if data[pos] == 0:
         pos += 1
     else:
@@ -315,9 +323,10 @@ def decode_api_versions_response_v3(data: bytes, pos: int) -> tuple[ApiVersionsR
                 elif n0 > len(data) - pos:
                     raise DecodeError('array SupportedFeatures longer than the frame')
                 else:
-                    v0_supported_features = []
-                    append0 = v0_supported_features.append
+                    v_supported_features_4 = []
+                    append_12 = v_supported_features_4.append
                     for _ in range(n0):
+                        v_name_13: str
                         n1 = data[pos]
                         if n1 < 128:
                             pos += 1
@@ -327,9 +336,9 @@ def decode_api_versions_response_v3(data: bytes, pos: int) -> tuple[ApiVersionsR
                         if n1 < 0:
                             raise DecodeError('non-nullable field Name is null')
                         else:
-                            v1_name = str(data[pos:pos + n1], 'utf-8')
+                            v_name_13 = str(data[pos:pos + n1], 'utf-8')
                             pos += n1
-                        v1_min_version, v1_max_version = _S3.unpack_from(data, pos)
+                        v_min_version_14, v_max_version_15 = _S3.unpack_from(data, pos)
                         pos += 4
                         if data[pos] == 0:
                             pos += 1
@@ -340,9 +349,9 @@ def decode_api_versions_response_v3(data: bytes, pos: int) -> tuple[ApiVersionsR
                                 size1, pos = read_uvarint(data, pos)
                                 end1 = pos + size1
                                 pos = end1
-                        append0(SupportedFeatureKey(v1_name, v1_min_version, v1_max_version))
+                        append_12(SupportedFeatureKey(v_name_13, v_min_version_14, v_max_version_15))
             elif tag0 == 1:
-                v0_finalized_features_epoch, = _S4.unpack_from(data, pos)
+                v_finalized_features_epoch_5, = _S4.unpack_from(data, pos)
                 pos += 8
             elif tag0 == 2:
                 n0 = data[pos]
@@ -356,9 +365,10 @@ def decode_api_versions_response_v3(data: bytes, pos: int) -> tuple[ApiVersionsR
                 elif n0 > len(data) - pos:
                     raise DecodeError('array FinalizedFeatures longer than the frame')
                 else:
-                    v0_finalized_features = []
-                    append0 = v0_finalized_features.append
+                    v_finalized_features_6 = []
+                    append_16 = v_finalized_features_6.append
                     for _ in range(n0):
+                        v_name_17: str
                         n1 = data[pos]
                         if n1 < 128:
                             pos += 1
@@ -368,9 +378,9 @@ def decode_api_versions_response_v3(data: bytes, pos: int) -> tuple[ApiVersionsR
                         if n1 < 0:
                             raise DecodeError('non-nullable field Name is null')
                         else:
-                            v1_name = str(data[pos:pos + n1], 'utf-8')
+                            v_name_17 = str(data[pos:pos + n1], 'utf-8')
                             pos += n1
-                        v1_max_version_level, v1_min_version_level = _S3.unpack_from(data, pos)
+                        v_max_version_level_18, v_min_version_level_19 = _S3.unpack_from(data, pos)
                         pos += 4
                         if data[pos] == 0:
                             pos += 1
@@ -381,20 +391,20 @@ def decode_api_versions_response_v3(data: bytes, pos: int) -> tuple[ApiVersionsR
                                 size1, pos = read_uvarint(data, pos)
                                 end1 = pos + size1
                                 pos = end1
-                        append0(FinalizedFeatureKey(v1_name, v1_max_version_level, v1_min_version_level))
+                        append_16(FinalizedFeatureKey(v_name_17, v_max_version_level_18, v_min_version_level_19))
             elif tag0 == 3:
-                v0_zk_migration_ready, = _S5.unpack_from(data, pos)
+                v_zk_migration_ready_7, = _S5.unpack_from(data, pos)
                 pos += 1
             pos = end0
-    return ApiVersionsResponse(v0_error_code, v0_api_keys, v0_throttle_time_ms, v0_supported_features, v0_finalized_features_epoch, v0_finalized_features, v0_zk_migration_ready), pos
+    return ApiVersionsResponse(v_error_code_1, v_api_keys_2, v_throttle_time_ms_3, v_supported_features_4, v_finalized_features_epoch_5, v_finalized_features_6, v_zk_migration_ready_7), pos
 
 
 def encode_api_versions_response_v3(m: ApiVersionsResponse, out: bytearray) -> None:
     out += _S0.pack(m.error_code)
-    x0 = m.api_keys
-    write_uvarint(out, len(x0) + 1)
-    for e0 in x0:
-        out += _S2.pack(e0.api_key, e0.min_version, e0.max_version)
+    x_1 = m.api_keys
+    write_uvarint(out, len(x_1) + 1)
+    for e_2 in x_1:
+        out += _S2.pack(e_2.api_key, e_2.min_version, e_2.max_version)
         out.append(0)
     out += _S1.pack(m.throttle_time_ms)
     tags0 = (m.supported_features != []) + (m.finalized_features_epoch != -1) + (m.finalized_features != []) + (m.zk_migration_ready != False)
@@ -402,14 +412,14 @@ def encode_api_versions_response_v3(m: ApiVersionsResponse, out: bytearray) -> N
     if m.supported_features != []:
         write_uvarint(out, 0)
         tagbuf0 = bytearray()
-        x0 = m.supported_features
-        write_uvarint(tagbuf0, len(x0) + 1)
-        for e0 in x0:
-            x1 = e0.name
-            x1 = x1.encode()
-            write_uvarint(tagbuf0, len(x1) + 1)
-            tagbuf0 += x1
-            tagbuf0 += _S3.pack(e0.min_version, e0.max_version)
+        x_3 = m.supported_features
+        write_uvarint(tagbuf0, len(x_3) + 1)
+        for e_4 in x_3:
+            x_5 = e_4.name
+            b_6 = x_5.encode()
+            write_uvarint(tagbuf0, len(b_6) + 1)
+            tagbuf0 += b_6
+            tagbuf0 += _S3.pack(e_4.min_version, e_4.max_version)
             tagbuf0.append(0)
         write_uvarint(out, len(tagbuf0))
         out += tagbuf0
@@ -422,14 +432,14 @@ def encode_api_versions_response_v3(m: ApiVersionsResponse, out: bytearray) -> N
     if m.finalized_features != []:
         write_uvarint(out, 2)
         tagbuf0 = bytearray()
-        x0 = m.finalized_features
-        write_uvarint(tagbuf0, len(x0) + 1)
-        for e0 in x0:
-            x1 = e0.name
-            x1 = x1.encode()
-            write_uvarint(tagbuf0, len(x1) + 1)
-            tagbuf0 += x1
-            tagbuf0 += _S3.pack(e0.max_version_level, e0.min_version_level)
+        x_8 = m.finalized_features
+        write_uvarint(tagbuf0, len(x_8) + 1)
+        for e_9 in x_8:
+            x_10 = e_9.name
+            b_11 = x_10.encode()
+            write_uvarint(tagbuf0, len(b_11) + 1)
+            tagbuf0 += b_11
+            tagbuf0 += _S3.pack(e_9.max_version_level, e_9.min_version_level)
             tagbuf0.append(0)
         write_uvarint(out, len(tagbuf0))
         out += tagbuf0
@@ -442,8 +452,9 @@ def encode_api_versions_response_v3(m: ApiVersionsResponse, out: bytearray) -> N
 
 
 def decode_api_versions_response_v4(data: bytes, pos: int) -> tuple[ApiVersionsResponse, int]:
-    v0_error_code, = _S0.unpack_from(data, pos)
+    v_error_code_1, = _S0.unpack_from(data, pos)
     pos += 2
+    v_api_keys_2: list[ApiVersion]
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -455,10 +466,10 @@ def decode_api_versions_response_v4(data: bytes, pos: int) -> tuple[ApiVersionsR
     elif n0 > len(data) - pos:
         raise DecodeError('array ApiKeys longer than the frame')
     else:
-        v0_api_keys = []
-        append0 = v0_api_keys.append
+        v_api_keys_2 = []
+        append_8 = v_api_keys_2.append
         for _ in range(n0):
-            v1_api_key, v1_min_version, v1_max_version = _S2.unpack_from(data, pos)
+            v_api_key_9, v_min_version_10, v_max_version_11 = _S2.unpack_from(data, pos)
             pos += 6
             if data[pos] == 0:
                 pos += 1
@@ -469,13 +480,13 @@ def decode_api_versions_response_v4(data: bytes, pos: int) -> tuple[ApiVersionsR
                     size1, pos = read_uvarint(data, pos)
                     end1 = pos + size1
                     pos = end1
-            append0(ApiVersion(v1_api_key, v1_min_version, v1_max_version))
-    v0_throttle_time_ms, = _S1.unpack_from(data, pos)
+            append_8(ApiVersion(v_api_key_9, v_min_version_10, v_max_version_11))
+    v_throttle_time_ms_3, = _S1.unpack_from(data, pos)
     pos += 4
-    v0_supported_features = []
-    v0_finalized_features_epoch = -1
-    v0_finalized_features = []
-    v0_zk_migration_ready = False
+    v_supported_features_4: list[SupportedFeatureKey] = []
+    v_finalized_features_epoch_5: int = -1
+    v_finalized_features_6: list[FinalizedFeatureKey] = []
+    v_zk_migration_ready_7: bool = False
     if data[pos] == 0:
         pos += 1
     else:
@@ -496,9 +507,10 @@ def decode_api_versions_response_v4(data: bytes, pos: int) -> tuple[ApiVersionsR
                 elif n0 > len(data) - pos:
                     raise DecodeError('array SupportedFeatures longer than the frame')
                 else:
-                    v0_supported_features = []
-                    append0 = v0_supported_features.append
+                    v_supported_features_4 = []
+                    append_12 = v_supported_features_4.append
                     for _ in range(n0):
+                        v_name_13: str
                         n1 = data[pos]
                         if n1 < 128:
                             pos += 1
@@ -508,9 +520,9 @@ def decode_api_versions_response_v4(data: bytes, pos: int) -> tuple[ApiVersionsR
                         if n1 < 0:
                             raise DecodeError('non-nullable field Name is null')
                         else:
-                            v1_name = str(data[pos:pos + n1], 'utf-8')
+                            v_name_13 = str(data[pos:pos + n1], 'utf-8')
                             pos += n1
-                        v1_min_version, v1_max_version = _S3.unpack_from(data, pos)
+                        v_min_version_14, v_max_version_15 = _S3.unpack_from(data, pos)
                         pos += 4
                         if data[pos] == 0:
                             pos += 1
@@ -521,9 +533,9 @@ def decode_api_versions_response_v4(data: bytes, pos: int) -> tuple[ApiVersionsR
                                 size1, pos = read_uvarint(data, pos)
                                 end1 = pos + size1
                                 pos = end1
-                        append0(SupportedFeatureKey(v1_name, v1_min_version, v1_max_version))
+                        append_12(SupportedFeatureKey(v_name_13, v_min_version_14, v_max_version_15))
             elif tag0 == 1:
-                v0_finalized_features_epoch, = _S4.unpack_from(data, pos)
+                v_finalized_features_epoch_5, = _S4.unpack_from(data, pos)
                 pos += 8
             elif tag0 == 2:
                 n0 = data[pos]
@@ -537,9 +549,10 @@ def decode_api_versions_response_v4(data: bytes, pos: int) -> tuple[ApiVersionsR
                 elif n0 > len(data) - pos:
                     raise DecodeError('array FinalizedFeatures longer than the frame')
                 else:
-                    v0_finalized_features = []
-                    append0 = v0_finalized_features.append
+                    v_finalized_features_6 = []
+                    append_16 = v_finalized_features_6.append
                     for _ in range(n0):
+                        v_name_17: str
                         n1 = data[pos]
                         if n1 < 128:
                             pos += 1
@@ -549,9 +562,9 @@ def decode_api_versions_response_v4(data: bytes, pos: int) -> tuple[ApiVersionsR
                         if n1 < 0:
                             raise DecodeError('non-nullable field Name is null')
                         else:
-                            v1_name = str(data[pos:pos + n1], 'utf-8')
+                            v_name_17 = str(data[pos:pos + n1], 'utf-8')
                             pos += n1
-                        v1_max_version_level, v1_min_version_level = _S3.unpack_from(data, pos)
+                        v_max_version_level_18, v_min_version_level_19 = _S3.unpack_from(data, pos)
                         pos += 4
                         if data[pos] == 0:
                             pos += 1
@@ -562,20 +575,20 @@ def decode_api_versions_response_v4(data: bytes, pos: int) -> tuple[ApiVersionsR
                                 size1, pos = read_uvarint(data, pos)
                                 end1 = pos + size1
                                 pos = end1
-                        append0(FinalizedFeatureKey(v1_name, v1_max_version_level, v1_min_version_level))
+                        append_16(FinalizedFeatureKey(v_name_17, v_max_version_level_18, v_min_version_level_19))
             elif tag0 == 3:
-                v0_zk_migration_ready, = _S5.unpack_from(data, pos)
+                v_zk_migration_ready_7, = _S5.unpack_from(data, pos)
                 pos += 1
             pos = end0
-    return ApiVersionsResponse(v0_error_code, v0_api_keys, v0_throttle_time_ms, v0_supported_features, v0_finalized_features_epoch, v0_finalized_features, v0_zk_migration_ready), pos
+    return ApiVersionsResponse(v_error_code_1, v_api_keys_2, v_throttle_time_ms_3, v_supported_features_4, v_finalized_features_epoch_5, v_finalized_features_6, v_zk_migration_ready_7), pos
 
 
 def encode_api_versions_response_v4(m: ApiVersionsResponse, out: bytearray) -> None:
     out += _S0.pack(m.error_code)
-    x0 = m.api_keys
-    write_uvarint(out, len(x0) + 1)
-    for e0 in x0:
-        out += _S2.pack(e0.api_key, e0.min_version, e0.max_version)
+    x_1 = m.api_keys
+    write_uvarint(out, len(x_1) + 1)
+    for e_2 in x_1:
+        out += _S2.pack(e_2.api_key, e_2.min_version, e_2.max_version)
         out.append(0)
     out += _S1.pack(m.throttle_time_ms)
     tags0 = (m.supported_features != []) + (m.finalized_features_epoch != -1) + (m.finalized_features != []) + (m.zk_migration_ready != False)
@@ -583,14 +596,14 @@ def encode_api_versions_response_v4(m: ApiVersionsResponse, out: bytearray) -> N
     if m.supported_features != []:
         write_uvarint(out, 0)
         tagbuf0 = bytearray()
-        x0 = m.supported_features
-        write_uvarint(tagbuf0, len(x0) + 1)
-        for e0 in x0:
-            x1 = e0.name
-            x1 = x1.encode()
-            write_uvarint(tagbuf0, len(x1) + 1)
-            tagbuf0 += x1
-            tagbuf0 += _S3.pack(e0.min_version, e0.max_version)
+        x_3 = m.supported_features
+        write_uvarint(tagbuf0, len(x_3) + 1)
+        for e_4 in x_3:
+            x_5 = e_4.name
+            b_6 = x_5.encode()
+            write_uvarint(tagbuf0, len(b_6) + 1)
+            tagbuf0 += b_6
+            tagbuf0 += _S3.pack(e_4.min_version, e_4.max_version)
             tagbuf0.append(0)
         write_uvarint(out, len(tagbuf0))
         out += tagbuf0
@@ -603,14 +616,14 @@ def encode_api_versions_response_v4(m: ApiVersionsResponse, out: bytearray) -> N
     if m.finalized_features != []:
         write_uvarint(out, 2)
         tagbuf0 = bytearray()
-        x0 = m.finalized_features
-        write_uvarint(tagbuf0, len(x0) + 1)
-        for e0 in x0:
-            x1 = e0.name
-            x1 = x1.encode()
-            write_uvarint(tagbuf0, len(x1) + 1)
-            tagbuf0 += x1
-            tagbuf0 += _S3.pack(e0.max_version_level, e0.min_version_level)
+        x_8 = m.finalized_features
+        write_uvarint(tagbuf0, len(x_8) + 1)
+        for e_9 in x_8:
+            x_10 = e_9.name
+            b_11 = x_10.encode()
+            write_uvarint(tagbuf0, len(b_11) + 1)
+            tagbuf0 += b_11
+            tagbuf0 += _S3.pack(e_9.max_version_level, e_9.min_version_level)
             tagbuf0.append(0)
         write_uvarint(out, len(tagbuf0))
         out += tagbuf0

@@ -35,6 +35,7 @@ class ConsumerProtocolAssignment:
 
 
 def decode_consumer_protocol_subscription_v0(data: bytes, pos: int) -> tuple[ConsumerProtocolSubscription, int]:
+    v_topics_1: list[str]
     n0, = _S0.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -42,44 +43,47 @@ def decode_consumer_protocol_subscription_v0(data: bytes, pos: int) -> tuple[Con
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_1 = []
+        append_6 = v_topics_1.append
         for _ in range(n0):
+            e_7: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Topics[] is null')
             else:
-                e0 = str(data[pos:pos + n1], 'utf-8')
+                e_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            append0(e0)
+            append_6(e_7)
+    v_user_data_2: bytes | None
     n0, = _S0.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
-        v0_user_data = None
+        v_user_data_2 = None
     else:
-        v0_user_data = data[pos:pos + n0]
+        v_user_data_2 = data[pos:pos + n0]
         pos += n0
-    return ConsumerProtocolSubscription(v0_topics, v0_user_data, [], -1, None), pos
+    return ConsumerProtocolSubscription(v_topics_1, v_user_data_2, [], -1, None), pos
 
 
 def encode_consumer_protocol_subscription_v0(m: ConsumerProtocolSubscription, out: bytearray) -> None:
-    x0 = m.topics
-    out += _S0.pack(len(x0))
-    for e0 in x0:
-        x1 = e0
-        x1 = x1.encode()
-        out += _S1.pack(len(x1))
-        out += x1
-    x0 = m.user_data
-    if x0 is None:
+    x_1 = m.topics
+    out += _S0.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2
+        b_4 = x_3.encode()
+        out += _S1.pack(len(b_4))
+        out += b_4
+    x_5 = m.user_data
+    if x_5 is None:
         out += b'\xff\xff\xff\xff'
     else:
-        out += _S0.pack(len(x0))
-        out += x0
+        out += _S0.pack(len(x_5))
+        out += x_5
 
 
 def decode_consumer_protocol_subscription_v1(data: bytes, pos: int) -> tuple[ConsumerProtocolSubscription, int]:
+    v_topics_1: list[str]
     n0, = _S0.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -87,24 +91,27 @@ def decode_consumer_protocol_subscription_v1(data: bytes, pos: int) -> tuple[Con
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_1 = []
+        append_6 = v_topics_1.append
         for _ in range(n0):
+            e_7: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Topics[] is null')
             else:
-                e0 = str(data[pos:pos + n1], 'utf-8')
+                e_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            append0(e0)
+            append_6(e_7)
+    v_user_data_2: bytes | None
     n0, = _S0.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
-        v0_user_data = None
+        v_user_data_2 = None
     else:
-        v0_user_data = data[pos:pos + n0]
+        v_user_data_2 = data[pos:pos + n0]
         pos += n0
+    v_owned_partitions_3: list[TopicPartition]
     n0, = _S0.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -112,16 +119,18 @@ def decode_consumer_protocol_subscription_v1(data: bytes, pos: int) -> tuple[Con
     elif n0 > len(data) - pos:
         raise DecodeError('array OwnedPartitions longer than the frame')
     else:
-        v0_owned_partitions = []
-        append0 = v0_owned_partitions.append
+        v_owned_partitions_3 = []
+        append_8 = v_owned_partitions_3.append
         for _ in range(n0):
+            v_topic_9: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Topic is null')
             else:
-                v1_topic = str(data[pos:pos + n1], 'utf-8')
+                v_topic_9 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_partitions_10: list[int]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -129,39 +138,40 @@ def decode_consumer_protocol_subscription_v1(data: bytes, pos: int) -> tuple[Con
             elif n1 > len(data) - pos:
                 raise DecodeError('array Partitions longer than the frame')
             else:
-                v1_partitions = list(unpack_from('>%di' % n1, data, pos))
+                v_partitions_10 = list(unpack_from('>%di' % n1, data, pos))
                 pos += n1 * 4
-            append0(TopicPartition(v1_topic, v1_partitions))
-    return ConsumerProtocolSubscription(v0_topics, v0_user_data, v0_owned_partitions, -1, None), pos
+            append_8(TopicPartition(v_topic_9, v_partitions_10))
+    return ConsumerProtocolSubscription(v_topics_1, v_user_data_2, v_owned_partitions_3, -1, None), pos
 
 
 def encode_consumer_protocol_subscription_v1(m: ConsumerProtocolSubscription, out: bytearray) -> None:
-    x0 = m.topics
-    out += _S0.pack(len(x0))
-    for e0 in x0:
-        x1 = e0
-        x1 = x1.encode()
-        out += _S1.pack(len(x1))
-        out += x1
-    x0 = m.user_data
-    if x0 is None:
+    x_1 = m.topics
+    out += _S0.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2
+        b_4 = x_3.encode()
+        out += _S1.pack(len(b_4))
+        out += b_4
+    x_5 = m.user_data
+    if x_5 is None:
         out += b'\xff\xff\xff\xff'
     else:
-        out += _S0.pack(len(x0))
-        out += x0
-    x0 = m.owned_partitions
-    out += _S0.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.topic
-        x1 = x1.encode()
-        out += _S1.pack(len(x1))
-        out += x1
-        x1 = e0.partitions
-        out += _S0.pack(len(x1))
-        out += pack('>%di' % len(x1), *x1)
+        out += _S0.pack(len(x_5))
+        out += x_5
+    x_6 = m.owned_partitions
+    out += _S0.pack(len(x_6))
+    for e_7 in x_6:
+        x_8 = e_7.topic
+        b_9 = x_8.encode()
+        out += _S1.pack(len(b_9))
+        out += b_9
+        x_10 = e_7.partitions
+        out += _S0.pack(len(x_10))
+        out += pack('>%di' % len(x_10), *x_10)
 
 
 def decode_consumer_protocol_subscription_v2(data: bytes, pos: int) -> tuple[ConsumerProtocolSubscription, int]:
+    v_topics_1: list[str]
     n0, = _S0.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -169,24 +179,27 @@ def decode_consumer_protocol_subscription_v2(data: bytes, pos: int) -> tuple[Con
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_1 = []
+        append_6 = v_topics_1.append
         for _ in range(n0):
+            e_7: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Topics[] is null')
             else:
-                e0 = str(data[pos:pos + n1], 'utf-8')
+                e_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            append0(e0)
+            append_6(e_7)
+    v_user_data_2: bytes | None
     n0, = _S0.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
-        v0_user_data = None
+        v_user_data_2 = None
     else:
-        v0_user_data = data[pos:pos + n0]
+        v_user_data_2 = data[pos:pos + n0]
         pos += n0
+    v_owned_partitions_3: list[TopicPartition]
     n0, = _S0.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -194,16 +207,18 @@ def decode_consumer_protocol_subscription_v2(data: bytes, pos: int) -> tuple[Con
     elif n0 > len(data) - pos:
         raise DecodeError('array OwnedPartitions longer than the frame')
     else:
-        v0_owned_partitions = []
-        append0 = v0_owned_partitions.append
+        v_owned_partitions_3 = []
+        append_8 = v_owned_partitions_3.append
         for _ in range(n0):
+            v_topic_9: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Topic is null')
             else:
-                v1_topic = str(data[pos:pos + n1], 'utf-8')
+                v_topic_9 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_partitions_10: list[int]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -211,42 +226,43 @@ def decode_consumer_protocol_subscription_v2(data: bytes, pos: int) -> tuple[Con
             elif n1 > len(data) - pos:
                 raise DecodeError('array Partitions longer than the frame')
             else:
-                v1_partitions = list(unpack_from('>%di' % n1, data, pos))
+                v_partitions_10 = list(unpack_from('>%di' % n1, data, pos))
                 pos += n1 * 4
-            append0(TopicPartition(v1_topic, v1_partitions))
-    v0_generation_id, = _S0.unpack_from(data, pos)
+            append_8(TopicPartition(v_topic_9, v_partitions_10))
+    v_generation_id_4, = _S0.unpack_from(data, pos)
     pos += 4
-    return ConsumerProtocolSubscription(v0_topics, v0_user_data, v0_owned_partitions, v0_generation_id, None), pos
+    return ConsumerProtocolSubscription(v_topics_1, v_user_data_2, v_owned_partitions_3, v_generation_id_4, None), pos
 
 
 def encode_consumer_protocol_subscription_v2(m: ConsumerProtocolSubscription, out: bytearray) -> None:
-    x0 = m.topics
-    out += _S0.pack(len(x0))
-    for e0 in x0:
-        x1 = e0
-        x1 = x1.encode()
-        out += _S1.pack(len(x1))
-        out += x1
-    x0 = m.user_data
-    if x0 is None:
+    x_1 = m.topics
+    out += _S0.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2
+        b_4 = x_3.encode()
+        out += _S1.pack(len(b_4))
+        out += b_4
+    x_5 = m.user_data
+    if x_5 is None:
         out += b'\xff\xff\xff\xff'
     else:
-        out += _S0.pack(len(x0))
-        out += x0
-    x0 = m.owned_partitions
-    out += _S0.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.topic
-        x1 = x1.encode()
-        out += _S1.pack(len(x1))
-        out += x1
-        x1 = e0.partitions
-        out += _S0.pack(len(x1))
-        out += pack('>%di' % len(x1), *x1)
+        out += _S0.pack(len(x_5))
+        out += x_5
+    x_6 = m.owned_partitions
+    out += _S0.pack(len(x_6))
+    for e_7 in x_6:
+        x_8 = e_7.topic
+        b_9 = x_8.encode()
+        out += _S1.pack(len(b_9))
+        out += b_9
+        x_10 = e_7.partitions
+        out += _S0.pack(len(x_10))
+        out += pack('>%di' % len(x_10), *x_10)
     out += _S0.pack(m.generation_id)
 
 
 def decode_consumer_protocol_subscription_v3(data: bytes, pos: int) -> tuple[ConsumerProtocolSubscription, int]:
+    v_topics_1: list[str]
     n0, = _S0.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -254,24 +270,27 @@ def decode_consumer_protocol_subscription_v3(data: bytes, pos: int) -> tuple[Con
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_1 = []
+        append_6 = v_topics_1.append
         for _ in range(n0):
+            e_7: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Topics[] is null')
             else:
-                e0 = str(data[pos:pos + n1], 'utf-8')
+                e_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            append0(e0)
+            append_6(e_7)
+    v_user_data_2: bytes | None
     n0, = _S0.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
-        v0_user_data = None
+        v_user_data_2 = None
     else:
-        v0_user_data = data[pos:pos + n0]
+        v_user_data_2 = data[pos:pos + n0]
         pos += n0
+    v_owned_partitions_3: list[TopicPartition]
     n0, = _S0.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -279,16 +298,18 @@ def decode_consumer_protocol_subscription_v3(data: bytes, pos: int) -> tuple[Con
     elif n0 > len(data) - pos:
         raise DecodeError('array OwnedPartitions longer than the frame')
     else:
-        v0_owned_partitions = []
-        append0 = v0_owned_partitions.append
+        v_owned_partitions_3 = []
+        append_8 = v_owned_partitions_3.append
         for _ in range(n0):
+            v_topic_9: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Topic is null')
             else:
-                v1_topic = str(data[pos:pos + n1], 'utf-8')
+                v_topic_9 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_partitions_10: list[int]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -296,56 +317,58 @@ def decode_consumer_protocol_subscription_v3(data: bytes, pos: int) -> tuple[Con
             elif n1 > len(data) - pos:
                 raise DecodeError('array Partitions longer than the frame')
             else:
-                v1_partitions = list(unpack_from('>%di' % n1, data, pos))
+                v_partitions_10 = list(unpack_from('>%di' % n1, data, pos))
                 pos += n1 * 4
-            append0(TopicPartition(v1_topic, v1_partitions))
-    v0_generation_id, = _S0.unpack_from(data, pos)
+            append_8(TopicPartition(v_topic_9, v_partitions_10))
+    v_generation_id_4, = _S0.unpack_from(data, pos)
     pos += 4
+    v_rack_id_5: str | None
     n0, = _S1.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
-        v0_rack_id = None
+        v_rack_id_5 = None
     else:
-        v0_rack_id = str(data[pos:pos + n0], 'utf-8')
+        v_rack_id_5 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    return ConsumerProtocolSubscription(v0_topics, v0_user_data, v0_owned_partitions, v0_generation_id, v0_rack_id), pos
+    return ConsumerProtocolSubscription(v_topics_1, v_user_data_2, v_owned_partitions_3, v_generation_id_4, v_rack_id_5), pos
 
 
 def encode_consumer_protocol_subscription_v3(m: ConsumerProtocolSubscription, out: bytearray) -> None:
-    x0 = m.topics
-    out += _S0.pack(len(x0))
-    for e0 in x0:
-        x1 = e0
-        x1 = x1.encode()
-        out += _S1.pack(len(x1))
-        out += x1
-    x0 = m.user_data
-    if x0 is None:
+    x_1 = m.topics
+    out += _S0.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2
+        b_4 = x_3.encode()
+        out += _S1.pack(len(b_4))
+        out += b_4
+    x_5 = m.user_data
+    if x_5 is None:
         out += b'\xff\xff\xff\xff'
     else:
-        out += _S0.pack(len(x0))
-        out += x0
-    x0 = m.owned_partitions
-    out += _S0.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.topic
-        x1 = x1.encode()
-        out += _S1.pack(len(x1))
-        out += x1
-        x1 = e0.partitions
-        out += _S0.pack(len(x1))
-        out += pack('>%di' % len(x1), *x1)
+        out += _S0.pack(len(x_5))
+        out += x_5
+    x_6 = m.owned_partitions
+    out += _S0.pack(len(x_6))
+    for e_7 in x_6:
+        x_8 = e_7.topic
+        b_9 = x_8.encode()
+        out += _S1.pack(len(b_9))
+        out += b_9
+        x_10 = e_7.partitions
+        out += _S0.pack(len(x_10))
+        out += pack('>%di' % len(x_10), *x_10)
     out += _S0.pack(m.generation_id)
-    x0 = m.rack_id
-    if x0 is None:
+    x_11 = m.rack_id
+    if x_11 is None:
         out += b'\xff\xff'
     else:
-        x0 = x0.encode()
-        out += _S1.pack(len(x0))
-        out += x0
+        b_12 = x_11.encode()
+        out += _S1.pack(len(b_12))
+        out += b_12
 
 
 def decode_consumer_protocol_assignment_v0(data: bytes, pos: int) -> tuple[ConsumerProtocolAssignment, int]:
+    v_assigned_partitions_1: list[TopicPartition]
     n0, = _S0.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -353,16 +376,18 @@ def decode_consumer_protocol_assignment_v0(data: bytes, pos: int) -> tuple[Consu
     elif n0 > len(data) - pos:
         raise DecodeError('array AssignedPartitions longer than the frame')
     else:
-        v0_assigned_partitions = []
-        append0 = v0_assigned_partitions.append
+        v_assigned_partitions_1 = []
+        append_3 = v_assigned_partitions_1.append
         for _ in range(n0):
+            v_topic_4: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Topic is null')
             else:
-                v1_topic = str(data[pos:pos + n1], 'utf-8')
+                v_topic_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_partitions_5: list[int]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -370,39 +395,41 @@ def decode_consumer_protocol_assignment_v0(data: bytes, pos: int) -> tuple[Consu
             elif n1 > len(data) - pos:
                 raise DecodeError('array Partitions longer than the frame')
             else:
-                v1_partitions = list(unpack_from('>%di' % n1, data, pos))
+                v_partitions_5 = list(unpack_from('>%di' % n1, data, pos))
                 pos += n1 * 4
-            append0(TopicPartition(v1_topic, v1_partitions))
+            append_3(TopicPartition(v_topic_4, v_partitions_5))
+    v_user_data_2: bytes | None
     n0, = _S0.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
-        v0_user_data = None
+        v_user_data_2 = None
     else:
-        v0_user_data = data[pos:pos + n0]
+        v_user_data_2 = data[pos:pos + n0]
         pos += n0
-    return ConsumerProtocolAssignment(v0_assigned_partitions, v0_user_data), pos
+    return ConsumerProtocolAssignment(v_assigned_partitions_1, v_user_data_2), pos
 
 
 def encode_consumer_protocol_assignment_v0(m: ConsumerProtocolAssignment, out: bytearray) -> None:
-    x0 = m.assigned_partitions
-    out += _S0.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.topic
-        x1 = x1.encode()
-        out += _S1.pack(len(x1))
-        out += x1
-        x1 = e0.partitions
-        out += _S0.pack(len(x1))
-        out += pack('>%di' % len(x1), *x1)
-    x0 = m.user_data
-    if x0 is None:
+    x_1 = m.assigned_partitions
+    out += _S0.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2.topic
+        b_4 = x_3.encode()
+        out += _S1.pack(len(b_4))
+        out += b_4
+        x_5 = e_2.partitions
+        out += _S0.pack(len(x_5))
+        out += pack('>%di' % len(x_5), *x_5)
+    x_6 = m.user_data
+    if x_6 is None:
         out += b'\xff\xff\xff\xff'
     else:
-        out += _S0.pack(len(x0))
-        out += x0
+        out += _S0.pack(len(x_6))
+        out += x_6
 
 
 def decode_consumer_protocol_assignment_v1(data: bytes, pos: int) -> tuple[ConsumerProtocolAssignment, int]:
+    v_assigned_partitions_1: list[TopicPartition]
     n0, = _S0.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -410,16 +437,18 @@ def decode_consumer_protocol_assignment_v1(data: bytes, pos: int) -> tuple[Consu
     elif n0 > len(data) - pos:
         raise DecodeError('array AssignedPartitions longer than the frame')
     else:
-        v0_assigned_partitions = []
-        append0 = v0_assigned_partitions.append
+        v_assigned_partitions_1 = []
+        append_3 = v_assigned_partitions_1.append
         for _ in range(n0):
+            v_topic_4: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Topic is null')
             else:
-                v1_topic = str(data[pos:pos + n1], 'utf-8')
+                v_topic_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_partitions_5: list[int]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -427,39 +456,41 @@ def decode_consumer_protocol_assignment_v1(data: bytes, pos: int) -> tuple[Consu
             elif n1 > len(data) - pos:
                 raise DecodeError('array Partitions longer than the frame')
             else:
-                v1_partitions = list(unpack_from('>%di' % n1, data, pos))
+                v_partitions_5 = list(unpack_from('>%di' % n1, data, pos))
                 pos += n1 * 4
-            append0(TopicPartition(v1_topic, v1_partitions))
+            append_3(TopicPartition(v_topic_4, v_partitions_5))
+    v_user_data_2: bytes | None
     n0, = _S0.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
-        v0_user_data = None
+        v_user_data_2 = None
     else:
-        v0_user_data = data[pos:pos + n0]
+        v_user_data_2 = data[pos:pos + n0]
         pos += n0
-    return ConsumerProtocolAssignment(v0_assigned_partitions, v0_user_data), pos
+    return ConsumerProtocolAssignment(v_assigned_partitions_1, v_user_data_2), pos
 
 
 def encode_consumer_protocol_assignment_v1(m: ConsumerProtocolAssignment, out: bytearray) -> None:
-    x0 = m.assigned_partitions
-    out += _S0.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.topic
-        x1 = x1.encode()
-        out += _S1.pack(len(x1))
-        out += x1
-        x1 = e0.partitions
-        out += _S0.pack(len(x1))
-        out += pack('>%di' % len(x1), *x1)
-    x0 = m.user_data
-    if x0 is None:
+    x_1 = m.assigned_partitions
+    out += _S0.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2.topic
+        b_4 = x_3.encode()
+        out += _S1.pack(len(b_4))
+        out += b_4
+        x_5 = e_2.partitions
+        out += _S0.pack(len(x_5))
+        out += pack('>%di' % len(x_5), *x_5)
+    x_6 = m.user_data
+    if x_6 is None:
         out += b'\xff\xff\xff\xff'
     else:
-        out += _S0.pack(len(x0))
-        out += x0
+        out += _S0.pack(len(x_6))
+        out += x_6
 
 
 def decode_consumer_protocol_assignment_v2(data: bytes, pos: int) -> tuple[ConsumerProtocolAssignment, int]:
+    v_assigned_partitions_1: list[TopicPartition]
     n0, = _S0.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -467,16 +498,18 @@ def decode_consumer_protocol_assignment_v2(data: bytes, pos: int) -> tuple[Consu
     elif n0 > len(data) - pos:
         raise DecodeError('array AssignedPartitions longer than the frame')
     else:
-        v0_assigned_partitions = []
-        append0 = v0_assigned_partitions.append
+        v_assigned_partitions_1 = []
+        append_3 = v_assigned_partitions_1.append
         for _ in range(n0):
+            v_topic_4: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Topic is null')
             else:
-                v1_topic = str(data[pos:pos + n1], 'utf-8')
+                v_topic_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_partitions_5: list[int]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -484,39 +517,41 @@ def decode_consumer_protocol_assignment_v2(data: bytes, pos: int) -> tuple[Consu
             elif n1 > len(data) - pos:
                 raise DecodeError('array Partitions longer than the frame')
             else:
-                v1_partitions = list(unpack_from('>%di' % n1, data, pos))
+                v_partitions_5 = list(unpack_from('>%di' % n1, data, pos))
                 pos += n1 * 4
-            append0(TopicPartition(v1_topic, v1_partitions))
+            append_3(TopicPartition(v_topic_4, v_partitions_5))
+    v_user_data_2: bytes | None
     n0, = _S0.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
-        v0_user_data = None
+        v_user_data_2 = None
     else:
-        v0_user_data = data[pos:pos + n0]
+        v_user_data_2 = data[pos:pos + n0]
         pos += n0
-    return ConsumerProtocolAssignment(v0_assigned_partitions, v0_user_data), pos
+    return ConsumerProtocolAssignment(v_assigned_partitions_1, v_user_data_2), pos
 
 
 def encode_consumer_protocol_assignment_v2(m: ConsumerProtocolAssignment, out: bytearray) -> None:
-    x0 = m.assigned_partitions
-    out += _S0.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.topic
-        x1 = x1.encode()
-        out += _S1.pack(len(x1))
-        out += x1
-        x1 = e0.partitions
-        out += _S0.pack(len(x1))
-        out += pack('>%di' % len(x1), *x1)
-    x0 = m.user_data
-    if x0 is None:
+    x_1 = m.assigned_partitions
+    out += _S0.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2.topic
+        b_4 = x_3.encode()
+        out += _S1.pack(len(b_4))
+        out += b_4
+        x_5 = e_2.partitions
+        out += _S0.pack(len(x_5))
+        out += pack('>%di' % len(x_5), *x_5)
+    x_6 = m.user_data
+    if x_6 is None:
         out += b'\xff\xff\xff\xff'
     else:
-        out += _S0.pack(len(x0))
-        out += x0
+        out += _S0.pack(len(x_6))
+        out += x_6
 
 
 def decode_consumer_protocol_assignment_v3(data: bytes, pos: int) -> tuple[ConsumerProtocolAssignment, int]:
+    v_assigned_partitions_1: list[TopicPartition]
     n0, = _S0.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -524,16 +559,18 @@ def decode_consumer_protocol_assignment_v3(data: bytes, pos: int) -> tuple[Consu
     elif n0 > len(data) - pos:
         raise DecodeError('array AssignedPartitions longer than the frame')
     else:
-        v0_assigned_partitions = []
-        append0 = v0_assigned_partitions.append
+        v_assigned_partitions_1 = []
+        append_3 = v_assigned_partitions_1.append
         for _ in range(n0):
+            v_topic_4: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Topic is null')
             else:
-                v1_topic = str(data[pos:pos + n1], 'utf-8')
+                v_topic_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_partitions_5: list[int]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -541,33 +578,34 @@ def decode_consumer_protocol_assignment_v3(data: bytes, pos: int) -> tuple[Consu
             elif n1 > len(data) - pos:
                 raise DecodeError('array Partitions longer than the frame')
             else:
-                v1_partitions = list(unpack_from('>%di' % n1, data, pos))
+                v_partitions_5 = list(unpack_from('>%di' % n1, data, pos))
                 pos += n1 * 4
-            append0(TopicPartition(v1_topic, v1_partitions))
+            append_3(TopicPartition(v_topic_4, v_partitions_5))
+    v_user_data_2: bytes | None
     n0, = _S0.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
-        v0_user_data = None
+        v_user_data_2 = None
     else:
-        v0_user_data = data[pos:pos + n0]
+        v_user_data_2 = data[pos:pos + n0]
         pos += n0
-    return ConsumerProtocolAssignment(v0_assigned_partitions, v0_user_data), pos
+    return ConsumerProtocolAssignment(v_assigned_partitions_1, v_user_data_2), pos
 
 
 def encode_consumer_protocol_assignment_v3(m: ConsumerProtocolAssignment, out: bytearray) -> None:
-    x0 = m.assigned_partitions
-    out += _S0.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.topic
-        x1 = x1.encode()
-        out += _S1.pack(len(x1))
-        out += x1
-        x1 = e0.partitions
-        out += _S0.pack(len(x1))
-        out += pack('>%di' % len(x1), *x1)
-    x0 = m.user_data
-    if x0 is None:
+    x_1 = m.assigned_partitions
+    out += _S0.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2.topic
+        b_4 = x_3.encode()
+        out += _S1.pack(len(b_4))
+        out += b_4
+        x_5 = e_2.partitions
+        out += _S0.pack(len(x_5))
+        out += pack('>%di' % len(x_5), *x_5)
+    x_6 = m.user_data
+    if x_6 is None:
         out += b'\xff\xff\xff\xff'
     else:
-        out += _S0.pack(len(x0))
-        out += x0
+        out += _S0.pack(len(x_6))
+        out += x_6

@@ -47,6 +47,7 @@ class CreatePartitionsResponse:
 
 
 def decode_create_partitions_request_v0(data: bytes, pos: int) -> tuple[CreatePartitionsRequest, int]:
+    v_topics_1: list[CreatePartitionsTopic]
     n0, = _S0.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -54,28 +55,31 @@ def decode_create_partitions_request_v0(data: bytes, pos: int) -> tuple[CreatePa
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_1 = []
+        append_4 = v_topics_1.append
         for _ in range(n0):
+            v_name_5: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v1_count, = _S0.unpack_from(data, pos)
+            v_count_6, = _S0.unpack_from(data, pos)
             pos += 4
+            v_assignments_7: list[CreatePartitionsAssignment] | None
             n1, = _S0.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
-                v1_assignments = None
+                v_assignments_7 = None
             elif n1 > len(data) - pos:
                 raise DecodeError('array Assignments longer than the frame')
             else:
-                v1_assignments = []
-                append1 = v1_assignments.append
+                v_assignments_7 = []
+                append_8 = v_assignments_7.append
                 for _ in range(n1):
+                    v_broker_ids_9: list[int]
                     n2, = _S0.unpack_from(data, pos)
                     pos += 4
                     if n2 < 0:
@@ -83,37 +87,38 @@ def decode_create_partitions_request_v0(data: bytes, pos: int) -> tuple[CreatePa
                     elif n2 > len(data) - pos:
                         raise DecodeError('array BrokerIds longer than the frame')
                     else:
-                        v2_broker_ids = list(unpack_from('>%di' % n2, data, pos))
+                        v_broker_ids_9 = list(unpack_from('>%di' % n2, data, pos))
                         pos += n2 * 4
-                    append1(CreatePartitionsAssignment(v2_broker_ids))
-            append0(CreatePartitionsTopic(v1_name, v1_count, v1_assignments))
-    v0_timeout_ms, v0_validate_only = _S2.unpack_from(data, pos)
+                    append_8(CreatePartitionsAssignment(v_broker_ids_9))
+            append_4(CreatePartitionsTopic(v_name_5, v_count_6, v_assignments_7))
+    v_timeout_ms_2, v_validate_only_3 = _S2.unpack_from(data, pos)
     pos += 5
-    return CreatePartitionsRequest(v0_topics, v0_timeout_ms, v0_validate_only), pos
+    return CreatePartitionsRequest(v_topics_1, v_timeout_ms_2, v_validate_only_3), pos
 
 
 def encode_create_partitions_request_v0(m: CreatePartitionsRequest, out: bytearray) -> None:
-    x0 = m.topics
-    out += _S0.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        out += _S1.pack(len(x1))
-        out += x1
-        out += _S0.pack(e0.count)
-        x1 = e0.assignments
-        if x1 is None:
+    x_1 = m.topics
+    out += _S0.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2.name
+        b_4 = x_3.encode()
+        out += _S1.pack(len(b_4))
+        out += b_4
+        out += _S0.pack(e_2.count)
+        x_5 = e_2.assignments
+        if x_5 is None:
             out += b'\xff\xff\xff\xff'
         else:
-            out += _S0.pack(len(x1))
-            for e1 in x1:
-                x2 = e1.broker_ids
-                out += _S0.pack(len(x2))
-                out += pack('>%di' % len(x2), *x2)
+            out += _S0.pack(len(x_5))
+            for e_6 in x_5:
+                x_7 = e_6.broker_ids
+                out += _S0.pack(len(x_7))
+                out += pack('>%di' % len(x_7), *x_7)
     out += _S2.pack(m.timeout_ms, m.validate_only)
 
 
 def decode_create_partitions_request_v1(data: bytes, pos: int) -> tuple[CreatePartitionsRequest, int]:
+    v_topics_1: list[CreatePartitionsTopic]
     n0, = _S0.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -121,28 +126,31 @@ def decode_create_partitions_request_v1(data: bytes, pos: int) -> tuple[CreatePa
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_1 = []
+        append_4 = v_topics_1.append
         for _ in range(n0):
+            v_name_5: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v1_count, = _S0.unpack_from(data, pos)
+            v_count_6, = _S0.unpack_from(data, pos)
             pos += 4
+            v_assignments_7: list[CreatePartitionsAssignment] | None
             n1, = _S0.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
-                v1_assignments = None
+                v_assignments_7 = None
             elif n1 > len(data) - pos:
                 raise DecodeError('array Assignments longer than the frame')
             else:
-                v1_assignments = []
-                append1 = v1_assignments.append
+                v_assignments_7 = []
+                append_8 = v_assignments_7.append
                 for _ in range(n1):
+                    v_broker_ids_9: list[int]
                     n2, = _S0.unpack_from(data, pos)
                     pos += 4
                     if n2 < 0:
@@ -150,37 +158,38 @@ def decode_create_partitions_request_v1(data: bytes, pos: int) -> tuple[CreatePa
                     elif n2 > len(data) - pos:
                         raise DecodeError('array BrokerIds longer than the frame')
                     else:
-                        v2_broker_ids = list(unpack_from('>%di' % n2, data, pos))
+                        v_broker_ids_9 = list(unpack_from('>%di' % n2, data, pos))
                         pos += n2 * 4
-                    append1(CreatePartitionsAssignment(v2_broker_ids))
-            append0(CreatePartitionsTopic(v1_name, v1_count, v1_assignments))
-    v0_timeout_ms, v0_validate_only = _S2.unpack_from(data, pos)
+                    append_8(CreatePartitionsAssignment(v_broker_ids_9))
+            append_4(CreatePartitionsTopic(v_name_5, v_count_6, v_assignments_7))
+    v_timeout_ms_2, v_validate_only_3 = _S2.unpack_from(data, pos)
     pos += 5
-    return CreatePartitionsRequest(v0_topics, v0_timeout_ms, v0_validate_only), pos
+    return CreatePartitionsRequest(v_topics_1, v_timeout_ms_2, v_validate_only_3), pos
 
 
 def encode_create_partitions_request_v1(m: CreatePartitionsRequest, out: bytearray) -> None:
-    x0 = m.topics
-    out += _S0.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        out += _S1.pack(len(x1))
-        out += x1
-        out += _S0.pack(e0.count)
-        x1 = e0.assignments
-        if x1 is None:
+    x_1 = m.topics
+    out += _S0.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2.name
+        b_4 = x_3.encode()
+        out += _S1.pack(len(b_4))
+        out += b_4
+        out += _S0.pack(e_2.count)
+        x_5 = e_2.assignments
+        if x_5 is None:
             out += b'\xff\xff\xff\xff'
         else:
-            out += _S0.pack(len(x1))
-            for e1 in x1:
-                x2 = e1.broker_ids
-                out += _S0.pack(len(x2))
-                out += pack('>%di' % len(x2), *x2)
+            out += _S0.pack(len(x_5))
+            for e_6 in x_5:
+                x_7 = e_6.broker_ids
+                out += _S0.pack(len(x_7))
+                out += pack('>%di' % len(x_7), *x_7)
     out += _S2.pack(m.timeout_ms, m.validate_only)
 
 
 def decode_create_partitions_request_v2(data: bytes, pos: int) -> tuple[CreatePartitionsRequest, int]:
+    v_topics_1: list[CreatePartitionsTopic]
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -192,9 +201,10 @@ def decode_create_partitions_request_v2(data: bytes, pos: int) -> tuple[CreatePa
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_1 = []
+        append_4 = v_topics_1.append
         for _ in range(n0):
+            v_name_5: str
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -204,10 +214,11 @@ def decode_create_partitions_request_v2(data: bytes, pos: int) -> tuple[CreatePa
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v1_count, = _S0.unpack_from(data, pos)
+            v_count_6, = _S0.unpack_from(data, pos)
             pos += 4
+            v_assignments_7: list[CreatePartitionsAssignment] | None
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -215,13 +226,14 @@ def decode_create_partitions_request_v2(data: bytes, pos: int) -> tuple[CreatePa
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
-                v1_assignments = None
+                v_assignments_7 = None
             elif n1 > len(data) - pos:
                 raise DecodeError('array Assignments longer than the frame')
             else:
-                v1_assignments = []
-                append1 = v1_assignments.append
+                v_assignments_7 = []
+                append_8 = v_assignments_7.append
                 for _ in range(n1):
+                    v_broker_ids_9: list[int]
                     n2 = data[pos]
                     if n2 < 128:
                         pos += 1
@@ -233,7 +245,7 @@ def decode_create_partitions_request_v2(data: bytes, pos: int) -> tuple[CreatePa
                     elif n2 > len(data) - pos:
                         raise DecodeError('array BrokerIds longer than the frame')
                     else:
-                        v2_broker_ids = list(unpack_from('>%di' % n2, data, pos))
+                        v_broker_ids_9 = list(unpack_from('>%di' % n2, data, pos))
                         pos += n2 * 4
                     if data[pos] == 0:
                         pos += 1
@@ -244,7 +256,7 @@ def decode_create_partitions_request_v2(data: bytes, pos: int) -> tuple[CreatePa
                             size2, pos = read_uvarint(data, pos)
                             end2 = pos + size2
                             pos = end2
-                    append1(CreatePartitionsAssignment(v2_broker_ids))
+                    append_8(CreatePartitionsAssignment(v_broker_ids_9))
             if data[pos] == 0:
                 pos += 1
             else:
@@ -254,8 +266,8 @@ def decode_create_partitions_request_v2(data: bytes, pos: int) -> tuple[CreatePa
                     size1, pos = read_uvarint(data, pos)
                     end1 = pos + size1
                     pos = end1
-            append0(CreatePartitionsTopic(v1_name, v1_count, v1_assignments))
-    v0_timeout_ms, v0_validate_only = _S2.unpack_from(data, pos)
+            append_4(CreatePartitionsTopic(v_name_5, v_count_6, v_assignments_7))
+    v_timeout_ms_2, v_validate_only_3 = _S2.unpack_from(data, pos)
     pos += 5
     if data[pos] == 0:
         pos += 1
@@ -266,27 +278,27 @@ def decode_create_partitions_request_v2(data: bytes, pos: int) -> tuple[CreatePa
             size0, pos = read_uvarint(data, pos)
             end0 = pos + size0
             pos = end0
-    return CreatePartitionsRequest(v0_topics, v0_timeout_ms, v0_validate_only), pos
+    return CreatePartitionsRequest(v_topics_1, v_timeout_ms_2, v_validate_only_3), pos
 
 
 def encode_create_partitions_request_v2(m: CreatePartitionsRequest, out: bytearray) -> None:
-    x0 = m.topics
-    write_uvarint(out, len(x0) + 1)
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        write_uvarint(out, len(x1) + 1)
-        out += x1
-        out += _S0.pack(e0.count)
-        x1 = e0.assignments
-        if x1 is None:
+    x_1 = m.topics
+    write_uvarint(out, len(x_1) + 1)
+    for e_2 in x_1:
+        x_3 = e_2.name
+        b_4 = x_3.encode()
+        write_uvarint(out, len(b_4) + 1)
+        out += b_4
+        out += _S0.pack(e_2.count)
+        x_5 = e_2.assignments
+        if x_5 is None:
             out.append(0)
         else:
-            write_uvarint(out, len(x1) + 1)
-            for e1 in x1:
-                x2 = e1.broker_ids
-                write_uvarint(out, len(x2) + 1)
-                out += pack('>%di' % len(x2), *x2)
+            write_uvarint(out, len(x_5) + 1)
+            for e_6 in x_5:
+                x_7 = e_6.broker_ids
+                write_uvarint(out, len(x_7) + 1)
+                out += pack('>%di' % len(x_7), *x_7)
                 out.append(0)
         out.append(0)
     out += _S2.pack(m.timeout_ms, m.validate_only)
@@ -294,6 +306,7 @@ def encode_create_partitions_request_v2(m: CreatePartitionsRequest, out: bytearr
 
 
 def decode_create_partitions_request_v3(data: bytes, pos: int) -> tuple[CreatePartitionsRequest, int]:
+    v_topics_1: list[CreatePartitionsTopic]
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -305,9 +318,10 @@ def decode_create_partitions_request_v3(data: bytes, pos: int) -> tuple[CreatePa
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_1 = []
+        append_4 = v_topics_1.append
         for _ in range(n0):
+            v_name_5: str
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -317,10 +331,11 @@ def decode_create_partitions_request_v3(data: bytes, pos: int) -> tuple[CreatePa
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v1_count, = _S0.unpack_from(data, pos)
+            v_count_6, = _S0.unpack_from(data, pos)
             pos += 4
+            v_assignments_7: list[CreatePartitionsAssignment] | None
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -328,13 +343,14 @@ def decode_create_partitions_request_v3(data: bytes, pos: int) -> tuple[CreatePa
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
-                v1_assignments = None
+                v_assignments_7 = None
             elif n1 > len(data) - pos:
                 raise DecodeError('array Assignments longer than the frame')
             else:
-                v1_assignments = []
-                append1 = v1_assignments.append
+                v_assignments_7 = []
+                append_8 = v_assignments_7.append
                 for _ in range(n1):
+                    v_broker_ids_9: list[int]
                     n2 = data[pos]
                     if n2 < 128:
                         pos += 1
@@ -346,7 +362,7 @@ def decode_create_partitions_request_v3(data: bytes, pos: int) -> tuple[CreatePa
                     elif n2 > len(data) - pos:
                         raise DecodeError('array BrokerIds longer than the frame')
                     else:
-                        v2_broker_ids = list(unpack_from('>%di' % n2, data, pos))
+                        v_broker_ids_9 = list(unpack_from('>%di' % n2, data, pos))
                         pos += n2 * 4
                     if data[pos] == 0:
                         pos += 1
@@ -357,7 +373,7 @@ def decode_create_partitions_request_v3(data: bytes, pos: int) -> tuple[CreatePa
                             size2, pos = read_uvarint(data, pos)
                             end2 = pos + size2
                             pos = end2
-                    append1(CreatePartitionsAssignment(v2_broker_ids))
+                    append_8(CreatePartitionsAssignment(v_broker_ids_9))
             if data[pos] == 0:
                 pos += 1
             else:
@@ -367,8 +383,8 @@ def decode_create_partitions_request_v3(data: bytes, pos: int) -> tuple[CreatePa
                     size1, pos = read_uvarint(data, pos)
                     end1 = pos + size1
                     pos = end1
-            append0(CreatePartitionsTopic(v1_name, v1_count, v1_assignments))
-    v0_timeout_ms, v0_validate_only = _S2.unpack_from(data, pos)
+            append_4(CreatePartitionsTopic(v_name_5, v_count_6, v_assignments_7))
+    v_timeout_ms_2, v_validate_only_3 = _S2.unpack_from(data, pos)
     pos += 5
     if data[pos] == 0:
         pos += 1
@@ -379,27 +395,27 @@ def decode_create_partitions_request_v3(data: bytes, pos: int) -> tuple[CreatePa
             size0, pos = read_uvarint(data, pos)
             end0 = pos + size0
             pos = end0
-    return CreatePartitionsRequest(v0_topics, v0_timeout_ms, v0_validate_only), pos
+    return CreatePartitionsRequest(v_topics_1, v_timeout_ms_2, v_validate_only_3), pos
 
 
 def encode_create_partitions_request_v3(m: CreatePartitionsRequest, out: bytearray) -> None:
-    x0 = m.topics
-    write_uvarint(out, len(x0) + 1)
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        write_uvarint(out, len(x1) + 1)
-        out += x1
-        out += _S0.pack(e0.count)
-        x1 = e0.assignments
-        if x1 is None:
+    x_1 = m.topics
+    write_uvarint(out, len(x_1) + 1)
+    for e_2 in x_1:
+        x_3 = e_2.name
+        b_4 = x_3.encode()
+        write_uvarint(out, len(b_4) + 1)
+        out += b_4
+        out += _S0.pack(e_2.count)
+        x_5 = e_2.assignments
+        if x_5 is None:
             out.append(0)
         else:
-            write_uvarint(out, len(x1) + 1)
-            for e1 in x1:
-                x2 = e1.broker_ids
-                write_uvarint(out, len(x2) + 1)
-                out += pack('>%di' % len(x2), *x2)
+            write_uvarint(out, len(x_5) + 1)
+            for e_6 in x_5:
+                x_7 = e_6.broker_ids
+                write_uvarint(out, len(x_7) + 1)
+                out += pack('>%di' % len(x_7), *x_7)
                 out.append(0)
         out.append(0)
     out += _S2.pack(m.timeout_ms, m.validate_only)
@@ -407,8 +423,9 @@ def encode_create_partitions_request_v3(m: CreatePartitionsRequest, out: bytearr
 
 
 def decode_create_partitions_response_v0(data: bytes, pos: int) -> tuple[CreatePartitionsResponse, int]:
-    v0_throttle_time_ms, = _S0.unpack_from(data, pos)
+    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
     pos += 4
+    v_results_2: list[CreatePartitionsTopicResult]
     n0, = _S0.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -416,51 +433,54 @@ def decode_create_partitions_response_v0(data: bytes, pos: int) -> tuple[CreateP
     elif n0 > len(data) - pos:
         raise DecodeError('array Results longer than the frame')
     else:
-        v0_results = []
-        append0 = v0_results.append
+        v_results_2 = []
+        append_3 = v_results_2.append
         for _ in range(n0):
+            v_name_4: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v1_error_code, = _S1.unpack_from(data, pos)
+            v_error_code_5, = _S1.unpack_from(data, pos)
             pos += 2
+            v_error_message_6: str | None
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
-                v1_error_message = None
+                v_error_message_6 = None
             else:
-                v1_error_message = str(data[pos:pos + n1], 'utf-8')
+                v_error_message_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            append0(CreatePartitionsTopicResult(v1_name, v1_error_code, v1_error_message))
-    return CreatePartitionsResponse(v0_throttle_time_ms, v0_results), pos
+            append_3(CreatePartitionsTopicResult(v_name_4, v_error_code_5, v_error_message_6))
+    return CreatePartitionsResponse(v_throttle_time_ms_1, v_results_2), pos
 
 
 def encode_create_partitions_response_v0(m: CreatePartitionsResponse, out: bytearray) -> None:
     out += _S0.pack(m.throttle_time_ms)
-    x0 = m.results
-    out += _S0.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        out += _S1.pack(len(x1))
-        out += x1
-        out += _S1.pack(e0.error_code)
-        x1 = e0.error_message
-        if x1 is None:
+    x_1 = m.results
+    out += _S0.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2.name
+        b_4 = x_3.encode()
+        out += _S1.pack(len(b_4))
+        out += b_4
+        out += _S1.pack(e_2.error_code)
+        x_5 = e_2.error_message
+        if x_5 is None:
             out += b'\xff\xff'
         else:
-            x1 = x1.encode()
-            out += _S1.pack(len(x1))
-            out += x1
+            b_6 = x_5.encode()
+            out += _S1.pack(len(b_6))
+            out += b_6
 
 
 def decode_create_partitions_response_v1(data: bytes, pos: int) -> tuple[CreatePartitionsResponse, int]:
-    v0_throttle_time_ms, = _S0.unpack_from(data, pos)
+    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
     pos += 4
+    v_results_2: list[CreatePartitionsTopicResult]
     n0, = _S0.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -468,51 +488,54 @@ def decode_create_partitions_response_v1(data: bytes, pos: int) -> tuple[CreateP
     elif n0 > len(data) - pos:
         raise DecodeError('array Results longer than the frame')
     else:
-        v0_results = []
-        append0 = v0_results.append
+        v_results_2 = []
+        append_3 = v_results_2.append
         for _ in range(n0):
+            v_name_4: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v1_error_code, = _S1.unpack_from(data, pos)
+            v_error_code_5, = _S1.unpack_from(data, pos)
             pos += 2
+            v_error_message_6: str | None
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
-                v1_error_message = None
+                v_error_message_6 = None
             else:
-                v1_error_message = str(data[pos:pos + n1], 'utf-8')
+                v_error_message_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            append0(CreatePartitionsTopicResult(v1_name, v1_error_code, v1_error_message))
-    return CreatePartitionsResponse(v0_throttle_time_ms, v0_results), pos
+            append_3(CreatePartitionsTopicResult(v_name_4, v_error_code_5, v_error_message_6))
+    return CreatePartitionsResponse(v_throttle_time_ms_1, v_results_2), pos
 
 
 def encode_create_partitions_response_v1(m: CreatePartitionsResponse, out: bytearray) -> None:
     out += _S0.pack(m.throttle_time_ms)
-    x0 = m.results
-    out += _S0.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        out += _S1.pack(len(x1))
-        out += x1
-        out += _S1.pack(e0.error_code)
-        x1 = e0.error_message
-        if x1 is None:
+    x_1 = m.results
+    out += _S0.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2.name
+        b_4 = x_3.encode()
+        out += _S1.pack(len(b_4))
+        out += b_4
+        out += _S1.pack(e_2.error_code)
+        x_5 = e_2.error_message
+        if x_5 is None:
             out += b'\xff\xff'
         else:
-            x1 = x1.encode()
-            out += _S1.pack(len(x1))
-            out += x1
+            b_6 = x_5.encode()
+            out += _S1.pack(len(b_6))
+            out += b_6
 
 
 def decode_create_partitions_response_v2(data: bytes, pos: int) -> tuple[CreatePartitionsResponse, int]:
-    v0_throttle_time_ms, = _S0.unpack_from(data, pos)
+    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
     pos += 4
+    v_results_2: list[CreatePartitionsTopicResult]
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -524,9 +547,10 @@ def decode_create_partitions_response_v2(data: bytes, pos: int) -> tuple[CreateP
     elif n0 > len(data) - pos:
         raise DecodeError('array Results longer than the frame')
     else:
-        v0_results = []
-        append0 = v0_results.append
+        v_results_2 = []
+        append_3 = v_results_2.append
         for _ in range(n0):
+            v_name_4: str
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -536,10 +560,11 @@ def decode_create_partitions_response_v2(data: bytes, pos: int) -> tuple[CreateP
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v1_error_code, = _S1.unpack_from(data, pos)
+            v_error_code_5, = _S1.unpack_from(data, pos)
             pos += 2
+            v_error_message_6: str | None
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -547,9 +572,9 @@ def decode_create_partitions_response_v2(data: bytes, pos: int) -> tuple[CreateP
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
-                v1_error_message = None
+                v_error_message_6 = None
             else:
-                v1_error_message = str(data[pos:pos + n1], 'utf-8')
+                v_error_message_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
             if data[pos] == 0:
                 pos += 1
@@ -560,7 +585,7 @@ def decode_create_partitions_response_v2(data: bytes, pos: int) -> tuple[CreateP
                     size1, pos = read_uvarint(data, pos)
                     end1 = pos + size1
                     pos = end1
-            append0(CreatePartitionsTopicResult(v1_name, v1_error_code, v1_error_message))
+            append_3(CreatePartitionsTopicResult(v_name_4, v_error_code_5, v_error_message_6))
     if data[pos] == 0:
         pos += 1
     else:
@@ -570,33 +595,34 @@ def decode_create_partitions_response_v2(data: bytes, pos: int) -> tuple[CreateP
             size0, pos = read_uvarint(data, pos)
             end0 = pos + size0
             pos = end0
-    return CreatePartitionsResponse(v0_throttle_time_ms, v0_results), pos
+    return CreatePartitionsResponse(v_throttle_time_ms_1, v_results_2), pos
 
 
 def encode_create_partitions_response_v2(m: CreatePartitionsResponse, out: bytearray) -> None:
     out += _S0.pack(m.throttle_time_ms)
-    x0 = m.results
-    write_uvarint(out, len(x0) + 1)
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        write_uvarint(out, len(x1) + 1)
-        out += x1
-        out += _S1.pack(e0.error_code)
-        x1 = e0.error_message
-        if x1 is None:
+    x_1 = m.results
+    write_uvarint(out, len(x_1) + 1)
+    for e_2 in x_1:
+        x_3 = e_2.name
+        b_4 = x_3.encode()
+        write_uvarint(out, len(b_4) + 1)
+        out += b_4
+        out += _S1.pack(e_2.error_code)
+        x_5 = e_2.error_message
+        if x_5 is None:
             out.append(0)
         else:
-            x1 = x1.encode()
-            write_uvarint(out, len(x1) + 1)
-            out += x1
+            b_6 = x_5.encode()
+            write_uvarint(out, len(b_6) + 1)
+            out += b_6
         out.append(0)
     out.append(0)
 
 
 def decode_create_partitions_response_v3(data: bytes, pos: int) -> tuple[CreatePartitionsResponse, int]:
-    v0_throttle_time_ms, = _S0.unpack_from(data, pos)
+    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
     pos += 4
+    v_results_2: list[CreatePartitionsTopicResult]
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -608,9 +634,10 @@ def decode_create_partitions_response_v3(data: bytes, pos: int) -> tuple[CreateP
     elif n0 > len(data) - pos:
         raise DecodeError('array Results longer than the frame')
     else:
-        v0_results = []
-        append0 = v0_results.append
+        v_results_2 = []
+        append_3 = v_results_2.append
         for _ in range(n0):
+            v_name_4: str
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -620,10 +647,11 @@ def decode_create_partitions_response_v3(data: bytes, pos: int) -> tuple[CreateP
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v1_error_code, = _S1.unpack_from(data, pos)
+            v_error_code_5, = _S1.unpack_from(data, pos)
             pos += 2
+            v_error_message_6: str | None
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -631,9 +659,9 @@ def decode_create_partitions_response_v3(data: bytes, pos: int) -> tuple[CreateP
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
-                v1_error_message = None
+                v_error_message_6 = None
             else:
-                v1_error_message = str(data[pos:pos + n1], 'utf-8')
+                v_error_message_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
             if data[pos] == 0:
                 pos += 1
@@ -644,7 +672,7 @@ def decode_create_partitions_response_v3(data: bytes, pos: int) -> tuple[CreateP
                     size1, pos = read_uvarint(data, pos)
                     end1 = pos + size1
                     pos = end1
-            append0(CreatePartitionsTopicResult(v1_name, v1_error_code, v1_error_message))
+            append_3(CreatePartitionsTopicResult(v_name_4, v_error_code_5, v_error_message_6))
     if data[pos] == 0:
         pos += 1
     else:
@@ -654,25 +682,25 @@ def decode_create_partitions_response_v3(data: bytes, pos: int) -> tuple[CreateP
             size0, pos = read_uvarint(data, pos)
             end0 = pos + size0
             pos = end0
-    return CreatePartitionsResponse(v0_throttle_time_ms, v0_results), pos
+    return CreatePartitionsResponse(v_throttle_time_ms_1, v_results_2), pos
 
 
 def encode_create_partitions_response_v3(m: CreatePartitionsResponse, out: bytearray) -> None:
     out += _S0.pack(m.throttle_time_ms)
-    x0 = m.results
-    write_uvarint(out, len(x0) + 1)
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        write_uvarint(out, len(x1) + 1)
-        out += x1
-        out += _S1.pack(e0.error_code)
-        x1 = e0.error_message
-        if x1 is None:
+    x_1 = m.results
+    write_uvarint(out, len(x_1) + 1)
+    for e_2 in x_1:
+        x_3 = e_2.name
+        b_4 = x_3.encode()
+        write_uvarint(out, len(b_4) + 1)
+        out += b_4
+        out += _S1.pack(e_2.error_code)
+        x_5 = e_2.error_message
+        if x_5 is None:
             out.append(0)
         else:
-            x1 = x1.encode()
-            write_uvarint(out, len(x1) + 1)
-            out += x1
+            b_6 = x_5.encode()
+            write_uvarint(out, len(b_6) + 1)
+            out += b_6
         out.append(0)
     out.append(0)

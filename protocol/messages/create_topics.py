@@ -74,6 +74,7 @@ class CreateTopicsResponse:
 
 
 def decode_create_topics_request_v0(data: bytes, pos: int) -> tuple[CreateTopicsRequest, int]:
+    v_topics_1: list[CreatableTopic]
     n0, = _S0.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -81,18 +82,20 @@ def decode_create_topics_request_v0(data: bytes, pos: int) -> tuple[CreateTopics
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_1 = []
+        append_4 = v_topics_1.append
         for _ in range(n0):
+            v_name_5: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v1_num_partitions, v1_replication_factor = _S2.unpack_from(data, pos)
+            v_num_partitions_6, v_replication_factor_7 = _S2.unpack_from(data, pos)
             pos += 6
+            v_assignments_8: list[CreatableReplicaAssignment]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -100,11 +103,12 @@ def decode_create_topics_request_v0(data: bytes, pos: int) -> tuple[CreateTopics
             elif n1 > len(data) - pos:
                 raise DecodeError('array Assignments longer than the frame')
             else:
-                v1_assignments = []
-                append1 = v1_assignments.append
+                v_assignments_8 = []
+                append_10 = v_assignments_8.append
                 for _ in range(n1):
-                    v2_partition_index, = _S0.unpack_from(data, pos)
+                    v_partition_index_11, = _S0.unpack_from(data, pos)
                     pos += 4
+                    v_broker_ids_12: list[int]
                     n2, = _S0.unpack_from(data, pos)
                     pos += 4
                     if n2 < 0:
@@ -112,9 +116,10 @@ def decode_create_topics_request_v0(data: bytes, pos: int) -> tuple[CreateTopics
                     elif n2 > len(data) - pos:
                         raise DecodeError('array BrokerIds longer than the frame')
                     else:
-                        v2_broker_ids = list(unpack_from('>%di' % n2, data, pos))
+                        v_broker_ids_12 = list(unpack_from('>%di' % n2, data, pos))
                         pos += n2 * 4
-                    append1(CreatableReplicaAssignment(v2_partition_index, v2_broker_ids))
+                    append_10(CreatableReplicaAssignment(v_partition_index_11, v_broker_ids_12))
+            v_configs_9: list[CreatableTopicConfig]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -122,64 +127,67 @@ def decode_create_topics_request_v0(data: bytes, pos: int) -> tuple[CreateTopics
             elif n1 > len(data) - pos:
                 raise DecodeError('array Configs longer than the frame')
             else:
-                v1_configs = []
-                append1 = v1_configs.append
+                v_configs_9 = []
+                append_13 = v_configs_9.append
                 for _ in range(n1):
+                    v_name_14: str
                     n2, = _S1.unpack_from(data, pos)
                     pos += 2
                     if n2 < 0:
                         raise DecodeError('non-nullable field Name is null')
                     else:
-                        v2_name = str(data[pos:pos + n2], 'utf-8')
+                        v_name_14 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    v_value_15: str | None
                     n2, = _S1.unpack_from(data, pos)
                     pos += 2
                     if n2 < 0:
-                        v2_value = None
+                        v_value_15 = None
                     else:
-                        v2_value = str(data[pos:pos + n2], 'utf-8')
+                        v_value_15 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
-                    append1(CreatableTopicConfig(v2_name, v2_value))
-            append0(CreatableTopic(v1_name, v1_num_partitions, v1_replication_factor, v1_assignments, v1_configs))
-    v0_timeout_ms, = _S0.unpack_from(data, pos)
+                    append_13(CreatableTopicConfig(v_name_14, v_value_15))
+            append_4(CreatableTopic(v_name_5, v_num_partitions_6, v_replication_factor_7, v_assignments_8, v_configs_9))
+    v_timeout_ms_2, = _S0.unpack_from(data, pos)
     pos += 4
-    return CreateTopicsRequest(v0_topics, v0_timeout_ms, False), pos
+    return CreateTopicsRequest(v_topics_1, v_timeout_ms_2, False), pos
 
 
 def encode_create_topics_request_v0(m: CreateTopicsRequest, out: bytearray) -> None:
-    x0 = m.topics
-    out += _S0.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        out += _S1.pack(len(x1))
-        out += x1
-        out += _S2.pack(e0.num_partitions, e0.replication_factor)
-        x1 = e0.assignments
-        out += _S0.pack(len(x1))
-        for e1 in x1:
-            out += _S0.pack(e1.partition_index)
-            x2 = e1.broker_ids
-            out += _S0.pack(len(x2))
-            out += pack('>%di' % len(x2), *x2)
-        x1 = e0.configs
-        out += _S0.pack(len(x1))
-        for e1 in x1:
-            x2 = e1.name
-            x2 = x2.encode()
-            out += _S1.pack(len(x2))
-            out += x2
-            x2 = e1.value
-            if x2 is None:
+    x_1 = m.topics
+    out += _S0.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2.name
+        b_4 = x_3.encode()
+        out += _S1.pack(len(b_4))
+        out += b_4
+        out += _S2.pack(e_2.num_partitions, e_2.replication_factor)
+        x_5 = e_2.assignments
+        out += _S0.pack(len(x_5))
+        for e_6 in x_5:
+            out += _S0.pack(e_6.partition_index)
+            x_7 = e_6.broker_ids
+            out += _S0.pack(len(x_7))
+            out += pack('>%di' % len(x_7), *x_7)
+        x_8 = e_2.configs
+        out += _S0.pack(len(x_8))
+        for e_9 in x_8:
+            x_10 = e_9.name
+            b_11 = x_10.encode()
+            out += _S1.pack(len(b_11))
+            out += b_11
+            x_12 = e_9.value
+            if x_12 is None:
                 out += b'\xff\xff'
             else:
-                x2 = x2.encode()
-                out += _S1.pack(len(x2))
-                out += x2
+                b_13 = x_12.encode()
+                out += _S1.pack(len(b_13))
+                out += b_13
     out += _S0.pack(m.timeout_ms)
 
 
 def decode_create_topics_request_v1(data: bytes, pos: int) -> tuple[CreateTopicsRequest, int]:
+    v_topics_1: list[CreatableTopic]
     n0, = _S0.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -187,18 +195,20 @@ def decode_create_topics_request_v1(data: bytes, pos: int) -> tuple[CreateTopics
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_1 = []
+        append_4 = v_topics_1.append
         for _ in range(n0):
+            v_name_5: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v1_num_partitions, v1_replication_factor = _S2.unpack_from(data, pos)
+            v_num_partitions_6, v_replication_factor_7 = _S2.unpack_from(data, pos)
             pos += 6
+            v_assignments_8: list[CreatableReplicaAssignment]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -206,11 +216,12 @@ def decode_create_topics_request_v1(data: bytes, pos: int) -> tuple[CreateTopics
             elif n1 > len(data) - pos:
                 raise DecodeError('array Assignments longer than the frame')
             else:
-                v1_assignments = []
-                append1 = v1_assignments.append
+                v_assignments_8 = []
+                append_10 = v_assignments_8.append
                 for _ in range(n1):
-                    v2_partition_index, = _S0.unpack_from(data, pos)
+                    v_partition_index_11, = _S0.unpack_from(data, pos)
                     pos += 4
+                    v_broker_ids_12: list[int]
                     n2, = _S0.unpack_from(data, pos)
                     pos += 4
                     if n2 < 0:
@@ -218,9 +229,10 @@ def decode_create_topics_request_v1(data: bytes, pos: int) -> tuple[CreateTopics
                     elif n2 > len(data) - pos:
                         raise DecodeError('array BrokerIds longer than the frame')
                     else:
-                        v2_broker_ids = list(unpack_from('>%di' % n2, data, pos))
+                        v_broker_ids_12 = list(unpack_from('>%di' % n2, data, pos))
                         pos += n2 * 4
-                    append1(CreatableReplicaAssignment(v2_partition_index, v2_broker_ids))
+                    append_10(CreatableReplicaAssignment(v_partition_index_11, v_broker_ids_12))
+            v_configs_9: list[CreatableTopicConfig]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -228,64 +240,67 @@ def decode_create_topics_request_v1(data: bytes, pos: int) -> tuple[CreateTopics
             elif n1 > len(data) - pos:
                 raise DecodeError('array Configs longer than the frame')
             else:
-                v1_configs = []
-                append1 = v1_configs.append
+                v_configs_9 = []
+                append_13 = v_configs_9.append
                 for _ in range(n1):
+                    v_name_14: str
                     n2, = _S1.unpack_from(data, pos)
                     pos += 2
                     if n2 < 0:
                         raise DecodeError('non-nullable field Name is null')
                     else:
-                        v2_name = str(data[pos:pos + n2], 'utf-8')
+                        v_name_14 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    v_value_15: str | None
                     n2, = _S1.unpack_from(data, pos)
                     pos += 2
                     if n2 < 0:
-                        v2_value = None
+                        v_value_15 = None
                     else:
-                        v2_value = str(data[pos:pos + n2], 'utf-8')
+                        v_value_15 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
-                    append1(CreatableTopicConfig(v2_name, v2_value))
-            append0(CreatableTopic(v1_name, v1_num_partitions, v1_replication_factor, v1_assignments, v1_configs))
-    v0_timeout_ms, v0_validate_only = _S3.unpack_from(data, pos)
+                    append_13(CreatableTopicConfig(v_name_14, v_value_15))
+            append_4(CreatableTopic(v_name_5, v_num_partitions_6, v_replication_factor_7, v_assignments_8, v_configs_9))
+    v_timeout_ms_2, v_validate_only_3 = _S3.unpack_from(data, pos)
     pos += 5
-    return CreateTopicsRequest(v0_topics, v0_timeout_ms, v0_validate_only), pos
+    return CreateTopicsRequest(v_topics_1, v_timeout_ms_2, v_validate_only_3), pos
 
 
 def encode_create_topics_request_v1(m: CreateTopicsRequest, out: bytearray) -> None:
-    x0 = m.topics
-    out += _S0.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        out += _S1.pack(len(x1))
-        out += x1
-        out += _S2.pack(e0.num_partitions, e0.replication_factor)
-        x1 = e0.assignments
-        out += _S0.pack(len(x1))
-        for e1 in x1:
-            out += _S0.pack(e1.partition_index)
-            x2 = e1.broker_ids
-            out += _S0.pack(len(x2))
-            out += pack('>%di' % len(x2), *x2)
-        x1 = e0.configs
-        out += _S0.pack(len(x1))
-        for e1 in x1:
-            x2 = e1.name
-            x2 = x2.encode()
-            out += _S1.pack(len(x2))
-            out += x2
-            x2 = e1.value
-            if x2 is None:
+    x_1 = m.topics
+    out += _S0.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2.name
+        b_4 = x_3.encode()
+        out += _S1.pack(len(b_4))
+        out += b_4
+        out += _S2.pack(e_2.num_partitions, e_2.replication_factor)
+        x_5 = e_2.assignments
+        out += _S0.pack(len(x_5))
+        for e_6 in x_5:
+            out += _S0.pack(e_6.partition_index)
+            x_7 = e_6.broker_ids
+            out += _S0.pack(len(x_7))
+            out += pack('>%di' % len(x_7), *x_7)
+        x_8 = e_2.configs
+        out += _S0.pack(len(x_8))
+        for e_9 in x_8:
+            x_10 = e_9.name
+            b_11 = x_10.encode()
+            out += _S1.pack(len(b_11))
+            out += b_11
+            x_12 = e_9.value
+            if x_12 is None:
                 out += b'\xff\xff'
             else:
-                x2 = x2.encode()
-                out += _S1.pack(len(x2))
-                out += x2
+                b_13 = x_12.encode()
+                out += _S1.pack(len(b_13))
+                out += b_13
     out += _S3.pack(m.timeout_ms, m.validate_only)
 
 
 def decode_create_topics_request_v2(data: bytes, pos: int) -> tuple[CreateTopicsRequest, int]:
+    v_topics_1: list[CreatableTopic]
     n0, = _S0.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -293,18 +308,20 @@ def decode_create_topics_request_v2(data: bytes, pos: int) -> tuple[CreateTopics
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_1 = []
+        append_4 = v_topics_1.append
         for _ in range(n0):
+            v_name_5: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v1_num_partitions, v1_replication_factor = _S2.unpack_from(data, pos)
+            v_num_partitions_6, v_replication_factor_7 = _S2.unpack_from(data, pos)
             pos += 6
+            v_assignments_8: list[CreatableReplicaAssignment]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -312,11 +329,12 @@ def decode_create_topics_request_v2(data: bytes, pos: int) -> tuple[CreateTopics
             elif n1 > len(data) - pos:
                 raise DecodeError('array Assignments longer than the frame')
             else:
-                v1_assignments = []
-                append1 = v1_assignments.append
+                v_assignments_8 = []
+                append_10 = v_assignments_8.append
                 for _ in range(n1):
-                    v2_partition_index, = _S0.unpack_from(data, pos)
+                    v_partition_index_11, = _S0.unpack_from(data, pos)
                     pos += 4
+                    v_broker_ids_12: list[int]
                     n2, = _S0.unpack_from(data, pos)
                     pos += 4
                     if n2 < 0:
@@ -324,9 +342,10 @@ def decode_create_topics_request_v2(data: bytes, pos: int) -> tuple[CreateTopics
                     elif n2 > len(data) - pos:
                         raise DecodeError('array BrokerIds longer than the frame')
                     else:
-                        v2_broker_ids = list(unpack_from('>%di' % n2, data, pos))
+                        v_broker_ids_12 = list(unpack_from('>%di' % n2, data, pos))
                         pos += n2 * 4
-                    append1(CreatableReplicaAssignment(v2_partition_index, v2_broker_ids))
+                    append_10(CreatableReplicaAssignment(v_partition_index_11, v_broker_ids_12))
+            v_configs_9: list[CreatableTopicConfig]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -334,64 +353,67 @@ def decode_create_topics_request_v2(data: bytes, pos: int) -> tuple[CreateTopics
             elif n1 > len(data) - pos:
                 raise DecodeError('array Configs longer than the frame')
             else:
-                v1_configs = []
-                append1 = v1_configs.append
+                v_configs_9 = []
+                append_13 = v_configs_9.append
                 for _ in range(n1):
+                    v_name_14: str
                     n2, = _S1.unpack_from(data, pos)
                     pos += 2
                     if n2 < 0:
                         raise DecodeError('non-nullable field Name is null')
                     else:
-                        v2_name = str(data[pos:pos + n2], 'utf-8')
+                        v_name_14 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    v_value_15: str | None
                     n2, = _S1.unpack_from(data, pos)
                     pos += 2
                     if n2 < 0:
-                        v2_value = None
+                        v_value_15 = None
                     else:
-                        v2_value = str(data[pos:pos + n2], 'utf-8')
+                        v_value_15 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
-                    append1(CreatableTopicConfig(v2_name, v2_value))
-            append0(CreatableTopic(v1_name, v1_num_partitions, v1_replication_factor, v1_assignments, v1_configs))
-    v0_timeout_ms, v0_validate_only = _S3.unpack_from(data, pos)
+                    append_13(CreatableTopicConfig(v_name_14, v_value_15))
+            append_4(CreatableTopic(v_name_5, v_num_partitions_6, v_replication_factor_7, v_assignments_8, v_configs_9))
+    v_timeout_ms_2, v_validate_only_3 = _S3.unpack_from(data, pos)
     pos += 5
-    return CreateTopicsRequest(v0_topics, v0_timeout_ms, v0_validate_only), pos
+    return CreateTopicsRequest(v_topics_1, v_timeout_ms_2, v_validate_only_3), pos
 
 
 def encode_create_topics_request_v2(m: CreateTopicsRequest, out: bytearray) -> None:
-    x0 = m.topics
-    out += _S0.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        out += _S1.pack(len(x1))
-        out += x1
-        out += _S2.pack(e0.num_partitions, e0.replication_factor)
-        x1 = e0.assignments
-        out += _S0.pack(len(x1))
-        for e1 in x1:
-            out += _S0.pack(e1.partition_index)
-            x2 = e1.broker_ids
-            out += _S0.pack(len(x2))
-            out += pack('>%di' % len(x2), *x2)
-        x1 = e0.configs
-        out += _S0.pack(len(x1))
-        for e1 in x1:
-            x2 = e1.name
-            x2 = x2.encode()
-            out += _S1.pack(len(x2))
-            out += x2
-            x2 = e1.value
-            if x2 is None:
+    x_1 = m.topics
+    out += _S0.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2.name
+        b_4 = x_3.encode()
+        out += _S1.pack(len(b_4))
+        out += b_4
+        out += _S2.pack(e_2.num_partitions, e_2.replication_factor)
+        x_5 = e_2.assignments
+        out += _S0.pack(len(x_5))
+        for e_6 in x_5:
+            out += _S0.pack(e_6.partition_index)
+            x_7 = e_6.broker_ids
+            out += _S0.pack(len(x_7))
+            out += pack('>%di' % len(x_7), *x_7)
+        x_8 = e_2.configs
+        out += _S0.pack(len(x_8))
+        for e_9 in x_8:
+            x_10 = e_9.name
+            b_11 = x_10.encode()
+            out += _S1.pack(len(b_11))
+            out += b_11
+            x_12 = e_9.value
+            if x_12 is None:
                 out += b'\xff\xff'
             else:
-                x2 = x2.encode()
-                out += _S1.pack(len(x2))
-                out += x2
+                b_13 = x_12.encode()
+                out += _S1.pack(len(b_13))
+                out += b_13
     out += _S3.pack(m.timeout_ms, m.validate_only)
 
 
 def decode_create_topics_request_v3(data: bytes, pos: int) -> tuple[CreateTopicsRequest, int]:
+    v_topics_1: list[CreatableTopic]
     n0, = _S0.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -399,18 +421,20 @@ def decode_create_topics_request_v3(data: bytes, pos: int) -> tuple[CreateTopics
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_1 = []
+        append_4 = v_topics_1.append
         for _ in range(n0):
+            v_name_5: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v1_num_partitions, v1_replication_factor = _S2.unpack_from(data, pos)
+            v_num_partitions_6, v_replication_factor_7 = _S2.unpack_from(data, pos)
             pos += 6
+            v_assignments_8: list[CreatableReplicaAssignment]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -418,11 +442,12 @@ def decode_create_topics_request_v3(data: bytes, pos: int) -> tuple[CreateTopics
             elif n1 > len(data) - pos:
                 raise DecodeError('array Assignments longer than the frame')
             else:
-                v1_assignments = []
-                append1 = v1_assignments.append
+                v_assignments_8 = []
+                append_10 = v_assignments_8.append
                 for _ in range(n1):
-                    v2_partition_index, = _S0.unpack_from(data, pos)
+                    v_partition_index_11, = _S0.unpack_from(data, pos)
                     pos += 4
+                    v_broker_ids_12: list[int]
                     n2, = _S0.unpack_from(data, pos)
                     pos += 4
                     if n2 < 0:
@@ -430,9 +455,10 @@ def decode_create_topics_request_v3(data: bytes, pos: int) -> tuple[CreateTopics
                     elif n2 > len(data) - pos:
                         raise DecodeError('array BrokerIds longer than the frame')
                     else:
-                        v2_broker_ids = list(unpack_from('>%di' % n2, data, pos))
+                        v_broker_ids_12 = list(unpack_from('>%di' % n2, data, pos))
                         pos += n2 * 4
-                    append1(CreatableReplicaAssignment(v2_partition_index, v2_broker_ids))
+                    append_10(CreatableReplicaAssignment(v_partition_index_11, v_broker_ids_12))
+            v_configs_9: list[CreatableTopicConfig]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -440,64 +466,67 @@ def decode_create_topics_request_v3(data: bytes, pos: int) -> tuple[CreateTopics
             elif n1 > len(data) - pos:
                 raise DecodeError('array Configs longer than the frame')
             else:
-                v1_configs = []
-                append1 = v1_configs.append
+                v_configs_9 = []
+                append_13 = v_configs_9.append
                 for _ in range(n1):
+                    v_name_14: str
                     n2, = _S1.unpack_from(data, pos)
                     pos += 2
                     if n2 < 0:
                         raise DecodeError('non-nullable field Name is null')
                     else:
-                        v2_name = str(data[pos:pos + n2], 'utf-8')
+                        v_name_14 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    v_value_15: str | None
                     n2, = _S1.unpack_from(data, pos)
                     pos += 2
                     if n2 < 0:
-                        v2_value = None
+                        v_value_15 = None
                     else:
-                        v2_value = str(data[pos:pos + n2], 'utf-8')
+                        v_value_15 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
-                    append1(CreatableTopicConfig(v2_name, v2_value))
-            append0(CreatableTopic(v1_name, v1_num_partitions, v1_replication_factor, v1_assignments, v1_configs))
-    v0_timeout_ms, v0_validate_only = _S3.unpack_from(data, pos)
+                    append_13(CreatableTopicConfig(v_name_14, v_value_15))
+            append_4(CreatableTopic(v_name_5, v_num_partitions_6, v_replication_factor_7, v_assignments_8, v_configs_9))
+    v_timeout_ms_2, v_validate_only_3 = _S3.unpack_from(data, pos)
     pos += 5
-    return CreateTopicsRequest(v0_topics, v0_timeout_ms, v0_validate_only), pos
+    return CreateTopicsRequest(v_topics_1, v_timeout_ms_2, v_validate_only_3), pos
 
 
 def encode_create_topics_request_v3(m: CreateTopicsRequest, out: bytearray) -> None:
-    x0 = m.topics
-    out += _S0.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        out += _S1.pack(len(x1))
-        out += x1
-        out += _S2.pack(e0.num_partitions, e0.replication_factor)
-        x1 = e0.assignments
-        out += _S0.pack(len(x1))
-        for e1 in x1:
-            out += _S0.pack(e1.partition_index)
-            x2 = e1.broker_ids
-            out += _S0.pack(len(x2))
-            out += pack('>%di' % len(x2), *x2)
-        x1 = e0.configs
-        out += _S0.pack(len(x1))
-        for e1 in x1:
-            x2 = e1.name
-            x2 = x2.encode()
-            out += _S1.pack(len(x2))
-            out += x2
-            x2 = e1.value
-            if x2 is None:
+    x_1 = m.topics
+    out += _S0.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2.name
+        b_4 = x_3.encode()
+        out += _S1.pack(len(b_4))
+        out += b_4
+        out += _S2.pack(e_2.num_partitions, e_2.replication_factor)
+        x_5 = e_2.assignments
+        out += _S0.pack(len(x_5))
+        for e_6 in x_5:
+            out += _S0.pack(e_6.partition_index)
+            x_7 = e_6.broker_ids
+            out += _S0.pack(len(x_7))
+            out += pack('>%di' % len(x_7), *x_7)
+        x_8 = e_2.configs
+        out += _S0.pack(len(x_8))
+        for e_9 in x_8:
+            x_10 = e_9.name
+            b_11 = x_10.encode()
+            out += _S1.pack(len(b_11))
+            out += b_11
+            x_12 = e_9.value
+            if x_12 is None:
                 out += b'\xff\xff'
             else:
-                x2 = x2.encode()
-                out += _S1.pack(len(x2))
-                out += x2
+                b_13 = x_12.encode()
+                out += _S1.pack(len(b_13))
+                out += b_13
     out += _S3.pack(m.timeout_ms, m.validate_only)
 
 
 def decode_create_topics_request_v4(data: bytes, pos: int) -> tuple[CreateTopicsRequest, int]:
+    v_topics_1: list[CreatableTopic]
     n0, = _S0.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -505,18 +534,20 @@ def decode_create_topics_request_v4(data: bytes, pos: int) -> tuple[CreateTopics
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_1 = []
+        append_4 = v_topics_1.append
         for _ in range(n0):
+            v_name_5: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v1_num_partitions, v1_replication_factor = _S2.unpack_from(data, pos)
+            v_num_partitions_6, v_replication_factor_7 = _S2.unpack_from(data, pos)
             pos += 6
+            v_assignments_8: list[CreatableReplicaAssignment]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -524,11 +555,12 @@ def decode_create_topics_request_v4(data: bytes, pos: int) -> tuple[CreateTopics
             elif n1 > len(data) - pos:
                 raise DecodeError('array Assignments longer than the frame')
             else:
-                v1_assignments = []
-                append1 = v1_assignments.append
+                v_assignments_8 = []
+                append_10 = v_assignments_8.append
                 for _ in range(n1):
-                    v2_partition_index, = _S0.unpack_from(data, pos)
+                    v_partition_index_11, = _S0.unpack_from(data, pos)
                     pos += 4
+                    v_broker_ids_12: list[int]
                     n2, = _S0.unpack_from(data, pos)
                     pos += 4
                     if n2 < 0:
@@ -536,9 +568,10 @@ def decode_create_topics_request_v4(data: bytes, pos: int) -> tuple[CreateTopics
                     elif n2 > len(data) - pos:
                         raise DecodeError('array BrokerIds longer than the frame')
                     else:
-                        v2_broker_ids = list(unpack_from('>%di' % n2, data, pos))
+                        v_broker_ids_12 = list(unpack_from('>%di' % n2, data, pos))
                         pos += n2 * 4
-                    append1(CreatableReplicaAssignment(v2_partition_index, v2_broker_ids))
+                    append_10(CreatableReplicaAssignment(v_partition_index_11, v_broker_ids_12))
+            v_configs_9: list[CreatableTopicConfig]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -546,64 +579,67 @@ def decode_create_topics_request_v4(data: bytes, pos: int) -> tuple[CreateTopics
             elif n1 > len(data) - pos:
                 raise DecodeError('array Configs longer than the frame')
             else:
-                v1_configs = []
-                append1 = v1_configs.append
+                v_configs_9 = []
+                append_13 = v_configs_9.append
                 for _ in range(n1):
+                    v_name_14: str
                     n2, = _S1.unpack_from(data, pos)
                     pos += 2
                     if n2 < 0:
                         raise DecodeError('non-nullable field Name is null')
                     else:
-                        v2_name = str(data[pos:pos + n2], 'utf-8')
+                        v_name_14 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    v_value_15: str | None
                     n2, = _S1.unpack_from(data, pos)
                     pos += 2
                     if n2 < 0:
-                        v2_value = None
+                        v_value_15 = None
                     else:
-                        v2_value = str(data[pos:pos + n2], 'utf-8')
+                        v_value_15 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
-                    append1(CreatableTopicConfig(v2_name, v2_value))
-            append0(CreatableTopic(v1_name, v1_num_partitions, v1_replication_factor, v1_assignments, v1_configs))
-    v0_timeout_ms, v0_validate_only = _S3.unpack_from(data, pos)
+                    append_13(CreatableTopicConfig(v_name_14, v_value_15))
+            append_4(CreatableTopic(v_name_5, v_num_partitions_6, v_replication_factor_7, v_assignments_8, v_configs_9))
+    v_timeout_ms_2, v_validate_only_3 = _S3.unpack_from(data, pos)
     pos += 5
-    return CreateTopicsRequest(v0_topics, v0_timeout_ms, v0_validate_only), pos
+    return CreateTopicsRequest(v_topics_1, v_timeout_ms_2, v_validate_only_3), pos
 
 
 def encode_create_topics_request_v4(m: CreateTopicsRequest, out: bytearray) -> None:
-    x0 = m.topics
-    out += _S0.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        out += _S1.pack(len(x1))
-        out += x1
-        out += _S2.pack(e0.num_partitions, e0.replication_factor)
-        x1 = e0.assignments
-        out += _S0.pack(len(x1))
-        for e1 in x1:
-            out += _S0.pack(e1.partition_index)
-            x2 = e1.broker_ids
-            out += _S0.pack(len(x2))
-            out += pack('>%di' % len(x2), *x2)
-        x1 = e0.configs
-        out += _S0.pack(len(x1))
-        for e1 in x1:
-            x2 = e1.name
-            x2 = x2.encode()
-            out += _S1.pack(len(x2))
-            out += x2
-            x2 = e1.value
-            if x2 is None:
+    x_1 = m.topics
+    out += _S0.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2.name
+        b_4 = x_3.encode()
+        out += _S1.pack(len(b_4))
+        out += b_4
+        out += _S2.pack(e_2.num_partitions, e_2.replication_factor)
+        x_5 = e_2.assignments
+        out += _S0.pack(len(x_5))
+        for e_6 in x_5:
+            out += _S0.pack(e_6.partition_index)
+            x_7 = e_6.broker_ids
+            out += _S0.pack(len(x_7))
+            out += pack('>%di' % len(x_7), *x_7)
+        x_8 = e_2.configs
+        out += _S0.pack(len(x_8))
+        for e_9 in x_8:
+            x_10 = e_9.name
+            b_11 = x_10.encode()
+            out += _S1.pack(len(b_11))
+            out += b_11
+            x_12 = e_9.value
+            if x_12 is None:
                 out += b'\xff\xff'
             else:
-                x2 = x2.encode()
-                out += _S1.pack(len(x2))
-                out += x2
+                b_13 = x_12.encode()
+                out += _S1.pack(len(b_13))
+                out += b_13
     out += _S3.pack(m.timeout_ms, m.validate_only)
 
 
 def decode_create_topics_request_v5(data: bytes, pos: int) -> tuple[CreateTopicsRequest, int]:
+    v_topics_1: list[CreatableTopic]
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -615,9 +651,10 @@ def decode_create_topics_request_v5(data: bytes, pos: int) -> tuple[CreateTopics
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_1 = []
+        append_4 = v_topics_1.append
         for _ in range(n0):
+            v_name_5: str
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -627,10 +664,11 @@ def decode_create_topics_request_v5(data: bytes, pos: int) -> tuple[CreateTopics
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v1_num_partitions, v1_replication_factor = _S2.unpack_from(data, pos)
+            v_num_partitions_6, v_replication_factor_7 = _S2.unpack_from(data, pos)
             pos += 6
+            v_assignments_8: list[CreatableReplicaAssignment]
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -642,11 +680,12 @@ def decode_create_topics_request_v5(data: bytes, pos: int) -> tuple[CreateTopics
             elif n1 > len(data) - pos:
                 raise DecodeError('array Assignments longer than the frame')
             else:
-                v1_assignments = []
-                append1 = v1_assignments.append
+                v_assignments_8 = []
+                append_10 = v_assignments_8.append
                 for _ in range(n1):
-                    v2_partition_index, = _S0.unpack_from(data, pos)
+                    v_partition_index_11, = _S0.unpack_from(data, pos)
                     pos += 4
+                    v_broker_ids_12: list[int]
                     n2 = data[pos]
                     if n2 < 128:
                         pos += 1
@@ -658,7 +697,7 @@ def decode_create_topics_request_v5(data: bytes, pos: int) -> tuple[CreateTopics
                     elif n2 > len(data) - pos:
                         raise DecodeError('array BrokerIds longer than the frame')
                     else:
-                        v2_broker_ids = list(unpack_from('>%di' % n2, data, pos))
+                        v_broker_ids_12 = list(unpack_from('>%di' % n2, data, pos))
                         pos += n2 * 4
                     if data[pos] == 0:
                         pos += 1
@@ -669,7 +708,8 @@ def decode_create_topics_request_v5(data: bytes, pos: int) -> tuple[CreateTopics
                             size2, pos = read_uvarint(data, pos)
                             end2 = pos + size2
                             pos = end2
-                    append1(CreatableReplicaAssignment(v2_partition_index, v2_broker_ids))
+                    append_10(CreatableReplicaAssignment(v_partition_index_11, v_broker_ids_12))
+            v_configs_9: list[CreatableTopicConfig]
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -681,9 +721,10 @@ def decode_create_topics_request_v5(data: bytes, pos: int) -> tuple[CreateTopics
             elif n1 > len(data) - pos:
                 raise DecodeError('array Configs longer than the frame')
             else:
-                v1_configs = []
-                append1 = v1_configs.append
+                v_configs_9 = []
+                append_13 = v_configs_9.append
                 for _ in range(n1):
+                    v_name_14: str
                     n2 = data[pos]
                     if n2 < 128:
                         pos += 1
@@ -693,8 +734,9 @@ def decode_create_topics_request_v5(data: bytes, pos: int) -> tuple[CreateTopics
                     if n2 < 0:
                         raise DecodeError('non-nullable field Name is null')
                     else:
-                        v2_name = str(data[pos:pos + n2], 'utf-8')
+                        v_name_14 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    v_value_15: str | None
                     n2 = data[pos]
                     if n2 < 128:
                         pos += 1
@@ -702,9 +744,9 @@ def decode_create_topics_request_v5(data: bytes, pos: int) -> tuple[CreateTopics
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
-                        v2_value = None
+                        v_value_15 = None
                     else:
-                        v2_value = str(data[pos:pos + n2], 'utf-8')
+                        v_value_15 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
                     if data[pos] == 0:
                         pos += 1
@@ -715,7 +757,7 @@ def decode_create_topics_request_v5(data: bytes, pos: int) -> tuple[CreateTopics
                             size2, pos = read_uvarint(data, pos)
                             end2 = pos + size2
                             pos = end2
-                    append1(CreatableTopicConfig(v2_name, v2_value))
+                    append_13(CreatableTopicConfig(v_name_14, v_value_15))
             if data[pos] == 0:
                 pos += 1
             else:
@@ -725,8 +767,8 @@ def decode_create_topics_request_v5(data: bytes, pos: int) -> tuple[CreateTopics
                     size1, pos = read_uvarint(data, pos)
                     end1 = pos + size1
                     pos = end1
-            append0(CreatableTopic(v1_name, v1_num_partitions, v1_replication_factor, v1_assignments, v1_configs))
-    v0_timeout_ms, v0_validate_only = _S3.unpack_from(data, pos)
+            append_4(CreatableTopic(v_name_5, v_num_partitions_6, v_replication_factor_7, v_assignments_8, v_configs_9))
+    v_timeout_ms_2, v_validate_only_3 = _S3.unpack_from(data, pos)
     pos += 5
     if data[pos] == 0:
         pos += 1
@@ -737,40 +779,40 @@ def decode_create_topics_request_v5(data: bytes, pos: int) -> tuple[CreateTopics
             size0, pos = read_uvarint(data, pos)
             end0 = pos + size0
             pos = end0
-    return CreateTopicsRequest(v0_topics, v0_timeout_ms, v0_validate_only), pos
+    return CreateTopicsRequest(v_topics_1, v_timeout_ms_2, v_validate_only_3), pos
 
 
 def encode_create_topics_request_v5(m: CreateTopicsRequest, out: bytearray) -> None:
-    x0 = m.topics
-    write_uvarint(out, len(x0) + 1)
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        write_uvarint(out, len(x1) + 1)
-        out += x1
-        out += _S2.pack(e0.num_partitions, e0.replication_factor)
-        x1 = e0.assignments
-        write_uvarint(out, len(x1) + 1)
-        for e1 in x1:
-            out += _S0.pack(e1.partition_index)
-            x2 = e1.broker_ids
-            write_uvarint(out, len(x2) + 1)
-            out += pack('>%di' % len(x2), *x2)
+    x_1 = m.topics
+    write_uvarint(out, len(x_1) + 1)
+    for e_2 in x_1:
+        x_3 = e_2.name
+        b_4 = x_3.encode()
+        write_uvarint(out, len(b_4) + 1)
+        out += b_4
+        out += _S2.pack(e_2.num_partitions, e_2.replication_factor)
+        x_5 = e_2.assignments
+        write_uvarint(out, len(x_5) + 1)
+        for e_6 in x_5:
+            out += _S0.pack(e_6.partition_index)
+            x_7 = e_6.broker_ids
+            write_uvarint(out, len(x_7) + 1)
+            out += pack('>%di' % len(x_7), *x_7)
             out.append(0)
-        x1 = e0.configs
-        write_uvarint(out, len(x1) + 1)
-        for e1 in x1:
-            x2 = e1.name
-            x2 = x2.encode()
-            write_uvarint(out, len(x2) + 1)
-            out += x2
-            x2 = e1.value
-            if x2 is None:
+        x_8 = e_2.configs
+        write_uvarint(out, len(x_8) + 1)
+        for e_9 in x_8:
+            x_10 = e_9.name
+            b_11 = x_10.encode()
+            write_uvarint(out, len(b_11) + 1)
+            out += b_11
+            x_12 = e_9.value
+            if x_12 is None:
                 out.append(0)
             else:
-                x2 = x2.encode()
-                write_uvarint(out, len(x2) + 1)
-                out += x2
+                b_13 = x_12.encode()
+                write_uvarint(out, len(b_13) + 1)
+                out += b_13
             out.append(0)
         out.append(0)
     out += _S3.pack(m.timeout_ms, m.validate_only)
@@ -778,6 +820,7 @@ def encode_create_topics_request_v5(m: CreateTopicsRequest, out: bytearray) -> N
 
 
 def decode_create_topics_request_v6(data: bytes, pos: int) -> tuple[CreateTopicsRequest, int]:
+    v_topics_1: list[CreatableTopic]
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -789,9 +832,10 @@ def decode_create_topics_request_v6(data: bytes, pos: int) -> tuple[CreateTopics
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_1 = []
+        append_4 = v_topics_1.append
         for _ in range(n0):
+            v_name_5: str
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -801,10 +845,11 @@ def decode_create_topics_request_v6(data: bytes, pos: int) -> tuple[CreateTopics
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v1_num_partitions, v1_replication_factor = _S2.unpack_from(data, pos)
+            v_num_partitions_6, v_replication_factor_7 = _S2.unpack_from(data, pos)
             pos += 6
+            v_assignments_8: list[CreatableReplicaAssignment]
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -816,11 +861,12 @@ def decode_create_topics_request_v6(data: bytes, pos: int) -> tuple[CreateTopics
             elif n1 > len(data) - pos:
                 raise DecodeError('array Assignments longer than the frame')
             else:
-                v1_assignments = []
-                append1 = v1_assignments.append
+                v_assignments_8 = []
+                append_10 = v_assignments_8.append
                 for _ in range(n1):
-                    v2_partition_index, = _S0.unpack_from(data, pos)
+                    v_partition_index_11, = _S0.unpack_from(data, pos)
                     pos += 4
+                    v_broker_ids_12: list[int]
                     n2 = data[pos]
                     if n2 < 128:
                         pos += 1
@@ -832,7 +878,7 @@ def decode_create_topics_request_v6(data: bytes, pos: int) -> tuple[CreateTopics
                     elif n2 > len(data) - pos:
                         raise DecodeError('array BrokerIds longer than the frame')
                     else:
-                        v2_broker_ids = list(unpack_from('>%di' % n2, data, pos))
+                        v_broker_ids_12 = list(unpack_from('>%di' % n2, data, pos))
                         pos += n2 * 4
                     if data[pos] == 0:
                         pos += 1
@@ -843,7 +889,8 @@ def decode_create_topics_request_v6(data: bytes, pos: int) -> tuple[CreateTopics
                             size2, pos = read_uvarint(data, pos)
                             end2 = pos + size2
                             pos = end2
-                    append1(CreatableReplicaAssignment(v2_partition_index, v2_broker_ids))
+                    append_10(CreatableReplicaAssignment(v_partition_index_11, v_broker_ids_12))
+            v_configs_9: list[CreatableTopicConfig]
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -855,9 +902,10 @@ def decode_create_topics_request_v6(data: bytes, pos: int) -> tuple[CreateTopics
             elif n1 > len(data) - pos:
                 raise DecodeError('array Configs longer than the frame')
             else:
-                v1_configs = []
-                append1 = v1_configs.append
+                v_configs_9 = []
+                append_13 = v_configs_9.append
                 for _ in range(n1):
+                    v_name_14: str
                     n2 = data[pos]
                     if n2 < 128:
                         pos += 1
@@ -867,8 +915,9 @@ def decode_create_topics_request_v6(data: bytes, pos: int) -> tuple[CreateTopics
                     if n2 < 0:
                         raise DecodeError('non-nullable field Name is null')
                     else:
-                        v2_name = str(data[pos:pos + n2], 'utf-8')
+                        v_name_14 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    v_value_15: str | None
                     n2 = data[pos]
                     if n2 < 128:
                         pos += 1
@@ -876,9 +925,9 @@ def decode_create_topics_request_v6(data: bytes, pos: int) -> tuple[CreateTopics
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
-                        v2_value = None
+                        v_value_15 = None
                     else:
-                        v2_value = str(data[pos:pos + n2], 'utf-8')
+                        v_value_15 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
                     if data[pos] == 0:
                         pos += 1
@@ -889,7 +938,7 @@ def decode_create_topics_request_v6(data: bytes, pos: int) -> tuple[CreateTopics
                             size2, pos = read_uvarint(data, pos)
                             end2 = pos + size2
                             pos = end2
-                    append1(CreatableTopicConfig(v2_name, v2_value))
+                    append_13(CreatableTopicConfig(v_name_14, v_value_15))
             if data[pos] == 0:
                 pos += 1
             else:
@@ -899,8 +948,8 @@ def decode_create_topics_request_v6(data: bytes, pos: int) -> tuple[CreateTopics
                     size1, pos = read_uvarint(data, pos)
                     end1 = pos + size1
                     pos = end1
-            append0(CreatableTopic(v1_name, v1_num_partitions, v1_replication_factor, v1_assignments, v1_configs))
-    v0_timeout_ms, v0_validate_only = _S3.unpack_from(data, pos)
+            append_4(CreatableTopic(v_name_5, v_num_partitions_6, v_replication_factor_7, v_assignments_8, v_configs_9))
+    v_timeout_ms_2, v_validate_only_3 = _S3.unpack_from(data, pos)
     pos += 5
     if data[pos] == 0:
         pos += 1
@@ -911,40 +960,40 @@ def decode_create_topics_request_v6(data: bytes, pos: int) -> tuple[CreateTopics
             size0, pos = read_uvarint(data, pos)
             end0 = pos + size0
             pos = end0
-    return CreateTopicsRequest(v0_topics, v0_timeout_ms, v0_validate_only), pos
+    return CreateTopicsRequest(v_topics_1, v_timeout_ms_2, v_validate_only_3), pos
 
 
 def encode_create_topics_request_v6(m: CreateTopicsRequest, out: bytearray) -> None:
-    x0 = m.topics
-    write_uvarint(out, len(x0) + 1)
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        write_uvarint(out, len(x1) + 1)
-        out += x1
-        out += _S2.pack(e0.num_partitions, e0.replication_factor)
-        x1 = e0.assignments
-        write_uvarint(out, len(x1) + 1)
-        for e1 in x1:
-            out += _S0.pack(e1.partition_index)
-            x2 = e1.broker_ids
-            write_uvarint(out, len(x2) + 1)
-            out += pack('>%di' % len(x2), *x2)
+    x_1 = m.topics
+    write_uvarint(out, len(x_1) + 1)
+    for e_2 in x_1:
+        x_3 = e_2.name
+        b_4 = x_3.encode()
+        write_uvarint(out, len(b_4) + 1)
+        out += b_4
+        out += _S2.pack(e_2.num_partitions, e_2.replication_factor)
+        x_5 = e_2.assignments
+        write_uvarint(out, len(x_5) + 1)
+        for e_6 in x_5:
+            out += _S0.pack(e_6.partition_index)
+            x_7 = e_6.broker_ids
+            write_uvarint(out, len(x_7) + 1)
+            out += pack('>%di' % len(x_7), *x_7)
             out.append(0)
-        x1 = e0.configs
-        write_uvarint(out, len(x1) + 1)
-        for e1 in x1:
-            x2 = e1.name
-            x2 = x2.encode()
-            write_uvarint(out, len(x2) + 1)
-            out += x2
-            x2 = e1.value
-            if x2 is None:
+        x_8 = e_2.configs
+        write_uvarint(out, len(x_8) + 1)
+        for e_9 in x_8:
+            x_10 = e_9.name
+            b_11 = x_10.encode()
+            write_uvarint(out, len(b_11) + 1)
+            out += b_11
+            x_12 = e_9.value
+            if x_12 is None:
                 out.append(0)
             else:
-                x2 = x2.encode()
-                write_uvarint(out, len(x2) + 1)
-                out += x2
+                b_13 = x_12.encode()
+                write_uvarint(out, len(b_13) + 1)
+                out += b_13
             out.append(0)
         out.append(0)
     out += _S3.pack(m.timeout_ms, m.validate_only)
@@ -952,6 +1001,7 @@ def encode_create_topics_request_v6(m: CreateTopicsRequest, out: bytearray) -> N
 
 
 def decode_create_topics_request_v7(data: bytes, pos: int) -> tuple[CreateTopicsRequest, int]:
+    v_topics_1: list[CreatableTopic]
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -963,9 +1013,10 @@ def decode_create_topics_request_v7(data: bytes, pos: int) -> tuple[CreateTopics
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_1 = []
+        append_4 = v_topics_1.append
         for _ in range(n0):
+            v_name_5: str
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -975,10 +1026,11 @@ def decode_create_topics_request_v7(data: bytes, pos: int) -> tuple[CreateTopics
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v1_num_partitions, v1_replication_factor = _S2.unpack_from(data, pos)
+            v_num_partitions_6, v_replication_factor_7 = _S2.unpack_from(data, pos)
             pos += 6
+            v_assignments_8: list[CreatableReplicaAssignment]
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -990,11 +1042,12 @@ def decode_create_topics_request_v7(data: bytes, pos: int) -> tuple[CreateTopics
             elif n1 > len(data) - pos:
                 raise DecodeError('array Assignments longer than the frame')
             else:
-                v1_assignments = []
-                append1 = v1_assignments.append
+                v_assignments_8 = []
+                append_10 = v_assignments_8.append
                 for _ in range(n1):
-                    v2_partition_index, = _S0.unpack_from(data, pos)
+                    v_partition_index_11, = _S0.unpack_from(data, pos)
                     pos += 4
+                    v_broker_ids_12: list[int]
                     n2 = data[pos]
                     if n2 < 128:
                         pos += 1
@@ -1006,7 +1059,7 @@ def decode_create_topics_request_v7(data: bytes, pos: int) -> tuple[CreateTopics
                     elif n2 > len(data) - pos:
                         raise DecodeError('array BrokerIds longer than the frame')
                     else:
-                        v2_broker_ids = list(unpack_from('>%di' % n2, data, pos))
+                        v_broker_ids_12 = list(unpack_from('>%di' % n2, data, pos))
                         pos += n2 * 4
                     if data[pos] == 0:
                         pos += 1
@@ -1017,7 +1070,8 @@ def decode_create_topics_request_v7(data: bytes, pos: int) -> tuple[CreateTopics
                             size2, pos = read_uvarint(data, pos)
                             end2 = pos + size2
                             pos = end2
-                    append1(CreatableReplicaAssignment(v2_partition_index, v2_broker_ids))
+                    append_10(CreatableReplicaAssignment(v_partition_index_11, v_broker_ids_12))
+            v_configs_9: list[CreatableTopicConfig]
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -1029,9 +1083,10 @@ def decode_create_topics_request_v7(data: bytes, pos: int) -> tuple[CreateTopics
             elif n1 > len(data) - pos:
                 raise DecodeError('array Configs longer than the frame')
             else:
-                v1_configs = []
-                append1 = v1_configs.append
+                v_configs_9 = []
+                append_13 = v_configs_9.append
                 for _ in range(n1):
+                    v_name_14: str
                     n2 = data[pos]
                     if n2 < 128:
                         pos += 1
@@ -1041,8 +1096,9 @@ def decode_create_topics_request_v7(data: bytes, pos: int) -> tuple[CreateTopics
                     if n2 < 0:
                         raise DecodeError('non-nullable field Name is null')
                     else:
-                        v2_name = str(data[pos:pos + n2], 'utf-8')
+                        v_name_14 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    v_value_15: str | None
                     n2 = data[pos]
                     if n2 < 128:
                         pos += 1
@@ -1050,9 +1106,9 @@ def decode_create_topics_request_v7(data: bytes, pos: int) -> tuple[CreateTopics
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
-                        v2_value = None
+                        v_value_15 = None
                     else:
-                        v2_value = str(data[pos:pos + n2], 'utf-8')
+                        v_value_15 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
                     if data[pos] == 0:
                         pos += 1
@@ -1063,7 +1119,7 @@ def decode_create_topics_request_v7(data: bytes, pos: int) -> tuple[CreateTopics
                             size2, pos = read_uvarint(data, pos)
                             end2 = pos + size2
                             pos = end2
-                    append1(CreatableTopicConfig(v2_name, v2_value))
+                    append_13(CreatableTopicConfig(v_name_14, v_value_15))
             if data[pos] == 0:
                 pos += 1
             else:
@@ -1073,8 +1129,8 @@ def decode_create_topics_request_v7(data: bytes, pos: int) -> tuple[CreateTopics
                     size1, pos = read_uvarint(data, pos)
                     end1 = pos + size1
                     pos = end1
-            append0(CreatableTopic(v1_name, v1_num_partitions, v1_replication_factor, v1_assignments, v1_configs))
-    v0_timeout_ms, v0_validate_only = _S3.unpack_from(data, pos)
+            append_4(CreatableTopic(v_name_5, v_num_partitions_6, v_replication_factor_7, v_assignments_8, v_configs_9))
+    v_timeout_ms_2, v_validate_only_3 = _S3.unpack_from(data, pos)
     pos += 5
     if data[pos] == 0:
         pos += 1
@@ -1085,40 +1141,40 @@ def decode_create_topics_request_v7(data: bytes, pos: int) -> tuple[CreateTopics
             size0, pos = read_uvarint(data, pos)
             end0 = pos + size0
             pos = end0
-    return CreateTopicsRequest(v0_topics, v0_timeout_ms, v0_validate_only), pos
+    return CreateTopicsRequest(v_topics_1, v_timeout_ms_2, v_validate_only_3), pos
 
 
 def encode_create_topics_request_v7(m: CreateTopicsRequest, out: bytearray) -> None:
-    x0 = m.topics
-    write_uvarint(out, len(x0) + 1)
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        write_uvarint(out, len(x1) + 1)
-        out += x1
-        out += _S2.pack(e0.num_partitions, e0.replication_factor)
-        x1 = e0.assignments
-        write_uvarint(out, len(x1) + 1)
-        for e1 in x1:
-            out += _S0.pack(e1.partition_index)
-            x2 = e1.broker_ids
-            write_uvarint(out, len(x2) + 1)
-            out += pack('>%di' % len(x2), *x2)
+    x_1 = m.topics
+    write_uvarint(out, len(x_1) + 1)
+    for e_2 in x_1:
+        x_3 = e_2.name
+        b_4 = x_3.encode()
+        write_uvarint(out, len(b_4) + 1)
+        out += b_4
+        out += _S2.pack(e_2.num_partitions, e_2.replication_factor)
+        x_5 = e_2.assignments
+        write_uvarint(out, len(x_5) + 1)
+        for e_6 in x_5:
+            out += _S0.pack(e_6.partition_index)
+            x_7 = e_6.broker_ids
+            write_uvarint(out, len(x_7) + 1)
+            out += pack('>%di' % len(x_7), *x_7)
             out.append(0)
-        x1 = e0.configs
-        write_uvarint(out, len(x1) + 1)
-        for e1 in x1:
-            x2 = e1.name
-            x2 = x2.encode()
-            write_uvarint(out, len(x2) + 1)
-            out += x2
-            x2 = e1.value
-            if x2 is None:
+        x_8 = e_2.configs
+        write_uvarint(out, len(x_8) + 1)
+        for e_9 in x_8:
+            x_10 = e_9.name
+            b_11 = x_10.encode()
+            write_uvarint(out, len(b_11) + 1)
+            out += b_11
+            x_12 = e_9.value
+            if x_12 is None:
                 out.append(0)
             else:
-                x2 = x2.encode()
-                write_uvarint(out, len(x2) + 1)
-                out += x2
+                b_13 = x_12.encode()
+                write_uvarint(out, len(b_13) + 1)
+                out += b_13
             out.append(0)
         out.append(0)
     out += _S3.pack(m.timeout_ms, m.validate_only)
@@ -1126,6 +1182,7 @@ def encode_create_topics_request_v7(m: CreateTopicsRequest, out: bytearray) -> N
 
 
 def decode_create_topics_response_v0(data: bytes, pos: int) -> tuple[CreateTopicsResponse, int]:
+    v_topics_2: list[CreatableTopicResult]
     n0, = _S0.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -1133,34 +1190,36 @@ def decode_create_topics_response_v0(data: bytes, pos: int) -> tuple[CreateTopic
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_2 = []
+        append_3 = v_topics_2.append
         for _ in range(n0):
+            v_name_4: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v1_error_code, = _S1.unpack_from(data, pos)
+            v_error_code_6, = _S1.unpack_from(data, pos)
             pos += 2
-            append0(CreatableTopicResult(v1_name, ZERO_UUID, v1_error_code, '', 0, -1, -1, []))
-    return CreateTopicsResponse(0, v0_topics), pos
+            append_3(CreatableTopicResult(v_name_4, ZERO_UUID, v_error_code_6, '', 0, -1, -1, []))
+    return CreateTopicsResponse(0, v_topics_2), pos
 
 
 def encode_create_topics_response_v0(m: CreateTopicsResponse, out: bytearray) -> None:
-    x0 = m.topics
-    out += _S0.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        out += _S1.pack(len(x1))
-        out += x1
-        out += _S1.pack(e0.error_code)
+    x_1 = m.topics
+    out += _S0.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2.name
+        b_4 = x_3.encode()
+        out += _S1.pack(len(b_4))
+        out += b_4
+        out += _S1.pack(e_2.error_code)
 
 
 def decode_create_topics_response_v1(data: bytes, pos: int) -> tuple[CreateTopicsResponse, int]:
+    v_topics_2: list[CreatableTopicResult]
     n0, = _S0.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -1168,50 +1227,53 @@ def decode_create_topics_response_v1(data: bytes, pos: int) -> tuple[CreateTopic
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_2 = []
+        append_3 = v_topics_2.append
         for _ in range(n0):
+            v_name_4: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v1_error_code, = _S1.unpack_from(data, pos)
+            v_error_code_6, = _S1.unpack_from(data, pos)
             pos += 2
+            v_error_message_7: str | None
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
-                v1_error_message = None
+                v_error_message_7 = None
             else:
-                v1_error_message = str(data[pos:pos + n1], 'utf-8')
+                v_error_message_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            append0(CreatableTopicResult(v1_name, ZERO_UUID, v1_error_code, v1_error_message, 0, -1, -1, []))
-    return CreateTopicsResponse(0, v0_topics), pos
+            append_3(CreatableTopicResult(v_name_4, ZERO_UUID, v_error_code_6, v_error_message_7, 0, -1, -1, []))
+    return CreateTopicsResponse(0, v_topics_2), pos
 
 
 def encode_create_topics_response_v1(m: CreateTopicsResponse, out: bytearray) -> None:
-    x0 = m.topics
-    out += _S0.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        out += _S1.pack(len(x1))
-        out += x1
-        out += _S1.pack(e0.error_code)
-        x1 = e0.error_message
-        if x1 is None:
+    x_1 = m.topics
+    out += _S0.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2.name
+        b_4 = x_3.encode()
+        out += _S1.pack(len(b_4))
+        out += b_4
+        out += _S1.pack(e_2.error_code)
+        x_5 = e_2.error_message
+        if x_5 is None:
             out += b'\xff\xff'
         else:
-            x1 = x1.encode()
-            out += _S1.pack(len(x1))
-            out += x1
+            b_6 = x_5.encode()
+            out += _S1.pack(len(b_6))
+            out += b_6
 
 
 def decode_create_topics_response_v2(data: bytes, pos: int) -> tuple[CreateTopicsResponse, int]:
-    v0_throttle_time_ms, = _S0.unpack_from(data, pos)
+    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
     pos += 4
+    v_topics_2: list[CreatableTopicResult]
     n0, = _S0.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -1219,51 +1281,54 @@ def decode_create_topics_response_v2(data: bytes, pos: int) -> tuple[CreateTopic
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_2 = []
+        append_3 = v_topics_2.append
         for _ in range(n0):
+            v_name_4: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v1_error_code, = _S1.unpack_from(data, pos)
+            v_error_code_6, = _S1.unpack_from(data, pos)
             pos += 2
+            v_error_message_7: str | None
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
-                v1_error_message = None
+                v_error_message_7 = None
             else:
-                v1_error_message = str(data[pos:pos + n1], 'utf-8')
+                v_error_message_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            append0(CreatableTopicResult(v1_name, ZERO_UUID, v1_error_code, v1_error_message, 0, -1, -1, []))
-    return CreateTopicsResponse(v0_throttle_time_ms, v0_topics), pos
+            append_3(CreatableTopicResult(v_name_4, ZERO_UUID, v_error_code_6, v_error_message_7, 0, -1, -1, []))
+    return CreateTopicsResponse(v_throttle_time_ms_1, v_topics_2), pos
 
 
 def encode_create_topics_response_v2(m: CreateTopicsResponse, out: bytearray) -> None:
     out += _S0.pack(m.throttle_time_ms)
-    x0 = m.topics
-    out += _S0.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        out += _S1.pack(len(x1))
-        out += x1
-        out += _S1.pack(e0.error_code)
-        x1 = e0.error_message
-        if x1 is None:
+    x_1 = m.topics
+    out += _S0.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2.name
+        b_4 = x_3.encode()
+        out += _S1.pack(len(b_4))
+        out += b_4
+        out += _S1.pack(e_2.error_code)
+        x_5 = e_2.error_message
+        if x_5 is None:
             out += b'\xff\xff'
         else:
-            x1 = x1.encode()
-            out += _S1.pack(len(x1))
-            out += x1
+            b_6 = x_5.encode()
+            out += _S1.pack(len(b_6))
+            out += b_6
 
 
 def decode_create_topics_response_v3(data: bytes, pos: int) -> tuple[CreateTopicsResponse, int]:
-    v0_throttle_time_ms, = _S0.unpack_from(data, pos)
+    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
     pos += 4
+    v_topics_2: list[CreatableTopicResult]
     n0, = _S0.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -1271,51 +1336,54 @@ def decode_create_topics_response_v3(data: bytes, pos: int) -> tuple[CreateTopic
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_2 = []
+        append_3 = v_topics_2.append
         for _ in range(n0):
+            v_name_4: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v1_error_code, = _S1.unpack_from(data, pos)
+            v_error_code_6, = _S1.unpack_from(data, pos)
             pos += 2
+            v_error_message_7: str | None
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
-                v1_error_message = None
+                v_error_message_7 = None
             else:
-                v1_error_message = str(data[pos:pos + n1], 'utf-8')
+                v_error_message_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            append0(CreatableTopicResult(v1_name, ZERO_UUID, v1_error_code, v1_error_message, 0, -1, -1, []))
-    return CreateTopicsResponse(v0_throttle_time_ms, v0_topics), pos
+            append_3(CreatableTopicResult(v_name_4, ZERO_UUID, v_error_code_6, v_error_message_7, 0, -1, -1, []))
+    return CreateTopicsResponse(v_throttle_time_ms_1, v_topics_2), pos
 
 
 def encode_create_topics_response_v3(m: CreateTopicsResponse, out: bytearray) -> None:
     out += _S0.pack(m.throttle_time_ms)
-    x0 = m.topics
-    out += _S0.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        out += _S1.pack(len(x1))
-        out += x1
-        out += _S1.pack(e0.error_code)
-        x1 = e0.error_message
-        if x1 is None:
+    x_1 = m.topics
+    out += _S0.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2.name
+        b_4 = x_3.encode()
+        out += _S1.pack(len(b_4))
+        out += b_4
+        out += _S1.pack(e_2.error_code)
+        x_5 = e_2.error_message
+        if x_5 is None:
             out += b'\xff\xff'
         else:
-            x1 = x1.encode()
-            out += _S1.pack(len(x1))
-            out += x1
+            b_6 = x_5.encode()
+            out += _S1.pack(len(b_6))
+            out += b_6
 
 
 def decode_create_topics_response_v4(data: bytes, pos: int) -> tuple[CreateTopicsResponse, int]:
-    v0_throttle_time_ms, = _S0.unpack_from(data, pos)
+    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
     pos += 4
+    v_topics_2: list[CreatableTopicResult]
     n0, = _S0.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -1323,51 +1391,54 @@ def decode_create_topics_response_v4(data: bytes, pos: int) -> tuple[CreateTopic
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_2 = []
+        append_3 = v_topics_2.append
         for _ in range(n0):
+            v_name_4: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v1_error_code, = _S1.unpack_from(data, pos)
+            v_error_code_6, = _S1.unpack_from(data, pos)
             pos += 2
+            v_error_message_7: str | None
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
-                v1_error_message = None
+                v_error_message_7 = None
             else:
-                v1_error_message = str(data[pos:pos + n1], 'utf-8')
+                v_error_message_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            append0(CreatableTopicResult(v1_name, ZERO_UUID, v1_error_code, v1_error_message, 0, -1, -1, []))
-    return CreateTopicsResponse(v0_throttle_time_ms, v0_topics), pos
+            append_3(CreatableTopicResult(v_name_4, ZERO_UUID, v_error_code_6, v_error_message_7, 0, -1, -1, []))
+    return CreateTopicsResponse(v_throttle_time_ms_1, v_topics_2), pos
 
 
 def encode_create_topics_response_v4(m: CreateTopicsResponse, out: bytearray) -> None:
     out += _S0.pack(m.throttle_time_ms)
-    x0 = m.topics
-    out += _S0.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        out += _S1.pack(len(x1))
-        out += x1
-        out += _S1.pack(e0.error_code)
-        x1 = e0.error_message
-        if x1 is None:
+    x_1 = m.topics
+    out += _S0.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2.name
+        b_4 = x_3.encode()
+        out += _S1.pack(len(b_4))
+        out += b_4
+        out += _S1.pack(e_2.error_code)
+        x_5 = e_2.error_message
+        if x_5 is None:
             out += b'\xff\xff'
         else:
-            x1 = x1.encode()
-            out += _S1.pack(len(x1))
-            out += x1
+            b_6 = x_5.encode()
+            out += _S1.pack(len(b_6))
+            out += b_6
 
 
 def decode_create_topics_response_v5(data: bytes, pos: int) -> tuple[CreateTopicsResponse, int]:
-    v0_throttle_time_ms, = _S0.unpack_from(data, pos)
+    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
     pos += 4
+    v_topics_2: list[CreatableTopicResult]
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -1379,9 +1450,10 @@ def decode_create_topics_response_v5(data: bytes, pos: int) -> tuple[CreateTopic
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_2 = []
+        append_3 = v_topics_2.append
         for _ in range(n0):
+            v_name_4: str
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -1391,10 +1463,11 @@ def decode_create_topics_response_v5(data: bytes, pos: int) -> tuple[CreateTopic
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v1_error_code, = _S1.unpack_from(data, pos)
+            v_error_code_6, = _S1.unpack_from(data, pos)
             pos += 2
+            v_error_message_7: str | None
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -1402,12 +1475,13 @@ def decode_create_topics_response_v5(data: bytes, pos: int) -> tuple[CreateTopic
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
-                v1_error_message = None
+                v_error_message_7 = None
             else:
-                v1_error_message = str(data[pos:pos + n1], 'utf-8')
+                v_error_message_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v1_num_partitions, v1_replication_factor = _S2.unpack_from(data, pos)
+            v_num_partitions_9, v_replication_factor_10 = _S2.unpack_from(data, pos)
             pos += 6
+            v_configs_11: list[CreatableTopicConfigs] | None
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -1415,13 +1489,14 @@ def decode_create_topics_response_v5(data: bytes, pos: int) -> tuple[CreateTopic
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
-                v1_configs = None
+                v_configs_11 = None
             elif n1 > len(data) - pos:
                 raise DecodeError('array Configs longer than the frame')
             else:
-                v1_configs = []
-                append1 = v1_configs.append
+                v_configs_11 = []
+                append_12 = v_configs_11.append
                 for _ in range(n1):
+                    v_name_13: str
                     n2 = data[pos]
                     if n2 < 128:
                         pos += 1
@@ -1431,8 +1506,9 @@ def decode_create_topics_response_v5(data: bytes, pos: int) -> tuple[CreateTopic
                     if n2 < 0:
                         raise DecodeError('non-nullable field Name is null')
                     else:
-                        v2_name = str(data[pos:pos + n2], 'utf-8')
+                        v_name_13 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    v_value_14: str | None
                     n2 = data[pos]
                     if n2 < 128:
                         pos += 1
@@ -1440,11 +1516,11 @@ def decode_create_topics_response_v5(data: bytes, pos: int) -> tuple[CreateTopic
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
-                        v2_value = None
+                        v_value_14 = None
                     else:
-                        v2_value = str(data[pos:pos + n2], 'utf-8')
+                        v_value_14 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
-                    v2_read_only, v2_config_source, v2_is_sensitive = _S4.unpack_from(data, pos)
+                    v_read_only_15, v_config_source_16, v_is_sensitive_17 = _S4.unpack_from(data, pos)
                     pos += 3
                     if data[pos] == 0:
                         pos += 1
@@ -1455,8 +1531,8 @@ def decode_create_topics_response_v5(data: bytes, pos: int) -> tuple[CreateTopic
                             size2, pos = read_uvarint(data, pos)
                             end2 = pos + size2
                             pos = end2
-                    append1(CreatableTopicConfigs(v2_name, v2_value, v2_read_only, v2_config_source, v2_is_sensitive))
-            v1_topic_config_error_code = 0
+                    append_12(CreatableTopicConfigs(v_name_13, v_value_14, v_read_only_15, v_config_source_16, v_is_sensitive_17))
+            v_topic_config_error_code_8: int = 0
             if data[pos] == 0:
                 pos += 1
             else:
@@ -1466,10 +1542,10 @@ def decode_create_topics_response_v5(data: bytes, pos: int) -> tuple[CreateTopic
                     size1, pos = read_uvarint(data, pos)
                     end1 = pos + size1
                     if tag1 == 0:
-                        v1_topic_config_error_code, = _S1.unpack_from(data, pos)
+                        v_topic_config_error_code_8, = _S1.unpack_from(data, pos)
                         pos += 2
                     pos = end1
-            append0(CreatableTopicResult(v1_name, ZERO_UUID, v1_error_code, v1_error_message, v1_topic_config_error_code, v1_num_partitions, v1_replication_factor, v1_configs))
+            append_3(CreatableTopicResult(v_name_4, ZERO_UUID, v_error_code_6, v_error_message_7, v_topic_config_error_code_8, v_num_partitions_9, v_replication_factor_10, v_configs_11))
     if data[pos] == 0:
         pos += 1
     else:
@@ -1479,60 +1555,61 @@ def decode_create_topics_response_v5(data: bytes, pos: int) -> tuple[CreateTopic
             size0, pos = read_uvarint(data, pos)
             end0 = pos + size0
             pos = end0
-    return CreateTopicsResponse(v0_throttle_time_ms, v0_topics), pos
+    return CreateTopicsResponse(v_throttle_time_ms_1, v_topics_2), pos
 
 
 def encode_create_topics_response_v5(m: CreateTopicsResponse, out: bytearray) -> None:
     out += _S0.pack(m.throttle_time_ms)
-    x0 = m.topics
-    write_uvarint(out, len(x0) + 1)
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        write_uvarint(out, len(x1) + 1)
-        out += x1
-        out += _S1.pack(e0.error_code)
-        x1 = e0.error_message
-        if x1 is None:
+    x_1 = m.topics
+    write_uvarint(out, len(x_1) + 1)
+    for e_2 in x_1:
+        x_3 = e_2.name
+        b_4 = x_3.encode()
+        write_uvarint(out, len(b_4) + 1)
+        out += b_4
+        out += _S1.pack(e_2.error_code)
+        x_5 = e_2.error_message
+        if x_5 is None:
             out.append(0)
         else:
-            x1 = x1.encode()
-            write_uvarint(out, len(x1) + 1)
-            out += x1
-        out += _S2.pack(e0.num_partitions, e0.replication_factor)
-        x1 = e0.configs
-        if x1 is None:
+            b_6 = x_5.encode()
+            write_uvarint(out, len(b_6) + 1)
+            out += b_6
+        out += _S2.pack(e_2.num_partitions, e_2.replication_factor)
+        x_7 = e_2.configs
+        if x_7 is None:
             out.append(0)
         else:
-            write_uvarint(out, len(x1) + 1)
-            for e1 in x1:
-                x2 = e1.name
-                x2 = x2.encode()
-                write_uvarint(out, len(x2) + 1)
-                out += x2
-                x2 = e1.value
-                if x2 is None:
+            write_uvarint(out, len(x_7) + 1)
+            for e_8 in x_7:
+                x_9 = e_8.name
+                b_10 = x_9.encode()
+                write_uvarint(out, len(b_10) + 1)
+                out += b_10
+                x_11 = e_8.value
+                if x_11 is None:
                     out.append(0)
                 else:
-                    x2 = x2.encode()
-                    write_uvarint(out, len(x2) + 1)
-                    out += x2
-                out += _S4.pack(e1.read_only, e1.config_source, e1.is_sensitive)
+                    b_12 = x_11.encode()
+                    write_uvarint(out, len(b_12) + 1)
+                    out += b_12
+                out += _S4.pack(e_8.read_only, e_8.config_source, e_8.is_sensitive)
                 out.append(0)
-        tags1 = (e0.topic_config_error_code != 0)
+        tags1 = (e_2.topic_config_error_code != 0)
         write_uvarint(out, tags1)
-        if e0.topic_config_error_code != 0:
+        if e_2.topic_config_error_code != 0:
             write_uvarint(out, 0)
             tagbuf1 = bytearray()
-            tagbuf1 += _S1.pack(e0.topic_config_error_code)
+            tagbuf1 += _S1.pack(e_2.topic_config_error_code)
             write_uvarint(out, len(tagbuf1))
             out += tagbuf1
     out.append(0)
 
 
 def decode_create_topics_response_v6(data: bytes, pos: int) -> tuple[CreateTopicsResponse, int]:
-    v0_throttle_time_ms, = _S0.unpack_from(data, pos)
+    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
     pos += 4
+    v_topics_2: list[CreatableTopicResult]
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -1544,9 +1621,10 @@ def decode_create_topics_response_v6(data: bytes, pos: int) -> tuple[CreateTopic
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_2 = []
+        append_3 = v_topics_2.append
         for _ in range(n0):
+            v_name_4: str
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -1556,10 +1634,11 @@ def decode_create_topics_response_v6(data: bytes, pos: int) -> tuple[CreateTopic
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v1_error_code, = _S1.unpack_from(data, pos)
+            v_error_code_6, = _S1.unpack_from(data, pos)
             pos += 2
+            v_error_message_7: str | None
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -1567,12 +1646,13 @@ def decode_create_topics_response_v6(data: bytes, pos: int) -> tuple[CreateTopic
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
-                v1_error_message = None
+                v_error_message_7 = None
             else:
-                v1_error_message = str(data[pos:pos + n1], 'utf-8')
+                v_error_message_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v1_num_partitions, v1_replication_factor = _S2.unpack_from(data, pos)
+            v_num_partitions_9, v_replication_factor_10 = _S2.unpack_from(data, pos)
             pos += 6
+            v_configs_11: list[CreatableTopicConfigs] | None
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -1580,13 +1660,14 @@ def decode_create_topics_response_v6(data: bytes, pos: int) -> tuple[CreateTopic
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
-                v1_configs = None
+                v_configs_11 = None
             elif n1 > len(data) - pos:
                 raise DecodeError('array Configs longer than the frame')
             else:
-                v1_configs = []
-                append1 = v1_configs.append
+                v_configs_11 = []
+                append_12 = v_configs_11.append
                 for _ in range(n1):
+                    v_name_13: str
                     n2 = data[pos]
                     if n2 < 128:
                         pos += 1
@@ -1596,8 +1677,9 @@ def decode_create_topics_response_v6(data: bytes, pos: int) -> tuple[CreateTopic
                     if n2 < 0:
                         raise DecodeError('non-nullable field Name is null')
                     else:
-                        v2_name = str(data[pos:pos + n2], 'utf-8')
+                        v_name_13 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    v_value_14: str | None
                     n2 = data[pos]
                     if n2 < 128:
                         pos += 1
@@ -1605,11 +1687,11 @@ def decode_create_topics_response_v6(data: bytes, pos: int) -> tuple[CreateTopic
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
-                        v2_value = None
+                        v_value_14 = None
                     else:
-                        v2_value = str(data[pos:pos + n2], 'utf-8')
+                        v_value_14 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
-                    v2_read_only, v2_config_source, v2_is_sensitive = _S4.unpack_from(data, pos)
+                    v_read_only_15, v_config_source_16, v_is_sensitive_17 = _S4.unpack_from(data, pos)
                     pos += 3
                     if data[pos] == 0:
                         pos += 1
@@ -1620,8 +1702,8 @@ def decode_create_topics_response_v6(data: bytes, pos: int) -> tuple[CreateTopic
                             size2, pos = read_uvarint(data, pos)
                             end2 = pos + size2
                             pos = end2
-                    append1(CreatableTopicConfigs(v2_name, v2_value, v2_read_only, v2_config_source, v2_is_sensitive))
-            v1_topic_config_error_code = 0
+                    append_12(CreatableTopicConfigs(v_name_13, v_value_14, v_read_only_15, v_config_source_16, v_is_sensitive_17))
+            v_topic_config_error_code_8: int = 0
             if data[pos] == 0:
                 pos += 1
             else:
@@ -1631,10 +1713,10 @@ def decode_create_topics_response_v6(data: bytes, pos: int) -> tuple[CreateTopic
                     size1, pos = read_uvarint(data, pos)
                     end1 = pos + size1
                     if tag1 == 0:
-                        v1_topic_config_error_code, = _S1.unpack_from(data, pos)
+                        v_topic_config_error_code_8, = _S1.unpack_from(data, pos)
                         pos += 2
                     pos = end1
-            append0(CreatableTopicResult(v1_name, ZERO_UUID, v1_error_code, v1_error_message, v1_topic_config_error_code, v1_num_partitions, v1_replication_factor, v1_configs))
+            append_3(CreatableTopicResult(v_name_4, ZERO_UUID, v_error_code_6, v_error_message_7, v_topic_config_error_code_8, v_num_partitions_9, v_replication_factor_10, v_configs_11))
     if data[pos] == 0:
         pos += 1
     else:
@@ -1644,60 +1726,61 @@ def decode_create_topics_response_v6(data: bytes, pos: int) -> tuple[CreateTopic
             size0, pos = read_uvarint(data, pos)
             end0 = pos + size0
             pos = end0
-    return CreateTopicsResponse(v0_throttle_time_ms, v0_topics), pos
+    return CreateTopicsResponse(v_throttle_time_ms_1, v_topics_2), pos
 
 
 def encode_create_topics_response_v6(m: CreateTopicsResponse, out: bytearray) -> None:
     out += _S0.pack(m.throttle_time_ms)
-    x0 = m.topics
-    write_uvarint(out, len(x0) + 1)
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        write_uvarint(out, len(x1) + 1)
-        out += x1
-        out += _S1.pack(e0.error_code)
-        x1 = e0.error_message
-        if x1 is None:
+    x_1 = m.topics
+    write_uvarint(out, len(x_1) + 1)
+    for e_2 in x_1:
+        x_3 = e_2.name
+        b_4 = x_3.encode()
+        write_uvarint(out, len(b_4) + 1)
+        out += b_4
+        out += _S1.pack(e_2.error_code)
+        x_5 = e_2.error_message
+        if x_5 is None:
             out.append(0)
         else:
-            x1 = x1.encode()
-            write_uvarint(out, len(x1) + 1)
-            out += x1
-        out += _S2.pack(e0.num_partitions, e0.replication_factor)
-        x1 = e0.configs
-        if x1 is None:
+            b_6 = x_5.encode()
+            write_uvarint(out, len(b_6) + 1)
+            out += b_6
+        out += _S2.pack(e_2.num_partitions, e_2.replication_factor)
+        x_7 = e_2.configs
+        if x_7 is None:
             out.append(0)
         else:
-            write_uvarint(out, len(x1) + 1)
-            for e1 in x1:
-                x2 = e1.name
-                x2 = x2.encode()
-                write_uvarint(out, len(x2) + 1)
-                out += x2
-                x2 = e1.value
-                if x2 is None:
+            write_uvarint(out, len(x_7) + 1)
+            for e_8 in x_7:
+                x_9 = e_8.name
+                b_10 = x_9.encode()
+                write_uvarint(out, len(b_10) + 1)
+                out += b_10
+                x_11 = e_8.value
+                if x_11 is None:
                     out.append(0)
                 else:
-                    x2 = x2.encode()
-                    write_uvarint(out, len(x2) + 1)
-                    out += x2
-                out += _S4.pack(e1.read_only, e1.config_source, e1.is_sensitive)
+                    b_12 = x_11.encode()
+                    write_uvarint(out, len(b_12) + 1)
+                    out += b_12
+                out += _S4.pack(e_8.read_only, e_8.config_source, e_8.is_sensitive)
                 out.append(0)
-        tags1 = (e0.topic_config_error_code != 0)
+        tags1 = (e_2.topic_config_error_code != 0)
         write_uvarint(out, tags1)
-        if e0.topic_config_error_code != 0:
+        if e_2.topic_config_error_code != 0:
             write_uvarint(out, 0)
             tagbuf1 = bytearray()
-            tagbuf1 += _S1.pack(e0.topic_config_error_code)
+            tagbuf1 += _S1.pack(e_2.topic_config_error_code)
             write_uvarint(out, len(tagbuf1))
             out += tagbuf1
     out.append(0)
 
 
 def decode_create_topics_response_v7(data: bytes, pos: int) -> tuple[CreateTopicsResponse, int]:
-    v0_throttle_time_ms, = _S0.unpack_from(data, pos)
+    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
     pos += 4
+    v_topics_2: list[CreatableTopicResult]
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -1709,9 +1792,10 @@ def decode_create_topics_response_v7(data: bytes, pos: int) -> tuple[CreateTopic
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_2 = []
+        append_3 = v_topics_2.append
         for _ in range(n0):
+            v_name_4: str
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -1721,10 +1805,11 @@ def decode_create_topics_response_v7(data: bytes, pos: int) -> tuple[CreateTopic
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v1_topic_id, v1_error_code = _S5.unpack_from(data, pos)
+            v_topic_id_5, v_error_code_6 = _S5.unpack_from(data, pos)
             pos += 18
+            v_error_message_7: str | None
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -1732,12 +1817,13 @@ def decode_create_topics_response_v7(data: bytes, pos: int) -> tuple[CreateTopic
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
-                v1_error_message = None
+                v_error_message_7 = None
             else:
-                v1_error_message = str(data[pos:pos + n1], 'utf-8')
+                v_error_message_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v1_num_partitions, v1_replication_factor = _S2.unpack_from(data, pos)
+            v_num_partitions_9, v_replication_factor_10 = _S2.unpack_from(data, pos)
             pos += 6
+            v_configs_11: list[CreatableTopicConfigs] | None
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -1745,13 +1831,14 @@ def decode_create_topics_response_v7(data: bytes, pos: int) -> tuple[CreateTopic
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
-                v1_configs = None
+                v_configs_11 = None
             elif n1 > len(data) - pos:
                 raise DecodeError('array Configs longer than the frame')
             else:
-                v1_configs = []
-                append1 = v1_configs.append
+                v_configs_11 = []
+                append_12 = v_configs_11.append
                 for _ in range(n1):
+                    v_name_13: str
                     n2 = data[pos]
                     if n2 < 128:
                         pos += 1
@@ -1761,8 +1848,9 @@ def decode_create_topics_response_v7(data: bytes, pos: int) -> tuple[CreateTopic
                     if n2 < 0:
                         raise DecodeError('non-nullable field Name is null')
                     else:
-                        v2_name = str(data[pos:pos + n2], 'utf-8')
+                        v_name_13 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    v_value_14: str | None
                     n2 = data[pos]
                     if n2 < 128:
                         pos += 1
@@ -1770,11 +1858,11 @@ def decode_create_topics_response_v7(data: bytes, pos: int) -> tuple[CreateTopic
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
-                        v2_value = None
+                        v_value_14 = None
                     else:
-                        v2_value = str(data[pos:pos + n2], 'utf-8')
+                        v_value_14 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
-                    v2_read_only, v2_config_source, v2_is_sensitive = _S4.unpack_from(data, pos)
+                    v_read_only_15, v_config_source_16, v_is_sensitive_17 = _S4.unpack_from(data, pos)
                     pos += 3
                     if data[pos] == 0:
                         pos += 1
@@ -1785,8 +1873,8 @@ def decode_create_topics_response_v7(data: bytes, pos: int) -> tuple[CreateTopic
                             size2, pos = read_uvarint(data, pos)
                             end2 = pos + size2
                             pos = end2
-                    append1(CreatableTopicConfigs(v2_name, v2_value, v2_read_only, v2_config_source, v2_is_sensitive))
-            v1_topic_config_error_code = 0
+                    append_12(CreatableTopicConfigs(v_name_13, v_value_14, v_read_only_15, v_config_source_16, v_is_sensitive_17))
+            v_topic_config_error_code_8: int = 0
             if data[pos] == 0:
                 pos += 1
             else:
@@ -1796,10 +1884,10 @@ def decode_create_topics_response_v7(data: bytes, pos: int) -> tuple[CreateTopic
                     size1, pos = read_uvarint(data, pos)
                     end1 = pos + size1
                     if tag1 == 0:
-                        v1_topic_config_error_code, = _S1.unpack_from(data, pos)
+                        v_topic_config_error_code_8, = _S1.unpack_from(data, pos)
                         pos += 2
                     pos = end1
-            append0(CreatableTopicResult(v1_name, v1_topic_id, v1_error_code, v1_error_message, v1_topic_config_error_code, v1_num_partitions, v1_replication_factor, v1_configs))
+            append_3(CreatableTopicResult(v_name_4, v_topic_id_5, v_error_code_6, v_error_message_7, v_topic_config_error_code_8, v_num_partitions_9, v_replication_factor_10, v_configs_11))
     if data[pos] == 0:
         pos += 1
     else:
@@ -1809,52 +1897,52 @@ def decode_create_topics_response_v7(data: bytes, pos: int) -> tuple[CreateTopic
             size0, pos = read_uvarint(data, pos)
             end0 = pos + size0
             pos = end0
-    return CreateTopicsResponse(v0_throttle_time_ms, v0_topics), pos
+    return CreateTopicsResponse(v_throttle_time_ms_1, v_topics_2), pos
 
 
 def encode_create_topics_response_v7(m: CreateTopicsResponse, out: bytearray) -> None:
     out += _S0.pack(m.throttle_time_ms)
-    x0 = m.topics
-    write_uvarint(out, len(x0) + 1)
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        write_uvarint(out, len(x1) + 1)
-        out += x1
-        out += _S5.pack(e0.topic_id, e0.error_code)
-        x1 = e0.error_message
-        if x1 is None:
+    x_1 = m.topics
+    write_uvarint(out, len(x_1) + 1)
+    for e_2 in x_1:
+        x_3 = e_2.name
+        b_4 = x_3.encode()
+        write_uvarint(out, len(b_4) + 1)
+        out += b_4
+        out += _S5.pack(e_2.topic_id, e_2.error_code)
+        x_5 = e_2.error_message
+        if x_5 is None:
             out.append(0)
         else:
-            x1 = x1.encode()
-            write_uvarint(out, len(x1) + 1)
-            out += x1
-        out += _S2.pack(e0.num_partitions, e0.replication_factor)
-        x1 = e0.configs
-        if x1 is None:
+            b_6 = x_5.encode()
+            write_uvarint(out, len(b_6) + 1)
+            out += b_6
+        out += _S2.pack(e_2.num_partitions, e_2.replication_factor)
+        x_7 = e_2.configs
+        if x_7 is None:
             out.append(0)
         else:
-            write_uvarint(out, len(x1) + 1)
-            for e1 in x1:
-                x2 = e1.name
-                x2 = x2.encode()
-                write_uvarint(out, len(x2) + 1)
-                out += x2
-                x2 = e1.value
-                if x2 is None:
+            write_uvarint(out, len(x_7) + 1)
+            for e_8 in x_7:
+                x_9 = e_8.name
+                b_10 = x_9.encode()
+                write_uvarint(out, len(b_10) + 1)
+                out += b_10
+                x_11 = e_8.value
+                if x_11 is None:
                     out.append(0)
                 else:
-                    x2 = x2.encode()
-                    write_uvarint(out, len(x2) + 1)
-                    out += x2
-                out += _S4.pack(e1.read_only, e1.config_source, e1.is_sensitive)
+                    b_12 = x_11.encode()
+                    write_uvarint(out, len(b_12) + 1)
+                    out += b_12
+                out += _S4.pack(e_8.read_only, e_8.config_source, e_8.is_sensitive)
                 out.append(0)
-        tags1 = (e0.topic_config_error_code != 0)
+        tags1 = (e_2.topic_config_error_code != 0)
         write_uvarint(out, tags1)
-        if e0.topic_config_error_code != 0:
+        if e_2.topic_config_error_code != 0:
             write_uvarint(out, 0)
             tagbuf1 = bytearray()
-            tagbuf1 += _S1.pack(e0.topic_config_error_code)
+            tagbuf1 += _S1.pack(e_2.topic_config_error_code)
             write_uvarint(out, len(tagbuf1))
             out += tagbuf1
     out.append(0)

@@ -31,6 +31,7 @@ class DeleteGroupsResponse:
 
 
 def decode_delete_groups_request_v0(data: bytes, pos: int) -> tuple[DeleteGroupsRequest, int]:
+    v_groups_names_1: list[str]
     n0, = _S0.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -38,31 +39,33 @@ def decode_delete_groups_request_v0(data: bytes, pos: int) -> tuple[DeleteGroups
     elif n0 > len(data) - pos:
         raise DecodeError('array GroupsNames longer than the frame')
     else:
-        v0_groups_names = []
-        append0 = v0_groups_names.append
+        v_groups_names_1 = []
+        append_2 = v_groups_names_1.append
         for _ in range(n0):
+            e_3: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field GroupsNames[] is null')
             else:
-                e0 = str(data[pos:pos + n1], 'utf-8')
+                e_3 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            append0(e0)
-    return DeleteGroupsRequest(v0_groups_names), pos
+            append_2(e_3)
+    return DeleteGroupsRequest(v_groups_names_1), pos
 
 
 def encode_delete_groups_request_v0(m: DeleteGroupsRequest, out: bytearray) -> None:
-    x0 = m.groups_names
-    out += _S0.pack(len(x0))
-    for e0 in x0:
-        x1 = e0
-        x1 = x1.encode()
-        out += _S1.pack(len(x1))
-        out += x1
+    x_1 = m.groups_names
+    out += _S0.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2
+        b_4 = x_3.encode()
+        out += _S1.pack(len(b_4))
+        out += b_4
 
 
 def decode_delete_groups_request_v1(data: bytes, pos: int) -> tuple[DeleteGroupsRequest, int]:
+    v_groups_names_1: list[str]
     n0, = _S0.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -70,31 +73,33 @@ def decode_delete_groups_request_v1(data: bytes, pos: int) -> tuple[DeleteGroups
     elif n0 > len(data) - pos:
         raise DecodeError('array GroupsNames longer than the frame')
     else:
-        v0_groups_names = []
-        append0 = v0_groups_names.append
+        v_groups_names_1 = []
+        append_2 = v_groups_names_1.append
         for _ in range(n0):
+            e_3: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field GroupsNames[] is null')
             else:
-                e0 = str(data[pos:pos + n1], 'utf-8')
+                e_3 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            append0(e0)
-    return DeleteGroupsRequest(v0_groups_names), pos
+            append_2(e_3)
+    return DeleteGroupsRequest(v_groups_names_1), pos
 
 
 def encode_delete_groups_request_v1(m: DeleteGroupsRequest, out: bytearray) -> None:
-    x0 = m.groups_names
-    out += _S0.pack(len(x0))
-    for e0 in x0:
-        x1 = e0
-        x1 = x1.encode()
-        out += _S1.pack(len(x1))
-        out += x1
+    x_1 = m.groups_names
+    out += _S0.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2
+        b_4 = x_3.encode()
+        out += _S1.pack(len(b_4))
+        out += b_4
 
 
 def decode_delete_groups_request_v2(data: bytes, pos: int) -> tuple[DeleteGroupsRequest, int]:
+    v_groups_names_1: list[str]
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -106,9 +111,10 @@ def decode_delete_groups_request_v2(data: bytes, pos: int) -> tuple[DeleteGroups
     elif n0 > len(data) - pos:
         raise DecodeError('array GroupsNames longer than the frame')
     else:
-        v0_groups_names = []
-        append0 = v0_groups_names.append
+        v_groups_names_1 = []
+        append_2 = v_groups_names_1.append
         for _ in range(n0):
+            e_3: str
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -118,9 +124,9 @@ def decode_delete_groups_request_v2(data: bytes, pos: int) -> tuple[DeleteGroups
             if n1 < 0:
                 raise DecodeError('non-nullable field GroupsNames[] is null')
             else:
-                e0 = str(data[pos:pos + n1], 'utf-8')
+                e_3 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            append0(e0)
+            append_2(e_3)
     if data[pos] == 0:
         pos += 1
     else:
@@ -130,23 +136,24 @@ def decode_delete_groups_request_v2(data: bytes, pos: int) -> tuple[DeleteGroups
             size0, pos = read_uvarint(data, pos)
             end0 = pos + size0
             pos = end0
-    return DeleteGroupsRequest(v0_groups_names), pos
+    return DeleteGroupsRequest(v_groups_names_1), pos
 
 
 def encode_delete_groups_request_v2(m: DeleteGroupsRequest, out: bytearray) -> None:
-    x0 = m.groups_names
-    write_uvarint(out, len(x0) + 1)
-    for e0 in x0:
-        x1 = e0
-        x1 = x1.encode()
-        write_uvarint(out, len(x1) + 1)
-        out += x1
+    x_1 = m.groups_names
+    write_uvarint(out, len(x_1) + 1)
+    for e_2 in x_1:
+        x_3 = e_2
+        b_4 = x_3.encode()
+        write_uvarint(out, len(b_4) + 1)
+        out += b_4
     out.append(0)
 
 
 def decode_delete_groups_response_v0(data: bytes, pos: int) -> tuple[DeleteGroupsResponse, int]:
-    v0_throttle_time_ms, = _S0.unpack_from(data, pos)
+    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
     pos += 4
+    v_results_2: list[DeletableGroupResult]
     n0, = _S0.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -154,37 +161,39 @@ def decode_delete_groups_response_v0(data: bytes, pos: int) -> tuple[DeleteGroup
     elif n0 > len(data) - pos:
         raise DecodeError('array Results longer than the frame')
     else:
-        v0_results = []
-        append0 = v0_results.append
+        v_results_2 = []
+        append_3 = v_results_2.append
         for _ in range(n0):
+            v_group_id_4: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field GroupId is null')
             else:
-                v1_group_id = str(data[pos:pos + n1], 'utf-8')
+                v_group_id_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v1_error_code, = _S1.unpack_from(data, pos)
+            v_error_code_5, = _S1.unpack_from(data, pos)
             pos += 2
-            append0(DeletableGroupResult(v1_group_id, v1_error_code))
-    return DeleteGroupsResponse(v0_throttle_time_ms, v0_results), pos
+            append_3(DeletableGroupResult(v_group_id_4, v_error_code_5))
+    return DeleteGroupsResponse(v_throttle_time_ms_1, v_results_2), pos
 
 
 def encode_delete_groups_response_v0(m: DeleteGroupsResponse, out: bytearray) -> None:
     out += _S0.pack(m.throttle_time_ms)
-    x0 = m.results
-    out += _S0.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.group_id
-        x1 = x1.encode()
-        out += _S1.pack(len(x1))
-        out += x1
-        out += _S1.pack(e0.error_code)
+    x_1 = m.results
+    out += _S0.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2.group_id
+        b_4 = x_3.encode()
+        out += _S1.pack(len(b_4))
+        out += b_4
+        out += _S1.pack(e_2.error_code)
 
 
 def decode_delete_groups_response_v1(data: bytes, pos: int) -> tuple[DeleteGroupsResponse, int]:
-    v0_throttle_time_ms, = _S0.unpack_from(data, pos)
+    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
     pos += 4
+    v_results_2: list[DeletableGroupResult]
     n0, = _S0.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -192,37 +201,39 @@ def decode_delete_groups_response_v1(data: bytes, pos: int) -> tuple[DeleteGroup
     elif n0 > len(data) - pos:
         raise DecodeError('array Results longer than the frame')
     else:
-        v0_results = []
-        append0 = v0_results.append
+        v_results_2 = []
+        append_3 = v_results_2.append
         for _ in range(n0):
+            v_group_id_4: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field GroupId is null')
             else:
-                v1_group_id = str(data[pos:pos + n1], 'utf-8')
+                v_group_id_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v1_error_code, = _S1.unpack_from(data, pos)
+            v_error_code_5, = _S1.unpack_from(data, pos)
             pos += 2
-            append0(DeletableGroupResult(v1_group_id, v1_error_code))
-    return DeleteGroupsResponse(v0_throttle_time_ms, v0_results), pos
+            append_3(DeletableGroupResult(v_group_id_4, v_error_code_5))
+    return DeleteGroupsResponse(v_throttle_time_ms_1, v_results_2), pos
 
 
 def encode_delete_groups_response_v1(m: DeleteGroupsResponse, out: bytearray) -> None:
     out += _S0.pack(m.throttle_time_ms)
-    x0 = m.results
-    out += _S0.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.group_id
-        x1 = x1.encode()
-        out += _S1.pack(len(x1))
-        out += x1
-        out += _S1.pack(e0.error_code)
+    x_1 = m.results
+    out += _S0.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2.group_id
+        b_4 = x_3.encode()
+        out += _S1.pack(len(b_4))
+        out += b_4
+        out += _S1.pack(e_2.error_code)
 
 
 def decode_delete_groups_response_v2(data: bytes, pos: int) -> tuple[DeleteGroupsResponse, int]:
-    v0_throttle_time_ms, = _S0.unpack_from(data, pos)
+    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
     pos += 4
+    v_results_2: list[DeletableGroupResult]
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -234,9 +245,10 @@ def decode_delete_groups_response_v2(data: bytes, pos: int) -> tuple[DeleteGroup
     elif n0 > len(data) - pos:
         raise DecodeError('array Results longer than the frame')
     else:
-        v0_results = []
-        append0 = v0_results.append
+        v_results_2 = []
+        append_3 = v_results_2.append
         for _ in range(n0):
+            v_group_id_4: str
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -246,9 +258,9 @@ def decode_delete_groups_response_v2(data: bytes, pos: int) -> tuple[DeleteGroup
             if n1 < 0:
                 raise DecodeError('non-nullable field GroupId is null')
             else:
-                v1_group_id = str(data[pos:pos + n1], 'utf-8')
+                v_group_id_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v1_error_code, = _S1.unpack_from(data, pos)
+            v_error_code_5, = _S1.unpack_from(data, pos)
             pos += 2
             if data[pos] == 0:
                 pos += 1
@@ -259,7 +271,7 @@ def decode_delete_groups_response_v2(data: bytes, pos: int) -> tuple[DeleteGroup
                     size1, pos = read_uvarint(data, pos)
                     end1 = pos + size1
                     pos = end1
-            append0(DeletableGroupResult(v1_group_id, v1_error_code))
+            append_3(DeletableGroupResult(v_group_id_4, v_error_code_5))
     if data[pos] == 0:
         pos += 1
     else:
@@ -269,18 +281,18 @@ def decode_delete_groups_response_v2(data: bytes, pos: int) -> tuple[DeleteGroup
             size0, pos = read_uvarint(data, pos)
             end0 = pos + size0
             pos = end0
-    return DeleteGroupsResponse(v0_throttle_time_ms, v0_results), pos
+    return DeleteGroupsResponse(v_throttle_time_ms_1, v_results_2), pos
 
 
 def encode_delete_groups_response_v2(m: DeleteGroupsResponse, out: bytearray) -> None:
     out += _S0.pack(m.throttle_time_ms)
-    x0 = m.results
-    write_uvarint(out, len(x0) + 1)
-    for e0 in x0:
-        x1 = e0.group_id
-        x1 = x1.encode()
-        write_uvarint(out, len(x1) + 1)
-        out += x1
-        out += _S1.pack(e0.error_code)
+    x_1 = m.results
+    write_uvarint(out, len(x_1) + 1)
+    for e_2 in x_1:
+        x_3 = e_2.group_id
+        b_4 = x_3.encode()
+        write_uvarint(out, len(b_4) + 1)
+        out += b_4
+        out += _S1.pack(e_2.error_code)
         out.append(0)
     out.append(0)

@@ -44,6 +44,7 @@ class DeleteTopicsResponse:
 
 
 def decode_delete_topics_request_v0(data: bytes, pos: int) -> tuple[DeleteTopicsRequest, int]:
+    v_topic_names_2: list[str]
     n0, = _S0.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -51,34 +52,36 @@ def decode_delete_topics_request_v0(data: bytes, pos: int) -> tuple[DeleteTopics
     elif n0 > len(data) - pos:
         raise DecodeError('array TopicNames longer than the frame')
     else:
-        v0_topic_names = []
-        append0 = v0_topic_names.append
+        v_topic_names_2 = []
+        append_4 = v_topic_names_2.append
         for _ in range(n0):
+            e_5: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field TopicNames[] is null')
             else:
-                e0 = str(data[pos:pos + n1], 'utf-8')
+                e_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            append0(e0)
-    v0_timeout_ms, = _S0.unpack_from(data, pos)
+            append_4(e_5)
+    v_timeout_ms_3, = _S0.unpack_from(data, pos)
     pos += 4
-    return DeleteTopicsRequest([], v0_topic_names, v0_timeout_ms), pos
+    return DeleteTopicsRequest([], v_topic_names_2, v_timeout_ms_3), pos
 
 
 def encode_delete_topics_request_v0(m: DeleteTopicsRequest, out: bytearray) -> None:
-    x0 = m.topic_names
-    out += _S0.pack(len(x0))
-    for e0 in x0:
-        x1 = e0
-        x1 = x1.encode()
-        out += _S1.pack(len(x1))
-        out += x1
+    x_1 = m.topic_names
+    out += _S0.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2
+        b_4 = x_3.encode()
+        out += _S1.pack(len(b_4))
+        out += b_4
     out += _S0.pack(m.timeout_ms)
 
 
 def decode_delete_topics_request_v1(data: bytes, pos: int) -> tuple[DeleteTopicsRequest, int]:
+    v_topic_names_2: list[str]
     n0, = _S0.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -86,34 +89,36 @@ def decode_delete_topics_request_v1(data: bytes, pos: int) -> tuple[DeleteTopics
     elif n0 > len(data) - pos:
         raise DecodeError('array TopicNames longer than the frame')
     else:
-        v0_topic_names = []
-        append0 = v0_topic_names.append
+        v_topic_names_2 = []
+        append_4 = v_topic_names_2.append
         for _ in range(n0):
+            e_5: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field TopicNames[] is null')
             else:
-                e0 = str(data[pos:pos + n1], 'utf-8')
+                e_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            append0(e0)
-    v0_timeout_ms, = _S0.unpack_from(data, pos)
+            append_4(e_5)
+    v_timeout_ms_3, = _S0.unpack_from(data, pos)
     pos += 4
-    return DeleteTopicsRequest([], v0_topic_names, v0_timeout_ms), pos
+    return DeleteTopicsRequest([], v_topic_names_2, v_timeout_ms_3), pos
 
 
 def encode_delete_topics_request_v1(m: DeleteTopicsRequest, out: bytearray) -> None:
-    x0 = m.topic_names
-    out += _S0.pack(len(x0))
-    for e0 in x0:
-        x1 = e0
-        x1 = x1.encode()
-        out += _S1.pack(len(x1))
-        out += x1
+    x_1 = m.topic_names
+    out += _S0.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2
+        b_4 = x_3.encode()
+        out += _S1.pack(len(b_4))
+        out += b_4
     out += _S0.pack(m.timeout_ms)
 
 
 def decode_delete_topics_request_v2(data: bytes, pos: int) -> tuple[DeleteTopicsRequest, int]:
+    v_topic_names_2: list[str]
     n0, = _S0.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -121,34 +126,36 @@ def decode_delete_topics_request_v2(data: bytes, pos: int) -> tuple[DeleteTopics
     elif n0 > len(data) - pos:
         raise DecodeError('array TopicNames longer than the frame')
     else:
-        v0_topic_names = []
-        append0 = v0_topic_names.append
+        v_topic_names_2 = []
+        append_4 = v_topic_names_2.append
         for _ in range(n0):
+            e_5: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field TopicNames[] is null')
             else:
-                e0 = str(data[pos:pos + n1], 'utf-8')
+                e_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            append0(e0)
-    v0_timeout_ms, = _S0.unpack_from(data, pos)
+            append_4(e_5)
+    v_timeout_ms_3, = _S0.unpack_from(data, pos)
     pos += 4
-    return DeleteTopicsRequest([], v0_topic_names, v0_timeout_ms), pos
+    return DeleteTopicsRequest([], v_topic_names_2, v_timeout_ms_3), pos
 
 
 def encode_delete_topics_request_v2(m: DeleteTopicsRequest, out: bytearray) -> None:
-    x0 = m.topic_names
-    out += _S0.pack(len(x0))
-    for e0 in x0:
-        x1 = e0
-        x1 = x1.encode()
-        out += _S1.pack(len(x1))
-        out += x1
+    x_1 = m.topic_names
+    out += _S0.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2
+        b_4 = x_3.encode()
+        out += _S1.pack(len(b_4))
+        out += b_4
     out += _S0.pack(m.timeout_ms)
 
 
 def decode_delete_topics_request_v3(data: bytes, pos: int) -> tuple[DeleteTopicsRequest, int]:
+    v_topic_names_2: list[str]
     n0, = _S0.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -156,34 +163,36 @@ def decode_delete_topics_request_v3(data: bytes, pos: int) -> tuple[DeleteTopics
     elif n0 > len(data) - pos:
         raise DecodeError('array TopicNames longer than the frame')
     else:
-        v0_topic_names = []
-        append0 = v0_topic_names.append
+        v_topic_names_2 = []
+        append_4 = v_topic_names_2.append
         for _ in range(n0):
+            e_5: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field TopicNames[] is null')
             else:
-                e0 = str(data[pos:pos + n1], 'utf-8')
+                e_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            append0(e0)
-    v0_timeout_ms, = _S0.unpack_from(data, pos)
+            append_4(e_5)
+    v_timeout_ms_3, = _S0.unpack_from(data, pos)
     pos += 4
-    return DeleteTopicsRequest([], v0_topic_names, v0_timeout_ms), pos
+    return DeleteTopicsRequest([], v_topic_names_2, v_timeout_ms_3), pos
 
 
 def encode_delete_topics_request_v3(m: DeleteTopicsRequest, out: bytearray) -> None:
-    x0 = m.topic_names
-    out += _S0.pack(len(x0))
-    for e0 in x0:
-        x1 = e0
-        x1 = x1.encode()
-        out += _S1.pack(len(x1))
-        out += x1
+    x_1 = m.topic_names
+    out += _S0.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2
+        b_4 = x_3.encode()
+        out += _S1.pack(len(b_4))
+        out += b_4
     out += _S0.pack(m.timeout_ms)
 
 
 def decode_delete_topics_request_v4(data: bytes, pos: int) -> tuple[DeleteTopicsRequest, int]:
+    v_topic_names_2: list[str]
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -195,9 +204,10 @@ def decode_delete_topics_request_v4(data: bytes, pos: int) -> tuple[DeleteTopics
     elif n0 > len(data) - pos:
         raise DecodeError('array TopicNames longer than the frame')
     else:
-        v0_topic_names = []
-        append0 = v0_topic_names.append
+        v_topic_names_2 = []
+        append_4 = v_topic_names_2.append
         for _ in range(n0):
+            e_5: str
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -207,10 +217,10 @@ def decode_delete_topics_request_v4(data: bytes, pos: int) -> tuple[DeleteTopics
             if n1 < 0:
                 raise DecodeError('non-nullable field TopicNames[] is null')
             else:
-                e0 = str(data[pos:pos + n1], 'utf-8')
+                e_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            append0(e0)
-    v0_timeout_ms, = _S0.unpack_from(data, pos)
+            append_4(e_5)
+    v_timeout_ms_3, = _S0.unpack_from(data, pos)
     pos += 4
     if data[pos] == 0:
         pos += 1
@@ -221,22 +231,23 @@ def decode_delete_topics_request_v4(data: bytes, pos: int) -> tuple[DeleteTopics
             size0, pos = read_uvarint(data, pos)
             end0 = pos + size0
             pos = end0
-    return DeleteTopicsRequest([], v0_topic_names, v0_timeout_ms), pos
+    return DeleteTopicsRequest([], v_topic_names_2, v_timeout_ms_3), pos
 
 
 def encode_delete_topics_request_v4(m: DeleteTopicsRequest, out: bytearray) -> None:
-    x0 = m.topic_names
-    write_uvarint(out, len(x0) + 1)
-    for e0 in x0:
-        x1 = e0
-        x1 = x1.encode()
-        write_uvarint(out, len(x1) + 1)
-        out += x1
+    x_1 = m.topic_names
+    write_uvarint(out, len(x_1) + 1)
+    for e_2 in x_1:
+        x_3 = e_2
+        b_4 = x_3.encode()
+        write_uvarint(out, len(b_4) + 1)
+        out += b_4
     out += _S0.pack(m.timeout_ms)
     out.append(0)
 
 
 def decode_delete_topics_request_v5(data: bytes, pos: int) -> tuple[DeleteTopicsRequest, int]:
+    v_topic_names_2: list[str]
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -248,9 +259,10 @@ def decode_delete_topics_request_v5(data: bytes, pos: int) -> tuple[DeleteTopics
     elif n0 > len(data) - pos:
         raise DecodeError('array TopicNames longer than the frame')
     else:
-        v0_topic_names = []
-        append0 = v0_topic_names.append
+        v_topic_names_2 = []
+        append_4 = v_topic_names_2.append
         for _ in range(n0):
+            e_5: str
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -260,10 +272,10 @@ def decode_delete_topics_request_v5(data: bytes, pos: int) -> tuple[DeleteTopics
             if n1 < 0:
                 raise DecodeError('non-nullable field TopicNames[] is null')
             else:
-                e0 = str(data[pos:pos + n1], 'utf-8')
+                e_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            append0(e0)
-    v0_timeout_ms, = _S0.unpack_from(data, pos)
+            append_4(e_5)
+    v_timeout_ms_3, = _S0.unpack_from(data, pos)
     pos += 4
     if data[pos] == 0:
         pos += 1
@@ -274,22 +286,23 @@ def decode_delete_topics_request_v5(data: bytes, pos: int) -> tuple[DeleteTopics
             size0, pos = read_uvarint(data, pos)
             end0 = pos + size0
             pos = end0
-    return DeleteTopicsRequest([], v0_topic_names, v0_timeout_ms), pos
+    return DeleteTopicsRequest([], v_topic_names_2, v_timeout_ms_3), pos
 
 
 def encode_delete_topics_request_v5(m: DeleteTopicsRequest, out: bytearray) -> None:
-    x0 = m.topic_names
-    write_uvarint(out, len(x0) + 1)
-    for e0 in x0:
-        x1 = e0
-        x1 = x1.encode()
-        write_uvarint(out, len(x1) + 1)
-        out += x1
+    x_1 = m.topic_names
+    write_uvarint(out, len(x_1) + 1)
+    for e_2 in x_1:
+        x_3 = e_2
+        b_4 = x_3.encode()
+        write_uvarint(out, len(b_4) + 1)
+        out += b_4
     out += _S0.pack(m.timeout_ms)
     out.append(0)
 
 
 def decode_delete_topics_request_v6(data: bytes, pos: int) -> tuple[DeleteTopicsRequest, int]:
+    v_topics_1: list[DeleteTopicState]
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -301,9 +314,10 @@ def decode_delete_topics_request_v6(data: bytes, pos: int) -> tuple[DeleteTopics
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_1 = []
+        append_4 = v_topics_1.append
         for _ in range(n0):
+            v_name_5: str | None
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -311,11 +325,11 @@ def decode_delete_topics_request_v6(data: bytes, pos: int) -> tuple[DeleteTopics
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
-                v1_name = None
+                v_name_5 = None
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v1_topic_id, = _S2.unpack_from(data, pos)
+            v_topic_id_6, = _S2.unpack_from(data, pos)
             pos += 16
             if data[pos] == 0:
                 pos += 1
@@ -326,8 +340,8 @@ def decode_delete_topics_request_v6(data: bytes, pos: int) -> tuple[DeleteTopics
                     size1, pos = read_uvarint(data, pos)
                     end1 = pos + size1
                     pos = end1
-            append0(DeleteTopicState(v1_name, v1_topic_id))
-    v0_timeout_ms, = _S0.unpack_from(data, pos)
+            append_4(DeleteTopicState(v_name_5, v_topic_id_6))
+    v_timeout_ms_3, = _S0.unpack_from(data, pos)
     pos += 4
     if data[pos] == 0:
         pos += 1
@@ -338,27 +352,28 @@ def decode_delete_topics_request_v6(data: bytes, pos: int) -> tuple[DeleteTopics
             size0, pos = read_uvarint(data, pos)
             end0 = pos + size0
             pos = end0
-    return DeleteTopicsRequest(v0_topics, [], v0_timeout_ms), pos
+    return DeleteTopicsRequest(v_topics_1, [], v_timeout_ms_3), pos
 
 
 def encode_delete_topics_request_v6(m: DeleteTopicsRequest, out: bytearray) -> None:
-    x0 = m.topics
-    write_uvarint(out, len(x0) + 1)
-    for e0 in x0:
-        x1 = e0.name
-        if x1 is None:
+    x_1 = m.topics
+    write_uvarint(out, len(x_1) + 1)
+    for e_2 in x_1:
+        x_3 = e_2.name
+        if x_3 is None:
             out.append(0)
         else:
-            x1 = x1.encode()
-            write_uvarint(out, len(x1) + 1)
-            out += x1
-        out += _S2.pack(e0.topic_id)
+            b_4 = x_3.encode()
+            write_uvarint(out, len(b_4) + 1)
+            out += b_4
+        out += _S2.pack(e_2.topic_id)
         out.append(0)
     out += _S0.pack(m.timeout_ms)
     out.append(0)
 
 
 def decode_delete_topics_response_v0(data: bytes, pos: int) -> tuple[DeleteTopicsResponse, int]:
+    v_responses_2: list[DeletableTopicResult]
     n0, = _S0.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -366,36 +381,40 @@ def decode_delete_topics_response_v0(data: bytes, pos: int) -> tuple[DeleteTopic
     elif n0 > len(data) - pos:
         raise DecodeError('array Responses longer than the frame')
     else:
-        v0_responses = []
-        append0 = v0_responses.append
+        v_responses_2 = []
+        append_3 = v_responses_2.append
         for _ in range(n0):
+            v_name_4: str | None
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v1_error_code, = _S1.unpack_from(data, pos)
+            v_error_code_6, = _S1.unpack_from(data, pos)
             pos += 2
-            append0(DeletableTopicResult(v1_name, ZERO_UUID, v1_error_code, None))
-    return DeleteTopicsResponse(0, v0_responses), pos
+            append_3(DeletableTopicResult(v_name_4, ZERO_UUID, v_error_code_6, None))
+    return DeleteTopicsResponse(0, v_responses_2), pos
 
 
 def encode_delete_topics_response_v0(m: DeleteTopicsResponse, out: bytearray) -> None:
-    x0 = m.responses
-    out += _S0.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        out += _S1.pack(len(x1))
-        out += x1
-        out += _S1.pack(e0.error_code)
+    x_1 = m.responses
+    out += _S0.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2.name
+        if x_3 is None:
+            raise ValueError('Name cannot be null in version 0')
+        b_4 = x_3.encode()
+        out += _S1.pack(len(b_4))
+        out += b_4
+        out += _S1.pack(e_2.error_code)
 
 
 def decode_delete_topics_response_v1(data: bytes, pos: int) -> tuple[DeleteTopicsResponse, int]:
-    v0_throttle_time_ms, = _S0.unpack_from(data, pos)
+    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
     pos += 4
+    v_responses_2: list[DeletableTopicResult]
     n0, = _S0.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -403,37 +422,41 @@ def decode_delete_topics_response_v1(data: bytes, pos: int) -> tuple[DeleteTopic
     elif n0 > len(data) - pos:
         raise DecodeError('array Responses longer than the frame')
     else:
-        v0_responses = []
-        append0 = v0_responses.append
+        v_responses_2 = []
+        append_3 = v_responses_2.append
         for _ in range(n0):
+            v_name_4: str | None
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v1_error_code, = _S1.unpack_from(data, pos)
+            v_error_code_6, = _S1.unpack_from(data, pos)
             pos += 2
-            append0(DeletableTopicResult(v1_name, ZERO_UUID, v1_error_code, None))
-    return DeleteTopicsResponse(v0_throttle_time_ms, v0_responses), pos
+            append_3(DeletableTopicResult(v_name_4, ZERO_UUID, v_error_code_6, None))
+    return DeleteTopicsResponse(v_throttle_time_ms_1, v_responses_2), pos
 
 
 def encode_delete_topics_response_v1(m: DeleteTopicsResponse, out: bytearray) -> None:
     out += _S0.pack(m.throttle_time_ms)
-    x0 = m.responses
-    out += _S0.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        out += _S1.pack(len(x1))
-        out += x1
-        out += _S1.pack(e0.error_code)
+    x_1 = m.responses
+    out += _S0.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2.name
+        if x_3 is None:
+            raise ValueError('Name cannot be null in version 1')
+        b_4 = x_3.encode()
+        out += _S1.pack(len(b_4))
+        out += b_4
+        out += _S1.pack(e_2.error_code)
 
 
 def decode_delete_topics_response_v2(data: bytes, pos: int) -> tuple[DeleteTopicsResponse, int]:
-    v0_throttle_time_ms, = _S0.unpack_from(data, pos)
+    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
     pos += 4
+    v_responses_2: list[DeletableTopicResult]
     n0, = _S0.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -441,37 +464,41 @@ def decode_delete_topics_response_v2(data: bytes, pos: int) -> tuple[DeleteTopic
     elif n0 > len(data) - pos:
         raise DecodeError('array Responses longer than the frame')
     else:
-        v0_responses = []
-        append0 = v0_responses.append
+        v_responses_2 = []
+        append_3 = v_responses_2.append
         for _ in range(n0):
+            v_name_4: str | None
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v1_error_code, = _S1.unpack_from(data, pos)
+            v_error_code_6, = _S1.unpack_from(data, pos)
             pos += 2
-            append0(DeletableTopicResult(v1_name, ZERO_UUID, v1_error_code, None))
-    return DeleteTopicsResponse(v0_throttle_time_ms, v0_responses), pos
+            append_3(DeletableTopicResult(v_name_4, ZERO_UUID, v_error_code_6, None))
+    return DeleteTopicsResponse(v_throttle_time_ms_1, v_responses_2), pos
 
 
 def encode_delete_topics_response_v2(m: DeleteTopicsResponse, out: bytearray) -> None:
     out += _S0.pack(m.throttle_time_ms)
-    x0 = m.responses
-    out += _S0.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        out += _S1.pack(len(x1))
-        out += x1
-        out += _S1.pack(e0.error_code)
+    x_1 = m.responses
+    out += _S0.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2.name
+        if x_3 is None:
+            raise ValueError('Name cannot be null in version 2')
+        b_4 = x_3.encode()
+        out += _S1.pack(len(b_4))
+        out += b_4
+        out += _S1.pack(e_2.error_code)
 
 
 def decode_delete_topics_response_v3(data: bytes, pos: int) -> tuple[DeleteTopicsResponse, int]:
-    v0_throttle_time_ms, = _S0.unpack_from(data, pos)
+    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
     pos += 4
+    v_responses_2: list[DeletableTopicResult]
     n0, = _S0.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -479,37 +506,41 @@ def decode_delete_topics_response_v3(data: bytes, pos: int) -> tuple[DeleteTopic
     elif n0 > len(data) - pos:
         raise DecodeError('array Responses longer than the frame')
     else:
-        v0_responses = []
-        append0 = v0_responses.append
+        v_responses_2 = []
+        append_3 = v_responses_2.append
         for _ in range(n0):
+            v_name_4: str | None
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v1_error_code, = _S1.unpack_from(data, pos)
+            v_error_code_6, = _S1.unpack_from(data, pos)
             pos += 2
-            append0(DeletableTopicResult(v1_name, ZERO_UUID, v1_error_code, None))
-    return DeleteTopicsResponse(v0_throttle_time_ms, v0_responses), pos
+            append_3(DeletableTopicResult(v_name_4, ZERO_UUID, v_error_code_6, None))
+    return DeleteTopicsResponse(v_throttle_time_ms_1, v_responses_2), pos
 
 
 def encode_delete_topics_response_v3(m: DeleteTopicsResponse, out: bytearray) -> None:
     out += _S0.pack(m.throttle_time_ms)
-    x0 = m.responses
-    out += _S0.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        out += _S1.pack(len(x1))
-        out += x1
-        out += _S1.pack(e0.error_code)
+    x_1 = m.responses
+    out += _S0.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2.name
+        if x_3 is None:
+            raise ValueError('Name cannot be null in version 3')
+        b_4 = x_3.encode()
+        out += _S1.pack(len(b_4))
+        out += b_4
+        out += _S1.pack(e_2.error_code)
 
 
 def decode_delete_topics_response_v4(data: bytes, pos: int) -> tuple[DeleteTopicsResponse, int]:
-    v0_throttle_time_ms, = _S0.unpack_from(data, pos)
+    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
     pos += 4
+    v_responses_2: list[DeletableTopicResult]
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -521,9 +552,10 @@ def decode_delete_topics_response_v4(data: bytes, pos: int) -> tuple[DeleteTopic
     elif n0 > len(data) - pos:
         raise DecodeError('array Responses longer than the frame')
     else:
-        v0_responses = []
-        append0 = v0_responses.append
+        v_responses_2 = []
+        append_3 = v_responses_2.append
         for _ in range(n0):
+            v_name_4: str | None
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -533,9 +565,9 @@ def decode_delete_topics_response_v4(data: bytes, pos: int) -> tuple[DeleteTopic
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v1_error_code, = _S1.unpack_from(data, pos)
+            v_error_code_6, = _S1.unpack_from(data, pos)
             pos += 2
             if data[pos] == 0:
                 pos += 1
@@ -546,7 +578,7 @@ def decode_delete_topics_response_v4(data: bytes, pos: int) -> tuple[DeleteTopic
                     size1, pos = read_uvarint(data, pos)
                     end1 = pos + size1
                     pos = end1
-            append0(DeletableTopicResult(v1_name, ZERO_UUID, v1_error_code, None))
+            append_3(DeletableTopicResult(v_name_4, ZERO_UUID, v_error_code_6, None))
     if data[pos] == 0:
         pos += 1
     else:
@@ -556,26 +588,29 @@ def decode_delete_topics_response_v4(data: bytes, pos: int) -> tuple[DeleteTopic
             size0, pos = read_uvarint(data, pos)
             end0 = pos + size0
             pos = end0
-    return DeleteTopicsResponse(v0_throttle_time_ms, v0_responses), pos
+    return DeleteTopicsResponse(v_throttle_time_ms_1, v_responses_2), pos
 
 
 def encode_delete_topics_response_v4(m: DeleteTopicsResponse, out: bytearray) -> None:
     out += _S0.pack(m.throttle_time_ms)
-    x0 = m.responses
-    write_uvarint(out, len(x0) + 1)
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        write_uvarint(out, len(x1) + 1)
-        out += x1
-        out += _S1.pack(e0.error_code)
+    x_1 = m.responses
+    write_uvarint(out, len(x_1) + 1)
+    for e_2 in x_1:
+        x_3 = e_2.name
+        if x_3 is None:
+            raise ValueError('Name cannot be null in version 4')
+        b_4 = x_3.encode()
+        write_uvarint(out, len(b_4) + 1)
+        out += b_4
+        out += _S1.pack(e_2.error_code)
         out.append(0)
     out.append(0)
 
 
 def decode_delete_topics_response_v5(data: bytes, pos: int) -> tuple[DeleteTopicsResponse, int]:
-    v0_throttle_time_ms, = _S0.unpack_from(data, pos)
+    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
     pos += 4
+    v_responses_2: list[DeletableTopicResult]
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -587,9 +622,10 @@ def decode_delete_topics_response_v5(data: bytes, pos: int) -> tuple[DeleteTopic
     elif n0 > len(data) - pos:
         raise DecodeError('array Responses longer than the frame')
     else:
-        v0_responses = []
-        append0 = v0_responses.append
+        v_responses_2 = []
+        append_3 = v_responses_2.append
         for _ in range(n0):
+            v_name_4: str | None
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -599,10 +635,11 @@ def decode_delete_topics_response_v5(data: bytes, pos: int) -> tuple[DeleteTopic
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v1_error_code, = _S1.unpack_from(data, pos)
+            v_error_code_6, = _S1.unpack_from(data, pos)
             pos += 2
+            v_error_message_7: str | None
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -610,9 +647,9 @@ def decode_delete_topics_response_v5(data: bytes, pos: int) -> tuple[DeleteTopic
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
-                v1_error_message = None
+                v_error_message_7 = None
             else:
-                v1_error_message = str(data[pos:pos + n1], 'utf-8')
+                v_error_message_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
             if data[pos] == 0:
                 pos += 1
@@ -623,7 +660,7 @@ def decode_delete_topics_response_v5(data: bytes, pos: int) -> tuple[DeleteTopic
                     size1, pos = read_uvarint(data, pos)
                     end1 = pos + size1
                     pos = end1
-            append0(DeletableTopicResult(v1_name, ZERO_UUID, v1_error_code, v1_error_message))
+            append_3(DeletableTopicResult(v_name_4, ZERO_UUID, v_error_code_6, v_error_message_7))
     if data[pos] == 0:
         pos += 1
     else:
@@ -633,33 +670,36 @@ def decode_delete_topics_response_v5(data: bytes, pos: int) -> tuple[DeleteTopic
             size0, pos = read_uvarint(data, pos)
             end0 = pos + size0
             pos = end0
-    return DeleteTopicsResponse(v0_throttle_time_ms, v0_responses), pos
+    return DeleteTopicsResponse(v_throttle_time_ms_1, v_responses_2), pos
 
 
 def encode_delete_topics_response_v5(m: DeleteTopicsResponse, out: bytearray) -> None:
     out += _S0.pack(m.throttle_time_ms)
-    x0 = m.responses
-    write_uvarint(out, len(x0) + 1)
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        write_uvarint(out, len(x1) + 1)
-        out += x1
-        out += _S1.pack(e0.error_code)
-        x1 = e0.error_message
-        if x1 is None:
+    x_1 = m.responses
+    write_uvarint(out, len(x_1) + 1)
+    for e_2 in x_1:
+        x_3 = e_2.name
+        if x_3 is None:
+            raise ValueError('Name cannot be null in version 5')
+        b_4 = x_3.encode()
+        write_uvarint(out, len(b_4) + 1)
+        out += b_4
+        out += _S1.pack(e_2.error_code)
+        x_5 = e_2.error_message
+        if x_5 is None:
             out.append(0)
         else:
-            x1 = x1.encode()
-            write_uvarint(out, len(x1) + 1)
-            out += x1
+            b_6 = x_5.encode()
+            write_uvarint(out, len(b_6) + 1)
+            out += b_6
         out.append(0)
     out.append(0)
 
 
 def decode_delete_topics_response_v6(data: bytes, pos: int) -> tuple[DeleteTopicsResponse, int]:
-    v0_throttle_time_ms, = _S0.unpack_from(data, pos)
+    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
     pos += 4
+    v_responses_2: list[DeletableTopicResult]
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -671,9 +711,10 @@ def decode_delete_topics_response_v6(data: bytes, pos: int) -> tuple[DeleteTopic
     elif n0 > len(data) - pos:
         raise DecodeError('array Responses longer than the frame')
     else:
-        v0_responses = []
-        append0 = v0_responses.append
+        v_responses_2 = []
+        append_3 = v_responses_2.append
         for _ in range(n0):
+            v_name_4: str | None
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -681,12 +722,13 @@ def decode_delete_topics_response_v6(data: bytes, pos: int) -> tuple[DeleteTopic
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
-                v1_name = None
+                v_name_4 = None
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v1_topic_id, v1_error_code = _S3.unpack_from(data, pos)
+            v_topic_id_5, v_error_code_6 = _S3.unpack_from(data, pos)
             pos += 18
+            v_error_message_7: str | None
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -694,9 +736,9 @@ def decode_delete_topics_response_v6(data: bytes, pos: int) -> tuple[DeleteTopic
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
-                v1_error_message = None
+                v_error_message_7 = None
             else:
-                v1_error_message = str(data[pos:pos + n1], 'utf-8')
+                v_error_message_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
             if data[pos] == 0:
                 pos += 1
@@ -707,7 +749,7 @@ def decode_delete_topics_response_v6(data: bytes, pos: int) -> tuple[DeleteTopic
                     size1, pos = read_uvarint(data, pos)
                     end1 = pos + size1
                     pos = end1
-            append0(DeletableTopicResult(v1_name, v1_topic_id, v1_error_code, v1_error_message))
+            append_3(DeletableTopicResult(v_name_4, v_topic_id_5, v_error_code_6, v_error_message_7))
     if data[pos] == 0:
         pos += 1
     else:
@@ -717,28 +759,28 @@ def decode_delete_topics_response_v6(data: bytes, pos: int) -> tuple[DeleteTopic
             size0, pos = read_uvarint(data, pos)
             end0 = pos + size0
             pos = end0
-    return DeleteTopicsResponse(v0_throttle_time_ms, v0_responses), pos
+    return DeleteTopicsResponse(v_throttle_time_ms_1, v_responses_2), pos
 
 
 def encode_delete_topics_response_v6(m: DeleteTopicsResponse, out: bytearray) -> None:
     out += _S0.pack(m.throttle_time_ms)
-    x0 = m.responses
-    write_uvarint(out, len(x0) + 1)
-    for e0 in x0:
-        x1 = e0.name
-        if x1 is None:
+    x_1 = m.responses
+    write_uvarint(out, len(x_1) + 1)
+    for e_2 in x_1:
+        x_3 = e_2.name
+        if x_3 is None:
             out.append(0)
         else:
-            x1 = x1.encode()
-            write_uvarint(out, len(x1) + 1)
-            out += x1
-        out += _S3.pack(e0.topic_id, e0.error_code)
-        x1 = e0.error_message
-        if x1 is None:
+            b_4 = x_3.encode()
+            write_uvarint(out, len(b_4) + 1)
+            out += b_4
+        out += _S3.pack(e_2.topic_id, e_2.error_code)
+        x_5 = e_2.error_message
+        if x_5 is None:
             out.append(0)
         else:
-            x1 = x1.encode()
-            write_uvarint(out, len(x1) + 1)
-            out += x1
+            b_6 = x_5.encode()
+            write_uvarint(out, len(b_6) + 1)
+            out += b_6
         out.append(0)
     out.append(0)

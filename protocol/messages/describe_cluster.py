@@ -45,7 +45,7 @@ class DescribeClusterResponse:
 
 
 def decode_describe_cluster_request_v0(data: bytes, pos: int) -> tuple[DescribeClusterRequest, int]:
-    v0_include_cluster_authorized_operations, = _S0.unpack_from(data, pos)
+    v_include_cluster_authorized_operations_1, = _S0.unpack_from(data, pos)
     pos += 1
     if data[pos] == 0:
         pos += 1
@@ -56,7 +56,7 @@ def decode_describe_cluster_request_v0(data: bytes, pos: int) -> tuple[DescribeC
             size0, pos = read_uvarint(data, pos)
             end0 = pos + size0
             pos = end0
-    return DescribeClusterRequest(v0_include_cluster_authorized_operations, 1, False), pos
+    return DescribeClusterRequest(v_include_cluster_authorized_operations_1, 1, False), pos
 
 
 def encode_describe_cluster_request_v0(m: DescribeClusterRequest, out: bytearray) -> None:
@@ -65,7 +65,7 @@ def encode_describe_cluster_request_v0(m: DescribeClusterRequest, out: bytearray
 
 
 def decode_describe_cluster_request_v1(data: bytes, pos: int) -> tuple[DescribeClusterRequest, int]:
-    v0_include_cluster_authorized_operations, v0_endpoint_type = _S1.unpack_from(data, pos)
+    v_include_cluster_authorized_operations_1, v_endpoint_type_2 = _S1.unpack_from(data, pos)
     pos += 2
     if data[pos] == 0:
         pos += 1
@@ -76,7 +76,7 @@ def decode_describe_cluster_request_v1(data: bytes, pos: int) -> tuple[DescribeC
             size0, pos = read_uvarint(data, pos)
             end0 = pos + size0
             pos = end0
-    return DescribeClusterRequest(v0_include_cluster_authorized_operations, v0_endpoint_type, False), pos
+    return DescribeClusterRequest(v_include_cluster_authorized_operations_1, v_endpoint_type_2, False), pos
 
 
 def encode_describe_cluster_request_v1(m: DescribeClusterRequest, out: bytearray) -> None:
@@ -85,8 +85,9 @@ def encode_describe_cluster_request_v1(m: DescribeClusterRequest, out: bytearray
 
 
 def decode_describe_cluster_response_v0(data: bytes, pos: int) -> tuple[DescribeClusterResponse, int]:
-    v0_throttle_time_ms, v0_error_code = _S2.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2 = _S2.unpack_from(data, pos)
     pos += 6
+    v_error_message_3: str | None
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -94,10 +95,11 @@ def decode_describe_cluster_response_v0(data: bytes, pos: int) -> tuple[Describe
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
-        v0_error_message = None
+        v_error_message_3 = None
     else:
-        v0_error_message = str(data[pos:pos + n0], 'utf-8')
+        v_error_message_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    v_cluster_id_5: str
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -107,10 +109,11 @@ def decode_describe_cluster_response_v0(data: bytes, pos: int) -> tuple[Describe
     if n0 < 0:
         raise DecodeError('non-nullable field ClusterId is null')
     else:
-        v0_cluster_id = str(data[pos:pos + n0], 'utf-8')
+        v_cluster_id_5 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v0_controller_id, = _S3.unpack_from(data, pos)
+    v_controller_id_6, = _S3.unpack_from(data, pos)
     pos += 4
+    v_brokers_7: list[DescribeClusterBroker]
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -122,11 +125,12 @@ def decode_describe_cluster_response_v0(data: bytes, pos: int) -> tuple[Describe
     elif n0 > len(data) - pos:
         raise DecodeError('array Brokers longer than the frame')
     else:
-        v0_brokers = []
-        append0 = v0_brokers.append
+        v_brokers_7 = []
+        append_9 = v_brokers_7.append
         for _ in range(n0):
-            v1_broker_id, = _S3.unpack_from(data, pos)
+            v_broker_id_10, = _S3.unpack_from(data, pos)
             pos += 4
+            v_host_11: str
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -136,10 +140,11 @@ def decode_describe_cluster_response_v0(data: bytes, pos: int) -> tuple[Describe
             if n1 < 0:
                 raise DecodeError('non-nullable field Host is null')
             else:
-                v1_host = str(data[pos:pos + n1], 'utf-8')
+                v_host_11 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v1_port, = _S3.unpack_from(data, pos)
+            v_port_12, = _S3.unpack_from(data, pos)
             pos += 4
+            v_rack_13: str | None
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -147,9 +152,9 @@ def decode_describe_cluster_response_v0(data: bytes, pos: int) -> tuple[Describe
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
-                v1_rack = None
+                v_rack_13 = None
             else:
-                v1_rack = str(data[pos:pos + n1], 'utf-8')
+                v_rack_13 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
             if data[pos] == 0:
                 pos += 1
@@ -160,8 +165,8 @@ def decode_describe_cluster_response_v0(data: bytes, pos: int) -> tuple[Describe
                     size1, pos = read_uvarint(data, pos)
                     end1 = pos + size1
                     pos = end1
-            append0(DescribeClusterBroker(v1_broker_id, v1_host, v1_port, v1_rack, False))
-    v0_cluster_authorized_operations, = _S3.unpack_from(data, pos)
+            append_9(DescribeClusterBroker(v_broker_id_10, v_host_11, v_port_12, v_rack_13, False))
+    v_cluster_authorized_operations_8, = _S3.unpack_from(data, pos)
     pos += 4
     if data[pos] == 0:
         pos += 1
@@ -172,47 +177,48 @@ def decode_describe_cluster_response_v0(data: bytes, pos: int) -> tuple[Describe
             size0, pos = read_uvarint(data, pos)
             end0 = pos + size0
             pos = end0
-    return DescribeClusterResponse(v0_throttle_time_ms, v0_error_code, v0_error_message, 1, v0_cluster_id, v0_controller_id, v0_brokers, v0_cluster_authorized_operations), pos
+    return DescribeClusterResponse(v_throttle_time_ms_1, v_error_code_2, v_error_message_3, 1, v_cluster_id_5, v_controller_id_6, v_brokers_7, v_cluster_authorized_operations_8), pos
 
 
 def encode_describe_cluster_response_v0(m: DescribeClusterResponse, out: bytearray) -> None:
     out += _S2.pack(m.throttle_time_ms, m.error_code)
-    x0 = m.error_message
-    if x0 is None:
+    x_1 = m.error_message
+    if x_1 is None:
         out.append(0)
     else:
-        x0 = x0.encode()
-        write_uvarint(out, len(x0) + 1)
-        out += x0
-    x0 = m.cluster_id
-    x0 = x0.encode()
-    write_uvarint(out, len(x0) + 1)
-    out += x0
+        b_2 = x_1.encode()
+        write_uvarint(out, len(b_2) + 1)
+        out += b_2
+    x_3 = m.cluster_id
+    b_4 = x_3.encode()
+    write_uvarint(out, len(b_4) + 1)
+    out += b_4
     out += _S3.pack(m.controller_id)
-    x0 = m.brokers
-    write_uvarint(out, len(x0) + 1)
-    for e0 in x0:
-        out += _S3.pack(e0.broker_id)
-        x1 = e0.host
-        x1 = x1.encode()
-        write_uvarint(out, len(x1) + 1)
-        out += x1
-        out += _S3.pack(e0.port)
-        x1 = e0.rack
-        if x1 is None:
+    x_5 = m.brokers
+    write_uvarint(out, len(x_5) + 1)
+    for e_6 in x_5:
+        out += _S3.pack(e_6.broker_id)
+        x_7 = e_6.host
+        b_8 = x_7.encode()
+        write_uvarint(out, len(b_8) + 1)
+        out += b_8
+        out += _S3.pack(e_6.port)
+        x_9 = e_6.rack
+        if x_9 is None:
             out.append(0)
         else:
-            x1 = x1.encode()
-            write_uvarint(out, len(x1) + 1)
-            out += x1
+            b_10 = x_9.encode()
+            write_uvarint(out, len(b_10) + 1)
+            out += b_10
         out.append(0)
     out += _S3.pack(m.cluster_authorized_operations)
     out.append(0)
 
 
 def decode_describe_cluster_response_v1(data: bytes, pos: int) -> tuple[DescribeClusterResponse, int]:
-    v0_throttle_time_ms, v0_error_code = _S2.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2 = _S2.unpack_from(data, pos)
     pos += 6
+    v_error_message_3: str | None
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -220,12 +226,13 @@ def decode_describe_cluster_response_v1(data: bytes, pos: int) -> tuple[Describe
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
-        v0_error_message = None
+        v_error_message_3 = None
     else:
-        v0_error_message = str(data[pos:pos + n0], 'utf-8')
+        v_error_message_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v0_endpoint_type, = _S4.unpack_from(data, pos)
+    v_endpoint_type_4, = _S4.unpack_from(data, pos)
     pos += 1
+    v_cluster_id_5: str
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -235,10 +242,11 @@ def decode_describe_cluster_response_v1(data: bytes, pos: int) -> tuple[Describe
     if n0 < 0:
         raise DecodeError('non-nullable field ClusterId is null')
     else:
-        v0_cluster_id = str(data[pos:pos + n0], 'utf-8')
+        v_cluster_id_5 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v0_controller_id, = _S3.unpack_from(data, pos)
+    v_controller_id_6, = _S3.unpack_from(data, pos)
     pos += 4
+    v_brokers_7: list[DescribeClusterBroker]
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -250,11 +258,12 @@ def decode_describe_cluster_response_v1(data: bytes, pos: int) -> tuple[Describe
     elif n0 > len(data) - pos:
         raise DecodeError('array Brokers longer than the frame')
     else:
-        v0_brokers = []
-        append0 = v0_brokers.append
+        v_brokers_7 = []
+        append_9 = v_brokers_7.append
         for _ in range(n0):
-            v1_broker_id, = _S3.unpack_from(data, pos)
+            v_broker_id_10, = _S3.unpack_from(data, pos)
             pos += 4
+            v_host_11: str
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -264,10 +273,11 @@ def decode_describe_cluster_response_v1(data: bytes, pos: int) -> tuple[Describe
             if n1 < 0:
                 raise DecodeError('non-nullable field Host is null')
             else:
-                v1_host = str(data[pos:pos + n1], 'utf-8')
+                v_host_11 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v1_port, = _S3.unpack_from(data, pos)
+            v_port_12, = _S3.unpack_from(data, pos)
             pos += 4
+            v_rack_13: str | None
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -275,9 +285,9 @@ def decode_describe_cluster_response_v1(data: bytes, pos: int) -> tuple[Describe
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
-                v1_rack = None
+                v_rack_13 = None
             else:
-                v1_rack = str(data[pos:pos + n1], 'utf-8')
+                v_rack_13 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
             if data[pos] == 0:
                 pos += 1
@@ -288,8 +298,8 @@ def decode_describe_cluster_response_v1(data: bytes, pos: int) -> tuple[Describe
                     size1, pos = read_uvarint(data, pos)
                     end1 = pos + size1
                     pos = end1
-            append0(DescribeClusterBroker(v1_broker_id, v1_host, v1_port, v1_rack, False))
-    v0_cluster_authorized_operations, = _S3.unpack_from(data, pos)
+            append_9(DescribeClusterBroker(v_broker_id_10, v_host_11, v_port_12, v_rack_13, False))
+    v_cluster_authorized_operations_8, = _S3.unpack_from(data, pos)
     pos += 4
     if data[pos] == 0:
         pos += 1
@@ -300,40 +310,40 @@ def decode_describe_cluster_response_v1(data: bytes, pos: int) -> tuple[Describe
             size0, pos = read_uvarint(data, pos)
             end0 = pos + size0
             pos = end0
-    return DescribeClusterResponse(v0_throttle_time_ms, v0_error_code, v0_error_message, v0_endpoint_type, v0_cluster_id, v0_controller_id, v0_brokers, v0_cluster_authorized_operations), pos
+    return DescribeClusterResponse(v_throttle_time_ms_1, v_error_code_2, v_error_message_3, v_endpoint_type_4, v_cluster_id_5, v_controller_id_6, v_brokers_7, v_cluster_authorized_operations_8), pos
 
 
 def encode_describe_cluster_response_v1(m: DescribeClusterResponse, out: bytearray) -> None:
     out += _S2.pack(m.throttle_time_ms, m.error_code)
-    x0 = m.error_message
-    if x0 is None:
+    x_1 = m.error_message
+    if x_1 is None:
         out.append(0)
     else:
-        x0 = x0.encode()
-        write_uvarint(out, len(x0) + 1)
-        out += x0
+        b_2 = x_1.encode()
+        write_uvarint(out, len(b_2) + 1)
+        out += b_2
     out += _S4.pack(m.endpoint_type)
-    x0 = m.cluster_id
-    x0 = x0.encode()
-    write_uvarint(out, len(x0) + 1)
-    out += x0
+    x_3 = m.cluster_id
+    b_4 = x_3.encode()
+    write_uvarint(out, len(b_4) + 1)
+    out += b_4
     out += _S3.pack(m.controller_id)
-    x0 = m.brokers
-    write_uvarint(out, len(x0) + 1)
-    for e0 in x0:
-        out += _S3.pack(e0.broker_id)
-        x1 = e0.host
-        x1 = x1.encode()
-        write_uvarint(out, len(x1) + 1)
-        out += x1
-        out += _S3.pack(e0.port)
-        x1 = e0.rack
-        if x1 is None:
+    x_5 = m.brokers
+    write_uvarint(out, len(x_5) + 1)
+    for e_6 in x_5:
+        out += _S3.pack(e_6.broker_id)
+        x_7 = e_6.host
+        b_8 = x_7.encode()
+        write_uvarint(out, len(b_8) + 1)
+        out += b_8
+        out += _S3.pack(e_6.port)
+        x_9 = e_6.rack
+        if x_9 is None:
             out.append(0)
         else:
-            x1 = x1.encode()
-            write_uvarint(out, len(x1) + 1)
-            out += x1
+            b_10 = x_9.encode()
+            write_uvarint(out, len(b_10) + 1)
+            out += b_10
         out.append(0)
     out += _S3.pack(m.cluster_authorized_operations)
     out.append(0)

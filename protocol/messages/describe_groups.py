@@ -49,6 +49,7 @@ class DescribeGroupsResponse:
 
 
 def decode_describe_groups_request_v0(data: bytes, pos: int) -> tuple[DescribeGroupsRequest, int]:
+    v_groups_1: list[str]
     n0, = _S0.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -56,31 +57,33 @@ def decode_describe_groups_request_v0(data: bytes, pos: int) -> tuple[DescribeGr
     elif n0 > len(data) - pos:
         raise DecodeError('array Groups longer than the frame')
     else:
-        v0_groups = []
-        append0 = v0_groups.append
+        v_groups_1 = []
+        append_3 = v_groups_1.append
         for _ in range(n0):
+            e_4: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Groups[] is null')
             else:
-                e0 = str(data[pos:pos + n1], 'utf-8')
+                e_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            append0(e0)
-    return DescribeGroupsRequest(v0_groups, False), pos
+            append_3(e_4)
+    return DescribeGroupsRequest(v_groups_1, False), pos
 
 
 def encode_describe_groups_request_v0(m: DescribeGroupsRequest, out: bytearray) -> None:
-    x0 = m.groups
-    out += _S0.pack(len(x0))
-    for e0 in x0:
-        x1 = e0
-        x1 = x1.encode()
-        out += _S1.pack(len(x1))
-        out += x1
+    x_1 = m.groups
+    out += _S0.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2
+        b_4 = x_3.encode()
+        out += _S1.pack(len(b_4))
+        out += b_4
 
 
 def decode_describe_groups_request_v1(data: bytes, pos: int) -> tuple[DescribeGroupsRequest, int]:
+    v_groups_1: list[str]
     n0, = _S0.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -88,31 +91,33 @@ def decode_describe_groups_request_v1(data: bytes, pos: int) -> tuple[DescribeGr
     elif n0 > len(data) - pos:
         raise DecodeError('array Groups longer than the frame')
     else:
-        v0_groups = []
-        append0 = v0_groups.append
+        v_groups_1 = []
+        append_3 = v_groups_1.append
         for _ in range(n0):
+            e_4: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Groups[] is null')
             else:
-                e0 = str(data[pos:pos + n1], 'utf-8')
+                e_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            append0(e0)
-    return DescribeGroupsRequest(v0_groups, False), pos
+            append_3(e_4)
+    return DescribeGroupsRequest(v_groups_1, False), pos
 
 
 def encode_describe_groups_request_v1(m: DescribeGroupsRequest, out: bytearray) -> None:
-    x0 = m.groups
-    out += _S0.pack(len(x0))
-    for e0 in x0:
-        x1 = e0
-        x1 = x1.encode()
-        out += _S1.pack(len(x1))
-        out += x1
+    x_1 = m.groups
+    out += _S0.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2
+        b_4 = x_3.encode()
+        out += _S1.pack(len(b_4))
+        out += b_4
 
 
 def decode_describe_groups_request_v2(data: bytes, pos: int) -> tuple[DescribeGroupsRequest, int]:
+    v_groups_1: list[str]
     n0, = _S0.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -120,31 +125,33 @@ def decode_describe_groups_request_v2(data: bytes, pos: int) -> tuple[DescribeGr
     elif n0 > len(data) - pos:
         raise DecodeError('array Groups longer than the frame')
     else:
-        v0_groups = []
-        append0 = v0_groups.append
+        v_groups_1 = []
+        append_3 = v_groups_1.append
         for _ in range(n0):
+            e_4: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Groups[] is null')
             else:
-                e0 = str(data[pos:pos + n1], 'utf-8')
+                e_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            append0(e0)
-    return DescribeGroupsRequest(v0_groups, False), pos
+            append_3(e_4)
+    return DescribeGroupsRequest(v_groups_1, False), pos
 
 
 def encode_describe_groups_request_v2(m: DescribeGroupsRequest, out: bytearray) -> None:
-    x0 = m.groups
-    out += _S0.pack(len(x0))
-    for e0 in x0:
-        x1 = e0
-        x1 = x1.encode()
-        out += _S1.pack(len(x1))
-        out += x1
+    x_1 = m.groups
+    out += _S0.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2
+        b_4 = x_3.encode()
+        out += _S1.pack(len(b_4))
+        out += b_4
 
 
 def decode_describe_groups_request_v3(data: bytes, pos: int) -> tuple[DescribeGroupsRequest, int]:
+    v_groups_1: list[str]
     n0, = _S0.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -152,34 +159,36 @@ def decode_describe_groups_request_v3(data: bytes, pos: int) -> tuple[DescribeGr
     elif n0 > len(data) - pos:
         raise DecodeError('array Groups longer than the frame')
     else:
-        v0_groups = []
-        append0 = v0_groups.append
+        v_groups_1 = []
+        append_3 = v_groups_1.append
         for _ in range(n0):
+            e_4: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Groups[] is null')
             else:
-                e0 = str(data[pos:pos + n1], 'utf-8')
+                e_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            append0(e0)
-    v0_include_authorized_operations, = _S2.unpack_from(data, pos)
+            append_3(e_4)
+    v_include_authorized_operations_2, = _S2.unpack_from(data, pos)
     pos += 1
-    return DescribeGroupsRequest(v0_groups, v0_include_authorized_operations), pos
+    return DescribeGroupsRequest(v_groups_1, v_include_authorized_operations_2), pos
 
 
 def encode_describe_groups_request_v3(m: DescribeGroupsRequest, out: bytearray) -> None:
-    x0 = m.groups
-    out += _S0.pack(len(x0))
-    for e0 in x0:
-        x1 = e0
-        x1 = x1.encode()
-        out += _S1.pack(len(x1))
-        out += x1
+    x_1 = m.groups
+    out += _S0.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2
+        b_4 = x_3.encode()
+        out += _S1.pack(len(b_4))
+        out += b_4
     out += _S2.pack(m.include_authorized_operations)
 
 
 def decode_describe_groups_request_v4(data: bytes, pos: int) -> tuple[DescribeGroupsRequest, int]:
+    v_groups_1: list[str]
     n0, = _S0.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -187,34 +196,36 @@ def decode_describe_groups_request_v4(data: bytes, pos: int) -> tuple[DescribeGr
     elif n0 > len(data) - pos:
         raise DecodeError('array Groups longer than the frame')
     else:
-        v0_groups = []
-        append0 = v0_groups.append
+        v_groups_1 = []
+        append_3 = v_groups_1.append
         for _ in range(n0):
+            e_4: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Groups[] is null')
             else:
-                e0 = str(data[pos:pos + n1], 'utf-8')
+                e_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            append0(e0)
-    v0_include_authorized_operations, = _S2.unpack_from(data, pos)
+            append_3(e_4)
+    v_include_authorized_operations_2, = _S2.unpack_from(data, pos)
     pos += 1
-    return DescribeGroupsRequest(v0_groups, v0_include_authorized_operations), pos
+    return DescribeGroupsRequest(v_groups_1, v_include_authorized_operations_2), pos
 
 
 def encode_describe_groups_request_v4(m: DescribeGroupsRequest, out: bytearray) -> None:
-    x0 = m.groups
-    out += _S0.pack(len(x0))
-    for e0 in x0:
-        x1 = e0
-        x1 = x1.encode()
-        out += _S1.pack(len(x1))
-        out += x1
+    x_1 = m.groups
+    out += _S0.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2
+        b_4 = x_3.encode()
+        out += _S1.pack(len(b_4))
+        out += b_4
     out += _S2.pack(m.include_authorized_operations)
 
 
 def decode_describe_groups_request_v5(data: bytes, pos: int) -> tuple[DescribeGroupsRequest, int]:
+    v_groups_1: list[str]
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -226,9 +237,10 @@ def decode_describe_groups_request_v5(data: bytes, pos: int) -> tuple[DescribeGr
     elif n0 > len(data) - pos:
         raise DecodeError('array Groups longer than the frame')
     else:
-        v0_groups = []
-        append0 = v0_groups.append
+        v_groups_1 = []
+        append_3 = v_groups_1.append
         for _ in range(n0):
+            e_4: str
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -238,10 +250,10 @@ def decode_describe_groups_request_v5(data: bytes, pos: int) -> tuple[DescribeGr
             if n1 < 0:
                 raise DecodeError('non-nullable field Groups[] is null')
             else:
-                e0 = str(data[pos:pos + n1], 'utf-8')
+                e_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            append0(e0)
-    v0_include_authorized_operations, = _S2.unpack_from(data, pos)
+            append_3(e_4)
+    v_include_authorized_operations_2, = _S2.unpack_from(data, pos)
     pos += 1
     if data[pos] == 0:
         pos += 1
@@ -252,22 +264,23 @@ def decode_describe_groups_request_v5(data: bytes, pos: int) -> tuple[DescribeGr
             size0, pos = read_uvarint(data, pos)
             end0 = pos + size0
             pos = end0
-    return DescribeGroupsRequest(v0_groups, v0_include_authorized_operations), pos
+    return DescribeGroupsRequest(v_groups_1, v_include_authorized_operations_2), pos
 
 
 def encode_describe_groups_request_v5(m: DescribeGroupsRequest, out: bytearray) -> None:
-    x0 = m.groups
-    write_uvarint(out, len(x0) + 1)
-    for e0 in x0:
-        x1 = e0
-        x1 = x1.encode()
-        write_uvarint(out, len(x1) + 1)
-        out += x1
+    x_1 = m.groups
+    write_uvarint(out, len(x_1) + 1)
+    for e_2 in x_1:
+        x_3 = e_2
+        b_4 = x_3.encode()
+        write_uvarint(out, len(b_4) + 1)
+        out += b_4
     out += _S2.pack(m.include_authorized_operations)
     out.append(0)
 
 
 def decode_describe_groups_response_v0(data: bytes, pos: int) -> tuple[DescribeGroupsResponse, int]:
+    v_groups_2: list[DescribedGroup]
     n0, = _S0.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -275,39 +288,44 @@ def decode_describe_groups_response_v0(data: bytes, pos: int) -> tuple[DescribeG
     elif n0 > len(data) - pos:
         raise DecodeError('array Groups longer than the frame')
     else:
-        v0_groups = []
-        append0 = v0_groups.append
+        v_groups_2 = []
+        append_3 = v_groups_2.append
         for _ in range(n0):
-            v1_error_code, = _S1.unpack_from(data, pos)
+            v_error_code_4, = _S1.unpack_from(data, pos)
             pos += 2
+            v_group_id_6: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field GroupId is null')
             else:
-                v1_group_id = str(data[pos:pos + n1], 'utf-8')
+                v_group_id_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_group_state_7: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field GroupState is null')
             else:
-                v1_group_state = str(data[pos:pos + n1], 'utf-8')
+                v_group_state_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_protocol_type_8: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field ProtocolType is null')
             else:
-                v1_protocol_type = str(data[pos:pos + n1], 'utf-8')
+                v_protocol_type_8 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_protocol_data_9: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field ProtocolData is null')
             else:
-                v1_protocol_data = str(data[pos:pos + n1], 'utf-8')
+                v_protocol_data_9 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_members_10: list[DescribedGroupMember]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -315,96 +333,102 @@ def decode_describe_groups_response_v0(data: bytes, pos: int) -> tuple[DescribeG
             elif n1 > len(data) - pos:
                 raise DecodeError('array Members longer than the frame')
             else:
-                v1_members = []
-                append1 = v1_members.append
+                v_members_10 = []
+                append_12 = v_members_10.append
                 for _ in range(n1):
+                    v_member_id_13: str
                     n2, = _S1.unpack_from(data, pos)
                     pos += 2
                     if n2 < 0:
                         raise DecodeError('non-nullable field MemberId is null')
                     else:
-                        v2_member_id = str(data[pos:pos + n2], 'utf-8')
+                        v_member_id_13 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    v_client_id_15: str
                     n2, = _S1.unpack_from(data, pos)
                     pos += 2
                     if n2 < 0:
                         raise DecodeError('non-nullable field ClientId is null')
                     else:
-                        v2_client_id = str(data[pos:pos + n2], 'utf-8')
+                        v_client_id_15 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    v_client_host_16: str
                     n2, = _S1.unpack_from(data, pos)
                     pos += 2
                     if n2 < 0:
                         raise DecodeError('non-nullable field ClientHost is null')
                     else:
-                        v2_client_host = str(data[pos:pos + n2], 'utf-8')
+                        v_client_host_16 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    v_member_metadata_17: bytes
                     n2, = _S0.unpack_from(data, pos)
                     pos += 4
                     if n2 < 0:
                         raise DecodeError('non-nullable field MemberMetadata is null')
                     else:
-                        v2_member_metadata = data[pos:pos + n2]
+                        v_member_metadata_17 = data[pos:pos + n2]
                         pos += n2
+                    v_member_assignment_18: bytes
                     n2, = _S0.unpack_from(data, pos)
                     pos += 4
                     if n2 < 0:
                         raise DecodeError('non-nullable field MemberAssignment is null')
                     else:
-                        v2_member_assignment = data[pos:pos + n2]
+                        v_member_assignment_18 = data[pos:pos + n2]
                         pos += n2
-                    append1(DescribedGroupMember(v2_member_id, None, v2_client_id, v2_client_host, v2_member_metadata, v2_member_assignment))
-            append0(DescribedGroup(v1_error_code, None, v1_group_id, v1_group_state, v1_protocol_type, v1_protocol_data, v1_members, -2147483648))
-    return DescribeGroupsResponse(0, v0_groups), pos
+                    append_12(DescribedGroupMember(v_member_id_13, None, v_client_id_15, v_client_host_16, v_member_metadata_17, v_member_assignment_18))
+            append_3(DescribedGroup(v_error_code_4, None, v_group_id_6, v_group_state_7, v_protocol_type_8, v_protocol_data_9, v_members_10, -2147483648))
+    return DescribeGroupsResponse(0, v_groups_2), pos
 
 
 def encode_describe_groups_response_v0(m: DescribeGroupsResponse, out: bytearray) -> None:
-    x0 = m.groups
-    out += _S0.pack(len(x0))
-    for e0 in x0:
-        out += _S1.pack(e0.error_code)
-        x1 = e0.group_id
-        x1 = x1.encode()
-        out += _S1.pack(len(x1))
-        out += x1
-        x1 = e0.group_state
-        x1 = x1.encode()
-        out += _S1.pack(len(x1))
-        out += x1
-        x1 = e0.protocol_type
-        x1 = x1.encode()
-        out += _S1.pack(len(x1))
-        out += x1
-        x1 = e0.protocol_data
-        x1 = x1.encode()
-        out += _S1.pack(len(x1))
-        out += x1
-        x1 = e0.members
-        out += _S0.pack(len(x1))
-        for e1 in x1:
-            x2 = e1.member_id
-            x2 = x2.encode()
-            out += _S1.pack(len(x2))
-            out += x2
-            x2 = e1.client_id
-            x2 = x2.encode()
-            out += _S1.pack(len(x2))
-            out += x2
-            x2 = e1.client_host
-            x2 = x2.encode()
-            out += _S1.pack(len(x2))
-            out += x2
-            x2 = e1.member_metadata
-            out += _S0.pack(len(x2))
-            out += x2
-            x2 = e1.member_assignment
-            out += _S0.pack(len(x2))
-            out += x2
+    x_1 = m.groups
+    out += _S0.pack(len(x_1))
+    for e_2 in x_1:
+        out += _S1.pack(e_2.error_code)
+        x_3 = e_2.group_id
+        b_4 = x_3.encode()
+        out += _S1.pack(len(b_4))
+        out += b_4
+        x_5 = e_2.group_state
+        b_6 = x_5.encode()
+        out += _S1.pack(len(b_6))
+        out += b_6
+        x_7 = e_2.protocol_type
+        b_8 = x_7.encode()
+        out += _S1.pack(len(b_8))
+        out += b_8
+        x_9 = e_2.protocol_data
+        b_10 = x_9.encode()
+        out += _S1.pack(len(b_10))
+        out += b_10
+        x_11 = e_2.members
+        out += _S0.pack(len(x_11))
+        for e_12 in x_11:
+            x_13 = e_12.member_id
+            b_14 = x_13.encode()
+            out += _S1.pack(len(b_14))
+            out += b_14
+            x_15 = e_12.client_id
+            b_16 = x_15.encode()
+            out += _S1.pack(len(b_16))
+            out += b_16
+            x_17 = e_12.client_host
+            b_18 = x_17.encode()
+            out += _S1.pack(len(b_18))
+            out += b_18
+            x_19 = e_12.member_metadata
+            out += _S0.pack(len(x_19))
+            out += x_19
+            x_20 = e_12.member_assignment
+            out += _S0.pack(len(x_20))
+            out += x_20
 
 
 def decode_describe_groups_response_v1(data: bytes, pos: int) -> tuple[DescribeGroupsResponse, int]:
-    v0_throttle_time_ms, = _S0.unpack_from(data, pos)
+    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
     pos += 4
+    v_groups_2: list[DescribedGroup]
     n0, = _S0.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -412,39 +436,44 @@ def decode_describe_groups_response_v1(data: bytes, pos: int) -> tuple[DescribeG
     elif n0 > len(data) - pos:
         raise DecodeError('array Groups longer than the frame')
     else:
-        v0_groups = []
-        append0 = v0_groups.append
+        v_groups_2 = []
+        append_3 = v_groups_2.append
         for _ in range(n0):
-            v1_error_code, = _S1.unpack_from(data, pos)
+            v_error_code_4, = _S1.unpack_from(data, pos)
             pos += 2
+            v_group_id_6: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field GroupId is null')
             else:
-                v1_group_id = str(data[pos:pos + n1], 'utf-8')
+                v_group_id_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_group_state_7: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field GroupState is null')
             else:
-                v1_group_state = str(data[pos:pos + n1], 'utf-8')
+                v_group_state_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_protocol_type_8: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field ProtocolType is null')
             else:
-                v1_protocol_type = str(data[pos:pos + n1], 'utf-8')
+                v_protocol_type_8 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_protocol_data_9: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field ProtocolData is null')
             else:
-                v1_protocol_data = str(data[pos:pos + n1], 'utf-8')
+                v_protocol_data_9 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_members_10: list[DescribedGroupMember]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -452,97 +481,103 @@ def decode_describe_groups_response_v1(data: bytes, pos: int) -> tuple[DescribeG
             elif n1 > len(data) - pos:
                 raise DecodeError('array Members longer than the frame')
             else:
-                v1_members = []
-                append1 = v1_members.append
+                v_members_10 = []
+                append_12 = v_members_10.append
                 for _ in range(n1):
+                    v_member_id_13: str
                     n2, = _S1.unpack_from(data, pos)
                     pos += 2
                     if n2 < 0:
                         raise DecodeError('non-nullable field MemberId is null')
                     else:
-                        v2_member_id = str(data[pos:pos + n2], 'utf-8')
+                        v_member_id_13 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    v_client_id_15: str
                     n2, = _S1.unpack_from(data, pos)
                     pos += 2
                     if n2 < 0:
                         raise DecodeError('non-nullable field ClientId is null')
                     else:
-                        v2_client_id = str(data[pos:pos + n2], 'utf-8')
+                        v_client_id_15 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    v_client_host_16: str
                     n2, = _S1.unpack_from(data, pos)
                     pos += 2
                     if n2 < 0:
                         raise DecodeError('non-nullable field ClientHost is null')
                     else:
-                        v2_client_host = str(data[pos:pos + n2], 'utf-8')
+                        v_client_host_16 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    v_member_metadata_17: bytes
                     n2, = _S0.unpack_from(data, pos)
                     pos += 4
                     if n2 < 0:
                         raise DecodeError('non-nullable field MemberMetadata is null')
                     else:
-                        v2_member_metadata = data[pos:pos + n2]
+                        v_member_metadata_17 = data[pos:pos + n2]
                         pos += n2
+                    v_member_assignment_18: bytes
                     n2, = _S0.unpack_from(data, pos)
                     pos += 4
                     if n2 < 0:
                         raise DecodeError('non-nullable field MemberAssignment is null')
                     else:
-                        v2_member_assignment = data[pos:pos + n2]
+                        v_member_assignment_18 = data[pos:pos + n2]
                         pos += n2
-                    append1(DescribedGroupMember(v2_member_id, None, v2_client_id, v2_client_host, v2_member_metadata, v2_member_assignment))
-            append0(DescribedGroup(v1_error_code, None, v1_group_id, v1_group_state, v1_protocol_type, v1_protocol_data, v1_members, -2147483648))
-    return DescribeGroupsResponse(v0_throttle_time_ms, v0_groups), pos
+                    append_12(DescribedGroupMember(v_member_id_13, None, v_client_id_15, v_client_host_16, v_member_metadata_17, v_member_assignment_18))
+            append_3(DescribedGroup(v_error_code_4, None, v_group_id_6, v_group_state_7, v_protocol_type_8, v_protocol_data_9, v_members_10, -2147483648))
+    return DescribeGroupsResponse(v_throttle_time_ms_1, v_groups_2), pos
 
 
 def encode_describe_groups_response_v1(m: DescribeGroupsResponse, out: bytearray) -> None:
     out += _S0.pack(m.throttle_time_ms)
-    x0 = m.groups
-    out += _S0.pack(len(x0))
-    for e0 in x0:
-        out += _S1.pack(e0.error_code)
-        x1 = e0.group_id
-        x1 = x1.encode()
-        out += _S1.pack(len(x1))
-        out += x1
-        x1 = e0.group_state
-        x1 = x1.encode()
-        out += _S1.pack(len(x1))
-        out += x1
-        x1 = e0.protocol_type
-        x1 = x1.encode()
-        out += _S1.pack(len(x1))
-        out += x1
-        x1 = e0.protocol_data
-        x1 = x1.encode()
-        out += _S1.pack(len(x1))
-        out += x1
-        x1 = e0.members
-        out += _S0.pack(len(x1))
-        for e1 in x1:
-            x2 = e1.member_id
-            x2 = x2.encode()
-            out += _S1.pack(len(x2))
-            out += x2
-            x2 = e1.client_id
-            x2 = x2.encode()
-            out += _S1.pack(len(x2))
-            out += x2
-            x2 = e1.client_host
-            x2 = x2.encode()
-            out += _S1.pack(len(x2))
-            out += x2
-            x2 = e1.member_metadata
-            out += _S0.pack(len(x2))
-            out += x2
-            x2 = e1.member_assignment
-            out += _S0.pack(len(x2))
-            out += x2
+    x_1 = m.groups
+    out += _S0.pack(len(x_1))
+    for e_2 in x_1:
+        out += _S1.pack(e_2.error_code)
+        x_3 = e_2.group_id
+        b_4 = x_3.encode()
+        out += _S1.pack(len(b_4))
+        out += b_4
+        x_5 = e_2.group_state
+        b_6 = x_5.encode()
+        out += _S1.pack(len(b_6))
+        out += b_6
+        x_7 = e_2.protocol_type
+        b_8 = x_7.encode()
+        out += _S1.pack(len(b_8))
+        out += b_8
+        x_9 = e_2.protocol_data
+        b_10 = x_9.encode()
+        out += _S1.pack(len(b_10))
+        out += b_10
+        x_11 = e_2.members
+        out += _S0.pack(len(x_11))
+        for e_12 in x_11:
+            x_13 = e_12.member_id
+            b_14 = x_13.encode()
+            out += _S1.pack(len(b_14))
+            out += b_14
+            x_15 = e_12.client_id
+            b_16 = x_15.encode()
+            out += _S1.pack(len(b_16))
+            out += b_16
+            x_17 = e_12.client_host
+            b_18 = x_17.encode()
+            out += _S1.pack(len(b_18))
+            out += b_18
+            x_19 = e_12.member_metadata
+            out += _S0.pack(len(x_19))
+            out += x_19
+            x_20 = e_12.member_assignment
+            out += _S0.pack(len(x_20))
+            out += x_20
 
 
 def decode_describe_groups_response_v2(data: bytes, pos: int) -> tuple[DescribeGroupsResponse, int]:
-    v0_throttle_time_ms, = _S0.unpack_from(data, pos)
+    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
     pos += 4
+    v_groups_2: list[DescribedGroup]
     n0, = _S0.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -550,39 +585,44 @@ def decode_describe_groups_response_v2(data: bytes, pos: int) -> tuple[DescribeG
     elif n0 > len(data) - pos:
         raise DecodeError('array Groups longer than the frame')
     else:
-        v0_groups = []
-        append0 = v0_groups.append
+        v_groups_2 = []
+        append_3 = v_groups_2.append
         for _ in range(n0):
-            v1_error_code, = _S1.unpack_from(data, pos)
+            v_error_code_4, = _S1.unpack_from(data, pos)
             pos += 2
+            v_group_id_6: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field GroupId is null')
             else:
-                v1_group_id = str(data[pos:pos + n1], 'utf-8')
+                v_group_id_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_group_state_7: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field GroupState is null')
             else:
-                v1_group_state = str(data[pos:pos + n1], 'utf-8')
+                v_group_state_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_protocol_type_8: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field ProtocolType is null')
             else:
-                v1_protocol_type = str(data[pos:pos + n1], 'utf-8')
+                v_protocol_type_8 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_protocol_data_9: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field ProtocolData is null')
             else:
-                v1_protocol_data = str(data[pos:pos + n1], 'utf-8')
+                v_protocol_data_9 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_members_10: list[DescribedGroupMember]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -590,97 +630,103 @@ def decode_describe_groups_response_v2(data: bytes, pos: int) -> tuple[DescribeG
             elif n1 > len(data) - pos:
                 raise DecodeError('array Members longer than the frame')
             else:
-                v1_members = []
-                append1 = v1_members.append
+                v_members_10 = []
+                append_12 = v_members_10.append
                 for _ in range(n1):
+                    v_member_id_13: str
                     n2, = _S1.unpack_from(data, pos)
                     pos += 2
                     if n2 < 0:
                         raise DecodeError('non-nullable field MemberId is null')
                     else:
-                        v2_member_id = str(data[pos:pos + n2], 'utf-8')
+                        v_member_id_13 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    v_client_id_15: str
                     n2, = _S1.unpack_from(data, pos)
                     pos += 2
                     if n2 < 0:
                         raise DecodeError('non-nullable field ClientId is null')
                     else:
-                        v2_client_id = str(data[pos:pos + n2], 'utf-8')
+                        v_client_id_15 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    v_client_host_16: str
                     n2, = _S1.unpack_from(data, pos)
                     pos += 2
                     if n2 < 0:
                         raise DecodeError('non-nullable field ClientHost is null')
                     else:
-                        v2_client_host = str(data[pos:pos + n2], 'utf-8')
+                        v_client_host_16 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    v_member_metadata_17: bytes
                     n2, = _S0.unpack_from(data, pos)
                     pos += 4
                     if n2 < 0:
                         raise DecodeError('non-nullable field MemberMetadata is null')
                     else:
-                        v2_member_metadata = data[pos:pos + n2]
+                        v_member_metadata_17 = data[pos:pos + n2]
                         pos += n2
+                    v_member_assignment_18: bytes
                     n2, = _S0.unpack_from(data, pos)
                     pos += 4
                     if n2 < 0:
                         raise DecodeError('non-nullable field MemberAssignment is null')
                     else:
-                        v2_member_assignment = data[pos:pos + n2]
+                        v_member_assignment_18 = data[pos:pos + n2]
                         pos += n2
-                    append1(DescribedGroupMember(v2_member_id, None, v2_client_id, v2_client_host, v2_member_metadata, v2_member_assignment))
-            append0(DescribedGroup(v1_error_code, None, v1_group_id, v1_group_state, v1_protocol_type, v1_protocol_data, v1_members, -2147483648))
-    return DescribeGroupsResponse(v0_throttle_time_ms, v0_groups), pos
+                    append_12(DescribedGroupMember(v_member_id_13, None, v_client_id_15, v_client_host_16, v_member_metadata_17, v_member_assignment_18))
+            append_3(DescribedGroup(v_error_code_4, None, v_group_id_6, v_group_state_7, v_protocol_type_8, v_protocol_data_9, v_members_10, -2147483648))
+    return DescribeGroupsResponse(v_throttle_time_ms_1, v_groups_2), pos
 
 
 def encode_describe_groups_response_v2(m: DescribeGroupsResponse, out: bytearray) -> None:
     out += _S0.pack(m.throttle_time_ms)
-    x0 = m.groups
-    out += _S0.pack(len(x0))
-    for e0 in x0:
-        out += _S1.pack(e0.error_code)
-        x1 = e0.group_id
-        x1 = x1.encode()
-        out += _S1.pack(len(x1))
-        out += x1
-        x1 = e0.group_state
-        x1 = x1.encode()
-        out += _S1.pack(len(x1))
-        out += x1
-        x1 = e0.protocol_type
-        x1 = x1.encode()
-        out += _S1.pack(len(x1))
-        out += x1
-        x1 = e0.protocol_data
-        x1 = x1.encode()
-        out += _S1.pack(len(x1))
-        out += x1
-        x1 = e0.members
-        out += _S0.pack(len(x1))
-        for e1 in x1:
-            x2 = e1.member_id
-            x2 = x2.encode()
-            out += _S1.pack(len(x2))
-            out += x2
-            x2 = e1.client_id
-            x2 = x2.encode()
-            out += _S1.pack(len(x2))
-            out += x2
-            x2 = e1.client_host
-            x2 = x2.encode()
-            out += _S1.pack(len(x2))
-            out += x2
-            x2 = e1.member_metadata
-            out += _S0.pack(len(x2))
-            out += x2
-            x2 = e1.member_assignment
-            out += _S0.pack(len(x2))
-            out += x2
+    x_1 = m.groups
+    out += _S0.pack(len(x_1))
+    for e_2 in x_1:
+        out += _S1.pack(e_2.error_code)
+        x_3 = e_2.group_id
+        b_4 = x_3.encode()
+        out += _S1.pack(len(b_4))
+        out += b_4
+        x_5 = e_2.group_state
+        b_6 = x_5.encode()
+        out += _S1.pack(len(b_6))
+        out += b_6
+        x_7 = e_2.protocol_type
+        b_8 = x_7.encode()
+        out += _S1.pack(len(b_8))
+        out += b_8
+        x_9 = e_2.protocol_data
+        b_10 = x_9.encode()
+        out += _S1.pack(len(b_10))
+        out += b_10
+        x_11 = e_2.members
+        out += _S0.pack(len(x_11))
+        for e_12 in x_11:
+            x_13 = e_12.member_id
+            b_14 = x_13.encode()
+            out += _S1.pack(len(b_14))
+            out += b_14
+            x_15 = e_12.client_id
+            b_16 = x_15.encode()
+            out += _S1.pack(len(b_16))
+            out += b_16
+            x_17 = e_12.client_host
+            b_18 = x_17.encode()
+            out += _S1.pack(len(b_18))
+            out += b_18
+            x_19 = e_12.member_metadata
+            out += _S0.pack(len(x_19))
+            out += x_19
+            x_20 = e_12.member_assignment
+            out += _S0.pack(len(x_20))
+            out += x_20
 
 
 def decode_describe_groups_response_v3(data: bytes, pos: int) -> tuple[DescribeGroupsResponse, int]:
-    v0_throttle_time_ms, = _S0.unpack_from(data, pos)
+    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
     pos += 4
+    v_groups_2: list[DescribedGroup]
     n0, = _S0.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -688,39 +734,44 @@ def decode_describe_groups_response_v3(data: bytes, pos: int) -> tuple[DescribeG
     elif n0 > len(data) - pos:
         raise DecodeError('array Groups longer than the frame')
     else:
-        v0_groups = []
-        append0 = v0_groups.append
+        v_groups_2 = []
+        append_3 = v_groups_2.append
         for _ in range(n0):
-            v1_error_code, = _S1.unpack_from(data, pos)
+            v_error_code_4, = _S1.unpack_from(data, pos)
             pos += 2
+            v_group_id_6: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field GroupId is null')
             else:
-                v1_group_id = str(data[pos:pos + n1], 'utf-8')
+                v_group_id_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_group_state_7: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field GroupState is null')
             else:
-                v1_group_state = str(data[pos:pos + n1], 'utf-8')
+                v_group_state_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_protocol_type_8: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field ProtocolType is null')
             else:
-                v1_protocol_type = str(data[pos:pos + n1], 'utf-8')
+                v_protocol_type_8 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_protocol_data_9: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field ProtocolData is null')
             else:
-                v1_protocol_data = str(data[pos:pos + n1], 'utf-8')
+                v_protocol_data_9 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_members_10: list[DescribedGroupMember]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -728,100 +779,106 @@ def decode_describe_groups_response_v3(data: bytes, pos: int) -> tuple[DescribeG
             elif n1 > len(data) - pos:
                 raise DecodeError('array Members longer than the frame')
             else:
-                v1_members = []
-                append1 = v1_members.append
+                v_members_10 = []
+                append_12 = v_members_10.append
                 for _ in range(n1):
+                    v_member_id_13: str
                     n2, = _S1.unpack_from(data, pos)
                     pos += 2
                     if n2 < 0:
                         raise DecodeError('non-nullable field MemberId is null')
                     else:
-                        v2_member_id = str(data[pos:pos + n2], 'utf-8')
+                        v_member_id_13 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    v_client_id_15: str
                     n2, = _S1.unpack_from(data, pos)
                     pos += 2
                     if n2 < 0:
                         raise DecodeError('non-nullable field ClientId is null')
                     else:
-                        v2_client_id = str(data[pos:pos + n2], 'utf-8')
+                        v_client_id_15 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    v_client_host_16: str
                     n2, = _S1.unpack_from(data, pos)
                     pos += 2
                     if n2 < 0:
                         raise DecodeError('non-nullable field ClientHost is null')
                     else:
-                        v2_client_host = str(data[pos:pos + n2], 'utf-8')
+                        v_client_host_16 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    v_member_metadata_17: bytes
                     n2, = _S0.unpack_from(data, pos)
                     pos += 4
                     if n2 < 0:
                         raise DecodeError('non-nullable field MemberMetadata is null')
                     else:
-                        v2_member_metadata = data[pos:pos + n2]
+                        v_member_metadata_17 = data[pos:pos + n2]
                         pos += n2
+                    v_member_assignment_18: bytes
                     n2, = _S0.unpack_from(data, pos)
                     pos += 4
                     if n2 < 0:
                         raise DecodeError('non-nullable field MemberAssignment is null')
                     else:
-                        v2_member_assignment = data[pos:pos + n2]
+                        v_member_assignment_18 = data[pos:pos + n2]
                         pos += n2
-                    append1(DescribedGroupMember(v2_member_id, None, v2_client_id, v2_client_host, v2_member_metadata, v2_member_assignment))
-            v1_authorized_operations, = _S0.unpack_from(data, pos)
+                    append_12(DescribedGroupMember(v_member_id_13, None, v_client_id_15, v_client_host_16, v_member_metadata_17, v_member_assignment_18))
+            v_authorized_operations_11, = _S0.unpack_from(data, pos)
             pos += 4
-            append0(DescribedGroup(v1_error_code, None, v1_group_id, v1_group_state, v1_protocol_type, v1_protocol_data, v1_members, v1_authorized_operations))
-    return DescribeGroupsResponse(v0_throttle_time_ms, v0_groups), pos
+            append_3(DescribedGroup(v_error_code_4, None, v_group_id_6, v_group_state_7, v_protocol_type_8, v_protocol_data_9, v_members_10, v_authorized_operations_11))
+    return DescribeGroupsResponse(v_throttle_time_ms_1, v_groups_2), pos
 
 
 def encode_describe_groups_response_v3(m: DescribeGroupsResponse, out: bytearray) -> None:
     out += _S0.pack(m.throttle_time_ms)
-    x0 = m.groups
-    out += _S0.pack(len(x0))
-    for e0 in x0:
-        out += _S1.pack(e0.error_code)
-        x1 = e0.group_id
-        x1 = x1.encode()
-        out += _S1.pack(len(x1))
-        out += x1
-        x1 = e0.group_state
-        x1 = x1.encode()
-        out += _S1.pack(len(x1))
-        out += x1
-        x1 = e0.protocol_type
-        x1 = x1.encode()
-        out += _S1.pack(len(x1))
-        out += x1
-        x1 = e0.protocol_data
-        x1 = x1.encode()
-        out += _S1.pack(len(x1))
-        out += x1
-        x1 = e0.members
-        out += _S0.pack(len(x1))
-        for e1 in x1:
-            x2 = e1.member_id
-            x2 = x2.encode()
-            out += _S1.pack(len(x2))
-            out += x2
-            x2 = e1.client_id
-            x2 = x2.encode()
-            out += _S1.pack(len(x2))
-            out += x2
-            x2 = e1.client_host
-            x2 = x2.encode()
-            out += _S1.pack(len(x2))
-            out += x2
-            x2 = e1.member_metadata
-            out += _S0.pack(len(x2))
-            out += x2
-            x2 = e1.member_assignment
-            out += _S0.pack(len(x2))
-            out += x2
-        out += _S0.pack(e0.authorized_operations)
+    x_1 = m.groups
+    out += _S0.pack(len(x_1))
+    for e_2 in x_1:
+        out += _S1.pack(e_2.error_code)
+        x_3 = e_2.group_id
+        b_4 = x_3.encode()
+        out += _S1.pack(len(b_4))
+        out += b_4
+        x_5 = e_2.group_state
+        b_6 = x_5.encode()
+        out += _S1.pack(len(b_6))
+        out += b_6
+        x_7 = e_2.protocol_type
+        b_8 = x_7.encode()
+        out += _S1.pack(len(b_8))
+        out += b_8
+        x_9 = e_2.protocol_data
+        b_10 = x_9.encode()
+        out += _S1.pack(len(b_10))
+        out += b_10
+        x_11 = e_2.members
+        out += _S0.pack(len(x_11))
+        for e_12 in x_11:
+            x_13 = e_12.member_id
+            b_14 = x_13.encode()
+            out += _S1.pack(len(b_14))
+            out += b_14
+            x_15 = e_12.client_id
+            b_16 = x_15.encode()
+            out += _S1.pack(len(b_16))
+            out += b_16
+            x_17 = e_12.client_host
+            b_18 = x_17.encode()
+            out += _S1.pack(len(b_18))
+            out += b_18
+            x_19 = e_12.member_metadata
+            out += _S0.pack(len(x_19))
+            out += x_19
+            x_20 = e_12.member_assignment
+            out += _S0.pack(len(x_20))
+            out += x_20
+        out += _S0.pack(e_2.authorized_operations)
 
 
 def decode_describe_groups_response_v4(data: bytes, pos: int) -> tuple[DescribeGroupsResponse, int]:
-    v0_throttle_time_ms, = _S0.unpack_from(data, pos)
+    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
     pos += 4
+    v_groups_2: list[DescribedGroup]
     n0, = _S0.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -829,39 +886,44 @@ def decode_describe_groups_response_v4(data: bytes, pos: int) -> tuple[DescribeG
     elif n0 > len(data) - pos:
         raise DecodeError('array Groups longer than the frame')
     else:
-        v0_groups = []
-        append0 = v0_groups.append
+        v_groups_2 = []
+        append_3 = v_groups_2.append
         for _ in range(n0):
-            v1_error_code, = _S1.unpack_from(data, pos)
+            v_error_code_4, = _S1.unpack_from(data, pos)
             pos += 2
+            v_group_id_6: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field GroupId is null')
             else:
-                v1_group_id = str(data[pos:pos + n1], 'utf-8')
+                v_group_id_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_group_state_7: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field GroupState is null')
             else:
-                v1_group_state = str(data[pos:pos + n1], 'utf-8')
+                v_group_state_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_protocol_type_8: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field ProtocolType is null')
             else:
-                v1_protocol_type = str(data[pos:pos + n1], 'utf-8')
+                v_protocol_type_8 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_protocol_data_9: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field ProtocolData is null')
             else:
-                v1_protocol_data = str(data[pos:pos + n1], 'utf-8')
+                v_protocol_data_9 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_members_10: list[DescribedGroupMember]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -869,114 +931,121 @@ def decode_describe_groups_response_v4(data: bytes, pos: int) -> tuple[DescribeG
             elif n1 > len(data) - pos:
                 raise DecodeError('array Members longer than the frame')
             else:
-                v1_members = []
-                append1 = v1_members.append
+                v_members_10 = []
+                append_12 = v_members_10.append
                 for _ in range(n1):
+                    v_member_id_13: str
                     n2, = _S1.unpack_from(data, pos)
                     pos += 2
                     if n2 < 0:
                         raise DecodeError('non-nullable field MemberId is null')
                     else:
-                        v2_member_id = str(data[pos:pos + n2], 'utf-8')
+                        v_member_id_13 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    v_group_instance_id_14: str | None
                     n2, = _S1.unpack_from(data, pos)
                     pos += 2
                     if n2 < 0:
-                        v2_group_instance_id = None
+                        v_group_instance_id_14 = None
                     else:
-                        v2_group_instance_id = str(data[pos:pos + n2], 'utf-8')
+                        v_group_instance_id_14 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    v_client_id_15: str
                     n2, = _S1.unpack_from(data, pos)
                     pos += 2
                     if n2 < 0:
                         raise DecodeError('non-nullable field ClientId is null')
                     else:
-                        v2_client_id = str(data[pos:pos + n2], 'utf-8')
+                        v_client_id_15 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    v_client_host_16: str
                     n2, = _S1.unpack_from(data, pos)
                     pos += 2
                     if n2 < 0:
                         raise DecodeError('non-nullable field ClientHost is null')
                     else:
-                        v2_client_host = str(data[pos:pos + n2], 'utf-8')
+                        v_client_host_16 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    v_member_metadata_17: bytes
                     n2, = _S0.unpack_from(data, pos)
                     pos += 4
                     if n2 < 0:
                         raise DecodeError('non-nullable field MemberMetadata is null')
                     else:
-                        v2_member_metadata = data[pos:pos + n2]
+                        v_member_metadata_17 = data[pos:pos + n2]
                         pos += n2
+                    v_member_assignment_18: bytes
                     n2, = _S0.unpack_from(data, pos)
                     pos += 4
                     if n2 < 0:
                         raise DecodeError('non-nullable field MemberAssignment is null')
                     else:
-                        v2_member_assignment = data[pos:pos + n2]
+                        v_member_assignment_18 = data[pos:pos + n2]
                         pos += n2
-                    append1(DescribedGroupMember(v2_member_id, v2_group_instance_id, v2_client_id, v2_client_host, v2_member_metadata, v2_member_assignment))
-            v1_authorized_operations, = _S0.unpack_from(data, pos)
+                    append_12(DescribedGroupMember(v_member_id_13, v_group_instance_id_14, v_client_id_15, v_client_host_16, v_member_metadata_17, v_member_assignment_18))
+            v_authorized_operations_11, = _S0.unpack_from(data, pos)
             pos += 4
-            append0(DescribedGroup(v1_error_code, None, v1_group_id, v1_group_state, v1_protocol_type, v1_protocol_data, v1_members, v1_authorized_operations))
-    return DescribeGroupsResponse(v0_throttle_time_ms, v0_groups), pos
+            append_3(DescribedGroup(v_error_code_4, None, v_group_id_6, v_group_state_7, v_protocol_type_8, v_protocol_data_9, v_members_10, v_authorized_operations_11))
+    return DescribeGroupsResponse(v_throttle_time_ms_1, v_groups_2), pos
 
 
 def encode_describe_groups_response_v4(m: DescribeGroupsResponse, out: bytearray) -> None:
     out += _S0.pack(m.throttle_time_ms)
-    x0 = m.groups
-    out += _S0.pack(len(x0))
-    for e0 in x0:
-        out += _S1.pack(e0.error_code)
-        x1 = e0.group_id
-        x1 = x1.encode()
-        out += _S1.pack(len(x1))
-        out += x1
-        x1 = e0.group_state
-        x1 = x1.encode()
-        out += _S1.pack(len(x1))
-        out += x1
-        x1 = e0.protocol_type
-        x1 = x1.encode()
-        out += _S1.pack(len(x1))
-        out += x1
-        x1 = e0.protocol_data
-        x1 = x1.encode()
-        out += _S1.pack(len(x1))
-        out += x1
-        x1 = e0.members
-        out += _S0.pack(len(x1))
-        for e1 in x1:
-            x2 = e1.member_id
-            x2 = x2.encode()
-            out += _S1.pack(len(x2))
-            out += x2
-            x2 = e1.group_instance_id
-            if x2 is None:
+    x_1 = m.groups
+    out += _S0.pack(len(x_1))
+    for e_2 in x_1:
+        out += _S1.pack(e_2.error_code)
+        x_3 = e_2.group_id
+        b_4 = x_3.encode()
+        out += _S1.pack(len(b_4))
+        out += b_4
+        x_5 = e_2.group_state
+        b_6 = x_5.encode()
+        out += _S1.pack(len(b_6))
+        out += b_6
+        x_7 = e_2.protocol_type
+        b_8 = x_7.encode()
+        out += _S1.pack(len(b_8))
+        out += b_8
+        x_9 = e_2.protocol_data
+        b_10 = x_9.encode()
+        out += _S1.pack(len(b_10))
+        out += b_10
+        x_11 = e_2.members
+        out += _S0.pack(len(x_11))
+        for e_12 in x_11:
+            x_13 = e_12.member_id
+            b_14 = x_13.encode()
+            out += _S1.pack(len(b_14))
+            out += b_14
+            x_15 = e_12.group_instance_id
+            if x_15 is None:
                 out += b'\xff\xff'
             else:
-                x2 = x2.encode()
-                out += _S1.pack(len(x2))
-                out += x2
-            x2 = e1.client_id
-            x2 = x2.encode()
-            out += _S1.pack(len(x2))
-            out += x2
-            x2 = e1.client_host
-            x2 = x2.encode()
-            out += _S1.pack(len(x2))
-            out += x2
-            x2 = e1.member_metadata
-            out += _S0.pack(len(x2))
-            out += x2
-            x2 = e1.member_assignment
-            out += _S0.pack(len(x2))
-            out += x2
-        out += _S0.pack(e0.authorized_operations)
+                b_16 = x_15.encode()
+                out += _S1.pack(len(b_16))
+                out += b_16
+            x_17 = e_12.client_id
+            b_18 = x_17.encode()
+            out += _S1.pack(len(b_18))
+            out += b_18
+            x_19 = e_12.client_host
+            b_20 = x_19.encode()
+            out += _S1.pack(len(b_20))
+            out += b_20
+            x_21 = e_12.member_metadata
+            out += _S0.pack(len(x_21))
+            out += x_21
+            x_22 = e_12.member_assignment
+            out += _S0.pack(len(x_22))
+            out += x_22
+        out += _S0.pack(e_2.authorized_operations)
 
 
 def decode_describe_groups_response_v5(data: bytes, pos: int) -> tuple[DescribeGroupsResponse, int]:
-    v0_throttle_time_ms, = _S0.unpack_from(data, pos)
+    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
     pos += 4
+    v_groups_2: list[DescribedGroup]
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -988,11 +1057,12 @@ def decode_describe_groups_response_v5(data: bytes, pos: int) -> tuple[DescribeG
     elif n0 > len(data) - pos:
         raise DecodeError('array Groups longer than the frame')
     else:
-        v0_groups = []
-        append0 = v0_groups.append
+        v_groups_2 = []
+        append_3 = v_groups_2.append
         for _ in range(n0):
-            v1_error_code, = _S1.unpack_from(data, pos)
+            v_error_code_4, = _S1.unpack_from(data, pos)
             pos += 2
+            v_group_id_6: str
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -1002,8 +1072,9 @@ def decode_describe_groups_response_v5(data: bytes, pos: int) -> tuple[DescribeG
             if n1 < 0:
                 raise DecodeError('non-nullable field GroupId is null')
             else:
-                v1_group_id = str(data[pos:pos + n1], 'utf-8')
+                v_group_id_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_group_state_7: str
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -1013,8 +1084,9 @@ def decode_describe_groups_response_v5(data: bytes, pos: int) -> tuple[DescribeG
             if n1 < 0:
                 raise DecodeError('non-nullable field GroupState is null')
             else:
-                v1_group_state = str(data[pos:pos + n1], 'utf-8')
+                v_group_state_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_protocol_type_8: str
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -1024,8 +1096,9 @@ def decode_describe_groups_response_v5(data: bytes, pos: int) -> tuple[DescribeG
             if n1 < 0:
                 raise DecodeError('non-nullable field ProtocolType is null')
             else:
-                v1_protocol_type = str(data[pos:pos + n1], 'utf-8')
+                v_protocol_type_8 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_protocol_data_9: str
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -1035,8 +1108,9 @@ def decode_describe_groups_response_v5(data: bytes, pos: int) -> tuple[DescribeG
             if n1 < 0:
                 raise DecodeError('non-nullable field ProtocolData is null')
             else:
-                v1_protocol_data = str(data[pos:pos + n1], 'utf-8')
+                v_protocol_data_9 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_members_10: list[DescribedGroupMember]
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -1048,9 +1122,10 @@ def decode_describe_groups_response_v5(data: bytes, pos: int) -> tuple[DescribeG
             elif n1 > len(data) - pos:
                 raise DecodeError('array Members longer than the frame')
             else:
-                v1_members = []
-                append1 = v1_members.append
+                v_members_10 = []
+                append_12 = v_members_10.append
                 for _ in range(n1):
+                    v_member_id_13: str
                     n2 = data[pos]
                     if n2 < 128:
                         pos += 1
@@ -1060,8 +1135,9 @@ def decode_describe_groups_response_v5(data: bytes, pos: int) -> tuple[DescribeG
                     if n2 < 0:
                         raise DecodeError('non-nullable field MemberId is null')
                     else:
-                        v2_member_id = str(data[pos:pos + n2], 'utf-8')
+                        v_member_id_13 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    v_group_instance_id_14: str | None
                     n2 = data[pos]
                     if n2 < 128:
                         pos += 1
@@ -1069,10 +1145,11 @@ def decode_describe_groups_response_v5(data: bytes, pos: int) -> tuple[DescribeG
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
-                        v2_group_instance_id = None
+                        v_group_instance_id_14 = None
                     else:
-                        v2_group_instance_id = str(data[pos:pos + n2], 'utf-8')
+                        v_group_instance_id_14 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    v_client_id_15: str
                     n2 = data[pos]
                     if n2 < 128:
                         pos += 1
@@ -1082,8 +1159,9 @@ def decode_describe_groups_response_v5(data: bytes, pos: int) -> tuple[DescribeG
                     if n2 < 0:
                         raise DecodeError('non-nullable field ClientId is null')
                     else:
-                        v2_client_id = str(data[pos:pos + n2], 'utf-8')
+                        v_client_id_15 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    v_client_host_16: str
                     n2 = data[pos]
                     if n2 < 128:
                         pos += 1
@@ -1093,8 +1171,9 @@ def decode_describe_groups_response_v5(data: bytes, pos: int) -> tuple[DescribeG
                     if n2 < 0:
                         raise DecodeError('non-nullable field ClientHost is null')
                     else:
-                        v2_client_host = str(data[pos:pos + n2], 'utf-8')
+                        v_client_host_16 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    v_member_metadata_17: bytes
                     n2 = data[pos]
                     if n2 < 128:
                         pos += 1
@@ -1104,8 +1183,9 @@ def decode_describe_groups_response_v5(data: bytes, pos: int) -> tuple[DescribeG
                     if n2 < 0:
                         raise DecodeError('non-nullable field MemberMetadata is null')
                     else:
-                        v2_member_metadata = data[pos:pos + n2]
+                        v_member_metadata_17 = data[pos:pos + n2]
                         pos += n2
+                    v_member_assignment_18: bytes
                     n2 = data[pos]
                     if n2 < 128:
                         pos += 1
@@ -1115,7 +1195,7 @@ def decode_describe_groups_response_v5(data: bytes, pos: int) -> tuple[DescribeG
                     if n2 < 0:
                         raise DecodeError('non-nullable field MemberAssignment is null')
                     else:
-                        v2_member_assignment = data[pos:pos + n2]
+                        v_member_assignment_18 = data[pos:pos + n2]
                         pos += n2
                     if data[pos] == 0:
                         pos += 1
@@ -1126,8 +1206,8 @@ def decode_describe_groups_response_v5(data: bytes, pos: int) -> tuple[DescribeG
                             size2, pos = read_uvarint(data, pos)
                             end2 = pos + size2
                             pos = end2
-                    append1(DescribedGroupMember(v2_member_id, v2_group_instance_id, v2_client_id, v2_client_host, v2_member_metadata, v2_member_assignment))
-            v1_authorized_operations, = _S0.unpack_from(data, pos)
+                    append_12(DescribedGroupMember(v_member_id_13, v_group_instance_id_14, v_client_id_15, v_client_host_16, v_member_metadata_17, v_member_assignment_18))
+            v_authorized_operations_11, = _S0.unpack_from(data, pos)
             pos += 4
             if data[pos] == 0:
                 pos += 1
@@ -1138,7 +1218,7 @@ def decode_describe_groups_response_v5(data: bytes, pos: int) -> tuple[DescribeG
                     size1, pos = read_uvarint(data, pos)
                     end1 = pos + size1
                     pos = end1
-            append0(DescribedGroup(v1_error_code, None, v1_group_id, v1_group_state, v1_protocol_type, v1_protocol_data, v1_members, v1_authorized_operations))
+            append_3(DescribedGroup(v_error_code_4, None, v_group_id_6, v_group_state_7, v_protocol_type_8, v_protocol_data_9, v_members_10, v_authorized_operations_11))
     if data[pos] == 0:
         pos += 1
     else:
@@ -1148,60 +1228,60 @@ def decode_describe_groups_response_v5(data: bytes, pos: int) -> tuple[DescribeG
             size0, pos = read_uvarint(data, pos)
             end0 = pos + size0
             pos = end0
-    return DescribeGroupsResponse(v0_throttle_time_ms, v0_groups), pos
+    return DescribeGroupsResponse(v_throttle_time_ms_1, v_groups_2), pos
 
 
 def encode_describe_groups_response_v5(m: DescribeGroupsResponse, out: bytearray) -> None:
     out += _S0.pack(m.throttle_time_ms)
-    x0 = m.groups
-    write_uvarint(out, len(x0) + 1)
-    for e0 in x0:
-        out += _S1.pack(e0.error_code)
-        x1 = e0.group_id
-        x1 = x1.encode()
-        write_uvarint(out, len(x1) + 1)
-        out += x1
-        x1 = e0.group_state
-        x1 = x1.encode()
-        write_uvarint(out, len(x1) + 1)
-        out += x1
-        x1 = e0.protocol_type
-        x1 = x1.encode()
-        write_uvarint(out, len(x1) + 1)
-        out += x1
-        x1 = e0.protocol_data
-        x1 = x1.encode()
-        write_uvarint(out, len(x1) + 1)
-        out += x1
-        x1 = e0.members
-        write_uvarint(out, len(x1) + 1)
-        for e1 in x1:
-            x2 = e1.member_id
-            x2 = x2.encode()
-            write_uvarint(out, len(x2) + 1)
-            out += x2
-            x2 = e1.group_instance_id
-            if x2 is None:
+    x_1 = m.groups
+    write_uvarint(out, len(x_1) + 1)
+    for e_2 in x_1:
+        out += _S1.pack(e_2.error_code)
+        x_3 = e_2.group_id
+        b_4 = x_3.encode()
+        write_uvarint(out, len(b_4) + 1)
+        out += b_4
+        x_5 = e_2.group_state
+        b_6 = x_5.encode()
+        write_uvarint(out, len(b_6) + 1)
+        out += b_6
+        x_7 = e_2.protocol_type
+        b_8 = x_7.encode()
+        write_uvarint(out, len(b_8) + 1)
+        out += b_8
+        x_9 = e_2.protocol_data
+        b_10 = x_9.encode()
+        write_uvarint(out, len(b_10) + 1)
+        out += b_10
+        x_11 = e_2.members
+        write_uvarint(out, len(x_11) + 1)
+        for e_12 in x_11:
+            x_13 = e_12.member_id
+            b_14 = x_13.encode()
+            write_uvarint(out, len(b_14) + 1)
+            out += b_14
+            x_15 = e_12.group_instance_id
+            if x_15 is None:
                 out.append(0)
             else:
-                x2 = x2.encode()
-                write_uvarint(out, len(x2) + 1)
-                out += x2
-            x2 = e1.client_id
-            x2 = x2.encode()
-            write_uvarint(out, len(x2) + 1)
-            out += x2
-            x2 = e1.client_host
-            x2 = x2.encode()
-            write_uvarint(out, len(x2) + 1)
-            out += x2
-            x2 = e1.member_metadata
-            write_uvarint(out, len(x2) + 1)
-            out += x2
-            x2 = e1.member_assignment
-            write_uvarint(out, len(x2) + 1)
-            out += x2
+                b_16 = x_15.encode()
+                write_uvarint(out, len(b_16) + 1)
+                out += b_16
+            x_17 = e_12.client_id
+            b_18 = x_17.encode()
+            write_uvarint(out, len(b_18) + 1)
+            out += b_18
+            x_19 = e_12.client_host
+            b_20 = x_19.encode()
+            write_uvarint(out, len(b_20) + 1)
+            out += b_20
+            x_21 = e_12.member_metadata
+            write_uvarint(out, len(x_21) + 1)
+            out += x_21
+            x_22 = e_12.member_assignment
+            write_uvarint(out, len(x_22) + 1)
+            out += x_22
             out.append(0)
-        out += _S0.pack(e0.authorized_operations)
+        out += _S0.pack(e_2.authorized_operations)
         out.append(0)
     out.append(0)

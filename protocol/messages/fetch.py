@@ -140,8 +140,9 @@ class FetchResponse:
 
 
 def decode_fetch_request_v4(data: bytes, pos: int) -> tuple[FetchRequest, int]:
-    v0_replica_id, v0_max_wait_ms, v0_min_bytes, v0_max_bytes, v0_isolation_level = _S0.unpack_from(data, pos)
+    v_replica_id_2, v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7 = _S0.unpack_from(data, pos)
     pos += 17
+    v_topics_10: list[FetchTopic]
     n0, = _S1.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -149,16 +150,18 @@ def decode_fetch_request_v4(data: bytes, pos: int) -> tuple[FetchRequest, int]:
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_10 = []
+        append_13 = v_topics_10.append
         for _ in range(n0):
+            v_topic_14: str
             n1, = _S2.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Topic is null')
             else:
-                v1_topic = str(data[pos:pos + n1], 'utf-8')
+                v_topic_14 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_partitions_16: list[FetchPartition]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -166,34 +169,35 @@ def decode_fetch_request_v4(data: bytes, pos: int) -> tuple[FetchRequest, int]:
             elif n1 > len(data) - pos:
                 raise DecodeError('array Partitions longer than the frame')
             else:
-                v1_partitions = []
-                append1 = v1_partitions.append
+                v_partitions_16 = []
+                append_17 = v_partitions_16.append
                 for _ in range(n1):
-                    v2_partition, v2_fetch_offset, v2_partition_max_bytes = _S3.unpack_from(data, pos)
+                    v_partition_18, v_fetch_offset_20, v_partition_max_bytes_23 = _S3.unpack_from(data, pos)
                     pos += 16
-                    append1(FetchPartition(v2_partition, -1, v2_fetch_offset, -1, -1, v2_partition_max_bytes, ZERO_UUID, 9223372036854775807))
-            append0(FetchTopic(v1_topic, ZERO_UUID, v1_partitions))
-    return FetchRequest(None, v0_replica_id, ReplicaState(), v0_max_wait_ms, v0_min_bytes, v0_max_bytes, v0_isolation_level, 0, -1, v0_topics, [], ''), pos
+                    append_17(FetchPartition(v_partition_18, -1, v_fetch_offset_20, -1, -1, v_partition_max_bytes_23, ZERO_UUID, 9223372036854775807))
+            append_13(FetchTopic(v_topic_14, ZERO_UUID, v_partitions_16))
+    return FetchRequest(None, v_replica_id_2, ReplicaState(), v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, 0, -1, v_topics_10, [], ''), pos
 
 
 def encode_fetch_request_v4(m: FetchRequest, out: bytearray) -> None:
     out += _S0.pack(m.replica_id, m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level)
-    x0 = m.topics
-    out += _S1.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.topic
-        x1 = x1.encode()
-        out += _S2.pack(len(x1))
-        out += x1
-        x1 = e0.partitions
-        out += _S1.pack(len(x1))
-        for e1 in x1:
-            out += _S3.pack(e1.partition, e1.fetch_offset, e1.partition_max_bytes)
+    x_1 = m.topics
+    out += _S1.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2.topic
+        b_4 = x_3.encode()
+        out += _S2.pack(len(b_4))
+        out += b_4
+        x_5 = e_2.partitions
+        out += _S1.pack(len(x_5))
+        for e_6 in x_5:
+            out += _S3.pack(e_6.partition, e_6.fetch_offset, e_6.partition_max_bytes)
 
 
 def decode_fetch_request_v5(data: bytes, pos: int) -> tuple[FetchRequest, int]:
-    v0_replica_id, v0_max_wait_ms, v0_min_bytes, v0_max_bytes, v0_isolation_level = _S0.unpack_from(data, pos)
+    v_replica_id_2, v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7 = _S0.unpack_from(data, pos)
     pos += 17
+    v_topics_10: list[FetchTopic]
     n0, = _S1.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -201,16 +205,18 @@ def decode_fetch_request_v5(data: bytes, pos: int) -> tuple[FetchRequest, int]:
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_10 = []
+        append_13 = v_topics_10.append
         for _ in range(n0):
+            v_topic_14: str
             n1, = _S2.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Topic is null')
             else:
-                v1_topic = str(data[pos:pos + n1], 'utf-8')
+                v_topic_14 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_partitions_16: list[FetchPartition]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -218,34 +224,35 @@ def decode_fetch_request_v5(data: bytes, pos: int) -> tuple[FetchRequest, int]:
             elif n1 > len(data) - pos:
                 raise DecodeError('array Partitions longer than the frame')
             else:
-                v1_partitions = []
-                append1 = v1_partitions.append
+                v_partitions_16 = []
+                append_17 = v_partitions_16.append
                 for _ in range(n1):
-                    v2_partition, v2_fetch_offset, v2_log_start_offset, v2_partition_max_bytes = _S4.unpack_from(data, pos)
+                    v_partition_18, v_fetch_offset_20, v_log_start_offset_22, v_partition_max_bytes_23 = _S4.unpack_from(data, pos)
                     pos += 24
-                    append1(FetchPartition(v2_partition, -1, v2_fetch_offset, -1, v2_log_start_offset, v2_partition_max_bytes, ZERO_UUID, 9223372036854775807))
-            append0(FetchTopic(v1_topic, ZERO_UUID, v1_partitions))
-    return FetchRequest(None, v0_replica_id, ReplicaState(), v0_max_wait_ms, v0_min_bytes, v0_max_bytes, v0_isolation_level, 0, -1, v0_topics, [], ''), pos
+                    append_17(FetchPartition(v_partition_18, -1, v_fetch_offset_20, -1, v_log_start_offset_22, v_partition_max_bytes_23, ZERO_UUID, 9223372036854775807))
+            append_13(FetchTopic(v_topic_14, ZERO_UUID, v_partitions_16))
+    return FetchRequest(None, v_replica_id_2, ReplicaState(), v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, 0, -1, v_topics_10, [], ''), pos
 
 
 def encode_fetch_request_v5(m: FetchRequest, out: bytearray) -> None:
     out += _S0.pack(m.replica_id, m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level)
-    x0 = m.topics
-    out += _S1.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.topic
-        x1 = x1.encode()
-        out += _S2.pack(len(x1))
-        out += x1
-        x1 = e0.partitions
-        out += _S1.pack(len(x1))
-        for e1 in x1:
-            out += _S4.pack(e1.partition, e1.fetch_offset, e1.log_start_offset, e1.partition_max_bytes)
+    x_1 = m.topics
+    out += _S1.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2.topic
+        b_4 = x_3.encode()
+        out += _S2.pack(len(b_4))
+        out += b_4
+        x_5 = e_2.partitions
+        out += _S1.pack(len(x_5))
+        for e_6 in x_5:
+            out += _S4.pack(e_6.partition, e_6.fetch_offset, e_6.log_start_offset, e_6.partition_max_bytes)
 
 
 def decode_fetch_request_v6(data: bytes, pos: int) -> tuple[FetchRequest, int]:
-    v0_replica_id, v0_max_wait_ms, v0_min_bytes, v0_max_bytes, v0_isolation_level = _S0.unpack_from(data, pos)
+    v_replica_id_2, v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7 = _S0.unpack_from(data, pos)
     pos += 17
+    v_topics_10: list[FetchTopic]
     n0, = _S1.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -253,16 +260,18 @@ def decode_fetch_request_v6(data: bytes, pos: int) -> tuple[FetchRequest, int]:
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_10 = []
+        append_13 = v_topics_10.append
         for _ in range(n0):
+            v_topic_14: str
             n1, = _S2.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Topic is null')
             else:
-                v1_topic = str(data[pos:pos + n1], 'utf-8')
+                v_topic_14 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_partitions_16: list[FetchPartition]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -270,34 +279,35 @@ def decode_fetch_request_v6(data: bytes, pos: int) -> tuple[FetchRequest, int]:
             elif n1 > len(data) - pos:
                 raise DecodeError('array Partitions longer than the frame')
             else:
-                v1_partitions = []
-                append1 = v1_partitions.append
+                v_partitions_16 = []
+                append_17 = v_partitions_16.append
                 for _ in range(n1):
-                    v2_partition, v2_fetch_offset, v2_log_start_offset, v2_partition_max_bytes = _S4.unpack_from(data, pos)
+                    v_partition_18, v_fetch_offset_20, v_log_start_offset_22, v_partition_max_bytes_23 = _S4.unpack_from(data, pos)
                     pos += 24
-                    append1(FetchPartition(v2_partition, -1, v2_fetch_offset, -1, v2_log_start_offset, v2_partition_max_bytes, ZERO_UUID, 9223372036854775807))
-            append0(FetchTopic(v1_topic, ZERO_UUID, v1_partitions))
-    return FetchRequest(None, v0_replica_id, ReplicaState(), v0_max_wait_ms, v0_min_bytes, v0_max_bytes, v0_isolation_level, 0, -1, v0_topics, [], ''), pos
+                    append_17(FetchPartition(v_partition_18, -1, v_fetch_offset_20, -1, v_log_start_offset_22, v_partition_max_bytes_23, ZERO_UUID, 9223372036854775807))
+            append_13(FetchTopic(v_topic_14, ZERO_UUID, v_partitions_16))
+    return FetchRequest(None, v_replica_id_2, ReplicaState(), v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, 0, -1, v_topics_10, [], ''), pos
 
 
 def encode_fetch_request_v6(m: FetchRequest, out: bytearray) -> None:
     out += _S0.pack(m.replica_id, m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level)
-    x0 = m.topics
-    out += _S1.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.topic
-        x1 = x1.encode()
-        out += _S2.pack(len(x1))
-        out += x1
-        x1 = e0.partitions
-        out += _S1.pack(len(x1))
-        for e1 in x1:
-            out += _S4.pack(e1.partition, e1.fetch_offset, e1.log_start_offset, e1.partition_max_bytes)
+    x_1 = m.topics
+    out += _S1.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2.topic
+        b_4 = x_3.encode()
+        out += _S2.pack(len(b_4))
+        out += b_4
+        x_5 = e_2.partitions
+        out += _S1.pack(len(x_5))
+        for e_6 in x_5:
+            out += _S4.pack(e_6.partition, e_6.fetch_offset, e_6.log_start_offset, e_6.partition_max_bytes)
 
 
 def decode_fetch_request_v7(data: bytes, pos: int) -> tuple[FetchRequest, int]:
-    v0_replica_id, v0_max_wait_ms, v0_min_bytes, v0_max_bytes, v0_isolation_level, v0_session_id, v0_session_epoch = _S5.unpack_from(data, pos)
+    v_replica_id_2, v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9 = _S5.unpack_from(data, pos)
     pos += 25
+    v_topics_10: list[FetchTopic]
     n0, = _S1.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -305,16 +315,18 @@ def decode_fetch_request_v7(data: bytes, pos: int) -> tuple[FetchRequest, int]:
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_10 = []
+        append_13 = v_topics_10.append
         for _ in range(n0):
+            v_topic_14: str
             n1, = _S2.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Topic is null')
             else:
-                v1_topic = str(data[pos:pos + n1], 'utf-8')
+                v_topic_14 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_partitions_16: list[FetchPartition]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -322,13 +334,14 @@ def decode_fetch_request_v7(data: bytes, pos: int) -> tuple[FetchRequest, int]:
             elif n1 > len(data) - pos:
                 raise DecodeError('array Partitions longer than the frame')
             else:
-                v1_partitions = []
-                append1 = v1_partitions.append
+                v_partitions_16 = []
+                append_17 = v_partitions_16.append
                 for _ in range(n1):
-                    v2_partition, v2_fetch_offset, v2_log_start_offset, v2_partition_max_bytes = _S4.unpack_from(data, pos)
+                    v_partition_18, v_fetch_offset_20, v_log_start_offset_22, v_partition_max_bytes_23 = _S4.unpack_from(data, pos)
                     pos += 24
-                    append1(FetchPartition(v2_partition, -1, v2_fetch_offset, -1, v2_log_start_offset, v2_partition_max_bytes, ZERO_UUID, 9223372036854775807))
-            append0(FetchTopic(v1_topic, ZERO_UUID, v1_partitions))
+                    append_17(FetchPartition(v_partition_18, -1, v_fetch_offset_20, -1, v_log_start_offset_22, v_partition_max_bytes_23, ZERO_UUID, 9223372036854775807))
+            append_13(FetchTopic(v_topic_14, ZERO_UUID, v_partitions_16))
+    v_forgotten_topics_data_11: list[ForgottenTopic]
     n0, = _S1.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -336,16 +349,18 @@ def decode_fetch_request_v7(data: bytes, pos: int) -> tuple[FetchRequest, int]:
     elif n0 > len(data) - pos:
         raise DecodeError('array ForgottenTopicsData longer than the frame')
     else:
-        v0_forgotten_topics_data = []
-        append0 = v0_forgotten_topics_data.append
+        v_forgotten_topics_data_11 = []
+        append_26 = v_forgotten_topics_data_11.append
         for _ in range(n0):
+            v_topic_27: str
             n1, = _S2.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Topic is null')
             else:
-                v1_topic = str(data[pos:pos + n1], 'utf-8')
+                v_topic_27 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_partitions_29: list[int]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -353,40 +368,41 @@ def decode_fetch_request_v7(data: bytes, pos: int) -> tuple[FetchRequest, int]:
             elif n1 > len(data) - pos:
                 raise DecodeError('array Partitions longer than the frame')
             else:
-                v1_partitions = list(unpack_from('>%di' % n1, data, pos))
+                v_partitions_29 = list(unpack_from('>%di' % n1, data, pos))
                 pos += n1 * 4
-            append0(ForgottenTopic(v1_topic, ZERO_UUID, v1_partitions))
-    return FetchRequest(None, v0_replica_id, ReplicaState(), v0_max_wait_ms, v0_min_bytes, v0_max_bytes, v0_isolation_level, v0_session_id, v0_session_epoch, v0_topics, v0_forgotten_topics_data, ''), pos
+            append_26(ForgottenTopic(v_topic_27, ZERO_UUID, v_partitions_29))
+    return FetchRequest(None, v_replica_id_2, ReplicaState(), v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9, v_topics_10, v_forgotten_topics_data_11, ''), pos
 
 
 def encode_fetch_request_v7(m: FetchRequest, out: bytearray) -> None:
     out += _S5.pack(m.replica_id, m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch)
-    x0 = m.topics
-    out += _S1.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.topic
-        x1 = x1.encode()
-        out += _S2.pack(len(x1))
-        out += x1
-        x1 = e0.partitions
-        out += _S1.pack(len(x1))
-        for e1 in x1:
-            out += _S4.pack(e1.partition, e1.fetch_offset, e1.log_start_offset, e1.partition_max_bytes)
-    x0 = m.forgotten_topics_data
-    out += _S1.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.topic
-        x1 = x1.encode()
-        out += _S2.pack(len(x1))
-        out += x1
-        x1 = e0.partitions
-        out += _S1.pack(len(x1))
-        out += pack('>%di' % len(x1), *x1)
+    x_1 = m.topics
+    out += _S1.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2.topic
+        b_4 = x_3.encode()
+        out += _S2.pack(len(b_4))
+        out += b_4
+        x_5 = e_2.partitions
+        out += _S1.pack(len(x_5))
+        for e_6 in x_5:
+            out += _S4.pack(e_6.partition, e_6.fetch_offset, e_6.log_start_offset, e_6.partition_max_bytes)
+    x_7 = m.forgotten_topics_data
+    out += _S1.pack(len(x_7))
+    for e_8 in x_7:
+        x_9 = e_8.topic
+        b_10 = x_9.encode()
+        out += _S2.pack(len(b_10))
+        out += b_10
+        x_11 = e_8.partitions
+        out += _S1.pack(len(x_11))
+        out += pack('>%di' % len(x_11), *x_11)
 
 
 def decode_fetch_request_v8(data: bytes, pos: int) -> tuple[FetchRequest, int]:
-    v0_replica_id, v0_max_wait_ms, v0_min_bytes, v0_max_bytes, v0_isolation_level, v0_session_id, v0_session_epoch = _S5.unpack_from(data, pos)
+    v_replica_id_2, v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9 = _S5.unpack_from(data, pos)
     pos += 25
+    v_topics_10: list[FetchTopic]
     n0, = _S1.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -394,16 +410,18 @@ def decode_fetch_request_v8(data: bytes, pos: int) -> tuple[FetchRequest, int]:
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_10 = []
+        append_13 = v_topics_10.append
         for _ in range(n0):
+            v_topic_14: str
             n1, = _S2.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Topic is null')
             else:
-                v1_topic = str(data[pos:pos + n1], 'utf-8')
+                v_topic_14 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_partitions_16: list[FetchPartition]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -411,13 +429,14 @@ def decode_fetch_request_v8(data: bytes, pos: int) -> tuple[FetchRequest, int]:
             elif n1 > len(data) - pos:
                 raise DecodeError('array Partitions longer than the frame')
             else:
-                v1_partitions = []
-                append1 = v1_partitions.append
+                v_partitions_16 = []
+                append_17 = v_partitions_16.append
                 for _ in range(n1):
-                    v2_partition, v2_fetch_offset, v2_log_start_offset, v2_partition_max_bytes = _S4.unpack_from(data, pos)
+                    v_partition_18, v_fetch_offset_20, v_log_start_offset_22, v_partition_max_bytes_23 = _S4.unpack_from(data, pos)
                     pos += 24
-                    append1(FetchPartition(v2_partition, -1, v2_fetch_offset, -1, v2_log_start_offset, v2_partition_max_bytes, ZERO_UUID, 9223372036854775807))
-            append0(FetchTopic(v1_topic, ZERO_UUID, v1_partitions))
+                    append_17(FetchPartition(v_partition_18, -1, v_fetch_offset_20, -1, v_log_start_offset_22, v_partition_max_bytes_23, ZERO_UUID, 9223372036854775807))
+            append_13(FetchTopic(v_topic_14, ZERO_UUID, v_partitions_16))
+    v_forgotten_topics_data_11: list[ForgottenTopic]
     n0, = _S1.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -425,16 +444,18 @@ def decode_fetch_request_v8(data: bytes, pos: int) -> tuple[FetchRequest, int]:
     elif n0 > len(data) - pos:
         raise DecodeError('array ForgottenTopicsData longer than the frame')
     else:
-        v0_forgotten_topics_data = []
-        append0 = v0_forgotten_topics_data.append
+        v_forgotten_topics_data_11 = []
+        append_26 = v_forgotten_topics_data_11.append
         for _ in range(n0):
+            v_topic_27: str
             n1, = _S2.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Topic is null')
             else:
-                v1_topic = str(data[pos:pos + n1], 'utf-8')
+                v_topic_27 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_partitions_29: list[int]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -442,40 +463,41 @@ def decode_fetch_request_v8(data: bytes, pos: int) -> tuple[FetchRequest, int]:
             elif n1 > len(data) - pos:
                 raise DecodeError('array Partitions longer than the frame')
             else:
-                v1_partitions = list(unpack_from('>%di' % n1, data, pos))
+                v_partitions_29 = list(unpack_from('>%di' % n1, data, pos))
                 pos += n1 * 4
-            append0(ForgottenTopic(v1_topic, ZERO_UUID, v1_partitions))
-    return FetchRequest(None, v0_replica_id, ReplicaState(), v0_max_wait_ms, v0_min_bytes, v0_max_bytes, v0_isolation_level, v0_session_id, v0_session_epoch, v0_topics, v0_forgotten_topics_data, ''), pos
+            append_26(ForgottenTopic(v_topic_27, ZERO_UUID, v_partitions_29))
+    return FetchRequest(None, v_replica_id_2, ReplicaState(), v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9, v_topics_10, v_forgotten_topics_data_11, ''), pos
 
 
 def encode_fetch_request_v8(m: FetchRequest, out: bytearray) -> None:
     out += _S5.pack(m.replica_id, m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch)
-    x0 = m.topics
-    out += _S1.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.topic
-        x1 = x1.encode()
-        out += _S2.pack(len(x1))
-        out += x1
-        x1 = e0.partitions
-        out += _S1.pack(len(x1))
-        for e1 in x1:
-            out += _S4.pack(e1.partition, e1.fetch_offset, e1.log_start_offset, e1.partition_max_bytes)
-    x0 = m.forgotten_topics_data
-    out += _S1.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.topic
-        x1 = x1.encode()
-        out += _S2.pack(len(x1))
-        out += x1
-        x1 = e0.partitions
-        out += _S1.pack(len(x1))
-        out += pack('>%di' % len(x1), *x1)
+    x_1 = m.topics
+    out += _S1.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2.topic
+        b_4 = x_3.encode()
+        out += _S2.pack(len(b_4))
+        out += b_4
+        x_5 = e_2.partitions
+        out += _S1.pack(len(x_5))
+        for e_6 in x_5:
+            out += _S4.pack(e_6.partition, e_6.fetch_offset, e_6.log_start_offset, e_6.partition_max_bytes)
+    x_7 = m.forgotten_topics_data
+    out += _S1.pack(len(x_7))
+    for e_8 in x_7:
+        x_9 = e_8.topic
+        b_10 = x_9.encode()
+        out += _S2.pack(len(b_10))
+        out += b_10
+        x_11 = e_8.partitions
+        out += _S1.pack(len(x_11))
+        out += pack('>%di' % len(x_11), *x_11)
 
 
 def decode_fetch_request_v9(data: bytes, pos: int) -> tuple[FetchRequest, int]:
-    v0_replica_id, v0_max_wait_ms, v0_min_bytes, v0_max_bytes, v0_isolation_level, v0_session_id, v0_session_epoch = _S5.unpack_from(data, pos)
+    v_replica_id_2, v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9 = _S5.unpack_from(data, pos)
     pos += 25
+    v_topics_10: list[FetchTopic]
     n0, = _S1.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -483,16 +505,18 @@ def decode_fetch_request_v9(data: bytes, pos: int) -> tuple[FetchRequest, int]:
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_10 = []
+        append_13 = v_topics_10.append
         for _ in range(n0):
+            v_topic_14: str
             n1, = _S2.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Topic is null')
             else:
-                v1_topic = str(data[pos:pos + n1], 'utf-8')
+                v_topic_14 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_partitions_16: list[FetchPartition]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -500,13 +524,14 @@ def decode_fetch_request_v9(data: bytes, pos: int) -> tuple[FetchRequest, int]:
             elif n1 > len(data) - pos:
                 raise DecodeError('array Partitions longer than the frame')
             else:
-                v1_partitions = []
-                append1 = v1_partitions.append
+                v_partitions_16 = []
+                append_17 = v_partitions_16.append
                 for _ in range(n1):
-                    v2_partition, v2_current_leader_epoch, v2_fetch_offset, v2_log_start_offset, v2_partition_max_bytes = _S6.unpack_from(data, pos)
+                    v_partition_18, v_current_leader_epoch_19, v_fetch_offset_20, v_log_start_offset_22, v_partition_max_bytes_23 = _S6.unpack_from(data, pos)
                     pos += 28
-                    append1(FetchPartition(v2_partition, v2_current_leader_epoch, v2_fetch_offset, -1, v2_log_start_offset, v2_partition_max_bytes, ZERO_UUID, 9223372036854775807))
-            append0(FetchTopic(v1_topic, ZERO_UUID, v1_partitions))
+                    append_17(FetchPartition(v_partition_18, v_current_leader_epoch_19, v_fetch_offset_20, -1, v_log_start_offset_22, v_partition_max_bytes_23, ZERO_UUID, 9223372036854775807))
+            append_13(FetchTopic(v_topic_14, ZERO_UUID, v_partitions_16))
+    v_forgotten_topics_data_11: list[ForgottenTopic]
     n0, = _S1.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -514,16 +539,18 @@ def decode_fetch_request_v9(data: bytes, pos: int) -> tuple[FetchRequest, int]:
     elif n0 > len(data) - pos:
         raise DecodeError('array ForgottenTopicsData longer than the frame')
     else:
-        v0_forgotten_topics_data = []
-        append0 = v0_forgotten_topics_data.append
+        v_forgotten_topics_data_11 = []
+        append_26 = v_forgotten_topics_data_11.append
         for _ in range(n0):
+            v_topic_27: str
             n1, = _S2.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Topic is null')
             else:
-                v1_topic = str(data[pos:pos + n1], 'utf-8')
+                v_topic_27 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_partitions_29: list[int]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -531,40 +558,41 @@ def decode_fetch_request_v9(data: bytes, pos: int) -> tuple[FetchRequest, int]:
             elif n1 > len(data) - pos:
                 raise DecodeError('array Partitions longer than the frame')
             else:
-                v1_partitions = list(unpack_from('>%di' % n1, data, pos))
+                v_partitions_29 = list(unpack_from('>%di' % n1, data, pos))
                 pos += n1 * 4
-            append0(ForgottenTopic(v1_topic, ZERO_UUID, v1_partitions))
-    return FetchRequest(None, v0_replica_id, ReplicaState(), v0_max_wait_ms, v0_min_bytes, v0_max_bytes, v0_isolation_level, v0_session_id, v0_session_epoch, v0_topics, v0_forgotten_topics_data, ''), pos
+            append_26(ForgottenTopic(v_topic_27, ZERO_UUID, v_partitions_29))
+    return FetchRequest(None, v_replica_id_2, ReplicaState(), v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9, v_topics_10, v_forgotten_topics_data_11, ''), pos
 
 
 def encode_fetch_request_v9(m: FetchRequest, out: bytearray) -> None:
     out += _S5.pack(m.replica_id, m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch)
-    x0 = m.topics
-    out += _S1.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.topic
-        x1 = x1.encode()
-        out += _S2.pack(len(x1))
-        out += x1
-        x1 = e0.partitions
-        out += _S1.pack(len(x1))
-        for e1 in x1:
-            out += _S6.pack(e1.partition, e1.current_leader_epoch, e1.fetch_offset, e1.log_start_offset, e1.partition_max_bytes)
-    x0 = m.forgotten_topics_data
-    out += _S1.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.topic
-        x1 = x1.encode()
-        out += _S2.pack(len(x1))
-        out += x1
-        x1 = e0.partitions
-        out += _S1.pack(len(x1))
-        out += pack('>%di' % len(x1), *x1)
+    x_1 = m.topics
+    out += _S1.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2.topic
+        b_4 = x_3.encode()
+        out += _S2.pack(len(b_4))
+        out += b_4
+        x_5 = e_2.partitions
+        out += _S1.pack(len(x_5))
+        for e_6 in x_5:
+            out += _S6.pack(e_6.partition, e_6.current_leader_epoch, e_6.fetch_offset, e_6.log_start_offset, e_6.partition_max_bytes)
+    x_7 = m.forgotten_topics_data
+    out += _S1.pack(len(x_7))
+    for e_8 in x_7:
+        x_9 = e_8.topic
+        b_10 = x_9.encode()
+        out += _S2.pack(len(b_10))
+        out += b_10
+        x_11 = e_8.partitions
+        out += _S1.pack(len(x_11))
+        out += pack('>%di' % len(x_11), *x_11)
 
 
 def decode_fetch_request_v10(data: bytes, pos: int) -> tuple[FetchRequest, int]:
-    v0_replica_id, v0_max_wait_ms, v0_min_bytes, v0_max_bytes, v0_isolation_level, v0_session_id, v0_session_epoch = _S5.unpack_from(data, pos)
+    v_replica_id_2, v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9 = _S5.unpack_from(data, pos)
     pos += 25
+    v_topics_10: list[FetchTopic]
     n0, = _S1.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -572,16 +600,18 @@ def decode_fetch_request_v10(data: bytes, pos: int) -> tuple[FetchRequest, int]:
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_10 = []
+        append_13 = v_topics_10.append
         for _ in range(n0):
+            v_topic_14: str
             n1, = _S2.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Topic is null')
             else:
-                v1_topic = str(data[pos:pos + n1], 'utf-8')
+                v_topic_14 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_partitions_16: list[FetchPartition]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -589,13 +619,14 @@ def decode_fetch_request_v10(data: bytes, pos: int) -> tuple[FetchRequest, int]:
             elif n1 > len(data) - pos:
                 raise DecodeError('array Partitions longer than the frame')
             else:
-                v1_partitions = []
-                append1 = v1_partitions.append
+                v_partitions_16 = []
+                append_17 = v_partitions_16.append
                 for _ in range(n1):
-                    v2_partition, v2_current_leader_epoch, v2_fetch_offset, v2_log_start_offset, v2_partition_max_bytes = _S6.unpack_from(data, pos)
+                    v_partition_18, v_current_leader_epoch_19, v_fetch_offset_20, v_log_start_offset_22, v_partition_max_bytes_23 = _S6.unpack_from(data, pos)
                     pos += 28
-                    append1(FetchPartition(v2_partition, v2_current_leader_epoch, v2_fetch_offset, -1, v2_log_start_offset, v2_partition_max_bytes, ZERO_UUID, 9223372036854775807))
-            append0(FetchTopic(v1_topic, ZERO_UUID, v1_partitions))
+                    append_17(FetchPartition(v_partition_18, v_current_leader_epoch_19, v_fetch_offset_20, -1, v_log_start_offset_22, v_partition_max_bytes_23, ZERO_UUID, 9223372036854775807))
+            append_13(FetchTopic(v_topic_14, ZERO_UUID, v_partitions_16))
+    v_forgotten_topics_data_11: list[ForgottenTopic]
     n0, = _S1.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -603,16 +634,18 @@ def decode_fetch_request_v10(data: bytes, pos: int) -> tuple[FetchRequest, int]:
     elif n0 > len(data) - pos:
         raise DecodeError('array ForgottenTopicsData longer than the frame')
     else:
-        v0_forgotten_topics_data = []
-        append0 = v0_forgotten_topics_data.append
+        v_forgotten_topics_data_11 = []
+        append_26 = v_forgotten_topics_data_11.append
         for _ in range(n0):
+            v_topic_27: str
             n1, = _S2.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Topic is null')
             else:
-                v1_topic = str(data[pos:pos + n1], 'utf-8')
+                v_topic_27 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_partitions_29: list[int]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -620,40 +653,41 @@ def decode_fetch_request_v10(data: bytes, pos: int) -> tuple[FetchRequest, int]:
             elif n1 > len(data) - pos:
                 raise DecodeError('array Partitions longer than the frame')
             else:
-                v1_partitions = list(unpack_from('>%di' % n1, data, pos))
+                v_partitions_29 = list(unpack_from('>%di' % n1, data, pos))
                 pos += n1 * 4
-            append0(ForgottenTopic(v1_topic, ZERO_UUID, v1_partitions))
-    return FetchRequest(None, v0_replica_id, ReplicaState(), v0_max_wait_ms, v0_min_bytes, v0_max_bytes, v0_isolation_level, v0_session_id, v0_session_epoch, v0_topics, v0_forgotten_topics_data, ''), pos
+            append_26(ForgottenTopic(v_topic_27, ZERO_UUID, v_partitions_29))
+    return FetchRequest(None, v_replica_id_2, ReplicaState(), v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9, v_topics_10, v_forgotten_topics_data_11, ''), pos
 
 
 def encode_fetch_request_v10(m: FetchRequest, out: bytearray) -> None:
     out += _S5.pack(m.replica_id, m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch)
-    x0 = m.topics
-    out += _S1.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.topic
-        x1 = x1.encode()
-        out += _S2.pack(len(x1))
-        out += x1
-        x1 = e0.partitions
-        out += _S1.pack(len(x1))
-        for e1 in x1:
-            out += _S6.pack(e1.partition, e1.current_leader_epoch, e1.fetch_offset, e1.log_start_offset, e1.partition_max_bytes)
-    x0 = m.forgotten_topics_data
-    out += _S1.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.topic
-        x1 = x1.encode()
-        out += _S2.pack(len(x1))
-        out += x1
-        x1 = e0.partitions
-        out += _S1.pack(len(x1))
-        out += pack('>%di' % len(x1), *x1)
+    x_1 = m.topics
+    out += _S1.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2.topic
+        b_4 = x_3.encode()
+        out += _S2.pack(len(b_4))
+        out += b_4
+        x_5 = e_2.partitions
+        out += _S1.pack(len(x_5))
+        for e_6 in x_5:
+            out += _S6.pack(e_6.partition, e_6.current_leader_epoch, e_6.fetch_offset, e_6.log_start_offset, e_6.partition_max_bytes)
+    x_7 = m.forgotten_topics_data
+    out += _S1.pack(len(x_7))
+    for e_8 in x_7:
+        x_9 = e_8.topic
+        b_10 = x_9.encode()
+        out += _S2.pack(len(b_10))
+        out += b_10
+        x_11 = e_8.partitions
+        out += _S1.pack(len(x_11))
+        out += pack('>%di' % len(x_11), *x_11)
 
 
 def decode_fetch_request_v11(data: bytes, pos: int) -> tuple[FetchRequest, int]:
-    v0_replica_id, v0_max_wait_ms, v0_min_bytes, v0_max_bytes, v0_isolation_level, v0_session_id, v0_session_epoch = _S5.unpack_from(data, pos)
+    v_replica_id_2, v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9 = _S5.unpack_from(data, pos)
     pos += 25
+    v_topics_10: list[FetchTopic]
     n0, = _S1.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -661,16 +695,18 @@ def decode_fetch_request_v11(data: bytes, pos: int) -> tuple[FetchRequest, int]:
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_10 = []
+        append_13 = v_topics_10.append
         for _ in range(n0):
+            v_topic_14: str
             n1, = _S2.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Topic is null')
             else:
-                v1_topic = str(data[pos:pos + n1], 'utf-8')
+                v_topic_14 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_partitions_16: list[FetchPartition]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -678,13 +714,14 @@ def decode_fetch_request_v11(data: bytes, pos: int) -> tuple[FetchRequest, int]:
             elif n1 > len(data) - pos:
                 raise DecodeError('array Partitions longer than the frame')
             else:
-                v1_partitions = []
-                append1 = v1_partitions.append
+                v_partitions_16 = []
+                append_17 = v_partitions_16.append
                 for _ in range(n1):
-                    v2_partition, v2_current_leader_epoch, v2_fetch_offset, v2_log_start_offset, v2_partition_max_bytes = _S6.unpack_from(data, pos)
+                    v_partition_18, v_current_leader_epoch_19, v_fetch_offset_20, v_log_start_offset_22, v_partition_max_bytes_23 = _S6.unpack_from(data, pos)
                     pos += 28
-                    append1(FetchPartition(v2_partition, v2_current_leader_epoch, v2_fetch_offset, -1, v2_log_start_offset, v2_partition_max_bytes, ZERO_UUID, 9223372036854775807))
-            append0(FetchTopic(v1_topic, ZERO_UUID, v1_partitions))
+                    append_17(FetchPartition(v_partition_18, v_current_leader_epoch_19, v_fetch_offset_20, -1, v_log_start_offset_22, v_partition_max_bytes_23, ZERO_UUID, 9223372036854775807))
+            append_13(FetchTopic(v_topic_14, ZERO_UUID, v_partitions_16))
+    v_forgotten_topics_data_11: list[ForgottenTopic]
     n0, = _S1.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -692,16 +729,18 @@ def decode_fetch_request_v11(data: bytes, pos: int) -> tuple[FetchRequest, int]:
     elif n0 > len(data) - pos:
         raise DecodeError('array ForgottenTopicsData longer than the frame')
     else:
-        v0_forgotten_topics_data = []
-        append0 = v0_forgotten_topics_data.append
+        v_forgotten_topics_data_11 = []
+        append_26 = v_forgotten_topics_data_11.append
         for _ in range(n0):
+            v_topic_27: str
             n1, = _S2.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Topic is null')
             else:
-                v1_topic = str(data[pos:pos + n1], 'utf-8')
+                v_topic_27 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_partitions_29: list[int]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -709,51 +748,53 @@ def decode_fetch_request_v11(data: bytes, pos: int) -> tuple[FetchRequest, int]:
             elif n1 > len(data) - pos:
                 raise DecodeError('array Partitions longer than the frame')
             else:
-                v1_partitions = list(unpack_from('>%di' % n1, data, pos))
+                v_partitions_29 = list(unpack_from('>%di' % n1, data, pos))
                 pos += n1 * 4
-            append0(ForgottenTopic(v1_topic, ZERO_UUID, v1_partitions))
+            append_26(ForgottenTopic(v_topic_27, ZERO_UUID, v_partitions_29))
+    v_rack_id_12: str
     n0, = _S2.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
         raise DecodeError('non-nullable field RackId is null')
     else:
-        v0_rack_id = str(data[pos:pos + n0], 'utf-8')
+        v_rack_id_12 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    return FetchRequest(None, v0_replica_id, ReplicaState(), v0_max_wait_ms, v0_min_bytes, v0_max_bytes, v0_isolation_level, v0_session_id, v0_session_epoch, v0_topics, v0_forgotten_topics_data, v0_rack_id), pos
+    return FetchRequest(None, v_replica_id_2, ReplicaState(), v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9, v_topics_10, v_forgotten_topics_data_11, v_rack_id_12), pos
 
 
 def encode_fetch_request_v11(m: FetchRequest, out: bytearray) -> None:
     out += _S5.pack(m.replica_id, m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch)
-    x0 = m.topics
-    out += _S1.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.topic
-        x1 = x1.encode()
-        out += _S2.pack(len(x1))
-        out += x1
-        x1 = e0.partitions
-        out += _S1.pack(len(x1))
-        for e1 in x1:
-            out += _S6.pack(e1.partition, e1.current_leader_epoch, e1.fetch_offset, e1.log_start_offset, e1.partition_max_bytes)
-    x0 = m.forgotten_topics_data
-    out += _S1.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.topic
-        x1 = x1.encode()
-        out += _S2.pack(len(x1))
-        out += x1
-        x1 = e0.partitions
-        out += _S1.pack(len(x1))
-        out += pack('>%di' % len(x1), *x1)
-    x0 = m.rack_id
-    x0 = x0.encode()
-    out += _S2.pack(len(x0))
-    out += x0
+    x_1 = m.topics
+    out += _S1.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2.topic
+        b_4 = x_3.encode()
+        out += _S2.pack(len(b_4))
+        out += b_4
+        x_5 = e_2.partitions
+        out += _S1.pack(len(x_5))
+        for e_6 in x_5:
+            out += _S6.pack(e_6.partition, e_6.current_leader_epoch, e_6.fetch_offset, e_6.log_start_offset, e_6.partition_max_bytes)
+    x_7 = m.forgotten_topics_data
+    out += _S1.pack(len(x_7))
+    for e_8 in x_7:
+        x_9 = e_8.topic
+        b_10 = x_9.encode()
+        out += _S2.pack(len(b_10))
+        out += b_10
+        x_11 = e_8.partitions
+        out += _S1.pack(len(x_11))
+        out += pack('>%di' % len(x_11), *x_11)
+    x_12 = m.rack_id
+    b_13 = x_12.encode()
+    out += _S2.pack(len(b_13))
+    out += b_13
 
 
 def decode_fetch_request_v12(data: bytes, pos: int) -> tuple[FetchRequest, int]:
-    v0_replica_id, v0_max_wait_ms, v0_min_bytes, v0_max_bytes, v0_isolation_level, v0_session_id, v0_session_epoch = _S5.unpack_from(data, pos)
+    v_replica_id_2, v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9 = _S5.unpack_from(data, pos)
     pos += 25
+    v_topics_10: list[FetchTopic]
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -765,9 +806,10 @@ def decode_fetch_request_v12(data: bytes, pos: int) -> tuple[FetchRequest, int]:
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_10 = []
+        append_13 = v_topics_10.append
         for _ in range(n0):
+            v_topic_14: str
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -777,8 +819,9 @@ def decode_fetch_request_v12(data: bytes, pos: int) -> tuple[FetchRequest, int]:
             if n1 < 0:
                 raise DecodeError('non-nullable field Topic is null')
             else:
-                v1_topic = str(data[pos:pos + n1], 'utf-8')
+                v_topic_14 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_partitions_16: list[FetchPartition]
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -790,10 +833,10 @@ def decode_fetch_request_v12(data: bytes, pos: int) -> tuple[FetchRequest, int]:
             elif n1 > len(data) - pos:
                 raise DecodeError('array Partitions longer than the frame')
             else:
-                v1_partitions = []
-                append1 = v1_partitions.append
+                v_partitions_16 = []
+                append_17 = v_partitions_16.append
                 for _ in range(n1):
-                    v2_partition, v2_current_leader_epoch, v2_fetch_offset, v2_last_fetched_epoch, v2_log_start_offset, v2_partition_max_bytes = _S7.unpack_from(data, pos)
+                    v_partition_18, v_current_leader_epoch_19, v_fetch_offset_20, v_last_fetched_epoch_21, v_log_start_offset_22, v_partition_max_bytes_23 = _S7.unpack_from(data, pos)
                     pos += 32
                     if data[pos] == 0:
                         pos += 1
@@ -804,7 +847,7 @@ def decode_fetch_request_v12(data: bytes, pos: int) -> tuple[FetchRequest, int]:
                             size2, pos = read_uvarint(data, pos)
                             end2 = pos + size2
                             pos = end2
-                    append1(FetchPartition(v2_partition, v2_current_leader_epoch, v2_fetch_offset, v2_last_fetched_epoch, v2_log_start_offset, v2_partition_max_bytes, ZERO_UUID, 9223372036854775807))
+                    append_17(FetchPartition(v_partition_18, v_current_leader_epoch_19, v_fetch_offset_20, v_last_fetched_epoch_21, v_log_start_offset_22, v_partition_max_bytes_23, ZERO_UUID, 9223372036854775807))
             if data[pos] == 0:
                 pos += 1
             else:
@@ -814,7 +857,8 @@ def decode_fetch_request_v12(data: bytes, pos: int) -> tuple[FetchRequest, int]:
                     size1, pos = read_uvarint(data, pos)
                     end1 = pos + size1
                     pos = end1
-            append0(FetchTopic(v1_topic, ZERO_UUID, v1_partitions))
+            append_13(FetchTopic(v_topic_14, ZERO_UUID, v_partitions_16))
+    v_forgotten_topics_data_11: list[ForgottenTopic]
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -826,9 +870,10 @@ def decode_fetch_request_v12(data: bytes, pos: int) -> tuple[FetchRequest, int]:
     elif n0 > len(data) - pos:
         raise DecodeError('array ForgottenTopicsData longer than the frame')
     else:
-        v0_forgotten_topics_data = []
-        append0 = v0_forgotten_topics_data.append
+        v_forgotten_topics_data_11 = []
+        append_26 = v_forgotten_topics_data_11.append
         for _ in range(n0):
+            v_topic_27: str
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -838,8 +883,9 @@ def decode_fetch_request_v12(data: bytes, pos: int) -> tuple[FetchRequest, int]:
             if n1 < 0:
                 raise DecodeError('non-nullable field Topic is null')
             else:
-                v1_topic = str(data[pos:pos + n1], 'utf-8')
+                v_topic_27 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_partitions_29: list[int]
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -851,7 +897,7 @@ def decode_fetch_request_v12(data: bytes, pos: int) -> tuple[FetchRequest, int]:
             elif n1 > len(data) - pos:
                 raise DecodeError('array Partitions longer than the frame')
             else:
-                v1_partitions = list(unpack_from('>%di' % n1, data, pos))
+                v_partitions_29 = list(unpack_from('>%di' % n1, data, pos))
                 pos += n1 * 4
             if data[pos] == 0:
                 pos += 1
@@ -862,7 +908,8 @@ def decode_fetch_request_v12(data: bytes, pos: int) -> tuple[FetchRequest, int]:
                     size1, pos = read_uvarint(data, pos)
                     end1 = pos + size1
                     pos = end1
-            append0(ForgottenTopic(v1_topic, ZERO_UUID, v1_partitions))
+            append_26(ForgottenTopic(v_topic_27, ZERO_UUID, v_partitions_29))
+    v_rack_id_12: str
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -872,9 +919,9 @@ def decode_fetch_request_v12(data: bytes, pos: int) -> tuple[FetchRequest, int]:
     if n0 < 0:
         raise DecodeError('non-nullable field RackId is null')
     else:
-        v0_rack_id = str(data[pos:pos + n0], 'utf-8')
+        v_rack_id_12 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v0_cluster_id = None
+    v_cluster_id_1: str | None = None
     if data[pos] == 0:
         pos += 1
     else:
@@ -891,63 +938,64 @@ def decode_fetch_request_v12(data: bytes, pos: int) -> tuple[FetchRequest, int]:
                     n0, pos = read_uvarint(data, pos)
                 n0 -= 1
                 if n0 < 0:
-                    v0_cluster_id = None
+                    v_cluster_id_1 = None
                 else:
-                    v0_cluster_id = str(data[pos:pos + n0], 'utf-8')
+                    v_cluster_id_1 = str(data[pos:pos + n0], 'utf-8')
                     pos += n0
             pos = end0
-    return FetchRequest(v0_cluster_id, v0_replica_id, ReplicaState(), v0_max_wait_ms, v0_min_bytes, v0_max_bytes, v0_isolation_level, v0_session_id, v0_session_epoch, v0_topics, v0_forgotten_topics_data, v0_rack_id), pos
+    return FetchRequest(v_cluster_id_1, v_replica_id_2, ReplicaState(), v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9, v_topics_10, v_forgotten_topics_data_11, v_rack_id_12), pos
 
 
 def encode_fetch_request_v12(m: FetchRequest, out: bytearray) -> None:
     out += _S5.pack(m.replica_id, m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch)
-    x0 = m.topics
-    write_uvarint(out, len(x0) + 1)
-    for e0 in x0:
-        x1 = e0.topic
-        x1 = x1.encode()
-        write_uvarint(out, len(x1) + 1)
-        out += x1
-        x1 = e0.partitions
-        write_uvarint(out, len(x1) + 1)
-        for e1 in x1:
-            out += _S7.pack(e1.partition, e1.current_leader_epoch, e1.fetch_offset, e1.last_fetched_epoch, e1.log_start_offset, e1.partition_max_bytes)
+    x_1 = m.topics
+    write_uvarint(out, len(x_1) + 1)
+    for e_2 in x_1:
+        x_3 = e_2.topic
+        b_4 = x_3.encode()
+        write_uvarint(out, len(b_4) + 1)
+        out += b_4
+        x_5 = e_2.partitions
+        write_uvarint(out, len(x_5) + 1)
+        for e_6 in x_5:
+            out += _S7.pack(e_6.partition, e_6.current_leader_epoch, e_6.fetch_offset, e_6.last_fetched_epoch, e_6.log_start_offset, e_6.partition_max_bytes)
             out.append(0)
         out.append(0)
-    x0 = m.forgotten_topics_data
-    write_uvarint(out, len(x0) + 1)
-    for e0 in x0:
-        x1 = e0.topic
-        x1 = x1.encode()
-        write_uvarint(out, len(x1) + 1)
-        out += x1
-        x1 = e0.partitions
-        write_uvarint(out, len(x1) + 1)
-        out += pack('>%di' % len(x1), *x1)
+    x_7 = m.forgotten_topics_data
+    write_uvarint(out, len(x_7) + 1)
+    for e_8 in x_7:
+        x_9 = e_8.topic
+        b_10 = x_9.encode()
+        write_uvarint(out, len(b_10) + 1)
+        out += b_10
+        x_11 = e_8.partitions
+        write_uvarint(out, len(x_11) + 1)
+        out += pack('>%di' % len(x_11), *x_11)
         out.append(0)
-    x0 = m.rack_id
-    x0 = x0.encode()
-    write_uvarint(out, len(x0) + 1)
-    out += x0
+    x_12 = m.rack_id
+    b_13 = x_12.encode()
+    write_uvarint(out, len(b_13) + 1)
+    out += b_13
     tags0 = (m.cluster_id != None)
     write_uvarint(out, tags0)
     if m.cluster_id != None:
         write_uvarint(out, 0)
         tagbuf0 = bytearray()
-        x0 = m.cluster_id
-        if x0 is None:
+        x_14 = m.cluster_id
+        if x_14 is None:
             tagbuf0.append(0)
         else:
-            x0 = x0.encode()
-            write_uvarint(tagbuf0, len(x0) + 1)
-            tagbuf0 += x0
+            b_15 = x_14.encode()
+            write_uvarint(tagbuf0, len(b_15) + 1)
+            tagbuf0 += b_15
         write_uvarint(out, len(tagbuf0))
         out += tagbuf0
 
 
 def decode_fetch_request_v13(data: bytes, pos: int) -> tuple[FetchRequest, int]:
-    v0_replica_id, v0_max_wait_ms, v0_min_bytes, v0_max_bytes, v0_isolation_level, v0_session_id, v0_session_epoch = _S5.unpack_from(data, pos)
+    v_replica_id_2, v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9 = _S5.unpack_from(data, pos)
     pos += 25
+    v_topics_10: list[FetchTopic]
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -959,11 +1007,12 @@ def decode_fetch_request_v13(data: bytes, pos: int) -> tuple[FetchRequest, int]:
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_10 = []
+        append_13 = v_topics_10.append
         for _ in range(n0):
-            v1_topic_id, = _S8.unpack_from(data, pos)
+            v_topic_id_15, = _S8.unpack_from(data, pos)
             pos += 16
+            v_partitions_16: list[FetchPartition]
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -975,10 +1024,10 @@ def decode_fetch_request_v13(data: bytes, pos: int) -> tuple[FetchRequest, int]:
             elif n1 > len(data) - pos:
                 raise DecodeError('array Partitions longer than the frame')
             else:
-                v1_partitions = []
-                append1 = v1_partitions.append
+                v_partitions_16 = []
+                append_17 = v_partitions_16.append
                 for _ in range(n1):
-                    v2_partition, v2_current_leader_epoch, v2_fetch_offset, v2_last_fetched_epoch, v2_log_start_offset, v2_partition_max_bytes = _S7.unpack_from(data, pos)
+                    v_partition_18, v_current_leader_epoch_19, v_fetch_offset_20, v_last_fetched_epoch_21, v_log_start_offset_22, v_partition_max_bytes_23 = _S7.unpack_from(data, pos)
                     pos += 32
                     if data[pos] == 0:
                         pos += 1
@@ -989,7 +1038,7 @@ def decode_fetch_request_v13(data: bytes, pos: int) -> tuple[FetchRequest, int]:
                             size2, pos = read_uvarint(data, pos)
                             end2 = pos + size2
                             pos = end2
-                    append1(FetchPartition(v2_partition, v2_current_leader_epoch, v2_fetch_offset, v2_last_fetched_epoch, v2_log_start_offset, v2_partition_max_bytes, ZERO_UUID, 9223372036854775807))
+                    append_17(FetchPartition(v_partition_18, v_current_leader_epoch_19, v_fetch_offset_20, v_last_fetched_epoch_21, v_log_start_offset_22, v_partition_max_bytes_23, ZERO_UUID, 9223372036854775807))
             if data[pos] == 0:
                 pos += 1
             else:
@@ -999,7 +1048,8 @@ def decode_fetch_request_v13(data: bytes, pos: int) -> tuple[FetchRequest, int]:
                     size1, pos = read_uvarint(data, pos)
                     end1 = pos + size1
                     pos = end1
-            append0(FetchTopic('', v1_topic_id, v1_partitions))
+            append_13(FetchTopic('', v_topic_id_15, v_partitions_16))
+    v_forgotten_topics_data_11: list[ForgottenTopic]
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -1011,11 +1061,12 @@ def decode_fetch_request_v13(data: bytes, pos: int) -> tuple[FetchRequest, int]:
     elif n0 > len(data) - pos:
         raise DecodeError('array ForgottenTopicsData longer than the frame')
     else:
-        v0_forgotten_topics_data = []
-        append0 = v0_forgotten_topics_data.append
+        v_forgotten_topics_data_11 = []
+        append_26 = v_forgotten_topics_data_11.append
         for _ in range(n0):
-            v1_topic_id, = _S8.unpack_from(data, pos)
+            v_topic_id_28, = _S8.unpack_from(data, pos)
             pos += 16
+            v_partitions_29: list[int]
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -1027,7 +1078,7 @@ def decode_fetch_request_v13(data: bytes, pos: int) -> tuple[FetchRequest, int]:
             elif n1 > len(data) - pos:
                 raise DecodeError('array Partitions longer than the frame')
             else:
-                v1_partitions = list(unpack_from('>%di' % n1, data, pos))
+                v_partitions_29 = list(unpack_from('>%di' % n1, data, pos))
                 pos += n1 * 4
             if data[pos] == 0:
                 pos += 1
@@ -1038,7 +1089,8 @@ def decode_fetch_request_v13(data: bytes, pos: int) -> tuple[FetchRequest, int]:
                     size1, pos = read_uvarint(data, pos)
                     end1 = pos + size1
                     pos = end1
-            append0(ForgottenTopic('', v1_topic_id, v1_partitions))
+            append_26(ForgottenTopic('', v_topic_id_28, v_partitions_29))
+    v_rack_id_12: str
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -1048,9 +1100,9 @@ def decode_fetch_request_v13(data: bytes, pos: int) -> tuple[FetchRequest, int]:
     if n0 < 0:
         raise DecodeError('non-nullable field RackId is null')
     else:
-        v0_rack_id = str(data[pos:pos + n0], 'utf-8')
+        v_rack_id_12 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v0_cluster_id = None
+    v_cluster_id_1: str | None = None
     if data[pos] == 0:
         pos += 1
     else:
@@ -1067,57 +1119,58 @@ def decode_fetch_request_v13(data: bytes, pos: int) -> tuple[FetchRequest, int]:
                     n0, pos = read_uvarint(data, pos)
                 n0 -= 1
                 if n0 < 0:
-                    v0_cluster_id = None
+                    v_cluster_id_1 = None
                 else:
-                    v0_cluster_id = str(data[pos:pos + n0], 'utf-8')
+                    v_cluster_id_1 = str(data[pos:pos + n0], 'utf-8')
                     pos += n0
             pos = end0
-    return FetchRequest(v0_cluster_id, v0_replica_id, ReplicaState(), v0_max_wait_ms, v0_min_bytes, v0_max_bytes, v0_isolation_level, v0_session_id, v0_session_epoch, v0_topics, v0_forgotten_topics_data, v0_rack_id), pos
+    return FetchRequest(v_cluster_id_1, v_replica_id_2, ReplicaState(), v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9, v_topics_10, v_forgotten_topics_data_11, v_rack_id_12), pos
 
 
 def encode_fetch_request_v13(m: FetchRequest, out: bytearray) -> None:
     out += _S5.pack(m.replica_id, m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch)
-    x0 = m.topics
-    write_uvarint(out, len(x0) + 1)
-    for e0 in x0:
-        out += _S8.pack(e0.topic_id)
-        x1 = e0.partitions
-        write_uvarint(out, len(x1) + 1)
-        for e1 in x1:
-            out += _S7.pack(e1.partition, e1.current_leader_epoch, e1.fetch_offset, e1.last_fetched_epoch, e1.log_start_offset, e1.partition_max_bytes)
+    x_1 = m.topics
+    write_uvarint(out, len(x_1) + 1)
+    for e_2 in x_1:
+        out += _S8.pack(e_2.topic_id)
+        x_3 = e_2.partitions
+        write_uvarint(out, len(x_3) + 1)
+        for e_4 in x_3:
+            out += _S7.pack(e_4.partition, e_4.current_leader_epoch, e_4.fetch_offset, e_4.last_fetched_epoch, e_4.log_start_offset, e_4.partition_max_bytes)
             out.append(0)
         out.append(0)
-    x0 = m.forgotten_topics_data
-    write_uvarint(out, len(x0) + 1)
-    for e0 in x0:
-        out += _S8.pack(e0.topic_id)
-        x1 = e0.partitions
-        write_uvarint(out, len(x1) + 1)
-        out += pack('>%di' % len(x1), *x1)
+    x_5 = m.forgotten_topics_data
+    write_uvarint(out, len(x_5) + 1)
+    for e_6 in x_5:
+        out += _S8.pack(e_6.topic_id)
+        x_7 = e_6.partitions
+        write_uvarint(out, len(x_7) + 1)
+        out += pack('>%di' % len(x_7), *x_7)
         out.append(0)
-    x0 = m.rack_id
-    x0 = x0.encode()
-    write_uvarint(out, len(x0) + 1)
-    out += x0
+    x_8 = m.rack_id
+    b_9 = x_8.encode()
+    write_uvarint(out, len(b_9) + 1)
+    out += b_9
     tags0 = (m.cluster_id != None)
     write_uvarint(out, tags0)
     if m.cluster_id != None:
         write_uvarint(out, 0)
         tagbuf0 = bytearray()
-        x0 = m.cluster_id
-        if x0 is None:
+        x_10 = m.cluster_id
+        if x_10 is None:
             tagbuf0.append(0)
         else:
-            x0 = x0.encode()
-            write_uvarint(tagbuf0, len(x0) + 1)
-            tagbuf0 += x0
+            b_11 = x_10.encode()
+            write_uvarint(tagbuf0, len(b_11) + 1)
+            tagbuf0 += b_11
         write_uvarint(out, len(tagbuf0))
         out += tagbuf0
 
 
 def decode_fetch_response_v4(data: bytes, pos: int) -> tuple[FetchResponse, int]:
-    v0_throttle_time_ms, = _S1.unpack_from(data, pos)
+    v_throttle_time_ms_1, = _S1.unpack_from(data, pos)
     pos += 4
+    v_responses_4: list[FetchableTopicResponse]
     n0, = _S1.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -1125,16 +1178,18 @@ def decode_fetch_response_v4(data: bytes, pos: int) -> tuple[FetchResponse, int]
     elif n0 > len(data) - pos:
         raise DecodeError('array Responses longer than the frame')
     else:
-        v0_responses = []
-        append0 = v0_responses.append
+        v_responses_4 = []
+        append_6 = v_responses_4.append
         for _ in range(n0):
+            v_topic_7: str
             n1, = _S2.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Topic is null')
             else:
-                v1_topic = str(data[pos:pos + n1], 'utf-8')
+                v_topic_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_partitions_9: list[PartitionData]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -1142,67 +1197,70 @@ def decode_fetch_response_v4(data: bytes, pos: int) -> tuple[FetchResponse, int]
             elif n1 > len(data) - pos:
                 raise DecodeError('array Partitions longer than the frame')
             else:
-                v1_partitions = []
-                append1 = v1_partitions.append
+                v_partitions_9 = []
+                append_10 = v_partitions_9.append
                 for _ in range(n1):
-                    v2_partition_index, v2_error_code, v2_high_watermark, v2_last_stable_offset = _S9.unpack_from(data, pos)
+                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14 = _S9.unpack_from(data, pos)
                     pos += 22
+                    v_aborted_transactions_19: list[AbortedTransaction] | None
                     n2, = _S1.unpack_from(data, pos)
                     pos += 4
                     if n2 < 0:
-                        v2_aborted_transactions = None
+                        v_aborted_transactions_19 = None
                     elif n2 > len(data) - pos:
                         raise DecodeError('array AbortedTransactions longer than the frame')
                     else:
-                        v2_aborted_transactions = []
-                        append2 = v2_aborted_transactions.append
+                        v_aborted_transactions_19 = []
+                        append_22 = v_aborted_transactions_19.append
                         for _ in range(n2):
-                            v3_producer_id, v3_first_offset = _S10.unpack_from(data, pos)
+                            v_producer_id_23, v_first_offset_24 = _S10.unpack_from(data, pos)
                             pos += 16
-                            append2(AbortedTransaction(v3_producer_id, v3_first_offset))
+                            append_22(AbortedTransaction(v_producer_id_23, v_first_offset_24))
+                    v_records_21: bytes | None
                     n2, = _S1.unpack_from(data, pos)
                     pos += 4
                     if n2 < 0:
-                        v2_records = None
+                        v_records_21 = None
                     else:
-                        v2_records = data[pos:pos + n2]
+                        v_records_21 = data[pos:pos + n2]
                         pos += n2
-                    append1(PartitionData(v2_partition_index, v2_error_code, v2_high_watermark, v2_last_stable_offset, -1, EpochEndOffset(), LeaderIdAndEpoch(), SnapshotId(), v2_aborted_transactions, -1, v2_records))
-            append0(FetchableTopicResponse(v1_topic, ZERO_UUID, v1_partitions))
-    return FetchResponse(v0_throttle_time_ms, 0, 0, v0_responses, []), pos
+                    append_10(PartitionData(v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, -1, EpochEndOffset(), LeaderIdAndEpoch(), SnapshotId(), v_aborted_transactions_19, -1, v_records_21))
+            append_6(FetchableTopicResponse(v_topic_7, ZERO_UUID, v_partitions_9))
+    return FetchResponse(v_throttle_time_ms_1, 0, 0, v_responses_4, []), pos
 
 
 def encode_fetch_response_v4(m: FetchResponse, out: bytearray) -> None:
     out += _S1.pack(m.throttle_time_ms)
-    x0 = m.responses
-    out += _S1.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.topic
-        x1 = x1.encode()
-        out += _S2.pack(len(x1))
-        out += x1
-        x1 = e0.partitions
-        out += _S1.pack(len(x1))
-        for e1 in x1:
-            out += _S9.pack(e1.partition_index, e1.error_code, e1.high_watermark, e1.last_stable_offset)
-            x2 = e1.aborted_transactions
-            if x2 is None:
+    x_1 = m.responses
+    out += _S1.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2.topic
+        b_4 = x_3.encode()
+        out += _S2.pack(len(b_4))
+        out += b_4
+        x_5 = e_2.partitions
+        out += _S1.pack(len(x_5))
+        for e_6 in x_5:
+            out += _S9.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset)
+            x_7 = e_6.aborted_transactions
+            if x_7 is None:
                 out += b'\xff\xff\xff\xff'
             else:
-                out += _S1.pack(len(x2))
-                for e2 in x2:
-                    out += _S10.pack(e2.producer_id, e2.first_offset)
-            x2 = e1.records
-            if x2 is None:
+                out += _S1.pack(len(x_7))
+                for e_8 in x_7:
+                    out += _S10.pack(e_8.producer_id, e_8.first_offset)
+            x_9 = e_6.records
+            if x_9 is None:
                 out += b'\xff\xff\xff\xff'
             else:
-                out += _S1.pack(len(x2))
-                out += x2
+                out += _S1.pack(len(x_9))
+                out += x_9
 
 
 def decode_fetch_response_v5(data: bytes, pos: int) -> tuple[FetchResponse, int]:
-    v0_throttle_time_ms, = _S1.unpack_from(data, pos)
+    v_throttle_time_ms_1, = _S1.unpack_from(data, pos)
     pos += 4
+    v_responses_4: list[FetchableTopicResponse]
     n0, = _S1.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -1210,16 +1268,18 @@ def decode_fetch_response_v5(data: bytes, pos: int) -> tuple[FetchResponse, int]
     elif n0 > len(data) - pos:
         raise DecodeError('array Responses longer than the frame')
     else:
-        v0_responses = []
-        append0 = v0_responses.append
+        v_responses_4 = []
+        append_6 = v_responses_4.append
         for _ in range(n0):
+            v_topic_7: str
             n1, = _S2.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Topic is null')
             else:
-                v1_topic = str(data[pos:pos + n1], 'utf-8')
+                v_topic_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_partitions_9: list[PartitionData]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -1227,67 +1287,70 @@ def decode_fetch_response_v5(data: bytes, pos: int) -> tuple[FetchResponse, int]
             elif n1 > len(data) - pos:
                 raise DecodeError('array Partitions longer than the frame')
             else:
-                v1_partitions = []
-                append1 = v1_partitions.append
+                v_partitions_9 = []
+                append_10 = v_partitions_9.append
                 for _ in range(n1):
-                    v2_partition_index, v2_error_code, v2_high_watermark, v2_last_stable_offset, v2_log_start_offset = _S11.unpack_from(data, pos)
+                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15 = _S11.unpack_from(data, pos)
                     pos += 30
+                    v_aborted_transactions_19: list[AbortedTransaction] | None
                     n2, = _S1.unpack_from(data, pos)
                     pos += 4
                     if n2 < 0:
-                        v2_aborted_transactions = None
+                        v_aborted_transactions_19 = None
                     elif n2 > len(data) - pos:
                         raise DecodeError('array AbortedTransactions longer than the frame')
                     else:
-                        v2_aborted_transactions = []
-                        append2 = v2_aborted_transactions.append
+                        v_aborted_transactions_19 = []
+                        append_22 = v_aborted_transactions_19.append
                         for _ in range(n2):
-                            v3_producer_id, v3_first_offset = _S10.unpack_from(data, pos)
+                            v_producer_id_23, v_first_offset_24 = _S10.unpack_from(data, pos)
                             pos += 16
-                            append2(AbortedTransaction(v3_producer_id, v3_first_offset))
+                            append_22(AbortedTransaction(v_producer_id_23, v_first_offset_24))
+                    v_records_21: bytes | None
                     n2, = _S1.unpack_from(data, pos)
                     pos += 4
                     if n2 < 0:
-                        v2_records = None
+                        v_records_21 = None
                     else:
-                        v2_records = data[pos:pos + n2]
+                        v_records_21 = data[pos:pos + n2]
                         pos += n2
-                    append1(PartitionData(v2_partition_index, v2_error_code, v2_high_watermark, v2_last_stable_offset, v2_log_start_offset, EpochEndOffset(), LeaderIdAndEpoch(), SnapshotId(), v2_aborted_transactions, -1, v2_records))
-            append0(FetchableTopicResponse(v1_topic, ZERO_UUID, v1_partitions))
-    return FetchResponse(v0_throttle_time_ms, 0, 0, v0_responses, []), pos
+                    append_10(PartitionData(v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15, EpochEndOffset(), LeaderIdAndEpoch(), SnapshotId(), v_aborted_transactions_19, -1, v_records_21))
+            append_6(FetchableTopicResponse(v_topic_7, ZERO_UUID, v_partitions_9))
+    return FetchResponse(v_throttle_time_ms_1, 0, 0, v_responses_4, []), pos
 
 
 def encode_fetch_response_v5(m: FetchResponse, out: bytearray) -> None:
     out += _S1.pack(m.throttle_time_ms)
-    x0 = m.responses
-    out += _S1.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.topic
-        x1 = x1.encode()
-        out += _S2.pack(len(x1))
-        out += x1
-        x1 = e0.partitions
-        out += _S1.pack(len(x1))
-        for e1 in x1:
-            out += _S11.pack(e1.partition_index, e1.error_code, e1.high_watermark, e1.last_stable_offset, e1.log_start_offset)
-            x2 = e1.aborted_transactions
-            if x2 is None:
+    x_1 = m.responses
+    out += _S1.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2.topic
+        b_4 = x_3.encode()
+        out += _S2.pack(len(b_4))
+        out += b_4
+        x_5 = e_2.partitions
+        out += _S1.pack(len(x_5))
+        for e_6 in x_5:
+            out += _S11.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
+            x_7 = e_6.aborted_transactions
+            if x_7 is None:
                 out += b'\xff\xff\xff\xff'
             else:
-                out += _S1.pack(len(x2))
-                for e2 in x2:
-                    out += _S10.pack(e2.producer_id, e2.first_offset)
-            x2 = e1.records
-            if x2 is None:
+                out += _S1.pack(len(x_7))
+                for e_8 in x_7:
+                    out += _S10.pack(e_8.producer_id, e_8.first_offset)
+            x_9 = e_6.records
+            if x_9 is None:
                 out += b'\xff\xff\xff\xff'
             else:
-                out += _S1.pack(len(x2))
-                out += x2
+                out += _S1.pack(len(x_9))
+                out += x_9
 
 
 def decode_fetch_response_v6(data: bytes, pos: int) -> tuple[FetchResponse, int]:
-    v0_throttle_time_ms, = _S1.unpack_from(data, pos)
+    v_throttle_time_ms_1, = _S1.unpack_from(data, pos)
     pos += 4
+    v_responses_4: list[FetchableTopicResponse]
     n0, = _S1.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -1295,16 +1358,18 @@ def decode_fetch_response_v6(data: bytes, pos: int) -> tuple[FetchResponse, int]
     elif n0 > len(data) - pos:
         raise DecodeError('array Responses longer than the frame')
     else:
-        v0_responses = []
-        append0 = v0_responses.append
+        v_responses_4 = []
+        append_6 = v_responses_4.append
         for _ in range(n0):
+            v_topic_7: str
             n1, = _S2.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Topic is null')
             else:
-                v1_topic = str(data[pos:pos + n1], 'utf-8')
+                v_topic_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_partitions_9: list[PartitionData]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -1312,67 +1377,70 @@ def decode_fetch_response_v6(data: bytes, pos: int) -> tuple[FetchResponse, int]
             elif n1 > len(data) - pos:
                 raise DecodeError('array Partitions longer than the frame')
             else:
-                v1_partitions = []
-                append1 = v1_partitions.append
+                v_partitions_9 = []
+                append_10 = v_partitions_9.append
                 for _ in range(n1):
-                    v2_partition_index, v2_error_code, v2_high_watermark, v2_last_stable_offset, v2_log_start_offset = _S11.unpack_from(data, pos)
+                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15 = _S11.unpack_from(data, pos)
                     pos += 30
+                    v_aborted_transactions_19: list[AbortedTransaction] | None
                     n2, = _S1.unpack_from(data, pos)
                     pos += 4
                     if n2 < 0:
-                        v2_aborted_transactions = None
+                        v_aborted_transactions_19 = None
                     elif n2 > len(data) - pos:
                         raise DecodeError('array AbortedTransactions longer than the frame')
                     else:
-                        v2_aborted_transactions = []
-                        append2 = v2_aborted_transactions.append
+                        v_aborted_transactions_19 = []
+                        append_22 = v_aborted_transactions_19.append
                         for _ in range(n2):
-                            v3_producer_id, v3_first_offset = _S10.unpack_from(data, pos)
+                            v_producer_id_23, v_first_offset_24 = _S10.unpack_from(data, pos)
                             pos += 16
-                            append2(AbortedTransaction(v3_producer_id, v3_first_offset))
+                            append_22(AbortedTransaction(v_producer_id_23, v_first_offset_24))
+                    v_records_21: bytes | None
                     n2, = _S1.unpack_from(data, pos)
                     pos += 4
                     if n2 < 0:
-                        v2_records = None
+                        v_records_21 = None
                     else:
-                        v2_records = data[pos:pos + n2]
+                        v_records_21 = data[pos:pos + n2]
                         pos += n2
-                    append1(PartitionData(v2_partition_index, v2_error_code, v2_high_watermark, v2_last_stable_offset, v2_log_start_offset, EpochEndOffset(), LeaderIdAndEpoch(), SnapshotId(), v2_aborted_transactions, -1, v2_records))
-            append0(FetchableTopicResponse(v1_topic, ZERO_UUID, v1_partitions))
-    return FetchResponse(v0_throttle_time_ms, 0, 0, v0_responses, []), pos
+                    append_10(PartitionData(v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15, EpochEndOffset(), LeaderIdAndEpoch(), SnapshotId(), v_aborted_transactions_19, -1, v_records_21))
+            append_6(FetchableTopicResponse(v_topic_7, ZERO_UUID, v_partitions_9))
+    return FetchResponse(v_throttle_time_ms_1, 0, 0, v_responses_4, []), pos
 
 
 def encode_fetch_response_v6(m: FetchResponse, out: bytearray) -> None:
     out += _S1.pack(m.throttle_time_ms)
-    x0 = m.responses
-    out += _S1.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.topic
-        x1 = x1.encode()
-        out += _S2.pack(len(x1))
-        out += x1
-        x1 = e0.partitions
-        out += _S1.pack(len(x1))
-        for e1 in x1:
-            out += _S11.pack(e1.partition_index, e1.error_code, e1.high_watermark, e1.last_stable_offset, e1.log_start_offset)
-            x2 = e1.aborted_transactions
-            if x2 is None:
+    x_1 = m.responses
+    out += _S1.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2.topic
+        b_4 = x_3.encode()
+        out += _S2.pack(len(b_4))
+        out += b_4
+        x_5 = e_2.partitions
+        out += _S1.pack(len(x_5))
+        for e_6 in x_5:
+            out += _S11.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
+            x_7 = e_6.aborted_transactions
+            if x_7 is None:
                 out += b'\xff\xff\xff\xff'
             else:
-                out += _S1.pack(len(x2))
-                for e2 in x2:
-                    out += _S10.pack(e2.producer_id, e2.first_offset)
-            x2 = e1.records
-            if x2 is None:
+                out += _S1.pack(len(x_7))
+                for e_8 in x_7:
+                    out += _S10.pack(e_8.producer_id, e_8.first_offset)
+            x_9 = e_6.records
+            if x_9 is None:
                 out += b'\xff\xff\xff\xff'
             else:
-                out += _S1.pack(len(x2))
-                out += x2
+                out += _S1.pack(len(x_9))
+                out += x_9
 
 
 def decode_fetch_response_v7(data: bytes, pos: int) -> tuple[FetchResponse, int]:
-    v0_throttle_time_ms, v0_error_code, v0_session_id = _S12.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2, v_session_id_3 = _S12.unpack_from(data, pos)
     pos += 10
+    v_responses_4: list[FetchableTopicResponse]
     n0, = _S1.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -1380,16 +1448,18 @@ def decode_fetch_response_v7(data: bytes, pos: int) -> tuple[FetchResponse, int]
     elif n0 > len(data) - pos:
         raise DecodeError('array Responses longer than the frame')
     else:
-        v0_responses = []
-        append0 = v0_responses.append
+        v_responses_4 = []
+        append_6 = v_responses_4.append
         for _ in range(n0):
+            v_topic_7: str
             n1, = _S2.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Topic is null')
             else:
-                v1_topic = str(data[pos:pos + n1], 'utf-8')
+                v_topic_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_partitions_9: list[PartitionData]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -1397,67 +1467,70 @@ def decode_fetch_response_v7(data: bytes, pos: int) -> tuple[FetchResponse, int]
             elif n1 > len(data) - pos:
                 raise DecodeError('array Partitions longer than the frame')
             else:
-                v1_partitions = []
-                append1 = v1_partitions.append
+                v_partitions_9 = []
+                append_10 = v_partitions_9.append
                 for _ in range(n1):
-                    v2_partition_index, v2_error_code, v2_high_watermark, v2_last_stable_offset, v2_log_start_offset = _S11.unpack_from(data, pos)
+                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15 = _S11.unpack_from(data, pos)
                     pos += 30
+                    v_aborted_transactions_19: list[AbortedTransaction] | None
                     n2, = _S1.unpack_from(data, pos)
                     pos += 4
                     if n2 < 0:
-                        v2_aborted_transactions = None
+                        v_aborted_transactions_19 = None
                     elif n2 > len(data) - pos:
                         raise DecodeError('array AbortedTransactions longer than the frame')
                     else:
-                        v2_aborted_transactions = []
-                        append2 = v2_aborted_transactions.append
+                        v_aborted_transactions_19 = []
+                        append_22 = v_aborted_transactions_19.append
                         for _ in range(n2):
-                            v3_producer_id, v3_first_offset = _S10.unpack_from(data, pos)
+                            v_producer_id_23, v_first_offset_24 = _S10.unpack_from(data, pos)
                             pos += 16
-                            append2(AbortedTransaction(v3_producer_id, v3_first_offset))
+                            append_22(AbortedTransaction(v_producer_id_23, v_first_offset_24))
+                    v_records_21: bytes | None
                     n2, = _S1.unpack_from(data, pos)
                     pos += 4
                     if n2 < 0:
-                        v2_records = None
+                        v_records_21 = None
                     else:
-                        v2_records = data[pos:pos + n2]
+                        v_records_21 = data[pos:pos + n2]
                         pos += n2
-                    append1(PartitionData(v2_partition_index, v2_error_code, v2_high_watermark, v2_last_stable_offset, v2_log_start_offset, EpochEndOffset(), LeaderIdAndEpoch(), SnapshotId(), v2_aborted_transactions, -1, v2_records))
-            append0(FetchableTopicResponse(v1_topic, ZERO_UUID, v1_partitions))
-    return FetchResponse(v0_throttle_time_ms, v0_error_code, v0_session_id, v0_responses, []), pos
+                    append_10(PartitionData(v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15, EpochEndOffset(), LeaderIdAndEpoch(), SnapshotId(), v_aborted_transactions_19, -1, v_records_21))
+            append_6(FetchableTopicResponse(v_topic_7, ZERO_UUID, v_partitions_9))
+    return FetchResponse(v_throttle_time_ms_1, v_error_code_2, v_session_id_3, v_responses_4, []), pos
 
 
 def encode_fetch_response_v7(m: FetchResponse, out: bytearray) -> None:
     out += _S12.pack(m.throttle_time_ms, m.error_code, m.session_id)
-    x0 = m.responses
-    out += _S1.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.topic
-        x1 = x1.encode()
-        out += _S2.pack(len(x1))
-        out += x1
-        x1 = e0.partitions
-        out += _S1.pack(len(x1))
-        for e1 in x1:
-            out += _S11.pack(e1.partition_index, e1.error_code, e1.high_watermark, e1.last_stable_offset, e1.log_start_offset)
-            x2 = e1.aborted_transactions
-            if x2 is None:
+    x_1 = m.responses
+    out += _S1.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2.topic
+        b_4 = x_3.encode()
+        out += _S2.pack(len(b_4))
+        out += b_4
+        x_5 = e_2.partitions
+        out += _S1.pack(len(x_5))
+        for e_6 in x_5:
+            out += _S11.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
+            x_7 = e_6.aborted_transactions
+            if x_7 is None:
                 out += b'\xff\xff\xff\xff'
             else:
-                out += _S1.pack(len(x2))
-                for e2 in x2:
-                    out += _S10.pack(e2.producer_id, e2.first_offset)
-            x2 = e1.records
-            if x2 is None:
+                out += _S1.pack(len(x_7))
+                for e_8 in x_7:
+                    out += _S10.pack(e_8.producer_id, e_8.first_offset)
+            x_9 = e_6.records
+            if x_9 is None:
                 out += b'\xff\xff\xff\xff'
             else:
-                out += _S1.pack(len(x2))
-                out += x2
+                out += _S1.pack(len(x_9))
+                out += x_9
 
 
 def decode_fetch_response_v8(data: bytes, pos: int) -> tuple[FetchResponse, int]:
-    v0_throttle_time_ms, v0_error_code, v0_session_id = _S12.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2, v_session_id_3 = _S12.unpack_from(data, pos)
     pos += 10
+    v_responses_4: list[FetchableTopicResponse]
     n0, = _S1.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -1465,16 +1538,18 @@ def decode_fetch_response_v8(data: bytes, pos: int) -> tuple[FetchResponse, int]
     elif n0 > len(data) - pos:
         raise DecodeError('array Responses longer than the frame')
     else:
-        v0_responses = []
-        append0 = v0_responses.append
+        v_responses_4 = []
+        append_6 = v_responses_4.append
         for _ in range(n0):
+            v_topic_7: str
             n1, = _S2.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Topic is null')
             else:
-                v1_topic = str(data[pos:pos + n1], 'utf-8')
+                v_topic_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_partitions_9: list[PartitionData]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -1482,67 +1557,70 @@ def decode_fetch_response_v8(data: bytes, pos: int) -> tuple[FetchResponse, int]
             elif n1 > len(data) - pos:
                 raise DecodeError('array Partitions longer than the frame')
             else:
-                v1_partitions = []
-                append1 = v1_partitions.append
+                v_partitions_9 = []
+                append_10 = v_partitions_9.append
                 for _ in range(n1):
-                    v2_partition_index, v2_error_code, v2_high_watermark, v2_last_stable_offset, v2_log_start_offset = _S11.unpack_from(data, pos)
+                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15 = _S11.unpack_from(data, pos)
                     pos += 30
+                    v_aborted_transactions_19: list[AbortedTransaction] | None
                     n2, = _S1.unpack_from(data, pos)
                     pos += 4
                     if n2 < 0:
-                        v2_aborted_transactions = None
+                        v_aborted_transactions_19 = None
                     elif n2 > len(data) - pos:
                         raise DecodeError('array AbortedTransactions longer than the frame')
                     else:
-                        v2_aborted_transactions = []
-                        append2 = v2_aborted_transactions.append
+                        v_aborted_transactions_19 = []
+                        append_22 = v_aborted_transactions_19.append
                         for _ in range(n2):
-                            v3_producer_id, v3_first_offset = _S10.unpack_from(data, pos)
+                            v_producer_id_23, v_first_offset_24 = _S10.unpack_from(data, pos)
                             pos += 16
-                            append2(AbortedTransaction(v3_producer_id, v3_first_offset))
+                            append_22(AbortedTransaction(v_producer_id_23, v_first_offset_24))
+                    v_records_21: bytes | None
                     n2, = _S1.unpack_from(data, pos)
                     pos += 4
                     if n2 < 0:
-                        v2_records = None
+                        v_records_21 = None
                     else:
-                        v2_records = data[pos:pos + n2]
+                        v_records_21 = data[pos:pos + n2]
                         pos += n2
-                    append1(PartitionData(v2_partition_index, v2_error_code, v2_high_watermark, v2_last_stable_offset, v2_log_start_offset, EpochEndOffset(), LeaderIdAndEpoch(), SnapshotId(), v2_aborted_transactions, -1, v2_records))
-            append0(FetchableTopicResponse(v1_topic, ZERO_UUID, v1_partitions))
-    return FetchResponse(v0_throttle_time_ms, v0_error_code, v0_session_id, v0_responses, []), pos
+                    append_10(PartitionData(v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15, EpochEndOffset(), LeaderIdAndEpoch(), SnapshotId(), v_aborted_transactions_19, -1, v_records_21))
+            append_6(FetchableTopicResponse(v_topic_7, ZERO_UUID, v_partitions_9))
+    return FetchResponse(v_throttle_time_ms_1, v_error_code_2, v_session_id_3, v_responses_4, []), pos
 
 
 def encode_fetch_response_v8(m: FetchResponse, out: bytearray) -> None:
     out += _S12.pack(m.throttle_time_ms, m.error_code, m.session_id)
-    x0 = m.responses
-    out += _S1.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.topic
-        x1 = x1.encode()
-        out += _S2.pack(len(x1))
-        out += x1
-        x1 = e0.partitions
-        out += _S1.pack(len(x1))
-        for e1 in x1:
-            out += _S11.pack(e1.partition_index, e1.error_code, e1.high_watermark, e1.last_stable_offset, e1.log_start_offset)
-            x2 = e1.aborted_transactions
-            if x2 is None:
+    x_1 = m.responses
+    out += _S1.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2.topic
+        b_4 = x_3.encode()
+        out += _S2.pack(len(b_4))
+        out += b_4
+        x_5 = e_2.partitions
+        out += _S1.pack(len(x_5))
+        for e_6 in x_5:
+            out += _S11.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
+            x_7 = e_6.aborted_transactions
+            if x_7 is None:
                 out += b'\xff\xff\xff\xff'
             else:
-                out += _S1.pack(len(x2))
-                for e2 in x2:
-                    out += _S10.pack(e2.producer_id, e2.first_offset)
-            x2 = e1.records
-            if x2 is None:
+                out += _S1.pack(len(x_7))
+                for e_8 in x_7:
+                    out += _S10.pack(e_8.producer_id, e_8.first_offset)
+            x_9 = e_6.records
+            if x_9 is None:
                 out += b'\xff\xff\xff\xff'
             else:
-                out += _S1.pack(len(x2))
-                out += x2
+                out += _S1.pack(len(x_9))
+                out += x_9
 
 
 def decode_fetch_response_v9(data: bytes, pos: int) -> tuple[FetchResponse, int]:
-    v0_throttle_time_ms, v0_error_code, v0_session_id = _S12.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2, v_session_id_3 = _S12.unpack_from(data, pos)
     pos += 10
+    v_responses_4: list[FetchableTopicResponse]
     n0, = _S1.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -1550,16 +1628,18 @@ def decode_fetch_response_v9(data: bytes, pos: int) -> tuple[FetchResponse, int]
     elif n0 > len(data) - pos:
         raise DecodeError('array Responses longer than the frame')
     else:
-        v0_responses = []
-        append0 = v0_responses.append
+        v_responses_4 = []
+        append_6 = v_responses_4.append
         for _ in range(n0):
+            v_topic_7: str
             n1, = _S2.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Topic is null')
             else:
-                v1_topic = str(data[pos:pos + n1], 'utf-8')
+                v_topic_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_partitions_9: list[PartitionData]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -1567,67 +1647,70 @@ def decode_fetch_response_v9(data: bytes, pos: int) -> tuple[FetchResponse, int]
             elif n1 > len(data) - pos:
                 raise DecodeError('array Partitions longer than the frame')
             else:
-                v1_partitions = []
-                append1 = v1_partitions.append
+                v_partitions_9 = []
+                append_10 = v_partitions_9.append
                 for _ in range(n1):
-                    v2_partition_index, v2_error_code, v2_high_watermark, v2_last_stable_offset, v2_log_start_offset = _S11.unpack_from(data, pos)
+                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15 = _S11.unpack_from(data, pos)
                     pos += 30
+                    v_aborted_transactions_19: list[AbortedTransaction] | None
                     n2, = _S1.unpack_from(data, pos)
                     pos += 4
                     if n2 < 0:
-                        v2_aborted_transactions = None
+                        v_aborted_transactions_19 = None
                     elif n2 > len(data) - pos:
                         raise DecodeError('array AbortedTransactions longer than the frame')
                     else:
-                        v2_aborted_transactions = []
-                        append2 = v2_aborted_transactions.append
+                        v_aborted_transactions_19 = []
+                        append_22 = v_aborted_transactions_19.append
                         for _ in range(n2):
-                            v3_producer_id, v3_first_offset = _S10.unpack_from(data, pos)
+                            v_producer_id_23, v_first_offset_24 = _S10.unpack_from(data, pos)
                             pos += 16
-                            append2(AbortedTransaction(v3_producer_id, v3_first_offset))
+                            append_22(AbortedTransaction(v_producer_id_23, v_first_offset_24))
+                    v_records_21: bytes | None
                     n2, = _S1.unpack_from(data, pos)
                     pos += 4
                     if n2 < 0:
-                        v2_records = None
+                        v_records_21 = None
                     else:
-                        v2_records = data[pos:pos + n2]
+                        v_records_21 = data[pos:pos + n2]
                         pos += n2
-                    append1(PartitionData(v2_partition_index, v2_error_code, v2_high_watermark, v2_last_stable_offset, v2_log_start_offset, EpochEndOffset(), LeaderIdAndEpoch(), SnapshotId(), v2_aborted_transactions, -1, v2_records))
-            append0(FetchableTopicResponse(v1_topic, ZERO_UUID, v1_partitions))
-    return FetchResponse(v0_throttle_time_ms, v0_error_code, v0_session_id, v0_responses, []), pos
+                    append_10(PartitionData(v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15, EpochEndOffset(), LeaderIdAndEpoch(), SnapshotId(), v_aborted_transactions_19, -1, v_records_21))
+            append_6(FetchableTopicResponse(v_topic_7, ZERO_UUID, v_partitions_9))
+    return FetchResponse(v_throttle_time_ms_1, v_error_code_2, v_session_id_3, v_responses_4, []), pos
 
 
 def encode_fetch_response_v9(m: FetchResponse, out: bytearray) -> None:
     out += _S12.pack(m.throttle_time_ms, m.error_code, m.session_id)
-    x0 = m.responses
-    out += _S1.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.topic
-        x1 = x1.encode()
-        out += _S2.pack(len(x1))
-        out += x1
-        x1 = e0.partitions
-        out += _S1.pack(len(x1))
-        for e1 in x1:
-            out += _S11.pack(e1.partition_index, e1.error_code, e1.high_watermark, e1.last_stable_offset, e1.log_start_offset)
-            x2 = e1.aborted_transactions
-            if x2 is None:
+    x_1 = m.responses
+    out += _S1.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2.topic
+        b_4 = x_3.encode()
+        out += _S2.pack(len(b_4))
+        out += b_4
+        x_5 = e_2.partitions
+        out += _S1.pack(len(x_5))
+        for e_6 in x_5:
+            out += _S11.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
+            x_7 = e_6.aborted_transactions
+            if x_7 is None:
                 out += b'\xff\xff\xff\xff'
             else:
-                out += _S1.pack(len(x2))
-                for e2 in x2:
-                    out += _S10.pack(e2.producer_id, e2.first_offset)
-            x2 = e1.records
-            if x2 is None:
+                out += _S1.pack(len(x_7))
+                for e_8 in x_7:
+                    out += _S10.pack(e_8.producer_id, e_8.first_offset)
+            x_9 = e_6.records
+            if x_9 is None:
                 out += b'\xff\xff\xff\xff'
             else:
-                out += _S1.pack(len(x2))
-                out += x2
+                out += _S1.pack(len(x_9))
+                out += x_9
 
 
 def decode_fetch_response_v10(data: bytes, pos: int) -> tuple[FetchResponse, int]:
-    v0_throttle_time_ms, v0_error_code, v0_session_id = _S12.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2, v_session_id_3 = _S12.unpack_from(data, pos)
     pos += 10
+    v_responses_4: list[FetchableTopicResponse]
     n0, = _S1.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -1635,16 +1718,18 @@ def decode_fetch_response_v10(data: bytes, pos: int) -> tuple[FetchResponse, int
     elif n0 > len(data) - pos:
         raise DecodeError('array Responses longer than the frame')
     else:
-        v0_responses = []
-        append0 = v0_responses.append
+        v_responses_4 = []
+        append_6 = v_responses_4.append
         for _ in range(n0):
+            v_topic_7: str
             n1, = _S2.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Topic is null')
             else:
-                v1_topic = str(data[pos:pos + n1], 'utf-8')
+                v_topic_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_partitions_9: list[PartitionData]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -1652,67 +1737,70 @@ def decode_fetch_response_v10(data: bytes, pos: int) -> tuple[FetchResponse, int
             elif n1 > len(data) - pos:
                 raise DecodeError('array Partitions longer than the frame')
             else:
-                v1_partitions = []
-                append1 = v1_partitions.append
+                v_partitions_9 = []
+                append_10 = v_partitions_9.append
                 for _ in range(n1):
-                    v2_partition_index, v2_error_code, v2_high_watermark, v2_last_stable_offset, v2_log_start_offset = _S11.unpack_from(data, pos)
+                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15 = _S11.unpack_from(data, pos)
                     pos += 30
+                    v_aborted_transactions_19: list[AbortedTransaction] | None
                     n2, = _S1.unpack_from(data, pos)
                     pos += 4
                     if n2 < 0:
-                        v2_aborted_transactions = None
+                        v_aborted_transactions_19 = None
                     elif n2 > len(data) - pos:
                         raise DecodeError('array AbortedTransactions longer than the frame')
                     else:
-                        v2_aborted_transactions = []
-                        append2 = v2_aborted_transactions.append
+                        v_aborted_transactions_19 = []
+                        append_22 = v_aborted_transactions_19.append
                         for _ in range(n2):
-                            v3_producer_id, v3_first_offset = _S10.unpack_from(data, pos)
+                            v_producer_id_23, v_first_offset_24 = _S10.unpack_from(data, pos)
                             pos += 16
-                            append2(AbortedTransaction(v3_producer_id, v3_first_offset))
+                            append_22(AbortedTransaction(v_producer_id_23, v_first_offset_24))
+                    v_records_21: bytes | None
                     n2, = _S1.unpack_from(data, pos)
                     pos += 4
                     if n2 < 0:
-                        v2_records = None
+                        v_records_21 = None
                     else:
-                        v2_records = data[pos:pos + n2]
+                        v_records_21 = data[pos:pos + n2]
                         pos += n2
-                    append1(PartitionData(v2_partition_index, v2_error_code, v2_high_watermark, v2_last_stable_offset, v2_log_start_offset, EpochEndOffset(), LeaderIdAndEpoch(), SnapshotId(), v2_aborted_transactions, -1, v2_records))
-            append0(FetchableTopicResponse(v1_topic, ZERO_UUID, v1_partitions))
-    return FetchResponse(v0_throttle_time_ms, v0_error_code, v0_session_id, v0_responses, []), pos
+                    append_10(PartitionData(v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15, EpochEndOffset(), LeaderIdAndEpoch(), SnapshotId(), v_aborted_transactions_19, -1, v_records_21))
+            append_6(FetchableTopicResponse(v_topic_7, ZERO_UUID, v_partitions_9))
+    return FetchResponse(v_throttle_time_ms_1, v_error_code_2, v_session_id_3, v_responses_4, []), pos
 
 
 def encode_fetch_response_v10(m: FetchResponse, out: bytearray) -> None:
     out += _S12.pack(m.throttle_time_ms, m.error_code, m.session_id)
-    x0 = m.responses
-    out += _S1.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.topic
-        x1 = x1.encode()
-        out += _S2.pack(len(x1))
-        out += x1
-        x1 = e0.partitions
-        out += _S1.pack(len(x1))
-        for e1 in x1:
-            out += _S11.pack(e1.partition_index, e1.error_code, e1.high_watermark, e1.last_stable_offset, e1.log_start_offset)
-            x2 = e1.aborted_transactions
-            if x2 is None:
+    x_1 = m.responses
+    out += _S1.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2.topic
+        b_4 = x_3.encode()
+        out += _S2.pack(len(b_4))
+        out += b_4
+        x_5 = e_2.partitions
+        out += _S1.pack(len(x_5))
+        for e_6 in x_5:
+            out += _S11.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
+            x_7 = e_6.aborted_transactions
+            if x_7 is None:
                 out += b'\xff\xff\xff\xff'
             else:
-                out += _S1.pack(len(x2))
-                for e2 in x2:
-                    out += _S10.pack(e2.producer_id, e2.first_offset)
-            x2 = e1.records
-            if x2 is None:
+                out += _S1.pack(len(x_7))
+                for e_8 in x_7:
+                    out += _S10.pack(e_8.producer_id, e_8.first_offset)
+            x_9 = e_6.records
+            if x_9 is None:
                 out += b'\xff\xff\xff\xff'
             else:
-                out += _S1.pack(len(x2))
-                out += x2
+                out += _S1.pack(len(x_9))
+                out += x_9
 
 
 def decode_fetch_response_v11(data: bytes, pos: int) -> tuple[FetchResponse, int]:
-    v0_throttle_time_ms, v0_error_code, v0_session_id = _S12.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2, v_session_id_3 = _S12.unpack_from(data, pos)
     pos += 10
+    v_responses_4: list[FetchableTopicResponse]
     n0, = _S1.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -1720,16 +1808,18 @@ def decode_fetch_response_v11(data: bytes, pos: int) -> tuple[FetchResponse, int
     elif n0 > len(data) - pos:
         raise DecodeError('array Responses longer than the frame')
     else:
-        v0_responses = []
-        append0 = v0_responses.append
+        v_responses_4 = []
+        append_6 = v_responses_4.append
         for _ in range(n0):
+            v_topic_7: str
             n1, = _S2.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Topic is null')
             else:
-                v1_topic = str(data[pos:pos + n1], 'utf-8')
+                v_topic_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_partitions_9: list[PartitionData]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -1737,70 +1827,73 @@ def decode_fetch_response_v11(data: bytes, pos: int) -> tuple[FetchResponse, int
             elif n1 > len(data) - pos:
                 raise DecodeError('array Partitions longer than the frame')
             else:
-                v1_partitions = []
-                append1 = v1_partitions.append
+                v_partitions_9 = []
+                append_10 = v_partitions_9.append
                 for _ in range(n1):
-                    v2_partition_index, v2_error_code, v2_high_watermark, v2_last_stable_offset, v2_log_start_offset = _S11.unpack_from(data, pos)
+                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15 = _S11.unpack_from(data, pos)
                     pos += 30
+                    v_aborted_transactions_19: list[AbortedTransaction] | None
                     n2, = _S1.unpack_from(data, pos)
                     pos += 4
                     if n2 < 0:
-                        v2_aborted_transactions = None
+                        v_aborted_transactions_19 = None
                     elif n2 > len(data) - pos:
                         raise DecodeError('array AbortedTransactions longer than the frame')
                     else:
-                        v2_aborted_transactions = []
-                        append2 = v2_aborted_transactions.append
+                        v_aborted_transactions_19 = []
+                        append_22 = v_aborted_transactions_19.append
                         for _ in range(n2):
-                            v3_producer_id, v3_first_offset = _S10.unpack_from(data, pos)
+                            v_producer_id_23, v_first_offset_24 = _S10.unpack_from(data, pos)
                             pos += 16
-                            append2(AbortedTransaction(v3_producer_id, v3_first_offset))
-                    v2_preferred_read_replica, = _S1.unpack_from(data, pos)
+                            append_22(AbortedTransaction(v_producer_id_23, v_first_offset_24))
+                    v_preferred_read_replica_20, = _S1.unpack_from(data, pos)
                     pos += 4
+                    v_records_21: bytes | None
                     n2, = _S1.unpack_from(data, pos)
                     pos += 4
                     if n2 < 0:
-                        v2_records = None
+                        v_records_21 = None
                     else:
-                        v2_records = data[pos:pos + n2]
+                        v_records_21 = data[pos:pos + n2]
                         pos += n2
-                    append1(PartitionData(v2_partition_index, v2_error_code, v2_high_watermark, v2_last_stable_offset, v2_log_start_offset, EpochEndOffset(), LeaderIdAndEpoch(), SnapshotId(), v2_aborted_transactions, v2_preferred_read_replica, v2_records))
-            append0(FetchableTopicResponse(v1_topic, ZERO_UUID, v1_partitions))
-    return FetchResponse(v0_throttle_time_ms, v0_error_code, v0_session_id, v0_responses, []), pos
+                    append_10(PartitionData(v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15, EpochEndOffset(), LeaderIdAndEpoch(), SnapshotId(), v_aborted_transactions_19, v_preferred_read_replica_20, v_records_21))
+            append_6(FetchableTopicResponse(v_topic_7, ZERO_UUID, v_partitions_9))
+    return FetchResponse(v_throttle_time_ms_1, v_error_code_2, v_session_id_3, v_responses_4, []), pos
 
 
 def encode_fetch_response_v11(m: FetchResponse, out: bytearray) -> None:
     out += _S12.pack(m.throttle_time_ms, m.error_code, m.session_id)
-    x0 = m.responses
-    out += _S1.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.topic
-        x1 = x1.encode()
-        out += _S2.pack(len(x1))
-        out += x1
-        x1 = e0.partitions
-        out += _S1.pack(len(x1))
-        for e1 in x1:
-            out += _S11.pack(e1.partition_index, e1.error_code, e1.high_watermark, e1.last_stable_offset, e1.log_start_offset)
-            x2 = e1.aborted_transactions
-            if x2 is None:
+    x_1 = m.responses
+    out += _S1.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2.topic
+        b_4 = x_3.encode()
+        out += _S2.pack(len(b_4))
+        out += b_4
+        x_5 = e_2.partitions
+        out += _S1.pack(len(x_5))
+        for e_6 in x_5:
+            out += _S11.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
+            x_7 = e_6.aborted_transactions
+            if x_7 is None:
                 out += b'\xff\xff\xff\xff'
             else:
-                out += _S1.pack(len(x2))
-                for e2 in x2:
-                    out += _S10.pack(e2.producer_id, e2.first_offset)
-            out += _S1.pack(e1.preferred_read_replica)
-            x2 = e1.records
-            if x2 is None:
+                out += _S1.pack(len(x_7))
+                for e_8 in x_7:
+                    out += _S10.pack(e_8.producer_id, e_8.first_offset)
+            out += _S1.pack(e_6.preferred_read_replica)
+            x_9 = e_6.records
+            if x_9 is None:
                 out += b'\xff\xff\xff\xff'
             else:
-                out += _S1.pack(len(x2))
-                out += x2
+                out += _S1.pack(len(x_9))
+                out += x_9
 
 
 def decode_fetch_response_v12(data: bytes, pos: int) -> tuple[FetchResponse, int]:
-    v0_throttle_time_ms, v0_error_code, v0_session_id = _S12.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2, v_session_id_3 = _S12.unpack_from(data, pos)
     pos += 10
+    v_responses_4: list[FetchableTopicResponse]
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -1812,9 +1905,10 @@ def decode_fetch_response_v12(data: bytes, pos: int) -> tuple[FetchResponse, int
     elif n0 > len(data) - pos:
         raise DecodeError('array Responses longer than the frame')
     else:
-        v0_responses = []
-        append0 = v0_responses.append
+        v_responses_4 = []
+        append_6 = v_responses_4.append
         for _ in range(n0):
+            v_topic_7: str
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -1824,8 +1918,9 @@ def decode_fetch_response_v12(data: bytes, pos: int) -> tuple[FetchResponse, int
             if n1 < 0:
                 raise DecodeError('non-nullable field Topic is null')
             else:
-                v1_topic = str(data[pos:pos + n1], 'utf-8')
+                v_topic_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_partitions_9: list[PartitionData]
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -1837,11 +1932,12 @@ def decode_fetch_response_v12(data: bytes, pos: int) -> tuple[FetchResponse, int
             elif n1 > len(data) - pos:
                 raise DecodeError('array Partitions longer than the frame')
             else:
-                v1_partitions = []
-                append1 = v1_partitions.append
+                v_partitions_9 = []
+                append_10 = v_partitions_9.append
                 for _ in range(n1):
-                    v2_partition_index, v2_error_code, v2_high_watermark, v2_last_stable_offset, v2_log_start_offset = _S11.unpack_from(data, pos)
+                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15 = _S11.unpack_from(data, pos)
                     pos += 30
+                    v_aborted_transactions_19: list[AbortedTransaction] | None
                     n2 = data[pos]
                     if n2 < 128:
                         pos += 1
@@ -1849,14 +1945,14 @@ def decode_fetch_response_v12(data: bytes, pos: int) -> tuple[FetchResponse, int
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
-                        v2_aborted_transactions = None
+                        v_aborted_transactions_19 = None
                     elif n2 > len(data) - pos:
                         raise DecodeError('array AbortedTransactions longer than the frame')
                     else:
-                        v2_aborted_transactions = []
-                        append2 = v2_aborted_transactions.append
+                        v_aborted_transactions_19 = []
+                        append_22 = v_aborted_transactions_19.append
                         for _ in range(n2):
-                            v3_producer_id, v3_first_offset = _S10.unpack_from(data, pos)
+                            v_producer_id_23, v_first_offset_24 = _S10.unpack_from(data, pos)
                             pos += 16
                             if data[pos] == 0:
                                 pos += 1
@@ -1867,9 +1963,10 @@ def decode_fetch_response_v12(data: bytes, pos: int) -> tuple[FetchResponse, int
                                     size3, pos = read_uvarint(data, pos)
                                     end3 = pos + size3
                                     pos = end3
-                            append2(AbortedTransaction(v3_producer_id, v3_first_offset))
-                    v2_preferred_read_replica, = _S1.unpack_from(data, pos)
+                            append_22(AbortedTransaction(v_producer_id_23, v_first_offset_24))
+                    v_preferred_read_replica_20, = _S1.unpack_from(data, pos)
                     pos += 4
+                    v_records_21: bytes | None
                     n2 = data[pos]
                     if n2 < 128:
                         pos += 1
@@ -1877,13 +1974,13 @@ def decode_fetch_response_v12(data: bytes, pos: int) -> tuple[FetchResponse, int
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
-                        v2_records = None
+                        v_records_21 = None
                     else:
-                        v2_records = data[pos:pos + n2]
+                        v_records_21 = data[pos:pos + n2]
                         pos += n2
-                    v2_diverging_epoch = EpochEndOffset()
-                    v2_current_leader = LeaderIdAndEpoch()
-                    v2_snapshot_id = SnapshotId()
+                    v_diverging_epoch_16: EpochEndOffset = EpochEndOffset()
+                    v_current_leader_17: LeaderIdAndEpoch = LeaderIdAndEpoch()
+                    v_snapshot_id_18: SnapshotId = SnapshotId()
                     if data[pos] == 0:
                         pos += 1
                     else:
@@ -1893,7 +1990,7 @@ def decode_fetch_response_v12(data: bytes, pos: int) -> tuple[FetchResponse, int
                             size2, pos = read_uvarint(data, pos)
                             end2 = pos + size2
                             if tag2 == 0:
-                                v3_epoch, v3_end_offset = _S13.unpack_from(data, pos)
+                                v_epoch_25, v_end_offset_26 = _S13.unpack_from(data, pos)
                                 pos += 12
                                 if data[pos] == 0:
                                     pos += 1
@@ -1904,9 +2001,9 @@ def decode_fetch_response_v12(data: bytes, pos: int) -> tuple[FetchResponse, int
                                         size3, pos = read_uvarint(data, pos)
                                         end3 = pos + size3
                                         pos = end3
-                                v2_diverging_epoch = EpochEndOffset(v3_epoch, v3_end_offset)
+                                v_diverging_epoch_16 = EpochEndOffset(v_epoch_25, v_end_offset_26)
                             elif tag2 == 1:
-                                v3_leader_id, v3_leader_epoch = _S14.unpack_from(data, pos)
+                                v_leader_id_27, v_leader_epoch_28 = _S14.unpack_from(data, pos)
                                 pos += 8
                                 if data[pos] == 0:
                                     pos += 1
@@ -1917,9 +2014,9 @@ def decode_fetch_response_v12(data: bytes, pos: int) -> tuple[FetchResponse, int
                                         size3, pos = read_uvarint(data, pos)
                                         end3 = pos + size3
                                         pos = end3
-                                v2_current_leader = LeaderIdAndEpoch(v3_leader_id, v3_leader_epoch)
+                                v_current_leader_17 = LeaderIdAndEpoch(v_leader_id_27, v_leader_epoch_28)
                             elif tag2 == 2:
-                                v3_end_offset, v3_epoch = _S15.unpack_from(data, pos)
+                                v_end_offset_29, v_epoch_30 = _S15.unpack_from(data, pos)
                                 pos += 12
                                 if data[pos] == 0:
                                     pos += 1
@@ -1930,9 +2027,9 @@ def decode_fetch_response_v12(data: bytes, pos: int) -> tuple[FetchResponse, int
                                         size3, pos = read_uvarint(data, pos)
                                         end3 = pos + size3
                                         pos = end3
-                                v2_snapshot_id = SnapshotId(v3_end_offset, v3_epoch)
+                                v_snapshot_id_18 = SnapshotId(v_end_offset_29, v_epoch_30)
                             pos = end2
-                    append1(PartitionData(v2_partition_index, v2_error_code, v2_high_watermark, v2_last_stable_offset, v2_log_start_offset, v2_diverging_epoch, v2_current_leader, v2_snapshot_id, v2_aborted_transactions, v2_preferred_read_replica, v2_records))
+                    append_10(PartitionData(v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15, v_diverging_epoch_16, v_current_leader_17, v_snapshot_id_18, v_aborted_transactions_19, v_preferred_read_replica_20, v_records_21))
             if data[pos] == 0:
                 pos += 1
             else:
@@ -1942,7 +2039,7 @@ def decode_fetch_response_v12(data: bytes, pos: int) -> tuple[FetchResponse, int
                     size1, pos = read_uvarint(data, pos)
                     end1 = pos + size1
                     pos = end1
-            append0(FetchableTopicResponse(v1_topic, ZERO_UUID, v1_partitions))
+            append_6(FetchableTopicResponse(v_topic_7, ZERO_UUID, v_partitions_9))
     if data[pos] == 0:
         pos += 1
     else:
@@ -1952,60 +2049,60 @@ def decode_fetch_response_v12(data: bytes, pos: int) -> tuple[FetchResponse, int
             size0, pos = read_uvarint(data, pos)
             end0 = pos + size0
             pos = end0
-    return FetchResponse(v0_throttle_time_ms, v0_error_code, v0_session_id, v0_responses, []), pos
+    return FetchResponse(v_throttle_time_ms_1, v_error_code_2, v_session_id_3, v_responses_4, []), pos
 
 
 def encode_fetch_response_v12(m: FetchResponse, out: bytearray) -> None:
     out += _S12.pack(m.throttle_time_ms, m.error_code, m.session_id)
-    x0 = m.responses
-    write_uvarint(out, len(x0) + 1)
-    for e0 in x0:
-        x1 = e0.topic
-        x1 = x1.encode()
-        write_uvarint(out, len(x1) + 1)
-        out += x1
-        x1 = e0.partitions
-        write_uvarint(out, len(x1) + 1)
-        for e1 in x1:
-            out += _S11.pack(e1.partition_index, e1.error_code, e1.high_watermark, e1.last_stable_offset, e1.log_start_offset)
-            x2 = e1.aborted_transactions
-            if x2 is None:
+    x_1 = m.responses
+    write_uvarint(out, len(x_1) + 1)
+    for e_2 in x_1:
+        x_3 = e_2.topic
+        b_4 = x_3.encode()
+        write_uvarint(out, len(b_4) + 1)
+        out += b_4
+        x_5 = e_2.partitions
+        write_uvarint(out, len(x_5) + 1)
+        for e_6 in x_5:
+            out += _S11.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
+            x_7 = e_6.aborted_transactions
+            if x_7 is None:
                 out.append(0)
             else:
-                write_uvarint(out, len(x2) + 1)
-                for e2 in x2:
-                    out += _S10.pack(e2.producer_id, e2.first_offset)
+                write_uvarint(out, len(x_7) + 1)
+                for e_8 in x_7:
+                    out += _S10.pack(e_8.producer_id, e_8.first_offset)
                     out.append(0)
-            out += _S1.pack(e1.preferred_read_replica)
-            x2 = e1.records
-            if x2 is None:
+            out += _S1.pack(e_6.preferred_read_replica)
+            x_9 = e_6.records
+            if x_9 is None:
                 out.append(0)
             else:
-                write_uvarint(out, len(x2) + 1)
-                out += x2
-            tags2 = (e1.diverging_epoch != EpochEndOffset()) + (e1.current_leader != LeaderIdAndEpoch()) + (e1.snapshot_id != SnapshotId())
+                write_uvarint(out, len(x_9) + 1)
+                out += x_9
+            tags2 = (e_6.diverging_epoch != EpochEndOffset()) + (e_6.current_leader != LeaderIdAndEpoch()) + (e_6.snapshot_id != SnapshotId())
             write_uvarint(out, tags2)
-            if e1.diverging_epoch != EpochEndOffset():
+            if e_6.diverging_epoch != EpochEndOffset():
                 write_uvarint(out, 0)
                 tagbuf2 = bytearray()
-                s2 = e1.diverging_epoch
-                tagbuf2 += _S13.pack(s2.epoch, s2.end_offset)
+                s_11 = e_6.diverging_epoch
+                tagbuf2 += _S13.pack(s_11.epoch, s_11.end_offset)
                 tagbuf2.append(0)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
-            if e1.current_leader != LeaderIdAndEpoch():
+            if e_6.current_leader != LeaderIdAndEpoch():
                 write_uvarint(out, 1)
                 tagbuf2 = bytearray()
-                s2 = e1.current_leader
-                tagbuf2 += _S14.pack(s2.leader_id, s2.leader_epoch)
+                s_13 = e_6.current_leader
+                tagbuf2 += _S14.pack(s_13.leader_id, s_13.leader_epoch)
                 tagbuf2.append(0)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
-            if e1.snapshot_id != SnapshotId():
+            if e_6.snapshot_id != SnapshotId():
                 write_uvarint(out, 2)
                 tagbuf2 = bytearray()
-                s2 = e1.snapshot_id
-                tagbuf2 += _S15.pack(s2.end_offset, s2.epoch)
+                s_15 = e_6.snapshot_id
+                tagbuf2 += _S15.pack(s_15.end_offset, s_15.epoch)
                 tagbuf2.append(0)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
@@ -2014,8 +2111,9 @@ def encode_fetch_response_v12(m: FetchResponse, out: bytearray) -> None:
 
 
 def decode_fetch_response_v13(data: bytes, pos: int) -> tuple[FetchResponse, int]:
-    v0_throttle_time_ms, v0_error_code, v0_session_id = _S12.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2, v_session_id_3 = _S12.unpack_from(data, pos)
     pos += 10
+    v_responses_4: list[FetchableTopicResponse]
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -2027,11 +2125,12 @@ def decode_fetch_response_v13(data: bytes, pos: int) -> tuple[FetchResponse, int
     elif n0 > len(data) - pos:
         raise DecodeError('array Responses longer than the frame')
     else:
-        v0_responses = []
-        append0 = v0_responses.append
+        v_responses_4 = []
+        append_6 = v_responses_4.append
         for _ in range(n0):
-            v1_topic_id, = _S8.unpack_from(data, pos)
+            v_topic_id_8, = _S8.unpack_from(data, pos)
             pos += 16
+            v_partitions_9: list[PartitionData]
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -2043,11 +2142,12 @@ def decode_fetch_response_v13(data: bytes, pos: int) -> tuple[FetchResponse, int
             elif n1 > len(data) - pos:
                 raise DecodeError('array Partitions longer than the frame')
             else:
-                v1_partitions = []
-                append1 = v1_partitions.append
+                v_partitions_9 = []
+                append_10 = v_partitions_9.append
                 for _ in range(n1):
-                    v2_partition_index, v2_error_code, v2_high_watermark, v2_last_stable_offset, v2_log_start_offset = _S11.unpack_from(data, pos)
+                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15 = _S11.unpack_from(data, pos)
                     pos += 30
+                    v_aborted_transactions_19: list[AbortedTransaction] | None
                     n2 = data[pos]
                     if n2 < 128:
                         pos += 1
@@ -2055,14 +2155,14 @@ def decode_fetch_response_v13(data: bytes, pos: int) -> tuple[FetchResponse, int
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
-                        v2_aborted_transactions = None
+                        v_aborted_transactions_19 = None
                     elif n2 > len(data) - pos:
                         raise DecodeError('array AbortedTransactions longer than the frame')
                     else:
-                        v2_aborted_transactions = []
-                        append2 = v2_aborted_transactions.append
+                        v_aborted_transactions_19 = []
+                        append_22 = v_aborted_transactions_19.append
                         for _ in range(n2):
-                            v3_producer_id, v3_first_offset = _S10.unpack_from(data, pos)
+                            v_producer_id_23, v_first_offset_24 = _S10.unpack_from(data, pos)
                             pos += 16
                             if data[pos] == 0:
                                 pos += 1
@@ -2073,9 +2173,10 @@ def decode_fetch_response_v13(data: bytes, pos: int) -> tuple[FetchResponse, int
                                     size3, pos = read_uvarint(data, pos)
                                     end3 = pos + size3
                                     pos = end3
-                            append2(AbortedTransaction(v3_producer_id, v3_first_offset))
-                    v2_preferred_read_replica, = _S1.unpack_from(data, pos)
+                            append_22(AbortedTransaction(v_producer_id_23, v_first_offset_24))
+                    v_preferred_read_replica_20, = _S1.unpack_from(data, pos)
                     pos += 4
+                    v_records_21: bytes | None
                     n2 = data[pos]
                     if n2 < 128:
                         pos += 1
@@ -2083,13 +2184,13 @@ def decode_fetch_response_v13(data: bytes, pos: int) -> tuple[FetchResponse, int
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
-                        v2_records = None
+                        v_records_21 = None
                     else:
-                        v2_records = data[pos:pos + n2]
+                        v_records_21 = data[pos:pos + n2]
                         pos += n2
-                    v2_diverging_epoch = EpochEndOffset()
-                    v2_current_leader = LeaderIdAndEpoch()
-                    v2_snapshot_id = SnapshotId()
+                    v_diverging_epoch_16: EpochEndOffset = EpochEndOffset()
+                    v_current_leader_17: LeaderIdAndEpoch = LeaderIdAndEpoch()
+                    v_snapshot_id_18: SnapshotId = SnapshotId()
                     if data[pos] == 0:
                         pos += 1
                     else:
@@ -2099,7 +2200,7 @@ def decode_fetch_response_v13(data: bytes, pos: int) -> tuple[FetchResponse, int
                             size2, pos = read_uvarint(data, pos)
                             end2 = pos + size2
                             if tag2 == 0:
-                                v3_epoch, v3_end_offset = _S13.unpack_from(data, pos)
+                                v_epoch_25, v_end_offset_26 = _S13.unpack_from(data, pos)
                                 pos += 12
                                 if data[pos] == 0:
                                     pos += 1
@@ -2110,9 +2211,9 @@ def decode_fetch_response_v13(data: bytes, pos: int) -> tuple[FetchResponse, int
                                         size3, pos = read_uvarint(data, pos)
                                         end3 = pos + size3
                                         pos = end3
-                                v2_diverging_epoch = EpochEndOffset(v3_epoch, v3_end_offset)
+                                v_diverging_epoch_16 = EpochEndOffset(v_epoch_25, v_end_offset_26)
                             elif tag2 == 1:
-                                v3_leader_id, v3_leader_epoch = _S14.unpack_from(data, pos)
+                                v_leader_id_27, v_leader_epoch_28 = _S14.unpack_from(data, pos)
                                 pos += 8
                                 if data[pos] == 0:
                                     pos += 1
@@ -2123,9 +2224,9 @@ def decode_fetch_response_v13(data: bytes, pos: int) -> tuple[FetchResponse, int
                                         size3, pos = read_uvarint(data, pos)
                                         end3 = pos + size3
                                         pos = end3
-                                v2_current_leader = LeaderIdAndEpoch(v3_leader_id, v3_leader_epoch)
+                                v_current_leader_17 = LeaderIdAndEpoch(v_leader_id_27, v_leader_epoch_28)
                             elif tag2 == 2:
-                                v3_end_offset, v3_epoch = _S15.unpack_from(data, pos)
+                                v_end_offset_29, v_epoch_30 = _S15.unpack_from(data, pos)
                                 pos += 12
                                 if data[pos] == 0:
                                     pos += 1
@@ -2136,9 +2237,9 @@ def decode_fetch_response_v13(data: bytes, pos: int) -> tuple[FetchResponse, int
                                         size3, pos = read_uvarint(data, pos)
                                         end3 = pos + size3
                                         pos = end3
-                                v2_snapshot_id = SnapshotId(v3_end_offset, v3_epoch)
+                                v_snapshot_id_18 = SnapshotId(v_end_offset_29, v_epoch_30)
                             pos = end2
-                    append1(PartitionData(v2_partition_index, v2_error_code, v2_high_watermark, v2_last_stable_offset, v2_log_start_offset, v2_diverging_epoch, v2_current_leader, v2_snapshot_id, v2_aborted_transactions, v2_preferred_read_replica, v2_records))
+                    append_10(PartitionData(v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15, v_diverging_epoch_16, v_current_leader_17, v_snapshot_id_18, v_aborted_transactions_19, v_preferred_read_replica_20, v_records_21))
             if data[pos] == 0:
                 pos += 1
             else:
@@ -2148,7 +2249,7 @@ def decode_fetch_response_v13(data: bytes, pos: int) -> tuple[FetchResponse, int
                     size1, pos = read_uvarint(data, pos)
                     end1 = pos + size1
                     pos = end1
-            append0(FetchableTopicResponse('', v1_topic_id, v1_partitions))
+            append_6(FetchableTopicResponse('', v_topic_id_8, v_partitions_9))
     if data[pos] == 0:
         pos += 1
     else:
@@ -2158,57 +2259,57 @@ def decode_fetch_response_v13(data: bytes, pos: int) -> tuple[FetchResponse, int
             size0, pos = read_uvarint(data, pos)
             end0 = pos + size0
             pos = end0
-    return FetchResponse(v0_throttle_time_ms, v0_error_code, v0_session_id, v0_responses, []), pos
+    return FetchResponse(v_throttle_time_ms_1, v_error_code_2, v_session_id_3, v_responses_4, []), pos
 
 
 def encode_fetch_response_v13(m: FetchResponse, out: bytearray) -> None:
     out += _S12.pack(m.throttle_time_ms, m.error_code, m.session_id)
-    x0 = m.responses
-    write_uvarint(out, len(x0) + 1)
-    for e0 in x0:
-        out += _S8.pack(e0.topic_id)
-        x1 = e0.partitions
-        write_uvarint(out, len(x1) + 1)
-        for e1 in x1:
-            out += _S11.pack(e1.partition_index, e1.error_code, e1.high_watermark, e1.last_stable_offset, e1.log_start_offset)
-            x2 = e1.aborted_transactions
-            if x2 is None:
+    x_1 = m.responses
+    write_uvarint(out, len(x_1) + 1)
+    for e_2 in x_1:
+        out += _S8.pack(e_2.topic_id)
+        x_3 = e_2.partitions
+        write_uvarint(out, len(x_3) + 1)
+        for e_4 in x_3:
+            out += _S11.pack(e_4.partition_index, e_4.error_code, e_4.high_watermark, e_4.last_stable_offset, e_4.log_start_offset)
+            x_5 = e_4.aborted_transactions
+            if x_5 is None:
                 out.append(0)
             else:
-                write_uvarint(out, len(x2) + 1)
-                for e2 in x2:
-                    out += _S10.pack(e2.producer_id, e2.first_offset)
+                write_uvarint(out, len(x_5) + 1)
+                for e_6 in x_5:
+                    out += _S10.pack(e_6.producer_id, e_6.first_offset)
                     out.append(0)
-            out += _S1.pack(e1.preferred_read_replica)
-            x2 = e1.records
-            if x2 is None:
+            out += _S1.pack(e_4.preferred_read_replica)
+            x_7 = e_4.records
+            if x_7 is None:
                 out.append(0)
             else:
-                write_uvarint(out, len(x2) + 1)
-                out += x2
-            tags2 = (e1.diverging_epoch != EpochEndOffset()) + (e1.current_leader != LeaderIdAndEpoch()) + (e1.snapshot_id != SnapshotId())
+                write_uvarint(out, len(x_7) + 1)
+                out += x_7
+            tags2 = (e_4.diverging_epoch != EpochEndOffset()) + (e_4.current_leader != LeaderIdAndEpoch()) + (e_4.snapshot_id != SnapshotId())
             write_uvarint(out, tags2)
-            if e1.diverging_epoch != EpochEndOffset():
+            if e_4.diverging_epoch != EpochEndOffset():
                 write_uvarint(out, 0)
                 tagbuf2 = bytearray()
-                s2 = e1.diverging_epoch
-                tagbuf2 += _S13.pack(s2.epoch, s2.end_offset)
+                s_9 = e_4.diverging_epoch
+                tagbuf2 += _S13.pack(s_9.epoch, s_9.end_offset)
                 tagbuf2.append(0)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
-            if e1.current_leader != LeaderIdAndEpoch():
+            if e_4.current_leader != LeaderIdAndEpoch():
                 write_uvarint(out, 1)
                 tagbuf2 = bytearray()
-                s2 = e1.current_leader
-                tagbuf2 += _S14.pack(s2.leader_id, s2.leader_epoch)
+                s_11 = e_4.current_leader
+                tagbuf2 += _S14.pack(s_11.leader_id, s_11.leader_epoch)
                 tagbuf2.append(0)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
-            if e1.snapshot_id != SnapshotId():
+            if e_4.snapshot_id != SnapshotId():
                 write_uvarint(out, 2)
                 tagbuf2 = bytearray()
-                s2 = e1.snapshot_id
-                tagbuf2 += _S15.pack(s2.end_offset, s2.epoch)
+                s_13 = e_4.snapshot_id
+                tagbuf2 += _S15.pack(s_13.end_offset, s_13.epoch)
                 tagbuf2.append(0)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2

@@ -45,66 +45,70 @@ class FindCoordinatorResponse:
 
 
 def decode_find_coordinator_request_v0(data: bytes, pos: int) -> tuple[FindCoordinatorRequest, int]:
+    v_key_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
         raise DecodeError('non-nullable field Key is null')
     else:
-        v0_key = str(data[pos:pos + n0], 'utf-8')
+        v_key_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    return FindCoordinatorRequest(v0_key, 0, []), pos
+    return FindCoordinatorRequest(v_key_1, 0, []), pos
 
 
 def encode_find_coordinator_request_v0(m: FindCoordinatorRequest, out: bytearray) -> None:
-    x0 = m.key
-    x0 = x0.encode()
-    out += _S0.pack(len(x0))
-    out += x0
+    x_1 = m.key
+    b_2 = x_1.encode()
+    out += _S0.pack(len(b_2))
+    out += b_2
 
 
 def decode_find_coordinator_request_v1(data: bytes, pos: int) -> tuple[FindCoordinatorRequest, int]:
+    v_key_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
         raise DecodeError('non-nullable field Key is null')
     else:
-        v0_key = str(data[pos:pos + n0], 'utf-8')
+        v_key_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v0_key_type, = _S1.unpack_from(data, pos)
+    v_key_type_2, = _S1.unpack_from(data, pos)
     pos += 1
-    return FindCoordinatorRequest(v0_key, v0_key_type, []), pos
+    return FindCoordinatorRequest(v_key_1, v_key_type_2, []), pos
 
 
 def encode_find_coordinator_request_v1(m: FindCoordinatorRequest, out: bytearray) -> None:
-    x0 = m.key
-    x0 = x0.encode()
-    out += _S0.pack(len(x0))
-    out += x0
+    x_1 = m.key
+    b_2 = x_1.encode()
+    out += _S0.pack(len(b_2))
+    out += b_2
     out += _S1.pack(m.key_type)
 
 
 def decode_find_coordinator_request_v2(data: bytes, pos: int) -> tuple[FindCoordinatorRequest, int]:
+    v_key_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
         raise DecodeError('non-nullable field Key is null')
     else:
-        v0_key = str(data[pos:pos + n0], 'utf-8')
+        v_key_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v0_key_type, = _S1.unpack_from(data, pos)
+    v_key_type_2, = _S1.unpack_from(data, pos)
     pos += 1
-    return FindCoordinatorRequest(v0_key, v0_key_type, []), pos
+    return FindCoordinatorRequest(v_key_1, v_key_type_2, []), pos
 
 
 def encode_find_coordinator_request_v2(m: FindCoordinatorRequest, out: bytearray) -> None:
-    x0 = m.key
-    x0 = x0.encode()
-    out += _S0.pack(len(x0))
-    out += x0
+    x_1 = m.key
+    b_2 = x_1.encode()
+    out += _S0.pack(len(b_2))
+    out += b_2
     out += _S1.pack(m.key_type)
 
 
 def decode_find_coordinator_request_v3(data: bytes, pos: int) -> tuple[FindCoordinatorRequest, int]:
+    v_key_1: str
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -114,9 +118,9 @@ def decode_find_coordinator_request_v3(data: bytes, pos: int) -> tuple[FindCoord
     if n0 < 0:
         raise DecodeError('non-nullable field Key is null')
     else:
-        v0_key = str(data[pos:pos + n0], 'utf-8')
+        v_key_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v0_key_type, = _S1.unpack_from(data, pos)
+    v_key_type_2, = _S1.unpack_from(data, pos)
     pos += 1
     if data[pos] == 0:
         pos += 1
@@ -127,21 +131,22 @@ def decode_find_coordinator_request_v3(data: bytes, pos: int) -> tuple[FindCoord
             size0, pos = read_uvarint(data, pos)
             end0 = pos + size0
             pos = end0
-    return FindCoordinatorRequest(v0_key, v0_key_type, []), pos
+    return FindCoordinatorRequest(v_key_1, v_key_type_2, []), pos
 
 
 def encode_find_coordinator_request_v3(m: FindCoordinatorRequest, out: bytearray) -> None:
-    x0 = m.key
-    x0 = x0.encode()
-    write_uvarint(out, len(x0) + 1)
-    out += x0
+    x_1 = m.key
+    b_2 = x_1.encode()
+    write_uvarint(out, len(b_2) + 1)
+    out += b_2
     out += _S1.pack(m.key_type)
     out.append(0)
 
 
 def decode_find_coordinator_request_v4(data: bytes, pos: int) -> tuple[FindCoordinatorRequest, int]:
-    v0_key_type, = _S1.unpack_from(data, pos)
+    v_key_type_2, = _S1.unpack_from(data, pos)
     pos += 1
+    v_coordinator_keys_3: list[str]
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -153,9 +158,10 @@ def decode_find_coordinator_request_v4(data: bytes, pos: int) -> tuple[FindCoord
     elif n0 > len(data) - pos:
         raise DecodeError('array CoordinatorKeys longer than the frame')
     else:
-        v0_coordinator_keys = []
-        append0 = v0_coordinator_keys.append
+        v_coordinator_keys_3 = []
+        append_4 = v_coordinator_keys_3.append
         for _ in range(n0):
+            e_5: str
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -165,9 +171,9 @@ def decode_find_coordinator_request_v4(data: bytes, pos: int) -> tuple[FindCoord
             if n1 < 0:
                 raise DecodeError('non-nullable field CoordinatorKeys[] is null')
             else:
-                e0 = str(data[pos:pos + n1], 'utf-8')
+                e_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            append0(e0)
+            append_4(e_5)
     if data[pos] == 0:
         pos += 1
     else:
@@ -177,24 +183,25 @@ def decode_find_coordinator_request_v4(data: bytes, pos: int) -> tuple[FindCoord
             size0, pos = read_uvarint(data, pos)
             end0 = pos + size0
             pos = end0
-    return FindCoordinatorRequest('', v0_key_type, v0_coordinator_keys), pos
+    return FindCoordinatorRequest('', v_key_type_2, v_coordinator_keys_3), pos
 
 
 def encode_find_coordinator_request_v4(m: FindCoordinatorRequest, out: bytearray) -> None:
     out += _S1.pack(m.key_type)
-    x0 = m.coordinator_keys
-    write_uvarint(out, len(x0) + 1)
-    for e0 in x0:
-        x1 = e0
-        x1 = x1.encode()
-        write_uvarint(out, len(x1) + 1)
-        out += x1
+    x_1 = m.coordinator_keys
+    write_uvarint(out, len(x_1) + 1)
+    for e_2 in x_1:
+        x_3 = e_2
+        b_4 = x_3.encode()
+        write_uvarint(out, len(b_4) + 1)
+        out += b_4
     out.append(0)
 
 
 def decode_find_coordinator_request_v5(data: bytes, pos: int) -> tuple[FindCoordinatorRequest, int]:
-    v0_key_type, = _S1.unpack_from(data, pos)
+    v_key_type_2, = _S1.unpack_from(data, pos)
     pos += 1
+    v_coordinator_keys_3: list[str]
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -206,9 +213,10 @@ def decode_find_coordinator_request_v5(data: bytes, pos: int) -> tuple[FindCoord
     elif n0 > len(data) - pos:
         raise DecodeError('array CoordinatorKeys longer than the frame')
     else:
-        v0_coordinator_keys = []
-        append0 = v0_coordinator_keys.append
+        v_coordinator_keys_3 = []
+        append_4 = v_coordinator_keys_3.append
         for _ in range(n0):
+            e_5: str
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -218,9 +226,9 @@ def decode_find_coordinator_request_v5(data: bytes, pos: int) -> tuple[FindCoord
             if n1 < 0:
                 raise DecodeError('non-nullable field CoordinatorKeys[] is null')
             else:
-                e0 = str(data[pos:pos + n1], 'utf-8')
+                e_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            append0(e0)
+            append_4(e_5)
     if data[pos] == 0:
         pos += 1
     else:
@@ -230,24 +238,25 @@ def decode_find_coordinator_request_v5(data: bytes, pos: int) -> tuple[FindCoord
             size0, pos = read_uvarint(data, pos)
             end0 = pos + size0
             pos = end0
-    return FindCoordinatorRequest('', v0_key_type, v0_coordinator_keys), pos
+    return FindCoordinatorRequest('', v_key_type_2, v_coordinator_keys_3), pos
 
 
 def encode_find_coordinator_request_v5(m: FindCoordinatorRequest, out: bytearray) -> None:
     out += _S1.pack(m.key_type)
-    x0 = m.coordinator_keys
-    write_uvarint(out, len(x0) + 1)
-    for e0 in x0:
-        x1 = e0
-        x1 = x1.encode()
-        write_uvarint(out, len(x1) + 1)
-        out += x1
+    x_1 = m.coordinator_keys
+    write_uvarint(out, len(x_1) + 1)
+    for e_2 in x_1:
+        x_3 = e_2
+        b_4 = x_3.encode()
+        write_uvarint(out, len(b_4) + 1)
+        out += b_4
     out.append(0)
 
 
 def decode_find_coordinator_request_v6(data: bytes, pos: int) -> tuple[FindCoordinatorRequest, int]:
-    v0_key_type, = _S1.unpack_from(data, pos)
+    v_key_type_2, = _S1.unpack_from(data, pos)
     pos += 1
+    v_coordinator_keys_3: list[str]
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -259,9 +268,10 @@ def decode_find_coordinator_request_v6(data: bytes, pos: int) -> tuple[FindCoord
     elif n0 > len(data) - pos:
         raise DecodeError('array CoordinatorKeys longer than the frame')
     else:
-        v0_coordinator_keys = []
-        append0 = v0_coordinator_keys.append
+        v_coordinator_keys_3 = []
+        append_4 = v_coordinator_keys_3.append
         for _ in range(n0):
+            e_5: str
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -271,9 +281,9 @@ def decode_find_coordinator_request_v6(data: bytes, pos: int) -> tuple[FindCoord
             if n1 < 0:
                 raise DecodeError('non-nullable field CoordinatorKeys[] is null')
             else:
-                e0 = str(data[pos:pos + n1], 'utf-8')
+                e_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            append0(e0)
+            append_4(e_5)
     if data[pos] == 0:
         pos += 1
     else:
@@ -283,130 +293,136 @@ def decode_find_coordinator_request_v6(data: bytes, pos: int) -> tuple[FindCoord
             size0, pos = read_uvarint(data, pos)
             end0 = pos + size0
             pos = end0
-    return FindCoordinatorRequest('', v0_key_type, v0_coordinator_keys), pos
+    return FindCoordinatorRequest('', v_key_type_2, v_coordinator_keys_3), pos
 
 
 def encode_find_coordinator_request_v6(m: FindCoordinatorRequest, out: bytearray) -> None:
     out += _S1.pack(m.key_type)
-    x0 = m.coordinator_keys
-    write_uvarint(out, len(x0) + 1)
-    for e0 in x0:
-        x1 = e0
-        x1 = x1.encode()
-        write_uvarint(out, len(x1) + 1)
-        out += x1
+    x_1 = m.coordinator_keys
+    write_uvarint(out, len(x_1) + 1)
+    for e_2 in x_1:
+        x_3 = e_2
+        b_4 = x_3.encode()
+        write_uvarint(out, len(b_4) + 1)
+        out += b_4
     out.append(0)
 
 
 def decode_find_coordinator_response_v0(data: bytes, pos: int) -> tuple[FindCoordinatorResponse, int]:
-    v0_error_code, v0_node_id = _S2.unpack_from(data, pos)
+    v_error_code_2, v_node_id_4 = _S2.unpack_from(data, pos)
     pos += 6
+    v_host_5: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
         raise DecodeError('non-nullable field Host is null')
     else:
-        v0_host = str(data[pos:pos + n0], 'utf-8')
+        v_host_5 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v0_port, = _S3.unpack_from(data, pos)
+    v_port_6, = _S3.unpack_from(data, pos)
     pos += 4
-    return FindCoordinatorResponse(0, v0_error_code, '', v0_node_id, v0_host, v0_port, []), pos
+    return FindCoordinatorResponse(0, v_error_code_2, '', v_node_id_4, v_host_5, v_port_6, []), pos
 
 
 def encode_find_coordinator_response_v0(m: FindCoordinatorResponse, out: bytearray) -> None:
     out += _S2.pack(m.error_code, m.node_id)
-    x0 = m.host
-    x0 = x0.encode()
-    out += _S0.pack(len(x0))
-    out += x0
+    x_1 = m.host
+    b_2 = x_1.encode()
+    out += _S0.pack(len(b_2))
+    out += b_2
     out += _S3.pack(m.port)
 
 
 def decode_find_coordinator_response_v1(data: bytes, pos: int) -> tuple[FindCoordinatorResponse, int]:
-    v0_throttle_time_ms, v0_error_code = _S4.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2 = _S4.unpack_from(data, pos)
     pos += 6
+    v_error_message_3: str | None
     n0, = _S0.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
-        v0_error_message = None
+        v_error_message_3 = None
     else:
-        v0_error_message = str(data[pos:pos + n0], 'utf-8')
+        v_error_message_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v0_node_id, = _S3.unpack_from(data, pos)
+    v_node_id_4, = _S3.unpack_from(data, pos)
     pos += 4
+    v_host_5: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
         raise DecodeError('non-nullable field Host is null')
     else:
-        v0_host = str(data[pos:pos + n0], 'utf-8')
+        v_host_5 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v0_port, = _S3.unpack_from(data, pos)
+    v_port_6, = _S3.unpack_from(data, pos)
     pos += 4
-    return FindCoordinatorResponse(v0_throttle_time_ms, v0_error_code, v0_error_message, v0_node_id, v0_host, v0_port, []), pos
+    return FindCoordinatorResponse(v_throttle_time_ms_1, v_error_code_2, v_error_message_3, v_node_id_4, v_host_5, v_port_6, []), pos
 
 
 def encode_find_coordinator_response_v1(m: FindCoordinatorResponse, out: bytearray) -> None:
     out += _S4.pack(m.throttle_time_ms, m.error_code)
-    x0 = m.error_message
-    if x0 is None:
+    x_1 = m.error_message
+    if x_1 is None:
         out += b'\xff\xff'
     else:
-        x0 = x0.encode()
-        out += _S0.pack(len(x0))
-        out += x0
+        b_2 = x_1.encode()
+        out += _S0.pack(len(b_2))
+        out += b_2
     out += _S3.pack(m.node_id)
-    x0 = m.host
-    x0 = x0.encode()
-    out += _S0.pack(len(x0))
-    out += x0
+    x_3 = m.host
+    b_4 = x_3.encode()
+    out += _S0.pack(len(b_4))
+    out += b_4
     out += _S3.pack(m.port)
 
 
 def decode_find_coordinator_response_v2(data: bytes, pos: int) -> tuple[FindCoordinatorResponse, int]:
-    v0_throttle_time_ms, v0_error_code = _S4.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2 = _S4.unpack_from(data, pos)
     pos += 6
+    v_error_message_3: str | None
     n0, = _S0.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
-        v0_error_message = None
+        v_error_message_3 = None
     else:
-        v0_error_message = str(data[pos:pos + n0], 'utf-8')
+        v_error_message_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v0_node_id, = _S3.unpack_from(data, pos)
+    v_node_id_4, = _S3.unpack_from(data, pos)
     pos += 4
+    v_host_5: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
         raise DecodeError('non-nullable field Host is null')
     else:
-        v0_host = str(data[pos:pos + n0], 'utf-8')
+        v_host_5 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v0_port, = _S3.unpack_from(data, pos)
+    v_port_6, = _S3.unpack_from(data, pos)
     pos += 4
-    return FindCoordinatorResponse(v0_throttle_time_ms, v0_error_code, v0_error_message, v0_node_id, v0_host, v0_port, []), pos
+    return FindCoordinatorResponse(v_throttle_time_ms_1, v_error_code_2, v_error_message_3, v_node_id_4, v_host_5, v_port_6, []), pos
 
 
 def encode_find_coordinator_response_v2(m: FindCoordinatorResponse, out: bytearray) -> None:
     out += _S4.pack(m.throttle_time_ms, m.error_code)
-    x0 = m.error_message
-    if x0 is None:
+    x_1 = m.error_message
+    if x_1 is None:
         out += b'\xff\xff'
     else:
-        x0 = x0.encode()
-        out += _S0.pack(len(x0))
-        out += x0
+        b_2 = x_1.encode()
+        out += _S0.pack(len(b_2))
+        out += b_2
     out += _S3.pack(m.node_id)
-    x0 = m.host
-    x0 = x0.encode()
-    out += _S0.pack(len(x0))
-    out += x0
+    x_3 = m.host
+    b_4 = x_3.encode()
+    out += _S0.pack(len(b_4))
+    out += b_4
     out += _S3.pack(m.port)
 
 
 def decode_find_coordinator_response_v3(data: bytes, pos: int) -> tuple[FindCoordinatorResponse, int]:
-    v0_throttle_time_ms, v0_error_code = _S4.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2 = _S4.unpack_from(data, pos)
     pos += 6
+    v_error_message_3: str | None
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -414,12 +430,13 @@ def decode_find_coordinator_response_v3(data: bytes, pos: int) -> tuple[FindCoor
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
-        v0_error_message = None
+        v_error_message_3 = None
     else:
-        v0_error_message = str(data[pos:pos + n0], 'utf-8')
+        v_error_message_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v0_node_id, = _S3.unpack_from(data, pos)
+    v_node_id_4, = _S3.unpack_from(data, pos)
     pos += 4
+    v_host_5: str
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -429,9 +446,9 @@ def decode_find_coordinator_response_v3(data: bytes, pos: int) -> tuple[FindCoor
     if n0 < 0:
         raise DecodeError('non-nullable field Host is null')
     else:
-        v0_host = str(data[pos:pos + n0], 'utf-8')
+        v_host_5 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v0_port, = _S3.unpack_from(data, pos)
+    v_port_6, = _S3.unpack_from(data, pos)
     pos += 4
     if data[pos] == 0:
         pos += 1
@@ -442,30 +459,31 @@ def decode_find_coordinator_response_v3(data: bytes, pos: int) -> tuple[FindCoor
             size0, pos = read_uvarint(data, pos)
             end0 = pos + size0
             pos = end0
-    return FindCoordinatorResponse(v0_throttle_time_ms, v0_error_code, v0_error_message, v0_node_id, v0_host, v0_port, []), pos
+    return FindCoordinatorResponse(v_throttle_time_ms_1, v_error_code_2, v_error_message_3, v_node_id_4, v_host_5, v_port_6, []), pos
 
 
 def encode_find_coordinator_response_v3(m: FindCoordinatorResponse, out: bytearray) -> None:
     out += _S4.pack(m.throttle_time_ms, m.error_code)
-    x0 = m.error_message
-    if x0 is None:
+    x_1 = m.error_message
+    if x_1 is None:
         out.append(0)
     else:
-        x0 = x0.encode()
-        write_uvarint(out, len(x0) + 1)
-        out += x0
+        b_2 = x_1.encode()
+        write_uvarint(out, len(b_2) + 1)
+        out += b_2
     out += _S3.pack(m.node_id)
-    x0 = m.host
-    x0 = x0.encode()
-    write_uvarint(out, len(x0) + 1)
-    out += x0
+    x_3 = m.host
+    b_4 = x_3.encode()
+    write_uvarint(out, len(b_4) + 1)
+    out += b_4
     out += _S3.pack(m.port)
     out.append(0)
 
 
 def decode_find_coordinator_response_v4(data: bytes, pos: int) -> tuple[FindCoordinatorResponse, int]:
-    v0_throttle_time_ms, = _S3.unpack_from(data, pos)
+    v_throttle_time_ms_1, = _S3.unpack_from(data, pos)
     pos += 4
+    v_coordinators_7: list[Coordinator]
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -477,9 +495,10 @@ def decode_find_coordinator_response_v4(data: bytes, pos: int) -> tuple[FindCoor
     elif n0 > len(data) - pos:
         raise DecodeError('array Coordinators longer than the frame')
     else:
-        v0_coordinators = []
-        append0 = v0_coordinators.append
+        v_coordinators_7 = []
+        append_8 = v_coordinators_7.append
         for _ in range(n0):
+            v_key_9: str
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -489,10 +508,11 @@ def decode_find_coordinator_response_v4(data: bytes, pos: int) -> tuple[FindCoor
             if n1 < 0:
                 raise DecodeError('non-nullable field Key is null')
             else:
-                v1_key = str(data[pos:pos + n1], 'utf-8')
+                v_key_9 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v1_node_id, = _S3.unpack_from(data, pos)
+            v_node_id_10, = _S3.unpack_from(data, pos)
             pos += 4
+            v_host_11: str
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -502,10 +522,11 @@ def decode_find_coordinator_response_v4(data: bytes, pos: int) -> tuple[FindCoor
             if n1 < 0:
                 raise DecodeError('non-nullable field Host is null')
             else:
-                v1_host = str(data[pos:pos + n1], 'utf-8')
+                v_host_11 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v1_port, v1_error_code = _S4.unpack_from(data, pos)
+            v_port_12, v_error_code_13 = _S4.unpack_from(data, pos)
             pos += 6
+            v_error_message_14: str | None
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -513,9 +534,9 @@ def decode_find_coordinator_response_v4(data: bytes, pos: int) -> tuple[FindCoor
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
-                v1_error_message = None
+                v_error_message_14 = None
             else:
-                v1_error_message = str(data[pos:pos + n1], 'utf-8')
+                v_error_message_14 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
             if data[pos] == 0:
                 pos += 1
@@ -526,7 +547,7 @@ def decode_find_coordinator_response_v4(data: bytes, pos: int) -> tuple[FindCoor
                     size1, pos = read_uvarint(data, pos)
                     end1 = pos + size1
                     pos = end1
-            append0(Coordinator(v1_key, v1_node_id, v1_host, v1_port, v1_error_code, v1_error_message))
+            append_8(Coordinator(v_key_9, v_node_id_10, v_host_11, v_port_12, v_error_code_13, v_error_message_14))
     if data[pos] == 0:
         pos += 1
     else:
@@ -536,38 +557,39 @@ def decode_find_coordinator_response_v4(data: bytes, pos: int) -> tuple[FindCoor
             size0, pos = read_uvarint(data, pos)
             end0 = pos + size0
             pos = end0
-    return FindCoordinatorResponse(v0_throttle_time_ms, 0, '', 0, '', 0, v0_coordinators), pos
+    return FindCoordinatorResponse(v_throttle_time_ms_1, 0, '', 0, '', 0, v_coordinators_7), pos
 
 
 def encode_find_coordinator_response_v4(m: FindCoordinatorResponse, out: bytearray) -> None:
     out += _S3.pack(m.throttle_time_ms)
-    x0 = m.coordinators
-    write_uvarint(out, len(x0) + 1)
-    for e0 in x0:
-        x1 = e0.key
-        x1 = x1.encode()
-        write_uvarint(out, len(x1) + 1)
-        out += x1
-        out += _S3.pack(e0.node_id)
-        x1 = e0.host
-        x1 = x1.encode()
-        write_uvarint(out, len(x1) + 1)
-        out += x1
-        out += _S4.pack(e0.port, e0.error_code)
-        x1 = e0.error_message
-        if x1 is None:
+    x_1 = m.coordinators
+    write_uvarint(out, len(x_1) + 1)
+    for e_2 in x_1:
+        x_3 = e_2.key
+        b_4 = x_3.encode()
+        write_uvarint(out, len(b_4) + 1)
+        out += b_4
+        out += _S3.pack(e_2.node_id)
+        x_5 = e_2.host
+        b_6 = x_5.encode()
+        write_uvarint(out, len(b_6) + 1)
+        out += b_6
+        out += _S4.pack(e_2.port, e_2.error_code)
+        x_7 = e_2.error_message
+        if x_7 is None:
             out.append(0)
         else:
-            x1 = x1.encode()
-            write_uvarint(out, len(x1) + 1)
-            out += x1
+            b_8 = x_7.encode()
+            write_uvarint(out, len(b_8) + 1)
+            out += b_8
         out.append(0)
     out.append(0)
 
 
 def decode_find_coordinator_response_v5(data: bytes, pos: int) -> tuple[FindCoordinatorResponse, int]:
-    v0_throttle_time_ms, = _S3.unpack_from(data, pos)
+    v_throttle_time_ms_1, = _S3.unpack_from(data, pos)
     pos += 4
+    v_coordinators_7: list[Coordinator]
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -579,9 +601,10 @@ def decode_find_coordinator_response_v5(data: bytes, pos: int) -> tuple[FindCoor
     elif n0 > len(data) - pos:
         raise DecodeError('array Coordinators longer than the frame')
     else:
-        v0_coordinators = []
-        append0 = v0_coordinators.append
+        v_coordinators_7 = []
+        append_8 = v_coordinators_7.append
         for _ in range(n0):
+            v_key_9: str
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -591,10 +614,11 @@ def decode_find_coordinator_response_v5(data: bytes, pos: int) -> tuple[FindCoor
             if n1 < 0:
                 raise DecodeError('non-nullable field Key is null')
             else:
-                v1_key = str(data[pos:pos + n1], 'utf-8')
+                v_key_9 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v1_node_id, = _S3.unpack_from(data, pos)
+            v_node_id_10, = _S3.unpack_from(data, pos)
             pos += 4
+            v_host_11: str
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -604,10 +628,11 @@ def decode_find_coordinator_response_v5(data: bytes, pos: int) -> tuple[FindCoor
             if n1 < 0:
                 raise DecodeError('non-nullable field Host is null')
             else:
-                v1_host = str(data[pos:pos + n1], 'utf-8')
+                v_host_11 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v1_port, v1_error_code = _S4.unpack_from(data, pos)
+            v_port_12, v_error_code_13 = _S4.unpack_from(data, pos)
             pos += 6
+            v_error_message_14: str | None
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -615,9 +640,9 @@ def decode_find_coordinator_response_v5(data: bytes, pos: int) -> tuple[FindCoor
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
-                v1_error_message = None
+                v_error_message_14 = None
             else:
-                v1_error_message = str(data[pos:pos + n1], 'utf-8')
+                v_error_message_14 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
             if data[pos] == 0:
                 pos += 1
@@ -628,7 +653,7 @@ def decode_find_coordinator_response_v5(data: bytes, pos: int) -> tuple[FindCoor
                     size1, pos = read_uvarint(data, pos)
                     end1 = pos + size1
                     pos = end1
-            append0(Coordinator(v1_key, v1_node_id, v1_host, v1_port, v1_error_code, v1_error_message))
+            append_8(Coordinator(v_key_9, v_node_id_10, v_host_11, v_port_12, v_error_code_13, v_error_message_14))
     if data[pos] == 0:
         pos += 1
     else:
@@ -638,38 +663,39 @@ def decode_find_coordinator_response_v5(data: bytes, pos: int) -> tuple[FindCoor
             size0, pos = read_uvarint(data, pos)
             end0 = pos + size0
             pos = end0
-    return FindCoordinatorResponse(v0_throttle_time_ms, 0, '', 0, '', 0, v0_coordinators), pos
+    return FindCoordinatorResponse(v_throttle_time_ms_1, 0, '', 0, '', 0, v_coordinators_7), pos
 
 
 def encode_find_coordinator_response_v5(m: FindCoordinatorResponse, out: bytearray) -> None:
     out += _S3.pack(m.throttle_time_ms)
-    x0 = m.coordinators
-    write_uvarint(out, len(x0) + 1)
-    for e0 in x0:
-        x1 = e0.key
-        x1 = x1.encode()
-        write_uvarint(out, len(x1) + 1)
-        out += x1
-        out += _S3.pack(e0.node_id)
-        x1 = e0.host
-        x1 = x1.encode()
-        write_uvarint(out, len(x1) + 1)
-        out += x1
-        out += _S4.pack(e0.port, e0.error_code)
-        x1 = e0.error_message
-        if x1 is None:
+    x_1 = m.coordinators
+    write_uvarint(out, len(x_1) + 1)
+    for e_2 in x_1:
+        x_3 = e_2.key
+        b_4 = x_3.encode()
+        write_uvarint(out, len(b_4) + 1)
+        out += b_4
+        out += _S3.pack(e_2.node_id)
+        x_5 = e_2.host
+        b_6 = x_5.encode()
+        write_uvarint(out, len(b_6) + 1)
+        out += b_6
+        out += _S4.pack(e_2.port, e_2.error_code)
+        x_7 = e_2.error_message
+        if x_7 is None:
             out.append(0)
         else:
-            x1 = x1.encode()
-            write_uvarint(out, len(x1) + 1)
-            out += x1
+            b_8 = x_7.encode()
+            write_uvarint(out, len(b_8) + 1)
+            out += b_8
         out.append(0)
     out.append(0)
 
 
 def decode_find_coordinator_response_v6(data: bytes, pos: int) -> tuple[FindCoordinatorResponse, int]:
-    v0_throttle_time_ms, = _S3.unpack_from(data, pos)
+    v_throttle_time_ms_1, = _S3.unpack_from(data, pos)
     pos += 4
+    v_coordinators_7: list[Coordinator]
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -681,9 +707,10 @@ def decode_find_coordinator_response_v6(data: bytes, pos: int) -> tuple[FindCoor
     elif n0 > len(data) - pos:
         raise DecodeError('array Coordinators longer than the frame')
     else:
-        v0_coordinators = []
-        append0 = v0_coordinators.append
+        v_coordinators_7 = []
+        append_8 = v_coordinators_7.append
         for _ in range(n0):
+            v_key_9: str
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -693,10 +720,11 @@ def decode_find_coordinator_response_v6(data: bytes, pos: int) -> tuple[FindCoor
             if n1 < 0:
                 raise DecodeError('non-nullable field Key is null')
             else:
-                v1_key = str(data[pos:pos + n1], 'utf-8')
+                v_key_9 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v1_node_id, = _S3.unpack_from(data, pos)
+            v_node_id_10, = _S3.unpack_from(data, pos)
             pos += 4
+            v_host_11: str
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -706,10 +734,11 @@ def decode_find_coordinator_response_v6(data: bytes, pos: int) -> tuple[FindCoor
             if n1 < 0:
                 raise DecodeError('non-nullable field Host is null')
             else:
-                v1_host = str(data[pos:pos + n1], 'utf-8')
+                v_host_11 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v1_port, v1_error_code = _S4.unpack_from(data, pos)
+            v_port_12, v_error_code_13 = _S4.unpack_from(data, pos)
             pos += 6
+            v_error_message_14: str | None
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -717,9 +746,9 @@ def decode_find_coordinator_response_v6(data: bytes, pos: int) -> tuple[FindCoor
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
-                v1_error_message = None
+                v_error_message_14 = None
             else:
-                v1_error_message = str(data[pos:pos + n1], 'utf-8')
+                v_error_message_14 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
             if data[pos] == 0:
                 pos += 1
@@ -730,7 +759,7 @@ def decode_find_coordinator_response_v6(data: bytes, pos: int) -> tuple[FindCoor
                     size1, pos = read_uvarint(data, pos)
                     end1 = pos + size1
                     pos = end1
-            append0(Coordinator(v1_key, v1_node_id, v1_host, v1_port, v1_error_code, v1_error_message))
+            append_8(Coordinator(v_key_9, v_node_id_10, v_host_11, v_port_12, v_error_code_13, v_error_message_14))
     if data[pos] == 0:
         pos += 1
     else:
@@ -740,30 +769,30 @@ def decode_find_coordinator_response_v6(data: bytes, pos: int) -> tuple[FindCoor
             size0, pos = read_uvarint(data, pos)
             end0 = pos + size0
             pos = end0
-    return FindCoordinatorResponse(v0_throttle_time_ms, 0, '', 0, '', 0, v0_coordinators), pos
+    return FindCoordinatorResponse(v_throttle_time_ms_1, 0, '', 0, '', 0, v_coordinators_7), pos
 
 
 def encode_find_coordinator_response_v6(m: FindCoordinatorResponse, out: bytearray) -> None:
     out += _S3.pack(m.throttle_time_ms)
-    x0 = m.coordinators
-    write_uvarint(out, len(x0) + 1)
-    for e0 in x0:
-        x1 = e0.key
-        x1 = x1.encode()
-        write_uvarint(out, len(x1) + 1)
-        out += x1
-        out += _S3.pack(e0.node_id)
-        x1 = e0.host
-        x1 = x1.encode()
-        write_uvarint(out, len(x1) + 1)
-        out += x1
-        out += _S4.pack(e0.port, e0.error_code)
-        x1 = e0.error_message
-        if x1 is None:
+    x_1 = m.coordinators
+    write_uvarint(out, len(x_1) + 1)
+    for e_2 in x_1:
+        x_3 = e_2.key
+        b_4 = x_3.encode()
+        write_uvarint(out, len(b_4) + 1)
+        out += b_4
+        out += _S3.pack(e_2.node_id)
+        x_5 = e_2.host
+        b_6 = x_5.encode()
+        write_uvarint(out, len(b_6) + 1)
+        out += b_6
+        out += _S4.pack(e_2.port, e_2.error_code)
+        x_7 = e_2.error_message
+        if x_7 is None:
             out.append(0)
         else:
-            x1 = x1.encode()
-            write_uvarint(out, len(x1) + 1)
-            out += x1
+            b_8 = x_7.encode()
+            write_uvarint(out, len(b_8) + 1)
+            out += b_8
         out.append(0)
     out.append(0)

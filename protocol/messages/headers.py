@@ -28,38 +28,40 @@ class ResponseHeader:
 
 
 def decode_request_header_v1(data: bytes, pos: int) -> tuple[RequestHeader, int]:
-    v0_request_api_key, v0_request_api_version, v0_correlation_id = _S0.unpack_from(data, pos)
+    v_request_api_key_1, v_request_api_version_2, v_correlation_id_3 = _S0.unpack_from(data, pos)
     pos += 8
+    v_client_id_4: str | None
     n0, = _S1.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
-        v0_client_id = None
+        v_client_id_4 = None
     else:
-        v0_client_id = str(data[pos:pos + n0], 'utf-8')
+        v_client_id_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    return RequestHeader(v0_request_api_key, v0_request_api_version, v0_correlation_id, v0_client_id), pos
+    return RequestHeader(v_request_api_key_1, v_request_api_version_2, v_correlation_id_3, v_client_id_4), pos
 
 
 def encode_request_header_v1(m: RequestHeader, out: bytearray) -> None:
     out += _S0.pack(m.request_api_key, m.request_api_version, m.correlation_id)
-    x0 = m.client_id
-    if x0 is None:
+    x_1 = m.client_id
+    if x_1 is None:
         out += b'\xff\xff'
     else:
-        x0 = x0.encode()
-        out += _S1.pack(len(x0))
-        out += x0
+        b_2 = x_1.encode()
+        out += _S1.pack(len(b_2))
+        out += b_2
 
 
 def decode_request_header_v2(data: bytes, pos: int) -> tuple[RequestHeader, int]:
-    v0_request_api_key, v0_request_api_version, v0_correlation_id = _S0.unpack_from(data, pos)
+    v_request_api_key_1, v_request_api_version_2, v_correlation_id_3 = _S0.unpack_from(data, pos)
     pos += 8
+    v_client_id_4: str | None
     n0, = _S1.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
-        v0_client_id = None
+        v_client_id_4 = None
     else:
-        v0_client_id = str(data[pos:pos + n0], 'utf-8')
+        v_client_id_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
     if data[pos] == 0:
         pos += 1
@@ -70,25 +72,25 @@ def decode_request_header_v2(data: bytes, pos: int) -> tuple[RequestHeader, int]
             size0, pos = read_uvarint(data, pos)
             end0 = pos + size0
             pos = end0
-    return RequestHeader(v0_request_api_key, v0_request_api_version, v0_correlation_id, v0_client_id), pos
+    return RequestHeader(v_request_api_key_1, v_request_api_version_2, v_correlation_id_3, v_client_id_4), pos
 
 
 def encode_request_header_v2(m: RequestHeader, out: bytearray) -> None:
     out += _S0.pack(m.request_api_key, m.request_api_version, m.correlation_id)
-    x0 = m.client_id
-    if x0 is None:
+    x_1 = m.client_id
+    if x_1 is None:
         out += b'\xff\xff'
     else:
-        x0 = x0.encode()
-        out += _S1.pack(len(x0))
-        out += x0
+        b_2 = x_1.encode()
+        out += _S1.pack(len(b_2))
+        out += b_2
     out.append(0)
 
 
 def decode_response_header_v0(data: bytes, pos: int) -> tuple[ResponseHeader, int]:
-    v0_correlation_id, = _S2.unpack_from(data, pos)
+    v_correlation_id_1, = _S2.unpack_from(data, pos)
     pos += 4
-    return ResponseHeader(v0_correlation_id), pos
+    return ResponseHeader(v_correlation_id_1), pos
 
 
 def encode_response_header_v0(m: ResponseHeader, out: bytearray) -> None:
@@ -96,7 +98,7 @@ def encode_response_header_v0(m: ResponseHeader, out: bytearray) -> None:
 
 
 def decode_response_header_v1(data: bytes, pos: int) -> tuple[ResponseHeader, int]:
-    v0_correlation_id, = _S2.unpack_from(data, pos)
+    v_correlation_id_1, = _S2.unpack_from(data, pos)
     pos += 4
     if data[pos] == 0:
         pos += 1
@@ -107,7 +109,7 @@ def decode_response_header_v1(data: bytes, pos: int) -> tuple[ResponseHeader, in
             size0, pos = read_uvarint(data, pos)
             end0 = pos + size0
             pos = end0
-    return ResponseHeader(v0_correlation_id), pos
+    return ResponseHeader(v_correlation_id_1), pos
 
 
 def encode_response_header_v1(m: ResponseHeader, out: bytearray) -> None:

@@ -29,148 +29,158 @@ class HeartbeatResponse:
 
 
 def decode_heartbeat_request_v0(data: bytes, pos: int) -> tuple[HeartbeatRequest, int]:
+    v_group_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
         raise DecodeError('non-nullable field GroupId is null')
     else:
-        v0_group_id = str(data[pos:pos + n0], 'utf-8')
+        v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v0_generation_id, = _S1.unpack_from(data, pos)
+    v_generation_id_2, = _S1.unpack_from(data, pos)
     pos += 4
+    v_member_id_3: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
         raise DecodeError('non-nullable field MemberId is null')
     else:
-        v0_member_id = str(data[pos:pos + n0], 'utf-8')
+        v_member_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    return HeartbeatRequest(v0_group_id, v0_generation_id, v0_member_id, None), pos
+    return HeartbeatRequest(v_group_id_1, v_generation_id_2, v_member_id_3, None), pos
 
 
 def encode_heartbeat_request_v0(m: HeartbeatRequest, out: bytearray) -> None:
-    x0 = m.group_id
-    x0 = x0.encode()
-    out += _S0.pack(len(x0))
-    out += x0
+    x_1 = m.group_id
+    b_2 = x_1.encode()
+    out += _S0.pack(len(b_2))
+    out += b_2
     out += _S1.pack(m.generation_id)
-    x0 = m.member_id
-    x0 = x0.encode()
-    out += _S0.pack(len(x0))
-    out += x0
+    x_3 = m.member_id
+    b_4 = x_3.encode()
+    out += _S0.pack(len(b_4))
+    out += b_4
 
 
 def decode_heartbeat_request_v1(data: bytes, pos: int) -> tuple[HeartbeatRequest, int]:
+    v_group_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
         raise DecodeError('non-nullable field GroupId is null')
     else:
-        v0_group_id = str(data[pos:pos + n0], 'utf-8')
+        v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v0_generation_id, = _S1.unpack_from(data, pos)
+    v_generation_id_2, = _S1.unpack_from(data, pos)
     pos += 4
+    v_member_id_3: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
         raise DecodeError('non-nullable field MemberId is null')
     else:
-        v0_member_id = str(data[pos:pos + n0], 'utf-8')
+        v_member_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    return HeartbeatRequest(v0_group_id, v0_generation_id, v0_member_id, None), pos
+    return HeartbeatRequest(v_group_id_1, v_generation_id_2, v_member_id_3, None), pos
 
 
 def encode_heartbeat_request_v1(m: HeartbeatRequest, out: bytearray) -> None:
-    x0 = m.group_id
-    x0 = x0.encode()
-    out += _S0.pack(len(x0))
-    out += x0
+    x_1 = m.group_id
+    b_2 = x_1.encode()
+    out += _S0.pack(len(b_2))
+    out += b_2
     out += _S1.pack(m.generation_id)
-    x0 = m.member_id
-    x0 = x0.encode()
-    out += _S0.pack(len(x0))
-    out += x0
+    x_3 = m.member_id
+    b_4 = x_3.encode()
+    out += _S0.pack(len(b_4))
+    out += b_4
 
 
 def decode_heartbeat_request_v2(data: bytes, pos: int) -> tuple[HeartbeatRequest, int]:
+    v_group_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
         raise DecodeError('non-nullable field GroupId is null')
     else:
-        v0_group_id = str(data[pos:pos + n0], 'utf-8')
+        v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v0_generation_id, = _S1.unpack_from(data, pos)
+    v_generation_id_2, = _S1.unpack_from(data, pos)
     pos += 4
+    v_member_id_3: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
         raise DecodeError('non-nullable field MemberId is null')
     else:
-        v0_member_id = str(data[pos:pos + n0], 'utf-8')
+        v_member_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    return HeartbeatRequest(v0_group_id, v0_generation_id, v0_member_id, None), pos
+    return HeartbeatRequest(v_group_id_1, v_generation_id_2, v_member_id_3, None), pos
 
 
 def encode_heartbeat_request_v2(m: HeartbeatRequest, out: bytearray) -> None:
-    x0 = m.group_id
-    x0 = x0.encode()
-    out += _S0.pack(len(x0))
-    out += x0
+    x_1 = m.group_id
+    b_2 = x_1.encode()
+    out += _S0.pack(len(b_2))
+    out += b_2
     out += _S1.pack(m.generation_id)
-    x0 = m.member_id
-    x0 = x0.encode()
-    out += _S0.pack(len(x0))
-    out += x0
+    x_3 = m.member_id
+    b_4 = x_3.encode()
+    out += _S0.pack(len(b_4))
+    out += b_4
 
 
 def decode_heartbeat_request_v3(data: bytes, pos: int) -> tuple[HeartbeatRequest, int]:
+    v_group_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
         raise DecodeError('non-nullable field GroupId is null')
     else:
-        v0_group_id = str(data[pos:pos + n0], 'utf-8')
+        v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v0_generation_id, = _S1.unpack_from(data, pos)
+    v_generation_id_2, = _S1.unpack_from(data, pos)
     pos += 4
+    v_member_id_3: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
         raise DecodeError('non-nullable field MemberId is null')
     else:
-        v0_member_id = str(data[pos:pos + n0], 'utf-8')
+        v_member_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    v_group_instance_id_4: str | None
     n0, = _S0.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
-        v0_group_instance_id = None
+        v_group_instance_id_4 = None
     else:
-        v0_group_instance_id = str(data[pos:pos + n0], 'utf-8')
+        v_group_instance_id_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    return HeartbeatRequest(v0_group_id, v0_generation_id, v0_member_id, v0_group_instance_id), pos
+    return HeartbeatRequest(v_group_id_1, v_generation_id_2, v_member_id_3, v_group_instance_id_4), pos
 
 
 def encode_heartbeat_request_v3(m: HeartbeatRequest, out: bytearray) -> None:
-    x0 = m.group_id
-    x0 = x0.encode()
-    out += _S0.pack(len(x0))
-    out += x0
+    x_1 = m.group_id
+    b_2 = x_1.encode()
+    out += _S0.pack(len(b_2))
+    out += b_2
     out += _S1.pack(m.generation_id)
-    x0 = m.member_id
-    x0 = x0.encode()
-    out += _S0.pack(len(x0))
-    out += x0
-    x0 = m.group_instance_id
-    if x0 is None:
+    x_3 = m.member_id
+    b_4 = x_3.encode()
+    out += _S0.pack(len(b_4))
+    out += b_4
+    x_5 = m.group_instance_id
+    if x_5 is None:
         out += b'\xff\xff'
     else:
-        x0 = x0.encode()
-        out += _S0.pack(len(x0))
-        out += x0
+        b_6 = x_5.encode()
+        out += _S0.pack(len(b_6))
+        out += b_6
 
 
 def decode_heartbeat_request_v4(data: bytes, pos: int) -> tuple[HeartbeatRequest, int]:
+    v_group_id_1: str
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -180,10 +190,11 @@ def decode_heartbeat_request_v4(data: bytes, pos: int) -> tuple[HeartbeatRequest
     if n0 < 0:
         raise DecodeError('non-nullable field GroupId is null')
     else:
-        v0_group_id = str(data[pos:pos + n0], 'utf-8')
+        v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v0_generation_id, = _S1.unpack_from(data, pos)
+    v_generation_id_2, = _S1.unpack_from(data, pos)
     pos += 4
+    v_member_id_3: str
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -193,8 +204,9 @@ def decode_heartbeat_request_v4(data: bytes, pos: int) -> tuple[HeartbeatRequest
     if n0 < 0:
         raise DecodeError('non-nullable field MemberId is null')
     else:
-        v0_member_id = str(data[pos:pos + n0], 'utf-8')
+        v_member_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    v_group_instance_id_4: str | None
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -202,9 +214,9 @@ def decode_heartbeat_request_v4(data: bytes, pos: int) -> tuple[HeartbeatRequest
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
-        v0_group_instance_id = None
+        v_group_instance_id_4 = None
     else:
-        v0_group_instance_id = str(data[pos:pos + n0], 'utf-8')
+        v_group_instance_id_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
     if data[pos] == 0:
         pos += 1
@@ -215,33 +227,33 @@ def decode_heartbeat_request_v4(data: bytes, pos: int) -> tuple[HeartbeatRequest
             size0, pos = read_uvarint(data, pos)
             end0 = pos + size0
             pos = end0
-    return HeartbeatRequest(v0_group_id, v0_generation_id, v0_member_id, v0_group_instance_id), pos
+    return HeartbeatRequest(v_group_id_1, v_generation_id_2, v_member_id_3, v_group_instance_id_4), pos
 
 
 def encode_heartbeat_request_v4(m: HeartbeatRequest, out: bytearray) -> None:
-    x0 = m.group_id
-    x0 = x0.encode()
-    write_uvarint(out, len(x0) + 1)
-    out += x0
+    x_1 = m.group_id
+    b_2 = x_1.encode()
+    write_uvarint(out, len(b_2) + 1)
+    out += b_2
     out += _S1.pack(m.generation_id)
-    x0 = m.member_id
-    x0 = x0.encode()
-    write_uvarint(out, len(x0) + 1)
-    out += x0
-    x0 = m.group_instance_id
-    if x0 is None:
+    x_3 = m.member_id
+    b_4 = x_3.encode()
+    write_uvarint(out, len(b_4) + 1)
+    out += b_4
+    x_5 = m.group_instance_id
+    if x_5 is None:
         out.append(0)
     else:
-        x0 = x0.encode()
-        write_uvarint(out, len(x0) + 1)
-        out += x0
+        b_6 = x_5.encode()
+        write_uvarint(out, len(b_6) + 1)
+        out += b_6
     out.append(0)
 
 
 def decode_heartbeat_response_v0(data: bytes, pos: int) -> tuple[HeartbeatResponse, int]:
-    v0_error_code, = _S0.unpack_from(data, pos)
+    v_error_code_2, = _S0.unpack_from(data, pos)
     pos += 2
-    return HeartbeatResponse(0, v0_error_code), pos
+    return HeartbeatResponse(0, v_error_code_2), pos
 
 
 def encode_heartbeat_response_v0(m: HeartbeatResponse, out: bytearray) -> None:
@@ -249,9 +261,9 @@ def encode_heartbeat_response_v0(m: HeartbeatResponse, out: bytearray) -> None:
 
 
 def decode_heartbeat_response_v1(data: bytes, pos: int) -> tuple[HeartbeatResponse, int]:
-    v0_throttle_time_ms, v0_error_code = _S2.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2 = _S2.unpack_from(data, pos)
     pos += 6
-    return HeartbeatResponse(v0_throttle_time_ms, v0_error_code), pos
+    return HeartbeatResponse(v_throttle_time_ms_1, v_error_code_2), pos
 
 
 def encode_heartbeat_response_v1(m: HeartbeatResponse, out: bytearray) -> None:
@@ -259,9 +271,9 @@ def encode_heartbeat_response_v1(m: HeartbeatResponse, out: bytearray) -> None:
 
 
 def decode_heartbeat_response_v2(data: bytes, pos: int) -> tuple[HeartbeatResponse, int]:
-    v0_throttle_time_ms, v0_error_code = _S2.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2 = _S2.unpack_from(data, pos)
     pos += 6
-    return HeartbeatResponse(v0_throttle_time_ms, v0_error_code), pos
+    return HeartbeatResponse(v_throttle_time_ms_1, v_error_code_2), pos
 
 
 def encode_heartbeat_response_v2(m: HeartbeatResponse, out: bytearray) -> None:
@@ -269,9 +281,9 @@ def encode_heartbeat_response_v2(m: HeartbeatResponse, out: bytearray) -> None:
 
 
 def decode_heartbeat_response_v3(data: bytes, pos: int) -> tuple[HeartbeatResponse, int]:
-    v0_throttle_time_ms, v0_error_code = _S2.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2 = _S2.unpack_from(data, pos)
     pos += 6
-    return HeartbeatResponse(v0_throttle_time_ms, v0_error_code), pos
+    return HeartbeatResponse(v_throttle_time_ms_1, v_error_code_2), pos
 
 
 def encode_heartbeat_response_v3(m: HeartbeatResponse, out: bytearray) -> None:
@@ -279,7 +291,7 @@ def encode_heartbeat_response_v3(m: HeartbeatResponse, out: bytearray) -> None:
 
 
 def decode_heartbeat_response_v4(data: bytes, pos: int) -> tuple[HeartbeatResponse, int]:
-    v0_throttle_time_ms, v0_error_code = _S2.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2 = _S2.unpack_from(data, pos)
     pos += 6
     if data[pos] == 0:
         pos += 1
@@ -290,7 +302,7 @@ def decode_heartbeat_response_v4(data: bytes, pos: int) -> tuple[HeartbeatRespon
             size0, pos = read_uvarint(data, pos)
             end0 = pos + size0
             pos = end0
-    return HeartbeatResponse(v0_throttle_time_ms, v0_error_code), pos
+    return HeartbeatResponse(v_throttle_time_ms_1, v_error_code_2), pos
 
 
 def encode_heartbeat_response_v4(m: HeartbeatResponse, out: bytearray) -> None:

@@ -56,29 +56,33 @@ class JoinGroupResponse:
 
 
 def decode_join_group_request_v0(data: bytes, pos: int) -> tuple[JoinGroupRequest, int]:
+    v_group_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
         raise DecodeError('non-nullable field GroupId is null')
     else:
-        v0_group_id = str(data[pos:pos + n0], 'utf-8')
+        v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v0_session_timeout_ms, = _S1.unpack_from(data, pos)
+    v_session_timeout_ms_2, = _S1.unpack_from(data, pos)
     pos += 4
+    v_member_id_4: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
         raise DecodeError('non-nullable field MemberId is null')
     else:
-        v0_member_id = str(data[pos:pos + n0], 'utf-8')
+        v_member_id_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    v_protocol_type_6: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
         raise DecodeError('non-nullable field ProtocolType is null')
     else:
-        v0_protocol_type = str(data[pos:pos + n0], 'utf-8')
+        v_protocol_type_6 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    v_protocols_7: list[JoinGroupRequestProtocol]
     n0, = _S1.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -86,77 +90,83 @@ def decode_join_group_request_v0(data: bytes, pos: int) -> tuple[JoinGroupReques
     elif n0 > len(data) - pos:
         raise DecodeError('array Protocols longer than the frame')
     else:
-        v0_protocols = []
-        append0 = v0_protocols.append
+        v_protocols_7 = []
+        append_9 = v_protocols_7.append
         for _ in range(n0):
+            v_name_10: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_metadata_11: bytes
             n1, = _S1.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Metadata is null')
             else:
-                v1_metadata = data[pos:pos + n1]
+                v_metadata_11 = data[pos:pos + n1]
                 pos += n1
-            append0(JoinGroupRequestProtocol(v1_name, v1_metadata))
-    return JoinGroupRequest(v0_group_id, v0_session_timeout_ms, -1, v0_member_id, None, v0_protocol_type, v0_protocols, None), pos
+            append_9(JoinGroupRequestProtocol(v_name_10, v_metadata_11))
+    return JoinGroupRequest(v_group_id_1, v_session_timeout_ms_2, -1, v_member_id_4, None, v_protocol_type_6, v_protocols_7, None), pos
 
 
 def encode_join_group_request_v0(m: JoinGroupRequest, out: bytearray) -> None:
-    x0 = m.group_id
-    x0 = x0.encode()
-    out += _S0.pack(len(x0))
-    out += x0
+    x_1 = m.group_id
+    b_2 = x_1.encode()
+    out += _S0.pack(len(b_2))
+    out += b_2
     out += _S1.pack(m.session_timeout_ms)
-    x0 = m.member_id
-    x0 = x0.encode()
-    out += _S0.pack(len(x0))
-    out += x0
-    x0 = m.protocol_type
-    x0 = x0.encode()
-    out += _S0.pack(len(x0))
-    out += x0
-    x0 = m.protocols
-    out += _S1.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        out += _S0.pack(len(x1))
-        out += x1
-        x1 = e0.metadata
-        out += _S1.pack(len(x1))
-        out += x1
+    x_3 = m.member_id
+    b_4 = x_3.encode()
+    out += _S0.pack(len(b_4))
+    out += b_4
+    x_5 = m.protocol_type
+    b_6 = x_5.encode()
+    out += _S0.pack(len(b_6))
+    out += b_6
+    x_7 = m.protocols
+    out += _S1.pack(len(x_7))
+    for e_8 in x_7:
+        x_9 = e_8.name
+        b_10 = x_9.encode()
+        out += _S0.pack(len(b_10))
+        out += b_10
+        x_11 = e_8.metadata
+        out += _S1.pack(len(x_11))
+        out += x_11
 
 
 def decode_join_group_request_v1(data: bytes, pos: int) -> tuple[JoinGroupRequest, int]:
+    v_group_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
         raise DecodeError('non-nullable field GroupId is null')
     else:
-        v0_group_id = str(data[pos:pos + n0], 'utf-8')
+        v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v0_session_timeout_ms, v0_rebalance_timeout_ms = _S2.unpack_from(data, pos)
+    v_session_timeout_ms_2, v_rebalance_timeout_ms_3 = _S2.unpack_from(data, pos)
     pos += 8
+    v_member_id_4: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
         raise DecodeError('non-nullable field MemberId is null')
     else:
-        v0_member_id = str(data[pos:pos + n0], 'utf-8')
+        v_member_id_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    v_protocol_type_6: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
         raise DecodeError('non-nullable field ProtocolType is null')
     else:
-        v0_protocol_type = str(data[pos:pos + n0], 'utf-8')
+        v_protocol_type_6 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    v_protocols_7: list[JoinGroupRequestProtocol]
     n0, = _S1.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -164,77 +174,83 @@ def decode_join_group_request_v1(data: bytes, pos: int) -> tuple[JoinGroupReques
     elif n0 > len(data) - pos:
         raise DecodeError('array Protocols longer than the frame')
     else:
-        v0_protocols = []
-        append0 = v0_protocols.append
+        v_protocols_7 = []
+        append_9 = v_protocols_7.append
         for _ in range(n0):
+            v_name_10: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_metadata_11: bytes
             n1, = _S1.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Metadata is null')
             else:
-                v1_metadata = data[pos:pos + n1]
+                v_metadata_11 = data[pos:pos + n1]
                 pos += n1
-            append0(JoinGroupRequestProtocol(v1_name, v1_metadata))
-    return JoinGroupRequest(v0_group_id, v0_session_timeout_ms, v0_rebalance_timeout_ms, v0_member_id, None, v0_protocol_type, v0_protocols, None), pos
+            append_9(JoinGroupRequestProtocol(v_name_10, v_metadata_11))
+    return JoinGroupRequest(v_group_id_1, v_session_timeout_ms_2, v_rebalance_timeout_ms_3, v_member_id_4, None, v_protocol_type_6, v_protocols_7, None), pos
 
 
 def encode_join_group_request_v1(m: JoinGroupRequest, out: bytearray) -> None:
-    x0 = m.group_id
-    x0 = x0.encode()
-    out += _S0.pack(len(x0))
-    out += x0
+    x_1 = m.group_id
+    b_2 = x_1.encode()
+    out += _S0.pack(len(b_2))
+    out += b_2
     out += _S2.pack(m.session_timeout_ms, m.rebalance_timeout_ms)
-    x0 = m.member_id
-    x0 = x0.encode()
-    out += _S0.pack(len(x0))
-    out += x0
-    x0 = m.protocol_type
-    x0 = x0.encode()
-    out += _S0.pack(len(x0))
-    out += x0
-    x0 = m.protocols
-    out += _S1.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        out += _S0.pack(len(x1))
-        out += x1
-        x1 = e0.metadata
-        out += _S1.pack(len(x1))
-        out += x1
+    x_3 = m.member_id
+    b_4 = x_3.encode()
+    out += _S0.pack(len(b_4))
+    out += b_4
+    x_5 = m.protocol_type
+    b_6 = x_5.encode()
+    out += _S0.pack(len(b_6))
+    out += b_6
+    x_7 = m.protocols
+    out += _S1.pack(len(x_7))
+    for e_8 in x_7:
+        x_9 = e_8.name
+        b_10 = x_9.encode()
+        out += _S0.pack(len(b_10))
+        out += b_10
+        x_11 = e_8.metadata
+        out += _S1.pack(len(x_11))
+        out += x_11
 
 
 def decode_join_group_request_v2(data: bytes, pos: int) -> tuple[JoinGroupRequest, int]:
+    v_group_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
         raise DecodeError('non-nullable field GroupId is null')
     else:
-        v0_group_id = str(data[pos:pos + n0], 'utf-8')
+        v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v0_session_timeout_ms, v0_rebalance_timeout_ms = _S2.unpack_from(data, pos)
+    v_session_timeout_ms_2, v_rebalance_timeout_ms_3 = _S2.unpack_from(data, pos)
     pos += 8
+    v_member_id_4: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
         raise DecodeError('non-nullable field MemberId is null')
     else:
-        v0_member_id = str(data[pos:pos + n0], 'utf-8')
+        v_member_id_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    v_protocol_type_6: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
         raise DecodeError('non-nullable field ProtocolType is null')
     else:
-        v0_protocol_type = str(data[pos:pos + n0], 'utf-8')
+        v_protocol_type_6 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    v_protocols_7: list[JoinGroupRequestProtocol]
     n0, = _S1.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -242,77 +258,83 @@ def decode_join_group_request_v2(data: bytes, pos: int) -> tuple[JoinGroupReques
     elif n0 > len(data) - pos:
         raise DecodeError('array Protocols longer than the frame')
     else:
-        v0_protocols = []
-        append0 = v0_protocols.append
+        v_protocols_7 = []
+        append_9 = v_protocols_7.append
         for _ in range(n0):
+            v_name_10: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_metadata_11: bytes
             n1, = _S1.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Metadata is null')
             else:
-                v1_metadata = data[pos:pos + n1]
+                v_metadata_11 = data[pos:pos + n1]
                 pos += n1
-            append0(JoinGroupRequestProtocol(v1_name, v1_metadata))
-    return JoinGroupRequest(v0_group_id, v0_session_timeout_ms, v0_rebalance_timeout_ms, v0_member_id, None, v0_protocol_type, v0_protocols, None), pos
+            append_9(JoinGroupRequestProtocol(v_name_10, v_metadata_11))
+    return JoinGroupRequest(v_group_id_1, v_session_timeout_ms_2, v_rebalance_timeout_ms_3, v_member_id_4, None, v_protocol_type_6, v_protocols_7, None), pos
 
 
 def encode_join_group_request_v2(m: JoinGroupRequest, out: bytearray) -> None:
-    x0 = m.group_id
-    x0 = x0.encode()
-    out += _S0.pack(len(x0))
-    out += x0
+    x_1 = m.group_id
+    b_2 = x_1.encode()
+    out += _S0.pack(len(b_2))
+    out += b_2
     out += _S2.pack(m.session_timeout_ms, m.rebalance_timeout_ms)
-    x0 = m.member_id
-    x0 = x0.encode()
-    out += _S0.pack(len(x0))
-    out += x0
-    x0 = m.protocol_type
-    x0 = x0.encode()
-    out += _S0.pack(len(x0))
-    out += x0
-    x0 = m.protocols
-    out += _S1.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        out += _S0.pack(len(x1))
-        out += x1
-        x1 = e0.metadata
-        out += _S1.pack(len(x1))
-        out += x1
+    x_3 = m.member_id
+    b_4 = x_3.encode()
+    out += _S0.pack(len(b_4))
+    out += b_4
+    x_5 = m.protocol_type
+    b_6 = x_5.encode()
+    out += _S0.pack(len(b_6))
+    out += b_6
+    x_7 = m.protocols
+    out += _S1.pack(len(x_7))
+    for e_8 in x_7:
+        x_9 = e_8.name
+        b_10 = x_9.encode()
+        out += _S0.pack(len(b_10))
+        out += b_10
+        x_11 = e_8.metadata
+        out += _S1.pack(len(x_11))
+        out += x_11
 
 
 def decode_join_group_request_v3(data: bytes, pos: int) -> tuple[JoinGroupRequest, int]:
+    v_group_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
         raise DecodeError('non-nullable field GroupId is null')
     else:
-        v0_group_id = str(data[pos:pos + n0], 'utf-8')
+        v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v0_session_timeout_ms, v0_rebalance_timeout_ms = _S2.unpack_from(data, pos)
+    v_session_timeout_ms_2, v_rebalance_timeout_ms_3 = _S2.unpack_from(data, pos)
     pos += 8
+    v_member_id_4: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
         raise DecodeError('non-nullable field MemberId is null')
     else:
-        v0_member_id = str(data[pos:pos + n0], 'utf-8')
+        v_member_id_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    v_protocol_type_6: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
         raise DecodeError('non-nullable field ProtocolType is null')
     else:
-        v0_protocol_type = str(data[pos:pos + n0], 'utf-8')
+        v_protocol_type_6 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    v_protocols_7: list[JoinGroupRequestProtocol]
     n0, = _S1.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -320,77 +342,83 @@ def decode_join_group_request_v3(data: bytes, pos: int) -> tuple[JoinGroupReques
     elif n0 > len(data) - pos:
         raise DecodeError('array Protocols longer than the frame')
     else:
-        v0_protocols = []
-        append0 = v0_protocols.append
+        v_protocols_7 = []
+        append_9 = v_protocols_7.append
         for _ in range(n0):
+            v_name_10: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_metadata_11: bytes
             n1, = _S1.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Metadata is null')
             else:
-                v1_metadata = data[pos:pos + n1]
+                v_metadata_11 = data[pos:pos + n1]
                 pos += n1
-            append0(JoinGroupRequestProtocol(v1_name, v1_metadata))
-    return JoinGroupRequest(v0_group_id, v0_session_timeout_ms, v0_rebalance_timeout_ms, v0_member_id, None, v0_protocol_type, v0_protocols, None), pos
+            append_9(JoinGroupRequestProtocol(v_name_10, v_metadata_11))
+    return JoinGroupRequest(v_group_id_1, v_session_timeout_ms_2, v_rebalance_timeout_ms_3, v_member_id_4, None, v_protocol_type_6, v_protocols_7, None), pos
 
 
 def encode_join_group_request_v3(m: JoinGroupRequest, out: bytearray) -> None:
-    x0 = m.group_id
-    x0 = x0.encode()
-    out += _S0.pack(len(x0))
-    out += x0
+    x_1 = m.group_id
+    b_2 = x_1.encode()
+    out += _S0.pack(len(b_2))
+    out += b_2
     out += _S2.pack(m.session_timeout_ms, m.rebalance_timeout_ms)
-    x0 = m.member_id
-    x0 = x0.encode()
-    out += _S0.pack(len(x0))
-    out += x0
-    x0 = m.protocol_type
-    x0 = x0.encode()
-    out += _S0.pack(len(x0))
-    out += x0
-    x0 = m.protocols
-    out += _S1.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        out += _S0.pack(len(x1))
-        out += x1
-        x1 = e0.metadata
-        out += _S1.pack(len(x1))
-        out += x1
+    x_3 = m.member_id
+    b_4 = x_3.encode()
+    out += _S0.pack(len(b_4))
+    out += b_4
+    x_5 = m.protocol_type
+    b_6 = x_5.encode()
+    out += _S0.pack(len(b_6))
+    out += b_6
+    x_7 = m.protocols
+    out += _S1.pack(len(x_7))
+    for e_8 in x_7:
+        x_9 = e_8.name
+        b_10 = x_9.encode()
+        out += _S0.pack(len(b_10))
+        out += b_10
+        x_11 = e_8.metadata
+        out += _S1.pack(len(x_11))
+        out += x_11
 
 
 def decode_join_group_request_v4(data: bytes, pos: int) -> tuple[JoinGroupRequest, int]:
+    v_group_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
         raise DecodeError('non-nullable field GroupId is null')
     else:
-        v0_group_id = str(data[pos:pos + n0], 'utf-8')
+        v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v0_session_timeout_ms, v0_rebalance_timeout_ms = _S2.unpack_from(data, pos)
+    v_session_timeout_ms_2, v_rebalance_timeout_ms_3 = _S2.unpack_from(data, pos)
     pos += 8
+    v_member_id_4: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
         raise DecodeError('non-nullable field MemberId is null')
     else:
-        v0_member_id = str(data[pos:pos + n0], 'utf-8')
+        v_member_id_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    v_protocol_type_6: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
         raise DecodeError('non-nullable field ProtocolType is null')
     else:
-        v0_protocol_type = str(data[pos:pos + n0], 'utf-8')
+        v_protocol_type_6 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    v_protocols_7: list[JoinGroupRequestProtocol]
     n0, = _S1.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -398,84 +426,91 @@ def decode_join_group_request_v4(data: bytes, pos: int) -> tuple[JoinGroupReques
     elif n0 > len(data) - pos:
         raise DecodeError('array Protocols longer than the frame')
     else:
-        v0_protocols = []
-        append0 = v0_protocols.append
+        v_protocols_7 = []
+        append_9 = v_protocols_7.append
         for _ in range(n0):
+            v_name_10: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_metadata_11: bytes
             n1, = _S1.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Metadata is null')
             else:
-                v1_metadata = data[pos:pos + n1]
+                v_metadata_11 = data[pos:pos + n1]
                 pos += n1
-            append0(JoinGroupRequestProtocol(v1_name, v1_metadata))
-    return JoinGroupRequest(v0_group_id, v0_session_timeout_ms, v0_rebalance_timeout_ms, v0_member_id, None, v0_protocol_type, v0_protocols, None), pos
+            append_9(JoinGroupRequestProtocol(v_name_10, v_metadata_11))
+    return JoinGroupRequest(v_group_id_1, v_session_timeout_ms_2, v_rebalance_timeout_ms_3, v_member_id_4, None, v_protocol_type_6, v_protocols_7, None), pos
 
 
 def encode_join_group_request_v4(m: JoinGroupRequest, out: bytearray) -> None:
-    x0 = m.group_id
-    x0 = x0.encode()
-    out += _S0.pack(len(x0))
-    out += x0
+    x_1 = m.group_id
+    b_2 = x_1.encode()
+    out += _S0.pack(len(b_2))
+    out += b_2
     out += _S2.pack(m.session_timeout_ms, m.rebalance_timeout_ms)
-    x0 = m.member_id
-    x0 = x0.encode()
-    out += _S0.pack(len(x0))
-    out += x0
-    x0 = m.protocol_type
-    x0 = x0.encode()
-    out += _S0.pack(len(x0))
-    out += x0
-    x0 = m.protocols
-    out += _S1.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        out += _S0.pack(len(x1))
-        out += x1
-        x1 = e0.metadata
-        out += _S1.pack(len(x1))
-        out += x1
+    x_3 = m.member_id
+    b_4 = x_3.encode()
+    out += _S0.pack(len(b_4))
+    out += b_4
+    x_5 = m.protocol_type
+    b_6 = x_5.encode()
+    out += _S0.pack(len(b_6))
+    out += b_6
+    x_7 = m.protocols
+    out += _S1.pack(len(x_7))
+    for e_8 in x_7:
+        x_9 = e_8.name
+        b_10 = x_9.encode()
+        out += _S0.pack(len(b_10))
+        out += b_10
+        x_11 = e_8.metadata
+        out += _S1.pack(len(x_11))
+        out += x_11
 
 
 def decode_join_group_request_v5(data: bytes, pos: int) -> tuple[JoinGroupRequest, int]:
+    v_group_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
         raise DecodeError('non-nullable field GroupId is null')
     else:
-        v0_group_id = str(data[pos:pos + n0], 'utf-8')
+        v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v0_session_timeout_ms, v0_rebalance_timeout_ms = _S2.unpack_from(data, pos)
+    v_session_timeout_ms_2, v_rebalance_timeout_ms_3 = _S2.unpack_from(data, pos)
     pos += 8
+    v_member_id_4: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
         raise DecodeError('non-nullable field MemberId is null')
     else:
-        v0_member_id = str(data[pos:pos + n0], 'utf-8')
+        v_member_id_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    v_group_instance_id_5: str | None
     n0, = _S0.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
-        v0_group_instance_id = None
+        v_group_instance_id_5 = None
     else:
-        v0_group_instance_id = str(data[pos:pos + n0], 'utf-8')
+        v_group_instance_id_5 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    v_protocol_type_6: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
         raise DecodeError('non-nullable field ProtocolType is null')
     else:
-        v0_protocol_type = str(data[pos:pos + n0], 'utf-8')
+        v_protocol_type_6 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    v_protocols_7: list[JoinGroupRequestProtocol]
     n0, = _S1.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -483,61 +518,64 @@ def decode_join_group_request_v5(data: bytes, pos: int) -> tuple[JoinGroupReques
     elif n0 > len(data) - pos:
         raise DecodeError('array Protocols longer than the frame')
     else:
-        v0_protocols = []
-        append0 = v0_protocols.append
+        v_protocols_7 = []
+        append_9 = v_protocols_7.append
         for _ in range(n0):
+            v_name_10: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_metadata_11: bytes
             n1, = _S1.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Metadata is null')
             else:
-                v1_metadata = data[pos:pos + n1]
+                v_metadata_11 = data[pos:pos + n1]
                 pos += n1
-            append0(JoinGroupRequestProtocol(v1_name, v1_metadata))
-    return JoinGroupRequest(v0_group_id, v0_session_timeout_ms, v0_rebalance_timeout_ms, v0_member_id, v0_group_instance_id, v0_protocol_type, v0_protocols, None), pos
+            append_9(JoinGroupRequestProtocol(v_name_10, v_metadata_11))
+    return JoinGroupRequest(v_group_id_1, v_session_timeout_ms_2, v_rebalance_timeout_ms_3, v_member_id_4, v_group_instance_id_5, v_protocol_type_6, v_protocols_7, None), pos
 
 
 def encode_join_group_request_v5(m: JoinGroupRequest, out: bytearray) -> None:
-    x0 = m.group_id
-    x0 = x0.encode()
-    out += _S0.pack(len(x0))
-    out += x0
+    x_1 = m.group_id
+    b_2 = x_1.encode()
+    out += _S0.pack(len(b_2))
+    out += b_2
     out += _S2.pack(m.session_timeout_ms, m.rebalance_timeout_ms)
-    x0 = m.member_id
-    x0 = x0.encode()
-    out += _S0.pack(len(x0))
-    out += x0
-    x0 = m.group_instance_id
-    if x0 is None:
+    x_3 = m.member_id
+    b_4 = x_3.encode()
+    out += _S0.pack(len(b_4))
+    out += b_4
+    x_5 = m.group_instance_id
+    if x_5 is None:
         out += b'\xff\xff'
     else:
-        x0 = x0.encode()
-        out += _S0.pack(len(x0))
-        out += x0
-    x0 = m.protocol_type
-    x0 = x0.encode()
-    out += _S0.pack(len(x0))
-    out += x0
-    x0 = m.protocols
-    out += _S1.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        out += _S0.pack(len(x1))
-        out += x1
-        x1 = e0.metadata
-        out += _S1.pack(len(x1))
-        out += x1
+        b_6 = x_5.encode()
+        out += _S0.pack(len(b_6))
+        out += b_6
+    x_7 = m.protocol_type
+    b_8 = x_7.encode()
+    out += _S0.pack(len(b_8))
+    out += b_8
+    x_9 = m.protocols
+    out += _S1.pack(len(x_9))
+    for e_10 in x_9:
+        x_11 = e_10.name
+        b_12 = x_11.encode()
+        out += _S0.pack(len(b_12))
+        out += b_12
+        x_13 = e_10.metadata
+        out += _S1.pack(len(x_13))
+        out += x_13
 
 
 def decode_join_group_request_v6(data: bytes, pos: int) -> tuple[JoinGroupRequest, int]:
+    v_group_id_1: str
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -547,10 +585,11 @@ def decode_join_group_request_v6(data: bytes, pos: int) -> tuple[JoinGroupReques
     if n0 < 0:
         raise DecodeError('non-nullable field GroupId is null')
     else:
-        v0_group_id = str(data[pos:pos + n0], 'utf-8')
+        v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v0_session_timeout_ms, v0_rebalance_timeout_ms = _S2.unpack_from(data, pos)
+    v_session_timeout_ms_2, v_rebalance_timeout_ms_3 = _S2.unpack_from(data, pos)
     pos += 8
+    v_member_id_4: str
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -560,8 +599,9 @@ def decode_join_group_request_v6(data: bytes, pos: int) -> tuple[JoinGroupReques
     if n0 < 0:
         raise DecodeError('non-nullable field MemberId is null')
     else:
-        v0_member_id = str(data[pos:pos + n0], 'utf-8')
+        v_member_id_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    v_group_instance_id_5: str | None
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -569,10 +609,11 @@ def decode_join_group_request_v6(data: bytes, pos: int) -> tuple[JoinGroupReques
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
-        v0_group_instance_id = None
+        v_group_instance_id_5 = None
     else:
-        v0_group_instance_id = str(data[pos:pos + n0], 'utf-8')
+        v_group_instance_id_5 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    v_protocol_type_6: str
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -582,8 +623,9 @@ def decode_join_group_request_v6(data: bytes, pos: int) -> tuple[JoinGroupReques
     if n0 < 0:
         raise DecodeError('non-nullable field ProtocolType is null')
     else:
-        v0_protocol_type = str(data[pos:pos + n0], 'utf-8')
+        v_protocol_type_6 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    v_protocols_7: list[JoinGroupRequestProtocol]
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -595,9 +637,10 @@ def decode_join_group_request_v6(data: bytes, pos: int) -> tuple[JoinGroupReques
     elif n0 > len(data) - pos:
         raise DecodeError('array Protocols longer than the frame')
     else:
-        v0_protocols = []
-        append0 = v0_protocols.append
+        v_protocols_7 = []
+        append_9 = v_protocols_7.append
         for _ in range(n0):
+            v_name_10: str
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -607,8 +650,9 @@ def decode_join_group_request_v6(data: bytes, pos: int) -> tuple[JoinGroupReques
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_metadata_11: bytes
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -618,7 +662,7 @@ def decode_join_group_request_v6(data: bytes, pos: int) -> tuple[JoinGroupReques
             if n1 < 0:
                 raise DecodeError('non-nullable field Metadata is null')
             else:
-                v1_metadata = data[pos:pos + n1]
+                v_metadata_11 = data[pos:pos + n1]
                 pos += n1
             if data[pos] == 0:
                 pos += 1
@@ -629,7 +673,7 @@ def decode_join_group_request_v6(data: bytes, pos: int) -> tuple[JoinGroupReques
                     size1, pos = read_uvarint(data, pos)
                     end1 = pos + size1
                     pos = end1
-            append0(JoinGroupRequestProtocol(v1_name, v1_metadata))
+            append_9(JoinGroupRequestProtocol(v_name_10, v_metadata_11))
     if data[pos] == 0:
         pos += 1
     else:
@@ -639,45 +683,46 @@ def decode_join_group_request_v6(data: bytes, pos: int) -> tuple[JoinGroupReques
             size0, pos = read_uvarint(data, pos)
             end0 = pos + size0
             pos = end0
-    return JoinGroupRequest(v0_group_id, v0_session_timeout_ms, v0_rebalance_timeout_ms, v0_member_id, v0_group_instance_id, v0_protocol_type, v0_protocols, None), pos
+    return JoinGroupRequest(v_group_id_1, v_session_timeout_ms_2, v_rebalance_timeout_ms_3, v_member_id_4, v_group_instance_id_5, v_protocol_type_6, v_protocols_7, None), pos
 
 
 def encode_join_group_request_v6(m: JoinGroupRequest, out: bytearray) -> None:
-    x0 = m.group_id
-    x0 = x0.encode()
-    write_uvarint(out, len(x0) + 1)
-    out += x0
+    x_1 = m.group_id
+    b_2 = x_1.encode()
+    write_uvarint(out, len(b_2) + 1)
+    out += b_2
     out += _S2.pack(m.session_timeout_ms, m.rebalance_timeout_ms)
-    x0 = m.member_id
-    x0 = x0.encode()
-    write_uvarint(out, len(x0) + 1)
-    out += x0
-    x0 = m.group_instance_id
-    if x0 is None:
+    x_3 = m.member_id
+    b_4 = x_3.encode()
+    write_uvarint(out, len(b_4) + 1)
+    out += b_4
+    x_5 = m.group_instance_id
+    if x_5 is None:
         out.append(0)
     else:
-        x0 = x0.encode()
-        write_uvarint(out, len(x0) + 1)
-        out += x0
-    x0 = m.protocol_type
-    x0 = x0.encode()
-    write_uvarint(out, len(x0) + 1)
-    out += x0
-    x0 = m.protocols
-    write_uvarint(out, len(x0) + 1)
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        write_uvarint(out, len(x1) + 1)
-        out += x1
-        x1 = e0.metadata
-        write_uvarint(out, len(x1) + 1)
-        out += x1
+        b_6 = x_5.encode()
+        write_uvarint(out, len(b_6) + 1)
+        out += b_6
+    x_7 = m.protocol_type
+    b_8 = x_7.encode()
+    write_uvarint(out, len(b_8) + 1)
+    out += b_8
+    x_9 = m.protocols
+    write_uvarint(out, len(x_9) + 1)
+    for e_10 in x_9:
+        x_11 = e_10.name
+        b_12 = x_11.encode()
+        write_uvarint(out, len(b_12) + 1)
+        out += b_12
+        x_13 = e_10.metadata
+        write_uvarint(out, len(x_13) + 1)
+        out += x_13
         out.append(0)
     out.append(0)
 
 
 def decode_join_group_request_v7(data: bytes, pos: int) -> tuple[JoinGroupRequest, int]:
+    v_group_id_1: str
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -687,10 +732,11 @@ def decode_join_group_request_v7(data: bytes, pos: int) -> tuple[JoinGroupReques
     if n0 < 0:
         raise DecodeError('non-nullable field GroupId is null')
     else:
-        v0_group_id = str(data[pos:pos + n0], 'utf-8')
+        v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v0_session_timeout_ms, v0_rebalance_timeout_ms = _S2.unpack_from(data, pos)
+    v_session_timeout_ms_2, v_rebalance_timeout_ms_3 = _S2.unpack_from(data, pos)
     pos += 8
+    v_member_id_4: str
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -700,8 +746,9 @@ def decode_join_group_request_v7(data: bytes, pos: int) -> tuple[JoinGroupReques
     if n0 < 0:
         raise DecodeError('non-nullable field MemberId is null')
     else:
-        v0_member_id = str(data[pos:pos + n0], 'utf-8')
+        v_member_id_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    v_group_instance_id_5: str | None
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -709,10 +756,11 @@ def decode_join_group_request_v7(data: bytes, pos: int) -> tuple[JoinGroupReques
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
-        v0_group_instance_id = None
+        v_group_instance_id_5 = None
     else:
-        v0_group_instance_id = str(data[pos:pos + n0], 'utf-8')
+        v_group_instance_id_5 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    v_protocol_type_6: str
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -722,8 +770,9 @@ def decode_join_group_request_v7(data: bytes, pos: int) -> tuple[JoinGroupReques
     if n0 < 0:
         raise DecodeError('non-nullable field ProtocolType is null')
     else:
-        v0_protocol_type = str(data[pos:pos + n0], 'utf-8')
+        v_protocol_type_6 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    v_protocols_7: list[JoinGroupRequestProtocol]
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -735,9 +784,10 @@ def decode_join_group_request_v7(data: bytes, pos: int) -> tuple[JoinGroupReques
     elif n0 > len(data) - pos:
         raise DecodeError('array Protocols longer than the frame')
     else:
-        v0_protocols = []
-        append0 = v0_protocols.append
+        v_protocols_7 = []
+        append_9 = v_protocols_7.append
         for _ in range(n0):
+            v_name_10: str
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -747,8 +797,9 @@ def decode_join_group_request_v7(data: bytes, pos: int) -> tuple[JoinGroupReques
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_metadata_11: bytes
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -758,7 +809,7 @@ def decode_join_group_request_v7(data: bytes, pos: int) -> tuple[JoinGroupReques
             if n1 < 0:
                 raise DecodeError('non-nullable field Metadata is null')
             else:
-                v1_metadata = data[pos:pos + n1]
+                v_metadata_11 = data[pos:pos + n1]
                 pos += n1
             if data[pos] == 0:
                 pos += 1
@@ -769,7 +820,7 @@ def decode_join_group_request_v7(data: bytes, pos: int) -> tuple[JoinGroupReques
                     size1, pos = read_uvarint(data, pos)
                     end1 = pos + size1
                     pos = end1
-            append0(JoinGroupRequestProtocol(v1_name, v1_metadata))
+            append_9(JoinGroupRequestProtocol(v_name_10, v_metadata_11))
     if data[pos] == 0:
         pos += 1
     else:
@@ -779,45 +830,46 @@ def decode_join_group_request_v7(data: bytes, pos: int) -> tuple[JoinGroupReques
             size0, pos = read_uvarint(data, pos)
             end0 = pos + size0
             pos = end0
-    return JoinGroupRequest(v0_group_id, v0_session_timeout_ms, v0_rebalance_timeout_ms, v0_member_id, v0_group_instance_id, v0_protocol_type, v0_protocols, None), pos
+    return JoinGroupRequest(v_group_id_1, v_session_timeout_ms_2, v_rebalance_timeout_ms_3, v_member_id_4, v_group_instance_id_5, v_protocol_type_6, v_protocols_7, None), pos
 
 
 def encode_join_group_request_v7(m: JoinGroupRequest, out: bytearray) -> None:
-    x0 = m.group_id
-    x0 = x0.encode()
-    write_uvarint(out, len(x0) + 1)
-    out += x0
+    x_1 = m.group_id
+    b_2 = x_1.encode()
+    write_uvarint(out, len(b_2) + 1)
+    out += b_2
     out += _S2.pack(m.session_timeout_ms, m.rebalance_timeout_ms)
-    x0 = m.member_id
-    x0 = x0.encode()
-    write_uvarint(out, len(x0) + 1)
-    out += x0
-    x0 = m.group_instance_id
-    if x0 is None:
+    x_3 = m.member_id
+    b_4 = x_3.encode()
+    write_uvarint(out, len(b_4) + 1)
+    out += b_4
+    x_5 = m.group_instance_id
+    if x_5 is None:
         out.append(0)
     else:
-        x0 = x0.encode()
-        write_uvarint(out, len(x0) + 1)
-        out += x0
-    x0 = m.protocol_type
-    x0 = x0.encode()
-    write_uvarint(out, len(x0) + 1)
-    out += x0
-    x0 = m.protocols
-    write_uvarint(out, len(x0) + 1)
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        write_uvarint(out, len(x1) + 1)
-        out += x1
-        x1 = e0.metadata
-        write_uvarint(out, len(x1) + 1)
-        out += x1
+        b_6 = x_5.encode()
+        write_uvarint(out, len(b_6) + 1)
+        out += b_6
+    x_7 = m.protocol_type
+    b_8 = x_7.encode()
+    write_uvarint(out, len(b_8) + 1)
+    out += b_8
+    x_9 = m.protocols
+    write_uvarint(out, len(x_9) + 1)
+    for e_10 in x_9:
+        x_11 = e_10.name
+        b_12 = x_11.encode()
+        write_uvarint(out, len(b_12) + 1)
+        out += b_12
+        x_13 = e_10.metadata
+        write_uvarint(out, len(x_13) + 1)
+        out += x_13
         out.append(0)
     out.append(0)
 
 
 def decode_join_group_request_v8(data: bytes, pos: int) -> tuple[JoinGroupRequest, int]:
+    v_group_id_1: str
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -827,10 +879,11 @@ def decode_join_group_request_v8(data: bytes, pos: int) -> tuple[JoinGroupReques
     if n0 < 0:
         raise DecodeError('non-nullable field GroupId is null')
     else:
-        v0_group_id = str(data[pos:pos + n0], 'utf-8')
+        v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v0_session_timeout_ms, v0_rebalance_timeout_ms = _S2.unpack_from(data, pos)
+    v_session_timeout_ms_2, v_rebalance_timeout_ms_3 = _S2.unpack_from(data, pos)
     pos += 8
+    v_member_id_4: str
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -840,8 +893,9 @@ def decode_join_group_request_v8(data: bytes, pos: int) -> tuple[JoinGroupReques
     if n0 < 0:
         raise DecodeError('non-nullable field MemberId is null')
     else:
-        v0_member_id = str(data[pos:pos + n0], 'utf-8')
+        v_member_id_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    v_group_instance_id_5: str | None
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -849,10 +903,11 @@ def decode_join_group_request_v8(data: bytes, pos: int) -> tuple[JoinGroupReques
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
-        v0_group_instance_id = None
+        v_group_instance_id_5 = None
     else:
-        v0_group_instance_id = str(data[pos:pos + n0], 'utf-8')
+        v_group_instance_id_5 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    v_protocol_type_6: str
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -862,8 +917,9 @@ def decode_join_group_request_v8(data: bytes, pos: int) -> tuple[JoinGroupReques
     if n0 < 0:
         raise DecodeError('non-nullable field ProtocolType is null')
     else:
-        v0_protocol_type = str(data[pos:pos + n0], 'utf-8')
+        v_protocol_type_6 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    v_protocols_7: list[JoinGroupRequestProtocol]
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -875,9 +931,10 @@ def decode_join_group_request_v8(data: bytes, pos: int) -> tuple[JoinGroupReques
     elif n0 > len(data) - pos:
         raise DecodeError('array Protocols longer than the frame')
     else:
-        v0_protocols = []
-        append0 = v0_protocols.append
+        v_protocols_7 = []
+        append_9 = v_protocols_7.append
         for _ in range(n0):
+            v_name_10: str
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -887,8 +944,9 @@ def decode_join_group_request_v8(data: bytes, pos: int) -> tuple[JoinGroupReques
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_metadata_11: bytes
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -898,7 +956,7 @@ def decode_join_group_request_v8(data: bytes, pos: int) -> tuple[JoinGroupReques
             if n1 < 0:
                 raise DecodeError('non-nullable field Metadata is null')
             else:
-                v1_metadata = data[pos:pos + n1]
+                v_metadata_11 = data[pos:pos + n1]
                 pos += n1
             if data[pos] == 0:
                 pos += 1
@@ -909,7 +967,8 @@ def decode_join_group_request_v8(data: bytes, pos: int) -> tuple[JoinGroupReques
                     size1, pos = read_uvarint(data, pos)
                     end1 = pos + size1
                     pos = end1
-            append0(JoinGroupRequestProtocol(v1_name, v1_metadata))
+            append_9(JoinGroupRequestProtocol(v_name_10, v_metadata_11))
+    v_reason_8: str | None
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -917,9 +976,9 @@ def decode_join_group_request_v8(data: bytes, pos: int) -> tuple[JoinGroupReques
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
-        v0_reason = None
+        v_reason_8 = None
     else:
-        v0_reason = str(data[pos:pos + n0], 'utf-8')
+        v_reason_8 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
     if data[pos] == 0:
         pos += 1
@@ -930,52 +989,53 @@ def decode_join_group_request_v8(data: bytes, pos: int) -> tuple[JoinGroupReques
             size0, pos = read_uvarint(data, pos)
             end0 = pos + size0
             pos = end0
-    return JoinGroupRequest(v0_group_id, v0_session_timeout_ms, v0_rebalance_timeout_ms, v0_member_id, v0_group_instance_id, v0_protocol_type, v0_protocols, v0_reason), pos
+    return JoinGroupRequest(v_group_id_1, v_session_timeout_ms_2, v_rebalance_timeout_ms_3, v_member_id_4, v_group_instance_id_5, v_protocol_type_6, v_protocols_7, v_reason_8), pos
 
 
 def encode_join_group_request_v8(m: JoinGroupRequest, out: bytearray) -> None:
-    x0 = m.group_id
-    x0 = x0.encode()
-    write_uvarint(out, len(x0) + 1)
-    out += x0
+    x_1 = m.group_id
+    b_2 = x_1.encode()
+    write_uvarint(out, len(b_2) + 1)
+    out += b_2
     out += _S2.pack(m.session_timeout_ms, m.rebalance_timeout_ms)
-    x0 = m.member_id
-    x0 = x0.encode()
-    write_uvarint(out, len(x0) + 1)
-    out += x0
-    x0 = m.group_instance_id
-    if x0 is None:
+    x_3 = m.member_id
+    b_4 = x_3.encode()
+    write_uvarint(out, len(b_4) + 1)
+    out += b_4
+    x_5 = m.group_instance_id
+    if x_5 is None:
         out.append(0)
     else:
-        x0 = x0.encode()
-        write_uvarint(out, len(x0) + 1)
-        out += x0
-    x0 = m.protocol_type
-    x0 = x0.encode()
-    write_uvarint(out, len(x0) + 1)
-    out += x0
-    x0 = m.protocols
-    write_uvarint(out, len(x0) + 1)
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        write_uvarint(out, len(x1) + 1)
-        out += x1
-        x1 = e0.metadata
-        write_uvarint(out, len(x1) + 1)
-        out += x1
+        b_6 = x_5.encode()
+        write_uvarint(out, len(b_6) + 1)
+        out += b_6
+    x_7 = m.protocol_type
+    b_8 = x_7.encode()
+    write_uvarint(out, len(b_8) + 1)
+    out += b_8
+    x_9 = m.protocols
+    write_uvarint(out, len(x_9) + 1)
+    for e_10 in x_9:
+        x_11 = e_10.name
+        b_12 = x_11.encode()
+        write_uvarint(out, len(b_12) + 1)
+        out += b_12
+        x_13 = e_10.metadata
+        write_uvarint(out, len(x_13) + 1)
+        out += x_13
         out.append(0)
-    x0 = m.reason
-    if x0 is None:
+    x_14 = m.reason
+    if x_14 is None:
         out.append(0)
     else:
-        x0 = x0.encode()
-        write_uvarint(out, len(x0) + 1)
-        out += x0
+        b_15 = x_14.encode()
+        write_uvarint(out, len(b_15) + 1)
+        out += b_15
     out.append(0)
 
 
 def decode_join_group_request_v9(data: bytes, pos: int) -> tuple[JoinGroupRequest, int]:
+    v_group_id_1: str
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -985,10 +1045,11 @@ def decode_join_group_request_v9(data: bytes, pos: int) -> tuple[JoinGroupReques
     if n0 < 0:
         raise DecodeError('non-nullable field GroupId is null')
     else:
-        v0_group_id = str(data[pos:pos + n0], 'utf-8')
+        v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v0_session_timeout_ms, v0_rebalance_timeout_ms = _S2.unpack_from(data, pos)
+    v_session_timeout_ms_2, v_rebalance_timeout_ms_3 = _S2.unpack_from(data, pos)
     pos += 8
+    v_member_id_4: str
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -998,8 +1059,9 @@ def decode_join_group_request_v9(data: bytes, pos: int) -> tuple[JoinGroupReques
     if n0 < 0:
         raise DecodeError('non-nullable field MemberId is null')
     else:
-        v0_member_id = str(data[pos:pos + n0], 'utf-8')
+        v_member_id_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    v_group_instance_id_5: str | None
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -1007,10 +1069,11 @@ def decode_join_group_request_v9(data: bytes, pos: int) -> tuple[JoinGroupReques
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
-        v0_group_instance_id = None
+        v_group_instance_id_5 = None
     else:
-        v0_group_instance_id = str(data[pos:pos + n0], 'utf-8')
+        v_group_instance_id_5 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    v_protocol_type_6: str
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -1020,8 +1083,9 @@ def decode_join_group_request_v9(data: bytes, pos: int) -> tuple[JoinGroupReques
     if n0 < 0:
         raise DecodeError('non-nullable field ProtocolType is null')
     else:
-        v0_protocol_type = str(data[pos:pos + n0], 'utf-8')
+        v_protocol_type_6 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    v_protocols_7: list[JoinGroupRequestProtocol]
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -1033,9 +1097,10 @@ def decode_join_group_request_v9(data: bytes, pos: int) -> tuple[JoinGroupReques
     elif n0 > len(data) - pos:
         raise DecodeError('array Protocols longer than the frame')
     else:
-        v0_protocols = []
-        append0 = v0_protocols.append
+        v_protocols_7 = []
+        append_9 = v_protocols_7.append
         for _ in range(n0):
+            v_name_10: str
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -1045,8 +1110,9 @@ def decode_join_group_request_v9(data: bytes, pos: int) -> tuple[JoinGroupReques
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_metadata_11: bytes
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -1056,7 +1122,7 @@ def decode_join_group_request_v9(data: bytes, pos: int) -> tuple[JoinGroupReques
             if n1 < 0:
                 raise DecodeError('non-nullable field Metadata is null')
             else:
-                v1_metadata = data[pos:pos + n1]
+                v_metadata_11 = data[pos:pos + n1]
                 pos += n1
             if data[pos] == 0:
                 pos += 1
@@ -1067,7 +1133,8 @@ def decode_join_group_request_v9(data: bytes, pos: int) -> tuple[JoinGroupReques
                     size1, pos = read_uvarint(data, pos)
                     end1 = pos + size1
                     pos = end1
-            append0(JoinGroupRequestProtocol(v1_name, v1_metadata))
+            append_9(JoinGroupRequestProtocol(v_name_10, v_metadata_11))
+    v_reason_8: str | None
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -1075,9 +1142,9 @@ def decode_join_group_request_v9(data: bytes, pos: int) -> tuple[JoinGroupReques
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
-        v0_reason = None
+        v_reason_8 = None
     else:
-        v0_reason = str(data[pos:pos + n0], 'utf-8')
+        v_reason_8 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
     if data[pos] == 0:
         pos += 1
@@ -1088,75 +1155,79 @@ def decode_join_group_request_v9(data: bytes, pos: int) -> tuple[JoinGroupReques
             size0, pos = read_uvarint(data, pos)
             end0 = pos + size0
             pos = end0
-    return JoinGroupRequest(v0_group_id, v0_session_timeout_ms, v0_rebalance_timeout_ms, v0_member_id, v0_group_instance_id, v0_protocol_type, v0_protocols, v0_reason), pos
+    return JoinGroupRequest(v_group_id_1, v_session_timeout_ms_2, v_rebalance_timeout_ms_3, v_member_id_4, v_group_instance_id_5, v_protocol_type_6, v_protocols_7, v_reason_8), pos
 
 
 def encode_join_group_request_v9(m: JoinGroupRequest, out: bytearray) -> None:
-    x0 = m.group_id
-    x0 = x0.encode()
-    write_uvarint(out, len(x0) + 1)
-    out += x0
+    x_1 = m.group_id
+    b_2 = x_1.encode()
+    write_uvarint(out, len(b_2) + 1)
+    out += b_2
     out += _S2.pack(m.session_timeout_ms, m.rebalance_timeout_ms)
-    x0 = m.member_id
-    x0 = x0.encode()
-    write_uvarint(out, len(x0) + 1)
-    out += x0
-    x0 = m.group_instance_id
-    if x0 is None:
+    x_3 = m.member_id
+    b_4 = x_3.encode()
+    write_uvarint(out, len(b_4) + 1)
+    out += b_4
+    x_5 = m.group_instance_id
+    if x_5 is None:
         out.append(0)
     else:
-        x0 = x0.encode()
-        write_uvarint(out, len(x0) + 1)
-        out += x0
-    x0 = m.protocol_type
-    x0 = x0.encode()
-    write_uvarint(out, len(x0) + 1)
-    out += x0
-    x0 = m.protocols
-    write_uvarint(out, len(x0) + 1)
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        write_uvarint(out, len(x1) + 1)
-        out += x1
-        x1 = e0.metadata
-        write_uvarint(out, len(x1) + 1)
-        out += x1
+        b_6 = x_5.encode()
+        write_uvarint(out, len(b_6) + 1)
+        out += b_6
+    x_7 = m.protocol_type
+    b_8 = x_7.encode()
+    write_uvarint(out, len(b_8) + 1)
+    out += b_8
+    x_9 = m.protocols
+    write_uvarint(out, len(x_9) + 1)
+    for e_10 in x_9:
+        x_11 = e_10.name
+        b_12 = x_11.encode()
+        write_uvarint(out, len(b_12) + 1)
+        out += b_12
+        x_13 = e_10.metadata
+        write_uvarint(out, len(x_13) + 1)
+        out += x_13
         out.append(0)
-    x0 = m.reason
-    if x0 is None:
+    x_14 = m.reason
+    if x_14 is None:
         out.append(0)
     else:
-        x0 = x0.encode()
-        write_uvarint(out, len(x0) + 1)
-        out += x0
+        b_15 = x_14.encode()
+        write_uvarint(out, len(b_15) + 1)
+        out += b_15
     out.append(0)
 
 
 def decode_join_group_response_v0(data: bytes, pos: int) -> tuple[JoinGroupResponse, int]:
-    v0_error_code, v0_generation_id = _S3.unpack_from(data, pos)
+    v_error_code_2, v_generation_id_3 = _S3.unpack_from(data, pos)
     pos += 6
+    v_protocol_name_5: str | None
     n0, = _S0.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
         raise DecodeError('non-nullable field ProtocolName is null')
     else:
-        v0_protocol_name = str(data[pos:pos + n0], 'utf-8')
+        v_protocol_name_5 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    v_leader_6: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
         raise DecodeError('non-nullable field Leader is null')
     else:
-        v0_leader = str(data[pos:pos + n0], 'utf-8')
+        v_leader_6 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    v_member_id_8: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
         raise DecodeError('non-nullable field MemberId is null')
     else:
-        v0_member_id = str(data[pos:pos + n0], 'utf-8')
+        v_member_id_8 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    v_members_9: list[JoinGroupResponseMember]
     n0, = _S1.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -1164,77 +1235,85 @@ def decode_join_group_response_v0(data: bytes, pos: int) -> tuple[JoinGroupRespo
     elif n0 > len(data) - pos:
         raise DecodeError('array Members longer than the frame')
     else:
-        v0_members = []
-        append0 = v0_members.append
+        v_members_9 = []
+        append_10 = v_members_9.append
         for _ in range(n0):
+            v_member_id_11: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field MemberId is null')
             else:
-                v1_member_id = str(data[pos:pos + n1], 'utf-8')
+                v_member_id_11 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_metadata_13: bytes
             n1, = _S1.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Metadata is null')
             else:
-                v1_metadata = data[pos:pos + n1]
+                v_metadata_13 = data[pos:pos + n1]
                 pos += n1
-            append0(JoinGroupResponseMember(v1_member_id, None, v1_metadata))
-    return JoinGroupResponse(0, v0_error_code, v0_generation_id, None, v0_protocol_name, v0_leader, False, v0_member_id, v0_members), pos
+            append_10(JoinGroupResponseMember(v_member_id_11, None, v_metadata_13))
+    return JoinGroupResponse(0, v_error_code_2, v_generation_id_3, None, v_protocol_name_5, v_leader_6, False, v_member_id_8, v_members_9), pos
 
 
 def encode_join_group_response_v0(m: JoinGroupResponse, out: bytearray) -> None:
     out += _S3.pack(m.error_code, m.generation_id)
-    x0 = m.protocol_name
-    x0 = x0.encode()
-    out += _S0.pack(len(x0))
-    out += x0
-    x0 = m.leader
-    x0 = x0.encode()
-    out += _S0.pack(len(x0))
-    out += x0
-    x0 = m.member_id
-    x0 = x0.encode()
-    out += _S0.pack(len(x0))
-    out += x0
-    x0 = m.members
-    out += _S1.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.member_id
-        x1 = x1.encode()
-        out += _S0.pack(len(x1))
-        out += x1
-        x1 = e0.metadata
-        out += _S1.pack(len(x1))
-        out += x1
+    x_1 = m.protocol_name
+    if x_1 is None:
+        raise ValueError('ProtocolName cannot be null in version 0')
+    b_2 = x_1.encode()
+    out += _S0.pack(len(b_2))
+    out += b_2
+    x_3 = m.leader
+    b_4 = x_3.encode()
+    out += _S0.pack(len(b_4))
+    out += b_4
+    x_5 = m.member_id
+    b_6 = x_5.encode()
+    out += _S0.pack(len(b_6))
+    out += b_6
+    x_7 = m.members
+    out += _S1.pack(len(x_7))
+    for e_8 in x_7:
+        x_9 = e_8.member_id
+        b_10 = x_9.encode()
+        out += _S0.pack(len(b_10))
+        out += b_10
+        x_11 = e_8.metadata
+        out += _S1.pack(len(x_11))
+        out += x_11
 
 
 def decode_join_group_response_v1(data: bytes, pos: int) -> tuple[JoinGroupResponse, int]:
-    v0_error_code, v0_generation_id = _S3.unpack_from(data, pos)
+    v_error_code_2, v_generation_id_3 = _S3.unpack_from(data, pos)
     pos += 6
+    v_protocol_name_5: str | None
     n0, = _S0.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
         raise DecodeError('non-nullable field ProtocolName is null')
     else:
-        v0_protocol_name = str(data[pos:pos + n0], 'utf-8')
+        v_protocol_name_5 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    v_leader_6: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
         raise DecodeError('non-nullable field Leader is null')
     else:
-        v0_leader = str(data[pos:pos + n0], 'utf-8')
+        v_leader_6 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    v_member_id_8: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
         raise DecodeError('non-nullable field MemberId is null')
     else:
-        v0_member_id = str(data[pos:pos + n0], 'utf-8')
+        v_member_id_8 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    v_members_9: list[JoinGroupResponseMember]
     n0, = _S1.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -1242,77 +1321,85 @@ def decode_join_group_response_v1(data: bytes, pos: int) -> tuple[JoinGroupRespo
     elif n0 > len(data) - pos:
         raise DecodeError('array Members longer than the frame')
     else:
-        v0_members = []
-        append0 = v0_members.append
+        v_members_9 = []
+        append_10 = v_members_9.append
         for _ in range(n0):
+            v_member_id_11: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field MemberId is null')
             else:
-                v1_member_id = str(data[pos:pos + n1], 'utf-8')
+                v_member_id_11 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_metadata_13: bytes
             n1, = _S1.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Metadata is null')
             else:
-                v1_metadata = data[pos:pos + n1]
+                v_metadata_13 = data[pos:pos + n1]
                 pos += n1
-            append0(JoinGroupResponseMember(v1_member_id, None, v1_metadata))
-    return JoinGroupResponse(0, v0_error_code, v0_generation_id, None, v0_protocol_name, v0_leader, False, v0_member_id, v0_members), pos
+            append_10(JoinGroupResponseMember(v_member_id_11, None, v_metadata_13))
+    return JoinGroupResponse(0, v_error_code_2, v_generation_id_3, None, v_protocol_name_5, v_leader_6, False, v_member_id_8, v_members_9), pos
 
 
 def encode_join_group_response_v1(m: JoinGroupResponse, out: bytearray) -> None:
     out += _S3.pack(m.error_code, m.generation_id)
-    x0 = m.protocol_name
-    x0 = x0.encode()
-    out += _S0.pack(len(x0))
-    out += x0
-    x0 = m.leader
-    x0 = x0.encode()
-    out += _S0.pack(len(x0))
-    out += x0
-    x0 = m.member_id
-    x0 = x0.encode()
-    out += _S0.pack(len(x0))
-    out += x0
-    x0 = m.members
-    out += _S1.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.member_id
-        x1 = x1.encode()
-        out += _S0.pack(len(x1))
-        out += x1
-        x1 = e0.metadata
-        out += _S1.pack(len(x1))
-        out += x1
+    x_1 = m.protocol_name
+    if x_1 is None:
+        raise ValueError('ProtocolName cannot be null in version 1')
+    b_2 = x_1.encode()
+    out += _S0.pack(len(b_2))
+    out += b_2
+    x_3 = m.leader
+    b_4 = x_3.encode()
+    out += _S0.pack(len(b_4))
+    out += b_4
+    x_5 = m.member_id
+    b_6 = x_5.encode()
+    out += _S0.pack(len(b_6))
+    out += b_6
+    x_7 = m.members
+    out += _S1.pack(len(x_7))
+    for e_8 in x_7:
+        x_9 = e_8.member_id
+        b_10 = x_9.encode()
+        out += _S0.pack(len(b_10))
+        out += b_10
+        x_11 = e_8.metadata
+        out += _S1.pack(len(x_11))
+        out += x_11
 
 
 def decode_join_group_response_v2(data: bytes, pos: int) -> tuple[JoinGroupResponse, int]:
-    v0_throttle_time_ms, v0_error_code, v0_generation_id = _S4.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2, v_generation_id_3 = _S4.unpack_from(data, pos)
     pos += 10
+    v_protocol_name_5: str | None
     n0, = _S0.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
         raise DecodeError('non-nullable field ProtocolName is null')
     else:
-        v0_protocol_name = str(data[pos:pos + n0], 'utf-8')
+        v_protocol_name_5 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    v_leader_6: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
         raise DecodeError('non-nullable field Leader is null')
     else:
-        v0_leader = str(data[pos:pos + n0], 'utf-8')
+        v_leader_6 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    v_member_id_8: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
         raise DecodeError('non-nullable field MemberId is null')
     else:
-        v0_member_id = str(data[pos:pos + n0], 'utf-8')
+        v_member_id_8 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    v_members_9: list[JoinGroupResponseMember]
     n0, = _S1.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -1320,77 +1407,85 @@ def decode_join_group_response_v2(data: bytes, pos: int) -> tuple[JoinGroupRespo
     elif n0 > len(data) - pos:
         raise DecodeError('array Members longer than the frame')
     else:
-        v0_members = []
-        append0 = v0_members.append
+        v_members_9 = []
+        append_10 = v_members_9.append
         for _ in range(n0):
+            v_member_id_11: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field MemberId is null')
             else:
-                v1_member_id = str(data[pos:pos + n1], 'utf-8')
+                v_member_id_11 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_metadata_13: bytes
             n1, = _S1.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Metadata is null')
             else:
-                v1_metadata = data[pos:pos + n1]
+                v_metadata_13 = data[pos:pos + n1]
                 pos += n1
-            append0(JoinGroupResponseMember(v1_member_id, None, v1_metadata))
-    return JoinGroupResponse(v0_throttle_time_ms, v0_error_code, v0_generation_id, None, v0_protocol_name, v0_leader, False, v0_member_id, v0_members), pos
+            append_10(JoinGroupResponseMember(v_member_id_11, None, v_metadata_13))
+    return JoinGroupResponse(v_throttle_time_ms_1, v_error_code_2, v_generation_id_3, None, v_protocol_name_5, v_leader_6, False, v_member_id_8, v_members_9), pos
 
 
 def encode_join_group_response_v2(m: JoinGroupResponse, out: bytearray) -> None:
     out += _S4.pack(m.throttle_time_ms, m.error_code, m.generation_id)
-    x0 = m.protocol_name
-    x0 = x0.encode()
-    out += _S0.pack(len(x0))
-    out += x0
-    x0 = m.leader
-    x0 = x0.encode()
-    out += _S0.pack(len(x0))
-    out += x0
-    x0 = m.member_id
-    x0 = x0.encode()
-    out += _S0.pack(len(x0))
-    out += x0
-    x0 = m.members
-    out += _S1.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.member_id
-        x1 = x1.encode()
-        out += _S0.pack(len(x1))
-        out += x1
-        x1 = e0.metadata
-        out += _S1.pack(len(x1))
-        out += x1
+    x_1 = m.protocol_name
+    if x_1 is None:
+        raise ValueError('ProtocolName cannot be null in version 2')
+    b_2 = x_1.encode()
+    out += _S0.pack(len(b_2))
+    out += b_2
+    x_3 = m.leader
+    b_4 = x_3.encode()
+    out += _S0.pack(len(b_4))
+    out += b_4
+    x_5 = m.member_id
+    b_6 = x_5.encode()
+    out += _S0.pack(len(b_6))
+    out += b_6
+    x_7 = m.members
+    out += _S1.pack(len(x_7))
+    for e_8 in x_7:
+        x_9 = e_8.member_id
+        b_10 = x_9.encode()
+        out += _S0.pack(len(b_10))
+        out += b_10
+        x_11 = e_8.metadata
+        out += _S1.pack(len(x_11))
+        out += x_11
 
 
 def decode_join_group_response_v3(data: bytes, pos: int) -> tuple[JoinGroupResponse, int]:
-    v0_throttle_time_ms, v0_error_code, v0_generation_id = _S4.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2, v_generation_id_3 = _S4.unpack_from(data, pos)
     pos += 10
+    v_protocol_name_5: str | None
     n0, = _S0.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
         raise DecodeError('non-nullable field ProtocolName is null')
     else:
-        v0_protocol_name = str(data[pos:pos + n0], 'utf-8')
+        v_protocol_name_5 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    v_leader_6: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
         raise DecodeError('non-nullable field Leader is null')
     else:
-        v0_leader = str(data[pos:pos + n0], 'utf-8')
+        v_leader_6 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    v_member_id_8: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
         raise DecodeError('non-nullable field MemberId is null')
     else:
-        v0_member_id = str(data[pos:pos + n0], 'utf-8')
+        v_member_id_8 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    v_members_9: list[JoinGroupResponseMember]
     n0, = _S1.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -1398,77 +1493,85 @@ def decode_join_group_response_v3(data: bytes, pos: int) -> tuple[JoinGroupRespo
     elif n0 > len(data) - pos:
         raise DecodeError('array Members longer than the frame')
     else:
-        v0_members = []
-        append0 = v0_members.append
+        v_members_9 = []
+        append_10 = v_members_9.append
         for _ in range(n0):
+            v_member_id_11: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field MemberId is null')
             else:
-                v1_member_id = str(data[pos:pos + n1], 'utf-8')
+                v_member_id_11 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_metadata_13: bytes
             n1, = _S1.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Metadata is null')
             else:
-                v1_metadata = data[pos:pos + n1]
+                v_metadata_13 = data[pos:pos + n1]
                 pos += n1
-            append0(JoinGroupResponseMember(v1_member_id, None, v1_metadata))
-    return JoinGroupResponse(v0_throttle_time_ms, v0_error_code, v0_generation_id, None, v0_protocol_name, v0_leader, False, v0_member_id, v0_members), pos
+            append_10(JoinGroupResponseMember(v_member_id_11, None, v_metadata_13))
+    return JoinGroupResponse(v_throttle_time_ms_1, v_error_code_2, v_generation_id_3, None, v_protocol_name_5, v_leader_6, False, v_member_id_8, v_members_9), pos
 
 
 def encode_join_group_response_v3(m: JoinGroupResponse, out: bytearray) -> None:
     out += _S4.pack(m.throttle_time_ms, m.error_code, m.generation_id)
-    x0 = m.protocol_name
-    x0 = x0.encode()
-    out += _S0.pack(len(x0))
-    out += x0
-    x0 = m.leader
-    x0 = x0.encode()
-    out += _S0.pack(len(x0))
-    out += x0
-    x0 = m.member_id
-    x0 = x0.encode()
-    out += _S0.pack(len(x0))
-    out += x0
-    x0 = m.members
-    out += _S1.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.member_id
-        x1 = x1.encode()
-        out += _S0.pack(len(x1))
-        out += x1
-        x1 = e0.metadata
-        out += _S1.pack(len(x1))
-        out += x1
+    x_1 = m.protocol_name
+    if x_1 is None:
+        raise ValueError('ProtocolName cannot be null in version 3')
+    b_2 = x_1.encode()
+    out += _S0.pack(len(b_2))
+    out += b_2
+    x_3 = m.leader
+    b_4 = x_3.encode()
+    out += _S0.pack(len(b_4))
+    out += b_4
+    x_5 = m.member_id
+    b_6 = x_5.encode()
+    out += _S0.pack(len(b_6))
+    out += b_6
+    x_7 = m.members
+    out += _S1.pack(len(x_7))
+    for e_8 in x_7:
+        x_9 = e_8.member_id
+        b_10 = x_9.encode()
+        out += _S0.pack(len(b_10))
+        out += b_10
+        x_11 = e_8.metadata
+        out += _S1.pack(len(x_11))
+        out += x_11
 
 
 def decode_join_group_response_v4(data: bytes, pos: int) -> tuple[JoinGroupResponse, int]:
-    v0_throttle_time_ms, v0_error_code, v0_generation_id = _S4.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2, v_generation_id_3 = _S4.unpack_from(data, pos)
     pos += 10
+    v_protocol_name_5: str | None
     n0, = _S0.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
         raise DecodeError('non-nullable field ProtocolName is null')
     else:
-        v0_protocol_name = str(data[pos:pos + n0], 'utf-8')
+        v_protocol_name_5 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    v_leader_6: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
         raise DecodeError('non-nullable field Leader is null')
     else:
-        v0_leader = str(data[pos:pos + n0], 'utf-8')
+        v_leader_6 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    v_member_id_8: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
         raise DecodeError('non-nullable field MemberId is null')
     else:
-        v0_member_id = str(data[pos:pos + n0], 'utf-8')
+        v_member_id_8 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    v_members_9: list[JoinGroupResponseMember]
     n0, = _S1.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -1476,77 +1579,85 @@ def decode_join_group_response_v4(data: bytes, pos: int) -> tuple[JoinGroupRespo
     elif n0 > len(data) - pos:
         raise DecodeError('array Members longer than the frame')
     else:
-        v0_members = []
-        append0 = v0_members.append
+        v_members_9 = []
+        append_10 = v_members_9.append
         for _ in range(n0):
+            v_member_id_11: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field MemberId is null')
             else:
-                v1_member_id = str(data[pos:pos + n1], 'utf-8')
+                v_member_id_11 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_metadata_13: bytes
             n1, = _S1.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Metadata is null')
             else:
-                v1_metadata = data[pos:pos + n1]
+                v_metadata_13 = data[pos:pos + n1]
                 pos += n1
-            append0(JoinGroupResponseMember(v1_member_id, None, v1_metadata))
-    return JoinGroupResponse(v0_throttle_time_ms, v0_error_code, v0_generation_id, None, v0_protocol_name, v0_leader, False, v0_member_id, v0_members), pos
+            append_10(JoinGroupResponseMember(v_member_id_11, None, v_metadata_13))
+    return JoinGroupResponse(v_throttle_time_ms_1, v_error_code_2, v_generation_id_3, None, v_protocol_name_5, v_leader_6, False, v_member_id_8, v_members_9), pos
 
 
 def encode_join_group_response_v4(m: JoinGroupResponse, out: bytearray) -> None:
     out += _S4.pack(m.throttle_time_ms, m.error_code, m.generation_id)
-    x0 = m.protocol_name
-    x0 = x0.encode()
-    out += _S0.pack(len(x0))
-    out += x0
-    x0 = m.leader
-    x0 = x0.encode()
-    out += _S0.pack(len(x0))
-    out += x0
-    x0 = m.member_id
-    x0 = x0.encode()
-    out += _S0.pack(len(x0))
-    out += x0
-    x0 = m.members
-    out += _S1.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.member_id
-        x1 = x1.encode()
-        out += _S0.pack(len(x1))
-        out += x1
-        x1 = e0.metadata
-        out += _S1.pack(len(x1))
-        out += x1
+    x_1 = m.protocol_name
+    if x_1 is None:
+        raise ValueError('ProtocolName cannot be null in version 4')
+    b_2 = x_1.encode()
+    out += _S0.pack(len(b_2))
+    out += b_2
+    x_3 = m.leader
+    b_4 = x_3.encode()
+    out += _S0.pack(len(b_4))
+    out += b_4
+    x_5 = m.member_id
+    b_6 = x_5.encode()
+    out += _S0.pack(len(b_6))
+    out += b_6
+    x_7 = m.members
+    out += _S1.pack(len(x_7))
+    for e_8 in x_7:
+        x_9 = e_8.member_id
+        b_10 = x_9.encode()
+        out += _S0.pack(len(b_10))
+        out += b_10
+        x_11 = e_8.metadata
+        out += _S1.pack(len(x_11))
+        out += x_11
 
 
 def decode_join_group_response_v5(data: bytes, pos: int) -> tuple[JoinGroupResponse, int]:
-    v0_throttle_time_ms, v0_error_code, v0_generation_id = _S4.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2, v_generation_id_3 = _S4.unpack_from(data, pos)
     pos += 10
+    v_protocol_name_5: str | None
     n0, = _S0.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
         raise DecodeError('non-nullable field ProtocolName is null')
     else:
-        v0_protocol_name = str(data[pos:pos + n0], 'utf-8')
+        v_protocol_name_5 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    v_leader_6: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
         raise DecodeError('non-nullable field Leader is null')
     else:
-        v0_leader = str(data[pos:pos + n0], 'utf-8')
+        v_leader_6 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    v_member_id_8: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
         raise DecodeError('non-nullable field MemberId is null')
     else:
-        v0_member_id = str(data[pos:pos + n0], 'utf-8')
+        v_member_id_8 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    v_members_9: list[JoinGroupResponseMember]
     n0, = _S1.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -1554,70 +1665,76 @@ def decode_join_group_response_v5(data: bytes, pos: int) -> tuple[JoinGroupRespo
     elif n0 > len(data) - pos:
         raise DecodeError('array Members longer than the frame')
     else:
-        v0_members = []
-        append0 = v0_members.append
+        v_members_9 = []
+        append_10 = v_members_9.append
         for _ in range(n0):
+            v_member_id_11: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field MemberId is null')
             else:
-                v1_member_id = str(data[pos:pos + n1], 'utf-8')
+                v_member_id_11 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_group_instance_id_12: str | None
             n1, = _S0.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
-                v1_group_instance_id = None
+                v_group_instance_id_12 = None
             else:
-                v1_group_instance_id = str(data[pos:pos + n1], 'utf-8')
+                v_group_instance_id_12 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_metadata_13: bytes
             n1, = _S1.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Metadata is null')
             else:
-                v1_metadata = data[pos:pos + n1]
+                v_metadata_13 = data[pos:pos + n1]
                 pos += n1
-            append0(JoinGroupResponseMember(v1_member_id, v1_group_instance_id, v1_metadata))
-    return JoinGroupResponse(v0_throttle_time_ms, v0_error_code, v0_generation_id, None, v0_protocol_name, v0_leader, False, v0_member_id, v0_members), pos
+            append_10(JoinGroupResponseMember(v_member_id_11, v_group_instance_id_12, v_metadata_13))
+    return JoinGroupResponse(v_throttle_time_ms_1, v_error_code_2, v_generation_id_3, None, v_protocol_name_5, v_leader_6, False, v_member_id_8, v_members_9), pos
 
 
 def encode_join_group_response_v5(m: JoinGroupResponse, out: bytearray) -> None:
     out += _S4.pack(m.throttle_time_ms, m.error_code, m.generation_id)
-    x0 = m.protocol_name
-    x0 = x0.encode()
-    out += _S0.pack(len(x0))
-    out += x0
-    x0 = m.leader
-    x0 = x0.encode()
-    out += _S0.pack(len(x0))
-    out += x0
-    x0 = m.member_id
-    x0 = x0.encode()
-    out += _S0.pack(len(x0))
-    out += x0
-    x0 = m.members
-    out += _S1.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.member_id
-        x1 = x1.encode()
-        out += _S0.pack(len(x1))
-        out += x1
-        x1 = e0.group_instance_id
-        if x1 is None:
+    x_1 = m.protocol_name
+    if x_1 is None:
+        raise ValueError('ProtocolName cannot be null in version 5')
+    b_2 = x_1.encode()
+    out += _S0.pack(len(b_2))
+    out += b_2
+    x_3 = m.leader
+    b_4 = x_3.encode()
+    out += _S0.pack(len(b_4))
+    out += b_4
+    x_5 = m.member_id
+    b_6 = x_5.encode()
+    out += _S0.pack(len(b_6))
+    out += b_6
+    x_7 = m.members
+    out += _S1.pack(len(x_7))
+    for e_8 in x_7:
+        x_9 = e_8.member_id
+        b_10 = x_9.encode()
+        out += _S0.pack(len(b_10))
+        out += b_10
+        x_11 = e_8.group_instance_id
+        if x_11 is None:
             out += b'\xff\xff'
         else:
-            x1 = x1.encode()
-            out += _S0.pack(len(x1))
-            out += x1
-        x1 = e0.metadata
-        out += _S1.pack(len(x1))
-        out += x1
+            b_12 = x_11.encode()
+            out += _S0.pack(len(b_12))
+            out += b_12
+        x_13 = e_8.metadata
+        out += _S1.pack(len(x_13))
+        out += x_13
 
 
 def decode_join_group_response_v6(data: bytes, pos: int) -> tuple[JoinGroupResponse, int]:
-    v0_throttle_time_ms, v0_error_code, v0_generation_id = _S4.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2, v_generation_id_3 = _S4.unpack_from(data, pos)
     pos += 10
+    v_protocol_name_5: str | None
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -1627,8 +1744,9 @@ def decode_join_group_response_v6(data: bytes, pos: int) -> tuple[JoinGroupRespo
     if n0 < 0:
         raise DecodeError('non-nullable field ProtocolName is null')
     else:
-        v0_protocol_name = str(data[pos:pos + n0], 'utf-8')
+        v_protocol_name_5 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    v_leader_6: str
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -1638,8 +1756,9 @@ def decode_join_group_response_v6(data: bytes, pos: int) -> tuple[JoinGroupRespo
     if n0 < 0:
         raise DecodeError('non-nullable field Leader is null')
     else:
-        v0_leader = str(data[pos:pos + n0], 'utf-8')
+        v_leader_6 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    v_member_id_8: str
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -1649,8 +1768,9 @@ def decode_join_group_response_v6(data: bytes, pos: int) -> tuple[JoinGroupRespo
     if n0 < 0:
         raise DecodeError('non-nullable field MemberId is null')
     else:
-        v0_member_id = str(data[pos:pos + n0], 'utf-8')
+        v_member_id_8 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    v_members_9: list[JoinGroupResponseMember]
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -1662,9 +1782,10 @@ def decode_join_group_response_v6(data: bytes, pos: int) -> tuple[JoinGroupRespo
     elif n0 > len(data) - pos:
         raise DecodeError('array Members longer than the frame')
     else:
-        v0_members = []
-        append0 = v0_members.append
+        v_members_9 = []
+        append_10 = v_members_9.append
         for _ in range(n0):
+            v_member_id_11: str
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -1674,8 +1795,9 @@ def decode_join_group_response_v6(data: bytes, pos: int) -> tuple[JoinGroupRespo
             if n1 < 0:
                 raise DecodeError('non-nullable field MemberId is null')
             else:
-                v1_member_id = str(data[pos:pos + n1], 'utf-8')
+                v_member_id_11 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_group_instance_id_12: str | None
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -1683,10 +1805,11 @@ def decode_join_group_response_v6(data: bytes, pos: int) -> tuple[JoinGroupRespo
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
-                v1_group_instance_id = None
+                v_group_instance_id_12 = None
             else:
-                v1_group_instance_id = str(data[pos:pos + n1], 'utf-8')
+                v_group_instance_id_12 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_metadata_13: bytes
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -1696,7 +1819,7 @@ def decode_join_group_response_v6(data: bytes, pos: int) -> tuple[JoinGroupRespo
             if n1 < 0:
                 raise DecodeError('non-nullable field Metadata is null')
             else:
-                v1_metadata = data[pos:pos + n1]
+                v_metadata_13 = data[pos:pos + n1]
                 pos += n1
             if data[pos] == 0:
                 pos += 1
@@ -1707,7 +1830,7 @@ def decode_join_group_response_v6(data: bytes, pos: int) -> tuple[JoinGroupRespo
                     size1, pos = read_uvarint(data, pos)
                     end1 = pos + size1
                     pos = end1
-            append0(JoinGroupResponseMember(v1_member_id, v1_group_instance_id, v1_metadata))
+            append_10(JoinGroupResponseMember(v_member_id_11, v_group_instance_id_12, v_metadata_13))
     if data[pos] == 0:
         pos += 1
     else:
@@ -1717,47 +1840,50 @@ def decode_join_group_response_v6(data: bytes, pos: int) -> tuple[JoinGroupRespo
             size0, pos = read_uvarint(data, pos)
             end0 = pos + size0
             pos = end0
-    return JoinGroupResponse(v0_throttle_time_ms, v0_error_code, v0_generation_id, None, v0_protocol_name, v0_leader, False, v0_member_id, v0_members), pos
+    return JoinGroupResponse(v_throttle_time_ms_1, v_error_code_2, v_generation_id_3, None, v_protocol_name_5, v_leader_6, False, v_member_id_8, v_members_9), pos
 
 
 def encode_join_group_response_v6(m: JoinGroupResponse, out: bytearray) -> None:
     out += _S4.pack(m.throttle_time_ms, m.error_code, m.generation_id)
-    x0 = m.protocol_name
-    x0 = x0.encode()
-    write_uvarint(out, len(x0) + 1)
-    out += x0
-    x0 = m.leader
-    x0 = x0.encode()
-    write_uvarint(out, len(x0) + 1)
-    out += x0
-    x0 = m.member_id
-    x0 = x0.encode()
-    write_uvarint(out, len(x0) + 1)
-    out += x0
-    x0 = m.members
-    write_uvarint(out, len(x0) + 1)
-    for e0 in x0:
-        x1 = e0.member_id
-        x1 = x1.encode()
-        write_uvarint(out, len(x1) + 1)
-        out += x1
-        x1 = e0.group_instance_id
-        if x1 is None:
+    x_1 = m.protocol_name
+    if x_1 is None:
+        raise ValueError('ProtocolName cannot be null in version 6')
+    b_2 = x_1.encode()
+    write_uvarint(out, len(b_2) + 1)
+    out += b_2
+    x_3 = m.leader
+    b_4 = x_3.encode()
+    write_uvarint(out, len(b_4) + 1)
+    out += b_4
+    x_5 = m.member_id
+    b_6 = x_5.encode()
+    write_uvarint(out, len(b_6) + 1)
+    out += b_6
+    x_7 = m.members
+    write_uvarint(out, len(x_7) + 1)
+    for e_8 in x_7:
+        x_9 = e_8.member_id
+        b_10 = x_9.encode()
+        write_uvarint(out, len(b_10) + 1)
+        out += b_10
+        x_11 = e_8.group_instance_id
+        if x_11 is None:
             out.append(0)
         else:
-            x1 = x1.encode()
-            write_uvarint(out, len(x1) + 1)
-            out += x1
-        x1 = e0.metadata
-        write_uvarint(out, len(x1) + 1)
-        out += x1
+            b_12 = x_11.encode()
+            write_uvarint(out, len(b_12) + 1)
+            out += b_12
+        x_13 = e_8.metadata
+        write_uvarint(out, len(x_13) + 1)
+        out += x_13
         out.append(0)
     out.append(0)
 
 
 def decode_join_group_response_v7(data: bytes, pos: int) -> tuple[JoinGroupResponse, int]:
-    v0_throttle_time_ms, v0_error_code, v0_generation_id = _S4.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2, v_generation_id_3 = _S4.unpack_from(data, pos)
     pos += 10
+    v_protocol_type_4: str | None
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -1765,10 +1891,11 @@ def decode_join_group_response_v7(data: bytes, pos: int) -> tuple[JoinGroupRespo
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
-        v0_protocol_type = None
+        v_protocol_type_4 = None
     else:
-        v0_protocol_type = str(data[pos:pos + n0], 'utf-8')
+        v_protocol_type_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    v_protocol_name_5: str | None
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -1776,10 +1903,11 @@ def decode_join_group_response_v7(data: bytes, pos: int) -> tuple[JoinGroupRespo
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
-        v0_protocol_name = None
+        v_protocol_name_5 = None
     else:
-        v0_protocol_name = str(data[pos:pos + n0], 'utf-8')
+        v_protocol_name_5 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    v_leader_6: str
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -1789,8 +1917,9 @@ def decode_join_group_response_v7(data: bytes, pos: int) -> tuple[JoinGroupRespo
     if n0 < 0:
         raise DecodeError('non-nullable field Leader is null')
     else:
-        v0_leader = str(data[pos:pos + n0], 'utf-8')
+        v_leader_6 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    v_member_id_8: str
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -1800,8 +1929,9 @@ def decode_join_group_response_v7(data: bytes, pos: int) -> tuple[JoinGroupRespo
     if n0 < 0:
         raise DecodeError('non-nullable field MemberId is null')
     else:
-        v0_member_id = str(data[pos:pos + n0], 'utf-8')
+        v_member_id_8 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    v_members_9: list[JoinGroupResponseMember]
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -1813,9 +1943,10 @@ def decode_join_group_response_v7(data: bytes, pos: int) -> tuple[JoinGroupRespo
     elif n0 > len(data) - pos:
         raise DecodeError('array Members longer than the frame')
     else:
-        v0_members = []
-        append0 = v0_members.append
+        v_members_9 = []
+        append_10 = v_members_9.append
         for _ in range(n0):
+            v_member_id_11: str
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -1825,8 +1956,9 @@ def decode_join_group_response_v7(data: bytes, pos: int) -> tuple[JoinGroupRespo
             if n1 < 0:
                 raise DecodeError('non-nullable field MemberId is null')
             else:
-                v1_member_id = str(data[pos:pos + n1], 'utf-8')
+                v_member_id_11 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_group_instance_id_12: str | None
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -1834,10 +1966,11 @@ def decode_join_group_response_v7(data: bytes, pos: int) -> tuple[JoinGroupRespo
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
-                v1_group_instance_id = None
+                v_group_instance_id_12 = None
             else:
-                v1_group_instance_id = str(data[pos:pos + n1], 'utf-8')
+                v_group_instance_id_12 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_metadata_13: bytes
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -1847,7 +1980,7 @@ def decode_join_group_response_v7(data: bytes, pos: int) -> tuple[JoinGroupRespo
             if n1 < 0:
                 raise DecodeError('non-nullable field Metadata is null')
             else:
-                v1_metadata = data[pos:pos + n1]
+                v_metadata_13 = data[pos:pos + n1]
                 pos += n1
             if data[pos] == 0:
                 pos += 1
@@ -1858,7 +1991,7 @@ def decode_join_group_response_v7(data: bytes, pos: int) -> tuple[JoinGroupRespo
                     size1, pos = read_uvarint(data, pos)
                     end1 = pos + size1
                     pos = end1
-            append0(JoinGroupResponseMember(v1_member_id, v1_group_instance_id, v1_metadata))
+            append_10(JoinGroupResponseMember(v_member_id_11, v_group_instance_id_12, v_metadata_13))
     if data[pos] == 0:
         pos += 1
     else:
@@ -1868,57 +2001,58 @@ def decode_join_group_response_v7(data: bytes, pos: int) -> tuple[JoinGroupRespo
             size0, pos = read_uvarint(data, pos)
             end0 = pos + size0
             pos = end0
-    return JoinGroupResponse(v0_throttle_time_ms, v0_error_code, v0_generation_id, v0_protocol_type, v0_protocol_name, v0_leader, False, v0_member_id, v0_members), pos
+    return JoinGroupResponse(v_throttle_time_ms_1, v_error_code_2, v_generation_id_3, v_protocol_type_4, v_protocol_name_5, v_leader_6, False, v_member_id_8, v_members_9), pos
 
 
 def encode_join_group_response_v7(m: JoinGroupResponse, out: bytearray) -> None:
     out += _S4.pack(m.throttle_time_ms, m.error_code, m.generation_id)
-    x0 = m.protocol_type
-    if x0 is None:
+    x_1 = m.protocol_type
+    if x_1 is None:
         out.append(0)
     else:
-        x0 = x0.encode()
-        write_uvarint(out, len(x0) + 1)
-        out += x0
-    x0 = m.protocol_name
-    if x0 is None:
+        b_2 = x_1.encode()
+        write_uvarint(out, len(b_2) + 1)
+        out += b_2
+    x_3 = m.protocol_name
+    if x_3 is None:
         out.append(0)
     else:
-        x0 = x0.encode()
-        write_uvarint(out, len(x0) + 1)
-        out += x0
-    x0 = m.leader
-    x0 = x0.encode()
-    write_uvarint(out, len(x0) + 1)
-    out += x0
-    x0 = m.member_id
-    x0 = x0.encode()
-    write_uvarint(out, len(x0) + 1)
-    out += x0
-    x0 = m.members
-    write_uvarint(out, len(x0) + 1)
-    for e0 in x0:
-        x1 = e0.member_id
-        x1 = x1.encode()
-        write_uvarint(out, len(x1) + 1)
-        out += x1
-        x1 = e0.group_instance_id
-        if x1 is None:
+        b_4 = x_3.encode()
+        write_uvarint(out, len(b_4) + 1)
+        out += b_4
+    x_5 = m.leader
+    b_6 = x_5.encode()
+    write_uvarint(out, len(b_6) + 1)
+    out += b_6
+    x_7 = m.member_id
+    b_8 = x_7.encode()
+    write_uvarint(out, len(b_8) + 1)
+    out += b_8
+    x_9 = m.members
+    write_uvarint(out, len(x_9) + 1)
+    for e_10 in x_9:
+        x_11 = e_10.member_id
+        b_12 = x_11.encode()
+        write_uvarint(out, len(b_12) + 1)
+        out += b_12
+        x_13 = e_10.group_instance_id
+        if x_13 is None:
             out.append(0)
         else:
-            x1 = x1.encode()
-            write_uvarint(out, len(x1) + 1)
-            out += x1
-        x1 = e0.metadata
-        write_uvarint(out, len(x1) + 1)
-        out += x1
+            b_14 = x_13.encode()
+            write_uvarint(out, len(b_14) + 1)
+            out += b_14
+        x_15 = e_10.metadata
+        write_uvarint(out, len(x_15) + 1)
+        out += x_15
         out.append(0)
     out.append(0)
 
 
 def decode_join_group_response_v8(data: bytes, pos: int) -> tuple[JoinGroupResponse, int]:
-    v0_throttle_time_ms, v0_error_code, v0_generation_id = _S4.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2, v_generation_id_3 = _S4.unpack_from(data, pos)
     pos += 10
+    v_protocol_type_4: str | None
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -1926,10 +2060,11 @@ def decode_join_group_response_v8(data: bytes, pos: int) -> tuple[JoinGroupRespo
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
-        v0_protocol_type = None
+        v_protocol_type_4 = None
     else:
-        v0_protocol_type = str(data[pos:pos + n0], 'utf-8')
+        v_protocol_type_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    v_protocol_name_5: str | None
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -1937,10 +2072,11 @@ def decode_join_group_response_v8(data: bytes, pos: int) -> tuple[JoinGroupRespo
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
-        v0_protocol_name = None
+        v_protocol_name_5 = None
     else:
-        v0_protocol_name = str(data[pos:pos + n0], 'utf-8')
+        v_protocol_name_5 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    v_leader_6: str
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -1950,8 +2086,9 @@ def decode_join_group_response_v8(data: bytes, pos: int) -> tuple[JoinGroupRespo
     if n0 < 0:
         raise DecodeError('non-nullable field Leader is null')
     else:
-        v0_leader = str(data[pos:pos + n0], 'utf-8')
+        v_leader_6 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    v_member_id_8: str
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -1961,8 +2098,9 @@ def decode_join_group_response_v8(data: bytes, pos: int) -> tuple[JoinGroupRespo
     if n0 < 0:
         raise DecodeError('non-nullable field MemberId is null')
     else:
-        v0_member_id = str(data[pos:pos + n0], 'utf-8')
+        v_member_id_8 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    v_members_9: list[JoinGroupResponseMember]
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -1974,9 +2112,10 @@ def decode_join_group_response_v8(data: bytes, pos: int) -> tuple[JoinGroupRespo
     elif n0 > len(data) - pos:
         raise DecodeError('array Members longer than the frame')
     else:
-        v0_members = []
-        append0 = v0_members.append
+        v_members_9 = []
+        append_10 = v_members_9.append
         for _ in range(n0):
+            v_member_id_11: str
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -1986,8 +2125,9 @@ def decode_join_group_response_v8(data: bytes, pos: int) -> tuple[JoinGroupRespo
             if n1 < 0:
                 raise DecodeError('non-nullable field MemberId is null')
             else:
-                v1_member_id = str(data[pos:pos + n1], 'utf-8')
+                v_member_id_11 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_group_instance_id_12: str | None
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -1995,10 +2135,11 @@ def decode_join_group_response_v8(data: bytes, pos: int) -> tuple[JoinGroupRespo
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
-                v1_group_instance_id = None
+                v_group_instance_id_12 = None
             else:
-                v1_group_instance_id = str(data[pos:pos + n1], 'utf-8')
+                v_group_instance_id_12 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_metadata_13: bytes
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -2008,7 +2149,7 @@ def decode_join_group_response_v8(data: bytes, pos: int) -> tuple[JoinGroupRespo
             if n1 < 0:
                 raise DecodeError('non-nullable field Metadata is null')
             else:
-                v1_metadata = data[pos:pos + n1]
+                v_metadata_13 = data[pos:pos + n1]
                 pos += n1
             if data[pos] == 0:
                 pos += 1
@@ -2019,7 +2160,7 @@ def decode_join_group_response_v8(data: bytes, pos: int) -> tuple[JoinGroupRespo
                     size1, pos = read_uvarint(data, pos)
                     end1 = pos + size1
                     pos = end1
-            append0(JoinGroupResponseMember(v1_member_id, v1_group_instance_id, v1_metadata))
+            append_10(JoinGroupResponseMember(v_member_id_11, v_group_instance_id_12, v_metadata_13))
     if data[pos] == 0:
         pos += 1
     else:
@@ -2029,57 +2170,58 @@ def decode_join_group_response_v8(data: bytes, pos: int) -> tuple[JoinGroupRespo
             size0, pos = read_uvarint(data, pos)
             end0 = pos + size0
             pos = end0
-    return JoinGroupResponse(v0_throttle_time_ms, v0_error_code, v0_generation_id, v0_protocol_type, v0_protocol_name, v0_leader, False, v0_member_id, v0_members), pos
+    return JoinGroupResponse(v_throttle_time_ms_1, v_error_code_2, v_generation_id_3, v_protocol_type_4, v_protocol_name_5, v_leader_6, False, v_member_id_8, v_members_9), pos
 
 
 def encode_join_group_response_v8(m: JoinGroupResponse, out: bytearray) -> None:
     out += _S4.pack(m.throttle_time_ms, m.error_code, m.generation_id)
-    x0 = m.protocol_type
-    if x0 is None:
+    x_1 = m.protocol_type
+    if x_1 is None:
         out.append(0)
     else:
-        x0 = x0.encode()
-        write_uvarint(out, len(x0) + 1)
-        out += x0
-    x0 = m.protocol_name
-    if x0 is None:
+        b_2 = x_1.encode()
+        write_uvarint(out, len(b_2) + 1)
+        out += b_2
+    x_3 = m.protocol_name
+    if x_3 is None:
         out.append(0)
     else:
-        x0 = x0.encode()
-        write_uvarint(out, len(x0) + 1)
-        out += x0
-    x0 = m.leader
-    x0 = x0.encode()
-    write_uvarint(out, len(x0) + 1)
-    out += x0
-    x0 = m.member_id
-    x0 = x0.encode()
-    write_uvarint(out, len(x0) + 1)
-    out += x0
-    x0 = m.members
-    write_uvarint(out, len(x0) + 1)
-    for e0 in x0:
-        x1 = e0.member_id
-        x1 = x1.encode()
-        write_uvarint(out, len(x1) + 1)
-        out += x1
-        x1 = e0.group_instance_id
-        if x1 is None:
+        b_4 = x_3.encode()
+        write_uvarint(out, len(b_4) + 1)
+        out += b_4
+    x_5 = m.leader
+    b_6 = x_5.encode()
+    write_uvarint(out, len(b_6) + 1)
+    out += b_6
+    x_7 = m.member_id
+    b_8 = x_7.encode()
+    write_uvarint(out, len(b_8) + 1)
+    out += b_8
+    x_9 = m.members
+    write_uvarint(out, len(x_9) + 1)
+    for e_10 in x_9:
+        x_11 = e_10.member_id
+        b_12 = x_11.encode()
+        write_uvarint(out, len(b_12) + 1)
+        out += b_12
+        x_13 = e_10.group_instance_id
+        if x_13 is None:
             out.append(0)
         else:
-            x1 = x1.encode()
-            write_uvarint(out, len(x1) + 1)
-            out += x1
-        x1 = e0.metadata
-        write_uvarint(out, len(x1) + 1)
-        out += x1
+            b_14 = x_13.encode()
+            write_uvarint(out, len(b_14) + 1)
+            out += b_14
+        x_15 = e_10.metadata
+        write_uvarint(out, len(x_15) + 1)
+        out += x_15
         out.append(0)
     out.append(0)
 
 
 def decode_join_group_response_v9(data: bytes, pos: int) -> tuple[JoinGroupResponse, int]:
-    v0_throttle_time_ms, v0_error_code, v0_generation_id = _S4.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2, v_generation_id_3 = _S4.unpack_from(data, pos)
     pos += 10
+    v_protocol_type_4: str | None
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -2087,10 +2229,11 @@ def decode_join_group_response_v9(data: bytes, pos: int) -> tuple[JoinGroupRespo
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
-        v0_protocol_type = None
+        v_protocol_type_4 = None
     else:
-        v0_protocol_type = str(data[pos:pos + n0], 'utf-8')
+        v_protocol_type_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    v_protocol_name_5: str | None
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -2098,10 +2241,11 @@ def decode_join_group_response_v9(data: bytes, pos: int) -> tuple[JoinGroupRespo
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
-        v0_protocol_name = None
+        v_protocol_name_5 = None
     else:
-        v0_protocol_name = str(data[pos:pos + n0], 'utf-8')
+        v_protocol_name_5 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    v_leader_6: str
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -2111,10 +2255,11 @@ def decode_join_group_response_v9(data: bytes, pos: int) -> tuple[JoinGroupRespo
     if n0 < 0:
         raise DecodeError('non-nullable field Leader is null')
     else:
-        v0_leader = str(data[pos:pos + n0], 'utf-8')
+        v_leader_6 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v0_skip_assignment, = _S5.unpack_from(data, pos)
+    v_skip_assignment_7, = _S5.unpack_from(data, pos)
     pos += 1
+    v_member_id_8: str
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -2124,8 +2269,9 @@ def decode_join_group_response_v9(data: bytes, pos: int) -> tuple[JoinGroupRespo
     if n0 < 0:
         raise DecodeError('non-nullable field MemberId is null')
     else:
-        v0_member_id = str(data[pos:pos + n0], 'utf-8')
+        v_member_id_8 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    v_members_9: list[JoinGroupResponseMember]
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -2137,9 +2283,10 @@ def decode_join_group_response_v9(data: bytes, pos: int) -> tuple[JoinGroupRespo
     elif n0 > len(data) - pos:
         raise DecodeError('array Members longer than the frame')
     else:
-        v0_members = []
-        append0 = v0_members.append
+        v_members_9 = []
+        append_10 = v_members_9.append
         for _ in range(n0):
+            v_member_id_11: str
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -2149,8 +2296,9 @@ def decode_join_group_response_v9(data: bytes, pos: int) -> tuple[JoinGroupRespo
             if n1 < 0:
                 raise DecodeError('non-nullable field MemberId is null')
             else:
-                v1_member_id = str(data[pos:pos + n1], 'utf-8')
+                v_member_id_11 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_group_instance_id_12: str | None
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -2158,10 +2306,11 @@ def decode_join_group_response_v9(data: bytes, pos: int) -> tuple[JoinGroupRespo
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
-                v1_group_instance_id = None
+                v_group_instance_id_12 = None
             else:
-                v1_group_instance_id = str(data[pos:pos + n1], 'utf-8')
+                v_group_instance_id_12 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_metadata_13: bytes
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -2171,7 +2320,7 @@ def decode_join_group_response_v9(data: bytes, pos: int) -> tuple[JoinGroupRespo
             if n1 < 0:
                 raise DecodeError('non-nullable field Metadata is null')
             else:
-                v1_metadata = data[pos:pos + n1]
+                v_metadata_13 = data[pos:pos + n1]
                 pos += n1
             if data[pos] == 0:
                 pos += 1
@@ -2182,7 +2331,7 @@ def decode_join_group_response_v9(data: bytes, pos: int) -> tuple[JoinGroupRespo
                     size1, pos = read_uvarint(data, pos)
                     end1 = pos + size1
                     pos = end1
-            append0(JoinGroupResponseMember(v1_member_id, v1_group_instance_id, v1_metadata))
+            append_10(JoinGroupResponseMember(v_member_id_11, v_group_instance_id_12, v_metadata_13))
     if data[pos] == 0:
         pos += 1
     else:
@@ -2192,50 +2341,50 @@ def decode_join_group_response_v9(data: bytes, pos: int) -> tuple[JoinGroupRespo
             size0, pos = read_uvarint(data, pos)
             end0 = pos + size0
             pos = end0
-    return JoinGroupResponse(v0_throttle_time_ms, v0_error_code, v0_generation_id, v0_protocol_type, v0_protocol_name, v0_leader, v0_skip_assignment, v0_member_id, v0_members), pos
+    return JoinGroupResponse(v_throttle_time_ms_1, v_error_code_2, v_generation_id_3, v_protocol_type_4, v_protocol_name_5, v_leader_6, v_skip_assignment_7, v_member_id_8, v_members_9), pos
 
 
 def encode_join_group_response_v9(m: JoinGroupResponse, out: bytearray) -> None:
     out += _S4.pack(m.throttle_time_ms, m.error_code, m.generation_id)
-    x0 = m.protocol_type
-    if x0 is None:
+    x_1 = m.protocol_type
+    if x_1 is None:
         out.append(0)
     else:
-        x0 = x0.encode()
-        write_uvarint(out, len(x0) + 1)
-        out += x0
-    x0 = m.protocol_name
-    if x0 is None:
+        b_2 = x_1.encode()
+        write_uvarint(out, len(b_2) + 1)
+        out += b_2
+    x_3 = m.protocol_name
+    if x_3 is None:
         out.append(0)
     else:
-        x0 = x0.encode()
-        write_uvarint(out, len(x0) + 1)
-        out += x0
-    x0 = m.leader
-    x0 = x0.encode()
-    write_uvarint(out, len(x0) + 1)
-    out += x0
+        b_4 = x_3.encode()
+        write_uvarint(out, len(b_4) + 1)
+        out += b_4
+    x_5 = m.leader
+    b_6 = x_5.encode()
+    write_uvarint(out, len(b_6) + 1)
+    out += b_6
     out += _S5.pack(m.skip_assignment)
-    x0 = m.member_id
-    x0 = x0.encode()
-    write_uvarint(out, len(x0) + 1)
-    out += x0
-    x0 = m.members
-    write_uvarint(out, len(x0) + 1)
-    for e0 in x0:
-        x1 = e0.member_id
-        x1 = x1.encode()
-        write_uvarint(out, len(x1) + 1)
-        out += x1
-        x1 = e0.group_instance_id
-        if x1 is None:
+    x_7 = m.member_id
+    b_8 = x_7.encode()
+    write_uvarint(out, len(b_8) + 1)
+    out += b_8
+    x_9 = m.members
+    write_uvarint(out, len(x_9) + 1)
+    for e_10 in x_9:
+        x_11 = e_10.member_id
+        b_12 = x_11.encode()
+        write_uvarint(out, len(b_12) + 1)
+        out += b_12
+        x_13 = e_10.group_instance_id
+        if x_13 is None:
             out.append(0)
         else:
-            x1 = x1.encode()
-            write_uvarint(out, len(x1) + 1)
-            out += x1
-        x1 = e0.metadata
-        write_uvarint(out, len(x1) + 1)
-        out += x1
+            b_14 = x_13.encode()
+            write_uvarint(out, len(b_14) + 1)
+            out += b_14
+        x_15 = e_10.metadata
+        write_uvarint(out, len(x_15) + 1)
+        out += x_15
         out.append(0)
     out.append(0)

@@ -43,100 +43,108 @@ class LeaveGroupResponse:
 
 
 def decode_leave_group_request_v0(data: bytes, pos: int) -> tuple[LeaveGroupRequest, int]:
+    v_group_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
         raise DecodeError('non-nullable field GroupId is null')
     else:
-        v0_group_id = str(data[pos:pos + n0], 'utf-8')
+        v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    v_member_id_2: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
         raise DecodeError('non-nullable field MemberId is null')
     else:
-        v0_member_id = str(data[pos:pos + n0], 'utf-8')
+        v_member_id_2 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    return LeaveGroupRequest(v0_group_id, v0_member_id, []), pos
+    return LeaveGroupRequest(v_group_id_1, v_member_id_2, []), pos
 
 
 def encode_leave_group_request_v0(m: LeaveGroupRequest, out: bytearray) -> None:
-    x0 = m.group_id
-    x0 = x0.encode()
-    out += _S0.pack(len(x0))
-    out += x0
-    x0 = m.member_id
-    x0 = x0.encode()
-    out += _S0.pack(len(x0))
-    out += x0
+    x_1 = m.group_id
+    b_2 = x_1.encode()
+    out += _S0.pack(len(b_2))
+    out += b_2
+    x_3 = m.member_id
+    b_4 = x_3.encode()
+    out += _S0.pack(len(b_4))
+    out += b_4
 
 
 def decode_leave_group_request_v1(data: bytes, pos: int) -> tuple[LeaveGroupRequest, int]:
+    v_group_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
         raise DecodeError('non-nullable field GroupId is null')
     else:
-        v0_group_id = str(data[pos:pos + n0], 'utf-8')
+        v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    v_member_id_2: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
         raise DecodeError('non-nullable field MemberId is null')
     else:
-        v0_member_id = str(data[pos:pos + n0], 'utf-8')
+        v_member_id_2 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    return LeaveGroupRequest(v0_group_id, v0_member_id, []), pos
+    return LeaveGroupRequest(v_group_id_1, v_member_id_2, []), pos
 
 
 def encode_leave_group_request_v1(m: LeaveGroupRequest, out: bytearray) -> None:
-    x0 = m.group_id
-    x0 = x0.encode()
-    out += _S0.pack(len(x0))
-    out += x0
-    x0 = m.member_id
-    x0 = x0.encode()
-    out += _S0.pack(len(x0))
-    out += x0
+    x_1 = m.group_id
+    b_2 = x_1.encode()
+    out += _S0.pack(len(b_2))
+    out += b_2
+    x_3 = m.member_id
+    b_4 = x_3.encode()
+    out += _S0.pack(len(b_4))
+    out += b_4
 
 
 def decode_leave_group_request_v2(data: bytes, pos: int) -> tuple[LeaveGroupRequest, int]:
+    v_group_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
         raise DecodeError('non-nullable field GroupId is null')
     else:
-        v0_group_id = str(data[pos:pos + n0], 'utf-8')
+        v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    v_member_id_2: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
         raise DecodeError('non-nullable field MemberId is null')
     else:
-        v0_member_id = str(data[pos:pos + n0], 'utf-8')
+        v_member_id_2 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    return LeaveGroupRequest(v0_group_id, v0_member_id, []), pos
+    return LeaveGroupRequest(v_group_id_1, v_member_id_2, []), pos
 
 
 def encode_leave_group_request_v2(m: LeaveGroupRequest, out: bytearray) -> None:
-    x0 = m.group_id
-    x0 = x0.encode()
-    out += _S0.pack(len(x0))
-    out += x0
-    x0 = m.member_id
-    x0 = x0.encode()
-    out += _S0.pack(len(x0))
-    out += x0
+    x_1 = m.group_id
+    b_2 = x_1.encode()
+    out += _S0.pack(len(b_2))
+    out += b_2
+    x_3 = m.member_id
+    b_4 = x_3.encode()
+    out += _S0.pack(len(b_4))
+    out += b_4
 
 
 def decode_leave_group_request_v3(data: bytes, pos: int) -> tuple[LeaveGroupRequest, int]:
+    v_group_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
         raise DecodeError('non-nullable field GroupId is null')
     else:
-        v0_group_id = str(data[pos:pos + n0], 'utf-8')
+        v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    v_members_3: list[MemberIdentity]
     n0, = _S1.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -144,49 +152,52 @@ def decode_leave_group_request_v3(data: bytes, pos: int) -> tuple[LeaveGroupRequ
     elif n0 > len(data) - pos:
         raise DecodeError('array Members longer than the frame')
     else:
-        v0_members = []
-        append0 = v0_members.append
+        v_members_3 = []
+        append_4 = v_members_3.append
         for _ in range(n0):
+            v_member_id_5: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field MemberId is null')
             else:
-                v1_member_id = str(data[pos:pos + n1], 'utf-8')
+                v_member_id_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_group_instance_id_6: str | None
             n1, = _S0.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
-                v1_group_instance_id = None
+                v_group_instance_id_6 = None
             else:
-                v1_group_instance_id = str(data[pos:pos + n1], 'utf-8')
+                v_group_instance_id_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            append0(MemberIdentity(v1_member_id, v1_group_instance_id, None))
-    return LeaveGroupRequest(v0_group_id, '', v0_members), pos
+            append_4(MemberIdentity(v_member_id_5, v_group_instance_id_6, None))
+    return LeaveGroupRequest(v_group_id_1, '', v_members_3), pos
 
 
 def encode_leave_group_request_v3(m: LeaveGroupRequest, out: bytearray) -> None:
-    x0 = m.group_id
-    x0 = x0.encode()
-    out += _S0.pack(len(x0))
-    out += x0
-    x0 = m.members
-    out += _S1.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.member_id
-        x1 = x1.encode()
-        out += _S0.pack(len(x1))
-        out += x1
-        x1 = e0.group_instance_id
-        if x1 is None:
+    x_1 = m.group_id
+    b_2 = x_1.encode()
+    out += _S0.pack(len(b_2))
+    out += b_2
+    x_3 = m.members
+    out += _S1.pack(len(x_3))
+    for e_4 in x_3:
+        x_5 = e_4.member_id
+        b_6 = x_5.encode()
+        out += _S0.pack(len(b_6))
+        out += b_6
+        x_7 = e_4.group_instance_id
+        if x_7 is None:
             out += b'\xff\xff'
         else:
-            x1 = x1.encode()
-            out += _S0.pack(len(x1))
-            out += x1
+            b_8 = x_7.encode()
+            out += _S0.pack(len(b_8))
+            out += b_8
 
 
 def decode_leave_group_request_v4(data: bytes, pos: int) -> tuple[LeaveGroupRequest, int]:
+    v_group_id_1: str
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -196,8 +207,9 @@ def decode_leave_group_request_v4(data: bytes, pos: int) -> tuple[LeaveGroupRequ
     if n0 < 0:
         raise DecodeError('non-nullable field GroupId is null')
     else:
-        v0_group_id = str(data[pos:pos + n0], 'utf-8')
+        v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    v_members_3: list[MemberIdentity]
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -209,9 +221,10 @@ def decode_leave_group_request_v4(data: bytes, pos: int) -> tuple[LeaveGroupRequ
     elif n0 > len(data) - pos:
         raise DecodeError('array Members longer than the frame')
     else:
-        v0_members = []
-        append0 = v0_members.append
+        v_members_3 = []
+        append_4 = v_members_3.append
         for _ in range(n0):
+            v_member_id_5: str
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -221,8 +234,9 @@ def decode_leave_group_request_v4(data: bytes, pos: int) -> tuple[LeaveGroupRequ
             if n1 < 0:
                 raise DecodeError('non-nullable field MemberId is null')
             else:
-                v1_member_id = str(data[pos:pos + n1], 'utf-8')
+                v_member_id_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_group_instance_id_6: str | None
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -230,9 +244,9 @@ def decode_leave_group_request_v4(data: bytes, pos: int) -> tuple[LeaveGroupRequ
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
-                v1_group_instance_id = None
+                v_group_instance_id_6 = None
             else:
-                v1_group_instance_id = str(data[pos:pos + n1], 'utf-8')
+                v_group_instance_id_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
             if data[pos] == 0:
                 pos += 1
@@ -243,7 +257,7 @@ def decode_leave_group_request_v4(data: bytes, pos: int) -> tuple[LeaveGroupRequ
                     size1, pos = read_uvarint(data, pos)
                     end1 = pos + size1
                     pos = end1
-            append0(MemberIdentity(v1_member_id, v1_group_instance_id, None))
+            append_4(MemberIdentity(v_member_id_5, v_group_instance_id_6, None))
     if data[pos] == 0:
         pos += 1
     else:
@@ -253,33 +267,34 @@ def decode_leave_group_request_v4(data: bytes, pos: int) -> tuple[LeaveGroupRequ
             size0, pos = read_uvarint(data, pos)
             end0 = pos + size0
             pos = end0
-    return LeaveGroupRequest(v0_group_id, '', v0_members), pos
+    return LeaveGroupRequest(v_group_id_1, '', v_members_3), pos
 
 
 def encode_leave_group_request_v4(m: LeaveGroupRequest, out: bytearray) -> None:
-    x0 = m.group_id
-    x0 = x0.encode()
-    write_uvarint(out, len(x0) + 1)
-    out += x0
-    x0 = m.members
-    write_uvarint(out, len(x0) + 1)
-    for e0 in x0:
-        x1 = e0.member_id
-        x1 = x1.encode()
-        write_uvarint(out, len(x1) + 1)
-        out += x1
-        x1 = e0.group_instance_id
-        if x1 is None:
+    x_1 = m.group_id
+    b_2 = x_1.encode()
+    write_uvarint(out, len(b_2) + 1)
+    out += b_2
+    x_3 = m.members
+    write_uvarint(out, len(x_3) + 1)
+    for e_4 in x_3:
+        x_5 = e_4.member_id
+        b_6 = x_5.encode()
+        write_uvarint(out, len(b_6) + 1)
+        out += b_6
+        x_7 = e_4.group_instance_id
+        if x_7 is None:
             out.append(0)
         else:
-            x1 = x1.encode()
-            write_uvarint(out, len(x1) + 1)
-            out += x1
+            b_8 = x_7.encode()
+            write_uvarint(out, len(b_8) + 1)
+            out += b_8
         out.append(0)
     out.append(0)
 
 
 def decode_leave_group_request_v5(data: bytes, pos: int) -> tuple[LeaveGroupRequest, int]:
+    v_group_id_1: str
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -289,8 +304,9 @@ def decode_leave_group_request_v5(data: bytes, pos: int) -> tuple[LeaveGroupRequ
     if n0 < 0:
         raise DecodeError('non-nullable field GroupId is null')
     else:
-        v0_group_id = str(data[pos:pos + n0], 'utf-8')
+        v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    v_members_3: list[MemberIdentity]
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -302,9 +318,10 @@ def decode_leave_group_request_v5(data: bytes, pos: int) -> tuple[LeaveGroupRequ
     elif n0 > len(data) - pos:
         raise DecodeError('array Members longer than the frame')
     else:
-        v0_members = []
-        append0 = v0_members.append
+        v_members_3 = []
+        append_4 = v_members_3.append
         for _ in range(n0):
+            v_member_id_5: str
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -314,8 +331,9 @@ def decode_leave_group_request_v5(data: bytes, pos: int) -> tuple[LeaveGroupRequ
             if n1 < 0:
                 raise DecodeError('non-nullable field MemberId is null')
             else:
-                v1_member_id = str(data[pos:pos + n1], 'utf-8')
+                v_member_id_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_group_instance_id_6: str | None
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -323,10 +341,11 @@ def decode_leave_group_request_v5(data: bytes, pos: int) -> tuple[LeaveGroupRequ
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
-                v1_group_instance_id = None
+                v_group_instance_id_6 = None
             else:
-                v1_group_instance_id = str(data[pos:pos + n1], 'utf-8')
+                v_group_instance_id_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_reason_7: str | None
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -334,9 +353,9 @@ def decode_leave_group_request_v5(data: bytes, pos: int) -> tuple[LeaveGroupRequ
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
-                v1_reason = None
+                v_reason_7 = None
             else:
-                v1_reason = str(data[pos:pos + n1], 'utf-8')
+                v_reason_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
             if data[pos] == 0:
                 pos += 1
@@ -347,7 +366,7 @@ def decode_leave_group_request_v5(data: bytes, pos: int) -> tuple[LeaveGroupRequ
                     size1, pos = read_uvarint(data, pos)
                     end1 = pos + size1
                     pos = end1
-            append0(MemberIdentity(v1_member_id, v1_group_instance_id, v1_reason))
+            append_4(MemberIdentity(v_member_id_5, v_group_instance_id_6, v_reason_7))
     if data[pos] == 0:
         pos += 1
     else:
@@ -357,43 +376,43 @@ def decode_leave_group_request_v5(data: bytes, pos: int) -> tuple[LeaveGroupRequ
             size0, pos = read_uvarint(data, pos)
             end0 = pos + size0
             pos = end0
-    return LeaveGroupRequest(v0_group_id, '', v0_members), pos
+    return LeaveGroupRequest(v_group_id_1, '', v_members_3), pos
 
 
 def encode_leave_group_request_v5(m: LeaveGroupRequest, out: bytearray) -> None:
-    x0 = m.group_id
-    x0 = x0.encode()
-    write_uvarint(out, len(x0) + 1)
-    out += x0
-    x0 = m.members
-    write_uvarint(out, len(x0) + 1)
-    for e0 in x0:
-        x1 = e0.member_id
-        x1 = x1.encode()
-        write_uvarint(out, len(x1) + 1)
-        out += x1
-        x1 = e0.group_instance_id
-        if x1 is None:
+    x_1 = m.group_id
+    b_2 = x_1.encode()
+    write_uvarint(out, len(b_2) + 1)
+    out += b_2
+    x_3 = m.members
+    write_uvarint(out, len(x_3) + 1)
+    for e_4 in x_3:
+        x_5 = e_4.member_id
+        b_6 = x_5.encode()
+        write_uvarint(out, len(b_6) + 1)
+        out += b_6
+        x_7 = e_4.group_instance_id
+        if x_7 is None:
             out.append(0)
         else:
-            x1 = x1.encode()
-            write_uvarint(out, len(x1) + 1)
-            out += x1
-        x1 = e0.reason
-        if x1 is None:
+            b_8 = x_7.encode()
+            write_uvarint(out, len(b_8) + 1)
+            out += b_8
+        x_9 = e_4.reason
+        if x_9 is None:
             out.append(0)
         else:
-            x1 = x1.encode()
-            write_uvarint(out, len(x1) + 1)
-            out += x1
+            b_10 = x_9.encode()
+            write_uvarint(out, len(b_10) + 1)
+            out += b_10
         out.append(0)
     out.append(0)
 
 
 def decode_leave_group_response_v0(data: bytes, pos: int) -> tuple[LeaveGroupResponse, int]:
-    v0_error_code, = _S0.unpack_from(data, pos)
+    v_error_code_2, = _S0.unpack_from(data, pos)
     pos += 2
-    return LeaveGroupResponse(0, v0_error_code, []), pos
+    return LeaveGroupResponse(0, v_error_code_2, []), pos
 
 
 def encode_leave_group_response_v0(m: LeaveGroupResponse, out: bytearray) -> None:
@@ -401,9 +420,9 @@ def encode_leave_group_response_v0(m: LeaveGroupResponse, out: bytearray) -> Non
 
 
 def decode_leave_group_response_v1(data: bytes, pos: int) -> tuple[LeaveGroupResponse, int]:
-    v0_throttle_time_ms, v0_error_code = _S2.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2 = _S2.unpack_from(data, pos)
     pos += 6
-    return LeaveGroupResponse(v0_throttle_time_ms, v0_error_code, []), pos
+    return LeaveGroupResponse(v_throttle_time_ms_1, v_error_code_2, []), pos
 
 
 def encode_leave_group_response_v1(m: LeaveGroupResponse, out: bytearray) -> None:
@@ -411,9 +430,9 @@ def encode_leave_group_response_v1(m: LeaveGroupResponse, out: bytearray) -> Non
 
 
 def decode_leave_group_response_v2(data: bytes, pos: int) -> tuple[LeaveGroupResponse, int]:
-    v0_throttle_time_ms, v0_error_code = _S2.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2 = _S2.unpack_from(data, pos)
     pos += 6
-    return LeaveGroupResponse(v0_throttle_time_ms, v0_error_code, []), pos
+    return LeaveGroupResponse(v_throttle_time_ms_1, v_error_code_2, []), pos
 
 
 def encode_leave_group_response_v2(m: LeaveGroupResponse, out: bytearray) -> None:
@@ -421,8 +440,9 @@ def encode_leave_group_response_v2(m: LeaveGroupResponse, out: bytearray) -> Non
 
 
 def decode_leave_group_response_v3(data: bytes, pos: int) -> tuple[LeaveGroupResponse, int]:
-    v0_throttle_time_ms, v0_error_code = _S2.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2 = _S2.unpack_from(data, pos)
     pos += 6
+    v_members_3: list[MemberResponse]
     n0, = _S1.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -430,51 +450,54 @@ def decode_leave_group_response_v3(data: bytes, pos: int) -> tuple[LeaveGroupRes
     elif n0 > len(data) - pos:
         raise DecodeError('array Members longer than the frame')
     else:
-        v0_members = []
-        append0 = v0_members.append
+        v_members_3 = []
+        append_4 = v_members_3.append
         for _ in range(n0):
+            v_member_id_5: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field MemberId is null')
             else:
-                v1_member_id = str(data[pos:pos + n1], 'utf-8')
+                v_member_id_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_group_instance_id_6: str | None
             n1, = _S0.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
-                v1_group_instance_id = None
+                v_group_instance_id_6 = None
             else:
-                v1_group_instance_id = str(data[pos:pos + n1], 'utf-8')
+                v_group_instance_id_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v1_error_code, = _S0.unpack_from(data, pos)
+            v_error_code_7, = _S0.unpack_from(data, pos)
             pos += 2
-            append0(MemberResponse(v1_member_id, v1_group_instance_id, v1_error_code))
-    return LeaveGroupResponse(v0_throttle_time_ms, v0_error_code, v0_members), pos
+            append_4(MemberResponse(v_member_id_5, v_group_instance_id_6, v_error_code_7))
+    return LeaveGroupResponse(v_throttle_time_ms_1, v_error_code_2, v_members_3), pos
 
 
 def encode_leave_group_response_v3(m: LeaveGroupResponse, out: bytearray) -> None:
     out += _S2.pack(m.throttle_time_ms, m.error_code)
-    x0 = m.members
-    out += _S1.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.member_id
-        x1 = x1.encode()
-        out += _S0.pack(len(x1))
-        out += x1
-        x1 = e0.group_instance_id
-        if x1 is None:
+    x_1 = m.members
+    out += _S1.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2.member_id
+        b_4 = x_3.encode()
+        out += _S0.pack(len(b_4))
+        out += b_4
+        x_5 = e_2.group_instance_id
+        if x_5 is None:
             out += b'\xff\xff'
         else:
-            x1 = x1.encode()
-            out += _S0.pack(len(x1))
-            out += x1
-        out += _S0.pack(e0.error_code)
+            b_6 = x_5.encode()
+            out += _S0.pack(len(b_6))
+            out += b_6
+        out += _S0.pack(e_2.error_code)
 
 
 def decode_leave_group_response_v4(data: bytes, pos: int) -> tuple[LeaveGroupResponse, int]:
-    v0_throttle_time_ms, v0_error_code = _S2.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2 = _S2.unpack_from(data, pos)
     pos += 6
+    v_members_3: list[MemberResponse]
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -486,9 +509,10 @@ def decode_leave_group_response_v4(data: bytes, pos: int) -> tuple[LeaveGroupRes
     elif n0 > len(data) - pos:
         raise DecodeError('array Members longer than the frame')
     else:
-        v0_members = []
-        append0 = v0_members.append
+        v_members_3 = []
+        append_4 = v_members_3.append
         for _ in range(n0):
+            v_member_id_5: str
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -498,8 +522,9 @@ def decode_leave_group_response_v4(data: bytes, pos: int) -> tuple[LeaveGroupRes
             if n1 < 0:
                 raise DecodeError('non-nullable field MemberId is null')
             else:
-                v1_member_id = str(data[pos:pos + n1], 'utf-8')
+                v_member_id_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_group_instance_id_6: str | None
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -507,11 +532,11 @@ def decode_leave_group_response_v4(data: bytes, pos: int) -> tuple[LeaveGroupRes
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
-                v1_group_instance_id = None
+                v_group_instance_id_6 = None
             else:
-                v1_group_instance_id = str(data[pos:pos + n1], 'utf-8')
+                v_group_instance_id_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v1_error_code, = _S0.unpack_from(data, pos)
+            v_error_code_7, = _S0.unpack_from(data, pos)
             pos += 2
             if data[pos] == 0:
                 pos += 1
@@ -522,7 +547,7 @@ def decode_leave_group_response_v4(data: bytes, pos: int) -> tuple[LeaveGroupRes
                     size1, pos = read_uvarint(data, pos)
                     end1 = pos + size1
                     pos = end1
-            append0(MemberResponse(v1_member_id, v1_group_instance_id, v1_error_code))
+            append_4(MemberResponse(v_member_id_5, v_group_instance_id_6, v_error_code_7))
     if data[pos] == 0:
         pos += 1
     else:
@@ -532,33 +557,34 @@ def decode_leave_group_response_v4(data: bytes, pos: int) -> tuple[LeaveGroupRes
             size0, pos = read_uvarint(data, pos)
             end0 = pos + size0
             pos = end0
-    return LeaveGroupResponse(v0_throttle_time_ms, v0_error_code, v0_members), pos
+    return LeaveGroupResponse(v_throttle_time_ms_1, v_error_code_2, v_members_3), pos
 
 
 def encode_leave_group_response_v4(m: LeaveGroupResponse, out: bytearray) -> None:
     out += _S2.pack(m.throttle_time_ms, m.error_code)
-    x0 = m.members
-    write_uvarint(out, len(x0) + 1)
-    for e0 in x0:
-        x1 = e0.member_id
-        x1 = x1.encode()
-        write_uvarint(out, len(x1) + 1)
-        out += x1
-        x1 = e0.group_instance_id
-        if x1 is None:
+    x_1 = m.members
+    write_uvarint(out, len(x_1) + 1)
+    for e_2 in x_1:
+        x_3 = e_2.member_id
+        b_4 = x_3.encode()
+        write_uvarint(out, len(b_4) + 1)
+        out += b_4
+        x_5 = e_2.group_instance_id
+        if x_5 is None:
             out.append(0)
         else:
-            x1 = x1.encode()
-            write_uvarint(out, len(x1) + 1)
-            out += x1
-        out += _S0.pack(e0.error_code)
+            b_6 = x_5.encode()
+            write_uvarint(out, len(b_6) + 1)
+            out += b_6
+        out += _S0.pack(e_2.error_code)
         out.append(0)
     out.append(0)
 
 
 def decode_leave_group_response_v5(data: bytes, pos: int) -> tuple[LeaveGroupResponse, int]:
-    v0_throttle_time_ms, v0_error_code = _S2.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2 = _S2.unpack_from(data, pos)
     pos += 6
+    v_members_3: list[MemberResponse]
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -570,9 +596,10 @@ def decode_leave_group_response_v5(data: bytes, pos: int) -> tuple[LeaveGroupRes
     elif n0 > len(data) - pos:
         raise DecodeError('array Members longer than the frame')
     else:
-        v0_members = []
-        append0 = v0_members.append
+        v_members_3 = []
+        append_4 = v_members_3.append
         for _ in range(n0):
+            v_member_id_5: str
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -582,8 +609,9 @@ def decode_leave_group_response_v5(data: bytes, pos: int) -> tuple[LeaveGroupRes
             if n1 < 0:
                 raise DecodeError('non-nullable field MemberId is null')
             else:
-                v1_member_id = str(data[pos:pos + n1], 'utf-8')
+                v_member_id_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_group_instance_id_6: str | None
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -591,11 +619,11 @@ def decode_leave_group_response_v5(data: bytes, pos: int) -> tuple[LeaveGroupRes
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
-                v1_group_instance_id = None
+                v_group_instance_id_6 = None
             else:
-                v1_group_instance_id = str(data[pos:pos + n1], 'utf-8')
+                v_group_instance_id_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v1_error_code, = _S0.unpack_from(data, pos)
+            v_error_code_7, = _S0.unpack_from(data, pos)
             pos += 2
             if data[pos] == 0:
                 pos += 1
@@ -606,7 +634,7 @@ def decode_leave_group_response_v5(data: bytes, pos: int) -> tuple[LeaveGroupRes
                     size1, pos = read_uvarint(data, pos)
                     end1 = pos + size1
                     pos = end1
-            append0(MemberResponse(v1_member_id, v1_group_instance_id, v1_error_code))
+            append_4(MemberResponse(v_member_id_5, v_group_instance_id_6, v_error_code_7))
     if data[pos] == 0:
         pos += 1
     else:
@@ -616,25 +644,25 @@ def decode_leave_group_response_v5(data: bytes, pos: int) -> tuple[LeaveGroupRes
             size0, pos = read_uvarint(data, pos)
             end0 = pos + size0
             pos = end0
-    return LeaveGroupResponse(v0_throttle_time_ms, v0_error_code, v0_members), pos
+    return LeaveGroupResponse(v_throttle_time_ms_1, v_error_code_2, v_members_3), pos
 
 
 def encode_leave_group_response_v5(m: LeaveGroupResponse, out: bytearray) -> None:
     out += _S2.pack(m.throttle_time_ms, m.error_code)
-    x0 = m.members
-    write_uvarint(out, len(x0) + 1)
-    for e0 in x0:
-        x1 = e0.member_id
-        x1 = x1.encode()
-        write_uvarint(out, len(x1) + 1)
-        out += x1
-        x1 = e0.group_instance_id
-        if x1 is None:
+    x_1 = m.members
+    write_uvarint(out, len(x_1) + 1)
+    for e_2 in x_1:
+        x_3 = e_2.member_id
+        b_4 = x_3.encode()
+        write_uvarint(out, len(b_4) + 1)
+        out += b_4
+        x_5 = e_2.group_instance_id
+        if x_5 is None:
             out.append(0)
         else:
-            x1 = x1.encode()
-            write_uvarint(out, len(x1) + 1)
-            out += x1
-        out += _S0.pack(e0.error_code)
+            b_6 = x_5.encode()
+            write_uvarint(out, len(b_6) + 1)
+            out += b_6
+        out += _S0.pack(e_2.error_code)
         out.append(0)
     out.append(0)

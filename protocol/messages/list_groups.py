@@ -77,6 +77,7 @@ def encode_list_groups_request_v3(m: ListGroupsRequest, out: bytearray) -> None:
 
 
 def decode_list_groups_request_v4(data: bytes, pos: int) -> tuple[ListGroupsRequest, int]:
+    v_states_filter_1: list[str]
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -88,9 +89,10 @@ def decode_list_groups_request_v4(data: bytes, pos: int) -> tuple[ListGroupsRequ
     elif n0 > len(data) - pos:
         raise DecodeError('array StatesFilter longer than the frame')
     else:
-        v0_states_filter = []
-        append0 = v0_states_filter.append
+        v_states_filter_1 = []
+        append_3 = v_states_filter_1.append
         for _ in range(n0):
+            e_4: str
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -100,9 +102,9 @@ def decode_list_groups_request_v4(data: bytes, pos: int) -> tuple[ListGroupsRequ
             if n1 < 0:
                 raise DecodeError('non-nullable field StatesFilter[] is null')
             else:
-                e0 = str(data[pos:pos + n1], 'utf-8')
+                e_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            append0(e0)
+            append_3(e_4)
     if data[pos] == 0:
         pos += 1
     else:
@@ -112,21 +114,22 @@ def decode_list_groups_request_v4(data: bytes, pos: int) -> tuple[ListGroupsRequ
             size0, pos = read_uvarint(data, pos)
             end0 = pos + size0
             pos = end0
-    return ListGroupsRequest(v0_states_filter, []), pos
+    return ListGroupsRequest(v_states_filter_1, []), pos
 
 
 def encode_list_groups_request_v4(m: ListGroupsRequest, out: bytearray) -> None:
-    x0 = m.states_filter
-    write_uvarint(out, len(x0) + 1)
-    for e0 in x0:
-        x1 = e0
-        x1 = x1.encode()
-        write_uvarint(out, len(x1) + 1)
-        out += x1
+    x_1 = m.states_filter
+    write_uvarint(out, len(x_1) + 1)
+    for e_2 in x_1:
+        x_3 = e_2
+        b_4 = x_3.encode()
+        write_uvarint(out, len(b_4) + 1)
+        out += b_4
     out.append(0)
 
 
 def decode_list_groups_request_v5(data: bytes, pos: int) -> tuple[ListGroupsRequest, int]:
+    v_states_filter_1: list[str]
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -138,9 +141,10 @@ def decode_list_groups_request_v5(data: bytes, pos: int) -> tuple[ListGroupsRequ
     elif n0 > len(data) - pos:
         raise DecodeError('array StatesFilter longer than the frame')
     else:
-        v0_states_filter = []
-        append0 = v0_states_filter.append
+        v_states_filter_1 = []
+        append_3 = v_states_filter_1.append
         for _ in range(n0):
+            e_4: str
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -150,9 +154,10 @@ def decode_list_groups_request_v5(data: bytes, pos: int) -> tuple[ListGroupsRequ
             if n1 < 0:
                 raise DecodeError('non-nullable field StatesFilter[] is null')
             else:
-                e0 = str(data[pos:pos + n1], 'utf-8')
+                e_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            append0(e0)
+            append_3(e_4)
+    v_types_filter_2: list[str]
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -164,9 +169,10 @@ def decode_list_groups_request_v5(data: bytes, pos: int) -> tuple[ListGroupsRequ
     elif n0 > len(data) - pos:
         raise DecodeError('array TypesFilter longer than the frame')
     else:
-        v0_types_filter = []
-        append0 = v0_types_filter.append
+        v_types_filter_2 = []
+        append_5 = v_types_filter_2.append
         for _ in range(n0):
+            e_6: str
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -176,9 +182,9 @@ def decode_list_groups_request_v5(data: bytes, pos: int) -> tuple[ListGroupsRequ
             if n1 < 0:
                 raise DecodeError('non-nullable field TypesFilter[] is null')
             else:
-                e0 = str(data[pos:pos + n1], 'utf-8')
+                e_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            append0(e0)
+            append_5(e_6)
     if data[pos] == 0:
         pos += 1
     else:
@@ -188,30 +194,31 @@ def decode_list_groups_request_v5(data: bytes, pos: int) -> tuple[ListGroupsRequ
             size0, pos = read_uvarint(data, pos)
             end0 = pos + size0
             pos = end0
-    return ListGroupsRequest(v0_states_filter, v0_types_filter), pos
+    return ListGroupsRequest(v_states_filter_1, v_types_filter_2), pos
 
 
 def encode_list_groups_request_v5(m: ListGroupsRequest, out: bytearray) -> None:
-    x0 = m.states_filter
-    write_uvarint(out, len(x0) + 1)
-    for e0 in x0:
-        x1 = e0
-        x1 = x1.encode()
-        write_uvarint(out, len(x1) + 1)
-        out += x1
-    x0 = m.types_filter
-    write_uvarint(out, len(x0) + 1)
-    for e0 in x0:
-        x1 = e0
-        x1 = x1.encode()
-        write_uvarint(out, len(x1) + 1)
-        out += x1
+    x_1 = m.states_filter
+    write_uvarint(out, len(x_1) + 1)
+    for e_2 in x_1:
+        x_3 = e_2
+        b_4 = x_3.encode()
+        write_uvarint(out, len(b_4) + 1)
+        out += b_4
+    x_5 = m.types_filter
+    write_uvarint(out, len(x_5) + 1)
+    for e_6 in x_5:
+        x_7 = e_6
+        b_8 = x_7.encode()
+        write_uvarint(out, len(b_8) + 1)
+        out += b_8
     out.append(0)
 
 
 def decode_list_groups_response_v0(data: bytes, pos: int) -> tuple[ListGroupsResponse, int]:
-    v0_error_code, = _S0.unpack_from(data, pos)
+    v_error_code_2, = _S0.unpack_from(data, pos)
     pos += 2
+    v_groups_3: list[ListedGroup]
     n0, = _S1.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -219,45 +226,48 @@ def decode_list_groups_response_v0(data: bytes, pos: int) -> tuple[ListGroupsRes
     elif n0 > len(data) - pos:
         raise DecodeError('array Groups longer than the frame')
     else:
-        v0_groups = []
-        append0 = v0_groups.append
+        v_groups_3 = []
+        append_4 = v_groups_3.append
         for _ in range(n0):
+            v_group_id_5: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field GroupId is null')
             else:
-                v1_group_id = str(data[pos:pos + n1], 'utf-8')
+                v_group_id_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_protocol_type_6: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field ProtocolType is null')
             else:
-                v1_protocol_type = str(data[pos:pos + n1], 'utf-8')
+                v_protocol_type_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            append0(ListedGroup(v1_group_id, v1_protocol_type, '', ''))
-    return ListGroupsResponse(0, v0_error_code, v0_groups), pos
+            append_4(ListedGroup(v_group_id_5, v_protocol_type_6, '', ''))
+    return ListGroupsResponse(0, v_error_code_2, v_groups_3), pos
 
 
 def encode_list_groups_response_v0(m: ListGroupsResponse, out: bytearray) -> None:
     out += _S0.pack(m.error_code)
-    x0 = m.groups
-    out += _S1.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.group_id
-        x1 = x1.encode()
-        out += _S0.pack(len(x1))
-        out += x1
-        x1 = e0.protocol_type
-        x1 = x1.encode()
-        out += _S0.pack(len(x1))
-        out += x1
+    x_1 = m.groups
+    out += _S1.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2.group_id
+        b_4 = x_3.encode()
+        out += _S0.pack(len(b_4))
+        out += b_4
+        x_5 = e_2.protocol_type
+        b_6 = x_5.encode()
+        out += _S0.pack(len(b_6))
+        out += b_6
 
 
 def decode_list_groups_response_v1(data: bytes, pos: int) -> tuple[ListGroupsResponse, int]:
-    v0_throttle_time_ms, v0_error_code = _S2.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2 = _S2.unpack_from(data, pos)
     pos += 6
+    v_groups_3: list[ListedGroup]
     n0, = _S1.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -265,45 +275,48 @@ def decode_list_groups_response_v1(data: bytes, pos: int) -> tuple[ListGroupsRes
     elif n0 > len(data) - pos:
         raise DecodeError('array Groups longer than the frame')
     else:
-        v0_groups = []
-        append0 = v0_groups.append
+        v_groups_3 = []
+        append_4 = v_groups_3.append
         for _ in range(n0):
+            v_group_id_5: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field GroupId is null')
             else:
-                v1_group_id = str(data[pos:pos + n1], 'utf-8')
+                v_group_id_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_protocol_type_6: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field ProtocolType is null')
             else:
-                v1_protocol_type = str(data[pos:pos + n1], 'utf-8')
+                v_protocol_type_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            append0(ListedGroup(v1_group_id, v1_protocol_type, '', ''))
-    return ListGroupsResponse(v0_throttle_time_ms, v0_error_code, v0_groups), pos
+            append_4(ListedGroup(v_group_id_5, v_protocol_type_6, '', ''))
+    return ListGroupsResponse(v_throttle_time_ms_1, v_error_code_2, v_groups_3), pos
 
 
 def encode_list_groups_response_v1(m: ListGroupsResponse, out: bytearray) -> None:
     out += _S2.pack(m.throttle_time_ms, m.error_code)
-    x0 = m.groups
-    out += _S1.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.group_id
-        x1 = x1.encode()
-        out += _S0.pack(len(x1))
-        out += x1
-        x1 = e0.protocol_type
-        x1 = x1.encode()
-        out += _S0.pack(len(x1))
-        out += x1
+    x_1 = m.groups
+    out += _S1.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2.group_id
+        b_4 = x_3.encode()
+        out += _S0.pack(len(b_4))
+        out += b_4
+        x_5 = e_2.protocol_type
+        b_6 = x_5.encode()
+        out += _S0.pack(len(b_6))
+        out += b_6
 
 
 def decode_list_groups_response_v2(data: bytes, pos: int) -> tuple[ListGroupsResponse, int]:
-    v0_throttle_time_ms, v0_error_code = _S2.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2 = _S2.unpack_from(data, pos)
     pos += 6
+    v_groups_3: list[ListedGroup]
     n0, = _S1.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -311,45 +324,48 @@ def decode_list_groups_response_v2(data: bytes, pos: int) -> tuple[ListGroupsRes
     elif n0 > len(data) - pos:
         raise DecodeError('array Groups longer than the frame')
     else:
-        v0_groups = []
-        append0 = v0_groups.append
+        v_groups_3 = []
+        append_4 = v_groups_3.append
         for _ in range(n0):
+            v_group_id_5: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field GroupId is null')
             else:
-                v1_group_id = str(data[pos:pos + n1], 'utf-8')
+                v_group_id_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_protocol_type_6: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field ProtocolType is null')
             else:
-                v1_protocol_type = str(data[pos:pos + n1], 'utf-8')
+                v_protocol_type_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            append0(ListedGroup(v1_group_id, v1_protocol_type, '', ''))
-    return ListGroupsResponse(v0_throttle_time_ms, v0_error_code, v0_groups), pos
+            append_4(ListedGroup(v_group_id_5, v_protocol_type_6, '', ''))
+    return ListGroupsResponse(v_throttle_time_ms_1, v_error_code_2, v_groups_3), pos
 
 
 def encode_list_groups_response_v2(m: ListGroupsResponse, out: bytearray) -> None:
     out += _S2.pack(m.throttle_time_ms, m.error_code)
-    x0 = m.groups
-    out += _S1.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.group_id
-        x1 = x1.encode()
-        out += _S0.pack(len(x1))
-        out += x1
-        x1 = e0.protocol_type
-        x1 = x1.encode()
-        out += _S0.pack(len(x1))
-        out += x1
+    x_1 = m.groups
+    out += _S1.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2.group_id
+        b_4 = x_3.encode()
+        out += _S0.pack(len(b_4))
+        out += b_4
+        x_5 = e_2.protocol_type
+        b_6 = x_5.encode()
+        out += _S0.pack(len(b_6))
+        out += b_6
 
 
 def decode_list_groups_response_v3(data: bytes, pos: int) -> tuple[ListGroupsResponse, int]:
-    v0_throttle_time_ms, v0_error_code = _S2.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2 = _S2.unpack_from(data, pos)
     pos += 6
+    v_groups_3: list[ListedGroup]
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -361,9 +377,10 @@ def decode_list_groups_response_v3(data: bytes, pos: int) -> tuple[ListGroupsRes
     elif n0 > len(data) - pos:
         raise DecodeError('array Groups longer than the frame')
     else:
-        v0_groups = []
-        append0 = v0_groups.append
+        v_groups_3 = []
+        append_4 = v_groups_3.append
         for _ in range(n0):
+            v_group_id_5: str
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -373,8 +390,9 @@ def decode_list_groups_response_v3(data: bytes, pos: int) -> tuple[ListGroupsRes
             if n1 < 0:
                 raise DecodeError('non-nullable field GroupId is null')
             else:
-                v1_group_id = str(data[pos:pos + n1], 'utf-8')
+                v_group_id_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_protocol_type_6: str
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -384,7 +402,7 @@ def decode_list_groups_response_v3(data: bytes, pos: int) -> tuple[ListGroupsRes
             if n1 < 0:
                 raise DecodeError('non-nullable field ProtocolType is null')
             else:
-                v1_protocol_type = str(data[pos:pos + n1], 'utf-8')
+                v_protocol_type_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
             if data[pos] == 0:
                 pos += 1
@@ -395,7 +413,7 @@ def decode_list_groups_response_v3(data: bytes, pos: int) -> tuple[ListGroupsRes
                     size1, pos = read_uvarint(data, pos)
                     end1 = pos + size1
                     pos = end1
-            append0(ListedGroup(v1_group_id, v1_protocol_type, '', ''))
+            append_4(ListedGroup(v_group_id_5, v_protocol_type_6, '', ''))
     if data[pos] == 0:
         pos += 1
     else:
@@ -405,29 +423,30 @@ def decode_list_groups_response_v3(data: bytes, pos: int) -> tuple[ListGroupsRes
             size0, pos = read_uvarint(data, pos)
             end0 = pos + size0
             pos = end0
-    return ListGroupsResponse(v0_throttle_time_ms, v0_error_code, v0_groups), pos
+    return ListGroupsResponse(v_throttle_time_ms_1, v_error_code_2, v_groups_3), pos
 
 
 def encode_list_groups_response_v3(m: ListGroupsResponse, out: bytearray) -> None:
     out += _S2.pack(m.throttle_time_ms, m.error_code)
-    x0 = m.groups
-    write_uvarint(out, len(x0) + 1)
-    for e0 in x0:
-        x1 = e0.group_id
-        x1 = x1.encode()
-        write_uvarint(out, len(x1) + 1)
-        out += x1
-        x1 = e0.protocol_type
-        x1 = x1.encode()
-        write_uvarint(out, len(x1) + 1)
-        out += x1
+    x_1 = m.groups
+    write_uvarint(out, len(x_1) + 1)
+    for e_2 in x_1:
+        x_3 = e_2.group_id
+        b_4 = x_3.encode()
+        write_uvarint(out, len(b_4) + 1)
+        out += b_4
+        x_5 = e_2.protocol_type
+        b_6 = x_5.encode()
+        write_uvarint(out, len(b_6) + 1)
+        out += b_6
         out.append(0)
     out.append(0)
 
 
 def decode_list_groups_response_v4(data: bytes, pos: int) -> tuple[ListGroupsResponse, int]:
-    v0_throttle_time_ms, v0_error_code = _S2.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2 = _S2.unpack_from(data, pos)
     pos += 6
+    v_groups_3: list[ListedGroup]
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -439,9 +458,10 @@ def decode_list_groups_response_v4(data: bytes, pos: int) -> tuple[ListGroupsRes
     elif n0 > len(data) - pos:
         raise DecodeError('array Groups longer than the frame')
     else:
-        v0_groups = []
-        append0 = v0_groups.append
+        v_groups_3 = []
+        append_4 = v_groups_3.append
         for _ in range(n0):
+            v_group_id_5: str
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -451,8 +471,9 @@ def decode_list_groups_response_v4(data: bytes, pos: int) -> tuple[ListGroupsRes
             if n1 < 0:
                 raise DecodeError('non-nullable field GroupId is null')
             else:
-                v1_group_id = str(data[pos:pos + n1], 'utf-8')
+                v_group_id_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_protocol_type_6: str
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -462,8 +483,9 @@ def decode_list_groups_response_v4(data: bytes, pos: int) -> tuple[ListGroupsRes
             if n1 < 0:
                 raise DecodeError('non-nullable field ProtocolType is null')
             else:
-                v1_protocol_type = str(data[pos:pos + n1], 'utf-8')
+                v_protocol_type_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_group_state_7: str
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -473,7 +495,7 @@ def decode_list_groups_response_v4(data: bytes, pos: int) -> tuple[ListGroupsRes
             if n1 < 0:
                 raise DecodeError('non-nullable field GroupState is null')
             else:
-                v1_group_state = str(data[pos:pos + n1], 'utf-8')
+                v_group_state_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
             if data[pos] == 0:
                 pos += 1
@@ -484,7 +506,7 @@ def decode_list_groups_response_v4(data: bytes, pos: int) -> tuple[ListGroupsRes
                     size1, pos = read_uvarint(data, pos)
                     end1 = pos + size1
                     pos = end1
-            append0(ListedGroup(v1_group_id, v1_protocol_type, v1_group_state, ''))
+            append_4(ListedGroup(v_group_id_5, v_protocol_type_6, v_group_state_7, ''))
     if data[pos] == 0:
         pos += 1
     else:
@@ -494,33 +516,34 @@ def decode_list_groups_response_v4(data: bytes, pos: int) -> tuple[ListGroupsRes
             size0, pos = read_uvarint(data, pos)
             end0 = pos + size0
             pos = end0
-    return ListGroupsResponse(v0_throttle_time_ms, v0_error_code, v0_groups), pos
+    return ListGroupsResponse(v_throttle_time_ms_1, v_error_code_2, v_groups_3), pos
 
 
 def encode_list_groups_response_v4(m: ListGroupsResponse, out: bytearray) -> None:
     out += _S2.pack(m.throttle_time_ms, m.error_code)
-    x0 = m.groups
-    write_uvarint(out, len(x0) + 1)
-    for e0 in x0:
-        x1 = e0.group_id
-        x1 = x1.encode()
-        write_uvarint(out, len(x1) + 1)
-        out += x1
-        x1 = e0.protocol_type
-        x1 = x1.encode()
-        write_uvarint(out, len(x1) + 1)
-        out += x1
-        x1 = e0.group_state
-        x1 = x1.encode()
-        write_uvarint(out, len(x1) + 1)
-        out += x1
+    x_1 = m.groups
+    write_uvarint(out, len(x_1) + 1)
+    for e_2 in x_1:
+        x_3 = e_2.group_id
+        b_4 = x_3.encode()
+        write_uvarint(out, len(b_4) + 1)
+        out += b_4
+        x_5 = e_2.protocol_type
+        b_6 = x_5.encode()
+        write_uvarint(out, len(b_6) + 1)
+        out += b_6
+        x_7 = e_2.group_state
+        b_8 = x_7.encode()
+        write_uvarint(out, len(b_8) + 1)
+        out += b_8
         out.append(0)
     out.append(0)
 
 
 def decode_list_groups_response_v5(data: bytes, pos: int) -> tuple[ListGroupsResponse, int]:
-    v0_throttle_time_ms, v0_error_code = _S2.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2 = _S2.unpack_from(data, pos)
     pos += 6
+    v_groups_3: list[ListedGroup]
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -532,9 +555,10 @@ def decode_list_groups_response_v5(data: bytes, pos: int) -> tuple[ListGroupsRes
     elif n0 > len(data) - pos:
         raise DecodeError('array Groups longer than the frame')
     else:
-        v0_groups = []
-        append0 = v0_groups.append
+        v_groups_3 = []
+        append_4 = v_groups_3.append
         for _ in range(n0):
+            v_group_id_5: str
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -544,8 +568,9 @@ def decode_list_groups_response_v5(data: bytes, pos: int) -> tuple[ListGroupsRes
             if n1 < 0:
                 raise DecodeError('non-nullable field GroupId is null')
             else:
-                v1_group_id = str(data[pos:pos + n1], 'utf-8')
+                v_group_id_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_protocol_type_6: str
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -555,8 +580,9 @@ def decode_list_groups_response_v5(data: bytes, pos: int) -> tuple[ListGroupsRes
             if n1 < 0:
                 raise DecodeError('non-nullable field ProtocolType is null')
             else:
-                v1_protocol_type = str(data[pos:pos + n1], 'utf-8')
+                v_protocol_type_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_group_state_7: str
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -566,8 +592,9 @@ def decode_list_groups_response_v5(data: bytes, pos: int) -> tuple[ListGroupsRes
             if n1 < 0:
                 raise DecodeError('non-nullable field GroupState is null')
             else:
-                v1_group_state = str(data[pos:pos + n1], 'utf-8')
+                v_group_state_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_group_type_8: str
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -577,7 +604,7 @@ def decode_list_groups_response_v5(data: bytes, pos: int) -> tuple[ListGroupsRes
             if n1 < 0:
                 raise DecodeError('non-nullable field GroupType is null')
             else:
-                v1_group_type = str(data[pos:pos + n1], 'utf-8')
+                v_group_type_8 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
             if data[pos] == 0:
                 pos += 1
@@ -588,7 +615,7 @@ def decode_list_groups_response_v5(data: bytes, pos: int) -> tuple[ListGroupsRes
                     size1, pos = read_uvarint(data, pos)
                     end1 = pos + size1
                     pos = end1
-            append0(ListedGroup(v1_group_id, v1_protocol_type, v1_group_state, v1_group_type))
+            append_4(ListedGroup(v_group_id_5, v_protocol_type_6, v_group_state_7, v_group_type_8))
     if data[pos] == 0:
         pos += 1
     else:
@@ -598,29 +625,29 @@ def decode_list_groups_response_v5(data: bytes, pos: int) -> tuple[ListGroupsRes
             size0, pos = read_uvarint(data, pos)
             end0 = pos + size0
             pos = end0
-    return ListGroupsResponse(v0_throttle_time_ms, v0_error_code, v0_groups), pos
+    return ListGroupsResponse(v_throttle_time_ms_1, v_error_code_2, v_groups_3), pos
 
 
 def encode_list_groups_response_v5(m: ListGroupsResponse, out: bytearray) -> None:
     out += _S2.pack(m.throttle_time_ms, m.error_code)
-    x0 = m.groups
-    write_uvarint(out, len(x0) + 1)
-    for e0 in x0:
-        x1 = e0.group_id
-        x1 = x1.encode()
-        write_uvarint(out, len(x1) + 1)
-        out += x1
-        x1 = e0.protocol_type
-        x1 = x1.encode()
-        write_uvarint(out, len(x1) + 1)
-        out += x1
-        x1 = e0.group_state
-        x1 = x1.encode()
-        write_uvarint(out, len(x1) + 1)
-        out += x1
-        x1 = e0.group_type
-        x1 = x1.encode()
-        write_uvarint(out, len(x1) + 1)
-        out += x1
+    x_1 = m.groups
+    write_uvarint(out, len(x_1) + 1)
+    for e_2 in x_1:
+        x_3 = e_2.group_id
+        b_4 = x_3.encode()
+        write_uvarint(out, len(b_4) + 1)
+        out += b_4
+        x_5 = e_2.protocol_type
+        b_6 = x_5.encode()
+        write_uvarint(out, len(b_6) + 1)
+        out += b_6
+        x_7 = e_2.group_state
+        b_8 = x_7.encode()
+        write_uvarint(out, len(b_8) + 1)
+        out += b_8
+        x_9 = e_2.group_type
+        b_10 = x_9.encode()
+        write_uvarint(out, len(b_10) + 1)
+        out += b_10
         out.append(0)
     out.append(0)

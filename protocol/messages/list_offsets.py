@@ -65,8 +65,9 @@ class ListOffsetsResponse:
 
 
 def decode_list_offsets_request_v0(data: bytes, pos: int) -> tuple[ListOffsetsRequest, int]:
-    v0_replica_id, = _S0.unpack_from(data, pos)
+    v_replica_id_1, = _S0.unpack_from(data, pos)
     pos += 4
+    v_topics_3: list[ListOffsetsTopic]
     n0, = _S0.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -74,16 +75,18 @@ def decode_list_offsets_request_v0(data: bytes, pos: int) -> tuple[ListOffsetsRe
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_3 = []
+        append_5 = v_topics_3.append
         for _ in range(n0):
+            v_name_6: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_partitions_7: list[ListOffsetsPartition]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -91,34 +94,35 @@ def decode_list_offsets_request_v0(data: bytes, pos: int) -> tuple[ListOffsetsRe
             elif n1 > len(data) - pos:
                 raise DecodeError('array Partitions longer than the frame')
             else:
-                v1_partitions = []
-                append1 = v1_partitions.append
+                v_partitions_7 = []
+                append_8 = v_partitions_7.append
                 for _ in range(n1):
-                    v2_partition_index, v2_timestamp, v2_max_num_offsets = _S2.unpack_from(data, pos)
+                    v_partition_index_9, v_timestamp_11, v_max_num_offsets_12 = _S2.unpack_from(data, pos)
                     pos += 16
-                    append1(ListOffsetsPartition(v2_partition_index, -1, v2_timestamp, v2_max_num_offsets))
-            append0(ListOffsetsTopic(v1_name, v1_partitions))
-    return ListOffsetsRequest(v0_replica_id, 0, v0_topics, 0), pos
+                    append_8(ListOffsetsPartition(v_partition_index_9, -1, v_timestamp_11, v_max_num_offsets_12))
+            append_5(ListOffsetsTopic(v_name_6, v_partitions_7))
+    return ListOffsetsRequest(v_replica_id_1, 0, v_topics_3, 0), pos
 
 
 def encode_list_offsets_request_v0(m: ListOffsetsRequest, out: bytearray) -> None:
     out += _S0.pack(m.replica_id)
-    x0 = m.topics
-    out += _S0.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        out += _S1.pack(len(x1))
-        out += x1
-        x1 = e0.partitions
-        out += _S0.pack(len(x1))
-        for e1 in x1:
-            out += _S2.pack(e1.partition_index, e1.timestamp, e1.max_num_offsets)
+    x_1 = m.topics
+    out += _S0.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2.name
+        b_4 = x_3.encode()
+        out += _S1.pack(len(b_4))
+        out += b_4
+        x_5 = e_2.partitions
+        out += _S0.pack(len(x_5))
+        for e_6 in x_5:
+            out += _S2.pack(e_6.partition_index, e_6.timestamp, e_6.max_num_offsets)
 
 
 def decode_list_offsets_request_v1(data: bytes, pos: int) -> tuple[ListOffsetsRequest, int]:
-    v0_replica_id, = _S0.unpack_from(data, pos)
+    v_replica_id_1, = _S0.unpack_from(data, pos)
     pos += 4
+    v_topics_3: list[ListOffsetsTopic]
     n0, = _S0.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -126,16 +130,18 @@ def decode_list_offsets_request_v1(data: bytes, pos: int) -> tuple[ListOffsetsRe
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_3 = []
+        append_5 = v_topics_3.append
         for _ in range(n0):
+            v_name_6: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_partitions_7: list[ListOffsetsPartition]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -143,34 +149,35 @@ def decode_list_offsets_request_v1(data: bytes, pos: int) -> tuple[ListOffsetsRe
             elif n1 > len(data) - pos:
                 raise DecodeError('array Partitions longer than the frame')
             else:
-                v1_partitions = []
-                append1 = v1_partitions.append
+                v_partitions_7 = []
+                append_8 = v_partitions_7.append
                 for _ in range(n1):
-                    v2_partition_index, v2_timestamp = _S3.unpack_from(data, pos)
+                    v_partition_index_9, v_timestamp_11 = _S3.unpack_from(data, pos)
                     pos += 12
-                    append1(ListOffsetsPartition(v2_partition_index, -1, v2_timestamp, 1))
-            append0(ListOffsetsTopic(v1_name, v1_partitions))
-    return ListOffsetsRequest(v0_replica_id, 0, v0_topics, 0), pos
+                    append_8(ListOffsetsPartition(v_partition_index_9, -1, v_timestamp_11, 1))
+            append_5(ListOffsetsTopic(v_name_6, v_partitions_7))
+    return ListOffsetsRequest(v_replica_id_1, 0, v_topics_3, 0), pos
 
 
 def encode_list_offsets_request_v1(m: ListOffsetsRequest, out: bytearray) -> None:
     out += _S0.pack(m.replica_id)
-    x0 = m.topics
-    out += _S0.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        out += _S1.pack(len(x1))
-        out += x1
-        x1 = e0.partitions
-        out += _S0.pack(len(x1))
-        for e1 in x1:
-            out += _S3.pack(e1.partition_index, e1.timestamp)
+    x_1 = m.topics
+    out += _S0.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2.name
+        b_4 = x_3.encode()
+        out += _S1.pack(len(b_4))
+        out += b_4
+        x_5 = e_2.partitions
+        out += _S0.pack(len(x_5))
+        for e_6 in x_5:
+            out += _S3.pack(e_6.partition_index, e_6.timestamp)
 
 
 def decode_list_offsets_request_v2(data: bytes, pos: int) -> tuple[ListOffsetsRequest, int]:
-    v0_replica_id, v0_isolation_level = _S4.unpack_from(data, pos)
+    v_replica_id_1, v_isolation_level_2 = _S4.unpack_from(data, pos)
     pos += 5
+    v_topics_3: list[ListOffsetsTopic]
     n0, = _S0.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -178,16 +185,18 @@ def decode_list_offsets_request_v2(data: bytes, pos: int) -> tuple[ListOffsetsRe
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_3 = []
+        append_5 = v_topics_3.append
         for _ in range(n0):
+            v_name_6: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_partitions_7: list[ListOffsetsPartition]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -195,34 +204,35 @@ def decode_list_offsets_request_v2(data: bytes, pos: int) -> tuple[ListOffsetsRe
             elif n1 > len(data) - pos:
                 raise DecodeError('array Partitions longer than the frame')
             else:
-                v1_partitions = []
-                append1 = v1_partitions.append
+                v_partitions_7 = []
+                append_8 = v_partitions_7.append
                 for _ in range(n1):
-                    v2_partition_index, v2_timestamp = _S3.unpack_from(data, pos)
+                    v_partition_index_9, v_timestamp_11 = _S3.unpack_from(data, pos)
                     pos += 12
-                    append1(ListOffsetsPartition(v2_partition_index, -1, v2_timestamp, 1))
-            append0(ListOffsetsTopic(v1_name, v1_partitions))
-    return ListOffsetsRequest(v0_replica_id, v0_isolation_level, v0_topics, 0), pos
+                    append_8(ListOffsetsPartition(v_partition_index_9, -1, v_timestamp_11, 1))
+            append_5(ListOffsetsTopic(v_name_6, v_partitions_7))
+    return ListOffsetsRequest(v_replica_id_1, v_isolation_level_2, v_topics_3, 0), pos
 
 
 def encode_list_offsets_request_v2(m: ListOffsetsRequest, out: bytearray) -> None:
     out += _S4.pack(m.replica_id, m.isolation_level)
-    x0 = m.topics
-    out += _S0.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        out += _S1.pack(len(x1))
-        out += x1
-        x1 = e0.partitions
-        out += _S0.pack(len(x1))
-        for e1 in x1:
-            out += _S3.pack(e1.partition_index, e1.timestamp)
+    x_1 = m.topics
+    out += _S0.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2.name
+        b_4 = x_3.encode()
+        out += _S1.pack(len(b_4))
+        out += b_4
+        x_5 = e_2.partitions
+        out += _S0.pack(len(x_5))
+        for e_6 in x_5:
+            out += _S3.pack(e_6.partition_index, e_6.timestamp)
 
 
 def decode_list_offsets_request_v3(data: bytes, pos: int) -> tuple[ListOffsetsRequest, int]:
-    v0_replica_id, v0_isolation_level = _S4.unpack_from(data, pos)
+    v_replica_id_1, v_isolation_level_2 = _S4.unpack_from(data, pos)
     pos += 5
+    v_topics_3: list[ListOffsetsTopic]
     n0, = _S0.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -230,16 +240,18 @@ def decode_list_offsets_request_v3(data: bytes, pos: int) -> tuple[ListOffsetsRe
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_3 = []
+        append_5 = v_topics_3.append
         for _ in range(n0):
+            v_name_6: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_partitions_7: list[ListOffsetsPartition]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -247,34 +259,35 @@ def decode_list_offsets_request_v3(data: bytes, pos: int) -> tuple[ListOffsetsRe
             elif n1 > len(data) - pos:
                 raise DecodeError('array Partitions longer than the frame')
             else:
-                v1_partitions = []
-                append1 = v1_partitions.append
+                v_partitions_7 = []
+                append_8 = v_partitions_7.append
                 for _ in range(n1):
-                    v2_partition_index, v2_timestamp = _S3.unpack_from(data, pos)
+                    v_partition_index_9, v_timestamp_11 = _S3.unpack_from(data, pos)
                     pos += 12
-                    append1(ListOffsetsPartition(v2_partition_index, -1, v2_timestamp, 1))
-            append0(ListOffsetsTopic(v1_name, v1_partitions))
-    return ListOffsetsRequest(v0_replica_id, v0_isolation_level, v0_topics, 0), pos
+                    append_8(ListOffsetsPartition(v_partition_index_9, -1, v_timestamp_11, 1))
+            append_5(ListOffsetsTopic(v_name_6, v_partitions_7))
+    return ListOffsetsRequest(v_replica_id_1, v_isolation_level_2, v_topics_3, 0), pos
 
 
 def encode_list_offsets_request_v3(m: ListOffsetsRequest, out: bytearray) -> None:
     out += _S4.pack(m.replica_id, m.isolation_level)
-    x0 = m.topics
-    out += _S0.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        out += _S1.pack(len(x1))
-        out += x1
-        x1 = e0.partitions
-        out += _S0.pack(len(x1))
-        for e1 in x1:
-            out += _S3.pack(e1.partition_index, e1.timestamp)
+    x_1 = m.topics
+    out += _S0.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2.name
+        b_4 = x_3.encode()
+        out += _S1.pack(len(b_4))
+        out += b_4
+        x_5 = e_2.partitions
+        out += _S0.pack(len(x_5))
+        for e_6 in x_5:
+            out += _S3.pack(e_6.partition_index, e_6.timestamp)
 
 
 def decode_list_offsets_request_v4(data: bytes, pos: int) -> tuple[ListOffsetsRequest, int]:
-    v0_replica_id, v0_isolation_level = _S4.unpack_from(data, pos)
+    v_replica_id_1, v_isolation_level_2 = _S4.unpack_from(data, pos)
     pos += 5
+    v_topics_3: list[ListOffsetsTopic]
     n0, = _S0.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -282,16 +295,18 @@ def decode_list_offsets_request_v4(data: bytes, pos: int) -> tuple[ListOffsetsRe
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_3 = []
+        append_5 = v_topics_3.append
         for _ in range(n0):
+            v_name_6: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_partitions_7: list[ListOffsetsPartition]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -299,34 +314,35 @@ def decode_list_offsets_request_v4(data: bytes, pos: int) -> tuple[ListOffsetsRe
             elif n1 > len(data) - pos:
                 raise DecodeError('array Partitions longer than the frame')
             else:
-                v1_partitions = []
-                append1 = v1_partitions.append
+                v_partitions_7 = []
+                append_8 = v_partitions_7.append
                 for _ in range(n1):
-                    v2_partition_index, v2_current_leader_epoch, v2_timestamp = _S5.unpack_from(data, pos)
+                    v_partition_index_9, v_current_leader_epoch_10, v_timestamp_11 = _S5.unpack_from(data, pos)
                     pos += 16
-                    append1(ListOffsetsPartition(v2_partition_index, v2_current_leader_epoch, v2_timestamp, 1))
-            append0(ListOffsetsTopic(v1_name, v1_partitions))
-    return ListOffsetsRequest(v0_replica_id, v0_isolation_level, v0_topics, 0), pos
+                    append_8(ListOffsetsPartition(v_partition_index_9, v_current_leader_epoch_10, v_timestamp_11, 1))
+            append_5(ListOffsetsTopic(v_name_6, v_partitions_7))
+    return ListOffsetsRequest(v_replica_id_1, v_isolation_level_2, v_topics_3, 0), pos
 
 
 def encode_list_offsets_request_v4(m: ListOffsetsRequest, out: bytearray) -> None:
     out += _S4.pack(m.replica_id, m.isolation_level)
-    x0 = m.topics
-    out += _S0.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        out += _S1.pack(len(x1))
-        out += x1
-        x1 = e0.partitions
-        out += _S0.pack(len(x1))
-        for e1 in x1:
-            out += _S5.pack(e1.partition_index, e1.current_leader_epoch, e1.timestamp)
+    x_1 = m.topics
+    out += _S0.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2.name
+        b_4 = x_3.encode()
+        out += _S1.pack(len(b_4))
+        out += b_4
+        x_5 = e_2.partitions
+        out += _S0.pack(len(x_5))
+        for e_6 in x_5:
+            out += _S5.pack(e_6.partition_index, e_6.current_leader_epoch, e_6.timestamp)
 
 
 def decode_list_offsets_request_v5(data: bytes, pos: int) -> tuple[ListOffsetsRequest, int]:
-    v0_replica_id, v0_isolation_level = _S4.unpack_from(data, pos)
+    v_replica_id_1, v_isolation_level_2 = _S4.unpack_from(data, pos)
     pos += 5
+    v_topics_3: list[ListOffsetsTopic]
     n0, = _S0.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -334,16 +350,18 @@ def decode_list_offsets_request_v5(data: bytes, pos: int) -> tuple[ListOffsetsRe
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_3 = []
+        append_5 = v_topics_3.append
         for _ in range(n0):
+            v_name_6: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_partitions_7: list[ListOffsetsPartition]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -351,34 +369,35 @@ def decode_list_offsets_request_v5(data: bytes, pos: int) -> tuple[ListOffsetsRe
             elif n1 > len(data) - pos:
                 raise DecodeError('array Partitions longer than the frame')
             else:
-                v1_partitions = []
-                append1 = v1_partitions.append
+                v_partitions_7 = []
+                append_8 = v_partitions_7.append
                 for _ in range(n1):
-                    v2_partition_index, v2_current_leader_epoch, v2_timestamp = _S5.unpack_from(data, pos)
+                    v_partition_index_9, v_current_leader_epoch_10, v_timestamp_11 = _S5.unpack_from(data, pos)
                     pos += 16
-                    append1(ListOffsetsPartition(v2_partition_index, v2_current_leader_epoch, v2_timestamp, 1))
-            append0(ListOffsetsTopic(v1_name, v1_partitions))
-    return ListOffsetsRequest(v0_replica_id, v0_isolation_level, v0_topics, 0), pos
+                    append_8(ListOffsetsPartition(v_partition_index_9, v_current_leader_epoch_10, v_timestamp_11, 1))
+            append_5(ListOffsetsTopic(v_name_6, v_partitions_7))
+    return ListOffsetsRequest(v_replica_id_1, v_isolation_level_2, v_topics_3, 0), pos
 
 
 def encode_list_offsets_request_v5(m: ListOffsetsRequest, out: bytearray) -> None:
     out += _S4.pack(m.replica_id, m.isolation_level)
-    x0 = m.topics
-    out += _S0.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        out += _S1.pack(len(x1))
-        out += x1
-        x1 = e0.partitions
-        out += _S0.pack(len(x1))
-        for e1 in x1:
-            out += _S5.pack(e1.partition_index, e1.current_leader_epoch, e1.timestamp)
+    x_1 = m.topics
+    out += _S0.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2.name
+        b_4 = x_3.encode()
+        out += _S1.pack(len(b_4))
+        out += b_4
+        x_5 = e_2.partitions
+        out += _S0.pack(len(x_5))
+        for e_6 in x_5:
+            out += _S5.pack(e_6.partition_index, e_6.current_leader_epoch, e_6.timestamp)
 
 
 def decode_list_offsets_request_v6(data: bytes, pos: int) -> tuple[ListOffsetsRequest, int]:
-    v0_replica_id, v0_isolation_level = _S4.unpack_from(data, pos)
+    v_replica_id_1, v_isolation_level_2 = _S4.unpack_from(data, pos)
     pos += 5
+    v_topics_3: list[ListOffsetsTopic]
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -390,9 +409,10 @@ def decode_list_offsets_request_v6(data: bytes, pos: int) -> tuple[ListOffsetsRe
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_3 = []
+        append_5 = v_topics_3.append
         for _ in range(n0):
+            v_name_6: str
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -402,8 +422,9 @@ def decode_list_offsets_request_v6(data: bytes, pos: int) -> tuple[ListOffsetsRe
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_partitions_7: list[ListOffsetsPartition]
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -415,10 +436,10 @@ def decode_list_offsets_request_v6(data: bytes, pos: int) -> tuple[ListOffsetsRe
             elif n1 > len(data) - pos:
                 raise DecodeError('array Partitions longer than the frame')
             else:
-                v1_partitions = []
-                append1 = v1_partitions.append
+                v_partitions_7 = []
+                append_8 = v_partitions_7.append
                 for _ in range(n1):
-                    v2_partition_index, v2_current_leader_epoch, v2_timestamp = _S5.unpack_from(data, pos)
+                    v_partition_index_9, v_current_leader_epoch_10, v_timestamp_11 = _S5.unpack_from(data, pos)
                     pos += 16
                     if data[pos] == 0:
                         pos += 1
@@ -429,7 +450,7 @@ def decode_list_offsets_request_v6(data: bytes, pos: int) -> tuple[ListOffsetsRe
                             size2, pos = read_uvarint(data, pos)
                             end2 = pos + size2
                             pos = end2
-                    append1(ListOffsetsPartition(v2_partition_index, v2_current_leader_epoch, v2_timestamp, 1))
+                    append_8(ListOffsetsPartition(v_partition_index_9, v_current_leader_epoch_10, v_timestamp_11, 1))
             if data[pos] == 0:
                 pos += 1
             else:
@@ -439,7 +460,7 @@ def decode_list_offsets_request_v6(data: bytes, pos: int) -> tuple[ListOffsetsRe
                     size1, pos = read_uvarint(data, pos)
                     end1 = pos + size1
                     pos = end1
-            append0(ListOffsetsTopic(v1_name, v1_partitions))
+            append_5(ListOffsetsTopic(v_name_6, v_partitions_7))
     if data[pos] == 0:
         pos += 1
     else:
@@ -449,30 +470,31 @@ def decode_list_offsets_request_v6(data: bytes, pos: int) -> tuple[ListOffsetsRe
             size0, pos = read_uvarint(data, pos)
             end0 = pos + size0
             pos = end0
-    return ListOffsetsRequest(v0_replica_id, v0_isolation_level, v0_topics, 0), pos
+    return ListOffsetsRequest(v_replica_id_1, v_isolation_level_2, v_topics_3, 0), pos
 
 
 def encode_list_offsets_request_v6(m: ListOffsetsRequest, out: bytearray) -> None:
     out += _S4.pack(m.replica_id, m.isolation_level)
-    x0 = m.topics
-    write_uvarint(out, len(x0) + 1)
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        write_uvarint(out, len(x1) + 1)
-        out += x1
-        x1 = e0.partitions
-        write_uvarint(out, len(x1) + 1)
-        for e1 in x1:
-            out += _S5.pack(e1.partition_index, e1.current_leader_epoch, e1.timestamp)
+    x_1 = m.topics
+    write_uvarint(out, len(x_1) + 1)
+    for e_2 in x_1:
+        x_3 = e_2.name
+        b_4 = x_3.encode()
+        write_uvarint(out, len(b_4) + 1)
+        out += b_4
+        x_5 = e_2.partitions
+        write_uvarint(out, len(x_5) + 1)
+        for e_6 in x_5:
+            out += _S5.pack(e_6.partition_index, e_6.current_leader_epoch, e_6.timestamp)
             out.append(0)
         out.append(0)
     out.append(0)
 
 
 def decode_list_offsets_request_v7(data: bytes, pos: int) -> tuple[ListOffsetsRequest, int]:
-    v0_replica_id, v0_isolation_level = _S4.unpack_from(data, pos)
+    v_replica_id_1, v_isolation_level_2 = _S4.unpack_from(data, pos)
     pos += 5
+    v_topics_3: list[ListOffsetsTopic]
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -484,9 +506,10 @@ def decode_list_offsets_request_v7(data: bytes, pos: int) -> tuple[ListOffsetsRe
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_3 = []
+        append_5 = v_topics_3.append
         for _ in range(n0):
+            v_name_6: str
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -496,8 +519,9 @@ def decode_list_offsets_request_v7(data: bytes, pos: int) -> tuple[ListOffsetsRe
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_partitions_7: list[ListOffsetsPartition]
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -509,10 +533,10 @@ def decode_list_offsets_request_v7(data: bytes, pos: int) -> tuple[ListOffsetsRe
             elif n1 > len(data) - pos:
                 raise DecodeError('array Partitions longer than the frame')
             else:
-                v1_partitions = []
-                append1 = v1_partitions.append
+                v_partitions_7 = []
+                append_8 = v_partitions_7.append
                 for _ in range(n1):
-                    v2_partition_index, v2_current_leader_epoch, v2_timestamp = _S5.unpack_from(data, pos)
+                    v_partition_index_9, v_current_leader_epoch_10, v_timestamp_11 = _S5.unpack_from(data, pos)
                     pos += 16
                     if data[pos] == 0:
                         pos += 1
@@ -523,7 +547,7 @@ def decode_list_offsets_request_v7(data: bytes, pos: int) -> tuple[ListOffsetsRe
                             size2, pos = read_uvarint(data, pos)
                             end2 = pos + size2
                             pos = end2
-                    append1(ListOffsetsPartition(v2_partition_index, v2_current_leader_epoch, v2_timestamp, 1))
+                    append_8(ListOffsetsPartition(v_partition_index_9, v_current_leader_epoch_10, v_timestamp_11, 1))
             if data[pos] == 0:
                 pos += 1
             else:
@@ -533,7 +557,7 @@ def decode_list_offsets_request_v7(data: bytes, pos: int) -> tuple[ListOffsetsRe
                     size1, pos = read_uvarint(data, pos)
                     end1 = pos + size1
                     pos = end1
-            append0(ListOffsetsTopic(v1_name, v1_partitions))
+            append_5(ListOffsetsTopic(v_name_6, v_partitions_7))
     if data[pos] == 0:
         pos += 1
     else:
@@ -543,30 +567,31 @@ def decode_list_offsets_request_v7(data: bytes, pos: int) -> tuple[ListOffsetsRe
             size0, pos = read_uvarint(data, pos)
             end0 = pos + size0
             pos = end0
-    return ListOffsetsRequest(v0_replica_id, v0_isolation_level, v0_topics, 0), pos
+    return ListOffsetsRequest(v_replica_id_1, v_isolation_level_2, v_topics_3, 0), pos
 
 
 def encode_list_offsets_request_v7(m: ListOffsetsRequest, out: bytearray) -> None:
     out += _S4.pack(m.replica_id, m.isolation_level)
-    x0 = m.topics
-    write_uvarint(out, len(x0) + 1)
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        write_uvarint(out, len(x1) + 1)
-        out += x1
-        x1 = e0.partitions
-        write_uvarint(out, len(x1) + 1)
-        for e1 in x1:
-            out += _S5.pack(e1.partition_index, e1.current_leader_epoch, e1.timestamp)
+    x_1 = m.topics
+    write_uvarint(out, len(x_1) + 1)
+    for e_2 in x_1:
+        x_3 = e_2.name
+        b_4 = x_3.encode()
+        write_uvarint(out, len(b_4) + 1)
+        out += b_4
+        x_5 = e_2.partitions
+        write_uvarint(out, len(x_5) + 1)
+        for e_6 in x_5:
+            out += _S5.pack(e_6.partition_index, e_6.current_leader_epoch, e_6.timestamp)
             out.append(0)
         out.append(0)
     out.append(0)
 
 
 def decode_list_offsets_request_v8(data: bytes, pos: int) -> tuple[ListOffsetsRequest, int]:
-    v0_replica_id, v0_isolation_level = _S4.unpack_from(data, pos)
+    v_replica_id_1, v_isolation_level_2 = _S4.unpack_from(data, pos)
     pos += 5
+    v_topics_3: list[ListOffsetsTopic]
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -578,9 +603,10 @@ def decode_list_offsets_request_v8(data: bytes, pos: int) -> tuple[ListOffsetsRe
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_3 = []
+        append_5 = v_topics_3.append
         for _ in range(n0):
+            v_name_6: str
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -590,8 +616,9 @@ def decode_list_offsets_request_v8(data: bytes, pos: int) -> tuple[ListOffsetsRe
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_partitions_7: list[ListOffsetsPartition]
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -603,10 +630,10 @@ def decode_list_offsets_request_v8(data: bytes, pos: int) -> tuple[ListOffsetsRe
             elif n1 > len(data) - pos:
                 raise DecodeError('array Partitions longer than the frame')
             else:
-                v1_partitions = []
-                append1 = v1_partitions.append
+                v_partitions_7 = []
+                append_8 = v_partitions_7.append
                 for _ in range(n1):
-                    v2_partition_index, v2_current_leader_epoch, v2_timestamp = _S5.unpack_from(data, pos)
+                    v_partition_index_9, v_current_leader_epoch_10, v_timestamp_11 = _S5.unpack_from(data, pos)
                     pos += 16
                     if data[pos] == 0:
                         pos += 1
@@ -617,7 +644,7 @@ def decode_list_offsets_request_v8(data: bytes, pos: int) -> tuple[ListOffsetsRe
                             size2, pos = read_uvarint(data, pos)
                             end2 = pos + size2
                             pos = end2
-                    append1(ListOffsetsPartition(v2_partition_index, v2_current_leader_epoch, v2_timestamp, 1))
+                    append_8(ListOffsetsPartition(v_partition_index_9, v_current_leader_epoch_10, v_timestamp_11, 1))
             if data[pos] == 0:
                 pos += 1
             else:
@@ -627,7 +654,7 @@ def decode_list_offsets_request_v8(data: bytes, pos: int) -> tuple[ListOffsetsRe
                     size1, pos = read_uvarint(data, pos)
                     end1 = pos + size1
                     pos = end1
-            append0(ListOffsetsTopic(v1_name, v1_partitions))
+            append_5(ListOffsetsTopic(v_name_6, v_partitions_7))
     if data[pos] == 0:
         pos += 1
     else:
@@ -637,28 +664,29 @@ def decode_list_offsets_request_v8(data: bytes, pos: int) -> tuple[ListOffsetsRe
             size0, pos = read_uvarint(data, pos)
             end0 = pos + size0
             pos = end0
-    return ListOffsetsRequest(v0_replica_id, v0_isolation_level, v0_topics, 0), pos
+    return ListOffsetsRequest(v_replica_id_1, v_isolation_level_2, v_topics_3, 0), pos
 
 
 def encode_list_offsets_request_v8(m: ListOffsetsRequest, out: bytearray) -> None:
     out += _S4.pack(m.replica_id, m.isolation_level)
-    x0 = m.topics
-    write_uvarint(out, len(x0) + 1)
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        write_uvarint(out, len(x1) + 1)
-        out += x1
-        x1 = e0.partitions
-        write_uvarint(out, len(x1) + 1)
-        for e1 in x1:
-            out += _S5.pack(e1.partition_index, e1.current_leader_epoch, e1.timestamp)
+    x_1 = m.topics
+    write_uvarint(out, len(x_1) + 1)
+    for e_2 in x_1:
+        x_3 = e_2.name
+        b_4 = x_3.encode()
+        write_uvarint(out, len(b_4) + 1)
+        out += b_4
+        x_5 = e_2.partitions
+        write_uvarint(out, len(x_5) + 1)
+        for e_6 in x_5:
+            out += _S5.pack(e_6.partition_index, e_6.current_leader_epoch, e_6.timestamp)
             out.append(0)
         out.append(0)
     out.append(0)
 
 
 def decode_list_offsets_response_v0(data: bytes, pos: int) -> tuple[ListOffsetsResponse, int]:
+    v_topics_2: list[ListOffsetsTopicResponse]
     n0, = _S0.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -666,16 +694,18 @@ def decode_list_offsets_response_v0(data: bytes, pos: int) -> tuple[ListOffsetsR
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_2 = []
+        append_3 = v_topics_2.append
         for _ in range(n0):
+            v_name_4: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_partitions_5: list[ListOffsetsPartitionResponse]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -683,11 +713,12 @@ def decode_list_offsets_response_v0(data: bytes, pos: int) -> tuple[ListOffsetsR
             elif n1 > len(data) - pos:
                 raise DecodeError('array Partitions longer than the frame')
             else:
-                v1_partitions = []
-                append1 = v1_partitions.append
+                v_partitions_5 = []
+                append_6 = v_partitions_5.append
                 for _ in range(n1):
-                    v2_partition_index, v2_error_code = _S6.unpack_from(data, pos)
+                    v_partition_index_7, v_error_code_8 = _S6.unpack_from(data, pos)
                     pos += 6
+                    v_old_style_offsets_9: list[int]
                     n2, = _S0.unpack_from(data, pos)
                     pos += 4
                     if n2 < 0:
@@ -695,31 +726,32 @@ def decode_list_offsets_response_v0(data: bytes, pos: int) -> tuple[ListOffsetsR
                     elif n2 > len(data) - pos:
                         raise DecodeError('array OldStyleOffsets longer than the frame')
                     else:
-                        v2_old_style_offsets = list(unpack_from('>%dq' % n2, data, pos))
+                        v_old_style_offsets_9 = list(unpack_from('>%dq' % n2, data, pos))
                         pos += n2 * 8
-                    append1(ListOffsetsPartitionResponse(v2_partition_index, v2_error_code, v2_old_style_offsets, -1, -1, -1))
-            append0(ListOffsetsTopicResponse(v1_name, v1_partitions))
-    return ListOffsetsResponse(0, v0_topics), pos
+                    append_6(ListOffsetsPartitionResponse(v_partition_index_7, v_error_code_8, v_old_style_offsets_9, -1, -1, -1))
+            append_3(ListOffsetsTopicResponse(v_name_4, v_partitions_5))
+    return ListOffsetsResponse(0, v_topics_2), pos
 
 
 def encode_list_offsets_response_v0(m: ListOffsetsResponse, out: bytearray) -> None:
-    x0 = m.topics
-    out += _S0.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        out += _S1.pack(len(x1))
-        out += x1
-        x1 = e0.partitions
-        out += _S0.pack(len(x1))
-        for e1 in x1:
-            out += _S6.pack(e1.partition_index, e1.error_code)
-            x2 = e1.old_style_offsets
-            out += _S0.pack(len(x2))
-            out += pack('>%dq' % len(x2), *x2)
+    x_1 = m.topics
+    out += _S0.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2.name
+        b_4 = x_3.encode()
+        out += _S1.pack(len(b_4))
+        out += b_4
+        x_5 = e_2.partitions
+        out += _S0.pack(len(x_5))
+        for e_6 in x_5:
+            out += _S6.pack(e_6.partition_index, e_6.error_code)
+            x_7 = e_6.old_style_offsets
+            out += _S0.pack(len(x_7))
+            out += pack('>%dq' % len(x_7), *x_7)
 
 
 def decode_list_offsets_response_v1(data: bytes, pos: int) -> tuple[ListOffsetsResponse, int]:
+    v_topics_2: list[ListOffsetsTopicResponse]
     n0, = _S0.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -727,16 +759,18 @@ def decode_list_offsets_response_v1(data: bytes, pos: int) -> tuple[ListOffsetsR
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_2 = []
+        append_3 = v_topics_2.append
         for _ in range(n0):
+            v_name_4: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_partitions_5: list[ListOffsetsPartitionResponse]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -744,33 +778,34 @@ def decode_list_offsets_response_v1(data: bytes, pos: int) -> tuple[ListOffsetsR
             elif n1 > len(data) - pos:
                 raise DecodeError('array Partitions longer than the frame')
             else:
-                v1_partitions = []
-                append1 = v1_partitions.append
+                v_partitions_5 = []
+                append_6 = v_partitions_5.append
                 for _ in range(n1):
-                    v2_partition_index, v2_error_code, v2_timestamp, v2_offset = _S7.unpack_from(data, pos)
+                    v_partition_index_7, v_error_code_8, v_timestamp_10, v_offset_11 = _S7.unpack_from(data, pos)
                     pos += 22
-                    append1(ListOffsetsPartitionResponse(v2_partition_index, v2_error_code, [], v2_timestamp, v2_offset, -1))
-            append0(ListOffsetsTopicResponse(v1_name, v1_partitions))
-    return ListOffsetsResponse(0, v0_topics), pos
+                    append_6(ListOffsetsPartitionResponse(v_partition_index_7, v_error_code_8, [], v_timestamp_10, v_offset_11, -1))
+            append_3(ListOffsetsTopicResponse(v_name_4, v_partitions_5))
+    return ListOffsetsResponse(0, v_topics_2), pos
 
 
 def encode_list_offsets_response_v1(m: ListOffsetsResponse, out: bytearray) -> None:
-    x0 = m.topics
-    out += _S0.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        out += _S1.pack(len(x1))
-        out += x1
-        x1 = e0.partitions
-        out += _S0.pack(len(x1))
-        for e1 in x1:
-            out += _S7.pack(e1.partition_index, e1.error_code, e1.timestamp, e1.offset)
+    x_1 = m.topics
+    out += _S0.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2.name
+        b_4 = x_3.encode()
+        out += _S1.pack(len(b_4))
+        out += b_4
+        x_5 = e_2.partitions
+        out += _S0.pack(len(x_5))
+        for e_6 in x_5:
+            out += _S7.pack(e_6.partition_index, e_6.error_code, e_6.timestamp, e_6.offset)
 
 
 def decode_list_offsets_response_v2(data: bytes, pos: int) -> tuple[ListOffsetsResponse, int]:
-    v0_throttle_time_ms, = _S0.unpack_from(data, pos)
+    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
     pos += 4
+    v_topics_2: list[ListOffsetsTopicResponse]
     n0, = _S0.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -778,16 +813,18 @@ def decode_list_offsets_response_v2(data: bytes, pos: int) -> tuple[ListOffsetsR
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_2 = []
+        append_3 = v_topics_2.append
         for _ in range(n0):
+            v_name_4: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_partitions_5: list[ListOffsetsPartitionResponse]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -795,34 +832,35 @@ def decode_list_offsets_response_v2(data: bytes, pos: int) -> tuple[ListOffsetsR
             elif n1 > len(data) - pos:
                 raise DecodeError('array Partitions longer than the frame')
             else:
-                v1_partitions = []
-                append1 = v1_partitions.append
+                v_partitions_5 = []
+                append_6 = v_partitions_5.append
                 for _ in range(n1):
-                    v2_partition_index, v2_error_code, v2_timestamp, v2_offset = _S7.unpack_from(data, pos)
+                    v_partition_index_7, v_error_code_8, v_timestamp_10, v_offset_11 = _S7.unpack_from(data, pos)
                     pos += 22
-                    append1(ListOffsetsPartitionResponse(v2_partition_index, v2_error_code, [], v2_timestamp, v2_offset, -1))
-            append0(ListOffsetsTopicResponse(v1_name, v1_partitions))
-    return ListOffsetsResponse(v0_throttle_time_ms, v0_topics), pos
+                    append_6(ListOffsetsPartitionResponse(v_partition_index_7, v_error_code_8, [], v_timestamp_10, v_offset_11, -1))
+            append_3(ListOffsetsTopicResponse(v_name_4, v_partitions_5))
+    return ListOffsetsResponse(v_throttle_time_ms_1, v_topics_2), pos
 
 
 def encode_list_offsets_response_v2(m: ListOffsetsResponse, out: bytearray) -> None:
     out += _S0.pack(m.throttle_time_ms)
-    x0 = m.topics
-    out += _S0.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        out += _S1.pack(len(x1))
-        out += x1
-        x1 = e0.partitions
-        out += _S0.pack(len(x1))
-        for e1 in x1:
-            out += _S7.pack(e1.partition_index, e1.error_code, e1.timestamp, e1.offset)
+    x_1 = m.topics
+    out += _S0.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2.name
+        b_4 = x_3.encode()
+        out += _S1.pack(len(b_4))
+        out += b_4
+        x_5 = e_2.partitions
+        out += _S0.pack(len(x_5))
+        for e_6 in x_5:
+            out += _S7.pack(e_6.partition_index, e_6.error_code, e_6.timestamp, e_6.offset)
 
 
 def decode_list_offsets_response_v3(data: bytes, pos: int) -> tuple[ListOffsetsResponse, int]:
-    v0_throttle_time_ms, = _S0.unpack_from(data, pos)
+    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
     pos += 4
+    v_topics_2: list[ListOffsetsTopicResponse]
     n0, = _S0.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -830,16 +868,18 @@ def decode_list_offsets_response_v3(data: bytes, pos: int) -> tuple[ListOffsetsR
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_2 = []
+        append_3 = v_topics_2.append
         for _ in range(n0):
+            v_name_4: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_partitions_5: list[ListOffsetsPartitionResponse]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -847,34 +887,35 @@ def decode_list_offsets_response_v3(data: bytes, pos: int) -> tuple[ListOffsetsR
             elif n1 > len(data) - pos:
                 raise DecodeError('array Partitions longer than the frame')
             else:
-                v1_partitions = []
-                append1 = v1_partitions.append
+                v_partitions_5 = []
+                append_6 = v_partitions_5.append
                 for _ in range(n1):
-                    v2_partition_index, v2_error_code, v2_timestamp, v2_offset = _S7.unpack_from(data, pos)
+                    v_partition_index_7, v_error_code_8, v_timestamp_10, v_offset_11 = _S7.unpack_from(data, pos)
                     pos += 22
-                    append1(ListOffsetsPartitionResponse(v2_partition_index, v2_error_code, [], v2_timestamp, v2_offset, -1))
-            append0(ListOffsetsTopicResponse(v1_name, v1_partitions))
-    return ListOffsetsResponse(v0_throttle_time_ms, v0_topics), pos
+                    append_6(ListOffsetsPartitionResponse(v_partition_index_7, v_error_code_8, [], v_timestamp_10, v_offset_11, -1))
+            append_3(ListOffsetsTopicResponse(v_name_4, v_partitions_5))
+    return ListOffsetsResponse(v_throttle_time_ms_1, v_topics_2), pos
 
 
 def encode_list_offsets_response_v3(m: ListOffsetsResponse, out: bytearray) -> None:
     out += _S0.pack(m.throttle_time_ms)
-    x0 = m.topics
-    out += _S0.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        out += _S1.pack(len(x1))
-        out += x1
-        x1 = e0.partitions
-        out += _S0.pack(len(x1))
-        for e1 in x1:
-            out += _S7.pack(e1.partition_index, e1.error_code, e1.timestamp, e1.offset)
+    x_1 = m.topics
+    out += _S0.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2.name
+        b_4 = x_3.encode()
+        out += _S1.pack(len(b_4))
+        out += b_4
+        x_5 = e_2.partitions
+        out += _S0.pack(len(x_5))
+        for e_6 in x_5:
+            out += _S7.pack(e_6.partition_index, e_6.error_code, e_6.timestamp, e_6.offset)
 
 
 def decode_list_offsets_response_v4(data: bytes, pos: int) -> tuple[ListOffsetsResponse, int]:
-    v0_throttle_time_ms, = _S0.unpack_from(data, pos)
+    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
     pos += 4
+    v_topics_2: list[ListOffsetsTopicResponse]
     n0, = _S0.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -882,16 +923,18 @@ def decode_list_offsets_response_v4(data: bytes, pos: int) -> tuple[ListOffsetsR
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_2 = []
+        append_3 = v_topics_2.append
         for _ in range(n0):
+            v_name_4: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_partitions_5: list[ListOffsetsPartitionResponse]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -899,34 +942,35 @@ def decode_list_offsets_response_v4(data: bytes, pos: int) -> tuple[ListOffsetsR
             elif n1 > len(data) - pos:
                 raise DecodeError('array Partitions longer than the frame')
             else:
-                v1_partitions = []
-                append1 = v1_partitions.append
+                v_partitions_5 = []
+                append_6 = v_partitions_5.append
                 for _ in range(n1):
-                    v2_partition_index, v2_error_code, v2_timestamp, v2_offset, v2_leader_epoch = _S8.unpack_from(data, pos)
+                    v_partition_index_7, v_error_code_8, v_timestamp_10, v_offset_11, v_leader_epoch_12 = _S8.unpack_from(data, pos)
                     pos += 26
-                    append1(ListOffsetsPartitionResponse(v2_partition_index, v2_error_code, [], v2_timestamp, v2_offset, v2_leader_epoch))
-            append0(ListOffsetsTopicResponse(v1_name, v1_partitions))
-    return ListOffsetsResponse(v0_throttle_time_ms, v0_topics), pos
+                    append_6(ListOffsetsPartitionResponse(v_partition_index_7, v_error_code_8, [], v_timestamp_10, v_offset_11, v_leader_epoch_12))
+            append_3(ListOffsetsTopicResponse(v_name_4, v_partitions_5))
+    return ListOffsetsResponse(v_throttle_time_ms_1, v_topics_2), pos
 
 
 def encode_list_offsets_response_v4(m: ListOffsetsResponse, out: bytearray) -> None:
     out += _S0.pack(m.throttle_time_ms)
-    x0 = m.topics
-    out += _S0.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        out += _S1.pack(len(x1))
-        out += x1
-        x1 = e0.partitions
-        out += _S0.pack(len(x1))
-        for e1 in x1:
-            out += _S8.pack(e1.partition_index, e1.error_code, e1.timestamp, e1.offset, e1.leader_epoch)
+    x_1 = m.topics
+    out += _S0.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2.name
+        b_4 = x_3.encode()
+        out += _S1.pack(len(b_4))
+        out += b_4
+        x_5 = e_2.partitions
+        out += _S0.pack(len(x_5))
+        for e_6 in x_5:
+            out += _S8.pack(e_6.partition_index, e_6.error_code, e_6.timestamp, e_6.offset, e_6.leader_epoch)
 
 
 def decode_list_offsets_response_v5(data: bytes, pos: int) -> tuple[ListOffsetsResponse, int]:
-    v0_throttle_time_ms, = _S0.unpack_from(data, pos)
+    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
     pos += 4
+    v_topics_2: list[ListOffsetsTopicResponse]
     n0, = _S0.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -934,16 +978,18 @@ def decode_list_offsets_response_v5(data: bytes, pos: int) -> tuple[ListOffsetsR
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_2 = []
+        append_3 = v_topics_2.append
         for _ in range(n0):
+            v_name_4: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_partitions_5: list[ListOffsetsPartitionResponse]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -951,34 +997,35 @@ def decode_list_offsets_response_v5(data: bytes, pos: int) -> tuple[ListOffsetsR
             elif n1 > len(data) - pos:
                 raise DecodeError('array Partitions longer than the frame')
             else:
-                v1_partitions = []
-                append1 = v1_partitions.append
+                v_partitions_5 = []
+                append_6 = v_partitions_5.append
                 for _ in range(n1):
-                    v2_partition_index, v2_error_code, v2_timestamp, v2_offset, v2_leader_epoch = _S8.unpack_from(data, pos)
+                    v_partition_index_7, v_error_code_8, v_timestamp_10, v_offset_11, v_leader_epoch_12 = _S8.unpack_from(data, pos)
                     pos += 26
-                    append1(ListOffsetsPartitionResponse(v2_partition_index, v2_error_code, [], v2_timestamp, v2_offset, v2_leader_epoch))
-            append0(ListOffsetsTopicResponse(v1_name, v1_partitions))
-    return ListOffsetsResponse(v0_throttle_time_ms, v0_topics), pos
+                    append_6(ListOffsetsPartitionResponse(v_partition_index_7, v_error_code_8, [], v_timestamp_10, v_offset_11, v_leader_epoch_12))
+            append_3(ListOffsetsTopicResponse(v_name_4, v_partitions_5))
+    return ListOffsetsResponse(v_throttle_time_ms_1, v_topics_2), pos
 
 
 def encode_list_offsets_response_v5(m: ListOffsetsResponse, out: bytearray) -> None:
     out += _S0.pack(m.throttle_time_ms)
-    x0 = m.topics
-    out += _S0.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        out += _S1.pack(len(x1))
-        out += x1
-        x1 = e0.partitions
-        out += _S0.pack(len(x1))
-        for e1 in x1:
-            out += _S8.pack(e1.partition_index, e1.error_code, e1.timestamp, e1.offset, e1.leader_epoch)
+    x_1 = m.topics
+    out += _S0.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2.name
+        b_4 = x_3.encode()
+        out += _S1.pack(len(b_4))
+        out += b_4
+        x_5 = e_2.partitions
+        out += _S0.pack(len(x_5))
+        for e_6 in x_5:
+            out += _S8.pack(e_6.partition_index, e_6.error_code, e_6.timestamp, e_6.offset, e_6.leader_epoch)
 
 
 def decode_list_offsets_response_v6(data: bytes, pos: int) -> tuple[ListOffsetsResponse, int]:
-    v0_throttle_time_ms, = _S0.unpack_from(data, pos)
+    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
     pos += 4
+    v_topics_2: list[ListOffsetsTopicResponse]
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -990,9 +1037,10 @@ def decode_list_offsets_response_v6(data: bytes, pos: int) -> tuple[ListOffsetsR
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_2 = []
+        append_3 = v_topics_2.append
         for _ in range(n0):
+            v_name_4: str
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -1002,8 +1050,9 @@ def decode_list_offsets_response_v6(data: bytes, pos: int) -> tuple[ListOffsetsR
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_partitions_5: list[ListOffsetsPartitionResponse]
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -1015,10 +1064,10 @@ def decode_list_offsets_response_v6(data: bytes, pos: int) -> tuple[ListOffsetsR
             elif n1 > len(data) - pos:
                 raise DecodeError('array Partitions longer than the frame')
             else:
-                v1_partitions = []
-                append1 = v1_partitions.append
+                v_partitions_5 = []
+                append_6 = v_partitions_5.append
                 for _ in range(n1):
-                    v2_partition_index, v2_error_code, v2_timestamp, v2_offset, v2_leader_epoch = _S8.unpack_from(data, pos)
+                    v_partition_index_7, v_error_code_8, v_timestamp_10, v_offset_11, v_leader_epoch_12 = _S8.unpack_from(data, pos)
                     pos += 26
                     if data[pos] == 0:
                         pos += 1
@@ -1029,7 +1078,7 @@ def decode_list_offsets_response_v6(data: bytes, pos: int) -> tuple[ListOffsetsR
                             size2, pos = read_uvarint(data, pos)
                             end2 = pos + size2
                             pos = end2
-                    append1(ListOffsetsPartitionResponse(v2_partition_index, v2_error_code, [], v2_timestamp, v2_offset, v2_leader_epoch))
+                    append_6(ListOffsetsPartitionResponse(v_partition_index_7, v_error_code_8, [], v_timestamp_10, v_offset_11, v_leader_epoch_12))
             if data[pos] == 0:
                 pos += 1
             else:
@@ -1039,7 +1088,7 @@ def decode_list_offsets_response_v6(data: bytes, pos: int) -> tuple[ListOffsetsR
                     size1, pos = read_uvarint(data, pos)
                     end1 = pos + size1
                     pos = end1
-            append0(ListOffsetsTopicResponse(v1_name, v1_partitions))
+            append_3(ListOffsetsTopicResponse(v_name_4, v_partitions_5))
     if data[pos] == 0:
         pos += 1
     else:
@@ -1049,30 +1098,31 @@ def decode_list_offsets_response_v6(data: bytes, pos: int) -> tuple[ListOffsetsR
             size0, pos = read_uvarint(data, pos)
             end0 = pos + size0
             pos = end0
-    return ListOffsetsResponse(v0_throttle_time_ms, v0_topics), pos
+    return ListOffsetsResponse(v_throttle_time_ms_1, v_topics_2), pos
 
 
 def encode_list_offsets_response_v6(m: ListOffsetsResponse, out: bytearray) -> None:
     out += _S0.pack(m.throttle_time_ms)
-    x0 = m.topics
-    write_uvarint(out, len(x0) + 1)
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        write_uvarint(out, len(x1) + 1)
-        out += x1
-        x1 = e0.partitions
-        write_uvarint(out, len(x1) + 1)
-        for e1 in x1:
-            out += _S8.pack(e1.partition_index, e1.error_code, e1.timestamp, e1.offset, e1.leader_epoch)
+    x_1 = m.topics
+    write_uvarint(out, len(x_1) + 1)
+    for e_2 in x_1:
+        x_3 = e_2.name
+        b_4 = x_3.encode()
+        write_uvarint(out, len(b_4) + 1)
+        out += b_4
+        x_5 = e_2.partitions
+        write_uvarint(out, len(x_5) + 1)
+        for e_6 in x_5:
+            out += _S8.pack(e_6.partition_index, e_6.error_code, e_6.timestamp, e_6.offset, e_6.leader_epoch)
             out.append(0)
         out.append(0)
     out.append(0)
 
 
 def decode_list_offsets_response_v7(data: bytes, pos: int) -> tuple[ListOffsetsResponse, int]:
-    v0_throttle_time_ms, = _S0.unpack_from(data, pos)
+    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
     pos += 4
+    v_topics_2: list[ListOffsetsTopicResponse]
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -1084,9 +1134,10 @@ def decode_list_offsets_response_v7(data: bytes, pos: int) -> tuple[ListOffsetsR
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_2 = []
+        append_3 = v_topics_2.append
         for _ in range(n0):
+            v_name_4: str
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -1096,8 +1147,9 @@ def decode_list_offsets_response_v7(data: bytes, pos: int) -> tuple[ListOffsetsR
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_partitions_5: list[ListOffsetsPartitionResponse]
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -1109,10 +1161,10 @@ def decode_list_offsets_response_v7(data: bytes, pos: int) -> tuple[ListOffsetsR
             elif n1 > len(data) - pos:
                 raise DecodeError('array Partitions longer than the frame')
             else:
-                v1_partitions = []
-                append1 = v1_partitions.append
+                v_partitions_5 = []
+                append_6 = v_partitions_5.append
                 for _ in range(n1):
-                    v2_partition_index, v2_error_code, v2_timestamp, v2_offset, v2_leader_epoch = _S8.unpack_from(data, pos)
+                    v_partition_index_7, v_error_code_8, v_timestamp_10, v_offset_11, v_leader_epoch_12 = _S8.unpack_from(data, pos)
                     pos += 26
                     if data[pos] == 0:
                         pos += 1
@@ -1123,7 +1175,7 @@ def decode_list_offsets_response_v7(data: bytes, pos: int) -> tuple[ListOffsetsR
                             size2, pos = read_uvarint(data, pos)
                             end2 = pos + size2
                             pos = end2
-                    append1(ListOffsetsPartitionResponse(v2_partition_index, v2_error_code, [], v2_timestamp, v2_offset, v2_leader_epoch))
+                    append_6(ListOffsetsPartitionResponse(v_partition_index_7, v_error_code_8, [], v_timestamp_10, v_offset_11, v_leader_epoch_12))
             if data[pos] == 0:
                 pos += 1
             else:
@@ -1133,7 +1185,7 @@ def decode_list_offsets_response_v7(data: bytes, pos: int) -> tuple[ListOffsetsR
                     size1, pos = read_uvarint(data, pos)
                     end1 = pos + size1
                     pos = end1
-            append0(ListOffsetsTopicResponse(v1_name, v1_partitions))
+            append_3(ListOffsetsTopicResponse(v_name_4, v_partitions_5))
     if data[pos] == 0:
         pos += 1
     else:
@@ -1143,30 +1195,31 @@ def decode_list_offsets_response_v7(data: bytes, pos: int) -> tuple[ListOffsetsR
             size0, pos = read_uvarint(data, pos)
             end0 = pos + size0
             pos = end0
-    return ListOffsetsResponse(v0_throttle_time_ms, v0_topics), pos
+    return ListOffsetsResponse(v_throttle_time_ms_1, v_topics_2), pos
 
 
 def encode_list_offsets_response_v7(m: ListOffsetsResponse, out: bytearray) -> None:
     out += _S0.pack(m.throttle_time_ms)
-    x0 = m.topics
-    write_uvarint(out, len(x0) + 1)
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        write_uvarint(out, len(x1) + 1)
-        out += x1
-        x1 = e0.partitions
-        write_uvarint(out, len(x1) + 1)
-        for e1 in x1:
-            out += _S8.pack(e1.partition_index, e1.error_code, e1.timestamp, e1.offset, e1.leader_epoch)
+    x_1 = m.topics
+    write_uvarint(out, len(x_1) + 1)
+    for e_2 in x_1:
+        x_3 = e_2.name
+        b_4 = x_3.encode()
+        write_uvarint(out, len(b_4) + 1)
+        out += b_4
+        x_5 = e_2.partitions
+        write_uvarint(out, len(x_5) + 1)
+        for e_6 in x_5:
+            out += _S8.pack(e_6.partition_index, e_6.error_code, e_6.timestamp, e_6.offset, e_6.leader_epoch)
             out.append(0)
         out.append(0)
     out.append(0)
 
 
 def decode_list_offsets_response_v8(data: bytes, pos: int) -> tuple[ListOffsetsResponse, int]:
-    v0_throttle_time_ms, = _S0.unpack_from(data, pos)
+    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
     pos += 4
+    v_topics_2: list[ListOffsetsTopicResponse]
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -1178,9 +1231,10 @@ def decode_list_offsets_response_v8(data: bytes, pos: int) -> tuple[ListOffsetsR
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_2 = []
+        append_3 = v_topics_2.append
         for _ in range(n0):
+            v_name_4: str
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -1190,8 +1244,9 @@ def decode_list_offsets_response_v8(data: bytes, pos: int) -> tuple[ListOffsetsR
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_partitions_5: list[ListOffsetsPartitionResponse]
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -1203,10 +1258,10 @@ def decode_list_offsets_response_v8(data: bytes, pos: int) -> tuple[ListOffsetsR
             elif n1 > len(data) - pos:
                 raise DecodeError('array Partitions longer than the frame')
             else:
-                v1_partitions = []
-                append1 = v1_partitions.append
+                v_partitions_5 = []
+                append_6 = v_partitions_5.append
                 for _ in range(n1):
-                    v2_partition_index, v2_error_code, v2_timestamp, v2_offset, v2_leader_epoch = _S8.unpack_from(data, pos)
+                    v_partition_index_7, v_error_code_8, v_timestamp_10, v_offset_11, v_leader_epoch_12 = _S8.unpack_from(data, pos)
                     pos += 26
                     if data[pos] == 0:
                         pos += 1
@@ -1217,7 +1272,7 @@ def decode_list_offsets_response_v8(data: bytes, pos: int) -> tuple[ListOffsetsR
                             size2, pos = read_uvarint(data, pos)
                             end2 = pos + size2
                             pos = end2
-                    append1(ListOffsetsPartitionResponse(v2_partition_index, v2_error_code, [], v2_timestamp, v2_offset, v2_leader_epoch))
+                    append_6(ListOffsetsPartitionResponse(v_partition_index_7, v_error_code_8, [], v_timestamp_10, v_offset_11, v_leader_epoch_12))
             if data[pos] == 0:
                 pos += 1
             else:
@@ -1227,7 +1282,7 @@ def decode_list_offsets_response_v8(data: bytes, pos: int) -> tuple[ListOffsetsR
                     size1, pos = read_uvarint(data, pos)
                     end1 = pos + size1
                     pos = end1
-            append0(ListOffsetsTopicResponse(v1_name, v1_partitions))
+            append_3(ListOffsetsTopicResponse(v_name_4, v_partitions_5))
     if data[pos] == 0:
         pos += 1
     else:
@@ -1237,22 +1292,22 @@ def decode_list_offsets_response_v8(data: bytes, pos: int) -> tuple[ListOffsetsR
             size0, pos = read_uvarint(data, pos)
             end0 = pos + size0
             pos = end0
-    return ListOffsetsResponse(v0_throttle_time_ms, v0_topics), pos
+    return ListOffsetsResponse(v_throttle_time_ms_1, v_topics_2), pos
 
 
 def encode_list_offsets_response_v8(m: ListOffsetsResponse, out: bytearray) -> None:
     out += _S0.pack(m.throttle_time_ms)
-    x0 = m.topics
-    write_uvarint(out, len(x0) + 1)
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        write_uvarint(out, len(x1) + 1)
-        out += x1
-        x1 = e0.partitions
-        write_uvarint(out, len(x1) + 1)
-        for e1 in x1:
-            out += _S8.pack(e1.partition_index, e1.error_code, e1.timestamp, e1.offset, e1.leader_epoch)
+    x_1 = m.topics
+    write_uvarint(out, len(x_1) + 1)
+    for e_2 in x_1:
+        x_3 = e_2.name
+        b_4 = x_3.encode()
+        write_uvarint(out, len(b_4) + 1)
+        out += b_4
+        x_5 = e_2.partitions
+        write_uvarint(out, len(x_5) + 1)
+        for e_6 in x_5:
+            out += _S8.pack(e_6.partition_index, e_6.error_code, e_6.timestamp, e_6.offset, e_6.leader_epoch)
             out.append(0)
         out.append(0)
     out.append(0)

@@ -76,6 +76,7 @@ class MetadataResponse:
 
 
 def decode_metadata_request_v0(data: bytes, pos: int) -> tuple[MetadataRequest, int]:
+    v_topics_1: list[MetadataRequestTopic] | None
     n0, = _S0.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -83,326 +84,364 @@ def decode_metadata_request_v0(data: bytes, pos: int) -> tuple[MetadataRequest, 
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_1 = []
+        append_5 = v_topics_1.append
         for _ in range(n0):
+            v_name_7: str | None
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            append0(MetadataRequestTopic(ZERO_UUID, v1_name))
-    return MetadataRequest(v0_topics, True, False, False), pos
+            append_5(MetadataRequestTopic(ZERO_UUID, v_name_7))
+    return MetadataRequest(v_topics_1, True, False, False), pos
 
 
 def encode_metadata_request_v0(m: MetadataRequest, out: bytearray) -> None:
-    x0 = m.topics
-    out += _S0.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        out += _S1.pack(len(x1))
-        out += x1
+    x_1 = m.topics
+    if x_1 is None:
+        raise ValueError('Topics cannot be null in version 0')
+    out += _S0.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2.name
+        if x_3 is None:
+            raise ValueError('Name cannot be null in version 0')
+        b_4 = x_3.encode()
+        out += _S1.pack(len(b_4))
+        out += b_4
 
 
 def decode_metadata_request_v1(data: bytes, pos: int) -> tuple[MetadataRequest, int]:
+    v_topics_1: list[MetadataRequestTopic] | None
     n0, = _S0.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
-        v0_topics = None
+        v_topics_1 = None
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_1 = []
+        append_5 = v_topics_1.append
         for _ in range(n0):
+            v_name_7: str | None
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            append0(MetadataRequestTopic(ZERO_UUID, v1_name))
-    return MetadataRequest(v0_topics, True, False, False), pos
+            append_5(MetadataRequestTopic(ZERO_UUID, v_name_7))
+    return MetadataRequest(v_topics_1, True, False, False), pos
 
 
 def encode_metadata_request_v1(m: MetadataRequest, out: bytearray) -> None:
-    x0 = m.topics
-    if x0 is None:
+    x_1 = m.topics
+    if x_1 is None:
         out += b'\xff\xff\xff\xff'
     else:
-        out += _S0.pack(len(x0))
-        for e0 in x0:
-            x1 = e0.name
-            x1 = x1.encode()
-            out += _S1.pack(len(x1))
-            out += x1
+        out += _S0.pack(len(x_1))
+        for e_2 in x_1:
+            x_3 = e_2.name
+            if x_3 is None:
+                raise ValueError('Name cannot be null in version 1')
+            b_4 = x_3.encode()
+            out += _S1.pack(len(b_4))
+            out += b_4
 
 
 def decode_metadata_request_v2(data: bytes, pos: int) -> tuple[MetadataRequest, int]:
+    v_topics_1: list[MetadataRequestTopic] | None
     n0, = _S0.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
-        v0_topics = None
+        v_topics_1 = None
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_1 = []
+        append_5 = v_topics_1.append
         for _ in range(n0):
+            v_name_7: str | None
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            append0(MetadataRequestTopic(ZERO_UUID, v1_name))
-    return MetadataRequest(v0_topics, True, False, False), pos
+            append_5(MetadataRequestTopic(ZERO_UUID, v_name_7))
+    return MetadataRequest(v_topics_1, True, False, False), pos
 
 
 def encode_metadata_request_v2(m: MetadataRequest, out: bytearray) -> None:
-    x0 = m.topics
-    if x0 is None:
+    x_1 = m.topics
+    if x_1 is None:
         out += b'\xff\xff\xff\xff'
     else:
-        out += _S0.pack(len(x0))
-        for e0 in x0:
-            x1 = e0.name
-            x1 = x1.encode()
-            out += _S1.pack(len(x1))
-            out += x1
+        out += _S0.pack(len(x_1))
+        for e_2 in x_1:
+            x_3 = e_2.name
+            if x_3 is None:
+                raise ValueError('Name cannot be null in version 2')
+            b_4 = x_3.encode()
+            out += _S1.pack(len(b_4))
+            out += b_4
 
 
 def decode_metadata_request_v3(data: bytes, pos: int) -> tuple[MetadataRequest, int]:
+    v_topics_1: list[MetadataRequestTopic] | None
     n0, = _S0.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
-        v0_topics = None
+        v_topics_1 = None
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_1 = []
+        append_5 = v_topics_1.append
         for _ in range(n0):
+            v_name_7: str | None
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            append0(MetadataRequestTopic(ZERO_UUID, v1_name))
-    return MetadataRequest(v0_topics, True, False, False), pos
+            append_5(MetadataRequestTopic(ZERO_UUID, v_name_7))
+    return MetadataRequest(v_topics_1, True, False, False), pos
 
 
 def encode_metadata_request_v3(m: MetadataRequest, out: bytearray) -> None:
-    x0 = m.topics
-    if x0 is None:
+    x_1 = m.topics
+    if x_1 is None:
         out += b'\xff\xff\xff\xff'
     else:
-        out += _S0.pack(len(x0))
-        for e0 in x0:
-            x1 = e0.name
-            x1 = x1.encode()
-            out += _S1.pack(len(x1))
-            out += x1
+        out += _S0.pack(len(x_1))
+        for e_2 in x_1:
+            x_3 = e_2.name
+            if x_3 is None:
+                raise ValueError('Name cannot be null in version 3')
+            b_4 = x_3.encode()
+            out += _S1.pack(len(b_4))
+            out += b_4
 
 
 def decode_metadata_request_v4(data: bytes, pos: int) -> tuple[MetadataRequest, int]:
+    v_topics_1: list[MetadataRequestTopic] | None
     n0, = _S0.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
-        v0_topics = None
+        v_topics_1 = None
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_1 = []
+        append_5 = v_topics_1.append
         for _ in range(n0):
+            v_name_7: str | None
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            append0(MetadataRequestTopic(ZERO_UUID, v1_name))
-    v0_allow_auto_topic_creation, = _S2.unpack_from(data, pos)
+            append_5(MetadataRequestTopic(ZERO_UUID, v_name_7))
+    v_allow_auto_topic_creation_2, = _S2.unpack_from(data, pos)
     pos += 1
-    return MetadataRequest(v0_topics, v0_allow_auto_topic_creation, False, False), pos
+    return MetadataRequest(v_topics_1, v_allow_auto_topic_creation_2, False, False), pos
 
 
 def encode_metadata_request_v4(m: MetadataRequest, out: bytearray) -> None:
-    x0 = m.topics
-    if x0 is None:
+    x_1 = m.topics
+    if x_1 is None:
         out += b'\xff\xff\xff\xff'
     else:
-        out += _S0.pack(len(x0))
-        for e0 in x0:
-            x1 = e0.name
-            x1 = x1.encode()
-            out += _S1.pack(len(x1))
-            out += x1
+        out += _S0.pack(len(x_1))
+        for e_2 in x_1:
+            x_3 = e_2.name
+            if x_3 is None:
+                raise ValueError('Name cannot be null in version 4')
+            b_4 = x_3.encode()
+            out += _S1.pack(len(b_4))
+            out += b_4
     out += _S2.pack(m.allow_auto_topic_creation)
 
 
 def decode_metadata_request_v5(data: bytes, pos: int) -> tuple[MetadataRequest, int]:
+    v_topics_1: list[MetadataRequestTopic] | None
     n0, = _S0.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
-        v0_topics = None
+        v_topics_1 = None
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_1 = []
+        append_5 = v_topics_1.append
         for _ in range(n0):
+            v_name_7: str | None
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            append0(MetadataRequestTopic(ZERO_UUID, v1_name))
-    v0_allow_auto_topic_creation, = _S2.unpack_from(data, pos)
+            append_5(MetadataRequestTopic(ZERO_UUID, v_name_7))
+    v_allow_auto_topic_creation_2, = _S2.unpack_from(data, pos)
     pos += 1
-    return MetadataRequest(v0_topics, v0_allow_auto_topic_creation, False, False), pos
+    return MetadataRequest(v_topics_1, v_allow_auto_topic_creation_2, False, False), pos
 
 
 def encode_metadata_request_v5(m: MetadataRequest, out: bytearray) -> None:
-    x0 = m.topics
-    if x0 is None:
+    x_1 = m.topics
+    if x_1 is None:
         out += b'\xff\xff\xff\xff'
     else:
-        out += _S0.pack(len(x0))
-        for e0 in x0:
-            x1 = e0.name
-            x1 = x1.encode()
-            out += _S1.pack(len(x1))
-            out += x1
+        out += _S0.pack(len(x_1))
+        for e_2 in x_1:
+            x_3 = e_2.name
+            if x_3 is None:
+                raise ValueError('Name cannot be null in version 5')
+            b_4 = x_3.encode()
+            out += _S1.pack(len(b_4))
+            out += b_4
     out += _S2.pack(m.allow_auto_topic_creation)
 
 
 def decode_metadata_request_v6(data: bytes, pos: int) -> tuple[MetadataRequest, int]:
+    v_topics_1: list[MetadataRequestTopic] | None
     n0, = _S0.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
-        v0_topics = None
+        v_topics_1 = None
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_1 = []
+        append_5 = v_topics_1.append
         for _ in range(n0):
+            v_name_7: str | None
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            append0(MetadataRequestTopic(ZERO_UUID, v1_name))
-    v0_allow_auto_topic_creation, = _S2.unpack_from(data, pos)
+            append_5(MetadataRequestTopic(ZERO_UUID, v_name_7))
+    v_allow_auto_topic_creation_2, = _S2.unpack_from(data, pos)
     pos += 1
-    return MetadataRequest(v0_topics, v0_allow_auto_topic_creation, False, False), pos
+    return MetadataRequest(v_topics_1, v_allow_auto_topic_creation_2, False, False), pos
 
 
 def encode_metadata_request_v6(m: MetadataRequest, out: bytearray) -> None:
-    x0 = m.topics
-    if x0 is None:
+    x_1 = m.topics
+    if x_1 is None:
         out += b'\xff\xff\xff\xff'
     else:
-        out += _S0.pack(len(x0))
-        for e0 in x0:
-            x1 = e0.name
-            x1 = x1.encode()
-            out += _S1.pack(len(x1))
-            out += x1
+        out += _S0.pack(len(x_1))
+        for e_2 in x_1:
+            x_3 = e_2.name
+            if x_3 is None:
+                raise ValueError('Name cannot be null in version 6')
+            b_4 = x_3.encode()
+            out += _S1.pack(len(b_4))
+            out += b_4
     out += _S2.pack(m.allow_auto_topic_creation)
 
 
 def decode_metadata_request_v7(data: bytes, pos: int) -> tuple[MetadataRequest, int]:
+    v_topics_1: list[MetadataRequestTopic] | None
     n0, = _S0.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
-        v0_topics = None
+        v_topics_1 = None
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_1 = []
+        append_5 = v_topics_1.append
         for _ in range(n0):
+            v_name_7: str | None
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            append0(MetadataRequestTopic(ZERO_UUID, v1_name))
-    v0_allow_auto_topic_creation, = _S2.unpack_from(data, pos)
+            append_5(MetadataRequestTopic(ZERO_UUID, v_name_7))
+    v_allow_auto_topic_creation_2, = _S2.unpack_from(data, pos)
     pos += 1
-    return MetadataRequest(v0_topics, v0_allow_auto_topic_creation, False, False), pos
+    return MetadataRequest(v_topics_1, v_allow_auto_topic_creation_2, False, False), pos
 
 
 def encode_metadata_request_v7(m: MetadataRequest, out: bytearray) -> None:
-    x0 = m.topics
-    if x0 is None:
+    x_1 = m.topics
+    if x_1 is None:
         out += b'\xff\xff\xff\xff'
     else:
-        out += _S0.pack(len(x0))
-        for e0 in x0:
-            x1 = e0.name
-            x1 = x1.encode()
-            out += _S1.pack(len(x1))
-            out += x1
+        out += _S0.pack(len(x_1))
+        for e_2 in x_1:
+            x_3 = e_2.name
+            if x_3 is None:
+                raise ValueError('Name cannot be null in version 7')
+            b_4 = x_3.encode()
+            out += _S1.pack(len(b_4))
+            out += b_4
     out += _S2.pack(m.allow_auto_topic_creation)
 
 
 def decode_metadata_request_v8(data: bytes, pos: int) -> tuple[MetadataRequest, int]:
+    v_topics_1: list[MetadataRequestTopic] | None
     n0, = _S0.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
-        v0_topics = None
+        v_topics_1 = None
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_1 = []
+        append_5 = v_topics_1.append
         for _ in range(n0):
+            v_name_7: str | None
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            append0(MetadataRequestTopic(ZERO_UUID, v1_name))
-    v0_allow_auto_topic_creation, v0_include_cluster_authorized_operations, v0_include_topic_authorized_operations = _S3.unpack_from(data, pos)
+            append_5(MetadataRequestTopic(ZERO_UUID, v_name_7))
+    v_allow_auto_topic_creation_2, v_include_cluster_authorized_operations_3, v_include_topic_authorized_operations_4 = _S3.unpack_from(data, pos)
     pos += 3
-    return MetadataRequest(v0_topics, v0_allow_auto_topic_creation, v0_include_cluster_authorized_operations, v0_include_topic_authorized_operations), pos
+    return MetadataRequest(v_topics_1, v_allow_auto_topic_creation_2, v_include_cluster_authorized_operations_3, v_include_topic_authorized_operations_4), pos
 
 
 def encode_metadata_request_v8(m: MetadataRequest, out: bytearray) -> None:
-    x0 = m.topics
-    if x0 is None:
+    x_1 = m.topics
+    if x_1 is None:
         out += b'\xff\xff\xff\xff'
     else:
-        out += _S0.pack(len(x0))
-        for e0 in x0:
-            x1 = e0.name
-            x1 = x1.encode()
-            out += _S1.pack(len(x1))
-            out += x1
+        out += _S0.pack(len(x_1))
+        for e_2 in x_1:
+            x_3 = e_2.name
+            if x_3 is None:
+                raise ValueError('Name cannot be null in version 8')
+            b_4 = x_3.encode()
+            out += _S1.pack(len(b_4))
+            out += b_4
     out += _S3.pack(m.allow_auto_topic_creation, m.include_cluster_authorized_operations, m.include_topic_authorized_operations)
 
 
 def decode_metadata_request_v9(data: bytes, pos: int) -> tuple[MetadataRequest, int]:
+    v_topics_1: list[MetadataRequestTopic] | None
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -410,13 +449,14 @@ def decode_metadata_request_v9(data: bytes, pos: int) -> tuple[MetadataRequest, 
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
-        v0_topics = None
+        v_topics_1 = None
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_1 = []
+        append_5 = v_topics_1.append
         for _ in range(n0):
+            v_name_7: str | None
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -426,7 +466,7 @@ def decode_metadata_request_v9(data: bytes, pos: int) -> tuple[MetadataRequest, 
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
             if data[pos] == 0:
                 pos += 1
@@ -437,8 +477,8 @@ def decode_metadata_request_v9(data: bytes, pos: int) -> tuple[MetadataRequest, 
                     size1, pos = read_uvarint(data, pos)
                     end1 = pos + size1
                     pos = end1
-            append0(MetadataRequestTopic(ZERO_UUID, v1_name))
-    v0_allow_auto_topic_creation, v0_include_cluster_authorized_operations, v0_include_topic_authorized_operations = _S3.unpack_from(data, pos)
+            append_5(MetadataRequestTopic(ZERO_UUID, v_name_7))
+    v_allow_auto_topic_creation_2, v_include_cluster_authorized_operations_3, v_include_topic_authorized_operations_4 = _S3.unpack_from(data, pos)
     pos += 3
     if data[pos] == 0:
         pos += 1
@@ -449,26 +489,29 @@ def decode_metadata_request_v9(data: bytes, pos: int) -> tuple[MetadataRequest, 
             size0, pos = read_uvarint(data, pos)
             end0 = pos + size0
             pos = end0
-    return MetadataRequest(v0_topics, v0_allow_auto_topic_creation, v0_include_cluster_authorized_operations, v0_include_topic_authorized_operations), pos
+    return MetadataRequest(v_topics_1, v_allow_auto_topic_creation_2, v_include_cluster_authorized_operations_3, v_include_topic_authorized_operations_4), pos
 
 
 def encode_metadata_request_v9(m: MetadataRequest, out: bytearray) -> None:
-    x0 = m.topics
-    if x0 is None:
+    x_1 = m.topics
+    if x_1 is None:
         out.append(0)
     else:
-        write_uvarint(out, len(x0) + 1)
-        for e0 in x0:
-            x1 = e0.name
-            x1 = x1.encode()
-            write_uvarint(out, len(x1) + 1)
-            out += x1
+        write_uvarint(out, len(x_1) + 1)
+        for e_2 in x_1:
+            x_3 = e_2.name
+            if x_3 is None:
+                raise ValueError('Name cannot be null in version 9')
+            b_4 = x_3.encode()
+            write_uvarint(out, len(b_4) + 1)
+            out += b_4
             out.append(0)
     out += _S3.pack(m.allow_auto_topic_creation, m.include_cluster_authorized_operations, m.include_topic_authorized_operations)
     out.append(0)
 
 
 def decode_metadata_request_v10(data: bytes, pos: int) -> tuple[MetadataRequest, int]:
+    v_topics_1: list[MetadataRequestTopic] | None
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -476,15 +519,16 @@ def decode_metadata_request_v10(data: bytes, pos: int) -> tuple[MetadataRequest,
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
-        v0_topics = None
+        v_topics_1 = None
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_1 = []
+        append_5 = v_topics_1.append
         for _ in range(n0):
-            v1_topic_id, = _S4.unpack_from(data, pos)
+            v_topic_id_6, = _S4.unpack_from(data, pos)
             pos += 16
+            v_name_7: str | None
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -492,9 +536,9 @@ def decode_metadata_request_v10(data: bytes, pos: int) -> tuple[MetadataRequest,
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
-                v1_name = None
+                v_name_7 = None
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
             if data[pos] == 0:
                 pos += 1
@@ -505,8 +549,8 @@ def decode_metadata_request_v10(data: bytes, pos: int) -> tuple[MetadataRequest,
                     size1, pos = read_uvarint(data, pos)
                     end1 = pos + size1
                     pos = end1
-            append0(MetadataRequestTopic(v1_topic_id, v1_name))
-    v0_allow_auto_topic_creation, v0_include_cluster_authorized_operations, v0_include_topic_authorized_operations = _S3.unpack_from(data, pos)
+            append_5(MetadataRequestTopic(v_topic_id_6, v_name_7))
+    v_allow_auto_topic_creation_2, v_include_cluster_authorized_operations_3, v_include_topic_authorized_operations_4 = _S3.unpack_from(data, pos)
     pos += 3
     if data[pos] == 0:
         pos += 1
@@ -517,30 +561,31 @@ def decode_metadata_request_v10(data: bytes, pos: int) -> tuple[MetadataRequest,
             size0, pos = read_uvarint(data, pos)
             end0 = pos + size0
             pos = end0
-    return MetadataRequest(v0_topics, v0_allow_auto_topic_creation, v0_include_cluster_authorized_operations, v0_include_topic_authorized_operations), pos
+    return MetadataRequest(v_topics_1, v_allow_auto_topic_creation_2, v_include_cluster_authorized_operations_3, v_include_topic_authorized_operations_4), pos
 
 
 def encode_metadata_request_v10(m: MetadataRequest, out: bytearray) -> None:
-    x0 = m.topics
-    if x0 is None:
+    x_1 = m.topics
+    if x_1 is None:
         out.append(0)
     else:
-        write_uvarint(out, len(x0) + 1)
-        for e0 in x0:
-            out += _S4.pack(e0.topic_id)
-            x1 = e0.name
-            if x1 is None:
+        write_uvarint(out, len(x_1) + 1)
+        for e_2 in x_1:
+            out += _S4.pack(e_2.topic_id)
+            x_3 = e_2.name
+            if x_3 is None:
                 out.append(0)
             else:
-                x1 = x1.encode()
-                write_uvarint(out, len(x1) + 1)
-                out += x1
+                b_4 = x_3.encode()
+                write_uvarint(out, len(b_4) + 1)
+                out += b_4
             out.append(0)
     out += _S3.pack(m.allow_auto_topic_creation, m.include_cluster_authorized_operations, m.include_topic_authorized_operations)
     out.append(0)
 
 
 def decode_metadata_request_v11(data: bytes, pos: int) -> tuple[MetadataRequest, int]:
+    v_topics_1: list[MetadataRequestTopic] | None
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -548,15 +593,16 @@ def decode_metadata_request_v11(data: bytes, pos: int) -> tuple[MetadataRequest,
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
-        v0_topics = None
+        v_topics_1 = None
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_1 = []
+        append_5 = v_topics_1.append
         for _ in range(n0):
-            v1_topic_id, = _S4.unpack_from(data, pos)
+            v_topic_id_6, = _S4.unpack_from(data, pos)
             pos += 16
+            v_name_7: str | None
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -564,9 +610,9 @@ def decode_metadata_request_v11(data: bytes, pos: int) -> tuple[MetadataRequest,
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
-                v1_name = None
+                v_name_7 = None
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
             if data[pos] == 0:
                 pos += 1
@@ -577,8 +623,8 @@ def decode_metadata_request_v11(data: bytes, pos: int) -> tuple[MetadataRequest,
                     size1, pos = read_uvarint(data, pos)
                     end1 = pos + size1
                     pos = end1
-            append0(MetadataRequestTopic(v1_topic_id, v1_name))
-    v0_allow_auto_topic_creation, v0_include_topic_authorized_operations = _S5.unpack_from(data, pos)
+            append_5(MetadataRequestTopic(v_topic_id_6, v_name_7))
+    v_allow_auto_topic_creation_2, v_include_topic_authorized_operations_4 = _S5.unpack_from(data, pos)
     pos += 2
     if data[pos] == 0:
         pos += 1
@@ -589,30 +635,31 @@ def decode_metadata_request_v11(data: bytes, pos: int) -> tuple[MetadataRequest,
             size0, pos = read_uvarint(data, pos)
             end0 = pos + size0
             pos = end0
-    return MetadataRequest(v0_topics, v0_allow_auto_topic_creation, False, v0_include_topic_authorized_operations), pos
+    return MetadataRequest(v_topics_1, v_allow_auto_topic_creation_2, False, v_include_topic_authorized_operations_4), pos
 
 
 def encode_metadata_request_v11(m: MetadataRequest, out: bytearray) -> None:
-    x0 = m.topics
-    if x0 is None:
+    x_1 = m.topics
+    if x_1 is None:
         out.append(0)
     else:
-        write_uvarint(out, len(x0) + 1)
-        for e0 in x0:
-            out += _S4.pack(e0.topic_id)
-            x1 = e0.name
-            if x1 is None:
+        write_uvarint(out, len(x_1) + 1)
+        for e_2 in x_1:
+            out += _S4.pack(e_2.topic_id)
+            x_3 = e_2.name
+            if x_3 is None:
                 out.append(0)
             else:
-                x1 = x1.encode()
-                write_uvarint(out, len(x1) + 1)
-                out += x1
+                b_4 = x_3.encode()
+                write_uvarint(out, len(b_4) + 1)
+                out += b_4
             out.append(0)
     out += _S5.pack(m.allow_auto_topic_creation, m.include_topic_authorized_operations)
     out.append(0)
 
 
 def decode_metadata_request_v12(data: bytes, pos: int) -> tuple[MetadataRequest, int]:
+    v_topics_1: list[MetadataRequestTopic] | None
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -620,15 +667,16 @@ def decode_metadata_request_v12(data: bytes, pos: int) -> tuple[MetadataRequest,
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
-        v0_topics = None
+        v_topics_1 = None
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_1 = []
+        append_5 = v_topics_1.append
         for _ in range(n0):
-            v1_topic_id, = _S4.unpack_from(data, pos)
+            v_topic_id_6, = _S4.unpack_from(data, pos)
             pos += 16
+            v_name_7: str | None
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -636,9 +684,9 @@ def decode_metadata_request_v12(data: bytes, pos: int) -> tuple[MetadataRequest,
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
-                v1_name = None
+                v_name_7 = None
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
             if data[pos] == 0:
                 pos += 1
@@ -649,8 +697,8 @@ def decode_metadata_request_v12(data: bytes, pos: int) -> tuple[MetadataRequest,
                     size1, pos = read_uvarint(data, pos)
                     end1 = pos + size1
                     pos = end1
-            append0(MetadataRequestTopic(v1_topic_id, v1_name))
-    v0_allow_auto_topic_creation, v0_include_topic_authorized_operations = _S5.unpack_from(data, pos)
+            append_5(MetadataRequestTopic(v_topic_id_6, v_name_7))
+    v_allow_auto_topic_creation_2, v_include_topic_authorized_operations_4 = _S5.unpack_from(data, pos)
     pos += 2
     if data[pos] == 0:
         pos += 1
@@ -661,30 +709,31 @@ def decode_metadata_request_v12(data: bytes, pos: int) -> tuple[MetadataRequest,
             size0, pos = read_uvarint(data, pos)
             end0 = pos + size0
             pos = end0
-    return MetadataRequest(v0_topics, v0_allow_auto_topic_creation, False, v0_include_topic_authorized_operations), pos
+    return MetadataRequest(v_topics_1, v_allow_auto_topic_creation_2, False, v_include_topic_authorized_operations_4), pos
 
 
 def encode_metadata_request_v12(m: MetadataRequest, out: bytearray) -> None:
-    x0 = m.topics
-    if x0 is None:
+    x_1 = m.topics
+    if x_1 is None:
         out.append(0)
     else:
-        write_uvarint(out, len(x0) + 1)
-        for e0 in x0:
-            out += _S4.pack(e0.topic_id)
-            x1 = e0.name
-            if x1 is None:
+        write_uvarint(out, len(x_1) + 1)
+        for e_2 in x_1:
+            out += _S4.pack(e_2.topic_id)
+            x_3 = e_2.name
+            if x_3 is None:
                 out.append(0)
             else:
-                x1 = x1.encode()
-                write_uvarint(out, len(x1) + 1)
-                out += x1
+                b_4 = x_3.encode()
+                write_uvarint(out, len(b_4) + 1)
+                out += b_4
             out.append(0)
     out += _S5.pack(m.allow_auto_topic_creation, m.include_topic_authorized_operations)
     out.append(0)
 
 
 def decode_metadata_response_v0(data: bytes, pos: int) -> tuple[MetadataResponse, int]:
+    v_brokers_2: list[MetadataResponseBroker]
     n0, = _S0.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -692,21 +741,23 @@ def decode_metadata_response_v0(data: bytes, pos: int) -> tuple[MetadataResponse
     elif n0 > len(data) - pos:
         raise DecodeError('array Brokers longer than the frame')
     else:
-        v0_brokers = []
-        append0 = v0_brokers.append
+        v_brokers_2 = []
+        append_8 = v_brokers_2.append
         for _ in range(n0):
-            v1_node_id, = _S0.unpack_from(data, pos)
+            v_node_id_9, = _S0.unpack_from(data, pos)
             pos += 4
+            v_host_10: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Host is null')
             else:
-                v1_host = str(data[pos:pos + n1], 'utf-8')
+                v_host_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v1_port, = _S0.unpack_from(data, pos)
+            v_port_11, = _S0.unpack_from(data, pos)
             pos += 4
-            append0(MetadataResponseBroker(v1_node_id, v1_host, v1_port, None))
+            append_8(MetadataResponseBroker(v_node_id_9, v_host_10, v_port_11, None))
+    v_topics_5: list[MetadataResponseTopic]
     n0, = _S0.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -714,18 +765,20 @@ def decode_metadata_response_v0(data: bytes, pos: int) -> tuple[MetadataResponse
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_5 = []
+        append_13 = v_topics_5.append
         for _ in range(n0):
-            v1_error_code, = _S1.unpack_from(data, pos)
+            v_error_code_14, = _S1.unpack_from(data, pos)
             pos += 2
+            v_name_15: str | None
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_15 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_partitions_18: list[MetadataResponsePartition]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -733,11 +786,12 @@ def decode_metadata_response_v0(data: bytes, pos: int) -> tuple[MetadataResponse
             elif n1 > len(data) - pos:
                 raise DecodeError('array Partitions longer than the frame')
             else:
-                v1_partitions = []
-                append1 = v1_partitions.append
+                v_partitions_18 = []
+                append_20 = v_partitions_18.append
                 for _ in range(n1):
-                    v2_error_code, v2_partition_index, v2_leader_id = _S6.unpack_from(data, pos)
+                    v_error_code_21, v_partition_index_22, v_leader_id_23 = _S6.unpack_from(data, pos)
                     pos += 10
+                    v_replica_nodes_25: list[int]
                     n2, = _S0.unpack_from(data, pos)
                     pos += 4
                     if n2 < 0:
@@ -745,8 +799,9 @@ def decode_metadata_response_v0(data: bytes, pos: int) -> tuple[MetadataResponse
                     elif n2 > len(data) - pos:
                         raise DecodeError('array ReplicaNodes longer than the frame')
                     else:
-                        v2_replica_nodes = list(unpack_from('>%di' % n2, data, pos))
+                        v_replica_nodes_25 = list(unpack_from('>%di' % n2, data, pos))
                         pos += n2 * 4
+                    v_isr_nodes_26: list[int]
                     n2, = _S0.unpack_from(data, pos)
                     pos += 4
                     if n2 < 0:
@@ -754,44 +809,47 @@ def decode_metadata_response_v0(data: bytes, pos: int) -> tuple[MetadataResponse
                     elif n2 > len(data) - pos:
                         raise DecodeError('array IsrNodes longer than the frame')
                     else:
-                        v2_isr_nodes = list(unpack_from('>%di' % n2, data, pos))
+                        v_isr_nodes_26 = list(unpack_from('>%di' % n2, data, pos))
                         pos += n2 * 4
-                    append1(MetadataResponsePartition(v2_error_code, v2_partition_index, v2_leader_id, -1, v2_replica_nodes, v2_isr_nodes, []))
-            append0(MetadataResponseTopic(v1_error_code, v1_name, ZERO_UUID, False, v1_partitions, -2147483648))
-    return MetadataResponse(0, v0_brokers, None, -1, v0_topics, -2147483648, 0), pos
+                    append_20(MetadataResponsePartition(v_error_code_21, v_partition_index_22, v_leader_id_23, -1, v_replica_nodes_25, v_isr_nodes_26, []))
+            append_13(MetadataResponseTopic(v_error_code_14, v_name_15, ZERO_UUID, False, v_partitions_18, -2147483648))
+    return MetadataResponse(0, v_brokers_2, None, -1, v_topics_5, -2147483648, 0), pos
 
 
 def encode_metadata_response_v0(m: MetadataResponse, out: bytearray) -> None:
-    x0 = m.brokers
-    out += _S0.pack(len(x0))
-    for e0 in x0:
-        out += _S0.pack(e0.node_id)
-        x1 = e0.host
-        x1 = x1.encode()
-        out += _S1.pack(len(x1))
-        out += x1
-        out += _S0.pack(e0.port)
-    x0 = m.topics
-    out += _S0.pack(len(x0))
-    for e0 in x0:
-        out += _S1.pack(e0.error_code)
-        x1 = e0.name
-        x1 = x1.encode()
-        out += _S1.pack(len(x1))
-        out += x1
-        x1 = e0.partitions
-        out += _S0.pack(len(x1))
-        for e1 in x1:
-            out += _S6.pack(e1.error_code, e1.partition_index, e1.leader_id)
-            x2 = e1.replica_nodes
-            out += _S0.pack(len(x2))
-            out += pack('>%di' % len(x2), *x2)
-            x2 = e1.isr_nodes
-            out += _S0.pack(len(x2))
-            out += pack('>%di' % len(x2), *x2)
+    x_1 = m.brokers
+    out += _S0.pack(len(x_1))
+    for e_2 in x_1:
+        out += _S0.pack(e_2.node_id)
+        x_3 = e_2.host
+        b_4 = x_3.encode()
+        out += _S1.pack(len(b_4))
+        out += b_4
+        out += _S0.pack(e_2.port)
+    x_5 = m.topics
+    out += _S0.pack(len(x_5))
+    for e_6 in x_5:
+        out += _S1.pack(e_6.error_code)
+        x_7 = e_6.name
+        if x_7 is None:
+            raise ValueError('Name cannot be null in version 0')
+        b_8 = x_7.encode()
+        out += _S1.pack(len(b_8))
+        out += b_8
+        x_9 = e_6.partitions
+        out += _S0.pack(len(x_9))
+        for e_10 in x_9:
+            out += _S6.pack(e_10.error_code, e_10.partition_index, e_10.leader_id)
+            x_11 = e_10.replica_nodes
+            out += _S0.pack(len(x_11))
+            out += pack('>%di' % len(x_11), *x_11)
+            x_12 = e_10.isr_nodes
+            out += _S0.pack(len(x_12))
+            out += pack('>%di' % len(x_12), *x_12)
 
 
 def decode_metadata_response_v1(data: bytes, pos: int) -> tuple[MetadataResponse, int]:
+    v_brokers_2: list[MetadataResponseBroker]
     n0, = _S0.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -799,30 +857,33 @@ def decode_metadata_response_v1(data: bytes, pos: int) -> tuple[MetadataResponse
     elif n0 > len(data) - pos:
         raise DecodeError('array Brokers longer than the frame')
     else:
-        v0_brokers = []
-        append0 = v0_brokers.append
+        v_brokers_2 = []
+        append_8 = v_brokers_2.append
         for _ in range(n0):
-            v1_node_id, = _S0.unpack_from(data, pos)
+            v_node_id_9, = _S0.unpack_from(data, pos)
             pos += 4
+            v_host_10: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Host is null')
             else:
-                v1_host = str(data[pos:pos + n1], 'utf-8')
+                v_host_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v1_port, = _S0.unpack_from(data, pos)
+            v_port_11, = _S0.unpack_from(data, pos)
             pos += 4
+            v_rack_12: str | None
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
-                v1_rack = None
+                v_rack_12 = None
             else:
-                v1_rack = str(data[pos:pos + n1], 'utf-8')
+                v_rack_12 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            append0(MetadataResponseBroker(v1_node_id, v1_host, v1_port, v1_rack))
-    v0_controller_id, = _S0.unpack_from(data, pos)
+            append_8(MetadataResponseBroker(v_node_id_9, v_host_10, v_port_11, v_rack_12))
+    v_controller_id_4, = _S0.unpack_from(data, pos)
     pos += 4
+    v_topics_5: list[MetadataResponseTopic]
     n0, = _S0.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -830,20 +891,22 @@ def decode_metadata_response_v1(data: bytes, pos: int) -> tuple[MetadataResponse
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_5 = []
+        append_13 = v_topics_5.append
         for _ in range(n0):
-            v1_error_code, = _S1.unpack_from(data, pos)
+            v_error_code_14, = _S1.unpack_from(data, pos)
             pos += 2
+            v_name_15: str | None
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_15 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v1_is_internal, = _S2.unpack_from(data, pos)
+            v_is_internal_17, = _S2.unpack_from(data, pos)
             pos += 1
+            v_partitions_18: list[MetadataResponsePartition]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -851,11 +914,12 @@ def decode_metadata_response_v1(data: bytes, pos: int) -> tuple[MetadataResponse
             elif n1 > len(data) - pos:
                 raise DecodeError('array Partitions longer than the frame')
             else:
-                v1_partitions = []
-                append1 = v1_partitions.append
+                v_partitions_18 = []
+                append_20 = v_partitions_18.append
                 for _ in range(n1):
-                    v2_error_code, v2_partition_index, v2_leader_id = _S6.unpack_from(data, pos)
+                    v_error_code_21, v_partition_index_22, v_leader_id_23 = _S6.unpack_from(data, pos)
                     pos += 10
+                    v_replica_nodes_25: list[int]
                     n2, = _S0.unpack_from(data, pos)
                     pos += 4
                     if n2 < 0:
@@ -863,8 +927,9 @@ def decode_metadata_response_v1(data: bytes, pos: int) -> tuple[MetadataResponse
                     elif n2 > len(data) - pos:
                         raise DecodeError('array ReplicaNodes longer than the frame')
                     else:
-                        v2_replica_nodes = list(unpack_from('>%di' % n2, data, pos))
+                        v_replica_nodes_25 = list(unpack_from('>%di' % n2, data, pos))
                         pos += n2 * 4
+                    v_isr_nodes_26: list[int]
                     n2, = _S0.unpack_from(data, pos)
                     pos += 4
                     if n2 < 0:
@@ -872,53 +937,56 @@ def decode_metadata_response_v1(data: bytes, pos: int) -> tuple[MetadataResponse
                     elif n2 > len(data) - pos:
                         raise DecodeError('array IsrNodes longer than the frame')
                     else:
-                        v2_isr_nodes = list(unpack_from('>%di' % n2, data, pos))
+                        v_isr_nodes_26 = list(unpack_from('>%di' % n2, data, pos))
                         pos += n2 * 4
-                    append1(MetadataResponsePartition(v2_error_code, v2_partition_index, v2_leader_id, -1, v2_replica_nodes, v2_isr_nodes, []))
-            append0(MetadataResponseTopic(v1_error_code, v1_name, ZERO_UUID, v1_is_internal, v1_partitions, -2147483648))
-    return MetadataResponse(0, v0_brokers, None, v0_controller_id, v0_topics, -2147483648, 0), pos
+                    append_20(MetadataResponsePartition(v_error_code_21, v_partition_index_22, v_leader_id_23, -1, v_replica_nodes_25, v_isr_nodes_26, []))
+            append_13(MetadataResponseTopic(v_error_code_14, v_name_15, ZERO_UUID, v_is_internal_17, v_partitions_18, -2147483648))
+    return MetadataResponse(0, v_brokers_2, None, v_controller_id_4, v_topics_5, -2147483648, 0), pos
 
 
 def encode_metadata_response_v1(m: MetadataResponse, out: bytearray) -> None:
-    x0 = m.brokers
-    out += _S0.pack(len(x0))
-    for e0 in x0:
-        out += _S0.pack(e0.node_id)
-        x1 = e0.host
-        x1 = x1.encode()
-        out += _S1.pack(len(x1))
-        out += x1
-        out += _S0.pack(e0.port)
-        x1 = e0.rack
-        if x1 is None:
+    x_1 = m.brokers
+    out += _S0.pack(len(x_1))
+    for e_2 in x_1:
+        out += _S0.pack(e_2.node_id)
+        x_3 = e_2.host
+        b_4 = x_3.encode()
+        out += _S1.pack(len(b_4))
+        out += b_4
+        out += _S0.pack(e_2.port)
+        x_5 = e_2.rack
+        if x_5 is None:
             out += b'\xff\xff'
         else:
-            x1 = x1.encode()
-            out += _S1.pack(len(x1))
-            out += x1
+            b_6 = x_5.encode()
+            out += _S1.pack(len(b_6))
+            out += b_6
     out += _S0.pack(m.controller_id)
-    x0 = m.topics
-    out += _S0.pack(len(x0))
-    for e0 in x0:
-        out += _S1.pack(e0.error_code)
-        x1 = e0.name
-        x1 = x1.encode()
-        out += _S1.pack(len(x1))
-        out += x1
-        out += _S2.pack(e0.is_internal)
-        x1 = e0.partitions
-        out += _S0.pack(len(x1))
-        for e1 in x1:
-            out += _S6.pack(e1.error_code, e1.partition_index, e1.leader_id)
-            x2 = e1.replica_nodes
-            out += _S0.pack(len(x2))
-            out += pack('>%di' % len(x2), *x2)
-            x2 = e1.isr_nodes
-            out += _S0.pack(len(x2))
-            out += pack('>%di' % len(x2), *x2)
+    x_7 = m.topics
+    out += _S0.pack(len(x_7))
+    for e_8 in x_7:
+        out += _S1.pack(e_8.error_code)
+        x_9 = e_8.name
+        if x_9 is None:
+            raise ValueError('Name cannot be null in version 1')
+        b_10 = x_9.encode()
+        out += _S1.pack(len(b_10))
+        out += b_10
+        out += _S2.pack(e_8.is_internal)
+        x_11 = e_8.partitions
+        out += _S0.pack(len(x_11))
+        for e_12 in x_11:
+            out += _S6.pack(e_12.error_code, e_12.partition_index, e_12.leader_id)
+            x_13 = e_12.replica_nodes
+            out += _S0.pack(len(x_13))
+            out += pack('>%di' % len(x_13), *x_13)
+            x_14 = e_12.isr_nodes
+            out += _S0.pack(len(x_14))
+            out += pack('>%di' % len(x_14), *x_14)
 
 
 def decode_metadata_response_v2(data: bytes, pos: int) -> tuple[MetadataResponse, int]:
+    v_brokers_2: list[MetadataResponseBroker]
     n0, = _S0.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -926,37 +994,41 @@ def decode_metadata_response_v2(data: bytes, pos: int) -> tuple[MetadataResponse
     elif n0 > len(data) - pos:
         raise DecodeError('array Brokers longer than the frame')
     else:
-        v0_brokers = []
-        append0 = v0_brokers.append
+        v_brokers_2 = []
+        append_8 = v_brokers_2.append
         for _ in range(n0):
-            v1_node_id, = _S0.unpack_from(data, pos)
+            v_node_id_9, = _S0.unpack_from(data, pos)
             pos += 4
+            v_host_10: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Host is null')
             else:
-                v1_host = str(data[pos:pos + n1], 'utf-8')
+                v_host_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v1_port, = _S0.unpack_from(data, pos)
+            v_port_11, = _S0.unpack_from(data, pos)
             pos += 4
+            v_rack_12: str | None
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
-                v1_rack = None
+                v_rack_12 = None
             else:
-                v1_rack = str(data[pos:pos + n1], 'utf-8')
+                v_rack_12 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            append0(MetadataResponseBroker(v1_node_id, v1_host, v1_port, v1_rack))
+            append_8(MetadataResponseBroker(v_node_id_9, v_host_10, v_port_11, v_rack_12))
+    v_cluster_id_3: str | None
     n0, = _S1.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
-        v0_cluster_id = None
+        v_cluster_id_3 = None
     else:
-        v0_cluster_id = str(data[pos:pos + n0], 'utf-8')
+        v_cluster_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v0_controller_id, = _S0.unpack_from(data, pos)
+    v_controller_id_4, = _S0.unpack_from(data, pos)
     pos += 4
+    v_topics_5: list[MetadataResponseTopic]
     n0, = _S0.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -964,20 +1036,22 @@ def decode_metadata_response_v2(data: bytes, pos: int) -> tuple[MetadataResponse
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_5 = []
+        append_13 = v_topics_5.append
         for _ in range(n0):
-            v1_error_code, = _S1.unpack_from(data, pos)
+            v_error_code_14, = _S1.unpack_from(data, pos)
             pos += 2
+            v_name_15: str | None
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_15 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v1_is_internal, = _S2.unpack_from(data, pos)
+            v_is_internal_17, = _S2.unpack_from(data, pos)
             pos += 1
+            v_partitions_18: list[MetadataResponsePartition]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -985,11 +1059,12 @@ def decode_metadata_response_v2(data: bytes, pos: int) -> tuple[MetadataResponse
             elif n1 > len(data) - pos:
                 raise DecodeError('array Partitions longer than the frame')
             else:
-                v1_partitions = []
-                append1 = v1_partitions.append
+                v_partitions_18 = []
+                append_20 = v_partitions_18.append
                 for _ in range(n1):
-                    v2_error_code, v2_partition_index, v2_leader_id = _S6.unpack_from(data, pos)
+                    v_error_code_21, v_partition_index_22, v_leader_id_23 = _S6.unpack_from(data, pos)
                     pos += 10
+                    v_replica_nodes_25: list[int]
                     n2, = _S0.unpack_from(data, pos)
                     pos += 4
                     if n2 < 0:
@@ -997,8 +1072,9 @@ def decode_metadata_response_v2(data: bytes, pos: int) -> tuple[MetadataResponse
                     elif n2 > len(data) - pos:
                         raise DecodeError('array ReplicaNodes longer than the frame')
                     else:
-                        v2_replica_nodes = list(unpack_from('>%di' % n2, data, pos))
+                        v_replica_nodes_25 = list(unpack_from('>%di' % n2, data, pos))
                         pos += n2 * 4
+                    v_isr_nodes_26: list[int]
                     n2, = _S0.unpack_from(data, pos)
                     pos += 4
                     if n2 < 0:
@@ -1006,62 +1082,65 @@ def decode_metadata_response_v2(data: bytes, pos: int) -> tuple[MetadataResponse
                     elif n2 > len(data) - pos:
                         raise DecodeError('array IsrNodes longer than the frame')
                     else:
-                        v2_isr_nodes = list(unpack_from('>%di' % n2, data, pos))
+                        v_isr_nodes_26 = list(unpack_from('>%di' % n2, data, pos))
                         pos += n2 * 4
-                    append1(MetadataResponsePartition(v2_error_code, v2_partition_index, v2_leader_id, -1, v2_replica_nodes, v2_isr_nodes, []))
-            append0(MetadataResponseTopic(v1_error_code, v1_name, ZERO_UUID, v1_is_internal, v1_partitions, -2147483648))
-    return MetadataResponse(0, v0_brokers, v0_cluster_id, v0_controller_id, v0_topics, -2147483648, 0), pos
+                    append_20(MetadataResponsePartition(v_error_code_21, v_partition_index_22, v_leader_id_23, -1, v_replica_nodes_25, v_isr_nodes_26, []))
+            append_13(MetadataResponseTopic(v_error_code_14, v_name_15, ZERO_UUID, v_is_internal_17, v_partitions_18, -2147483648))
+    return MetadataResponse(0, v_brokers_2, v_cluster_id_3, v_controller_id_4, v_topics_5, -2147483648, 0), pos
 
 
 def encode_metadata_response_v2(m: MetadataResponse, out: bytearray) -> None:
-    x0 = m.brokers
-    out += _S0.pack(len(x0))
-    for e0 in x0:
-        out += _S0.pack(e0.node_id)
-        x1 = e0.host
-        x1 = x1.encode()
-        out += _S1.pack(len(x1))
-        out += x1
-        out += _S0.pack(e0.port)
-        x1 = e0.rack
-        if x1 is None:
+    x_1 = m.brokers
+    out += _S0.pack(len(x_1))
+    for e_2 in x_1:
+        out += _S0.pack(e_2.node_id)
+        x_3 = e_2.host
+        b_4 = x_3.encode()
+        out += _S1.pack(len(b_4))
+        out += b_4
+        out += _S0.pack(e_2.port)
+        x_5 = e_2.rack
+        if x_5 is None:
             out += b'\xff\xff'
         else:
-            x1 = x1.encode()
-            out += _S1.pack(len(x1))
-            out += x1
-    x0 = m.cluster_id
-    if x0 is None:
+            b_6 = x_5.encode()
+            out += _S1.pack(len(b_6))
+            out += b_6
+    x_7 = m.cluster_id
+    if x_7 is None:
         out += b'\xff\xff'
     else:
-        x0 = x0.encode()
-        out += _S1.pack(len(x0))
-        out += x0
+        b_8 = x_7.encode()
+        out += _S1.pack(len(b_8))
+        out += b_8
     out += _S0.pack(m.controller_id)
-    x0 = m.topics
-    out += _S0.pack(len(x0))
-    for e0 in x0:
-        out += _S1.pack(e0.error_code)
-        x1 = e0.name
-        x1 = x1.encode()
-        out += _S1.pack(len(x1))
-        out += x1
-        out += _S2.pack(e0.is_internal)
-        x1 = e0.partitions
-        out += _S0.pack(len(x1))
-        for e1 in x1:
-            out += _S6.pack(e1.error_code, e1.partition_index, e1.leader_id)
-            x2 = e1.replica_nodes
-            out += _S0.pack(len(x2))
-            out += pack('>%di' % len(x2), *x2)
-            x2 = e1.isr_nodes
-            out += _S0.pack(len(x2))
-            out += pack('>%di' % len(x2), *x2)
+    x_9 = m.topics
+    out += _S0.pack(len(x_9))
+    for e_10 in x_9:
+        out += _S1.pack(e_10.error_code)
+        x_11 = e_10.name
+        if x_11 is None:
+            raise ValueError('Name cannot be null in version 2')
+        b_12 = x_11.encode()
+        out += _S1.pack(len(b_12))
+        out += b_12
+        out += _S2.pack(e_10.is_internal)
+        x_13 = e_10.partitions
+        out += _S0.pack(len(x_13))
+        for e_14 in x_13:
+            out += _S6.pack(e_14.error_code, e_14.partition_index, e_14.leader_id)
+            x_15 = e_14.replica_nodes
+            out += _S0.pack(len(x_15))
+            out += pack('>%di' % len(x_15), *x_15)
+            x_16 = e_14.isr_nodes
+            out += _S0.pack(len(x_16))
+            out += pack('>%di' % len(x_16), *x_16)
 
 
 def decode_metadata_response_v3(data: bytes, pos: int) -> tuple[MetadataResponse, int]:
-    v0_throttle_time_ms, = _S0.unpack_from(data, pos)
+    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
     pos += 4
+    v_brokers_2: list[MetadataResponseBroker]
     n0, = _S0.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -1069,37 +1148,41 @@ def decode_metadata_response_v3(data: bytes, pos: int) -> tuple[MetadataResponse
     elif n0 > len(data) - pos:
         raise DecodeError('array Brokers longer than the frame')
     else:
-        v0_brokers = []
-        append0 = v0_brokers.append
+        v_brokers_2 = []
+        append_8 = v_brokers_2.append
         for _ in range(n0):
-            v1_node_id, = _S0.unpack_from(data, pos)
+            v_node_id_9, = _S0.unpack_from(data, pos)
             pos += 4
+            v_host_10: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Host is null')
             else:
-                v1_host = str(data[pos:pos + n1], 'utf-8')
+                v_host_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v1_port, = _S0.unpack_from(data, pos)
+            v_port_11, = _S0.unpack_from(data, pos)
             pos += 4
+            v_rack_12: str | None
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
-                v1_rack = None
+                v_rack_12 = None
             else:
-                v1_rack = str(data[pos:pos + n1], 'utf-8')
+                v_rack_12 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            append0(MetadataResponseBroker(v1_node_id, v1_host, v1_port, v1_rack))
+            append_8(MetadataResponseBroker(v_node_id_9, v_host_10, v_port_11, v_rack_12))
+    v_cluster_id_3: str | None
     n0, = _S1.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
-        v0_cluster_id = None
+        v_cluster_id_3 = None
     else:
-        v0_cluster_id = str(data[pos:pos + n0], 'utf-8')
+        v_cluster_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v0_controller_id, = _S0.unpack_from(data, pos)
+    v_controller_id_4, = _S0.unpack_from(data, pos)
     pos += 4
+    v_topics_5: list[MetadataResponseTopic]
     n0, = _S0.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -1107,20 +1190,22 @@ def decode_metadata_response_v3(data: bytes, pos: int) -> tuple[MetadataResponse
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_5 = []
+        append_13 = v_topics_5.append
         for _ in range(n0):
-            v1_error_code, = _S1.unpack_from(data, pos)
+            v_error_code_14, = _S1.unpack_from(data, pos)
             pos += 2
+            v_name_15: str | None
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_15 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v1_is_internal, = _S2.unpack_from(data, pos)
+            v_is_internal_17, = _S2.unpack_from(data, pos)
             pos += 1
+            v_partitions_18: list[MetadataResponsePartition]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -1128,11 +1213,12 @@ def decode_metadata_response_v3(data: bytes, pos: int) -> tuple[MetadataResponse
             elif n1 > len(data) - pos:
                 raise DecodeError('array Partitions longer than the frame')
             else:
-                v1_partitions = []
-                append1 = v1_partitions.append
+                v_partitions_18 = []
+                append_20 = v_partitions_18.append
                 for _ in range(n1):
-                    v2_error_code, v2_partition_index, v2_leader_id = _S6.unpack_from(data, pos)
+                    v_error_code_21, v_partition_index_22, v_leader_id_23 = _S6.unpack_from(data, pos)
                     pos += 10
+                    v_replica_nodes_25: list[int]
                     n2, = _S0.unpack_from(data, pos)
                     pos += 4
                     if n2 < 0:
@@ -1140,8 +1226,9 @@ def decode_metadata_response_v3(data: bytes, pos: int) -> tuple[MetadataResponse
                     elif n2 > len(data) - pos:
                         raise DecodeError('array ReplicaNodes longer than the frame')
                     else:
-                        v2_replica_nodes = list(unpack_from('>%di' % n2, data, pos))
+                        v_replica_nodes_25 = list(unpack_from('>%di' % n2, data, pos))
                         pos += n2 * 4
+                    v_isr_nodes_26: list[int]
                     n2, = _S0.unpack_from(data, pos)
                     pos += 4
                     if n2 < 0:
@@ -1149,63 +1236,66 @@ def decode_metadata_response_v3(data: bytes, pos: int) -> tuple[MetadataResponse
                     elif n2 > len(data) - pos:
                         raise DecodeError('array IsrNodes longer than the frame')
                     else:
-                        v2_isr_nodes = list(unpack_from('>%di' % n2, data, pos))
+                        v_isr_nodes_26 = list(unpack_from('>%di' % n2, data, pos))
                         pos += n2 * 4
-                    append1(MetadataResponsePartition(v2_error_code, v2_partition_index, v2_leader_id, -1, v2_replica_nodes, v2_isr_nodes, []))
-            append0(MetadataResponseTopic(v1_error_code, v1_name, ZERO_UUID, v1_is_internal, v1_partitions, -2147483648))
-    return MetadataResponse(v0_throttle_time_ms, v0_brokers, v0_cluster_id, v0_controller_id, v0_topics, -2147483648, 0), pos
+                    append_20(MetadataResponsePartition(v_error_code_21, v_partition_index_22, v_leader_id_23, -1, v_replica_nodes_25, v_isr_nodes_26, []))
+            append_13(MetadataResponseTopic(v_error_code_14, v_name_15, ZERO_UUID, v_is_internal_17, v_partitions_18, -2147483648))
+    return MetadataResponse(v_throttle_time_ms_1, v_brokers_2, v_cluster_id_3, v_controller_id_4, v_topics_5, -2147483648, 0), pos
 
 
 def encode_metadata_response_v3(m: MetadataResponse, out: bytearray) -> None:
     out += _S0.pack(m.throttle_time_ms)
-    x0 = m.brokers
-    out += _S0.pack(len(x0))
-    for e0 in x0:
-        out += _S0.pack(e0.node_id)
-        x1 = e0.host
-        x1 = x1.encode()
-        out += _S1.pack(len(x1))
-        out += x1
-        out += _S0.pack(e0.port)
-        x1 = e0.rack
-        if x1 is None:
+    x_1 = m.brokers
+    out += _S0.pack(len(x_1))
+    for e_2 in x_1:
+        out += _S0.pack(e_2.node_id)
+        x_3 = e_2.host
+        b_4 = x_3.encode()
+        out += _S1.pack(len(b_4))
+        out += b_4
+        out += _S0.pack(e_2.port)
+        x_5 = e_2.rack
+        if x_5 is None:
             out += b'\xff\xff'
         else:
-            x1 = x1.encode()
-            out += _S1.pack(len(x1))
-            out += x1
-    x0 = m.cluster_id
-    if x0 is None:
+            b_6 = x_5.encode()
+            out += _S1.pack(len(b_6))
+            out += b_6
+    x_7 = m.cluster_id
+    if x_7 is None:
         out += b'\xff\xff'
     else:
-        x0 = x0.encode()
-        out += _S1.pack(len(x0))
-        out += x0
+        b_8 = x_7.encode()
+        out += _S1.pack(len(b_8))
+        out += b_8
     out += _S0.pack(m.controller_id)
-    x0 = m.topics
-    out += _S0.pack(len(x0))
-    for e0 in x0:
-        out += _S1.pack(e0.error_code)
-        x1 = e0.name
-        x1 = x1.encode()
-        out += _S1.pack(len(x1))
-        out += x1
-        out += _S2.pack(e0.is_internal)
-        x1 = e0.partitions
-        out += _S0.pack(len(x1))
-        for e1 in x1:
-            out += _S6.pack(e1.error_code, e1.partition_index, e1.leader_id)
-            x2 = e1.replica_nodes
-            out += _S0.pack(len(x2))
-            out += pack('>%di' % len(x2), *x2)
-            x2 = e1.isr_nodes
-            out += _S0.pack(len(x2))
-            out += pack('>%di' % len(x2), *x2)
+    x_9 = m.topics
+    out += _S0.pack(len(x_9))
+    for e_10 in x_9:
+        out += _S1.pack(e_10.error_code)
+        x_11 = e_10.name
+        if x_11 is None:
+            raise ValueError('Name cannot be null in version 3')
+        b_12 = x_11.encode()
+        out += _S1.pack(len(b_12))
+        out += b_12
+        out += _S2.pack(e_10.is_internal)
+        x_13 = e_10.partitions
+        out += _S0.pack(len(x_13))
+        for e_14 in x_13:
+            out += _S6.pack(e_14.error_code, e_14.partition_index, e_14.leader_id)
+            x_15 = e_14.replica_nodes
+            out += _S0.pack(len(x_15))
+            out += pack('>%di' % len(x_15), *x_15)
+            x_16 = e_14.isr_nodes
+            out += _S0.pack(len(x_16))
+            out += pack('>%di' % len(x_16), *x_16)
 
 
 def decode_metadata_response_v4(data: bytes, pos: int) -> tuple[MetadataResponse, int]:
-    v0_throttle_time_ms, = _S0.unpack_from(data, pos)
+    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
     pos += 4
+    v_brokers_2: list[MetadataResponseBroker]
     n0, = _S0.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -1213,37 +1303,41 @@ def decode_metadata_response_v4(data: bytes, pos: int) -> tuple[MetadataResponse
     elif n0 > len(data) - pos:
         raise DecodeError('array Brokers longer than the frame')
     else:
-        v0_brokers = []
-        append0 = v0_brokers.append
+        v_brokers_2 = []
+        append_8 = v_brokers_2.append
         for _ in range(n0):
-            v1_node_id, = _S0.unpack_from(data, pos)
+            v_node_id_9, = _S0.unpack_from(data, pos)
             pos += 4
+            v_host_10: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Host is null')
             else:
-                v1_host = str(data[pos:pos + n1], 'utf-8')
+                v_host_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v1_port, = _S0.unpack_from(data, pos)
+            v_port_11, = _S0.unpack_from(data, pos)
             pos += 4
+            v_rack_12: str | None
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
-                v1_rack = None
+                v_rack_12 = None
             else:
-                v1_rack = str(data[pos:pos + n1], 'utf-8')
+                v_rack_12 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            append0(MetadataResponseBroker(v1_node_id, v1_host, v1_port, v1_rack))
+            append_8(MetadataResponseBroker(v_node_id_9, v_host_10, v_port_11, v_rack_12))
+    v_cluster_id_3: str | None
     n0, = _S1.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
-        v0_cluster_id = None
+        v_cluster_id_3 = None
     else:
-        v0_cluster_id = str(data[pos:pos + n0], 'utf-8')
+        v_cluster_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v0_controller_id, = _S0.unpack_from(data, pos)
+    v_controller_id_4, = _S0.unpack_from(data, pos)
     pos += 4
+    v_topics_5: list[MetadataResponseTopic]
     n0, = _S0.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -1251,20 +1345,22 @@ def decode_metadata_response_v4(data: bytes, pos: int) -> tuple[MetadataResponse
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_5 = []
+        append_13 = v_topics_5.append
         for _ in range(n0):
-            v1_error_code, = _S1.unpack_from(data, pos)
+            v_error_code_14, = _S1.unpack_from(data, pos)
             pos += 2
+            v_name_15: str | None
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_15 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v1_is_internal, = _S2.unpack_from(data, pos)
+            v_is_internal_17, = _S2.unpack_from(data, pos)
             pos += 1
+            v_partitions_18: list[MetadataResponsePartition]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -1272,11 +1368,12 @@ def decode_metadata_response_v4(data: bytes, pos: int) -> tuple[MetadataResponse
             elif n1 > len(data) - pos:
                 raise DecodeError('array Partitions longer than the frame')
             else:
-                v1_partitions = []
-                append1 = v1_partitions.append
+                v_partitions_18 = []
+                append_20 = v_partitions_18.append
                 for _ in range(n1):
-                    v2_error_code, v2_partition_index, v2_leader_id = _S6.unpack_from(data, pos)
+                    v_error_code_21, v_partition_index_22, v_leader_id_23 = _S6.unpack_from(data, pos)
                     pos += 10
+                    v_replica_nodes_25: list[int]
                     n2, = _S0.unpack_from(data, pos)
                     pos += 4
                     if n2 < 0:
@@ -1284,8 +1381,9 @@ def decode_metadata_response_v4(data: bytes, pos: int) -> tuple[MetadataResponse
                     elif n2 > len(data) - pos:
                         raise DecodeError('array ReplicaNodes longer than the frame')
                     else:
-                        v2_replica_nodes = list(unpack_from('>%di' % n2, data, pos))
+                        v_replica_nodes_25 = list(unpack_from('>%di' % n2, data, pos))
                         pos += n2 * 4
+                    v_isr_nodes_26: list[int]
                     n2, = _S0.unpack_from(data, pos)
                     pos += 4
                     if n2 < 0:
@@ -1293,63 +1391,66 @@ def decode_metadata_response_v4(data: bytes, pos: int) -> tuple[MetadataResponse
                     elif n2 > len(data) - pos:
                         raise DecodeError('array IsrNodes longer than the frame')
                     else:
-                        v2_isr_nodes = list(unpack_from('>%di' % n2, data, pos))
+                        v_isr_nodes_26 = list(unpack_from('>%di' % n2, data, pos))
                         pos += n2 * 4
-                    append1(MetadataResponsePartition(v2_error_code, v2_partition_index, v2_leader_id, -1, v2_replica_nodes, v2_isr_nodes, []))
-            append0(MetadataResponseTopic(v1_error_code, v1_name, ZERO_UUID, v1_is_internal, v1_partitions, -2147483648))
-    return MetadataResponse(v0_throttle_time_ms, v0_brokers, v0_cluster_id, v0_controller_id, v0_topics, -2147483648, 0), pos
+                    append_20(MetadataResponsePartition(v_error_code_21, v_partition_index_22, v_leader_id_23, -1, v_replica_nodes_25, v_isr_nodes_26, []))
+            append_13(MetadataResponseTopic(v_error_code_14, v_name_15, ZERO_UUID, v_is_internal_17, v_partitions_18, -2147483648))
+    return MetadataResponse(v_throttle_time_ms_1, v_brokers_2, v_cluster_id_3, v_controller_id_4, v_topics_5, -2147483648, 0), pos
 
 
 def encode_metadata_response_v4(m: MetadataResponse, out: bytearray) -> None:
     out += _S0.pack(m.throttle_time_ms)
-    x0 = m.brokers
-    out += _S0.pack(len(x0))
-    for e0 in x0:
-        out += _S0.pack(e0.node_id)
-        x1 = e0.host
-        x1 = x1.encode()
-        out += _S1.pack(len(x1))
-        out += x1
-        out += _S0.pack(e0.port)
-        x1 = e0.rack
-        if x1 is None:
+    x_1 = m.brokers
+    out += _S0.pack(len(x_1))
+    for e_2 in x_1:
+        out += _S0.pack(e_2.node_id)
+        x_3 = e_2.host
+        b_4 = x_3.encode()
+        out += _S1.pack(len(b_4))
+        out += b_4
+        out += _S0.pack(e_2.port)
+        x_5 = e_2.rack
+        if x_5 is None:
             out += b'\xff\xff'
         else:
-            x1 = x1.encode()
-            out += _S1.pack(len(x1))
-            out += x1
-    x0 = m.cluster_id
-    if x0 is None:
+            b_6 = x_5.encode()
+            out += _S1.pack(len(b_6))
+            out += b_6
+    x_7 = m.cluster_id
+    if x_7 is None:
         out += b'\xff\xff'
     else:
-        x0 = x0.encode()
-        out += _S1.pack(len(x0))
-        out += x0
+        b_8 = x_7.encode()
+        out += _S1.pack(len(b_8))
+        out += b_8
     out += _S0.pack(m.controller_id)
-    x0 = m.topics
-    out += _S0.pack(len(x0))
-    for e0 in x0:
-        out += _S1.pack(e0.error_code)
-        x1 = e0.name
-        x1 = x1.encode()
-        out += _S1.pack(len(x1))
-        out += x1
-        out += _S2.pack(e0.is_internal)
-        x1 = e0.partitions
-        out += _S0.pack(len(x1))
-        for e1 in x1:
-            out += _S6.pack(e1.error_code, e1.partition_index, e1.leader_id)
-            x2 = e1.replica_nodes
-            out += _S0.pack(len(x2))
-            out += pack('>%di' % len(x2), *x2)
-            x2 = e1.isr_nodes
-            out += _S0.pack(len(x2))
-            out += pack('>%di' % len(x2), *x2)
+    x_9 = m.topics
+    out += _S0.pack(len(x_9))
+    for e_10 in x_9:
+        out += _S1.pack(e_10.error_code)
+        x_11 = e_10.name
+        if x_11 is None:
+            raise ValueError('Name cannot be null in version 4')
+        b_12 = x_11.encode()
+        out += _S1.pack(len(b_12))
+        out += b_12
+        out += _S2.pack(e_10.is_internal)
+        x_13 = e_10.partitions
+        out += _S0.pack(len(x_13))
+        for e_14 in x_13:
+            out += _S6.pack(e_14.error_code, e_14.partition_index, e_14.leader_id)
+            x_15 = e_14.replica_nodes
+            out += _S0.pack(len(x_15))
+            out += pack('>%di' % len(x_15), *x_15)
+            x_16 = e_14.isr_nodes
+            out += _S0.pack(len(x_16))
+            out += pack('>%di' % len(x_16), *x_16)
 
 
 def decode_metadata_response_v5(data: bytes, pos: int) -> tuple[MetadataResponse, int]:
-    v0_throttle_time_ms, = _S0.unpack_from(data, pos)
+    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
     pos += 4
+    v_brokers_2: list[MetadataResponseBroker]
     n0, = _S0.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -1357,37 +1458,41 @@ def decode_metadata_response_v5(data: bytes, pos: int) -> tuple[MetadataResponse
     elif n0 > len(data) - pos:
         raise DecodeError('array Brokers longer than the frame')
     else:
-        v0_brokers = []
-        append0 = v0_brokers.append
+        v_brokers_2 = []
+        append_8 = v_brokers_2.append
         for _ in range(n0):
-            v1_node_id, = _S0.unpack_from(data, pos)
+            v_node_id_9, = _S0.unpack_from(data, pos)
             pos += 4
+            v_host_10: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Host is null')
             else:
-                v1_host = str(data[pos:pos + n1], 'utf-8')
+                v_host_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v1_port, = _S0.unpack_from(data, pos)
+            v_port_11, = _S0.unpack_from(data, pos)
             pos += 4
+            v_rack_12: str | None
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
-                v1_rack = None
+                v_rack_12 = None
             else:
-                v1_rack = str(data[pos:pos + n1], 'utf-8')
+                v_rack_12 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            append0(MetadataResponseBroker(v1_node_id, v1_host, v1_port, v1_rack))
+            append_8(MetadataResponseBroker(v_node_id_9, v_host_10, v_port_11, v_rack_12))
+    v_cluster_id_3: str | None
     n0, = _S1.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
-        v0_cluster_id = None
+        v_cluster_id_3 = None
     else:
-        v0_cluster_id = str(data[pos:pos + n0], 'utf-8')
+        v_cluster_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v0_controller_id, = _S0.unpack_from(data, pos)
+    v_controller_id_4, = _S0.unpack_from(data, pos)
     pos += 4
+    v_topics_5: list[MetadataResponseTopic]
     n0, = _S0.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -1395,20 +1500,22 @@ def decode_metadata_response_v5(data: bytes, pos: int) -> tuple[MetadataResponse
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_5 = []
+        append_13 = v_topics_5.append
         for _ in range(n0):
-            v1_error_code, = _S1.unpack_from(data, pos)
+            v_error_code_14, = _S1.unpack_from(data, pos)
             pos += 2
+            v_name_15: str | None
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_15 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v1_is_internal, = _S2.unpack_from(data, pos)
+            v_is_internal_17, = _S2.unpack_from(data, pos)
             pos += 1
+            v_partitions_18: list[MetadataResponsePartition]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -1416,11 +1523,12 @@ def decode_metadata_response_v5(data: bytes, pos: int) -> tuple[MetadataResponse
             elif n1 > len(data) - pos:
                 raise DecodeError('array Partitions longer than the frame')
             else:
-                v1_partitions = []
-                append1 = v1_partitions.append
+                v_partitions_18 = []
+                append_20 = v_partitions_18.append
                 for _ in range(n1):
-                    v2_error_code, v2_partition_index, v2_leader_id = _S6.unpack_from(data, pos)
+                    v_error_code_21, v_partition_index_22, v_leader_id_23 = _S6.unpack_from(data, pos)
                     pos += 10
+                    v_replica_nodes_25: list[int]
                     n2, = _S0.unpack_from(data, pos)
                     pos += 4
                     if n2 < 0:
@@ -1428,8 +1536,9 @@ def decode_metadata_response_v5(data: bytes, pos: int) -> tuple[MetadataResponse
                     elif n2 > len(data) - pos:
                         raise DecodeError('array ReplicaNodes longer than the frame')
                     else:
-                        v2_replica_nodes = list(unpack_from('>%di' % n2, data, pos))
+                        v_replica_nodes_25 = list(unpack_from('>%di' % n2, data, pos))
                         pos += n2 * 4
+                    v_isr_nodes_26: list[int]
                     n2, = _S0.unpack_from(data, pos)
                     pos += 4
                     if n2 < 0:
@@ -1437,8 +1546,9 @@ def decode_metadata_response_v5(data: bytes, pos: int) -> tuple[MetadataResponse
                     elif n2 > len(data) - pos:
                         raise DecodeError('array IsrNodes longer than the frame')
                     else:
-                        v2_isr_nodes = list(unpack_from('>%di' % n2, data, pos))
+                        v_isr_nodes_26 = list(unpack_from('>%di' % n2, data, pos))
                         pos += n2 * 4
+                    v_offline_replicas_27: list[int]
                     n2, = _S0.unpack_from(data, pos)
                     pos += 4
                     if n2 < 0:
@@ -1446,66 +1556,69 @@ def decode_metadata_response_v5(data: bytes, pos: int) -> tuple[MetadataResponse
                     elif n2 > len(data) - pos:
                         raise DecodeError('array OfflineReplicas longer than the frame')
                     else:
-                        v2_offline_replicas = list(unpack_from('>%di' % n2, data, pos))
+                        v_offline_replicas_27 = list(unpack_from('>%di' % n2, data, pos))
                         pos += n2 * 4
-                    append1(MetadataResponsePartition(v2_error_code, v2_partition_index, v2_leader_id, -1, v2_replica_nodes, v2_isr_nodes, v2_offline_replicas))
-            append0(MetadataResponseTopic(v1_error_code, v1_name, ZERO_UUID, v1_is_internal, v1_partitions, -2147483648))
-    return MetadataResponse(v0_throttle_time_ms, v0_brokers, v0_cluster_id, v0_controller_id, v0_topics, -2147483648, 0), pos
+                    append_20(MetadataResponsePartition(v_error_code_21, v_partition_index_22, v_leader_id_23, -1, v_replica_nodes_25, v_isr_nodes_26, v_offline_replicas_27))
+            append_13(MetadataResponseTopic(v_error_code_14, v_name_15, ZERO_UUID, v_is_internal_17, v_partitions_18, -2147483648))
+    return MetadataResponse(v_throttle_time_ms_1, v_brokers_2, v_cluster_id_3, v_controller_id_4, v_topics_5, -2147483648, 0), pos
 
 
 def encode_metadata_response_v5(m: MetadataResponse, out: bytearray) -> None:
     out += _S0.pack(m.throttle_time_ms)
-    x0 = m.brokers
-    out += _S0.pack(len(x0))
-    for e0 in x0:
-        out += _S0.pack(e0.node_id)
-        x1 = e0.host
-        x1 = x1.encode()
-        out += _S1.pack(len(x1))
-        out += x1
-        out += _S0.pack(e0.port)
-        x1 = e0.rack
-        if x1 is None:
+    x_1 = m.brokers
+    out += _S0.pack(len(x_1))
+    for e_2 in x_1:
+        out += _S0.pack(e_2.node_id)
+        x_3 = e_2.host
+        b_4 = x_3.encode()
+        out += _S1.pack(len(b_4))
+        out += b_4
+        out += _S0.pack(e_2.port)
+        x_5 = e_2.rack
+        if x_5 is None:
             out += b'\xff\xff'
         else:
-            x1 = x1.encode()
-            out += _S1.pack(len(x1))
-            out += x1
-    x0 = m.cluster_id
-    if x0 is None:
+            b_6 = x_5.encode()
+            out += _S1.pack(len(b_6))
+            out += b_6
+    x_7 = m.cluster_id
+    if x_7 is None:
         out += b'\xff\xff'
     else:
-        x0 = x0.encode()
-        out += _S1.pack(len(x0))
-        out += x0
+        b_8 = x_7.encode()
+        out += _S1.pack(len(b_8))
+        out += b_8
     out += _S0.pack(m.controller_id)
-    x0 = m.topics
-    out += _S0.pack(len(x0))
-    for e0 in x0:
-        out += _S1.pack(e0.error_code)
-        x1 = e0.name
-        x1 = x1.encode()
-        out += _S1.pack(len(x1))
-        out += x1
-        out += _S2.pack(e0.is_internal)
-        x1 = e0.partitions
-        out += _S0.pack(len(x1))
-        for e1 in x1:
-            out += _S6.pack(e1.error_code, e1.partition_index, e1.leader_id)
-            x2 = e1.replica_nodes
-            out += _S0.pack(len(x2))
-            out += pack('>%di' % len(x2), *x2)
-            x2 = e1.isr_nodes
-            out += _S0.pack(len(x2))
-            out += pack('>%di' % len(x2), *x2)
-            x2 = e1.offline_replicas
-            out += _S0.pack(len(x2))
-            out += pack('>%di' % len(x2), *x2)
+    x_9 = m.topics
+    out += _S0.pack(len(x_9))
+    for e_10 in x_9:
+        out += _S1.pack(e_10.error_code)
+        x_11 = e_10.name
+        if x_11 is None:
+            raise ValueError('Name cannot be null in version 5')
+        b_12 = x_11.encode()
+        out += _S1.pack(len(b_12))
+        out += b_12
+        out += _S2.pack(e_10.is_internal)
+        x_13 = e_10.partitions
+        out += _S0.pack(len(x_13))
+        for e_14 in x_13:
+            out += _S6.pack(e_14.error_code, e_14.partition_index, e_14.leader_id)
+            x_15 = e_14.replica_nodes
+            out += _S0.pack(len(x_15))
+            out += pack('>%di' % len(x_15), *x_15)
+            x_16 = e_14.isr_nodes
+            out += _S0.pack(len(x_16))
+            out += pack('>%di' % len(x_16), *x_16)
+            x_17 = e_14.offline_replicas
+            out += _S0.pack(len(x_17))
+            out += pack('>%di' % len(x_17), *x_17)
 
 
 def decode_metadata_response_v6(data: bytes, pos: int) -> tuple[MetadataResponse, int]:
-    v0_throttle_time_ms, = _S0.unpack_from(data, pos)
+    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
     pos += 4
+    v_brokers_2: list[MetadataResponseBroker]
     n0, = _S0.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -1513,37 +1626,41 @@ def decode_metadata_response_v6(data: bytes, pos: int) -> tuple[MetadataResponse
     elif n0 > len(data) - pos:
         raise DecodeError('array Brokers longer than the frame')
     else:
-        v0_brokers = []
-        append0 = v0_brokers.append
+        v_brokers_2 = []
+        append_8 = v_brokers_2.append
         for _ in range(n0):
-            v1_node_id, = _S0.unpack_from(data, pos)
+            v_node_id_9, = _S0.unpack_from(data, pos)
             pos += 4
+            v_host_10: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Host is null')
             else:
-                v1_host = str(data[pos:pos + n1], 'utf-8')
+                v_host_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v1_port, = _S0.unpack_from(data, pos)
+            v_port_11, = _S0.unpack_from(data, pos)
             pos += 4
+            v_rack_12: str | None
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
-                v1_rack = None
+                v_rack_12 = None
             else:
-                v1_rack = str(data[pos:pos + n1], 'utf-8')
+                v_rack_12 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            append0(MetadataResponseBroker(v1_node_id, v1_host, v1_port, v1_rack))
+            append_8(MetadataResponseBroker(v_node_id_9, v_host_10, v_port_11, v_rack_12))
+    v_cluster_id_3: str | None
     n0, = _S1.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
-        v0_cluster_id = None
+        v_cluster_id_3 = None
     else:
-        v0_cluster_id = str(data[pos:pos + n0], 'utf-8')
+        v_cluster_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v0_controller_id, = _S0.unpack_from(data, pos)
+    v_controller_id_4, = _S0.unpack_from(data, pos)
     pos += 4
+    v_topics_5: list[MetadataResponseTopic]
     n0, = _S0.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -1551,20 +1668,22 @@ def decode_metadata_response_v6(data: bytes, pos: int) -> tuple[MetadataResponse
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_5 = []
+        append_13 = v_topics_5.append
         for _ in range(n0):
-            v1_error_code, = _S1.unpack_from(data, pos)
+            v_error_code_14, = _S1.unpack_from(data, pos)
             pos += 2
+            v_name_15: str | None
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_15 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v1_is_internal, = _S2.unpack_from(data, pos)
+            v_is_internal_17, = _S2.unpack_from(data, pos)
             pos += 1
+            v_partitions_18: list[MetadataResponsePartition]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -1572,11 +1691,12 @@ def decode_metadata_response_v6(data: bytes, pos: int) -> tuple[MetadataResponse
             elif n1 > len(data) - pos:
                 raise DecodeError('array Partitions longer than the frame')
             else:
-                v1_partitions = []
-                append1 = v1_partitions.append
+                v_partitions_18 = []
+                append_20 = v_partitions_18.append
                 for _ in range(n1):
-                    v2_error_code, v2_partition_index, v2_leader_id = _S6.unpack_from(data, pos)
+                    v_error_code_21, v_partition_index_22, v_leader_id_23 = _S6.unpack_from(data, pos)
                     pos += 10
+                    v_replica_nodes_25: list[int]
                     n2, = _S0.unpack_from(data, pos)
                     pos += 4
                     if n2 < 0:
@@ -1584,8 +1704,9 @@ def decode_metadata_response_v6(data: bytes, pos: int) -> tuple[MetadataResponse
                     elif n2 > len(data) - pos:
                         raise DecodeError('array ReplicaNodes longer than the frame')
                     else:
-                        v2_replica_nodes = list(unpack_from('>%di' % n2, data, pos))
+                        v_replica_nodes_25 = list(unpack_from('>%di' % n2, data, pos))
                         pos += n2 * 4
+                    v_isr_nodes_26: list[int]
                     n2, = _S0.unpack_from(data, pos)
                     pos += 4
                     if n2 < 0:
@@ -1593,8 +1714,9 @@ def decode_metadata_response_v6(data: bytes, pos: int) -> tuple[MetadataResponse
                     elif n2 > len(data) - pos:
                         raise DecodeError('array IsrNodes longer than the frame')
                     else:
-                        v2_isr_nodes = list(unpack_from('>%di' % n2, data, pos))
+                        v_isr_nodes_26 = list(unpack_from('>%di' % n2, data, pos))
                         pos += n2 * 4
+                    v_offline_replicas_27: list[int]
                     n2, = _S0.unpack_from(data, pos)
                     pos += 4
                     if n2 < 0:
@@ -1602,66 +1724,69 @@ def decode_metadata_response_v6(data: bytes, pos: int) -> tuple[MetadataResponse
                     elif n2 > len(data) - pos:
                         raise DecodeError('array OfflineReplicas longer than the frame')
                     else:
-                        v2_offline_replicas = list(unpack_from('>%di' % n2, data, pos))
+                        v_offline_replicas_27 = list(unpack_from('>%di' % n2, data, pos))
                         pos += n2 * 4
-                    append1(MetadataResponsePartition(v2_error_code, v2_partition_index, v2_leader_id, -1, v2_replica_nodes, v2_isr_nodes, v2_offline_replicas))
-            append0(MetadataResponseTopic(v1_error_code, v1_name, ZERO_UUID, v1_is_internal, v1_partitions, -2147483648))
-    return MetadataResponse(v0_throttle_time_ms, v0_brokers, v0_cluster_id, v0_controller_id, v0_topics, -2147483648, 0), pos
+                    append_20(MetadataResponsePartition(v_error_code_21, v_partition_index_22, v_leader_id_23, -1, v_replica_nodes_25, v_isr_nodes_26, v_offline_replicas_27))
+            append_13(MetadataResponseTopic(v_error_code_14, v_name_15, ZERO_UUID, v_is_internal_17, v_partitions_18, -2147483648))
+    return MetadataResponse(v_throttle_time_ms_1, v_brokers_2, v_cluster_id_3, v_controller_id_4, v_topics_5, -2147483648, 0), pos
 
 
 def encode_metadata_response_v6(m: MetadataResponse, out: bytearray) -> None:
     out += _S0.pack(m.throttle_time_ms)
-    x0 = m.brokers
-    out += _S0.pack(len(x0))
-    for e0 in x0:
-        out += _S0.pack(e0.node_id)
-        x1 = e0.host
-        x1 = x1.encode()
-        out += _S1.pack(len(x1))
-        out += x1
-        out += _S0.pack(e0.port)
-        x1 = e0.rack
-        if x1 is None:
+    x_1 = m.brokers
+    out += _S0.pack(len(x_1))
+    for e_2 in x_1:
+        out += _S0.pack(e_2.node_id)
+        x_3 = e_2.host
+        b_4 = x_3.encode()
+        out += _S1.pack(len(b_4))
+        out += b_4
+        out += _S0.pack(e_2.port)
+        x_5 = e_2.rack
+        if x_5 is None:
             out += b'\xff\xff'
         else:
-            x1 = x1.encode()
-            out += _S1.pack(len(x1))
-            out += x1
-    x0 = m.cluster_id
-    if x0 is None:
+            b_6 = x_5.encode()
+            out += _S1.pack(len(b_6))
+            out += b_6
+    x_7 = m.cluster_id
+    if x_7 is None:
         out += b'\xff\xff'
     else:
-        x0 = x0.encode()
-        out += _S1.pack(len(x0))
-        out += x0
+        b_8 = x_7.encode()
+        out += _S1.pack(len(b_8))
+        out += b_8
     out += _S0.pack(m.controller_id)
-    x0 = m.topics
-    out += _S0.pack(len(x0))
-    for e0 in x0:
-        out += _S1.pack(e0.error_code)
-        x1 = e0.name
-        x1 = x1.encode()
-        out += _S1.pack(len(x1))
-        out += x1
-        out += _S2.pack(e0.is_internal)
-        x1 = e0.partitions
-        out += _S0.pack(len(x1))
-        for e1 in x1:
-            out += _S6.pack(e1.error_code, e1.partition_index, e1.leader_id)
-            x2 = e1.replica_nodes
-            out += _S0.pack(len(x2))
-            out += pack('>%di' % len(x2), *x2)
-            x2 = e1.isr_nodes
-            out += _S0.pack(len(x2))
-            out += pack('>%di' % len(x2), *x2)
-            x2 = e1.offline_replicas
-            out += _S0.pack(len(x2))
-            out += pack('>%di' % len(x2), *x2)
+    x_9 = m.topics
+    out += _S0.pack(len(x_9))
+    for e_10 in x_9:
+        out += _S1.pack(e_10.error_code)
+        x_11 = e_10.name
+        if x_11 is None:
+            raise ValueError('Name cannot be null in version 6')
+        b_12 = x_11.encode()
+        out += _S1.pack(len(b_12))
+        out += b_12
+        out += _S2.pack(e_10.is_internal)
+        x_13 = e_10.partitions
+        out += _S0.pack(len(x_13))
+        for e_14 in x_13:
+            out += _S6.pack(e_14.error_code, e_14.partition_index, e_14.leader_id)
+            x_15 = e_14.replica_nodes
+            out += _S0.pack(len(x_15))
+            out += pack('>%di' % len(x_15), *x_15)
+            x_16 = e_14.isr_nodes
+            out += _S0.pack(len(x_16))
+            out += pack('>%di' % len(x_16), *x_16)
+            x_17 = e_14.offline_replicas
+            out += _S0.pack(len(x_17))
+            out += pack('>%di' % len(x_17), *x_17)
 
 
 def decode_metadata_response_v7(data: bytes, pos: int) -> tuple[MetadataResponse, int]:
-    v0_throttle_time_ms, = _S0.unpack_from(data, pos)
+    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
     pos += 4
+    v_brokers_2: list[MetadataResponseBroker]
     n0, = _S0.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -1669,37 +1794,41 @@ def decode_metadata_response_v7(data: bytes, pos: int) -> tuple[MetadataResponse
     elif n0 > len(data) - pos:
         raise DecodeError('array Brokers longer than the frame')
     else:
-        v0_brokers = []
-        append0 = v0_brokers.append
+        v_brokers_2 = []
+        append_8 = v_brokers_2.append
         for _ in range(n0):
-            v1_node_id, = _S0.unpack_from(data, pos)
+            v_node_id_9, = _S0.unpack_from(data, pos)
             pos += 4
+            v_host_10: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Host is null')
             else:
-                v1_host = str(data[pos:pos + n1], 'utf-8')
+                v_host_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v1_port, = _S0.unpack_from(data, pos)
+            v_port_11, = _S0.unpack_from(data, pos)
             pos += 4
+            v_rack_12: str | None
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
-                v1_rack = None
+                v_rack_12 = None
             else:
-                v1_rack = str(data[pos:pos + n1], 'utf-8')
+                v_rack_12 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            append0(MetadataResponseBroker(v1_node_id, v1_host, v1_port, v1_rack))
+            append_8(MetadataResponseBroker(v_node_id_9, v_host_10, v_port_11, v_rack_12))
+    v_cluster_id_3: str | None
     n0, = _S1.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
-        v0_cluster_id = None
+        v_cluster_id_3 = None
     else:
-        v0_cluster_id = str(data[pos:pos + n0], 'utf-8')
+        v_cluster_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v0_controller_id, = _S0.unpack_from(data, pos)
+    v_controller_id_4, = _S0.unpack_from(data, pos)
     pos += 4
+    v_topics_5: list[MetadataResponseTopic]
     n0, = _S0.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -1707,20 +1836,22 @@ def decode_metadata_response_v7(data: bytes, pos: int) -> tuple[MetadataResponse
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_5 = []
+        append_13 = v_topics_5.append
         for _ in range(n0):
-            v1_error_code, = _S1.unpack_from(data, pos)
+            v_error_code_14, = _S1.unpack_from(data, pos)
             pos += 2
+            v_name_15: str | None
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_15 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v1_is_internal, = _S2.unpack_from(data, pos)
+            v_is_internal_17, = _S2.unpack_from(data, pos)
             pos += 1
+            v_partitions_18: list[MetadataResponsePartition]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -1728,11 +1859,12 @@ def decode_metadata_response_v7(data: bytes, pos: int) -> tuple[MetadataResponse
             elif n1 > len(data) - pos:
                 raise DecodeError('array Partitions longer than the frame')
             else:
-                v1_partitions = []
-                append1 = v1_partitions.append
+                v_partitions_18 = []
+                append_20 = v_partitions_18.append
                 for _ in range(n1):
-                    v2_error_code, v2_partition_index, v2_leader_id, v2_leader_epoch = _S7.unpack_from(data, pos)
+                    v_error_code_21, v_partition_index_22, v_leader_id_23, v_leader_epoch_24 = _S7.unpack_from(data, pos)
                     pos += 14
+                    v_replica_nodes_25: list[int]
                     n2, = _S0.unpack_from(data, pos)
                     pos += 4
                     if n2 < 0:
@@ -1740,8 +1872,9 @@ def decode_metadata_response_v7(data: bytes, pos: int) -> tuple[MetadataResponse
                     elif n2 > len(data) - pos:
                         raise DecodeError('array ReplicaNodes longer than the frame')
                     else:
-                        v2_replica_nodes = list(unpack_from('>%di' % n2, data, pos))
+                        v_replica_nodes_25 = list(unpack_from('>%di' % n2, data, pos))
                         pos += n2 * 4
+                    v_isr_nodes_26: list[int]
                     n2, = _S0.unpack_from(data, pos)
                     pos += 4
                     if n2 < 0:
@@ -1749,8 +1882,9 @@ def decode_metadata_response_v7(data: bytes, pos: int) -> tuple[MetadataResponse
                     elif n2 > len(data) - pos:
                         raise DecodeError('array IsrNodes longer than the frame')
                     else:
-                        v2_isr_nodes = list(unpack_from('>%di' % n2, data, pos))
+                        v_isr_nodes_26 = list(unpack_from('>%di' % n2, data, pos))
                         pos += n2 * 4
+                    v_offline_replicas_27: list[int]
                     n2, = _S0.unpack_from(data, pos)
                     pos += 4
                     if n2 < 0:
@@ -1758,66 +1892,69 @@ def decode_metadata_response_v7(data: bytes, pos: int) -> tuple[MetadataResponse
                     elif n2 > len(data) - pos:
                         raise DecodeError('array OfflineReplicas longer than the frame')
                     else:
-                        v2_offline_replicas = list(unpack_from('>%di' % n2, data, pos))
+                        v_offline_replicas_27 = list(unpack_from('>%di' % n2, data, pos))
                         pos += n2 * 4
-                    append1(MetadataResponsePartition(v2_error_code, v2_partition_index, v2_leader_id, v2_leader_epoch, v2_replica_nodes, v2_isr_nodes, v2_offline_replicas))
-            append0(MetadataResponseTopic(v1_error_code, v1_name, ZERO_UUID, v1_is_internal, v1_partitions, -2147483648))
-    return MetadataResponse(v0_throttle_time_ms, v0_brokers, v0_cluster_id, v0_controller_id, v0_topics, -2147483648, 0), pos
+                    append_20(MetadataResponsePartition(v_error_code_21, v_partition_index_22, v_leader_id_23, v_leader_epoch_24, v_replica_nodes_25, v_isr_nodes_26, v_offline_replicas_27))
+            append_13(MetadataResponseTopic(v_error_code_14, v_name_15, ZERO_UUID, v_is_internal_17, v_partitions_18, -2147483648))
+    return MetadataResponse(v_throttle_time_ms_1, v_brokers_2, v_cluster_id_3, v_controller_id_4, v_topics_5, -2147483648, 0), pos
 
 
 def encode_metadata_response_v7(m: MetadataResponse, out: bytearray) -> None:
     out += _S0.pack(m.throttle_time_ms)
-    x0 = m.brokers
-    out += _S0.pack(len(x0))
-    for e0 in x0:
-        out += _S0.pack(e0.node_id)
-        x1 = e0.host
-        x1 = x1.encode()
-        out += _S1.pack(len(x1))
-        out += x1
-        out += _S0.pack(e0.port)
-        x1 = e0.rack
-        if x1 is None:
+    x_1 = m.brokers
+    out += _S0.pack(len(x_1))
+    for e_2 in x_1:
+        out += _S0.pack(e_2.node_id)
+        x_3 = e_2.host
+        b_4 = x_3.encode()
+        out += _S1.pack(len(b_4))
+        out += b_4
+        out += _S0.pack(e_2.port)
+        x_5 = e_2.rack
+        if x_5 is None:
             out += b'\xff\xff'
         else:
-            x1 = x1.encode()
-            out += _S1.pack(len(x1))
-            out += x1
-    x0 = m.cluster_id
-    if x0 is None:
+            b_6 = x_5.encode()
+            out += _S1.pack(len(b_6))
+            out += b_6
+    x_7 = m.cluster_id
+    if x_7 is None:
         out += b'\xff\xff'
     else:
-        x0 = x0.encode()
-        out += _S1.pack(len(x0))
-        out += x0
+        b_8 = x_7.encode()
+        out += _S1.pack(len(b_8))
+        out += b_8
     out += _S0.pack(m.controller_id)
-    x0 = m.topics
-    out += _S0.pack(len(x0))
-    for e0 in x0:
-        out += _S1.pack(e0.error_code)
-        x1 = e0.name
-        x1 = x1.encode()
-        out += _S1.pack(len(x1))
-        out += x1
-        out += _S2.pack(e0.is_internal)
-        x1 = e0.partitions
-        out += _S0.pack(len(x1))
-        for e1 in x1:
-            out += _S7.pack(e1.error_code, e1.partition_index, e1.leader_id, e1.leader_epoch)
-            x2 = e1.replica_nodes
-            out += _S0.pack(len(x2))
-            out += pack('>%di' % len(x2), *x2)
-            x2 = e1.isr_nodes
-            out += _S0.pack(len(x2))
-            out += pack('>%di' % len(x2), *x2)
-            x2 = e1.offline_replicas
-            out += _S0.pack(len(x2))
-            out += pack('>%di' % len(x2), *x2)
+    x_9 = m.topics
+    out += _S0.pack(len(x_9))
+    for e_10 in x_9:
+        out += _S1.pack(e_10.error_code)
+        x_11 = e_10.name
+        if x_11 is None:
+            raise ValueError('Name cannot be null in version 7')
+        b_12 = x_11.encode()
+        out += _S1.pack(len(b_12))
+        out += b_12
+        out += _S2.pack(e_10.is_internal)
+        x_13 = e_10.partitions
+        out += _S0.pack(len(x_13))
+        for e_14 in x_13:
+            out += _S7.pack(e_14.error_code, e_14.partition_index, e_14.leader_id, e_14.leader_epoch)
+            x_15 = e_14.replica_nodes
+            out += _S0.pack(len(x_15))
+            out += pack('>%di' % len(x_15), *x_15)
+            x_16 = e_14.isr_nodes
+            out += _S0.pack(len(x_16))
+            out += pack('>%di' % len(x_16), *x_16)
+            x_17 = e_14.offline_replicas
+            out += _S0.pack(len(x_17))
+            out += pack('>%di' % len(x_17), *x_17)
 
 
 def decode_metadata_response_v8(data: bytes, pos: int) -> tuple[MetadataResponse, int]:
-    v0_throttle_time_ms, = _S0.unpack_from(data, pos)
+    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
     pos += 4
+    v_brokers_2: list[MetadataResponseBroker]
     n0, = _S0.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -1825,37 +1962,41 @@ def decode_metadata_response_v8(data: bytes, pos: int) -> tuple[MetadataResponse
     elif n0 > len(data) - pos:
         raise DecodeError('array Brokers longer than the frame')
     else:
-        v0_brokers = []
-        append0 = v0_brokers.append
+        v_brokers_2 = []
+        append_8 = v_brokers_2.append
         for _ in range(n0):
-            v1_node_id, = _S0.unpack_from(data, pos)
+            v_node_id_9, = _S0.unpack_from(data, pos)
             pos += 4
+            v_host_10: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Host is null')
             else:
-                v1_host = str(data[pos:pos + n1], 'utf-8')
+                v_host_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v1_port, = _S0.unpack_from(data, pos)
+            v_port_11, = _S0.unpack_from(data, pos)
             pos += 4
+            v_rack_12: str | None
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
-                v1_rack = None
+                v_rack_12 = None
             else:
-                v1_rack = str(data[pos:pos + n1], 'utf-8')
+                v_rack_12 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            append0(MetadataResponseBroker(v1_node_id, v1_host, v1_port, v1_rack))
+            append_8(MetadataResponseBroker(v_node_id_9, v_host_10, v_port_11, v_rack_12))
+    v_cluster_id_3: str | None
     n0, = _S1.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
-        v0_cluster_id = None
+        v_cluster_id_3 = None
     else:
-        v0_cluster_id = str(data[pos:pos + n0], 'utf-8')
+        v_cluster_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v0_controller_id, = _S0.unpack_from(data, pos)
+    v_controller_id_4, = _S0.unpack_from(data, pos)
     pos += 4
+    v_topics_5: list[MetadataResponseTopic]
     n0, = _S0.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -1863,20 +2004,22 @@ def decode_metadata_response_v8(data: bytes, pos: int) -> tuple[MetadataResponse
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_5 = []
+        append_13 = v_topics_5.append
         for _ in range(n0):
-            v1_error_code, = _S1.unpack_from(data, pos)
+            v_error_code_14, = _S1.unpack_from(data, pos)
             pos += 2
+            v_name_15: str | None
             n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_15 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v1_is_internal, = _S2.unpack_from(data, pos)
+            v_is_internal_17, = _S2.unpack_from(data, pos)
             pos += 1
+            v_partitions_18: list[MetadataResponsePartition]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -1884,11 +2027,12 @@ def decode_metadata_response_v8(data: bytes, pos: int) -> tuple[MetadataResponse
             elif n1 > len(data) - pos:
                 raise DecodeError('array Partitions longer than the frame')
             else:
-                v1_partitions = []
-                append1 = v1_partitions.append
+                v_partitions_18 = []
+                append_20 = v_partitions_18.append
                 for _ in range(n1):
-                    v2_error_code, v2_partition_index, v2_leader_id, v2_leader_epoch = _S7.unpack_from(data, pos)
+                    v_error_code_21, v_partition_index_22, v_leader_id_23, v_leader_epoch_24 = _S7.unpack_from(data, pos)
                     pos += 14
+                    v_replica_nodes_25: list[int]
                     n2, = _S0.unpack_from(data, pos)
                     pos += 4
                     if n2 < 0:
@@ -1896,8 +2040,9 @@ def decode_metadata_response_v8(data: bytes, pos: int) -> tuple[MetadataResponse
                     elif n2 > len(data) - pos:
                         raise DecodeError('array ReplicaNodes longer than the frame')
                     else:
-                        v2_replica_nodes = list(unpack_from('>%di' % n2, data, pos))
+                        v_replica_nodes_25 = list(unpack_from('>%di' % n2, data, pos))
                         pos += n2 * 4
+                    v_isr_nodes_26: list[int]
                     n2, = _S0.unpack_from(data, pos)
                     pos += 4
                     if n2 < 0:
@@ -1905,8 +2050,9 @@ def decode_metadata_response_v8(data: bytes, pos: int) -> tuple[MetadataResponse
                     elif n2 > len(data) - pos:
                         raise DecodeError('array IsrNodes longer than the frame')
                     else:
-                        v2_isr_nodes = list(unpack_from('>%di' % n2, data, pos))
+                        v_isr_nodes_26 = list(unpack_from('>%di' % n2, data, pos))
                         pos += n2 * 4
+                    v_offline_replicas_27: list[int]
                     n2, = _S0.unpack_from(data, pos)
                     pos += 4
                     if n2 < 0:
@@ -1914,72 +2060,75 @@ def decode_metadata_response_v8(data: bytes, pos: int) -> tuple[MetadataResponse
                     elif n2 > len(data) - pos:
                         raise DecodeError('array OfflineReplicas longer than the frame')
                     else:
-                        v2_offline_replicas = list(unpack_from('>%di' % n2, data, pos))
+                        v_offline_replicas_27 = list(unpack_from('>%di' % n2, data, pos))
                         pos += n2 * 4
-                    append1(MetadataResponsePartition(v2_error_code, v2_partition_index, v2_leader_id, v2_leader_epoch, v2_replica_nodes, v2_isr_nodes, v2_offline_replicas))
-            v1_topic_authorized_operations, = _S0.unpack_from(data, pos)
+                    append_20(MetadataResponsePartition(v_error_code_21, v_partition_index_22, v_leader_id_23, v_leader_epoch_24, v_replica_nodes_25, v_isr_nodes_26, v_offline_replicas_27))
+            v_topic_authorized_operations_19, = _S0.unpack_from(data, pos)
             pos += 4
-            append0(MetadataResponseTopic(v1_error_code, v1_name, ZERO_UUID, v1_is_internal, v1_partitions, v1_topic_authorized_operations))
-    v0_cluster_authorized_operations, = _S0.unpack_from(data, pos)
+            append_13(MetadataResponseTopic(v_error_code_14, v_name_15, ZERO_UUID, v_is_internal_17, v_partitions_18, v_topic_authorized_operations_19))
+    v_cluster_authorized_operations_6, = _S0.unpack_from(data, pos)
     pos += 4
-    return MetadataResponse(v0_throttle_time_ms, v0_brokers, v0_cluster_id, v0_controller_id, v0_topics, v0_cluster_authorized_operations, 0), pos
+    return MetadataResponse(v_throttle_time_ms_1, v_brokers_2, v_cluster_id_3, v_controller_id_4, v_topics_5, v_cluster_authorized_operations_6, 0), pos
 
 
 def encode_metadata_response_v8(m: MetadataResponse, out: bytearray) -> None:
     out += _S0.pack(m.throttle_time_ms)
-    x0 = m.brokers
-    out += _S0.pack(len(x0))
-    for e0 in x0:
-        out += _S0.pack(e0.node_id)
-        x1 = e0.host
-        x1 = x1.encode()
-        out += _S1.pack(len(x1))
-        out += x1
-        out += _S0.pack(e0.port)
-        x1 = e0.rack
-        if x1 is None:
+    x_1 = m.brokers
+    out += _S0.pack(len(x_1))
+    for e_2 in x_1:
+        out += _S0.pack(e_2.node_id)
+        x_3 = e_2.host
+        b_4 = x_3.encode()
+        out += _S1.pack(len(b_4))
+        out += b_4
+        out += _S0.pack(e_2.port)
+        x_5 = e_2.rack
+        if x_5 is None:
             out += b'\xff\xff'
         else:
-            x1 = x1.encode()
-            out += _S1.pack(len(x1))
-            out += x1
-    x0 = m.cluster_id
-    if x0 is None:
+            b_6 = x_5.encode()
+            out += _S1.pack(len(b_6))
+            out += b_6
+    x_7 = m.cluster_id
+    if x_7 is None:
         out += b'\xff\xff'
     else:
-        x0 = x0.encode()
-        out += _S1.pack(len(x0))
-        out += x0
+        b_8 = x_7.encode()
+        out += _S1.pack(len(b_8))
+        out += b_8
     out += _S0.pack(m.controller_id)
-    x0 = m.topics
-    out += _S0.pack(len(x0))
-    for e0 in x0:
-        out += _S1.pack(e0.error_code)
-        x1 = e0.name
-        x1 = x1.encode()
-        out += _S1.pack(len(x1))
-        out += x1
-        out += _S2.pack(e0.is_internal)
-        x1 = e0.partitions
-        out += _S0.pack(len(x1))
-        for e1 in x1:
-            out += _S7.pack(e1.error_code, e1.partition_index, e1.leader_id, e1.leader_epoch)
-            x2 = e1.replica_nodes
-            out += _S0.pack(len(x2))
-            out += pack('>%di' % len(x2), *x2)
-            x2 = e1.isr_nodes
-            out += _S0.pack(len(x2))
-            out += pack('>%di' % len(x2), *x2)
-            x2 = e1.offline_replicas
-            out += _S0.pack(len(x2))
-            out += pack('>%di' % len(x2), *x2)
-        out += _S0.pack(e0.topic_authorized_operations)
+    x_9 = m.topics
+    out += _S0.pack(len(x_9))
+    for e_10 in x_9:
+        out += _S1.pack(e_10.error_code)
+        x_11 = e_10.name
+        if x_11 is None:
+            raise ValueError('Name cannot be null in version 8')
+        b_12 = x_11.encode()
+        out += _S1.pack(len(b_12))
+        out += b_12
+        out += _S2.pack(e_10.is_internal)
+        x_13 = e_10.partitions
+        out += _S0.pack(len(x_13))
+        for e_14 in x_13:
+            out += _S7.pack(e_14.error_code, e_14.partition_index, e_14.leader_id, e_14.leader_epoch)
+            x_15 = e_14.replica_nodes
+            out += _S0.pack(len(x_15))
+            out += pack('>%di' % len(x_15), *x_15)
+            x_16 = e_14.isr_nodes
+            out += _S0.pack(len(x_16))
+            out += pack('>%di' % len(x_16), *x_16)
+            x_17 = e_14.offline_replicas
+            out += _S0.pack(len(x_17))
+            out += pack('>%di' % len(x_17), *x_17)
+        out += _S0.pack(e_10.topic_authorized_operations)
     out += _S0.pack(m.cluster_authorized_operations)
 
 
 def decode_metadata_response_v9(data: bytes, pos: int) -> tuple[MetadataResponse, int]:
-    v0_throttle_time_ms, = _S0.unpack_from(data, pos)
+    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
     pos += 4
+    v_brokers_2: list[MetadataResponseBroker]
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -1991,11 +2140,12 @@ def decode_metadata_response_v9(data: bytes, pos: int) -> tuple[MetadataResponse
     elif n0 > len(data) - pos:
         raise DecodeError('array Brokers longer than the frame')
     else:
-        v0_brokers = []
-        append0 = v0_brokers.append
+        v_brokers_2 = []
+        append_8 = v_brokers_2.append
         for _ in range(n0):
-            v1_node_id, = _S0.unpack_from(data, pos)
+            v_node_id_9, = _S0.unpack_from(data, pos)
             pos += 4
+            v_host_10: str
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -2005,10 +2155,11 @@ def decode_metadata_response_v9(data: bytes, pos: int) -> tuple[MetadataResponse
             if n1 < 0:
                 raise DecodeError('non-nullable field Host is null')
             else:
-                v1_host = str(data[pos:pos + n1], 'utf-8')
+                v_host_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v1_port, = _S0.unpack_from(data, pos)
+            v_port_11, = _S0.unpack_from(data, pos)
             pos += 4
+            v_rack_12: str | None
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -2016,9 +2167,9 @@ def decode_metadata_response_v9(data: bytes, pos: int) -> tuple[MetadataResponse
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
-                v1_rack = None
+                v_rack_12 = None
             else:
-                v1_rack = str(data[pos:pos + n1], 'utf-8')
+                v_rack_12 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
             if data[pos] == 0:
                 pos += 1
@@ -2029,7 +2180,8 @@ def decode_metadata_response_v9(data: bytes, pos: int) -> tuple[MetadataResponse
                     size1, pos = read_uvarint(data, pos)
                     end1 = pos + size1
                     pos = end1
-            append0(MetadataResponseBroker(v1_node_id, v1_host, v1_port, v1_rack))
+            append_8(MetadataResponseBroker(v_node_id_9, v_host_10, v_port_11, v_rack_12))
+    v_cluster_id_3: str | None
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -2037,12 +2189,13 @@ def decode_metadata_response_v9(data: bytes, pos: int) -> tuple[MetadataResponse
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
-        v0_cluster_id = None
+        v_cluster_id_3 = None
     else:
-        v0_cluster_id = str(data[pos:pos + n0], 'utf-8')
+        v_cluster_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v0_controller_id, = _S0.unpack_from(data, pos)
+    v_controller_id_4, = _S0.unpack_from(data, pos)
     pos += 4
+    v_topics_5: list[MetadataResponseTopic]
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -2054,11 +2207,12 @@ def decode_metadata_response_v9(data: bytes, pos: int) -> tuple[MetadataResponse
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_5 = []
+        append_13 = v_topics_5.append
         for _ in range(n0):
-            v1_error_code, = _S1.unpack_from(data, pos)
+            v_error_code_14, = _S1.unpack_from(data, pos)
             pos += 2
+            v_name_15: str | None
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -2068,10 +2222,11 @@ def decode_metadata_response_v9(data: bytes, pos: int) -> tuple[MetadataResponse
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_15 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v1_is_internal, = _S2.unpack_from(data, pos)
+            v_is_internal_17, = _S2.unpack_from(data, pos)
             pos += 1
+            v_partitions_18: list[MetadataResponsePartition]
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -2083,11 +2238,12 @@ def decode_metadata_response_v9(data: bytes, pos: int) -> tuple[MetadataResponse
             elif n1 > len(data) - pos:
                 raise DecodeError('array Partitions longer than the frame')
             else:
-                v1_partitions = []
-                append1 = v1_partitions.append
+                v_partitions_18 = []
+                append_20 = v_partitions_18.append
                 for _ in range(n1):
-                    v2_error_code, v2_partition_index, v2_leader_id, v2_leader_epoch = _S7.unpack_from(data, pos)
+                    v_error_code_21, v_partition_index_22, v_leader_id_23, v_leader_epoch_24 = _S7.unpack_from(data, pos)
                     pos += 14
+                    v_replica_nodes_25: list[int]
                     n2 = data[pos]
                     if n2 < 128:
                         pos += 1
@@ -2099,8 +2255,9 @@ def decode_metadata_response_v9(data: bytes, pos: int) -> tuple[MetadataResponse
                     elif n2 > len(data) - pos:
                         raise DecodeError('array ReplicaNodes longer than the frame')
                     else:
-                        v2_replica_nodes = list(unpack_from('>%di' % n2, data, pos))
+                        v_replica_nodes_25 = list(unpack_from('>%di' % n2, data, pos))
                         pos += n2 * 4
+                    v_isr_nodes_26: list[int]
                     n2 = data[pos]
                     if n2 < 128:
                         pos += 1
@@ -2112,8 +2269,9 @@ def decode_metadata_response_v9(data: bytes, pos: int) -> tuple[MetadataResponse
                     elif n2 > len(data) - pos:
                         raise DecodeError('array IsrNodes longer than the frame')
                     else:
-                        v2_isr_nodes = list(unpack_from('>%di' % n2, data, pos))
+                        v_isr_nodes_26 = list(unpack_from('>%di' % n2, data, pos))
                         pos += n2 * 4
+                    v_offline_replicas_27: list[int]
                     n2 = data[pos]
                     if n2 < 128:
                         pos += 1
@@ -2125,7 +2283,7 @@ def decode_metadata_response_v9(data: bytes, pos: int) -> tuple[MetadataResponse
                     elif n2 > len(data) - pos:
                         raise DecodeError('array OfflineReplicas longer than the frame')
                     else:
-                        v2_offline_replicas = list(unpack_from('>%di' % n2, data, pos))
+                        v_offline_replicas_27 = list(unpack_from('>%di' % n2, data, pos))
                         pos += n2 * 4
                     if data[pos] == 0:
                         pos += 1
@@ -2136,8 +2294,8 @@ def decode_metadata_response_v9(data: bytes, pos: int) -> tuple[MetadataResponse
                             size2, pos = read_uvarint(data, pos)
                             end2 = pos + size2
                             pos = end2
-                    append1(MetadataResponsePartition(v2_error_code, v2_partition_index, v2_leader_id, v2_leader_epoch, v2_replica_nodes, v2_isr_nodes, v2_offline_replicas))
-            v1_topic_authorized_operations, = _S0.unpack_from(data, pos)
+                    append_20(MetadataResponsePartition(v_error_code_21, v_partition_index_22, v_leader_id_23, v_leader_epoch_24, v_replica_nodes_25, v_isr_nodes_26, v_offline_replicas_27))
+            v_topic_authorized_operations_19, = _S0.unpack_from(data, pos)
             pos += 4
             if data[pos] == 0:
                 pos += 1
@@ -2148,8 +2306,8 @@ def decode_metadata_response_v9(data: bytes, pos: int) -> tuple[MetadataResponse
                     size1, pos = read_uvarint(data, pos)
                     end1 = pos + size1
                     pos = end1
-            append0(MetadataResponseTopic(v1_error_code, v1_name, ZERO_UUID, v1_is_internal, v1_partitions, v1_topic_authorized_operations))
-    v0_cluster_authorized_operations, = _S0.unpack_from(data, pos)
+            append_13(MetadataResponseTopic(v_error_code_14, v_name_15, ZERO_UUID, v_is_internal_17, v_partitions_18, v_topic_authorized_operations_19))
+    v_cluster_authorized_operations_6, = _S0.unpack_from(data, pos)
     pos += 4
     if data[pos] == 0:
         pos += 1
@@ -2160,68 +2318,71 @@ def decode_metadata_response_v9(data: bytes, pos: int) -> tuple[MetadataResponse
             size0, pos = read_uvarint(data, pos)
             end0 = pos + size0
             pos = end0
-    return MetadataResponse(v0_throttle_time_ms, v0_brokers, v0_cluster_id, v0_controller_id, v0_topics, v0_cluster_authorized_operations, 0), pos
+    return MetadataResponse(v_throttle_time_ms_1, v_brokers_2, v_cluster_id_3, v_controller_id_4, v_topics_5, v_cluster_authorized_operations_6, 0), pos
 
 
 def encode_metadata_response_v9(m: MetadataResponse, out: bytearray) -> None:
     out += _S0.pack(m.throttle_time_ms)
-    x0 = m.brokers
-    write_uvarint(out, len(x0) + 1)
-    for e0 in x0:
-        out += _S0.pack(e0.node_id)
-        x1 = e0.host
-        x1 = x1.encode()
-        write_uvarint(out, len(x1) + 1)
-        out += x1
-        out += _S0.pack(e0.port)
-        x1 = e0.rack
-        if x1 is None:
+    x_1 = m.brokers
+    write_uvarint(out, len(x_1) + 1)
+    for e_2 in x_1:
+        out += _S0.pack(e_2.node_id)
+        x_3 = e_2.host
+        b_4 = x_3.encode()
+        write_uvarint(out, len(b_4) + 1)
+        out += b_4
+        out += _S0.pack(e_2.port)
+        x_5 = e_2.rack
+        if x_5 is None:
             out.append(0)
         else:
-            x1 = x1.encode()
-            write_uvarint(out, len(x1) + 1)
-            out += x1
+            b_6 = x_5.encode()
+            write_uvarint(out, len(b_6) + 1)
+            out += b_6
         out.append(0)
-    x0 = m.cluster_id
-    if x0 is None:
+    x_7 = m.cluster_id
+    if x_7 is None:
         out.append(0)
     else:
-        x0 = x0.encode()
-        write_uvarint(out, len(x0) + 1)
-        out += x0
+        b_8 = x_7.encode()
+        write_uvarint(out, len(b_8) + 1)
+        out += b_8
     out += _S0.pack(m.controller_id)
-    x0 = m.topics
-    write_uvarint(out, len(x0) + 1)
-    for e0 in x0:
-        out += _S1.pack(e0.error_code)
-        x1 = e0.name
-        x1 = x1.encode()
-        write_uvarint(out, len(x1) + 1)
-        out += x1
-        out += _S2.pack(e0.is_internal)
-        x1 = e0.partitions
-        write_uvarint(out, len(x1) + 1)
-        for e1 in x1:
-            out += _S7.pack(e1.error_code, e1.partition_index, e1.leader_id, e1.leader_epoch)
-            x2 = e1.replica_nodes
-            write_uvarint(out, len(x2) + 1)
-            out += pack('>%di' % len(x2), *x2)
-            x2 = e1.isr_nodes
-            write_uvarint(out, len(x2) + 1)
-            out += pack('>%di' % len(x2), *x2)
-            x2 = e1.offline_replicas
-            write_uvarint(out, len(x2) + 1)
-            out += pack('>%di' % len(x2), *x2)
+    x_9 = m.topics
+    write_uvarint(out, len(x_9) + 1)
+    for e_10 in x_9:
+        out += _S1.pack(e_10.error_code)
+        x_11 = e_10.name
+        if x_11 is None:
+            raise ValueError('Name cannot be null in version 9')
+        b_12 = x_11.encode()
+        write_uvarint(out, len(b_12) + 1)
+        out += b_12
+        out += _S2.pack(e_10.is_internal)
+        x_13 = e_10.partitions
+        write_uvarint(out, len(x_13) + 1)
+        for e_14 in x_13:
+            out += _S7.pack(e_14.error_code, e_14.partition_index, e_14.leader_id, e_14.leader_epoch)
+            x_15 = e_14.replica_nodes
+            write_uvarint(out, len(x_15) + 1)
+            out += pack('>%di' % len(x_15), *x_15)
+            x_16 = e_14.isr_nodes
+            write_uvarint(out, len(x_16) + 1)
+            out += pack('>%di' % len(x_16), *x_16)
+            x_17 = e_14.offline_replicas
+            write_uvarint(out, len(x_17) + 1)
+            out += pack('>%di' % len(x_17), *x_17)
             out.append(0)
-        out += _S0.pack(e0.topic_authorized_operations)
+        out += _S0.pack(e_10.topic_authorized_operations)
         out.append(0)
     out += _S0.pack(m.cluster_authorized_operations)
     out.append(0)
 
 
 def decode_metadata_response_v10(data: bytes, pos: int) -> tuple[MetadataResponse, int]:
-    v0_throttle_time_ms, = _S0.unpack_from(data, pos)
+    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
     pos += 4
+    v_brokers_2: list[MetadataResponseBroker]
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -2233,11 +2394,12 @@ def decode_metadata_response_v10(data: bytes, pos: int) -> tuple[MetadataRespons
     elif n0 > len(data) - pos:
         raise DecodeError('array Brokers longer than the frame')
     else:
-        v0_brokers = []
-        append0 = v0_brokers.append
+        v_brokers_2 = []
+        append_8 = v_brokers_2.append
         for _ in range(n0):
-            v1_node_id, = _S0.unpack_from(data, pos)
+            v_node_id_9, = _S0.unpack_from(data, pos)
             pos += 4
+            v_host_10: str
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -2247,10 +2409,11 @@ def decode_metadata_response_v10(data: bytes, pos: int) -> tuple[MetadataRespons
             if n1 < 0:
                 raise DecodeError('non-nullable field Host is null')
             else:
-                v1_host = str(data[pos:pos + n1], 'utf-8')
+                v_host_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v1_port, = _S0.unpack_from(data, pos)
+            v_port_11, = _S0.unpack_from(data, pos)
             pos += 4
+            v_rack_12: str | None
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -2258,9 +2421,9 @@ def decode_metadata_response_v10(data: bytes, pos: int) -> tuple[MetadataRespons
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
-                v1_rack = None
+                v_rack_12 = None
             else:
-                v1_rack = str(data[pos:pos + n1], 'utf-8')
+                v_rack_12 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
             if data[pos] == 0:
                 pos += 1
@@ -2271,7 +2434,8 @@ def decode_metadata_response_v10(data: bytes, pos: int) -> tuple[MetadataRespons
                     size1, pos = read_uvarint(data, pos)
                     end1 = pos + size1
                     pos = end1
-            append0(MetadataResponseBroker(v1_node_id, v1_host, v1_port, v1_rack))
+            append_8(MetadataResponseBroker(v_node_id_9, v_host_10, v_port_11, v_rack_12))
+    v_cluster_id_3: str | None
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -2279,12 +2443,13 @@ def decode_metadata_response_v10(data: bytes, pos: int) -> tuple[MetadataRespons
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
-        v0_cluster_id = None
+        v_cluster_id_3 = None
     else:
-        v0_cluster_id = str(data[pos:pos + n0], 'utf-8')
+        v_cluster_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v0_controller_id, = _S0.unpack_from(data, pos)
+    v_controller_id_4, = _S0.unpack_from(data, pos)
     pos += 4
+    v_topics_5: list[MetadataResponseTopic]
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -2296,11 +2461,12 @@ def decode_metadata_response_v10(data: bytes, pos: int) -> tuple[MetadataRespons
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_5 = []
+        append_13 = v_topics_5.append
         for _ in range(n0):
-            v1_error_code, = _S1.unpack_from(data, pos)
+            v_error_code_14, = _S1.unpack_from(data, pos)
             pos += 2
+            v_name_15: str | None
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -2310,10 +2476,11 @@ def decode_metadata_response_v10(data: bytes, pos: int) -> tuple[MetadataRespons
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_15 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v1_topic_id, v1_is_internal = _S8.unpack_from(data, pos)
+            v_topic_id_16, v_is_internal_17 = _S8.unpack_from(data, pos)
             pos += 17
+            v_partitions_18: list[MetadataResponsePartition]
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -2325,11 +2492,12 @@ def decode_metadata_response_v10(data: bytes, pos: int) -> tuple[MetadataRespons
             elif n1 > len(data) - pos:
                 raise DecodeError('array Partitions longer than the frame')
             else:
-                v1_partitions = []
-                append1 = v1_partitions.append
+                v_partitions_18 = []
+                append_20 = v_partitions_18.append
                 for _ in range(n1):
-                    v2_error_code, v2_partition_index, v2_leader_id, v2_leader_epoch = _S7.unpack_from(data, pos)
+                    v_error_code_21, v_partition_index_22, v_leader_id_23, v_leader_epoch_24 = _S7.unpack_from(data, pos)
                     pos += 14
+                    v_replica_nodes_25: list[int]
                     n2 = data[pos]
                     if n2 < 128:
                         pos += 1
@@ -2341,8 +2509,9 @@ def decode_metadata_response_v10(data: bytes, pos: int) -> tuple[MetadataRespons
                     elif n2 > len(data) - pos:
                         raise DecodeError('array ReplicaNodes longer than the frame')
                     else:
-                        v2_replica_nodes = list(unpack_from('>%di' % n2, data, pos))
+                        v_replica_nodes_25 = list(unpack_from('>%di' % n2, data, pos))
                         pos += n2 * 4
+                    v_isr_nodes_26: list[int]
                     n2 = data[pos]
                     if n2 < 128:
                         pos += 1
@@ -2354,8 +2523,9 @@ def decode_metadata_response_v10(data: bytes, pos: int) -> tuple[MetadataRespons
                     elif n2 > len(data) - pos:
                         raise DecodeError('array IsrNodes longer than the frame')
                     else:
-                        v2_isr_nodes = list(unpack_from('>%di' % n2, data, pos))
+                        v_isr_nodes_26 = list(unpack_from('>%di' % n2, data, pos))
                         pos += n2 * 4
+                    v_offline_replicas_27: list[int]
                     n2 = data[pos]
                     if n2 < 128:
                         pos += 1
@@ -2367,7 +2537,7 @@ def decode_metadata_response_v10(data: bytes, pos: int) -> tuple[MetadataRespons
                     elif n2 > len(data) - pos:
                         raise DecodeError('array OfflineReplicas longer than the frame')
                     else:
-                        v2_offline_replicas = list(unpack_from('>%di' % n2, data, pos))
+                        v_offline_replicas_27 = list(unpack_from('>%di' % n2, data, pos))
                         pos += n2 * 4
                     if data[pos] == 0:
                         pos += 1
@@ -2378,8 +2548,8 @@ def decode_metadata_response_v10(data: bytes, pos: int) -> tuple[MetadataRespons
                             size2, pos = read_uvarint(data, pos)
                             end2 = pos + size2
                             pos = end2
-                    append1(MetadataResponsePartition(v2_error_code, v2_partition_index, v2_leader_id, v2_leader_epoch, v2_replica_nodes, v2_isr_nodes, v2_offline_replicas))
-            v1_topic_authorized_operations, = _S0.unpack_from(data, pos)
+                    append_20(MetadataResponsePartition(v_error_code_21, v_partition_index_22, v_leader_id_23, v_leader_epoch_24, v_replica_nodes_25, v_isr_nodes_26, v_offline_replicas_27))
+            v_topic_authorized_operations_19, = _S0.unpack_from(data, pos)
             pos += 4
             if data[pos] == 0:
                 pos += 1
@@ -2390,8 +2560,8 @@ def decode_metadata_response_v10(data: bytes, pos: int) -> tuple[MetadataRespons
                     size1, pos = read_uvarint(data, pos)
                     end1 = pos + size1
                     pos = end1
-            append0(MetadataResponseTopic(v1_error_code, v1_name, v1_topic_id, v1_is_internal, v1_partitions, v1_topic_authorized_operations))
-    v0_cluster_authorized_operations, = _S0.unpack_from(data, pos)
+            append_13(MetadataResponseTopic(v_error_code_14, v_name_15, v_topic_id_16, v_is_internal_17, v_partitions_18, v_topic_authorized_operations_19))
+    v_cluster_authorized_operations_6, = _S0.unpack_from(data, pos)
     pos += 4
     if data[pos] == 0:
         pos += 1
@@ -2402,68 +2572,71 @@ def decode_metadata_response_v10(data: bytes, pos: int) -> tuple[MetadataRespons
             size0, pos = read_uvarint(data, pos)
             end0 = pos + size0
             pos = end0
-    return MetadataResponse(v0_throttle_time_ms, v0_brokers, v0_cluster_id, v0_controller_id, v0_topics, v0_cluster_authorized_operations, 0), pos
+    return MetadataResponse(v_throttle_time_ms_1, v_brokers_2, v_cluster_id_3, v_controller_id_4, v_topics_5, v_cluster_authorized_operations_6, 0), pos
 
 
 def encode_metadata_response_v10(m: MetadataResponse, out: bytearray) -> None:
     out += _S0.pack(m.throttle_time_ms)
-    x0 = m.brokers
-    write_uvarint(out, len(x0) + 1)
-    for e0 in x0:
-        out += _S0.pack(e0.node_id)
-        x1 = e0.host
-        x1 = x1.encode()
-        write_uvarint(out, len(x1) + 1)
-        out += x1
-        out += _S0.pack(e0.port)
-        x1 = e0.rack
-        if x1 is None:
+    x_1 = m.brokers
+    write_uvarint(out, len(x_1) + 1)
+    for e_2 in x_1:
+        out += _S0.pack(e_2.node_id)
+        x_3 = e_2.host
+        b_4 = x_3.encode()
+        write_uvarint(out, len(b_4) + 1)
+        out += b_4
+        out += _S0.pack(e_2.port)
+        x_5 = e_2.rack
+        if x_5 is None:
             out.append(0)
         else:
-            x1 = x1.encode()
-            write_uvarint(out, len(x1) + 1)
-            out += x1
+            b_6 = x_5.encode()
+            write_uvarint(out, len(b_6) + 1)
+            out += b_6
         out.append(0)
-    x0 = m.cluster_id
-    if x0 is None:
+    x_7 = m.cluster_id
+    if x_7 is None:
         out.append(0)
     else:
-        x0 = x0.encode()
-        write_uvarint(out, len(x0) + 1)
-        out += x0
+        b_8 = x_7.encode()
+        write_uvarint(out, len(b_8) + 1)
+        out += b_8
     out += _S0.pack(m.controller_id)
-    x0 = m.topics
-    write_uvarint(out, len(x0) + 1)
-    for e0 in x0:
-        out += _S1.pack(e0.error_code)
-        x1 = e0.name
-        x1 = x1.encode()
-        write_uvarint(out, len(x1) + 1)
-        out += x1
-        out += _S8.pack(e0.topic_id, e0.is_internal)
-        x1 = e0.partitions
-        write_uvarint(out, len(x1) + 1)
-        for e1 in x1:
-            out += _S7.pack(e1.error_code, e1.partition_index, e1.leader_id, e1.leader_epoch)
-            x2 = e1.replica_nodes
-            write_uvarint(out, len(x2) + 1)
-            out += pack('>%di' % len(x2), *x2)
-            x2 = e1.isr_nodes
-            write_uvarint(out, len(x2) + 1)
-            out += pack('>%di' % len(x2), *x2)
-            x2 = e1.offline_replicas
-            write_uvarint(out, len(x2) + 1)
-            out += pack('>%di' % len(x2), *x2)
+    x_9 = m.topics
+    write_uvarint(out, len(x_9) + 1)
+    for e_10 in x_9:
+        out += _S1.pack(e_10.error_code)
+        x_11 = e_10.name
+        if x_11 is None:
+            raise ValueError('Name cannot be null in version 10')
+        b_12 = x_11.encode()
+        write_uvarint(out, len(b_12) + 1)
+        out += b_12
+        out += _S8.pack(e_10.topic_id, e_10.is_internal)
+        x_13 = e_10.partitions
+        write_uvarint(out, len(x_13) + 1)
+        for e_14 in x_13:
+            out += _S7.pack(e_14.error_code, e_14.partition_index, e_14.leader_id, e_14.leader_epoch)
+            x_15 = e_14.replica_nodes
+            write_uvarint(out, len(x_15) + 1)
+            out += pack('>%di' % len(x_15), *x_15)
+            x_16 = e_14.isr_nodes
+            write_uvarint(out, len(x_16) + 1)
+            out += pack('>%di' % len(x_16), *x_16)
+            x_17 = e_14.offline_replicas
+            write_uvarint(out, len(x_17) + 1)
+            out += pack('>%di' % len(x_17), *x_17)
             out.append(0)
-        out += _S0.pack(e0.topic_authorized_operations)
+        out += _S0.pack(e_10.topic_authorized_operations)
         out.append(0)
     out += _S0.pack(m.cluster_authorized_operations)
     out.append(0)
 
 
 def decode_metadata_response_v11(data: bytes, pos: int) -> tuple[MetadataResponse, int]:
-    v0_throttle_time_ms, = _S0.unpack_from(data, pos)
+    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
     pos += 4
+    v_brokers_2: list[MetadataResponseBroker]
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -2475,11 +2648,12 @@ def decode_metadata_response_v11(data: bytes, pos: int) -> tuple[MetadataRespons
     elif n0 > len(data) - pos:
         raise DecodeError('array Brokers longer than the frame')
     else:
-        v0_brokers = []
-        append0 = v0_brokers.append
+        v_brokers_2 = []
+        append_8 = v_brokers_2.append
         for _ in range(n0):
-            v1_node_id, = _S0.unpack_from(data, pos)
+            v_node_id_9, = _S0.unpack_from(data, pos)
             pos += 4
+            v_host_10: str
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -2489,10 +2663,11 @@ def decode_metadata_response_v11(data: bytes, pos: int) -> tuple[MetadataRespons
             if n1 < 0:
                 raise DecodeError('non-nullable field Host is null')
             else:
-                v1_host = str(data[pos:pos + n1], 'utf-8')
+                v_host_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v1_port, = _S0.unpack_from(data, pos)
+            v_port_11, = _S0.unpack_from(data, pos)
             pos += 4
+            v_rack_12: str | None
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -2500,9 +2675,9 @@ def decode_metadata_response_v11(data: bytes, pos: int) -> tuple[MetadataRespons
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
-                v1_rack = None
+                v_rack_12 = None
             else:
-                v1_rack = str(data[pos:pos + n1], 'utf-8')
+                v_rack_12 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
             if data[pos] == 0:
                 pos += 1
@@ -2513,7 +2688,8 @@ def decode_metadata_response_v11(data: bytes, pos: int) -> tuple[MetadataRespons
                     size1, pos = read_uvarint(data, pos)
                     end1 = pos + size1
                     pos = end1
-            append0(MetadataResponseBroker(v1_node_id, v1_host, v1_port, v1_rack))
+            append_8(MetadataResponseBroker(v_node_id_9, v_host_10, v_port_11, v_rack_12))
+    v_cluster_id_3: str | None
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -2521,12 +2697,13 @@ def decode_metadata_response_v11(data: bytes, pos: int) -> tuple[MetadataRespons
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
-        v0_cluster_id = None
+        v_cluster_id_3 = None
     else:
-        v0_cluster_id = str(data[pos:pos + n0], 'utf-8')
+        v_cluster_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v0_controller_id, = _S0.unpack_from(data, pos)
+    v_controller_id_4, = _S0.unpack_from(data, pos)
     pos += 4
+    v_topics_5: list[MetadataResponseTopic]
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -2538,11 +2715,12 @@ def decode_metadata_response_v11(data: bytes, pos: int) -> tuple[MetadataRespons
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_5 = []
+        append_13 = v_topics_5.append
         for _ in range(n0):
-            v1_error_code, = _S1.unpack_from(data, pos)
+            v_error_code_14, = _S1.unpack_from(data, pos)
             pos += 2
+            v_name_15: str | None
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -2552,10 +2730,11 @@ def decode_metadata_response_v11(data: bytes, pos: int) -> tuple[MetadataRespons
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_15 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v1_topic_id, v1_is_internal = _S8.unpack_from(data, pos)
+            v_topic_id_16, v_is_internal_17 = _S8.unpack_from(data, pos)
             pos += 17
+            v_partitions_18: list[MetadataResponsePartition]
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -2567,11 +2746,12 @@ def decode_metadata_response_v11(data: bytes, pos: int) -> tuple[MetadataRespons
             elif n1 > len(data) - pos:
                 raise DecodeError('array Partitions longer than the frame')
             else:
-                v1_partitions = []
-                append1 = v1_partitions.append
+                v_partitions_18 = []
+                append_20 = v_partitions_18.append
                 for _ in range(n1):
-                    v2_error_code, v2_partition_index, v2_leader_id, v2_leader_epoch = _S7.unpack_from(data, pos)
+                    v_error_code_21, v_partition_index_22, v_leader_id_23, v_leader_epoch_24 = _S7.unpack_from(data, pos)
                     pos += 14
+                    v_replica_nodes_25: list[int]
                     n2 = data[pos]
                     if n2 < 128:
                         pos += 1
@@ -2583,8 +2763,9 @@ def decode_metadata_response_v11(data: bytes, pos: int) -> tuple[MetadataRespons
                     elif n2 > len(data) - pos:
                         raise DecodeError('array ReplicaNodes longer than the frame')
                     else:
-                        v2_replica_nodes = list(unpack_from('>%di' % n2, data, pos))
+                        v_replica_nodes_25 = list(unpack_from('>%di' % n2, data, pos))
                         pos += n2 * 4
+                    v_isr_nodes_26: list[int]
                     n2 = data[pos]
                     if n2 < 128:
                         pos += 1
@@ -2596,8 +2777,9 @@ def decode_metadata_response_v11(data: bytes, pos: int) -> tuple[MetadataRespons
                     elif n2 > len(data) - pos:
                         raise DecodeError('array IsrNodes longer than the frame')
                     else:
-                        v2_isr_nodes = list(unpack_from('>%di' % n2, data, pos))
+                        v_isr_nodes_26 = list(unpack_from('>%di' % n2, data, pos))
                         pos += n2 * 4
+                    v_offline_replicas_27: list[int]
                     n2 = data[pos]
                     if n2 < 128:
                         pos += 1
@@ -2609,7 +2791,7 @@ def decode_metadata_response_v11(data: bytes, pos: int) -> tuple[MetadataRespons
                     elif n2 > len(data) - pos:
                         raise DecodeError('array OfflineReplicas longer than the frame')
                     else:
-                        v2_offline_replicas = list(unpack_from('>%di' % n2, data, pos))
+                        v_offline_replicas_27 = list(unpack_from('>%di' % n2, data, pos))
                         pos += n2 * 4
                     if data[pos] == 0:
                         pos += 1
@@ -2620,8 +2802,8 @@ def decode_metadata_response_v11(data: bytes, pos: int) -> tuple[MetadataRespons
                             size2, pos = read_uvarint(data, pos)
                             end2 = pos + size2
                             pos = end2
-                    append1(MetadataResponsePartition(v2_error_code, v2_partition_index, v2_leader_id, v2_leader_epoch, v2_replica_nodes, v2_isr_nodes, v2_offline_replicas))
-            v1_topic_authorized_operations, = _S0.unpack_from(data, pos)
+                    append_20(MetadataResponsePartition(v_error_code_21, v_partition_index_22, v_leader_id_23, v_leader_epoch_24, v_replica_nodes_25, v_isr_nodes_26, v_offline_replicas_27))
+            v_topic_authorized_operations_19, = _S0.unpack_from(data, pos)
             pos += 4
             if data[pos] == 0:
                 pos += 1
@@ -2632,7 +2814,7 @@ def decode_metadata_response_v11(data: bytes, pos: int) -> tuple[MetadataRespons
                     size1, pos = read_uvarint(data, pos)
                     end1 = pos + size1
                     pos = end1
-            append0(MetadataResponseTopic(v1_error_code, v1_name, v1_topic_id, v1_is_internal, v1_partitions, v1_topic_authorized_operations))
+            append_13(MetadataResponseTopic(v_error_code_14, v_name_15, v_topic_id_16, v_is_internal_17, v_partitions_18, v_topic_authorized_operations_19))
     if data[pos] == 0:
         pos += 1
     else:
@@ -2642,67 +2824,70 @@ def decode_metadata_response_v11(data: bytes, pos: int) -> tuple[MetadataRespons
             size0, pos = read_uvarint(data, pos)
             end0 = pos + size0
             pos = end0
-    return MetadataResponse(v0_throttle_time_ms, v0_brokers, v0_cluster_id, v0_controller_id, v0_topics, -2147483648, 0), pos
+    return MetadataResponse(v_throttle_time_ms_1, v_brokers_2, v_cluster_id_3, v_controller_id_4, v_topics_5, -2147483648, 0), pos
 
 
 def encode_metadata_response_v11(m: MetadataResponse, out: bytearray) -> None:
     out += _S0.pack(m.throttle_time_ms)
-    x0 = m.brokers
-    write_uvarint(out, len(x0) + 1)
-    for e0 in x0:
-        out += _S0.pack(e0.node_id)
-        x1 = e0.host
-        x1 = x1.encode()
-        write_uvarint(out, len(x1) + 1)
-        out += x1
-        out += _S0.pack(e0.port)
-        x1 = e0.rack
-        if x1 is None:
+    x_1 = m.brokers
+    write_uvarint(out, len(x_1) + 1)
+    for e_2 in x_1:
+        out += _S0.pack(e_2.node_id)
+        x_3 = e_2.host
+        b_4 = x_3.encode()
+        write_uvarint(out, len(b_4) + 1)
+        out += b_4
+        out += _S0.pack(e_2.port)
+        x_5 = e_2.rack
+        if x_5 is None:
             out.append(0)
         else:
-            x1 = x1.encode()
-            write_uvarint(out, len(x1) + 1)
-            out += x1
+            b_6 = x_5.encode()
+            write_uvarint(out, len(b_6) + 1)
+            out += b_6
         out.append(0)
-    x0 = m.cluster_id
-    if x0 is None:
+    x_7 = m.cluster_id
+    if x_7 is None:
         out.append(0)
     else:
-        x0 = x0.encode()
-        write_uvarint(out, len(x0) + 1)
-        out += x0
+        b_8 = x_7.encode()
+        write_uvarint(out, len(b_8) + 1)
+        out += b_8
     out += _S0.pack(m.controller_id)
-    x0 = m.topics
-    write_uvarint(out, len(x0) + 1)
-    for e0 in x0:
-        out += _S1.pack(e0.error_code)
-        x1 = e0.name
-        x1 = x1.encode()
-        write_uvarint(out, len(x1) + 1)
-        out += x1
-        out += _S8.pack(e0.topic_id, e0.is_internal)
-        x1 = e0.partitions
-        write_uvarint(out, len(x1) + 1)
-        for e1 in x1:
-            out += _S7.pack(e1.error_code, e1.partition_index, e1.leader_id, e1.leader_epoch)
-            x2 = e1.replica_nodes
-            write_uvarint(out, len(x2) + 1)
-            out += pack('>%di' % len(x2), *x2)
-            x2 = e1.isr_nodes
-            write_uvarint(out, len(x2) + 1)
-            out += pack('>%di' % len(x2), *x2)
-            x2 = e1.offline_replicas
-            write_uvarint(out, len(x2) + 1)
-            out += pack('>%di' % len(x2), *x2)
+    x_9 = m.topics
+    write_uvarint(out, len(x_9) + 1)
+    for e_10 in x_9:
+        out += _S1.pack(e_10.error_code)
+        x_11 = e_10.name
+        if x_11 is None:
+            raise ValueError('Name cannot be null in version 11')
+        b_12 = x_11.encode()
+        write_uvarint(out, len(b_12) + 1)
+        out += b_12
+        out += _S8.pack(e_10.topic_id, e_10.is_internal)
+        x_13 = e_10.partitions
+        write_uvarint(out, len(x_13) + 1)
+        for e_14 in x_13:
+            out += _S7.pack(e_14.error_code, e_14.partition_index, e_14.leader_id, e_14.leader_epoch)
+            x_15 = e_14.replica_nodes
+            write_uvarint(out, len(x_15) + 1)
+            out += pack('>%di' % len(x_15), *x_15)
+            x_16 = e_14.isr_nodes
+            write_uvarint(out, len(x_16) + 1)
+            out += pack('>%di' % len(x_16), *x_16)
+            x_17 = e_14.offline_replicas
+            write_uvarint(out, len(x_17) + 1)
+            out += pack('>%di' % len(x_17), *x_17)
             out.append(0)
-        out += _S0.pack(e0.topic_authorized_operations)
+        out += _S0.pack(e_10.topic_authorized_operations)
         out.append(0)
     out.append(0)
 
 
 def decode_metadata_response_v12(data: bytes, pos: int) -> tuple[MetadataResponse, int]:
-    v0_throttle_time_ms, = _S0.unpack_from(data, pos)
+    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
     pos += 4
+    v_brokers_2: list[MetadataResponseBroker]
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -2714,11 +2899,12 @@ def decode_metadata_response_v12(data: bytes, pos: int) -> tuple[MetadataRespons
     elif n0 > len(data) - pos:
         raise DecodeError('array Brokers longer than the frame')
     else:
-        v0_brokers = []
-        append0 = v0_brokers.append
+        v_brokers_2 = []
+        append_8 = v_brokers_2.append
         for _ in range(n0):
-            v1_node_id, = _S0.unpack_from(data, pos)
+            v_node_id_9, = _S0.unpack_from(data, pos)
             pos += 4
+            v_host_10: str
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -2728,10 +2914,11 @@ def decode_metadata_response_v12(data: bytes, pos: int) -> tuple[MetadataRespons
             if n1 < 0:
                 raise DecodeError('non-nullable field Host is null')
             else:
-                v1_host = str(data[pos:pos + n1], 'utf-8')
+                v_host_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v1_port, = _S0.unpack_from(data, pos)
+            v_port_11, = _S0.unpack_from(data, pos)
             pos += 4
+            v_rack_12: str | None
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -2739,9 +2926,9 @@ def decode_metadata_response_v12(data: bytes, pos: int) -> tuple[MetadataRespons
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
-                v1_rack = None
+                v_rack_12 = None
             else:
-                v1_rack = str(data[pos:pos + n1], 'utf-8')
+                v_rack_12 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
             if data[pos] == 0:
                 pos += 1
@@ -2752,7 +2939,8 @@ def decode_metadata_response_v12(data: bytes, pos: int) -> tuple[MetadataRespons
                     size1, pos = read_uvarint(data, pos)
                     end1 = pos + size1
                     pos = end1
-            append0(MetadataResponseBroker(v1_node_id, v1_host, v1_port, v1_rack))
+            append_8(MetadataResponseBroker(v_node_id_9, v_host_10, v_port_11, v_rack_12))
+    v_cluster_id_3: str | None
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -2760,12 +2948,13 @@ def decode_metadata_response_v12(data: bytes, pos: int) -> tuple[MetadataRespons
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
-        v0_cluster_id = None
+        v_cluster_id_3 = None
     else:
-        v0_cluster_id = str(data[pos:pos + n0], 'utf-8')
+        v_cluster_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v0_controller_id, = _S0.unpack_from(data, pos)
+    v_controller_id_4, = _S0.unpack_from(data, pos)
     pos += 4
+    v_topics_5: list[MetadataResponseTopic]
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -2777,11 +2966,12 @@ def decode_metadata_response_v12(data: bytes, pos: int) -> tuple[MetadataRespons
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_5 = []
+        append_13 = v_topics_5.append
         for _ in range(n0):
-            v1_error_code, = _S1.unpack_from(data, pos)
+            v_error_code_14, = _S1.unpack_from(data, pos)
             pos += 2
+            v_name_15: str | None
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -2789,12 +2979,13 @@ def decode_metadata_response_v12(data: bytes, pos: int) -> tuple[MetadataRespons
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
-                v1_name = None
+                v_name_15 = None
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_15 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v1_topic_id, v1_is_internal = _S8.unpack_from(data, pos)
+            v_topic_id_16, v_is_internal_17 = _S8.unpack_from(data, pos)
             pos += 17
+            v_partitions_18: list[MetadataResponsePartition]
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -2806,11 +2997,12 @@ def decode_metadata_response_v12(data: bytes, pos: int) -> tuple[MetadataRespons
             elif n1 > len(data) - pos:
                 raise DecodeError('array Partitions longer than the frame')
             else:
-                v1_partitions = []
-                append1 = v1_partitions.append
+                v_partitions_18 = []
+                append_20 = v_partitions_18.append
                 for _ in range(n1):
-                    v2_error_code, v2_partition_index, v2_leader_id, v2_leader_epoch = _S7.unpack_from(data, pos)
+                    v_error_code_21, v_partition_index_22, v_leader_id_23, v_leader_epoch_24 = _S7.unpack_from(data, pos)
                     pos += 14
+                    v_replica_nodes_25: list[int]
                     n2 = data[pos]
                     if n2 < 128:
                         pos += 1
@@ -2822,8 +3014,9 @@ def decode_metadata_response_v12(data: bytes, pos: int) -> tuple[MetadataRespons
                     elif n2 > len(data) - pos:
                         raise DecodeError('array ReplicaNodes longer than the frame')
                     else:
-                        v2_replica_nodes = list(unpack_from('>%di' % n2, data, pos))
+                        v_replica_nodes_25 = list(unpack_from('>%di' % n2, data, pos))
                         pos += n2 * 4
+                    v_isr_nodes_26: list[int]
                     n2 = data[pos]
                     if n2 < 128:
                         pos += 1
@@ -2835,8 +3028,9 @@ def decode_metadata_response_v12(data: bytes, pos: int) -> tuple[MetadataRespons
                     elif n2 > len(data) - pos:
                         raise DecodeError('array IsrNodes longer than the frame')
                     else:
-                        v2_isr_nodes = list(unpack_from('>%di' % n2, data, pos))
+                        v_isr_nodes_26 = list(unpack_from('>%di' % n2, data, pos))
                         pos += n2 * 4
+                    v_offline_replicas_27: list[int]
                     n2 = data[pos]
                     if n2 < 128:
                         pos += 1
@@ -2848,7 +3042,7 @@ def decode_metadata_response_v12(data: bytes, pos: int) -> tuple[MetadataRespons
                     elif n2 > len(data) - pos:
                         raise DecodeError('array OfflineReplicas longer than the frame')
                     else:
-                        v2_offline_replicas = list(unpack_from('>%di' % n2, data, pos))
+                        v_offline_replicas_27 = list(unpack_from('>%di' % n2, data, pos))
                         pos += n2 * 4
                     if data[pos] == 0:
                         pos += 1
@@ -2859,8 +3053,8 @@ def decode_metadata_response_v12(data: bytes, pos: int) -> tuple[MetadataRespons
                             size2, pos = read_uvarint(data, pos)
                             end2 = pos + size2
                             pos = end2
-                    append1(MetadataResponsePartition(v2_error_code, v2_partition_index, v2_leader_id, v2_leader_epoch, v2_replica_nodes, v2_isr_nodes, v2_offline_replicas))
-            v1_topic_authorized_operations, = _S0.unpack_from(data, pos)
+                    append_20(MetadataResponsePartition(v_error_code_21, v_partition_index_22, v_leader_id_23, v_leader_epoch_24, v_replica_nodes_25, v_isr_nodes_26, v_offline_replicas_27))
+            v_topic_authorized_operations_19, = _S0.unpack_from(data, pos)
             pos += 4
             if data[pos] == 0:
                 pos += 1
@@ -2871,7 +3065,7 @@ def decode_metadata_response_v12(data: bytes, pos: int) -> tuple[MetadataRespons
                     size1, pos = read_uvarint(data, pos)
                     end1 = pos + size1
                     pos = end1
-            append0(MetadataResponseTopic(v1_error_code, v1_name, v1_topic_id, v1_is_internal, v1_partitions, v1_topic_authorized_operations))
+            append_13(MetadataResponseTopic(v_error_code_14, v_name_15, v_topic_id_16, v_is_internal_17, v_partitions_18, v_topic_authorized_operations_19))
     if data[pos] == 0:
         pos += 1
     else:
@@ -2881,62 +3075,62 @@ def decode_metadata_response_v12(data: bytes, pos: int) -> tuple[MetadataRespons
             size0, pos = read_uvarint(data, pos)
             end0 = pos + size0
             pos = end0
-    return MetadataResponse(v0_throttle_time_ms, v0_brokers, v0_cluster_id, v0_controller_id, v0_topics, -2147483648, 0), pos
+    return MetadataResponse(v_throttle_time_ms_1, v_brokers_2, v_cluster_id_3, v_controller_id_4, v_topics_5, -2147483648, 0), pos
 
 
 def encode_metadata_response_v12(m: MetadataResponse, out: bytearray) -> None:
     out += _S0.pack(m.throttle_time_ms)
-    x0 = m.brokers
-    write_uvarint(out, len(x0) + 1)
-    for e0 in x0:
-        out += _S0.pack(e0.node_id)
-        x1 = e0.host
-        x1 = x1.encode()
-        write_uvarint(out, len(x1) + 1)
-        out += x1
-        out += _S0.pack(e0.port)
-        x1 = e0.rack
-        if x1 is None:
+    x_1 = m.brokers
+    write_uvarint(out, len(x_1) + 1)
+    for e_2 in x_1:
+        out += _S0.pack(e_2.node_id)
+        x_3 = e_2.host
+        b_4 = x_3.encode()
+        write_uvarint(out, len(b_4) + 1)
+        out += b_4
+        out += _S0.pack(e_2.port)
+        x_5 = e_2.rack
+        if x_5 is None:
             out.append(0)
         else:
-            x1 = x1.encode()
-            write_uvarint(out, len(x1) + 1)
-            out += x1
+            b_6 = x_5.encode()
+            write_uvarint(out, len(b_6) + 1)
+            out += b_6
         out.append(0)
-    x0 = m.cluster_id
-    if x0 is None:
+    x_7 = m.cluster_id
+    if x_7 is None:
         out.append(0)
     else:
-        x0 = x0.encode()
-        write_uvarint(out, len(x0) + 1)
-        out += x0
+        b_8 = x_7.encode()
+        write_uvarint(out, len(b_8) + 1)
+        out += b_8
     out += _S0.pack(m.controller_id)
-    x0 = m.topics
-    write_uvarint(out, len(x0) + 1)
-    for e0 in x0:
-        out += _S1.pack(e0.error_code)
-        x1 = e0.name
-        if x1 is None:
+    x_9 = m.topics
+    write_uvarint(out, len(x_9) + 1)
+    for e_10 in x_9:
+        out += _S1.pack(e_10.error_code)
+        x_11 = e_10.name
+        if x_11 is None:
             out.append(0)
         else:
-            x1 = x1.encode()
-            write_uvarint(out, len(x1) + 1)
-            out += x1
-        out += _S8.pack(e0.topic_id, e0.is_internal)
-        x1 = e0.partitions
-        write_uvarint(out, len(x1) + 1)
-        for e1 in x1:
-            out += _S7.pack(e1.error_code, e1.partition_index, e1.leader_id, e1.leader_epoch)
-            x2 = e1.replica_nodes
-            write_uvarint(out, len(x2) + 1)
-            out += pack('>%di' % len(x2), *x2)
-            x2 = e1.isr_nodes
-            write_uvarint(out, len(x2) + 1)
-            out += pack('>%di' % len(x2), *x2)
-            x2 = e1.offline_replicas
-            write_uvarint(out, len(x2) + 1)
-            out += pack('>%di' % len(x2), *x2)
+            b_12 = x_11.encode()
+            write_uvarint(out, len(b_12) + 1)
+            out += b_12
+        out += _S8.pack(e_10.topic_id, e_10.is_internal)
+        x_13 = e_10.partitions
+        write_uvarint(out, len(x_13) + 1)
+        for e_14 in x_13:
+            out += _S7.pack(e_14.error_code, e_14.partition_index, e_14.leader_id, e_14.leader_epoch)
+            x_15 = e_14.replica_nodes
+            write_uvarint(out, len(x_15) + 1)
+            out += pack('>%di' % len(x_15), *x_15)
+            x_16 = e_14.isr_nodes
+            write_uvarint(out, len(x_16) + 1)
+            out += pack('>%di' % len(x_16), *x_16)
+            x_17 = e_14.offline_replicas
+            write_uvarint(out, len(x_17) + 1)
+            out += pack('>%di' % len(x_17), *x_17)
             out.append(0)
-        out += _S0.pack(e0.topic_authorized_operations)
+        out += _S0.pack(e_10.topic_authorized_operations)
         out.append(0)
     out.append(0)

@@ -65,13 +65,15 @@ class OffsetCommitResponse:
 
 
 def decode_offset_commit_request_v0(data: bytes, pos: int) -> tuple[OffsetCommitRequest, int]:
+    v_group_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
         raise DecodeError('non-nullable field GroupId is null')
     else:
-        v0_group_id = str(data[pos:pos + n0], 'utf-8')
+        v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    v_topics_6: list[OffsetCommitRequestTopic]
     n0, = _S1.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -79,16 +81,18 @@ def decode_offset_commit_request_v0(data: bytes, pos: int) -> tuple[OffsetCommit
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_6 = []
+        append_7 = v_topics_6.append
         for _ in range(n0):
+            v_name_8: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_8 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_partitions_10: list[OffsetCommitRequestPartition]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -96,65 +100,69 @@ def decode_offset_commit_request_v0(data: bytes, pos: int) -> tuple[OffsetCommit
             elif n1 > len(data) - pos:
                 raise DecodeError('array Partitions longer than the frame')
             else:
-                v1_partitions = []
-                append1 = v1_partitions.append
+                v_partitions_10 = []
+                append_11 = v_partitions_10.append
                 for _ in range(n1):
-                    v2_partition_index, v2_committed_offset = _S2.unpack_from(data, pos)
+                    v_partition_index_12, v_committed_offset_13 = _S2.unpack_from(data, pos)
                     pos += 12
+                    v_committed_metadata_16: str | None
                     n2, = _S0.unpack_from(data, pos)
                     pos += 2
                     if n2 < 0:
-                        v2_committed_metadata = None
+                        v_committed_metadata_16 = None
                     else:
-                        v2_committed_metadata = str(data[pos:pos + n2], 'utf-8')
+                        v_committed_metadata_16 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
-                    append1(OffsetCommitRequestPartition(v2_partition_index, v2_committed_offset, -1, -1, v2_committed_metadata))
-            append0(OffsetCommitRequestTopic(v1_name, ZERO_UUID, v1_partitions))
-    return OffsetCommitRequest(v0_group_id, -1, '', None, -1, v0_topics), pos
+                    append_11(OffsetCommitRequestPartition(v_partition_index_12, v_committed_offset_13, -1, -1, v_committed_metadata_16))
+            append_7(OffsetCommitRequestTopic(v_name_8, ZERO_UUID, v_partitions_10))
+    return OffsetCommitRequest(v_group_id_1, -1, '', None, -1, v_topics_6), pos
 
 
 def encode_offset_commit_request_v0(m: OffsetCommitRequest, out: bytearray) -> None:
-    x0 = m.group_id
-    x0 = x0.encode()
-    out += _S0.pack(len(x0))
-    out += x0
-    x0 = m.topics
-    out += _S1.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        out += _S0.pack(len(x1))
-        out += x1
-        x1 = e0.partitions
-        out += _S1.pack(len(x1))
-        for e1 in x1:
-            out += _S2.pack(e1.partition_index, e1.committed_offset)
-            x2 = e1.committed_metadata
-            if x2 is None:
+    x_1 = m.group_id
+    b_2 = x_1.encode()
+    out += _S0.pack(len(b_2))
+    out += b_2
+    x_3 = m.topics
+    out += _S1.pack(len(x_3))
+    for e_4 in x_3:
+        x_5 = e_4.name
+        b_6 = x_5.encode()
+        out += _S0.pack(len(b_6))
+        out += b_6
+        x_7 = e_4.partitions
+        out += _S1.pack(len(x_7))
+        for e_8 in x_7:
+            out += _S2.pack(e_8.partition_index, e_8.committed_offset)
+            x_9 = e_8.committed_metadata
+            if x_9 is None:
                 out += b'\xff\xff'
             else:
-                x2 = x2.encode()
-                out += _S0.pack(len(x2))
-                out += x2
+                b_10 = x_9.encode()
+                out += _S0.pack(len(b_10))
+                out += b_10
 
 
 def decode_offset_commit_request_v1(data: bytes, pos: int) -> tuple[OffsetCommitRequest, int]:
+    v_group_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
         raise DecodeError('non-nullable field GroupId is null')
     else:
-        v0_group_id = str(data[pos:pos + n0], 'utf-8')
+        v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v0_generation_id_or_member_epoch, = _S1.unpack_from(data, pos)
+    v_generation_id_or_member_epoch_2, = _S1.unpack_from(data, pos)
     pos += 4
+    v_member_id_3: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
         raise DecodeError('non-nullable field MemberId is null')
     else:
-        v0_member_id = str(data[pos:pos + n0], 'utf-8')
+        v_member_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    v_topics_6: list[OffsetCommitRequestTopic]
     n0, = _S1.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -162,16 +170,18 @@ def decode_offset_commit_request_v1(data: bytes, pos: int) -> tuple[OffsetCommit
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_6 = []
+        append_7 = v_topics_6.append
         for _ in range(n0):
+            v_name_8: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_8 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_partitions_10: list[OffsetCommitRequestPartition]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -179,72 +189,76 @@ def decode_offset_commit_request_v1(data: bytes, pos: int) -> tuple[OffsetCommit
             elif n1 > len(data) - pos:
                 raise DecodeError('array Partitions longer than the frame')
             else:
-                v1_partitions = []
-                append1 = v1_partitions.append
+                v_partitions_10 = []
+                append_11 = v_partitions_10.append
                 for _ in range(n1):
-                    v2_partition_index, v2_committed_offset, v2_commit_timestamp = _S3.unpack_from(data, pos)
+                    v_partition_index_12, v_committed_offset_13, v_commit_timestamp_15 = _S3.unpack_from(data, pos)
                     pos += 20
+                    v_committed_metadata_16: str | None
                     n2, = _S0.unpack_from(data, pos)
                     pos += 2
                     if n2 < 0:
-                        v2_committed_metadata = None
+                        v_committed_metadata_16 = None
                     else:
-                        v2_committed_metadata = str(data[pos:pos + n2], 'utf-8')
+                        v_committed_metadata_16 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
-                    append1(OffsetCommitRequestPartition(v2_partition_index, v2_committed_offset, -1, v2_commit_timestamp, v2_committed_metadata))
-            append0(OffsetCommitRequestTopic(v1_name, ZERO_UUID, v1_partitions))
-    return OffsetCommitRequest(v0_group_id, v0_generation_id_or_member_epoch, v0_member_id, None, -1, v0_topics), pos
+                    append_11(OffsetCommitRequestPartition(v_partition_index_12, v_committed_offset_13, -1, v_commit_timestamp_15, v_committed_metadata_16))
+            append_7(OffsetCommitRequestTopic(v_name_8, ZERO_UUID, v_partitions_10))
+    return OffsetCommitRequest(v_group_id_1, v_generation_id_or_member_epoch_2, v_member_id_3, None, -1, v_topics_6), pos
 
 
 def encode_offset_commit_request_v1(m: OffsetCommitRequest, out: bytearray) -> None:
-    x0 = m.group_id
-    x0 = x0.encode()
-    out += _S0.pack(len(x0))
-    out += x0
+    x_1 = m.group_id
+    b_2 = x_1.encode()
+    out += _S0.pack(len(b_2))
+    out += b_2
     out += _S1.pack(m.generation_id_or_member_epoch)
-    x0 = m.member_id
-    x0 = x0.encode()
-    out += _S0.pack(len(x0))
-    out += x0
-    x0 = m.topics
-    out += _S1.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        out += _S0.pack(len(x1))
-        out += x1
-        x1 = e0.partitions
-        out += _S1.pack(len(x1))
-        for e1 in x1:
-            out += _S3.pack(e1.partition_index, e1.committed_offset, e1.commit_timestamp)
-            x2 = e1.committed_metadata
-            if x2 is None:
+    x_3 = m.member_id
+    b_4 = x_3.encode()
+    out += _S0.pack(len(b_4))
+    out += b_4
+    x_5 = m.topics
+    out += _S1.pack(len(x_5))
+    for e_6 in x_5:
+        x_7 = e_6.name
+        b_8 = x_7.encode()
+        out += _S0.pack(len(b_8))
+        out += b_8
+        x_9 = e_6.partitions
+        out += _S1.pack(len(x_9))
+        for e_10 in x_9:
+            out += _S3.pack(e_10.partition_index, e_10.committed_offset, e_10.commit_timestamp)
+            x_11 = e_10.committed_metadata
+            if x_11 is None:
                 out += b'\xff\xff'
             else:
-                x2 = x2.encode()
-                out += _S0.pack(len(x2))
-                out += x2
+                b_12 = x_11.encode()
+                out += _S0.pack(len(b_12))
+                out += b_12
 
 
 def decode_offset_commit_request_v2(data: bytes, pos: int) -> tuple[OffsetCommitRequest, int]:
+    v_group_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
         raise DecodeError('non-nullable field GroupId is null')
     else:
-        v0_group_id = str(data[pos:pos + n0], 'utf-8')
+        v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v0_generation_id_or_member_epoch, = _S1.unpack_from(data, pos)
+    v_generation_id_or_member_epoch_2, = _S1.unpack_from(data, pos)
     pos += 4
+    v_member_id_3: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
         raise DecodeError('non-nullable field MemberId is null')
     else:
-        v0_member_id = str(data[pos:pos + n0], 'utf-8')
+        v_member_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v0_retention_time_ms, = _S4.unpack_from(data, pos)
+    v_retention_time_ms_5, = _S4.unpack_from(data, pos)
     pos += 8
+    v_topics_6: list[OffsetCommitRequestTopic]
     n0, = _S1.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -252,16 +266,18 @@ def decode_offset_commit_request_v2(data: bytes, pos: int) -> tuple[OffsetCommit
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_6 = []
+        append_7 = v_topics_6.append
         for _ in range(n0):
+            v_name_8: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_8 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_partitions_10: list[OffsetCommitRequestPartition]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -269,73 +285,77 @@ def decode_offset_commit_request_v2(data: bytes, pos: int) -> tuple[OffsetCommit
             elif n1 > len(data) - pos:
                 raise DecodeError('array Partitions longer than the frame')
             else:
-                v1_partitions = []
-                append1 = v1_partitions.append
+                v_partitions_10 = []
+                append_11 = v_partitions_10.append
                 for _ in range(n1):
-                    v2_partition_index, v2_committed_offset = _S2.unpack_from(data, pos)
+                    v_partition_index_12, v_committed_offset_13 = _S2.unpack_from(data, pos)
                     pos += 12
+                    v_committed_metadata_16: str | None
                     n2, = _S0.unpack_from(data, pos)
                     pos += 2
                     if n2 < 0:
-                        v2_committed_metadata = None
+                        v_committed_metadata_16 = None
                     else:
-                        v2_committed_metadata = str(data[pos:pos + n2], 'utf-8')
+                        v_committed_metadata_16 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
-                    append1(OffsetCommitRequestPartition(v2_partition_index, v2_committed_offset, -1, -1, v2_committed_metadata))
-            append0(OffsetCommitRequestTopic(v1_name, ZERO_UUID, v1_partitions))
-    return OffsetCommitRequest(v0_group_id, v0_generation_id_or_member_epoch, v0_member_id, None, v0_retention_time_ms, v0_topics), pos
+                    append_11(OffsetCommitRequestPartition(v_partition_index_12, v_committed_offset_13, -1, -1, v_committed_metadata_16))
+            append_7(OffsetCommitRequestTopic(v_name_8, ZERO_UUID, v_partitions_10))
+    return OffsetCommitRequest(v_group_id_1, v_generation_id_or_member_epoch_2, v_member_id_3, None, v_retention_time_ms_5, v_topics_6), pos
 
 
 def encode_offset_commit_request_v2(m: OffsetCommitRequest, out: bytearray) -> None:
-    x0 = m.group_id
-    x0 = x0.encode()
-    out += _S0.pack(len(x0))
-    out += x0
+    x_1 = m.group_id
+    b_2 = x_1.encode()
+    out += _S0.pack(len(b_2))
+    out += b_2
     out += _S1.pack(m.generation_id_or_member_epoch)
-    x0 = m.member_id
-    x0 = x0.encode()
-    out += _S0.pack(len(x0))
-    out += x0
+    x_3 = m.member_id
+    b_4 = x_3.encode()
+    out += _S0.pack(len(b_4))
+    out += b_4
     out += _S4.pack(m.retention_time_ms)
-    x0 = m.topics
-    out += _S1.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        out += _S0.pack(len(x1))
-        out += x1
-        x1 = e0.partitions
-        out += _S1.pack(len(x1))
-        for e1 in x1:
-            out += _S2.pack(e1.partition_index, e1.committed_offset)
-            x2 = e1.committed_metadata
-            if x2 is None:
+    x_5 = m.topics
+    out += _S1.pack(len(x_5))
+    for e_6 in x_5:
+        x_7 = e_6.name
+        b_8 = x_7.encode()
+        out += _S0.pack(len(b_8))
+        out += b_8
+        x_9 = e_6.partitions
+        out += _S1.pack(len(x_9))
+        for e_10 in x_9:
+            out += _S2.pack(e_10.partition_index, e_10.committed_offset)
+            x_11 = e_10.committed_metadata
+            if x_11 is None:
                 out += b'\xff\xff'
             else:
-                x2 = x2.encode()
-                out += _S0.pack(len(x2))
-                out += x2
+                b_12 = x_11.encode()
+                out += _S0.pack(len(b_12))
+                out += b_12
 
 
 def decode_offset_commit_request_v3(data: bytes, pos: int) -> tuple[OffsetCommitRequest, int]:
+    v_group_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
         raise DecodeError('non-nullable field GroupId is null')
     else:
-        v0_group_id = str(data[pos:pos + n0], 'utf-8')
+        v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v0_generation_id_or_member_epoch, = _S1.unpack_from(data, pos)
+    v_generation_id_or_member_epoch_2, = _S1.unpack_from(data, pos)
     pos += 4
+    v_member_id_3: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
         raise DecodeError('non-nullable field MemberId is null')
     else:
-        v0_member_id = str(data[pos:pos + n0], 'utf-8')
+        v_member_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v0_retention_time_ms, = _S4.unpack_from(data, pos)
+    v_retention_time_ms_5, = _S4.unpack_from(data, pos)
     pos += 8
+    v_topics_6: list[OffsetCommitRequestTopic]
     n0, = _S1.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -343,16 +363,18 @@ def decode_offset_commit_request_v3(data: bytes, pos: int) -> tuple[OffsetCommit
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_6 = []
+        append_7 = v_topics_6.append
         for _ in range(n0):
+            v_name_8: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_8 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_partitions_10: list[OffsetCommitRequestPartition]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -360,73 +382,77 @@ def decode_offset_commit_request_v3(data: bytes, pos: int) -> tuple[OffsetCommit
             elif n1 > len(data) - pos:
                 raise DecodeError('array Partitions longer than the frame')
             else:
-                v1_partitions = []
-                append1 = v1_partitions.append
+                v_partitions_10 = []
+                append_11 = v_partitions_10.append
                 for _ in range(n1):
-                    v2_partition_index, v2_committed_offset = _S2.unpack_from(data, pos)
+                    v_partition_index_12, v_committed_offset_13 = _S2.unpack_from(data, pos)
                     pos += 12
+                    v_committed_metadata_16: str | None
                     n2, = _S0.unpack_from(data, pos)
                     pos += 2
                     if n2 < 0:
-                        v2_committed_metadata = None
+                        v_committed_metadata_16 = None
                     else:
-                        v2_committed_metadata = str(data[pos:pos + n2], 'utf-8')
+                        v_committed_metadata_16 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
-                    append1(OffsetCommitRequestPartition(v2_partition_index, v2_committed_offset, -1, -1, v2_committed_metadata))
-            append0(OffsetCommitRequestTopic(v1_name, ZERO_UUID, v1_partitions))
-    return OffsetCommitRequest(v0_group_id, v0_generation_id_or_member_epoch, v0_member_id, None, v0_retention_time_ms, v0_topics), pos
+                    append_11(OffsetCommitRequestPartition(v_partition_index_12, v_committed_offset_13, -1, -1, v_committed_metadata_16))
+            append_7(OffsetCommitRequestTopic(v_name_8, ZERO_UUID, v_partitions_10))
+    return OffsetCommitRequest(v_group_id_1, v_generation_id_or_member_epoch_2, v_member_id_3, None, v_retention_time_ms_5, v_topics_6), pos
 
 
 def encode_offset_commit_request_v3(m: OffsetCommitRequest, out: bytearray) -> None:
-    x0 = m.group_id
-    x0 = x0.encode()
-    out += _S0.pack(len(x0))
-    out += x0
+    x_1 = m.group_id
+    b_2 = x_1.encode()
+    out += _S0.pack(len(b_2))
+    out += b_2
     out += _S1.pack(m.generation_id_or_member_epoch)
-    x0 = m.member_id
-    x0 = x0.encode()
-    out += _S0.pack(len(x0))
-    out += x0
+    x_3 = m.member_id
+    b_4 = x_3.encode()
+    out += _S0.pack(len(b_4))
+    out += b_4
     out += _S4.pack(m.retention_time_ms)
-    x0 = m.topics
-    out += _S1.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        out += _S0.pack(len(x1))
-        out += x1
-        x1 = e0.partitions
-        out += _S1.pack(len(x1))
-        for e1 in x1:
-            out += _S2.pack(e1.partition_index, e1.committed_offset)
-            x2 = e1.committed_metadata
-            if x2 is None:
+    x_5 = m.topics
+    out += _S1.pack(len(x_5))
+    for e_6 in x_5:
+        x_7 = e_6.name
+        b_8 = x_7.encode()
+        out += _S0.pack(len(b_8))
+        out += b_8
+        x_9 = e_6.partitions
+        out += _S1.pack(len(x_9))
+        for e_10 in x_9:
+            out += _S2.pack(e_10.partition_index, e_10.committed_offset)
+            x_11 = e_10.committed_metadata
+            if x_11 is None:
                 out += b'\xff\xff'
             else:
-                x2 = x2.encode()
-                out += _S0.pack(len(x2))
-                out += x2
+                b_12 = x_11.encode()
+                out += _S0.pack(len(b_12))
+                out += b_12
 
 
 def decode_offset_commit_request_v4(data: bytes, pos: int) -> tuple[OffsetCommitRequest, int]:
+    v_group_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
         raise DecodeError('non-nullable field GroupId is null')
     else:
-        v0_group_id = str(data[pos:pos + n0], 'utf-8')
+        v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v0_generation_id_or_member_epoch, = _S1.unpack_from(data, pos)
+    v_generation_id_or_member_epoch_2, = _S1.unpack_from(data, pos)
     pos += 4
+    v_member_id_3: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
         raise DecodeError('non-nullable field MemberId is null')
     else:
-        v0_member_id = str(data[pos:pos + n0], 'utf-8')
+        v_member_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v0_retention_time_ms, = _S4.unpack_from(data, pos)
+    v_retention_time_ms_5, = _S4.unpack_from(data, pos)
     pos += 8
+    v_topics_6: list[OffsetCommitRequestTopic]
     n0, = _S1.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -434,16 +460,18 @@ def decode_offset_commit_request_v4(data: bytes, pos: int) -> tuple[OffsetCommit
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_6 = []
+        append_7 = v_topics_6.append
         for _ in range(n0):
+            v_name_8: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_8 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_partitions_10: list[OffsetCommitRequestPartition]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -451,71 +479,75 @@ def decode_offset_commit_request_v4(data: bytes, pos: int) -> tuple[OffsetCommit
             elif n1 > len(data) - pos:
                 raise DecodeError('array Partitions longer than the frame')
             else:
-                v1_partitions = []
-                append1 = v1_partitions.append
+                v_partitions_10 = []
+                append_11 = v_partitions_10.append
                 for _ in range(n1):
-                    v2_partition_index, v2_committed_offset = _S2.unpack_from(data, pos)
+                    v_partition_index_12, v_committed_offset_13 = _S2.unpack_from(data, pos)
                     pos += 12
+                    v_committed_metadata_16: str | None
                     n2, = _S0.unpack_from(data, pos)
                     pos += 2
                     if n2 < 0:
-                        v2_committed_metadata = None
+                        v_committed_metadata_16 = None
                     else:
-                        v2_committed_metadata = str(data[pos:pos + n2], 'utf-8')
+                        v_committed_metadata_16 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
-                    append1(OffsetCommitRequestPartition(v2_partition_index, v2_committed_offset, -1, -1, v2_committed_metadata))
-            append0(OffsetCommitRequestTopic(v1_name, ZERO_UUID, v1_partitions))
-    return OffsetCommitRequest(v0_group_id, v0_generation_id_or_member_epoch, v0_member_id, None, v0_retention_time_ms, v0_topics), pos
+                    append_11(OffsetCommitRequestPartition(v_partition_index_12, v_committed_offset_13, -1, -1, v_committed_metadata_16))
+            append_7(OffsetCommitRequestTopic(v_name_8, ZERO_UUID, v_partitions_10))
+    return OffsetCommitRequest(v_group_id_1, v_generation_id_or_member_epoch_2, v_member_id_3, None, v_retention_time_ms_5, v_topics_6), pos
 
 
 def encode_offset_commit_request_v4(m: OffsetCommitRequest, out: bytearray) -> None:
-    x0 = m.group_id
-    x0 = x0.encode()
-    out += _S0.pack(len(x0))
-    out += x0
+    x_1 = m.group_id
+    b_2 = x_1.encode()
+    out += _S0.pack(len(b_2))
+    out += b_2
     out += _S1.pack(m.generation_id_or_member_epoch)
-    x0 = m.member_id
-    x0 = x0.encode()
-    out += _S0.pack(len(x0))
-    out += x0
+    x_3 = m.member_id
+    b_4 = x_3.encode()
+    out += _S0.pack(len(b_4))
+    out += b_4
     out += _S4.pack(m.retention_time_ms)
-    x0 = m.topics
-    out += _S1.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        out += _S0.pack(len(x1))
-        out += x1
-        x1 = e0.partitions
-        out += _S1.pack(len(x1))
-        for e1 in x1:
-            out += _S2.pack(e1.partition_index, e1.committed_offset)
-            x2 = e1.committed_metadata
-            if x2 is None:
+    x_5 = m.topics
+    out += _S1.pack(len(x_5))
+    for e_6 in x_5:
+        x_7 = e_6.name
+        b_8 = x_7.encode()
+        out += _S0.pack(len(b_8))
+        out += b_8
+        x_9 = e_6.partitions
+        out += _S1.pack(len(x_9))
+        for e_10 in x_9:
+            out += _S2.pack(e_10.partition_index, e_10.committed_offset)
+            x_11 = e_10.committed_metadata
+            if x_11 is None:
                 out += b'\xff\xff'
             else:
-                x2 = x2.encode()
-                out += _S0.pack(len(x2))
-                out += x2
+                b_12 = x_11.encode()
+                out += _S0.pack(len(b_12))
+                out += b_12
 
 
 def decode_offset_commit_request_v5(data: bytes, pos: int) -> tuple[OffsetCommitRequest, int]:
+    v_group_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
         raise DecodeError('non-nullable field GroupId is null')
     else:
-        v0_group_id = str(data[pos:pos + n0], 'utf-8')
+        v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v0_generation_id_or_member_epoch, = _S1.unpack_from(data, pos)
+    v_generation_id_or_member_epoch_2, = _S1.unpack_from(data, pos)
     pos += 4
+    v_member_id_3: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
         raise DecodeError('non-nullable field MemberId is null')
     else:
-        v0_member_id = str(data[pos:pos + n0], 'utf-8')
+        v_member_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    v_topics_6: list[OffsetCommitRequestTopic]
     n0, = _S1.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -523,16 +555,18 @@ def decode_offset_commit_request_v5(data: bytes, pos: int) -> tuple[OffsetCommit
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_6 = []
+        append_7 = v_topics_6.append
         for _ in range(n0):
+            v_name_8: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_8 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_partitions_10: list[OffsetCommitRequestPartition]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -540,70 +574,74 @@ def decode_offset_commit_request_v5(data: bytes, pos: int) -> tuple[OffsetCommit
             elif n1 > len(data) - pos:
                 raise DecodeError('array Partitions longer than the frame')
             else:
-                v1_partitions = []
-                append1 = v1_partitions.append
+                v_partitions_10 = []
+                append_11 = v_partitions_10.append
                 for _ in range(n1):
-                    v2_partition_index, v2_committed_offset = _S2.unpack_from(data, pos)
+                    v_partition_index_12, v_committed_offset_13 = _S2.unpack_from(data, pos)
                     pos += 12
+                    v_committed_metadata_16: str | None
                     n2, = _S0.unpack_from(data, pos)
                     pos += 2
                     if n2 < 0:
-                        v2_committed_metadata = None
+                        v_committed_metadata_16 = None
                     else:
-                        v2_committed_metadata = str(data[pos:pos + n2], 'utf-8')
+                        v_committed_metadata_16 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
-                    append1(OffsetCommitRequestPartition(v2_partition_index, v2_committed_offset, -1, -1, v2_committed_metadata))
-            append0(OffsetCommitRequestTopic(v1_name, ZERO_UUID, v1_partitions))
-    return OffsetCommitRequest(v0_group_id, v0_generation_id_or_member_epoch, v0_member_id, None, -1, v0_topics), pos
+                    append_11(OffsetCommitRequestPartition(v_partition_index_12, v_committed_offset_13, -1, -1, v_committed_metadata_16))
+            append_7(OffsetCommitRequestTopic(v_name_8, ZERO_UUID, v_partitions_10))
+    return OffsetCommitRequest(v_group_id_1, v_generation_id_or_member_epoch_2, v_member_id_3, None, -1, v_topics_6), pos
 
 
 def encode_offset_commit_request_v5(m: OffsetCommitRequest, out: bytearray) -> None:
-    x0 = m.group_id
-    x0 = x0.encode()
-    out += _S0.pack(len(x0))
-    out += x0
+    x_1 = m.group_id
+    b_2 = x_1.encode()
+    out += _S0.pack(len(b_2))
+    out += b_2
     out += _S1.pack(m.generation_id_or_member_epoch)
-    x0 = m.member_id
-    x0 = x0.encode()
-    out += _S0.pack(len(x0))
-    out += x0
-    x0 = m.topics
-    out += _S1.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        out += _S0.pack(len(x1))
-        out += x1
-        x1 = e0.partitions
-        out += _S1.pack(len(x1))
-        for e1 in x1:
-            out += _S2.pack(e1.partition_index, e1.committed_offset)
-            x2 = e1.committed_metadata
-            if x2 is None:
+    x_3 = m.member_id
+    b_4 = x_3.encode()
+    out += _S0.pack(len(b_4))
+    out += b_4
+    x_5 = m.topics
+    out += _S1.pack(len(x_5))
+    for e_6 in x_5:
+        x_7 = e_6.name
+        b_8 = x_7.encode()
+        out += _S0.pack(len(b_8))
+        out += b_8
+        x_9 = e_6.partitions
+        out += _S1.pack(len(x_9))
+        for e_10 in x_9:
+            out += _S2.pack(e_10.partition_index, e_10.committed_offset)
+            x_11 = e_10.committed_metadata
+            if x_11 is None:
                 out += b'\xff\xff'
             else:
-                x2 = x2.encode()
-                out += _S0.pack(len(x2))
-                out += x2
+                b_12 = x_11.encode()
+                out += _S0.pack(len(b_12))
+                out += b_12
 
 
 def decode_offset_commit_request_v6(data: bytes, pos: int) -> tuple[OffsetCommitRequest, int]:
+    v_group_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
         raise DecodeError('non-nullable field GroupId is null')
     else:
-        v0_group_id = str(data[pos:pos + n0], 'utf-8')
+        v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v0_generation_id_or_member_epoch, = _S1.unpack_from(data, pos)
+    v_generation_id_or_member_epoch_2, = _S1.unpack_from(data, pos)
     pos += 4
+    v_member_id_3: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
         raise DecodeError('non-nullable field MemberId is null')
     else:
-        v0_member_id = str(data[pos:pos + n0], 'utf-8')
+        v_member_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    v_topics_6: list[OffsetCommitRequestTopic]
     n0, = _S1.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -611,16 +649,18 @@ def decode_offset_commit_request_v6(data: bytes, pos: int) -> tuple[OffsetCommit
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_6 = []
+        append_7 = v_topics_6.append
         for _ in range(n0):
+            v_name_8: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_8 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_partitions_10: list[OffsetCommitRequestPartition]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -628,77 +668,82 @@ def decode_offset_commit_request_v6(data: bytes, pos: int) -> tuple[OffsetCommit
             elif n1 > len(data) - pos:
                 raise DecodeError('array Partitions longer than the frame')
             else:
-                v1_partitions = []
-                append1 = v1_partitions.append
+                v_partitions_10 = []
+                append_11 = v_partitions_10.append
                 for _ in range(n1):
-                    v2_partition_index, v2_committed_offset, v2_committed_leader_epoch = _S5.unpack_from(data, pos)
+                    v_partition_index_12, v_committed_offset_13, v_committed_leader_epoch_14 = _S5.unpack_from(data, pos)
                     pos += 16
+                    v_committed_metadata_16: str | None
                     n2, = _S0.unpack_from(data, pos)
                     pos += 2
                     if n2 < 0:
-                        v2_committed_metadata = None
+                        v_committed_metadata_16 = None
                     else:
-                        v2_committed_metadata = str(data[pos:pos + n2], 'utf-8')
+                        v_committed_metadata_16 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
-                    append1(OffsetCommitRequestPartition(v2_partition_index, v2_committed_offset, v2_committed_leader_epoch, -1, v2_committed_metadata))
-            append0(OffsetCommitRequestTopic(v1_name, ZERO_UUID, v1_partitions))
-    return OffsetCommitRequest(v0_group_id, v0_generation_id_or_member_epoch, v0_member_id, None, -1, v0_topics), pos
+                    append_11(OffsetCommitRequestPartition(v_partition_index_12, v_committed_offset_13, v_committed_leader_epoch_14, -1, v_committed_metadata_16))
+            append_7(OffsetCommitRequestTopic(v_name_8, ZERO_UUID, v_partitions_10))
+    return OffsetCommitRequest(v_group_id_1, v_generation_id_or_member_epoch_2, v_member_id_3, None, -1, v_topics_6), pos
 
 
 def encode_offset_commit_request_v6(m: OffsetCommitRequest, out: bytearray) -> None:
-    x0 = m.group_id
-    x0 = x0.encode()
-    out += _S0.pack(len(x0))
-    out += x0
+    x_1 = m.group_id
+    b_2 = x_1.encode()
+    out += _S0.pack(len(b_2))
+    out += b_2
     out += _S1.pack(m.generation_id_or_member_epoch)
-    x0 = m.member_id
-    x0 = x0.encode()
-    out += _S0.pack(len(x0))
-    out += x0
-    x0 = m.topics
-    out += _S1.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        out += _S0.pack(len(x1))
-        out += x1
-        x1 = e0.partitions
-        out += _S1.pack(len(x1))
-        for e1 in x1:
-            out += _S5.pack(e1.partition_index, e1.committed_offset, e1.committed_leader_epoch)
-            x2 = e1.committed_metadata
-            if x2 is None:
+    x_3 = m.member_id
+    b_4 = x_3.encode()
+    out += _S0.pack(len(b_4))
+    out += b_4
+    x_5 = m.topics
+    out += _S1.pack(len(x_5))
+    for e_6 in x_5:
+        x_7 = e_6.name
+        b_8 = x_7.encode()
+        out += _S0.pack(len(b_8))
+        out += b_8
+        x_9 = e_6.partitions
+        out += _S1.pack(len(x_9))
+        for e_10 in x_9:
+            out += _S5.pack(e_10.partition_index, e_10.committed_offset, e_10.committed_leader_epoch)
+            x_11 = e_10.committed_metadata
+            if x_11 is None:
                 out += b'\xff\xff'
             else:
-                x2 = x2.encode()
-                out += _S0.pack(len(x2))
-                out += x2
+                b_12 = x_11.encode()
+                out += _S0.pack(len(b_12))
+                out += b_12
 
 
 def decode_offset_commit_request_v7(data: bytes, pos: int) -> tuple[OffsetCommitRequest, int]:
+    v_group_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
         raise DecodeError('non-nullable field GroupId is null')
     else:
-        v0_group_id = str(data[pos:pos + n0], 'utf-8')
+        v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v0_generation_id_or_member_epoch, = _S1.unpack_from(data, pos)
+    v_generation_id_or_member_epoch_2, = _S1.unpack_from(data, pos)
     pos += 4
+    v_member_id_3: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
         raise DecodeError('non-nullable field MemberId is null')
     else:
-        v0_member_id = str(data[pos:pos + n0], 'utf-8')
+        v_member_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    v_group_instance_id_4: str | None
     n0, = _S0.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
-        v0_group_instance_id = None
+        v_group_instance_id_4 = None
     else:
-        v0_group_instance_id = str(data[pos:pos + n0], 'utf-8')
+        v_group_instance_id_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    v_topics_6: list[OffsetCommitRequestTopic]
     n0, = _S1.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -706,16 +751,18 @@ def decode_offset_commit_request_v7(data: bytes, pos: int) -> tuple[OffsetCommit
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_6 = []
+        append_7 = v_topics_6.append
         for _ in range(n0):
+            v_name_8: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_8 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_partitions_10: list[OffsetCommitRequestPartition]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -723,61 +770,63 @@ def decode_offset_commit_request_v7(data: bytes, pos: int) -> tuple[OffsetCommit
             elif n1 > len(data) - pos:
                 raise DecodeError('array Partitions longer than the frame')
             else:
-                v1_partitions = []
-                append1 = v1_partitions.append
+                v_partitions_10 = []
+                append_11 = v_partitions_10.append
                 for _ in range(n1):
-                    v2_partition_index, v2_committed_offset, v2_committed_leader_epoch = _S5.unpack_from(data, pos)
+                    v_partition_index_12, v_committed_offset_13, v_committed_leader_epoch_14 = _S5.unpack_from(data, pos)
                     pos += 16
+                    v_committed_metadata_16: str | None
                     n2, = _S0.unpack_from(data, pos)
                     pos += 2
                     if n2 < 0:
-                        v2_committed_metadata = None
+                        v_committed_metadata_16 = None
                     else:
-                        v2_committed_metadata = str(data[pos:pos + n2], 'utf-8')
+                        v_committed_metadata_16 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
-                    append1(OffsetCommitRequestPartition(v2_partition_index, v2_committed_offset, v2_committed_leader_epoch, -1, v2_committed_metadata))
-            append0(OffsetCommitRequestTopic(v1_name, ZERO_UUID, v1_partitions))
-    return OffsetCommitRequest(v0_group_id, v0_generation_id_or_member_epoch, v0_member_id, v0_group_instance_id, -1, v0_topics), pos
+                    append_11(OffsetCommitRequestPartition(v_partition_index_12, v_committed_offset_13, v_committed_leader_epoch_14, -1, v_committed_metadata_16))
+            append_7(OffsetCommitRequestTopic(v_name_8, ZERO_UUID, v_partitions_10))
+    return OffsetCommitRequest(v_group_id_1, v_generation_id_or_member_epoch_2, v_member_id_3, v_group_instance_id_4, -1, v_topics_6), pos
 
 
 def encode_offset_commit_request_v7(m: OffsetCommitRequest, out: bytearray) -> None:
-    x0 = m.group_id
-    x0 = x0.encode()
-    out += _S0.pack(len(x0))
-    out += x0
+    x_1 = m.group_id
+    b_2 = x_1.encode()
+    out += _S0.pack(len(b_2))
+    out += b_2
     out += _S1.pack(m.generation_id_or_member_epoch)
-    x0 = m.member_id
-    x0 = x0.encode()
-    out += _S0.pack(len(x0))
-    out += x0
-    x0 = m.group_instance_id
-    if x0 is None:
+    x_3 = m.member_id
+    b_4 = x_3.encode()
+    out += _S0.pack(len(b_4))
+    out += b_4
+    x_5 = m.group_instance_id
+    if x_5 is None:
         out += b'\xff\xff'
     else:
-        x0 = x0.encode()
-        out += _S0.pack(len(x0))
-        out += x0
-    x0 = m.topics
-    out += _S1.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        out += _S0.pack(len(x1))
-        out += x1
-        x1 = e0.partitions
-        out += _S1.pack(len(x1))
-        for e1 in x1:
-            out += _S5.pack(e1.partition_index, e1.committed_offset, e1.committed_leader_epoch)
-            x2 = e1.committed_metadata
-            if x2 is None:
+        b_6 = x_5.encode()
+        out += _S0.pack(len(b_6))
+        out += b_6
+    x_7 = m.topics
+    out += _S1.pack(len(x_7))
+    for e_8 in x_7:
+        x_9 = e_8.name
+        b_10 = x_9.encode()
+        out += _S0.pack(len(b_10))
+        out += b_10
+        x_11 = e_8.partitions
+        out += _S1.pack(len(x_11))
+        for e_12 in x_11:
+            out += _S5.pack(e_12.partition_index, e_12.committed_offset, e_12.committed_leader_epoch)
+            x_13 = e_12.committed_metadata
+            if x_13 is None:
                 out += b'\xff\xff'
             else:
-                x2 = x2.encode()
-                out += _S0.pack(len(x2))
-                out += x2
+                b_14 = x_13.encode()
+                out += _S0.pack(len(b_14))
+                out += b_14
 
 
 def decode_offset_commit_request_v8(data: bytes, pos: int) -> tuple[OffsetCommitRequest, int]:
+    v_group_id_1: str
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -787,10 +836,11 @@ def decode_offset_commit_request_v8(data: bytes, pos: int) -> tuple[OffsetCommit
     if n0 < 0:
         raise DecodeError('non-nullable field GroupId is null')
     else:
-        v0_group_id = str(data[pos:pos + n0], 'utf-8')
+        v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v0_generation_id_or_member_epoch, = _S1.unpack_from(data, pos)
+    v_generation_id_or_member_epoch_2, = _S1.unpack_from(data, pos)
     pos += 4
+    v_member_id_3: str
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -800,8 +850,9 @@ def decode_offset_commit_request_v8(data: bytes, pos: int) -> tuple[OffsetCommit
     if n0 < 0:
         raise DecodeError('non-nullable field MemberId is null')
     else:
-        v0_member_id = str(data[pos:pos + n0], 'utf-8')
+        v_member_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    v_group_instance_id_4: str | None
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -809,10 +860,11 @@ def decode_offset_commit_request_v8(data: bytes, pos: int) -> tuple[OffsetCommit
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
-        v0_group_instance_id = None
+        v_group_instance_id_4 = None
     else:
-        v0_group_instance_id = str(data[pos:pos + n0], 'utf-8')
+        v_group_instance_id_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    v_topics_6: list[OffsetCommitRequestTopic]
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -824,9 +876,10 @@ def decode_offset_commit_request_v8(data: bytes, pos: int) -> tuple[OffsetCommit
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_6 = []
+        append_7 = v_topics_6.append
         for _ in range(n0):
+            v_name_8: str
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -836,8 +889,9 @@ def decode_offset_commit_request_v8(data: bytes, pos: int) -> tuple[OffsetCommit
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_8 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_partitions_10: list[OffsetCommitRequestPartition]
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -849,11 +903,12 @@ def decode_offset_commit_request_v8(data: bytes, pos: int) -> tuple[OffsetCommit
             elif n1 > len(data) - pos:
                 raise DecodeError('array Partitions longer than the frame')
             else:
-                v1_partitions = []
-                append1 = v1_partitions.append
+                v_partitions_10 = []
+                append_11 = v_partitions_10.append
                 for _ in range(n1):
-                    v2_partition_index, v2_committed_offset, v2_committed_leader_epoch = _S5.unpack_from(data, pos)
+                    v_partition_index_12, v_committed_offset_13, v_committed_leader_epoch_14 = _S5.unpack_from(data, pos)
                     pos += 16
+                    v_committed_metadata_16: str | None
                     n2 = data[pos]
                     if n2 < 128:
                         pos += 1
@@ -861,9 +916,9 @@ def decode_offset_commit_request_v8(data: bytes, pos: int) -> tuple[OffsetCommit
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
-                        v2_committed_metadata = None
+                        v_committed_metadata_16 = None
                     else:
-                        v2_committed_metadata = str(data[pos:pos + n2], 'utf-8')
+                        v_committed_metadata_16 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
                     if data[pos] == 0:
                         pos += 1
@@ -874,7 +929,7 @@ def decode_offset_commit_request_v8(data: bytes, pos: int) -> tuple[OffsetCommit
                             size2, pos = read_uvarint(data, pos)
                             end2 = pos + size2
                             pos = end2
-                    append1(OffsetCommitRequestPartition(v2_partition_index, v2_committed_offset, v2_committed_leader_epoch, -1, v2_committed_metadata))
+                    append_11(OffsetCommitRequestPartition(v_partition_index_12, v_committed_offset_13, v_committed_leader_epoch_14, -1, v_committed_metadata_16))
             if data[pos] == 0:
                 pos += 1
             else:
@@ -884,7 +939,7 @@ def decode_offset_commit_request_v8(data: bytes, pos: int) -> tuple[OffsetCommit
                     size1, pos = read_uvarint(data, pos)
                     end1 = pos + size1
                     pos = end1
-            append0(OffsetCommitRequestTopic(v1_name, ZERO_UUID, v1_partitions))
+            append_7(OffsetCommitRequestTopic(v_name_8, ZERO_UUID, v_partitions_10))
     if data[pos] == 0:
         pos += 1
     else:
@@ -894,50 +949,51 @@ def decode_offset_commit_request_v8(data: bytes, pos: int) -> tuple[OffsetCommit
             size0, pos = read_uvarint(data, pos)
             end0 = pos + size0
             pos = end0
-    return OffsetCommitRequest(v0_group_id, v0_generation_id_or_member_epoch, v0_member_id, v0_group_instance_id, -1, v0_topics), pos
+    return OffsetCommitRequest(v_group_id_1, v_generation_id_or_member_epoch_2, v_member_id_3, v_group_instance_id_4, -1, v_topics_6), pos
 
 
 def encode_offset_commit_request_v8(m: OffsetCommitRequest, out: bytearray) -> None:
-    x0 = m.group_id
-    x0 = x0.encode()
-    write_uvarint(out, len(x0) + 1)
-    out += x0
+    x_1 = m.group_id
+    b_2 = x_1.encode()
+    write_uvarint(out, len(b_2) + 1)
+    out += b_2
     out += _S1.pack(m.generation_id_or_member_epoch)
-    x0 = m.member_id
-    x0 = x0.encode()
-    write_uvarint(out, len(x0) + 1)
-    out += x0
-    x0 = m.group_instance_id
-    if x0 is None:
+    x_3 = m.member_id
+    b_4 = x_3.encode()
+    write_uvarint(out, len(b_4) + 1)
+    out += b_4
+    x_5 = m.group_instance_id
+    if x_5 is None:
         out.append(0)
     else:
-        x0 = x0.encode()
-        write_uvarint(out, len(x0) + 1)
-        out += x0
-    x0 = m.topics
-    write_uvarint(out, len(x0) + 1)
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        write_uvarint(out, len(x1) + 1)
-        out += x1
-        x1 = e0.partitions
-        write_uvarint(out, len(x1) + 1)
-        for e1 in x1:
-            out += _S5.pack(e1.partition_index, e1.committed_offset, e1.committed_leader_epoch)
-            x2 = e1.committed_metadata
-            if x2 is None:
+        b_6 = x_5.encode()
+        write_uvarint(out, len(b_6) + 1)
+        out += b_6
+    x_7 = m.topics
+    write_uvarint(out, len(x_7) + 1)
+    for e_8 in x_7:
+        x_9 = e_8.name
+        b_10 = x_9.encode()
+        write_uvarint(out, len(b_10) + 1)
+        out += b_10
+        x_11 = e_8.partitions
+        write_uvarint(out, len(x_11) + 1)
+        for e_12 in x_11:
+            out += _S5.pack(e_12.partition_index, e_12.committed_offset, e_12.committed_leader_epoch)
+            x_13 = e_12.committed_metadata
+            if x_13 is None:
                 out.append(0)
             else:
-                x2 = x2.encode()
-                write_uvarint(out, len(x2) + 1)
-                out += x2
+                b_14 = x_13.encode()
+                write_uvarint(out, len(b_14) + 1)
+                out += b_14
             out.append(0)
         out.append(0)
     out.append(0)
 
 
 def decode_offset_commit_request_v9(data: bytes, pos: int) -> tuple[OffsetCommitRequest, int]:
+    v_group_id_1: str
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -947,10 +1003,11 @@ def decode_offset_commit_request_v9(data: bytes, pos: int) -> tuple[OffsetCommit
     if n0 < 0:
         raise DecodeError('non-nullable field GroupId is null')
     else:
-        v0_group_id = str(data[pos:pos + n0], 'utf-8')
+        v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v0_generation_id_or_member_epoch, = _S1.unpack_from(data, pos)
+    v_generation_id_or_member_epoch_2, = _S1.unpack_from(data, pos)
     pos += 4
+    v_member_id_3: str
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -960,8 +1017,9 @@ def decode_offset_commit_request_v9(data: bytes, pos: int) -> tuple[OffsetCommit
     if n0 < 0:
         raise DecodeError('non-nullable field MemberId is null')
     else:
-        v0_member_id = str(data[pos:pos + n0], 'utf-8')
+        v_member_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    v_group_instance_id_4: str | None
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -969,10 +1027,11 @@ def decode_offset_commit_request_v9(data: bytes, pos: int) -> tuple[OffsetCommit
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
-        v0_group_instance_id = None
+        v_group_instance_id_4 = None
     else:
-        v0_group_instance_id = str(data[pos:pos + n0], 'utf-8')
+        v_group_instance_id_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    v_topics_6: list[OffsetCommitRequestTopic]
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -984,9 +1043,10 @@ def decode_offset_commit_request_v9(data: bytes, pos: int) -> tuple[OffsetCommit
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_6 = []
+        append_7 = v_topics_6.append
         for _ in range(n0):
+            v_name_8: str
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -996,8 +1056,9 @@ def decode_offset_commit_request_v9(data: bytes, pos: int) -> tuple[OffsetCommit
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_8 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_partitions_10: list[OffsetCommitRequestPartition]
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -1009,11 +1070,12 @@ def decode_offset_commit_request_v9(data: bytes, pos: int) -> tuple[OffsetCommit
             elif n1 > len(data) - pos:
                 raise DecodeError('array Partitions longer than the frame')
             else:
-                v1_partitions = []
-                append1 = v1_partitions.append
+                v_partitions_10 = []
+                append_11 = v_partitions_10.append
                 for _ in range(n1):
-                    v2_partition_index, v2_committed_offset, v2_committed_leader_epoch = _S5.unpack_from(data, pos)
+                    v_partition_index_12, v_committed_offset_13, v_committed_leader_epoch_14 = _S5.unpack_from(data, pos)
                     pos += 16
+                    v_committed_metadata_16: str | None
                     n2 = data[pos]
                     if n2 < 128:
                         pos += 1
@@ -1021,9 +1083,9 @@ def decode_offset_commit_request_v9(data: bytes, pos: int) -> tuple[OffsetCommit
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
-                        v2_committed_metadata = None
+                        v_committed_metadata_16 = None
                     else:
-                        v2_committed_metadata = str(data[pos:pos + n2], 'utf-8')
+                        v_committed_metadata_16 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
                     if data[pos] == 0:
                         pos += 1
@@ -1034,7 +1096,7 @@ def decode_offset_commit_request_v9(data: bytes, pos: int) -> tuple[OffsetCommit
                             size2, pos = read_uvarint(data, pos)
                             end2 = pos + size2
                             pos = end2
-                    append1(OffsetCommitRequestPartition(v2_partition_index, v2_committed_offset, v2_committed_leader_epoch, -1, v2_committed_metadata))
+                    append_11(OffsetCommitRequestPartition(v_partition_index_12, v_committed_offset_13, v_committed_leader_epoch_14, -1, v_committed_metadata_16))
             if data[pos] == 0:
                 pos += 1
             else:
@@ -1044,7 +1106,7 @@ def decode_offset_commit_request_v9(data: bytes, pos: int) -> tuple[OffsetCommit
                     size1, pos = read_uvarint(data, pos)
                     end1 = pos + size1
                     pos = end1
-            append0(OffsetCommitRequestTopic(v1_name, ZERO_UUID, v1_partitions))
+            append_7(OffsetCommitRequestTopic(v_name_8, ZERO_UUID, v_partitions_10))
     if data[pos] == 0:
         pos += 1
     else:
@@ -1054,50 +1116,51 @@ def decode_offset_commit_request_v9(data: bytes, pos: int) -> tuple[OffsetCommit
             size0, pos = read_uvarint(data, pos)
             end0 = pos + size0
             pos = end0
-    return OffsetCommitRequest(v0_group_id, v0_generation_id_or_member_epoch, v0_member_id, v0_group_instance_id, -1, v0_topics), pos
+    return OffsetCommitRequest(v_group_id_1, v_generation_id_or_member_epoch_2, v_member_id_3, v_group_instance_id_4, -1, v_topics_6), pos
 
 
 def encode_offset_commit_request_v9(m: OffsetCommitRequest, out: bytearray) -> None:
-    x0 = m.group_id
-    x0 = x0.encode()
-    write_uvarint(out, len(x0) + 1)
-    out += x0
+    x_1 = m.group_id
+    b_2 = x_1.encode()
+    write_uvarint(out, len(b_2) + 1)
+    out += b_2
     out += _S1.pack(m.generation_id_or_member_epoch)
-    x0 = m.member_id
-    x0 = x0.encode()
-    write_uvarint(out, len(x0) + 1)
-    out += x0
-    x0 = m.group_instance_id
-    if x0 is None:
+    x_3 = m.member_id
+    b_4 = x_3.encode()
+    write_uvarint(out, len(b_4) + 1)
+    out += b_4
+    x_5 = m.group_instance_id
+    if x_5 is None:
         out.append(0)
     else:
-        x0 = x0.encode()
-        write_uvarint(out, len(x0) + 1)
-        out += x0
-    x0 = m.topics
-    write_uvarint(out, len(x0) + 1)
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        write_uvarint(out, len(x1) + 1)
-        out += x1
-        x1 = e0.partitions
-        write_uvarint(out, len(x1) + 1)
-        for e1 in x1:
-            out += _S5.pack(e1.partition_index, e1.committed_offset, e1.committed_leader_epoch)
-            x2 = e1.committed_metadata
-            if x2 is None:
+        b_6 = x_5.encode()
+        write_uvarint(out, len(b_6) + 1)
+        out += b_6
+    x_7 = m.topics
+    write_uvarint(out, len(x_7) + 1)
+    for e_8 in x_7:
+        x_9 = e_8.name
+        b_10 = x_9.encode()
+        write_uvarint(out, len(b_10) + 1)
+        out += b_10
+        x_11 = e_8.partitions
+        write_uvarint(out, len(x_11) + 1)
+        for e_12 in x_11:
+            out += _S5.pack(e_12.partition_index, e_12.committed_offset, e_12.committed_leader_epoch)
+            x_13 = e_12.committed_metadata
+            if x_13 is None:
                 out.append(0)
             else:
-                x2 = x2.encode()
-                write_uvarint(out, len(x2) + 1)
-                out += x2
+                b_14 = x_13.encode()
+                write_uvarint(out, len(b_14) + 1)
+                out += b_14
             out.append(0)
         out.append(0)
     out.append(0)
 
 
 def decode_offset_commit_response_v0(data: bytes, pos: int) -> tuple[OffsetCommitResponse, int]:
+    v_topics_2: list[OffsetCommitResponseTopic]
     n0, = _S1.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -1105,16 +1168,18 @@ def decode_offset_commit_response_v0(data: bytes, pos: int) -> tuple[OffsetCommi
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_2 = []
+        append_3 = v_topics_2.append
         for _ in range(n0):
+            v_name_4: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_partitions_6: list[OffsetCommitResponsePartition]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -1122,31 +1187,32 @@ def decode_offset_commit_response_v0(data: bytes, pos: int) -> tuple[OffsetCommi
             elif n1 > len(data) - pos:
                 raise DecodeError('array Partitions longer than the frame')
             else:
-                v1_partitions = []
-                append1 = v1_partitions.append
+                v_partitions_6 = []
+                append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v2_partition_index, v2_error_code = _S6.unpack_from(data, pos)
+                    v_partition_index_8, v_error_code_9 = _S6.unpack_from(data, pos)
                     pos += 6
-                    append1(OffsetCommitResponsePartition(v2_partition_index, v2_error_code))
-            append0(OffsetCommitResponseTopic(v1_name, ZERO_UUID, v1_partitions))
-    return OffsetCommitResponse(0, v0_topics), pos
+                    append_7(OffsetCommitResponsePartition(v_partition_index_8, v_error_code_9))
+            append_3(OffsetCommitResponseTopic(v_name_4, ZERO_UUID, v_partitions_6))
+    return OffsetCommitResponse(0, v_topics_2), pos
 
 
 def encode_offset_commit_response_v0(m: OffsetCommitResponse, out: bytearray) -> None:
-    x0 = m.topics
-    out += _S1.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        out += _S0.pack(len(x1))
-        out += x1
-        x1 = e0.partitions
-        out += _S1.pack(len(x1))
-        for e1 in x1:
-            out += _S6.pack(e1.partition_index, e1.error_code)
+    x_1 = m.topics
+    out += _S1.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2.name
+        b_4 = x_3.encode()
+        out += _S0.pack(len(b_4))
+        out += b_4
+        x_5 = e_2.partitions
+        out += _S1.pack(len(x_5))
+        for e_6 in x_5:
+            out += _S6.pack(e_6.partition_index, e_6.error_code)
 
 
 def decode_offset_commit_response_v1(data: bytes, pos: int) -> tuple[OffsetCommitResponse, int]:
+    v_topics_2: list[OffsetCommitResponseTopic]
     n0, = _S1.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -1154,16 +1220,18 @@ def decode_offset_commit_response_v1(data: bytes, pos: int) -> tuple[OffsetCommi
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_2 = []
+        append_3 = v_topics_2.append
         for _ in range(n0):
+            v_name_4: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_partitions_6: list[OffsetCommitResponsePartition]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -1171,31 +1239,32 @@ def decode_offset_commit_response_v1(data: bytes, pos: int) -> tuple[OffsetCommi
             elif n1 > len(data) - pos:
                 raise DecodeError('array Partitions longer than the frame')
             else:
-                v1_partitions = []
-                append1 = v1_partitions.append
+                v_partitions_6 = []
+                append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v2_partition_index, v2_error_code = _S6.unpack_from(data, pos)
+                    v_partition_index_8, v_error_code_9 = _S6.unpack_from(data, pos)
                     pos += 6
-                    append1(OffsetCommitResponsePartition(v2_partition_index, v2_error_code))
-            append0(OffsetCommitResponseTopic(v1_name, ZERO_UUID, v1_partitions))
-    return OffsetCommitResponse(0, v0_topics), pos
+                    append_7(OffsetCommitResponsePartition(v_partition_index_8, v_error_code_9))
+            append_3(OffsetCommitResponseTopic(v_name_4, ZERO_UUID, v_partitions_6))
+    return OffsetCommitResponse(0, v_topics_2), pos
 
 
 def encode_offset_commit_response_v1(m: OffsetCommitResponse, out: bytearray) -> None:
-    x0 = m.topics
-    out += _S1.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        out += _S0.pack(len(x1))
-        out += x1
-        x1 = e0.partitions
-        out += _S1.pack(len(x1))
-        for e1 in x1:
-            out += _S6.pack(e1.partition_index, e1.error_code)
+    x_1 = m.topics
+    out += _S1.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2.name
+        b_4 = x_3.encode()
+        out += _S0.pack(len(b_4))
+        out += b_4
+        x_5 = e_2.partitions
+        out += _S1.pack(len(x_5))
+        for e_6 in x_5:
+            out += _S6.pack(e_6.partition_index, e_6.error_code)
 
 
 def decode_offset_commit_response_v2(data: bytes, pos: int) -> tuple[OffsetCommitResponse, int]:
+    v_topics_2: list[OffsetCommitResponseTopic]
     n0, = _S1.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -1203,16 +1272,18 @@ def decode_offset_commit_response_v2(data: bytes, pos: int) -> tuple[OffsetCommi
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_2 = []
+        append_3 = v_topics_2.append
         for _ in range(n0):
+            v_name_4: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_partitions_6: list[OffsetCommitResponsePartition]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -1220,33 +1291,34 @@ def decode_offset_commit_response_v2(data: bytes, pos: int) -> tuple[OffsetCommi
             elif n1 > len(data) - pos:
                 raise DecodeError('array Partitions longer than the frame')
             else:
-                v1_partitions = []
-                append1 = v1_partitions.append
+                v_partitions_6 = []
+                append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v2_partition_index, v2_error_code = _S6.unpack_from(data, pos)
+                    v_partition_index_8, v_error_code_9 = _S6.unpack_from(data, pos)
                     pos += 6
-                    append1(OffsetCommitResponsePartition(v2_partition_index, v2_error_code))
-            append0(OffsetCommitResponseTopic(v1_name, ZERO_UUID, v1_partitions))
-    return OffsetCommitResponse(0, v0_topics), pos
+                    append_7(OffsetCommitResponsePartition(v_partition_index_8, v_error_code_9))
+            append_3(OffsetCommitResponseTopic(v_name_4, ZERO_UUID, v_partitions_6))
+    return OffsetCommitResponse(0, v_topics_2), pos
 
 
 def encode_offset_commit_response_v2(m: OffsetCommitResponse, out: bytearray) -> None:
-    x0 = m.topics
-    out += _S1.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        out += _S0.pack(len(x1))
-        out += x1
-        x1 = e0.partitions
-        out += _S1.pack(len(x1))
-        for e1 in x1:
-            out += _S6.pack(e1.partition_index, e1.error_code)
+    x_1 = m.topics
+    out += _S1.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2.name
+        b_4 = x_3.encode()
+        out += _S0.pack(len(b_4))
+        out += b_4
+        x_5 = e_2.partitions
+        out += _S1.pack(len(x_5))
+        for e_6 in x_5:
+            out += _S6.pack(e_6.partition_index, e_6.error_code)
 
 
 def decode_offset_commit_response_v3(data: bytes, pos: int) -> tuple[OffsetCommitResponse, int]:
-    v0_throttle_time_ms, = _S1.unpack_from(data, pos)
+    v_throttle_time_ms_1, = _S1.unpack_from(data, pos)
     pos += 4
+    v_topics_2: list[OffsetCommitResponseTopic]
     n0, = _S1.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -1254,16 +1326,18 @@ def decode_offset_commit_response_v3(data: bytes, pos: int) -> tuple[OffsetCommi
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_2 = []
+        append_3 = v_topics_2.append
         for _ in range(n0):
+            v_name_4: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_partitions_6: list[OffsetCommitResponsePartition]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -1271,34 +1345,35 @@ def decode_offset_commit_response_v3(data: bytes, pos: int) -> tuple[OffsetCommi
             elif n1 > len(data) - pos:
                 raise DecodeError('array Partitions longer than the frame')
             else:
-                v1_partitions = []
-                append1 = v1_partitions.append
+                v_partitions_6 = []
+                append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v2_partition_index, v2_error_code = _S6.unpack_from(data, pos)
+                    v_partition_index_8, v_error_code_9 = _S6.unpack_from(data, pos)
                     pos += 6
-                    append1(OffsetCommitResponsePartition(v2_partition_index, v2_error_code))
-            append0(OffsetCommitResponseTopic(v1_name, ZERO_UUID, v1_partitions))
-    return OffsetCommitResponse(v0_throttle_time_ms, v0_topics), pos
+                    append_7(OffsetCommitResponsePartition(v_partition_index_8, v_error_code_9))
+            append_3(OffsetCommitResponseTopic(v_name_4, ZERO_UUID, v_partitions_6))
+    return OffsetCommitResponse(v_throttle_time_ms_1, v_topics_2), pos
 
 
 def encode_offset_commit_response_v3(m: OffsetCommitResponse, out: bytearray) -> None:
     out += _S1.pack(m.throttle_time_ms)
-    x0 = m.topics
-    out += _S1.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        out += _S0.pack(len(x1))
-        out += x1
-        x1 = e0.partitions
-        out += _S1.pack(len(x1))
-        for e1 in x1:
-            out += _S6.pack(e1.partition_index, e1.error_code)
+    x_1 = m.topics
+    out += _S1.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2.name
+        b_4 = x_3.encode()
+        out += _S0.pack(len(b_4))
+        out += b_4
+        x_5 = e_2.partitions
+        out += _S1.pack(len(x_5))
+        for e_6 in x_5:
+            out += _S6.pack(e_6.partition_index, e_6.error_code)
 
 
 def decode_offset_commit_response_v4(data: bytes, pos: int) -> tuple[OffsetCommitResponse, int]:
-    v0_throttle_time_ms, = _S1.unpack_from(data, pos)
+    v_throttle_time_ms_1, = _S1.unpack_from(data, pos)
     pos += 4
+    v_topics_2: list[OffsetCommitResponseTopic]
     n0, = _S1.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -1306,16 +1381,18 @@ def decode_offset_commit_response_v4(data: bytes, pos: int) -> tuple[OffsetCommi
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_2 = []
+        append_3 = v_topics_2.append
         for _ in range(n0):
+            v_name_4: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_partitions_6: list[OffsetCommitResponsePartition]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -1323,34 +1400,35 @@ def decode_offset_commit_response_v4(data: bytes, pos: int) -> tuple[OffsetCommi
             elif n1 > len(data) - pos:
                 raise DecodeError('array Partitions longer than the frame')
             else:
-                v1_partitions = []
-                append1 = v1_partitions.append
+                v_partitions_6 = []
+                append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v2_partition_index, v2_error_code = _S6.unpack_from(data, pos)
+                    v_partition_index_8, v_error_code_9 = _S6.unpack_from(data, pos)
                     pos += 6
-                    append1(OffsetCommitResponsePartition(v2_partition_index, v2_error_code))
-            append0(OffsetCommitResponseTopic(v1_name, ZERO_UUID, v1_partitions))
-    return OffsetCommitResponse(v0_throttle_time_ms, v0_topics), pos
+                    append_7(OffsetCommitResponsePartition(v_partition_index_8, v_error_code_9))
+            append_3(OffsetCommitResponseTopic(v_name_4, ZERO_UUID, v_partitions_6))
+    return OffsetCommitResponse(v_throttle_time_ms_1, v_topics_2), pos
 
 
 def encode_offset_commit_response_v4(m: OffsetCommitResponse, out: bytearray) -> None:
     out += _S1.pack(m.throttle_time_ms)
-    x0 = m.topics
-    out += _S1.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        out += _S0.pack(len(x1))
-        out += x1
-        x1 = e0.partitions
-        out += _S1.pack(len(x1))
-        for e1 in x1:
-            out += _S6.pack(e1.partition_index, e1.error_code)
+    x_1 = m.topics
+    out += _S1.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2.name
+        b_4 = x_3.encode()
+        out += _S0.pack(len(b_4))
+        out += b_4
+        x_5 = e_2.partitions
+        out += _S1.pack(len(x_5))
+        for e_6 in x_5:
+            out += _S6.pack(e_6.partition_index, e_6.error_code)
 
 
 def decode_offset_commit_response_v5(data: bytes, pos: int) -> tuple[OffsetCommitResponse, int]:
-    v0_throttle_time_ms, = _S1.unpack_from(data, pos)
+    v_throttle_time_ms_1, = _S1.unpack_from(data, pos)
     pos += 4
+    v_topics_2: list[OffsetCommitResponseTopic]
     n0, = _S1.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -1358,16 +1436,18 @@ def decode_offset_commit_response_v5(data: bytes, pos: int) -> tuple[OffsetCommi
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_2 = []
+        append_3 = v_topics_2.append
         for _ in range(n0):
+            v_name_4: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_partitions_6: list[OffsetCommitResponsePartition]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -1375,34 +1455,35 @@ def decode_offset_commit_response_v5(data: bytes, pos: int) -> tuple[OffsetCommi
             elif n1 > len(data) - pos:
                 raise DecodeError('array Partitions longer than the frame')
             else:
-                v1_partitions = []
-                append1 = v1_partitions.append
+                v_partitions_6 = []
+                append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v2_partition_index, v2_error_code = _S6.unpack_from(data, pos)
+                    v_partition_index_8, v_error_code_9 = _S6.unpack_from(data, pos)
                     pos += 6
-                    append1(OffsetCommitResponsePartition(v2_partition_index, v2_error_code))
-            append0(OffsetCommitResponseTopic(v1_name, ZERO_UUID, v1_partitions))
-    return OffsetCommitResponse(v0_throttle_time_ms, v0_topics), pos
+                    append_7(OffsetCommitResponsePartition(v_partition_index_8, v_error_code_9))
+            append_3(OffsetCommitResponseTopic(v_name_4, ZERO_UUID, v_partitions_6))
+    return OffsetCommitResponse(v_throttle_time_ms_1, v_topics_2), pos
 
 
 def encode_offset_commit_response_v5(m: OffsetCommitResponse, out: bytearray) -> None:
     out += _S1.pack(m.throttle_time_ms)
-    x0 = m.topics
-    out += _S1.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        out += _S0.pack(len(x1))
-        out += x1
-        x1 = e0.partitions
-        out += _S1.pack(len(x1))
-        for e1 in x1:
-            out += _S6.pack(e1.partition_index, e1.error_code)
+    x_1 = m.topics
+    out += _S1.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2.name
+        b_4 = x_3.encode()
+        out += _S0.pack(len(b_4))
+        out += b_4
+        x_5 = e_2.partitions
+        out += _S1.pack(len(x_5))
+        for e_6 in x_5:
+            out += _S6.pack(e_6.partition_index, e_6.error_code)
 
 
 def decode_offset_commit_response_v6(data: bytes, pos: int) -> tuple[OffsetCommitResponse, int]:
-    v0_throttle_time_ms, = _S1.unpack_from(data, pos)
+    v_throttle_time_ms_1, = _S1.unpack_from(data, pos)
     pos += 4
+    v_topics_2: list[OffsetCommitResponseTopic]
     n0, = _S1.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -1410,16 +1491,18 @@ def decode_offset_commit_response_v6(data: bytes, pos: int) -> tuple[OffsetCommi
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_2 = []
+        append_3 = v_topics_2.append
         for _ in range(n0):
+            v_name_4: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_partitions_6: list[OffsetCommitResponsePartition]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -1427,34 +1510,35 @@ def decode_offset_commit_response_v6(data: bytes, pos: int) -> tuple[OffsetCommi
             elif n1 > len(data) - pos:
                 raise DecodeError('array Partitions longer than the frame')
             else:
-                v1_partitions = []
-                append1 = v1_partitions.append
+                v_partitions_6 = []
+                append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v2_partition_index, v2_error_code = _S6.unpack_from(data, pos)
+                    v_partition_index_8, v_error_code_9 = _S6.unpack_from(data, pos)
                     pos += 6
-                    append1(OffsetCommitResponsePartition(v2_partition_index, v2_error_code))
-            append0(OffsetCommitResponseTopic(v1_name, ZERO_UUID, v1_partitions))
-    return OffsetCommitResponse(v0_throttle_time_ms, v0_topics), pos
+                    append_7(OffsetCommitResponsePartition(v_partition_index_8, v_error_code_9))
+            append_3(OffsetCommitResponseTopic(v_name_4, ZERO_UUID, v_partitions_6))
+    return OffsetCommitResponse(v_throttle_time_ms_1, v_topics_2), pos
 
 
 def encode_offset_commit_response_v6(m: OffsetCommitResponse, out: bytearray) -> None:
     out += _S1.pack(m.throttle_time_ms)
-    x0 = m.topics
-    out += _S1.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        out += _S0.pack(len(x1))
-        out += x1
-        x1 = e0.partitions
-        out += _S1.pack(len(x1))
-        for e1 in x1:
-            out += _S6.pack(e1.partition_index, e1.error_code)
+    x_1 = m.topics
+    out += _S1.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2.name
+        b_4 = x_3.encode()
+        out += _S0.pack(len(b_4))
+        out += b_4
+        x_5 = e_2.partitions
+        out += _S1.pack(len(x_5))
+        for e_6 in x_5:
+            out += _S6.pack(e_6.partition_index, e_6.error_code)
 
 
 def decode_offset_commit_response_v7(data: bytes, pos: int) -> tuple[OffsetCommitResponse, int]:
-    v0_throttle_time_ms, = _S1.unpack_from(data, pos)
+    v_throttle_time_ms_1, = _S1.unpack_from(data, pos)
     pos += 4
+    v_topics_2: list[OffsetCommitResponseTopic]
     n0, = _S1.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -1462,16 +1546,18 @@ def decode_offset_commit_response_v7(data: bytes, pos: int) -> tuple[OffsetCommi
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_2 = []
+        append_3 = v_topics_2.append
         for _ in range(n0):
+            v_name_4: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_partitions_6: list[OffsetCommitResponsePartition]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -1479,34 +1565,35 @@ def decode_offset_commit_response_v7(data: bytes, pos: int) -> tuple[OffsetCommi
             elif n1 > len(data) - pos:
                 raise DecodeError('array Partitions longer than the frame')
             else:
-                v1_partitions = []
-                append1 = v1_partitions.append
+                v_partitions_6 = []
+                append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v2_partition_index, v2_error_code = _S6.unpack_from(data, pos)
+                    v_partition_index_8, v_error_code_9 = _S6.unpack_from(data, pos)
                     pos += 6
-                    append1(OffsetCommitResponsePartition(v2_partition_index, v2_error_code))
-            append0(OffsetCommitResponseTopic(v1_name, ZERO_UUID, v1_partitions))
-    return OffsetCommitResponse(v0_throttle_time_ms, v0_topics), pos
+                    append_7(OffsetCommitResponsePartition(v_partition_index_8, v_error_code_9))
+            append_3(OffsetCommitResponseTopic(v_name_4, ZERO_UUID, v_partitions_6))
+    return OffsetCommitResponse(v_throttle_time_ms_1, v_topics_2), pos
 
 
 def encode_offset_commit_response_v7(m: OffsetCommitResponse, out: bytearray) -> None:
     out += _S1.pack(m.throttle_time_ms)
-    x0 = m.topics
-    out += _S1.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        out += _S0.pack(len(x1))
-        out += x1
-        x1 = e0.partitions
-        out += _S1.pack(len(x1))
-        for e1 in x1:
-            out += _S6.pack(e1.partition_index, e1.error_code)
+    x_1 = m.topics
+    out += _S1.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2.name
+        b_4 = x_3.encode()
+        out += _S0.pack(len(b_4))
+        out += b_4
+        x_5 = e_2.partitions
+        out += _S1.pack(len(x_5))
+        for e_6 in x_5:
+            out += _S6.pack(e_6.partition_index, e_6.error_code)
 
 
 def decode_offset_commit_response_v8(data: bytes, pos: int) -> tuple[OffsetCommitResponse, int]:
-    v0_throttle_time_ms, = _S1.unpack_from(data, pos)
+    v_throttle_time_ms_1, = _S1.unpack_from(data, pos)
     pos += 4
+    v_topics_2: list[OffsetCommitResponseTopic]
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -1518,9 +1605,10 @@ def decode_offset_commit_response_v8(data: bytes, pos: int) -> tuple[OffsetCommi
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_2 = []
+        append_3 = v_topics_2.append
         for _ in range(n0):
+            v_name_4: str
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -1530,8 +1618,9 @@ def decode_offset_commit_response_v8(data: bytes, pos: int) -> tuple[OffsetCommi
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_partitions_6: list[OffsetCommitResponsePartition]
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -1543,10 +1632,10 @@ def decode_offset_commit_response_v8(data: bytes, pos: int) -> tuple[OffsetCommi
             elif n1 > len(data) - pos:
                 raise DecodeError('array Partitions longer than the frame')
             else:
-                v1_partitions = []
-                append1 = v1_partitions.append
+                v_partitions_6 = []
+                append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v2_partition_index, v2_error_code = _S6.unpack_from(data, pos)
+                    v_partition_index_8, v_error_code_9 = _S6.unpack_from(data, pos)
                     pos += 6
                     if data[pos] == 0:
                         pos += 1
@@ -1557,7 +1646,7 @@ def decode_offset_commit_response_v8(data: bytes, pos: int) -> tuple[OffsetCommi
                             size2, pos = read_uvarint(data, pos)
                             end2 = pos + size2
                             pos = end2
-                    append1(OffsetCommitResponsePartition(v2_partition_index, v2_error_code))
+                    append_7(OffsetCommitResponsePartition(v_partition_index_8, v_error_code_9))
             if data[pos] == 0:
                 pos += 1
             else:
@@ -1567,7 +1656,7 @@ def decode_offset_commit_response_v8(data: bytes, pos: int) -> tuple[OffsetCommi
                     size1, pos = read_uvarint(data, pos)
                     end1 = pos + size1
                     pos = end1
-            append0(OffsetCommitResponseTopic(v1_name, ZERO_UUID, v1_partitions))
+            append_3(OffsetCommitResponseTopic(v_name_4, ZERO_UUID, v_partitions_6))
     if data[pos] == 0:
         pos += 1
     else:
@@ -1577,30 +1666,31 @@ def decode_offset_commit_response_v8(data: bytes, pos: int) -> tuple[OffsetCommi
             size0, pos = read_uvarint(data, pos)
             end0 = pos + size0
             pos = end0
-    return OffsetCommitResponse(v0_throttle_time_ms, v0_topics), pos
+    return OffsetCommitResponse(v_throttle_time_ms_1, v_topics_2), pos
 
 
 def encode_offset_commit_response_v8(m: OffsetCommitResponse, out: bytearray) -> None:
     out += _S1.pack(m.throttle_time_ms)
-    x0 = m.topics
-    write_uvarint(out, len(x0) + 1)
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        write_uvarint(out, len(x1) + 1)
-        out += x1
-        x1 = e0.partitions
-        write_uvarint(out, len(x1) + 1)
-        for e1 in x1:
-            out += _S6.pack(e1.partition_index, e1.error_code)
+    x_1 = m.topics
+    write_uvarint(out, len(x_1) + 1)
+    for e_2 in x_1:
+        x_3 = e_2.name
+        b_4 = x_3.encode()
+        write_uvarint(out, len(b_4) + 1)
+        out += b_4
+        x_5 = e_2.partitions
+        write_uvarint(out, len(x_5) + 1)
+        for e_6 in x_5:
+            out += _S6.pack(e_6.partition_index, e_6.error_code)
             out.append(0)
         out.append(0)
     out.append(0)
 
 
 def decode_offset_commit_response_v9(data: bytes, pos: int) -> tuple[OffsetCommitResponse, int]:
-    v0_throttle_time_ms, = _S1.unpack_from(data, pos)
+    v_throttle_time_ms_1, = _S1.unpack_from(data, pos)
     pos += 4
+    v_topics_2: list[OffsetCommitResponseTopic]
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -1612,9 +1702,10 @@ def decode_offset_commit_response_v9(data: bytes, pos: int) -> tuple[OffsetCommi
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_2 = []
+        append_3 = v_topics_2.append
         for _ in range(n0):
+            v_name_4: str
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -1624,8 +1715,9 @@ def decode_offset_commit_response_v9(data: bytes, pos: int) -> tuple[OffsetCommi
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_partitions_6: list[OffsetCommitResponsePartition]
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -1637,10 +1729,10 @@ def decode_offset_commit_response_v9(data: bytes, pos: int) -> tuple[OffsetCommi
             elif n1 > len(data) - pos:
                 raise DecodeError('array Partitions longer than the frame')
             else:
-                v1_partitions = []
-                append1 = v1_partitions.append
+                v_partitions_6 = []
+                append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v2_partition_index, v2_error_code = _S6.unpack_from(data, pos)
+                    v_partition_index_8, v_error_code_9 = _S6.unpack_from(data, pos)
                     pos += 6
                     if data[pos] == 0:
                         pos += 1
@@ -1651,7 +1743,7 @@ def decode_offset_commit_response_v9(data: bytes, pos: int) -> tuple[OffsetCommi
                             size2, pos = read_uvarint(data, pos)
                             end2 = pos + size2
                             pos = end2
-                    append1(OffsetCommitResponsePartition(v2_partition_index, v2_error_code))
+                    append_7(OffsetCommitResponsePartition(v_partition_index_8, v_error_code_9))
             if data[pos] == 0:
                 pos += 1
             else:
@@ -1661,7 +1753,7 @@ def decode_offset_commit_response_v9(data: bytes, pos: int) -> tuple[OffsetCommi
                     size1, pos = read_uvarint(data, pos)
                     end1 = pos + size1
                     pos = end1
-            append0(OffsetCommitResponseTopic(v1_name, ZERO_UUID, v1_partitions))
+            append_3(OffsetCommitResponseTopic(v_name_4, ZERO_UUID, v_partitions_6))
     if data[pos] == 0:
         pos += 1
     else:
@@ -1671,22 +1763,22 @@ def decode_offset_commit_response_v9(data: bytes, pos: int) -> tuple[OffsetCommi
             size0, pos = read_uvarint(data, pos)
             end0 = pos + size0
             pos = end0
-    return OffsetCommitResponse(v0_throttle_time_ms, v0_topics), pos
+    return OffsetCommitResponse(v_throttle_time_ms_1, v_topics_2), pos
 
 
 def encode_offset_commit_response_v9(m: OffsetCommitResponse, out: bytearray) -> None:
     out += _S1.pack(m.throttle_time_ms)
-    x0 = m.topics
-    write_uvarint(out, len(x0) + 1)
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        write_uvarint(out, len(x1) + 1)
-        out += x1
-        x1 = e0.partitions
-        write_uvarint(out, len(x1) + 1)
-        for e1 in x1:
-            out += _S6.pack(e1.partition_index, e1.error_code)
+    x_1 = m.topics
+    write_uvarint(out, len(x_1) + 1)
+    for e_2 in x_1:
+        x_3 = e_2.name
+        b_4 = x_3.encode()
+        write_uvarint(out, len(b_4) + 1)
+        out += b_4
+        x_5 = e_2.partitions
+        write_uvarint(out, len(x_5) + 1)
+        for e_6 in x_5:
+            out += _S6.pack(e_6.partition_index, e_6.error_code)
             out.append(0)
         out.append(0)
     out.append(0)

@@ -52,13 +52,15 @@ class OffsetDeleteResponse:
 
 
 def decode_offset_delete_request_v0(data: bytes, pos: int) -> tuple[OffsetDeleteRequest, int]:
+    v_group_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
         raise DecodeError('non-nullable field GroupId is null')
     else:
-        v0_group_id = str(data[pos:pos + n0], 'utf-8')
+        v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    v_topics_2: list[OffsetDeleteRequestTopic]
     n0, = _S1.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -66,16 +68,18 @@ def decode_offset_delete_request_v0(data: bytes, pos: int) -> tuple[OffsetDelete
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_2 = []
+        append_3 = v_topics_2.append
         for _ in range(n0):
+            v_name_4: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_partitions_5: list[OffsetDeleteRequestPartition]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -83,37 +87,38 @@ def decode_offset_delete_request_v0(data: bytes, pos: int) -> tuple[OffsetDelete
             elif n1 > len(data) - pos:
                 raise DecodeError('array Partitions longer than the frame')
             else:
-                v1_partitions = []
-                append1 = v1_partitions.append
+                v_partitions_5 = []
+                append_6 = v_partitions_5.append
                 for _ in range(n1):
-                    v2_partition_index, = _S1.unpack_from(data, pos)
+                    v_partition_index_7, = _S1.unpack_from(data, pos)
                     pos += 4
-                    append1(OffsetDeleteRequestPartition(v2_partition_index))
-            append0(OffsetDeleteRequestTopic(v1_name, v1_partitions))
-    return OffsetDeleteRequest(v0_group_id, v0_topics), pos
+                    append_6(OffsetDeleteRequestPartition(v_partition_index_7))
+            append_3(OffsetDeleteRequestTopic(v_name_4, v_partitions_5))
+    return OffsetDeleteRequest(v_group_id_1, v_topics_2), pos
 
 
 def encode_offset_delete_request_v0(m: OffsetDeleteRequest, out: bytearray) -> None:
-    x0 = m.group_id
-    x0 = x0.encode()
-    out += _S0.pack(len(x0))
-    out += x0
-    x0 = m.topics
-    out += _S1.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        out += _S0.pack(len(x1))
-        out += x1
-        x1 = e0.partitions
-        out += _S1.pack(len(x1))
-        for e1 in x1:
-            out += _S1.pack(e1.partition_index)
+    x_1 = m.group_id
+    b_2 = x_1.encode()
+    out += _S0.pack(len(b_2))
+    out += b_2
+    x_3 = m.topics
+    out += _S1.pack(len(x_3))
+    for e_4 in x_3:
+        x_5 = e_4.name
+        b_6 = x_5.encode()
+        out += _S0.pack(len(b_6))
+        out += b_6
+        x_7 = e_4.partitions
+        out += _S1.pack(len(x_7))
+        for e_8 in x_7:
+            out += _S1.pack(e_8.partition_index)
 
 
 def decode_offset_delete_response_v0(data: bytes, pos: int) -> tuple[OffsetDeleteResponse, int]:
-    v0_error_code, v0_throttle_time_ms = _S2.unpack_from(data, pos)
+    v_error_code_1, v_throttle_time_ms_2 = _S2.unpack_from(data, pos)
     pos += 6
+    v_topics_3: list[OffsetDeleteResponseTopic]
     n0, = _S1.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -121,16 +126,18 @@ def decode_offset_delete_response_v0(data: bytes, pos: int) -> tuple[OffsetDelet
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_3 = []
+        append_4 = v_topics_3.append
         for _ in range(n0):
+            v_name_5: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_partitions_6: list[OffsetDeleteResponsePartition]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -138,26 +145,26 @@ def decode_offset_delete_response_v0(data: bytes, pos: int) -> tuple[OffsetDelet
             elif n1 > len(data) - pos:
                 raise DecodeError('array Partitions longer than the frame')
             else:
-                v1_partitions = []
-                append1 = v1_partitions.append
+                v_partitions_6 = []
+                append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v2_partition_index, v2_error_code = _S3.unpack_from(data, pos)
+                    v_partition_index_8, v_error_code_9 = _S3.unpack_from(data, pos)
                     pos += 6
-                    append1(OffsetDeleteResponsePartition(v2_partition_index, v2_error_code))
-            append0(OffsetDeleteResponseTopic(v1_name, v1_partitions))
-    return OffsetDeleteResponse(v0_error_code, v0_throttle_time_ms, v0_topics), pos
+                    append_7(OffsetDeleteResponsePartition(v_partition_index_8, v_error_code_9))
+            append_4(OffsetDeleteResponseTopic(v_name_5, v_partitions_6))
+    return OffsetDeleteResponse(v_error_code_1, v_throttle_time_ms_2, v_topics_3), pos
 
 
 def encode_offset_delete_response_v0(m: OffsetDeleteResponse, out: bytearray) -> None:
     out += _S2.pack(m.error_code, m.throttle_time_ms)
-    x0 = m.topics
-    out += _S1.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        out += _S0.pack(len(x1))
-        out += x1
-        x1 = e0.partitions
-        out += _S1.pack(len(x1))
-        for e1 in x1:
-            out += _S3.pack(e1.partition_index, e1.error_code)
+    x_1 = m.topics
+    out += _S1.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2.name
+        b_4 = x_3.encode()
+        out += _S0.pack(len(b_4))
+        out += b_4
+        x_5 = e_2.partitions
+        out += _S1.pack(len(x_5))
+        for e_6 in x_5:
+            out += _S3.pack(e_6.partition_index, e_6.error_code)

@@ -93,13 +93,15 @@ class OffsetFetchResponse:
 
 
 def decode_offset_fetch_request_v0(data: bytes, pos: int) -> tuple[OffsetFetchRequest, int]:
+    v_group_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
         raise DecodeError('non-nullable field GroupId is null')
     else:
-        v0_group_id = str(data[pos:pos + n0], 'utf-8')
+        v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    v_topics_2: list[OffsetFetchRequestTopic] | None
     n0, = _S1.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -107,16 +109,18 @@ def decode_offset_fetch_request_v0(data: bytes, pos: int) -> tuple[OffsetFetchRe
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_2 = []
+        append_5 = v_topics_2.append
         for _ in range(n0):
+            v_name_6: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_partition_indexes_7: list[int]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -124,37 +128,41 @@ def decode_offset_fetch_request_v0(data: bytes, pos: int) -> tuple[OffsetFetchRe
             elif n1 > len(data) - pos:
                 raise DecodeError('array PartitionIndexes longer than the frame')
             else:
-                v1_partition_indexes = list(unpack_from('>%di' % n1, data, pos))
+                v_partition_indexes_7 = list(unpack_from('>%di' % n1, data, pos))
                 pos += n1 * 4
-            append0(OffsetFetchRequestTopic(v1_name, v1_partition_indexes))
-    return OffsetFetchRequest(v0_group_id, v0_topics, [], False), pos
+            append_5(OffsetFetchRequestTopic(v_name_6, v_partition_indexes_7))
+    return OffsetFetchRequest(v_group_id_1, v_topics_2, [], False), pos
 
 
 def encode_offset_fetch_request_v0(m: OffsetFetchRequest, out: bytearray) -> None:
-    x0 = m.group_id
-    x0 = x0.encode()
-    out += _S0.pack(len(x0))
-    out += x0
-    x0 = m.topics
-    out += _S1.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        out += _S0.pack(len(x1))
-        out += x1
-        x1 = e0.partition_indexes
-        out += _S1.pack(len(x1))
-        out += pack('>%di' % len(x1), *x1)
+    x_1 = m.group_id
+    b_2 = x_1.encode()
+    out += _S0.pack(len(b_2))
+    out += b_2
+    x_3 = m.topics
+    if x_3 is None:
+        raise ValueError('Topics cannot be null in version 0')
+    out += _S1.pack(len(x_3))
+    for e_4 in x_3:
+        x_5 = e_4.name
+        b_6 = x_5.encode()
+        out += _S0.pack(len(b_6))
+        out += b_6
+        x_7 = e_4.partition_indexes
+        out += _S1.pack(len(x_7))
+        out += pack('>%di' % len(x_7), *x_7)
 
 
 def decode_offset_fetch_request_v1(data: bytes, pos: int) -> tuple[OffsetFetchRequest, int]:
+    v_group_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
         raise DecodeError('non-nullable field GroupId is null')
     else:
-        v0_group_id = str(data[pos:pos + n0], 'utf-8')
+        v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    v_topics_2: list[OffsetFetchRequestTopic] | None
     n0, = _S1.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -162,16 +170,18 @@ def decode_offset_fetch_request_v1(data: bytes, pos: int) -> tuple[OffsetFetchRe
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_2 = []
+        append_5 = v_topics_2.append
         for _ in range(n0):
+            v_name_6: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_partition_indexes_7: list[int]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -179,54 +189,60 @@ def decode_offset_fetch_request_v1(data: bytes, pos: int) -> tuple[OffsetFetchRe
             elif n1 > len(data) - pos:
                 raise DecodeError('array PartitionIndexes longer than the frame')
             else:
-                v1_partition_indexes = list(unpack_from('>%di' % n1, data, pos))
+                v_partition_indexes_7 = list(unpack_from('>%di' % n1, data, pos))
                 pos += n1 * 4
-            append0(OffsetFetchRequestTopic(v1_name, v1_partition_indexes))
-    return OffsetFetchRequest(v0_group_id, v0_topics, [], False), pos
+            append_5(OffsetFetchRequestTopic(v_name_6, v_partition_indexes_7))
+    return OffsetFetchRequest(v_group_id_1, v_topics_2, [], False), pos
 
 
 def encode_offset_fetch_request_v1(m: OffsetFetchRequest, out: bytearray) -> None:
-    x0 = m.group_id
-    x0 = x0.encode()
-    out += _S0.pack(len(x0))
-    out += x0
-    x0 = m.topics
-    out += _S1.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        out += _S0.pack(len(x1))
-        out += x1
-        x1 = e0.partition_indexes
-        out += _S1.pack(len(x1))
-        out += pack('>%di' % len(x1), *x1)
+    x_1 = m.group_id
+    b_2 = x_1.encode()
+    out += _S0.pack(len(b_2))
+    out += b_2
+    x_3 = m.topics
+    if x_3 is None:
+        raise ValueError('Topics cannot be null in version 1')
+    out += _S1.pack(len(x_3))
+    for e_4 in x_3:
+        x_5 = e_4.name
+        b_6 = x_5.encode()
+        out += _S0.pack(len(b_6))
+        out += b_6
+        x_7 = e_4.partition_indexes
+        out += _S1.pack(len(x_7))
+        out += pack('>%di' % len(x_7), *x_7)
 
 
 def decode_offset_fetch_request_v2(data: bytes, pos: int) -> tuple[OffsetFetchRequest, int]:
+    v_group_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
         raise DecodeError('non-nullable field GroupId is null')
     else:
-        v0_group_id = str(data[pos:pos + n0], 'utf-8')
+        v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    v_topics_2: list[OffsetFetchRequestTopic] | None
     n0, = _S1.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
-        v0_topics = None
+        v_topics_2 = None
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_2 = []
+        append_5 = v_topics_2.append
         for _ in range(n0):
+            v_name_6: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_partition_indexes_7: list[int]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -234,57 +250,61 @@ def decode_offset_fetch_request_v2(data: bytes, pos: int) -> tuple[OffsetFetchRe
             elif n1 > len(data) - pos:
                 raise DecodeError('array PartitionIndexes longer than the frame')
             else:
-                v1_partition_indexes = list(unpack_from('>%di' % n1, data, pos))
+                v_partition_indexes_7 = list(unpack_from('>%di' % n1, data, pos))
                 pos += n1 * 4
-            append0(OffsetFetchRequestTopic(v1_name, v1_partition_indexes))
-    return OffsetFetchRequest(v0_group_id, v0_topics, [], False), pos
+            append_5(OffsetFetchRequestTopic(v_name_6, v_partition_indexes_7))
+    return OffsetFetchRequest(v_group_id_1, v_topics_2, [], False), pos
 
 
 def encode_offset_fetch_request_v2(m: OffsetFetchRequest, out: bytearray) -> None:
-    x0 = m.group_id
-    x0 = x0.encode()
-    out += _S0.pack(len(x0))
-    out += x0
-    x0 = m.topics
-    if x0 is None:
+    x_1 = m.group_id
+    b_2 = x_1.encode()
+    out += _S0.pack(len(b_2))
+    out += b_2
+    x_3 = m.topics
+    if x_3 is None:
         out += b'\xff\xff\xff\xff'
     else:
-        out += _S1.pack(len(x0))
-        for e0 in x0:
-            x1 = e0.name
-            x1 = x1.encode()
-            out += _S0.pack(len(x1))
-            out += x1
-            x1 = e0.partition_indexes
-            out += _S1.pack(len(x1))
-            out += pack('>%di' % len(x1), *x1)
+        out += _S1.pack(len(x_3))
+        for e_4 in x_3:
+            x_5 = e_4.name
+            b_6 = x_5.encode()
+            out += _S0.pack(len(b_6))
+            out += b_6
+            x_7 = e_4.partition_indexes
+            out += _S1.pack(len(x_7))
+            out += pack('>%di' % len(x_7), *x_7)
 
 
 def decode_offset_fetch_request_v3(data: bytes, pos: int) -> tuple[OffsetFetchRequest, int]:
+    v_group_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
         raise DecodeError('non-nullable field GroupId is null')
     else:
-        v0_group_id = str(data[pos:pos + n0], 'utf-8')
+        v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    v_topics_2: list[OffsetFetchRequestTopic] | None
     n0, = _S1.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
-        v0_topics = None
+        v_topics_2 = None
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_2 = []
+        append_5 = v_topics_2.append
         for _ in range(n0):
+            v_name_6: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_partition_indexes_7: list[int]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -292,57 +312,61 @@ def decode_offset_fetch_request_v3(data: bytes, pos: int) -> tuple[OffsetFetchRe
             elif n1 > len(data) - pos:
                 raise DecodeError('array PartitionIndexes longer than the frame')
             else:
-                v1_partition_indexes = list(unpack_from('>%di' % n1, data, pos))
+                v_partition_indexes_7 = list(unpack_from('>%di' % n1, data, pos))
                 pos += n1 * 4
-            append0(OffsetFetchRequestTopic(v1_name, v1_partition_indexes))
-    return OffsetFetchRequest(v0_group_id, v0_topics, [], False), pos
+            append_5(OffsetFetchRequestTopic(v_name_6, v_partition_indexes_7))
+    return OffsetFetchRequest(v_group_id_1, v_topics_2, [], False), pos
 
 
 def encode_offset_fetch_request_v3(m: OffsetFetchRequest, out: bytearray) -> None:
-    x0 = m.group_id
-    x0 = x0.encode()
-    out += _S0.pack(len(x0))
-    out += x0
-    x0 = m.topics
-    if x0 is None:
+    x_1 = m.group_id
+    b_2 = x_1.encode()
+    out += _S0.pack(len(b_2))
+    out += b_2
+    x_3 = m.topics
+    if x_3 is None:
         out += b'\xff\xff\xff\xff'
     else:
-        out += _S1.pack(len(x0))
-        for e0 in x0:
-            x1 = e0.name
-            x1 = x1.encode()
-            out += _S0.pack(len(x1))
-            out += x1
-            x1 = e0.partition_indexes
-            out += _S1.pack(len(x1))
-            out += pack('>%di' % len(x1), *x1)
+        out += _S1.pack(len(x_3))
+        for e_4 in x_3:
+            x_5 = e_4.name
+            b_6 = x_5.encode()
+            out += _S0.pack(len(b_6))
+            out += b_6
+            x_7 = e_4.partition_indexes
+            out += _S1.pack(len(x_7))
+            out += pack('>%di' % len(x_7), *x_7)
 
 
 def decode_offset_fetch_request_v4(data: bytes, pos: int) -> tuple[OffsetFetchRequest, int]:
+    v_group_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
         raise DecodeError('non-nullable field GroupId is null')
     else:
-        v0_group_id = str(data[pos:pos + n0], 'utf-8')
+        v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    v_topics_2: list[OffsetFetchRequestTopic] | None
     n0, = _S1.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
-        v0_topics = None
+        v_topics_2 = None
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_2 = []
+        append_5 = v_topics_2.append
         for _ in range(n0):
+            v_name_6: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_partition_indexes_7: list[int]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -350,57 +374,61 @@ def decode_offset_fetch_request_v4(data: bytes, pos: int) -> tuple[OffsetFetchRe
             elif n1 > len(data) - pos:
                 raise DecodeError('array PartitionIndexes longer than the frame')
             else:
-                v1_partition_indexes = list(unpack_from('>%di' % n1, data, pos))
+                v_partition_indexes_7 = list(unpack_from('>%di' % n1, data, pos))
                 pos += n1 * 4
-            append0(OffsetFetchRequestTopic(v1_name, v1_partition_indexes))
-    return OffsetFetchRequest(v0_group_id, v0_topics, [], False), pos
+            append_5(OffsetFetchRequestTopic(v_name_6, v_partition_indexes_7))
+    return OffsetFetchRequest(v_group_id_1, v_topics_2, [], False), pos
 
 
 def encode_offset_fetch_request_v4(m: OffsetFetchRequest, out: bytearray) -> None:
-    x0 = m.group_id
-    x0 = x0.encode()
-    out += _S0.pack(len(x0))
-    out += x0
-    x0 = m.topics
-    if x0 is None:
+    x_1 = m.group_id
+    b_2 = x_1.encode()
+    out += _S0.pack(len(b_2))
+    out += b_2
+    x_3 = m.topics
+    if x_3 is None:
         out += b'\xff\xff\xff\xff'
     else:
-        out += _S1.pack(len(x0))
-        for e0 in x0:
-            x1 = e0.name
-            x1 = x1.encode()
-            out += _S0.pack(len(x1))
-            out += x1
-            x1 = e0.partition_indexes
-            out += _S1.pack(len(x1))
-            out += pack('>%di' % len(x1), *x1)
+        out += _S1.pack(len(x_3))
+        for e_4 in x_3:
+            x_5 = e_4.name
+            b_6 = x_5.encode()
+            out += _S0.pack(len(b_6))
+            out += b_6
+            x_7 = e_4.partition_indexes
+            out += _S1.pack(len(x_7))
+            out += pack('>%di' % len(x_7), *x_7)
 
 
 def decode_offset_fetch_request_v5(data: bytes, pos: int) -> tuple[OffsetFetchRequest, int]:
+    v_group_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
         raise DecodeError('non-nullable field GroupId is null')
     else:
-        v0_group_id = str(data[pos:pos + n0], 'utf-8')
+        v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    v_topics_2: list[OffsetFetchRequestTopic] | None
     n0, = _S1.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
-        v0_topics = None
+        v_topics_2 = None
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_2 = []
+        append_5 = v_topics_2.append
         for _ in range(n0):
+            v_name_6: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_partition_indexes_7: list[int]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -408,33 +436,34 @@ def decode_offset_fetch_request_v5(data: bytes, pos: int) -> tuple[OffsetFetchRe
             elif n1 > len(data) - pos:
                 raise DecodeError('array PartitionIndexes longer than the frame')
             else:
-                v1_partition_indexes = list(unpack_from('>%di' % n1, data, pos))
+                v_partition_indexes_7 = list(unpack_from('>%di' % n1, data, pos))
                 pos += n1 * 4
-            append0(OffsetFetchRequestTopic(v1_name, v1_partition_indexes))
-    return OffsetFetchRequest(v0_group_id, v0_topics, [], False), pos
+            append_5(OffsetFetchRequestTopic(v_name_6, v_partition_indexes_7))
+    return OffsetFetchRequest(v_group_id_1, v_topics_2, [], False), pos
 
 
 def encode_offset_fetch_request_v5(m: OffsetFetchRequest, out: bytearray) -> None:
-    x0 = m.group_id
-    x0 = x0.encode()
-    out += _S0.pack(len(x0))
-    out += x0
-    x0 = m.topics
-    if x0 is None:
+    x_1 = m.group_id
+    b_2 = x_1.encode()
+    out += _S0.pack(len(b_2))
+    out += b_2
+    x_3 = m.topics
+    if x_3 is None:
         out += b'\xff\xff\xff\xff'
     else:
-        out += _S1.pack(len(x0))
-        for e0 in x0:
-            x1 = e0.name
-            x1 = x1.encode()
-            out += _S0.pack(len(x1))
-            out += x1
-            x1 = e0.partition_indexes
-            out += _S1.pack(len(x1))
-            out += pack('>%di' % len(x1), *x1)
+        out += _S1.pack(len(x_3))
+        for e_4 in x_3:
+            x_5 = e_4.name
+            b_6 = x_5.encode()
+            out += _S0.pack(len(b_6))
+            out += b_6
+            x_7 = e_4.partition_indexes
+            out += _S1.pack(len(x_7))
+            out += pack('>%di' % len(x_7), *x_7)
 
 
 def decode_offset_fetch_request_v6(data: bytes, pos: int) -> tuple[OffsetFetchRequest, int]:
+    v_group_id_1: str
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -444,8 +473,9 @@ def decode_offset_fetch_request_v6(data: bytes, pos: int) -> tuple[OffsetFetchRe
     if n0 < 0:
         raise DecodeError('non-nullable field GroupId is null')
     else:
-        v0_group_id = str(data[pos:pos + n0], 'utf-8')
+        v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    v_topics_2: list[OffsetFetchRequestTopic] | None
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -453,13 +483,14 @@ def decode_offset_fetch_request_v6(data: bytes, pos: int) -> tuple[OffsetFetchRe
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
-        v0_topics = None
+        v_topics_2 = None
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_2 = []
+        append_5 = v_topics_2.append
         for _ in range(n0):
+            v_name_6: str
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -469,8 +500,9 @@ def decode_offset_fetch_request_v6(data: bytes, pos: int) -> tuple[OffsetFetchRe
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_partition_indexes_7: list[int]
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -482,7 +514,7 @@ def decode_offset_fetch_request_v6(data: bytes, pos: int) -> tuple[OffsetFetchRe
             elif n1 > len(data) - pos:
                 raise DecodeError('array PartitionIndexes longer than the frame')
             else:
-                v1_partition_indexes = list(unpack_from('>%di' % n1, data, pos))
+                v_partition_indexes_7 = list(unpack_from('>%di' % n1, data, pos))
                 pos += n1 * 4
             if data[pos] == 0:
                 pos += 1
@@ -493,7 +525,7 @@ def decode_offset_fetch_request_v6(data: bytes, pos: int) -> tuple[OffsetFetchRe
                     size1, pos = read_uvarint(data, pos)
                     end1 = pos + size1
                     pos = end1
-            append0(OffsetFetchRequestTopic(v1_name, v1_partition_indexes))
+            append_5(OffsetFetchRequestTopic(v_name_6, v_partition_indexes_7))
     if data[pos] == 0:
         pos += 1
     else:
@@ -503,32 +535,33 @@ def decode_offset_fetch_request_v6(data: bytes, pos: int) -> tuple[OffsetFetchRe
             size0, pos = read_uvarint(data, pos)
             end0 = pos + size0
             pos = end0
-    return OffsetFetchRequest(v0_group_id, v0_topics, [], False), pos
+    return OffsetFetchRequest(v_group_id_1, v_topics_2, [], False), pos
 
 
 def encode_offset_fetch_request_v6(m: OffsetFetchRequest, out: bytearray) -> None:
-    x0 = m.group_id
-    x0 = x0.encode()
-    write_uvarint(out, len(x0) + 1)
-    out += x0
-    x0 = m.topics
-    if x0 is None:
+    x_1 = m.group_id
+    b_2 = x_1.encode()
+    write_uvarint(out, len(b_2) + 1)
+    out += b_2
+    x_3 = m.topics
+    if x_3 is None:
         out.append(0)
     else:
-        write_uvarint(out, len(x0) + 1)
-        for e0 in x0:
-            x1 = e0.name
-            x1 = x1.encode()
-            write_uvarint(out, len(x1) + 1)
-            out += x1
-            x1 = e0.partition_indexes
-            write_uvarint(out, len(x1) + 1)
-            out += pack('>%di' % len(x1), *x1)
+        write_uvarint(out, len(x_3) + 1)
+        for e_4 in x_3:
+            x_5 = e_4.name
+            b_6 = x_5.encode()
+            write_uvarint(out, len(b_6) + 1)
+            out += b_6
+            x_7 = e_4.partition_indexes
+            write_uvarint(out, len(x_7) + 1)
+            out += pack('>%di' % len(x_7), *x_7)
             out.append(0)
     out.append(0)
 
 
 def decode_offset_fetch_request_v7(data: bytes, pos: int) -> tuple[OffsetFetchRequest, int]:
+    v_group_id_1: str
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -538,8 +571,9 @@ def decode_offset_fetch_request_v7(data: bytes, pos: int) -> tuple[OffsetFetchRe
     if n0 < 0:
         raise DecodeError('non-nullable field GroupId is null')
     else:
-        v0_group_id = str(data[pos:pos + n0], 'utf-8')
+        v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    v_topics_2: list[OffsetFetchRequestTopic] | None
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -547,13 +581,14 @@ def decode_offset_fetch_request_v7(data: bytes, pos: int) -> tuple[OffsetFetchRe
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
-        v0_topics = None
+        v_topics_2 = None
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_2 = []
+        append_5 = v_topics_2.append
         for _ in range(n0):
+            v_name_6: str
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -563,8 +598,9 @@ def decode_offset_fetch_request_v7(data: bytes, pos: int) -> tuple[OffsetFetchRe
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_partition_indexes_7: list[int]
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -576,7 +612,7 @@ def decode_offset_fetch_request_v7(data: bytes, pos: int) -> tuple[OffsetFetchRe
             elif n1 > len(data) - pos:
                 raise DecodeError('array PartitionIndexes longer than the frame')
             else:
-                v1_partition_indexes = list(unpack_from('>%di' % n1, data, pos))
+                v_partition_indexes_7 = list(unpack_from('>%di' % n1, data, pos))
                 pos += n1 * 4
             if data[pos] == 0:
                 pos += 1
@@ -587,8 +623,8 @@ def decode_offset_fetch_request_v7(data: bytes, pos: int) -> tuple[OffsetFetchRe
                     size1, pos = read_uvarint(data, pos)
                     end1 = pos + size1
                     pos = end1
-            append0(OffsetFetchRequestTopic(v1_name, v1_partition_indexes))
-    v0_require_stable, = _S2.unpack_from(data, pos)
+            append_5(OffsetFetchRequestTopic(v_name_6, v_partition_indexes_7))
+    v_require_stable_4, = _S2.unpack_from(data, pos)
     pos += 1
     if data[pos] == 0:
         pos += 1
@@ -599,33 +635,34 @@ def decode_offset_fetch_request_v7(data: bytes, pos: int) -> tuple[OffsetFetchRe
             size0, pos = read_uvarint(data, pos)
             end0 = pos + size0
             pos = end0
-    return OffsetFetchRequest(v0_group_id, v0_topics, [], v0_require_stable), pos
+    return OffsetFetchRequest(v_group_id_1, v_topics_2, [], v_require_stable_4), pos
 
 
 def encode_offset_fetch_request_v7(m: OffsetFetchRequest, out: bytearray) -> None:
-    x0 = m.group_id
-    x0 = x0.encode()
-    write_uvarint(out, len(x0) + 1)
-    out += x0
-    x0 = m.topics
-    if x0 is None:
+    x_1 = m.group_id
+    b_2 = x_1.encode()
+    write_uvarint(out, len(b_2) + 1)
+    out += b_2
+    x_3 = m.topics
+    if x_3 is None:
         out.append(0)
     else:
-        write_uvarint(out, len(x0) + 1)
-        for e0 in x0:
-            x1 = e0.name
-            x1 = x1.encode()
-            write_uvarint(out, len(x1) + 1)
-            out += x1
-            x1 = e0.partition_indexes
-            write_uvarint(out, len(x1) + 1)
-            out += pack('>%di' % len(x1), *x1)
+        write_uvarint(out, len(x_3) + 1)
+        for e_4 in x_3:
+            x_5 = e_4.name
+            b_6 = x_5.encode()
+            write_uvarint(out, len(b_6) + 1)
+            out += b_6
+            x_7 = e_4.partition_indexes
+            write_uvarint(out, len(x_7) + 1)
+            out += pack('>%di' % len(x_7), *x_7)
             out.append(0)
     out += _S2.pack(m.require_stable)
     out.append(0)
 
 
 def decode_offset_fetch_request_v8(data: bytes, pos: int) -> tuple[OffsetFetchRequest, int]:
+    v_groups_3: list[OffsetFetchRequestGroup]
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -637,9 +674,10 @@ def decode_offset_fetch_request_v8(data: bytes, pos: int) -> tuple[OffsetFetchRe
     elif n0 > len(data) - pos:
         raise DecodeError('array Groups longer than the frame')
     else:
-        v0_groups = []
-        append0 = v0_groups.append
+        v_groups_3 = []
+        append_5 = v_groups_3.append
         for _ in range(n0):
+            v_group_id_6: str
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -649,8 +687,9 @@ def decode_offset_fetch_request_v8(data: bytes, pos: int) -> tuple[OffsetFetchRe
             if n1 < 0:
                 raise DecodeError('non-nullable field GroupId is null')
             else:
-                v1_group_id = str(data[pos:pos + n1], 'utf-8')
+                v_group_id_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_topics_9: list[OffsetFetchRequestTopics] | None
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -658,13 +697,14 @@ def decode_offset_fetch_request_v8(data: bytes, pos: int) -> tuple[OffsetFetchRe
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
-                v1_topics = None
+                v_topics_9 = None
             elif n1 > len(data) - pos:
                 raise DecodeError('array Topics longer than the frame')
             else:
-                v1_topics = []
-                append1 = v1_topics.append
+                v_topics_9 = []
+                append_10 = v_topics_9.append
                 for _ in range(n1):
+                    v_name_11: str
                     n2 = data[pos]
                     if n2 < 128:
                         pos += 1
@@ -674,8 +714,9 @@ def decode_offset_fetch_request_v8(data: bytes, pos: int) -> tuple[OffsetFetchRe
                     if n2 < 0:
                         raise DecodeError('non-nullable field Name is null')
                     else:
-                        v2_name = str(data[pos:pos + n2], 'utf-8')
+                        v_name_11 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    v_partition_indexes_13: list[int]
                     n2 = data[pos]
                     if n2 < 128:
                         pos += 1
@@ -687,7 +728,7 @@ def decode_offset_fetch_request_v8(data: bytes, pos: int) -> tuple[OffsetFetchRe
                     elif n2 > len(data) - pos:
                         raise DecodeError('array PartitionIndexes longer than the frame')
                     else:
-                        v2_partition_indexes = list(unpack_from('>%di' % n2, data, pos))
+                        v_partition_indexes_13 = list(unpack_from('>%di' % n2, data, pos))
                         pos += n2 * 4
                     if data[pos] == 0:
                         pos += 1
@@ -698,7 +739,7 @@ def decode_offset_fetch_request_v8(data: bytes, pos: int) -> tuple[OffsetFetchRe
                             size2, pos = read_uvarint(data, pos)
                             end2 = pos + size2
                             pos = end2
-                    append1(OffsetFetchRequestTopics(v2_name, ZERO_UUID, v2_partition_indexes))
+                    append_10(OffsetFetchRequestTopics(v_name_11, ZERO_UUID, v_partition_indexes_13))
             if data[pos] == 0:
                 pos += 1
             else:
@@ -708,8 +749,8 @@ def decode_offset_fetch_request_v8(data: bytes, pos: int) -> tuple[OffsetFetchRe
                     size1, pos = read_uvarint(data, pos)
                     end1 = pos + size1
                     pos = end1
-            append0(OffsetFetchRequestGroup(v1_group_id, None, -1, v1_topics))
-    v0_require_stable, = _S2.unpack_from(data, pos)
+            append_5(OffsetFetchRequestGroup(v_group_id_6, None, -1, v_topics_9))
+    v_require_stable_4, = _S2.unpack_from(data, pos)
     pos += 1
     if data[pos] == 0:
         pos += 1
@@ -720,30 +761,30 @@ def decode_offset_fetch_request_v8(data: bytes, pos: int) -> tuple[OffsetFetchRe
             size0, pos = read_uvarint(data, pos)
             end0 = pos + size0
             pos = end0
-    return OffsetFetchRequest('', [], v0_groups, v0_require_stable), pos
+    return OffsetFetchRequest('', [], v_groups_3, v_require_stable_4), pos
 
 
 def encode_offset_fetch_request_v8(m: OffsetFetchRequest, out: bytearray) -> None:
-    x0 = m.groups
-    write_uvarint(out, len(x0) + 1)
-    for e0 in x0:
-        x1 = e0.group_id
-        x1 = x1.encode()
-        write_uvarint(out, len(x1) + 1)
-        out += x1
-        x1 = e0.topics
-        if x1 is None:
+    x_1 = m.groups
+    write_uvarint(out, len(x_1) + 1)
+    for e_2 in x_1:
+        x_3 = e_2.group_id
+        b_4 = x_3.encode()
+        write_uvarint(out, len(b_4) + 1)
+        out += b_4
+        x_5 = e_2.topics
+        if x_5 is None:
             out.append(0)
         else:
-            write_uvarint(out, len(x1) + 1)
-            for e1 in x1:
-                x2 = e1.name
-                x2 = x2.encode()
-                write_uvarint(out, len(x2) + 1)
-                out += x2
-                x2 = e1.partition_indexes
-                write_uvarint(out, len(x2) + 1)
-                out += pack('>%di' % len(x2), *x2)
+            write_uvarint(out, len(x_5) + 1)
+            for e_6 in x_5:
+                x_7 = e_6.name
+                b_8 = x_7.encode()
+                write_uvarint(out, len(b_8) + 1)
+                out += b_8
+                x_9 = e_6.partition_indexes
+                write_uvarint(out, len(x_9) + 1)
+                out += pack('>%di' % len(x_9), *x_9)
                 out.append(0)
         out.append(0)
     out += _S2.pack(m.require_stable)
@@ -751,6 +792,7 @@ def encode_offset_fetch_request_v8(m: OffsetFetchRequest, out: bytearray) -> Non
 
 
 def decode_offset_fetch_request_v9(data: bytes, pos: int) -> tuple[OffsetFetchRequest, int]:
+    v_groups_3: list[OffsetFetchRequestGroup]
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -762,9 +804,10 @@ def decode_offset_fetch_request_v9(data: bytes, pos: int) -> tuple[OffsetFetchRe
     elif n0 > len(data) - pos:
         raise DecodeError('array Groups longer than the frame')
     else:
-        v0_groups = []
-        append0 = v0_groups.append
+        v_groups_3 = []
+        append_5 = v_groups_3.append
         for _ in range(n0):
+            v_group_id_6: str
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -774,8 +817,9 @@ def decode_offset_fetch_request_v9(data: bytes, pos: int) -> tuple[OffsetFetchRe
             if n1 < 0:
                 raise DecodeError('non-nullable field GroupId is null')
             else:
-                v1_group_id = str(data[pos:pos + n1], 'utf-8')
+                v_group_id_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_member_id_7: str | None
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -783,12 +827,13 @@ def decode_offset_fetch_request_v9(data: bytes, pos: int) -> tuple[OffsetFetchRe
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
-                v1_member_id = None
+                v_member_id_7 = None
             else:
-                v1_member_id = str(data[pos:pos + n1], 'utf-8')
+                v_member_id_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v1_member_epoch, = _S1.unpack_from(data, pos)
+            v_member_epoch_8, = _S1.unpack_from(data, pos)
             pos += 4
+            v_topics_9: list[OffsetFetchRequestTopics] | None
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -796,13 +841,14 @@ def decode_offset_fetch_request_v9(data: bytes, pos: int) -> tuple[OffsetFetchRe
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
-                v1_topics = None
+                v_topics_9 = None
             elif n1 > len(data) - pos:
                 raise DecodeError('array Topics longer than the frame')
             else:
-                v1_topics = []
-                append1 = v1_topics.append
+                v_topics_9 = []
+                append_10 = v_topics_9.append
                 for _ in range(n1):
+                    v_name_11: str
                     n2 = data[pos]
                     if n2 < 128:
                         pos += 1
@@ -812,8 +858,9 @@ def decode_offset_fetch_request_v9(data: bytes, pos: int) -> tuple[OffsetFetchRe
                     if n2 < 0:
                         raise DecodeError('non-nullable field Name is null')
                     else:
-                        v2_name = str(data[pos:pos + n2], 'utf-8')
+                        v_name_11 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    v_partition_indexes_13: list[int]
                     n2 = data[pos]
                     if n2 < 128:
                         pos += 1
@@ -825,7 +872,7 @@ def decode_offset_fetch_request_v9(data: bytes, pos: int) -> tuple[OffsetFetchRe
                     elif n2 > len(data) - pos:
                         raise DecodeError('array PartitionIndexes longer than the frame')
                     else:
-                        v2_partition_indexes = list(unpack_from('>%di' % n2, data, pos))
+                        v_partition_indexes_13 = list(unpack_from('>%di' % n2, data, pos))
                         pos += n2 * 4
                     if data[pos] == 0:
                         pos += 1
@@ -836,7 +883,7 @@ def decode_offset_fetch_request_v9(data: bytes, pos: int) -> tuple[OffsetFetchRe
                             size2, pos = read_uvarint(data, pos)
                             end2 = pos + size2
                             pos = end2
-                    append1(OffsetFetchRequestTopics(v2_name, ZERO_UUID, v2_partition_indexes))
+                    append_10(OffsetFetchRequestTopics(v_name_11, ZERO_UUID, v_partition_indexes_13))
             if data[pos] == 0:
                 pos += 1
             else:
@@ -846,8 +893,8 @@ def decode_offset_fetch_request_v9(data: bytes, pos: int) -> tuple[OffsetFetchRe
                     size1, pos = read_uvarint(data, pos)
                     end1 = pos + size1
                     pos = end1
-            append0(OffsetFetchRequestGroup(v1_group_id, v1_member_id, v1_member_epoch, v1_topics))
-    v0_require_stable, = _S2.unpack_from(data, pos)
+            append_5(OffsetFetchRequestGroup(v_group_id_6, v_member_id_7, v_member_epoch_8, v_topics_9))
+    v_require_stable_4, = _S2.unpack_from(data, pos)
     pos += 1
     if data[pos] == 0:
         pos += 1
@@ -858,38 +905,38 @@ def decode_offset_fetch_request_v9(data: bytes, pos: int) -> tuple[OffsetFetchRe
             size0, pos = read_uvarint(data, pos)
             end0 = pos + size0
             pos = end0
-    return OffsetFetchRequest('', [], v0_groups, v0_require_stable), pos
+    return OffsetFetchRequest('', [], v_groups_3, v_require_stable_4), pos
 
 
 def encode_offset_fetch_request_v9(m: OffsetFetchRequest, out: bytearray) -> None:
-    x0 = m.groups
-    write_uvarint(out, len(x0) + 1)
-    for e0 in x0:
-        x1 = e0.group_id
-        x1 = x1.encode()
-        write_uvarint(out, len(x1) + 1)
-        out += x1
-        x1 = e0.member_id
-        if x1 is None:
+    x_1 = m.groups
+    write_uvarint(out, len(x_1) + 1)
+    for e_2 in x_1:
+        x_3 = e_2.group_id
+        b_4 = x_3.encode()
+        write_uvarint(out, len(b_4) + 1)
+        out += b_4
+        x_5 = e_2.member_id
+        if x_5 is None:
             out.append(0)
         else:
-            x1 = x1.encode()
-            write_uvarint(out, len(x1) + 1)
-            out += x1
-        out += _S1.pack(e0.member_epoch)
-        x1 = e0.topics
-        if x1 is None:
+            b_6 = x_5.encode()
+            write_uvarint(out, len(b_6) + 1)
+            out += b_6
+        out += _S1.pack(e_2.member_epoch)
+        x_7 = e_2.topics
+        if x_7 is None:
             out.append(0)
         else:
-            write_uvarint(out, len(x1) + 1)
-            for e1 in x1:
-                x2 = e1.name
-                x2 = x2.encode()
-                write_uvarint(out, len(x2) + 1)
-                out += x2
-                x2 = e1.partition_indexes
-                write_uvarint(out, len(x2) + 1)
-                out += pack('>%di' % len(x2), *x2)
+            write_uvarint(out, len(x_7) + 1)
+            for e_8 in x_7:
+                x_9 = e_8.name
+                b_10 = x_9.encode()
+                write_uvarint(out, len(b_10) + 1)
+                out += b_10
+                x_11 = e_8.partition_indexes
+                write_uvarint(out, len(x_11) + 1)
+                out += pack('>%di' % len(x_11), *x_11)
                 out.append(0)
         out.append(0)
     out += _S2.pack(m.require_stable)
@@ -897,6 +944,7 @@ def encode_offset_fetch_request_v9(m: OffsetFetchRequest, out: bytearray) -> Non
 
 
 def decode_offset_fetch_response_v0(data: bytes, pos: int) -> tuple[OffsetFetchResponse, int]:
+    v_topics_2: list[OffsetFetchResponseTopic]
     n0, = _S1.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -904,16 +952,18 @@ def decode_offset_fetch_response_v0(data: bytes, pos: int) -> tuple[OffsetFetchR
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_2 = []
+        append_5 = v_topics_2.append
         for _ in range(n0):
+            v_name_6: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_partitions_7: list[OffsetFetchResponsePartition]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -921,48 +971,50 @@ def decode_offset_fetch_response_v0(data: bytes, pos: int) -> tuple[OffsetFetchR
             elif n1 > len(data) - pos:
                 raise DecodeError('array Partitions longer than the frame')
             else:
-                v1_partitions = []
-                append1 = v1_partitions.append
+                v_partitions_7 = []
+                append_8 = v_partitions_7.append
                 for _ in range(n1):
-                    v2_partition_index, v2_committed_offset = _S3.unpack_from(data, pos)
+                    v_partition_index_9, v_committed_offset_10 = _S3.unpack_from(data, pos)
                     pos += 12
+                    v_metadata_12: str | None
                     n2, = _S0.unpack_from(data, pos)
                     pos += 2
                     if n2 < 0:
-                        v2_metadata = None
+                        v_metadata_12 = None
                     else:
-                        v2_metadata = str(data[pos:pos + n2], 'utf-8')
+                        v_metadata_12 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
-                    v2_error_code, = _S0.unpack_from(data, pos)
+                    v_error_code_13, = _S0.unpack_from(data, pos)
                     pos += 2
-                    append1(OffsetFetchResponsePartition(v2_partition_index, v2_committed_offset, -1, v2_metadata, v2_error_code))
-            append0(OffsetFetchResponseTopic(v1_name, v1_partitions))
-    return OffsetFetchResponse(0, v0_topics, 0, []), pos
+                    append_8(OffsetFetchResponsePartition(v_partition_index_9, v_committed_offset_10, -1, v_metadata_12, v_error_code_13))
+            append_5(OffsetFetchResponseTopic(v_name_6, v_partitions_7))
+    return OffsetFetchResponse(0, v_topics_2, 0, []), pos
 
 
 def encode_offset_fetch_response_v0(m: OffsetFetchResponse, out: bytearray) -> None:
-    x0 = m.topics
-    out += _S1.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        out += _S0.pack(len(x1))
-        out += x1
-        x1 = e0.partitions
-        out += _S1.pack(len(x1))
-        for e1 in x1:
-            out += _S3.pack(e1.partition_index, e1.committed_offset)
-            x2 = e1.metadata
-            if x2 is None:
+    x_1 = m.topics
+    out += _S1.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2.name
+        b_4 = x_3.encode()
+        out += _S0.pack(len(b_4))
+        out += b_4
+        x_5 = e_2.partitions
+        out += _S1.pack(len(x_5))
+        for e_6 in x_5:
+            out += _S3.pack(e_6.partition_index, e_6.committed_offset)
+            x_7 = e_6.metadata
+            if x_7 is None:
                 out += b'\xff\xff'
             else:
-                x2 = x2.encode()
-                out += _S0.pack(len(x2))
-                out += x2
-            out += _S0.pack(e1.error_code)
+                b_8 = x_7.encode()
+                out += _S0.pack(len(b_8))
+                out += b_8
+            out += _S0.pack(e_6.error_code)
 
 
 def decode_offset_fetch_response_v1(data: bytes, pos: int) -> tuple[OffsetFetchResponse, int]:
+    v_topics_2: list[OffsetFetchResponseTopic]
     n0, = _S1.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -970,16 +1022,18 @@ def decode_offset_fetch_response_v1(data: bytes, pos: int) -> tuple[OffsetFetchR
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_2 = []
+        append_5 = v_topics_2.append
         for _ in range(n0):
+            v_name_6: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_partitions_7: list[OffsetFetchResponsePartition]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -987,48 +1041,50 @@ def decode_offset_fetch_response_v1(data: bytes, pos: int) -> tuple[OffsetFetchR
             elif n1 > len(data) - pos:
                 raise DecodeError('array Partitions longer than the frame')
             else:
-                v1_partitions = []
-                append1 = v1_partitions.append
+                v_partitions_7 = []
+                append_8 = v_partitions_7.append
                 for _ in range(n1):
-                    v2_partition_index, v2_committed_offset = _S3.unpack_from(data, pos)
+                    v_partition_index_9, v_committed_offset_10 = _S3.unpack_from(data, pos)
                     pos += 12
+                    v_metadata_12: str | None
                     n2, = _S0.unpack_from(data, pos)
                     pos += 2
                     if n2 < 0:
-                        v2_metadata = None
+                        v_metadata_12 = None
                     else:
-                        v2_metadata = str(data[pos:pos + n2], 'utf-8')
+                        v_metadata_12 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
-                    v2_error_code, = _S0.unpack_from(data, pos)
+                    v_error_code_13, = _S0.unpack_from(data, pos)
                     pos += 2
-                    append1(OffsetFetchResponsePartition(v2_partition_index, v2_committed_offset, -1, v2_metadata, v2_error_code))
-            append0(OffsetFetchResponseTopic(v1_name, v1_partitions))
-    return OffsetFetchResponse(0, v0_topics, 0, []), pos
+                    append_8(OffsetFetchResponsePartition(v_partition_index_9, v_committed_offset_10, -1, v_metadata_12, v_error_code_13))
+            append_5(OffsetFetchResponseTopic(v_name_6, v_partitions_7))
+    return OffsetFetchResponse(0, v_topics_2, 0, []), pos
 
 
 def encode_offset_fetch_response_v1(m: OffsetFetchResponse, out: bytearray) -> None:
-    x0 = m.topics
-    out += _S1.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        out += _S0.pack(len(x1))
-        out += x1
-        x1 = e0.partitions
-        out += _S1.pack(len(x1))
-        for e1 in x1:
-            out += _S3.pack(e1.partition_index, e1.committed_offset)
-            x2 = e1.metadata
-            if x2 is None:
+    x_1 = m.topics
+    out += _S1.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2.name
+        b_4 = x_3.encode()
+        out += _S0.pack(len(b_4))
+        out += b_4
+        x_5 = e_2.partitions
+        out += _S1.pack(len(x_5))
+        for e_6 in x_5:
+            out += _S3.pack(e_6.partition_index, e_6.committed_offset)
+            x_7 = e_6.metadata
+            if x_7 is None:
                 out += b'\xff\xff'
             else:
-                x2 = x2.encode()
-                out += _S0.pack(len(x2))
-                out += x2
-            out += _S0.pack(e1.error_code)
+                b_8 = x_7.encode()
+                out += _S0.pack(len(b_8))
+                out += b_8
+            out += _S0.pack(e_6.error_code)
 
 
 def decode_offset_fetch_response_v2(data: bytes, pos: int) -> tuple[OffsetFetchResponse, int]:
+    v_topics_2: list[OffsetFetchResponseTopic]
     n0, = _S1.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -1036,16 +1092,18 @@ def decode_offset_fetch_response_v2(data: bytes, pos: int) -> tuple[OffsetFetchR
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_2 = []
+        append_5 = v_topics_2.append
         for _ in range(n0):
+            v_name_6: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_partitions_7: list[OffsetFetchResponsePartition]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -1053,53 +1111,55 @@ def decode_offset_fetch_response_v2(data: bytes, pos: int) -> tuple[OffsetFetchR
             elif n1 > len(data) - pos:
                 raise DecodeError('array Partitions longer than the frame')
             else:
-                v1_partitions = []
-                append1 = v1_partitions.append
+                v_partitions_7 = []
+                append_8 = v_partitions_7.append
                 for _ in range(n1):
-                    v2_partition_index, v2_committed_offset = _S3.unpack_from(data, pos)
+                    v_partition_index_9, v_committed_offset_10 = _S3.unpack_from(data, pos)
                     pos += 12
+                    v_metadata_12: str | None
                     n2, = _S0.unpack_from(data, pos)
                     pos += 2
                     if n2 < 0:
-                        v2_metadata = None
+                        v_metadata_12 = None
                     else:
-                        v2_metadata = str(data[pos:pos + n2], 'utf-8')
+                        v_metadata_12 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
-                    v2_error_code, = _S0.unpack_from(data, pos)
+                    v_error_code_13, = _S0.unpack_from(data, pos)
                     pos += 2
-                    append1(OffsetFetchResponsePartition(v2_partition_index, v2_committed_offset, -1, v2_metadata, v2_error_code))
-            append0(OffsetFetchResponseTopic(v1_name, v1_partitions))
-    v0_error_code, = _S0.unpack_from(data, pos)
+                    append_8(OffsetFetchResponsePartition(v_partition_index_9, v_committed_offset_10, -1, v_metadata_12, v_error_code_13))
+            append_5(OffsetFetchResponseTopic(v_name_6, v_partitions_7))
+    v_error_code_3, = _S0.unpack_from(data, pos)
     pos += 2
-    return OffsetFetchResponse(0, v0_topics, v0_error_code, []), pos
+    return OffsetFetchResponse(0, v_topics_2, v_error_code_3, []), pos
 
 
 def encode_offset_fetch_response_v2(m: OffsetFetchResponse, out: bytearray) -> None:
-    x0 = m.topics
-    out += _S1.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        out += _S0.pack(len(x1))
-        out += x1
-        x1 = e0.partitions
-        out += _S1.pack(len(x1))
-        for e1 in x1:
-            out += _S3.pack(e1.partition_index, e1.committed_offset)
-            x2 = e1.metadata
-            if x2 is None:
+    x_1 = m.topics
+    out += _S1.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2.name
+        b_4 = x_3.encode()
+        out += _S0.pack(len(b_4))
+        out += b_4
+        x_5 = e_2.partitions
+        out += _S1.pack(len(x_5))
+        for e_6 in x_5:
+            out += _S3.pack(e_6.partition_index, e_6.committed_offset)
+            x_7 = e_6.metadata
+            if x_7 is None:
                 out += b'\xff\xff'
             else:
-                x2 = x2.encode()
-                out += _S0.pack(len(x2))
-                out += x2
-            out += _S0.pack(e1.error_code)
+                b_8 = x_7.encode()
+                out += _S0.pack(len(b_8))
+                out += b_8
+            out += _S0.pack(e_6.error_code)
     out += _S0.pack(m.error_code)
 
 
 def decode_offset_fetch_response_v3(data: bytes, pos: int) -> tuple[OffsetFetchResponse, int]:
-    v0_throttle_time_ms, = _S1.unpack_from(data, pos)
+    v_throttle_time_ms_1, = _S1.unpack_from(data, pos)
     pos += 4
+    v_topics_2: list[OffsetFetchResponseTopic]
     n0, = _S1.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -1107,16 +1167,18 @@ def decode_offset_fetch_response_v3(data: bytes, pos: int) -> tuple[OffsetFetchR
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_2 = []
+        append_5 = v_topics_2.append
         for _ in range(n0):
+            v_name_6: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_partitions_7: list[OffsetFetchResponsePartition]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -1124,54 +1186,56 @@ def decode_offset_fetch_response_v3(data: bytes, pos: int) -> tuple[OffsetFetchR
             elif n1 > len(data) - pos:
                 raise DecodeError('array Partitions longer than the frame')
             else:
-                v1_partitions = []
-                append1 = v1_partitions.append
+                v_partitions_7 = []
+                append_8 = v_partitions_7.append
                 for _ in range(n1):
-                    v2_partition_index, v2_committed_offset = _S3.unpack_from(data, pos)
+                    v_partition_index_9, v_committed_offset_10 = _S3.unpack_from(data, pos)
                     pos += 12
+                    v_metadata_12: str | None
                     n2, = _S0.unpack_from(data, pos)
                     pos += 2
                     if n2 < 0:
-                        v2_metadata = None
+                        v_metadata_12 = None
                     else:
-                        v2_metadata = str(data[pos:pos + n2], 'utf-8')
+                        v_metadata_12 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
-                    v2_error_code, = _S0.unpack_from(data, pos)
+                    v_error_code_13, = _S0.unpack_from(data, pos)
                     pos += 2
-                    append1(OffsetFetchResponsePartition(v2_partition_index, v2_committed_offset, -1, v2_metadata, v2_error_code))
-            append0(OffsetFetchResponseTopic(v1_name, v1_partitions))
-    v0_error_code, = _S0.unpack_from(data, pos)
+                    append_8(OffsetFetchResponsePartition(v_partition_index_9, v_committed_offset_10, -1, v_metadata_12, v_error_code_13))
+            append_5(OffsetFetchResponseTopic(v_name_6, v_partitions_7))
+    v_error_code_3, = _S0.unpack_from(data, pos)
     pos += 2
-    return OffsetFetchResponse(v0_throttle_time_ms, v0_topics, v0_error_code, []), pos
+    return OffsetFetchResponse(v_throttle_time_ms_1, v_topics_2, v_error_code_3, []), pos
 
 
 def encode_offset_fetch_response_v3(m: OffsetFetchResponse, out: bytearray) -> None:
     out += _S1.pack(m.throttle_time_ms)
-    x0 = m.topics
-    out += _S1.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        out += _S0.pack(len(x1))
-        out += x1
-        x1 = e0.partitions
-        out += _S1.pack(len(x1))
-        for e1 in x1:
-            out += _S3.pack(e1.partition_index, e1.committed_offset)
-            x2 = e1.metadata
-            if x2 is None:
+    x_1 = m.topics
+    out += _S1.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2.name
+        b_4 = x_3.encode()
+        out += _S0.pack(len(b_4))
+        out += b_4
+        x_5 = e_2.partitions
+        out += _S1.pack(len(x_5))
+        for e_6 in x_5:
+            out += _S3.pack(e_6.partition_index, e_6.committed_offset)
+            x_7 = e_6.metadata
+            if x_7 is None:
                 out += b'\xff\xff'
             else:
-                x2 = x2.encode()
-                out += _S0.pack(len(x2))
-                out += x2
-            out += _S0.pack(e1.error_code)
+                b_8 = x_7.encode()
+                out += _S0.pack(len(b_8))
+                out += b_8
+            out += _S0.pack(e_6.error_code)
     out += _S0.pack(m.error_code)
 
 
 def decode_offset_fetch_response_v4(data: bytes, pos: int) -> tuple[OffsetFetchResponse, int]:
-    v0_throttle_time_ms, = _S1.unpack_from(data, pos)
+    v_throttle_time_ms_1, = _S1.unpack_from(data, pos)
     pos += 4
+    v_topics_2: list[OffsetFetchResponseTopic]
     n0, = _S1.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -1179,16 +1243,18 @@ def decode_offset_fetch_response_v4(data: bytes, pos: int) -> tuple[OffsetFetchR
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_2 = []
+        append_5 = v_topics_2.append
         for _ in range(n0):
+            v_name_6: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_partitions_7: list[OffsetFetchResponsePartition]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -1196,54 +1262,56 @@ def decode_offset_fetch_response_v4(data: bytes, pos: int) -> tuple[OffsetFetchR
             elif n1 > len(data) - pos:
                 raise DecodeError('array Partitions longer than the frame')
             else:
-                v1_partitions = []
-                append1 = v1_partitions.append
+                v_partitions_7 = []
+                append_8 = v_partitions_7.append
                 for _ in range(n1):
-                    v2_partition_index, v2_committed_offset = _S3.unpack_from(data, pos)
+                    v_partition_index_9, v_committed_offset_10 = _S3.unpack_from(data, pos)
                     pos += 12
+                    v_metadata_12: str | None
                     n2, = _S0.unpack_from(data, pos)
                     pos += 2
                     if n2 < 0:
-                        v2_metadata = None
+                        v_metadata_12 = None
                     else:
-                        v2_metadata = str(data[pos:pos + n2], 'utf-8')
+                        v_metadata_12 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
-                    v2_error_code, = _S0.unpack_from(data, pos)
+                    v_error_code_13, = _S0.unpack_from(data, pos)
                     pos += 2
-                    append1(OffsetFetchResponsePartition(v2_partition_index, v2_committed_offset, -1, v2_metadata, v2_error_code))
-            append0(OffsetFetchResponseTopic(v1_name, v1_partitions))
-    v0_error_code, = _S0.unpack_from(data, pos)
+                    append_8(OffsetFetchResponsePartition(v_partition_index_9, v_committed_offset_10, -1, v_metadata_12, v_error_code_13))
+            append_5(OffsetFetchResponseTopic(v_name_6, v_partitions_7))
+    v_error_code_3, = _S0.unpack_from(data, pos)
     pos += 2
-    return OffsetFetchResponse(v0_throttle_time_ms, v0_topics, v0_error_code, []), pos
+    return OffsetFetchResponse(v_throttle_time_ms_1, v_topics_2, v_error_code_3, []), pos
 
 
 def encode_offset_fetch_response_v4(m: OffsetFetchResponse, out: bytearray) -> None:
     out += _S1.pack(m.throttle_time_ms)
-    x0 = m.topics
-    out += _S1.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        out += _S0.pack(len(x1))
-        out += x1
-        x1 = e0.partitions
-        out += _S1.pack(len(x1))
-        for e1 in x1:
-            out += _S3.pack(e1.partition_index, e1.committed_offset)
-            x2 = e1.metadata
-            if x2 is None:
+    x_1 = m.topics
+    out += _S1.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2.name
+        b_4 = x_3.encode()
+        out += _S0.pack(len(b_4))
+        out += b_4
+        x_5 = e_2.partitions
+        out += _S1.pack(len(x_5))
+        for e_6 in x_5:
+            out += _S3.pack(e_6.partition_index, e_6.committed_offset)
+            x_7 = e_6.metadata
+            if x_7 is None:
                 out += b'\xff\xff'
             else:
-                x2 = x2.encode()
-                out += _S0.pack(len(x2))
-                out += x2
-            out += _S0.pack(e1.error_code)
+                b_8 = x_7.encode()
+                out += _S0.pack(len(b_8))
+                out += b_8
+            out += _S0.pack(e_6.error_code)
     out += _S0.pack(m.error_code)
 
 
 def decode_offset_fetch_response_v5(data: bytes, pos: int) -> tuple[OffsetFetchResponse, int]:
-    v0_throttle_time_ms, = _S1.unpack_from(data, pos)
+    v_throttle_time_ms_1, = _S1.unpack_from(data, pos)
     pos += 4
+    v_topics_2: list[OffsetFetchResponseTopic]
     n0, = _S1.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -1251,16 +1319,18 @@ def decode_offset_fetch_response_v5(data: bytes, pos: int) -> tuple[OffsetFetchR
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_2 = []
+        append_5 = v_topics_2.append
         for _ in range(n0):
+            v_name_6: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_partitions_7: list[OffsetFetchResponsePartition]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -1268,54 +1338,56 @@ def decode_offset_fetch_response_v5(data: bytes, pos: int) -> tuple[OffsetFetchR
             elif n1 > len(data) - pos:
                 raise DecodeError('array Partitions longer than the frame')
             else:
-                v1_partitions = []
-                append1 = v1_partitions.append
+                v_partitions_7 = []
+                append_8 = v_partitions_7.append
                 for _ in range(n1):
-                    v2_partition_index, v2_committed_offset, v2_committed_leader_epoch = _S4.unpack_from(data, pos)
+                    v_partition_index_9, v_committed_offset_10, v_committed_leader_epoch_11 = _S4.unpack_from(data, pos)
                     pos += 16
+                    v_metadata_12: str | None
                     n2, = _S0.unpack_from(data, pos)
                     pos += 2
                     if n2 < 0:
-                        v2_metadata = None
+                        v_metadata_12 = None
                     else:
-                        v2_metadata = str(data[pos:pos + n2], 'utf-8')
+                        v_metadata_12 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
-                    v2_error_code, = _S0.unpack_from(data, pos)
+                    v_error_code_13, = _S0.unpack_from(data, pos)
                     pos += 2
-                    append1(OffsetFetchResponsePartition(v2_partition_index, v2_committed_offset, v2_committed_leader_epoch, v2_metadata, v2_error_code))
-            append0(OffsetFetchResponseTopic(v1_name, v1_partitions))
-    v0_error_code, = _S0.unpack_from(data, pos)
+                    append_8(OffsetFetchResponsePartition(v_partition_index_9, v_committed_offset_10, v_committed_leader_epoch_11, v_metadata_12, v_error_code_13))
+            append_5(OffsetFetchResponseTopic(v_name_6, v_partitions_7))
+    v_error_code_3, = _S0.unpack_from(data, pos)
     pos += 2
-    return OffsetFetchResponse(v0_throttle_time_ms, v0_topics, v0_error_code, []), pos
+    return OffsetFetchResponse(v_throttle_time_ms_1, v_topics_2, v_error_code_3, []), pos
 
 
 def encode_offset_fetch_response_v5(m: OffsetFetchResponse, out: bytearray) -> None:
     out += _S1.pack(m.throttle_time_ms)
-    x0 = m.topics
-    out += _S1.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        out += _S0.pack(len(x1))
-        out += x1
-        x1 = e0.partitions
-        out += _S1.pack(len(x1))
-        for e1 in x1:
-            out += _S4.pack(e1.partition_index, e1.committed_offset, e1.committed_leader_epoch)
-            x2 = e1.metadata
-            if x2 is None:
+    x_1 = m.topics
+    out += _S1.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2.name
+        b_4 = x_3.encode()
+        out += _S0.pack(len(b_4))
+        out += b_4
+        x_5 = e_2.partitions
+        out += _S1.pack(len(x_5))
+        for e_6 in x_5:
+            out += _S4.pack(e_6.partition_index, e_6.committed_offset, e_6.committed_leader_epoch)
+            x_7 = e_6.metadata
+            if x_7 is None:
                 out += b'\xff\xff'
             else:
-                x2 = x2.encode()
-                out += _S0.pack(len(x2))
-                out += x2
-            out += _S0.pack(e1.error_code)
+                b_8 = x_7.encode()
+                out += _S0.pack(len(b_8))
+                out += b_8
+            out += _S0.pack(e_6.error_code)
     out += _S0.pack(m.error_code)
 
 
 def decode_offset_fetch_response_v6(data: bytes, pos: int) -> tuple[OffsetFetchResponse, int]:
-    v0_throttle_time_ms, = _S1.unpack_from(data, pos)
+    v_throttle_time_ms_1, = _S1.unpack_from(data, pos)
     pos += 4
+    v_topics_2: list[OffsetFetchResponseTopic]
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -1327,9 +1399,10 @@ def decode_offset_fetch_response_v6(data: bytes, pos: int) -> tuple[OffsetFetchR
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_2 = []
+        append_5 = v_topics_2.append
         for _ in range(n0):
+            v_name_6: str
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -1339,8 +1412,9 @@ def decode_offset_fetch_response_v6(data: bytes, pos: int) -> tuple[OffsetFetchR
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_partitions_7: list[OffsetFetchResponsePartition]
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -1352,11 +1426,12 @@ def decode_offset_fetch_response_v6(data: bytes, pos: int) -> tuple[OffsetFetchR
             elif n1 > len(data) - pos:
                 raise DecodeError('array Partitions longer than the frame')
             else:
-                v1_partitions = []
-                append1 = v1_partitions.append
+                v_partitions_7 = []
+                append_8 = v_partitions_7.append
                 for _ in range(n1):
-                    v2_partition_index, v2_committed_offset, v2_committed_leader_epoch = _S4.unpack_from(data, pos)
+                    v_partition_index_9, v_committed_offset_10, v_committed_leader_epoch_11 = _S4.unpack_from(data, pos)
                     pos += 16
+                    v_metadata_12: str | None
                     n2 = data[pos]
                     if n2 < 128:
                         pos += 1
@@ -1364,11 +1439,11 @@ def decode_offset_fetch_response_v6(data: bytes, pos: int) -> tuple[OffsetFetchR
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
-                        v2_metadata = None
+                        v_metadata_12 = None
                     else:
-                        v2_metadata = str(data[pos:pos + n2], 'utf-8')
+                        v_metadata_12 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
-                    v2_error_code, = _S0.unpack_from(data, pos)
+                    v_error_code_13, = _S0.unpack_from(data, pos)
                     pos += 2
                     if data[pos] == 0:
                         pos += 1
@@ -1379,7 +1454,7 @@ def decode_offset_fetch_response_v6(data: bytes, pos: int) -> tuple[OffsetFetchR
                             size2, pos = read_uvarint(data, pos)
                             end2 = pos + size2
                             pos = end2
-                    append1(OffsetFetchResponsePartition(v2_partition_index, v2_committed_offset, v2_committed_leader_epoch, v2_metadata, v2_error_code))
+                    append_8(OffsetFetchResponsePartition(v_partition_index_9, v_committed_offset_10, v_committed_leader_epoch_11, v_metadata_12, v_error_code_13))
             if data[pos] == 0:
                 pos += 1
             else:
@@ -1389,8 +1464,8 @@ def decode_offset_fetch_response_v6(data: bytes, pos: int) -> tuple[OffsetFetchR
                     size1, pos = read_uvarint(data, pos)
                     end1 = pos + size1
                     pos = end1
-            append0(OffsetFetchResponseTopic(v1_name, v1_partitions))
-    v0_error_code, = _S0.unpack_from(data, pos)
+            append_5(OffsetFetchResponseTopic(v_name_6, v_partitions_7))
+    v_error_code_3, = _S0.unpack_from(data, pos)
     pos += 2
     if data[pos] == 0:
         pos += 1
@@ -1401,30 +1476,30 @@ def decode_offset_fetch_response_v6(data: bytes, pos: int) -> tuple[OffsetFetchR
             size0, pos = read_uvarint(data, pos)
             end0 = pos + size0
             pos = end0
-    return OffsetFetchResponse(v0_throttle_time_ms, v0_topics, v0_error_code, []), pos
+    return OffsetFetchResponse(v_throttle_time_ms_1, v_topics_2, v_error_code_3, []), pos
 
 
 def encode_offset_fetch_response_v6(m: OffsetFetchResponse, out: bytearray) -> None:
     out += _S1.pack(m.throttle_time_ms)
-    x0 = m.topics
-    write_uvarint(out, len(x0) + 1)
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        write_uvarint(out, len(x1) + 1)
-        out += x1
-        x1 = e0.partitions
-        write_uvarint(out, len(x1) + 1)
-        for e1 in x1:
-            out += _S4.pack(e1.partition_index, e1.committed_offset, e1.committed_leader_epoch)
-            x2 = e1.metadata
-            if x2 is None:
+    x_1 = m.topics
+    write_uvarint(out, len(x_1) + 1)
+    for e_2 in x_1:
+        x_3 = e_2.name
+        b_4 = x_3.encode()
+        write_uvarint(out, len(b_4) + 1)
+        out += b_4
+        x_5 = e_2.partitions
+        write_uvarint(out, len(x_5) + 1)
+        for e_6 in x_5:
+            out += _S4.pack(e_6.partition_index, e_6.committed_offset, e_6.committed_leader_epoch)
+            x_7 = e_6.metadata
+            if x_7 is None:
                 out.append(0)
             else:
-                x2 = x2.encode()
-                write_uvarint(out, len(x2) + 1)
-                out += x2
-            out += _S0.pack(e1.error_code)
+                b_8 = x_7.encode()
+                write_uvarint(out, len(b_8) + 1)
+                out += b_8
+            out += _S0.pack(e_6.error_code)
             out.append(0)
         out.append(0)
     out += _S0.pack(m.error_code)
@@ -1432,8 +1507,9 @@ def encode_offset_fetch_response_v6(m: OffsetFetchResponse, out: bytearray) -> N
 
 
 def decode_offset_fetch_response_v7(data: bytes, pos: int) -> tuple[OffsetFetchResponse, int]:
-    v0_throttle_time_ms, = _S1.unpack_from(data, pos)
+    v_throttle_time_ms_1, = _S1.unpack_from(data, pos)
     pos += 4
+    v_topics_2: list[OffsetFetchResponseTopic]
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -1445,9 +1521,10 @@ def decode_offset_fetch_response_v7(data: bytes, pos: int) -> tuple[OffsetFetchR
     elif n0 > len(data) - pos:
         raise DecodeError('array Topics longer than the frame')
     else:
-        v0_topics = []
-        append0 = v0_topics.append
+        v_topics_2 = []
+        append_5 = v_topics_2.append
         for _ in range(n0):
+            v_name_6: str
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -1457,8 +1534,9 @@ def decode_offset_fetch_response_v7(data: bytes, pos: int) -> tuple[OffsetFetchR
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_partitions_7: list[OffsetFetchResponsePartition]
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -1470,11 +1548,12 @@ def decode_offset_fetch_response_v7(data: bytes, pos: int) -> tuple[OffsetFetchR
             elif n1 > len(data) - pos:
                 raise DecodeError('array Partitions longer than the frame')
             else:
-                v1_partitions = []
-                append1 = v1_partitions.append
+                v_partitions_7 = []
+                append_8 = v_partitions_7.append
                 for _ in range(n1):
-                    v2_partition_index, v2_committed_offset, v2_committed_leader_epoch = _S4.unpack_from(data, pos)
+                    v_partition_index_9, v_committed_offset_10, v_committed_leader_epoch_11 = _S4.unpack_from(data, pos)
                     pos += 16
+                    v_metadata_12: str | None
                     n2 = data[pos]
                     if n2 < 128:
                         pos += 1
@@ -1482,11 +1561,11 @@ def decode_offset_fetch_response_v7(data: bytes, pos: int) -> tuple[OffsetFetchR
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
-                        v2_metadata = None
+                        v_metadata_12 = None
                     else:
-                        v2_metadata = str(data[pos:pos + n2], 'utf-8')
+                        v_metadata_12 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
-                    v2_error_code, = _S0.unpack_from(data, pos)
+                    v_error_code_13, = _S0.unpack_from(data, pos)
                     pos += 2
                     if data[pos] == 0:
                         pos += 1
@@ -1497,7 +1576,7 @@ def decode_offset_fetch_response_v7(data: bytes, pos: int) -> tuple[OffsetFetchR
                             size2, pos = read_uvarint(data, pos)
                             end2 = pos + size2
                             pos = end2
-                    append1(OffsetFetchResponsePartition(v2_partition_index, v2_committed_offset, v2_committed_leader_epoch, v2_metadata, v2_error_code))
+                    append_8(OffsetFetchResponsePartition(v_partition_index_9, v_committed_offset_10, v_committed_leader_epoch_11, v_metadata_12, v_error_code_13))
             if data[pos] == 0:
                 pos += 1
             else:
@@ -1507,8 +1586,8 @@ def decode_offset_fetch_response_v7(data: bytes, pos: int) -> tuple[OffsetFetchR
                     size1, pos = read_uvarint(data, pos)
                     end1 = pos + size1
                     pos = end1
-            append0(OffsetFetchResponseTopic(v1_name, v1_partitions))
-    v0_error_code, = _S0.unpack_from(data, pos)
+            append_5(OffsetFetchResponseTopic(v_name_6, v_partitions_7))
+    v_error_code_3, = _S0.unpack_from(data, pos)
     pos += 2
     if data[pos] == 0:
         pos += 1
@@ -1519,30 +1598,30 @@ def decode_offset_fetch_response_v7(data: bytes, pos: int) -> tuple[OffsetFetchR
             size0, pos = read_uvarint(data, pos)
             end0 = pos + size0
             pos = end0
-    return OffsetFetchResponse(v0_throttle_time_ms, v0_topics, v0_error_code, []), pos
+    return OffsetFetchResponse(v_throttle_time_ms_1, v_topics_2, v_error_code_3, []), pos
 
 
 def encode_offset_fetch_response_v7(m: OffsetFetchResponse, out: bytearray) -> None:
     out += _S1.pack(m.throttle_time_ms)
-    x0 = m.topics
-    write_uvarint(out, len(x0) + 1)
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        write_uvarint(out, len(x1) + 1)
-        out += x1
-        x1 = e0.partitions
-        write_uvarint(out, len(x1) + 1)
-        for e1 in x1:
-            out += _S4.pack(e1.partition_index, e1.committed_offset, e1.committed_leader_epoch)
-            x2 = e1.metadata
-            if x2 is None:
+    x_1 = m.topics
+    write_uvarint(out, len(x_1) + 1)
+    for e_2 in x_1:
+        x_3 = e_2.name
+        b_4 = x_3.encode()
+        write_uvarint(out, len(b_4) + 1)
+        out += b_4
+        x_5 = e_2.partitions
+        write_uvarint(out, len(x_5) + 1)
+        for e_6 in x_5:
+            out += _S4.pack(e_6.partition_index, e_6.committed_offset, e_6.committed_leader_epoch)
+            x_7 = e_6.metadata
+            if x_7 is None:
                 out.append(0)
             else:
-                x2 = x2.encode()
-                write_uvarint(out, len(x2) + 1)
-                out += x2
-            out += _S0.pack(e1.error_code)
+                b_8 = x_7.encode()
+                write_uvarint(out, len(b_8) + 1)
+                out += b_8
+            out += _S0.pack(e_6.error_code)
             out.append(0)
         out.append(0)
     out += _S0.pack(m.error_code)
@@ -1550,8 +1629,9 @@ def encode_offset_fetch_response_v7(m: OffsetFetchResponse, out: bytearray) -> N
 
 
 def decode_offset_fetch_response_v8(data: bytes, pos: int) -> tuple[OffsetFetchResponse, int]:
-    v0_throttle_time_ms, = _S1.unpack_from(data, pos)
+    v_throttle_time_ms_1, = _S1.unpack_from(data, pos)
     pos += 4
+    v_groups_4: list[OffsetFetchResponseGroup]
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -1563,9 +1643,10 @@ def decode_offset_fetch_response_v8(data: bytes, pos: int) -> tuple[OffsetFetchR
     elif n0 > len(data) - pos:
         raise DecodeError('array Groups longer than the frame')
     else:
-        v0_groups = []
-        append0 = v0_groups.append
+        v_groups_4 = []
+        append_5 = v_groups_4.append
         for _ in range(n0):
+            v_group_id_6: str
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -1575,8 +1656,9 @@ def decode_offset_fetch_response_v8(data: bytes, pos: int) -> tuple[OffsetFetchR
             if n1 < 0:
                 raise DecodeError('non-nullable field GroupId is null')
             else:
-                v1_group_id = str(data[pos:pos + n1], 'utf-8')
+                v_group_id_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_topics_7: list[OffsetFetchResponseTopics]
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -1588,9 +1670,10 @@ def decode_offset_fetch_response_v8(data: bytes, pos: int) -> tuple[OffsetFetchR
             elif n1 > len(data) - pos:
                 raise DecodeError('array Topics longer than the frame')
             else:
-                v1_topics = []
-                append1 = v1_topics.append
+                v_topics_7 = []
+                append_9 = v_topics_7.append
                 for _ in range(n1):
+                    v_name_10: str
                     n2 = data[pos]
                     if n2 < 128:
                         pos += 1
@@ -1600,8 +1683,9 @@ def decode_offset_fetch_response_v8(data: bytes, pos: int) -> tuple[OffsetFetchR
                     if n2 < 0:
                         raise DecodeError('non-nullable field Name is null')
                     else:
-                        v2_name = str(data[pos:pos + n2], 'utf-8')
+                        v_name_10 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    v_partitions_12: list[OffsetFetchResponsePartitions]
                     n2 = data[pos]
                     if n2 < 128:
                         pos += 1
@@ -1613,11 +1697,12 @@ def decode_offset_fetch_response_v8(data: bytes, pos: int) -> tuple[OffsetFetchR
                     elif n2 > len(data) - pos:
                         raise DecodeError('array Partitions longer than the frame')
                     else:
-                        v2_partitions = []
-                        append2 = v2_partitions.append
+                        v_partitions_12 = []
+                        append_13 = v_partitions_12.append
                         for _ in range(n2):
-                            v3_partition_index, v3_committed_offset, v3_committed_leader_epoch = _S4.unpack_from(data, pos)
+                            v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16 = _S4.unpack_from(data, pos)
                             pos += 16
+                            v_metadata_17: str | None
                             n3 = data[pos]
                             if n3 < 128:
                                 pos += 1
@@ -1625,11 +1710,11 @@ def decode_offset_fetch_response_v8(data: bytes, pos: int) -> tuple[OffsetFetchR
                                 n3, pos = read_uvarint(data, pos)
                             n3 -= 1
                             if n3 < 0:
-                                v3_metadata = None
+                                v_metadata_17 = None
                             else:
-                                v3_metadata = str(data[pos:pos + n3], 'utf-8')
+                                v_metadata_17 = str(data[pos:pos + n3], 'utf-8')
                                 pos += n3
-                            v3_error_code, = _S0.unpack_from(data, pos)
+                            v_error_code_18, = _S0.unpack_from(data, pos)
                             pos += 2
                             if data[pos] == 0:
                                 pos += 1
@@ -1640,7 +1725,7 @@ def decode_offset_fetch_response_v8(data: bytes, pos: int) -> tuple[OffsetFetchR
                                     size3, pos = read_uvarint(data, pos)
                                     end3 = pos + size3
                                     pos = end3
-                            append2(OffsetFetchResponsePartitions(v3_partition_index, v3_committed_offset, v3_committed_leader_epoch, v3_metadata, v3_error_code))
+                            append_13(OffsetFetchResponsePartitions(v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16, v_metadata_17, v_error_code_18))
                     if data[pos] == 0:
                         pos += 1
                     else:
@@ -1650,8 +1735,8 @@ def decode_offset_fetch_response_v8(data: bytes, pos: int) -> tuple[OffsetFetchR
                             size2, pos = read_uvarint(data, pos)
                             end2 = pos + size2
                             pos = end2
-                    append1(OffsetFetchResponseTopics(v2_name, ZERO_UUID, v2_partitions))
-            v1_error_code, = _S0.unpack_from(data, pos)
+                    append_9(OffsetFetchResponseTopics(v_name_10, ZERO_UUID, v_partitions_12))
+            v_error_code_8, = _S0.unpack_from(data, pos)
             pos += 2
             if data[pos] == 0:
                 pos += 1
@@ -1662,7 +1747,7 @@ def decode_offset_fetch_response_v8(data: bytes, pos: int) -> tuple[OffsetFetchR
                     size1, pos = read_uvarint(data, pos)
                     end1 = pos + size1
                     pos = end1
-            append0(OffsetFetchResponseGroup(v1_group_id, v1_topics, v1_error_code))
+            append_5(OffsetFetchResponseGroup(v_group_id_6, v_topics_7, v_error_code_8))
     if data[pos] == 0:
         pos += 1
     else:
@@ -1672,47 +1757,48 @@ def decode_offset_fetch_response_v8(data: bytes, pos: int) -> tuple[OffsetFetchR
             size0, pos = read_uvarint(data, pos)
             end0 = pos + size0
             pos = end0
-    return OffsetFetchResponse(v0_throttle_time_ms, [], 0, v0_groups), pos
+    return OffsetFetchResponse(v_throttle_time_ms_1, [], 0, v_groups_4), pos
 
 
 def encode_offset_fetch_response_v8(m: OffsetFetchResponse, out: bytearray) -> None:
     out += _S1.pack(m.throttle_time_ms)
-    x0 = m.groups
-    write_uvarint(out, len(x0) + 1)
-    for e0 in x0:
-        x1 = e0.group_id
-        x1 = x1.encode()
-        write_uvarint(out, len(x1) + 1)
-        out += x1
-        x1 = e0.topics
-        write_uvarint(out, len(x1) + 1)
-        for e1 in x1:
-            x2 = e1.name
-            x2 = x2.encode()
-            write_uvarint(out, len(x2) + 1)
-            out += x2
-            x2 = e1.partitions
-            write_uvarint(out, len(x2) + 1)
-            for e2 in x2:
-                out += _S4.pack(e2.partition_index, e2.committed_offset, e2.committed_leader_epoch)
-                x3 = e2.metadata
-                if x3 is None:
+    x_1 = m.groups
+    write_uvarint(out, len(x_1) + 1)
+    for e_2 in x_1:
+        x_3 = e_2.group_id
+        b_4 = x_3.encode()
+        write_uvarint(out, len(b_4) + 1)
+        out += b_4
+        x_5 = e_2.topics
+        write_uvarint(out, len(x_5) + 1)
+        for e_6 in x_5:
+            x_7 = e_6.name
+            b_8 = x_7.encode()
+            write_uvarint(out, len(b_8) + 1)
+            out += b_8
+            x_9 = e_6.partitions
+            write_uvarint(out, len(x_9) + 1)
+            for e_10 in x_9:
+                out += _S4.pack(e_10.partition_index, e_10.committed_offset, e_10.committed_leader_epoch)
+                x_11 = e_10.metadata
+                if x_11 is None:
                     out.append(0)
                 else:
-                    x3 = x3.encode()
-                    write_uvarint(out, len(x3) + 1)
-                    out += x3
-                out += _S0.pack(e2.error_code)
+                    b_12 = x_11.encode()
+                    write_uvarint(out, len(b_12) + 1)
+                    out += b_12
+                out += _S0.pack(e_10.error_code)
                 out.append(0)
             out.append(0)
-        out += _S0.pack(e0.error_code)
+        out += _S0.pack(e_2.error_code)
         out.append(0)
     out.append(0)
 
 
 def decode_offset_fetch_response_v9(data: bytes, pos: int) -> tuple[OffsetFetchResponse, int]:
-    v0_throttle_time_ms, = _S1.unpack_from(data, pos)
+    v_throttle_time_ms_1, = _S1.unpack_from(data, pos)
     pos += 4
+    v_groups_4: list[OffsetFetchResponseGroup]
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -1724,9 +1810,10 @@ def decode_offset_fetch_response_v9(data: bytes, pos: int) -> tuple[OffsetFetchR
     elif n0 > len(data) - pos:
         raise DecodeError('array Groups longer than the frame')
     else:
-        v0_groups = []
-        append0 = v0_groups.append
+        v_groups_4 = []
+        append_5 = v_groups_4.append
         for _ in range(n0):
+            v_group_id_6: str
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -1736,8 +1823,9 @@ def decode_offset_fetch_response_v9(data: bytes, pos: int) -> tuple[OffsetFetchR
             if n1 < 0:
                 raise DecodeError('non-nullable field GroupId is null')
             else:
-                v1_group_id = str(data[pos:pos + n1], 'utf-8')
+                v_group_id_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_topics_7: list[OffsetFetchResponseTopics]
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -1749,9 +1837,10 @@ def decode_offset_fetch_response_v9(data: bytes, pos: int) -> tuple[OffsetFetchR
             elif n1 > len(data) - pos:
                 raise DecodeError('array Topics longer than the frame')
             else:
-                v1_topics = []
-                append1 = v1_topics.append
+                v_topics_7 = []
+                append_9 = v_topics_7.append
                 for _ in range(n1):
+                    v_name_10: str
                     n2 = data[pos]
                     if n2 < 128:
                         pos += 1
@@ -1761,8 +1850,9 @@ def decode_offset_fetch_response_v9(data: bytes, pos: int) -> tuple[OffsetFetchR
                     if n2 < 0:
                         raise DecodeError('non-nullable field Name is null')
                     else:
-                        v2_name = str(data[pos:pos + n2], 'utf-8')
+                        v_name_10 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    v_partitions_12: list[OffsetFetchResponsePartitions]
                     n2 = data[pos]
                     if n2 < 128:
                         pos += 1
@@ -1774,11 +1864,12 @@ def decode_offset_fetch_response_v9(data: bytes, pos: int) -> tuple[OffsetFetchR
                     elif n2 > len(data) - pos:
                         raise DecodeError('array Partitions longer than the frame')
                     else:
-                        v2_partitions = []
-                        append2 = v2_partitions.append
+                        v_partitions_12 = []
+                        append_13 = v_partitions_12.append
                         for _ in range(n2):
-                            v3_partition_index, v3_committed_offset, v3_committed_leader_epoch = _S4.unpack_from(data, pos)
+                            v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16 = _S4.unpack_from(data, pos)
                             pos += 16
+                            v_metadata_17: str | None
                             n3 = data[pos]
                             if n3 < 128:
                                 pos += 1
@@ -1786,11 +1877,11 @@ def decode_offset_fetch_response_v9(data: bytes, pos: int) -> tuple[OffsetFetchR
                                 n3, pos = read_uvarint(data, pos)
                             n3 -= 1
                             if n3 < 0:
-                                v3_metadata = None
+                                v_metadata_17 = None
                             else:
-                                v3_metadata = str(data[pos:pos + n3], 'utf-8')
+                                v_metadata_17 = str(data[pos:pos + n3], 'utf-8')
                                 pos += n3
-                            v3_error_code, = _S0.unpack_from(data, pos)
+                            v_error_code_18, = _S0.unpack_from(data, pos)
                             pos += 2
                             if data[pos] == 0:
                                 pos += 1
@@ -1801,7 +1892,7 @@ def decode_offset_fetch_response_v9(data: bytes, pos: int) -> tuple[OffsetFetchR
                                     size3, pos = read_uvarint(data, pos)
                                     end3 = pos + size3
                                     pos = end3
-                            append2(OffsetFetchResponsePartitions(v3_partition_index, v3_committed_offset, v3_committed_leader_epoch, v3_metadata, v3_error_code))
+                            append_13(OffsetFetchResponsePartitions(v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16, v_metadata_17, v_error_code_18))
                     if data[pos] == 0:
                         pos += 1
                     else:
@@ -1811,8 +1902,8 @@ def decode_offset_fetch_response_v9(data: bytes, pos: int) -> tuple[OffsetFetchR
                             size2, pos = read_uvarint(data, pos)
                             end2 = pos + size2
                             pos = end2
-                    append1(OffsetFetchResponseTopics(v2_name, ZERO_UUID, v2_partitions))
-            v1_error_code, = _S0.unpack_from(data, pos)
+                    append_9(OffsetFetchResponseTopics(v_name_10, ZERO_UUID, v_partitions_12))
+            v_error_code_8, = _S0.unpack_from(data, pos)
             pos += 2
             if data[pos] == 0:
                 pos += 1
@@ -1823,7 +1914,7 @@ def decode_offset_fetch_response_v9(data: bytes, pos: int) -> tuple[OffsetFetchR
                     size1, pos = read_uvarint(data, pos)
                     end1 = pos + size1
                     pos = end1
-            append0(OffsetFetchResponseGroup(v1_group_id, v1_topics, v1_error_code))
+            append_5(OffsetFetchResponseGroup(v_group_id_6, v_topics_7, v_error_code_8))
     if data[pos] == 0:
         pos += 1
     else:
@@ -1833,39 +1924,39 @@ def decode_offset_fetch_response_v9(data: bytes, pos: int) -> tuple[OffsetFetchR
             size0, pos = read_uvarint(data, pos)
             end0 = pos + size0
             pos = end0
-    return OffsetFetchResponse(v0_throttle_time_ms, [], 0, v0_groups), pos
+    return OffsetFetchResponse(v_throttle_time_ms_1, [], 0, v_groups_4), pos
 
 
 def encode_offset_fetch_response_v9(m: OffsetFetchResponse, out: bytearray) -> None:
     out += _S1.pack(m.throttle_time_ms)
-    x0 = m.groups
-    write_uvarint(out, len(x0) + 1)
-    for e0 in x0:
-        x1 = e0.group_id
-        x1 = x1.encode()
-        write_uvarint(out, len(x1) + 1)
-        out += x1
-        x1 = e0.topics
-        write_uvarint(out, len(x1) + 1)
-        for e1 in x1:
-            x2 = e1.name
-            x2 = x2.encode()
-            write_uvarint(out, len(x2) + 1)
-            out += x2
-            x2 = e1.partitions
-            write_uvarint(out, len(x2) + 1)
-            for e2 in x2:
-                out += _S4.pack(e2.partition_index, e2.committed_offset, e2.committed_leader_epoch)
-                x3 = e2.metadata
-                if x3 is None:
+    x_1 = m.groups
+    write_uvarint(out, len(x_1) + 1)
+    for e_2 in x_1:
+        x_3 = e_2.group_id
+        b_4 = x_3.encode()
+        write_uvarint(out, len(b_4) + 1)
+        out += b_4
+        x_5 = e_2.topics
+        write_uvarint(out, len(x_5) + 1)
+        for e_6 in x_5:
+            x_7 = e_6.name
+            b_8 = x_7.encode()
+            write_uvarint(out, len(b_8) + 1)
+            out += b_8
+            x_9 = e_6.partitions
+            write_uvarint(out, len(x_9) + 1)
+            for e_10 in x_9:
+                out += _S4.pack(e_10.partition_index, e_10.committed_offset, e_10.committed_leader_epoch)
+                x_11 = e_10.metadata
+                if x_11 is None:
                     out.append(0)
                 else:
-                    x3 = x3.encode()
-                    write_uvarint(out, len(x3) + 1)
-                    out += x3
-                out += _S0.pack(e2.error_code)
+                    b_12 = x_11.encode()
+                    write_uvarint(out, len(b_12) + 1)
+                    out += b_12
+                out += _S0.pack(e_10.error_code)
                 out.append(0)
             out.append(0)
-        out += _S0.pack(e0.error_code)
+        out += _S0.pack(e_2.error_code)
         out.append(0)
     out.append(0)

@@ -85,15 +85,17 @@ class ProduceResponse:
 
 
 def decode_produce_request_v3(data: bytes, pos: int) -> tuple[ProduceRequest, int]:
+    v_transactional_id_1: str | None
     n0, = _S0.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
-        v0_transactional_id = None
+        v_transactional_id_1 = None
     else:
-        v0_transactional_id = str(data[pos:pos + n0], 'utf-8')
+        v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v0_acks, v0_timeout_ms = _S1.unpack_from(data, pos)
+    v_acks_2, v_timeout_ms_3 = _S1.unpack_from(data, pos)
     pos += 6
+    v_topic_data_4: list[TopicProduceData]
     n0, = _S2.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -101,16 +103,18 @@ def decode_produce_request_v3(data: bytes, pos: int) -> tuple[ProduceRequest, in
     elif n0 > len(data) - pos:
         raise DecodeError('array TopicData longer than the frame')
     else:
-        v0_topic_data = []
-        append0 = v0_topic_data.append
+        v_topic_data_4 = []
+        append_5 = v_topic_data_4.append
         for _ in range(n0):
+            v_name_6: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_partition_data_8: list[PartitionProduceData]
             n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -118,61 +122,64 @@ def decode_produce_request_v3(data: bytes, pos: int) -> tuple[ProduceRequest, in
             elif n1 > len(data) - pos:
                 raise DecodeError('array PartitionData longer than the frame')
             else:
-                v1_partition_data = []
-                append1 = v1_partition_data.append
+                v_partition_data_8 = []
+                append_9 = v_partition_data_8.append
                 for _ in range(n1):
-                    v2_index, = _S2.unpack_from(data, pos)
+                    v_index_10, = _S2.unpack_from(data, pos)
                     pos += 4
+                    v_records_11: bytes | None
                     n2, = _S2.unpack_from(data, pos)
                     pos += 4
                     if n2 < 0:
-                        v2_records = None
+                        v_records_11 = None
                     else:
-                        v2_records = data[pos:pos + n2]
+                        v_records_11 = data[pos:pos + n2]
                         pos += n2
-                    append1(PartitionProduceData(v2_index, v2_records))
-            append0(TopicProduceData(v1_name, ZERO_UUID, v1_partition_data))
-    return ProduceRequest(v0_transactional_id, v0_acks, v0_timeout_ms, v0_topic_data), pos
+                    append_9(PartitionProduceData(v_index_10, v_records_11))
+            append_5(TopicProduceData(v_name_6, ZERO_UUID, v_partition_data_8))
+    return ProduceRequest(v_transactional_id_1, v_acks_2, v_timeout_ms_3, v_topic_data_4), pos
 
 
 def encode_produce_request_v3(m: ProduceRequest, out: bytearray) -> None:
-    x0 = m.transactional_id
-    if x0 is None:
+    x_1 = m.transactional_id
+    if x_1 is None:
         out += b'\xff\xff'
     else:
-        x0 = x0.encode()
-        out += _S0.pack(len(x0))
-        out += x0
+        b_2 = x_1.encode()
+        out += _S0.pack(len(b_2))
+        out += b_2
     out += _S1.pack(m.acks, m.timeout_ms)
-    x0 = m.topic_data
-    out += _S2.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        out += _S0.pack(len(x1))
-        out += x1
-        x1 = e0.partition_data
-        out += _S2.pack(len(x1))
-        for e1 in x1:
-            out += _S2.pack(e1.index)
-            x2 = e1.records
-            if x2 is None:
+    x_3 = m.topic_data
+    out += _S2.pack(len(x_3))
+    for e_4 in x_3:
+        x_5 = e_4.name
+        b_6 = x_5.encode()
+        out += _S0.pack(len(b_6))
+        out += b_6
+        x_7 = e_4.partition_data
+        out += _S2.pack(len(x_7))
+        for e_8 in x_7:
+            out += _S2.pack(e_8.index)
+            x_9 = e_8.records
+            if x_9 is None:
                 out += b'\xff\xff\xff\xff'
             else:
-                out += _S2.pack(len(x2))
-                out += x2
+                out += _S2.pack(len(x_9))
+                out += x_9
 
 
 def decode_produce_request_v4(data: bytes, pos: int) -> tuple[ProduceRequest, int]:
+    v_transactional_id_1: str | None
     n0, = _S0.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
-        v0_transactional_id = None
+        v_transactional_id_1 = None
     else:
-        v0_transactional_id = str(data[pos:pos + n0], 'utf-8')
+        v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v0_acks, v0_timeout_ms = _S1.unpack_from(data, pos)
+    v_acks_2, v_timeout_ms_3 = _S1.unpack_from(data, pos)
     pos += 6
+    v_topic_data_4: list[TopicProduceData]
     n0, = _S2.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -180,16 +187,18 @@ def decode_produce_request_v4(data: bytes, pos: int) -> tuple[ProduceRequest, in
     elif n0 > len(data) - pos:
         raise DecodeError('array TopicData longer than the frame')
     else:
-        v0_topic_data = []
-        append0 = v0_topic_data.append
+        v_topic_data_4 = []
+        append_5 = v_topic_data_4.append
         for _ in range(n0):
+            v_name_6: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_partition_data_8: list[PartitionProduceData]
             n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -197,61 +206,64 @@ def decode_produce_request_v4(data: bytes, pos: int) -> tuple[ProduceRequest, in
             elif n1 > len(data) - pos:
                 raise DecodeError('array PartitionData longer than the frame')
             else:
-                v1_partition_data = []
-                append1 = v1_partition_data.append
+                v_partition_data_8 = []
+                append_9 = v_partition_data_8.append
                 for _ in range(n1):
-                    v2_index, = _S2.unpack_from(data, pos)
+                    v_index_10, = _S2.unpack_from(data, pos)
                     pos += 4
+                    v_records_11: bytes | None
                     n2, = _S2.unpack_from(data, pos)
                     pos += 4
                     if n2 < 0:
-                        v2_records = None
+                        v_records_11 = None
                     else:
-                        v2_records = data[pos:pos + n2]
+                        v_records_11 = data[pos:pos + n2]
                         pos += n2
-                    append1(PartitionProduceData(v2_index, v2_records))
-            append0(TopicProduceData(v1_name, ZERO_UUID, v1_partition_data))
-    return ProduceRequest(v0_transactional_id, v0_acks, v0_timeout_ms, v0_topic_data), pos
+                    append_9(PartitionProduceData(v_index_10, v_records_11))
+            append_5(TopicProduceData(v_name_6, ZERO_UUID, v_partition_data_8))
+    return ProduceRequest(v_transactional_id_1, v_acks_2, v_timeout_ms_3, v_topic_data_4), pos
 
 
 def encode_produce_request_v4(m: ProduceRequest, out: bytearray) -> None:
-    x0 = m.transactional_id
-    if x0 is None:
+    x_1 = m.transactional_id
+    if x_1 is None:
         out += b'\xff\xff'
     else:
-        x0 = x0.encode()
-        out += _S0.pack(len(x0))
-        out += x0
+        b_2 = x_1.encode()
+        out += _S0.pack(len(b_2))
+        out += b_2
     out += _S1.pack(m.acks, m.timeout_ms)
-    x0 = m.topic_data
-    out += _S2.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        out += _S0.pack(len(x1))
-        out += x1
-        x1 = e0.partition_data
-        out += _S2.pack(len(x1))
-        for e1 in x1:
-            out += _S2.pack(e1.index)
-            x2 = e1.records
-            if x2 is None:
+    x_3 = m.topic_data
+    out += _S2.pack(len(x_3))
+    for e_4 in x_3:
+        x_5 = e_4.name
+        b_6 = x_5.encode()
+        out += _S0.pack(len(b_6))
+        out += b_6
+        x_7 = e_4.partition_data
+        out += _S2.pack(len(x_7))
+        for e_8 in x_7:
+            out += _S2.pack(e_8.index)
+            x_9 = e_8.records
+            if x_9 is None:
                 out += b'\xff\xff\xff\xff'
             else:
-                out += _S2.pack(len(x2))
-                out += x2
+                out += _S2.pack(len(x_9))
+                out += x_9
 
 
 def decode_produce_request_v5(data: bytes, pos: int) -> tuple[ProduceRequest, int]:
+    v_transactional_id_1: str | None
     n0, = _S0.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
-        v0_transactional_id = None
+        v_transactional_id_1 = None
     else:
-        v0_transactional_id = str(data[pos:pos + n0], 'utf-8')
+        v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v0_acks, v0_timeout_ms = _S1.unpack_from(data, pos)
+    v_acks_2, v_timeout_ms_3 = _S1.unpack_from(data, pos)
     pos += 6
+    v_topic_data_4: list[TopicProduceData]
     n0, = _S2.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -259,16 +271,18 @@ def decode_produce_request_v5(data: bytes, pos: int) -> tuple[ProduceRequest, in
     elif n0 > len(data) - pos:
         raise DecodeError('array TopicData longer than the frame')
     else:
-        v0_topic_data = []
-        append0 = v0_topic_data.append
+        v_topic_data_4 = []
+        append_5 = v_topic_data_4.append
         for _ in range(n0):
+            v_name_6: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_partition_data_8: list[PartitionProduceData]
             n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -276,61 +290,64 @@ def decode_produce_request_v5(data: bytes, pos: int) -> tuple[ProduceRequest, in
             elif n1 > len(data) - pos:
                 raise DecodeError('array PartitionData longer than the frame')
             else:
-                v1_partition_data = []
-                append1 = v1_partition_data.append
+                v_partition_data_8 = []
+                append_9 = v_partition_data_8.append
                 for _ in range(n1):
-                    v2_index, = _S2.unpack_from(data, pos)
+                    v_index_10, = _S2.unpack_from(data, pos)
                     pos += 4
+                    v_records_11: bytes | None
                     n2, = _S2.unpack_from(data, pos)
                     pos += 4
                     if n2 < 0:
-                        v2_records = None
+                        v_records_11 = None
                     else:
-                        v2_records = data[pos:pos + n2]
+                        v_records_11 = data[pos:pos + n2]
                         pos += n2
-                    append1(PartitionProduceData(v2_index, v2_records))
-            append0(TopicProduceData(v1_name, ZERO_UUID, v1_partition_data))
-    return ProduceRequest(v0_transactional_id, v0_acks, v0_timeout_ms, v0_topic_data), pos
+                    append_9(PartitionProduceData(v_index_10, v_records_11))
+            append_5(TopicProduceData(v_name_6, ZERO_UUID, v_partition_data_8))
+    return ProduceRequest(v_transactional_id_1, v_acks_2, v_timeout_ms_3, v_topic_data_4), pos
 
 
 def encode_produce_request_v5(m: ProduceRequest, out: bytearray) -> None:
-    x0 = m.transactional_id
-    if x0 is None:
+    x_1 = m.transactional_id
+    if x_1 is None:
         out += b'\xff\xff'
     else:
-        x0 = x0.encode()
-        out += _S0.pack(len(x0))
-        out += x0
+        b_2 = x_1.encode()
+        out += _S0.pack(len(b_2))
+        out += b_2
     out += _S1.pack(m.acks, m.timeout_ms)
-    x0 = m.topic_data
-    out += _S2.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        out += _S0.pack(len(x1))
-        out += x1
-        x1 = e0.partition_data
-        out += _S2.pack(len(x1))
-        for e1 in x1:
-            out += _S2.pack(e1.index)
-            x2 = e1.records
-            if x2 is None:
+    x_3 = m.topic_data
+    out += _S2.pack(len(x_3))
+    for e_4 in x_3:
+        x_5 = e_4.name
+        b_6 = x_5.encode()
+        out += _S0.pack(len(b_6))
+        out += b_6
+        x_7 = e_4.partition_data
+        out += _S2.pack(len(x_7))
+        for e_8 in x_7:
+            out += _S2.pack(e_8.index)
+            x_9 = e_8.records
+            if x_9 is None:
                 out += b'\xff\xff\xff\xff'
             else:
-                out += _S2.pack(len(x2))
-                out += x2
+                out += _S2.pack(len(x_9))
+                out += x_9
 
 
 def decode_produce_request_v6(data: bytes, pos: int) -> tuple[ProduceRequest, int]:
+    v_transactional_id_1: str | None
     n0, = _S0.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
-        v0_transactional_id = None
+        v_transactional_id_1 = None
     else:
-        v0_transactional_id = str(data[pos:pos + n0], 'utf-8')
+        v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v0_acks, v0_timeout_ms = _S1.unpack_from(data, pos)
+    v_acks_2, v_timeout_ms_3 = _S1.unpack_from(data, pos)
     pos += 6
+    v_topic_data_4: list[TopicProduceData]
     n0, = _S2.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -338,16 +355,18 @@ def decode_produce_request_v6(data: bytes, pos: int) -> tuple[ProduceRequest, in
     elif n0 > len(data) - pos:
         raise DecodeError('array TopicData longer than the frame')
     else:
-        v0_topic_data = []
-        append0 = v0_topic_data.append
+        v_topic_data_4 = []
+        append_5 = v_topic_data_4.append
         for _ in range(n0):
+            v_name_6: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_partition_data_8: list[PartitionProduceData]
             n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -355,61 +374,64 @@ def decode_produce_request_v6(data: bytes, pos: int) -> tuple[ProduceRequest, in
             elif n1 > len(data) - pos:
                 raise DecodeError('array PartitionData longer than the frame')
             else:
-                v1_partition_data = []
-                append1 = v1_partition_data.append
+                v_partition_data_8 = []
+                append_9 = v_partition_data_8.append
                 for _ in range(n1):
-                    v2_index, = _S2.unpack_from(data, pos)
+                    v_index_10, = _S2.unpack_from(data, pos)
                     pos += 4
+                    v_records_11: bytes | None
                     n2, = _S2.unpack_from(data, pos)
                     pos += 4
                     if n2 < 0:
-                        v2_records = None
+                        v_records_11 = None
                     else:
-                        v2_records = data[pos:pos + n2]
+                        v_records_11 = data[pos:pos + n2]
                         pos += n2
-                    append1(PartitionProduceData(v2_index, v2_records))
-            append0(TopicProduceData(v1_name, ZERO_UUID, v1_partition_data))
-    return ProduceRequest(v0_transactional_id, v0_acks, v0_timeout_ms, v0_topic_data), pos
+                    append_9(PartitionProduceData(v_index_10, v_records_11))
+            append_5(TopicProduceData(v_name_6, ZERO_UUID, v_partition_data_8))
+    return ProduceRequest(v_transactional_id_1, v_acks_2, v_timeout_ms_3, v_topic_data_4), pos
 
 
 def encode_produce_request_v6(m: ProduceRequest, out: bytearray) -> None:
-    x0 = m.transactional_id
-    if x0 is None:
+    x_1 = m.transactional_id
+    if x_1 is None:
         out += b'\xff\xff'
     else:
-        x0 = x0.encode()
-        out += _S0.pack(len(x0))
-        out += x0
+        b_2 = x_1.encode()
+        out += _S0.pack(len(b_2))
+        out += b_2
     out += _S1.pack(m.acks, m.timeout_ms)
-    x0 = m.topic_data
-    out += _S2.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        out += _S0.pack(len(x1))
-        out += x1
-        x1 = e0.partition_data
-        out += _S2.pack(len(x1))
-        for e1 in x1:
-            out += _S2.pack(e1.index)
-            x2 = e1.records
-            if x2 is None:
+    x_3 = m.topic_data
+    out += _S2.pack(len(x_3))
+    for e_4 in x_3:
+        x_5 = e_4.name
+        b_6 = x_5.encode()
+        out += _S0.pack(len(b_6))
+        out += b_6
+        x_7 = e_4.partition_data
+        out += _S2.pack(len(x_7))
+        for e_8 in x_7:
+            out += _S2.pack(e_8.index)
+            x_9 = e_8.records
+            if x_9 is None:
                 out += b'\xff\xff\xff\xff'
             else:
-                out += _S2.pack(len(x2))
-                out += x2
+                out += _S2.pack(len(x_9))
+                out += x_9
 
 
 def decode_produce_request_v7(data: bytes, pos: int) -> tuple[ProduceRequest, int]:
+    v_transactional_id_1: str | None
     n0, = _S0.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
-        v0_transactional_id = None
+        v_transactional_id_1 = None
     else:
-        v0_transactional_id = str(data[pos:pos + n0], 'utf-8')
+        v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v0_acks, v0_timeout_ms = _S1.unpack_from(data, pos)
+    v_acks_2, v_timeout_ms_3 = _S1.unpack_from(data, pos)
     pos += 6
+    v_topic_data_4: list[TopicProduceData]
     n0, = _S2.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -417,16 +439,18 @@ def decode_produce_request_v7(data: bytes, pos: int) -> tuple[ProduceRequest, in
     elif n0 > len(data) - pos:
         raise DecodeError('array TopicData longer than the frame')
     else:
-        v0_topic_data = []
-        append0 = v0_topic_data.append
+        v_topic_data_4 = []
+        append_5 = v_topic_data_4.append
         for _ in range(n0):
+            v_name_6: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_partition_data_8: list[PartitionProduceData]
             n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -434,61 +458,64 @@ def decode_produce_request_v7(data: bytes, pos: int) -> tuple[ProduceRequest, in
             elif n1 > len(data) - pos:
                 raise DecodeError('array PartitionData longer than the frame')
             else:
-                v1_partition_data = []
-                append1 = v1_partition_data.append
+                v_partition_data_8 = []
+                append_9 = v_partition_data_8.append
                 for _ in range(n1):
-                    v2_index, = _S2.unpack_from(data, pos)
+                    v_index_10, = _S2.unpack_from(data, pos)
                     pos += 4
+                    v_records_11: bytes | None
                     n2, = _S2.unpack_from(data, pos)
                     pos += 4
                     if n2 < 0:
-                        v2_records = None
+                        v_records_11 = None
                     else:
-                        v2_records = data[pos:pos + n2]
+                        v_records_11 = data[pos:pos + n2]
                         pos += n2
-                    append1(PartitionProduceData(v2_index, v2_records))
-            append0(TopicProduceData(v1_name, ZERO_UUID, v1_partition_data))
-    return ProduceRequest(v0_transactional_id, v0_acks, v0_timeout_ms, v0_topic_data), pos
+                    append_9(PartitionProduceData(v_index_10, v_records_11))
+            append_5(TopicProduceData(v_name_6, ZERO_UUID, v_partition_data_8))
+    return ProduceRequest(v_transactional_id_1, v_acks_2, v_timeout_ms_3, v_topic_data_4), pos
 
 
 def encode_produce_request_v7(m: ProduceRequest, out: bytearray) -> None:
-    x0 = m.transactional_id
-    if x0 is None:
+    x_1 = m.transactional_id
+    if x_1 is None:
         out += b'\xff\xff'
     else:
-        x0 = x0.encode()
-        out += _S0.pack(len(x0))
-        out += x0
+        b_2 = x_1.encode()
+        out += _S0.pack(len(b_2))
+        out += b_2
     out += _S1.pack(m.acks, m.timeout_ms)
-    x0 = m.topic_data
-    out += _S2.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        out += _S0.pack(len(x1))
-        out += x1
-        x1 = e0.partition_data
-        out += _S2.pack(len(x1))
-        for e1 in x1:
-            out += _S2.pack(e1.index)
-            x2 = e1.records
-            if x2 is None:
+    x_3 = m.topic_data
+    out += _S2.pack(len(x_3))
+    for e_4 in x_3:
+        x_5 = e_4.name
+        b_6 = x_5.encode()
+        out += _S0.pack(len(b_6))
+        out += b_6
+        x_7 = e_4.partition_data
+        out += _S2.pack(len(x_7))
+        for e_8 in x_7:
+            out += _S2.pack(e_8.index)
+            x_9 = e_8.records
+            if x_9 is None:
                 out += b'\xff\xff\xff\xff'
             else:
-                out += _S2.pack(len(x2))
-                out += x2
+                out += _S2.pack(len(x_9))
+                out += x_9
 
 
 def decode_produce_request_v8(data: bytes, pos: int) -> tuple[ProduceRequest, int]:
+    v_transactional_id_1: str | None
     n0, = _S0.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
-        v0_transactional_id = None
+        v_transactional_id_1 = None
     else:
-        v0_transactional_id = str(data[pos:pos + n0], 'utf-8')
+        v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v0_acks, v0_timeout_ms = _S1.unpack_from(data, pos)
+    v_acks_2, v_timeout_ms_3 = _S1.unpack_from(data, pos)
     pos += 6
+    v_topic_data_4: list[TopicProduceData]
     n0, = _S2.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -496,16 +523,18 @@ def decode_produce_request_v8(data: bytes, pos: int) -> tuple[ProduceRequest, in
     elif n0 > len(data) - pos:
         raise DecodeError('array TopicData longer than the frame')
     else:
-        v0_topic_data = []
-        append0 = v0_topic_data.append
+        v_topic_data_4 = []
+        append_5 = v_topic_data_4.append
         for _ in range(n0):
+            v_name_6: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_partition_data_8: list[PartitionProduceData]
             n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -513,52 +542,54 @@ def decode_produce_request_v8(data: bytes, pos: int) -> tuple[ProduceRequest, in
             elif n1 > len(data) - pos:
                 raise DecodeError('array PartitionData longer than the frame')
             else:
-                v1_partition_data = []
-                append1 = v1_partition_data.append
+                v_partition_data_8 = []
+                append_9 = v_partition_data_8.append
                 for _ in range(n1):
-                    v2_index, = _S2.unpack_from(data, pos)
+                    v_index_10, = _S2.unpack_from(data, pos)
                     pos += 4
+                    v_records_11: bytes | None
                     n2, = _S2.unpack_from(data, pos)
                     pos += 4
                     if n2 < 0:
-                        v2_records = None
+                        v_records_11 = None
                     else:
-                        v2_records = data[pos:pos + n2]
+                        v_records_11 = data[pos:pos + n2]
                         pos += n2
-                    append1(PartitionProduceData(v2_index, v2_records))
-            append0(TopicProduceData(v1_name, ZERO_UUID, v1_partition_data))
-    return ProduceRequest(v0_transactional_id, v0_acks, v0_timeout_ms, v0_topic_data), pos
+                    append_9(PartitionProduceData(v_index_10, v_records_11))
+            append_5(TopicProduceData(v_name_6, ZERO_UUID, v_partition_data_8))
+    return ProduceRequest(v_transactional_id_1, v_acks_2, v_timeout_ms_3, v_topic_data_4), pos
 
 
 def encode_produce_request_v8(m: ProduceRequest, out: bytearray) -> None:
-    x0 = m.transactional_id
-    if x0 is None:
+    x_1 = m.transactional_id
+    if x_1 is None:
         out += b'\xff\xff'
     else:
-        x0 = x0.encode()
-        out += _S0.pack(len(x0))
-        out += x0
+        b_2 = x_1.encode()
+        out += _S0.pack(len(b_2))
+        out += b_2
     out += _S1.pack(m.acks, m.timeout_ms)
-    x0 = m.topic_data
-    out += _S2.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        out += _S0.pack(len(x1))
-        out += x1
-        x1 = e0.partition_data
-        out += _S2.pack(len(x1))
-        for e1 in x1:
-            out += _S2.pack(e1.index)
-            x2 = e1.records
-            if x2 is None:
+    x_3 = m.topic_data
+    out += _S2.pack(len(x_3))
+    for e_4 in x_3:
+        x_5 = e_4.name
+        b_6 = x_5.encode()
+        out += _S0.pack(len(b_6))
+        out += b_6
+        x_7 = e_4.partition_data
+        out += _S2.pack(len(x_7))
+        for e_8 in x_7:
+            out += _S2.pack(e_8.index)
+            x_9 = e_8.records
+            if x_9 is None:
                 out += b'\xff\xff\xff\xff'
             else:
-                out += _S2.pack(len(x2))
-                out += x2
+                out += _S2.pack(len(x_9))
+                out += x_9
 
 
 def decode_produce_request_v9(data: bytes, pos: int) -> tuple[ProduceRequest, int]:
+    v_transactional_id_1: str | None
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -566,12 +597,13 @@ def decode_produce_request_v9(data: bytes, pos: int) -> tuple[ProduceRequest, in
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
-        v0_transactional_id = None
+        v_transactional_id_1 = None
     else:
-        v0_transactional_id = str(data[pos:pos + n0], 'utf-8')
+        v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v0_acks, v0_timeout_ms = _S1.unpack_from(data, pos)
+    v_acks_2, v_timeout_ms_3 = _S1.unpack_from(data, pos)
     pos += 6
+    v_topic_data_4: list[TopicProduceData]
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -583,9 +615,10 @@ def decode_produce_request_v9(data: bytes, pos: int) -> tuple[ProduceRequest, in
     elif n0 > len(data) - pos:
         raise DecodeError('array TopicData longer than the frame')
     else:
-        v0_topic_data = []
-        append0 = v0_topic_data.append
+        v_topic_data_4 = []
+        append_5 = v_topic_data_4.append
         for _ in range(n0):
+            v_name_6: str
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -595,8 +628,9 @@ def decode_produce_request_v9(data: bytes, pos: int) -> tuple[ProduceRequest, in
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_partition_data_8: list[PartitionProduceData]
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -608,11 +642,12 @@ def decode_produce_request_v9(data: bytes, pos: int) -> tuple[ProduceRequest, in
             elif n1 > len(data) - pos:
                 raise DecodeError('array PartitionData longer than the frame')
             else:
-                v1_partition_data = []
-                append1 = v1_partition_data.append
+                v_partition_data_8 = []
+                append_9 = v_partition_data_8.append
                 for _ in range(n1):
-                    v2_index, = _S2.unpack_from(data, pos)
+                    v_index_10, = _S2.unpack_from(data, pos)
                     pos += 4
+                    v_records_11: bytes | None
                     n2 = data[pos]
                     if n2 < 128:
                         pos += 1
@@ -620,9 +655,9 @@ def decode_produce_request_v9(data: bytes, pos: int) -> tuple[ProduceRequest, in
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
-                        v2_records = None
+                        v_records_11 = None
                     else:
-                        v2_records = data[pos:pos + n2]
+                        v_records_11 = data[pos:pos + n2]
                         pos += n2
                     if data[pos] == 0:
                         pos += 1
@@ -633,7 +668,7 @@ def decode_produce_request_v9(data: bytes, pos: int) -> tuple[ProduceRequest, in
                             size2, pos = read_uvarint(data, pos)
                             end2 = pos + size2
                             pos = end2
-                    append1(PartitionProduceData(v2_index, v2_records))
+                    append_9(PartitionProduceData(v_index_10, v_records_11))
             if data[pos] == 0:
                 pos += 1
             else:
@@ -643,7 +678,7 @@ def decode_produce_request_v9(data: bytes, pos: int) -> tuple[ProduceRequest, in
                     size1, pos = read_uvarint(data, pos)
                     end1 = pos + size1
                     pos = end1
-            append0(TopicProduceData(v1_name, ZERO_UUID, v1_partition_data))
+            append_5(TopicProduceData(v_name_6, ZERO_UUID, v_partition_data_8))
     if data[pos] == 0:
         pos += 1
     else:
@@ -653,41 +688,42 @@ def decode_produce_request_v9(data: bytes, pos: int) -> tuple[ProduceRequest, in
             size0, pos = read_uvarint(data, pos)
             end0 = pos + size0
             pos = end0
-    return ProduceRequest(v0_transactional_id, v0_acks, v0_timeout_ms, v0_topic_data), pos
+    return ProduceRequest(v_transactional_id_1, v_acks_2, v_timeout_ms_3, v_topic_data_4), pos
 
 
 def encode_produce_request_v9(m: ProduceRequest, out: bytearray) -> None:
-    x0 = m.transactional_id
-    if x0 is None:
+    x_1 = m.transactional_id
+    if x_1 is None:
         out.append(0)
     else:
-        x0 = x0.encode()
-        write_uvarint(out, len(x0) + 1)
-        out += x0
+        b_2 = x_1.encode()
+        write_uvarint(out, len(b_2) + 1)
+        out += b_2
     out += _S1.pack(m.acks, m.timeout_ms)
-    x0 = m.topic_data
-    write_uvarint(out, len(x0) + 1)
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        write_uvarint(out, len(x1) + 1)
-        out += x1
-        x1 = e0.partition_data
-        write_uvarint(out, len(x1) + 1)
-        for e1 in x1:
-            out += _S2.pack(e1.index)
-            x2 = e1.records
-            if x2 is None:
+    x_3 = m.topic_data
+    write_uvarint(out, len(x_3) + 1)
+    for e_4 in x_3:
+        x_5 = e_4.name
+        b_6 = x_5.encode()
+        write_uvarint(out, len(b_6) + 1)
+        out += b_6
+        x_7 = e_4.partition_data
+        write_uvarint(out, len(x_7) + 1)
+        for e_8 in x_7:
+            out += _S2.pack(e_8.index)
+            x_9 = e_8.records
+            if x_9 is None:
                 out.append(0)
             else:
-                write_uvarint(out, len(x2) + 1)
-                out += x2
+                write_uvarint(out, len(x_9) + 1)
+                out += x_9
             out.append(0)
         out.append(0)
     out.append(0)
 
 
 def decode_produce_response_v3(data: bytes, pos: int) -> tuple[ProduceResponse, int]:
+    v_responses_1: list[TopicProduceResponse]
     n0, = _S2.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -695,16 +731,18 @@ def decode_produce_response_v3(data: bytes, pos: int) -> tuple[ProduceResponse, 
     elif n0 > len(data) - pos:
         raise DecodeError('array Responses longer than the frame')
     else:
-        v0_responses = []
-        append0 = v0_responses.append
+        v_responses_1 = []
+        append_4 = v_responses_1.append
         for _ in range(n0):
+            v_name_5: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_partition_responses_7: list[PartitionProduceResponse]
             n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -712,34 +750,35 @@ def decode_produce_response_v3(data: bytes, pos: int) -> tuple[ProduceResponse, 
             elif n1 > len(data) - pos:
                 raise DecodeError('array PartitionResponses longer than the frame')
             else:
-                v1_partition_responses = []
-                append1 = v1_partition_responses.append
+                v_partition_responses_7 = []
+                append_8 = v_partition_responses_7.append
                 for _ in range(n1):
-                    v2_index, v2_error_code, v2_base_offset, v2_log_append_time_ms = _S3.unpack_from(data, pos)
+                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12 = _S3.unpack_from(data, pos)
                     pos += 22
-                    append1(PartitionProduceResponse(v2_index, v2_error_code, v2_base_offset, v2_log_append_time_ms, -1, [], None, LeaderIdAndEpoch()))
-            append0(TopicProduceResponse(v1_name, ZERO_UUID, v1_partition_responses))
-    v0_throttle_time_ms, = _S2.unpack_from(data, pos)
+                    append_8(PartitionProduceResponse(v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, -1, [], None, LeaderIdAndEpoch()))
+            append_4(TopicProduceResponse(v_name_5, ZERO_UUID, v_partition_responses_7))
+    v_throttle_time_ms_2, = _S2.unpack_from(data, pos)
     pos += 4
-    return ProduceResponse(v0_responses, v0_throttle_time_ms, []), pos
+    return ProduceResponse(v_responses_1, v_throttle_time_ms_2, []), pos
 
 
 def encode_produce_response_v3(m: ProduceResponse, out: bytearray) -> None:
-    x0 = m.responses
-    out += _S2.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        out += _S0.pack(len(x1))
-        out += x1
-        x1 = e0.partition_responses
-        out += _S2.pack(len(x1))
-        for e1 in x1:
-            out += _S3.pack(e1.index, e1.error_code, e1.base_offset, e1.log_append_time_ms)
+    x_1 = m.responses
+    out += _S2.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2.name
+        b_4 = x_3.encode()
+        out += _S0.pack(len(b_4))
+        out += b_4
+        x_5 = e_2.partition_responses
+        out += _S2.pack(len(x_5))
+        for e_6 in x_5:
+            out += _S3.pack(e_6.index, e_6.error_code, e_6.base_offset, e_6.log_append_time_ms)
     out += _S2.pack(m.throttle_time_ms)
 
 
 def decode_produce_response_v4(data: bytes, pos: int) -> tuple[ProduceResponse, int]:
+    v_responses_1: list[TopicProduceResponse]
     n0, = _S2.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -747,16 +786,18 @@ def decode_produce_response_v4(data: bytes, pos: int) -> tuple[ProduceResponse, 
     elif n0 > len(data) - pos:
         raise DecodeError('array Responses longer than the frame')
     else:
-        v0_responses = []
-        append0 = v0_responses.append
+        v_responses_1 = []
+        append_4 = v_responses_1.append
         for _ in range(n0):
+            v_name_5: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_partition_responses_7: list[PartitionProduceResponse]
             n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -764,34 +805,35 @@ def decode_produce_response_v4(data: bytes, pos: int) -> tuple[ProduceResponse, 
             elif n1 > len(data) - pos:
                 raise DecodeError('array PartitionResponses longer than the frame')
             else:
-                v1_partition_responses = []
-                append1 = v1_partition_responses.append
+                v_partition_responses_7 = []
+                append_8 = v_partition_responses_7.append
                 for _ in range(n1):
-                    v2_index, v2_error_code, v2_base_offset, v2_log_append_time_ms = _S3.unpack_from(data, pos)
+                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12 = _S3.unpack_from(data, pos)
                     pos += 22
-                    append1(PartitionProduceResponse(v2_index, v2_error_code, v2_base_offset, v2_log_append_time_ms, -1, [], None, LeaderIdAndEpoch()))
-            append0(TopicProduceResponse(v1_name, ZERO_UUID, v1_partition_responses))
-    v0_throttle_time_ms, = _S2.unpack_from(data, pos)
+                    append_8(PartitionProduceResponse(v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, -1, [], None, LeaderIdAndEpoch()))
+            append_4(TopicProduceResponse(v_name_5, ZERO_UUID, v_partition_responses_7))
+    v_throttle_time_ms_2, = _S2.unpack_from(data, pos)
     pos += 4
-    return ProduceResponse(v0_responses, v0_throttle_time_ms, []), pos
+    return ProduceResponse(v_responses_1, v_throttle_time_ms_2, []), pos
 
 
 def encode_produce_response_v4(m: ProduceResponse, out: bytearray) -> None:
-    x0 = m.responses
-    out += _S2.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        out += _S0.pack(len(x1))
-        out += x1
-        x1 = e0.partition_responses
-        out += _S2.pack(len(x1))
-        for e1 in x1:
-            out += _S3.pack(e1.index, e1.error_code, e1.base_offset, e1.log_append_time_ms)
+    x_1 = m.responses
+    out += _S2.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2.name
+        b_4 = x_3.encode()
+        out += _S0.pack(len(b_4))
+        out += b_4
+        x_5 = e_2.partition_responses
+        out += _S2.pack(len(x_5))
+        for e_6 in x_5:
+            out += _S3.pack(e_6.index, e_6.error_code, e_6.base_offset, e_6.log_append_time_ms)
     out += _S2.pack(m.throttle_time_ms)
 
 
 def decode_produce_response_v5(data: bytes, pos: int) -> tuple[ProduceResponse, int]:
+    v_responses_1: list[TopicProduceResponse]
     n0, = _S2.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -799,16 +841,18 @@ def decode_produce_response_v5(data: bytes, pos: int) -> tuple[ProduceResponse, 
     elif n0 > len(data) - pos:
         raise DecodeError('array Responses longer than the frame')
     else:
-        v0_responses = []
-        append0 = v0_responses.append
+        v_responses_1 = []
+        append_4 = v_responses_1.append
         for _ in range(n0):
+            v_name_5: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_partition_responses_7: list[PartitionProduceResponse]
             n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -816,34 +860,35 @@ def decode_produce_response_v5(data: bytes, pos: int) -> tuple[ProduceResponse, 
             elif n1 > len(data) - pos:
                 raise DecodeError('array PartitionResponses longer than the frame')
             else:
-                v1_partition_responses = []
-                append1 = v1_partition_responses.append
+                v_partition_responses_7 = []
+                append_8 = v_partition_responses_7.append
                 for _ in range(n1):
-                    v2_index, v2_error_code, v2_base_offset, v2_log_append_time_ms, v2_log_start_offset = _S4.unpack_from(data, pos)
+                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13 = _S4.unpack_from(data, pos)
                     pos += 30
-                    append1(PartitionProduceResponse(v2_index, v2_error_code, v2_base_offset, v2_log_append_time_ms, v2_log_start_offset, [], None, LeaderIdAndEpoch()))
-            append0(TopicProduceResponse(v1_name, ZERO_UUID, v1_partition_responses))
-    v0_throttle_time_ms, = _S2.unpack_from(data, pos)
+                    append_8(PartitionProduceResponse(v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13, [], None, LeaderIdAndEpoch()))
+            append_4(TopicProduceResponse(v_name_5, ZERO_UUID, v_partition_responses_7))
+    v_throttle_time_ms_2, = _S2.unpack_from(data, pos)
     pos += 4
-    return ProduceResponse(v0_responses, v0_throttle_time_ms, []), pos
+    return ProduceResponse(v_responses_1, v_throttle_time_ms_2, []), pos
 
 
 def encode_produce_response_v5(m: ProduceResponse, out: bytearray) -> None:
-    x0 = m.responses
-    out += _S2.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        out += _S0.pack(len(x1))
-        out += x1
-        x1 = e0.partition_responses
-        out += _S2.pack(len(x1))
-        for e1 in x1:
-            out += _S4.pack(e1.index, e1.error_code, e1.base_offset, e1.log_append_time_ms, e1.log_start_offset)
+    x_1 = m.responses
+    out += _S2.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2.name
+        b_4 = x_3.encode()
+        out += _S0.pack(len(b_4))
+        out += b_4
+        x_5 = e_2.partition_responses
+        out += _S2.pack(len(x_5))
+        for e_6 in x_5:
+            out += _S4.pack(e_6.index, e_6.error_code, e_6.base_offset, e_6.log_append_time_ms, e_6.log_start_offset)
     out += _S2.pack(m.throttle_time_ms)
 
 
 def decode_produce_response_v6(data: bytes, pos: int) -> tuple[ProduceResponse, int]:
+    v_responses_1: list[TopicProduceResponse]
     n0, = _S2.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -851,16 +896,18 @@ def decode_produce_response_v6(data: bytes, pos: int) -> tuple[ProduceResponse, 
     elif n0 > len(data) - pos:
         raise DecodeError('array Responses longer than the frame')
     else:
-        v0_responses = []
-        append0 = v0_responses.append
+        v_responses_1 = []
+        append_4 = v_responses_1.append
         for _ in range(n0):
+            v_name_5: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_partition_responses_7: list[PartitionProduceResponse]
             n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -868,34 +915,35 @@ def decode_produce_response_v6(data: bytes, pos: int) -> tuple[ProduceResponse, 
             elif n1 > len(data) - pos:
                 raise DecodeError('array PartitionResponses longer than the frame')
             else:
-                v1_partition_responses = []
-                append1 = v1_partition_responses.append
+                v_partition_responses_7 = []
+                append_8 = v_partition_responses_7.append
                 for _ in range(n1):
-                    v2_index, v2_error_code, v2_base_offset, v2_log_append_time_ms, v2_log_start_offset = _S4.unpack_from(data, pos)
+                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13 = _S4.unpack_from(data, pos)
                     pos += 30
-                    append1(PartitionProduceResponse(v2_index, v2_error_code, v2_base_offset, v2_log_append_time_ms, v2_log_start_offset, [], None, LeaderIdAndEpoch()))
-            append0(TopicProduceResponse(v1_name, ZERO_UUID, v1_partition_responses))
-    v0_throttle_time_ms, = _S2.unpack_from(data, pos)
+                    append_8(PartitionProduceResponse(v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13, [], None, LeaderIdAndEpoch()))
+            append_4(TopicProduceResponse(v_name_5, ZERO_UUID, v_partition_responses_7))
+    v_throttle_time_ms_2, = _S2.unpack_from(data, pos)
     pos += 4
-    return ProduceResponse(v0_responses, v0_throttle_time_ms, []), pos
+    return ProduceResponse(v_responses_1, v_throttle_time_ms_2, []), pos
 
 
 def encode_produce_response_v6(m: ProduceResponse, out: bytearray) -> None:
-    x0 = m.responses
-    out += _S2.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        out += _S0.pack(len(x1))
-        out += x1
-        x1 = e0.partition_responses
-        out += _S2.pack(len(x1))
-        for e1 in x1:
-            out += _S4.pack(e1.index, e1.error_code, e1.base_offset, e1.log_append_time_ms, e1.log_start_offset)
+    x_1 = m.responses
+    out += _S2.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2.name
+        b_4 = x_3.encode()
+        out += _S0.pack(len(b_4))
+        out += b_4
+        x_5 = e_2.partition_responses
+        out += _S2.pack(len(x_5))
+        for e_6 in x_5:
+            out += _S4.pack(e_6.index, e_6.error_code, e_6.base_offset, e_6.log_append_time_ms, e_6.log_start_offset)
     out += _S2.pack(m.throttle_time_ms)
 
 
 def decode_produce_response_v7(data: bytes, pos: int) -> tuple[ProduceResponse, int]:
+    v_responses_1: list[TopicProduceResponse]
     n0, = _S2.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -903,16 +951,18 @@ def decode_produce_response_v7(data: bytes, pos: int) -> tuple[ProduceResponse, 
     elif n0 > len(data) - pos:
         raise DecodeError('array Responses longer than the frame')
     else:
-        v0_responses = []
-        append0 = v0_responses.append
+        v_responses_1 = []
+        append_4 = v_responses_1.append
         for _ in range(n0):
+            v_name_5: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_partition_responses_7: list[PartitionProduceResponse]
             n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -920,34 +970,35 @@ def decode_produce_response_v7(data: bytes, pos: int) -> tuple[ProduceResponse, 
             elif n1 > len(data) - pos:
                 raise DecodeError('array PartitionResponses longer than the frame')
             else:
-                v1_partition_responses = []
-                append1 = v1_partition_responses.append
+                v_partition_responses_7 = []
+                append_8 = v_partition_responses_7.append
                 for _ in range(n1):
-                    v2_index, v2_error_code, v2_base_offset, v2_log_append_time_ms, v2_log_start_offset = _S4.unpack_from(data, pos)
+                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13 = _S4.unpack_from(data, pos)
                     pos += 30
-                    append1(PartitionProduceResponse(v2_index, v2_error_code, v2_base_offset, v2_log_append_time_ms, v2_log_start_offset, [], None, LeaderIdAndEpoch()))
-            append0(TopicProduceResponse(v1_name, ZERO_UUID, v1_partition_responses))
-    v0_throttle_time_ms, = _S2.unpack_from(data, pos)
+                    append_8(PartitionProduceResponse(v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13, [], None, LeaderIdAndEpoch()))
+            append_4(TopicProduceResponse(v_name_5, ZERO_UUID, v_partition_responses_7))
+    v_throttle_time_ms_2, = _S2.unpack_from(data, pos)
     pos += 4
-    return ProduceResponse(v0_responses, v0_throttle_time_ms, []), pos
+    return ProduceResponse(v_responses_1, v_throttle_time_ms_2, []), pos
 
 
 def encode_produce_response_v7(m: ProduceResponse, out: bytearray) -> None:
-    x0 = m.responses
-    out += _S2.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        out += _S0.pack(len(x1))
-        out += x1
-        x1 = e0.partition_responses
-        out += _S2.pack(len(x1))
-        for e1 in x1:
-            out += _S4.pack(e1.index, e1.error_code, e1.base_offset, e1.log_append_time_ms, e1.log_start_offset)
+    x_1 = m.responses
+    out += _S2.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2.name
+        b_4 = x_3.encode()
+        out += _S0.pack(len(b_4))
+        out += b_4
+        x_5 = e_2.partition_responses
+        out += _S2.pack(len(x_5))
+        for e_6 in x_5:
+            out += _S4.pack(e_6.index, e_6.error_code, e_6.base_offset, e_6.log_append_time_ms, e_6.log_start_offset)
     out += _S2.pack(m.throttle_time_ms)
 
 
 def decode_produce_response_v8(data: bytes, pos: int) -> tuple[ProduceResponse, int]:
+    v_responses_1: list[TopicProduceResponse]
     n0, = _S2.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -955,16 +1006,18 @@ def decode_produce_response_v8(data: bytes, pos: int) -> tuple[ProduceResponse, 
     elif n0 > len(data) - pos:
         raise DecodeError('array Responses longer than the frame')
     else:
-        v0_responses = []
-        append0 = v0_responses.append
+        v_responses_1 = []
+        append_4 = v_responses_1.append
         for _ in range(n0):
+            v_name_5: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_partition_responses_7: list[PartitionProduceResponse]
             n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
@@ -972,11 +1025,12 @@ def decode_produce_response_v8(data: bytes, pos: int) -> tuple[ProduceResponse, 
             elif n1 > len(data) - pos:
                 raise DecodeError('array PartitionResponses longer than the frame')
             else:
-                v1_partition_responses = []
-                append1 = v1_partition_responses.append
+                v_partition_responses_7 = []
+                append_8 = v_partition_responses_7.append
                 for _ in range(n1):
-                    v2_index, v2_error_code, v2_base_offset, v2_log_append_time_ms, v2_log_start_offset = _S4.unpack_from(data, pos)
+                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13 = _S4.unpack_from(data, pos)
                     pos += 30
+                    v_record_errors_14: list[BatchIndexAndErrorMessage]
                     n2, = _S2.unpack_from(data, pos)
                     pos += 4
                     if n2 < 0:
@@ -984,67 +1038,70 @@ def decode_produce_response_v8(data: bytes, pos: int) -> tuple[ProduceResponse, 
                     elif n2 > len(data) - pos:
                         raise DecodeError('array RecordErrors longer than the frame')
                     else:
-                        v2_record_errors = []
-                        append2 = v2_record_errors.append
+                        v_record_errors_14 = []
+                        append_17 = v_record_errors_14.append
                         for _ in range(n2):
-                            v3_batch_index, = _S2.unpack_from(data, pos)
+                            v_batch_index_18, = _S2.unpack_from(data, pos)
                             pos += 4
+                            v_batch_index_error_message_19: str | None
                             n3, = _S0.unpack_from(data, pos)
                             pos += 2
                             if n3 < 0:
-                                v3_batch_index_error_message = None
+                                v_batch_index_error_message_19 = None
                             else:
-                                v3_batch_index_error_message = str(data[pos:pos + n3], 'utf-8')
+                                v_batch_index_error_message_19 = str(data[pos:pos + n3], 'utf-8')
                                 pos += n3
-                            append2(BatchIndexAndErrorMessage(v3_batch_index, v3_batch_index_error_message))
+                            append_17(BatchIndexAndErrorMessage(v_batch_index_18, v_batch_index_error_message_19))
+                    v_error_message_15: str | None
                     n2, = _S0.unpack_from(data, pos)
                     pos += 2
                     if n2 < 0:
-                        v2_error_message = None
+                        v_error_message_15 = None
                     else:
-                        v2_error_message = str(data[pos:pos + n2], 'utf-8')
+                        v_error_message_15 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
-                    append1(PartitionProduceResponse(v2_index, v2_error_code, v2_base_offset, v2_log_append_time_ms, v2_log_start_offset, v2_record_errors, v2_error_message, LeaderIdAndEpoch()))
-            append0(TopicProduceResponse(v1_name, ZERO_UUID, v1_partition_responses))
-    v0_throttle_time_ms, = _S2.unpack_from(data, pos)
+                    append_8(PartitionProduceResponse(v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13, v_record_errors_14, v_error_message_15, LeaderIdAndEpoch()))
+            append_4(TopicProduceResponse(v_name_5, ZERO_UUID, v_partition_responses_7))
+    v_throttle_time_ms_2, = _S2.unpack_from(data, pos)
     pos += 4
-    return ProduceResponse(v0_responses, v0_throttle_time_ms, []), pos
+    return ProduceResponse(v_responses_1, v_throttle_time_ms_2, []), pos
 
 
 def encode_produce_response_v8(m: ProduceResponse, out: bytearray) -> None:
-    x0 = m.responses
-    out += _S2.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        out += _S0.pack(len(x1))
-        out += x1
-        x1 = e0.partition_responses
-        out += _S2.pack(len(x1))
-        for e1 in x1:
-            out += _S4.pack(e1.index, e1.error_code, e1.base_offset, e1.log_append_time_ms, e1.log_start_offset)
-            x2 = e1.record_errors
-            out += _S2.pack(len(x2))
-            for e2 in x2:
-                out += _S2.pack(e2.batch_index)
-                x3 = e2.batch_index_error_message
-                if x3 is None:
+    x_1 = m.responses
+    out += _S2.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2.name
+        b_4 = x_3.encode()
+        out += _S0.pack(len(b_4))
+        out += b_4
+        x_5 = e_2.partition_responses
+        out += _S2.pack(len(x_5))
+        for e_6 in x_5:
+            out += _S4.pack(e_6.index, e_6.error_code, e_6.base_offset, e_6.log_append_time_ms, e_6.log_start_offset)
+            x_7 = e_6.record_errors
+            out += _S2.pack(len(x_7))
+            for e_8 in x_7:
+                out += _S2.pack(e_8.batch_index)
+                x_9 = e_8.batch_index_error_message
+                if x_9 is None:
                     out += b'\xff\xff'
                 else:
-                    x3 = x3.encode()
-                    out += _S0.pack(len(x3))
-                    out += x3
-            x2 = e1.error_message
-            if x2 is None:
+                    b_10 = x_9.encode()
+                    out += _S0.pack(len(b_10))
+                    out += b_10
+            x_11 = e_6.error_message
+            if x_11 is None:
                 out += b'\xff\xff'
             else:
-                x2 = x2.encode()
-                out += _S0.pack(len(x2))
-                out += x2
+                b_12 = x_11.encode()
+                out += _S0.pack(len(b_12))
+                out += b_12
     out += _S2.pack(m.throttle_time_ms)
 
 
 def decode_produce_response_v9(data: bytes, pos: int) -> tuple[ProduceResponse, int]:
+    v_responses_1: list[TopicProduceResponse]
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -1056,9 +1113,10 @@ def decode_produce_response_v9(data: bytes, pos: int) -> tuple[ProduceResponse, 
     elif n0 > len(data) - pos:
         raise DecodeError('array Responses longer than the frame')
     else:
-        v0_responses = []
-        append0 = v0_responses.append
+        v_responses_1 = []
+        append_4 = v_responses_1.append
         for _ in range(n0):
+            v_name_5: str
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -1068,8 +1126,9 @@ def decode_produce_response_v9(data: bytes, pos: int) -> tuple[ProduceResponse, 
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
             else:
-                v1_name = str(data[pos:pos + n1], 'utf-8')
+                v_name_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_partition_responses_7: list[PartitionProduceResponse]
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -1081,11 +1140,12 @@ def decode_produce_response_v9(data: bytes, pos: int) -> tuple[ProduceResponse, 
             elif n1 > len(data) - pos:
                 raise DecodeError('array PartitionResponses longer than the frame')
             else:
-                v1_partition_responses = []
-                append1 = v1_partition_responses.append
+                v_partition_responses_7 = []
+                append_8 = v_partition_responses_7.append
                 for _ in range(n1):
-                    v2_index, v2_error_code, v2_base_offset, v2_log_append_time_ms, v2_log_start_offset = _S4.unpack_from(data, pos)
+                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13 = _S4.unpack_from(data, pos)
                     pos += 30
+                    v_record_errors_14: list[BatchIndexAndErrorMessage]
                     n2 = data[pos]
                     if n2 < 128:
                         pos += 1
@@ -1097,11 +1157,12 @@ def decode_produce_response_v9(data: bytes, pos: int) -> tuple[ProduceResponse, 
                     elif n2 > len(data) - pos:
                         raise DecodeError('array RecordErrors longer than the frame')
                     else:
-                        v2_record_errors = []
-                        append2 = v2_record_errors.append
+                        v_record_errors_14 = []
+                        append_17 = v_record_errors_14.append
                         for _ in range(n2):
-                            v3_batch_index, = _S2.unpack_from(data, pos)
+                            v_batch_index_18, = _S2.unpack_from(data, pos)
                             pos += 4
+                            v_batch_index_error_message_19: str | None
                             n3 = data[pos]
                             if n3 < 128:
                                 pos += 1
@@ -1109,9 +1170,9 @@ def decode_produce_response_v9(data: bytes, pos: int) -> tuple[ProduceResponse, 
                                 n3, pos = read_uvarint(data, pos)
                             n3 -= 1
                             if n3 < 0:
-                                v3_batch_index_error_message = None
+                                v_batch_index_error_message_19 = None
                             else:
-                                v3_batch_index_error_message = str(data[pos:pos + n3], 'utf-8')
+                                v_batch_index_error_message_19 = str(data[pos:pos + n3], 'utf-8')
                                 pos += n3
                             if data[pos] == 0:
                                 pos += 1
@@ -1122,7 +1183,8 @@ def decode_produce_response_v9(data: bytes, pos: int) -> tuple[ProduceResponse, 
                                     size3, pos = read_uvarint(data, pos)
                                     end3 = pos + size3
                                     pos = end3
-                            append2(BatchIndexAndErrorMessage(v3_batch_index, v3_batch_index_error_message))
+                            append_17(BatchIndexAndErrorMessage(v_batch_index_18, v_batch_index_error_message_19))
+                    v_error_message_15: str | None
                     n2 = data[pos]
                     if n2 < 128:
                         pos += 1
@@ -1130,9 +1192,9 @@ def decode_produce_response_v9(data: bytes, pos: int) -> tuple[ProduceResponse, 
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
-                        v2_error_message = None
+                        v_error_message_15 = None
                     else:
-                        v2_error_message = str(data[pos:pos + n2], 'utf-8')
+                        v_error_message_15 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
                     if data[pos] == 0:
                         pos += 1
@@ -1143,7 +1205,7 @@ def decode_produce_response_v9(data: bytes, pos: int) -> tuple[ProduceResponse, 
                             size2, pos = read_uvarint(data, pos)
                             end2 = pos + size2
                             pos = end2
-                    append1(PartitionProduceResponse(v2_index, v2_error_code, v2_base_offset, v2_log_append_time_ms, v2_log_start_offset, v2_record_errors, v2_error_message, LeaderIdAndEpoch()))
+                    append_8(PartitionProduceResponse(v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13, v_record_errors_14, v_error_message_15, LeaderIdAndEpoch()))
             if data[pos] == 0:
                 pos += 1
             else:
@@ -1153,8 +1215,8 @@ def decode_produce_response_v9(data: bytes, pos: int) -> tuple[ProduceResponse, 
                     size1, pos = read_uvarint(data, pos)
                     end1 = pos + size1
                     pos = end1
-            append0(TopicProduceResponse(v1_name, ZERO_UUID, v1_partition_responses))
-    v0_throttle_time_ms, = _S2.unpack_from(data, pos)
+            append_4(TopicProduceResponse(v_name_5, ZERO_UUID, v_partition_responses_7))
+    v_throttle_time_ms_2, = _S2.unpack_from(data, pos)
     pos += 4
     if data[pos] == 0:
         pos += 1
@@ -1165,40 +1227,40 @@ def decode_produce_response_v9(data: bytes, pos: int) -> tuple[ProduceResponse, 
             size0, pos = read_uvarint(data, pos)
             end0 = pos + size0
             pos = end0
-    return ProduceResponse(v0_responses, v0_throttle_time_ms, []), pos
+    return ProduceResponse(v_responses_1, v_throttle_time_ms_2, []), pos
 
 
 def encode_produce_response_v9(m: ProduceResponse, out: bytearray) -> None:
-    x0 = m.responses
-    write_uvarint(out, len(x0) + 1)
-    for e0 in x0:
-        x1 = e0.name
-        x1 = x1.encode()
-        write_uvarint(out, len(x1) + 1)
-        out += x1
-        x1 = e0.partition_responses
-        write_uvarint(out, len(x1) + 1)
-        for e1 in x1:
-            out += _S4.pack(e1.index, e1.error_code, e1.base_offset, e1.log_append_time_ms, e1.log_start_offset)
-            x2 = e1.record_errors
-            write_uvarint(out, len(x2) + 1)
-            for e2 in x2:
-                out += _S2.pack(e2.batch_index)
-                x3 = e2.batch_index_error_message
-                if x3 is None:
+    x_1 = m.responses
+    write_uvarint(out, len(x_1) + 1)
+    for e_2 in x_1:
+        x_3 = e_2.name
+        b_4 = x_3.encode()
+        write_uvarint(out, len(b_4) + 1)
+        out += b_4
+        x_5 = e_2.partition_responses
+        write_uvarint(out, len(x_5) + 1)
+        for e_6 in x_5:
+            out += _S4.pack(e_6.index, e_6.error_code, e_6.base_offset, e_6.log_append_time_ms, e_6.log_start_offset)
+            x_7 = e_6.record_errors
+            write_uvarint(out, len(x_7) + 1)
+            for e_8 in x_7:
+                out += _S2.pack(e_8.batch_index)
+                x_9 = e_8.batch_index_error_message
+                if x_9 is None:
                     out.append(0)
                 else:
-                    x3 = x3.encode()
-                    write_uvarint(out, len(x3) + 1)
-                    out += x3
+                    b_10 = x_9.encode()
+                    write_uvarint(out, len(b_10) + 1)
+                    out += b_10
                 out.append(0)
-            x2 = e1.error_message
-            if x2 is None:
+            x_11 = e_6.error_message
+            if x_11 is None:
                 out.append(0)
             else:
-                x2 = x2.encode()
-                write_uvarint(out, len(x2) + 1)
-                out += x2
+                b_12 = x_11.encode()
+                write_uvarint(out, len(b_12) + 1)
+                out += b_12
             out.append(0)
         out.append(0)
     out += _S2.pack(m.throttle_time_ms)

@@ -41,22 +41,25 @@ class SyncGroupResponse:
 
 
 def decode_sync_group_request_v0(data: bytes, pos: int) -> tuple[SyncGroupRequest, int]:
+    v_group_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
         raise DecodeError('non-nullable field GroupId is null')
     else:
-        v0_group_id = str(data[pos:pos + n0], 'utf-8')
+        v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v0_generation_id, = _S1.unpack_from(data, pos)
+    v_generation_id_2, = _S1.unpack_from(data, pos)
     pos += 4
+    v_member_id_3: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
         raise DecodeError('non-nullable field MemberId is null')
     else:
-        v0_member_id = str(data[pos:pos + n0], 'utf-8')
+        v_member_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    v_assignments_7: list[SyncGroupRequestAssignment]
     n0, = _S1.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -64,66 +67,71 @@ def decode_sync_group_request_v0(data: bytes, pos: int) -> tuple[SyncGroupReques
     elif n0 > len(data) - pos:
         raise DecodeError('array Assignments longer than the frame')
     else:
-        v0_assignments = []
-        append0 = v0_assignments.append
+        v_assignments_7 = []
+        append_8 = v_assignments_7.append
         for _ in range(n0):
+            v_member_id_9: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field MemberId is null')
             else:
-                v1_member_id = str(data[pos:pos + n1], 'utf-8')
+                v_member_id_9 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_assignment_10: bytes
             n1, = _S1.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Assignment is null')
             else:
-                v1_assignment = data[pos:pos + n1]
+                v_assignment_10 = data[pos:pos + n1]
                 pos += n1
-            append0(SyncGroupRequestAssignment(v1_member_id, v1_assignment))
-    return SyncGroupRequest(v0_group_id, v0_generation_id, v0_member_id, None, None, None, v0_assignments), pos
+            append_8(SyncGroupRequestAssignment(v_member_id_9, v_assignment_10))
+    return SyncGroupRequest(v_group_id_1, v_generation_id_2, v_member_id_3, None, None, None, v_assignments_7), pos
 
 
 def encode_sync_group_request_v0(m: SyncGroupRequest, out: bytearray) -> None:
-    x0 = m.group_id
-    x0 = x0.encode()
-    out += _S0.pack(len(x0))
-    out += x0
+    x_1 = m.group_id
+    b_2 = x_1.encode()
+    out += _S0.pack(len(b_2))
+    out += b_2
     out += _S1.pack(m.generation_id)
-    x0 = m.member_id
-    x0 = x0.encode()
-    out += _S0.pack(len(x0))
-    out += x0
-    x0 = m.assignments
-    out += _S1.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.member_id
-        x1 = x1.encode()
-        out += _S0.pack(len(x1))
-        out += x1
-        x1 = e0.assignment
-        out += _S1.pack(len(x1))
-        out += x1
+    x_3 = m.member_id
+    b_4 = x_3.encode()
+    out += _S0.pack(len(b_4))
+    out += b_4
+    x_5 = m.assignments
+    out += _S1.pack(len(x_5))
+    for e_6 in x_5:
+        x_7 = e_6.member_id
+        b_8 = x_7.encode()
+        out += _S0.pack(len(b_8))
+        out += b_8
+        x_9 = e_6.assignment
+        out += _S1.pack(len(x_9))
+        out += x_9
 
 
 def decode_sync_group_request_v1(data: bytes, pos: int) -> tuple[SyncGroupRequest, int]:
+    v_group_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
         raise DecodeError('non-nullable field GroupId is null')
     else:
-        v0_group_id = str(data[pos:pos + n0], 'utf-8')
+        v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v0_generation_id, = _S1.unpack_from(data, pos)
+    v_generation_id_2, = _S1.unpack_from(data, pos)
     pos += 4
+    v_member_id_3: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
         raise DecodeError('non-nullable field MemberId is null')
     else:
-        v0_member_id = str(data[pos:pos + n0], 'utf-8')
+        v_member_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    v_assignments_7: list[SyncGroupRequestAssignment]
     n0, = _S1.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -131,66 +139,71 @@ def decode_sync_group_request_v1(data: bytes, pos: int) -> tuple[SyncGroupReques
     elif n0 > len(data) - pos:
         raise DecodeError('array Assignments longer than the frame')
     else:
-        v0_assignments = []
-        append0 = v0_assignments.append
+        v_assignments_7 = []
+        append_8 = v_assignments_7.append
         for _ in range(n0):
+            v_member_id_9: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field MemberId is null')
             else:
-                v1_member_id = str(data[pos:pos + n1], 'utf-8')
+                v_member_id_9 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_assignment_10: bytes
             n1, = _S1.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Assignment is null')
             else:
-                v1_assignment = data[pos:pos + n1]
+                v_assignment_10 = data[pos:pos + n1]
                 pos += n1
-            append0(SyncGroupRequestAssignment(v1_member_id, v1_assignment))
-    return SyncGroupRequest(v0_group_id, v0_generation_id, v0_member_id, None, None, None, v0_assignments), pos
+            append_8(SyncGroupRequestAssignment(v_member_id_9, v_assignment_10))
+    return SyncGroupRequest(v_group_id_1, v_generation_id_2, v_member_id_3, None, None, None, v_assignments_7), pos
 
 
 def encode_sync_group_request_v1(m: SyncGroupRequest, out: bytearray) -> None:
-    x0 = m.group_id
-    x0 = x0.encode()
-    out += _S0.pack(len(x0))
-    out += x0
+    x_1 = m.group_id
+    b_2 = x_1.encode()
+    out += _S0.pack(len(b_2))
+    out += b_2
     out += _S1.pack(m.generation_id)
-    x0 = m.member_id
-    x0 = x0.encode()
-    out += _S0.pack(len(x0))
-    out += x0
-    x0 = m.assignments
-    out += _S1.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.member_id
-        x1 = x1.encode()
-        out += _S0.pack(len(x1))
-        out += x1
-        x1 = e0.assignment
-        out += _S1.pack(len(x1))
-        out += x1
+    x_3 = m.member_id
+    b_4 = x_3.encode()
+    out += _S0.pack(len(b_4))
+    out += b_4
+    x_5 = m.assignments
+    out += _S1.pack(len(x_5))
+    for e_6 in x_5:
+        x_7 = e_6.member_id
+        b_8 = x_7.encode()
+        out += _S0.pack(len(b_8))
+        out += b_8
+        x_9 = e_6.assignment
+        out += _S1.pack(len(x_9))
+        out += x_9
 
 
 def decode_sync_group_request_v2(data: bytes, pos: int) -> tuple[SyncGroupRequest, int]:
+    v_group_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
         raise DecodeError('non-nullable field GroupId is null')
     else:
-        v0_group_id = str(data[pos:pos + n0], 'utf-8')
+        v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v0_generation_id, = _S1.unpack_from(data, pos)
+    v_generation_id_2, = _S1.unpack_from(data, pos)
     pos += 4
+    v_member_id_3: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
         raise DecodeError('non-nullable field MemberId is null')
     else:
-        v0_member_id = str(data[pos:pos + n0], 'utf-8')
+        v_member_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    v_assignments_7: list[SyncGroupRequestAssignment]
     n0, = _S1.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -198,73 +211,79 @@ def decode_sync_group_request_v2(data: bytes, pos: int) -> tuple[SyncGroupReques
     elif n0 > len(data) - pos:
         raise DecodeError('array Assignments longer than the frame')
     else:
-        v0_assignments = []
-        append0 = v0_assignments.append
+        v_assignments_7 = []
+        append_8 = v_assignments_7.append
         for _ in range(n0):
+            v_member_id_9: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field MemberId is null')
             else:
-                v1_member_id = str(data[pos:pos + n1], 'utf-8')
+                v_member_id_9 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_assignment_10: bytes
             n1, = _S1.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Assignment is null')
             else:
-                v1_assignment = data[pos:pos + n1]
+                v_assignment_10 = data[pos:pos + n1]
                 pos += n1
-            append0(SyncGroupRequestAssignment(v1_member_id, v1_assignment))
-    return SyncGroupRequest(v0_group_id, v0_generation_id, v0_member_id, None, None, None, v0_assignments), pos
+            append_8(SyncGroupRequestAssignment(v_member_id_9, v_assignment_10))
+    return SyncGroupRequest(v_group_id_1, v_generation_id_2, v_member_id_3, None, None, None, v_assignments_7), pos
 
 
 def encode_sync_group_request_v2(m: SyncGroupRequest, out: bytearray) -> None:
-    x0 = m.group_id
-    x0 = x0.encode()
-    out += _S0.pack(len(x0))
-    out += x0
+    x_1 = m.group_id
+    b_2 = x_1.encode()
+    out += _S0.pack(len(b_2))
+    out += b_2
     out += _S1.pack(m.generation_id)
-    x0 = m.member_id
-    x0 = x0.encode()
-    out += _S0.pack(len(x0))
-    out += x0
-    x0 = m.assignments
-    out += _S1.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.member_id
-        x1 = x1.encode()
-        out += _S0.pack(len(x1))
-        out += x1
-        x1 = e0.assignment
-        out += _S1.pack(len(x1))
-        out += x1
+    x_3 = m.member_id
+    b_4 = x_3.encode()
+    out += _S0.pack(len(b_4))
+    out += b_4
+    x_5 = m.assignments
+    out += _S1.pack(len(x_5))
+    for e_6 in x_5:
+        x_7 = e_6.member_id
+        b_8 = x_7.encode()
+        out += _S0.pack(len(b_8))
+        out += b_8
+        x_9 = e_6.assignment
+        out += _S1.pack(len(x_9))
+        out += x_9
 
 
 def decode_sync_group_request_v3(data: bytes, pos: int) -> tuple[SyncGroupRequest, int]:
+    v_group_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
         raise DecodeError('non-nullable field GroupId is null')
     else:
-        v0_group_id = str(data[pos:pos + n0], 'utf-8')
+        v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v0_generation_id, = _S1.unpack_from(data, pos)
+    v_generation_id_2, = _S1.unpack_from(data, pos)
     pos += 4
+    v_member_id_3: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
         raise DecodeError('non-nullable field MemberId is null')
     else:
-        v0_member_id = str(data[pos:pos + n0], 'utf-8')
+        v_member_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    v_group_instance_id_4: str | None
     n0, = _S0.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
-        v0_group_instance_id = None
+        v_group_instance_id_4 = None
     else:
-        v0_group_instance_id = str(data[pos:pos + n0], 'utf-8')
+        v_group_instance_id_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    v_assignments_7: list[SyncGroupRequestAssignment]
     n0, = _S1.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
@@ -272,57 +291,60 @@ def decode_sync_group_request_v3(data: bytes, pos: int) -> tuple[SyncGroupReques
     elif n0 > len(data) - pos:
         raise DecodeError('array Assignments longer than the frame')
     else:
-        v0_assignments = []
-        append0 = v0_assignments.append
+        v_assignments_7 = []
+        append_8 = v_assignments_7.append
         for _ in range(n0):
+            v_member_id_9: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field MemberId is null')
             else:
-                v1_member_id = str(data[pos:pos + n1], 'utf-8')
+                v_member_id_9 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_assignment_10: bytes
             n1, = _S1.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Assignment is null')
             else:
-                v1_assignment = data[pos:pos + n1]
+                v_assignment_10 = data[pos:pos + n1]
                 pos += n1
-            append0(SyncGroupRequestAssignment(v1_member_id, v1_assignment))
-    return SyncGroupRequest(v0_group_id, v0_generation_id, v0_member_id, v0_group_instance_id, None, None, v0_assignments), pos
+            append_8(SyncGroupRequestAssignment(v_member_id_9, v_assignment_10))
+    return SyncGroupRequest(v_group_id_1, v_generation_id_2, v_member_id_3, v_group_instance_id_4, None, None, v_assignments_7), pos
 
 
 def encode_sync_group_request_v3(m: SyncGroupRequest, out: bytearray) -> None:
-    x0 = m.group_id
-    x0 = x0.encode()
-    out += _S0.pack(len(x0))
-    out += x0
+    x_1 = m.group_id
+    b_2 = x_1.encode()
+    out += _S0.pack(len(b_2))
+    out += b_2
     out += _S1.pack(m.generation_id)
-    x0 = m.member_id
-    x0 = x0.encode()
-    out += _S0.pack(len(x0))
-    out += x0
-    x0 = m.group_instance_id
-    if x0 is None:
+    x_3 = m.member_id
+    b_4 = x_3.encode()
+    out += _S0.pack(len(b_4))
+    out += b_4
+    x_5 = m.group_instance_id
+    if x_5 is None:
         out += b'\xff\xff'
     else:
-        x0 = x0.encode()
-        out += _S0.pack(len(x0))
-        out += x0
-    x0 = m.assignments
-    out += _S1.pack(len(x0))
-    for e0 in x0:
-        x1 = e0.member_id
-        x1 = x1.encode()
-        out += _S0.pack(len(x1))
-        out += x1
-        x1 = e0.assignment
-        out += _S1.pack(len(x1))
-        out += x1
+        b_6 = x_5.encode()
+        out += _S0.pack(len(b_6))
+        out += b_6
+    x_7 = m.assignments
+    out += _S1.pack(len(x_7))
+    for e_8 in x_7:
+        x_9 = e_8.member_id
+        b_10 = x_9.encode()
+        out += _S0.pack(len(b_10))
+        out += b_10
+        x_11 = e_8.assignment
+        out += _S1.pack(len(x_11))
+        out += x_11
 
 
 def decode_sync_group_request_v4(data: bytes, pos: int) -> tuple[SyncGroupRequest, int]:
+    v_group_id_1: str
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -332,10 +354,11 @@ def decode_sync_group_request_v4(data: bytes, pos: int) -> tuple[SyncGroupReques
     if n0 < 0:
         raise DecodeError('non-nullable field GroupId is null')
     else:
-        v0_group_id = str(data[pos:pos + n0], 'utf-8')
+        v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v0_generation_id, = _S1.unpack_from(data, pos)
+    v_generation_id_2, = _S1.unpack_from(data, pos)
     pos += 4
+    v_member_id_3: str
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -345,8 +368,9 @@ def decode_sync_group_request_v4(data: bytes, pos: int) -> tuple[SyncGroupReques
     if n0 < 0:
         raise DecodeError('non-nullable field MemberId is null')
     else:
-        v0_member_id = str(data[pos:pos + n0], 'utf-8')
+        v_member_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    v_group_instance_id_4: str | None
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -354,10 +378,11 @@ def decode_sync_group_request_v4(data: bytes, pos: int) -> tuple[SyncGroupReques
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
-        v0_group_instance_id = None
+        v_group_instance_id_4 = None
     else:
-        v0_group_instance_id = str(data[pos:pos + n0], 'utf-8')
+        v_group_instance_id_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    v_assignments_7: list[SyncGroupRequestAssignment]
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -369,9 +394,10 @@ def decode_sync_group_request_v4(data: bytes, pos: int) -> tuple[SyncGroupReques
     elif n0 > len(data) - pos:
         raise DecodeError('array Assignments longer than the frame')
     else:
-        v0_assignments = []
-        append0 = v0_assignments.append
+        v_assignments_7 = []
+        append_8 = v_assignments_7.append
         for _ in range(n0):
+            v_member_id_9: str
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -381,8 +407,9 @@ def decode_sync_group_request_v4(data: bytes, pos: int) -> tuple[SyncGroupReques
             if n1 < 0:
                 raise DecodeError('non-nullable field MemberId is null')
             else:
-                v1_member_id = str(data[pos:pos + n1], 'utf-8')
+                v_member_id_9 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_assignment_10: bytes
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -392,7 +419,7 @@ def decode_sync_group_request_v4(data: bytes, pos: int) -> tuple[SyncGroupReques
             if n1 < 0:
                 raise DecodeError('non-nullable field Assignment is null')
             else:
-                v1_assignment = data[pos:pos + n1]
+                v_assignment_10 = data[pos:pos + n1]
                 pos += n1
             if data[pos] == 0:
                 pos += 1
@@ -403,7 +430,7 @@ def decode_sync_group_request_v4(data: bytes, pos: int) -> tuple[SyncGroupReques
                     size1, pos = read_uvarint(data, pos)
                     end1 = pos + size1
                     pos = end1
-            append0(SyncGroupRequestAssignment(v1_member_id, v1_assignment))
+            append_8(SyncGroupRequestAssignment(v_member_id_9, v_assignment_10))
     if data[pos] == 0:
         pos += 1
     else:
@@ -413,41 +440,42 @@ def decode_sync_group_request_v4(data: bytes, pos: int) -> tuple[SyncGroupReques
             size0, pos = read_uvarint(data, pos)
             end0 = pos + size0
             pos = end0
-    return SyncGroupRequest(v0_group_id, v0_generation_id, v0_member_id, v0_group_instance_id, None, None, v0_assignments), pos
+    return SyncGroupRequest(v_group_id_1, v_generation_id_2, v_member_id_3, v_group_instance_id_4, None, None, v_assignments_7), pos
 
 
 def encode_sync_group_request_v4(m: SyncGroupRequest, out: bytearray) -> None:
-    x0 = m.group_id
-    x0 = x0.encode()
-    write_uvarint(out, len(x0) + 1)
-    out += x0
+    x_1 = m.group_id
+    b_2 = x_1.encode()
+    write_uvarint(out, len(b_2) + 1)
+    out += b_2
     out += _S1.pack(m.generation_id)
-    x0 = m.member_id
-    x0 = x0.encode()
-    write_uvarint(out, len(x0) + 1)
-    out += x0
-    x0 = m.group_instance_id
-    if x0 is None:
+    x_3 = m.member_id
+    b_4 = x_3.encode()
+    write_uvarint(out, len(b_4) + 1)
+    out += b_4
+    x_5 = m.group_instance_id
+    if x_5 is None:
         out.append(0)
     else:
-        x0 = x0.encode()
-        write_uvarint(out, len(x0) + 1)
-        out += x0
-    x0 = m.assignments
-    write_uvarint(out, len(x0) + 1)
-    for e0 in x0:
-        x1 = e0.member_id
-        x1 = x1.encode()
-        write_uvarint(out, len(x1) + 1)
-        out += x1
-        x1 = e0.assignment
-        write_uvarint(out, len(x1) + 1)
-        out += x1
+        b_6 = x_5.encode()
+        write_uvarint(out, len(b_6) + 1)
+        out += b_6
+    x_7 = m.assignments
+    write_uvarint(out, len(x_7) + 1)
+    for e_8 in x_7:
+        x_9 = e_8.member_id
+        b_10 = x_9.encode()
+        write_uvarint(out, len(b_10) + 1)
+        out += b_10
+        x_11 = e_8.assignment
+        write_uvarint(out, len(x_11) + 1)
+        out += x_11
         out.append(0)
     out.append(0)
 
 
 def decode_sync_group_request_v5(data: bytes, pos: int) -> tuple[SyncGroupRequest, int]:
+    v_group_id_1: str
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -457,10 +485,11 @@ def decode_sync_group_request_v5(data: bytes, pos: int) -> tuple[SyncGroupReques
     if n0 < 0:
         raise DecodeError('non-nullable field GroupId is null')
     else:
-        v0_group_id = str(data[pos:pos + n0], 'utf-8')
+        v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v0_generation_id, = _S1.unpack_from(data, pos)
+    v_generation_id_2, = _S1.unpack_from(data, pos)
     pos += 4
+    v_member_id_3: str
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -470,8 +499,9 @@ def decode_sync_group_request_v5(data: bytes, pos: int) -> tuple[SyncGroupReques
     if n0 < 0:
         raise DecodeError('non-nullable field MemberId is null')
     else:
-        v0_member_id = str(data[pos:pos + n0], 'utf-8')
+        v_member_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    v_group_instance_id_4: str | None
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -479,10 +509,11 @@ def decode_sync_group_request_v5(data: bytes, pos: int) -> tuple[SyncGroupReques
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
-        v0_group_instance_id = None
+        v_group_instance_id_4 = None
     else:
-        v0_group_instance_id = str(data[pos:pos + n0], 'utf-8')
+        v_group_instance_id_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    v_protocol_type_5: str | None
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -490,10 +521,11 @@ def decode_sync_group_request_v5(data: bytes, pos: int) -> tuple[SyncGroupReques
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
-        v0_protocol_type = None
+        v_protocol_type_5 = None
     else:
-        v0_protocol_type = str(data[pos:pos + n0], 'utf-8')
+        v_protocol_type_5 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    v_protocol_name_6: str | None
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -501,10 +533,11 @@ def decode_sync_group_request_v5(data: bytes, pos: int) -> tuple[SyncGroupReques
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
-        v0_protocol_name = None
+        v_protocol_name_6 = None
     else:
-        v0_protocol_name = str(data[pos:pos + n0], 'utf-8')
+        v_protocol_name_6 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    v_assignments_7: list[SyncGroupRequestAssignment]
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -516,9 +549,10 @@ def decode_sync_group_request_v5(data: bytes, pos: int) -> tuple[SyncGroupReques
     elif n0 > len(data) - pos:
         raise DecodeError('array Assignments longer than the frame')
     else:
-        v0_assignments = []
-        append0 = v0_assignments.append
+        v_assignments_7 = []
+        append_8 = v_assignments_7.append
         for _ in range(n0):
+            v_member_id_9: str
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -528,8 +562,9 @@ def decode_sync_group_request_v5(data: bytes, pos: int) -> tuple[SyncGroupReques
             if n1 < 0:
                 raise DecodeError('non-nullable field MemberId is null')
             else:
-                v1_member_id = str(data[pos:pos + n1], 'utf-8')
+                v_member_id_9 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            v_assignment_10: bytes
             n1 = data[pos]
             if n1 < 128:
                 pos += 1
@@ -539,7 +574,7 @@ def decode_sync_group_request_v5(data: bytes, pos: int) -> tuple[SyncGroupReques
             if n1 < 0:
                 raise DecodeError('non-nullable field Assignment is null')
             else:
-                v1_assignment = data[pos:pos + n1]
+                v_assignment_10 = data[pos:pos + n1]
                 pos += n1
             if data[pos] == 0:
                 pos += 1
@@ -550,7 +585,7 @@ def decode_sync_group_request_v5(data: bytes, pos: int) -> tuple[SyncGroupReques
                     size1, pos = read_uvarint(data, pos)
                     end1 = pos + size1
                     pos = end1
-            append0(SyncGroupRequestAssignment(v1_member_id, v1_assignment))
+            append_8(SyncGroupRequestAssignment(v_member_id_9, v_assignment_10))
     if data[pos] == 0:
         pos += 1
     else:
@@ -560,137 +595,142 @@ def decode_sync_group_request_v5(data: bytes, pos: int) -> tuple[SyncGroupReques
             size0, pos = read_uvarint(data, pos)
             end0 = pos + size0
             pos = end0
-    return SyncGroupRequest(v0_group_id, v0_generation_id, v0_member_id, v0_group_instance_id, v0_protocol_type, v0_protocol_name, v0_assignments), pos
+    return SyncGroupRequest(v_group_id_1, v_generation_id_2, v_member_id_3, v_group_instance_id_4, v_protocol_type_5, v_protocol_name_6, v_assignments_7), pos
 
 
 def encode_sync_group_request_v5(m: SyncGroupRequest, out: bytearray) -> None:
-    x0 = m.group_id
-    x0 = x0.encode()
-    write_uvarint(out, len(x0) + 1)
-    out += x0
+    x_1 = m.group_id
+    b_2 = x_1.encode()
+    write_uvarint(out, len(b_2) + 1)
+    out += b_2
     out += _S1.pack(m.generation_id)
-    x0 = m.member_id
-    x0 = x0.encode()
-    write_uvarint(out, len(x0) + 1)
-    out += x0
-    x0 = m.group_instance_id
-    if x0 is None:
+    x_3 = m.member_id
+    b_4 = x_3.encode()
+    write_uvarint(out, len(b_4) + 1)
+    out += b_4
+    x_5 = m.group_instance_id
+    if x_5 is None:
         out.append(0)
     else:
-        x0 = x0.encode()
-        write_uvarint(out, len(x0) + 1)
-        out += x0
-    x0 = m.protocol_type
-    if x0 is None:
+        b_6 = x_5.encode()
+        write_uvarint(out, len(b_6) + 1)
+        out += b_6
+    x_7 = m.protocol_type
+    if x_7 is None:
         out.append(0)
     else:
-        x0 = x0.encode()
-        write_uvarint(out, len(x0) + 1)
-        out += x0
-    x0 = m.protocol_name
-    if x0 is None:
+        b_8 = x_7.encode()
+        write_uvarint(out, len(b_8) + 1)
+        out += b_8
+    x_9 = m.protocol_name
+    if x_9 is None:
         out.append(0)
     else:
-        x0 = x0.encode()
-        write_uvarint(out, len(x0) + 1)
-        out += x0
-    x0 = m.assignments
-    write_uvarint(out, len(x0) + 1)
-    for e0 in x0:
-        x1 = e0.member_id
-        x1 = x1.encode()
-        write_uvarint(out, len(x1) + 1)
-        out += x1
-        x1 = e0.assignment
-        write_uvarint(out, len(x1) + 1)
-        out += x1
+        b_10 = x_9.encode()
+        write_uvarint(out, len(b_10) + 1)
+        out += b_10
+    x_11 = m.assignments
+    write_uvarint(out, len(x_11) + 1)
+    for e_12 in x_11:
+        x_13 = e_12.member_id
+        b_14 = x_13.encode()
+        write_uvarint(out, len(b_14) + 1)
+        out += b_14
+        x_15 = e_12.assignment
+        write_uvarint(out, len(x_15) + 1)
+        out += x_15
         out.append(0)
     out.append(0)
 
 
 def decode_sync_group_response_v0(data: bytes, pos: int) -> tuple[SyncGroupResponse, int]:
-    v0_error_code, = _S0.unpack_from(data, pos)
+    v_error_code_2, = _S0.unpack_from(data, pos)
     pos += 2
+    v_assignment_5: bytes
     n0, = _S1.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
         raise DecodeError('non-nullable field Assignment is null')
     else:
-        v0_assignment = data[pos:pos + n0]
+        v_assignment_5 = data[pos:pos + n0]
         pos += n0
-    return SyncGroupResponse(0, v0_error_code, None, None, v0_assignment), pos
+    return SyncGroupResponse(0, v_error_code_2, None, None, v_assignment_5), pos
 
 
 def encode_sync_group_response_v0(m: SyncGroupResponse, out: bytearray) -> None:
     out += _S0.pack(m.error_code)
-    x0 = m.assignment
-    out += _S1.pack(len(x0))
-    out += x0
+    x_1 = m.assignment
+    out += _S1.pack(len(x_1))
+    out += x_1
 
 
 def decode_sync_group_response_v1(data: bytes, pos: int) -> tuple[SyncGroupResponse, int]:
-    v0_throttle_time_ms, v0_error_code = _S2.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2 = _S2.unpack_from(data, pos)
     pos += 6
+    v_assignment_5: bytes
     n0, = _S1.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
         raise DecodeError('non-nullable field Assignment is null')
     else:
-        v0_assignment = data[pos:pos + n0]
+        v_assignment_5 = data[pos:pos + n0]
         pos += n0
-    return SyncGroupResponse(v0_throttle_time_ms, v0_error_code, None, None, v0_assignment), pos
+    return SyncGroupResponse(v_throttle_time_ms_1, v_error_code_2, None, None, v_assignment_5), pos
 
 
 def encode_sync_group_response_v1(m: SyncGroupResponse, out: bytearray) -> None:
     out += _S2.pack(m.throttle_time_ms, m.error_code)
-    x0 = m.assignment
-    out += _S1.pack(len(x0))
-    out += x0
+    x_1 = m.assignment
+    out += _S1.pack(len(x_1))
+    out += x_1
 
 
 def decode_sync_group_response_v2(data: bytes, pos: int) -> tuple[SyncGroupResponse, int]:
-    v0_throttle_time_ms, v0_error_code = _S2.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2 = _S2.unpack_from(data, pos)
     pos += 6
+    v_assignment_5: bytes
     n0, = _S1.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
         raise DecodeError('non-nullable field Assignment is null')
     else:
-        v0_assignment = data[pos:pos + n0]
+        v_assignment_5 = data[pos:pos + n0]
         pos += n0
-    return SyncGroupResponse(v0_throttle_time_ms, v0_error_code, None, None, v0_assignment), pos
+    return SyncGroupResponse(v_throttle_time_ms_1, v_error_code_2, None, None, v_assignment_5), pos
 
 
 def encode_sync_group_response_v2(m: SyncGroupResponse, out: bytearray) -> None:
     out += _S2.pack(m.throttle_time_ms, m.error_code)
-    x0 = m.assignment
-    out += _S1.pack(len(x0))
-    out += x0
+    x_1 = m.assignment
+    out += _S1.pack(len(x_1))
+    out += x_1
 
 
 def decode_sync_group_response_v3(data: bytes, pos: int) -> tuple[SyncGroupResponse, int]:
-    v0_throttle_time_ms, v0_error_code = _S2.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2 = _S2.unpack_from(data, pos)
     pos += 6
+    v_assignment_5: bytes
     n0, = _S1.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
         raise DecodeError('non-nullable field Assignment is null')
     else:
-        v0_assignment = data[pos:pos + n0]
+        v_assignment_5 = data[pos:pos + n0]
         pos += n0
-    return SyncGroupResponse(v0_throttle_time_ms, v0_error_code, None, None, v0_assignment), pos
+    return SyncGroupResponse(v_throttle_time_ms_1, v_error_code_2, None, None, v_assignment_5), pos
 
 
 def encode_sync_group_response_v3(m: SyncGroupResponse, out: bytearray) -> None:
     out += _S2.pack(m.throttle_time_ms, m.error_code)
-    x0 = m.assignment
-    out += _S1.pack(len(x0))
-    out += x0
+    x_1 = m.assignment
+    out += _S1.pack(len(x_1))
+    out += x_1
 
 
 def decode_sync_group_response_v4(data: bytes, pos: int) -> tuple[SyncGroupResponse, int]:
-    v0_throttle_time_ms, v0_error_code = _S2.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2 = _S2.unpack_from(data, pos)
     pos += 6
+    v_assignment_5: bytes
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -700,7 +740,7 @@ def decode_sync_group_response_v4(data: bytes, pos: int) -> tuple[SyncGroupRespo
     if n0 < 0:
         raise DecodeError('non-nullable field Assignment is null')
     else:
-        v0_assignment = data[pos:pos + n0]
+        v_assignment_5 = data[pos:pos + n0]
         pos += n0
     if data[pos] == 0:
         pos += 1
@@ -711,20 +751,21 @@ def decode_sync_group_response_v4(data: bytes, pos: int) -> tuple[SyncGroupRespo
             size0, pos = read_uvarint(data, pos)
             end0 = pos + size0
             pos = end0
-    return SyncGroupResponse(v0_throttle_time_ms, v0_error_code, None, None, v0_assignment), pos
+    return SyncGroupResponse(v_throttle_time_ms_1, v_error_code_2, None, None, v_assignment_5), pos
 
 
 def encode_sync_group_response_v4(m: SyncGroupResponse, out: bytearray) -> None:
     out += _S2.pack(m.throttle_time_ms, m.error_code)
-    x0 = m.assignment
-    write_uvarint(out, len(x0) + 1)
-    out += x0
+    x_1 = m.assignment
+    write_uvarint(out, len(x_1) + 1)
+    out += x_1
     out.append(0)
 
 
 def decode_sync_group_response_v5(data: bytes, pos: int) -> tuple[SyncGroupResponse, int]:
-    v0_throttle_time_ms, v0_error_code = _S2.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2 = _S2.unpack_from(data, pos)
     pos += 6
+    v_protocol_type_3: str | None
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -732,10 +773,11 @@ def decode_sync_group_response_v5(data: bytes, pos: int) -> tuple[SyncGroupRespo
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
-        v0_protocol_type = None
+        v_protocol_type_3 = None
     else:
-        v0_protocol_type = str(data[pos:pos + n0], 'utf-8')
+        v_protocol_type_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    v_protocol_name_4: str | None
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -743,10 +785,11 @@ def decode_sync_group_response_v5(data: bytes, pos: int) -> tuple[SyncGroupRespo
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
-        v0_protocol_name = None
+        v_protocol_name_4 = None
     else:
-        v0_protocol_name = str(data[pos:pos + n0], 'utf-8')
+        v_protocol_name_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    v_assignment_5: bytes
     n0 = data[pos]
     if n0 < 128:
         pos += 1
@@ -756,7 +799,7 @@ def decode_sync_group_response_v5(data: bytes, pos: int) -> tuple[SyncGroupRespo
     if n0 < 0:
         raise DecodeError('non-nullable field Assignment is null')
     else:
-        v0_assignment = data[pos:pos + n0]
+        v_assignment_5 = data[pos:pos + n0]
         pos += n0
     if data[pos] == 0:
         pos += 1
@@ -767,26 +810,26 @@ def decode_sync_group_response_v5(data: bytes, pos: int) -> tuple[SyncGroupRespo
             size0, pos = read_uvarint(data, pos)
             end0 = pos + size0
             pos = end0
-    return SyncGroupResponse(v0_throttle_time_ms, v0_error_code, v0_protocol_type, v0_protocol_name, v0_assignment), pos
+    return SyncGroupResponse(v_throttle_time_ms_1, v_error_code_2, v_protocol_type_3, v_protocol_name_4, v_assignment_5), pos
 
 
 def encode_sync_group_response_v5(m: SyncGroupResponse, out: bytearray) -> None:
     out += _S2.pack(m.throttle_time_ms, m.error_code)
-    x0 = m.protocol_type
-    if x0 is None:
+    x_1 = m.protocol_type
+    if x_1 is None:
         out.append(0)
     else:
-        x0 = x0.encode()
-        write_uvarint(out, len(x0) + 1)
-        out += x0
-    x0 = m.protocol_name
-    if x0 is None:
+        b_2 = x_1.encode()
+        write_uvarint(out, len(b_2) + 1)
+        out += b_2
+    x_3 = m.protocol_name
+    if x_3 is None:
         out.append(0)
     else:
-        x0 = x0.encode()
-        write_uvarint(out, len(x0) + 1)
-        out += x0
-    x0 = m.assignment
-    write_uvarint(out, len(x0) + 1)
-    out += x0
+        b_4 = x_3.encode()
+        write_uvarint(out, len(b_4) + 1)
+        out += b_4
+    x_5 = m.assignment
+    write_uvarint(out, len(x_5) + 1)
+    out += x_5
     out.append(0)

@@ -12,7 +12,11 @@ from coordinator.context import RequestContext
 from coordinator.result import Result
 from protocol.errors import ErrorCode
 from protocol.messages.api_versions import ApiVersionsRequest
-from protocol.messages.create_partitions import CreatePartitionsAssignment, CreatePartitionsRequest, CreatePartitionsTopic
+from protocol.messages.create_partitions import (
+    CreatePartitionsAssignment,
+    CreatePartitionsRequest,
+    CreatePartitionsTopic,
+)
 from protocol.messages.create_topics import (
     CreatableReplicaAssignment,
     CreatableTopic,
@@ -50,7 +54,9 @@ def make_cluster(auto_create: bool = True) -> Cluster:
 def call(handler: Any, request: Any, version: int, *, durable: bool = True) -> tuple[Any, Result]:
     """Run a handler; make its records durable (or fail them) like the runtime; return the reply."""
     sent = Sent()
-    ctx = RequestContext(now_ms=0, wall_ms=0, api_version=version, client_id="c", client_host="h", reply_to=sent)
+    ctx = RequestContext(
+        now_ms=0, wall_ms=0, api_version=version, client_id="c", client_host="h", reply_to=sent
+    )
     result = handler(ctx, request)
     pending = [result]
     while pending:
@@ -95,7 +101,12 @@ def test_create_topics_validations() -> None:
             CreatableTopic("dup", 1, 1),
             CreatableTopic("dup", 1, 1),
             CreatableTopic("badconfig", 1, 1, configs=[CreatableTopicConfig("no.such.config", "1")]),
-            CreatableTopic("assigned", -1, -1, assignments=[CreatableReplicaAssignment(0, [7]), CreatableReplicaAssignment(1, [7])]),
+            CreatableTopic(
+                "assigned",
+                -1,
+                -1,
+                assignments=[CreatableReplicaAssignment(0, [7]), CreatableReplicaAssignment(1, [7])],
+            ),
             CreatableTopic("badassign", -1, -1, assignments=[CreatableReplicaAssignment(0, [1])]),
         ]
     )
@@ -127,14 +138,18 @@ def test_create_topics_v0_has_no_defaults_and_validate_only_creates_nothing() ->
     cluster = make_cluster()
     response, _ = call(cluster.create_topics, CreateTopicsRequest([CreatableTopic("t", -1, -1)]), 3)
     assert response.topics[0].error_code == ErrorCode.INVALID_PARTITIONS  # -1 means "default" only from v4
-    response, result = call(cluster.create_topics, CreateTopicsRequest([CreatableTopic("t", 2, 1)], validate_only=True), 5)
+    response, result = call(
+        cluster.create_topics, CreateTopicsRequest([CreatableTopic("t", 2, 1)], validate_only=True), 5
+    )
     assert response.topics[0].error_code == ErrorCode.NONE and not result.records
     assert cluster.partitions_of("t") is None
 
 
 def test_failed_catalog_write_fails_the_topic_and_changes_nothing() -> None:
     cluster = make_cluster()
-    response, _ = call(cluster.create_topics, CreateTopicsRequest([CreatableTopic("t", 2, 1)]), 5, durable=False)
+    response, _ = call(
+        cluster.create_topics, CreateTopicsRequest([CreatableTopic("t", 2, 1)]), 5, durable=False
+    )
     assert response.topics[0].error_code == ErrorCode.COORDINATOR_NOT_AVAILABLE
     assert cluster.partitions_of("t") is None
 
@@ -169,7 +184,9 @@ def test_metadata_autocreate_disabled_by_config() -> None:
 
 def test_metadata_autocreate_write_failure_is_retriable() -> None:
     cluster = make_cluster()
-    response, _ = call(cluster.metadata, MetadataRequest(topics=[MetadataRequestTopic(name="t")]), 9, durable=False)
+    response, _ = call(
+        cluster.metadata, MetadataRequest(topics=[MetadataRequestTopic(name="t")]), 9, durable=False
+    )
     assert response.topics[0].error_code == ErrorCode.LEADER_NOT_AVAILABLE
     assert cluster.partitions_of("t") is None
 
@@ -181,7 +198,12 @@ def test_delete_topics_by_name_and_id() -> None:
     topic_id = cluster.topics["b"].topic_id
     sent = Sent()
     ctx = RequestContext(0, 0, 6, "c", "h", sent)
-    result, deleted = cluster.delete_topics(ctx, DeleteTopicsRequest(topics=[DeleteTopicState("a"), DeleteTopicState(None, topic_id), DeleteTopicState("zz")]))
+    result, deleted = cluster.delete_topics(
+        ctx,
+        DeleteTopicsRequest(
+            topics=[DeleteTopicState("a"), DeleteTopicState(None, topic_id), DeleteTopicState("zz")]
+        ),
+    )
     assert deleted == ["a", "b"]
     assert result.records == [TopicTombstone("a"), TopicTombstone("b")]
     assert result.on_durable is not None
@@ -200,7 +222,9 @@ def test_create_partitions() -> None:
     response, _ = call(cluster.create_partitions, request, 3)
     assert [r.error_code for r in response.results] == [ErrorCode.NONE, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION]
     assert cluster.partitions_of("t") == 4
-    shrink, _ = call(cluster.create_partitions, CreatePartitionsRequest([CreatePartitionsTopic("t", 3, None)]), 3)
+    shrink, _ = call(
+        cluster.create_partitions, CreatePartitionsRequest([CreatePartitionsTopic("t", 3, None)]), 3
+    )
     assert shrink.results[0].error_code == ErrorCode.INVALID_PARTITIONS
     bad_assign = CreatePartitionsRequest([CreatePartitionsTopic("t", 5, [CreatePartitionsAssignment([9])])])
     response, _ = call(cluster.create_partitions, bad_assign, 1)
@@ -216,14 +240,21 @@ def test_find_coordinator_answers_this_node(version: int) -> None:
         assert [(c.key, c.node_id, c.host, c.port, c.error_code) for c in response.coordinators] == [
             ("g", 7, "coord.local", 9092, 0), ("", 7, "coord.local", 9092, 0)]  # fmt: skip
     else:
-        assert (response.node_id, response.host, response.port, response.error_code) == (7, "coord.local", 9092, 0)
+        assert (response.node_id, response.host, response.port, response.error_code) == (
+            7,
+            "coord.local",
+            9092,
+            0,
+        )
 
 
 def test_find_coordinator_refuses_transactions_and_share_groups() -> None:
     cluster = make_cluster()
     response, _ = call(cluster.find_coordinator, FindCoordinatorRequest(key="tx", key_type=1), 3)
     assert response.error_code == ErrorCode.INVALID_REQUEST and response.node_id == -1 and response.port == -1
-    response, _ = call(cluster.find_coordinator, FindCoordinatorRequest(key_type=2, coordinator_keys=["s"]), 5)
+    response, _ = call(
+        cluster.find_coordinator, FindCoordinatorRequest(key_type=2, coordinator_keys=["s"]), 5
+    )
     assert response.coordinators[0].error_code == ErrorCode.INVALID_REQUEST
 
 
@@ -232,10 +263,16 @@ def test_list_offsets_on_empty_logs() -> None:
     create(cluster, "t", 1)
     partitions = [ListOffsetsPartition(0, timestamp=-1), ListOffsetsPartition(0, timestamp=-2),
                   ListOffsetsPartition(0, timestamp=1700000000000), ListOffsetsPartition(5, timestamp=-1)]  # fmt: skip
-    response, _ = call(cluster.list_offsets, ListOffsetsRequest(topics=[ListOffsetsTopic("t", partitions)]), 8)
+    response, _ = call(
+        cluster.list_offsets, ListOffsetsRequest(topics=[ListOffsetsTopic("t", partitions)]), 8
+    )
     answers = [(p.error_code, p.offset, p.timestamp) for p in response.topics[0].partitions]
     assert answers == [(0, 0, -1), (0, 0, -1), (0, -1, -1), (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1, -1)]
-    v0, _ = call(cluster.list_offsets, ListOffsetsRequest(topics=[ListOffsetsTopic("t", [ListOffsetsPartition(0, timestamp=-1)])]), 0)
+    v0, _ = call(
+        cluster.list_offsets,
+        ListOffsetsRequest(topics=[ListOffsetsTopic("t", [ListOffsetsPartition(0, timestamp=-1)])]),
+        0,
+    )
     assert v0.topics[0].partitions[0].old_style_offsets == [0]
 
 
@@ -248,17 +285,24 @@ def test_fetch_answers_empty_partitions() -> None:
     first, second = response.responses[0].partitions
     assert (first.error_code, first.high_watermark, first.records) == (0, 0, b"")
     assert second.error_code == ErrorCode.OFFSET_OUT_OF_RANGE
-    by_id = FetchRequest(topics=[FetchTopic(topic_id=cluster.topics["t"].topic_id, partitions=[FetchPartition(0)])])
+    by_id = FetchRequest(
+        topics=[FetchTopic(topic_id=cluster.topics["t"].topic_id, partitions=[FetchPartition(0)])]
+    )
     assert cluster.fetch_response(13, by_id).responses[0].partitions[0].error_code == 0
     unknown = FetchRequest(topics=[FetchTopic("nope", partitions=[FetchPartition(0)])])
-    assert cluster.fetch_response(12, unknown).responses[0].partitions[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    assert (
+        cluster.fetch_response(12, unknown).responses[0].partitions[0].error_code
+        == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    )
     incremental = FetchRequest(session_id=42, session_epoch=3)
     assert cluster.fetch_response(12, incremental).error_code == ErrorCode.FETCH_SESSION_ID_NOT_FOUND
 
 
 def test_produce_refused_and_acks_zero_unanswered() -> None:
     cluster = make_cluster()
-    request = ProduceRequest(acks=-1, topic_data=[TopicProduceData("t", partition_data=[PartitionProduceData(0)])])
+    request = ProduceRequest(
+        acks=-1, topic_data=[TopicProduceData("t", partition_data=[PartitionProduceData(0)])]
+    )
     response, _ = call(cluster.produce, request, 9)
     assert response.responses[0].partition_responses[0].error_code == ErrorCode.INVALID_REQUEST
     ctx = RequestContext(0, 0, 9, "c", "h", Sent())

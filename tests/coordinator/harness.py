@@ -144,7 +144,9 @@ class FakeStore:
 
 
 class Harness:
-    def __init__(self, config: GroupConfig | None = None, *, load: bool = True, store: FakeStore | None = None) -> None:
+    def __init__(
+        self, config: GroupConfig | None = None, *, load: bool = True, store: FakeStore | None = None
+    ) -> None:
         self.config = config or GroupConfig()
         self.now_ms = START_MS
         self.wall_ms = WALL_START_MS
@@ -168,7 +170,7 @@ class Harness:
     def apply(self, result: Result) -> None:
         if result.records:
             assert result.on_durable is not None and result.on_failed is not None
-            if self.hold:
+            if self.hold or self.held:  # writes complete in order, like the runtime's batches
                 self.held.append(result)
                 return
         self._complete(result, self.fail_code)
@@ -223,7 +225,9 @@ class Harness:
         assert group is not None, f"no group {group_id}"
         return group
 
-    def ctx(self, api_key: int, version: int, client_id: str = "client", host: str = "/10.0.0.1") -> RequestContext:
+    def ctx(
+        self, api_key: int, version: int, client_id: str = "client", host: str = "/10.0.0.1"
+    ) -> RequestContext:
         return RequestContext(
             now_ms=self.now_ms,
             wall_ms=self.wall_ms,
@@ -233,7 +237,9 @@ class Harness:
             reply_to=Reply(api_key, version),
         )
 
-    def _call(self, method: Any, api_key: int, version: int, request: Any, client_id: str = "client") -> Reply:
+    def _call(
+        self, method: Any, api_key: int, version: int, request: Any, client_id: str = "client"
+    ) -> Reply:
         ctx = self.ctx(api_key, version, client_id)
         self.apply(method(ctx, request))
         assert isinstance(ctx.reply_to, Reply)
@@ -365,7 +371,9 @@ class Harness:
             return self.fetch_groups({group: topics}, version=version, require_stable=require_stable)
         request = OffsetFetchRequest(
             group_id=group,
-            topics=None if topics is None else [OffsetFetchRequestTopic(t, list(ps)) for t, ps in topics.items()],
+            topics=None
+            if topics is None
+            else [OffsetFetchRequestTopic(t, list(ps)) for t, ps in topics.items()],
             require_stable=require_stable,
         )
         return self._call(self.coordinator.fetch_offsets, OFFSET_FETCH, version, request)
@@ -383,7 +391,10 @@ class Harness:
                     group_id=g,
                     topics=None
                     if topics is None
-                    else [OffsetFetchRequestTopics(name=t, partition_indexes=list(ps)) for t, ps in topics.items()],
+                    else [
+                        OffsetFetchRequestTopics(name=t, partition_indexes=list(ps))
+                        for t, ps in topics.items()
+                    ],
                 )
                 for g, topics in groups.items()
             ],
@@ -395,17 +406,24 @@ class Harness:
         request = DescribeGroupsRequest(list(groups), include_authorized_operations)
         return self._call(self.coordinator.describe_groups, DESCRIBE_GROUPS, version, request)
 
-    def list_groups(self, *, version: int = 5, states: Sequence[str] = (), types: Sequence[str] = ()) -> Reply:
+    def list_groups(
+        self, *, version: int = 5, states: Sequence[str] = (), types: Sequence[str] = ()
+    ) -> Reply:
         request = ListGroupsRequest(list(states), list(types))
         return self._call(self.coordinator.list_groups, LIST_GROUPS, version, request)
 
     def delete_groups(self, *groups: str, version: int = 2) -> Reply:
-        return self._call(self.coordinator.delete_groups, DELETE_GROUPS, version, DeleteGroupsRequest(list(groups)))
+        return self._call(
+            self.coordinator.delete_groups, DELETE_GROUPS, version, DeleteGroupsRequest(list(groups))
+        )
 
     def delete_offsets(self, group: str, topics: Mapping[str, Sequence[int]]) -> Reply:
         request = OffsetDeleteRequest(
             group,
-            [OffsetDeleteRequestTopic(t, [OffsetDeleteRequestPartition(p) for p in ps]) for t, ps in topics.items()],
+            [
+                OffsetDeleteRequestTopic(t, [OffsetDeleteRequestPartition(p) for p in ps])
+                for t, ps in topics.items()
+            ],
         )
         return self._call(self.coordinator.delete_offsets, OFFSET_DELETE, 0, request)
 

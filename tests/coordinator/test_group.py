@@ -141,17 +141,23 @@ def test_validate_member(member_id: str, instance_id: str | None, expected: int)
 
 @pytest.mark.parametrize("version", [0, 1, 2, 3])
 def test_parse_subscribed_topics_reads_the_v0_prefix_of_any_version(version: int) -> None:
-    assert parse_subscribed_topics(subscription(["a", "b"], version=version)) == {"a", "b"}
+    assert parse_subscribed_topics(subscription(["a", "b"], version=version)) == frozenset({"a", "b"})
 
 
 def test_parse_subscribed_topics_of_a_future_version() -> None:
     data = struct.pack(">h", 42) + subscription(["t"])[2:] + b"fields of version 42"
-    assert parse_subscribed_topics(data) == {"t"}
+    assert parse_subscribed_topics(data) == frozenset({"t"})
 
 
 @pytest.mark.parametrize(
     "data",
-    [b"", b"\x00", b"\x00\x00\x00\x00\x00\x05\x00\x01", b"\x00\x00\xff\xff\xff\xff", b"\x00\x00\x00\x01\x00\x02\xff\xfe"],
+    [
+        b"",
+        b"\x00",
+        b"\x00\x00\x00\x00\x00\x05\x00\x01",
+        b"\x00\x00\xff\xff\xff\xff",
+        b"\x00\x00\x00\x01\x00\x02\xff\xfe",
+    ],
 )
 def test_parse_subscribed_topics_failure_is_unknown(data: bytes) -> None:
     assert parse_subscribed_topics(data) is None
@@ -163,7 +169,7 @@ def test_compute_subscribed_topics() -> None:
     group = group_of(a, b)
     assert group.compute_subscribed_topics() is None  # no protocol selected yet
     group.protocol_name = "range"
-    assert group.compute_subscribed_topics() == {"x", "y"}
+    assert group.compute_subscribed_topics() == frozenset({"x", "y"})
     b.protocols = (("range", b"garbage"),)
     assert group.compute_subscribed_topics() is None
     other = group_of(member("c", (("range", subscription(["x"])),), protocol_type="connect"))

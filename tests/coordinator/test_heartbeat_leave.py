@@ -20,7 +20,7 @@ EMPTY, PR, CR, STABLE = (
 
 @pytest.mark.parametrize("version", [0, 1, 2, 3, 4])
 def test_heartbeat_in_stable(h0: Harness, version: int) -> None:
-    (a, b), generation = h0.stable_group("g", 2)
+    (_a, b), generation = h0.stable_group("g", 2)
     reply = h0.heartbeat("g", b, generation, version=version)
     assert reply.error == 0
 
@@ -47,7 +47,9 @@ def test_heartbeat_validation(
 
 
 def test_heartbeat_by_state(h0: Harness) -> None:
-    joins = [h0.join("g", version=3, rebalance_timeout_ms=60_000, session_timeout_ms=30_000) for _ in range(2)]
+    joins = [
+        h0.join("g", version=3, rebalance_timeout_ms=60_000, session_timeout_ms=30_000) for _ in range(2)
+    ]
     h0.advance(0)
     a, b = (j.wire.member_id for j in joins)
     assert h0.group().state is CR
@@ -79,7 +81,7 @@ def test_missing_heartbeats_expire_the_member_exactly_at_the_session_timeout(h0:
 
 
 def test_heartbeat_does_not_allocate_timer_garbage(h0: Harness) -> None:
-    (a, b), generation = h0.stable_group("g", 2)
+    (a, _b), generation = h0.stable_group("g", 2)
     timers = h0.coordinator._timers
     size = len(timers._heap)
     for _ in range(10_000):
@@ -92,7 +94,7 @@ def test_heartbeat_does_not_allocate_timer_garbage(h0: Harness) -> None:
 
 @pytest.mark.parametrize("version", [0, 1, 2])
 def test_v0_to_v2_leave_of_one_member(h0: Harness, version: int) -> None:
-    (a, b), generation = h0.stable_group("g", 2)
+    (a, b), _generation = h0.stable_group("g", 2)
     reply = h0.leave("g", b, version=version)
     assert reply.error == 0
     assert list(h0.group().members) == [a] and h0.group().state is PR
@@ -116,7 +118,7 @@ def test_leave_with_an_empty_group_id(h0: Harness) -> None:
 
 def test_v3_batch_leave_with_unknown_fenced_and_admin_removals(h0: Harness) -> None:
     """Checklist 14."""
-    (dyn, s1, s2, keep), generation = h0.stable_group("g", 4, instance_ids=[None, "i-1", "i-2", None])
+    (dyn, s1, _s2, keep), generation = h0.stable_group("g", 4, instance_ids=[None, "i-1", "i-2", None])
     reply = h0.leave(
         "g",
         members=[
@@ -143,7 +145,7 @@ def test_v3_batch_leave_with_unknown_fenced_and_admin_removals(h0: Harness) -> N
 
 
 def test_static_member_leaving_with_its_ids(h0: Harness) -> None:
-    (a, s), _ = h0.stable_group("g", 2, instance_ids=[None, "i-s"])
+    (_a, s), _ = h0.stable_group("g", 2, instance_ids=[None, "i-s"])
     reply = h0.leave("g", members=[(s, "i-s")], version=3)
     assert reply.wire.members[0].error_code == 0
     assert not h0.group().static_members
@@ -158,7 +160,7 @@ def test_leave_during_preparing_rebalance_completes_the_join(h0: Harness) -> Non
 
 
 def test_leave_of_a_member_with_a_parked_join(h0: Harness) -> None:
-    (a, s, c), generation = h0.stable_group("g", 3, instance_ids=[None, "i-s", None])
+    (a, s, c), _generation = h0.stable_group("g", 3, instance_ids=[None, "i-s", None])
     h0.join("g", a, version=5)  # the leader rejoins: PreparingRebalance
     s_join = h0.join("g", s, version=5, instance_id="i-s")
     assert not s_join.answered  # c has not rejoined yet
@@ -189,7 +191,7 @@ def test_leave_of_the_last_member_goes_empty(h0: Harness) -> None:
 def test_leave_in_completing_rebalance_rebalances(h0: Harness) -> None:
     joins = [h0.join("g", version=3) for _ in range(3)]
     h0.advance(0)
-    a, b, c = (j.wire.member_id for j in joins)
+    _a, b, c = (j.wire.member_id for j in joins)
     parked = h0.sync("g", b, 1)
     h0.leave("g", c)
     assert h0.group().state is PR

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from coordinator.group_config import GroupConfig
+from coordinator.shard import default_member_id
 from coordinator.state import GroupState
 from protocol.errors import ErrorCode
 from tests.coordinator.harness import Harness, subscription
@@ -21,7 +22,9 @@ EMPTY, PR, CR, STABLE = (
 
 
 @pytest.mark.parametrize("version", [4, 5, 6, 7, 8, 9])
-def test_v4_plus_dynamic_join_needs_a_member_id_then_waits_for_the_initial_delay(h: Harness, version: int) -> None:
+def test_v4_plus_dynamic_join_needs_a_member_id_then_waits_for_the_initial_delay(
+    h: Harness, version: int
+) -> None:
     first = h.join("g", version=version)
     assert first.error == ErrorCode.MEMBER_ID_REQUIRED
     assert first.wire.member_id == "client-1"
@@ -142,7 +145,12 @@ def test_a_group_reforming_from_empty_gets_the_initial_delay_again(h0: Harness) 
 
 @pytest.mark.parametrize(
     ("session_timeout_ms", "expected"),
-    [(5_999, ErrorCode.INVALID_SESSION_TIMEOUT), (6_000, 0), (1_800_000, 0), (1_800_001, ErrorCode.INVALID_SESSION_TIMEOUT)],
+    [
+        (5_999, ErrorCode.INVALID_SESSION_TIMEOUT),
+        (6_000, 0),
+        (1_800_000, 0),
+        (1_800_001, ErrorCode.INVALID_SESSION_TIMEOUT),
+    ],
 )
 def test_session_timeout_bounds(h0: Harness, session_timeout_ms: int, expected: int) -> None:
     reply = h0.join("g", version=3, session_timeout_ms=session_timeout_ms)
@@ -168,10 +176,10 @@ def test_protocol_type_mismatch_and_no_common_protocol(h0: Harness, version: int
     assert h0.group().state is STABLE and list(h0.group().members) == members
 
 
-@pytest.mark.parametrize(
-    ("protocol_type", "protocols"), [("", [("range", b"")]), ("consumer", [])]
-)
-def test_first_member_needs_a_protocol_type_and_protocols(h0: Harness, protocol_type: str, protocols: list[tuple[str, bytes]]) -> None:
+@pytest.mark.parametrize(("protocol_type", "protocols"), [("", [("range", b"")]), ("consumer", [])])
+def test_first_member_needs_a_protocol_type_and_protocols(
+    h0: Harness, protocol_type: str, protocols: list[tuple[str, bytes]]
+) -> None:
     reply = h0.join("g", version=3, protocol_type=protocol_type, protocols=protocols)
     assert reply.error == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
     assert not h0.group().members
@@ -304,7 +312,7 @@ def test_stable_leader_rejoin_always_rebalances(h0: Harness) -> None:
 
 
 def test_stable_follower_with_new_metadata_rebalances(h0: Harness) -> None:
-    (leader, follower), _ = h0.stable_group("g", 2)
+    (_leader, follower), _ = h0.stable_group("g", 2)
     h0.join("g", follower, version=5, topics=("other",))
     assert h0.group().state is PR
 
@@ -344,8 +352,6 @@ def test_member_ids_use_the_client_id_or_the_instance_id(h0: Harness) -> None:
 
 
 def test_default_member_ids_are_prefix_dash_uuid() -> None:
-    from coordinator.shard import default_member_id
-
     member_id = default_member_id("rdkafka")
     prefix, _, suffix = member_id.partition("-")
     assert prefix == "rdkafka" and len(suffix) == 36

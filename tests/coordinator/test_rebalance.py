@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from coordinator.group_config import GroupConfig
 from coordinator.state import GroupState
 from protocol.errors import ErrorCode
@@ -48,9 +50,11 @@ def test_dynamic_member_that_does_not_rejoin_is_removed_at_the_rebalance_timeout
     assert h0.heartbeat("g", b, generation).error == ErrorCode.UNKNOWN_MEMBER_ID
 
 
-def test_static_member_that_does_not_rejoin_is_kept_then_removed_by_the_pending_sync_timer(h0: Harness) -> None:
+def test_static_member_that_does_not_rejoin_is_kept_then_removed_by_the_pending_sync_timer(
+    h0: Harness,
+) -> None:
     """Checklist 4 (static): kept at join completion, but it still owes a SyncGroup."""
-    args = {"rebalance_timeout_ms": 30_000, "session_timeout_ms": 600_000}
+    args: dict[str, Any] = {"rebalance_timeout_ms": 30_000, "session_timeout_ms": 600_000}
     (a, s), generation = h0.stable_group("g", 2, instance_ids=[None, "static-1"], **args)
     a_join = h0.join("g", a, version=5, **args)
     h0.advance(30_000)
@@ -71,7 +75,7 @@ def test_static_member_that_does_not_rejoin_is_kept_then_removed_by_the_pending_
 
 def test_leader_that_does_not_rejoin_is_replaced_by_a_member_that_did(h0: Harness) -> None:
     """Checklist 5."""
-    args = {"rebalance_timeout_ms": 20_000, "session_timeout_ms": 60_000}
+    args: dict[str, Any] = {"rebalance_timeout_ms": 20_000, "session_timeout_ms": 60_000}
     (leader, b, c), generation = h0.stable_group("g", 3, **args)
     h0.join("g", b, version=5, topics=("new",), **args)  # b forces a rebalance
     c_join = h0.join("g", c, version=5, **args)
@@ -101,7 +105,7 @@ def test_session_expiry_in_stable_starts_a_rebalance(h0: Harness) -> None:
 
 def test_session_expiry_during_preparing_rebalance_completes_the_join_without_the_member(h0: Harness) -> None:
     """Checklist 6 (PreparingRebalance): no wait for the rebalance timeout."""
-    (a, b), generation = h0.stable_group("g", 2, session_timeout_ms=10_000, rebalance_timeout_ms=300_000)
+    (a, _b), generation = h0.stable_group("g", 2, session_timeout_ms=10_000, rebalance_timeout_ms=300_000)
     h0.advance(5_000)
     a_join = h0.join("g", a, version=5, session_timeout_ms=10_000, rebalance_timeout_ms=300_000)
     h0.advance(4_999)  # b's session: 10 s after the join phase completed
@@ -159,7 +163,7 @@ def test_members_that_never_sync_are_removed_after_the_rebalance_timeout(h0: Har
 
 
 def test_pending_sync_timer_is_cancelled_once_everyone_synced(h0: Harness) -> None:
-    (a, b), generation = h0.stable_group("g", 2, rebalance_timeout_ms=15_000, session_timeout_ms=60_000)
+    (_a, _b), generation = h0.stable_group("g", 2, rebalance_timeout_ms=15_000, session_timeout_ms=60_000)
     assert not h0.group().pending_sync_members
     assert ("sync", "g", generation) not in h0.coordinator._timers
     h0.advance(16_000)
@@ -224,7 +228,7 @@ def test_all_members_leaving_a_stable_group_ends_in_empty(h0: Harness) -> None:
 
 def test_join_phase_with_no_member_left_ends_in_empty(h0: Harness) -> None:
     """T6 via the join timer: the remaining member never rejoined."""
-    args = {"rebalance_timeout_ms": 20_000, "session_timeout_ms": 600_000}
+    args: dict[str, Any] = {"rebalance_timeout_ms": 20_000, "session_timeout_ms": 600_000}
     (a, b), generation = h0.stable_group("g", 2, **args)
     h0.leave("g", b)
     assert h0.group().state is PR
@@ -237,7 +241,7 @@ def test_join_phase_with_no_member_left_ends_in_empty(h0: Harness) -> None:
 
 
 def test_group_rebalance_timeout_is_the_largest_member_timeout(h0: Harness) -> None:
-    (a, b), generation = h0.stable_group("g", 2, rebalance_timeout_ms=10_000, session_timeout_ms=600_000)
+    (_a, b), _generation = h0.stable_group("g", 2, rebalance_timeout_ms=10_000, session_timeout_ms=600_000)
     h0.join("g", b, version=5, rebalance_timeout_ms=50_000, session_timeout_ms=600_000, topics=("z",))
     h0.advance(49_999)
     assert h0.group().state is PR
@@ -247,8 +251,8 @@ def test_group_rebalance_timeout_is_the_largest_member_timeout(h0: Harness) -> N
 
 def test_static_members_that_did_not_rejoin_hold_the_join_phase_until_their_session_expires() -> None:
     h = Harness(GroupConfig(group_initial_rebalance_delay_ms=0))
-    args = {"rebalance_timeout_ms": 10_000, "session_timeout_ms": 25_000}
-    (s1, s2), generation = h.stable_group("g", 2, instance_ids=["i1", "i2"], **args)
+    args: dict[str, Any] = {"rebalance_timeout_ms": 10_000, "session_timeout_ms": 25_000}
+    (s1, _s2), generation = h.stable_group("g", 2, instance_ids=["i1", "i2"], **args)
     h.leave("g", members=[("", "i2")])  # admin removal of i2: rebalance, s1 never rejoins
     assert h.group().state is PR
     h.advance(10_000)  # join timer: no member rejoined, so no new generation
@@ -271,3 +275,38 @@ def test_hours_of_heartbeats_keep_a_group_stable(h0: Harness) -> None:
     assert len(h0.coordinator._timers) <= 4  # 2 sessions + retention (+ nothing left behind)
     h0.advance(10_000)
     assert not h0.group().members and h0.group().state is EMPTY
+
+
+def test_session_expiry_in_completing_rebalance_rebalances(h0: Harness) -> None:
+    """T4 via session expiry: a member that neither syncs nor heartbeats."""
+    joins = [
+        h0.join("g", version=3, session_timeout_ms=10_000, rebalance_timeout_ms=60_000) for _ in range(2)
+    ]
+    h0.advance(0)
+    a, b = (j.wire.member_id for j in joins)
+    parked = h0.sync("g", b, 1)  # b waits for the assignment; the leader a never sends it
+    h0.advance(10_000)
+    assert a not in h0.group().members and b in h0.group().members
+    assert h0.group().state is PR
+    assert parked.error == ErrorCode.REBALANCE_IN_PROGRESS
+
+
+def test_reply_of_a_leave_that_empties_the_group_waits_for_the_group_record(h0: Harness) -> None:
+    (a,), generation = h0.stable_group("g", 1)
+    h0.hold = True
+    reply = h0.leave("g", a)
+    assert not reply.answered and h0.group().state is EMPTY
+    h0.flush()
+    assert reply.wire.members[0].error_code == 0
+    assert h0.store.groups["g"].generation_id == generation + 1
+
+
+def test_failed_empty_group_record_does_not_fail_the_leave(h0: Harness) -> None:
+    """Kafka only logs a failure to persist an empty generation: no member depends on it."""
+    (a,), generation = h0.stable_group("g", 1)
+    h0.fail_code = ErrorCode.NOT_COORDINATOR
+    reply = h0.leave("g", a)
+    h0.fail_code = None
+    assert reply.wire.members[0].error_code == 0
+    assert h0.group().state is EMPTY and h0.group().generation_id == generation + 1
+    assert h0.store.groups["g"].generation_id == generation  # storage still has the old generation

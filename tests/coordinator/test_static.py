@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from coordinator.state import GroupState
@@ -12,7 +14,9 @@ PR, CR, STABLE = GroupState.PREPARING_REBALANCE, GroupState.COMPLETING_REBALANCE
 
 
 def static_group(h: Harness) -> tuple[str, str, int]:
-    (leader, follower), generation = h.stable_group("g", 2, instance_ids=["i-l", "i-f"], session_timeout_ms=30_000)
+    (leader, follower), generation = h.stable_group(
+        "g", 2, instance_ids=["i-l", "i-f"], session_timeout_ms=30_000
+    )
     return leader, follower, generation
 
 
@@ -65,9 +69,14 @@ def test_leader_restart(h0: Harness, version: int) -> None:
 
 @pytest.mark.parametrize(
     ("write_error", "expected"),
-    [(ErrorCode.NOT_COORDINATOR, ErrorCode.NOT_COORDINATOR), (ErrorCode.REQUEST_TIMED_OUT, ErrorCode.REBALANCE_IN_PROGRESS)],
+    [
+        (ErrorCode.NOT_COORDINATOR, ErrorCode.NOT_COORDINATOR),
+        (ErrorCode.REQUEST_TIMED_OUT, ErrorCode.REBALANCE_IN_PROGRESS),
+    ],
 )
-def test_failed_replacement_write_reverts_to_the_old_member(h0: Harness, write_error: int, expected: int) -> None:
+def test_failed_replacement_write_reverts_to_the_old_member(
+    h0: Harness, write_error: int, expected: int
+) -> None:
     leader, follower, generation = static_group(h0)
     h0.fail_code = write_error
     reply = h0.join("g", version=7, instance_id="i-f", session_timeout_ms=45_000, topics=("t", "u"))
@@ -87,7 +96,7 @@ def test_failed_replacement_write_reverts_to_the_old_member(h0: Harness, write_e
 
 
 def test_replacement_write_completing_after_a_rebalance_started(h0: Harness) -> None:
-    leader, follower, generation = static_group(h0)
+    leader, _follower, generation = static_group(h0)
     h0.hold = True
     reply = h0.join("g", version=9, instance_id="i-f", session_timeout_ms=30_000)
     h0.hold = False
@@ -101,7 +110,7 @@ def test_replacement_write_completing_after_a_rebalance_started(h0: Harness) -> 
 
 def test_static_member_changing_the_selected_protocol_rebalances(h0: Harness) -> None:
     """Checklist 11."""
-    (member,), generation = h0.stable_group("g", 1, instance_ids=["i-1"], protocols=[("range", b"")])
+    (_member,), generation = h0.stable_group("g", 1, instance_ids=["i-1"], protocols=[("range", b"")])
     reply = h0.join("g", version=5, instance_id="i-1", protocols=[("roundrobin", b""), ("range", b"")])
     assert reply.wire.generation_id == generation + 1  # the lone member rejoined: completes at once
     assert reply.wire.protocol_name == "roundrobin"
@@ -109,13 +118,13 @@ def test_static_member_changing_the_selected_protocol_rebalances(h0: Harness) ->
 
 
 def test_static_member_changing_metadata_but_not_the_protocol_does_not_rebalance(h0: Harness) -> None:
-    leader, follower, generation = static_group(h0)
+    _leader, _follower, generation = static_group(h0)
     reply = h0.join("g", version=5, instance_id="i-f", session_timeout_ms=30_000, topics=("t", "extra"))
     assert reply.wire.generation_id == generation
     assert h0.group().state is STABLE
     record = {m.group_instance_id: m for m in h0.store.groups["g"].members}
     assert record["i-f"].subscription == subscription(["t", "extra"])
-    assert h0.group().subscribed_topics == {"t"}  # recomputed at the next generation only
+    assert h0.group().subscribed_topics == frozenset({"t"})  # recomputed at the next generation only
 
 
 def test_replacement_in_completing_rebalance_rebalances_and_fences_the_parked_sync(h0: Harness) -> None:
@@ -132,7 +141,9 @@ def test_replacement_in_completing_rebalance_rebalances_and_fences_the_parked_sy
 
 
 def test_replacement_in_preparing_rebalance_fences_the_parked_join(h0: Harness) -> None:
-    (a, s, c), generation = h0.stable_group("g", 3, instance_ids=[None, "i-s", None], session_timeout_ms=30_000)
+    (a, s, c), generation = h0.stable_group(
+        "g", 3, instance_ids=[None, "i-s", None], session_timeout_ms=30_000
+    )
     h0.join("g", a, version=5, session_timeout_ms=30_000)
     old_join = h0.join("g", s, version=5, instance_id="i-s", session_timeout_ms=30_000)
     new_join = h0.join("g", version=5, instance_id="i-s", session_timeout_ms=30_000)
@@ -145,7 +156,7 @@ def test_replacement_in_preparing_rebalance_fences_the_parked_join(h0: Harness) 
 
 
 def test_replacing_a_member_that_had_not_synced_yet_transfers_the_obligation(h0: Harness) -> None:
-    args = {"session_timeout_ms": 60_000, "rebalance_timeout_ms": 20_000}
+    args: dict[str, Any] = {"session_timeout_ms": 60_000, "rebalance_timeout_ms": 20_000}
     joins = [h0.join("g", version=5, instance_id=i, **args) for i in ("i-a", "i-b")]
     h0.advance(0)
     a, b = (j.wire.member_id for j in joins)

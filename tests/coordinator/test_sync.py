@@ -27,7 +27,9 @@ def test_v5_protocol_type_and_name_must_be_present_and_match(
 ) -> None:
     """Checklist 15."""
     (leader, _), generation = h0.stable_group("g", 2)
-    reply = h0.sync("g", leader, generation, version=5, protocol_type=protocol_type, protocol_name=protocol_name)
+    reply = h0.sync(
+        "g", leader, generation, version=5, protocol_type=protocol_type, protocol_name=protocol_name
+    )
     assert reply.error == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
     assert (reply.wire.protocol_type, reply.wire.protocol_name, reply.wire.assignment) == (None, None, b"")
 
@@ -39,7 +41,7 @@ def test_v5_null_protocol_is_refused_before_anything_else(h0: Harness) -> None:
 
 @pytest.mark.parametrize("version", [0, 1, 2, 3, 4, 5])
 def test_stable_sync_returns_the_assignment_and_v5_echoes_the_protocol(h0: Harness, version: int) -> None:
-    (leader, follower), generation = h0.stable_group("g", 2)
+    (_leader, follower), generation = h0.stable_group("g", 2)
     reply = h0.sync("g", follower, generation, version=version)
     assert (reply.error, reply.wire.assignment) == (0, f"assignment-{follower}".encode())
     expected = ("consumer", "range") if version >= 5 else (None, None)
@@ -158,7 +160,7 @@ def test_write_completing_after_a_new_rebalance_is_ignored(h0: Harness) -> None:
 
 
 def test_failure_after_a_new_rebalance_is_ignored(h0: Harness) -> None:
-    leader, follower = completing_group(h0)
+    leader, _follower = completing_group(h0)
     h0.hold = True
     h0.sync("g", leader, 1, assignments={leader: b"L"})
     h0.hold = False
@@ -178,7 +180,9 @@ def test_a_second_sync_from_the_same_member_supersedes_the_parked_one(h0: Harnes
 
 
 def test_delivering_the_assignment_restarts_the_session(h0: Harness) -> None:
-    joins = [h0.join("g", version=3, session_timeout_ms=10_000, rebalance_timeout_ms=60_000) for _ in range(2)]
+    joins = [
+        h0.join("g", version=3, session_timeout_ms=10_000, rebalance_timeout_ms=60_000) for _ in range(2)
+    ]
     h0.advance(0)
     leader, follower = (j.wire.member_id for j in joins)
     h0.sync("g", follower, 1)

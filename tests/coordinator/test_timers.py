@@ -144,3 +144,15 @@ def test_matches_a_dict_model(operations: list[tuple[str, int, int]]) -> None:
             assert deadline is not None and deadline <= min(model.values())
         else:
             assert deadline is None
+
+
+def test_pop_due_returns_one_key_at_a_time() -> None:
+    t: Timers[str] = Timers()
+    t.schedule("a", 10)
+    t.schedule("b", 10)
+    key, examined = t.pop_due(10, 100)
+    assert (key, examined) == ("a", 1)
+    t.schedule("b", 50)  # handling "a" re-armed "b": it is no longer due
+    assert t.pop_due(10, 100) == (None, 1)
+    assert t.pop_due(50, 100) == ("b", 1)
+    assert t.pop_due(50, 100) == (None, 0)

@@ -55,7 +55,9 @@ def test_bad_input_closes_only_that_connection(server: ServerProcess) -> None:
     bad_inputs = {
         "garbage": struct.pack(">i", 11) + b"\x13\x37garbage!!",
         "header shorter than a request header": struct.pack(">i", 3) + b"abc",
-        "malformed body": struct.pack(">i", 14) + struct.pack(">hhih", ApiKey.HEARTBEAT, 3, 1, -1) + b"\x7f\xff\x00\x00",
+        "malformed body": struct.pack(">i", 14)
+        + struct.pack(">hhih", ApiKey.HEARTBEAT, 3, 1, -1)
+        + b"\x7f\xff\x00\x00",
         "truncated frame body": struct.pack(">i", 8) + struct.pack(">hhi", ApiKey.HEARTBEAT, 4, 1),
         "2 GiB declared length": struct.pack(">i", 2**31 - 1) + b"\x00" * 16,
         "unknown api key": struct.pack(">i", 10) + struct.pack(">hhih", 9999, 0, 1, -1),

@@ -1,7 +1,7 @@
 """Spec-driven test model shared by the codec tests.
 
-Everything here is derived from the same Kafka JSON specs the generator reads
-(``protocol.codegen.spec.load_message``), never from the generated code:
+The field trees walked here come from the same Kafka JSON specs the generator reads
+(``protocol.codegen.spec.load_message``), not from the generated code:
 
 * hypothesis strategies producing *plain* values (nested dicts keyed by our snake_case
   attribute names, one entry per field present in the version; tagged fields only sometimes),
@@ -27,8 +27,6 @@ from hypothesis import strategies as st
 from protocol.apis import SERVED_VERSIONS, SPEC_NAMES, ApiKey
 from protocol.codegen.spec import FieldSpec, MessageSpec, load_message, snake_case
 
-Plain = Any  # dict[str, Plain] | list[Plain] | int | bool | float | str | bytes | None
-
 INT_RANGES: Final[dict[str, tuple[int, int]]] = {
     "int8": (-(2**7), 2**7 - 1),
     "int16": (-(2**15), 2**15 - 1),
@@ -37,7 +35,6 @@ INT_RANGES: Final[dict[str, tuple[int, int]]] = {
     "uint32": (0, 2**32 - 1),
     "int64": (-(2**63), 2**63 - 1),
 }
-INT32_MIN: Final = -(2**31)
 ZERO_UUID: Final = bytes(16)
 BYTES_TYPES: Final = ("bytes", "records")
 
@@ -182,7 +179,9 @@ def _value_strategy(f: FieldSpec, version: int, long: bool) -> st.SearchStrategy
     return strategy
 
 
-def struct_strategy(fields: list[FieldSpec], version: int, long: bool = True) -> st.SearchStrategy[dict[str, Any]]:
+def struct_strategy(
+    fields: list[FieldSpec], version: int, long: bool = True
+) -> st.SearchStrategy[dict[str, Any]]:
     """Plain values of a struct: every untagged field present in ``version``, tagged ones sometimes.
 
     ``long`` allows strings, bytes and arrays long enough to need 2-byte compact lengths."""
@@ -205,7 +204,9 @@ def to_ours(side_: Side, value: dict[str, Any], version: int) -> Any:
     return _ours_struct(side_.module, side_.ours, side_.msg.fields, value, version)
 
 
-def _ours_struct(module: ModuleType, cls: type[Any], fields: list[FieldSpec], value: dict[str, Any], version: int) -> Any:
+def _ours_struct(
+    module: ModuleType, cls: type[Any], fields: list[FieldSpec], value: dict[str, Any], version: int
+) -> Any:
     kwargs: dict[str, Any] = {}
     for f in present(fields, version):
         if f.attr in value:
@@ -302,7 +303,12 @@ def to_kp(side_: Side, value: dict[str, Any], version: int) -> Any:
 
 
 def _kp_kwargs(
-    module: ModuleType, cls: type[Any], kp_struct: Any, fields: list[FieldSpec], value: dict[str, Any], version: int
+    module: ModuleType,
+    cls: type[Any],
+    kp_struct: Any,
+    fields: list[FieldSpec],
+    value: dict[str, Any],
+    version: int,
 ) -> dict[str, Any]:
     kwargs: dict[str, Any] = {}
     for f, kf in zip(fields, kp_fields(kp_struct, fields), strict=True):
@@ -355,7 +361,9 @@ def _canon_kp_struct(
     return out
 
 
-def _canon_kp_value(module: ModuleType, cls: type[Any], f: FieldSpec, kf: KpField, value: Any, version: int) -> Any:
+def _canon_kp_value(
+    module: ModuleType, cls: type[Any], f: FieldSpec, kf: KpField, value: Any, version: int
+) -> Any:
     if f.fields is not None:
         if value is None:
             # kafka-python leaves an absent tagged struct as None; Kafka means its default.
@@ -395,16 +403,16 @@ _FULL_SCALARS: Final[dict[str, Any]] = {
 
 
 def full_value(fields: list[FieldSpec], version: int) -> dict[str, Any]:
-    """A plain value with every present field (tagged ones too) set, and two elements per array,
+    """A plain value with every present field (tagged ones too) set and one element per array,
     so that its encoding contains every length prefix and tag the version has."""
     out: dict[str, Any] = {}
     for f in present(fields, version):
         if f.fields is not None:
             inner = full_value(f.fields, version)
-            out[f.attr] = [inner, inner] if f.is_array else inner
+            out[f.attr] = [inner] if f.is_array else inner
         else:
             scalar = _FULL_SCALARS[f.elem_type if f.is_array else f.type]
-            out[f.attr] = [scalar, scalar] if f.is_array else scalar
+            out[f.attr] = [scalar] if f.is_array else scalar
     return out
 
 
@@ -421,7 +429,9 @@ _SCALAR_TYPES: Final[dict[str, type]] = {
 }
 
 
-def assert_well_typed(module: ModuleType, cls: type[Any], fields: list[FieldSpec], obj: Any, version: int) -> None:
+def assert_well_typed(
+    module: ModuleType, cls: type[Any], fields: list[FieldSpec], obj: Any, version: int
+) -> None:
     """What a decoder returns matches the spec: right class, no None where the version does not
     allow it, ints in range, absent fields at their defaults."""
     assert type(obj) is cls, (obj, cls)
@@ -448,8 +458,8 @@ def _assert_element(module: ModuleType, f: FieldSpec, value: Any, version: int) 
         return
     base = f.elem_type if f.is_array else f.type
     assert type(value) is _SCALAR_TYPES[base], (f.name, value)
-    if base in INT_RANGES:
+    if base in INT_RANGES and isinstance(value, int):
         low, high = INT_RANGES[base]
         assert low <= value <= high, (f.name, value)
-    if base == "uuid":
+    if base == "uuid" and isinstance(value, bytes):
         assert len(value) == 16, f.name

@@ -60,7 +60,9 @@ def test_versions_outside_the_window_are_unsupported(key: ApiKey) -> None:
         if low <= version <= high:
             continue
         # A well-formed ApiVersions v0 request with the tested key and version written into its header.
-        frame = wire.encode_request(ApiKey.API_VERSIONS, 0, 77, "cid", request_side(ApiKey.API_VERSIONS).ours())
+        frame = wire.encode_request(
+            ApiKey.API_VERSIONS, 0, 77, "cid", request_side(ApiKey.API_VERSIONS).ours()
+        )
         raw = bytearray(frame[4:])
         raw[0:4] = int(key).to_bytes(2, "big") + version.to_bytes(2, "big", signed=True)
         with pytest.raises(wire.UnsupportedApi) as info:
@@ -80,7 +82,9 @@ def test_unknown_api_key_is_unsupported() -> None:
 KP_PATCHED_DEFAULTS = {("ListOffsetsRequest", "replica_id"), ("CreatePartitionsTopic", "assignments")}
 
 
-def _default_pairs(module: Any, cls: type[Any], kp_struct: Any, fields: list[FieldSpec]) -> list[tuple[str, Any, Any]]:
+def _default_pairs(
+    module: Any, cls: type[Any], kp_struct: Any, fields: list[FieldSpec]
+) -> list[tuple[str, Any, Any]]:
     instance = cls()
     out = []
     for f, kf in zip(fields, kp_fields(kp_struct, fields), strict=True):
@@ -104,11 +108,19 @@ def _default_pairs(module: Any, cls: type[Any], kp_struct: Any, fields: list[Fie
 
 def _sides() -> list[Side]:
     sides = [s for key in sorted(SERVED_VERSIONS) for s in (request_side(key), response_side(key))]
-    return [*sides, side("ConsumerProtocolSubscription", "consumer_protocol"), side("ConsumerProtocolAssignment", "consumer_protocol")]
+    return [
+        *sides,
+        side("ConsumerProtocolSubscription", "consumer_protocol"),
+        side("ConsumerProtocolAssignment", "consumer_protocol"),
+    ]
 
 
 @pytest.mark.parametrize("s", _sides(), ids=lambda s: s.msg.name)
 def test_defaults_match_kafka_python(s: Side) -> None:
     pairs = _default_pairs(s.module, s.ours, s.kp._struct, s.msg.fields)
-    mismatched = [(name, ours, theirs) for name, ours, theirs in pairs if ours != theirs or type(ours) is not type(theirs)]
+    mismatched = [
+        (name, ours, theirs)
+        for name, ours, theirs in pairs
+        if ours != theirs or type(ours) is not type(theirs)
+    ]
     assert not mismatched

@@ -18,12 +18,18 @@ from hypothesis import strategies as st
 from protocol.messages import consumer_protocol
 from tests.protocol.model import canon_kp, canon_ours, message_strategy, side, to_kp, to_ours
 
-CASES = [(name, v) for name in ("ConsumerProtocolSubscription", "ConsumerProtocolAssignment") for v in range(4)]
+CASES = [
+    (name, v) for name in ("ConsumerProtocolSubscription", "ConsumerProtocolAssignment") for v in range(4)
+]
 
 
-def codecs(name: str, version: int) -> tuple[Callable[[bytes, int], tuple[Any, int]], Callable[[Any, bytearray], None]]:
+def codecs(
+    name: str, version: int
+) -> tuple[Callable[[bytes, int], tuple[Any, int]], Callable[[Any, bytearray], None]]:
     stem = "consumer_protocol_" + name.removeprefix("ConsumerProtocol").lower()
-    return getattr(consumer_protocol, f"decode_{stem}_v{version}"), getattr(consumer_protocol, f"encode_{stem}_v{version}")
+    return getattr(consumer_protocol, f"decode_{stem}_v{version}"), getattr(
+        consumer_protocol, f"encode_{stem}_v{version}"
+    )
 
 
 @pytest.mark.parametrize(("name", "version"), CASES, ids=[f"{n}-v{v}" for n, v in CASES])

@@ -38,7 +38,10 @@ client_ids = (
     | st.text(st.characters(codec="utf-8"), max_size=12)
     | st.text(st.characters(codec="utf-8"), min_size=130, max_size=140)  # > 127 bytes: compact would differ
 )
-HEADER_CODECS = {1: (encode_request_header_v1, decode_request_header_v1), 2: (encode_request_header_v2, decode_request_header_v2)}
+HEADER_CODECS = {
+    1: (encode_request_header_v1, decode_request_header_v1),
+    2: (encode_request_header_v2, decode_request_header_v2),
+}
 
 
 @pytest.mark.parametrize("version", [1, 2])
@@ -51,7 +54,10 @@ def test_request_header_matches_kafka_python(
     out = bytearray()
     encode(ours, out)
     theirs = KpRequestHeader(
-        request_api_key=key, request_api_version=api_version, correlation_id=correlation_id, client_id=client_id
+        request_api_key=key,
+        request_api_version=api_version,
+        correlation_id=correlation_id,
+        client_id=client_id,
     )
     assert bytes(out) == bytes(theirs.encode(flexible=version == 2))
 
@@ -86,7 +92,12 @@ def test_request_header_v2_tagged_fields_are_skipped() -> None:
         write_uvarint(frame, len(payload))
         frame += payload
     request = wire.decode_request(bytes(frame + body))
-    assert (request.api_key, request.api_version, request.correlation_id, request.client_id) == (18, 3, 42, "c")
+    assert (request.api_key, request.api_version, request.correlation_id, request.client_id) == (
+        18,
+        3,
+        42,
+        "c",
+    )
     assert request.body == ApiVersionsRequest("client", "1.0")
 
 

@@ -51,7 +51,9 @@ def test_cases_are_exactly_the_dropped_versions() -> None:
         text = (spec_dir() / f"{name}.json").read_text(encoding="utf-8")
         raw = json.loads(re.sub(r"(?m)^\s*//.*\n?", "", text))
         spec_floor = int(raw["validVersions"].split("-")[0])
-        key = ApiKey(spec(name).api_key)
+        api_key = spec(name).api_key
+        assert api_key is not None
+        key = ApiKey(api_key)
         low, _ = SERVED_VERSIONS[key]
         dropped |= {(key, v) for v in range(low, spec_floor)}
     assert dropped == set(CASES)
@@ -59,7 +61,9 @@ def test_cases_are_exactly_the_dropped_versions() -> None:
 
 def old_values(schema: Any, obj: Any) -> tuple[Any, ...]:
     """Our object as the positional values of an old Schema, looked up by the old field names."""
-    return tuple(_old_value(t, getattr(obj, name)) for name, t in zip(schema.names, schema.fields, strict=True))
+    return tuple(
+        _old_value(t, getattr(obj, name)) for name, t in zip(schema.names, schema.fields, strict=True)
+    )
 
 
 def _old_value(t: Any, value: Any) -> Any:
@@ -94,8 +98,8 @@ def test_old_layouts(pair: tuple[ApiKey, int], data: st.DataObject) -> None:
     module, request_name, response_name = OLD_CLASSES[pair]
     old_request = kp_import(f"kafka.protocol.old.{module}", request_name)
     old_response = kp_import(f"kafka.protocol.old.{module}", response_name)
-    assert (old_request.API_KEY, old_request.API_VERSION) == (key, version)
-    assert (old_response.API_KEY, old_response.API_VERSION) == (key, version)
+    assert (key, version) == (old_request.API_KEY, old_request.API_VERSION)
+    assert (key, version) == (old_response.API_KEY, old_response.API_VERSION)
     correlation_id = data.draw(st.integers(*INT_RANGES["int32"]), label="correlation_id")
     client_id = data.draw(st.none() | st.text(max_size=8), label="client_id")
 

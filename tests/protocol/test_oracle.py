@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 
 from protocol import wire
 from protocol.apis import ApiKey
-from protocol.messages import CODECS
+from protocol.messages import CODECS, FLEXIBLE
+from protocol.primitives import write_uvarint
 from tests.protocol.model import (
     INT_RANGES,
     canon_kp,
@@ -88,31 +89,50 @@ def test_response_to_kafka_python(pair: tuple[ApiKey, int], data: st.DataObject)
 @pytest.mark.parametrize("pair", PAIRS, ids=pair_id)
 @given(data=st.data())
 def test_round_trip(pair: tuple[ApiKey, int], data: st.DataObject) -> None:
-    """decode(encode(x)) == x for our requests and responses, body codecs and whole frames."""
+    """decode(encode(x)) == x for our requests and responses: body codecs and whole frames."""
     key, version = pair
+    request_side_, response_side_ = request_side(key), response_side(key)
+    request = to_ours(request_side_, data.draw(message_strategy(request_side_.msg.name, version)), version)
+    response = to_ours(response_side_, data.draw(message_strategy(response_side_.msg.name, version)), version)
     decode_request, encode_request, decode_response, encode_response = CODECS[(key, version)]
-    for side, decode, encode in (
-        (request_side(key), decode_request, encode_request),
-        (response_side(key), decode_response, encode_response),
+    for obj, decode, encode in (
+        (request, decode_request, encode_request),
+        (response, decode_response, encode_response),
     ):
-        obj = to_ours(side, data.draw(message_strategy(side.msg.name, version), label=side.msg.name), version)
         out = bytearray()
         encode(obj, out)
-        decoded, pos = decode(bytes(out), 0)
-        assert pos == len(out)
-        assert decoded == obj
+        assert decode(bytes(out), 0) == (obj, len(out))
         # Decoding must also work at an offset inside a larger buffer.
-        decoded, pos = decode(b"\x07" * 3 + bytes(out) + b"\x09", 3)
-        assert (decoded, pos) == (obj, 3 + len(out))
+        assert decode(b"\x07" * 3 + bytes(out) + b"\x09", 3) == (obj, 3 + len(out))
 
     correlation_id = data.draw(correlation_ids, label="correlation_id")
     client_id = data.draw(client_ids, label="client_id")
-    request = to_ours(request_side(key), data.draw(message_strategy(request_side(key).msg.name, version)), version)
-    frame = wire.encode_request(key, version, correlation_id, client_id, request)
-    decoded_request = wire.decode_request(frame[4:])
-    assert (decoded_request.correlation_id, decoded_request.client_id) == (correlation_id, client_id)
-    assert decoded_request.body == request
-
-    response = to_ours(response_side(key), data.draw(message_strategy(response_side(key).msg.name, version)), version)
+    decoded = wire.decode_request(wire.encode_request(key, version, correlation_id, client_id, request)[4:])
+    assert (decoded.api_key, decoded.api_version) == (key, version)
+    assert (decoded.correlation_id, decoded.client_id, decoded.body) == (correlation_id, client_id, request)
     frame = wire.encode_response(key, version, correlation_id, response)
     assert wire.decode_response(key, version, frame[4:]) == (correlation_id, response)
+
+
+FLEXIBLE_PAIRS = [pair for pair in PAIRS if pair in FLEXIBLE]
+
+
+@pytest.mark.parametrize("pair", FLEXIBLE_PAIRS, ids=pair_id)
+def test_unknown_tagged_fields_are_skipped(pair: tuple[ApiKey, int]) -> None:
+    """Tags this version does not know (from newer peers) are skipped, whatever their size."""
+    key, version = pair
+    unknown = bytearray()
+    write_uvarint(unknown, 2)
+    for tag, payload in ((90, b"abc"), (1000, bytes(range(200)))):
+        write_uvarint(unknown, tag)
+        write_uvarint(unknown, len(payload))
+        unknown += payload
+    request = request_side(key).ours()
+    frame = wire.encode_request(key, version, 5, "c", request)[4:]
+    assert frame[-1] == 0  # the (empty) top-level tag section ends the message
+    assert wire.decode_request(frame[:-1] + unknown).body == request
+
+    response = response_side(key).ours()
+    frame = wire.encode_response(key, version, 5, response)[4:]
+    assert frame[-1] == 0
+    assert wire.decode_response(key, version, frame[:-1] + unknown) == (5, response)
