@@ -534,10 +534,12 @@ OURS_ONLY = {"rebalance-delay"}
 
 
 @contextmanager
-def throwaway_postgres(tmp: Path) -> Iterator[str]:
+def throwaway_postgres() -> Iterator[str]:
     """initdb + pg_ctl as the postgres user on a free loopback port; yields the URL."""
+    # Its own directory under /tmp: the run's work directory is private to root.
+    tmp = Path(tempfile.mkdtemp(prefix="kgbench-pg-"))
     data = tmp / "pgdata"
-    data.mkdir(parents=True)
+    data.mkdir()
     shutil.chown(tmp, "postgres")
     shutil.chown(data, "postgres")
     port = free_port()
@@ -552,6 +554,7 @@ def throwaway_postgres(tmp: Path) -> Iterator[str]:
         yield f"postgresql://postgres@127.0.0.1:{port}/postgres"
     finally:
         as_pg(str(PG_BIN / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "stop")
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _reset_postgres(url: str) -> None:
@@ -1058,7 +1061,7 @@ def _postgres(args: argparse.Namespace, tmp: Path) -> Iterator[str | None]:
     if args.postgres_url:
         yield args.postgres_url
     elif args.postgres:
-        with throwaway_postgres(tmp / "pg") as url:
+        with throwaway_postgres() as url:
             yield url
     else:
         yield None

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from coordinator.cluster import Cluster, NodeIdentity
 from coordinator.config import Config
 from coordinator.dispatcher import Dispatcher
+from coordinator.limits import ConnectionLimits
+from coordinator.listeners import BoundListener
 from coordinator.metrics import HealthServer, MeasuredStore, Metrics
 from coordinator.runtime import Clock, Runtime
 from coordinator.server import Connection
@@ -34,6 +36,8 @@ class RunningServer:
     listener: asyncio.Server
     health: HealthServer | None = None
     metrics_port: int | None = None
+    limits: ConnectionLimits | None = None
+    all_listeners: list[asyncio.Server] | None = None
 
     @property
     def port(self) -> int:
@@ -42,7 +46,10 @@ class RunningServer:
 
     async def shutdown(self) -> None:
         """Stop accepting, let in-flight writes finish, flush storage, close everything."""
-        self.listener.close()
+        for listener in self.all_listeners or [self.listener]:
+            listener.close()
+        if self.limits is not None:
+            self.limits.stop()
         for connection in list(self.dispatcher.connections):
             connection.stop_reading()
         # Parked JoinGroup/SyncGroup requests learn that this coordinator is going away (Kafka
@@ -57,7 +64,8 @@ class RunningServer:
         for connection in list(self.dispatcher.connections):
             connection.close()
         await self.store.close()
-        await self.listener.wait_closed()
+        for listener in self.all_listeners or [self.listener]:
+            await listener.wait_closed()
         log.info("coordinator stopped")
 
 
@@ -89,21 +97,38 @@ async def start_server(config: Config) -> RunningServer:
     writer = BatchWriter(store)
     runtime = Runtime(coordinator, writer, clock)
     dispatcher = Dispatcher(runtime, cluster, metrics)
-    listener = await loop.create_server(
-        lambda: Connection(dispatcher, config.socket_request_max_bytes, config.queued_max_request_bytes),
-        config.host,
-        config.port,
-        reuse_address=True,
+    limits = ConnectionLimits(
+        config.max_connections, config.max_connections_per_ip, config.connections_max_idle_ms
     )
-    if config.advertised_port is None and config.port == 0:
-        # Listening on an ephemeral port: advertise the one the OS picked.
-        bound = int(listener.sockets[0].getsockname()[1])
-        cluster.node = NodeIdentity(node.node_id, node.host, bound, node.cluster_id)
-    server = RunningServer(config, store, writer, runtime, dispatcher, listener, health, metrics_port)
+    servers: list[asyncio.Server] = []
+    bound_listeners: list[BoundListener] = []
+    try:
+        for spec in config.listener_specs():
+            bound_listener = BoundListener(spec, config.ssl_context() if spec.uses_tls else None)
+            servers.append(await _listen(loop, config, dispatcher, limits, bound_listener))
+            bound_listeners.append(bound_listener)
+    except BaseException:
+        for opened in servers:
+            opened.close()
+        raise
+    main = bound_listeners[0]
+    if config.listeners or main.listener.advertised_port is None:
+        # The first listener is the node's default address (ephemeral ports: the one the OS picked).
+        cluster.node = NodeIdentity(node.node_id, main.advertised[0], main.advertised[1], node.cluster_id)
+    server = RunningServer(
+        config, store, writer, runtime, dispatcher, servers[0], health, metrics_port, limits, servers
+    )
+    limits.start(loop)
     log.info(
         "coordinator node %d listening on %s:%d (advertised %s:%d)",
-        config.node_id, config.host, server.port, cluster.node.host, cluster.node.port,
+        config.node_id, main.listener.host, server.port, cluster.node.host, cluster.node.port,
     )  # fmt: skip
+    for bound_listener, opened in zip(bound_listeners, servers, strict=True):
+        log.info(
+            "listener %s (%s) on %s:%d advertised as %s:%d",
+            bound_listener.name, bound_listener.security_protocol, bound_listener.listener.host,
+            opened.sockets[0].getsockname()[1], *bound_listener.advertised,
+        )  # fmt: skip
 
     # While loading, group requests are answered COORDINATOR_LOAD_IN_PROGRESS (see loading.py)
     # and requests that need the topic catalog wait for it.
@@ -143,6 +168,36 @@ async def serve(config: Config) -> None:
     finally:
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.remove_signal_handler(signum)
+
+
+async def _listen(
+    loop: asyncio.AbstractEventLoop,
+    config: Config,
+    dispatcher: Dispatcher,
+    limits: ConnectionLimits,
+    bound_listener: BoundListener,
+) -> asyncio.Server:
+    spec = bound_listener.listener
+    tls = bound_listener.ssl_context
+    server = await loop.create_server(
+        lambda: Connection(
+            dispatcher,
+            config.socket_request_max_bytes,
+            config.queued_max_request_bytes,
+            limits,
+            config.queued_max_requests,
+            bound_listener,
+        ),
+        spec.host,
+        spec.port,
+        reuse_address=True,
+        ssl=tls,
+        # A TLS handshake that never completes is a slow-loris too.
+        ssl_handshake_timeout=min(config.connections_max_idle_ms / 1000, 60.0) if tls is not None else None,
+    )
+    if spec.advertised_port is None:
+        bound_listener.advertised = (spec.advertised_host, int(server.sockets[0].getsockname()[1]))
+    return server
 
 
 def _store_options(config: Config) -> dict[str, object]:

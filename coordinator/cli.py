@@ -51,6 +51,10 @@ def _serve_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
                 metavar="true|false",
                 help=f"{kafka_name(name)} (default {str(default).lower()})",
             )
+        elif isinstance(default, str):
+            kafka.add_argument(
+                flag, dest=name, metavar="VALUE", help=f"{kafka_name(name)} (default {default!r})"
+            )
         else:
             kafka.add_argument(
                 flag, dest=name, type=int, metavar="N", help=f"{kafka_name(name)} (default {default})"

@@ -193,7 +193,7 @@ class Cluster:
     def metadata(self, ctx: RequestContext, req: MetadataRequest) -> Result:
         version = ctx.api_version
         response = MetadataResponse(
-            brokers=[MetadataResponseBroker(self.node.node_id, self.node.host, self.node.port, None)],
+            brokers=[MetadataResponseBroker(self.node.node_id, *self._endpoint(ctx), None)],
             cluster_id=self.node.cluster_id,
             controller_id=self.node.node_id,
         )
@@ -277,7 +277,7 @@ class Cluster:
             endpoint_type=req.endpoint_type,
             cluster_id=self.node.cluster_id,
             controller_id=self.node.node_id,
-            brokers=[DescribeClusterBroker(self.node.node_id, self.node.host, self.node.port, None)],
+            brokers=[DescribeClusterBroker(self.node.node_id, *self._endpoint(ctx), None)],
             cluster_authorized_operations=0
             if req.include_cluster_authorized_operations
             else NOT_REQUESTED_OPERATIONS,
@@ -291,7 +291,7 @@ class Cluster:
     def find_coordinator(self, ctx: RequestContext, req: FindCoordinatorRequest) -> Result:
         version = ctx.api_version
         keys = req.coordinator_keys if version >= 4 else [req.key]
-        coordinators = [self._coordinator_for(key, req.key_type, version) for key in keys]
+        coordinators = [self._coordinator_for(ctx, key, req.key_type, version) for key in keys]
         if version >= 4:
             response = FindCoordinatorResponse(coordinators=coordinators)
         else:
@@ -305,9 +305,13 @@ class Cluster:
             )
         return Result(replies=[(ctx.reply_to, response)])
 
-    def _coordinator_for(self, key: str, key_type: int, version: int) -> Coordinator:
+    def _endpoint(self, ctx: RequestContext) -> tuple[str, int]:
+        """The address of the listener the client came through (Kafka advertises per listener)."""
+        return ctx.advertised if ctx.advertised is not None else (self.node.host, self.node.port)
+
+    def _coordinator_for(self, ctx: RequestContext, key: str, key_type: int, version: int) -> Coordinator:
         if key_type == 0:
-            return Coordinator(key, self.node.node_id, self.node.host, self.node.port, ErrorCode.NONE, None)
+            return Coordinator(key, self.node.node_id, *self._endpoint(ctx), ErrorCode.NONE, None)
         if key_type == 1:
             message = "transactions are not supported by this group coordinator"
         elif key_type == 2 and version < 6:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import ssl
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from coordinator.group_config import GroupConfig
+from coordinator.listeners import Listener, ListenerError, parse_listeners, server_ssl_context
 
 
 class ConfigError(ValueError):
@@ -53,6 +55,22 @@ class Config:
     default_replication_factor: int = 1
     socket_request_max_bytes: int = 104857600
     queued_max_request_bytes: int = 16 * 1024 * 1024
+    # Connection limits (issue 9): Kafka's names; 0 or the maximum int means "no limit".
+    max_connections: int = 2**31 - 1
+    max_connections_per_ip: int = 2**31 - 1
+    connections_max_idle_ms: int = 600000
+    queued_max_requests: int = 500  # per connection here (Kafka: per broker request queue)
+    group_max_groups: int = 2**31 - 1  # like Kafka's group.share.max.groups, for classic groups
+    # Listeners and TLS (issue 9; see coordinator/listeners.py). Empty listeners: --host/--port.
+    listeners: str = ""
+    advertised_listeners: str = ""
+    listener_security_protocol_map: str = ""
+    security_protocol: str = "PLAINTEXT"
+    ssl_certfile: str = ""
+    ssl_keyfile: str = ""
+    ssl_keyfile_password: str = ""
+    ssl_cafile: str = ""
+    ssl_client_auth: str = "none"
 
     @property
     def listener_host(self) -> str:
@@ -63,6 +81,23 @@ class Config:
     @property
     def listener_port(self) -> int:
         return self.advertised_port if self.advertised_port is not None else self.port
+
+    def listener_specs(self) -> list[Listener]:
+        return parse_listeners(
+            self.listeners,
+            self.advertised_listeners,
+            self.listener_security_protocol_map,
+            default_host=self.host,
+            default_port=self.port,
+            default_protocol=self.security_protocol,
+            advertised_host=self.advertised_host,
+            advertised_port=self.advertised_port,
+        )
+
+    def ssl_context(self) -> ssl.SSLContext:
+        return server_ssl_context(
+            self.ssl_certfile, self.ssl_keyfile, self.ssl_cafile, self.ssl_client_auth, self.ssl_keyfile_password
+        )
 
     def group_config(self) -> GroupConfig:
         names = {f.name for f in fields(GroupConfig)}
@@ -84,6 +119,20 @@ KAFKA_NAMED = {
     "default_replication_factor",
     "socket_request_max_bytes",
     "queued_max_request_bytes",
+    "max_connections",
+    "max_connections_per_ip",
+    "connections_max_idle_ms",
+    "queued_max_requests",
+    "group_max_groups",
+    "listeners",
+    "advertised_listeners",
+    "listener_security_protocol_map",
+    "security_protocol",
+    "ssl_certfile",
+    "ssl_keyfile",
+    "ssl_keyfile_password",
+    "ssl_cafile",
+    "ssl_client_auth",
 }
 _FIELDS = {f.name: f for f in fields(Config)}
 
@@ -145,6 +194,17 @@ def _validate(config: Config) -> Config:
     need(config.num_partitions >= 1, "num.partitions must be at least 1")
     need(config.default_replication_factor == 1, "default.replication.factor must be 1 on a one-node cluster")
     need(config.socket_request_max_bytes >= 1024, "socket.request.max.bytes must be at least 1024")
+    need(config.max_connections >= 1, "max.connections must be at least 1")
+    need(config.max_connections_per_ip >= 1, "max.connections.per.ip must be at least 1")
+    need(config.connections_max_idle_ms >= 1, "connections.max.idle.ms must be positive")
+    need(config.queued_max_requests >= 1, "queued.max.requests must be at least 1")
+    need(config.group_max_groups >= 1, "group.max.groups must be at least 1")
+    try:
+        listeners = config.listener_specs()
+        if any(listener.uses_tls for listener in listeners):
+            config.ssl_context()
+    except ListenerError as exc:
+        raise ConfigError(str(exc)) from None
     need(config.log_format in ("text", "json"), "log-format must be text or json")
     need(
         config.sqlite_synchronous.upper() in ("FULL", "NORMAL", "EXTRA"),

@@ -24,3 +24,7 @@ class RequestContext:
     client_id: str
     client_host: str
     reply_to: ReplyTo
+    # The advertised address of the listener the request came through (None: the node's own).
+    advertised: tuple[str, int] | None = None
+    # The authenticated principal (Kafka's "User:name"; User:ANONYMOUS without authentication).
+    principal: str = "User:ANONYMOUS"

@@ -106,6 +106,8 @@ class Dispatcher:
             client_id=request.client_id or "",
             client_host=connection.client_host,
             reply_to=reply,
+            advertised=connection.advertised,
+            principal=connection.principal,
         )
         if self.loading:
             if request.api_key in GROUP_APIS:

@@ -21,6 +21,8 @@ class GroupConfig:
     offsets_retention_minutes: int = 10080
     offsets_retention_check_interval_ms: int = 600000
     offset_metadata_max_bytes: int = 4096
+    # Not a Kafka setting for classic groups; named after group.share.max.groups.
+    group_max_groups: int = 2**31 - 1
 
     def __post_init__(self) -> None:
         if self.group_min_session_timeout_ms > self.group_max_session_timeout_ms:
@@ -31,6 +33,8 @@ class GroupConfig:
             raise ValueError("rebalance delays and join timeouts must be non-negative")
         if self.offsets_retention_minutes <= 0 or self.offsets_retention_check_interval_ms <= 0:
             raise ValueError("offset retention settings must be positive")
+        if self.group_max_groups < 1:
+            raise ValueError("group_max_groups must be >= 1")
         if self.offset_metadata_max_bytes < 0:
             raise ValueError("offset_metadata_max_bytes must be >= 0")
 

@@ -270,6 +270,13 @@ class GroupManager:
             members=members,
         )
 
+    def at_group_limit(self) -> bool:
+        """group.max.groups reached: no new group may be created (Kafka's share-group rule)."""
+        if len(self.groups) < self.config.group_max_groups:
+            return False
+        log.warning("refusing a new group: group.max.groups (%d) reached", self.config.group_max_groups)
+        return True
+
     def create_group(self, group_id: str) -> ClassicGroup:
         """T1: a new Empty group (JoinGroup with an empty member id, or a simple-consumer commit)."""
         group = ClassicGroup(group_id, state_ms=self.wall_ms)
@@ -356,6 +363,9 @@ class GroupManager:
         if group is None:
             if not is_unknown_member:
                 fx.reply(ctx.reply_to, self._join_error(version, UNKNOWN_MEMBER_ID, req.member_id))
+                return
+            if self.at_group_limit():
+                fx.reply(ctx.reply_to, self._join_error(version, GROUP_MAX_SIZE_REACHED))
                 return
             group = self.create_group(req.group_id)
 

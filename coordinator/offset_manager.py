@@ -61,6 +61,7 @@ log = logging.getLogger(__name__)
 ILLEGAL_GENERATION: Final = int(ErrorCode.ILLEGAL_GENERATION)
 OFFSET_METADATA_TOO_LARGE: Final = int(ErrorCode.OFFSET_METADATA_TOO_LARGE)
 GROUP_SUBSCRIBED_TO_TOPIC: Final = int(ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC)
+GROUP_MAX_SIZE_REACHED: Final = int(ErrorCode.GROUP_MAX_SIZE_REACHED)
 UNSTABLE_OFFSET_COMMIT: Final = int(ErrorCode.UNSTABLE_OFFSET_COMMIT)
 INVALID_OFFSET: Final = -1
 
@@ -201,7 +202,9 @@ class OffsetManager:
         generation = req.generation_id_or_member_epoch
         group = self.groups.groups.get(group_id)
         if group is None:
-            if generation < 0:
+            if generation < 0 and self.groups.at_group_limit():
+                code = GROUP_MAX_SIZE_REACHED
+            elif generation < 0:
                 group = self.groups.create_group(group_id)  # a "simple" group: no protocol type
                 code = NONE
             else:

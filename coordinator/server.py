@@ -20,6 +20,8 @@ from protocol.wire import encode_response
 
 if TYPE_CHECKING:
     from coordinator.dispatcher import Dispatcher
+    from coordinator.limits import ConnectionLimits
+    from coordinator.listeners import BoundListener
 
 log = logging.getLogger(__name__)
 
@@ -52,10 +54,29 @@ class PendingReply:
 
 
 class Connection(asyncio.Protocol):
-    def __init__(self, dispatcher: Dispatcher, max_frame_bytes: int, max_queued_bytes: int) -> None:
+    def __init__(
+        self,
+        dispatcher: Dispatcher,
+        max_frame_bytes: int,
+        max_queued_bytes: int,
+        limits: ConnectionLimits | None = None,
+        max_queued_requests: int = 500,
+        listener: BoundListener | None = None,
+    ) -> None:
         self.dispatcher = dispatcher
+        self.listener = listener
+        self.advertised: tuple[str, int] | None = listener.advertised if listener is not None else None
+        self.principal = "User:ANONYMOUS"
         self.splitter = FrameSplitter(max_frame_bytes)
         self.max_queued_bytes = max_queued_bytes
+        self.max_queued_requests = max_queued_requests
+        self.limits = limits
+        # Idle bookkeeping read by ConnectionLimits.sweep (see limits.py).
+        self.seen = False
+        self.idle_since = 0.0
+        self.frames_received = 0
+        self.partial_frames_mark = 0
+        self.partial_since: float | None = None
         self.transport: asyncio.Transport | None = None
         self.peer = "unknown"
         self.client_host = ""
@@ -77,6 +98,16 @@ class Connection(asyncio.Protocol):
         peer = transport.get_extra_info("peername")
         if isinstance(peer, tuple):
             self.client_host, self.peer = str(peer[0]), f"{peer[0]}:{peer[1]}"
+        if self.limits is not None and not self.limits.admit(self):
+            self.closed = True
+            self.transport.abort()
+            return
+        if self.listener is not None:
+            self.advertised = self.listener.advertised  # final once bound (ephemeral ports)
+            if self.listener.ssl_context is not None:
+                from coordinator.listeners import certificate_principal
+
+                self.principal = certificate_principal(transport.get_extra_info("peercert")) or self.principal
         self.dispatcher.connection_opened(self)
 
     def data_received(self, data: bytes) -> None:
@@ -87,10 +118,16 @@ class Connection(asyncio.Protocol):
         except FrameError as exc:
             self.abort(f"invalid frame: {exc}")
             return
+        self.seen = True
         for frame in frames:
             self.queue.append(frame)
             self.queued_bytes += len(frame)
-        if self.queued_bytes + self.splitter.buffered > self.max_queued_bytes and not self._reading_paused:
+        if frames:
+            self.frames_received += len(frames)
+        if (
+            self.queued_bytes + self.splitter.buffered > self.max_queued_bytes
+            or len(self.queue) >= self.max_queued_requests
+        ) and not self._reading_paused:
             assert self.transport is not None
             self.transport.pause_reading()
             self._reading_paused = True
@@ -99,6 +136,8 @@ class Connection(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
         self.queue.clear()
+        if self.limits is not None:
+            self.limits.release(self)
         self.dispatcher.connection_closed(self)
 
     def pause_writing(self) -> None:
@@ -106,6 +145,7 @@ class Connection(asyncio.Protocol):
 
     def resume_writing(self) -> None:
         self._writing_paused = False
+        self.seen = True
         self._process()
 
     # ---- request flow --------------------------------------------------------------------
@@ -123,6 +163,7 @@ class Connection(asyncio.Protocol):
         if (
             self._reading_paused
             and self.queued_bytes <= self.max_queued_bytes // 2
+            and len(self.queue) <= self.max_queued_requests // 2
             and not self.closed
             and not self._stopped
         ):
@@ -146,6 +187,7 @@ class Connection(asyncio.Protocol):
                 self.abort("internal error while encoding a response")
                 return
             self.transport.write(frame)
+            self.seen = True
             metrics = self.dispatcher.metrics
             if metrics is not None:
                 metrics.observe_response(

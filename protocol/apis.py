@@ -20,11 +20,13 @@ class ApiKey(IntEnum):
     SYNC_GROUP = 14
     DESCRIBE_GROUPS = 15
     LIST_GROUPS = 16
+    SASL_HANDSHAKE = 17
     API_VERSIONS = 18
     CREATE_TOPICS = 19
     DELETE_TOPICS = 20
     CREATE_PARTITIONS = 37
     DELETE_GROUPS = 42
+    SASL_AUTHENTICATE = 36
     OFFSET_DELETE = 47
     DESCRIBE_CLUSTER = 60
 
@@ -45,11 +47,13 @@ SERVED_VERSIONS: Final[dict[ApiKey, tuple[int, int]]] = {
     ApiKey.SYNC_GROUP: (0, 5),
     ApiKey.DESCRIBE_GROUPS: (0, 5),
     ApiKey.LIST_GROUPS: (0, 5),
+    ApiKey.SASL_HANDSHAKE: (0, 1),
     ApiKey.API_VERSIONS: (0, 4),
     ApiKey.CREATE_TOPICS: (0, 7),
     ApiKey.DELETE_TOPICS: (0, 6),
     ApiKey.CREATE_PARTITIONS: (0, 3),
     ApiKey.DELETE_GROUPS: (0, 2),
+    ApiKey.SASL_AUTHENTICATE: (0, 2),
     ApiKey.OFFSET_DELETE: (0, 0),
     ApiKey.DESCRIBE_CLUSTER: (0, 1),
 }
@@ -69,11 +73,13 @@ SPEC_NAMES: Final[dict[ApiKey, str]] = {
     ApiKey.SYNC_GROUP: "SyncGroup",
     ApiKey.DESCRIBE_GROUPS: "DescribeGroups",
     ApiKey.LIST_GROUPS: "ListGroups",
+    ApiKey.SASL_HANDSHAKE: "SaslHandshake",
     ApiKey.API_VERSIONS: "ApiVersions",
     ApiKey.CREATE_TOPICS: "CreateTopics",
     ApiKey.DELETE_TOPICS: "DeleteTopics",
     ApiKey.CREATE_PARTITIONS: "CreatePartitions",
     ApiKey.DELETE_GROUPS: "DeleteGroups",
+    ApiKey.SASL_AUTHENTICATE: "SaslAuthenticate",
     ApiKey.OFFSET_DELETE: "OffsetDelete",
     ApiKey.DESCRIBE_CLUSTER: "DescribeCluster",
 }

@@ -27,6 +27,8 @@ from protocol.messages import offset_commit
 from protocol.messages import offset_delete
 from protocol.messages import offset_fetch
 from protocol.messages import produce
+from protocol.messages import sasl_authenticate
+from protocol.messages import sasl_handshake
 from protocol.messages import sync_group
 
 Decoder = Callable[[bytes, int], tuple[Any, int]]
@@ -139,6 +141,8 @@ CODECS: Final[dict[tuple[int, int], tuple[Decoder, Encoder, Decoder, Encoder]]] 
     (16, 3): (list_groups.decode_list_groups_request_v3, list_groups.encode_list_groups_request_v3, list_groups.decode_list_groups_response_v3, list_groups.encode_list_groups_response_v3),
     (16, 4): (list_groups.decode_list_groups_request_v4, list_groups.encode_list_groups_request_v4, list_groups.decode_list_groups_response_v4, list_groups.encode_list_groups_response_v4),
     (16, 5): (list_groups.decode_list_groups_request_v5, list_groups.encode_list_groups_request_v5, list_groups.decode_list_groups_response_v5, list_groups.encode_list_groups_response_v5),
+    (17, 0): (sasl_handshake.decode_sasl_handshake_request_v0, sasl_handshake.encode_sasl_handshake_request_v0, sasl_handshake.decode_sasl_handshake_response_v0, sasl_handshake.encode_sasl_handshake_response_v0),
+    (17, 1): (sasl_handshake.decode_sasl_handshake_request_v1, sasl_handshake.encode_sasl_handshake_request_v1, sasl_handshake.decode_sasl_handshake_response_v1, sasl_handshake.encode_sasl_handshake_response_v1),
     (18, 0): (api_versions.decode_api_versions_request_v0, api_versions.encode_api_versions_request_v0, api_versions.decode_api_versions_response_v0, api_versions.encode_api_versions_response_v0),
     (18, 1): (api_versions.decode_api_versions_request_v1, api_versions.encode_api_versions_request_v1, api_versions.decode_api_versions_response_v1, api_versions.encode_api_versions_response_v1),
     (18, 2): (api_versions.decode_api_versions_request_v2, api_versions.encode_api_versions_request_v2, api_versions.decode_api_versions_response_v2, api_versions.encode_api_versions_response_v2),
@@ -159,6 +163,9 @@ CODECS: Final[dict[tuple[int, int], tuple[Decoder, Encoder, Decoder, Encoder]]] 
     (20, 4): (delete_topics.decode_delete_topics_request_v4, delete_topics.encode_delete_topics_request_v4, delete_topics.decode_delete_topics_response_v4, delete_topics.encode_delete_topics_response_v4),
     (20, 5): (delete_topics.decode_delete_topics_request_v5, delete_topics.encode_delete_topics_request_v5, delete_topics.decode_delete_topics_response_v5, delete_topics.encode_delete_topics_response_v5),
     (20, 6): (delete_topics.decode_delete_topics_request_v6, delete_topics.encode_delete_topics_request_v6, delete_topics.decode_delete_topics_response_v6, delete_topics.encode_delete_topics_response_v6),
+    (36, 0): (sasl_authenticate.decode_sasl_authenticate_request_v0, sasl_authenticate.encode_sasl_authenticate_request_v0, sasl_authenticate.decode_sasl_authenticate_response_v0, sasl_authenticate.encode_sasl_authenticate_response_v0),
+    (36, 1): (sasl_authenticate.decode_sasl_authenticate_request_v1, sasl_authenticate.encode_sasl_authenticate_request_v1, sasl_authenticate.decode_sasl_authenticate_response_v1, sasl_authenticate.encode_sasl_authenticate_response_v1),
+    (36, 2): (sasl_authenticate.decode_sasl_authenticate_request_v2, sasl_authenticate.encode_sasl_authenticate_request_v2, sasl_authenticate.decode_sasl_authenticate_response_v2, sasl_authenticate.encode_sasl_authenticate_response_v2),
     (37, 0): (create_partitions.decode_create_partitions_request_v0, create_partitions.encode_create_partitions_request_v0, create_partitions.decode_create_partitions_response_v0, create_partitions.encode_create_partitions_response_v0),
     (37, 1): (create_partitions.decode_create_partitions_request_v1, create_partitions.encode_create_partitions_request_v1, create_partitions.decode_create_partitions_response_v1, create_partitions.encode_create_partitions_response_v1),
     (37, 2): (create_partitions.decode_create_partitions_request_v2, create_partitions.encode_create_partitions_request_v2, create_partitions.decode_create_partitions_response_v2, create_partitions.encode_create_partitions_response_v2),
@@ -186,9 +193,11 @@ MESSAGE_CLASSES: Final[dict[int, tuple[type[Any], type[Any]]]] = {
     14: (sync_group.SyncGroupRequest, sync_group.SyncGroupResponse),
     15: (describe_groups.DescribeGroupsRequest, describe_groups.DescribeGroupsResponse),
     16: (list_groups.ListGroupsRequest, list_groups.ListGroupsResponse),
+    17: (sasl_handshake.SaslHandshakeRequest, sasl_handshake.SaslHandshakeResponse),
     18: (api_versions.ApiVersionsRequest, api_versions.ApiVersionsResponse),
     19: (create_topics.CreateTopicsRequest, create_topics.CreateTopicsResponse),
     20: (delete_topics.DeleteTopicsRequest, delete_topics.DeleteTopicsResponse),
+    36: (sasl_authenticate.SaslAuthenticateRequest, sasl_authenticate.SaslAuthenticateResponse),
     37: (create_partitions.CreatePartitionsRequest, create_partitions.CreatePartitionsResponse),
     42: (delete_groups.DeleteGroupsRequest, delete_groups.DeleteGroupsResponse),
     47: (offset_delete.OffsetDeleteRequest, offset_delete.OffsetDeleteResponse),
@@ -238,6 +247,7 @@ FLEXIBLE: Final[frozenset[tuple[int, int]]] = frozenset({
     (20, 4),
     (20, 5),
     (20, 6),
+    (36, 2),
     (37, 2),
     (37, 3),
     (42, 2),

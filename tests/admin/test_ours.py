@@ -73,7 +73,7 @@ def test_groups_describe_members_state_and_offsets(ours: ServerProcess) -> None:
             "ASSIGNMENT",
         ]
         assert rows[1][0] == "describe-g" and rows[1][1].startswith("describer-")
-        assert rows[1][2:] == ["-", "127.0.0.1", "describer", "5", "d_orders(0,1,2),d_pay(0,1)"]
+        assert rows[1][2:] == ["-", "/127.0.0.1", "describer", "5", "d_orders(0,1,2),d_pay(0,1)"]
 
         state = cli(b, "groups", "describe", "describe-g", "--state")
         assert table_rows(state.out)[1] == [
@@ -98,7 +98,7 @@ def test_groups_describe_members_state_and_offsets(ours: ServerProcess) -> None:
             ["d_pay", "0", "-", "0", "-"],
             ["d_pay", "1", "-", "0", "-"],
         ]
-        assert all(r[7:] == ["127.0.0.1", "describer"] for r in rows[1:])
+        assert all(r[7:] == ["/127.0.0.1", "describer"] for r in rows[1:])
 
         doc = cli(
             b, "groups", "describe", "describe-g", "--members", "--offsets", "--state", "--format", "json"
@@ -111,7 +111,7 @@ def test_groups_describe_members_state_and_offsets(ours: ServerProcess) -> None:
         assert member["assignment"][0] == {"topic": "d_orders", "partition": 0}
         assert group["offsets"][0] == {
             "topic": "d_orders", "partition": 0, "current_offset": 5, "log_end_offset": 0, "lag": -5,
-            "member_id": member["member_id"], "host": "127.0.0.1", "client_id": "describer",
+            "member_id": member["member_id"], "host": "/127.0.0.1", "client_id": "describer",
         }  # fmt: skip
 
 

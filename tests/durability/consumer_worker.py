@@ -56,12 +56,20 @@ def main(config: dict[str, Any]) -> None:
     class Listener(ConsumerRebalanceListener):  # type: ignore[misc]
         def on_partitions_revoked(self, revoked: Any) -> None:
             generation, member_id = group_metadata()
-            emit("revoked", partitions=sorted(tp.partition for tp in revoked), generation=generation, member_id=member_id)
+            emit(
+                "revoked",
+                partitions=sorted(tp.partition for tp in revoked),
+                generation=generation,
+                member_id=member_id,
+            )
 
         def on_partitions_assigned(self, assigned: Any) -> None:
             generation, member_id = group_metadata()
             emit(
-                "assigned", partitions=sorted(tp.partition for tp in assigned), generation=generation, member_id=member_id
+                "assigned",
+                partitions=sorted(tp.partition for tp in assigned),
+                generation=generation,
+                member_id=member_id,
             )
 
     topic = config["topic"]
@@ -92,7 +100,10 @@ def main(config: dict[str, Any]) -> None:
                 offsets = {int(p): o for p, o in json.loads(command[len("commit ") :]).items()}
                 try:
                     consumer.commit(
-                        {TopicPartition(topic, p): OffsetAndMetadata(o, f"by {config['client_id']}", -1) for p, o in offsets.items()},
+                        {
+                            TopicPartition(topic, p): OffsetAndMetadata(o, f"by {config['client_id']}", -1)
+                            for p, o in offsets.items()
+                        },
                         timeout_ms=15_000,
                     )
                 except Exception as exc:

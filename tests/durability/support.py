@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import random
 import signal
-import socket
 import threading
 import time
 from collections import Counter, deque
@@ -46,6 +45,7 @@ FETCH_VERSION = 8
 
 NONE = 0
 UNKNOWN_TOPIC_OR_PARTITION = 3
+REQUEST_TIMED_OUT = 7
 COORDINATOR_LOAD_IN_PROGRESS = 14
 COORDINATOR_NOT_AVAILABLE = 15
 NOT_COORDINATOR = 16
@@ -162,6 +162,9 @@ class PipelinedClient(WireClient):
         assert correlation_id == expected, f"response {correlation_id} out of order, expected {expected}"
         return response
 
+    def __enter__(self) -> PipelinedClient:
+        return self
+
     @property
     def in_flight(self) -> int:
         return len(self._inflight)
@@ -169,7 +172,9 @@ class PipelinedClient(WireClient):
 
 def create_topics(bootstrap: str, topics: Mapping[str, int]) -> None:
     request = CreateTopicsRequest(
-        topics=[CreatableTopic(name=name, num_partitions=n, replication_factor=1) for name, n in topics.items()],
+        topics=[
+            CreatableTopic(name=name, num_partitions=n, replication_factor=1) for name, n in topics.items()
+        ],
         timeout_ms=10000,
     )
     with WireClient(bootstrap, client_id="create-topics") as client:
@@ -189,7 +194,9 @@ def commit_request(
     by_topic: dict[str, list[OffsetCommitRequestPartition]] = {}
     for (topic, partition), offset in offsets.items():
         by_topic.setdefault(topic, []).append(
-            OffsetCommitRequestPartition(partition_index=partition, committed_offset=offset, committed_metadata=metadata)
+            OffsetCommitRequestPartition(
+                partition_index=partition, committed_offset=offset, committed_metadata=metadata
+            )
         )
     return OffsetCommitRequest(
         group_id=group,
@@ -205,7 +212,9 @@ def commit_errors(response: OffsetCommitResponse) -> dict[TP, int]:
 
 def commit(client: WireClient, group: str, offsets: Mapping[TP, int], **kw: Any) -> dict[TP, int]:
     """One OffsetCommit; {(topic, partition): error code}."""
-    return commit_errors(client.request(ApiKey.OFFSET_COMMIT, COMMIT_VERSION, commit_request(group, offsets, **kw)))
+    return commit_errors(
+        client.request(ApiKey.OFFSET_COMMIT, COMMIT_VERSION, commit_request(group, offsets, **kw))
+    )
 
 
 @dataclass(frozen=True)
@@ -253,7 +262,9 @@ def fetch_stored(bootstrap: str, keys: Iterable[Key], timeout: float = 30) -> di
     with WireClient(bootstrap, client_id="read-back") as client:
         for group, tps in groups.items():
             answer = wait_for(
-                lambda group=group, tps=tps: _fetch_loaded(client, group, tps), timeout, f"OffsetFetch of {group}"
+                lambda group=group, tps=tps: _fetch_loaded(client, group, tps),
+                timeout,
+                f"OffsetFetch of {group}",
             )
             assert answer.error_code == NONE and not any(answer.partition_errors.values()), answer
             stored.update({(group, t, p): offset for (t, p), offset in answer.offsets.items()})
@@ -268,6 +279,7 @@ def _fetch_loaded(client: WireClient, group: str, tps: list[TP]) -> Fetched | No
 def describe(client: WireClient, group: str) -> DescribedGroup:
     response = client.request(ApiKey.DESCRIBE_GROUPS, 5, DescribeGroupsRequest(groups=[group]))
     [described] = response.groups
+    assert isinstance(described, DescribedGroup)
     return described
 
 
@@ -284,7 +296,7 @@ class CommitterSpec:
     bulk: bool = False  # every request commits all ``partitions``; else one partition, round-robin
     pipeline: int = 1  # requests in flight on the connection
 
-    def keys(self) -> list[Key]:
+    def offset_keys(self) -> list[Key]:
         return [(self.group, self.topic, p) for p in self.partitions]
 
 
@@ -293,6 +305,9 @@ class Outcome:
     sent_at: float
     answered_at: float
     codes: frozenset[int]
+    # The time the server spent on it: a broker handles one request per connection at a time, so
+    # a pipelined request's clock starts when the previous answer arrived.
+    service_s: float
 
 
 @dataclass
@@ -352,7 +367,7 @@ class Committer:
                     response = client.receive()
                     offsets, sent_at = inflight.popleft()
                     self._record(offsets, sent_at, commit_errors(response))
-        except (OSError, ConnectionError, socket.timeout) as exc:
+        except (TimeoutError, OSError) as exc:  # ConnectionError is an OSError
             self.connection_lost = repr(exc)
             self.unanswered = len(inflight)
         except Exception as exc:
@@ -375,7 +390,9 @@ class Committer:
                 self.error_codes[code] += 1
         if codes == {NONE}:
             self.requests_acked += 1
-        self.outcomes.append(Outcome(sent_at, time.monotonic(), codes))
+        answered = time.monotonic()
+        last_answer = self.outcomes[-1].answered_at if self.outcomes else sent_at
+        self.outcomes.append(Outcome(sent_at, answered, codes, answered - max(sent_at, last_answer)))
         if codes != {NONE} and self.pause_after_error_s:
             time.sleep(self.pause_after_error_s)
 
@@ -401,7 +418,7 @@ def check_read_back(committers: Iterable[Committer], stored: Mapping[Key, int]) 
     problems: list[str] = []
     checked = acked_keys = 0
     for c in committers:
-        for key in c.spec.keys():
+        for key in c.spec.offset_keys():
             offsets_sent = c.sent.get(key, set())
             checked += 1
             got = stored.get(key)
@@ -415,8 +432,8 @@ def check_read_back(committers: Iterable[Committer], stored: Mapping[Key, int]) 
             if got is not None and got not in offsets_sent:
                 problems.append(f"{key}: stored {got}, which was never sent")
         if c.spec.bulk:
-            requests = {stored[k] // OFFSET_STRIDE for k in c.spec.keys() if k in stored}
-            present = sum(1 for k in c.spec.keys() if k in stored)
+            requests = {stored[k] // OFFSET_STRIDE for k in c.spec.offset_keys() if k in stored}
+            present = sum(1 for k in c.spec.offset_keys() if k in stored)
             if len(requests) > 1 or present not in (0, len(c.spec.partitions)):
                 problems.append(
                     f"{c.spec.name}: torn 100-partition commit: {present}/{len(c.spec.partitions)} "
@@ -426,4 +443,4 @@ def check_read_back(committers: Iterable[Committer], stored: Mapping[Key, int]) 
 
 
 def keys_of(committers: Iterable[Committer]) -> list[Key]:
-    return [key for c in committers for key in c.spec.keys()]
+    return [key for c in committers for key in c.spec.offset_keys()]

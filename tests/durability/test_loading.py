@@ -41,7 +41,11 @@ from protocol.messages.join_group import JoinGroupRequest, JoinGroupRequestProto
 from protocol.messages.leave_group import LeaveGroupRequest, MemberIdentity
 from protocol.messages.list_groups import ListGroupsRequest
 from protocol.messages.metadata import MetadataRequest, MetadataRequestTopic
-from protocol.messages.offset_fetch import OffsetFetchRequest, OffsetFetchRequestGroup, OffsetFetchRequestTopics
+from protocol.messages.offset_fetch import (
+    OffsetFetchRequest,
+    OffsetFetchRequestGroup,
+    OffsetFetchRequestTopics,
+)
 from protocol.messages.sync_group import SyncGroupRequest
 from storage.records import GroupMetadataRecord, MemberRecord, OffsetCommitRecord, TopicRecord
 from storage.url import open_store
@@ -180,10 +184,15 @@ def check_loading_round(answers: dict[str, Any], port: int) -> None:
     assert answers["heartbeat-unknown"].error_code == NONE  # blind: nothing is known yet
     assert answers["sync"].error_code == REBALANCE_IN_PROGRESS
     assert answers["join"].error_code == LOADING
-    assert [(g.group_id, g.error_code) for g in answers["describe"].groups] == [(STABLE, LOADING), (EMPTY, LOADING)]
+    assert [(g.group_id, g.error_code) for g in answers["describe"].groups] == [
+        (STABLE, LOADING),
+        (EMPTY, LOADING),
+    ]
     assert answers["list"].error_code == LOADING
     assert answers["leave"].error_code == LOADING
-    assert [(r.group_id, r.error_code) for r in answers["delete"].results] == [("load-scratch-delete", LOADING)]
+    assert [(r.group_id, r.error_code) for r in answers["delete"].results] == [
+        ("load-scratch-delete", LOADING)
+    ]
 
 
 def test_requests_during_load_then_the_loaded_state(coordinators: Servers, tmp_path: Path) -> None:
@@ -245,7 +254,10 @@ def test_requests_during_load_then_the_loaded_state(coordinators: Servers, tmp_p
         )
         kept = fetch(client, EMPTY, [(TOPIC, 0)])
         assert (kept.offsets, kept.metadata) == ({(TOPIC, 0): 42}, {(TOPIC, 0): "kept"})
-        assert client.request(ApiKey.HEARTBEAT, 4, HeartbeatRequest(STABLE, GENERATION, "m-1")).error_code == NONE
+        assert (
+            client.request(ApiKey.HEARTBEAT, 4, HeartbeatRequest(STABLE, GENERATION, "m-1")).error_code
+            == NONE
+        )
         assert (
             client.request(ApiKey.HEARTBEAT, 4, HeartbeatRequest(STABLE, GENERATION + 1, "m-1")).error_code
             == ILLEGAL_GENERATION
@@ -265,7 +277,9 @@ def test_requests_during_load_then_the_loaded_state(coordinators: Servers, tmp_p
         assert {g.group_id for g in listed.groups} >= {STABLE, EMPTY} | {f"load-g{g}" for g in range(GROUPS)}
         assert commit(client, "load-g0", {(TOPIC, 0): 1}) == {(TOPIC, 0): NONE}
     load_line = next(line for line in server.log_text().splitlines() if LOADED in line)
-    print(f"\nprefill {prefill_s:.1f}s; {loading_rounds} of {len(rounds)} rounds during the load; {load_line}")
+    print(
+        f"\nprefill {prefill_s:.1f}s; {loading_rounds} of {len(rounds)} rounds during the load; {load_line}"
+    )
     server.stop()
 
 

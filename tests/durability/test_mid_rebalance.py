@@ -82,7 +82,9 @@ def new_member_id(client: WireClient) -> str:
     return str(response.member_id)
 
 
-def sync_request(member_id: str, generation: int, assignments: dict[str, bytes] | None = None) -> SyncGroupRequest:
+def sync_request(
+    member_id: str, generation: int, assignments: dict[str, bytes] | None = None
+) -> SyncGroupRequest:
     return SyncGroupRequest(
         group_id=GROUP,
         generation_id=generation,
@@ -94,7 +96,11 @@ def sync_request(member_id: str, generation: int, assignments: dict[str, bytes] 
 
 
 def heartbeat(client: WireClient, member_id: str, generation: int) -> int:
-    return int(client.request(ApiKey.HEARTBEAT, HEARTBEAT_V, HeartbeatRequest(GROUP, generation, member_id)).error_code)
+    return int(
+        client.request(
+            ApiKey.HEARTBEAT, HEARTBEAT_V, HeartbeatRequest(GROUP, generation, member_id)
+        ).error_code
+    )
 
 
 def answer_or_closed(client: PipelinedClient) -> Any:
@@ -155,9 +161,13 @@ def test_group_comes_back_at_its_last_persisted_generation(
         assert a.request(ApiKey.SYNC_GROUP, SYNC_V, sync_request(a_id, 2)).error_code == ILLEGAL_GENERATION
         resynced = a.request(ApiKey.SYNC_GROUP, SYNC_V, sync_request(a_id, 1))
         assert (resynced.error_code, resynced.assignment) == (NONE, gen1_assignment)
-        assert fetch(a, GROUP, [(TOPIC, p) for p in range(4)]).offsets == {(TOPIC, p): 10 + p for p in range(4)}
+        assert fetch(a, GROUP, [(TOPIC, p) for p in range(4)]).offsets == {
+            (TOPIC, p): 10 + p for p in range(4)
+        }
         assert commit(a, GROUP, {(TOPIC, 0): 20}, generation=1, member_id=a_id) == {(TOPIC, 0): NONE}
-        assert commit(a, GROUP, {(TOPIC, 0): 21}, generation=2, member_id=a_id) == {(TOPIC, 0): ILLEGAL_GENERATION}
+        assert commit(a, GROUP, {(TOPIC, 0): 21}, generation=2, member_id=a_id) == {
+            (TOPIC, 0): ILLEGAL_GENERATION
+        }
 
     # Members rejoin and a normal rebalance follows, from generation 1.
     with WireClient(server.bootstrap, "member-a") as a, PipelinedClient(server.bootstrap, "member-b") as b:

@@ -44,7 +44,13 @@ class ConsumerProcess:
 
     def __init__(self, bootstrap: str, name: str) -> None:
         self.name = name
-        config = {"bootstrap": bootstrap, "group": GROUP, "topic": TOPIC, "client_id": name, "max_seconds": 150}
+        config = {
+            "bootstrap": bootstrap,
+            "group": GROUP,
+            "topic": TOPIC,
+            "client_id": name,
+            "max_seconds": 150,
+        }
         env = {k: v for k, v in os.environ.items() if not k.startswith("COORDINATOR_")}
         self.process = subprocess.Popen(
             [sys.executable, "-m", "tests.durability.consumer_worker", json.dumps(config)],
@@ -93,7 +99,9 @@ class ConsumerProcess:
         statuses = self.of("status")
         return statuses[-1] if statuses else None
 
-    def wait_event(self, condition: Callable[[dict[str, Any]], bool], after: int, timeout: float, what: str) -> Any:
+    def wait_event(
+        self, condition: Callable[[dict[str, Any]], bool], after: int, timeout: float, what: str
+    ) -> Any:
         deadline = time.monotonic() + timeout
         with self._changed:
             while True:
@@ -110,9 +118,11 @@ class ConsumerProcess:
         assert self.process.stdin is not None
         self.process.stdin.write(f"commit {json.dumps(offsets)}\n")
         self.process.stdin.flush()
-        event = self.wait_event(lambda e: e["event"] in ("committed", "commit_failed"), mark, 30, "commit answer")
+        event = self.wait_event(
+            lambda e: e["event"] in ("committed", "commit_failed"), mark, 30, "commit answer"
+        )
         assert event["event"] == "committed", f"{self.name}: {event}\n{self.log()}"
-        return event
+        return dict(event)
 
     def log(self) -> str:
         listener = [e for e in self.snapshot() if e["event"] != "status"]
@@ -141,8 +151,7 @@ class ConsumerProcess:
 def consumers(bootstrap: str, count: int) -> Iterator[list[ConsumerProcess]]:
     started: list[ConsumerProcess] = []
     try:
-        for i in range(count):
-            started.append(ConsumerProcess(bootstrap, f"consumer-{i}"))
+        started.extend(ConsumerProcess(bootstrap, f"consumer-{i}") for i in range(count))
         yield started
     finally:
         for worker in started:
@@ -156,11 +165,17 @@ def converged(bootstrap: str, workers: list[ConsumerProcess]) -> dict[str, Any] 
         return None
     generations = {s["generation"] for s in statuses if s}
     owned = [frozenset(s["partitions"]) for s in statuses if s]
-    if len(generations) != 1 or sum(map(len, owned)) != PARTITIONS or frozenset().union(*owned) != set(range(PARTITIONS)):
+    if (
+        len(generations) != 1
+        or sum(map(len, owned)) != PARTITIONS
+        or frozenset().union(*owned) != set(range(PARTITIONS))
+    ):
         return None
     with WireClient(bootstrap, "describe") as client:
         group = describe(client, GROUP)
-    members = {m.member_id: decode_assignment(m.member_assignment).get(TOPIC, frozenset()) for m in group.members}
+    members = {
+        m.member_id: decode_assignment(m.member_assignment).get(TOPIC, frozenset()) for m in group.members
+    }
     expected = {s["member_id"]: frozenset(s["partitions"]) for s in statuses if s}
     if group.group_state != "Stable" or members != expected:
         return None
@@ -174,7 +189,9 @@ def test_consumers_are_not_rebalanced_by_a_coordinator_restart(
     server = coordinators.start(f"sqlite:///{tmp_path / 'restart.db'}")
     create_topics(server.bootstrap, {TOPIC: PARTITIONS})
     with consumers(server.bootstrap, 3) as workers:
-        before = wait_for(lambda: converged(server.bootstrap, workers), 45, "a Stable group of three consumers")
+        before = wait_for(
+            lambda: converged(server.bootstrap, workers), 45, "a Stable group of three consumers"
+        )
         generation, members = before["generation"], before["members"]
         committed: dict[int, int] = {}
         for i, worker in enumerate(workers):
@@ -192,9 +209,13 @@ def test_consumers_are_not_rebalanced_by_a_coordinator_restart(
 
         for worker, mark in zip(workers, marks, strict=True):
             rebalanced = worker.of("assigned", "revoked", after=mark)
-            assert not rebalanced, f"{worker.name} was rebalanced by the restart: {rebalanced}\n{worker.log()}"
+            assert not rebalanced, (
+                f"{worker.name} was rebalanced by the restart: {rebalanced}\n{worker.log()}"
+            )
             status = worker.status()
-            assert status is not None and status["t"] > restarted_at + KEEP_POLLING_S - 2, "it stopped polling"
+            assert status is not None and status["t"] > restarted_at + KEEP_POLLING_S - 2, (
+                "it stopped polling"
+            )
             assert status["generation"] == generation
             assert frozenset(status["partitions"]) == members[status["member_id"]]
         assert {w.status()["member_id"] for w in workers} == set(members)  # type: ignore[index]
@@ -203,7 +224,8 @@ def test_consumers_are_not_rebalanced_by_a_coordinator_restart(
             group = describe(client, GROUP)
             assert group.group_state == "Stable"
             assert {
-                m.member_id: decode_assignment(m.member_assignment).get(TOPIC, frozenset()) for m in group.members
+                m.member_id: decode_assignment(m.member_assignment).get(TOPIC, frozenset())
+                for m in group.members
             } == members
             for member_id in members:
                 request = HeartbeatRequest(GROUP, generation, member_id)

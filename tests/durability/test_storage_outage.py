@@ -26,11 +26,13 @@ import pytest
 
 from tests.durability.support import (
     NONE,
+    REQUEST_TIMED_OUT,
     RETRIABLE_COMMIT_ERRORS,
     Committer,
     CommitterSpec,
     Servers,
     check_read_back,
+    commit,
     create_topics,
     fetch_stored,
     keys_of,
@@ -38,6 +40,7 @@ from tests.durability.support import (
     wait_for,
 )
 from tests.storage.pg_server import PgServer
+from tests.support.wire_client import WireClient
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres, pytest.mark.timeout(180)]
 
@@ -108,9 +111,25 @@ def progress(committers: list[Committer], since: float) -> str:
         recent = [o for o in list(c.outcomes) if o.answered_at >= since]
         lines.append(
             f"{c.spec.name}: {len(recent)} answers since, last: "
-            + ", ".join(f"sent {o.sent_at - since:+.2f}s took {o.answered_at - o.sent_at:.2f}s {sorted(o.codes)}" for o in recent[-3:])
+            + ", ".join(
+                f"sent {o.sent_at - since:+.2f}s took {o.answered_at - o.sent_at:.2f}s {sorted(o.codes)}"
+                for o in recent[-3:]
+            )
         )
     return "\n".join(lines)
+
+
+def timeline(committers: list[Committer], stopped: float, started: float) -> str:
+    """Slow or failed answers around the outage, relative to its start (for failure messages)."""
+    lines = [f"outage ended at {started - stopped:+.2f}s"]
+    lines.extend(
+        f"{c.spec.name}: sent {o.sent_at - stopped:+.2f}s answered {o.answered_at - stopped:+.2f}s "
+        f"(service {o.service_s:.2f}s) {sorted(o.codes)}"
+        for c in committers
+        for o in c.outcomes
+        if o.answered_at >= stopped - 1 and (NONE not in o.codes or o.service_s > 1)
+    )
+    return "\n".join(lines[:80])
 
 
 def failed_since(c: Committer, since: float) -> bool:
@@ -149,9 +168,15 @@ def test_postgres_outage_gives_retriable_errors_then_commits_resume(
             )
             errors_after = time.monotonic() - stopped
             # ... and so do requests sent after the outage began (not just the ones in flight).
+            # (In a hang each request takes up to two store timeouts; the pipelined committer's
+            # later requests queue behind its four in flight, so it is left out there.)
             wait_for(
-                lambda: all(answered_since(c, stopped, ok=False) for c in committers),
-                ERRORS_WITHIN_S + (2 * HANG_ANSWER_WITHIN_S if mode == "hang" else 0),
+                lambda: all(
+                    answered_since(c, stopped, ok=False)
+                    for c in committers
+                    if mode != "hang" or c.spec.pipeline == 1
+                ),
+                ERRORS_WITHIN_S + (HANG_ANSWER_WITHIN_S if mode == "hang" else 0),
                 "requests sent during the outage to get retriable errors",
             )
         except AssertionError as exc:
@@ -177,15 +202,22 @@ def test_postgres_outage_gives_retriable_errors_then_commits_resume(
         for c in committers:
             c.join()
 
-    problems = [f"{c.spec.name}: {c.connection_lost or c.crashed}" for c in committers if c.connection_lost or c.crashed]
+    problems = [
+        f"{c.spec.name}: {c.connection_lost or c.crashed}"
+        for c in committers
+        if c.connection_lost or c.crashed
+    ]
     assert not problems, f"a committer lost its connection or failed: {problems}"
     assert server.process.poll() is None, "the coordinator did not survive the outage"
     codes = sum((c.error_codes for c in committers), start=type(committers[0].error_codes)())
     assert codes and set(codes) <= RETRIABLE_COMMIT_ERRORS, f"non-retriable errors: {codes}"
     failed = [o for c in committers for o in c.outcomes if NONE not in o.codes]
-    slowest_failure = max(o.answered_at - o.sent_at for o in failed)
+    slowest_failure = max(o.service_s for o in failed)
     limit = HANG_ANSWER_WITHIN_S if mode == "hang" else 5
-    assert slowest_failure < limit, f"a failing commit took {slowest_failure:.1f}s to be answered"
+    assert slowest_failure < limit, (
+        f"the server took {slowest_failure:.1f}s to answer a failing commit\n"
+        f"{timeline(committers, stopped, started)}\n{server.log_text()}"
+    )
 
     # Nothing acknowledged is lost: in the running server, then in PostgreSQL after a restart.
     keys = keys_of(committers)
@@ -206,6 +238,37 @@ def test_postgres_outage_gives_retriable_errors_then_commits_resume(
     print(
         f"\n{mode}: retriable errors everywhere {errors_after:.2f}s after the stop, commits everywhere "
         f"{recovered_after:.2f}s after the start; {acked} requests acked, {len(failed)} failed "
-        f"({dict(codes)}), slowest failure {slowest_failure:.2f}s; {len(warnings)} warning/error lines:\n  "
+        f"({dict(codes)}), slowest failure (server time) {slowest_failure:.2f}s; {len(warnings)} warning/error lines:\n  "
         + "\n  ".join(warnings)
     )
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="offsets.commit.timeout.ms is accepted but never applied: a commit during a storage hang "
+    "is answered only when the store gives up (command_timeout 5 s, plus connect_timeout 5 s when a "
+    "batch is already stuck), not after offsets.commit.timeout.ms",
+)
+def test_commit_is_answered_within_offsets_commit_timeout_during_a_hang(
+    coordinators: Servers, durability_pg: PgServer, pg_url: str
+) -> None:
+    """behaviour.md §2: offsets.commit.timeout.ms bounds the wait for a durable commit; on
+    timeout Kafka answers REQUEST_TIMED_OUT (K-S) or COORDINATOR_NOT_AVAILABLE (K-J)."""
+    timeout_s = 1.0
+    server = coordinators.start(pg_url, {"offsets-commit-timeout-ms": str(int(timeout_s * 1000))})
+    create_topics(server.bootstrap, {"out": 1})
+    outage = Outage(durability_pg, "hang")
+    with WireClient(server.bootstrap, "hang-probe", timeout=30) as client:
+        assert commit(client, "hang-g", {("out", 0): 1}) == {("out", 0): NONE}
+        outage.begin()
+        try:
+            sent = time.monotonic()
+            errors = commit(client, "hang-g", {("out", 0): 2})
+            took = time.monotonic() - sent
+        finally:
+            outage.end()
+        assert errors[("out", 0)] in {REQUEST_TIMED_OUT, *RETRIABLE_COMMIT_ERRORS}, errors
+        assert took < timeout_s + 1.5, (
+            f"answered after {took:.1f}s with offsets.commit.timeout.ms={timeout_s:.0f}s"
+        )
+    server.stop()

@@ -51,6 +51,7 @@ _KP_MODULES: Final = (
     "kafka.protocol.admin.topics",
     "kafka.protocol.admin.cluster",
     "kafka.protocol.consumer.metadata",
+    "kafka.protocol.sasl",
 )
 _KP_EXTRA_MODULES: Final = (
     "kafka.protocol.api_header",
