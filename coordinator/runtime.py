@@ -122,10 +122,16 @@ class Runtime:
 
     # ---- timers --------------------------------------------------------------------------
     def rearm_timer(self) -> None:
+        earliest_new = self.coordinator.earliest_scheduled_since_last_call()
+        armed = self._timer_deadline if self._timer is not None else None
+        if armed is not None and (earliest_new is None or earliest_new >= armed):
+            return  # the armed wake-up is still early enough (hot path: heartbeats)
         deadline = self.coordinator.next_deadline()
         if deadline is None:
             return
-        deadline = -(-deadline // TIMER_TICK_MS) * TIMER_TICK_MS
+        if deadline > self.clock.now_ms() + TIMER_TICK_MS:
+            # Far deadlines share coarse ticks; due ones (e.g. a 0 ms initial delay) run at once.
+            deadline = -(-deadline // TIMER_TICK_MS) * TIMER_TICK_MS
         if self._timer is not None and self._timer_deadline is not None and self._timer_deadline <= deadline:
             return
         if self._timer is not None:

@@ -19,6 +19,7 @@ from protocol.framing import FrameError, FrameSplitter
 from protocol.wire import encode_response
 
 if TYPE_CHECKING:
+    from coordinator.authn import SaslSession
     from coordinator.dispatcher import Dispatcher
     from coordinator.limits import ConnectionLimits
     from coordinator.listeners import BoundListener
@@ -67,6 +68,7 @@ class Connection(asyncio.Protocol):
         self.listener = listener
         self.advertised: tuple[str, int] | None = listener.advertised if listener is not None else None
         self.principal = "User:ANONYMOUS"
+        self.sasl: SaslSession | None = None  # set on SASL listeners
         self.splitter = FrameSplitter(max_frame_bytes)
         self.max_queued_bytes = max_queued_bytes
         self.max_queued_requests = max_queued_requests
@@ -85,6 +87,7 @@ class Connection(asyncio.Protocol):
         self.in_flight: PendingReply | None = None
         self.closed = False
         self._processing = False
+        self._output: list[bytes] = []  # responses produced while processing, written together
         self._reading_paused = False
         self._writing_paused = False
         self._stopped = False
@@ -104,6 +107,10 @@ class Connection(asyncio.Protocol):
             return
         if self.listener is not None:
             self.advertised = self.listener.advertised  # final once bound (ephemeral ports)
+            if self.listener.listener.uses_sasl:
+                from coordinator.authn import SaslSession
+
+                self.sasl = SaslSession()
             if self.listener.ssl_context is not None:
                 from coordinator.listeners import certificate_principal
 
@@ -160,6 +167,10 @@ class Connection(asyncio.Protocol):
                 self.dispatcher.dispatch(self, frame)
         finally:
             self._processing = False
+            if self._output and self.transport is not None and not self.closed:
+                # Pipelined requests answered synchronously leave in one write (one syscall).
+                self.transport.writelines(self._output)
+            self._output.clear()
         if (
             self._reading_paused
             and self.queued_bytes <= self.max_queued_bytes // 2
@@ -186,13 +197,27 @@ class Connection(asyncio.Protocol):
                 log.exception("could not encode the response to api %d v%d", reply.api_key, reply.api_version)
                 self.abort("internal error while encoding a response")
                 return
-            self.transport.write(frame)
+            if self._processing:
+                self._output.append(frame)
+            else:
+                self.transport.write(frame)
             self.seen = True
             metrics = self.dispatcher.metrics
             if metrics is not None:
                 metrics.observe_response(
                     reply.api_key, reply.api_version, response, time.perf_counter() - reply.started
                 )
+        if self.in_flight is reply:
+            self.in_flight = None
+            self._process()
+
+    def hold(self) -> PendingReply:
+        """Occupy the in-flight slot for work that has no Kafka response (bare SASL tokens)."""
+        reply = PendingReply(self, -1, -1, -1)
+        self.in_flight = reply
+        return reply
+
+    def release(self, reply: PendingReply) -> None:
         if self.in_flight is reply:
             self.in_flight = None
             self._process()

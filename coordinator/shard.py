@@ -202,6 +202,9 @@ class GroupCoordinator:
 
     # -- timers ------------------------------------------------------------------------------------
 
+    def earliest_scheduled_since_last_call(self) -> int | None:
+        return self._timers.take_earliest_scheduled()
+
     def next_deadline(self) -> int | None:
         """Monotonic time at which poll_timers has work (possibly a little early), or None."""
         return self._timers.next_deadline()

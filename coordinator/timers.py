@@ -34,12 +34,13 @@ class _Entry:
 class Timers(Generic[K]):
     """schedule/cancel keys; poll(now) returns the keys whose deadline has passed."""
 
-    __slots__ = ("_entries", "_heap", "_seq")
+    __slots__ = ("_earliest_scheduled", "_entries", "_heap", "_seq")
 
     def __init__(self) -> None:
         self._entries: dict[K, _Entry] = {}
         self._heap: list[tuple[int, int, K]] = []
         self._seq = 0
+        self._earliest_scheduled: int | None = None
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -57,6 +58,8 @@ class Timers(Generic[K]):
 
     def schedule(self, key: K, deadline_ms: int) -> None:
         """Arm ``key`` for ``deadline_ms``, replacing any deadline it had."""
+        if self._earliest_scheduled is None or deadline_ms < self._earliest_scheduled:
+            self._earliest_scheduled = deadline_ms
         entry = self._entries.get(key)
         if entry is None:
             self._seq += 1
@@ -67,6 +70,15 @@ class Timers(Generic[K]):
         if deadline_ms < entry.queued:
             self._requeue(key, entry)
             self._maybe_compact()
+
+    def take_earliest_scheduled(self) -> int | None:
+        """The earliest deadline passed to schedule() since the last call (O(1)).
+
+        Lets a driver that already has a wake-up armed skip next_deadline() when nothing was
+        scheduled before it: extended deadlines only make an armed wake-up early, never late.
+        """
+        earliest, self._earliest_scheduled = self._earliest_scheduled, None
+        return earliest
 
     def cancel(self, key: K) -> None:
         if self._entries.pop(key, None) is not None:
