@@ -8,6 +8,9 @@ import signal
 import time
 from dataclasses import dataclass
 
+from coordinator.acl import Authorizer
+from coordinator.authn import CredentialLoader, SaslServer
+from coordinator.authz import AclLayer
 from coordinator.cluster import Cluster, NodeIdentity
 from coordinator.config import Config
 from coordinator.dispatcher import Dispatcher
@@ -18,6 +21,7 @@ from coordinator.runtime import Clock, Runtime
 from coordinator.server import Connection
 from coordinator.shard import GroupCoordinator
 from storage.base import Store
+from storage.records import UserCredentialRecord
 from storage.url import open_store, redact_url
 from storage.writer import BatchWriter
 
@@ -50,6 +54,9 @@ class RunningServer:
             listener.close()
         if self.limits is not None:
             self.limits.stop()
+        if self.dispatcher.sasl is not None:
+            for task in list(self.dispatcher.sasl.tasks):  # logins waiting for their credentials
+                task.cancel()
         for connection in list(self.dispatcher.connections):
             connection.stop_reading()
         # Parked JoinGroup/SyncGroup requests learn that this coordinator is going away (Kafka
@@ -95,15 +102,23 @@ async def start_server(config: Config) -> RunningServer:
     )
     coordinator = GroupCoordinator(config.group_config())
     writer = BatchWriter(store)
-    runtime = Runtime(coordinator, writer, clock)
+    runtime = Runtime(coordinator, writer, clock, config.offsets_commit_timeout_ms)
     dispatcher = Dispatcher(runtime, cluster, metrics)
     limits = ConnectionLimits(
         config.max_connections, config.max_connections_per_ip, config.connections_max_idle_ms
     )
+    specs = config.listener_specs()
+    if any(spec.uses_sasl for spec in specs):
+        dispatcher.sasl = SaslServer(
+            config.sasl_mechanisms,
+            config.connections_max_reauth_ms,
+            _credential_loader(store),
+            failed_authentication_delay_ms=config.connection_failed_authentication_delay_ms,
+        )
     servers: list[asyncio.Server] = []
     bound_listeners: list[BoundListener] = []
     try:
-        for spec in config.listener_specs():
+        for spec in specs:
             bound_listener = BoundListener(spec, config.ssl_context() if spec.uses_tls else None)
             servers.append(await _listen(loop, config, dispatcher, limits, bound_listener))
             bound_listeners.append(bound_listener)
@@ -141,11 +156,22 @@ async def start_server(config: Config) -> RunningServer:
         "loaded %d topics, %d groups and %d offsets from %s in %.0f ms",
         len(state.topics), len(state.groups), len(state.offsets), redact_url(config.storage), load_seconds * 1000,
     )  # fmt: skip
+    state_acls = state.acls
     del state
     if metrics is not None:
         metrics.load_time.set(load_seconds)
         metrics.watch_core(
             lambda: (coordinator.group_count_by_state(), coordinator.member_count()), coordinator.stats
+        )
+    if config.authorizer_enabled:
+        authorizer = Authorizer(
+            [u.strip() for u in config.super_users.split(";") if u.strip()],
+            config.allow_everyone_if_no_acl_found,
+        )
+        authorizer.load(state_acls)
+        AclLayer(authorizer).wrap(dispatcher.handlers)
+        log.info(
+            "authorizer enabled: %d ACLs, super users %s", len(authorizer.acls), config.super_users or "none"
         )
     dispatcher.finish_loading()
     runtime.rearm_timer()
@@ -200,7 +226,19 @@ async def _listen(
     return server
 
 
+def _credential_loader(store: Store) -> CredentialLoader:
+    loader = getattr(store, "load_credentials", None)
+
+    async def load(user: str) -> list[UserCredentialRecord]:
+        if loader is not None:
+            found: list[UserCredentialRecord] = await loader(user)
+            return found
+        return [c for c in (await store.load()).credentials if c.user == user]
+
+    return load
+
+
 def _store_options(config: Config) -> dict[str, object]:
-    if config.storage.startswith("sqlite:"):
+    if config.storage.startswith("sqlite:") and "synchronous=" not in config.storage:
         return {"synchronous": config.sqlite_synchronous.upper()}
     return {}

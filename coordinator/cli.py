@@ -8,8 +8,11 @@ import sys
 from collections.abc import Coroutine, Sequence
 from typing import Any
 
+from coordinator.acls_cli import add_acls_parser
 from coordinator.admin.cli import add_groups_parser, add_offsets_parser
 from coordinator.config import KAFKA_NAMED, Config, ConfigError, kafka_name, load_config
+from coordinator.users_cli import add_users_parser
+from storage.base import StoreError
 
 
 def _serve_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -77,6 +80,8 @@ def build_parser() -> argparse.ArgumentParser:
     _loadtest_parser(sub)
     add_groups_parser(sub)
     add_offsets_parser(sub)
+    add_users_parser(sub)
+    add_acls_parser(sub)
     return parser
 
 
@@ -89,7 +94,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from loadtest.cli import run as run_loadtest
 
         return run_loadtest(args)
-    if args.command in ("groups", "offsets"):
+    if args.command in ("groups", "offsets", "users", "acls"):
         result: int = args.func(args)
         return result
     parser.error(f"unknown command {args.command}")
@@ -119,7 +124,8 @@ def _serve(args: argparse.Namespace) -> int:
     setup_logging(config.log_level, config.log_format)
     try:
         run_loop(serve(config))
-    except OSError as exc:
+    except (OSError, ValueError, StoreError) as exc:
+        # Port in use, a bad storage URL or option, storage unreachable at start: one readable line.
         print(f"coordinator: cannot start: {exc}", file=sys.stderr)
         return 1
     return 0

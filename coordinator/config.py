@@ -19,6 +19,7 @@ from typing import Any
 
 from coordinator.group_config import GroupConfig
 from coordinator.listeners import Listener, ListenerError, parse_listeners, server_ssl_context
+from coordinator.sasl import MECHANISMS
 
 
 class ConfigError(ValueError):
@@ -71,6 +72,14 @@ class Config:
     ssl_keyfile_password: str = ""
     ssl_cafile: str = ""
     ssl_client_auth: str = "none"
+    # SASL (issue 9; see coordinator/authn.py). Users: `coordinator users add`.
+    sasl_enabled_mechanisms: str = "SCRAM-SHA-512,SCRAM-SHA-256,PLAIN"
+    connections_max_reauth_ms: int = 0  # KIP-368; 0 = sessions do not expire
+    connection_failed_authentication_delay_ms: int = 100  # KIP-306
+    # Authorization (issue 9; see coordinator/acl.py). Off unless enabled.
+    authorizer_enabled: bool = False
+    super_users: str = ""  # User:admin;User:ops
+    allow_everyone_if_no_acl_found: bool = False
 
     @property
     def listener_host(self) -> str:
@@ -94,9 +103,17 @@ class Config:
             advertised_port=self.advertised_port,
         )
 
+    @property
+    def sasl_mechanisms(self) -> tuple[str, ...]:
+        return tuple(m.strip().upper() for m in self.sasl_enabled_mechanisms.split(",") if m.strip())
+
     def ssl_context(self) -> ssl.SSLContext:
         return server_ssl_context(
-            self.ssl_certfile, self.ssl_keyfile, self.ssl_cafile, self.ssl_client_auth, self.ssl_keyfile_password
+            self.ssl_certfile,
+            self.ssl_keyfile,
+            self.ssl_cafile,
+            self.ssl_client_auth,
+            self.ssl_keyfile_password,
         )
 
     def group_config(self) -> GroupConfig:
@@ -133,6 +150,12 @@ KAFKA_NAMED = {
     "ssl_keyfile_password",
     "ssl_cafile",
     "ssl_client_auth",
+    "sasl_enabled_mechanisms",
+    "connections_max_reauth_ms",
+    "connection_failed_authentication_delay_ms",
+    "authorizer_enabled",
+    "super_users",
+    "allow_everyone_if_no_acl_found",
 }
 _FIELDS = {f.name: f for f in fields(Config)}
 
@@ -205,10 +228,21 @@ def _validate(config: Config) -> Config:
             config.ssl_context()
     except ListenerError as exc:
         raise ConfigError(str(exc)) from None
+    unknown = set(config.sasl_mechanisms) - set(MECHANISMS)
+    need(
+        not unknown,
+        f"sasl.enabled.mechanisms: unsupported {', '.join(sorted(unknown))} (supported: {', '.join(MECHANISMS)})",
+    )
+    need(bool(config.sasl_mechanisms), "sasl.enabled.mechanisms must name at least one mechanism")
+    need(config.connections_max_reauth_ms >= 0, "connections.max.reauth.ms must be >= 0")
+    need(
+        config.connection_failed_authentication_delay_ms >= 0,
+        "connection.failed.authentication.delay.ms must be >= 0",
+    )
     need(config.log_format in ("text", "json"), "log-format must be text or json")
     need(
-        config.sqlite_synchronous.upper() in ("FULL", "NORMAL", "EXTRA"),
-        "sqlite-synchronous must be FULL, NORMAL or EXTRA",
+        config.sqlite_synchronous.upper() in ("FULL", "NORMAL"),
+        "sqlite-synchronous must be FULL or NORMAL",
     )
     return config
 

@@ -41,9 +41,21 @@ class Clock:
         return int(time.time() * 1000)
 
 
+class _PendingWrite:
+    __slots__ = ("deadline", "result", "timed_out")
+
+    def __init__(self, result: Result) -> None:
+        self.result = result
+        self.deadline: asyncio.TimerHandle | None = None
+        self.timed_out = False
+
+
 class Runtime:
-    def __init__(self, coordinator: GroupCoordinator, writer: BatchWriter, clock: Clock) -> None:
+    def __init__(
+        self, coordinator: GroupCoordinator, writer: BatchWriter, clock: Clock, write_timeout_ms: int = 5000
+    ) -> None:
         self.coordinator = coordinator
+        self.write_timeout_ms = write_timeout_ms
         self.writer = writer
         self.clock = clock
         self._loop = asyncio.get_running_loop()
@@ -79,10 +91,30 @@ class Runtime:
         except StoreError as exc:  # the writer is closed: we are shutting down
             future = self._loop.create_future()
             future.set_exception(exc)
-        future.add_done_callback(lambda done: self._written(result, done))
+        write = _PendingWrite(result)
+        write.deadline = self._loop.call_later(self.write_timeout_ms / 1000, self._timed_out, write, future)
+        future.add_done_callback(lambda done: self._written(write, done))
 
-    def _written(self, result: Result, done: asyncio.Future[Any]) -> None:
+    def _timed_out(self, write: _PendingWrite, future: asyncio.Future[None]) -> None:
+        """offsets.commit.timeout.ms passed: answer now (Kafka: REQUEST_TIMED_OUT, mapped per API)."""
+        if future.done():
+            return
+        write.timed_out = True
+        if not self._storage_failing:
+            self._storage_failing = True
+            log.error(
+                "storage write failed: no answer within %d ms (offsets.commit.timeout.ms); "
+                "answering with retriable errors until it recovers",
+                self.write_timeout_ms,
+            )
+        if write.result.on_failed is not None:
+            self.apply(write.result.on_failed(self.clock.now_ms(), ErrorCode.REQUEST_TIMED_OUT))
+
+    def _written(self, write: _PendingWrite, done: asyncio.Future[Any]) -> None:
         self._pending_writes -= 1
+        if write.deadline is not None:
+            write.deadline.cancel()
+        result = write.result
         error = None if done.cancelled() else done.exception()
         if done.cancelled():
             error = StoreError("write cancelled at shutdown")
@@ -90,9 +122,16 @@ class Runtime:
             if self._storage_failing:
                 self._storage_failing = False
                 log.warning("storage writes succeed again")
-            self._release(result)
+            if write.timed_out:
+                # Answered already; the records did land, so the core still catches up with them.
+                if result.on_durable is not None:
+                    self.apply(result.on_durable(self.clock.now_ms()))
+            else:
+                self._release(result)
             self.rearm_timer()
             return
+        if write.timed_out:
+            return  # answered at the deadline
         if not self._storage_failing:
             # One log line per incident, not per failed write.
             self._storage_failing = True

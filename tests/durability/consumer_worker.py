@@ -4,7 +4,8 @@ Run as ``python -m tests.durability.consumer_worker '<json config>'``. It subscr
 ConsumerRebalanceListener and polls until told to stop, printing one JSON event per line on
 stdout: ``assigned`` / ``revoked`` (every listener call, with generation and member id),
 ``status`` (about every 0.5 s: generation, member id, assignment), ``committed`` /
-``commit_failed``. Commands on stdin, one per line: ``commit {"partition": offset, ...}``
+``commit_failed``, ``poll_error`` (a retriable error raised by poll(), which is retried),
+``crashed``. Commands on stdin, one per line: ``commit {"partition": offset, ...}``
 (a synchronous commit with the group's generation and member id, made from the polling thread
 as kafka-python requires) and ``close``. EOF on stdin (the test went away) also closes it, and it
 gives up by itself after ``max_seconds``.
@@ -13,15 +14,32 @@ gives up by itself after ``max_seconds``.
 from __future__ import annotations
 
 import json
+import logging
 import queue
+import re
 import sys
 import threading
 import time
 from typing import Any
 
+# Long enough that a join+sync round trip rarely outlasts one poll (see the kafka-python 3.0.12
+# note in main()), short enough to answer commands promptly.
+POLL_TIMEOUT_MS = 500
+
 
 def main(config: dict[str, Any]) -> None:
     from kafka import ConsumerRebalanceListener, KafkaConsumer, OffsetAndMetadata, TopicPartition
+    from kafka.errors import KafkaError
+
+    if config.get("log_file"):  # kafka-python's own account of the group protocol, for diagnosis
+        handler = logging.FileHandler(config["log_file"])
+        handler.setFormatter(
+            logging.Formatter("%(asctime)s %(threadName)s %(name)s %(levelname)s %(message)s")
+        )
+        kafka_log = logging.getLogger("kafka")
+        kafka_log.addHandler(handler)
+        kafka_log.setLevel(logging.INFO)
+        logging.getLogger("kafka.coordinator").setLevel(logging.DEBUG)
 
     lock = threading.Lock()
     commands: queue.Queue[str] = queue.Queue()
@@ -73,13 +91,27 @@ def main(config: dict[str, Any]) -> None:
             )
 
     topic = config["topic"]
-    consumer.subscribe([topic], listener=Listener())
+    # A pattern subscription makes poll() refresh the metadata before the first JoinGroup. With a
+    # plain subscription the leader assigns before it knows the topic and rejoins when the
+    # metadata arrives, and kafka-python 3.0.12 can lose that rejoin: when a poll() times out
+    # between the leader's assignment and the SyncGroup response, need_rejoin() is already False,
+    # the join task is never awaited again, heartbeats stay disabled and the coordinator expires
+    # the member after session.timeout.ms (the consumer never rejoins).
+    consumer.subscribe(pattern=f"^{re.escape(topic)}$", listener=Listener())
     emit("started")
     deadline = time.monotonic() + config["max_seconds"]
     next_status = 0.0
     try:
         while time.monotonic() < deadline:
-            consumer.poll(timeout_ms=100)
+            try:
+                consumer.poll(timeout_ms=POLL_TIMEOUT_MS)
+            except KafkaError as exc:
+                # kafka-python 3.0.12 lets a failed background metadata refresh (ECONNREFUSED
+                # while the broker restarts) escape from poll(); an application retries.
+                if not exc.retriable:
+                    raise
+                emit("poll_error", error=repr(exc))
+                time.sleep(0.1)
             now = time.monotonic()
             if now >= next_status:
                 next_status = now + 0.5
@@ -111,6 +143,9 @@ def main(config: dict[str, Any]) -> None:
                 else:
                     generation, member_id = group_metadata()
                     emit("committed", offsets=offsets, generation=generation, member_id=member_id)
+    except BaseException as exc:
+        emit("crashed", error=repr(exc))
+        raise
     finally:
         consumer.close(autocommit=False)
         emit("closed")

@@ -54,7 +54,8 @@ UNKNOWN_MEMBER_ID = 25
 REBALANCE_IN_PROGRESS = 27
 TOPIC_ALREADY_EXISTS = 36
 MEMBER_ID_REQUIRED = 79
-RETRIABLE_COMMIT_ERRORS = frozenset({COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR})
+# REQUEST_TIMED_OUT (7, retriable) when a write outlives offsets.commit.timeout.ms.
+RETRIABLE_COMMIT_ERRORS = frozenset({COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR, 7})
 
 # Offsets a committer sends: request number * OFFSET_STRIDE + partition. Distinct per request,
 # increasing per partition, and the request that wrote a stored value is value // OFFSET_STRIDE.

@@ -2,9 +2,9 @@
 
 Per iteration: nine committers (one connection each; simple-consumer commits, generation -1,
 increasing offsets; six commit one partition per request, one pipelines four requests, two
-commit 100 partitions per request) run against the server; once a first commit is acknowledged
-the server is SIGKILLed after a random delay (seeded: the seed is printed, DURABILITY_SEED
-replays it) and restarted on the same storage. Every key is read back with OffsetFetch: the
+commit 100 partitions per request) run against the server; once every committer has had a
+commit acknowledged, the server is SIGKILLed after a random delay (seeded: the seed is printed,
+DURABILITY_SEED replays it) and restarted on the same storage. Every key is read back with OffsetFetch: the
 stored offset is >= the last acknowledged one and was actually sent, and a 100-partition commit
 is never torn. Iterations share the storage, so the final read-back also checks that no crash
 damaged what earlier iterations stored.
@@ -91,9 +91,8 @@ def run_crash_iterations(
         stop = threading.Event()
         committers = start_committers(server.bootstrap, committer_specs(iteration), stop, max_seconds=60)
         try:
-            wait_for(
-                lambda cs=committers: any(c.acked for c in cs), 20, f"a first acknowledged commit ({context})"
-            )
+            # Every committer is under way (a thread not started yet would miss the kill).
+            wait_for(lambda cs=committers: all(c.acked for c in cs), 20, f"every committer acked ({context})")
             delay = rng.uniform(0.0, MAX_KILL_DELAY_S)
             time.sleep(delay)
             returncode = server.stop(sig)  # by PID
@@ -103,7 +102,6 @@ def run_crash_iterations(
                 c.join()
         crashed = [f"{c.spec.name}: {c.crashed}" for c in committers if c.crashed]
         assert not crashed, f"{context}: committer failed: {crashed}"
-        assert all(c.connection_lost for c in committers), f"{context}: a committer outlived the server"
         if sig == signal.SIGTERM:
             assert returncode == 0 and "coordinator stopped" in server.log_text(), server.log_text()
 
@@ -112,7 +110,7 @@ def run_crash_iterations(
         result = check_read_back(committers, stored)
         acked = sum(c.requests_acked for c in committers)
         assert not result.problems, (
-            f"{context} ({sig.name} {delay:.3f}s after the first ack, {acked} requests acked): "
+            f"{context} ({sig.name} {delay:.3f}s after every committer's first ack, {acked} requests acked): "
             f"{len(result.problems)} problems: {result.problems[:20]}"
         )
         in_flight = sum(c.unanswered for c in committers)
@@ -123,7 +121,7 @@ def run_crash_iterations(
         totals["keys checked"] += result.keys_checked
         totals["unanswered at the stop"] += in_flight
         print(
-            f"  iteration {iteration}: {sig.name} {delay:.3f}s after the first ack; {acked} requests "
+            f"  iteration {iteration}: {sig.name} {delay:.3f}s after every committer's first ack; {acked} requests "
             f"acked, {in_flight} unanswered at the stop, {result.acked_keys} acked keys checked, "
             f"{landed} keys newer than their last ack (landed, reply lost)"
         )

@@ -77,21 +77,11 @@ def test_sqlite_synchronous_normal_flag_starts(tmp_path: Path) -> None:
     assert listened, log
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="coordinator/app.py _store_options always passes synchronous=, so storage/url.py refuses "
-    "a URL that also sets it: the server dies at start with a ValueError traceback",
-)
 def test_synchronous_in_the_sqlite_url_is_honoured(tmp_path: Path) -> None:
     listened, code, log = serve(f"sqlite:///{tmp_path / 'b.db'}?synchronous=NORMAL")
     assert listened, f"exit code {code}:\n{log}"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="config validation accepts EXTRA but SQLiteStore only takes FULL/NORMAL: the server "
-    "dies at start with a ValueError traceback instead of a configuration error",
-)
 def test_sqlite_synchronous_extra_starts_or_is_refused_cleanly(tmp_path: Path) -> None:
     listened, code, log = serve(f"sqlite:///{tmp_path / 'c.db'}", "--sqlite-synchronous", "EXTRA")
     assert listened or (code not in (0, None) and "Traceback" not in log), f"exit code {code}:\n{log}"

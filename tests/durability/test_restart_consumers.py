@@ -37,19 +37,22 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 GROUP, TOPIC, PARTITIONS = "restart-group", "restart-t", 6
 SESSION_TIMEOUT_S = 10
 KEEP_POLLING_S = SESSION_TIMEOUT_S + 2  # after the restart: longer than a session
+QUIET_S = 2.0  # a group counts as settled after this long without a rebalance
 
 
 class ConsumerProcess:
     """tests/durability/consumer_worker.py in a subprocess; stopped by PID."""
 
-    def __init__(self, bootstrap: str, name: str) -> None:
+    def __init__(self, bootstrap: str, name: str, log_dir: Path) -> None:
         self.name = name
+        self.log_file = log_dir / f"{name}.log"
         config = {
             "bootstrap": bootstrap,
             "group": GROUP,
             "topic": TOPIC,
             "client_id": name,
             "max_seconds": 150,
+            "log_file": str(self.log_file),
         }
         env = {k: v for k, v in os.environ.items() if not k.startswith("COORDINATOR_")}
         self.process = subprocess.Popen(
@@ -128,6 +131,18 @@ class ConsumerProcess:
         listener = [e for e in self.snapshot() if e["event"] != "status"]
         return f"events (without status): {listener}\nstderr tail:\n{''.join(self.stderr[-30:])}"
 
+    def group_protocol_log(self, lines: int = 40) -> str:
+        """The last of kafka-python's group-protocol log lines (routine heartbeats left out)."""
+        try:
+            text = self.log_file.read_text(errors="replace").splitlines()
+        except FileNotFoundError:
+            return "(no log)"
+        noise = ("need_rejoin: False", "error_code=0)", "Sending heartbeat", "Waiting ", "Fetch", "fetch")
+        kept = [
+            line[:300] for line in text if "kafka.coordinator" in line and not any(n in line for n in noise)
+        ]
+        return "\n".join(kept[-lines:])
+
     def stop(self) -> None:
         if self.process.poll() is None:
             with contextlib.suppress(BrokenPipeError, OSError):
@@ -148,10 +163,10 @@ class ConsumerProcess:
 
 
 @contextlib.contextmanager
-def consumers(bootstrap: str, count: int) -> Iterator[list[ConsumerProcess]]:
+def consumers(bootstrap: str, count: int, log_dir: Path) -> Iterator[list[ConsumerProcess]]:
     started: list[ConsumerProcess] = []
     try:
-        started.extend(ConsumerProcess(bootstrap, f"consumer-{i}") for i in range(count))
+        started.extend(ConsumerProcess(bootstrap, f"consumer-{i}", log_dir) for i in range(count))
         yield started
     finally:
         for worker in started:
@@ -159,7 +174,11 @@ def consumers(bootstrap: str, count: int) -> Iterator[list[ConsumerProcess]]:
 
 
 def converged(bootstrap: str, workers: list[ConsumerProcess]) -> dict[str, Any] | None:
-    """The group is Stable with exactly these consumers, one generation, partitions split."""
+    """The group is Stable with exactly these consumers, one generation, partitions split, and
+    no listener call for QUIET_S (kafka-python's leader may rejoin once more on its own)."""
+    last_call = max((e["t"] for w in workers for e in w.of("assigned", "revoked")), default=None)
+    if last_call is None or time.time() - last_call < QUIET_S:
+        return None
     statuses = [w.status() for w in workers]
     if any(s is None or s["generation"] <= 0 or not s["partitions"] for s in statuses):
         return None
@@ -182,16 +201,30 @@ def converged(bootstrap: str, workers: list[ConsumerProcess]) -> dict[str, Any] 
     return {"generation": generations.pop(), "members": expected}
 
 
+def diagnose(bootstrap: str, workers: list[ConsumerProcess]) -> str:
+    with WireClient(bootstrap, "describe") as client:
+        group = describe(client, GROUP)
+    view = {m.member_id: sorted(decode_assignment(m.member_assignment).get(TOPIC, ())) for m in group.members}
+    parts = [f"server: {group.group_state} {view}"]
+    parts += [f"--- {w.name}: last status {w.status()}\n{w.log()}\n{w.group_protocol_log()}" for w in workers]
+    return "\n".join(parts)
+
+
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["sigterm", "sigkill"])
 def test_consumers_are_not_rebalanced_by_a_coordinator_restart(
     coordinators: Servers, tmp_path: Path, sig: signal.Signals
 ) -> None:
-    server = coordinators.start(f"sqlite:///{tmp_path / 'restart.db'}")
+    server = coordinators.start(f"sqlite:///{tmp_path / 'restart.db'}", {"log-level": "DEBUG"})
     create_topics(server.bootstrap, {TOPIC: PARTITIONS})
-    with consumers(server.bootstrap, 3) as workers:
-        before = wait_for(
-            lambda: converged(server.bootstrap, workers), 45, "a Stable group of three consumers"
-        )
+    with consumers(server.bootstrap, 3, tmp_path) as workers:
+        try:
+            before = wait_for(
+                lambda: converged(server.bootstrap, workers), 45, "a Stable group of three consumers"
+            )
+        except AssertionError as exc:
+            raise AssertionError(
+                f"{exc}\n{diagnose(server.bootstrap, workers)}\n{server.log_text()}"
+            ) from None
         generation, members = before["generation"], before["members"]
         committed: dict[int, int] = {}
         for i, worker in enumerate(workers):
@@ -204,13 +237,17 @@ def test_consumers_are_not_rebalanced_by_a_coordinator_restart(
         marks = [len(w.snapshot()) for w in workers]
 
         restarted_at = time.time()
-        server = coordinators.restart(server, sig)  # same storage, same port
+        first = server
+        server = coordinators.restart(server, sig, {"log-level": "DEBUG"})  # same storage, same port
         time.sleep(KEEP_POLLING_S)
 
         for worker, mark in zip(workers, marks, strict=True):
+            assert not worker.of("crashed", "closed"), f"{worker.name} stopped:\n{worker.log()}"
             rebalanced = worker.of("assigned", "revoked", after=mark)
             assert not rebalanced, (
-                f"{worker.name} was rebalanced by the restart: {rebalanced}\n{worker.log()}"
+                f"{worker.name} was rebalanced by the restart: {rebalanced}\n"
+                f"{diagnose(server.bootstrap, workers)}\n--- server before the restart:\n"
+                f"{first.log_text()}\n--- server after:\n{server.log_text()}"
             )
             status = worker.status()
             assert status is not None and status["t"] > restarted_at + KEEP_POLLING_S - 2, (
@@ -242,5 +279,9 @@ def test_consumers_are_not_rebalanced_by_a_coordinator_restart(
         with WireClient(server.bootstrap, "check") as client:
             stored = fetch(client, GROUP, [(TOPIC, p) for p in range(PARTITIONS)])
         assert stored.offsets == {(TOPIC, p): 1000 + p for p in range(PARTITIONS)}
-        print(f"\n{signal.Signals(sig).name}: generation {generation} and members {sorted(members)} kept")
+        poll_errors = sum(len(w.of("poll_error")) for w in workers)
+        print(
+            f"\n{signal.Signals(sig).name}: generation {generation} and members {sorted(members)} kept; "
+            f"{poll_errors} retriable errors raised by poll() during the restart"
+        )
     server.stop()

@@ -243,12 +243,6 @@ def test_postgres_outage_gives_retriable_errors_then_commits_resume(
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="offsets.commit.timeout.ms is accepted but never applied: a commit during a storage hang "
-    "is answered only when the store gives up (command_timeout 5 s, plus connect_timeout 5 s when a "
-    "batch is already stuck), not after offsets.commit.timeout.ms",
-)
 def test_commit_is_answered_within_offsets_commit_timeout_during_a_hang(
     coordinators: Servers, durability_pg: PgServer, pg_url: str
 ) -> None:
