@@ -12,7 +12,7 @@
 from __future__ import annotations
 
 from typing import Any, Final
-from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
 from storage.base import Store
 
@@ -50,7 +50,8 @@ def open_store(url: str, **options: Any) -> Store:
             raise ValueError(f"PostgreSQL URL needs a host: {redact_url(url)!r}; {_EXPECTED}")
         from storage.postgres import PostgresStore
 
-        return PostgresStore(url, **options)
+        dsn, query_options = _pop_query_options(url, {"synchronous_commit": str})
+        return PostgresStore(dsn, **_merge(url, query_options, options))
     raise ValueError(f"unsupported store URL scheme {scheme!r} in {redact_url(url)!r}; {_EXPECTED}")
 
 
@@ -97,5 +98,19 @@ def _parse_sqlite(url: str, rest: str) -> tuple[str, dict[str, Any]]:
 def _merge(url: str, from_url: dict[str, Any], from_args: dict[str, Any]) -> dict[str, Any]:
     both = from_url.keys() & from_args.keys()
     if both:
-        raise ValueError(f"option(s) {', '.join(sorted(both))} given both in {url!r} and as arguments")
+        raise ValueError(f"option(s) {', '.join(sorted(both))} given both in {redact_url(url)!r} and as arguments")
     return {**from_url, **from_args}
+
+
+def _pop_query_options(url: str, known: dict[str, type]) -> tuple[str, dict[str, Any]]:
+    """Take our own options out of a URL's query string; the rest stays for the driver."""
+    parts = urlsplit(url)
+    ours: dict[str, Any] = {}
+    rest: list[tuple[str, str]] = []
+    for key, value in parse_qsl(parts.query, keep_blank_values=True):
+        if key in known:
+            ours[key] = known[key](value)
+        else:
+            rest.append((key, value))
+    query = urlencode(rest)
+    return urlunsplit((parts.scheme, parts.netloc, parts.path, query, parts.fragment)), ours
