@@ -12,6 +12,8 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from coordinator.authn import SASL_APIS, SaslServer
+from coordinator.authz import security_disabled
 from coordinator.cluster import Cluster
 from coordinator.context import RequestContext
 from coordinator.loading import GROUP_APIS, load_in_progress_response
@@ -34,6 +36,8 @@ from protocol.messages.offset_delete import (
     OffsetDeleteResponsePartition,
     OffsetDeleteResponseTopic,
 )
+from protocol.messages.sasl_authenticate import SaslAuthenticateResponse
+from protocol.messages.sasl_handshake import SaslHandshakeResponse
 from protocol.primitives import DecodeError
 from protocol.wire import Request, UnsupportedApi, decode_request, encode_response
 
@@ -42,7 +46,9 @@ log = logging.getLogger(__name__)
 Handler = Callable[[RequestContext, Any], Result]
 
 # Answered while loading: they do not depend on stored state.
-_NEEDS_NO_CATALOG = frozenset({ApiKey.API_VERSIONS, ApiKey.FIND_COORDINATOR, ApiKey.DESCRIBE_CLUSTER})
+_NEEDS_NO_CATALOG = frozenset(
+    {ApiKey.API_VERSIONS, ApiKey.FIND_COORDINATOR, ApiKey.DESCRIBE_CLUSTER, *SASL_APIS}
+)
 
 
 class Dispatcher:
@@ -51,6 +57,7 @@ class Dispatcher:
         self.cluster = cluster
         self.metrics = metrics
         self.connections: set[Connection] = set()
+        self.sasl: SaslServer | None = None  # set when a listener uses SASL
         self.loading = True
         self._deferred: list[tuple[Connection, PendingReply, RequestContext, Request]] = []
         coordinator = runtime.coordinator
@@ -75,6 +82,12 @@ class Dispatcher:
             ApiKey.DESCRIBE_GROUPS: coordinator.describe_groups,
             ApiKey.DELETE_GROUPS: coordinator.delete_groups,
             ApiKey.OFFSET_DELETE: self.delete_offsets,
+            # Replaced by coordinator.authz.AclLayer when authorizer.enabled is true.
+            ApiKey.DESCRIBE_ACLS: security_disabled(ApiKey.DESCRIBE_ACLS),
+            ApiKey.CREATE_ACLS: security_disabled(ApiKey.CREATE_ACLS),
+            ApiKey.DELETE_ACLS: security_disabled(ApiKey.DELETE_ACLS),
+            ApiKey.SASL_HANDSHAKE: self._sasl_handler,
+            ApiKey.SASL_AUTHENTICATE: self._sasl_handler,
         }
 
     # ---- connections ---------------------------------------------------------------------
@@ -89,6 +102,10 @@ class Dispatcher:
             self.metrics.connections.set(len(self.connections))
 
     def dispatch(self, connection: Connection, frame: bytes) -> None:
+        session = connection.sasl
+        if session is not None and session.raw_tokens and self.sasl is not None:
+            self.sasl.raw_token(connection, frame)  # after SaslHandshake v0: bare SASL tokens
+            return
         try:
             request = decode_request(frame)
         except UnsupportedApi as exc:
@@ -96,6 +113,9 @@ class Dispatcher:
             return
         except DecodeError as exc:
             connection.abort(f"malformed request: {exc}")
+            return
+        if session is not None and (self.sasl is None or not self.sasl.admit(connection, session, request)):
+            connection.abort("SASL is not configured")  # no-op when admit() already closed it
             return
         reply = connection.start(request.api_key, request.api_version, request.correlation_id)
         clock = self.runtime.clock
@@ -144,6 +164,25 @@ class Dispatcher:
             reply.finish_without_response()  # acks=0
             return
         self.runtime.apply(result)
+
+    def _sasl_handler(self, ctx: RequestContext, req: Any) -> Result:
+        reply = ctx.reply_to
+        assert isinstance(reply, PendingReply)
+        request = Request(reply.api_key, reply.api_version, reply.correlation_id, ctx.client_id, req)
+        self._sasl(reply.connection, reply, request)
+        return Result()
+
+    def _sasl(self, connection: Connection, reply: PendingReply, request: Request) -> None:
+        if self.sasl is not None:
+            self.sasl.handle(connection, reply, request)
+        elif request.api_key == ApiKey.SASL_HANDSHAKE:  # no SASL listener at all (Kafka's KafkaApis)
+            reply.send(SaslHandshakeResponse(error_code=ErrorCode.ILLEGAL_SASL_STATE, mechanisms=[]))
+        else:
+            reply.send(
+                SaslAuthenticateResponse(
+                    error_code=ErrorCode.ILLEGAL_SASL_STATE, error_message="this listener does not use SASL"
+                )
+            )
 
     def _unsupported(self, connection: Connection, exc: UnsupportedApi) -> None:
         if exc.api_key == ApiKey.API_VERSIONS:

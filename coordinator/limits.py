@@ -84,7 +84,11 @@ class ConnectionLimits:
     def _log_refusal(self, peer: str, reason: str) -> None:
         now = self.clock()
         if now - self._last_refusal_log >= _REFUSAL_LOG_INTERVAL_S:
-            suppressed = f" ({self._refusals_unlogged} more refused since the last line)" if self._refusals_unlogged else ""
+            suppressed = (
+                f" ({self._refusals_unlogged} more refused since the last line)"
+                if self._refusals_unlogged
+                else ""
+            )
             log.warning("refusing connection from %s: %s%s", peer, reason, suppressed)
             self._last_refusal_log = now
             self._refusals_unlogged = 0

@@ -73,7 +73,9 @@ def _protocol_map(text: str) -> dict[str, str]:
         name, colon, protocol = item.partition(":")
         protocol = protocol.strip().upper()
         if not colon or protocol not in SECURITY_PROTOCOLS:
-            raise ListenerError(f"listener.security.protocol.map: {item!r} is not NAME:{'|'.join(SECURITY_PROTOCOLS)}")
+            raise ListenerError(
+                f"listener.security.protocol.map: {item!r} is not NAME:{'|'.join(SECURITY_PROTOCOLS)}"
+            )
         mapping[name.strip().upper()] = protocol
     return mapping
 
@@ -97,7 +99,9 @@ def parse_listeners(
     mapping = _protocol_map(protocol_map)
     protocol = default_protocol.strip().upper()
     if protocol not in SECURITY_PROTOCOLS:
-        raise ListenerError(f"security.protocol must be one of {', '.join(SECURITY_PROTOCOLS)}, not {default_protocol!r}")
+        raise ListenerError(
+            f"security.protocol must be one of {', '.join(SECURITY_PROTOCOLS)}, not {default_protocol!r}"
+        )
     if not listeners.strip():
         port = advertised_port if advertised_port is not None else (default_port or None)
         host = advertised_host or _advertise(default_host)
@@ -175,7 +179,10 @@ class BoundListener:
     def __init__(self, listener: Listener, ssl_context: ssl.SSLContext | None) -> None:
         self.listener = listener
         self.ssl_context = ssl_context
-        self.advertised: tuple[str, int] = (listener.advertised_host, listener.advertised_port or listener.port)
+        self.advertised: tuple[str, int] = (
+            listener.advertised_host,
+            listener.advertised_port or listener.port,
+        )
 
     @property
     def name(self) -> str:

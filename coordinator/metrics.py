@@ -252,5 +252,8 @@ class MeasuredStore:
             self._metrics.storage_write_latency.observe(time.perf_counter() - started)
             self._metrics.storage_batch_records.observe(len(records))
 
+    async def load_credentials(self, user: str | None = None) -> Any:
+        return await self._store.load_credentials(user)
+
     async def close(self) -> None:
         await self._store.close()

@@ -26,6 +26,9 @@ class ApiKey(IntEnum):
     DELETE_TOPICS = 20
     CREATE_PARTITIONS = 37
     DELETE_GROUPS = 42
+    DESCRIBE_ACLS = 29
+    CREATE_ACLS = 30
+    DELETE_ACLS = 31
     SASL_AUTHENTICATE = 36
     OFFSET_DELETE = 47
     DESCRIBE_CLUSTER = 60
@@ -53,6 +56,9 @@ SERVED_VERSIONS: Final[dict[ApiKey, tuple[int, int]]] = {
     ApiKey.DELETE_TOPICS: (0, 6),
     ApiKey.CREATE_PARTITIONS: (0, 3),
     ApiKey.DELETE_GROUPS: (0, 2),
+    ApiKey.DESCRIBE_ACLS: (1, 3),
+    ApiKey.CREATE_ACLS: (1, 3),
+    ApiKey.DELETE_ACLS: (1, 3),
     ApiKey.SASL_AUTHENTICATE: (0, 2),
     ApiKey.OFFSET_DELETE: (0, 0),
     ApiKey.DESCRIBE_CLUSTER: (0, 1),
@@ -79,6 +85,9 @@ SPEC_NAMES: Final[dict[ApiKey, str]] = {
     ApiKey.DELETE_TOPICS: "DeleteTopics",
     ApiKey.CREATE_PARTITIONS: "CreatePartitions",
     ApiKey.DELETE_GROUPS: "DeleteGroups",
+    ApiKey.DESCRIBE_ACLS: "DescribeAcls",
+    ApiKey.CREATE_ACLS: "CreateAcls",
+    ApiKey.DELETE_ACLS: "DeleteAcls",
     ApiKey.SASL_AUTHENTICATE: "SaslAuthenticate",
     ApiKey.OFFSET_DELETE: "OffsetDelete",
     ApiKey.DESCRIBE_CLUSTER: "DescribeCluster",

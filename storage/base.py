@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from storage.records import LoadedState, Record
+from storage.records import LoadedState, Record, UserCredentialRecord
 
 
 class StoreError(Exception):
@@ -14,6 +14,13 @@ class StoreError(Exception):
     Nothing of the failed ``write`` is durable; the caller answers its requests with a
     retriable Kafka error and may retry later.
     """
+
+
+class CredentialStore(Protocol):
+    """Stores that can read SASL credentials on their own (every shipped backend)."""
+
+    async def load_credentials(self, user: str | None = None) -> list[UserCredentialRecord]:
+        """The stored SCRAM credentials (of one user, or all)."""
 
 
 class Store(Protocol):

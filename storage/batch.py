@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from storage.records import (
+    AclRecord,
+    AclTombstone,
     GroupMetadataRecord,
     GroupTombstone,
     OffsetCommitRecord,
@@ -19,6 +21,8 @@ from storage.records import (
     Record,
     TopicRecord,
     TopicTombstone,
+    UserCredentialRecord,
+    UserCredentialTombstone,
 )
 
 OffsetKey = tuple[str, str, int]
@@ -32,6 +36,10 @@ class BatchPlan:
     group_deletes: list[str] = field(default_factory=list)
     topic_upserts: list[TopicRecord] = field(default_factory=list)
     topic_deletes: list[str] = field(default_factory=list)
+    credential_upserts: list[UserCredentialRecord] = field(default_factory=list)
+    credential_deletes: list[tuple[str, str]] = field(default_factory=list)
+    acl_upserts: list[AclRecord] = field(default_factory=list)
+    acl_deletes: list[AclRecord] = field(default_factory=list)
     # Every offset commit of the batch in order, superseded ones included (commit history).
     commits: list[OffsetCommitRecord] = field(default_factory=list)
 
@@ -41,6 +49,8 @@ def plan_batch(records: Sequence[Record]) -> BatchPlan:
     groups: dict[str, GroupMetadataRecord | None] = {}
     topics: dict[str, TopicRecord | None] = {}
     commits: list[OffsetCommitRecord] = []
+    credentials: dict[tuple[str, str], UserCredentialRecord | None] = {}
+    acls: dict[AclRecord, bool] = {}
     for r in records:
         if isinstance(r, OffsetCommitRecord):
             offsets[(r.group_id, r.topic, r.partition)] = r
@@ -55,6 +65,14 @@ def plan_batch(records: Sequence[Record]) -> BatchPlan:
             topics[r.name] = r
         elif isinstance(r, TopicTombstone):
             topics[r.name] = None
+        elif isinstance(r, UserCredentialRecord):
+            credentials[(r.user, r.mechanism)] = r
+        elif isinstance(r, UserCredentialTombstone):
+            credentials[(r.user, r.mechanism)] = None
+        elif isinstance(r, AclRecord):
+            acls[r] = True
+        elif isinstance(r, AclTombstone):
+            acls[r.acl] = False
         else:
             raise TypeError(f"not a storage record: {r!r}")
 
@@ -74,4 +92,11 @@ def plan_batch(records: Sequence[Record]) -> BatchPlan:
             plan.topic_deletes.append(name)
         else:
             plan.topic_upserts.append(trec)
+    for ckey, crec in credentials.items():
+        if crec is None:
+            plan.credential_deletes.append(ckey)
+        else:
+            plan.credential_upserts.append(crec)
+    for acl, present in acls.items():
+        (plan.acl_upserts if present else plan.acl_deletes).append(acl)
     return plan

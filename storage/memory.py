@@ -16,6 +16,8 @@ from storage.base import StoreError
 from storage.batch import OffsetKey
 from storage.codec import CodecError, encode_configs, encode_members
 from storage.records import (
+    AclRecord,
+    AclTombstone,
     GroupMetadataRecord,
     GroupTombstone,
     LoadedState,
@@ -24,6 +26,8 @@ from storage.records import (
     Record,
     TopicRecord,
     TopicTombstone,
+    UserCredentialRecord,
+    UserCredentialTombstone,
 )
 
 _INT32 = range(-(2**31), 2**31)
@@ -36,6 +40,8 @@ class MemoryData:
     groups: dict[str, GroupMetadataRecord] = field(default_factory=dict)
     topics: dict[str, TopicRecord] = field(default_factory=dict)
     history: list[OffsetCommitRecord] = field(default_factory=list)
+    credentials: dict[tuple[str, str], UserCredentialRecord] = field(default_factory=dict)
+    acls: dict[AclRecord, None] = field(default_factory=dict)
 
 
 class MemoryStore:
@@ -77,7 +83,13 @@ class MemoryStore:
             topics=list(self.data.topics.values()),
             groups=list(self.data.groups.values()),
             offsets=list(self.data.offsets.values()),
+            credentials=list(self.data.credentials.values()),
+            acls=list(self.data.acls),
         )
+
+    async def load_credentials(self, user: str | None = None) -> list[UserCredentialRecord]:
+        self._check_usable()
+        return [c for c in self.data.credentials.values() if user is None or c.user == user]
 
     async def write(self, records: Sequence[Record]) -> None:
         self._check_usable()
@@ -123,6 +135,14 @@ class MemoryStore:
                 data.topics[r.name] = r
             elif isinstance(r, TopicTombstone):
                 data.topics.pop(r.name, None)
+            elif isinstance(r, UserCredentialRecord):
+                data.credentials[(r.user, r.mechanism)] = r
+            elif isinstance(r, UserCredentialTombstone):
+                data.credentials.pop((r.user, r.mechanism), None)
+            elif isinstance(r, AclRecord):
+                data.acls[r] = None
+            elif isinstance(r, AclTombstone):
+                data.acls.pop(r.acl, None)
 
 
 def _validate(r: Record) -> None:
@@ -142,7 +162,17 @@ def _validate(r: Record) -> None:
             _check(len(r.topic_id) == 16, "topic_id must be 16 bytes")
             _check(r.num_partitions in _INT32 and r.replication_factor in _INT32, "int32 out of range")
             encode_configs(r.configs)
-        elif not isinstance(r, OffsetTombstone | GroupTombstone | TopicTombstone):
+        elif isinstance(r, UserCredentialRecord):
+            _check(r.iterations in _INT32, "int32 out of range")
+            _check(
+                all(isinstance(b, bytes) for b in (r.salt, r.stored_key, r.server_key)), "keys must be bytes"
+            )
+        elif isinstance(r, AclRecord):
+            _check(r.resource_type in _INT32 and r.pattern_type in _INT32, "int32 out of range")
+            _check(r.operation in _INT32 and r.permission in _INT32, "int32 out of range")
+        elif not isinstance(
+            r, OffsetTombstone | GroupTombstone | TopicTombstone | UserCredentialTombstone | AclTombstone
+        ):
             raise TypeError(f"not a storage record: {r!r}")
     except CodecError as exc:
         raise StoreError(f"cannot store {r!r}: {exc}") from exc

@@ -25,12 +25,14 @@ from storage.base import StoreError
 from storage.batch import BatchPlan, plan_batch
 from storage.codec import CodecError, decode_configs, decode_members, encode_configs, encode_members
 from storage.records import (
+    AclRecord,
     GroupMetadataRecord,
     LoadedState,
     MemberRecord,
     OffsetCommitRecord,
     Record,
     TopicRecord,
+    UserCredentialRecord,
 )
 from storage.schema import load_migrations
 from storage.url import redact_url
@@ -97,6 +99,35 @@ ON CONFLICT (name) DO UPDATE SET
     configs = EXCLUDED.configs
 """
 _DELETE_TOPICS: Final = "DELETE FROM topics WHERE name = ANY($1::text[])"
+_UPSERT_CREDENTIALS: Final = """
+INSERT INTO user_credentials (user_name, mechanism, salt, stored_key, server_key, iterations)
+SELECT * FROM unnest($1::text[], $2::text[], $3::bytea[], $4::bytea[], $5::bytea[], $6::int4[])
+ON CONFLICT (user_name, mechanism) DO UPDATE SET
+    salt = EXCLUDED.salt,
+    stored_key = EXCLUDED.stored_key,
+    server_key = EXCLUDED.server_key,
+    iterations = EXCLUDED.iterations
+"""
+_DELETE_CREDENTIALS: Final = """
+DELETE FROM user_credentials AS c
+USING unnest($1::text[], $2::text[]) AS d (user_name, mechanism)
+WHERE c.user_name = d.user_name AND c.mechanism = d.mechanism
+"""
+_CREDENTIAL_COLUMNS: Final = "user_name, mechanism, salt, stored_key, server_key, iterations"
+_ACL_COLUMNS: Final = "resource_type, resource_name, pattern_type, principal, host, operation, permission"
+_INSERT_ACLS: Final = f"""
+INSERT INTO acls ({_ACL_COLUMNS})
+SELECT * FROM unnest($1::int4[], $2::text[], $3::int4[], $4::text[], $5::text[], $6::int4[], $7::int4[])
+ON CONFLICT DO NOTHING
+"""
+_DELETE_ACLS: Final = """
+DELETE FROM acls AS a
+USING unnest($1::int4[], $2::text[], $3::int4[], $4::text[], $5::text[], $6::int4[], $7::int4[])
+    AS d (resource_type, resource_name, pattern_type, principal, host, operation, permission)
+WHERE a.resource_type = d.resource_type AND a.resource_name = d.resource_name
+    AND a.pattern_type = d.pattern_type AND a.principal = d.principal AND a.host = d.host
+    AND a.operation = d.operation AND a.permission = d.permission
+"""
 _INSERT_HISTORY: Final = """
 INSERT INTO offset_commit_history
     (group_id, topic, partition, committed_offset, leader_epoch, metadata, commit_ms, expire_ms)
@@ -196,13 +227,32 @@ class PostgresStore:
                     )
                 ]
                 offsets = await _fetch_offsets(conn, f"SELECT {_OFFSET_COLUMNS} FROM offsets")
+                credentials = [
+                    UserCredentialRecord(*r)
+                    for r in await conn.fetch(f"SELECT {_CREDENTIAL_COLUMNS} FROM user_credentials")
+                ]
+                acls = [AclRecord(*r) for r in await conn.fetch(f"SELECT {_ACL_COLUMNS} FROM acls")]
         except _PG_ERRORS as exc:
             raise StoreError(f"cannot load from PostgreSQL {self.where}: {exc!r}") from exc
         except (CodecError, UnicodeDecodeError) as exc:
             raise StoreError(f"corrupt row in PostgreSQL {self.where}: {exc}") from exc
         finally:
             await self._close_connection(conn)
-        return LoadedState(topics=topics, groups=groups, offsets=offsets)
+        return LoadedState(topics=topics, groups=groups, offsets=offsets, credentials=credentials, acls=acls)
+
+    async def load_credentials(self, user: str | None = None) -> list[UserCredentialRecord]:
+        self._check_open()
+        conn = await self._connect()
+        try:
+            query = f"SELECT {_CREDENTIAL_COLUMNS} FROM user_credentials"
+            rows = await (
+                conn.fetch(query) if user is None else conn.fetch(query + " WHERE user_name = $1", user)
+            )
+        except _PG_ERRORS as exc:
+            raise StoreError(f"cannot read credentials from PostgreSQL {self.where}: {exc!r}") from exc
+        finally:
+            await self._close_connection(conn)
+        return [UserCredentialRecord(*r) for r in rows]
 
     async def write(self, records: Sequence[Record]) -> None:
         self._check_open()
@@ -394,6 +444,28 @@ class PostgresStore:
             )
         if plan.offset_upserts:
             statements.append((_UPSERT_OFFSETS, _offset_columns(plan.offset_upserts)))
+        if plan.credential_deletes:
+            users, mechanisms = zip(*plan.credential_deletes, strict=True)
+            statements.append((_DELETE_CREDENTIALS, (list(users), list(mechanisms))))
+        if plan.acl_deletes:
+            statements.append((_DELETE_ACLS, _acl_columns(plan.acl_deletes)))
+        if plan.acl_upserts:
+            statements.append((_INSERT_ACLS, _acl_columns(plan.acl_upserts)))
+        if plan.credential_upserts:
+            cs = plan.credential_upserts
+            statements.append(
+                (
+                    _UPSERT_CREDENTIALS,
+                    (
+                        [c.user for c in cs],
+                        [c.mechanism for c in cs],
+                        [c.salt for c in cs],
+                        [c.stored_key for c in cs],
+                        [c.server_key for c in cs],
+                        [c.iterations for c in cs],
+                    ),
+                )
+            )
         if self.history_retention_ms is not None:
             if plan.commits:
                 statements.append((_INSERT_HISTORY, _offset_columns(plan.commits)))
@@ -403,6 +475,18 @@ class PostgresStore:
                 cutoff = int(time.time() * 1000) - self.history_retention_ms
                 statements.append((_PRUNE_HISTORY, (cutoff,)))
         return statements
+
+
+def _acl_columns(acls: list[AclRecord]) -> tuple[list[Any], ...]:
+    return (
+        [a.resource_type for a in acls],
+        [a.resource_name for a in acls],
+        [a.pattern_type for a in acls],
+        [a.principal for a in acls],
+        [a.host for a in acls],
+        [a.operation for a in acls],
+        [a.permission for a in acls],
+    )
 
 
 def _offset_columns(rs: list[OffsetCommitRecord]) -> tuple[list[Any], ...]:

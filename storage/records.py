@@ -7,7 +7,7 @@ its in-memory state.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(slots=True, frozen=True)
@@ -78,8 +78,57 @@ class TopicTombstone:
     name: str
 
 
+@dataclass(slots=True, frozen=True)
+class UserCredentialRecord:
+    """A SASL/SCRAM credential (RFC 5802); key (user, mechanism). Never a plain password:
+    only the salt, the iteration count and the derived StoredKey and ServerKey."""
+
+    user: str
+    mechanism: str  # SCRAM-SHA-256 | SCRAM-SHA-512
+    salt: bytes
+    stored_key: bytes
+    server_key: bytes
+    iterations: int
+
+    def __repr__(self) -> str:  # keep key material out of logs and tracebacks
+        return f"UserCredentialRecord(user={self.user!r}, mechanism={self.mechanism!r}, iterations={self.iterations})"
+
+
+@dataclass(slots=True, frozen=True)
+class UserCredentialTombstone:
+    user: str
+    mechanism: str
+
+
+@dataclass(slots=True, frozen=True)
+class AclRecord:
+    """An ACL binding (Kafka's model; the codes are Kafka's enums); the whole binding is the key."""
+
+    resource_type: int  # 2 TOPIC, 3 GROUP, 4 CLUSTER, ...
+    resource_name: str
+    pattern_type: int  # 3 LITERAL, 4 PREFIXED
+    principal: str  # User:name or User:*
+    host: str  # an address or *
+    operation: int  # 2 ALL, 3 READ, 6 DELETE, 8 DESCRIBE, ...
+    permission: int  # 2 DENY, 3 ALLOW
+
+
+@dataclass(slots=True, frozen=True)
+class AclTombstone:
+    acl: AclRecord
+
+
 Record = (
-    OffsetCommitRecord | OffsetTombstone | GroupMetadataRecord | GroupTombstone | TopicRecord | TopicTombstone
+    OffsetCommitRecord
+    | OffsetTombstone
+    | GroupMetadataRecord
+    | GroupTombstone
+    | TopicRecord
+    | TopicTombstone
+    | UserCredentialRecord
+    | UserCredentialTombstone
+    | AclRecord
+    | AclTombstone
 )
 
 
@@ -90,3 +139,5 @@ class LoadedState:
     topics: list[TopicRecord]
     groups: list[GroupMetadataRecord]
     offsets: list[OffsetCommitRecord]
+    credentials: list[UserCredentialRecord] = field(default_factory=list)
+    acls: list[AclRecord] = field(default_factory=list)

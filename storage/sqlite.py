@@ -25,12 +25,14 @@ from storage.base import StoreError
 from storage.batch import BatchPlan, plan_batch
 from storage.codec import CodecError, decode_configs, decode_members, encode_configs, encode_members
 from storage.records import (
+    AclRecord,
     GroupMetadataRecord,
     LoadedState,
     MemberRecord,
     OffsetCommitRecord,
     Record,
     TopicRecord,
+    UserCredentialRecord,
 )
 from storage.schema import load_migrations, split_sqlite_script
 
@@ -74,6 +76,23 @@ ON CONFLICT (name) DO UPDATE SET
     configs = excluded.configs
 """
 _DELETE_TOPIC: Final = "DELETE FROM topics WHERE name = ?"
+_UPSERT_CREDENTIAL: Final = """
+INSERT INTO user_credentials (user_name, mechanism, salt, stored_key, server_key, iterations)
+VALUES (?, ?, ?, ?, ?, ?)
+ON CONFLICT (user_name, mechanism) DO UPDATE SET
+    salt = excluded.salt,
+    stored_key = excluded.stored_key,
+    server_key = excluded.server_key,
+    iterations = excluded.iterations
+"""
+_DELETE_CREDENTIAL: Final = "DELETE FROM user_credentials WHERE user_name = ? AND mechanism = ?"
+_CREDENTIAL_COLUMNS: Final = "user_name, mechanism, salt, stored_key, server_key, iterations"
+_ACL_COLUMNS: Final = "resource_type, resource_name, pattern_type, principal, host, operation, permission"
+_INSERT_ACL: Final = f"INSERT OR IGNORE INTO acls ({_ACL_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)"
+_DELETE_ACL: Final = (
+    "DELETE FROM acls WHERE resource_type = ? AND resource_name = ? AND pattern_type = ? AND principal = ? "
+    "AND host = ? AND operation = ? AND permission = ?"
+)
 _INSERT_HISTORY: Final = """
 INSERT INTO offset_commit_history
     (group_id, topic, partition, committed_offset, leader_epoch, metadata, commit_ms, expire_ms)
@@ -252,6 +271,13 @@ class SQLiteStore:
                 while rows := cursor.fetchmany(_FETCH_ROWS):
                     # Column order matches the dataclass field order.
                     offsets.extend(itertools.starmap(OffsetCommitRecord, rows))
+                credentials = list(
+                    itertools.starmap(
+                        UserCredentialRecord,
+                        conn.execute(f"SELECT {_CREDENTIAL_COLUMNS} FROM user_credentials"),
+                    )
+                )
+                acls = list(itertools.starmap(AclRecord, conn.execute(f"SELECT {_ACL_COLUMNS} FROM acls")))
             finally:
                 if conn.in_transaction:  # an I/O error may have ended it already
                     conn.execute("COMMIT")
@@ -259,7 +285,23 @@ class SQLiteStore:
             raise StoreError(f"cannot load from SQLite database {self.path}: {exc}") from exc
         except CodecError as exc:
             raise StoreError(f"corrupt row in SQLite database {self.path}: {exc}") from exc
-        return LoadedState(topics=topics, groups=groups, offsets=offsets)
+        return LoadedState(topics=topics, groups=groups, offsets=offsets, credentials=credentials, acls=acls)
+
+    async def load_credentials(self, user: str | None = None) -> list[UserCredentialRecord]:
+        return await self._run(self._credentials_sync, user)
+
+    def _credentials_sync(self, user: str | None) -> list[UserCredentialRecord]:
+        conn = self._connection()
+        try:
+            if user is None:
+                rows = conn.execute(f"SELECT {_CREDENTIAL_COLUMNS} FROM user_credentials").fetchall()
+            else:
+                rows = conn.execute(
+                    f"SELECT {_CREDENTIAL_COLUMNS} FROM user_credentials WHERE user_name = ?", (user,)
+                ).fetchall()
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot read credentials from SQLite database {self.path}: {exc}") from exc
+        return list(itertools.starmap(UserCredentialRecord, rows))
 
     def _write_sync(self, records: Sequence[Record]) -> None:
         conn = self._connection()
@@ -283,6 +325,18 @@ class SQLiteStore:
                     conn.executemany(_UPSERT_GROUP, group_rows)
                 if offset_rows:
                     conn.executemany(_UPSERT_OFFSET, offset_rows)
+                if plan.credential_deletes:
+                    conn.executemany(_DELETE_CREDENTIAL, plan.credential_deletes)
+                if plan.acl_deletes:
+                    conn.executemany(_DELETE_ACL, [_acl_row(a) for a in plan.acl_deletes])
+                if plan.acl_upserts:
+                    conn.executemany(_INSERT_ACL, [_acl_row(a) for a in plan.acl_upserts])
+                if plan.credential_upserts:
+                    conn.executemany(
+                        _UPSERT_CREDENTIAL,
+                        [(c.user, c.mechanism, c.salt, c.stored_key, c.server_key, c.iterations)
+                         for c in plan.credential_upserts],
+                    )  # fmt: skip
                 if self.history_retention_ms is not None:
                     self._write_history(conn, plan)
                 conn.execute("COMMIT")
@@ -324,6 +378,10 @@ class SQLiteStore:
         if self._conn is None:
             raise StoreError("SQLiteStore is not open")
         return self._conn
+
+
+def _acl_row(a: AclRecord) -> tuple[object, ...]:
+    return (a.resource_type, a.resource_name, a.pattern_type, a.principal, a.host, a.operation, a.permission)
 
 
 def _offset_row(r: OffsetCommitRecord) -> tuple[object, ...]:

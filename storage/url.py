@@ -98,7 +98,9 @@ def _parse_sqlite(url: str, rest: str) -> tuple[str, dict[str, Any]]:
 def _merge(url: str, from_url: dict[str, Any], from_args: dict[str, Any]) -> dict[str, Any]:
     both = from_url.keys() & from_args.keys()
     if both:
-        raise ValueError(f"option(s) {', '.join(sorted(both))} given both in {redact_url(url)!r} and as arguments")
+        raise ValueError(
+            f"option(s) {', '.join(sorted(both))} given both in {redact_url(url)!r} and as arguments"
+        )
     return {**from_url, **from_args}
 
 

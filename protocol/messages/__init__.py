@@ -9,10 +9,13 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from protocol.messages import api_versions
+from protocol.messages import create_acls
 from protocol.messages import create_partitions
 from protocol.messages import create_topics
+from protocol.messages import delete_acls
 from protocol.messages import delete_groups
 from protocol.messages import delete_topics
+from protocol.messages import describe_acls
 from protocol.messages import describe_cluster
 from protocol.messages import describe_groups
 from protocol.messages import fetch
@@ -163,6 +166,15 @@ CODECS: Final[dict[tuple[int, int], tuple[Decoder, Encoder, Decoder, Encoder]]] 
     (20, 4): (delete_topics.decode_delete_topics_request_v4, delete_topics.encode_delete_topics_request_v4, delete_topics.decode_delete_topics_response_v4, delete_topics.encode_delete_topics_response_v4),
     (20, 5): (delete_topics.decode_delete_topics_request_v5, delete_topics.encode_delete_topics_request_v5, delete_topics.decode_delete_topics_response_v5, delete_topics.encode_delete_topics_response_v5),
     (20, 6): (delete_topics.decode_delete_topics_request_v6, delete_topics.encode_delete_topics_request_v6, delete_topics.decode_delete_topics_response_v6, delete_topics.encode_delete_topics_response_v6),
+    (29, 1): (describe_acls.decode_describe_acls_request_v1, describe_acls.encode_describe_acls_request_v1, describe_acls.decode_describe_acls_response_v1, describe_acls.encode_describe_acls_response_v1),
+    (29, 2): (describe_acls.decode_describe_acls_request_v2, describe_acls.encode_describe_acls_request_v2, describe_acls.decode_describe_acls_response_v2, describe_acls.encode_describe_acls_response_v2),
+    (29, 3): (describe_acls.decode_describe_acls_request_v3, describe_acls.encode_describe_acls_request_v3, describe_acls.decode_describe_acls_response_v3, describe_acls.encode_describe_acls_response_v3),
+    (30, 1): (create_acls.decode_create_acls_request_v1, create_acls.encode_create_acls_request_v1, create_acls.decode_create_acls_response_v1, create_acls.encode_create_acls_response_v1),
+    (30, 2): (create_acls.decode_create_acls_request_v2, create_acls.encode_create_acls_request_v2, create_acls.decode_create_acls_response_v2, create_acls.encode_create_acls_response_v2),
+    (30, 3): (create_acls.decode_create_acls_request_v3, create_acls.encode_create_acls_request_v3, create_acls.decode_create_acls_response_v3, create_acls.encode_create_acls_response_v3),
+    (31, 1): (delete_acls.decode_delete_acls_request_v1, delete_acls.encode_delete_acls_request_v1, delete_acls.decode_delete_acls_response_v1, delete_acls.encode_delete_acls_response_v1),
+    (31, 2): (delete_acls.decode_delete_acls_request_v2, delete_acls.encode_delete_acls_request_v2, delete_acls.decode_delete_acls_response_v2, delete_acls.encode_delete_acls_response_v2),
+    (31, 3): (delete_acls.decode_delete_acls_request_v3, delete_acls.encode_delete_acls_request_v3, delete_acls.decode_delete_acls_response_v3, delete_acls.encode_delete_acls_response_v3),
     (36, 0): (sasl_authenticate.decode_sasl_authenticate_request_v0, sasl_authenticate.encode_sasl_authenticate_request_v0, sasl_authenticate.decode_sasl_authenticate_response_v0, sasl_authenticate.encode_sasl_authenticate_response_v0),
     (36, 1): (sasl_authenticate.decode_sasl_authenticate_request_v1, sasl_authenticate.encode_sasl_authenticate_request_v1, sasl_authenticate.decode_sasl_authenticate_response_v1, sasl_authenticate.encode_sasl_authenticate_response_v1),
     (36, 2): (sasl_authenticate.decode_sasl_authenticate_request_v2, sasl_authenticate.encode_sasl_authenticate_request_v2, sasl_authenticate.decode_sasl_authenticate_response_v2, sasl_authenticate.encode_sasl_authenticate_response_v2),
@@ -197,6 +209,9 @@ MESSAGE_CLASSES: Final[dict[int, tuple[type[Any], type[Any]]]] = {
     18: (api_versions.ApiVersionsRequest, api_versions.ApiVersionsResponse),
     19: (create_topics.CreateTopicsRequest, create_topics.CreateTopicsResponse),
     20: (delete_topics.DeleteTopicsRequest, delete_topics.DeleteTopicsResponse),
+    29: (describe_acls.DescribeAclsRequest, describe_acls.DescribeAclsResponse),
+    30: (create_acls.CreateAclsRequest, create_acls.CreateAclsResponse),
+    31: (delete_acls.DeleteAclsRequest, delete_acls.DeleteAclsResponse),
     36: (sasl_authenticate.SaslAuthenticateRequest, sasl_authenticate.SaslAuthenticateResponse),
     37: (create_partitions.CreatePartitionsRequest, create_partitions.CreatePartitionsResponse),
     42: (delete_groups.DeleteGroupsRequest, delete_groups.DeleteGroupsResponse),
@@ -247,6 +262,12 @@ FLEXIBLE: Final[frozenset[tuple[int, int]]] = frozenset({
     (20, 4),
     (20, 5),
     (20, 6),
+    (29, 2),
+    (29, 3),
+    (30, 2),
+    (30, 3),
+    (31, 2),
+    (31, 3),
     (36, 2),
     (37, 2),
     (37, 3),

@@ -52,6 +52,7 @@ _KP_MODULES: Final = (
     "kafka.protocol.admin.cluster",
     "kafka.protocol.consumer.metadata",
     "kafka.protocol.sasl",
+    "kafka.protocol.admin.acl",
 )
 _KP_EXTRA_MODULES: Final = (
     "kafka.protocol.api_header",

@@ -4,12 +4,15 @@ ports of a server's extra listeners (parsed from its log)."""
 from __future__ import annotations
 
 import re
+import shutil
 import socket
 import ssl
 import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+import pytest
 
 from tests.support.server import ServerProcess
 from tests.support.wire_client import WireClient
@@ -32,6 +35,8 @@ def _openssl(*args: str, cwd: Path) -> None:
 
 def make_certificates(directory: Path) -> Certificates:
     """A throwaway CA, a server certificate for 127.0.0.1/localhost and a client certificate."""
+    if shutil.which("openssl") is None:
+        pytest.skip("the openssl command is needed to make test certificates")
     d = directory
     _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem",
              "-days", "2", "-subj", "/CN=test-ca", cwd=d)  # fmt: skip
@@ -46,7 +51,11 @@ def make_certificates(directory: Path) -> Certificates:
 
 
 def tls_settings(certs: Certificates) -> dict[str, str]:
-    return {"ssl-certfile": str(certs.server_cert), "ssl-keyfile": str(certs.server_key), "ssl-cafile": str(certs.ca)}
+    return {
+        "ssl-certfile": str(certs.server_cert),
+        "ssl-keyfile": str(certs.server_key),
+        "ssl-cafile": str(certs.ca),
+    }
 
 
 def listener_ports(server: ServerProcess, timeout: float = 10) -> dict[str, tuple[str, int, str, int]]:
@@ -58,7 +67,7 @@ def listener_ports(server: ServerProcess, timeout: float = 10) -> dict[str, tupl
             for m in (_LISTENER.search(line) for line in list(server.log_lines))
             if m
         }
-        if found and "loaded" in server.log_text() or time.monotonic() > deadline:
+        if (found and "loaded" in server.log_text()) or time.monotonic() > deadline:
             return found
         time.sleep(0.05)
 

@@ -14,7 +14,13 @@ from protocol.apis import ApiKey
 from protocol.messages.describe_cluster import DescribeClusterRequest
 from protocol.messages.find_coordinator import FindCoordinatorRequest
 from protocol.messages.metadata import MetadataRequest
-from tests.security.support import Certificates, TlsWireClient, listener_ports, make_certificates, tls_settings
+from tests.security.support import (
+    Certificates,
+    TlsWireClient,
+    listener_ports,
+    make_certificates,
+    tls_settings,
+)
 from tests.support.server import ServerProcess, running_server
 from tests.support.wire_client import WireClient
 
@@ -81,7 +87,9 @@ def _addresses(client: WireClient) -> set[tuple[str, int]]:
 
 
 @pytest.mark.integration
-def test_each_listener_advertises_itself(two_listeners: tuple[ServerProcess, int, int], certs: Certificates) -> None:
+def test_each_listener_advertises_itself(
+    two_listeners: tuple[ServerProcess, int, int], certs: Certificates
+) -> None:
     _server, plain, tls = two_listeners
     assert plain != tls
     with WireClient(f"127.0.0.1:{plain}") as client:
@@ -91,7 +99,9 @@ def test_each_listener_advertises_itself(two_listeners: tuple[ServerProcess, int
 
 
 @pytest.mark.integration
-def test_kafka_python_consumer_over_ssl(two_listeners: tuple[ServerProcess, int, int], certs: Certificates) -> None:
+def test_kafka_python_consumer_over_ssl(
+    two_listeners: tuple[ServerProcess, int, int], certs: Certificates
+) -> None:
     from kafka import KafkaConsumer
 
     _server, _plain, tls = two_listeners
@@ -121,6 +131,8 @@ def test_client_certificate_required(tmp_path: Path, certs: Certificates) -> Non
         with TlsWireClient(server.bootstrap, certs.ca, certs.client_cert, certs.client_key) as client:
             metadata = client.request(ApiKey.METADATA, 9, MetadataRequest(topics=[]))
             assert metadata.brokers[0].port == server.port
-        with pytest.raises((ssl.SSLError, ConnectionError, OSError)):
-            with TlsWireClient(server.bootstrap, certs.ca) as client:
-                client.request(ApiKey.METADATA, 9, MetadataRequest(topics=[]))
+        with (
+            pytest.raises((ssl.SSLError, ConnectionError, OSError)),
+            TlsWireClient(server.bootstrap, certs.ca) as client,
+        ):
+            client.request(ApiKey.METADATA, 9, MetadataRequest(topics=[]))

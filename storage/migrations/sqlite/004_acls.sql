@@ -1,0 +1,12 @@
+-- ACL bindings (Kafka's model and enum codes); the whole binding is the key.
+
+CREATE TABLE acls (
+    resource_type INTEGER NOT NULL,
+    resource_name TEXT    NOT NULL,
+    pattern_type  INTEGER NOT NULL,
+    principal     TEXT    NOT NULL,
+    host          TEXT    NOT NULL,
+    operation     INTEGER NOT NULL,
+    permission    INTEGER NOT NULL,
+    PRIMARY KEY (resource_type, resource_name, pattern_type, principal, host, operation, permission)
+) STRICT;

@@ -1,0 +1,280 @@
+"""Authorization end to end (issue 9): ACLs through the Kafka admin API, enforced on the group
+and offset APIs, persisted, and applied to running clients without a restart."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from protocol.apis import ApiKey
+from protocol.errors import ErrorCode
+from protocol.messages.create_acls import AclCreation, CreateAclsRequest
+from protocol.messages.delete_acls import DeleteAclsFilter, DeleteAclsRequest
+from protocol.messages.describe_acls import DescribeAclsRequest
+from protocol.messages.describe_groups import DescribeGroupsRequest
+from protocol.messages.find_coordinator import FindCoordinatorRequest
+from protocol.messages.heartbeat import HeartbeatRequest
+from protocol.messages.join_group import JoinGroupRequest, JoinGroupRequestProtocol
+from protocol.messages.list_groups import ListGroupsRequest
+from protocol.messages.metadata import MetadataRequest, MetadataRequestTopic
+from protocol.messages.offset_commit import (
+    OffsetCommitRequest,
+    OffsetCommitRequestPartition,
+    OffsetCommitRequestTopic,
+)
+from protocol.messages.offset_fetch import OffsetFetchRequest, OffsetFetchRequestTopic
+from protocol.messages.sasl_authenticate import SaslAuthenticateRequest
+from protocol.messages.sasl_handshake import SaslHandshakeRequest
+from tests.security.test_sasl import add_user
+from tests.support.server import REPO, ServerProcess, running_server, start_server
+from tests.support.wire_client import WireClient
+
+GROUP, TOPIC, CLUSTER = 3, 2, 4
+LITERAL, PREFIXED = 3, 4
+READ, DESCRIBE, DELETE = 3, 8, 6
+ALLOW, DENY = 3, 2
+
+
+def login(server: ServerProcess, user: str, password: str) -> WireClient:
+    client = WireClient(server.bootstrap)
+    try:
+        assert client.request(ApiKey.SASL_HANDSHAKE, 1, SaslHandshakeRequest("PLAIN")).error_code == 0
+        token = f"\0{user}\0{password}".encode()
+        assert client.request(ApiKey.SASL_AUTHENTICATE, 2, SaslAuthenticateRequest(token)).error_code == 0
+    except BaseException:
+        client.close()
+        raise
+    return client
+
+
+def grant(admin: WireClient, *creations: AclCreation) -> None:
+    response = admin.request(ApiKey.CREATE_ACLS, 3, CreateAclsRequest(list(creations)))
+    assert [r.error_code for r in response.results] == [0] * len(creations)
+
+
+def acl(resource_type: int, name: str, principal: str, operation: int, *, pattern: int = LITERAL,
+        permission: int = ALLOW) -> AclCreation:  # fmt: skip
+    return AclCreation(resource_type, name, pattern, principal, "*", operation, permission)
+
+
+@pytest.fixture
+def storage(tmp_path: Path) -> str:
+    url = f"sqlite:///{tmp_path / 'c.db'}"
+    add_user(url, "admin", "admin-pw", "SCRAM-SHA-256")
+    add_user(url, "alice", "alice-pw", "SCRAM-SHA-512")
+    return url
+
+
+SETTINGS = {
+    "security-protocol": "SASL_PLAINTEXT",
+    "authorizer-enabled": "true",
+    "super-users": "User:admin",
+}
+
+
+@pytest.fixture
+def server(storage: str) -> Iterator[ServerProcess]:
+    with running_server(storage, SETTINGS) as proc:
+        yield proc
+
+
+def _join(client: WireClient, group: str) -> Any:
+    protocols = [JoinGroupRequestProtocol("range", b"")]
+    return client.request(
+        ApiKey.JOIN_GROUP, 5, JoinGroupRequest(group, 6000, 6000, "", None, "consumer", protocols)
+    )
+
+
+def _commit(client: WireClient, group: str, topic: str) -> list[int]:
+    partitions = [OffsetCommitRequestPartition(0, 5, -1, -1, "")]
+    request = OffsetCommitRequest(
+        group, -1, "", None, -1, [OffsetCommitRequestTopic(topic, bytes(16), partitions)]
+    )
+    response = client.request(ApiKey.OFFSET_COMMIT, 7, request)
+    return [p.error_code for t in response.topics for p in t.partitions]
+
+
+@pytest.mark.integration
+def test_group_and_offset_apis_are_authorized(server: ServerProcess) -> None:
+    with login(server, "admin", "admin-pw") as admin, login(server, "alice", "alice-pw") as alice:
+        topics = [MetadataRequestTopic(name=name) for name in ("t1", "t2", "t3")]
+        admin.request(ApiKey.METADATA, 9, MetadataRequest(topics=topics, allow_auto_topic_creation=True))
+        assert _commit(admin, "g1", "t1") == [0]  # a super user may do anything
+        # Nothing granted: every group API is refused.
+        assert _join(alice, "g1").error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED
+        hb = alice.request(ApiKey.HEARTBEAT, 3, HeartbeatRequest("g1", 1, "m"))
+        assert hb.error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED
+        found = alice.request(ApiKey.FIND_COORDINATOR, 3, FindCoordinatorRequest(key="g1"))
+        assert found.error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED
+        assert _commit(alice, "g1", "t1") == [ErrorCode.GROUP_AUTHORIZATION_FAILED]
+        fetched = alice.request(ApiKey.OFFSET_FETCH, 7, OffsetFetchRequest("g1", None))
+        assert fetched.error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED
+        described = alice.request(ApiKey.DESCRIBE_GROUPS, 5, DescribeGroupsRequest(["g1"], True))
+        assert described.groups[0].error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED
+        assert alice.request(ApiKey.LIST_GROUPS, 4, ListGroupsRequest()).groups == []
+        # ACL management needs ALTER on the cluster.
+        refused = alice.request(
+            ApiKey.CREATE_ACLS, 3, CreateAclsRequest([acl(GROUP, "g1", "User:alice", READ)])
+        )
+        assert refused.results[0].error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+        # READ on the group and on t1 (prefixed), DESCRIBE-only on t2.
+        grant(
+            admin,
+            acl(GROUP, "g1", "User:alice", READ),
+            acl(TOPIC, "t1", "User:alice", READ, pattern=PREFIXED),
+            acl(TOPIC, "t2", "User:alice", DESCRIBE),
+        )
+        assert _commit(alice, "g1", "t1") == [0]
+        assert _commit(alice, "g1", "t2") == [ErrorCode.TOPIC_AUTHORIZATION_FAILED]
+        assert _commit(admin, "g1", "t3") == [0]
+        # Explicit fetch: t3 is refused per partition; "all partitions" silently omits it.
+        explicit = alice.request(
+            ApiKey.OFFSET_FETCH,
+            7,
+            OffsetFetchRequest(
+                "g1", [OffsetFetchRequestTopic("t1", [0]), OffsetFetchRequestTopic("t3", [0])]
+            ),
+        )
+        codes = {t.name: [p.error_code for p in t.partitions] for t in explicit.topics}
+        assert codes == {"t1": [0], "t3": [ErrorCode.TOPIC_AUTHORIZATION_FAILED]}
+        everything = alice.request(ApiKey.OFFSET_FETCH, 7, OffsetFetchRequest("g1", None))
+        assert "t3" not in {t.name for t in everything.topics}
+        described = alice.request(ApiKey.DESCRIBE_GROUPS, 5, DescribeGroupsRequest(["g1"], True))
+        assert described.groups[0].error_code == 0
+        assert described.groups[0].authorized_operations == (1 << READ) | (1 << DESCRIBE)
+        assert [g.group_id for g in alice.request(ApiKey.LIST_GROUPS, 4, ListGroupsRequest()).groups] == [
+            "g1"
+        ]
+        # Deny wins over allow.
+        grant(admin, acl(GROUP, "g1", "User:alice", READ, permission=DENY))
+        assert _join(alice, "g1").error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED
+        # DescribeAcls / DeleteAcls.
+        listed = admin.request(
+            ApiKey.DESCRIBE_ACLS, 3, DescribeAclsRequest(1, None, 1, "User:alice", None, 1, 1)
+        )
+        assert sum(len(r.acls) for r in listed.resources) == 4
+        deleted = admin.request(
+            ApiKey.DELETE_ACLS,
+            3,
+            DeleteAclsRequest([DeleteAclsFilter(GROUP, "g1", LITERAL, None, None, READ, DENY)]),
+        )
+        assert len(deleted.filter_results[0].matching_acls) == 1
+        assert (
+            _join(alice, "g1").error_code == 0
+            or _join(alice, "g1").error_code == ErrorCode.MEMBER_ID_REQUIRED
+        )
+
+
+@pytest.mark.integration
+def test_acls_persist_across_restart(storage: str) -> None:
+    first = start_server(storage, SETTINGS)
+    try:
+        with login(first, "admin", "admin-pw") as admin:
+            grant(admin, acl(GROUP, "kept", "User:alice", READ))
+    finally:
+        first.stop()
+    with running_server(storage, SETTINGS) as second, login(second, "alice", "alice-pw") as alice:
+        assert _join(alice, "kept").error_code in (0, ErrorCode.MEMBER_ID_REQUIRED)
+        assert _join(alice, "other").error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED
+
+
+@pytest.mark.integration
+def test_acl_apis_without_authorizer_are_security_disabled(tmp_path: Path) -> None:
+    with running_server(f"sqlite:///{tmp_path / 'p.db'}") as server, WireClient(server.bootstrap) as client:
+        response = client.request(ApiKey.CREATE_ACLS, 3, CreateAclsRequest([acl(GROUP, "g", "User:a", READ)]))
+        assert response.results[0].error_code == ErrorCode.SECURITY_DISABLED
+
+
+@pytest.mark.integration
+def test_kafka_python_consumer_gets_group_authorization_failed_until_an_acl_is_added(
+    server: ServerProcess,
+) -> None:
+    from kafka import KafkaConsumer
+    from kafka.admin import (
+        ACL,
+        ACLOperation,
+        ACLPermissionType,
+        KafkaAdminClient,
+        ResourcePattern,
+        ResourceType,
+    )
+    from kafka.errors import GroupAuthorizationFailedError
+
+    sasl = {"security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": "SCRAM-SHA-512"}
+    admin = KafkaAdminClient(
+        bootstrap_servers=server.bootstrap,
+        security_protocol="SASL_PLAINTEXT",
+        sasl_mechanism="SCRAM-SHA-256",
+        sasl_plain_username="admin",
+        sasl_plain_password="admin-pw",
+    )
+    consumer = KafkaConsumer(
+        "acl-topic",
+        bootstrap_servers=server.bootstrap,
+        group_id="acl-group",
+        sasl_plain_username="alice",
+        sasl_plain_password="alice-pw",
+        session_timeout_ms=6000,
+        heartbeat_interval_ms=500,
+        **sasl,
+    )
+    try:
+        admin.create_acls([ACL("User:alice", "*", ACLOperation.READ, ACLPermissionType.ALLOW,
+                               ResourcePattern(ResourceType.TOPIC, "acl-topic"))])  # fmt: skip
+        with pytest.raises(GroupAuthorizationFailedError):
+            for _ in range(20):
+                consumer.poll(timeout_ms=250)
+        admin.create_acls([ACL("User:alice", "*", ACLOperation.READ, ACLPermissionType.ALLOW,
+                               ResourcePattern(ResourceType.GROUP, "acl-group"))])  # fmt: skip
+        deadline = time.monotonic() + 20
+        while not consumer.assignment() and time.monotonic() < deadline:
+            try:
+                consumer.poll(timeout_ms=250)
+            except GroupAuthorizationFailedError:
+                pytest.fail("still refused after the ACL was added")
+        assert {tp.topic for tp in consumer.assignment()} == {"acl-topic"}
+    finally:
+        consumer.close()
+        admin.close()
+
+
+def _cli(*argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "coordinator", *argv], cwd=REPO, capture_output=True, text=True, timeout=60
+    )
+
+
+@pytest.mark.integration
+def test_acls_and_users_cli(server: ServerProcess, storage: str) -> None:
+    auth = ["--bootstrap", server.bootstrap, "--username", "admin", "--password", "admin-pw"]
+    added = _cli("acls", "add", *auth, "--group", "cli-", "--pattern", "prefixed", "--principal", "User:alice",
+                 "--operation", "read", "--operation", "DESCRIBE")  # fmt: skip
+    assert added.returncode == 0, added.stderr
+    listed = _cli("acls", "list", *auth, "--group", "cli-")
+    assert listed.returncode == 0, listed.stderr
+    assert sorted(line.split("\t")[5] for line in listed.stdout.splitlines()) == ["DESCRIBE", "READ"]
+    with login(server, "alice", "alice-pw") as alice:
+        assert _join(alice, "cli-group").error_code in (0, ErrorCode.MEMBER_ID_REQUIRED)
+        refused = _cli("acls", "add", "--bootstrap", server.bootstrap, "--username", "alice", "--password",
+                       "alice-pw", "--group", "x", "--principal", "User:alice", "--operation", "READ")  # fmt: skip
+        assert refused.returncode == 1 and "CLUSTER_AUTHORIZATION_FAILED" in refused.stderr
+        deleted = _cli(
+            "acls", "delete", *auth, "--group", "cli-", "--pattern", "prefixed", "--operation", "READ"
+        )
+        assert deleted.returncode == 0 and "deleted 1" in deleted.stdout, deleted.stderr
+        assert _join(alice, "cli-other").error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED
+    wrong = _cli("acls", "list", "--bootstrap", server.bootstrap, "--username", "admin", "--password", "nope")
+    assert wrong.returncode == 1 and "SASL_AUTHENTICATION_FAILED" in wrong.stderr
+    # users: list shows mechanisms, never keys; delete removes the login at once.
+    users = _cli("users", "list", "--storage", storage)
+    assert users.returncode == 0 and "alice\tSCRAM-SHA-512" in users.stdout
+    assert _cli("users", "delete", "alice", "--storage", storage).returncode == 0
+    with pytest.raises(AssertionError):
+        login(server, "alice", "alice-pw")
+    assert _cli("users", "delete", "alice", "--storage", storage).returncode == 1
