@@ -131,7 +131,8 @@ class Metrics:
             "coordinator_partition_load_time_seconds", "Time to load groups and offsets at start (Kafka: partition-load-time)",
             registry=r,
         )  # fmt: skip
-        self._children: dict[tuple[int, int, int], tuple[Any, Any]] = {}
+        self._children: dict[tuple[int, int, int], tuple[Any, Any, Any]] = {}
+        self._commit_children: dict[int, Any] = {}
         self._core_stats: Any = None
         self._seen_rebalances = 0
         self._seen_expired = 0
@@ -158,21 +159,33 @@ class Metrics:
         key = (api_key, api_version, error)
         children = self._children.get(key)
         if children is None:
-            api, version = _api_label(api_key), str(api_version)
-            children = (
-                self.requests.labels(api, version, error_name(error)),
-                self.request_latency.labels(api, version),
-            )
+            children = self._children_for(api_key, api_version, error)
             self._children[key] = children
-        children[0].inc()
-        children[1].observe(seconds)
-        request = _GROUP_RESULT_APIS.get(api_key)
-        if request is not None:
-            self.group_results.labels(request, error_name(error)).inc()
+        requests, latency, group_result = children
+        requests.inc()
+        latency.observe(seconds)
+        if group_result is not None:
+            group_result.inc()
         elif api_key == ApiKey.OFFSET_COMMIT:
             for topic in response.topics:
                 for partition in topic.partitions:
-                    self.offset_commits.labels(error_name(partition.error_code)).inc()
+                    self._commit_result(partition.error_code).inc()
+
+    def _children_for(self, api_key: int, api_version: int, error: int) -> tuple[Any, Any, Any]:
+        """Labelled children are looked up once per (api, version, error), not per request."""
+        api, version, name = _api_label(api_key), str(api_version), error_name(error)
+        request = _GROUP_RESULT_APIS.get(api_key)
+        return (
+            self.requests.labels(api, version, name),
+            self.request_latency.labels(api, version),
+            self.group_results.labels(request, name) if request is not None else None,
+        )
+
+    def _commit_result(self, error: int) -> Any:
+        child = self._commit_children.get(error)
+        if child is None:
+            child = self._commit_children[error] = self.offset_commits.labels(error_name(error))
+        return child
 
     def render(self) -> bytes:
         self._collect_core_stats()
