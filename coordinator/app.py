@@ -101,6 +101,7 @@ async def start_server(config: Config) -> RunningServer:
         node, auto_create_topics=config.auto_create_topics_enable, num_partitions=config.num_partitions
     )
     coordinator = GroupCoordinator(config.group_config())
+    coordinator.attach_catalog(cluster)
     writer = BatchWriter(store)
     runtime = Runtime(coordinator, writer, clock, config.offsets_commit_timeout_ms)
     dispatcher = Dispatcher(runtime, cluster, metrics)
@@ -150,11 +151,19 @@ async def start_server(config: Config) -> RunningServer:
     started = time.monotonic()
     state = await store.load()
     cluster.load(state.topics)
-    coordinator.load(state.groups, state.offsets, clock.now_ms(), clock.wall_ms())
+    coordinator.load(
+        state.groups,
+        state.offsets,
+        clock.now_ms(),
+        clock.wall_ms(),
+        state.consumer_groups,
+        state.consumer_members,
+    )
     load_seconds = time.monotonic() - started
     log.info(
-        "loaded %d topics, %d groups and %d offsets from %s in %.0f ms",
-        len(state.topics), len(state.groups), len(state.offsets), redact_url(config.storage), load_seconds * 1000,
+        "loaded %d topics, %d classic groups, %d consumer groups and %d offsets from %s in %.0f ms",
+        len(state.topics), len(state.groups), len(state.consumer_groups), len(state.offsets),
+        redact_url(config.storage), load_seconds * 1000,
     )  # fmt: skip
     state_acls = state.acls
     del state

@@ -13,6 +13,9 @@ plaintext hot path without an authorizer is unchanged.
 * ListGroups: only groups with DESCRIBE, unless DESCRIBE on the cluster.
 * DeleteGroups: DELETE per group. OffsetDelete: DELETE on the group (top-level 30), READ per topic (29).
 * FindCoordinator: DESCRIBE on the group key.
+* ConsumerGroupHeartbeat: READ on the group (else 30), DESCRIBE on every subscribed topic name (else
+  TOPIC_AUTHORIZATION_FAILED). Topics matched by a regex subscription are not filtered by ACLs.
+* ConsumerGroupDescribe: DESCRIBE per group (else an entry with 30); authorized operations are computed.
 * DescribeAcls needs DESCRIBE on the cluster, CreateAcls/DeleteAcls ALTER (super users have both).
 """
 
@@ -33,6 +36,8 @@ from coordinator.context import RequestContext
 from coordinator.result import Result
 from protocol.apis import ApiKey
 from protocol.errors import ErrorCode
+from protocol.messages.consumer_group_describe import DescribedGroup as ConsumerGroupDescribedGroup
+from protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatResponse
 from protocol.messages.create_acls import AclCreationResult, CreateAclsRequest, CreateAclsResponse
 from protocol.messages.delete_acls import (
     DeleteAclsFilterResult,
@@ -125,6 +130,10 @@ class AclLayer:
         handlers[ApiKey.DELETE_GROUPS] = self._delete_groups(h[ApiKey.DELETE_GROUPS])
         handlers[ApiKey.OFFSET_DELETE] = self._delete_offsets(h[ApiKey.OFFSET_DELETE])
         handlers[ApiKey.FIND_COORDINATOR] = self._find_coordinator(h[ApiKey.FIND_COORDINATOR])
+        handlers[ApiKey.CONSUMER_GROUP_HEARTBEAT] = self._consumer_heartbeat(
+            h[ApiKey.CONSUMER_GROUP_HEARTBEAT]
+        )
+        handlers[ApiKey.CONSUMER_GROUP_DESCRIBE] = self._consumer_describe(h[ApiKey.CONSUMER_GROUP_DESCRIBE])
         handlers[ApiKey.DESCRIBE_ACLS] = self.describe_acls
         handlers[ApiKey.CREATE_ACLS] = self.create_acls
         handlers[ApiKey.DELETE_ACLS] = self.delete_acls
@@ -219,6 +228,43 @@ class AclLayer:
                     if not self._group(ctx, Operation.DESCRIBE, group.group_id):
                         response.groups[i] = DescribedGroup(error_code=GROUP_DENIED, group_id=group.group_id)
                     elif ctx.api_version >= 3 and req.include_authorized_operations:
+                        group.authorized_operations = self.authorizer.authorized_operations(
+                            ctx.principal, ctx.client_host, ResourceType.GROUP, group.group_id
+                        )
+
+            ctx.reply_to = _Rewriting(ctx.reply_to, edit)
+            return inner(ctx, req)
+
+        return handle
+
+    def _consumer_heartbeat(self, inner: Handler) -> Handler:
+        def handle(ctx: RequestContext, req: Any) -> Result:
+            if not self._group(ctx, Operation.READ, req.group_id):
+                return _reply(ctx, ConsumerGroupHeartbeatResponse(error_code=GROUP_DENIED))
+            denied = [
+                t for t in req.subscribed_topic_names or () if not self._topic(ctx, Operation.DESCRIBE, t)
+            ]
+            if denied:
+                return _reply(
+                    ctx,
+                    ConsumerGroupHeartbeatResponse(
+                        error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                        error_message=f"Not authorized to describe topics: {', '.join(sorted(denied))}.",
+                    ),
+                )
+            return inner(ctx, req)
+
+        return handle
+
+    def _consumer_describe(self, inner: Handler) -> Handler:
+        def handle(ctx: RequestContext, req: Any) -> Result:
+            def edit(response: Any) -> None:
+                for i, group in enumerate(response.groups):
+                    if not self._group(ctx, Operation.DESCRIBE, group.group_id):
+                        response.groups[i] = ConsumerGroupDescribedGroup(
+                            error_code=GROUP_DENIED, group_id=group.group_id
+                        )
+                    elif req.include_authorized_operations and group.error_code == 0:
                         group.authorized_operations = self.authorizer.authorized_operations(
                             ctx.principal, ctx.client_host, ResourceType.GROUP, group.group_id
                         )

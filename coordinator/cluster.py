@@ -129,13 +129,19 @@ class Cluster:
         self._new_topic_id = topic_id_factory
         self.topics: dict[str, TopicRecord] = {}
         self._by_id: dict[bytes, TopicRecord] = {}
+        # Bumped on every catalog change: consumer groups re-read their subscribed topics then.
+        self.version = 0
 
     # ---- catalog -------------------------------------------------------------------------
     def load(self, topics: list[TopicRecord]) -> None:
         for topic in topics:
             self._apply(topic)
 
+    def topic_by_id(self, topic_id: bytes) -> TopicRecord | None:
+        return self._by_id.get(topic_id)
+
     def _apply(self, record: Record) -> None:
+        self.version += 1
         if isinstance(record, TopicRecord):
             old = self.topics.get(record.name)
             if old is not None:
@@ -504,7 +510,9 @@ class Cluster:
                     # v0 lists up to max_num_offsets offsets; an empty log has only offset 0.
                     answer.old_style_offsets = [0] if part.max_num_offsets > 0 else []
                 elif part.timestamp in (LATEST, EARLIEST) or part.timestamp <= -4:
-                    answer.offset, answer.timestamp, answer.leader_epoch = 0, -1, 0
+                    answer.offset, answer.timestamp = 0, -1
+                    if version >= 4:  # LeaderEpoch exists from v4
+                        answer.leader_epoch = 0
                 else:
                     # Timestamp lookup and MAX_TIMESTAMP on an empty log find no record (Kafka: -1/-1).
                     answer.offset, answer.timestamp = -1, -1

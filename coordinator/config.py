@@ -17,6 +17,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from coordinator.assignors import ASSIGNORS
 from coordinator.group_config import GroupConfig
 from coordinator.listeners import Listener, ListenerError, parse_listeners, server_ssl_context
 from coordinator.sasl import MECHANISMS
@@ -62,6 +63,11 @@ class Config:
     connections_max_idle_ms: int = 600000
     queued_max_requests: int = 500  # per connection here (Kafka: per broker request queue)
     group_max_groups: int = 2**31 - 1  # like Kafka's group.share.max.groups, for classic groups
+    # KIP-848 consumer groups (Kafka's group.consumer.* settings)
+    group_consumer_session_timeout_ms: int = 45000
+    group_consumer_heartbeat_interval_ms: int = 5000
+    group_consumer_max_size: int = 2**31 - 1
+    group_consumer_assignors: str = "uniform,range"  # the first is the default
     # Listeners and TLS (issue 9; see coordinator/listeners.py). Empty listeners: --host/--port.
     listeners: str = ""
     advertised_listeners: str = ""
@@ -118,7 +124,13 @@ class Config:
 
     def group_config(self) -> GroupConfig:
         names = {f.name for f in fields(GroupConfig)}
-        return GroupConfig(**{name: getattr(self, name) for name in names if hasattr(self, name)})
+        values = {name: getattr(self, name) for name in names if hasattr(self, name)}
+        values["group_consumer_assignors"] = self.consumer_assignors
+        return GroupConfig(**values)
+
+    @property
+    def consumer_assignors(self) -> tuple[str, ...]:
+        return tuple(a.strip().lower() for a in self.group_consumer_assignors.split(",") if a.strip())
 
 
 KAFKA_NAMED = {
@@ -141,6 +153,10 @@ KAFKA_NAMED = {
     "connections_max_idle_ms",
     "queued_max_requests",
     "group_max_groups",
+    "group_consumer_session_timeout_ms",
+    "group_consumer_heartbeat_interval_ms",
+    "group_consumer_max_size",
+    "group_consumer_assignors",
     "listeners",
     "advertised_listeners",
     "listener_security_protocol_map",
@@ -222,6 +238,18 @@ def _validate(config: Config) -> Config:
     need(config.connections_max_idle_ms >= 1, "connections.max.idle.ms must be positive")
     need(config.queued_max_requests >= 1, "queued.max.requests must be at least 1")
     need(config.group_max_groups >= 1, "group.max.groups must be at least 1")
+    need(config.group_consumer_session_timeout_ms >= 1, "group.consumer.session.timeout.ms must be positive")
+    need(
+        1 <= config.group_consumer_heartbeat_interval_ms < config.group_consumer_session_timeout_ms,
+        "group.consumer.heartbeat.interval.ms must be positive and lower than group.consumer.session.timeout.ms",
+    )
+    need(config.group_consumer_max_size >= 1, "group.consumer.max.size must be at least 1")
+    unknown_assignors = [a for a in config.consumer_assignors if a not in ASSIGNORS]
+    need(
+        bool(config.consumer_assignors) and not unknown_assignors,
+        f"group.consumer.assignors must list assignors among {', '.join(ASSIGNORS)}"
+        + (f"; unknown: {', '.join(unknown_assignors)}" if unknown_assignors else ""),
+    )
     try:
         listeners = config.listener_specs()
         if any(listener.uses_tls for listener in listeners):

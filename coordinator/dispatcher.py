@@ -82,6 +82,8 @@ class Dispatcher:
             ApiKey.DESCRIBE_GROUPS: coordinator.describe_groups,
             ApiKey.DELETE_GROUPS: coordinator.delete_groups,
             ApiKey.OFFSET_DELETE: self.delete_offsets,
+            ApiKey.CONSUMER_GROUP_HEARTBEAT: coordinator.consumer_group_heartbeat,
+            ApiKey.CONSUMER_GROUP_DESCRIBE: coordinator.consumer_group_describe,
             # Replaced by coordinator.authz.AclLayer when authorizer.enabled is true.
             ApiKey.DESCRIBE_ACLS: security_disabled(ApiKey.DESCRIBE_ACLS),
             ApiKey.CREATE_ACLS: security_disabled(ApiKey.CREATE_ACLS),

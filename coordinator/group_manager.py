@@ -82,7 +82,7 @@ FailedHook = Callable[["Effects", int], None]
 FailedReply = Callable[[int], object]
 
 
-def _map_write_error(code: int, timed_out: int, too_large: int) -> int:
+def map_write_error(code: int, timed_out: int, too_large: int) -> int:
     """Kafka's mapping of a failed log append to the error a client understands (K-S)."""
     if code in (
         ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
@@ -111,17 +111,17 @@ def kafka_client_host(host: str) -> str:
 def group_write_error(code: int) -> int:
     """Group-metadata write failures (SyncGroup, static member replacement): a timed-out write
     tells the members to rebalance again."""
-    return _map_write_error(code, REBALANCE_IN_PROGRESS, UNKNOWN_SERVER_ERROR)
+    return map_write_error(code, REBALANCE_IN_PROGRESS, UNKNOWN_SERVER_ERROR)
 
 
 def offset_write_error(code: int) -> int:
     """OffsetCommit write failures: a timed-out write is REQUEST_TIMED_OUT (retriable)."""
-    return _map_write_error(code, int(ErrorCode.REQUEST_TIMED_OUT), int(ErrorCode.INVALID_COMMIT_OFFSET_SIZE))
+    return map_write_error(code, int(ErrorCode.REQUEST_TIMED_OUT), int(ErrorCode.INVALID_COMMIT_OFFSET_SIZE))
 
 
 def admin_write_error(code: int) -> int:
     """Tombstone write failures of admin requests (DeleteGroups, OffsetDelete)."""
-    return _map_write_error(code, int(ErrorCode.REQUEST_TIMED_OUT), UNKNOWN_SERVER_ERROR)
+    return map_write_error(code, int(ErrorCode.REQUEST_TIMED_OUT), UNKNOWN_SERVER_ERROR)
 
 
 class Effects:
@@ -186,6 +186,8 @@ class GroupManager:
         self.timers = timers
         self.new_member_id = new_member_id
         self.groups: dict[str, ClassicGroup] = {}
+        # Consumer groups share the group id space and group.max.groups (set by the coordinator).
+        self.other_groups: Mapping[str, object] = {}
         self.stats = CoreStats()
         # Rebalance start (monotonic ms) per group, for the rebalance-duration metric.
         self._rebalance_started: dict[str, int] = {}
@@ -272,7 +274,7 @@ class GroupManager:
 
     def at_group_limit(self) -> bool:
         """group.max.groups reached: no new group may be created (Kafka's share-group rule)."""
-        if len(self.groups) < self.config.group_max_groups:
+        if len(self.groups) + len(self.other_groups) < self.config.group_max_groups:
             return False
         log.warning("refusing a new group: group.max.groups (%d) reached", self.config.group_max_groups)
         return True
@@ -286,7 +288,7 @@ class GroupManager:
     # -- responses ---------------------------------------------------------------------------
 
     @staticmethod
-    def _join_error(version: int, code: int, member_id: str = "") -> JoinGroupResponse:
+    def join_error(version: int, code: int, member_id: str = "") -> JoinGroupResponse:
         # v7+ made ProtocolName nullable and error responses carry null; older versions need "".
         return JoinGroupResponse(
             error_code=code,
@@ -351,21 +353,21 @@ class GroupManager:
         if req.reason and log.isEnabledFor(logging.DEBUG):
             log.debug("group %s: JoinGroup from %r, reason: %s", req.group_id, req.member_id, req.reason)
         if not req.group_id:
-            fx.reply(ctx.reply_to, self._join_error(version, INVALID_GROUP_ID, req.member_id))
+            fx.reply(ctx.reply_to, self.join_error(version, INVALID_GROUP_ID, req.member_id))
             return
         session_timeout = req.session_timeout_ms
         config = self.config
         if not config.group_min_session_timeout_ms <= session_timeout <= config.group_max_session_timeout_ms:
-            fx.reply(ctx.reply_to, self._join_error(version, INVALID_SESSION_TIMEOUT, req.member_id))
+            fx.reply(ctx.reply_to, self.join_error(version, INVALID_SESSION_TIMEOUT, req.member_id))
             return
         group = self.groups.get(req.group_id)
         is_unknown_member = req.member_id == ""
         if group is None:
             if not is_unknown_member:
-                fx.reply(ctx.reply_to, self._join_error(version, UNKNOWN_MEMBER_ID, req.member_id))
+                fx.reply(ctx.reply_to, self.join_error(version, UNKNOWN_MEMBER_ID, req.member_id))
                 return
             if self.at_group_limit():
-                fx.reply(ctx.reply_to, self._join_error(version, GROUP_MAX_SIZE_REACHED))
+                fx.reply(ctx.reply_to, self.join_error(version, GROUP_MAX_SIZE_REACHED))
                 return
             group = self.create_group(req.group_id)
 
@@ -373,7 +375,7 @@ class GroupManager:
             # Also kicks out a known member that had not rejoined, so that a lowered group.max.size
             # evicts the last rejoiners (Kafka).
             self._drop_member_silently(group, req.member_id)
-            fx.reply(ctx.reply_to, self._join_error(version, GROUP_MAX_SIZE_REACHED))
+            fx.reply(ctx.reply_to, self.join_error(version, GROUP_MAX_SIZE_REACHED))
         elif is_unknown_member:
             self._join_new_member(ctx, req, group, fx)
         else:
@@ -413,11 +415,11 @@ class GroupManager:
     ) -> None:
         version = ctx.api_version
         if group.state is DEAD:
-            fx.reply(ctx.reply_to, self._join_error(version, COORDINATOR_NOT_AVAILABLE))
+            fx.reply(ctx.reply_to, self.join_error(version, COORDINATOR_NOT_AVAILABLE))
             return
         protocols = self._protocols(req)
         if not group.supports_protocols(req.protocol_type, protocol_names(protocols)):
-            fx.reply(ctx.reply_to, self._join_error(version, INCONSISTENT_GROUP_PROTOCOL))
+            fx.reply(ctx.reply_to, self.join_error(version, INCONSISTENT_GROUP_PROTOCOL))
             return
         instance_id = req.group_instance_id
         new_member_id = self.new_member_id(ctx.client_id if instance_id is None else instance_id)
@@ -442,7 +444,7 @@ class GroupManager:
             self.timers.schedule(
                 session_key(group.group_id, new_member_id), self.now_ms + req.session_timeout_ms
             )
-            fx.reply(ctx.reply_to, self._join_error(version, MEMBER_ID_REQUIRED, new_member_id))
+            fx.reply(ctx.reply_to, self.join_error(version, MEMBER_ID_REQUIRED, new_member_id))
         else:
             self._add_member_and_rebalance(ctx, req, group, new_member_id, protocols, fx)
 
@@ -452,11 +454,11 @@ class GroupManager:
         version = ctx.api_version
         member_id = req.member_id
         if group.state is DEAD:
-            fx.reply(ctx.reply_to, self._join_error(version, COORDINATOR_NOT_AVAILABLE, member_id))
+            fx.reply(ctx.reply_to, self.join_error(version, COORDINATOR_NOT_AVAILABLE, member_id))
             return
         protocols = self._protocols(req)
         if not group.supports_protocols(req.protocol_type, protocol_names(protocols)):
-            fx.reply(ctx.reply_to, self._join_error(version, INCONSISTENT_GROUP_PROTOCOL, member_id))
+            fx.reply(ctx.reply_to, self.join_error(version, INCONSISTENT_GROUP_PROTOCOL, member_id))
             return
         if member_id in group.pending_members and req.group_instance_id is None:
             self._add_member_and_rebalance(ctx, req, group, member_id, protocols, fx)
@@ -465,7 +467,7 @@ class GroupManager:
         # IllegalStateException); member validation answers it with UNKNOWN_MEMBER_ID instead.
         code = group.validate_member(member_id, req.group_instance_id)
         if code:
-            fx.reply(ctx.reply_to, self._join_error(version, code, member_id))
+            fx.reply(ctx.reply_to, self.join_error(version, code, member_id))
             return
         member = group.members[member_id]
         state = group.state
@@ -491,7 +493,7 @@ class GroupManager:
                 response = self._join_success(group, member_id, version, leader=group.leader_id, members=[])
                 fx.reply(ctx.reply_to, response)
         else:
-            fx.reply(ctx.reply_to, self._join_error(version, UNKNOWN_MEMBER_ID, member_id))
+            fx.reply(ctx.reply_to, self.join_error(version, UNKNOWN_MEMBER_ID, member_id))
 
     def _add_member_and_rebalance(
         self,
@@ -548,7 +550,7 @@ class GroupManager:
         # no parked reply is leaked.
         parked = group.take_join_reply(member)
         if parked is not None:
-            fx.reply(parked[0], self._join_error(parked[1], REBALANCE_IN_PROGRESS, member.member_id))
+            fx.reply(parked[0], self.join_error(parked[1], REBALANCE_IN_PROGRESS, member.member_id))
 
     def _update_static_member_and_rebalance(
         self,
@@ -652,7 +654,7 @@ class GroupManager:
         parked_join = group.take_join_reply(old_member)
         if parked_join is not None:
             reply_to, version = parked_join
-            fx.reply(reply_to, self._join_error(version, FENCED_INSTANCE_ID, old_member.member_id))
+            fx.reply(reply_to, self.join_error(version, FENCED_INSTANCE_ID, old_member.member_id))
         parked_sync = group.take_sync_reply(old_member)
         if parked_sync is not None:
             fx.reply(parked_sync[0], self._sync_response(FENCED_INSTANCE_ID))
@@ -776,7 +778,7 @@ class GroupManager:
         """Remove a member; its parked requests get UNKNOWN_MEMBER_ID (so a live client rejoins)."""
         parked_join = group.take_join_reply(member)
         if parked_join is not None:
-            fx.reply(parked_join[0], self._join_error(parked_join[1], UNKNOWN_MEMBER_ID))
+            fx.reply(parked_join[0], self.join_error(parked_join[1], UNKNOWN_MEMBER_ID))
         parked_sync = group.take_sync_reply(member)
         if parked_sync is not None:
             fx.reply(parked_sync[0], self._sync_response(UNKNOWN_MEMBER_ID))
@@ -1231,7 +1233,7 @@ class GroupManager:
                 parked_join = group.take_join_reply(member)
                 if parked_join is not None:
                     fx.reply(
-                        parked_join[0], self._join_error(parked_join[1], NOT_COORDINATOR, member.member_id)
+                        parked_join[0], self.join_error(parked_join[1], NOT_COORDINATOR, member.member_id)
                     )
                 parked_sync = group.take_sync_reply(member)
                 if parked_sync is not None:

@@ -13,6 +13,9 @@ from typing import Any
 
 from protocol.apis import ApiKey
 from protocol.errors import ErrorCode
+from protocol.messages.consumer_group_describe import ConsumerGroupDescribeResponse
+from protocol.messages.consumer_group_describe import DescribedGroup as ConsumerGroupDescribedGroup
+from protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatResponse
 from protocol.messages.delete_groups import DeletableGroupResult, DeleteGroupsResponse
 from protocol.messages.describe_groups import DescribedGroup, DescribeGroupsResponse
 from protocol.messages.heartbeat import HeartbeatResponse
@@ -47,6 +50,8 @@ GROUP_APIS = frozenset(
         ApiKey.DESCRIBE_GROUPS,
         ApiKey.DELETE_GROUPS,
         ApiKey.OFFSET_DELETE,
+        ApiKey.CONSUMER_GROUP_HEARTBEAT,
+        ApiKey.CONSUMER_GROUP_DESCRIBE,
     }
 )
 
@@ -91,6 +96,12 @@ def load_in_progress_response(api_key: int, version: int, request: Any) -> Any:
         return DeleteGroupsResponse(results=[DeletableGroupResult(g, LOADING) for g in request.groups_names])
     if api_key == ApiKey.OFFSET_DELETE:
         return OffsetDeleteResponse(error_code=LOADING)
+    if api_key == ApiKey.CONSUMER_GROUP_HEARTBEAT:
+        return ConsumerGroupHeartbeatResponse(error_code=LOADING)
+    if api_key == ApiKey.CONSUMER_GROUP_DESCRIBE:
+        return ConsumerGroupDescribeResponse(
+            groups=[ConsumerGroupDescribedGroup(error_code=LOADING, group_id=g) for g in request.group_ids]
+        )
     raise ValueError(f"api {api_key} is not a group api")
 
 

@@ -72,7 +72,9 @@ class _GroupCollector(Collector):
         for state, count in sorted(by_state.items()):
             groups.add_metric([state], count)
         yield groups
-        yield GaugeMetricFamily("coordinator_members", "Members of classic groups", value=members)
+        yield GaugeMetricFamily(
+            "coordinator_members", "Members of classic and consumer groups", value=members
+        )
 
 
 class Metrics:

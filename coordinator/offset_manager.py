@@ -11,10 +11,12 @@ deleted partition is dropped when it becomes durable, as its tombstone follows i
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Final
 
+from coordinator.consumer_group_manager import ConsumerGroupManager
 from coordinator.context import RequestContext
 from coordinator.group import CONSUMER_PROTOCOL_TYPE, ClassicGroup
 from coordinator.group_config import GroupConfig
@@ -167,6 +169,10 @@ class GroupOffsets:
             self.remove_topic(group_id, topic, removal)
 
 
+def _never(_topic: str) -> bool:
+    return False
+
+
 def metadata_too_large(metadata: str, max_bytes: int) -> bool:
     """Kafka compares Java's String.length(): UTF-16 code units, not bytes or code points."""
     length = len(metadata)
@@ -181,7 +187,9 @@ class OffsetManager:
     def __init__(self, config: GroupConfig, groups: GroupManager) -> None:
         self.config = config
         self.groups = groups
-        # Every group with offsets is also in groups.groups (simple groups are created for them).
+        self.consumer: ConsumerGroupManager | None = None  # KIP-848 groups, set by the coordinator
+        # Every group with offsets is in groups.groups (simple groups are created for them) or is
+        # a consumer group.
         self.offsets: dict[str, GroupOffsets] = {}
 
     def has_offsets(self, group_id: str) -> bool:
@@ -200,6 +208,15 @@ class OffsetManager:
         version = ctx.api_version
         group_id = req.group_id
         generation = req.generation_id_or_member_epoch
+        consumer = self.consumer
+        consumer_group = consumer.groups.get(group_id) if consumer is not None else None
+        if consumer is not None and consumer_group is not None:
+            code = consumer.validate_offset_commit(consumer_group, req.member_id, generation, version)
+            if code:
+                fx.reply(ctx.reply_to, _commit_response(req, None, code))
+            else:
+                self.store_offsets(ctx, req, fx)
+            return
         group = self.groups.groups.get(group_id)
         if group is None:
             if generation < 0 and self.groups.at_group_limit():
@@ -219,11 +236,10 @@ class OffsetManager:
             # A commit counts as a heartbeat; during PreparingRebalance the member learns about the
             # rebalance from its next heartbeat.
             self.groups.reschedule_session(member)
-        self._store_offsets(ctx, req, group, fx)
+        self.store_offsets(ctx, req, fx)
 
-    def _store_offsets(
-        self, ctx: RequestContext, req: OffsetCommitRequest, group: ClassicGroup, fx: Effects
-    ) -> None:
+    def store_offsets(self, ctx: RequestContext, req: OffsetCommitRequest, fx: Effects) -> None:
+        """Write the commit of a validated request; reply once durable."""
         wall_ms = self.groups.wall_ms
         max_metadata = self.config.offset_metadata_max_bytes
         expire_ms = None
@@ -254,13 +270,14 @@ class OffsetManager:
         if not records:
             fx.reply(ctx.reply_to, response)
             return
-        offsets = self.offsets.get(group.group_id)
+        group_id = req.group_id
+        offsets = self.offsets.get(group_id)
         if offsets is None:
-            offsets = self.offsets[group.group_id] = GroupOffsets()
+            offsets = self.offsets[group_id] = GroupOffsets()
         tokens = [offsets.stage(r.topic, r.partition) for r in records]
 
         def on_durable(out: Effects) -> None:
-            current = self.offsets.get(group.group_id) is offsets
+            current = self.offsets.get(group_id) is offsets
             for record, token in zip(records, tokens, strict=True):
                 if current and offsets.unstage(record.topic, record.partition, token):
                     offsets.put(record)
@@ -287,7 +304,9 @@ class OffsetManager:
     def fetch_offsets(self, ctx: RequestContext, req: OffsetFetchRequest) -> OffsetFetchResponse:
         require_stable = ctx.api_version >= 7 and req.require_stable
         if ctx.api_version >= 8:
-            return OffsetFetchResponse(groups=[self._fetch_group(g, require_stable) for g in req.groups])
+            return OffsetFetchResponse(
+                groups=[self._fetch_group(g, require_stable, ctx.api_version) for g in req.groups]
+            )
         requested = None if req.topics is None else [(t.name, t.partition_indexes) for t in req.topics]
         topics = [
             OffsetFetchResponseTopic(
@@ -301,7 +320,16 @@ class OffsetManager:
         ]
         return OffsetFetchResponse(topics=topics, error_code=NONE)
 
-    def _fetch_group(self, req: OffsetFetchRequestGroup, require_stable: bool) -> OffsetFetchResponseGroup:
+    def _fetch_group(
+        self, req: OffsetFetchRequestGroup, require_stable: bool, version: int
+    ) -> OffsetFetchResponseGroup:
+        consumer = self.consumer
+        if version >= 9 and consumer is not None:
+            consumer_group = consumer.groups.get(req.group_id)
+            if consumer_group is not None:
+                code = consumer.validate_offset_fetch(consumer_group, req.member_id, req.member_epoch)
+                if code:
+                    return OffsetFetchResponseGroup(group_id=req.group_id, topics=[], error_code=code)
         requested = None if req.topics is None else [(t.name, t.partition_indexes) for t in req.topics]
         topics = [
             OffsetFetchResponseTopics(
@@ -350,22 +378,32 @@ class OffsetManager:
     def delete_offsets(self, ctx: RequestContext, req: OffsetDeleteRequest, fx: Effects) -> None:
         group_id = req.group_id
         group = self.groups.groups.get(group_id)
+        consumer = self.consumer
+        consumer_group = consumer.groups.get(group_id) if consumer is not None else None
         code = NONE
+        subscribed_to: Callable[[str], bool] = _never
+        check_subscription = False
         if not group_id:
             code = INVALID_GROUP_ID
+        elif consumer is not None and consumer_group is not None:
+            # Consumer groups (K-J): any state; only topics members subscribe to are protected.
+            subscribed_to = partial(consumer.is_subscribed_to_topic, consumer_group)
+            check_subscription = bool(consumer_group.members)
         elif group is None:
             code = GROUP_ID_NOT_FOUND
         elif group.state is not EMPTY and not group.uses_consumer_protocol():
             code = NON_EMPTY_GROUP
-        if code or group is None:
+        else:
+            subscribed_to = group.is_subscribed_to_topic
+            check_subscription = group.state is not EMPTY
+        if code:
             fx.reply(ctx.reply_to, OffsetDeleteResponse(error_code=code))
             return
         offsets = self.offsets.get(group_id)
-        check_subscription = group.state is not EMPTY
         removal = Removal()
         topics = []
         for topic in req.topics:
-            subscribed = check_subscription and group.is_subscribed_to_topic(topic.name)
+            subscribed = check_subscription and subscribed_to(topic.name)
             partitions = []
             for p in topic.partitions:
                 if subscribed:
@@ -424,6 +462,25 @@ class OffsetManager:
             keep_topics = group.subscribed_topics  # an active consumer keeps what it consumes
         elif protocol_type is not None:
             return  # rebalancing, non-consumer protocol, or unknown subscription
+        self._expire(group.group_id, offsets, keep_topics, base_ms, now_wall_ms, removal)
+
+    def expire_consumer_group_offsets(
+        self, group_id: str, keep_topics: frozenset[str], now_wall_ms: int, removal: Removal
+    ) -> None:
+        """Consumer groups (K-J): offsets of topics no member subscribes to expire by commit time."""
+        offsets = self.offsets.get(group_id)
+        if offsets is not None and offsets.committed:
+            self._expire(group_id, offsets, keep_topics, None, now_wall_ms, removal)
+
+    def _expire(
+        self,
+        group_id: str,
+        offsets: GroupOffsets,
+        keep_topics: frozenset[str],
+        base_ms: int | None,
+        now_wall_ms: int,
+        removal: Removal,
+    ) -> None:
         retention_ms = self.config.offsets_retention_ms
         expired: list[OffsetCommitRecord] = []
         for topic, partitions in offsets.committed.items():
@@ -440,9 +497,9 @@ class OffsetManager:
                     expired.append(record)
         self.groups.stats.offsets_expired += len(expired)
         for record in expired:
-            offsets.remove(group.group_id, record.topic, record.partition, removal)
+            offsets.remove(group_id, record.topic, record.partition, removal)
         if not offsets.has_offsets():
-            del self.offsets[group.group_id]
+            del self.offsets[group_id]
 
     def restore(self, removal: Removal) -> None:
         """Undo a deletion whose tombstones were not written: storage still has these offsets.

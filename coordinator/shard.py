@@ -15,24 +15,45 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
+from coordinator.consumer_group import ConsumerGroup
+from coordinator.consumer_group_manager import CONSUMER_GROUP_TYPE, ConsumerGroupManager, TopicCatalog
 from coordinator.context import RequestContext
 from coordinator.group import ClassicGroup
 from coordinator.group_config import GroupConfig
-from coordinator.group_manager import EMPTY, NONE, CoreStats, Effects, GroupManager, admin_write_error
+from coordinator.group_manager import (
+    EMPTY,
+    INCONSISTENT_GROUP_PROTOCOL,
+    NON_EMPTY_GROUP,
+    NONE,
+    CoreStats,
+    Effects,
+    GroupManager,
+    admin_write_error,
+)
 from coordinator.offset_manager import OffsetManager, Removal
 from coordinator.result import Result
 from coordinator.timers import Timers
+from protocol.messages.consumer_group_describe import ConsumerGroupDescribeRequest
+from protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
 from protocol.messages.delete_groups import DeletableGroupResult, DeleteGroupsRequest, DeleteGroupsResponse
 from protocol.messages.describe_groups import DescribeGroupsRequest
 from protocol.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
 from protocol.messages.join_group import JoinGroupRequest
 from protocol.messages.leave_group import LeaveGroupRequest
-from protocol.messages.list_groups import ListGroupsRequest
+from protocol.messages.list_groups import ListedGroup, ListGroupsRequest
 from protocol.messages.offset_commit import OffsetCommitRequest
 from protocol.messages.offset_delete import OffsetDeleteRequest
 from protocol.messages.offset_fetch import OffsetFetchRequest
 from protocol.messages.sync_group import SyncGroupRequest
-from storage.records import GroupMetadataRecord, GroupTombstone, OffsetCommitRecord, Record
+from storage.records import (
+    ConsumerGroupRecord,
+    ConsumerGroupTombstone,
+    ConsumerMemberRecord,
+    GroupMetadataRecord,
+    GroupTombstone,
+    OffsetCommitRecord,
+    Record,
+)
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +83,14 @@ class GroupCoordinator:
         self._timers: Timers[TimerKey] = Timers()
         self._groups = GroupManager(config, self._timers, member_id_factory or default_member_id)
         self._offsets = OffsetManager(config, self._groups)
+        self._consumer = ConsumerGroupManager(config, self._timers, self._groups)
+        self._groups.other_groups = self._consumer.groups
+        self._offsets.consumer = self._consumer
         self._loaded = False
+
+    def attach_catalog(self, catalog: TopicCatalog) -> None:
+        """The topic catalog consumer groups assign from (read only; its version marks changes)."""
+        self._consumer.catalog = catalog
 
     def _enter(self, now_ms: int, wall_ms: int) -> None:
         self._groups.set_clock(now_ms, wall_ms)
@@ -83,20 +111,34 @@ class GroupCoordinator:
         offsets: list[OffsetCommitRecord],
         now_ms: int,
         wall_ms: int,
+        consumer_groups: list[ConsumerGroupRecord] | None = None,
+        consumer_members: list[ConsumerMemberRecord] | None = None,
     ) -> None:
         """§9.2: rebuild a fresh coordinator from its stored rows and restart member sessions."""
-        if self._loaded or self._groups.groups or self._offsets.offsets:
+        if self._loaded or self._groups.groups or self._offsets.offsets or self._consumer.groups:
             raise RuntimeError("load() needs a coordinator that has not been loaded nor served anything")
         self._loaded = True
         self._enter(now_ms, wall_ms)
         for record in groups:
             self._groups.load_group(record)
+        self._consumer.load(consumer_groups or [], consumer_members or [])
+        for group_id in self._consumer.groups.keys() & self._groups.groups.keys():
+            log.warning(
+                "group %s is stored as classic and consumer group; keeping the consumer group", group_id
+            )
+            del self._groups.groups[group_id]
         self._offsets.load(offsets)
         fx = Effects()
         self._groups.on_loaded(fx)
+        self._consumer.on_loaded()
         if not fx.is_empty():
             raise RuntimeError("loading produced replies or records")  # cannot happen: nothing is parked
-        log.info("loaded %d groups and %d offsets", len(self._groups.groups), self._offsets.offset_count())
+        log.info(
+            "loaded %d classic groups, %d consumer groups and %d offsets",
+            len(self._groups.groups),
+            len(self._consumer.groups),
+            self._offsets.offset_count(),
+        )
 
     def unload(self, now_ms: int) -> Result:
         """The shard is gone (ownership lost, or reloaded after a failed write): every group goes
@@ -104,6 +146,7 @@ class GroupCoordinator:
         self._groups.now_ms = now_ms
         fx = Effects()
         self._groups.unload(fx)
+        self._consumer.unload()
         self._offsets.offsets.clear()
         self._timers.clear()
         return self._groups.to_result(fx)
@@ -111,7 +154,32 @@ class GroupCoordinator:
     # -- group membership ------------------------------------------------------------------------
 
     def join_group(self, ctx: RequestContext, req: JoinGroupRequest) -> Result:
-        return self._run(ctx, lambda fx: self._groups.join_group(ctx, req, fx))
+        return self._run(ctx, lambda fx: self._join_group(ctx, req, fx))
+
+    def _join_group(self, ctx: RequestContext, req: JoinGroupRequest, fx: Effects) -> None:
+        consumer_group = self._consumer.groups.get(req.group_id)
+        if consumer_group is not None:
+            if consumer_group.members:
+                # No mixed groups (§10.7): classic members cannot join a live consumer group.
+                fx.reply(
+                    ctx.reply_to,
+                    GroupManager.join_error(ctx.api_version, INCONSISTENT_GROUP_PROTOCOL, req.member_id),
+                )
+                return
+            # An empty consumer group becomes a classic group (its offsets stay with the id).
+            log.info("group %s: converted from consumer to classic", req.group_id)
+            self._consumer.remove_group(consumer_group)
+            fx.write([ConsumerGroupTombstone(req.group_id)])
+        self._groups.join_group(ctx, req, fx)
+
+    # -- KIP-848 consumer groups ---------------------------------------------------------------
+
+    def consumer_group_heartbeat(self, ctx: RequestContext, req: ConsumerGroupHeartbeatRequest) -> Result:
+        return self._run(ctx, lambda fx: self._consumer.heartbeat(ctx, req, fx))
+
+    def consumer_group_describe(self, ctx: RequestContext, req: ConsumerGroupDescribeRequest) -> Result:
+        self._enter(ctx.now_ms, ctx.wall_ms)
+        return Result(replies=[(ctx.reply_to, self._consumer.describe(ctx, req))])
 
     def sync_group(self, ctx: RequestContext, req: SyncGroupRequest) -> Result:
         return self._run(ctx, lambda fx: self._groups.sync_group(ctx, req, fx))
@@ -150,7 +218,23 @@ class GroupCoordinator:
 
     def list_groups(self, ctx: RequestContext, req: ListGroupsRequest) -> Result:
         self._enter(ctx.now_ms, ctx.wall_ms)
-        return Result(replies=[(ctx.reply_to, self._groups.list_groups(ctx, req))])
+        response = self._groups.list_groups(ctx, req)
+        version = ctx.api_version
+        types = {t.lower() for t in req.types_filter} if version >= 5 and req.types_filter else None
+        states = {s.lower() for s in req.states_filter} if version >= 4 and req.states_filter else None
+        if types is None or CONSUMER_GROUP_TYPE in types:
+            for group in self._consumer.groups.values():
+                state = group.state
+                if states is None or state.lower() in states:
+                    response.groups.append(
+                        ListedGroup(
+                            group_id=group.group_id,
+                            protocol_type=CONSUMER_GROUP_TYPE,
+                            group_state=state,
+                            group_type=CONSUMER_GROUP_TYPE,
+                        )
+                    )
+        return Result(replies=[(ctx.reply_to, response)])
 
     def describe_groups(self, ctx: RequestContext, req: DescribeGroupsRequest) -> Result:
         self._enter(ctx.now_ms, ctx.wall_ms)
@@ -163,8 +247,19 @@ class GroupCoordinator:
         """DeleteGroups (v0-2): only Empty groups; their offsets and record are tombstoned."""
         results: list[DeletableGroupResult] = []
         records: list[Record] = []
-        deleted: list[tuple[ClassicGroup, Removal]] = []
+        deleted: list[tuple[ClassicGroup | ConsumerGroup, Removal]] = []
         for group_id in req.groups_names:
+            consumer_group = self._consumer.groups.get(group_id)
+            if consumer_group is not None:
+                code = NON_EMPTY_GROUP if consumer_group.members else NONE
+                if code == NONE:
+                    self._consumer.remove_group(consumer_group)
+                    removal = self._offsets.drop_group(group_id)
+                    records.extend(removal.tombstones)
+                    records.append(ConsumerGroupTombstone(group_id))
+                    deleted.append((consumer_group, removal))
+                results.append(DeletableGroupResult(group_id, code))
+                continue
             code = self._groups.validate_delete(group_id)
             if code == NONE:
                 group = self._groups.groups[group_id]
@@ -194,11 +289,17 @@ class GroupCoordinator:
 
         def on_failed(out: Effects, error_code: int) -> None:
             for group, removal in deleted:
-                self._groups.restore_group(group)
+                self._restore_group(group)
                 self._offsets.restore(removal)
 
         fx.reply(ctx.reply_to, response, failed_response)
         fx.write(records, on_failed=on_failed)
+
+    def _restore_group(self, group: ClassicGroup | ConsumerGroup) -> None:
+        if isinstance(group, ConsumerGroup):
+            self._consumer.restore_group(group)
+        else:
+            self._groups.restore_group(group)
 
     # -- timers ------------------------------------------------------------------------------------
 
@@ -227,6 +328,10 @@ class GroupCoordinator:
                     self._groups.expire_join(group_id, fx)
                 case ("sync", str() as group_id, int() as generation_id):
                     self._groups.expire_pending_sync(group_id, generation_id, fx)
+                case ("cg-session", str() as group_id, str() as member_id):
+                    self._consumer.expire_session(group_id, member_id, fx)
+                case ("cg-rebalance", str() as group_id, str() as member_id):
+                    self._consumer.expire_rebalance(group_id, member_id, fx)
                 case ("retention",):
                     self._expire_offsets_and_groups(fx)
                 case _:
@@ -243,7 +348,16 @@ class GroupCoordinator:
         wall_ms = groups.wall_ms
         expired = Removal()
         group_tombstones: list[Record] = []
-        removed_groups: list[ClassicGroup] = []
+        removed_groups: list[ClassicGroup | ConsumerGroup] = []
+        consumer = self._consumer
+        for cgroup in list(consumer.groups.values()):
+            keep = frozenset(cgroup.subscription_metadata) if cgroup.members else frozenset()
+            offsets.expire_consumer_group_offsets(cgroup.group_id, keep, wall_ms, expired)
+            if not cgroup.members and not offsets.has_offsets(cgroup.group_id):
+                consumer.remove_group(cgroup)
+                offsets.drop_group(cgroup.group_id)
+                removed_groups.append(cgroup)
+                group_tombstones.append(ConsumerGroupTombstone(cgroup.group_id))
         for group in list(groups.groups.values()):
             offsets.expire_offsets(group, wall_ms, expired)
             if group.state is EMPTY and not offsets.has_offsets(group.group_id):
@@ -263,7 +377,7 @@ class GroupCoordinator:
 
             def on_failed(out: Effects, error_code: int) -> None:
                 for group in removed_groups:
-                    groups.restore_group(group)
+                    self._restore_group(group)
                 offsets.restore(expired)
 
             fx.write(records, on_failed=on_failed)
@@ -292,17 +406,25 @@ class GroupCoordinator:
     def stats(self) -> CoreStats:
         return self._groups.stats
 
+    def consumer_group(self, group_id: str) -> ConsumerGroup | None:
+        """The live KIP-848 group object (read it, never mutate it)."""
+        return self._consumer.groups.get(group_id)
+
     def group_count_by_state(self) -> dict[str, int]:
+        """Classic and consumer groups by state name (both have Empty and Stable)."""
         counts: dict[str, int] = {}
         for group in self._groups.groups.values():
             counts[group.state.value] = counts.get(group.state.value, 0) + 1
+        for cgroup in self._consumer.groups.values():
+            counts[cgroup.state] = counts.get(cgroup.state, 0) + 1
         return counts
 
     def group_count(self) -> int:
-        return len(self._groups.groups)
+        return len(self._groups.groups) + len(self._consumer.groups)
 
     def member_count(self) -> int:
-        return sum(len(group.members) for group in self._groups.groups.values())
+        classic = sum(len(group.members) for group in self._groups.groups.values())
+        return classic + sum(len(group.members) for group in self._consumer.groups.values())
 
     def offset_count(self) -> int:
         return self._offsets.offset_count()

@@ -32,6 +32,8 @@ class ApiKey(IntEnum):
     SASL_AUTHENTICATE = 36
     OFFSET_DELETE = 47
     DESCRIBE_CLUSTER = 60
+    CONSUMER_GROUP_HEARTBEAT = 68
+    CONSUMER_GROUP_DESCRIBE = 69
 
 
 # (min, max) version served per API. Produce is decoded only to refuse it with a clear error:
@@ -62,6 +64,9 @@ SERVED_VERSIONS: Final[dict[ApiKey, tuple[int, int]]] = {
     ApiKey.SASL_AUTHENTICATE: (0, 2),
     ApiKey.OFFSET_DELETE: (0, 0),
     ApiKey.DESCRIBE_CLUSTER: (0, 1),
+    # KIP-848; specs from protocol/extra_specs.py (kafka-python does not bundle them).
+    ApiKey.CONSUMER_GROUP_HEARTBEAT: (0, 1),
+    ApiKey.CONSUMER_GROUP_DESCRIBE: (0, 1),
 }
 
 # Spec file stem for each API (requests are "<stem>Request", responses "<stem>Response").
@@ -91,4 +96,6 @@ SPEC_NAMES: Final[dict[ApiKey, str]] = {
     ApiKey.SASL_AUTHENTICATE: "SaslAuthenticate",
     ApiKey.OFFSET_DELETE: "OffsetDelete",
     ApiKey.DESCRIBE_CLUSTER: "DescribeCluster",
+    ApiKey.CONSUMER_GROUP_HEARTBEAT: "ConsumerGroupHeartbeat",
+    ApiKey.CONSUMER_GROUP_DESCRIBE: "ConsumerGroupDescribe",
 }

@@ -9,15 +9,21 @@ is still marked ``"versions": "1"``) and only raise ``validVersions``; the table
 it back to the floor Kafka 3.x served. The field layouts of those versions were checked against
 Kafka 3.x's specs and are covered by round-trip tests against kafka-python's hand-written
 pre-4.0 classes (``kafka.protocol.old``).
+
+Specs the package does not bundle (the KIP-848 consumer group APIs) come from our own table,
+``protocol.extra_specs.EXTRA_SPECS``; a bundled file of the same name takes precedence.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 from importlib import resources
 from pathlib import Path
 from typing import Any, Final
+
+from protocol.extra_specs import EXTRA_SPECS
 
 SPEC_PACKAGE: Final = "kafka.protocol.schemas.resources"
 
@@ -43,9 +49,15 @@ def spec_dir() -> Path:
 
 
 def load_spec(name: str) -> dict[str, Any]:
-    """Load one spec (e.g. "JoinGroupRequest") with comments stripped and our floor applied."""
-    text = (spec_dir() / f"{name}.json").read_text(encoding="utf-8")
-    spec: dict[str, Any] = json.loads(_FULL_LINE_COMMENTS.sub("", text))
+    """Load one spec (e.g. "JoinGroupRequest") with comments stripped and our floor applied.
+
+    The bundled file if there is one, else our own definition from EXTRA_SPECS."""
+    path = spec_dir() / f"{name}.json"
+    spec: dict[str, Any]
+    if path.exists() or name not in EXTRA_SPECS:
+        spec = json.loads(_FULL_LINE_COMMENTS.sub("", path.read_text(encoding="utf-8")))
+    else:
+        spec = copy.deepcopy(EXTRA_SPECS[name])
     floor = KAFKA_3X_VERSION_FLOOR.get(name)
     if floor is not None:
         _, _, high = spec["validVersions"].partition("-")
@@ -61,4 +73,5 @@ def spec_fingerprint() -> str:
     for path in sorted(spec_dir().glob("*.json")):
         digest.update(path.name.encode())
         digest.update(path.read_bytes())
+    digest.update(json.dumps(EXTRA_SPECS, sort_keys=True).encode())
     return digest.hexdigest()[:16]

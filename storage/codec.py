@@ -17,6 +17,15 @@ Members blob, version 1 (all integers big-endian)::
 where ``str``/``bytes`` are an i32 length followed by the (UTF-8) payload and ``nstr`` uses
 length -1 for None. A future layout gets a new version byte; decoders keep reading old ones.
 
+Consumer member topics blob (the list fields of a KIP-848 member), version 1::
+
+    u8   version = 1
+    u32  subscribed topic count, then per topic: str name
+    3 x  topic-partition list (assigned, pending revocation, target):
+         u32 topic count, then per topic: str name, u32 partition count, i32 partition * count
+
+Partitions must be in 0..2**31-1. Order is kept as given (the coordinator sorts).
+
 Topic configs are a JSON array of ``[name, value-or-null]`` pairs: order and None survive,
 and the column stays readable from a SQL shell.
 """
@@ -25,11 +34,13 @@ from __future__ import annotations
 
 import json
 import struct
-from typing import Final
+from collections.abc import Sequence
+from typing import Any, Final
 
-from storage.records import MemberRecord
+from storage.records import ConsumerMemberRecord, MemberRecord, TopicPartitionList
 
 MEMBERS_V1: Final = 1
+CONSUMER_TOPICS_V1: Final = 1
 
 _U8 = struct.Struct(">B")
 _U32 = struct.Struct(">I")
@@ -100,6 +111,120 @@ def decode_members(blob: bytes) -> tuple[MemberRecord, ...]:
     except (IndexError, struct.error, UnicodeDecodeError) as exc:
         raise CodecError(f"corrupt members blob: {exc}") from exc
     return tuple(members)
+
+
+def encode_consumer_topics(
+    subscribed: tuple[str, ...],
+    assigned: TopicPartitionList,
+    pending_revocation: TopicPartitionList,
+    target: TopicPartitionList,
+) -> bytes:
+    out = bytearray(_U8.pack(CONSUMER_TOPICS_V1))
+    try:
+        out += _U32.pack(len(subscribed))
+        for name in subscribed:
+            _put_bytes(out, name.encode())
+        for tps in (assigned, pending_revocation, target):
+            out += _U32.pack(len(tps))
+            for name, partitions in tps:
+                _put_bytes(out, name.encode())
+                n = len(partitions)
+                out += _U32.pack(n)
+                if n:
+                    if min(partitions) < 0:
+                        raise CodecError(f"negative partition in {name!r}: {min(partitions)}")
+                    out += struct.pack(f">{n}i", *partitions)
+    except (struct.error, UnicodeEncodeError, AttributeError, TypeError) as exc:
+        raise CodecError(f"cannot encode consumer member topics: {exc}") from exc
+    return bytes(out)
+
+
+def decode_consumer_topics(
+    blob: bytes,
+) -> tuple[tuple[str, ...], TopicPartitionList, TopicPartitionList, TopicPartitionList]:
+    try:
+        version = blob[0]
+        if version != CONSUMER_TOPICS_V1:
+            raise CodecError(f"unknown consumer topics blob version {version}")
+        (count,) = _U32.unpack_from(blob, 1)
+        pos = 5
+        subscribed = []
+        for _ in range(count):
+            name, pos = _get_str(blob, pos)
+            subscribed.append(name)
+        lists = []
+        for _ in range(3):
+            (count,) = _U32.unpack_from(blob, pos)
+            pos += 4
+            tps = []
+            for _ in range(count):
+                name, pos = _get_str(blob, pos)
+                (n,) = _U32.unpack_from(blob, pos)
+                pos += 4
+                partitions: tuple[int, ...] = struct.unpack_from(f">{n}i", blob, pos) if n else ()
+                pos += 4 * n
+                tps.append((name, partitions))
+            lists.append(tuple(tps))
+        if pos != len(blob):
+            raise CodecError(f"{len(blob) - pos} trailing bytes after the consumer topics")
+    except (IndexError, struct.error, UnicodeDecodeError) as exc:
+        raise CodecError(f"corrupt consumer topics blob: {exc}") from exc
+    return tuple(subscribed), lists[0], lists[1], lists[2]
+
+
+# The consumer_members columns, in table order, as read and written by the SQL backends.
+CONSUMER_MEMBER_COLUMNS: Final = (
+    "group_id, member_id, instance_id, rack_id, client_id, client_host, subscribed_topic_regex, "
+    "server_assignor, rebalance_timeout_ms, member_epoch, previous_member_epoch, state, topics"
+)
+
+
+def consumer_member_row(m: ConsumerMemberRecord) -> tuple[Any, ...]:
+    """A member as a row of CONSUMER_MEMBER_COLUMNS."""
+    topics = encode_consumer_topics(m.subscribed_topic_names, m.assigned, m.pending_revocation, m.target)
+    return (
+        m.group_id,
+        m.member_id,
+        m.instance_id,
+        m.rack_id,
+        m.client_id,
+        m.client_host,
+        m.subscribed_topic_regex,
+        m.server_assignor,
+        m.rebalance_timeout_ms,
+        m.member_epoch,
+        m.previous_member_epoch,
+        m.state,
+        topics,
+    )
+
+
+def consumer_member_from_row(row: Sequence[Any]) -> ConsumerMemberRecord:
+    """The inverse of ``consumer_member_row``."""
+    (group_id, member_id, instance_id, rack_id, client_id, client_host, regex, assignor,
+     rebalance_timeout_ms, member_epoch, previous_member_epoch, state, topics) = row  # fmt: skip
+    try:
+        subscribed, assigned, pending_revocation, target = decode_consumer_topics(topics)
+    except CodecError as exc:
+        raise CodecError(f"consumer member {member_id!r} of group {group_id!r}: {exc}") from exc
+    return ConsumerMemberRecord(
+        group_id,
+        member_id,
+        instance_id,
+        rack_id,
+        client_id,
+        client_host,
+        subscribed,
+        regex,
+        assignor,
+        rebalance_timeout_ms,
+        member_epoch,
+        previous_member_epoch,
+        state,
+        assigned,
+        pending_revocation,
+        target,
+    )
 
 
 def encode_configs(configs: tuple[tuple[str, str | None], ...]) -> str:

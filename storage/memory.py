@@ -14,10 +14,14 @@ from dataclasses import dataclass, field
 
 from storage.base import StoreError
 from storage.batch import OffsetKey
-from storage.codec import CodecError, encode_configs, encode_members
+from storage.codec import CodecError, encode_configs, encode_consumer_topics, encode_members
 from storage.records import (
     AclRecord,
     AclTombstone,
+    ConsumerGroupRecord,
+    ConsumerGroupTombstone,
+    ConsumerMemberRecord,
+    ConsumerMemberTombstone,
     GroupMetadataRecord,
     GroupTombstone,
     LoadedState,
@@ -42,6 +46,9 @@ class MemoryData:
     history: list[OffsetCommitRecord] = field(default_factory=list)
     credentials: dict[tuple[str, str], UserCredentialRecord] = field(default_factory=dict)
     acls: dict[AclRecord, None] = field(default_factory=dict)
+    consumer_groups: dict[str, ConsumerGroupRecord] = field(default_factory=dict)
+    # group_id -> member_id -> member, so a ConsumerGroupTombstone drops the group's members at once
+    consumer_members: dict[str, dict[str, ConsumerMemberRecord]] = field(default_factory=dict)
 
 
 class MemoryStore:
@@ -85,6 +92,8 @@ class MemoryStore:
             offsets=list(self.data.offsets.values()),
             credentials=list(self.data.credentials.values()),
             acls=list(self.data.acls),
+            consumer_groups=list(self.data.consumer_groups.values()),
+            consumer_members=[m for members in self.data.consumer_members.values() for m in members.values()],
         )
 
     async def load_credentials(self, user: str | None = None) -> list[UserCredentialRecord]:
@@ -143,6 +152,19 @@ class MemoryStore:
                 data.acls[r] = None
             elif isinstance(r, AclTombstone):
                 data.acls.pop(r.acl, None)
+            elif isinstance(r, ConsumerMemberRecord):
+                data.consumer_members.setdefault(r.group_id, {})[r.member_id] = r
+            elif isinstance(r, ConsumerMemberTombstone):
+                members = data.consumer_members.get(r.group_id)
+                if members is not None:
+                    members.pop(r.member_id, None)
+                    if not members:
+                        del data.consumer_members[r.group_id]
+            elif isinstance(r, ConsumerGroupRecord):
+                data.consumer_groups[r.group_id] = r
+            elif isinstance(r, ConsumerGroupTombstone):
+                data.consumer_groups.pop(r.group_id, None)
+                data.consumer_members.pop(r.group_id, None)
 
 
 def _validate(r: Record) -> None:
@@ -170,8 +192,22 @@ def _validate(r: Record) -> None:
         elif isinstance(r, AclRecord):
             _check(r.resource_type in _INT32 and r.pattern_type in _INT32, "int32 out of range")
             _check(r.operation in _INT32 and r.permission in _INT32, "int32 out of range")
+        elif isinstance(r, ConsumerGroupRecord):
+            _check(r.group_epoch in _INT32 and r.assignment_epoch in _INT32, "int32 out of range")
+            _check(r.state_ms in _INT64, "int64 out of range")
+        elif isinstance(r, ConsumerMemberRecord):
+            _check(r.rebalance_timeout_ms in _INT32 and r.state in _INT32, "int32 out of range")
+            _check(r.member_epoch in _INT32 and r.previous_member_epoch in _INT32, "int32 out of range")
+            encode_consumer_topics(r.subscribed_topic_names, r.assigned, r.pending_revocation, r.target)
         elif not isinstance(
-            r, OffsetTombstone | GroupTombstone | TopicTombstone | UserCredentialTombstone | AclTombstone
+            r,
+            OffsetTombstone
+            | GroupTombstone
+            | TopicTombstone
+            | UserCredentialTombstone
+            | AclTombstone
+            | ConsumerMemberTombstone
+            | ConsumerGroupTombstone,
         ):
             raise TypeError(f"not a storage record: {r!r}")
     except CodecError as exc:

@@ -22,10 +22,21 @@ from typing import Any, Final, Literal
 import asyncpg
 
 from storage.base import StoreError
-from storage.batch import BatchPlan, plan_batch
-from storage.codec import CodecError, decode_configs, decode_members, encode_configs, encode_members
+from storage.batch import BatchPlan, ConsumerPlan, plan_batch
+from storage.codec import (
+    CONSUMER_MEMBER_COLUMNS,
+    CodecError,
+    consumer_member_from_row,
+    consumer_member_row,
+    decode_configs,
+    decode_members,
+    encode_configs,
+    encode_members,
+)
 from storage.records import (
     AclRecord,
+    ConsumerGroupRecord,
+    ConsumerMemberRecord,
     GroupMetadataRecord,
     LoadedState,
     MemberRecord,
@@ -128,6 +139,39 @@ WHERE a.resource_type = d.resource_type AND a.resource_name = d.resource_name
     AND a.pattern_type = d.pattern_type AND a.principal = d.principal AND a.host = d.host
     AND a.operation = d.operation AND a.permission = d.permission
 """
+_UPSERT_CONSUMER_GROUPS: Final = """
+INSERT INTO consumer_groups (group_id, group_epoch, assignment_epoch, state_ms)
+SELECT * FROM unnest($1::text[], $2::int4[], $3::int4[], $4::int8[])
+ON CONFLICT (group_id) DO UPDATE SET
+    group_epoch = EXCLUDED.group_epoch,
+    assignment_epoch = EXCLUDED.assignment_epoch,
+    state_ms = EXCLUDED.state_ms
+"""
+_DELETE_CONSUMER_GROUPS: Final = "DELETE FROM consumer_groups WHERE group_id = ANY($1::text[])"
+_UPSERT_CONSUMER_MEMBERS: Final = f"""
+INSERT INTO consumer_members ({CONSUMER_MEMBER_COLUMNS})
+SELECT * FROM unnest(
+    $1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
+    $9::int4[], $10::int4[], $11::int4[], $12::int4[], $13::bytea[])
+ON CONFLICT (group_id, member_id) DO UPDATE SET
+    instance_id = EXCLUDED.instance_id,
+    rack_id = EXCLUDED.rack_id,
+    client_id = EXCLUDED.client_id,
+    client_host = EXCLUDED.client_host,
+    subscribed_topic_regex = EXCLUDED.subscribed_topic_regex,
+    server_assignor = EXCLUDED.server_assignor,
+    rebalance_timeout_ms = EXCLUDED.rebalance_timeout_ms,
+    member_epoch = EXCLUDED.member_epoch,
+    previous_member_epoch = EXCLUDED.previous_member_epoch,
+    state = EXCLUDED.state,
+    topics = EXCLUDED.topics
+"""
+_DELETE_CONSUMER_MEMBERS: Final = """
+DELETE FROM consumer_members AS m
+USING unnest($1::text[], $2::text[]) AS d (group_id, member_id)
+WHERE m.group_id = d.group_id AND m.member_id = d.member_id
+"""
+_WIPE_CONSUMER_MEMBERS: Final = "DELETE FROM consumer_members WHERE group_id = ANY($1::text[])"
 _INSERT_HISTORY: Final = """
 INSERT INTO offset_commit_history
     (group_id, topic, partition, committed_offset, leader_epoch, metadata, commit_ms, expire_ms)
@@ -232,13 +276,31 @@ class PostgresStore:
                     for r in await conn.fetch(f"SELECT {_CREDENTIAL_COLUMNS} FROM user_credentials")
                 ]
                 acls = [AclRecord(*r) for r in await conn.fetch(f"SELECT {_ACL_COLUMNS} FROM acls")]
+                consumer_groups = [
+                    ConsumerGroupRecord(*r)
+                    for r in await conn.fetch(
+                        "SELECT group_id, group_epoch, assignment_epoch, state_ms FROM consumer_groups"
+                    )
+                ]
+                consumer_members: list[ConsumerMemberRecord] = []
+                cursor = await conn.cursor(f"SELECT {CONSUMER_MEMBER_COLUMNS} FROM consumer_members")
+                while rows := await cursor.fetch(_FETCH_ROWS):
+                    consumer_members.extend(map(consumer_member_from_row, rows))
         except _PG_ERRORS as exc:
             raise StoreError(f"cannot load from PostgreSQL {self.where}: {exc!r}") from exc
         except (CodecError, UnicodeDecodeError) as exc:
             raise StoreError(f"corrupt row in PostgreSQL {self.where}: {exc}") from exc
         finally:
             await self._close_connection(conn)
-        return LoadedState(topics=topics, groups=groups, offsets=offsets, credentials=credentials, acls=acls)
+        return LoadedState(
+            topics=topics,
+            groups=groups,
+            offsets=offsets,
+            credentials=credentials,
+            acls=acls,
+            consumer_groups=consumer_groups,
+            consumer_members=consumer_members,
+        )
 
     async def load_credentials(self, user: str | None = None) -> list[UserCredentialRecord]:
         self._check_open()
@@ -466,6 +528,8 @@ class PostgresStore:
                     ),
                 )
             )
+        if plan.consumer is not None:
+            _consumer_statements(plan.consumer, statements)
         if self.history_retention_ms is not None:
             if plan.commits:
                 statements.append((_INSERT_HISTORY, _offset_columns(plan.commits)))
@@ -475,6 +539,33 @@ class PostgresStore:
                 cutoff = int(time.time() * 1000) - self.history_retention_ms
                 statements.append((_PRUNE_HISTORY, (cutoff,)))
         return statements
+
+
+def _consumer_statements(plan: ConsumerPlan, statements: list[_Statement]) -> None:
+    # The group-wide member deletes first: member records kept by plan_batch follow the wipe.
+    if plan.member_wipes:
+        statements.append((_WIPE_CONSUMER_MEMBERS, (plan.member_wipes,)))
+    if plan.member_deletes:
+        groups, members = zip(*plan.member_deletes, strict=True)
+        statements.append((_DELETE_CONSUMER_MEMBERS, (list(groups), list(members))))
+    if plan.member_upserts:
+        rows = [consumer_member_row(m) for m in plan.member_upserts]
+        statements.append((_UPSERT_CONSUMER_MEMBERS, tuple(map(list, zip(*rows, strict=True)))))
+    if plan.group_deletes:
+        statements.append((_DELETE_CONSUMER_GROUPS, (plan.group_deletes,)))
+    if plan.group_upserts:
+        gs = plan.group_upserts
+        statements.append(
+            (
+                _UPSERT_CONSUMER_GROUPS,
+                (
+                    [g.group_id for g in gs],
+                    [g.group_epoch for g in gs],
+                    [g.assignment_epoch for g in gs],
+                    [g.state_ms for g in gs],
+                ),
+            )
+        )
 
 
 def _acl_columns(acls: list[AclRecord]) -> tuple[list[Any], ...]:

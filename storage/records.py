@@ -118,6 +118,62 @@ class AclTombstone:
     acl: AclRecord
 
 
+# ((topic name, sorted partitions), ...) sorted by topic.
+TopicPartitionList = tuple[tuple[str, tuple[int, ...]], ...]
+
+
+@dataclass(slots=True, frozen=True)
+class ConsumerGroupRecord:
+    """KIP-848 consumer group metadata; key group_id.
+
+    Lives apart from the classic groups: a group converted from classic to consumer is a
+    ``GroupTombstone`` plus a ``ConsumerGroupRecord`` of the same id (and the reverse)."""
+
+    group_id: str
+    group_epoch: int
+    assignment_epoch: int
+    state_ms: int  # wall-clock ms of the last change to the member set (retention of Empty groups)
+
+
+@dataclass(slots=True, frozen=True)
+class ConsumerMemberRecord:
+    """A consumer group member, its subscription, current and target assignment; key
+    (group_id, member_id)."""
+
+    group_id: str
+    member_id: str
+    instance_id: str | None
+    rack_id: str | None
+    client_id: str
+    client_host: str
+    subscribed_topic_names: tuple[str, ...]
+    subscribed_topic_regex: str | None
+    server_assignor: str | None
+    rebalance_timeout_ms: int
+    member_epoch: int
+    previous_member_epoch: int
+    state: int  # 0 STABLE, 1 UNREVOKED_PARTITIONS, 2 UNRELEASED_PARTITIONS
+    assigned: TopicPartitionList
+    pending_revocation: TopicPartitionList
+    target: TopicPartitionList
+
+
+@dataclass(slots=True, frozen=True)
+class ConsumerMemberTombstone:
+    group_id: str
+    member_id: str
+
+
+@dataclass(slots=True, frozen=True)
+class ConsumerGroupTombstone:
+    """Deletes the group row AND every member row of the group.
+
+    Within a batch it also cancels the group's member records that precede it; member
+    records that follow it are stored."""
+
+    group_id: str
+
+
 Record = (
     OffsetCommitRecord
     | OffsetTombstone
@@ -129,6 +185,10 @@ Record = (
     | UserCredentialTombstone
     | AclRecord
     | AclTombstone
+    | ConsumerGroupRecord
+    | ConsumerGroupTombstone
+    | ConsumerMemberRecord
+    | ConsumerMemberTombstone
 )
 
 
@@ -141,3 +201,5 @@ class LoadedState:
     offsets: list[OffsetCommitRecord]
     credentials: list[UserCredentialRecord] = field(default_factory=list)
     acls: list[AclRecord] = field(default_factory=list)
+    consumer_groups: list[ConsumerGroupRecord] = field(default_factory=list)
+    consumer_members: list[ConsumerMemberRecord] = field(default_factory=list)

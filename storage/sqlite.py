@@ -19,13 +19,24 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Final, Literal, TypeVar
+from typing import Any, Final, Literal, TypeVar
 
 from storage.base import StoreError
-from storage.batch import BatchPlan, plan_batch
-from storage.codec import CodecError, decode_configs, decode_members, encode_configs, encode_members
+from storage.batch import BatchPlan, ConsumerPlan, plan_batch
+from storage.codec import (
+    CONSUMER_MEMBER_COLUMNS,
+    CodecError,
+    consumer_member_from_row,
+    consumer_member_row,
+    decode_configs,
+    decode_members,
+    encode_configs,
+    encode_members,
+)
 from storage.records import (
     AclRecord,
+    ConsumerGroupRecord,
+    ConsumerMemberRecord,
     GroupMetadataRecord,
     LoadedState,
     MemberRecord,
@@ -93,6 +104,33 @@ _DELETE_ACL: Final = (
     "DELETE FROM acls WHERE resource_type = ? AND resource_name = ? AND pattern_type = ? AND principal = ? "
     "AND host = ? AND operation = ? AND permission = ?"
 )
+_UPSERT_CONSUMER_GROUP: Final = """
+INSERT INTO consumer_groups (group_id, group_epoch, assignment_epoch, state_ms)
+VALUES (?, ?, ?, ?)
+ON CONFLICT (group_id) DO UPDATE SET
+    group_epoch = excluded.group_epoch,
+    assignment_epoch = excluded.assignment_epoch,
+    state_ms = excluded.state_ms
+"""
+_DELETE_CONSUMER_GROUP: Final = "DELETE FROM consumer_groups WHERE group_id = ?"
+_UPSERT_CONSUMER_MEMBER: Final = f"""
+INSERT INTO consumer_members ({CONSUMER_MEMBER_COLUMNS})
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (group_id, member_id) DO UPDATE SET
+    instance_id = excluded.instance_id,
+    rack_id = excluded.rack_id,
+    client_id = excluded.client_id,
+    client_host = excluded.client_host,
+    subscribed_topic_regex = excluded.subscribed_topic_regex,
+    server_assignor = excluded.server_assignor,
+    rebalance_timeout_ms = excluded.rebalance_timeout_ms,
+    member_epoch = excluded.member_epoch,
+    previous_member_epoch = excluded.previous_member_epoch,
+    state = excluded.state,
+    topics = excluded.topics
+"""
+_DELETE_CONSUMER_MEMBER: Final = "DELETE FROM consumer_members WHERE group_id = ? AND member_id = ?"
+_WIPE_CONSUMER_MEMBERS: Final = "DELETE FROM consumer_members WHERE group_id = ?"
 _INSERT_HISTORY: Final = """
 INSERT INTO offset_commit_history
     (group_id, topic, partition, committed_offset, leader_epoch, metadata, commit_ms, expire_ms)
@@ -251,7 +289,7 @@ class SQLiteStore:
     def _load_sync(self) -> LoadedState:
         conn = self._connection()
         try:
-            conn.execute("BEGIN")  # one read snapshot for the three tables
+            conn.execute("BEGIN")  # one read snapshot for all tables
             try:
                 topics = [
                     TopicRecord(name, topic_id, num_partitions, replication_factor, decode_configs(configs))
@@ -278,6 +316,18 @@ class SQLiteStore:
                     )
                 )
                 acls = list(itertools.starmap(AclRecord, conn.execute(f"SELECT {_ACL_COLUMNS} FROM acls")))
+                consumer_groups = list(
+                    itertools.starmap(
+                        ConsumerGroupRecord,
+                        conn.execute(
+                            "SELECT group_id, group_epoch, assignment_epoch, state_ms FROM consumer_groups"
+                        ),
+                    )
+                )
+                consumer_members: list[ConsumerMemberRecord] = []
+                cursor = conn.execute(f"SELECT {CONSUMER_MEMBER_COLUMNS} FROM consumer_members")
+                while rows := cursor.fetchmany(_FETCH_ROWS):
+                    consumer_members.extend(map(consumer_member_from_row, rows))
             finally:
                 if conn.in_transaction:  # an I/O error may have ended it already
                     conn.execute("COMMIT")
@@ -285,7 +335,15 @@ class SQLiteStore:
             raise StoreError(f"cannot load from SQLite database {self.path}: {exc}") from exc
         except CodecError as exc:
             raise StoreError(f"corrupt row in SQLite database {self.path}: {exc}") from exc
-        return LoadedState(topics=topics, groups=groups, offsets=offsets, credentials=credentials, acls=acls)
+        return LoadedState(
+            topics=topics,
+            groups=groups,
+            offsets=offsets,
+            credentials=credentials,
+            acls=acls,
+            consumer_groups=consumer_groups,
+            consumer_members=consumer_members,
+        )
 
     async def load_credentials(self, user: str | None = None) -> list[UserCredentialRecord]:
         return await self._run(self._credentials_sync, user)
@@ -311,6 +369,8 @@ class SQLiteStore:
             topic_rows = [_topic_row(t) for t in plan.topic_upserts]
             group_rows = [_group_row(g) for g in plan.group_upserts]
             offset_rows = [_offset_row(r) for r in plan.offset_upserts]
+            consumer = plan.consumer
+            member_rows = [consumer_member_row(m) for m in consumer.member_upserts] if consumer else None
             conn.execute("BEGIN IMMEDIATE")
             try:
                 if plan.offset_deletes:
@@ -337,6 +397,8 @@ class SQLiteStore:
                         [(c.user, c.mechanism, c.salt, c.stored_key, c.server_key, c.iterations)
                          for c in plan.credential_upserts],
                     )  # fmt: skip
+                if consumer is not None and member_rows is not None:
+                    _write_consumer(conn, consumer, member_rows)
                 if self.history_retention_ms is not None:
                     self._write_history(conn, plan)
                 conn.execute("COMMIT")
@@ -378,6 +440,23 @@ class SQLiteStore:
         if self._conn is None:
             raise StoreError("SQLiteStore is not open")
         return self._conn
+
+
+def _write_consumer(conn: sqlite3.Connection, plan: ConsumerPlan, member_rows: list[tuple[Any, ...]]) -> None:
+    # The group-wide member deletes first: member records kept by plan_batch follow the wipe.
+    if plan.member_wipes:
+        conn.executemany(_WIPE_CONSUMER_MEMBERS, [(g,) for g in plan.member_wipes])
+    if plan.member_deletes:
+        conn.executemany(_DELETE_CONSUMER_MEMBER, plan.member_deletes)
+    if member_rows:
+        conn.executemany(_UPSERT_CONSUMER_MEMBER, member_rows)
+    if plan.group_deletes:
+        conn.executemany(_DELETE_CONSUMER_GROUP, [(g,) for g in plan.group_deletes])
+    if plan.group_upserts:
+        conn.executemany(
+            _UPSERT_CONSUMER_GROUP,
+            [(g.group_id, g.group_epoch, g.assignment_epoch, g.state_ms) for g in plan.group_upserts],
+        )
 
 
 def _acl_row(a: AclRecord) -> tuple[object, ...]:

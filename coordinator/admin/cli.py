@@ -138,11 +138,17 @@ def add_groups_parser(
     )
 
     describe = _leaf(
-        verbs, "describe", groups_describe, "describe groups: offsets and lag (default), members, state"
+        verbs,
+        "describe",
+        groups_describe,
+        "describe classic and consumer (KIP-848) groups: offsets and lag (default), members, state",
     )
     describe.add_argument("groups", nargs="+", metavar="GROUP")
     describe.add_argument(
-        "--members", action="store_true", help="members: client id, host, instance id, assigned partitions"
+        "--members",
+        action="store_true",
+        help="members: client id, host, instance id, assigned partitions (consumer groups: also member "
+        "epoch, subscription and target assignment)",
     )
     describe.add_argument(
         "--offsets",
@@ -150,7 +156,10 @@ def add_groups_parser(
         help="committed offset, log-end offset and lag per partition (default)",
     )
     describe.add_argument(
-        "--state", action="store_true", help="coordinator, assignment strategy, state, #members"
+        "--state",
+        action="store_true",
+        help="coordinator, assignment strategy, state, #members (consumer groups: also type, group "
+        "epoch and assignment epoch)",
     )
 
     delete = _leaf(verbs, "delete", groups_delete, "delete groups (they must have no members)")

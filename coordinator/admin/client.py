@@ -3,11 +3,16 @@
 It bootstraps from one address, learns the brokers from Metadata, finds each group's
 coordinator with FindCoordinator (in a real cluster that may be another node) and sends every
 request at min(our highest version, the broker's highest version).
+
+Groups are described as Kafka's AdminClient.describeConsumerGroups does: ConsumerGroupDescribe
+(KIP-848) when the coordinator serves it, and DescribeGroups for the groups it answers
+GROUP_ID_NOT_FOUND (classic groups) or when the coordinator does not serve it.
 """
 
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Final, NamedTuple, TypeVar
@@ -17,6 +22,12 @@ from coordinator.admin.connection import BrokerConnection, parse_address
 from coordinator.admin.errors import KafkaError
 from protocol.apis import ApiKey
 from protocol.errors import ErrorCode
+from protocol.messages.consumer_group_describe import (
+    Assignment,
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupDescribeResponse,
+    DescribedGroup,
+)
 from protocol.messages.delete_groups import DeleteGroupsRequest, DeleteGroupsResponse
 from protocol.messages.describe_groups import DescribeGroupsRequest, DescribeGroupsResponse
 from protocol.messages.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
@@ -56,6 +67,13 @@ _COORDINATOR_MOVED: Final = frozenset(
     {ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.NOT_COORDINATOR}
 )
 _BACKOFF_S: Final = 0.2
+
+CLASSIC: Final = "classic"
+CONSUMER: Final = "consumer"
+
+# ConsumerGroupDescribe errors after which the group is described with DescribeGroups instead:
+# the group is not a consumer group (or does not exist), or the coordinator cannot answer it.
+_NOT_A_CONSUMER_GROUP: Final = frozenset({ErrorCode.GROUP_ID_NOT_FOUND, ErrorCode.UNSUPPORTED_VERSION})
 
 T = TypeVar("T")
 
@@ -106,6 +124,12 @@ class Member:
     client_id: str
     host: str
     assignment: list[TP] | None  # None: not a consumer-protocol assignment
+    # Consumer (KIP-848) group members only:
+    member_epoch: int | None = None
+    rack_id: str | None = None
+    subscribed_topics: list[str] | None = None
+    subscribed_topic_regex: str | None = None
+    target_assignment: list[TP] | None = None
 
 
 @dataclass(slots=True)
@@ -113,9 +137,13 @@ class GroupDescription:
     group_id: str
     state: str
     protocol_type: str
-    protocol: str
+    protocol: str  # the assignor of a consumer group
     members: list[Member]
     coordinator: Node
+    group_type: str = CLASSIC
+    # Consumer (KIP-848) groups only:
+    group_epoch: int | None = None
+    assignment_epoch: int | None = None
 
     @property
     def is_active(self) -> bool:
@@ -175,9 +203,9 @@ class AdminClient:
             wanted = [] if version == 0 else None  # v0: an empty list means every topic
         else:
             wanted = [MetadataRequestTopic(name=t) for t in sorted(names)]
-        response: MetadataResponse = conn.request(
-            ApiKey.METADATA, MetadataRequest(topics=wanted, allow_auto_topic_creation=False), version
-        )
+        # AllowAutoTopicCreation exists from v4; before, the broker's own setting decides.
+        request = MetadataRequest(topics=wanted, allow_auto_topic_creation=version < 4)
+        response: MetadataResponse = conn.request(ApiKey.METADATA, request, version)
         brokers = {b.node_id: Node(b.node_id, b.host, b.port) for b in response.brokers}
         infos = {
             t.name: TopicInfo(t.error_code, {p.partition_index: p.leader_id for p in t.partitions})
@@ -196,7 +224,13 @@ class AdminClient:
             return cached
         conn = self._connect(*self.bootstrap)
         version = conn.version(ApiKey.FIND_COORDINATOR)
-        request = FindCoordinatorRequest(key=group, key_type=0, coordinator_keys=[group])
+        # v4+ (KIP-699) ask in CoordinatorKeys, older versions in Key; a field the version lacks
+        # must keep its default.
+        request = (
+            FindCoordinatorRequest(key_type=0, coordinator_keys=[group])
+            if version >= 4
+            else FindCoordinatorRequest(key=group)
+        )
         deadline = time.monotonic() + self.timeout
         while True:
             response: FindCoordinatorResponse = conn.request(ApiKey.FIND_COORDINATOR, request, version)
@@ -271,8 +305,78 @@ class AdminClient:
         )
 
     def describe_group(self, group: str, must_exist: bool = True) -> GroupDescription:
-        """The group's state and members; GROUP_ID_NOT_FOUND for a Dead group if must_exist."""
+        """The group's state and members; GROUP_ID_NOT_FOUND for a Dead group if must_exist.
 
+        A consumer group is described with ConsumerGroupDescribe, anything else with DescribeGroups.
+        """
+        described = self._describe_consumer_group(group)
+        if described is not None:
+            if must_exist and described.state == "Dead":
+                raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND, f"group {group!r} does not exist")
+            return described
+        return self._describe_classic_group(group, must_exist)
+
+    def _describe_consumer_group(self, group: str) -> GroupDescription | None:
+        """ConsumerGroupDescribe; None when the coordinator lacks it or the group is not a consumer group."""
+
+        def send(conn: BrokerConnection) -> DescribedGroup | None:
+            if ApiKey.CONSUMER_GROUP_DESCRIBE not in conn.versions:
+                return None
+            try:
+                version = conn.version(ApiKey.CONSUMER_GROUP_DESCRIBE)
+            except KafkaError:  # no version both sides know
+                return None
+            response: ConsumerGroupDescribeResponse = conn.request(
+                ApiKey.CONSUMER_GROUP_DESCRIBE, ConsumerGroupDescribeRequest(group_ids=[group]), version
+            )
+            for described in response.groups:
+                if described.group_id == group:
+                    return described
+            raise KafkaError(
+                ErrorCode.UNKNOWN_SERVER_ERROR, f"ConsumerGroupDescribe answer without group {group!r}"
+            )
+
+        g = self._on_coordinator(group, send, lambda r: ErrorCode.NONE if r is None else r.error_code)
+        if g is None or g.error_code in _NOT_A_CONSUMER_GROUP:
+            return None
+        if g.error_code == ErrorCode.NONE and g.group_epoch < 0:
+            # Not a group the broker runs as a consumer group: a KIP-848 group's epoch is never
+            # negative. (Tansu advertises ConsumerGroupDescribe v0 and answers every group id,
+            # classic or unknown, with NONE, epoch -1 and no members.)
+            return None
+        if g.error_code != ErrorCode.NONE:
+            raise KafkaError(
+                g.error_code, f"group {group!r}" + (f": {g.error_message}" if g.error_message else "")
+            )
+        members = [
+            Member(
+                m.member_id,
+                m.instance_id,
+                m.client_id,
+                m.client_host,
+                _assigned(m.assignment),
+                member_epoch=m.member_epoch,
+                rack_id=m.rack_id,
+                subscribed_topics=sorted(m.subscribed_topic_names),
+                subscribed_topic_regex=m.subscribed_topic_regex,
+                target_assignment=_assigned(m.target_assignment),
+            )
+            for m in g.members
+        ]
+        members.sort(key=lambda m: (m.client_id, m.member_id))
+        return GroupDescription(
+            g.group_id or group,
+            g.group_state,
+            CONSUMER,
+            g.assignor_name,
+            members,
+            self.coordinator(group),
+            group_type=CONSUMER,
+            group_epoch=g.group_epoch,
+            assignment_epoch=g.assignment_epoch,
+        )
+
+    def _describe_classic_group(self, group: str, must_exist: bool) -> GroupDescription:
         def send(conn: BrokerConnection) -> DescribeGroupsResponse:
             response: DescribeGroupsResponse = conn.request(
                 ApiKey.DESCRIBE_GROUPS, DescribeGroupsRequest(groups=[group])
@@ -483,3 +587,12 @@ def _first_error(errors: dict[TP, int]) -> int:
 
 def _tps(pairs: list[tuple[str, int]] | None) -> list[TP] | None:
     return None if pairs is None else [TP(t, p) for t, p in pairs]
+
+
+def _assigned(assignment: Assignment) -> list[TP]:
+    """A ConsumerGroupDescribe assignment as sorted partitions (a topic unknown by name: its id)."""
+    return sorted(
+        TP(tps.topic_name or str(uuid.UUID(bytes=tps.topic_id)), p)
+        for tps in assignment.topic_partitions
+        for p in tps.partitions
+    )

@@ -6,7 +6,7 @@ import argparse
 from dataclasses import dataclass
 from typing import Any
 
-from coordinator.admin.client import LATEST, TP, AdminClient, GroupDescription, Member
+from coordinator.admin.client import CONSUMER, LATEST, TP, AdminClient, GroupDescription, Member
 from coordinator.admin.errors import KafkaError
 from coordinator.admin.output import note, print_json, print_table
 from protocol.errors import ErrorCode, error_name
@@ -83,6 +83,28 @@ def format_assignment(assignment: list[TP] | None) -> str:
     return ",".join(f"{t}({','.join(map(str, ps))})" for t, ps in sorted(by_topic.items()))
 
 
+def format_partitions(assignment: list[TP] | None) -> str:
+    """'orders:0,1;payments:3' (topic:partitions), the assignment of a consumer-group member."""
+    if not assignment:
+        return "-"
+    return ";".join(f"{t}:{','.join(map(str, ps))}" for t, ps in _by_topic(assignment).items())
+
+
+def _by_topic(assignment: list[TP]) -> dict[str, list[int]]:
+    by_topic: dict[str, list[int]] = {}
+    for tp in sorted(assignment):
+        by_topic.setdefault(tp.topic, []).append(tp.partition)
+    return by_topic
+
+
+def format_subscription(member: Member) -> str:
+    """Subscribed topic names, then the regex (as /regex/) if the member subscribed to one."""
+    parts = list(member.subscribed_topics or [])
+    if member.subscribed_topic_regex:
+        parts.append(f"/{member.subscribed_topic_regex}/")
+    return ",".join(parts) or "-"
+
+
 def groups_describe(client: AdminClient, args: argparse.Namespace) -> int:
     show_offsets = args.offsets or not (args.members or args.state)
     described: list[tuple[GroupDescription, list[OffsetLine] | None]] = []
@@ -92,11 +114,21 @@ def groups_describe(client: AdminClient, args: argparse.Namespace) -> int:
     if args.format == "json":
         print_json([_group_json(g, lines, args.members) for g, lines in described])
         return 0
+    # Classic groups keep kafka-consumer-groups' tables; consumer groups get their own, with the
+    # KIP-848 columns (epochs, subscriptions, target assignment), after the classic ones.
+    classic = [(g, lines) for g, lines in described if g.group_type != CONSUMER]
+    consumer = [(g, lines) for g, lines in described if g.group_type == CONSUMER]
     sections: list[tuple[list[str], list[list[object]]]] = []
     if args.state:
-        sections.append(_state_table(described))
+        if classic or not consumer:
+            sections.append(_state_table(classic))
+        if consumer:
+            sections.append(_consumer_state_table(consumer))
     if args.members:
-        sections.append(_members_table(described))
+        if classic or not consumer:
+            sections.append(_members_table(classic))
+        if consumer:
+            sections.append(_consumer_members_table(consumer))
     if show_offsets:
         sections.append(_offsets_table(described))
     for group, _lines in described:
@@ -135,6 +167,54 @@ def _members_table(described: list[tuple[GroupDescription, Any]]) -> tuple[list[
     return headers, rows
 
 
+def _consumer_state_table(
+    described: list[tuple[GroupDescription, Any]],
+) -> tuple[list[str], list[list[object]]]:
+    headers = [
+        "GROUP", "COORDINATOR (ID)", "TYPE", "ASSIGNOR", "STATE", "GROUP-EPOCH", "ASSIGNMENT-EPOCH", "#MEMBERS",
+    ]  # fmt: skip
+    rows: list[list[object]] = [
+        [
+            g.group_id,
+            str(g.coordinator),
+            g.group_type,
+            g.protocol,
+            g.state,
+            g.group_epoch,
+            g.assignment_epoch,
+            len(g.members),
+        ]
+        for g, _ in described
+    ]
+    return headers, rows
+
+
+def _consumer_members_table(
+    described: list[tuple[GroupDescription, Any]],
+) -> tuple[list[str], list[list[object]]]:
+    headers = [
+        "GROUP", "CONSUMER-ID", "GROUP-INSTANCE-ID", "HOST", "CLIENT-ID", "MEMBER-EPOCH", "SUBSCRIPTION",
+        "#PARTITIONS", "ASSIGNMENT", "TARGET-ASSIGNMENT",
+    ]  # fmt: skip
+    rows: list[list[object]] = [
+        [
+            g.group_id,
+            m.member_id,
+            m.group_instance_id,
+            m.host,
+            m.client_id,
+            m.member_epoch,
+            format_subscription(m),
+            len(m.assignment or []),
+            format_partitions(m.assignment),
+            format_partitions(m.target_assignment),
+        ]
+        for g, _ in described
+        for m in g.members
+    ]
+    return headers, rows
+
+
 def _offsets_table(
     described: list[tuple[GroupDescription, list[OffsetLine] | None]],
 ) -> tuple[list[str], list[list[object]]]:
@@ -164,6 +244,7 @@ def _offsets_table(
 def _group_json(group: GroupDescription, lines: list[OffsetLine] | None, members: bool) -> dict[str, Any]:
     doc: dict[str, Any] = {
         "group": group.group_id,
+        "type": group.group_type,
         "state": group.state,
         "protocol_type": group.protocol_type,
         "assignment_strategy": group.protocol,
@@ -174,7 +255,13 @@ def _group_json(group: GroupDescription, lines: list[OffsetLine] | None, members
         },
         "member_count": len(group.members),
     }
-    if members:
+    if group.group_type == CONSUMER:
+        doc["assignor"] = group.protocol
+        doc["group_epoch"] = group.group_epoch
+        doc["assignment_epoch"] = group.assignment_epoch
+        if members:
+            doc["members"] = [_consumer_member_json(m) for m in group.members]
+    elif members:
         doc["members"] = [
             {
                 "member_id": m.member_id,
@@ -202,6 +289,21 @@ def _group_json(group: GroupDescription, lines: list[OffsetLine] | None, members
             for line in lines
         ]
     return doc
+
+
+def _consumer_member_json(m: Member) -> dict[str, Any]:
+    return {
+        "member_id": m.member_id,
+        "instance_id": m.group_instance_id,
+        "rack_id": m.rack_id,
+        "client_id": m.client_id,
+        "client_host": m.host,
+        "member_epoch": m.member_epoch,
+        "subscribed_topics": m.subscribed_topics or [],
+        "subscribed_topic_regex": m.subscribed_topic_regex,
+        "assignment": _by_topic(m.assignment or []),
+        "target_assignment": _by_topic(m.target_assignment or []),
+    }
 
 
 def groups_delete(client: AdminClient, args: argparse.Namespace) -> int:

@@ -24,7 +24,11 @@ class Change:
 
 
 def refuse_if_active(client: AdminClient, group: str, action: str) -> None:
-    """Offsets may be changed from outside only while the group has no members (Empty or Dead)."""
+    """Offsets may be changed from outside only while the group has no members (Empty or Dead).
+
+    Classic groups are checked with DescribeGroups, consumer (KIP-848) groups with
+    ConsumerGroupDescribe: both report a group with members as active.
+    """
     described = client.describe_group(group, must_exist=False)
     if described.is_active:
         count = len(described.members)
@@ -34,6 +38,16 @@ def refuse_if_active(client: AdminClient, group: str, action: str) -> None:
             f"(state {described.state}, {count} member{'s' if count != 1 else ''}); stop its consumers first",
             explain=False,
         )
+
+
+def refuse_if_joined(client: AdminClient, group: str, action: str, errors: dict[TP, int]) -> None:
+    """A non-member commit rejected with UNKNOWN_MEMBER_ID: members joined after the check.
+
+    Coordinators reject a generation/epoch -1 commit to a group with members (classic and consumer
+    groups alike) as a whole; report that as refuse_if_active does, if the group still has members.
+    """
+    if ErrorCode.UNKNOWN_MEMBER_ID in errors.values():
+        refuse_if_active(client, group, action)
 
 
 def read_csv_argument(path: str) -> list[OffsetRow]:
@@ -55,6 +69,7 @@ def offsets_reset(client: AdminClient, args: argparse.Namespace) -> int:
     changes = [Change(tp, committed[tp].offset if tp in committed else None, new) for tp, new in plan.items()]
     if args.execute and changes:
         errors = client.commit_offsets(args.group, {c.tp: Committed(c.new) for c in changes})
+        refuse_if_joined(client, args.group, "reset the offsets of", errors)
         for change in changes:
             change.error = errors.get(change.tp, ErrorCode.UNKNOWN_SERVER_ERROR)
     _print_changes(args, changes, executed=args.execute, current_header="CURRENT-OFFSET")
@@ -72,6 +87,7 @@ def offsets_import(client: AdminClient, args: argparse.Namespace) -> int:
     refuse_if_active(client, args.group, "import offsets into")
     offsets = {TP(r.topic, r.partition): Committed(r.offset, r.metadata or "") for r in rows}
     errors = client.commit_offsets(args.group, offsets)
+    refuse_if_joined(client, args.group, "import offsets into", errors)
     changes = [
         Change(tp, None, c.offset, errors.get(tp, ErrorCode.UNKNOWN_SERVER_ERROR))
         for tp, c in offsets.items()

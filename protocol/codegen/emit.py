@@ -78,9 +78,6 @@ class ModuleEmitter:
     # ---- classes -------------------------------------------------------------------------
     def register(self, name: str, fields: list[FieldSpec]) -> None:
         for f in fields:
-            if f.is_struct and f.nullable is not None:
-                # Kafka writes a one-byte presence marker before a nullable struct; not emitted yet.
-                raise NotImplementedError(f"nullable struct field {name}.{f.name} is not supported")
             if f.fields is not None and f.struct_name is not None:
                 self.register(f.struct_name, f.fields)
         known = self.structs.get(name)
@@ -175,7 +172,9 @@ class ModuleEmitter:
             )
             for f in tagged:
                 names[f.attr] = var(f)
-                lines.append(f"{var(f)}: {_python_type(f, self.struct_cls)} = {default_literal(f, self.struct_cls)}")
+                lines.append(
+                    f"{var(f)}: {_python_type(f, self.struct_cls)} = {default_literal(f, self.struct_cls)}"
+                )
             lines.append("if data[pos] == 0:")
             lines.append("    pos += 1")
             lines.append("else:")
@@ -247,8 +246,26 @@ class ModuleEmitter:
             lines += ["    " + line for line in inner]
         elif f.fields is not None:
             cls = self.struct_cls[id(f.fields)]
-            expr = self._decode_struct(lines, f.fields, version, flexible, depth + 1, cls)
-            lines.append(f"{target} = {expr}")
+            if not f.nullable_in(version):
+                expr = self._decode_struct(lines, f.fields, version, flexible, depth + 1, cls)
+                lines.append(f"{target} = {expr}")
+                return
+            # A nullable struct is preceded by an int8 marker: -1 null, 1 present (in flexible
+            # and non-flexible versions alike); any other marker is malformed.
+            marker = self._fresh("marker")
+            lines.append(f"{marker} = data[pos]")
+            lines.append("pos += 1")
+            lines.append(f"if {marker} == 1:")
+            present: list[str] = []
+            expr = self._decode_struct(present, f.fields, version, flexible, depth + 1, cls)
+            present.append(f"{target} = {expr}")
+            lines += ["    " + line for line in present]
+            lines.append(f"elif {marker} == 0xFF:")
+            lines.append(f"    {target} = None")
+            lines.append("else:")
+            lines.append(
+                f"    raise DecodeError('invalid presence marker %d of nullable struct {f.name}' % {marker})"
+            )
         else:
             raise ValueError(f"cannot decode {f.type}")
 
@@ -309,6 +326,14 @@ class ModuleEmitter:
             lines.append(f"{out} += {const}.pack({values})")
             batch.clear()
 
+        # Kafka refuses to drop a non-default value of a field this version lacks, unless the
+        # field is marked ignorable (then the value is silently dropped). Checked before writing.
+        for f in fields:
+            if not f.present(version) and not f.ignorable:
+                lines.append(f"if {self._not_default(f, f'{obj}.{f.attr}')}:")
+                lines.append(
+                    f"    raise ValueError('attempted to write a non-default {f.name} at version {version}')"
+                )
         for f in fields:
             if not f.present(version) or f.tagged_in(version):
                 continue
@@ -340,6 +365,25 @@ class ModuleEmitter:
             lines += ["    " + line for line in inner]
             lines.append(f"    write_uvarint({out}, len({tmp}))")
             lines.append(f"    {out} += {tmp}")
+
+    def _not_default(self, f: FieldSpec, expr: str) -> str:
+        """A condition true when ``expr`` (the field's value) differs from the field's default."""
+        default = default_literal(f, self.struct_cls)
+        if f.is_struct and default != "None":
+            # Field by field rather than ``!= Cls()``: no instance built per check.
+            parts = [f"({self._not_default(g, f'{expr}.{g.attr}')})" for g in f.fields or []]
+            if f.nullable is not None:
+                parts.insert(0, f"({expr} is None)")
+            return " or ".join(parts) if parts else "False"
+        if default == "None":
+            return f"{expr} is not None"
+        if default == "[]":
+            return expr
+        if default == "False":
+            return expr
+        if default == "True":
+            return f"not {expr}"
+        return f"{expr} != {default}"
 
     def _encode_length(self, lines: list[str], compact: bool, wide: bool, expr: str, out: str) -> None:
         if compact:
@@ -418,7 +462,19 @@ class ModuleEmitter:
         if f.fields is not None:
             struct_var = self._fresh("s")
             lines.append(f"{struct_var} = {expr}")
-            self._encode_struct(lines, f.fields, version, flexible, depth + 1, struct_var, out)
+            if guard:
+                lines.append(f"if {struct_var} is None:")
+                lines.append(f"    raise ValueError('{f.name} cannot be null in version {version}')")
+            if not nullable:
+                self._encode_struct(lines, f.fields, version, flexible, depth + 1, struct_var, out)
+                return
+            # The int8 presence marker: -1 (0xFF) for null, 1 before a present struct.
+            lines.append(f"if {struct_var} is None:")
+            lines.append(f"    {out}.append(0xFF)")
+            lines.append("else:")
+            inner = [f"{out}.append(1)"]
+            self._encode_struct(inner, f.fields, version, flexible, depth + 1, struct_var, out)
+            lines += ["    " + line for line in inner]
             return
         raise ValueError(f"cannot encode {f.type}")
 

@@ -68,6 +68,9 @@ class FieldSpec:
     default: Any
     fields: list[FieldSpec] | None
     struct_name: str | None  # for struct and struct-array fields
+    # Kafka semantics: a non-default value of an ignorable field is dropped when encoding a
+    # version without the field; for any other field that is an error.
+    ignorable: bool = False
 
     @property
     def is_array(self) -> bool:
@@ -138,6 +141,7 @@ def _parse_field(raw: dict[str, Any], common: dict[str, list[dict[str, Any]]]) -
         default=raw.get("default"),
         fields=[_parse_field(f, common) for f in sub] if sub is not None else None,
         struct_name=struct_name,
+        ignorable=bool(raw.get("ignorable", False)),
     )
 
 

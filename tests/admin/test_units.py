@@ -12,10 +12,13 @@ from pathlib import Path
 import pytest
 
 from coordinator.admin.assignment import decode_assignment
+from coordinator.admin.client import TP, AdminClient, Member, Node
 from coordinator.admin.csvfile import OffsetRow, read_offsets_csv, write_offsets_csv
 from coordinator.admin.errors import KafkaError, UsageError
+from coordinator.admin.groups_cmd import format_partitions, format_subscription
 from coordinator.admin.output import render_table
 from coordinator.admin.specs import parse_datetime_ms, parse_duration_ms, parse_topic_spec
+from protocol.apis import SERVED_VERSIONS, ApiKey
 from protocol.errors import ErrorCode
 from protocol.messages.consumer_protocol import (
     ConsumerProtocolAssignment,
@@ -23,6 +26,9 @@ from protocol.messages.consumer_protocol import (
     encode_consumer_protocol_assignment_v0,
     encode_consumer_protocol_assignment_v3,
 )
+from protocol.messages.find_coordinator import Coordinator, FindCoordinatorResponse
+from protocol.messages.metadata import MetadataResponse
+from protocol.wire import encode_request
 from tests.admin.support import cli
 
 
@@ -158,3 +164,48 @@ def test_unreachable_broker_is_a_named_error() -> None:
     result = cli(address, "groups", "list")
     assert result.code == 1
     assert result.err.startswith(f"NETWORK_EXCEPTION: cannot connect to {address}: ")
+
+
+def test_consumer_group_assignment_and_subscription_cells() -> None:
+    assignment = [TP("orders", 2), TP("audit", 0), TP("orders", 0)]
+    assert format_partitions(assignment) == "audit:0;orders:0,2"
+    assert format_partitions([]) == format_partitions(None) == "-"
+    member = Member("m", None, "c", "/h", [], subscribed_topics=["a", "b"], subscribed_topic_regex="^x.*")
+    assert format_subscription(member) == "a,b,/^x.*/"
+    assert format_subscription(Member("m", None, "c", "/h", [])) == "-"
+
+
+class _RecordingConnection:
+    """Stands in for a BrokerConnection at one version; checks that every request encodes."""
+
+    def __init__(self, version: int, response: object) -> None:
+        self.chosen = version
+        self.response = response
+        self.versions: dict[ApiKey, tuple[int, int]] = {}
+
+    def version(self, api: ApiKey) -> int:
+        return self.chosen
+
+    def request(self, api: ApiKey, body: object, version: int | None = None) -> object:
+        encode_request(api, self.chosen if version is None else version, 1, "test", body)
+        return self.response
+
+
+@pytest.mark.parametrize("version", range(SERVED_VERSIONS[ApiKey.FIND_COORDINATOR][1] + 1))
+def test_find_coordinator_request_fits_every_version(version: int) -> None:
+    """Key before v4, CoordinatorKeys from v4 (KIP-699): a field a version lacks keeps its default."""
+    if version >= 4:
+        response = FindCoordinatorResponse(coordinators=[Coordinator("g", 3, "h", 9092)])
+    else:
+        response = FindCoordinatorResponse(node_id=3, host="h", port=9092)
+    client = AdminClient("127.0.0.1:1")
+    client._connections[client.bootstrap] = _RecordingConnection(version, response)  # type: ignore[assignment]
+    assert client.coordinator("g") == Node(3, "h", 9092)
+
+
+@pytest.mark.parametrize("version", range(SERVED_VERSIONS[ApiKey.METADATA][1] + 1))
+def test_metadata_request_fits_every_version(version: int) -> None:
+    client = AdminClient("127.0.0.1:1")
+    client._connections[client.bootstrap] = _RecordingConnection(version, MetadataResponse())  # type: ignore[assignment]
+    assert client.metadata(["orders"]).topics == {}
+    assert client.metadata().brokers == {}

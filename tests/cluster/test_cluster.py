@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from itertools import count
 from typing import Any
 
@@ -317,3 +318,91 @@ def test_api_versions_and_describe_cluster() -> None:
     assert bad.error_code == ErrorCode.INVALID_REQUEST
     described, _ = call(cluster.describe_cluster, DescribeClusterRequest(), 1)
     assert (described.cluster_id, described.controller_id, described.brokers[0].broker_id) == ("cid", 7, 7)
+
+
+def _first(handler: Any, ctx: RequestContext, request: Any) -> Result:
+    result: Result = handler(ctx, request)[0]
+    return result
+
+
+def _encodes(api_key: int, version: int, response: Any) -> None:
+    from protocol.messages import CODECS
+
+    CODECS[(api_key, version)][3](response, bytearray())  # raises on a field the version lacks
+
+
+@pytest.mark.parametrize(
+    ("api_key", "low", "high"),
+    [
+        (2, 0, 8),
+        (3, 0, 12),
+        (10, 0, 6),
+        (19, 0, 7),
+        (20, 0, 6),
+        (37, 0, 3),
+        (60, 0, 1),
+        (0, 3, 9),
+        (18, 0, 4),
+    ],
+)
+def test_every_answer_encodes_in_the_version_asked(api_key: int, low: int, high: int) -> None:
+    """Handlers must not set fields the request's version does not have (the encoder refuses them)."""
+    for version in range(low, high + 1):
+        cluster = make_cluster()
+        create(cluster, "t", 2)
+        request: Any
+        handler: Any
+        if api_key == 2:
+            handler = cluster.list_offsets
+            request = ListOffsetsRequest(
+                topics=[
+                    ListOffsetsTopic("t", [ListOffsetsPartition(0, timestamp=-1), ListOffsetsPartition(9)])
+                ]
+            )
+        elif api_key == 3:
+            handler = cluster.metadata
+            request = MetadataRequest(
+                topics=[MetadataRequestTopic(name="t"), MetadataRequestTopic(name="new")]
+            )
+        elif api_key == 10:
+            handler = cluster.find_coordinator
+            request = (
+                FindCoordinatorRequest(key="g")
+                if version < 4
+                else FindCoordinatorRequest(coordinator_keys=["g"])
+            )
+        elif api_key == 19:
+            handler = cluster.create_topics
+            request = CreateTopicsRequest([CreatableTopic("u", 3, 1), CreatableTopic("t", 3, 1)])
+        elif api_key == 20:
+            handler = partial(_first, cluster.delete_topics)
+            request = (
+                DeleteTopicsRequest(topics=[DeleteTopicState(name="t"), DeleteTopicState(name="zz")])
+                if version >= 6
+                else DeleteTopicsRequest(topic_names=["t", "zz"])
+            )
+        elif api_key == 37:
+            handler = cluster.create_partitions
+            request = CreatePartitionsRequest([CreatePartitionsTopic("t", 4), CreatePartitionsTopic("zz", 4)])
+        elif api_key == 60:
+            handler = cluster.describe_cluster
+            request = DescribeClusterRequest()
+        elif api_key == 0:
+            handler = cluster.produce
+            request = ProduceRequest(
+                acks=-1, topic_data=[TopicProduceData("t", partition_data=[PartitionProduceData(0)])]
+            )
+        else:
+            handler = cluster.api_versions
+            request = ApiVersionsRequest()
+        response, _ = call(handler, request, version)
+        _encodes(api_key, version, response)
+    for version in range(4, 14):
+        cluster = make_cluster()
+        create(cluster, "t", 1)
+        fetch = FetchRequest(topics=[FetchTopic("t", partitions=[FetchPartition(0), FetchPartition(3)])])
+        if version >= 13:
+            fetch = FetchRequest(
+                topics=[FetchTopic(topic_id=cluster.topics["t"].topic_id, partitions=[FetchPartition(0)])]
+            )
+        _encodes(1, version, cluster.fetch_response(version, fetch))

@@ -51,11 +51,16 @@ from protocol.messages.offset_fetch import (
 )
 from protocol.messages.sync_group import SyncGroupRequest, SyncGroupRequestAssignment
 from storage.records import (
+    ConsumerGroupRecord,
+    ConsumerGroupTombstone,
+    ConsumerMemberRecord,
+    ConsumerMemberTombstone,
     GroupMetadataRecord,
     GroupTombstone,
     OffsetCommitRecord,
     OffsetTombstone,
     Record,
+    TopicRecord,
 )
 
 OFFSET_COMMIT, OFFSET_FETCH, JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP = 8, 9, 11, 12, 13, 14
@@ -122,6 +127,8 @@ class FakeStore:
 
     groups: dict[str, GroupMetadataRecord] = field(default_factory=dict)
     offsets: dict[tuple[str, str, int], OffsetCommitRecord] = field(default_factory=dict)
+    consumer_groups: dict[str, ConsumerGroupRecord] = field(default_factory=dict)
+    consumer_members: dict[tuple[str, str], ConsumerMemberRecord] = field(default_factory=dict)
     batches: list[list[Record]] = field(default_factory=list)
 
     def write(self, records: Iterable[Record]) -> None:
@@ -136,11 +143,57 @@ class FakeStore:
                 self.groups[record.group_id] = record
             elif isinstance(record, GroupTombstone):
                 self.groups.pop(record.group_id, None)
+            elif isinstance(record, ConsumerGroupRecord):
+                self.consumer_groups[record.group_id] = record
+            elif isinstance(record, ConsumerMemberRecord):
+                self.consumer_members[(record.group_id, record.member_id)] = record
+            elif isinstance(record, ConsumerMemberTombstone):
+                self.consumer_members.pop((record.group_id, record.member_id), None)
+            elif isinstance(record, ConsumerGroupTombstone):
+                self.consumer_groups.pop(record.group_id, None)
+                for key in [k for k in self.consumer_members if k[0] == record.group_id]:
+                    del self.consumer_members[key]
             else:
                 raise AssertionError(f"unexpected record {record!r}")
 
     def records(self) -> list[Record]:
         return [r for batch in self.batches for r in batch]
+
+    def load_into(self, coordinator: GroupCoordinator, now_ms: int, wall_ms: int) -> None:
+        coordinator.load(
+            list(self.groups.values()),
+            list(self.offsets.values()),
+            now_ms,
+            wall_ms,
+            list(self.consumer_groups.values()),
+            list(self.consumer_members.values()),
+        )
+
+
+class FakeCatalog:
+    """The topic catalog consumer groups read (names, ids, partition counts, version)."""
+
+    def __init__(self) -> None:
+        self.version = 0
+        self.topics: dict[str, TopicRecord] = {}
+        self._by_id: dict[bytes, TopicRecord] = {}
+
+    def topic_by_id(self, topic_id: bytes) -> TopicRecord | None:
+        return self._by_id.get(topic_id)
+
+    def set_topic(self, name: str, partitions: int) -> TopicRecord:
+        old = self.topics.get(name)
+        topic_id = old.topic_id if old is not None else bytes([len(self.topics) + 1]) * 16
+        record = TopicRecord(name, topic_id, partitions, 1, ())
+        self.topics[name] = record
+        self._by_id[topic_id] = record
+        self.version += 1
+        return record
+
+    def delete_topic(self, name: str) -> None:
+        record = self.topics.pop(name)
+        del self._by_id[record.topic_id]
+        self.version += 1
 
 
 class Harness:
@@ -157,10 +210,10 @@ class Harness:
         self.held: list[Result] = []
         self.failed_batches: list[list[Record]] = []
         self.coordinator = GroupCoordinator(self.config, self._new_member_id)
+        self.catalog = FakeCatalog()
+        self.coordinator.attach_catalog(self.catalog)
         if load:
-            self.coordinator.load(
-                list(self.store.groups.values()), list(self.store.offsets.values()), self.now_ms, self.wall_ms
-            )
+            self.store.load_into(self.coordinator, self.now_ms, self.wall_ms)
 
     def _new_member_id(self, prefix: str) -> str:
         return f"{prefix}-{next(self._ids)}"
@@ -215,9 +268,9 @@ class Harness:
         other = Harness(config or self.config, load=False, store=self.store)
         other.now_ms, other.wall_ms = self.now_ms, self.wall_ms
         other._ids = self._ids
-        other.coordinator.load(
-            list(self.store.groups.values()), list(self.store.offsets.values()), other.now_ms, other.wall_ms
-        )
+        other.catalog = self.catalog
+        other.coordinator.attach_catalog(self.catalog)
+        self.store.load_into(other.coordinator, other.now_ms, other.wall_ms)
         return other
 
     def group(self, group_id: str = "g") -> ClassicGroup:

@@ -76,8 +76,23 @@ def _import_kafka_python() -> None:
 _import_kafka_python()
 
 
+# APIs kafka-python 3.0.12 has no classes (nor bundled specs) for: their specs are ours
+# (protocol/extra_specs.py) and their oracle is the hand-computed bytes of test_golden.py.
+NO_KAFKA_PYTHON: Final = frozenset({ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.CONSUMER_GROUP_DESCRIBE})
+
+
 def served_pairs() -> list[tuple[ApiKey, int]]:
     return [(key, v) for key, (low, high) in sorted(SERVED_VERSIONS.items()) for v in range(low, high + 1)]
+
+
+def kafka_python_pairs() -> list[tuple[ApiKey, int]]:
+    """The served (API, version) pairs kafka-python's classes can be the oracle for."""
+    return [pair for pair in served_pairs() if pair[0] not in NO_KAFKA_PYTHON]
+
+
+def golden_pairs() -> list[tuple[ApiKey, int]]:
+    """The served pairs without a kafka-python oracle: checked against hand-computed bytes."""
+    return [pair for pair in served_pairs() if pair[0] in NO_KAFKA_PYTHON]
 
 
 def pair_id(pair: tuple[ApiKey, int]) -> str:
@@ -91,13 +106,20 @@ def kp_import(module: str, name: str) -> Any:
 
 
 @functools.cache
-def kp_class(name: str) -> Any:
-    """The kafka-python 3.x class called ``name`` (e.g. "JoinGroupRequest")."""
+def kp_class_or_none(name: str) -> Any:
+    """The kafka-python 3.x class called ``name`` (e.g. "JoinGroupRequest"), or None."""
     for module_name in _KP_MODULES:
         cls = getattr(importlib.import_module(module_name), name, None)
         if cls is not None:
             return cls
-    raise LookupError(f"kafka-python has no class {name}")
+    return None
+
+
+def kp_class(name: str) -> Any:
+    cls = kp_class_or_none(name)
+    if cls is None:
+        raise LookupError(f"kafka-python has no class {name}")
+    return cls
 
 
 @functools.cache
@@ -111,7 +133,7 @@ class Side:
 
     msg: MessageSpec
     module: ModuleType  # our generated module holding its classes
-    kp: Any  # the kafka-python class
+    kp: Any  # the kafka-python class, None for the NO_KAFKA_PYTHON APIs
 
     @property
     def ours(self) -> type[Any]:
@@ -121,7 +143,7 @@ class Side:
 
 @functools.cache
 def side(name: str, module: str) -> Side:
-    return Side(spec(name), importlib.import_module(f"protocol.messages.{module}"), kp_class(name))
+    return Side(spec(name), importlib.import_module(f"protocol.messages.{module}"), kp_class_or_none(name))
 
 
 def request_side(key: ApiKey) -> Side:
@@ -216,6 +238,11 @@ def _ours_struct(
     return cls(**kwargs)
 
 
+def to_ours_value(module: ModuleType, f: FieldSpec, value: Any, version: int) -> Any:
+    """One field's plain value as the value of that attribute in our classes."""
+    return _ours_value(module, f, value, version)
+
+
 def _ours_value(module: ModuleType, f: FieldSpec, value: Any, version: int) -> Any:
     if value is None or f.fields is None:
         return list(value) if isinstance(value, list) else value
@@ -297,7 +324,12 @@ def set_to_bits(bits: set[int] | None) -> int:
     return unsigned - (1 << 32) if unsigned >= 1 << 31 else unsigned
 
 
+def _require_kp(side_: Side) -> None:
+    assert side_.kp is not None, f"kafka-python has no {side_.msg.name}: test it in test_golden.py"
+
+
 def to_kp(side_: Side, value: dict[str, Any], version: int) -> Any:
+    _require_kp(side_)
     kwargs = _kp_kwargs(side_.module, side_.ours, side_.kp._struct, side_.msg.fields, value, version)
     if side_.msg.kind == "data":  # ApiData classes (consumer protocol) are not subscriptable
         return side_.kp(version=version, **kwargs)
@@ -350,6 +382,7 @@ def _kp_value(module: ModuleType, f: FieldSpec, kf: KpField, value: Any, version
 
 
 def canon_kp(side_: Side, obj: Any, version: int) -> dict[str, Any]:
+    _require_kp(side_)
     return _canon_kp_struct(side_.module, side_.ours, side_.kp._struct, side_.msg.fields, obj, version)
 
 
@@ -404,18 +437,19 @@ _FULL_SCALARS: Final[dict[str, Any]] = {
 }
 
 
+def full_field_value(f: FieldSpec, version: int) -> Any:
+    """The plain value full_value() gives one field."""
+    if f.fields is not None:
+        inner = full_value(f.fields, version)
+        return [inner] if f.is_array else inner
+    scalar = _FULL_SCALARS[f.elem_type if f.is_array else f.type]
+    return [scalar] if f.is_array else scalar
+
+
 def full_value(fields: list[FieldSpec], version: int) -> dict[str, Any]:
     """A plain value with every present field (tagged ones too) set and one element per array,
     so that its encoding contains every length prefix and tag the version has."""
-    out: dict[str, Any] = {}
-    for f in present(fields, version):
-        if f.fields is not None:
-            inner = full_value(f.fields, version)
-            out[f.attr] = [inner] if f.is_array else inner
-        else:
-            scalar = _FULL_SCALARS[f.elem_type if f.is_array else f.type]
-            out[f.attr] = [scalar] if f.is_array else scalar
-    return out
+    return {f.attr: full_field_value(f, version) for f in present(fields, version)}
 
 
 # ---- type check of decoded objects ------------------------------------------------------------

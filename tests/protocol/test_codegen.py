@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import subprocess
 import sys
 from pathlib import Path
@@ -14,14 +15,20 @@ from protocol.apis import SERVED_VERSIONS, ApiKey
 from protocol.codegen.spec import FieldSpec
 from protocol.messages import CODECS, FLEXIBLE, MESSAGE_CLASSES
 from tests.protocol.model import (
+    NO_KAFKA_PYTHON,
     ZERO_UUID,
     Side,
+    full_field_value,
+    full_value,
     kp_fields,
     request_side,
     response_side,
+    served_pairs,
     set_to_bits,
     side,
     struct_class,
+    to_ours,
+    to_ours_value,
 )
 
 REPO = Path(__file__).resolve().parents[2]
@@ -107,7 +114,13 @@ def _default_pairs(
 
 
 def _sides() -> list[Side]:
-    sides = [s for key in sorted(SERVED_VERSIONS) for s in (request_side(key), response_side(key))]
+    """Every served message kafka-python has a class for (test_golden.py checks the others' defaults)."""
+    sides = [
+        s
+        for key in sorted(SERVED_VERSIONS)
+        if key not in NO_KAFKA_PYTHON
+        for s in (request_side(key), response_side(key))
+    ]
     return [
         *sides,
         side("ConsumerProtocolSubscription", "consumer_protocol"),
@@ -124,3 +137,62 @@ def test_defaults_match_kafka_python(s: Side) -> None:
         if ours != theirs or type(ours) is not type(theirs)
     ]
     assert not mismatched
+
+
+def _absent_fields(
+    fields: list[FieldSpec], version: int, path: tuple[tuple[str, bool], ...] = ()
+) -> list[tuple[tuple[tuple[str, bool], ...], FieldSpec]]:
+    """(path to the holding struct, field) for every field absent in ``version``, at every depth
+    reachable through present struct fields (arrays through their first element)."""
+    out: list[tuple[tuple[tuple[str, bool], ...], FieldSpec]] = []
+    for f in fields:
+        if not f.present(version):
+            out.append((path, f))
+        elif f.fields is not None:
+            out += _absent_fields(f.fields, version, (*path, (f.attr, f.is_array)))
+    return out
+
+
+def _absent_cases() -> list[tuple[ApiKey, int, bool]]:
+    return [
+        (key, version, is_request)
+        for key, version in served_pairs()
+        for is_request in (True, False)
+        if _absent_fields((request_side(key) if is_request else response_side(key)).msg.fields, version)
+    ]
+
+
+@pytest.mark.parametrize(
+    ("key", "version", "is_request"),
+    _absent_cases(),
+    ids=lambda v: v.name if isinstance(v, ApiKey) else str(v),
+)
+def test_fields_absent_in_a_version(key: ApiKey, version: int, is_request: bool) -> None:
+    """A non-default value of a field the version lacks: dropped if the field is ignorable,
+    else refused (Kafka's UnsupportedVersionException), at every nesting depth."""
+    s = request_side(key) if is_request else response_side(key)
+    encode = CODECS[(key, version)][1 if is_request else 3]
+    base = to_ours(s, full_value(s.msg.fields, version), version)
+    expected = bytearray()
+    encode(base, expected)
+    for path, f in _absent_fields(s.msg.fields, version):
+        obj = copy.deepcopy(base)
+        holder = obj
+        for attr, is_array in path:
+            holder = getattr(holder, attr)
+            if is_array:
+                holder = holder[0]
+        # A value set as in the versions that have the field (struct fields fully populated).
+        value = to_ours_value(s.module, f, full_field_value(f, f.versions.low), f.versions.low)
+        default = getattr(type(holder)(), f.attr)
+        if value == default and isinstance(value, bool | int):
+            value = not value if isinstance(value, bool) else value + 1
+        assert value != default, f.name
+        setattr(holder, f.attr, value)
+        out = bytearray()
+        if f.ignorable:
+            encode(obj, out)
+            assert out == expected, f.name
+        else:
+            with pytest.raises(ValueError, match=f"non-default {f.name} at version {version}"):
+                encode(obj, out)

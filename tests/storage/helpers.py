@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from storage.records import (
+    ConsumerGroupRecord,
+    ConsumerGroupTombstone,
+    ConsumerMemberRecord,
+    ConsumerMemberTombstone,
     GroupMetadataRecord,
     GroupTombstone,
     LoadedState,
@@ -13,6 +19,7 @@ from storage.records import (
     OffsetCommitRecord,
     OffsetTombstone,
     Record,
+    TopicPartitionList,
     TopicRecord,
     TopicTombstone,
 )
@@ -68,11 +75,52 @@ def topic(
     return TopicRecord(name, uuid.uuid5(uuid.NAMESPACE_DNS, name).bytes, num_partitions, 1, configs)
 
 
+def consumer_group(
+    group_id: str = "cg",
+    *,
+    group_epoch: int = 1,
+    assignment_epoch: int = 1,
+    state_ms: int = 1_700_000_000_000,
+) -> ConsumerGroupRecord:
+    return ConsumerGroupRecord(group_id, group_epoch, assignment_epoch, state_ms)
+
+
+def consumer_member(
+    group_id: str = "cg",
+    member_id: str = "cm-1",
+    *,
+    member_epoch: int = 1,
+    assigned: TopicPartitionList = (("t", (0, 1)),),
+    **overrides: Any,
+) -> ConsumerMemberRecord:
+    base = ConsumerMemberRecord(
+        group_id=group_id,
+        member_id=member_id,
+        instance_id=None,
+        rack_id=None,
+        client_id="client",
+        client_host="/127.0.0.1",
+        subscribed_topic_names=("t",),
+        subscribed_topic_regex=None,
+        server_assignor="uniform",
+        rebalance_timeout_ms=300_000,
+        member_epoch=member_epoch,
+        previous_member_epoch=member_epoch - 1,
+        state=0,
+        assigned=assigned,
+        pending_revocation=(),
+        target=assigned,
+    )
+    return dataclasses.replace(base, **overrides)
+
+
 @dataclass(frozen=True)
 class Snapshot:
     topics: dict[str, TopicRecord]
     groups: dict[str, GroupMetadataRecord]
     offsets: dict[tuple[str, str, int], OffsetCommitRecord]
+    consumer_groups: dict[str, ConsumerGroupRecord] = field(default_factory=dict)
+    consumer_members: dict[tuple[str, str], ConsumerMemberRecord] = field(default_factory=dict)
 
 
 def snapshot(state: LoadedState) -> Snapshot:
@@ -80,11 +128,15 @@ def snapshot(state: LoadedState) -> Snapshot:
         topics={t.name: t for t in state.topics},
         groups={g.group_id: g for g in state.groups},
         offsets={(o.group_id, o.topic, o.partition): o for o in state.offsets},
+        consumer_groups={g.group_id: g for g in state.consumer_groups},
+        consumer_members={(m.group_id, m.member_id): m for m in state.consumer_members},
     )
     # A backend returning a key twice would be a bug the dicts would hide.
     assert len(snap.topics) == len(state.topics)
     assert len(snap.groups) == len(state.groups)
     assert len(snap.offsets) == len(state.offsets)
+    assert len(snap.consumer_groups) == len(state.consumer_groups)
+    assert len(snap.consumer_members) == len(state.consumer_members)
     return snap
 
 
@@ -103,3 +155,15 @@ def apply_model(model: Snapshot, records: list[Record]) -> None:
             model.topics[r.name] = r
         elif isinstance(r, TopicTombstone):
             model.topics.pop(r.name, None)
+        elif isinstance(r, ConsumerGroupRecord):
+            model.consumer_groups[r.group_id] = r
+        elif isinstance(r, ConsumerGroupTombstone):
+            model.consumer_groups.pop(r.group_id, None)
+            for key in [k for k in model.consumer_members if k[0] == r.group_id]:
+                del model.consumer_members[key]
+        elif isinstance(r, ConsumerMemberRecord):
+            model.consumer_members[(r.group_id, r.member_id)] = r
+        elif isinstance(r, ConsumerMemberTombstone):
+            model.consumer_members.pop((r.group_id, r.member_id), None)
+        else:
+            raise AssertionError(f"the model does not know {r!r}")

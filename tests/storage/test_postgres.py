@@ -12,10 +12,10 @@ import pytest
 
 from storage.base import StoreError
 from storage.postgres import PostgresStore
-from storage.records import Record
+from storage.records import ConsumerGroupTombstone, Record
 from storage.schema import load_migrations
 from storage.writer import BatchWriter
-from tests.storage.helpers import offset
+from tests.storage.helpers import consumer_group, consumer_member, offset
 from tests.storage.pg_server import PgServer, free_port
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.postgres]
@@ -97,6 +97,35 @@ async def test_nul_in_a_text_key_fails_that_batch_only(pg_dsn: str) -> None:
             await store.write([offset(), offset("bad\x00group")])
         await store.write([offset(metadata="nul\x00ok")])
         assert [o.metadata for o in (await store.load()).offsets] == ["nul\x00ok"]
+    finally:
+        await store.close()
+
+
+async def test_server_side_failure_after_a_consumer_wipe_rolls_back(pg_dsn: str) -> None:
+    # The wipe and the member deletes run, then the server rejects the member upsert (NUL in
+    # a text column): the whole transaction must roll back on the same, healthy session.
+    store = PostgresStore(pg_dsn)
+    await store.open()
+    try:
+        before: list[Record] = [
+            consumer_group("cg"),
+            consumer_member("cg", "m1"),
+            consumer_member("cg", "m2"),
+        ]
+        await store.write(before)
+        session = store._conn
+        with pytest.raises(StoreError):
+            await store.write(
+                [
+                    ConsumerGroupTombstone("cg"),
+                    consumer_member("cg", "m3"),
+                    consumer_member("cg", "bad\x00id"),
+                ]
+            )
+        assert store._conn is session  # a rejected batch keeps the connection
+        state = await store.load()
+        assert state.consumer_groups == [before[0]]
+        assert sorted(m.member_id for m in state.consumer_members) == ["m1", "m2"]
     finally:
         await store.close()
 

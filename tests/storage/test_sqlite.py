@@ -15,7 +15,7 @@ import pytest
 from storage.base import StoreError
 from storage.schema import load_migrations
 from storage.sqlite import SQLiteStore
-from tests.storage.helpers import group, offset
+from tests.storage.helpers import consumer_member, group, offset
 
 pytestmark = pytest.mark.asyncio
 
@@ -64,6 +64,7 @@ async def test_migrations_are_recorded_once(tmp_path: Path) -> None:
     conn.close()
     assert rows == [(m.version, m.name) for m in load_migrations("sqlite")]
     assert {"offsets", "groups", "topics", "offset_commit_history", "schema_version"} <= tables
+    assert {"user_credentials", "acls", "consumer_groups", "consumer_members"} <= tables
 
 
 async def test_refuses_a_newer_schema(tmp_path: Path) -> None:
@@ -147,6 +148,19 @@ async def test_corrupt_members_blob_fails_the_load(tmp_path: Path) -> None:
         conn.execute("UPDATE groups SET members = x'07000000'")
     conn.close()
     with pytest.raises(StoreError, match="'g'"):
+        await store.load()
+    await store.close()
+
+
+async def test_corrupt_consumer_member_blob_fails_the_load(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    store = SQLiteStore(path)
+    await store.open()
+    await store.write([consumer_member("cg", "m")])
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE consumer_members SET topics = x'0100000001'")
+    conn.close()
+    with pytest.raises(StoreError, match="'m' of group 'cg'"):
         await store.load()
     await store.close()
 

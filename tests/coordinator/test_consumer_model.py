@@ -1,0 +1,152 @@
+"""Model-based test of KIP-848 reconciliation: random joins, heartbeats, leaves, crashes, restarts,
+failed writes, topic growth and time, with well-behaved clients (behaviour.md §10.3).
+
+Invariants after every step: no partition is owned by two live clients at once (the revocation
+handshake), the coordinator's ownership index matches its members, a member reconciled at the
+assignment epoch holds exactly its target. After settling: each partition of the topic is
+owned by exactly one client and the uniform assignor's balance holds.
+"""
+
+from __future__ import annotations
+
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+
+from coordinator.consumer_group import MemberState
+from coordinator.group_config import GroupConfig
+from protocol.errors import ErrorCode
+from tests.coordinator.consumer_harness import Client, cg_heartbeat
+from tests.coordinator.harness import Harness
+
+SESSION_MS = 6000
+RECOVERABLE = {ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR}
+
+
+class ConsumerGroupModel(RuleBasedStateMachine):
+    def __init__(self) -> None:
+        super().__init__()
+        self.h = Harness(
+            GroupConfig(
+                group_consumer_session_timeout_ms=SESSION_MS, group_consumer_heartbeat_interval_ms=500
+            )
+        )
+        self.partitions = 8
+        self.h.catalog.set_topic("t", self.partitions)
+        self.clients: dict[str, Client] = {}
+        self.next_id = 0
+
+    # -- client behaviour --------------------------------------------------------------------------
+
+    def _beat(self, client: Client) -> None:
+        reply = client.beat() if client.epoch > 0 else client.join()
+        code = reply.error
+        if code in RECOVERABLE:
+            return  # keeps its state and retries
+        if code in (ErrorCode.FENCED_MEMBER_EPOCH, ErrorCode.UNKNOWN_MEMBER_ID):
+            client.owned = {}  # lost its partitions: rejoin from scratch
+            client.epoch = 0
+            return
+        assert code == 0, (code, reply.wire.error_message)
+
+    @rule()
+    def join(self) -> None:
+        self.next_id += 1
+        client = Client(self.h, f"m{self.next_id}")
+        self.clients[client.member_id] = client
+        self._beat(client)
+
+    @precondition(lambda self: self.clients)
+    @rule(data=st.data())
+    def beat(self, data: st.DataObject) -> None:
+        client = data.draw(st.sampled_from(sorted(self.clients.values(), key=lambda c: c.member_id)))
+        self._beat(client)
+
+    @precondition(lambda self: self.clients)
+    @rule(data=st.data())
+    def leave(self, data: st.DataObject) -> None:
+        member_id = data.draw(st.sampled_from(sorted(self.clients)))
+        client = self.clients.pop(member_id)
+        if client.epoch > 0:
+            reply = cg_heartbeat(self.h, member_id=member_id, epoch=-1)
+            assert reply.error in (0, ErrorCode.UNKNOWN_MEMBER_ID, *RECOVERABLE)
+
+    @precondition(lambda self: self.clients)
+    @rule(data=st.data())
+    def crash(self, data: st.DataObject) -> None:
+        """The process dies: it owns nothing any more; its session expires later."""
+        del self.clients[data.draw(st.sampled_from(sorted(self.clients)))]
+
+    @rule(ms=st.integers(min_value=1, max_value=SESSION_MS // 3))
+    def time_passes(self, ms: int) -> None:
+        self.h.advance(ms)
+        for client in list(self.clients.values()):
+            self._beat(client)  # live clients heartbeat well within their session
+
+    @rule()
+    def failing_write(self) -> None:
+        self.h.fail_code = int(ErrorCode.REQUEST_TIMED_OUT)
+        for client in list(self.clients.values())[:2]:
+            self._beat(client)
+        self.h.fail_code = None
+
+    @rule()
+    def restart(self) -> None:
+        self.h = self.h.restart()
+        for client in self.clients.values():
+            client.h = self.h
+
+    @precondition(lambda self: self.partitions < 16)
+    @rule()
+    def add_partitions(self) -> None:
+        self.partitions += 4
+        self.h.catalog.set_topic("t", self.partitions)
+
+    @rule()
+    def settle(self) -> None:
+        for _ in range(5):
+            for client in list(self.clients.values()):
+                self._beat(client)
+        if not self.clients:
+            return
+        # Crashed members may still hold partitions until their session expires.
+        self.h.advance(SESSION_MS + 1)
+        for _ in range(5):
+            for client in list(self.clients.values()):
+                self._beat(client)
+        owned = sorted(tp for c in self.clients.values() for tp in c.partitions())
+        assert owned == [("t", p) for p in range(self.partitions)]
+        sizes = [len(c.partitions()) for c in self.clients.values()]
+        assert max(sizes) - min(sizes) <= 1, sizes
+
+    # -- invariants -----------------------------------------------------------------------------------
+
+    @invariant()
+    def no_partition_owned_twice(self) -> None:
+        seen: set[tuple[str, int]] = set()
+        for client in self.clients.values():
+            mine = client.partitions()
+            assert not (mine & seen), f"owned twice: {mine & seen}"
+            seen |= mine
+
+    @invariant()
+    def coordinator_state_is_consistent(self) -> None:
+        group = self.h.coordinator.consumer_group("g")
+        if group is None:
+            return
+        expected: dict[tuple[str, int], str] = {}
+        for member in group.members.values():
+            if member.state is MemberState.STABLE and member.member_epoch == group.assignment_epoch:
+                assert member.assigned == group.target.get(member.member_id, {}), (
+                    "reconciled but not at target"
+                )
+            for tp in member.owned_partitions():
+                assert tp not in expected, f"{tp} held by two members"
+                expected[tp] = member.member_id
+            assert member.member_epoch <= group.group_epoch
+        assert group.owners == expected
+        assert group.assignment_epoch <= group.group_epoch
+
+
+ConsumerGroupModel.TestCase.settings = settings(max_examples=60, stateful_step_count=40, deadline=None)
+TestConsumerGroupModel = ConsumerGroupModel.TestCase

@@ -1,0 +1,721 @@
+"""KIP-848 consumer groups with real librdkafka consumers (confluent-kafka, group.protocol=consumer).
+
+The server runs with a short consumer-group heartbeat interval and session timeout. In-process
+members are all polled from the test's thread, one after the other, so their rebalance callbacks
+(which librdkafka runs inside poll()) land in one shared event log in the order they really
+happened; members that must be SIGKILLed or restarted as a new process run
+``consumer_protocol_member.py`` and report their callbacks with CLOCK_MONOTONIC stamps, which the
+log merges by time. Replaying the log gives every member's owned partitions over time, and no
+partition may ever be owned by two members.
+
+What librdkafka 2.16 does with group.protocol=consumer (asserted below): the callbacks are
+incremental (on_assign gets only the added partitions, on_revoke only the removed ones); a member
+that gives partitions away gets on_revoke(moved) followed by an empty on_assign([]); close() runs
+on_revoke(everything) and leaves with epoch -1, or -2 with a group.instance.id; a revocation is
+acknowledged to the coordinator only after on_revoke ran in poll(); a classic member of a consumer
+group gets INCONSISTENT_GROUP_PROTOCOL as a poll() error, again at each JoinGroup retry.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import (
+    Consumer,
+    ConsumerGroupState,
+    ConsumerGroupTopicPartitions,
+    ConsumerGroupType,
+    KafkaError,
+    TopicPartition,
+)
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from protocol.apis import ApiKey
+from protocol.messages.consumer_group_describe import ConsumerGroupDescribeRequest
+from tests.support.server import REPO, ServerProcess, start_server
+from tests.support.wire_client import WireClient
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
+
+TOPIC = "kip848"
+GROUP = "kip848-group"
+PARTITIONS = 6
+ALL = frozenset(range(PARTITIONS))
+HEARTBEAT_MS = 400
+SESSION_MS = 4000
+SETTINGS = {
+    "group-consumer-heartbeat-interval-ms": str(HEARTBEAT_MS),
+    "group-consumer-session-timeout-ms": str(SESSION_MS),
+}
+WAIT_S = 15.0  # upper bound of every convergence wait
+MEMBER_SCRIPT = Path(__file__).with_name("consumer_protocol_member.py")
+CLIENT_LOG = logging.getLogger("librdkafka")
+
+
+# --------------------------------------------------------------------------------------------
+# The shared event log and its replay
+
+
+@dataclass(frozen=True)
+class Event:
+    t: float
+    seq: int
+    member: str
+    kind: str  # assign / revoke / lost, or killed (the test SIGKILLed the member's process)
+    partitions: tuple[int, ...]
+
+    def __str__(self) -> str:
+        return f"{self.t:14.3f} {self.member:>8} {self.kind:<7} {list(self.partitions)}"
+
+
+class EventLog:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._events: list[Event] = []
+
+    def record(self, member: str, kind: str, partitions: Iterable[int], t: float | None = None) -> None:
+        with self._lock:
+            stamp = time.monotonic() if t is None else t
+            self._events.append(Event(stamp, len(self._events), member, kind, tuple(sorted(partitions))))
+
+    def events(self, member: str | None = None) -> list[Event]:
+        with self._lock:
+            ordered = sorted(self._events, key=lambda e: (e.t, e.seq))
+        return [e for e in ordered if member is None or e.member == member]
+
+    def owned(self, member: str) -> frozenset[int]:
+        return replay(self.events(member)).get(member, frozenset())
+
+    def dump(self) -> str:
+        return "\n".join(str(e) for e in self.events())
+
+
+def replay(events: list[Event]) -> dict[str, frozenset[int]]:
+    """Each member's owned set after ``events``; AssertionError if a partition is ever owned by
+    two members at once, or a callback is not incremental (assigning an owned partition, or
+    revoking one that is not owned)."""
+    owned: dict[str, set[int]] = {}
+    for i, event in enumerate(events):
+        mine = owned.setdefault(event.member, set())
+        parts = set(event.partitions)
+        history = "\n".join(str(e) for e in events[: i + 1])
+        if event.kind == "assign":
+            assert not parts & mine, f"on_assign of already owned partitions:\n{history}"
+            mine |= parts
+        elif event.kind in ("revoke", "lost"):
+            assert parts <= mine, f"on_{event.kind} of partitions not owned:\n{history}"
+            mine -= parts
+        elif event.kind == "killed":
+            mine.clear()
+        for other, theirs in owned.items():
+            if other != event.member and mine & theirs:
+                raise AssertionError(
+                    f"partitions {sorted(mine & theirs)} owned by {event.member} and {other}:\n{history}"
+                )
+    return {name: frozenset(parts) for name, parts in owned.items()}
+
+
+# --------------------------------------------------------------------------------------------
+# Members
+
+
+class Member:
+    """A consumer in the test process; poll it only from the test's thread."""
+
+    def __init__(
+        self,
+        name: str,
+        bootstrap: str,
+        log: EventLog,
+        *,
+        protocol: str = "consumer",
+        instance_id: str | None = None,
+    ) -> None:
+        self.name = name
+        self.log = log
+        self.errors: list[KafkaError] = []  # error_cb and poll() errors, in order
+        settings: dict[str, Any] = {
+            "bootstrap.servers": bootstrap,
+            "broker.address.family": "v4",
+            "group.id": GROUP,
+            "group.protocol": protocol,
+            "client.id": name,
+            "enable.auto.commit": False,
+            "error_cb": self.errors.append,
+            "logger": CLIENT_LOG,  # through Python logging (captured per test), not straight to fd 2
+        }
+        if instance_id is not None:
+            settings["group.instance.id"] = instance_id
+        self.consumer = Consumer(settings)
+        self.closed = False
+        self.consumer.subscribe(
+            [TOPIC],
+            on_assign=self._callback("assign"),
+            on_revoke=self._callback("revoke"),
+            on_lost=self._callback("lost"),
+        )
+
+    def _callback(self, kind: str) -> Callable[[Any, list[TopicPartition]], None]:
+        def on_event(consumer: Any, partitions: list[TopicPartition]) -> None:
+            assert all(tp.topic == TOPIC for tp in partitions), partitions
+            self.log.record(self.name, kind, (tp.partition for tp in partitions))
+
+        return on_event
+
+    @property
+    def owned(self) -> frozenset[int]:
+        return self.log.owned(self.name)
+
+    @property
+    def member_id(self) -> str:
+        return str(self.consumer.memberid())
+
+    def poll(self, timeout: float = 0.02) -> None:
+        message = self.consumer.poll(timeout)
+        if message is not None and message.error():
+            self.errors.append(message.error())
+
+    def assignment(self) -> frozenset[int]:
+        return frozenset(tp.partition for tp in self.consumer.assignment())
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self.consumer.close()
+
+
+class MemberProcess:
+    """A member in its own process (consumer_protocol_member.py); its callbacks go to the log."""
+
+    def __init__(self, name: str, bootstrap: str, log: EventLog, instance_id: str | None = None) -> None:
+        self.name = name
+        self.log = log
+        self.reports: list[dict[str, Any]] = []
+        self.stderr: list[str] = []
+        config = {
+            "bootstrap": bootstrap,
+            "group": GROUP,
+            "topic": TOPIC,
+            "name": name,
+            "instance_id": instance_id,
+        }
+        env = {k: v for k, v in os.environ.items() if not k.startswith("COORDINATOR_")}
+        self.process = subprocess.Popen(
+            [sys.executable, str(MEMBER_SCRIPT), json.dumps(config)],
+            cwd=REPO,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        self._threads = [
+            threading.Thread(target=self._read_stdout, daemon=True),
+            threading.Thread(target=self._read_stderr, daemon=True),
+        ]
+        for thread in self._threads:
+            thread.start()
+
+    def _read_stdout(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            report = json.loads(line)
+            self.reports.append(report)
+            if report["event"] in ("assign", "revoke", "lost"):
+                self.log.record(self.name, report["event"], report["partitions"], report["t"])
+
+    def _read_stderr(self) -> None:
+        assert self.process.stderr is not None
+        self.stderr.extend(self.process.stderr)
+
+    @property
+    def owned(self) -> frozenset[int]:
+        return self.log.owned(self.name)
+
+    @property
+    def member_id(self) -> str | None:
+        ids = [r["member_id"] for r in self.reports if r.get("member_id")]
+        return ids[-1] if ids else None
+
+    def errors(self) -> list[dict[str, Any]]:
+        return [r for r in self.reports if r["event"] == "error"]
+
+    def close(self, timeout: float = 10) -> int:
+        """Ask for a clean close() (the member leaves the group); returns the exit status."""
+        if self.process.poll() is None:
+            assert self.process.stdin is not None
+            with contextlib.suppress(BrokenPipeError):
+                self.process.stdin.write("close\n")
+                self.process.stdin.flush()
+            try:
+                self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        self._reap()
+        return self.process.returncode
+
+    def kill(self) -> float:
+        """SIGKILL by PID; returns the time of the kill and logs it (the member owns nothing after)."""
+        killed_at = time.monotonic()
+        if self.process.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.process.pid, signal.SIGKILL)
+            self.process.wait(10)
+            self.log.record(self.name, "killed", (), killed_at)
+        self._reap()
+        return killed_at
+
+    def _reap(self) -> None:
+        for thread in self._threads:
+            thread.join(5)
+        for stream in (self.process.stdin, self.process.stdout, self.process.stderr):
+            if stream is not None:
+                with contextlib.suppress(OSError):
+                    stream.close()
+
+    def describe(self) -> str:
+        return f"{self.name} (pid {self.process.pid}): reports={self.reports}\n" + "".join(self.stderr[-30:])
+
+
+class Group:
+    """Every member and server of one test; all of them are closed / stopped at the end."""
+
+    def __init__(self, server: ServerProcess) -> None:
+        self.server = server
+        self.log = EventLog()
+        self.members: list[Member] = []
+        self.processes: list[MemberProcess] = []
+        self.servers: list[ServerProcess] = [server]
+        self.restarted_at = 0  # number of logged events when the server was restarted
+
+    @property
+    def bootstrap(self) -> str:
+        return self.server.bootstrap
+
+    def member(self, name: str, **kwargs: Any) -> Member:
+        member = Member(name, self.bootstrap, self.log, **kwargs)
+        self.members.append(member)
+        return member
+
+    def process(self, name: str, instance_id: str | None = None) -> MemberProcess:
+        process = MemberProcess(name, self.bootstrap, self.log, instance_id)
+        self.processes.append(process)
+        return process
+
+    def close(self) -> None:
+        for member in self.members:
+            with contextlib.suppress(Exception):
+                member.close()
+        for process in self.processes:
+            process.kill()
+        for server in self.servers:  # the first one is the fixture's, stopped by the fixture
+            if server is not self.servers[0]:
+                server.stop()
+
+    def poll_until(self, condition: Callable[[], Any], what: str, timeout: float = WAIT_S) -> Any:
+        """Poll every open in-process member, one after the other, until ``condition`` holds."""
+        deadline = time.monotonic() + timeout
+        while True:
+            for member in self.members:
+                if not member.closed:
+                    member.poll()
+            result = condition()
+            if result:
+                return result
+            if time.monotonic() > deadline:
+                raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}\n{self.report()}")
+
+    def poll_for(self, seconds: float) -> None:
+        """Keep the members polled for ``seconds`` (for checks that nothing happens meanwhile)."""
+        end = time.monotonic() + seconds
+        self.poll_until(lambda: time.monotonic() >= end, "time to pass", seconds + 5)
+
+    def report(self) -> str:
+        processes = "\n".join(p.describe() for p in self.processes)
+        errors = {m.name: [str(e) for e in m.errors] for m in self.members}
+        servers = "\n".join(f"server log ({i}):\n{s.log_text()}" for i, s in enumerate(self.servers))
+        return f"event log:\n{self.log.dump()}\nerrors: {errors}\n{processes}\n{servers}"
+
+    def split(self, *members: Member | MemberProcess) -> dict[str, frozenset[int]] | None:
+        """The members' owned sets once they split all partitions without gap or overlap, and
+        the server agrees: Stable, exactly these members, each at the assignment epoch and with
+        the assignment (and target) its callbacks say. None until then."""
+        owned = {m.name: m.owned for m in members}
+        if any(not parts for parts in owned.values()) or sum(map(len, owned.values())) != PARTITIONS:
+            return None
+        if frozenset().union(*owned.values()) != ALL:
+            return None
+        view = describe(self.bootstrap)
+        if view.state != "Stable" or len(view.members) != len(members):
+            return None
+        for m in members:
+            server_member = view.members.get(m.member_id or "")
+            if server_member is None or server_member.epoch != view.assignment_epoch:
+                return None
+            if server_member.assigned != owned[m.name] or server_member.target != owned[m.name]:
+                return None
+        return owned
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[ServerProcess]:
+    proc = start_server(f"sqlite:///{tmp_path / 'coordinator.db'}", SETTINGS)
+    try:
+        yield proc
+    finally:
+        proc.stop()
+
+
+@pytest.fixture
+def group(server: ServerProcess) -> Iterator[Group]:
+    create_topic(server.bootstrap)
+    members = Group(server)
+    try:
+        yield members
+    finally:
+        members.close()
+
+
+# --------------------------------------------------------------------------------------------
+# The server's view
+
+
+@dataclass(frozen=True)
+class ServerMember:
+    member_id: str
+    instance_id: str | None
+    client_id: str
+    epoch: int
+    assigned: frozenset[int]
+    target: frozenset[int]
+
+
+@dataclass
+class GroupView:
+    error_code: int
+    state: str
+    group_epoch: int
+    assignment_epoch: int
+    assignor: str
+    members: dict[str, ServerMember] = field(default_factory=dict)
+
+
+def describe(bootstrap: str) -> GroupView:
+    """A raw ConsumerGroupDescribe v0 (librdkafka's admin client does not show the epochs)."""
+    with WireClient(bootstrap, client_id="describe") as client:
+        response = client.request(
+            ApiKey.CONSUMER_GROUP_DESCRIBE, 0, ConsumerGroupDescribeRequest(group_ids=[GROUP])
+        )
+    [described] = response.groups
+
+    def partitions(assignment: Any) -> frozenset[int]:
+        assert all(tp.topic_name == TOPIC for tp in assignment.topic_partitions)
+        return frozenset(p for tp in assignment.topic_partitions for p in tp.partitions)
+
+    members = {
+        m.member_id: ServerMember(
+            m.member_id,
+            m.instance_id,
+            m.client_id,
+            m.member_epoch,
+            partitions(m.assignment),
+            partitions(m.target_assignment),
+        )
+        for m in described.members
+    }
+    return GroupView(
+        described.error_code,
+        described.group_state,
+        described.group_epoch,
+        described.assignment_epoch,
+        described.assignor_name,
+        members,
+    )
+
+
+def admin_client(bootstrap: str) -> AdminClient:
+    return AdminClient({"bootstrap.servers": bootstrap, "broker.address.family": "v4", "logger": CLIENT_LOG})
+
+
+def create_topic(bootstrap: str) -> None:
+    admin = admin_client(bootstrap)  # referenced until the futures are done
+    futures = admin.create_topics([NewTopic(TOPIC, PARTITIONS, 1)], request_timeout=10)
+    for future in futures.values():
+        future.result(15)
+
+
+def membership_lines(server: ServerProcess) -> list[str]:
+    return [line for line in server.log_lines if "consumer_group_manager" in line]
+
+
+# --------------------------------------------------------------------------------------------
+# 1-3: join, split, leave
+
+
+def test_one_member_gets_all_partitions(group: Group) -> None:
+    solo = group.member("solo")
+    assert group.poll_until(lambda: group.split(solo), "one member to own everything") == {"solo": ALL}
+    assert [(e.kind, e.partitions) for e in group.log.events()] == [("assign", tuple(ALL))]
+    assert solo.assignment() == ALL
+
+    admin = admin_client(group.bootstrap)  # a handle dropped before its futures are done never resolves them
+    description = admin.describe_consumer_groups([GROUP], request_timeout=10)[GROUP].result(15)
+    assert description.type == ConsumerGroupType.CONSUMER
+    assert description.state == ConsumerGroupState.STABLE
+    assert description.partition_assignor == "uniform"
+    [member] = description.members
+    assert (member.member_id, member.client_id) == (solo.member_id, "solo")
+    assert {(tp.topic, tp.partition) for tp in member.assignment.topic_partitions} == {
+        (TOPIC, p) for p in ALL
+    }
+    assert solo.errors == []
+
+
+def test_second_member_takes_half_without_any_partition_owned_twice(group: Group) -> None:
+    first = group.member("first")
+    group.poll_until(lambda: group.split(first), "the first member to own everything")
+    joined_at = time.monotonic()
+    second = group.member("second")
+    # librdkafka tells the coordinator it gave partitions up only once on_revoke has run, inside
+    # poll(): while the first member is not polled, the second must not get them.
+    held_until = time.monotonic() + 4 * HEARTBEAT_MS / 1000
+    while time.monotonic() < held_until:
+        second.poll(0.05)
+    held = describe(group.bootstrap)
+    print(f"\nwhile the first member's on_revoke was held: {held}")
+    assert group.log.events()[1:] == [], group.report()
+    [held_second] = [m for m in held.members.values() if m.client_id == "second"]
+    assert held.state == "Reconciling" and held_second.assigned == frozenset(), held
+    assert len(held_second.target) == 3, held
+
+    split = group.poll_until(lambda: group.split(first, second), "a split between two members")
+    print(f"\nevent log (second member created at {joined_at:.3f}):\n{group.log.dump()}")
+
+    assert {len(parts) for parts in split.values()} == {3}
+    replay(group.log.events())  # no partition ever owned twice, every callback incremental
+    moved = split["second"]
+    # Incremental callbacks: the first member is told only of the partitions it gives away (then
+    # an empty on_assign), and keeps the rest without being told again; the second is assigned
+    # exactly those, only after the first revoked them.
+    later = [(e.member, e.kind, frozenset(e.partitions)) for e in group.log.events() if e.t > joined_at]
+    assert later == [
+        ("first", "revoke", moved),
+        ("first", "assign", frozenset()),
+        ("second", "assign", moved),
+    ], group.report()
+    assert (first.assignment(), second.assignment()) == (split["first"], split["second"])
+    assert first.errors == second.errors == []
+
+
+def test_closed_member_hands_everything_to_the_other(group: Group) -> None:
+    stays, leaves = group.member("stays"), group.member("leaves")
+    split = group.poll_until(lambda: group.split(stays, leaves), "a split between two members")
+    leaver_id = leaves.member_id
+    closed_at = time.monotonic()
+    leaves.close()  # runs on_revoke(everything) inside close(), then leaves with epoch -1
+    group.poll_until(lambda: group.split(stays), "the remaining member to own everything")
+    took = time.monotonic() - closed_at
+    print(f"\nhand-over after close() took {took:.2f}s\n{group.log.dump()}")
+
+    replay(group.log.events())
+    later = [(e.member, e.kind, frozenset(e.partitions)) for e in group.log.events() if e.t >= closed_at]
+    assert later == [("leaves", "revoke", split["leaves"]), ("stays", "assign", split["leaves"])]
+    assert took < SESSION_MS / 1000, "the hand-over waited for a session timeout: no leave?"
+    assert any(f"member {leaver_id} left the group" in line for line in membership_lines(group.server))
+    assert stays.errors == leaves.errors == []
+
+
+# --------------------------------------------------------------------------------------------
+# 4: a SIGKILLed member expires after the session timeout
+
+
+def test_killed_member_expires_after_the_session_timeout(group: Group) -> None:
+    survivor = group.member("survivor")
+    group.poll_until(lambda: group.split(survivor), "the first member to own everything")
+    victim = group.process("victim")
+    split = group.poll_until(lambda: group.split(survivor, victim), "a split with the member process")
+    victim_id = victim.member_id
+    killed_at = victim.kill()
+    group.poll_until(lambda: survivor.owned == ALL, "the survivor to own everything", SESSION_MS / 1000 + 8)
+
+    replay(group.log.events())
+    gains = [e for e in group.log.events("survivor") if e.t > killed_at]
+    assert [(e.kind, frozenset(e.partitions)) for e in gains] == [("assign", split["victim"])]
+    took = gains[0].t - killed_at
+    print(f"\nsurvivor got the victim's partitions {took:.2f}s after SIGKILL\n{group.log.dump()}")
+    # The victim's last heartbeat was at most one interval before the kill.
+    assert (SESSION_MS - HEARTBEAT_MS) / 1000 - 0.2 <= took <= SESSION_MS / 1000 + 2.5, group.report()
+    expired = [line for line in membership_lines(group.server) if victim_id in line and "fenced" in line]
+    assert len(expired) == 1 and "session timeout expired" in expired[0], group.report()
+    assert group.split(survivor) == {"survivor": ALL}
+
+
+# --------------------------------------------------------------------------------------------
+# 5: offsets
+
+
+def _commit(member: Member, offsets: dict[int, int]) -> None:
+    result = member.consumer.commit(
+        offsets=[TopicPartition(TOPIC, p, o, f"{member.name}-{o}") for p, o in offsets.items()],
+        asynchronous=False,
+    )
+    assert {tp.partition: tp.error for tp in result} == dict.fromkeys(offsets), result
+
+
+def _committed(member: Member, partitions: Iterable[int]) -> dict[int, tuple[int, str]]:
+    result = member.consumer.committed([TopicPartition(TOPIC, p) for p in partitions], timeout=10)
+    assert all(tp.error is None for tp in result), result
+    return {tp.partition: (tp.offset, tp.metadata) for tp in result}
+
+
+def test_commits_are_read_back_by_the_member_the_next_owner_and_the_admin_client(group: Group) -> None:
+    first = group.member("first")
+    group.poll_until(lambda: group.split(first), "the first member to own everything")
+    _commit(first, {p: 100 + p for p in ALL})
+    expected = {p: (100 + p, f"first-{100 + p}") for p in ALL}
+    assert _committed(first, ALL) == expected
+
+    second = group.member("second")
+    split = group.poll_until(lambda: group.split(first, second), "a split between two members")
+    # The new owner reads what the previous one committed for its partitions.
+    assert _committed(second, split["second"]) == {p: expected[p] for p in split["second"]}
+    # Both commit for their own partitions at their new member epochs.
+    _commit(second, {p: 200 + p for p in split["second"]})
+    _commit(first, {p: 300 + p for p in split["first"]})
+    expected = {p: (200 + p, f"second-{200 + p}") for p in split["second"]} | {
+        p: (300 + p, f"first-{300 + p}") for p in split["first"]
+    }
+    assert _committed(first, ALL) == _committed(second, ALL) == expected
+
+    admin = admin_client(group.bootstrap)
+    [future] = admin.list_consumer_group_offsets(
+        [ConsumerGroupTopicPartitions(GROUP)], request_timeout=10
+    ).values()
+    listed = future.result(15).topic_partitions
+    assert {tp.partition: (tp.offset, tp.metadata) for tp in listed if tp.topic == TOPIC} == expected
+    replay(group.log.events())
+    assert first.errors == second.errors == []
+
+
+# --------------------------------------------------------------------------------------------
+# 6: static membership
+
+
+def test_static_member_restarted_as_a_new_process_keeps_its_partitions(group: Group) -> None:
+    other = group.member("other")
+    group.poll_until(lambda: group.split(other), "the first member to own everything")
+    static = group.process("static", instance_id="instance-1")
+    split = group.poll_until(lambda: group.split(other, static), "a split with the static member")
+    before = describe(group.bootstrap)
+    other_events = len(group.log.events("other"))
+    old_id = static.member_id
+
+    # librdkafka's close() of a static member: on_revoke(everything), then a leave with epoch -2.
+    assert static.close() == 0
+    assert [r["event"] for r in static.reports][-2:] == ["revoke", "closed"]
+    assert any(f"static member {old_id} left temporarily" in line for line in membership_lines(group.server))
+    # The coordinator keeps its partitions (Kafka: epoch -2, assignment kept for the session).
+    away = describe(group.bootstrap).members[old_id or ""]
+    assert (away.epoch, away.assigned) == (-2, split["static"]), away
+
+    restarted = group.process("restarted", instance_id="instance-1")
+    group.poll_until(lambda: group.split(other, restarted), "the restarted static member to rejoin")
+    after = describe(group.bootstrap)
+    print(f"\n{group.log.dump()}\nbefore: {before}\nafter: {after}")
+
+    assert restarted.member_id not in (None, old_id)
+    assert [(e.kind, frozenset(e.partitions)) for e in group.log.events("restarted")] == [
+        ("assign", split["static"])
+    ]
+    assert len(group.log.events("other")) == other_events, "the other member's partitions moved"
+    assert other.owned == split["other"]
+    assert any(
+        f"static member {old_id} replaced by {restarted.member_id}" in line
+        for line in membership_lines(group.server)
+    )
+    # Kafka: a static member rejoining with the same subscription does not bump the group epoch.
+    assert (after.group_epoch, after.assignment_epoch) == (before.group_epoch, before.assignment_epoch)
+    assert after.members[restarted.member_id or ""].instance_id == "instance-1"
+    replay(group.log.events())
+    assert other.errors == [] and static.errors() == [] and restarted.errors() == []
+
+
+# --------------------------------------------------------------------------------------------
+# 7: a classic member cannot join a live consumer group
+
+
+def test_classic_member_of_a_consumer_group_gets_inconsistent_group_protocol(group: Group) -> None:
+    modern = group.member("modern")
+    group.poll_until(lambda: group.split(modern), "the consumer member to own everything")
+    classic = group.member("classic", protocol="classic")
+
+    def rejected() -> bool:
+        return any(e.code() == KafkaError.INCONSISTENT_GROUP_PROTOCOL for e in classic.errors)
+
+    started = time.monotonic()
+    group.poll_until(rejected, "INCONSISTENT_GROUP_PROTOCOL for the classic member", 10)
+    print(f"\nclassic member rejected after {time.monotonic() - started:.2f}s: {classic.errors}")
+    assert classic.assignment() == frozenset()
+    closing = time.monotonic()
+    classic.close()
+    assert time.monotonic() - closing < 5
+
+    assert [e.member for e in group.log.events()] == ["modern"]  # the classic one never got any
+    assert group.split(modern) == {"modern": ALL}
+    assert modern.errors == []
+
+
+# --------------------------------------------------------------------------------------------
+# 8: the coordinator restarts under stable members
+
+
+def _restart_under_two_members(group: Group) -> tuple[GroupView, GroupView, dict[str, frozenset[int]]]:
+    one, two = group.member("one"), group.member("two")
+    split = group.poll_until(lambda: group.split(one, two), "a split between two members")
+    before = describe(group.bootstrap)
+    group.restarted_at = len(group.log.events())
+    old = group.server
+    assert old.stop(signal.SIGTERM) == 0
+    stopped_at = time.monotonic()
+    new = start_server(old.storage, SETTINGS, port=old.port)
+    group.servers.append(new)
+    group.server = new
+    print(f"\nrestarted in {time.monotonic() - stopped_at:.2f}s")
+    # Past a full session timeout on the new server, the members are still there: they heartbeat it.
+    group.poll_for(SESSION_MS / 1000 + 1)
+    after = group.poll_until(lambda: group.split(one, two) and describe(new.bootstrap), "a stable group")
+    print(f"{group.log.dump()}\nbefore: {before}\nafter: {after}")
+    return before, after, split
+
+
+def test_members_keep_their_assignments_across_a_coordinator_restart(group: Group) -> None:
+    before, after, split = _restart_under_two_members(group)
+    assert group.log.events()[group.restarted_at :] == [], "callbacks after the restart"
+    assert {m.member_id: m.assigned for m in after.members.values()} == {
+        m.member_id: m.assigned for m in before.members.values()
+    }
+    assert membership_lines(group.server) == [], "membership changed on the restarted server"
+    for member in group.members:
+        assert member.assignment() == split[member.name]
+        assert {e.code() for e in member.errors} <= {KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN}
+
+
+def test_group_epoch_is_unchanged_across_a_coordinator_restart(group: Group) -> None:
+    before, after, _ = _restart_under_two_members(group)
+    assert (after.group_epoch, after.assignment_epoch) == (before.group_epoch, before.assignment_epoch)
+    assert {m.member_id: m.epoch for m in after.members.values()} == {
+        m.member_id: m.epoch for m in before.members.values()
+    }
