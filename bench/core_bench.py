@@ -17,7 +17,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for tests.coordinator.scale
 
 from coordinator.context import RequestContext
+from coordinator.group_config import GroupConfig
 from coordinator.shard import GroupCoordinator
+from protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest, TopicPartitions
+from tests.coordinator.harness import FakeCatalog
 from tests.coordinator.scale import Sink, apply, heartbeat_rate, join_request, stable_group
 
 
@@ -33,6 +36,48 @@ def rejoin_seconds(coordinator: GroupCoordinator, member_ids: list[str], generat
     return elapsed
 
 
+def consumer_group(members: int, partitions: int) -> tuple[GroupCoordinator, float, float]:
+    """KIP-848: ``members`` join one by one (each join bumps the epoch and reruns the uniform
+    assignor), then everyone heartbeats with what it owns until the group is Stable."""
+    coordinator = GroupCoordinator(GroupConfig())
+    catalog = FakeCatalog()
+    topic_id = catalog.set_topic("t", partitions).topic_id
+    coordinator.attach_catalog(catalog)
+    coordinator.load([], [], 0, 0)
+    started = time.perf_counter()
+    for i in range(members):
+        join = ConsumerGroupHeartbeatRequest(
+            "g", f"m{i}", 0, rebalance_timeout_ms=30000, subscribed_topic_names=["t"], topic_partitions=[]
+        )
+        apply(coordinator.consumer_group_heartbeat(RequestContext(0, 0, 1, f"c{i}", "/h", Sink()), join))
+    joined = time.perf_counter() - started
+    group = coordinator.consumer_group("g")
+    assert group is not None
+    started = time.perf_counter()
+    while group.state != "Stable":
+        for m in list(group.members.values()):
+            owned = [TopicPartitions(topic_id, sorted(m.assigned.get("t", ())))]
+            beat = ConsumerGroupHeartbeatRequest("g", m.member_id, m.member_epoch, topic_partitions=owned)
+            apply(coordinator.consumer_group_heartbeat(RequestContext(0, 0, 1, "c", "/h", Sink()), beat))
+    return coordinator, joined, time.perf_counter() - started
+
+
+def consumer_heartbeat_rate(coordinator: GroupCoordinator, count: int) -> float:
+    group = coordinator.consumer_group("g")
+    assert group is not None
+    requests = [
+        ConsumerGroupHeartbeatRequest("g", m.member_id, m.member_epoch) for m in group.members.values()
+    ]
+    sink = Sink()
+    started = time.perf_counter()
+    done = 0
+    while done < count:
+        for request in requests:
+            coordinator.consumer_group_heartbeat(RequestContext(0, 0, 1, "c", "/h", sink), request)
+        done += len(requests)
+    return done / (time.perf_counter() - started)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -40,7 +85,12 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
     joins, rejoins, rates, large_rates = [], [], [], []
+    cg_joins, cg_reconciles, cg_rates = [], [], []
     for _ in range(args.rounds):
+        cg, cg_join, cg_reconcile = consumer_group(1000, 1000)
+        cg_joins.append(cg_join)
+        cg_reconciles.append(cg_reconcile)
+        cg_rates.append(consumer_heartbeat_rate(cg, 50_000))
         coordinator, member_ids, generation, elapsed = stable_group(1000)
         joins.append(elapsed)
         rates.append(heartbeat_rate(coordinator, member_ids, generation, 50_000))
@@ -57,6 +107,11 @@ def main() -> None:
     print(
         f"heartbeats, 5000-member group:     median {statistics.median(large_rates):9,.0f} /s  (must not fall with group size)"
     )
+    print(
+        f"KIP-848 1000 joins, one by one:    median {statistics.median(cg_joins) * 1000:7.1f} ms  (1000 epochs, 1000 partitions)"
+    )
+    print(f"KIP-848 reconcile 1000 to Stable:  median {statistics.median(cg_reconciles) * 1000:7.1f} ms")
+    print(f"KIP-848 heartbeats, 1000 members:  median {statistics.median(cg_rates):9,.0f} /s")
 
 
 if __name__ == "__main__":

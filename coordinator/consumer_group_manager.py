@@ -72,6 +72,7 @@ UNSUPPORTED_VERSION: Final = int(ErrorCode.UNSUPPORTED_VERSION)
 INVALID_REGULAR_EXPRESSION: Final = int(ErrorCode.INVALID_REGULAR_EXPRESSION)
 
 CONSUMER_GROUP_TYPE: Final = "consumer"
+UNRELEASED_INTERVAL_DIVISOR: Final = 10
 MEMBER_TYPE_CONSUMER: Final = 1
 
 SessionKey = tuple[str, str, str]
@@ -139,10 +140,49 @@ class ConsumerGroupManager:
     # -- ConsumerGroupHeartbeat (v0-1) -------------------------------------------------------
 
     def heartbeat(self, ctx: RequestContext, req: cgh.ConsumerGroupHeartbeatRequest, fx: Effects) -> None:
+        if self._steady_heartbeat(ctx, req, fx):
+            return
         try:
             self._heartbeat(ctx, req, fx)
         except _Rejected as rejected:
             fx.reply(ctx.reply_to, _error_response(rejected.code, rejected.message))
+
+    def _steady_heartbeat(
+        self, ctx: RequestContext, req: cgh.ConsumerGroupHeartbeatRequest, fx: Effects
+    ) -> bool:
+        """The common case on its own path: a reconciled member of a settled group heartbeats and
+        changes nothing. Returns False whenever the full handling might do anything else."""
+        group = self.groups.get(req.group_id)
+        if (
+            group is None
+            or req.member_epoch <= 0
+            or group.group_epoch != req.member_epoch
+            or group.assignment_epoch != req.member_epoch
+            or group.catalog_version != self.catalog.version
+            or group.unwritten_group
+            or group.unwritten_members
+            or req.topic_partitions is not None
+            or req.subscribed_topic_names is not None
+            or req.subscribed_topic_regex is not None
+            or req.server_assignor is not None
+            or req.instance_id is not None
+            or req.rack_id is not None
+            or req.rebalance_timeout_ms != -1
+        ):
+            return False
+        member = group.members.get(req.member_id)
+        if (
+            member is None
+            or member.member_epoch != req.member_epoch
+            or member.state is not MemberState.STABLE
+            or member.client_id != ctx.client_id
+            or member.client_host != kafka_client_host(ctx.client_host)
+        ):
+            return False
+        self._reschedule_session(group, member)
+        interval = self.config.group_consumer_heartbeat_interval_ms
+        fx.reply(ctx.reply_to, _heartbeat_response(member.member_id, member.member_epoch, interval, None))
+        return True
 
     def _validate(self, version: int, req: cgh.ConsumerGroupHeartbeatRequest) -> None:
         """§10.2, in Kafka's order: INVALID_REQUEST with a message, then UNSUPPORTED_ASSIGNOR."""
@@ -275,7 +315,7 @@ class ConsumerGroupManager:
         response = _heartbeat_response(
             member.member_id,
             member.member_epoch,
-            self.config.group_consumer_heartbeat_interval_ms,
+            self._heartbeat_interval(member),
             self._wire_assignment(member.assigned) if full or assigned_changed else None,
         )
         self._finish(ctx, group, records, response, fx)
@@ -599,6 +639,16 @@ class ConsumerGroupManager:
         else:
             self._cancel_rebalance_timer(group, member)
         return changed
+
+    def _heartbeat_interval(self, member: ConsumerMember) -> int:
+        """The interval the member is told to heartbeat at. A member waiting for partitions that
+        others are still revoking is told to come back ten times sooner: the revoking members
+        acknowledge at once (clients expedite that heartbeat), so the waiting member would
+        otherwise idle for up to a whole interval with partitions nobody consumes."""
+        interval = self.config.group_consumer_heartbeat_interval_ms
+        if member.state is MemberState.UNRELEASED_PARTITIONS:
+            return max(1, interval // UNRELEASED_INTERVAL_DIVISOR)
+        return interval
 
     def _cancel_rebalance_timer(self, group: ConsumerGroup, member: ConsumerMember) -> None:
         if member.rebalance_timer_epoch is not None:

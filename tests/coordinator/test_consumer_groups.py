@@ -64,8 +64,10 @@ def test_second_member_gets_partitions_only_after_the_first_revokes(h: Harness) 
     a.join()
     assert a.epoch == 1 and len(a.partitions()) == 6
     b.join()
-    # Group epoch 2; b's target is 3 partitions, all still owned by a: b gets none yet.
+    # Group epoch 2; b's target is 3 partitions, all still owned by a: b gets none yet, and is
+    # told to come back sooner than usual.
     assert b.epoch == 2 and b.partitions() == set()
+    assert b.last is not None and b.last.wire.heartbeat_interval_ms == 500
     assert cgroup(h).members["b"].state is MemberState.UNRELEASED_PARTITIONS
     assert cgroup(h).state == "Reconciling"
     # b heartbeats again before a revoked: still nothing.
@@ -80,6 +82,7 @@ def test_second_member_gets_partitions_only_after_the_first_revokes(h: Harness) 
     assert a.epoch == 2 and cgroup(h).members["a"].state is MemberState.STABLE
     b.beat()
     assert len(b.partitions()) == 3 and not (a.partitions() & b.partitions())
+    assert b.last is not None and b.last.wire.heartbeat_interval_ms == 5000
     assert a.partitions() | b.partitions() == {("t", p) for p in range(6)}
     assert cgroup(h).state == "Stable"
 
@@ -669,3 +672,13 @@ def test_restart_after_a_missed_catalog_change_rebalances(h: Harness) -> None:
     a.h = other
     a.beat()
     assert cgroup(other).group_epoch == 2 and a.partitions() == {("t", p) for p in range(8)}
+
+
+def test_steady_heartbeat_still_notices_a_new_client_id_and_changed_topics(h: Harness) -> None:
+    cg_heartbeat(h, member_id="a")
+    cg_heartbeat(h, member_id="a", epoch=1, client_id="renamed")
+    assert cgroup(h).members["a"].client_id == "renamed"
+    assert h.store.consumer_members[("g", "a")].client_id == "renamed"
+    h.catalog.set_topic("t", 7)
+    reply = cg_heartbeat(h, member_id="a", epoch=1)
+    assert reply.wire.member_epoch == 2 and assignment_of(h, reply) == {"t": set(range(7))}

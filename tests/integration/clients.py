@@ -189,7 +189,10 @@ _WORKER_SCRIPT = "import sys; from tests.integration.clients import run_worker; 
 
 
 class Worker:
-    """A consumer of one library in a subprocess, subscribed to ``topic`` in ``group``."""
+    """A consumer of one library in a subprocess, subscribed to ``topic`` in ``group``.
+
+    ``protocol="consumer"`` (confluent-kafka only) makes it a KIP-848 member: its callbacks are
+    then incremental, and it also reports the client's errors as ``client_error`` events."""
 
     def __init__(
         self,
@@ -200,7 +203,9 @@ class Worker:
         name: str,
         instance_id: str | None = None,
         heartbeat_ms: int = HEARTBEAT_INTERVAL_MS,
+        protocol: str = "classic",
     ) -> None:
+        assert protocol == "classic" or lib == CONFLUENT, (lib, protocol)
         self.lib = lib
         self.name = name
         config = {
@@ -211,6 +216,7 @@ class Worker:
             "client_id": name,
             "instance_id": instance_id,
             "heartbeat_ms": heartbeat_ms,
+            "protocol": protocol,
         }
         env = {k: v for k, v in os.environ.items() if not k.startswith("COORDINATOR_")}
         env["PYTHONPATH"] = str(REPO)
@@ -484,19 +490,23 @@ def _kafka_python_worker(config: dict[str, Any], emit: Callable[..., None], stop
 def _confluent_worker(config: dict[str, Any], emit: Callable[..., None], stop: threading.Event) -> None:
     from confluent_kafka import Consumer
 
-    settings = {
+    kip848 = config["protocol"] == "consumer"
+    settings: dict[str, Any] = {
         "bootstrap.servers": config["bootstrap"],
         "broker.address.family": "v4",
         "group.id": config["group"],
-        "group.protocol": "classic",
+        "group.protocol": config["protocol"],
         "client.id": config["client_id"],
-        "session.timeout.ms": SESSION_TIMEOUT_MS,
-        "heartbeat.interval.ms": config["heartbeat_ms"],
-        "max.poll.interval.ms": REBALANCE_TIMEOUT_MS,
         "enable.auto.commit": False,
         "auto.offset.reset": "earliest",
         "fetch.wait.max.ms": 100,
     }
+    if kip848:  # the session timeout and heartbeat interval are the coordinator's
+        settings["error_cb"] = lambda error: emit("client_error", code=error.name(), text=error.str())
+    else:
+        settings["session.timeout.ms"] = SESSION_TIMEOUT_MS
+        settings["heartbeat.interval.ms"] = config["heartbeat_ms"]
+        settings["max.poll.interval.ms"] = REBALANCE_TIMEOUT_MS
     if config["instance_id"]:
         settings["group.instance.id"] = config["instance_id"]
     consumer = Consumer(settings)
@@ -518,7 +528,9 @@ def _confluent_worker(config: dict[str, Any], emit: Callable[..., None], stop: t
     consumer.subscribe([config["topic"]], on_assign=on_assign, on_revoke=on_revoke, on_lost=on_lost)
     emit("started")
     while not stop.is_set():
-        consumer.poll(0.1)
+        message = consumer.poll(0.1)
+        if kip848 and message is not None and message.error():
+            emit("client_error", code=message.error().name(), text=message.error().str())
     consumer.close()
 
 

@@ -3,10 +3,10 @@
 The server runs with a short consumer-group heartbeat interval and session timeout. In-process
 members are all polled from the test's thread, one after the other, so their rebalance callbacks
 (which librdkafka runs inside poll()) land in one shared event log in the order they really
-happened; members that must be SIGKILLed or restarted as a new process run
-``consumer_protocol_member.py`` and report their callbacks with CLOCK_MONOTONIC stamps, which the
-log merges by time. Replaying the log gives every member's owned partitions over time, and no
-partition may ever be owned by two members.
+happened; members that must be SIGKILLed or restarted as a new process are worker subprocesses
+of clients.py (``Worker`` with protocol "consumer") and report their callbacks with
+CLOCK_MONOTONIC stamps, which the log merges by time. Replaying the log gives every member's
+owned partitions over time, and no partition may ever be owned by two members.
 
 What librdkafka 2.16 does with group.protocol=consumer (asserted below): the callbacks are
 incremental (on_assign gets only the added partitions, on_revoke only the removed ones); a member
@@ -19,12 +19,8 @@ group gets INCONSISTENT_GROUP_PROTOCOL as a poll() error, again at each JoinGrou
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
-import os
 import signal
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -41,11 +37,12 @@ from confluent_kafka import (
     KafkaError,
     TopicPartition,
 )
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient
 
 from protocol.apis import ApiKey
 from protocol.messages.consumer_group_describe import ConsumerGroupDescribeRequest
-from tests.support.server import REPO, ServerProcess, start_server
+from tests.integration.clients import CONFLUENT, Worker, create_topic
+from tests.support.server import ServerProcess, start_server
 from tests.support.wire_client import WireClient
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
@@ -61,7 +58,6 @@ SETTINGS = {
     "group-consumer-session-timeout-ms": str(SESSION_MS),
 }
 WAIT_S = 15.0  # upper bound of every convergence wait
-MEMBER_SCRIPT = Path(__file__).with_name("consumer_protocol_member.py")
 CLIENT_LOG = logging.getLogger("librdkafka")
 
 
@@ -72,7 +68,6 @@ CLIENT_LOG = logging.getLogger("librdkafka")
 @dataclass(frozen=True)
 class Event:
     t: float
-    seq: int
     member: str
     kind: str  # assign / revoke / lost, or killed (the test SIGKILLed the member's process)
     partitions: tuple[int, ...]
@@ -81,19 +76,36 @@ class Event:
         return f"{self.t:14.3f} {self.member:>8} {self.kind:<7} {list(self.partitions)}"
 
 
+WORKER_CALLBACKS = {"assigned": "assign", "revoked": "revoke", "lost": "lost"}  # Worker event names
+
+
 class EventLog:
+    """The in-process members' callbacks and the kills, recorded as they happen, merged by time
+    with the callbacks that the member processes report."""
+
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._events: list[Event] = []
+        self._workers: list[Worker] = []
 
     def record(self, member: str, kind: str, partitions: Iterable[int], t: float | None = None) -> None:
         with self._lock:
             stamp = time.monotonic() if t is None else t
-            self._events.append(Event(stamp, len(self._events), member, kind, tuple(sorted(partitions))))
+            self._events.append(Event(stamp, member, kind, tuple(sorted(partitions))))
+
+    def follow(self, worker: Worker) -> None:
+        self._workers.append(worker)
 
     def events(self, member: str | None = None) -> list[Event]:
         with self._lock:
-            ordered = sorted(self._events, key=lambda e: (e.t, e.seq))
+            events = list(self._events)
+        for worker in self._workers:
+            events += [
+                Event(e["t"], worker.name, WORKER_CALLBACKS[e["event"]], tuple(e["partitions"]))
+                for e in worker.snapshot()
+                if e["event"] in WORKER_CALLBACKS
+            ]
+        ordered = sorted(events, key=lambda e: e.t)  # stable: each source's events keep their order
         return [e for e in ordered if member is None or e.member == member]
 
     def owned(self, member: str) -> frozenset[int]:
@@ -197,99 +209,6 @@ class Member:
             self.consumer.close()
 
 
-class MemberProcess:
-    """A member in its own process (consumer_protocol_member.py); its callbacks go to the log."""
-
-    def __init__(self, name: str, bootstrap: str, log: EventLog, instance_id: str | None = None) -> None:
-        self.name = name
-        self.log = log
-        self.reports: list[dict[str, Any]] = []
-        self.stderr: list[str] = []
-        config = {
-            "bootstrap": bootstrap,
-            "group": GROUP,
-            "topic": TOPIC,
-            "name": name,
-            "instance_id": instance_id,
-        }
-        env = {k: v for k, v in os.environ.items() if not k.startswith("COORDINATOR_")}
-        self.process = subprocess.Popen(
-            [sys.executable, str(MEMBER_SCRIPT), json.dumps(config)],
-            cwd=REPO,
-            env=env,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        self._threads = [
-            threading.Thread(target=self._read_stdout, daemon=True),
-            threading.Thread(target=self._read_stderr, daemon=True),
-        ]
-        for thread in self._threads:
-            thread.start()
-
-    def _read_stdout(self) -> None:
-        assert self.process.stdout is not None
-        for line in self.process.stdout:
-            report = json.loads(line)
-            self.reports.append(report)
-            if report["event"] in ("assign", "revoke", "lost"):
-                self.log.record(self.name, report["event"], report["partitions"], report["t"])
-
-    def _read_stderr(self) -> None:
-        assert self.process.stderr is not None
-        self.stderr.extend(self.process.stderr)
-
-    @property
-    def owned(self) -> frozenset[int]:
-        return self.log.owned(self.name)
-
-    @property
-    def member_id(self) -> str | None:
-        ids = [r["member_id"] for r in self.reports if r.get("member_id")]
-        return ids[-1] if ids else None
-
-    def errors(self) -> list[dict[str, Any]]:
-        return [r for r in self.reports if r["event"] == "error"]
-
-    def close(self, timeout: float = 10) -> int:
-        """Ask for a clean close() (the member leaves the group); returns the exit status."""
-        if self.process.poll() is None:
-            assert self.process.stdin is not None
-            with contextlib.suppress(BrokenPipeError):
-                self.process.stdin.write("close\n")
-                self.process.stdin.flush()
-            try:
-                self.process.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.kill()
-        self._reap()
-        return self.process.returncode
-
-    def kill(self) -> float:
-        """SIGKILL by PID; returns the time of the kill and logs it (the member owns nothing after)."""
-        killed_at = time.monotonic()
-        if self.process.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(self.process.pid, signal.SIGKILL)
-            self.process.wait(10)
-            self.log.record(self.name, "killed", (), killed_at)
-        self._reap()
-        return killed_at
-
-    def _reap(self) -> None:
-        for thread in self._threads:
-            thread.join(5)
-        for stream in (self.process.stdin, self.process.stdout, self.process.stderr):
-            if stream is not None:
-                with contextlib.suppress(OSError):
-                    stream.close()
-
-    def describe(self) -> str:
-        return f"{self.name} (pid {self.process.pid}): reports={self.reports}\n" + "".join(self.stderr[-30:])
-
-
 class Group:
     """Every member and server of one test; all of them are closed / stopped at the end."""
 
@@ -297,7 +216,7 @@ class Group:
         self.server = server
         self.log = EventLog()
         self.members: list[Member] = []
-        self.processes: list[MemberProcess] = []
+        self.processes: list[Worker] = []
         self.servers: list[ServerProcess] = [server]
         self.restarted_at = 0  # number of logged events when the server was restarted
 
@@ -310,10 +229,19 @@ class Group:
         self.members.append(member)
         return member
 
-    def process(self, name: str, instance_id: str | None = None) -> MemberProcess:
-        process = MemberProcess(name, self.bootstrap, self.log, instance_id)
+    def process(self, name: str, instance_id: str | None = None) -> Worker:
+        """A member in its own process; its callbacks go to the log."""
+        process = Worker(CONFLUENT, self.bootstrap, GROUP, TOPIC, name, instance_id, protocol="consumer")
         self.processes.append(process)
+        self.log.follow(process)
         return process
+
+    def kill(self, process: Worker) -> float:
+        """SIGKILL by PID; returns the time of the kill and logs it (the member owns nothing after)."""
+        killed_at = time.monotonic()
+        process.kill()
+        self.log.record(process.name, "killed", (), killed_at)
+        return killed_at
 
     def close(self) -> None:
         for member in self.members:
@@ -344,16 +272,16 @@ class Group:
         self.poll_until(lambda: time.monotonic() >= end, "time to pass", seconds + 5)
 
     def report(self) -> str:
-        processes = "\n".join(p.describe() for p in self.processes)
+        processes = "\n".join(f"{p.name} (pid {p.pid}): {p.describe_log()}" for p in self.processes)
         errors = {m.name: [str(e) for e in m.errors] for m in self.members}
         servers = "\n".join(f"server log ({i}):\n{s.log_text()}" for i, s in enumerate(self.servers))
         return f"event log:\n{self.log.dump()}\nerrors: {errors}\n{processes}\n{servers}"
 
-    def split(self, *members: Member | MemberProcess) -> dict[str, frozenset[int]] | None:
+    def split(self, *members: Member | Worker) -> dict[str, frozenset[int]] | None:
         """The members' owned sets once they split all partitions without gap or overlap, and
         the server agrees: Stable, exactly these members, each at the assignment epoch and with
         the assignment (and target) its callbacks say. None until then."""
-        owned = {m.name: m.owned for m in members}
+        owned = {m.name: self.log.owned(m.name) for m in members}
         if any(not parts for parts in owned.values()) or sum(map(len, owned.values())) != PARTITIONS:
             return None
         if frozenset().union(*owned.values()) != ALL:
@@ -381,7 +309,7 @@ def server(tmp_path: Path) -> Iterator[ServerProcess]:
 
 @pytest.fixture
 def group(server: ServerProcess) -> Iterator[Group]:
-    create_topic(server.bootstrap)
+    create_topic(server.bootstrap, TOPIC, PARTITIONS)
     members = Group(server)
     try:
         yield members
@@ -450,15 +378,13 @@ def admin_client(bootstrap: str) -> AdminClient:
     return AdminClient({"bootstrap.servers": bootstrap, "broker.address.family": "v4", "logger": CLIENT_LOG})
 
 
-def create_topic(bootstrap: str) -> None:
-    admin = admin_client(bootstrap)  # referenced until the futures are done
-    futures = admin.create_topics([NewTopic(TOPIC, PARTITIONS, 1)], request_timeout=10)
-    for future in futures.values():
-        future.result(15)
-
-
 def membership_lines(server: ServerProcess) -> list[str]:
     return [line for line in server.log_lines if "consumer_group_manager" in line]
+
+
+def process_errors(process: Worker) -> list[dict[str, object]]:
+    """The client's errors (error_cb and poll()) that a member process reported, and its own."""
+    return [e for e in process.snapshot() if e["event"] in ("client_error", "error")]
 
 
 # --------------------------------------------------------------------------------------------
@@ -548,7 +474,7 @@ def test_killed_member_expires_after_the_session_timeout(group: Group) -> None:
     victim = group.process("victim")
     split = group.poll_until(lambda: group.split(survivor, victim), "a split with the member process")
     victim_id = victim.member_id
-    killed_at = victim.kill()
+    killed_at = group.kill(victim)
     group.poll_until(lambda: survivor.owned == ALL, "the survivor to own everything", SESSION_MS / 1000 + 8)
 
     replay(group.log.events())
@@ -625,7 +551,7 @@ def test_static_member_restarted_as_a_new_process_keeps_its_partitions(group: Gr
 
     # librdkafka's close() of a static member: on_revoke(everything), then a leave with epoch -2.
     assert static.close() == 0
-    assert [r["event"] for r in static.reports][-2:] == ["revoke", "closed"]
+    assert [e["event"] for e in static.snapshot()][-2:] == ["revoked", "closed"]
     assert any(f"static member {old_id} left temporarily" in line for line in membership_lines(group.server))
     # The coordinator keeps its partitions (Kafka: epoch -2, assignment kept for the session).
     away = describe(group.bootstrap).members[old_id or ""]
@@ -650,7 +576,7 @@ def test_static_member_restarted_as_a_new_process_keeps_its_partitions(group: Gr
     assert (after.group_epoch, after.assignment_epoch) == (before.group_epoch, before.assignment_epoch)
     assert after.members[restarted.member_id or ""].instance_id == "instance-1"
     replay(group.log.events())
-    assert other.errors == [] and static.errors() == [] and restarted.errors() == []
+    assert other.errors == [] and process_errors(static) == process_errors(restarted) == []
 
 
 # --------------------------------------------------------------------------------------------
