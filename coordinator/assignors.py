@@ -38,7 +38,11 @@ unchanged input moves nothing. Free partitions (by topic name, then partition) a
 round-robin to members under quota, so a fresh group of M members over topics with M
 partitions each gives member i partition i of every topic.
 
-*Heterogeneous* subscriptions, after Kafka 4.x's ``UniformHeterogeneousAssignmentBuilder``:
+*Classes of members with disjoint topics* (every subscriber of a topic has the same subscription
+set, e.g. half the group reads ``orders`` and half ``payments``): each class is assigned as a
+homogeneous group of its own, with the same balance and optimal stickiness per class.
+
+Other *heterogeneous* subscriptions, after Kafka 4.x's ``UniformHeterogeneousAssignmentBuilder``:
 1. every member keeps all its valid current partitions (topic still subscribed and existing,
    partition in range, first claimant);
 2. free partitions are handed out topic by topic (topics ordered by partitions per subscriber,
@@ -53,10 +57,8 @@ partitions each gives member i partition i of every topic.
 Balance guarantee for heterogeneous groups: when the passes converge (always, unless the
 subscriptions overlap in long chains and the pass limit is reached), for every topic with two
 or more subscribers, no owner of one of its partitions holds two or more partitions more in
-total than any other subscriber of that topic. Hence, when all subscribers of each topic have
-identical subscriptions (the members fall into classes with disjoint topic sets), the totals
-within each class differ by at most one, and stickiness is optimal per class exactly as in
-the homogeneous case. With overlapping, non-identical subscriptions the result is only
+total than any other subscriber of that topic (classes with disjoint topics never get here: see
+above). With overlapping, non-identical subscriptions the result is only
 locally balanced: e.g. members A{t1}, B{t1,t2}, C{t2} may end with 9/10/11 partitions although
 10/10/10 exists (Kafka behaves the same). Re-running on its own converged output moves nothing.
 
@@ -190,7 +192,30 @@ class UniformAssignor:
             return {}
         if homogeneous:
             return _uniform_homogeneous(ids, specs, subs[0], topics)
+        classes: dict[frozenset[str], list[int]] = {}
+        for index, subscribed in enumerate(subs):
+            classes.setdefault(subscribed, []).append(index)
+        if _pairwise_disjoint(list(classes)):
+            # Members fall into classes with disjoint topics: each class is a homogeneous group
+            # of its own, with the homogeneous builder's optimal stickiness.
+            result: dict[str, Assignment] = {}
+            for subscribed, indexes in classes.items():
+                result.update(
+                    _uniform_homogeneous(
+                        [ids[i] for i in indexes], [specs[i] for i in indexes], subscribed, topics
+                    )
+                )
+            return result
         return _uniform_heterogeneous(ids, specs, subs, topics)
+
+
+def _pairwise_disjoint(sets: Sequence[frozenset[str]]) -> bool:
+    seen: set[str] = set()
+    for topics in sets:
+        if not seen.isdisjoint(topics):
+            return False
+        seen |= topics
+    return True
 
 
 def _uniform_homogeneous(

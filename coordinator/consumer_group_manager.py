@@ -75,14 +75,14 @@ CONSUMER_GROUP_TYPE: Final = "consumer"
 UNRELEASED_INTERVAL_DIVISOR: Final = 10
 MEMBER_TYPE_CONSUMER: Final = 1
 
-SessionKey = tuple[str, str, str]
+MemberTimerKey = tuple[str, str, str]  # (kind, group id, member id)
 
 
-def session_key(group_id: str, member_id: str) -> SessionKey:
+def session_key(group_id: str, member_id: str) -> MemberTimerKey:
     return ("cg-session", group_id, member_id)
 
 
-def rebalance_key(group_id: str, member_id: str) -> SessionKey:
+def rebalance_key(group_id: str, member_id: str) -> MemberTimerKey:
     return ("cg-rebalance", group_id, member_id)
 
 
@@ -256,7 +256,7 @@ class ConsumerGroupManager:
             self._leave(ctx, group, req, fx)
             return
 
-        records = _Writes(group)
+        records = _Writes()
         member, is_new = self._member_for(ctx, group, req, records)
         owned = self._owned(req.topic_partitions)
         full = epoch == JOIN_EPOCH or (
@@ -507,7 +507,7 @@ class ConsumerGroupManager:
             raise _Rejected(
                 UNKNOWN_MEMBER_ID, f"Member {req.member_id} is not a member of group {group.group_id}."
             )
-        records = _Writes(group)
+        records = _Writes()
         if req.member_epoch == LEAVE_STATIC_EPOCH:
             group.remove_ownership(member)
             member.pending_revocation = {}
@@ -676,7 +676,7 @@ class ConsumerGroupManager:
         member = group.members.get(member_id) if group is not None else None
         if group is None or member is None:
             return
-        records = _Writes(group)
+        records = _Writes()
         self._remove_member(group, member, records, "fenced: session timeout expired")
         self._finish(None, group, records, None, fx)
 
@@ -689,7 +689,7 @@ class ConsumerGroupManager:
         member.rebalance_timer_epoch = None
         if member.state is not MemberState.UNREVOKED_PARTITIONS or member.member_epoch != epoch:
             return
-        records = _Writes(group)
+        records = _Writes()
         self._remove_member(group, member, records, "fenced: did not revoke within the rebalance timeout")
         self._finish(None, group, records, None, fx)
 
@@ -900,10 +900,10 @@ class ConsumerGroupManager:
                     )
                 )
             else:
-                described.append(self._describe_group(ctx.api_version, group, operations))
+                described.append(self._describe_group(group, operations))
         return cgd.ConsumerGroupDescribeResponse(groups=described)
 
-    def _describe_group(self, version: int, group: ConsumerGroup, operations: int) -> cgd.DescribedGroup:
+    def _describe_group(self, group: ConsumerGroup, operations: int) -> cgd.DescribedGroup:
         topics = self.catalog.topics
 
         def wire(assignment: Mapping[str, frozenset[int]]) -> cgd.Assignment:
@@ -950,7 +950,7 @@ class _Writes:
 
     __slots__ = ("group_dirty", "members")
 
-    def __init__(self, group: ConsumerGroup) -> None:
+    def __init__(self) -> None:
         self.group_dirty = False
         self.members: set[str] = set()
 
