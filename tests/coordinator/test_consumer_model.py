@@ -9,6 +9,8 @@ owned by exactly one client and the uniform assignor's balance holds.
 
 from __future__ import annotations
 
+import os
+
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
@@ -148,5 +150,8 @@ class ConsumerGroupModel(RuleBasedStateMachine):
         assert group.assignment_epoch <= group.group_epoch
 
 
-ConsumerGroupModel.TestCase.settings = settings(max_examples=60, stateful_step_count=40, deadline=None)
+LONG = os.environ.get("HYPOTHESIS_PROFILE") == "long"  # 1500 x 60 steps ran clean on 2026-11-22
+ConsumerGroupModel.TestCase.settings = settings(
+    max_examples=1500 if LONG else 60, stateful_step_count=60 if LONG else 40, deadline=None
+)
 TestConsumerGroupModel = ConsumerGroupModel.TestCase

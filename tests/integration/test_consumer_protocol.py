@@ -41,6 +41,7 @@ from confluent_kafka.admin import AdminClient
 
 from protocol.apis import ApiKey
 from protocol.messages.consumer_group_describe import ConsumerGroupDescribeRequest
+from tests.durability.support import LOADED, wait_for_log
 from tests.integration.clients import CONFLUENT, Worker, create_topic
 from tests.support.server import ServerProcess, start_server
 from tests.support.wire_client import WireClient
@@ -645,3 +646,147 @@ def test_group_epoch_is_unchanged_across_a_coordinator_restart(group: Group) -> 
     assert {m.member_id: m.epoch for m in after.members.values()} == {
         m.member_id: m.epoch for m in before.members.values()
     }
+
+
+# --------------------------------------------------------------------------------------------
+# 9: the coordinator is SIGKILLed (storage: SQLite with the default synchronous=FULL)
+
+CRASH_ERRORS = {KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN}  # what a member may see of it
+
+
+def _crash(group: Group) -> float:
+    """SIGKILL the coordinator (its own PID) and start a new one on the same storage and port,
+    once it has loaded its state; the kill and the restart go to the event log as ``server``
+    events. Returns the time of the kill."""
+    old = group.server
+    killed_at = time.monotonic()
+    assert old.stop(signal.SIGKILL) == -signal.SIGKILL
+    group.log.record("server", "sigkill", (), killed_at)
+    new = start_server(old.storage, SETTINGS, port=old.port)
+    group.servers.append(new)
+    group.server = new
+    wait_for_log(new, LOADED, timeout=15)
+    group.log.record("server", "loaded", ())
+    print(
+        f"\nSIGKILLed pid {old.process.pid}; pid {new.process.pid} loaded {time.monotonic() - killed_at:.2f}s later"
+    )
+    return killed_at
+
+
+def _callbacks(group: Group, since: float) -> list[Event]:
+    return [e for e in group.log.events() if e.t >= since and e.member != "server"]
+
+
+def test_stable_members_keep_partitions_and_epochs_across_a_coordinator_sigkill(group: Group) -> None:
+    one, two = group.member("one"), group.member("two")
+    split = group.poll_until(lambda: group.split(one, two), "a split between two members")
+    before = describe(group.bootstrap)
+    killed_at = _crash(group)
+    # Past a full session timeout on the new server, the members are still there: they heartbeat it.
+    group.poll_for(SESSION_MS / 1000 + 1)
+    after = group.poll_until(lambda: group.split(one, two) and describe(group.bootstrap), "a stable group")
+    print(f"{group.log.dump()}\nbefore: {before}\nafter: {after}")
+
+    assert _callbacks(group, killed_at) == [], f"callbacks after the crash (lost? revoked?)\n{group.report()}"
+    assert (after.group_epoch, after.assignment_epoch) == (before.group_epoch, before.assignment_epoch)
+    assert {m.member_id: (m.epoch, m.assigned) for m in after.members.values()} == {
+        m.member_id: (m.epoch, m.assigned) for m in before.members.values()
+    }
+    assert membership_lines(group.server) == [], "membership changed on the restarted server"
+    for member in (one, two):
+        assert member.assignment() == split[member.name]
+        assert {e.code() for e in member.errors} <= CRASH_ERRORS, member.errors
+
+    # A third member gets a share of its own: the others give up only what moves, nothing twice.
+    joined_at = time.monotonic()
+    three = group.member("three")
+    final = group.poll_until(lambda: group.split(one, two, three), "a split between three members")
+    print(f"after the third member joined:\n{group.log.dump()}")
+    replay(group.log.events())
+    assert {len(parts) for parts in final.values()} == {2}
+    assert final["one"] < split["one"] and final["two"] < split["two"], "the uniform assignor is sticky"
+    later = _callbacks(group, joined_at)
+    assert not [e for e in later if e.kind == "lost"], group.report()
+    for member in (one, two):
+        assert [(e.kind, frozenset(e.partitions)) for e in later if e.member == member.name] == [
+            ("revoke", split[member.name] - final[member.name]),
+            ("assign", frozenset()),
+        ], group.report()
+    assert describe(group.bootstrap).group_epoch == after.group_epoch + 1
+    assert three.errors == []
+
+
+# Where an iteration of the hand-over test SIGKILLs the coordinator (each one twice):
+# joined    the server logged the new member's join (its write may still be in flight); nothing moved
+# revoking  first's on_revoke just returned: its acknowledging heartbeat is about to go out
+# revoked   first's on_revoke returned and first committed what it keeps (synchronously)
+# assigned  the new member's on_assign returned and both committed what they own
+KILL_POINTS = ("joined", "revoking", "revoked", "assigned") * 2
+
+
+def _commit_acked(member: Member, offsets: dict[int, int], acked: dict[int, int]) -> None:
+    """A synchronous commit; once it returned without error, the offsets count as acknowledged."""
+    _commit(member, offsets)
+    acked.update(offsets)
+
+
+def _poll_until_revoked(group: Group, member: Member, since: float) -> None:
+    """Poll only ``member`` (no other member's callback can run meanwhile) until its on_revoke ran."""
+    deadline = time.monotonic() + WAIT_S
+    while not any(e.kind == "revoke" for e in group.log.events(member.name) if e.t > since):
+        assert time.monotonic() < deadline, f"no on_revoke for {member.name}\n{group.report()}"
+        member.poll(0.005)
+
+
+def test_coordinator_sigkill_in_the_middle_of_a_hand_over(group: Group) -> None:
+    """Per iteration: ``first`` owns everything and commits all partitions; ``second<i>`` joins and
+    the server is SIGKILLed at one of KILL_POINTS, then restarted on the same storage and port.
+    After the restart: a disjoint complete 3/3 split that the server agrees with, no partition
+    ever owned by two members over the whole timeline (across the crashes too), and committed()
+    returns at least every offset whose synchronous commit returned before the crash. Then the
+    new member closes and first owns everything again for the next iteration."""
+    first = group.member("first")
+    group.poll_until(lambda: group.split(first), "the first member to own everything")
+    acked: dict[int, int] = {}
+    timings: list[str] = []
+    for i, kill_at in enumerate(KILL_POINTS):
+        base = 1000 * (i + 1)
+        _commit_acked(first, {p: base + p for p in ALL}, acked)
+        name = f"second{i}"
+        started = time.monotonic()
+        second = group.member(name)
+        if kill_at == "joined":
+            # Not polled meanwhile: the join heartbeat is the background thread's; first gets nothing yet.
+            joined = f"joined (client {name})"
+            while joined not in group.server.log_text():
+                assert time.monotonic() - started < WAIT_S, group.report()
+                time.sleep(0.001)
+        elif kill_at in ("revoking", "revoked"):
+            _poll_until_revoked(group, first, started)
+            if kill_at == "revoked":
+                _commit_acked(first, {p: base + 100 + p for p in first.owned}, acked)
+        else:
+            group.poll_until(lambda n=name: group.log.owned(n), f"{name}'s on_assign")
+            _commit_acked(second, {p: base + 200 + p for p in second.owned}, acked)
+            _commit_acked(first, {p: base + 300 + p for p in first.owned}, acked)
+        killed_at = _crash(group)
+        split = group.poll_until(
+            lambda s=second: group.split(first, s), f"a 3/3 split after the crash ({kill_at})"
+        )
+        converged = time.monotonic() - killed_at
+        timings.append(f"{kill_at} {converged:.2f}s")
+        iteration = "\n".join(str(e) for e in group.log.events() if e.t >= started)
+        print(f"iteration {i} ({kill_at}): 3/3 split {converged:.2f}s after the SIGKILL\n{iteration}")
+        replay(group.log.events())  # across the crash too
+        assert {len(parts) for parts in split.values()} == {3}, split
+        committed = _committed(first, ALL)
+        lost = {p: (committed[p][0], offset) for p, offset in acked.items() if committed[p][0] < offset}
+        assert not lost, f"acknowledged commits lost (stored, acked): {lost}\n{group.report()}"
+        assert _committed(second, ALL) == committed
+        for member in (first, second):
+            assert {e.code() for e in member.errors} <= CRASH_ERRORS, (member.name, member.errors)
+
+        second.close()
+        group.poll_until(lambda: group.split(first), "first to own everything again")
+    print(f"convergence after each SIGKILL: {', '.join(timings)}")
+    replay(group.log.events())

@@ -1,6 +1,8 @@
-"""Hypothesis profiles for the codec tests: ``ci`` (default, quick) and ``long`` (soak).
+"""Hypothesis profiles for every property test: ``ci`` (default, quick) and ``long`` (soak).
 
-Select with ``HYPOTHESIS_PROFILE=long pytest tests/protocol``.
+Registered here, at the root, so a partial run uses the same settings as the full suite.
+Select with ``HYPOTHESIS_PROFILE=long pytest tests/protocol`` (tests that set their own example
+counts read the variable themselves).
 """
 
 from __future__ import annotations
