@@ -561,9 +561,9 @@ class ConsumerGroupManager:
 
     # -- epochs, target assignment, reconciliation --------------------------------------------
 
-    @staticmethod
-    def _bump(group: ConsumerGroup, records: _Writes) -> None:
+    def _bump(self, group: ConsumerGroup, records: _Writes) -> None:
         group.group_epoch += 1
+        self.classic.stats.consumer_group_rebalances += 1
         records.group()
 
     def _resolved_topics(self, member: ConsumerMember) -> frozenset[str]:

@@ -169,6 +169,7 @@ class CoreStats:
     """Counters for metrics; the runtime reads them and drains the duration list."""
 
     rebalances_completed: int = 0
+    consumer_group_rebalances: int = 0  # KIP-848 group epoch bumps
     rebalance_durations_ms: list[int] = field(default_factory=list)
     offsets_expired: int = 0
 

@@ -113,6 +113,11 @@ class Metrics:
             "Rebalances completed (Kafka: group-completed-rebalance-count)",
             registry=r,
         )
+        self.consumer_rebalances = Counter(
+            "coordinator_consumer_group_rebalances",
+            "Group epoch bumps of KIP-848 consumer groups (Kafka: consumer-group-rebalance-count)",
+            registry=r,
+        )
         self.rebalance_duration = Histogram(
             "coordinator_rebalance_duration_seconds", "From entering PreparingRebalance to Stable",
             buckets=_REBALANCE_BUCKETS, registry=r,
@@ -137,6 +142,7 @@ class Metrics:
         self._commit_children: dict[int, Any] = {}
         self._core_stats: Any = None
         self._seen_rebalances = 0
+        self._seen_consumer_rebalances = 0
         self._seen_expired = 0
 
     def watch_core(self, snapshot: Callable[[], tuple[dict[str, int], int]], stats: Any) -> None:
@@ -153,6 +159,8 @@ class Metrics:
             self.rebalance_duration.observe(duration_ms / 1000)
         self.rebalances.inc(stats.rebalances_completed - self._seen_rebalances)
         self._seen_rebalances = stats.rebalances_completed
+        self.consumer_rebalances.inc(stats.consumer_group_rebalances - self._seen_consumer_rebalances)
+        self._seen_consumer_rebalances = stats.consumer_group_rebalances
         self.offsets_expired.inc(stats.offsets_expired - self._seen_expired)
         self._seen_expired = stats.offsets_expired
 

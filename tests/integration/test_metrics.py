@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from protocol.apis import ApiKey
+from protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
 from protocol.messages.create_topics import CreatableTopic, CreateTopicsRequest
 from protocol.messages.join_group import JoinGroupRequest, JoinGroupRequestProtocol
 from protocol.messages.offset_commit import (
@@ -123,3 +124,30 @@ def test_counters_move_by_the_right_amounts(metered: tuple[ServerProcess, int]) 
     assert after["coordinator_storage_write_failures_total"] == 0
     assert after["coordinator_connections"] >= 0
     assert "coordinator_partition_load_time_seconds" in after
+
+
+def test_consumer_group_metrics(metered: tuple[ServerProcess, int]) -> None:
+    server, port = metered
+    with WireClient(server.bootstrap) as client:
+        client.request(ApiKey.CREATE_TOPICS, 5, CreateTopicsRequest([CreatableTopic("t", 4, 1)]))
+        before = scrape(port)
+        for member_id in ("a", "b"):
+            join = ConsumerGroupHeartbeatRequest(
+                "cg",
+                member_id,
+                0,
+                rebalance_timeout_ms=30000,
+                subscribed_topic_names=["t"],
+                topic_partitions=[],
+            )
+            assert client.request(ApiKey.CONSUMER_GROUP_HEARTBEAT, 1, join).error_code == 0
+        stale = ConsumerGroupHeartbeatRequest("cg", "a", 7)
+        assert client.request(ApiKey.CONSUMER_GROUP_HEARTBEAT, 1, stale).error_code == 110
+        after = scrape(port)
+    assert delta(after, before, "coordinator_consumer_group_rebalances_total") == 2
+    # b waits for partitions a still owns: the group is reconciling.
+    assert after['coordinator_groups{state="Reconciling"}'] == 1
+    assert after["coordinator_members"] == 2
+    heartbeats = 'coordinator_requests_total{api="consumer_group_heartbeat",error="%s",version="1"}'
+    assert delta(after, before, heartbeats % "NONE") == 2
+    assert delta(after, before, heartbeats % "FENCED_MEMBER_EPOCH") == 1
