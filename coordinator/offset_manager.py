@@ -516,8 +516,7 @@ class OffsetManager:
     def replay(self, record: OffsetCommitRecord) -> None:
         """Apply a stored offset unless the partition has a newer or in-flight one; offsets without
         a group make an Empty "simple" group."""
-        if record.group_id not in self.groups.groups:
-            self.groups.create_group(record.group_id)
+        self._ensure_group(record.group_id)
         offsets = self.offsets.get(record.group_id)
         if offsets is None:
             offsets = self.offsets[record.group_id] = GroupOffsets()
@@ -530,10 +529,15 @@ class OffsetManager:
         for record in records:
             offsets = self.offsets.get(record.group_id)
             if offsets is None:
-                if record.group_id not in self.groups.groups:
-                    self.groups.create_group(record.group_id)
+                self._ensure_group(record.group_id)
                 offsets = self.offsets[record.group_id] = GroupOffsets()
             offsets.put(record)  # storage rows: one per key, the last one wins
+
+    def _ensure_group(self, group_id: str) -> None:
+        """Offsets belong to a classic or a consumer group; without either, a simple classic one."""
+        consumer = self.consumer
+        if group_id not in self.groups.groups and (consumer is None or group_id not in consumer.groups):
+            self.groups.create_group(group_id)
 
 
 def _commit_response(req: OffsetCommitRequest, codes: list[int] | None, code: int) -> OffsetCommitResponse:

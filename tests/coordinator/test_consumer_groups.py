@@ -682,3 +682,23 @@ def test_steady_heartbeat_still_notices_a_new_client_id_and_changed_topics(h: Ha
     h.catalog.set_topic("t", 7)
     reply = cg_heartbeat(h, member_id="a", epoch=1)
     assert reply.wire.member_epoch == 2 and assignment_of(h, reply) == {"t": set(range(7))}
+
+
+def test_restart_with_offsets_does_not_invent_a_classic_group(h: Harness) -> None:
+    cg_heartbeat(h, member_id="a")
+    h.commit("g", {("t", 0): 5}, member_id="a", generation=1, version=9)
+    other = h.restart()
+    assert other.coordinator.group("g") is None and other.coordinator.consumer_group("g") is not None
+    assert [g.group_id for g in other.list_groups().wire.groups] == ["g"]
+    assert other.fetch("g", {"t": [0]}).wire.topics[0].partitions[0].committed_offset == 5
+
+
+def test_failed_offset_delete_on_a_consumer_group_restores_its_offsets_only(h: Harness) -> None:
+    h.catalog.set_topic("old", 1)
+    cg_heartbeat(h, member_id="a")
+    h.commit("g", {("old", 0): 5}, member_id="a", generation=1, version=9)
+    h.fail_code = int(ErrorCode.KAFKA_STORAGE_ERROR)
+    h.delete_offsets("g", {"old": [0]})
+    h.fail_code = None
+    assert h.coordinator.group("g") is None
+    assert h.fetch("g", {"old": [0]}).wire.topics[0].partitions[0].committed_offset == 5

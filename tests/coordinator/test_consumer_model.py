@@ -37,6 +37,7 @@ class ConsumerGroupModel(RuleBasedStateMachine):
         self.h.catalog.set_topic("t", self.partitions)
         self.clients: dict[str, Client] = {}
         self.next_id = 0
+        self.committed: dict[tuple[str, str, int], int] = {}
 
     # -- client behaviour --------------------------------------------------------------------------
 
@@ -85,6 +86,20 @@ class ConsumerGroupModel(RuleBasedStateMachine):
         for client in list(self.clients.values()):
             self._beat(client)  # live clients heartbeat well within their session
 
+    @precondition(lambda self: self.clients)
+    @rule(data=st.data(), offset=st.integers(min_value=0, max_value=1000))
+    def commit(self, data: st.DataObject, offset: int) -> None:
+        client = data.draw(st.sampled_from(sorted(self.clients.values(), key=lambda c: c.member_id)))
+        owned = {tp: offset for tp in client.partitions()}
+        if not owned:
+            return
+        reply = self.h.commit("g", owned, member_id=client.member_id, generation=client.epoch, version=9)
+        codes = {p.error_code for t in reply.wire.topics for p in t.partitions}
+        # A member that was fenced or whose epoch moved on since its last response is refused.
+        assert codes <= {0, ErrorCode.STALE_MEMBER_EPOCH, ErrorCode.UNKNOWN_MEMBER_ID}, codes
+        if codes == {0}:
+            self.committed.update({("g", t, p): o for (t, p), o in owned.items()})
+
     @rule()
     def failing_write(self) -> None:
         self.h.fail_code = int(ErrorCode.REQUEST_TIMED_OUT)
@@ -130,6 +145,16 @@ class ConsumerGroupModel(RuleBasedStateMachine):
             mine = client.partitions()
             assert not (mine & seen), f"owned twice: {mine & seen}"
             seen |= mine
+
+    @invariant()
+    def acknowledged_commits_are_kept(self) -> None:
+        for (group, topic, partition), offset in self.committed.items():
+            stored = self.h.store.offsets.get((group, topic, partition))
+            assert stored is not None and stored.offset == offset
+
+    @invariant()
+    def one_group_type_per_id(self) -> None:
+        assert self.h.coordinator.group("g") is None, "a classic group shadows the consumer group"
 
     @invariant()
     def coordinator_state_is_consistent(self) -> None:

@@ -13,7 +13,12 @@ incremental (on_assign gets only the added partitions, on_revoke only the remove
 that gives partitions away gets on_revoke(moved) followed by an empty on_assign([]); close() runs
 on_revoke(everything) and leaves with epoch -1, or -2 with a group.instance.id; a revocation is
 acknowledged to the coordinator only after on_revoke ran in poll(); a classic member of a consumer
-group gets INCONSISTENT_GROUP_PROTOCOL as a poll() error, again at each JoinGroup retry.
+group gets INCONSISTENT_GROUP_PROTOCOL as a poll() error, again at each JoinGroup retry; a
+synchronous commit that crosses the heartbeat acknowledging a revocation (which bumps the member
+epoch) fails with STALE_MEMBER_EPOCH, as in Kafka, and librdkafka does not retry it.
+
+Section 9 SIGKILLs the coordinator (by PID) and restarts it on the same SQLite storage
+(synchronous=FULL) and port: under Stable members, and at several points of a hand-over.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import signal
+import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -35,12 +41,14 @@ from confluent_kafka import (
     ConsumerGroupTopicPartitions,
     ConsumerGroupType,
     KafkaError,
+    KafkaException,
     TopicPartition,
 )
 from confluent_kafka.admin import AdminClient
 
 from protocol.apis import ApiKey
 from protocol.messages.consumer_group_describe import ConsumerGroupDescribeRequest
+from storage.codec import CONSUMER_MEMBER_COLUMNS, consumer_member_from_row
 from tests.durability.support import LOADED, wait_for_log
 from tests.integration.clients import CONFLUENT, Worker, create_topic
 from tests.support.server import ServerProcess, start_server
@@ -654,23 +662,83 @@ def test_group_epoch_is_unchanged_across_a_coordinator_restart(group: Group) -> 
 CRASH_ERRORS = {KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN}  # what a member may see of it
 
 
-def _crash(group: Group) -> float:
+@dataclass(frozen=True)
+class StoredMember:
+    client_id: str
+    epoch: int
+    state: int  # 0 stable, 1 unrevoked partitions, 2 unreleased partitions
+    assigned: frozenset[int]
+    pending_revocation: frozenset[int]
+    target: frozenset[int]
+
+    def __str__(self) -> str:
+        return (
+            f"{self.client_id}: epoch {self.epoch} state {self.state} assigned {sorted(self.assigned)}"
+            f" pending {sorted(self.pending_revocation)} target {sorted(self.target)}"
+        )
+
+
+@dataclass(frozen=True)
+class Stored:
+    epochs: tuple[int, int] | None  # group epoch, assignment epoch
+    members: dict[str, StoredMember]
+
+    def __str__(self) -> str:
+        members = sorted(self.members.values(), key=lambda m: m.client_id)
+        return f"group/assignment epoch {self.epochs}; " + "; ".join(map(str, members))
+
+
+def stored(storage: str) -> Stored:
+    """The group's rows in the SQLite file (opened read-only; call it while no server runs)."""
+    path = storage.removeprefix("sqlite:///")
+    with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as db:
+        epochs = db.execute(
+            "SELECT group_epoch, assignment_epoch FROM consumer_groups WHERE group_id = ?", (GROUP,)
+        ).fetchone()
+        rows = db.execute(
+            f"SELECT {CONSUMER_MEMBER_COLUMNS} FROM consumer_members WHERE group_id = ?", (GROUP,)
+        ).fetchall()
+
+    def parts(tps: Any) -> frozenset[int]:
+        assert all(topic == TOPIC for topic, _ in tps), tps
+        return frozenset(p for _, partitions in tps for p in partitions)
+
+    members = {}
+    for row in rows:
+        m = consumer_member_from_row(row)
+        members[m.member_id] = StoredMember(
+            m.client_id,
+            m.member_epoch,
+            m.state,
+            parts(m.assigned),
+            parts(m.pending_revocation),
+            parts(m.target),
+        )
+    return Stored(None if epochs is None else tuple(epochs), members)
+
+
+def _crash(group: Group) -> tuple[float, Stored]:
     """SIGKILL the coordinator (its own PID) and start a new one on the same storage and port,
     once it has loaded its state; the kill and the restart go to the event log as ``server``
-    events. Returns the time of the kill."""
+    events. Returns the time of the kill and what the storage held while no server ran."""
     old = group.server
     killed_at = time.monotonic()
     assert old.stop(signal.SIGKILL) == -signal.SIGKILL
     group.log.record("server", "sigkill", (), killed_at)
+    on_disk = stored(old.storage)
+    # On disk, as in memory: a partition is owned (assigned or pending revocation) by one member at most.
+    owners = [m.assigned | m.pending_revocation for m in on_disk.members.values()]
+    assert sum(map(len, owners)) == len(frozenset().union(*owners)), f"owned twice on disk: {on_disk}"
     new = start_server(old.storage, SETTINGS, port=old.port)
     group.servers.append(new)
     group.server = new
     wait_for_log(new, LOADED, timeout=15)
     group.log.record("server", "loaded", ())
+    took = time.monotonic() - killed_at
     print(
-        f"\nSIGKILLed pid {old.process.pid}; pid {new.process.pid} loaded {time.monotonic() - killed_at:.2f}s later"
+        f"\nSIGKILLed pid {old.process.pid}; stored: {on_disk}\npid {new.process.pid} loaded {took:.2f}s later"
     )
-    return killed_at
+    return killed_at, on_disk
 
 
 def _callbacks(group: Group, since: float) -> list[Event]:
@@ -678,10 +746,19 @@ def _callbacks(group: Group, since: float) -> list[Event]:
 
 
 def test_stable_members_keep_partitions_and_epochs_across_a_coordinator_sigkill(group: Group) -> None:
+    """Two Stable members; the server is SIGKILLed and restarted on the same storage and port.
+    The storage held exactly what the server showed; the members keep their partitions without
+    any callback (no on_lost, no revoke) past a session timeout, the group epoch and the member
+    epochs are unchanged; then a third member gets 2 partitions that the others gave up first."""
     one, two = group.member("one"), group.member("two")
     split = group.poll_until(lambda: group.split(one, two), "a split between two members")
     before = describe(group.bootstrap)
-    killed_at = _crash(group)
+    killed_at, on_disk = _crash(group)
+    # What the server had told the members was on disk when it died (synchronous=FULL).
+    assert on_disk.epochs == (before.group_epoch, before.assignment_epoch), on_disk
+    assert {i: (m.epoch, m.state, m.assigned, m.pending_revocation) for i, m in on_disk.members.items()} == {
+        i: (m.epoch, 0, m.assigned, frozenset()) for i, m in before.members.items()
+    }, on_disk
     # Past a full session timeout on the new server, the members are still there: they heartbeat it.
     group.poll_for(SESSION_MS / 1000 + 1)
     after = group.poll_until(lambda: group.split(one, two) and describe(group.bootstrap), "a stable group")
@@ -717,17 +794,32 @@ def test_stable_members_keep_partitions_and_epochs_across_a_coordinator_sigkill(
 
 
 # Where an iteration of the hand-over test SIGKILLs the coordinator (each one twice):
-# joined    the server logged the new member's join (its write may still be in flight); nothing moved
-# revoking  first's on_revoke just returned: its acknowledging heartbeat is about to go out
-# revoked   first's on_revoke returned and first committed what it keeps (synchronously)
-# assigned  the new member's on_assign returned and both committed what they own
-KILL_POINTS = ("joined", "revoking", "revoked", "assigned") * 2
+# joined     the server logged the new member's join (its write may still be in flight); nothing moved
+# unrevoked  the server told first to revoke (describe shows it), first's on_revoke has not run
+# revoking   first's on_revoke just returned: its acknowledging heartbeat is about to go out
+# revoked    first's on_revoke returned and first committed what it keeps (synchronously)
+# assigned   the new member's on_assign returned and both committed what they own
+KILL_POINTS = ("joined", "unrevoked", "revoking", "revoked", "assigned") * 2
 
 
 def _commit_acked(member: Member, offsets: dict[int, int], acked: dict[int, int]) -> None:
-    """A synchronous commit; once it returned without error, the offsets count as acknowledged."""
-    _commit(member, offsets)
-    acked.update(offsets)
+    """A synchronous commit; once it returned without error, the offsets count as acknowledged.
+
+    A commit sent right after on_revoke can cross the heartbeat that acknowledges the revocation
+    and bumps the member epoch: the coordinator then rejects it with STALE_MEMBER_EPOCH (as Kafka's
+    validateOffsetCommit does), nothing is stored, and librdkafka raises it from commit(). Like the
+    Java client's commitSync, retry with the member's new epoch."""
+    for attempt in range(5):
+        try:
+            _commit(member, offsets)
+        except KafkaException as exc:
+            if exc.args[0].code() != KafkaError.STALE_MEMBER_EPOCH or attempt == 4:
+                raise
+            print(f"{member.name}: commit {offsets} rejected with STALE_MEMBER_EPOCH, retried")
+            time.sleep(0.05)
+        else:
+            acked.update(offsets)
+            return
 
 
 def _poll_until_revoked(group: Group, member: Member, since: float) -> None:
@@ -735,7 +827,20 @@ def _poll_until_revoked(group: Group, member: Member, since: float) -> None:
     deadline = time.monotonic() + WAIT_S
     while not any(e.kind == "revoke" for e in group.log.events(member.name) if e.t > since):
         assert time.monotonic() < deadline, f"no on_revoke for {member.name}\n{group.report()}"
-        member.poll(0.005)
+        member.poll(0)  # returns right after the callbacks: no wait between on_revoke and the kill
+        time.sleep(0.001)
+
+
+def _wait_until_told_to_revoke(group: Group, member: Member) -> None:
+    """Without polling anyone: until the server took partitions from ``member``'s assignment (it
+    sent the revocation in a heartbeat response; the member's on_revoke cannot run unpolled)."""
+    deadline = time.monotonic() + WAIT_S
+    while True:
+        view = describe(group.bootstrap).members.get(member.member_id)
+        if view is not None and view.assigned != ALL:
+            return
+        assert time.monotonic() < deadline, f"{member.name} never told to revoke\n{group.report()}"
+        time.sleep(0.01)
 
 
 def test_coordinator_sigkill_in_the_middle_of_a_hand_over(group: Group) -> None:
@@ -761,6 +866,9 @@ def test_coordinator_sigkill_in_the_middle_of_a_hand_over(group: Group) -> None:
             while joined not in group.server.log_text():
                 assert time.monotonic() - started < WAIT_S, group.report()
                 time.sleep(0.001)
+        elif kill_at == "unrevoked":
+            _wait_until_told_to_revoke(group, first)
+            assert not any(e.t > started for e in group.log.events("first")), group.report()
         elif kill_at in ("revoking", "revoked"):
             _poll_until_revoked(group, first, started)
             if kill_at == "revoked":
@@ -769,7 +877,7 @@ def test_coordinator_sigkill_in_the_middle_of_a_hand_over(group: Group) -> None:
             group.poll_until(lambda n=name: group.log.owned(n), f"{name}'s on_assign")
             _commit_acked(second, {p: base + 200 + p for p in second.owned}, acked)
             _commit_acked(first, {p: base + 300 + p for p in first.owned}, acked)
-        killed_at = _crash(group)
+        killed_at, _ = _crash(group)
         split = group.poll_until(
             lambda s=second: group.split(first, s), f"a 3/3 split after the crash ({kill_at})"
         )
