@@ -6,7 +6,13 @@ import asyncio
 from dataclasses import dataclass
 
 from loadtest.client import Connection
-from loadtest.scenario import PREFERRED_VERSIONS, is_loopback_host, parse_hostport
+from loadtest.scenario import (
+    CONSUMER_MIN_VERSIONS,
+    CONSUMER_PREFERRED_VERSIONS,
+    PREFERRED_VERSIONS,
+    is_loopback_host,
+    parse_hostport,
+)
 from protocol.apis import ApiKey
 from protocol.errors import ErrorCode
 from protocol.messages import CODECS
@@ -30,23 +36,34 @@ class PreparedTarget:
 
 
 def prepare_target(
-    bootstrap: str, topics: list[str], partitions: int, loopback_only: bool, probe_group: str
+    bootstrap: str,
+    topics: list[str],
+    partitions: int,
+    loopback_only: bool,
+    probe_group: str,
+    group_protocol: str = "classic",
 ) -> PreparedTarget:
-    return asyncio.run(_prepare(bootstrap, topics, partitions, loopback_only, probe_group))
+    return asyncio.run(_prepare(bootstrap, topics, partitions, loopback_only, probe_group, group_protocol))
 
 
 async def _prepare(
-    bootstrap: str, topics: list[str], partitions: int, loopback_only: bool, probe_group: str
+    bootstrap: str,
+    topics: list[str],
+    partitions: int,
+    loopback_only: bool,
+    probe_group: str,
+    group_protocol: str,
 ) -> PreparedTarget:
+    consumer = group_protocol == "consumer"
     host, port = parse_hostport(bootstrap)
     try:
         conn = await Connection.open(host, port, "loadtest-admin", _TIMEOUT)
     except Exception as exc:
         raise TargetError(f"cannot connect to {bootstrap}: {exc}") from exc
     try:
-        versions = await _negotiate(conn)
+        versions = await _negotiate(conn, consumer)
         await _create_topics(conn, versions, topics, partitions)
-        found = await _topic_partitions(conn, versions, topics)
+        found = await _topic_partitions(conn, versions, topics, consumer)
         coordinator = await _find_coordinator(conn, versions, probe_group)
     finally:
         conn.close()
@@ -59,7 +76,7 @@ async def _prepare(
     return PreparedTarget(versions, found, coordinator)
 
 
-async def _negotiate(conn: Connection) -> dict[int, int]:
+async def _negotiate(conn: Connection, consumer: bool = False) -> dict[int, int]:
     response: ApiVersionsResponse
     response, _, _ = await conn.request(ApiKey.API_VERSIONS, 3, ApiVersionsRequest("loadtest", "1"), _TIMEOUT)
     if response.error_code == ErrorCode.UNSUPPORTED_VERSION:
@@ -68,7 +85,10 @@ async def _negotiate(conn: Connection) -> dict[int, int]:
         raise TargetError(f"ApiVersions failed: {ErrorCode(response.error_code).name}")
     served = {a.api_key: (a.min_version, a.max_version) for a in response.api_keys}
     versions: dict[int, int] = {}
-    for api_key, preferred in PREFERRED_VERSIONS.items():
+    preferred_versions = (
+        {**PREFERRED_VERSIONS, **CONSUMER_PREFERRED_VERSIONS} if consumer else PREFERRED_VERSIONS
+    )
+    for api_key, preferred in preferred_versions.items():
         if api_key not in served:
             raise TargetError(f"the target does not serve {ApiKey(api_key).name}")
         low, high = served[api_key]
@@ -78,6 +98,13 @@ async def _negotiate(conn: Connection) -> dict[int, int]:
         if version < low:
             raise TargetError(f"no common version of {ApiKey(api_key).name} (target {low}..{high})")
         versions[api_key] = version
+    if consumer:
+        for api_key, needed in CONSUMER_MIN_VERSIONS.items():
+            if versions[api_key] < needed:
+                raise TargetError(
+                    f"--group-protocol consumer needs {ApiKey(api_key).name} v{needed}+, "
+                    f"the target serves up to v{served[api_key][1]}"
+                )
     return versions
 
 
@@ -97,7 +124,9 @@ async def _create_topics(
             )
 
 
-async def _topic_partitions(conn: Connection, versions: dict[int, int], topics: list[str]) -> dict[str, int]:
+async def _topic_partitions(
+    conn: Connection, versions: dict[int, int], topics: list[str], consumer: bool = False
+) -> dict[str, int]:
     version = versions[ApiKey.METADATA]
     request = MetadataRequest(
         topics=[MetadataRequestTopic(name=name) for name in topics], allow_auto_topic_creation=False
@@ -108,6 +137,8 @@ async def _topic_partitions(conn: Connection, versions: dict[int, int], topics: 
         response, _, _ = await conn.request(ApiKey.METADATA, version, request, _TIMEOUT)
         found = {t.name or "": len(t.partitions) for t in response.topics if t.error_code == 0}
         if all(found.get(name, 0) > 0 for name in topics):
+            if consumer and any(t.topic_id == bytes(16) for t in response.topics if t.name in topics):
+                raise TargetError("Metadata names no topic ids (KIP-848 assignments need them)")
             return found
         await asyncio.sleep(0.1)
     raise TargetError(f"topics not visible in metadata after creation: {sorted(set(topics) - set(found))}")

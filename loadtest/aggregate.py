@@ -10,10 +10,16 @@ from pyspark.sql import functions as F
 from loadtest.scenario import (
     ABORTED,
     CYCLE_OPS,
+    DOUBLE_OWNERSHIP_OP,
     EVENT_OPS,
+    GROUP_END_OP,
+    HANDOVER_OP,
+    INSTANT,
     LOOP_LAG_OP,
     NOT_JOINED,
+    RECONCILIATION_OP,
     REQUEST_OPS,
+    SUPERSEDED,
     Scenario,
     error_name,
     expected_codes,
@@ -23,6 +29,7 @@ PERCENTILES = (0.5, 0.9, 0.99, 0.999)
 PERCENTILE_NAMES = ("p50", "p90", "p99", "p99_9")
 _ACCURACY = 10000
 _MAX_GENERATIONS_LISTED = 2000
+_MAX_GROUPS_LISTED = 100
 
 
 def _answered_latency() -> Any:
@@ -45,8 +52,10 @@ def _pct_dict(values: list[float] | None) -> dict[str, float | None]:
 def summarize(
     spark: SparkSession, raw: DataFrame, scenario: Scenario, lag_threshold_ms: float
 ) -> dict[str, Any]:
-    expected = expected_codes(scenario.faults)
+    expected = expected_codes(scenario.faults, scenario.group_protocol)
     ops = [*REQUEST_OPS, "connect", *CYCLE_OPS]
+    # Double ownership (consumer mode) counts as an unexpected error, not as an operation.
+    code_ops = [*ops, DOUBLE_OWNERSHIP_OP] if scenario.consumer else ops
     requests = raw.where(F.col("op").isin(*REQUEST_OPS, "connect"))
 
     window = requests.agg(
@@ -70,7 +79,7 @@ def summarize(
         .collect()
     )
     codes_rows = (
-        raw.where(F.col("op").isin(*ops) & (F.col("error_code") != 0))
+        raw.where(F.col("op").isin(*code_ops) & (F.col("error_code") != 0))
         .groupBy("op", "error_code")
         .count()
         .collect()
@@ -107,16 +116,16 @@ def summarize(
         "churned": raw.where(F.col("op") == "churn").count(),
     }
 
-    rebalances = _rebalances(raw)
+    rebalances = _reconciliations(raw, t0) if scenario.consumer else _rebalances(raw)
     loop_lag = _loop_lag(raw, lag_threshold_ms)
     total_requests = sum(v["count"] for k, v in operations.items() if k in REQUEST_OPS)
-    return {
+    # The classic report stays as it was before the consumer mode (no group_protocol key).
+    hidden = ("progress_host", "progress_port") + (() if scenario.consumer else ("group_protocol",))
+    summary = {
         "run_id": scenario.run_id,
         "target": scenario.target,
         "bootstrap": scenario.bootstrap,
-        "scenario": {
-            k: v for k, v in scenario.to_dict().items() if k not in ("progress_host", "progress_port")
-        },
+        "scenario": {k: v for k, v in scenario.to_dict().items() if k not in hidden},
         "window": {"start_ms": t0, "end_ms": t1, "seconds": round(seconds, 3)},
         "requests": {
             "count": total_requests,
@@ -133,6 +142,9 @@ def summarize(
         "loop_lag": loop_lag,
         "client_saturated": any(t["saturated"] for t in loop_lag["tasks"]),
     }
+    if scenario.consumer:
+        summary["reconciliation"] = _reconciliation_details(raw, rebalances)
+    return summary
 
 
 def _rebalances(raw: DataFrame) -> dict[str, Any]:
@@ -162,6 +174,11 @@ def _rebalances(raw: DataFrame) -> dict[str, Any]:
         )
         .collect()
     )
+    return _cycle_summary(stats, listed)
+
+
+def _cycle_summary(stats: Any, listed: list[Any]) -> dict[str, Any]:
+    """The shape shared by rebalances (classic) and reconciliations (consumer mode)."""
     count = int(stats["count"]) if stats else 0
     return {
         "generations": count,
@@ -171,6 +188,67 @@ def _rebalances(raw: DataFrame) -> dict[str, Any]:
         },
         "by_generation": [r.asDict() for r in listed],
         "by_generation_truncated": count > len(listed),
+    }
+
+
+def _reconciliations(raw: DataFrame, t0_ms: float) -> dict[str, Any]:
+    """Consumer mode, in the shape of `_rebalances`: per reconciled (group, epoch), from the
+    first response carrying the epoch to every member at it owning a complete disjoint split
+    (start_s: when the epoch started, seconds since the start of the window)."""
+    epochs = raw.where((F.col("op") == RECONCILIATION_OP) & (F.col("error_code") == 0)).select(
+        "group",
+        "generation",
+        ((F.col("start_ms") - F.lit(t0_ms)) / 1000).alias("start_s"),
+        F.col("latency_ms").alias("duration_ms"),
+    )
+    handovers = raw.where(F.col("op") == HANDOVER_OP).select(
+        "group", "generation", F.col("latency_ms").alias("handover_ms")
+    )
+    stats = epochs.agg(
+        F.count(F.lit(1)).alias("count"),
+        _percentiles(F.col("duration_ms")).alias("pct"),
+        F.max("duration_ms").alias("max"),
+    ).first()
+    listed = (
+        epochs.join(handovers, ["group", "generation"], "left")
+        .orderBy("group", "generation")
+        .limit(_MAX_GENERATIONS_LISTED)
+        .select(
+            "group",
+            "generation",
+            F.round("start_s", 3).alias("start_s"),
+            F.round("duration_ms", 3).alias("duration_ms"),
+            F.round("handover_ms", 3).alias("handover_ms"),
+        )
+        .collect()
+    )
+    return _cycle_summary(stats, listed)
+
+
+def _reconciliation_details(raw: DataFrame, reconciled: dict[str, Any]) -> dict[str, Any]:
+    handover = (
+        raw.where(F.col("op") == HANDOVER_OP)
+        .agg(_percentiles(F.col("latency_ms")).alias("pct"), F.max("latency_ms").alias("max"))
+        .first()
+    )
+    outcomes = raw.where(F.col("op") == RECONCILIATION_OP).groupBy("error_code").count().collect()
+    by_outcome = {int(r["error_code"]): int(r["count"]) for r in outcomes}
+    double = raw.where(F.col("op") == DOUBLE_OWNERSHIP_OP).count()
+    ends = raw.where(F.col("op") == GROUP_END_OP).select("group", "error_code", "generation").collect()
+    not_converged = sorted(r["group"] for r in ends if r["error_code"] != 0)
+    return {
+        "epochs_reconciled": reconciled["generations"],
+        "epochs_single_member": by_outcome.get(INSTANT, 0),
+        "epochs_superseded": by_outcome.get(SUPERSEDED, 0),
+        "duration_ms": reconciled["duration_ms"],
+        "handover_ms": {
+            **_pct_dict(handover["pct"] if handover else None),
+            "max": round(float(handover["max"]), 3) if handover and handover["max"] is not None else None,
+        },
+        "double_ownership": double,
+        "groups": len(ends),
+        "groups_converged": len(ends) - len(not_converged),
+        "groups_not_converged": not_converged[:_MAX_GROUPS_LISTED],
     }
 
 
@@ -206,11 +284,14 @@ def _loop_lag(raw: DataFrame, threshold_ms: float) -> dict[str, Any]:
 
 def timeline(raw: DataFrame, t0_ms: float, scenario: Scenario) -> DataFrame:
     """Per second since the start and per operation: count, errors, latency percentiles."""
-    expected = sorted(expected_codes(scenario.faults))
+    expected = sorted(expected_codes(scenario.faults, scenario.group_protocol))
     second = F.floor((F.col("start_ms") - F.lit(t0_ms)) / 1000).cast("int").alias("second")
     latency = _answered_latency()
+    tracker_ops = (RECONCILIATION_OP, HANDOVER_OP, DOUBLE_OWNERSHIP_OP) if scenario.consumer else ()
     return (
-        raw.where(F.col("op").isin(*REQUEST_OPS, "connect", *CYCLE_OPS, *EVENT_OPS, LOOP_LAG_OP))
+        raw.where(
+            F.col("op").isin(*REQUEST_OPS, "connect", *CYCLE_OPS, *EVENT_OPS, LOOP_LAG_OP, *tracker_ops)
+        )
         .groupBy("target", second, "op")
         .agg(
             F.count(F.lit(1)).alias("count"),

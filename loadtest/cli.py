@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from loadtest.scenario import (
+    GROUP_PROTOCOLS,
     Scenario,
     is_local_master,
     is_loopback_host,
@@ -55,9 +56,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
     load = parser.add_argument_group("scenario")
+    load.add_argument(
+        "--group-protocol",
+        choices=GROUP_PROTOCOLS,
+        default="classic",
+        help="classic (default): JoinGroup/SyncGroup/Heartbeat members with client-side range "
+        "assignment; consumer: KIP-848 ConsumerGroupHeartbeat members (server-side assignment; the "
+        "server sets the heartbeat interval and session timeout; groups are task-local; reports "
+        "reconciliation time per group epoch and checks that no partition has two owners)",
+    )
     load.add_argument("--members", type=int, default=100, help="members per task (default 100)")
     load.add_argument(
-        "--groups", type=int, help="groups in total, shared by all tasks (default: one per 50 members)"
+        "--groups",
+        type=int,
+        help="groups in total, shared by all tasks (default: one per 50 members); consumer: "
+        "each group belongs to one task, so at least --tasks",
     )
     load.add_argument(
         "--topics", type=int, default=1, help="topics; group g subscribes to topic g %% topics (default 1)"
@@ -72,9 +85,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=10.0,
         help="seconds over which a task starts its members (default 10)",
     )
-    load.add_argument("--heartbeat-interval-ms", type=int, default=3000, help="default 3000")
+    load.add_argument(
+        "--heartbeat-interval-ms",
+        type=int,
+        default=3000,
+        help="default 3000 (consumer: only used when a response names no interval)",
+    )
     load.add_argument("--commit-interval-ms", type=int, default=5000, help="default 5000")
-    load.add_argument("--session-timeout-ms", type=int, default=30000, help="default 30000")
+    load.add_argument(
+        "--session-timeout-ms",
+        type=int,
+        default=30000,
+        help="default 30000 (consumer: the server's setting applies; used for the join grace with kills)",
+    )
     load.add_argument("--rebalance-timeout-ms", type=int, default=60000, help="default 60000")
     load.add_argument(
         "--request-timeout-ms",
@@ -230,6 +253,11 @@ def run(args: argparse.Namespace) -> int:
             )
         if tasks is None:
             raise UsageError("give --tasks with a cluster master (one per executor core)")
+        if args.group_protocol == "consumer" and args.groups is not None and args.groups < tasks:
+            raise UsageError(
+                f"--groups {args.groups} is fewer than the {tasks} tasks: with --group-protocol consumer "
+                "each group belongs to one task"
+            )
         dirs = _output_dirs(args.out, targets)
     except UsageError as exc:
         _say(f"error: {exc}")
@@ -244,6 +272,8 @@ def _run(
     from loadtest.progress import Progress
 
     groups = args.groups or max(1, (tasks * args.members) // 50)
+    if args.group_protocol == "consumer":
+        groups = max(groups, tasks)
     ramp_up = min(args.ramp_up, args.duration / 2)
     progress_host = "127.0.0.1" if local else (args.driver_host or socket.gethostbyname(socket.gethostname()))
 
@@ -255,7 +285,7 @@ def _run(
             topics = [f"{args.topic_prefix}-{run_id}-t{i}" for i in range(args.topics)]
             try:
                 prepared = prepare_target(
-                    bootstrap, topics, args.partitions, local, f"loadtest-{run_id}-probe"
+                    bootstrap, topics, args.partitions, local, f"loadtest-{run_id}-probe", args.group_protocol
                 )
             except TargetError as exc:
                 _say(f"error: target {label} ({bootstrap}): {exc}")
@@ -265,7 +295,7 @@ def _run(
                 _say(f"error: target {label}: topics {short} exist with another partition count")
                 return EXIT_TARGET
             versions = prepared.versions
-            if args.static_share > 0 and versions[11] < 5:
+            if args.group_protocol == "classic" and args.static_share > 0 and versions[11] < 5:
                 _say(
                     f"error: target {label}: static membership needs JoinGroup v5+, it serves up to v{versions[11]}"
                 )
@@ -302,6 +332,7 @@ def _run(
                     progress_port=progress.port,
                     barrier=args.barrier,
                     seed=args.seed,
+                    group_protocol=args.group_protocol,
                 )
             )
         return _run_spark(args, scenarios, dirs, progress)
@@ -377,6 +408,14 @@ def _run_spark(args: argparse.Namespace, scenarios: list[Scenario], dirs: list[P
             for s, _ in results
             if s["members"]["not_joined"] or s["requests"]["unexpected_errors"]
         ]
+        failures += [
+            f"{s['target']}: {s['reconciliation']['groups'] - s['reconciliation']['groups_converged']} "
+            "groups not reconciled when the load stopped"
+            for s, _ in results
+            if "reconciliation" in s
+            and s["reconciliation"]["groups"] > s["reconciliation"]["groups_converged"]
+            and not (s["scenario"]["churn_rate"] > 0 or s["scenario"]["kill_rate"] > 0)
+        ]
         if failures:
             _say("check failed: " + "; ".join(failures))
             return EXIT_CHECK_FAILED
@@ -390,15 +429,30 @@ def _report_target(summary: dict[str, Any]) -> None:
     requests = summary["requests"]
     rebalance = summary["rebalances"]
     print(f"\n### {summary['target']} ({summary['bootstrap']}), run {summary['run_id']}\n")
-    print(
+    line = (
         f"members: {members['joined']:,}/{members['started']:,} joined"
         f" ({members['not_joined']} never, {members['aborted_before_join']} aborted before joining),"
         f" killed {members['killed']}, churned {members['churned']};"
         f" requests {requests['count']:,} ({requests['rate_per_s']:,.0f}/s),"
         f" unexpected errors {requests['unexpected_errors']} {requests['unexpected_by_code'] or ''};"
-        f" rebalances {rebalance['generations']:,} (p50 {rebalance['duration_ms'].get('p50')} ms,"
-        f" p99 {rebalance['duration_ms'].get('p99')} ms)"
     )
+    reconciliation = summary.get("reconciliation")
+    if reconciliation is None:
+        line += (
+            f" rebalances {rebalance['generations']:,} (p50 {rebalance['duration_ms'].get('p50')} ms,"
+            f" p99 {rebalance['duration_ms'].get('p99')} ms)"
+        )
+    else:
+        handover = reconciliation["handover_ms"]
+        line += (
+            f" group epochs reconciled {rebalance['generations']:,} (p50 {rebalance['duration_ms'].get('p50')} ms,"
+            f" p99 {rebalance['duration_ms'].get('p99')} ms; handover p50 {handover.get('p50')} ms,"
+            f" p99 {handover.get('p99')} ms), single-member {reconciliation['epochs_single_member']:,},"
+            f" superseded {reconciliation['epochs_superseded']:,};"
+            f" groups reconciled at the end {reconciliation['groups_converged']}/{reconciliation['groups']};"
+            f" double ownership {reconciliation['double_ownership']}"
+        )
+    print(line)
     lag = summary["loop_lag"]["tasks"]
     if lag:
         worst = max(t["max_ms"] for t in lag)

@@ -170,6 +170,7 @@ class Member:
             self.main.cancel()
             await asyncio.gather(self.main, return_exceptions=True)
         self.stable = False
+        self._stopped()
         if not self.joined_once:
             self.joined_once = True  # only one final "join" row per member
             now = time.perf_counter()
@@ -180,7 +181,7 @@ class Member:
             )
             late = now - self.started < grace
             self.rt.record(self, "join", self.started, now, ABORTED if aborted or late else NOT_JOINED, -1)
-        if leave and self.member_id:
+        if leave and self._in_group():
             if self.conn is not None and (self.conn.busy or self.conn.closed):
                 # A parked JoinGroup/SyncGroup holds the connection: leave on a fresh one.
                 self.conn.close()
@@ -197,9 +198,17 @@ class Member:
             self.conn.abort()
             self.conn = None
         self.stable = False
+        self._stopped()
         if not self.joined_once:
             self.joined_once = True
             self.rt.record(self, "join", self.started, time.perf_counter(), ABORTED, -1)
+
+    def _stopped(self) -> None:
+        """The member's work was cancelled (stop or kill); subclasses drop their state here."""
+
+    def _in_group(self) -> bool:
+        """Whether the server may know the member, so that stopping it gracefully means leaving."""
+        return bool(self.member_id)
 
     def close(self) -> None:
         if self.conn is not None:

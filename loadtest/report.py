@@ -17,19 +17,36 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 from loadtest.aggregate import PERCENTILE_NAMES
-from loadtest.scenario import REQUEST_OPS
+from loadtest.scenario import RECONCILIATION_OP, REQUEST_OPS
 
+# Rows are shown for the operations a run has: classic members never send the consumer_group_*
+# requests (nor Metadata), KIP-848 members never the classic ones.
 HEADLINE_OPS = (
     "join",
     "find_coordinator",
+    "metadata",
     "join_group",
     "sync_group",
+    "consumer_group_join",
     "heartbeat",
+    "consumer_group_heartbeat",
     "offset_commit",
     "offset_fetch",
     "leave_group",
+    "consumer_group_leave",
 )
 _STEADY_OPS = ("heartbeat", "offset_commit")
+_CONSUMER_STEADY_OPS = ("consumer_group_heartbeat", "offset_commit")
+
+
+def is_consumer(summary: dict[str, Any]) -> bool:
+    return "reconciliation" in summary
+
+
+def _steady_ops(summary: dict[str, Any]) -> tuple[str, str]:
+    return _CONSUMER_STEADY_OPS if is_consumer(summary) else _STEADY_OPS
+
+
 _COLORS = ("tab:blue", "tab:orange", "tab:green", "tab:red")
 
 
@@ -94,7 +111,7 @@ def compare_rows(a: dict[str, Any], b: dict[str, Any]) -> list[list[str]]:
     ra, rb = a["rebalances"]["duration_ms"], b["rebalances"]["duration_ms"]
     rows.append(
         [
-            "rebalance (per generation)",
+            "reconciliation (per group epoch)" if is_consumer(a) else "rebalance (per generation)",
             _fmt(a["rebalances"]["generations"]),
             _fmt(b["rebalances"]["generations"]),
             _fmt(ra.get("p50"), 1),
@@ -156,25 +173,46 @@ def markdown_table(header: list[str], rows: list[list[str]]) -> str:
 
 
 def plot(targets: list[tuple[dict[str, Any], Any]], path: Path) -> None:
-    fig, axes = plt.subplots(2, 2, figsize=(15, 9.5))
+    consumer = is_consumer(targets[0][0])
+    if consumer:
+        fig, axes = plt.subplots(3, 2, figsize=(15, 14))
+    else:
+        fig, axes = plt.subplots(2, 2, figsize=(15, 9.5))
     _percentile_bars(axes[0][0], [s for s, _ in targets])
     for index, (summary, frame) in enumerate(targets):
         color = _COLORS[index % len(_COLORS)]
         label = summary["target"]
-        _throughput(axes[0][1], frame, label, color)
-        _p99(axes[1][0], frame, label, color)
+        steady = _steady_ops(summary)
+        _throughput(axes[0][1], frame, label, color, steady)
+        _p99(axes[1][0], frame, label, color, steady)
         _errors(axes[1][1], frame, label, color)
+        if consumer:
+            _reconciliation(axes[2][0], summary, label, color)
+            _epochs(axes[2][1], frame, label, color)
     axes[0][1].set_title("throughput (requests started per second)")
     axes[0][1].set_xlabel("seconds since start")
     axes[0][1].set_ylabel("requests/s")
-    axes[1][0].set_title("p99 latency per second (heartbeat solid, offset_commit dashed)")
+    heartbeat = "consumer_group_heartbeat" if consumer else "heartbeat"
+    axes[1][0].set_title(f"p99 latency per second ({heartbeat} solid, offset_commit dashed)")
     axes[1][0].set_xlabel("seconds since start")
     axes[1][0].set_ylabel("ms")
     axes[1][0].set_yscale("log")
     axes[1][1].set_title("non-zero codes per second (signals solid, unexpected dashed), loop lag dotted")
     axes[1][1].set_xlabel("seconds since start")
     axes[1][1].set_ylabel("responses/s")
-    for ax in (axes[0][1], axes[1][0], axes[1][1]):
+    panels = [axes[0][1], axes[1][0], axes[1][1]]
+    if consumer:
+        axes[2][0].set_title("reconciliation time per group epoch (by epoch start)")
+        axes[2][0].set_xlabel("seconds since start")
+        axes[2][0].set_ylabel("ms")
+        axes[2][0].set_yscale("log")
+        axes[2][1].set_title(
+            "group epochs per second: reconciled solid, superseded dashed; double ownership dotted"
+        )
+        axes[2][1].set_xlabel("seconds since start")
+        axes[2][1].set_ylabel("epochs/s")
+        panels += [axes[2][0], axes[2][1]]
+    for ax in panels:
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=8, loc="upper left")
     names = " vs ".join(s["target"] for s, _ in targets)
@@ -227,16 +265,16 @@ def _per_second(frame: Any, series: Any) -> Any:
     return series.reindex(full, fill_value=0)
 
 
-def _throughput(ax: Any, frame: Any, label: str, color: str) -> None:
+def _throughput(ax: Any, frame: Any, label: str, color: str, steady: tuple[str, str]) -> None:
     per_second = _per_second(frame, _requests(frame).groupby("second")["count"].sum())
     ax.plot(per_second.index, per_second.values, color=color, label=f"{label} all requests")
-    for style, op in zip((":", "--"), _STEADY_OPS, strict=True):
+    for style, op in zip((":", "--"), steady, strict=True):
         ops = _per_second(frame, frame[frame["op"] == op].groupby("second")["count"].sum())
         ax.plot(ops.index, ops.values, color=color, linestyle=style, alpha=0.7, label=f"{label} {op}")
 
 
-def _p99(ax: Any, frame: Any, label: str, color: str) -> None:
-    for style, op in zip(("-", "--"), _STEADY_OPS, strict=True):
+def _p99(ax: Any, frame: Any, label: str, color: str, steady: tuple[str, str]) -> None:
+    for style, op in zip(("-", "--"), steady, strict=True):
         ops = frame[frame["op"] == op].set_index("second")["p99_ms"].dropna()
         ax.plot(ops.index, ops.values, color=color, linestyle=style, label=f"{label} {op} p99")
 
@@ -255,6 +293,35 @@ def _errors(ax: Any, frame: Any, label: str, color: str) -> None:
         twin.set_ylabel("client loop lag max (ms)")
         ax._lag_twin = twin
     twin.plot(lag.index, lag.values, color=color, linestyle=":", alpha=0.8)
+
+
+def _reconciliation(ax: Any, summary: dict[str, Any], label: str, color: str) -> None:
+    """Each listed reconciled epoch (summary by_generation) as a point at its start."""
+    listed = summary["rebalances"]["by_generation"]
+    if not listed:
+        return
+    ordered = sorted(listed, key=lambda r: (r.get("start_s") or 0.0, r["group"], r["generation"]))
+    xs = [r.get("start_s") or 0.0 for r in ordered]
+    ax.scatter(
+        xs, [max(r["duration_ms"], 1e-3) for r in ordered], s=10, color=color, label=f"{label} reconciled"
+    )
+    handover = [max(r.get("handover_ms") or 0.0, 1e-3) for r in ordered]
+    ax.scatter(xs, handover, s=10, color=color, marker="x", alpha=0.6, label=f"{label} handover")
+
+
+def _epochs(ax: Any, frame: Any, label: str, color: str) -> None:
+    rows = frame[frame["op"] == RECONCILIATION_OP]
+    if rows.empty:
+        return
+    per_second = rows.groupby("second")
+    superseded = _per_second(frame, per_second["errors"].sum())
+    reconciled = _per_second(frame, per_second["count"].sum()) - superseded
+    ax.plot(reconciled.index, reconciled.values, color=color, label=f"{label} reconciled")
+    ax.plot(superseded.index, superseded.values, color=color, linestyle="--", label=f"{label} superseded")
+    double = frame[frame["op"] == "double_ownership"].groupby("second")["count"].sum()
+    if not double.empty:
+        double = _per_second(frame, double)
+        ax.plot(double.index, double.values, color=color, linestyle=":", label=f"{label} double ownership")
 
 
 # the page
@@ -320,19 +387,22 @@ def _target_section(summary: dict[str, Any]) -> str:
             _table(["code", "count"], [[k, _fmt(v)] for k, v in requests["unexpected_by_code"].items()])
         )
     d = rebalances["duration_ms"]
-    parts.append("<h3>Rebalances (per group and generation: first rejoin to last assignment)</h3>")
-    parts.append(
-        _table(
-            ["generations", "p50 ms", "p90 ms", "p99 ms", "p99.9 ms", "max ms"],
-            [
+    if is_consumer(summary):
+        parts.append(_reconciliation_section(summary))
+    else:
+        parts.append("<h3>Rebalances (per group and generation: first rejoin to last assignment)</h3>")
+        parts.append(
+            _table(
+                ["generations", "p50 ms", "p90 ms", "p99 ms", "p99.9 ms", "max ms"],
                 [
-                    _fmt(rebalances["generations"]),
-                    *(_fmt(d.get(n), 1) for n in PERCENTILE_NAMES),
-                    _fmt(d.get("max"), 1),
-                ]
-            ],
+                    [
+                        _fmt(rebalances["generations"]),
+                        *(_fmt(d.get(n), 1) for n in PERCENTILE_NAMES),
+                        _fmt(d.get("max"), 1),
+                    ]
+                ],
+            )
         )
-    )
     lag = summary["loop_lag"]
     parts.append(f"<h3>Client event-loop lag (threshold {lag['threshold_ms']} ms)</h3>")
     parts.append(
@@ -357,6 +427,55 @@ def _target_section(summary: dict[str, Any]) -> str:
         + html.escape(json.dumps(scenario, indent=2))
         + "</pre></details>"
     )
+    return "\n".join(parts)
+
+
+def _reconciliation_section(summary: dict[str, Any]) -> str:
+    rec = summary["reconciliation"]
+    parts = [
+        "<h3>Reconciliation (KIP-848, per group epoch: first response with the epoch until every "
+        "member reports it and the members own a complete disjoint split; handover: until the last "
+        "change of an owned set)</h3>"
+    ]
+    header = ["", "epochs", "p50 ms", "p90 ms", "p99 ms", "p99.9 ms", "max ms"]
+    rows = []
+    for name, count, stats in (
+        ("reconciliation", rec["epochs_reconciled"], rec["duration_ms"]),
+        ("handover", rec["epochs_reconciled"], rec["handover_ms"]),
+    ):
+        rows.append(
+            [name, _fmt(count), *(_fmt(stats.get(n), 1) for n in PERCENTILE_NAMES), _fmt(stats.get("max"), 1)]
+        )
+    parts.append(_table(header, rows))
+    not_converged = rec["groups"] - rec["groups_converged"]
+    parts.append(
+        _table(
+            [
+                "single-member epochs (not in the percentiles)",
+                "epochs superseded before reconciled",
+                "groups",
+                "reconciled when the load stopped",
+                "double ownership",
+            ],
+            [
+                [
+                    _fmt(rec["epochs_single_member"]),
+                    _fmt(rec["epochs_superseded"]),
+                    _fmt(rec["groups"]),
+                    _fmt(rec["groups_converged"]),
+                    _fmt(rec["double_ownership"]),
+                ]
+            ],
+        )
+    )
+    if not_converged:
+        names = ", ".join(rec["groups_not_converged"])
+        parts.append(f"<p class=warn>Not reconciled when the load stopped: {html.escape(names)}</p>")
+    if rec["double_ownership"]:
+        parts.append(
+            "<p class=warn>Two members of a group owned the same partition at the same time "
+            "(see the executors' stderr for the first cases).</p>"
+        )
     return "\n".join(parts)
 
 

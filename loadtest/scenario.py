@@ -34,7 +34,9 @@ RESULT_COLUMNS: Final = (
 )
 ResultRow = tuple[str, int, int, str, str, float, float, int, int]
 
-# One row per round trip.
+# One row per round trip. The consumer_group_* ops are ConsumerGroupHeartbeat (KIP-848, api 68)
+# requests: with epoch 0 (join), a positive epoch (heartbeats, revocation acknowledgements)
+# and epoch -1/-2 (leave); "metadata" is the topic-id lookup of a KIP-848 member.
 REQUEST_OPS: Final = (
     "find_coordinator",
     "join_group",
@@ -43,6 +45,10 @@ REQUEST_OPS: Final = (
     "offset_commit",
     "offset_fetch",
     "leave_group",
+    "metadata",
+    "consumer_group_join",
+    "consumer_group_heartbeat",
+    "consumer_group_leave",
 )
 # One row per completed membership cycle: the first one of a member is "join", later ones
 # (after REBALANCE_IN_PROGRESS and friends) are "rebalance".
@@ -52,12 +58,34 @@ CYCLE_OPS: Final = ("join", "rebalance")
 EVENT_OPS: Final = ("kill", "churn")
 LOOP_LAG_OP: Final = "loop_lag"
 
+# KIP-848 mode (group_protocol "consumer"): rows the task's group trackers write (member -1
+# except for double_ownership). "reconciliation": per group epoch, start_ms = the first response
+# carrying the epoch, latency_ms = until every live member of the group reported that epoch and
+# their owned sets formed a complete disjoint split of the topic (code 0), or until a newer epoch
+# replaced it first (SUPERSEDED); INSTANT (latency 0) when the response that started the epoch
+# also completed it (a group of one member), kept out of the percentiles. "handover": for each
+# epoch reconciled with code 0, from its start to the last change of any member's owned set. "double_ownership": a member took a partition another
+# member of its group still owned (DOUBLE_OWNERSHIP, at the time it took it). "group_end": one per
+# group when the load stops, before the members leave: 0 when the group is reconciled then,
+# NOT_CONVERGED otherwise.
+RECONCILIATION_OP: Final = "reconciliation"
+HANDOVER_OP: Final = "handover"
+DOUBLE_OWNERSHIP_OP: Final = "double_ownership"
+GROUP_END_OP: Final = "group_end"
+TRACKER_OPS: Final = (RECONCILIATION_OP, HANDOVER_OP, DOUBLE_OWNERSHIP_OP, GROUP_END_OP)
+
+GROUP_PROTOCOLS: Final = ("classic", "consumer")
+
 # Client-side outcomes that have no Kafka error code. All are unexpected.
 CLIENT_TIMEOUT: Final = -100
 CLIENT_DISCONNECTED: Final = -101
 CLIENT_DECODE_ERROR: Final = -102
 NOT_JOINED: Final = -103  # a member's lifetime ended without it ever getting an assignment
 ABORTED: Final = -104  # a member killed or churned away before its first assignment (expected)
+DOUBLE_OWNERSHIP: Final = -105  # two members of a group owned a partition at the same time
+SUPERSEDED: Final = -106  # a group epoch replaced by a newer one before it was reconciled (expected)
+NOT_CONVERGED: Final = -107  # a group not reconciled when the load stopped
+INSTANT: Final = -108  # an epoch reconciled by the response that started it: a lone member (expected)
 
 CLIENT_CODE_NAMES: Final = {
     CLIENT_TIMEOUT: "CLIENT_TIMEOUT",
@@ -65,6 +93,10 @@ CLIENT_CODE_NAMES: Final = {
     CLIENT_DECODE_ERROR: "CLIENT_DECODE_ERROR",
     NOT_JOINED: "NOT_JOINED",
     ABORTED: "ABORTED",
+    DOUBLE_OWNERSHIP: "DOUBLE_OWNERSHIP",
+    SUPERSEDED: "SUPERSEDED",
+    NOT_CONVERGED: "NOT_CONVERGED",
+    INSTANT: "INSTANT",
 }
 
 
@@ -92,8 +124,28 @@ _ALWAYS_EXPECTED: Final = frozenset(
 _EXPECTED_WITH_FAULTS: Final = frozenset({ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.FENCED_INSTANCE_ID})
 
 
-def expected_codes(faults: bool) -> frozenset[int]:
-    return _ALWAYS_EXPECTED | _EXPECTED_WITH_FAULTS if faults else _ALWAYS_EXPECTED
+# KIP-848 members: STALE_MEMBER_EPOCH tells a committer to retry after its next heartbeat.
+_ALWAYS_EXPECTED_CONSUMER: Final = frozenset(
+    {ErrorCode.NONE, ErrorCode.STALE_MEMBER_EPOCH, ABORTED, SUPERSEDED, INSTANT}
+)
+# With churn or kills: a member fenced or expired by the server rejoins; a static replacement
+# started while the killed instance is still a member waits for its session to expire.
+_EXPECTED_WITH_FAULTS_CONSUMER: Final = frozenset(
+    {
+        ErrorCode.UNKNOWN_MEMBER_ID,
+        ErrorCode.FENCED_MEMBER_EPOCH,
+        ErrorCode.FENCED_INSTANCE_ID,
+        ErrorCode.UNRELEASED_INSTANCE_ID,
+    }
+)
+
+
+def expected_codes(faults: bool, group_protocol: str = "classic") -> frozenset[int]:
+    if group_protocol == "consumer":
+        always, with_faults = _ALWAYS_EXPECTED_CONSUMER, _EXPECTED_WITH_FAULTS_CONSUMER
+    else:
+        always, with_faults = _ALWAYS_EXPECTED, _EXPECTED_WITH_FAULTS
+    return always | with_faults if faults else always
 
 
 # Highest version of each API the load test speaks (what a Kafka 3.9/4.x Java consumer sends);
@@ -108,6 +160,15 @@ PREFERRED_VERSIONS: Final[dict[int, int]] = {
     ApiKey.OFFSET_FETCH: 9,
     ApiKey.METADATA: 12,
     ApiKey.CREATE_TOPICS: 7,
+}
+# Negotiated on top in the KIP-848 mode, and the lowest versions that mode needs of the others
+# (OffsetCommit/OffsetFetch v9 carry the member epoch, Metadata v10+ the topic ids).
+CONSUMER_PREFERRED_VERSIONS: Final[dict[int, int]] = {ApiKey.CONSUMER_GROUP_HEARTBEAT: 1}
+CONSUMER_MIN_VERSIONS: Final[dict[int, int]] = {
+    ApiKey.CONSUMER_GROUP_HEARTBEAT: 0,
+    ApiKey.OFFSET_COMMIT: 9,
+    ApiKey.OFFSET_FETCH: 9,
+    ApiKey.METADATA: 10,
 }
 
 
@@ -186,17 +247,31 @@ class Scenario:
     seed: int = 0
     loop_lag_interval_ms: int = 100
     stop_timeout_s: float = 10.0
+    group_protocol: str = "classic"  # "consumer": KIP-848 members (loadtest.consumer)
 
     @property
     def faults(self) -> bool:
         return self.churn_rate > 0 or self.kill_rate > 0
 
+    @property
+    def consumer(self) -> bool:
+        return self.group_protocol == "consumer"
+
     def group_name(self, index: int) -> str:
         return f"loadtest-{self.run_id}-g{index}"
 
     def group_of_slot(self, task: int, slot: int) -> int:
-        """Members are spread over the groups round-robin, so a group spans tasks."""
+        """Classic: members are spread over the groups round-robin, so a group spans tasks.
+        Consumer: groups are task-local (task t has groups t, t + tasks, ...; needs groups >=
+        tasks), so that one task sees every owner of a partition and reconciliation completely."""
+        if self.consumer:
+            local = self.task_groups(task)
+            return local[slot % len(local)]
         return (task * self.members + slot) % self.groups
+
+    def task_groups(self, task: int) -> range:
+        """The groups of a task in the consumer mode."""
+        return range(task % self.groups, self.groups, self.tasks)
 
     def topic_of_group(self, group_index: int) -> str:
         return self.topic_names[group_index % len(self.topic_names)]

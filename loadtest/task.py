@@ -12,13 +12,17 @@ import contextlib
 import json
 import random
 import socket
+import sys
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from loadtest.member import Member, encode_subscription
 from loadtest.scenario import (
+    GROUP_END_OP,
+    HANDOVER_OP,
     LOOP_LAG_OP,
+    RECONCILIATION_OP,
     REQUEST_OPS,
     ResultRow,
     Scenario,
@@ -27,8 +31,13 @@ from loadtest.scenario import (
 )
 from protocol.errors import ErrorCode
 
+if TYPE_CHECKING:
+    from loadtest.consumer import GroupTracker
+
 _REQUEST_OPS = frozenset(REQUEST_OPS)
+_EPOCH_OPS = frozenset({RECONCILIATION_OP, HANDOVER_OP, GROUP_END_OP})
 _PROGRESS_INTERVAL_S = 1.0
+_NOTES_PER_CODE = 5
 
 
 class TaskRuntime:
@@ -50,7 +59,10 @@ class TaskRuntime:
         self.lag_window_ms = 0.0
         self.kills = 0
         self.churns = 0
-        self._expected = expected_codes(scenario.faults)
+        self._expected = expected_codes(scenario.faults, scenario.group_protocol)
+        self.trackers: dict[str, GroupTracker] = {}  # consumer mode: per group of this task
+        self.notes: list[str] = []  # diagnostics (server error messages...), printed at the end
+        self._notes_by_code: dict[int, int] = {}
         self._epoch_offset = time.time() - time.perf_counter()  # record() takes perf_counter times
         self._subscriptions: dict[str, bytes] = {}
         self._loopback: dict[str, bool] = {}
@@ -61,12 +73,17 @@ class TaskRuntime:
     # called by members
 
     def record(self, member: Member, op: str, start: float, end: float, code: int, generation: int) -> None:
+        self.record_row(member.number, member.group, op, start, end, code, generation)
+
+    def record_row(
+        self, number: int, group: str, op: str, start: float, end: float, code: int, generation: int
+    ) -> None:
         self.rows.append(
             (
                 self.scenario.target,
                 self.task,
-                member.number,
-                member.group,
+                number,
+                group,
                 op,
                 (start + self._epoch_offset) * 1000.0,
                 (end - start) * 1000.0,
@@ -76,6 +93,8 @@ class TaskRuntime:
         )
         if op in _REQUEST_OPS:
             self.requests += 1
+        elif op in _EPOCH_OPS:
+            return  # SUPERSEDED/NOT_CONVERGED describe a group, not a response: no signal
         if code:
             if code in self._expected:
                 self.signals += 1
@@ -88,6 +107,21 @@ class TaskRuntime:
         if data is None:
             data = self._subscriptions[topic] = encode_subscription(topic)
         return data
+
+    def tracker(self, group: str) -> GroupTracker:
+        tracker = self.trackers.get(group)
+        if tracker is None:
+            from loadtest.consumer import GroupTracker
+
+            tracker = self.trackers[group] = GroupTracker(self, group, self.scenario.partitions)
+        return tracker
+
+    def note(self, message: str, code: int) -> None:
+        """Keep a diagnostic line (at most a few per code) for the end of the task."""
+        seen = self._notes_by_code.get(code, 0)
+        self._notes_by_code[code] = seen + 1
+        if seen < _NOTES_PER_CODE:
+            self.notes.append(message)
 
     def loopback_ok(self, host: str) -> bool:
         ok = self._loopback.get(host)
@@ -118,6 +152,9 @@ class TaskRuntime:
             async with asyncio.timeout_at(deadline):
                 await self._stop_event.wait()
         self.stopping = True
+        now = time.perf_counter()
+        for tracker in self.trackers.values():
+            tracker.finish(now)
         for job in list(self._background):
             if job.get_name() != "progress":
                 job.cancel()
@@ -135,6 +172,7 @@ class TaskRuntime:
             job.cancel()
         await asyncio.gather(*self._background, return_exceptions=True)
         await self._send_progress(final=True)
+        self._print_notes()
         if self.failure is not None:
             raise RuntimeError(f"load task {self.task} failed: {self.failure!r}") from self.failure
         return self.rows
@@ -156,8 +194,23 @@ class TaskRuntime:
                 await asyncio.sleep(delay)
             self._start_member(slot, slot)
 
+    def _print_notes(self) -> None:
+        if not self.notes:
+            return
+        more = sum(self._notes_by_code.values()) - len(self.notes)
+        lines = [f"loadtest task {self.task}: {note}" for note in self.notes]
+        if more > 0:
+            lines.append(f"loadtest task {self.task}: ... and {more} more")
+        print("\n".join(lines), file=sys.stderr, flush=True)
+
     def _start_member(self, number: int, slot: int) -> Member:
-        member = Member(self, number, slot)
+        member: Member
+        if self.scenario.consumer:
+            from loadtest.consumer import ConsumerMember
+
+            member = ConsumerMember(self, number, slot)
+        else:
+            member = Member(self, number, slot)
         self.members[number] = member
         member.start()
         return member

@@ -85,3 +85,95 @@ def test_local_master_refuses_a_non_loopback_target(tmp_path: Path) -> None:
     )
     assert result.returncode == 2, result.stderr
     assert "not a loopback address" in result.stderr
+
+
+class _Rows:
+    """The part of TaskRuntime a GroupTracker uses."""
+
+    def __init__(self) -> None:
+        self.rows: list[tuple[int, str, str, float, float, int, int]] = []
+        self.notes: list[str] = []
+
+    def record_row(
+        self, number: int, group: str, op: str, start: float, end: float, code: int, gen: int
+    ) -> None:
+        self.rows.append((number, group, op, start, end, code, gen))
+
+    def note(self, message: str, code: int) -> None:
+        self.notes.append(message)
+
+    def ops(self, op: str) -> list[tuple[float, float, int, int]]:
+        return [(r[3], r[4], r[5], r[6]) for r in self.rows if r[2] == op]
+
+
+class _FakeMember:
+    def __init__(self, number: int) -> None:
+        self.number = number
+        self.generation = 0
+        self.member_id = f"m{number}"
+        self.converged_at: float | None = None
+
+    def converged(self, now: float) -> None:
+        self.converged_at = self.converged_at if self.converged_at is not None else now
+
+
+def test_tracker_measures_reconciliation_per_group_epoch() -> None:
+    from loadtest.consumer import GroupTracker
+    from loadtest.scenario import INSTANT, NOT_CONVERGED, SUPERSEDED
+
+    rt = _Rows()
+    tracker = GroupTracker(rt, "g", 4)  # type: ignore[arg-type]
+    a, b = _FakeMember(1), _FakeMember(2)
+    tracker.update(a, 1, frozenset({0, 1, 2, 3}), 1.0)  # a joins alone: reconciled at once
+    assert rt.ops("reconciliation") == [(1.0, 1.0, INSTANT, 1)] and a.converged_at == 1.0
+    assert not rt.ops("handover")
+    tracker.update(b, 2, frozenset(), 2.0)  # b joins: epoch 2 starts, b waits for partitions
+    tracker.update(a, 1, frozenset({0, 1}), 2.5)  # a revokes 2, 3 (still at epoch 1)
+    tracker.update(a, 2, frozenset({0, 1}), 2.6)  # a acknowledges, moves to epoch 2
+    assert not tracker.converged and b.converged_at is None
+    tracker.update(b, 2, frozenset({2, 3}), 2.9)  # b gets the released partitions
+    assert tracker.converged and b.converged_at == 2.9
+    assert rt.ops("reconciliation")[-1] == (2.0, 2.9, 0, 2)
+    assert rt.ops("handover")[-1] == (2.0, 2.9, 0, 2)
+    # b leaves: a learns epoch 3 later; epoch 4 comes before a has b's partitions: superseded.
+    tracker.remove(b, 5.0)
+    tracker.update(a, 3, frozenset({0, 1}), 5.5)
+    tracker.update(a, 4, frozenset({0, 1}), 5.7)
+    assert rt.ops("reconciliation")[-1] == (5.5, 5.7, SUPERSEDED, 3)
+    assert tracker.double_ownership == 0 and not rt.ops("double_ownership")
+    tracker.finish(6.0)
+    assert rt.ops("group_end") == [(6.0, 6.0, NOT_CONVERGED, 4)]
+    assert "not reconciled" in rt.notes[-1]
+
+
+def test_tracker_flags_two_owners_of_a_partition() -> None:
+    from loadtest.consumer import GroupTracker
+    from loadtest.scenario import DOUBLE_OWNERSHIP
+
+    rt = _Rows()
+    tracker = GroupTracker(rt, "g", 2)  # type: ignore[arg-type]
+    a, b = _FakeMember(1), _FakeMember(2)
+    tracker.update(a, 1, frozenset({0, 1}), 1.0)
+    tracker.update(b, 2, frozenset({1}), 2.0)  # a still owns 1
+    assert rt.ops("double_ownership") == [(2.0, 2.0, DOUBLE_OWNERSHIP, 2)]
+    assert tracker.shared == 1 and not tracker.converged
+    assert "took partition 1 still owned by member 1" in rt.notes[0]
+    tracker.update(a, 2, frozenset({0}), 2.5)  # a gives it up: one owner each, complete
+    assert tracker.shared == 0 and tracker.converged
+    tracker.remove(a, 3.0)
+    tracker.update(b, 3, frozenset({0, 1}), 3.5)  # a partition freed first is no double ownership
+    assert len(rt.ops("double_ownership")) == 1 and tracker.converged
+
+
+def test_consumer_groups_are_task_local_and_codes_depend_on_the_protocol() -> None:
+    from loadtest.scenario import ABORTED, expected_codes
+
+    sc = _scenario(group_protocol="consumer", groups=5)
+    assert Scenario.from_dict(sc.to_dict()) == sc
+    for task in range(2):
+        groups = {sc.group_of_slot(task, s) for s in range(10)}
+        assert groups == set(range(task, 5, 2))
+    assert _scenario().group_of_slot(1, 0) == 10 % 3  # classic: groups still span tasks
+    assert expected_codes(False) == {0, 79, 27, 22, ABORTED}
+    assert 113 in expected_codes(False, "consumer") and 110 not in expected_codes(False, "consumer")
+    assert {25, 110, 111} <= expected_codes(True, "consumer")
