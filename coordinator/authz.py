@@ -133,7 +133,12 @@ class AclLayer:
         handlers[ApiKey.CONSUMER_GROUP_HEARTBEAT] = self._consumer_heartbeat(
             h[ApiKey.CONSUMER_GROUP_HEARTBEAT]
         )
-        handlers[ApiKey.CONSUMER_GROUP_DESCRIBE] = self._consumer_describe(h[ApiKey.CONSUMER_GROUP_DESCRIBE])
+        handlers[ApiKey.CONSUMER_GROUP_DESCRIBE] = self._describe(
+            h[ApiKey.CONSUMER_GROUP_DESCRIBE],
+            lambda group_id: ConsumerGroupDescribedGroup(error_code=GROUP_DENIED, group_id=group_id),
+            operations_from_version=0,
+            operations_of_errors=False,
+        )
         handlers[ApiKey.DESCRIBE_ACLS] = self.describe_acls
         handlers[ApiKey.CREATE_ACLS] = self.create_acls
         handlers[ApiKey.DELETE_ACLS] = self.delete_acls
@@ -221,13 +226,26 @@ class AclLayer:
             return
         response.topics = self._filter_topics(ctx, response.topics, req.topics is not None)
 
-    def _describe(self, inner: Handler) -> Handler:
+    def _describe(
+        self,
+        inner: Handler,
+        denied_entry: Callable[[str], Any] = lambda group_id: DescribedGroup(
+            error_code=GROUP_DENIED, group_id=group_id
+        ),
+        operations_from_version: int = 3,
+        operations_of_errors: bool = True,
+    ) -> Handler:
+        """DescribeGroups and ConsumerGroupDescribe: DESCRIBE per group, and the authorized
+        operations computed from the ACLs when asked for (ConsumerGroupDescribe: only for groups
+        it found)."""
+
         def handle(ctx: RequestContext, req: Any) -> Result:
             def edit(response: Any) -> None:
+                wanted = ctx.api_version >= operations_from_version and req.include_authorized_operations
                 for i, group in enumerate(response.groups):
                     if not self._group(ctx, Operation.DESCRIBE, group.group_id):
-                        response.groups[i] = DescribedGroup(error_code=GROUP_DENIED, group_id=group.group_id)
-                    elif ctx.api_version >= 3 and req.include_authorized_operations:
+                        response.groups[i] = denied_entry(group.group_id)
+                    elif wanted and (operations_of_errors or group.error_code == 0):
                         group.authorized_operations = self.authorizer.authorized_operations(
                             ctx.principal, ctx.client_host, ResourceType.GROUP, group.group_id
                         )
@@ -252,24 +270,6 @@ class AclLayer:
                         error_message=f"Not authorized to describe topics: {', '.join(sorted(denied))}.",
                     ),
                 )
-            return inner(ctx, req)
-
-        return handle
-
-    def _consumer_describe(self, inner: Handler) -> Handler:
-        def handle(ctx: RequestContext, req: Any) -> Result:
-            def edit(response: Any) -> None:
-                for i, group in enumerate(response.groups):
-                    if not self._group(ctx, Operation.DESCRIBE, group.group_id):
-                        response.groups[i] = ConsumerGroupDescribedGroup(
-                            error_code=GROUP_DENIED, group_id=group.group_id
-                        )
-                    elif req.include_authorized_operations and group.error_code == 0:
-                        group.authorized_operations = self.authorizer.authorized_operations(
-                            ctx.principal, ctx.client_host, ResourceType.GROUP, group.group_id
-                        )
-
-            ctx.reply_to = _Rewriting(ctx.reply_to, edit)
             return inner(ctx, req)
 
         return handle

@@ -252,21 +252,20 @@ class GroupCoordinator:
             consumer_group = self._consumer.groups.get(group_id)
             if consumer_group is not None:
                 code = NON_EMPTY_GROUP if consumer_group.members else NONE
-                if code == NONE:
-                    self._consumer.remove_group(consumer_group)
-                    removal = self._offsets.drop_group(group_id)
-                    records.extend(removal.tombstones)
-                    records.append(ConsumerGroupTombstone(group_id))
-                    deleted.append((consumer_group, removal))
-                results.append(DeletableGroupResult(group_id, code))
-                continue
-            code = self._groups.validate_delete(group_id)
+            else:
+                code = self._groups.validate_delete(group_id)
             if code == NONE:
-                group = self._groups.groups[group_id]
-                self._groups.remove_group(group)
+                group: ClassicGroup | ConsumerGroup
+                tombstone: Record
+                if consumer_group is not None:
+                    group, tombstone = consumer_group, ConsumerGroupTombstone(group_id)
+                    self._consumer.remove_group(consumer_group)
+                else:
+                    group, tombstone = self._groups.groups[group_id], GroupTombstone(group_id)
+                    self._groups.remove_group(group)
                 removal = self._offsets.drop_group(group_id)
                 records.extend(removal.tombstones)
-                records.append(GroupTombstone(group_id))
+                records.append(tombstone)
                 deleted.append((group, removal))
             results.append(DeletableGroupResult(group_id, code))
         response = DeleteGroupsResponse(results=results)

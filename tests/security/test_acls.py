@@ -14,6 +14,8 @@ import pytest
 
 from protocol.apis import ApiKey
 from protocol.errors import ErrorCode
+from protocol.messages.consumer_group_describe import ConsumerGroupDescribeRequest
+from protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
 from protocol.messages.create_acls import AclCreation, CreateAclsRequest
 from protocol.messages.delete_acls import DeleteAclsFilter, DeleteAclsRequest
 from protocol.messages.describe_acls import DescribeAclsRequest
@@ -278,3 +280,35 @@ def test_acls_and_users_cli(server: ServerProcess, storage: str) -> None:
     with pytest.raises(AssertionError):
         login(server, "alice", "alice-pw")
     assert _cli("users", "delete", "alice", "--storage", storage).returncode == 1
+
+
+@pytest.mark.integration
+def test_consumer_group_apis_are_authorized(server: ServerProcess) -> None:
+    with login(server, "admin", "admin-pw") as admin, login(server, "alice", "alice-pw") as alice:
+        topics = [MetadataRequestTopic(name=name) for name in ("k1", "k2")]
+        admin.request(ApiKey.METADATA, 9, MetadataRequest(topics=topics, allow_auto_topic_creation=True))
+
+        def join(topic: str) -> Any:
+            request = ConsumerGroupHeartbeatRequest(
+                "cg1",
+                "m1",
+                0,
+                rebalance_timeout_ms=30000,
+                subscribed_topic_names=[topic],
+                topic_partitions=[],
+            )
+            return alice.request(ApiKey.CONSUMER_GROUP_HEARTBEAT, 1, request)
+
+        def describe() -> Any:
+            request = ConsumerGroupDescribeRequest(["cg1"], True)
+            return alice.request(ApiKey.CONSUMER_GROUP_DESCRIBE, 1, request).groups[0]
+
+        assert join("k1").error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED
+        assert describe().error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED
+        grant(admin, acl(GROUP, "cg1", "User:alice", READ), acl(TOPIC, "k1", "User:alice", DESCRIBE))
+        refused = join("k2")  # no DESCRIBE on k2
+        assert refused.error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED and "k2" in refused.error_message
+        assert join("k1").error_code == 0
+        described = describe()  # READ implies DESCRIBE
+        assert described.error_code == 0 and described.members[0].member_id == "m1"
+        assert described.authorized_operations == (1 << READ) | (1 << DESCRIBE)
