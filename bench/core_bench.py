@@ -16,9 +16,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for tests.coordinator.scale
 
-from coordinator.context import RequestContext
-from coordinator.group_config import GroupConfig
-from coordinator.shard import GroupCoordinator
+from coordinator.core.context import RequestContext
+from coordinator.core.group_config import GroupConfig
+from coordinator.core.shard import GroupCoordinator
 from protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest, TopicPartitions
 from tests.coordinator.harness import FakeCatalog
 from tests.coordinator.scale import Sink, apply, heartbeat_rate, join_request, stable_group

@@ -1,3 +1,3 @@
-from coordinator.cli import main
+from coordinator.cli.main import main
 
 raise SystemExit(main())

@@ -45,8 +45,8 @@ from storage.records import (
     TopicRecord,
     UserCredentialRecord,
 )
+from storage.redact import redact_url
 from storage.schema import load_migrations
-from storage.url import redact_url
 
 log = logging.getLogger(__name__)
 

@@ -15,6 +15,7 @@ from typing import Any, Final
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
 from storage.base import Store
+from storage.redact import redact_url
 
 _EXPECTED: Final = "expected memory://, sqlite:///path.db or postgresql://user:password@host:port/database"
 _SQLITE_QUERY_OPTIONS: Final = {
@@ -53,22 +54,6 @@ def open_store(url: str, **options: Any) -> Store:
         dsn, query_options = _pop_query_options(url, {"synchronous_commit": str})
         return PostgresStore(dsn, **_merge(url, query_options, options))
     raise ValueError(f"unsupported store URL scheme {scheme!r} in {redact_url(url)!r}; {_EXPECTED}")
-
-
-def redact_url(url: str) -> str:
-    """The URL with its password replaced by ``***`` (for logs and error messages)."""
-    try:
-        parts = urlsplit(url)
-        if parts.password is None:
-            return url
-        user = parts.username or ""
-        host = parts.hostname or ""
-        if ":" in host:  # IPv6 literal
-            host = f"[{host}]"
-        netloc = f"{user}:***@{host}" + (f":{parts.port}" if parts.port is not None else "")
-        return urlunsplit(parts._replace(netloc=netloc))
-    except ValueError:
-        return url.partition("://")[0] + "://<unparseable>"
 
 
 def _parse_sqlite(url: str, rest: str) -> tuple[str, dict[str, Any]]:

@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from coordinator.cli import build_parser
-from coordinator.config import Config, ConfigError, load_config
+from coordinator.cli.main import build_parser
+from coordinator.server.config import Config, ConfigError, load_config
 
 
 def test_defaults_are_kafkas() -> None:

@@ -14,7 +14,7 @@ from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
 from kafka.admin import NewTopic
 from kafka.structs import OffsetAndMetadata
 
-from coordinator.admin.cli import main
+from coordinator.cli.admin.cli import main
 
 
 @dataclass

@@ -18,10 +18,10 @@ from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient as ConfluentAdmin
 from confluent_kafka.admin import NewTopic
 
-from coordinator.admin.cli import build_parser
-from coordinator.admin.client import TP, AdminClient, Committed, GroupDescription
-from coordinator.admin.errors import KafkaError
-from coordinator.admin.offsets_cmd import offsets_reset
+from coordinator.cli.admin.cli import build_parser
+from coordinator.cli.admin.client import TP, AdminClient, Committed, GroupDescription
+from coordinator.cli.admin.errors import KafkaError
+from coordinator.cli.admin.offsets_cmd import offsets_reset
 from protocol.apis import ApiKey
 from protocol.errors import ErrorCode
 from protocol.messages.consumer_group_describe import ConsumerGroupDescribeRequest, DescribedGroup

@@ -323,7 +323,7 @@ def test_import_is_refused_while_the_group_has_members(ours: ServerProcess, tmp_
 def test_module_entry_point(ours: ServerProcess) -> None:
     commit(ours.bootstrap, "entry", {("entry_t", 0): 1})
     result = subprocess.run(
-        [sys.executable, "-m", "coordinator.admin", "groups", "list", "--bootstrap", ours.bootstrap, "--format", "json"],
+        [sys.executable, "-m", "coordinator.cli.admin", "groups", "list", "--bootstrap", ours.bootstrap, "--format", "json"],
         cwd=REPO, capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr

@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from coordinator.admin.assignment import decode_assignment
-from coordinator.admin.client import TP, AdminClient, Member, Node
-from coordinator.admin.csvfile import OffsetRow, read_offsets_csv, write_offsets_csv
-from coordinator.admin.errors import KafkaError, UsageError
-from coordinator.admin.groups_cmd import format_partitions, format_subscription
-from coordinator.admin.output import render_table
-from coordinator.admin.specs import parse_datetime_ms, parse_duration_ms, parse_topic_spec
+from coordinator.cli.admin.assignment import decode_assignment
+from coordinator.cli.admin.client import TP, AdminClient, Member, Node
+from coordinator.cli.admin.csvfile import OffsetRow, read_offsets_csv, write_offsets_csv
+from coordinator.cli.admin.errors import KafkaError, UsageError
+from coordinator.cli.admin.groups_cmd import format_partitions, format_subscription
+from coordinator.cli.admin.output import render_table
+from coordinator.cli.admin.specs import parse_datetime_ms, parse_duration_ms, parse_topic_spec
 from protocol.apis import SERVED_VERSIONS, ApiKey
 from protocol.errors import ErrorCode
 from protocol.messages.consumer_protocol import (

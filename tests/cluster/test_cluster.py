@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from coordinator.cluster import Cluster, NodeIdentity, topic_name_error
-from coordinator.context import RequestContext
-from coordinator.result import Result
+from coordinator.core.cluster import Cluster, NodeIdentity, topic_name_error
+from coordinator.core.context import RequestContext
+from coordinator.core.result import Result
 from protocol.errors import ErrorCode
 from protocol.messages.api_versions import ApiVersionsRequest
 from protocol.messages.create_partitions import (

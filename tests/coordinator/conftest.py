@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.group_config import GroupConfig
+from coordinator.core.group_config import GroupConfig
 from tests.coordinator.harness import Harness
 
 

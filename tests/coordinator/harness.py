@@ -16,11 +16,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from coordinator.context import RequestContext
-from coordinator.group import ClassicGroup
-from coordinator.group_config import GroupConfig
-from coordinator.result import Result
-from coordinator.shard import GroupCoordinator
+from coordinator.core.classic_group import ClassicGroup
+from coordinator.core.context import RequestContext
+from coordinator.core.group_config import GroupConfig
+from coordinator.core.result import Result
+from coordinator.core.shard import GroupCoordinator
 from protocol.messages import CODECS
 from protocol.messages.consumer_protocol import (
     ConsumerProtocolSubscription,

@@ -5,10 +5,10 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from coordinator.context import RequestContext
-from coordinator.group_config import GroupConfig
-from coordinator.result import Result
-from coordinator.shard import GroupCoordinator
+from coordinator.core.context import RequestContext
+from coordinator.core.group_config import GroupConfig
+from coordinator.core.result import Result
+from coordinator.core.shard import GroupCoordinator
 from protocol.messages.heartbeat import HeartbeatRequest
 from protocol.messages.join_group import JoinGroupRequest, JoinGroupRequestProtocol
 from protocol.messages.sync_group import SyncGroupRequest, SyncGroupRequestAssignment

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from coordinator.state import GroupState
+from coordinator.core.state import GroupState
 from protocol.errors import ErrorCode
 from protocol.messages.describe_groups import DescribeGroupsRequest
 from protocol.messages.join_group import JoinGroupRequest, JoinGroupRequestProtocol

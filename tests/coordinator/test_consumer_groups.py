@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.consumer_group import MemberState
-from coordinator.group_config import GroupConfig
+from coordinator.core.consumer_group import MemberState
+from coordinator.core.group_config import GroupConfig
 from protocol.errors import ErrorCode
 from storage.records import ConsumerGroupRecord, ConsumerMemberRecord, ConsumerMemberTombstone
 from tests.coordinator.consumer_harness import Client, assignment_of, cg_describe, cg_heartbeat, cgroup

@@ -15,8 +15,8 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from coordinator.consumer_group import MemberState
-from coordinator.group_config import GroupConfig
+from coordinator.core.consumer_group import MemberState
+from coordinator.core.group_config import GroupConfig
 from protocol.errors import ErrorCode
 from tests.coordinator.consumer_harness import Client, cg_heartbeat
 from tests.coordinator.harness import Harness

@@ -6,8 +6,14 @@ import struct
 
 import pytest
 
-from coordinator.group import ClassicGroup, Member, Protocols, parse_subscribed_topics, session_key
-from coordinator.state import GroupState
+from coordinator.core.classic_group import (
+    ClassicGroup,
+    Member,
+    Protocols,
+    parse_subscribed_topics,
+    session_key,
+)
+from coordinator.core.state import GroupState
 from protocol.errors import ErrorCode
 from tests.coordinator.harness import subscription
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.group_config import GroupConfig
-from coordinator.shard import default_member_id
-from coordinator.state import GroupState
+from coordinator.core.group_config import GroupConfig
+from coordinator.core.shard import default_member_id
+from coordinator.core.state import GroupState
 from protocol.errors import ErrorCode
 from tests.coordinator.harness import Harness, subscription
 

@@ -13,9 +13,9 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
-from coordinator.group import ClassicGroup
-from coordinator.group_config import GroupConfig
-from coordinator.state import VALID_PREVIOUS, GroupState
+from coordinator.core.classic_group import ClassicGroup
+from coordinator.core.group_config import GroupConfig
+from coordinator.core.state import VALID_PREVIOUS, GroupState
 from protocol.errors import ErrorCode
 from tests.coordinator.harness import Harness, Reply
 

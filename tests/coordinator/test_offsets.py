@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from coordinator.state import GroupState
+from coordinator.core.state import GroupState
 from protocol.errors import ErrorCode
 from protocol.messages.offset_commit import (
     OffsetCommitRequest,

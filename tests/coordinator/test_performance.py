@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import tracemalloc
 
-from coordinator.context import RequestContext
+from coordinator.core.context import RequestContext
 from tests.coordinator.scale import Sink, apply, heartbeat_rate, join_request, stable_group
 
 

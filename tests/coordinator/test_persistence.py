@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.group_config import GroupConfig
-from coordinator.shard import GroupCoordinator
-from coordinator.state import GroupState
+from coordinator.core.group_config import GroupConfig
+from coordinator.core.shard import GroupCoordinator
+from coordinator.core.state import GroupState
 from protocol.errors import ErrorCode
 from storage.records import GroupMetadataRecord, MemberRecord, OffsetCommitRecord
 from tests.coordinator.harness import FakeStore, Harness, subscription

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from coordinator.group_config import GroupConfig
-from coordinator.state import GroupState
+from coordinator.core.group_config import GroupConfig
+from coordinator.core.state import GroupState
 from protocol.errors import ErrorCode
 from storage.records import GroupMetadataRecord
 from tests.coordinator.harness import Harness

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from coordinator.group import ClassicGroup
-from coordinator.group_config import GroupConfig
-from coordinator.offset_manager import Removal
-from coordinator.state import GroupState
+from coordinator.core.classic_group import ClassicGroup
+from coordinator.core.group_config import GroupConfig
+from coordinator.core.offset_manager import Removal
+from coordinator.core.state import GroupState
 from protocol.errors import ErrorCode
 from storage.records import GroupMetadataRecord, GroupTombstone, OffsetCommitRecord
 from tests.coordinator.harness import WALL_START_MS, FakeStore, Harness

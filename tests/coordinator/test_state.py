@@ -4,8 +4,8 @@ import itertools
 
 import pytest
 
-from coordinator.group import ClassicGroup
-from coordinator.state import (
+from coordinator.core.classic_group import ClassicGroup
+from coordinator.core.state import (
     STATE_BY_LOWER_NAME,
     VALID_PREVIOUS,
     GroupState,

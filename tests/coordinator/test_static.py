@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from coordinator.state import GroupState
+from coordinator.core.state import GroupState
 from protocol.errors import ErrorCode
 from tests.coordinator.harness import Harness, subscription
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.state import GroupState
+from coordinator.core.state import GroupState
 from protocol.errors import ErrorCode
 from tests.coordinator.harness import Harness
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from coordinator.timers import Timers
+from coordinator.core.timers import Timers
 
 
 def test_poll_returns_due_keys_in_deadline_order_once() -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from coordinator.acl import (
+from coordinator.security.acl import (
     AclFilter,
     Authorizer,
     Operation,

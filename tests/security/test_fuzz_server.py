@@ -29,8 +29,8 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from coordinator.app import RunningServer, start_server
-from coordinator.config import Config
+from coordinator.server.app import RunningServer, start_server
+from coordinator.server.config import Config
 from protocol.apis import ApiKey
 from protocol.messages.api_versions import ApiVersionsRequest
 from protocol.messages.describe_groups import DescribeGroupsRequest

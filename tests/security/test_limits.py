@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from coordinator.group_config import GroupConfig
-from coordinator.limits import ConnectionLimits
+from coordinator.core.group_config import GroupConfig
+from coordinator.server.limits import ConnectionLimits
 from protocol.apis import ApiKey
 from protocol.errors import ErrorCode
 from protocol.messages.api_versions import ApiVersionsRequest

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from coordinator.config import ConfigError, load_config
-from coordinator.listeners import parse_listeners
+from coordinator.server.config import ConfigError, load_config
+from coordinator.server.listeners import parse_listeners
 from protocol.apis import ApiKey
 from protocol.messages.describe_cluster import DescribeClusterRequest
 from protocol.messages.find_coordinator import FindCoordinatorRequest

@@ -12,8 +12,7 @@ from typing import Any
 
 import pytest
 
-from coordinator.authn import first_message_user
-from coordinator.sasl import (
+from coordinator.security.scram import (
     PlainAuthenticator,
     SaslFailure,
     ScramAuthenticator,
@@ -21,6 +20,7 @@ from coordinator.sasl import (
     check_password,
     make_credential,
 )
+from coordinator.server.authn import first_message_user
 from protocol.apis import ApiKey
 from protocol.errors import ErrorCode
 from protocol.messages.api_versions import ApiVersionsRequest
@@ -310,7 +310,8 @@ class _FakeConnection:
 
 
 def test_kip_368_expired_session_may_only_reauthenticate() -> None:
-    from coordinator.authn import SaslServer, SaslSession
+    from coordinator.server.authn import SaslServer
+    from coordinator.server.sasl_session import SaslSession
     from protocol.wire import Request
 
     now = [1000]
@@ -338,8 +339,8 @@ def test_kip_368_expired_session_may_only_reauthenticate() -> None:
 
 
 def test_security_flags_reach_the_config() -> None:
-    from coordinator.cli import build_parser
-    from coordinator.config import load_config
+    from coordinator.cli.main import build_parser
+    from coordinator.server.config import load_config
 
     argv = ["serve", "--security-protocol", "SASL_PLAINTEXT", "--sasl-enabled-mechanisms", "SCRAM-SHA-512",
             "--max-connections", "10", "--max-connections-per-ip", "3", "--connections-max-idle-ms", "1000",

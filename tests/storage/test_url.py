@@ -8,8 +8,9 @@ import pytest
 
 from storage.memory import MemoryStore
 from storage.postgres import PostgresStore
+from storage.redact import redact_url
 from storage.sqlite import SQLiteStore
-from storage.url import open_store, redact_url
+from storage.url import open_store
 
 
 def test_memory() -> None:

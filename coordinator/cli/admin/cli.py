@@ -1,0 +1,266 @@
+"""The `groups` and `offsets` command trees (argparse), and the runner that maps failures to exit codes.
+
+Exit codes: 0 ok, 1 Kafka error (printed as 'ERROR_NAME: ...'; network failures as
+NETWORK_EXCEPTION / REQUEST_TIMED_OUT, as Kafka's clients name them), 2 usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from coordinator.cli.admin.client import AdminClient
+from coordinator.cli.admin.connection import parse_address
+from coordinator.cli.admin.errors import KafkaError, UsageError
+from coordinator.cli.admin.groups_cmd import groups_delete, groups_describe, groups_list
+from coordinator.cli.admin.offsets_cmd import offsets_delete, offsets_export, offsets_import, offsets_reset
+from coordinator.cli.admin.specs import parse_datetime_ms, parse_duration_ms, parse_topic_spec
+
+Handler = Callable[[AdminClient, argparse.Namespace], int]
+
+DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
+EXIT_CODES = "exit codes: 0 ok, 1 Kafka error (named, e.g. GROUP_ID_NOT_FOUND), 2 usage"
+
+
+def run(handler: Handler, args: argparse.Namespace) -> int:
+    """Run one command against the bootstrap address; print failures as the exit code says."""
+    try:
+        with AdminClient(args.bootstrap, timeout=args.timeout) as client:
+            return handler(client, args)
+    except KafkaError as exc:
+        print(exc, file=sys.stderr)
+        return 1
+    except UsageError as exc:
+        print(f"{args.admin_prog}: error: {exc}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:  # `... | head`: stop quietly, and keep Python's exit flush quiet too
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except KeyboardInterrupt:
+        return 130
+
+
+def _typed(parse: Callable[[str], Any], name: str) -> Callable[[str], Any]:
+    """An argparse type whose ValueError message reaches the user as it is."""
+
+    def convert(text: str) -> Any:
+        try:
+            return parse(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    convert.__name__ = name
+    return convert
+
+
+def _address(text: str) -> str:
+    parse_address(text)
+    return text
+
+
+def _non_negative(text: str) -> int:
+    if not text.isdigit():
+        raise ValueError(f"expected a non-negative integer, got {text!r}")
+    return int(text)
+
+
+def _seconds(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise ValueError(f"expected a positive number of seconds, got {text!r}")
+    return value
+
+
+def _connection_options(output: Sequence[str] = ("table", "json")) -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--bootstrap",
+        metavar="HOST:PORT",
+        default=DEFAULT_BOOTSTRAP,
+        type=_typed(_address, "address"),
+        help=f"any broker of the cluster (default {DEFAULT_BOOTSTRAP})",
+    )
+    common.add_argument(
+        "--timeout",
+        metavar="SECONDS",
+        type=_typed(_seconds, "seconds"),
+        default=10.0,
+        help="per-request timeout, also how long to wait for a coordinator (default 10)",
+    )
+    common.add_argument(
+        "--format", choices=list(output), default=output[0], help=f"output format (default {output[0]})"
+    )
+    return common
+
+
+def _leaf(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser],
+    name: str,
+    handler: Handler,
+    help_text: str,
+    output: Sequence[str] = ("table", "json"),
+) -> argparse.ArgumentParser:
+    parser: argparse.ArgumentParser = sub.add_parser(
+        name,
+        help=help_text,
+        description=help_text[0].upper() + help_text[1:] + ".",
+        epilog=EXIT_CODES,
+        parents=[_connection_options(output)],
+    )
+    parser.set_defaults(func=lambda args: run(handler, args), admin_prog=parser.prog)
+    return parser
+
+
+def add_groups_parser(
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
+) -> argparse.ArgumentParser:
+    """`groups list|describe|delete` (the verbs of kafka-consumer-groups.sh and `rpk group`)."""
+    groups: argparse.ArgumentParser = subparsers.add_parser(
+        "groups", help="list, describe and delete consumer groups", description="Consumer groups."
+    )
+    verbs = groups.add_subparsers(dest="verb", required=True, metavar="VERB")
+
+    listing = _leaf(verbs, "list", groups_list, "list the groups of every broker")
+    listing.add_argument(
+        "--state",
+        action="append",
+        metavar="S",
+        help="only groups in state S (Stable, Empty, ...; repeatable)",
+    )
+    listing.add_argument(
+        "--type",
+        action="append",
+        metavar="T",
+        help="only groups of type T (classic, consumer, ...; repeatable)",
+    )
+
+    describe = _leaf(
+        verbs,
+        "describe",
+        groups_describe,
+        "describe classic and consumer (KIP-848) groups: offsets and lag (default), members, state",
+    )
+    describe.add_argument("groups", nargs="+", metavar="GROUP")
+    describe.add_argument(
+        "--members",
+        action="store_true",
+        help="members: client id, host, instance id, assigned partitions (consumer groups: also member "
+        "epoch, subscription and target assignment)",
+    )
+    describe.add_argument(
+        "--offsets",
+        action="store_true",
+        help="committed offset, log-end offset and lag per partition (default)",
+    )
+    describe.add_argument(
+        "--state",
+        action="store_true",
+        help="coordinator, assignment strategy, state, #members (consumer groups: also type, group "
+        "epoch and assignment epoch)",
+    )
+
+    delete = _leaf(verbs, "delete", groups_delete, "delete groups (they must have no members)")
+    delete.add_argument("groups", nargs="+", metavar="GROUP")
+    return groups
+
+
+def add_offsets_parser(
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
+) -> argparse.ArgumentParser:
+    """`offsets reset|delete|export|import`."""
+    offsets: argparse.ArgumentParser = subparsers.add_parser(
+        "offsets", help="reset, delete, export and import committed offsets", description="Committed offsets."
+    )
+    verbs = offsets.add_subparsers(dest="verb", required=True, metavar="VERB")
+    topic_spec = _typed(parse_topic_spec, "topic")
+
+    reset = _leaf(verbs, "reset", offsets_reset, "plan or execute an offset reset of an inactive group")
+    reset.add_argument("group", metavar="GROUP")
+    scope = reset.add_mutually_exclusive_group()
+    scope.add_argument(
+        "--topic",
+        action="append",
+        type=topic_spec,
+        metavar="T[:P,P...]",
+        help="topic, optionally partitions (repeatable)",
+    )
+    scope.add_argument(
+        "--all-topics", action="store_true", help="every partition the group has an offset for"
+    )
+    method = reset.add_mutually_exclusive_group(required=True)
+    method.add_argument("--to-earliest", action="store_true", help="the earliest offset of each partition")
+    method.add_argument("--to-latest", action="store_true", help="the log-end offset of each partition")
+    method.add_argument("--to-offset", type=_typed(_non_negative, "offset"), metavar="N", help="offset N")
+    method.add_argument(
+        "--shift-by", type=int, metavar="N", help="the committed offset plus N (N may be negative)"
+    )
+    method.add_argument(
+        "--to-datetime",
+        type=_typed(parse_datetime_ms, "datetime"),
+        metavar="ISO",
+        help="first offset at or after an ISO 8601 time (local time unless it names a zone)",
+    )
+    method.add_argument(
+        "--by-duration",
+        type=_typed(parse_duration_ms, "duration"),
+        metavar="PnDTnHnM",
+        help="first offset at or after now minus an ISO 8601 duration",
+    )
+    method.add_argument(
+        "--from-file",
+        metavar="CSV",
+        help="offsets from a topic,partition,offset file (as `offsets export` writes)",
+    )
+    mode = reset.add_mutually_exclusive_group()
+    mode.add_argument("--dry-run", action="store_true", help="print the plan only (the default)")
+    mode.add_argument("--execute", action="store_true", help="commit the planned offsets")
+    reset.add_argument(
+        "--no-clamp",
+        action="store_true",
+        help="do not pull offsets into the log's [earliest, latest] range (for brokers that hold no records)",
+    )
+
+    delete = _leaf(verbs, "delete", offsets_delete, "delete committed offsets (OffsetDelete)")
+    delete.add_argument("group", metavar="GROUP")
+    delete.add_argument(
+        "--topic",
+        action="append",
+        required=True,
+        type=topic_spec,
+        metavar="T[:P,P...]",
+        help="topic, optionally partitions; without them every partition the group has an offset for (repeatable)",
+    )
+
+    export = _leaf(
+        verbs,
+        "export",
+        offsets_export,
+        "print committed offsets as topic,partition,offset CSV",
+        ("csv", "json"),
+    )
+    export.add_argument("group", metavar="GROUP")
+    export.add_argument(
+        "--with-metadata", action="store_true", help="add a fourth column: the commit metadata"
+    )
+
+    imports = _leaf(verbs, "import", offsets_import, "commit offsets from a CSV file into an inactive group")
+    imports.add_argument("group", metavar="GROUP")
+    imports.add_argument("file", metavar="FILE", help="topic,partition,offset[,metadata] CSV ('-' for stdin)")
+    return offsets
+
+
+def build_parser(prog: str = "coordinator") -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=prog, description="Kafka consumer-group administration.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    add_groups_parser(sub)
+    add_offsets_parser(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None, prog: str = "coordinator") -> int:
+    args = build_parser(prog).parse_args(argv)
+    result: int = args.func(args)
+    return result

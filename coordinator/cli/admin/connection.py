@@ -1,0 +1,140 @@
+"""One blocking connection to one broker, with the API versions negotiated on connect."""
+
+from __future__ import annotations
+
+import socket
+import struct
+from typing import Any, Final
+
+from coordinator.cli.admin.errors import KafkaError
+from protocol.apis import SERVED_VERSIONS, ApiKey
+from protocol.errors import ErrorCode
+from protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
+from protocol.primitives import DecodeError
+from protocol.wire import decode_response, encode_request
+
+_LENGTH: Final = struct.Struct(">i")
+_ERROR_CODE_AFTER_CORRELATION: Final = struct.Struct(">h")
+MAX_FRAME: Final = 256 * 1024 * 1024
+
+
+def parse_address(text: str) -> tuple[str, int]:
+    """HOST:PORT (IPv6 as [::1]:9092) -> (host, port); ValueError with a readable message."""
+    host, sep, port_text = text.strip().rpartition(":")
+    if not sep or not host or not port_text.isdigit():
+        raise ValueError(f"expected HOST:PORT, got {text!r}")
+    port = int(port_text)
+    if not 0 < port < 65536:
+        raise ValueError(f"port {port} out of range in {text!r}")
+    return host.removeprefix("[").removesuffix("]"), port
+
+
+class BrokerConnection:
+    """Sends requests at the highest version both sides know and returns decoded responses."""
+
+    def __init__(self, host: str, port: int, timeout: float, client_id: str) -> None:
+        self.address = f"{host}:{port}"
+        self.client_id = client_id
+        self._correlation_id = 0
+        try:
+            self._sock = socket.create_connection((host, port), timeout=timeout)
+        except OSError as exc:
+            raise KafkaError(
+                ErrorCode.NETWORK_EXCEPTION, f"cannot connect to {self.address}: {exc.strerror or exc}"
+            ) from exc
+        try:
+            self.versions = self._negotiate()
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        self._sock.close()
+
+    def version(self, api: ApiKey) -> int:
+        """min(our max, their max) for the API, or UNSUPPORTED_VERSION if the windows miss."""
+        ours = SERVED_VERSIONS[api]
+        theirs = self.versions.get(api)
+        name = api.name.replace("_", " ").title().replace(" ", "")
+        if theirs is None:
+            raise KafkaError(ErrorCode.UNSUPPORTED_VERSION, f"broker {self.address} does not support {name}")
+        chosen = min(ours[1], theirs[1])
+        if chosen < max(ours[0], theirs[0]):
+            raise KafkaError(
+                ErrorCode.UNSUPPORTED_VERSION,
+                f"broker {self.address} serves {name} v{theirs[0]}-{theirs[1]}, this tool v{ours[0]}-{ours[1]}",
+            )
+        return chosen
+
+    def request(self, api: ApiKey, body: Any, version: int | None = None) -> Any:
+        """Send one request and wait for its response (decoded at the version sent)."""
+        if version is None:
+            version = self.version(api)
+        frame = self._round_trip(api, version, body)
+        _correlation_id, response = self._decode(api, version, frame)
+        return response
+
+    def _round_trip(self, api: ApiKey, version: int, body: Any) -> bytes:
+        self._correlation_id += 1
+        data = encode_request(api, version, self._correlation_id, self.client_id, body)
+        try:
+            self._sock.sendall(data)
+            (size,) = _LENGTH.unpack(self._read_exactly(4))
+            if not 4 <= size <= MAX_FRAME:
+                raise KafkaError(
+                    ErrorCode.CORRUPT_MESSAGE,
+                    f"response frame of {size} bytes from {self.address}",
+                    explain=False,
+                )
+            frame = self._read_exactly(size)
+        except TimeoutError as exc:
+            raise KafkaError(
+                ErrorCode.REQUEST_TIMED_OUT, f"no answer from {self.address} to {api.name} v{version}"
+            ) from exc
+        except OSError as exc:
+            raise KafkaError(
+                ErrorCode.NETWORK_EXCEPTION, f"connection to {self.address} failed: {exc.strerror or exc}"
+            ) from exc
+        (correlation_id,) = _LENGTH.unpack_from(frame, 0)
+        if correlation_id != self._correlation_id:
+            raise KafkaError(
+                ErrorCode.CORRUPT_MESSAGE,
+                f"{self.address} answered correlation id {correlation_id}, expected {self._correlation_id}",
+                explain=False,
+            )
+        return frame
+
+    def _decode(self, api: ApiKey, version: int, frame: bytes) -> tuple[int, Any]:
+        try:
+            return decode_response(api, version, frame)
+        except DecodeError as exc:
+            raise KafkaError(
+                ErrorCode.CORRUPT_MESSAGE,
+                f"unreadable {api.name} v{version} response from {self.address}: {exc}",
+                explain=False,
+            ) from exc
+
+    def _read_exactly(self, n: int) -> bytes:
+        chunks = bytearray()
+        while len(chunks) < n:
+            chunk = self._sock.recv(n - len(chunks))
+            if not chunk:
+                raise ConnectionResetError(0, "connection closed by the broker")
+            chunks += chunk
+        return bytes(chunks)
+
+    def _negotiate(self) -> dict[ApiKey, tuple[int, int]]:
+        """ApiVersions at our highest version; a broker that does not know it answers in v0 (KIP-511)."""
+        api = ApiKey.API_VERSIONS
+        version = SERVED_VERSIONS[api][1]
+        frame = self._round_trip(api, version, ApiVersionsRequest("coordinator-admin", "0.1.0"))
+        (error_code,) = _ERROR_CODE_AFTER_CORRELATION.unpack_from(frame, 4)
+        if error_code == ErrorCode.UNSUPPORTED_VERSION:
+            version = 0
+        response: ApiVersionsResponse = self._decode(api, version, frame)[1]
+        if response.error_code not in (ErrorCode.NONE, ErrorCode.UNSUPPORTED_VERSION):
+            raise KafkaError(response.error_code, f"ApiVersions from {self.address}")
+        known = {int(k) for k in ApiKey}
+        return {
+            ApiKey(k.api_key): (k.min_version, k.max_version) for k in response.api_keys if k.api_key in known
+        }

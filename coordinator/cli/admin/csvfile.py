@@ -1,0 +1,73 @@
+"""The offsets CSV file: `topic,partition,offset[,metadata]`, one row per partition.
+
+Three columns are exactly kafka-consumer-groups.sh's reset-offsets file (its --export output
+and --from-file input for one group), so files move between the two tools. A fourth column,
+written by `offsets export --with-metadata`, carries the commit metadata string. No header is
+written; a header row naming the columns is accepted on input, and blank lines are skipped.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TextIO
+
+from coordinator.cli.admin.errors import UsageError
+
+HEADER = ("topic", "partition", "offset", "metadata")
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetRow:
+    topic: str
+    partition: int
+    offset: int
+    metadata: str | None = None  # None: the file had no metadata column
+
+
+def write_offsets_csv(out: TextIO, rows: Iterable[OffsetRow], with_metadata: bool) -> None:
+    writer = csv.writer(out, lineterminator="\n")
+    for row in rows:
+        fields: list[object] = [row.topic, row.partition, row.offset]
+        if with_metadata:
+            fields.append(row.metadata or "")
+        writer.writerow(fields)
+
+
+def read_offsets_csv(source: TextIO, name: str) -> list[OffsetRow]:
+    """Every row of the file; UsageError naming the file and line for anything malformed."""
+    rows: list[OffsetRow] = []
+    seen: dict[tuple[str, int], int] = {}
+    try:
+        records = list(csv.reader(source))
+    except (csv.Error, UnicodeDecodeError) as exc:
+        raise UsageError(f"{name}: not a readable CSV file: {exc}") from exc
+    for line, fields in enumerate(records, start=1):
+        if not fields or all(not f.strip() for f in fields):
+            continue
+        fields = [f.strip() for f in fields[:3]] + fields[3:]
+        if line == 1 and tuple(f.lower() for f in fields) == HEADER[: len(fields)]:
+            continue
+        row = _parse_row(fields, f"{name} line {line}")
+        key = (row.topic, row.partition)
+        if key in seen:
+            raise UsageError(f"{name} line {line}: {row.topic}:{row.partition} already on line {seen[key]}")
+        seen[key] = line
+        rows.append(row)
+    return rows
+
+
+def _parse_row(fields: list[str], where: str) -> OffsetRow:
+    if len(fields) not in (3, 4):
+        raise UsageError(
+            f"{where}: expected topic,partition,offset[,metadata], got {len(fields)} columns: {','.join(fields)}"
+        )
+    topic, partition, offset = fields[:3]
+    if not topic:
+        raise UsageError(f"{where}: empty topic name")
+    if not partition.isdigit():
+        raise UsageError(f"{where}: partition {partition!r} is not a non-negative integer")
+    if not offset.isdigit():
+        raise UsageError(f"{where}: offset {offset!r} is not a non-negative integer")
+    return OffsetRow(topic, int(partition), int(offset), fields[3] if len(fields) == 4 else None)

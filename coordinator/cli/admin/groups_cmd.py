@@ -1,0 +1,334 @@
+"""`coordinator groups list|describe|delete`."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from typing import Any
+
+from coordinator.cli.admin.client import CONSUMER, LATEST, TP, AdminClient, GroupDescription, Member
+from coordinator.cli.admin.errors import KafkaError
+from coordinator.cli.admin.output import note, print_json, print_table
+from protocol.errors import ErrorCode, error_name
+
+
+def split_values(values: list[str] | None) -> list[str]:
+    """Repeated and comma-separated flag values: --state Stable,Empty --state Dead."""
+    return [v.strip() for item in values or [] for v in item.split(",") if v.strip()]
+
+
+def groups_list(client: AdminClient, args: argparse.Namespace) -> int:
+    listings = client.list_groups(split_values(args.state), split_values(args.type))
+    if args.format == "json":
+        print_json(
+            [
+                {
+                    "group": g.group_id,
+                    "state": g.state,
+                    "type": g.group_type,
+                    "protocol_type": g.protocol_type,
+                    "broker": g.broker,
+                }
+                for g in listings
+            ]
+        )
+    elif listings:
+        print_table(
+            ["GROUP", "STATE", "TYPE", "PROTOCOL-TYPE"],
+            [[g.group_id, g.state, g.group_type, g.protocol_type] for g in listings],
+        )
+    else:
+        note("no groups" + (" match the filters" if args.state or args.type else ""))
+    return 0
+
+
+@dataclass(slots=True)
+class OffsetLine:
+    """One line of the offsets view: a partition the group has committed or is assigned."""
+
+    tp: TP
+    current: int | None
+    log_end: int | None
+    owner: Member | None
+
+    @property
+    def lag(self) -> int | None:
+        return None if self.current is None or self.log_end is None else self.log_end - self.current
+
+
+def offset_lines(client: AdminClient, group: GroupDescription) -> list[OffsetLine]:
+    """Committed offsets, log-end offsets (ListOffsets latest) and owners, as kafka-consumer-groups."""
+    committed = client.committed_offsets(group.group_id)
+    owners = {tp: m for m in group.members for tp in m.assignment or []}
+    partitions = sorted(set(committed) | set(owners))
+    ends = client.log_offsets(partitions, LATEST) if partitions else {}
+    return [
+        OffsetLine(
+            tp,
+            committed[tp].offset if tp in committed else None,
+            ends[tp].offset if tp in ends else None,
+            owners.get(tp),
+        )
+        for tp in partitions
+    ]
+
+
+def format_assignment(assignment: list[TP] | None) -> str:
+    """'orders(0,1),payments(3)' as kafka-consumer-groups --members --verbose prints it."""
+    if not assignment:
+        return "-"
+    by_topic: dict[str, list[int]] = {}
+    for tp in assignment:
+        by_topic.setdefault(tp.topic, []).append(tp.partition)
+    return ",".join(f"{t}({','.join(map(str, ps))})" for t, ps in sorted(by_topic.items()))
+
+
+def format_partitions(assignment: list[TP] | None) -> str:
+    """'orders:0,1;payments:3' (topic:partitions), the assignment of a consumer-group member."""
+    if not assignment:
+        return "-"
+    return ";".join(f"{t}:{','.join(map(str, ps))}" for t, ps in _by_topic(assignment).items())
+
+
+def _by_topic(assignment: list[TP]) -> dict[str, list[int]]:
+    by_topic: dict[str, list[int]] = {}
+    for tp in sorted(assignment):
+        by_topic.setdefault(tp.topic, []).append(tp.partition)
+    return by_topic
+
+
+def format_subscription(member: Member) -> str:
+    """Subscribed topic names, then the regex (as /regex/) if the member subscribed to one."""
+    parts = list(member.subscribed_topics or [])
+    if member.subscribed_topic_regex:
+        parts.append(f"/{member.subscribed_topic_regex}/")
+    return ",".join(parts) or "-"
+
+
+def groups_describe(client: AdminClient, args: argparse.Namespace) -> int:
+    show_offsets = args.offsets or not (args.members or args.state)
+    described: list[tuple[GroupDescription, list[OffsetLine] | None]] = []
+    for group_id in args.groups:
+        group = client.describe_group(group_id)
+        described.append((group, offset_lines(client, group) if show_offsets else None))
+    if args.format == "json":
+        print_json([_group_json(g, lines, args.members) for g, lines in described])
+        return 0
+    # Classic groups keep kafka-consumer-groups' tables; consumer groups get their own, with the
+    # KIP-848 columns (epochs, subscriptions, target assignment), after the classic ones.
+    classic = [(g, lines) for g, lines in described if g.group_type != CONSUMER]
+    consumer = [(g, lines) for g, lines in described if g.group_type == CONSUMER]
+    sections: list[tuple[list[str], list[list[object]]]] = []
+    if args.state:
+        if classic or not consumer:
+            sections.append(_state_table(classic))
+        if consumer:
+            sections.append(_consumer_state_table(consumer))
+    if args.members:
+        if classic or not consumer:
+            sections.append(_members_table(classic))
+        if consumer:
+            sections.append(_consumer_members_table(consumer))
+    if show_offsets:
+        sections.append(_offsets_table(described))
+    for group, _lines in described:
+        if not group.members:
+            note(f"Consumer group '{group.group_id}' has no active members.")
+    for i, (headers, rows) in enumerate(sections):
+        if i:
+            print()
+        print_table(headers, rows)
+    return 0
+
+
+def _state_table(described: list[tuple[GroupDescription, Any]]) -> tuple[list[str], list[list[object]]]:
+    headers = ["GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS"]
+    rows: list[list[object]] = [
+        [g.group_id, str(g.coordinator), g.protocol, g.state, len(g.members)] for g, _ in described
+    ]
+    return headers, rows
+
+
+def _members_table(described: list[tuple[GroupDescription, Any]]) -> tuple[list[str], list[list[object]]]:
+    headers = ["GROUP", "CONSUMER-ID", "GROUP-INSTANCE-ID", "HOST", "CLIENT-ID", "#PARTITIONS", "ASSIGNMENT"]
+    rows: list[list[object]] = [
+        [
+            g.group_id,
+            m.member_id,
+            m.group_instance_id,
+            m.host,
+            m.client_id,
+            "-" if m.assignment is None else len(m.assignment),
+            format_assignment(m.assignment),
+        ]
+        for g, _ in described
+        for m in g.members
+    ]
+    return headers, rows
+
+
+def _consumer_state_table(
+    described: list[tuple[GroupDescription, Any]],
+) -> tuple[list[str], list[list[object]]]:
+    headers = [
+        "GROUP", "COORDINATOR (ID)", "TYPE", "ASSIGNOR", "STATE", "GROUP-EPOCH", "ASSIGNMENT-EPOCH", "#MEMBERS",
+    ]  # fmt: skip
+    rows: list[list[object]] = [
+        [
+            g.group_id,
+            str(g.coordinator),
+            g.group_type,
+            g.protocol,
+            g.state,
+            g.group_epoch,
+            g.assignment_epoch,
+            len(g.members),
+        ]
+        for g, _ in described
+    ]
+    return headers, rows
+
+
+def _consumer_members_table(
+    described: list[tuple[GroupDescription, Any]],
+) -> tuple[list[str], list[list[object]]]:
+    headers = [
+        "GROUP", "CONSUMER-ID", "GROUP-INSTANCE-ID", "HOST", "CLIENT-ID", "MEMBER-EPOCH", "SUBSCRIPTION",
+        "#PARTITIONS", "ASSIGNMENT", "TARGET-ASSIGNMENT",
+    ]  # fmt: skip
+    rows: list[list[object]] = [
+        [
+            g.group_id,
+            m.member_id,
+            m.group_instance_id,
+            m.host,
+            m.client_id,
+            m.member_epoch,
+            format_subscription(m),
+            len(m.assignment or []),
+            format_partitions(m.assignment),
+            format_partitions(m.target_assignment),
+        ]
+        for g, _ in described
+        for m in g.members
+    ]
+    return headers, rows
+
+
+def _offsets_table(
+    described: list[tuple[GroupDescription, list[OffsetLine] | None]],
+) -> tuple[list[str], list[list[object]]]:
+    headers = [
+        "GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST", "CLIENT-ID",
+    ]  # fmt: skip
+    rows: list[list[object]] = []
+    for g, lines in described:
+        for line in lines or []:
+            owner = line.owner
+            rows.append(
+                [
+                    g.group_id,
+                    line.tp.topic,
+                    line.tp.partition,
+                    line.current,
+                    line.log_end,
+                    line.lag,
+                    owner.member_id if owner else None,
+                    owner.host if owner else None,
+                    owner.client_id if owner else None,
+                ]
+            )
+    return headers, rows
+
+
+def _group_json(group: GroupDescription, lines: list[OffsetLine] | None, members: bool) -> dict[str, Any]:
+    doc: dict[str, Any] = {
+        "group": group.group_id,
+        "type": group.group_type,
+        "state": group.state,
+        "protocol_type": group.protocol_type,
+        "assignment_strategy": group.protocol,
+        "coordinator": {
+            "node_id": group.coordinator.node_id,
+            "host": group.coordinator.host,
+            "port": group.coordinator.port,
+        },
+        "member_count": len(group.members),
+    }
+    if group.group_type == CONSUMER:
+        doc["assignor"] = group.protocol
+        doc["group_epoch"] = group.group_epoch
+        doc["assignment_epoch"] = group.assignment_epoch
+        if members:
+            doc["members"] = [_consumer_member_json(m) for m in group.members]
+    elif members:
+        doc["members"] = [
+            {
+                "member_id": m.member_id,
+                "group_instance_id": m.group_instance_id,
+                "client_id": m.client_id,
+                "host": m.host,
+                "assignment": None
+                if m.assignment is None
+                else [{"topic": tp.topic, "partition": tp.partition} for tp in m.assignment],
+            }
+            for m in group.members
+        ]
+    if lines is not None:
+        doc["offsets"] = [
+            {
+                "topic": line.tp.topic,
+                "partition": line.tp.partition,
+                "current_offset": line.current,
+                "log_end_offset": line.log_end,
+                "lag": line.lag,
+                "member_id": line.owner.member_id if line.owner else None,
+                "host": line.owner.host if line.owner else None,
+                "client_id": line.owner.client_id if line.owner else None,
+            }
+            for line in lines
+        ]
+    return doc
+
+
+def _consumer_member_json(m: Member) -> dict[str, Any]:
+    return {
+        "member_id": m.member_id,
+        "instance_id": m.group_instance_id,
+        "rack_id": m.rack_id,
+        "client_id": m.client_id,
+        "client_host": m.host,
+        "member_epoch": m.member_epoch,
+        "subscribed_topics": m.subscribed_topics or [],
+        "subscribed_topic_regex": m.subscribed_topic_regex,
+        "assignment": _by_topic(m.assignment or []),
+        "target_assignment": _by_topic(m.target_assignment or []),
+    }
+
+
+def groups_delete(client: AdminClient, args: argparse.Namespace) -> int:
+    results = {group: client.delete_group(group) for group in dict.fromkeys(args.groups)}
+    if args.format == "json":
+        print_json(
+            [
+                {
+                    "group": g,
+                    "deleted": code == ErrorCode.NONE,
+                    "error": None if code == 0 else error_name(code),
+                }
+                for g, code in results.items()
+            ]
+        )
+    else:
+        print_table(
+            ["GROUP", "STATUS"],
+            [[g, "deleted" if code == ErrorCode.NONE else error_name(code)] for g, code in results.items()],
+        )
+    failures = [
+        KafkaError(code, f"cannot delete group {g!r}")
+        for g, code in results.items()
+        if code != ErrorCode.NONE
+    ]
+    for failure in failures:
+        note(str(failure))
+    return 1 if failures else 0

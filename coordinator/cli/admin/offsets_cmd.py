@@ -1,0 +1,194 @@
+"""`coordinator offsets reset|delete|export|import`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+from coordinator.cli.admin.client import TP, AdminClient, Committed
+from coordinator.cli.admin.csvfile import OffsetRow, read_offsets_csv, write_offsets_csv
+from coordinator.cli.admin.errors import KafkaError, UsageError
+from coordinator.cli.admin.output import note, print_json, print_table
+from coordinator.cli.admin.reset_plan import check_scope, plan_reset
+from protocol.errors import ErrorCode, error_name
+
+
+@dataclass(slots=True)
+class Change:
+    tp: TP
+    current: int | None
+    new: int
+    error: int = ErrorCode.NONE
+
+
+def refuse_if_active(client: AdminClient, group: str, action: str) -> None:
+    """Offsets may be changed from outside only while the group has no members (Empty or Dead).
+
+    Classic groups are checked with DescribeGroups, consumer (KIP-848) groups with
+    ConsumerGroupDescribe: both report a group with members as active.
+    """
+    described = client.describe_group(group, must_exist=False)
+    if described.is_active:
+        count = len(described.members)
+        raise KafkaError(
+            ErrorCode.NON_EMPTY_GROUP,
+            f"cannot {action} group {group!r} while it has active members "
+            f"(state {described.state}, {count} member{'s' if count != 1 else ''}); stop its consumers first",
+            explain=False,
+        )
+
+
+def refuse_if_joined(client: AdminClient, group: str, action: str, errors: dict[TP, int]) -> None:
+    """A non-member commit rejected with UNKNOWN_MEMBER_ID: members joined after the check.
+
+    Coordinators reject a generation/epoch -1 commit to a group with members (classic and consumer
+    groups alike) as a whole; report that as refuse_if_active does, if the group still has members.
+    """
+    if ErrorCode.UNKNOWN_MEMBER_ID in errors.values():
+        refuse_if_active(client, group, action)
+
+
+def read_csv_argument(path: str) -> list[OffsetRow]:
+    if path == "-":
+        return read_offsets_csv(sys.stdin, "<stdin>")
+    try:
+        with open(path, newline="", encoding="utf-8") as source:
+            return read_offsets_csv(source, path)
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from exc
+
+
+def offsets_reset(client: AdminClient, args: argparse.Namespace) -> int:
+    check_scope(args)
+    file_rows = read_csv_argument(args.from_file) if args.from_file is not None else None
+    refuse_if_active(client, args.group, "reset the offsets of")
+    committed = client.committed_offsets(args.group)
+    plan = plan_reset(client, args, committed, file_rows)
+    changes = [Change(tp, committed[tp].offset if tp in committed else None, new) for tp, new in plan.items()]
+    if args.execute and changes:
+        errors = client.commit_offsets(args.group, {c.tp: Committed(c.new) for c in changes})
+        refuse_if_joined(client, args.group, "reset the offsets of", errors)
+        for change in changes:
+            change.error = errors.get(change.tp, ErrorCode.UNKNOWN_SERVER_ERROR)
+    _print_changes(args, changes, executed=args.execute, current_header="CURRENT-OFFSET")
+    if not changes:
+        note("nothing to reset: no partition matched")
+    elif not args.execute:
+        note("Dry run: nothing was changed. Run again with --execute to commit these offsets.")
+    return _report_failures(args.group, changes)
+
+
+def offsets_import(client: AdminClient, args: argparse.Namespace) -> int:
+    rows = read_csv_argument(args.file)
+    if not rows:
+        raise UsageError(f"{args.file}: no offsets to import")
+    refuse_if_active(client, args.group, "import offsets into")
+    offsets = {TP(r.topic, r.partition): Committed(r.offset, r.metadata or "") for r in rows}
+    errors = client.commit_offsets(args.group, offsets)
+    refuse_if_joined(client, args.group, "import offsets into", errors)
+    changes = [
+        Change(tp, None, c.offset, errors.get(tp, ErrorCode.UNKNOWN_SERVER_ERROR))
+        for tp, c in offsets.items()
+    ]
+    _print_changes(args, changes, executed=True, current_header=None)
+    return _report_failures(args.group, changes)
+
+
+def offsets_delete(client: AdminClient, args: argparse.Namespace) -> int:
+    committed = client.committed_offsets(args.group)
+    partitions: list[TP] = []
+    for topic, wanted in args.topic:
+        if wanted is None:
+            found = [tp for tp in committed if tp.topic == topic]
+            if not found:
+                note(f"group {args.group!r} has no committed offsets for topic {topic!r}")
+            partitions.extend(found)
+        else:
+            partitions.extend(TP(topic, p) for p in wanted)
+    partitions = sorted(set(partitions))
+    group_error, errors = client.delete_offsets(args.group, partitions)
+    if group_error != ErrorCode.NONE:
+        raise KafkaError(group_error, f"deleting offsets of group {args.group!r}")
+    results = [(tp, errors.get(tp, ErrorCode.UNKNOWN_SERVER_ERROR)) for tp in partitions]
+    if args.format == "json":
+        print_json(
+            {
+                "group": args.group,
+                "partitions": [
+                    {"topic": tp.topic, "partition": tp.partition, "error": _name_or_none(code)}
+                    for tp, code in results
+                ],
+            }
+        )
+    elif results:
+        print_table(
+            ["TOPIC", "PARTITION", "STATUS"],
+            [[tp.topic, tp.partition, "deleted" if code == 0 else error_name(code)] for tp, code in results],
+        )
+    failures = [(tp, code) for tp, code in results if code != ErrorCode.NONE]
+    for tp, code in failures:
+        note(str(KafkaError(code, f"cannot delete the offset of {tp} in group {args.group!r}")))
+    return 1 if failures else 0
+
+
+def offsets_export(client: AdminClient, args: argparse.Namespace) -> int:
+    client.describe_group(args.group)  # GROUP_ID_NOT_FOUND rather than an empty file
+    committed = client.committed_offsets(args.group)
+    rows = [OffsetRow(tp.topic, tp.partition, c.offset, c.metadata) for tp, c in sorted(committed.items())]
+    if args.format == "json":
+        print_json(
+            {
+                "group": args.group,
+                "offsets": [
+                    {"topic": r.topic, "partition": r.partition, "offset": r.offset, "metadata": r.metadata}
+                    for r in rows
+                ],
+            }
+        )
+    else:
+        write_offsets_csv(sys.stdout, rows, with_metadata=args.with_metadata)
+    if not rows:
+        note(f"group {args.group!r} has no committed offsets")
+    return 0
+
+
+def _print_changes(
+    args: argparse.Namespace, changes: list[Change], executed: bool, current_header: str | None
+) -> None:
+    if args.format == "json":
+        doc: dict[str, Any] = {"group": args.group, "executed": executed, "partitions": []}
+        for c in changes:
+            entry: dict[str, Any] = {"topic": c.tp.topic, "partition": c.tp.partition}
+            if current_header:
+                entry["current_offset"] = c.current
+            entry["new_offset"] = c.new
+            if executed:
+                entry["error"] = _name_or_none(c.error)
+            doc["partitions"].append(entry)
+        print_json(doc)
+        return
+    if not changes:
+        return
+    headers = ["GROUP", "TOPIC", "PARTITION"]
+    headers += [current_header, "NEW-OFFSET"] if current_header else ["NEW-OFFSET"]
+    headers += ["STATUS"] if executed else []
+    rows: list[list[object]] = []
+    for c in changes:
+        row: list[object] = [args.group, c.tp.topic, c.tp.partition]
+        row += [c.current, c.new] if current_header else [c.new]
+        row += ["committed" if c.error == 0 else error_name(c.error)] if executed else []
+        rows.append(row)
+    print_table(headers, rows)
+
+
+def _report_failures(group: str, changes: list[Change]) -> int:
+    failures = [c for c in changes if c.error != ErrorCode.NONE]
+    for c in failures:
+        note(str(KafkaError(c.error, f"cannot commit {c.tp} for group {group!r}")))
+    return 1 if failures else 0
+
+
+def _name_or_none(code: int) -> str | None:
+    return None if code == ErrorCode.NONE else error_name(code)

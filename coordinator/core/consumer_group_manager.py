@@ -1,0 +1,987 @@
+"""KIP-848 consumer groups: ConsumerGroupHeartbeat, ConsumerGroupDescribe, their timers, target
+assignment and persistence (Kafka's GroupMetadataManager, consumer part; behaviour.md §10).
+
+Pure like the classic manager: handlers add replies and records to an :class:`Effects`; a reply
+is released only once the records of its operation are durable. A failed write leaves memory
+ahead of storage, so the group remembers what was not written and rewrites it with its next
+write (storage is a state table: the newest row of each key wins).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import uuid
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from typing import Final, Protocol
+
+from coordinator.core.assignors import ASSIGNORS, DEFAULT_ASSIGNOR, AssignmentMember
+from coordinator.core.classic_group_manager import (
+    AUTHORIZED_OPERATIONS_OMITTED,
+    COORDINATOR_NOT_AVAILABLE,
+    GROUP_AUTHORIZED_OPERATIONS,
+    UNKNOWN_SERVER_ERROR,
+    Effects,
+    GroupManager,
+    kafka_client_host,
+    map_write_error,
+)
+from coordinator.core.consumer_group import (
+    JOIN_EPOCH,
+    LEAVE_EPOCH,
+    LEAVE_STATIC_EPOCH,
+    ConsumerGroup,
+    ConsumerMember,
+    MemberState,
+    apply_reconciled,
+    is_subset,
+    normalize,
+    reconcile,
+)
+from coordinator.core.context import RequestContext
+from coordinator.core.group_config import GroupConfig
+from coordinator.core.regex import RegexError, compile_topic_regex
+from coordinator.core.timers import Timers
+from protocol.errors import ErrorCode
+from protocol.messages import consumer_group_describe as cgd
+from protocol.messages import consumer_group_heartbeat as cgh
+from storage.records import (
+    ConsumerGroupRecord,
+    ConsumerMemberRecord,
+    ConsumerMemberTombstone,
+    GroupTombstone,
+    Record,
+    TopicRecord,
+)
+
+log = logging.getLogger(__name__)
+
+NONE: Final = 0
+INVALID_REQUEST: Final = int(ErrorCode.INVALID_REQUEST)
+INVALID_GROUP_ID: Final = int(ErrorCode.INVALID_GROUP_ID)
+UNKNOWN_MEMBER_ID: Final = int(ErrorCode.UNKNOWN_MEMBER_ID)
+GROUP_ID_NOT_FOUND: Final = int(ErrorCode.GROUP_ID_NOT_FOUND)
+GROUP_MAX_SIZE_REACHED: Final = int(ErrorCode.GROUP_MAX_SIZE_REACHED)
+FENCED_INSTANCE_ID: Final = int(ErrorCode.FENCED_INSTANCE_ID)
+FENCED_MEMBER_EPOCH: Final = int(ErrorCode.FENCED_MEMBER_EPOCH)
+UNRELEASED_INSTANCE_ID: Final = int(ErrorCode.UNRELEASED_INSTANCE_ID)
+UNSUPPORTED_ASSIGNOR: Final = int(ErrorCode.UNSUPPORTED_ASSIGNOR)
+STALE_MEMBER_EPOCH: Final = int(ErrorCode.STALE_MEMBER_EPOCH)
+UNSUPPORTED_VERSION: Final = int(ErrorCode.UNSUPPORTED_VERSION)
+INVALID_REGULAR_EXPRESSION: Final = int(ErrorCode.INVALID_REGULAR_EXPRESSION)
+
+CONSUMER_GROUP_TYPE: Final = "consumer"
+UNRELEASED_INTERVAL_DIVISOR: Final = 10
+MEMBER_TYPE_CONSUMER: Final = 1
+
+MemberTimerKey = tuple[str, str, str]  # (kind, group id, member id)
+
+
+def session_key(group_id: str, member_id: str) -> MemberTimerKey:
+    return ("cg-session", group_id, member_id)
+
+
+def rebalance_key(group_id: str, member_id: str) -> MemberTimerKey:
+    return ("cg-rebalance", group_id, member_id)
+
+
+class TopicCatalog(Protocol):
+    """What the core reads of the topic catalog: names, ids, partition counts, and a version
+    that changes whenever any of them does."""
+
+    @property
+    def version(self) -> int: ...
+
+    @property
+    def topics(self) -> Mapping[str, TopicRecord]: ...
+
+    def topic_by_id(self, topic_id: bytes) -> TopicRecord | None: ...
+
+
+class EmptyCatalog:
+    version = 0
+    topics: Mapping[str, TopicRecord] = {}
+
+    def topic_by_id(self, topic_id: bytes) -> TopicRecord | None:
+        return None
+
+
+class _Rejected(Exception):
+    def __init__(self, code: int, message: str | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def consumer_write_error(code: int) -> int:
+    """Kafka's GroupCoordinatorService.normalizeException for failed consumer-group writes."""
+    return map_write_error(code, COORDINATOR_NOT_AVAILABLE, UNKNOWN_SERVER_ERROR)
+
+
+class ConsumerGroupManager:
+    """Owns the consumer groups of one coordinator shard."""
+
+    def __init__(
+        self,
+        config: GroupConfig,
+        timers: Timers[tuple[str | int, ...]],
+        classic: GroupManager,
+        new_member_id: Callable[[], str] = lambda: str(uuid.uuid4()),
+    ) -> None:
+        self.config = config
+        self.timers = timers
+        self.classic = classic  # clock, stats, result building, and the classic half of the id space
+        self.new_member_id = new_member_id
+        self.catalog: TopicCatalog = EmptyCatalog()
+        self.groups: dict[str, ConsumerGroup] = {}
+        self._regexes: dict[str, re.Pattern[str]] = {}
+
+    # -- ConsumerGroupHeartbeat (v0-1) -------------------------------------------------------
+
+    def heartbeat(self, ctx: RequestContext, req: cgh.ConsumerGroupHeartbeatRequest, fx: Effects) -> None:
+        if self._steady_heartbeat(ctx, req, fx):
+            return
+        try:
+            self._heartbeat(ctx, req, fx)
+        except _Rejected as rejected:
+            fx.reply(ctx.reply_to, _error_response(rejected.code, rejected.message))
+
+    def _steady_heartbeat(
+        self, ctx: RequestContext, req: cgh.ConsumerGroupHeartbeatRequest, fx: Effects
+    ) -> bool:
+        """The common case on its own path: a reconciled member of a settled group heartbeats and
+        changes nothing. Returns False whenever the full handling might do anything else."""
+        group = self.groups.get(req.group_id)
+        if (
+            group is None
+            or req.member_epoch <= 0
+            or group.group_epoch != req.member_epoch
+            or group.assignment_epoch != req.member_epoch
+            or group.catalog_version != self.catalog.version
+            or group.unwritten_group
+            or group.unwritten_members
+            or req.topic_partitions is not None
+            or req.subscribed_topic_names is not None
+            or req.subscribed_topic_regex is not None
+            or req.server_assignor is not None
+            or req.instance_id is not None
+            or req.rack_id is not None
+            or req.rebalance_timeout_ms != -1
+        ):
+            return False
+        member = group.members.get(req.member_id)
+        if (
+            member is None
+            or member.member_epoch != req.member_epoch
+            or member.state is not MemberState.STABLE
+            or member.client_id != ctx.client_id
+            or member.client_host != kafka_client_host(ctx.client_host)
+        ):
+            return False
+        self._reschedule_session(group, member)
+        interval = self.config.group_consumer_heartbeat_interval_ms
+        fx.reply(ctx.reply_to, _heartbeat_response(member.member_id, member.member_epoch, interval, None))
+        return True
+
+    def _validate(self, version: int, req: cgh.ConsumerGroupHeartbeatRequest) -> None:
+        """§10.2, in Kafka's order: INVALID_REQUEST with a message, then UNSUPPORTED_ASSIGNOR."""
+        epoch = req.member_epoch
+        if version >= 1 and not req.member_id.strip():
+            raise _Rejected(INVALID_REQUEST, "MemberId can't be empty.")
+        if not req.group_id.strip():
+            raise _Rejected(INVALID_REQUEST, "GroupId can't be empty.")
+        if req.instance_id is not None and not req.instance_id.strip():
+            raise _Rejected(INVALID_REQUEST, "InstanceId can't be empty.")
+        if req.rack_id is not None and not req.rack_id.strip():
+            raise _Rejected(INVALID_REQUEST, "RackId can't be empty.")
+        regex = req.subscribed_topic_regex if version >= 1 else None
+        if epoch == JOIN_EPOCH:
+            if req.rebalance_timeout_ms == -1:
+                raise _Rejected(INVALID_REQUEST, "RebalanceTimeoutMs must be provided in first request.")
+            if req.topic_partitions is None or req.topic_partitions:
+                raise _Rejected(INVALID_REQUEST, "TopicPartitions must be empty when (re-)joining.")
+            if version == 0 and not req.subscribed_topic_names:
+                raise _Rejected(INVALID_REQUEST, "SubscribedTopicNames must be set in first request.")
+            if req.subscribed_topic_names is None and regex is None:
+                raise _Rejected(
+                    INVALID_REQUEST,
+                    "Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when (re-)joining.",
+                )
+        elif epoch == LEAVE_STATIC_EPOCH:
+            if req.instance_id is None:
+                raise _Rejected(INVALID_REQUEST, "InstanceId can't be null.")
+        elif epoch < LEAVE_STATIC_EPOCH:
+            raise _Rejected(INVALID_REQUEST, "MemberEpoch is invalid.")
+        if epoch != JOIN_EPOCH and not req.member_id.strip():
+            raise _Rejected(INVALID_REQUEST, "MemberId can't be empty.")
+        if req.rebalance_timeout_ms < -1:
+            raise _Rejected(INVALID_REQUEST, "RebalanceTimeoutMs must be -1 or a non-negative duration.")
+        assignor = req.server_assignor
+        if assignor is not None and assignor not in self.config.group_consumer_assignors:
+            raise _Rejected(
+                UNSUPPORTED_ASSIGNOR,
+                f"ServerAssignor {assignor} is not supported. Supported assignors: "
+                f"{', '.join(self.config.group_consumer_assignors)}.",
+            )
+        if regex:
+            self._regex(regex)
+
+    def _regex(self, regex: str) -> re.Pattern[str]:
+        pattern = self._regexes.get(regex)
+        if pattern is None:
+            try:
+                pattern = compile_topic_regex(regex)
+            except RegexError as exc:
+                raise _Rejected(
+                    INVALID_REGULAR_EXPRESSION,
+                    f"SubscribedTopicRegex `{regex}` is not a valid regular expression: {exc}.",
+                ) from None
+            if len(self._regexes) > 10000:
+                self._regexes.clear()
+            self._regexes[regex] = pattern
+        return pattern
+
+    def _heartbeat(self, ctx: RequestContext, req: cgh.ConsumerGroupHeartbeatRequest, fx: Effects) -> None:
+        version = ctx.api_version
+        self._validate(version, req)
+        epoch = req.member_epoch
+        group_id = req.group_id
+        group = self.groups.get(group_id)
+        if group is None:
+            if epoch != JOIN_EPOCH:
+                raise _Rejected(GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
+            group = self._create_group(group_id, fx)
+        if epoch in (LEAVE_EPOCH, LEAVE_STATIC_EPOCH):
+            self._leave(ctx, group, req, fx)
+            return
+
+        records = _Writes()
+        member, is_new = self._member_for(ctx, group, req, records)
+        owned = self._owned(req.topic_partitions)
+        full = epoch == JOIN_EPOCH or (
+            req.rebalance_timeout_ms != -1
+            and (
+                req.subscribed_topic_names is not None
+                or (version >= 1 and req.subscribed_topic_regex is not None)
+            )
+            and req.topic_partitions is not None
+        )
+
+        # Apply the fields the request changes (null / -1 = unchanged).
+        subscription_changed = is_new
+        if req.subscribed_topic_names is not None:
+            names = tuple(req.subscribed_topic_names)
+            if names != member.subscribed_topic_names:
+                member.subscribed_topic_names = names
+                member.resolved_version = -1
+                subscription_changed = True
+        if version >= 1 and req.subscribed_topic_regex is not None:
+            regex = req.subscribed_topic_regex or None
+            if regex != member.subscribed_topic_regex:
+                member.subscribed_topic_regex = regex
+                member.resolved_version = -1
+                subscription_changed = True
+        if req.server_assignor is not None and req.server_assignor != member.server_assignor:
+            member.server_assignor = req.server_assignor
+            subscription_changed = True
+        if req.rack_id is not None and req.rack_id != member.rack_id:
+            member.rack_id = req.rack_id
+            subscription_changed = True
+        if req.rebalance_timeout_ms != -1 and req.rebalance_timeout_ms != member.rebalance_timeout_ms:
+            member.rebalance_timeout_ms = req.rebalance_timeout_ms
+            records.member(member.member_id)
+        client_host = kafka_client_host(ctx.client_host)
+        if member.client_id != ctx.client_id or member.client_host != client_host:
+            member.client_id, member.client_host = ctx.client_id, client_host
+            records.member(member.member_id)
+        if subscription_changed:
+            records.member(member.member_id)
+
+        catalog = self.catalog
+        if subscription_changed or group.catalog_version != catalog.version:
+            metadata = self._subscription_metadata(group)
+            group.catalog_version = catalog.version
+            if metadata != group.subscription_metadata:
+                group.subscription_metadata = metadata
+                subscription_changed = True
+        if subscription_changed:
+            self._bump(group, records)
+        if group.group_epoch > group.assignment_epoch:
+            self._compute_target(group, records)
+
+        assigned_changed = self._reconcile(group, member, owned, records)
+        self._reschedule_session(group, member)
+        response = _heartbeat_response(
+            member.member_id,
+            member.member_epoch,
+            self._heartbeat_interval(member),
+            self._wire_assignment(member.assigned) if full or assigned_changed else None,
+        )
+        self._finish(ctx, group, records, response, fx)
+
+    def _create_group(self, group_id: str, fx: Effects) -> ConsumerGroup:
+        classic = self.classic.groups.get(group_id)
+        if classic is not None:
+            if classic.members or classic.pending_members:
+                raise _Rejected(GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
+            # An empty classic group becomes a consumer group (offsets stay with the id).
+            log.info("group %s: converted from classic to consumer", group_id)
+            self.classic.remove_group(classic)
+            if classic.generation_id > 0:
+                fx.write([GroupTombstone(group_id)])
+        elif self.classic.at_group_limit():
+            raise _Rejected(GROUP_MAX_SIZE_REACHED, "The coordinator holds group.max.groups groups.")
+        group = ConsumerGroup(group_id, state_ms=self.classic.wall_ms)
+        group.unwritten_group = True
+        self.groups[group_id] = group
+        return group
+
+    def _member_for(
+        self,
+        ctx: RequestContext,
+        group: ConsumerGroup,
+        req: cgh.ConsumerGroupHeartbeatRequest,
+        records: _Writes,
+    ) -> tuple[ConsumerMember, bool]:
+        """§10.3.2-4: capacity, member lookup (dynamic and static), epoch fencing."""
+        epoch = req.member_epoch
+        member_id = req.member_id
+        instance_id = req.instance_id
+        member = group.members.get(member_id) if member_id else None
+        if epoch != JOIN_EPOCH:
+            if member is None:
+                raise _Rejected(
+                    UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {group.group_id}."
+                )
+            if instance_id is not None:
+                self._check_static(group, member_id, instance_id)
+            if epoch > member.member_epoch:
+                raise _Rejected(
+                    FENCED_MEMBER_EPOCH,
+                    f"The consumer group member has a greater member epoch ({epoch}) than the one known "
+                    f"by the group coordinator ({member.member_epoch}). The member must abandon all its "
+                    "partitions and rejoin.",
+                )
+            if epoch < member.member_epoch and (
+                epoch != member.previous_member_epoch
+                or not is_subset(self._owned(req.topic_partitions), member.assigned)
+            ):
+                raise _Rejected(
+                    FENCED_MEMBER_EPOCH,
+                    f"The consumer group member has a smaller member epoch ({epoch}) than the one known "
+                    f"by the group coordinator ({member.member_epoch}). The member must abandon all its "
+                    "partitions and rejoin.",
+                )
+            return member, False
+
+        # Joining (epoch 0).
+        previous_static: ConsumerMember | None = None
+        if instance_id is not None:
+            static_id = group.static_members.get(instance_id)
+            if static_id is not None and static_id != member_id:
+                previous_static = group.members[static_id]
+                if previous_static.member_epoch != LEAVE_STATIC_EPOCH:
+                    raise _Rejected(
+                        UNRELEASED_INSTANCE_ID,
+                        f"Static member {static_id} with instance id {instance_id} is not released yet.",
+                    )
+        if member is not None:
+            # A known member rejoining (it was fenced, or lost its state): it owns nothing now and
+            # starts over from epoch 0 with its current target.
+            if member.instance_id != instance_id and instance_id is not None:
+                self._check_static(group, member_id, instance_id)
+            self._release(group, member)
+            member.member_epoch = JOIN_EPOCH
+            member.previous_member_epoch = -1
+            member.state = MemberState.STABLE
+            records.member(member_id)
+            return member, False
+        if previous_static is None and len(group.members) >= self.config.group_consumer_max_size:
+            raise _Rejected(
+                GROUP_MAX_SIZE_REACHED,
+                f"The consumer group has reached its maximum capacity of "
+                f"{self.config.group_consumer_max_size} members.",
+            )
+        if not member_id:
+            member_id = self.new_member_id()  # v0: the coordinator names the member
+        member = ConsumerMember(
+            member_id=member_id,
+            instance_id=instance_id,
+            rack_id=req.rack_id,
+            client_id=ctx.client_id,
+            client_host=kafka_client_host(ctx.client_host),
+            subscribed_topic_names=tuple(req.subscribed_topic_names or ()),
+            subscribed_topic_regex=(req.subscribed_topic_regex or None) if ctx.api_version >= 1 else None,
+            server_assignor=req.server_assignor,
+            rebalance_timeout_ms=req.rebalance_timeout_ms,
+        )
+        records.member(member_id)
+        if previous_static is not None:
+            # §7.3: the new process takes over the departed static member and its assignment.
+            self._replace_static(group, previous_static, member, records)
+            same = (
+                member.subscribed_topic_names == previous_static.subscribed_topic_names
+                and member.subscribed_topic_regex == previous_static.subscribed_topic_regex
+                and member.server_assignor == previous_static.server_assignor
+                and member.rack_id == previous_static.rack_id
+            )
+            return member, not same
+        group.members[member_id] = member
+        if instance_id is not None:
+            group.static_members[instance_id] = member_id
+        group.state_ms = self.classic.wall_ms
+        log.info(
+            "group %s: member %s joined (client %s%s)",
+            group.group_id,
+            member_id,
+            ctx.client_id,
+            f", instance {instance_id}" if instance_id else "",
+        )
+        return member, True
+
+    @staticmethod
+    def _check_static(group: ConsumerGroup, member_id: str, instance_id: str) -> None:
+        static_id = group.static_members.get(instance_id)
+        if static_id is None:
+            raise _Rejected(UNKNOWN_MEMBER_ID, f"Instance id {instance_id} is unknown.")
+        if static_id != member_id:
+            raise _Rejected(
+                FENCED_INSTANCE_ID,
+                f"Static member {member_id} with instance id {instance_id} was fenced by member {static_id}.",
+            )
+
+    def _replace_static(
+        self, group: ConsumerGroup, old: ConsumerMember, new: ConsumerMember, records: _Writes
+    ) -> None:
+        group.remove_ownership(old)
+        self._forget_member(group, old, records)
+        new.assigned = dict(old.assigned)
+        new.member_epoch = JOIN_EPOCH
+        group.members[new.member_id] = new
+        group.static_members[new.instance_id or ""] = new.member_id
+        target = group.target.pop(old.member_id, None)
+        if target is not None:
+            group.target[new.member_id] = target
+        group.add_ownership(new)
+        log.info(
+            "group %s: static member %s replaced by %s (instance %s)",
+            group.group_id,
+            old.member_id,
+            new.member_id,
+            new.instance_id,
+        )
+
+    def _owned(
+        self, topic_partitions: Sequence[cgh.TopicPartitions] | None
+    ) -> dict[str, frozenset[int]] | None:
+        if topic_partitions is None:
+            return None
+        by_id = self.catalog.topic_by_id
+        owned: dict[str, frozenset[int]] = {}
+        for entry in topic_partitions:
+            topic = by_id(entry.topic_id)
+            if topic is not None and entry.partitions:
+                owned[topic.name] = owned.get(topic.name, frozenset()) | frozenset(entry.partitions)
+        return owned
+
+    # -- leaving -----------------------------------------------------------------------------
+
+    def _leave(
+        self, ctx: RequestContext, group: ConsumerGroup, req: cgh.ConsumerGroupHeartbeatRequest, fx: Effects
+    ) -> None:
+        """§10.4: epoch -1 leaves for good; epoch -2 (static) keeps the assignment for the session."""
+        instance_id = req.instance_id
+        if instance_id is not None:
+            static_id = group.static_members.get(instance_id)
+            if static_id is None:
+                raise _Rejected(UNKNOWN_MEMBER_ID, f"Instance id {instance_id} is unknown.")
+            if static_id != req.member_id:
+                raise _Rejected(
+                    FENCED_INSTANCE_ID,
+                    f"Static member {req.member_id} with instance id {instance_id} was fenced by member "
+                    f"{static_id}.",
+                )
+        member = group.members.get(req.member_id)
+        if member is None:
+            raise _Rejected(
+                UNKNOWN_MEMBER_ID, f"Member {req.member_id} is not a member of group {group.group_id}."
+            )
+        records = _Writes()
+        if req.member_epoch == LEAVE_STATIC_EPOCH:
+            group.remove_ownership(member)
+            member.pending_revocation = {}
+            member.state = MemberState.STABLE
+            if member.member_epoch != LEAVE_STATIC_EPOCH:
+                member.previous_member_epoch = member.member_epoch
+            member.member_epoch = LEAVE_STATIC_EPOCH
+            group.add_ownership(member)
+            self._cancel_rebalance_timer(group, member)
+            self._reschedule_session(group, member)
+            records.member(member.member_id)
+            log.info("group %s: static member %s left temporarily", group.group_id, member.member_id)
+        else:
+            self._remove_member(group, member, records, "left the group")
+        response = _heartbeat_response(member.member_id, req.member_epoch, 0, None)
+        self._finish(ctx, group, records, response, fx)
+
+    def _release(self, group: ConsumerGroup, member: ConsumerMember) -> None:
+        group.remove_ownership(member)
+        member.assigned = {}
+        member.pending_revocation = {}
+        self._cancel_rebalance_timer(group, member)
+
+    def _forget_member(self, group: ConsumerGroup, member: ConsumerMember, records: _Writes) -> None:
+        del group.members[member.member_id]
+        if (
+            member.instance_id is not None
+            and group.static_members.get(member.instance_id) == member.member_id
+        ):
+            del group.static_members[member.instance_id]
+        self.timers.cancel(session_key(group.group_id, member.member_id))
+        self.timers.cancel(rebalance_key(group.group_id, member.member_id))
+        records.member(member.member_id)  # not in the group any more: written as a tombstone
+
+    def _remove_member(
+        self, group: ConsumerGroup, member: ConsumerMember, records: _Writes, why: str
+    ) -> None:
+        group.remove_ownership(member)
+        self._forget_member(group, member, records)
+        group.target.pop(member.member_id, None)
+        group.state_ms = self.classic.wall_ms
+        log.info(
+            "group %s: member %s %s at epoch %d", group.group_id, member.member_id, why, member.member_epoch
+        )
+        group.subscription_metadata = self._subscription_metadata(group)
+        self._bump(group, records)
+        if not group.members:
+            # KAFKA-20442: an Empty group has equal epochs and no target.
+            group.target.clear()
+            group.assignment_epoch = group.group_epoch
+
+    # -- epochs, target assignment, reconciliation --------------------------------------------
+
+    def _bump(self, group: ConsumerGroup, records: _Writes) -> None:
+        group.group_epoch += 1
+        self.classic.stats.consumer_group_rebalances += 1
+        records.group()
+
+    def _resolved_topics(self, member: ConsumerMember) -> frozenset[str]:
+        catalog = self.catalog
+        if member.resolved_version == catalog.version:
+            return member.resolved_topics
+        topics = catalog.topics
+        resolved = {name for name in member.subscribed_topic_names if name in topics}
+        if member.subscribed_topic_regex:
+            pattern = self._regex(member.subscribed_topic_regex)
+            resolved.update(name for name in topics if pattern.fullmatch(name))
+        member.resolved_topics = frozenset(resolved)
+        member.resolved_version = catalog.version
+        return member.resolved_topics
+
+    def _subscription_metadata(self, group: ConsumerGroup) -> dict[str, tuple[bytes, int]]:
+        topics = self.catalog.topics
+        names: set[str] = set()
+        for member in group.members.values():
+            names |= self._resolved_topics(member)
+        return {name: (topics[name].topic_id, topics[name].num_partitions) for name in sorted(names)}
+
+    def preferred_assignor(self, group: ConsumerGroup) -> str:
+        """The server assignor most members ask for, else the configured default."""
+        configured = self.config.group_consumer_assignors
+        counts = Counter(m.server_assignor for m in group.members.values() if m.server_assignor in configured)
+        if not counts:
+            return configured[0] if configured else DEFAULT_ASSIGNOR
+        best = max(counts.values())
+        return next(name for name in configured if counts.get(name) == best)
+
+    def _compute_target(self, group: ConsumerGroup, records: _Writes) -> None:
+        assignor = ASSIGNORS[self.preferred_assignor(group)]
+        members = {
+            member_id: AssignmentMember(
+                member_id=member_id,
+                instance_id=member.instance_id,
+                rack_id=member.rack_id,
+                subscribed_topics=self._resolved_topics(member),
+                current=group.target.get(member_id, {}),
+            )
+            for member_id, member in group.members.items()
+        }
+        topics = {name: partitions for name, (_, partitions) in group.subscription_metadata.items()}
+        new_target = assignor.assign(members, topics) if members else {}
+        for member_id in group.members:
+            assignment = normalize(new_target.get(member_id, {}))
+            if assignment != group.target.get(member_id, {}):
+                records.member(member_id)
+            group.target[member_id] = assignment
+        group.assignment_epoch = group.group_epoch
+        records.group()
+
+    def _reconcile(
+        self,
+        group: ConsumerGroup,
+        member: ConsumerMember,
+        owned: Mapping[str, frozenset[int]] | None,
+        records: _Writes,
+    ) -> bool:
+        result = reconcile(group, member, owned)
+        if result is None:
+            return False
+        changed = apply_reconciled(group, member, result)
+        records.member(member.member_id)
+        if member.state is MemberState.UNREVOKED_PARTITIONS:
+            if member.rebalance_timer_epoch != member.member_epoch:
+                member.rebalance_timer_epoch = member.member_epoch
+                self.timers.schedule(
+                    rebalance_key(group.group_id, member.member_id),
+                    self.classic.now_ms + member.rebalance_timeout_ms,
+                )
+        else:
+            self._cancel_rebalance_timer(group, member)
+        return changed
+
+    def _heartbeat_interval(self, member: ConsumerMember) -> int:
+        """The interval the member is told to heartbeat at. A member waiting for partitions that
+        others are still revoking is told to come back ten times sooner: the revoking members
+        acknowledge at once (clients expedite that heartbeat), so the waiting member would
+        otherwise idle for up to a whole interval with partitions nobody consumes."""
+        interval = self.config.group_consumer_heartbeat_interval_ms
+        if member.state is MemberState.UNRELEASED_PARTITIONS:
+            return max(1, interval // UNRELEASED_INTERVAL_DIVISOR)
+        return interval
+
+    def _cancel_rebalance_timer(self, group: ConsumerGroup, member: ConsumerMember) -> None:
+        if member.rebalance_timer_epoch is not None:
+            member.rebalance_timer_epoch = None
+            self.timers.cancel(rebalance_key(group.group_id, member.member_id))
+
+    def _reschedule_session(self, group: ConsumerGroup, member: ConsumerMember) -> None:
+        self.timers.schedule(
+            session_key(group.group_id, member.member_id),
+            self.classic.now_ms + self.config.group_consumer_session_timeout_ms,
+        )
+
+    def _wire_assignment(self, assignment: Mapping[str, frozenset[int]]) -> list[tuple[bytes, list[int]]]:
+        topics = self.catalog.topics
+        return [
+            (topics[name].topic_id, sorted(partitions))
+            for name, partitions in sorted(assignment.items())
+            if name in topics
+        ]
+
+    # -- timers ------------------------------------------------------------------------------
+
+    def expire_session(self, group_id: str, member_id: str, fx: Effects) -> None:
+        group = self.groups.get(group_id)
+        member = group.members.get(member_id) if group is not None else None
+        if group is None or member is None:
+            return
+        records = _Writes()
+        self._remove_member(group, member, records, "fenced: session timeout expired")
+        self._finish(None, group, records, None, fx)
+
+    def expire_rebalance(self, group_id: str, member_id: str, fx: Effects) -> None:
+        group = self.groups.get(group_id)
+        member = group.members.get(member_id) if group is not None else None
+        if group is None or member is None:
+            return
+        epoch = member.rebalance_timer_epoch
+        member.rebalance_timer_epoch = None
+        if member.state is not MemberState.UNREVOKED_PARTITIONS or member.member_epoch != epoch:
+            return
+        records = _Writes()
+        self._remove_member(group, member, records, "fenced: did not revoke within the rebalance timeout")
+        self._finish(None, group, records, None, fx)
+
+    # -- persistence ---------------------------------------------------------------------------
+
+    def _finish(
+        self,
+        ctx: RequestContext | None,
+        group: ConsumerGroup,
+        writes: _Writes,
+        response: object | None,
+        fx: Effects,
+    ) -> None:
+        members = writes.members | group.unwritten_members
+        write_group = writes.group_dirty or group.unwritten_group
+        records: list[Record] = []
+        if write_group:
+            records.append(self.group_record(group))
+        for member_id in sorted(members):
+            member = group.members.get(member_id)
+            if member is None:
+                records.append(ConsumerMemberTombstone(group.group_id, member_id))
+            else:
+                records.append(self.member_record(group, member))
+        if ctx is not None and response is not None:
+            if records:
+                fx.reply(ctx.reply_to, response, lambda code: _error_response(consumer_write_error(code)))
+            else:
+                fx.reply(ctx.reply_to, response)
+        if not records:
+            return
+        group.unwritten_members = set()
+        group.unwritten_group = False
+
+        def on_failed(out: Effects, error_code: int) -> None:
+            group.unwritten_members |= members
+            group.unwritten_group = group.unwritten_group or write_group
+
+        fx.write(records, on_failed=on_failed)
+
+    def group_record(self, group: ConsumerGroup) -> ConsumerGroupRecord:
+        return ConsumerGroupRecord(group.group_id, group.group_epoch, group.assignment_epoch, group.state_ms)
+
+    def member_record(self, group: ConsumerGroup, member: ConsumerMember) -> ConsumerMemberRecord:
+        return ConsumerMemberRecord(
+            group_id=group.group_id,
+            member_id=member.member_id,
+            instance_id=member.instance_id,
+            rack_id=member.rack_id,
+            client_id=member.client_id,
+            client_host=member.client_host,
+            subscribed_topic_names=member.subscribed_topic_names,
+            subscribed_topic_regex=member.subscribed_topic_regex,
+            server_assignor=member.server_assignor,
+            rebalance_timeout_ms=member.rebalance_timeout_ms,
+            member_epoch=member.member_epoch,
+            previous_member_epoch=member.previous_member_epoch,
+            state=int(member.state),
+            assigned=_as_list(member.assigned),
+            pending_revocation=_as_list(member.pending_revocation),
+            target=_as_list(group.target.get(member.member_id, {})),
+        )
+
+    def load(self, groups: Sequence[ConsumerGroupRecord], members: Sequence[ConsumerMemberRecord]) -> None:
+        """§9.2 for consumer groups: rebuild groups, ownership and timers from the stored rows."""
+        for record in groups:
+            self.groups[record.group_id] = ConsumerGroup(
+                record.group_id,
+                group_epoch=record.group_epoch,
+                assignment_epoch=record.assignment_epoch,
+                state_ms=record.state_ms,
+            )
+        for m in sorted(members, key=lambda r: (r.group_id, -r.member_epoch, r.member_id)):
+            group = self.groups.get(m.group_id)
+            if group is None:
+                log.warning("consumer member %s of unknown group %s ignored", m.member_id, m.group_id)
+                continue
+            member = ConsumerMember(
+                member_id=m.member_id,
+                instance_id=m.instance_id,
+                rack_id=m.rack_id,
+                client_id=m.client_id,
+                client_host=m.client_host,
+                subscribed_topic_names=m.subscribed_topic_names,
+                subscribed_topic_regex=m.subscribed_topic_regex,
+                server_assignor=m.server_assignor,
+                rebalance_timeout_ms=m.rebalance_timeout_ms,
+                member_epoch=m.member_epoch,
+                previous_member_epoch=m.previous_member_epoch,
+                state=MemberState(m.state),
+                assigned=normalize(dict(m.assigned)),
+                pending_revocation=normalize(dict(m.pending_revocation)),
+            )
+            # Rows written by different batches may disagree after a crash between them: a
+            # partition claimed twice stays with the member of the higher epoch (sorted first).
+            for source in (member.assigned, member.pending_revocation):
+                for topic in list(source):
+                    free = frozenset(p for p in source[topic] if (topic, p) not in group.owners)
+                    if free:
+                        source[topic] = free
+                    else:
+                        del source[topic]
+            group.members[m.member_id] = member
+            if m.instance_id is not None:
+                group.static_members[m.instance_id] = m.member_id
+            group.target[m.member_id] = normalize(dict(m.target))
+            group.add_ownership(member)
+
+    def on_loaded(self) -> None:
+        """Every loaded member gets a full session; members revoking get a full rebalance timeout.
+
+        The subscription metadata is recomputed from the (already loaded) catalog; when the stored
+        target no longer covers exactly those partitions -- the catalog changed and the group had
+        not caught up before the restart -- the first heartbeat bumps the group epoch."""
+        for group in self.groups.values():
+            metadata = self._subscription_metadata(group)
+            covered = {(t, p) for target in group.target.values() for t, ps in target.items() for p in ps}
+            wanted = {(t, p) for t, (_, count) in metadata.items() for p in range(count)}
+            if covered == wanted or group.group_epoch > group.assignment_epoch:
+                group.subscription_metadata = metadata
+                group.catalog_version = self.catalog.version
+            for member in group.members.values():
+                self._reschedule_session(group, member)
+                if member.state is MemberState.UNREVOKED_PARTITIONS:
+                    member.rebalance_timer_epoch = member.member_epoch
+                    self.timers.schedule(
+                        rebalance_key(group.group_id, member.member_id),
+                        self.classic.now_ms + member.rebalance_timeout_ms,
+                    )
+
+    def unload(self) -> None:
+        for group in self.groups.values():
+            group.dead = True
+        self.groups.clear()
+
+    # -- group lifecycle for DeleteGroups and the retention sweep ------------------------------
+
+    def remove_group(self, group: ConsumerGroup) -> None:
+        del self.groups[group.group_id]
+        group.dead = True
+        log.info("group %s: removed at epoch %d", group.group_id, group.group_epoch)
+
+    def restore_group(self, group: ConsumerGroup) -> None:
+        if group.group_id not in self.groups and group.group_id not in self.classic.groups:
+            group.dead = False
+            self.groups[group.group_id] = group
+
+    @staticmethod
+    def is_subscribed_to_topic(group: ConsumerGroup, topic: str) -> bool:
+        return topic in group.subscription_metadata or any(
+            topic in m.subscribed_topic_names for m in group.members.values()
+        )
+
+    # -- OffsetCommit / OffsetFetch validation (K-J ConsumerGroup.validateOffsetCommit/Fetch) --
+
+    @staticmethod
+    def validate_offset_commit(group: ConsumerGroup, member_id: str, member_epoch: int, version: int) -> int:
+        if member_epoch < 0 and not group.members:
+            return NONE
+        member = group.members.get(member_id)
+        if member is None:
+            return UNKNOWN_MEMBER_ID
+        if version < 9:
+            return UNSUPPORTED_VERSION  # consumer-protocol members commit with OffsetCommit v9+
+        if member_epoch != member.member_epoch:
+            return STALE_MEMBER_EPOCH
+        return NONE
+
+    @staticmethod
+    def validate_offset_fetch(group: ConsumerGroup, member_id: str | None, member_epoch: int) -> int:
+        if member_id is None and member_epoch < 0:
+            return NONE  # an admin fetch
+        member = group.members.get(member_id or "")
+        if member is None:
+            return UNKNOWN_MEMBER_ID
+        if member_epoch != member.member_epoch:
+            return STALE_MEMBER_EPOCH
+        return NONE
+
+    # -- ConsumerGroupDescribe (v0-1) -----------------------------------------------------------
+
+    def describe(
+        self, ctx: RequestContext, req: cgd.ConsumerGroupDescribeRequest
+    ) -> cgd.ConsumerGroupDescribeResponse:
+        operations = (
+            GROUP_AUTHORIZED_OPERATIONS
+            if req.include_authorized_operations
+            else AUTHORIZED_OPERATIONS_OMITTED
+        )
+        described: list[cgd.DescribedGroup] = []
+        for group_id in req.group_ids:
+            group = self.groups.get(group_id)
+            if not group_id:
+                described.append(
+                    cgd.DescribedGroup(
+                        error_code=INVALID_GROUP_ID, error_message="Group id can't be empty.", group_id=""
+                    )
+                )
+            elif group is None:
+                message = (
+                    f"Group {group_id} is not a consumer group."
+                    if group_id in self.classic.groups
+                    else f"Group {group_id} not found."
+                )
+                described.append(
+                    cgd.DescribedGroup(
+                        error_code=GROUP_ID_NOT_FOUND, error_message=message, group_id=group_id
+                    )
+                )
+            else:
+                described.append(self._describe_group(group, operations))
+        return cgd.ConsumerGroupDescribeResponse(groups=described)
+
+    def _describe_group(self, group: ConsumerGroup, operations: int) -> cgd.DescribedGroup:
+        topics = self.catalog.topics
+
+        def wire(assignment: Mapping[str, frozenset[int]]) -> cgd.Assignment:
+            return cgd.Assignment(
+                topic_partitions=[
+                    cgd.TopicPartitions(
+                        topic_id=topics[name].topic_id, topic_name=name, partitions=sorted(parts)
+                    )
+                    for name, parts in sorted(assignment.items())
+                    if name in topics
+                ]
+            )
+
+        members = [
+            cgd.Member(
+                member_id=m.member_id,
+                instance_id=m.instance_id,
+                rack_id=m.rack_id,
+                member_epoch=m.member_epoch,
+                client_id=m.client_id,
+                client_host=m.client_host,
+                subscribed_topic_names=list(m.subscribed_topic_names),
+                subscribed_topic_regex=m.subscribed_topic_regex,
+                assignment=wire(m.assigned),
+                target_assignment=wire(group.target.get(m.member_id, {})),
+                member_type=MEMBER_TYPE_CONSUMER,
+            )
+            for m in group.members.values()
+        ]
+        return cgd.DescribedGroup(
+            error_code=NONE,
+            group_id=group.group_id,
+            group_state=group.state,
+            group_epoch=group.group_epoch,
+            assignment_epoch=group.assignment_epoch,
+            assignor_name=self.preferred_assignor(group),
+            members=members,
+            authorized_operations=operations,
+        )
+
+
+class _Writes:
+    """Which rows of one group an operation changed (written once, at the end)."""
+
+    __slots__ = ("group_dirty", "members")
+
+    def __init__(self) -> None:
+        self.group_dirty = False
+        self.members: set[str] = set()
+
+    def group(self) -> None:
+        self.group_dirty = True
+
+    def member(self, member_id: str) -> None:
+        self.members.add(member_id)
+
+
+def _as_list(assignment: Mapping[str, frozenset[int]]) -> tuple[tuple[str, tuple[int, ...]], ...]:
+    return tuple((topic, tuple(sorted(parts))) for topic, parts in sorted(assignment.items()) if parts)
+
+
+def _error_response(code: int, message: str | None = None) -> cgh.ConsumerGroupHeartbeatResponse:
+    return cgh.ConsumerGroupHeartbeatResponse(error_code=code, error_message=message)
+
+
+def _heartbeat_response(
+    member_id: str, epoch: int, interval_ms: int, assignment: list[tuple[bytes, list[int]]] | None
+) -> cgh.ConsumerGroupHeartbeatResponse:
+    return cgh.ConsumerGroupHeartbeatResponse(
+        error_code=NONE,
+        member_id=member_id,
+        member_epoch=epoch,
+        heartbeat_interval_ms=interval_ms,
+        assignment=None
+        if assignment is None
+        else cgh.Assignment(
+            topic_partitions=[
+                cgh.TopicPartitions(topic_id=tid, partitions=parts) for tid, parts in assignment
+            ]
+        ),
+    )

@@ -1,0 +1,555 @@
+"""Committed offsets: OffsetCommit, OffsetFetch, OffsetDelete, topic deletion and the KIP-211
+retention rules (Kafka's OffsetMetadataManager; behaviour.md §6.6, §6.7, §6.11, §8).
+
+The cache holds durable offsets only. A commit is *pending* from the request until its records are
+durable: a RequireStable fetch reports such partitions as UNSTABLE_OFFSET_COMMIT and the retention
+sweep leaves them alone. Deletions (OffsetDelete, DeleteGroups, expiry, deleted topics) are
+applied at once and undone if their tombstones cannot be written; a commit still in flight for a
+deleted partition is dropped when it becomes durable, as its tombstone follows it in the log.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Final
+
+from coordinator.core.classic_group import CONSUMER_PROTOCOL_TYPE, ClassicGroup
+from coordinator.core.classic_group_manager import (
+    EMPTY,
+    GROUP_ID_NOT_FOUND,
+    INVALID_GROUP_ID,
+    NON_EMPTY_GROUP,
+    NONE,
+    PREPARING_REBALANCE,
+    STABLE,
+    Effects,
+    GroupManager,
+    admin_write_error,
+    offset_write_error,
+)
+from coordinator.core.consumer_group_manager import ConsumerGroupManager
+from coordinator.core.context import RequestContext
+from coordinator.core.group_config import GroupConfig
+from protocol.errors import ErrorCode
+from protocol.messages.offset_commit import (
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    OffsetCommitResponsePartition,
+    OffsetCommitResponseTopic,
+)
+from protocol.messages.offset_delete import (
+    OffsetDeleteRequest,
+    OffsetDeleteResponse,
+    OffsetDeleteResponsePartition,
+    OffsetDeleteResponseTopic,
+)
+from protocol.messages.offset_fetch import (
+    OffsetFetchRequest,
+    OffsetFetchRequestGroup,
+    OffsetFetchResponse,
+    OffsetFetchResponseGroup,
+    OffsetFetchResponsePartition,
+    OffsetFetchResponsePartitions,
+    OffsetFetchResponseTopic,
+    OffsetFetchResponseTopics,
+)
+from storage.records import OffsetCommitRecord, OffsetTombstone
+
+log = logging.getLogger(__name__)
+
+ILLEGAL_GENERATION: Final = int(ErrorCode.ILLEGAL_GENERATION)
+OFFSET_METADATA_TOO_LARGE: Final = int(ErrorCode.OFFSET_METADATA_TOO_LARGE)
+GROUP_SUBSCRIBED_TO_TOPIC: Final = int(ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC)
+GROUP_MAX_SIZE_REACHED: Final = int(ErrorCode.GROUP_MAX_SIZE_REACHED)
+UNSTABLE_OFFSET_COMMIT: Final = int(ErrorCode.UNSTABLE_OFFSET_COMMIT)
+INVALID_OFFSET: Final = -1
+
+# One partition of an OffsetFetch answer: (offset, leader epoch, metadata, error code).
+_NO_OFFSET: Final = (INVALID_OFFSET, -1, "", NONE)
+_UNSTABLE: Final = (INVALID_OFFSET, -1, "", UNSTABLE_OFFSET_COMMIT)
+
+
+class _Pending:
+    """Commits of one partition whose records are not durable yet.
+
+    A deletion detaches the token from its partition. If one of its commits becomes durable
+    after that, the token keeps the record: should the deletion's tombstone then fail to be
+    written, storage holds that commit and it is restored with the rest.
+    """
+
+    __slots__ = ("count", "durable_after_removal")
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.durable_after_removal: OffsetCommitRecord | None = None
+
+
+@dataclass(slots=True)
+class Removal:
+    """Offsets taken out of the cache by a deletion: to tombstone, and to restore on failure."""
+
+    tombstones: list[OffsetTombstone] = field(default_factory=list)
+    records: list[OffsetCommitRecord] = field(default_factory=list)
+    in_flight: list[_Pending] = field(default_factory=list)
+
+
+class GroupOffsets:
+    """Offsets of one group: durable ones by topic and partition, plus in-flight commits."""
+
+    __slots__ = ("committed", "pending")
+
+    def __init__(self) -> None:
+        self.committed: dict[str, dict[int, OffsetCommitRecord]] = {}
+        self.pending: dict[str, dict[int, _Pending]] = {}
+
+    def has_offsets(self) -> bool:
+        return bool(self.committed) or bool(self.pending)
+
+    def __len__(self) -> int:
+        return sum(len(partitions) for partitions in self.committed.values())
+
+    def get(self, topic: str, partition: int) -> OffsetCommitRecord | None:
+        partitions = self.committed.get(topic)
+        return None if partitions is None else partitions.get(partition)
+
+    def is_pending(self, topic: str, partition: int) -> bool:
+        partitions = self.pending.get(topic)
+        return partitions is not None and partition in partitions
+
+    def put(self, record: OffsetCommitRecord) -> None:
+        self.committed.setdefault(record.topic, {})[record.partition] = record
+
+    def stage(self, topic: str, partition: int) -> _Pending:
+        partitions = self.pending.setdefault(topic, {})
+        token = partitions.get(partition)
+        if token is None:
+            token = partitions[partition] = _Pending()
+        token.count += 1
+        return token
+
+    def unstage(self, topic: str, partition: int, token: _Pending) -> bool:
+        """Finish one in-flight commit; False if the partition was deleted meanwhile."""
+        partitions = self.pending.get(topic)
+        if partitions is None or partitions.get(partition) is not token:
+            return False
+        token.count -= 1
+        if token.count == 0:
+            del partitions[partition]
+            if not partitions:
+                del self.pending[topic]
+        return True
+
+    def remove(self, group_id: str, topic: str, partition: int, removal: Removal) -> None:
+        """Drop a partition's offset and in-flight commits; tombstone it if it had either."""
+        pending = self.pending.get(topic)
+        token = None if pending is None else pending.pop(partition, None)
+        if pending is not None and not pending:
+            del self.pending[topic]
+        committed = self.committed.get(topic)
+        record = None if committed is None else committed.pop(partition, None)
+        if committed is not None and not committed:
+            del self.committed[topic]
+        if token is not None:
+            removal.in_flight.append(token)
+        if record is not None:
+            removal.records.append(record)
+        if token is not None or record is not None:
+            removal.tombstones.append(OffsetTombstone(group_id, topic, partition))
+
+    def remove_topic(self, group_id: str, topic: str, removal: Removal) -> None:
+        partitions = set(self.committed.get(topic, ())) | set(self.pending.get(topic, ()))
+        for partition in sorted(partitions):
+            self.remove(group_id, topic, partition, removal)
+
+    def remove_all(self, group_id: str, removal: Removal) -> None:
+        for topic in sorted(self.committed.keys() | self.pending.keys()):
+            self.remove_topic(group_id, topic, removal)
+
+
+def _never(_topic: str) -> bool:
+    return False
+
+
+def metadata_too_large(metadata: str, max_bytes: int) -> bool:
+    """Kafka compares Java's String.length(): UTF-16 code units, not bytes or code points."""
+    length = len(metadata)
+    if length > max_bytes:
+        return True
+    if 2 * length <= max_bytes or metadata.isascii():
+        return False
+    return length + sum(1 for c in metadata if c > "\uffff") > max_bytes
+
+
+class OffsetManager:
+    def __init__(self, config: GroupConfig, groups: GroupManager) -> None:
+        self.config = config
+        self.groups = groups
+        self.consumer: ConsumerGroupManager | None = None  # KIP-848 groups, set by the coordinator
+        # Every group with offsets is in groups.groups (simple groups are created for them) or is
+        # a consumer group.
+        self.offsets: dict[str, GroupOffsets] = {}
+
+    def has_offsets(self, group_id: str) -> bool:
+        offsets = self.offsets.get(group_id)
+        return offsets is not None and offsets.has_offsets()
+
+    def offset_count(self) -> int:
+        return sum(len(offsets) for offsets in self.offsets.values())
+
+    # -- OffsetCommit (v0-9) -----------------------------------------------------------------------
+    # v0 is handled as v1 with generation -1 (Kafka 0.8 stored v0 commits in ZooKeeper); v1: per-
+    # partition CommitTimestamp; v2-4: RetentionTimeMs (an explicit expire timestamp, pre-KIP-211);
+    # v6+: CommittedLeaderEpoch; v7+: GroupInstanceId; v9: GROUP_ID_NOT_FOUND for unknown groups.
+
+    def commit_offsets(self, ctx: RequestContext, req: OffsetCommitRequest, fx: Effects) -> None:
+        version = ctx.api_version
+        group_id = req.group_id
+        generation = req.generation_id_or_member_epoch
+        consumer = self.consumer
+        consumer_group = consumer.groups.get(group_id) if consumer is not None else None
+        if consumer is not None and consumer_group is not None:
+            code = consumer.validate_offset_commit(consumer_group, req.member_id, generation, version)
+            if code:
+                fx.reply(ctx.reply_to, _commit_response(req, None, code))
+            else:
+                self.store_offsets(ctx, req, fx)
+            return
+        group = self.groups.groups.get(group_id)
+        if group is None:
+            if generation < 0 and self.groups.at_group_limit():
+                code = GROUP_MAX_SIZE_REACHED
+            elif generation < 0:
+                group = self.groups.create_group(group_id)  # a "simple" group: no protocol type
+                code = NONE
+            else:
+                code = GROUP_ID_NOT_FOUND if version >= 9 else ILLEGAL_GENERATION
+        else:
+            code = self.groups.validate_offset_commit(group, req.member_id, req.group_instance_id, generation)
+        if code or group is None:
+            fx.reply(ctx.reply_to, _commit_response(req, None, code))
+            return
+        member = group.members.get(req.member_id)
+        if member is not None and (group.state is STABLE or group.state is PREPARING_REBALANCE):
+            # A commit counts as a heartbeat; during PreparingRebalance the member learns about the
+            # rebalance from its next heartbeat.
+            self.groups.reschedule_session(member)
+        self.store_offsets(ctx, req, fx)
+
+    def store_offsets(self, ctx: RequestContext, req: OffsetCommitRequest, fx: Effects) -> None:
+        """Write the commit of a validated request; reply once durable."""
+        wall_ms = self.groups.wall_ms
+        max_metadata = self.config.offset_metadata_max_bytes
+        expire_ms = None
+        if 2 <= ctx.api_version <= 4 and req.retention_time_ms != -1:
+            expire_ms = wall_ms + req.retention_time_ms
+        records: list[OffsetCommitRecord] = []
+        codes: list[int] = []
+        for topic in req.topics:
+            for p in topic.partitions:
+                metadata = p.committed_metadata or ""
+                if metadata_too_large(metadata, max_metadata):
+                    codes.append(OFFSET_METADATA_TOO_LARGE)
+                    continue
+                codes.append(NONE)
+                records.append(
+                    OffsetCommitRecord(
+                        group_id=req.group_id,
+                        topic=topic.name,
+                        partition=p.partition_index,
+                        offset=p.committed_offset,
+                        leader_epoch=p.committed_leader_epoch,
+                        metadata=metadata,
+                        commit_ms=p.commit_timestamp if p.commit_timestamp != -1 else wall_ms,
+                        expire_ms=expire_ms,
+                    )
+                )
+        response = _commit_response(req, codes, NONE)
+        if not records:
+            fx.reply(ctx.reply_to, response)
+            return
+        group_id = req.group_id
+        offsets = self.offsets.get(group_id)
+        if offsets is None:
+            offsets = self.offsets[group_id] = GroupOffsets()
+        tokens = [offsets.stage(r.topic, r.partition) for r in records]
+
+        def on_durable(out: Effects) -> None:
+            current = self.offsets.get(group_id) is offsets
+            for record, token in zip(records, tokens, strict=True):
+                if current and offsets.unstage(record.topic, record.partition, token):
+                    offsets.put(record)
+                else:  # deleted meanwhile: its tombstone follows this record in the log
+                    token.durable_after_removal = record
+
+        def on_failed(out: Effects, error_code: int) -> None:
+            for record, token in zip(records, tokens, strict=True):
+                offsets.unstage(record.topic, record.partition, token)
+
+        def failed_response(error_code: int) -> OffsetCommitResponse:
+            code = offset_write_error(error_code)
+            return _commit_response(req, [c if c else code for c in codes], NONE)
+
+        fx.reply(ctx.reply_to, response, failed_response)
+        fx.write(records, on_durable, on_failed)
+
+    # -- OffsetFetch (v0-9) ------------------------------------------------------------------------
+    # v0-1: no top-level error; v2+: null Topics = all partitions, top-level ErrorCode; v5+: leader
+    # epoch; v7+: RequireStable; v8+: several groups, per-group errors; v9: MemberId/MemberEpoch,
+    # which classic groups ignore. Offsets are returned in every group state; unknown groups and
+    # partitions answer offset -1 with no error.
+
+    def fetch_offsets(self, ctx: RequestContext, req: OffsetFetchRequest) -> OffsetFetchResponse:
+        require_stable = ctx.api_version >= 7 and req.require_stable
+        if ctx.api_version >= 8:
+            return OffsetFetchResponse(
+                groups=[self._fetch_group(g, require_stable, ctx.api_version) for g in req.groups]
+            )
+        requested = None if req.topics is None else [(t.name, t.partition_indexes) for t in req.topics]
+        topics = [
+            OffsetFetchResponseTopic(
+                name,
+                [
+                    OffsetFetchResponsePartition(p, off, epoch, md, code)
+                    for p, (off, epoch, md, code) in parts
+                ],
+            )
+            for name, parts in self._lookup(req.group_id, requested, require_stable)
+        ]
+        return OffsetFetchResponse(topics=topics, error_code=NONE)
+
+    def _fetch_group(
+        self, req: OffsetFetchRequestGroup, require_stable: bool, version: int
+    ) -> OffsetFetchResponseGroup:
+        consumer = self.consumer
+        if version >= 9 and consumer is not None:
+            consumer_group = consumer.groups.get(req.group_id)
+            if consumer_group is not None:
+                code = consumer.validate_offset_fetch(consumer_group, req.member_id, req.member_epoch)
+                if code:
+                    return OffsetFetchResponseGroup(group_id=req.group_id, topics=[], error_code=code)
+        requested = None if req.topics is None else [(t.name, t.partition_indexes) for t in req.topics]
+        topics = [
+            OffsetFetchResponseTopics(
+                name=name,
+                partitions=[
+                    OffsetFetchResponsePartitions(p, off, epoch, md, code)
+                    for p, (off, epoch, md, code) in parts
+                ],
+            )
+            for name, parts in self._lookup(req.group_id, requested, require_stable)
+        ]
+        return OffsetFetchResponseGroup(group_id=req.group_id, topics=topics, error_code=NONE)
+
+    def _lookup(
+        self,
+        group_id: str,
+        requested: list[tuple[str, list[int]]] | None,
+        require_stable: bool,
+    ) -> list[tuple[str, list[tuple[int, tuple[int, int, str, int]]]]]:
+        offsets = self.offsets.get(group_id)
+        if requested is None:
+            if offsets is None:
+                return []
+            requested = [(topic, list(parts)) for topic, parts in offsets.committed.items()]
+        result = []
+        for topic, partitions in requested:
+            values = [(p, self._partition_value(offsets, topic, p, require_stable)) for p in partitions]
+            result.append((topic, values))
+        return result
+
+    @staticmethod
+    def _partition_value(
+        offsets: GroupOffsets | None, topic: str, partition: int, require_stable: bool
+    ) -> tuple[int, int, str, int]:
+        if offsets is None:
+            return _NO_OFFSET
+        if require_stable and offsets.is_pending(topic, partition):
+            return _UNSTABLE  # retriable: the client asks again once the commit is durable
+        record = offsets.get(topic, partition)
+        if record is None:
+            return _NO_OFFSET
+        return record.offset, record.leader_epoch, record.metadata, NONE
+
+    # -- OffsetDelete (v0, KIP-496) --------------------------------------------------------------
+
+    def delete_offsets(self, ctx: RequestContext, req: OffsetDeleteRequest, fx: Effects) -> None:
+        group_id = req.group_id
+        group = self.groups.groups.get(group_id)
+        consumer = self.consumer
+        consumer_group = consumer.groups.get(group_id) if consumer is not None else None
+        code = NONE
+        subscribed_to: Callable[[str], bool] = _never
+        check_subscription = False
+        if not group_id:
+            code = INVALID_GROUP_ID
+        elif consumer is not None and consumer_group is not None:
+            # Consumer groups (K-J): any state; only topics members subscribe to are protected.
+            subscribed_to = partial(consumer.is_subscribed_to_topic, consumer_group)
+            check_subscription = bool(consumer_group.members)
+        elif group is None:
+            code = GROUP_ID_NOT_FOUND
+        elif group.state is not EMPTY and not group.uses_consumer_protocol():
+            code = NON_EMPTY_GROUP
+        else:
+            subscribed_to = group.is_subscribed_to_topic
+            check_subscription = group.state is not EMPTY
+        if code:
+            fx.reply(ctx.reply_to, OffsetDeleteResponse(error_code=code))
+            return
+        offsets = self.offsets.get(group_id)
+        removal = Removal()
+        topics = []
+        for topic in req.topics:
+            subscribed = check_subscription and subscribed_to(topic.name)
+            partitions = []
+            for p in topic.partitions:
+                if subscribed:
+                    partitions.append(
+                        OffsetDeleteResponsePartition(p.partition_index, GROUP_SUBSCRIBED_TO_TOPIC)
+                    )
+                    continue
+                # NONE even when there was nothing to delete; tombstones only for real offsets.
+                partitions.append(OffsetDeleteResponsePartition(p.partition_index, NONE))
+                if offsets is not None:
+                    offsets.remove(group_id, topic.name, p.partition_index, removal)
+            topics.append(OffsetDeleteResponseTopic(topic.name, partitions))
+        response = OffsetDeleteResponse(error_code=NONE, topics=topics)
+        if not removal.tombstones:
+            fx.reply(ctx.reply_to, response)
+            return
+        fx.reply(
+            ctx.reply_to, response, lambda error: OffsetDeleteResponse(error_code=admin_write_error(error))
+        )
+        fx.write(removal.tombstones, on_failed=lambda out, _error: self.restore(removal))
+
+    # -- deletions, expiry, restore --------------------------------------------------------------
+
+    def drop_group(self, group_id: str) -> Removal:
+        """Forget every offset of a deleted group."""
+        removal = Removal()
+        offsets = self.offsets.pop(group_id, None)
+        if offsets is not None:
+            offsets.remove_all(group_id, removal)
+        return removal
+
+    def delete_topics(self, topics: Iterable[str]) -> Removal:
+        """§8.1: offsets of deleted topics are removed from every group."""
+        wanted = set(topics)
+        removal = Removal()
+        for group_id, offsets in self.offsets.items():
+            for topic in sorted(wanted.intersection(offsets.committed.keys() | offsets.pending.keys())):
+                offsets.remove_topic(group_id, topic, removal)
+        return removal
+
+    def expire_offsets(self, group: ClassicGroup, now_wall_ms: int, removal: Removal) -> None:
+        """KIP-211: move this group's expired offsets into ``removal`` (§8.3)."""
+        offsets = self.offsets.get(group.group_id)
+        if offsets is None or not offsets.committed:
+            return
+        protocol_type = group.protocol_type
+        base_ms: int | None = None  # None: each offset's own commit time
+        keep_topics: frozenset[str] = frozenset()
+        if protocol_type is not None and group.state is EMPTY:
+            base_ms = group.state_ms  # retention runs from the moment the group became Empty
+        elif (
+            protocol_type == CONSUMER_PROTOCOL_TYPE
+            and group.subscribed_topics is not None
+            and group.state is STABLE
+        ):
+            keep_topics = group.subscribed_topics  # an active consumer keeps what it consumes
+        elif protocol_type is not None:
+            return  # rebalancing, non-consumer protocol, or unknown subscription
+        self._expire(group.group_id, offsets, keep_topics, base_ms, now_wall_ms, removal)
+
+    def expire_consumer_group_offsets(
+        self, group_id: str, keep_topics: frozenset[str], now_wall_ms: int, removal: Removal
+    ) -> None:
+        """Consumer groups (K-J): offsets of topics no member subscribes to expire by commit time."""
+        offsets = self.offsets.get(group_id)
+        if offsets is not None and offsets.committed:
+            self._expire(group_id, offsets, keep_topics, None, now_wall_ms, removal)
+
+    def _expire(
+        self,
+        group_id: str,
+        offsets: GroupOffsets,
+        keep_topics: frozenset[str],
+        base_ms: int | None,
+        now_wall_ms: int,
+        removal: Removal,
+    ) -> None:
+        retention_ms = self.config.offsets_retention_ms
+        expired: list[OffsetCommitRecord] = []
+        for topic, partitions in offsets.committed.items():
+            if topic in keep_topics:
+                continue
+            pending = offsets.pending.get(topic)
+            for partition, record in partitions.items():
+                if pending is not None and partition in pending:
+                    continue
+                if record.expire_ms is not None:
+                    if now_wall_ms >= record.expire_ms:
+                        expired.append(record)
+                elif now_wall_ms - (record.commit_ms if base_ms is None else base_ms) >= retention_ms:
+                    expired.append(record)
+        self.groups.stats.offsets_expired += len(expired)
+        for record in expired:
+            offsets.remove(group_id, record.topic, record.partition, removal)
+        if not offsets.has_offsets():
+            del self.offsets[group_id]
+
+    def restore(self, removal: Removal) -> None:
+        """Undo a deletion whose tombstones were not written: storage still has these offsets.
+
+        Commits that became durable after the deletion are newer than the removed offsets; a
+        partition committed again since then keeps its newest value.
+        """
+        for token in removal.in_flight:
+            if token.durable_after_removal is not None:
+                self.replay(token.durable_after_removal)
+        for record in removal.records:
+            self.replay(record)
+
+    def replay(self, record: OffsetCommitRecord) -> None:
+        """Apply a stored offset unless the partition has a newer or in-flight one; offsets without
+        a group make an Empty "simple" group."""
+        self._ensure_group(record.group_id)
+        offsets = self.offsets.get(record.group_id)
+        if offsets is None:
+            offsets = self.offsets[record.group_id] = GroupOffsets()
+        if offsets.get(record.topic, record.partition) is None and not offsets.is_pending(
+            record.topic, record.partition
+        ):
+            offsets.put(record)
+
+    def load(self, records: Iterable[OffsetCommitRecord]) -> None:
+        for record in records:
+            offsets = self.offsets.get(record.group_id)
+            if offsets is None:
+                self._ensure_group(record.group_id)
+                offsets = self.offsets[record.group_id] = GroupOffsets()
+            offsets.put(record)  # storage rows: one per key, the last one wins
+
+    def _ensure_group(self, group_id: str) -> None:
+        """Offsets belong to a classic or a consumer group; without either, a simple classic one."""
+        consumer = self.consumer
+        if group_id not in self.groups.groups and (consumer is None or group_id not in consumer.groups):
+            self.groups.create_group(group_id)
+
+
+def _commit_response(req: OffsetCommitRequest, codes: list[int] | None, code: int) -> OffsetCommitResponse:
+    """One entry per requested partition, in request order: ``codes`` or ``code`` for all."""
+    topics = []
+    index = 0
+    for topic in req.topics:
+        partitions = []
+        for p in topic.partitions:
+            partitions.append(
+                OffsetCommitResponsePartition(p.partition_index, code if codes is None else codes[index])
+            )
+            index += 1
+        topics.append(OffsetCommitResponseTopic(name=topic.name, partitions=partitions))
+    return OffsetCommitResponse(topics=topics)

@@ -1,0 +1,254 @@
+"""Assembles and runs a server: storage, load, core, runtime, listener, graceful shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import time
+from dataclasses import dataclass
+
+from coordinator.api.authz import AclLayer
+from coordinator.core.cluster import Cluster, NodeIdentity
+from coordinator.core.shard import GroupCoordinator
+from coordinator.security.acl import Authorizer
+from coordinator.server.authn import CredentialLoader, SaslServer
+from coordinator.server.config import Config
+from coordinator.server.connection import Connection
+from coordinator.server.dispatcher import Dispatcher
+from coordinator.server.limits import ConnectionLimits
+from coordinator.server.listeners import BoundListener
+from coordinator.server.metrics import HealthServer, MeasuredStore, Metrics
+from coordinator.server.runtime import Clock, Runtime
+from storage.base import Store
+from storage.records import UserCredentialRecord
+from storage.redact import redact_url
+from storage.url import open_store
+from storage.writer import BatchWriter
+
+log = logging.getLogger(__name__)
+
+SHUTDOWN_GRACE_S = 5.0
+
+
+@dataclass(slots=True)
+class RunningServer:
+    config: Config
+    store: Store
+    writer: BatchWriter
+    runtime: Runtime
+    dispatcher: Dispatcher
+    listener: asyncio.Server
+    health: HealthServer | None = None
+    metrics_port: int | None = None
+    limits: ConnectionLimits | None = None
+    all_listeners: list[asyncio.Server] | None = None
+
+    @property
+    def port(self) -> int:
+        sockets = self.listener.sockets
+        return int(sockets[0].getsockname()[1]) if sockets else self.config.port
+
+    async def shutdown(self) -> None:
+        """Stop accepting, let in-flight writes finish, flush storage, close everything."""
+        for listener in self.all_listeners or [self.listener]:
+            listener.close()
+        if self.limits is not None:
+            self.limits.stop()
+        if self.dispatcher.sasl is not None:
+            for task in list(self.dispatcher.sasl.tasks):  # logins waiting for their credentials
+                task.cancel()
+        for connection in list(self.dispatcher.connections):
+            connection.stop_reading()
+        # Parked JoinGroup/SyncGroup requests learn that this coordinator is going away (Kafka
+        # answers NOT_COORDINATOR when it unloads a partition) and rediscover it after restart.
+        self.runtime.apply(self.runtime.coordinator.unload(self.runtime.clock.now_ms()))
+        try:
+            await asyncio.wait_for(self.writer.close(), SHUTDOWN_GRACE_S)
+        except TimeoutError:
+            log.error("storage did not finish pending writes within %.0f s", SHUTDOWN_GRACE_S)
+        await asyncio.sleep(0)  # let the write callbacks send their replies
+        self.runtime.stop_timers()
+        for connection in list(self.dispatcher.connections):
+            connection.close()
+        await self.store.close()
+        for listener in self.all_listeners or [self.listener]:
+            await listener.wait_closed()
+        log.info("coordinator stopped")
+
+
+async def start_server(config: Config) -> RunningServer:
+    metrics = Metrics() if config.metrics_port else None
+    health: HealthServer | None = None
+    state_ready = False
+    runtime: Runtime | None = None
+
+    def is_ready() -> bool:
+        return state_ready and runtime is not None and not runtime.storage_failing
+
+    metrics_port = None
+    if metrics is not None:
+        health = HealthServer(metrics, is_ready)
+        metrics_port = await health.start(config.metrics_host, config.metrics_port)
+        log.info("metrics and health endpoints on http://%s:%d/metrics", config.metrics_host, metrics_port)
+    store: Store = open_store(config.storage, **_store_options(config))
+    if metrics is not None:
+        store = MeasuredStore(store, metrics)
+    await store.open()
+    loop = asyncio.get_running_loop()
+    clock = Clock(loop)
+    node = NodeIdentity(config.node_id, config.listener_host, config.listener_port, config.cluster_id)
+    cluster = Cluster(
+        node, auto_create_topics=config.auto_create_topics_enable, num_partitions=config.num_partitions
+    )
+    coordinator = GroupCoordinator(config.group_config())
+    coordinator.attach_catalog(cluster)
+    writer = BatchWriter(store)
+    runtime = Runtime(coordinator, writer, clock, config.offsets_commit_timeout_ms)
+    dispatcher = Dispatcher(runtime, cluster, metrics)
+    limits = ConnectionLimits(
+        config.max_connections, config.max_connections_per_ip, config.connections_max_idle_ms
+    )
+    specs = config.listener_specs()
+    if any(spec.uses_sasl for spec in specs):
+        dispatcher.sasl = SaslServer(
+            config.sasl_mechanisms,
+            config.connections_max_reauth_ms,
+            _credential_loader(store),
+            failed_authentication_delay_ms=config.connection_failed_authentication_delay_ms,
+        )
+    servers: list[asyncio.Server] = []
+    bound_listeners: list[BoundListener] = []
+    try:
+        for spec in specs:
+            bound_listener = BoundListener(spec, config.ssl_context() if spec.uses_tls else None)
+            servers.append(await _listen(loop, config, dispatcher, limits, bound_listener))
+            bound_listeners.append(bound_listener)
+    except BaseException:
+        for opened in servers:
+            opened.close()
+        raise
+    main = bound_listeners[0]
+    if config.listeners or main.listener.advertised_port is None:
+        # The first listener is the node's default address (ephemeral ports: the one the OS picked).
+        cluster.node = NodeIdentity(node.node_id, main.advertised[0], main.advertised[1], node.cluster_id)
+    server = RunningServer(
+        config, store, writer, runtime, dispatcher, servers[0], health, metrics_port, limits, servers
+    )
+    limits.start(loop)
+    log.info(
+        "coordinator node %d listening on %s:%d (advertised %s:%d)",
+        config.node_id, main.listener.host, server.port, cluster.node.host, cluster.node.port,
+    )  # fmt: skip
+    for bound_listener, opened in zip(bound_listeners, servers, strict=True):
+        log.info(
+            "listener %s (%s) on %s:%d advertised as %s:%d",
+            bound_listener.name, bound_listener.security_protocol, bound_listener.listener.host,
+            opened.sockets[0].getsockname()[1], *bound_listener.advertised,
+        )  # fmt: skip
+
+    # While loading, group requests are answered COORDINATOR_LOAD_IN_PROGRESS (see loading.py)
+    # and requests that need the topic catalog wait for it.
+    started = time.monotonic()
+    state = await store.load()
+    cluster.load(state.topics)
+    coordinator.load(
+        state.groups,
+        state.offsets,
+        clock.now_ms(),
+        clock.wall_ms(),
+        state.consumer_groups,
+        state.consumer_members,
+    )
+    load_seconds = time.monotonic() - started
+    log.info(
+        "loaded %d topics, %d classic groups, %d consumer groups and %d offsets from %s in %.0f ms",
+        len(state.topics), len(state.groups), len(state.consumer_groups), len(state.offsets),
+        redact_url(config.storage), load_seconds * 1000,
+    )  # fmt: skip
+    state_acls = state.acls
+    del state
+    if metrics is not None:
+        metrics.load_time.set(load_seconds)
+        metrics.watch_core(
+            lambda: (coordinator.group_count_by_state(), coordinator.member_count()), coordinator.stats
+        )
+    if config.authorizer_enabled:
+        authorizer = Authorizer(
+            [u.strip() for u in config.super_users.split(";") if u.strip()],
+            config.allow_everyone_if_no_acl_found,
+        )
+        authorizer.load(state_acls)
+        AclLayer(authorizer).wrap(dispatcher.handlers)
+        log.info(
+            "authorizer enabled: %d ACLs, super users %s", len(authorizer.acls), config.super_users or "none"
+        )
+    dispatcher.finish_loading()
+    runtime.rearm_timer()
+    state_ready = True
+    return server
+
+
+async def serve(config: Config) -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    try:
+        server = await start_server(config)
+        try:
+            await stop.wait()
+            log.info("shutting down")
+        finally:
+            await server.shutdown()
+    finally:
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.remove_signal_handler(signum)
+
+
+async def _listen(
+    loop: asyncio.AbstractEventLoop,
+    config: Config,
+    dispatcher: Dispatcher,
+    limits: ConnectionLimits,
+    bound_listener: BoundListener,
+) -> asyncio.Server:
+    spec = bound_listener.listener
+    tls = bound_listener.ssl_context
+    server = await loop.create_server(
+        lambda: Connection(
+            dispatcher,
+            config.socket_request_max_bytes,
+            config.queued_max_request_bytes,
+            limits,
+            config.queued_max_requests,
+            bound_listener,
+        ),
+        spec.host,
+        spec.port,
+        reuse_address=True,
+        ssl=tls,
+        # A TLS handshake that never completes is a slow-loris too.
+        ssl_handshake_timeout=min(config.connections_max_idle_ms / 1000, 60.0) if tls is not None else None,
+    )
+    if spec.advertised_port is None:
+        bound_listener.advertised = (spec.advertised_host, int(server.sockets[0].getsockname()[1]))
+    return server
+
+
+def _credential_loader(store: Store) -> CredentialLoader:
+    loader = getattr(store, "load_credentials", None)
+
+    async def load(user: str) -> list[UserCredentialRecord]:
+        if loader is not None:
+            found: list[UserCredentialRecord] = await loader(user)
+            return found
+        return [c for c in (await store.load()).credentials if c.user == user]
+
+    return load
+
+
+def _store_options(config: Config) -> dict[str, object]:
+    if config.storage.startswith("sqlite:") and "synchronous=" not in config.storage:
+        return {"synchronous": config.sqlite_synchronous.upper()}
+    return {}

@@ -1,0 +1,196 @@
+"""The imperative shell around the pure core: persistence, reply release and the timer tick.
+
+Results from the core are applied here: records go to the BatchWriter (group commit), replies
+are released only once their records are durable, continuations run after that, and a failed
+write is handed back to the core through ``on_failed``. One ``loop.call_at`` stays armed for
+the core's earliest deadline (rounded up to a coarse tick); there is no per-member timer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from coordinator.core.result import Result
+from coordinator.core.shard import GroupCoordinator
+from protocol.errors import ErrorCode
+from storage.base import StoreError
+from storage.records import Record
+from storage.writer import BatchWriter
+
+log = logging.getLogger(__name__)
+
+TIMER_TICK_MS = 10
+TIMER_POLL_LIMIT = 10000
+
+
+class Clock:
+    """Monotonic milliseconds for deadlines, wall-clock milliseconds for persisted timestamps."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+
+    def now_ms(self) -> int:
+        return int(self._loop.time() * 1000)
+
+    @staticmethod
+    def wall_ms() -> int:
+        return int(time.time() * 1000)
+
+
+class _PendingWrite:
+    __slots__ = ("deadline", "result", "timed_out")
+
+    def __init__(self, result: Result) -> None:
+        self.result = result
+        self.deadline: asyncio.TimerHandle | None = None
+        self.timed_out = False
+
+
+class Runtime:
+    def __init__(
+        self, coordinator: GroupCoordinator, writer: BatchWriter, clock: Clock, write_timeout_ms: int = 5000
+    ) -> None:
+        self.coordinator = coordinator
+        self.write_timeout_ms = write_timeout_ms
+        self.writer = writer
+        self.clock = clock
+        self._loop = asyncio.get_running_loop()
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_deadline: int | None = None
+        self._pending_writes = 0
+        self._storage_failing = False
+        self.on_write_failure: Callable[[BaseException], None] | None = None
+
+    # ---- results -------------------------------------------------------------------------
+    def apply(self, result: Result) -> None:
+        if result.records:
+            self._write(result)
+        else:
+            self._release(result)
+        self.rearm_timer()
+
+    def apply_all(self, results: Sequence[Result]) -> None:
+        for result in results:
+            self.apply(result)
+
+    def _release(self, result: Result) -> None:
+        for reply_to, response in result.replies:
+            reply_to.send(response)
+        if result.on_durable is not None:
+            self.apply(result.on_durable(self.clock.now_ms()))
+
+    def _write(self, result: Result) -> None:
+        records: list[Record] = result.records
+        self._pending_writes += 1
+        try:
+            future = self.writer.write(records)
+        except StoreError as exc:  # the writer is closed: we are shutting down
+            future = self._loop.create_future()
+            future.set_exception(exc)
+        write = _PendingWrite(result)
+        write.deadline = self._loop.call_later(self.write_timeout_ms / 1000, self._timed_out, write, future)
+        future.add_done_callback(lambda done: self._written(write, done))
+
+    def _timed_out(self, write: _PendingWrite, future: asyncio.Future[None]) -> None:
+        """offsets.commit.timeout.ms passed: answer now (Kafka: REQUEST_TIMED_OUT, mapped per API)."""
+        if future.done():
+            return
+        write.timed_out = True
+        if not self._storage_failing:
+            self._storage_failing = True
+            log.error(
+                "storage write failed: no answer within %d ms (offsets.commit.timeout.ms); "
+                "answering with retriable errors until it recovers",
+                self.write_timeout_ms,
+            )
+        if write.result.on_failed is not None:
+            self.apply(write.result.on_failed(self.clock.now_ms(), ErrorCode.REQUEST_TIMED_OUT))
+
+    def _written(self, write: _PendingWrite, done: asyncio.Future[Any]) -> None:
+        self._pending_writes -= 1
+        if write.deadline is not None:
+            write.deadline.cancel()
+        result = write.result
+        error = None if done.cancelled() else done.exception()
+        if done.cancelled():
+            error = StoreError("write cancelled at shutdown")
+        if error is None:
+            if self._storage_failing:
+                self._storage_failing = False
+                log.warning("storage writes succeed again")
+            if write.timed_out:
+                # Answered already; the records did land, so the core still catches up with them.
+                if result.on_durable is not None:
+                    self.apply(result.on_durable(self.clock.now_ms()))
+            else:
+                self._release(result)
+            self.rearm_timer()
+            return
+        if write.timed_out:
+            return  # answered at the deadline
+        if not self._storage_failing:
+            # One log line per incident, not per failed write.
+            self._storage_failing = True
+            log.error("storage write failed; answering with retriable errors until it recovers: %s", error)
+        code = (
+            ErrorCode.COORDINATOR_NOT_AVAILABLE
+            if isinstance(error, StoreError)
+            else ErrorCode.UNKNOWN_SERVER_ERROR
+        )
+        if not isinstance(error, StoreError):
+            log.error("unexpected error while writing %d records", len(result.records), exc_info=error)
+        if result.on_failed is None:
+            log.error(
+                "a write failed and the core gave no failure handler; %d replies dropped", len(result.replies)
+            )
+        else:
+            self.apply(result.on_failed(self.clock.now_ms(), code))
+        self.rearm_timer()
+
+    @property
+    def storage_failing(self) -> bool:
+        return self._storage_failing
+
+    @property
+    def pending_writes(self) -> int:
+        return self._pending_writes
+
+    # ---- timers --------------------------------------------------------------------------
+    def rearm_timer(self) -> None:
+        earliest_new = self.coordinator.earliest_scheduled_since_last_call()
+        armed = self._timer_deadline if self._timer is not None else None
+        if armed is not None and (earliest_new is None or earliest_new >= armed):
+            return  # the armed wake-up is still early enough (hot path: heartbeats)
+        deadline = self.coordinator.next_deadline()
+        if deadline is None:
+            return
+        if deadline > self.clock.now_ms() + TIMER_TICK_MS:
+            # Far deadlines share coarse ticks; due ones (e.g. a 0 ms initial delay) run at once.
+            deadline = -(-deadline // TIMER_TICK_MS) * TIMER_TICK_MS
+        if self._timer is not None and self._timer_deadline is not None and self._timer_deadline <= deadline:
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer_deadline = deadline
+        self._timer = self._loop.call_at(deadline / 1000, self._tick)
+
+    def _tick(self) -> None:
+        self._timer = None
+        self._timer_deadline = None
+        results = self.coordinator.poll_timers(self.clock.now_ms(), self.clock.wall_ms(), TIMER_POLL_LIMIT)
+        for result in results:
+            self.apply(result)
+        self.rearm_timer()
+
+    def call_later(self, delay_ms: int, callback: Callable[[], None]) -> None:
+        self._loop.call_later(delay_ms / 1000, callback)
+
+    def stop_timers(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+            self._timer_deadline = None
