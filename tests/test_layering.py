@@ -22,9 +22,35 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "storage": ("storage",),
     "coordinator.security": ("coordinator.security", "storage.records"),
     "coordinator.core": ("coordinator.core", "protocol", "storage.records"),
-    "coordinator.api": ("coordinator.api", "coordinator.core", "coordinator.security", "protocol", "storage.records"),
+    "coordinator.api": (
+        "coordinator.api",
+        "coordinator.core",
+        "coordinator.security",
+        "protocol",
+        "storage.records",
+    ),
     "coordinator.server": (
         "coordinator.server",
+        "coordinator.api",
+        "coordinator.core",
+        "coordinator.security",
+        "protocol",
+        "storage",
+    ),
+    # Gateway mode (the proxy in front of a Kafka-compatible cluster) runs on the server shell.
+    "coordinator.gateway": (
+        "coordinator.gateway",
+        "coordinator.server",
+        "coordinator.api",
+        "coordinator.core",
+        "coordinator.security",
+        "protocol",
+        "storage",
+    ),
+    # The one server module that wires gateway mode in.
+    "coordinator.server.app": (
+        "coordinator.server",
+        "coordinator.gateway",
         "coordinator.api",
         "coordinator.core",
         "coordinator.security",
@@ -38,7 +64,17 @@ ALLOWED: dict[str, tuple[str, ...]] = {
 
 # The pure layers: no event loop, no sockets, no clock, no threads, no database drivers.
 PURE = ("coordinator.core", "coordinator.security", "coordinator.api")
-IMPURE_STDLIB = ("asyncio", "socket", "time", "datetime", "threading", "selectors", "sqlite3", "asyncpg", "ssl")
+IMPURE_STDLIB = (
+    "asyncio",
+    "socket",
+    "time",
+    "datetime",
+    "threading",
+    "selectors",
+    "sqlite3",
+    "asyncpg",
+    "ssl",
+)
 
 
 def _module_name(path: Path) -> str:

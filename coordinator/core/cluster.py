@@ -15,7 +15,7 @@ import re
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from coordinator.core.context import RequestContext
 from coordinator.core.result import Result
@@ -114,6 +114,12 @@ def topic_name_error(name: str | None) -> str | None:
     return None
 
 
+class PartitionCatalog(Protocol):
+    """A topic catalog kept elsewhere (gateway mode: the upstream cluster's metadata)."""
+
+    def has_partition(self, topic: str, partition: int) -> bool: ...
+
+
 class Cluster:
     def __init__(
         self,
@@ -131,6 +137,11 @@ class Cluster:
         self._by_id: dict[bytes, TopicRecord] = {}
         # Bumped on every catalog change: consumer groups re-read their subscribed topics then.
         self.version = 0
+        self.external: PartitionCatalog | None = None
+
+    def use_catalog(self, catalog: PartitionCatalog) -> None:
+        """Gateway mode: partitions are checked against upstream metadata, not the local catalog."""
+        self.external = catalog
 
     # ---- catalog -------------------------------------------------------------------------
     def load(self, topics: list[TopicRecord]) -> None:
@@ -173,6 +184,8 @@ class Cluster:
         return record.num_partitions if record is not None else None
 
     def has_partition(self, topic: str, partition: int) -> bool:
+        if self.external is not None:
+            return self.external.has_partition(topic, partition)
         record = self.topics.get(topic)
         return record is not None and 0 <= partition < record.num_partitions
 

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import signal
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from coordinator.api.authz import AclLayer
 from coordinator.core.cluster import Cluster, NodeIdentity
@@ -26,6 +28,9 @@ from storage.redact import redact_url
 from storage.url import open_store
 from storage.writer import BatchWriter
 
+if TYPE_CHECKING:
+    from coordinator.gateway.setup import Gateway
+
 log = logging.getLogger(__name__)
 
 SHUTDOWN_GRACE_S = 5.0
@@ -43,6 +48,7 @@ class RunningServer:
     metrics_port: int | None = None
     limits: ConnectionLimits | None = None
     all_listeners: list[asyncio.Server] | None = None
+    gateway: Gateway | None = None
 
     @property
     def port(self) -> int:
@@ -53,6 +59,8 @@ class RunningServer:
         """Stop accepting, let in-flight writes finish, flush storage, close everything."""
         for listener in self.all_listeners or [self.listener]:
             listener.close()
+        if self.gateway is not None:
+            await self.gateway.close()
         if self.limits is not None:
             self.limits.stop()
         if self.dispatcher.sasl is not None:
@@ -97,7 +105,8 @@ async def start_server(config: Config) -> RunningServer:
     await store.open()
     loop = asyncio.get_running_loop()
     clock = Clock(loop)
-    node = NodeIdentity(config.node_id, config.listener_host, config.listener_port, config.cluster_id)
+    node_id = config.gateway_coordinator_node_id if config.gateway_mode else config.node_id
+    node = NodeIdentity(node_id, config.listener_host, config.listener_port, config.cluster_id)
     cluster = Cluster(
         node, auto_create_topics=config.auto_create_topics_enable, num_partitions=config.num_partitions
     )
@@ -138,7 +147,7 @@ async def start_server(config: Config) -> RunningServer:
     limits.start(loop)
     log.info(
         "coordinator node %d listening on %s:%d (advertised %s:%d)",
-        config.node_id, main.listener.host, server.port, cluster.node.host, cluster.node.port,
+        cluster.node.node_id, main.listener.host, server.port, cluster.node.host, cluster.node.port,
     )  # fmt: skip
     for bound_listener, opened in zip(bound_listeners, servers, strict=True):
         log.info(
@@ -146,6 +155,23 @@ async def start_server(config: Config) -> RunningServer:
             bound_listener.name, bound_listener.security_protocol, bound_listener.listener.host,
             opened.sockets[0].getsockname()[1], *bound_listener.advertised,
         )  # fmt: skip
+
+    if config.gateway_mode:
+        from coordinator.gateway.setup import start_gateway
+
+        async def open_virtual_broker(port: int) -> tuple[asyncio.Server, tuple[str, int]]:
+            spec = dataclasses.replace(main.listener, port=port, advertised_port=None)
+            bound = BoundListener(spec, main.ssl_context)
+            return await _listen(loop, config, dispatcher, limits, bound), bound.advertised
+
+        try:
+            server.gateway = await start_gateway(
+                config, dispatcher, cluster, coordinator, open_virtual_broker
+            )
+        except BaseException:
+            for opened in servers:
+                opened.close()
+            raise
 
     # While loading, group requests are answered COORDINATOR_LOAD_IN_PROGRESS (see loading.py)
     # and requests that need the topic catalog wait for it.

@@ -12,8 +12,8 @@ import dataclasses
 import os
 import ssl
 import tomllib
-from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -86,6 +86,25 @@ class Config:
     authorizer_enabled: bool = False
     super_users: str = ""  # User:admin;User:ops
     allow_everyone_if_no_acl_found: bool = False
+    # Gateway mode (issue 14; see coordinator/gateway/). Set upstream.bootstrap.servers to turn it on.
+    upstream_bootstrap_servers: str = ""  # HOST:PORT[,HOST:PORT]
+    upstream_security_protocol: str = "PLAINTEXT"
+    upstream_sasl_mechanism: str = "PLAIN"
+    upstream_sasl_username: str = ""
+    upstream_sasl_password: str = field(default="", repr=False)  # or COORDINATOR_UPSTREAM_SASL_PASSWORD
+    upstream_ssl_cafile: str = ""
+    upstream_ssl_certfile: str = ""
+    upstream_ssl_keyfile: str = ""
+    upstream_metadata_refresh_ms: int = 30000
+    upstream_request_timeout_ms: int = 30000
+    gateway_broker_port_base: int = (
+        0  # virtual broker of upstream node #i listens on base + i; 0 = any free port
+    )
+    gateway_coordinator_node_id: int = 2**30  # the gateway's own node id as group coordinator
+
+    @property
+    def gateway_mode(self) -> bool:
+        return bool(self.upstream_bootstrap_servers.strip())
 
     @property
     def listener_host(self) -> str:
@@ -172,6 +191,18 @@ KAFKA_NAMED = {
     "authorizer_enabled",
     "super_users",
     "allow_everyone_if_no_acl_found",
+    "upstream_bootstrap_servers",
+    "upstream_security_protocol",
+    "upstream_sasl_mechanism",
+    "upstream_sasl_username",
+    "upstream_sasl_password",
+    "upstream_ssl_cafile",
+    "upstream_ssl_certfile",
+    "upstream_ssl_keyfile",
+    "upstream_metadata_refresh_ms",
+    "upstream_request_timeout_ms",
+    "gateway_broker_port_base",
+    "gateway_coordinator_node_id",
 }
 _FIELDS = {f.name: f for f in fields(Config)}
 
@@ -267,12 +298,49 @@ def _validate(config: Config) -> Config:
         config.connection_failed_authentication_delay_ms >= 0,
         "connection.failed.authentication.delay.ms must be >= 0",
     )
+    _validate_gateway(config, need)
     need(config.log_format in ("text", "json"), "log-format must be text or json")
     need(
         config.sqlite_synchronous.upper() in ("FULL", "NORMAL"),
         "sqlite-synchronous must be FULL or NORMAL",
     )
     return config
+
+
+def _validate_gateway(config: Config, need: Callable[[bool, str], None]) -> None:
+    if not config.gateway_mode:
+        return
+    for server in config.upstream_bootstrap_servers.split(","):
+        host, _, port = server.strip().rpartition(":")
+        need(
+            bool(host) and port.isdigit() and 0 < int(port) <= 65535,
+            f"upstream.bootstrap.servers: {server.strip()!r} is not HOST:PORT",
+        )
+    protocol = config.upstream_security_protocol.upper()
+    need(
+        protocol in ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"),
+        "upstream.security.protocol must be PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL",
+    )
+    if protocol.startswith("SASL"):
+        need(
+            config.upstream_sasl_mechanism.upper() in MECHANISMS,
+            f"upstream.sasl.mechanism must be one of {', '.join(MECHANISMS)}",
+        )
+        need(
+            bool(config.upstream_sasl_username),
+            "upstream.sasl.username is required with a SASL upstream.security.protocol",
+        )
+    need(
+        bool(config.upstream_ssl_certfile) == bool(config.upstream_ssl_keyfile),
+        "upstream.ssl.certfile and upstream.ssl.keyfile go together",
+    )
+    need(config.upstream_metadata_refresh_ms >= 100, "upstream.metadata.refresh.ms must be at least 100")
+    need(config.upstream_request_timeout_ms >= 100, "upstream.request.timeout.ms must be at least 100")
+    need(
+        config.gateway_broker_port_base == 0 or 0 < config.gateway_broker_port_base <= 65535,
+        "gateway.broker.port.base must be 0 (any free port) or a TCP port",
+    )
+    need(config.gateway_coordinator_node_id >= 0, "gateway.coordinator.node.id must be >= 0")
 
 
 def load_config(

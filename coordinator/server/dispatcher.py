@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from coordinator.api.authz import security_disabled
 from coordinator.api.loading import GROUP_APIS, load_in_progress_response
@@ -45,6 +45,15 @@ log = logging.getLogger(__name__)
 
 Handler = Callable[[RequestContext, Any], Result]
 
+
+class ForwardingHook(Protocol):
+    """Gateway mode: takes the frames of APIs forwarded upstream (True) before any decoding."""
+
+    def forward(self, connection: Connection, frame: bytes) -> bool: ...
+
+    def connection_closed(self, connection: Connection) -> None: ...
+
+
 # Answered while loading: they do not depend on stored state.
 _NEEDS_NO_CATALOG = frozenset(
     {ApiKey.API_VERSIONS, ApiKey.FIND_COORDINATOR, ApiKey.DESCRIBE_CLUSTER, *SASL_APIS}
@@ -58,6 +67,7 @@ class Dispatcher:
         self.metrics = metrics
         self.connections: set[Connection] = set()
         self.sasl: SaslServer | None = None  # set when a listener uses SASL
+        self.gateway: ForwardingHook | None = None  # set in gateway mode
         self.loading = True
         self._deferred: list[tuple[Connection, PendingReply, RequestContext, Request]] = []
         coordinator = runtime.coordinator
@@ -100,6 +110,8 @@ class Dispatcher:
 
     def connection_closed(self, connection: Connection) -> None:
         self.connections.discard(connection)
+        if self.gateway is not None:
+            self.gateway.connection_closed(connection)
         if self.metrics is not None:
             self.metrics.connections.set(len(self.connections))
 
@@ -107,6 +119,8 @@ class Dispatcher:
         session = connection.sasl
         if session is not None and session.raw_tokens and self.sasl is not None:
             self.sasl.raw_token(connection, frame)  # after SaslHandshake v0: bare SASL tokens
+            return
+        if self.gateway is not None and self.gateway.forward(connection, frame):
             return
         try:
             request = decode_request(frame)

@@ -1,0 +1,342 @@
+"""Forwarding a client connection's data-plane requests to the upstream brokers.
+
+Each client connection owns its upstream connections (one per upstream broker it talks to), so
+request order is kept and correlation ids pass through unchanged. The connection's one
+in-flight slot (see coordinator/server/connection.py) is held until the upstream response has
+been written back, so forwarded and locally served responses leave in request order.
+
+Request bodies are never decoded (only the header, and Produce's acks); responses are passed
+through as bytes, except those that carry broker addresses: Metadata, DescribeCluster,
+FindCoordinator for transactions, and Produce/Fetch responses with KIP-951 NodeEndpoints.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import struct
+from typing import Any, Final
+
+from coordinator.gateway.node_endpoints import carries_node_endpoints, rewrite_node_endpoints
+from coordinator.gateway.upstream import UpstreamConnection, UpstreamError, connect, frame_with_length
+from coordinator.gateway.upstream_cluster import UpstreamCluster
+from coordinator.gateway.versions import (
+    ADD_OFFSETS_TO_TXN,
+    FORWARDED_MAX,
+    REFUSED_IN_GATEWAY_MODE,
+    SERVED_HERE,
+    TRANSACTIONAL_OFFSETS_MESSAGE,
+    api_versions_response,
+)
+from coordinator.gateway.virtual_brokers import VirtualBrokers
+from coordinator.server.authn import SaslServer
+from coordinator.server.connection import Connection, PendingReply
+from protocol.apis import SERVED_VERSIONS, ApiKey
+from protocol.errors import ErrorCode
+from protocol.messages.find_coordinator import FindCoordinatorResponse
+from protocol.messages.metadata import MetadataResponse, MetadataResponseTopic
+from protocol.primitives import DecodeError, read_uvarint, skip_tagged_fields
+from protocol.wire import Request, decode_request, decode_response, encode_response, peek_header
+
+log = logging.getLogger(__name__)
+
+_INT16: Final = struct.Struct(">h")
+_REWRITTEN: Final = frozenset({ApiKey.METADATA, ApiKey.DESCRIBE_CLUSTER, ApiKey.FIND_COORDINATOR})
+ANY_BROKER: Final = -1  # the upstream connection of the bootstrap port: any upstream broker
+UNKNOWN_API_MESSAGE: Final = "api key {key} v{version} is not forwarded by the gateway"
+
+
+class Forwarder:
+    """The gateway's hook in the dispatcher: takes the frames of forwarded APIs."""
+
+    def __init__(self, upstream: UpstreamCluster, brokers: VirtualBrokers) -> None:
+        self.upstream = upstream
+        self.brokers = brokers
+        self.sasl: SaslServer | None = None
+        self._links: dict[Connection, dict[int, UpstreamConnection]] = {}
+        self._refused_logged: set[tuple[int, int]] = set()
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    # ---- the dispatcher's hook -------------------------------------------------------------
+    def forward(self, connection: Connection, frame: bytes) -> bool:
+        """True when the frame was taken here; False leaves it to the dispatcher."""
+        try:
+            api_key, version, correlation_id = peek_header(frame)
+        except DecodeError:
+            return False  # the dispatcher closes the connection with its message
+        if api_key in SERVED_HERE:
+            if api_key == ApiKey.API_VERSIONS and version > SERVED_VERSIONS[ApiKey.API_VERSIONS][1]:
+                # KIP-511: a newer ApiVersions gets v0 with our ranges, so the client retries lower.
+                body = api_versions_response(self.upstream.api_versions, ErrorCode.UNSUPPORTED_VERSION)
+                connection.send_raw(encode_response(ApiKey.API_VERSIONS, 0, correlation_id, body))
+                return True
+            return False
+        if api_key == ApiKey.FIND_COORDINATOR:
+            try:
+                request = decode_request(frame)
+            except Exception:
+                return False  # malformed or unsupported: the dispatcher answers as it does today
+            if request.body.key_type == 0:
+                return False  # a group: this gateway is its coordinator
+            if request.body.key_type != 1:
+                return False  # share groups, unknown types: refused by the dispatcher's answer
+        if not self._admitted(connection, api_key, version, correlation_id):
+            return True
+        if api_key in REFUSED_IN_GATEWAY_MODE:
+            self._refuse_transactional_offsets(connection, api_key, version, correlation_id, frame)
+            return True
+        high = FORWARDED_MAX.get(api_key)
+        if high is None or not 0 <= version <= high:
+            if (api_key, version) not in self._refused_logged:
+                self._refused_logged.add((api_key, version))
+                log.warning(
+                    "refusing %s from %s: it is not known to the gateway, so it is not passed blindly "
+                    "to the upstream cluster (the connection is closed, as Kafka does for unknown APIs)",
+                    UNKNOWN_API_MESSAGE.format(key=api_key, version=version), connection.peer,
+                )  # fmt: skip
+            connection.close()
+            return True
+        node = self.brokers.node_at(connection.advertised)
+        target = ANY_BROKER if node is None else node
+        try:
+            expects_response = api_key != ApiKey.PRODUCE or _produce_acks(frame, version) != 0
+        except (struct.error, IndexError, DecodeError):
+            connection.abort(f"malformed Produce v{version} request")
+            return True
+        reply = connection.start(api_key, version, correlation_id)
+        link = self._links.setdefault(connection, {})
+        upstream = link.get(target)
+        if upstream is not None and not upstream.closed:
+            self._send(connection, reply, upstream, frame, expects_response)
+        else:
+            self._spawn(self._connect_and_send(connection, reply, target, frame, expects_response))
+        return True
+
+    def connection_closed(self, connection: Connection) -> None:
+        for upstream in self._links.pop(connection, {}).values():
+            upstream.on_lost = None
+            upstream.close()
+
+    async def close(self) -> None:
+        for connection in list(self._links):
+            self.connection_closed(connection)
+        for task in list(self._tasks):
+            task.cancel()
+
+    # ---- sending ---------------------------------------------------------------------------
+    def _send(
+        self,
+        connection: Connection,
+        reply: PendingReply,
+        upstream: UpstreamConnection,
+        frame: bytes,
+        expects_response: bool,
+    ) -> None:
+        def on_response(response: bytes) -> None:
+            self._respond(connection, reply, response)
+
+        try:
+            upstream.send(frame_with_length(frame), on_response if expects_response else None)
+        except UpstreamError:
+            connection.close()
+            return
+        if not expects_response:
+            reply.finish_without_response()
+
+    async def _connect_and_send(
+        self, connection: Connection, reply: PendingReply, target: int, frame: bytes, expects_response: bool
+    ) -> None:
+        try:
+            upstream = await self._open(connection, target)
+        except UpstreamError as exc:
+            if reply.api_key == ApiKey.METADATA and target == ANY_BROKER:
+                self._answer_metadata_unavailable(connection, reply, frame)
+                return
+            self.upstream.incidents.failed(_node_label(target), str(exc), credentials=exc.credentials)
+            connection.close()  # the client sees a broker that is down, retries and refreshes metadata
+            return
+        if connection.closed:
+            upstream.close()
+            return
+        self.upstream.incidents.recovered(_node_label(target))
+        self._links.setdefault(connection, {})[target] = upstream
+        self._send(connection, reply, upstream, frame, expects_response)
+
+    async def _open(self, connection: Connection, target: int) -> UpstreamConnection:
+        if target == ANY_BROKER:
+            candidates = [*self.upstream.brokers.values(), *self.upstream.bootstrap]
+        else:
+            address = self.upstream.known_addresses.get(target)
+            if address is None:
+                raise UpstreamError(f"upstream node {target} is not known")
+            candidates = [address]
+        failure: UpstreamError | None = None
+        for host, port in dict.fromkeys(candidates):
+            try:
+                return await connect(
+                    host, port, self.upstream.settings, lambda lost: self._lost(connection, lost)
+                )
+            except UpstreamError as exc:
+                if exc.credentials:
+                    raise
+                failure = exc
+        raise failure or UpstreamError("no upstream broker is known")
+
+    def _lost(self, connection: Connection, upstream: UpstreamConnection) -> None:
+        """An upstream broker dropped the connection: only the client connection that used it goes."""
+        if not connection.closed:
+            log.info(
+                "upstream %s closed the connection of client %s; closing it", upstream.label, connection.peer
+            )
+            connection.close()
+
+    # ---- responses -------------------------------------------------------------------------
+    def _respond(self, connection: Connection, reply: PendingReply, frame: bytes) -> None:
+        if connection.closed:
+            return
+        api_key, version = reply.api_key, reply.api_version
+        try:
+            if api_key in _REWRITTEN:
+                correlation_id, body = decode_response(api_key, version, frame)
+                missing = self._learn(api_key, body)
+                if missing:
+                    self._spawn(
+                        self._respond_after_listeners(connection, reply, correlation_id, body, missing)
+                    )
+                    return
+                self._write(connection, reply, self._rewritten(api_key, version, correlation_id, body))
+                return
+            if carries_node_endpoints(api_key, version):
+                frame = rewrite_node_endpoints(api_key, version, frame, self.brokers.address_of)
+        except DecodeError as exc:
+            log.warning("malformed api %d v%d response from upstream: %s", api_key, version, exc)
+            connection.close()
+            return
+        self._write(connection, reply, frame_with_length(frame))
+
+    async def _respond_after_listeners(
+        self, connection: Connection, reply: PendingReply, correlation_id: int, body: Any, missing: list[int]
+    ) -> None:
+        await self.brokers.ensure(missing)
+        if not connection.closed:
+            self._write(
+                connection, reply, self._rewritten(reply.api_key, reply.api_version, correlation_id, body)
+            )
+
+    def _learn(self, api_key: int, body: Any) -> list[int]:
+        """Feed the catalog; the node ids that have no virtual broker yet."""
+        if api_key == ApiKey.METADATA:
+            self.upstream.observe_metadata(body)
+            return self.brokers.missing(b.node_id for b in body.brokers)
+        if api_key == ApiKey.DESCRIBE_CLUSTER:
+            return self.brokers.missing(b.broker_id for b in body.brokers)
+        nodes = [c.node_id for c in body.coordinators] if body.coordinators else [body.node_id]
+        return self.brokers.missing(n for n in nodes if n >= 0)
+
+    def _rewritten(self, api_key: int, version: int, correlation_id: int, body: Any) -> bytes:
+        address = self.brokers.address_of
+        if api_key == ApiKey.METADATA:
+            for broker in body.brokers:
+                broker.host, broker.port = address(broker.node_id) or ("", -1)
+        elif api_key == ApiKey.DESCRIBE_CLUSTER:
+            for described in body.brokers:
+                described.host, described.port = address(described.broker_id) or ("", -1)
+        else:
+            _rewrite_coordinators(body, address)
+        return encode_response(api_key, version, correlation_id, body)
+
+    def _write(self, connection: Connection, reply: PendingReply, frame: bytes) -> None:
+        connection.send_raw(frame)
+        connection.seen = True
+        connection.release(reply)
+
+    def _answer_metadata_unavailable(self, connection: Connection, reply: PendingReply, frame: bytes) -> None:
+        """Upstream unreachable: a retriable answer instead of a closed bootstrap connection."""
+        self.upstream.incidents.failed("upstream cluster", "no upstream broker is reachable")
+        try:
+            request = decode_request(frame)
+        except Exception:
+            connection.close()
+            return
+        topics = request.body.topics or []
+        response = MetadataResponse(
+            brokers=[],
+            cluster_id=self.upstream.cluster_id,
+            controller_id=-1,
+            topics=[
+                MetadataResponseTopic(
+                    error_code=ErrorCode.LEADER_NOT_AVAILABLE, name=t.name, topic_id=t.topic_id
+                )
+                for t in topics
+            ],
+        )
+        self._write(
+            connection,
+            reply,
+            encode_response(reply.api_key, reply.api_version, reply.correlation_id, response),
+        )
+
+    # ---- refused here ----------------------------------------------------------------------
+    def _admitted(self, connection: Connection, api_key: int, version: int, correlation_id: int) -> bool:
+        session = connection.sasl
+        if session is None:
+            return True
+        if self.sasl is None:
+            connection.abort("SASL is not configured")
+            return False
+        return self.sasl.admit(connection, session, Request(api_key, version, correlation_id, None, None))
+
+    def _refuse_transactional_offsets(
+        self, connection: Connection, api_key: int, version: int, correlation_id: int, frame: bytes
+    ) -> None:
+        if (api_key, -1) not in self._refused_logged:
+            self._refused_logged.add((api_key, -1))
+            log.warning("refused a request from %s: %s", connection.peer, TRANSACTIONAL_OFFSETS_MESSAGE)
+        if api_key != ADD_OFFSETS_TO_TXN or version > 4:
+            # TxnOffsetCommit only follows a successful AddOffsetsToTxn, which is refused.
+            connection.close()
+            return
+        # AddOffsetsToTxn: throttle_time_ms, error_code (+ tagged fields from v3).
+        out = bytearray(struct.pack(">ii", 0, correlation_id))
+        if version >= 3:
+            out.append(0)
+        out += struct.pack(">ih", 0, ErrorCode.UNSUPPORTED_VERSION)
+        if version >= 3:
+            out.append(0)
+        struct.pack_into(">i", out, 0, len(out) - 4)
+        connection.send_raw(bytes(out))
+
+    def _spawn(self, coroutine: Any) -> None:
+        task = asyncio.get_running_loop().create_task(coroutine)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+
+def _node_label(target: int) -> str:
+    return "upstream cluster" if target == ANY_BROKER else f"upstream node {target}"
+
+
+def _rewrite_coordinators(body: FindCoordinatorResponse, address: Any) -> None:
+    if body.coordinators:
+        for coordinator in body.coordinators:
+            if coordinator.node_id >= 0:
+                coordinator.host, coordinator.port = address(coordinator.node_id) or ("", -1)
+    elif body.node_id >= 0:
+        body.host, body.port = address(body.node_id) or ("", -1)
+
+
+def _produce_acks(frame: bytes, version: int) -> int:
+    """Produce's acks, read past the header and the transactional id without decoding the rest."""
+    (client_id_length,) = _INT16.unpack_from(frame, 8)
+    pos = 10 + max(client_id_length, 0)
+    if version < 3:
+        pass  # no transactional id before v3
+    elif version >= 9:
+        pos = skip_tagged_fields(frame, pos)
+        size, pos = read_uvarint(frame, pos)  # compact nullable transactional id
+        pos += max(size - 1, 0)
+    else:
+        (size,) = _INT16.unpack_from(frame, pos)
+        pos += 2 + max(size, 0)
+    (acks,) = _INT16.unpack_from(frame, pos)
+    return int(acks)

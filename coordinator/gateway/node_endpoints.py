@@ -1,0 +1,163 @@
+"""KIP-951 NodeEndpoints in Produce (v10+) and Fetch (v16+) responses, rewritten without
+decoding the records.
+
+When a partition's leader moved, the broker names the new leader's address in a top-level
+tagged field (tag 0) after all the partitions. To reach it, this module walks the response's
+structure, skipping record sets by their length, and replaces only that field: the bytes before
+the tagged-field section are reused as they are. A response without tagged fields (the common
+case) is returned untouched.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable
+from typing import Final
+
+from protocol.apis import ApiKey
+from protocol.primitives import DecodeError, read_uvarint, write_uvarint
+
+PRODUCE_FIRST: Final = 10
+FETCH_FIRST: Final = 16
+_NODE_ENDPOINTS_TAG: Final = 0
+_INT32: Final = struct.Struct(">i")
+
+Endpoint = tuple[int, str, int, str | None]  # node id, host, port, rack
+Rewrite = Callable[[int], tuple[str, int] | None]  # node id -> gateway address (None: unknown)
+
+
+def carries_node_endpoints(api_key: int, api_version: int) -> bool:
+    return (api_key == ApiKey.PRODUCE and api_version >= PRODUCE_FIRST) or (
+        api_key == ApiKey.FETCH and api_version >= FETCH_FIRST
+    )
+
+
+def _skip_tags(data: bytes, pos: int) -> int:
+    count, pos = read_uvarint(data, pos)
+    for _ in range(count):
+        _tag, pos = read_uvarint(data, pos)
+        size, pos = read_uvarint(data, pos)
+        pos += size
+    return pos
+
+
+def _skip_compact_bytes(data: bytes, pos: int) -> int:
+    """A compact (nullable) string, bytes or records field."""
+    size, pos = read_uvarint(data, pos)
+    return pos + max(size - 1, 0)
+
+
+def _top_level_tags_offset(api_key: int, api_version: int, frame: bytes) -> int:
+    """Where the top-level tagged fields start in a response frame (after the correlation id)."""
+    pos = _skip_tags(frame, 4)  # response header v1
+    if api_key == ApiKey.FETCH:
+        pos += 10  # throttle_time_ms, error_code, session_id
+    topics, pos = read_uvarint(frame, pos)
+    for _ in range(max(topics - 1, 0)):
+        if api_key == ApiKey.FETCH or api_version >= 13:
+            pos += 16  # topic id
+        else:
+            pos = _skip_compact_bytes(frame, pos)  # topic name
+        partitions, pos = read_uvarint(frame, pos)
+        for _ in range(max(partitions - 1, 0)):
+            pos += 30  # index, error_code, three int64 offsets
+            if api_key == ApiKey.PRODUCE:
+                errors, pos = read_uvarint(frame, pos)
+                for _ in range(max(errors - 1, 0)):
+                    pos = _skip_tags(frame, _skip_compact_bytes(frame, pos + 4))
+                pos = _skip_compact_bytes(frame, pos)  # error message
+            else:
+                aborted, pos = read_uvarint(frame, pos)
+                for _ in range(max(aborted - 1, 0)):
+                    pos = _skip_tags(frame, pos + 16)
+                pos += 4  # preferred read replica
+                pos = _skip_compact_bytes(frame, pos)  # records
+            pos = _skip_tags(frame, pos)
+        pos = _skip_tags(frame, pos)
+    if api_key == ApiKey.PRODUCE:
+        pos += 4  # throttle_time_ms
+    if pos >= len(frame):
+        raise DecodeError("truncated response: no top-level tagged fields")
+    return pos
+
+
+def decode_endpoints(data: bytes) -> list[Endpoint]:
+    count, pos = read_uvarint(data, 0)
+    endpoints: list[Endpoint] = []
+    for _ in range(max(count - 1, 0)):
+        (node_id,) = _INT32.unpack_from(data, pos)
+        size, pos = read_uvarint(data, pos + 4)
+        host = data[pos : pos + size - 1].decode()
+        pos += size - 1
+        (port,) = _INT32.unpack_from(data, pos)
+        size, pos = read_uvarint(data, pos + 4)
+        rack = None if size == 0 else data[pos : pos + size - 1].decode()
+        pos = _skip_tags(data, pos + max(size - 1, 0))
+        endpoints.append((node_id, host, port, rack))
+    return endpoints
+
+
+def encode_endpoints(endpoints: list[Endpoint]) -> bytes:
+    out = bytearray()
+    write_uvarint(out, len(endpoints) + 1)
+    for node_id, host, port, rack in endpoints:
+        out += _INT32.pack(node_id)
+        encoded = host.encode()
+        write_uvarint(out, len(encoded) + 1)
+        out += encoded
+        out += _INT32.pack(port)
+        if rack is None:
+            out.append(0)
+        else:
+            encoded = rack.encode()
+            write_uvarint(out, len(encoded) + 1)
+            out += encoded
+        out.append(0)  # no tagged fields
+    return bytes(out)
+
+
+def endpoints_in(api_key: int, api_version: int, frame: bytes) -> list[Endpoint]:
+    """The NodeEndpoints a response frame carries (empty when none)."""
+    pos = _top_level_tags_offset(api_key, api_version, frame)
+    count, pos = read_uvarint(frame, pos)
+    for _ in range(count):
+        tag, pos = read_uvarint(frame, pos)
+        size, pos = read_uvarint(frame, pos)
+        if tag == _NODE_ENDPOINTS_TAG:
+            return decode_endpoints(frame[pos : pos + size])
+        pos += size
+    return []
+
+
+def rewrite_node_endpoints(api_key: int, api_version: int, frame: bytes, address_of: Rewrite) -> bytes:
+    """The response frame with every NodeEndpoint pointing at the gateway.
+
+    An endpoint whose node has no gateway address is dropped: the client then refreshes its
+    metadata, which it does anyway after NOT_LEADER_OR_FOLLOWER. Never returns an upstream
+    address. Raises DecodeError on a malformed frame.
+    """
+    start = _top_level_tags_offset(api_key, api_version, frame)
+    if frame[start] == 0:
+        return frame  # no tagged fields
+    count, pos = read_uvarint(frame, start)
+    out = bytearray(frame[:start])
+    write_uvarint(out, count)
+    for _ in range(count):
+        tag, pos = read_uvarint(frame, pos)
+        size, pos = read_uvarint(frame, pos)
+        data = frame[pos : pos + size]
+        if len(data) != size:
+            raise DecodeError("truncated tagged field")
+        pos += size
+        if tag == _NODE_ENDPOINTS_TAG:
+            rewritten: list[Endpoint] = []
+            for node_id, _host, _port, rack in decode_endpoints(data):
+                address = address_of(node_id)
+                if address is not None:
+                    rewritten.append((node_id, address[0], address[1], rack))
+            data = encode_endpoints(rewritten)
+        write_uvarint(out, tag)
+        write_uvarint(out, len(data))
+        out += data
+    out += frame[pos:]
+    return bytes(out)

@@ -1,0 +1,123 @@
+"""Wiring gateway mode into a server: upstream view, virtual brokers, forwarder, catalog."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any, Final
+
+from coordinator.core.cluster import Cluster
+from coordinator.core.context import RequestContext
+from coordinator.core.result import Result
+from coordinator.core.shard import GroupCoordinator
+from coordinator.gateway.forwarder import Forwarder
+from coordinator.gateway.upstream import UpstreamSettings
+from coordinator.gateway.upstream_cluster import UpstreamCluster, parse_bootstrap
+from coordinator.gateway.versions import advertised_versions
+from coordinator.gateway.virtual_brokers import OpenListener, VirtualBrokers
+from coordinator.server.config import Config
+from coordinator.server.dispatcher import Dispatcher
+from protocol.apis import ApiKey
+from protocol.messages.api_versions import ApiVersion
+
+log = logging.getLogger(__name__)
+
+FIRST_METADATA_WAIT_S: Final = 2.0
+
+
+@dataclass(slots=True)
+class Gateway:
+    upstream: UpstreamCluster
+    brokers: VirtualBrokers
+    forwarder: Forwarder
+
+    async def close(self) -> None:
+        self.brokers.close()
+        await self.forwarder.close()
+        await self.upstream.stop()
+
+
+def upstream_settings(config: Config) -> UpstreamSettings:
+    return UpstreamSettings(
+        security_protocol=config.upstream_security_protocol.upper(),
+        sasl_mechanism=config.upstream_sasl_mechanism.upper(),
+        sasl_username=config.upstream_sasl_username,
+        sasl_password=config.upstream_sasl_password,
+        ssl_cafile=config.upstream_ssl_cafile,
+        ssl_certfile=config.upstream_ssl_certfile,
+        ssl_keyfile=config.upstream_ssl_keyfile,
+        connect_timeout_s=min(config.upstream_request_timeout_ms / 1000, 10.0),
+    )
+
+
+async def start_gateway(
+    config: Config,
+    dispatcher: Dispatcher,
+    cluster: Cluster,
+    coordinator: GroupCoordinator,
+    open_listener: OpenListener,
+) -> Gateway:
+    """Take over the topic catalog and the forwarded APIs; the first metadata is awaited briefly
+    (an unreachable upstream does not stop the gateway from starting)."""
+    brokers = VirtualBrokers(config.gateway_broker_port_base, open_listener)
+
+    async def brokers_changed(nodes: dict[int, tuple[str, int]]) -> None:
+        await brokers.ensure(nodes)
+
+    upstream = UpstreamCluster(
+        parse_bootstrap(config.upstream_bootstrap_servers),
+        upstream_settings(config),
+        config.upstream_metadata_refresh_ms,
+        config.upstream_request_timeout_ms,
+        brokers_changed,
+    )
+    cluster.use_catalog(upstream.catalog)
+    coordinator.attach_catalog(upstream.catalog)
+    forwarder = Forwarder(upstream, brokers)
+    forwarder.sasl = dispatcher.sasl
+    dispatcher.gateway = forwarder
+    _serve_api_versions(dispatcher, upstream)
+    _coordinator_on_bootstrap_address(dispatcher, brokers, cluster)
+    upstream.start()
+    if not await upstream.wait_refreshed(FIRST_METADATA_WAIT_S):
+        log.warning(
+            "gateway mode: upstream %s not reachable yet; serving groups, data-plane requests fail until it is",
+            config.upstream_bootstrap_servers,
+        )
+    else:
+        log.info(
+            "gateway mode: upstream cluster %s, %d brokers, %d topics",
+            upstream.cluster_id, len(upstream.brokers), len(upstream.catalog.topics),
+        )  # fmt: skip
+    return Gateway(upstream, brokers, forwarder)
+
+
+def _serve_api_versions(dispatcher: Dispatcher, upstream: UpstreamCluster) -> None:
+    """ApiVersions answers the gateway's ranges (see versions.py), after the usual checks."""
+    check = dispatcher.handlers[ApiKey.API_VERSIONS]
+
+    def api_versions(ctx: RequestContext, req: Any) -> Result:
+        result = check(ctx, req)
+        for _, response in result.replies:
+            if response.error_code == 0:
+                ranges = advertised_versions(upstream.api_versions)
+                response.api_keys = [ApiVersion(k, low, high) for k, (low, high) in sorted(ranges.items())]
+        return result
+
+    dispatcher.handlers[ApiKey.API_VERSIONS] = api_versions
+
+
+def _coordinator_on_bootstrap_address(
+    dispatcher: Dispatcher, brokers: VirtualBrokers, cluster: Cluster
+) -> None:
+    """The group coordinator is named at the bootstrap address, never at a virtual broker's
+    address, so clients never tie it to an upstream node (its node id is
+    gateway.coordinator.node.id)."""
+    find = dispatcher.handlers[ApiKey.FIND_COORDINATOR]
+
+    def find_coordinator(ctx: RequestContext, req: Any) -> Result:
+        if brokers.node_at(ctx.advertised) is not None:
+            ctx.advertised = (cluster.node.host, cluster.node.port)
+        return find(ctx, req)
+
+    dispatcher.handlers[ApiKey.FIND_COORDINATOR] = find_coordinator

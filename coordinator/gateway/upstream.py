@@ -1,0 +1,215 @@
+"""Connections to upstream brokers: framing, FIFO response matching, TLS and SASL.
+
+Kafka answers a connection's requests in order, so responses are matched to requests by
+position, not by correlation id: a client's correlation ids pass through unchanged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import ssl
+import struct
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from coordinator.gateway.sasl_client import SaslClientError, ScramClient, plain_token
+from protocol.apis import ApiKey
+from protocol.errors import ErrorCode
+from protocol.framing import FrameError, FrameSplitter
+from protocol.messages.sasl_authenticate import SaslAuthenticateRequest
+from protocol.messages.sasl_handshake import SaslHandshakeRequest
+from protocol.wire import decode_response, encode_request
+
+log = logging.getLogger(__name__)
+
+_LENGTH: Final = struct.Struct(">i")
+MAX_RESPONSE_BYTES: Final = 1 << 30
+CLIENT_ID: Final = "kafka-group-coordinator-gateway"
+
+
+class UpstreamError(Exception):
+    """An upstream broker could not be reached, refused our credentials or went away."""
+
+    def __init__(self, message: str, *, credentials: bool = False) -> None:
+        super().__init__(message)
+        self.credentials = credentials
+
+
+@dataclass(frozen=True, slots=True)
+class UpstreamSettings:
+    security_protocol: str = "PLAINTEXT"
+    sasl_mechanism: str = "PLAIN"
+    sasl_username: str = ""
+    sasl_password: str = field(default="", repr=False)
+    ssl_cafile: str = ""
+    ssl_certfile: str = ""
+    ssl_keyfile: str = ""
+    connect_timeout_s: float = 10.0
+
+    @property
+    def uses_tls(self) -> bool:
+        return self.security_protocol.upper() in ("SSL", "SASL_SSL")
+
+    @property
+    def uses_sasl(self) -> bool:
+        return self.security_protocol.upper().startswith("SASL")
+
+    def ssl_context(self) -> ssl.SSLContext:
+        context = ssl.create_default_context(cafile=self.ssl_cafile or None)
+        if self.ssl_certfile:
+            context.load_cert_chain(self.ssl_certfile, self.ssl_keyfile)
+        return context
+
+
+ResponseCallback = Callable[[bytes], None]
+
+
+class UpstreamConnection(asyncio.Protocol):
+    """One TCP connection to one upstream broker."""
+
+    def __init__(self, label: str, on_lost: Callable[[UpstreamConnection], None] | None = None) -> None:
+        self.label = label
+        self.on_lost = on_lost
+        self.transport: asyncio.Transport | None = None
+        self.closed = False
+        self._splitter = FrameSplitter(MAX_RESPONSE_BYTES)
+        self._waiting: deque[ResponseCallback] = deque()
+        self._correlation = itertools.count(1)
+
+    # ---- asyncio.Protocol ----------------------------------------------------------------
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+
+    def data_received(self, data: bytes) -> None:
+        try:
+            frames = self._splitter.feed(data)
+        except FrameError as exc:
+            self.close(f"invalid response frame: {exc}")
+            return
+        for frame in frames:
+            if not self._waiting:
+                self.close("a response nobody asked for")
+                return
+            self._waiting.popleft()(frame)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        was_closed = self.closed
+        self.closed = True
+        self._waiting.clear()
+        if self.on_lost is not None and not was_closed:
+            self.on_lost(self)
+
+    # ---- requests ------------------------------------------------------------------------
+    def send(self, frame: bytes, on_response: ResponseCallback | None) -> None:
+        """Send a request frame (with its length prefix); on_response gets the response frame
+        (without its length prefix). None for requests that get no response (acks=0)."""
+        if self.closed or self.transport is None:
+            raise UpstreamError(f"connection to {self.label} is closed")
+        if on_response is not None:
+            self._waiting.append(on_response)
+        self.transport.write(frame)
+
+    async def request(self, api_key: int, api_version: int, body: Any, timeout_s: float = 30.0) -> Any:
+        """Our own request (metadata, list offsets, SASL): encode, send, decode the response."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[bytes] = loop.create_future()
+
+        def done(frame: bytes) -> None:
+            if not future.done():
+                future.set_result(frame)
+
+        self.send(encode_request(api_key, api_version, next(self._correlation), CLIENT_ID, body), done)
+        try:
+            frame = await asyncio.wait_for(future, timeout_s)
+        except TimeoutError:
+            self.close(f"no response to api {api_key} within {timeout_s:.0f} s")
+            raise UpstreamError(f"{self.label} did not answer within {timeout_s:.0f} s") from None
+        return decode_response(api_key, api_version, frame)[1]
+
+    def close(self, reason: str | None = None) -> None:
+        if self.closed:
+            return
+        if reason:
+            log.warning("closing upstream connection to %s: %s", self.label, reason)
+        self.closed = True
+        self._waiting.clear()
+        if self.transport is not None:
+            self.transport.close()
+        if self.on_lost is not None:
+            self.on_lost(self)
+
+
+async def connect(
+    host: str,
+    port: int,
+    settings: UpstreamSettings,
+    on_lost: Callable[[UpstreamConnection], None] | None = None,
+) -> UpstreamConnection:
+    """Open, secure and authenticate a connection; UpstreamError when that fails."""
+    loop = asyncio.get_running_loop()
+    label = f"{host}:{port}"
+    try:
+        _transport, connection = await asyncio.wait_for(
+            loop.create_connection(
+                lambda: UpstreamConnection(label),
+                host,
+                port,
+                ssl=settings.ssl_context() if settings.uses_tls else None,
+                server_hostname=host if settings.uses_tls else None,
+            ),
+            settings.connect_timeout_s,
+        )
+    except (OSError, TimeoutError, ssl.SSLError) as exc:
+        raise UpstreamError(
+            f"cannot connect to upstream broker {label}: {exc or type(exc).__name__}"
+        ) from None
+    try:
+        if settings.uses_sasl:
+            await _authenticate(connection, settings)
+    except BaseException:
+        connection.close()
+        raise
+    connection.on_lost = on_lost
+    return connection
+
+
+async def _authenticate(connection: UpstreamConnection, settings: UpstreamSettings) -> None:
+    mechanism = settings.sasl_mechanism.upper()
+    handshake = await connection.request(ApiKey.SASL_HANDSHAKE, 1, SaslHandshakeRequest(mechanism=mechanism))
+    if handshake.error_code != ErrorCode.NONE:
+        raise UpstreamError(
+            f"upstream {connection.label} does not accept SASL mechanism {mechanism} "
+            f"(it offers {', '.join(handshake.mechanisms) or 'none'})",
+            credentials=True,
+        )
+    if mechanism == "PLAIN":
+        tokens = [plain_token(settings.sasl_username, settings.sasl_password)]
+        scram = None
+    else:
+        scram = ScramClient(mechanism, settings.sasl_username, settings.sasl_password)
+        tokens = [scram.first()]
+    while tokens:
+        response = await connection.request(
+            ApiKey.SASL_AUTHENTICATE, 1, SaslAuthenticateRequest(auth_bytes=tokens.pop())
+        )
+        if response.error_code != ErrorCode.NONE:
+            raise UpstreamError(
+                f"upstream {connection.label} refused the credentials of {settings.sasl_username!r}: "
+                f"{response.error_message or ErrorCode(response.error_code).name}",
+                credentials=True,
+            )
+        if scram is not None and not scram.done:
+            try:
+                next_token = scram.step(response.auth_bytes)
+            except SaslClientError as exc:
+                raise UpstreamError(f"upstream {connection.label}: {exc}", credentials=True) from None
+            if next_token is not None:
+                tokens.append(next_token)
+
+
+def frame_with_length(frame: bytes) -> bytes:
+    return _LENGTH.pack(len(frame)) + frame
