@@ -15,8 +15,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import struct
+from collections.abc import Callable
 from typing import Any, Final
 
+from coordinator.core.cluster import NodeIdentity
 from coordinator.gateway.node_endpoints import carries_node_endpoints, rewrite_node_endpoints
 from coordinator.gateway.upstream import UpstreamConnection, UpstreamError, connect, frame_with_length
 from coordinator.gateway.upstream_cluster import UpstreamCluster
@@ -33,8 +35,9 @@ from coordinator.server.authn import SaslServer
 from coordinator.server.connection import Connection, PendingReply
 from protocol.apis import SERVED_VERSIONS, ApiKey
 from protocol.errors import ErrorCode
+from protocol.messages.describe_cluster import DescribeClusterBroker
 from protocol.messages.find_coordinator import FindCoordinatorResponse
-from protocol.messages.metadata import MetadataResponse, MetadataResponseTopic
+from protocol.messages.metadata import MetadataResponse, MetadataResponseBroker, MetadataResponseTopic
 from protocol.primitives import DecodeError, read_uvarint, skip_tagged_fields
 from protocol.wire import Request, decode_request, decode_response, encode_response, peek_header
 
@@ -49,9 +52,12 @@ UNKNOWN_API_MESSAGE: Final = "api key {key} v{version} is not forwarded by the g
 class Forwarder:
     """The gateway's hook in the dispatcher: takes the frames of forwarded APIs."""
 
-    def __init__(self, upstream: UpstreamCluster, brokers: VirtualBrokers) -> None:
+    def __init__(
+        self, upstream: UpstreamCluster, brokers: VirtualBrokers, coordinator: Callable[[], NodeIdentity]
+    ) -> None:
         self.upstream = upstream
         self.brokers = brokers
+        self.coordinator = coordinator
         self.sasl: SaslServer | None = None
         self._links: dict[Connection, dict[int, UpstreamConnection]] = {}
         self._refused_logged: set[tuple[int, int]] = set()
@@ -204,7 +210,9 @@ class Forwarder:
                         self._respond_after_listeners(connection, reply, correlation_id, body, missing)
                     )
                     return
-                self._write(connection, reply, self._rewritten(api_key, version, correlation_id, body))
+                self._write(
+                    connection, reply, self._rewritten(connection, api_key, version, correlation_id, body)
+                )
                 return
             if carries_node_endpoints(api_key, version):
                 frame = rewrite_node_endpoints(api_key, version, frame, self.brokers.address_of)
@@ -219,9 +227,8 @@ class Forwarder:
     ) -> None:
         await self.brokers.ensure(missing)
         if not connection.closed:
-            self._write(
-                connection, reply, self._rewritten(reply.api_key, reply.api_version, correlation_id, body)
-            )
+            rewritten = self._rewritten(connection, reply.api_key, reply.api_version, correlation_id, body)
+            self._write(connection, reply, rewritten)
 
     def _learn(self, api_key: int, body: Any) -> list[int]:
         """Feed the catalog; the node ids that have no virtual broker yet."""
@@ -233,14 +240,26 @@ class Forwarder:
         nodes = [c.node_id for c in body.coordinators] if body.coordinators else [body.node_id]
         return self.brokers.missing(n for n in nodes if n >= 0)
 
-    def _rewritten(self, api_key: int, version: int, correlation_id: int, body: Any) -> bytes:
+    def _rewritten(
+        self, connection: Connection, api_key: int, version: int, correlation_id: int, body: Any
+    ) -> bytes:
         address = self.brokers.address_of
+        # The gateway itself is listed too (at the bootstrap address): some clients (aiokafka)
+        # only connect to a group coordinator whose node id is in the metadata.
+        node = self.coordinator()
+        host, port = node.host, node.port
+        if connection.advertised is not None and self.brokers.node_at(connection.advertised) is None:
+            host, port = connection.advertised
         if api_key == ApiKey.METADATA:
             for broker in body.brokers:
                 broker.host, broker.port = address(broker.node_id) or ("", -1)
+            if all(b.node_id != node.node_id for b in body.brokers):
+                body.brokers.append(MetadataResponseBroker(node.node_id, host, port, None))
         elif api_key == ApiKey.DESCRIBE_CLUSTER:
             for described in body.brokers:
                 described.host, described.port = address(described.broker_id) or ("", -1)
+            if all(b.broker_id != node.node_id for b in body.brokers):
+                body.brokers.append(DescribeClusterBroker(node.node_id, host, port, None))
         else:
             _rewrite_coordinators(body, address)
         return encode_response(api_key, version, correlation_id, body)
@@ -259,8 +278,11 @@ class Forwarder:
             connection.close()
             return
         topics = request.body.topics or []
+        node = self.coordinator()
         response = MetadataResponse(
-            brokers=[],
+            brokers=[
+                MetadataResponseBroker(node.node_id, *(connection.advertised or (node.host, node.port)), None)
+            ],
             cluster_id=self.upstream.cluster_id,
             controller_id=-1,
             topics=[

@@ -73,7 +73,7 @@ async def start_gateway(
     )
     cluster.use_catalog(upstream.catalog)
     coordinator.attach_catalog(upstream.catalog)
-    forwarder = Forwarder(upstream, brokers)
+    forwarder = Forwarder(upstream, brokers, lambda: cluster.node)
     forwarder.sasl = dispatcher.sasl
     dispatcher.gateway = forwarder
     _serve_api_versions(dispatcher, upstream)

