@@ -92,13 +92,15 @@ class Forwarder:
             self._refuse_transactional_offsets(connection, api_key, version, correlation_id, frame)
             return True
         high = FORWARDED_MAX.get(api_key)
+        if api_key == ApiKey.FIND_COORDINATOR:
+            high = SERVED_VERSIONS[ApiKey.FIND_COORDINATOR][1]
         if high is None or not 0 <= version <= high:
             if (api_key, version) not in self._refused_logged:
                 self._refused_logged.add((api_key, version))
                 log.warning(
-                    "refusing %s from %s: it is not known to the gateway, so it is not passed blindly "
-                    "to the upstream cluster (the connection is closed, as Kafka does for unknown APIs)",
-                    UNKNOWN_API_MESSAGE.format(key=api_key, version=version), connection.peer,
+                    "refused from %s: %s; unknown APIs are not passed blindly to the upstream cluster "
+                    "(the connection is closed, as Kafka does for an API it does not know)",
+                    connection.peer, UNKNOWN_API_MESSAGE.format(key=api_key, version=version),
                 )  # fmt: skip
             connection.close()
             return True

@@ -36,7 +36,9 @@ def wait_for_port(port: int, process: subprocess.Popen[bytes] | None = None, tim
 
 
 @contextmanager
-def running_tansu(log_dir: Path, port: int | None = None, advertised_port: int | None = None) -> Iterator[int]:
+def running_tansu(
+    log_dir: Path, port: int | None = None, advertised_port: int | None = None, advertised_host: str = "127.0.0.1"
+) -> Iterator[int]:
     """A Tansu broker with memory storage on a loopback port, stopped by PID; yields its port."""
     binary = tansu_binary()
     if binary is None:
@@ -48,7 +50,7 @@ def running_tansu(log_dir: Path, port: int | None = None, advertised_port: int |
     with (log_dir / f"tansu-{port}.log").open("w") as out:
         process = subprocess.Popen(
             [str(binary), "broker", "--listener-url", f"tcp://127.0.0.1:{port}",
-             "--advertised-listener-url", f"tcp://127.0.0.1:{advertised}", "--storage-engine", "memory://tansu/"],
+             "--advertised-listener-url", f"tcp://{advertised_host}:{advertised}", "--storage-engine", "memory://tansu/"],
             stdout=out, stderr=subprocess.STDOUT, env={**os.environ, "RUST_LOG": "warn"},
         )  # fmt: skip
     try:
