@@ -37,7 +37,10 @@ def wait_for_port(port: int, process: subprocess.Popen[bytes] | None = None, tim
 
 @contextmanager
 def running_tansu(
-    log_dir: Path, port: int | None = None, advertised_port: int | None = None, advertised_host: str = "127.0.0.1"
+    log_dir: Path,
+    port: int | None = None,
+    advertised_port: int | None = None,
+    advertised_host: str = "127.0.0.1",
 ) -> Iterator[int]:
     """A Tansu broker with memory storage on a loopback port, stopped by PID; yields its port."""
     binary = tansu_binary()

@@ -35,7 +35,9 @@ class RecordingTransport:
 
 
 @contextmanager
-def recorded_gateway(monkeypatch: pytest.MonkeyPatch, settings: dict[str, Any]) -> Iterator[tuple[str, list[bytes]]]:
+def recorded_gateway(
+    monkeypatch: pytest.MonkeyPatch, settings: dict[str, Any]
+) -> Iterator[tuple[str, list[bytes]]]:
     """Yields the bootstrap address and the list every response byte string lands in."""
     sent: list[bytes] = []
     original = Connection.connection_made

@@ -28,8 +28,13 @@ def tansu_by_name(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
         yield port
 
 
-def test_no_upstream_host_or_port_in_any_response(monkeypatch: pytest.MonkeyPatch, tansu_by_name: int) -> None:
-    settings = {"upstream_bootstrap_servers": f"{UPSTREAM_HOST}:{tansu_by_name}", "upstream_metadata_refresh_ms": 500}
+def test_no_upstream_host_or_port_in_any_response(
+    monkeypatch: pytest.MonkeyPatch, tansu_by_name: int
+) -> None:
+    settings = {
+        "upstream_bootstrap_servers": f"{UPSTREAM_HOST}:{tansu_by_name}",
+        "upstream_metadata_refresh_ms": 500,
+    }
     with recorded_gateway(monkeypatch, settings) as (bootstrap, sent):
         admin = KafkaAdminClient(bootstrap_servers=bootstrap)
         try:
@@ -44,7 +49,10 @@ def test_no_upstream_host_or_port_in_any_response(monkeypatch: pytest.MonkeyPatc
         values = [f"leak-test-{i}".encode() for i in range(300)]
         produce_kafka_python(bootstrap, "leaks", values)
         stop = threading.Event()
-        members = [confluent_member(bootstrap, "leaks", "leaky", stop), aiokafka_member(bootstrap, "leaks", "leaky", stop)]
+        members = [
+            confluent_member(bootstrap, "leaks", "leaky", stop),
+            aiokafka_member(bootstrap, "leaks", "leaky", stop),
+        ]
         consume_until(members, set(values), 3, stop, timeout=60)
 
         confluent_admin = AdminClient({"bootstrap.servers": bootstrap})
@@ -58,7 +66,9 @@ def test_no_upstream_host_or_port_in_any_response(monkeypatch: pytest.MonkeyPatc
         producer.produce("leaks", b"in a transaction")
         # Transactional offsets are refused: the offsets live here, not in upstream's transaction.
         with pytest.raises(KafkaException) as refused:
-            producer.send_offsets_to_transaction([TopicPartition("leaks", 0, 1)], _group_metadata(bootstrap), 10)
+            producer.send_offsets_to_transaction(
+                [TopicPartition("leaks", 0, 1)], _group_metadata(bootstrap), 10
+            )
         assert "UNSUPPORTED_VERSION" in str(refused.value) or "not supported" in str(refused.value).lower()
         producer.abort_transaction(10)
 

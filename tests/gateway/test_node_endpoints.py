@@ -33,7 +33,9 @@ def _produce(version: int, endpoints: list[tuple[int, str, int, str | None]]) ->
     response = ProduceResponse[version](
         responses=[ProduceResponse.TopicProduceResponse(**topic, partition_responses=[partition])],
         throttle_time_ms=5,
-        node_endpoints=[ProduceResponse.NodeEndpoint(node_id=n, host=h, port=p, rack=r) for n, h, p, r in endpoints],
+        node_endpoints=[
+            ProduceResponse.NodeEndpoint(node_id=n, host=h, port=p, rack=r) for n, h, p, r in endpoints
+        ],
     )
     response.with_header(correlation_id=42)
     return bytes(response.encode(header=True))
@@ -50,8 +52,12 @@ def _fetch(version: int, endpoints: list[tuple[int, str, int, str | None]]) -> b
         throttle_time_ms=0,
         error_code=0,
         session_id=9,
-        responses=[FetchResponse.FetchableTopicResponse(topic_id=uuid.UUID(int=9), partitions=[partition, partition])],
-        node_endpoints=[FetchResponse.NodeEndpoint(node_id=n, host=h, port=p, rack=r) for n, h, p, r in endpoints],
+        responses=[
+            FetchResponse.FetchableTopicResponse(topic_id=uuid.UUID(int=9), partitions=[partition, partition])
+        ],
+        node_endpoints=[
+            FetchResponse.NodeEndpoint(node_id=n, host=h, port=p, rack=r) for n, h, p, r in endpoints
+        ],
     )
     response.with_header(correlation_id=42)
     return bytes(response.encode(header=True))
