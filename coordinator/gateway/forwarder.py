@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import struct
+from collections import deque
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -46,11 +47,42 @@ log = logging.getLogger(__name__)
 _INT16: Final = struct.Struct(">h")
 _REWRITTEN: Final = frozenset({ApiKey.METADATA, ApiKey.DESCRIBE_CLUSTER, ApiKey.FIND_COORDINATOR})
 ANY_BROKER: Final = -1  # the upstream connection of the bootstrap port: any upstream broker
+MAX_PIPELINE: Final = 64  # forwarded requests in flight per client connection
 UNKNOWN_API_MESSAGE: Final = "api key {key} v{version} is not forwarded by the gateway"
 
 
+class _Slot:
+    """One forwarded request waiting for its response, in request order."""
+
+    __slots__ = ("api_key", "api_version", "correlation_id", "frame")
+
+    def __init__(self, api_key: int, api_version: int, correlation_id: int) -> None:
+        self.api_key = api_key
+        self.api_version = api_version
+        self.correlation_id = correlation_id
+        self.frame: bytes | None = None  # the response, with its length prefix, once ready
+
+
+class _Link:
+    """A client connection's side of the gateway: its upstream connection and the responses
+    it is owed, oldest first."""
+
+    __slots__ = ("blocked", "deferred", "pending", "upstream")
+
+    def __init__(self) -> None:
+        self.upstream: UpstreamConnection | None = None
+        self.pending: deque[_Slot] = deque()
+        self.blocked: PendingReply | None = None  # the in-flight slot, held while connecting or full
+        self.deferred: tuple[PendingReply, bytes] | None = None  # a local request behind forwarded ones
+
+
 class Forwarder:
-    """The gateway's hook in the dispatcher: takes the frames of forwarded APIs."""
+    """The gateway's hook in the dispatcher: takes the frames of forwarded APIs.
+
+    Forwarded requests are pipelined: each is written upstream at once (up to MAX_PIPELINE per
+    connection), and the responses, which upstream returns in order, go back in that order. A
+    request served here that arrives behind forwarded ones waits until they are answered, so the
+    client always gets its responses in request order."""
 
     def __init__(
         self, upstream: UpstreamCluster, brokers: VirtualBrokers, coordinator: Callable[[], NodeIdentity]
@@ -59,13 +91,22 @@ class Forwarder:
         self.brokers = brokers
         self.coordinator = coordinator
         self.sasl: SaslServer | None = None
-        self._links: dict[Connection, dict[int, UpstreamConnection]] = {}
+        self._links: dict[Connection, _Link] = {}
         self._refused_logged: set[tuple[int, int]] = set()
         self._tasks: set[asyncio.Task[None]] = set()
 
     # ---- the dispatcher's hook -------------------------------------------------------------
     def forward(self, connection: Connection, frame: bytes) -> bool:
         """True when the frame was taken here; False leaves it to the dispatcher."""
+        if self._take(connection, frame):
+            return True
+        link = self._links.get(connection)
+        if link is not None and link.pending:
+            link.deferred = (connection.hold(), frame)  # served once the forwarded ones are answered
+            return True
+        return False
+
+    def _take(self, connection: Connection, frame: bytes) -> bool:
         try:
             api_key, version, correlation_id = peek_header(frame)
         except DecodeError:
@@ -74,7 +115,7 @@ class Forwarder:
             if api_key == ApiKey.API_VERSIONS and version > SERVED_VERSIONS[ApiKey.API_VERSIONS][1]:
                 # KIP-511: a newer ApiVersions gets v0 with our ranges, so the client retries lower.
                 body = api_versions_response(self.upstream.api_versions, ErrorCode.UNSUPPORTED_VERSION)
-                connection.send_raw(encode_response(ApiKey.API_VERSIONS, 0, correlation_id, body))
+                self._reply_now(connection, encode_response(ApiKey.API_VERSIONS, 0, correlation_id, body))
                 return True
             return False
         if api_key == ApiKey.FIND_COORDINATOR:
@@ -82,14 +123,12 @@ class Forwarder:
                 request = decode_request(frame)
             except Exception:
                 return False  # malformed or unsupported: the dispatcher answers as it does today
-            if request.body.key_type == 0:
-                return False  # a group: this gateway is its coordinator
             if request.body.key_type != 1:
-                return False  # share groups, unknown types: refused by the dispatcher's answer
+                return False  # groups are served here; other key types get the dispatcher's error
         if not self._admitted(connection, api_key, version, correlation_id):
             return True
         if api_key in REFUSED_IN_GATEWAY_MODE:
-            self._refuse_transactional_offsets(connection, api_key, version, correlation_id, frame)
+            self._refuse_transactional_offsets(connection, api_key, version, correlation_id)
             return True
         high = FORWARDED_MAX.get(api_key)
         if api_key == ApiKey.FIND_COORDINATOR:
@@ -104,26 +143,27 @@ class Forwarder:
                 )  # fmt: skip
             connection.close()
             return True
-        node = self.brokers.node_at(connection.advertised)
-        target = ANY_BROKER if node is None else node
         try:
             expects_response = api_key != ApiKey.PRODUCE or _produce_acks(frame, version) != 0
         except (struct.error, IndexError, DecodeError):
             connection.abort(f"malformed Produce v{version} request")
             return True
-        reply = connection.start(api_key, version, correlation_id)
-        link = self._links.setdefault(connection, {})
-        upstream = link.get(target)
-        if upstream is not None and not upstream.closed:
-            self._send(connection, reply, upstream, frame, expects_response)
+        slot = _Slot(api_key, version, correlation_id) if expects_response else None
+        link = self._links.setdefault(connection, _Link())
+        if link.upstream is not None and not link.upstream.closed:
+            self._send(connection, link, link.upstream, frame, slot)
         else:
-            self._spawn(self._connect_and_send(connection, reply, target, frame, expects_response))
+            link.blocked = connection.hold()  # later requests wait for the connection
+            node = self.brokers.node_at(connection.advertised)
+            target = ANY_BROKER if node is None else node
+            self._spawn(self._connect_and_send(connection, link, target, frame, slot))
         return True
 
     def connection_closed(self, connection: Connection) -> None:
-        for upstream in self._links.pop(connection, {}).values():
-            upstream.on_lost = None
-            upstream.close()
+        link = self._links.pop(connection, None)
+        if link is not None and link.upstream is not None:
+            link.upstream.on_lost = None
+            link.upstream.close()
 
     async def close(self) -> None:
         for connection in list(self._links):
@@ -135,30 +175,35 @@ class Forwarder:
     def _send(
         self,
         connection: Connection,
-        reply: PendingReply,
+        link: _Link,
         upstream: UpstreamConnection,
         frame: bytes,
-        expects_response: bool,
+        slot: _Slot | None,
     ) -> None:
         def on_response(response: bytes) -> None:
-            self._respond(connection, reply, response)
+            assert slot is not None
+            self._respond(connection, link, slot, response)
 
         try:
-            upstream.send(frame_with_length(frame), on_response if expects_response else None)
+            upstream.send(frame_with_length(frame), on_response if slot is not None else None)
         except UpstreamError:
             connection.close()
             return
-        if not expects_response:
-            reply.finish_without_response()
+        if slot is not None:
+            link.pending.append(slot)
+            if len(link.pending) >= MAX_PIPELINE and link.blocked is None:
+                link.blocked = connection.hold()  # read no further until responses drain
 
     async def _connect_and_send(
-        self, connection: Connection, reply: PendingReply, target: int, frame: bytes, expects_response: bool
+        self, connection: Connection, link: _Link, target: int, frame: bytes, slot: _Slot | None
     ) -> None:
         try:
             upstream = await self._open(connection, target)
         except UpstreamError as exc:
-            if reply.api_key == ApiKey.METADATA and target == ANY_BROKER:
-                self._answer_metadata_unavailable(connection, reply, frame)
+            if slot is not None and slot.api_key == ApiKey.METADATA and target == ANY_BROKER:
+                link.pending.append(slot)
+                self._answer_metadata_unavailable(connection, link, slot, frame)
+                self._unblock(connection, link)
                 return
             self.upstream.incidents.failed(_node_label(target), str(exc), credentials=exc.credentials)
             connection.close()  # the client sees a broker that is down, retries and refreshes metadata
@@ -167,8 +212,15 @@ class Forwarder:
             upstream.close()
             return
         self.upstream.incidents.recovered(_node_label(target))
-        self._links.setdefault(connection, {})[target] = upstream
-        self._send(connection, reply, upstream, frame, expects_response)
+        link.upstream = upstream
+        self._send(connection, link, upstream, frame, slot)
+        self._unblock(connection, link)
+
+    def _unblock(self, connection: Connection, link: _Link) -> None:
+        blocked = link.blocked
+        if blocked is not None and len(link.pending) < MAX_PIPELINE:
+            link.blocked = None
+            connection.release(blocked)
 
     async def _open(self, connection: Connection, target: int) -> UpstreamConnection:
         if target == ANY_BROKER:
@@ -199,38 +251,73 @@ class Forwarder:
             connection.close()
 
     # ---- responses -------------------------------------------------------------------------
-    def _respond(self, connection: Connection, reply: PendingReply, frame: bytes) -> None:
+    def _respond(self, connection: Connection, link: _Link, slot: _Slot, frame: bytes) -> None:
         if connection.closed:
             return
-        api_key, version = reply.api_key, reply.api_version
+        api_key, version = slot.api_key, slot.api_version
         try:
             if api_key in _REWRITTEN:
                 correlation_id, body = decode_response(api_key, version, frame)
                 missing = self._learn(api_key, body)
                 if missing:
                     self._spawn(
-                        self._respond_after_listeners(connection, reply, correlation_id, body, missing)
+                        self._respond_after_listeners(connection, link, slot, correlation_id, body, missing)
                     )
                     return
-                self._write(
-                    connection, reply, self._rewritten(connection, api_key, version, correlation_id, body)
-                )
-                return
-            if carries_node_endpoints(api_key, version):
-                frame = rewrite_node_endpoints(api_key, version, frame, self.brokers.address_of)
+                slot.frame = self._rewritten(connection, api_key, version, correlation_id, body)
+            else:
+                if carries_node_endpoints(api_key, version):
+                    frame = rewrite_node_endpoints(api_key, version, frame, self.brokers.address_of)
+                slot.frame = frame_with_length(frame)
         except DecodeError as exc:
             log.warning("malformed api %d v%d response from upstream: %s", api_key, version, exc)
             connection.close()
             return
-        self._write(connection, reply, frame_with_length(frame))
+        self._flush(connection, link)
 
     async def _respond_after_listeners(
-        self, connection: Connection, reply: PendingReply, correlation_id: int, body: Any, missing: list[int]
+        self,
+        connection: Connection,
+        link: _Link,
+        slot: _Slot,
+        correlation_id: int,
+        body: Any,
+        missing: list[int],
     ) -> None:
         await self.brokers.ensure(missing)
         if not connection.closed:
-            rewritten = self._rewritten(connection, reply.api_key, reply.api_version, correlation_id, body)
-            self._write(connection, reply, rewritten)
+            slot.frame = self._rewritten(connection, slot.api_key, slot.api_version, correlation_id, body)
+            self._flush(connection, link)
+
+    def _reply_now(self, connection: Connection, frame: bytes) -> None:
+        """An answer made here, behind any forwarded responses still owed."""
+        link = self._links.get(connection)
+        if link is None or not link.pending:
+            connection.send_raw(frame)
+            return
+        slot = _Slot(-1, -1, -1)
+        slot.frame = frame
+        link.pending.append(slot)
+
+    def _flush(self, connection: Connection, link: _Link) -> None:
+        """Write the responses that are ready, in request order."""
+        pending = link.pending
+        ready: list[bytes] = []
+        while pending and pending[0].frame is not None:
+            ready.append(pending.popleft().frame)  # type: ignore[arg-type]
+        if not ready:
+            return
+        if connection.transport is not None and not connection.closed:
+            connection.transport.writelines(ready)
+            connection.seen = True
+        self._unblock(connection, link)
+        if not pending and link.deferred is not None:
+            held, frame = link.deferred
+            link.deferred = None
+            # The local request goes first, then whatever the client sent after it.
+            connection.queue.appendleft(frame)
+            connection.queued_bytes += len(frame)
+            connection.release(held)
 
     def _learn(self, api_key: int, body: Any) -> list[int]:
         """Feed the catalog; the node ids that have no virtual broker yet."""
@@ -266,12 +353,9 @@ class Forwarder:
             _rewrite_coordinators(body, address)
         return encode_response(api_key, version, correlation_id, body)
 
-    def _write(self, connection: Connection, reply: PendingReply, frame: bytes) -> None:
-        connection.send_raw(frame)
-        connection.seen = True
-        connection.release(reply)
-
-    def _answer_metadata_unavailable(self, connection: Connection, reply: PendingReply, frame: bytes) -> None:
+    def _answer_metadata_unavailable(
+        self, connection: Connection, link: _Link, slot: _Slot, frame: bytes
+    ) -> None:
         """Upstream unreachable: a retriable answer instead of a closed bootstrap connection."""
         self.upstream.incidents.failed("upstream cluster", "no upstream broker is reachable")
         try:
@@ -294,11 +378,8 @@ class Forwarder:
                 for t in topics
             ],
         )
-        self._write(
-            connection,
-            reply,
-            encode_response(reply.api_key, reply.api_version, reply.correlation_id, response),
-        )
+        slot.frame = encode_response(slot.api_key, slot.api_version, slot.correlation_id, response)
+        self._flush(connection, link)
 
     # ---- refused here ----------------------------------------------------------------------
     def _admitted(self, connection: Connection, api_key: int, version: int, correlation_id: int) -> bool:
@@ -311,7 +392,7 @@ class Forwarder:
         return self.sasl.admit(connection, session, Request(api_key, version, correlation_id, None, None))
 
     def _refuse_transactional_offsets(
-        self, connection: Connection, api_key: int, version: int, correlation_id: int, frame: bytes
+        self, connection: Connection, api_key: int, version: int, correlation_id: int
     ) -> None:
         if (api_key, -1) not in self._refused_logged:
             self._refused_logged.add((api_key, -1))
@@ -328,7 +409,7 @@ class Forwarder:
         if version >= 3:
             out.append(0)
         struct.pack_into(">i", out, 0, len(out) - 4)
-        connection.send_raw(bytes(out))
+        self._reply_now(connection, bytes(out))
 
     def _spawn(self, coroutine: Any) -> None:
         task = asyncio.get_running_loop().create_task(coroutine)

@@ -22,6 +22,7 @@ class Member:
     records: list[tuple[int, int, bytes]] = field(default_factory=list)  # partition, offset, value
     assignment: set[int] = field(default_factory=set)
     error: BaseException | None = None
+    retriable_errors: list[str] = field(default_factory=list)
     thread: threading.Thread | None = None
 
 
@@ -77,14 +78,20 @@ def kafka_python_member(
         )  # fmt: skip
         try:
             while not stop.is_set():
-                batch = consumer.poll(timeout_ms=200)
+                try:
+                    batch = consumer.poll(timeout_ms=200)
+                except KafkaPythonError as exc:
+                    member.retriable_errors.append(repr(exc))  # the gateway restarting: poll again
+                    time.sleep(0.1)
+                    continue
                 for tp, records in batch.items():
                     member.records += [(tp.partition, r.offset, r.value) for r in records]
                 if batch:
+                    # Coordinator away (a restart): the batch is re-read later, a counted duplicate.
                     try:
                         consumer.commit()
-                    except KafkaPythonError:
-                        pass  # coordinator away (a restart): the batch is re-read, a counted duplicate
+                    except KafkaPythonError as exc:
+                        member.retriable_errors.append(repr(exc))
                     time.sleep(pause_s)
                 member.assignment = {tp.partition for tp in consumer.assignment()}
         finally:
