@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from coordinator.core.cluster import NodeIdentity
-from coordinator.gateway.node_endpoints import carries_node_endpoints, rewrite_node_endpoints
+from coordinator.gateway.node_endpoints import carries_node_endpoints, endpoints_in, rewrite_node_endpoints
 from coordinator.gateway.upstream import UpstreamConnection, UpstreamError, connect, frame_with_length
 from coordinator.gateway.upstream_cluster import UpstreamCluster
 from coordinator.gateway.versions import (
@@ -257,7 +257,7 @@ class Forwarder:
         api_key, version = slot.api_key, slot.api_version
         try:
             if api_key in _REWRITTEN:
-                correlation_id, body = decode_response(api_key, version, frame)
+                correlation_id, body = decode_response(api_key, version, frame[4:])
                 missing = self._learn(api_key, body)
                 if missing:
                     self._spawn(
@@ -265,11 +265,12 @@ class Forwarder:
                     )
                     return
                 slot.frame = self._rewritten(connection, api_key, version, correlation_id, body)
+            elif carries_node_endpoints(api_key, version) and endpoints_in(api_key, version, frame, origin=4):
+                rewritten = rewrite_node_endpoints(api_key, version, frame[4:], self.brokers.address_of)
+                slot.frame = frame_with_length(rewritten)
             else:
-                if carries_node_endpoints(api_key, version):
-                    frame = rewrite_node_endpoints(api_key, version, frame, self.brokers.address_of)
-                slot.frame = frame_with_length(frame)
-        except DecodeError as exc:
+                slot.frame = frame  # as upstream sent it, length prefix included
+        except (DecodeError, struct.error, IndexError, UnicodeDecodeError) as exc:
             log.warning("malformed api %d v%d response from upstream: %s", api_key, version, exc)
             connection.close()
             return

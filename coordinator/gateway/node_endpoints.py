@@ -47,9 +47,10 @@ def _skip_compact_bytes(data: bytes, pos: int) -> int:
     return pos + max(size - 1, 0)
 
 
-def _top_level_tags_offset(api_key: int, api_version: int, frame: bytes) -> int:
-    """Where the top-level tagged fields start in a response frame (after the correlation id)."""
-    pos = _skip_tags(frame, 4)  # response header v1
+def _top_level_tags_offset(api_key: int, api_version: int, frame: bytes, origin: int = 0) -> int:
+    """Where the top-level tagged fields start in a response frame whose correlation id is at
+    `origin` (4 when the frame still has its length prefix)."""
+    pos = _skip_tags(frame, origin + 4)  # response header v1
     if api_key == ApiKey.FETCH:
         pos += 10  # throttle_time_ms, error_code, session_id
     topics, pos = read_uvarint(frame, pos)
@@ -116,9 +117,9 @@ def encode_endpoints(endpoints: list[Endpoint]) -> bytes:
     return bytes(out)
 
 
-def endpoints_in(api_key: int, api_version: int, frame: bytes) -> list[Endpoint]:
-    """The NodeEndpoints a response frame carries (empty when none)."""
-    pos = _top_level_tags_offset(api_key, api_version, frame)
+def endpoints_in(api_key: int, api_version: int, frame: bytes, origin: int = 0) -> list[Endpoint]:
+    """The NodeEndpoints a response frame carries (empty when none); see origin above."""
+    pos = _top_level_tags_offset(api_key, api_version, frame, origin)
     count, pos = read_uvarint(frame, pos)
     for _ in range(count):
         tag, pos = read_uvarint(frame, pos)

@@ -20,7 +20,6 @@ from typing import Any, Final
 from coordinator.gateway.sasl_client import SaslClientError, ScramClient, plain_token
 from protocol.apis import ApiKey
 from protocol.errors import ErrorCode
-from protocol.framing import FrameError, FrameSplitter
 from protocol.messages.sasl_authenticate import SaslAuthenticateRequest
 from protocol.messages.sasl_handshake import SaslHandshakeRequest
 from protocol.wire import decode_response, encode_request
@@ -77,7 +76,9 @@ class UpstreamConnection(asyncio.Protocol):
         self.on_lost = on_lost
         self.transport: asyncio.Transport | None = None
         self.closed = False
-        self._splitter = FrameSplitter(MAX_RESPONSE_BYTES)
+        self._chunks: list[bytes] = []
+        self._buffered = 0
+        self._need = -1  # size of the frame being received (with its length prefix); -1 unknown
         self._waiting: deque[ResponseCallback] = deque()
         self._correlation = itertools.count(1)
 
@@ -89,16 +90,38 @@ class UpstreamConnection(asyncio.Protocol):
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def data_received(self, data: bytes) -> None:
-        try:
-            frames = self._splitter.feed(data)
-        except FrameError as exc:
-            self.close(f"invalid response frame: {exc}")
-            return
-        for frame in frames:
+        # Chunks of a large response are joined once, when it is complete (Fetch responses of
+        # many megabytes pass through here), and handed on with their length prefix.
+        self._chunks.append(data)
+        self._buffered += len(data)
+        while not self.closed:
+            if self._need < 0:
+                if self._buffered < 4:
+                    return
+                head = self._joined()
+                (size,) = _LENGTH.unpack_from(head, 0)
+                if not 0 <= size <= MAX_RESPONSE_BYTES:
+                    self.close(f"invalid response frame size {size}")
+                    return
+                self._need = size + 4
+            if self._buffered < self._need:
+                return
+            whole = self._joined()
+            frame, rest = (
+                (whole, b"") if len(whole) == self._need else (whole[: self._need], whole[self._need :])
+            )
+            self._chunks = [rest] if rest else []
+            self._buffered = len(rest)
+            self._need = -1
             if not self._waiting:
                 self.close("a response nobody asked for")
                 return
             self._waiting.popleft()(frame)
+
+    def _joined(self) -> bytes:
+        if len(self._chunks) > 1:
+            self._chunks = [b"".join(self._chunks)]
+        return self._chunks[0]
 
     def connection_lost(self, exc: Exception | None) -> None:
         was_closed = self.closed
@@ -109,8 +132,8 @@ class UpstreamConnection(asyncio.Protocol):
 
     # ---- requests ------------------------------------------------------------------------
     def send(self, frame: bytes, on_response: ResponseCallback | None) -> None:
-        """Send a request frame (with its length prefix); on_response gets the response frame
-        (without its length prefix). None for requests that get no response (acks=0)."""
+        """Send a request frame (with its length prefix); on_response gets the response frame,
+        also with its length prefix. None for requests that get no response (acks=0)."""
         if self.closed or self.transport is None:
             raise UpstreamError(f"connection to {self.label} is closed")
         if on_response is not None:
@@ -132,7 +155,7 @@ class UpstreamConnection(asyncio.Protocol):
         except TimeoutError:
             self.close(f"no response to api {api_key} within {timeout_s:.0f} s")
             raise UpstreamError(f"{self.label} did not answer within {timeout_s:.0f} s") from None
-        return decode_response(api_key, api_version, frame)[1]
+        return decode_response(api_key, api_version, frame[4:])[1]
 
     def close(self, reason: str | None = None) -> None:
         if self.closed:
