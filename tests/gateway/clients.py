@@ -7,6 +7,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from aiokafka import AIOKafkaConsumer
 from confluent_kafka import Consumer, KafkaError, Producer
@@ -20,7 +21,7 @@ class Member:
 
     name: str
     records: list[tuple[int, int, bytes]] = field(default_factory=list)  # partition, offset, value
-    assignment: set[int] = field(default_factory=set)
+    assignment: set[Any] = field(default_factory=set)  # partitions, or (topic, partition) pairs
     error: BaseException | None = None
     retriable_errors: list[str] = field(default_factory=list)
     thread: threading.Thread | None = None
@@ -126,7 +127,13 @@ def aiokafka_member(bootstrap: str, topic: str, group: str, stop: threading.Even
 
 
 def confluent_member(
-    bootstrap: str, topic: str, group: str, stop: threading.Event, protocol: str = "classic", name: str = ""
+    bootstrap: str,
+    topic: str,
+    group: str,
+    stop: threading.Event,
+    protocol: str = "classic",
+    name: str = "",
+    by_topic: bool = False,
 ) -> Member:
     member = Member(name or f"confluent-{protocol}")
     config: dict[str, object] = {
@@ -153,7 +160,9 @@ def confluent_member(
                         got = True
                 if got:
                     consumer.commit(asynchronous=False)
-                member.assignment = {tp.partition for tp in consumer.assignment()}
+                member.assignment = {
+                    (tp.topic, tp.partition) if by_topic else tp.partition for tp in consumer.assignment()
+                }
         finally:
             consumer.close()
 
