@@ -1,0 +1,45 @@
+"""The log-end offsets the gateway reads from upstream (the basis of lag)."""
+
+from __future__ import annotations
+
+import pytest
+from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
+from kafka.admin import NewTopic
+
+from coordinator.gateway.upstream import UpstreamSettings
+from coordinator.gateway.upstream_cluster import UpstreamCluster
+from tests.gateway.clients import produce_kafka_python
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.mark.asyncio
+async def test_list_end_offsets_asks_the_leaders(tansu_port: int) -> None:
+    bootstrap = f"127.0.0.1:{tansu_port}"
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        admin.create_topics([NewTopic("ends", 2, 1)])
+    finally:
+        admin.close()
+    produce_kafka_python(bootstrap, "ends", [b"x"] * 7)  # round-robin-ish over both partitions
+
+    async def brokers_changed(_nodes: dict[int, tuple[str, int]]) -> None:
+        return None
+
+    upstream = UpstreamCluster([("127.0.0.1", tansu_port)], UpstreamSettings(), 60000, 5000, brokers_changed)
+    upstream.start()
+    try:
+        assert await upstream.wait_refreshed(10)
+        offsets = await upstream.list_end_offsets([("ends", 0), ("ends", 1), ("missing", 0)])
+    finally:
+        await upstream.stop()
+    assert set(offsets) == {("ends", 0), ("ends", 1)}  # unknown partitions are left out
+    # The same answer kafka-python's end_offsets gets. (Tansu's ListOffsets latest is not the
+    # record count: after one batch per partition it answers 1.)
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap)
+    try:
+        theirs = consumer.end_offsets([TopicPartition("ends", 0), TopicPartition("ends", 1)])
+    finally:
+        consumer.close()
+    assert offsets == {(tp.topic, tp.partition): offset for tp, offset in theirs.items()}
+    assert all(offset > 0 for offset in offsets.values())
