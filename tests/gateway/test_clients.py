@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import os
 import threading
+import time
 from collections import Counter
 from collections.abc import Iterator
 
@@ -27,25 +27,27 @@ from tests.support.server import ServerProcess
 pytestmark = pytest.mark.integration
 
 PARTITIONS = 6
-# CI size; GATEWAY_RECORDS=100000 (with -m slow for the long variant) runs the big one.
-RECORDS = int(os.environ.get("GATEWAY_RECORDS", "2000"))
+RECORDS = 2000  # CI size; test_100k_records is the on-demand variant (-m slow)
+
+
+def _load(gateway: ServerProcess, topic: str, records: int) -> set[bytes]:
+    """A topic filled through the gateway, half by kafka-python, half by confluent-kafka."""
+    admin = KafkaAdminClient(bootstrap_servers=gateway.bootstrap)
+    try:
+        admin.create_topics([NewTopic(topic, PARTITIONS, 1)])
+    finally:
+        admin.close()
+    half = records // 2
+    values = [f"{topic}-{i}".encode() for i in range(records)]
+    produce_kafka_python(gateway.bootstrap, topic, values[:half])
+    produce_confluent(gateway.bootstrap, topic, values[half:])
+    return set(values)
 
 
 @pytest.fixture(scope="module")
 def loaded(tansu_port: int) -> Iterator[tuple[ServerProcess, str, set[bytes]]]:
-    """A gateway and a topic filled through it by kafka-python and confluent-kafka."""
     with running_gateway(f"127.0.0.1:{tansu_port}") as gateway:
-        topic = "orders"
-        admin = KafkaAdminClient(bootstrap_servers=gateway.bootstrap)
-        try:
-            admin.create_topics([NewTopic(topic, PARTITIONS, 1)])
-        finally:
-            admin.close()
-        half = RECORDS // 2
-        values = [f"record-{i}".encode() for i in range(RECORDS)]
-        produce_kafka_python(gateway.bootstrap, topic, values[:half])
-        produce_confluent(gateway.bootstrap, topic, values[half:])
-        yield gateway, topic, set(values)
+        yield gateway, "orders", _load(gateway, "orders", RECORDS)
 
 
 def _check_split(members: list[Member], expected: set[bytes]) -> int:
@@ -60,14 +62,19 @@ def _check_split(members: list[Member], expected: set[bytes]) -> int:
 def test_three_client_libraries_share_one_classic_group(
     loaded: tuple[ServerProcess, str, set[bytes]], tansu_port: int
 ) -> None:
-    gateway, topic, expected = loaded
+    _three_libraries(*loaded, tansu_port, timeout=90)
+
+
+def _three_libraries(
+    gateway: ServerProcess, topic: str, expected: set[bytes], tansu_port: int, timeout: float
+) -> int:
     stop = threading.Event()
     members = [
         kafka_python_member(gateway.bootstrap, topic, "mixed", stop),
         aiokafka_member(gateway.bootstrap, topic, "mixed", stop),
         confluent_member(gateway.bootstrap, topic, "mixed", stop),
     ]
-    consume_until(members, expected, PARTITIONS, stop, timeout=90)
+    consume_until(members, expected, PARTITIONS, stop, timeout=timeout)
     duplicates = _check_split(members, expected)
     assert duplicates < len(expected)  # only re-reads of uncommitted batches around rebalances
     # The offsets live here: the gateway has them, upstream's own coordinator knows nothing.
@@ -76,17 +83,36 @@ def test_three_client_libraries_share_one_classic_group(
     theirs = committed(f"127.0.0.1:{tansu_port}", "mixed", topic, PARTITIONS)
     assert all(o is None for o in theirs.values())
     assert "group mixed: generation" in gateway.log_text()
+    return duplicates
 
 
 def test_kip848_members_on_an_upstream_without_kip848(loaded: tuple[ServerProcess, str, set[bytes]]) -> None:
-    gateway, topic, expected = loaded
+    _kip848(*loaded, timeout=90)
+
+
+def _kip848(gateway: ServerProcess, topic: str, expected: set[bytes], timeout: float) -> None:
     stop = threading.Event()
     members = [
         confluent_member(gateway.bootstrap, topic, "next-gen", stop, "consumer", name=f"kip848-{i}")
         for i in range(2)
     ]
-    consume_until(members, expected, PARTITIONS, stop, timeout=90)
+    consume_until(members, expected, PARTITIONS, stop, timeout=timeout)
     _check_split(members, expected)
     assert sum(o or 0 for o in committed(gateway.bootstrap, "next-gen", topic, PARTITIONS).values()) == len(
         expected
     )
+
+
+@pytest.mark.slow
+def test_100k_records(tansu_port: int) -> None:
+    with running_gateway(f"127.0.0.1:{tansu_port}") as gateway:
+        started = time.monotonic()
+        expected = _load(gateway, "orders-100k", 100_000)
+        produced = time.monotonic()
+        duplicates = _three_libraries(gateway, "orders-100k", expected, tansu_port, timeout=600)
+        consumed = time.monotonic()
+        _kip848(gateway, "orders-100k", expected, timeout=600)
+        print(
+            f"100k records: produced in {produced - started:.1f} s, classic group of three libraries "
+            f"{consumed - produced:.1f} s ({duplicates} duplicates), KIP-848 group {time.monotonic() - consumed:.1f} s"
+        )
