@@ -97,3 +97,13 @@ def running_gateway(upstream: str, storage: str = "memory://", **extra: str) -> 
 def gateway(tansu_port: int) -> Iterator[ServerProcess]:
     with running_gateway(f"127.0.0.1:{tansu_port}") as server:
         yield server
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Long variants (marked slow) run only when asked for with -m slow."""
+    if "slow" in (config.getoption("markexpr") or ""):
+        return
+    skip = pytest.mark.skip(reason="long variant: run with -m slow")
+    for item in items:
+        if item.get_closest_marker("slow") is not None:
+            item.add_marker(skip)
