@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from storage.records import OffsetCommitRecord, Record
 from storage.tables import BY_NAME, CHILDREN, STATE_TABLES, Table
@@ -52,48 +52,62 @@ def plan_batch(records: Sequence[Record]) -> BatchPlan:
     children: dict[str, dict[Hashable, dict[Hashable, Record]]] = {}
     wipes: dict[str, dict[Hashable, None]] = {}  # table -> ordered set of parent keys
     commits: list[OffsetCommitRecord] = []
+    tombstoned: set[str] = set()  # the tables with a tombstone in the batch
+    kinds = _KINDS
     for r in records:
-        try:
-            name = r.table
-            key = r.key
-        except AttributeError:
-            raise TypeError(f"not a storage record: {r!r}") from None
-        if name in _CHILD_TABLES:
+        name, tombstone, child_table = kinds.get(type(r)) or _kind_of(r)
+        key = r.key
+        if child_table:
             parent_key = key[0]  # type: ignore[index]  # child keys are tuples
             children.setdefault(name, {}).setdefault(parent_key, {})[key] = r
         else:
             rows = last.get(name)
             if rows is None:
-                if name not in BY_NAME:
-                    raise TypeError(f"not a storage record: {r!r}")
                 rows = last[name] = {}
             rows[key] = r
-        if r.is_tombstone:
+        if tombstone:
+            tombstoned.add(name)
             for child in CHILDREN[name]:
                 wipes.setdefault(child.name, {})[key] = None
                 children.get(child.name, {}).pop(key, None)  # superseded by the wipe
-        elif type(r) is OffsetCommitRecord:
-            commits.append(r)
+        elif name == _COMMITS:
+            commits.append(r)  # type: ignore[arg-type]  # the upserts of offsets are commits
 
     plan = BatchPlan(commits=commits)
     for table in STATE_TABLES:
         name = table.name
-        if name in _CHILD_TABLES:
-            by_parent = children.get(name, {})
-            reduced: dict[Hashable, Record] = {k: r for rows in by_parent.values() for k, r in rows.items()}
+        if name in children:
+            reduced: dict[Hashable, Record] = {
+                k: r for rows in children[name].values() for k, r in rows.items()
+            }
         else:
             reduced = last.get(name, {})
         wiped = wipes.get(name, {})
         if not reduced and not wiped:
             continue
         changes = TableChanges(table, wipes=list(wiped))
-        for row_key, record in reduced.items():
-            if record.is_tombstone:
-                changes.deletes.append(row_key)
-            else:
-                changes.upserts.append(record)
+        if name in tombstoned:
+            for row_key, record in reduced.items():
+                if kinds[type(record)][1]:
+                    changes.deletes.append(row_key)
+                else:
+                    changes.upserts.append(record)
+        else:
+            changes.upserts = list(reduced.values())
         plan.tables.append(changes)
     return plan
 
 
-_CHILD_TABLES = frozenset(t.name for t in STATE_TABLES if t.parent is not None)
+_COMMITS: Final = OffsetCommitRecord.table
+# record type -> (table, is a tombstone, the table is a child table); filled on first sight.
+_KINDS: dict[type, tuple[str, bool, bool]] = {}
+
+
+def _kind_of(r: object) -> tuple[str, bool, bool]:
+    name = getattr(type(r), "table", None)
+    if not isinstance(name, str) or name not in BY_NAME or not hasattr(r, "key"):
+        raise TypeError(f"not a storage record: {r!r}")
+    tombstone = bool(getattr(r, "is_tombstone", False))
+    kind = (name, tombstone, BY_NAME[name].parent is not None)
+    _KINDS[type(r)] = kind
+    return kind

@@ -11,24 +11,24 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from storage.base import StoreError
 from storage.codec import CodecError
 from storage.records import LoadedState, OffsetCommitRecord, Record, UserCredentialRecord
 from storage.tables import (
     BLOB,
-    BY_NAME,
     CHILDREN,
     INT32,
     INT64,
     STATE_TABLES,
     USER_CREDENTIALS,
     Column,
+    Table,
     loaded_state,
 )
 
-_RANGES = {INT32: range(-(2**31), 2**31), INT64: range(-(2**63), 2**63)}
+_RANGES: Final = {INT32: (-(2**31), 2**31 - 1), INT64: (-(2**63), 2**63 - 1)}
 
 
 def _empty_tables() -> dict[str, dict[Any, Any]]:
@@ -127,33 +127,41 @@ class MemoryStore:
 
 def _validate(r: Record) -> None:
     """Reject what the SQL schemas reject, before anything of the batch is applied."""
-    table = BY_NAME.get(getattr(r, "table", ""))
-    if table is None:
+    checks = _CHECKS.get(getattr(r, "table", ""))
+    if checks is None:
         raise TypeError(f"not a storage record: {r!r}")
     if r.is_tombstone:
         return
+    table, ints, others = checks
     try:
         row = table.to_row(r)
     except CodecError as exc:
         raise StoreError(f"cannot store {r!r}: {exc}") from exc
-    for column, value in zip(table.written, row, strict=True):
-        problem = _column_problem(column, value)
-        if problem is not None:
-            raise StoreError(f"cannot store {r!r}: {column.name} {problem}")
+    problem: tuple[int, str] | None = None
+    for i, low, high, nullable in ints:  # the common case, kept tight
+        value = row[i]
+        if value is None:
+            if not nullable:
+                problem = i, "must not be null"
+                break
+        elif not isinstance(value, int) or not low <= value <= high:
+            problem = i, f"must be an int in {low}..{high}"
+            break
+    else:
+        for i, column in others:
+            message = _column_problem(column, row[i])
+            if message is not None:
+                problem = i, message
+                break
+    if problem is not None:
+        i, message = problem
+        raise StoreError(f"cannot store {r!r}: {table.written[i].name} {message}")
 
 
 def _column_problem(column: Column, value: object) -> str | None:
     if value is None:
         return None if column.nullable else "must not be null"
-    kind = column.type
-    if kind in _RANGES:
-        if not isinstance(value, int) or isinstance(value, bool):
-            return "must be an int"
-        if value not in _RANGES[kind]:
-            return f"out of range for {kind.postgres}"
-        if column.minimum is not None and value < column.minimum:
-            return f"must be >= {column.minimum}"
-    elif kind is BLOB:
+    if column.type is BLOB:
         if not isinstance(value, bytes):
             return "must be bytes"
         if column.length is not None and len(value) != column.length:
@@ -161,3 +169,22 @@ def _column_problem(column: Column, value: object) -> str | None:
     elif not isinstance(value, str):
         return "must be a str"
     return None
+
+
+def _checks(
+    table: Table[Any],
+) -> tuple[Table[Any], list[tuple[int, int, int, bool]], list[tuple[int, Column]]]:
+    """The table's integer columns as (index, lowest, highest, nullable); its other columns."""
+    ints: list[tuple[int, int, int, bool]] = []
+    others: list[tuple[int, Column]] = []
+    for i, column in enumerate(table.written):
+        bounds = _RANGES.get(column.type)
+        if bounds is None:
+            others.append((i, column))
+        else:
+            low = bounds[0] if column.minimum is None else max(bounds[0], column.minimum)
+            ints.append((i, low, bounds[1], column.nullable))
+    return table, ints, others
+
+
+_CHECKS: Final = {table.name: _checks(table) for table in STATE_TABLES}

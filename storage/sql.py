@@ -82,16 +82,16 @@ def postgres_sql(table: Table[Any]) -> TableSql:
     )
 
 
-def postgres_columns(columns: Sequence[Column], rows: Sequence[Row]) -> tuple[list[Any], ...]:
+def postgres_columns(columns: Sequence[Column], rows: Sequence[Row]) -> tuple[Sequence[Any], ...]:
     """Rows (non-empty) as one array argument per column, client text as UTF-8 bytes."""
-    arrays = tuple(list(values) for values in zip(*rows, strict=True))
+    arrays: list[Sequence[Any]] = list(zip(*rows, strict=True))
     for i, column in enumerate(columns):
         if column.type.postgres_utf8_bytes:
-            arrays[i][:] = [None if v is None else v.encode() for v in arrays[i]]
-    return arrays
+            arrays[i] = [None if v is None else v.encode() for v in arrays[i]]
+    return tuple(arrays)
 
 
-def postgres_key_columns(table: Table[Any], keys: Sequence[Hashable]) -> tuple[list[Any], ...]:
+def postgres_key_columns(table: Table[Any], keys: Sequence[Hashable]) -> tuple[Sequence[Any], ...]:
     key_columns = [c for c in table.columns if c.name in table.key]
     return postgres_columns(key_columns, [table.key_values(k) for k in keys])
 

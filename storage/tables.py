@@ -70,7 +70,7 @@ class Column:
     length: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)  # one object per table: hashed by identity
 class Table(Generic[R]):
     """One stored table and the record type whose upserts fill it."""
 
