@@ -19,9 +19,11 @@ from storage.records import LoadedState, OffsetCommitRecord, Record, UserCredent
 from storage.tables import (
     BLOB,
     CHILDREN,
+    CLIENT_TEXT,
     INT32,
     INT64,
     STATE_TABLES,
+    TEXT,
     USER_CREDENTIALS,
     Column,
     Table,
@@ -132,7 +134,7 @@ def _validate(r: Record) -> None:
         raise TypeError(f"not a storage record: {r!r}")
     if r.is_tombstone:
         return
-    table, ints, others = checks
+    table, ints, texts, others = checks
     try:
         row = table.to_row(r)
     except CodecError as exc:
@@ -148,11 +150,17 @@ def _validate(r: Record) -> None:
             problem = i, f"must be an int in {low}..{high}"
             break
     else:
-        for i, column in others:
-            message = _column_problem(column, row[i])
-            if message is not None:
-                problem = i, message
+        for i, nullable in texts:
+            value = row[i]
+            if not isinstance(value, str) and (value is not None or not nullable):
+                problem = i, "must be a str"
                 break
+        else:
+            for i, column in others:
+                message = _column_problem(column, row[i])
+                if message is not None:
+                    problem = i, message
+                    break
     if problem is not None:
         i, message = problem
         raise StoreError(f"cannot store {r!r}: {table.written[i].name} {message}")
@@ -171,20 +179,25 @@ def _column_problem(column: Column, value: object) -> str | None:
     return None
 
 
-def _checks(
-    table: Table[Any],
-) -> tuple[Table[Any], list[tuple[int, int, int, bool]], list[tuple[int, Column]]]:
-    """The table's integer columns as (index, lowest, highest, nullable); its other columns."""
+def _checks(table: Table[Any]) -> _Checks:
+    """The table's integer columns as (index, lowest, highest, nullable), its text columns as
+    (index, nullable), its other columns."""
     ints: list[tuple[int, int, int, bool]] = []
+    texts: list[tuple[int, bool]] = []
     others: list[tuple[int, Column]] = []
     for i, column in enumerate(table.written):
         bounds = _RANGES.get(column.type)
-        if bounds is None:
+        if column.type in (TEXT, CLIENT_TEXT):
+            texts.append((i, column.nullable))
+        elif bounds is None:
             others.append((i, column))
         else:
             low = bounds[0] if column.minimum is None else max(bounds[0], column.minimum)
             ints.append((i, low, bounds[1], column.nullable))
-    return table, ints, others
+    return table, ints, texts, others
 
 
+_Checks = tuple[
+    Table[Any], list[tuple[int, int, int, bool]], list[tuple[int, bool]], list[tuple[int, Column]]
+]
 _CHECKS: Final = {table.name: _checks(table) for table in STATE_TABLES}
