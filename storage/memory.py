@@ -1,8 +1,9 @@
 """In-memory backend for tests and simulation, with latency and failure injection.
 
-Semantics match the SQL backends, including the value checks their schemas enforce (int
-widths, partition >= 0, 16-byte topic ids), so a batch one backend rejects the others reject
-too. The data lives in a ``MemoryData`` object that outlives the store: pass it to a new
+Semantics match the SQL backends: records apply themselves to one mapping per table of
+``storage/tables.py``, and each row is checked against that table's column description (int
+widths, text, bytes, nullability, partition >= 0, 16-byte topic ids), so a batch one backend
+rejects the others reject too. The data lives in a ``MemoryData`` object that outlives the store: pass it to a new
 ``MemoryStore`` to "reopen" the same database.
 """
 
