@@ -93,10 +93,6 @@ class Table(Generic[R]):
         if tuple(c.name for c in self.columns[: len(self.key)]) != self.key:
             raise ValueError(f"table {self.name}: the key {self.key} must be the leading columns")
 
-    @property
-    def written_names(self) -> tuple[str, ...]:
-        return tuple(c.name for c in self.written)
-
 
 def _single(key: str) -> Row:
     return (key,)

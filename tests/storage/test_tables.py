@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from storage.records import (
     UserCredentialRecord,
     UserCredentialTombstone,
 )
+from storage.sql import postgres_sql, sqlite_sql
 from storage.sqlite import SQLiteStore
 from storage.tables import (
     BY_NAME,
@@ -154,3 +156,13 @@ def test_a_corrupt_consumer_member_row_names_the_member() -> None:
     row[-1] = b"\x01"
     with pytest.raises(CodecError, match="'cm-1' of group 'cg'"):
         CONSUMER_MEMBERS.from_row(*row)
+
+
+@pytest.mark.parametrize("table", STATE_TABLES, ids=lambda t: t.name)
+def test_an_upsert_replaces_every_non_key_column_in_both_dialects(table: Table[Any]) -> None:
+    non_key = [c.name for c in table.written if c.name not in table.key]
+    for sql in (sqlite_sql(table).upsert, postgres_sql(table).upsert):
+        assert f"ON CONFLICT ({', '.join(table.key)})" in sql
+        updated = re.findall(r"(\w+) = (?:excluded|EXCLUDED)\.(\w+)", sql)
+        assert updated == [(name, name) for name in non_key]
+        assert ("DO NOTHING" in sql) == (not non_key)
