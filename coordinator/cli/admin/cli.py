@@ -16,6 +16,11 @@ from coordinator.cli.admin.client import AdminClient
 from coordinator.cli.admin.connection import parse_address
 from coordinator.cli.admin.errors import KafkaError, UsageError
 from coordinator.cli.admin.groups_cmd import groups_delete, groups_describe, groups_list
+from coordinator.cli.admin.move_cmd import (
+    check_file_arguments,
+    offsets_export_to_kafka,
+    offsets_import_from_kafka,
+)
 from coordinator.cli.admin.offsets_cmd import offsets_delete, offsets_export, offsets_import, offsets_reset
 from coordinator.cli.admin.specs import parse_datetime_ms, parse_duration_ms, parse_topic_spec
 
@@ -74,7 +79,56 @@ def _seconds(text: str) -> float:
     return value
 
 
-def _connection_options(output: Sequence[str] = ("table", "json")) -> argparse.ArgumentParser:
+def _offsets_import(client: AdminClient, args: argparse.Namespace) -> int:
+    if args.from_kafka is not None:
+        return offsets_import_from_kafka(client, args)
+    check_file_arguments(args, "--from-kafka")
+    if args.group is None or args.file is None:
+        raise UsageError("GROUP and FILE are required (or --from-kafka BOOTSTRAP with --group/--all-groups)")
+    return offsets_import(client, args)
+
+
+def _offsets_export(client: AdminClient, args: argparse.Namespace) -> int:
+    if args.to_kafka is not None:
+        args.format = args.format or "table"
+        if args.format == "csv":
+            raise UsageError("--to-kafka prints the plan as a table or JSON, not CSV")
+        return offsets_export_to_kafka(client, args)
+    check_file_arguments(args, "--to-kafka")
+    if args.group is None:
+        raise UsageError("GROUP is required (or --to-kafka BOOTSTRAP with --group/--all-groups)")
+    args.format = args.format or "csv"
+    if args.format == "table":
+        raise UsageError("--format table goes with --to-kafka; the export prints CSV or JSON")
+    return offsets_export(client, args)
+
+
+def _move_options(parser: argparse.ArgumentParser, flag: str, direction: str) -> None:
+    """--from-kafka / --to-kafka with the groups to move and the dry-run switch."""
+    parser.add_argument(
+        flag,
+        metavar="BOOTSTRAP",
+        type=_typed(_address, "address"),
+        help=f"copy the committed offsets {direction} that cluster's group coordinator "
+        "(inactive groups only; a dry run unless --execute)",
+    )
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument(
+        "--group", dest="move_groups", action="append", metavar="G", help=f"with {flag}: group G (repeatable)"
+    )
+    which.add_argument(
+        "--all-groups", action="store_true", help=f"with {flag}: every group of the source cluster"
+    )
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument(
+        "--dry-run", action="store_true", help=f"with {flag}: print the plan only (the default)"
+    )
+    mode.add_argument("--execute", action="store_true", help=f"with {flag}: commit the planned offsets")
+
+
+def _connection_options(
+    output: Sequence[str] = ("table", "json"), format_default: str | None = ""
+) -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
         "--bootstrap",
@@ -90,9 +144,12 @@ def _connection_options(output: Sequence[str] = ("table", "json")) -> argparse.A
         default=10.0,
         help="per-request timeout, also how long to wait for a coordinator (default 10)",
     )
-    common.add_argument(
-        "--format", choices=list(output), default=output[0], help=f"output format (default {output[0]})"
-    )
+    if format_default == "":
+        common.add_argument(
+            "--format", choices=list(output), default=output[0], help=f"output format (default {output[0]})"
+        )
+    else:
+        common.add_argument("--format", choices=list(output), default=None, help=format_default)
     return common
 
 
@@ -102,13 +159,14 @@ def _leaf(
     handler: Handler,
     help_text: str,
     output: Sequence[str] = ("table", "json"),
+    format_default: str | None = "",
 ) -> argparse.ArgumentParser:
     parser: argparse.ArgumentParser = sub.add_parser(
         name,
         help=help_text,
         description=help_text[0].upper() + help_text[1:] + ".",
         epilog=EXIT_CODES,
-        parents=[_connection_options(output)],
+        parents=[_connection_options(output, format_default)],
     )
     parser.set_defaults(func=lambda args: run(handler, args), admin_prog=parser.prog)
     return parser
@@ -237,18 +295,28 @@ def add_offsets_parser(
     export = _leaf(
         verbs,
         "export",
-        offsets_export,
-        "print committed offsets as topic,partition,offset CSV",
-        ("csv", "json"),
+        _offsets_export,
+        "print committed offsets as topic,partition,offset CSV, or copy them to another cluster",
+        ("csv", "table", "json"),
+        format_default="output format: csv (default) or json; with --to-kafka table (default) or json",
     )
-    export.add_argument("group", metavar="GROUP")
+    export.add_argument("group", nargs="?", metavar="GROUP", help="the group to print as CSV")
     export.add_argument(
         "--with-metadata", action="store_true", help="add a fourth column: the commit metadata"
     )
+    _move_options(export, "--to-kafka", "to")
 
-    imports = _leaf(verbs, "import", offsets_import, "commit offsets from a CSV file into an inactive group")
-    imports.add_argument("group", metavar="GROUP")
-    imports.add_argument("file", metavar="FILE", help="topic,partition,offset[,metadata] CSV ('-' for stdin)")
+    imports = _leaf(
+        verbs,
+        "import",
+        _offsets_import,
+        "commit offsets from a CSV file, or from another cluster, into inactive groups",
+    )
+    imports.add_argument("group", nargs="?", metavar="GROUP", help="the group to import the CSV file into")
+    imports.add_argument(
+        "file", nargs="?", metavar="FILE", help="topic,partition,offset[,metadata] CSV ('-' for stdin)"
+    )
+    _move_options(imports, "--from-kafka", "from")
     return offsets
 
 
