@@ -86,6 +86,9 @@ class Config:
     authorizer_enabled: bool = False
     super_users: str = ""  # User:admin;User:ops
     allow_everyone_if_no_acl_found: bool = False
+    # Consumer lag metrics (see coordinator/server/lag.py): sampled when the log ends are known.
+    lag_sample_interval_ms: int = 30000
+    lag_metric_max_series: int = 10000
 
     @property
     def listener_host(self) -> str:
@@ -172,6 +175,8 @@ KAFKA_NAMED = {
     "authorizer_enabled",
     "super_users",
     "allow_everyone_if_no_acl_found",
+    "lag_sample_interval_ms",
+    "lag_metric_max_series",
 }
 _FIELDS = {f.name: f for f in fields(Config)}
 
@@ -272,6 +277,8 @@ def _validate(config: Config) -> Config:
         config.sqlite_synchronous.upper() in ("FULL", "NORMAL"),
         "sqlite-synchronous must be FULL or NORMAL",
     )
+    need(config.lag_sample_interval_ms >= 1, "lag.sample.interval.ms must be positive")
+    need(config.lag_metric_max_series >= 1, "lag.metric.max.series must be at least 1")
     return config
 
 
