@@ -43,10 +43,11 @@ log = logging.getLogger(__name__)
 
 Partition = tuple[str, int]
 EndOffsets = Callable[[list[Partition]], Awaitable[dict[Partition, int]]]
-CommittedOffsets = Callable[[], dict[str, dict[Partition, int]]]
+CommittedOffsets = Callable[[], Awaitable[dict[str, dict[Partition, int]]]]
 
 DEFAULT_INTERVAL_MS = 30000
 DEFAULT_MAX_SERIES = 10000
+GROUPS_PER_READ = 100  # groups per OffsetFetch the sampler reads between two turns of the event loop
 _LIST_GROUPS_VERSION = 5  # classic and consumer groups
 _OFFSET_FETCH_VERSION = 8  # several groups per request, no member checks
 
@@ -66,10 +67,14 @@ class _ReadOnly:
         pass
 
 
-def shard_committed_offsets(shards: Sequence[GroupCoordinator], clock: CoreClock) -> CommittedOffsets:
+def shard_committed_offsets(
+    shards: Sequence[GroupCoordinator], clock: CoreClock, groups_per_read: int = GROUPS_PER_READ
+) -> CommittedOffsets:
     """Committed offsets of every group of the shards, read as a client would (ListGroups, OffsetFetch).
 
     These requests only read: their Results carry no records, so nothing is written or changed.
+    Groups are read ``groups_per_read`` at a time with the event loop let go in between, so that
+    a server with many groups keeps answering while it is sampled.
     """
 
     def ask(
@@ -82,28 +87,29 @@ def shard_committed_offsets(shards: Sequence[GroupCoordinator], clock: CoreClock
             raise RuntimeError("a read-only request produced records to write")
         return next(response for to, response in result.replies if to is reply_to)
 
-    def read() -> dict[str, dict[Partition, int]]:
+    async def read() -> dict[str, dict[Partition, int]]:
         offsets: dict[str, dict[Partition, int]] = {}
         for shard in shards:
             listed = ask(shard, shard.list_groups, _LIST_GROUPS_VERSION, ListGroupsRequest())
             groups = [g.group_id for g in listed.groups]
-            if not groups:
-                continue
-            request = OffsetFetchRequest(
-                groups=[OffsetFetchRequestGroup(group_id=g, topics=None) for g in groups]
-            )
-            fetched = ask(shard, shard.fetch_offsets, _OFFSET_FETCH_VERSION, request)
-            for group in fetched.groups:
-                if group.error_code != ErrorCode.NONE:
-                    continue
-                partitions = {
-                    (topic.name, p.partition_index): p.committed_offset
-                    for topic in group.topics
-                    for p in topic.partitions
-                    if p.error_code == ErrorCode.NONE and p.committed_offset >= 0
-                }
-                if partitions:
-                    offsets[group.group_id] = partitions
+            for start in range(0, len(groups), groups_per_read):
+                await asyncio.sleep(0)
+                chunk = groups[start : start + groups_per_read]
+                request = OffsetFetchRequest(
+                    groups=[OffsetFetchRequestGroup(group_id=g, topics=None) for g in chunk]
+                )
+                fetched = ask(shard, shard.fetch_offsets, _OFFSET_FETCH_VERSION, request)
+                for group in fetched.groups:
+                    if group.error_code != ErrorCode.NONE:
+                        continue
+                    partitions = {
+                        (topic.name, p.partition_index): p.committed_offset
+                        for topic in group.topics
+                        for p in topic.partitions
+                        if p.error_code == ErrorCode.NONE and p.committed_offset >= 0
+                    }
+                    if partitions:
+                        offsets[group.group_id] = partitions
         return offsets
 
     return read
@@ -129,21 +135,28 @@ def compute_lag(
     topic_lag: dict[tuple[str, str], int] = {}
     partition_lag: dict[tuple[str, str, int], int] = {}
     unknown_topics: set[tuple[str, str]] = set()
-    for group in sorted(committed):
-        for (topic, partition), offset in sorted(committed[group].items()):
+    for group, offsets in committed.items():
+        for (topic, partition), offset in offsets.items():
             end = ends.get((topic, partition))
             if end is None or end < offset:
                 unknown_topics.add((group, topic))
                 continue
-            partition_lag[(group, topic, partition)] = end - offset
-            topic_lag[(group, topic)] = topic_lag.get((group, topic), 0) + end - offset
+            lag = end - offset
+            partition_lag[(group, topic, partition)] = lag
+            key = (group, topic)
+            topic_lag[key] = topic_lag.get(key, 0) + lag
     for key in unknown_topics:
         topic_lag.pop(key, None)
-    kept_topics = dict(sorted(topic_lag.items())[:max_series])
-    room = max_series - len(kept_topics)
-    kept_partitions = dict(sorted(partition_lag.items())[:room])
-    dropped = len(topic_lag) - len(kept_topics) + len(partition_lag) - len(kept_partitions)
-    return LagSample(kept_topics, kept_partitions, dropped, timestamp)
+    topic_keys = sorted(topic_lag)[:max_series]
+    room = max_series - len(topic_keys)
+    partition_keys = sorted(partition_lag)[:room] if room > 0 else []
+    dropped = len(topic_lag) - len(topic_keys) + len(partition_lag) - len(partition_keys)
+    return LagSample(
+        {k: topic_lag[k] for k in topic_keys},
+        {k: partition_lag[k] for k in partition_keys},
+        dropped,
+        timestamp,
+    )
 
 
 class LagSampler:
@@ -183,7 +196,7 @@ class LagSampler:
     async def sample_once(self) -> LagSample | None:
         """Take one sample; None (and no lag series) when the log ends could not be had."""
         try:
-            committed = self._committed()
+            committed = await self._committed()
             partitions = sorted({tp for offsets in committed.values() for tp in offsets})
             ends = (
                 await asyncio.wait_for(self._end_offsets(partitions), self.interval_ms / 1000)
@@ -200,7 +213,9 @@ class LagSampler:
         if self._failing:
             self._failing = False
             log.info("lag sampling succeeds again")
-        sample = compute_lag(committed, ends, self.max_series, self._clock())
+        # In a worker thread: with many groups this takes tens of milliseconds, and the interpreter
+        # hands the event loop its turn every few milliseconds meanwhile.
+        sample = await asyncio.to_thread(compute_lag, committed, ends, self.max_series, self._clock())
         self.samples_ok += 1
         self.dropped_total += sample.dropped
         if sample.dropped and not self._told_about_dropping:

@@ -8,7 +8,13 @@ import logging
 import pytest
 from prometheus_client import CollectorRegistry
 
-from coordinator.server.lag import LagSampler, Partition, compute_lag, shard_committed_offsets
+from coordinator.server.lag import (
+    CommittedOffsets,
+    LagSampler,
+    Partition,
+    compute_lag,
+    shard_committed_offsets,
+)
 from tests.coordinator.consumer_harness import cg_heartbeat
 from tests.coordinator.harness import Harness
 
@@ -37,10 +43,17 @@ class FakeEnds:
         return {tp: self.ends[tp] for tp in partitions if tp in self.ends}
 
 
+def reading(committed: dict[str, dict[Partition, int]]) -> CommittedOffsets:
+    async def read() -> dict[str, dict[Partition, int]]:
+        return committed
+
+    return read
+
+
 def sampler_for(
     ends: FakeEnds, committed: dict[str, dict[Partition, int]] | None = None, **kwargs: int
 ) -> tuple[LagSampler, CollectorRegistry]:
-    sampler = LagSampler(lambda: committed or COMMITTED, ends, clock=lambda: 1700000000.5, **kwargs)
+    sampler = LagSampler(reading(committed or COMMITTED), ends, clock=lambda: 1700000000.5, **kwargs)
     registry = CollectorRegistry()
     sampler.register(registry)
     return sampler, registry
@@ -157,7 +170,7 @@ async def test_the_sampler_runs_on_its_interval() -> None:
             raise asyncio.CancelledError
 
     ends = FakeEnds(ENDS)
-    sampler = LagSampler(lambda: COMMITTED, ends, interval_ms=1500, sleep=sleep)
+    sampler = LagSampler(reading(COMMITTED), ends, interval_ms=1500, sleep=sleep)
     with pytest.raises(asyncio.CancelledError):
         await sampler.run()
     assert (len(ends.asked), sleeps) == (3, [1.5, 1.5, 1.5])
@@ -173,7 +186,7 @@ async def test_no_groups_no_question_to_the_cluster() -> None:
 
 def test_bad_settings_are_refused() -> None:
     with pytest.raises(ValueError, match="positive"):
-        LagSampler(lambda: {}, FakeEnds({}), interval_ms=0)
+        LagSampler(reading({}), FakeEnds({}), interval_ms=0)
 
 
 class _HarnessClock:
@@ -199,8 +212,8 @@ def test_committed_offsets_of_every_group_are_read_from_the_shard_without_writin
     h.commit("empty", {("t", 0): 1})
     h.delete_offsets("empty", {"t": [0]})  # a group without offsets left has nothing to report
     written = len(h.store.records())
-    read = shard_committed_offsets([h.coordinator], _HarnessClock(h))
-    assert read() == {
+    read = shard_committed_offsets([h.coordinator], _HarnessClock(h), groups_per_read=2)
+    assert asyncio.run(read()) == {
         "simple": {("t", 0): 7, ("t", 1): 9},
         "other": {("u", 3): 1},
         "kip848": {("t", 1): 4},
