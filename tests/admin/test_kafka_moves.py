@@ -6,12 +6,17 @@ there by kafka-python, imported into our server, changed here and exported back 
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import time
+import urllib.request
 
 import pytest
 from kafka import KafkaConsumer, TopicPartition
 
+from coordinator.cli.admin.client import LATEST, TP, AdminClient
+from coordinator.server.app import start_server
+from coordinator.server.config import load_config
 from tests.admin.support import cli, commit, committed, create_topics, live_consumer, table_rows
 from tests.admin.test_tansu import produce
 from tests.support.server import ServerProcess
@@ -196,3 +201,50 @@ def _closed_port() -> int:
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]
     return port
+
+
+@pytest.mark.asyncio
+async def test_lag_metric_of_an_imported_group_uses_the_source_log_ends(tansu: str) -> None:
+    """M records produced, K consumed on Tansu; imported here, the lag gauge says M-K."""
+    create_topics(tansu, mv_lag=2)
+    produce(tansu, "mv_lag", 2, 5)  # M = 10
+    commit(tansu, "mv-lagging", {("mv_lag", 0): 5, ("mv_lag", 1): 2})  # K = 7
+
+    def ends_on_tansu(partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        with AdminClient(tansu, timeout=5) as client:
+            found = client.log_offsets([TP(t, p) for t, p in partitions], LATEST)
+        return {(tp.topic, tp.partition): e.offset for tp, e in found.items() if e.offset is not None}
+
+    async def end_offsets(partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        return await asyncio.to_thread(ends_on_tansu, partitions)
+
+    metrics_port = _closed_port()
+    config = load_config(
+        {"storage": "memory://", "port": 0, "metrics_port": metrics_port, "lag_sample_interval_ms": 100},
+        env={},
+    )
+    server = await start_server(config, end_offsets=end_offsets)
+    try:
+        here = f"127.0.0.1:{server.port}"
+        await asyncio.to_thread(create_topics, here, mv_lag=2)
+        moved = await asyncio.to_thread(
+            cli, here, "offsets", "import", "--from-kafka", tansu, "--group", "mv-lagging", "--execute"
+        )
+        assert moved.code == 0, moved
+        expected = 'coordinator_group_lag{group="mv-lagging",topic="mv_lag"} 3.0'
+        deadline = time.monotonic() + 10
+        while expected not in (text := await asyncio.to_thread(_scrape, metrics_port)):
+            assert time.monotonic() < deadline, f"{expected!r} not in\n{text}"
+            await asyncio.sleep(0.05)
+        assert 'coordinator_group_partition_lag{group="mv-lagging",partition="1",topic="mv_lag"} 3.0' in text
+        assert 'coordinator_group_partition_lag{group="mv-lagging",partition="0",topic="mv_lag"} 0.0' in text
+    finally:
+        await server.shutdown()
+        if server.health is not None:
+            await server.health.close()
+
+
+def _scrape(port: int) -> str:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as response:
+        text: str = response.read().decode()
+        return text
