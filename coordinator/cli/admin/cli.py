@@ -18,6 +18,12 @@ from coordinator.cli.admin.errors import KafkaError, UsageError
 from coordinator.cli.admin.groups_cmd import groups_delete, groups_describe, groups_list
 from coordinator.cli.admin.offsets_cmd import offsets_delete, offsets_export, offsets_import, offsets_reset
 from coordinator.cli.admin.specs import parse_datetime_ms, parse_duration_ms, parse_topic_spec
+from coordinator.cli.admin.zookeeper import ZooKeeperError, parse_zk_address
+from coordinator.cli.admin.zookeeper_cmd import (
+    MISSING_POLICIES,
+    groups_list_from_zookeeper,
+    offsets_import_from_zookeeper,
+)
 
 Handler = Callable[[AdminClient, argparse.Namespace], int]
 
@@ -36,11 +42,28 @@ def run(handler: Handler, args: argparse.Namespace) -> int:
     except UsageError as exc:
         print(f"{args.admin_prog}: error: {exc}", file=sys.stderr)
         return 2
+    except ZooKeeperError as exc:
+        print(f"{args.admin_prog}: ZooKeeper: {exc}", file=sys.stderr)
+        return 1
     except BrokenPipeError:  # `... | head`: stop quietly, and keep Python's exit flush quiet too
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except KeyboardInterrupt:
         return 130
+
+
+def _groups_list(client: AdminClient, args: argparse.Namespace) -> int:
+    if args.from_zookeeper is None:
+        return groups_list(client, args)
+    if args.state or args.type:
+        raise UsageError("--state and --type filter the cluster's groups, not ZooKeeper's")
+    return groups_list_from_zookeeper(args)
+
+
+def _offsets_import(client: AdminClient, args: argparse.Namespace) -> int:
+    if args.from_zookeeper is None:
+        return offsets_import(client, args)
+    return offsets_import_from_zookeeper(client, args)
 
 
 def _typed(parse: Callable[[str], Any], name: str) -> Callable[[str], Any]:
@@ -58,6 +81,11 @@ def _typed(parse: Callable[[str], Any], name: str) -> Callable[[str], Any]:
 
 def _address(text: str) -> str:
     parse_address(text)
+    return text
+
+
+def _zk_address(text: str) -> str:
+    parse_zk_address(text)
     return text
 
 
@@ -123,7 +151,7 @@ def add_groups_parser(
     )
     verbs = groups.add_subparsers(dest="verb", required=True, metavar="VERB")
 
-    listing = _leaf(verbs, "list", groups_list, "list the groups of every broker")
+    listing = _leaf(verbs, "list", _groups_list, "list the groups of every broker")
     listing.add_argument(
         "--state",
         action="append",
@@ -135,6 +163,13 @@ def add_groups_parser(
         action="append",
         metavar="T",
         help="only groups of type T (classic, consumer, ...; repeatable)",
+    )
+    listing.add_argument(
+        "--from-zookeeper",
+        metavar="HOST:PORT[,HOST:PORT][/chroot]",
+        type=_typed(_zk_address, "zookeeper"),
+        help="list the ZooKeeper-era (pre-0.9) consumer groups registered there instead: their "
+        "instances, owned partitions and offsets",
     )
 
     describe = _leaf(
@@ -246,9 +281,40 @@ def add_offsets_parser(
         "--with-metadata", action="store_true", help="add a fourth column: the commit metadata"
     )
 
-    imports = _leaf(verbs, "import", offsets_import, "commit offsets from a CSV file into an inactive group")
-    imports.add_argument("group", metavar="GROUP")
-    imports.add_argument("file", metavar="FILE", help="topic,partition,offset[,metadata] CSV ('-' for stdin)")
+    imports = _leaf(
+        verbs,
+        "import",
+        _offsets_import,
+        "commit offsets from a CSV file, or from ZooKeeper-era consumers, into inactive groups",
+    )
+    imports.add_argument("group", metavar="GROUP", nargs="?")
+    imports.add_argument(
+        "file", metavar="FILE", nargs="?", help="topic,partition,offset[,metadata] CSV ('-' for stdin)"
+    )
+    zookeeper = imports.add_argument_group("from ZooKeeper (consumers of Kafka before 0.9)")
+    zookeeper.add_argument(
+        "--from-zookeeper",
+        metavar="HOST:PORT[,HOST:PORT][/chroot]",
+        type=_typed(_zk_address, "zookeeper"),
+        help="read /consumers/<group>/offsets there (a dry run unless --execute)",
+    )
+    which = zookeeper.add_mutually_exclusive_group()
+    which.add_argument("--group", dest="group_option", metavar="G", help="the group to import")
+    which.add_argument("--all-groups", action="store_true", help="every group registered there")
+    zookeeper.add_argument("--topic", action="append", metavar="T", help="only this topic (repeatable)")
+    zookeeper.add_argument("--execute", action="store_true", help="commit the planned offsets")
+    zookeeper.add_argument(
+        "--ignore-live-consumers",
+        action="store_true",
+        help="import although consumers are still registered under /consumers/<group>/ids",
+    )
+    zookeeper.add_argument(
+        "--missing-topics",
+        choices=MISSING_POLICIES,
+        default="fail",
+        help="offsets of topics or partitions the cluster lacks: fail (default), skip them, or "
+        "create the topics and partitions",
+    )
     return offsets
 
 
