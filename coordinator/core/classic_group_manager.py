@@ -196,6 +196,7 @@ class GroupManager:
         # Continuations only get a monotonic time; their wall time is derived from the last offset.
         self.now_ms = 0
         self.wall_offset_ms = 0
+        self.serving = True  # False once the shard is unloaded
 
     # -- plumbing ----------------------------------------------------------------------------
 
@@ -218,8 +219,9 @@ class GroupManager:
         def on_durable(now_ms: int) -> Result:
             self.now_ms = now_ms
             out = Effects()
-            for hook in durable_hooks:
-                hook(out)
+            if self.serving:  # an unloaded shard applies nothing; the records are durable anyway
+                for hook in durable_hooks:
+                    hook(out)
             return self.to_result(out)
 
         def on_failed(now_ms: int, error_code: int) -> Result:
@@ -1160,19 +1162,12 @@ class GroupManager:
         del self.groups[group.group_id]
         log.info("group %s: removed at generation %d", group.group_id, group.generation_id)
 
-    def restore_group(self, group: ClassicGroup) -> ClassicGroup | None:
-        """Undo remove_group after its tombstone failed to be written, unless the id was reused."""
-        if group.group_id in self.groups:
-            return None
-        restored = ClassicGroup(
-            group.group_id,
-            state_ms=group.state_ms,
-            generation_id=group.generation_id,
-            protocol_type=group.protocol_type,
-        )
-        restored.subscribed_topics = restored.compute_subscribed_topics()
-        self.groups[group.group_id] = restored
-        return restored
+    def remove_if_unused(self, group: ClassicGroup) -> None:
+        """Its tombstone is durable: remove the group unless it gained members meanwhile."""
+        if self.groups.get(group.group_id) is group and group.state is EMPTY:
+            self.remove_group(group)
+        elif self.groups.get(group.group_id) is group:
+            log.info("group %s: deleted while members joined; it stays", group.group_id)
 
     # -- loading / unloading ---------------------------------------------------------------------
 
@@ -1228,6 +1223,7 @@ class GroupManager:
     def unload(self, fx: Effects) -> None:
         """T9: the shard is no longer ours: every group goes Dead and parked requests are answered
         NOT_COORDINATOR so that clients look the coordinator up again."""
+        self.serving = False
         for group in self.groups.values():
             self._transition(group, DEAD)
             for member in group.members.values():

@@ -832,10 +832,12 @@ class ConsumerGroupManager:
         group.dead = True
         log.info("group %s: removed at epoch %d", group.group_id, group.group_epoch)
 
-    def restore_group(self, group: ConsumerGroup) -> None:
-        if group.group_id not in self.groups and group.group_id not in self.classic.groups:
-            group.dead = False
-            self.groups[group.group_id] = group
+    def remove_if_unused(self, group: ConsumerGroup) -> None:
+        """Its tombstone is durable: remove the group unless it gained members meanwhile."""
+        if self.groups.get(group.group_id) is group and not group.members:
+            self.remove_group(group)
+        elif self.groups.get(group.group_id) is group:
+            log.info("group %s: deleted while members joined; it stays", group.group_id)
 
     @staticmethod
     def is_subscribed_to_topic(group: ConsumerGroup, topic: str) -> bool:

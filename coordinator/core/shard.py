@@ -30,7 +30,7 @@ from coordinator.core.consumer_group import ConsumerGroup
 from coordinator.core.consumer_group_manager import CONSUMER_GROUP_TYPE, ConsumerGroupManager, TopicCatalog
 from coordinator.core.context import RequestContext
 from coordinator.core.group_config import GroupConfig
-from coordinator.core.offset_manager import OffsetManager, Removal
+from coordinator.core.offset_manager import OffsetManager
 from coordinator.core.result import Result
 from coordinator.core.timers import Timers
 from protocol.messages.consumer_group_describe import ConsumerGroupDescribeRequest
@@ -52,6 +52,7 @@ from storage.records import (
     GroupMetadataRecord,
     GroupTombstone,
     OffsetCommitRecord,
+    OffsetTombstone,
     Record,
 )
 
@@ -209,9 +210,9 @@ class GroupCoordinator:
         """§8.1: tombstone every offset of deleted topics (no reply)."""
         self._enter(now_ms, wall_ms)
         fx = Effects()
-        removal = self._offsets.delete_topics(topics)
-        if removal.tombstones:
-            fx.write(removal.tombstones, on_failed=lambda out, _error: self._offsets.restore(removal))
+        tombstones = self._offsets.topic_tombstones(topics)
+        if tombstones:
+            fx.write(tombstones, on_durable=lambda out: self._offsets.apply_tombstones(tombstones))
         return self._groups.to_result(fx)
 
     # -- admin -------------------------------------------------------------------------------------
@@ -244,10 +245,11 @@ class GroupCoordinator:
         return self._run(ctx, lambda fx: self._delete_groups(ctx, req, fx))
 
     def _delete_groups(self, ctx: RequestContext, req: DeleteGroupsRequest, fx: Effects) -> None:
-        """DeleteGroups (v0-2): only Empty groups; their offsets and record are tombstoned."""
+        """DeleteGroups (v0-2): only Empty groups; their offsets and record are tombstoned, and
+        the groups are removed once the tombstones are durable."""
         results: list[DeletableGroupResult] = []
         records: list[Record] = []
-        deleted: list[tuple[ClassicGroup | ConsumerGroup, Removal]] = []
+        deleted: list[ClassicGroup | ConsumerGroup] = []
         for group_id in req.groups_names:
             consumer_group = self._consumer.groups.get(group_id)
             if consumer_group is not None:
@@ -256,23 +258,20 @@ class GroupCoordinator:
                 code = self._groups.validate_delete(group_id)
             if code == NONE:
                 group: ClassicGroup | ConsumerGroup
-                tombstone: Record
                 if consumer_group is not None:
-                    group, tombstone = consumer_group, ConsumerGroupTombstone(group_id)
-                    self._consumer.remove_group(consumer_group)
+                    group = consumer_group
+                    records.append(ConsumerGroupTombstone(group_id))
                 else:
-                    group, tombstone = self._groups.groups[group_id], GroupTombstone(group_id)
-                    self._groups.remove_group(group)
-                removal = self._offsets.drop_group(group_id)
-                records.extend(removal.tombstones)
-                records.append(tombstone)
-                deleted.append((group, removal))
+                    group = self._groups.groups[group_id]
+                    records.append(GroupTombstone(group_id))
+                records.extend(self._offsets.group_tombstones(group_id))
+                deleted.append(group)
             results.append(DeletableGroupResult(group_id, code))
         response = DeleteGroupsResponse(results=results)
         if not records:
             fx.reply(ctx.reply_to, response)
             return
-        deleted_ids = {group.group_id for group, _ in deleted}
+        deleted_ids = {group.group_id for group in deleted}
 
         def failed_response(error_code: int) -> DeleteGroupsResponse:
             code = admin_write_error(error_code)
@@ -286,19 +285,23 @@ class GroupCoordinator:
                 ]
             )
 
-        def on_failed(out: Effects, error_code: int) -> None:
-            for group, removal in deleted:
-                self._restore_group(group)
-                self._offsets.restore(removal)
+        def on_durable(out: Effects) -> None:
+            self._apply_group_removals(deleted, records)
 
         fx.reply(ctx.reply_to, response, failed_response)
-        fx.write(records, on_failed=on_failed)
+        fx.write(records, on_durable=on_durable)
 
-    def _restore_group(self, group: ClassicGroup | ConsumerGroup) -> None:
-        if isinstance(group, ConsumerGroup):
-            self._consumer.restore_group(group)
-        else:
-            self._groups.restore_group(group)
+    def _apply_group_removals(
+        self, groups: list[ClassicGroup | ConsumerGroup], records: list[Record]
+    ) -> None:
+        """Replay durable group and offset tombstones. A group that gained members while they
+        were being written stays (its next record rewrites it); its offsets go all the same."""
+        self._offsets.apply_tombstones(r for r in records if isinstance(r, OffsetTombstone))
+        for group in groups:
+            if isinstance(group, ConsumerGroup):
+                self._consumer.remove_if_unused(group)
+            else:
+                self._groups.remove_if_unused(group)
 
     # -- timers ------------------------------------------------------------------------------------
 
@@ -341,45 +344,41 @@ class GroupCoordinator:
 
     def _expire_offsets_and_groups(self, fx: Effects) -> None:
         """The retention sweep: expire offsets (KIP-211), then drop Empty groups left without any
-        offset (§8.2); a group record is tombstoned only if one was ever written (generation > 0)."""
+        offset (§8.2); a group record is tombstoned only if one was ever written (generation > 0).
+        Everything is applied once the tombstones are durable."""
         groups, offsets = self._groups, self._offsets
         self._timers.schedule(RETENTION_KEY, groups.now_ms + self.config.offsets_retention_check_interval_ms)
         wall_ms = groups.wall_ms
-        expired = Removal()
+        expired: list[OffsetTombstone] = []
         group_tombstones: list[Record] = []
         removed_groups: list[ClassicGroup | ConsumerGroup] = []
-        consumer = self._consumer
-        for cgroup in list(consumer.groups.values()):
+        for cgroup in self._consumer.groups.values():
             keep = frozenset(cgroup.subscription_metadata) if cgroup.members else frozenset()
-            offsets.expire_consumer_group_offsets(cgroup.group_id, keep, wall_ms, expired)
-            if not cgroup.members and not offsets.has_offsets(cgroup.group_id):
-                consumer.remove_group(cgroup)
-                offsets.drop_group(cgroup.group_id)
+            tombstones = offsets.expired_consumer_group_offsets(cgroup.group_id, keep, wall_ms)
+            expired.extend(tombstones)
+            if not cgroup.members and not offsets.keeps_offsets_after(cgroup.group_id, tombstones):
                 removed_groups.append(cgroup)
                 group_tombstones.append(ConsumerGroupTombstone(cgroup.group_id))
-        for group in list(groups.groups.values()):
-            offsets.expire_offsets(group, wall_ms, expired)
-            if group.state is EMPTY and not offsets.has_offsets(group.group_id):
-                groups.remove_group(group)
-                offsets.drop_group(group.group_id)
+        for group in groups.groups.values():
+            tombstones = offsets.expired_offsets(group, wall_ms)
+            expired.extend(tombstones)
+            if group.state is EMPTY and not offsets.keeps_offsets_after(group.group_id, tombstones):
                 removed_groups.append(group)
                 if group.generation_id > 0:
                     group_tombstones.append(GroupTombstone(group.group_id))
-        if expired.tombstones or removed_groups:
-            log.info(
-                "retention sweep: %d offsets expired, %d groups removed",
-                len(expired.tombstones),
-                len(removed_groups),
-            )
-        records: list[Record] = [*expired.tombstones, *group_tombstones]
+        if not expired and not removed_groups:
+            return
+        log.info("retention sweep: %d offsets expired, %d groups removed", len(expired), len(removed_groups))
+        records: list[Record] = [*expired, *group_tombstones]
+
+        def on_durable(out: Effects) -> None:
+            groups.stats.offsets_expired += len(expired)
+            self._apply_group_removals(removed_groups, records)
+
         if records:
-
-            def on_failed(out: Effects, error_code: int) -> None:
-                for group in removed_groups:
-                    self._restore_group(group)
-                offsets.restore(expired)
-
-            fx.write(records, on_failed=on_failed)
+            fx.write(records, on_durable=on_durable)
+        else:  # Empty groups that never had a record nor offsets: nothing to write
+            on_durable(fx)
 
     # -- read-only accessors for the runtime, metrics and tests -------------------------------------
 

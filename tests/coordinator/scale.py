@@ -28,11 +28,9 @@ class Sink:
 
 
 def apply(result: Result, now_ms: int = 0) -> None:
-    for reply_to, response in result.replies:
-        reply_to.send(response)
-    if result.records:
-        assert result.on_durable is not None
-        apply(result.on_durable(now_ms), now_ms)
+    follow_up = result.deliver(now_ms)
+    if follow_up is not None:
+        apply(follow_up, now_ms)
 
 
 def join_request(member_id: str) -> JoinGroupRequest:
