@@ -18,13 +18,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for tests.coordi
 
 from coordinator.core.context import RequestContext
 from coordinator.core.group_config import GroupConfig
-from coordinator.core.shard import GroupCoordinator
+from coordinator.core.shard import Shard
 from protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest, TopicPartitions
 from tests.coordinator.harness import FakeCatalog
 from tests.coordinator.scale import Sink, apply, heartbeat_rate, join_request, stable_group
 
 
-def rejoin_seconds(coordinator: GroupCoordinator, member_ids: list[str], generation: int) -> float:
+def rejoin_seconds(coordinator: Shard, member_ids: list[str], generation: int) -> float:
     sinks = [Sink() for _ in member_ids]
     started = time.perf_counter()
     for i, member_id in enumerate(member_ids):
@@ -36,10 +36,10 @@ def rejoin_seconds(coordinator: GroupCoordinator, member_ids: list[str], generat
     return elapsed
 
 
-def consumer_group(members: int, partitions: int) -> tuple[GroupCoordinator, float, float]:
+def consumer_group(members: int, partitions: int) -> tuple[Shard, float, float]:
     """KIP-848: ``members`` join one by one (each join bumps the epoch and reruns the uniform
     assignor), then everyone heartbeats with what it owns until the group is Stable."""
-    coordinator = GroupCoordinator(GroupConfig())
+    coordinator = Shard(GroupConfig())
     catalog = FakeCatalog()
     topic_id = catalog.set_topic("t", partitions).topic_id
     coordinator.attach_catalog(catalog)
@@ -62,7 +62,7 @@ def consumer_group(members: int, partitions: int) -> tuple[GroupCoordinator, flo
     return coordinator, joined, time.perf_counter() - started
 
 
-def consumer_heartbeat_rate(coordinator: GroupCoordinator, count: int) -> float:
+def consumer_heartbeat_rate(coordinator: Shard, count: int) -> float:
     group = coordinator.consumer_group("g")
     assert group is not None
     requests = [

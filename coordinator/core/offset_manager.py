@@ -18,21 +18,28 @@ from typing import Final
 from coordinator.core.classic_group import CONSUMER_PROTOCOL_TYPE, ClassicGroup
 from coordinator.core.classic_group_manager import (
     EMPTY,
+    PREPARING_REBALANCE,
+    STABLE,
+    ClassicGroupManager,
+)
+from coordinator.core.clock import ShardClock
+from coordinator.core.consumer_group_manager import ConsumerGroupManager
+from coordinator.core.context import RequestContext
+from coordinator.core.effects import Effects
+from coordinator.core.errors import (
     GROUP_ID_NOT_FOUND,
+    GROUP_MAX_SIZE_REACHED,
+    GROUP_SUBSCRIBED_TO_TOPIC,
+    ILLEGAL_GENERATION,
     INVALID_GROUP_ID,
     NON_EMPTY_GROUP,
     NONE,
-    PREPARING_REBALANCE,
-    STABLE,
-    Effects,
-    GroupManager,
+    OFFSET_METADATA_TOO_LARGE,
+    UNSTABLE_OFFSET_COMMIT,
     admin_write_error,
     offset_write_error,
 )
-from coordinator.core.consumer_group_manager import ConsumerGroupManager
-from coordinator.core.context import RequestContext
 from coordinator.core.group_config import GroupConfig
-from protocol.errors import ErrorCode
 from protocol.messages.offset_commit import (
     OffsetCommitRequest,
     OffsetCommitResponse,
@@ -59,11 +66,6 @@ from storage.records import OffsetCommitRecord, OffsetTombstone
 
 log = logging.getLogger(__name__)
 
-ILLEGAL_GENERATION: Final = int(ErrorCode.ILLEGAL_GENERATION)
-OFFSET_METADATA_TOO_LARGE: Final = int(ErrorCode.OFFSET_METADATA_TOO_LARGE)
-GROUP_SUBSCRIBED_TO_TOPIC: Final = int(ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC)
-GROUP_MAX_SIZE_REACHED: Final = int(ErrorCode.GROUP_MAX_SIZE_REACHED)
-UNSTABLE_OFFSET_COMMIT: Final = int(ErrorCode.UNSTABLE_OFFSET_COMMIT)
 INVALID_OFFSET: Final = -1
 
 # One partition of an OffsetFetch answer: (offset, leader epoch, metadata, error code).
@@ -154,8 +156,9 @@ def metadata_too_large(metadata: str, max_bytes: int) -> bool:
 
 
 class OffsetManager:
-    def __init__(self, config: GroupConfig, groups: GroupManager) -> None:
+    def __init__(self, config: GroupConfig, clock: ShardClock, groups: ClassicGroupManager) -> None:
         self.config = config
+        self.clock = clock
         self.groups = groups
         self.consumer: ConsumerGroupManager | None = None  # KIP-848 groups, set by the coordinator
         # Every group with offsets is in groups.groups (simple groups are created for them) or is
@@ -210,7 +213,7 @@ class OffsetManager:
 
     def store_offsets(self, ctx: RequestContext, req: OffsetCommitRequest, fx: Effects) -> None:
         """Write the commit of a validated request; reply once durable."""
-        wall_ms = self.groups.wall_ms
+        wall_ms = self.clock.wall_ms
         max_metadata = self.config.offset_metadata_max_bytes
         expire_ms = None
         if 2 <= ctx.api_version <= 4 and req.retention_time_ms != -1:

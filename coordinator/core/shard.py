@@ -1,10 +1,11 @@
-"""GroupCoordinator: the pure core of one coordinator shard (classic groups and their offsets).
+"""Shard: the pure core of one coordinator shard (classic and consumer groups, their offsets).
 
 The runtime calls one method per request, plus ``poll_timers`` when ``next_deadline`` has passed,
 and applies every returned :class:`~coordinator.core.result.Result`: write its records as one atomic
 batch, then send its replies and call ``on_durable`` -- or, if the write fails, call ``on_failed``
-instead -- and apply the Results those return in the same way. Nothing here reads a clock, sleeps
-or does I/O; all time comes from the request context or the caller.
+instead -- and apply the Results those return in the same way (docs/commit-path.md). Nothing here
+reads a clock, sleeps or does I/O; all time comes from the request context or the caller, and
+the shard's clock holds it for the managers.
 """
 
 from __future__ import annotations
@@ -16,23 +17,19 @@ from dataclasses import dataclass
 from typing import Final
 
 from coordinator.core.classic_group import ClassicGroup
-from coordinator.core.classic_group_manager import (
-    EMPTY,
-    INCONSISTENT_GROUP_PROTOCOL,
-    NON_EMPTY_GROUP,
-    NONE,
-    CoreStats,
-    Effects,
-    GroupManager,
-    admin_write_error,
-)
+from coordinator.core.classic_group_manager import EMPTY, ClassicGroupManager
+from coordinator.core.clock import ShardClock
 from coordinator.core.consumer_group import ConsumerGroup
 from coordinator.core.consumer_group_manager import CONSUMER_GROUP_TYPE, ConsumerGroupManager, TopicCatalog
 from coordinator.core.context import RequestContext
+from coordinator.core.effects import Effects, ResultBuilder
+from coordinator.core.errors import GROUP_ID_NOT_FOUND, INCONSISTENT_GROUP_PROTOCOL, NONE, admin_write_error
 from coordinator.core.group_config import GroupConfig
+from coordinator.core.lifecycle import GroupLifecycle, PendingChange, TimerHandler
 from coordinator.core.offset_manager import OffsetManager
 from coordinator.core.result import Result
-from coordinator.core.timers import Timers
+from coordinator.core.stats import CoreStats
+from coordinator.core.timers import TimerKey, Timers
 from protocol.messages.consumer_group_describe import ConsumerGroupDescribeRequest
 from protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
 from protocol.messages.delete_groups import DeletableGroupResult, DeleteGroupsRequest, DeleteGroupsResponse
@@ -50,7 +47,6 @@ from storage.records import (
     ConsumerGroupTombstone,
     ConsumerMemberRecord,
     GroupMetadataRecord,
-    GroupTombstone,
     OffsetCommitRecord,
     OffsetTombstone,
     Record,
@@ -58,8 +54,8 @@ from storage.records import (
 
 log = logging.getLogger(__name__)
 
-TimerKey = tuple[str | int, ...]
-RETENTION_KEY: Final[TimerKey] = ("retention",)
+RETENTION_TIMER: Final = "retention"
+RETENTION_KEY: Final[TimerKey] = (RETENTION_TIMER,)
 
 
 def default_member_id(prefix: str) -> str:
@@ -78,15 +74,29 @@ class GroupSnapshot:
     member_ids: tuple[str, ...]
 
 
-class GroupCoordinator:
+class Shard:
     def __init__(self, config: GroupConfig, member_id_factory: Callable[[str], str] | None = None) -> None:
         self.config = config
+        self.clock = ShardClock()
+        self.stats = CoreStats()
         self._timers: Timers[TimerKey] = Timers()
-        self._groups = GroupManager(config, self._timers, member_id_factory or default_member_id)
-        self._offsets = OffsetManager(config, self._groups)
-        self._consumer = ConsumerGroupManager(config, self._timers, self._groups)
+        self._results = ResultBuilder(self.clock)
+        self._groups = ClassicGroupManager(
+            config, self._timers, self.clock, self.stats, member_id_factory or default_member_id
+        )
+        self._consumer = ConsumerGroupManager(config, self._timers, self.clock, self.stats, self._groups)
+        self._offsets = OffsetManager(config, self.clock, self._groups)
         self._groups.other_groups = self._consumer.groups
         self._offsets.consumer = self._consumer
+        self._managers: tuple[GroupLifecycle, ...] = (self._groups, self._consumer)
+        self._timer_handlers: dict[str, TimerHandler] = {
+            RETENTION_TIMER: lambda _key, fx: self._expire_offsets_and_groups(fx)
+        }
+        for manager in self._managers:
+            for kind, handler in manager.timer_handlers().items():
+                if kind in self._timer_handlers:
+                    raise ValueError(f"timer kind {kind!r} registered twice")
+                self._timer_handlers[kind] = handler
         self._loaded = False
 
     def attach_catalog(self, catalog: TopicCatalog) -> None:
@@ -94,7 +104,7 @@ class GroupCoordinator:
         self._consumer.catalog = catalog
 
     def _enter(self, now_ms: int, wall_ms: int) -> None:
-        self._groups.set_clock(now_ms, wall_ms)
+        self.clock.set(now_ms, wall_ms)
         if RETENTION_KEY not in self._timers:
             self._timers.schedule(RETENTION_KEY, now_ms + self.config.offsets_retention_check_interval_ms)
 
@@ -102,7 +112,7 @@ class GroupCoordinator:
         self._enter(ctx.now_ms, ctx.wall_ms)
         fx = Effects()
         handler(fx)
-        return self._groups.to_result(fx)
+        return self._results.to_result(fx)
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -120,9 +130,9 @@ class GroupCoordinator:
             raise RuntimeError("load() needs a coordinator that has not been loaded nor served anything")
         self._loaded = True
         self._enter(now_ms, wall_ms)
-        for record in groups:
-            self._groups.load_group(record)
-        self._consumer.load(consumer_groups or [], consumer_members or [])
+        records: list[Record] = [*groups, *(consumer_groups or []), *(consumer_members or [])]
+        for manager in self._managers:
+            manager.load(records)
         for group_id in self._consumer.groups.keys() & self._groups.groups.keys():
             log.warning(
                 "group %s is stored as classic and consumer group; keeping the consumer group", group_id
@@ -130,10 +140,12 @@ class GroupCoordinator:
             del self._groups.groups[group_id]
         self._offsets.load(offsets)
         fx = Effects()
-        self._groups.on_loaded(fx)
-        self._consumer.on_loaded()
-        if not fx.is_empty():
-            raise RuntimeError("loading produced replies or records")  # cannot happen: nothing is parked
+        for manager in self._managers:
+            manager.on_loaded(fx)
+        if fx.records:
+            raise RuntimeError("loading produced records")  # cannot happen: nothing was written
+        if fx.replies:
+            raise RuntimeError("loading produced replies")  # cannot happen: nothing is parked
         log.info(
             "loaded %d classic groups, %d consumer groups and %d offsets",
             len(self._groups.groups),
@@ -144,13 +156,14 @@ class GroupCoordinator:
     def unload(self, now_ms: int) -> Result:
         """The shard is gone (ownership lost, or reloaded after a failed write): every group goes
         Dead and every parked JoinGroup/SyncGroup is answered NOT_COORDINATOR."""
-        self._groups.now_ms = now_ms
+        self.clock.now_ms = now_ms
         fx = Effects()
-        self._groups.unload(fx)
-        self._consumer.unload()
+        for manager in self._managers:
+            manager.unload(fx)
+        self._results.serving = False  # writes still in flight change nothing any more
         self._offsets.offsets.clear()
         self._timers.clear()
-        return self._groups.to_result(fx)
+        return self._results.to_result(fx)
 
     # -- group membership ------------------------------------------------------------------------
 
@@ -164,7 +177,9 @@ class GroupCoordinator:
                 # No mixed groups (§10.7): classic members cannot join a live consumer group.
                 fx.reply(
                     ctx.reply_to,
-                    GroupManager.join_error(ctx.api_version, INCONSISTENT_GROUP_PROTOCOL, req.member_id),
+                    ClassicGroupManager.join_error(
+                        ctx.api_version, INCONSISTENT_GROUP_PROTOCOL, req.member_id
+                    ),
                 )
                 return
             # An empty consumer group becomes a classic group (its offsets stay with the id).
@@ -213,7 +228,7 @@ class GroupCoordinator:
         tombstones = self._offsets.topic_tombstones(topics)
         if tombstones:
             fx.write(tombstones, on_durable=lambda out: self._offsets.apply_tombstones(tombstones))
-        return self._groups.to_result(fx)
+        return self._results.to_result(fx)
 
     # -- admin -------------------------------------------------------------------------------------
 
@@ -248,30 +263,21 @@ class GroupCoordinator:
         """DeleteGroups (v0-2): only Empty groups; their offsets and record are tombstoned, and
         the groups are removed once the tombstones are durable."""
         results: list[DeletableGroupResult] = []
-        records: list[Record] = []
-        deleted: list[ClassicGroup | ConsumerGroup] = []
+        changes: list[PendingChange] = []
+        deleted_ids: set[str] = set()
         for group_id in req.groups_names:
-            consumer_group = self._consumer.groups.get(group_id)
-            if consumer_group is not None:
-                code = NON_EMPTY_GROUP if consumer_group.members else NONE
-            else:
-                code = self._groups.validate_delete(group_id)
-            if code == NONE:
-                group: ClassicGroup | ConsumerGroup
-                if consumer_group is not None:
-                    group = consumer_group
-                    records.append(ConsumerGroupTombstone(group_id))
-                else:
-                    group = self._groups.groups[group_id]
-                    records.append(GroupTombstone(group_id))
-                records.extend(self._offsets.group_tombstones(group_id))
-                deleted.append(group)
+            manager = self._manager_of(group_id)
+            code = GROUP_ID_NOT_FOUND if manager is None else manager.validate_delete(group_id)
+            if manager is not None and code == NONE:
+                changes.append(manager.deletion(group_id, expiring=False))
+                changes.append(self._offsets_deletion(group_id))
+                deleted_ids.add(group_id)
             results.append(DeletableGroupResult(group_id, code))
+        records = [record for change in changes for record in change.records]
         response = DeleteGroupsResponse(results=results)
         if not records:
             fx.reply(ctx.reply_to, response)
             return
-        deleted_ids = {group.group_id for group in deleted}
 
         def failed_response(error_code: int) -> DeleteGroupsResponse:
             code = admin_write_error(error_code)
@@ -285,23 +291,15 @@ class GroupCoordinator:
                 ]
             )
 
-        def on_durable(out: Effects) -> None:
-            self._apply_group_removals(deleted, records)
-
         fx.reply(ctx.reply_to, response, failed_response)
-        fx.write(records, on_durable=on_durable)
+        fx.write(records, on_durable=lambda out: _apply_all(changes))
 
-    def _apply_group_removals(
-        self, groups: list[ClassicGroup | ConsumerGroup], records: list[Record]
-    ) -> None:
-        """Replay durable group and offset tombstones. A group that gained members while they
-        were being written stays (its next record rewrites it); its offsets go all the same."""
-        self._offsets.apply_tombstones(r for r in records if isinstance(r, OffsetTombstone))
-        for group in groups:
-            if isinstance(group, ConsumerGroup):
-                self._consumer.remove_if_unused(group)
-            else:
-                self._groups.remove_if_unused(group)
+    def _manager_of(self, group_id: str) -> GroupLifecycle | None:
+        return next((manager for manager in self._managers if manager.holds(group_id)), None)
+
+    def _offsets_deletion(self, group_id: str) -> PendingChange:
+        tombstones = self._offsets.group_tombstones(group_id)
+        return PendingChange(list(tombstones), lambda: self._offsets.apply_tombstones(tombstones))
 
     # -- timers ------------------------------------------------------------------------------------
 
@@ -314,7 +312,7 @@ class GroupCoordinator:
 
     def poll_timers(self, now_ms: int, wall_ms: int, limit: int = 10000) -> list[Result]:
         """Run the timers due at ``now_ms`` (at most ``limit`` heap items per call)."""
-        self._groups.set_clock(now_ms, wall_ms)
+        self.clock.set(now_ms, wall_ms)
         results: list[Result] = []
         while limit > 0:
             # One key at a time: handling one expiry may re-arm or cancel another due timer.
@@ -323,23 +321,12 @@ class GroupCoordinator:
             if key is None:
                 break
             fx = Effects()
-            match key:
-                case ("session", str() as group_id, str() as member_id):
-                    self._groups.expire_session(group_id, member_id, fx)
-                case ("join", str() as group_id):
-                    self._groups.expire_join(group_id, fx)
-                case ("sync", str() as group_id, int() as generation_id):
-                    self._groups.expire_pending_sync(group_id, generation_id, fx)
-                case ("cg-session", str() as group_id, str() as member_id):
-                    self._consumer.expire_session(group_id, member_id, fx)
-                case ("cg-rebalance", str() as group_id, str() as member_id):
-                    self._consumer.expire_rebalance(group_id, member_id, fx)
-                case ("retention",):
-                    self._expire_offsets_and_groups(fx)
-                case _:
-                    raise ValueError(f"unknown timer {key!r}")
+            handler = self._timer_handlers.get(str(key[0]))
+            if handler is None:
+                raise ValueError(f"unknown timer {key!r}")
+            handler(key, fx)
             if not fx.is_empty():
-                results.append(self._groups.to_result(fx))
+                results.append(self._results.to_result(fx))
         return results
 
     def _expire_offsets_and_groups(self, fx: Effects) -> None:
@@ -347,38 +334,37 @@ class GroupCoordinator:
         offset (§8.2); a group record is tombstoned only if one was ever written (generation > 0).
         Everything is applied once the tombstones are durable."""
         groups, offsets = self._groups, self._offsets
-        self._timers.schedule(RETENTION_KEY, groups.now_ms + self.config.offsets_retention_check_interval_ms)
-        wall_ms = groups.wall_ms
+        self._timers.schedule(
+            RETENTION_KEY, self.clock.now_ms + self.config.offsets_retention_check_interval_ms
+        )
+        wall_ms = self.clock.wall_ms
         expired: list[OffsetTombstone] = []
-        group_tombstones: list[Record] = []
-        removed_groups: list[ClassicGroup | ConsumerGroup] = []
+        removals: list[PendingChange] = []
         for cgroup in self._consumer.groups.values():
             keep = frozenset(cgroup.subscription_metadata) if cgroup.members else frozenset()
             tombstones = offsets.expired_consumer_group_offsets(cgroup.group_id, keep, wall_ms)
             expired.extend(tombstones)
             if not cgroup.members and not offsets.keeps_offsets_after(cgroup.group_id, tombstones):
-                removed_groups.append(cgroup)
-                group_tombstones.append(ConsumerGroupTombstone(cgroup.group_id))
+                removals.append(self._consumer.deletion(cgroup.group_id, expiring=True))
         for group in groups.groups.values():
             tombstones = offsets.expired_offsets(group, wall_ms)
             expired.extend(tombstones)
             if group.state is EMPTY and not offsets.keeps_offsets_after(group.group_id, tombstones):
-                removed_groups.append(group)
-                if group.generation_id > 0:
-                    group_tombstones.append(GroupTombstone(group.group_id))
-        if not expired and not removed_groups:
+                removals.append(groups.deletion(group.group_id, expiring=True))
+        if not expired and not removals:
             return
-        log.info("retention sweep: %d offsets expired, %d groups removed", len(expired), len(removed_groups))
-        records: list[Record] = [*expired, *group_tombstones]
+        log.info("retention sweep: %d offsets expired, %d groups removed", len(expired), len(removals))
+        changes = [PendingChange(list(expired), lambda: offsets.apply_tombstones(expired)), *removals]
 
-        def on_durable(out: Effects) -> None:
-            groups.stats.offsets_expired += len(expired)
-            self._apply_group_removals(removed_groups, records)
+        def apply(out: Effects) -> None:
+            self.stats.offsets_expired += len(expired)
+            _apply_all(changes)
 
+        records = [record for change in changes for record in change.records]
         if records:
-            fx.write(records, on_durable=on_durable)
+            fx.write(records, on_durable=apply)
         else:  # Empty groups that never had a record nor offsets: nothing to write
-            on_durable(fx)
+            apply(fx)
 
     # -- read-only accessors for the runtime, metrics and tests -------------------------------------
 
@@ -399,10 +385,6 @@ class GroupCoordinator:
             )
             for g in self._groups.groups.values()
         ]
-
-    @property
-    def stats(self) -> CoreStats:
-        return self._groups.stats
 
     def consumer_group(self, group_id: str) -> ConsumerGroup | None:
         """The live KIP-848 group object (read it, never mutate it)."""
@@ -426,3 +408,8 @@ class GroupCoordinator:
 
     def offset_count(self) -> int:
         return self._offsets.offset_count()
+
+
+def _apply_all(changes: list[PendingChange]) -> None:
+    for change in changes:
+        change.apply()

@@ -16,6 +16,9 @@ from typing import Generic, TypeVar
 
 K = TypeVar("K", bound=Hashable)
 
+# The shard's timer keys: a kind (the first element, which says who handles it) and its fields.
+TimerKey = tuple[str | int, ...]
+
 # Upper bound of the heap fix-ups next_deadline() does before answering with a lower bound.
 _PEEK_FIXUPS = 64
 # Rebuild the heap once orphaned items exceed the live keys by this much.

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from coordinator.core.result import Result
-from coordinator.core.shard import GroupCoordinator
+from coordinator.core.shard import Shard
 from protocol.errors import ErrorCode
 from storage.base import StoreError
 from storage.records import Record
@@ -53,7 +53,7 @@ class _PendingWrite:
 
 class Runtime:
     def __init__(
-        self, coordinator: GroupCoordinator, writer: BatchWriter, clock: Clock, write_timeout_ms: int = 5000
+        self, coordinator: Shard, writer: BatchWriter, clock: Clock, write_timeout_ms: int = 5000
     ) -> None:
         self.coordinator = coordinator
         self.write_timeout_ms = write_timeout_ms

@@ -1,4 +1,4 @@
-"""A synchronous harness around GroupCoordinator: fake clock, fake runtime, fake store.
+"""A synchronous harness around Shard: fake clock, fake runtime, fake store.
 
 Every Result is applied the way the runtime must: records are written (to a dict-backed store)
 as one batch, then the replies are sent and ``on_durable`` runs; or, when the harness is told to
@@ -20,7 +20,7 @@ from coordinator.core.classic_group import ClassicGroup
 from coordinator.core.context import RequestContext
 from coordinator.core.group_config import GroupConfig
 from coordinator.core.result import Result
-from coordinator.core.shard import GroupCoordinator
+from coordinator.core.shard import Shard
 from protocol.errors import ErrorCode
 from protocol.messages import CODECS
 from protocol.messages.consumer_protocol import (
@@ -165,7 +165,7 @@ class FakeStore:
     def records(self) -> list[Record]:
         return [r for batch in self.batches for r in batch]
 
-    def load_into(self, coordinator: GroupCoordinator, now_ms: int, wall_ms: int) -> None:
+    def load_into(self, coordinator: Shard, now_ms: int, wall_ms: int) -> None:
         coordinator.load(
             list(self.groups.values()),
             list(self.offsets.values()),
@@ -216,7 +216,7 @@ class Harness:
         self.held: list[Result] = []
         self.on_reply: Callable[[Reply], None] | None = None  # observer given to every Reply
         self.failed_batches: list[list[Record]] = []
-        self.coordinator = GroupCoordinator(self.config, self._new_member_id)
+        self.coordinator = Shard(self.config, self._new_member_id)
         self.catalog = FakeCatalog()
         self.coordinator.attach_catalog(self.catalog)
         if load:
