@@ -786,8 +786,9 @@ class ClassicGroupManager:
             assignments.setdefault(member_id, b"")
         generation = group.generation_id
 
-        def still_current() -> bool:
-            # Another member may have joined (or left) while the write was in flight.
+        def awaits_this_assignment() -> bool:
+            # The change applies to the generation it was made for: a member that joined or left
+            # while the write was in flight started another rebalance, which supersedes it.
             return (
                 self.groups.get(group.group_id) is group
                 and group.state is COMPLETING_REBALANCE
@@ -795,7 +796,7 @@ class ClassicGroupManager:
             )
 
         def on_durable(out: Effects) -> None:
-            if not still_current():
+            if not awaits_this_assignment():
                 return
             for member in group.members.values():
                 member.assignment = assignments.get(member.member_id, b"")
@@ -804,7 +805,9 @@ class ClassicGroupManager:
             log.info("group %s: generation %d is stable", group.group_id, generation)
 
         def on_failed(out: Effects, error_code: int) -> None:
-            if not still_current():
+            # Nothing to undo (nothing was applied); Kafka answers the parked SyncGroups with the
+            # error and rebalances.
+            if not awaits_this_assignment():
                 return
             code = group_write_error(error_code)
             log.warning(
