@@ -81,14 +81,14 @@ class Shard:
         self.stats = CoreStats()
         self._timers: Timers[TimerKey] = Timers()
         self._results = ResultBuilder(self.clock)
-        self._groups = ClassicGroupManager(
+        self._classic = ClassicGroupManager(
             config, self._timers, self.clock, self.stats, member_id_factory or default_member_id
         )
-        self._consumer = ConsumerGroupManager(config, self._timers, self.clock, self.stats, self._groups)
-        self._offsets = OffsetManager(config, self.clock, self._groups)
-        self._groups.other_groups = self._consumer.groups
+        self._consumer = ConsumerGroupManager(config, self._timers, self.clock, self.stats, self._classic)
+        self._offsets = OffsetManager(config, self.clock, self._classic)
+        self._classic.other_groups = self._consumer.groups
         self._offsets.consumer = self._consumer
-        self._managers: tuple[GroupLifecycle, ...] = (self._groups, self._consumer)
+        self._managers: tuple[GroupLifecycle, ...] = (self._classic, self._consumer)
         self._timer_handlers: dict[str, TimerHandler] = {
             RETENTION_TIMER: lambda _key, fx: self._expire_offsets_and_groups(fx)
         }
@@ -126,18 +126,18 @@ class Shard:
         consumer_members: list[ConsumerMemberRecord] | None = None,
     ) -> None:
         """§9.2: rebuild a fresh coordinator from its stored rows and restart member sessions."""
-        if self._loaded or self._groups.groups or self._offsets.offsets or self._consumer.groups:
+        if self._loaded or self._classic.groups or self._offsets.offsets or self._consumer.groups:
             raise RuntimeError("load() needs a coordinator that has not been loaded nor served anything")
         self._loaded = True
         self._enter(now_ms, wall_ms)
         records: list[Record] = [*groups, *(consumer_groups or []), *(consumer_members or [])]
         for manager in self._managers:
             manager.load(records)
-        for group_id in self._consumer.groups.keys() & self._groups.groups.keys():
+        for group_id in self._consumer.groups.keys() & self._classic.groups.keys():
             log.warning(
                 "group %s is stored as classic and consumer group; keeping the consumer group", group_id
             )
-            del self._groups.groups[group_id]
+            del self._classic.groups[group_id]
         self._offsets.load(offsets)
         fx = Effects()
         for manager in self._managers:
@@ -148,7 +148,7 @@ class Shard:
             raise RuntimeError("loading produced replies")  # cannot happen: nothing is parked
         log.info(
             "loaded %d classic groups, %d consumer groups and %d offsets",
-            len(self._groups.groups),
+            len(self._classic.groups),
             len(self._consumer.groups),
             self._offsets.offset_count(),
         )
@@ -186,7 +186,7 @@ class Shard:
             log.info("group %s: converted from consumer to classic", req.group_id)
             self._consumer.remove_group(consumer_group)
             fx.write([ConsumerGroupTombstone(req.group_id)])
-        self._groups.join_group(ctx, req, fx)
+        self._classic.join_group(ctx, req, fx)
 
     # -- KIP-848 consumer groups ---------------------------------------------------------------
 
@@ -198,16 +198,16 @@ class Shard:
         return Result(replies=[(ctx.reply_to, self._consumer.describe(ctx, req))])
 
     def sync_group(self, ctx: RequestContext, req: SyncGroupRequest) -> Result:
-        return self._run(ctx, lambda fx: self._groups.sync_group(ctx, req, fx))
+        return self._run(ctx, lambda fx: self._classic.sync_group(ctx, req, fx))
 
     def heartbeat(self, ctx: RequestContext, req: HeartbeatRequest) -> Result:
-        code = self._groups.heartbeat(
+        code = self._classic.heartbeat(
             ctx.now_ms, req.group_id, req.member_id, req.group_instance_id, req.generation_id
         )
         return Result(replies=[(ctx.reply_to, HeartbeatResponse(error_code=code))])
 
     def leave_group(self, ctx: RequestContext, req: LeaveGroupRequest) -> Result:
-        return self._run(ctx, lambda fx: self._groups.leave_group(ctx, req, fx))
+        return self._run(ctx, lambda fx: self._classic.leave_group(ctx, req, fx))
 
     # -- offsets -----------------------------------------------------------------------------------
 
@@ -234,7 +234,7 @@ class Shard:
 
     def list_groups(self, ctx: RequestContext, req: ListGroupsRequest) -> Result:
         self._enter(ctx.now_ms, ctx.wall_ms)
-        response = self._groups.list_groups(ctx, req)
+        response = self._classic.list_groups(ctx, req)
         version = ctx.api_version
         types = {t.lower() for t in req.types_filter} if version >= 5 and req.types_filter else None
         states = {s.lower() for s in req.states_filter} if version >= 4 and req.states_filter else None
@@ -254,7 +254,7 @@ class Shard:
 
     def describe_groups(self, ctx: RequestContext, req: DescribeGroupsRequest) -> Result:
         self._enter(ctx.now_ms, ctx.wall_ms)
-        return Result(replies=[(ctx.reply_to, self._groups.describe_groups(ctx, req))])
+        return Result(replies=[(ctx.reply_to, self._classic.describe_groups(ctx, req))])
 
     def delete_groups(self, ctx: RequestContext, req: DeleteGroupsRequest) -> Result:
         return self._run(ctx, lambda fx: self._delete_groups(ctx, req, fx))
@@ -333,7 +333,7 @@ class Shard:
         """The retention sweep: expire offsets (KIP-211), then drop Empty groups left without any
         offset (§8.2); a group record is tombstoned only if one was ever written (generation > 0).
         Everything is applied once the tombstones are durable."""
-        groups, offsets = self._groups, self._offsets
+        classic, offsets = self._classic, self._offsets
         self._timers.schedule(
             RETENTION_KEY, self.clock.now_ms + self.config.offsets_retention_check_interval_ms
         )
@@ -346,11 +346,11 @@ class Shard:
             expired.extend(tombstones)
             if not cgroup.members and not offsets.keeps_offsets_after(cgroup.group_id, tombstones):
                 removals.append(self._consumer.deletion(cgroup.group_id, expiring=True))
-        for group in groups.groups.values():
+        for group in classic.groups.values():
             tombstones = offsets.expired_offsets(group, wall_ms)
             expired.extend(tombstones)
             if group.state is EMPTY and not offsets.keeps_offsets_after(group.group_id, tombstones):
-                removals.append(groups.deletion(group.group_id, expiring=True))
+                removals.append(classic.deletion(group.group_id, expiring=True))
         if not expired and not removals:
             return
         log.info("retention sweep: %d offsets expired, %d groups removed", len(expired), len(removals))
@@ -370,7 +370,7 @@ class Shard:
 
     def group(self, group_id: str) -> ClassicGroup | None:
         """The live group object (read it, never mutate it)."""
-        return self._groups.groups.get(group_id)
+        return self._classic.groups.get(group_id)
 
     def groups_snapshot(self) -> list[GroupSnapshot]:
         return [
@@ -383,7 +383,7 @@ class Shard:
                 leader_id=g.leader_id,
                 member_ids=tuple(g.members),
             )
-            for g in self._groups.groups.values()
+            for g in self._classic.groups.values()
         ]
 
     def consumer_group(self, group_id: str) -> ConsumerGroup | None:
@@ -393,17 +393,17 @@ class Shard:
     def group_count_by_state(self) -> dict[str, int]:
         """Classic and consumer groups by state name (both have Empty and Stable)."""
         counts: dict[str, int] = {}
-        for group in self._groups.groups.values():
+        for group in self._classic.groups.values():
             counts[group.state.value] = counts.get(group.state.value, 0) + 1
         for cgroup in self._consumer.groups.values():
             counts[cgroup.state] = counts.get(cgroup.state, 0) + 1
         return counts
 
     def group_count(self) -> int:
-        return len(self._groups.groups) + len(self._consumer.groups)
+        return len(self._classic.groups) + len(self._consumer.groups)
 
     def member_count(self) -> int:
-        classic = sum(len(group.members) for group in self._groups.groups.values())
+        classic = sum(len(group.members) for group in self._classic.groups.values())
         return classic + sum(len(group.members) for group in self._consumer.groups.values())
 
     def offset_count(self) -> int:

@@ -1,8 +1,9 @@
 """A synchronous harness around Shard: fake clock, fake runtime, fake store.
 
 Every Result is applied the way the runtime must: records are written (to a dict-backed store)
-as one batch, then the replies are sent and ``on_durable`` runs; or, when the harness is told to
-fail writes, ``on_failed`` runs instead. Writes can also be *held* to observe in-flight state.
+as one batch, then ``Result.deliver`` applies their state and sends the replies; or, when the
+harness is told to fail writes, ``on_failed`` runs instead. Writes can also be *held* to observe
+in-flight state, or time out and land late (``flush_late``).
 
 Every response is encoded with the generated encoder of its request's version and decoded back:
 ``Reply.wire`` is what the client would see, so version-dependent fields can be asserted on.

@@ -43,9 +43,7 @@ def join_request(member_id: str) -> JoinGroupRequest:
 
 def stable_group(size: int) -> tuple[Shard, list[str], int, float]:
     counter = iter(range(10**9))
-    coordinator = Shard(
-        GroupConfig(group_initial_rebalance_delay_ms=0), lambda p: f"{p}-{next(counter)}"
-    )
+    coordinator = Shard(GroupConfig(group_initial_rebalance_delay_ms=0), lambda p: f"{p}-{next(counter)}")
     sinks = [Sink() for _ in range(size)]
     for i, sink in enumerate(sinks):  # v5: MEMBER_ID_REQUIRED first
         apply(coordinator.join_group(RequestContext(0, 0, 5, f"c{i}", "/h", sink), join_request("")))
@@ -66,9 +64,7 @@ def stable_group(size: int) -> tuple[Shard, list[str], int, float]:
     return coordinator, member_ids, generation, elapsed
 
 
-def heartbeat_rate(
-    coordinator: Shard, member_ids: list[str], generation: int, count: int
-) -> float:
+def heartbeat_rate(coordinator: Shard, member_ids: list[str], generation: int, count: int) -> float:
     requests = [HeartbeatRequest("g", generation, m, None) for m in member_ids]
     contexts = [RequestContext(0, 0, 4, "c", "/h", Sink()) for _ in member_ids]
     size = len(member_ids)
