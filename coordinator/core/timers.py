@@ -120,11 +120,13 @@ class Timers(Generic[K]):
         examined = 0
         while heap and heap[0][0] <= now_ms and examined < limit:
             examined += 1
-            _, seq, key = heappop(heap)
+            queued, seq, key = heappop(heap)
             entry = entries.get(key)
             if entry is None or entry.seq != seq:
                 continue
-            if entry.deadline > now_ms:
+            if entry.deadline > queued:
+                # Re-armed to a later deadline: back in the heap at that deadline, even when it is
+                # due too, so that keys due before it still come out first.
                 self._requeue(key, entry)
                 continue
             del entries[key]
