@@ -57,12 +57,12 @@ def test_default_profile(stack: Stack) -> None:
         bootstrap = _bootstrap(project, "COORDINATOR_KAFKA_PORT")
         offsets = join_and_commit(bootstrap, "billing", "orders", partitions=3, first_offset=40)
         assert committed(bootstrap, "billing", "orders") == offsets
-        _files_belong_to_10001(project, "coordinator", "/data/coordinator.db")
-        _only_named_volumes(project, {("coordinator-data", "/data")})
 
         project.compose("restart", "coordinator", timeout=120)
         project.wait_healthy("coordinator")
         assert committed(bootstrap, "billing", "orders") == offsets
+        _files_belong_to_10001(project, "coordinator", "/data/coordinator.db")
+        _only_named_volumes(project, {("coordinator-data", "/data")})
         _recreate(project, "coordinator")
         assert committed(bootstrap, "billing", "orders") == offsets
         _stop_cleanly(project)
