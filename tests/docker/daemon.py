@@ -4,7 +4,9 @@ PID afterwards.
 
 The started daemon keeps its data root in a cache directory (``DOCKER_TESTS_DATA_ROOT``,
 default ``~/.cache/kafka-group-coordinator/docker``), so stand-in base images built by one run
-are found by the next; a lock file there lets one daemon at a time use it.
+are found by the next. A lock file in the temporary directory lets one such daemon run at a time
+on the machine: daemons share the host's docker0 bridge and iptables chains, whatever their data
+roots.
 """
 
 from __future__ import annotations
@@ -89,7 +91,7 @@ def docker_daemon(data_root: Path | None = None, start_timeout: float = 60) -> I
     root = data_root or default_data_root()
     root.mkdir(parents=True, exist_ok=True)
     with (
-        open(root.parent / f"{root.name}.lock", "w") as lock,
+        open(Path(tempfile.gettempdir()) / "kafka-group-coordinator-dockerd.lock", "w") as lock,
         tempfile.TemporaryDirectory(prefix="dockerd-") as run_dir,
         open(Path(run_dir) / "dockerd.log", "w") as log,
     ):
