@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from coordinator.api.authz import AclLayer
 from coordinator.core.cluster import Cluster, NodeIdentity
-from coordinator.core.shard import GroupCoordinator
+from coordinator.core.shard import Shard
 from coordinator.security.acl import Authorizer
 from coordinator.server.authn import CredentialLoader, SaslServer
 from coordinator.server.config import Config
@@ -106,7 +106,7 @@ async def start_server(config: Config, end_offsets: EndOffsets | None = None) ->
     cluster = Cluster(
         node, auto_create_topics=config.auto_create_topics_enable, num_partitions=config.num_partitions
     )
-    coordinator = GroupCoordinator(config.group_config())
+    coordinator = Shard(config.group_config())
     coordinator.attach_catalog(cluster)
     writer = BatchWriter(store)
     runtime = Runtime(coordinator, writer, clock, config.offsets_commit_timeout_ms)

@@ -77,7 +77,15 @@ def test_a_group_moves_in_from_kafka_and_back_out(tansu: str, ours: ServerProces
     assert (doc["source"], doc["destination"], doc["executed"]) == (tansu, here, False)
     assert "mv-billing" in [g["group"] for g in doc["groups"]]
 
-    done = cli(here, "offsets", "import", "--from-kafka", tansu, "--group", "mv-billing", "--execute")
+    other_topic = cli(here, "offsets", "import", "--from-kafka", tansu, "mv-billing", "--topic", "mv_other")
+    assert other_topic.code == 1
+    assert (
+        "no committed offsets on" in other_topic.err
+        and "for topic mv_other: nothing to import" in other_topic.err
+    )
+    done = cli(
+        here, "offsets", "import", "--from-kafka", tansu, "mv-billing", "--topic", "mv_orders", "--execute"
+    )
     assert done.code == 0, done
     assert [r[-1] for r in table_rows(done.out)[1:]] == ["committed", "committed"]
     assert offsets(here, "mv-billing") == {("mv_orders", 0): 3, ("mv_orders", 1): 4}
@@ -161,13 +169,16 @@ def test_unknown_groups_unreachable_clusters_and_bad_usage(tansu: str, ours: Ser
         assert result.err.startswith(f"NETWORK_EXCEPTION: cannot connect to {nowhere}")
 
     usage = {
+        ("offsets", "import", "--from-kafka", tansu): "--from-kafka needs --group G or --all-groups",
+        ("offsets", "import", "--from-kafka", tansu, "g", "--group", "g"): "give the group once",
         (
             "offsets",
             "import",
             "--from-kafka",
             tansu,
-        ): "--from-kafka needs --group G (repeatable) or --all-groups",
-        ("offsets", "import", "--from-kafka", tansu, "g"): "with --from-kafka name the groups with --group",
+            "g",
+            "f.csv",
+        ): "--from-kafka reads the offsets from that cluster",
         (
             "offsets",
             "import",
@@ -175,8 +186,32 @@ def test_unknown_groups_unreachable_clusters_and_bad_usage(tansu: str, ours: Ser
             here,
             "--all-groups",
         ): f"--from-kafka {here} is the --bootstrap",
-        ("offsets", "import", "g", "file.csv", "--execute"): "--execute: only with --from-kafka",
-        ("offsets", "import", "g"): "GROUP and FILE are required",
+        (
+            "offsets",
+            "import",
+            "--from-kafka",
+            tansu,
+            "--from-zookeeper",
+            "zk:2181",
+            "--all-groups",
+        ): "one source",
+        (
+            "offsets",
+            "import",
+            "--from-kafka",
+            tansu,
+            "g",
+            "--ignore-live-consumers",
+        ): "go with --from-zookeeper",
+        (
+            "offsets",
+            "import",
+            "g",
+            "file.csv",
+            "--execute",
+        ): "--execute go with --from-kafka or --from-zookeeper",
+        ("offsets", "import", "g", "file.csv", "--dry-run"): "--dry-run goes with --from-kafka",
+        ("offsets", "import", "g"): "give GROUP and FILE (or --from-kafka, or --from-zookeeper)",
         ("offsets", "export", "--to-kafka", tansu, "--group", "g", "--format", "csv"): "not CSV",
         ("offsets", "export", "--to-kafka", tansu, "--group", "g", "--with-metadata"): "--with-metadata is",
         ("offsets", "export", "g", "--all-groups"): "--all-groups: only with --to-kafka",

@@ -23,6 +23,12 @@ from coordinator.cli.admin.move_cmd import (
 )
 from coordinator.cli.admin.offsets_cmd import offsets_delete, offsets_export, offsets_import, offsets_reset
 from coordinator.cli.admin.specs import parse_datetime_ms, parse_duration_ms, parse_topic_spec
+from coordinator.cli.admin.zookeeper import ZooKeeperError, parse_zk_address
+from coordinator.cli.admin.zookeeper_cmd import (
+    MISSING_POLICIES,
+    groups_list_from_zookeeper,
+    offsets_import_from_zookeeper,
+)
 
 Handler = Callable[[AdminClient, argparse.Namespace], int]
 
@@ -41,11 +47,34 @@ def run(handler: Handler, args: argparse.Namespace) -> int:
     except UsageError as exc:
         print(f"{args.admin_prog}: error: {exc}", file=sys.stderr)
         return 2
+    except ZooKeeperError as exc:
+        print(f"{args.admin_prog}: ZooKeeper: {exc}", file=sys.stderr)
+        return 1
     except BrokenPipeError:  # `... | head`: stop quietly, and keep Python's exit flush quiet too
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except KeyboardInterrupt:
         return 130
+
+
+def _groups_list(client: AdminClient, args: argparse.Namespace) -> int:
+    if args.from_zookeeper is None:
+        return groups_list(client, args)
+    if args.state or args.type:
+        raise UsageError("--state and --type filter the cluster's groups, not ZooKeeper's")
+    return groups_list_from_zookeeper(args)
+
+
+def _offsets_import(client: AdminClient, args: argparse.Namespace) -> int:
+    if args.from_kafka is not None and args.from_zookeeper is not None:
+        raise UsageError("--from-kafka and --from-zookeeper: one source at a time")
+    if args.from_kafka is not None:
+        return offsets_import_from_kafka(client, args)
+    if args.from_zookeeper is not None:
+        return offsets_import_from_zookeeper(client, args)
+    if args.dry_run:
+        raise UsageError("--dry-run goes with --from-kafka or --from-zookeeper (a file import commits)")
+    return offsets_import(client, args)
 
 
 def _typed(parse: Callable[[str], Any], name: str) -> Callable[[str], Any]:
@@ -66,6 +95,11 @@ def _address(text: str) -> str:
     return text
 
 
+def _zk_address(text: str) -> str:
+    parse_zk_address(text)
+    return text
+
+
 def _non_negative(text: str) -> int:
     if not text.isdigit():
         raise ValueError(f"expected a non-negative integer, got {text!r}")
@@ -77,15 +111,6 @@ def _seconds(text: str) -> float:
     if not value > 0:
         raise ValueError(f"expected a positive number of seconds, got {text!r}")
     return value
-
-
-def _offsets_import(client: AdminClient, args: argparse.Namespace) -> int:
-    if args.from_kafka is not None:
-        return offsets_import_from_kafka(client, args)
-    check_file_arguments(args, "--from-kafka")
-    if args.group is None or args.file is None:
-        raise UsageError("GROUP and FILE are required (or --from-kafka BOOTSTRAP with --group/--all-groups)")
-    return offsets_import(client, args)
 
 
 def _offsets_export(client: AdminClient, args: argparse.Namespace) -> int:
@@ -103,27 +128,16 @@ def _offsets_export(client: AdminClient, args: argparse.Namespace) -> int:
     return offsets_export(client, args)
 
 
-def _move_options(parser: argparse.ArgumentParser, flag: str, direction: str) -> None:
-    """--from-kafka / --to-kafka with the groups to move and the dry-run switch."""
-    parser.add_argument(
-        flag,
-        metavar="BOOTSTRAP",
-        type=_typed(_address, "address"),
-        help=f"copy the committed offsets {direction} that cluster's group coordinator "
-        "(inactive groups only; a dry run unless --execute)",
-    )
-    which = parser.add_mutually_exclusive_group()
-    which.add_argument(
-        "--group", dest="move_groups", action="append", metavar="G", help=f"with {flag}: group G (repeatable)"
-    )
-    which.add_argument(
-        "--all-groups", action="store_true", help=f"with {flag}: every group of the source cluster"
-    )
-    mode = parser.add_mutually_exclusive_group()
-    mode.add_argument(
-        "--dry-run", action="store_true", help=f"with {flag}: print the plan only (the default)"
-    )
-    mode.add_argument("--execute", action="store_true", help=f"with {flag}: commit the planned offsets")
+def _group_selection(parser: argparse.ArgumentParser, source: str) -> None:
+    """Which groups and topics a move between clusters takes, and whether it commits."""
+    moving = parser.add_argument_group("moving groups (with --from-kafka, --to-kafka, --from-zookeeper)")
+    which = moving.add_mutually_exclusive_group()
+    which.add_argument("--group", dest="group_option", metavar="G", help="the group to move")
+    which.add_argument("--all-groups", action="store_true", help=f"every group of {source}")
+    moving.add_argument("--topic", action="append", metavar="T", help="only this topic (repeatable)")
+    mode = moving.add_mutually_exclusive_group()
+    mode.add_argument("--dry-run", action="store_true", help="print the plan only (the default)")
+    mode.add_argument("--execute", action="store_true", help="commit the planned offsets")
 
 
 def _connection_options(
@@ -181,7 +195,7 @@ def add_groups_parser(
     )
     verbs = groups.add_subparsers(dest="verb", required=True, metavar="VERB")
 
-    listing = _leaf(verbs, "list", groups_list, "list the groups of every broker")
+    listing = _leaf(verbs, "list", _groups_list, "list the groups of every broker")
     listing.add_argument(
         "--state",
         action="append",
@@ -193,6 +207,13 @@ def add_groups_parser(
         action="append",
         metavar="T",
         help="only groups of type T (classic, consumer, ...; repeatable)",
+    )
+    listing.add_argument(
+        "--from-zookeeper",
+        metavar="HOST:PORT[,HOST:PORT][/chroot]",
+        type=_typed(_zk_address, "zookeeper"),
+        help="list the ZooKeeper-era (pre-0.9) consumer groups registered there instead: their "
+        "instances, owned partitions and offsets",
     )
 
     describe = _leaf(
@@ -300,23 +321,55 @@ def add_offsets_parser(
         ("csv", "table", "json"),
         format_default="output format: csv (default) or json; with --to-kafka table (default) or json",
     )
-    export.add_argument("group", nargs="?", metavar="GROUP", help="the group to print as CSV")
+    export.add_argument("group", nargs="?", metavar="GROUP")
     export.add_argument(
         "--with-metadata", action="store_true", help="add a fourth column: the commit metadata"
     )
-    _move_options(export, "--to-kafka", "to")
+    export.add_argument(
+        "--to-kafka",
+        metavar="BOOTSTRAP",
+        type=_typed(_address, "address"),
+        help="copy the committed offsets to that cluster's group coordinator, for a rollback "
+        "(a dry run unless --execute)",
+    )
+    _group_selection(export, "this cluster")
 
     imports = _leaf(
         verbs,
         "import",
         _offsets_import,
-        "commit offsets from a CSV file, or from another cluster, into inactive groups",
+        "commit offsets from a CSV file, another cluster or ZooKeeper-era consumers into inactive groups",
     )
-    imports.add_argument("group", nargs="?", metavar="GROUP", help="the group to import the CSV file into")
+    imports.add_argument("group", metavar="GROUP", nargs="?")
     imports.add_argument(
-        "file", nargs="?", metavar="FILE", help="topic,partition,offset[,metadata] CSV ('-' for stdin)"
+        "file", metavar="FILE", nargs="?", help="topic,partition,offset[,metadata] CSV ('-' for stdin)"
     )
-    _move_options(imports, "--from-kafka", "from")
+    imports.add_argument(
+        "--from-kafka",
+        metavar="BOOTSTRAP",
+        type=_typed(_address, "address"),
+        help="copy the committed offsets from that cluster's group coordinator (a dry run unless --execute)",
+    )
+    imports.add_argument(
+        "--from-zookeeper",
+        metavar="HOST:PORT[,HOST:PORT][/chroot]",
+        type=_typed(_zk_address, "zookeeper"),
+        help="read /consumers/<group>/offsets there (a dry run unless --execute)",
+    )
+    _group_selection(imports, "the source")
+    zookeeper = imports.add_argument_group("from ZooKeeper (consumers of Kafka before 0.9)")
+    zookeeper.add_argument(
+        "--ignore-live-consumers",
+        action="store_true",
+        help="import although consumers are still registered under /consumers/<group>/ids",
+    )
+    zookeeper.add_argument(
+        "--missing-topics",
+        choices=MISSING_POLICIES,
+        default="fail",
+        help="offsets of topics or partitions the cluster lacks: fail (default), skip them, or "
+        "create the topics and partitions",
+    )
     return offsets
 
 

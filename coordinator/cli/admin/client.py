@@ -189,6 +189,10 @@ class AdminClient:
             self._connections[(host, port)] = conn
         return conn
 
+    def bootstrap_connection(self) -> BrokerConnection:
+        """The connection for cluster-level requests (CreateTopics, CreatePartitions)."""
+        return self._connect(*self.bootstrap)
+
     def _node(self, node: Node) -> BrokerConnection:
         return self._connect(node.host, node.port)
 

@@ -48,7 +48,19 @@ class Direction:
 
 def offsets_import_from_kafka(client: AdminClient, args: argparse.Namespace) -> int:
     """`offsets import --from-kafka SRC`: from another cluster into the --bootstrap one."""
-    _check_move_arguments(args, args.from_kafka, "--from-kafka", "import GROUP FILE")
+    if args.file is not None:
+        raise UsageError("--from-kafka reads the offsets from that cluster: give no FILE")
+    zookeeper_only = [
+        flag
+        for flag, given in (
+            ("--ignore-live-consumers", args.ignore_live_consumers),
+            ("--missing-topics", args.missing_topics != "fail"),
+        )
+        if given
+    ]
+    if zookeeper_only:
+        raise UsageError(f"{', '.join(zookeeper_only)} go with --from-zookeeper")
+    _check_move_arguments(args, args.from_kafka, "--from-kafka")
     direction = Direction("import", args.from_kafka, args.bootstrap)
     with AdminClient(args.from_kafka, timeout=args.timeout) as source:
         return _move(source, client, direction, args)
@@ -56,33 +68,31 @@ def offsets_import_from_kafka(client: AdminClient, args: argparse.Namespace) -> 
 
 def offsets_export_to_kafka(client: AdminClient, args: argparse.Namespace) -> int:
     """`offsets export --to-kafka DEST`: from the --bootstrap cluster into another one (rollback)."""
-    _check_move_arguments(args, args.to_kafka, "--to-kafka", "export GROUP")
     if args.with_metadata:
         raise UsageError("--with-metadata is for the CSV export; --to-kafka always copies the metadata")
+    _check_move_arguments(args, args.to_kafka, "--to-kafka")
     direction = Direction("export", args.bootstrap, args.to_kafka)
     with AdminClient(args.to_kafka, timeout=args.timeout) as destination:
         return _move(client, destination, direction, args)
 
 
-def _check_move_arguments(args: argparse.Namespace, other: str, flag: str, file_form: str) -> None:
-    if args.group is not None:
-        raise UsageError(
-            f"with {flag} name the groups with --group G (repeatable) or --all-groups; "
-            f"a GROUP argument belongs to `offsets {file_form}`"
-        )
-    if not args.move_groups and not args.all_groups:
-        raise UsageError(f"{flag} needs --group G (repeatable) or --all-groups")
+def _check_move_arguments(args: argparse.Namespace, other: str, flag: str) -> None:
+    if args.group is not None and (args.group_option is not None or args.all_groups):
+        raise UsageError(f"{flag}: give the group once (GROUP or --group G), or --all-groups")
+    if args.group is None and args.group_option is None and not args.all_groups:
+        raise UsageError(f"{flag} needs --group G or --all-groups")
     if _same_address(other, args.bootstrap):
         raise UsageError(f"{flag} {other} is the --bootstrap cluster itself")
 
 
 def check_file_arguments(args: argparse.Namespace, flag: str) -> None:
-    """The CSV forms take none of the options that belong to moving groups between clusters."""
+    """The CSV export takes none of the options that belong to moving groups between clusters."""
     given = [
         name
         for name, value in (
-            ("--group", args.move_groups),
+            ("--group", args.group_option is not None),
             ("--all-groups", args.all_groups),
+            ("--topic", args.topic is not None),
             ("--execute", args.execute),
             ("--dry-run", args.dry_run),
         )
@@ -135,23 +145,32 @@ def _plan(
     """Every group to move with its offsets; raises before anything is committed if one cannot move."""
     for cluster in (source, destination):  # an unreachable cluster is named before anything else
         cluster.brokers()
-    named = list(dict.fromkeys(args.move_groups or []))
-    groups = named or [g.group_id for g in source.list_groups([], [])]
+    named = args.group_option or args.group
+    groups = [named] if named else [g.group_id for g in source.list_groups([], [])]
+    topics = set(args.topic) if args.topic else None
     moves: list[GroupMove] = []
     for group in groups:
         _refuse_if_live(source, group, direction, on_source=True)
-        offsets = source.committed_offsets(group)
+        offsets = {
+            tp: c for tp, c in source.committed_offsets(group).items() if topics is None or tp.topic in topics
+        }
         if not offsets:
             if named:
                 raise KafkaError(
                     ErrorCode.GROUP_ID_NOT_FOUND,
-                    f"group {group!r} has no committed offsets on {direction.source_name}: "
-                    f"nothing to {direction.verb}",
+                    f"group {group!r} has no committed offsets on {direction.source_name}"
+                    + (f" for topic {', '.join(sorted(topics))}" if topics else "")
+                    + f": nothing to {direction.verb}",
                 )
             note(f"group {group!r} has no committed offsets on {direction.source_name}: skipped")
             continue
         _refuse_if_live(destination, group, direction, on_source=False)
-        moves.append(GroupMove(group, dict(sorted(offsets.items())), destination.committed_offsets(group)))
+        current = {
+            tp: c
+            for tp, c in destination.committed_offsets(group).items()
+            if topics is None or tp.topic in topics
+        }
+        moves.append(GroupMove(group, dict(sorted(offsets.items())), current))
     _note_missing_partitions(destination, direction, moves)
     return moves
 
