@@ -18,9 +18,10 @@ import contextlib
 import random
 import struct
 import time
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 from loadtest.client import Connection, ConnectionLost, Prepared, RequestTimeout
+from loadtest.runtime import MemberRuntime
 from loadtest.scenario import (
     ABORTED,
     CLIENT_DECODE_ERROR,
@@ -61,9 +62,6 @@ from protocol.messages.offset_fetch import (
 )
 from protocol.messages.sync_group import SyncGroupRequest, SyncGroupRequestAssignment, SyncGroupResponse
 from protocol.primitives import DecodeError
-
-if TYPE_CHECKING:
-    from loadtest.task import TaskRuntime
 
 _VERSION_PREFIX: Final = struct.Struct(">h")
 _ASSIGNMENT_DECODERS: Final = (
@@ -129,7 +127,7 @@ def range_assign(member_ids: list[str], partitions: int) -> dict[str, list[int]]
 
 
 class Member:
-    def __init__(self, rt: TaskRuntime, number: int, slot: int) -> None:
+    def __init__(self, rt: MemberRuntime, number: int, slot: int) -> None:
         sc = rt.scenario
         self.rt = rt
         self.number = number

@@ -15,9 +15,11 @@ import socket
 import sys
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from loadtest.consumer import ConsumerMember, GroupTracker
 from loadtest.member import Member, encode_subscription
+from loadtest.runtime import Recorded
 from loadtest.scenario import (
     GROUP_END_OP,
     HANDOVER_OP,
@@ -30,9 +32,6 @@ from loadtest.scenario import (
     is_loopback_host,
 )
 from protocol.errors import ErrorCode
-
-if TYPE_CHECKING:
-    from loadtest.consumer import GroupTracker
 
 _REQUEST_OPS = frozenset(REQUEST_OPS)
 _EPOCH_OPS = frozenset({RECONCILIATION_OP, HANDOVER_OP, GROUP_END_OP})
@@ -72,7 +71,7 @@ class TaskRuntime:
 
     # called by members
 
-    def record(self, member: Member, op: str, start: float, end: float, code: int, generation: int) -> None:
+    def record(self, member: Recorded, op: str, start: float, end: float, code: int, generation: int) -> None:
         self.record_row(member.number, member.group, op, start, end, code, generation)
 
     def record_row(
@@ -111,8 +110,6 @@ class TaskRuntime:
     def tracker(self, group: str) -> GroupTracker:
         tracker = self.trackers.get(group)
         if tracker is None:
-            from loadtest.consumer import GroupTracker
-
             tracker = self.trackers[group] = GroupTracker(self, group, self.scenario.partitions)
         return tracker
 
@@ -204,13 +201,8 @@ class TaskRuntime:
         print("\n".join(lines), file=sys.stderr, flush=True)
 
     def _start_member(self, number: int, slot: int) -> Member:
-        member: Member
-        if self.scenario.consumer:
-            from loadtest.consumer import ConsumerMember
-
-            member = ConsumerMember(self, number, slot)
-        else:
-            member = Member(self, number, slot)
+        kind = ConsumerMember if self.scenario.consumer else Member
+        member = kind(self, number, slot)
         self.members[number] = member
         member.start()
         return member
