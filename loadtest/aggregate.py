@@ -116,6 +116,10 @@ def summarize(
         "churned": raw.where(F.col("op") == "churn").count(),
     }
 
+    placement = [
+        {"task": int(r["task"]), "executor": r["executor"], "host": r["host"], "rows": int(r["count"])}
+        for r in raw.groupBy("task", "executor", "host").count().orderBy("task", "executor").collect()
+    ]
     rebalances = _reconciliations(raw, t0) if scenario.consumer else _rebalances(raw)
     loop_lag = _loop_lag(raw, lag_threshold_ms)
     total_requests = sum(v["count"] for k, v in operations.items() if k in REQUEST_OPS)
@@ -135,6 +139,7 @@ def summarize(
             "expected_codes": sorted(error_name(c) for c in expected if c),
         },
         "members": members,
+        "placement": placement,
         "join": operations.get("join", {}),
         "operations": {k: v for k, v in operations.items() if k not in CYCLE_OPS},
         "rebalance_cycles": operations.get("rebalance", {}),

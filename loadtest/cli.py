@@ -54,6 +54,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     spark.add_argument(
         "--driver-host", help="address executors reach the driver at (cluster masters; local uses 127.0.0.1)"
     )
+    spark.add_argument(
+        "--spark-conf",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a Spark setting for the session, e.g. spark.executor.memory=512m (repeatable)",
+    )
 
     load = parser.add_argument_group("scenario")
     load.add_argument(
@@ -222,9 +229,20 @@ def _validate(args: argparse.Namespace) -> list[tuple[str, str]]:
             raise UsageError(f"{flag} must not be negative")
     if not 0 <= args.static_share <= 1:
         raise UsageError("--static-share must be within 0..1")
+    spark_conf(args.spark_conf)
     if args.duration > 24 * 3600:
         raise UsageError("--duration is limited to 24 hours")
     return targets
+
+
+def spark_conf(pairs: list[str]) -> dict[str, str]:
+    conf: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip().startswith("spark."):
+            raise UsageError(f"--spark-conf {pair!r}: expected spark.KEY=VALUE")
+        conf[key.strip()] = value
+    return conf
 
 
 def _output_dirs(out: Path, targets: list[tuple[str, str]]) -> list[Path]:
@@ -353,7 +371,13 @@ def _run_spark(args: argparse.Namespace, scenarios: list[Scenario], dirs: list[P
 
     work_dir = new_work_dir()
     started = time.monotonic()
-    spark = build_session(args.master, f"loadtest-{scenarios[0].run_id}", args.driver_host, work_dir)
+    spark = build_session(
+        args.master,
+        f"loadtest-{scenarios[0].run_id}",
+        args.driver_host,
+        work_dir,
+        spark_conf(args.spark_conf),
+    )
     try:
         slots = spark.sparkContext.defaultParallelism
         _say(
@@ -453,6 +477,12 @@ def _report_target(summary: dict[str, Any]) -> None:
             f" double ownership {reconciliation['double_ownership']}"
         )
     print(line)
+    placement = summary["placement"]
+    executors = sorted({(p["executor"], p["host"]) for p in placement})
+    print(
+        f"tasks ran on {len(executors)} executor(s): "
+        + ", ".join(f"task {p['task']} on executor {p['executor']} ({p['host']})" for p in placement)
+    )
     lag = summary["loop_lag"]["tasks"]
     if lag:
         worst = max(t["max_ms"] for t in lag)

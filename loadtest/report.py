@@ -403,6 +403,15 @@ def _target_section(summary: dict[str, Any]) -> str:
                 ],
             )
         )
+    placement = summary.get("placement") or []
+    if placement:
+        parts.append("<h3>Where the tasks ran (Spark executors)</h3>")
+        parts.append(
+            _table(
+                ["task", "executor", "host", "rows"],
+                [[str(p["task"]), p["executor"], p["host"], _fmt(p["rows"])] for p in placement],
+            )
+        )
     lag = summary["loop_lag"]
     parts.append(f"<h3>Client event-loop lag (threshold {lag['threshold_ms']} ms)</h3>")
     parts.append(

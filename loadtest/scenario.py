@@ -33,6 +33,9 @@ RESULT_COLUMNS: Final = (
     "generation",
 )
 ResultRow = tuple[str, int, int, str, str, float, float, int, int]
+# raw.parquet adds where the task ran: the Spark executor id ("driver" in local mode) and the
+# executor's host name (loadtest.spark.executor_identity).
+RAW_COLUMNS: Final = (*RESULT_COLUMNS, "executor", "host")
 
 # One row per round trip. The consumer_group_* ops are ConsumerGroupHeartbeat (KIP-848, api 68)
 # requests: with epoch 0 (join), a positive epoch (heartbeats, revocation acknowledgements)
