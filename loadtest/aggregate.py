@@ -120,7 +120,7 @@ def summarize(
         {"task": int(r["task"]), "executor": r["executor"], "host": r["host"], "rows": int(r["count"])}
         for r in raw.groupBy("task", "executor", "host").count().orderBy("task", "executor").collect()
     ]
-    rebalances = _reconciliations(raw, t0) if scenario.consumer else _rebalances(raw)
+    rebalances = _reconciliations(raw, t0) if scenario.consumer else _rebalances(raw, t0)
     loop_lag = _loop_lag(raw, lag_threshold_ms)
     total_requests = sum(v["count"] for k, v in operations.items() if k in REQUEST_OPS)
     # The classic report stays as it was before the consumer mode (no group_protocol key).
@@ -152,9 +152,9 @@ def summarize(
     return summary
 
 
-def _rebalances(raw: DataFrame) -> dict[str, Any]:
+def _rebalances(raw: DataFrame, t0_ms: float) -> dict[str, Any]:
     """Per (group, generation): from the first member starting its join cycle to the last one
-    receiving its assignment."""
+    receiving its assignment (start_s: seconds since the start of the window)."""
     cycles = (
         raw.where(F.col("op").isin(*CYCLE_OPS) & (F.col("error_code") == 0))
         .groupBy("group", "generation")
@@ -165,6 +165,7 @@ def _rebalances(raw: DataFrame) -> dict[str, Any]:
             F.sum(F.when(F.col("op") == "join", 1).otherwise(0)).alias("new_members"),
         )
         .withColumn("duration_ms", F.col("end_ms") - F.col("start_ms"))
+        .withColumn("start_s", (F.col("start_ms") - F.lit(t0_ms)) / 1000)
     )
     stats = cycles.agg(
         F.count(F.lit(1)).alias("count"),
@@ -175,17 +176,53 @@ def _rebalances(raw: DataFrame) -> dict[str, Any]:
         cycles.orderBy("group", "generation")
         .limit(_MAX_GENERATIONS_LISTED)
         .select(
-            "group", "generation", "members", "new_members", F.round("duration_ms", 3).alias("duration_ms")
+            "group",
+            "generation",
+            "members",
+            "new_members",
+            F.round("start_s", 3).alias("start_s"),
+            F.round("duration_ms", 3).alias("duration_ms"),
         )
         .collect()
     )
-    return _cycle_summary(stats, listed)
+    return _cycle_summary(stats, listed, _by_group(cycles))
 
 
-def _cycle_summary(stats: Any, listed: list[Any]) -> dict[str, Any]:
+def _by_group(cycles: DataFrame) -> list[dict[str, Any]]:
+    """Per group: how many generations (epochs) completed, when, and how long they took."""
+    rows = (
+        cycles.groupBy("group")
+        .agg(
+            F.count(F.lit(1)).alias("generations"),
+            F.max("generation").alias("last_generation"),
+            F.min("start_s").alias("first_s"),
+            F.max("start_s").alias("last_s"),
+            F.percentile_approx("duration_ms", 0.5, _ACCURACY).alias("p50_ms"),
+            F.max("duration_ms").alias("max_ms"),
+        )
+        .orderBy("group")
+        .limit(_MAX_GROUPS_LISTED)
+        .collect()
+    )
+    return [
+        {
+            "group": r["group"],
+            "generations": int(r["generations"]),
+            "last_generation": int(r["last_generation"]),
+            "first_s": round(float(r["first_s"]), 3) + 0.0,  # no -0.0
+            "last_s": round(float(r["last_s"]), 3),
+            "p50_ms": round(float(r["p50_ms"]), 3),
+            "max_ms": round(float(r["max_ms"]), 3),
+        }
+        for r in rows
+    ]
+
+
+def _cycle_summary(stats: Any, listed: list[Any], by_group: list[dict[str, Any]]) -> dict[str, Any]:
     """The shape shared by rebalances (classic) and reconciliations (consumer mode)."""
     count = int(stats["count"]) if stats else 0
     return {
+        "by_group": by_group,
         "generations": count,
         "duration_ms": {
             **_pct_dict(stats["pct"] if stats else None),
@@ -227,7 +264,7 @@ def _reconciliations(raw: DataFrame, t0_ms: float) -> dict[str, Any]:
         )
         .collect()
     )
-    return _cycle_summary(stats, listed)
+    return _cycle_summary(stats, listed, _by_group(epochs))
 
 
 def _reconciliation_details(raw: DataFrame, reconciled: dict[str, Any]) -> dict[str, Any]:

@@ -150,6 +150,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="report directory (must not hold a previous report)",
     )
     report.add_argument(
+        "--baseline",
+        type=Path,
+        metavar="PATH",
+        help="a previous run's summary.json (or its report directory): the report adds the ratios "
+        "of this run to it and writes baseline.json",
+    )
+    report.add_argument(
         "--progress-interval", type=float, default=2.0, help="seconds between progress lines (default 2)"
     )
     report.add_argument(
@@ -276,15 +283,32 @@ def run(args: argparse.Namespace) -> int:
                 f"--groups {args.groups} is fewer than the {tasks} tasks: with --group-protocol consumer "
                 "each group belongs to one task"
             )
+        baseline = load_baseline(args.baseline) if args.baseline else None
         dirs = _output_dirs(args.out, targets)
     except UsageError as exc:
         _say(f"error: {exc}")
         return EXIT_USAGE
-    return _run(args, targets, dirs, tasks, local)
+    return _run(args, targets, dirs, tasks, local, baseline)
+
+
+def load_baseline(path: Path) -> dict[str, Any]:
+    file = path / "summary.json" if path.is_dir() else path
+    try:
+        summary = json.loads(file.read_text())
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"--baseline {path}: cannot read a summary.json ({exc})") from exc
+    if not isinstance(summary, dict) or not {"run_id", "target", "operations", "rebalances"} <= set(summary):
+        raise UsageError(f"--baseline {path}: not a load-test summary.json")
+    return summary
 
 
 def _run(
-    args: argparse.Namespace, targets: list[tuple[str, str]], dirs: list[Path], tasks: int, local: bool
+    args: argparse.Namespace,
+    targets: list[tuple[str, str]],
+    dirs: list[Path],
+    tasks: int,
+    local: bool,
+    baseline: dict[str, Any] | None = None,
 ) -> int:
     from loadtest.admin import TargetError, prepare_target
     from loadtest.progress import Progress
@@ -353,7 +377,7 @@ def _run(
                     group_protocol=args.group_protocol,
                 )
             )
-        return _run_spark(args, scenarios, dirs, progress)
+        return _run_spark(args, scenarios, dirs, progress, baseline)
     finally:
         progress.close()
 
@@ -364,7 +388,13 @@ def _api(key: int) -> str:
     return "".join(part.title() for part in ApiKey(key).name.split("_"))
 
 
-def _run_spark(args: argparse.Namespace, scenarios: list[Scenario], dirs: list[Path], progress: Any) -> int:
+def _run_spark(
+    args: argparse.Namespace,
+    scenarios: list[Scenario],
+    dirs: list[Path],
+    progress: Any,
+    baseline: dict[str, Any] | None,
+) -> int:
     from loadtest import report
     from loadtest.aggregate import summarize, timeline
     from loadtest.spark import build_session, new_work_dir, run_load
@@ -410,7 +440,9 @@ def _run_spark(args: argparse.Namespace, scenarios: list[Scenario], dirs: list[P
             _report_target(summary)
         out = args.out
         report.plot(results, out / "report.png")
-        report.write_html(out / "report.html", out / "report.png", [s for s, _ in results])
+        report.write_html(out / "report.html", out / "report.png", [s for s, _ in results], baseline)
+        if baseline is not None:
+            _write_baseline(out, baseline, [s for s, _ in results])
         if len(results) == 2:
             a, b = results[0][0], results[1][0]
             comparison = {"a": a["target"], "b": b["target"], "ratios_b_over_a": report.ratios(a, b)}
@@ -444,6 +476,23 @@ def _run_spark(args: argparse.Namespace, scenarios: list[Scenario], dirs: list[P
             _say("check failed: " + "; ".join(failures))
             return EXIT_CHECK_FAILED
     return 0
+
+
+def _write_baseline(out: Path, baseline: dict[str, Any], summaries: list[dict[str, Any]]) -> None:
+    from loadtest import report
+
+    comparable = [s for s in summaries if report.is_consumer(s) == report.is_consumer(baseline)]
+    ratios = {s["target"]: report.ratios(baseline, s) for s in comparable}
+    document = {"baseline": baseline["run_id"], "ratios_over_baseline": ratios}
+    (out / "baseline.json").write_text(json.dumps(document, indent=2) + "\n")
+    label = report.baseline_label(baseline)
+    for summary in comparable:
+        print(f"\n### {summary['target']} vs {label}\n")
+        print(
+            report.markdown_table(
+                report.compare_header(label, summary["target"]), report.compare_rows(baseline, summary)
+            )
+        )
 
 
 def _report_target(summary: dict[str, Any]) -> None:

@@ -175,9 +175,10 @@ def markdown_table(header: list[str], rows: list[list[str]]) -> str:
 def plot(targets: list[tuple[dict[str, Any], Any]], path: Path) -> None:
     consumer = is_consumer(targets[0][0])
     if consumer:
-        fig, axes = plt.subplots(3, 2, figsize=(15, 14))
+        fig, axes = plt.subplots(4, 2, figsize=(15, 19))
     else:
-        fig, axes = plt.subplots(2, 2, figsize=(15, 9.5))
+        fig, axes = plt.subplots(3, 2, figsize=(15, 14))
+    last = axes[-1]
     _percentile_bars(axes[0][0], [s for s, _ in targets])
     for index, (summary, frame) in enumerate(targets):
         color = _COLORS[index % len(_COLORS)]
@@ -189,6 +190,8 @@ def plot(targets: list[tuple[dict[str, Any], Any]], path: Path) -> None:
         if consumer:
             _reconciliation(axes[2][0], summary, label, color)
             _epochs(axes[2][1], frame, label, color)
+        _latency_per_op(last[0], frame, label, len(targets) > 1)
+    _group_lanes(last[1], [s for s, _ in targets])
     axes[0][1].set_title("throughput (requests started per second)")
     axes[0][1].set_xlabel("seconds since start")
     axes[0][1].set_ylabel("requests/s")
@@ -212,6 +215,16 @@ def plot(targets: list[tuple[dict[str, Any], Any]], path: Path) -> None:
         axes[2][1].set_xlabel("seconds since start")
         axes[2][1].set_ylabel("epochs/s")
         panels += [axes[2][0], axes[2][1]]
+    last[0].set_title(
+        "p99 latency per second of every operation" + (" (second target dashed)" if len(targets) > 1 else "")
+    )
+    last[0].set_xlabel("seconds since start")
+    last[0].set_ylabel("ms")
+    last[0].set_yscale("log")
+    noun = "group epoch reconciliation" if consumer else "rebalance"
+    last[1].set_title(f"{noun} timeline per group (a bar per generation: start to done)")
+    last[1].set_xlabel("seconds since start")
+    panels.append(last[0])
     for ax in panels:
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=8, loc="upper left")
@@ -309,6 +322,44 @@ def _reconciliation(ax: Any, summary: dict[str, Any], label: str, color: str) ->
     ax.scatter(xs, handover, s=10, color=color, marker="x", alpha=0.6, label=f"{label} handover")
 
 
+_OP_COLORS = plt.get_cmap("tab20")
+_MAX_LANES = 40
+
+
+def _latency_per_op(ax: Any, frame: Any, label: str, several: bool) -> None:
+    requests = _requests(frame)
+    style = "--" if several and getattr(ax, "_lines_drawn", False) else "-"
+    for index, op in enumerate(op for op in REQUEST_OPS if op in set(requests["op"])):
+        ops = requests[requests["op"] == op].set_index("second")["p99_ms"].dropna()
+        ax.plot(
+            ops.index, ops.values.clip(min=1e-3), color=_OP_COLORS(index % 20), linestyle=style,
+            label=f"{label} {op}" if several else op,
+        )  # fmt: skip
+    ax._lines_drawn = True
+
+
+def _group_lanes(ax: Any, summaries: list[dict[str, Any]]) -> None:
+    """One lane per group (the first groups by name), one bar per completed generation."""
+    lanes: list[str] = []
+    for index, summary in enumerate(summaries):
+        color = _COLORS[index % len(_COLORS)]
+        per_group: dict[str, list[tuple[float, float]]] = {}
+        for row in summary["rebalances"]["by_generation"]:
+            start = row.get("start_s")
+            if start is None:
+                continue
+            width = max(float(row["duration_ms"]) / 1000.0, 0.05)
+            per_group.setdefault(row["group"], []).append((float(start), width))
+        for group in sorted(per_group)[: _MAX_LANES // len(summaries)]:
+            lane = len(lanes)
+            lanes.append(f"{summary['target']} {group.rsplit('-', 1)[-1]}")
+            ax.broken_barh(per_group[group], (lane - 0.4, 0.8), color=color, alpha=0.8)
+    ax.set_yticks(range(len(lanes)))
+    ax.set_yticklabels(lanes, fontsize=7)
+    ax.set_ylim(-1, max(len(lanes), 1))
+    ax.grid(True, axis="x", alpha=0.3)
+
+
 def _epochs(ax: Any, frame: Any, label: str, color: str) -> None:
     rows = frame[frame["op"] == RECONCILIATION_OP]
     if rows.empty:
@@ -403,6 +454,27 @@ def _target_section(summary: dict[str, Any]) -> str:
                 ],
             )
         )
+    by_group = rebalances.get("by_group") or []
+    if by_group:
+        noun = "epochs reconciled" if is_consumer(summary) else "generations"
+        parts.append(f"<h3>Per group ({noun}; times in seconds since the start)</h3>")
+        parts.append(
+            _table(
+                ["group", noun, "last", "first at s", "last at s", "p50 ms", "max ms"],
+                [
+                    [
+                        g["group"],
+                        _fmt(g["generations"]),
+                        str(g["last_generation"]),
+                        _fmt(g["first_s"], 1),
+                        _fmt(g["last_s"], 1),
+                        _fmt(g["p50_ms"], 1),
+                        _fmt(g["max_ms"], 1),
+                    ]
+                    for g in by_group
+                ],
+            )
+        )
     placement = summary.get("placement") or []
     if placement:
         parts.append("<h3>Where the tasks ran (Spark executors)</h3>")
@@ -488,7 +560,9 @@ def _reconciliation_section(summary: dict[str, Any]) -> str:
     return "\n".join(parts)
 
 
-def write_html(path: Path, png: Path, summaries: list[dict[str, Any]]) -> None:
+def write_html(
+    path: Path, png: Path, summaries: list[dict[str, Any]], baseline: dict[str, Any] | None = None
+) -> None:
     image = base64.b64encode(png.read_bytes()).decode()
     title = "loadtest " + " vs ".join(s["target"] for s in summaries)
     sections = []
@@ -496,6 +570,8 @@ def write_html(path: Path, png: Path, summaries: list[dict[str, Any]]) -> None:
         a, b = summaries
         sections.append(f"<h2>Comparison ({html.escape(b['target'])} / {html.escape(a['target'])})</h2>")
         sections.append(_table(compare_header(a["target"], b["target"]), compare_rows(a, b)))
+    if baseline is not None:
+        sections.append(baseline_section(baseline, summaries))
     sections += [_target_section(s) for s in summaries]
     page = f"""<!doctype html>
 <html><head><meta charset="utf-8"><title>{html.escape(title)}</title>
@@ -515,3 +591,26 @@ img {{ max-width: 100%; }}
 </body></html>
 """
     path.write_text(page)
+
+
+def baseline_label(baseline: dict[str, Any]) -> str:
+    return f"baseline {baseline['run_id']}"
+
+
+def baseline_section(baseline: dict[str, Any], summaries: list[dict[str, Any]]) -> str:
+    """Each target of this run against a previous run's summary, as ratios this / baseline."""
+    parts = []
+    base = baseline_label(baseline)
+    for summary in summaries:
+        if is_consumer(summary) != is_consumer(baseline):
+            parts.append(
+                f"<p class=warn>{html.escape(summary['target'])}: the baseline ran the other group "
+                "protocol; not compared.</p>"
+            )
+            continue
+        parts.append(
+            f"<h2>{html.escape(summary['target'])} compared with {html.escape(base)} "
+            f"({html.escape(baseline['target'])}, {html.escape(baseline['bootstrap'])})</h2>"
+        )
+        parts.append(_table(compare_header(base, summary["target"]), compare_rows(baseline, summary)))
+    return "\n".join(parts)

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.loadtest.test_loadtest import JAVA_MISSING, PERCENTILE_ORDER, REPO, SPARK_MISSING
+from tests.support.browser import browser_missing, image_stats, render
 from tests.support.server import running_server
 
 pytestmark = [
@@ -51,7 +52,11 @@ def test_load_runs_on_both_workers_of_a_standalone_cluster(tmp_path: Path) -> No
         values = [stats[name] for name in PERCENTILE_ORDER]
         assert all(v is not None for v in values) and values == sorted(values), (op, stats)
     assert summary["operations"]["leave_group"]["count"] == 40
-    assert summary["rebalances"]["generations"] >= 4
+    rebalances = summary["rebalances"]
+    assert rebalances["generations"] >= 4
+    assert len(rebalances["by_group"]) == 4
+    assert sum(g["generations"] for g in rebalances["by_group"]) == rebalances["generations"]
+    assert all(r["start_s"] >= 0 for r in rebalances["by_generation"])
     for name in ("raw.parquet", "timeline.parquet", "report.png", "report.html"):
         assert (out / name).exists(), name
 
@@ -68,4 +73,8 @@ def test_load_runs_on_both_workers_of_a_standalone_cluster(tmp_path: Path) -> No
     ran = {d.name for w in ("worker-0", "worker-1") for d in (tmp_path / "cluster" / w).glob("app-*/*")}
     assert ran == executors, (ran, executors)
     assert "tasks ran on 2 executor(s)" in result.stdout
+    if browser_missing() is None:
+        rendered = render(out / "report.html")
+        assert rendered.images and rendered.images[0][0] > 1000
+        assert image_stats(rendered.png)[2] > 200  # distinct colours: not a blank page
     print(f"cluster run: {elapsed:.1f} s")
