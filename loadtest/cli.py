@@ -10,6 +10,7 @@ import socket
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -141,6 +142,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     load.add_argument("--seed", type=int, default=0)
 
+    pipe = parser.add_argument_group("pipeline mode (needs a broker serving Produce and Fetch)")
+    pipe.add_argument(
+        "--produce-rate",
+        type=float,
+        default=0.0,
+        help="records per second per task produced to the topics and consumed by the groups; "
+        "reports end-to-end latency, lag, lost and duplicated records (default 0: group traffic only)",
+    )
+    pipe.add_argument(
+        "--data-bootstrap",
+        metavar="HOST:PORT",
+        help="produce and fetch the records on this cluster instead of --bootstrap (the groups "
+        "stay on --bootstrap: a standalone coordinator with a separate data cluster)",
+    )
+    pipe.add_argument("--record-bytes", type=int, default=100, help="value size of a record (default 100)")
+    pipe.add_argument(
+        "--drain",
+        type=float,
+        default=10.0,
+        help="seconds before the end the producers stop, for the consumers to catch up; records "
+        "not consumed by then count as lost (default 10)",
+    )
+
     report = parser.add_argument_group("report")
     report.add_argument(
         "--out",
@@ -234,6 +258,22 @@ def _validate(args: argparse.Namespace) -> list[tuple[str, str]]:
     }.items():
         if value < 0:
             raise UsageError(f"{flag} must not be negative")
+    if args.produce_rate < 0:
+        raise UsageError("--produce-rate must not be negative")
+    if args.data_bootstrap and args.produce_rate <= 0:
+        raise UsageError("--data-bootstrap needs --produce-rate")
+    if args.data_bootstrap:
+        try:
+            data_host, _ = parse_hostport(args.data_bootstrap)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from exc
+        if is_local_master(args.master) and not is_loopback_host(data_host):
+            raise UsageError(f"{args.data_bootstrap} is not a loopback address (local master)")
+    if args.produce_rate > 0:
+        if not 26 <= args.record_bytes <= 1_000_000:
+            raise UsageError("--record-bytes must be within 26..1000000 (the record id and time take 26)")
+        if not 0 <= args.drain < args.duration:
+            raise UsageError("--drain must be within 0 and --duration")
     if not 0 <= args.static_share <= 1:
         raise UsageError("--static-share must be within 0..1")
     spark_conf(args.spark_conf)
@@ -312,6 +352,7 @@ def _run(
 ) -> int:
     from loadtest.admin import TargetError, prepare_target
     from loadtest.progress import Progress
+    from protocol.apis import ApiKey
 
     groups = args.groups or max(1, (tasks * args.members) // 50)
     if args.group_protocol == "consumer":
@@ -326,12 +367,40 @@ def _run(
             run_id = new_run_id()
             topics = [f"{args.topic_prefix}-{run_id}-t{i}" for i in range(args.topics)]
             try:
+                pipeline = args.produce_rate > 0
+                separate_data = pipeline and args.data_bootstrap is not None
                 prepared = prepare_target(
-                    bootstrap, topics, args.partitions, local, f"loadtest-{run_id}-probe", args.group_protocol
+                    bootstrap,
+                    topics,
+                    args.partitions,
+                    local,
+                    f"loadtest-{run_id}-probe",
+                    args.group_protocol,
+                    pipeline=pipeline and not separate_data,
                 )
             except TargetError as exc:
                 _say(f"error: target {label} ({bootstrap}): {exc}")
                 return EXIT_TARGET
+            if separate_data:
+                try:
+                    data = prepare_target(
+                        args.data_bootstrap,
+                        topics,
+                        args.partitions,
+                        local,
+                        f"loadtest-{run_id}-data",
+                        pipeline=True,
+                    )
+                except TargetError as exc:
+                    _say(f"error: data cluster {args.data_bootstrap}: {exc}")
+                    return EXIT_TARGET
+                if data.partitions != prepared.partitions:
+                    _say(f"error: the data cluster has other partition counts: {data.partitions}")
+                    return EXIT_TARGET
+                versions = {k: v for k, v in data.versions.items() if k in (ApiKey.PRODUCE, ApiKey.FETCH)}
+                prepared = replace(
+                    prepared, versions={**prepared.versions, **versions}, data_broker=data.data_broker
+                )
             short = [t for t, n in prepared.partitions.items() if n != args.partitions]
             if short:
                 _say(f"error: target {label}: topics {short} exist with another partition count")
@@ -375,6 +444,10 @@ def _run(
                     barrier=args.barrier,
                     seed=args.seed,
                     group_protocol=args.group_protocol,
+                    produce_rate=args.produce_rate,
+                    record_bytes=args.record_bytes,
+                    drain_s=args.drain if args.produce_rate > 0 else 0.0,
+                    data_broker=prepared.data_broker,
                 )
             )
         return _run_spark(args, scenarios, dirs, progress, baseline)
@@ -472,6 +545,11 @@ def _run_spark(
             and s["reconciliation"]["groups"] > s["reconciliation"]["groups_converged"]
             and not (s["scenario"]["churn_rate"] > 0 or s["scenario"]["kill_rate"] > 0)
         ]
+        failures += [
+            f"{s['target']}: {s['pipeline']['lost']} acknowledged records never consumed"
+            for s, _ in results
+            if "pipeline" in s and s["pipeline"]["lost"]
+        ]
         if failures:
             _say("check failed: " + "; ".join(failures))
             return EXIT_CHECK_FAILED
@@ -532,6 +610,16 @@ def _report_target(summary: dict[str, Any]) -> None:
         f"tasks ran on {len(executors)} executor(s): "
         + ", ".join(f"task {p['task']} on executor {p['executor']} ({p['host']})" for p in placement)
     )
+    pipeline = summary.get("pipeline")
+    if pipeline:
+        e2e = pipeline["end_to_end_ms"]
+        print(
+            f"records: {pipeline['acknowledged']:,} acknowledged ({pipeline['acknowledged_rate_per_s']:,.0f}/s,"
+            f" target {pipeline['target_rate_per_s']:,.0f}/s), consumed {pipeline['consumed']:,} by"
+            f" {pipeline['groups']} groups, lost {pipeline['lost']}, duplicated {pipeline['duplicated']:,};"
+            f" end to end p50 {e2e.get('p50')} ms, p99 {e2e.get('p99')} ms, max {e2e.get('max')} ms;"
+            f" lag at the end {pipeline['final_lag']:,}"
+        )
     lag = summary["loop_lag"]["tasks"]
     if lag:
         worst = max(t["max_ms"] for t in lag)

@@ -157,9 +157,17 @@ class ConsumerMember(Member):
 
     # ownership
 
+    def consumable(self) -> list[int]:
+        if self.generation <= 0:
+            return []
+        return [p for p in self.partitions if p in self.offsets and p not in self.fetch_pending]
+
     def _set_owned(self, owned: frozenset[int]) -> None:
         if owned == self.owned:
             return
+        if self.rt.scenario.pipeline:
+            for gone in self.offsets.keys() - owned:
+                del self.offsets[gone]  # positions of partitions given up are stale
         self.fetch_pending = (self.fetch_pending | (owned - self.owned)) & owned
         self.owned = owned
         self.partitions = sorted(owned)

@@ -11,7 +11,7 @@ value, header count + headers, every integer a zig-zag varint.
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -82,7 +82,7 @@ class Record:
     value: bytes | None
 
 
-def encode_batch(records: list[tuple[bytes | None, bytes | None]], timestamp_ms: int) -> bytes:
+def encode_batch(records: Sequence[tuple[bytes | None, bytes | None]], timestamp_ms: int) -> bytes:
     """One uncompressed batch of (key, value) records, all with `timestamp_ms`; base offset 0
     (the broker assigns offsets), no producer id (not idempotent)."""
     if not records:

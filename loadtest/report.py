@@ -17,7 +17,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 from loadtest.aggregate import PERCENTILE_NAMES
-from loadtest.scenario import RECONCILIATION_OP, REQUEST_OPS
+from loadtest.scenario import CONSUMED_OP, RECONCILIATION_OP, REQUEST_OPS
 
 # Rows are shown for the operations a run has: classic members never send the consumer_group_*
 # requests (nor Metadata), KIP-848 members never the classic ones.
@@ -34,6 +34,8 @@ HEADLINE_OPS = (
     "offset_fetch",
     "leave_group",
     "consumer_group_leave",
+    "produce",
+    "fetch",
 )
 _STEADY_OPS = ("heartbeat", "offset_commit")
 _CONSUMER_STEADY_OPS = ("consumer_group_heartbeat", "offset_commit")
@@ -174,11 +176,10 @@ def markdown_table(header: list[str], rows: list[list[str]]) -> str:
 
 def plot(targets: list[tuple[dict[str, Any], Any]], path: Path) -> None:
     consumer = is_consumer(targets[0][0])
-    if consumer:
-        fig, axes = plt.subplots(4, 2, figsize=(15, 19))
-    else:
-        fig, axes = plt.subplots(3, 2, figsize=(15, 14))
-    last = axes[-1]
+    pipeline = all("pipeline" in s for s, _ in targets)
+    rows = (4 if consumer else 3) + (1 if pipeline else 0)
+    fig, axes = plt.subplots(rows, 2, figsize=(15, 4.8 * rows))
+    last = axes[3 if consumer else 2]
     _percentile_bars(axes[0][0], [s for s, _ in targets])
     for index, (summary, frame) in enumerate(targets):
         color = _COLORS[index % len(_COLORS)]
@@ -192,6 +193,23 @@ def plot(targets: list[tuple[dict[str, Any], Any]], path: Path) -> None:
             _epochs(axes[2][1], frame, label, color)
         _latency_per_op(last[0], frame, label, len(targets) > 1)
     _group_lanes(last[1], [s for s, _ in targets])
+    if pipeline:
+        for index, (summary, frame) in enumerate(targets):
+            color = _COLORS[index % len(_COLORS)]
+            _end_to_end(axes[-1][0], frame, summary["target"], color)
+            _lag(axes[-1][1], summary, color)
+        axes[-1][0].set_title("end-to-end latency per second of production (p50 solid, p99 dashed)")
+        axes[-1][0].set_xlabel("seconds since start")
+        axes[-1][0].set_ylabel("ms")
+        axes[-1][0].set_yscale("log")
+        axes[-1][1].set_title(
+            "consumer lag: records acknowledged, not yet consumed (max group solid, all dashed)"
+        )
+        axes[-1][1].set_xlabel("seconds since start")
+        axes[-1][1].set_ylabel("records")
+        for ax in axes[-1]:
+            ax.grid(True, alpha=0.3)
+            ax.legend(fontsize=8, loc="upper left")
     axes[0][1].set_title("throughput (requests started per second)")
     axes[0][1].set_xlabel("seconds since start")
     axes[0][1].set_ylabel("requests/s")
@@ -338,6 +356,24 @@ def _latency_per_op(ax: Any, frame: Any, label: str, several: bool) -> None:
     ax._lines_drawn = True
 
 
+def _end_to_end(ax: Any, frame: Any, label: str, color: str) -> None:
+    rows = frame[(frame["op"] == CONSUMED_OP) & (frame["second"] >= 0)].set_index("second")
+    ax.plot(rows.index, rows["p50_ms"].clip(lower=1e-3), color=color, label=f"{label} p50")
+    ax.plot(rows.index, rows["p99_ms"].clip(lower=1e-3), color=color, linestyle="--", label=f"{label} p99")
+
+
+def _lag(ax: Any, summary: dict[str, Any], color: str) -> None:
+    lag = summary["pipeline"]["lag_by_second"]
+    seconds = [r["second"] for r in lag]
+    label = summary["target"]
+    ax.plot(seconds, [r["max_records"] for r in lag], color=color, label=f"{label} most behind group")
+    ax.plot(
+        seconds, [r["total_records"] for r in lag], color=color, linestyle="--", label=f"{label} all groups"
+    )
+    drain_from = summary["scenario"]["duration_s"] - summary["pipeline"]["drain_s"]
+    ax.axvline(drain_from, color=color, linestyle=":", alpha=0.6)
+
+
 def _group_lanes(ax: Any, summaries: list[dict[str, Any]]) -> None:
     """One lane per group (the first groups by name), one bar per completed generation."""
     lanes: list[str] = []
@@ -454,6 +490,8 @@ def _target_section(summary: dict[str, Any]) -> str:
                 ],
             )
         )
+    if "pipeline" in summary:
+        parts.append(_pipeline_section(summary))
     by_group = rebalances.get("by_group") or []
     if by_group:
         noun = "epochs reconciled" if is_consumer(summary) else "generations"
@@ -508,6 +546,50 @@ def _target_section(summary: dict[str, Any]) -> str:
         + html.escape(json.dumps(scenario, indent=2))
         + "</pre></details>"
     )
+    return "\n".join(parts)
+
+
+def _pipeline_section(summary: dict[str, Any]) -> str:
+    pipe = summary["pipeline"]
+    e2e = pipe["end_to_end_ms"]
+    parts = [
+        "<h3>Pipeline (records produced through the broker and consumed by every group of their "
+        f"topic; the producers stop {pipe['drain_s']:.0f} s before the end)</h3>",
+        _table(
+            [
+                "target rate/s",
+                "acknowledged",
+                "rate/s",
+                "groups",
+                "consumed",
+                "lost",
+                "duplicated",
+                "lag at the end",
+            ],
+            [
+                [
+                    _fmt(pipe["target_rate_per_s"]),
+                    _fmt(pipe["acknowledged"]),
+                    _fmt(pipe["acknowledged_rate_per_s"]),
+                    _fmt(pipe["groups"]),
+                    _fmt(pipe["consumed"]),
+                    _fmt(pipe["lost"]),
+                    _fmt(pipe["duplicated"]),
+                    _fmt(pipe["final_lag"]),
+                ]
+            ],
+        ),
+        _table(
+            ["end to end (produce to consume)", "p50 ms", "p90 ms", "p99 ms", "p99.9 ms", "max ms"],
+            [["records", *(_fmt(e2e.get(n), 1) for n in PERCENTILE_NAMES), _fmt(e2e.get("max"), 1)]],
+        ),
+    ]
+    if pipe["lost"]:
+        parts.append(
+            "<p class=warn>Acknowledged records never consumed: "
+            + html.escape(", ".join(f"{g} {n}" for g, n in pipe["lost_by_group"].items()))
+            + "</p>"
+        )
     return "\n".join(parts)
 
 

@@ -31,7 +31,15 @@ class MemberRuntime(Protocol):
     ) -> None: ...
 
     def record_row(
-        self, number: int, group: str, op: str, start: float, end: float, code: int, generation: int
+        self,
+        number: int,
+        group: str,
+        op: str,
+        start: float,
+        end: float,
+        code: int,
+        generation: int,
+        record: int = -1,
     ) -> None: ...
 
     def subscription(self, topic: str) -> bytes: ...

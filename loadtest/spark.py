@@ -22,7 +22,7 @@ from typing import Any
 
 from pyspark import BarrierTaskContext
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.types import DoubleType, IntegerType, StringType, StructField, StructType
+from pyspark.sql.types import DoubleType, IntegerType, LongType, StringType, StructField, StructType
 
 from loadtest.scenario import RAW_COLUMNS, ResultRow, Scenario, is_local_master
 from loadtest.task import run_task
@@ -38,12 +38,13 @@ RESULT_SCHEMA = StructType(
         StructField("latency_ms", DoubleType(), False),
         StructField("error_code", IntegerType(), False),
         StructField("generation", IntegerType(), False),
+        StructField("record", LongType(), False),
         StructField("executor", StringType(), False),
         StructField("host", StringType(), False),
     ]
 )
 assert tuple(f.name for f in RESULT_SCHEMA.fields) == RAW_COLUMNS
-RawRow = tuple[str, int, int, str, str, float, float, int, int, str, str]
+RawRow = tuple[str, int, int, str, str, float, float, int, int, int, str, str]
 
 # Quick JVM start for a short-lived driver (~40% faster session start) and errors-only logging.
 _JVM_OPTIONS = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1"

@@ -19,6 +19,7 @@ from typing import Any
 
 from loadtest.consumer import ConsumerMember, GroupTracker
 from loadtest.member import Member, encode_subscription
+from loadtest.pipeline import Producer
 from loadtest.runtime import Recorded
 from loadtest.scenario import (
     GROUP_END_OP,
@@ -67,6 +68,7 @@ class TaskRuntime:
         self._loopback: dict[str, bool] = {}
         self._next_number = scenario.members
         self._stop_event = asyncio.Event()
+        self._started = self.loop.time()
         self._background: set[asyncio.Task[Any]] = set()
 
     # called by members
@@ -75,7 +77,15 @@ class TaskRuntime:
         self.record_row(member.number, member.group, op, start, end, code, generation)
 
     def record_row(
-        self, number: int, group: str, op: str, start: float, end: float, code: int, generation: int
+        self,
+        number: int,
+        group: str,
+        op: str,
+        start: float,
+        end: float,
+        code: int,
+        generation: int,
+        record: int = -1,
     ) -> None:
         self.rows.append(
             (
@@ -88,6 +98,7 @@ class TaskRuntime:
                 (end - start) * 1000.0,
                 int(code),
                 int(generation),
+                record,
             )
         )
         if op in _REQUEST_OPS:
@@ -136,7 +147,7 @@ class TaskRuntime:
     async def run(self) -> list[ResultRow]:
         sc = self.scenario
         loop = self.loop
-        started = loop.time()
+        started = self._started = loop.time()
         deadline = started + sc.duration_s
         self._spawn(self._loop_lag())
         self._spawn(self._progress())
@@ -144,6 +155,8 @@ class TaskRuntime:
             self._spawn(self._faults("churn", sc.churn_rate))
         if sc.kill_rate > 0:
             self._spawn(self._faults("kill", sc.kill_rate))
+        if sc.pipeline:
+            self._spawn(Producer(self).run(started, deadline - sc.drain_s))
         self._spawn(self._ramp_up(started))
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout_at(deadline):
@@ -210,8 +223,12 @@ class TaskRuntime:
     async def _faults(self, kind: str, rate: float) -> None:
         """Poisson process of member replacements: graceful (churn) or abrupt (kill)."""
         rng = random.Random(f"{self.scenario.seed}-{self.task}-{kind}")
+        # Pipeline mode: faults stop with the producers, so the drain shows what the groups lost.
+        until = self._started + self.scenario.duration_s - self.scenario.drain_s
         while not self.stopping:
             await asyncio.sleep(rng.expovariate(rate))
+            if self.loop.time() >= until:
+                return
             candidates = [m for m in self.members.values() if m.stable]
             if not candidates:
                 continue
@@ -289,7 +306,7 @@ class _LagProbe:
         if lag_ms > rt.lag_window_ms:
             rt.lag_window_ms = lag_ms
         self.append(
-            (rt.scenario.target, rt.task, -1, "", LOOP_LAG_OP, (at + self.offset) * 1000.0, lag_ms, 0, -1)
+            (rt.scenario.target, rt.task, -1, "", LOOP_LAG_OP, (at + self.offset) * 1000.0, lag_ms, 0, -1, -1)
         )
 
 
