@@ -51,6 +51,25 @@ _RETRY_S: Final = 0.5
 _SEQUENCE_BITS: Final = 40
 
 
+# What a round trip can fail with on the client side (recorded as client codes, never raised).
+_CLIENT_ERRORS: Final = (
+    RequestTimeout,
+    ConnectionLost,
+    DecodeError,
+    IndexError,
+    struct.error,
+    UnicodeDecodeError,
+)
+
+
+def _client_code(exc: Exception) -> int:
+    if isinstance(exc, RequestTimeout):
+        return CLIENT_TIMEOUT
+    if isinstance(exc, ConnectionLost):
+        return CLIENT_DISCONNECTED
+    return CLIENT_DECODE_ERROR
+
+
 def record_id(task: int, sequence: int) -> int:
     return (task << _SEQUENCE_BITS) | sequence
 
@@ -137,17 +156,8 @@ class Producer:
             response, sent, received = await conn.request(
                 ApiKey.PRODUCE, rt.versions[ApiKey.PRODUCE], request, sc.request_timeout_ms / 1000
             )
-        except (
-            RequestTimeout,
-            ConnectionLost,
-            DecodeError,
-            IndexError,
-            struct.error,
-            UnicodeDecodeError,
-        ) as exc:
-            code = CLIENT_TIMEOUT if isinstance(exc, RequestTimeout) else CLIENT_DISCONNECTED
-            if not isinstance(exc, RequestTimeout | ConnectionLost):
-                code = CLIENT_DECODE_ERROR
+        except _CLIENT_ERRORS as exc:
+            code = _client_code(exc)
             rt.record_row(-1, "", "produce", started, time.perf_counter(), code, -1)
             conn.close()
             return False  # not acknowledged: not expected to be consumed
@@ -243,17 +253,8 @@ class Reader:
                 request,
                 sc.request_timeout_ms / 1000 + _FETCH_WAIT_MS / 1000,
             )
-        except (
-            RequestTimeout,
-            ConnectionLost,
-            DecodeError,
-            IndexError,
-            struct.error,
-            UnicodeDecodeError,
-        ) as exc:
-            code = CLIENT_TIMEOUT if isinstance(exc, RequestTimeout) else CLIENT_DISCONNECTED
-            if not isinstance(exc, RequestTimeout | ConnectionLost):
-                code = CLIENT_DECODE_ERROR
+        except _CLIENT_ERRORS as exc:
+            code = _client_code(exc)
             self._row("fetch", started, time.perf_counter(), code, -1)
             self.close()
             return False
