@@ -252,7 +252,7 @@ def plot(targets: list[tuple[dict[str, Any], Any]], path: Path) -> None:
         f"loadtest {names}: {first['tasks']} tasks x {first['members']} members, "
         f"{first['groups']} groups, {first['duration_s']:.0f} s"
     )
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0, 1, 0.98))  # room for the title
     fig.savefig(path, dpi=90)
     plt.close(fig)
 
