@@ -16,7 +16,15 @@ from typing import Any, Final
 
 from storage.base import StoreError
 from storage.codec import CodecError
-from storage.records import LoadedState, OffsetCommitRecord, Record, UserCredentialRecord
+from storage.records import (
+    GroupMetadataRecord,
+    LoadedState,
+    OffsetCommitRecord,
+    OffsetKey,
+    Record,
+    TopicRecord,
+    UserCredentialRecord,
+)
 from storage.tables import (
     BLOB,
     CHILDREN,
@@ -43,6 +51,18 @@ class MemoryData:
     # table name -> record key -> record, for every table of storage/tables.py
     tables: dict[str, dict[Any, Any]] = field(default_factory=_empty_tables)
     history: list[OffsetCommitRecord] = field(default_factory=list)
+
+    @property
+    def offsets(self) -> dict[OffsetKey, OffsetCommitRecord]:
+        return self.tables[OffsetCommitRecord.table]
+
+    @property
+    def groups(self) -> dict[str, GroupMetadataRecord]:
+        return self.tables[GroupMetadataRecord.table]
+
+    @property
+    def topics(self) -> dict[str, TopicRecord]:
+        return self.tables[TopicRecord.table]
 
 
 class MemoryStore:

@@ -146,6 +146,11 @@ class Config(GroupConfig):
     allow_everyone_if_no_acl_found: bool = setting(
         False, "allow everyone on a resource that has no ACL", kafka=True
     )
+    # Consumer lag metrics (coordinator/server/lag.py): sampled when the log ends are known.
+    lag_sample_interval_ms: int = setting(
+        30000, "how often consumer lag is sampled for the metrics (ours)", positive, kafka=True
+    )
+    lag_metric_max_series: int = setting(10000, "most lag series exported (ours)", at_least(1), kafka=True)
 
     @property
     def listener_host(self) -> str:
