@@ -28,6 +28,7 @@ from coordinator.core.group_config import GroupConfig
 from coordinator.core.result import Result
 from coordinator.core.state import STATE_BY_LOWER_NAME, GroupState
 from coordinator.core.timers import Timers
+from protocol.error_responses import join_group_error
 from protocol.errors import ErrorCode
 from protocol.messages.describe_groups import (
     DescribedGroup,
@@ -290,15 +291,7 @@ class GroupManager:
 
     @staticmethod
     def join_error(version: int, code: int, member_id: str = "") -> JoinGroupResponse:
-        # v7+ made ProtocolName nullable and error responses carry null; older versions need "".
-        return JoinGroupResponse(
-            error_code=code,
-            generation_id=-1,
-            protocol_type=None,
-            protocol_name=None if version >= 7 else "",
-            leader="",
-            member_id=member_id,
-        )
+        return join_group_error(version, code, member_id)
 
     @staticmethod
     def _join_success(
