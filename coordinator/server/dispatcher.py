@@ -27,8 +27,8 @@ from protocol.errors import ErrorCode
 from protocol.messages.delete_topics import DeleteTopicsRequest
 from protocol.messages.fetch import FetchRequest
 from protocol.messages.produce import ProduceRequest
-from protocol.messages.sasl_authenticate import SaslAuthenticateRequest, SaslAuthenticateResponse
-from protocol.messages.sasl_handshake import SaslHandshakeRequest, SaslHandshakeResponse
+from protocol.messages.sasl_authenticate import SaslAuthenticateRequest
+from protocol.messages.sasl_handshake import SaslHandshakeRequest
 from protocol.primitives import DecodeError
 from protocol.wire import Request, UnsupportedApi, decode_request, encode_response
 
@@ -163,14 +163,12 @@ class Dispatcher:
     def _sasl(self, connection: Connection, reply: PendingReply, request: Request) -> None:
         if self.sasl is not None:
             self.sasl.handle(connection, reply, request)
-        elif request.api_key == ApiKey.SASL_HANDSHAKE:  # no SASL listener at all (Kafka's KafkaApis)
-            reply.send(SaslHandshakeResponse(error_code=ErrorCode.ILLEGAL_SASL_STATE, mechanisms=[]))
-        else:
-            reply.send(
-                SaslAuthenticateResponse(
-                    error_code=ErrorCode.ILLEGAL_SASL_STATE, error_message="this listener does not use SASL"
-                )
+        else:  # no SASL listener at all (Kafka's KafkaApis)
+            message = "this listener does not use SASL"  # SaslHandshake has no field for it
+            body = error_response(
+                request.api_key, request.api_version, request.body, ErrorCode.ILLEGAL_SASL_STATE, message
             )
+            reply.send(body)
 
     def _unsupported(self, connection: Connection, exc: UnsupportedApi) -> None:
         if exc.api_key == ApiKey.API_VERSIONS:
