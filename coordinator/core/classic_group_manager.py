@@ -1,6 +1,6 @@
 """Classic group membership: JoinGroup, SyncGroup, Heartbeat, LeaveGroup, Describe/ListGroups, the
 rebalance timers, and rebuilding groups from their records (Kafka's GroupMetadataManager, classic
-part; behaviour.md §4-§7, §9.2, §11).
+part; docs/groups.md#classic-groups, transitions T1-T9 in docs/groups.md#classic-transitions).
 
 Handlers do not build a Result directly: they add replies, records and continuations to an
 :class:`Effects`, which the coordinator turns into one Result. A continuation (``on_durable`` /
@@ -84,7 +84,7 @@ FailedReply = Callable[[int], object]
 
 
 def map_write_error(code: int, timed_out: int, too_large: int) -> int:
-    """Kafka's mapping of a failed log append to the error a client understands (K-S)."""
+    """Kafka's mapping of a failed log append to the error a client understands (docs/groups.md#write-errors)."""
     if code in (
         ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
         ErrorCode.NOT_ENOUGH_REPLICAS,
@@ -511,7 +511,8 @@ class GroupManager:
             is_new=True,
         )
         if group.state is PREPARING_REBALANCE and group.previous_state is EMPTY:
-            group.new_member_added = True  # extends the initial delayed join (K-J rule)
+            # Extends the initial delayed join (docs/groups.md#where-kafkas-two-coordinators-differ).
+            group.new_member_added = True
         group.add_member(member, ctx.reply_to, ctx.api_version)
         # New members cannot heartbeat (they do not know their id yet) and a parked JoinGroup cannot
         # detect a disconnect: their timer is the new-member join timeout (KAFKA-7610).
@@ -555,7 +556,7 @@ class GroupManager:
         new_member_id: str,
         fx: Effects,
     ) -> None:
-        """§7.2: a known group instance id rejoins with an empty member id."""
+        """docs/groups.md#static-membership: a known group instance id rejoins with an empty member id."""
         version = ctx.api_version
         leader_before = group.leader_id
         old_member = group.members[old_member_id]
@@ -700,7 +701,7 @@ class GroupManager:
         self.timers.cancel(sync_key(group.group_id, group.generation_id))
 
     def _complete_join(self, group: ClassicGroup, fx: Effects) -> None:
-        """§5.4: end the join phase and start the next generation."""
+        """docs/groups.md#join-completion: end the join phase and start the next generation."""
         self.timers.cancel(group.join_key)
         group.initial_join_delay = None
         for member in group.not_yet_rejoined_dynamic_members():
@@ -895,7 +896,7 @@ class GroupManager:
             self.timers.cancel(sync_key(group.group_id, group.generation_id))
 
     def _store_assignment(self, group: ClassicGroup, req: SyncGroupRequest, fx: Effects) -> None:
-        """§5.7: persist the leader's assignment; only then answer the members and go Stable."""
+        """docs/groups.md#sync-and-the-assignment: persist the leader's assignment; only then answer the members and go Stable."""
         members = group.members
         # Assignments for unknown member ids are dropped; members without one get empty bytes.
         assignments = {a.member_id: a.assignment for a in req.assignments if a.member_id in members}
@@ -1089,7 +1090,7 @@ class GroupManager:
                 group_instance_id=m.group_instance_id,
                 client_id=m.client_id,
                 client_host=m.client_host,
-                # Metadata and assignment only in Stable (K-S; K-J also shows stale assignments).
+                # Metadata and assignment only in Stable (docs/groups.md#where-kafkas-two-coordinators-differ).
                 member_metadata=m.metadata(protocol) if protocol is not None else b"",
                 member_assignment=m.assignment if protocol is not None else b"",
             )
@@ -1170,7 +1171,7 @@ class GroupManager:
     # -- loading / unloading ---------------------------------------------------------------------
 
     def load_group(self, record: GroupMetadataRecord) -> ClassicGroup:
-        """§9.2: Stable at the persisted generation with its members, or Empty without members."""
+        """docs/groups.md#loading: Stable at the persisted generation with its members, or Empty without members."""
         protocol = record.protocol_name or ""
         group = ClassicGroup(
             record.group_id,

@@ -1,5 +1,5 @@
 """Committed offsets: OffsetCommit, OffsetFetch, OffsetDelete, topic deletion and the KIP-211
-retention rules (Kafka's OffsetMetadataManager; behaviour.md §6.6, §6.7, §6.11, §8).
+retention rules (Kafka's OffsetMetadataManager; docs/groups.md#offsets-and-retention).
 
 The cache holds durable offsets only. A commit is *pending* from the request until its records are
 durable: a RequireStable fetch reports such partitions as UNSTABLE_OFFSET_COMMIT and the retention
@@ -386,7 +386,7 @@ class OffsetManager:
         if not group_id:
             code = INVALID_GROUP_ID
         elif consumer is not None and consumer_group is not None:
-            # Consumer groups (K-J): any state; only topics members subscribe to are protected.
+            # Consumer groups (Kafka's Java coordinator): any state; only topics members subscribe to are protected.
             subscribed_to = partial(consumer.is_subscribed_to_topic, consumer_group)
             check_subscription = bool(consumer_group.members)
         elif group is None:
@@ -436,7 +436,7 @@ class OffsetManager:
         return removal
 
     def delete_topics(self, topics: Iterable[str]) -> Removal:
-        """§8.1: offsets of deleted topics are removed from every group."""
+        """docs/groups.md#offsets-and-retention: offsets of deleted topics are removed from every group."""
         wanted = set(topics)
         removal = Removal()
         for group_id, offsets in self.offsets.items():
@@ -445,7 +445,7 @@ class OffsetManager:
         return removal
 
     def expire_offsets(self, group: ClassicGroup, now_wall_ms: int, removal: Removal) -> None:
-        """KIP-211: move this group's expired offsets into ``removal`` (§8.3)."""
+        """KIP-211: move this group's expired offsets into ``removal`` (docs/groups.md#offsets-and-retention)."""
         offsets = self.offsets.get(group.group_id)
         if offsets is None or not offsets.committed:
             return
@@ -467,7 +467,7 @@ class OffsetManager:
     def expire_consumer_group_offsets(
         self, group_id: str, keep_topics: frozenset[str], now_wall_ms: int, removal: Removal
     ) -> None:
-        """Consumer groups (K-J): offsets of topics no member subscribes to expire by commit time."""
+        """Consumer groups (Kafka's Java coordinator): offsets of topics no member subscribes to expire by commit time."""
         offsets = self.offsets.get(group_id)
         if offsets is not None and offsets.committed:
             self._expire(group_id, offsets, keep_topics, None, now_wall_ms, removal)
