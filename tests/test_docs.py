@@ -61,7 +61,9 @@ def _anchors(name: str) -> frozenset[str]:
     path = DOCS / name
     if not path.is_file():
         return frozenset()
-    return frozenset(_slug(line.lstrip("#")) for line in path.read_text().splitlines() if line.startswith("#"))
+    return frozenset(
+        _slug(line.lstrip("#")) for line in path.read_text().splitlines() if line.startswith("#")
+    )
 
 
 def test_nothing_cites_notes_outside_the_repository() -> None:
