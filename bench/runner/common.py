@@ -19,7 +19,9 @@ GEN_CPU = "1"
 WORKLOADS = ("rebalance", "rebalance-delay", "heartbeat", "commit", "groups", "restart")
 DEFAULT_WORKLOADS = WORKLOADS
 READY = re.compile(r"listening on:? (?:tcp://)?127\.0\.0\.1:(\d+)")
-LOADED = re.compile(r"loaded \d+ topics, (\d+) (?:classic )?groups(?:, \d+ consumer groups)? and (\d+) offsets")
+LOADED = re.compile(
+    r"loaded \d+ topics, (\d+) (?:classic )?groups(?:, \d+ consumer groups)? and (\d+) offsets"
+)
 PG_BIN = Path("/usr/lib/postgresql/15/bin")
 DASH = "\u2013"
 TIMES = "\u00d7"
