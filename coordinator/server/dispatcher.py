@@ -148,8 +148,15 @@ class Dispatcher:
             # Kafka never answers acks=0; it closes the connection so the producer notices.
             connection.abort("internal error on a Produce with acks=0")
             return
-        code = ErrorCode.UNKNOWN_SERVER_ERROR
-        reply.send(error_response(request.api_key, request.api_version, body, code))
+        try:
+            response = error_response(
+                request.api_key, request.api_version, body, ErrorCode.UNKNOWN_SERVER_ERROR
+            )
+        except Exception:
+            log.exception("no error response for %s v%d", _api_name(request.api_key), request.api_version)
+            connection.abort("internal error")
+            return
+        reply.send(response)
 
     def _sasl_handler(
         self, ctx: RequestContext, req: SaslHandshakeRequest | SaslAuthenticateRequest

@@ -147,3 +147,23 @@ def test_a_wrapper_must_be_written_for_the_request_class_of_its_route() -> None:
         routes.wrap(ApiKey.HEARTBEAT, ListGroupsRequest, lambda inner: inner)
     with pytest.raises(ValueError, match="already has a handler"):
         routes.add(ApiKey.HEARTBEAT, HeartbeatRequest, handle)
+
+
+@pytest.mark.asyncio
+async def test_without_an_error_response_the_failing_request_closes_only_its_connection(
+    server: RunningServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def no_error_response(*args: Any) -> Any:
+        raise KeyError("no builder")
+
+    monkeypatch.setattr("coordinator.server.dispatcher.error_response", no_error_response)
+    _break(server.dispatcher.routes, ApiKey.HEARTBEAT, HeartbeatRequest)
+    failing = await Client.connect(server.port, "failing")
+    other = await Client.connect(server.port, "other")
+    try:
+        failing.send(ApiKey.HEARTBEAT, 4, HeartbeatRequest("g", 1, "m"))
+        assert await asyncio.wait_for(failing.reader.read(), 5) == b""  # closed, nothing answered
+        assert (await _listed(other)).error_code == 0
+    finally:
+        await failing.close()
+        await other.close()
