@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 @dataclass(slots=True, frozen=True)
 class GroupConfig:
-    """Kafka broker settings that govern classic groups and offsets (behaviour.md §2).
+    """Kafka broker settings that govern classic groups and offsets (README.md, settings).
 
     Field ``x_y_z`` is Kafka's ``x.y.z``; the defaults are Kafka's.
     """
@@ -16,7 +16,7 @@ class GroupConfig:
     group_max_session_timeout_ms: int = 1800000
     group_initial_rebalance_delay_ms: int = 3000
     group_max_size: int = 2**31 - 1
-    # Kafka's internal `group.coordinator.new.member.join.timeout.ms` (K-J) / NewMemberJoinTimeoutMs (K-S).
+    # Kafka's internal `group.coordinator.new.member.join.timeout.ms` (Java coordinator) / NewMemberJoinTimeoutMs (Scala).
     group_new_member_join_timeout_ms: int = 300000
     offsets_retention_minutes: int = 10080
     offsets_retention_check_interval_ms: int = 600000
