@@ -1,7 +1,7 @@
 """KIP-848 members (`--group-protocol consumer`) and the per-group ownership tracker.
 
 A `ConsumerMember` speaks ConsumerGroupHeartbeat (api 68) on its own connection, as the Java
-consumer does (behaviour.md §10): it generates its member id once (v1), looks up its topic's id
+consumer does (docs/groups.md#consumer-groups-kip-848): it generates its member id once (v1), looks up its topic's id
 with Metadata, joins with epoch 0 (rebalance timeout, subscribed topic, no owned partitions),
 then heartbeats every `heartbeat_interval_ms` of the last response with its member epoch. A
 response with an assignment makes the member own exactly that set: partitions no longer in it

@@ -184,7 +184,7 @@ async def start_server(config: Config, end_offsets: EndOffsets | None = None) ->
             config.allow_everyone_if_no_acl_found,
         )
         authorizer.load(state_acls)
-        AclLayer(authorizer).wrap(dispatcher.handlers)
+        AclLayer(authorizer).install(dispatcher.routes)
         log.info(
             "authorizer enabled: %d ACLs, super users %s", len(authorizer.acls), config.super_users or "none"
         )
