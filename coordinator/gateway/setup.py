@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
+from coordinator.api.routes import Handler
 from coordinator.core.cluster import Cluster
 from coordinator.core.context import RequestContext
 from coordinator.core.result import Result
-from coordinator.core.shard import GroupCoordinator
+from coordinator.core.shard import Shard
 from coordinator.gateway.forwarder import Forwarder
 from coordinator.gateway.upstream import UpstreamSettings
 from coordinator.gateway.upstream_cluster import UpstreamCluster, parse_bootstrap
@@ -18,7 +19,8 @@ from coordinator.gateway.virtual_brokers import OpenListener, VirtualBrokers
 from coordinator.server.config import Config
 from coordinator.server.dispatcher import Dispatcher
 from protocol.apis import ApiKey
-from protocol.messages.api_versions import ApiVersion
+from protocol.messages.api_versions import ApiVersion, ApiVersionsRequest
+from protocol.messages.find_coordinator import FindCoordinatorRequest
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +56,7 @@ async def start_gateway(
     config: Config,
     dispatcher: Dispatcher,
     cluster: Cluster,
-    coordinator: GroupCoordinator,
+    coordinator: Shard,
     open_listener: OpenListener,
 ) -> Gateway:
     """Take over the topic catalog and the forwarded APIs; the first metadata is awaited briefly
@@ -94,17 +96,21 @@ async def start_gateway(
 
 def _serve_api_versions(dispatcher: Dispatcher, upstream: UpstreamCluster) -> None:
     """ApiVersions answers the gateway's ranges (see versions.py), after the usual checks."""
-    check = dispatcher.handlers[ApiKey.API_VERSIONS]
 
-    def api_versions(ctx: RequestContext, req: Any) -> Result:
-        result = check(ctx, req)
-        for _, response in result.replies:
-            if response.error_code == 0:
-                ranges = advertised_versions(upstream.api_versions)
-                response.api_keys = [ApiVersion(k, low, high) for k, (low, high) in sorted(ranges.items())]
-        return result
+    def gateway_ranges(check: Handler[ApiVersionsRequest]) -> Handler[ApiVersionsRequest]:
+        def api_versions(ctx: RequestContext, req: ApiVersionsRequest) -> Result:
+            result = check(ctx, req)
+            for _, response in result.replies:
+                if response.error_code == 0:
+                    ranges = advertised_versions(upstream.api_versions)
+                    response.api_keys = [
+                        ApiVersion(k, low, high) for k, (low, high) in sorted(ranges.items())
+                    ]
+            return result
 
-    dispatcher.handlers[ApiKey.API_VERSIONS] = api_versions
+        return api_versions
+
+    dispatcher.routes.wrap(ApiKey.API_VERSIONS, ApiVersionsRequest, gateway_ranges)
 
 
 def _coordinator_on_bootstrap_address(
@@ -113,11 +119,13 @@ def _coordinator_on_bootstrap_address(
     """The group coordinator is named at the bootstrap address, never at a virtual broker's
     address, so clients never tie it to an upstream node (its node id is
     gateway.coordinator.node.id)."""
-    find = dispatcher.handlers[ApiKey.FIND_COORDINATOR]
 
-    def find_coordinator(ctx: RequestContext, req: Any) -> Result:
-        if brokers.node_at(ctx.advertised) is not None:
-            ctx.advertised = (cluster.node.host, cluster.node.port)
-        return find(ctx, req)
+    def at_bootstrap(find: Handler[FindCoordinatorRequest]) -> Handler[FindCoordinatorRequest]:
+        def find_coordinator(ctx: RequestContext, req: FindCoordinatorRequest) -> Result:
+            if brokers.node_at(ctx.advertised) is not None:
+                ctx.advertised = (cluster.node.host, cluster.node.port)
+            return find(ctx, req)
 
-    dispatcher.handlers[ApiKey.FIND_COORDINATOR] = find_coordinator
+        return find_coordinator
+
+    dispatcher.routes.wrap(ApiKey.FIND_COORDINATOR, FindCoordinatorRequest, at_bootstrap)
