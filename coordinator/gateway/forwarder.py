@@ -340,14 +340,22 @@ class Forwarder:
         host, port = node.host, node.port
         if connection.advertised is not None and self.brokers.node_at(connection.advertised) is None:
             host, port = connection.advertised
+        # A node without a virtual broker (its port could not be bound) is left out: clients
+        # treat its partitions as leaderless and retry, instead of getting an upstream address.
         if api_key == ApiKey.METADATA:
-            for broker in body.brokers:
-                broker.host, broker.port = address(broker.node_id) or ("", -1)
+            listed = [(b, address(b.node_id)) for b in body.brokers]
+            body.brokers = [b for b, found in listed if found is not None]
+            for broker, found in listed:
+                if found is not None:
+                    broker.host, broker.port = found
             if all(b.node_id != node.node_id for b in body.brokers):
                 body.brokers.append(MetadataResponseBroker(node.node_id, host, port, None))
         elif api_key == ApiKey.DESCRIBE_CLUSTER:
-            for described in body.brokers:
-                described.host, described.port = address(described.broker_id) or ("", -1)
+            described = [(b, address(b.broker_id)) for b in body.brokers]
+            body.brokers = [b for b, found in described if found is not None]
+            for broker_entry, found in described:
+                if found is not None:
+                    broker_entry.host, broker_entry.port = found
             if all(b.broker_id != node.node_id for b in body.brokers):
                 body.brokers.append(DescribeClusterBroker(node.node_id, host, port, None))
         else:
@@ -423,12 +431,18 @@ def _node_label(target: int) -> str:
 
 
 def _rewrite_coordinators(body: FindCoordinatorResponse, address: Any) -> None:
-    if body.coordinators:
-        for coordinator in body.coordinators:
-            if coordinator.node_id >= 0:
-                coordinator.host, coordinator.port = address(coordinator.node_id) or ("", -1)
-    elif body.node_id >= 0:
-        body.host, body.port = address(body.node_id) or ("", -1)
+    """Transaction coordinators at the gateway's address of their node (retriable when it has none)."""
+    entries: list[Any] = list(body.coordinators) if body.coordinators else [body]
+    for entry in entries:
+        if entry.node_id < 0:
+            continue
+        found = address(entry.node_id)
+        if found is None:
+            entry.node_id, entry.host, entry.port = -1, "", -1
+            entry.error_code = ErrorCode.COORDINATOR_NOT_AVAILABLE
+            entry.error_message = "the gateway has no listener for this coordinator's broker"
+        else:
+            entry.host, entry.port = found
 
 
 def _produce_acks(frame: bytes, version: int) -> int:

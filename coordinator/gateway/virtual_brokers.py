@@ -28,6 +28,7 @@ class VirtualBrokers:
         self._address: dict[int, tuple[str, int]] = {}
         self._node_by_address: dict[tuple[str, int], int] = {}
         self.servers: list[asyncio.Server] = []
+        self._failed: set[int] = set()
         self._lock = asyncio.Lock()
 
     def address_of(self, node_id: int) -> tuple[str, int] | None:
@@ -44,10 +45,24 @@ class VirtualBrokers:
         """Open listeners for nodes that have none yet."""
         async with self._lock:
             for node_id in sorted(set(self.missing(node_ids))):
-                index = len(self._order)
+                index = self._order.index(node_id) if node_id in self._order else len(self._order)
                 port = self.port_base + index if self.port_base else 0
-                server, address = await self._open_listener(port)
-                self._order.append(node_id)
+                try:
+                    server, address = await self._open_listener(port)
+                except OSError as exc:
+                    if node_id not in self._failed:
+                        self._failed.add(node_id)
+                        log.error(
+                            "cannot open the virtual broker of upstream node %d on port %d: %s "
+                            "(its address is left out of responses until it can)",
+                            node_id, port, exc,
+                        )  # fmt: skip
+                    if node_id not in self._order:
+                        self._order.append(node_id)  # keeps its index: retried on the same port
+                    continue
+                self._failed.discard(node_id)
+                if node_id not in self._order:
+                    self._order.append(node_id)
                 self._address[node_id] = address
                 self._node_by_address[address] = node_id
                 self.servers.append(server)

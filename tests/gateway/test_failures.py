@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import socket
 import struct
 import threading
 import time
@@ -149,3 +150,18 @@ def _collect_leaked_sockets() -> Iterator[None]:
     """Collect kafka-python's leaked sockets here, not in whichever test runs next."""
     yield
     gc.collect()
+
+
+def test_a_virtual_broker_port_in_use_is_reported_and_never_leaks_upstream(tansu_port: int) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        base = taken.getsockname()[1]
+        with running_gateway(f"127.0.0.1:{tansu_port}", **{"gateway-broker-port-base": str(base)}) as gateway:
+            _wait(lambda: "cannot open the virtual broker" in gateway.log_text(), 10, "no error logged")
+            with WireClient(gateway.bootstrap) as client:
+                response = client.request(ApiKey.METADATA, 12, MetadataRequest(topics=[]))
+            assert [b.node_id for b in response.brokers] == [1073741824]  # only the gateway itself
+            assert gateway.process.poll() is None
+            time.sleep(1.2)  # a couple of metadata refreshes: still one line
+            assert gateway.log_text().count(f"upstream node 111 on port {base}") == 1
