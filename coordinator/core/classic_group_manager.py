@@ -44,6 +44,22 @@ from coordinator.core.errors import (
     UNKNOWN_MEMBER_ID,
     group_write_error,
 )
+from coordinator.core.events import (
+    ASSIGNMENT_WRITE_FAILED,
+    LEADER_REJOINED,
+    LOADED,
+    MEMBER_JOINED,
+    MEMBER_LEFT,
+    MEMBER_REJOINED,
+    REBALANCE_TIMEOUT,
+    SESSION_TIMEOUT,
+    STATIC_MEMBER_REPLACED,
+    SUBSCRIPTION_CHANGED,
+    SYNC_TIMEOUT,
+    Detail,
+    GroupEvents,
+    classic_owners,
+)
 from coordinator.core.group_config import GroupConfig
 from coordinator.core.lifecycle import PendingChange, TimerHandler
 from coordinator.core.state import STATE_BY_LOWER_NAME, GroupState
@@ -97,8 +113,10 @@ class ClassicGroupManager:
         clock: ShardClock,
         stats: CoreStats,
         new_member_id: Callable[[str], str],
+        events: GroupEvents | None = None,
     ) -> None:
         self.config = config
+        self.events = events if events is not None else GroupEvents(clock)
         self.timers = timers
         self.clock = clock
         self.new_member_id = new_member_id
@@ -119,6 +137,20 @@ class ClassicGroupManager:
             if started is not None and target is STABLE:
                 self.stats.rebalances_completed += 1
                 self.stats.rebalance_durations_ms.append(self.clock.now_ms - started)
+
+    def _event(
+        self, group: ClassicGroup, kind: str, message: str, member_id: str | None = None, **details: Detail
+    ) -> None:
+        self.events.record(
+            group.group_id,
+            kind,
+            "classic",
+            group.state.value,
+            group.generation_id,
+            message,
+            member_id,
+            **details,
+        )
 
     def reschedule_session(self, member: Member, timeout_ms: int | None = None) -> None:
         timeout = member.session_timeout_ms if timeout_ms is None else timeout_ms
@@ -396,6 +428,16 @@ class ClassicGroupManager:
         if group.state is PREPARING_REBALANCE and group.previous_state is EMPTY:
             group.new_member_added = True  # extends the initial delayed join (K-J rule)
         group.add_member(member, ctx.reply_to, ctx.api_version)
+        self._event(
+            group,
+            MEMBER_JOINED,
+            f"member {member_id} joined (client {ctx.client_id} from {member.client_host}"
+            f"{f', instance {req.group_instance_id}' if req.group_instance_id else ''}, reason: {req.reason})",
+            member_id,
+            client_id=ctx.client_id,
+            client_host=member.client_host,
+            instance_id=req.group_instance_id,
+        )
         # New members cannot heartbeat (they do not know their id yet) and a parked JoinGroup cannot
         # detect a disconnect: their timer is the new-member join timeout (KAFKA-7610).
         self.reschedule_session(member, self.config.group_new_member_join_timeout_ms)
@@ -411,6 +453,7 @@ class ClassicGroupManager:
         fx: Effects,
     ) -> None:
         self._answer_superseded_join(group, member, fx)
+        self._event_rejoin(group, member, protocols, req.reason)
         group.update_member(
             member,
             protocols,
@@ -420,6 +463,24 @@ class ClassicGroupManager:
             ctx.api_version,
         )
         self._maybe_prepare_rebalance_or_complete_join(group, fx)
+
+    def _event_rejoin(
+        self, group: ClassicGroup, member: Member, protocols: Protocols, why: str | None
+    ) -> None:
+        member_id = member.member_id
+        if member.protocols != protocols:
+            self._event(
+                group,
+                SUBSCRIPTION_CHANGED,
+                f"member {member_id} changed its subscription or metadata",
+                member_id,
+            )
+        elif group.state is STABLE and group.is_leader(member_id):
+            self._event(
+                group, LEADER_REJOINED, f"leader {member_id} rejoined (reason: {why})", member_id, reason=why
+            )
+        else:
+            self._event(group, MEMBER_REJOINED, f"member {member_id} rejoined", member_id)
 
     def _answer_superseded_join(self, group: ClassicGroup, member: Member, fx: Effects) -> None:
         # A second JoinGroup for a member that already has one parked (a retry on a new
@@ -446,6 +507,14 @@ class ClassicGroupManager:
             old_member_id, new_member_id, session_key(group.group_id, new_member_id)
         )
         self._fence_replaced_member(group, old_member, fx)
+        self._event(
+            group,
+            STATIC_MEMBER_REPLACED,
+            f"static member {old_member.group_instance_id} replaced: member {old_member_id} by {new_member_id}",
+            new_member_id,
+            instance_id=old_member.group_instance_id,
+            replaced_member_id=old_member_id,
+        )
         self.timers.cancel(old_member.session_key)
         self.reschedule_session(new_member)
         old_protocols = new_member.protocols
@@ -556,12 +625,7 @@ class ClassicGroupManager:
         if group.state is COMPLETING_REBALANCE:
             self._reset_and_propagate_assignment_error(group, REBALANCE_IN_PROGRESS, fx)
         self._remove_sync_expiration(group)
-        log.info(
-            "group %s: preparing to rebalance in state %s at generation %d",
-            group.group_id,
-            group.state.value,
-            group.generation_id,
-        )
+        self.events.rebalance_started(group.group_id, group.state.value, group.generation_id)
         if group.state is EMPTY:
             # Initial delayed join: give other members of a (re)forming group time to arrive.
             delay = self.config.group_initial_rebalance_delay_ms
@@ -587,7 +651,12 @@ class ClassicGroupManager:
         self.timers.cancel(group.join_key)
         group.initial_join_delay = None
         for member in group.not_yet_rejoined_dynamic_members():
-            log.info("group %s: removing member %s, which did not rejoin", group.group_id, member.member_id)
+            self._event(
+                group,
+                REBALANCE_TIMEOUT,
+                f"member {member.member_id} removed: it did not rejoin within the rebalance timeout",
+                member.member_id,
+            )
             self._remove_member(group, member, fx)
         if group.state is DEAD:
             return
@@ -602,19 +671,15 @@ class ClassicGroupManager:
             group.protocol_name = None
             group.subscribed_topics = group.compute_subscribed_topics()
             self._transition(group, EMPTY)
-            log.info("group %s: generation %d is empty", group.group_id, group.generation_id)
+            self.events.group_empty(group.group_id, group.generation_id)
             # Kafka only logs a failure of this write: no member depends on it.
             fx.write([self.group_record(group, {})])
             return
         group.protocol_name = group.select_protocol()
         group.subscribed_topics = group.compute_subscribed_topics()
         self._transition(group, COMPLETING_REBALANCE)
-        log.info(
-            "group %s: generation %d formed with %d members, protocol %s",
-            group.group_id,
-            group.generation_id,
-            len(group.members),
-            group.protocol_name,
+        self.events.generation_formed(
+            group.group_id, group.generation_id, len(group.members), group.protocol_name, group.leader_id
         )
         leader_id = group.leader_id
         for member in group.members.values():
@@ -686,7 +751,7 @@ class ClassicGroupManager:
         member = group.members.get(member_id)
         if member is None or member.has_satisfied_heartbeat():
             return
-        log.info("group %s: member %s failed (session expired), removing it", group_id, member_id)
+        self._event(group, SESSION_TIMEOUT, f"session timeout of member {member_id}", member_id)
         self._remove_member_and_update_group(group, member, fx)
 
     def expire_join(self, group_id: str, fx: Effects) -> None:
@@ -715,7 +780,10 @@ class ClassicGroupManager:
         if not group.pending_sync_members:
             return
         missing = [group.members[m] for m in group.pending_sync_members if m in group.members]
-        log.info("group %s: removing members that did not sync: %s", group_id, [m.member_id for m in missing])
+        missing_ids = [m.member_id for m in missing]
+        self._event(
+            group, SYNC_TIMEOUT, f"members did not sync: {', '.join(missing_ids)}", None, members=missing_ids
+        )
         for member in missing:
             self._remove_member(group, member, fx)
         group.pending_sync_members.clear()
@@ -802,7 +870,8 @@ class ClassicGroupManager:
                 member.assignment = assignments.get(member.member_id, b"")
             self._propagate_assignment(group, NONE, out)
             self._transition(group, STABLE)
-            log.info("group %s: generation %d is stable", group.group_id, generation)
+            owners = classic_owners(assignments) if group.uses_consumer_protocol() else None
+            self.events.group_stable(group.group_id, generation, owners)
 
         def on_failed(out: Effects, error_code: int) -> None:
             # Nothing to undo (nothing was applied); Kafka answers the parked SyncGroups with the
@@ -810,9 +879,7 @@ class ClassicGroupManager:
             if not awaits_this_assignment():
                 return
             code = group_write_error(error_code)
-            log.warning(
-                "group %s: storing the assignment failed (%d); rebalancing", group.group_id, error_code
-            )
+            self._event(group, ASSIGNMENT_WRITE_FAILED, f"storing the assignment failed ({error_code})")
             self._reset_and_propagate_assignment_error(group, code, out)
             self._maybe_prepare_rebalance_or_complete_join(group, out)
 
@@ -893,11 +960,12 @@ class ClassicGroupManager:
             mapped = None if instance_id is None else group.static_members.get(instance_id)
             if mapped is None:
                 return UNKNOWN_MEMBER_ID
-            log.info(
-                "group %s: static member %s removed by instance id (reason: %s)",
-                group.group_id,
-                instance_id,
-                identity.reason,
+            self._event(
+                group,
+                MEMBER_LEFT,
+                f"static member {instance_id} removed by instance id (reason: {identity.reason})",
+                mapped,
+                reason=identity.reason,
             )
             self._remove_member(group, group.members[mapped], fx)
             return NONE
@@ -908,7 +976,13 @@ class ClassicGroupManager:
         code = group.validate_member(member_id, instance_id)
         if code:
             return code
-        log.info("group %s: member %s left (reason: %s)", group.group_id, member_id, identity.reason)
+        self._event(
+            group,
+            MEMBER_LEFT,
+            f"member {member_id} left (reason: {identity.reason})",
+            member_id,
+            reason=identity.reason,
+        )
         self._remove_member(group, group.members[member_id], fx)
         return NONE
 
@@ -1037,7 +1111,7 @@ class ClassicGroupManager:
         self.timers.cancel(group.join_key)
         self._transition(group, DEAD)
         del self.groups[group.group_id]
-        log.info("group %s: removed at generation %d", group.group_id, group.generation_id)
+        self.events.group_removed(group.group_id, "classic", group.generation_id, "deleted or expired")
 
     def holds(self, group_id: str) -> bool:
         return group_id in self.groups
@@ -1116,11 +1190,7 @@ class ClassicGroupManager:
             for member in group.members.values():
                 self.reschedule_session(member)
             if len(group.members) > max_size:
-                log.info(
-                    "group %s: loaded with %d members, over group.max.size",
-                    group.group_id,
-                    len(group.members),
-                )
+                self._event(group, LOADED, f"loaded with {len(group.members)} members, over group.max.size")
                 self._prepare_rebalance(group, fx)
 
     def unload(self, fx: Effects) -> None:

@@ -25,6 +25,7 @@ from coordinator.core.classic_group_manager import (
 )
 from coordinator.core.clock import ShardClock
 from coordinator.core.consumer_group import (
+    CG_STABLE,
     JOIN_EPOCH,
     LEAVE_EPOCH,
     LEAVE_STATIC_EPOCH,
@@ -54,6 +55,19 @@ from coordinator.core.errors import (
     UNSUPPORTED_ASSIGNOR,
     UNSUPPORTED_VERSION,
     consumer_write_error,
+)
+from coordinator.core.events import (
+    MEMBER_JOINED,
+    MEMBER_LEFT,
+    METADATA_CHANGED,
+    REBALANCE_TIMEOUT,
+    SESSION_TIMEOUT,
+    STATIC_MEMBER_REPLACED,
+    SUBSCRIPTION_CHANGED,
+    Detail,
+    describe_metadata_change,
+    moved_partitions,
+    target_owners,
 )
 from coordinator.core.group_config import GroupConfig
 from coordinator.core.lifecycle import PendingChange, TimerHandler
@@ -139,6 +153,7 @@ class ConsumerGroupManager:
         self.clock = clock
         self.stats = stats
         self.classic = classic  # the classic half of the group id space
+        self.events = classic.events
         self.new_member_id = new_member_id
         self.catalog: TopicCatalog = EmptyCatalog()
         self.groups: dict[str, ConsumerGroup] = {}
@@ -304,12 +319,25 @@ class ConsumerGroupManager:
             records.member(member.member_id)
         if subscription_changed:
             records.member(member.member_id)
+            if not is_new:
+                self._event(
+                    group,
+                    SUBSCRIPTION_CHANGED,
+                    f"member {member.member_id} changed its subscription",
+                    member.member_id,
+                )
 
         catalog = self.catalog
         if subscription_changed or group.catalog_version != catalog.version:
             metadata = self._subscription_metadata(group)
             group.catalog_version = catalog.version
             if metadata != group.subscription_metadata:
+                if not subscription_changed:
+                    self._event(
+                        group,
+                        METADATA_CHANGED,
+                        f"subscribed topics changed: {describe_metadata_change(group.subscription_metadata, metadata)}",
+                    )
                 group.subscription_metadata = metadata
                 subscription_changed = True
         if subscription_changed:
@@ -318,6 +346,8 @@ class ConsumerGroupManager:
             self._compute_target(group, records)
 
         assigned_changed = self._reconcile(group, member, owned, records)
+        if group.state == CG_STABLE:
+            self.events.reconciled(group.group_id, group.group_epoch, len(group.members))
         self._reschedule_session(group, member)
         response = _heartbeat_response(
             member.member_id,
@@ -438,12 +468,15 @@ class ConsumerGroupManager:
         if instance_id is not None:
             group.static_members[instance_id] = member_id
         group.state_ms = self.clock.wall_ms
-        log.info(
-            "group %s: member %s joined (client %s%s)",
-            group.group_id,
+        self._event(
+            group,
+            MEMBER_JOINED,
+            f"member {member_id} joined (client {ctx.client_id} from {member.client_host}"
+            f"{f', instance {instance_id}' if instance_id else ''})",
             member_id,
-            ctx.client_id,
-            f", instance {instance_id}" if instance_id else "",
+            client_id=ctx.client_id,
+            client_host=member.client_host,
+            instance_id=instance_id,
         )
         return member, True
 
@@ -471,12 +504,13 @@ class ConsumerGroupManager:
         if target is not None:
             group.target[new.member_id] = target
         group.add_ownership(new)
-        log.info(
-            "group %s: static member %s replaced by %s (instance %s)",
-            group.group_id,
-            old.member_id,
+        self._event(
+            group,
+            STATIC_MEMBER_REPLACED,
+            f"static member {new.instance_id} replaced: member {old.member_id} by {new.member_id}",
             new.member_id,
-            new.instance_id,
+            instance_id=new.instance_id,
+            replaced_member_id=old.member_id,
         )
 
     def _owned(
@@ -526,9 +560,11 @@ class ConsumerGroupManager:
             self._cancel_rebalance_timer(group, member)
             self._reschedule_session(group, member)
             records.member(member.member_id)
-            log.info("group %s: static member %s left temporarily", group.group_id, member.member_id)
+            self._event(
+                group, MEMBER_LEFT, f"static member {member.member_id} left temporarily", member.member_id
+            )
         else:
-            self._remove_member(group, member, records, "left the group")
+            self._remove_member(group, member, records, "left the group", MEMBER_LEFT)
         response = _heartbeat_response(member.member_id, req.member_epoch, 0, None)
         self._finish(ctx, group, records, response, fx)
 
@@ -550,14 +586,14 @@ class ConsumerGroupManager:
         records.member(member.member_id)  # not in the group any more: written as a tombstone
 
     def _remove_member(
-        self, group: ConsumerGroup, member: ConsumerMember, records: _Writes, why: str
+        self, group: ConsumerGroup, member: ConsumerMember, records: _Writes, why: str, cause: str
     ) -> None:
         group.remove_ownership(member)
         self._forget_member(group, member, records)
         group.target.pop(member.member_id, None)
         group.state_ms = self.clock.wall_ms
-        log.info(
-            "group %s: member %s %s at epoch %d", group.group_id, member.member_id, why, member.member_epoch
+        self._event(
+            group, cause, f"member {member.member_id} {why} at epoch {member.member_epoch}", member.member_id
         )
         group.subscription_metadata = self._subscription_metadata(group)
         self._bump(group, records)
@@ -571,7 +607,15 @@ class ConsumerGroupManager:
     def _bump(self, group: ConsumerGroup, records: _Writes) -> None:
         group.group_epoch += 1
         self.stats.consumer_group_rebalances += 1
+        self.events.epoch_bumped(group.group_id, group.state, group.group_epoch)
         records.group()
+
+    def _event(
+        self, group: ConsumerGroup, kind: str, message: str, member_id: str | None = None, **details: Detail
+    ) -> None:
+        self.events.record(
+            group.group_id, kind, "consumer", group.state, group.group_epoch, message, member_id, **details
+        )
 
     def _resolved_topics(self, member: ConsumerMember) -> frozenset[str]:
         catalog = self.catalog
@@ -603,7 +647,9 @@ class ConsumerGroupManager:
         return next(name for name in configured if counts.get(name) == best)
 
     def _compute_target(self, group: ConsumerGroup, records: _Writes) -> None:
-        assignor = ASSIGNORS[self.preferred_assignor(group)]
+        assignor_name = self.preferred_assignor(group)
+        assignor = ASSIGNORS[assignor_name]
+        before = target_owners(group.target)
         members = {
             member_id: AssignmentMember(
                 member_id=member_id,
@@ -622,6 +668,8 @@ class ConsumerGroupManager:
                 records.member(member_id)
             group.target[member_id] = assignment
         group.assignment_epoch = group.group_epoch
+        moved = moved_partitions(before, target_owners(group.target))
+        self.events.target_computed(group.group_id, group.state, group.group_epoch, assignor_name, moved)
         records.group()
 
     def _reconcile(
@@ -684,7 +732,7 @@ class ConsumerGroupManager:
         if group is None or member is None:
             return
         records = _Writes()
-        self._remove_member(group, member, records, "fenced: session timeout expired")
+        self._remove_member(group, member, records, "fenced: session timeout expired", SESSION_TIMEOUT)
         self._finish(None, group, records, None, fx)
 
     def expire_rebalance(self, group_id: str, member_id: str, fx: Effects) -> None:
@@ -697,7 +745,9 @@ class ConsumerGroupManager:
         if member.state is not MemberState.UNREVOKED_PARTITIONS or member.member_epoch != epoch:
             return
         records = _Writes()
-        self._remove_member(group, member, records, "fenced: did not revoke within the rebalance timeout")
+        self._remove_member(
+            group, member, records, "fenced: did not revoke within the rebalance timeout", REBALANCE_TIMEOUT
+        )
         self._finish(None, group, records, None, fx)
 
     # -- persistence ---------------------------------------------------------------------------
@@ -840,7 +890,7 @@ class ConsumerGroupManager:
     def remove_group(self, group: ConsumerGroup) -> None:
         del self.groups[group.group_id]
         group.dead = True
-        log.info("group %s: removed at epoch %d", group.group_id, group.group_epoch)
+        self.events.group_removed(group.group_id, "consumer", group.group_epoch, "deleted or expired")
 
     def holds(self, group_id: str) -> bool:
         return group_id in self.groups

@@ -24,6 +24,7 @@ from coordinator.core.consumer_group_manager import CONSUMER_GROUP_TYPE, Consume
 from coordinator.core.context import RequestContext
 from coordinator.core.effects import Effects, ResultBuilder
 from coordinator.core.errors import GROUP_ID_NOT_FOUND, INCONSISTENT_GROUP_PROTOCOL, NONE, admin_write_error
+from coordinator.core.events import GroupEvents
 from coordinator.core.group_config import GroupConfig
 from coordinator.core.lifecycle import GroupLifecycle, PendingChange, TimerHandler
 from coordinator.core.offset_manager import OffsetManager
@@ -81,8 +82,9 @@ class Shard:
         self.stats = CoreStats()
         self._timers: Timers[TimerKey] = Timers()
         self._results = ResultBuilder(self.clock)
+        self.events = GroupEvents(self.clock)
         self._classic = ClassicGroupManager(
-            config, self._timers, self.clock, self.stats, member_id_factory or default_member_id
+            config, self._timers, self.clock, self.stats, member_id_factory or default_member_id, self.events
         )
         self._consumer = ConsumerGroupManager(config, self._timers, self.clock, self.stats, self._classic)
         self._offsets = OffsetManager(config, self.clock, self._classic)
@@ -105,6 +107,7 @@ class Shard:
 
     def _enter(self, now_ms: int, wall_ms: int) -> None:
         self.clock.set(now_ms, wall_ms)
+        self.events.begin_operation()
         if RETENTION_KEY not in self._timers:
             self._timers.schedule(RETENTION_KEY, now_ms + self.config.offsets_retention_check_interval_ms)
 
@@ -321,6 +324,7 @@ class Shard:
             if key is None:
                 break
             fx = Effects()
+            self.events.begin_operation()
             handler = self._timer_handlers.get(str(key[0]))
             if handler is None:
                 raise ValueError(f"unknown timer {key!r}")
