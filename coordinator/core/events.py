@@ -62,6 +62,10 @@ CAUSES: Final = (
     LOADED,
     UNKNOWN,
 )
+# Causes that are a member (re)joining: it is the first member of the new generation.
+_JOIN_CAUSES: Final = frozenset(
+    (MEMBER_JOINED, SUBSCRIPTION_CHANGED, LEADER_REJOINED, STATIC_MEMBER_REPLACED)
+)
 
 # Events that are not causes.
 MEMBER_REJOINED: Final = "member_rejoined"
@@ -143,7 +147,7 @@ class GroupEvents:
         self.stats = EventStats()
         self._rings: OrderedDict[str, deque[GroupEvent]] = OrderedDict()
         self._seq = 0
-        self._pending_cause: dict[str, tuple[str, str]] = {}  # group -> (cause, message)
+        self._pending_cause: dict[str, tuple[str, str, str | None]] = {}  # group -> (cause, message, member)
         self._phases: dict[str, _Phase] = {}
         self._bumped_ms: dict[str, tuple[int, int]] = {}  # consumer group -> (epoch, monotonic ms)
         self._owners: dict[str, dict[tuple[str, int], str]] = {}  # last stable classic assignment
@@ -201,7 +205,7 @@ class GroupEvents:
             self._rings.move_to_end(group_id)
         ring.append(event)
         if kind in CAUSES:
-            self._pending_cause[group_id] = (kind, message)
+            self._pending_cause[group_id] = (kind, message, member_id)
         phase = self._phases.get(group_id)
         if phase is not None and kind in (MEMBER_JOINED, MEMBER_REJOINED) and member_id is not None:
             phase.last_joined, phase.last_joined_ms = member_id, self.clock.now_ms
@@ -209,8 +213,8 @@ class GroupEvents:
             log.info("group %s: %s", group_id, message, extra={"group_event": event.to_json()})
         return event
 
-    def take_cause(self, group_id: str) -> tuple[str, str]:
-        return self._pending_cause.pop(group_id, (UNKNOWN, "unknown reason"))
+    def take_cause(self, group_id: str) -> tuple[str, str, str | None]:
+        return self._pending_cause.pop(group_id, (UNKNOWN, "unknown reason", None))
 
     def _count_rebalance(self, protocol: str, reason: str) -> None:
         key = (protocol, reason)
@@ -219,9 +223,11 @@ class GroupEvents:
     # -- classic groups: rebalance phases ------------------------------------------------------
 
     def rebalance_started(self, group_id: str, previous_state: str, generation: int) -> None:
-        reason, why = self.take_cause(group_id)
+        reason, why, member_id = self.take_cause(group_id)
         now = self.clock.now_ms
-        self._phases[group_id] = _Phase(started_ms=now, reason=reason, phase_started_ms=now)
+        phase = self._phases[group_id] = _Phase(started_ms=now, reason=reason, phase_started_ms=now)
+        if reason in _JOIN_CAUSES:
+            phase.last_joined, phase.last_joined_ms = member_id, now
         self._count_rebalance("classic", reason)
         self.record(
             group_id,
@@ -311,7 +317,7 @@ class GroupEvents:
     # -- KIP-848 consumer groups ---------------------------------------------------------------
 
     def epoch_bumped(self, group_id: str, state: str, epoch: int) -> None:
-        reason, why = self.take_cause(group_id)
+        reason, why, _member_id = self.take_cause(group_id)
         self._count_rebalance("consumer", reason)
         self._bumped_ms[group_id] = (epoch, self.clock.now_ms)
         self.record(
