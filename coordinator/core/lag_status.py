@@ -78,7 +78,7 @@ class LogEndTable:
                 return None
             (o1, t1), (o2, t2) = points[0], points[-1]
             return t1 - (o1 - offset) * (t2 - t1) / (o2 - o1)
-        for (o1, t1), (o2, t2) in pairwise(points):
+        for (o1, t1), (o2, t2) in itertools.pairwise(points):
             if o1 <= offset < o2:
                 return t1 + (offset - o1) * (t2 - t1) / (o2 - o1)
         return None  # unreachable: offsets increase and offset < the last one
