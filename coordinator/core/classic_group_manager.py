@@ -58,6 +58,7 @@ from coordinator.core.events import (
     SYNC_TIMEOUT,
     Detail,
     GroupEvents,
+    because,
     classic_owners,
 )
 from coordinator.core.group_config import GroupConfig
@@ -432,7 +433,7 @@ class ClassicGroupManager:
             group,
             MEMBER_JOINED,
             f"member {member_id} joined (client {ctx.client_id} from {member.client_host}"
-            f"{f', instance {req.group_instance_id}' if req.group_instance_id else ''}, reason: {req.reason})",
+            f"{f', instance {req.group_instance_id}' if req.group_instance_id else ''}{because(req.reason)})",
             member_id,
             client_id=ctx.client_id,
             client_host=member.client_host,
@@ -477,7 +478,11 @@ class ClassicGroupManager:
             )
         elif group.state is STABLE and group.is_leader(member_id):
             self._event(
-                group, LEADER_REJOINED, f"leader {member_id} rejoined (reason: {why})", member_id, reason=why
+                group,
+                LEADER_REJOINED,
+                f"leader {member_id} rejoined{because(why, '(')}",
+                member_id,
+                reason=why,
             )
         else:
             self._event(group, MEMBER_REJOINED, f"member {member_id} rejoined", member_id)
@@ -963,7 +968,7 @@ class ClassicGroupManager:
             self._event(
                 group,
                 MEMBER_LEFT,
-                f"static member {instance_id} removed by instance id (reason: {identity.reason})",
+                f"static member {instance_id} removed by instance id{because(identity.reason, '(')}",
                 mapped,
                 reason=identity.reason,
             )
@@ -979,7 +984,7 @@ class ClassicGroupManager:
         self._event(
             group,
             MEMBER_LEFT,
-            f"member {member_id} left (reason: {identity.reason})",
+            f"member {member_id} left{because(identity.reason, '(')}",
             member_id,
             reason=identity.reason,
         )

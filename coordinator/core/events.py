@@ -151,6 +151,7 @@ class GroupEvents:
         self._phases: dict[str, _Phase] = {}
         self._bumped_ms: dict[str, tuple[int, int]] = {}  # consumer group -> (epoch, monotonic ms)
         self._owners: dict[str, dict[tuple[str, int], str]] = {}  # last stable classic assignment
+        self._rebalances: dict[str, int] = {}
 
     # -- reading --------------------------------------------------------------------------------
 
@@ -216,9 +217,14 @@ class GroupEvents:
     def take_cause(self, group_id: str) -> tuple[str, str, str | None]:
         return self._pending_cause.pop(group_id, (UNKNOWN, "unknown reason", None))
 
-    def _count_rebalance(self, protocol: str, reason: str) -> None:
+    def _count_rebalance(self, group_id: str, protocol: str, reason: str) -> None:
         key = (protocol, reason)
         self.stats.rebalances_by_reason[key] = self.stats.rebalances_by_reason.get(key, 0) + 1
+        self._rebalances[group_id] = self._rebalances.get(group_id, 0) + 1
+
+    def rebalances_by_group(self) -> Mapping[str, int]:
+        """Rebalances (classic) and epoch bumps (consumer) per live group."""
+        return self._rebalances
 
     # -- classic groups: rebalance phases ------------------------------------------------------
 
@@ -228,7 +234,7 @@ class GroupEvents:
         phase = self._phases[group_id] = _Phase(started_ms=now, reason=reason, phase_started_ms=now)
         if reason in _JOIN_CAUSES:
             phase.last_joined, phase.last_joined_ms = member_id, now
-        self._count_rebalance("classic", reason)
+        self._count_rebalance(group_id, "classic", reason)
         self.record(
             group_id,
             REBALANCE_STARTED,
@@ -311,6 +317,7 @@ class GroupEvents:
         self._phases.pop(group_id, None)
         self._bumped_ms.pop(group_id, None)
         self._owners.pop(group_id, None)
+        self._rebalances.pop(group_id, None)
         self.stats.slowest_rejoin.pop(group_id, None)
         self.record(group_id, GROUP_REMOVED, protocol, "Dead", generation, f"group removed ({why})", why=why)
 
@@ -318,7 +325,7 @@ class GroupEvents:
 
     def epoch_bumped(self, group_id: str, state: str, epoch: int) -> None:
         reason, why, _member_id = self.take_cause(group_id)
-        self._count_rebalance("consumer", reason)
+        self._count_rebalance(group_id, "consumer", reason)
         self._bumped_ms[group_id] = (epoch, self.clock.now_ms)
         self.record(
             group_id,
@@ -376,7 +383,7 @@ _ASSIGNMENT_DECODERS = (
 )
 
 
-def _consumer_assignment(data: bytes) -> list[tuple[str, int]] | None:
+def consumer_assignment(data: bytes) -> list[tuple[str, int]] | None:
     """The partitions of a ConsumerProtocolAssignment (a newer version is read with the newest
     layout we know: new versions only append fields); None if the bytes do not parse."""
     if not data:
@@ -396,7 +403,7 @@ def classic_owners(assignments: Mapping[str, bytes]) -> dict[tuple[str, int], st
     assignment bytes); None if one does not parse."""
     owners: dict[tuple[str, int], str] = {}
     for member_id, data in assignments.items():
-        partitions = _consumer_assignment(data)
+        partitions = consumer_assignment(data)
         if partitions is None:
             return None
         owners.update((tp, member_id) for tp in partitions)
@@ -431,3 +438,10 @@ def describe_metadata_change(
         elif new_n != old_n:
             changes.append(f"topic {name} went from {old_n} to {new_n} partitions")
     return "; ".join(changes) or "metadata changed"
+
+
+def because(reason: str | None, opening: str = ",") -> str:
+    """The client's reason string (JoinGroup v8+, LeaveGroup v5+) as a message suffix, if it sent one."""
+    if not reason:
+        return ""
+    return f", reason: {reason}" if opening == "," else f" (reason: {reason})"

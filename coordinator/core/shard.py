@@ -394,6 +394,9 @@ class Shard:
         """The live KIP-848 group object (read it, never mutate it)."""
         return self._consumer.groups.get(group_id)
 
+    def consumer_group_ids(self) -> list[str]:
+        return list(self._consumer.groups)
+
     def group_count_by_state(self) -> dict[str, int]:
         """Classic and consumer groups by state name (both have Empty and Stable)."""
         counts: dict[str, int] = {}
@@ -412,6 +415,14 @@ class Shard:
 
     def offset_count(self) -> int:
         return self._offsets.offset_count()
+
+    def committed_offsets(self, group_id: str) -> list[OffsetCommitRecord]:
+        """The group's committed offsets, by topic and partition (read only)."""
+        offsets = self._offsets.offsets.get(group_id)
+        if offsets is None:
+            return []
+        found = (offsets.get(topic, p) for topic in offsets.topics() for p in offsets.partitions(topic))
+        return [record for record in found if record is not None]
 
 
 def _apply_all(changes: list[PendingChange]) -> None:

@@ -6,16 +6,20 @@ import asyncio
 import logging
 import signal
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from coordinator.api.authz import AclLayer
 from coordinator.core.cluster import Cluster, NodeIdentity
+from coordinator.core.lag_status import LagTracker
 from coordinator.core.shard import Shard
 from coordinator.security.acl import Authorizer
 from coordinator.server.authn import CredentialLoader, SaslServer
 from coordinator.server.config import Config
 from coordinator.server.connection import Connection
+from coordinator.server.console import Console
 from coordinator.server.dispatcher import Dispatcher
+from coordinator.server.group_metrics import GroupMetricsCollector, watch_loop_lag
+from coordinator.server.group_views import GroupViews
 from coordinator.server.limits import ConnectionLimits
 from coordinator.server.listeners import BoundListener
 from coordinator.server.metrics import HealthServer, MeasuredStore, Metrics
@@ -43,6 +47,9 @@ class RunningServer:
     metrics_port: int | None = None
     limits: ConnectionLimits | None = None
     all_listeners: list[asyncio.Server] | None = None
+    # Lag samples (filled in gateway mode) and the loop-lag probe of the metrics (observability.md).
+    lag: LagTracker = field(default_factory=LagTracker)
+    loop_watch: asyncio.Task[None] | None = None
 
     @property
     def port(self) -> int:
@@ -53,6 +60,8 @@ class RunningServer:
         """Stop accepting, let in-flight writes finish, flush storage, close everything."""
         for listener in self.all_listeners or [self.listener]:
             listener.close()
+        if self.loop_watch is not None:
+            self.loop_watch.cancel()
         if self.limits is not None:
             self.limits.stop()
         if self.dispatcher.sasl is not None:
@@ -87,8 +96,9 @@ async def start_server(config: Config) -> RunningServer:
         return state_ready and runtime is not None and not runtime.storage_failing
 
     metrics_port = None
+    console = Console()
     if metrics is not None:
-        health = HealthServer(metrics, is_ready)
+        health = HealthServer(metrics, is_ready, console)
         metrics_port = await health.start(config.metrics_host, config.metrics_port)
         log.info("metrics and health endpoints on http://%s:%d/metrics", config.metrics_host, metrics_port)
     store: Store = open_store(config.storage, **_store_options(config))
@@ -173,6 +183,10 @@ async def start_server(config: Config) -> RunningServer:
         metrics.watch_core(
             lambda: (coordinator.group_count_by_state(), coordinator.member_count()), coordinator.stats
         )
+        group_metrics = GroupMetricsCollector(coordinator.events, server.lag)
+        metrics.registry.register(group_metrics)
+        server.loop_watch = loop.create_task(watch_loop_lag(group_metrics))
+    console.views = GroupViews(coordinator, server.lag)
     if config.authorizer_enabled:
         authorizer = Authorizer(
             [u.strip() for u in config.super_users.split(";") if u.strip()],

@@ -16,6 +16,7 @@ from coordinator.cli.admin.client import AdminClient
 from coordinator.cli.admin.connection import parse_address
 from coordinator.cli.admin.errors import KafkaError, UsageError
 from coordinator.cli.admin.groups_cmd import groups_delete, groups_describe, groups_list
+from coordinator.cli.admin.history_cmd import add_history_parser
 from coordinator.cli.admin.offsets_cmd import offsets_delete, offsets_export, offsets_import, offsets_reset
 from coordinator.cli.admin.specs import parse_datetime_ms, parse_duration_ms, parse_topic_spec
 from coordinator.cli.admin.zookeeper import ZooKeeperError, parse_zk_address
@@ -199,6 +200,7 @@ def add_groups_parser(
 
     delete = _leaf(verbs, "delete", groups_delete, "delete groups (they must have no members)")
     delete.add_argument("groups", nargs="+", metavar="GROUP")
+    add_history_parser(verbs)
     return groups
 
 
