@@ -222,6 +222,13 @@ class GroupEvents:
         self.stats.rebalances_by_reason[key] = self.stats.rebalances_by_reason.get(key, 0) + 1
         self._rebalances[group_id] = self._rebalances.get(group_id, 0) + 1
 
+    def rebalances_in_progress(self) -> dict[str, int]:
+        """Groups rebalancing now (classic: not Stable yet; consumer: not reconciled yet) and the
+        monotonic ms their rebalance started at."""
+        started = {group_id: phase.started_ms for group_id, phase in self._phases.items()}
+        started.update((group_id, since) for group_id, (_epoch, since) in self._bumped_ms.items())
+        return started
+
     def rebalances_by_group(self) -> Mapping[str, int]:
         """Rebalances (classic) and epoch bumps (consumer) per live group."""
         return self._rebalances

@@ -183,7 +183,7 @@ async def start_server(config: Config) -> RunningServer:
         metrics.watch_core(
             lambda: (coordinator.group_count_by_state(), coordinator.member_count()), coordinator.stats
         )
-        group_metrics = GroupMetricsCollector(coordinator.events, server.lag)
+        group_metrics = GroupMetricsCollector(coordinator.events, server.lag, clock.now_ms)
         metrics.registry.register(group_metrics)
         server.loop_watch = loop.create_task(watch_loop_lag(group_metrics))
     console.views = GroupViews(coordinator, server.lag)

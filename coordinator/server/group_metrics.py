@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import heapq
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
@@ -53,8 +53,15 @@ class _Buckets:
 
 
 class GroupMetricsCollector(Collector):
-    def __init__(self, events: GroupEvents, lag: LagTracker, top_groups: int = DEFAULT_TOP_GROUPS) -> None:
+    def __init__(
+        self,
+        events: GroupEvents,
+        lag: LagTracker,
+        now_ms: Callable[[], int],
+        top_groups: int = DEFAULT_TOP_GROUPS,
+    ) -> None:
         self.events = events
+        self.now_ms = now_ms  # the shard's monotonic clock
         self.lag = lag
         self.top_groups = top_groups
         self.loop_lag_seconds = 0.0
@@ -116,6 +123,16 @@ class GroupMetricsCollector(Collector):
         for group, (member, wait_ms) in waits:
             slowest.add_metric([group, member], wait_ms / 1000)
         yield slowest
+        ongoing = GaugeMetricFamily(
+            "coordinator_group_rebalance_in_progress_seconds",
+            "How long the groups rebalancing now have been at it (top N longest)",
+            labels=["group"],
+        )
+        now = self.now_ms()
+        in_progress = self.events.rebalances_in_progress().items()
+        for group, started in heapq.nsmallest(self.top_groups, in_progress, key=_value):
+            ongoing.add_metric([group], max(now - started, 0) / 1000)
+        yield ongoing
         yield from self._lag_families()
         yield GaugeMetricFamily(
             "coordinator_event_loop_lag_seconds",

@@ -17,6 +17,9 @@ class JsonFormatter(logging.Formatter):
             "logger": record.name,
             "message": record.getMessage(),
         }
+        event = getattr(record, "group_event", None)
+        if event is not None:  # group events (coordinator.core.events) carry their fields
+            entry["event"] = event
         if record.exc_info:
             entry["exception"] = self.formatException(record.exc_info)
         return json.dumps(entry)
