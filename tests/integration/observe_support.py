@@ -21,8 +21,10 @@ from coordinator.server.config import Config
 from protocol.apis import ApiKey
 from protocol.messages.consumer_protocol import (
     ConsumerProtocolAssignment,
+    ConsumerProtocolSubscription,
     TopicPartition,
     encode_consumer_protocol_assignment_v0,
+    encode_consumer_protocol_subscription_v0,
 )
 from protocol.messages.create_topics import CreatableTopic, CreateTopicsRequest
 from protocol.messages.join_group import JoinGroupRequest, JoinGroupRequestProtocol
@@ -34,7 +36,8 @@ from protocol.messages.offset_commit import (
 from protocol.messages.sync_group import SyncGroupRequest, SyncGroupRequestAssignment
 from tests.support.wire_client import WireClient
 
-SUBSCRIPTION_T = b"\x00\x00\x00\x00\x00\x01\x00\x01t\x00\x00\x00\x00"
+# A group id that is markup, a path and a query at once: the console must show it as text.
+NASTY_GROUP = "<script>alert(1)</script>/g?x=1&y"
 _METRIC_LINE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? (\S+)$")
 
 
@@ -104,6 +107,12 @@ async def scrape(observed: Observed) -> tuple[dict[str, float], set[str]]:
     return samples, declared
 
 
+def subscription(topic: str) -> bytes:
+    out = bytearray(struct.pack(">h", 0))
+    encode_consumer_protocol_subscription_v0(ConsumerProtocolSubscription([topic]), out)
+    return bytes(out)
+
+
 def consumer_assignment(topic: str, partitions: list[int]) -> bytes:
     out = bytearray(struct.pack(">h", 0))
     encode_consumer_protocol_assignment_v0(
@@ -120,15 +129,18 @@ def create_topic(bootstrap: str, name: str, partitions: int) -> None:
         assert created.topics[0].error_code == 0
 
 
-def form_group(bootstrap: str, group: str, client_id: str, partitions: int = 4) -> tuple[str, int]:
-    """One classic member joins, syncs all of topic t and commits an offset per partition."""
+def form_group(
+    bootstrap: str, group: str, client_id: str, partitions: int = 4, topic: str = "t"
+) -> tuple[str, int]:
+    """One classic member joins, syncs all of ``topic`` and commits an offset per partition (it
+    sends no heartbeat afterwards: its session expires)."""
     with WireClient(bootstrap, client_id=client_id) as client:
-        protocols = [JoinGroupRequestProtocol("range", SUBSCRIPTION_T)]
+        protocols = [JoinGroupRequestProtocol("range", subscription(topic))]
         joined = client.request(
             ApiKey.JOIN_GROUP, 3, JoinGroupRequest(group, 10000, 30000, "", None, "consumer", protocols)
         )
         assert joined.error_code == 0
-        assignment = consumer_assignment("t", list(range(partitions)))
+        assignment = consumer_assignment(topic, list(range(partitions)))
         synced = client.request(
             ApiKey.SYNC_GROUP,
             3,
@@ -142,7 +154,7 @@ def form_group(bootstrap: str, group: str, client_id: str, partitions: int = 4) 
             joined.member_id,
             topics=[
                 OffsetCommitRequestTopic(
-                    "t",
+                    topic,
                     partitions=[
                         OffsetCommitRequestPartition(p, 10 * p, committed_metadata="")
                         for p in range(partitions)
@@ -158,7 +170,7 @@ def form_group(bootstrap: str, group: str, client_id: str, partitions: int = 4) 
 def join_without_sync(bootstrap: str, group: str) -> str:
     """A member that joins and never syncs: the group stays in CompletingRebalance for a while."""
     with WireClient(bootstrap, client_id="stuck") as client:
-        protocols = [JoinGroupRequestProtocol("range", SUBSCRIPTION_T)]
+        protocols = [JoinGroupRequestProtocol("range", subscription("t"))]
         joined = client.request(
             ApiKey.JOIN_GROUP, 3, JoinGroupRequest(group, 30000, 60000, "", None, "consumer", protocols)
         )

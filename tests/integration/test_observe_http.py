@@ -10,6 +10,7 @@ import pytest
 
 from coordinator.server.group_views import LAG_UNAVAILABLE
 from tests.integration.observe_support import (
+    NASTY_GROUP,
     Observed,
     create_topic,
     form_group,
@@ -23,7 +24,7 @@ __all__ = ["observed"]  # the fixture
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio]
 
-NASTY = "<script>alert(1)</script>/g?x=1&y"
+NASTY = NASTY_GROUP
 
 
 async def test_groups_list_describe_and_history(observed: Observed) -> None:
