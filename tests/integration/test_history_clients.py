@@ -114,14 +114,16 @@ def test_kip848_group_gaining_a_member_shows_the_epoch_bump_and_its_reason(
         assert bump["message"].startswith("group epoch bumped to 2 (reason: member ")
         kinds = [e["kind"] for e in events(http, "kip848")]
         assert kinds.count("member_joined") == 2 and "target_computed" in kinds
-        wait_until(
-            lambda: (
-                "assignment_reconciled"
-                in [e["kind"] for e in events(http, "kip848")[kinds.index("epoch_bumped") :]]
-            ),
+        reconciled = wait_until(
+            lambda: [
+                e
+                for e in events(http, "kip848")
+                if e["kind"] == "assignment_reconciled" and e["generation"] >= 2
+            ],
             interval=0.3,
-            what="the reconciliation",
+            what="the reconciliation of epoch 2",
         )
+        assert reconciled[0]["details"]["members"] == 2
     finally:
         first.kill()
         if second is not None:
