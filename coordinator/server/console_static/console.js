@@ -191,18 +191,24 @@ function renderTimeline(events) {
   const start = events[0].time_ms;
   const end = Math.max(events[events.length - 1].time_ms, Date.now());
   const span = Math.max(end - start, 1000);
-  const labelWidth = 260, width = 1100, laneHeight = 22, top = 26;
+  const labelWidth = 260, laneHeight = 22, top = 26;
+  const width = Math.max(box.clientWidth - 2, 700);
   const height = top + Math.max(lanes.length, 1) * laneHeight + 24;
   const x = (t) => labelWidth + ((t - start) / span) * (width - labelWidth - 10);
   const root = svg("svg", { width, height, viewBox: `0 0 ${width} ${height}`, role: "img" });
   root.appendChild(svg("title", {}, "Rebalances and member events over time"));
+  let labelsEnd = 0;
   for (const bar of rebalanceBars(events, end)) {
     const x1 = x(bar.start), x2 = Math.max(x(bar.end), x1 + 3);
     const rect = svg("rect", { x: x1, y: 4, width: x2 - x1, height: height - 8, class: "bar " + bar.protocol });
     rect.appendChild(svg("title", {}, `rebalance (${bar.reason || "?"}): ${bar.end - bar.start} ms` +
       (bar.ongoing ? " so far" : "")));
     root.appendChild(rect);
-    root.appendChild(svg("text", { x: x1 + 2, y: 16, class: "bar-label" }, bar.reason || "rebalance"));
+    const label = bar.reason || "rebalance";
+    if (x1 >= labelsEnd) {  // labels of rebalances close together would overlap: the bar's title tells
+      root.appendChild(svg("text", { x: x1 + 2, y: 16, class: "bar-label" }, label));
+      labelsEnd = x1 + 6 * label.length + 8;
+    }
   }
   lanes.forEach((member, i) => {
     const y = top + i * laneHeight + laneHeight / 2;
