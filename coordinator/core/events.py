@@ -31,8 +31,8 @@ from protocol.primitives import DecodeError
 log = logging.getLogger("coordinator.events")
 
 # Events kept per group, and groups whose events are kept (least recently active dropped first).
-DEFAULT_RING_SIZE: Final = 200
-DEFAULT_MAX_GROUPS: Final = 10_000
+DEFAULT_RING_SIZE: Final = 100
+DEFAULT_MAX_GROUPS: Final = 2_000
 
 # Causes of a rebalance (classic) or of an epoch bump (KIP-848): the bounded set of values of
 # the ``reason`` label of coordinator_group_rebalances_total.
