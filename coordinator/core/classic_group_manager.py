@@ -432,8 +432,9 @@ class ClassicGroupManager:
         self._event(
             group,
             MEMBER_JOINED,
-            f"member {member_id} joined (client {ctx.client_id} from {member.client_host}"
-            f"{f', instance {req.group_instance_id}' if req.group_instance_id else ''}{because(req.reason)})",
+            f"member {member_id} joined (client {ctx.client_id}"
+            f"{f', instance {req.group_instance_id}' if req.group_instance_id else ''}) from {member.client_host}"
+            f"{because(req.reason)}",
             member_id,
             client_id=ctx.client_id,
             client_host=member.client_host,

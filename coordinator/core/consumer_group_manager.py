@@ -471,8 +471,8 @@ class ConsumerGroupManager:
         self._event(
             group,
             MEMBER_JOINED,
-            f"member {member_id} joined (client {ctx.client_id} from {member.client_host}"
-            f"{f', instance {instance_id}' if instance_id else ''})",
+            f"member {member_id} joined (client {ctx.client_id}"
+            f"{f', instance {instance_id}' if instance_id else ''}) from {member.client_host}",
             member_id,
             client_id=ctx.client_id,
             client_host=member.client_host,

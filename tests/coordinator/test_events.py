@@ -64,6 +64,7 @@ def test_a_forming_group_records_join_rebalance_generation_and_stable(h0: Harnes
     assert joined.member_id == b
     assert joined.details["client_id"] == "client"
     assert joined.details["client_host"] == "/10.0.0.1"
+    assert joined.message == f"member {b} joined (client client) from /10.0.0.1"
     started = last(h0, "rebalance_started")
     assert started.details["reason"] == "member_joined"
     assert f"member {a} joined" in started.message

@@ -103,7 +103,7 @@ def test_kip848_group_gaining_a_member_shows_the_epoch_bump_and_its_reason(
                 (
                     e
                     for e in events(http, "kip848")
-                    if e["kind"] == "epoch_bumped" and "(client second " in e["message"]
+                    if e["kind"] == "epoch_bumped" and "(client second) from /127.0.0.1" in e["message"]
                 ),
                 None,
             )
