@@ -516,7 +516,7 @@ class ClassicGroupManager:
         self._event(
             group,
             STATIC_MEMBER_REPLACED,
-            f"static member {old_member.group_instance_id} replaced: member {old_member_id} by {new_member_id}",
+            f"static member {old_member_id} replaced by {new_member_id} (instance {old_member.group_instance_id})",
             new_member_id,
             instance_id=old_member.group_instance_id,
             replaced_member_id=old_member_id,

@@ -507,7 +507,7 @@ class ConsumerGroupManager:
         self._event(
             group,
             STATIC_MEMBER_REPLACED,
-            f"static member {new.instance_id} replaced: member {old.member_id} by {new.member_id}",
+            f"static member {old.member_id} replaced by {new.member_id} (instance {new.instance_id})",
             new.member_id,
             instance_id=new.instance_id,
             replaced_member_id=old.member_id,

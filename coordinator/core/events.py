@@ -28,7 +28,11 @@ from protocol.messages.consumer_protocol import (
 )
 from protocol.primitives import DecodeError
 
-log = logging.getLogger("coordinator.events")
+# Events are logged by the logger of the manager that reports them, as before events existed.
+_LOGGERS: Final = {
+    "classic": logging.getLogger("coordinator.core.classic_group_manager"),
+    "consumer": logging.getLogger("coordinator.core.consumer_group_manager"),
+}
 
 # Events kept per group, and groups whose events are kept (least recently active dropped first).
 DEFAULT_RING_SIZE: Final = 100
@@ -66,6 +70,16 @@ CAUSES: Final = (
 _JOIN_CAUSES: Final = frozenset(
     (MEMBER_JOINED, SUBSCRIPTION_CHANGED, LEADER_REJOINED, STATIC_MEMBER_REPLACED)
 )
+
+# A KIP-848 epoch bump names its cause briefly (the member event just before it has the details).
+_SHORT_CAUSES: Final = {
+    MEMBER_JOINED: "member {member} joined",
+    MEMBER_LEFT: "member {member} left",
+    SESSION_TIMEOUT: "session timeout of member {member}",
+    REBALANCE_TIMEOUT: "member {member} did not revoke within the rebalance timeout",
+    SUBSCRIPTION_CHANGED: "member {member} changed its subscription",
+    STATIC_MEMBER_REPLACED: "static member replaced by {member}",
+}
 
 # Events that are not causes.
 MEMBER_REJOINED: Final = "member_rejoined"
@@ -210,6 +224,7 @@ class GroupEvents:
         phase = self._phases.get(group_id)
         if phase is not None and kind in (MEMBER_JOINED, MEMBER_REJOINED) and member_id is not None:
             phase.last_joined, phase.last_joined_ms = member_id, self.clock.now_ms
+        log = _LOGGERS[protocol]
         if log.isEnabledFor(logging.INFO):
             log.info("group %s: %s", group_id, message, extra={"group_event": event.to_json()})
         return event
@@ -331,7 +346,10 @@ class GroupEvents:
     # -- KIP-848 consumer groups ---------------------------------------------------------------
 
     def epoch_bumped(self, group_id: str, state: str, epoch: int) -> None:
-        reason, why, _member_id = self.take_cause(group_id)
+        reason, why, member_id = self.take_cause(group_id)
+        short = _SHORT_CAUSES.get(reason)
+        if short is not None and member_id is not None:
+            why = short.format(member=member_id)  # the member event before it has the details
         self._count_rebalance(group_id, "consumer", reason)
         self._bumped_ms[group_id] = (epoch, self.clock.now_ms)
         self.record(

@@ -227,7 +227,9 @@ def test_consumer_group_session_timeout_and_leave(hc: Harness) -> None:
     assert last(hc, "epoch_bumped").details["reason"] == "member_left"
     hc.advance(45_000)
     assert last(hc, "session_timeout").member_id == "m1"
-    assert last(hc, "epoch_bumped").details["reason"] == "session_timeout"
+    bump = last(hc, "epoch_bumped")
+    assert bump.details["reason"] == "session_timeout"
+    assert bump.message == f"group epoch bumped to {bump.generation} (reason: session timeout of member m1)"
 
 
 # -- the ring itself ------------------------------------------------------------------------------

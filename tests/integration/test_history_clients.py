@@ -99,11 +99,20 @@ def test_kip848_group_gaining_a_member_shows_the_epoch_bump_and_its_reason(
         second.wait_event("assigned")
 
         def bump_for_second() -> dict[str, Any] | None:
+            timeline = events(http, "kip848")
+            joined = next(
+                (e for e in timeline if e["kind"] == "member_joined" and "(client second)" in e["message"]),
+                None,
+            )
+            if joined is None:
+                return None
             return next(
                 (
                     e
-                    for e in events(http, "kip848")
-                    if e["kind"] == "epoch_bumped" and "(client second) from /127.0.0.1" in e["message"]
+                    for e in timeline
+                    if e["seq"] > joined["seq"]
+                    and e["kind"] == "epoch_bumped"
+                    and e["message"].endswith(f"(reason: member {joined['member_id']} joined)")
                 ),
                 None,
             )
@@ -112,6 +121,7 @@ def test_kip848_group_gaining_a_member_shows_the_epoch_bump_and_its_reason(
         assert bump["details"]["reason"] == "member_joined"
         assert bump["generation"] == 2 and bump["protocol"] == "consumer"
         assert bump["message"].startswith("group epoch bumped to 2 (reason: member ")
+        assert str(second.member_id) in bump["message"]
         kinds = [e["kind"] for e in events(http, "kip848")]
         assert kinds.count("member_joined") == 2 and "target_computed" in kinds
         reconciled = wait_until(
