@@ -25,7 +25,6 @@ from coordinator.core.classic_group_manager import (
 )
 from coordinator.core.clock import ShardClock
 from coordinator.core.consumer_group import (
-    CG_STABLE,
     JOIN_EPOCH,
     LEAVE_EPOCH,
     LEAVE_STATIC_EPOCH,
@@ -66,8 +65,7 @@ from coordinator.core.events import (
     SUBSCRIPTION_CHANGED,
     Detail,
     describe_metadata_change,
-    moved_partitions,
-    target_owners,
+    taken_from_others,
 )
 from coordinator.core.group_config import GroupConfig
 from coordinator.core.lifecycle import PendingChange, TimerHandler
@@ -346,8 +344,7 @@ class ConsumerGroupManager:
             self._compute_target(group, records)
 
         assigned_changed = self._reconcile(group, member, owned, records)
-        if group.state == CG_STABLE:
-            self.events.reconciled(group.group_id, group.group_epoch, len(group.members))
+        self.events.member_reconciled(group, member)
         self._reschedule_session(group, member)
         response = _heartbeat_response(
             member.member_id,
@@ -649,7 +646,6 @@ class ConsumerGroupManager:
     def _compute_target(self, group: ConsumerGroup, records: _Writes) -> None:
         assignor_name = self.preferred_assignor(group)
         assignor = ASSIGNORS[assignor_name]
-        before = target_owners(group.target)
         members = {
             member_id: AssignmentMember(
                 member_id=member_id,
@@ -662,13 +658,15 @@ class ConsumerGroupManager:
         }
         topics = {name: partitions for name, (_, partitions) in group.subscription_metadata.items()}
         new_target = assignor.assign(members, topics) if members else {}
+        moved = 0
         for member_id in group.members:
             assignment = normalize(new_target.get(member_id, {}))
-            if assignment != group.target.get(member_id, {}):
+            previous = group.target.get(member_id, {})
+            if assignment != previous:
                 records.member(member_id)
+                moved += taken_from_others(group.owners, member_id, assignment, previous)
             group.target[member_id] = assignment
         group.assignment_epoch = group.group_epoch
-        moved = moved_partitions(before, target_owners(group.target))
         self.events.target_computed(group.group_id, group.state, group.group_epoch, assignor_name, moved)
         records.group()
 

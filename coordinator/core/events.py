@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from coordinator.core.clock import ShardClock
+from coordinator.core.consumer_group import CG_STABLE, ConsumerGroup, ConsumerMember, MemberState
 from protocol.messages.consumer_protocol import (
     decode_consumer_protocol_assignment_v0,
     decode_consumer_protocol_assignment_v1,
@@ -166,6 +167,7 @@ class GroupEvents:
         self._bumped_ms: dict[str, tuple[int, int]] = {}  # consumer group -> (epoch, monotonic ms)
         self._owners: dict[str, dict[tuple[str, int], str]] = {}  # last stable classic assignment
         self._rebalances: dict[str, int] = {}
+        self._waiting: dict[str, tuple[int, set[str]]] = {}  # consumer group -> (epoch, members behind)
 
     # -- reading --------------------------------------------------------------------------------
 
@@ -339,6 +341,7 @@ class GroupEvents:
         self._phases.pop(group_id, None)
         self._bumped_ms.pop(group_id, None)
         self._owners.pop(group_id, None)
+        self._waiting.pop(group_id, None)
         self._rebalances.pop(group_id, None)
         self.stats.slowest_rejoin.pop(group_id, None)
         self.record(group_id, GROUP_REMOVED, protocol, "Dead", generation, f"group removed ({why})", why=why)
@@ -374,6 +377,25 @@ class GroupEvents:
             assignor=assignor,
             partitions_moved=moved,
         )
+
+    def member_reconciled(self, group: ConsumerGroup, member: ConsumerMember) -> None:
+        """After a member's heartbeat: once every member reached the target of the bumped epoch,
+        report ``assignment_reconciled``. The members still behind are collected once per epoch,
+        so a heartbeat costs O(1) (checking the group's state scans every member)."""
+        group_id = group.group_id
+        if group_id not in self._bumped_ms:
+            return
+        waiting = self._waiting.get(group_id)
+        if waiting is None or waiting[0] != group.group_epoch:
+            behind = {m.member_id for m in group.members.values() if not _caught_up(group, m)}
+            waiting = self._waiting[group_id] = (group.group_epoch, behind)
+        if _caught_up(group, member):
+            waiting[1].discard(member.member_id)
+        if waiting[1]:
+            return
+        del self._waiting[group_id]  # collected again next time if the group is not Stable yet
+        if group.state == CG_STABLE:
+            self.reconciled(group_id, group.group_epoch, len(group.members))
 
     def reconciled(self, group_id: str, epoch: int, members: int) -> None:
         """All members reached the target of ``epoch``: reported once per epoch."""
@@ -435,14 +457,23 @@ def classic_owners(assignments: Mapping[str, bytes]) -> dict[tuple[str, int], st
     return owners
 
 
-def target_owners(target: Mapping[str, Mapping[str, frozenset[int]]]) -> dict[tuple[str, int], str]:
-    """(topic, partition) -> member id of a KIP-848 target assignment (member -> topic -> partitions)."""
-    return {
-        (topic, p): member_id
-        for member_id, topics in target.items()
-        for topic, ps in topics.items()
-        for p in ps
-    }
+def taken_from_others(
+    owners: Mapping[tuple[str, int], str],
+    member_id: str,
+    new: Mapping[str, frozenset[int]],
+    old: Mapping[str, frozenset[int]],
+) -> int:
+    """Partitions a KIP-848 member's new target gives it that another member owns now."""
+    taken = 0
+    for topic, partitions in new.items():
+        for p in partitions - old.get(topic, frozenset()):
+            owner = owners.get((topic, p))
+            taken += owner is not None and owner != member_id
+    return taken
+
+
+def _caught_up(group: ConsumerGroup, member: ConsumerMember) -> bool:
+    return member.member_epoch == group.assignment_epoch and member.state is MemberState.STABLE
 
 
 def describe_metadata_change(
