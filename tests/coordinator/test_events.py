@@ -197,6 +197,7 @@ def test_consumer_group_epoch_bumps_name_their_reason(hc: Harness) -> None:
     second.join()
     bump = last(hc, "epoch_bumped")
     assert bump.generation == 2 and "member m2 joined" in bump.message
+    assert last(hc, "target_computed").details["partitions_moved"] == 3  # half of m1's six
     hc.advance(700)
     for _ in range(4):
         first.beat()
@@ -274,3 +275,10 @@ def test_classic_owners_reads_consumer_assignments() -> None:
     assert owners == {("t", 0): "m1", ("t", 1): "m1"}
     assert ev.classic_owners({"m1": b"\x00\x00\xff"}) is None
     assert ev.classic_owners({"m1": subscription(["t"])[:1]}) is None
+
+
+def test_taken_from_others_counts_only_partitions_another_member_owns() -> None:
+    owners = {("t", 0): "a", ("t", 1): "a", ("t", 2): "b"}
+    new = {"t": frozenset({0, 2, 3}), "u": frozenset({0})}
+    assert ev.taken_from_others(owners, "b", new, {"t": frozenset({2})}) == 1  # t-0; t-3, u-0 unowned
+    assert ev.taken_from_others(owners, "a", {"t": frozenset({0, 1})}, {}) == 0
