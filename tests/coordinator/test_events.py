@@ -282,3 +282,36 @@ def test_taken_from_others_counts_only_partitions_another_member_owns() -> None:
     new = {"t": frozenset({0, 2, 3}), "u": frozenset({0})}
     assert ev.taken_from_others(owners, "b", new, {"t": frozenset({2})}) == 1  # t-0; t-3, u-0 unowned
     assert ev.taken_from_others(owners, "a", {"t": frozenset({0, 1})}, {}) == 0
+
+
+def test_consumer_member_that_does_not_revoke_in_time_is_named(hc: Harness) -> None:
+    first = Client(hc, "m1")
+    first.join()
+    first.beat()
+    Client(hc, "m2").join()
+    # m1 keeps reporting every partition: it never revokes what m2 is due.
+    cg_heartbeat(hc, "g", "m1", first.epoch, owned={"t": range(6)}, rebalance_timeout_ms=30_000)
+    hc.advance(30_000)
+    timed_out = last(hc, "rebalance_timeout")
+    assert timed_out.member_id == "m1"
+    assert "did not revoke within the rebalance timeout" in timed_out.message
+    assert last(hc, "epoch_bumped").details["reason"] == "rebalance_timeout"
+
+
+def test_consumer_static_member_replacement_is_recorded(hc: Harness) -> None:
+    old = Client(hc, "old", instance_id="i-1")
+    old.join()
+    cg_heartbeat(hc, "g", "old", -2, instance_id="i-1")
+    assert last(hc, "member_left").message == "static member old left temporarily"
+    Client(hc, "new", instance_id="i-1").join()
+    replaced = last(hc, "static_member_replaced")
+    assert replaced.message == "static member old replaced by new (instance i-1)"
+    assert replaced.details["replaced_member_id"] == "old"
+
+
+def test_group_loaded_over_its_max_size_rebalances_with_that_reason(h0: Harness) -> None:
+    h0.stable_group("g", 3)
+    restarted = h0.restart(GroupConfig(group_initial_rebalance_delay_ms=0, group_max_size=2))
+    assert kinds(restarted) == ["loaded", "rebalance_started"]
+    assert last(restarted, "loaded").message == "loaded with 3 members, over group.max.size"
+    assert last(restarted, "rebalance_started").details["reason"] == "loaded"
