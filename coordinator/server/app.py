@@ -20,6 +20,7 @@ from coordinator.server.console import Console
 from coordinator.server.dispatcher import Dispatcher
 from coordinator.server.group_metrics import GroupMetricsCollector, watch_loop_lag
 from coordinator.server.group_views import GroupViews
+from coordinator.server.lag import EndOffsets, LagSampler, shard_committed_offsets
 from coordinator.server.limits import ConnectionLimits
 from coordinator.server.listeners import BoundListener
 from coordinator.server.metrics import HealthServer, MeasuredStore, Metrics
@@ -47,7 +48,8 @@ class RunningServer:
     metrics_port: int | None = None
     limits: ConnectionLimits | None = None
     all_listeners: list[asyncio.Server] | None = None
-    # Lag samples (filled in gateway mode) and the loop-lag probe of the metrics (observability.md).
+    lag_sampler: LagSampler | None = None
+    # Lag samples for the status rules, and the loop-lag probe of the metrics (observability.md).
     lag: LagTracker = field(default_factory=LagTracker)
     loop_watch: asyncio.Task[None] | None = None
 
@@ -58,6 +60,8 @@ class RunningServer:
 
     async def shutdown(self) -> None:
         """Stop accepting, let in-flight writes finish, flush storage, close everything."""
+        if self.lag_sampler is not None:
+            await self.lag_sampler.stop()
         for listener in self.all_listeners or [self.listener]:
             listener.close()
         if self.loop_watch is not None:
@@ -86,7 +90,8 @@ class RunningServer:
         log.info("coordinator stopped")
 
 
-async def start_server(config: Config) -> RunningServer:
+async def start_server(config: Config, end_offsets: EndOffsets | None = None) -> RunningServer:
+    """Start a server; with ``end_offsets`` (log ends of the data cluster) and metrics on, lag is sampled."""
     metrics = Metrics() if config.metrics_port else None
     health: HealthServer | None = None
     state_ready = False
@@ -193,10 +198,19 @@ async def start_server(config: Config) -> RunningServer:
             config.allow_everyone_if_no_acl_found,
         )
         authorizer.load(state_acls)
-        AclLayer(authorizer).wrap(dispatcher.handlers)
+        AclLayer(authorizer).install(dispatcher.routes)
         log.info(
             "authorizer enabled: %d ACLs, super users %s", len(authorizer.acls), config.super_users or "none"
         )
+    if metrics is not None and end_offsets is not None:
+        server.lag_sampler = LagSampler(
+            shard_committed_offsets([coordinator], clock),
+            end_offsets,
+            config.lag_sample_interval_ms,
+            config.lag_metric_max_series,
+        )
+        server.lag_sampler.register(metrics.registry)
+        server.lag_sampler.start()
     dispatcher.finish_loading()
     runtime.rearm_timer()
     state_ready = True
