@@ -19,7 +19,7 @@ from coordinator.server.connection import Connection
 from coordinator.server.console import Console
 from coordinator.server.dispatcher import Dispatcher
 from coordinator.server.group_metrics import GroupMetricsCollector, watch_loop_lag
-from coordinator.server.group_views import GroupViews
+from coordinator.server.group_views import GroupViews, lag_feeder
 from coordinator.server.lag import EndOffsets, LagSampler, shard_committed_offsets
 from coordinator.server.limits import ConnectionLimits
 from coordinator.server.listeners import BoundListener
@@ -208,6 +208,7 @@ async def start_server(config: Config, end_offsets: EndOffsets | None = None) ->
             end_offsets,
             config.lag_sample_interval_ms,
             config.lag_metric_max_series,
+            on_sample=lag_feeder(server.lag, coordinator),
         )
         server.lag_sampler.register(metrics.registry)
         server.lag_sampler.start()

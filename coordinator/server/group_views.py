@@ -7,6 +7,7 @@ are consistent snapshots; nothing here changes the shard.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import Final
 
 from coordinator.core.classic_group import ClassicGroup
@@ -156,3 +157,27 @@ def _consumer_view(group: ConsumerGroup) -> dict[str, object]:
         "state_ms": group.state_ms,
         "members": members,
     }
+
+
+def lag_feeder(
+    lag: LagTracker, shard: Shard
+) -> Callable[[Mapping[str, Mapping[tuple[str, int], int]], Mapping[tuple[str, int], int], int], None]:
+    """What the lag sampler calls after each sample: every partition with both a committed offset
+    and a log end becomes a sample of the tracker (with the group's latest commit time, for STOP);
+    groups that have no committed offsets any more are forgotten."""
+
+    def feed(
+        committed: Mapping[str, Mapping[tuple[str, int], int]],
+        ends: Mapping[tuple[str, int], int],
+        now_ms: int,
+    ) -> None:
+        for group_id in set(lag.groups()) - committed.keys():
+            lag.forget_group(group_id)
+        for group_id, offsets in committed.items():
+            last_commit = max((r.commit_ms for r in shard.committed_offsets(group_id)), default=None)
+            for (topic, partition), offset in offsets.items():
+                end = ends.get((topic, partition))
+                if end is not None:
+                    lag.observe(group_id, topic, partition, now_ms, offset, end, last_commit)
+
+    return feed

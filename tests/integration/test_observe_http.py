@@ -8,12 +8,15 @@ from urllib.parse import quote
 
 import pytest
 
+from coordinator.server.app import start_server
+from coordinator.server.config import Config
 from coordinator.server.group_views import LAG_UNAVAILABLE
 from tests.integration.observe_support import (
     NASTY_GROUP,
     Observed,
     create_topic,
     form_group,
+    free_port,
     get_json,
     http_get,
     observed,
@@ -121,3 +124,49 @@ async def test_rebalance_metrics_by_reason(observed: Observed) -> None:
     assert samples["coordinator_group_partitions_moved_count"] == 1
     assert samples['coordinator_group_rebalances_by_group{group="orders"}'] == 1
     assert samples["coordinator_event_loop_lag_seconds"] >= 0
+
+
+async def test_the_lag_sampler_feeds_lag_in_seconds_and_status() -> None:
+    """With log ends (gateway mode), the sampler's samples reach the status rules: a group whose
+    log ends keep growing while its offsets stand still shows lag in records and seconds."""
+    ends = {"t": 100}
+
+    async def end_offsets(partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        ends["t"] += 50  # records keep arriving
+        return {tp: ends["t"] for tp in partitions}
+
+    http_port = free_port()
+    config = Config(
+        host="127.0.0.1",
+        port=0,
+        storage="memory://",
+        metrics_port=http_port,
+        group_initial_rebalance_delay_ms=0,
+        lag_sample_interval_ms=50,
+    )
+    running = await start_server(config, end_offsets)
+    observed = Observed(running, http_port)
+    try:
+        await asyncio.to_thread(create_topic, observed.bootstrap, "t", 2)
+        await asyncio.to_thread(form_group, observed.bootstrap, "orders", "billing", 2)
+
+        async def sampled() -> dict[str, object]:
+            for _ in range(200):
+                _status, view = await get_json(observed, "/api/groups/orders")
+                if view["lag"] is not None and view["lag"]["max_lag_seconds"]:
+                    return dict(view)
+                await asyncio.sleep(0.05)
+            raise AssertionError(f"no lag sampled: {view}")
+
+        view = await sampled()
+        lag = view["lag"]
+        assert isinstance(lag, dict)
+        assert lag["status"] == "STALL"  # offsets stand still while the log grows
+        assert lag["total_lag"] > 0 and lag["max_lag_seconds"] > 0
+        offsets = view["offsets"]
+        assert isinstance(offsets, list)
+        assert all(o["log_end"] is not None and o["lag"] == o["log_end"] - o["committed"] for o in offsets)
+    finally:
+        await running.shutdown()
+        if running.health is not None:
+            await running.health.close()
