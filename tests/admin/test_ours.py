@@ -145,10 +145,7 @@ def test_reset_dry_run_changes_nothing(ours: ServerProcess) -> None:
     create_topics(b, dry_t=4)
     before = {("dry_t", p): 5 + p for p in range(4)}
     commit(b, "reset-dry", before)
-    methods = [
-        ["--to-earliest"], ["--to-latest"], ["--to-offset", "3", "--no-clamp"], ["--shift-by", "-1"],
-        ["--to-datetime", "2024-01-01T00:00:00Z"], ["--by-duration", "PT1H"],
-    ]  # fmt: skip
+    methods = [["--to-offset", "3"], ["--to-offset", "3", "--no-clamp"], ["--shift-by", "-1"]]
     for method in methods:
         result = cli(b, "offsets", "reset", "reset-dry", "--topic", "dry_t:1,3", *method)
         assert result.code == 0, (method, result)
@@ -186,7 +183,7 @@ def test_reset_execute_changes_exactly_the_planned_partitions(ours: ServerProces
     }
     assert offsets() == {0: 5, 1: 42, 2: 7, 3: 42}
 
-    table = cli(b, "offsets", "reset", "reset-ex", "--topic", "ex_t:0", "--to-earliest", "--execute")
+    table = cli(b, "offsets", "reset", "reset-ex", "--topic", "ex_t:0", "--to-offset", "0", "--execute")
     assert table_rows(table.out) == [
         ["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "NEW-OFFSET", "STATUS"],
         ["reset-ex", "ex_t", "0", "5", "0", "committed"],
@@ -201,10 +198,9 @@ def test_reset_execute_changes_exactly_the_planned_partitions(ours: ServerProces
     )
     assert offsets() == {0: 10, 1: 52, 2: 17, 3: 52}
 
-    # Without --no-clamp the offset is kept within the log, as kafka-consumer-groups does (ours ends at 0).
-    clamped = cli(b, "offsets", "reset", "reset-ex", "--topic", "ex_t:2", "--to-offset", "99", "--execute")
-    assert clamped.code == 0
-    assert "ex_t-2: 99 is past the log-end offset 0; using 0" in clamped.err
+    # Ours holds no records, so there is no log to clamp against: the offset is taken as given.
+    unclamped = cli(b, "offsets", "reset", "reset-ex", "--topic", "ex_t:2", "--to-offset", "0", "--execute")
+    assert (unclamped.code, unclamped.err) == (0, "")
     assert offsets() == {0: 10, 1: 52, 2: 0, 3: 52}
 
     plan = tmp_path / "plan.csv"
@@ -218,13 +214,39 @@ def test_reset_execute_changes_exactly_the_planned_partitions(ours: ServerProces
     assert [p["partition"] for p in scoped.json()["partitions"]] == [3]
 
 
+def test_resets_on_a_broker_without_records_keep_the_offsets(ours: ServerProcess) -> None:
+    """Ours holds no records: nothing is clamped to its empty logs, log-based methods are refused."""
+    b = ours.bootstrap
+    create_topics(b, keep_t=6)
+    before = {("keep_t", p): 38 + 102 * p for p in range(6)}  # 38 ... 548
+    commit(b, "reset-keep", before)
+
+    shifted = cli(b, "offsets", "reset", "reset-keep", "--all-topics", "--shift-by", "-4", "--execute")
+    assert (shifted.code, shifted.err) == (0, ""), shifted
+    after = {tp: o - 4 for tp, o in before.items()}
+    assert {tp: o for tp, (o, _m) in committed(b, "reset-keep").items()} == after
+
+    planned = cli(b, "offsets", "reset", "reset-keep", "--topic", "keep_t:0,2", "--to-offset", "42",
+                  "--format", "json")  # fmt: skip
+    assert [(p["partition"], p["new_offset"]) for p in planned.json()["partitions"]] == [(0, 42), (2, 42)]
+
+    for method in (["--to-earliest"], ["--to-latest"], ["--to-datetime", "2024-01-01T00:00:00Z"],
+                   ["--by-duration", "PT1H"]):  # fmt: skip
+        for extra in ([], ["--no-clamp"]):
+            refused = cli(b, "offsets", "reset", "reset-keep", "--all-topics", *method, *extra, "--execute")
+            assert (refused.code, refused.out) == (2, ""), (method, refused)
+            assert f"{method[0]} needs the partitions' log" in refused.err
+            assert "standalone group coordinator that holds no records" in refused.err
+    assert {tp: o for tp, (o, _m) in committed(b, "reset-keep").items()} == after
+
+
 def test_reset_is_refused_while_the_group_has_members(ours: ServerProcess) -> None:
     b = ours.bootstrap
     create_topics(b, act_t=2)
     commit(b, "reset-live", {("act_t", 0): 5, ("act_t", 1): 6})
     with live_consumer(b, "reset-live", ["act_t"], "busy"):
         for mode in ("--dry-run", "--execute"):
-            result = cli(b, "offsets", "reset", "reset-live", "--all-topics", "--to-earliest", mode)
+            result = cli(b, "offsets", "reset", "reset-live", "--all-topics", "--to-offset", "0", mode)
             assert result.code == 1
             assert result.out == ""
             assert result.err.strip() == (
@@ -236,7 +258,7 @@ def test_reset_is_refused_while_the_group_has_members(ours: ServerProcess) -> No
             ("act_t", 1): 6,
         }
     _wait_for_state(b, "reset-live", "Empty")
-    assert cli(b, "offsets", "reset", "reset-live", "--all-topics", "--to-earliest", "--execute").code == 0
+    assert cli(b, "offsets", "reset", "reset-live", "--all-topics", "--to-offset", "0", "--execute").code == 0
     assert {tp: o for tp, (o, _m) in committed(b, "reset-live").items()} == {("act_t", 0): 0, ("act_t", 1): 0}
 
 
@@ -244,10 +266,10 @@ def test_reset_errors_are_named(ours: ServerProcess) -> None:
     b = ours.bootstrap
     create_topics(b, err_t=2)
     commit(b, "reset-err", {("err_t", 0): 5})
-    unknown = cli(b, "offsets", "reset", "reset-err", "--topic", "no_such_topic", "--to-earliest")
+    unknown = cli(b, "offsets", "reset", "reset-err", "--topic", "no_such_topic", "--to-offset", "0")
     assert (unknown.code, unknown.err.split(":")[0]) == (1, "UNKNOWN_TOPIC_OR_PARTITION")
     assert "topic 'no_such_topic' does not exist" in unknown.err
-    missing = cli(b, "offsets", "reset", "reset-err", "--topic", "err_t:0,7", "--to-earliest")
+    missing = cli(b, "offsets", "reset", "reset-err", "--topic", "err_t:0,7", "--to-offset", "0")
     assert missing.code == 1
     assert missing.err.strip() == "UNKNOWN_TOPIC_OR_PARTITION: topic 'err_t' has 2 partitions; no partition 7"
     shift = cli(b, "offsets", "reset", "reset-err", "--topic", "err_t", "--shift-by", "1")

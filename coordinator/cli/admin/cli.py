@@ -255,7 +255,8 @@ def add_offsets_parser(
     reset.add_argument(
         "--no-clamp",
         action="store_true",
-        help="do not pull offsets into the log's [earliest, latest] range (for brokers that hold no records)",
+        help="do not pull offsets into the log's [earliest, latest] range (never done on a broker that "
+        "holds no records, such as a standalone coordinator)",
     )
 
     delete = _leaf(verbs, "delete", offsets_delete, "delete committed offsets (OffsetDelete)")

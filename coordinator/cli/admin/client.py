@@ -22,6 +22,7 @@ from coordinator.cli.admin.connection import BrokerConnection, parse_address
 from coordinator.cli.admin.errors import KafkaError
 from protocol.apis import ApiKey
 from protocol.errors import ErrorCode
+from protocol.features import STANDALONE_COORDINATOR
 from protocol.messages.consumer_group_describe import (
     Assignment,
     ConsumerGroupDescribeRequest,
@@ -191,6 +192,10 @@ class AdminClient:
     def bootstrap_connection(self) -> BrokerConnection:
         """The connection for cluster-level requests (CreateTopics, CreatePartitions)."""
         return self._connect(*self.bootstrap)
+
+    def holds_records(self) -> bool:
+        """False when the bootstrap broker says it is a standalone group coordinator without logs."""
+        return STANDALONE_COORDINATOR not in self.bootstrap_connection().features
 
     def _node(self, node: Node) -> BrokerConnection:
         return self._connect(node.host, node.port)

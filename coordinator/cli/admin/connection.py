@@ -36,6 +36,7 @@ class BrokerConnection:
         self.address = f"{host}:{port}"
         self.client_id = client_id
         self._correlation_id = 0
+        self.features: dict[str, tuple[int, int]] = {}  # SupportedFeatures of ApiVersions v3+
         try:
             self._sock = socket.create_connection((host, port), timeout=timeout)
         except OSError as exc:
@@ -134,6 +135,7 @@ class BrokerConnection:
         response: ApiVersionsResponse = self._decode(api, version, frame)[1]
         if response.error_code not in (ErrorCode.NONE, ErrorCode.UNSUPPORTED_VERSION):
             raise KafkaError(response.error_code, f"ApiVersions from {self.address}")
+        self.features = {f.name: (f.min_version, f.max_version) for f in response.supported_features}
         known = {int(k) for k in ApiKey}
         return {
             ApiKey(k.api_key): (k.min_version, k.max_version) for k in response.api_keys if k.api_key in known
