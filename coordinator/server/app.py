@@ -19,6 +19,7 @@ from coordinator.server.dispatcher import Dispatcher
 from coordinator.server.limits import ConnectionLimits
 from coordinator.server.listeners import BoundListener
 from coordinator.server.metrics import HealthServer, MeasuredStore, Metrics
+from coordinator.server.readiness import StorageProbe
 from coordinator.server.runtime import Clock, Runtime
 from storage.base import Store
 from storage.records import UserCredentialRecord
@@ -43,6 +44,7 @@ class RunningServer:
     metrics_port: int | None = None
     limits: ConnectionLimits | None = None
     all_listeners: list[asyncio.Server] | None = None
+    readiness_probe: StorageProbe | None = None
 
     @property
     def port(self) -> int:
@@ -63,6 +65,8 @@ class RunningServer:
         # Parked JoinGroup/SyncGroup requests learn that this coordinator is going away (Kafka
         # answers NOT_COORDINATOR when it unloads a partition) and rediscover it after restart.
         self.runtime.apply(self.runtime.coordinator.unload(self.runtime.clock.now_ms()))
+        if self.readiness_probe is not None:
+            await self.readiness_probe.stop()
         try:
             await asyncio.wait_for(self.writer.close(), SHUTDOWN_GRACE_S)
         except TimeoutError:
@@ -185,6 +189,8 @@ async def start_server(config: Config) -> RunningServer:
         )
     dispatcher.finish_loading()
     runtime.rearm_timer()
+    server.readiness_probe = StorageProbe(runtime)
+    server.readiness_probe.start()
     state_ready = True
     return server
 

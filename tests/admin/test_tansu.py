@@ -77,7 +77,10 @@ def test_resets_against_a_broker_with_records_are_clamped_to_its_log(tansu: str)
     commit(tansu, "t-clamp", {("t_clamp", 0): 0, ("t_clamp", 1): 0})
     past = cli(tansu, "offsets", "reset", "t-clamp", "--all-topics", "--to-offset", "99", "--format", "json")
     assert past.code == 0, past
-    assert [p["new_offset"] for p in past.json()["partitions"]] == [log_end["t_clamp", 0], log_end["t_clamp", 1]]
+    assert [p["new_offset"] for p in past.json()["partitions"]] == [
+        log_end["t_clamp", 0],
+        log_end["t_clamp", 1],
+    ]
     assert f"t_clamp-0: 99 is past the log-end offset {log_end['t_clamp', 0]}" in past.err
     latest = cli(tansu, "offsets", "reset", "t-clamp", "--all-topics", "--to-latest", "--execute")
     assert latest.code == 0, latest
