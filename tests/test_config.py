@@ -70,3 +70,25 @@ def test_every_kafka_knob_is_a_dashed_flag() -> None:
 def test_advertised_listener() -> None:
     assert Config(host="0.0.0.0").listener_host == "127.0.0.1"
     assert Config(advertised_host="coord", advertised_port=1).listener_host == "coord"
+
+
+def test_kubernetes_service_variables_are_not_settings() -> None:
+    """A Service named `coordinator` injects these into every pod; the server must still start."""
+    injected = {
+        "COORDINATOR_SERVICE_HOST": "10.96.0.12",
+        "COORDINATOR_SERVICE_PORT": "9092",
+        "COORDINATOR_SERVICE_PORT_KAFKA": "9092",
+        "COORDINATOR_SERVICE_PORT_METRICS": "9095",
+        "COORDINATOR_PORT": "tcp://10.96.0.12:9092",
+        "COORDINATOR_PORT_9092_TCP": "tcp://10.96.0.12:9092",
+        "COORDINATOR_PORT_9092_TCP_PROTO": "tcp",
+        "COORDINATOR_PORT_9092_TCP_PORT": "9092",
+        "COORDINATOR_PORT_9092_TCP_ADDR": "10.96.0.12",
+        "COORDINATOR_PORT_9095_UDP": "udp://10.96.0.12:9095",
+    }
+    config = load_config(env={**injected, "COORDINATOR_NUM_PARTITIONS": "3"})
+    assert (config.port, config.num_partitions) == (9092, 3)
+    # COORDINATOR_PORT holding a port number is still the setting, and bad values are still errors.
+    assert load_config(env={**injected, "COORDINATOR_PORT": "19092"}).port == 19092
+    with pytest.raises(ConfigError, match="COORDINATOR_PORTS"):
+        load_config(env={"COORDINATOR_PORTS": "1"})

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import ssl
 import tomllib
 from collections.abc import Mapping
@@ -297,7 +298,7 @@ def load_config(
             values[name] = _coerce(name, raw)
     environ = os.environ if env is None else env
     for key, raw in environ.items():
-        if key.startswith("COORDINATOR_"):
+        if key.startswith("COORDINATOR_") and not injected_by_kubernetes(key, raw):
             name = _normalise_key(key[len("COORDINATOR_") :])
             if name not in _FIELDS:
                 raise ConfigError(f"unknown setting in environment variable {key}")
@@ -306,6 +307,20 @@ def load_config(
         if raw is not None:
             values[name] = _coerce(name, raw)
     return _validate(dataclasses.replace(Config(), **values))
+
+
+# What Kubernetes injects into every pod for a Service named "coordinator" (docker links did the
+# same): COORDINATOR_SERVICE_HOST, COORDINATOR_SERVICE_PORT[_<name>], COORDINATOR_PORT=tcp://ip:port
+# and COORDINATOR_PORT_<port>_<PROTO>[_PROTO|_PORT|_ADDR].
+_KUBERNETES_NAME = re.compile(r"COORDINATOR_(SERVICE_HOST|SERVICE_PORT(_.+)?|PORT_\d+_(TCP|UDP|SCTP)(_.+)?)")
+_KUBERNETES_URL = re.compile(r"(tcp|udp|sctp)://.*", re.IGNORECASE)
+
+
+def injected_by_kubernetes(key: str, value: str) -> bool:
+    """A service-discovery variable, not a setting: COORDINATOR_PORT is ours unless it holds a URL."""
+    if key == "COORDINATOR_PORT":
+        return _KUBERNETES_URL.fullmatch(value.strip()) is not None
+    return _KUBERNETES_NAME.fullmatch(key) is not None
 
 
 def _flatten(document: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
