@@ -10,6 +10,7 @@ from typing import Any
 
 from coordinator.cli.acls import add_acls_parser
 from coordinator.cli.admin.cli import add_groups_parser, add_offsets_parser
+from coordinator.cli.parsing import add_version_flag, parse_args
 from coordinator.cli.users import add_users_parser
 from coordinator.server.config import KAFKA_NAMED, Config, ConfigError, kafka_name, load_config
 from storage.base import StoreError
@@ -18,6 +19,9 @@ from storage.base import StoreError
 def _serve_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     serve = sub.add_parser(
         "serve",
+        # The generated usage lists every Kafka setting (40 lines); errors print this instead.
+        usage="%(prog)s [--host H] [--port P] [--storage URL] [--config FILE] [--log-level LEVEL]\n"
+        "       [--<kafka-setting-with-dashes> VALUE ...]   (--help lists them all)",
         help="run the coordinator",
         description="Run the group coordinator. Settings come from defaults, then --config FILE (TOML), "
         "then COORDINATOR_* environment variables, then these flags.",
@@ -41,7 +45,7 @@ def _serve_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     serve.add_argument(
         "--metrics-port", type=int, help="port of /metrics, /healthz and /readyz (default 0 = off)"
     )
-    serve.add_argument("--log-level", help="DEBUG, INFO (default), WARNING, ERROR")
+    serve.add_argument("--log-level", help="DEBUG, INFO (default), WARNING, ERROR (any case)")
     serve.add_argument("--log-format", choices=["text", "json"], help="log line format (default text)")
     kafka = serve.add_argument_group("Kafka settings", "Apache Kafka's names with dots turned into dashes")
     for name in sorted(KAFKA_NAMED):
@@ -75,6 +79,7 @@ def _loadtest_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="coordinator", description="A standalone Kafka group coordinator.")
+    add_version_flag(parser)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _serve_parser(sub)
     _loadtest_parser(sub)
@@ -87,7 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parse_args(parser, argv)
     if args.command == "serve":
         return _serve(args)
     if args.command == "loadtest":

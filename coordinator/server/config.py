@@ -270,6 +270,10 @@ def _validate(config: Config) -> Config:
     )
     need(config.log_format in ("text", "json"), "log-format must be text or json")
     need(
+        config.log_level.upper() in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"),
+        f"log-level must be DEBUG, INFO, WARNING, ERROR or CRITICAL, not {config.log_level!r}",
+    )
+    need(
         config.sqlite_synchronous.upper() in ("FULL", "NORMAL"),
         "sqlite-synchronous must be FULL or NORMAL",
     )

@@ -121,6 +121,37 @@ def test_describe_unknown_group_is_a_named_error(ours: ServerProcess) -> None:
     assert result.err.startswith("GROUP_ID_NOT_FOUND: group 'no-such-group' does not exist")
 
 
+def test_describe_prints_the_groups_that_exist_and_reports_the_others(ours: ServerProcess) -> None:
+    b = ours.bootstrap
+    create_topics(b, part_t=1)
+    commit(b, "part-g1", {("part_t", 0): 3})
+    for output in ("json", "table"):
+        result = cli(b, "groups", "describe", "part-g1", "nosuch", "--format", output)
+        assert result.code == 1, result
+        assert result.err.strip().splitlines()[-1] == (
+            "GROUP_ID_NOT_FOUND: group 'nosuch' does not exist (The group id does not exist)"
+        )
+        if output == "json":
+            assert [g["group"] for g in result.json()] == ["part-g1"]
+        else:
+            assert table_rows(result.out)[1][:4] == ["part-g1", "part_t", "0", "3"]
+
+
+def test_reset_of_a_group_that_does_not_exist(ours: ServerProcess) -> None:
+    b = ours.bootstrap
+    create_topics(b, new_g_t=2)
+    result = cli(b, "offsets", "reset", "nosuchgroup", "--all-topics", "--to-offset", "5", "--execute")
+    assert (result.code, result.out) == (1, "")
+    assert result.err.startswith("GROUP_ID_NOT_FOUND: group 'nosuchgroup' does not exist, so --all-topics")
+    # Naming the partitions gives a new group its first offsets, as kafka-consumer-groups does.
+    created = cli(b, "offsets", "reset", "new-group", "--topic", "new_g_t", "--to-offset", "5", "--execute")
+    assert created.code == 0, created
+    assert {tp: o for tp, (o, _m) in committed(b, "new-group").items()} == {
+        ("new_g_t", 0): 5,
+        ("new_g_t", 1): 5,
+    }
+
+
 def test_groups_delete(ours: ServerProcess) -> None:
     b = ours.bootstrap
     create_topics(b, del_t=1)

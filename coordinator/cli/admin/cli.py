@@ -24,6 +24,7 @@ from coordinator.cli.admin.zookeeper_cmd import (
     groups_list_from_zookeeper,
     offsets_import_from_zookeeper,
 )
+from coordinator.cli.parsing import add_version_flag, parse_args
 
 Handler = Callable[[AdminClient, argparse.Namespace], int]
 
@@ -95,6 +96,29 @@ def _non_negative(text: str) -> int:
     return int(text)
 
 
+# Kafka's ConsumerGroupState and GroupType names; kafka-consumer-groups.sh accepts any case.
+GROUP_STATES = (
+    "PreparingRebalance", "CompletingRebalance", "Stable", "Dead", "Empty", "Assigning", "Reconciling",
+)  # fmt: skip
+GROUP_TYPES = ("classic", "consumer", "share", "streams")
+
+
+def _canonical(known: Sequence[str], what: str) -> Callable[[str], str]:
+    """Comma-separated names in any case -> Kafka's spelling; an unknown name is a usage error."""
+    by_lower = {name.lower(): name for name in known}
+
+    def convert(text: str) -> str:
+        names = [part.strip() for part in text.split(",") if part.strip()]
+        unknown = [name for name in names if name.lower() not in by_lower]
+        if unknown or not names:
+            raise ValueError(
+                f"unknown group {what} {', '.join(map(repr, unknown or [text]))} (one of: {', '.join(known)})"
+            )
+        return ",".join(by_lower[name.lower()] for name in names)
+
+    return convert
+
+
 def _seconds(text: str) -> float:
     value = float(text)
     if not value > 0:
@@ -156,13 +180,15 @@ def add_groups_parser(
         "--state",
         action="append",
         metavar="S",
-        help="only groups in state S (Stable, Empty, ...; repeatable)",
+        type=_typed(_canonical(GROUP_STATES, "state"), "state"),
+        help=f"only groups in state S, any case ({', '.join(GROUP_STATES)}; repeatable or comma-separated)",
     )
     listing.add_argument(
         "--type",
         action="append",
         metavar="T",
-        help="only groups of type T (classic, consumer, ...; repeatable)",
+        type=_typed(_canonical(GROUP_TYPES, "type"), "type"),
+        help=f"only groups of type T, any case ({', '.join(GROUP_TYPES)}; repeatable or comma-separated)",
     )
     listing.add_argument(
         "--from-zookeeper",
@@ -321,6 +347,7 @@ def add_offsets_parser(
 
 def build_parser(prog: str = "coordinator") -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog=prog, description="Kafka consumer-group administration.")
+    add_version_flag(parser)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     add_groups_parser(sub)
     add_offsets_parser(sub)
@@ -328,6 +355,6 @@ def build_parser(prog: str = "coordinator") -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None, prog: str = "coordinator") -> int:
-    args = build_parser(prog).parse_args(argv)
+    args = parse_args(build_parser(prog), argv)
     result: int = args.func(args)
     return result

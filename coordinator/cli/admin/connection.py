@@ -29,6 +29,23 @@ def parse_address(text: str) -> tuple[str, int]:
     return host.removeprefix("[").removesuffix("]"), port
 
 
+HANDSHAKE_TIMEOUT_S: Final = 5.0
+
+
+def foreign_protocol(head: bytes, address: str) -> str | None:
+    """What a reply that is not a Kafka frame looks like, from its first bytes (None: no idea)."""
+    if head[:4] in (b"HTTP", b"<htm", b"<!DO"):
+        return f"{address} answered in HTTP: it is a web server (a metrics port?), not a Kafka listener"
+    if head[0] in (0x15, 0x16) and head[1] == 0x03:
+        return (
+            f"{address} answered with TLS: it is a TLS listener; connect with security.protocol=SSL "
+            "or SASL_SSL (--command-config)"
+        )
+    if head[:4] == b"SSH-":
+        return f"{address} is an SSH server, not a Kafka listener"
+    return None
+
+
 class BrokerConnection:
     """Sends requests at the highest version both sides know and returns decoded responses."""
 
@@ -80,11 +97,13 @@ class BrokerConnection:
         data = encode_request(api, version, self._correlation_id, self.client_id, body)
         try:
             self._sock.sendall(data)
-            (size,) = _LENGTH.unpack(self._read_exactly(4))
+            head = self._read_exactly(4)
+            (size,) = _LENGTH.unpack(head)
             if not 4 <= size <= MAX_FRAME:
                 raise KafkaError(
                     ErrorCode.CORRUPT_MESSAGE,
-                    f"response frame of {size} bytes from {self.address}",
+                    foreign_protocol(head, self.address)
+                    or f"response frame of {size} bytes from {self.address}",
                     explain=False,
                 )
             frame = self._read_exactly(size)
@@ -125,10 +144,30 @@ class BrokerConnection:
         return bytes(chunks)
 
     def _negotiate(self) -> dict[ApiKey, tuple[int, int]]:
-        """ApiVersions at our highest version; a broker that does not know it answers in v0 (KIP-511)."""
+        """ApiVersions at our highest version; a broker that does not know it answers in v0 (KIP-511).
+
+        Every Kafka broker answers ApiVersions at once, before authentication and without storage,
+        so silence here means the port speaks another protocol (HTTP, TLS, ...): waited for at
+        most HANDSHAKE_TIMEOUT_S and reported as such.
+        """
         api = ApiKey.API_VERSIONS
         version = SERVED_VERSIONS[api][1]
-        frame = self._round_trip(api, version, ApiVersionsRequest("coordinator-admin", "0.1.0"))
+        timeout = self._sock.gettimeout()
+        self._sock.settimeout(min(timeout or HANDSHAKE_TIMEOUT_S, HANDSHAKE_TIMEOUT_S))
+        try:
+            frame = self._round_trip(api, version, ApiVersionsRequest("coordinator-admin", "0.1.0"))
+        except KafkaError as exc:
+            if exc.code != ErrorCode.REQUEST_TIMED_OUT:
+                raise
+            raise KafkaError(
+                ErrorCode.REQUEST_TIMED_OUT,
+                f"{self.address} accepted the connection but did not answer ApiVersions within "
+                f"{self._sock.gettimeout():g} s: it does not look like a Kafka listener (an HTTP port, "
+                "or a TLS listener reached without TLS?)",
+                explain=False,
+            ) from exc
+        finally:
+            self._sock.settimeout(timeout)
         (error_code,) = _ERROR_CODE_AFTER_CORRELATION.unpack_from(frame, 4)
         if error_code == ErrorCode.UNSUPPORTED_VERSION:
             version = 0

@@ -108,12 +108,30 @@ def format_subscription(member: Member) -> str:
 def groups_describe(client: AdminClient, args: argparse.Namespace) -> int:
     show_offsets = args.offsets or not (args.members or args.state)
     described: list[tuple[GroupDescription, list[OffsetLine] | None]] = []
+    failures: list[KafkaError] = []  # as kafka-consumer-groups: print what exists, report the rest
     for group_id in args.groups:
-        group = client.describe_group(group_id)
-        described.append((group, offset_lines(client, group) if show_offsets else None))
+        try:
+            group = client.describe_group(group_id)
+            described.append((group, offset_lines(client, group) if show_offsets else None))
+        except KafkaError as exc:
+            if len(args.groups) == 1:
+                raise
+            failures.append(exc)
+    if described:
+        _print_described(args, described, show_offsets)
+    for failure in failures:
+        note(str(failure))
+    return 1 if failures else 0
+
+
+def _print_described(
+    args: argparse.Namespace,
+    described: list[tuple[GroupDescription, list[OffsetLine] | None]],
+    show_offsets: bool,
+) -> None:
     if args.format == "json":
         print_json([_group_json(g, lines, args.members) for g, lines in described])
-        return 0
+        return
     # Classic groups keep kafka-consumer-groups' tables; consumer groups get their own, with the
     # KIP-848 columns (epochs, subscriptions, target assignment), after the classic ones.
     classic = [(g, lines) for g, lines in described if g.group_type != CONSUMER]
@@ -138,7 +156,6 @@ def groups_describe(client: AdminClient, args: argparse.Namespace) -> int:
         if i:
             print()
         print_table(headers, rows)
-    return 0
 
 
 def _state_table(described: list[tuple[GroupDescription, Any]]) -> tuple[list[str], list[list[object]]]:

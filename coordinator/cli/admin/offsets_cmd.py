@@ -7,7 +7,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
-from coordinator.cli.admin.client import TP, AdminClient, Committed
+from coordinator.cli.admin.client import TP, AdminClient, Committed, GroupDescription
 from coordinator.cli.admin.csvfile import OffsetRow, read_offsets_csv, write_offsets_csv
 from coordinator.cli.admin.errors import KafkaError, UsageError
 from coordinator.cli.admin.output import note, print_json, print_table
@@ -23,7 +23,7 @@ class Change:
     error: int = ErrorCode.NONE
 
 
-def refuse_if_active(client: AdminClient, group: str, action: str) -> None:
+def refuse_if_active(client: AdminClient, group: str, action: str) -> GroupDescription:
     """Offsets may be changed from outside only while the group has no members (Empty or Dead).
 
     Classic groups are checked with DescribeGroups, consumer (KIP-848) groups with
@@ -38,6 +38,7 @@ def refuse_if_active(client: AdminClient, group: str, action: str) -> None:
             f"(state {described.state}, {count} member{'s' if count != 1 else ''}); stop its consumers first",
             explain=False,
         )
+    return described
 
 
 def refuse_if_joined(client: AdminClient, group: str, action: str, errors: dict[TP, int]) -> None:
@@ -63,8 +64,14 @@ def read_csv_argument(path: str) -> list[OffsetRow]:
 def offsets_reset(client: AdminClient, args: argparse.Namespace) -> int:
     check_scope(args)
     file_rows = read_csv_argument(args.from_file) if args.from_file is not None else None
-    refuse_if_active(client, args.group, "reset the offsets of")
+    described = refuse_if_active(client, args.group, "reset the offsets of")
     committed = client.committed_offsets(args.group)
+    if args.all_topics and not committed and described.state == "Dead":
+        raise KafkaError(
+            ErrorCode.GROUP_ID_NOT_FOUND,
+            f"group {args.group!r} does not exist, so --all-topics selects nothing; name the partitions "
+            "with --topic to give a new group its first offsets",
+        )
     plan = plan_reset(client, args, committed, file_rows)
     changes = [Change(tp, committed[tp].offset if tp in committed else None, new) for tp, new in plan.items()]
     if args.execute and changes:
