@@ -21,9 +21,9 @@ from coordinator.server.listeners import BoundListener
 from coordinator.server.metrics import HealthServer, MeasuredStore, Metrics
 from coordinator.server.readiness import StorageProbe
 from coordinator.server.runtime import Clock, Runtime
+from coordinator.server.startup_report import settings_block, sqlite_path, storage_location
 from storage.base import Store
 from storage.records import UserCredentialRecord
-from storage.redact import redact_url
 from storage.url import open_store
 from storage.writer import BatchWriter
 
@@ -95,6 +95,13 @@ async def start_server(config: Config) -> RunningServer:
         health = HealthServer(metrics, is_ready)
         metrics_port = await health.start(config.metrics_host, config.metrics_port)
         log.info("metrics and health endpoints on http://%s:%d/metrics", config.metrics_host, metrics_port)
+    log.info("effective configuration:\n%s", settings_block(config))
+    location = storage_location(config.storage)
+    new_file = sqlite_path(config.storage)
+    if new_file is not None and not new_file.exists():
+        log.warning("SQLite file %s does not exist: starting with a new, empty database", new_file)
+    else:
+        log.info("storage: %s", location)
     store: Store = open_store(config.storage, **_store_options(config))
     if metrics is not None:
         store = MeasuredStore(store, metrics)
@@ -168,7 +175,7 @@ async def start_server(config: Config) -> RunningServer:
     log.info(
         "loaded %d topics, %d classic groups, %d consumer groups and %d offsets from %s in %.0f ms",
         len(state.topics), len(state.groups), len(state.consumer_groups), len(state.offsets),
-        redact_url(config.storage), load_seconds * 1000,
+        location, load_seconds * 1000,
     )  # fmt: skip
     state_acls = state.acls
     del state
