@@ -92,3 +92,12 @@ def test_kubernetes_service_variables_are_not_settings() -> None:
     assert load_config(env={**injected, "COORDINATOR_PORT": "19092"}).port == 19092
     with pytest.raises(ConfigError, match="COORDINATOR_PORTS"):
         load_config(env={"COORDINATOR_PORTS": "1"})
+
+
+def test_the_admin_commands_variables_are_not_settings() -> None:
+    env = {
+        "COORDINATOR_ADMIN_PASSWORD": "pw",
+        "COORDINATOR_ADMIN_BOOTSTRAP": "k:9092",
+        "COORDINATOR_NODE_ID": "3",
+    }
+    assert load_config(env=env).node_id == 3

@@ -302,7 +302,11 @@ def load_config(
             values[name] = _coerce(name, raw)
     environ = os.environ if env is None else env
     for key, raw in environ.items():
-        if key.startswith("COORDINATOR_") and not injected_by_kubernetes(key, raw):
+        if (
+            key.startswith("COORDINATOR_")
+            and not key.startswith("COORDINATOR_ADMIN_")
+            and not injected_by_kubernetes(key, raw)
+        ):
             name = _normalise_key(key[len("COORDINATOR_") :])
             if name not in _FIELDS:
                 raise ConfigError(f"unknown setting in environment variable {key}")
@@ -320,6 +324,7 @@ _KUBERNETES_NAME = re.compile(r"COORDINATOR_(SERVICE_HOST|SERVICE_PORT(_.+)?|POR
 _KUBERNETES_URL = re.compile(r"(tcp|udp|sctp)://.*", re.IGNORECASE)
 
 
+# COORDINATOR_ADMIN_* belong to the admin commands (their bootstrap address and credentials).
 def injected_by_kubernetes(key: str, value: str) -> bool:
     """A service-discovery variable, not a setting: COORDINATOR_PORT is ours unless it holds a URL."""
     if key == "COORDINATOR_PORT":

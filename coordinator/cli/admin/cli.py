@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from coordinator.cli.admin.client import AdminClient
+from coordinator.cli.admin.command_config import ENV_PREFIX, load_security
 from coordinator.cli.admin.connection import parse_address
 from coordinator.cli.admin.errors import KafkaError, UsageError
 from coordinator.cli.admin.groups_cmd import groups_delete, groups_describe, groups_list
@@ -29,13 +30,15 @@ from coordinator.cli.parsing import add_version_flag, parse_args
 Handler = Callable[[AdminClient, argparse.Namespace], int]
 
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
+BOOTSTRAP_VARIABLE = "COORDINATOR_ADMIN_BOOTSTRAP"
 EXIT_CODES = "exit codes: 0 ok, 1 Kafka error (named, e.g. GROUP_ID_NOT_FOUND), 2 usage"
 
 
 def run(handler: Handler, args: argparse.Namespace) -> int:
     """Run one command against the bootstrap address; print failures as the exit code says."""
     try:
-        with AdminClient(args.bootstrap, timeout=args.timeout) as client:
+        security = load_security(args.command_config, os.environ)
+        with AdminClient(args.bootstrap, timeout=args.timeout, security=security) as client:
             return handler(client, args)
     except KafkaError as exc:
         print(exc, file=sys.stderr)
@@ -131,9 +134,16 @@ def _connection_options(output: Sequence[str] = ("table", "json")) -> argparse.A
     common.add_argument(
         "--bootstrap",
         metavar="HOST:PORT",
-        default=DEFAULT_BOOTSTRAP,
+        default=os.environ.get(BOOTSTRAP_VARIABLE) or DEFAULT_BOOTSTRAP,
         type=_typed(_address, "address"),
-        help=f"any broker of the cluster (default {DEFAULT_BOOTSTRAP})",
+        help=f"any broker of the cluster (default ${BOOTSTRAP_VARIABLE}, else {DEFAULT_BOOTSTRAP})",
+    )
+    common.add_argument(
+        "--command-config",
+        metavar="FILE",
+        help="Kafka client properties: security.protocol, sasl.mechanism, sasl.jaas.config, ssl.* "
+        f"(default ${ENV_PREFIX}COMMAND_CONFIG; ${ENV_PREFIX}USERNAME, ${ENV_PREFIX}PASSWORD[_FILE], ... "
+        "override it)",
     )
     common.add_argument(
         "--timeout",
