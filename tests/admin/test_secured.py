@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
+import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from coordinator.cli.main import main
 from tests.admin.support import cli
 from tests.security.support import Certificates, listener_ports, make_certificates, tls_settings
 from tests.security.test_sasl import add_user
-from tests.support.server import running_server
+from tests.support.server import running_server, start_server
 
 pytestmark = pytest.mark.integration
 
@@ -104,3 +108,64 @@ def test_tls_listener(secured: Secured, tmp_path: Path) -> None:
         "closed the connection on ApiVersions, which every Kafka listener answers: is it a TLS listener?"
         in (without_tls.err)
     )
+
+
+def _acls(*argv: str) -> tuple[int, str]:
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        code = main(["acls", *argv])
+    return code, err.getvalue()
+
+
+def test_acls_password_from_a_file(secured: Secured, tmp_path: Path) -> None:
+    secret = tmp_path / "pw"
+    secret.write_text("admin-pw\n")
+    # The authorizer is off on this server: SECURITY_DISABLED proves the login itself succeeded.
+    code, err = _acls(
+        "list", "--bootstrap", secured.sasl, "--username", "admin", "--password-file", str(secret)
+    )
+    assert code == 1 and err.startswith("SECURITY_DISABLED"), err
+    secret.write_text("wrong\n")
+    code, err = _acls(
+        "list", "--bootstrap", secured.sasl, "--username", "admin", "--password-file", str(secret)
+    )
+    assert code == 1 and err.startswith("SASL_AUTHENTICATION_FAILED"), err
+    code, err = _acls(
+        "list", "--bootstrap", secured.sasl, "--username", "admin", "--password-file", "/nonexistent"
+    )
+    assert code == 2 and "/nonexistent" in err
+
+
+def _encrypted_key(certs: Certificates, directory: Path, password: str) -> Path:
+    key = directory / "server-encrypted.key"
+    subprocess.run(
+        ["openssl", "pkey", "-in", str(certs.server_key), "-aes256", "-passout", f"pass:{password}", "-out", str(key)],
+        check=True, capture_output=True, timeout=30,
+    )  # fmt: skip
+    return key
+
+
+def test_serve_reads_the_key_password_from_a_file_or_a_variable(secured: Secured, tmp_path: Path) -> None:
+    key = _encrypted_key(secured.certs, tmp_path, "k3y-pw")
+    secret = tmp_path / "key-password"
+    secret.write_text("k3y-pw\n")
+    tls = {
+        "security-protocol": "SSL",
+        "ssl-certfile": str(secured.certs.server_cert),
+        "ssl-keyfile": str(key),
+    }
+    from_file = start_server("memory://", {**tls, "ssl-keyfile-password-file": str(secret)})
+    assert from_file.stop() == 0
+    from_variable = start_server(
+        "memory://", tls, environment={"COORDINATOR_SSL_KEYFILE_PASSWORD_FILE": str(secret)}
+    )
+    assert from_variable.stop() == 0
+    assert "visible to other users" not in from_file.log_text() + from_variable.log_text()
+
+    secret.write_text("wrong\n")
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(["serve", "--storage", "memory://", "--security-protocol", "SSL", "--ssl-certfile",
+                     str(secured.certs.server_cert), "--ssl-keyfile", str(key), "--ssl-keyfile-password", "x"])  # fmt: skip
+    assert code == 2
+    assert "--ssl-keyfile-password is visible to other users in `ps`" in err.getvalue()
