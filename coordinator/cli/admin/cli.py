@@ -214,7 +214,8 @@ def add_groups_parser(
         groups_describe,
         "describe classic and consumer (KIP-848) groups: offsets and lag (default), members, state",
     )
-    describe.add_argument("groups", nargs="+", metavar="GROUP")
+    describe.add_argument("groups", nargs="*", metavar="GROUP")
+    describe.add_argument("--all-groups", action="store_true", help="every group of the cluster")
     describe.add_argument(
         "--members",
         action="store_true",
@@ -234,7 +235,10 @@ def add_groups_parser(
     )
 
     delete = _leaf(verbs, "delete", groups_delete, "delete groups (they must have no members)")
-    delete.add_argument("groups", nargs="+", metavar="GROUP")
+    delete.add_argument("groups", nargs="*", metavar="GROUP")
+    delete.add_argument(
+        "--all-groups", action="store_true", help="every group of the cluster (those with members fail)"
+    )
     return groups
 
 
@@ -249,7 +253,12 @@ def add_offsets_parser(
     topic_spec = _typed(parse_topic_spec, "topic")
 
     reset = _leaf(verbs, "reset", offsets_reset, "plan or execute an offset reset of an inactive group")
-    reset.add_argument("group", metavar="GROUP")
+    reset.add_argument("group", metavar="GROUP", nargs="?")
+    reset.add_argument(
+        "--all-groups",
+        action="store_true",
+        help="every group of the cluster (groups with members are skipped)",
+    )
     scope = reset.add_mutually_exclusive_group()
     scope.add_argument(
         "--topic",
@@ -267,6 +276,11 @@ def add_offsets_parser(
     method.add_argument("--to-offset", type=_typed(_non_negative, "offset"), metavar="N", help="offset N")
     method.add_argument(
         "--shift-by", type=int, metavar="N", help="the committed offset plus N (N may be negative)"
+    )
+    method.add_argument(
+        "--to-current",
+        action="store_true",
+        help="the committed offset (partitions without one: the log-end offset, on a broker with records)",
     )
     method.add_argument(
         "--to-datetime",

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from coordinator.cli.admin.client import CONSUMER, LATEST, TP, AdminClient, GroupDescription, Member
-from coordinator.cli.admin.errors import KafkaError
+from coordinator.cli.admin.errors import KafkaError, UsageError
 from coordinator.cli.admin.output import note, print_json, print_table
 from protocol.errors import ErrorCode, error_name
 
@@ -109,12 +109,16 @@ def groups_describe(client: AdminClient, args: argparse.Namespace) -> int:
     show_offsets = args.offsets or not (args.members or args.state)
     described: list[tuple[GroupDescription, list[OffsetLine] | None]] = []
     failures: list[KafkaError] = []  # as kafka-consumer-groups: print what exists, report the rest
-    for group_id in args.groups:
+    groups = chosen_groups(client, args)
+    if not groups:
+        note("no groups")
+        return 0
+    for group_id in groups:
         try:
             group = client.describe_group(group_id)
             described.append((group, offset_lines(client, group) if show_offsets else None))
         except KafkaError as exc:
-            if len(args.groups) == 1:
+            if len(groups) == 1 and not args.all_groups:
                 raise
             failures.append(exc)
     if described:
@@ -323,8 +327,21 @@ def _consumer_member_json(m: Member) -> dict[str, Any]:
     }
 
 
+def chosen_groups(client: AdminClient, args: argparse.Namespace) -> list[str]:
+    """GROUP arguments, or with --all-groups every group of the cluster (as kafka-consumer-groups)."""
+    if args.all_groups == bool(args.groups):
+        raise UsageError("give GROUP names or --all-groups (one of them)")
+    if args.all_groups:
+        return sorted(g.group_id for g in client.list_groups([], []))
+    return list(dict.fromkeys(args.groups))
+
+
 def groups_delete(client: AdminClient, args: argparse.Namespace) -> int:
-    results = {group: client.delete_group(group) for group in dict.fromkeys(args.groups)}
+    groups = chosen_groups(client, args)
+    if not groups:
+        note("no groups")
+        return 0
+    results = {group: client.delete_group(group) for group in groups}
     if args.format == "json":
         print_json(
             [

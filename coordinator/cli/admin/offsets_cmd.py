@@ -63,28 +63,63 @@ def read_csv_argument(path: str) -> list[OffsetRow]:
 
 def offsets_reset(client: AdminClient, args: argparse.Namespace) -> int:
     check_scope(args)
+    if args.all_groups == (args.group is not None):
+        raise UsageError("give a GROUP or --all-groups (one of them)")
     file_rows = read_csv_argument(args.from_file) if args.from_file is not None else None
-    described = refuse_if_active(client, args.group, "reset the offsets of")
-    committed = client.committed_offsets(args.group)
+    if not args.all_groups:
+        changes = _reset_group(client, args, args.group, file_rows)
+        _print_changes(args, changes, executed=args.execute, current_header="CURRENT-OFFSET")
+        _reset_notes(args, bool(changes))
+        return _report_failures(args.group, changes)
+    # --all-groups, as kafka-consumer-groups: every group is planned on its own; one that cannot be
+    # reset (members, no offsets in scope) is reported and the others go ahead.
+    results: list[tuple[str, list[Change]]] = []
+    failures: list[KafkaError] = []
+    for group in sorted(g.group_id for g in client.list_groups([], [])):
+        try:
+            results.append((group, _reset_group(client, args, group, file_rows)))
+        except KafkaError as exc:
+            failures.append(exc)
+    if args.format == "json":
+        print_json(
+            [_changes_json(group, changes, args.execute, "CURRENT-OFFSET") for group, changes in results]
+        )
+    else:
+        rows = [(group, change) for group, changes in results for change in changes]
+        _print_rows(rows, args.execute, "CURRENT-OFFSET")
+    _reset_notes(args, any(changes for _group, changes in results))
+    for failure in failures:
+        note(str(failure))
+    failed = [_report_failures(group, changes) for group, changes in results]
+    return 1 if failures or any(failed) else 0
+
+
+def _reset_group(
+    client: AdminClient, args: argparse.Namespace, group: str, file_rows: list[OffsetRow] | None
+) -> list[Change]:
+    described = refuse_if_active(client, group, "reset the offsets of")
+    committed = client.committed_offsets(group)
     if args.all_topics and not committed and described.state == "Dead":
         raise KafkaError(
             ErrorCode.GROUP_ID_NOT_FOUND,
-            f"group {args.group!r} does not exist, so --all-topics selects nothing; name the partitions "
+            f"group {group!r} does not exist, so --all-topics selects nothing; name the partitions "
             "with --topic to give a new group its first offsets",
         )
     plan = plan_reset(client, args, committed, file_rows)
     changes = [Change(tp, committed[tp].offset if tp in committed else None, new) for tp, new in plan.items()]
     if args.execute and changes:
-        errors = client.commit_offsets(args.group, {c.tp: Committed(c.new) for c in changes})
-        refuse_if_joined(client, args.group, "reset the offsets of", errors)
+        errors = client.commit_offsets(group, {c.tp: Committed(c.new) for c in changes})
+        refuse_if_joined(client, group, "reset the offsets of", errors)
         for change in changes:
             change.error = errors.get(change.tp, ErrorCode.UNKNOWN_SERVER_ERROR)
-    _print_changes(args, changes, executed=args.execute, current_header="CURRENT-OFFSET")
-    if not changes:
+    return changes
+
+
+def _reset_notes(args: argparse.Namespace, changed: bool) -> None:
+    if not changed:
         note("nothing to reset: no partition matched")
     elif not args.execute:
         note("Dry run: nothing was changed. Run again with --execute to commit these offsets.")
-    return _report_failures(args.group, changes)
 
 
 def offsets_import(client: AdminClient, args: argparse.Namespace) -> int:
@@ -180,25 +215,35 @@ def _print_changes(
     args: argparse.Namespace, changes: list[Change], executed: bool, current_header: str | None
 ) -> None:
     if args.format == "json":
-        doc: dict[str, Any] = {"group": args.group, "executed": executed, "partitions": []}
-        for c in changes:
-            entry: dict[str, Any] = {"topic": c.tp.topic, "partition": c.tp.partition}
-            if current_header:
-                entry["current_offset"] = c.current
-            entry["new_offset"] = c.new
-            if executed:
-                entry["error"] = _name_or_none(c.error)
-            doc["partitions"].append(entry)
-        print_json(doc)
-        return
+        print_json(_changes_json(args.group, changes, executed, current_header))
+    else:
+        _print_rows([(args.group, c) for c in changes], executed, current_header)
+
+
+def _changes_json(
+    group: str, changes: list[Change], executed: bool, current_header: str | None
+) -> dict[str, Any]:
+    doc: dict[str, Any] = {"group": group, "executed": executed, "partitions": []}
+    for c in changes:
+        entry: dict[str, Any] = {"topic": c.tp.topic, "partition": c.tp.partition}
+        if current_header:
+            entry["current_offset"] = c.current
+        entry["new_offset"] = c.new
+        if executed:
+            entry["error"] = _name_or_none(c.error)
+        doc["partitions"].append(entry)
+    return doc
+
+
+def _print_rows(changes: list[tuple[str, Change]], executed: bool, current_header: str | None) -> None:
     if not changes:
         return
     headers = ["GROUP", "TOPIC", "PARTITION"]
     headers += [current_header, "NEW-OFFSET"] if current_header else ["NEW-OFFSET"]
     headers += ["STATUS"] if executed else []
     rows: list[list[object]] = []
-    for c in changes:
-        row: list[object] = [args.group, c.tp.topic, c.tp.partition]
+    for group, c in changes:
+        row: list[object] = [group, c.tp.topic, c.tp.partition]
         row += [c.current, c.new] if current_header else [c.new]
         row += ["committed" if c.error == 0 else error_name(c.error)] if executed else []
         rows.append(row)

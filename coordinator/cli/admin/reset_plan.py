@@ -82,6 +82,8 @@ def plan_reset(
         return _clamped(client, dict.fromkeys(scope, args.to_offset), no_clamp)
     if args.shift_by is not None:
         return _clamped(client, _shifted(scope, committed, args.shift_by), no_clamp)
+    if args.to_current:
+        return _current(client, scope, committed, holds_records)
     if args.to_datetime is not None:
         return _offsets_at(client, scope, args.to_datetime)
     if args.by_duration is not None:
@@ -106,6 +108,20 @@ def _refuse_log_methods(client: AdminClient, args: argparse.Namespace) -> None:
                 f"that holds no records: it cannot know {what}. Give the offset with --to-offset, "
                 "--shift-by or --from-file (these are not clamped there)"
             )
+
+
+def _current(
+    client: AdminClient, scope: list[TP], committed: dict[TP, Committed], holds_records: bool
+) -> dict[TP, int]:
+    """Kafka's --to-current: the committed offset, else the log-end offset."""
+    missing = [tp for tp in scope if tp not in committed]
+    if missing and not holds_records:
+        raise UsageError(
+            f"{', '.join(map(str, missing))}: the group has no committed offset there, and this broker holds "
+            "no records, so there is no log-end offset to use instead (use --to-offset for those partitions)"
+        )
+    at_end = _log_offsets(client, missing, LATEST) if missing else {}
+    return {tp: committed[tp].offset if tp in committed else at_end[tp] for tp in scope}
 
 
 def _shifted(scope: list[TP], committed: dict[TP, Committed], shift: int) -> dict[TP, int]:
