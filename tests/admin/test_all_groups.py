@@ -71,3 +71,20 @@ def test_to_current(own: ServerProcess) -> None:
     refused = cli(b, "offsets", "reset", "cur", "--topic", "cur_t", "--to-current")
     assert refused.code == 2
     assert "cur_t-1: the group has no committed offset there, and this broker holds no records" in refused.err
+
+
+def test_all_groups_delete_offsets(own: ServerProcess) -> None:
+    b = own.bootstrap
+    create_topics(b, do_t=2, do_u=1)
+    commit(b, "do-a", {("do_t", 0): 1, ("do_t", 1): 2, ("do_u", 0): 3})
+    commit(b, "do-b", {("do_t", 1): 4})
+    commit(b, "do-c", {("do_u", 0): 5})
+    result = cli(b, "offsets", "delete", "--all-groups", "--topic", "do_t")
+    assert result.code == 0, result
+    assert table_rows(result.out) == [
+        ["GROUP", "TOPIC", "PARTITION", "STATUS"],
+        ["do-a", "do_t", "0", "deleted"], ["do-a", "do_t", "1", "deleted"], ["do-b", "do_t", "1", "deleted"],
+    ]  # fmt: skip
+    assert (offsets(b, "do-a"), offsets(b, "do-b"), offsets(b, "do-c")) == (
+        {("do_u", 0): 3}, {}, {("do_u", 0): 5},
+    )  # fmt: skip

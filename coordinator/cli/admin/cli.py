@@ -310,7 +310,10 @@ def add_offsets_parser(
     )
 
     delete = _leaf(verbs, "delete", offsets_delete, "delete committed offsets (OffsetDelete)")
-    delete.add_argument("group", metavar="GROUP")
+    delete.add_argument("group", metavar="GROUP", nargs="?")
+    delete.add_argument(
+        "--all-groups", action="store_true", help="every group that has offsets of the topics"
+    )
     delete.add_argument(
         "--topic",
         action="append",

@@ -154,39 +154,90 @@ def offsets_import(client: AdminClient, args: argparse.Namespace) -> int:
 
 
 def offsets_delete(client: AdminClient, args: argparse.Namespace) -> int:
-    committed = client.committed_offsets(args.group)
+    if args.all_groups == (args.group is not None):
+        raise UsageError("give a GROUP or --all-groups (one of them)")
+    if not args.all_groups:
+        results = _delete_group_offsets(client, args, args.group)
+        if args.format == "json":
+            print_json(_deleted_json(args.group, results))
+        elif results:
+            print_table(
+                ["TOPIC", "PARTITION", "STATUS"],
+                [[tp.topic, tp.partition, _deleted_status(code)] for tp, code in results],
+            )
+        return _report_delete_failures(args.group, results)
+    # --all-groups: every group that has offsets of the topics; other groups are left alone.
+    done: list[tuple[str, list[tuple[TP, int]]]] = []
+    failures: list[KafkaError] = []
+    for group in sorted(g.group_id for g in client.list_groups([], [])):
+        try:
+            results = _delete_group_offsets(client, args, group, quiet=True)
+        except KafkaError as exc:
+            failures.append(exc)
+            continue
+        if results:
+            done.append((group, results))
+    if args.format == "json":
+        print_json([_deleted_json(group, results) for group, results in done])
+    elif done:
+        print_table(
+            ["GROUP", "TOPIC", "PARTITION", "STATUS"],
+            [
+                [g, tp.topic, tp.partition, _deleted_status(code)]
+                for g, results in done
+                for tp, code in results
+            ],
+        )
+    else:
+        note("no group has committed offsets for these topics")
+    for failure in failures:
+        note(str(failure))
+    failed = [_report_delete_failures(group, results) for group, results in done]
+    return 1 if failures or any(failed) else 0
+
+
+def _delete_group_offsets(
+    client: AdminClient, args: argparse.Namespace, group: str, quiet: bool = False
+) -> list[tuple[TP, int]]:
+    committed = client.committed_offsets(group)
     partitions: list[TP] = []
     for topic, wanted in args.topic:
         if wanted is None:
             found = [tp for tp in committed if tp.topic == topic]
-            if not found:
-                note(f"group {args.group!r} has no committed offsets for topic {topic!r}")
+            if not found and not quiet:
+                note(f"group {group!r} has no committed offsets for topic {topic!r}")
             partitions.extend(found)
+        elif quiet:  # --all-groups: only the partitions this group has offsets for
+            partitions.extend(tp for tp in (TP(topic, p) for p in wanted) if tp in committed)
         else:
             partitions.extend(TP(topic, p) for p in wanted)
     partitions = sorted(set(partitions))
-    group_error, errors = client.delete_offsets(args.group, partitions)
+    if quiet and not partitions:
+        return []
+    group_error, errors = client.delete_offsets(group, partitions)
     if group_error != ErrorCode.NONE:
-        raise KafkaError(group_error, f"deleting offsets of group {args.group!r}")
-    results = [(tp, errors.get(tp, ErrorCode.UNKNOWN_SERVER_ERROR)) for tp in partitions]
-    if args.format == "json":
-        print_json(
-            {
-                "group": args.group,
-                "partitions": [
-                    {"topic": tp.topic, "partition": tp.partition, "error": _name_or_none(code)}
-                    for tp, code in results
-                ],
-            }
-        )
-    elif results:
-        print_table(
-            ["TOPIC", "PARTITION", "STATUS"],
-            [[tp.topic, tp.partition, "deleted" if code == 0 else error_name(code)] for tp, code in results],
-        )
+        raise KafkaError(group_error, f"deleting offsets of group {group!r}")
+    return [(tp, errors.get(tp, ErrorCode.UNKNOWN_SERVER_ERROR)) for tp in partitions]
+
+
+def _deleted_json(group: str, results: list[tuple[TP, int]]) -> dict[str, Any]:
+    return {
+        "group": group,
+        "partitions": [
+            {"topic": tp.topic, "partition": tp.partition, "error": _name_or_none(code)}
+            for tp, code in results
+        ],
+    }
+
+
+def _deleted_status(code: int) -> str:
+    return "deleted" if code == ErrorCode.NONE else error_name(code)
+
+
+def _report_delete_failures(group: str, results: list[tuple[TP, int]]) -> int:
     failures = [(tp, code) for tp, code in results if code != ErrorCode.NONE]
     for tp, code in failures:
-        note(str(KafkaError(code, f"cannot delete the offset of {tp} in group {args.group!r}")))
+        note(str(KafkaError(code, f"cannot delete the offset of {tp} in group {group!r}")))
     return 1 if failures else 0
 
 
