@@ -1,185 +1,113 @@
-"""Reduce an ordered batch of records to one statement list per table.
+"""Reduce an ordered batch of records to one list of changes per table.
 
 Storage is a state table, so within a batch only the last record per key matters. Reducing
 first makes every key appear once, which lets the SQL backends run one bulk upsert and one
 bulk delete per table in any order (and keeps PostgreSQL's ``ON CONFLICT DO UPDATE`` from
-seeing a key twice).
+seeing a key twice). Records are keyed by their own ``table`` and ``key``.
 
-Consumer groups (KIP-848) add one cross-key rule: a ``ConsumerGroupTombstone`` deletes the
-group row and every member row of the group. In the batch it cancels the group's member records
-before it, so the group's remaining member records all come after its last tombstone: backends
-run the group-wide member delete (``ConsumerPlan.member_wipes``) first, then the member
-deletes and upserts. A group id wiped and then upserted in one batch appears both in
-``member_wipes`` and in ``group_upserts``. Classic and consumer groups are separate tables,
+One rule crosses tables: a tombstone of a parent row (a ``ConsumerGroupTombstone``) deletes
+every child row of that parent (the group's ``consumer_members``). In the batch it cancels the
+child records before it, so the remaining child records all come after its last tombstone:
+backends run a table's ``wipes`` (delete every row of these parents) first, then its deletes
+and upserts. A group id wiped and then upserted in one batch appears both in the members'
+``wipes`` and in the groups' ``upserts``. Classic and consumer groups are separate tables,
 so a ``GroupTombstone`` and a ``ConsumerGroupRecord`` of one id both apply.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Any, Final
 
-from storage.records import (
-    AclRecord,
-    AclTombstone,
-    ConsumerGroupRecord,
-    ConsumerGroupTombstone,
-    ConsumerMemberRecord,
-    ConsumerMemberTombstone,
-    GroupMetadataRecord,
-    GroupTombstone,
-    OffsetCommitRecord,
-    OffsetTombstone,
-    Record,
-    TopicRecord,
-    TopicTombstone,
-    UserCredentialRecord,
-    UserCredentialTombstone,
-)
-
-OffsetKey = tuple[str, str, int]
-ConsumerMemberKey = tuple[str, str]
+from storage.records import OffsetCommitRecord, Record
+from storage.tables import BY_NAME, CHILDREN, STATE_TABLES, Table
 
 
 @dataclass(slots=True)
-class ConsumerPlan:
-    """The consumer-group part of a batch; apply in this order: ``member_wipes`` (delete every
-    member row of these groups), then the rest in any order (each key appears once)."""
+class TableChanges:
+    """What a batch does to one table; apply ``wipes`` first, then the rest in any order
+    (each key appears once)."""
 
-    member_wipes: list[str] = field(default_factory=list)
-    member_deletes: list[ConsumerMemberKey] = field(default_factory=list)
-    member_upserts: list[ConsumerMemberRecord] = field(default_factory=list)
-    group_deletes: list[str] = field(default_factory=list)
-    group_upserts: list[ConsumerGroupRecord] = field(default_factory=list)
+    table: Table[Any]
+    wipes: list[Hashable] = field(default_factory=list)  # parent keys: delete all their rows
+    deletes: list[Hashable] = field(default_factory=list)  # record keys
+    upserts: list[Any] = field(default_factory=list)  # records of the table
 
 
 @dataclass(slots=True)
 class BatchPlan:
-    offset_upserts: list[OffsetCommitRecord] = field(default_factory=list)
-    offset_deletes: list[OffsetKey] = field(default_factory=list)
-    group_upserts: list[GroupMetadataRecord] = field(default_factory=list)
-    group_deletes: list[str] = field(default_factory=list)
-    topic_upserts: list[TopicRecord] = field(default_factory=list)
-    topic_deletes: list[str] = field(default_factory=list)
-    credential_upserts: list[UserCredentialRecord] = field(default_factory=list)
-    credential_deletes: list[tuple[str, str]] = field(default_factory=list)
-    acl_upserts: list[AclRecord] = field(default_factory=list)
-    acl_deletes: list[AclRecord] = field(default_factory=list)
+    # The tables the batch touches, in ``STATE_TABLES`` order.
+    tables: list[TableChanges] = field(default_factory=list)
     # Every offset commit of the batch in order, superseded ones included (commit history).
     commits: list[OffsetCommitRecord] = field(default_factory=list)
-    # None when the batch holds no consumer-group record (keeps the offset path free of it).
-    consumer: ConsumerPlan | None = None
+
+    def changes(self, table: Table[Any]) -> TableChanges | None:
+        return next((c for c in self.tables if c.table is table), None)
 
 
 def plan_batch(records: Sequence[Record]) -> BatchPlan:
-    offsets: dict[OffsetKey, OffsetCommitRecord | None] = {}
-    groups: dict[str, GroupMetadataRecord | None] = {}
-    topics: dict[str, TopicRecord | None] = {}
+    last: dict[str, dict[Hashable, Record]] = {}  # table -> key -> last record (tombstones too)
+    # Child tables: table -> parent key -> key -> last record, so a wipe drops a parent's at once.
+    children: dict[str, dict[Hashable, dict[Hashable, Record]]] = {}
+    wipes: dict[str, dict[Hashable, None]] = {}  # table -> ordered set of parent keys
     commits: list[OffsetCommitRecord] = []
-    credentials: dict[tuple[str, str], UserCredentialRecord | None] = {}
-    acls: dict[AclRecord, bool] = {}
-    consumer: _ConsumerReducer | None = None  # created on the first consumer-group record
+    tombstoned: set[str] = set()  # the tables with a tombstone in the batch
+    kinds = _KINDS
     for r in records:
-        if isinstance(r, OffsetCommitRecord):
-            offsets[(r.group_id, r.topic, r.partition)] = r
-            commits.append(r)
-        elif isinstance(r, OffsetTombstone):
-            offsets[(r.group_id, r.topic, r.partition)] = None
-        elif isinstance(r, GroupMetadataRecord):
-            groups[r.group_id] = r
-        elif isinstance(r, GroupTombstone):
-            groups[r.group_id] = None
-        elif isinstance(r, TopicRecord):
-            topics[r.name] = r
-        elif isinstance(r, TopicTombstone):
-            topics[r.name] = None
-        elif isinstance(r, UserCredentialRecord):
-            credentials[(r.user, r.mechanism)] = r
-        elif isinstance(r, UserCredentialTombstone):
-            credentials[(r.user, r.mechanism)] = None
-        elif isinstance(r, AclRecord):
-            acls[r] = True
-        elif isinstance(r, AclTombstone):
-            acls[r.acl] = False
-        elif isinstance(r, _CONSUMER_RECORDS):
-            if consumer is None:
-                consumer = _ConsumerReducer()
-            consumer.add(r)
+        name, tombstone, child_table = kinds.get(type(r)) or _kind_of(r)
+        key = r.key
+        if child_table:
+            parent_key = key[0]  # type: ignore[index]  # child keys are tuples
+            children.setdefault(name, {}).setdefault(parent_key, {})[key] = r
         else:
-            raise TypeError(f"not a storage record: {r!r}")
+            rows = last.get(name)
+            if rows is None:
+                rows = last[name] = {}
+            rows[key] = r
+        if tombstone:
+            tombstoned.add(name)
+            for child in CHILDREN[name]:
+                wipes.setdefault(child.name, {})[key] = None
+                children.get(child.name, {}).pop(key, None)  # superseded by the wipe
+        elif name == _COMMITS:
+            commits.append(r)  # type: ignore[arg-type]  # the upserts of offsets are commits
 
     plan = BatchPlan(commits=commits)
-    for key, rec in offsets.items():
-        if rec is None:
-            plan.offset_deletes.append(key)
+    for table in STATE_TABLES:
+        name = table.name
+        if name in children:
+            reduced: dict[Hashable, Record] = {
+                k: r for rows in children[name].values() for k, r in rows.items()
+            }
         else:
-            plan.offset_upserts.append(rec)
-    for group_id, grec in groups.items():
-        if grec is None:
-            plan.group_deletes.append(group_id)
+            reduced = last.get(name, {})
+        wiped = wipes.get(name, {})
+        if not reduced and not wiped:
+            continue
+        changes = TableChanges(table, wipes=list(wiped))
+        if name in tombstoned:
+            for row_key, record in reduced.items():
+                if kinds[type(record)][1]:
+                    changes.deletes.append(row_key)
+                else:
+                    changes.upserts.append(record)
         else:
-            plan.group_upserts.append(grec)
-    for name, trec in topics.items():
-        if trec is None:
-            plan.topic_deletes.append(name)
-        else:
-            plan.topic_upserts.append(trec)
-    for ckey, crec in credentials.items():
-        if crec is None:
-            plan.credential_deletes.append(ckey)
-        else:
-            plan.credential_upserts.append(crec)
-    for acl, present in acls.items():
-        (plan.acl_upserts if present else plan.acl_deletes).append(acl)
-    if consumer is not None:
-        plan.consumer = consumer.plan()
+            changes.upserts = list(reduced.values())
+        plan.tables.append(changes)
     return plan
 
 
-_CONSUMER_RECORDS: Final = (
-    ConsumerMemberRecord,
-    ConsumerMemberTombstone,
-    ConsumerGroupRecord,
-    ConsumerGroupTombstone,
-)
+_COMMITS: Final = OffsetCommitRecord.table
+# record type -> (table, is a tombstone, the table is a child table); filled on first sight.
+_KINDS: dict[type, tuple[str, bool, bool]] = {}
 
 
-class _ConsumerReducer:
-    __slots__ = ("groups", "members", "wipes")
-
-    def __init__(self) -> None:
-        self.groups: dict[str, ConsumerGroupRecord | None] = {}
-        # group_id -> member_id -> last record (None: tombstone); per group so a wipe is O(1)
-        self.members: dict[str, dict[str, ConsumerMemberRecord | None]] = {}
-        self.wipes: dict[str, None] = {}  # an ordered set
-
-    def add(
-        self,
-        r: ConsumerMemberRecord | ConsumerMemberTombstone | ConsumerGroupRecord | ConsumerGroupTombstone,
-    ) -> None:
-        if isinstance(r, ConsumerMemberRecord):
-            self.members.setdefault(r.group_id, {})[r.member_id] = r
-        elif isinstance(r, ConsumerMemberTombstone):
-            self.members.setdefault(r.group_id, {})[r.member_id] = None
-        elif isinstance(r, ConsumerGroupRecord):
-            self.groups[r.group_id] = r
-        else:
-            self.groups[r.group_id] = None
-            self.wipes[r.group_id] = None
-            self.members.pop(r.group_id, None)  # earlier member records are superseded by the wipe
-
-    def plan(self) -> ConsumerPlan:
-        plan = ConsumerPlan(member_wipes=list(self.wipes))
-        for group_id, grec in self.groups.items():
-            if grec is None:
-                plan.group_deletes.append(group_id)
-            else:
-                plan.group_upserts.append(grec)
-        for group_id, by_member in self.members.items():
-            for member_id, mrec in by_member.items():
-                if mrec is None:
-                    plan.member_deletes.append((group_id, member_id))
-                else:
-                    plan.member_upserts.append(mrec)
-        return plan
+def _kind_of(r: object) -> tuple[str, bool, bool]:
+    name = getattr(type(r), "table", None)
+    if not isinstance(name, str) or name not in BY_NAME or not hasattr(r, "key"):
+        raise TypeError(f"not a storage record: {r!r}")
+    tombstone = bool(getattr(r, "is_tombstone", False))
+    kind = (name, tombstone, BY_NAME[name].parent is not None)
+    _KINDS[type(r)] = kind
+    return kind

@@ -34,10 +34,9 @@ from __future__ import annotations
 
 import json
 import struct
-from collections.abc import Sequence
-from typing import Any, Final
+from typing import Final
 
-from storage.records import ConsumerMemberRecord, MemberRecord, TopicPartitionList
+from storage.records import MemberRecord, TopicPartitionList
 
 MEMBERS_V1: Final = 1
 CONSUMER_TOPICS_V1: Final = 1
@@ -170,61 +169,6 @@ def decode_consumer_topics(
     except (IndexError, struct.error, UnicodeDecodeError) as exc:
         raise CodecError(f"corrupt consumer topics blob: {exc}") from exc
     return tuple(subscribed), lists[0], lists[1], lists[2]
-
-
-# The consumer_members columns, in table order, as read and written by the SQL backends.
-CONSUMER_MEMBER_COLUMNS: Final = (
-    "group_id, member_id, instance_id, rack_id, client_id, client_host, subscribed_topic_regex, "
-    "server_assignor, rebalance_timeout_ms, member_epoch, previous_member_epoch, state, topics"
-)
-
-
-def consumer_member_row(m: ConsumerMemberRecord) -> tuple[Any, ...]:
-    """A member as a row of CONSUMER_MEMBER_COLUMNS."""
-    topics = encode_consumer_topics(m.subscribed_topic_names, m.assigned, m.pending_revocation, m.target)
-    return (
-        m.group_id,
-        m.member_id,
-        m.instance_id,
-        m.rack_id,
-        m.client_id,
-        m.client_host,
-        m.subscribed_topic_regex,
-        m.server_assignor,
-        m.rebalance_timeout_ms,
-        m.member_epoch,
-        m.previous_member_epoch,
-        m.state,
-        topics,
-    )
-
-
-def consumer_member_from_row(row: Sequence[Any]) -> ConsumerMemberRecord:
-    """The inverse of ``consumer_member_row``."""
-    (group_id, member_id, instance_id, rack_id, client_id, client_host, regex, assignor,
-     rebalance_timeout_ms, member_epoch, previous_member_epoch, state, topics) = row  # fmt: skip
-    try:
-        subscribed, assigned, pending_revocation, target = decode_consumer_topics(topics)
-    except CodecError as exc:
-        raise CodecError(f"consumer member {member_id!r} of group {group_id!r}: {exc}") from exc
-    return ConsumerMemberRecord(
-        group_id,
-        member_id,
-        instance_id,
-        rack_id,
-        client_id,
-        client_host,
-        subscribed,
-        regex,
-        assignor,
-        rebalance_timeout_ms,
-        member_epoch,
-        previous_member_epoch,
-        state,
-        assigned,
-        pending_revocation,
-        target,
-    )
 
 
 def encode_configs(configs: tuple[tuple[str, str | None], ...]) -> str:

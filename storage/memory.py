@@ -1,8 +1,9 @@
 """In-memory backend for tests and simulation, with latency and failure injection.
 
-Semantics match the SQL backends, including the value checks their schemas enforce (int
-widths, partition >= 0, 16-byte topic ids), so a batch one backend rejects the others reject
-too. The data lives in a ``MemoryData`` object that outlives the store: pass it to a new
+Semantics match the SQL backends: records apply themselves to one mapping per table of
+``storage/tables.py``, and each row is checked against that table's column description (int
+widths, text, bytes, nullability, partition >= 0, 16-byte topic ids), so a batch one backend
+rejects the others reject too. The data lives in a ``MemoryData`` object that outlives the store: pass it to a new
 ``MemoryStore`` to "reopen" the same database.
 """
 
@@ -11,44 +12,57 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any, Final
 
 from storage.base import StoreError
-from storage.batch import OffsetKey
-from storage.codec import CodecError, encode_configs, encode_consumer_topics, encode_members
+from storage.codec import CodecError
 from storage.records import (
-    AclRecord,
-    AclTombstone,
-    ConsumerGroupRecord,
-    ConsumerGroupTombstone,
-    ConsumerMemberRecord,
-    ConsumerMemberTombstone,
     GroupMetadataRecord,
-    GroupTombstone,
     LoadedState,
     OffsetCommitRecord,
-    OffsetTombstone,
+    OffsetKey,
     Record,
     TopicRecord,
-    TopicTombstone,
     UserCredentialRecord,
-    UserCredentialTombstone,
+)
+from storage.tables import (
+    BLOB,
+    CHILDREN,
+    CLIENT_TEXT,
+    INT32,
+    INT64,
+    STATE_TABLES,
+    TEXT,
+    USER_CREDENTIALS,
+    Column,
+    Table,
+    loaded_state,
 )
 
-_INT32 = range(-(2**31), 2**31)
-_INT64 = range(-(2**63), 2**63)
+_RANGES: Final = {INT32: (-(2**31), 2**31 - 1), INT64: (-(2**63), 2**63 - 1)}
+
+
+def _empty_tables() -> dict[str, dict[Any, Any]]:
+    return {table.name: {} for table in STATE_TABLES}
 
 
 @dataclass(slots=True)
 class MemoryData:
-    offsets: dict[OffsetKey, OffsetCommitRecord] = field(default_factory=dict)
-    groups: dict[str, GroupMetadataRecord] = field(default_factory=dict)
-    topics: dict[str, TopicRecord] = field(default_factory=dict)
+    # table name -> record key -> record, for every table of storage/tables.py
+    tables: dict[str, dict[Any, Any]] = field(default_factory=_empty_tables)
     history: list[OffsetCommitRecord] = field(default_factory=list)
-    credentials: dict[tuple[str, str], UserCredentialRecord] = field(default_factory=dict)
-    acls: dict[AclRecord, None] = field(default_factory=dict)
-    consumer_groups: dict[str, ConsumerGroupRecord] = field(default_factory=dict)
-    # group_id -> member_id -> member, so a ConsumerGroupTombstone drops the group's members at once
-    consumer_members: dict[str, dict[str, ConsumerMemberRecord]] = field(default_factory=dict)
+
+    @property
+    def offsets(self) -> dict[OffsetKey, OffsetCommitRecord]:
+        return self.tables[OffsetCommitRecord.table]
+
+    @property
+    def groups(self) -> dict[str, GroupMetadataRecord]:
+        return self.tables[GroupMetadataRecord.table]
+
+    @property
+    def topics(self) -> dict[str, TopicRecord]:
+        return self.tables[TopicRecord.table]
 
 
 class MemoryStore:
@@ -86,19 +100,12 @@ class MemoryStore:
 
     async def load(self) -> LoadedState:
         self._check_usable()
-        return LoadedState(
-            topics=list(self.data.topics.values()),
-            groups=list(self.data.groups.values()),
-            offsets=list(self.data.offsets.values()),
-            credentials=list(self.data.credentials.values()),
-            acls=list(self.data.acls),
-            consumer_groups=list(self.data.consumer_groups.values()),
-            consumer_members=[m for members in self.data.consumer_members.values() for m in members.values()],
-        )
+        return loaded_state({name: list(rows.values()) for name, rows in self.data.tables.items()})
 
     async def load_credentials(self, user: str | None = None) -> list[UserCredentialRecord]:
         self._check_usable()
-        return [c for c in self.data.credentials.values() if user is None or c.user == user]
+        credentials: list[UserCredentialRecord] = list(self.data.tables[USER_CREDENTIALS.name].values())
+        return [c for c in credentials if user is None or c.user == user]
 
     async def write(self, records: Sequence[Record]) -> None:
         self._check_usable()
@@ -128,94 +135,90 @@ class MemoryStore:
             raise StoreError("MemoryStore is broken (injected)")
 
     def _apply(self, records: Sequence[Record]) -> None:
-        data = self.data
+        tables = self.data.tables
         for r in records:
-            if isinstance(r, OffsetCommitRecord):
-                data.offsets[(r.group_id, r.topic, r.partition)] = r
-                if self.history:
-                    data.history.append(r)
-            elif isinstance(r, OffsetTombstone):
-                data.offsets.pop((r.group_id, r.topic, r.partition), None)
-            elif isinstance(r, GroupMetadataRecord):
-                data.groups[r.group_id] = r
-            elif isinstance(r, GroupTombstone):
-                data.groups.pop(r.group_id, None)
-            elif isinstance(r, TopicRecord):
-                data.topics[r.name] = r
-            elif isinstance(r, TopicTombstone):
-                data.topics.pop(r.name, None)
-            elif isinstance(r, UserCredentialRecord):
-                data.credentials[(r.user, r.mechanism)] = r
-            elif isinstance(r, UserCredentialTombstone):
-                data.credentials.pop((r.user, r.mechanism), None)
-            elif isinstance(r, AclRecord):
-                data.acls[r] = None
-            elif isinstance(r, AclTombstone):
-                data.acls.pop(r.acl, None)
-            elif isinstance(r, ConsumerMemberRecord):
-                data.consumer_members.setdefault(r.group_id, {})[r.member_id] = r
-            elif isinstance(r, ConsumerMemberTombstone):
-                members = data.consumer_members.get(r.group_id)
-                if members is not None:
-                    members.pop(r.member_id, None)
-                    if not members:
-                        del data.consumer_members[r.group_id]
-            elif isinstance(r, ConsumerGroupRecord):
-                data.consumer_groups[r.group_id] = r
-            elif isinstance(r, ConsumerGroupTombstone):
-                data.consumer_groups.pop(r.group_id, None)
-                data.consumer_members.pop(r.group_id, None)
+            r.apply_to(tables[r.table])
+            if r.is_tombstone:
+                # Scans the child rows: a parent's tombstone (a consumer group deleted) is rare.
+                for child in CHILDREN[r.table]:
+                    rows = tables[child.name]
+                    for key in [k for k in rows if k[0] == r.key]:
+                        del rows[key]
+            elif self.history and type(r) is OffsetCommitRecord:
+                self.data.history.append(r)
 
 
 def _validate(r: Record) -> None:
     """Reject what the SQL schemas reject, before anything of the batch is applied."""
+    checks = _CHECKS.get(getattr(r, "table", ""))
+    if checks is None:
+        raise TypeError(f"not a storage record: {r!r}")
+    if r.is_tombstone:
+        return
+    table, ints, texts, others = checks
     try:
-        if isinstance(r, OffsetCommitRecord):
-            _check(isinstance(r.metadata, str), "metadata must be a str")
-            _check(r.partition >= 0, "partition must be >= 0")
-            _check(r.partition in _INT32 and r.leader_epoch in _INT32, "int32 out of range")
-            _check(r.offset in _INT64 and r.commit_ms in _INT64, "int64 out of range")
-            _check(r.expire_ms is None or r.expire_ms in _INT64, "int64 out of range")
-        elif isinstance(r, GroupMetadataRecord):
-            _check(r.generation_id in _INT32, "int32 out of range")
-            _check(r.state_ms in _INT64, "int64 out of range")
-            encode_members(r.members)
-        elif isinstance(r, TopicRecord):
-            _check(len(r.topic_id) == 16, "topic_id must be 16 bytes")
-            _check(r.num_partitions in _INT32 and r.replication_factor in _INT32, "int32 out of range")
-            encode_configs(r.configs)
-        elif isinstance(r, UserCredentialRecord):
-            _check(r.iterations in _INT32, "int32 out of range")
-            _check(
-                all(isinstance(b, bytes) for b in (r.salt, r.stored_key, r.server_key)), "keys must be bytes"
-            )
-        elif isinstance(r, AclRecord):
-            _check(r.resource_type in _INT32 and r.pattern_type in _INT32, "int32 out of range")
-            _check(r.operation in _INT32 and r.permission in _INT32, "int32 out of range")
-        elif isinstance(r, ConsumerGroupRecord):
-            _check(r.group_epoch in _INT32 and r.assignment_epoch in _INT32, "int32 out of range")
-            _check(r.state_ms in _INT64, "int64 out of range")
-        elif isinstance(r, ConsumerMemberRecord):
-            _check(r.rebalance_timeout_ms in _INT32 and r.state in _INT32, "int32 out of range")
-            _check(r.member_epoch in _INT32 and r.previous_member_epoch in _INT32, "int32 out of range")
-            encode_consumer_topics(r.subscribed_topic_names, r.assigned, r.pending_revocation, r.target)
-        elif not isinstance(
-            r,
-            OffsetTombstone
-            | GroupTombstone
-            | TopicTombstone
-            | UserCredentialTombstone
-            | AclTombstone
-            | ConsumerMemberTombstone
-            | ConsumerGroupTombstone,
-        ):
-            raise TypeError(f"not a storage record: {r!r}")
+        row = table.to_row(r)
     except CodecError as exc:
         raise StoreError(f"cannot store {r!r}: {exc}") from exc
-    except StoreError as exc:
-        raise StoreError(f"cannot store {r!r}: {exc}") from None
+    problem: tuple[int, str] | None = None
+    for i, low, high, nullable in ints:  # the common case, kept tight
+        value = row[i]
+        if value is None:
+            if not nullable:
+                problem = i, "must not be null"
+                break
+        elif not isinstance(value, int) or not low <= value <= high:
+            problem = i, f"must be an int in {low}..{high}"
+            break
+    else:
+        for i, nullable in texts:
+            value = row[i]
+            if not isinstance(value, str) and (value is not None or not nullable):
+                problem = i, "must be a str"
+                break
+        else:
+            for i, column in others:
+                message = _column_problem(column, row[i])
+                if message is not None:
+                    problem = i, message
+                    break
+    if problem is not None:
+        i, message = problem
+        raise StoreError(f"cannot store {r!r}: {table.written[i].name} {message}")
 
 
-def _check(ok: bool, message: str) -> None:
-    if not ok:
-        raise StoreError(message)
+def _column_problem(column: Column, value: object) -> str | None:
+    if value is None:
+        return None if column.nullable else "must not be null"
+    if column.type is BLOB:
+        if not isinstance(value, bytes):
+            return "must be bytes"
+        if column.length is not None and len(value) != column.length:
+            return f"must be {column.length} bytes"
+    elif not isinstance(value, str):
+        return "must be a str"
+    return None
+
+
+def _checks(table: Table[Any]) -> _Checks:
+    """The table's integer columns as (index, lowest, highest, nullable), its text columns as
+    (index, nullable), its other columns."""
+    ints: list[tuple[int, int, int, bool]] = []
+    texts: list[tuple[int, bool]] = []
+    others: list[tuple[int, Column]] = []
+    for i, column in enumerate(table.written):
+        bounds = _RANGES.get(column.type)
+        if column.type in (TEXT, CLIENT_TEXT):
+            texts.append((i, column.nullable))
+        elif bounds is None:
+            others.append((i, column))
+        else:
+            low = bounds[0] if column.minimum is None else max(bounds[0], column.minimum)
+            ints.append((i, low, bounds[1], column.nullable))
+    return table, ints, texts, others
+
+
+_Checks = tuple[
+    Table[Any], list[tuple[int, int, int, bool]], list[tuple[int, bool]], list[tuple[int, Column]]
+]
+_CHECKS: Final = {table.name: _checks(table) for table in STATE_TABLES}

@@ -22,31 +22,13 @@ from typing import Any, Final, Literal
 import asyncpg
 
 from storage.base import StoreError
-from storage.batch import BatchPlan, ConsumerPlan, plan_batch
-from storage.codec import (
-    CONSUMER_MEMBER_COLUMNS,
-    CodecError,
-    consumer_member_from_row,
-    consumer_member_row,
-    decode_configs,
-    decode_members,
-    encode_configs,
-    encode_members,
-)
-from storage.records import (
-    AclRecord,
-    ConsumerGroupRecord,
-    ConsumerMemberRecord,
-    GroupMetadataRecord,
-    LoadedState,
-    MemberRecord,
-    OffsetCommitRecord,
-    Record,
-    TopicRecord,
-    UserCredentialRecord,
-)
+from storage.batch import BatchPlan, plan_batch
+from storage.codec import CodecError
+from storage.records import LoadedState, OffsetCommitRecord, Record, UserCredentialRecord
 from storage.redact import redact_url
 from storage.schema import load_migrations
+from storage.sql import postgres_columns, postgres_key_columns, postgres_reader, postgres_sql
+from storage.tables import OFFSET_COMMIT_HISTORY, OFFSETS, STATE_TABLES, USER_CREDENTIALS, Table, loaded_state
 
 log = logging.getLogger(__name__)
 
@@ -71,119 +53,7 @@ _SESSION_LOST: Final = (
 _MIGRATION_LOCK: Final = 0x6B6763_0001  # pg_advisory_xact_lock key ("kgc" + 1)
 _FETCH_ROWS: Final = 50_000
 
-_UPSERT_OFFSETS: Final = """
-INSERT INTO offsets AS o
-    (group_id, topic, partition, committed_offset, leader_epoch, metadata, commit_ms, expire_ms)
-SELECT * FROM unnest(
-    $1::text[], $2::text[], $3::int4[], $4::int8[], $5::int4[], $6::bytea[], $7::int8[], $8::int8[])
-ON CONFLICT (group_id, topic, partition) DO UPDATE SET
-    committed_offset = EXCLUDED.committed_offset,
-    leader_epoch = EXCLUDED.leader_epoch,
-    metadata = EXCLUDED.metadata,
-    commit_ms = EXCLUDED.commit_ms,
-    expire_ms = EXCLUDED.expire_ms
-"""
-_DELETE_OFFSETS: Final = """
-DELETE FROM offsets AS o
-USING unnest($1::text[], $2::text[], $3::int4[]) AS d (group_id, topic, partition)
-WHERE o.group_id = d.group_id AND o.topic = d.topic AND o.partition = d.partition
-"""
-_UPSERT_GROUPS: Final = """
-INSERT INTO groups (group_id, protocol_type, generation_id, protocol_name, leader_id, state_ms, members)
-SELECT * FROM unnest($1::text[], $2::text[], $3::int4[], $4::text[], $5::text[], $6::int8[], $7::bytea[])
-ON CONFLICT (group_id) DO UPDATE SET
-    protocol_type = EXCLUDED.protocol_type,
-    generation_id = EXCLUDED.generation_id,
-    protocol_name = EXCLUDED.protocol_name,
-    leader_id = EXCLUDED.leader_id,
-    state_ms = EXCLUDED.state_ms,
-    members = EXCLUDED.members
-"""
-_DELETE_GROUPS: Final = "DELETE FROM groups WHERE group_id = ANY($1::text[])"
-_UPSERT_TOPICS: Final = """
-INSERT INTO topics (name, topic_id, num_partitions, replication_factor, configs)
-SELECT * FROM unnest($1::text[], $2::bytea[], $3::int4[], $4::int4[], $5::text[])
-ON CONFLICT (name) DO UPDATE SET
-    topic_id = EXCLUDED.topic_id,
-    num_partitions = EXCLUDED.num_partitions,
-    replication_factor = EXCLUDED.replication_factor,
-    configs = EXCLUDED.configs
-"""
-_DELETE_TOPICS: Final = "DELETE FROM topics WHERE name = ANY($1::text[])"
-_UPSERT_CREDENTIALS: Final = """
-INSERT INTO user_credentials (user_name, mechanism, salt, stored_key, server_key, iterations)
-SELECT * FROM unnest($1::text[], $2::text[], $3::bytea[], $4::bytea[], $5::bytea[], $6::int4[])
-ON CONFLICT (user_name, mechanism) DO UPDATE SET
-    salt = EXCLUDED.salt,
-    stored_key = EXCLUDED.stored_key,
-    server_key = EXCLUDED.server_key,
-    iterations = EXCLUDED.iterations
-"""
-_DELETE_CREDENTIALS: Final = """
-DELETE FROM user_credentials AS c
-USING unnest($1::text[], $2::text[]) AS d (user_name, mechanism)
-WHERE c.user_name = d.user_name AND c.mechanism = d.mechanism
-"""
-_CREDENTIAL_COLUMNS: Final = "user_name, mechanism, salt, stored_key, server_key, iterations"
-_ACL_COLUMNS: Final = "resource_type, resource_name, pattern_type, principal, host, operation, permission"
-_INSERT_ACLS: Final = f"""
-INSERT INTO acls ({_ACL_COLUMNS})
-SELECT * FROM unnest($1::int4[], $2::text[], $3::int4[], $4::text[], $5::text[], $6::int4[], $7::int4[])
-ON CONFLICT DO NOTHING
-"""
-_DELETE_ACLS: Final = """
-DELETE FROM acls AS a
-USING unnest($1::int4[], $2::text[], $3::int4[], $4::text[], $5::text[], $6::int4[], $7::int4[])
-    AS d (resource_type, resource_name, pattern_type, principal, host, operation, permission)
-WHERE a.resource_type = d.resource_type AND a.resource_name = d.resource_name
-    AND a.pattern_type = d.pattern_type AND a.principal = d.principal AND a.host = d.host
-    AND a.operation = d.operation AND a.permission = d.permission
-"""
-_UPSERT_CONSUMER_GROUPS: Final = """
-INSERT INTO consumer_groups (group_id, group_epoch, assignment_epoch, state_ms)
-SELECT * FROM unnest($1::text[], $2::int4[], $3::int4[], $4::int8[])
-ON CONFLICT (group_id) DO UPDATE SET
-    group_epoch = EXCLUDED.group_epoch,
-    assignment_epoch = EXCLUDED.assignment_epoch,
-    state_ms = EXCLUDED.state_ms
-"""
-_DELETE_CONSUMER_GROUPS: Final = "DELETE FROM consumer_groups WHERE group_id = ANY($1::text[])"
-_UPSERT_CONSUMER_MEMBERS: Final = f"""
-INSERT INTO consumer_members ({CONSUMER_MEMBER_COLUMNS})
-SELECT * FROM unnest(
-    $1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
-    $9::int4[], $10::int4[], $11::int4[], $12::int4[], $13::bytea[])
-ON CONFLICT (group_id, member_id) DO UPDATE SET
-    instance_id = EXCLUDED.instance_id,
-    rack_id = EXCLUDED.rack_id,
-    client_id = EXCLUDED.client_id,
-    client_host = EXCLUDED.client_host,
-    subscribed_topic_regex = EXCLUDED.subscribed_topic_regex,
-    server_assignor = EXCLUDED.server_assignor,
-    rebalance_timeout_ms = EXCLUDED.rebalance_timeout_ms,
-    member_epoch = EXCLUDED.member_epoch,
-    previous_member_epoch = EXCLUDED.previous_member_epoch,
-    state = EXCLUDED.state,
-    topics = EXCLUDED.topics
-"""
-_DELETE_CONSUMER_MEMBERS: Final = """
-DELETE FROM consumer_members AS m
-USING unnest($1::text[], $2::text[]) AS d (group_id, member_id)
-WHERE m.group_id = d.group_id AND m.member_id = d.member_id
-"""
-_WIPE_CONSUMER_MEMBERS: Final = "DELETE FROM consumer_members WHERE group_id = ANY($1::text[])"
-_INSERT_HISTORY: Final = """
-INSERT INTO offset_commit_history
-    (group_id, topic, partition, committed_offset, leader_epoch, metadata, commit_ms, expire_ms)
-SELECT g, t, p, o, e, m, c, x
-FROM unnest($1::text[], $2::text[], $3::int4[], $4::int8[], $5::int4[], $6::bytea[], $7::int8[], $8::int8[])
-    WITH ORDINALITY AS u (g, t, p, o, e, m, c, x, n)
-ORDER BY n
-"""
 _PRUNE_HISTORY: Final = "DELETE FROM offset_commit_history WHERE commit_ms < $1"
-_OFFSET_COLUMNS: Final = (
-    "group_id, topic, partition, committed_offset, leader_epoch, metadata, commit_ms, expire_ms"
-)
 
 _Statement = tuple[str, tuple[Any, ...]]
 
@@ -257,56 +127,23 @@ class PostgresStore:
         conn = await self._connect()
         try:
             async with conn.transaction(isolation="repeatable_read", readonly=True):
-                topics = [
-                    TopicRecord(r[0], r[1], r[2], r[3], decode_configs(r[4]))
-                    for r in await conn.fetch(
-                        "SELECT name, topic_id, num_partitions, replication_factor, configs FROM topics"
-                    )
-                ]
-                groups = [
-                    GroupMetadataRecord(r[0], r[1], r[2], r[3], r[4], r[5], _decode_members(r[0], r[6]))
-                    for r in await conn.fetch(
-                        "SELECT group_id, protocol_type, generation_id, protocol_name, leader_id, "
-                        "state_ms, members FROM groups"
-                    )
-                ]
-                offsets = await _fetch_offsets(conn, f"SELECT {_OFFSET_COLUMNS} FROM offsets")
-                credentials = [
-                    UserCredentialRecord(*r)
-                    for r in await conn.fetch(f"SELECT {_CREDENTIAL_COLUMNS} FROM user_credentials")
-                ]
-                acls = [AclRecord(*r) for r in await conn.fetch(f"SELECT {_ACL_COLUMNS} FROM acls")]
-                consumer_groups = [
-                    ConsumerGroupRecord(*r)
-                    for r in await conn.fetch(
-                        "SELECT group_id, group_epoch, assignment_epoch, state_ms FROM consumer_groups"
-                    )
-                ]
-                consumer_members: list[ConsumerMemberRecord] = []
-                cursor = await conn.cursor(f"SELECT {CONSUMER_MEMBER_COLUMNS} FROM consumer_members")
-                while rows := await cursor.fetch(_FETCH_ROWS):
-                    consumer_members.extend(map(consumer_member_from_row, rows))
+                rows = {
+                    table.name: await _fetch(conn, table, postgres_sql(table).select)
+                    for table in STATE_TABLES
+                }
         except _PG_ERRORS as exc:
             raise StoreError(f"cannot load from PostgreSQL {self.where}: {exc!r}") from exc
         except (CodecError, UnicodeDecodeError) as exc:
             raise StoreError(f"corrupt row in PostgreSQL {self.where}: {exc}") from exc
         finally:
             await self._close_connection(conn)
-        return LoadedState(
-            topics=topics,
-            groups=groups,
-            offsets=offsets,
-            credentials=credentials,
-            acls=acls,
-            consumer_groups=consumer_groups,
-            consumer_members=consumer_members,
-        )
+        return loaded_state(rows)
 
     async def load_credentials(self, user: str | None = None) -> list[UserCredentialRecord]:
         self._check_open()
         conn = await self._connect()
         try:
-            query = f"SELECT {_CREDENTIAL_COLUMNS} FROM user_credentials"
+            query = postgres_sql(USER_CREDENTIALS).select
             rows = await (
                 conn.fetch(query) if user is None else conn.fetch(query + " WHERE user_name = $1", user)
             )
@@ -314,7 +151,7 @@ class PostgresStore:
             raise StoreError(f"cannot read credentials from PostgreSQL {self.where}: {exc!r}") from exc
         finally:
             await self._close_connection(conn)
-        return [UserCredentialRecord(*r) for r in rows]
+        return list(map(postgres_reader(USER_CREDENTIALS), rows))
 
     async def write(self, records: Sequence[Record]) -> None:
         self._check_open()
@@ -358,11 +195,9 @@ class PostgresStore:
         conn = await self._connect()
         try:
             async with conn.transaction(readonly=True):
-                return await _fetch_offsets(
-                    conn,
-                    f"SELECT {_OFFSET_COLUMNS} FROM offset_commit_history WHERE group_id = $1 ORDER BY seq",
-                    group_id,
-                )
+                query = postgres_sql(OFFSET_COMMIT_HISTORY).select + " WHERE group_id = $1 ORDER BY seq"
+                history: list[OffsetCommitRecord] = await _fetch(conn, OFFSET_COMMIT_HISTORY, query, group_id)
+                return history
         except _PG_ERRORS as exc:
             raise StoreError(f"cannot read commit history from PostgreSQL {self.where}: {exc!r}") from exc
         finally:
@@ -467,72 +302,22 @@ class PostgresStore:
 
     def _statements(self, plan: BatchPlan) -> list[_Statement]:
         statements: list[_Statement] = []
-        if plan.offset_deletes:
-            g, t, p = zip(*plan.offset_deletes, strict=True)
-            statements.append((_DELETE_OFFSETS, (g, t, p)))
-        if plan.group_deletes:
-            statements.append((_DELETE_GROUPS, (plan.group_deletes,)))
-        if plan.topic_deletes:
-            statements.append((_DELETE_TOPICS, (plan.topic_deletes,)))
-        if plan.topic_upserts:
-            ts = plan.topic_upserts
-            statements.append(
-                (
-                    _UPSERT_TOPICS,
-                    (
-                        [t.name for t in ts],
-                        [t.topic_id for t in ts],
-                        [t.num_partitions for t in ts],
-                        [t.replication_factor for t in ts],
-                        [encode_configs(t.configs) for t in ts],
-                    ),
-                )
-            )
-        if plan.group_upserts:
-            gs = plan.group_upserts
-            statements.append(
-                (
-                    _UPSERT_GROUPS,
-                    (
-                        [g.group_id for g in gs],
-                        [g.protocol_type for g in gs],
-                        [g.generation_id for g in gs],
-                        [g.protocol_name for g in gs],
-                        [g.leader_id for g in gs],
-                        [g.state_ms for g in gs],
-                        [encode_members(g.members) for g in gs],
-                    ),
-                )
-            )
-        if plan.offset_upserts:
-            statements.append((_UPSERT_OFFSETS, _offset_columns(plan.offset_upserts)))
-        if plan.credential_deletes:
-            users, mechanisms = zip(*plan.credential_deletes, strict=True)
-            statements.append((_DELETE_CREDENTIALS, (list(users), list(mechanisms))))
-        if plan.acl_deletes:
-            statements.append((_DELETE_ACLS, _acl_columns(plan.acl_deletes)))
-        if plan.acl_upserts:
-            statements.append((_INSERT_ACLS, _acl_columns(plan.acl_upserts)))
-        if plan.credential_upserts:
-            cs = plan.credential_upserts
-            statements.append(
-                (
-                    _UPSERT_CREDENTIALS,
-                    (
-                        [c.user for c in cs],
-                        [c.mechanism for c in cs],
-                        [c.salt for c in cs],
-                        [c.stored_key for c in cs],
-                        [c.server_key for c in cs],
-                        [c.iterations for c in cs],
-                    ),
-                )
-            )
-        if plan.consumer is not None:
-            _consumer_statements(plan.consumer, statements)
+        for changes in plan.tables:
+            table = changes.table
+            sql = postgres_sql(table)
+            # The parent-wide deletes first: child records kept by plan_batch follow them.
+            if changes.wipes:
+                statements.append((sql.wipe, (changes.wipes,)))
+            if changes.deletes:
+                statements.append((sql.delete, postgres_key_columns(table, changes.deletes)))
+            if changes.upserts:
+                rows = list(map(table.to_row, changes.upserts))
+                statements.append((sql.upsert, postgres_columns(table.written, rows)))
         if self.history_retention_ms is not None:
             if plan.commits:
-                statements.append((_INSERT_HISTORY, _offset_columns(plan.commits)))
+                rows = list(map(OFFSETS.to_row, plan.commits))
+                history = postgres_sql(OFFSET_COMMIT_HISTORY).insert
+                statements.append((history, postgres_columns(OFFSET_COMMIT_HISTORY.written, rows)))
             now = time.monotonic()
             if now >= self._next_prune:
                 self._next_prune = now + self.history_prune_interval_ms / 1000
@@ -541,83 +326,12 @@ class PostgresStore:
         return statements
 
 
-def _consumer_statements(plan: ConsumerPlan, statements: list[_Statement]) -> None:
-    # The group-wide member deletes first: member records kept by plan_batch follow the wipe.
-    if plan.member_wipes:
-        statements.append((_WIPE_CONSUMER_MEMBERS, (plan.member_wipes,)))
-    if plan.member_deletes:
-        groups, members = zip(*plan.member_deletes, strict=True)
-        statements.append((_DELETE_CONSUMER_MEMBERS, (list(groups), list(members))))
-    if plan.member_upserts:
-        rows = [consumer_member_row(m) for m in plan.member_upserts]
-        statements.append((_UPSERT_CONSUMER_MEMBERS, tuple(map(list, zip(*rows, strict=True)))))
-    if plan.group_deletes:
-        statements.append((_DELETE_CONSUMER_GROUPS, (plan.group_deletes,)))
-    if plan.group_upserts:
-        gs = plan.group_upserts
-        statements.append(
-            (
-                _UPSERT_CONSUMER_GROUPS,
-                (
-                    [g.group_id for g in gs],
-                    [g.group_epoch for g in gs],
-                    [g.assignment_epoch for g in gs],
-                    [g.state_ms for g in gs],
-                ),
-            )
-        )
-
-
-def _acl_columns(acls: list[AclRecord]) -> tuple[list[Any], ...]:
-    return (
-        [a.resource_type for a in acls],
-        [a.resource_name for a in acls],
-        [a.pattern_type for a in acls],
-        [a.principal for a in acls],
-        [a.host for a in acls],
-        [a.operation for a in acls],
-        [a.permission for a in acls],
-    )
-
-
-def _offset_columns(rs: list[OffsetCommitRecord]) -> tuple[list[Any], ...]:
-    return (
-        [r.group_id for r in rs],
-        [r.topic for r in rs],
-        [r.partition for r in rs],
-        [r.offset for r in rs],
-        [r.leader_epoch for r in rs],
-        [r.metadata.encode() for r in rs],
-        [r.commit_ms for r in rs],
-        [r.expire_ms for r in rs],
-    )
-
-
-async def _fetch_offsets(conn: Any, query: str, *args: Any) -> list[OffsetCommitRecord]:
-    offsets: list[OffsetCommitRecord] = []
-    append = offsets.append
+async def _fetch(conn: Any, table: Table[Any], query: str, *args: Any) -> list[Any]:
+    records: list[Any] = []
+    read = postgres_reader(table)
     # A cursor keeps the client's memory bounded to one chunk of asyncpg Records; it needs
     # the caller's transaction.
     cursor = await conn.cursor(query, *args)
     while rows := await cursor.fetch(_FETCH_ROWS):
-        for group_id, topic, partition, offset, leader_epoch, metadata, commit_ms, expire_ms in rows:
-            append(
-                OffsetCommitRecord(
-                    group_id,
-                    topic,
-                    partition,
-                    offset,
-                    leader_epoch,
-                    metadata.decode(),
-                    commit_ms,
-                    expire_ms,
-                )
-            )
-    return offsets
-
-
-def _decode_members(group_id: str, blob: bytes) -> tuple[MemberRecord, ...]:
-    try:
-        return decode_members(blob)
-    except CodecError as exc:
-        raise CodecError(f"group {group_id!r}: {exc}") from exc
+        records.extend(map(read, rows))
+    return records

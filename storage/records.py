@@ -1,18 +1,71 @@
 """Persisted record types: the contract between the coordinator core and every storage backend.
 
-Storage is a state table, not a log: each record is an upsert keyed by its identity, each
-tombstone a delete. Loading returns the surviving rows, which the core replays to rebuild
-its in-memory state.
+Storage is a state table, not a log: each record is an upsert of one row of its ``table``,
+keyed by ``key``; each tombstone a delete of the row with that key. Loading returns the
+surviving rows, which the core replays to rebuild its in-memory state.
+
+Every record knows its table and key and applies itself to a mapping of that table's rows
+(``apply_to``); the batch reducer, the backends and the in-memory views all go through that
+instead of keying records on their own. One rule crosses tables: a tombstone of a row that is
+a ``parent`` in ``storage/tables.py`` (a consumer group) also deletes its child rows (the
+group's members).
 """
 
 from __future__ import annotations
 
+from collections.abc import Hashable, MutableMapping
 from dataclasses import dataclass, field
+from typing import ClassVar, Generic, Self, TypeVar
+
+K = TypeVar("K", bound=Hashable)
+R = TypeVar("R")
+
+
+class Upsert(Generic[K]):
+    """A record that inserts or replaces the row ``key`` of ``table``."""
+
+    __slots__ = ()
+    table: ClassVar[str]
+    is_tombstone: ClassVar[bool] = False
+
+    @property
+    def key(self) -> K:
+        raise NotImplementedError
+
+    def apply_to(self, rows: MutableMapping[K, Self]) -> Self | None:
+        """Store this record as its key's row; returns the row it replaced."""
+        key = self.key
+        old = rows.get(key)
+        rows[key] = self
+        return old
+
+
+class Tombstone(Generic[K, R]):
+    """A record that deletes the row ``key`` of ``table`` (a no-op when there is none)."""
+
+    __slots__ = ()
+    table: ClassVar[str]
+    is_tombstone: ClassVar[bool] = True
+
+    @property
+    def key(self) -> K:
+        raise NotImplementedError
+
+    def apply_to(self, rows: MutableMapping[K, R]) -> R | None:
+        """Delete the key's row; returns the row it deleted."""
+        return rows.pop(self.key, None)
+
+
+OffsetKey = tuple[str, str, int]  # (group_id, topic, partition)
+CredentialKey = tuple[str, str]  # (user, mechanism)
+ConsumerMemberKey = tuple[str, str]  # (group_id, member_id)
 
 
 @dataclass(slots=True, frozen=True)
-class OffsetCommitRecord:
+class OffsetCommitRecord(Upsert[OffsetKey]):
     """A committed offset; key (group_id, topic, partition)."""
+
+    table: ClassVar[str] = "offsets"
 
     group_id: str
     topic: str
@@ -23,12 +76,22 @@ class OffsetCommitRecord:
     commit_ms: int  # wall-clock milliseconds
     expire_ms: int | None  # explicit expiry (OffsetCommit v2-4 retention time), else None
 
+    @property
+    def key(self) -> OffsetKey:
+        return (self.group_id, self.topic, self.partition)
+
 
 @dataclass(slots=True, frozen=True)
-class OffsetTombstone:
+class OffsetTombstone(Tombstone[OffsetKey, OffsetCommitRecord]):
+    table: ClassVar[str] = "offsets"
+
     group_id: str
     topic: str
     partition: int
+
+    @property
+    def key(self) -> OffsetKey:
+        return (self.group_id, self.topic, self.partition)
 
 
 @dataclass(slots=True, frozen=True)
@@ -44,9 +107,11 @@ class MemberRecord:
 
 
 @dataclass(slots=True, frozen=True)
-class GroupMetadataRecord:
+class GroupMetadataRecord(Upsert[str]):
     """Classic group metadata; key group_id. Written when the leader's assignment is stored,
     when the group becomes Empty, and when a static member is replaced."""
+
+    table: ClassVar[str] = "groups"
 
     group_id: str
     protocol_type: str | None
@@ -56,15 +121,27 @@ class GroupMetadataRecord:
     state_ms: int  # wall-clock time of the last state transition
     members: tuple[MemberRecord, ...]
 
+    @property
+    def key(self) -> str:
+        return self.group_id
+
 
 @dataclass(slots=True, frozen=True)
-class GroupTombstone:
+class GroupTombstone(Tombstone[str, GroupMetadataRecord]):
+    table: ClassVar[str] = "groups"
+
     group_id: str
 
+    @property
+    def key(self) -> str:
+        return self.group_id
+
 
 @dataclass(slots=True, frozen=True)
-class TopicRecord:
+class TopicRecord(Upsert[str]):
     """An entry of the topic catalog; key name."""
+
+    table: ClassVar[str] = "topics"
 
     name: str
     topic_id: bytes  # 16-byte UUID
@@ -72,16 +149,28 @@ class TopicRecord:
     replication_factor: int
     configs: tuple[tuple[str, str | None], ...]
 
+    @property
+    def key(self) -> str:
+        return self.name
+
 
 @dataclass(slots=True, frozen=True)
-class TopicTombstone:
+class TopicTombstone(Tombstone[str, TopicRecord]):
+    table: ClassVar[str] = "topics"
+
     name: str
 
+    @property
+    def key(self) -> str:
+        return self.name
+
 
 @dataclass(slots=True, frozen=True)
-class UserCredentialRecord:
+class UserCredentialRecord(Upsert[CredentialKey]):
     """A SASL/SCRAM credential (RFC 5802); key (user, mechanism). Never a plain password:
     only the salt, the iteration count and the derived StoredKey and ServerKey."""
+
+    table: ClassVar[str] = "user_credentials"
 
     user: str
     mechanism: str  # SCRAM-SHA-256 | SCRAM-SHA-512
@@ -90,19 +179,31 @@ class UserCredentialRecord:
     server_key: bytes
     iterations: int
 
+    @property
+    def key(self) -> CredentialKey:
+        return (self.user, self.mechanism)
+
     def __repr__(self) -> str:  # keep key material out of logs and tracebacks
         return f"UserCredentialRecord(user={self.user!r}, mechanism={self.mechanism!r}, iterations={self.iterations})"
 
 
 @dataclass(slots=True, frozen=True)
-class UserCredentialTombstone:
+class UserCredentialTombstone(Tombstone[CredentialKey, UserCredentialRecord]):
+    table: ClassVar[str] = "user_credentials"
+
     user: str
     mechanism: str
 
+    @property
+    def key(self) -> CredentialKey:
+        return (self.user, self.mechanism)
+
 
 @dataclass(slots=True, frozen=True)
-class AclRecord:
+class AclRecord(Upsert["AclRecord"]):
     """An ACL binding (Kafka's model; the codes are Kafka's enums); the whole binding is the key."""
+
+    table: ClassVar[str] = "acls"
 
     resource_type: int  # 2 TOPIC, 3 GROUP, 4 CLUSTER, ...
     resource_name: str
@@ -112,10 +213,20 @@ class AclRecord:
     operation: int  # 2 ALL, 3 READ, 6 DELETE, 8 DESCRIBE, ...
     permission: int  # 2 DENY, 3 ALLOW
 
+    @property
+    def key(self) -> AclRecord:
+        return self
+
 
 @dataclass(slots=True, frozen=True)
-class AclTombstone:
+class AclTombstone(Tombstone[AclRecord, AclRecord]):
+    table: ClassVar[str] = "acls"
+
     acl: AclRecord
+
+    @property
+    def key(self) -> AclRecord:
+        return self.acl
 
 
 # ((topic name, sorted partitions), ...) sorted by topic.
@@ -123,22 +234,30 @@ TopicPartitionList = tuple[tuple[str, tuple[int, ...]], ...]
 
 
 @dataclass(slots=True, frozen=True)
-class ConsumerGroupRecord:
+class ConsumerGroupRecord(Upsert[str]):
     """KIP-848 consumer group metadata; key group_id.
 
     Lives apart from the classic groups: a group converted from classic to consumer is a
     ``GroupTombstone`` plus a ``ConsumerGroupRecord`` of the same id (and the reverse)."""
+
+    table: ClassVar[str] = "consumer_groups"
 
     group_id: str
     group_epoch: int
     assignment_epoch: int
     state_ms: int  # wall-clock ms of the last change to the member set (retention of Empty groups)
 
+    @property
+    def key(self) -> str:
+        return self.group_id
+
 
 @dataclass(slots=True, frozen=True)
-class ConsumerMemberRecord:
+class ConsumerMemberRecord(Upsert[ConsumerMemberKey]):
     """A consumer group member, its subscription, current and target assignment; key
     (group_id, member_id)."""
+
+    table: ClassVar[str] = "consumer_members"
 
     group_id: str
     member_id: str
@@ -157,21 +276,38 @@ class ConsumerMemberRecord:
     pending_revocation: TopicPartitionList
     target: TopicPartitionList
 
+    @property
+    def key(self) -> ConsumerMemberKey:
+        return (self.group_id, self.member_id)
+
 
 @dataclass(slots=True, frozen=True)
-class ConsumerMemberTombstone:
+class ConsumerMemberTombstone(Tombstone[ConsumerMemberKey, ConsumerMemberRecord]):
+    table: ClassVar[str] = "consumer_members"
+
     group_id: str
     member_id: str
 
+    @property
+    def key(self) -> ConsumerMemberKey:
+        return (self.group_id, self.member_id)
+
 
 @dataclass(slots=True, frozen=True)
-class ConsumerGroupTombstone:
-    """Deletes the group row AND every member row of the group.
+class ConsumerGroupTombstone(Tombstone[str, ConsumerGroupRecord]):
+    """Deletes the group row AND every member row of the group (``consumer_members`` has
+    ``consumer_groups`` as its parent table).
 
     Within a batch it also cancels the group's member records that precede it; member
     records that follow it are stored."""
 
+    table: ClassVar[str] = "consumer_groups"
+
     group_id: str
+
+    @property
+    def key(self) -> str:
+        return self.group_id
 
 
 Record = (

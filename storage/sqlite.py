@@ -22,30 +22,12 @@ from pathlib import Path
 from typing import Any, Final, Literal, TypeVar
 
 from storage.base import StoreError
-from storage.batch import BatchPlan, ConsumerPlan, plan_batch
-from storage.codec import (
-    CONSUMER_MEMBER_COLUMNS,
-    CodecError,
-    consumer_member_from_row,
-    consumer_member_row,
-    decode_configs,
-    decode_members,
-    encode_configs,
-    encode_members,
-)
-from storage.records import (
-    AclRecord,
-    ConsumerGroupRecord,
-    ConsumerMemberRecord,
-    GroupMetadataRecord,
-    LoadedState,
-    MemberRecord,
-    OffsetCommitRecord,
-    Record,
-    TopicRecord,
-    UserCredentialRecord,
-)
+from storage.batch import BatchPlan, plan_batch
+from storage.codec import CodecError
+from storage.records import LoadedState, OffsetCommitRecord, Record, UserCredentialRecord
 from storage.schema import load_migrations, split_sqlite_script
+from storage.sql import sqlite_sql
+from storage.tables import OFFSET_COMMIT_HISTORY, OFFSETS, STATE_TABLES, USER_CREDENTIALS, loaded_state
 
 log = logging.getLogger(__name__)
 
@@ -54,92 +36,7 @@ _T = TypeVar("_T")
 
 _FETCH_ROWS: Final = 50_000
 
-_UPSERT_OFFSET: Final = """
-INSERT INTO offsets (group_id, topic, partition, committed_offset, leader_epoch, metadata, commit_ms, expire_ms)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-ON CONFLICT (group_id, topic, partition) DO UPDATE SET
-    committed_offset = excluded.committed_offset,
-    leader_epoch = excluded.leader_epoch,
-    metadata = excluded.metadata,
-    commit_ms = excluded.commit_ms,
-    expire_ms = excluded.expire_ms
-"""
-_DELETE_OFFSET: Final = "DELETE FROM offsets WHERE group_id = ? AND topic = ? AND partition = ?"
-_UPSERT_GROUP: Final = """
-INSERT INTO groups (group_id, protocol_type, generation_id, protocol_name, leader_id, state_ms, members)
-VALUES (?, ?, ?, ?, ?, ?, ?)
-ON CONFLICT (group_id) DO UPDATE SET
-    protocol_type = excluded.protocol_type,
-    generation_id = excluded.generation_id,
-    protocol_name = excluded.protocol_name,
-    leader_id = excluded.leader_id,
-    state_ms = excluded.state_ms,
-    members = excluded.members
-"""
-_DELETE_GROUP: Final = "DELETE FROM groups WHERE group_id = ?"
-_UPSERT_TOPIC: Final = """
-INSERT INTO topics (name, topic_id, num_partitions, replication_factor, configs)
-VALUES (?, ?, ?, ?, ?)
-ON CONFLICT (name) DO UPDATE SET
-    topic_id = excluded.topic_id,
-    num_partitions = excluded.num_partitions,
-    replication_factor = excluded.replication_factor,
-    configs = excluded.configs
-"""
-_DELETE_TOPIC: Final = "DELETE FROM topics WHERE name = ?"
-_UPSERT_CREDENTIAL: Final = """
-INSERT INTO user_credentials (user_name, mechanism, salt, stored_key, server_key, iterations)
-VALUES (?, ?, ?, ?, ?, ?)
-ON CONFLICT (user_name, mechanism) DO UPDATE SET
-    salt = excluded.salt,
-    stored_key = excluded.stored_key,
-    server_key = excluded.server_key,
-    iterations = excluded.iterations
-"""
-_DELETE_CREDENTIAL: Final = "DELETE FROM user_credentials WHERE user_name = ? AND mechanism = ?"
-_CREDENTIAL_COLUMNS: Final = "user_name, mechanism, salt, stored_key, server_key, iterations"
-_ACL_COLUMNS: Final = "resource_type, resource_name, pattern_type, principal, host, operation, permission"
-_INSERT_ACL: Final = f"INSERT OR IGNORE INTO acls ({_ACL_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)"
-_DELETE_ACL: Final = (
-    "DELETE FROM acls WHERE resource_type = ? AND resource_name = ? AND pattern_type = ? AND principal = ? "
-    "AND host = ? AND operation = ? AND permission = ?"
-)
-_UPSERT_CONSUMER_GROUP: Final = """
-INSERT INTO consumer_groups (group_id, group_epoch, assignment_epoch, state_ms)
-VALUES (?, ?, ?, ?)
-ON CONFLICT (group_id) DO UPDATE SET
-    group_epoch = excluded.group_epoch,
-    assignment_epoch = excluded.assignment_epoch,
-    state_ms = excluded.state_ms
-"""
-_DELETE_CONSUMER_GROUP: Final = "DELETE FROM consumer_groups WHERE group_id = ?"
-_UPSERT_CONSUMER_MEMBER: Final = f"""
-INSERT INTO consumer_members ({CONSUMER_MEMBER_COLUMNS})
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-ON CONFLICT (group_id, member_id) DO UPDATE SET
-    instance_id = excluded.instance_id,
-    rack_id = excluded.rack_id,
-    client_id = excluded.client_id,
-    client_host = excluded.client_host,
-    subscribed_topic_regex = excluded.subscribed_topic_regex,
-    server_assignor = excluded.server_assignor,
-    rebalance_timeout_ms = excluded.rebalance_timeout_ms,
-    member_epoch = excluded.member_epoch,
-    previous_member_epoch = excluded.previous_member_epoch,
-    state = excluded.state,
-    topics = excluded.topics
-"""
-_DELETE_CONSUMER_MEMBER: Final = "DELETE FROM consumer_members WHERE group_id = ? AND member_id = ?"
-_WIPE_CONSUMER_MEMBERS: Final = "DELETE FROM consumer_members WHERE group_id = ?"
-_INSERT_HISTORY: Final = """
-INSERT INTO offset_commit_history
-    (group_id, topic, partition, committed_offset, leader_epoch, metadata, commit_ms, expire_ms)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-"""
 _PRUNE_HISTORY: Final = "DELETE FROM offset_commit_history WHERE commit_ms < ?"
-_OFFSET_COLUMNS: Final = (
-    "group_id, topic, partition, committed_offset, leader_epoch, metadata, commit_ms, expire_ms"
-)
 
 # Errors that mean "this batch cannot be stored": sqlite3's own (I/O, disk full, locked,
 # constraint) and the binding errors for values SQLite cannot represent (ints beyond 64 bits).
@@ -291,43 +188,13 @@ class SQLiteStore:
         try:
             conn.execute("BEGIN")  # one read snapshot for all tables
             try:
-                topics = [
-                    TopicRecord(name, topic_id, num_partitions, replication_factor, decode_configs(configs))
-                    for name, topic_id, num_partitions, replication_factor, configs in conn.execute(
-                        "SELECT name, topic_id, num_partitions, replication_factor, configs FROM topics"
-                    )
-                ]
-                groups = [
-                    GroupMetadataRecord(r[0], r[1], r[2], r[3], r[4], r[5], _decode_members(r[0], r[6]))
-                    for r in conn.execute(
-                        "SELECT group_id, protocol_type, generation_id, protocol_name, leader_id, "
-                        "state_ms, members FROM groups"
-                    )
-                ]
-                offsets: list[OffsetCommitRecord] = []
-                cursor = conn.execute(f"SELECT {_OFFSET_COLUMNS} FROM offsets")
-                while rows := cursor.fetchmany(_FETCH_ROWS):
-                    # Column order matches the dataclass field order.
-                    offsets.extend(itertools.starmap(OffsetCommitRecord, rows))
-                credentials = list(
-                    itertools.starmap(
-                        UserCredentialRecord,
-                        conn.execute(f"SELECT {_CREDENTIAL_COLUMNS} FROM user_credentials"),
-                    )
-                )
-                acls = list(itertools.starmap(AclRecord, conn.execute(f"SELECT {_ACL_COLUMNS} FROM acls")))
-                consumer_groups = list(
-                    itertools.starmap(
-                        ConsumerGroupRecord,
-                        conn.execute(
-                            "SELECT group_id, group_epoch, assignment_epoch, state_ms FROM consumer_groups"
-                        ),
-                    )
-                )
-                consumer_members: list[ConsumerMemberRecord] = []
-                cursor = conn.execute(f"SELECT {CONSUMER_MEMBER_COLUMNS} FROM consumer_members")
-                while rows := cursor.fetchmany(_FETCH_ROWS):
-                    consumer_members.extend(map(consumer_member_from_row, rows))
+                rows: dict[str, list[Any]] = {}
+                for table in STATE_TABLES:
+                    records: list[Any] = []
+                    rows[table.name] = records
+                    cursor = conn.execute(sqlite_sql(table).select)
+                    while chunk := cursor.fetchmany(_FETCH_ROWS):
+                        records.extend(itertools.starmap(table.from_row, chunk))
             finally:
                 if conn.in_transaction:  # an I/O error may have ended it already
                     conn.execute("COMMIT")
@@ -335,15 +202,7 @@ class SQLiteStore:
             raise StoreError(f"cannot load from SQLite database {self.path}: {exc}") from exc
         except CodecError as exc:
             raise StoreError(f"corrupt row in SQLite database {self.path}: {exc}") from exc
-        return LoadedState(
-            topics=topics,
-            groups=groups,
-            offsets=offsets,
-            credentials=credentials,
-            acls=acls,
-            consumer_groups=consumer_groups,
-            consumer_members=consumer_members,
-        )
+        return loaded_state(rows)
 
     async def load_credentials(self, user: str | None = None) -> list[UserCredentialRecord]:
         return await self._run(self._credentials_sync, user)
@@ -351,54 +210,33 @@ class SQLiteStore:
     def _credentials_sync(self, user: str | None) -> list[UserCredentialRecord]:
         conn = self._connection()
         try:
+            query = sqlite_sql(USER_CREDENTIALS).select
             if user is None:
-                rows = conn.execute(f"SELECT {_CREDENTIAL_COLUMNS} FROM user_credentials").fetchall()
+                rows = conn.execute(query).fetchall()
             else:
-                rows = conn.execute(
-                    f"SELECT {_CREDENTIAL_COLUMNS} FROM user_credentials WHERE user_name = ?", (user,)
-                ).fetchall()
+                rows = conn.execute(query + " WHERE user_name = ?", (user,)).fetchall()
         except sqlite3.Error as exc:
             raise StoreError(f"cannot read credentials from SQLite database {self.path}: {exc}") from exc
-        return list(itertools.starmap(UserCredentialRecord, rows))
+        return list(itertools.starmap(USER_CREDENTIALS.from_row, rows))
 
     def _write_sync(self, records: Sequence[Record]) -> None:
         conn = self._connection()
         try:
             plan = plan_batch(records)
             # Encode everything before taking the write lock, so the lock is held only for SQL.
-            topic_rows = [_topic_row(t) for t in plan.topic_upserts]
-            group_rows = [_group_row(g) for g in plan.group_upserts]
-            offset_rows = [_offset_row(r) for r in plan.offset_upserts]
-            consumer = plan.consumer
-            member_rows = [consumer_member_row(m) for m in consumer.member_upserts] if consumer else None
+            upserts = [list(map(changes.table.to_row, changes.upserts)) for changes in plan.tables]
             conn.execute("BEGIN IMMEDIATE")
             try:
-                if plan.offset_deletes:
-                    conn.executemany(_DELETE_OFFSET, plan.offset_deletes)
-                if plan.group_deletes:
-                    conn.executemany(_DELETE_GROUP, [(g,) for g in plan.group_deletes])
-                if plan.topic_deletes:
-                    conn.executemany(_DELETE_TOPIC, [(t,) for t in plan.topic_deletes])
-                if topic_rows:
-                    conn.executemany(_UPSERT_TOPIC, topic_rows)
-                if group_rows:
-                    conn.executemany(_UPSERT_GROUP, group_rows)
-                if offset_rows:
-                    conn.executemany(_UPSERT_OFFSET, offset_rows)
-                if plan.credential_deletes:
-                    conn.executemany(_DELETE_CREDENTIAL, plan.credential_deletes)
-                if plan.acl_deletes:
-                    conn.executemany(_DELETE_ACL, [_acl_row(a) for a in plan.acl_deletes])
-                if plan.acl_upserts:
-                    conn.executemany(_INSERT_ACL, [_acl_row(a) for a in plan.acl_upserts])
-                if plan.credential_upserts:
-                    conn.executemany(
-                        _UPSERT_CREDENTIAL,
-                        [(c.user, c.mechanism, c.salt, c.stored_key, c.server_key, c.iterations)
-                         for c in plan.credential_upserts],
-                    )  # fmt: skip
-                if consumer is not None and member_rows is not None:
-                    _write_consumer(conn, consumer, member_rows)
+                for changes, rows in zip(plan.tables, upserts, strict=True):
+                    table = changes.table
+                    sql = sqlite_sql(table)
+                    # The parent-wide deletes first: child records kept by plan_batch follow them.
+                    if changes.wipes:
+                        conn.executemany(sql.wipe, [(parent,) for parent in changes.wipes])
+                    if changes.deletes:
+                        conn.executemany(sql.delete, map(table.key_values, changes.deletes))
+                    if rows:
+                        conn.executemany(sql.upsert, rows)
                 if self.history_retention_ms is not None:
                     self._write_history(conn, plan)
                 conn.execute("COMMIT")
@@ -411,7 +249,7 @@ class SQLiteStore:
     def _write_history(self, conn: sqlite3.Connection, plan: BatchPlan) -> None:
         assert self.history_retention_ms is not None
         if plan.commits:
-            conn.executemany(_INSERT_HISTORY, [_offset_row(r) for r in plan.commits])
+            conn.executemany(sqlite_sql(OFFSET_COMMIT_HISTORY).insert, map(OFFSETS.to_row, plan.commits))
         now = time.monotonic()
         if now >= self._next_prune:
             self._next_prune = now + self.history_prune_interval_ms / 1000
@@ -420,13 +258,11 @@ class SQLiteStore:
     def _history_sync(self, group_id: str) -> list[OffsetCommitRecord]:
         conn = self._connection()
         try:
-            rows = conn.execute(
-                f"SELECT {_OFFSET_COLUMNS} FROM offset_commit_history WHERE group_id = ? ORDER BY seq",
-                (group_id,),
-            ).fetchall()
+            query = sqlite_sql(OFFSET_COMMIT_HISTORY).select + " WHERE group_id = ? ORDER BY seq"
+            rows = conn.execute(query, (group_id,)).fetchall()
         except sqlite3.Error as exc:
             raise StoreError(f"cannot read commit history from {self.path}: {exc}") from exc
-        return list(itertools.starmap(OffsetCommitRecord, rows))
+        return list(itertools.starmap(OFFSET_COMMIT_HISTORY.from_row, rows))
 
     def _close_sync(self) -> None:
         conn, self._conn = self._conn, None
@@ -440,47 +276,6 @@ class SQLiteStore:
         if self._conn is None:
             raise StoreError("SQLiteStore is not open")
         return self._conn
-
-
-def _write_consumer(conn: sqlite3.Connection, plan: ConsumerPlan, member_rows: list[tuple[Any, ...]]) -> None:
-    # The group-wide member deletes first: member records kept by plan_batch follow the wipe.
-    if plan.member_wipes:
-        conn.executemany(_WIPE_CONSUMER_MEMBERS, [(g,) for g in plan.member_wipes])
-    if plan.member_deletes:
-        conn.executemany(_DELETE_CONSUMER_MEMBER, plan.member_deletes)
-    if member_rows:
-        conn.executemany(_UPSERT_CONSUMER_MEMBER, member_rows)
-    if plan.group_deletes:
-        conn.executemany(_DELETE_CONSUMER_GROUP, [(g,) for g in plan.group_deletes])
-    if plan.group_upserts:
-        conn.executemany(
-            _UPSERT_CONSUMER_GROUP,
-            [(g.group_id, g.group_epoch, g.assignment_epoch, g.state_ms) for g in plan.group_upserts],
-        )
-
-
-def _acl_row(a: AclRecord) -> tuple[object, ...]:
-    return (a.resource_type, a.resource_name, a.pattern_type, a.principal, a.host, a.operation, a.permission)
-
-
-def _offset_row(r: OffsetCommitRecord) -> tuple[object, ...]:
-    return (r.group_id, r.topic, r.partition, r.offset, r.leader_epoch, r.metadata, r.commit_ms, r.expire_ms)
-
-
-def _group_row(g: GroupMetadataRecord) -> tuple[object, ...]:
-    members = encode_members(g.members)
-    return (g.group_id, g.protocol_type, g.generation_id, g.protocol_name, g.leader_id, g.state_ms, members)
-
-
-def _topic_row(t: TopicRecord) -> tuple[object, ...]:
-    return (t.name, t.topic_id, t.num_partitions, t.replication_factor, encode_configs(t.configs))
-
-
-def _decode_members(group_id: str, blob: bytes) -> tuple[MemberRecord, ...]:
-    try:
-        return decode_members(blob)
-    except CodecError as exc:
-        raise CodecError(f"group {group_id!r}: {exc}") from exc
 
 
 def _rollback_quietly(conn: sqlite3.Connection) -> None:

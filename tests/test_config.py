@@ -1,11 +1,22 @@
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
 from coordinator.cli.main import build_parser
-from coordinator.server.config import Config, ConfigError, load_config
+from coordinator.core.group_config import GroupConfig
+from coordinator.core.settings import settings_of
+from coordinator.server.config import (
+    SETTINGS,
+    Config,
+    ConfigError,
+    _normalise_key,
+    load_config,
+    readme_with_settings,
+    settings_markdown,
+)
 
 
 def test_defaults_are_kafkas() -> None:
@@ -70,6 +81,73 @@ def test_every_kafka_knob_is_a_dashed_flag() -> None:
 def test_advertised_listener() -> None:
     assert Config(host="0.0.0.0").listener_host == "127.0.0.1"
     assert Config(advertised_host="coord", advertised_port=1).listener_host == "coord"
+
+
+def test_the_readme_settings_table_is_current() -> None:
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    assert readme_with_settings(readme) == readme, (
+        "README.md's settings table is stale: python -m coordinator.server.config --update-readme README.md"
+    )
+    assert settings_markdown() in readme
+
+
+def test_every_setting_is_a_flag_an_environment_variable_and_a_toml_key(tmp_path: Path) -> None:
+    parser = build_parser()
+    path = tmp_path / "c.toml"
+    for s in SETTINGS:
+        args = parser.parse_args(["serve", s.flag, "x"])
+        assert getattr(args, s.name) == "x", s.flag
+        assert _normalise_key(s.env.removeprefix("COORDINATOR_")) == s.name
+        for key in (s.label, s.name) if s.default is not None else ():  # TOML has no null
+            path.write_text(f'"{key}" = {tomlkit_value(s.default)}\n')
+            assert getattr(load_config(env={}, config_file=path), s.name) == s.default, key
+
+
+def tomlkit_value(value: object) -> str:
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, tuple):
+        return "[" + ", ".join(f'"{v}"' for v in value) + "]"
+    return f'"{value}"'
+
+
+def test_group_settings_are_declared_once_and_passed_to_the_core() -> None:
+    config = load_config(env={"COORDINATOR_GROUP_CONSUMER_ASSIGNORS": " Range ,uniform"})
+    assert config.group_consumer_assignors == ("range", "uniform")
+    group = config.group_config()
+    assert type(group) is GroupConfig
+    names = {s.name for s in settings_of(GroupConfig)}
+    assert names <= {s.name for s in SETTINGS}
+    assert all(getattr(group, n) == getattr(config, n) for n in names)
+
+
+@pytest.mark.parametrize(
+    ("cli", "message"),
+    [
+        ({"port": "70000"}, "port 70000 is not a TCP port"),
+        ({"group_max_size": "0"}, "group.max.size must be at least 1"),
+        ({"offsets_commit_timeout_ms": "0"}, "offsets.commit.timeout.ms must be positive"),
+        ({"offset_metadata_max_bytes": "-1"}, "offset.metadata.max.bytes must be >= 0"),
+        ({"log_format": "xml"}, "log-format must be text or json"),
+        ({"log_level": "bogus"}, "log-level must be DEBUG or INFO or WARNING or ERROR or CRITICAL"),
+        ({"sqlite_synchronous": "off"}, "sqlite-synchronous must be FULL or NORMAL"),
+        ({"default_replication_factor": "3"}, "default.replication.factor must be 1 on a one-node cluster"),
+        ({"group_consumer_assignors": "uniform,sticky"}, "unknown: sticky"),
+        ({"sasl_enabled_mechanisms": "GSSAPI"}, "sasl.enabled.mechanisms: unsupported GSSAPI"),
+        ({"group_consumer_heartbeat_interval_ms": "50000"}, "lower than group.consumer.session.timeout.ms"),
+        ({"node_id": "one"}, "invalid value 'one' for node-id"),
+    ],
+)
+def test_validation_messages_name_the_setting(cli: dict[str, str], message: str) -> None:
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        load_config(cli=cli, env={})
+
+
+def test_the_core_validates_its_settings_too() -> None:
+    with pytest.raises(ValueError, match=r"group\.max\.size must be at least 1"):
+        GroupConfig(group_max_size=0)
 
 
 def test_kubernetes_service_variables_are_not_settings() -> None:

@@ -22,8 +22,10 @@ plaintext hot path without an authorizer is unchanged.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
+from coordinator.api.amend import amend, reply
+from coordinator.api.routes import Handler, Routes
 from coordinator.core.context import RequestContext
 from coordinator.core.result import Result
 from coordinator.security.acl import (
@@ -35,9 +37,14 @@ from coordinator.security.acl import (
     validation_error,
 )
 from protocol.apis import ApiKey
+from protocol.error_responses import error_response
 from protocol.errors import ErrorCode
+from protocol.messages.consumer_group_describe import (
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupDescribeResponse,
+)
 from protocol.messages.consumer_group_describe import DescribedGroup as ConsumerGroupDescribedGroup
-from protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatResponse
+from protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
 from protocol.messages.create_acls import AclCreationResult, CreateAclsRequest, CreateAclsResponse
 from protocol.messages.delete_acls import (
     DeleteAclsFilterResult,
@@ -45,55 +52,48 @@ from protocol.messages.delete_acls import (
     DeleteAclsRequest,
     DeleteAclsResponse,
 )
-from protocol.messages.delete_groups import DeletableGroupResult, DeleteGroupsResponse
+from protocol.messages.delete_groups import DeleteGroupsRequest, DeleteGroupsResponse
 from protocol.messages.describe_acls import (
     AclDescription,
     DescribeAclsRequest,
     DescribeAclsResource,
     DescribeAclsResponse,
 )
-from protocol.messages.describe_groups import DescribedGroup
-from protocol.messages.find_coordinator import Coordinator
-from protocol.messages.heartbeat import HeartbeatResponse
-from protocol.messages.join_group import JoinGroupResponse
-from protocol.messages.leave_group import LeaveGroupResponse
-from protocol.messages.offset_commit import (
-    OffsetCommitResponse,
-    OffsetCommitResponsePartition,
-    OffsetCommitResponseTopic,
-)
+from protocol.messages.describe_groups import DescribedGroup, DescribeGroupsRequest, DescribeGroupsResponse
+from protocol.messages.find_coordinator import Coordinator, FindCoordinatorRequest, FindCoordinatorResponse
+from protocol.messages.heartbeat import HeartbeatRequest
+from protocol.messages.join_group import JoinGroupRequest
+from protocol.messages.leave_group import LeaveGroupRequest
+from protocol.messages.list_groups import ListGroupsRequest, ListGroupsResponse
+from protocol.messages.offset_commit import OffsetCommitRequest, OffsetCommitResponse
 from protocol.messages.offset_delete import (
+    OffsetDeleteRequest,
     OffsetDeleteResponse,
     OffsetDeleteResponsePartition,
     OffsetDeleteResponseTopic,
 )
-from protocol.messages.sync_group import SyncGroupResponse
+from protocol.messages.offset_fetch import OffsetFetchRequest, OffsetFetchResponse
+from protocol.messages.sync_group import SyncGroupRequest
 from storage.records import AclRecord, AclTombstone
-
-Handler = Callable[[RequestContext, Any], Result]
 
 GROUP_DENIED = int(ErrorCode.GROUP_AUTHORIZATION_FAILED)
 TOPIC_DENIED = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
 CLUSTER_DENIED = int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
 SECURITY_DISABLED = int(ErrorCode.SECURITY_DISABLED)
+CLUSTER_DENIED_MESSAGE = "Cluster authorization failed."
 
 
-def _reply(ctx: RequestContext, response: Any) -> Result:
-    return Result(replies=[(ctx.reply_to, response)])
+class _GroupRequest(Protocol):
+    @property
+    def group_id(self) -> str: ...
 
 
-class _Rewriting:
-    """A ReplyTo that edits the core's response before it is sent."""
+_GroupRequestT = TypeVar("_GroupRequestT", bound=_GroupRequest)
+_DescribeRequestT = TypeVar("_DescribeRequestT", DescribeGroupsRequest, ConsumerGroupDescribeRequest)
 
-    __slots__ = ("edit", "inner")
 
-    def __init__(self, inner: Any, edit: Callable[[Any], None]) -> None:
-        self.inner = inner
-        self.edit = edit
-
-    def send(self, response: Any) -> None:
-        self.edit(response)
-        self.inner.send(response)
+def _denied(ctx: RequestContext, api_key: ApiKey, req: Any, code: int, message: str | None = None) -> Result:
+    return reply(ctx, error_response(api_key, ctx.api_version, req, code, message))
 
 
 class AclLayer:
@@ -110,83 +110,65 @@ class AclLayer:
     def _topic(self, ctx: RequestContext, operation: int, topic: str) -> bool:
         return self.allowed(ctx, operation, ResourceType.TOPIC, topic)
 
-    # ---- wrapping ----------------------------------------------------------------------------------
-    def wrap(self, handlers: dict[int, Handler]) -> None:
-        h = dict(handlers)
-        handlers[ApiKey.JOIN_GROUP] = self._simple(h[ApiKey.JOIN_GROUP], self._join_denied)
-        handlers[ApiKey.SYNC_GROUP] = self._simple(
-            h[ApiKey.SYNC_GROUP], lambda c, r: SyncGroupResponse(error_code=GROUP_DENIED)
-        )
-        handlers[ApiKey.HEARTBEAT] = self._simple(
-            h[ApiKey.HEARTBEAT], lambda c, r: HeartbeatResponse(error_code=GROUP_DENIED)
-        )
-        handlers[ApiKey.LEAVE_GROUP] = self._simple(
-            h[ApiKey.LEAVE_GROUP], lambda c, r: LeaveGroupResponse(error_code=GROUP_DENIED)
-        )
-        handlers[ApiKey.OFFSET_COMMIT] = self._commit(h[ApiKey.OFFSET_COMMIT])
-        handlers[ApiKey.OFFSET_FETCH] = self._fetch(h[ApiKey.OFFSET_FETCH])
-        handlers[ApiKey.DESCRIBE_GROUPS] = self._describe(h[ApiKey.DESCRIBE_GROUPS])
-        handlers[ApiKey.LIST_GROUPS] = self._list(h[ApiKey.LIST_GROUPS])
-        handlers[ApiKey.DELETE_GROUPS] = self._delete_groups(h[ApiKey.DELETE_GROUPS])
-        handlers[ApiKey.OFFSET_DELETE] = self._delete_offsets(h[ApiKey.OFFSET_DELETE])
-        handlers[ApiKey.FIND_COORDINATOR] = self._find_coordinator(h[ApiKey.FIND_COORDINATOR])
-        handlers[ApiKey.CONSUMER_GROUP_HEARTBEAT] = self._consumer_heartbeat(
-            h[ApiKey.CONSUMER_GROUP_HEARTBEAT]
-        )
-        handlers[ApiKey.CONSUMER_GROUP_DESCRIBE] = self._describe(
-            h[ApiKey.CONSUMER_GROUP_DESCRIBE],
-            lambda group_id: ConsumerGroupDescribedGroup(error_code=GROUP_DENIED, group_id=group_id),
-            operations_from_version=0,
-            operations_of_errors=False,
-        )
-        handlers[ApiKey.DESCRIBE_ACLS] = self.describe_acls
-        handlers[ApiKey.CREATE_ACLS] = self.create_acls
-        handlers[ApiKey.DELETE_ACLS] = self.delete_acls
+    # ---- installing --------------------------------------------------------------------------------
+    def install(self, routes: Routes) -> None:
+        """Put the checks in front of the group handlers and serve the ACL APIs."""
+        routes.wrap(ApiKey.JOIN_GROUP, JoinGroupRequest, self._group_read(ApiKey.JOIN_GROUP))
+        routes.wrap(ApiKey.SYNC_GROUP, SyncGroupRequest, self._group_read(ApiKey.SYNC_GROUP))
+        routes.wrap(ApiKey.HEARTBEAT, HeartbeatRequest, self._group_read(ApiKey.HEARTBEAT))
+        routes.wrap(ApiKey.LEAVE_GROUP, LeaveGroupRequest, self._group_read(ApiKey.LEAVE_GROUP))
+        routes.wrap(ApiKey.OFFSET_COMMIT, OffsetCommitRequest, self._commit)
+        routes.wrap(ApiKey.OFFSET_FETCH, OffsetFetchRequest, self._fetch)
+        routes.wrap(ApiKey.DESCRIBE_GROUPS, DescribeGroupsRequest, self._describe_groups)
+        routes.wrap(ApiKey.LIST_GROUPS, ListGroupsRequest, self._list)
+        routes.wrap(ApiKey.DELETE_GROUPS, DeleteGroupsRequest, self._delete_groups)
+        routes.wrap(ApiKey.OFFSET_DELETE, OffsetDeleteRequest, self._delete_offsets)
+        routes.wrap(ApiKey.FIND_COORDINATOR, FindCoordinatorRequest, self._find_coordinator)
+        routes.wrap(ApiKey.CONSUMER_GROUP_HEARTBEAT, ConsumerGroupHeartbeatRequest, self._consumer_heartbeat)
+        routes.wrap(ApiKey.CONSUMER_GROUP_DESCRIBE, ConsumerGroupDescribeRequest, self._consumer_describe)
+        routes.replace(ApiKey.DESCRIBE_ACLS, DescribeAclsRequest, self.describe_acls)
+        routes.replace(ApiKey.CREATE_ACLS, CreateAclsRequest, self.create_acls)
+        routes.replace(ApiKey.DELETE_ACLS, DeleteAclsRequest, self.delete_acls)
 
-    @staticmethod
-    def _join_denied(ctx: RequestContext, req: Any) -> JoinGroupResponse:
-        return JoinGroupResponse(
-            error_code=GROUP_DENIED,
-            generation_id=-1,
-            protocol_name=None if ctx.api_version >= 7 else "",
-            member_id="",
-        )
+    def _group_read(self, api_key: ApiKey) -> Callable[[Handler[_GroupRequestT]], Handler[_GroupRequestT]]:
+        """JoinGroup, SyncGroup, Heartbeat, LeaveGroup: READ on the group or nothing."""
 
-    def _simple(self, inner: Handler, denied: Callable[[RequestContext, Any], Any]) -> Handler:
-        def handle(ctx: RequestContext, req: Any) -> Result:
+        def wrap(inner: Handler[_GroupRequestT]) -> Handler[_GroupRequestT]:
+            def handle(ctx: RequestContext, req: _GroupRequestT) -> Result:
+                if not self._group(ctx, Operation.READ, req.group_id):
+                    return _denied(ctx, api_key, req, GROUP_DENIED)
+                return inner(ctx, req)
+
+            return handle
+
+        return wrap
+
+    def _commit(self, inner: Handler[OffsetCommitRequest]) -> Handler[OffsetCommitRequest]:
+        def handle(ctx: RequestContext, req: OffsetCommitRequest) -> Result:
             if not self._group(ctx, Operation.READ, req.group_id):
-                return _reply(ctx, denied(ctx, req))
-            return inner(ctx, req)
-
-        return handle
-
-    def _commit(self, inner: Handler) -> Handler:
-        def handle(ctx: RequestContext, req: Any) -> Result:
-            group_ok = self._group(ctx, Operation.READ, req.group_id)
-            denied = [t for t in req.topics if not group_ok or not self._topic(ctx, Operation.READ, t.name)]
+                return _denied(ctx, ApiKey.OFFSET_COMMIT, req, GROUP_DENIED)
+            denied = [t for t in req.topics if not self._topic(ctx, Operation.READ, t.name)]
             if not denied:
                 return inner(ctx, req)
-            code = TOPIC_DENIED if group_ok else GROUP_DENIED
-            failed = [
-                OffsetCommitResponseTopic(
-                    name=t.name,
-                    topic_id=t.topic_id,
-                    partitions=[OffsetCommitResponsePartition(p.partition_index, code) for p in t.partitions],
-                )
-                for t in denied
-            ]
+            failed = error_response(
+                ApiKey.OFFSET_COMMIT, ctx.api_version, OffsetCommitRequest(topics=denied), TOPIC_DENIED
+            ).topics
             allowed = [t for t in req.topics if t not in denied]
             if not allowed:
-                return _reply(ctx, OffsetCommitResponse(topics=failed))
+                return reply(ctx, OffsetCommitResponse(topics=failed))
             req.topics = allowed
-            ctx.reply_to = _Rewriting(ctx.reply_to, lambda response: response.topics.extend(failed))
+
+            def add_denied(response: OffsetCommitResponse) -> None:
+                response.topics.extend(failed)
+
+            amend(ctx, add_denied)
             return inner(ctx, req)
 
         return handle
 
-    def _fetch(self, inner: Handler) -> Handler:
-        def handle(ctx: RequestContext, req: Any) -> Result:
-            ctx.reply_to = _Rewriting(ctx.reply_to, lambda response: self._filter_fetch(ctx, req, response))
+    def _fetch(self, inner: Handler[OffsetFetchRequest]) -> Handler[OffsetFetchRequest]:
+        def handle(ctx: RequestContext, req: OffsetFetchRequest) -> Result:
+            amend(ctx, lambda response: self._filter_fetch(ctx, req, response))
             return inner(ctx, req)
 
         return handle
@@ -207,7 +189,9 @@ class AclLayer:
                 kept.append(topic)
         return kept
 
-    def _filter_fetch(self, ctx: RequestContext, req: Any, response: Any) -> None:
+    def _filter_fetch(
+        self, ctx: RequestContext, req: OffsetFetchRequest, response: OffsetFetchResponse
+    ) -> None:
         if ctx.api_version >= 8:
             requested = {g.group_id: g.topics is not None for g in req.groups}
             for group in response.groups:
@@ -226,88 +210,108 @@ class AclLayer:
             return
         response.topics = self._filter_topics(ctx, response.topics, req.topics is not None)
 
+    def _describe_groups(self, inner: Handler[DescribeGroupsRequest]) -> Handler[DescribeGroupsRequest]:
+        return self._describe(
+            inner,
+            lambda group_id: DescribedGroup(error_code=GROUP_DENIED, group_id=group_id),
+            operations_from_version=3,
+            operations_of_errors=True,
+        )
+
+    def _consumer_describe(
+        self, inner: Handler[ConsumerGroupDescribeRequest]
+    ) -> Handler[ConsumerGroupDescribeRequest]:
+        return self._describe(
+            inner,
+            lambda group_id: ConsumerGroupDescribedGroup(error_code=GROUP_DENIED, group_id=group_id),
+            operations_from_version=0,
+            operations_of_errors=False,
+        )
+
     def _describe(
         self,
-        inner: Handler,
-        denied_entry: Callable[[str], Any] = lambda group_id: DescribedGroup(
-            error_code=GROUP_DENIED, group_id=group_id
-        ),
-        operations_from_version: int = 3,
-        operations_of_errors: bool = True,
-    ) -> Handler:
+        inner: Handler[_DescribeRequestT],
+        denied_entry: Callable[[str], Any],
+        operations_from_version: int,
+        operations_of_errors: bool,
+    ) -> Handler[_DescribeRequestT]:
         """DescribeGroups and ConsumerGroupDescribe: DESCRIBE per group, and the authorized
         operations computed from the ACLs when asked for (ConsumerGroupDescribe: only for groups
         it found)."""
 
-        def handle(ctx: RequestContext, req: Any) -> Result:
-            def edit(response: Any) -> None:
+        def handle(ctx: RequestContext, req: _DescribeRequestT) -> Result:
+            def edit(response: DescribeGroupsResponse | ConsumerGroupDescribeResponse) -> None:
                 wanted = ctx.api_version >= operations_from_version and req.include_authorized_operations
-                for i, group in enumerate(response.groups):
+                groups: list[Any] = response.groups
+                for i, group in enumerate(groups):
                     if not self._group(ctx, Operation.DESCRIBE, group.group_id):
-                        response.groups[i] = denied_entry(group.group_id)
+                        groups[i] = denied_entry(group.group_id)
                     elif wanted and (operations_of_errors or group.error_code == 0):
                         group.authorized_operations = self.authorizer.authorized_operations(
                             ctx.principal, ctx.client_host, ResourceType.GROUP, group.group_id
                         )
 
-            ctx.reply_to = _Rewriting(ctx.reply_to, edit)
+            amend(ctx, edit)
             return inner(ctx, req)
 
         return handle
 
-    def _consumer_heartbeat(self, inner: Handler) -> Handler:
-        def handle(ctx: RequestContext, req: Any) -> Result:
+    def _consumer_heartbeat(
+        self, inner: Handler[ConsumerGroupHeartbeatRequest]
+    ) -> Handler[ConsumerGroupHeartbeatRequest]:
+        def handle(ctx: RequestContext, req: ConsumerGroupHeartbeatRequest) -> Result:
+            api_key = ApiKey.CONSUMER_GROUP_HEARTBEAT
             if not self._group(ctx, Operation.READ, req.group_id):
-                return _reply(ctx, ConsumerGroupHeartbeatResponse(error_code=GROUP_DENIED))
+                return _denied(ctx, api_key, req, GROUP_DENIED)
             denied = [
                 t for t in req.subscribed_topic_names or () if not self._topic(ctx, Operation.DESCRIBE, t)
             ]
             if denied:
-                return _reply(
-                    ctx,
-                    ConsumerGroupHeartbeatResponse(
-                        error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
-                        error_message=f"Not authorized to describe topics: {', '.join(sorted(denied))}.",
-                    ),
-                )
+                message = f"Not authorized to describe topics: {', '.join(sorted(denied))}."
+                return _denied(ctx, api_key, req, TOPIC_DENIED, message)
             return inner(ctx, req)
 
         return handle
 
-    def _list(self, inner: Handler) -> Handler:
-        def handle(ctx: RequestContext, req: Any) -> Result:
+    def _list(self, inner: Handler[ListGroupsRequest]) -> Handler[ListGroupsRequest]:
+        def handle(ctx: RequestContext, req: ListGroupsRequest) -> Result:
             if not self.allowed(ctx, Operation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME):
-                ctx.reply_to = _Rewriting(
-                    ctx.reply_to,
-                    lambda response: setattr(
-                        response,
-                        "groups",
-                        [g for g in response.groups if self._group(ctx, Operation.DESCRIBE, g.group_id)],
-                    ),
-                )
+
+                def only_described(response: ListGroupsResponse) -> None:
+                    response.groups = [
+                        g for g in response.groups if self._group(ctx, Operation.DESCRIBE, g.group_id)
+                    ]
+
+                amend(ctx, only_described)
             return inner(ctx, req)
 
         return handle
 
-    def _delete_groups(self, inner: Handler) -> Handler:
-        def handle(ctx: RequestContext, req: Any) -> Result:
+    def _delete_groups(self, inner: Handler[DeleteGroupsRequest]) -> Handler[DeleteGroupsRequest]:
+        def handle(ctx: RequestContext, req: DeleteGroupsRequest) -> Result:
             denied = [g for g in req.groups_names if not self._group(ctx, Operation.DELETE, g)]
             if not denied:
                 return inner(ctx, req)
-            failed = [DeletableGroupResult(g, GROUP_DENIED) for g in denied]
+            failed = error_response(
+                ApiKey.DELETE_GROUPS, ctx.api_version, DeleteGroupsRequest(denied), GROUP_DENIED
+            ).results
             allowed = [g for g in req.groups_names if g not in denied]
             if not allowed:
-                return _reply(ctx, DeleteGroupsResponse(results=failed))
+                return reply(ctx, DeleteGroupsResponse(results=failed))
             req.groups_names = allowed
-            ctx.reply_to = _Rewriting(ctx.reply_to, lambda response: response.results.extend(failed))
+
+            def add_denied(response: DeleteGroupsResponse) -> None:
+                response.results.extend(failed)
+
+            amend(ctx, add_denied)
             return inner(ctx, req)
 
         return handle
 
-    def _delete_offsets(self, inner: Handler) -> Handler:
-        def handle(ctx: RequestContext, req: Any) -> Result:
+    def _delete_offsets(self, inner: Handler[OffsetDeleteRequest]) -> Handler[OffsetDeleteRequest]:
+        def handle(ctx: RequestContext, req: OffsetDeleteRequest) -> Result:
             if not self._group(ctx, Operation.DELETE, req.group_id):
-                return _reply(ctx, OffsetDeleteResponse(error_code=GROUP_DENIED))
+                return _denied(ctx, ApiKey.OFFSET_DELETE, req, GROUP_DENIED)
             denied = [t for t in req.topics if not self._topic(ctx, Operation.READ, t.name)]
             if not denied:
                 return inner(ctx, req)
@@ -322,21 +326,21 @@ class AclLayer:
             ]
             req.topics = [t for t in req.topics if t not in denied]
 
-            def edit(response: Any) -> None:
+            def add_denied(response: OffsetDeleteResponse) -> None:
                 if not response.error_code:
                     response.topics.extend(failed)
 
-            ctx.reply_to = _Rewriting(ctx.reply_to, edit)
+            amend(ctx, add_denied)
             return inner(ctx, req)
 
         return handle
 
-    def _find_coordinator(self, inner: Handler) -> Handler:
-        def handle(ctx: RequestContext, req: Any) -> Result:
+    def _find_coordinator(self, inner: Handler[FindCoordinatorRequest]) -> Handler[FindCoordinatorRequest]:
+        def handle(ctx: RequestContext, req: FindCoordinatorRequest) -> Result:
             if req.key_type != 0:
                 return inner(ctx, req)
 
-            def edit(response: Any) -> None:
+            def edit(response: FindCoordinatorResponse) -> None:
                 if ctx.api_version >= 4:
                     for i, c in enumerate(response.coordinators):
                         if not self._group(ctx, Operation.DESCRIBE, c.key):
@@ -347,7 +351,7 @@ class AclLayer:
                     response.error_code, response.error_message = GROUP_DENIED, "Not authorized"
                     response.node_id, response.host, response.port = -1, "", -1
 
-            ctx.reply_to = _Rewriting(ctx.reply_to, edit)
+            amend(ctx, edit)
             return inner(ctx, req)
 
         return handle
@@ -358,12 +362,7 @@ class AclLayer:
 
     def describe_acls(self, ctx: RequestContext, req: DescribeAclsRequest) -> Result:
         if not self._cluster(ctx, Operation.DESCRIBE):
-            return _reply(
-                ctx,
-                DescribeAclsResponse(
-                    error_code=CLUSTER_DENIED, error_message="Cluster authorization failed."
-                ),
-            )
+            return _denied(ctx, ApiKey.DESCRIBE_ACLS, req, CLUSTER_DENIED, CLUSTER_DENIED_MESSAGE)
         acl_filter = AclFilter(req.resource_type_filter, req.resource_name_filter, req.pattern_type_filter,
                                req.principal_filter, req.host_filter, req.operation, req.permission_type)  # fmt: skip
         resources: dict[tuple[int, str, int], DescribeAclsResource] = {}
@@ -371,7 +370,7 @@ class AclLayer:
             key = (acl.resource_type, acl.resource_name, acl.pattern_type)
             resource = resources.setdefault(key, DescribeAclsResource(*key, acls=[]))
             resource.acls.append(AclDescription(acl.principal, acl.host, acl.operation, acl.permission))
-        return _reply(ctx, DescribeAclsResponse(error_message=None, resources=list(resources.values())))
+        return reply(ctx, DescribeAclsResponse(error_message=None, resources=list(resources.values())))
 
     def create_acls(self, ctx: RequestContext, req: CreateAclsRequest) -> Result:
         allowed = self._cluster(ctx, Operation.ALTER)
@@ -380,7 +379,7 @@ class AclLayer:
         for c in req.creations:
             acl = AclRecord(c.resource_type, c.resource_name, c.resource_pattern_type, c.principal, c.host,
                             c.operation, c.permission_type)  # fmt: skip
-            error = None if allowed else "Cluster authorization failed."
+            error = None if allowed else CLUSTER_DENIED_MESSAGE
             error = error or validation_error(acl)
             if error is not None:
                 code = CLUSTER_DENIED if not allowed else int(ErrorCode.INVALID_REQUEST)
@@ -390,32 +389,24 @@ class AclLayer:
                 records.append(acl)
         response = CreateAclsResponse(results=results)
         if not records:
-            return _reply(ctx, response)
+            return reply(ctx, response)
 
         def durable(_now_ms: int) -> Result:
             for record in records:
                 self.authorizer.add(record)
-            return _reply(ctx, response)
+            return reply(ctx, response)
 
         def failed(_now_ms: int, error_code: int) -> Result:
             for result in results:
                 if not result.error_code:
                     result.error_code, result.error_message = error_code, "could not store the ACL"
-            return _reply(ctx, response)
+            return reply(ctx, response)
 
         return Result(records=list(records), on_durable=durable, on_failed=failed)
 
     def delete_acls(self, ctx: RequestContext, req: DeleteAclsRequest) -> Result:
         if not self._cluster(ctx, Operation.ALTER):
-            return _reply(
-                ctx,
-                DeleteAclsResponse(
-                    filter_results=[
-                        DeleteAclsFilterResult(CLUSTER_DENIED, "Cluster authorization failed.")
-                        for _ in req.filters
-                    ]
-                ),
-            )
+            return _denied(ctx, ApiKey.DELETE_ACLS, req, CLUSTER_DENIED, CLUSTER_DENIED_MESSAGE)
         results: list[DeleteAclsFilterResult] = []
         gone: dict[AclRecord, None] = {}
         for f in req.filters:
@@ -445,12 +436,12 @@ class AclLayer:
             )
         response = DeleteAclsResponse(filter_results=results)
         if not gone:
-            return _reply(ctx, response)
+            return reply(ctx, response)
 
         def durable(_now_ms: int) -> Result:
             for acl in gone:
                 self.authorizer.remove(acl)
-            return _reply(ctx, response)
+            return reply(ctx, response)
 
         def failed(_now_ms: int, error_code: int) -> Result:
             for result in results:
@@ -459,30 +450,26 @@ class AclLayer:
                     "could not delete",
                     [],
                 )
-            return _reply(ctx, response)
+            return reply(ctx, response)
 
         return Result(records=[AclTombstone(acl) for acl in gone], on_durable=durable, on_failed=failed)
 
 
-def security_disabled(api_key: int) -> Handler:
+_NO_AUTHORIZER = "No Authorizer is configured on the broker"
+
+
+def install_security_disabled(routes: Routes) -> None:
     """The ACL APIs on a server without an authorizer (Kafka: SECURITY_DISABLED)."""
-    message = "No Authorizer is configured on the broker"
 
-    def handle(ctx: RequestContext, req: Any) -> Result:
-        if api_key == ApiKey.DESCRIBE_ACLS:
-            return _reply(ctx, DescribeAclsResponse(error_code=SECURITY_DISABLED, error_message=message))
-        if api_key == ApiKey.CREATE_ACLS:
-            return _reply(
-                ctx,
-                CreateAclsResponse(
-                    results=[AclCreationResult(SECURITY_DISABLED, message) for _ in req.creations]
-                ),
-            )
-        return _reply(
-            ctx,
-            DeleteAclsResponse(
-                filter_results=[DeleteAclsFilterResult(SECURITY_DISABLED, message) for _ in req.filters]
-            ),
-        )
+    def describe(ctx: RequestContext, req: DescribeAclsRequest) -> Result:
+        return _denied(ctx, ApiKey.DESCRIBE_ACLS, req, SECURITY_DISABLED, _NO_AUTHORIZER)
 
-    return handle
+    def create(ctx: RequestContext, req: CreateAclsRequest) -> Result:
+        return _denied(ctx, ApiKey.CREATE_ACLS, req, SECURITY_DISABLED, _NO_AUTHORIZER)
+
+    def delete(ctx: RequestContext, req: DeleteAclsRequest) -> Result:
+        return _denied(ctx, ApiKey.DELETE_ACLS, req, SECURITY_DISABLED, _NO_AUTHORIZER)
+
+    routes.add(ApiKey.DESCRIBE_ACLS, DescribeAclsRequest, describe)
+    routes.add(ApiKey.CREATE_ACLS, CreateAclsRequest, create)
+    routes.add(ApiKey.DELETE_ACLS, DeleteAclsRequest, delete)

@@ -14,7 +14,7 @@ from coordinator.cli.acls import add_acls_parser
 from coordinator.cli.admin.cli import add_groups_parser, add_offsets_parser
 from coordinator.cli.parsing import add_version_flag, parse_args
 from coordinator.cli.users import add_users_parser
-from coordinator.server.config import KAFKA_NAMED, Config, ConfigError, kafka_name, load_config
+from coordinator.server.config import SETTINGS, ConfigError, load_config
 from storage.base import StoreError
 
 PASSWORD_FILE_VARIABLE = "COORDINATOR_SSL_KEYFILE_PASSWORD_FILE"
@@ -30,51 +30,21 @@ def _serve_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         description="Run the group coordinator. Settings come from defaults, then --config FILE (TOML), "
         "then COORDINATOR_* environment variables, then these flags.",
     )
-    defaults = Config()
-    serve.add_argument("--host", help=f"listen address (default {defaults.host})")
-    serve.add_argument("--port", type=int, help=f"listen port (default {defaults.port})")
-    serve.add_argument("--advertised-host", help="host announced to clients (default: the listen address)")
-    serve.add_argument(
-        "--advertised-port", type=int, help="port announced to clients (default: the listen port)"
-    )
-    serve.add_argument("--node-id", type=int, help=f"node id (default {defaults.node_id})")
-    serve.add_argument("--cluster-id", help=f"cluster id (default {defaults.cluster_id})")
-    serve.add_argument(
-        "--storage",
-        help="sqlite:///path.db (default sqlite:///coordinator.db), postgresql://user:pw@host:port/db or memory://",
-    )
-    serve.add_argument("--sqlite-synchronous", help="FULL (survives power loss; default) or NORMAL")
     serve.add_argument("--config", dest="config_file", metavar="FILE", help="TOML file with settings")
-    serve.add_argument("--metrics-host", help="address of the metrics endpoint (default 127.0.0.1)")
-    serve.add_argument(
-        "--metrics-port", type=int, help="port of /metrics, /healthz and /readyz (default 0 = off)"
-    )
-    serve.add_argument("--log-level", help="DEBUG, INFO (default), WARNING, ERROR (any case)")
-    serve.add_argument("--log-format", choices=["text", "json"], help="log line format (default text)")
     serve.add_argument(
         "--ssl-keyfile-password-file",
         metavar="FILE",
         help=f"a file holding ssl.keyfile.password (also ${PASSWORD_FILE_VARIABLE}); keeps it out of `ps`",
     )
     kafka = serve.add_argument_group("Kafka settings", "Apache Kafka's names with dots turned into dashes")
-    for name in sorted(KAFKA_NAMED):
-        default = getattr(defaults, name)
-        flag = "--" + kafka_name(name).replace(".", "-")
-        if isinstance(default, bool):
-            kafka.add_argument(
-                flag,
-                dest=name,
-                metavar="true|false",
-                help=f"{kafka_name(name)} (default {str(default).lower()})",
-            )
-        elif isinstance(default, str):
-            kafka.add_argument(
-                flag, dest=name, metavar="VALUE", help=f"{kafka_name(name)} (default {default!r})"
-            )
-        else:
-            kafka.add_argument(
-                flag, dest=name, type=int, metavar="N", help=f"{kafka_name(name)} (default {default})"
-            )
+    for setting in SETTINGS:
+        group = kafka if setting.info.kafka else serve
+        default = setting.shown_default or "empty"
+        # Values stay text here: load_config converts and checks them like those of a file.
+        metavar = {"bool": "true|false", "int": "N"}.get(setting.annotation.split(" ")[0], "VALUE")
+        group.add_argument(
+            setting.flag, dest=setting.name, metavar=metavar, help=f"{setting.info.doc} (default {default})"
+        )
 
 
 def _loadtest_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -1,6 +1,6 @@
 """Classic group membership: JoinGroup, SyncGroup, Heartbeat, LeaveGroup, Describe/ListGroups, the
 rebalance timers, and rebuilding groups from their records (Kafka's GroupMetadataManager, classic
-part).
+part; docs/groups.md#classic-groups, transitions T1-T9 in docs/groups.md#classic-transitions).
 
 Handlers add replies, records and continuations to an :class:`~coordinator.core.effects.Effects`
 (see docs/commit-path.md). A state change that a write carries is applied when the write is
@@ -49,6 +49,7 @@ from coordinator.core.lifecycle import PendingChange, TimerHandler
 from coordinator.core.state import STATE_BY_LOWER_NAME, GroupState
 from coordinator.core.stats import CoreStats
 from coordinator.core.timers import TimerKey, Timers
+from protocol.error_responses import join_group_error
 from protocol.messages.describe_groups import (
     DescribedGroup,
     DescribedGroupMember,
@@ -166,15 +167,7 @@ class ClassicGroupManager:
 
     @staticmethod
     def join_error(version: int, code: int, member_id: str = "") -> JoinGroupResponse:
-        # v7+ made ProtocolName nullable and error responses carry null; older versions need "".
-        return JoinGroupResponse(
-            error_code=code,
-            generation_id=-1,
-            protocol_type=None,
-            protocol_name=None if version >= 7 else "",
-            leader="",
-            member_id=member_id,
-        )
+        return join_group_error(version, code, member_id)
 
     @staticmethod
     def _join_success(
@@ -394,7 +387,8 @@ class ClassicGroupManager:
             is_new=True,
         )
         if group.state is PREPARING_REBALANCE and group.previous_state is EMPTY:
-            group.new_member_added = True  # extends the initial delayed join (K-J rule)
+            # Extends the initial delayed join (docs/groups.md#where-kafkas-two-coordinators-differ).
+            group.new_member_added = True
         group.add_member(member, ctx.reply_to, ctx.api_version)
         # New members cannot heartbeat (they do not know their id yet) and a parked JoinGroup cannot
         # detect a disconnect: their timer is the new-member join timeout (KAFKA-7610).
@@ -438,7 +432,7 @@ class ClassicGroupManager:
         new_member_id: str,
         fx: Effects,
     ) -> None:
-        """§7.2: a known group instance id rejoins with an empty member id."""
+        """docs/groups.md#static-membership: a known group instance id rejoins with an empty member id."""
         version = ctx.api_version
         leader_before = group.leader_id
         old_member = group.members[old_member_id]
@@ -583,7 +577,7 @@ class ClassicGroupManager:
         self.timers.cancel(sync_key(group.group_id, group.generation_id))
 
     def _complete_join(self, group: ClassicGroup, fx: Effects) -> None:
-        """§5.4: end the join phase and start the next generation."""
+        """docs/groups.md#join-completion: end the join phase and start the next generation."""
         self.timers.cancel(group.join_key)
         group.initial_join_delay = None
         for member in group.not_yet_rejoined_dynamic_members():
@@ -778,7 +772,7 @@ class ClassicGroupManager:
             self.timers.cancel(sync_key(group.group_id, group.generation_id))
 
     def _store_assignment(self, group: ClassicGroup, req: SyncGroupRequest, fx: Effects) -> None:
-        """§5.7: persist the leader's assignment; only then answer the members and go Stable."""
+        """docs/groups.md#sync-and-the-assignment: persist the leader's assignment; only then answer the members and go Stable."""
         members = group.members
         # Assignments for unknown member ids are dropped; members without one get empty bytes.
         assignments = {a.member_id: a.assignment for a in req.assignments if a.member_id in members}
@@ -975,7 +969,7 @@ class ClassicGroupManager:
                 group_instance_id=m.group_instance_id,
                 client_id=m.client_id,
                 client_host=m.client_host,
-                # Metadata and assignment only in Stable (K-S; K-J also shows stale assignments).
+                # Metadata and assignment only in Stable (docs/groups.md#where-kafkas-two-coordinators-differ).
                 member_metadata=m.metadata(protocol) if protocol is not None else b"",
                 member_assignment=m.assignment if protocol is not None else b"",
             )
@@ -1075,7 +1069,7 @@ class ClassicGroupManager:
                 self.load_group(record)
 
     def load_group(self, record: GroupMetadataRecord) -> ClassicGroup:
-        """§9.2: Stable at the persisted generation with its members, or Empty without members."""
+        """docs/groups.md#loading: Stable at the persisted generation with its members, or Empty without members."""
         protocol = record.protocol_name or ""
         group = ClassicGroup(
             record.group_id,

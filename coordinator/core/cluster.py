@@ -148,16 +148,12 @@ class Cluster:
 
     def _apply(self, record: Record) -> None:
         self.version += 1
-        if isinstance(record, TopicRecord):
-            old = self.topics.get(record.name)
+        if isinstance(record, TopicRecord | TopicTombstone):
+            old = record.apply_to(self.topics)
             if old is not None:
                 self._by_id.pop(old.topic_id, None)
-            self.topics[record.name] = record
-            self._by_id[record.topic_id] = record
-        elif isinstance(record, TopicTombstone):
-            old = self.topics.pop(record.name, None)
-            if old is not None:
-                self._by_id.pop(old.topic_id, None)
+            if isinstance(record, TopicRecord):
+                self._by_id[record.topic_id] = record
 
     def _persist(self, ctx: RequestContext, records: list[Record], response: Any) -> Result:
         """Apply catalog changes once durable, then answer."""

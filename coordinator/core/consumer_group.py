@@ -1,4 +1,4 @@
-"""KIP-848 consumer group and member state, and member reconciliation (behaviour.md §10.1, §10.3.7).
+"""KIP-848 consumer group and member state, and member reconciliation (docs/groups.md#reconciliation).
 
 Partitions are keyed by topic *name* inside the core; topic ids appear only at the wire boundary
 (the catalog translates). A member's ``assigned`` partitions are the ones it may use now,

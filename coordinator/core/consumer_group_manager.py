@@ -1,5 +1,5 @@
 """KIP-848 consumer groups: ConsumerGroupHeartbeat, ConsumerGroupDescribe, their timers, target
-assignment and persistence (Kafka's GroupMetadataManager, consumer part; behaviour.md §10).
+assignment and persistence (Kafka's GroupMetadataManager, consumer part; docs/groups.md#consumer-groups-kip-848).
 
 Pure like the classic manager: handlers add replies and records to an :class:`Effects`; a reply
 is released only once the records of its operation are durable. A failed write leaves memory
@@ -192,7 +192,7 @@ class ConsumerGroupManager:
         return True
 
     def _validate(self, version: int, req: cgh.ConsumerGroupHeartbeatRequest) -> None:
-        """§10.2, in Kafka's order: INVALID_REQUEST with a message, then UNSUPPORTED_ASSIGNOR."""
+        """docs/groups.md#validation, in Kafka's order: INVALID_REQUEST with a message, then UNSUPPORTED_ASSIGNOR."""
         epoch = req.member_epoch
         if version >= 1 and not req.member_id.strip():
             raise _Rejected(INVALID_REQUEST, "MemberId can't be empty.")
@@ -351,7 +351,7 @@ class ConsumerGroupManager:
         req: cgh.ConsumerGroupHeartbeatRequest,
         records: _Writes,
     ) -> tuple[ConsumerMember, bool]:
-        """§10.3.2-4: capacity, member lookup (dynamic and static), epoch fencing."""
+        """docs/groups.md#reconciliation: capacity, member lookup (dynamic and static), epoch fencing."""
         epoch = req.member_epoch
         member_id = req.member_id
         instance_id = req.instance_id
@@ -425,7 +425,7 @@ class ConsumerGroupManager:
         )
         records.member(member_id)
         if previous_static is not None:
-            # §7.3: the new process takes over the departed static member and its assignment.
+            # docs/groups.md#static-members-of-consumer-groups: the new process takes over the departed static member and its assignment.
             self._replace_static(group, previous_static, member, records)
             same = (
                 member.subscribed_topic_names == previous_static.subscribed_topic_names
@@ -497,7 +497,7 @@ class ConsumerGroupManager:
     def _leave(
         self, ctx: RequestContext, group: ConsumerGroup, req: cgh.ConsumerGroupHeartbeatRequest, fx: Effects
     ) -> None:
-        """§10.4: epoch -1 leaves for good; epoch -2 (static) keeps the assignment for the session."""
+        """docs/groups.md#leaving: epoch -1 leaves for good; epoch -2 (static) keeps the assignment for the session."""
         instance_id = req.instance_id
         if instance_id is not None:
             static_id = group.static_members.get(instance_id)
@@ -876,7 +876,7 @@ class ConsumerGroupManager:
             topic in m.subscribed_topic_names for m in group.members.values()
         )
 
-    # -- OffsetCommit / OffsetFetch validation (K-J ConsumerGroup.validateOffsetCommit/Fetch) --
+    # -- OffsetCommit / OffsetFetch validation (Kafka's ConsumerGroup.validateOffsetCommit/Fetch) -
 
     @staticmethod
     def validate_offset_commit(group: ConsumerGroup, member_id: str, member_epoch: int, version: int) -> int:

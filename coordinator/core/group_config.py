@@ -1,61 +1,96 @@
-"""Settings of the classic group coordinator core, named and defaulted like Kafka's broker configs."""
+"""Settings of the group coordinator core, named and defaulted like Kafka's broker configs.
+
+This class body is the table of the group settings (see ``coordinator/core/settings.py``); the
+server's ``Config`` extends it with the settings of the shell, so each is declared once.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+
+from coordinator.core.settings import (
+    at_least,
+    check_settings,
+    names_among,
+    non_negative,
+    positive,
+    require,
+    setting,
+)
+
+
+def _assignor_names() -> Sequence[str]:
+    from coordinator.core.assignors import ASSIGNORS
+
+    return tuple(ASSIGNORS)
 
 
 @dataclass(slots=True, frozen=True)
 class GroupConfig:
-    """Kafka broker settings that govern classic groups and offsets (behaviour.md §2).
+    """Kafka broker settings that govern groups and offsets; field ``x_y_z`` is Kafka's ``x.y.z``."""
 
-    Field ``x_y_z`` is Kafka's ``x.y.z``; the defaults are Kafka's.
-    """
-
-    group_min_session_timeout_ms: int = 6000
-    group_max_session_timeout_ms: int = 1800000
-    group_initial_rebalance_delay_ms: int = 3000
-    group_max_size: int = 2**31 - 1
-    # Kafka's internal `group.coordinator.new.member.join.timeout.ms` (K-J) / NewMemberJoinTimeoutMs (K-S).
-    group_new_member_join_timeout_ms: int = 300000
-    offsets_retention_minutes: int = 10080
-    offsets_retention_check_interval_ms: int = 600000
-    offset_metadata_max_bytes: int = 4096
+    group_min_session_timeout_ms: int = setting(
+        6000, "smallest session timeout a member may ask for", positive, kafka=True
+    )
+    group_max_session_timeout_ms: int = setting(
+        1800000, "largest session timeout a member may ask for", positive, kafka=True
+    )
+    group_initial_rebalance_delay_ms: int = setting(
+        3000,
+        "wait for more members before the first rebalance of an empty group (0 for development)",
+        non_negative,
+        kafka=True,
+    )
+    group_max_size: int = setting(
+        2**31 - 1, "members per group (GROUP_MAX_SIZE_REACHED beyond)", at_least(1), kafka=True
+    )
+    # Kafka's internal group.coordinator.new.member.join.timeout.ms.
+    group_new_member_join_timeout_ms: int = setting(
+        300000, "how long a brand-new member's JoinGroup may stay parked", positive, kafka=True
+    )
+    offsets_retention_minutes: int = setting(
+        10080,
+        "offset retention (KIP-211: counted from when the group became empty)",
+        at_least(1),
+        kafka=True,
+    )
+    offsets_retention_check_interval_ms: int = setting(
+        600000, "how often expired offsets are removed", positive, kafka=True
+    )
+    offset_metadata_max_bytes: int = setting(4096, "largest commit metadata string", non_negative, kafka=True)
     # Not a Kafka setting for classic groups; named after group.share.max.groups.
-    group_max_groups: int = 2**31 - 1
+    group_max_groups: int = setting(
+        2**31 - 1, "classic groups on this coordinator (ours; Kafka has no limit)", at_least(1), kafka=True
+    )
     # KIP-848 consumer groups (Kafka's group.consumer.* settings).
-    group_consumer_session_timeout_ms: int = 45000
-    group_consumer_heartbeat_interval_ms: int = 5000
-    group_consumer_max_size: int = 2**31 - 1
-    group_consumer_assignors: tuple[str, ...] = ("uniform", "range")
+    group_consumer_session_timeout_ms: int = setting(
+        45000, "session timeout of KIP-848 consumer group members", positive, kafka=True
+    )
+    group_consumer_heartbeat_interval_ms: int = setting(
+        5000, "heartbeat interval told to KIP-848 members (below their session timeout)", kafka=True
+    )
+    group_consumer_max_size: int = setting(
+        2**31 - 1, "members per KIP-848 consumer group", at_least(1), kafka=True
+    )
+    group_consumer_assignors: tuple[str, ...] = setting(
+        ("uniform", "range"),
+        "server-side assignors of KIP-848 groups, comma-separated; the first is the default",
+        names_among(_assignor_names, "assignors"),
+        kafka=True,
+    )
 
     def __post_init__(self) -> None:
-        if self.group_min_session_timeout_ms > self.group_max_session_timeout_ms:
-            raise ValueError("group_min_session_timeout_ms must be <= group_max_session_timeout_ms")
-        if self.group_max_size < 1:
-            raise ValueError("group_max_size must be >= 1")
-        if self.group_initial_rebalance_delay_ms < 0 or self.group_new_member_join_timeout_ms <= 0:
-            raise ValueError("rebalance delays and join timeouts must be non-negative")
-        if self.offsets_retention_minutes <= 0 or self.offsets_retention_check_interval_ms <= 0:
-            raise ValueError("offset retention settings must be positive")
-        if self.group_max_groups < 1:
-            raise ValueError("group_max_groups must be >= 1")
-        if self.offset_metadata_max_bytes < 0:
-            raise ValueError("offset_metadata_max_bytes must be >= 0")
-        if self.group_consumer_session_timeout_ms <= 0 or self.group_consumer_heartbeat_interval_ms <= 0:
-            raise ValueError("consumer group session timeout and heartbeat interval must be positive")
-        if self.group_consumer_heartbeat_interval_ms >= self.group_consumer_session_timeout_ms:
-            raise ValueError("group.consumer.heartbeat.interval.ms must be lower than the session timeout")
-        if self.group_consumer_max_size < 1:
-            raise ValueError("group_consumer_max_size must be >= 1")
-        from coordinator.core.assignors import ASSIGNORS
-
-        unknown = [name for name in self.group_consumer_assignors if name not in ASSIGNORS]
-        if not self.group_consumer_assignors or unknown:
-            raise ValueError(
-                f"group.consumer.assignors must name one or more of {', '.join(ASSIGNORS)}"
-                + (f" (unknown: {', '.join(unknown)})" if unknown else "")
-            )
+        check_settings(self)
+        require(
+            self.group_min_session_timeout_ms <= self.group_max_session_timeout_ms,
+            "group.min.session.timeout.ms must not exceed group.max.session.timeout.ms",
+        )
+        require(
+            1 <= self.group_consumer_heartbeat_interval_ms < self.group_consumer_session_timeout_ms,
+            "group.consumer.heartbeat.interval.ms must be positive and lower than "
+            "group.consumer.session.timeout.ms",
+        )
 
     @property
     def offsets_retention_ms(self) -> int:

@@ -351,7 +351,7 @@ class OffsetManager:
         if not group_id:
             code = INVALID_GROUP_ID
         elif consumer is not None and consumer_group is not None:
-            # Consumer groups (K-J): any state; only topics members subscribe to are protected.
+            # Consumer groups (Kafka's Java coordinator): any state; only topics members subscribe to are protected.
             subscribed_to = partial(consumer.is_subscribed_to_topic, consumer_group)
             check_subscription = bool(consumer_group.members)
         elif group is None:
@@ -405,7 +405,7 @@ class OffsetManager:
         ]
 
     def topic_tombstones(self, topics: Iterable[str]) -> list[OffsetTombstone]:
-        """§8.1: tombstones for the offsets of deleted topics, in every group."""
+        """docs/groups.md#offsets-and-retention: tombstones for the offsets of deleted topics, in every group."""
         wanted = sorted(set(topics))
         return [
             OffsetTombstone(group_id, topic, partition)
@@ -415,7 +415,7 @@ class OffsetManager:
         ]
 
     def expired_offsets(self, group: ClassicGroup, now_wall_ms: int) -> list[OffsetTombstone]:
-        """KIP-211: tombstones for this group's expired offsets (§8.3)."""
+        """KIP-211: tombstones for this group's expired offsets (docs/groups.md#offsets-and-retention)."""
         offsets = self.offsets.get(group.group_id)
         if offsets is None or not offsets.committed:
             return []
@@ -437,7 +437,7 @@ class OffsetManager:
     def expired_consumer_group_offsets(
         self, group_id: str, keep_topics: frozenset[str], now_wall_ms: int
     ) -> list[OffsetTombstone]:
-        """Consumer groups (K-J): offsets of topics no member subscribes to expire by commit time."""
+        """Consumer groups (Kafka's Java coordinator): offsets of topics no member subscribes to expire by commit time."""
         offsets = self.offsets.get(group_id)
         if offsets is None or not offsets.committed:
             return []

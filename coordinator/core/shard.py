@@ -125,7 +125,7 @@ class Shard:
         consumer_groups: list[ConsumerGroupRecord] | None = None,
         consumer_members: list[ConsumerMemberRecord] | None = None,
     ) -> None:
-        """§9.2: rebuild a fresh coordinator from its stored rows and restart member sessions."""
+        """docs/groups.md#loading: rebuild a fresh coordinator from its stored rows and restart member sessions."""
         if self._loaded or self._classic.groups or self._offsets.offsets or self._consumer.groups:
             raise RuntimeError("load() needs a coordinator that has not been loaded nor served anything")
         self._loaded = True
@@ -174,7 +174,7 @@ class Shard:
         consumer_group = self._consumer.groups.get(req.group_id)
         if consumer_group is not None:
             if consumer_group.members:
-                # No mixed groups (§10.7): classic members cannot join a live consumer group.
+                # No mixed groups (docs/groups.md#mixed-groups): classic members cannot join a live consumer group.
                 fx.reply(
                     ctx.reply_to,
                     ClassicGroupManager.join_error(
@@ -222,7 +222,7 @@ class Shard:
         return self._run(ctx, lambda fx: self._offsets.delete_offsets(ctx, req, fx))
 
     def delete_topics(self, topics: list[str], now_ms: int, wall_ms: int) -> Result:
-        """§8.1: tombstone every offset of deleted topics (no reply)."""
+        """docs/groups.md#offsets-and-retention: tombstone every offset of deleted topics (no reply)."""
         self._enter(now_ms, wall_ms)
         fx = Effects()
         tombstones = self._offsets.topic_tombstones(topics)
@@ -331,7 +331,7 @@ class Shard:
 
     def _expire_offsets_and_groups(self, fx: Effects) -> None:
         """The retention sweep: expire offsets (KIP-211), then drop Empty groups left without any
-        offset (§8.2); a group record is tombstoned only if one was ever written (generation > 0).
+        offset (docs/groups.md#offsets-and-retention); a group record is tombstoned only if one was ever written (generation > 0).
         Everything is applied once the tombstones are durable."""
         classic, offsets = self._classic, self._offsets
         self._timers.schedule(

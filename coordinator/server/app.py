@@ -16,6 +16,7 @@ from coordinator.server.authn import CredentialLoader, SaslServer
 from coordinator.server.config import Config
 from coordinator.server.connection import Connection
 from coordinator.server.dispatcher import Dispatcher
+from coordinator.server.lag import EndOffsets, LagSampler, shard_committed_offsets
 from coordinator.server.limits import ConnectionLimits
 from coordinator.server.listeners import BoundListener
 from coordinator.server.metrics import HealthServer, MeasuredStore, Metrics
@@ -45,6 +46,7 @@ class RunningServer:
     limits: ConnectionLimits | None = None
     all_listeners: list[asyncio.Server] | None = None
     readiness_probe: StorageProbe | None = None
+    lag_sampler: LagSampler | None = None
 
     @property
     def port(self) -> int:
@@ -53,6 +55,8 @@ class RunningServer:
 
     async def shutdown(self) -> None:
         """Stop accepting, let in-flight writes finish, flush storage, close everything."""
+        if self.lag_sampler is not None:
+            await self.lag_sampler.stop()
         for listener in self.all_listeners or [self.listener]:
             listener.close()
         if self.limits is not None:
@@ -81,7 +85,8 @@ class RunningServer:
         log.info("coordinator stopped")
 
 
-async def start_server(config: Config) -> RunningServer:
+async def start_server(config: Config, end_offsets: EndOffsets | None = None) -> RunningServer:
+    """Start a server; with ``end_offsets`` (log ends of the data cluster) and metrics on, lag is sampled."""
     metrics = Metrics() if config.metrics_port else None
     health: HealthServer | None = None
     state_ready = False
@@ -190,10 +195,19 @@ async def start_server(config: Config) -> RunningServer:
             config.allow_everyone_if_no_acl_found,
         )
         authorizer.load(state_acls)
-        AclLayer(authorizer).wrap(dispatcher.handlers)
+        AclLayer(authorizer).install(dispatcher.routes)
         log.info(
             "authorizer enabled: %d ACLs, super users %s", len(authorizer.acls), config.super_users or "none"
         )
+    if metrics is not None and end_offsets is not None:
+        server.lag_sampler = LagSampler(
+            shard_committed_offsets([coordinator], clock),
+            end_offsets,
+            config.lag_sample_interval_ms,
+            config.lag_metric_max_series,
+        )
+        server.lag_sampler.register(metrics.registry)
+        server.lag_sampler.start()
     dispatcher.finish_loading()
     runtime.rearm_timer()
     server.readiness_probe = StorageProbe(runtime)

@@ -1,5 +1,11 @@
 """One settings object, from defaults <- TOML file <- COORDINATOR_* environment <- command line.
 
+The body of ``Config`` (with the group settings it inherits from ``GroupConfig``) is the one
+table of settings: each field is ``name: type = setting(default, doc, validator, kafka=...)``.
+Everything else follows from it: the ``coordinator serve`` flags, the ``COORDINATOR_*``
+environment variables, the TOML keys, the messages and the README's settings table. Adding a
+setting is one line in that table, then ``python -m coordinator.server.config --update-readme``.
+
 Coordinator knobs keep Apache Kafka's names and defaults (``group.initial.rebalance.delay.ms``
 is the field ``group_initial_rebalance_delay_ms``, the env var
 ``COORDINATOR_GROUP_INITIAL_REBALANCE_DELAY_MS`` and the flag
@@ -8,85 +14,148 @@ is the field ``group_initial_rebalance_delay_ms``, the env var
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import os
 import re
 import ssl
+import sys
 import tomllib
-from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
-from coordinator.core.assignors import ASSIGNORS
 from coordinator.core.group_config import GroupConfig
+from coordinator.core.settings import (
+    ConfigError,
+    Setting,
+    at_least,
+    non_negative,
+    one_of,
+    positive,
+    setting,
+    settings_of,
+    tcp_port,
+)
 from coordinator.security.scram import MECHANISMS
 from coordinator.server.listeners import Listener, ListenerError, parse_listeners, server_ssl_context
 
+__all__ = ["SETTINGS", "Config", "ConfigError", "Setting", "load_config", "settings_markdown"]
 
-class ConfigError(ValueError):
-    """A setting is unknown or has an invalid value; the message names it."""
+
+def _mechanism_names(value: str) -> tuple[str, ...]:
+    return tuple(m.strip().upper() for m in value.split(",") if m.strip())
+
+
+def _sasl_mechanisms(label: str, value: str) -> str | None:
+    names = _mechanism_names(value)
+    unknown = set(names) - set(MECHANISMS)
+    if unknown:
+        return f"{label}: unsupported {', '.join(sorted(unknown))} (supported: {', '.join(MECHANISMS)})"
+    return None if names else f"{label} must name at least one mechanism"
+
+
+def _one_node(label: str, value: int) -> str | None:
+    return None if value == 1 else f"{label} must be 1 on a one-node cluster"
 
 
 @dataclass(frozen=True, slots=True)
-class Config:
+class Config(GroupConfig):
     # Listener and identity
-    host: str = "127.0.0.1"
-    port: int = 9092
-    advertised_host: str | None = None  # defaults to host (or 127.0.0.1 when host is 0.0.0.0)
-    advertised_port: int | None = None  # defaults to port
-    node_id: int = 0
-    cluster_id: str = "kafka-group-coordinator"
-    storage: str = "sqlite:///coordinator.db"
-    sqlite_synchronous: str = "FULL"
-    metrics_host: str = "127.0.0.1"
-    metrics_port: int = 0  # Prometheus /metrics, /healthz, /readyz; 0 = off
-    log_level: str = "INFO"
-    log_format: str = "text"
-    # Kafka-named settings
-    group_min_session_timeout_ms: int = 6000
-    group_max_session_timeout_ms: int = 1800000
-    group_initial_rebalance_delay_ms: int = 3000
-    group_max_size: int = 2**31 - 1
-    group_new_member_join_timeout_ms: int = 300000
-    offsets_retention_minutes: int = 10080
-    offsets_retention_check_interval_ms: int = 600000
-    offset_metadata_max_bytes: int = 4096
-    offsets_commit_timeout_ms: int = 5000
-    auto_create_topics_enable: bool = True
-    num_partitions: int = 1
-    default_replication_factor: int = 1
-    socket_request_max_bytes: int = 104857600
-    queued_max_request_bytes: int = 16 * 1024 * 1024
-    # Connection limits (issue 9): Kafka's names; 0 or the maximum int means "no limit".
-    max_connections: int = 2**31 - 1
-    max_connections_per_ip: int = 2**31 - 1
-    connections_max_idle_ms: int = 600000
-    queued_max_requests: int = 500  # per connection here (Kafka: per broker request queue)
-    group_max_groups: int = 2**31 - 1  # like Kafka's group.share.max.groups, for classic groups
-    # KIP-848 consumer groups (Kafka's group.consumer.* settings)
-    group_consumer_session_timeout_ms: int = 45000
-    group_consumer_heartbeat_interval_ms: int = 5000
-    group_consumer_max_size: int = 2**31 - 1
-    group_consumer_assignors: str = "uniform,range"  # the first is the default
-    # Listeners and TLS (issue 9; see coordinator/listeners.py). Empty listeners: --host/--port.
-    listeners: str = ""
-    advertised_listeners: str = ""
-    listener_security_protocol_map: str = ""
-    security_protocol: str = "PLAINTEXT"
-    ssl_certfile: str = ""
-    ssl_keyfile: str = ""
-    ssl_keyfile_password: str = ""
-    ssl_cafile: str = ""
-    ssl_client_auth: str = "none"
-    # SASL (issue 9; see coordinator/authn.py). Users: `coordinator users add`.
-    sasl_enabled_mechanisms: str = "SCRAM-SHA-512,SCRAM-SHA-256,PLAIN"
-    connections_max_reauth_ms: int = 0  # KIP-368; 0 = sessions do not expire
-    connection_failed_authentication_delay_ms: int = 100  # KIP-306
-    # Authorization (issue 9; see coordinator/acl.py). Off unless enabled.
-    authorizer_enabled: bool = False
-    super_users: str = ""  # User:admin;User:ops
-    allow_everyone_if_no_acl_found: bool = False
+    host: str = setting("127.0.0.1", "listen address")
+    port: int = setting(9092, "listen port", tcp_port)
+    advertised_host: str | None = setting(
+        None,
+        "host announced to clients (127.0.0.1 when listening on 0.0.0.0)",
+        shown_default="the listen address",
+    )
+    advertised_port: int | None = setting(None, "port announced to clients", shown_default="the listen port")
+    node_id: int = setting(0, "node id")
+    cluster_id: str = setting("kafka-group-coordinator", "cluster id")
+    storage: str = setting(
+        "sqlite:///coordinator.db", "sqlite:///path.db, postgresql://user:pw@host:port/db or memory://"
+    )
+    sqlite_synchronous: str = setting(
+        "FULL",
+        "FULL (every commit fsynced; survives power loss) or NORMAL",
+        one_of("FULL", "NORMAL", normalise=str.upper),
+    )
+    metrics_host: str = setting("127.0.0.1", "address of the metrics endpoint")
+    metrics_port: int = setting(0, "port of /metrics, /healthz and /readyz (0 = off)", tcp_port)
+    log_level: str = setting(
+        "INFO",
+        "DEBUG, INFO, WARNING, ERROR or CRITICAL (any case)",
+        one_of("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL", normalise=str.upper),
+    )
+    log_format: str = setting("text", "log line format: text or json", one_of("text", "json"))
+    # Kafka-named settings of the server
+    offsets_commit_timeout_ms: int = setting(
+        5000, "how long a commit may wait for storage", positive, kafka=True
+    )
+    auto_create_topics_enable: bool = setting(
+        True, "create unknown topics named in Metadata requests", kafka=True
+    )
+    num_partitions: int = setting(
+        1, "partitions of auto-created topics (and CreateTopics with -1)", at_least(1), kafka=True
+    )
+    default_replication_factor: int = setting(
+        1, "replication factor of created topics (one node: always 1)", _one_node, kafka=True
+    )
+    socket_request_max_bytes: int = setting(
+        104857600, "largest request frame; larger closes the connection", at_least(1024), kafka=True
+    )
+    queued_max_request_bytes: int = setting(
+        16 * 1024 * 1024, "bytes of requests queued per connection", kafka=True
+    )
+    # Connection limits: Kafka's names; the maximum int means "no limit".
+    max_connections: int = setting(2**31 - 1, "connections in total", at_least(1), kafka=True)
+    max_connections_per_ip: int = setting(
+        2**31 - 1, "connections per client address", at_least(1), kafka=True
+    )
+    connections_max_idle_ms: int = setting(
+        600000, "idle connections (and slow partial frames) are closed after this", positive, kafka=True
+    )
+    queued_max_requests: int = setting(
+        500, "requests queued per connection (Kafka: per broker)", at_least(1), kafka=True
+    )
+    # Listeners and TLS (coordinator/server/listeners.py). Empty listeners: --host/--port.
+    listeners: str = setting(
+        "", "listeners, e.g. PLAINTEXT://127.0.0.1:9092,SASL_SSL://:9093 (empty: host and port)", kafka=True
+    )
+    advertised_listeners: str = setting("", "the address announced for each listener", kafka=True)
+    listener_security_protocol_map: str = setting(
+        "", "security protocol of each listener name, NAME:PROTOCOL,...", kafka=True
+    )
+    security_protocol: str = setting(
+        "PLAINTEXT", "PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL for the host/port listener", kafka=True
+    )
+    ssl_certfile: str = setting("", "server certificate chain (PEM)", kafka=True)
+    ssl_keyfile: str = setting("", "server private key (PEM)", kafka=True)
+    ssl_keyfile_password: str = setting("", "password of the private key", kafka=True)
+    ssl_cafile: str = setting("", "CA certificates that sign client certificates (PEM)", kafka=True)
+    ssl_client_auth: str = setting("none", "client certificates: none, requested or required", kafka=True)
+    # SASL (coordinator/server/authn.py). Users: `coordinator users add`.
+    sasl_enabled_mechanisms: str = setting(
+        "SCRAM-SHA-512,SCRAM-SHA-256,PLAIN", "SASL mechanisms offered", _sasl_mechanisms, kafka=True
+    )
+    connections_max_reauth_ms: int = setting(
+        0, "session lifetime told to SASL clients (KIP-368; 0 = no expiry)", non_negative, kafka=True
+    )
+    connection_failed_authentication_delay_ms: int = setting(
+        100, "delay of the answer to a failed authentication (KIP-306)", non_negative, kafka=True
+    )
+    # Authorization (coordinator/security/acl.py). Off unless enabled.
+    authorizer_enabled: bool = setting(False, "enforce ACLs", kafka=True)
+    super_users: str = setting("", "principals allowed everything, User:admin;User:ops", kafka=True)
+    allow_everyone_if_no_acl_found: bool = setting(
+        False, "allow everyone on a resource that has no ACL", kafka=True
+    )
+    # Consumer lag metrics (coordinator/server/lag.py): sampled when the log ends are known.
+    lag_sample_interval_ms: int = setting(
+        30000, "how often consumer lag is sampled for the metrics (ours)", positive, kafka=True
+    )
+    lag_metric_max_series: int = setting(10000, "most lag series exported (ours)", at_least(1), kafka=True)
 
     @property
     def listener_host(self) -> str:
@@ -112,7 +181,7 @@ class Config:
 
     @property
     def sasl_mechanisms(self) -> tuple[str, ...]:
-        return tuple(m.strip().upper() for m in self.sasl_enabled_mechanisms.split(",") if m.strip())
+        return _mechanism_names(self.sasl_enabled_mechanisms)
 
     def ssl_context(self) -> ssl.SSLContext:
         return server_ssl_context(
@@ -124,61 +193,12 @@ class Config:
         )
 
     def group_config(self) -> GroupConfig:
-        names = {f.name for f in fields(GroupConfig)}
-        values = {name: getattr(self, name) for name in names if hasattr(self, name)}
-        values["group_consumer_assignors"] = self.consumer_assignors
-        return GroupConfig(**values)
-
-    @property
-    def consumer_assignors(self) -> tuple[str, ...]:
-        return tuple(a.strip().lower() for a in self.group_consumer_assignors.split(",") if a.strip())
+        return GroupConfig(**{s.name: getattr(self, s.name) for s in settings_of(GroupConfig)})
 
 
-KAFKA_NAMED = {
-    "group_min_session_timeout_ms",
-    "group_max_session_timeout_ms",
-    "group_initial_rebalance_delay_ms",
-    "group_max_size",
-    "group_new_member_join_timeout_ms",
-    "offsets_retention_minutes",
-    "offsets_retention_check_interval_ms",
-    "offset_metadata_max_bytes",
-    "offsets_commit_timeout_ms",
-    "auto_create_topics_enable",
-    "num_partitions",
-    "default_replication_factor",
-    "socket_request_max_bytes",
-    "queued_max_request_bytes",
-    "max_connections",
-    "max_connections_per_ip",
-    "connections_max_idle_ms",
-    "queued_max_requests",
-    "group_max_groups",
-    "group_consumer_session_timeout_ms",
-    "group_consumer_heartbeat_interval_ms",
-    "group_consumer_max_size",
-    "group_consumer_assignors",
-    "listeners",
-    "advertised_listeners",
-    "listener_security_protocol_map",
-    "security_protocol",
-    "ssl_certfile",
-    "ssl_keyfile",
-    "ssl_keyfile_password",
-    "ssl_cafile",
-    "ssl_client_auth",
-    "sasl_enabled_mechanisms",
-    "connections_max_reauth_ms",
-    "connection_failed_authentication_delay_ms",
-    "authorizer_enabled",
-    "super_users",
-    "allow_everyone_if_no_acl_found",
-}
-_FIELDS = {f.name: f for f in fields(Config)}
-
-
-def kafka_name(field_name: str) -> str:
-    return field_name.replace("_", ".")
+# Every setting, non-Kafka ones first, each group in declaration order.
+SETTINGS: Final[tuple[Setting, ...]] = tuple(sorted(settings_of(Config), key=lambda s: s.info.kafka))
+_BY_NAME: Final = {s.name: s for s in SETTINGS}
 
 
 def _normalise_key(key: str) -> str:
@@ -186,9 +206,9 @@ def _normalise_key(key: str) -> str:
 
 
 def _coerce(name: str, raw: Any) -> Any:
-    field = _FIELDS[name]
-    kind = field.type if isinstance(field.type, str) else str(field.type)
-    label = kafka_name(name) if name in KAFKA_NAMED else name.replace("_", "-")
+    """A value from a file, the environment or a flag as the setting's type."""
+    s = _BY_NAME[name]
+    kind = s.annotation
     if raw is None:
         return None
     try:
@@ -205,78 +225,22 @@ def _coerce(name: str, raw: Any) -> Any:
             if isinstance(raw, bool):
                 raise ValueError(raw)
             return int(raw)
+        if kind.startswith("tuple"):  # a comma-separated list (or a TOML array)
+            items = raw if isinstance(raw, list) else str(raw).split(",")
+            return tuple(str(item).strip().lower() for item in items if str(item).strip())
         return str(raw)
     except ValueError:
-        raise ConfigError(f"invalid value {raw!r} for {label}") from None
+        raise ConfigError(f"invalid value {raw!r} for {s.label}") from None
 
 
 def _validate(config: Config) -> Config:
-    def need(condition: bool, message: str) -> None:
-        if not condition:
-            raise ConfigError(message)
-
-    need(0 <= config.port <= 65535, f"port {config.port} is not a TCP port")
-    need(0 <= config.metrics_port <= 65535, f"metrics-port {config.metrics_port} is not a TCP port")
-    need(config.group_min_session_timeout_ms > 0, "group.min.session.timeout.ms must be positive")
-    need(
-        config.group_min_session_timeout_ms <= config.group_max_session_timeout_ms,
-        "group.min.session.timeout.ms must not exceed group.max.session.timeout.ms",
-    )
-    need(config.group_initial_rebalance_delay_ms >= 0, "group.initial.rebalance.delay.ms must be >= 0")
-    need(config.group_max_size >= 1, "group.max.size must be at least 1")
-    need(config.offsets_retention_minutes >= 1, "offsets.retention.minutes must be at least 1")
-    need(
-        config.offsets_retention_check_interval_ms >= 1,
-        "offsets.retention.check.interval.ms must be positive",
-    )
-    need(config.offset_metadata_max_bytes >= 0, "offset.metadata.max.bytes must be >= 0")
-    need(config.offsets_commit_timeout_ms >= 1, "offsets.commit.timeout.ms must be positive")
-    need(config.num_partitions >= 1, "num.partitions must be at least 1")
-    need(config.default_replication_factor == 1, "default.replication.factor must be 1 on a one-node cluster")
-    need(config.socket_request_max_bytes >= 1024, "socket.request.max.bytes must be at least 1024")
-    need(config.max_connections >= 1, "max.connections must be at least 1")
-    need(config.max_connections_per_ip >= 1, "max.connections.per.ip must be at least 1")
-    need(config.connections_max_idle_ms >= 1, "connections.max.idle.ms must be positive")
-    need(config.queued_max_requests >= 1, "queued.max.requests must be at least 1")
-    need(config.group_max_groups >= 1, "group.max.groups must be at least 1")
-    need(config.group_consumer_session_timeout_ms >= 1, "group.consumer.session.timeout.ms must be positive")
-    need(
-        1 <= config.group_consumer_heartbeat_interval_ms < config.group_consumer_session_timeout_ms,
-        "group.consumer.heartbeat.interval.ms must be positive and lower than group.consumer.session.timeout.ms",
-    )
-    need(config.group_consumer_max_size >= 1, "group.consumer.max.size must be at least 1")
-    unknown_assignors = [a for a in config.consumer_assignors if a not in ASSIGNORS]
-    need(
-        bool(config.consumer_assignors) and not unknown_assignors,
-        f"group.consumer.assignors must list assignors among {', '.join(ASSIGNORS)}"
-        + (f"; unknown: {', '.join(unknown_assignors)}" if unknown_assignors else ""),
-    )
+    """The checks that span settings of the server (each setting's own ran when it was built)."""
     try:
         listeners = config.listener_specs()
         if any(listener.uses_tls for listener in listeners):
             config.ssl_context()
     except ListenerError as exc:
         raise ConfigError(str(exc)) from None
-    unknown = set(config.sasl_mechanisms) - set(MECHANISMS)
-    need(
-        not unknown,
-        f"sasl.enabled.mechanisms: unsupported {', '.join(sorted(unknown))} (supported: {', '.join(MECHANISMS)})",
-    )
-    need(bool(config.sasl_mechanisms), "sasl.enabled.mechanisms must name at least one mechanism")
-    need(config.connections_max_reauth_ms >= 0, "connections.max.reauth.ms must be >= 0")
-    need(
-        config.connection_failed_authentication_delay_ms >= 0,
-        "connection.failed.authentication.delay.ms must be >= 0",
-    )
-    need(config.log_format in ("text", "json"), "log-format must be text or json")
-    need(
-        config.log_level.upper() in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"),
-        f"log-level must be DEBUG, INFO, WARNING, ERROR or CRITICAL, not {config.log_level!r}",
-    )
-    need(
-        config.sqlite_synchronous.upper() in ("FULL", "NORMAL"),
-        "sqlite-synchronous must be FULL or NORMAL",
-    )
     return config
 
 
@@ -297,7 +261,7 @@ def load_config(
             raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
         for key, raw in _flatten(document).items():
             name = _normalise_key(key)
-            if name not in _FIELDS:
+            if name not in _BY_NAME:
                 raise ConfigError(f"unknown setting {key!r} in {path}")
             values[name] = _coerce(name, raw)
     environ = os.environ if env is None else env
@@ -308,11 +272,13 @@ def load_config(
             and not injected_by_kubernetes(key, raw)
         ):
             name = _normalise_key(key[len("COORDINATOR_") :])
-            if name not in _FIELDS:
+            if name not in _BY_NAME:
                 raise ConfigError(f"unknown setting in environment variable {key}")
             values[name] = _coerce(name, raw)
     for name, raw in (cli or {}).items():
         if raw is not None:
+            if name not in _BY_NAME:
+                raise ConfigError(f"unknown setting {name!r}")
             values[name] = _coerce(name, raw)
     return _validate(dataclasses.replace(Config(), **values))
 
@@ -342,3 +308,51 @@ def _flatten(document: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
         else:
             flat[full] = value
     return flat
+
+
+# ---- the README's settings table ----------------------------------------------------------
+
+README_BEGIN: Final = (
+    "<!-- settings table: generated by python -m coordinator.server.config --update-readme -->"
+)
+README_END: Final = "<!-- end of settings table -->"
+
+
+def settings_markdown() -> str:
+    lines = ["| setting | default | meaning |", "|---|---|---|"]
+    lines.extend(f"| `{s.label}` | {s.shown_default or '(empty)'} | {s.info.doc} |" for s in SETTINGS)
+    return "\n".join(lines) + "\n"
+
+
+def readme_with_settings(readme: str) -> str:
+    """``readme`` with the text between the settings-table markers regenerated."""
+    start = readme.index(README_BEGIN) + len(README_BEGIN)
+    end = readme.index(README_END, start)
+    return readme[:start] + "\n" + settings_markdown() + readme[end:]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m coordinator.server.config", description="The settings table, for the docs."
+    )
+    action = parser.add_mutually_exclusive_group(required=True)
+    action.add_argument("--markdown", action="store_true", help="print the settings table (Markdown)")
+    action.add_argument("--update-readme", metavar="PATH", help="regenerate the table in this README")
+    args = parser.parse_args(argv)
+    if args.markdown:
+        sys.stdout.write(settings_markdown())
+        return 0
+    path = Path(args.update_readme)
+    try:
+        text = path.read_text(encoding="utf-8")
+        updated = readme_with_settings(text)
+    except (OSError, ValueError) as exc:
+        print(f"cannot update {path}: {exc}", file=sys.stderr)
+        return 1
+    if updated != text:
+        path.write_text(updated, encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,19 +1,19 @@
-"""From a decoded request to the core and back: the API layer.
+"""From a frame to the API layer and back.
 
-Per request: decode (malformed → close the connection, as Kafka does), build the context, run
-the handler (pure core or cluster view) and hand its Result to the runtime. The API layer also
-does what Kafka's KafkaApis does before the coordinator: partitions of unknown topics are
-answered UNKNOWN_TOPIC_OR_PARTITION here and never reach the group core.
+Per request: decode (malformed → close the connection, as Kafka does), build the context, look
+up the request's route in the table (coordinator.api.table) and hand the handler's Result to the
+runtime. A handler that raises answers UNKNOWN_SERVER_ERROR for that request alone (the whole-
+request error response of its API) and the connection goes on; see docs/architecture.md.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from typing import Any
 
-from coordinator.api.authz import security_disabled
+from coordinator.api.amend import reply as reply_now
 from coordinator.api.loading import GROUP_APIS, load_in_progress_response
+from coordinator.api.routes import Routes
+from coordinator.api.table import api_routes
 from coordinator.core.cluster import Cluster
 from coordinator.core.context import RequestContext
 from coordinator.core.result import Result
@@ -22,28 +22,17 @@ from coordinator.server.connection import Connection, PendingReply
 from coordinator.server.metrics import Metrics
 from coordinator.server.runtime import Runtime
 from protocol.apis import ApiKey
+from protocol.error_responses import error_response
 from protocol.errors import ErrorCode
-from protocol.messages.offset_commit import (
-    OffsetCommitRequest,
-    OffsetCommitRequestTopic,
-    OffsetCommitResponse,
-    OffsetCommitResponsePartition,
-    OffsetCommitResponseTopic,
-)
-from protocol.messages.offset_delete import (
-    OffsetDeleteRequest,
-    OffsetDeleteRequestTopic,
-    OffsetDeleteResponsePartition,
-    OffsetDeleteResponseTopic,
-)
-from protocol.messages.sasl_authenticate import SaslAuthenticateResponse
-from protocol.messages.sasl_handshake import SaslHandshakeResponse
+from protocol.messages.delete_topics import DeleteTopicsRequest
+from protocol.messages.fetch import FetchRequest
+from protocol.messages.produce import ProduceRequest
+from protocol.messages.sasl_authenticate import SaslAuthenticateRequest
+from protocol.messages.sasl_handshake import SaslHandshakeRequest
 from protocol.primitives import DecodeError
 from protocol.wire import Request, UnsupportedApi, decode_request, encode_response
 
 log = logging.getLogger(__name__)
-
-Handler = Callable[[RequestContext, Any], Result]
 
 # Answered while loading: they do not depend on stored state.
 _NEEDS_NO_CATALOG = frozenset(
@@ -60,37 +49,12 @@ class Dispatcher:
         self.sasl: SaslServer | None = None  # set when a listener uses SASL
         self.loading = True
         self._deferred: list[tuple[Connection, PendingReply, RequestContext, Request]] = []
-        coordinator = runtime.coordinator
-        self.handlers: dict[int, Handler] = {
-            ApiKey.API_VERSIONS: cluster.api_versions,
-            ApiKey.METADATA: cluster.metadata,
-            ApiKey.DESCRIBE_CLUSTER: cluster.describe_cluster,
-            ApiKey.FIND_COORDINATOR: cluster.find_coordinator,
-            ApiKey.CREATE_TOPICS: cluster.create_topics,
-            ApiKey.DELETE_TOPICS: self.delete_topics,
-            ApiKey.CREATE_PARTITIONS: cluster.create_partitions,
-            ApiKey.LIST_OFFSETS: cluster.list_offsets,
-            ApiKey.PRODUCE: cluster.produce,
-            ApiKey.FETCH: self.fetch,
-            ApiKey.JOIN_GROUP: coordinator.join_group,
-            ApiKey.SYNC_GROUP: coordinator.sync_group,
-            ApiKey.HEARTBEAT: coordinator.heartbeat,
-            ApiKey.LEAVE_GROUP: coordinator.leave_group,
-            ApiKey.OFFSET_COMMIT: self.commit_offsets,
-            ApiKey.OFFSET_FETCH: coordinator.fetch_offsets,
-            ApiKey.LIST_GROUPS: coordinator.list_groups,
-            ApiKey.DESCRIBE_GROUPS: coordinator.describe_groups,
-            ApiKey.DELETE_GROUPS: coordinator.delete_groups,
-            ApiKey.OFFSET_DELETE: self.delete_offsets,
-            ApiKey.CONSUMER_GROUP_HEARTBEAT: coordinator.consumer_group_heartbeat,
-            ApiKey.CONSUMER_GROUP_DESCRIBE: coordinator.consumer_group_describe,
-            # Replaced by coordinator.api.authz.AclLayer when authorizer.enabled is true.
-            ApiKey.DESCRIBE_ACLS: security_disabled(ApiKey.DESCRIBE_ACLS),
-            ApiKey.CREATE_ACLS: security_disabled(ApiKey.CREATE_ACLS),
-            ApiKey.DELETE_ACLS: security_disabled(ApiKey.DELETE_ACLS),
-            ApiKey.SASL_HANDSHAKE: self._sasl_handler,
-            ApiKey.SASL_AUTHENTICATE: self._sasl_handler,
-        }
+        # coordinator.api.authz.AclLayer.install() adds its checks when authorizer.enabled is true.
+        self.routes: Routes = api_routes(cluster, runtime.coordinator)
+        self.routes.add(ApiKey.FETCH, FetchRequest, self.fetch)
+        self.routes.add(ApiKey.DELETE_TOPICS, DeleteTopicsRequest, self.delete_topics)
+        self.routes.add(ApiKey.SASL_HANDSHAKE, SaslHandshakeRequest, self._sasl_handler)
+        self.routes.add(ApiKey.SASL_AUTHENTICATE, SaslAuthenticateRequest, self._sasl_handler)
 
     # ---- connections ---------------------------------------------------------------------
     def connection_opened(self, connection: Connection) -> None:
@@ -154,20 +118,49 @@ class Dispatcher:
     def _handle(
         self, connection: Connection, reply: PendingReply, ctx: RequestContext, request: Request
     ) -> None:
+        route = self.routes.get(request.api_key)
+        if route is None:  # a served version without a route: a bug, answered like one
+            self._failed(connection, reply, request, None)
+            return
         try:
-            result = self.handlers[request.api_key](ctx, request.body)
-        except Exception:
-            log.exception(
-                "error handling api %d v%d from %s", request.api_key, request.api_version, connection.peer
-            )
-            connection.abort("internal error")
+            result = route.handle(ctx, request.body)
+        except Exception as exc:
+            self._failed(connection, reply, request, exc)
             return
         if request.api_key == ApiKey.PRODUCE and not result.replies and not result.records:
             reply.finish_without_response()  # acks=0
             return
         self.runtime.apply(result)
 
-    def _sasl_handler(self, ctx: RequestContext, req: Any) -> Result:
+    def _failed(
+        self, connection: Connection, reply: PendingReply, request: Request, exc: Exception | None
+    ) -> None:
+        """Answer UNKNOWN_SERVER_ERROR for this request only; the connection goes on."""
+        log.error(
+            "error handling %s v%d (client id %r, correlation id %d) from %s",
+            _api_name(request.api_key), request.api_version, request.client_id, request.correlation_id,
+            connection.peer, exc_info=exc,
+        )  # fmt: skip
+        if reply.sent:
+            return  # the handler answered before it failed
+        body = request.body
+        if isinstance(body, ProduceRequest) and body.acks == 0:
+            # Kafka never answers acks=0; it closes the connection so the producer notices.
+            connection.abort("internal error on a Produce with acks=0")
+            return
+        try:
+            response = error_response(
+                request.api_key, request.api_version, body, ErrorCode.UNKNOWN_SERVER_ERROR
+            )
+        except Exception:
+            log.exception("no error response for %s v%d", _api_name(request.api_key), request.api_version)
+            connection.abort("internal error")
+            return
+        reply.send(response)
+
+    def _sasl_handler(
+        self, ctx: RequestContext, req: SaslHandshakeRequest | SaslAuthenticateRequest
+    ) -> Result:
         reply = ctx.reply_to
         assert isinstance(reply, PendingReply)
         request = Request(reply.api_key, reply.api_version, reply.correlation_id, ctx.client_id, req)
@@ -177,14 +170,12 @@ class Dispatcher:
     def _sasl(self, connection: Connection, reply: PendingReply, request: Request) -> None:
         if self.sasl is not None:
             self.sasl.handle(connection, reply, request)
-        elif request.api_key == ApiKey.SASL_HANDSHAKE:  # no SASL listener at all (Kafka's KafkaApis)
-            reply.send(SaslHandshakeResponse(error_code=ErrorCode.ILLEGAL_SASL_STATE, mechanisms=[]))
-        else:
-            reply.send(
-                SaslAuthenticateResponse(
-                    error_code=ErrorCode.ILLEGAL_SASL_STATE, error_message="this listener does not use SASL"
-                )
+        else:  # no SASL listener at all (Kafka's KafkaApis)
+            message = "this listener does not use SASL"  # SaslHandshake has no field for it
+            body = error_response(
+                request.api_key, request.api_version, request.body, ErrorCode.ILLEGAL_SASL_STATE, message
             )
+            reply.send(body)
 
     def _unsupported(self, connection: Connection, exc: UnsupportedApi) -> None:
         if exc.api_key == ApiKey.API_VERSIONS:
@@ -195,102 +186,28 @@ class Dispatcher:
             return
         connection.abort(f"unsupported request: api key {exc.api_key} version {exc.api_version}")
 
-    # ---- handlers that need the API layer ------------------------------------------------
-    def fetch(self, ctx: RequestContext, req: Any) -> Result:
+    # ---- handlers that need the runtime --------------------------------------------------
+    def fetch(self, ctx: RequestContext, req: FetchRequest) -> Result:
         response = self.cluster.fetch_response(ctx.api_version, req)
         errored = response.error_code != 0 or any(
             p.error_code != 0 for topic in response.responses for p in topic.partitions
         )
         if errored or req.max_wait_ms <= 0:
-            return Result(replies=[(ctx.reply_to, response)])
+            return reply_now(ctx, response)
         # Every topic is an empty log: wait max_wait_ms for data that never comes, as a broker does.
         reply_to = ctx.reply_to
         self.runtime.call_later(min(req.max_wait_ms, 30000), lambda: reply_to.send(response))
         return Result()
 
-    def delete_topics(self, ctx: RequestContext, req: Any) -> Result:
+    def delete_topics(self, ctx: RequestContext, req: DeleteTopicsRequest) -> Result:
         result, deleted = self.cluster.delete_topics(ctx, req)
         if deleted:
             self.runtime.apply(self.runtime.coordinator.delete_topics(deleted, ctx.now_ms, ctx.wall_ms))
         return result
 
-    def commit_offsets(self, ctx: RequestContext, req: OffsetCommitRequest) -> Result:
-        known, unknown = self._split_known(req.topics)
-        if not unknown:
-            return self.runtime.coordinator.commit_offsets(ctx, req)
-        failed = [
-            OffsetCommitResponseTopic(
-                name=topic.name,
-                partitions=[
-                    OffsetCommitResponsePartition(p.partition_index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-                    for p in topic.partitions
-                ],
-            )
-            for topic in unknown
-        ]
-        if not known:
-            return Result(replies=[(ctx.reply_to, OffsetCommitResponse(topics=failed))])
-        req.topics = known
-        ctx.reply_to = _Appending(ctx.reply_to, "topics", failed)
-        return self.runtime.coordinator.commit_offsets(ctx, req)
 
-    def delete_offsets(self, ctx: RequestContext, req: OffsetDeleteRequest) -> Result:
-        known, unknown = self._split_known(req.topics)
-        if not unknown:
-            return self.runtime.coordinator.delete_offsets(ctx, req)
-        failed = [
-            OffsetDeleteResponseTopic(
-                name=topic.name,
-                partitions=[
-                    OffsetDeleteResponsePartition(p.partition_index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-                    for p in topic.partitions
-                ],
-            )
-            for topic in unknown
-        ]
-        req.topics = known
-        ctx.reply_to = _Appending(ctx.reply_to, "topics", failed, only_without_error=True)
-        return self.runtime.coordinator.delete_offsets(ctx, req)
-
-    def _split_known(self, topics: list[Any]) -> tuple[list[Any], list[Any]]:
-        """Split request topics into the partitions the catalog knows and the rest."""
-        known: list[Any] = []
-        unknown: list[Any] = []
-        for topic in topics:
-            good = [p for p in topic.partitions if self.cluster.has_partition(topic.name, p.partition_index)]
-            bad = [
-                p for p in topic.partitions if not self.cluster.has_partition(topic.name, p.partition_index)
-            ]
-            if good:
-                known.append(_with_partitions(topic, good))
-            if bad:
-                unknown.append(_with_partitions(topic, bad))
-        return known, unknown
-
-
-def _with_partitions(topic: Any, partitions: list[Any]) -> Any:
-    if isinstance(topic, OffsetCommitRequestTopic):
-        return OffsetCommitRequestTopic(topic.name, topic.topic_id, partitions)
-    if isinstance(topic, OffsetDeleteRequestTopic):
-        return OffsetDeleteRequestTopic(topic.name, partitions)
-    raise TypeError(type(topic))
-
-
-class _Appending:
-    """A ReplyTo that adds the API layer's per-partition errors to the core's response."""
-
-    __slots__ = ("attribute", "extra", "inner", "only_without_error")
-
-    def __init__(
-        self, inner: Any, attribute: str, extra: list[Any], only_without_error: bool = False
-    ) -> None:
-        self.inner = inner
-        self.attribute = attribute
-        self.extra = extra
-        self.only_without_error = only_without_error
-
-    def send(self, response: Any) -> None:
-        # A top-level error (OffsetDelete) means no topic list at all, as Kafka answers.
-        if not (self.only_without_error and response.error_code):
-            getattr(response, self.attribute).extend(self.extra)
-        self.inner.send(response)
+def _api_name(api_key: int) -> str:
+    try:
+        return ApiKey(api_key).name
+    except ValueError:
+        return f"api {api_key}"

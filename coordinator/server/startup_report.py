@@ -8,12 +8,11 @@ and whether the file is new. Secrets (passwords, the password in a storage URL) 
 from __future__ import annotations
 
 import os
-from dataclasses import fields
 from pathlib import Path
 from typing import Final
 from urllib.parse import unquote
 
-from coordinator.server.config import KAFKA_NAMED, Config, kafka_name
+from coordinator.server.config import SETTINGS, Config
 from storage.redact import redact_url
 
 REDACTED: Final = "[hidden]"
@@ -41,18 +40,19 @@ def storage_location(url: str) -> str:
 def effective_settings(config: Config) -> list[tuple[str, str]]:
     """Every setting with the value in force, by the name an operator sets it with."""
     settings: list[tuple[str, str]] = []
-    for field in fields(config):
-        value = getattr(config, field.name)
-        name = kafka_name(field.name) if field.name in KAFKA_NAMED else field.name.replace("_", "-")
-        if field.name == "storage":
+    for setting in SETTINGS:
+        value = getattr(config, setting.name)
+        if setting.name == "storage":
             shown = redact_url(value)
-        elif is_secret(field.name):
+        elif is_secret(setting.name):
             shown = REDACTED if value else ""
         elif isinstance(value, bool):
             shown = str(value).lower()
+        elif isinstance(value, tuple):
+            shown = ",".join(map(str, value))
         else:
             shown = "" if value is None else str(value)
-        settings.append((name, shown))
+        settings.append((setting.label, shown))
     return settings
 
 

@@ -1,4 +1,4 @@
-"""Helpers for KIP-848 consumer-group tests on the pure core (behaviour.md §10)."""
+"""Helpers for KIP-848 consumer-group tests on the pure core (docs/groups.md#consumer-groups-kip-848)."""
 
 from __future__ import annotations
 

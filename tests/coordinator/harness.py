@@ -56,11 +56,8 @@ from storage.records import (
     ConsumerGroupRecord,
     ConsumerGroupTombstone,
     ConsumerMemberRecord,
-    ConsumerMemberTombstone,
     GroupMetadataRecord,
-    GroupTombstone,
     OffsetCommitRecord,
-    OffsetTombstone,
     Record,
     TopicRecord,
 )
@@ -141,27 +138,20 @@ class FakeStore:
     def write(self, records: Iterable[Record]) -> None:
         batch = list(records)
         self.batches.append(batch)
+        tables: dict[str, dict[Any, Any]] = {
+            "groups": self.groups,
+            "offsets": self.offsets,
+            "consumer_groups": self.consumer_groups,
+            "consumer_members": self.consumer_members,
+        }
         for record in batch:
-            if isinstance(record, OffsetCommitRecord):
-                self.offsets[(record.group_id, record.topic, record.partition)] = record
-            elif isinstance(record, OffsetTombstone):
-                self.offsets.pop((record.group_id, record.topic, record.partition), None)
-            elif isinstance(record, GroupMetadataRecord):
-                self.groups[record.group_id] = record
-            elif isinstance(record, GroupTombstone):
-                self.groups.pop(record.group_id, None)
-            elif isinstance(record, ConsumerGroupRecord):
-                self.consumer_groups[record.group_id] = record
-            elif isinstance(record, ConsumerMemberRecord):
-                self.consumer_members[(record.group_id, record.member_id)] = record
-            elif isinstance(record, ConsumerMemberTombstone):
-                self.consumer_members.pop((record.group_id, record.member_id), None)
-            elif isinstance(record, ConsumerGroupTombstone):
-                self.consumer_groups.pop(record.group_id, None)
+            rows = tables.get(record.table)
+            if rows is None:
+                raise AssertionError(f"unexpected record {record!r}")
+            record.apply_to(rows)
+            if isinstance(record, ConsumerGroupTombstone):  # also deletes the group's members
                 for key in [k for k in self.consumer_members if k[0] == record.group_id]:
                     del self.consumer_members[key]
-            else:
-                raise AssertionError(f"unexpected record {record!r}")
 
     def records(self) -> list[Record]:
         return [r for batch in self.batches for r in batch]

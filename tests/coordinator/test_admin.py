@@ -1,4 +1,4 @@
-"""DescribeGroups, ListGroups, DeleteGroups (behaviour.md §6.8-§6.10; checklist 16, 17; T8)."""
+"""DescribeGroups, ListGroups, DeleteGroups (docs/groups.md#request-checks; transition T8)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""KIP-848 consumer groups on the pure core with an injected clock (behaviour.md §10, §6.6-6.8, §13.20)."""
+"""KIP-848 consumer groups on the pure core with an injected clock (docs/groups.md#consumer-groups-kip-848)."""
 
 from __future__ import annotations
 
@@ -181,7 +181,7 @@ def test_unknown_member_and_unknown_group(h: Harness) -> None:
     assert reply.error == ErrorCode.GROUP_ID_NOT_FOUND
 
 
-# -- request validation (§10.2) ----------------------------------------------------------------------
+# -- request validation ---------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -318,7 +318,7 @@ def test_rebalance_timer_is_cancelled_once_revoked(h: Harness) -> None:
     assert set(cgroup(h).members) == {"a", "b"}
 
 
-# -- static membership (§7.3) --------------------------------------------------------------------------
+# -- static membership -------------------------------------------------------------------------------
 
 
 def test_static_duplicate_is_unreleased_instance_id(h: Harness) -> None:
@@ -512,7 +512,7 @@ def test_delete_groups(h: Harness) -> None:
     assert "g" not in h.store.consumer_groups and not h.store.offsets
 
 
-# -- offsets (§6.6, §6.7) ------------------------------------------------------------------------------------
+# -- offsets ---------------------------------------------------------------------------------------------
 
 
 def test_offset_commit_with_member_epoch(h: Harness) -> None:

@@ -1,5 +1,5 @@
 """Model-based test of KIP-848 reconciliation: random joins, heartbeats, leaves, crashes, restarts,
-failed writes, topic growth and time, with well-behaved clients (behaviour.md §10.3).
+failed writes, topic growth and time, with well-behaved clients (docs/groups.md#reconciliation).
 
 Invariants after every step: no partition is owned by two live clients at once (the revocation
 handshake), the coordinator's ownership index matches its members, a member reconciled at the

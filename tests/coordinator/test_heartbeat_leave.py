@@ -1,4 +1,4 @@
-"""Heartbeat v0-4 and LeaveGroup v0-5 (behaviour.md §6.4, §6.5; checklist 14)."""
+"""Heartbeat v0-4 and LeaveGroup v0-5 (docs/groups.md#request-checks)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""JoinGroup v0-9 (behaviour.md §5.3, §6.2; checklist items 1, 2, 8, 9; transitions T1, T2)."""
+"""JoinGroup v0-9 (docs/groups.md#initial-delayed-join, docs/groups.md#request-checks;
+transitions T1, T2 in docs/groups.md#classic-transitions)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ EMPTY, PR, CR, STABLE = (
 )
 
 
-# -- checklist 1: KIP-394 two-step join and the initial delayed join ---------------------------
+# -- KIP-394 two-step join and the initial delayed join ---------------------------
 
 
 @pytest.mark.parametrize("version", [4, 5, 6, 7, 8, 9])
@@ -71,7 +72,7 @@ def test_v4_leader_and_follower_sync_generation_1(h: Harness) -> None:
     assert h.group().state is STABLE
 
 
-# -- checklist 2: JoinGroup v0-3 has no MEMBER_ID_REQUIRED round trip ----------------------------
+# -- JoinGroup v0-3 has no MEMBER_ID_REQUIRED round trip ----------------------------
 
 
 @pytest.mark.parametrize("version", [0, 1, 2, 3])
@@ -91,7 +92,7 @@ def test_negative_rebalance_timeout_falls_back_to_session_timeout(h: Harness) ->
     assert h.group().rebalance_timeout_ms() == 10_000
 
 
-# -- initial delayed join (§5.3) -----------------------------------------------------------------
+# -- initial delayed join ----------------------------------------------------------------------
 
 
 def test_initial_delay_is_extended_while_members_arrive_but_bounded_by_rebalance_timeout() -> None:
@@ -140,7 +141,7 @@ def test_a_group_reforming_from_empty_gets_the_initial_delay_again(h0: Harness) 
     assert reply.wire.generation_id == 3
 
 
-# -- checklist 8: validation -----------------------------------------------------------------------
+# -- validation -----------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -216,7 +217,7 @@ def test_known_member_id_after_the_group_went_empty(h0: Harness) -> None:
     assert h0.join("g", members[0], version=5).error == ErrorCode.UNKNOWN_MEMBER_ID
 
 
-# -- checklist 9: group.max.size -----------------------------------------------------------------
+# -- group.max.size -----------------------------------------------------------------------------
 
 
 def test_group_max_size_rejects_a_third_member() -> None:

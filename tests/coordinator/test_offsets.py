@@ -1,5 +1,5 @@
-"""OffsetCommit v0-9, OffsetFetch v0-9, OffsetDelete, deleted topics (behaviour.md §6.6, §6.7,
-§6.11, §8.1; checklist 12, 13, 17)."""
+"""OffsetCommit v0-9, OffsetFetch v0-9, OffsetDelete, deleted topics
+(docs/groups.md#offsets-and-retention)."""
 
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ def fetched(reply: Any) -> dict[tuple[str, int], tuple[int, int, str | None, int
     }
 
 
-# -- checklist 12: OffsetCommit ------------------------------------------------------------------
+# -- OffsetCommit ------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("version", list(range(10)))
@@ -220,7 +220,7 @@ def test_failed_commit_write(h: Harness, write_error: int, expected: int) -> Non
     assert not h.coordinator._offsets.offsets["g"].in_flight
 
 
-# -- checklist 13: OffsetFetch -------------------------------------------------------------------
+# -- OffsetFetch -------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("version", [0, 1])
@@ -291,7 +291,7 @@ def test_offsets_are_returned_in_every_group_state(h0: Harness) -> None:
     assert fetched(h0.fetch("g", {"t": [0]}))[("t", 0)][0] == 5
 
 
-# -- OffsetDelete (checklist 17) -------------------------------------------------------------------
+# -- OffsetDelete --------------------------------------------------------------------------------
 
 
 def test_offset_delete_on_an_empty_group(h: Harness) -> None:
@@ -389,7 +389,7 @@ def test_an_offset_delete_that_lands_after_its_timeout_is_applied(h: Harness) ->
     assert fetched(h.fetch("g", {"t": [0]})) == {("t", 0): (-1, -1, "", 0)}
 
 
-# -- deleted topics (§8.1) -------------------------------------------------------------------------
+# -- deleted topics ------------------------------------------------------------------------------
 
 
 def test_deleted_topics_lose_their_offsets_in_every_group(h: Harness) -> None:

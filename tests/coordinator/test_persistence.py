@@ -1,4 +1,4 @@
-"""Records, reload and unload (behaviour.md §9; checklist 19; transitions T1 on load, T9)."""
+"""Records, reload and unload (docs/groups.md#loading; transitions T1 on load, T9 in docs/groups.md#classic-transitions)."""
 
 from __future__ import annotations
 

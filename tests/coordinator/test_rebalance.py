@@ -1,4 +1,5 @@
-"""Rebalances and their timers (behaviour.md §5; checklist items 3-7; transitions T3-T6)."""
+"""Rebalances and their timers (docs/groups.md#rebalance-and-its-timers; transitions T3-T6 in
+docs/groups.md#classic-transitions)."""
 
 from __future__ import annotations
 

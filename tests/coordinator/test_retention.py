@@ -1,4 +1,4 @@
-"""Offset retention, KIP-211, and the removal of empty groups (behaviour.md §8.2, §8.3; checklist 18).
+"""Offset retention, KIP-211, and the removal of empty groups (docs/groups.md#offsets-and-retention).
 
 Weeks of simulated time: members heartbeat every 25 minutes against a 30-minute session.
 """

@@ -1,4 +1,4 @@
-"""Static membership, KIP-345 (behaviour.md §7; checklist 10, 11)."""
+"""Static membership, KIP-345 (docs/groups.md#static-membership)."""
 
 from __future__ import annotations
 

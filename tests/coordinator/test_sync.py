@@ -1,4 +1,5 @@
-"""SyncGroup v0-5 (behaviour.md §5.7, §6.3; checklist 15; transition T7 and its failure path)."""
+"""SyncGroup v0-5 (docs/groups.md#sync-and-the-assignment; transition T7 in
+docs/groups.md#classic-transitions and its failure path)."""
 
 from __future__ import annotations
 

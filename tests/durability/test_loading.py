@@ -1,4 +1,4 @@
-"""Start-up on a big store: the coordinator listens first, then loads (behaviour.md §9.2 step 1).
+"""Start-up on a big store: the coordinator listens first, then loads (docs/groups.md#loading).
 
 The store is prefilled through the store API (300 000 offsets in 3 000 groups, a Stable group
 with two members, an Empty group). A raw client connects as soon as the server logs
@@ -110,7 +110,7 @@ async def prefill(url: str) -> None:
             [
                 TopicRecord(TOPIC, uuid.uuid4().bytes, PARTITIONS, 1, ()),
                 GroupMetadataRecord(STABLE, "consumer", GENERATION, "range", "m-1", now, members),
-                # An Empty group keeps its offsets (without any it would be swept away, §8.2).
+                # An Empty group keeps its offsets (without any it would be swept away).
                 GroupMetadataRecord(EMPTY, "consumer", 3, None, None, now, ()),
                 OffsetCommitRecord(EMPTY, TOPIC, 0, 42, -1, "kept", now, None),
             ]

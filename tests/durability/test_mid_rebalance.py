@@ -1,4 +1,4 @@
-"""A restart in the middle of a rebalance (behaviour.md §9.1 "not persisted", §9.2 step 5).
+"""A restart in the middle of a rebalance (docs/groups.md#loading: a rebalance in flight is lost).
 
 Member A forms generation 1 (Stable, persisted with its assignment) and commits offsets. Then
 member B joins: the group goes PreparingRebalance (A has not rejoined yet) or, once A rejoins,
@@ -145,7 +145,7 @@ def test_group_comes_back_at_its_last_persisted_generation(
         server = coordinators.restart(server, sig)
         parked = answer_or_closed(b)
     if sig == signal.SIGTERM:
-        # A clean shutdown answers the parked JoinGroup/SyncGroup NOT_COORDINATOR (§9.2 step 6).
+        # A clean shutdown answers the parked JoinGroup/SyncGroup NOT_COORDINATOR (T9).
         assert getattr(parked, "error_code", parked) == NOT_COORDINATOR, parked
     else:
         assert parked == "closed", parked

@@ -246,8 +246,9 @@ def test_postgres_outage_gives_retriable_errors_then_commits_resume(
 def test_commit_is_answered_within_offsets_commit_timeout_during_a_hang(
     coordinators: Servers, durability_pg: PgServer, pg_url: str
 ) -> None:
-    """behaviour.md §2: offsets.commit.timeout.ms bounds the wait for a durable commit; on
-    timeout Kafka answers REQUEST_TIMED_OUT (K-S) or COORDINATOR_NOT_AVAILABLE (K-J)."""
+    """offsets.commit.timeout.ms bounds the wait for a durable commit; on
+    timeout Kafka answers REQUEST_TIMED_OUT (the Scala coordinator, which we follow:
+    docs/groups.md#write-errors) or COORDINATOR_NOT_AVAILABLE (the Java one)."""
     timeout_s = 1.0
     server = coordinators.start(pg_url, {"offsets-commit-timeout-ms": str(int(timeout_s * 1000))})
     create_topics(server.bootstrap, {"out": 1})

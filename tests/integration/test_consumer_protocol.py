@@ -48,7 +48,8 @@ from confluent_kafka.admin import AdminClient
 
 from protocol.apis import ApiKey
 from protocol.messages.consumer_group_describe import ConsumerGroupDescribeRequest
-from storage.codec import CONSUMER_MEMBER_COLUMNS, consumer_member_from_row
+from storage.sql import sqlite_sql
+from storage.tables import CONSUMER_MEMBERS
 from tests.durability.support import LOADED, wait_for_log
 from tests.integration.clients import CONFLUENT, Worker, create_topic
 from tests.support.server import ServerProcess, start_server
@@ -695,9 +696,7 @@ def stored(storage: str) -> Stored:
         epochs = db.execute(
             "SELECT group_epoch, assignment_epoch FROM consumer_groups WHERE group_id = ?", (GROUP,)
         ).fetchone()
-        rows = db.execute(
-            f"SELECT {CONSUMER_MEMBER_COLUMNS} FROM consumer_members WHERE group_id = ?", (GROUP,)
-        ).fetchall()
+        rows = db.execute(sqlite_sql(CONSUMER_MEMBERS).select + " WHERE group_id = ?", (GROUP,)).fetchall()
 
     def parts(tps: Any) -> frozenset[int]:
         assert all(topic == TOPIC for topic, _ in tps), tps
@@ -705,7 +704,7 @@ def stored(storage: str) -> Stored:
 
     members = {}
     for row in rows:
-        m = consumer_member_from_row(row)
+        m = CONSUMER_MEMBERS.from_row(*row)
         members[m.member_id] = StoredMember(
             m.client_id,
             m.member_epoch,

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
 from coordinator.core.group_config import GroupConfig
 from coordinator.core.shard import Shard
-from coordinator.server.readiness import StorageProbe
+from coordinator.server.readiness import PROBE_RECORD, StorageProbe
 from coordinator.server.runtime import Clock, Runtime
 from protocol.errors import ErrorCode
 from storage.memory import MemoryStore
+from storage.url import open_store
 from storage.writer import BatchWriter
 from tests.server.test_runtime import commit, error_code
 
@@ -57,7 +59,7 @@ async def test_storage_that_recovers_is_marked_ready_without_any_client_write() 
         writes_before = store.write_calls
         assert await _wait_until(lambda: not runtime.storage_failing, 2), "the probe did not notice recovery"
         assert store.write_calls > writes_before  # it wrote, not just read
-        assert store.data.credentials == {}  # and the probe write changed nothing
+        assert all(not rows for rows in store.data.tables.values())  # and the probe write changed nothing
     finally:
         await probe.stop()
         runtime.stop_timers()
@@ -90,3 +92,14 @@ async def test_a_healthy_store_is_not_probed() -> None:
     finally:
         await probe.stop()
         runtime.stop_timers()
+
+
+async def test_the_probe_write_changes_nothing_in_sqlite(tmp_path: Path) -> None:
+    store = open_store(f"sqlite:///{tmp_path / 'c.db'}")
+    await store.open()
+    try:
+        await store.write([PROBE_RECORD])
+        loaded = await store.load()
+        assert (loaded.credentials, loaded.groups, loaded.offsets, loaded.topics) == ([], [], [], [])
+    finally:
+        await store.close()

@@ -8,8 +8,6 @@ from hypothesis import strategies as st
 
 from storage.codec import (
     CodecError,
-    consumer_member_from_row,
-    consumer_member_row,
     decode_configs,
     decode_consumer_topics,
     decode_members,
@@ -18,7 +16,7 @@ from storage.codec import (
     encode_members,
 )
 from storage.records import MemberRecord, TopicPartitionList
-from tests.storage.helpers import consumer_member, member
+from tests.storage.helpers import member
 
 int32 = st.integers(-(2**31), 2**31 - 1)
 members = st.builds(
@@ -135,12 +133,3 @@ def test_huge_count_in_a_corrupt_blob_is_detected_without_allocating() -> None:
 def test_unencodable_consumer_topics_are_a_codec_error(assigned: TopicPartitionList) -> None:
     with pytest.raises(CodecError):
         encode_consumer_topics((), assigned, (), ())
-
-
-def test_consumer_member_row_round_trip() -> None:
-    m = consumer_member(instance_id="i", pending_revocation=(("u", (3,)),))
-    assert consumer_member_from_row(consumer_member_row(m)) == m
-    row = list(consumer_member_row(m))
-    row[-1] = b"\x01"
-    with pytest.raises(CodecError, match="'cm-1' of group 'cg'"):
-        consumer_member_from_row(row)

@@ -17,6 +17,11 @@ from coordinator.cli.admin.command_config import ENV_PREFIX, load_security
 from coordinator.cli.admin.connection import parse_address
 from coordinator.cli.admin.errors import KafkaError, UsageError
 from coordinator.cli.admin.groups_cmd import groups_delete, groups_describe, groups_list
+from coordinator.cli.admin.move_cmd import (
+    check_file_arguments,
+    offsets_export_to_kafka,
+    offsets_import_from_kafka,
+)
 from coordinator.cli.admin.offsets_cmd import offsets_delete, offsets_export, offsets_import, offsets_reset
 from coordinator.cli.admin.specs import parse_datetime_ms, parse_duration_ms, parse_topic_spec
 from coordinator.cli.admin.zookeeper import ZooKeeperError, parse_zk_address
@@ -65,9 +70,15 @@ def _groups_list(client: AdminClient, args: argparse.Namespace) -> int:
 
 
 def _offsets_import(client: AdminClient, args: argparse.Namespace) -> int:
-    if args.from_zookeeper is None:
-        return offsets_import(client, args)
-    return offsets_import_from_zookeeper(client, args)
+    if args.from_kafka is not None and args.from_zookeeper is not None:
+        raise UsageError("--from-kafka and --from-zookeeper: one source at a time")
+    if args.from_kafka is not None:
+        return offsets_import_from_kafka(client, args)
+    if args.from_zookeeper is not None:
+        return offsets_import_from_zookeeper(client, args)
+    if args.dry_run:
+        raise UsageError("--dry-run goes with --from-kafka or --from-zookeeper (a file import commits)")
+    return offsets_import(client, args)
 
 
 def _typed(parse: Callable[[str], Any], name: str) -> Callable[[str], Any]:
@@ -129,7 +140,36 @@ def _seconds(text: str) -> float:
     return value
 
 
-def _connection_options(output: Sequence[str] = ("table", "json")) -> argparse.ArgumentParser:
+def _offsets_export(client: AdminClient, args: argparse.Namespace) -> int:
+    if args.to_kafka is not None:
+        args.format = args.format or "table"
+        if args.format == "csv":
+            raise UsageError("--to-kafka prints the plan as a table or JSON, not CSV")
+        return offsets_export_to_kafka(client, args)
+    check_file_arguments(args, "--to-kafka")
+    if args.group is None:
+        raise UsageError("GROUP is required (or --to-kafka BOOTSTRAP with --group/--all-groups)")
+    args.format = args.format or "csv"
+    if args.format == "table":
+        raise UsageError("--format table goes with --to-kafka; the export prints CSV or JSON")
+    return offsets_export(client, args)
+
+
+def _group_selection(parser: argparse.ArgumentParser, source: str) -> None:
+    """Which groups and topics a move between clusters takes, and whether it commits."""
+    moving = parser.add_argument_group("moving groups (with --from-kafka, --to-kafka, --from-zookeeper)")
+    which = moving.add_mutually_exclusive_group()
+    which.add_argument("--group", dest="group_option", metavar="G", help="the group to move")
+    which.add_argument("--all-groups", action="store_true", help=f"every group of {source}")
+    moving.add_argument("--topic", action="append", metavar="T", help="only this topic (repeatable)")
+    mode = moving.add_mutually_exclusive_group()
+    mode.add_argument("--dry-run", action="store_true", help="print the plan only (the default)")
+    mode.add_argument("--execute", action="store_true", help="commit the planned offsets")
+
+
+def _connection_options(
+    output: Sequence[str] = ("table", "json"), format_default: str | None = ""
+) -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
         "--bootstrap",
@@ -152,9 +192,12 @@ def _connection_options(output: Sequence[str] = ("table", "json")) -> argparse.A
         default=10.0,
         help="per-request timeout, also how long to wait for a coordinator (default 10)",
     )
-    common.add_argument(
-        "--format", choices=list(output), default=output[0], help=f"output format (default {output[0]})"
-    )
+    if format_default == "":
+        common.add_argument(
+            "--format", choices=list(output), default=output[0], help=f"output format (default {output[0]})"
+        )
+    else:
+        common.add_argument("--format", choices=list(output), default=None, help=format_default)
     return common
 
 
@@ -164,13 +207,14 @@ def _leaf(
     handler: Handler,
     help_text: str,
     output: Sequence[str] = ("table", "json"),
+    format_default: str | None = "",
 ) -> argparse.ArgumentParser:
     parser: argparse.ArgumentParser = sub.add_parser(
         name,
         help=help_text,
         description=help_text[0].upper() + help_text[1:] + ".",
         epilog=EXIT_CODES,
-        parents=[_connection_options(output)],
+        parents=[_connection_options(output, format_default)],
     )
     parser.set_defaults(func=lambda args: run(handler, args), admin_prog=parser.prog)
     return parser
@@ -326,37 +370,48 @@ def add_offsets_parser(
     export = _leaf(
         verbs,
         "export",
-        offsets_export,
-        "print committed offsets as topic,partition,offset CSV",
-        ("csv", "json"),
+        _offsets_export,
+        "print committed offsets as topic,partition,offset CSV, or copy them to another cluster",
+        ("csv", "table", "json"),
+        format_default="output format: csv (default) or json; with --to-kafka table (default) or json",
     )
-    export.add_argument("group", metavar="GROUP")
+    export.add_argument("group", nargs="?", metavar="GROUP")
     export.add_argument(
         "--with-metadata", action="store_true", help="add a fourth column: the commit metadata"
     )
+    export.add_argument(
+        "--to-kafka",
+        metavar="BOOTSTRAP",
+        type=_typed(_address, "address"),
+        help="copy the committed offsets to that cluster's group coordinator, for a rollback "
+        "(a dry run unless --execute)",
+    )
+    _group_selection(export, "this cluster")
 
     imports = _leaf(
         verbs,
         "import",
         _offsets_import,
-        "commit offsets from a CSV file, or from ZooKeeper-era consumers, into inactive groups",
+        "commit offsets from a CSV file, another cluster or ZooKeeper-era consumers into inactive groups",
     )
     imports.add_argument("group", metavar="GROUP", nargs="?")
     imports.add_argument(
         "file", metavar="FILE", nargs="?", help="topic,partition,offset[,metadata] CSV ('-' for stdin)"
     )
-    zookeeper = imports.add_argument_group("from ZooKeeper (consumers of Kafka before 0.9)")
-    zookeeper.add_argument(
+    imports.add_argument(
+        "--from-kafka",
+        metavar="BOOTSTRAP",
+        type=_typed(_address, "address"),
+        help="copy the committed offsets from that cluster's group coordinator (a dry run unless --execute)",
+    )
+    imports.add_argument(
         "--from-zookeeper",
         metavar="HOST:PORT[,HOST:PORT][/chroot]",
         type=_typed(_zk_address, "zookeeper"),
         help="read /consumers/<group>/offsets there (a dry run unless --execute)",
     )
-    which = zookeeper.add_mutually_exclusive_group()
-    which.add_argument("--group", dest="group_option", metavar="G", help="the group to import")
-    which.add_argument("--all-groups", action="store_true", help="every group registered there")
-    zookeeper.add_argument("--topic", action="append", metavar="T", help="only this topic (repeatable)")
-    zookeeper.add_argument("--execute", action="store_true", help="commit the planned offsets")
+    _group_selection(imports, "the source")
+    zookeeper = imports.add_argument_group("from ZooKeeper (consumers of Kafka before 0.9)")
     zookeeper.add_argument(
         "--ignore-live-consumers",
         action="store_true",

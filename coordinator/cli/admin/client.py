@@ -156,6 +156,7 @@ class GroupDescription:
 class Committed:
     offset: int
     metadata: str = ""
+    leader_epoch: int = -1  # the leader epoch of the last record consumed; -1 when unknown
 
 
 @dataclass(frozen=True, slots=True)
@@ -473,6 +474,7 @@ class AdminClient:
                 OffsetCommitRequestPartition(
                     partition_index=tp.partition,
                     committed_offset=committed.offset,
+                    committed_leader_epoch=committed.leader_epoch,
                     committed_metadata=committed.metadata,
                 )
             )
@@ -594,7 +596,9 @@ def _fetch_offsets(
                 code = p.error_code
             continue
         if p.committed_offset >= 0:
-            offsets[TP(name, p.partition_index)] = Committed(p.committed_offset, p.metadata or "")
+            offsets[TP(name, p.partition_index)] = Committed(
+                p.committed_offset, p.metadata or "", p.committed_leader_epoch
+            )
     return code, offsets
 
 

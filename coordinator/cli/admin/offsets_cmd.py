@@ -123,21 +123,22 @@ def _reset_notes(args: argparse.Namespace, changed: bool) -> None:
 
 
 def offsets_import(client: AdminClient, args: argparse.Namespace) -> int:
-    zookeeper_only = [
+    moving_only = [
         flag
         for flag, given in (
             ("--group", args.group_option is not None),
             ("--all-groups", args.all_groups),
             ("--topic", args.topic is not None),
             ("--execute", args.execute),
-            ("--ignore-live-consumers", args.ignore_live_consumers),
         )
         if given
     ]
-    if zookeeper_only:
-        raise UsageError(f"{', '.join(zookeeper_only)} go with --from-zookeeper")
+    if moving_only:
+        raise UsageError(f"{', '.join(moving_only)} go with --from-kafka or --from-zookeeper")
+    if args.ignore_live_consumers:
+        raise UsageError("--ignore-live-consumers goes with --from-zookeeper")
     if args.group is None or args.file is None:
-        raise UsageError("give GROUP and FILE (or --from-zookeeper)")
+        raise UsageError("give GROUP and FILE (or --from-kafka, or --from-zookeeper)")
     rows = read_csv_argument(args.file)
     if not rows:
         raise UsageError(f"{args.file}: no offsets to import")

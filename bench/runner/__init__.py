@@ -1,0 +1,1 @@
+"""The benchmark runner behind bench/run.py: build, servers, workloads, report."""
