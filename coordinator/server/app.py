@@ -24,10 +24,11 @@ from coordinator.server.lag import EndOffsets, LagSampler, shard_committed_offse
 from coordinator.server.limits import ConnectionLimits
 from coordinator.server.listeners import BoundListener
 from coordinator.server.metrics import HealthServer, MeasuredStore, Metrics
+from coordinator.server.readiness import StorageProbe
 from coordinator.server.runtime import Clock, Runtime
+from coordinator.server.startup_report import settings_block, sqlite_path, storage_location
 from storage.base import Store
 from storage.records import UserCredentialRecord
-from storage.redact import redact_url
 from storage.url import open_store
 from storage.writer import BatchWriter
 
@@ -48,6 +49,7 @@ class RunningServer:
     metrics_port: int | None = None
     limits: ConnectionLimits | None = None
     all_listeners: list[asyncio.Server] | None = None
+    readiness_probe: StorageProbe | None = None
     lag_sampler: LagSampler | None = None
     # Lag samples for the status rules, and the loop-lag probe of the metrics (observability.md).
     lag: LagTracker = field(default_factory=LagTracker)
@@ -76,6 +78,8 @@ class RunningServer:
         # Parked JoinGroup/SyncGroup requests learn that this coordinator is going away (Kafka
         # answers NOT_COORDINATOR when it unloads a partition) and rediscover it after restart.
         self.runtime.apply(self.runtime.coordinator.unload(self.runtime.clock.now_ms()))
+        if self.readiness_probe is not None:
+            await self.readiness_probe.stop()
         try:
             await asyncio.wait_for(self.writer.close(), SHUTDOWN_GRACE_S)
         except TimeoutError:
@@ -106,6 +110,13 @@ async def start_server(config: Config, end_offsets: EndOffsets | None = None) ->
         health = HealthServer(metrics, is_ready, console)
         metrics_port = await health.start(config.metrics_host, config.metrics_port)
         log.info("metrics and health endpoints on http://%s:%d/metrics", config.metrics_host, metrics_port)
+    log.info("effective configuration:\n%s", settings_block(config))
+    location = storage_location(config.storage)
+    new_file = sqlite_path(config.storage)
+    if new_file is not None and not new_file.exists():
+        log.warning("SQLite file %s does not exist: starting with a new, empty database", new_file)
+    else:
+        log.info("storage: %s", location)
     store: Store = open_store(config.storage, **_store_options(config))
     if metrics is not None:
         store = MeasuredStore(store, metrics)
@@ -179,7 +190,7 @@ async def start_server(config: Config, end_offsets: EndOffsets | None = None) ->
     log.info(
         "loaded %d topics, %d classic groups, %d consumer groups and %d offsets from %s in %.0f ms",
         len(state.topics), len(state.groups), len(state.consumer_groups), len(state.offsets),
-        redact_url(config.storage), load_seconds * 1000,
+        location, load_seconds * 1000,
     )  # fmt: skip
     state_acls = state.acls
     del state
@@ -214,6 +225,8 @@ async def start_server(config: Config, end_offsets: EndOffsets | None = None) ->
         server.lag_sampler.start()
     dispatcher.finish_loading()
     runtime.rearm_timer()
+    server.readiness_probe = StorageProbe(runtime)
+    server.readiness_probe.start()
     state_ready = True
     return server
 

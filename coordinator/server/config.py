@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+import re
 import ssl
 import sys
 import tomllib
@@ -82,7 +83,11 @@ class Config(GroupConfig):
     )
     metrics_host: str = setting("127.0.0.1", "address of the metrics endpoint")
     metrics_port: int = setting(0, "port of /metrics, /healthz and /readyz (0 = off)", tcp_port)
-    log_level: str = setting("INFO", "DEBUG, INFO, WARNING or ERROR")
+    log_level: str = setting(
+        "INFO",
+        "DEBUG, INFO, WARNING, ERROR or CRITICAL (any case)",
+        one_of("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL", normalise=str.upper),
+    )
     log_format: str = setting("text", "log line format: text or json", one_of("text", "json"))
     # Kafka-named settings of the server
     offsets_commit_timeout_ms: int = setting(
@@ -261,7 +266,11 @@ def load_config(
             values[name] = _coerce(name, raw)
     environ = os.environ if env is None else env
     for key, raw in environ.items():
-        if key.startswith("COORDINATOR_"):
+        if (
+            key.startswith("COORDINATOR_")
+            and not key.startswith("COORDINATOR_ADMIN_")
+            and not injected_by_kubernetes(key, raw)
+        ):
             name = _normalise_key(key[len("COORDINATOR_") :])
             if name not in _BY_NAME:
                 raise ConfigError(f"unknown setting in environment variable {key}")
@@ -272,6 +281,21 @@ def load_config(
                 raise ConfigError(f"unknown setting {name!r}")
             values[name] = _coerce(name, raw)
     return _validate(dataclasses.replace(Config(), **values))
+
+
+# What Kubernetes injects into every pod for a Service named "coordinator" (docker links did the
+# same): COORDINATOR_SERVICE_HOST, COORDINATOR_SERVICE_PORT[_<name>], COORDINATOR_PORT=tcp://ip:port
+# and COORDINATOR_PORT_<port>_<PROTO>[_PROTO|_PORT|_ADDR].
+_KUBERNETES_NAME = re.compile(r"COORDINATOR_(SERVICE_HOST|SERVICE_PORT(_.+)?|PORT_\d+_(TCP|UDP|SCTP)(_.+)?)")
+_KUBERNETES_URL = re.compile(r"(tcp|udp|sctp)://.*", re.IGNORECASE)
+
+
+# COORDINATOR_ADMIN_* belong to the admin commands (their bootstrap address and credentials).
+def injected_by_kubernetes(key: str, value: str) -> bool:
+    """A service-discovery variable, not a setting: COORDINATOR_PORT is ours unless it holds a URL."""
+    if key == "COORDINATOR_PORT":
+        return _KUBERNETES_URL.fullmatch(value.strip()) is not None
+    return _KUBERNETES_NAME.fullmatch(key) is not None
 
 
 def _flatten(document: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:

@@ -153,6 +153,12 @@ class Runtime:
             self.apply(result.on_failed(self.clock.now_ms(), code))
         self.rearm_timer()
 
+    def storage_recovered(self, how: str) -> None:
+        """Storage answers again although no client write has proved it yet (readiness probe)."""
+        if self._storage_failing:
+            self._storage_failing = False
+            log.warning("storage writes succeed again (%s)", how)
+
     @property
     def storage_failing(self) -> bool:
         return self._storage_failing
