@@ -106,6 +106,7 @@ async def start_server(config: Config) -> RunningServer:
     writer = BatchWriter(store)
     runtime = Runtime(coordinator, writer, clock, config.offsets_commit_timeout_ms)
     dispatcher = Dispatcher(runtime, cluster, metrics)
+    dispatcher.limits = config.request_limits()
     limits = ConnectionLimits(
         config.max_connections, config.max_connections_per_ip, config.connections_max_idle_ms
     )

@@ -17,6 +17,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from coordinator.api.limits import RequestLimits
 from coordinator.core.assignors import ASSIGNORS
 from coordinator.core.group_config import GroupConfig
 from coordinator.security.scram import MECHANISMS
@@ -86,6 +87,13 @@ class Config:
     authorizer_enabled: bool = False
     super_users: str = ""  # User:admin;User:ops
     allow_everyone_if_no_acl_found: bool = False
+    # Request limits (issue 15; see coordinator/api/limits.py): one request must not hurt others.
+    control_request_max_bytes: int = 512 * 1024
+    request_max_items: int = 10_000
+    group_id_max_chars: int = 1024
+    group_member_metadata_max_bytes: int = 1024 * 1024
+    topic_max_partitions: int = 10_000
+    request_max_partitions: int = 10_000
 
     @property
     def listener_host(self) -> str:
@@ -121,6 +129,10 @@ class Config:
             self.ssl_client_auth,
             self.ssl_keyfile_password,
         )
+
+    def request_limits(self) -> RequestLimits:
+        names = {f.name for f in fields(RequestLimits)}
+        return RequestLimits(**{name: getattr(self, name) for name in names})
 
     def group_config(self) -> GroupConfig:
         names = {f.name for f in fields(GroupConfig)}
@@ -172,6 +184,12 @@ KAFKA_NAMED = {
     "authorizer_enabled",
     "super_users",
     "allow_everyone_if_no_acl_found",
+    "control_request_max_bytes",
+    "request_max_items",
+    "group_id_max_chars",
+    "group_member_metadata_max_bytes",
+    "topic_max_partitions",
+    "request_max_partitions",
 }
 _FIELDS = {f.name: f for f in fields(Config)}
 
@@ -267,6 +285,15 @@ def _validate(config: Config) -> Config:
         config.connection_failed_authentication_delay_ms >= 0,
         "connection.failed.authentication.delay.ms must be >= 0",
     )
+    for name in (
+        "control_request_max_bytes",
+        "request_max_items",
+        "group_id_max_chars",
+        "group_member_metadata_max_bytes",
+        "topic_max_partitions",
+        "request_max_partitions",
+    ):
+        need(getattr(config, name) >= 1, f"{kafka_name(name)} must be at least 1")
     need(config.log_format in ("text", "json"), "log-format must be text or json")
     need(
         config.sqlite_synchronous.upper() in ("FULL", "NORMAL"),

@@ -13,7 +13,9 @@ from collections.abc import Callable
 from typing import Any
 
 from coordinator.api.authz import security_disabled
+from coordinator.api.limits import PAYLOAD_APIS, RequestLimits
 from coordinator.api.loading import GROUP_APIS, load_in_progress_response
+from coordinator.api.validation import screen_request
 from coordinator.core.cluster import Cluster
 from coordinator.core.context import RequestContext
 from coordinator.core.result import Result
@@ -59,6 +61,7 @@ class Dispatcher:
         self.connections: set[Connection] = set()
         self.sasl: SaslServer | None = None  # set when a listener uses SASL
         self.loading = True
+        self.limits = RequestLimits()
         self._deferred: list[tuple[Connection, PendingReply, RequestContext, Request]] = []
         coordinator = runtime.coordinator
         self.handlers: dict[int, Handler] = {
@@ -108,6 +111,9 @@ class Dispatcher:
         if session is not None and session.raw_tokens and self.sasl is not None:
             self.sasl.raw_token(connection, frame)  # after SaslHandshake v0: bare SASL tokens
             return
+        if len(frame) > self.limits.control_request_max_bytes and _api_key(frame) not in PAYLOAD_APIS:
+            connection.abort(f"request of {len(frame)} bytes is over control.request.max.bytes")
+            return
         try:
             request = decode_request(frame)
         except UnsupportedApi as exc:
@@ -131,6 +137,18 @@ class Dispatcher:
             advertised=connection.advertised,
             principal=connection.principal,
         )
+        screening = screen_request(
+            self.limits, request.api_key, request.api_version, ctx.client_id, request.body
+        )
+        if screening is not None:
+            if screening.close is not None:
+                connection.abort(screening.close)
+                return
+            if screening.answer is not None:
+                reply.send(screening.answer)
+                return
+            if screening.extra is not None:
+                ctx.reply_to = _Appending(ctx.reply_to, *screening.extra)
         if self.loading:
             if request.api_key in GROUP_APIS:
                 response = load_in_progress_response(request.api_key, request.api_version, request.body)
@@ -266,6 +284,10 @@ class Dispatcher:
             if bad:
                 unknown.append(_with_partitions(topic, bad))
         return known, unknown
+
+
+def _api_key(frame: bytes) -> int:
+    return int.from_bytes(frame[:2], "big", signed=True) if len(frame) >= 2 else -1
 
 
 def _with_partitions(topic: Any, partitions: list[Any]) -> Any:

@@ -59,7 +59,9 @@ async def test_several_poison_writes_fail_alone() -> None:
     await store.open()
     writer = BatchWriter(store)
     bad = {0, 50, 99}
-    futures = [writer.write([offset(partition=p, offset=POISON if p in bad else 100 + p)]) for p in range(100)]
+    futures = [
+        writer.write([offset(partition=p, offset=POISON if p in bad else 100 + p)]) for p in range(100)
+    ]
     results = await _gather(futures)
     assert {p for p, r in enumerate(results) if r is not None} == bad
     await writer.close()
