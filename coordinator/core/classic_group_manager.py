@@ -441,6 +441,11 @@ class GroupManager:
         elif version >= 4:
             # KIP-394: hand out the member id first and admit the member only when it rejoins with
             # it, so that retries after a lost response do not leave ghost members behind.
+            if len(group.pending_members) >= self.config.group_max_size:
+                # Pending ids are held for a session timeout: without a bound a client looping
+                # on JoinGroup would fill memory.
+                fx.reply(ctx.reply_to, self.join_error(version, GROUP_MAX_SIZE_REACHED))
+                return
             group.pending_members.add(new_member_id)
             self.timers.schedule(
                 session_key(group.group_id, new_member_id), self.now_ms + req.session_timeout_ms

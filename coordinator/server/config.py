@@ -47,7 +47,7 @@ class Config:
     group_min_session_timeout_ms: int = 6000
     group_max_session_timeout_ms: int = 1800000
     group_initial_rebalance_delay_ms: int = 3000
-    group_max_size: int = 2**31 - 1
+    group_max_size: int = 10_000  # Kafka: unlimited; also bounds KIP-394 pending members
     group_new_member_join_timeout_ms: int = 300000
     offsets_retention_minutes: int = 10080
     offsets_retention_check_interval_ms: int = 600000
@@ -60,10 +60,10 @@ class Config:
     queued_max_request_bytes: int = 16 * 1024 * 1024
     # Connection limits (issue 9): Kafka's names; 0 or the maximum int means "no limit".
     max_connections: int = 2**31 - 1
-    max_connections_per_ip: int = 2**31 - 1
+    max_connections_per_ip: int = 4096
     connections_max_idle_ms: int = 600000
     queued_max_requests: int = 500  # per connection here (Kafka: per broker request queue)
-    group_max_groups: int = 2**31 - 1  # like Kafka's group.share.max.groups, for classic groups
+    group_max_groups: int = 100_000  # like Kafka's group.share.max.groups, for classic groups
     # KIP-848 consumer groups (Kafka's group.consumer.* settings)
     group_consumer_session_timeout_ms: int = 45000
     group_consumer_heartbeat_interval_ms: int = 5000
