@@ -9,6 +9,7 @@ import time
 from dataclasses import dataclass
 
 from coordinator.api.authz import AclLayer
+from coordinator.api.topic_authz import TopicAcls
 from coordinator.core.cluster import Cluster, NodeIdentity
 from coordinator.core.shard import GroupCoordinator
 from coordinator.security.acl import Authorizer
@@ -181,6 +182,7 @@ async def start_server(config: Config) -> RunningServer:
         )
         authorizer.load(state_acls)
         AclLayer(authorizer).wrap(dispatcher.handlers)
+        TopicAcls(authorizer, cluster).wrap(dispatcher.handlers)
         log.info(
             "authorizer enabled: %d ACLs, super users %s", len(authorizer.acls), config.super_users or "none"
         )

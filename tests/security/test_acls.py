@@ -203,6 +203,7 @@ def test_kafka_python_consumer_gets_group_authorization_failed_until_an_acl_is_a
         ACLOperation,
         ACLPermissionType,
         KafkaAdminClient,
+        NewTopic,
         ResourcePattern,
         ResourceType,
     )
@@ -227,6 +228,8 @@ def test_kafka_python_consumer_gets_group_authorization_failed_until_an_acl_is_a
         **sasl,
     )
     try:
+        # Metadata no longer auto-creates a topic for a principal without CREATE (as in Kafka).
+        admin.create_topics([NewTopic("acl-topic", 1, 1)])
         admin.create_acls([ACL("User:alice", "*", ACLOperation.READ, ACLPermissionType.ALLOW,
                                ResourcePattern(ResourceType.TOPIC, "acl-topic"))])  # fmt: skip
         with pytest.raises(GroupAuthorizationFailedError):
