@@ -89,7 +89,7 @@ class Config:
     allow_everyone_if_no_acl_found: bool = False
     # Request limits (issue 15; see coordinator/api/limits.py): one request must not hurt others.
     control_request_max_bytes: int = 512 * 1024
-    request_max_items: int = 10_000
+    request_max_items: int = 100_000
     group_id_max_chars: int = 1024
     group_member_metadata_max_bytes: int = 1024 * 1024
     topic_max_partitions: int = 10_000

@@ -16,7 +16,7 @@ def test_default_limits_are_bounded() -> None:
     assert config.group_member_metadata_max_bytes == 1024 * 1024
     assert config.group_id_max_chars == 1024
     limits = config.request_limits()
-    assert (limits.topic_max_partitions, limits.request_max_items) == (10_000, 10_000)
+    assert (limits.topic_max_partitions, limits.request_max_items) == (10_000, 100_000)
 
 
 def test_pending_members_are_bounded_by_group_max_size() -> None:

@@ -113,10 +113,12 @@ def test_huge_describe_groups_closes_only_its_connection(server: ServerProcess) 
         attacker.send_raw(frame)
         assert attacker.is_closed_by_peer()
         assert _commit(bystander, "bystander", 3) == 0
-        many = encode_request(ApiKey.DESCRIBE_GROUPS, 5, 1, "x", DescribeGroupsRequest(groups=["g"] * 20_000))
+        many = encode_request(
+            ApiKey.DESCRIBE_GROUPS, 5, 1, "x", DescribeGroupsRequest(groups=["g"] * 150_000)
+        )
     with WireClient(server.bootstrap) as attacker:
         attacker.send_raw(many)  # small enough to decode, more elements than request.max.items
         assert attacker.is_closed_by_peer()
     log = server.log_text()
     assert "control.request.max.bytes" in log
-    assert "more than 10000 array elements" in log
+    assert "more than 100000 array elements" in log
