@@ -19,6 +19,7 @@ from coordinator.server.connection import Connection
 from coordinator.server.dispatcher import Dispatcher
 from coordinator.server.limits import ConnectionLimits
 from coordinator.server.listeners import BoundListener
+from coordinator.server.login_guard import CredentialCache, FailedLoginLimit
 from coordinator.server.metrics import HealthServer, MeasuredStore, Metrics
 from coordinator.server.runtime import Clock, Runtime
 from storage.base import Store
@@ -116,8 +117,9 @@ async def start_server(config: Config) -> RunningServer:
         dispatcher.sasl = SaslServer(
             config.sasl_mechanisms,
             config.connections_max_reauth_ms,
-            _credential_loader(store),
+            CredentialCache(_credential_loader(store)).load,
             failed_authentication_delay_ms=config.connection_failed_authentication_delay_ms,
+            login_limit=FailedLoginLimit(),
         )
     servers: list[asyncio.Server] = []
     bound_listeners: list[BoundListener] = []
