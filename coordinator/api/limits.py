@@ -37,6 +37,8 @@ class RequestLimits:
     control_request_max_bytes: int = 512 * 1024
     # Array elements of one request, all levels together (groups, topics, partitions, members...).
     request_max_items: int = 100_000
+    # Groups named in one DescribeGroups, ConsumerGroupDescribe, DeleteGroups or OffsetFetch.
+    request_max_groups: int = 10_000
     # Characters of a group id, group instance id, client id or rack id a member brings.
     group_id_max_chars: int = 1024
     # Bytes of one JoinGroup protocol's metadata, and of all of a member's protocols together.

@@ -63,6 +63,9 @@ def screen_request(
     items = count_items(body, limits.request_max_items)
     if items > limits.request_max_items:
         return Screening(close=f"request has more than {limits.request_max_items} array elements")
+    groups_field = _GROUP_LISTS.get(api_key)
+    if groups_field is not None and len(getattr(body, groups_field, None) or ()) > limits.request_max_groups:
+        return Screening(close=f"request names more than {limits.request_max_groups} groups")
     if api_key == ApiKey.JOIN_GROUP:
         return _join_group(limits, api_version, client_id, body)
     if api_key == ApiKey.CONSUMER_GROUP_HEARTBEAT:
@@ -74,6 +77,14 @@ def screen_request(
     if api_key == ApiKey.CREATE_PARTITIONS:
         return _create_partitions(limits, body)
     return None
+
+
+_GROUP_LISTS: Final[dict[int, str]] = {
+    ApiKey.DESCRIBE_GROUPS: "groups",
+    ApiKey.CONSUMER_GROUP_DESCRIBE: "group_ids",
+    ApiKey.DELETE_GROUPS: "groups_names",
+    ApiKey.OFFSET_FETCH: "groups",
+}
 
 
 # ---- array elements ----------------------------------------------------------------------------

@@ -90,6 +90,7 @@ class Config:
     # Request limits (issue 15; see coordinator/api/limits.py): one request must not hurt others.
     control_request_max_bytes: int = 512 * 1024
     request_max_items: int = 100_000
+    request_max_groups: int = 10_000
     group_id_max_chars: int = 1024
     group_member_metadata_max_bytes: int = 1024 * 1024
     topic_max_partitions: int = 10_000
@@ -186,6 +187,7 @@ KAFKA_NAMED = {
     "allow_everyone_if_no_acl_found",
     "control_request_max_bytes",
     "request_max_items",
+    "request_max_groups",
     "group_id_max_chars",
     "group_member_metadata_max_bytes",
     "topic_max_partitions",
@@ -288,6 +290,7 @@ def _validate(config: Config) -> Config:
     for name in (
         "control_request_max_bytes",
         "request_max_items",
+        "request_max_groups",
         "group_id_max_chars",
         "group_member_metadata_max_bytes",
         "topic_max_partitions",

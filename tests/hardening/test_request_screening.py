@@ -153,3 +153,14 @@ def test_create_partitions_bound() -> None:
 def test_frame_limit_per_api() -> None:
     assert LIMITS.frame_limit(ApiKey.DESCRIBE_GROUPS, 100 << 20) == LIMITS.control_request_max_bytes
     assert LIMITS.frame_limit(ApiKey.SYNC_GROUP, 100 << 20) == 100 << 20
+
+
+def test_too_many_groups_in_one_describe_closes_the_connection() -> None:
+    many = DescribeGroupsRequest(groups=["g"] * (LIMITS.request_max_groups + 1))
+    screening = screen_request(LIMITS, ApiKey.DESCRIBE_GROUPS, 5, "c", many)
+    assert (
+        screening is not None
+        and screening.close == f"request names more than {LIMITS.request_max_groups} groups"
+    )
+    fine = DescribeGroupsRequest(groups=["g"] * LIMITS.request_max_groups)
+    assert screen_request(LIMITS, ApiKey.DESCRIBE_GROUPS, 5, "c", fine) is None
