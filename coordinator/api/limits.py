@@ -34,7 +34,7 @@ class RequestLimits:
     """The limits, named after their settings (``request_max_items`` is ``request.max.items``)."""
 
     # Frame of a request outside PAYLOAD_APIS; over it the connection is closed before decoding.
-    control_request_max_bytes: int = 512 * 1024
+    control_request_max_bytes: int = 128 * 1024
     # Array elements of one request, all levels together (groups, topics, partitions, members...).
     request_max_items: int = 100_000
     # Groups named in one DescribeGroups, ConsumerGroupDescribe, DeleteGroups or OffsetFetch.

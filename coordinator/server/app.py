@@ -20,6 +20,7 @@ from coordinator.server.dispatcher import Dispatcher
 from coordinator.server.limits import ConnectionLimits
 from coordinator.server.listeners import BoundListener
 from coordinator.server.login_guard import CredentialCache, FailedLoginLimit
+from coordinator.server.loop_lag import LoopLagMonitor
 from coordinator.server.metrics import HealthServer, MeasuredStore, Metrics
 from coordinator.server.runtime import Clock, Runtime
 from storage.base import Store
@@ -45,6 +46,7 @@ class RunningServer:
     metrics_port: int | None = None
     limits: ConnectionLimits | None = None
     all_listeners: list[asyncio.Server] | None = None
+    loop_lag: LoopLagMonitor | None = None
 
     @property
     def port(self) -> int:
@@ -71,6 +73,8 @@ class RunningServer:
             log.error("storage did not finish pending writes within %.0f s", SHUTDOWN_GRACE_S)
         await asyncio.sleep(0)  # let the write callbacks send their replies
         self.runtime.stop_timers()
+        if self.loop_lag is not None:
+            self.loop_lag.stop()
         for connection in list(self.dispatcher.connections):
             connection.close()
         await self.store.close()
@@ -140,6 +144,16 @@ async def start_server(config: Config) -> RunningServer:
         config, store, writer, runtime, dispatcher, servers[0], health, metrics_port, limits, servers
     )
     limits.start(loop)
+    if metrics is not None:
+        lag_metrics = metrics
+
+        def observe_lag(lag_s: float) -> None:
+            lag_metrics.loop_lag.observe(lag_s)
+            if server.loop_lag is not None:
+                lag_metrics.loop_lag_max.set(server.loop_lag.max_lag_s)
+
+        server.loop_lag = LoopLagMonitor(observe_lag)
+        server.loop_lag.start()
     log.info(
         "coordinator node %d listening on %s:%d (advertised %s:%d)",
         config.node_id, main.listener.host, server.port, cluster.node.host, cluster.node.port,

@@ -88,7 +88,7 @@ class Config:
     super_users: str = ""  # User:admin;User:ops
     allow_everyone_if_no_acl_found: bool = False
     # Request limits (issue 15; see coordinator/api/limits.py): one request must not hurt others.
-    control_request_max_bytes: int = 512 * 1024
+    control_request_max_bytes: int = 128 * 1024
     request_max_items: int = 100_000
     request_max_groups: int = 10_000
     group_id_max_chars: int = 1024

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -103,22 +104,28 @@ def test_huge_partition_counts_are_refused_at_once(server: ServerProcess) -> Non
             assert "per topic" in result.error_message
 
 
-def test_huge_describe_groups_closes_only_its_connection(server: ServerProcess) -> None:
+def test_huge_requests_close_only_their_connection(server: ServerProcess) -> None:
     from protocol.wire import encode_request
 
-    with WireClient(server.bootstrap) as attacker, WireClient(server.bootstrap) as bystander:
-        frame = encode_request(
-            ApiKey.DESCRIBE_GROUPS, 5, 1, "x", DescribeGroupsRequest(groups=["g"] * 400_000)
-        )
-        attacker.send_raw(frame)
-        assert attacker.is_closed_by_peer()
-        assert _commit(bystander, "bystander", 3) == 0
-        many = encode_request(
-            ApiKey.DESCRIBE_GROUPS, 5, 1, "x", DescribeGroupsRequest(groups=["g"] * 150_000)
-        )
-    with WireClient(server.bootstrap) as attacker:
-        attacker.send_raw(many)  # small enough to decode, more elements than request.max.items
-        assert attacker.is_closed_by_peer()
+    def frame(api_key: int, version: int, body: object) -> bytes:
+        return encode_request(api_key, version, 1, "x", body)
+
+    huge_describe = frame(ApiKey.DESCRIBE_GROUPS, 5, DescribeGroupsRequest(groups=["g"] * 400_000))
+    many_groups = frame(ApiKey.DESCRIBE_GROUPS, 5, DescribeGroupsRequest(groups=["g"] * 10_001))
+    partitions = [OffsetCommitRequestPartition(p, 1) for p in range(100_001)]
+    many_items = frame(
+        ApiKey.OFFSET_COMMIT,
+        2,
+        OffsetCommitRequest(group_id="g", topics=[OffsetCommitRequestTopic("t", partitions=partitions)]),
+    )
+    for attack in (huge_describe, many_groups, many_items):
+        with WireClient(server.bootstrap) as attacker, WireClient(server.bootstrap) as bystander:
+            attacker.send_raw(attack)
+            assert attacker.is_closed_by_peer()
+            assert _commit(bystander, "bystander", 3) == 0
+    deadline = time.monotonic() + 10  # the server's log reaches us through a pipe
+    expected = ("control.request.max.bytes", "more than 10000 groups", "more than 100000 array elements")
+    while not all(text in server.log_text() for text in expected) and time.monotonic() < deadline:
+        time.sleep(0.05)
     log = server.log_text()
-    assert "control.request.max.bytes" in log
-    assert "more than 100000 array elements" in log
+    assert all(text in log for text in expected), log[-2000:]
