@@ -808,7 +808,8 @@ class GroupManager:
         if group is None or group.state is DEAD:
             return
         if member_id in group.pending_members:
-            log.info("group %s: pending member %s expired", group_id, member_id)
+            # DEBUG: a client looping on JoinGroup makes thousands of these at once.
+            log.debug("group %s: pending member %s expired", group_id, member_id)
             group.remove_member(member_id)
             self._maybe_complete_join_phase(group, fx)
             return

@@ -24,7 +24,8 @@ from storage.writer import BatchWriter
 log = logging.getLogger(__name__)
 
 TIMER_TICK_MS = 10
-TIMER_POLL_LIMIT = 10000
+# Deadlines handled per timer pass; more due ones run in the next pass, after pending input.
+TIMER_POLL_LIMIT = 1000
 # A tick this much later than asked means the loop was stalled (one huge request, a slow
 # disk): heartbeats that arrived meanwhile still sit in socket buffers. Expiry then waits
 # STALL_GRACE_MS, in which the loop reads them; nobody is expired for a heartbeat the server
