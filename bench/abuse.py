@@ -450,6 +450,7 @@ def main() -> int:
     parser.add_argument("--duration", type=float, default=30.0, help="seconds of attacks (default 30)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--json", help="also write the report here")
+    parser.add_argument("--server-log", help="keep the server's log here")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         metrics_port = _free_port()
@@ -459,7 +460,10 @@ def main() -> int:
         finally:
             process.terminate()
             process.wait(30)
-        errors = [line for line in (Path(tmp) / "server.log").read_text().splitlines() if " ERROR " in line]
+        server_log = (Path(tmp) / "server.log").read_text()
+        if args.server_log:
+            Path(args.server_log).write_text(server_log)
+        errors = [line for line in server_log.splitlines() if " ERROR " in line]
     print(json.dumps(asdict(report), indent=2))
     print(f"server ERROR lines: {len(errors)}", *errors[:5], sep="\n")
     if args.json:
