@@ -18,13 +18,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for tests.coordi
 
 from coordinator.core.context import RequestContext
 from coordinator.core.group_config import GroupConfig
-from coordinator.core.shard import GroupCoordinator
+from coordinator.core.shard import Shard
 from protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest, TopicPartitions
+from protocol.messages.offset_commit import (
+    OffsetCommitRequest,
+    OffsetCommitRequestPartition,
+    OffsetCommitRequestTopic,
+)
 from tests.coordinator.harness import FakeCatalog
 from tests.coordinator.scale import Sink, apply, heartbeat_rate, join_request, stable_group
 
 
-def rejoin_seconds(coordinator: GroupCoordinator, member_ids: list[str], generation: int) -> float:
+def rejoin_seconds(coordinator: Shard, member_ids: list[str], generation: int) -> float:
     sinks = [Sink() for _ in member_ids]
     started = time.perf_counter()
     for i, member_id in enumerate(member_ids):
@@ -36,10 +41,10 @@ def rejoin_seconds(coordinator: GroupCoordinator, member_ids: list[str], generat
     return elapsed
 
 
-def consumer_group(members: int, partitions: int) -> tuple[GroupCoordinator, float, float]:
+def consumer_group(members: int, partitions: int) -> tuple[Shard, float, float]:
     """KIP-848: ``members`` join one by one (each join bumps the epoch and reruns the uniform
     assignor), then everyone heartbeats with what it owns until the group is Stable."""
-    coordinator = GroupCoordinator(GroupConfig())
+    coordinator = Shard(GroupConfig())
     catalog = FakeCatalog()
     topic_id = catalog.set_topic("t", partitions).topic_id
     coordinator.attach_catalog(catalog)
@@ -62,7 +67,7 @@ def consumer_group(members: int, partitions: int) -> tuple[GroupCoordinator, flo
     return coordinator, joined, time.perf_counter() - started
 
 
-def consumer_heartbeat_rate(coordinator: GroupCoordinator, count: int) -> float:
+def consumer_heartbeat_rate(coordinator: Shard, count: int) -> float:
     group = coordinator.consumer_group("g")
     assert group is not None
     requests = [
@@ -78,13 +83,35 @@ def consumer_heartbeat_rate(coordinator: GroupCoordinator, count: int) -> float:
     return done / (time.perf_counter() - started)
 
 
+def commit_rate(coordinator: Shard, member_ids: list[str], generation: int, count: int) -> float:
+    """OffsetCommits of one partition each, every write durable at once (the core's share only)."""
+    requests = [
+        OffsetCommitRequest(
+            "g",
+            generation,
+            m,
+            None,
+            -1,
+            [OffsetCommitRequestTopic("t", partitions=[OffsetCommitRequestPartition(i)])],
+        )
+        for i, m in enumerate(member_ids)
+    ]
+    ctx = RequestContext(0, 0, 8, "c", "/h", Sink())
+    size = len(member_ids)
+    started = time.perf_counter()
+    for k in range(count):
+        requests[k % size].topics[0].partitions[0].committed_offset = k
+        apply(coordinator.commit_offsets(ctx, requests[k % size]))
+    return count / (time.perf_counter() - started)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
-    joins, rejoins, rates, large_rates = [], [], [], []
+    joins, rejoins, rates, large_rates, commits = [], [], [], [], []
     cg_joins, cg_reconciles, cg_rates = [], [], []
     for _ in range(args.rounds):
         cg, cg_join, cg_reconcile = consumer_group(1000, 1000)
@@ -94,6 +121,7 @@ def main() -> None:
         coordinator, member_ids, generation, elapsed = stable_group(1000)
         joins.append(elapsed)
         rates.append(heartbeat_rate(coordinator, member_ids, generation, 50_000))
+        commits.append(commit_rate(coordinator, member_ids, generation, 50_000))
         rejoins.append(rejoin_seconds(coordinator, member_ids, generation))
         large = stable_group(5000)
         large_rates.append(heartbeat_rate(*large[:3], 50_000))
@@ -103,6 +131,9 @@ def main() -> None:
     print(f"1000-member rejoin (join phase):   median {statistics.median(rejoins) * 1000:7.1f} ms")
     print(
         f"heartbeats, 1000-member group:     median {statistics.median(rates):9,.0f} /s  (target > 100k/s end to end)"
+    )
+    print(
+        f"offset commits, 1000-member group: median {statistics.median(commits):9,.0f} /s  (one partition each)"
     )
     print(
         f"heartbeats, 5000-member group:     median {statistics.median(large_rates):9,.0f} /s  (must not fall with group size)"

@@ -9,6 +9,8 @@ from loadtest.client import Connection
 from loadtest.scenario import (
     CONSUMER_MIN_VERSIONS,
     CONSUMER_PREFERRED_VERSIONS,
+    PIPELINE_MIN_VERSIONS,
+    PIPELINE_PREFERRED_VERSIONS,
     PREFERRED_VERSIONS,
     is_loopback_host,
     parse_hostport,
@@ -33,6 +35,7 @@ class PreparedTarget:
     versions: dict[int, int]
     partitions: dict[str, int]
     coordinator: str
+    data_broker: str = ""  # pipeline mode: the broker leading every partition of the topics
 
 
 def prepare_target(
@@ -42,8 +45,11 @@ def prepare_target(
     loopback_only: bool,
     probe_group: str,
     group_protocol: str = "classic",
+    pipeline: bool = False,
 ) -> PreparedTarget:
-    return asyncio.run(_prepare(bootstrap, topics, partitions, loopback_only, probe_group, group_protocol))
+    return asyncio.run(
+        _prepare(bootstrap, topics, partitions, loopback_only, probe_group, group_protocol, pipeline)
+    )
 
 
 async def _prepare(
@@ -53,6 +59,7 @@ async def _prepare(
     loopback_only: bool,
     probe_group: str,
     group_protocol: str,
+    pipeline: bool = False,
 ) -> PreparedTarget:
     consumer = group_protocol == "consumer"
     host, port = parse_hostport(bootstrap)
@@ -61,22 +68,28 @@ async def _prepare(
     except Exception as exc:
         raise TargetError(f"cannot connect to {bootstrap}: {exc}") from exc
     try:
-        versions = await _negotiate(conn, consumer)
+        versions = await _negotiate(conn, consumer, pipeline)
         await _create_topics(conn, versions, topics, partitions)
         found = await _topic_partitions(conn, versions, topics, consumer)
         coordinator = await _find_coordinator(conn, versions, probe_group)
+        data_broker = await _data_broker(conn, versions, topics) if pipeline else ""
     finally:
         conn.close()
+    if data_broker and loopback_only and not is_loopback_host(parse_hostport(data_broker)[0]):
+        raise TargetError(
+            f"{bootstrap} names partition leader {data_broker}, which is not a loopback address "
+            "(local masters only load loopback targets)"
+        )
     coordinator_host, _ = parse_hostport(coordinator)
     if loopback_only and not is_loopback_host(coordinator_host):
         raise TargetError(
             f"{bootstrap} names coordinator {coordinator}, which is not a loopback address "
             "(local masters only load loopback targets)"
         )
-    return PreparedTarget(versions, found, coordinator)
+    return PreparedTarget(versions, found, coordinator, data_broker)
 
 
-async def _negotiate(conn: Connection, consumer: bool = False) -> dict[int, int]:
+async def _negotiate(conn: Connection, consumer: bool = False, pipeline: bool = False) -> dict[int, int]:
     response: ApiVersionsResponse
     response, _, _ = await conn.request(ApiKey.API_VERSIONS, 3, ApiVersionsRequest("loadtest", "1"), _TIMEOUT)
     if response.error_code == ErrorCode.UNSUPPORTED_VERSION:
@@ -85,9 +98,11 @@ async def _negotiate(conn: Connection, consumer: bool = False) -> dict[int, int]
         raise TargetError(f"ApiVersions failed: {ErrorCode(response.error_code).name}")
     served = {a.api_key: (a.min_version, a.max_version) for a in response.api_keys}
     versions: dict[int, int] = {}
-    preferred_versions = (
-        {**PREFERRED_VERSIONS, **CONSUMER_PREFERRED_VERSIONS} if consumer else PREFERRED_VERSIONS
-    )
+    preferred_versions = dict(PREFERRED_VERSIONS)
+    if consumer:
+        preferred_versions.update(CONSUMER_PREFERRED_VERSIONS)
+    if pipeline:
+        preferred_versions.update(PIPELINE_PREFERRED_VERSIONS)
     for api_key, preferred in preferred_versions.items():
         if api_key not in served:
             raise TargetError(f"the target does not serve {ApiKey(api_key).name}")
@@ -98,11 +113,13 @@ async def _negotiate(conn: Connection, consumer: bool = False) -> dict[int, int]
         if version < low:
             raise TargetError(f"no common version of {ApiKey(api_key).name} (target {low}..{high})")
         versions[api_key] = version
-    if consumer:
-        for api_key, needed in CONSUMER_MIN_VERSIONS.items():
+    needs = [("--group-protocol consumer", CONSUMER_MIN_VERSIONS)] if consumer else []
+    needs += [("the pipeline mode", PIPELINE_MIN_VERSIONS)] if pipeline else []
+    for mode, minimums in needs:
+        for api_key, needed in minimums.items():
             if versions[api_key] < needed:
                 raise TargetError(
-                    f"--group-protocol consumer needs {ApiKey(api_key).name} v{needed}+, "
+                    f"{mode} needs {ApiKey(api_key).name} v{needed}+, "
                     f"the target serves up to v{served[api_key][1]}"
                 )
     return versions
@@ -142,6 +159,27 @@ async def _topic_partitions(
             return found
         await asyncio.sleep(0.1)
     raise TargetError(f"topics not visible in metadata after creation: {sorted(set(topics) - set(found))}")
+
+
+async def _data_broker(conn: Connection, versions: dict[int, int], topics: list[str]) -> str:
+    """The one broker leading every partition of the topics (the pipeline mode's data path)."""
+    request = MetadataRequest(
+        topics=[MetadataRequestTopic(name=name) for name in topics], allow_auto_topic_creation=False
+    )
+    for _ in range(50):  # leaders may be elected a moment after creation
+        response: MetadataResponse
+        response, _, _ = await conn.request(ApiKey.METADATA, versions[ApiKey.METADATA], request, _TIMEOUT)
+        brokers = {b.node_id: f"{b.host}:{b.port}" for b in response.brokers}
+        leaders = {p.leader_id for t in response.topics if t.name in topics for p in t.partitions}
+        if leaders and all(leader in brokers for leader in leaders):
+            if len(leaders) > 1:
+                raise TargetError(
+                    f"the pipeline mode needs one broker leading every partition (a single broker "
+                    f"or a gateway); the topics are led by {sorted(brokers[n] for n in leaders)}"
+                )
+            return brokers[leaders.pop()]
+        await asyncio.sleep(0.1)
+    raise TargetError("no leader for the topics' partitions in metadata")
 
 
 async def _find_coordinator(conn: Connection, versions: dict[int, int], group: str) -> str:

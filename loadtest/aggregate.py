@@ -9,6 +9,7 @@ from pyspark.sql import functions as F
 
 from loadtest.scenario import (
     ABORTED,
+    CONSUMED_OP,
     CYCLE_OPS,
     DOUBLE_OWNERSHIP_OP,
     EVENT_OPS,
@@ -17,7 +18,9 @@ from loadtest.scenario import (
     INSTANT,
     LOOP_LAG_OP,
     NOT_JOINED,
+    PRODUCED_OP,
     RECONCILIATION_OP,
+    RECORD_OPS,
     REQUEST_OPS,
     SUPERSEDED,
     Scenario,
@@ -116,7 +119,11 @@ def summarize(
         "churned": raw.where(F.col("op") == "churn").count(),
     }
 
-    rebalances = _reconciliations(raw, t0) if scenario.consumer else _rebalances(raw)
+    placement = [
+        {"task": int(r["task"]), "executor": r["executor"], "host": r["host"], "rows": int(r["count"])}
+        for r in raw.groupBy("task", "executor", "host").count().orderBy("task", "executor").collect()
+    ]
+    rebalances = _reconciliations(raw, t0) if scenario.consumer else _rebalances(raw, t0)
     loop_lag = _loop_lag(raw, lag_threshold_ms)
     total_requests = sum(v["count"] for k, v in operations.items() if k in REQUEST_OPS)
     # The classic report stays as it was before the consumer mode (no group_protocol key).
@@ -135,6 +142,7 @@ def summarize(
             "expected_codes": sorted(error_name(c) for c in expected if c),
         },
         "members": members,
+        "placement": placement,
         "join": operations.get("join", {}),
         "operations": {k: v for k, v in operations.items() if k not in CYCLE_OPS},
         "rebalance_cycles": operations.get("rebalance", {}),
@@ -144,12 +152,96 @@ def summarize(
     }
     if scenario.consumer:
         summary["reconciliation"] = _reconciliation_details(raw, rebalances)
+    if scenario.pipeline:
+        summary["pipeline"] = _pipeline(spark, raw, scenario, t0)
     return summary
 
 
-def _rebalances(raw: DataFrame) -> dict[str, Any]:
+def _pipeline(spark: SparkSession, raw: DataFrame, scenario: Scenario, t0_ms: float) -> dict[str, Any]:
+    """Records: acknowledged, consumed, lost (acknowledged, never consumed by a group of the
+    topic), duplicated (consumed again by the same group), end-to-end latency, and the lag of
+    the groups per second (acknowledged so far minus consumed at least once so far)."""
+    produced = raw.where((F.col("op") == PRODUCED_OP) & (F.col("error_code") == 0)).select(
+        F.col("group").alias("topic"), "record", (F.col("start_ms") + F.col("latency_ms")).alias("at_ms")
+    )
+    consumed = raw.where(F.col("op") == CONSUMED_OP)
+    first = consumed.groupBy("group", "record").agg(
+        F.min(F.col("start_ms") + F.col("latency_ms")).alias("at_ms"), F.count(F.lit(1)).alias("times")
+    )
+    groups = spark.createDataFrame(
+        [(scenario.group_name(g), scenario.topic_of_group(g)) for g in range(scenario.groups)],
+        "group string, topic string",
+    )
+    expected = produced.join(F.broadcast(groups), "topic")
+    lost_by_group = (
+        expected.join(first, ["group", "record"], "left_anti")
+        .groupBy("group")
+        .count()
+        .orderBy(F.desc("count"))
+    ).collect()
+    counts = first.agg(F.count(F.lit(1)).alias("unique"), F.sum("times").alias("total")).first()
+    unique = int(counts["unique"]) if counts and counts["unique"] else 0
+    total = int(counts["total"]) if counts and counts["total"] else 0
+    latency = consumed.agg(
+        _percentiles(F.col("latency_ms")).alias("pct"), F.max("latency_ms").alias("max")
+    ).first()
+    acknowledged = produced.count()
+
+    second = F.floor((F.col("at_ms") - F.lit(t0_ms)) / 1000).cast("int").alias("second")
+    acked_per_second = produced.groupBy("topic", second).count().collect()
+    consumed_per_second = first.groupBy("group", second).count().collect()
+    lag = _lag_by_second(scenario, acked_per_second, consumed_per_second)
+    seconds = max((lag[-1]["second"] + 1) if lag else 1, 1)
+    return {
+        "target_rate_per_s": scenario.produce_rate * scenario.tasks,
+        "acknowledged": acknowledged,
+        "acknowledged_rate_per_s": round(acknowledged / max(scenario.duration_s - scenario.drain_s, 1e-9), 2),
+        "groups": scenario.groups,
+        "consumed": total,
+        "consumed_unique": unique,
+        "lost": sum(int(r["count"]) for r in lost_by_group),
+        "lost_by_group": {r["group"]: int(r["count"]) for r in lost_by_group[:_MAX_GROUPS_LISTED]},
+        "duplicated": total - unique,
+        "end_to_end_ms": {
+            **_pct_dict(latency["pct"] if latency else None),
+            "max": round(float(latency["max"]), 3) if latency and latency["max"] is not None else None,
+        },
+        "lag_by_second": lag,
+        "final_lag": lag[-1]["max_records"] if lag else 0,
+        "seconds": seconds,
+        "drain_s": scenario.drain_s,
+    }
+
+
+def _lag_by_second(scenario: Scenario, acked: list[Any], consumed: list[Any]) -> list[dict[str, int]]:
+    if not acked and not consumed:
+        return []
+    last = max([int(r["second"]) for r in [*acked, *consumed]] + [0])
+    acked_at: dict[str, list[int]] = {}
+    for r in acked:
+        acked_at.setdefault(r["topic"], [0] * (last + 1))[max(int(r["second"]), 0)] += int(r["count"])
+    consumed_at: dict[str, list[int]] = {}
+    for r in consumed:
+        consumed_at.setdefault(r["group"], [0] * (last + 1))[max(int(r["second"]), 0)] += int(r["count"])
+    zero = [0] * (last + 1)
+    running = {g: 0 for g in range(scenario.groups)}
+    produced_so_far: dict[str, int] = {}
+    out = []
+    for s in range(last + 1):
+        for topic, per_second in acked_at.items():
+            produced_so_far[topic] = produced_so_far.get(topic, 0) + per_second[s]
+        lags = []
+        for g in running:
+            name = scenario.group_name(g)
+            running[g] += consumed_at.get(name, zero)[s]
+            lags.append(produced_so_far.get(scenario.topic_of_group(g), 0) - running[g])
+        out.append({"second": s, "max_records": max(lags), "total_records": sum(lags)})
+    return out
+
+
+def _rebalances(raw: DataFrame, t0_ms: float) -> dict[str, Any]:
     """Per (group, generation): from the first member starting its join cycle to the last one
-    receiving its assignment."""
+    receiving its assignment (start_s: seconds since the start of the window)."""
     cycles = (
         raw.where(F.col("op").isin(*CYCLE_OPS) & (F.col("error_code") == 0))
         .groupBy("group", "generation")
@@ -160,6 +252,7 @@ def _rebalances(raw: DataFrame) -> dict[str, Any]:
             F.sum(F.when(F.col("op") == "join", 1).otherwise(0)).alias("new_members"),
         )
         .withColumn("duration_ms", F.col("end_ms") - F.col("start_ms"))
+        .withColumn("start_s", (F.col("start_ms") - F.lit(t0_ms)) / 1000)
     )
     stats = cycles.agg(
         F.count(F.lit(1)).alias("count"),
@@ -170,17 +263,53 @@ def _rebalances(raw: DataFrame) -> dict[str, Any]:
         cycles.orderBy("group", "generation")
         .limit(_MAX_GENERATIONS_LISTED)
         .select(
-            "group", "generation", "members", "new_members", F.round("duration_ms", 3).alias("duration_ms")
+            "group",
+            "generation",
+            "members",
+            "new_members",
+            F.round("start_s", 3).alias("start_s"),
+            F.round("duration_ms", 3).alias("duration_ms"),
         )
         .collect()
     )
-    return _cycle_summary(stats, listed)
+    return _cycle_summary(stats, listed, _by_group(cycles))
 
 
-def _cycle_summary(stats: Any, listed: list[Any]) -> dict[str, Any]:
+def _by_group(cycles: DataFrame) -> list[dict[str, Any]]:
+    """Per group: how many generations (epochs) completed, when, and how long they took."""
+    rows = (
+        cycles.groupBy("group")
+        .agg(
+            F.count(F.lit(1)).alias("generations"),
+            F.max("generation").alias("last_generation"),
+            F.min("start_s").alias("first_s"),
+            F.max("start_s").alias("last_s"),
+            F.percentile_approx("duration_ms", 0.5, _ACCURACY).alias("p50_ms"),
+            F.max("duration_ms").alias("max_ms"),
+        )
+        .orderBy("group")
+        .limit(_MAX_GROUPS_LISTED)
+        .collect()
+    )
+    return [
+        {
+            "group": r["group"],
+            "generations": int(r["generations"]),
+            "last_generation": int(r["last_generation"]),
+            "first_s": round(float(r["first_s"]), 3) + 0.0,  # no -0.0
+            "last_s": round(float(r["last_s"]), 3),
+            "p50_ms": round(float(r["p50_ms"]), 3),
+            "max_ms": round(float(r["max_ms"]), 3),
+        }
+        for r in rows
+    ]
+
+
+def _cycle_summary(stats: Any, listed: list[Any], by_group: list[dict[str, Any]]) -> dict[str, Any]:
     """The shape shared by rebalances (classic) and reconciliations (consumer mode)."""
     count = int(stats["count"]) if stats else 0
     return {
+        "by_group": by_group,
         "generations": count,
         "duration_ms": {
             **_pct_dict(stats["pct"] if stats else None),
@@ -222,7 +351,7 @@ def _reconciliations(raw: DataFrame, t0_ms: float) -> dict[str, Any]:
         )
         .collect()
     )
-    return _cycle_summary(stats, listed)
+    return _cycle_summary(stats, listed, _by_group(epochs))
 
 
 def _reconciliation_details(raw: DataFrame, reconciled: dict[str, Any]) -> dict[str, Any]:
@@ -287,7 +416,10 @@ def timeline(raw: DataFrame, t0_ms: float, scenario: Scenario) -> DataFrame:
     expected = sorted(expected_codes(scenario.faults, scenario.group_protocol))
     second = F.floor((F.col("start_ms") - F.lit(t0_ms)) / 1000).cast("int").alias("second")
     latency = _answered_latency()
-    tracker_ops = (RECONCILIATION_OP, HANDOVER_OP, DOUBLE_OWNERSHIP_OP) if scenario.consumer else ()
+    tracker_ops: tuple[str, ...] = (
+        (RECONCILIATION_OP, HANDOVER_OP, DOUBLE_OWNERSHIP_OP) if scenario.consumer else ()
+    )
+    tracker_ops += RECORD_OPS if scenario.pipeline else ()
     return (
         raw.where(
             F.col("op").isin(*REQUEST_OPS, "connect", *CYCLE_OPS, *EVENT_OPS, LOOP_LAG_OP, *tracker_ops)

@@ -10,6 +10,7 @@ import socket
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +54,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     spark.add_argument("--barrier", action="store_true", help="barrier stage: all tasks start together")
     spark.add_argument(
         "--driver-host", help="address executors reach the driver at (cluster masters; local uses 127.0.0.1)"
+    )
+    spark.add_argument(
+        "--spark-conf",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a Spark setting for the session, e.g. spark.executor.memory=512m (repeatable)",
     )
 
     load = parser.add_argument_group("scenario")
@@ -134,6 +142,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     load.add_argument("--seed", type=int, default=0)
 
+    pipe = parser.add_argument_group("pipeline mode (needs a broker serving Produce and Fetch)")
+    pipe.add_argument(
+        "--produce-rate",
+        type=float,
+        default=0.0,
+        help="records per second per task produced to the topics and consumed by the groups; "
+        "reports end-to-end latency, lag, lost and duplicated records (default 0: group traffic only)",
+    )
+    pipe.add_argument(
+        "--data-bootstrap",
+        metavar="HOST:PORT",
+        help="produce and fetch the records on this cluster instead of --bootstrap (the groups "
+        "stay on --bootstrap: a standalone coordinator with a separate data cluster)",
+    )
+    pipe.add_argument("--record-bytes", type=int, default=100, help="value size of a record (default 100)")
+    pipe.add_argument(
+        "--drain",
+        type=float,
+        default=10.0,
+        help="seconds before the end the producers stop, for the consumers to catch up; records "
+        "not consumed by then count as lost (default 10)",
+    )
+
     report = parser.add_argument_group("report")
     report.add_argument(
         "--out",
@@ -141,6 +172,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=Path,
         metavar="DIR",
         help="report directory (must not hold a previous report)",
+    )
+    report.add_argument(
+        "--baseline",
+        type=Path,
+        metavar="PATH",
+        help="a previous run's summary.json (or its report directory): the report adds the ratios "
+        "of this run to it and writes baseline.json",
     )
     report.add_argument(
         "--progress-interval", type=float, default=2.0, help="seconds between progress lines (default 2)"
@@ -220,11 +258,38 @@ def _validate(args: argparse.Namespace) -> list[tuple[str, str]]:
     }.items():
         if value < 0:
             raise UsageError(f"{flag} must not be negative")
+    if args.produce_rate < 0:
+        raise UsageError("--produce-rate must not be negative")
+    if args.data_bootstrap and args.produce_rate <= 0:
+        raise UsageError("--data-bootstrap needs --produce-rate")
+    if args.data_bootstrap:
+        try:
+            data_host, _ = parse_hostport(args.data_bootstrap)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from exc
+        if is_local_master(args.master) and not is_loopback_host(data_host):
+            raise UsageError(f"{args.data_bootstrap} is not a loopback address (local master)")
+    if args.produce_rate > 0:
+        if not 26 <= args.record_bytes <= 1_000_000:
+            raise UsageError("--record-bytes must be within 26..1000000 (the record id and time take 26)")
+        if not 0 <= args.drain < args.duration:
+            raise UsageError("--drain must be within 0 and --duration")
     if not 0 <= args.static_share <= 1:
         raise UsageError("--static-share must be within 0..1")
+    spark_conf(args.spark_conf)
     if args.duration > 24 * 3600:
         raise UsageError("--duration is limited to 24 hours")
     return targets
+
+
+def spark_conf(pairs: list[str]) -> dict[str, str]:
+    conf: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip().startswith("spark."):
+            raise UsageError(f"--spark-conf {pair!r}: expected spark.KEY=VALUE")
+        conf[key.strip()] = value
+    return conf
 
 
 def _output_dirs(out: Path, targets: list[tuple[str, str]]) -> list[Path]:
@@ -258,18 +323,36 @@ def run(args: argparse.Namespace) -> int:
                 f"--groups {args.groups} is fewer than the {tasks} tasks: with --group-protocol consumer "
                 "each group belongs to one task"
             )
+        baseline = load_baseline(args.baseline) if args.baseline else None
         dirs = _output_dirs(args.out, targets)
     except UsageError as exc:
         _say(f"error: {exc}")
         return EXIT_USAGE
-    return _run(args, targets, dirs, tasks, local)
+    return _run(args, targets, dirs, tasks, local, baseline)
+
+
+def load_baseline(path: Path) -> dict[str, Any]:
+    file = path / "summary.json" if path.is_dir() else path
+    try:
+        summary = json.loads(file.read_text())
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"--baseline {path}: cannot read a summary.json ({exc})") from exc
+    if not isinstance(summary, dict) or not {"run_id", "target", "operations", "rebalances"} <= set(summary):
+        raise UsageError(f"--baseline {path}: not a load-test summary.json")
+    return summary
 
 
 def _run(
-    args: argparse.Namespace, targets: list[tuple[str, str]], dirs: list[Path], tasks: int, local: bool
+    args: argparse.Namespace,
+    targets: list[tuple[str, str]],
+    dirs: list[Path],
+    tasks: int,
+    local: bool,
+    baseline: dict[str, Any] | None = None,
 ) -> int:
     from loadtest.admin import TargetError, prepare_target
     from loadtest.progress import Progress
+    from protocol.apis import ApiKey
 
     groups = args.groups or max(1, (tasks * args.members) // 50)
     if args.group_protocol == "consumer":
@@ -284,12 +367,40 @@ def _run(
             run_id = new_run_id()
             topics = [f"{args.topic_prefix}-{run_id}-t{i}" for i in range(args.topics)]
             try:
+                pipeline = args.produce_rate > 0
+                separate_data = pipeline and args.data_bootstrap is not None
                 prepared = prepare_target(
-                    bootstrap, topics, args.partitions, local, f"loadtest-{run_id}-probe", args.group_protocol
+                    bootstrap,
+                    topics,
+                    args.partitions,
+                    local,
+                    f"loadtest-{run_id}-probe",
+                    args.group_protocol,
+                    pipeline=pipeline and not separate_data,
                 )
             except TargetError as exc:
                 _say(f"error: target {label} ({bootstrap}): {exc}")
                 return EXIT_TARGET
+            if separate_data:
+                try:
+                    data = prepare_target(
+                        args.data_bootstrap,
+                        topics,
+                        args.partitions,
+                        local,
+                        f"loadtest-{run_id}-data",
+                        pipeline=True,
+                    )
+                except TargetError as exc:
+                    _say(f"error: data cluster {args.data_bootstrap}: {exc}")
+                    return EXIT_TARGET
+                if data.partitions != prepared.partitions:
+                    _say(f"error: the data cluster has other partition counts: {data.partitions}")
+                    return EXIT_TARGET
+                versions = {k: v for k, v in data.versions.items() if k in (ApiKey.PRODUCE, ApiKey.FETCH)}
+                prepared = replace(
+                    prepared, versions={**prepared.versions, **versions}, data_broker=data.data_broker
+                )
             short = [t for t, n in prepared.partitions.items() if n != args.partitions]
             if short:
                 _say(f"error: target {label}: topics {short} exist with another partition count")
@@ -333,9 +444,13 @@ def _run(
                     barrier=args.barrier,
                     seed=args.seed,
                     group_protocol=args.group_protocol,
+                    produce_rate=args.produce_rate,
+                    record_bytes=args.record_bytes,
+                    drain_s=args.drain if args.produce_rate > 0 else 0.0,
+                    data_broker=prepared.data_broker,
                 )
             )
-        return _run_spark(args, scenarios, dirs, progress)
+        return _run_spark(args, scenarios, dirs, progress, baseline)
     finally:
         progress.close()
 
@@ -346,14 +461,26 @@ def _api(key: int) -> str:
     return "".join(part.title() for part in ApiKey(key).name.split("_"))
 
 
-def _run_spark(args: argparse.Namespace, scenarios: list[Scenario], dirs: list[Path], progress: Any) -> int:
+def _run_spark(
+    args: argparse.Namespace,
+    scenarios: list[Scenario],
+    dirs: list[Path],
+    progress: Any,
+    baseline: dict[str, Any] | None,
+) -> int:
     from loadtest import report
     from loadtest.aggregate import summarize, timeline
     from loadtest.spark import build_session, new_work_dir, run_load
 
     work_dir = new_work_dir()
     started = time.monotonic()
-    spark = build_session(args.master, f"loadtest-{scenarios[0].run_id}", args.driver_host, work_dir)
+    spark = build_session(
+        args.master,
+        f"loadtest-{scenarios[0].run_id}",
+        args.driver_host,
+        work_dir,
+        spark_conf(args.spark_conf),
+    )
     try:
         slots = spark.sparkContext.defaultParallelism
         _say(
@@ -386,7 +513,9 @@ def _run_spark(args: argparse.Namespace, scenarios: list[Scenario], dirs: list[P
             _report_target(summary)
         out = args.out
         report.plot(results, out / "report.png")
-        report.write_html(out / "report.html", out / "report.png", [s for s, _ in results])
+        report.write_html(out / "report.html", out / "report.png", [s for s, _ in results], baseline)
+        if baseline is not None:
+            _write_baseline(out, baseline, [s for s, _ in results])
         if len(results) == 2:
             a, b = results[0][0], results[1][0]
             comparison = {"a": a["target"], "b": b["target"], "ratios_b_over_a": report.ratios(a, b)}
@@ -416,10 +545,32 @@ def _run_spark(args: argparse.Namespace, scenarios: list[Scenario], dirs: list[P
             and s["reconciliation"]["groups"] > s["reconciliation"]["groups_converged"]
             and not (s["scenario"]["churn_rate"] > 0 or s["scenario"]["kill_rate"] > 0)
         ]
+        failures += [
+            f"{s['target']}: {s['pipeline']['lost']} acknowledged records never consumed"
+            for s, _ in results
+            if "pipeline" in s and s["pipeline"]["lost"]
+        ]
         if failures:
             _say("check failed: " + "; ".join(failures))
             return EXIT_CHECK_FAILED
     return 0
+
+
+def _write_baseline(out: Path, baseline: dict[str, Any], summaries: list[dict[str, Any]]) -> None:
+    from loadtest import report
+
+    comparable = [s for s in summaries if report.is_consumer(s) == report.is_consumer(baseline)]
+    ratios = {s["target"]: report.ratios(baseline, s) for s in comparable}
+    document = {"baseline": baseline["run_id"], "ratios_over_baseline": ratios}
+    (out / "baseline.json").write_text(json.dumps(document, indent=2) + "\n")
+    label = report.baseline_label(baseline)
+    for summary in comparable:
+        print(f"\n### {summary['target']} vs {label}\n")
+        print(
+            report.markdown_table(
+                report.compare_header(label, summary["target"]), report.compare_rows(baseline, summary)
+            )
+        )
 
 
 def _report_target(summary: dict[str, Any]) -> None:
@@ -453,6 +604,22 @@ def _report_target(summary: dict[str, Any]) -> None:
             f" double ownership {reconciliation['double_ownership']}"
         )
     print(line)
+    placement = summary["placement"]
+    executors = sorted({(p["executor"], p["host"]) for p in placement})
+    print(
+        f"tasks ran on {len(executors)} executor(s): "
+        + ", ".join(f"task {p['task']} on executor {p['executor']} ({p['host']})" for p in placement)
+    )
+    pipeline = summary.get("pipeline")
+    if pipeline:
+        e2e = pipeline["end_to_end_ms"]
+        print(
+            f"records: {pipeline['acknowledged']:,} acknowledged ({pipeline['acknowledged_rate_per_s']:,.0f}/s,"
+            f" target {pipeline['target_rate_per_s']:,.0f}/s), consumed {pipeline['consumed']:,} by"
+            f" {pipeline['groups']} groups, lost {pipeline['lost']}, duplicated {pipeline['duplicated']:,};"
+            f" end to end p50 {e2e.get('p50')} ms, p99 {e2e.get('p99')} ms, max {e2e.get('max')} ms;"
+            f" lag at the end {pipeline['final_lag']:,}"
+        )
     lag = summary["loop_lag"]["tasks"]
     if lag:
         worst = max(t["max_ms"] for t in lag)

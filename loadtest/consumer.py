@@ -24,10 +24,11 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from typing import TYPE_CHECKING, Final
+from typing import Final, Protocol
 
 from loadtest.client import Prepared
 from loadtest.member import Broken, Fatal, Member
+from loadtest.runtime import MemberRuntime
 from loadtest.scenario import (
     DOUBLE_OWNERSHIP,
     DOUBLE_OWNERSHIP_OP,
@@ -53,9 +54,6 @@ from protocol.messages.offset_fetch import (
     OffsetFetchResponse,
 )
 
-if TYPE_CHECKING:
-    from loadtest.task import TaskRuntime
-
 JOIN_OP: Final = "consumer_group_join"
 HEARTBEAT_OP: Final = "consumer_group_heartbeat"
 LEAVE_OP: Final = "consumer_group_leave"
@@ -70,10 +68,16 @@ _MEMBER_GONE: Final = frozenset(
 )
 
 
+class ConsumerRuntime(MemberRuntime, Protocol):
+    """A task running KIP-848 members: it keeps one tracker per group."""
+
+    def tracker(self, group: str) -> GroupTracker: ...
+
+
 class ConsumerMember(Member):
     """One KIP-848 consumer; `generation` holds its member epoch (0: not a member)."""
 
-    def __init__(self, rt: TaskRuntime, number: int, slot: int) -> None:
+    def __init__(self, rt: ConsumerRuntime, number: int, slot: int) -> None:
         super().__init__(rt, number, slot)
         self.version = rt.versions[ApiKey.CONSUMER_GROUP_HEARTBEAT]
         # v1 (KIP-1082): the client names itself, once per process life; v0: the server does.
@@ -153,9 +157,17 @@ class ConsumerMember(Member):
 
     # ownership
 
+    def consumable(self) -> list[int]:
+        if self.generation <= 0:
+            return []
+        return [p for p in self.partitions if p in self.offsets and p not in self.fetch_pending]
+
     def _set_owned(self, owned: frozenset[int]) -> None:
         if owned == self.owned:
             return
+        if self.rt.scenario.pipeline:
+            for gone in self.offsets.keys() - owned:
+                del self.offsets[gone]  # positions of partitions given up are stale
         self.fetch_pending = (self.fetch_pending | (owned - self.owned)) & owned
         self.owned = owned
         self.partitions = sorted(owned)
@@ -351,7 +363,7 @@ class ConsumerMember(Member):
 class GroupTracker:
     """What the members of one group in this task own, and the group epochs they report."""
 
-    def __init__(self, rt: TaskRuntime, group: str, partitions: int) -> None:
+    def __init__(self, rt: MemberRuntime, group: str, partitions: int) -> None:
         self.rt = rt
         self.group = group
         self.partitions = partitions

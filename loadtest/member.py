@@ -18,9 +18,11 @@ import contextlib
 import random
 import struct
 import time
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 from loadtest.client import Connection, ConnectionLost, Prepared, RequestTimeout
+from loadtest.pipeline import Reader, cancel
+from loadtest.runtime import MemberRuntime
 from loadtest.scenario import (
     ABORTED,
     CLIENT_DECODE_ERROR,
@@ -61,9 +63,6 @@ from protocol.messages.offset_fetch import (
 )
 from protocol.messages.sync_group import SyncGroupRequest, SyncGroupRequestAssignment, SyncGroupResponse
 from protocol.primitives import DecodeError
-
-if TYPE_CHECKING:
-    from loadtest.task import TaskRuntime
 
 _VERSION_PREFIX: Final = struct.Struct(">h")
 _ASSIGNMENT_DECODERS: Final = (
@@ -129,7 +128,7 @@ def range_assign(member_ids: list[str], partitions: int) -> dict[str, list[int]]
 
 
 class Member:
-    def __init__(self, rt: TaskRuntime, number: int, slot: int) -> None:
+    def __init__(self, rt: MemberRuntime, number: int, slot: int) -> None:
         sc = rt.scenario
         self.rt = rt
         self.number = number
@@ -149,12 +148,24 @@ class Member:
         self.stable = False
         self.started = time.perf_counter()
         self.main: asyncio.Task[None] | None = None
+        self.offsets_ready = False  # pipeline mode: `offsets` hold the group's positions
+        self.reader: Reader | None = Reader(rt, self, self.client_id) if sc.pipeline else None
+        self.reading: asyncio.Task[None] | None = None
         self._rng = random.Random(f"{sc.seed}-{rt.task}-{number}")
 
     # lifecycle, driven by the task
 
     def start(self) -> None:
         self.main = self.rt.loop.create_task(self._guarded_run())
+        if self.reader is not None:
+            self.reading = self.rt.loop.create_task(self.reader.run())
+
+    def consumable(self) -> list[int]:
+        """Pipeline mode: the partitions the member may read now, each with its position in
+        `offsets`."""
+        if not self.offsets_ready:
+            return []
+        return [p for p in self.partitions if p in self.offsets]
 
     async def _guarded_run(self) -> None:
         try:
@@ -169,6 +180,7 @@ class Member:
         if self.main is not None and not self.main.done():
             self.main.cancel()
             await asyncio.gather(self.main, return_exceptions=True)
+        await cancel(self.reading)
         self.stable = False
         self._stopped()
         if not self.joined_once:
@@ -194,6 +206,10 @@ class Member:
         """Abrupt disconnect: no LeaveGroup; the server finds out by session expiry."""
         if self.main is not None:
             self.main.cancel()
+        if self.reading is not None:
+            self.reading.cancel()
+        if self.reader is not None:
+            self.reader.close()
         if self.conn is not None:
             self.conn.abort()
             self.conn = None
@@ -266,7 +282,10 @@ class Member:
         self.stable = True
         try:
             if self.partitions:
+                if sc.pipeline:
+                    self.offsets.clear()  # positions of an earlier generation are stale
                 await self._offset_fetch()
+            self.offsets_ready = True
             heartbeat = Prepared(
                 ApiKey.HEARTBEAT,
                 self.rt.versions[ApiKey.HEARTBEAT],
@@ -297,6 +316,7 @@ class Member:
                         return
         finally:
             self.stable = False
+            self.offsets_ready = False
 
     async def _stable_error(self, code: int) -> bool:
         """Handle an error seen while stable; True when the member must rejoin."""
@@ -452,9 +472,15 @@ class Member:
     async def _commit(self) -> int:
         offsets = self.offsets
         partitions = []
-        for p in self.partitions:
-            offsets[p] = offsets.get(p, 0) + 10
-            partitions.append(OffsetCommitRequestPartition(p, offsets[p], -1, -1, ""))
+        if self.rt.scenario.pipeline:
+            # The positions the reader reached: what was consumed is committed, nothing more.
+            partitions = [OffsetCommitRequestPartition(p, offsets[p], -1, -1, "") for p in self.consumable()]
+            if not partitions:
+                return ErrorCode.NONE
+        else:
+            for p in self.partitions:
+                offsets[p] = offsets.get(p, 0) + 10
+                partitions.append(OffsetCommitRequestPartition(p, offsets[p], -1, -1, ""))
         request = OffsetCommitRequest(
             group_id=self.group,
             generation_id_or_member_epoch=self.generation,

@@ -17,7 +17,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 from loadtest.aggregate import PERCENTILE_NAMES
-from loadtest.scenario import RECONCILIATION_OP, REQUEST_OPS
+from loadtest.scenario import CONSUMED_OP, RECONCILIATION_OP, REQUEST_OPS
 
 # Rows are shown for the operations a run has: classic members never send the consumer_group_*
 # requests (nor Metadata), KIP-848 members never the classic ones.
@@ -34,6 +34,8 @@ HEADLINE_OPS = (
     "offset_fetch",
     "leave_group",
     "consumer_group_leave",
+    "produce",
+    "fetch",
 )
 _STEADY_OPS = ("heartbeat", "offset_commit")
 _CONSUMER_STEADY_OPS = ("consumer_group_heartbeat", "offset_commit")
@@ -174,10 +176,10 @@ def markdown_table(header: list[str], rows: list[list[str]]) -> str:
 
 def plot(targets: list[tuple[dict[str, Any], Any]], path: Path) -> None:
     consumer = is_consumer(targets[0][0])
-    if consumer:
-        fig, axes = plt.subplots(3, 2, figsize=(15, 14))
-    else:
-        fig, axes = plt.subplots(2, 2, figsize=(15, 9.5))
+    pipeline = all("pipeline" in s for s, _ in targets)
+    rows = (4 if consumer else 3) + (1 if pipeline else 0)
+    fig, axes = plt.subplots(rows, 2, figsize=(15, 4.8 * rows))
+    last = axes[3 if consumer else 2]
     _percentile_bars(axes[0][0], [s for s, _ in targets])
     for index, (summary, frame) in enumerate(targets):
         color = _COLORS[index % len(_COLORS)]
@@ -189,6 +191,25 @@ def plot(targets: list[tuple[dict[str, Any], Any]], path: Path) -> None:
         if consumer:
             _reconciliation(axes[2][0], summary, label, color)
             _epochs(axes[2][1], frame, label, color)
+        _latency_per_op(last[0], frame, label, len(targets) > 1)
+    _group_lanes(last[1], [s for s, _ in targets])
+    if pipeline:
+        for index, (summary, frame) in enumerate(targets):
+            color = _COLORS[index % len(_COLORS)]
+            _end_to_end(axes[-1][0], frame, summary["target"], color)
+            _lag(axes[-1][1], summary, color)
+        axes[-1][0].set_title("end-to-end latency per second of production (p50 solid, p99 dashed)")
+        axes[-1][0].set_xlabel("seconds since start")
+        axes[-1][0].set_ylabel("ms")
+        axes[-1][0].set_yscale("log")
+        axes[-1][1].set_title(
+            "consumer lag: records acknowledged, not yet consumed (max group solid, all dashed)"
+        )
+        axes[-1][1].set_xlabel("seconds since start")
+        axes[-1][1].set_ylabel("records")
+        for ax in axes[-1]:
+            ax.grid(True, alpha=0.3)
+            ax.legend(fontsize=8, loc="upper left")
     axes[0][1].set_title("throughput (requests started per second)")
     axes[0][1].set_xlabel("seconds since start")
     axes[0][1].set_ylabel("requests/s")
@@ -212,6 +233,16 @@ def plot(targets: list[tuple[dict[str, Any], Any]], path: Path) -> None:
         axes[2][1].set_xlabel("seconds since start")
         axes[2][1].set_ylabel("epochs/s")
         panels += [axes[2][0], axes[2][1]]
+    last[0].set_title(
+        "p99 latency per second of every operation" + (" (second target dashed)" if len(targets) > 1 else "")
+    )
+    last[0].set_xlabel("seconds since start")
+    last[0].set_ylabel("ms")
+    last[0].set_yscale("log")
+    noun = "group epoch reconciliation" if consumer else "rebalance"
+    last[1].set_title(f"{noun} timeline per group (a bar per generation: start to done)")
+    last[1].set_xlabel("seconds since start")
+    panels.append(last[0])
     for ax in panels:
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=8, loc="upper left")
@@ -221,7 +252,7 @@ def plot(targets: list[tuple[dict[str, Any], Any]], path: Path) -> None:
         f"loadtest {names}: {first['tasks']} tasks x {first['members']} members, "
         f"{first['groups']} groups, {first['duration_s']:.0f} s"
     )
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0, 1, 0.98))  # room for the title
     fig.savefig(path, dpi=90)
     plt.close(fig)
 
@@ -307,6 +338,62 @@ def _reconciliation(ax: Any, summary: dict[str, Any], label: str, color: str) ->
     )
     handover = [max(r.get("handover_ms") or 0.0, 1e-3) for r in ordered]
     ax.scatter(xs, handover, s=10, color=color, marker="x", alpha=0.6, label=f"{label} handover")
+
+
+_OP_COLORS = plt.get_cmap("tab20")
+_MAX_LANES = 40
+
+
+def _latency_per_op(ax: Any, frame: Any, label: str, several: bool) -> None:
+    requests = _requests(frame)
+    style = "--" if several and getattr(ax, "_lines_drawn", False) else "-"
+    for index, op in enumerate(op for op in REQUEST_OPS if op in set(requests["op"])):
+        ops = requests[requests["op"] == op].set_index("second")["p99_ms"].dropna()
+        ax.plot(
+            ops.index, ops.values.clip(min=1e-3), color=_OP_COLORS(index % 20), linestyle=style,
+            label=f"{label} {op}" if several else op,
+        )  # fmt: skip
+    ax._lines_drawn = True
+
+
+def _end_to_end(ax: Any, frame: Any, label: str, color: str) -> None:
+    rows = frame[(frame["op"] == CONSUMED_OP) & (frame["second"] >= 0)].set_index("second")
+    ax.plot(rows.index, rows["p50_ms"].clip(lower=1e-3), color=color, label=f"{label} p50")
+    ax.plot(rows.index, rows["p99_ms"].clip(lower=1e-3), color=color, linestyle="--", label=f"{label} p99")
+
+
+def _lag(ax: Any, summary: dict[str, Any], color: str) -> None:
+    lag = summary["pipeline"]["lag_by_second"]
+    seconds = [r["second"] for r in lag]
+    label = summary["target"]
+    ax.plot(seconds, [r["max_records"] for r in lag], color=color, label=f"{label} most behind group")
+    ax.plot(
+        seconds, [r["total_records"] for r in lag], color=color, linestyle="--", label=f"{label} all groups"
+    )
+    drain_from = summary["scenario"]["duration_s"] - summary["pipeline"]["drain_s"]
+    ax.axvline(drain_from, color=color, linestyle=":", alpha=0.6)
+
+
+def _group_lanes(ax: Any, summaries: list[dict[str, Any]]) -> None:
+    """One lane per group (the first groups by name), one bar per completed generation."""
+    lanes: list[str] = []
+    for index, summary in enumerate(summaries):
+        color = _COLORS[index % len(_COLORS)]
+        per_group: dict[str, list[tuple[float, float]]] = {}
+        for row in summary["rebalances"]["by_generation"]:
+            start = row.get("start_s")
+            if start is None:
+                continue
+            width = max(float(row["duration_ms"]) / 1000.0, 0.05)
+            per_group.setdefault(row["group"], []).append((float(start), width))
+        for group in sorted(per_group)[: _MAX_LANES // len(summaries)]:
+            lane = len(lanes)
+            lanes.append(f"{summary['target']} {group.rsplit('-', 1)[-1]}")
+            ax.broken_barh(per_group[group], (lane - 0.4, 0.8), color=color, alpha=0.8)
+    ax.set_yticks(range(len(lanes)))
+    ax.set_yticklabels(lanes, fontsize=7)
+    ax.set_ylim(-1, max(len(lanes), 1))
+    ax.grid(True, axis="x", alpha=0.3)
 
 
 def _epochs(ax: Any, frame: Any, label: str, color: str) -> None:
@@ -403,6 +490,38 @@ def _target_section(summary: dict[str, Any]) -> str:
                 ],
             )
         )
+    if "pipeline" in summary:
+        parts.append(_pipeline_section(summary))
+    by_group = rebalances.get("by_group") or []
+    if by_group:
+        noun = "epochs reconciled" if is_consumer(summary) else "generations"
+        parts.append(f"<h3>Per group ({noun}; times in seconds since the start)</h3>")
+        parts.append(
+            _table(
+                ["group", noun, "last", "first at s", "last at s", "p50 ms", "max ms"],
+                [
+                    [
+                        g["group"],
+                        _fmt(g["generations"]),
+                        str(g["last_generation"]),
+                        _fmt(g["first_s"], 1),
+                        _fmt(g["last_s"], 1),
+                        _fmt(g["p50_ms"], 1),
+                        _fmt(g["max_ms"], 1),
+                    ]
+                    for g in by_group
+                ],
+            )
+        )
+    placement = summary.get("placement") or []
+    if placement:
+        parts.append("<h3>Where the tasks ran (Spark executors)</h3>")
+        parts.append(
+            _table(
+                ["task", "executor", "host", "rows"],
+                [[str(p["task"]), p["executor"], p["host"], _fmt(p["rows"])] for p in placement],
+            )
+        )
     lag = summary["loop_lag"]
     parts.append(f"<h3>Client event-loop lag (threshold {lag['threshold_ms']} ms)</h3>")
     parts.append(
@@ -427,6 +546,50 @@ def _target_section(summary: dict[str, Any]) -> str:
         + html.escape(json.dumps(scenario, indent=2))
         + "</pre></details>"
     )
+    return "\n".join(parts)
+
+
+def _pipeline_section(summary: dict[str, Any]) -> str:
+    pipe = summary["pipeline"]
+    e2e = pipe["end_to_end_ms"]
+    parts = [
+        "<h3>Pipeline (records produced through the broker and consumed by every group of their "
+        f"topic; the producers stop {pipe['drain_s']:.0f} s before the end)</h3>",
+        _table(
+            [
+                "target rate/s",
+                "acknowledged",
+                "rate/s",
+                "groups",
+                "consumed",
+                "lost",
+                "duplicated",
+                "lag at the end",
+            ],
+            [
+                [
+                    _fmt(pipe["target_rate_per_s"]),
+                    _fmt(pipe["acknowledged"]),
+                    _fmt(pipe["acknowledged_rate_per_s"]),
+                    _fmt(pipe["groups"]),
+                    _fmt(pipe["consumed"]),
+                    _fmt(pipe["lost"]),
+                    _fmt(pipe["duplicated"]),
+                    _fmt(pipe["final_lag"]),
+                ]
+            ],
+        ),
+        _table(
+            ["end to end (produce to consume)", "p50 ms", "p90 ms", "p99 ms", "p99.9 ms", "max ms"],
+            [["records", *(_fmt(e2e.get(n), 1) for n in PERCENTILE_NAMES), _fmt(e2e.get("max"), 1)]],
+        ),
+    ]
+    if pipe["lost"]:
+        parts.append(
+            "<p class=warn>Acknowledged records never consumed: "
+            + html.escape(", ".join(f"{g} {n}" for g, n in pipe["lost_by_group"].items()))
+            + "</p>"
+        )
     return "\n".join(parts)
 
 
@@ -479,7 +642,9 @@ def _reconciliation_section(summary: dict[str, Any]) -> str:
     return "\n".join(parts)
 
 
-def write_html(path: Path, png: Path, summaries: list[dict[str, Any]]) -> None:
+def write_html(
+    path: Path, png: Path, summaries: list[dict[str, Any]], baseline: dict[str, Any] | None = None
+) -> None:
     image = base64.b64encode(png.read_bytes()).decode()
     title = "loadtest " + " vs ".join(s["target"] for s in summaries)
     sections = []
@@ -487,6 +652,8 @@ def write_html(path: Path, png: Path, summaries: list[dict[str, Any]]) -> None:
         a, b = summaries
         sections.append(f"<h2>Comparison ({html.escape(b['target'])} / {html.escape(a['target'])})</h2>")
         sections.append(_table(compare_header(a["target"], b["target"]), compare_rows(a, b)))
+    if baseline is not None:
+        sections.append(baseline_section(baseline, summaries))
     sections += [_target_section(s) for s in summaries]
     page = f"""<!doctype html>
 <html><head><meta charset="utf-8"><title>{html.escape(title)}</title>
@@ -506,3 +673,26 @@ img {{ max-width: 100%; }}
 </body></html>
 """
     path.write_text(page)
+
+
+def baseline_label(baseline: dict[str, Any]) -> str:
+    return f"baseline {baseline['run_id']}"
+
+
+def baseline_section(baseline: dict[str, Any], summaries: list[dict[str, Any]]) -> str:
+    """Each target of this run against a previous run's summary, as ratios this / baseline."""
+    parts = []
+    base = baseline_label(baseline)
+    for summary in summaries:
+        if is_consumer(summary) != is_consumer(baseline):
+            parts.append(
+                f"<p class=warn>{html.escape(summary['target'])}: the baseline ran the other group "
+                "protocol; not compared.</p>"
+            )
+            continue
+        parts.append(
+            f"<h2>{html.escape(summary['target'])} compared with {html.escape(base)} "
+            f"({html.escape(baseline['target'])}, {html.escape(baseline['bootstrap'])})</h2>"
+        )
+        parts.append(_table(compare_header(base, summary["target"]), compare_rows(baseline, summary)))
+    return "\n".join(parts)

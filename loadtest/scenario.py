@@ -31,8 +31,14 @@ RESULT_COLUMNS: Final = (
     "latency_ms",
     "error_code",
     "generation",
+    "record",
 )
-ResultRow = tuple[str, int, int, str, str, float, float, int, int]
+ResultRow = tuple[str, int, int, str, str, float, float, int, int, int]
+# record: the pipeline mode's record id (producer task << 40 | sequence) on "produced" and
+# "consumed" rows, -1 on every other row.
+# raw.parquet adds where the task ran: the Spark executor id ("driver" in local mode) and the
+# executor's host name (loadtest.spark.executor_identity).
+RAW_COLUMNS: Final = (*RESULT_COLUMNS, "executor", "host")
 
 # One row per round trip. The consumer_group_* ops are ConsumerGroupHeartbeat (KIP-848, api 68)
 # requests: with epoch 0 (join), a positive epoch (heartbeats, revocation acknowledgements)
@@ -49,6 +55,8 @@ REQUEST_OPS: Final = (
     "consumer_group_join",
     "consumer_group_heartbeat",
     "consumer_group_leave",
+    "produce",
+    "fetch",
 )
 # One row per completed membership cycle: the first one of a member is "join", later ones
 # (after REBALANCE_IN_PROGRESS and friends) are "rebalance".
@@ -75,6 +83,16 @@ GROUP_END_OP: Final = "group_end"
 TRACKER_OPS: Final = (RECONCILIATION_OP, HANDOVER_OP, DOUBLE_OWNERSHIP_OP, GROUP_END_OP)
 
 GROUP_PROTOCOLS: Final = ("classic", "consumer")
+
+# Pipeline mode (Scenario.produce_rate > 0; loadtest.pipeline): "produce"/"fetch" are round
+# trips (in REQUEST_OPS). "produced": one row per record the broker acknowledged (group = the
+# topic, generation = the partition, start_ms = produce time, latency_ms = until acknowledged).
+# "consumed": one row per record a member read (group = the member's group, generation = the
+# partition, start_ms = the produce time carried in the record, latency_ms = end to end, from
+# that time to when the fetch response was read; wall clocks of producer and consumer).
+PRODUCED_OP: Final = "produced"
+CONSUMED_OP: Final = "consumed"
+RECORD_OPS: Final = (PRODUCED_OP, CONSUMED_OP)
 
 # Client-side outcomes that have no Kafka error code. All are unexpected.
 CLIENT_TIMEOUT: Final = -100
@@ -164,6 +182,10 @@ PREFERRED_VERSIONS: Final[dict[int, int]] = {
 # Negotiated on top in the KIP-848 mode, and the lowest versions that mode needs of the others
 # (OffsetCommit/OffsetFetch v9 carry the member epoch, Metadata v10+ the topic ids).
 CONSUMER_PREFERRED_VERSIONS: Final[dict[int, int]] = {ApiKey.CONSUMER_GROUP_HEARTBEAT: 1}
+# The pipeline mode: Produce v3+ and Fetch v4+ carry record batches v2; Fetch up to v12
+# names topics (v13 takes ids).
+PIPELINE_PREFERRED_VERSIONS: Final[dict[int, int]] = {ApiKey.PRODUCE: 9, ApiKey.FETCH: 12}
+PIPELINE_MIN_VERSIONS: Final[dict[int, int]] = {ApiKey.PRODUCE: 3, ApiKey.FETCH: 4}
 CONSUMER_MIN_VERSIONS: Final[dict[int, int]] = {
     ApiKey.CONSUMER_GROUP_HEARTBEAT: 0,
     ApiKey.OFFSET_COMMIT: 9,
@@ -248,6 +270,14 @@ class Scenario:
     loop_lag_interval_ms: int = 100
     stop_timeout_s: float = 10.0
     group_protocol: str = "classic"  # "consumer": KIP-848 members (loadtest.consumer)
+    produce_rate: float = 0.0  # records/s per task; > 0: the pipeline mode (loadtest.pipeline)
+    record_bytes: int = 100  # value size of a produced record
+    drain_s: float = 0.0  # the producers stop this long before the end; consumers catch up
+    data_broker: str = ""  # HOST:PORT leading every partition of the topics (pipeline mode)
+
+    @property
+    def pipeline(self) -> bool:
+        return self.produce_rate > 0
 
     @property
     def faults(self) -> bool:

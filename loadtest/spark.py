@@ -11,8 +11,10 @@ from __future__ import annotations
 import functools
 import logging
 import os
+import socket
 import sys
 import tempfile
+import urllib.parse
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,9 +22,9 @@ from typing import Any
 
 from pyspark import BarrierTaskContext
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.types import DoubleType, IntegerType, StringType, StructField, StructType
+from pyspark.sql.types import DoubleType, IntegerType, LongType, StringType, StructField, StructType
 
-from loadtest.scenario import RESULT_COLUMNS, ResultRow, Scenario, is_local_master
+from loadtest.scenario import RAW_COLUMNS, ResultRow, Scenario, is_local_master
 from loadtest.task import run_task
 
 RESULT_SCHEMA = StructType(
@@ -36,9 +38,13 @@ RESULT_SCHEMA = StructType(
         StructField("latency_ms", DoubleType(), False),
         StructField("error_code", IntegerType(), False),
         StructField("generation", IntegerType(), False),
+        StructField("record", LongType(), False),
+        StructField("executor", StringType(), False),
+        StructField("host", StringType(), False),
     ]
 )
-assert tuple(f.name for f in RESULT_SCHEMA.fields) == RESULT_COLUMNS
+assert tuple(f.name for f in RESULT_SCHEMA.fields) == RAW_COLUMNS
+RawRow = tuple[str, int, int, str, str, float, float, int, int, int, str, str]
 
 # Quick JVM start for a short-lived driver (~40% faster session start) and errors-only logging.
 _JVM_OPTIONS = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1"
@@ -63,15 +69,26 @@ logger.context.level = error
 """
 
 
-def build_session(master: str, app_name: str, driver_host: str | None, work_dir: Path) -> SparkSession:
+def build_session(
+    master: str,
+    app_name: str,
+    driver_host: str | None,
+    work_dir: Path,
+    conf: dict[str, str] | None = None,
+) -> SparkSession:
     local = is_local_master(master)
     # spark-class puts SPARK_CONF_DIR on the driver's classpath: our log4j2.properties (errors
     # only) replaces Spark's default profile, which would log at WARN and announce itself.
     log_config = work_dir / "log4j2.properties"
     log_config.write_text(_LOG4J2)
     os.environ["SPARK_CONF_DIR"] = str(work_dir)
-    os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    if local:
+        os.environ["PYSPARK_PYTHON"] = sys.executable
+    else:
+        # The executors' Python: the same path by default, PYSPARK_PYTHON (or the
+        # spark.pyspark.python setting) when the workers have it elsewhere.
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     if local:
         # Everything (driver RPC, block manager, Python workers) binds to loopback only.
         os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
@@ -96,6 +113,8 @@ def build_session(master: str, app_name: str, driver_host: str | None, work_dir:
         builder = builder.config("spark.driver.host", driver_host)
     if local:
         builder = builder.config("spark.driver.bindAddress", "127.0.0.1")
+    for key, value in (conf or {}).items():
+        builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     if not local:
@@ -114,14 +133,39 @@ def _code_archive(work_dir: Path) -> Path:
     return archive
 
 
-def _run_partition(payload: dict[str, Any], index: int, _rows: Iterator[Any]) -> Iterator[ResultRow]:
-    return iter(run_task(payload, index))
+def executor_identity() -> tuple[str, str]:
+    """(executor id, host) of the Python worker running this code.
+
+    The executor id is the JVM's; Python workers see it in the log URLs their executor passes
+    down (standalone and YARN set SPARK_LOG_URL_*), else in the executor's working directory
+    (standalone: WORK_DIR/APP_ID/EXECUTOR_ID). Local mode runs tasks in the driver.
+    """
+    host = socket.gethostname()
+    for name in ("SPARK_LOG_URL_STDERR", "SPARK_LOG_URL_STDOUT"):
+        url = os.environ.get(name)
+        if url:
+            ids = urllib.parse.parse_qs(urllib.parse.urlparse(url).query).get("executorId")
+            if ids:
+                return ids[0], host
+    cwd = Path.cwd()
+    if cwd.parent.name.startswith("app-"):
+        return cwd.name, host
+    return "driver", host
 
 
-def _run_barrier_partition(payload: dict[str, Any], _rows: Iterator[Any]) -> Iterator[ResultRow]:
+def _with_identity(rows: list[ResultRow]) -> Iterator[RawRow]:
+    executor, host = executor_identity()
+    return ((*row, executor, host) for row in rows)
+
+
+def _run_partition(payload: dict[str, Any], index: int, _rows: Iterator[Any]) -> Iterator[RawRow]:
+    return _with_identity(run_task(payload, index))
+
+
+def _run_barrier_partition(payload: dict[str, Any], _rows: Iterator[Any]) -> Iterator[RawRow]:
     context = BarrierTaskContext.get()
     context.barrier()  # every task starts its members together
-    return iter(run_task(payload, context.partitionId()))
+    return _with_identity(run_task(payload, context.partitionId()))
 
 
 def run_load(spark: SparkSession, scenario: Scenario, raw_path: Path) -> DataFrame:

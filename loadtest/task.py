@@ -15,9 +15,12 @@ import socket
 import sys
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from loadtest.consumer import ConsumerMember, GroupTracker
 from loadtest.member import Member, encode_subscription
+from loadtest.pipeline import Producer
+from loadtest.runtime import Recorded
 from loadtest.scenario import (
     GROUP_END_OP,
     HANDOVER_OP,
@@ -30,9 +33,6 @@ from loadtest.scenario import (
     is_loopback_host,
 )
 from protocol.errors import ErrorCode
-
-if TYPE_CHECKING:
-    from loadtest.consumer import GroupTracker
 
 _REQUEST_OPS = frozenset(REQUEST_OPS)
 _EPOCH_OPS = frozenset({RECONCILIATION_OP, HANDOVER_OP, GROUP_END_OP})
@@ -68,15 +68,24 @@ class TaskRuntime:
         self._loopback: dict[str, bool] = {}
         self._next_number = scenario.members
         self._stop_event = asyncio.Event()
+        self._started = self.loop.time()
         self._background: set[asyncio.Task[Any]] = set()
 
     # called by members
 
-    def record(self, member: Member, op: str, start: float, end: float, code: int, generation: int) -> None:
+    def record(self, member: Recorded, op: str, start: float, end: float, code: int, generation: int) -> None:
         self.record_row(member.number, member.group, op, start, end, code, generation)
 
     def record_row(
-        self, number: int, group: str, op: str, start: float, end: float, code: int, generation: int
+        self,
+        number: int,
+        group: str,
+        op: str,
+        start: float,
+        end: float,
+        code: int,
+        generation: int,
+        record: int = -1,
     ) -> None:
         self.rows.append(
             (
@@ -89,6 +98,7 @@ class TaskRuntime:
                 (end - start) * 1000.0,
                 int(code),
                 int(generation),
+                record,
             )
         )
         if op in _REQUEST_OPS:
@@ -111,8 +121,6 @@ class TaskRuntime:
     def tracker(self, group: str) -> GroupTracker:
         tracker = self.trackers.get(group)
         if tracker is None:
-            from loadtest.consumer import GroupTracker
-
             tracker = self.trackers[group] = GroupTracker(self, group, self.scenario.partitions)
         return tracker
 
@@ -139,7 +147,7 @@ class TaskRuntime:
     async def run(self) -> list[ResultRow]:
         sc = self.scenario
         loop = self.loop
-        started = loop.time()
+        started = self._started = loop.time()
         deadline = started + sc.duration_s
         self._spawn(self._loop_lag())
         self._spawn(self._progress())
@@ -147,6 +155,8 @@ class TaskRuntime:
             self._spawn(self._faults("churn", sc.churn_rate))
         if sc.kill_rate > 0:
             self._spawn(self._faults("kill", sc.kill_rate))
+        if sc.pipeline:
+            self._spawn(Producer(self).run(started, deadline - sc.drain_s))
         self._spawn(self._ramp_up(started))
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout_at(deadline):
@@ -204,13 +214,8 @@ class TaskRuntime:
         print("\n".join(lines), file=sys.stderr, flush=True)
 
     def _start_member(self, number: int, slot: int) -> Member:
-        member: Member
-        if self.scenario.consumer:
-            from loadtest.consumer import ConsumerMember
-
-            member = ConsumerMember(self, number, slot)
-        else:
-            member = Member(self, number, slot)
+        kind = ConsumerMember if self.scenario.consumer else Member
+        member = kind(self, number, slot)
         self.members[number] = member
         member.start()
         return member
@@ -218,8 +223,12 @@ class TaskRuntime:
     async def _faults(self, kind: str, rate: float) -> None:
         """Poisson process of member replacements: graceful (churn) or abrupt (kill)."""
         rng = random.Random(f"{self.scenario.seed}-{self.task}-{kind}")
+        # Pipeline mode: faults stop with the producers, so the drain shows what the groups lost.
+        until = self._started + self.scenario.duration_s - self.scenario.drain_s
         while not self.stopping:
             await asyncio.sleep(rng.expovariate(rate))
+            if self.loop.time() >= until:
+                return
             candidates = [m for m in self.members.values() if m.stable]
             if not candidates:
                 continue
@@ -297,7 +306,7 @@ class _LagProbe:
         if lag_ms > rt.lag_window_ms:
             rt.lag_window_ms = lag_ms
         self.append(
-            (rt.scenario.target, rt.task, -1, "", LOOP_LAG_OP, (at + self.offset) * 1000.0, lag_ms, 0, -1)
+            (rt.scenario.target, rt.task, -1, "", LOOP_LAG_OP, (at + self.offset) * 1000.0, lag_ms, 0, -1, -1)
         )
 
 

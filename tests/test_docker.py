@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import shutil
 import socket
@@ -41,8 +42,13 @@ def _base_stage() -> list[str]:
     return lines
 
 
-def test_dockerfile_lints_clean() -> None:
-    result = subprocess.run([_tool("hadolint"), str(DOCKERFILE)], capture_output=True, text=True, check=False)
+@pytest.mark.parametrize(
+    "dockerfile",
+    [DOCKERFILE, *sorted((REPO / "docker" / "standin").glob("*.Dockerfile"))],
+    ids=lambda p: p.name,
+)
+def test_dockerfile_lints_clean(dockerfile: Path) -> None:
+    result = subprocess.run([_tool("hadolint"), str(dockerfile)], capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stdout + result.stderr
 
 
@@ -56,6 +62,76 @@ def test_compose_file_is_valid_for_every_profile() -> None:
             check=False,
         )
         assert result.returncode == 0, result.stderr
+
+
+def _compose_config(variables: dict[str, str]) -> str:
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith(("COORDINATOR_", "POSTGRES_", "LOADTEST_"))
+    }
+    result = subprocess.run(
+        [
+            _tool("docker-compose"),
+            "-f",
+            str(COMPOSE),
+            "--profile",
+            "postgres",
+            "--profile",
+            "loadtest",
+            "config",
+        ],
+        capture_output=True,
+        text=True,
+        env=env | variables,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def test_compose_ports_are_variables_the_advertised_address_follows() -> None:
+    config = _compose_config(
+        {
+            "COORDINATOR_KAFKA_PORT": "19092",
+            "COORDINATOR_METRICS_HOST_PORT": "19095",
+            "COORDINATOR_POSTGRES_KAFKA_PORT": "19093",
+            "COORDINATOR_POSTGRES_METRICS_HOST_PORT": "19096",
+            "COORDINATOR_PUBLISH_ADDRESS": "0.0.0.0",
+        }
+    )
+    for published in ("0.0.0.0:19092:19092/tcp", "0.0.0.0:19095:9095/tcp", "0.0.0.0:19093:19093/tcp",
+                      "0.0.0.0:19096:9095/tcp"):  # fmt: skip
+        assert f"- {published}\n" in config
+    for port in ("19092", "19093"):
+        assert f"COORDINATOR_PORT: '{port}'" in config
+        assert f"COORDINATOR_ADVERTISED_PORT: '{port}'" in config
+    # The load test shares the coordinator's network namespace and bootstraps on its port.
+    assert "- --bootstrap\n    - 127.0.0.1:19092\n" in config
+
+
+def test_compose_defaults_publish_on_loopback() -> None:
+    config = _compose_config({})
+    for published in ("127.0.0.1:9092:9092/tcp", "127.0.0.1:9095:9095/tcp", "127.0.0.1:9093:9093/tcp",
+                      "127.0.0.1:9096:9095/tcp"):  # fmt: skip
+        assert f"- {published}\n" in config
+
+
+def test_postgres_password_is_never_put_into_a_url() -> None:
+    config = _compose_config({"POSTGRES_PASSWORD": "p@ss:w/rd"})
+    assert "COORDINATOR_STORAGE: postgresql://coordinator@postgres:5432/coordinator\n" in config
+    assert "PGPASSWORD: p@ss:w/rd\n" in config
+
+
+def test_dockerignore_keeps_the_build_context_to_the_sources() -> None:
+    patterns = [
+        line
+        for line in (REPO / ".dockerignore").read_text().splitlines()
+        if line and not line.startswith("#")
+    ]
+    assert patterns[0] == "*", "everything is excluded first, then the sources are let back in"
+    for kept in ("pyproject.toml", "README.md", "coordinator/", "protocol/", "storage/", "loadtest/"):
+        assert f"!{kept}" in patterns
+    for copied in re.findall(r"^COPY (?:--\S+ )*(\S+)", DOCKERFILE.read_text(), re.MULTILINE):
+        assert copied.rstrip("/") in {p.removeprefix("!").rstrip("/") for p in patterns}, copied
 
 
 def _free_port() -> int:

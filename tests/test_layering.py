@@ -22,7 +22,13 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "storage": ("storage",),
     "coordinator.security": ("coordinator.security", "storage.records"),
     "coordinator.core": ("coordinator.core", "protocol", "storage.records"),
-    "coordinator.api": ("coordinator.api", "coordinator.core", "coordinator.security", "protocol", "storage.records"),
+    "coordinator.api": (
+        "coordinator.api",
+        "coordinator.core",
+        "coordinator.security",
+        "protocol",
+        "storage.records",
+    ),
     "coordinator.server": (
         "coordinator.server",
         "coordinator.api",
@@ -38,7 +44,17 @@ ALLOWED: dict[str, tuple[str, ...]] = {
 
 # The pure layers: no event loop, no sockets, no clock, no threads, no database drivers.
 PURE = ("coordinator.core", "coordinator.security", "coordinator.api")
-IMPURE_STDLIB = ("asyncio", "socket", "time", "datetime", "threading", "selectors", "sqlite3", "asyncpg", "ssl")
+IMPURE_STDLIB = (
+    "asyncio",
+    "socket",
+    "time",
+    "datetime",
+    "threading",
+    "selectors",
+    "sqlite3",
+    "asyncpg",
+    "ssl",
+)
 
 
 def _module_name(path: Path) -> str:

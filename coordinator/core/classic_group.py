@@ -22,6 +22,11 @@ CONSUMER_PROTOCOL_TYPE: Final = "consumer"
 
 # Ordered (name, metadata) pairs, most preferred first, as sent in JoinGroup.
 Protocols = tuple[tuple[str, bytes], ...]
+# Timer kinds of classic groups (the first element of their timer keys).
+SESSION_TIMER: Final = "session"
+JOIN_TIMER: Final = "join"
+SYNC_TIMER: Final = "sync"
+
 SessionKey = tuple[str, str, str]  # ("session", group_id, member_id)
 JoinKey = tuple[str, str]  # ("join", group_id)
 SyncKey = tuple[str, str, int]  # ("sync", group_id, generation_id)
@@ -32,11 +37,11 @@ _I16 = struct.Struct(">h")
 
 
 def session_key(group_id: str, member_id: str) -> SessionKey:
-    return ("session", group_id, member_id)
+    return (SESSION_TIMER, group_id, member_id)
 
 
 def sync_key(group_id: str, generation_id: int) -> SyncKey:
-    return ("sync", group_id, generation_id)
+    return (SYNC_TIMER, group_id, generation_id)
 
 
 @dataclass(slots=True, eq=False)
@@ -139,7 +144,7 @@ class ClassicGroup:
     join_key: JoinKey = field(init=False)
 
     def __post_init__(self) -> None:
-        self.join_key = ("join", self.group_id)
+        self.join_key = (JOIN_TIMER, self.group_id)
 
     # -- state -------------------------------------------------------------------------------
 

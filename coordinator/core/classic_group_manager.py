@@ -1,21 +1,22 @@
 """Classic group membership: JoinGroup, SyncGroup, Heartbeat, LeaveGroup, Describe/ListGroups, the
 rebalance timers, and rebuilding groups from their records (Kafka's GroupMetadataManager, classic
-part; behaviour.md §4-§7, §9.2, §11).
+part).
 
-Handlers do not build a Result directly: they add replies, records and continuations to an
-:class:`Effects`, which the coordinator turns into one Result. A continuation (``on_durable`` /
-``on_failed`` of a write) first re-validates that the group, its state and its generation are
-still the ones it was created for, as Kafka's append callbacks do.
+Handlers add replies, records and continuations to an :class:`~coordinator.core.effects.Effects`
+(see docs/commit-path.md). A state change that a write carries is applied when the write is
+durable, to the group and generation it was computed for, as Kafka's append callbacks do.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
 from typing import Final
 
 from coordinator.core.classic_group import (
+    JOIN_TIMER,
+    SESSION_TIMER,
+    SYNC_TIMER,
     ClassicGroup,
     Member,
     Protocols,
@@ -23,12 +24,31 @@ from coordinator.core.classic_group import (
     session_key,
     sync_key,
 )
-from coordinator.core.context import ReplyTo, RequestContext
+from coordinator.core.clock import ShardClock
+from coordinator.core.context import RequestContext
+from coordinator.core.effects import Effects
+from coordinator.core.errors import (
+    COORDINATOR_NOT_AVAILABLE,
+    FENCED_INSTANCE_ID,
+    GROUP_ID_NOT_FOUND,
+    GROUP_MAX_SIZE_REACHED,
+    ILLEGAL_GENERATION,
+    INCONSISTENT_GROUP_PROTOCOL,
+    INVALID_GROUP_ID,
+    INVALID_SESSION_TIMEOUT,
+    MEMBER_ID_REQUIRED,
+    NON_EMPTY_GROUP,
+    NONE,
+    NOT_COORDINATOR,
+    REBALANCE_IN_PROGRESS,
+    UNKNOWN_MEMBER_ID,
+    group_write_error,
+)
 from coordinator.core.group_config import GroupConfig
-from coordinator.core.result import Result
+from coordinator.core.lifecycle import PendingChange, TimerHandler
 from coordinator.core.state import STATE_BY_LOWER_NAME, GroupState
-from coordinator.core.timers import Timers
-from protocol.errors import ErrorCode
+from coordinator.core.stats import CoreStats
+from coordinator.core.timers import TimerKey, Timers
 from protocol.messages.describe_groups import (
     DescribedGroup,
     DescribedGroupMember,
@@ -44,7 +64,7 @@ from protocol.messages.leave_group import (
 )
 from protocol.messages.list_groups import ListedGroup, ListGroupsRequest, ListGroupsResponse
 from protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
-from storage.records import GroupMetadataRecord, MemberRecord, Record
+from storage.records import GroupMetadataRecord, GroupTombstone, MemberRecord, Record
 
 log = logging.getLogger(__name__)
 
@@ -54,22 +74,6 @@ COMPLETING_REBALANCE: Final = GroupState.COMPLETING_REBALANCE
 STABLE: Final = GroupState.STABLE
 DEAD: Final = GroupState.DEAD
 
-NONE: Final = 0
-UNKNOWN_SERVER_ERROR: Final = int(ErrorCode.UNKNOWN_SERVER_ERROR)
-COORDINATOR_NOT_AVAILABLE: Final = int(ErrorCode.COORDINATOR_NOT_AVAILABLE)
-NOT_COORDINATOR: Final = int(ErrorCode.NOT_COORDINATOR)
-ILLEGAL_GENERATION: Final = int(ErrorCode.ILLEGAL_GENERATION)
-INCONSISTENT_GROUP_PROTOCOL: Final = int(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
-INVALID_GROUP_ID: Final = int(ErrorCode.INVALID_GROUP_ID)
-UNKNOWN_MEMBER_ID: Final = int(ErrorCode.UNKNOWN_MEMBER_ID)
-INVALID_SESSION_TIMEOUT: Final = int(ErrorCode.INVALID_SESSION_TIMEOUT)
-REBALANCE_IN_PROGRESS: Final = int(ErrorCode.REBALANCE_IN_PROGRESS)
-MEMBER_ID_REQUIRED: Final = int(ErrorCode.MEMBER_ID_REQUIRED)
-GROUP_MAX_SIZE_REACHED: Final = int(ErrorCode.GROUP_MAX_SIZE_REACHED)
-FENCED_INSTANCE_ID: Final = int(ErrorCode.FENCED_INSTANCE_ID)
-GROUP_ID_NOT_FOUND: Final = int(ErrorCode.GROUP_ID_NOT_FOUND)
-NON_EMPTY_GROUP: Final = int(ErrorCode.NON_EMPTY_GROUP)
-
 # DescribeGroups v3+: INT32_MIN means "not requested". When requested, the core reports what Kafka
 # reports without an authorizer: every operation a group supports (READ=3, DELETE=6, DESCRIBE=8).
 AUTHORIZED_OPERATIONS_OMITTED: Final = -(2**31)
@@ -77,176 +81,48 @@ GROUP_AUTHORIZED_OPERATIONS: Final = (1 << 3) | (1 << 6) | (1 << 8)
 
 CLASSIC_GROUP_TYPE: Final = "classic"
 
-DurableHook = Callable[["Effects"], None]
-FailedHook = Callable[["Effects", int], None]
-FailedReply = Callable[[int], object]
-
-
-def map_write_error(code: int, timed_out: int, too_large: int) -> int:
-    """Kafka's mapping of a failed log append to the error a client understands (K-S)."""
-    if code in (
-        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-        ErrorCode.NOT_ENOUGH_REPLICAS,
-        ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
-    ):
-        return COORDINATOR_NOT_AVAILABLE
-    if code in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.KAFKA_STORAGE_ERROR):
-        return NOT_COORDINATOR
-    if code == ErrorCode.REQUEST_TIMED_OUT:
-        return timed_out
-    if code in (
-        ErrorCode.MESSAGE_TOO_LARGE,
-        ErrorCode.RECORD_LIST_TOO_LARGE,
-        ErrorCode.INVALID_FETCH_SIZE,
-    ):
-        return too_large
-    return code
-
 
 def kafka_client_host(host: str) -> str:
     """Kafka reports (and persists) a member's host as Java's InetAddress.toString(): "/10.0.0.1"."""
     return host if not host or host.startswith("/") else "/" + host
 
 
-def group_write_error(code: int) -> int:
-    """Group-metadata write failures (SyncGroup, static member replacement): a timed-out write
-    tells the members to rebalance again."""
-    return map_write_error(code, REBALANCE_IN_PROGRESS, UNKNOWN_SERVER_ERROR)
-
-
-def offset_write_error(code: int) -> int:
-    """OffsetCommit write failures: a timed-out write is REQUEST_TIMED_OUT (retriable)."""
-    return map_write_error(code, int(ErrorCode.REQUEST_TIMED_OUT), int(ErrorCode.INVALID_COMMIT_OFFSET_SIZE))
-
-
-def admin_write_error(code: int) -> int:
-    """Tombstone write failures of admin requests (DeleteGroups, OffsetDelete)."""
-    return map_write_error(code, int(ErrorCode.REQUEST_TIMED_OUT), UNKNOWN_SERVER_ERROR)
-
-
-class Effects:
-    """What one operation produced: replies, records, and continuations for its write.
-
-    A reply added here is released only once every record of the operation is durable. If the
-    write fails, each reply is replaced by its ``if_failed(code)`` alternative, or sent unchanged
-    when it has none (its answer does not depend on the write).
-    """
-
-    __slots__ = ("durable_hooks", "failed_hooks", "fallbacks", "records", "replies")
-
-    def __init__(self) -> None:
-        self.records: list[Record] = []
-        self.replies: list[tuple[ReplyTo, object]] = []
-        self.fallbacks: list[FailedReply | None] = []
-        self.durable_hooks: list[DurableHook] = []
-        self.failed_hooks: list[FailedHook] = []
-
-    def reply(self, reply_to: ReplyTo, response: object, if_failed: FailedReply | None = None) -> None:
-        self.replies.append((reply_to, response))
-        self.fallbacks.append(if_failed)
-
-    def write(
-        self,
-        records: Iterable[Record],
-        on_durable: DurableHook | None = None,
-        on_failed: FailedHook | None = None,
-    ) -> None:
-        before = len(self.records)
-        self.records.extend(records)
-        if len(self.records) == before:
-            raise ValueError("a write needs at least one record")
-        if on_durable is not None:
-            self.durable_hooks.append(on_durable)
-        if on_failed is not None:
-            self.failed_hooks.append(on_failed)
-
-    def is_empty(self) -> bool:
-        return not self.records and not self.replies
-
-
-@dataclass(slots=True)
-class CoreStats:
-    """Counters for metrics; the runtime reads them and drains the duration list."""
-
-    rebalances_completed: int = 0
-    consumer_group_rebalances: int = 0  # KIP-848 group epoch bumps
-    rebalance_durations_ms: list[int] = field(default_factory=list)
-    offsets_expired: int = 0
-
-
-class GroupManager:
-    """Owns the classic groups of one coordinator shard."""
+class ClassicGroupManager:
+    """Owns the classic groups of one shard."""
 
     def __init__(
         self,
         config: GroupConfig,
-        timers: Timers[tuple[str | int, ...]],
+        timers: Timers[TimerKey],
+        clock: ShardClock,
+        stats: CoreStats,
         new_member_id: Callable[[str], str],
     ) -> None:
         self.config = config
         self.timers = timers
+        self.clock = clock
         self.new_member_id = new_member_id
         self.groups: dict[str, ClassicGroup] = {}
         # Consumer groups share the group id space and group.max.groups (set by the coordinator).
         self.other_groups: Mapping[str, object] = {}
-        self.stats = CoreStats()
+        self.stats = stats
         # Rebalance start (monotonic ms) per group, for the rebalance-duration metric.
         self._rebalance_started: dict[str, int] = {}
-        # Time of the operation being run: monotonic for deadlines, wall for persisted timestamps.
-        # Continuations only get a monotonic time; their wall time is derived from the last offset.
-        self.now_ms = 0
-        self.wall_offset_ms = 0
-
-    # -- plumbing ----------------------------------------------------------------------------
-
-    def set_clock(self, now_ms: int, wall_ms: int) -> None:
-        self.now_ms = now_ms
-        self.wall_offset_ms = wall_ms - now_ms
-
-    @property
-    def wall_ms(self) -> int:
-        return self.now_ms + self.wall_offset_ms
-
-    def to_result(self, fx: Effects) -> Result:
-        if not fx.records:
-            return Result(replies=list(fx.replies))
-        replies = list(fx.replies)
-        fallbacks = list(zip(fx.replies, fx.fallbacks, strict=True))
-        durable_hooks = list(fx.durable_hooks)
-        failed_hooks = list(fx.failed_hooks)
-
-        def on_durable(now_ms: int) -> Result:
-            self.now_ms = now_ms
-            out = Effects()
-            for hook in durable_hooks:
-                hook(out)
-            return self.to_result(out)
-
-        def on_failed(now_ms: int, error_code: int) -> Result:
-            self.now_ms = now_ms
-            out = Effects()
-            for (reply_to, response), if_failed in fallbacks:
-                out.reply(reply_to, response if if_failed is None else if_failed(error_code))
-            for hook in failed_hooks:
-                hook(out, error_code)
-            return self.to_result(out)
-
-        return Result(records=list(fx.records), replies=replies, on_durable=on_durable, on_failed=on_failed)
 
     def _transition(self, group: ClassicGroup, target: GroupState) -> None:
         log.debug("group %s: %s -> %s", group.group_id, group.state.value, target.value)
-        group.transition_to(target, self.wall_ms)
+        group.transition_to(target, self.clock.wall_ms)
         if target is PREPARING_REBALANCE:
-            self._rebalance_started.setdefault(group.group_id, self.now_ms)
+            self._rebalance_started.setdefault(group.group_id, self.clock.now_ms)
         elif target is STABLE or target is EMPTY or target is DEAD:
             started = self._rebalance_started.pop(group.group_id, None)
             if started is not None and target is STABLE:
                 self.stats.rebalances_completed += 1
-                self.stats.rebalance_durations_ms.append(self.now_ms - started)
+                self.stats.rebalance_durations_ms.append(self.clock.now_ms - started)
 
     def reschedule_session(self, member: Member, timeout_ms: int | None = None) -> None:
         timeout = member.session_timeout_ms if timeout_ms is None else timeout_ms
-        self.timers.schedule(member.session_key, self.now_ms + timeout)
+        self.timers.schedule(member.session_key, self.clock.now_ms + timeout)
 
     def group_record(self, group: ClassicGroup, assignments: Mapping[str, bytes]) -> GroupMetadataRecord:
         protocol = group.protocol_name
@@ -282,7 +158,7 @@ class GroupManager:
 
     def create_group(self, group_id: str) -> ClassicGroup:
         """T1: a new Empty group (JoinGroup with an empty member id, or a simple-consumer commit)."""
-        group = ClassicGroup(group_id, state_ms=self.wall_ms)
+        group = ClassicGroup(group_id, state_ms=self.clock.wall_ms)
         self.groups[group_id] = group
         return group
 
@@ -448,7 +324,7 @@ class GroupManager:
                 return
             group.pending_members.add(new_member_id)
             self.timers.schedule(
-                session_key(group.group_id, new_member_id), self.now_ms + req.session_timeout_ms
+                session_key(group.group_id, new_member_id), self.clock.now_ms + req.session_timeout_ms
             )
             fx.reply(ctx.reply_to, self.join_error(version, MEMBER_ID_REQUIRED, new_member_id))
         else:
@@ -697,7 +573,7 @@ class GroupManager:
             remaining = max(group.rebalance_timeout_ms() - delay, 0)
             group.new_member_added = False
             group.initial_join_delay = (delay, remaining)
-            self.timers.schedule(group.join_key, self.now_ms + delay)
+            self.timers.schedule(group.join_key, self.clock.now_ms + delay)
             self._transition(group, PREPARING_REBALANCE)
             return
         self._transition(group, PREPARING_REBALANCE)
@@ -705,7 +581,7 @@ class GroupManager:
             self._complete_join(group, fx)
         else:
             group.initial_join_delay = None
-            self.timers.schedule(group.join_key, self.now_ms + group.rebalance_timeout_ms())
+            self.timers.schedule(group.join_key, self.clock.now_ms + group.rebalance_timeout_ms())
 
     def _remove_sync_expiration(self, group: ClassicGroup) -> None:
         group.pending_sync_members.clear()
@@ -723,7 +599,7 @@ class GroupManager:
         if not group.maybe_elect_new_joined_leader() and group.members:
             # Only static members that did not rejoin are left: wait for them (their session
             # expiry removes them) instead of starting a generation nobody joined.
-            self.timers.schedule(group.join_key, self.now_ms + group.rebalance_timeout_ms())
+            self.timers.schedule(group.join_key, self.clock.now_ms + group.rebalance_timeout_ms())
             return
         group.generation_id += 1
         group.pending_sync_members.clear()
@@ -759,7 +635,7 @@ class GroupManager:
             member.is_new = False
             group.pending_sync_members.add(member.member_id)
         self.timers.schedule(
-            sync_key(group.group_id, group.generation_id), self.now_ms + group.rebalance_timeout_ms()
+            sync_key(group.group_id, group.generation_id), self.clock.now_ms + group.rebalance_timeout_ms()
         )
 
     def _reset_and_propagate_assignment_error(self, group: ClassicGroup, code: int, fx: Effects) -> None:
@@ -831,7 +707,7 @@ class GroupManager:
                 group.new_member_added = False
                 next_delay = min(self.config.group_initial_rebalance_delay_ms, remaining_ms)
                 group.initial_join_delay = (next_delay, max(remaining_ms - delay_ms, 0))
-                self.timers.schedule(group.join_key, self.now_ms + next_delay)
+                self.timers.schedule(group.join_key, self.clock.now_ms + next_delay)
                 return
         self._complete_join(group, fx)
 
@@ -916,8 +792,9 @@ class GroupManager:
             assignments.setdefault(member_id, b"")
         generation = group.generation_id
 
-        def still_current() -> bool:
-            # Another member may have joined (or left) while the write was in flight.
+        def awaits_this_assignment() -> bool:
+            # The change applies to the generation it was made for: a member that joined or left
+            # while the write was in flight started another rebalance, which supersedes it.
             return (
                 self.groups.get(group.group_id) is group
                 and group.state is COMPLETING_REBALANCE
@@ -925,7 +802,7 @@ class GroupManager:
             )
 
         def on_durable(out: Effects) -> None:
-            if not still_current():
+            if not awaits_this_assignment():
                 return
             for member in group.members.values():
                 member.assignment = assignments.get(member.member_id, b"")
@@ -934,7 +811,9 @@ class GroupManager:
             log.info("group %s: generation %d is stable", group.group_id, generation)
 
         def on_failed(out: Effects, error_code: int) -> None:
-            if not still_current():
+            # Nothing to undo (nothing was applied); Kafka answers the parked SyncGroups with the
+            # error and rebalances.
+            if not awaits_this_assignment():
                 return
             code = group_write_error(error_code)
             log.warning(
@@ -1166,21 +1045,40 @@ class GroupManager:
         del self.groups[group.group_id]
         log.info("group %s: removed at generation %d", group.group_id, group.generation_id)
 
-    def restore_group(self, group: ClassicGroup) -> ClassicGroup | None:
-        """Undo remove_group after its tombstone failed to be written, unless the id was reused."""
-        if group.group_id in self.groups:
-            return None
-        restored = ClassicGroup(
-            group.group_id,
-            state_ms=group.state_ms,
-            generation_id=group.generation_id,
-            protocol_type=group.protocol_type,
-        )
-        restored.subscribed_topics = restored.compute_subscribed_topics()
-        self.groups[group.group_id] = restored
-        return restored
+    def holds(self, group_id: str) -> bool:
+        return group_id in self.groups
+
+    def deletion(self, group_id: str, expiring: bool) -> PendingChange:
+        """DeleteGroups always tombstones the group; the retention sweep only when a record of
+        it was ever written (generation > 0)."""
+        group = self.groups[group_id]
+
+        def apply() -> None:
+            if self.groups.get(group_id) is not group:
+                return
+            if group.state is EMPTY:
+                self.remove_group(group)
+            else:
+                log.info("group %s: deleted while members joined; it stays", group_id)
+
+        records: list[Record] = [] if expiring and group.generation_id == 0 else [GroupTombstone(group_id)]
+        return PendingChange(records, apply)
+
+    # -- timers ----------------------------------------------------------------------------------
+
+    def timer_handlers(self) -> Mapping[str, TimerHandler]:
+        return {
+            SESSION_TIMER: lambda key, fx: self.expire_session(str(key[1]), str(key[2]), fx),
+            JOIN_TIMER: lambda key, fx: self.expire_join(str(key[1]), fx),
+            SYNC_TIMER: lambda key, fx: self.expire_pending_sync(str(key[1]), int(key[2]), fx),
+        }
 
     # -- loading / unloading ---------------------------------------------------------------------
+
+    def load(self, records: Sequence[Record]) -> None:
+        for record in records:
+            if isinstance(record, GroupMetadataRecord):
+                self.load_group(record)
 
     def load_group(self, record: GroupMetadataRecord) -> ClassicGroup:
         """§9.2: Stable at the persisted generation with its members, or Empty without members."""

@@ -18,14 +18,11 @@ from typing import Final, Protocol
 from coordinator.core.assignors import ASSIGNORS, DEFAULT_ASSIGNOR, AssignmentMember
 from coordinator.core.classic_group_manager import (
     AUTHORIZED_OPERATIONS_OMITTED,
-    COORDINATOR_NOT_AVAILABLE,
     GROUP_AUTHORIZED_OPERATIONS,
-    UNKNOWN_SERVER_ERROR,
-    Effects,
-    GroupManager,
+    ClassicGroupManager,
     kafka_client_host,
-    map_write_error,
 )
+from coordinator.core.clock import ShardClock
 from coordinator.core.consumer_group import (
     JOIN_EPOCH,
     LEAVE_EPOCH,
@@ -39,14 +36,34 @@ from coordinator.core.consumer_group import (
     reconcile,
 )
 from coordinator.core.context import RequestContext
+from coordinator.core.effects import Effects
+from coordinator.core.errors import (
+    FENCED_INSTANCE_ID,
+    FENCED_MEMBER_EPOCH,
+    GROUP_ID_NOT_FOUND,
+    GROUP_MAX_SIZE_REACHED,
+    INVALID_GROUP_ID,
+    INVALID_REGULAR_EXPRESSION,
+    INVALID_REQUEST,
+    NON_EMPTY_GROUP,
+    NONE,
+    STALE_MEMBER_EPOCH,
+    UNKNOWN_MEMBER_ID,
+    UNRELEASED_INSTANCE_ID,
+    UNSUPPORTED_ASSIGNOR,
+    UNSUPPORTED_VERSION,
+    consumer_write_error,
+)
 from coordinator.core.group_config import GroupConfig
+from coordinator.core.lifecycle import PendingChange, TimerHandler
 from coordinator.core.regex import RegexError, TopicPattern, compile_topic_regex
-from coordinator.core.timers import Timers
-from protocol.errors import ErrorCode
+from coordinator.core.stats import CoreStats
+from coordinator.core.timers import TimerKey, Timers
 from protocol.messages import consumer_group_describe as cgd
 from protocol.messages import consumer_group_heartbeat as cgh
 from storage.records import (
     ConsumerGroupRecord,
+    ConsumerGroupTombstone,
     ConsumerMemberRecord,
     ConsumerMemberTombstone,
     GroupTombstone,
@@ -56,20 +73,6 @@ from storage.records import (
 
 log = logging.getLogger(__name__)
 
-NONE: Final = 0
-INVALID_REQUEST: Final = int(ErrorCode.INVALID_REQUEST)
-INVALID_GROUP_ID: Final = int(ErrorCode.INVALID_GROUP_ID)
-UNKNOWN_MEMBER_ID: Final = int(ErrorCode.UNKNOWN_MEMBER_ID)
-GROUP_ID_NOT_FOUND: Final = int(ErrorCode.GROUP_ID_NOT_FOUND)
-GROUP_MAX_SIZE_REACHED: Final = int(ErrorCode.GROUP_MAX_SIZE_REACHED)
-FENCED_INSTANCE_ID: Final = int(ErrorCode.FENCED_INSTANCE_ID)
-FENCED_MEMBER_EPOCH: Final = int(ErrorCode.FENCED_MEMBER_EPOCH)
-UNRELEASED_INSTANCE_ID: Final = int(ErrorCode.UNRELEASED_INSTANCE_ID)
-UNSUPPORTED_ASSIGNOR: Final = int(ErrorCode.UNSUPPORTED_ASSIGNOR)
-STALE_MEMBER_EPOCH: Final = int(ErrorCode.STALE_MEMBER_EPOCH)
-UNSUPPORTED_VERSION: Final = int(ErrorCode.UNSUPPORTED_VERSION)
-INVALID_REGULAR_EXPRESSION: Final = int(ErrorCode.INVALID_REGULAR_EXPRESSION)
-
 CONSUMER_GROUP_TYPE: Final = "consumer"
 UNRELEASED_INTERVAL_DIVISOR: Final = 10
 MEMBER_TYPE_CONSUMER: Final = 1
@@ -77,12 +80,17 @@ MEMBER_TYPE_CONSUMER: Final = 1
 MemberTimerKey = tuple[str, str, str]  # (kind, group id, member id)
 
 
+# Timer kinds of consumer groups (the first element of their timer keys).
+SESSION_TIMER: Final = "cg-session"
+REBALANCE_TIMER: Final = "cg-rebalance"
+
+
 def session_key(group_id: str, member_id: str) -> MemberTimerKey:
-    return ("cg-session", group_id, member_id)
+    return (SESSION_TIMER, group_id, member_id)
 
 
 def rebalance_key(group_id: str, member_id: str) -> MemberTimerKey:
-    return ("cg-rebalance", group_id, member_id)
+    return (REBALANCE_TIMER, group_id, member_id)
 
 
 class TopicCatalog(Protocol):
@@ -113,24 +121,23 @@ class _Rejected(Exception):
         self.message = message
 
 
-def consumer_write_error(code: int) -> int:
-    """Kafka's GroupCoordinatorService.normalizeException for failed consumer-group writes."""
-    return map_write_error(code, COORDINATOR_NOT_AVAILABLE, UNKNOWN_SERVER_ERROR)
-
-
 class ConsumerGroupManager:
-    """Owns the consumer groups of one coordinator shard."""
+    """Owns the consumer groups of one shard."""
 
     def __init__(
         self,
         config: GroupConfig,
-        timers: Timers[tuple[str | int, ...]],
-        classic: GroupManager,
+        timers: Timers[TimerKey],
+        clock: ShardClock,
+        stats: CoreStats,
+        classic: ClassicGroupManager,
         new_member_id: Callable[[], str] = lambda: str(uuid.uuid4()),
     ) -> None:
         self.config = config
         self.timers = timers
-        self.classic = classic  # clock, stats, result building, and the classic half of the id space
+        self.clock = clock
+        self.stats = stats
+        self.classic = classic  # the classic half of the group id space
         self.new_member_id = new_member_id
         self.catalog: TopicCatalog = EmptyCatalog()
         self.groups: dict[str, ConsumerGroup] = {}
@@ -331,7 +338,7 @@ class ConsumerGroupManager:
                 fx.write([GroupTombstone(group_id)])
         elif self.classic.at_group_limit():
             raise _Rejected(GROUP_MAX_SIZE_REACHED, "The coordinator holds group.max.groups groups.")
-        group = ConsumerGroup(group_id, state_ms=self.classic.wall_ms)
+        group = ConsumerGroup(group_id, state_ms=self.clock.wall_ms)
         group.unwritten_group = True
         self.groups[group_id] = group
         return group
@@ -429,7 +436,7 @@ class ConsumerGroupManager:
         group.members[member_id] = member
         if instance_id is not None:
             group.static_members[instance_id] = member_id
-        group.state_ms = self.classic.wall_ms
+        group.state_ms = self.clock.wall_ms
         log.info(
             "group %s: member %s joined (client %s%s)",
             group.group_id,
@@ -547,7 +554,7 @@ class ConsumerGroupManager:
         group.remove_ownership(member)
         self._forget_member(group, member, records)
         group.target.pop(member.member_id, None)
-        group.state_ms = self.classic.wall_ms
+        group.state_ms = self.clock.wall_ms
         log.info(
             "group %s: member %s %s at epoch %d", group.group_id, member.member_id, why, member.member_epoch
         )
@@ -562,7 +569,7 @@ class ConsumerGroupManager:
 
     def _bump(self, group: ConsumerGroup, records: _Writes) -> None:
         group.group_epoch += 1
-        self.classic.stats.consumer_group_rebalances += 1
+        self.stats.consumer_group_rebalances += 1
         records.group()
 
     def _resolved_topics(self, member: ConsumerMember) -> frozenset[str]:
@@ -633,7 +640,7 @@ class ConsumerGroupManager:
                 member.rebalance_timer_epoch = member.member_epoch
                 self.timers.schedule(
                     rebalance_key(group.group_id, member.member_id),
-                    self.classic.now_ms + member.rebalance_timeout_ms,
+                    self.clock.now_ms + member.rebalance_timeout_ms,
                 )
         else:
             self._cancel_rebalance_timer(group, member)
@@ -657,7 +664,7 @@ class ConsumerGroupManager:
     def _reschedule_session(self, group: ConsumerGroup, member: ConsumerMember) -> None:
         self.timers.schedule(
             session_key(group.group_id, member.member_id),
-            self.classic.now_ms + self.config.group_consumer_session_timeout_ms,
+            self.clock.now_ms + self.config.group_consumer_session_timeout_ms,
         )
 
     def _wire_assignment(self, assignment: Mapping[str, frozenset[int]]) -> list[tuple[bytes, list[int]]]:
@@ -752,8 +759,10 @@ class ConsumerGroupManager:
             target=_as_list(group.target.get(member.member_id, {})),
         )
 
-    def load(self, groups: Sequence[ConsumerGroupRecord], members: Sequence[ConsumerMemberRecord]) -> None:
-        """§9.2 for consumer groups: rebuild groups, ownership and timers from the stored rows."""
+    def load(self, records: Sequence[Record]) -> None:
+        """Consumer groups: rebuild groups, ownership and timers from the stored rows."""
+        groups = [r for r in records if isinstance(r, ConsumerGroupRecord)]
+        members = [r for r in records if isinstance(r, ConsumerMemberRecord)]
         for record in groups:
             self.groups[record.group_id] = ConsumerGroup(
                 record.group_id,
@@ -797,7 +806,7 @@ class ConsumerGroupManager:
             group.target[m.member_id] = normalize(dict(m.target))
             group.add_ownership(member)
 
-    def on_loaded(self) -> None:
+    def on_loaded(self, fx: Effects) -> None:
         """Every loaded member gets a full session; members revoking get a full rebalance timeout.
 
         The subscription metadata is recomputed from the (already loaded) catalog; when the stored
@@ -816,10 +825,11 @@ class ConsumerGroupManager:
                     member.rebalance_timer_epoch = member.member_epoch
                     self.timers.schedule(
                         rebalance_key(group.group_id, member.member_id),
-                        self.classic.now_ms + member.rebalance_timeout_ms,
+                        self.clock.now_ms + member.rebalance_timeout_ms,
                     )
 
-    def unload(self) -> None:
+    def unload(self, fx: Effects) -> None:
+        """Nothing is parked in consumer groups: the groups just go."""
         for group in self.groups.values():
             group.dead = True
         self.groups.clear()
@@ -831,10 +841,33 @@ class ConsumerGroupManager:
         group.dead = True
         log.info("group %s: removed at epoch %d", group.group_id, group.group_epoch)
 
-    def restore_group(self, group: ConsumerGroup) -> None:
-        if group.group_id not in self.groups and group.group_id not in self.classic.groups:
-            group.dead = False
-            self.groups[group.group_id] = group
+    def holds(self, group_id: str) -> bool:
+        return group_id in self.groups
+
+    def validate_delete(self, group_id: str) -> int:
+        group = self.groups.get(group_id)
+        if group is None:
+            return GROUP_ID_NOT_FOUND
+        return NON_EMPTY_GROUP if group.members else NONE
+
+    def deletion(self, group_id: str, expiring: bool) -> PendingChange:
+        group = self.groups[group_id]
+
+        def apply() -> None:
+            if self.groups.get(group_id) is not group:
+                return
+            if not group.members:
+                self.remove_group(group)
+            else:
+                log.info("group %s: deleted while members joined; it stays", group_id)
+
+        return PendingChange([ConsumerGroupTombstone(group_id)], apply)
+
+    def timer_handlers(self) -> Mapping[str, TimerHandler]:
+        return {
+            SESSION_TIMER: lambda key, fx: self.expire_session(str(key[1]), str(key[2]), fx),
+            REBALANCE_TIMER: lambda key, fx: self.expire_rebalance(str(key[1]), str(key[2]), fx),
+        }
 
     @staticmethod
     def is_subscribed_to_topic(group: ConsumerGroup, topic: str) -> bool:

@@ -9,8 +9,9 @@ from typing import Any, Protocol
 class ReplyTo(Protocol):
     """Opaque token for one request's pending response; the runtime delivers it.
 
-    The core never calls it: it returns ``(reply_to, response)`` pairs in a Result, possibly
-    much later (parked JoinGroup/SyncGroup). Delivering to a closed connection is a no-op.
+    Handlers never call it: they return ``(reply_to, response)`` pairs in a Result, possibly
+    much later (parked JoinGroup/SyncGroup), and ``Result.deliver`` sends them once the state
+    they report is applied. Delivering to a closed connection is a no-op.
     """
 
     def send(self, response: Any) -> None: ...

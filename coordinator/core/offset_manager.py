@@ -1,39 +1,45 @@
 """Committed offsets: OffsetCommit, OffsetFetch, OffsetDelete, topic deletion and the KIP-211
-retention rules (Kafka's OffsetMetadataManager; behaviour.md §6.6, §6.7, §6.11, §8).
+retention rules (Kafka's OffsetMetadataManager; see docs/commit-path.md).
 
-The cache holds durable offsets only. A commit is *pending* from the request until its records are
-durable: a RequireStable fetch reports such partitions as UNSTABLE_OFFSET_COMMIT and the retention
-sweep leaves them alone. Deletions (OffsetDelete, DeleteGroups, expiry, deleted topics) are
-applied at once and undone if their tombstones cannot be written; a commit still in flight for a
-deleted partition is dropped when it becomes durable, as its tombstone follows it in the log.
+The cache mirrors storage: a change is applied when its records are durable, the way Kafka
+replays its log, and a failed write applies nothing. A commit is *in flight* from the request
+until its write settles: a RequireStable fetch reports such partitions as UNSTABLE_OFFSET_COMMIT,
+the retention sweep leaves them alone and a deletion tombstones them (its tombstone lands after
+the commit, so replaying both in order leaves the partition deleted, as storage has it).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Sequence
 from functools import partial
 from typing import Final
 
 from coordinator.core.classic_group import CONSUMER_PROTOCOL_TYPE, ClassicGroup
 from coordinator.core.classic_group_manager import (
     EMPTY,
+    PREPARING_REBALANCE,
+    STABLE,
+    ClassicGroupManager,
+)
+from coordinator.core.clock import ShardClock
+from coordinator.core.consumer_group_manager import ConsumerGroupManager
+from coordinator.core.context import RequestContext
+from coordinator.core.effects import Effects
+from coordinator.core.errors import (
     GROUP_ID_NOT_FOUND,
+    GROUP_MAX_SIZE_REACHED,
+    GROUP_SUBSCRIBED_TO_TOPIC,
+    ILLEGAL_GENERATION,
     INVALID_GROUP_ID,
     NON_EMPTY_GROUP,
     NONE,
-    PREPARING_REBALANCE,
-    STABLE,
-    Effects,
-    GroupManager,
+    OFFSET_METADATA_TOO_LARGE,
+    UNSTABLE_OFFSET_COMMIT,
     admin_write_error,
     offset_write_error,
 )
-from coordinator.core.consumer_group_manager import ConsumerGroupManager
-from coordinator.core.context import RequestContext
 from coordinator.core.group_config import GroupConfig
-from protocol.errors import ErrorCode
 from protocol.messages.offset_commit import (
     OffsetCommitRequest,
     OffsetCommitResponse,
@@ -60,11 +66,6 @@ from storage.records import OffsetCommitRecord, OffsetTombstone
 
 log = logging.getLogger(__name__)
 
-ILLEGAL_GENERATION: Final = int(ErrorCode.ILLEGAL_GENERATION)
-OFFSET_METADATA_TOO_LARGE: Final = int(ErrorCode.OFFSET_METADATA_TOO_LARGE)
-GROUP_SUBSCRIBED_TO_TOPIC: Final = int(ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC)
-GROUP_MAX_SIZE_REACHED: Final = int(ErrorCode.GROUP_MAX_SIZE_REACHED)
-UNSTABLE_OFFSET_COMMIT: Final = int(ErrorCode.UNSTABLE_OFFSET_COMMIT)
 INVALID_OFFSET: Final = -1
 
 # One partition of an OffsetFetch answer: (offset, leader epoch, metadata, error code).
@@ -72,41 +73,17 @@ _NO_OFFSET: Final = (INVALID_OFFSET, -1, "", NONE)
 _UNSTABLE: Final = (INVALID_OFFSET, -1, "", UNSTABLE_OFFSET_COMMIT)
 
 
-class _Pending:
-    """Commits of one partition whose records are not durable yet.
-
-    A deletion detaches the token from its partition. If one of its commits becomes durable
-    after that, the token keeps the record: should the deletion's tombstone then fail to be
-    written, storage holds that commit and it is restored with the rest.
-    """
-
-    __slots__ = ("count", "durable_after_removal")
-
-    def __init__(self) -> None:
-        self.count = 0
-        self.durable_after_removal: OffsetCommitRecord | None = None
-
-
-@dataclass(slots=True)
-class Removal:
-    """Offsets taken out of the cache by a deletion: to tombstone, and to restore on failure."""
-
-    tombstones: list[OffsetTombstone] = field(default_factory=list)
-    records: list[OffsetCommitRecord] = field(default_factory=list)
-    in_flight: list[_Pending] = field(default_factory=list)
-
-
 class GroupOffsets:
-    """Offsets of one group: durable ones by topic and partition, plus in-flight commits."""
+    """Offsets of one group: durable ones by topic and partition, plus in-flight commit counts."""
 
-    __slots__ = ("committed", "pending")
+    __slots__ = ("committed", "in_flight")
 
     def __init__(self) -> None:
         self.committed: dict[str, dict[int, OffsetCommitRecord]] = {}
-        self.pending: dict[str, dict[int, _Pending]] = {}
+        self.in_flight: dict[tuple[str, int], int] = {}
 
     def has_offsets(self) -> bool:
-        return bool(self.committed) or bool(self.pending)
+        return bool(self.committed) or bool(self.in_flight)
 
     def __len__(self) -> int:
         return sum(len(partitions) for partitions in self.committed.values())
@@ -116,57 +93,52 @@ class GroupOffsets:
         return None if partitions is None else partitions.get(partition)
 
     def is_pending(self, topic: str, partition: int) -> bool:
-        partitions = self.pending.get(topic)
-        return partitions is not None and partition in partitions
+        return (topic, partition) in self.in_flight
 
     def put(self, record: OffsetCommitRecord) -> None:
         self.committed.setdefault(record.topic, {})[record.partition] = record
 
-    def stage(self, topic: str, partition: int) -> _Pending:
-        partitions = self.pending.setdefault(topic, {})
-        token = partitions.get(partition)
-        if token is None:
-            token = partitions[partition] = _Pending()
-        token.count += 1
-        return token
-
-    def unstage(self, topic: str, partition: int, token: _Pending) -> bool:
-        """Finish one in-flight commit; False if the partition was deleted meanwhile."""
-        partitions = self.pending.get(topic)
-        if partitions is None or partitions.get(partition) is not token:
-            return False
-        token.count -= 1
-        if token.count == 0:
-            del partitions[partition]
-            if not partitions:
-                del self.pending[topic]
-        return True
-
-    def remove(self, group_id: str, topic: str, partition: int, removal: Removal) -> None:
-        """Drop a partition's offset and in-flight commits; tombstone it if it had either."""
-        pending = self.pending.get(topic)
-        token = None if pending is None else pending.pop(partition, None)
-        if pending is not None and not pending:
-            del self.pending[topic]
-        committed = self.committed.get(topic)
-        record = None if committed is None else committed.pop(partition, None)
-        if committed is not None and not committed:
+    def discard(self, topic: str, partition: int) -> None:
+        partitions = self.committed.get(topic)
+        if partitions is not None and partitions.pop(partition, None) is not None and not partitions:
             del self.committed[topic]
-        if token is not None:
-            removal.in_flight.append(token)
-        if record is not None:
-            removal.records.append(record)
-        if token is not None or record is not None:
-            removal.tombstones.append(OffsetTombstone(group_id, topic, partition))
 
-    def remove_topic(self, group_id: str, topic: str, removal: Removal) -> None:
-        partitions = set(self.committed.get(topic, ())) | set(self.pending.get(topic, ()))
-        for partition in sorted(partitions):
-            self.remove(group_id, topic, partition, removal)
+    def partitions(self, topic: str) -> list[int]:
+        """Partitions of ``topic`` with an offset or a commit in flight."""
+        found = set(self.committed.get(topic, ()))
+        found.update(p for t, p in self.in_flight if t == topic)
+        return sorted(found)
 
-    def remove_all(self, group_id: str, removal: Removal) -> None:
-        for topic in sorted(self.committed.keys() | self.pending.keys()):
-            self.remove_topic(group_id, topic, removal)
+    def topics(self) -> list[str]:
+        return sorted(self.committed.keys() | {t for t, _ in self.in_flight})
+
+
+class _CommitWrite:
+    """The in-flight marks of one commit's records, released once when the write settles (it is
+    durable, it failed, or it timed out; a timed-out write that lands later is applied all the
+    same, but its marks are gone already)."""
+
+    __slots__ = ("group_id", "keys", "manager")
+
+    def __init__(self, manager: OffsetManager, group_id: str, keys: list[tuple[str, int]]) -> None:
+        self.manager = manager
+        self.group_id = group_id
+        self.keys: list[tuple[str, int]] | None = keys
+
+    def settle(self) -> None:
+        keys, self.keys = self.keys, None
+        offsets = self.manager.offsets.get(self.group_id)
+        if keys is None or offsets is None:
+            return
+        in_flight = offsets.in_flight
+        for key in keys:
+            count = in_flight.get(key, 0) - 1
+            if count > 0:
+                in_flight[key] = count
+            else:
+                in_flight.pop(key, None)
+        if not offsets.has_offsets():
+            del self.manager.offsets[self.group_id]
 
 
 def _never(_topic: str) -> bool:
@@ -184,8 +156,9 @@ def metadata_too_large(metadata: str, max_bytes: int) -> bool:
 
 
 class OffsetManager:
-    def __init__(self, config: GroupConfig, groups: GroupManager) -> None:
+    def __init__(self, config: GroupConfig, clock: ShardClock, groups: ClassicGroupManager) -> None:
         self.config = config
+        self.clock = clock
         self.groups = groups
         self.consumer: ConsumerGroupManager | None = None  # KIP-848 groups, set by the coordinator
         # Every group with offsets is in groups.groups (simple groups are created for them) or is
@@ -240,7 +213,7 @@ class OffsetManager:
 
     def store_offsets(self, ctx: RequestContext, req: OffsetCommitRequest, fx: Effects) -> None:
         """Write the commit of a validated request; reply once durable."""
-        wall_ms = self.groups.wall_ms
+        wall_ms = self.clock.wall_ms
         max_metadata = self.config.offset_metadata_max_bytes
         expire_ms = None
         if 2 <= ctx.api_version <= 4 and req.retention_time_ms != -1:
@@ -270,23 +243,15 @@ class OffsetManager:
         if not records:
             fx.reply(ctx.reply_to, response)
             return
-        group_id = req.group_id
-        offsets = self.offsets.get(group_id)
-        if offsets is None:
-            offsets = self.offsets[group_id] = GroupOffsets()
-        tokens = [offsets.stage(r.topic, r.partition) for r in records]
+        write = self._begin_commit(req.group_id, records)
 
         def on_durable(out: Effects) -> None:
-            current = self.offsets.get(group_id) is offsets
-            for record, token in zip(records, tokens, strict=True):
-                if current and offsets.unstage(record.topic, record.partition, token):
-                    offsets.put(record)
-                else:  # deleted meanwhile: its tombstone follows this record in the log
-                    token.durable_after_removal = record
+            write.settle()
+            for record in records:
+                self.replay(record)
 
         def on_failed(out: Effects, error_code: int) -> None:
-            for record, token in zip(records, tokens, strict=True):
-                offsets.unstage(record.topic, record.partition, token)
+            write.settle()
 
         def failed_response(error_code: int) -> OffsetCommitResponse:
             code = offset_write_error(error_code)
@@ -400,10 +365,11 @@ class OffsetManager:
             fx.reply(ctx.reply_to, OffsetDeleteResponse(error_code=code))
             return
         offsets = self.offsets.get(group_id)
-        removal = Removal()
+        tombstones: list[OffsetTombstone] = []
         topics = []
         for topic in req.topics:
             subscribed = check_subscription and subscribed_to(topic.name)
+            known = () if offsets is None else offsets.partitions(topic.name)
             partitions = []
             for p in topic.partitions:
                 if subscribed:
@@ -413,42 +379,46 @@ class OffsetManager:
                     continue
                 # NONE even when there was nothing to delete; tombstones only for real offsets.
                 partitions.append(OffsetDeleteResponsePartition(p.partition_index, NONE))
-                if offsets is not None:
-                    offsets.remove(group_id, topic.name, p.partition_index, removal)
+                if p.partition_index in known:
+                    tombstones.append(OffsetTombstone(group_id, topic.name, p.partition_index))
             topics.append(OffsetDeleteResponseTopic(topic.name, partitions))
         response = OffsetDeleteResponse(error_code=NONE, topics=topics)
-        if not removal.tombstones:
+        if not tombstones:
             fx.reply(ctx.reply_to, response)
             return
         fx.reply(
             ctx.reply_to, response, lambda error: OffsetDeleteResponse(error_code=admin_write_error(error))
         )
-        fx.write(removal.tombstones, on_failed=lambda out, _error: self.restore(removal))
+        fx.write(tombstones, on_durable=lambda out: self.apply_tombstones(tombstones))
 
-    # -- deletions, expiry, restore --------------------------------------------------------------
+    # -- deletions and expiry: tombstones now, applied once durable --------------------------------
 
-    def drop_group(self, group_id: str) -> Removal:
-        """Forget every offset of a deleted group."""
-        removal = Removal()
-        offsets = self.offsets.pop(group_id, None)
-        if offsets is not None:
-            offsets.remove_all(group_id, removal)
-        return removal
+    def group_tombstones(self, group_id: str) -> list[OffsetTombstone]:
+        """Tombstones for every offset of a group (deleted, or removed by the retention sweep)."""
+        offsets = self.offsets.get(group_id)
+        if offsets is None:
+            return []
+        return [
+            OffsetTombstone(group_id, topic, partition)
+            for topic in offsets.topics()
+            for partition in offsets.partitions(topic)
+        ]
 
-    def delete_topics(self, topics: Iterable[str]) -> Removal:
-        """§8.1: offsets of deleted topics are removed from every group."""
-        wanted = set(topics)
-        removal = Removal()
-        for group_id, offsets in self.offsets.items():
-            for topic in sorted(wanted.intersection(offsets.committed.keys() | offsets.pending.keys())):
-                offsets.remove_topic(group_id, topic, removal)
-        return removal
+    def topic_tombstones(self, topics: Iterable[str]) -> list[OffsetTombstone]:
+        """§8.1: tombstones for the offsets of deleted topics, in every group."""
+        wanted = sorted(set(topics))
+        return [
+            OffsetTombstone(group_id, topic, partition)
+            for group_id, offsets in self.offsets.items()
+            for topic in wanted
+            for partition in offsets.partitions(topic)
+        ]
 
-    def expire_offsets(self, group: ClassicGroup, now_wall_ms: int, removal: Removal) -> None:
-        """KIP-211: move this group's expired offsets into ``removal`` (§8.3)."""
+    def expired_offsets(self, group: ClassicGroup, now_wall_ms: int) -> list[OffsetTombstone]:
+        """KIP-211: tombstones for this group's expired offsets (§8.3)."""
         offsets = self.offsets.get(group.group_id)
         if offsets is None or not offsets.committed:
-            return
+            return []
         protocol_type = group.protocol_type
         base_ms: int | None = None  # None: each offset's own commit time
         keep_topics: frozenset[str] = frozenset()
@@ -461,77 +431,88 @@ class OffsetManager:
         ):
             keep_topics = group.subscribed_topics  # an active consumer keeps what it consumes
         elif protocol_type is not None:
-            return  # rebalancing, non-consumer protocol, or unknown subscription
-        self._expire(group.group_id, offsets, keep_topics, base_ms, now_wall_ms, removal)
+            return []  # rebalancing, non-consumer protocol, or unknown subscription
+        return self._expired(group.group_id, offsets, keep_topics, base_ms, now_wall_ms)
 
-    def expire_consumer_group_offsets(
-        self, group_id: str, keep_topics: frozenset[str], now_wall_ms: int, removal: Removal
-    ) -> None:
+    def expired_consumer_group_offsets(
+        self, group_id: str, keep_topics: frozenset[str], now_wall_ms: int
+    ) -> list[OffsetTombstone]:
         """Consumer groups (K-J): offsets of topics no member subscribes to expire by commit time."""
         offsets = self.offsets.get(group_id)
-        if offsets is not None and offsets.committed:
-            self._expire(group_id, offsets, keep_topics, None, now_wall_ms, removal)
+        if offsets is None or not offsets.committed:
+            return []
+        return self._expired(group_id, offsets, keep_topics, None, now_wall_ms)
 
-    def _expire(
+    def _expired(
         self,
         group_id: str,
         offsets: GroupOffsets,
         keep_topics: frozenset[str],
         base_ms: int | None,
         now_wall_ms: int,
-        removal: Removal,
-    ) -> None:
+    ) -> list[OffsetTombstone]:
         retention_ms = self.config.offsets_retention_ms
-        expired: list[OffsetCommitRecord] = []
+        expired: list[OffsetTombstone] = []
         for topic, partitions in offsets.committed.items():
             if topic in keep_topics:
                 continue
-            pending = offsets.pending.get(topic)
             for partition, record in partitions.items():
-                if pending is not None and partition in pending:
+                if offsets.is_pending(topic, partition):
                     continue
                 if record.expire_ms is not None:
                     if now_wall_ms >= record.expire_ms:
-                        expired.append(record)
+                        expired.append(OffsetTombstone(group_id, topic, partition))
                 elif now_wall_ms - (record.commit_ms if base_ms is None else base_ms) >= retention_ms:
-                    expired.append(record)
-        self.groups.stats.offsets_expired += len(expired)
-        for record in expired:
-            offsets.remove(group_id, record.topic, record.partition, removal)
-        if not offsets.has_offsets():
-            del self.offsets[group_id]
+                    expired.append(OffsetTombstone(group_id, topic, partition))
+        return expired
 
-    def restore(self, removal: Removal) -> None:
-        """Undo a deletion whose tombstones were not written: storage still has these offsets.
+    def keeps_offsets_after(self, group_id: str, tombstones: Sequence[OffsetTombstone]) -> bool:
+        """Whether the group still has an offset (or a commit in flight) once these are applied."""
+        offsets = self.offsets.get(group_id)
+        if offsets is None:
+            return False
+        if offsets.in_flight:
+            return True
+        removed = {(t.topic, t.partition) for t in tombstones if t.group_id == group_id}
+        return any(
+            (topic, partition) not in removed
+            for topic, partitions in offsets.committed.items()
+            for partition in partitions
+        )
 
-        Commits that became durable after the deletion are newer than the removed offsets; a
-        partition committed again since then keeps its newest value.
-        """
-        for token in removal.in_flight:
-            if token.durable_after_removal is not None:
-                self.replay(token.durable_after_removal)
-        for record in removal.records:
-            self.replay(record)
+    def apply_tombstones(self, tombstones: Iterable[OffsetTombstone]) -> None:
+        """Replay durable tombstones: those partitions have no offset any more."""
+        for tombstone in tombstones:
+            offsets = self.offsets.get(tombstone.group_id)
+            if offsets is None:
+                continue
+            offsets.discard(tombstone.topic, tombstone.partition)
+            if not offsets.has_offsets():
+                del self.offsets[tombstone.group_id]
+
+    # -- replay and load ---------------------------------------------------------------------------
+
+    def _begin_commit(self, group_id: str, records: list[OffsetCommitRecord]) -> _CommitWrite:
+        offsets = self.offsets.get(group_id)
+        if offsets is None:
+            offsets = self.offsets[group_id] = GroupOffsets()
+        keys = [(r.topic, r.partition) for r in records]
+        in_flight = offsets.in_flight
+        for key in keys:
+            in_flight[key] = in_flight.get(key, 0) + 1
+        return _CommitWrite(self, group_id, keys)
 
     def replay(self, record: OffsetCommitRecord) -> None:
-        """Apply a stored offset unless the partition has a newer or in-flight one; offsets without
-        a group make an Empty "simple" group."""
+        """Apply a durable offset; offsets without a group make an Empty "simple" group."""
         self._ensure_group(record.group_id)
         offsets = self.offsets.get(record.group_id)
         if offsets is None:
             offsets = self.offsets[record.group_id] = GroupOffsets()
-        if offsets.get(record.topic, record.partition) is None and not offsets.is_pending(
-            record.topic, record.partition
-        ):
-            offsets.put(record)
+        offsets.put(record)
 
     def load(self, records: Iterable[OffsetCommitRecord]) -> None:
         for record in records:
-            offsets = self.offsets.get(record.group_id)
-            if offsets is None:
-                self._ensure_group(record.group_id)
-                offsets = self.offsets[record.group_id] = GroupOffsets()
-            offsets.put(record)  # storage rows: one per key, the last one wins
+            self.replay(record)  # storage rows: one per key, the last one wins
 
     def _ensure_group(self, group_id: str) -> None:
         """Offsets belong to a classic or a consumer group; without either, a simple classic one."""

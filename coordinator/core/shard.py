@@ -1,10 +1,11 @@
-"""GroupCoordinator: the pure core of one coordinator shard (classic groups and their offsets).
+"""Shard: the pure core of one coordinator shard (classic and consumer groups, their offsets).
 
 The runtime calls one method per request, plus ``poll_timers`` when ``next_deadline`` has passed,
 and applies every returned :class:`~coordinator.core.result.Result`: write its records as one atomic
 batch, then send its replies and call ``on_durable`` -- or, if the write fails, call ``on_failed``
-instead -- and apply the Results those return in the same way. Nothing here reads a clock, sleeps
-or does I/O; all time comes from the request context or the caller.
+instead -- and apply the Results those return in the same way (docs/commit-path.md). Nothing here
+reads a clock, sleeps or does I/O; all time comes from the request context or the caller, and
+the shard's clock holds it for the managers.
 """
 
 from __future__ import annotations
@@ -16,23 +17,19 @@ from dataclasses import dataclass
 from typing import Final
 
 from coordinator.core.classic_group import ClassicGroup
-from coordinator.core.classic_group_manager import (
-    EMPTY,
-    INCONSISTENT_GROUP_PROTOCOL,
-    NON_EMPTY_GROUP,
-    NONE,
-    CoreStats,
-    Effects,
-    GroupManager,
-    admin_write_error,
-)
+from coordinator.core.classic_group_manager import EMPTY, ClassicGroupManager
+from coordinator.core.clock import ShardClock
 from coordinator.core.consumer_group import ConsumerGroup
 from coordinator.core.consumer_group_manager import CONSUMER_GROUP_TYPE, ConsumerGroupManager, TopicCatalog
 from coordinator.core.context import RequestContext
+from coordinator.core.effects import Effects, ResultBuilder
+from coordinator.core.errors import GROUP_ID_NOT_FOUND, INCONSISTENT_GROUP_PROTOCOL, NONE, admin_write_error
 from coordinator.core.group_config import GroupConfig
-from coordinator.core.offset_manager import OffsetManager, Removal
+from coordinator.core.lifecycle import GroupLifecycle, PendingChange, TimerHandler
+from coordinator.core.offset_manager import OffsetManager
 from coordinator.core.result import Result
-from coordinator.core.timers import Timers
+from coordinator.core.stats import CoreStats
+from coordinator.core.timers import TimerKey, Timers
 from protocol.messages.consumer_group_describe import ConsumerGroupDescribeRequest
 from protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
 from protocol.messages.delete_groups import DeletableGroupResult, DeleteGroupsRequest, DeleteGroupsResponse
@@ -50,15 +47,15 @@ from storage.records import (
     ConsumerGroupTombstone,
     ConsumerMemberRecord,
     GroupMetadataRecord,
-    GroupTombstone,
     OffsetCommitRecord,
+    OffsetTombstone,
     Record,
 )
 
 log = logging.getLogger(__name__)
 
-TimerKey = tuple[str | int, ...]
-RETENTION_KEY: Final[TimerKey] = ("retention",)
+RETENTION_TIMER: Final = "retention"
+RETENTION_KEY: Final[TimerKey] = (RETENTION_TIMER,)
 
 
 def default_member_id(prefix: str) -> str:
@@ -77,15 +74,29 @@ class GroupSnapshot:
     member_ids: tuple[str, ...]
 
 
-class GroupCoordinator:
+class Shard:
     def __init__(self, config: GroupConfig, member_id_factory: Callable[[str], str] | None = None) -> None:
         self.config = config
+        self.clock = ShardClock()
+        self.stats = CoreStats()
         self._timers: Timers[TimerKey] = Timers()
-        self._groups = GroupManager(config, self._timers, member_id_factory or default_member_id)
-        self._offsets = OffsetManager(config, self._groups)
-        self._consumer = ConsumerGroupManager(config, self._timers, self._groups)
-        self._groups.other_groups = self._consumer.groups
+        self._results = ResultBuilder(self.clock)
+        self._classic = ClassicGroupManager(
+            config, self._timers, self.clock, self.stats, member_id_factory or default_member_id
+        )
+        self._consumer = ConsumerGroupManager(config, self._timers, self.clock, self.stats, self._classic)
+        self._offsets = OffsetManager(config, self.clock, self._classic)
+        self._classic.other_groups = self._consumer.groups
         self._offsets.consumer = self._consumer
+        self._managers: tuple[GroupLifecycle, ...] = (self._classic, self._consumer)
+        self._timer_handlers: dict[str, TimerHandler] = {
+            RETENTION_TIMER: lambda _key, fx: self._expire_offsets_and_groups(fx)
+        }
+        for manager in self._managers:
+            for kind, handler in manager.timer_handlers().items():
+                if kind in self._timer_handlers:
+                    raise ValueError(f"timer kind {kind!r} registered twice")
+                self._timer_handlers[kind] = handler
         self._loaded = False
 
     def attach_catalog(self, catalog: TopicCatalog) -> None:
@@ -93,7 +104,7 @@ class GroupCoordinator:
         self._consumer.catalog = catalog
 
     def _enter(self, now_ms: int, wall_ms: int) -> None:
-        self._groups.set_clock(now_ms, wall_ms)
+        self.clock.set(now_ms, wall_ms)
         if RETENTION_KEY not in self._timers:
             self._timers.schedule(RETENTION_KEY, now_ms + self.config.offsets_retention_check_interval_ms)
 
@@ -101,7 +112,7 @@ class GroupCoordinator:
         self._enter(ctx.now_ms, ctx.wall_ms)
         fx = Effects()
         handler(fx)
-        return self._groups.to_result(fx)
+        return self._results.to_result(fx)
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -115,27 +126,29 @@ class GroupCoordinator:
         consumer_members: list[ConsumerMemberRecord] | None = None,
     ) -> None:
         """§9.2: rebuild a fresh coordinator from its stored rows and restart member sessions."""
-        if self._loaded or self._groups.groups or self._offsets.offsets or self._consumer.groups:
+        if self._loaded or self._classic.groups or self._offsets.offsets or self._consumer.groups:
             raise RuntimeError("load() needs a coordinator that has not been loaded nor served anything")
         self._loaded = True
         self._enter(now_ms, wall_ms)
-        for record in groups:
-            self._groups.load_group(record)
-        self._consumer.load(consumer_groups or [], consumer_members or [])
-        for group_id in self._consumer.groups.keys() & self._groups.groups.keys():
+        records: list[Record] = [*groups, *(consumer_groups or []), *(consumer_members or [])]
+        for manager in self._managers:
+            manager.load(records)
+        for group_id in self._consumer.groups.keys() & self._classic.groups.keys():
             log.warning(
                 "group %s is stored as classic and consumer group; keeping the consumer group", group_id
             )
-            del self._groups.groups[group_id]
+            del self._classic.groups[group_id]
         self._offsets.load(offsets)
         fx = Effects()
-        self._groups.on_loaded(fx)
-        self._consumer.on_loaded()
-        if not fx.is_empty():
-            raise RuntimeError("loading produced replies or records")  # cannot happen: nothing is parked
+        for manager in self._managers:
+            manager.on_loaded(fx)
+        if fx.records:
+            raise RuntimeError("loading produced records")  # cannot happen: nothing was written
+        if fx.replies:
+            raise RuntimeError("loading produced replies")  # cannot happen: nothing is parked
         log.info(
             "loaded %d classic groups, %d consumer groups and %d offsets",
-            len(self._groups.groups),
+            len(self._classic.groups),
             len(self._consumer.groups),
             self._offsets.offset_count(),
         )
@@ -143,13 +156,14 @@ class GroupCoordinator:
     def unload(self, now_ms: int) -> Result:
         """The shard is gone (ownership lost, or reloaded after a failed write): every group goes
         Dead and every parked JoinGroup/SyncGroup is answered NOT_COORDINATOR."""
-        self._groups.now_ms = now_ms
+        self.clock.now_ms = now_ms
         fx = Effects()
-        self._groups.unload(fx)
-        self._consumer.unload()
+        for manager in self._managers:
+            manager.unload(fx)
+        self._results.serving = False  # writes still in flight change nothing any more
         self._offsets.offsets.clear()
         self._timers.clear()
-        return self._groups.to_result(fx)
+        return self._results.to_result(fx)
 
     # -- group membership ------------------------------------------------------------------------
 
@@ -163,14 +177,16 @@ class GroupCoordinator:
                 # No mixed groups (§10.7): classic members cannot join a live consumer group.
                 fx.reply(
                     ctx.reply_to,
-                    GroupManager.join_error(ctx.api_version, INCONSISTENT_GROUP_PROTOCOL, req.member_id),
+                    ClassicGroupManager.join_error(
+                        ctx.api_version, INCONSISTENT_GROUP_PROTOCOL, req.member_id
+                    ),
                 )
                 return
             # An empty consumer group becomes a classic group (its offsets stay with the id).
             log.info("group %s: converted from consumer to classic", req.group_id)
             self._consumer.remove_group(consumer_group)
             fx.write([ConsumerGroupTombstone(req.group_id)])
-        self._groups.join_group(ctx, req, fx)
+        self._classic.join_group(ctx, req, fx)
 
     # -- KIP-848 consumer groups ---------------------------------------------------------------
 
@@ -182,16 +198,16 @@ class GroupCoordinator:
         return Result(replies=[(ctx.reply_to, self._consumer.describe(ctx, req))])
 
     def sync_group(self, ctx: RequestContext, req: SyncGroupRequest) -> Result:
-        return self._run(ctx, lambda fx: self._groups.sync_group(ctx, req, fx))
+        return self._run(ctx, lambda fx: self._classic.sync_group(ctx, req, fx))
 
     def heartbeat(self, ctx: RequestContext, req: HeartbeatRequest) -> Result:
-        code = self._groups.heartbeat(
+        code = self._classic.heartbeat(
             ctx.now_ms, req.group_id, req.member_id, req.group_instance_id, req.generation_id
         )
         return Result(replies=[(ctx.reply_to, HeartbeatResponse(error_code=code))])
 
     def leave_group(self, ctx: RequestContext, req: LeaveGroupRequest) -> Result:
-        return self._run(ctx, lambda fx: self._groups.leave_group(ctx, req, fx))
+        return self._run(ctx, lambda fx: self._classic.leave_group(ctx, req, fx))
 
     # -- offsets -----------------------------------------------------------------------------------
 
@@ -209,16 +225,16 @@ class GroupCoordinator:
         """§8.1: tombstone every offset of deleted topics (no reply)."""
         self._enter(now_ms, wall_ms)
         fx = Effects()
-        removal = self._offsets.delete_topics(topics)
-        if removal.tombstones:
-            fx.write(removal.tombstones, on_failed=lambda out, _error: self._offsets.restore(removal))
-        return self._groups.to_result(fx)
+        tombstones = self._offsets.topic_tombstones(topics)
+        if tombstones:
+            fx.write(tombstones, on_durable=lambda out: self._offsets.apply_tombstones(tombstones))
+        return self._results.to_result(fx)
 
     # -- admin -------------------------------------------------------------------------------------
 
     def list_groups(self, ctx: RequestContext, req: ListGroupsRequest) -> Result:
         self._enter(ctx.now_ms, ctx.wall_ms)
-        response = self._groups.list_groups(ctx, req)
+        response = self._classic.list_groups(ctx, req)
         version = ctx.api_version
         types = {t.lower() for t in req.types_filter} if version >= 5 and req.types_filter else None
         states = {s.lower() for s in req.states_filter} if version >= 4 and req.states_filter else None
@@ -238,41 +254,30 @@ class GroupCoordinator:
 
     def describe_groups(self, ctx: RequestContext, req: DescribeGroupsRequest) -> Result:
         self._enter(ctx.now_ms, ctx.wall_ms)
-        return Result(replies=[(ctx.reply_to, self._groups.describe_groups(ctx, req))])
+        return Result(replies=[(ctx.reply_to, self._classic.describe_groups(ctx, req))])
 
     def delete_groups(self, ctx: RequestContext, req: DeleteGroupsRequest) -> Result:
         return self._run(ctx, lambda fx: self._delete_groups(ctx, req, fx))
 
     def _delete_groups(self, ctx: RequestContext, req: DeleteGroupsRequest, fx: Effects) -> None:
-        """DeleteGroups (v0-2): only Empty groups; their offsets and record are tombstoned."""
+        """DeleteGroups (v0-2): only Empty groups; their offsets and record are tombstoned, and
+        the groups are removed once the tombstones are durable."""
         results: list[DeletableGroupResult] = []
-        records: list[Record] = []
-        deleted: list[tuple[ClassicGroup | ConsumerGroup, Removal]] = []
+        changes: list[PendingChange] = []
+        deleted_ids: set[str] = set()
         for group_id in req.groups_names:
-            consumer_group = self._consumer.groups.get(group_id)
-            if consumer_group is not None:
-                code = NON_EMPTY_GROUP if consumer_group.members else NONE
-            else:
-                code = self._groups.validate_delete(group_id)
-            if code == NONE:
-                group: ClassicGroup | ConsumerGroup
-                tombstone: Record
-                if consumer_group is not None:
-                    group, tombstone = consumer_group, ConsumerGroupTombstone(group_id)
-                    self._consumer.remove_group(consumer_group)
-                else:
-                    group, tombstone = self._groups.groups[group_id], GroupTombstone(group_id)
-                    self._groups.remove_group(group)
-                removal = self._offsets.drop_group(group_id)
-                records.extend(removal.tombstones)
-                records.append(tombstone)
-                deleted.append((group, removal))
+            manager = self._manager_of(group_id)
+            code = GROUP_ID_NOT_FOUND if manager is None else manager.validate_delete(group_id)
+            if manager is not None and code == NONE:
+                changes.append(manager.deletion(group_id, expiring=False))
+                changes.append(self._offsets_deletion(group_id))
+                deleted_ids.add(group_id)
             results.append(DeletableGroupResult(group_id, code))
+        records = [record for change in changes for record in change.records]
         response = DeleteGroupsResponse(results=results)
         if not records:
             fx.reply(ctx.reply_to, response)
             return
-        deleted_ids = {group.group_id for group, _ in deleted}
 
         def failed_response(error_code: int) -> DeleteGroupsResponse:
             code = admin_write_error(error_code)
@@ -286,19 +291,15 @@ class GroupCoordinator:
                 ]
             )
 
-        def on_failed(out: Effects, error_code: int) -> None:
-            for group, removal in deleted:
-                self._restore_group(group)
-                self._offsets.restore(removal)
-
         fx.reply(ctx.reply_to, response, failed_response)
-        fx.write(records, on_failed=on_failed)
+        fx.write(records, on_durable=lambda out: _apply_all(changes))
 
-    def _restore_group(self, group: ClassicGroup | ConsumerGroup) -> None:
-        if isinstance(group, ConsumerGroup):
-            self._consumer.restore_group(group)
-        else:
-            self._groups.restore_group(group)
+    def _manager_of(self, group_id: str) -> GroupLifecycle | None:
+        return next((manager for manager in self._managers if manager.holds(group_id)), None)
+
+    def _offsets_deletion(self, group_id: str) -> PendingChange:
+        tombstones = self._offsets.group_tombstones(group_id)
+        return PendingChange(list(tombstones), lambda: self._offsets.apply_tombstones(tombstones))
 
     # -- timers ------------------------------------------------------------------------------------
 
@@ -311,7 +312,7 @@ class GroupCoordinator:
 
     def poll_timers(self, now_ms: int, wall_ms: int, limit: int = 10000) -> list[Result]:
         """Run the timers due at ``now_ms`` (at most ``limit`` heap items per call)."""
-        self._groups.set_clock(now_ms, wall_ms)
+        self.clock.set(now_ms, wall_ms)
         results: list[Result] = []
         while limit > 0:
             # One key at a time: handling one expiry may re-arm or cancel another due timer.
@@ -320,72 +321,56 @@ class GroupCoordinator:
             if key is None:
                 break
             fx = Effects()
-            match key:
-                case ("session", str() as group_id, str() as member_id):
-                    self._groups.expire_session(group_id, member_id, fx)
-                case ("join", str() as group_id):
-                    self._groups.expire_join(group_id, fx)
-                case ("sync", str() as group_id, int() as generation_id):
-                    self._groups.expire_pending_sync(group_id, generation_id, fx)
-                case ("cg-session", str() as group_id, str() as member_id):
-                    self._consumer.expire_session(group_id, member_id, fx)
-                case ("cg-rebalance", str() as group_id, str() as member_id):
-                    self._consumer.expire_rebalance(group_id, member_id, fx)
-                case ("retention",):
-                    self._expire_offsets_and_groups(fx)
-                case _:
-                    raise ValueError(f"unknown timer {key!r}")
+            handler = self._timer_handlers.get(str(key[0]))
+            if handler is None:
+                raise ValueError(f"unknown timer {key!r}")
+            handler(key, fx)
             if not fx.is_empty():
-                results.append(self._groups.to_result(fx))
+                results.append(self._results.to_result(fx))
         return results
 
     def _expire_offsets_and_groups(self, fx: Effects) -> None:
         """The retention sweep: expire offsets (KIP-211), then drop Empty groups left without any
-        offset (§8.2); a group record is tombstoned only if one was ever written (generation > 0)."""
-        groups, offsets = self._groups, self._offsets
-        self._timers.schedule(RETENTION_KEY, groups.now_ms + self.config.offsets_retention_check_interval_ms)
-        wall_ms = groups.wall_ms
-        expired = Removal()
-        group_tombstones: list[Record] = []
-        removed_groups: list[ClassicGroup | ConsumerGroup] = []
-        consumer = self._consumer
-        for cgroup in list(consumer.groups.values()):
+        offset (§8.2); a group record is tombstoned only if one was ever written (generation > 0).
+        Everything is applied once the tombstones are durable."""
+        classic, offsets = self._classic, self._offsets
+        self._timers.schedule(
+            RETENTION_KEY, self.clock.now_ms + self.config.offsets_retention_check_interval_ms
+        )
+        wall_ms = self.clock.wall_ms
+        expired: list[OffsetTombstone] = []
+        removals: list[PendingChange] = []
+        for cgroup in self._consumer.groups.values():
             keep = frozenset(cgroup.subscription_metadata) if cgroup.members else frozenset()
-            offsets.expire_consumer_group_offsets(cgroup.group_id, keep, wall_ms, expired)
-            if not cgroup.members and not offsets.has_offsets(cgroup.group_id):
-                consumer.remove_group(cgroup)
-                offsets.drop_group(cgroup.group_id)
-                removed_groups.append(cgroup)
-                group_tombstones.append(ConsumerGroupTombstone(cgroup.group_id))
-        for group in list(groups.groups.values()):
-            offsets.expire_offsets(group, wall_ms, expired)
-            if group.state is EMPTY and not offsets.has_offsets(group.group_id):
-                groups.remove_group(group)
-                offsets.drop_group(group.group_id)
-                removed_groups.append(group)
-                if group.generation_id > 0:
-                    group_tombstones.append(GroupTombstone(group.group_id))
-        if expired.tombstones or removed_groups:
-            log.info(
-                "retention sweep: %d offsets expired, %d groups removed",
-                len(expired.tombstones),
-                len(removed_groups),
-            )
-        records: list[Record] = [*expired.tombstones, *group_tombstones]
+            tombstones = offsets.expired_consumer_group_offsets(cgroup.group_id, keep, wall_ms)
+            expired.extend(tombstones)
+            if not cgroup.members and not offsets.keeps_offsets_after(cgroup.group_id, tombstones):
+                removals.append(self._consumer.deletion(cgroup.group_id, expiring=True))
+        for group in classic.groups.values():
+            tombstones = offsets.expired_offsets(group, wall_ms)
+            expired.extend(tombstones)
+            if group.state is EMPTY and not offsets.keeps_offsets_after(group.group_id, tombstones):
+                removals.append(classic.deletion(group.group_id, expiring=True))
+        if not expired and not removals:
+            return
+        log.info("retention sweep: %d offsets expired, %d groups removed", len(expired), len(removals))
+        changes = [PendingChange(list(expired), lambda: offsets.apply_tombstones(expired)), *removals]
+
+        def apply(out: Effects) -> None:
+            self.stats.offsets_expired += len(expired)
+            _apply_all(changes)
+
+        records = [record for change in changes for record in change.records]
         if records:
-
-            def on_failed(out: Effects, error_code: int) -> None:
-                for group in removed_groups:
-                    self._restore_group(group)
-                offsets.restore(expired)
-
-            fx.write(records, on_failed=on_failed)
+            fx.write(records, on_durable=apply)
+        else:  # Empty groups that never had a record nor offsets: nothing to write
+            apply(fx)
 
     # -- read-only accessors for the runtime, metrics and tests -------------------------------------
 
     def group(self, group_id: str) -> ClassicGroup | None:
         """The live group object (read it, never mutate it)."""
-        return self._groups.groups.get(group_id)
+        return self._classic.groups.get(group_id)
 
     def groups_snapshot(self) -> list[GroupSnapshot]:
         return [
@@ -398,12 +383,8 @@ class GroupCoordinator:
                 leader_id=g.leader_id,
                 member_ids=tuple(g.members),
             )
-            for g in self._groups.groups.values()
+            for g in self._classic.groups.values()
         ]
-
-    @property
-    def stats(self) -> CoreStats:
-        return self._groups.stats
 
     def consumer_group(self, group_id: str) -> ConsumerGroup | None:
         """The live KIP-848 group object (read it, never mutate it)."""
@@ -412,18 +393,23 @@ class GroupCoordinator:
     def group_count_by_state(self) -> dict[str, int]:
         """Classic and consumer groups by state name (both have Empty and Stable)."""
         counts: dict[str, int] = {}
-        for group in self._groups.groups.values():
+        for group in self._classic.groups.values():
             counts[group.state.value] = counts.get(group.state.value, 0) + 1
         for cgroup in self._consumer.groups.values():
             counts[cgroup.state] = counts.get(cgroup.state, 0) + 1
         return counts
 
     def group_count(self) -> int:
-        return len(self._groups.groups) + len(self._consumer.groups)
+        return len(self._classic.groups) + len(self._consumer.groups)
 
     def member_count(self) -> int:
-        classic = sum(len(group.members) for group in self._groups.groups.values())
+        classic = sum(len(group.members) for group in self._classic.groups.values())
         return classic + sum(len(group.members) for group in self._consumer.groups.values())
 
     def offset_count(self) -> int:
         return self._offsets.offset_count()
+
+
+def _apply_all(changes: list[PendingChange]) -> None:
+    for change in changes:
+        change.apply()

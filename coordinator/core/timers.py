@@ -16,6 +16,9 @@ from typing import Generic, TypeVar
 
 K = TypeVar("K", bound=Hashable)
 
+# The shard's timer keys: a kind (the first element, which says who handles it) and its fields.
+TimerKey = tuple[str | int, ...]
+
 # Upper bound of the heap fix-ups next_deadline() does before answering with a lower bound.
 _PEEK_FIXUPS = 64
 # Rebuild the heap once orphaned items exceed the live keys by this much.
@@ -117,11 +120,13 @@ class Timers(Generic[K]):
         examined = 0
         while heap and heap[0][0] <= now_ms and examined < limit:
             examined += 1
-            _, seq, key = heappop(heap)
+            queued, seq, key = heappop(heap)
             entry = entries.get(key)
             if entry is None or entry.seq != seq:
                 continue
-            if entry.deadline > now_ms:
+            if entry.deadline > queued:
+                # Re-armed to a later deadline: back in the heap at that deadline, even when it is
+                # due too, so that keys due before it still come out first.
                 self._requeue(key, entry)
                 continue
             del entries[key]

@@ -11,12 +11,13 @@ from dataclasses import dataclass
 from coordinator.api.authz import AclLayer
 from coordinator.api.topic_authz import TopicAcls
 from coordinator.core.cluster import Cluster, NodeIdentity
-from coordinator.core.shard import GroupCoordinator
+from coordinator.core.shard import Shard
 from coordinator.security.acl import Authorizer
 from coordinator.server.authn import CredentialLoader, SaslServer
 from coordinator.server.config import Config
 from coordinator.server.connection import Connection
 from coordinator.server.dispatcher import Dispatcher
+from coordinator.server.lag import EndOffsets, LagSampler, shard_committed_offsets
 from coordinator.server.limits import ConnectionLimits
 from coordinator.server.listeners import BoundListener
 from coordinator.server.login_guard import CredentialCache, FailedLoginLimit
@@ -46,6 +47,7 @@ class RunningServer:
     metrics_port: int | None = None
     limits: ConnectionLimits | None = None
     all_listeners: list[asyncio.Server] | None = None
+    lag_sampler: LagSampler | None = None
     loop_lag: LoopLagMonitor | None = None
 
     @property
@@ -55,6 +57,8 @@ class RunningServer:
 
     async def shutdown(self) -> None:
         """Stop accepting, let in-flight writes finish, flush storage, close everything."""
+        if self.lag_sampler is not None:
+            await self.lag_sampler.stop()
         for listener in self.all_listeners or [self.listener]:
             listener.close()
         if self.limits is not None:
@@ -83,7 +87,8 @@ class RunningServer:
         log.info("coordinator stopped")
 
 
-async def start_server(config: Config) -> RunningServer:
+async def start_server(config: Config, end_offsets: EndOffsets | None = None) -> RunningServer:
+    """Start a server; with ``end_offsets`` (log ends of the data cluster) and metrics on, lag is sampled."""
     metrics = Metrics() if config.metrics_port else None
     health: HealthServer | None = None
     state_ready = False
@@ -107,7 +112,7 @@ async def start_server(config: Config) -> RunningServer:
     cluster = Cluster(
         node, auto_create_topics=config.auto_create_topics_enable, num_partitions=config.num_partitions
     )
-    coordinator = GroupCoordinator(config.group_config())
+    coordinator = Shard(config.group_config())
     coordinator.attach_catalog(cluster)
     writer = BatchWriter(store)
     runtime = Runtime(coordinator, writer, clock, config.offsets_commit_timeout_ms)
@@ -202,6 +207,15 @@ async def start_server(config: Config) -> RunningServer:
         log.info(
             "authorizer enabled: %d ACLs, super users %s", len(authorizer.acls), config.super_users or "none"
         )
+    if metrics is not None and end_offsets is not None:
+        server.lag_sampler = LagSampler(
+            shard_committed_offsets([coordinator], clock),
+            end_offsets,
+            config.lag_sample_interval_ms,
+            config.lag_metric_max_series,
+        )
+        server.lag_sampler.register(metrics.registry)
+        server.lag_sampler.start()
     dispatcher.finish_loading()
     runtime.rearm_timer()
     state_ready = True

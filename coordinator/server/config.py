@@ -87,6 +87,9 @@ class Config:
     authorizer_enabled: bool = False
     super_users: str = ""  # User:admin;User:ops
     allow_everyone_if_no_acl_found: bool = False
+    # Consumer lag metrics (see coordinator/server/lag.py): sampled when the log ends are known.
+    lag_sample_interval_ms: int = 30000
+    lag_metric_max_series: int = 10000
     # Request limits (issue 15; see coordinator/api/limits.py): one request must not hurt others.
     control_request_max_bytes: int = 128 * 1024
     request_max_items: int = 100_000
@@ -185,6 +188,8 @@ KAFKA_NAMED = {
     "authorizer_enabled",
     "super_users",
     "allow_everyone_if_no_acl_found",
+    "lag_sample_interval_ms",
+    "lag_metric_max_series",
     "control_request_max_bytes",
     "request_max_items",
     "request_max_groups",
@@ -302,6 +307,8 @@ def _validate(config: Config) -> Config:
         config.sqlite_synchronous.upper() in ("FULL", "NORMAL"),
         "sqlite-synchronous must be FULL or NORMAL",
     )
+    need(config.lag_sample_interval_ms >= 1, "lag.sample.interval.ms must be positive")
+    need(config.lag_metric_max_series >= 1, "lag.metric.max.series must be at least 1")
     return config
 
 

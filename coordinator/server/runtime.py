@@ -1,8 +1,9 @@
 """The imperative shell around the pure core: persistence, reply release and the timer tick.
 
-Results from the core are applied here: records go to the BatchWriter (group commit), replies
-are released only once their records are durable, continuations run after that, and a failed
-write is handed back to the core through ``on_failed``. One ``loop.call_at`` stays armed for
+Results from the core are applied here: records go to the BatchWriter (group commit); once they
+are durable the core applies the state change they carry (``on_durable``) and only then are the
+replies released; a failed write is handed back to the core through ``on_failed``, which applies
+nothing and answers. See docs/commit-path.md. One ``loop.call_at`` stays armed for
 the core's earliest deadline (rounded up to a coarse tick); there is no per-member timer.
 """
 
@@ -15,7 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from coordinator.core.result import Result
-from coordinator.core.shard import GroupCoordinator
+from coordinator.core.shard import Shard
 from protocol.errors import ErrorCode
 from storage.base import StoreError
 from storage.records import Record
@@ -59,7 +60,7 @@ class _PendingWrite:
 
 class Runtime:
     def __init__(
-        self, coordinator: GroupCoordinator, writer: BatchWriter, clock: Clock, write_timeout_ms: int = 5000
+        self, coordinator: Shard, writer: BatchWriter, clock: Clock, write_timeout_ms: int = 5000
     ) -> None:
         self.coordinator = coordinator
         self.write_timeout_ms = write_timeout_ms
@@ -87,10 +88,11 @@ class Runtime:
             self.apply(result)
 
     def _release(self, result: Result) -> None:
-        for reply_to, response in result.replies:
-            reply_to.send(response)
-        if result.on_durable is not None:
-            self.apply(result.on_durable(self.clock.now_ms()))
+        # Result.deliver applies the state before sending: a reply may dispatch the connection's
+        # next (pipelined) request at once, and that request must see what the reply reports.
+        follow_up = result.deliver(self.clock.now_ms())
+        if follow_up is not None:
+            self.apply(follow_up)
 
     def _write(self, result: Result) -> None:
         records: list[Record] = result.records

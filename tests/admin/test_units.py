@@ -15,7 +15,13 @@ from coordinator.cli.admin.assignment import decode_assignment
 from coordinator.cli.admin.client import TP, AdminClient, Member, Node
 from coordinator.cli.admin.csvfile import OffsetRow, read_offsets_csv, write_offsets_csv
 from coordinator.cli.admin.errors import KafkaError, UsageError
-from coordinator.cli.admin.groups_cmd import format_partitions, format_subscription
+from coordinator.cli.admin.groups_cmd import (
+    OffsetLine,
+    format_partitions,
+    format_subscription,
+    known_log_end,
+    unknown_end_note,
+)
 from coordinator.cli.admin.output import render_table
 from coordinator.cli.admin.specs import parse_datetime_ms, parse_duration_ms, parse_topic_spec
 from protocol.apis import SERVED_VERSIONS, ApiKey
@@ -107,6 +113,25 @@ def test_assignment_bytes_decode_for_every_version() -> None:
 def test_table_is_aligned_and_dashes_missing_values() -> None:
     text = render_table(["GROUP", "LAG"], [["billing", 10], ["x", None]])
     assert text.splitlines() == ["GROUP    LAG", "billing  10", "x        -"]
+
+
+def test_lag_is_never_negative_a_log_end_before_the_commit_is_unknown() -> None:
+    assert known_log_end(40, 100) == 100
+    assert known_log_end(100, 100) == 100
+    assert known_log_end(None, 100) == 100  # assigned, nothing committed: the end is still known
+    assert known_log_end(54, 0) is None  # a broker that holds no records answers 0
+    assert known_log_end(5, None) is None  # ListOffsets failed for the partition
+    lines = [
+        OffsetLine(TP("t", 0), 40, known_log_end(40, 100), None, 100),
+        OffsetLine(TP("t", 1), 54, known_log_end(54, 0), None, 0),
+        OffsetLine(TP("t", 2), 5, known_log_end(5, None), None, None),
+    ]
+    assert [line.lag for line in lines] == [60, None, None]
+    note = unknown_end_note(lines)
+    assert note is not None and note.startswith(
+        "log end unknown for 1 partition: the broker reports a log end (0)"
+    )
+    assert unknown_end_note(lines[:1]) is None
 
 
 def test_kafka_error_text_names_the_error() -> None:

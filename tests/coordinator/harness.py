@@ -1,8 +1,9 @@
-"""A synchronous harness around GroupCoordinator: fake clock, fake runtime, fake store.
+"""A synchronous harness around Shard: fake clock, fake runtime, fake store.
 
 Every Result is applied the way the runtime must: records are written (to a dict-backed store)
-as one batch, then the replies are sent and ``on_durable`` runs; or, when the harness is told to
-fail writes, ``on_failed`` runs instead. Writes can also be *held* to observe in-flight state.
+as one batch, then ``Result.deliver`` applies their state and sends the replies; or, when the
+harness is told to fail writes, ``on_failed`` runs instead. Writes can also be *held* to observe
+in-flight state, or time out and land late (``flush_late``).
 
 Every response is encoded with the generated encoder of its request's version and decoded back:
 ``Reply.wire`` is what the client would see, so version-dependent fields can be asserted on.
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 import itertools
 import struct
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,7 +21,8 @@ from coordinator.core.classic_group import ClassicGroup
 from coordinator.core.context import RequestContext
 from coordinator.core.group_config import GroupConfig
 from coordinator.core.result import Result
-from coordinator.core.shard import GroupCoordinator
+from coordinator.core.shard import Shard
+from protocol.errors import ErrorCode
 from protocol.messages import CODECS
 from protocol.messages.consumer_protocol import (
     ConsumerProtocolSubscription,
@@ -85,11 +87,14 @@ def subscription(topics: Sequence[str], version: int = 0, user_data: bytes | Non
 class Reply:
     """A fake ReplyTo: records what the coordinator sent for one request."""
 
-    def __init__(self, api_key: int, version: int) -> None:
+    def __init__(self, api_key: int, version: int, observer: Callable[[Reply], None] | None = None) -> None:
         self.api_key = api_key
         self.version = version
         self.responses: list[Any] = []
         self.wires: list[Any] = []
+        # Called as the response leaves, where a server would dispatch the connection's next
+        # (pipelined) request: what it observes then is what such a request would see.
+        self.observer = observer
 
     def send(self, response: Any) -> None:
         assert not self.responses, f"request answered twice: {self.responses[0]!r} then {response!r}"
@@ -100,6 +105,8 @@ class Reply:
         assert end == len(out)
         self.responses.append(response)
         self.wires.append(wire)
+        if self.observer is not None:
+            self.observer(self)
 
     @property
     def answered(self) -> bool:
@@ -159,7 +166,7 @@ class FakeStore:
     def records(self) -> list[Record]:
         return [r for batch in self.batches for r in batch]
 
-    def load_into(self, coordinator: GroupCoordinator, now_ms: int, wall_ms: int) -> None:
+    def load_into(self, coordinator: Shard, now_ms: int, wall_ms: int) -> None:
         coordinator.load(
             list(self.groups.values()),
             list(self.offsets.values()),
@@ -208,8 +215,9 @@ class Harness:
         self.fail_code: int | None = None  # when set, every write fails with this code
         self.hold = False  # when set, writes wait for flush()
         self.held: list[Result] = []
+        self.on_reply: Callable[[Reply], None] | None = None  # observer given to every Reply
         self.failed_batches: list[list[Record]] = []
-        self.coordinator = GroupCoordinator(self.config, self._new_member_id)
+        self.coordinator = Shard(self.config, self._new_member_id)
         self.catalog = FakeCatalog()
         self.coordinator.attach_catalog(self.catalog)
         if load:
@@ -236,16 +244,24 @@ class Harness:
                 self.apply(result.on_failed(self.now_ms, fail_code))
                 return
             self.store.write(result.records)
-        for reply_to, response in result.replies:
-            reply_to.send(response)
-        if result.records:
-            assert result.on_durable is not None
-            self.apply(result.on_durable(self.now_ms))
+        follow_up = result.deliver(self.now_ms)
+        if follow_up is not None:
+            self.apply(follow_up)
 
     def flush(self, fail_code: int | None = None) -> None:
         """Complete the held writes in order (failing them with ``fail_code`` if given)."""
         while self.held:
             self._complete(self.held.pop(0), fail_code)
+
+    def flush_late(self) -> None:
+        """The held writes time out (their requests are answered REQUEST_TIMED_OUT), then land
+        after all, in order: the runtime then applies their state without answering again."""
+        while self.held:
+            result = self.held.pop(0)
+            assert result.on_durable is not None and result.on_failed is not None
+            self.apply(result.on_failed(self.now_ms, ErrorCode.REQUEST_TIMED_OUT))
+            self.store.write(result.records)
+            self.apply(result.on_durable(self.now_ms))
 
     def advance(self, ms: int) -> None:
         """Move the clock, firing every timer at its own deadline."""
@@ -287,7 +303,7 @@ class Harness:
             api_version=version,
             client_id=client_id,
             client_host=host,
-            reply_to=Reply(api_key, version),
+            reply_to=Reply(api_key, version, self.on_reply),
         )
 
     def _call(

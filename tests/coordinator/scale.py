@@ -8,7 +8,7 @@ from typing import Any
 from coordinator.core.context import RequestContext
 from coordinator.core.group_config import GroupConfig
 from coordinator.core.result import Result
-from coordinator.core.shard import GroupCoordinator
+from coordinator.core.shard import Shard
 from protocol.messages.heartbeat import HeartbeatRequest
 from protocol.messages.join_group import JoinGroupRequest, JoinGroupRequestProtocol
 from protocol.messages.sync_group import SyncGroupRequest, SyncGroupRequestAssignment
@@ -28,11 +28,9 @@ class Sink:
 
 
 def apply(result: Result, now_ms: int = 0) -> None:
-    for reply_to, response in result.replies:
-        reply_to.send(response)
-    if result.records:
-        assert result.on_durable is not None
-        apply(result.on_durable(now_ms), now_ms)
+    follow_up = result.deliver(now_ms)
+    if follow_up is not None:
+        apply(follow_up, now_ms)
 
 
 def join_request(member_id: str) -> JoinGroupRequest:
@@ -43,11 +41,9 @@ def join_request(member_id: str) -> JoinGroupRequest:
     return JoinGroupRequest("g", 30_000, 60_000, member_id, None, "consumer", protocols)
 
 
-def stable_group(size: int) -> tuple[GroupCoordinator, list[str], int, float]:
+def stable_group(size: int) -> tuple[Shard, list[str], int, float]:
     counter = iter(range(10**9))
-    coordinator = GroupCoordinator(
-        GroupConfig(group_initial_rebalance_delay_ms=0), lambda p: f"{p}-{next(counter)}"
-    )
+    coordinator = Shard(GroupConfig(group_initial_rebalance_delay_ms=0), lambda p: f"{p}-{next(counter)}")
     sinks = [Sink() for _ in range(size)]
     for i, sink in enumerate(sinks):  # v5: MEMBER_ID_REQUIRED first
         apply(coordinator.join_group(RequestContext(0, 0, 5, f"c{i}", "/h", sink), join_request("")))
@@ -68,9 +64,7 @@ def stable_group(size: int) -> tuple[GroupCoordinator, list[str], int, float]:
     return coordinator, member_ids, generation, elapsed
 
 
-def heartbeat_rate(
-    coordinator: GroupCoordinator, member_ids: list[str], generation: int, count: int
-) -> float:
+def heartbeat_rate(coordinator: Shard, member_ids: list[str], generation: int, count: int) -> float:
     requests = [HeartbeatRequest("g", generation, m, None) for m in member_ids]
     contexts = [RequestContext(0, 0, 4, "c", "/h", Sink()) for _ in member_ids]
     size = len(member_ids)

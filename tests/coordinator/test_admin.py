@@ -205,7 +205,7 @@ def test_delete_groups_reply_waits_for_the_tombstones(h: Harness) -> None:
     assert reply.wire.results[0].error_code == 0
 
 
-def test_delete_groups_write_failure_restores_the_group(h: Harness) -> None:
+def test_a_failed_delete_groups_write_leaves_the_group(h: Harness) -> None:
     h.commit("g", {("t", 0): 1})
     h.fail_code = ErrorCode.KAFKA_STORAGE_ERROR
     reply = h.delete_groups("g", "nope")
@@ -217,6 +217,33 @@ def test_delete_groups_write_failure_restores_the_group(h: Harness) -> None:
     assert h.group().state is GroupState.EMPTY
     assert h.fetch("g", {"t": [0]}).wire.topics[0].partitions[0].committed_offset == 1
     assert h.delete_groups("g").wire.results[0].error_code == 0
+
+
+def test_a_group_being_deleted_is_served_until_its_tombstone_is_durable(h: Harness) -> None:
+    h.commit("g", {("t", 0): 1})
+    h.hold = True
+    reply = h.delete_groups("g")
+    assert h.describe("g").wire.groups[0].group_state == "Empty"
+    assert h.fetch("g", {"t": [0]}).wire.topics[0].partitions[0].committed_offset == 1
+    h.flush()
+    assert reply.wire.results[0].error_code == 0
+    assert h.coordinator.group("g") is None
+    assert h.fetch("g", {"t": [0]}).wire.topics[0].partitions[0].committed_offset == -1
+
+
+def test_a_group_that_gains_a_member_while_being_deleted_stays(h0: Harness) -> None:
+    h0.commit("g", {("t", 0): 1})
+    h0.hold = True
+    delete = h0.delete_groups("g")
+    h0.hold = False
+    join = h0.join("g", version=3)
+    h0.advance(0)  # the join completes while the tombstones are in flight
+    h0.flush()
+    assert delete.wire.results[0].error_code == 0
+    assert join.wire.error_code == 0
+    assert h0.group().members and h0.group().state is GroupState.COMPLETING_REBALANCE
+    assert ("g", "t", 0) not in h0.store.offsets
+    assert h0.fetch("g", {"t": [0]}).wire.topics[0].partitions[0].committed_offset == -1
 
 
 def test_delete_then_reuse_the_group_id(h0: Harness) -> None:
@@ -237,7 +264,7 @@ def test_pending_commit_of_a_deleted_group_is_dropped(h: Harness) -> None:
     assert ("g", "t", 0) not in h.store.offsets  # the tombstone followed the commit
 
 
-def test_failed_delete_restores_a_commit_that_became_durable_meanwhile(h: Harness) -> None:
+def test_a_failed_delete_keeps_a_commit_that_became_durable_meanwhile(h: Harness) -> None:
     """Storage order: commit, then tombstones. The commit is durable, the tombstones fail."""
     h.commit("g", {("t", 0): 1})
     h.hold = True

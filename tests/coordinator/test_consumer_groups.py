@@ -693,7 +693,7 @@ def test_restart_with_offsets_does_not_invent_a_classic_group(h: Harness) -> Non
     assert other.fetch("g", {"t": [0]}).wire.topics[0].partitions[0].committed_offset == 5
 
 
-def test_failed_offset_delete_on_a_consumer_group_restores_its_offsets_only(h: Harness) -> None:
+def test_a_failed_offset_delete_on_a_consumer_group_leaves_its_offsets(h: Harness) -> None:
     h.catalog.set_topic("old", 1)
     cg_heartbeat(h, member_id="a")
     h.commit("g", {("old", 0): 5}, member_id="a", generation=1, version=9)

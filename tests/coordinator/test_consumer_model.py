@@ -18,8 +18,8 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 from coordinator.core.consumer_group import MemberState
 from coordinator.core.group_config import GroupConfig
 from protocol.errors import ErrorCode
-from tests.coordinator.consumer_harness import Client, cg_heartbeat
-from tests.coordinator.harness import Harness
+from tests.coordinator.consumer_harness import CONSUMER_GROUP_HEARTBEAT, Client, cg_describe, cg_heartbeat
+from tests.coordinator.harness import Harness, Reply
 
 SESSION_MS = 6000
 RECOVERABLE = {ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR}
@@ -38,6 +38,19 @@ class ConsumerGroupModel(RuleBasedStateMachine):
         self.clients: dict[str, Client] = {}
         self.next_id = 0
         self.committed: dict[tuple[str, str, int], int] = {}
+        self.h.on_reply = self.read_your_writes
+
+    def read_your_writes(self, reply: Reply) -> None:
+        """Checked as each reply leaves: a request pipelined behind it sees what it reports."""
+        if reply.api_key != CONSUMER_GROUP_HEARTBEAT or reply.error != 0 or reply.wire.member_epoch < 0:
+            return
+        (group,) = cg_describe(self.h, "g").wire.groups
+        member = next((m for m in group.members if m.member_id == reply.wire.member_id), None)
+        assert member is not None and member.member_epoch == reply.wire.member_epoch
+        if reply.wire.assignment is not None:
+            described = {(t.topic_id, p) for t in member.assignment.topic_partitions for p in t.partitions}
+            assigned = {(t.topic_id, p) for t in reply.wire.assignment.topic_partitions for p in t.partitions}
+            assert described == assigned
 
     # -- client behaviour --------------------------------------------------------------------------
 
@@ -110,6 +123,7 @@ class ConsumerGroupModel(RuleBasedStateMachine):
     @rule()
     def restart(self) -> None:
         self.h = self.h.restart()
+        self.h.on_reply = self.read_your_writes
         for client in self.clients.values():
             client.h = self.h
 

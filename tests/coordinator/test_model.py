@@ -17,7 +17,7 @@ from coordinator.core.classic_group import ClassicGroup
 from coordinator.core.group_config import GroupConfig
 from coordinator.core.state import VALID_PREVIOUS, GroupState
 from protocol.errors import ErrorCode
-from tests.coordinator.harness import Harness, Reply
+from tests.coordinator.harness import OFFSET_COMMIT, SYNC_GROUP, Harness, Reply
 
 GROUP = "g"
 SLOTS = 5
@@ -49,6 +49,20 @@ class CoordinatorModel(RuleBasedStateMachine):
         self.tracked: ClassicGroup | None = None
         self.seen: tuple[ClassicGroup, int] | None = None  # (group object, highest generation seen)
         self.leaders: dict[tuple[int, int], str] = {}
+        self.committing: int | None = None  # the offset of the commit being sent
+        self.h.on_reply = self.read_your_writes
+
+    def read_your_writes(self, reply: Reply) -> None:
+        """Checked as each reply leaves: a request pipelined behind it sees what it reports."""
+        if reply.api_key == OFFSET_COMMIT and self.committing is not None:
+            if all(p.error_code == 0 for t in reply.wire.topics for p in t.partitions):
+                fetch = self.h.fetch(GROUP, {"t": [0]})
+                assert fetch.wire.topics[0].partitions[0].committed_offset == self.committing
+        elif reply.api_key == SYNC_GROUP and reply.error == 0:
+            (described,) = self.h.describe(GROUP).wire.groups
+            assert described.group_state == "Stable"
+            assignments = {m.member_assignment for m in described.members}
+            assert reply.wire.assignment in assignments
 
     # -- plumbing --------------------------------------------------------------------------------
 
@@ -180,6 +194,7 @@ class CoordinatorModel(RuleBasedStateMachine):
     def commit(self, slot: int, offset: int, failing: bool) -> None:
         client = self.clients[slot]
         self.h.fail_code = ErrorCode.NOT_COORDINATOR if failing else None
+        self.committing = offset
         try:
             reply = self.h.commit(
                 GROUP,
@@ -190,7 +205,29 @@ class CoordinatorModel(RuleBasedStateMachine):
             )
         finally:
             self.h.fail_code = None
+            self.committing = None
         self.track(client, "commit", reply)
+
+    @rule(slot=slots, offset=st.integers(0, 100))
+    def commit_that_times_out_then_lands(self, slot: int, offset: int) -> None:
+        client = self.clients[slot]
+        self.h.hold = True
+        try:
+            reply = self.h.commit(
+                GROUP,
+                {("t", 0): offset},
+                member_id=client.member_id,
+                generation=client.generation,
+                instance_id=client.instance_id,
+            )
+        finally:
+            self.h.hold = False
+        accepted = bool(self.h.held)
+        self.h.flush_late()
+        self.track(client, "commit", reply)
+        if accepted:  # storage has it, so memory has it: the next fetch answers it
+            fetch = self.h.fetch(GROUP, {"t": [0]})
+            assert fetch.wire.topics[0].partitions[0].committed_offset == offset
 
     @rule(ms=st.sampled_from([0, 500, 3_000, 10_000, 25_000, 310_000, 600_000]))
     def advance(self, ms: int) -> None:
@@ -207,6 +244,7 @@ class CoordinatorModel(RuleBasedStateMachine):
         self.h.apply(self.h.coordinator.unload(self.h.now_ms))
         self.collect()
         self.h = self.h.restart()
+        self.h.on_reply = self.read_your_writes
         self.tracked = self.h.coordinator.group(GROUP)  # the same group, reloaded
         # A reloaded group may be back at its last persisted generation, and the generations of the
         # lost rebalance are handed out again (as in Kafka): per-generation facts start over.

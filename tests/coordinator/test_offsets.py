@@ -217,7 +217,7 @@ def test_failed_commit_write(h: Harness, write_error: int, expected: int) -> Non
     assert codes(reply) == {("t", 0): expected, ("t", 1): expected}
     h.fail_code = None
     assert fetched(h.fetch("g", {"t": [0, 1]})) == {("t", 0): (1, -1, "", 0), ("t", 1): (-1, -1, "", 0)}
-    assert not h.coordinator._offsets.offsets["g"].pending
+    assert not h.coordinator._offsets.offsets["g"].in_flight
 
 
 # -- checklist 13: OffsetFetch -------------------------------------------------------------------
@@ -336,7 +336,7 @@ def test_offset_delete_errors(h: Harness, group: str, expected: int) -> None:
     assert (reply.wire.error_code, reply.wire.topics) == (expected, [])
 
 
-def test_offset_delete_write_failure_restores_the_offsets(h: Harness) -> None:
+def test_a_failed_offset_delete_write_leaves_the_offsets(h: Harness) -> None:
     h.commit("g", {("t", 0): 1})
     h.fail_code = ErrorCode.NOT_COORDINATOR
     reply = h.delete_offsets("g", {"t": [0]})
@@ -354,6 +354,39 @@ def test_commit_in_flight_during_an_offset_delete_is_dropped(h: Harness) -> None
     assert codes(commit) == {("t", 0): 0} and delete.wire.error_code == 0
     assert fetched(h.fetch("g", {"t": [0]})) == {("t", 0): (-1, -1, "", 0)}
     assert ("g", "t", 0) not in h.store.offsets
+
+
+def test_an_offset_delete_applies_once_its_tombstone_is_durable(h: Harness) -> None:
+    h.commit("g", {("t", 0): 1})
+    h.hold = True
+    delete = h.delete_offsets("g", {"t": [0]})
+    assert not delete.answered
+    assert fetched(h.fetch("g", {"t": [0]})) == {("t", 0): (1, -1, "", 0)}  # storage still has it
+    h.flush()
+    assert delete.wire.error_code == 0
+    assert fetched(h.fetch("g", {"t": [0]})) == {("t", 0): (-1, -1, "", 0)}
+
+
+def test_a_commit_that_lands_after_its_timeout_is_applied(h: Harness) -> None:
+    h.commit("g", {("t", 0): 1})
+    h.hold = True
+    late = h.commit("g", {("t", 0): 2})
+    h.hold = False
+    h.flush_late()
+    assert codes(late) == {("t", 0): ErrorCode.REQUEST_TIMED_OUT}
+    assert h.store.offsets[("g", "t", 0)].offset == 2
+    # Storage has 2: memory serves 2 too instead of the old offset until a restart.
+    assert fetched(h.fetch("g", {"t": [0]}, version=7, require_stable=True)) == {("t", 0): (2, -1, "", 0)}
+
+
+def test_an_offset_delete_that_lands_after_its_timeout_is_applied(h: Harness) -> None:
+    h.commit("g", {("t", 0): 1})
+    h.hold = True
+    delete = h.delete_offsets("g", {"t": [0]})
+    h.hold = False
+    h.flush_late()
+    assert delete.wire.error_code == ErrorCode.REQUEST_TIMED_OUT
+    assert fetched(h.fetch("g", {"t": [0]})) == {("t", 0): (-1, -1, "", 0)}
 
 
 # -- deleted topics (§8.1) -------------------------------------------------------------------------
@@ -380,7 +413,7 @@ def test_deleted_topics_lose_their_offsets_in_every_group(h: Harness) -> None:
     assert fetched(h.fetch("b", None)) == {}
 
 
-def test_deleted_topics_write_failure_restores_offsets(h: Harness) -> None:
+def test_a_failed_deleted_topics_write_leaves_the_offsets(h: Harness) -> None:
     h.commit("a", {("t", 0): 1})
     h.fail_code = ErrorCode.KAFKA_STORAGE_ERROR
     h.delete_topics("t")

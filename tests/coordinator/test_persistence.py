@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from coordinator.core.group_config import GroupConfig
-from coordinator.core.shard import GroupCoordinator
+from coordinator.core.shard import Shard
 from coordinator.core.state import GroupState
 from protocol.errors import ErrorCode
 from storage.records import GroupMetadataRecord, MemberRecord, OffsetCommitRecord
@@ -182,7 +182,7 @@ def test_accessors(h0: Harness) -> None:
 
 
 def test_coordinator_without_load_arms_the_retention_timer_on_first_use() -> None:
-    coordinator = GroupCoordinator(GroupConfig())
+    coordinator = Shard(GroupConfig())
     assert coordinator.next_deadline() is None
     h = Harness(load=False)
     h.commit("g", {("t", 0): 1})

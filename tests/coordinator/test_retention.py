@@ -11,7 +11,6 @@ import pytest
 
 from coordinator.core.classic_group import ClassicGroup
 from coordinator.core.group_config import GroupConfig
-from coordinator.core.offset_manager import Removal
 from coordinator.core.state import GroupState
 from protocol.errors import ErrorCode
 from storage.records import GroupMetadataRecord, GroupTombstone, OffsetCommitRecord
@@ -119,13 +118,11 @@ def test_rebalancing_groups_expire_nothing(h0: Harness, state: GroupState) -> No
     h0.commit("g", {("t", 0): 1}, member_id=members[0], generation=generation)
     group = h0.group()
     group.state = state  # observe the rule directly: a rebalance cannot last a week
-    removal = Removal()
-    h0.coordinator._offsets.expire_offsets(group, h0.wall_ms + 10 * RETENTION, removal)
-    assert removal.tombstones == []
+    assert h0.coordinator._offsets.expired_offsets(group, h0.wall_ms + 10 * RETENTION) == []
     group.state = GroupState.STABLE
     group.subscribed_topics = frozenset()
-    h0.coordinator._offsets.expire_offsets(group, h0.wall_ms + 10 * RETENTION, removal)
-    assert [r.topic for r in removal.records] == ["t"]
+    expired = h0.coordinator._offsets.expired_offsets(group, h0.wall_ms + 10 * RETENTION)
+    assert [r.topic for r in expired] == ["t"]
 
 
 def test_in_flight_commits_do_not_expire(h: Harness) -> None:

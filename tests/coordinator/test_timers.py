@@ -156,3 +156,11 @@ def test_pop_due_returns_one_key_at_a_time() -> None:
     assert t.pop_due(10, 100) == (None, 1)
     assert t.pop_due(50, 100) == ("b", 1)
     assert t.pop_due(50, 100) == (None, 0)
+
+
+def test_a_key_rearmed_later_still_comes_out_in_deadline_order() -> None:
+    t: Timers[str] = Timers()
+    t.schedule("rearmed", 300)
+    t.schedule("rearmed", 433)  # its heap item still says 300
+    t.schedule("other", 426)
+    assert t.poll(450, 100) == ["other", "rearmed"]

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from loadtest.admin import prepare_target
-from loadtest.scenario import RESULT_COLUMNS, Scenario, new_run_id
+from loadtest.scenario import RAW_COLUMNS, RESULT_COLUMNS, Scenario, new_run_id
 from loadtest.task import run_task
 from tests.support.server import running_server
 
@@ -96,7 +96,9 @@ def test_spark_job_reports_two_tasks_of_fifty_members(tmp_path: Path) -> None:
     import pyarrow.parquet as pq
 
     raw = pq.read_table(out / "raw.parquet")
-    assert tuple(raw.column_names) == RESULT_COLUMNS
+    assert tuple(raw.column_names) == RAW_COLUMNS
+    assert set(raw.column("executor").to_pylist()) == {"driver"}  # local mode: tasks run in the driver
+    assert [p["executor"] for p in summary["placement"]] == ["driver", "driver"]
     ops_in_raw = Counter(raw.column("op").to_pylist())
     assert ops_in_raw["heartbeat"] == ops["heartbeat"]["count"]
     assert set(raw.column("target").to_pylist()) == {"ours"}

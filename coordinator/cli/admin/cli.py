@@ -16,8 +16,19 @@ from coordinator.cli.admin.client import AdminClient
 from coordinator.cli.admin.connection import parse_address
 from coordinator.cli.admin.errors import KafkaError, UsageError
 from coordinator.cli.admin.groups_cmd import groups_delete, groups_describe, groups_list
+from coordinator.cli.admin.move_cmd import (
+    check_file_arguments,
+    offsets_export_to_kafka,
+    offsets_import_from_kafka,
+)
 from coordinator.cli.admin.offsets_cmd import offsets_delete, offsets_export, offsets_import, offsets_reset
 from coordinator.cli.admin.specs import parse_datetime_ms, parse_duration_ms, parse_topic_spec
+from coordinator.cli.admin.zookeeper import ZooKeeperError, parse_zk_address
+from coordinator.cli.admin.zookeeper_cmd import (
+    MISSING_POLICIES,
+    groups_list_from_zookeeper,
+    offsets_import_from_zookeeper,
+)
 
 Handler = Callable[[AdminClient, argparse.Namespace], int]
 
@@ -36,11 +47,34 @@ def run(handler: Handler, args: argparse.Namespace) -> int:
     except UsageError as exc:
         print(f"{args.admin_prog}: error: {exc}", file=sys.stderr)
         return 2
+    except ZooKeeperError as exc:
+        print(f"{args.admin_prog}: ZooKeeper: {exc}", file=sys.stderr)
+        return 1
     except BrokenPipeError:  # `... | head`: stop quietly, and keep Python's exit flush quiet too
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except KeyboardInterrupt:
         return 130
+
+
+def _groups_list(client: AdminClient, args: argparse.Namespace) -> int:
+    if args.from_zookeeper is None:
+        return groups_list(client, args)
+    if args.state or args.type:
+        raise UsageError("--state and --type filter the cluster's groups, not ZooKeeper's")
+    return groups_list_from_zookeeper(args)
+
+
+def _offsets_import(client: AdminClient, args: argparse.Namespace) -> int:
+    if args.from_kafka is not None and args.from_zookeeper is not None:
+        raise UsageError("--from-kafka and --from-zookeeper: one source at a time")
+    if args.from_kafka is not None:
+        return offsets_import_from_kafka(client, args)
+    if args.from_zookeeper is not None:
+        return offsets_import_from_zookeeper(client, args)
+    if args.dry_run:
+        raise UsageError("--dry-run goes with --from-kafka or --from-zookeeper (a file import commits)")
+    return offsets_import(client, args)
 
 
 def _typed(parse: Callable[[str], Any], name: str) -> Callable[[str], Any]:
@@ -61,6 +95,11 @@ def _address(text: str) -> str:
     return text
 
 
+def _zk_address(text: str) -> str:
+    parse_zk_address(text)
+    return text
+
+
 def _non_negative(text: str) -> int:
     if not text.isdigit():
         raise ValueError(f"expected a non-negative integer, got {text!r}")
@@ -74,7 +113,36 @@ def _seconds(text: str) -> float:
     return value
 
 
-def _connection_options(output: Sequence[str] = ("table", "json")) -> argparse.ArgumentParser:
+def _offsets_export(client: AdminClient, args: argparse.Namespace) -> int:
+    if args.to_kafka is not None:
+        args.format = args.format or "table"
+        if args.format == "csv":
+            raise UsageError("--to-kafka prints the plan as a table or JSON, not CSV")
+        return offsets_export_to_kafka(client, args)
+    check_file_arguments(args, "--to-kafka")
+    if args.group is None:
+        raise UsageError("GROUP is required (or --to-kafka BOOTSTRAP with --group/--all-groups)")
+    args.format = args.format or "csv"
+    if args.format == "table":
+        raise UsageError("--format table goes with --to-kafka; the export prints CSV or JSON")
+    return offsets_export(client, args)
+
+
+def _group_selection(parser: argparse.ArgumentParser, source: str) -> None:
+    """Which groups and topics a move between clusters takes, and whether it commits."""
+    moving = parser.add_argument_group("moving groups (with --from-kafka, --to-kafka, --from-zookeeper)")
+    which = moving.add_mutually_exclusive_group()
+    which.add_argument("--group", dest="group_option", metavar="G", help="the group to move")
+    which.add_argument("--all-groups", action="store_true", help=f"every group of {source}")
+    moving.add_argument("--topic", action="append", metavar="T", help="only this topic (repeatable)")
+    mode = moving.add_mutually_exclusive_group()
+    mode.add_argument("--dry-run", action="store_true", help="print the plan only (the default)")
+    mode.add_argument("--execute", action="store_true", help="commit the planned offsets")
+
+
+def _connection_options(
+    output: Sequence[str] = ("table", "json"), format_default: str | None = ""
+) -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
         "--bootstrap",
@@ -90,9 +158,12 @@ def _connection_options(output: Sequence[str] = ("table", "json")) -> argparse.A
         default=10.0,
         help="per-request timeout, also how long to wait for a coordinator (default 10)",
     )
-    common.add_argument(
-        "--format", choices=list(output), default=output[0], help=f"output format (default {output[0]})"
-    )
+    if format_default == "":
+        common.add_argument(
+            "--format", choices=list(output), default=output[0], help=f"output format (default {output[0]})"
+        )
+    else:
+        common.add_argument("--format", choices=list(output), default=None, help=format_default)
     return common
 
 
@@ -102,13 +173,14 @@ def _leaf(
     handler: Handler,
     help_text: str,
     output: Sequence[str] = ("table", "json"),
+    format_default: str | None = "",
 ) -> argparse.ArgumentParser:
     parser: argparse.ArgumentParser = sub.add_parser(
         name,
         help=help_text,
         description=help_text[0].upper() + help_text[1:] + ".",
         epilog=EXIT_CODES,
-        parents=[_connection_options(output)],
+        parents=[_connection_options(output, format_default)],
     )
     parser.set_defaults(func=lambda args: run(handler, args), admin_prog=parser.prog)
     return parser
@@ -123,7 +195,7 @@ def add_groups_parser(
     )
     verbs = groups.add_subparsers(dest="verb", required=True, metavar="VERB")
 
-    listing = _leaf(verbs, "list", groups_list, "list the groups of every broker")
+    listing = _leaf(verbs, "list", _groups_list, "list the groups of every broker")
     listing.add_argument(
         "--state",
         action="append",
@@ -135,6 +207,13 @@ def add_groups_parser(
         action="append",
         metavar="T",
         help="only groups of type T (classic, consumer, ...; repeatable)",
+    )
+    listing.add_argument(
+        "--from-zookeeper",
+        metavar="HOST:PORT[,HOST:PORT][/chroot]",
+        type=_typed(_zk_address, "zookeeper"),
+        help="list the ZooKeeper-era (pre-0.9) consumer groups registered there instead: their "
+        "instances, owned partitions and offsets",
     )
 
     describe = _leaf(
@@ -237,18 +316,60 @@ def add_offsets_parser(
     export = _leaf(
         verbs,
         "export",
-        offsets_export,
-        "print committed offsets as topic,partition,offset CSV",
-        ("csv", "json"),
+        _offsets_export,
+        "print committed offsets as topic,partition,offset CSV, or copy them to another cluster",
+        ("csv", "table", "json"),
+        format_default="output format: csv (default) or json; with --to-kafka table (default) or json",
     )
-    export.add_argument("group", metavar="GROUP")
+    export.add_argument("group", nargs="?", metavar="GROUP")
     export.add_argument(
         "--with-metadata", action="store_true", help="add a fourth column: the commit metadata"
     )
+    export.add_argument(
+        "--to-kafka",
+        metavar="BOOTSTRAP",
+        type=_typed(_address, "address"),
+        help="copy the committed offsets to that cluster's group coordinator, for a rollback "
+        "(a dry run unless --execute)",
+    )
+    _group_selection(export, "this cluster")
 
-    imports = _leaf(verbs, "import", offsets_import, "commit offsets from a CSV file into an inactive group")
-    imports.add_argument("group", metavar="GROUP")
-    imports.add_argument("file", metavar="FILE", help="topic,partition,offset[,metadata] CSV ('-' for stdin)")
+    imports = _leaf(
+        verbs,
+        "import",
+        _offsets_import,
+        "commit offsets from a CSV file, another cluster or ZooKeeper-era consumers into inactive groups",
+    )
+    imports.add_argument("group", metavar="GROUP", nargs="?")
+    imports.add_argument(
+        "file", metavar="FILE", nargs="?", help="topic,partition,offset[,metadata] CSV ('-' for stdin)"
+    )
+    imports.add_argument(
+        "--from-kafka",
+        metavar="BOOTSTRAP",
+        type=_typed(_address, "address"),
+        help="copy the committed offsets from that cluster's group coordinator (a dry run unless --execute)",
+    )
+    imports.add_argument(
+        "--from-zookeeper",
+        metavar="HOST:PORT[,HOST:PORT][/chroot]",
+        type=_typed(_zk_address, "zookeeper"),
+        help="read /consumers/<group>/offsets there (a dry run unless --execute)",
+    )
+    _group_selection(imports, "the source")
+    zookeeper = imports.add_argument_group("from ZooKeeper (consumers of Kafka before 0.9)")
+    zookeeper.add_argument(
+        "--ignore-live-consumers",
+        action="store_true",
+        help="import although consumers are still registered under /consumers/<group>/ids",
+    )
+    zookeeper.add_argument(
+        "--missing-topics",
+        choices=MISSING_POLICIES,
+        default="fail",
+        help="offsets of topics or partitions the cluster lacks: fail (default), skip them, or "
+        "create the topics and partitions",
+    )
     return offsets
 
 

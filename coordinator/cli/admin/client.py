@@ -154,6 +154,7 @@ class GroupDescription:
 class Committed:
     offset: int
     metadata: str = ""
+    leader_epoch: int = -1  # the leader epoch of the last record consumed; -1 when unknown
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,6 +188,10 @@ class AdminClient:
             conn = BrokerConnection(host, port, self.timeout, self.client_id)
             self._connections[(host, port)] = conn
         return conn
+
+    def bootstrap_connection(self) -> BrokerConnection:
+        """The connection for cluster-level requests (CreateTopics, CreatePartitions)."""
+        return self._connect(*self.bootstrap)
 
     def _node(self, node: Node) -> BrokerConnection:
         return self._connect(node.host, node.port)
@@ -456,6 +461,7 @@ class AdminClient:
                 OffsetCommitRequestPartition(
                     partition_index=tp.partition,
                     committed_offset=committed.offset,
+                    committed_leader_epoch=committed.leader_epoch,
                     committed_metadata=committed.metadata,
                 )
             )
@@ -577,7 +583,9 @@ def _fetch_offsets(
                 code = p.error_code
             continue
         if p.committed_offset >= 0:
-            offsets[TP(name, p.partition_index)] = Committed(p.committed_offset, p.metadata or "")
+            offsets[TP(name, p.partition_index)] = Committed(
+                p.committed_offset, p.metadata or "", p.committed_leader_epoch
+            )
     return code, offsets
 
 

@@ -44,16 +44,38 @@ def groups_list(client: AdminClient, args: argparse.Namespace) -> int:
 
 @dataclass(slots=True)
 class OffsetLine:
-    """One line of the offsets view: a partition the group has committed or is assigned."""
+    """One line of the offsets view: a partition the group has committed or is assigned.
+
+    ``log_end`` is None when the log end is unknown: ListOffsets failed for the partition, or
+    it reported an end before the committed offset (see ``known_log_end``).
+    """
 
     tp: TP
     current: int | None
     log_end: int | None
     owner: Member | None
+    reported_end: int | None = None  # what ListOffsets answered, also when it cannot be the end
 
     @property
     def lag(self) -> int | None:
         return None if self.current is None or self.log_end is None else self.log_end - self.current
+
+    @property
+    def end_behind_commit(self) -> bool:
+        return self.log_end is None and self.reported_end is not None
+
+
+def known_log_end(committed: int | None, reported: int | None) -> int | None:
+    """The log end to show next to a committed offset, or None when it is unknown.
+
+    A consumer commits positions it has read up to, so a committed offset never lies beyond the
+    end of the log it was read from. A reported end before the committed offset therefore is not
+    the end of that log: a broker that stores no records (a standalone coordinator answers 0 for
+    every log), a log truncated or deleted and re-created. The lag is unknown then, never negative.
+    """
+    if reported is None or (committed is not None and committed > reported):
+        return None
+    return reported
 
 
 def offset_lines(client: AdminClient, group: GroupDescription) -> list[OffsetLine]:
@@ -62,15 +84,26 @@ def offset_lines(client: AdminClient, group: GroupDescription) -> list[OffsetLin
     owners = {tp: m for m in group.members for tp in m.assignment or []}
     partitions = sorted(set(committed) | set(owners))
     ends = client.log_offsets(partitions, LATEST) if partitions else {}
-    return [
-        OffsetLine(
-            tp,
-            committed[tp].offset if tp in committed else None,
-            ends[tp].offset if tp in ends else None,
-            owners.get(tp),
-        )
-        for tp in partitions
-    ]
+    lines = []
+    for tp in partitions:
+        current = committed[tp].offset if tp in committed else None
+        reported = ends[tp].offset if tp in ends else None
+        lines.append(OffsetLine(tp, current, known_log_end(current, reported), owners.get(tp), reported))
+    return lines
+
+
+def unknown_end_note(lines: list[OffsetLine]) -> str | None:
+    """Why LOG-END-OFFSET and LAG show '-' (null in JSON) where ListOffsets did answer."""
+    behind = [line for line in lines if line.end_behind_commit]
+    if not behind:
+        return None
+    ends = sorted({line.reported_end for line in behind if line.reported_end is not None})
+    return (
+        f"log end unknown for {len(behind)} partition{'s' if len(behind) != 1 else ''}: the broker "
+        f"reports a log end ({', '.join(map(str, ends))}) before the committed offset, so it is not "
+        "the end of the log these offsets were read from (a broker that stores no records, such as "
+        "a standalone coordinator, or a truncated or re-created log)"
+    )
 
 
 def format_assignment(assignment: list[TP] | None) -> str:
@@ -131,9 +164,12 @@ def groups_describe(client: AdminClient, args: argparse.Namespace) -> int:
             sections.append(_consumer_members_table(consumer))
     if show_offsets:
         sections.append(_offsets_table(described))
-    for group, _lines in described:
+    for group, lines in described:
         if not group.members:
             note(f"Consumer group '{group.group_id}' has no active members.")
+        explanation = unknown_end_note(lines or [])
+        if explanation:
+            note(f"Consumer group '{group.group_id}': {explanation}.")
     for i, (headers, rows) in enumerate(sections):
         if i:
             print()

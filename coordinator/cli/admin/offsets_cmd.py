@@ -81,6 +81,22 @@ def offsets_reset(client: AdminClient, args: argparse.Namespace) -> int:
 
 
 def offsets_import(client: AdminClient, args: argparse.Namespace) -> int:
+    moving_only = [
+        flag
+        for flag, given in (
+            ("--group", args.group_option is not None),
+            ("--all-groups", args.all_groups),
+            ("--topic", args.topic is not None),
+            ("--execute", args.execute),
+        )
+        if given
+    ]
+    if moving_only:
+        raise UsageError(f"{', '.join(moving_only)} go with --from-kafka or --from-zookeeper")
+    if args.ignore_live_consumers:
+        raise UsageError("--ignore-live-consumers goes with --from-zookeeper")
+    if args.group is None or args.file is None:
+        raise UsageError("give GROUP and FILE (or --from-kafka, or --from-zookeeper)")
     rows = read_csv_argument(args.file)
     if not rows:
         raise UsageError(f"{args.file}: no offsets to import")

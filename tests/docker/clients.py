@@ -1,0 +1,69 @@
+"""What the compose checks do with kafka-python through a published port: a group member joins
+and commits, and the committed offsets are read back."""
+
+from __future__ import annotations
+
+import time
+
+from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
+from kafka.admin import NewTopic
+from kafka.errors import KafkaError, TopicAlreadyExistsError
+from kafka.structs import OffsetAndMetadata
+
+CLIENT_TIMEOUTS = {"request_timeout_ms": 15000}
+
+
+def join_and_commit(
+    bootstrap: str, group: str, topic: str, partitions: int, first_offset: int
+) -> dict[int, int]:
+    """A member of ``group`` joins, gets every partition of ``topic`` and commits an offset for
+    each; answers partition -> committed offset."""
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, **CLIENT_TIMEOUTS)
+    try:
+        admin.create_topics([NewTopic(topic, partitions, 1)])
+    except TopicAlreadyExistsError:
+        pass
+    finally:
+        admin.close()
+    consumer = KafkaConsumer(
+        topic,
+        bootstrap_servers=bootstrap,
+        group_id=group,
+        enable_auto_commit=False,
+        session_timeout_ms=10000,
+        heartbeat_interval_ms=1000,
+        **CLIENT_TIMEOUTS,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while len(consumer.assignment()) < partitions:
+            assert time.monotonic() < deadline, (
+                f"the member got {consumer.assignment()} of {partitions} partitions"
+            )
+            consumer.poll(timeout_ms=500)
+        offsets = {partition: first_offset + partition for partition in range(partitions)}
+        consumer.commit({TopicPartition(topic, p): OffsetAndMetadata(o, "", -1) for p, o in offsets.items()})
+    finally:
+        consumer.close()
+    return offsets
+
+
+def committed(bootstrap: str, group: str, topic: str, timeout: float = 60) -> dict[int, int]:
+    """The group's committed offsets on ``topic``, asked until the coordinator has loaded them."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return _committed_once(bootstrap, group, topic)
+        except (KafkaError, OSError):
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(1)
+
+
+def _committed_once(bootstrap: str, group: str, topic: str) -> dict[int, int]:
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, **CLIENT_TIMEOUTS)
+    try:
+        found = admin.list_group_offsets(group)[group]
+    finally:
+        admin.close()
+    return {tp.partition: om.offset for tp, om in found.items() if tp.topic == topic and om.offset >= 0}
