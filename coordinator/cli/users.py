@@ -3,8 +3,8 @@
 Only the salted SCRAM keys are stored (RFC 5802/7677); the password (typed at the prompt, read
 from a file with --password-file, from COORDINATOR_USER_PASSWORD, or given with --password,
 which other local users can see in the process list) is never stored nor printed. A running
-server reads the credentials from the storage, caching them for a few seconds, so changes apply
-within seconds without a restart.
+server reads the credentials from the storage, caching them for a second, so changes apply
+within a second without a restart.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ SaslServerAuthenticator), at the API layer.
   lifetime; a connection whose session expired may only re-authenticate (SaslHandshake +
   SaslAuthenticate, as the same user); any other request closes it.
 * Credentials are read from the storage (``load_credentials(user)``, behind the cache of
-  ``login_guard``), so users added or deleted with ``coordinator users`` apply within seconds
+  ``login_guard``), so users added or deleted with ``coordinator users`` apply within a second
   without a restart.
 * An address with too many failed logins (``login_guard.FailedLoginLimit``) has its logins
   refused at once, without a storage look-up, until its window has passed.

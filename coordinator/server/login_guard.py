@@ -27,7 +27,7 @@ class CredentialCache:
         self,
         loader: CredentialLoader,
         *,
-        ttl_s: float = 5.0,
+        ttl_s: float = 1.0,
         max_concurrent: int = 4,
         max_entries: int = 10_000,
         clock: Callable[[], float] = time.monotonic,
