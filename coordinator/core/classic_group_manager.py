@@ -343,6 +343,11 @@ class ClassicGroupManager:
         elif version >= 4:
             # KIP-394: hand out the member id first and admit the member only when it rejoins with
             # it, so that retries after a lost response do not leave ghost members behind.
+            if len(group.pending_members) >= self.config.group_max_size:
+                # Pending ids are held for a session timeout: without a bound a client looping
+                # on JoinGroup would fill memory.
+                fx.reply(ctx.reply_to, self.join_error(version, GROUP_MAX_SIZE_REACHED))
+                return
             group.pending_members.add(new_member_id)
             self.timers.schedule(
                 session_key(group.group_id, new_member_id), self.clock.now_ms + req.session_timeout_ms
@@ -744,7 +749,8 @@ class ClassicGroupManager:
         if group is None or group.state is DEAD:
             return
         if member_id in group.pending_members:
-            log.info("group %s: pending member %s expired", group_id, member_id)
+            # DEBUG: a client looping on JoinGroup makes thousands of these at once.
+            log.debug("group %s: pending member %s expired", group_id, member_id)
             group.remove_member(member_id)
             self._maybe_complete_join_phase(group, fx)
             return

@@ -10,7 +10,6 @@ write (storage is a state table: the newest row of each key wins).
 from __future__ import annotations
 
 import logging
-import re
 import uuid
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -69,7 +68,7 @@ from coordinator.core.events import (
 )
 from coordinator.core.group_config import GroupConfig
 from coordinator.core.lifecycle import PendingChange, TimerHandler
-from coordinator.core.regex import RegexError, compile_topic_regex
+from coordinator.core.regex import RegexError, TopicPattern, compile_topic_regex
 from coordinator.core.stats import CoreStats
 from coordinator.core.timers import TimerKey, Timers
 from protocol.messages import consumer_group_describe as cgd
@@ -155,7 +154,7 @@ class ConsumerGroupManager:
         self.new_member_id = new_member_id
         self.catalog: TopicCatalog = EmptyCatalog()
         self.groups: dict[str, ConsumerGroup] = {}
-        self._regexes: dict[str, re.Pattern[str]] = {}
+        self._regexes: dict[str, TopicPattern] = {}
 
     # -- ConsumerGroupHeartbeat (v0-1) -------------------------------------------------------
 
@@ -247,7 +246,7 @@ class ConsumerGroupManager:
         if regex:
             self._regex(regex)
 
-    def _regex(self, regex: str) -> re.Pattern[str]:
+    def _regex(self, regex: str) -> TopicPattern:
         pattern = self._regexes.get(regex)
         if pattern is None:
             try:

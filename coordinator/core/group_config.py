@@ -42,8 +42,12 @@ class GroupConfig:
         non_negative,
         kafka=True,
     )
+    # Kafka has no limit; ours also bounds KIP-394 pending members (docs/hardening.md).
     group_max_size: int = setting(
-        2**31 - 1, "members per group (GROUP_MAX_SIZE_REACHED beyond)", at_least(1), kafka=True
+        10_000,
+        "members per group, pending ones included (GROUP_MAX_SIZE_REACHED beyond)",
+        at_least(1),
+        kafka=True,
     )
     # Kafka's internal group.coordinator.new.member.join.timeout.ms.
     group_new_member_join_timeout_ms: int = setting(
@@ -61,7 +65,7 @@ class GroupConfig:
     offset_metadata_max_bytes: int = setting(4096, "largest commit metadata string", non_negative, kafka=True)
     # Not a Kafka setting for classic groups; named after group.share.max.groups.
     group_max_groups: int = setting(
-        2**31 - 1, "classic groups on this coordinator (ours; Kafka has no limit)", at_least(1), kafka=True
+        100_000, "groups on this coordinator (ours; Kafka has no limit)", at_least(1), kafka=True
     )
     # KIP-848 consumer groups (Kafka's group.consumer.* settings).
     group_consumer_session_timeout_ms: int = setting(

@@ -9,6 +9,7 @@ import time
 from dataclasses import dataclass, field
 
 from coordinator.api.authz import AclLayer
+from coordinator.api.topic_authz import TopicAcls
 from coordinator.core.cluster import Cluster, NodeIdentity
 from coordinator.core.lag_status import LagTracker
 from coordinator.core.shard import Shard
@@ -18,11 +19,13 @@ from coordinator.server.config import Config
 from coordinator.server.connection import Connection
 from coordinator.server.console import Console
 from coordinator.server.dispatcher import Dispatcher
-from coordinator.server.group_metrics import GroupMetricsCollector, watch_loop_lag
+from coordinator.server.group_metrics import GroupMetricsCollector
 from coordinator.server.group_views import GroupViews, lag_feeder
 from coordinator.server.lag import EndOffsets, LagSampler, shard_committed_offsets
 from coordinator.server.limits import ConnectionLimits
 from coordinator.server.listeners import BoundListener
+from coordinator.server.login_guard import CredentialCache, FailedLoginLimit
+from coordinator.server.loop_lag import LoopLagMonitor
 from coordinator.server.metrics import HealthServer, MeasuredStore, Metrics
 from coordinator.server.readiness import StorageProbe
 from coordinator.server.runtime import Clock, Runtime
@@ -51,9 +54,9 @@ class RunningServer:
     all_listeners: list[asyncio.Server] | None = None
     readiness_probe: StorageProbe | None = None
     lag_sampler: LagSampler | None = None
-    # Lag samples for the status rules, and the loop-lag probe of the metrics (observability.md).
+    # Lag samples for the status rules (docs/observability.md).
     lag: LagTracker = field(default_factory=LagTracker)
-    loop_watch: asyncio.Task[None] | None = None
+    loop_lag: LoopLagMonitor | None = None
 
     @property
     def port(self) -> int:
@@ -66,8 +69,6 @@ class RunningServer:
             await self.lag_sampler.stop()
         for listener in self.all_listeners or [self.listener]:
             listener.close()
-        if self.loop_watch is not None:
-            self.loop_watch.cancel()
         if self.limits is not None:
             self.limits.stop()
         if self.dispatcher.sasl is not None:
@@ -86,6 +87,8 @@ class RunningServer:
             log.error("storage did not finish pending writes within %.0f s", SHUTDOWN_GRACE_S)
         await asyncio.sleep(0)  # let the write callbacks send their replies
         self.runtime.stop_timers()
+        if self.loop_lag is not None:
+            self.loop_lag.stop()
         for connection in list(self.dispatcher.connections):
             connection.close()
         await self.store.close()
@@ -132,6 +135,7 @@ async def start_server(config: Config, end_offsets: EndOffsets | None = None) ->
     writer = BatchWriter(store)
     runtime = Runtime(coordinator, writer, clock, config.offsets_commit_timeout_ms)
     dispatcher = Dispatcher(runtime, cluster, metrics)
+    dispatcher.limits = config.request_limits()
     limits = ConnectionLimits(
         config.max_connections, config.max_connections_per_ip, config.connections_max_idle_ms
     )
@@ -140,8 +144,9 @@ async def start_server(config: Config, end_offsets: EndOffsets | None = None) ->
         dispatcher.sasl = SaslServer(
             config.sasl_mechanisms,
             config.connections_max_reauth_ms,
-            _credential_loader(store),
+            CredentialCache(_credential_loader(store)).load,
             failed_authentication_delay_ms=config.connection_failed_authentication_delay_ms,
+            login_limit=FailedLoginLimit(),
         )
     servers: list[asyncio.Server] = []
     bound_listeners: list[BoundListener] = []
@@ -162,6 +167,16 @@ async def start_server(config: Config, end_offsets: EndOffsets | None = None) ->
         config, store, writer, runtime, dispatcher, servers[0], health, metrics_port, limits, servers
     )
     limits.start(loop)
+    if metrics is not None:
+        lag_metrics = metrics
+
+        def observe_lag(lag_s: float) -> None:
+            lag_metrics.loop_lag.observe(lag_s)
+            if server.loop_lag is not None:
+                lag_metrics.loop_lag_max.set(server.loop_lag.max_lag_s)
+
+        server.loop_lag = LoopLagMonitor(observe_lag)
+        server.loop_lag.start()
     log.info(
         "coordinator node %d listening on %s:%d (advertised %s:%d)",
         config.node_id, main.listener.host, server.port, cluster.node.host, cluster.node.port,
@@ -201,7 +216,6 @@ async def start_server(config: Config, end_offsets: EndOffsets | None = None) ->
         )
         group_metrics = GroupMetricsCollector(coordinator.events, server.lag, clock.now_ms)
         metrics.registry.register(group_metrics)
-        server.loop_watch = loop.create_task(watch_loop_lag(group_metrics))
     console.views = GroupViews(coordinator, server.lag)
     if config.authorizer_enabled:
         authorizer = Authorizer(
@@ -210,6 +224,7 @@ async def start_server(config: Config, end_offsets: EndOffsets | None = None) ->
         )
         authorizer.load(state_acls)
         AclLayer(authorizer).install(dispatcher.routes)
+        TopicAcls(authorizer, cluster).install(dispatcher.routes)
         log.info(
             "authorizer enabled: %d ACLs, super users %s", len(authorizer.acls), config.super_users or "none"
         )

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from coordinator.api.limits import RequestLimits
 from coordinator.core.group_config import GroupConfig
 from coordinator.core.settings import (
     ConfigError,
@@ -110,9 +111,7 @@ class Config(GroupConfig):
     )
     # Connection limits: Kafka's names; the maximum int means "no limit".
     max_connections: int = setting(2**31 - 1, "connections in total", at_least(1), kafka=True)
-    max_connections_per_ip: int = setting(
-        2**31 - 1, "connections per client address", at_least(1), kafka=True
-    )
+    max_connections_per_ip: int = setting(4096, "connections per client address", at_least(1), kafka=True)
     connections_max_idle_ms: int = setting(
         600000, "idle connections (and slow partial frames) are closed after this", positive, kafka=True
     )
@@ -156,6 +155,30 @@ class Config(GroupConfig):
         30000, "how often consumer lag is sampled for the metrics (ours)", positive, kafka=True
     )
     lag_metric_max_series: int = setting(10000, "most lag series exported (ours)", at_least(1), kafka=True)
+    # Request limits (coordinator/api/limits.py, docs/hardening.md): one request must not hurt others.
+    control_request_max_bytes: int = setting(
+        128 * 1024,
+        "largest frame of a request that carries only names (all but JoinGroup, SyncGroup, OffsetCommit, "
+        "ConsumerGroupHeartbeat, Produce) (ours)",
+        at_least(1),
+        kafka=True,
+    )
+    request_max_items: int = setting(
+        100_000, "most array entries in one request (ours)", at_least(1), kafka=True
+    )
+    request_max_groups: int = setting(10_000, "most group ids in one request (ours)", at_least(1), kafka=True)
+    group_id_max_chars: int = setting(
+        1024, "longest group, instance and client id; member ids 64 more (ours)", at_least(1), kafka=True
+    )
+    group_member_metadata_max_bytes: int = setting(
+        1024 * 1024, "largest member metadata or assignment (ours)", at_least(1), kafka=True
+    )
+    topic_max_partitions: int = setting(
+        10_000, "most partitions of one topic (ours)", at_least(1), kafka=True
+    )
+    request_max_partitions: int = setting(
+        10_000, "most partitions created by one request (ours)", at_least(1), kafka=True
+    )
 
     @property
     def listener_host(self) -> str:
@@ -191,6 +214,10 @@ class Config(GroupConfig):
             self.ssl_client_auth,
             self.ssl_keyfile_password,
         )
+
+    def request_limits(self) -> RequestLimits:
+        names = {f.name for f in dataclasses.fields(RequestLimits)}
+        return RequestLimits(**{name: getattr(self, name) for name in names})
 
     def group_config(self) -> GroupConfig:
         return GroupConfig(**{s.name: getattr(self, s.name) for s in settings_of(GroupConfig)})

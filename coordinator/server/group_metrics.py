@@ -10,9 +10,7 @@ It also measures the event loop's lag: how late a callback scheduled every ``int
 
 from __future__ import annotations
 
-import asyncio
 import heapq
-import time
 from collections.abc import Callable, Iterable, Sequence
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
@@ -64,7 +62,6 @@ class GroupMetricsCollector(Collector):
         self.now_ms = now_ms  # the shard's monotonic clock
         self.lag = lag
         self.top_groups = top_groups
-        self.loop_lag_seconds = 0.0
         self._preparing = _Buckets(PHASE_BUCKETS)
         self._completing = _Buckets(PHASE_BUCKETS)
         self._reconciling = _Buckets(PHASE_BUCKETS)
@@ -134,11 +131,6 @@ class GroupMetricsCollector(Collector):
             ongoing.add_metric([group], max(now - started, 0) / 1000)
         yield ongoing
         yield from self._lag_families()
-        yield GaugeMetricFamily(
-            "coordinator_event_loop_lag_seconds",
-            "How late the event loop ran a callback scheduled on a fixed interval",
-            value=self.loop_lag_seconds,
-        )
 
     def _lag_families(self) -> Iterable[Metric]:
         statuses = [s for g in self.lag.groups() if (s := self.lag.status(g)) is not None]
@@ -170,11 +162,3 @@ class GroupMetricsCollector(Collector):
 
 def _value(item: tuple[str, int]) -> int:
     return item[1]
-
-
-async def watch_loop_lag(collector: GroupMetricsCollector, interval: float = 0.5) -> None:
-    """Runs until cancelled: records how late each tick of a fixed-interval sleep wakes up."""
-    while True:
-        started = time.monotonic()
-        await asyncio.sleep(interval)
-        collector.loop_lag_seconds = max(time.monotonic() - started - interval, 0.0)

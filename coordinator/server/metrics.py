@@ -135,6 +135,13 @@ class Metrics:
         self.storage_failures = Counter(
             "coordinator_storage_write_failures", "Failed storage writes", registry=r
         )
+        self.loop_lag = Histogram(
+            "coordinator_event_loop_lag_seconds", "How late the event loop runs a scheduled callback",
+            buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10), registry=r,
+        )  # fmt: skip
+        self.loop_lag_max = Gauge(
+            "coordinator_event_loop_lag_max_seconds", "Largest event loop lag since start", registry=r
+        )
         self.load_time = Gauge(
             "coordinator_partition_load_time_seconds", "Time to load groups and offsets at start (Kafka: partition-load-time)",
             registry=r,
