@@ -41,6 +41,12 @@ def _serve_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     serve.add_argument(
         "--metrics-port", type=int, help="port of /metrics, /healthz and /readyz (default 0 = off)"
     )
+    serve.add_argument(
+        "--group-consumer-heartbeat-policy",
+        metavar="POLICY",
+        help="KIP-848 heartbeat intervals: handover (default: shorter during hand-overs, jittered), "
+        "unreleased (shorter only for members waiting for partitions) or kafka (always the configured one)",
+    )
     serve.add_argument("--log-level", help="DEBUG, INFO (default), WARNING, ERROR")
     serve.add_argument("--log-format", choices=["text", "json"], help="log line format (default text)")
     kafka = serve.add_argument_group("Kafka settings", "Apache Kafka's names with dots turned into dashes")

@@ -28,6 +28,9 @@ class GroupConfig:
     group_consumer_heartbeat_interval_ms: int = 5000
     group_consumer_max_size: int = 2**31 - 1
     group_consumer_assignors: tuple[str, ...] = ("uniform", "range")
+    # Not a Kafka setting: how HeartbeatIntervalMs varies (heartbeat_interval.py, "handover",
+    # "unreleased" or "kafka" for the configured interval every time).
+    group_consumer_heartbeat_policy: str = "handover"
 
     def __post_init__(self) -> None:
         if self.group_min_session_timeout_ms > self.group_max_session_timeout_ms:
@@ -48,6 +51,12 @@ class GroupConfig:
             raise ValueError("group.consumer.heartbeat.interval.ms must be lower than the session timeout")
         if self.group_consumer_max_size < 1:
             raise ValueError("group_consumer_max_size must be >= 1")
+        from coordinator.core.heartbeat_interval import HEARTBEAT_POLICIES
+
+        if self.group_consumer_heartbeat_policy not in HEARTBEAT_POLICIES:
+            raise ValueError(
+                f"group_consumer_heartbeat_policy must be one of {', '.join(HEARTBEAT_POLICIES)}"
+            )
         from coordinator.core.assignors import ASSIGNORS
 
         unknown = [name for name in self.group_consumer_assignors if name not in ASSIGNORS]

@@ -19,6 +19,7 @@ from typing import Any
 
 from coordinator.core.assignors import ASSIGNORS
 from coordinator.core.group_config import GroupConfig
+from coordinator.core.heartbeat_interval import HEARTBEAT_POLICIES
 from coordinator.security.scram import MECHANISMS
 from coordinator.server.listeners import Listener, ListenerError, parse_listeners, server_ssl_context
 
@@ -68,6 +69,8 @@ class Config:
     group_consumer_heartbeat_interval_ms: int = 5000
     group_consumer_max_size: int = 2**31 - 1
     group_consumer_assignors: str = "uniform,range"  # the first is the default
+    # Not a Kafka setting: how the heartbeat interval varies (docs/kip848-handover.md).
+    group_consumer_heartbeat_policy: str = "handover"
     # Listeners and TLS (issue 9; see coordinator/listeners.py). Empty listeners: --host/--port.
     listeners: str = ""
     advertised_listeners: str = ""
@@ -249,6 +252,10 @@ def _validate(config: Config) -> Config:
         "group.consumer.heartbeat.interval.ms must be positive and lower than group.consumer.session.timeout.ms",
     )
     need(config.group_consumer_max_size >= 1, "group.consumer.max.size must be at least 1")
+    need(
+        config.group_consumer_heartbeat_policy in HEARTBEAT_POLICIES,
+        f"group-consumer-heartbeat-policy must be one of {', '.join(HEARTBEAT_POLICIES)}",
+    )
     unknown_assignors = [a for a in config.consumer_assignors if a not in ASSIGNORS]
     need(
         bool(config.consumer_assignors) and not unknown_assignors,
