@@ -20,6 +20,9 @@ POLICY_HANDOVER: Final = "handover"  # shorter during hand-overs, regular interv
 HEARTBEAT_POLICIES: Final = (POLICY_HANDOVER, POLICY_UNRELEASED, POLICY_KAFKA)
 
 SHORT_INTERVAL_DIVISOR: Final = 10
+# librdkafka gives each ConsumerGroupHeartbeat a request timeout equal to the last interval it
+# was told, so a short interval must stay well above a loaded server's response time.
+MIN_SHORT_INTERVAL_MS: Final = 250
 SETTLE_WINDOW_DIVISOR: Final = 5
 JITTER_FRACTION: Final = 0.2
 
@@ -44,7 +47,7 @@ class HeartbeatIntervals:
 
     @property
     def short_ms(self) -> int:
-        return max(1, self.interval_ms // SHORT_INTERVAL_DIVISOR)
+        return min(self.interval_ms, max(MIN_SHORT_INTERVAL_MS, self.interval_ms // SHORT_INTERVAL_DIVISOR))
 
     @property
     def settle_window_ms(self) -> int:

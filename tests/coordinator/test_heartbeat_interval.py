@@ -49,6 +49,7 @@ def test_a_random_source_outside_the_unit_interval_cannot_lengthen_or_zero_the_i
         == INTERVAL
     )
     assert HeartbeatIntervals(1, "handover", lambda: 0.99).for_member(MemberState.STABLE, True) == 1
+    assert HeartbeatIntervals(4, "handover", lambda: 0.99).for_member(MemberState.STABLE, False) == 4
 
 
 @pytest.mark.parametrize(
@@ -67,6 +68,13 @@ def test_a_random_source_outside_the_unit_interval_cannot_lengthen_or_zero_the_i
 )
 def test_policy_table(policy: str, state: MemberState, settling: bool, expected: int) -> None:
     assert HeartbeatIntervals(INTERVAL, policy).for_member(state, settling) == expected
+
+
+@pytest.mark.parametrize(("configured", "short"), [(5000, 500), (30000, 3000), (1000, 250), (200, 200)])
+def test_the_short_interval_is_a_tenth_but_at_least_250_ms_and_at_most_the_configured_one(
+    configured: int, short: int
+) -> None:
+    assert HeartbeatIntervals(configured).short_ms == short
 
 
 def test_unknown_policy_is_refused() -> None:
