@@ -1,4 +1,4 @@
-"""KIP-848 vs classic (eager range): how long a 10-member group takes to absorb an 11th member.
+"""KIP-848 vs classic: how fast 10 members starting together settle, and absorb an 11th member.
 
 Measured on demand (not a pytest test); prints one line per repetition and a summary.
 
@@ -16,8 +16,20 @@ Arms (each repetition uses a fresh group id; one server process per arm and sett
   the client, ``--group-initial-rebalance-delay-ms`` on the server (0, and 3000 as a control:
   the server applies the delay only to a group that is Empty, so it should not matter here).
 
-One repetition: start 10 members at once; wait until stable (each owns ⌊P/10⌋ or ⌈P/10⌉, together
-all P partitions once, and no callback for ``quiet`` = 2 heartbeat intervals + 0.5 s); sleep a
+Defaults section (``--default-reps``, ``--default-partitions`` 900: the 10 x 900 start shape):
+KIP-848 at the server's defaults with one server per ``--group-consumer-heartbeat-policy``
+(``handover``: the current default; ``unreleased``: the previous behaviour; ``kafka``), and
+classic with librdkafka's defaults, eager (``range``) and ``cooperative-sticky``, interleaved rep
+by rep so the arms share the machine's load; the ratios printed are against the first arm.
+
+    .venv/bin/python bench/kip848_join.py --reps 0 --default-reps 20 --classic-default-reps 6 \
+        --quiet-intervals 1 --start-spread-ms 300
+
+One repetition: start 10 members at once (``--start-spread-ms``: at random offsets within that
+window, like separate processes started together); record when every partition is first owned
+exactly once ("start: all owned") and when the split is first even ("start: even"); wait until
+stable (each owns ⌊P/10⌋ or ⌈P/10⌉, together all P partitions once, and no callback for ``quiet``
+= ``--quiet-intervals`` (2) heartbeat intervals + 0.5 s); sleep a
 random part of a heartbeat interval (so the join lands at a random phase of the heartbeats);
 t0 = just before the 11th member's thread creates its consumer. Every consumer is polled by its
 own thread (``poll(0.05)``; librdkafka wakes the poll when the rebalance op arrives and the GIL is
