@@ -19,11 +19,11 @@ POLICY_UNRELEASED: Final = "unreleased"  # shorter only while waiting for partit
 POLICY_HANDOVER: Final = "handover"  # shorter during hand-overs, regular intervals jittered
 HEARTBEAT_POLICIES: Final = (POLICY_HANDOVER, POLICY_UNRELEASED, POLICY_KAFKA)
 
-SHORT_INTERVAL_DIVISOR: Final = 10
+SHORT_INTERVAL_DIVISOR: Final = 20
 # librdkafka gives each ConsumerGroupHeartbeat a request timeout equal to the last interval it
 # was told, so a short interval must stay well above a loaded server's response time.
 MIN_SHORT_INTERVAL_MS: Final = 250
-SETTLE_WINDOW_DIVISOR: Final = 5
+SETTLE_WINDOW_DIVISOR: Final = 10
 JITTER_FRACTION: Final = 0.2
 
 
