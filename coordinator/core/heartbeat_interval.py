@@ -9,7 +9,6 @@ spreads the regular intervals; the rules and their reasons are in docs/kip848-ha
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Final
 
 from coordinator.core.consumer_group import MemberState
@@ -32,41 +31,45 @@ def no_jitter() -> float:
     return 0.0
 
 
-@dataclass(slots=True, frozen=True)
 class HeartbeatIntervals:
-    interval_ms: int  # group.consumer.heartbeat.interval.ms
-    policy: str = POLICY_HANDOVER
-    # Uniform in [0, 1); injected so the core stays deterministic under test.
-    random_unit: Callable[[], float] = no_jitter
+    """Computed once per manager: the steady-heartbeat fast path calls :meth:`for_member`."""
 
-    def __post_init__(self) -> None:
-        if self.interval_ms < 1:
+    __slots__ = ("interval_ms", "policy", "random_unit", "settle_window_ms", "short_ms")
+
+    def __init__(
+        self,
+        interval_ms: int,  # group.consumer.heartbeat.interval.ms
+        policy: str = POLICY_HANDOVER,
+        random_unit: Callable[[], float] = no_jitter,  # uniform in [0, 1); injected for tests
+    ) -> None:
+        if interval_ms < 1:
             raise ValueError("the heartbeat interval must be positive")
-        if self.policy not in HEARTBEAT_POLICIES:
+        if policy not in HEARTBEAT_POLICIES:
             raise ValueError(f"heartbeat policy must be one of {', '.join(HEARTBEAT_POLICIES)}")
-
-    @property
-    def short_ms(self) -> int:
-        return min(self.interval_ms, max(MIN_SHORT_INTERVAL_MS, self.interval_ms // SHORT_INTERVAL_DIVISOR))
-
-    @property
-    def settle_window_ms(self) -> int:
-        """How long after a group epoch bump every member is asked to come back soon."""
-        if self.policy != POLICY_HANDOVER:
-            return 0
-        return max(1, self.interval_ms // SETTLE_WINDOW_DIVISOR)
+        self.interval_ms = interval_ms
+        self.policy = policy
+        self.random_unit = random_unit
+        self.short_ms = min(interval_ms, max(MIN_SHORT_INTERVAL_MS, interval_ms // SHORT_INTERVAL_DIVISOR))
+        # How long after a group epoch bump every member is asked to come back soon.
+        self.settle_window_ms = (
+            max(1, interval_ms // SETTLE_WINDOW_DIVISOR) if policy == POLICY_HANDOVER else 0
+        )
 
     def for_member(self, state: MemberState, settling: bool) -> int:
         """The interval for a member in ``state`` (after this heartbeat's reconciliation);
         ``settling``: the group's epoch was bumped within the settle window."""
-        if self.policy == POLICY_KAFKA:
-            return self.interval_ms
-        if self.policy == POLICY_UNRELEASED:
-            return self.short_ms if state is MemberState.UNRELEASED_PARTITIONS else self.interval_ms
-        base = self.short_ms if settling or state is not MemberState.STABLE else self.interval_ms
-        return self.jittered(base)
+        policy = self.policy
+        if policy == POLICY_HANDOVER:
+            if settling or state is not MemberState.STABLE:
+                return self.jittered(self.short_ms)
+            return self.jittered(self.interval_ms)
+        if policy == POLICY_UNRELEASED and state is MemberState.UNRELEASED_PARTITIONS:
+            return self.short_ms
+        return self.interval_ms
 
     def jittered(self, base_ms: int) -> int:
         """``base_ms`` shortened by up to JITTER_FRACTION, never lengthened, never below 1 ms."""
-        unit = min(max(self.random_unit(), 0.0), 1.0)
-        return max(1, base_ms - int(base_ms * JITTER_FRACTION * unit))
+        unit = self.random_unit()
+        if not 0.0 <= unit <= 1.0:
+            unit = 0.0 if unit < 0.0 else 1.0
+        return base_ms - int(base_ms * JITTER_FRACTION * unit) or 1
