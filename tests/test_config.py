@@ -48,6 +48,7 @@ def test_precedence_file_then_env_then_flags(tmp_path: Path) -> None:
         ({"env": {"COORDINATOR_GROUP_MAX_SIZE": "many"}}, "group.max.size"),
         ({"cli": {"group_min_session_timeout_ms": 10, "group_max_session_timeout_ms": 5}}, "must not exceed"),
         ({"cli": {"auto_create_topics_enable": "maybe"}}, "auto.create.topics.enable"),
+        ({"cli": {"group_consumer_heartbeat_policy": "sooner"}}, "group.consumer.heartbeat.policy must be handover"),
     ],
 )
 def test_bad_settings_have_readable_errors(kwargs: dict[str, object], message: str) -> None:
@@ -76,6 +77,15 @@ def test_every_kafka_knob_is_a_dashed_flag() -> None:
     )
     assert config.group_initial_rebalance_delay_ms == 0
     assert config.auto_create_topics_enable is False
+
+
+def test_heartbeat_policy_flag_reaches_the_core() -> None:
+    args = build_parser().parse_args(["serve", "--group-consumer-heartbeat-policy", "kafka"])
+    config = load_config(
+        cli={k: v for k, v in vars(args).items() if k not in ("command", "config_file")}, env={}
+    )
+    assert config.group_config().group_consumer_heartbeat_policy == "kafka"
+    assert load_config(env={}).group_config().group_consumer_heartbeat_policy == "handover"
 
 
 def test_advertised_listener() -> None:

@@ -67,6 +67,7 @@ from coordinator.core.events import (
     taken_from_others,
 )
 from coordinator.core.group_config import GroupConfig
+from coordinator.core.heartbeat_interval import HeartbeatIntervals, no_jitter
 from coordinator.core.lifecycle import PendingChange, TimerHandler
 from coordinator.core.regex import RegexError, TopicPattern, compile_topic_regex
 from coordinator.core.stats import CoreStats
@@ -86,7 +87,6 @@ from storage.records import (
 log = logging.getLogger(__name__)
 
 CONSUMER_GROUP_TYPE: Final = "consumer"
-UNRELEASED_INTERVAL_DIVISOR: Final = 10
 MEMBER_TYPE_CONSUMER: Final = 1
 
 MemberTimerKey = tuple[str, str, str]  # (kind, group id, member id)
@@ -144,6 +144,7 @@ class ConsumerGroupManager:
         stats: CoreStats,
         classic: ClassicGroupManager,
         new_member_id: Callable[[], str] = lambda: str(uuid.uuid4()),
+        random_unit: Callable[[], float] = no_jitter,
     ) -> None:
         self.config = config
         self.timers = timers
@@ -152,6 +153,9 @@ class ConsumerGroupManager:
         self.classic = classic  # the classic half of the group id space
         self.events = classic.events
         self.new_member_id = new_member_id
+        self.intervals = HeartbeatIntervals(
+            config.group_consumer_heartbeat_interval_ms, config.group_consumer_heartbeat_policy, random_unit
+        )
         self.catalog: TopicCatalog = EmptyCatalog()
         self.groups: dict[str, ConsumerGroup] = {}
         self._regexes: dict[str, TopicPattern] = {}
@@ -199,7 +203,7 @@ class ConsumerGroupManager:
         ):
             return False
         self._reschedule_session(group, member)
-        interval = self.config.group_consumer_heartbeat_interval_ms
+        interval = self._heartbeat_interval(group, member)
         fx.reply(ctx.reply_to, _heartbeat_response(member.member_id, member.member_epoch, interval, None))
         return True
 
@@ -348,7 +352,7 @@ class ConsumerGroupManager:
         response = _heartbeat_response(
             member.member_id,
             member.member_epoch,
-            self._heartbeat_interval(member),
+            self._heartbeat_interval(group, member),
             self._wire_assignment(member.assigned) if full or assigned_changed else None,
         )
         self._finish(ctx, group, records, response, fx)
@@ -602,6 +606,7 @@ class ConsumerGroupManager:
 
     def _bump(self, group: ConsumerGroup, records: _Writes) -> None:
         group.group_epoch += 1
+        group.settling_until_ms = self.clock.now_ms + self.intervals.settle_window_ms
         self.stats.consumer_group_rebalances += 1
         self.events.epoch_bumped(group.group_id, group.state, group.group_epoch)
         records.group()
@@ -692,15 +697,10 @@ class ConsumerGroupManager:
             self._cancel_rebalance_timer(group, member)
         return changed
 
-    def _heartbeat_interval(self, member: ConsumerMember) -> int:
-        """The interval the member is told to heartbeat at. A member waiting for partitions that
-        others are still revoking is told to come back ten times sooner: the revoking members
-        acknowledge at once (clients expedite that heartbeat), so the waiting member would
-        otherwise idle for up to a whole interval with partitions nobody consumes."""
-        interval = self.config.group_consumer_heartbeat_interval_ms
-        if member.state is MemberState.UNRELEASED_PARTITIONS:
-            return max(1, interval // UNRELEASED_INTERVAL_DIVISOR)
-        return interval
+    def _heartbeat_interval(self, group: ConsumerGroup, member: ConsumerMember) -> int:
+        """The interval the member is told to heartbeat at (rules in heartbeat_interval.py)."""
+        settling = self.clock.now_ms < group.settling_until_ms
+        return self.intervals.for_member(member.state, settling)
 
     def _cancel_rebalance_timer(self, group: ConsumerGroup, member: ConsumerMember) -> None:
         if member.rebalance_timer_epoch is not None:

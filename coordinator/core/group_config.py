@@ -14,6 +14,7 @@ from coordinator.core.settings import (
     check_settings,
     names_among,
     non_negative,
+    one_of,
     positive,
     require,
     setting,
@@ -81,6 +82,14 @@ class GroupConfig:
         ("uniform", "range"),
         "server-side assignors of KIP-848 groups, comma-separated; the first is the default",
         names_among(_assignor_names, "assignors"),
+        kafka=True,
+    )
+    # Ours: how the heartbeat interval told to KIP-848 members varies (docs/kip848-handover.md).
+    group_consumer_heartbeat_policy: str = setting(
+        "handover",
+        "KIP-848 heartbeat intervals: handover (shorter during hand-overs, jittered), unreleased "
+        "(shorter only for members waiting for partitions) or kafka (always the configured one) (ours)",
+        one_of("handover", "unreleased", "kafka"),
         kafka=True,
     )
 

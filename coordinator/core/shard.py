@@ -26,6 +26,7 @@ from coordinator.core.effects import Effects, ResultBuilder
 from coordinator.core.errors import GROUP_ID_NOT_FOUND, INCONSISTENT_GROUP_PROTOCOL, NONE, admin_write_error
 from coordinator.core.events import GroupEvents
 from coordinator.core.group_config import GroupConfig
+from coordinator.core.heartbeat_interval import no_jitter
 from coordinator.core.lifecycle import GroupLifecycle, PendingChange, TimerHandler
 from coordinator.core.offset_manager import OffsetManager
 from coordinator.core.result import Result
@@ -76,7 +77,13 @@ class GroupSnapshot:
 
 
 class Shard:
-    def __init__(self, config: GroupConfig, member_id_factory: Callable[[str], str] | None = None) -> None:
+    def __init__(
+        self,
+        config: GroupConfig,
+        member_id_factory: Callable[[str], str] | None = None,
+        random_unit: Callable[[], float] | None = None,
+    ) -> None:
+        """``random_unit`` draws uniformly from [0, 1) for heartbeat jitter (None: no jitter)."""
         self.config = config
         self.clock = ShardClock()
         self.stats = CoreStats()
@@ -86,7 +93,9 @@ class Shard:
         self._classic = ClassicGroupManager(
             config, self._timers, self.clock, self.stats, member_id_factory or default_member_id, self.events
         )
-        self._consumer = ConsumerGroupManager(config, self._timers, self.clock, self.stats, self._classic)
+        self._consumer = ConsumerGroupManager(
+            config, self._timers, self.clock, self.stats, self._classic, random_unit=random_unit or no_jitter
+        )
         self._offsets = OffsetManager(config, self.clock, self._classic)
         self._classic.other_groups = self._consumer.groups
         self._offsets.consumer = self._consumer

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import random
 import signal
 import time
 from dataclasses import dataclass, field
@@ -130,7 +131,7 @@ async def start_server(config: Config, end_offsets: EndOffsets | None = None) ->
     cluster = Cluster(
         node, auto_create_topics=config.auto_create_topics_enable, num_partitions=config.num_partitions
     )
-    coordinator = Shard(config.group_config())
+    coordinator = Shard(config.group_config(), random_unit=random.Random().random)
     coordinator.attach_catalog(cluster)
     writer = BatchWriter(store)
     runtime = Runtime(coordinator, writer, clock, config.offsets_commit_timeout_ms)
