@@ -1,4 +1,4 @@
-"""KIP-848 vs classic (eager range): how long a 10-member group takes to absorb an 11th member.
+"""KIP-848 vs classic: how fast 10 members starting together settle, and absorb an 11th member.
 
 Measured on demand (not a pytest test); prints one line per repetition and a summary.
 
@@ -16,8 +16,20 @@ Arms (each repetition uses a fresh group id; one server process per arm and sett
   the client, ``--group-initial-rebalance-delay-ms`` on the server (0, and 3000 as a control:
   the server applies the delay only to a group that is Empty, so it should not matter here).
 
-One repetition: start 10 members at once; wait until stable (each owns ⌊P/10⌋ or ⌈P/10⌉, together
-all P partitions once, and no callback for ``quiet`` = 2 heartbeat intervals + 0.5 s); sleep a
+Defaults section (``--default-reps``, ``--default-partitions`` 900: the 10 x 900 start shape):
+KIP-848 at the server's defaults with one server per ``--group-consumer-heartbeat-policy``
+(``handover``: the current default; ``unreleased``: the previous behaviour; ``kafka``), and
+classic with librdkafka's defaults, eager (``range``) and ``cooperative-sticky``, interleaved rep
+by rep so the arms share the machine's load; the ratios printed are against the first arm.
+
+    .venv/bin/python bench/kip848_join.py --reps 0 --default-reps 20 --classic-default-reps 6 \
+        --quiet-intervals 1 --start-spread-ms 300
+
+One repetition: start 10 members at once (``--start-spread-ms``: at random offsets within that
+window, like separate processes started together); record when every partition is first owned
+exactly once ("start: all owned") and when the split is first even ("start: even"); wait until
+stable (each owns ⌊P/10⌋ or ⌈P/10⌉, together all P partitions once, and no callback for ``quiet``
+= ``--quiet-intervals`` (2) heartbeat intervals + 0.5 s); sleep a
 random part of a heartbeat interval (so the join lands at a random phase of the heartbeats);
 t0 = just before the 11th member's thread creates its consumer. Every consumer is polled by its
 own thread (``poll(0.05)``; librdkafka wakes the poll when the rebalance op arrives and the GIL is
@@ -237,15 +249,21 @@ def replay(events: Iterable[Event], eager: bool) -> Replay:
 
 @dataclass(frozen=True)
 class Arm:
-    name: str  # kip848 | classic
+    name: str  # kip848 | classic | kip848-<policy> | classic-eager | classic-coop ...
     server: ServerProcess
     heartbeat_ms: int
     session_ms: int
     client_overrides: dict[str, Any]  # classic client timing (empty: the client's defaults)
+    protocol: str = ""  # consumer | classic (empty: from the name)
+    strategy: str = "range"  # classic assignment strategy
+
+    @property
+    def consumer_protocol(self) -> bool:
+        return self.protocol == "consumer" or (not self.protocol and self.name.startswith("kip848"))
 
     @property
     def eager(self) -> bool:
-        return self.name != "kip848"
+        return not self.consumer_protocol and self.strategy != "cooperative-sticky"
 
     def settings(self, group: str, index: int) -> dict[str, Any]:
         common = {
@@ -258,12 +276,12 @@ class Arm:
             "enable.auto.commit": False,
             "auto.offset.reset": "earliest",
         }
-        if not self.eager:
+        if self.consumer_protocol:
             return {**common, "group.protocol": "consumer"}
         return {
             **common,
             "group.protocol": "classic",
-            "partition.assignment.strategy": "range",
+            "partition.assignment.strategy": self.strategy,
             **self.client_overrides,
         }
 
@@ -278,6 +296,9 @@ class Result:
     ok: bool = False
     error: str = ""
     setup_s: float = 0.0
+    # The start of the 10 members: start → every partition owned once; → the even split.
+    start_covered_s: float = 0.0
+    start_even_s: float = 0.0
     phase_s: float = 0.0
     absorbed_s: float = 0.0
     first_s: float = 0.0
@@ -354,15 +375,39 @@ def analyse(result: Result, events: list[Event], t0: float, eager: bool, partiti
     result.ok = absorbed_at is not None and not result.error
 
 
-def run_rep(arm: Arm, label: str, topic: str, partitions: int, rep: int) -> Result:
+def start_figures(result: Result, events: list[Event], started: float, eager: bool, partitions: int) -> None:
+    state = Replay(eager)
+    for ev in events:
+        state.apply(ev)
+        covered = len(state.union()) == partitions and sum(len(s) for s in state.owned.values()) == partitions
+        if covered and not result.start_covered_s:
+            result.start_covered_s = ev.t - started
+        if state.balanced(OLD_MEMBERS, partitions):
+            result.start_even_s = ev.t - started
+            return
+
+
+def run_rep(
+    arm: Arm,
+    label: str,
+    topic: str,
+    partitions: int,
+    rep: int,
+    quiet_intervals: float = 2,
+    start_spread_s: float = 0.0,
+) -> Result:
     group = f"{label}-{arm.name}-p{partitions}-r{rep}-{random.randrange(1 << 30):08x}"
     result = Result(arm.name, label, partitions, rep, group)
     log = EventLog()
-    quiet_s = 2 * arm.heartbeat_ms / 1000 + 0.5
+    quiet_s = quiet_intervals * arm.heartbeat_ms / 1000 + 0.5
     members = [Member(i, arm.settings(group, i), topic, log) for i in range(OLD_MEMBERS)]
     started = time.monotonic()
     try:
-        for m in members:
+        # Separate processes started "at once" come up over a few hundred ms: start the 10 at
+        # random offsets in [0, start_spread_s] (in start order).
+        offsets = sorted(random.uniform(0, start_spread_s) for _ in members)
+        for m, offset in zip(members, offsets, strict=True):
+            time.sleep(max(0.0, started + offset - time.monotonic()))
             m.start()
         if not wait_quiet_balanced(
             log, arm.eager, OLD_MEMBERS, partitions, quiet_s, SETUP_TIMEOUT_S, started
@@ -370,6 +415,7 @@ def run_rep(arm: Arm, label: str, topic: str, partitions: int, rep: int) -> Resu
             result.error = "10 members did not become stable"
             return result
         result.setup_s = time.monotonic() - started
+        start_figures(result, log.snapshot(), started, arm.eager, partitions)
         result.phase_s = random.uniform(0, arm.heartbeat_ms / 1000)
         time.sleep(result.phase_s)
         newcomer = Member(OLD_MEMBERS, arm.settings(group, OLD_MEMBERS), topic, log)
@@ -438,15 +484,17 @@ def rep_line(r: Result) -> str:
         f"  {r.label:8} {r.arm:15} P={r.partitions:<3} rep {r.rep}: absorbed {ms(r.absorbed_s):>6} ms"
         f"  first {ms(r.first_s):>6} ms  stw sum {ms(r.stw_sum_s):>6} ms (max {ms(r.stw_max_s):>5})"
         f"  unowned {r.unowned_ps:6.2f} p·s  moved {r.moved:3d}  revoked {r.revoked:3d}"
+        f"  start: covered {ms(r.start_covered_s):>6} ms even {ms(r.start_even_s):>6} ms"
         f"  setup {r.setup_s:5.1f} s  phase {ms(r.phase_s):>5} ms  {'; '.join(flags)}"
     )
 
 
 def summarise(results: list[Result]) -> str:
     lines = [
-        "| settings | P | arm | n | absorbed ms | 11th's first partition ms | stop-the-world member-ms (sum of 10) "
+        "| settings | P | arm | n | start: all owned ms | start: even ms | absorbed ms "
+        "| 11th's first partition ms | stop-the-world member-ms (sum of 10) "
         "| longest gap ms | unowned partition·s | moved | revoked |",
-        "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     keys = sorted(
         {(r.label, r.partitions, r.arm) for r in results}, key=lambda k: (k[0] != "fast", k[1], k[2])
@@ -455,12 +503,13 @@ def summarise(results: list[Result]) -> str:
         rs = [r for r in results if (r.label, r.partitions, r.arm) == (label, p, arm) and r.ok]
         n_all = sum(1 for r in results if (r.label, r.partitions, r.arm) == (label, p, arm))
         if not rs:
-            lines.append(f"| {label} | {p} | {arm} | 0/{n_all} | n/a | n/a | n/a | n/a | n/a | n/a | n/a |")
+            lines.append(f"| {label} | {p} | {arm} | 0/{n_all} |" + " n/a |" * 9)
             continue
         unowned = [r.unowned_ps for r in rs]
         moved = [r.moved for r in rs]
         lines.append(
-            f"| {label} | {p} | {arm} | {len(rs)}/{n_all} | {describe([r.absorbed_s for r in rs])} "
+            f"| {label} | {p} | {arm} | {len(rs)}/{n_all} | {describe([r.start_covered_s for r in rs])} "
+            f"| {describe([r.start_even_s for r in rs])} | {describe([r.absorbed_s for r in rs])} "
             f"| {describe([r.first_s for r in rs])} | {describe([r.stw_sum_s for r in rs])} "
             f"| {describe([r.stw_max_s for r in rs])} "
             f"| {statistics.median(unowned):.2f} ({min(unowned):.2f}-{max(unowned):.2f}) "
@@ -468,19 +517,28 @@ def summarise(results: list[Result]) -> str:
             f"| {statistics.median([r.revoked for r in rs]):g} |"
         )
     lines.append("")
+    # Ratios against the first arm of each settings and size (interleaved, so measured side by side).
     for label, p in sorted({(k[0], k[1]) for k in keys}, key=lambda k: (k[0] != "fast", k[1])):
-        kip = [r for r in results if (r.label, r.partitions, r.arm, r.ok) == (label, p, "kip848", True)]
-        cla = [r for r in results if (r.label, r.partitions, r.arm, r.ok) == (label, p, "classic", True)]
-        if kip and cla:
-            mk = statistics.median(r.absorbed_s for r in kip)
-            mc = statistics.median(r.absorbed_s for r in cla)
-            pairs = [
-                f"{k.absorbed_s / c.absorbed_s:.2f}" for k, c in zip(kip, cla, strict=False) if c.absorbed_s
-            ]
-            lines.append(
-                f"{label}, P={p}: absorbed, median kip848 / median classic = {mk / mc:.2f}"
-                f"  (per interleaved pair: {', '.join(pairs)})"
-            )
+        arms = list(dict.fromkeys(r.arm for r in results if (r.label, r.partitions) == (label, p)))
+        base = [r for r in results if (r.label, r.partitions, r.arm, r.ok) == (label, p, arms[0], True)]
+        for other in arms[1:]:
+            rs = [r for r in results if (r.label, r.partitions, r.arm, r.ok) == (label, p, other, True)]
+            if not base or not rs:
+                continue
+            for figure in ("start_even_s", "absorbed_s"):
+                mb = statistics.median(getattr(r, figure) for r in base)
+                mo = statistics.median(getattr(r, figure) for r in rs)
+                if not mo:
+                    continue
+                pairs = [
+                    f"{getattr(b, figure) / getattr(o, figure):.2f}"
+                    for b, o in zip(base, rs, strict=False)
+                    if getattr(o, figure)
+                ]
+                lines.append(
+                    f"{label}, P={p}, {figure[:-2]}: median {arms[0]} / median {other} = {mb / mo:.2f}"
+                    f"  (per interleaved pair: {', '.join(pairs)})"
+                )
     return "\n".join(lines)
 
 
@@ -503,11 +561,31 @@ def main() -> int:
                         help="classic with initial delay 3000 (first partition count), 0 = skip")  # fmt: skip
     parser.add_argument("--default-reps", type=int, default=3,
                         help="repetitions with both protocols' defaults (first partition count), 0 = skip")  # fmt: skip
+    parser.add_argument("--default-partitions", type=int, default=900,
+                        help="partition count of the defaults section (10 x 900: the issue's start shape)")  # fmt: skip
+    parser.add_argument("--default-arms", default="handover,unreleased,eager,cooperative",
+                        help="defaults section arms: KIP-848 with the server's heartbeat policy handover, "
+                        "unreleased or kafka; classic eager (range) or cooperative (cooperative-sticky)")  # fmt: skip
+    parser.add_argument("--classic-default-reps", type=int, default=None,
+                        help="repetitions of the classic arms in the defaults section (default: --default-reps)")  # fmt: skip
+    parser.add_argument("--quiet-intervals", type=float, default=2,
+                        help="stable = no callback for this many heartbeat intervals + 0.5 s")  # fmt: skip
+    parser.add_argument("--start-spread-ms", type=float, default=0,
+                        help="start the 10 members at random offsets within this many ms")  # fmt: skip
     parser.add_argument("--json", help="write every raw figure and the server logs here")
     parser.add_argument("--seed", type=int, default=None)
     args = parser.parse_args()
     random.seed(args.seed)
-    sizes = [int(p) for p in args.partitions.split(",")]
+    sizes = [int(p) for p in args.partitions.split(",")] if args.reps else []
+    default_arms = [a.strip() for a in args.default_arms.split(",") if a.strip()]
+    unknown = [
+        a for a in default_arms if a not in ("handover", "unreleased", "kafka", "eager", "cooperative")
+    ]
+    if unknown:
+        parser.error(f"unknown --default-arms: {', '.join(unknown)}")
+    classic_default_reps = (
+        args.default_reps if args.classic_default_reps is None else args.classic_default_reps
+    )
     hb, session = args.heartbeat_ms, args.session_ms
     from confluent_kafka import libversion, version
 
@@ -519,10 +597,10 @@ def main() -> int:
     started = time.monotonic()
     with tempfile.TemporaryDirectory() as tmp:
 
-        def server(name: str, extra: dict[str, str]) -> ServerProcess:
+        def server(name: str, extra: dict[str, str], topic_sizes: list[int] | None = None) -> ServerProcess:
             s = start_server(f"sqlite:///{Path(tmp) / name}.db", extra)
             servers[name] = s
-            for p in sizes:
+            for p in sizes if topic_sizes is None else topic_sizes:
                 create_topic(s.bootstrap, f"p{p}", p)
             return s
 
@@ -554,27 +632,52 @@ def main() -> int:
                     if control is not None and p == sizes[0] and rep < args.delay_control_reps:
                         arms.append(control)
                     for arm in arms:
-                        r = run_rep(arm, "fast", f"p{p}", p, rep)
+                        r = run_rep(
+                            arm, "fast", f"p{p}", p, rep, args.quiet_intervals, args.start_spread_ms / 1000
+                        )
                         results.append(r)
                         print(rep_line(r), flush=True)
             if args.default_reps:
-                defaults = [
-                    Arm("kip848", server("default-kip848", {
-                        "group-consumer-heartbeat-interval-ms": "5000",
-                        "group-consumer-session-timeout-ms": "45000",
-                        "group-initial-rebalance-delay-ms": "3000",
-                    }), 5000, 45000, {}),
-                    Arm("classic", server("default-classic", {"group-initial-rebalance-delay-ms": "3000"}),
-                        3000, 45000, {}),
-                ]  # fmt: skip
+                dp = args.default_partitions
+                defaults: list[Arm] = []
+                classic_server: ServerProcess | None = None
+                for name in default_arms:
+                    if name in ("handover", "unreleased", "kafka"):
+                        kip = server(f"default-kip848-{name}", {
+                            "group-consumer-heartbeat-interval-ms": "5000",
+                            "group-consumer-session-timeout-ms": "45000",
+                            "group-initial-rebalance-delay-ms": "3000",
+                            "group-consumer-heartbeat-policy": name,
+                        }, [dp])  # fmt: skip
+                        defaults.append(Arm(f"kip848-{name}", kip, 5000, 45000, {}, protocol="consumer"))
+                    else:
+                        if classic_server is None:
+                            classic_server = server(
+                                "default-classic", {"group-initial-rebalance-delay-ms": "3000"}, [dp]
+                            )
+                        strategy = "range" if name == "eager" else "cooperative-sticky"
+                        defaults.append(
+                            Arm(f"classic-{name}", classic_server, 3000, 45000, {}, "classic", strategy)
+                        )
                 print(
-                    "default settings: kip848 server heartbeat 5000 ms, session 45000 ms; classic client "
-                    "defaults (heartbeat.interval.ms 3000, session.timeout.ms 45000), server initial delay 3000",
+                    f"default settings, P={dp}: kip848 server heartbeat 5000 ms, session 45000 ms, heartbeat "
+                    "policy per arm; classic client defaults (heartbeat.interval.ms 3000, session.timeout.ms "
+                    "45000), eager = range, cooperative = cooperative-sticky; server initial delay 3000",
                     flush=True,
                 )
-                for rep in range(args.default_reps):
+                for rep in range(max(args.default_reps, classic_default_reps)):
                     for arm in defaults:
-                        r = run_rep(arm, "defaults", f"p{sizes[0]}", sizes[0], rep)
+                        if rep >= (args.default_reps if arm.consumer_protocol else classic_default_reps):
+                            continue
+                        r = run_rep(
+                            arm,
+                            "defaults",
+                            f"p{dp}",
+                            dp,
+                            rep,
+                            args.quiet_intervals,
+                            args.start_spread_ms / 1000,
+                        )
                         results.append(r)
                         print(rep_line(r), flush=True)
         finally:

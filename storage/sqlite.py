@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import os
 import sqlite3
 import time
 from collections.abc import Callable, Sequence
@@ -74,6 +75,7 @@ class SQLiteStore:
         self.history_prune_interval_ms = history_prune_interval_ms
         self._executor: ThreadPoolExecutor | None = None
         self._conn: sqlite3.Connection | None = None  # touched only on the executor thread
+        self._identity: tuple[int, int] | None = None  # (device, inode) of the file we opened
         self._closed = False
         self._next_prune = 0.0
 
@@ -137,6 +139,7 @@ class SQLiteStore:
 
     def _open_sync(self) -> None:
         try:
+            _create_private(self.path)
             # isolation_level=None: no implicit transactions, we issue BEGIN/COMMIT ourselves.
             conn = sqlite3.connect(self.path, isolation_level=None, timeout=self.busy_timeout_ms / 1000)
         except sqlite3.Error as exc:
@@ -148,8 +151,22 @@ class SQLiteStore:
                 raise StoreError(f"SQLite refused WAL mode for {self.path} (journal_mode={mode})")
             conn.execute(f"PRAGMA synchronous = {self.synchronous}")
             self._migrate(conn)
+            _probe_write(conn)
         except sqlite3.Error as exc:
             raise StoreError(f"cannot prepare SQLite database {self.path}: {exc}") from exc
+        self._identity = _identity(self.path)
+
+    def _check_identity(self) -> None:
+        """The file we opened is still the one at our path (not deleted, moved or replaced)."""
+        try:
+            current: tuple[int, int] | None = _identity(self.path)
+        except OSError:
+            current = None
+        if current != self._identity:
+            raise StoreError(
+                f"SQLite database {self.path} was deleted or replaced while the server was running; "
+                "refusing to write to a file that the next start would not read (restart the server)"
+            )
 
     def _migrate(self, conn: sqlite3.Connection) -> None:
         migrations = load_migrations("sqlite")
@@ -221,6 +238,7 @@ class SQLiteStore:
 
     def _write_sync(self, records: Sequence[Record]) -> None:
         conn = self._connection()
+        self._check_identity()
         try:
             plan = plan_batch(records)
             # Encode everything before taking the write lock, so the lock is held only for SQL.
@@ -276,6 +294,36 @@ class SQLiteStore:
         if self._conn is None:
             raise StoreError("SQLiteStore is not open")
         return self._conn
+
+
+def _create_private(path: Path) -> None:
+    """Create a new database file readable by its owner only: it holds credential keys.
+
+    SQLite gives its -wal and -shm files the permissions of the database file."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except OSError:
+        return  # exists already, or cannot be created: sqlite3.connect reports the latter
+    os.close(fd)
+    log.warning("SQLite database %s did not exist: created an empty one", path)
+
+
+def _identity(path: Path) -> tuple[int, int]:
+    stat = os.stat(path)
+    return stat.st_dev, stat.st_ino
+
+
+def _probe_write(conn: sqlite3.Connection) -> None:
+    """Fail now, with a readable error, when the file cannot be written (read-only file,
+    directory or mount), instead of failing every commit later."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        (version,) = conn.execute("PRAGMA user_version").fetchone()
+        conn.execute(f"PRAGMA user_version = {int(version)}")
+    except sqlite3.Error as exc:
+        raise sqlite3.OperationalError(f"the database is not writable: {exc}") from exc
+    finally:
+        _rollback_quietly(conn)
 
 
 def _rollback_quietly(conn: sqlite3.Connection) -> None:

@@ -8,6 +8,13 @@ commit (one fsync) per batch, whatever the number of writers.
 
 One flush task exists while there is work and exits when the writer goes idle; ``write()``
 itself creates only a future. Batches land in the order they were formed.
+
+A failed batch does not fail every writer in it: one request's bad record (a value the
+database refuses) must not cost anyone else their commit. When a batch of several writes fails
+quickly, it is split in halves and each half is written again, in order, down to single
+writes; only the writes that fail on their own get the error. A failure that took long
+(``ISOLATION_MAX_FAILURE_S``: a hung or unreachable store, not a bad value) or a split that
+runs out of its write budget fails the rest at once, so an outage is not multiplied.
 """
 
 from __future__ import annotations
@@ -17,11 +24,15 @@ import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Final
 
 from storage.base import Store, StoreError
 from storage.records import Record
 
 log = logging.getLogger(__name__)
+
+# A write that failed faster than this may hold a bad record: split its batch to find it.
+ISOLATION_MAX_FAILURE_S: Final = 0.5
 
 
 @dataclass(slots=True)
@@ -35,12 +46,19 @@ class WriterStats:
     last_batch_size: int = 0  # records in the last batch handed to the store
     last_batch_writes: int = 0  # write() calls coalesced into it
     last_write_latency_s: float = 0.0  # duration of the last store.write()
+    isolation_writes: int = 0  # store.write() calls made to isolate a failing write in a batch
 
 
 @dataclass(slots=True)
 class _Batch:
     records: list[Record] = field(default_factory=list)
     waiters: list[asyncio.Future[None]] = field(default_factory=list)
+    ends: list[int] = field(default_factory=list)  # waiter i's records are records[ends[i-1]:ends[i]]
+
+    def part(self, first: int, stop: int) -> list[Record]:
+        """The records of waiters ``first`` .. ``stop - 1``."""
+        start = self.ends[first - 1] if first > 0 else 0
+        return self.records[start : self.ends[stop - 1]]
 
 
 class BatchWriter:
@@ -73,6 +91,7 @@ class BatchWriter:
         batch = self._open
         batch.records.extend(records)
         batch.waiters.append(waiter)
+        batch.ends.append(len(batch.records))
         if self._flush_task is None:
             self._flush_task = loop.create_task(self._flush_loop(), name="storage-batch-writer")
         return waiter
@@ -110,11 +129,61 @@ class BatchWriter:
         if size == 0:
             _succeed(batch.waiters)
             return
-        started = time.perf_counter()
         try:
-            await self._store.write(batch.records)
+            await self._write_batch(batch)
         except asyncio.CancelledError:
             _fail(batch.waiters, StoreError("BatchWriter cancelled while writing; outcome unknown"))
+            raise
+
+    async def _write_batch(self, batch: _Batch) -> None:
+        stats = self.stats
+        error = await self._write(batch.records)
+        if error is None:
+            _succeed(batch.waiters)
+            return
+        failed_after = stats.last_write_latency_s
+        if len(batch.waiters) == 1 or failed_after > ISOLATION_MAX_FAILURE_S:
+            _fail(batch.waiters, error)
+            return
+        # Enough writes to find a few bad writes by bisection (about 2*log2(n) each).
+        budget = [8 * len(batch.waiters).bit_length() + 4]
+        half = len(batch.waiters) // 2
+        await self._isolate(batch, 0, half, budget)
+        await self._isolate(batch, half, len(batch.waiters), budget)
+
+    async def _isolate(self, batch: _Batch, first: int, stop: int, budget: list[int]) -> None:
+        """Write waiters ``first`` .. ``stop - 1`` again; split further while they fail fast."""
+        waiters = batch.waiters[first:stop]
+        if all(waiter.done() for waiter in waiters):
+            return  # every caller gave up (cancelled): their records are not retried
+        if budget[0] <= 0:
+            _fail(waiters, StoreError("a write in the same batch failed; not retried"))
+            return
+        records = batch.part(first, stop)
+        if not records:
+            _succeed(waiters)  # barriers only
+            return
+        budget[0] -= 1
+        self.stats.isolation_writes += 1
+        error = await self._write(records)
+        if error is None:
+            _succeed(waiters)
+            return
+        if stop - first == 1 or self.stats.last_write_latency_s > ISOLATION_MAX_FAILURE_S:
+            _fail(waiters, error)
+            return
+        middle = (first + stop) // 2
+        await self._isolate(batch, first, middle, budget)
+        await self._isolate(batch, middle, stop, budget)
+
+    async def _write(self, records: list[Record]) -> Exception | None:
+        """One store.write(); its error (already counted) or None."""
+        stats = self.stats
+        size = len(records)
+        started = time.perf_counter()
+        try:
+            await self._store.write(records)
+        except asyncio.CancelledError:
             raise
         except Exception as exc:
             stats.last_write_latency_s = time.perf_counter() - started
@@ -122,12 +191,11 @@ class BatchWriter:
             stats.records_failed += size
             if not isinstance(exc, StoreError):
                 log.error("store.write raised a non-StoreError", exc_info=exc)
-            _fail(batch.waiters, exc)
-            return
+            return exc
         stats.last_write_latency_s = time.perf_counter() - started
         stats.batches_written += 1
         stats.records_written += size
-        _succeed(batch.waiters)
+        return None
 
 
 def _succeed(waiters: list[asyncio.Future[None]]) -> None:

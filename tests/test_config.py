@@ -48,6 +48,10 @@ def test_precedence_file_then_env_then_flags(tmp_path: Path) -> None:
         ({"env": {"COORDINATOR_GROUP_MAX_SIZE": "many"}}, "group.max.size"),
         ({"cli": {"group_min_session_timeout_ms": 10, "group_max_session_timeout_ms": 5}}, "must not exceed"),
         ({"cli": {"auto_create_topics_enable": "maybe"}}, "auto.create.topics.enable"),
+        (
+            {"cli": {"group_consumer_heartbeat_policy": "sooner"}},
+            "group.consumer.heartbeat.policy must be handover",
+        ),
     ],
 )
 def test_bad_settings_have_readable_errors(kwargs: dict[str, object], message: str) -> None:
@@ -76,6 +80,15 @@ def test_every_kafka_knob_is_a_dashed_flag() -> None:
     )
     assert config.group_initial_rebalance_delay_ms == 0
     assert config.auto_create_topics_enable is False
+
+
+def test_heartbeat_policy_flag_reaches_the_core() -> None:
+    args = build_parser().parse_args(["serve", "--group-consumer-heartbeat-policy", "kafka"])
+    config = load_config(
+        cli={k: v for k, v in vars(args).items() if k not in ("command", "config_file")}, env={}
+    )
+    assert config.group_config().group_consumer_heartbeat_policy == "kafka"
+    assert load_config(env={}).group_config().group_consumer_heartbeat_policy == "handover"
 
 
 def test_advertised_listener() -> None:
@@ -131,6 +144,7 @@ def test_group_settings_are_declared_once_and_passed_to_the_core() -> None:
         ({"offsets_commit_timeout_ms": "0"}, "offsets.commit.timeout.ms must be positive"),
         ({"offset_metadata_max_bytes": "-1"}, "offset.metadata.max.bytes must be >= 0"),
         ({"log_format": "xml"}, "log-format must be text or json"),
+        ({"log_level": "bogus"}, "log-level must be DEBUG or INFO or WARNING or ERROR or CRITICAL"),
         ({"sqlite_synchronous": "off"}, "sqlite-synchronous must be FULL or NORMAL"),
         ({"default_replication_factor": "3"}, "default.replication.factor must be 1 on a one-node cluster"),
         ({"group_consumer_assignors": "uniform,sticky"}, "unknown: sticky"),
@@ -147,3 +161,34 @@ def test_validation_messages_name_the_setting(cli: dict[str, str], message: str)
 def test_the_core_validates_its_settings_too() -> None:
     with pytest.raises(ValueError, match=r"group\.max\.size must be at least 1"):
         GroupConfig(group_max_size=0)
+
+
+def test_kubernetes_service_variables_are_not_settings() -> None:
+    """A Service named `coordinator` injects these into every pod; the server must still start."""
+    injected = {
+        "COORDINATOR_SERVICE_HOST": "10.96.0.12",
+        "COORDINATOR_SERVICE_PORT": "9092",
+        "COORDINATOR_SERVICE_PORT_KAFKA": "9092",
+        "COORDINATOR_SERVICE_PORT_METRICS": "9095",
+        "COORDINATOR_PORT": "tcp://10.96.0.12:9092",
+        "COORDINATOR_PORT_9092_TCP": "tcp://10.96.0.12:9092",
+        "COORDINATOR_PORT_9092_TCP_PROTO": "tcp",
+        "COORDINATOR_PORT_9092_TCP_PORT": "9092",
+        "COORDINATOR_PORT_9092_TCP_ADDR": "10.96.0.12",
+        "COORDINATOR_PORT_9095_UDP": "udp://10.96.0.12:9095",
+    }
+    config = load_config(env={**injected, "COORDINATOR_NUM_PARTITIONS": "3"})
+    assert (config.port, config.num_partitions) == (9092, 3)
+    # COORDINATOR_PORT holding a port number is still the setting, and bad values are still errors.
+    assert load_config(env={**injected, "COORDINATOR_PORT": "19092"}).port == 19092
+    with pytest.raises(ConfigError, match="COORDINATOR_PORTS"):
+        load_config(env={"COORDINATOR_PORTS": "1"})
+
+
+def test_the_admin_commands_variables_are_not_settings() -> None:
+    env = {
+        "COORDINATOR_ADMIN_PASSWORD": "pw",
+        "COORDINATOR_ADMIN_BOOTSTRAP": "k:9092",
+        "COORDINATOR_NODE_ID": "3",
+    }
+    assert load_config(env=env).node_id == 3

@@ -52,3 +52,15 @@ def test_quick_start_server_runs_on_sqlite_in_the_working_directory(tmp_path: Pa
         assert process.wait(15) == 0
         if process.stderr is not None:
             process.stderr.close()
+
+
+def test_supported_apis_table_lists_every_served_api() -> None:
+    from protocol.apis import SERVED_VERSIONS
+
+    section = README.split("## Supported APIs", 1)[1].split("\n## ", 1)[0]
+    table = {
+        int(key): (int(low), int(high))
+        for key, low, high in re.findall(r"^\| [^|]+ \| (\d+) \| (\d+)(?:\u2013(\d+))? \|$", section, re.M)
+        for low, high in [(low, high or low)]
+    }
+    assert table == {int(api): versions for api, versions in SERVED_VERSIONS.items()}

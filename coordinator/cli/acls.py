@@ -1,8 +1,8 @@
 """`coordinator acls add|list|delete`: ACLs through the server's Kafka ACL APIs
 (CreateAcls / DescribeAcls / DeleteAcls), so a running server applies them at once and stores them.
 
-On a SASL listener pass ``--username``/``--password`` (SASL/PLAIN; use it over a trusted network
-or a TLS-terminating proxy, since this tool speaks plaintext TCP). The user must be a super user
+On a SASL listener pass ``--username`` with ``--password-file`` (or COORDINATOR_ADMIN_PASSWORD[_FILE])
+for SASL/PLAIN over plaintext TCP, or ``--command-config FILE`` for SCRAM and TLS. The user must be a super user
 or hold ALTER (add/delete) / DESCRIBE (list) on the CLUSTER resource.
 """
 
@@ -11,17 +11,17 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from pathlib import Path
 
+from coordinator.cli.admin.command_config import Security, load_security
 from coordinator.cli.admin.connection import BrokerConnection, parse_address
-from coordinator.cli.admin.errors import KafkaError
+from coordinator.cli.admin.errors import KafkaError, UsageError
 from coordinator.security.acl import CLUSTER_NAME, Operation, PatternType, Permission, ResourceType
 from protocol.apis import ApiKey
 from protocol.errors import ErrorCode
 from protocol.messages.create_acls import AclCreation, CreateAclsRequest
 from protocol.messages.delete_acls import DeleteAclsFilter, DeleteAclsRequest
 from protocol.messages.describe_acls import DescribeAclsRequest
-from protocol.messages.sasl_authenticate import SaslAuthenticateRequest
-from protocol.messages.sasl_handshake import SaslHandshakeRequest
 
 _OPERATIONS = [op.name for op in Operation if op not in (Operation.UNKNOWN, Operation.ANY)]
 
@@ -37,7 +37,18 @@ def add_acls_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         parser.add_argument(
             "--username", help="SASL/PLAIN user (super user or ALTER/DESCRIBE on the cluster)"
         )
-        parser.add_argument("--password", help="its password (default: COORDINATOR_ADMIN_PASSWORD)")
+        secret = parser.add_mutually_exclusive_group()
+        secret.add_argument(
+            "--password",
+            help="its password; visible to other users in `ps`: prefer --password-file or "
+            "COORDINATOR_ADMIN_PASSWORD[_FILE]",
+        )
+        secret.add_argument("--password-file", metavar="FILE", help="a file holding the password")
+        parser.add_argument(
+            "--command-config",
+            metavar="FILE",
+            help="Kafka client properties (security.protocol, sasl.*, ssl.*), as the groups commands take",
+        )
         parser.add_argument("--timeout", type=float, default=10.0)
         target = parser.add_mutually_exclusive_group(required=name != "list")
         target.add_argument("--group", help="GROUP resource name")
@@ -69,17 +80,14 @@ def _resource(args: argparse.Namespace) -> tuple[int, str | None]:
 
 def _connect(args: argparse.Namespace) -> BrokerConnection:
     host, port = parse_address(args.bootstrap)
-    conn = BrokerConnection(host, port, args.timeout, "coordinator-acls")
-    if args.username:
-        password = args.password or os.environ.get("COORDINATOR_ADMIN_PASSWORD", "")
-        handshake = conn.request(ApiKey.SASL_HANDSHAKE, SaslHandshakeRequest("PLAIN"), version=1)
-        if handshake.error_code:
-            raise KafkaError(handshake.error_code, "SASL/PLAIN is not enabled on this listener")
-        token = f"\0{args.username}\0{password}".encode()
-        auth = conn.request(ApiKey.SASL_AUTHENTICATE, SaslAuthenticateRequest(token), version=1)
-        if auth.error_code:
-            raise KafkaError(auth.error_code, auth.error_message or "authentication failed")
-    return conn
+    security = load_security(args.command_config, os.environ)
+    if args.username:  # --username: SASL/PLAIN on a plaintext listener, as before --command-config
+        if args.password_file:
+            password = Path(args.password_file).read_text(encoding="utf-8").rstrip("\r\n")
+        else:
+            password = args.password or security.password or ""
+        security = Security("SASL_PLAINTEXT", "PLAIN", args.username, password)
+    return BrokerConnection(host, port, args.timeout, "coordinator-acls", security)
 
 
 def run_acls(args: argparse.Namespace) -> int:
@@ -92,6 +100,9 @@ def run_acls(args: argparse.Namespace) -> int:
     except KafkaError as exc:
         print(exc, file=sys.stderr)
         return 1
+    except (UsageError, OSError) as exc:
+        print(f"coordinator acls: error: {exc}", file=sys.stderr)
+        return 2
 
 
 def _run(conn: BrokerConnection, args: argparse.Namespace) -> int:

@@ -4,25 +4,38 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 from collections.abc import Coroutine, Sequence
+from pathlib import Path
 from typing import Any
 
 from coordinator.cli.acls import add_acls_parser
 from coordinator.cli.admin.cli import add_groups_parser, add_offsets_parser
+from coordinator.cli.parsing import add_version_flag, parse_args
 from coordinator.cli.users import add_users_parser
 from coordinator.server.config import SETTINGS, ConfigError, load_config
 from storage.base import StoreError
+
+PASSWORD_FILE_VARIABLE = "COORDINATOR_SSL_KEYFILE_PASSWORD_FILE"
 
 
 def _serve_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     serve = sub.add_parser(
         "serve",
+        # The generated usage lists every Kafka setting (40 lines); errors print this instead.
+        usage="%(prog)s [--host H] [--port P] [--storage URL] [--config FILE] [--log-level LEVEL]\n"
+        "       [--<kafka-setting-with-dashes> VALUE ...]   (--help lists them all)",
         help="run the coordinator",
         description="Run the group coordinator. Settings come from defaults, then --config FILE (TOML), "
         "then COORDINATOR_* environment variables, then these flags.",
     )
     serve.add_argument("--config", dest="config_file", metavar="FILE", help="TOML file with settings")
+    serve.add_argument(
+        "--ssl-keyfile-password-file",
+        metavar="FILE",
+        help=f"a file holding ssl.keyfile.password (also ${PASSWORD_FILE_VARIABLE}); keeps it out of `ps`",
+    )
     kafka = serve.add_argument_group("Kafka settings", "Apache Kafka's names with dots turned into dashes")
     for setting in SETTINGS:
         group = kafka if setting.info.kafka else serve
@@ -45,6 +58,7 @@ def _loadtest_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="coordinator", description="A standalone Kafka group coordinator.")
+    add_version_flag(parser)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _serve_parser(sub)
     _loadtest_parser(sub)
@@ -57,7 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parse_args(parser, argv)
     if args.command == "serve":
         return _serve(args)
     if args.command == "loadtest":
@@ -82,9 +96,23 @@ def run_loop(main_coroutine: Coroutine[Any, Any, None]) -> None:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    options = {k: v for k, v in vars(args).items() if k not in ("command", "config_file")}
+    options = {
+        k: v
+        for k, v in vars(args).items()
+        if k not in ("command", "config_file", "ssl_keyfile_password_file")
+    }
+    env = {k: v for k, v in os.environ.items() if k != PASSWORD_FILE_VARIABLE}
     try:
-        config = load_config(cli=options, config_file=args.config_file)
+        if options.get("ssl_keyfile_password") is not None:
+            print(
+                "coordinator: warning: --ssl-keyfile-password is visible to other users in `ps`; use "
+                f"--ssl-keyfile-password-file, ${PASSWORD_FILE_VARIABLE} or $COORDINATOR_SSL_KEYFILE_PASSWORD",
+                file=sys.stderr,
+            )
+        password_file = args.ssl_keyfile_password_file or os.environ.get(PASSWORD_FILE_VARIABLE)
+        if password_file:
+            options["ssl_keyfile_password"] = _read_secret(password_file)
+        config = load_config(cli=options, env=env, config_file=args.config_file)
     except ConfigError as exc:
         print(f"coordinator: {exc}", file=sys.stderr)
         return 2
@@ -99,6 +127,15 @@ def _serve(args: argparse.Namespace) -> int:
         print(f"coordinator: cannot start: {exc}", file=sys.stderr)
         return 1
     return 0
+
+
+def _read_secret(path: str) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8").rstrip("\r\n")
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot read the ssl.keyfile.password file {path}: {exc.strerror or exc}"
+        ) from None
 
 
 if __name__ == "__main__":

@@ -1,9 +1,10 @@
 """`coordinator users add|delete|list`: SASL/SCRAM credentials, written straight to the storage.
 
-Only the salted SCRAM keys are stored (RFC 5802/7677); the password given on the command line
-(or typed at the prompt, or read from COORDINATOR_USER_PASSWORD) is never stored nor printed.
-A running server reads the credentials at each authentication, so changes apply to the next
-login without a restart.
+Only the salted SCRAM keys are stored (RFC 5802/7677); the password (typed at the prompt, read
+from a file with --password-file, from COORDINATOR_USER_PASSWORD, or given with --password,
+which other local users can see in the process list) is never stored nor printed. A running
+server reads the credentials from the storage, caching them for a second, so changes apply
+within a second without a restart.
 """
 
 from __future__ import annotations
@@ -33,9 +34,15 @@ def add_users_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
     commands = users.add_subparsers(dest="users_command", required=True, metavar="COMMAND")
     add = commands.add_parser("add", help="add a user or change its password")
     add.add_argument("name")
-    add.add_argument(
+    secret = add.add_mutually_exclusive_group()
+    secret.add_argument(
+        "--password-file",
+        help="read the password from the first line of this file ('-' for standard input)",
+    )
+    secret.add_argument(
         "--password",
-        help="the password (default: COORDINATOR_USER_PASSWORD, else asked at the terminal)",
+        help="the password; visible to other local users in the process list, prefer --password-file, "
+        "COORDINATOR_USER_PASSWORD or the prompt (the default when neither is given)",
     )
     add.add_argument(
         "--mechanism",
@@ -77,6 +84,16 @@ async def _run(args: argparse.Namespace) -> int:
 
 
 def _password(args: argparse.Namespace) -> str:
+    if args.password_file:
+        with open(
+            0 if args.password_file == "-" else args.password_file,
+            encoding="utf-8",
+            closefd=args.password_file != "-",
+        ) as file:
+            line = file.readline().rstrip("\r\n")
+        if not line:
+            raise ValueError(f"no password in {args.password_file}")
+        return line
     if args.password:
         return str(args.password)
     from_env = os.environ.get("COORDINATOR_USER_PASSWORD")

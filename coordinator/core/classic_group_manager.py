@@ -44,6 +44,23 @@ from coordinator.core.errors import (
     UNKNOWN_MEMBER_ID,
     group_write_error,
 )
+from coordinator.core.events import (
+    ASSIGNMENT_WRITE_FAILED,
+    LEADER_REJOINED,
+    LOADED,
+    MEMBER_JOINED,
+    MEMBER_LEFT,
+    MEMBER_REJOINED,
+    REBALANCE_TIMEOUT,
+    SESSION_TIMEOUT,
+    STATIC_MEMBER_REPLACED,
+    SUBSCRIPTION_CHANGED,
+    SYNC_TIMEOUT,
+    Detail,
+    GroupEvents,
+    because,
+    classic_owners,
+)
 from coordinator.core.group_config import GroupConfig
 from coordinator.core.lifecycle import PendingChange, TimerHandler
 from coordinator.core.state import STATE_BY_LOWER_NAME, GroupState
@@ -98,8 +115,10 @@ class ClassicGroupManager:
         clock: ShardClock,
         stats: CoreStats,
         new_member_id: Callable[[str], str],
+        events: GroupEvents | None = None,
     ) -> None:
         self.config = config
+        self.events = events if events is not None else GroupEvents(clock)
         self.timers = timers
         self.clock = clock
         self.new_member_id = new_member_id
@@ -120,6 +139,20 @@ class ClassicGroupManager:
             if started is not None and target is STABLE:
                 self.stats.rebalances_completed += 1
                 self.stats.rebalance_durations_ms.append(self.clock.now_ms - started)
+
+    def _event(
+        self, group: ClassicGroup, kind: str, message: str, member_id: str | None = None, **details: Detail
+    ) -> None:
+        self.events.record(
+            group.group_id,
+            kind,
+            "classic",
+            group.state.value,
+            group.generation_id,
+            message,
+            member_id,
+            **details,
+        )
 
     def reschedule_session(self, member: Member, timeout_ms: int | None = None) -> None:
         timeout = member.session_timeout_ms if timeout_ms is None else timeout_ms
@@ -310,6 +343,11 @@ class ClassicGroupManager:
         elif version >= 4:
             # KIP-394: hand out the member id first and admit the member only when it rejoins with
             # it, so that retries after a lost response do not leave ghost members behind.
+            if len(group.pending_members) >= self.config.group_max_size:
+                # Pending ids are held for a session timeout: without a bound a client looping
+                # on JoinGroup would fill memory.
+                fx.reply(ctx.reply_to, self.join_error(version, GROUP_MAX_SIZE_REACHED))
+                return
             group.pending_members.add(new_member_id)
             self.timers.schedule(
                 session_key(group.group_id, new_member_id), self.clock.now_ms + req.session_timeout_ms
@@ -390,6 +428,17 @@ class ClassicGroupManager:
             # Extends the initial delayed join (docs/groups.md#where-kafkas-two-coordinators-differ).
             group.new_member_added = True
         group.add_member(member, ctx.reply_to, ctx.api_version)
+        self._event(
+            group,
+            MEMBER_JOINED,
+            f"member {member_id} joined (client {ctx.client_id}"
+            f"{f', instance {req.group_instance_id}' if req.group_instance_id else ''}) from {member.client_host}"
+            f"{because(req.reason)}",
+            member_id,
+            client_id=ctx.client_id,
+            client_host=member.client_host,
+            instance_id=req.group_instance_id,
+        )
         # New members cannot heartbeat (they do not know their id yet) and a parked JoinGroup cannot
         # detect a disconnect: their timer is the new-member join timeout (KAFKA-7610).
         self.reschedule_session(member, self.config.group_new_member_join_timeout_ms)
@@ -405,6 +454,7 @@ class ClassicGroupManager:
         fx: Effects,
     ) -> None:
         self._answer_superseded_join(group, member, fx)
+        self._event_rejoin(group, member, protocols, req.reason)
         group.update_member(
             member,
             protocols,
@@ -414,6 +464,28 @@ class ClassicGroupManager:
             ctx.api_version,
         )
         self._maybe_prepare_rebalance_or_complete_join(group, fx)
+
+    def _event_rejoin(
+        self, group: ClassicGroup, member: Member, protocols: Protocols, why: str | None
+    ) -> None:
+        member_id = member.member_id
+        if member.protocols != protocols:
+            self._event(
+                group,
+                SUBSCRIPTION_CHANGED,
+                f"member {member_id} changed its subscription or metadata",
+                member_id,
+            )
+        elif group.state is STABLE and group.is_leader(member_id):
+            self._event(
+                group,
+                LEADER_REJOINED,
+                f"leader {member_id} rejoined{because(why, '(')}",
+                member_id,
+                reason=why,
+            )
+        else:
+            self._event(group, MEMBER_REJOINED, f"member {member_id} rejoined", member_id)
 
     def _answer_superseded_join(self, group: ClassicGroup, member: Member, fx: Effects) -> None:
         # A second JoinGroup for a member that already has one parked (a retry on a new
@@ -440,6 +512,14 @@ class ClassicGroupManager:
             old_member_id, new_member_id, session_key(group.group_id, new_member_id)
         )
         self._fence_replaced_member(group, old_member, fx)
+        self._event(
+            group,
+            STATIC_MEMBER_REPLACED,
+            f"static member {old_member_id} replaced by {new_member_id} (instance {old_member.group_instance_id})",
+            new_member_id,
+            instance_id=old_member.group_instance_id,
+            replaced_member_id=old_member_id,
+        )
         self.timers.cancel(old_member.session_key)
         self.reschedule_session(new_member)
         old_protocols = new_member.protocols
@@ -550,12 +630,7 @@ class ClassicGroupManager:
         if group.state is COMPLETING_REBALANCE:
             self._reset_and_propagate_assignment_error(group, REBALANCE_IN_PROGRESS, fx)
         self._remove_sync_expiration(group)
-        log.info(
-            "group %s: preparing to rebalance in state %s at generation %d",
-            group.group_id,
-            group.state.value,
-            group.generation_id,
-        )
+        self.events.rebalance_started(group.group_id, group.state.value, group.generation_id)
         if group.state is EMPTY:
             # Initial delayed join: give other members of a (re)forming group time to arrive.
             delay = self.config.group_initial_rebalance_delay_ms
@@ -581,7 +656,12 @@ class ClassicGroupManager:
         self.timers.cancel(group.join_key)
         group.initial_join_delay = None
         for member in group.not_yet_rejoined_dynamic_members():
-            log.info("group %s: removing member %s, which did not rejoin", group.group_id, member.member_id)
+            self._event(
+                group,
+                REBALANCE_TIMEOUT,
+                f"member {member.member_id} removed: it did not rejoin within the rebalance timeout",
+                member.member_id,
+            )
             self._remove_member(group, member, fx)
         if group.state is DEAD:
             return
@@ -596,19 +676,15 @@ class ClassicGroupManager:
             group.protocol_name = None
             group.subscribed_topics = group.compute_subscribed_topics()
             self._transition(group, EMPTY)
-            log.info("group %s: generation %d is empty", group.group_id, group.generation_id)
+            self.events.group_empty(group.group_id, group.generation_id)
             # Kafka only logs a failure of this write: no member depends on it.
             fx.write([self.group_record(group, {})])
             return
         group.protocol_name = group.select_protocol()
         group.subscribed_topics = group.compute_subscribed_topics()
         self._transition(group, COMPLETING_REBALANCE)
-        log.info(
-            "group %s: generation %d formed with %d members, protocol %s",
-            group.group_id,
-            group.generation_id,
-            len(group.members),
-            group.protocol_name,
+        self.events.generation_formed(
+            group.group_id, group.generation_id, len(group.members), group.protocol_name, group.leader_id
         )
         leader_id = group.leader_id
         for member in group.members.values():
@@ -673,14 +749,15 @@ class ClassicGroupManager:
         if group is None or group.state is DEAD:
             return
         if member_id in group.pending_members:
-            log.info("group %s: pending member %s expired", group_id, member_id)
+            # DEBUG: a client looping on JoinGroup makes thousands of these at once.
+            log.debug("group %s: pending member %s expired", group_id, member_id)
             group.remove_member(member_id)
             self._maybe_complete_join_phase(group, fx)
             return
         member = group.members.get(member_id)
         if member is None or member.has_satisfied_heartbeat():
             return
-        log.info("group %s: member %s failed (session expired), removing it", group_id, member_id)
+        self._event(group, SESSION_TIMEOUT, f"session timeout of member {member_id}", member_id)
         self._remove_member_and_update_group(group, member, fx)
 
     def expire_join(self, group_id: str, fx: Effects) -> None:
@@ -709,7 +786,10 @@ class ClassicGroupManager:
         if not group.pending_sync_members:
             return
         missing = [group.members[m] for m in group.pending_sync_members if m in group.members]
-        log.info("group %s: removing members that did not sync: %s", group_id, [m.member_id for m in missing])
+        missing_ids = [m.member_id for m in missing]
+        self._event(
+            group, SYNC_TIMEOUT, f"members did not sync: {', '.join(missing_ids)}", None, members=missing_ids
+        )
         for member in missing:
             self._remove_member(group, member, fx)
         group.pending_sync_members.clear()
@@ -796,7 +876,8 @@ class ClassicGroupManager:
                 member.assignment = assignments.get(member.member_id, b"")
             self._propagate_assignment(group, NONE, out)
             self._transition(group, STABLE)
-            log.info("group %s: generation %d is stable", group.group_id, generation)
+            owners = classic_owners(assignments) if group.uses_consumer_protocol() else None
+            self.events.group_stable(group.group_id, generation, owners)
 
         def on_failed(out: Effects, error_code: int) -> None:
             # Nothing to undo (nothing was applied); Kafka answers the parked SyncGroups with the
@@ -804,9 +885,7 @@ class ClassicGroupManager:
             if not awaits_this_assignment():
                 return
             code = group_write_error(error_code)
-            log.warning(
-                "group %s: storing the assignment failed (%d); rebalancing", group.group_id, error_code
-            )
+            self._event(group, ASSIGNMENT_WRITE_FAILED, f"storing the assignment failed ({error_code})")
             self._reset_and_propagate_assignment_error(group, code, out)
             self._maybe_prepare_rebalance_or_complete_join(group, out)
 
@@ -887,11 +966,12 @@ class ClassicGroupManager:
             mapped = None if instance_id is None else group.static_members.get(instance_id)
             if mapped is None:
                 return UNKNOWN_MEMBER_ID
-            log.info(
-                "group %s: static member %s removed by instance id (reason: %s)",
-                group.group_id,
-                instance_id,
-                identity.reason,
+            self._event(
+                group,
+                MEMBER_LEFT,
+                f"static member {instance_id} removed by instance id{because(identity.reason, '(')}",
+                mapped,
+                reason=identity.reason,
             )
             self._remove_member(group, group.members[mapped], fx)
             return NONE
@@ -902,7 +982,13 @@ class ClassicGroupManager:
         code = group.validate_member(member_id, instance_id)
         if code:
             return code
-        log.info("group %s: member %s left (reason: %s)", group.group_id, member_id, identity.reason)
+        self._event(
+            group,
+            MEMBER_LEFT,
+            f"member {member_id} left{because(identity.reason, '(')}",
+            member_id,
+            reason=identity.reason,
+        )
         self._remove_member(group, group.members[member_id], fx)
         return NONE
 
@@ -1031,7 +1117,7 @@ class ClassicGroupManager:
         self.timers.cancel(group.join_key)
         self._transition(group, DEAD)
         del self.groups[group.group_id]
-        log.info("group %s: removed at generation %d", group.group_id, group.generation_id)
+        self.events.group_removed(group.group_id, "classic", group.generation_id, "deleted or expired")
 
     def holds(self, group_id: str) -> bool:
         return group_id in self.groups
@@ -1110,11 +1196,7 @@ class ClassicGroupManager:
             for member in group.members.values():
                 self.reschedule_session(member)
             if len(group.members) > max_size:
-                log.info(
-                    "group %s: loaded with %d members, over group.max.size",
-                    group.group_id,
-                    len(group.members),
-                )
+                self._event(group, LOADED, f"loaded with {len(group.members)} members, over group.max.size")
                 self._prepare_rebalance(group, fx)
 
     def unload(self, fx: Effects) -> None:

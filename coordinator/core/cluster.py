@@ -21,7 +21,13 @@ from coordinator.core.context import RequestContext
 from coordinator.core.result import Result
 from protocol.apis import SERVED_VERSIONS
 from protocol.errors import ErrorCode
-from protocol.messages.api_versions import ApiVersion, ApiVersionsRequest, ApiVersionsResponse
+from protocol.features import STANDALONE_COORDINATOR
+from protocol.messages.api_versions import (
+    ApiVersion,
+    ApiVersionsRequest,
+    ApiVersionsResponse,
+    SupportedFeatureKey,
+)
 from protocol.messages.create_partitions import (
     CreatePartitionsRequest,
     CreatePartitionsResponse,
@@ -194,7 +200,9 @@ class Cluster:
     @staticmethod
     def api_versions_response(error_code: int = ErrorCode.NONE) -> ApiVersionsResponse:
         keys = [ApiVersion(int(key), low, high) for key, (low, high) in sorted(SERVED_VERSIONS.items())]
-        return ApiVersionsResponse(error_code=error_code, api_keys=keys)
+        # Tells our admin tools that ListOffsets answers 0 for want of a log (see protocol.features).
+        features = [SupportedFeatureKey(STANDALONE_COORDINATOR, 1, 1)]
+        return ApiVersionsResponse(error_code=error_code, api_keys=keys, supported_features=features)
 
     def api_versions(self, ctx: RequestContext, req: ApiVersionsRequest) -> Result:
         if ctx.api_version >= 3 and not (

@@ -83,6 +83,9 @@ class ConsumerGroup:
     unwritten_members: set[str] = field(default_factory=set)
     unwritten_group: bool = False
     dead: bool = False
+    # Monotonic ms until which members are asked to heartbeat soon after a group epoch bump
+    # (not persisted: after a restart every member's next heartbeat is a full interval away).
+    settling_until_ms: int = -1
 
     @property
     def state(self) -> str:

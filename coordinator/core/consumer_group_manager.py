@@ -10,7 +10,6 @@ write (storage is a state table: the newest row of each key wins).
 from __future__ import annotations
 
 import logging
-import re
 import uuid
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -55,9 +54,22 @@ from coordinator.core.errors import (
     UNSUPPORTED_VERSION,
     consumer_write_error,
 )
+from coordinator.core.events import (
+    MEMBER_JOINED,
+    MEMBER_LEFT,
+    METADATA_CHANGED,
+    REBALANCE_TIMEOUT,
+    SESSION_TIMEOUT,
+    STATIC_MEMBER_REPLACED,
+    SUBSCRIPTION_CHANGED,
+    Detail,
+    describe_metadata_change,
+    taken_from_others,
+)
 from coordinator.core.group_config import GroupConfig
+from coordinator.core.heartbeat_interval import HeartbeatIntervals, no_jitter
 from coordinator.core.lifecycle import PendingChange, TimerHandler
-from coordinator.core.regex import RegexError, compile_topic_regex
+from coordinator.core.regex import RegexError, TopicPattern, compile_topic_regex
 from coordinator.core.stats import CoreStats
 from coordinator.core.timers import TimerKey, Timers
 from protocol.messages import consumer_group_describe as cgd
@@ -75,7 +87,6 @@ from storage.records import (
 log = logging.getLogger(__name__)
 
 CONSUMER_GROUP_TYPE: Final = "consumer"
-UNRELEASED_INTERVAL_DIVISOR: Final = 10
 MEMBER_TYPE_CONSUMER: Final = 1
 
 MemberTimerKey = tuple[str, str, str]  # (kind, group id, member id)
@@ -133,16 +144,21 @@ class ConsumerGroupManager:
         stats: CoreStats,
         classic: ClassicGroupManager,
         new_member_id: Callable[[], str] = lambda: str(uuid.uuid4()),
+        random_unit: Callable[[], float] = no_jitter,
     ) -> None:
         self.config = config
         self.timers = timers
         self.clock = clock
         self.stats = stats
         self.classic = classic  # the classic half of the group id space
+        self.events = classic.events
         self.new_member_id = new_member_id
+        self.intervals = HeartbeatIntervals(
+            config.group_consumer_heartbeat_interval_ms, config.group_consumer_heartbeat_policy, random_unit
+        )
         self.catalog: TopicCatalog = EmptyCatalog()
         self.groups: dict[str, ConsumerGroup] = {}
-        self._regexes: dict[str, re.Pattern[str]] = {}
+        self._regexes: dict[str, TopicPattern] = {}
 
     # -- ConsumerGroupHeartbeat (v0-1) -------------------------------------------------------
 
@@ -187,7 +203,7 @@ class ConsumerGroupManager:
         ):
             return False
         self._reschedule_session(group, member)
-        interval = self.config.group_consumer_heartbeat_interval_ms
+        interval = self._heartbeat_interval(group, member)
         fx.reply(ctx.reply_to, _heartbeat_response(member.member_id, member.member_epoch, interval, None))
         return True
 
@@ -234,7 +250,7 @@ class ConsumerGroupManager:
         if regex:
             self._regex(regex)
 
-    def _regex(self, regex: str) -> re.Pattern[str]:
+    def _regex(self, regex: str) -> TopicPattern:
         pattern = self._regexes.get(regex)
         if pattern is None:
             try:
@@ -304,12 +320,25 @@ class ConsumerGroupManager:
             records.member(member.member_id)
         if subscription_changed:
             records.member(member.member_id)
+            if not is_new:
+                self._event(
+                    group,
+                    SUBSCRIPTION_CHANGED,
+                    f"member {member.member_id} changed its subscription",
+                    member.member_id,
+                )
 
         catalog = self.catalog
         if subscription_changed or group.catalog_version != catalog.version:
             metadata = self._subscription_metadata(group)
             group.catalog_version = catalog.version
             if metadata != group.subscription_metadata:
+                if not subscription_changed:
+                    self._event(
+                        group,
+                        METADATA_CHANGED,
+                        f"subscribed topics changed: {describe_metadata_change(group.subscription_metadata, metadata)}",
+                    )
                 group.subscription_metadata = metadata
                 subscription_changed = True
         if subscription_changed:
@@ -318,11 +347,12 @@ class ConsumerGroupManager:
             self._compute_target(group, records)
 
         assigned_changed = self._reconcile(group, member, owned, records)
+        self.events.member_reconciled(group, member)
         self._reschedule_session(group, member)
         response = _heartbeat_response(
             member.member_id,
             member.member_epoch,
-            self._heartbeat_interval(member),
+            self._heartbeat_interval(group, member),
             self._wire_assignment(member.assigned) if full or assigned_changed else None,
         )
         self._finish(ctx, group, records, response, fx)
@@ -438,12 +468,15 @@ class ConsumerGroupManager:
         if instance_id is not None:
             group.static_members[instance_id] = member_id
         group.state_ms = self.clock.wall_ms
-        log.info(
-            "group %s: member %s joined (client %s%s)",
-            group.group_id,
+        self._event(
+            group,
+            MEMBER_JOINED,
+            f"member {member_id} joined (client {ctx.client_id}"
+            f"{f', instance {instance_id}' if instance_id else ''}) from {member.client_host}",
             member_id,
-            ctx.client_id,
-            f", instance {instance_id}" if instance_id else "",
+            client_id=ctx.client_id,
+            client_host=member.client_host,
+            instance_id=instance_id,
         )
         return member, True
 
@@ -471,12 +504,13 @@ class ConsumerGroupManager:
         if target is not None:
             group.target[new.member_id] = target
         group.add_ownership(new)
-        log.info(
-            "group %s: static member %s replaced by %s (instance %s)",
-            group.group_id,
-            old.member_id,
+        self._event(
+            group,
+            STATIC_MEMBER_REPLACED,
+            f"static member {old.member_id} replaced by {new.member_id} (instance {new.instance_id})",
             new.member_id,
-            new.instance_id,
+            instance_id=new.instance_id,
+            replaced_member_id=old.member_id,
         )
 
     def _owned(
@@ -526,9 +560,11 @@ class ConsumerGroupManager:
             self._cancel_rebalance_timer(group, member)
             self._reschedule_session(group, member)
             records.member(member.member_id)
-            log.info("group %s: static member %s left temporarily", group.group_id, member.member_id)
+            self._event(
+                group, MEMBER_LEFT, f"static member {member.member_id} left temporarily", member.member_id
+            )
         else:
-            self._remove_member(group, member, records, "left the group")
+            self._remove_member(group, member, records, "left the group", MEMBER_LEFT)
         response = _heartbeat_response(member.member_id, req.member_epoch, 0, None)
         self._finish(ctx, group, records, response, fx)
 
@@ -550,14 +586,14 @@ class ConsumerGroupManager:
         records.member(member.member_id)  # not in the group any more: written as a tombstone
 
     def _remove_member(
-        self, group: ConsumerGroup, member: ConsumerMember, records: _Writes, why: str
+        self, group: ConsumerGroup, member: ConsumerMember, records: _Writes, why: str, cause: str
     ) -> None:
         group.remove_ownership(member)
         self._forget_member(group, member, records)
         group.target.pop(member.member_id, None)
         group.state_ms = self.clock.wall_ms
-        log.info(
-            "group %s: member %s %s at epoch %d", group.group_id, member.member_id, why, member.member_epoch
+        self._event(
+            group, cause, f"member {member.member_id} {why} at epoch {member.member_epoch}", member.member_id
         )
         group.subscription_metadata = self._subscription_metadata(group)
         self._bump(group, records)
@@ -570,8 +606,17 @@ class ConsumerGroupManager:
 
     def _bump(self, group: ConsumerGroup, records: _Writes) -> None:
         group.group_epoch += 1
+        group.settling_until_ms = self.clock.now_ms + self.intervals.settle_window_ms
         self.stats.consumer_group_rebalances += 1
+        self.events.epoch_bumped(group.group_id, group.state, group.group_epoch)
         records.group()
+
+    def _event(
+        self, group: ConsumerGroup, kind: str, message: str, member_id: str | None = None, **details: Detail
+    ) -> None:
+        self.events.record(
+            group.group_id, kind, "consumer", group.state, group.group_epoch, message, member_id, **details
+        )
 
     def _resolved_topics(self, member: ConsumerMember) -> frozenset[str]:
         catalog = self.catalog
@@ -603,7 +648,8 @@ class ConsumerGroupManager:
         return next(name for name in configured if counts.get(name) == best)
 
     def _compute_target(self, group: ConsumerGroup, records: _Writes) -> None:
-        assignor = ASSIGNORS[self.preferred_assignor(group)]
+        assignor_name = self.preferred_assignor(group)
+        assignor = ASSIGNORS[assignor_name]
         members = {
             member_id: AssignmentMember(
                 member_id=member_id,
@@ -616,12 +662,16 @@ class ConsumerGroupManager:
         }
         topics = {name: partitions for name, (_, partitions) in group.subscription_metadata.items()}
         new_target = assignor.assign(members, topics) if members else {}
+        moved = 0
         for member_id in group.members:
             assignment = normalize(new_target.get(member_id, {}))
-            if assignment != group.target.get(member_id, {}):
+            previous = group.target.get(member_id, {})
+            if assignment != previous:
                 records.member(member_id)
+                moved += taken_from_others(group.owners, member_id, assignment, previous)
             group.target[member_id] = assignment
         group.assignment_epoch = group.group_epoch
+        self.events.target_computed(group.group_id, group.state, group.group_epoch, assignor_name, moved)
         records.group()
 
     def _reconcile(
@@ -647,15 +697,10 @@ class ConsumerGroupManager:
             self._cancel_rebalance_timer(group, member)
         return changed
 
-    def _heartbeat_interval(self, member: ConsumerMember) -> int:
-        """The interval the member is told to heartbeat at. A member waiting for partitions that
-        others are still revoking is told to come back ten times sooner: the revoking members
-        acknowledge at once (clients expedite that heartbeat), so the waiting member would
-        otherwise idle for up to a whole interval with partitions nobody consumes."""
-        interval = self.config.group_consumer_heartbeat_interval_ms
-        if member.state is MemberState.UNRELEASED_PARTITIONS:
-            return max(1, interval // UNRELEASED_INTERVAL_DIVISOR)
-        return interval
+    def _heartbeat_interval(self, group: ConsumerGroup, member: ConsumerMember) -> int:
+        """The interval the member is told to heartbeat at (rules in heartbeat_interval.py)."""
+        settling = self.clock.now_ms < group.settling_until_ms
+        return self.intervals.for_member(member.state, settling)
 
     def _cancel_rebalance_timer(self, group: ConsumerGroup, member: ConsumerMember) -> None:
         if member.rebalance_timer_epoch is not None:
@@ -684,7 +729,7 @@ class ConsumerGroupManager:
         if group is None or member is None:
             return
         records = _Writes()
-        self._remove_member(group, member, records, "fenced: session timeout expired")
+        self._remove_member(group, member, records, "fenced: session timeout expired", SESSION_TIMEOUT)
         self._finish(None, group, records, None, fx)
 
     def expire_rebalance(self, group_id: str, member_id: str, fx: Effects) -> None:
@@ -697,7 +742,9 @@ class ConsumerGroupManager:
         if member.state is not MemberState.UNREVOKED_PARTITIONS or member.member_epoch != epoch:
             return
         records = _Writes()
-        self._remove_member(group, member, records, "fenced: did not revoke within the rebalance timeout")
+        self._remove_member(
+            group, member, records, "fenced: did not revoke within the rebalance timeout", REBALANCE_TIMEOUT
+        )
         self._finish(None, group, records, None, fx)
 
     # -- persistence ---------------------------------------------------------------------------
@@ -840,7 +887,7 @@ class ConsumerGroupManager:
     def remove_group(self, group: ConsumerGroup) -> None:
         del self.groups[group.group_id]
         group.dead = True
-        log.info("group %s: removed at epoch %d", group.group_id, group.group_epoch)
+        self.events.group_removed(group.group_id, "consumer", group.group_epoch, "deleted or expired")
 
     def holds(self, group_id: str) -> bool:
         return group_id in self.groups

@@ -14,6 +14,7 @@ from coordinator.core.settings import (
     check_settings,
     names_among,
     non_negative,
+    one_of,
     positive,
     require,
     setting,
@@ -42,8 +43,12 @@ class GroupConfig:
         non_negative,
         kafka=True,
     )
+    # Kafka has no limit; ours also bounds KIP-394 pending members (docs/hardening.md).
     group_max_size: int = setting(
-        2**31 - 1, "members per group (GROUP_MAX_SIZE_REACHED beyond)", at_least(1), kafka=True
+        10_000,
+        "members per group, pending ones included (GROUP_MAX_SIZE_REACHED beyond)",
+        at_least(1),
+        kafka=True,
     )
     # Kafka's internal group.coordinator.new.member.join.timeout.ms.
     group_new_member_join_timeout_ms: int = setting(
@@ -61,7 +66,7 @@ class GroupConfig:
     offset_metadata_max_bytes: int = setting(4096, "largest commit metadata string", non_negative, kafka=True)
     # Not a Kafka setting for classic groups; named after group.share.max.groups.
     group_max_groups: int = setting(
-        2**31 - 1, "classic groups on this coordinator (ours; Kafka has no limit)", at_least(1), kafka=True
+        100_000, "groups on this coordinator (ours; Kafka has no limit)", at_least(1), kafka=True
     )
     # KIP-848 consumer groups (Kafka's group.consumer.* settings).
     group_consumer_session_timeout_ms: int = setting(
@@ -77,6 +82,14 @@ class GroupConfig:
         ("uniform", "range"),
         "server-side assignors of KIP-848 groups, comma-separated; the first is the default",
         names_among(_assignor_names, "assignors"),
+        kafka=True,
+    )
+    # Ours: how the heartbeat interval told to KIP-848 members varies (docs/kip848-handover.md).
+    group_consumer_heartbeat_policy: str = setting(
+        "handover",
+        "KIP-848 heartbeat intervals: handover (shorter during hand-overs, jittered), unreleased "
+        "(shorter only for members waiting for partitions) or kafka (always the configured one) (ours)",
+        one_of("handover", "unreleased", "kafka"),
         kafka=True,
     )
 

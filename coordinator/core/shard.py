@@ -24,7 +24,9 @@ from coordinator.core.consumer_group_manager import CONSUMER_GROUP_TYPE, Consume
 from coordinator.core.context import RequestContext
 from coordinator.core.effects import Effects, ResultBuilder
 from coordinator.core.errors import GROUP_ID_NOT_FOUND, INCONSISTENT_GROUP_PROTOCOL, NONE, admin_write_error
+from coordinator.core.events import GroupEvents
 from coordinator.core.group_config import GroupConfig
+from coordinator.core.heartbeat_interval import no_jitter
 from coordinator.core.lifecycle import GroupLifecycle, PendingChange, TimerHandler
 from coordinator.core.offset_manager import OffsetManager
 from coordinator.core.result import Result
@@ -75,16 +77,25 @@ class GroupSnapshot:
 
 
 class Shard:
-    def __init__(self, config: GroupConfig, member_id_factory: Callable[[str], str] | None = None) -> None:
+    def __init__(
+        self,
+        config: GroupConfig,
+        member_id_factory: Callable[[str], str] | None = None,
+        random_unit: Callable[[], float] | None = None,
+    ) -> None:
+        """``random_unit`` draws uniformly from [0, 1) for heartbeat jitter (None: no jitter)."""
         self.config = config
         self.clock = ShardClock()
         self.stats = CoreStats()
         self._timers: Timers[TimerKey] = Timers()
         self._results = ResultBuilder(self.clock)
+        self.events = GroupEvents(self.clock)
         self._classic = ClassicGroupManager(
-            config, self._timers, self.clock, self.stats, member_id_factory or default_member_id
+            config, self._timers, self.clock, self.stats, member_id_factory or default_member_id, self.events
         )
-        self._consumer = ConsumerGroupManager(config, self._timers, self.clock, self.stats, self._classic)
+        self._consumer = ConsumerGroupManager(
+            config, self._timers, self.clock, self.stats, self._classic, random_unit=random_unit or no_jitter
+        )
         self._offsets = OffsetManager(config, self.clock, self._classic)
         self._classic.other_groups = self._consumer.groups
         self._offsets.consumer = self._consumer
@@ -105,6 +116,7 @@ class Shard:
 
     def _enter(self, now_ms: int, wall_ms: int) -> None:
         self.clock.set(now_ms, wall_ms)
+        self.events.begin_operation()
         if RETENTION_KEY not in self._timers:
             self._timers.schedule(RETENTION_KEY, now_ms + self.config.offsets_retention_check_interval_ms)
 
@@ -321,6 +333,7 @@ class Shard:
             if key is None:
                 break
             fx = Effects()
+            self.events.begin_operation()
             handler = self._timer_handlers.get(str(key[0]))
             if handler is None:
                 raise ValueError(f"unknown timer {key!r}")
@@ -390,6 +403,9 @@ class Shard:
         """The live KIP-848 group object (read it, never mutate it)."""
         return self._consumer.groups.get(group_id)
 
+    def consumer_group_ids(self) -> list[str]:
+        return list(self._consumer.groups)
+
     def group_count_by_state(self) -> dict[str, int]:
         """Classic and consumer groups by state name (both have Empty and Stable)."""
         counts: dict[str, int] = {}
@@ -408,6 +424,14 @@ class Shard:
 
     def offset_count(self) -> int:
         return self._offsets.offset_count()
+
+    def committed_offsets(self, group_id: str) -> list[OffsetCommitRecord]:
+        """The group's committed offsets, by topic and partition (read only)."""
+        offsets = self._offsets.offsets.get(group_id)
+        if offsets is None:
+            return []
+        found = (offsets.get(topic, p) for topic in offsets.topics() for p in offsets.partitions(topic))
+        return [record for record in found if record is not None]
 
 
 def _apply_all(changes: list[PendingChange]) -> None:

@@ -182,8 +182,9 @@ class ScramAuthenticator(Authenticator):
         self._user = user
         self._credential = self.lookup(user, self.mechanism)
         if self._credential is None:
-            # Carry on with a fake salt so that unknown users are not told apart by the exchange.
-            salt, iterations = os.urandom(32), DEFAULT_ITERATIONS
+            # Carry on with a fake salt so that unknown users are not told apart by the exchange:
+            # the same for the same name, as a real user's salt is.
+            salt, iterations = fake_salt(user, self.mechanism), DEFAULT_ITERATIONS
         else:
             salt, iterations = self._credential.salt, self._credential.iterations
         self._client_first_bare = bare
@@ -224,6 +225,16 @@ class ScramAuthenticator(Authenticator):
             )
         server_signature = _hmac(self.algorithm, credential.server_key, auth_message)
         return b"v=" + base64.b64encode(server_signature), self._user
+
+
+# Per process: fake salts are stable while the server runs; a restart changes them, as a
+# password change changes a real user's salt.
+_FAKE_SALT_KEY: Final = os.urandom(32)
+
+
+def fake_salt(user: str, mechanism: str) -> bytes:
+    """The salt shown for a user that does not exist: derived from the name and a server secret."""
+    return hmac.new(_FAKE_SALT_KEY, f"{mechanism}\0{user}".encode(), hashlib.sha256).digest()
 
 
 def new_authenticator(mechanism: str, lookup: CredentialLookup) -> Authenticator:

@@ -5,27 +5,36 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import random
 import signal
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from coordinator.api.authz import AclLayer
+from coordinator.api.topic_authz import TopicAcls
 from coordinator.core.cluster import Cluster, NodeIdentity
+from coordinator.core.lag_status import LagTracker
 from coordinator.core.shard import Shard
 from coordinator.security.acl import Authorizer
 from coordinator.server.authn import CredentialLoader, SaslServer
 from coordinator.server.config import Config
 from coordinator.server.connection import Connection
+from coordinator.server.console import Console
 from coordinator.server.dispatcher import Dispatcher
+from coordinator.server.group_metrics import GroupMetricsCollector
+from coordinator.server.group_views import GroupViews, lag_feeder
 from coordinator.server.lag import EndOffsets, LagSampler, shard_committed_offsets
 from coordinator.server.limits import ConnectionLimits
 from coordinator.server.listeners import BoundListener
+from coordinator.server.login_guard import CredentialCache, FailedLoginLimit
+from coordinator.server.loop_lag import LoopLagMonitor
 from coordinator.server.metrics import HealthServer, MeasuredStore, Metrics
+from coordinator.server.readiness import StorageProbe
 from coordinator.server.runtime import Clock, Runtime
+from coordinator.server.startup_report import settings_block, sqlite_path, storage_location
 from storage.base import Store
 from storage.records import UserCredentialRecord
-from storage.redact import redact_url
 from storage.url import open_store
 from storage.writer import BatchWriter
 
@@ -49,7 +58,11 @@ class RunningServer:
     metrics_port: int | None = None
     limits: ConnectionLimits | None = None
     all_listeners: list[asyncio.Server] | None = None
+    readiness_probe: StorageProbe | None = None
     lag_sampler: LagSampler | None = None
+    # Lag samples for the status rules (docs/observability.md).
+    lag: LagTracker = field(default_factory=LagTracker)
+    loop_lag: LoopLagMonitor | None = None
     gateway: Gateway | None = None
 
     @property
@@ -75,12 +88,16 @@ class RunningServer:
         # Parked JoinGroup/SyncGroup requests learn that this coordinator is going away (Kafka
         # answers NOT_COORDINATOR when it unloads a partition) and rediscover it after restart.
         self.runtime.apply(self.runtime.coordinator.unload(self.runtime.clock.now_ms()))
+        if self.readiness_probe is not None:
+            await self.readiness_probe.stop()
         try:
             await asyncio.wait_for(self.writer.close(), SHUTDOWN_GRACE_S)
         except TimeoutError:
             log.error("storage did not finish pending writes within %.0f s", SHUTDOWN_GRACE_S)
         await asyncio.sleep(0)  # let the write callbacks send their replies
         self.runtime.stop_timers()
+        if self.loop_lag is not None:
+            self.loop_lag.stop()
         for connection in list(self.dispatcher.connections):
             connection.close()
         await self.store.close()
@@ -100,10 +117,18 @@ async def start_server(config: Config, end_offsets: EndOffsets | None = None) ->
         return state_ready and runtime is not None and not runtime.storage_failing
 
     metrics_port = None
+    console = Console()
     if metrics is not None:
-        health = HealthServer(metrics, is_ready)
+        health = HealthServer(metrics, is_ready, console)
         metrics_port = await health.start(config.metrics_host, config.metrics_port)
         log.info("metrics and health endpoints on http://%s:%d/metrics", config.metrics_host, metrics_port)
+    log.info("effective configuration:\n%s", settings_block(config))
+    location = storage_location(config.storage)
+    new_file = sqlite_path(config.storage)
+    if new_file is not None and not new_file.exists():
+        log.warning("SQLite file %s does not exist: starting with a new, empty database", new_file)
+    else:
+        log.info("storage: %s", location)
     store: Store = open_store(config.storage, **_store_options(config))
     if metrics is not None:
         store = MeasuredStore(store, metrics)
@@ -115,11 +140,12 @@ async def start_server(config: Config, end_offsets: EndOffsets | None = None) ->
     cluster = Cluster(
         node, auto_create_topics=config.auto_create_topics_enable, num_partitions=config.num_partitions
     )
-    coordinator = Shard(config.group_config())
+    coordinator = Shard(config.group_config(), random_unit=random.Random().random)
     coordinator.attach_catalog(cluster)
     writer = BatchWriter(store)
     runtime = Runtime(coordinator, writer, clock, config.offsets_commit_timeout_ms)
     dispatcher = Dispatcher(runtime, cluster, metrics)
+    dispatcher.limits = config.request_limits()
     limits = ConnectionLimits(
         config.max_connections, config.max_connections_per_ip, config.connections_max_idle_ms
     )
@@ -128,8 +154,9 @@ async def start_server(config: Config, end_offsets: EndOffsets | None = None) ->
         dispatcher.sasl = SaslServer(
             config.sasl_mechanisms,
             config.connections_max_reauth_ms,
-            _credential_loader(store),
+            CredentialCache(_credential_loader(store)).load,
             failed_authentication_delay_ms=config.connection_failed_authentication_delay_ms,
+            login_limit=FailedLoginLimit(),
         )
     servers: list[asyncio.Server] = []
     bound_listeners: list[BoundListener] = []
@@ -150,6 +177,16 @@ async def start_server(config: Config, end_offsets: EndOffsets | None = None) ->
         config, store, writer, runtime, dispatcher, servers[0], health, metrics_port, limits, servers
     )
     limits.start(loop)
+    if metrics is not None:
+        lag_metrics = metrics
+
+        def observe_lag(lag_s: float) -> None:
+            lag_metrics.loop_lag.observe(lag_s)
+            if server.loop_lag is not None:
+                lag_metrics.loop_lag_max.set(server.loop_lag.max_lag_s)
+
+        server.loop_lag = LoopLagMonitor(observe_lag)
+        server.loop_lag.start()
     log.info(
         "coordinator node %d listening on %s:%d (advertised %s:%d)",
         cluster.node.node_id, main.listener.host, server.port, cluster.node.host, cluster.node.port,
@@ -195,7 +232,7 @@ async def start_server(config: Config, end_offsets: EndOffsets | None = None) ->
     log.info(
         "loaded %d topics, %d classic groups, %d consumer groups and %d offsets from %s in %.0f ms",
         len(state.topics), len(state.groups), len(state.consumer_groups), len(state.offsets),
-        redact_url(config.storage), load_seconds * 1000,
+        location, load_seconds * 1000,
     )  # fmt: skip
     state_acls = state.acls
     del state
@@ -204,6 +241,9 @@ async def start_server(config: Config, end_offsets: EndOffsets | None = None) ->
         metrics.watch_core(
             lambda: (coordinator.group_count_by_state(), coordinator.member_count()), coordinator.stats
         )
+        group_metrics = GroupMetricsCollector(coordinator.events, server.lag, clock.now_ms)
+        metrics.registry.register(group_metrics)
+    console.views = GroupViews(coordinator, server.lag)
     if config.authorizer_enabled:
         authorizer = Authorizer(
             [u.strip() for u in config.super_users.split(";") if u.strip()],
@@ -211,6 +251,7 @@ async def start_server(config: Config, end_offsets: EndOffsets | None = None) ->
         )
         authorizer.load(state_acls)
         AclLayer(authorizer).install(dispatcher.routes)
+        TopicAcls(authorizer, cluster).install(dispatcher.routes)
         log.info(
             "authorizer enabled: %d ACLs, super users %s", len(authorizer.acls), config.super_users or "none"
         )
@@ -222,11 +263,14 @@ async def start_server(config: Config, end_offsets: EndOffsets | None = None) ->
             end_offsets,
             config.lag_sample_interval_ms,
             config.lag_metric_max_series,
+            on_sample=lag_feeder(server.lag, coordinator),
         )
         server.lag_sampler.register(metrics.registry)
         server.lag_sampler.start()
     dispatcher.finish_loading()
     runtime.rearm_timer()
+    server.readiness_probe = StorageProbe(runtime)
+    server.readiness_probe.start()
     state_ready = True
     return server
 

@@ -11,8 +11,11 @@ SaslServerAuthenticator), at the API layer.
 * KIP-368: with ``connections.max.reauth.ms`` > 0, SaslAuthenticate v1+ reports the session
   lifetime; a connection whose session expired may only re-authenticate (SaslHandshake +
   SaslAuthenticate, as the same user); any other request closes it.
-* Credentials are read from the storage at each login (``load_credentials(user)``), so users
-  added or deleted with ``coordinator users`` apply to the next login without a restart.
+* Credentials are read from the storage (``load_credentials(user)``, behind the cache of
+  ``login_guard``), so users added or deleted with ``coordinator users`` apply within a second
+  without a restart.
+* An address with too many failed logins (``login_guard.FailedLoginLimit``) has its logins
+  refused at once, without a storage look-up, until its window has passed.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from coordinator.security.scram import (
     ScramCredential,
     new_authenticator,
 )
+from coordinator.server.login_guard import FailedLoginLimit
 from coordinator.server.sasl_session import SaslSession
 from protocol.apis import ApiKey
 from protocol.errors import ErrorCode
@@ -76,8 +80,10 @@ class SaslServer:
         load_credentials: CredentialLoader,
         now_ms: Callable[[], int] = lambda: int(time.monotonic() * 1000),
         failed_authentication_delay_ms: int = 100,
+        login_limit: FailedLoginLimit | None = None,
     ) -> None:
         self.failed_authentication_delay_ms = failed_authentication_delay_ms
+        self.login_limit = login_limit
         self.mechanisms = mechanisms
         self.reauth_ms = reauth_ms
         self.load_credentials = load_credentials
@@ -204,6 +210,14 @@ class SaslServer:
     ) -> None:
         authenticator = session.authenticator
         assert authenticator is not None
+        limit = self.login_limit
+        if limit is not None and not session.authenticated and limit.blocked(connection.client_host):
+            self.failures += 1
+            respond(
+                None,
+                "Authentication failed: too many failed authentications from this address, try again later",
+            )
+            return
         user = first_message_user(authenticator.mechanism, data) if _needs_lookup(authenticator) else None
         if user is None:
             self._finish_step(connection, session, authenticator, data, respond)
@@ -271,6 +285,14 @@ class SaslServer:
         log.warning(
             "failed authentication from %s (SASL %s): %s", connection.peer, authenticator.mechanism, message
         )
+        limit = self.login_limit
+        if limit is not None:
+            limit.failed(connection.client_host)
+            if limit.blocked(connection.client_host):
+                log.warning(
+                    "too many failed authentications from %s: refusing its logins for a while",
+                    connection.client_host,
+                )
         respond(None, message)
 
     def _complete(

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+import re
 import ssl
 import sys
 import tomllib
@@ -25,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from coordinator.api.limits import RequestLimits
 from coordinator.core.group_config import GroupConfig
 from coordinator.core.settings import (
     ConfigError,
@@ -93,7 +95,11 @@ class Config(GroupConfig):
     )
     metrics_host: str = setting("127.0.0.1", "address of the metrics endpoint")
     metrics_port: int = setting(0, "port of /metrics, /healthz and /readyz (0 = off)", tcp_port)
-    log_level: str = setting("INFO", "DEBUG, INFO, WARNING or ERROR")
+    log_level: str = setting(
+        "INFO",
+        "DEBUG, INFO, WARNING, ERROR or CRITICAL (any case)",
+        one_of("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL", normalise=str.upper),
+    )
     log_format: str = setting("text", "log line format: text or json", one_of("text", "json"))
     # Kafka-named settings of the server
     offsets_commit_timeout_ms: int = setting(
@@ -116,9 +122,7 @@ class Config(GroupConfig):
     )
     # Connection limits: Kafka's names; the maximum int means "no limit".
     max_connections: int = setting(2**31 - 1, "connections in total", at_least(1), kafka=True)
-    max_connections_per_ip: int = setting(
-        2**31 - 1, "connections per client address", at_least(1), kafka=True
-    )
+    max_connections_per_ip: int = setting(4096, "connections per client address", at_least(1), kafka=True)
     connections_max_idle_ms: int = setting(
         600000, "idle connections (and slow partial frames) are closed after this", positive, kafka=True
     )
@@ -162,6 +166,30 @@ class Config(GroupConfig):
         30000, "how often consumer lag is sampled for the metrics (ours)", positive, kafka=True
     )
     lag_metric_max_series: int = setting(10000, "most lag series exported (ours)", at_least(1), kafka=True)
+    # Request limits (coordinator/api/limits.py, docs/hardening.md): one request must not hurt others.
+    control_request_max_bytes: int = setting(
+        128 * 1024,
+        "largest frame of a request that carries only names (all but JoinGroup, SyncGroup, OffsetCommit, "
+        "ConsumerGroupHeartbeat, Produce) (ours)",
+        at_least(1),
+        kafka=True,
+    )
+    request_max_items: int = setting(
+        100_000, "most array entries in one request (ours)", at_least(1), kafka=True
+    )
+    request_max_groups: int = setting(10_000, "most group ids in one request (ours)", at_least(1), kafka=True)
+    group_id_max_chars: int = setting(
+        1024, "longest group, instance and client id; member ids 64 more (ours)", at_least(1), kafka=True
+    )
+    group_member_metadata_max_bytes: int = setting(
+        1024 * 1024, "largest member metadata or assignment (ours)", at_least(1), kafka=True
+    )
+    topic_max_partitions: int = setting(
+        10_000, "most partitions of one topic (ours)", at_least(1), kafka=True
+    )
+    request_max_partitions: int = setting(
+        10_000, "most partitions created by one request (ours)", at_least(1), kafka=True
+    )
 
     # Gateway mode (coordinator/gateway/, docs/gateway.md): upstream.bootstrap.servers turns it on.
     upstream_bootstrap_servers: str = setting(
@@ -237,6 +265,10 @@ class Config(GroupConfig):
             self.ssl_client_auth,
             self.ssl_keyfile_password,
         )
+
+    def request_limits(self) -> RequestLimits:
+        names = {f.name for f in dataclasses.fields(RequestLimits)}
+        return RequestLimits(**{name: getattr(self, name) for name in names})
 
     def group_config(self) -> GroupConfig:
         return GroupConfig(**{s.name: getattr(self, s.name) for s in settings_of(GroupConfig)})
@@ -321,7 +353,11 @@ def load_config(
             values[name] = _coerce(name, raw)
     environ = os.environ if env is None else env
     for key, raw in environ.items():
-        if key.startswith("COORDINATOR_"):
+        if (
+            key.startswith("COORDINATOR_")
+            and not key.startswith("COORDINATOR_ADMIN_")
+            and not injected_by_kubernetes(key, raw)
+        ):
             name = _normalise_key(key[len("COORDINATOR_") :])
             if name not in _BY_NAME:
                 raise ConfigError(f"unknown setting in environment variable {key}")
@@ -332,6 +368,21 @@ def load_config(
                 raise ConfigError(f"unknown setting {name!r}")
             values[name] = _coerce(name, raw)
     return _validate(dataclasses.replace(Config(), **values))
+
+
+# What Kubernetes injects into every pod for a Service named "coordinator" (docker links did the
+# same): COORDINATOR_SERVICE_HOST, COORDINATOR_SERVICE_PORT[_<name>], COORDINATOR_PORT=tcp://ip:port
+# and COORDINATOR_PORT_<port>_<PROTO>[_PROTO|_PORT|_ADDR].
+_KUBERNETES_NAME = re.compile(r"COORDINATOR_(SERVICE_HOST|SERVICE_PORT(_.+)?|PORT_\d+_(TCP|UDP|SCTP)(_.+)?)")
+_KUBERNETES_URL = re.compile(r"(tcp|udp|sctp)://.*", re.IGNORECASE)
+
+
+# COORDINATOR_ADMIN_* belong to the admin commands (their bootstrap address and credentials).
+def injected_by_kubernetes(key: str, value: str) -> bool:
+    """A service-discovery variable, not a setting: COORDINATOR_PORT is ours unless it holds a URL."""
+    if key == "COORDINATOR_PORT":
+        return _KUBERNETES_URL.fullmatch(value.strip()) is not None
+    return _KUBERNETES_NAME.fullmatch(key) is not None
 
 
 def _flatten(document: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:

@@ -77,6 +77,10 @@ class PendingReply:
             self.connection.complete(self, None)
 
 
+# Longest run of one connection's pipelined requests before the loop serves others.
+PROCESSING_SLICE_S = 0.01
+
+
 class Connection(asyncio.Protocol):
     def __init__(
         self,
@@ -110,6 +114,7 @@ class Connection(asyncio.Protocol):
         self.in_flight: PendingReply | None = None
         self.closed = False
         self._processing = False
+        self._next_slice: asyncio.Handle | None = None
         self._output: list[bytes] = []  # responses produced while processing, written together
         self._reading_paused = False
         self._writing_paused = False
@@ -178,14 +183,20 @@ class Connection(asyncio.Protocol):
 
     # ---- request flow --------------------------------------------------------------------
     def _process(self) -> None:
-        if self._processing:
-            return  # the loop below picks up whatever was completed synchronously
+        if self._processing or self._next_slice is not None:
+            # The loop below, or the next slice already scheduled, picks up whatever came in.
+            return
         self._processing = True
+        slice_ends = time.perf_counter() + PROCESSING_SLICE_S
         try:
             while self.queue and self.in_flight is None and not self.closed and not self._writing_paused:
                 frame = self.queue.popleft()
                 self.queued_bytes -= len(frame)
                 self.dispatcher.dispatch(self, frame)
+                if self.queue and time.perf_counter() > slice_ends:
+                    # Many pipelined requests: let other connections (and timers) have the loop.
+                    self._next_slice = asyncio.get_running_loop().call_soon(self._next_slice_due)
+                    break
         finally:
             self._processing = False
             if self._output and self.transport is not None and not self.closed:
@@ -202,6 +213,10 @@ class Connection(asyncio.Protocol):
             assert self.transport is not None
             self.transport.resume_reading()
             self._reading_paused = False
+
+    def _next_slice_due(self) -> None:
+        self._next_slice = None
+        self._process()
 
     def start(self, api_key: int, api_version: int, correlation_id: int) -> PendingReply:
         reply = PendingReply(self, api_key, api_version, correlation_id)

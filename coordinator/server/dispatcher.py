@@ -11,10 +11,13 @@ from __future__ import annotations
 import logging
 from typing import Protocol
 
+from coordinator.api.amend import amend
 from coordinator.api.amend import reply as reply_now
+from coordinator.api.limits import PAYLOAD_APIS, RequestLimits
 from coordinator.api.loading import GROUP_APIS, load_in_progress_response
 from coordinator.api.routes import Routes
 from coordinator.api.table import api_routes
+from coordinator.api.validation import screen_request
 from coordinator.core.cluster import Cluster
 from coordinator.core.context import RequestContext
 from coordinator.core.result import Result
@@ -59,6 +62,7 @@ class Dispatcher:
         self.sasl: SaslServer | None = None  # set when a listener uses SASL
         self.gateway: ForwardingHook | None = None  # set in gateway mode
         self.loading = True
+        self.limits = RequestLimits()
         self._deferred: list[tuple[Connection, PendingReply, RequestContext, Request]] = []
         # coordinator.api.authz.AclLayer.install() adds its checks when authorizer.enabled is true.
         self.routes: Routes = api_routes(cluster, runtime.coordinator)
@@ -85,6 +89,9 @@ class Dispatcher:
         if session is not None and session.raw_tokens and self.sasl is not None:
             self.sasl.raw_token(connection, frame)  # after SaslHandshake v0: bare SASL tokens
             return
+        if len(frame) > self.limits.control_request_max_bytes and _api_key(frame) not in PAYLOAD_APIS:
+            connection.abort(f"request of {len(frame)} bytes is over control.request.max.bytes")
+            return
         if self.gateway is not None and self.gateway.forward(connection, frame):
             return
         try:
@@ -110,6 +117,19 @@ class Dispatcher:
             advertised=connection.advertised,
             principal=connection.principal,
         )
+        screening = screen_request(
+            self.limits, request.api_key, request.api_version, ctx.client_id, request.body
+        )
+        if screening is not None:
+            if screening.close is not None:
+                connection.abort(screening.close)
+                return
+            if screening.answer is not None:
+                reply.send(screening.answer)
+                return
+            if screening.extra is not None:
+                attribute, items = screening.extra
+                amend(ctx, lambda response: getattr(response, attribute).extend(items))
         if self.loading:
             if request.api_key in GROUP_APIS:
                 response = load_in_progress_response(request.api_key, request.api_version, request.body)
@@ -226,3 +246,7 @@ def _api_name(api_key: int) -> str:
         return ApiKey(api_key).name
     except ValueError:
         return f"api {api_key}"
+
+
+def _api_key(frame: bytes) -> int:
+    return int.from_bytes(frame[:2], "big", signed=True) if len(frame) >= 2 else -1

@@ -44,6 +44,8 @@ log = logging.getLogger(__name__)
 Partition = tuple[str, int]
 EndOffsets = Callable[[list[Partition]], Awaitable[dict[Partition, int]]]
 CommittedOffsets = Callable[[], Awaitable[dict[str, dict[Partition, int]]]]
+# Called after each good sample: committed offsets by group, log ends, wall-clock ms of the sample.
+SampleListener = Callable[[Mapping[str, Mapping[Partition, int]], Mapping[Partition, int], int], None]
 
 DEFAULT_INTERVAL_MS = 30000
 DEFAULT_MAX_SERIES = 10000
@@ -174,6 +176,7 @@ class LagSampler:
         max_series: int = DEFAULT_MAX_SERIES,
         clock: Callable[[], float] = time.time,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        on_sample: SampleListener | None = None,
     ) -> None:
         if interval_ms < 1 or max_series < 1:
             raise ValueError("interval_ms and max_series must be positive")
@@ -183,6 +186,7 @@ class LagSampler:
         self.max_series = max_series
         self._clock = clock
         self._sleep = sleep
+        self._on_sample = on_sample
         self.latest: LagSample | None = None
         self.samples_ok = 0
         self.samples_failed = 0
@@ -213,7 +217,10 @@ class LagSampler:
             log.info("lag sampling succeeds again")
         # In a worker thread: with many groups this takes tens of milliseconds, and the interpreter
         # hands the event loop its turn every few milliseconds meanwhile.
-        sample = await asyncio.to_thread(compute_lag, committed, ends, self.max_series, self._clock())
+        now = self._clock()
+        sample = await asyncio.to_thread(compute_lag, committed, ends, self.max_series, now)
+        if self._on_sample is not None:
+            self._on_sample(committed, ends, int(now * 1000))
         self.samples_ok += 1
         self.dropped_total += sample.dropped
         if sample.dropped and not self._told_about_dropping:

@@ -17,9 +17,30 @@ class JsonFormatter(logging.Formatter):
             "logger": record.name,
             "message": record.getMessage(),
         }
+        event = getattr(record, "group_event", None)
+        if event is not None:  # group events (coordinator.core.events) carry their fields
+            entry["event"] = event
         if record.exc_info:
             entry["exception"] = self.formatException(record.exc_info)
         return json.dumps(entry)
+
+
+class TextFormatter(logging.Formatter):
+    """One line per event: control characters in the message (a newline in a client-chosen group
+    id, say) are escaped, so a client cannot forge log lines. Tracebacks keep their lines."""
+
+    def __init__(self) -> None:
+        super().__init__("%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        return super().formatMessage(record).translate(_ESCAPES)
+
+
+# Every C0 control character but tab, and DEL, as a visible escape.
+_ESCAPES = {code: f"\\x{code:02x}" for code in [*range(0x20), 0x7F] if code != 0x09} | {
+    0x0A: "\\n",
+    0x0D: "\\r",
+}
 
 
 def setup_logging(level: str, fmt: str) -> None:
@@ -27,7 +48,7 @@ def setup_logging(level: str, fmt: str) -> None:
     if fmt == "json":
         handler.setFormatter(JsonFormatter())
     else:
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        handler.setFormatter(TextFormatter())
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())

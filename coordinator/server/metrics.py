@@ -18,6 +18,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from coordinator.server.console import Console
 from protocol.apis import ApiKey
 from protocol.errors import error_name
 
@@ -134,6 +135,13 @@ class Metrics:
         self.storage_failures = Counter(
             "coordinator_storage_write_failures", "Failed storage writes", registry=r
         )
+        self.loop_lag = Histogram(
+            "coordinator_event_loop_lag_seconds", "How late the event loop runs a scheduled callback",
+            buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10), registry=r,
+        )  # fmt: skip
+        self.loop_lag_max = Gauge(
+            "coordinator_event_loop_lag_max_seconds", "Largest event loop lag since start", registry=r
+        )
         self.load_time = Gauge(
             "coordinator_partition_load_time_seconds", "Time to load groups and offsets at start (Kafka: partition-load-time)",
             registry=r,
@@ -205,9 +213,12 @@ class Metrics:
 class HealthServer:
     """A tiny HTTP/1.1 server for /metrics, /healthz and /readyz on the coordinator's loop."""
 
-    def __init__(self, metrics: Metrics, is_ready: Callable[[], bool]) -> None:
+    def __init__(
+        self, metrics: Metrics, is_ready: Callable[[], bool], console: Console | None = None
+    ) -> None:
         self.metrics = metrics
         self.is_ready = is_ready
+        self.console = console  # the web console and its JSON API (console.py)
         self._server: asyncio.Server | None = None
 
     async def start(self, host: str, port: int) -> int:
@@ -225,7 +236,8 @@ class HealthServer:
             while (await asyncio.wait_for(reader.readline(), 5)) not in (b"\r\n", b"\n", b""):
                 pass
             parts = request_line.decode("latin-1").split()
-            path = parts[1].split("?", 1)[0] if len(parts) >= 2 else ""
+            path, _, query = parts[1].partition("?") if len(parts) >= 2 else ("", "", "")
+            headers: tuple[tuple[str, str], ...] = ()
             if len(parts) < 2 or parts[0] not in ("GET", "HEAD"):
                 status, body, kind = "405 Method Not Allowed", b"only GET\n", "text/plain"
             elif path == "/metrics":
@@ -240,9 +252,13 @@ class HealthServer:
                 ready = self.is_ready()
                 status = "200 OK" if ready else "503 Service Unavailable"
                 body, kind = (b"ready\n" if ready else b"not ready\n"), "text/plain"
+            elif self.console is not None and self.console.handles(path):
+                routed = self.console.handle(path, query)
+                status, body, kind, headers = routed.status, routed.body, routed.content_type, routed.headers
             else:
                 status, body, kind = "404 Not Found", b"not found\n", "text/plain"
-            head = f"HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+            extra = "".join(f"{name}: {value}\r\n" for name, value in headers)
+            head = f"HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Length: {len(body)}\r\n{extra}Connection: close\r\n\r\n"
             writer.write(head.encode() + (body if parts and parts[0] != "HEAD" else b""))
             await writer.drain()
         except (TimeoutError, ConnectionError, UnicodeDecodeError) as exc:

@@ -25,7 +25,14 @@ from storage.writer import BatchWriter
 log = logging.getLogger(__name__)
 
 TIMER_TICK_MS = 10
-TIMER_POLL_LIMIT = 10000
+# Deadlines handled per timer pass; more due ones run in the next pass, after pending input.
+TIMER_POLL_LIMIT = 1000
+# A tick this much later than asked means the loop was stalled (one huge request, a slow
+# disk): heartbeats that arrived meanwhile still sit in socket buffers. Expiry then waits
+# STALL_GRACE_MS, in which the loop reads them; nobody is expired for a heartbeat the server
+# has not looked at yet.
+STALL_LATENESS_MS = 100
+STALL_GRACE_MS = 50
 
 
 class Clock:
@@ -62,6 +69,8 @@ class Runtime:
         self._loop = asyncio.get_running_loop()
         self._timer: asyncio.TimerHandle | None = None
         self._timer_deadline: int | None = None
+        self._timer_due = 0  # when the armed tick should run: max(deadline, time of arming)
+        self._stall_grace_until: int | None = None
         self._pending_writes = 0
         self._storage_failing = False
         self.on_write_failure: Callable[[BaseException], None] | None = None
@@ -153,6 +162,12 @@ class Runtime:
             self.apply(result.on_failed(self.clock.now_ms(), code))
         self.rearm_timer()
 
+    def storage_recovered(self, how: str) -> None:
+        """Storage answers again although no client write has proved it yet (readiness probe)."""
+        if self._storage_failing:
+            self._storage_failing = False
+            log.warning("storage writes succeed again (%s)", how)
+
     @property
     def storage_failing(self) -> bool:
         return self._storage_failing
@@ -177,16 +192,39 @@ class Runtime:
             return
         if self._timer is not None:
             self._timer.cancel()
+        self._arm(deadline)
+
+    def _arm(self, deadline: int) -> None:
         self._timer_deadline = deadline
+        self._timer_due = max(deadline, self.clock.now_ms())
         self._timer = self._loop.call_at(deadline / 1000, self._tick)
 
     def _tick(self) -> None:
         self._timer = None
         self._timer_deadline = None
+        if self._expiry_put_off(self.clock.now_ms()):
+            return
         results = self.coordinator.poll_timers(self.clock.now_ms(), self.clock.wall_ms(), TIMER_POLL_LIMIT)
         for result in results:
             self.apply(result)
         self.rearm_timer()
+
+    def _expiry_put_off(self, now: int) -> bool:
+        """After a stall, wait STALL_GRACE_MS before polling the timers (True: re-armed)."""
+        grace = self._stall_grace_until
+        if grace is None:
+            late_ms = now - self._timer_due
+            if late_ms < STALL_LATENESS_MS:
+                return False
+            grace = self._stall_grace_until = now + STALL_GRACE_MS
+            log.warning(
+                "event loop stalled for %d ms: reading waiting requests before expiring members", late_ms
+            )
+        if now < grace:
+            self._arm(grace)
+            return True
+        self._stall_grace_until = None
+        return False
 
     def call_later(self, delay_ms: int, callback: Callable[[], None]) -> None:
         self._loop.call_later(delay_ms / 1000, callback)

@@ -126,6 +126,37 @@ def test_describe_unknown_group_is_a_named_error(ours: ServerProcess) -> None:
     assert result.err.startswith("GROUP_ID_NOT_FOUND: group 'no-such-group' does not exist")
 
 
+def test_describe_prints_the_groups_that_exist_and_reports_the_others(ours: ServerProcess) -> None:
+    b = ours.bootstrap
+    create_topics(b, part_t=1)
+    commit(b, "part-g1", {("part_t", 0): 3})
+    for output in ("json", "table"):
+        result = cli(b, "groups", "describe", "part-g1", "nosuch", "--format", output)
+        assert result.code == 1, result
+        assert result.err.strip().splitlines()[-1] == (
+            "GROUP_ID_NOT_FOUND: group 'nosuch' does not exist (The group id does not exist)"
+        )
+        if output == "json":
+            assert [g["group"] for g in result.json()] == ["part-g1"]
+        else:
+            assert table_rows(result.out)[1][:4] == ["part-g1", "part_t", "0", "3"]
+
+
+def test_reset_of_a_group_that_does_not_exist(ours: ServerProcess) -> None:
+    b = ours.bootstrap
+    create_topics(b, new_g_t=2)
+    result = cli(b, "offsets", "reset", "nosuchgroup", "--all-topics", "--to-offset", "5", "--execute")
+    assert (result.code, result.out) == (1, "")
+    assert result.err.startswith("GROUP_ID_NOT_FOUND: group 'nosuchgroup' does not exist, so --all-topics")
+    # Naming the partitions gives a new group its first offsets, as kafka-consumer-groups does.
+    created = cli(b, "offsets", "reset", "new-group", "--topic", "new_g_t", "--to-offset", "5", "--execute")
+    assert created.code == 0, created
+    assert {tp: o for tp, (o, _m) in committed(b, "new-group").items()} == {
+        ("new_g_t", 0): 5,
+        ("new_g_t", 1): 5,
+    }
+
+
 def test_groups_delete(ours: ServerProcess) -> None:
     b = ours.bootstrap
     create_topics(b, del_t=1)
@@ -150,10 +181,7 @@ def test_reset_dry_run_changes_nothing(ours: ServerProcess) -> None:
     create_topics(b, dry_t=4)
     before = {("dry_t", p): 5 + p for p in range(4)}
     commit(b, "reset-dry", before)
-    methods = [
-        ["--to-earliest"], ["--to-latest"], ["--to-offset", "3", "--no-clamp"], ["--shift-by", "-1"],
-        ["--to-datetime", "2024-01-01T00:00:00Z"], ["--by-duration", "PT1H"],
-    ]  # fmt: skip
+    methods = [["--to-offset", "3"], ["--to-offset", "3", "--no-clamp"], ["--shift-by", "-1"]]
     for method in methods:
         result = cli(b, "offsets", "reset", "reset-dry", "--topic", "dry_t:1,3", *method)
         assert result.code == 0, (method, result)
@@ -191,7 +219,7 @@ def test_reset_execute_changes_exactly_the_planned_partitions(ours: ServerProces
     }
     assert offsets() == {0: 5, 1: 42, 2: 7, 3: 42}
 
-    table = cli(b, "offsets", "reset", "reset-ex", "--topic", "ex_t:0", "--to-earliest", "--execute")
+    table = cli(b, "offsets", "reset", "reset-ex", "--topic", "ex_t:0", "--to-offset", "0", "--execute")
     assert table_rows(table.out) == [
         ["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "NEW-OFFSET", "STATUS"],
         ["reset-ex", "ex_t", "0", "5", "0", "committed"],
@@ -206,10 +234,9 @@ def test_reset_execute_changes_exactly_the_planned_partitions(ours: ServerProces
     )
     assert offsets() == {0: 10, 1: 52, 2: 17, 3: 52}
 
-    # Without --no-clamp the offset is kept within the log, as kafka-consumer-groups does (ours ends at 0).
-    clamped = cli(b, "offsets", "reset", "reset-ex", "--topic", "ex_t:2", "--to-offset", "99", "--execute")
-    assert clamped.code == 0
-    assert "ex_t-2: 99 is past the log-end offset 0; using 0" in clamped.err
+    # Ours holds no records, so there is no log to clamp against: the offset is taken as given.
+    unclamped = cli(b, "offsets", "reset", "reset-ex", "--topic", "ex_t:2", "--to-offset", "0", "--execute")
+    assert (unclamped.code, unclamped.err) == (0, "")
     assert offsets() == {0: 10, 1: 52, 2: 0, 3: 52}
 
     plan = tmp_path / "plan.csv"
@@ -223,13 +250,39 @@ def test_reset_execute_changes_exactly_the_planned_partitions(ours: ServerProces
     assert [p["partition"] for p in scoped.json()["partitions"]] == [3]
 
 
+def test_resets_on_a_broker_without_records_keep_the_offsets(ours: ServerProcess) -> None:
+    """Ours holds no records: nothing is clamped to its empty logs, log-based methods are refused."""
+    b = ours.bootstrap
+    create_topics(b, keep_t=6)
+    before = {("keep_t", p): 38 + 102 * p for p in range(6)}  # 38 ... 548
+    commit(b, "reset-keep", before)
+
+    shifted = cli(b, "offsets", "reset", "reset-keep", "--all-topics", "--shift-by", "-4", "--execute")
+    assert (shifted.code, shifted.err) == (0, ""), shifted
+    after = {tp: o - 4 for tp, o in before.items()}
+    assert {tp: o for tp, (o, _m) in committed(b, "reset-keep").items()} == after
+
+    planned = cli(b, "offsets", "reset", "reset-keep", "--topic", "keep_t:0,2", "--to-offset", "42",
+                  "--format", "json")  # fmt: skip
+    assert [(p["partition"], p["new_offset"]) for p in planned.json()["partitions"]] == [(0, 42), (2, 42)]
+
+    for method in (["--to-earliest"], ["--to-latest"], ["--to-datetime", "2024-01-01T00:00:00Z"],
+                   ["--by-duration", "PT1H"]):  # fmt: skip
+        for extra in ([], ["--no-clamp"]):
+            refused = cli(b, "offsets", "reset", "reset-keep", "--all-topics", *method, *extra, "--execute")
+            assert (refused.code, refused.out) == (2, ""), (method, refused)
+            assert f"{method[0]} needs the partitions' log" in refused.err
+            assert "standalone group coordinator that holds no records" in refused.err
+    assert {tp: o for tp, (o, _m) in committed(b, "reset-keep").items()} == after
+
+
 def test_reset_is_refused_while_the_group_has_members(ours: ServerProcess) -> None:
     b = ours.bootstrap
     create_topics(b, act_t=2)
     commit(b, "reset-live", {("act_t", 0): 5, ("act_t", 1): 6})
     with live_consumer(b, "reset-live", ["act_t"], "busy"):
         for mode in ("--dry-run", "--execute"):
-            result = cli(b, "offsets", "reset", "reset-live", "--all-topics", "--to-earliest", mode)
+            result = cli(b, "offsets", "reset", "reset-live", "--all-topics", "--to-offset", "0", mode)
             assert result.code == 1
             assert result.out == ""
             assert result.err.strip() == (
@@ -241,7 +294,7 @@ def test_reset_is_refused_while_the_group_has_members(ours: ServerProcess) -> No
             ("act_t", 1): 6,
         }
     _wait_for_state(b, "reset-live", "Empty")
-    assert cli(b, "offsets", "reset", "reset-live", "--all-topics", "--to-earliest", "--execute").code == 0
+    assert cli(b, "offsets", "reset", "reset-live", "--all-topics", "--to-offset", "0", "--execute").code == 0
     assert {tp: o for tp, (o, _m) in committed(b, "reset-live").items()} == {("act_t", 0): 0, ("act_t", 1): 0}
 
 
@@ -249,10 +302,10 @@ def test_reset_errors_are_named(ours: ServerProcess) -> None:
     b = ours.bootstrap
     create_topics(b, err_t=2)
     commit(b, "reset-err", {("err_t", 0): 5})
-    unknown = cli(b, "offsets", "reset", "reset-err", "--topic", "no_such_topic", "--to-earliest")
+    unknown = cli(b, "offsets", "reset", "reset-err", "--topic", "no_such_topic", "--to-offset", "0")
     assert (unknown.code, unknown.err.split(":")[0]) == (1, "UNKNOWN_TOPIC_OR_PARTITION")
     assert "topic 'no_such_topic' does not exist" in unknown.err
-    missing = cli(b, "offsets", "reset", "reset-err", "--topic", "err_t:0,7", "--to-earliest")
+    missing = cli(b, "offsets", "reset", "reset-err", "--topic", "err_t:0,7", "--to-offset", "0")
     assert missing.code == 1
     assert missing.err.strip() == "UNKNOWN_TOPIC_OR_PARTITION: topic 'err_t' has 2 partitions; no partition 7"
     shift = cli(b, "offsets", "reset", "reset-err", "--topic", "err_t", "--shift-by", "1")

@@ -5,9 +5,9 @@ from __future__ import annotations
 import time
 
 import pytest
-from kafka import KafkaProducer
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
-from tests.admin.support import cli, create_topics, live_consumer, table_rows
+from tests.admin.support import cli, commit, committed, create_topics, live_consumer, table_rows
 
 pytestmark = pytest.mark.integration
 
@@ -64,3 +64,26 @@ def test_an_api_the_broker_lacks_is_a_named_error(tansu: str) -> None:
     result = cli(tansu, "offsets", "delete", "t-billing", "--topic", "t_orders:0")
     assert result.code == 1
     assert result.err.startswith(f"UNSUPPORTED_VERSION: broker {tansu} does not support OffsetDelete")
+
+
+def test_resets_against_a_broker_with_records_are_clamped_to_its_log(tansu: str) -> None:
+    create_topics(tansu, t_clamp=2)
+    produce(tansu, "t_clamp", 2, 4)
+    probe = KafkaConsumer(bootstrap_servers=tansu)
+    try:  # the oracle: Tansu's log-end offsets as kafka-python sees them
+        ends = probe.end_offsets([TopicPartition("t_clamp", p) for p in range(2)])
+        log_end = {("t_clamp", tp.partition): offset for tp, offset in ends.items()}
+    finally:
+        probe.close()
+    assert all(offset > 0 for offset in log_end.values())
+    commit(tansu, "t-clamp", {("t_clamp", 0): 0, ("t_clamp", 1): 0})
+    past = cli(tansu, "offsets", "reset", "t-clamp", "--all-topics", "--to-offset", "99", "--format", "json")
+    assert past.code == 0, past
+    assert [p["new_offset"] for p in past.json()["partitions"]] == [
+        log_end["t_clamp", 0],
+        log_end["t_clamp", 1],
+    ]
+    assert f"t_clamp-0: 99 is past the log-end offset {log_end['t_clamp', 0]}" in past.err
+    latest = cli(tansu, "offsets", "reset", "t-clamp", "--all-topics", "--to-latest", "--execute")
+    assert latest.code == 0, latest
+    assert {tp: o for tp, (o, _m) in committed(tansu, "t-clamp").items()} == log_end

@@ -156,7 +156,7 @@ def test_kafka_error_text_names_the_error() -> None:
         (["offsets", "reset", "g", "--to-latest"], "--topic --all-topics is required"),
         (["offsets", "import", "g", "/nonexistent/offsets.csv"], "cannot read /nonexistent/offsets.csv"),
         (["offsets", "delete", "g"], "the following arguments are required: --topic"),
-        (["groups", "describe"], "the following arguments are required: GROUP"),
+        (["groups", "describe"], "give GROUP names or --all-groups"),
         (["groups", "rename", "g"], "argument VERB: invalid choice: 'rename'"),
         (["groups", "list", "--format", "xml"], "invalid choice: 'xml'"),
     ],

@@ -195,9 +195,15 @@ class FakeCatalog:
 
 class Harness:
     def __init__(
-        self, config: GroupConfig | None = None, *, load: bool = True, store: FakeStore | None = None
+        self,
+        config: GroupConfig | None = None,
+        *,
+        load: bool = True,
+        store: FakeStore | None = None,
+        random_unit: Callable[[], float] | None = None,
     ) -> None:
         self.config = config or GroupConfig()
+        self.random_unit = random_unit
         self.now_ms = START_MS
         self.wall_ms = WALL_START_MS
         self._ids = itertools.count(1)
@@ -207,7 +213,7 @@ class Harness:
         self.held: list[Result] = []
         self.on_reply: Callable[[Reply], None] | None = None  # observer given to every Reply
         self.failed_batches: list[list[Record]] = []
-        self.coordinator = Shard(self.config, self._new_member_id)
+        self.coordinator = Shard(self.config, self._new_member_id, random_unit)
         self.catalog = FakeCatalog()
         self.coordinator.attach_catalog(self.catalog)
         if load:
@@ -271,7 +277,7 @@ class Harness:
 
     def restart(self, config: GroupConfig | None = None) -> Harness:
         """A new coordinator loaded from this one's store (failover), same clock."""
-        other = Harness(config or self.config, load=False, store=self.store)
+        other = Harness(config or self.config, load=False, store=self.store, random_unit=self.random_unit)
         other.now_ms, other.wall_ms = self.now_ms, self.wall_ms
         other._ids = self._ids
         other.catalog = self.catalog

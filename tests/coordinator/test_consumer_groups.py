@@ -45,10 +45,13 @@ def test_first_member_gets_epoch_one_and_every_partition(h: Harness) -> None:
     reply = cg_heartbeat(h, member_id="m1")
     assert reply.wire.member_id == "m1"
     assert reply.wire.member_epoch == 1  # the group epoch, not 0
-    assert reply.wire.heartbeat_interval_ms == 5000
+    # The group epoch was just bumped: come back soon in case more members are joining.
+    assert reply.wire.heartbeat_interval_ms == 250
     assert assignment_of(h, reply) == {"t": {0, 1, 2, 3, 4, 5}}
     group = cgroup(h)
     assert (group.group_epoch, group.assignment_epoch, group.state) == (1, 1, "Stable")
+    h.advance(1000)  # past the settle window (a tenth of the interval)
+    assert cg_heartbeat(h, member_id="m1", epoch=1).wire.heartbeat_interval_ms == 5000
 
 
 def test_steady_heartbeat_has_no_assignment_and_writes_nothing(h: Harness) -> None:
@@ -67,7 +70,7 @@ def test_second_member_gets_partitions_only_after_the_first_revokes(h: Harness) 
     # Group epoch 2; b's target is 3 partitions, all still owned by a: b gets none yet, and is
     # told to come back sooner than usual.
     assert b.epoch == 2 and b.partitions() == set()
-    assert b.last is not None and b.last.wire.heartbeat_interval_ms == 500
+    assert b.last is not None and b.last.wire.heartbeat_interval_ms == 250
     assert cgroup(h).members["b"].state is MemberState.UNRELEASED_PARTITIONS
     assert cgroup(h).state == "Reconciling"
     # b heartbeats again before a revoked: still nothing.
@@ -82,6 +85,8 @@ def test_second_member_gets_partitions_only_after_the_first_revokes(h: Harness) 
     assert a.epoch == 2 and cgroup(h).members["a"].state is MemberState.STABLE
     b.beat()
     assert len(b.partitions()) == 3 and not (a.partitions() & b.partitions())
+    h.advance(1000)
+    b.beat()
     assert b.last is not None and b.last.wire.heartbeat_interval_ms == 5000
     assert a.partitions() | b.partitions() == {("t", p) for p in range(6)}
     assert cgroup(h).state == "Stable"

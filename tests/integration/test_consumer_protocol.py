@@ -456,6 +456,35 @@ def test_second_member_takes_half_without_any_partition_owned_twice(group: Group
     assert first.errors == second.errors == []
 
 
+def test_members_started_together_split_long_before_a_regular_heartbeat(tmp_path: Path) -> None:
+    """With a 40 s heartbeat interval, a member that joins right after another one got every
+    partition splits them with it within a few short intervals (2 s each): the first one, Stable
+    alone, was asked back soon after its own join (the settle window, 4 s) and learns of the
+    second one then, not at its next regular heartbeat 40 s later."""
+    interval_ms = 40_000
+    settings = {
+        "group-consumer-heartbeat-interval-ms": str(interval_ms),
+        "group-consumer-session-timeout-ms": "45000",
+    }
+    server = start_server(f"sqlite:///{tmp_path / 'slow.db'}", settings)
+    group = Group(server)
+    try:
+        create_topic(server.bootstrap, TOPIC, PARTITIONS)
+        a = group.member("a")
+        group.poll_until(lambda: group.split(a), "the first member to own everything")
+        started = time.monotonic()
+        b = group.member("b")
+        split = group.poll_until(lambda: group.split(a, b), "a split between two members", timeout=15)
+        elapsed = time.monotonic() - started
+        print(f"\nsplit after {elapsed:.2f} s (regular interval {interval_ms / 1000:.0f} s)")
+        assert {len(parts) for parts in split.values()} == {3}
+        replay(group.log.events())
+        assert a.errors == b.errors == []
+    finally:
+        group.close()
+        server.stop()
+
+
 def test_closed_member_hands_everything_to_the_other(group: Group) -> None:
     stays, leaves = group.member("stays"), group.member("leaves")
     split = group.poll_until(lambda: group.split(stays, leaves), "a split between two members")

@@ -104,7 +104,7 @@ async def test_a_failed_batch_fails_exactly_its_own_waiters() -> None:
     await asyncio.sleep(0.005)  # batch 1 is in flight
     w2 = writer.write([offset(partition=2)])
     w3 = writer.write([offset(partition=3)])
-    store.fail_next_writes(1)  # batch 2 = {w2, w3} will fail
+    store.fail_next_writes(3)  # batch 2 = {w2, w3} will fail, and so will each alone
     await w1
     # w1's completion started batch 2; this lands in batch 3.
     w4 = writer.write([offset(partition=4)])
@@ -112,10 +112,11 @@ async def test_a_failed_batch_fails_exactly_its_own_waiters() -> None:
     assert isinstance(results[0], StoreError)
     assert isinstance(results[1], StoreError)
     assert results[2] is None
-    assert store.batch_sizes == [1, 2, 1]
+    assert store.batch_sizes == [1, 2, 1, 1, 1]
     assert set(await _offsets(store)) == {1, 4}
-    assert (writer.stats.batches_failed, writer.stats.records_failed) == (1, 2)
+    assert (writer.stats.batches_failed, writer.stats.records_failed) == (3, 4)
     assert writer.stats.batches_written == 2
+    assert writer.stats.isolation_writes == 2
     await writer.close()
 
 

@@ -59,14 +59,19 @@ class ServerProcess:
 
 
 def start_server(
-    storage: str, extra: dict[str, str] | None = None, port: int = 0, timeout: float = 30
+    storage: str,
+    extra: dict[str, str] | None = None,
+    port: int = 0,
+    timeout: float = 30,
+    environment: dict[str, str] | None = None,
 ) -> ServerProcess:
+    """``environment``: variables added to the server's environment (COORDINATOR_* are cleared first)."""
     settings = {**FAST_SETTINGS, **(extra or {})}
     argv = [sys.executable, "-m", "coordinator", "serve", "--host", "127.0.0.1", "--port", str(port),
             "--storage", storage]  # fmt: skip
     for name, value in settings.items():
         argv += [f"--{name}", value]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("COORDINATOR_")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("COORDINATOR_")} | (environment or {})
     process = subprocess.Popen(
         argv, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
     )

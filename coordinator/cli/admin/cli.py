@@ -13,9 +13,11 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from coordinator.cli.admin.client import AdminClient
+from coordinator.cli.admin.command_config import ENV_PREFIX, load_security
 from coordinator.cli.admin.connection import parse_address
 from coordinator.cli.admin.errors import KafkaError, UsageError
 from coordinator.cli.admin.groups_cmd import groups_delete, groups_describe, groups_list
+from coordinator.cli.admin.history_cmd import add_history_parser
 from coordinator.cli.admin.move_cmd import (
     check_file_arguments,
     offsets_export_to_kafka,
@@ -29,17 +31,20 @@ from coordinator.cli.admin.zookeeper_cmd import (
     groups_list_from_zookeeper,
     offsets_import_from_zookeeper,
 )
+from coordinator.cli.parsing import add_version_flag, parse_args
 
 Handler = Callable[[AdminClient, argparse.Namespace], int]
 
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
+BOOTSTRAP_VARIABLE = "COORDINATOR_ADMIN_BOOTSTRAP"
 EXIT_CODES = "exit codes: 0 ok, 1 Kafka error (named, e.g. GROUP_ID_NOT_FOUND), 2 usage"
 
 
 def run(handler: Handler, args: argparse.Namespace) -> int:
     """Run one command against the bootstrap address; print failures as the exit code says."""
     try:
-        with AdminClient(args.bootstrap, timeout=args.timeout) as client:
+        security = load_security(args.command_config, os.environ)
+        with AdminClient(args.bootstrap, timeout=args.timeout, security=security) as client:
             return handler(client, args)
     except KafkaError as exc:
         print(exc, file=sys.stderr)
@@ -106,6 +111,29 @@ def _non_negative(text: str) -> int:
     return int(text)
 
 
+# Kafka's ConsumerGroupState and GroupType names; kafka-consumer-groups.sh accepts any case.
+GROUP_STATES = (
+    "PreparingRebalance", "CompletingRebalance", "Stable", "Dead", "Empty", "Assigning", "Reconciling",
+)  # fmt: skip
+GROUP_TYPES = ("classic", "consumer", "share", "streams")
+
+
+def _canonical(known: Sequence[str], what: str) -> Callable[[str], str]:
+    """Comma-separated names in any case -> Kafka's spelling; an unknown name is a usage error."""
+    by_lower = {name.lower(): name for name in known}
+
+    def convert(text: str) -> str:
+        names = [part.strip() for part in text.split(",") if part.strip()]
+        unknown = [name for name in names if name.lower() not in by_lower]
+        if unknown or not names:
+            raise ValueError(
+                f"unknown group {what} {', '.join(map(repr, unknown or [text]))} (one of: {', '.join(known)})"
+            )
+        return ",".join(by_lower[name.lower()] for name in names)
+
+    return convert
+
+
 def _seconds(text: str) -> float:
     value = float(text)
     if not value > 0:
@@ -147,9 +175,16 @@ def _connection_options(
     common.add_argument(
         "--bootstrap",
         metavar="HOST:PORT",
-        default=DEFAULT_BOOTSTRAP,
+        default=os.environ.get(BOOTSTRAP_VARIABLE) or DEFAULT_BOOTSTRAP,
         type=_typed(_address, "address"),
-        help=f"any broker of the cluster (default {DEFAULT_BOOTSTRAP})",
+        help=f"any broker of the cluster (default ${BOOTSTRAP_VARIABLE}, else {DEFAULT_BOOTSTRAP})",
+    )
+    common.add_argument(
+        "--command-config",
+        metavar="FILE",
+        help="Kafka client properties: security.protocol, sasl.mechanism, sasl.jaas.config, ssl.* "
+        f"(default ${ENV_PREFIX}COMMAND_CONFIG; ${ENV_PREFIX}USERNAME, ${ENV_PREFIX}PASSWORD[_FILE], ... "
+        "override it)",
     )
     common.add_argument(
         "--timeout",
@@ -200,13 +235,15 @@ def add_groups_parser(
         "--state",
         action="append",
         metavar="S",
-        help="only groups in state S (Stable, Empty, ...; repeatable)",
+        type=_typed(_canonical(GROUP_STATES, "state"), "state"),
+        help=f"only groups in state S, any case ({', '.join(GROUP_STATES)}; repeatable or comma-separated)",
     )
     listing.add_argument(
         "--type",
         action="append",
         metavar="T",
-        help="only groups of type T (classic, consumer, ...; repeatable)",
+        type=_typed(_canonical(GROUP_TYPES, "type"), "type"),
+        help=f"only groups of type T, any case ({', '.join(GROUP_TYPES)}; repeatable or comma-separated)",
     )
     listing.add_argument(
         "--from-zookeeper",
@@ -222,7 +259,8 @@ def add_groups_parser(
         groups_describe,
         "describe classic and consumer (KIP-848) groups: offsets and lag (default), members, state",
     )
-    describe.add_argument("groups", nargs="+", metavar="GROUP")
+    describe.add_argument("groups", nargs="*", metavar="GROUP")
+    describe.add_argument("--all-groups", action="store_true", help="every group of the cluster")
     describe.add_argument(
         "--members",
         action="store_true",
@@ -242,7 +280,11 @@ def add_groups_parser(
     )
 
     delete = _leaf(verbs, "delete", groups_delete, "delete groups (they must have no members)")
-    delete.add_argument("groups", nargs="+", metavar="GROUP")
+    delete.add_argument("groups", nargs="*", metavar="GROUP")
+    delete.add_argument(
+        "--all-groups", action="store_true", help="every group of the cluster (those with members fail)"
+    )
+    add_history_parser(verbs)
     return groups
 
 
@@ -257,7 +299,12 @@ def add_offsets_parser(
     topic_spec = _typed(parse_topic_spec, "topic")
 
     reset = _leaf(verbs, "reset", offsets_reset, "plan or execute an offset reset of an inactive group")
-    reset.add_argument("group", metavar="GROUP")
+    reset.add_argument("group", metavar="GROUP", nargs="?")
+    reset.add_argument(
+        "--all-groups",
+        action="store_true",
+        help="every group of the cluster (groups with members are skipped)",
+    )
     scope = reset.add_mutually_exclusive_group()
     scope.add_argument(
         "--topic",
@@ -275,6 +322,11 @@ def add_offsets_parser(
     method.add_argument("--to-offset", type=_typed(_non_negative, "offset"), metavar="N", help="offset N")
     method.add_argument(
         "--shift-by", type=int, metavar="N", help="the committed offset plus N (N may be negative)"
+    )
+    method.add_argument(
+        "--to-current",
+        action="store_true",
+        help="the committed offset (partitions without one: the log-end offset, on a broker with records)",
     )
     method.add_argument(
         "--to-datetime",
@@ -299,11 +351,15 @@ def add_offsets_parser(
     reset.add_argument(
         "--no-clamp",
         action="store_true",
-        help="do not pull offsets into the log's [earliest, latest] range (for brokers that hold no records)",
+        help="do not pull offsets into the log's [earliest, latest] range (never done on a broker that "
+        "holds no records, such as a standalone coordinator)",
     )
 
     delete = _leaf(verbs, "delete", offsets_delete, "delete committed offsets (OffsetDelete)")
-    delete.add_argument("group", metavar="GROUP")
+    delete.add_argument("group", metavar="GROUP", nargs="?")
+    delete.add_argument(
+        "--all-groups", action="store_true", help="every group that has offsets of the topics"
+    )
     delete.add_argument(
         "--topic",
         action="append",
@@ -375,6 +431,7 @@ def add_offsets_parser(
 
 def build_parser(prog: str = "coordinator") -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog=prog, description="Kafka consumer-group administration.")
+    add_version_flag(parser)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     add_groups_parser(sub)
     add_offsets_parser(sub)
@@ -382,6 +439,6 @@ def build_parser(prog: str = "coordinator") -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None, prog: str = "coordinator") -> int:
-    args = build_parser(prog).parse_args(argv)
+    args = parse_args(build_parser(prog), argv)
     result: int = args.func(args)
     return result

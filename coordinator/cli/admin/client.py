@@ -18,10 +18,12 @@ from dataclasses import dataclass, field
 from typing import Any, Final, NamedTuple, TypeVar
 
 from coordinator.cli.admin.assignment import decode_assignment
+from coordinator.cli.admin.command_config import Security
 from coordinator.cli.admin.connection import BrokerConnection, parse_address
 from coordinator.cli.admin.errors import KafkaError
 from protocol.apis import ApiKey
 from protocol.errors import ErrorCode
+from protocol.features import STANDALONE_COORDINATOR
 from protocol.messages.consumer_group_describe import (
     Assignment,
     ConsumerGroupDescribeRequest,
@@ -164,10 +166,17 @@ class LogOffset:
 
 
 class AdminClient:
-    def __init__(self, bootstrap: str, timeout: float = 10.0, client_id: str = "coordinator-admin") -> None:
+    def __init__(
+        self,
+        bootstrap: str,
+        timeout: float = 10.0,
+        client_id: str = "coordinator-admin",
+        security: Security | None = None,
+    ) -> None:
         self.bootstrap = parse_address(bootstrap)
         self.timeout = timeout
         self.client_id = client_id
+        self.security = security
         self._connections: dict[tuple[str, int], BrokerConnection] = {}
         self._coordinators: dict[str, Node] = {}
 
@@ -185,13 +194,17 @@ class AdminClient:
     def _connect(self, host: str, port: int) -> BrokerConnection:
         conn = self._connections.get((host, port))
         if conn is None:
-            conn = BrokerConnection(host, port, self.timeout, self.client_id)
+            conn = BrokerConnection(host, port, self.timeout, self.client_id, self.security)
             self._connections[(host, port)] = conn
         return conn
 
     def bootstrap_connection(self) -> BrokerConnection:
         """The connection for cluster-level requests (CreateTopics, CreatePartitions)."""
         return self._connect(*self.bootstrap)
+
+    def holds_records(self) -> bool:
+        """False when the bootstrap broker says it is a standalone group coordinator without logs."""
+        return STANDALONE_COORDINATOR not in self.bootstrap_connection().features
 
     def _node(self, node: Node) -> BrokerConnection:
         return self._connect(node.host, node.port)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from coordinator.cli.admin.client import CONSUMER, LATEST, TP, AdminClient, GroupDescription, Member
-from coordinator.cli.admin.errors import KafkaError
+from coordinator.cli.admin.errors import KafkaError, UsageError
 from coordinator.cli.admin.output import note, print_json, print_table
 from protocol.errors import ErrorCode, error_name
 
@@ -141,12 +141,34 @@ def format_subscription(member: Member) -> str:
 def groups_describe(client: AdminClient, args: argparse.Namespace) -> int:
     show_offsets = args.offsets or not (args.members or args.state)
     described: list[tuple[GroupDescription, list[OffsetLine] | None]] = []
-    for group_id in args.groups:
-        group = client.describe_group(group_id)
-        described.append((group, offset_lines(client, group) if show_offsets else None))
+    failures: list[KafkaError] = []  # as kafka-consumer-groups: print what exists, report the rest
+    groups = chosen_groups(client, args)
+    if not groups:
+        note("no groups")
+        return 0
+    for group_id in groups:
+        try:
+            group = client.describe_group(group_id)
+            described.append((group, offset_lines(client, group) if show_offsets else None))
+        except KafkaError as exc:
+            if len(groups) == 1 and not args.all_groups:
+                raise
+            failures.append(exc)
+    if described:
+        _print_described(args, described, show_offsets)
+    for failure in failures:
+        note(str(failure))
+    return 1 if failures else 0
+
+
+def _print_described(
+    args: argparse.Namespace,
+    described: list[tuple[GroupDescription, list[OffsetLine] | None]],
+    show_offsets: bool,
+) -> None:
     if args.format == "json":
         print_json([_group_json(g, lines, args.members) for g, lines in described])
-        return 0
+        return
     # Classic groups keep kafka-consumer-groups' tables; consumer groups get their own, with the
     # KIP-848 columns (epochs, subscriptions, target assignment), after the classic ones.
     classic = [(g, lines) for g, lines in described if g.group_type != CONSUMER]
@@ -174,7 +196,6 @@ def groups_describe(client: AdminClient, args: argparse.Namespace) -> int:
         if i:
             print()
         print_table(headers, rows)
-    return 0
 
 
 def _state_table(described: list[tuple[GroupDescription, Any]]) -> tuple[list[str], list[list[object]]]:
@@ -342,8 +363,21 @@ def _consumer_member_json(m: Member) -> dict[str, Any]:
     }
 
 
+def chosen_groups(client: AdminClient, args: argparse.Namespace) -> list[str]:
+    """GROUP arguments, or with --all-groups every group of the cluster (as kafka-consumer-groups)."""
+    if args.all_groups == bool(args.groups):
+        raise UsageError("give GROUP names or --all-groups (one of them)")
+    if args.all_groups:
+        return sorted(g.group_id for g in client.list_groups([], []))
+    return list(dict.fromkeys(args.groups))
+
+
 def groups_delete(client: AdminClient, args: argparse.Namespace) -> int:
-    results = {group: client.delete_group(group) for group in dict.fromkeys(args.groups)}
+    groups = chosen_groups(client, args)
+    if not groups:
+        note("no groups")
+        return 0
+    results = {group: client.delete_group(group) for group in groups}
     if args.format == "json":
         print_json(
             [

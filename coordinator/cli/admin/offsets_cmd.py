@@ -7,7 +7,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
-from coordinator.cli.admin.client import TP, AdminClient, Committed
+from coordinator.cli.admin.client import TP, AdminClient, Committed, GroupDescription
 from coordinator.cli.admin.csvfile import OffsetRow, read_offsets_csv, write_offsets_csv
 from coordinator.cli.admin.errors import KafkaError, UsageError
 from coordinator.cli.admin.output import note, print_json, print_table
@@ -23,7 +23,7 @@ class Change:
     error: int = ErrorCode.NONE
 
 
-def refuse_if_active(client: AdminClient, group: str, action: str) -> None:
+def refuse_if_active(client: AdminClient, group: str, action: str) -> GroupDescription:
     """Offsets may be changed from outside only while the group has no members (Empty or Dead).
 
     Classic groups are checked with DescribeGroups, consumer (KIP-848) groups with
@@ -38,6 +38,7 @@ def refuse_if_active(client: AdminClient, group: str, action: str) -> None:
             f"(state {described.state}, {count} member{'s' if count != 1 else ''}); stop its consumers first",
             explain=False,
         )
+    return described
 
 
 def refuse_if_joined(client: AdminClient, group: str, action: str, errors: dict[TP, int]) -> None:
@@ -62,22 +63,63 @@ def read_csv_argument(path: str) -> list[OffsetRow]:
 
 def offsets_reset(client: AdminClient, args: argparse.Namespace) -> int:
     check_scope(args)
+    if args.all_groups == (args.group is not None):
+        raise UsageError("give a GROUP or --all-groups (one of them)")
     file_rows = read_csv_argument(args.from_file) if args.from_file is not None else None
-    refuse_if_active(client, args.group, "reset the offsets of")
-    committed = client.committed_offsets(args.group)
+    if not args.all_groups:
+        changes = _reset_group(client, args, args.group, file_rows)
+        _print_changes(args, changes, executed=args.execute, current_header="CURRENT-OFFSET")
+        _reset_notes(args, bool(changes))
+        return _report_failures(args.group, changes)
+    # --all-groups, as kafka-consumer-groups: every group is planned on its own; one that cannot be
+    # reset (members, no offsets in scope) is reported and the others go ahead.
+    results: list[tuple[str, list[Change]]] = []
+    failures: list[KafkaError] = []
+    for group in sorted(g.group_id for g in client.list_groups([], [])):
+        try:
+            results.append((group, _reset_group(client, args, group, file_rows)))
+        except KafkaError as exc:
+            failures.append(exc)
+    if args.format == "json":
+        print_json(
+            [_changes_json(group, changes, args.execute, "CURRENT-OFFSET") for group, changes in results]
+        )
+    else:
+        rows = [(group, change) for group, changes in results for change in changes]
+        _print_rows(rows, args.execute, "CURRENT-OFFSET")
+    _reset_notes(args, any(changes for _group, changes in results))
+    for failure in failures:
+        note(str(failure))
+    failed = [_report_failures(group, changes) for group, changes in results]
+    return 1 if failures or any(failed) else 0
+
+
+def _reset_group(
+    client: AdminClient, args: argparse.Namespace, group: str, file_rows: list[OffsetRow] | None
+) -> list[Change]:
+    described = refuse_if_active(client, group, "reset the offsets of")
+    committed = client.committed_offsets(group)
+    if args.all_topics and not committed and described.state == "Dead":
+        raise KafkaError(
+            ErrorCode.GROUP_ID_NOT_FOUND,
+            f"group {group!r} does not exist, so --all-topics selects nothing; name the partitions "
+            "with --topic to give a new group its first offsets",
+        )
     plan = plan_reset(client, args, committed, file_rows)
     changes = [Change(tp, committed[tp].offset if tp in committed else None, new) for tp, new in plan.items()]
     if args.execute and changes:
-        errors = client.commit_offsets(args.group, {c.tp: Committed(c.new) for c in changes})
-        refuse_if_joined(client, args.group, "reset the offsets of", errors)
+        errors = client.commit_offsets(group, {c.tp: Committed(c.new) for c in changes})
+        refuse_if_joined(client, group, "reset the offsets of", errors)
         for change in changes:
             change.error = errors.get(change.tp, ErrorCode.UNKNOWN_SERVER_ERROR)
-    _print_changes(args, changes, executed=args.execute, current_header="CURRENT-OFFSET")
-    if not changes:
+    return changes
+
+
+def _reset_notes(args: argparse.Namespace, changed: bool) -> None:
+    if not changed:
         note("nothing to reset: no partition matched")
     elif not args.execute:
         note("Dry run: nothing was changed. Run again with --execute to commit these offsets.")
-    return _report_failures(args.group, changes)
 
 
 def offsets_import(client: AdminClient, args: argparse.Namespace) -> int:
@@ -113,39 +155,90 @@ def offsets_import(client: AdminClient, args: argparse.Namespace) -> int:
 
 
 def offsets_delete(client: AdminClient, args: argparse.Namespace) -> int:
-    committed = client.committed_offsets(args.group)
+    if args.all_groups == (args.group is not None):
+        raise UsageError("give a GROUP or --all-groups (one of them)")
+    if not args.all_groups:
+        results = _delete_group_offsets(client, args, args.group)
+        if args.format == "json":
+            print_json(_deleted_json(args.group, results))
+        elif results:
+            print_table(
+                ["TOPIC", "PARTITION", "STATUS"],
+                [[tp.topic, tp.partition, _deleted_status(code)] for tp, code in results],
+            )
+        return _report_delete_failures(args.group, results)
+    # --all-groups: every group that has offsets of the topics; other groups are left alone.
+    done: list[tuple[str, list[tuple[TP, int]]]] = []
+    failures: list[KafkaError] = []
+    for group in sorted(g.group_id for g in client.list_groups([], [])):
+        try:
+            results = _delete_group_offsets(client, args, group, quiet=True)
+        except KafkaError as exc:
+            failures.append(exc)
+            continue
+        if results:
+            done.append((group, results))
+    if args.format == "json":
+        print_json([_deleted_json(group, results) for group, results in done])
+    elif done:
+        print_table(
+            ["GROUP", "TOPIC", "PARTITION", "STATUS"],
+            [
+                [g, tp.topic, tp.partition, _deleted_status(code)]
+                for g, results in done
+                for tp, code in results
+            ],
+        )
+    else:
+        note("no group has committed offsets for these topics")
+    for failure in failures:
+        note(str(failure))
+    failed = [_report_delete_failures(group, results) for group, results in done]
+    return 1 if failures or any(failed) else 0
+
+
+def _delete_group_offsets(
+    client: AdminClient, args: argparse.Namespace, group: str, quiet: bool = False
+) -> list[tuple[TP, int]]:
+    committed = client.committed_offsets(group)
     partitions: list[TP] = []
     for topic, wanted in args.topic:
         if wanted is None:
             found = [tp for tp in committed if tp.topic == topic]
-            if not found:
-                note(f"group {args.group!r} has no committed offsets for topic {topic!r}")
+            if not found and not quiet:
+                note(f"group {group!r} has no committed offsets for topic {topic!r}")
             partitions.extend(found)
+        elif quiet:  # --all-groups: only the partitions this group has offsets for
+            partitions.extend(tp for tp in (TP(topic, p) for p in wanted) if tp in committed)
         else:
             partitions.extend(TP(topic, p) for p in wanted)
     partitions = sorted(set(partitions))
-    group_error, errors = client.delete_offsets(args.group, partitions)
+    if quiet and not partitions:
+        return []
+    group_error, errors = client.delete_offsets(group, partitions)
     if group_error != ErrorCode.NONE:
-        raise KafkaError(group_error, f"deleting offsets of group {args.group!r}")
-    results = [(tp, errors.get(tp, ErrorCode.UNKNOWN_SERVER_ERROR)) for tp in partitions]
-    if args.format == "json":
-        print_json(
-            {
-                "group": args.group,
-                "partitions": [
-                    {"topic": tp.topic, "partition": tp.partition, "error": _name_or_none(code)}
-                    for tp, code in results
-                ],
-            }
-        )
-    elif results:
-        print_table(
-            ["TOPIC", "PARTITION", "STATUS"],
-            [[tp.topic, tp.partition, "deleted" if code == 0 else error_name(code)] for tp, code in results],
-        )
+        raise KafkaError(group_error, f"deleting offsets of group {group!r}")
+    return [(tp, errors.get(tp, ErrorCode.UNKNOWN_SERVER_ERROR)) for tp in partitions]
+
+
+def _deleted_json(group: str, results: list[tuple[TP, int]]) -> dict[str, Any]:
+    return {
+        "group": group,
+        "partitions": [
+            {"topic": tp.topic, "partition": tp.partition, "error": _name_or_none(code)}
+            for tp, code in results
+        ],
+    }
+
+
+def _deleted_status(code: int) -> str:
+    return "deleted" if code == ErrorCode.NONE else error_name(code)
+
+
+def _report_delete_failures(group: str, results: list[tuple[TP, int]]) -> int:
     failures = [(tp, code) for tp, code in results if code != ErrorCode.NONE]
     for tp, code in failures:
-        note(str(KafkaError(code, f"cannot delete the offset of {tp} in group {args.group!r}")))
+        note(str(KafkaError(code, f"cannot delete the offset of {tp} in group {group!r}")))
     return 1 if failures else 0
 
 
@@ -174,25 +267,35 @@ def _print_changes(
     args: argparse.Namespace, changes: list[Change], executed: bool, current_header: str | None
 ) -> None:
     if args.format == "json":
-        doc: dict[str, Any] = {"group": args.group, "executed": executed, "partitions": []}
-        for c in changes:
-            entry: dict[str, Any] = {"topic": c.tp.topic, "partition": c.tp.partition}
-            if current_header:
-                entry["current_offset"] = c.current
-            entry["new_offset"] = c.new
-            if executed:
-                entry["error"] = _name_or_none(c.error)
-            doc["partitions"].append(entry)
-        print_json(doc)
-        return
+        print_json(_changes_json(args.group, changes, executed, current_header))
+    else:
+        _print_rows([(args.group, c) for c in changes], executed, current_header)
+
+
+def _changes_json(
+    group: str, changes: list[Change], executed: bool, current_header: str | None
+) -> dict[str, Any]:
+    doc: dict[str, Any] = {"group": group, "executed": executed, "partitions": []}
+    for c in changes:
+        entry: dict[str, Any] = {"topic": c.tp.topic, "partition": c.tp.partition}
+        if current_header:
+            entry["current_offset"] = c.current
+        entry["new_offset"] = c.new
+        if executed:
+            entry["error"] = _name_or_none(c.error)
+        doc["partitions"].append(entry)
+    return doc
+
+
+def _print_rows(changes: list[tuple[str, Change]], executed: bool, current_header: str | None) -> None:
     if not changes:
         return
     headers = ["GROUP", "TOPIC", "PARTITION"]
     headers += [current_header, "NEW-OFFSET"] if current_header else ["NEW-OFFSET"]
     headers += ["STATUS"] if executed else []
     rows: list[list[object]] = []
-    for c in changes:
-        row: list[object] = [args.group, c.tp.topic, c.tp.partition]
+    for group, c in changes:
+        row: list[object] = [group, c.tp.topic, c.tp.partition]
         row += [c.current, c.new] if current_header else [c.new]
         row += ["committed" if c.error == 0 else error_name(c.error)] if executed else []
         rows.append(row)

@@ -3,6 +3,11 @@
 --to-offset, --shift-by and --from-file are kept within the log's [earliest, latest] range, as
 kafka-consumer-groups.sh does, unless --no-clamp; --to-datetime and --by-duration take the first
 offset at or after the time, or the log end when no record is that recent.
+
+A broker that holds no records (this server in standalone mode, which says so in ApiVersions)
+has no log to clamp against or to search: its ListOffsets answers 0 for want of a log. There
+offsets are taken as given (--shift-by from the committed offset), and the methods that need the
+log (--to-earliest, --to-latest, --to-datetime, --by-duration) are refused with the reason.
 """
 
 from __future__ import annotations
@@ -10,6 +15,7 @@ from __future__ import annotations
 import argparse
 import time
 from collections.abc import Iterable
+from typing import Final
 
 from coordinator.cli.admin.client import EARLIEST, LATEST, TP, AdminClient, Committed
 from coordinator.cli.admin.csvfile import OffsetRow
@@ -52,6 +58,10 @@ def plan_reset(
     file_rows: list[OffsetRow] | None,
 ) -> dict[TP, int]:
     """The new offset of every partition in scope, in (topic, partition) order."""
+    holds_records = client.holds_records()
+    if not holds_records:
+        _refuse_log_methods(client, args)
+    no_clamp = args.no_clamp or not holds_records
     scope: list[TP] | None = None
     if args.all_topics:
         scope = sorted(committed)
@@ -61,7 +71,7 @@ def plan_reset(
         requested = {TP(r.topic, r.partition): r.offset for r in file_rows}
         if scope is not None:
             requested = {tp: o for tp, o in requested.items() if tp in set(scope)}
-        return _clamped(client, dict(sorted(requested.items())), args.no_clamp)
+        return _clamped(client, dict(sorted(requested.items())), no_clamp)
     if not scope:
         return {}
     if args.to_earliest:
@@ -69,14 +79,49 @@ def plan_reset(
     if args.to_latest:
         return _log_offsets(client, scope, LATEST)
     if args.to_offset is not None:
-        return _clamped(client, dict.fromkeys(scope, args.to_offset), args.no_clamp)
+        return _clamped(client, dict.fromkeys(scope, args.to_offset), no_clamp)
     if args.shift_by is not None:
-        return _clamped(client, _shifted(scope, committed, args.shift_by), args.no_clamp)
+        return _clamped(client, _shifted(scope, committed, args.shift_by), no_clamp)
+    if args.to_current:
+        return _current(client, scope, committed, holds_records)
     if args.to_datetime is not None:
         return _offsets_at(client, scope, args.to_datetime)
     if args.by_duration is not None:
         return _offsets_at(client, scope, int(time.time() * 1000) - args.by_duration)
     raise UsageError("no reset method given")
+
+
+_LOG_METHODS: Final = (
+    ("to_earliest", "--to-earliest", "its earliest offset"),
+    ("to_latest", "--to-latest", "its log-end offset"),
+    ("to_datetime", "--to-datetime", "the offset of a time"),
+    ("by_duration", "--by-duration", "the offset of a time"),
+)
+
+
+def _refuse_log_methods(client: AdminClient, args: argparse.Namespace) -> None:
+    for attribute, flag, what in _LOG_METHODS:
+        if getattr(args, attribute) not in (None, False):
+            address = client.bootstrap_connection().address
+            raise UsageError(
+                f"{flag} needs the partitions' log, and {address} is a standalone group coordinator "
+                f"that holds no records: it cannot know {what}. Give the offset with --to-offset, "
+                "--shift-by or --from-file (these are not clamped there)"
+            )
+
+
+def _current(
+    client: AdminClient, scope: list[TP], committed: dict[TP, Committed], holds_records: bool
+) -> dict[TP, int]:
+    """Kafka's --to-current: the committed offset, else the log-end offset."""
+    missing = [tp for tp in scope if tp not in committed]
+    if missing and not holds_records:
+        raise UsageError(
+            f"{', '.join(map(str, missing))}: the group has no committed offset there, and this broker holds "
+            "no records, so there is no log-end offset to use instead (use --to-offset for those partitions)"
+        )
+    at_end = _log_offsets(client, missing, LATEST) if missing else {}
+    return {tp: committed[tp].offset if tp in committed else at_end[tp] for tp in scope}
 
 
 def _shifted(scope: list[TP], committed: dict[TP, Committed], shift: int) -> dict[TP, int]:

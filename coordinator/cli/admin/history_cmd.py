@@ -1,0 +1,126 @@
+"""`groups history GROUP`: why a group rebalanced, from the coordinator's HTTP API.
+
+Group events are not part of the Kafka protocol, so this command reads the server's HTTP port
+(``serve --metrics-port``) instead of the Kafka listener.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+import urllib.error
+import urllib.request
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import quote
+
+from coordinator.cli.admin.connection import parse_address
+from coordinator.cli.admin.output import print_json, print_table
+from coordinator.cli.admin.specs import parse_datetime_ms, parse_duration_ms
+
+HTTP_ENV = "COORDINATOR_HTTP"
+DEFAULT_HTTP = "127.0.0.1:9095"
+
+
+def parse_since(text: str, now_ms: int) -> int:
+    """An ISO 8601 date-time, or an ISO 8601 duration back from now (PT10M: the last 10 minutes)."""
+    if text.strip().upper().startswith("P"):
+        return now_ms - parse_duration_ms(text)
+    return parse_datetime_ms(text)
+
+
+def add_history_parser(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    default_http = os.environ.get(HTTP_ENV, DEFAULT_HTTP)
+    parser = verbs.add_parser(
+        "history",
+        help="why a group rebalanced: its events (joins, leaves, timeouts, rebalances) from the HTTP API",
+        description="Show a group's events, oldest first: members joining, leaving and timing out, "
+        "subscription and metadata changes, rebalances and their reasons and durations. Events are "
+        "not in the Kafka protocol: this command reads the coordinator's HTTP port "
+        "(serve --metrics-port), not the Kafka listener.",
+        epilog="exit codes: 0 ok, 1 group unknown or server unreachable, 2 usage",
+    )
+    parser.add_argument("group", metavar="GROUP")
+    parser.add_argument(
+        "--http",
+        metavar="HOST:PORT",
+        default=default_http,
+        help=f"the coordinator's HTTP (metrics) address (default {DEFAULT_HTTP}, or ${HTTP_ENV})",
+    )
+    parser.add_argument(
+        "--since",
+        metavar="WHEN",
+        help="only events from then on: an ISO 8601 date-time (2024-05-01T12:00:00Z) or a duration "
+        "back from now (PT10M)",
+    )
+    parser.add_argument(
+        "--format",
+        "--output",
+        dest="format",
+        choices=["table", "json"],
+        default="table",
+        help="output format",
+    )
+    parser.add_argument(
+        "--timeout", metavar="SECONDS", type=float, default=10.0, help="HTTP timeout (default 10)"
+    )
+    parser.set_defaults(func=lambda args: groups_history(args, parser))
+
+
+def groups_history(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    try:
+        host, port = parse_address(args.http)
+        since_ms = 0 if args.since is None else parse_since(args.since, int(time.time() * 1000))
+    except ValueError as exc:
+        parser.error(str(exc))
+    if not args.timeout > 0:
+        parser.error("--timeout must be positive")
+    netloc = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    url = f"http://{netloc}/api/groups/{quote(args.group, safe='')}/history?since_ms={since_ms}"
+    try:
+        history = _get(url, args.timeout)
+    except urllib.error.HTTPError as exc:
+        message = _error_message(exc)
+        print(f"{parser.prog}: {message}", file=sys.stderr)
+        return 1
+    except (urllib.error.URLError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        print(
+            f"{parser.prog}: cannot reach the coordinator's HTTP port at {host}:{port} ({reason}); "
+            f"is it started with --metrics-port? (set --http or ${HTTP_ENV})",
+            file=sys.stderr,
+        )
+        return 1
+    events: list[dict[str, Any]] = history["events"]
+    if args.format == "json":
+        print_json(history)
+        return 0
+    if not events:
+        print(f"no events recorded for group {args.group}", file=sys.stderr)
+        return 0
+    print_table(
+        ["TIME", "EVENT", "STATE", "GENERATION", "WHAT"],
+        [[_time(e["time_ms"]), e["kind"], e["state"], e["generation"], e["message"]] for e in events],
+    )
+    return 0
+
+
+def _get(url: str, timeout: float) -> dict[str, Any]:
+    request = urllib.request.Request(url, headers={"Accept": "application/json"})
+    with urllib.request.urlopen(request, timeout=timeout) as response:
+        body: dict[str, Any] = json.load(response)
+    return body
+
+
+def _error_message(exc: urllib.error.HTTPError) -> str:
+    try:
+        return str(json.load(exc)["error"])
+    except (ValueError, KeyError, TypeError):
+        return f"HTTP {exc.code} {exc.reason}"
+
+
+def _time(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"

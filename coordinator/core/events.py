@@ -1,0 +1,503 @@
+"""Group events: every state change of every group, with the reason it happened.
+
+The managers report what happened (a member joined, left, timed out, changed its subscription;
+a rebalance started, a generation formed, an epoch was bumped, an assignment was reconciled) and
+this module keeps it: a bounded ring per group, a few counters and phase durations for metrics,
+and one structured log line per event. Time comes from the shard's clock, never from a clock read.
+
+A rebalance is caused by the last *cause* event reported in the same core operation: the managers
+report the member change first, then start the rebalance (or bump the epoch), which takes that
+cause as its reason. The shard forgets the pending cause at the start of every operation.
+"""
+
+from __future__ import annotations
+
+import logging
+import struct
+from collections import OrderedDict, deque
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Final
+
+from coordinator.core.clock import ShardClock
+from coordinator.core.consumer_group import CG_STABLE, ConsumerGroup, ConsumerMember, MemberState
+from protocol.messages.consumer_protocol import (
+    decode_consumer_protocol_assignment_v0,
+    decode_consumer_protocol_assignment_v1,
+    decode_consumer_protocol_assignment_v2,
+    decode_consumer_protocol_assignment_v3,
+)
+from protocol.primitives import DecodeError
+
+# Events are logged by the logger of the manager that reports them, as before events existed.
+_LOGGERS: Final = {
+    "classic": logging.getLogger("coordinator.core.classic_group_manager"),
+    "consumer": logging.getLogger("coordinator.core.consumer_group_manager"),
+}
+
+# Events kept per group, and groups whose events are kept (least recently active dropped first).
+DEFAULT_RING_SIZE: Final = 100
+DEFAULT_MAX_GROUPS: Final = 2_000
+
+# Causes of a rebalance (classic) or of an epoch bump (KIP-848): the bounded set of values of
+# the ``reason`` label of coordinator_group_rebalances_total.
+MEMBER_JOINED: Final = "member_joined"
+MEMBER_LEFT: Final = "member_left"
+SESSION_TIMEOUT: Final = "session_timeout"
+REBALANCE_TIMEOUT: Final = "rebalance_timeout"
+SYNC_TIMEOUT: Final = "sync_timeout"
+SUBSCRIPTION_CHANGED: Final = "subscription_changed"
+LEADER_REJOINED: Final = "leader_rejoined"
+METADATA_CHANGED: Final = "metadata_changed"
+STATIC_MEMBER_REPLACED: Final = "static_member_replaced"
+ASSIGNMENT_WRITE_FAILED: Final = "assignment_write_failed"
+LOADED: Final = "loaded"
+UNKNOWN: Final = "unknown"
+CAUSES: Final = (
+    MEMBER_JOINED,
+    MEMBER_LEFT,
+    SESSION_TIMEOUT,
+    REBALANCE_TIMEOUT,
+    SYNC_TIMEOUT,
+    SUBSCRIPTION_CHANGED,
+    LEADER_REJOINED,
+    METADATA_CHANGED,
+    STATIC_MEMBER_REPLACED,
+    ASSIGNMENT_WRITE_FAILED,
+    LOADED,
+    UNKNOWN,
+)
+# Causes that are a member (re)joining: it is the first member of the new generation.
+_JOIN_CAUSES: Final = frozenset(
+    (MEMBER_JOINED, SUBSCRIPTION_CHANGED, LEADER_REJOINED, STATIC_MEMBER_REPLACED)
+)
+
+# A KIP-848 epoch bump names its cause briefly (the member event just before it has the details).
+_SHORT_CAUSES: Final = {
+    MEMBER_JOINED: "member {member} joined",
+    MEMBER_LEFT: "member {member} left",
+    SESSION_TIMEOUT: "session timeout of member {member}",
+    REBALANCE_TIMEOUT: "member {member} did not revoke within the rebalance timeout",
+    SUBSCRIPTION_CHANGED: "member {member} changed its subscription",
+    STATIC_MEMBER_REPLACED: "static member replaced by {member}",
+}
+
+# Events that are not causes.
+MEMBER_REJOINED: Final = "member_rejoined"
+REBALANCE_STARTED: Final = "rebalance_started"
+GENERATION_FORMED: Final = "generation_formed"
+GROUP_STABLE: Final = "group_stable"
+GROUP_EMPTY: Final = "group_empty"
+GROUP_REMOVED: Final = "group_removed"
+EPOCH_BUMPED: Final = "epoch_bumped"
+TARGET_COMPUTED: Final = "target_computed"
+ASSIGNMENT_RECONCILED: Final = "assignment_reconciled"
+
+Detail = str | int | list[str] | None
+
+
+@dataclass(frozen=True, slots=True)
+class GroupEvent:
+    seq: int  # increases by one per event of the shard: ``since`` cursors use it
+    time_ms: int  # wall-clock milliseconds
+    group_id: str
+    kind: str
+    protocol: str  # "classic" or "consumer"
+    state: str  # group state after the event
+    generation: int  # classic generation or KIP-848 group epoch
+    member_id: str | None
+    message: str
+    details: Mapping[str, Detail] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "seq": self.seq,
+            "time_ms": self.time_ms,
+            "group_id": self.group_id,
+            "kind": self.kind,
+            "protocol": self.protocol,
+            "state": self.state,
+            "generation": self.generation,
+            "member_id": self.member_id,
+            "message": self.message,
+            "details": dict(self.details),
+        }
+
+
+@dataclass(slots=True)
+class _Phase:
+    """The rebalance in progress of one group."""
+
+    started_ms: int  # monotonic
+    reason: str
+    phase_started_ms: int
+    last_joined: str | None = None
+    last_joined_ms: int = 0
+
+
+@dataclass(slots=True)
+class EventStats:
+    """What metrics read (and drain) from the events."""
+
+    rebalances_by_reason: dict[tuple[str, str], int] = field(default_factory=dict)  # (protocol, reason)
+    preparing_ms: list[int] = field(default_factory=list)
+    completing_ms: list[int] = field(default_factory=list)
+    reconciling_ms: list[int] = field(default_factory=list)
+    partitions_moved: list[int] = field(default_factory=list)
+    # (group, member) that made a join phase wait longest, and how long (ms), since start.
+    slowest_rejoin: dict[str, tuple[str, int]] = field(default_factory=dict)
+
+
+class GroupEvents:
+    """The event rings of one shard."""
+
+    def __init__(
+        self, clock: ShardClock, ring_size: int = DEFAULT_RING_SIZE, max_groups: int = DEFAULT_MAX_GROUPS
+    ) -> None:
+        if ring_size < 1 or max_groups < 1:
+            raise ValueError("ring_size and max_groups must be at least 1")
+        self.clock = clock
+        self.ring_size = ring_size
+        self.max_groups = max_groups
+        self.stats = EventStats()
+        self._rings: OrderedDict[str, deque[GroupEvent]] = OrderedDict()
+        self._seq = 0
+        self._pending_cause: dict[str, tuple[str, str, str | None]] = {}  # group -> (cause, message, member)
+        self._phases: dict[str, _Phase] = {}
+        self._bumped_ms: dict[str, tuple[int, int]] = {}  # consumer group -> (epoch, monotonic ms)
+        self._owners: dict[str, dict[tuple[str, int], str]] = {}  # last stable classic assignment
+        self._rebalances: dict[str, int] = {}
+        self._waiting: dict[str, tuple[int, set[str]]] = {}  # consumer group -> (epoch, members behind)
+
+    # -- reading --------------------------------------------------------------------------------
+
+    def history(self, group_id: str, since_seq: int = 0, since_ms: int = 0) -> list[GroupEvent]:
+        ring = self._rings.get(group_id, ())
+        return [e for e in ring if e.seq > since_seq and e.time_ms >= since_ms]
+
+    def groups(self) -> Iterator[str]:
+        return iter(self._rings)
+
+    def last_event(self, group_id: str) -> GroupEvent | None:
+        ring = self._rings.get(group_id)
+        return ring[-1] if ring else None
+
+    # -- recording ------------------------------------------------------------------------------
+
+    def begin_operation(self) -> None:
+        """A new core operation: causes reported by an earlier one explain nothing here."""
+        self._pending_cause.clear()
+
+    def record(
+        self,
+        group_id: str,
+        kind: str,
+        protocol: str,
+        state: str,
+        generation: int,
+        message: str,
+        member_id: str | None = None,
+        /,
+        **details: Detail,
+    ) -> GroupEvent:
+        self._seq += 1
+        event = GroupEvent(
+            self._seq,
+            self.clock.wall_ms,
+            group_id,
+            kind,
+            protocol,
+            state,
+            generation,
+            member_id,
+            message,
+            details,
+        )
+        ring = self._rings.get(group_id)
+        if ring is None:
+            ring = self._rings[group_id] = deque(maxlen=self.ring_size)
+            if len(self._rings) > self.max_groups:
+                self._rings.popitem(last=False)
+        else:
+            self._rings.move_to_end(group_id)
+        ring.append(event)
+        if kind in CAUSES:
+            self._pending_cause[group_id] = (kind, message, member_id)
+        phase = self._phases.get(group_id)
+        if phase is not None and kind in (MEMBER_JOINED, MEMBER_REJOINED) and member_id is not None:
+            phase.last_joined, phase.last_joined_ms = member_id, self.clock.now_ms
+        log = _LOGGERS[protocol]
+        if log.isEnabledFor(logging.INFO):
+            log.info("group %s: %s", group_id, message, extra={"group_event": event.to_json()})
+        return event
+
+    def take_cause(self, group_id: str) -> tuple[str, str, str | None]:
+        return self._pending_cause.pop(group_id, (UNKNOWN, "unknown reason", None))
+
+    def _count_rebalance(self, group_id: str, protocol: str, reason: str) -> None:
+        key = (protocol, reason)
+        self.stats.rebalances_by_reason[key] = self.stats.rebalances_by_reason.get(key, 0) + 1
+        self._rebalances[group_id] = self._rebalances.get(group_id, 0) + 1
+
+    def rebalances_in_progress(self) -> dict[str, int]:
+        """Groups rebalancing now (classic: not Stable yet; consumer: not reconciled yet) and the
+        monotonic ms their rebalance started at."""
+        started = {group_id: phase.started_ms for group_id, phase in self._phases.items()}
+        started.update((group_id, since) for group_id, (_epoch, since) in self._bumped_ms.items())
+        return started
+
+    def rebalances_by_group(self) -> Mapping[str, int]:
+        """Rebalances (classic) and epoch bumps (consumer) per live group."""
+        return self._rebalances
+
+    # -- classic groups: rebalance phases ------------------------------------------------------
+
+    def rebalance_started(self, group_id: str, previous_state: str, generation: int) -> None:
+        reason, why, member_id = self.take_cause(group_id)
+        now = self.clock.now_ms
+        phase = self._phases[group_id] = _Phase(started_ms=now, reason=reason, phase_started_ms=now)
+        if reason in _JOIN_CAUSES:
+            phase.last_joined, phase.last_joined_ms = member_id, now
+        self._count_rebalance(group_id, "classic", reason)
+        self.record(
+            group_id,
+            REBALANCE_STARTED,
+            "classic",
+            "PreparingRebalance",
+            generation,
+            f"preparing to rebalance in state {previous_state} with old generation {generation} "
+            f"(reason: {why})",
+            reason=reason,
+        )
+
+    def generation_formed(
+        self, group_id: str, generation: int, members: int, protocol_name: str | None, leader: str | None
+    ) -> None:
+        now = self.clock.now_ms
+        phase = self._phases.get(group_id)
+        waited = 0
+        details: dict[str, Detail] = {"members": members, "protocol_name": protocol_name, "leader": leader}
+        if phase is not None:
+            waited = now - phase.phase_started_ms
+            self.stats.preparing_ms.append(waited)
+            details["join_phase_ms"] = waited
+            details["reason"] = phase.reason
+            if phase.last_joined is not None:
+                details["last_member_to_join"] = phase.last_joined
+                details["last_join_after_ms"] = phase.last_joined_ms - phase.phase_started_ms
+                best = self.stats.slowest_rejoin.get(group_id)
+                wait = phase.last_joined_ms - phase.phase_started_ms
+                if best is None or wait >= best[1]:
+                    self.stats.slowest_rejoin[group_id] = (phase.last_joined, wait)
+            phase.phase_started_ms = now
+        self.record(
+            group_id,
+            GENERATION_FORMED,
+            "classic",
+            "CompletingRebalance",
+            generation,
+            f"generation {generation} formed with {members} members after {waited} ms, "
+            f"protocol {protocol_name}, leader {leader}",
+            **details,
+        )
+
+    def group_stable(
+        self, group_id: str, generation: int, owners: Mapping[tuple[str, int], str] | None
+    ) -> None:
+        """A classic generation is stable; ``owners`` is its decoded assignment, if it decodes."""
+        now = self.clock.now_ms
+        phase = self._phases.pop(group_id, None)
+        details: dict[str, Detail] = {}
+        if phase is not None:
+            self.stats.completing_ms.append(now - phase.phase_started_ms)
+            details["sync_phase_ms"] = now - phase.phase_started_ms
+            details["rebalance_ms"] = now - phase.started_ms
+        moved: int | None = None
+        if owners is not None:
+            moved = moved_partitions(self._owners.get(group_id, {}), owners)
+            self._owners[group_id] = dict(owners)
+            self.stats.partitions_moved.append(moved)
+            details["partitions_moved"] = moved
+            details["partitions"] = len(owners)
+        moved_text = "" if moved is None else f", {moved} partitions moved"
+        took = "" if phase is None else f" after {now - phase.started_ms} ms"
+        self.record(
+            group_id,
+            GROUP_STABLE,
+            "classic",
+            "Stable",
+            generation,
+            f"generation {generation} is stable{took}{moved_text}",
+            **details,
+        )
+
+    def group_empty(self, group_id: str, generation: int) -> None:
+        self._phases.pop(group_id, None)
+        self.record(
+            group_id, GROUP_EMPTY, "classic", "Empty", generation, f"generation {generation} is empty"
+        )
+
+    def group_removed(self, group_id: str, protocol: str, generation: int, why: str) -> None:
+        self._phases.pop(group_id, None)
+        self._bumped_ms.pop(group_id, None)
+        self._owners.pop(group_id, None)
+        self._waiting.pop(group_id, None)
+        self._rebalances.pop(group_id, None)
+        self.stats.slowest_rejoin.pop(group_id, None)
+        self.record(group_id, GROUP_REMOVED, protocol, "Dead", generation, f"group removed ({why})", why=why)
+
+    # -- KIP-848 consumer groups ---------------------------------------------------------------
+
+    def epoch_bumped(self, group_id: str, state: str, epoch: int) -> None:
+        reason, why, member_id = self.take_cause(group_id)
+        short = _SHORT_CAUSES.get(reason)
+        if short is not None and member_id is not None:
+            why = short.format(member=member_id)  # the member event before it has the details
+        self._count_rebalance(group_id, "consumer", reason)
+        self._bumped_ms[group_id] = (epoch, self.clock.now_ms)
+        self.record(
+            group_id,
+            EPOCH_BUMPED,
+            "consumer",
+            state,
+            epoch,
+            f"group epoch bumped to {epoch} (reason: {why})",
+            reason=reason,
+        )
+
+    def target_computed(self, group_id: str, state: str, epoch: int, assignor: str, moved: int) -> None:
+        self.stats.partitions_moved.append(moved)
+        self.record(
+            group_id,
+            TARGET_COMPUTED,
+            "consumer",
+            state,
+            epoch,
+            f"target assignment of epoch {epoch} computed by {assignor}: {moved} partitions move",
+            assignor=assignor,
+            partitions_moved=moved,
+        )
+
+    def member_reconciled(self, group: ConsumerGroup, member: ConsumerMember) -> None:
+        """After a member's heartbeat: once every member reached the target of the bumped epoch,
+        report ``assignment_reconciled``. The members still behind are collected once per epoch,
+        so a heartbeat costs O(1) (checking the group's state scans every member)."""
+        group_id = group.group_id
+        if group_id not in self._bumped_ms:
+            return
+        waiting = self._waiting.get(group_id)
+        if waiting is None or waiting[0] != group.group_epoch:
+            behind = {m.member_id for m in group.members.values() if not _caught_up(group, m)}
+            waiting = self._waiting[group_id] = (group.group_epoch, behind)
+        if _caught_up(group, member):
+            waiting[1].discard(member.member_id)
+        if waiting[1]:
+            return
+        del self._waiting[group_id]  # collected again next time if the group is not Stable yet
+        if group.state == CG_STABLE:
+            self.reconciled(group_id, group.group_epoch, len(group.members))
+
+    def reconciled(self, group_id: str, epoch: int, members: int) -> None:
+        """All members reached the target of ``epoch``: reported once per epoch."""
+        bumped = self._bumped_ms.pop(group_id, None)
+        if bumped is None or bumped[0] > epoch:
+            return
+        took = self.clock.now_ms - bumped[1]
+        self.stats.reconciling_ms.append(took)
+        self.record(
+            group_id,
+            ASSIGNMENT_RECONCILED,
+            "consumer",
+            "Stable",
+            epoch,
+            f"assignment of epoch {epoch} reconciled by {members} members in {took} ms",
+            reconcile_ms=took,
+            members=members,
+        )
+
+
+def moved_partitions(before: Mapping[tuple[str, int], str], after: Mapping[tuple[str, int], str]) -> int:
+    """Partitions owned before and after whose owner changed (a partition nobody owned before,
+    e.g. a new one, did not move)."""
+    return sum(1 for tp, owner in after.items() if tp in before and before[tp] != owner)
+
+
+_ASSIGNMENT_DECODERS = (
+    decode_consumer_protocol_assignment_v0,
+    decode_consumer_protocol_assignment_v1,
+    decode_consumer_protocol_assignment_v2,
+    decode_consumer_protocol_assignment_v3,
+)
+
+
+def consumer_assignment(data: bytes) -> list[tuple[str, int]] | None:
+    """The partitions of a ConsumerProtocolAssignment (a newer version is read with the newest
+    layout we know: new versions only append fields); None if the bytes do not parse."""
+    if not data:
+        return []
+    try:
+        (version,) = struct.unpack_from(">h", data, 0)
+        if version < 0:
+            return None
+        assignment, _ = _ASSIGNMENT_DECODERS[min(version, len(_ASSIGNMENT_DECODERS) - 1)](data, 2)
+    except (DecodeError, IndexError, struct.error, UnicodeDecodeError):
+        return None
+    return [(tp.topic, p) for tp in assignment.assigned_partitions for p in tp.partitions]
+
+
+def classic_owners(assignments: Mapping[str, bytes]) -> dict[tuple[str, int], str] | None:
+    """(topic, partition) -> member id of classic consumer-protocol assignments (member id ->
+    assignment bytes); None if one does not parse."""
+    owners: dict[tuple[str, int], str] = {}
+    for member_id, data in assignments.items():
+        partitions = consumer_assignment(data)
+        if partitions is None:
+            return None
+        owners.update((tp, member_id) for tp in partitions)
+    return owners
+
+
+def taken_from_others(
+    owners: Mapping[tuple[str, int], str],
+    member_id: str,
+    new: Mapping[str, frozenset[int]],
+    old: Mapping[str, frozenset[int]],
+) -> int:
+    """Partitions a KIP-848 member's new target gives it that another member owns now."""
+    taken = 0
+    for topic, partitions in new.items():
+        for p in partitions - old.get(topic, frozenset()):
+            owner = owners.get((topic, p))
+            taken += owner is not None and owner != member_id
+    return taken
+
+
+def _caught_up(group: ConsumerGroup, member: ConsumerMember) -> bool:
+    return member.member_epoch == group.assignment_epoch and member.state is MemberState.STABLE
+
+
+def describe_metadata_change(
+    before: Mapping[str, tuple[bytes, int]], after: Mapping[str, tuple[bytes, int]]
+) -> str:
+    """What changed in the subscribed topics' metadata (name -> (topic id, partitions))."""
+    changes = [
+        f"topic {name} appeared with {after[name][1]} partitions"
+        for name in sorted(after.keys() - before.keys())
+    ]
+    changes.extend(f"topic {name} is gone" for name in sorted(before.keys() - after.keys()))
+    for name in sorted(before.keys() & after.keys()):
+        (old_id, old_n), (new_id, new_n) = before[name], after[name]
+        if old_id != new_id:
+            changes.append(f"topic {name} was recreated")
+        elif new_n > old_n:
+            changes.append(f"topic {name} grew from {old_n} to {new_n} partitions")
+        elif new_n != old_n:
+            changes.append(f"topic {name} went from {old_n} to {new_n} partitions")
+    return "; ".join(changes) or "metadata changed"
+
+
+def because(reason: str | None, opening: str = ",") -> str:
+    """The client's reason string (JoinGroup v8+, LeaveGroup v5+) as a message suffix, if it sent one."""
+    if not reason:
+        return ""
+    return f", reason: {reason}" if opening == "," else f" (reason: {reason})"

@@ -1,0 +1,164 @@
+"""Rebalance and lag metrics, read from the group events and the lag tracker at scrape time.
+
+Label cardinality is bounded: ``reason`` and ``protocol`` take a fixed set of values (see
+``coordinator.core.events.CAUSES``); a ``group`` label appears only on the per-group series, and
+only for the ``top_groups`` groups that rebalanced most (rebalance series) or lag most in
+seconds (lag series); ``member`` appears once per such group.
+
+It also measures the event loop's lag: how late a callback scheduled every ``interval`` runs.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable, Iterable, Sequence
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from coordinator.core.events import GroupEvents
+from coordinator.core.lag_status import STATUSES, LagTracker
+
+DEFAULT_TOP_GROUPS = 20
+PHASE_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600)
+MOVED_BUCKETS = (0, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 5000)
+
+
+class _Buckets:
+    """A cumulative histogram fed from drained observations."""
+
+    def __init__(self, bounds: Sequence[float]) -> None:
+        self.bounds = tuple(bounds)
+        self.counts = [0] * (len(self.bounds) + 1)
+        self.total = 0.0
+
+    def add(self, values: Iterable[float]) -> None:
+        for value in values:
+            self.total += value
+            for i, bound in enumerate(self.bounds):
+                if value <= bound:
+                    self.counts[i] += 1
+                    break
+            else:
+                self.counts[-1] += 1
+
+    def family(self, name: str, documentation: str) -> HistogramMetricFamily:
+        cumulative, running = [], 0
+        for bound, count in zip((*map(str, self.bounds), "+Inf"), self.counts, strict=True):
+            running += count
+            cumulative.append((bound, running))
+        return HistogramMetricFamily(name, documentation, buckets=cumulative, sum_value=self.total)
+
+
+class GroupMetricsCollector(Collector):
+    def __init__(
+        self,
+        events: GroupEvents,
+        lag: LagTracker,
+        now_ms: Callable[[], int],
+        top_groups: int = DEFAULT_TOP_GROUPS,
+    ) -> None:
+        self.events = events
+        self.now_ms = now_ms  # the shard's monotonic clock
+        self.lag = lag
+        self.top_groups = top_groups
+        self._preparing = _Buckets(PHASE_BUCKETS)
+        self._completing = _Buckets(PHASE_BUCKETS)
+        self._reconciling = _Buckets(PHASE_BUCKETS)
+        self._moved = _Buckets(MOVED_BUCKETS)
+        self._by_group: dict[str, int] = {}
+
+    def _drain(self) -> None:
+        stats = self.events.stats
+        self._preparing.add(ms / 1000 for ms in stats.preparing_ms)
+        self._completing.add(ms / 1000 for ms in stats.completing_ms)
+        self._reconciling.add(ms / 1000 for ms in stats.reconciling_ms)
+        self._moved.add(stats.partitions_moved)
+        stats.preparing_ms, stats.completing_ms, stats.reconciling_ms, stats.partitions_moved = [], [], [], []
+
+    def collect(self) -> Iterable[Metric]:
+        self._drain()
+        stats = self.events.stats
+        rebalances = CounterMetricFamily(
+            "coordinator_group_rebalances",
+            "Rebalances started (classic) and group epoch bumps (consumer), by reason",
+            labels=["protocol", "reason"],
+        )
+        for (protocol, reason), count in sorted(stats.rebalances_by_reason.items()):
+            rebalances.add_metric([protocol, reason], count)
+        yield rebalances
+        yield self._preparing.family(
+            "coordinator_group_preparing_rebalance_seconds", "Time classic groups spent in PreparingRebalance"
+        )
+        yield self._completing.family(
+            "coordinator_group_completing_rebalance_seconds",
+            "Time classic groups spent in CompletingRebalance",
+        )
+        yield self._reconciling.family(
+            "coordinator_consumer_group_reconcile_seconds",
+            "From a consumer group's epoch bump until every member reconciled its assignment",
+        )
+        yield self._moved.family(
+            "coordinator_group_partitions_moved", "Partitions that changed owner per rebalance"
+        )
+        per_group = GaugeMetricFamily(
+            "coordinator_group_rebalances_by_group",
+            "Rebalances (by reason) of the groups that rebalanced most (top N groups only)",
+            labels=["group"],
+        )
+        for group, count in heapq.nlargest(
+            self.top_groups, self.events.rebalances_by_group().items(), key=_value
+        ):
+            per_group.add_metric([group], count)
+        yield per_group
+        slowest = GaugeMetricFamily(
+            "coordinator_group_slowest_rejoin_seconds",
+            "Longest wait for the last member to rejoin, and who it was (top N groups only)",
+            labels=["group", "member"],
+        )
+        waits = heapq.nlargest(self.top_groups, stats.slowest_rejoin.items(), key=lambda item: item[1][1])
+        for group, (member, wait_ms) in waits:
+            slowest.add_metric([group, member], wait_ms / 1000)
+        yield slowest
+        ongoing = GaugeMetricFamily(
+            "coordinator_group_rebalance_in_progress_seconds",
+            "How long the groups rebalancing now have been at it (top N longest)",
+            labels=["group"],
+        )
+        now = self.now_ms()
+        in_progress = self.events.rebalances_in_progress().items()
+        for group, started in heapq.nsmallest(self.top_groups, in_progress, key=_value):
+            ongoing.add_metric([group], max(now - started, 0) / 1000)
+        yield ongoing
+        yield from self._lag_families()
+
+    def _lag_families(self) -> Iterable[Metric]:
+        statuses = [s for g in self.lag.groups() if (s := self.lag.status(g)) is not None]
+        top = heapq.nlargest(self.top_groups, statuses, key=lambda s: (s.max_lag_seconds or 0.0, s.total_lag))
+        records = GaugeMetricFamily(
+            "coordinator_group_lag_records", "Records behind the log end, summed over partitions (top N groups)",
+            labels=["group"],
+        )  # fmt: skip
+        seconds = GaugeMetricFamily(
+            "coordinator_group_lag_seconds", "Estimated seconds behind, worst partition (top N groups)",
+            labels=["group"],
+        )  # fmt: skip
+        status = GaugeMetricFamily(
+            "coordinator_group_lag_status",
+            "Burrow-style status: 0 OK, 1 WARNING, 2 STALL, 3 STOP, 4 ERR (top N groups)",
+            labels=["group"],
+        )
+        by_status = GaugeMetricFamily(
+            "coordinator_groups_by_lag_status", "Sampled groups by Burrow-style status", labels=["status"]
+        )
+        for group in top:
+            records.add_metric([group.group_id], group.total_lag)
+            seconds.add_metric([group.group_id], group.max_lag_seconds or 0.0)
+            status.add_metric([group.group_id], STATUSES.index(group.status))
+        for name in STATUSES:
+            by_status.add_metric([name], sum(1 for s in statuses if s.status == name))
+        yield from (records, seconds, status, by_status)
+
+
+def _value(item: tuple[str, int]) -> int:
+    return item[1]

@@ -1,0 +1,183 @@
+"""What the HTTP API and the console show of groups: JSON-ready views of the shard's groups,
+their committed offsets and lag, and their event history.
+
+Everything is read on the event loop that runs the shard, between two core calls, so the views
+are consistent snapshots; nothing here changes the shard.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Final
+
+from coordinator.core.classic_group import ClassicGroup
+from coordinator.core.consumer_group import ConsumerGroup
+from coordinator.core.events import GroupEvent, consumer_assignment
+from coordinator.core.lag_status import GroupLag, LagTracker
+from coordinator.core.shard import Shard
+
+# Said wherever lag cannot be known: the coordinator only sees the log through a gateway sampler.
+LAG_UNAVAILABLE: Final = (
+    "no log-end offsets sampled for this group: the coordinator runs standalone (records do not "
+    "flow through it), so only committed offsets are known; lag needs gateway mode"
+)
+
+
+class GroupViews:
+    def __init__(self, shard: Shard, lag: LagTracker) -> None:
+        self.shard = shard
+        self.lag = lag
+
+    def list_groups(self) -> list[dict[str, object]]:
+        shard = self.shard
+        rows = [
+            self._summary(snapshot.group_id, "classic", snapshot.state, len(snapshot.member_ids))
+            | {"protocol_type": snapshot.protocol_type, "protocol_name": snapshot.protocol_name}
+            | {"generation": snapshot.generation_id}
+            for snapshot in shard.groups_snapshot()
+        ]
+        for group_id in shard.consumer_group_ids():
+            cgroup = shard.consumer_group(group_id)
+            if cgroup is not None:
+                rows.append(
+                    self._summary(group_id, "consumer", cgroup.state, len(cgroup.members))
+                    | {"protocol_type": "consumer", "protocol_name": None, "generation": cgroup.group_epoch}
+                )
+        rows.sort(key=lambda row: str(row["group_id"]))
+        return rows
+
+    def _summary(self, group_id: str, kind: str, state: str, members: int) -> dict[str, object]:
+        lag = self.lag.status(group_id)
+        last = self.shard.events.last_event(group_id)
+        return {
+            "group_id": group_id,
+            "type": kind,
+            "state": state,
+            "members": members,
+            "lag": None if lag is None else lag.total_lag,
+            "lag_seconds": None if lag is None else lag.max_lag_seconds,
+            "status": None if lag is None else lag.status,
+            "last_event": None if last is None else last.to_json(),
+        }
+
+    def describe(self, group_id: str) -> dict[str, object] | None:
+        """The group page: members and assignments, offsets and lag; None if unknown."""
+        classic = self.shard.group(group_id)
+        cgroup = self.shard.consumer_group(group_id)
+        known = self.shard.committed_offsets(group_id) or self.shard.events.last_event(group_id) is not None
+        if classic is None and cgroup is None and not known:
+            return None
+        view: dict[str, object] = {"group_id": group_id}
+        if classic is not None:
+            view |= _classic_view(classic)
+        elif cgroup is not None:
+            view |= _consumer_view(cgroup)
+        else:
+            view |= {"type": None, "state": "Dead", "members": []}
+        lag = self.lag.status(group_id)
+        view["lag"] = None if lag is None else {k: v for k, v in lag.to_json().items() if k != "partitions"}
+        view["lag_unavailable_reason"] = LAG_UNAVAILABLE if lag is None else None
+        view["offsets"] = self._offsets(group_id, lag)
+        return view
+
+    def _offsets(self, group_id: str, lag: GroupLag | None) -> list[dict[str, object]]:
+        by_tp = {(p.topic, p.partition): p for p in lag.partitions} if lag is not None else {}
+        rows: list[dict[str, object]] = []
+        for record in self.shard.committed_offsets(group_id):
+            sampled = by_tp.get((record.topic, record.partition))
+            rows.append(
+                {
+                    "topic": record.topic,
+                    "partition": record.partition,
+                    "committed": record.offset,
+                    "commit_ms": record.commit_ms,
+                    "metadata": record.metadata,
+                    "log_end": None if sampled is None else sampled.log_end,
+                    "lag": None if sampled is None else sampled.lag,
+                    "lag_seconds": None if sampled is None else sampled.lag_seconds,
+                    "status": None if sampled is None else sampled.status,
+                }
+            )
+        return rows
+
+    def history(self, group_id: str, since_seq: int = 0, since_ms: int = 0) -> list[GroupEvent]:
+        return self.shard.events.history(group_id, since_seq, since_ms)
+
+
+def _classic_view(group: ClassicGroup) -> dict[str, object]:
+    members = []
+    for member in group.members.values():
+        partitions = consumer_assignment(member.assignment) if group.uses_consumer_protocol() else None
+        members.append(
+            {
+                "member_id": member.member_id,
+                "instance_id": member.group_instance_id,
+                "client_id": member.client_id,
+                "client_host": member.client_host,
+                "session_timeout_ms": member.session_timeout_ms,
+                "rebalance_timeout_ms": member.rebalance_timeout_ms,
+                "assignment": None if partitions is None else [[t, p] for t, p in sorted(partitions)],
+                "leader": member.member_id == group.leader_id,
+            }
+        )
+    return {
+        "type": "classic",
+        "state": group.state.value,
+        "protocol_type": group.protocol_type,
+        "protocol_name": group.protocol_name,
+        "generation": group.generation_id,
+        "leader_id": group.leader_id,
+        "state_ms": group.state_ms,
+        "members": members,
+    }
+
+
+def _consumer_view(group: ConsumerGroup) -> dict[str, object]:
+    members = [
+        {
+            "member_id": member.member_id,
+            "instance_id": member.instance_id,
+            "client_id": member.client_id,
+            "client_host": member.client_host,
+            "member_epoch": member.member_epoch,
+            "subscribed_topics": list(member.subscribed_topic_names),
+            "subscribed_regex": member.subscribed_topic_regex,
+            "assignment": sorted([t, p] for t, ps in member.assigned.items() for p in ps),
+            "pending_revocation": sorted([t, p] for t, ps in member.pending_revocation.items() for p in ps),
+        }
+        for member in group.members.values()
+    ]
+    return {
+        "type": "consumer",
+        "state": group.state,
+        "protocol_type": "consumer",
+        "protocol_name": None,
+        "generation": group.group_epoch,
+        "assignment_epoch": group.assignment_epoch,
+        "state_ms": group.state_ms,
+        "members": members,
+    }
+
+
+def lag_feeder(
+    lag: LagTracker, shard: Shard
+) -> Callable[[Mapping[str, Mapping[tuple[str, int], int]], Mapping[tuple[str, int], int], int], None]:
+    """What the lag sampler calls after each sample: every partition with both a committed offset
+    and a log end becomes a sample of the tracker (with the group's latest commit time, for STOP);
+    groups that have no committed offsets any more are forgotten."""
+
+    def feed(
+        committed: Mapping[str, Mapping[tuple[str, int], int]],
+        ends: Mapping[tuple[str, int], int],
+        now_ms: int,
+    ) -> None:
+        for group_id in set(lag.groups()) - committed.keys():
+            lag.forget_group(group_id)
+        for group_id, offsets in committed.items():
+            last_commit = max((r.commit_ms for r in shard.committed_offsets(group_id)), default=None)
+            for (topic, partition), offset in offsets.items():
+                end = ends.get((topic, partition))
+                if end is not None:
+                    lag.observe(group_id, topic, partition, now_ms, offset, end, last_commit)
+
+    return feed

@@ -1,0 +1,317 @@
+"""Group events: every reason a group changes is recorded with the injected clock's time."""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+
+from coordinator.core import events as ev
+from coordinator.core.clock import ShardClock
+from coordinator.core.group_config import GroupConfig
+from protocol.messages.consumer_protocol import (
+    ConsumerProtocolAssignment,
+    TopicPartition,
+    encode_consumer_protocol_assignment_v0,
+)
+from protocol.messages.leave_group import LeaveGroupRequest, MemberIdentity
+from tests.coordinator.consumer_harness import Client, cg_heartbeat
+from tests.coordinator.harness import LEAVE_GROUP, WALL_START_MS, Harness, subscription
+
+
+def kinds(h: Harness, group: str = "g") -> list[str]:
+    return [e.kind for e in h.coordinator.events.history(group)]
+
+
+def last(h: Harness, kind: str, group: str = "g") -> ev.GroupEvent:
+    return [e for e in h.coordinator.events.history(group) if e.kind == kind][-1]
+
+
+def assignment(partitions: dict[str, list[int]]) -> bytes:
+    out = bytearray(struct.pack(">h", 0))
+    message = ConsumerProtocolAssignment(
+        assigned_partitions=[TopicPartition(topic, ps) for topic, ps in partitions.items()], user_data=None
+    )
+    encode_consumer_protocol_assignment_v0(message, out)
+    return bytes(out)
+
+
+@pytest.fixture
+def h0() -> Harness:
+    return Harness(GroupConfig(group_initial_rebalance_delay_ms=0))
+
+
+@pytest.fixture
+def hc() -> Harness:
+    harness = Harness(GroupConfig(group_initial_rebalance_delay_ms=0))
+    harness.catalog.set_topic("t", 6)
+    return harness
+
+
+# -- classic groups -------------------------------------------------------------------------------
+
+
+def test_a_forming_group_records_join_rebalance_generation_and_stable(h0: Harness) -> None:
+    (a, b), generation = h0.stable_group("g", 2)
+    assert kinds(h0) == [
+        "member_joined",
+        "rebalance_started",
+        "member_joined",
+        "generation_formed",
+        "group_stable",
+    ]
+    joined = last(h0, "member_joined")
+    assert joined.member_id == b
+    assert joined.details["client_id"] == "client"
+    assert joined.details["client_host"] == "/10.0.0.1"
+    assert joined.message == f"member {b} joined (client client) from /10.0.0.1"
+    started = last(h0, "rebalance_started")
+    assert started.details["reason"] == "member_joined"
+    assert f"member {a} joined" in started.message
+    assert started.message.startswith("preparing to rebalance in state Empty with old generation 0")
+    formed = last(h0, "generation_formed")
+    assert formed.generation == generation and formed.details["members"] == 2
+    assert formed.time_ms == WALL_START_MS
+
+
+def test_session_timeout_names_the_member_and_starts_a_rebalance(h0: Harness) -> None:
+    (a, b), _ = h0.stable_group("g", 2, session_timeout_ms=10_000)
+    for _ in range(5):
+        h0.advance(2_000)
+        h0.heartbeat("g", a, 1)
+    timeout = last(h0, "session_timeout")
+    assert timeout.member_id == b
+    assert timeout.message == f"session timeout of member {b}"
+    assert WALL_START_MS + 10_000 <= timeout.time_ms < WALL_START_MS + 10_100
+    started = last(h0, "rebalance_started")
+    assert started.details["reason"] == "session_timeout"
+    assert started.seq > timeout.seq
+    assert h0.coordinator.events.stats.rebalances_by_reason[("classic", "session_timeout")] == 1
+
+
+def test_leave_group_carries_its_reason_string(h0: Harness) -> None:
+    (_a, b), _ = h0.stable_group("g", 2)
+    request = LeaveGroupRequest(group_id="g", members=[MemberIdentity(b, None, "the consumer is closing")])
+    h0._call(h0.coordinator.leave_group, LEAVE_GROUP, 5, request)
+    left = last(h0, "member_left")
+    assert left.member_id == b
+    assert left.details["reason"] == "the consumer is closing"
+    assert last(h0, "rebalance_started").details["reason"] == "member_left"
+
+
+def test_members_that_do_not_rejoin_in_time_are_named(h0: Harness) -> None:
+    (a, b), _generation = h0.stable_group("g", 2, rebalance_timeout_ms=30_000, session_timeout_ms=60_000)
+    h0.join("g", a, rebalance_timeout_ms=30_000, session_timeout_ms=60_000, topics=("t", "u"))
+    assert last(h0, "subscription_changed").member_id == a
+    assert last(h0, "rebalance_started").details["reason"] == "subscription_changed"
+    h0.advance(30_000)
+    timed_out = last(h0, "rebalance_timeout")
+    assert timed_out.member_id == b
+    formed = last(h0, "generation_formed")
+    assert formed.details["join_phase_ms"] == 30_000
+    assert formed.details["last_member_to_join"] == a
+    assert formed.details["last_join_after_ms"] == 0
+    assert h0.coordinator.events.stats.preparing_ms[-1] == 30_000
+
+
+def test_leader_rejoining_a_stable_group_is_a_reason(h0: Harness) -> None:
+    (a, _b), _ = h0.stable_group("g", 2)
+    h0.join("g", a)
+    assert last(h0, "leader_rejoined").member_id == a
+    assert last(h0, "rebalance_started").details["reason"] == "leader_rejoined"
+
+
+def test_members_that_do_not_sync_are_named(h0: Harness) -> None:
+    (a, b), _generation = h0.stable_group("g", 2, rebalance_timeout_ms=5_000)
+    h0.join("g", a, rebalance_timeout_ms=5_000)
+    h0.join("g", b, rebalance_timeout_ms=5_000)
+    h0.advance(5_000)
+    missing = last(h0, "sync_timeout")
+    assert isinstance(missing.details["members"], list)
+    assert set(missing.details["members"]) == {a, b}
+    assert last(h0, "rebalance_started").details["reason"] == "sync_timeout"
+
+
+def test_static_member_replacement_is_recorded(h0: Harness) -> None:
+    (_a, s), _ = h0.stable_group("g", 2, instance_ids=[None, "static-1"])
+    reply = h0.join("g", instance_id="static-1")
+    replaced = last(h0, "static_member_replaced")
+    assert replaced.details["instance_id"] == "static-1"
+    assert replaced.details["replaced_member_id"] == s
+    assert replaced.member_id == reply.wire.member_id
+
+
+def test_stable_records_phase_durations_and_partitions_moved(h0: Harness) -> None:
+    a_join = h0.join("g", version=3)
+    h0.advance(1)
+    a = a_join.wire.member_id
+    h0.sync("g", a, 1, assignments={a: assignment({"t": [0, 1, 2, 3]})})
+    assert last(h0, "group_stable").details["partitions_moved"] == 0
+    b_join = h0.join("g", version=3)
+    h0.advance(1_500)
+    h0.join("g", a, version=3)
+    b = b_join.wire.member_id
+    generation = b_join.wire.generation_id
+    h0.advance(500)
+    h0.sync("g", b, generation)
+    h0.sync("g", a, generation, assignments={a: assignment({"t": [0, 1]}), b: assignment({"t": [2, 3]})})
+    stable = last(h0, "group_stable")
+    assert stable.details["partitions_moved"] == 2
+    assert stable.details["sync_phase_ms"] == 500
+    assert stable.details["rebalance_ms"] == 2_000
+    stats = h0.coordinator.events.stats
+    assert stats.completing_ms[-1] == 500 and stats.preparing_ms[-1] == 1_500
+    assert stats.partitions_moved[-2:] == [0, 2]
+    assert stats.slowest_rejoin["g"] == (a, 1_500)
+
+
+def test_deleted_group_records_its_removal(h0: Harness) -> None:
+    (a,), _ = h0.stable_group("g", 1)
+    h0.leave("g", a)
+    assert last(h0, "group_empty").state == "Empty"
+    h0.delete_groups("g")
+    assert kinds(h0)[-1] == "group_removed"
+
+
+def test_failed_assignment_write_is_the_reason_of_the_next_rebalance(h0: Harness) -> None:
+    a_join = h0.join("g", version=3)
+    h0.advance(1)
+    a = a_join.wire.member_id
+    h0.fail_code = 7  # REQUEST_TIMED_OUT
+    h0.sync("g", a, 1, assignments={a: b""})
+    h0.fail_code = None
+    assert last(h0, "assignment_write_failed").kind == "assignment_write_failed"
+    assert last(h0, "rebalance_started").details["reason"] == "assignment_write_failed"
+
+
+# -- KIP-848 consumer groups ----------------------------------------------------------------------
+
+
+def test_consumer_group_epoch_bumps_name_their_reason(hc: Harness) -> None:
+    first = Client(hc, "m1")
+    first.join()
+    bump = last(hc, "epoch_bumped")
+    assert bump.generation == 1 and bump.details["reason"] == "member_joined"
+    assert last(hc, "target_computed").details["partitions_moved"] == 0
+    second = Client(hc, "m2")
+    second.join()
+    bump = last(hc, "epoch_bumped")
+    assert bump.generation == 2 and "member m2 joined" in bump.message
+    assert last(hc, "target_computed").details["partitions_moved"] == 3  # half of m1's six
+    hc.advance(700)
+    for _ in range(4):
+        first.beat()
+        second.beat()
+    reconciled = last(hc, "assignment_reconciled")
+    assert reconciled.generation == 2 and reconciled.details["reconcile_ms"] == 700
+    assert hc.coordinator.events.stats.rebalances_by_reason[("consumer", "member_joined")] == 2
+
+
+def test_consumer_group_subscription_change_and_partition_growth(hc: Harness) -> None:
+    hc.catalog.set_topic("u", 2)
+    client = Client(hc, "m1")
+    client.join()
+    cg_heartbeat(hc, "g", "m1", client.epoch, topics=["t", "u"])
+    assert last(hc, "epoch_bumped").details["reason"] == "subscription_changed"
+    hc.catalog.set_topic("u", 4)
+    cg_heartbeat(hc, "g", "m1", last(hc, "epoch_bumped").generation)
+    changed = last(hc, "metadata_changed")
+    assert changed.message == "subscribed topics changed: topic u grew from 2 to 4 partitions"
+    assert last(hc, "epoch_bumped").details["reason"] == "metadata_changed"
+
+
+def test_consumer_group_session_timeout_and_leave(hc: Harness) -> None:
+    Client(hc, "m1").join()
+    Client(hc, "m2").join()
+    cg_heartbeat(hc, "g", "m2", -1)
+    assert last(hc, "member_left").member_id == "m2"
+    assert last(hc, "epoch_bumped").details["reason"] == "member_left"
+    hc.advance(45_000)
+    assert last(hc, "session_timeout").member_id == "m1"
+    bump = last(hc, "epoch_bumped")
+    assert bump.details["reason"] == "session_timeout"
+    assert bump.message == f"group epoch bumped to {bump.generation} (reason: session timeout of member m1)"
+
+
+# -- the ring itself ------------------------------------------------------------------------------
+
+
+def test_ring_is_bounded_per_group_and_in_groups() -> None:
+    clock = ShardClock()
+    events = ev.GroupEvents(clock, ring_size=3, max_groups=2)
+    for i in range(5):
+        clock.set(i, 1000 + i)
+        events.record("a", ev.MEMBER_JOINED, "classic", "Empty", 0, f"event {i}")
+    assert [e.message for e in events.history("a")] == ["event 2", "event 3", "event 4"]
+    assert [e.message for e in events.history("a", since_seq=4)] == ["event 4"]
+    assert [e.message for e in events.history("a", since_ms=1003)] == ["event 3", "event 4"]
+    events.record("b", ev.MEMBER_JOINED, "classic", "Empty", 0, "b")
+    events.record("c", ev.MEMBER_JOINED, "classic", "Empty", 0, "c")
+    assert list(events.groups()) == ["b", "c"]
+    with pytest.raises(ValueError, match="at least 1"):
+        ev.GroupEvents(clock, ring_size=0)
+
+
+def test_an_earlier_operation_cause_does_not_explain_a_later_rebalance() -> None:
+    clock = ShardClock()
+    events = ev.GroupEvents(clock)
+    events.record("g", ev.MEMBER_JOINED, "classic", "PreparingRebalance", 1, "member x joined")
+    events.begin_operation()
+    events.rebalance_started("g", "Stable", 1)
+    assert events.history("g")[-1].details["reason"] == "unknown"
+
+
+def test_metadata_change_descriptions() -> None:
+    before = {"a": (b"1", 2), "b": (b"2", 3), "c": (b"3", 1)}
+    after = {"a": (b"1", 4), "b": (b"9", 3), "d": (b"4", 1)}
+    assert ev.describe_metadata_change(before, after) == (
+        "topic d appeared with 1 partitions; topic c is gone; topic a grew from 2 to 4 partitions; "
+        "topic b was recreated"
+    )
+
+
+def test_classic_owners_reads_consumer_assignments() -> None:
+    owners = ev.classic_owners({"m1": assignment({"t": [0, 1]}), "m2": b""})
+    assert owners == {("t", 0): "m1", ("t", 1): "m1"}
+    assert ev.classic_owners({"m1": b"\x00\x00\xff"}) is None
+    assert ev.classic_owners({"m1": subscription(["t"])[:1]}) is None
+
+
+def test_taken_from_others_counts_only_partitions_another_member_owns() -> None:
+    owners = {("t", 0): "a", ("t", 1): "a", ("t", 2): "b"}
+    new = {"t": frozenset({0, 2, 3}), "u": frozenset({0})}
+    assert ev.taken_from_others(owners, "b", new, {"t": frozenset({2})}) == 1  # t-0; t-3, u-0 unowned
+    assert ev.taken_from_others(owners, "a", {"t": frozenset({0, 1})}, {}) == 0
+
+
+def test_consumer_member_that_does_not_revoke_in_time_is_named(hc: Harness) -> None:
+    first = Client(hc, "m1")
+    first.join()
+    first.beat()
+    Client(hc, "m2").join()
+    # m1 keeps reporting every partition: it never revokes what m2 is due.
+    cg_heartbeat(hc, "g", "m1", first.epoch, owned={"t": range(6)}, rebalance_timeout_ms=30_000)
+    hc.advance(30_000)
+    timed_out = last(hc, "rebalance_timeout")
+    assert timed_out.member_id == "m1"
+    assert "did not revoke within the rebalance timeout" in timed_out.message
+    assert last(hc, "epoch_bumped").details["reason"] == "rebalance_timeout"
+
+
+def test_consumer_static_member_replacement_is_recorded(hc: Harness) -> None:
+    old = Client(hc, "old", instance_id="i-1")
+    old.join()
+    cg_heartbeat(hc, "g", "old", -2, instance_id="i-1")
+    assert last(hc, "member_left").message == "static member old left temporarily"
+    Client(hc, "new", instance_id="i-1").join()
+    replaced = last(hc, "static_member_replaced")
+    assert replaced.message == "static member old replaced by new (instance i-1)"
+    assert replaced.details["replaced_member_id"] == "old"
+
+
+def test_group_loaded_over_its_max_size_rebalances_with_that_reason(h0: Harness) -> None:
+    h0.stable_group("g", 3)
+    restarted = h0.restart(GroupConfig(group_initial_rebalance_delay_ms=0, group_max_size=2))
+    assert kinds(restarted) == ["loaded", "rebalance_started"]
+    assert last(restarted, "loaded").message == "loaded with 3 members, over group.max.size"
+    assert last(restarted, "rebalance_started").details["reason"] == "loaded"

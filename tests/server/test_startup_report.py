@@ -1,0 +1,72 @@
+"""At start the server names its data's absolute location and the settings in force, secrets hidden."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from coordinator.server.config import load_config
+from coordinator.server.startup_report import settings_block, sqlite_path, storage_location
+from tests.support.server import REPO
+
+
+def test_a_relative_sqlite_path_is_named_absolutely(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert sqlite_path("sqlite:///data/c.db?synchronous=NORMAL") == tmp_path / "data" / "c.db"
+    assert sqlite_path("sqlite:////var/lib/c.db") == Path("/var/lib/c.db")
+    assert storage_location("sqlite:///c.db") == str(tmp_path / "c.db")
+    assert storage_location("postgresql://u:pw@db:5432/x") == "postgresql://u:***@db:5432/x"
+    assert storage_location("memory://") == "memory://"
+
+
+def test_the_settings_block_hides_secrets() -> None:
+    config = load_config(
+        cli={
+            "storage": "postgresql://admin:topsecret@db/x",
+            "ssl_keyfile_password": "hunter2",
+            "num_partitions": 3,
+        },
+        env={},
+    )
+    block = settings_block(config)
+    assert "\tnum.partitions = 3" in block.splitlines()
+    assert "\tstorage = postgresql://admin:***@db/x" in block.splitlines()
+    assert "\tssl.keyfile.password = [hidden]" in block.splitlines()
+    assert "topsecret" not in block and "hunter2" not in block
+
+
+@pytest.mark.integration
+def test_serve_logs_where_its_data_is_and_its_settings(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("COORDINATOR_")}
+    env["PYTHONPATH"] = str(REPO)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "coordinator", "serve", "--port", "0", "--storage", "sqlite:///state.db",
+         "--ssl-keyfile-password", "hunter2"],
+        cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    lines: list[str] = []
+    try:
+        assert process.stderr is not None
+        for line in process.stderr:
+            lines.append(line)
+            if "loaded " in line and " topics" in line:
+                break
+    finally:
+        process.terminate()
+        try:
+            process.wait(15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(5)
+        if process.stderr is not None:
+            process.stderr.close()
+    text = "".join(lines)
+    database = tmp_path / "state.db"
+    assert f"SQLite file {database} does not exist: starting with a new, empty database" in text
+    assert f"offsets from {database} in" in text
+    assert "effective configuration:" in text and "\tport = 0\n" in text
+    assert "ssl.keyfile.password = [hidden]" in text and "hunter2" not in text
