@@ -28,6 +28,7 @@ from coordinator.server.lag import EndOffsets, LagSampler, shard_committed_offse
 from coordinator.server.limits import ConnectionLimits
 from coordinator.server.listeners import BoundListener
 from coordinator.server.login_guard import CredentialCache, FailedLoginLimit
+from coordinator.server.logs import VERBATIM
 from coordinator.server.loop_lag import LoopLagMonitor
 from coordinator.server.metrics import HealthServer, MeasuredStore, Metrics
 from coordinator.server.readiness import StorageProbe
@@ -122,7 +123,7 @@ async def start_server(config: Config, end_offsets: EndOffsets | None = None) ->
         health = HealthServer(metrics, is_ready, console)
         metrics_port = await health.start(config.metrics_host, config.metrics_port)
         log.info("metrics and health endpoints on http://%s:%d/metrics", config.metrics_host, metrics_port)
-    log.info("effective configuration:\n%s", settings_block(config))
+    log.info("effective configuration:\n%s", settings_block(config), extra={VERBATIM: True})
     location = storage_location(config.storage)
     new_file = sqlite_path(config.storage)
     if new_file is not None and not new_file.exists():

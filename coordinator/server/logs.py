@@ -25,15 +25,21 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(entry)
 
 
+VERBATIM = "verbatim"
+
+
 class TextFormatter(logging.Formatter):
     """One line per event: control characters in the message (a newline in a client-chosen group
-    id, say) are escaped, so a client cannot forge log lines. Tracebacks keep their lines."""
+    id, say) are escaped, so a client cannot forge log lines. Tracebacks keep their lines, and so
+    does a record logged with ``extra={VERBATIM: True}``: text the operator wrote (the effective
+    configuration block), never a client's."""
 
     def __init__(self) -> None:
         super().__init__("%(asctime)s %(levelname)s %(name)s: %(message)s")
 
     def formatMessage(self, record: logging.LogRecord) -> str:
-        return super().formatMessage(record).translate(_ESCAPES)
+        message = super().formatMessage(record)
+        return message if getattr(record, VERBATIM, False) else message.translate(_ESCAPES)
 
 
 # Every C0 control character but tab, and DEL, as a visible escape.

@@ -123,7 +123,8 @@ async def test_rebalance_metrics_by_reason(observed: Observed) -> None:
     assert samples["coordinator_group_completing_rebalance_seconds_count"] == 1
     assert samples["coordinator_group_partitions_moved_count"] == 1
     assert samples['coordinator_group_rebalances_by_group{group="orders"}'] == 1
-    assert samples["coordinator_event_loop_lag_seconds"] >= 0
+    assert samples["coordinator_event_loop_lag_seconds_count"] >= 0
+    assert samples["coordinator_event_loop_lag_max_seconds"] >= 0
 
 
 async def test_the_lag_sampler_feeds_lag_in_seconds_and_status() -> None:
