@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import NewTopic
 
 from coordinator.gateway.upstream import UpstreamSettings
 from coordinator.gateway.upstream_cluster import UpstreamCluster
-from tests.gateway.clients import produce_kafka_python
 
 pytestmark = pytest.mark.integration
 
@@ -21,7 +20,12 @@ async def test_list_end_offsets_asks_the_leaders(tansu_port: int) -> None:
         admin.create_topics([NewTopic("ends", 2, 1)])
     finally:
         admin.close()
-    produce_kafka_python(bootstrap, "ends", [b"x"] * 7)  # round-robin-ish over both partitions
+    producer = KafkaProducer(bootstrap_servers=bootstrap)
+    try:
+        for partition in (0, 1, 1):  # each partition gets records (a sticky partitioner would not)
+            producer.send("ends", b"x", partition=partition).get(timeout=30)
+    finally:
+        producer.close()
 
     async def brokers_changed(_nodes: dict[int, tuple[str, int]]) -> None:
         return None
