@@ -20,6 +20,7 @@ from typing import Any, Final
 
 from coordinator.api.limits import RequestLimits
 from protocol.apis import ApiKey
+from protocol.error_responses import join_group_error
 from protocol.errors import ErrorCode
 from protocol.messages.consumer_group_heartbeat import (
     ConsumerGroupHeartbeatRequest,
@@ -31,7 +32,7 @@ from protocol.messages.create_partitions import (
     CreatePartitionsTopicResult,
 )
 from protocol.messages.create_topics import CreatableTopicResult, CreateTopicsRequest, CreateTopicsResponse
-from protocol.messages.join_group import JoinGroupRequest, JoinGroupResponse
+from protocol.messages.join_group import JoinGroupRequest
 from protocol.messages.offset_commit import (
     OffsetCommitRequest,
     OffsetCommitResponse,
@@ -138,15 +139,19 @@ def _first_problem(checks: Iterable[tuple[str, str | None, int]]) -> str | None:
     return None
 
 
+def _group_and_member_problem(limits: RequestLimits, group_id: str, member_id: str) -> tuple[int, str | None]:
+    """The error and reason for an over-long or NUL-carrying group or member id, in Kafka's order."""
+    problem = _first_problem([("group id", group_id, limits.group_id_max_chars)])
+    if problem is not None:
+        return ErrorCode.INVALID_GROUP_ID, problem
+    return ErrorCode.UNKNOWN_MEMBER_ID, _first_problem([("member id", member_id, limits.member_id_max_chars)])
+
+
 def _join_group(
     limits: RequestLimits, version: int, client_id: str, req: JoinGroupRequest
 ) -> Screening | None:
     longest = limits.group_id_max_chars
-    code = ErrorCode.INVALID_GROUP_ID
-    problem = _first_problem([("group id", req.group_id, longest)])
-    if problem is None:
-        code = ErrorCode.UNKNOWN_MEMBER_ID
-        problem = _first_problem([("member id", req.member_id, limits.member_id_max_chars)])
+    code, problem = _group_and_member_problem(limits, req.group_id, req.member_id)
     if problem is None:
         code = ErrorCode.INVALID_REQUEST
         problem = _first_problem(
@@ -163,25 +168,14 @@ def _join_group(
             problem = f"member metadata of {metadata} bytes exceeds {limits.group_member_metadata_max_bytes}"
     if problem is None:
         return None
-    return Screening(
-        answer=JoinGroupResponse(
-            error_code=code,
-            generation_id=-1,
-            protocol_name=None if version >= 7 else "",
-            member_id="",
-        )
-    )
+    return Screening(answer=join_group_error(version, code))
 
 
 def _consumer_group_heartbeat(
     limits: RequestLimits, client_id: str, req: ConsumerGroupHeartbeatRequest
 ) -> Screening | None:
     longest = limits.group_id_max_chars
-    code = ErrorCode.INVALID_GROUP_ID
-    problem = _first_problem([("group id", req.group_id, longest)])
-    if problem is None:
-        code = ErrorCode.UNKNOWN_MEMBER_ID
-        problem = _first_problem([("member id", req.member_id, limits.member_id_max_chars)])
+    code, problem = _group_and_member_problem(limits, req.group_id, req.member_id)
     if problem is None:
         code = ErrorCode.INVALID_REQUEST
         problem = _first_problem(
