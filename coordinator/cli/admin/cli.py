@@ -329,6 +329,12 @@ def add_offsets_parser(
         help="the committed offset (partitions without one: the log-end offset, on a broker with records)",
     )
     method.add_argument(
+        "--to-group",
+        metavar="OTHER",
+        help="the committed offsets of group OTHER (rpk's `group seek --to-group`; with --all-topics "
+        "every partition OTHER has an offset for)",
+    )
+    method.add_argument(
         "--to-datetime",
         type=_typed(parse_datetime_ms, "datetime"),
         metavar="ISO",

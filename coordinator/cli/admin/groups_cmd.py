@@ -106,18 +106,9 @@ def unknown_end_note(lines: list[OffsetLine]) -> str | None:
     )
 
 
-def format_assignment(assignment: list[TP] | None) -> str:
-    """'orders(0,1),payments(3)' as kafka-consumer-groups --members --verbose prints it."""
-    if not assignment:
-        return "-"
-    by_topic: dict[str, list[int]] = {}
-    for tp in assignment:
-        by_topic.setdefault(tp.topic, []).append(tp.partition)
-    return ",".join(f"{t}({','.join(map(str, ps))})" for t, ps in sorted(by_topic.items()))
-
-
 def format_partitions(assignment: list[TP] | None) -> str:
-    """'orders:0,1;payments:3' (topic:partitions), the assignment of a consumer-group member."""
+    """'orders:0,1;payments:3': an assignment as kafka-consumer-groups --members --verbose prints it
+    (since Kafka 3.7, for classic and consumer groups alike); '-' when there is none."""
     if not assignment:
         return "-"
     return ";".join(f"{t}:{','.join(map(str, ps))}" for t, ps in _by_topic(assignment).items())
@@ -216,7 +207,7 @@ def _members_table(described: list[tuple[GroupDescription, Any]]) -> tuple[list[
             m.host,
             m.client_id,
             "-" if m.assignment is None else len(m.assignment),
-            format_assignment(m.assignment),
+            format_partitions(m.assignment),
         ]
         for g, _ in described
         for m in g.members

@@ -65,6 +65,8 @@ def offsets_reset(client: AdminClient, args: argparse.Namespace) -> int:
     check_scope(args)
     if args.all_groups == (args.group is not None):
         raise UsageError("give a GROUP or --all-groups (one of them)")
+    if args.to_group is not None and (args.all_groups or args.to_group == args.group):
+        raise UsageError("--to-group copies another group's offsets into GROUP: name one GROUP, not itself")
     file_rows = read_csv_argument(args.from_file) if args.from_file is not None else None
     if not args.all_groups:
         changes = _reset_group(client, args, args.group, file_rows)
@@ -99,7 +101,7 @@ def _reset_group(
 ) -> list[Change]:
     described = refuse_if_active(client, group, "reset the offsets of")
     committed = client.committed_offsets(group)
-    if args.all_topics and not committed and described.state == "Dead":
+    if args.all_topics and not committed and described.state == "Dead" and args.to_group is None:
         raise KafkaError(
             ErrorCode.GROUP_ID_NOT_FOUND,
             f"group {group!r} does not exist, so --all-topics selects nothing; name the partitions "
