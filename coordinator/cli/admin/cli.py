@@ -18,6 +18,7 @@ from coordinator.cli.admin.connection import parse_address
 from coordinator.cli.admin.errors import KafkaError, UsageError
 from coordinator.cli.admin.groups_cmd import groups_delete, groups_describe, groups_list
 from coordinator.cli.admin.history_cmd import add_history_parser
+from coordinator.cli.admin.lag_options import add_lag_options
 from coordinator.cli.admin.move_cmd import (
     check_file_arguments,
     offsets_export_to_kafka,
@@ -278,6 +279,8 @@ def add_groups_parser(
         help="coordinator, assignment strategy, state, #members (consumer groups: also type, group "
         "epoch and assignment epoch)",
     )
+
+    add_lag_options(describe)
 
     delete = _leaf(verbs, "delete", groups_delete, "delete groups (they must have no members)")
     delete.add_argument("groups", nargs="*", metavar="GROUP")
