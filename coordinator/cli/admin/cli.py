@@ -26,6 +26,14 @@ from coordinator.cli.admin.move_cmd import (
 )
 from coordinator.cli.admin.offsets_cmd import offsets_delete, offsets_export, offsets_import, offsets_reset
 from coordinator.cli.admin.specs import parse_datetime_ms, parse_duration_ms, parse_topic_spec
+from coordinator.cli.admin.topics_cmd import (
+    parse_config,
+    topics_alter,
+    topics_create,
+    topics_delete,
+    topics_describe,
+    topics_list,
+)
 from coordinator.cli.admin.zookeeper import ZooKeeperError, parse_zk_address
 from coordinator.cli.admin.zookeeper_cmd import (
     MISSING_POLICIES,
@@ -438,12 +446,48 @@ def add_offsets_parser(
     return offsets
 
 
+def add_topics_parser(
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
+) -> argparse.ArgumentParser:
+    """`topics list|describe|create|alter|delete` (kafka-topics.sh's verbs) over the Kafka protocol."""
+    topics: argparse.ArgumentParser = subparsers.add_parser(
+        "topics", help="list, describe, create, alter and delete topics", description="Topics."
+    )
+    verbs = topics.add_subparsers(dest="verb", required=True, metavar="VERB")
+    listing = _leaf(verbs, "list", topics_list, "list the cluster's topics (Metadata)")
+    listing.add_argument("--internal", action="store_true", help="also internal topics (__consumer_offsets)")
+    describe = _leaf(verbs, "describe", topics_describe, "partitions, leaders, replicas and ISR of topics")
+    describe.add_argument("topics", nargs="*", metavar="TOPIC")
+    describe.add_argument("--all-topics", action="store_true", help="every topic of the cluster")
+    create = _leaf(verbs, "create", topics_create, "create topics (CreateTopics)")
+    create.add_argument("topics", nargs="+", metavar="TOPIC")
+    create.add_argument("--partitions", type=int, metavar="N", help="partitions (default: the broker's)")
+    create.add_argument(
+        "--replication-factor", type=int, metavar="R", help="replicas per partition (default: the broker's)"
+    )
+    create.add_argument(
+        "--config", action="append", type=_typed(parse_config, "config"), metavar="NAME=VALUE",
+        help="a topic config, e.g. cleanup.policy=compact (repeatable)",
+    )  # fmt: skip
+    create.add_argument("--if-not-exists", action="store_true", help="a topic that exists is not an error")
+    alter = _leaf(verbs, "alter", topics_alter, "raise the number of partitions (CreatePartitions)")
+    alter.add_argument("topics", nargs="+", metavar="TOPIC")
+    alter.add_argument("--partitions", type=int, required=True, metavar="N", help="the new partition count")
+    delete = _leaf(verbs, "delete", topics_delete, "delete topics (DeleteTopics)")
+    delete.add_argument("topics", nargs="+", metavar="TOPIC")
+    delete.add_argument(
+        "--if-exists", action="store_true", help="a topic that does not exist is not an error"
+    )
+    return topics
+
+
 def build_parser(prog: str = "coordinator") -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog=prog, description="Kafka consumer-group administration.")
     add_version_flag(parser)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     add_groups_parser(sub)
     add_offsets_parser(sub)
+    add_topics_parser(sub)
     return parser
 
 
