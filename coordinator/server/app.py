@@ -8,6 +8,7 @@ import logging
 import random
 import signal
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -33,6 +34,7 @@ from coordinator.server.loop_lag import LoopLagMonitor
 from coordinator.server.metrics import HealthServer, MeasuredStore, Metrics
 from coordinator.server.readiness import StorageProbe
 from coordinator.server.runtime import Clock, Runtime
+from coordinator.server.scram_users import ScramUsers
 from coordinator.server.startup_report import settings_block, sqlite_path, storage_location
 from storage.base import Store
 from storage.records import UserCredentialRecord
@@ -65,6 +67,7 @@ class RunningServer:
     lag: LagTracker = field(default_factory=LagTracker)
     loop_lag: LoopLagMonitor | None = None
     gateway: Gateway | None = None
+    scram_users: ScramUsers | None = None
 
     @property
     def port(self) -> int:
@@ -84,6 +87,8 @@ class RunningServer:
         if self.dispatcher.sasl is not None:
             for task in list(self.dispatcher.sasl.tasks):  # logins waiting for their credentials
                 task.cancel()
+        if self.scram_users is not None:
+            await self.scram_users.close()
         for connection in list(self.dispatcher.connections):
             connection.stop_reading()
         # Parked JoinGroup/SyncGroup requests learn that this coordinator is going away (Kafka
@@ -147,6 +152,8 @@ async def start_server(config: Config, end_offsets: EndOffsets | None = None) ->
     runtime = Runtime(coordinator, writer, clock, config.offsets_commit_timeout_ms)
     dispatcher = Dispatcher(runtime, cluster, metrics)
     dispatcher.limits = config.request_limits()
+    scram_users = ScramUsers(runtime, _all_credentials(store))
+    scram_users.install(dispatcher.routes)
     limits = ConnectionLimits(
         config.max_connections, config.max_connections_per_ip, config.connections_max_idle_ms
     )
@@ -177,6 +184,7 @@ async def start_server(config: Config, end_offsets: EndOffsets | None = None) ->
     server = RunningServer(
         config, store, writer, runtime, dispatcher, servers[0], health, metrics_port, limits, servers
     )
+    server.scram_users = scram_users
     limits.start(loop)
     if metrics is not None:
         lag_metrics = metrics
@@ -331,6 +339,18 @@ def _credential_loader(store: Store) -> CredentialLoader:
             found: list[UserCredentialRecord] = await loader(user)
             return found
         return [c for c in (await store.load()).credentials if c.user == user]
+
+    return load
+
+
+def _all_credentials(store: Store) -> Callable[[], Awaitable[list[UserCredentialRecord]]]:
+    loader = getattr(store, "load_credentials", None)
+
+    async def load() -> list[UserCredentialRecord]:
+        if loader is not None:
+            found: list[UserCredentialRecord] = await loader(None)
+            return found
+        return list((await store.load()).credentials)
 
     return load
 
