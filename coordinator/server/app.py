@@ -356,6 +356,13 @@ def _all_credentials(store: Store) -> Callable[[], Awaitable[list[UserCredential
 
 
 def _store_options(config: Config) -> dict[str, object]:
+    options: dict[str, object] = {}
     if config.storage.startswith("sqlite:") and "synchronous=" not in config.storage:
-        return {"synchronous": config.sqlite_synchronous.upper()}
-    return {}
+        options["synchronous"] = config.sqlite_synchronous.upper()
+    retention = config.offset_commit_history_retention_ms
+    if retention and "history_retention_ms=" not in config.storage:  # the URL's own option wins
+        if config.storage.startswith("memory:"):
+            options["history"] = True
+        else:
+            options["history_retention_ms"] = retention
+    return options

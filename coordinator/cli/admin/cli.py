@@ -14,6 +14,7 @@ from typing import Any
 
 from coordinator.cli.admin.client import AdminClient
 from coordinator.cli.admin.command_config import ENV_PREFIX, load_security
+from coordinator.cli.admin.commit_history_cmd import add_commit_history_parser
 from coordinator.cli.admin.connection import parse_address
 from coordinator.cli.admin.errors import KafkaError, UsageError
 from coordinator.cli.admin.groups_cmd import groups_delete, groups_describe, groups_list
@@ -443,6 +444,7 @@ def add_offsets_parser(
         help="offsets of topics or partitions the cluster lacks: fail (default), skip them, or "
         "create the topics and partitions",
     )
+    add_commit_history_parser(verbs)
     return offsets
 
 
