@@ -10,7 +10,7 @@ import signal
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from coordinator.api.authz import AclLayer
 from coordinator.api.topic_authz import TopicAcls
@@ -23,6 +23,7 @@ from coordinator.server.config import Config
 from coordinator.server.connection import Connection
 from coordinator.server.console import Console
 from coordinator.server.dispatcher import Dispatcher
+from coordinator.server.event_store import EventPersister
 from coordinator.server.group_metrics import GroupMetricsCollector
 from coordinator.server.group_views import GroupViews, lag_feeder
 from coordinator.server.lag import EndOffsets, LagSampler, shard_committed_offsets
@@ -68,6 +69,7 @@ class RunningServer:
     loop_lag: LoopLagMonitor | None = None
     gateway: Gateway | None = None
     scram_users: ScramUsers | None = None
+    event_persister: EventPersister | None = None
 
     @property
     def port(self) -> int:
@@ -106,6 +108,8 @@ class RunningServer:
             self.loop_lag.stop()
         for connection in list(self.dispatcher.connections):
             connection.close()
+        if self.event_persister is not None:
+            await self.event_persister.stop()  # the last events (the groups unloading) too
         await self.store.close()
         for listener in self.all_listeners or [self.listener]:
             await listener.wait_closed()
@@ -136,6 +140,7 @@ async def start_server(config: Config, end_offsets: EndOffsets | None = None) ->
     else:
         log.info("storage: %s", location)
     store: Store = open_store(config.storage, **_store_options(config))
+    raw_store: Any = store  # what MeasuredStore wraps: group events go to it directly
     if metrics is not None:
         store = MeasuredStore(store, metrics)
     await store.open()
@@ -227,6 +232,11 @@ async def start_server(config: Config, end_offsets: EndOffsets | None = None) ->
     # While loading, group requests are answered COORDINATOR_LOAD_IN_PROGRESS (see loading.py)
     # and requests that need the topic catalog wait for it.
     started = time.monotonic()
+    event_persister = None
+    if config.group_events_persist:
+        event_persister = EventPersister(coordinator.events, raw_store, config.group_events_retention_ms)
+        restored = await event_persister.restore()
+        log.info("group events are persisted; %d restored", restored)
     state = await store.load()
     cluster.load(state.topics)
     coordinator.load(
@@ -245,6 +255,9 @@ async def start_server(config: Config, end_offsets: EndOffsets | None = None) ->
     )  # fmt: skip
     state_acls = state.acls
     del state
+    if event_persister is not None:
+        server.event_persister = event_persister
+        event_persister.start()
     if metrics is not None:
         metrics.load_time.set(load_seconds)
         metrics.watch_core(

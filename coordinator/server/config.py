@@ -100,6 +100,17 @@ class Config(GroupConfig):
         non_negative,
         kafka=True,
     )
+    group_events_persist: bool = setting(
+        False,
+        "store group events so that `groups history` and the console survive a restart (ours)",
+        kafka=True,
+    )
+    group_events_retention_ms: int = setting(
+        7 * 24 * 3600 * 1000,
+        "how long stored group events are kept (at most 200000 rows) (ours)",
+        positive,
+        kafka=True,
+    )
     metrics_host: str = setting("127.0.0.1", "address of the metrics endpoint")
     metrics_port: int = setting(0, "port of /metrics, /healthz and /readyz (0 = off)", tcp_port)
     log_level: str = setting(
