@@ -1,10 +1,12 @@
-"""Parity with rpk and kafka-consumer-groups.sh: copying offsets between groups, lag per topic."""
+"""Parity with rpk and kafka-consumer-groups.sh: copying offsets between groups, several groups in one file."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from tests.admin.support import cli, commit, committed, create_topics, table_rows
+from tests.admin.support import cli, commit, committed, create_topics, live_consumer, table_rows
 from tests.support.server import ServerProcess
 
 pytestmark = pytest.mark.integration
@@ -60,3 +62,36 @@ def test_reset_to_group_errors(ours: ServerProcess) -> None:
     assert itself.code == 2 and "not itself" in itself.err, itself
     every = cli(b, "offsets", "reset", "--all-groups", "--all-topics", "--to-group", "copy-err-src")
     assert every.code == 2, every
+
+
+def test_several_groups_in_one_file_export_and_import(ours: ServerProcess, tmp_path: Path) -> None:
+    b = ours.bootstrap
+    create_topics(b, many_t=2)
+    commit(b, "many-a", {("many_t", 0): 4, ("many_t", 1): 5})
+    commit(b, "many-b", {("many_t", 0): 7})
+    exported = cli(b, "offsets", "export", "--all-groups")
+    assert exported.code == 0, exported
+    assert {"many-a,many_t,0,4", "many-a,many_t,1,5", "many-b,many_t,0,7"} <= set(exported.out.splitlines())
+
+    plan = tmp_path / "groups.csv"
+    plan.write_text(
+        "group,topic,partition,offset\nmany-c,many_t,0,40\nmany-c,many_t,1,41\nmany-live,many_t,0,1\nmany-d,many_t,1,9\n"
+    )
+    with live_consumer(b, "many-live", ["many_t"], "busy"):
+        imported = cli(b, "offsets", "import", "--groups-file", str(plan))
+    # The group with members is refused and named; the others are imported (exit 1).
+    assert imported.code == 1 and "NON_EMPTY_GROUP" in imported.err and "many-live" in imported.err
+    assert table_rows(imported.out)[1:] == [
+        ["many-c", "many_t", "0", "40", "committed"],
+        ["many-c", "many_t", "1", "41", "committed"],
+        ["many-d", "many_t", "1", "9", "committed"],
+    ]
+    assert offsets_of(b, "many-c") == {("many_t", 0): 40, ("many_t", 1): 41}
+    assert offsets_of(b, "many-d") == {("many_t", 1): 9}
+
+    bad = tmp_path / "bad.csv"
+    bad.write_text("many-e,many_t,0\n")
+    refused = cli(b, "offsets", "import", "--groups-file", str(bad))
+    assert refused.code == 2 and "expected group,topic,partition,offset" in refused.err
+    both = cli(b, "offsets", "import", "many-e", str(plan), "--groups-file", str(plan))
+    assert both.code == 2

@@ -17,6 +17,7 @@ from coordinator.cli.admin.command_config import ENV_PREFIX, load_security
 from coordinator.cli.admin.commit_history_cmd import add_commit_history_parser
 from coordinator.cli.admin.connection import parse_address
 from coordinator.cli.admin.errors import KafkaError, UsageError
+from coordinator.cli.admin.group_files import offsets_export_all, offsets_import_groups
 from coordinator.cli.admin.groups_cmd import groups_delete, groups_describe, groups_list
 from coordinator.cli.admin.history_cmd import add_history_parser
 from coordinator.cli.admin.lag_options import add_lag_options
@@ -81,6 +82,11 @@ def _groups_list(client: AdminClient, args: argparse.Namespace) -> int:
 
 
 def _offsets_import(client: AdminClient, args: argparse.Namespace) -> int:
+    if args.groups_file is not None:
+        if args.group is not None or args.file is not None or args.from_kafka or args.from_zookeeper:
+            raise UsageError("--groups-file names the groups itself: no GROUP, FILE or other source")
+        check_file_arguments(args, "--from-kafka or --from-zookeeper")
+        return offsets_import_groups(client, args)
     if args.from_kafka is not None and args.from_zookeeper is not None:
         raise UsageError("--from-kafka and --from-zookeeper: one source at a time")
     if args.from_kafka is not None:
@@ -157,6 +163,18 @@ def _offsets_export(client: AdminClient, args: argparse.Namespace) -> int:
         if args.format == "csv":
             raise UsageError("--to-kafka prints the plan as a table or JSON, not CSV")
         return offsets_export_to_kafka(client, args)
+    if args.all_groups and args.group is None and args.group_option is None:
+        # kafka-consumer-groups --export --all-groups: group,topic,partition,offset
+        args.all_groups = False
+        check_file_arguments(args, "--to-kafka")
+        if args.with_metadata:
+            raise UsageError(
+                "--with-metadata goes with one GROUP (the several-groups file has no metadata column)"
+            )
+        args.format = args.format or "csv"
+        if args.format == "table":
+            raise UsageError("--format table goes with --to-kafka; the export prints CSV or JSON")
+        return offsets_export_all(client, args)
     check_file_arguments(args, "--to-kafka")
     if args.group is None:
         raise UsageError("GROUP is required (or --to-kafka BOOTSTRAP with --group/--all-groups)")
@@ -417,6 +435,12 @@ def add_offsets_parser(
     imports.add_argument("group", metavar="GROUP", nargs="?")
     imports.add_argument(
         "file", metavar="FILE", nargs="?", help="topic,partition,offset[,metadata] CSV ('-' for stdin)"
+    )
+    imports.add_argument(
+        "--groups-file",
+        metavar="CSV",
+        help="several groups from a group,topic,partition,offset file (as `offsets export --all-groups` "
+        "and kafka-consumer-groups.sh write it; '-' for stdin); each group on its own",
     )
     imports.add_argument(
         "--from-kafka",
