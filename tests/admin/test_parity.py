@@ -95,3 +95,34 @@ def test_several_groups_in_one_file_export_and_import(ours: ServerProcess, tmp_p
     assert refused.code == 2 and "expected group,topic,partition,offset" in refused.err
     both = cli(b, "offsets", "import", "many-e", str(plan), "--groups-file", str(plan))
     assert both.code == 2
+
+
+def test_import_into_a_fresh_cluster_creates_or_skips_missing_topics(
+    ours: ServerProcess, tmp_path: Path
+) -> None:
+    b = ours.bootstrap
+    create_topics(b, fresh_have=1)
+    plan = tmp_path / "fresh.csv"
+    plan.write_text("fresh_new,0,10\nfresh_new,2,12\nfresh_have,0,3\nfresh_have,1,4\n")
+
+    refused = cli(b, "offsets", "import", "fresh-g", str(plan))
+    assert refused.code == 1 and "UNKNOWN_TOPIC_OR_PARTITION" in refused.err, refused
+    assert "fresh_have (has 1 partitions, needs 2), fresh_new (missing)" in refused.err
+    assert offsets_of(b, "fresh-g") == {}  # nothing was imported
+
+    skipped = cli(b, "offsets", "import", "fresh-g", str(plan), "--missing-topics", "skip")
+    assert skipped.code == 0 and "skipped 3 partition(s)" in skipped.err, skipped
+    assert offsets_of(b, "fresh-g") == {("fresh_have", 0): 3}
+
+    created = cli(b, "offsets", "import", "fresh-g", str(plan), "--missing-topics", "create")
+    assert created.code == 0 and "created: " in created.err, created
+    assert offsets_of(b, "fresh-g") == {
+        ("fresh_new", 0): 10, ("fresh_new", 2): 12, ("fresh_have", 0): 3, ("fresh_have", 1): 4,
+    }  # fmt: skip
+    (new_topic,) = cli(b, "topics", "describe", "fresh_new", "--format", "json").json()
+    assert len(new_topic["partitions"]) == 3
+
+    groups = tmp_path / "fresh-groups.csv"
+    groups.write_text("fresh-h,fresh_more,1,5\n")
+    many = cli(b, "offsets", "import", "--groups-file", str(groups), "--missing-topics", "create")
+    assert many.code == 0 and offsets_of(b, "fresh-h") == {("fresh_more", 1): 5}, many

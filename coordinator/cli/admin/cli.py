@@ -21,6 +21,7 @@ from coordinator.cli.admin.group_files import offsets_export_all, offsets_import
 from coordinator.cli.admin.groups_cmd import groups_delete, groups_describe, groups_list
 from coordinator.cli.admin.history_cmd import add_history_parser
 from coordinator.cli.admin.lag_options import add_lag_options
+from coordinator.cli.admin.missing_topics import MISSING_POLICIES
 from coordinator.cli.admin.move_cmd import (
     check_file_arguments,
     offsets_export_to_kafka,
@@ -38,7 +39,6 @@ from coordinator.cli.admin.topics_cmd import (
 )
 from coordinator.cli.admin.zookeeper import ZooKeeperError, parse_zk_address
 from coordinator.cli.admin.zookeeper_cmd import (
-    MISSING_POLICIES,
     groups_list_from_zookeeper,
     offsets_import_from_zookeeper,
 )
@@ -461,12 +461,12 @@ def add_offsets_parser(
         action="store_true",
         help="import although consumers are still registered under /consumers/<group>/ids",
     )
-    zookeeper.add_argument(
+    imports.add_argument(
         "--missing-topics",
         choices=MISSING_POLICIES,
         default="fail",
-        help="offsets of topics or partitions the cluster lacks: fail (default), skip them, or "
-        "create the topics and partitions",
+        help="file and ZooKeeper imports: offsets of topics or partitions the cluster lacks fail the "
+        "import (default, nothing is committed), are skipped, or the topics and partitions are created",
     )
     add_commit_history_parser(verbs)
     return offsets

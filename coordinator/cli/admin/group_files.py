@@ -12,6 +12,7 @@ import sys
 from coordinator.cli.admin.client import TP, AdminClient, Committed
 from coordinator.cli.admin.csvfile import OffsetRow, read_group_offsets_csv, write_group_offsets_csv
 from coordinator.cli.admin.errors import KafkaError, UsageError
+from coordinator.cli.admin.missing_topics import settle_missing
 from coordinator.cli.admin.offsets_cmd import refuse_if_active, refuse_if_joined
 from coordinator.cli.admin.output import note, print_json, print_table
 from protocol.errors import ErrorCode, error_name
@@ -53,6 +54,11 @@ def offsets_import_groups(client: AdminClient, args: argparse.Namespace) -> int:
     by_group: dict[str, dict[TP, Committed]] = {}
     for group, r in rows:
         by_group.setdefault(group, {})[TP(r.topic, r.partition)] = Committed(r.offset)
+    skipped = settle_missing(
+        client, sorted({tp for offsets in by_group.values() for tp in offsets}), args.missing_topics
+    )
+    by_group = {g: {tp: c for tp, c in o.items() if tp not in skipped} for g, o in by_group.items()}
+    by_group = {g: o for g, o in by_group.items() if o}
     results: list[tuple[str, TP, int, int]] = []
     failures: list[KafkaError] = []
     for group, offsets in by_group.items():

@@ -10,6 +10,7 @@ from typing import Any
 from coordinator.cli.admin.client import TP, AdminClient, Committed, GroupDescription
 from coordinator.cli.admin.csvfile import OffsetRow, read_offsets_csv, write_offsets_csv
 from coordinator.cli.admin.errors import KafkaError, UsageError
+from coordinator.cli.admin.missing_topics import settle_missing
 from coordinator.cli.admin.output import note, print_json, print_table
 from coordinator.cli.admin.reset_plan import check_scope, plan_reset
 from protocol.errors import ErrorCode, error_name
@@ -146,6 +147,10 @@ def offsets_import(client: AdminClient, args: argparse.Namespace) -> int:
         raise UsageError(f"{args.file}: no offsets to import")
     refuse_if_active(client, args.group, "import offsets into")
     offsets = {TP(r.topic, r.partition): Committed(r.offset, r.metadata or "") for r in rows}
+    for tp in settle_missing(client, list(offsets), args.missing_topics):
+        del offsets[tp]
+    if not offsets:
+        return 0
     errors = client.commit_offsets(args.group, offsets)
     refuse_if_joined(client, args.group, "import offsets into", errors)
     changes = [
