@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import socket
+import time
 from typing import Any
 
 import pytest
@@ -115,9 +116,13 @@ def test_groups_history_survives_a_restart(tmp_path: Any, capsys: pytest.Capture
         with live_consumer(server.bootstrap, "kept", ["kept_t"], "keeper"):
             pass
     with running_server(url, settings):
-        assert (
-            main(["groups", "history", "kept", "--http", f"127.0.0.1:{http_port}", "--format", "json"]) == 0
-        )
+        # The HTTP port answers 503 until the groups are loaded: ask until it has loaded them.
+        deadline = time.monotonic() + 20
+        while (
+            main(["groups", "history", "kept", "--http", f"127.0.0.1:{http_port}", "--format", "json"]) != 0
+        ):
+            assert time.monotonic() < deadline, capsys.readouterr().err
+            time.sleep(0.2)
     events = json.loads(capsys.readouterr().out)["events"]
     kinds = [e["kind"] for e in events]
     assert kinds[:2] == ["member_joined", "rebalance_started"], kinds
