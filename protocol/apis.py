@@ -40,7 +40,7 @@ class ApiKey(IntEnum):
 # a standalone coordinator holds no records.
 SERVED_VERSIONS: Final[dict[ApiKey, tuple[int, int]]] = {
     ApiKey.PRODUCE: (3, 9),
-    ApiKey.FETCH: (4, 13),
+    ApiKey.FETCH: (0, 13),
     ApiKey.LIST_OFFSETS: (0, 8),
     ApiKey.METADATA: (0, 12),
     ApiKey.OFFSET_COMMIT: (0, 9),

@@ -59,6 +59,7 @@ _KP_EXTRA_MODULES: Final = (
     "kafka.protocol.old.commit",
     "kafka.protocol.old.admin",
     "kafka.protocol.old.list_offsets",
+    "kafka.protocol.old.fetch",
     "kafka.protocol.old.types",
 )
 
