@@ -29,7 +29,9 @@ class ApiKey(IntEnum):
     DESCRIBE_ACLS = 29
     CREATE_ACLS = 30
     DELETE_ACLS = 31
+    DESCRIBE_CONFIGS = 32
     SASL_AUTHENTICATE = 36
+    INCREMENTAL_ALTER_CONFIGS = 44
     OFFSET_DELETE = 47
     DESCRIBE_CLUSTER = 60
     CONSUMER_GROUP_HEARTBEAT = 68
@@ -61,7 +63,9 @@ SERVED_VERSIONS: Final[dict[ApiKey, tuple[int, int]]] = {
     ApiKey.DESCRIBE_ACLS: (1, 3),
     ApiKey.CREATE_ACLS: (1, 3),
     ApiKey.DELETE_ACLS: (1, 3),
+    ApiKey.DESCRIBE_CONFIGS: (1, 4),
     ApiKey.SASL_AUTHENTICATE: (0, 2),
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1),
     ApiKey.OFFSET_DELETE: (0, 0),
     ApiKey.DESCRIBE_CLUSTER: (0, 1),
     # KIP-848; specs from protocol/extra_specs.py (kafka-python does not bundle them).
@@ -93,7 +97,9 @@ SPEC_NAMES: Final[dict[ApiKey, str]] = {
     ApiKey.DESCRIBE_ACLS: "DescribeAcls",
     ApiKey.CREATE_ACLS: "CreateAcls",
     ApiKey.DELETE_ACLS: "DeleteAcls",
+    ApiKey.DESCRIBE_CONFIGS: "DescribeConfigs",
     ApiKey.SASL_AUTHENTICATE: "SaslAuthenticate",
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: "IncrementalAlterConfigs",
     ApiKey.OFFSET_DELETE: "OffsetDelete",
     ApiKey.DESCRIBE_CLUSTER: "DescribeCluster",
     ApiKey.CONSUMER_GROUP_HEARTBEAT: "ConsumerGroupHeartbeat",

@@ -19,10 +19,12 @@ from protocol.messages import delete_groups
 from protocol.messages import delete_topics
 from protocol.messages import describe_acls
 from protocol.messages import describe_cluster
+from protocol.messages import describe_configs
 from protocol.messages import describe_groups
 from protocol.messages import fetch
 from protocol.messages import find_coordinator
 from protocol.messages import heartbeat
+from protocol.messages import incremental_alter_configs
 from protocol.messages import join_group
 from protocol.messages import leave_group
 from protocol.messages import list_groups
@@ -181,6 +183,10 @@ CODECS: Final[dict[tuple[int, int], tuple[Decoder, Encoder, Decoder, Encoder]]] 
     (31, 1): (delete_acls.decode_delete_acls_request_v1, delete_acls.encode_delete_acls_request_v1, delete_acls.decode_delete_acls_response_v1, delete_acls.encode_delete_acls_response_v1),
     (31, 2): (delete_acls.decode_delete_acls_request_v2, delete_acls.encode_delete_acls_request_v2, delete_acls.decode_delete_acls_response_v2, delete_acls.encode_delete_acls_response_v2),
     (31, 3): (delete_acls.decode_delete_acls_request_v3, delete_acls.encode_delete_acls_request_v3, delete_acls.decode_delete_acls_response_v3, delete_acls.encode_delete_acls_response_v3),
+    (32, 1): (describe_configs.decode_describe_configs_request_v1, describe_configs.encode_describe_configs_request_v1, describe_configs.decode_describe_configs_response_v1, describe_configs.encode_describe_configs_response_v1),
+    (32, 2): (describe_configs.decode_describe_configs_request_v2, describe_configs.encode_describe_configs_request_v2, describe_configs.decode_describe_configs_response_v2, describe_configs.encode_describe_configs_response_v2),
+    (32, 3): (describe_configs.decode_describe_configs_request_v3, describe_configs.encode_describe_configs_request_v3, describe_configs.decode_describe_configs_response_v3, describe_configs.encode_describe_configs_response_v3),
+    (32, 4): (describe_configs.decode_describe_configs_request_v4, describe_configs.encode_describe_configs_request_v4, describe_configs.decode_describe_configs_response_v4, describe_configs.encode_describe_configs_response_v4),
     (36, 0): (sasl_authenticate.decode_sasl_authenticate_request_v0, sasl_authenticate.encode_sasl_authenticate_request_v0, sasl_authenticate.decode_sasl_authenticate_response_v0, sasl_authenticate.encode_sasl_authenticate_response_v0),
     (36, 1): (sasl_authenticate.decode_sasl_authenticate_request_v1, sasl_authenticate.encode_sasl_authenticate_request_v1, sasl_authenticate.decode_sasl_authenticate_response_v1, sasl_authenticate.encode_sasl_authenticate_response_v1),
     (36, 2): (sasl_authenticate.decode_sasl_authenticate_request_v2, sasl_authenticate.encode_sasl_authenticate_request_v2, sasl_authenticate.decode_sasl_authenticate_response_v2, sasl_authenticate.encode_sasl_authenticate_response_v2),
@@ -191,6 +197,8 @@ CODECS: Final[dict[tuple[int, int], tuple[Decoder, Encoder, Decoder, Encoder]]] 
     (42, 0): (delete_groups.decode_delete_groups_request_v0, delete_groups.encode_delete_groups_request_v0, delete_groups.decode_delete_groups_response_v0, delete_groups.encode_delete_groups_response_v0),
     (42, 1): (delete_groups.decode_delete_groups_request_v1, delete_groups.encode_delete_groups_request_v1, delete_groups.decode_delete_groups_response_v1, delete_groups.encode_delete_groups_response_v1),
     (42, 2): (delete_groups.decode_delete_groups_request_v2, delete_groups.encode_delete_groups_request_v2, delete_groups.decode_delete_groups_response_v2, delete_groups.encode_delete_groups_response_v2),
+    (44, 0): (incremental_alter_configs.decode_incremental_alter_configs_request_v0, incremental_alter_configs.encode_incremental_alter_configs_request_v0, incremental_alter_configs.decode_incremental_alter_configs_response_v0, incremental_alter_configs.encode_incremental_alter_configs_response_v0),
+    (44, 1): (incremental_alter_configs.decode_incremental_alter_configs_request_v1, incremental_alter_configs.encode_incremental_alter_configs_request_v1, incremental_alter_configs.decode_incremental_alter_configs_response_v1, incremental_alter_configs.encode_incremental_alter_configs_response_v1),
     (47, 0): (offset_delete.decode_offset_delete_request_v0, offset_delete.encode_offset_delete_request_v0, offset_delete.decode_offset_delete_response_v0, offset_delete.encode_offset_delete_response_v0),
     (60, 0): (describe_cluster.decode_describe_cluster_request_v0, describe_cluster.encode_describe_cluster_request_v0, describe_cluster.decode_describe_cluster_response_v0, describe_cluster.encode_describe_cluster_response_v0),
     (60, 1): (describe_cluster.decode_describe_cluster_request_v1, describe_cluster.encode_describe_cluster_request_v1, describe_cluster.decode_describe_cluster_response_v1, describe_cluster.encode_describe_cluster_response_v1),
@@ -222,9 +230,11 @@ MESSAGE_CLASSES: Final[dict[int, tuple[type[Any], type[Any]]]] = {
     29: (describe_acls.DescribeAclsRequest, describe_acls.DescribeAclsResponse),
     30: (create_acls.CreateAclsRequest, create_acls.CreateAclsResponse),
     31: (delete_acls.DeleteAclsRequest, delete_acls.DeleteAclsResponse),
+    32: (describe_configs.DescribeConfigsRequest, describe_configs.DescribeConfigsResponse),
     36: (sasl_authenticate.SaslAuthenticateRequest, sasl_authenticate.SaslAuthenticateResponse),
     37: (create_partitions.CreatePartitionsRequest, create_partitions.CreatePartitionsResponse),
     42: (delete_groups.DeleteGroupsRequest, delete_groups.DeleteGroupsResponse),
+    44: (incremental_alter_configs.IncrementalAlterConfigsRequest, incremental_alter_configs.IncrementalAlterConfigsResponse),
     47: (offset_delete.OffsetDeleteRequest, offset_delete.OffsetDeleteResponse),
     60: (describe_cluster.DescribeClusterRequest, describe_cluster.DescribeClusterResponse),
     68: (consumer_group_heartbeat.ConsumerGroupHeartbeatRequest, consumer_group_heartbeat.ConsumerGroupHeartbeatResponse),
@@ -280,10 +290,12 @@ FLEXIBLE: Final[frozenset[tuple[int, int]]] = frozenset({
     (30, 3),
     (31, 2),
     (31, 3),
+    (32, 4),
     (36, 2),
     (37, 2),
     (37, 3),
     (42, 2),
+    (44, 1),
     (60, 0),
     (60, 1),
     (68, 0),

@@ -53,6 +53,7 @@ _KP_MODULES: Final = (
     "kafka.protocol.consumer.metadata",
     "kafka.protocol.sasl",
     "kafka.protocol.admin.acl",
+    "kafka.protocol.admin.configs",
 )
 _KP_EXTRA_MODULES: Final = (
     "kafka.protocol.api_header",
