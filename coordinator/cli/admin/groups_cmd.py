@@ -8,6 +8,11 @@ from typing import Any
 
 from coordinator.cli.admin.client import CONSUMER, LATEST, TP, AdminClient, GroupDescription, Member
 from coordinator.cli.admin.errors import KafkaError, UsageError
+from coordinator.cli.admin.group_configs_cmd import (
+    GroupConfigValue,
+    describe_group_configs,
+    print_group_configs,
+)
 from coordinator.cli.admin.output import note, print_json, print_table
 from protocol.errors import ErrorCode, error_name
 
@@ -139,12 +144,17 @@ def format_subscription(member: Member) -> str:
 
 
 def groups_describe(client: AdminClient, args: argparse.Namespace) -> int:
-    show_offsets = args.offsets or not (args.members or args.state)
+    show_offsets = args.offsets or not (args.members or args.state or args.configs)
     described: list[tuple[GroupDescription, list[OffsetLine] | None]] = []
     failures: list[KafkaError] = []  # as kafka-consumer-groups: print what exists, report the rest
     groups = chosen_groups(client, args)
     if not groups:
         note("no groups")
+        return 0
+    configs = describe_group_configs(client.bootstrap_connection(), groups) if args.configs else []
+    if args.configs and not (show_offsets or args.members or args.state):
+        # A group's configs exist whether or not the group does (as in Kafka).
+        print_group_configs(configs, args.format)
         return 0
     for group_id in groups:
         try:
@@ -155,7 +165,7 @@ def groups_describe(client: AdminClient, args: argparse.Namespace) -> int:
                 raise
             failures.append(exc)
     if described:
-        _print_described(args, described, show_offsets)
+        _print_described(args, described, show_offsets, configs)
     for failure in failures:
         note(str(failure))
     return 1 if failures else 0
@@ -165,9 +175,15 @@ def _print_described(
     args: argparse.Namespace,
     described: list[tuple[GroupDescription, list[OffsetLine] | None]],
     show_offsets: bool,
+    configs: list[GroupConfigValue],
 ) -> None:
     if args.format == "json":
-        print_json([_group_json(g, lines, args.members) for g, lines in described])
+        shown = [_group_json(g, lines, args.members) for g, lines in described]
+        if args.configs:
+            for entry, (g, _) in zip(shown, described, strict=True):
+                entry["configs"] = {c.name: {"value": c.value, "source": c.source}
+                                    for c in configs if c.group == g.group_id}  # fmt: skip
+        print_json(shown)
         return
     # Classic groups keep kafka-consumer-groups' tables; consumer groups get their own, with the
     # KIP-848 columns (epochs, subscriptions, target assignment), after the classic ones.
@@ -192,6 +208,12 @@ def _print_described(
         explanation = unknown_end_note(lines or [])
         if explanation:
             note(f"Consumer group '{group.group_id}': {explanation}.")
+    if args.configs:
+        shown_groups = {g.group_id for g, _ in described}
+        rows: list[list[object]] = [
+            [c.group, c.name, c.value, c.source] for c in configs if c.group in shown_groups
+        ]
+        sections.append((["GROUP", "CONFIG", "VALUE", "SOURCE"], rows))
     for i, (headers, rows) in enumerate(sections):
         if i:
             print()
