@@ -41,7 +41,7 @@ class ApiKey(IntEnum):
 # (min, max) version served per API. Produce is decoded only to refuse it with a clear error:
 # a standalone coordinator holds no records.
 SERVED_VERSIONS: Final[dict[ApiKey, tuple[int, int]]] = {
-    ApiKey.PRODUCE: (3, 9),
+    ApiKey.PRODUCE: (0, 9),
     ApiKey.FETCH: (0, 13),
     ApiKey.LIST_OFFSETS: (0, 8),
     ApiKey.METADATA: (0, 12),

@@ -41,6 +41,8 @@ KAFKA_3X_VERSION_FLOOR: Final[dict[str, int]] = {
     "ListOffsetsResponse": 0,
     "FetchRequest": 0,
     "FetchResponse": 0,
+    "ProduceRequest": 0,
+    "ProduceResponse": 0,
 }
 
 _FULL_LINE_COMMENTS = re.compile(r"(?m)^\s*//.*\n?")

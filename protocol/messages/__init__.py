@@ -43,6 +43,9 @@ Encoder = Callable[[Any, bytearray], None]
 
 # (api key, version) -> (decode request, encode request, decode response, encode response)
 CODECS: Final[dict[tuple[int, int], tuple[Decoder, Encoder, Decoder, Encoder]]] = {
+    (0, 0): (produce.decode_produce_request_v0, produce.encode_produce_request_v0, produce.decode_produce_response_v0, produce.encode_produce_response_v0),
+    (0, 1): (produce.decode_produce_request_v1, produce.encode_produce_request_v1, produce.decode_produce_response_v1, produce.encode_produce_response_v1),
+    (0, 2): (produce.decode_produce_request_v2, produce.encode_produce_request_v2, produce.decode_produce_response_v2, produce.encode_produce_response_v2),
     (0, 3): (produce.decode_produce_request_v3, produce.encode_produce_request_v3, produce.decode_produce_response_v3, produce.encode_produce_response_v3),
     (0, 4): (produce.decode_produce_request_v4, produce.encode_produce_request_v4, produce.decode_produce_response_v4, produce.encode_produce_response_v4),
     (0, 5): (produce.decode_produce_request_v5, produce.encode_produce_request_v5, produce.decode_produce_response_v5, produce.encode_produce_response_v5),

@@ -1,6 +1,7 @@
 """Versions Kafka 4.0 dropped that 2018-era clients send without asking ApiVersions first.
 
-Fetch v0-3 is served as Kafka 3.x did (here: every log empty); a request we do not serve still
+Fetch v0-3 is served as Kafka 3.x did (here: every log empty), Produce v0-2 refused with an answer
+as the newer versions are (no records are stored here); a request we do not serve still
 closes its connection, with one WARNING line per client and interval, however often it retries.
 """
 
@@ -21,6 +22,7 @@ from protocol.apis import ApiKey
 from protocol.errors import ErrorCode
 from protocol.messages.create_topics import CreatableTopic, CreateTopicsRequest
 from protocol.messages.fetch import FetchPartition, FetchRequest, FetchTopic
+from protocol.messages.produce import PartitionProduceData, ProduceRequest, TopicProduceData
 from tests.api.test_dispatcher import Client
 
 LOGGER = "coordinator.server.unsupported_log"
@@ -68,11 +70,32 @@ async def test_fetch_versions_kafka_4_dropped_are_served_without_api_versions(
         await client.close()
 
 
-def _produce_v0(client_id: str) -> bytes:
-    """Produce v0 (acks 1, timeout 1 s, no topics) as kafka-go 0.2 writes it; we have no codec for it."""
+def _describe_acls_v0(client_id: str) -> bytes:
+    """DescribeAcls v0 (Kafka 4.0 dropped it; we serve v1-3): any GROUP ACL; we have no codec for it."""
     name = client_id.encode()
-    frame = struct.pack(">hhih", ApiKey.PRODUCE, 0, 1, len(name)) + name + struct.pack(">hii", 1, 1000, 0)
+    header = struct.pack(">hhih", ApiKey.DESCRIBE_ACLS, 0, 1, len(name)) + name
+    frame = header + struct.pack(">bhhhbb", 3, -1, -1, -1, 1, 1)
     return struct.pack(">i", len(frame)) + frame
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("version", [0, 1, 2])
+async def test_produce_versions_kafka_4_dropped_are_refused_with_an_answer(
+    server: RunningServer, version: int
+) -> None:
+    """A standalone coordinator stores no records: old producers get INVALID_REQUEST per
+    partition, as newer ones do, instead of a closed connection they would retry forever."""
+    client = await Client.connect(server.port, "kafka-go")
+    try:
+        data = [TopicProduceData("events", partition_data=[PartitionProduceData(0, b"")])]
+        response = await client.request(
+            ApiKey.PRODUCE, version, ProduceRequest(acks=1, timeout_ms=1000, topic_data=data)
+        )
+        assert [
+            (t.name, [(p.index, p.error_code) for p in t.partition_responses]) for t in response.responses
+        ] == [("events", [(0, ErrorCode.INVALID_REQUEST)])]
+    finally:
+        await client.close()
 
 
 @pytest.mark.asyncio
@@ -83,13 +106,13 @@ async def test_a_client_retrying_an_unsupported_version_gets_one_warning_line(
     for client_id in ["old-go-client"] * 10 + ["another-client"]:
         client = await Client.connect(server.port, client_id)
         try:
-            client.writer.write(_produce_v0(client_id))  # Produce v0: not served
+            client.writer.write(_describe_acls_v0(client_id))
             assert await asyncio.wait_for(client.reader.read(), 5) == b""  # closed without an answer
         finally:
             await client.close()
     lines = [r.getMessage() for r in caplog.records if "unsupported request" in r.getMessage()]
     assert len(lines) == 2, lines
-    assert "'old-go-client'" in lines[0] and "PRODUCE (key 0) version 0" in lines[0]
+    assert "'old-go-client'" in lines[0] and "DESCRIBE_ACLS (key 29) version 0" in lines[0]
     assert "'another-client'" in lines[1]
     assert not [r for r in caplog.records if r.name == "coordinator.server.connection"]
 

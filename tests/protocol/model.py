@@ -61,6 +61,7 @@ _KP_EXTRA_MODULES: Final = (
     "kafka.protocol.old.admin",
     "kafka.protocol.old.list_offsets",
     "kafka.protocol.old.fetch",
+    "kafka.protocol.old.produce",
     "kafka.protocol.old.types",
 )
 
