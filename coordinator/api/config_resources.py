@@ -175,6 +175,7 @@ class ConfigResources:
     def incremental_alter(self, ctx: RequestContext, req: IncrementalAlterConfigsRequest) -> Result:
         response = IncrementalAlterConfigsResponse()
         writes: list[GroupConfigRecord | GroupConfigTombstone] = []
+        accepted: dict[str, dict[str, str]] = {}  # group -> its overrides once written
         seen = _duplicates([(r.resource_type, r.resource_name) for r in req.resources])
         for resource in req.resources:
             result = AlterConfigsResourceResponse(0, None, resource.resource_type, resource.resource_name)
@@ -182,21 +183,30 @@ class ConfigResources:
             try:
                 if (resource.resource_type, resource.resource_name) in seen:
                     raise _Refused(INVALID_REQUEST, "Error due to duplicate resources")
-                records = self._alter(resource)
+                after = self._alter(resource)
             except _Refused as refused:
                 result.error_code, result.error_message = refused.code, refused.message
                 continue
             if not req.validate_only:
-                writes += records
+                writes += self.group_configs.records(resource.resource_name, after)
+                accepted[resource.resource_name] = after
         if not writes:
             return reply(ctx, response)
+        for group_id, after in accepted.items():
+            self.group_configs.writing(group_id, after)
+
+        def settle() -> None:
+            for group_id, after in accepted.items():
+                self.group_configs.written(group_id, after)
 
         def durable(_now_ms: int) -> Result:
+            settle()
             for record in writes:
                 self.group_configs.apply(record)
             return reply(ctx, response)
 
         def failed(_now_ms: int, error_code: int) -> Result:
+            settle()
             for result in response.responses:
                 if result.resource_type == GROUP and not result.error_code:
                     result.error_code, result.error_message = (
@@ -207,7 +217,8 @@ class ConfigResources:
 
         return Result(records=list(writes), on_durable=durable, on_failed=failed)
 
-    def _alter(self, resource: AlterConfigsResource) -> list[GroupConfigRecord | GroupConfigTombstone]:
+    def _alter(self, resource: AlterConfigsResource) -> dict[str, str]:
+        """The group's overrides after the resource's changes (validated)."""
         kind, name = resource.resource_type, resource.resource_name
         if kind == BROKER:
             self._check_broker(name)
@@ -237,10 +248,9 @@ class ConfigResources:
             else:
                 raise _Refused(INVALID_REQUEST, f"Unknown alter config operation {c.config_operation}")
         try:
-            after = self.group_configs.changed(name, changes)
+            return self.group_configs.changed(name, changes)
         except InvalidGroupConfig as invalid:
             raise _Refused(INVALID_CONFIG, str(invalid)) from None
-        return self.group_configs.records(name, after)
 
 
 def _duplicates(keys: list[tuple[int, str]]) -> set[tuple[int, str]]:

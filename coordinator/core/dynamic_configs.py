@@ -72,6 +72,10 @@ class DynamicGroupConfigs:
         self.config = config
         self.random_unit = random_unit
         self.overrides: dict[str, dict[str, str]] = {}
+        # A group's overrides once its accepted changes still being written are durable: later
+        # changes are validated against these, so that two concurrent changes cannot together
+        # reach a combination neither was checked against.
+        self._pending: dict[str, dict[str, str]] = {}
         self._intervals: dict[int, HeartbeatIntervals] = {}
 
     # -- state -----------------------------------------------------------------------------------
@@ -124,7 +128,7 @@ class DynamicGroupConfigs:
                 raise InvalidGroupConfig(f"{name}: share groups are not supported by this coordinator")
             if name not in BY_NAME:
                 raise InvalidGroupConfig(f"Unknown group config name: {name}")
-        after = dict(self.overrides.get(group_id, {}))
+        after = self._latest(group_id)
         for name, value in changes.items():
             if value is None:
                 after.pop(name, None)
@@ -153,11 +157,23 @@ class DynamicGroupConfigs:
             if not ok:
                 raise InvalidGroupConfig(message)
 
+    def _latest(self, group_id: str) -> dict[str, str]:
+        pending = self._pending.get(group_id)
+        return dict(pending if pending is not None else self.overrides.get(group_id, {}))
+
+    def writing(self, group_id: str, after: dict[str, str]) -> None:
+        """``after`` was accepted and is being written; ``written`` once it landed or failed."""
+        self._pending[group_id] = after
+
+    def written(self, group_id: str, after: dict[str, str]) -> None:
+        if self._pending.get(group_id) is after:
+            del self._pending[group_id]
+
     def records(
         self, group_id: str, after: Mapping[str, str]
     ) -> list[GroupConfigRecord | GroupConfigTombstone]:
-        """The writes that turn the group's stored overrides into ``after``."""
-        before = self.overrides.get(group_id, {})
+        """The writes that turn the group's overrides (after the writes in flight) into ``after``."""
+        before = self._latest(group_id)
         out: list[GroupConfigRecord | GroupConfigTombstone] = [
             GroupConfigTombstone(group_id, name) for name in sorted(before.keys() - after.keys())
         ]

@@ -57,8 +57,8 @@ def resources(h: Harness) -> ConfigResources:
     return ConfigResources(h.config, h.coordinator.group_configs, lambda: 7, TOPICS.get)
 
 
-def alter(h: Harness, *changes: tuple[str, int, str | None], group: str = "g", validate_only: bool = False,
-          resource_type: int = GROUP) -> Any:  # fmt: skip
+def alter_reply(h: Harness, *changes: tuple[str, int, str | None], group: str = "g",
+                validate_only: bool = False, resource_type: int = GROUP) -> Reply:  # fmt: skip
     request = IncrementalAlterConfigsRequest(
         [AlterConfigsResource(resource_type, group, [AlterableConfig(n, op, v) for n, op, v in changes])],
         validate_only,
@@ -66,7 +66,11 @@ def alter(h: Harness, *changes: tuple[str, int, str | None], group: str = "g", v
     ctx = h.ctx(INCREMENTAL_ALTER_CONFIGS, 1)
     h.apply(resources(h).incremental_alter(ctx, request))
     assert isinstance(ctx.reply_to, Reply)
-    return ctx.reply_to.response
+    return ctx.reply_to
+
+
+def alter(h: Harness, *changes: tuple[str, int, str | None], **kwargs: Any) -> Any:
+    return alter_reply(h, *changes, **kwargs).response
 
 
 def outcome(h: Harness, *changes: tuple[str, int, str | None], **kwargs: Any) -> tuple[int, str | None]:
@@ -267,3 +271,30 @@ def test_a_restart_arms_the_sessions_with_the_groups_timeout(h: Harness) -> None
     assert "a" in cgroup(restarted).members
     restarted.advance(2)
     assert "a" not in cgroup(restarted).members
+
+
+def test_concurrent_changes_are_each_validated_against_the_other(h: Harness) -> None:
+    assert outcome(h, (SESSION, SET, "3000"), (INTERVAL, SET, "1000")) == (0, None)
+    h.hold = True  # both writes in flight at once
+    first = alter_reply(h, (INTERVAL, SET, "2500"))
+    second = alter(h, (SESSION, SET, "2000"))  # fine against the stored 1 s, not against 2.5 s
+    assert not first.answered  # answered only once durable
+    h.flush()
+    assert first.response.responses[0].error_code == 0
+    assert (second.responses[0].error_code, second.responses[0].error_message) == (
+        INVALID_CONFIG, "consumer.session.timeout.ms must be greater than consumer.heartbeat.interval.ms")  # fmt: skip
+    assert group_values(h) == {
+        SESSION: ("3000", DYNAMIC_GROUP_CONFIG),
+        INTERVAL: ("2500", DYNAMIC_GROUP_CONFIG),
+    }
+
+
+def test_a_change_behind_a_failed_one_stores_only_its_own_names(h: Harness) -> None:
+    h.hold = True
+    replies = [alter_reply(h, (SESSION, SET, "20000")), alter_reply(h, (INTERVAL, SET, "2000"))]
+    h.flush(fail_code=ErrorCode.COORDINATOR_NOT_AVAILABLE)  # both batches fail
+    assert [r.response.responses[0].error_code for r in replies] == [ErrorCode.COORDINATOR_NOT_AVAILABLE] * 2
+    h.hold = False
+    assert group_values(h) == {SESSION: ("10000", DEFAULT_CONFIG), INTERVAL: ("1000", DEFAULT_CONFIG)}
+    assert outcome(h, (INTERVAL, SET, "2000")) == (0, None)
+    assert list(h.store.group_configs) == [("g", INTERVAL)]
