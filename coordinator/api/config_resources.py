@@ -90,9 +90,9 @@ class ConfigResources:
             except _Refused as refused:
                 result.error_code, result.error_message = refused.code, refused.message
             else:
-                wanted = resource.configuration_keys
+                wanted = resource.configuration_keys  # null or empty: every config, as Kafka reads it
                 for entry in entries:
-                    if wanted is None or entry.name in wanted:
+                    if not wanted or entry.name in wanted:
                         if not req.include_documentation:
                             entry.documentation = None
                         result.configs.append(entry)

@@ -240,6 +240,10 @@ def test_configuration_keys_filter_the_described_entries(h: Harness) -> None:
     [result] = ctx.reply_to.response.results
     assert [c.name for c in result.configs] == [SESSION]
     assert result.configs[0].documentation is None  # not asked for
+    ctx = h.ctx(DESCRIBE_CONFIGS, 4)
+    h.apply(resources(h).describe(ctx, DescribeConfigsRequest([DescribeConfigsResource(GROUP, "g", [])])))
+    assert isinstance(ctx.reply_to, Reply)
+    assert [c.name for c in ctx.reply_to.response.results[0].configs] == [SESSION, INTERVAL]  # empty: all
 
 
 def test_a_new_session_timeout_applies_from_the_members_next_heartbeat(h: Harness) -> None:
