@@ -1,7 +1,7 @@
 """DescribeConfigs and IncrementalAlterConfigs: the config resources this coordinator has.
 
 * GROUP (32): the per-group configs of ``dynamic_configs.py``, described with their value in
-  force (DYNAMIC_GROUP_CONFIG when overridden, DEFAULT_CONFIG otherwise) and altered with SET
+  force (DYNAMIC_GROUP_CONFIG when overridden, else the broker setting's source) and altered with SET
   and DELETE; a change is stored (one row per group and name) before it is answered and applied.
 * BROKER (4), our node id or the empty name: the group coordinator's broker-level settings
   (``group.*``, ``offsets.*``), read-only (they are start-up settings).
@@ -131,7 +131,8 @@ class ConfigResources:
                 definition.name,
                 override if override is not None else broker_value,
                 read_only=False,
-                config_source=DYNAMIC_GROUP_CONFIG if override is not None else DEFAULT_CONFIG,
+                # As Kafka: the first synonym's source (the group's, else the broker setting's).
+                config_source=DYNAMIC_GROUP_CONFIG if override is not None else broker_source,
                 config_type=INT,
                 documentation=definition.doc,
             )

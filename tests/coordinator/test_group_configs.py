@@ -102,7 +102,7 @@ def test_a_group_without_overrides_describes_the_broker_defaults(h: Harness) -> 
     assert sorted(by_name) == [INTERVAL, SESSION]
     session = by_name[SESSION]
     assert (session.value, session.config_source, session.read_only, session.config_type) == (
-        "10000", DEFAULT_CONFIG, False, 3)  # fmt: skip
+        "10000", STATIC_BROKER_CONFIG, False, 3)  # fmt: skip
     assert [(s.name, s.value, s.source) for s in session.synonyms] == [
         ("group.consumer.session.timeout.ms", "10000", STATIC_BROKER_CONFIG)
     ]
@@ -119,12 +119,10 @@ def test_set_is_stored_then_described_then_deleted_back_to_the_default(h: Harnes
         SESSION: ("20000", DYNAMIC_GROUP_CONFIG),
         INTERVAL: ("2000", DYNAMIC_GROUP_CONFIG),
     }
-    assert group_values(h, "other") == {
-        SESSION: ("10000", DEFAULT_CONFIG),
-        INTERVAL: ("1000", DEFAULT_CONFIG),
-    }
+    static = STATIC_BROKER_CONFIG  # the broker-level values are set (CONFIG), not Kafka's defaults
+    assert group_values(h, "other") == {SESSION: ("10000", static), INTERVAL: ("1000", static)}
     assert outcome(h, (INTERVAL, DELETE, None)) == (0, None)
-    assert group_values(h) == {SESSION: ("20000", DYNAMIC_GROUP_CONFIG), INTERVAL: ("1000", DEFAULT_CONFIG)}
+    assert group_values(h) == {SESSION: ("20000", DYNAMIC_GROUP_CONFIG), INTERVAL: ("1000", static)}
     assert list(h.store.group_configs) == [("g", SESSION)]
 
 
@@ -138,7 +136,7 @@ def test_validate_only_checks_and_stores_nothing(h: Harness) -> None:
     assert outcome(h, (SESSION, SET, "20000"), validate_only=True) == (0, None)
     assert outcome(h, (SESSION, SET, "1"), validate_only=True)[0] == INVALID_CONFIG
     assert h.store.group_configs == {} and h.store.batches == []
-    assert group_values(h)[SESSION] == ("10000", DEFAULT_CONFIG)
+    assert group_values(h)[SESSION] == ("10000", STATIC_BROKER_CONFIG)
 
 
 @pytest.mark.parametrize(
@@ -212,7 +210,7 @@ def test_a_failed_write_is_answered_with_its_error_and_changes_nothing(h: Harnes
     h.fail_code = ErrorCode.COORDINATOR_NOT_AVAILABLE
     assert outcome(h, (SESSION, SET, "20000"))[0] == ErrorCode.COORDINATOR_NOT_AVAILABLE
     h.fail_code = None
-    assert group_values(h)[SESSION] == ("10000", DEFAULT_CONFIG)
+    assert group_values(h)[SESSION] == ("10000", STATIC_BROKER_CONFIG)
 
 
 def test_broker_and_topic_resources_are_described_read_only(h: Harness) -> None:
@@ -299,6 +297,9 @@ def test_a_change_behind_a_failed_one_stores_only_its_own_names(h: Harness) -> N
     h.flush(fail_code=ErrorCode.COORDINATOR_NOT_AVAILABLE)  # both batches fail
     assert [r.response.responses[0].error_code for r in replies] == [ErrorCode.COORDINATOR_NOT_AVAILABLE] * 2
     h.hold = False
-    assert group_values(h) == {SESSION: ("10000", DEFAULT_CONFIG), INTERVAL: ("1000", DEFAULT_CONFIG)}
+    assert group_values(h) == {
+        SESSION: ("10000", STATIC_BROKER_CONFIG),
+        INTERVAL: ("1000", STATIC_BROKER_CONFIG),
+    }
     assert outcome(h, (INTERVAL, SET, "2000")) == (0, None)
     assert list(h.store.group_configs) == [("g", INTERVAL)]

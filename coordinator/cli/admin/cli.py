@@ -284,7 +284,8 @@ def add_groups_parser(
         "--configs",
         action="store_true",
         help="the group configs (consumer.session.timeout.ms, consumer.heartbeat.interval.ms): value "
-        "and source (DYNAMIC_GROUP_CONFIG when set for the group, DEFAULT_CONFIG otherwise)",
+        "and source (DYNAMIC_GROUP_CONFIG when set for the group, else the broker setting's: "
+        "STATIC_BROKER_CONFIG or DEFAULT_CONFIG)",
     )
 
     configure = _leaf(
