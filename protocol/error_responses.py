@@ -39,6 +39,11 @@ from protocol.messages.delete_groups import DeletableGroupResult, DeleteGroupsRe
 from protocol.messages.delete_topics import DeletableTopicResult, DeleteTopicsRequest, DeleteTopicsResponse
 from protocol.messages.describe_acls import DescribeAclsRequest, DescribeAclsResponse
 from protocol.messages.describe_cluster import DescribeClusterRequest, DescribeClusterResponse
+from protocol.messages.describe_configs import (
+    DescribeConfigsRequest,
+    DescribeConfigsResponse,
+    DescribeConfigsResult,
+)
 from protocol.messages.describe_groups import DescribedGroup, DescribeGroupsRequest, DescribeGroupsResponse
 from protocol.messages.describe_user_scram_credentials import (
     DescribeUserScramCredentialsRequest,
@@ -47,6 +52,11 @@ from protocol.messages.describe_user_scram_credentials import (
 from protocol.messages.fetch import FetchableTopicResponse, FetchRequest, FetchResponse, PartitionData
 from protocol.messages.find_coordinator import Coordinator, FindCoordinatorRequest, FindCoordinatorResponse
 from protocol.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
+from protocol.messages.incremental_alter_configs import (
+    AlterConfigsResourceResponse,
+    IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsResponse,
+)
 from protocol.messages.join_group import JoinGroupRequest, JoinGroupResponse
 from protocol.messages.leave_group import LeaveGroupRequest, LeaveGroupResponse
 from protocol.messages.list_groups import ListGroupsRequest, ListGroupsResponse
@@ -342,6 +352,27 @@ def alter_user_scram_credentials(
     )
 
 
+def describe_configs(
+    version: int, req: DescribeConfigsRequest, code: int, message: str | None
+) -> DescribeConfigsResponse:
+    return DescribeConfigsResponse(
+        results=[
+            DescribeConfigsResult(code, message, r.resource_type, r.resource_name) for r in req.resources
+        ]
+    )
+
+
+def incremental_alter_configs(
+    version: int, req: IncrementalAlterConfigsRequest, code: int, message: str | None
+) -> IncrementalAlterConfigsResponse:
+    return IncrementalAlterConfigsResponse(
+        responses=[
+            AlterConfigsResourceResponse(code, message, r.resource_type, r.resource_name)
+            for r in req.resources
+        ]
+    )
+
+
 def sasl_handshake(
     version: int, req: SaslHandshakeRequest, code: int, message: str | None
 ) -> SaslHandshakeResponse:
@@ -377,6 +408,8 @@ ERROR_RESPONSES: Final[dict[ApiKey, ErrorResponseBuilder]] = {
     ApiKey.DESCRIBE_ACLS: describe_acls,
     ApiKey.CREATE_ACLS: create_acls,
     ApiKey.DELETE_ACLS: delete_acls,
+    ApiKey.DESCRIBE_CONFIGS: describe_configs,
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: incremental_alter_configs,
     ApiKey.SASL_AUTHENTICATE: sasl_authenticate,
     ApiKey.OFFSET_DELETE: offset_delete,
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: describe_user_scram_credentials,

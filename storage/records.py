@@ -59,6 +59,7 @@ class Tombstone(Generic[K, R]):
 OffsetKey = tuple[str, str, int]  # (group_id, topic, partition)
 CredentialKey = tuple[str, str]  # (user, mechanism)
 ConsumerMemberKey = tuple[str, str]  # (group_id, member_id)
+GroupConfigKey = tuple[str, str]  # (group_id, config name)
 
 
 @dataclass(slots=True, frozen=True)
@@ -310,6 +311,37 @@ class ConsumerGroupTombstone(Tombstone[str, ConsumerGroupRecord]):
         return self.group_id
 
 
+@dataclass(slots=True, frozen=True)
+class GroupConfigRecord(Upsert[GroupConfigKey]):
+    """A dynamic group config (e.g. ``consumer.session.timeout.ms``) set for one group; key
+    (group_id, name). Lives apart from the group's state, as Kafka keeps it: it may name a group
+    that does not exist (yet) and survives the group's deletion."""
+
+    table: ClassVar[str] = "group_configs"
+
+    group_id: str
+    name: str
+    value: str
+
+    @property
+    def key(self) -> GroupConfigKey:
+        return (self.group_id, self.name)
+
+
+@dataclass(slots=True, frozen=True)
+class GroupConfigTombstone(Tombstone[GroupConfigKey, GroupConfigRecord]):
+    """A group config set back to the broker-level default."""
+
+    table: ClassVar[str] = "group_configs"
+
+    group_id: str
+    name: str
+
+    @property
+    def key(self) -> GroupConfigKey:
+        return (self.group_id, self.name)
+
+
 Record = (
     OffsetCommitRecord
     | OffsetTombstone
@@ -325,6 +357,8 @@ Record = (
     | ConsumerGroupTombstone
     | ConsumerMemberRecord
     | ConsumerMemberTombstone
+    | GroupConfigRecord
+    | GroupConfigTombstone
 )
 
 
@@ -359,3 +393,4 @@ class LoadedState:
     acls: list[AclRecord] = field(default_factory=list)
     consumer_groups: list[ConsumerGroupRecord] = field(default_factory=list)
     consumer_members: list[ConsumerMemberRecord] = field(default_factory=list)
+    group_configs: list[GroupConfigRecord] = field(default_factory=list)

@@ -29,6 +29,7 @@ from storage.records import (
     AclRecord,
     ConsumerGroupRecord,
     ConsumerMemberRecord,
+    GroupConfigRecord,
     GroupEventRecord,
     GroupMetadataRecord,
     LoadedState,
@@ -299,6 +300,14 @@ CONSUMER_MEMBERS: Final[Table[ConsumerMemberRecord]] = Table(
     key_values=_same,
     parent="consumer_groups",
 )
+GROUP_CONFIGS: Final[Table[GroupConfigRecord]] = Table(
+    "group_configs",
+    (Column("group_id", TEXT), Column("name", TEXT), Column("value", TEXT)),
+    key=("group_id", "name"),
+    to_row=lambda c: (c.group_id, c.name, c.value),
+    from_row=GroupConfigRecord,
+    key_values=_same,
+)
 
 # Every state table, in the order a batch's statements run (any order is correct: a batch
 # touches each key once, and a parent's tombstone wipes its children in the child table).
@@ -310,6 +319,7 @@ STATE_TABLES: Final[tuple[Table[Any], ...]] = (
     ACLS,
     CONSUMER_GROUPS,
     CONSUMER_MEMBERS,
+    GROUP_CONFIGS,
 )
 BY_NAME: Final[Mapping[str, Table[Any]]] = {t.name: t for t in STATE_TABLES}
 # The child tables of each table: a tombstone there deletes their rows too.
@@ -378,4 +388,5 @@ def loaded_state(rows: Mapping[str, Sequence[Any]]) -> LoadedState:
         acls=list(rows[ACLS.name]),
         consumer_groups=list(rows[CONSUMER_GROUPS.name]),
         consumer_members=list(rows[CONSUMER_MEMBERS.name]),
+        group_configs=list(rows[GROUP_CONFIGS.name]),
     )

@@ -26,7 +26,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol, TypeVar
 
+from coordinator.api import config_resources
 from coordinator.api.amend import amend, reply
+from coordinator.api.config_resources import Refusal, screen_alter, screen_describe
 from coordinator.api.routes import Handler, Routes
 from coordinator.core.context import RequestContext
 from coordinator.core.result import Result
@@ -62,10 +64,12 @@ from protocol.messages.describe_acls import (
     DescribeAclsResource,
     DescribeAclsResponse,
 )
+from protocol.messages.describe_configs import DescribeConfigsRequest
 from protocol.messages.describe_groups import DescribedGroup, DescribeGroupsRequest, DescribeGroupsResponse
 from protocol.messages.describe_user_scram_credentials import DescribeUserScramCredentialsRequest
 from protocol.messages.find_coordinator import Coordinator, FindCoordinatorRequest, FindCoordinatorResponse
 from protocol.messages.heartbeat import HeartbeatRequest
+from protocol.messages.incremental_alter_configs import IncrementalAlterConfigsRequest
 from protocol.messages.join_group import JoinGroupRequest
 from protocol.messages.leave_group import LeaveGroupRequest
 from protocol.messages.list_groups import ListGroupsRequest, ListGroupsResponse
@@ -130,6 +134,16 @@ class AclLayer:
         routes.wrap(ApiKey.FIND_COORDINATOR, FindCoordinatorRequest, self._find_coordinator)
         routes.wrap(ApiKey.CONSUMER_GROUP_HEARTBEAT, ConsumerGroupHeartbeatRequest, self._consumer_heartbeat)
         routes.wrap(ApiKey.CONSUMER_GROUP_DESCRIBE, ConsumerGroupDescribeRequest, self._consumer_describe)
+        routes.wrap(
+            ApiKey.DESCRIBE_CONFIGS,
+            DescribeConfigsRequest,
+            screen_describe(self._configs_denied(Operation.DESCRIBE_CONFIGS)),
+        )
+        routes.wrap(
+            ApiKey.INCREMENTAL_ALTER_CONFIGS,
+            IncrementalAlterConfigsRequest,
+            screen_alter(self._configs_denied(Operation.ALTER_CONFIGS)),
+        )
         routes.replace(ApiKey.DESCRIBE_ACLS, DescribeAclsRequest, self.describe_acls)
         routes.replace(ApiKey.CREATE_ACLS, CreateAclsRequest, self.create_acls)
         routes.replace(ApiKey.DELETE_ACLS, DeleteAclsRequest, self.delete_acls)
@@ -385,6 +399,21 @@ class AclLayer:
         return handle
 
     # ---- ACL APIs ----------------------------------------------------------------------------------
+    def _configs_denied(self, operation: int) -> Refusal:
+        """``operation`` (DESCRIBE_CONFIGS, ALTER_CONFIGS) on a config resource: on its group, its
+        topic, or the cluster for a broker, as Kafka checks them."""
+
+        def denied(ctx: RequestContext, resource_type: int, name: str) -> tuple[int, str | None] | None:
+            if resource_type == config_resources.GROUP:
+                return None if self._group(ctx, operation, name) else (GROUP_DENIED, None)
+            if resource_type == config_resources.TOPIC:
+                return None if self._topic(ctx, operation, name) else (TOPIC_DENIED, None)
+            if resource_type == config_resources.BROKER:
+                return None if self._cluster(ctx, operation) else (CLUSTER_DENIED, CLUSTER_DENIED_MESSAGE)
+            return None  # the handler refuses it (INVALID_REQUEST)
+
+        return denied
+
     def _cluster(self, ctx: RequestContext, operation: int) -> bool:
         return self.allowed(ctx, operation, ResourceType.CLUSTER, CLUSTER_NAME)
 

@@ -36,6 +36,7 @@ from coordinator.core.consumer_group import (
     reconcile,
 )
 from coordinator.core.context import RequestContext
+from coordinator.core.dynamic_configs import DynamicGroupConfigs
 from coordinator.core.effects import Effects
 from coordinator.core.errors import (
     FENCED_INSTANCE_ID,
@@ -67,7 +68,7 @@ from coordinator.core.events import (
     taken_from_others,
 )
 from coordinator.core.group_config import GroupConfig
-from coordinator.core.heartbeat_interval import HeartbeatIntervals, no_jitter
+from coordinator.core.heartbeat_interval import no_jitter
 from coordinator.core.lifecycle import PendingChange, TimerHandler
 from coordinator.core.regex import RegexError, TopicPattern, compile_topic_regex
 from coordinator.core.stats import CoreStats
@@ -153,9 +154,8 @@ class ConsumerGroupManager:
         self.classic = classic  # the classic half of the group id space
         self.events = classic.events
         self.new_member_id = new_member_id
-        self.intervals = HeartbeatIntervals(
-            config.group_consumer_heartbeat_interval_ms, config.group_consumer_heartbeat_policy, random_unit
-        )
+        # Per-group session timeout and heartbeat interval (GROUP config resources).
+        self.group_configs = DynamicGroupConfigs(config, random_unit)
         self.catalog: TopicCatalog = EmptyCatalog()
         self.groups: dict[str, ConsumerGroup] = {}
         self._regexes: dict[str, TopicPattern] = {}
@@ -606,7 +606,9 @@ class ConsumerGroupManager:
 
     def _bump(self, group: ConsumerGroup, records: _Writes) -> None:
         group.group_epoch += 1
-        group.settling_until_ms = self.clock.now_ms + self.intervals.settle_window_ms
+        group.settling_until_ms = (
+            self.clock.now_ms + self.group_configs.intervals(group.group_id).settle_window_ms
+        )
         self.stats.consumer_group_rebalances += 1
         self.events.epoch_bumped(group.group_id, group.state, group.group_epoch)
         records.group()
@@ -700,7 +702,7 @@ class ConsumerGroupManager:
     def _heartbeat_interval(self, group: ConsumerGroup, member: ConsumerMember) -> int:
         """The interval the member is told to heartbeat at (rules in heartbeat_interval.py)."""
         settling = self.clock.now_ms < group.settling_until_ms
-        return self.intervals.for_member(member.state, settling)
+        return self.group_configs.intervals(group.group_id).for_member(member.state, settling)
 
     def _cancel_rebalance_timer(self, group: ConsumerGroup, member: ConsumerMember) -> None:
         if member.rebalance_timer_epoch is not None:
@@ -710,7 +712,7 @@ class ConsumerGroupManager:
     def _reschedule_session(self, group: ConsumerGroup, member: ConsumerMember) -> None:
         self.timers.schedule(
             session_key(group.group_id, member.member_id),
-            self.clock.now_ms + self.config.group_consumer_session_timeout_ms,
+            self.clock.now_ms + self.group_configs.session_timeout_ms(group.group_id),
         )
 
     def _wire_assignment(self, assignment: Mapping[str, frozenset[int]]) -> list[tuple[bytes, list[int]]]:

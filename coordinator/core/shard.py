@@ -22,6 +22,7 @@ from coordinator.core.clock import ShardClock
 from coordinator.core.consumer_group import ConsumerGroup
 from coordinator.core.consumer_group_manager import CONSUMER_GROUP_TYPE, ConsumerGroupManager, TopicCatalog
 from coordinator.core.context import RequestContext
+from coordinator.core.dynamic_configs import DynamicGroupConfigs
 from coordinator.core.effects import Effects, ResultBuilder
 from coordinator.core.errors import GROUP_ID_NOT_FOUND, INCONSISTENT_GROUP_PROTOCOL, NONE, admin_write_error
 from coordinator.core.events import GroupEvents
@@ -48,6 +49,7 @@ from storage.records import (
     ConsumerGroupRecord,
     ConsumerGroupTombstone,
     ConsumerMemberRecord,
+    GroupConfigRecord,
     GroupMetadataRecord,
     OffsetCommitRecord,
     OffsetTombstone,
@@ -110,6 +112,11 @@ class Shard:
                 self._timer_handlers[kind] = handler
         self._loaded = False
 
+    @property
+    def group_configs(self) -> DynamicGroupConfigs:
+        """The per-group configs (GROUP config resources) the consumer groups run with."""
+        return self._consumer.group_configs
+
     def attach_catalog(self, catalog: TopicCatalog) -> None:
         """The topic catalog consumer groups assign from (read only; its version marks changes)."""
         self._consumer.catalog = catalog
@@ -136,12 +143,14 @@ class Shard:
         wall_ms: int,
         consumer_groups: list[ConsumerGroupRecord] | None = None,
         consumer_members: list[ConsumerMemberRecord] | None = None,
+        group_configs: list[GroupConfigRecord] | None = None,
     ) -> None:
         """docs/groups.md#loading: rebuild a fresh coordinator from its stored rows and restart member sessions."""
         if self._loaded or self._classic.groups or self._offsets.offsets or self._consumer.groups:
             raise RuntimeError("load() needs a coordinator that has not been loaded nor served anything")
         self._loaded = True
         self._enter(now_ms, wall_ms)
+        self.group_configs.load(group_configs or [])  # before sessions restart at the groups' timeouts
         records: list[Record] = [*groups, *(consumer_groups or []), *(consumer_members or [])]
         for manager in self._managers:
             manager.load(records)

@@ -93,6 +93,10 @@ def advertised_versions(upstream: dict[int, tuple[int, int]] | None) -> dict[int
                 del ranges[int(key)]
             else:
                 ranges[int(key)] = (max(low, theirs[0]), min(high, theirs[1]))
+        for key in (DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS):
+            # GROUP config resources are served here (group_configs.py): advertised at our
+            # versions even when upstream lacks the API.
+            ranges.setdefault(key, SERVED_VERSIONS[ApiKey(key)])
     return ranges
 
 

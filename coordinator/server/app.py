@@ -246,6 +246,7 @@ async def start_server(config: Config, end_offsets: EndOffsets | None = None) ->
         clock.wall_ms(),
         state.consumer_groups,
         state.consumer_members,
+        state.group_configs,
     )
     load_seconds = time.monotonic() - started
     log.info(

@@ -54,12 +54,15 @@ _KP_MODULES: Final = (
     "kafka.protocol.consumer.metadata",
     "kafka.protocol.sasl",
     "kafka.protocol.admin.acl",
+    "kafka.protocol.admin.configs",
 )
 _KP_EXTRA_MODULES: Final = (
     "kafka.protocol.api_header",
     "kafka.protocol.old.commit",
     "kafka.protocol.old.admin",
     "kafka.protocol.old.list_offsets",
+    "kafka.protocol.old.fetch",
+    "kafka.protocol.old.produce",
     "kafka.protocol.old.types",
 )
 

@@ -17,6 +17,7 @@ from coordinator.cli.admin.command_config import ENV_PREFIX, load_security
 from coordinator.cli.admin.commit_history_cmd import add_commit_history_parser
 from coordinator.cli.admin.connection import parse_address
 from coordinator.cli.admin.errors import KafkaError, UsageError
+from coordinator.cli.admin.group_configs_cmd import groups_configure
 from coordinator.cli.admin.group_files import offsets_export_all, offsets_import_groups
 from coordinator.cli.admin.groups_cmd import groups_delete, groups_describe, groups_list
 from coordinator.cli.admin.history_cmd import add_history_parser
@@ -308,6 +309,31 @@ def add_groups_parser(
     )
 
     add_lag_options(describe)
+    describe.add_argument(
+        "--configs",
+        action="store_true",
+        help="the group configs (consumer.session.timeout.ms, consumer.heartbeat.interval.ms): value "
+        "and source (DYNAMIC_GROUP_CONFIG when set for the group, else the broker setting's: "
+        "STATIC_BROKER_CONFIG or DEFAULT_CONFIG)",
+    )
+
+    configure = _leaf(
+        verbs,
+        "configure",
+        groups_configure,
+        "set or delete a group's configs (IncrementalAlterConfigs on the GROUP resource, as "
+        "kafka-configs.sh --entity-type groups), then print them",
+    )
+    configure.add_argument("group", metavar="GROUP")
+    configure.add_argument(
+        "--set",
+        action="append",
+        metavar="NAME=VALUE",
+        help="set a config, e.g. consumer.session.timeout.ms=50000 (repeatable)",
+    )
+    configure.add_argument(
+        "--delete", action="append", metavar="NAME", help="back to the broker's default (repeatable)"
+    )
 
     delete = _leaf(verbs, "delete", groups_delete, "delete groups (they must have no members)")
     delete.add_argument("groups", nargs="*", metavar="GROUP")

@@ -8,6 +8,11 @@ from typing import Any
 
 from coordinator.cli.admin.client import CONSUMER, LATEST, TP, AdminClient, GroupDescription, Member
 from coordinator.cli.admin.errors import KafkaError, UsageError
+from coordinator.cli.admin.group_configs_cmd import (
+    GroupConfigValue,
+    describe_group_configs,
+    print_group_configs,
+)
 from coordinator.cli.admin.http_api import HttpApiError
 from coordinator.cli.admin.lag_summary import lag_per_topic
 from coordinator.cli.admin.lag_time import GroupTime, group_time, seconds_cell
@@ -139,7 +144,7 @@ def format_subscription(member: Member) -> str:
 
 
 def groups_describe(client: AdminClient, args: argparse.Namespace) -> int:
-    show_offsets = args.offsets or args.lag_per_topic or not (args.members or args.state)
+    show_offsets = args.offsets or args.lag_per_topic or not (args.members or args.state or args.configs)
     described: list[tuple[GroupDescription, list[OffsetLine] | None]] = []
     failures: list[KafkaError] = []  # as kafka-consumer-groups: print what exists, report the rest
     groups = chosen_groups(client, args)
@@ -148,6 +153,11 @@ def groups_describe(client: AdminClient, args: argparse.Namespace) -> int:
         return 0
     times: dict[str, GroupTime] = {}
     time_failures: list[str] = []
+    configs = describe_group_configs(client.bootstrap_connection(), groups) if args.configs else []
+    if args.configs and not (show_offsets or args.members or args.state):
+        # A group's configs exist whether or not the group does (as in Kafka).
+        print_group_configs(configs, args.format)
+        return 0
     for group_id in groups:
         try:
             group = client.describe_group(group_id)
@@ -165,7 +175,7 @@ def groups_describe(client: AdminClient, args: argparse.Namespace) -> int:
             except HttpApiError as exc:
                 time_failures.append(f"lag in seconds of group {group.group_id!r}: {exc}")
     if described:
-        _print_described(args, described, show_offsets, times)
+        _print_described(args, described, show_offsets, times, configs)
     for failure in failures:
         note(str(failure))
     for message in time_failures:
@@ -186,9 +196,15 @@ def _print_described(
     described: list[tuple[GroupDescription, list[OffsetLine] | None]],
     show_offsets: bool,
     times: dict[str, GroupTime],
+    configs: list[GroupConfigValue],
 ) -> None:
     if args.format == "json":
-        print_json([_group_json(g, lines, args, times.get(g.group_id)) for g, lines in described])
+        shown = [_group_json(g, lines, args, times.get(g.group_id)) for g, lines in described]
+        if args.configs:
+            for entry, (g, _) in zip(shown, described, strict=True):
+                entry["configs"] = {c.name: {"value": c.value, "source": c.source}
+                                    for c in configs if c.group == g.group_id}  # fmt: skip
+        print_json(shown)
         return
     # Classic groups keep kafka-consumer-groups' tables; consumer groups get their own, with the
     # KIP-848 columns (epochs, subscriptions, target assignment), after the classic ones.
@@ -218,6 +234,12 @@ def _print_described(
         unavailable = times[group.group_id].unavailable if group.group_id in times else None
         if unavailable:
             note(f"Consumer group '{group.group_id}': LAG-SECONDS and STATUS unknown: {unavailable}.")
+    if args.configs:
+        shown_groups = {g.group_id for g, _ in described}
+        rows: list[list[object]] = [
+            [c.group, c.name, c.value, c.source] for c in configs if c.group in shown_groups
+        ]
+        sections.append((["GROUP", "CONFIG", "VALUE", "SOURCE"], rows))
     for i, (headers, rows) in enumerate(sections):
         if i:
             print()
