@@ -478,7 +478,10 @@ def test_list_groups_types_and_states(h: Harness) -> None:
     assert h.list_groups(states=["reconciling"]).wire.groups == []
 
 
-def test_heartbeat_to_a_live_classic_group_is_group_id_not_found(h: Harness) -> None:
+@pytest.mark.parametrize("policy", ["disabled", "downgrade"])
+def test_heartbeat_to_a_live_classic_group_without_online_upgrade_is_group_id_not_found(policy: str) -> None:
+    h = Harness(GroupConfig(group_initial_rebalance_delay_ms=0, group_consumer_migration_policy=policy))
+    h.catalog.set_topic("t", 6)
     h.join("g", version=3)
     reply = cg_heartbeat(h, member_id="a")
     assert reply.error == ErrorCode.GROUP_ID_NOT_FOUND
@@ -493,9 +496,11 @@ def test_empty_classic_group_is_converted_and_keeps_its_offsets(h: Harness) -> N
     assert fetched.topics[0].partitions[0].committed_offset == 42
 
 
-def test_classic_join_to_a_live_consumer_group_is_inconsistent_protocol(h: Harness) -> None:
+def test_classic_join_of_another_protocol_type_to_a_live_consumer_group_is_inconsistent_protocol(
+    h: Harness,
+) -> None:
     cg_heartbeat(h, member_id="a")
-    assert h.join("g", version=5).error == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+    assert h.join("g", version=5, protocol_type="connect").error == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
 
 
 def test_classic_join_to_an_empty_consumer_group_converts_it(h: Harness) -> None:
