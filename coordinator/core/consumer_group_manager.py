@@ -1049,7 +1049,7 @@ class ConsumerGroupManager:
                 group.catalog_version = self.catalog.version
             for member in group.members.values():
                 self.reschedule_session(group, member)
-                if member.state is MemberState.UNREVOKED_PARTITIONS:
+                if member.state is MemberState.UNREVOKED_PARTITIONS and member.classic is None:
                     member.rebalance_timer_epoch = member.member_epoch
                     self.timers.schedule(
                         rebalance_key(group.group_id, member.member_id),
