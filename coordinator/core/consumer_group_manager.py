@@ -362,7 +362,15 @@ class ConsumerGroupManager:
             member.member_id,
             member.member_epoch,
             self._heartbeat_interval(group, member),
-            self._wire_assignment(member.assigned) if full or assigned_changed else None,
+            # Also when the member is behind (an older epoch, or it reports partitions other than
+            # its assignment): a response that carried its assignment was lost, or replaced by an
+            # error after a failed write whose state memory kept.
+            self._wire_assignment(member.assigned)
+            if full
+            or assigned_changed
+            or epoch != member.member_epoch
+            or (owned is not None and owned != member.assigned)
+            else None,
         )
         self.finish(ctx, group, records, response, fx)
 

@@ -65,7 +65,8 @@ class ClassicClient:
             version=5,
             instance_id=self.instance_id,
             session_timeout_ms=self.session_timeout_ms,
-            protocols=[(self.protocol, metadata)],
+            # Cooperative clients also offer range, as a rolling switch of assignor does.
+            protocols=[(self.protocol, metadata), *([("range", metadata)] if self.cooperative else [])],
             client_id=self.name,
         )
         if reply.answered and reply.error == ErrorCode.MEMBER_ID_REQUIRED:

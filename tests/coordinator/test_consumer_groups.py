@@ -653,6 +653,20 @@ def test_failed_write_answers_coordinator_not_available_and_is_repaired(h: Harne
         assert h.store.consumer_members[("g", member.member_id)].member_epoch == member.member_epoch
 
 
+def test_a_member_whose_response_was_lost_to_a_failed_write_is_told_its_assignment_again(h: Harness) -> None:
+    a, b = Client(h, "a"), Client(h, "b")
+    a.join()
+    b.join()
+    h.fail_code = int(ErrorCode.REQUEST_TIMED_OUT)
+    assert a.beat().error == ErrorCode.COORDINATOR_NOT_AVAILABLE  # told to revoke, never heard of it
+    h.fail_code = None
+    assert cgroup(h).members["a"].state is MemberState.UNREVOKED_PARTITIONS
+    reply = a.beat()  # reports everything it still owns
+    assert assignment_of(h, reply) == {"t": {0, 1, 2}}
+    settle([a, b])
+    assert a.partitions() | b.partitions() == {("t", p) for p in range(6)}
+
+
 def test_reply_waits_for_the_write(h: Harness) -> None:
     h.hold = True
     reply = cg_heartbeat(h, member_id="a")
