@@ -122,22 +122,92 @@ class MigratingMember:
             self.consumer.close()
 
 
+class KafkaPythonMember:
+    """A kafka-python classic consumer (eager, range), polled from the test's thread."""
+
+    protocol = "classic"
+
+    def __init__(self, name: str, bootstrap: str, log: EventLog) -> None:
+        from kafka import ConsumerRebalanceListener, KafkaConsumer
+        from kafka.coordinator.assignors.range import RangePartitionAssignor
+
+        self.name = name
+        self.log = log
+        self.errors: list[object] = []
+        self.acked: list[tuple[int, int]] = []
+        self.consumer = KafkaConsumer(
+            bootstrap_servers=bootstrap,
+            group_id=GROUP,
+            client_id=name,
+            partition_assignment_strategy=[RangePartitionAssignor],
+            session_timeout_ms=CLASSIC_SESSION_MS,
+            heartbeat_interval_ms=CLASSIC_HEARTBEAT_MS,
+            enable_auto_commit=False,
+            fetch_max_wait_ms=50,
+        )
+        member = self
+
+        class Listener(ConsumerRebalanceListener):  # type: ignore[misc]
+            def on_partitions_revoked(self, revoked: Any) -> None:
+                log.record(name, "revoke", {tp.partition for tp in revoked} & member.owned)
+
+            def on_partitions_assigned(self, assigned: Any) -> None:
+                log.record(name, "assign", {tp.partition for tp in assigned} - member.owned)
+
+        self.consumer.subscribe([TOPIC], listener=Listener())
+        self.consumer.partitions_for_topic(TOPIC)  # see clients.py: metadata before the first join
+        self.closed = False
+
+    @property
+    def owned(self) -> frozenset[int]:
+        return self.log.owned(self.name)
+
+    def poll(self) -> None:
+        self.consumer.poll(timeout_ms=20)
+
+    def commit(self, offsets: dict[int, int]) -> None:
+        from kafka import TopicPartition as KafkaTopicPartition
+        from kafka.structs import OffsetAndMetadata
+
+        def done(committed: Any, response: Any) -> None:
+            if isinstance(response, Exception):
+                self.errors.append(response)
+            else:
+                self.acked.extend((tp.partition, meta.offset) for tp, meta in committed.items())
+
+        self.consumer.commit_async(
+            {KafkaTopicPartition(TOPIC, p): OffsetAndMetadata(o, "", -1) for p, o in offsets.items()}, done
+        )
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self.consumer.close()
+
+
+Member = MigratingMember | KafkaPythonMember
+
+
 class RollingGroup:
     def __init__(self, server: ServerProcess, assignor: str) -> None:
         self.server = server
         self.assignor = assignor
         self.log = EventLog()
-        self.members: list[MigratingMember] = []
+        self.members: list[Member] = []
         self.offsets = itertools.count(1)
         self.sent: dict[int, set[int]] = {p: set() for p in range(PARTITIONS)}
         self.steps: list[str] = []
 
-    def start(self, name: str, protocol: str) -> MigratingMember:
-        member = MigratingMember(name, self.server.bootstrap, self.log, protocol, self.assignor)
+    def start(self, name: str, protocol: str) -> Member:
+        member: Member
+        if protocol == "kafka-python":
+            member = KafkaPythonMember(name, self.server.bootstrap, self.log)
+        else:
+            member = MigratingMember(name, self.server.bootstrap, self.log, protocol, self.assignor)
         self.members.append(member)
         return member
 
-    def live(self) -> list[MigratingMember]:
+    def live(self) -> list[Member]:
         return [m for m in self.members if not m.closed]
 
     def round(self) -> None:
@@ -176,7 +246,7 @@ class RollingGroup:
             self.round()
         return result
 
-    def replace(self, old: MigratingMember, name: str, protocol: str) -> MigratingMember:
+    def replace(self, old: Member, name: str, protocol: str) -> Member:
         """A rolling restart of one member: it stops (leaves), the new one starts."""
         old.close()
         new = self.start(name, protocol)
@@ -229,11 +299,20 @@ def server(tmp_path: Path) -> Iterator[ServerProcess]:
         proc.stop()
 
 
-@pytest.mark.parametrize("assignor", ["cooperative-sticky", "range"])
-def test_rolling_upgrade_to_the_consumer_protocol_and_back(server: ServerProcess, assignor: str) -> None:
+@pytest.mark.parametrize(
+    ("assignor", "classic"),
+    [
+        ("cooperative-sticky", ("classic", "classic", "classic")),
+        ("range", ("classic", "kafka-python", "kafka-python")),
+    ],
+    ids=["confluent-cooperative", "kafka-python-and-confluent-eager"],
+)
+def test_rolling_upgrade_to_the_consumer_protocol_and_back(
+    server: ServerProcess, assignor: str, classic: tuple[str, str, str]
+) -> None:
     rolling = RollingGroup(server, assignor)
     try:
-        members = [rolling.start(f"classic-{i}", "classic") for i in range(3)]
+        members = [rolling.start(f"classic-{i}", kind) for i, kind in enumerate(classic)]
         rolling.settle("3 classic members")
         assert group_type(server.bootstrap)[0] == "classic/Stable"
 
@@ -248,7 +327,7 @@ def test_rolling_upgrade_to_the_consumer_protocol_and_back(server: ServerProcess
         assert len(view.members) == 3
 
         for i in range(3):  # and back to classic
-            members[i] = rolling.replace(members[i], f"classic-again-{i}", "classic")
+            members[i] = rolling.replace(members[i], f"classic-again-{i}", classic[i])
             types.append(group_type(server.bootstrap))
         assert [t for t, _ in types[3:5]] == ["consumer", "consumer"]  # classic members inside it
         assert types[5][0].startswith("classic/")  # the last consumer member left: classic again
