@@ -1141,9 +1141,12 @@ class ClassicGroupManager:
         self._rebalance_started.pop(group.group_id, None)
         del self.groups[group.group_id]
 
-    def adopt_downgraded(self, group: ClassicGroup, fx: Effects) -> GroupMetadataRecord:
-        """A consumer group converted back (Stable at its epoch): sessions start and the group
-        rebalances at once (T3); returns the group record to write."""
+    def adopt_downgraded(
+        self, group: ClassicGroup, fx: Effects, rebalance: bool = True
+    ) -> GroupMetadataRecord:
+        """A consumer group converted back (Stable at its epoch): sessions start and, unless a
+        replacing member just joined, the group rebalances at once (T3); returns the group record
+        to write."""
         self.groups[group.group_id] = group
         for member in group.members.values():
             self.reschedule_session(member)
@@ -1153,7 +1156,8 @@ class ClassicGroupManager:
             group.group_id,
             group.generation_id,
         )
-        self._prepare_rebalance(group, fx)
+        if rebalance:
+            self._prepare_rebalance(group, fx)
         return record
 
     def holds(self, group_id: str) -> bool:

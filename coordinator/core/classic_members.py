@@ -120,6 +120,10 @@ class ClassicMembers:
             raise Rejected(INCONSISTENT_GROUP_PROTOCOL) from None
 
         records = GroupWrites()
+        replaced_id = group.static_members.get(req.group_instance_id) if req.group_instance_id else None
+        replaced = (
+            group.members.get(replaced_id) if replaced_id is not None and replaced_id != member_id else None
+        )
         member, changed = self._member_for(ctx, req, group, member_id, subscription, records)
         member.classic = ClassicMemberMetadata(req.session_timeout_ms, protocols)
         member.rebalance_timeout_ms = ClassicGroupManager.rebalance_timeout(ctx, req)
@@ -129,11 +133,6 @@ class ClassicMembers:
         consumer.reconcile_member(group, member, subscription.owned, records)
         consumer.events.member_reconciled(group, member)
 
-        self.timers.cancel(join_key(group.group_id, member.member_id))
-        consumer.reschedule_session(group, member)
-        self.timers.schedule(
-            sync_key(group.group_id, member.member_id), self.clock.now_ms + member.rebalance_timeout_ms
-        )
         response = JoinGroupResponse(
             error_code=NONE,
             generation_id=member.member_epoch,
@@ -144,14 +143,20 @@ class ClassicMembers:
             member_id=member.member_id,
             members=[],
         )
-        consumer.finish(
-            ctx,
-            group,
-            records,
-            response,
-            fx,
-            lambda code: ClassicGroupManager.join_error(version, consumer_write_error(code), member_id),
+
+        def if_failed(code: int) -> JoinGroupResponse:
+            return ClassicGroupManager.join_error(version, consumer_write_error(code), member_id)
+
+        if replaced is not None and consumer.downgrade_allowed_on_replacement(group, replaced):
+            # The last consumer-protocol member was replaced: a classic group again, no rebalance.
+            consumer.downgrade(group, None, fx, (ctx, response, if_failed), rebalance=False)
+            return
+        self.timers.cancel(join_key(group.group_id, member.member_id))
+        consumer.reschedule_session(group, member)
+        self.timers.schedule(
+            sync_key(group.group_id, member.member_id), self.clock.now_ms + member.rebalance_timeout_ms
         )
+        consumer.finish(ctx, group, records, response, fx, if_failed)
 
     def _member_for(
         self,

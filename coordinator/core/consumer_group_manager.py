@@ -501,14 +501,42 @@ class ConsumerGroupManager:
         self.event(
             group, cause, f"member {member.member_id} {why} at epoch {member.member_epoch}", member.member_id
         )
-        classic = classic_group_from_consumer(group, member.member_id, self.clock.wall_ms)
+        reply = None
+        if ctx is not None and response is not None:
+            reply = (ctx, response, lambda code: _error_response(consumer_write_error(code)))
+        self.downgrade(group, member.member_id, fx, reply, rebalance=True)
+
+    def downgrade_allowed_on_replacement(self, group: ConsumerGroup, replaced: ConsumerMember) -> bool:
+        """Kafka's validateOnlineDowngradeWithReplacedMemberId: a classic member's JoinGroup
+        replaced the last consumer-protocol (static) member."""
+        if replaced.classic is not None or any(m.classic is None for m in group.members.values()):
+            return False
+        if not self.config.online_downgrade_enabled:
+            log.info(
+                "group %s: cannot downgrade to a classic group: the online downgrade is disabled",
+                group.group_id,
+            )
+            return False
+        return len(group.members) <= self.config.group_max_size
+
+    def downgrade(
+        self,
+        group: ConsumerGroup,
+        leaving_member_id: str | None,
+        fx: Effects,
+        reply: tuple[RequestContext, object, Callable[[int], object]] | None,
+        rebalance: bool,
+    ) -> None:
+        """Kafka's convertToClassicGroup: the group becomes a classic group of its classic members
+        at the group epoch; it rebalances at once unless a replacing member joined."""
+        classic = classic_group_from_consumer(group, leaving_member_id or "", self.clock.wall_ms)
         for member_id in list(group.members):
             self._cancel_member_timers(group.group_id, member_id)
         del self.groups[group.group_id]
         group.dead = True
-        record = self.classic.adopt_downgraded(classic, fx)
-        if ctx is not None and response is not None:
-            fx.reply(ctx.reply_to, response, lambda code: _error_response(consumer_write_error(code)))
+        record = self.classic.adopt_downgraded(classic, fx, rebalance)
+        if reply is not None:
+            fx.reply(reply[0].reply_to, reply[1], reply[2])
         fx.write([ConsumerGroupTombstone(group.group_id), record])
 
     def _cancel_member_timers(self, group_id: str, member_id: str) -> None:

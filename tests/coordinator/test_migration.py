@@ -389,3 +389,27 @@ def test_stored_rows_of_an_upgraded_group() -> None:
     assert row.classic_session_timeout_ms == SESSION_MS and row.classic_protocols is not None
     assert row.classic_protocols[0][0] == "range"
     assert h.store.consumer_members[("g", "c")].classic_protocols is None
+
+
+def test_downgrade_when_a_classic_process_replaces_the_last_static_consumer_member() -> None:
+    h = harness()
+    c = Client(h, "c", instance_id="i-c")
+    c.join()
+    a = ClassicClient(h, "a")
+    a.rejoin()
+    settle([a, c])
+    epoch = cgroup(h).group_epoch
+    kept = {p for _, p in c.partitions()}
+    c.owned = {}  # the process stops; the same instance comes back speaking the classic protocol
+    b = ClassicClient(h, "b", instance_id="i-c")
+    join = b.send_join()
+    assert join.error == 0
+    group = h.group()  # a classic group again, Stable at the epoch: no rebalance
+    assert h.coordinator.consumer_group("g") is None
+    assert group.state.value == "Stable" and group.generation_id == epoch
+    new_id = join.wire.member_id
+    assert set(group.members) == {a.member_id, new_id} and group.static_members == {"i-c": new_id}
+    assert b.after_join().error == 0
+    assert {p for _, p in b.partitions()} == kept  # the replaced member's assignment
+    assert h.heartbeat("g", a.member_id, a.generation).error == 0
+    assert h.store.groups["g"].generation_id == epoch and "g" not in h.store.consumer_groups
