@@ -413,3 +413,18 @@ def test_downgrade_when_a_classic_process_replaces_the_last_static_consumer_memb
     assert {p for _, p in b.partitions()} == kept  # the replaced member's assignment
     assert h.heartbeat("g", a.member_id, a.generation).error == 0
     assert h.store.groups["g"].generation_id == epoch and "g" not in h.store.consumer_groups
+
+
+def test_no_downgrade_on_replacement_without_the_policy() -> None:
+    h = harness("upgrade")
+    c = Client(h, "c", instance_id="i-c")
+    c.join()
+    a = ClassicClient(h, "a")
+    a.rejoin()
+    settle([a, c])
+    b = ClassicClient(h, "b", instance_id="i-c")
+    b.rejoin()
+    group = cgroup(h)  # still a consumer group, now of classic members only
+    assert all(m.classic is not None for m in group.members.values()) and len(group.members) == 2
+    settle([a, b])
+    assert all_partitions([a, b]) == {("t", p) for p in range(6)} and not owned_twice([a, b])
