@@ -148,10 +148,19 @@ class Shard:
         for manager in self._managers:
             manager.load(records)
         for group_id in self._consumer.groups.keys() & self._classic.groups.keys():
-            log.warning(
-                "group %s is stored as classic and consumer group; keeping the consumer group", group_id
-            )
-            del self._classic.groups[group_id]
+            # Only a conversion whose write failed leaves both (docs/migration.md): the type the
+            # group changed to last wrote the later state time.
+            classic_ms = self._classic.groups[group_id].state_ms or -1
+            if self._consumer.groups[group_id].state_ms >= classic_ms:
+                log.warning(
+                    "group %s is stored as classic and consumer group; keeping the consumer group", group_id
+                )
+                del self._classic.groups[group_id]
+            else:
+                log.warning(
+                    "group %s is stored as classic and consumer group; keeping the classic group", group_id
+                )
+                del self._consumer.groups[group_id]
         self._offsets.load(offsets)
         fx = Effects()
         for manager in self._managers:

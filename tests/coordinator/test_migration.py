@@ -428,3 +428,36 @@ def test_no_downgrade_on_replacement_without_the_policy() -> None:
     assert all(m.classic is not None for m in group.members.values()) and len(group.members) == 2
     settle([a, b])
     assert all_partitions([a, b]) == {("t", p) for p in range(6)} and not owned_twice([a, b])
+
+
+def test_restart_after_a_failed_downgrade_write_keeps_the_classic_group() -> None:
+    h = harness()
+    a, b = classic_group(h, "a", "b")
+    c = Client(h, "c")
+    c.join()
+    settle([a, b, c])
+    h.advance(1000)
+    h.fail_code = int(ErrorCode.REQUEST_TIMED_OUT)
+    assert cg_heartbeat(h, member_id="c", epoch=-1).error == ErrorCode.COORDINATOR_NOT_AVAILABLE
+    h.fail_code = None
+    assert h.coordinator.group("g") is not None  # memory converted; storage still has the consumer group
+    assert "g" in h.store.consumer_groups
+    for client in (a, b):
+        client.send_join()
+    h.advance(REBALANCE_MS)  # the join phase completes; its group record is written
+    assert "g" in h.store.groups
+    h2 = h.restart()
+    assert h2.coordinator.group("g") is not None and h2.coordinator.consumer_group("g") is None
+
+
+def test_restart_after_a_failed_upgrade_write_keeps_the_consumer_group() -> None:
+    h = harness()
+    classic_group(h, "a", "b")
+    h.advance(1000)
+    h.fail_code = int(ErrorCode.REQUEST_TIMED_OUT)
+    assert cg_heartbeat(h, member_id="c").error == ErrorCode.COORDINATOR_NOT_AVAILABLE
+    h.fail_code = None
+    assert cg_heartbeat(h, member_id="c").error == 0  # rejoins: the group's rows are written now
+    assert "g" in h.store.groups and "g" in h.store.consumer_groups
+    h2 = h.restart()
+    assert h2.coordinator.consumer_group("g") is not None and h2.coordinator.group("g") is None
