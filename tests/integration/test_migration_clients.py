@@ -10,13 +10,15 @@ parked ahead of it on the coordinator connection (brokers answer a connection's 
 order), and the members not polled meanwhile would never rejoin. A commit counts once its
 on_commit reported it without error; at the end every partition's committed offset is at least
 the last one acknowledged for it (and one that was sent). At every step the group must settle within a bound, and the group's
-type and epochs are read as Kafka reports them (ConsumerGroupDescribe, DescribeGroups).
+type and epochs are read as Kafka reports them (ConsumerGroupDescribe, DescribeGroups). The last
+test SIGKILLs the coordinator in the middle of an upgrade and restarts it on the same storage.
 """
 
 from __future__ import annotations
 
 import contextlib
 import itertools
+import signal
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -27,6 +29,7 @@ from confluent_kafka import Consumer, KafkaError, TopicPartition
 
 from protocol.apis import ApiKey
 from protocol.messages.describe_groups import DescribeGroupsRequest
+from tests.durability.support import LOADED, wait_for_log
 from tests.integration.clients import create_topic
 from tests.integration.test_consumer_protocol import (
     ALL,
@@ -289,6 +292,30 @@ def unowned_gaps(events: list[Any]) -> dict[int, float]:
     return longest
 
 
+def assert_no_commit_lost(rolling: RollingGroup, bootstrap: str) -> None:
+    """Every partition's committed offset is at least the last one acknowledged, and was sent."""
+    committed = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": GROUP,
+            "broker.address.family": "v4",
+            "logger": CLIENT_LOG,
+        }
+    )
+    try:
+        result = committed.committed([TopicPartition(TOPIC, p) for p in range(PARTITIONS)], timeout=10)
+    finally:
+        committed.close()
+    stored = {tp.partition: tp.offset for tp in result}
+    acked: dict[int, int] = {}
+    for member in rolling.members:
+        for p, o in member.acked:
+            acked[p] = max(acked.get(p, 0), o)
+    assert set(acked) == set(range(PARTITIONS))
+    for p in range(PARTITIONS):  # no acknowledged commit lost, nothing stored that was not sent
+        assert stored[p] >= acked[p] and stored[p] in rolling.sent[p], (p, stored[p], acked[p])
+
+
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[ServerProcess]:
     proc = start_server(f"sqlite:///{tmp_path / 'coordinator.db'}", SETTINGS)
@@ -339,27 +366,51 @@ def test_rolling_upgrade_to_the_consumer_protocol_and_back(
     history = rolling.log.events()
     final = replay(history)
     assert frozenset().union(*(final[m.name] for m in rolling.members[-3:])) <= ALL
-    committed = Consumer(
-        {
-            "bootstrap.servers": server.bootstrap,
-            "group.id": GROUP,
-            "broker.address.family": "v4",
-            "logger": CLIENT_LOG,
-        }
-    )
-    try:
-        result = committed.committed([TopicPartition(TOPIC, p) for p in range(PARTITIONS)], timeout=10)
-    finally:
-        committed.close()
-    stored = {tp.partition: tp.offset for tp in result}
-    acked: dict[int, int] = {}
-    for member in rolling.members:
-        for p, o in member.acked:
-            acked[p] = max(acked.get(p, 0), o)
-    assert set(acked) == set(range(PARTITIONS))
-    for p in range(PARTITIONS):  # no acknowledged commit lost, nothing stored that was not sent
-        assert stored[p] >= acked[p] and stored[p] in rolling.sent[p], (p, stored[p], acked[p])
+    assert_no_commit_lost(rolling, server.bootstrap)
     gaps = unowned_gaps(history)
     print(f"\n{assignor}: " + "; ".join(rolling.steps))
     print(f"longest time a partition was owned by nobody: {max(gaps.values()):.2f}s; types {types}")
     assert max(gaps.values()) < STEP_S
+
+
+def test_coordinator_sigkill_in_the_middle_of_an_upgrade(server: ServerProcess) -> None:
+    """Two classic members; a consumer-protocol member converts the group, and the coordinator is
+    SIGKILLed before the classic members have rejoined. The restarted coordinator (same storage and
+    port) comes back at the same epochs and the hand-over completes without a partition owned twice."""
+    rolling = RollingGroup(server, "cooperative-sticky")
+    restarted: ServerProcess | None = None
+    try:
+        rolling.start("classic-0", "classic")
+        rolling.start("classic-1", "classic")
+        rolling.settle("2 classic members")
+        rolling.start("consumer-0", "consumer")
+        before = rolling.wait_for(
+            lambda: (v := describe(server.bootstrap)).error_code == 0 and v, "the upgrade"
+        )
+        # The classic members are still at the generation they had: they have not rejoined yet.
+        assert sorted(s.epoch for s in before.members.values()) == [
+            before.group_epoch - 1,
+            before.group_epoch - 1,
+            before.group_epoch,
+        ], before
+        assert server.stop(signal.SIGKILL) == -signal.SIGKILL
+        restarted = start_server(server.storage, SETTINGS, port=server.port)
+        wait_for_log(restarted, LOADED, timeout=15)
+        after = describe(restarted.bootstrap)
+        assert (after.group_epoch, after.assignment_epoch) == (before.group_epoch, before.assignment_epoch)
+        assert {m: s.epoch for m, s in after.members.items()} == {
+            m: s.epoch for m, s in before.members.items()
+        }
+        rolling.server = restarted
+        took = rolling.settle("the hand-over after the restart")
+        print(f"\nafter the restart the hand-over completed in {took:.2f}s")
+        final = rolling.wait_for(
+            lambda: (v := describe(restarted.bootstrap)).state == "Stable" and v, "Stable"
+        )
+        assert len(final.members) == 3
+        assert_no_commit_lost(rolling, restarted.bootstrap)
+    finally:
+        rolling.close()
+        if restarted is not None:
+            restarted.stop()
+    replay(rolling.log.events())
