@@ -26,27 +26,42 @@ def consumer_group_from_classic(
     classic: ClassicGroup, topics: Mapping[str, TopicRecord], wall_ms: int
 ) -> ConsumerGroup:
     """Every classic member becomes a Stable member at the generation, owning (and targeted at)
-    its last assignment; partitions of unknown topics are dropped and a partition claimed by two
-    members (a stale assignment of a group caught mid-rebalance) stays with the first.
+    its last assignment. A member also owns the partitions its last JoinGroup reported as owned
+    (ConsumerProtocol v1+) that no assignment gives to another: a cooperative client keeps its
+    partitions through a rebalance whose assignments were cleared (Kafka counts only the
+    assignments, and would hand those partitions out while the client still holds them).
+    Partitions of unknown topics are dropped; a partition claimed twice stays with its first
+    claim, assignments before reported ownership.
     Raises MalformedConsumerProtocol when a member's metadata or assignment does not parse."""
     epoch = classic.generation_id
     group = ConsumerGroup(classic.group_id, group_epoch=epoch, assignment_epoch=epoch, state_ms=wall_ms)
+    subscriptions = {}
     for m in classic.members.values():
         protocol = classic.protocol_name
         metadata = (
             m.metadata(protocol) if protocol is not None and _supports(m, protocol) else m.protocols[0][1]
         )
-        subscription = decode_subscription(metadata)
-        assigned: dict[str, frozenset[int]] = {}
-        for topic, partitions in decode_assignment(m.assignment).items():
-            record = topics.get(topic)
-            if record is None:
-                continue
-            free = frozenset(
-                p for p in partitions if p < record.num_partitions and (topic, p) not in group.owners
+        subscriptions[m.member_id] = decode_subscription(metadata)
+    claims: dict[tuple[str, int], str] = {}
+    for source in ("assignment", "owned"):
+        for m in classic.members.values():
+            partitions = (
+                decode_assignment(m.assignment)
+                if source == "assignment"
+                else subscriptions[m.member_id].owned
             )
-            if free:
-                assigned[topic] = free
+            for topic, parts in partitions.items():
+                record = topics.get(topic)
+                if record is None:
+                    continue
+                for p in parts:
+                    if p < record.num_partitions:
+                        claims.setdefault((topic, p), m.member_id)
+    assigned_by_member: dict[str, dict[str, set[int]]] = {m: {} for m in classic.members}
+    for (topic, p), member_id in claims.items():
+        assigned_by_member[member_id].setdefault(topic, set()).add(p)
+    for m in classic.members.values():
+        subscription = subscriptions[m.member_id]
         member = ConsumerMember(
             member_id=m.member_id,
             instance_id=m.group_instance_id,
@@ -60,7 +75,7 @@ def consumer_group_from_classic(
             member_epoch=epoch,
             previous_member_epoch=epoch,
             state=MemberState.STABLE,
-            assigned=normalize(assigned),
+            assigned=normalize(assigned_by_member[m.member_id]),
             classic=ClassicMemberMetadata(m.session_timeout_ms, m.protocols),
         )
         group.members[m.member_id] = member

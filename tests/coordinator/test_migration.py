@@ -461,3 +461,23 @@ def test_restart_after_a_failed_upgrade_write_keeps_the_consumer_group() -> None
     assert "g" in h.store.groups and "g" in h.store.consumer_groups
     h2 = h.restart()
     assert h2.coordinator.consumer_group("g") is not None and h2.coordinator.group("g") is None
+
+
+def test_upgrade_counts_what_cooperative_members_still_own_after_their_assignments_were_cleared() -> None:
+    h = harness()
+    a, b = classic_group(h, "a", "b", cooperative=True)
+    held = {a.member_id: a.partitions(), b.member_id: b.partitions()}
+    x = ClassicClient(h, "x", cooperative=True)
+    parked = x.send_join()  # the group rebalances; a and b rejoin reporting what they own
+    a.send_join()
+    b.send_join()
+    assert parked.answered and h.group().state.value == "CompletingRebalance"
+    ClassicClient(h, "y", cooperative=True).send_join()  # back to PreparingRebalance: assignments cleared
+    assert h.group().state.value == "PreparingRebalance"
+    assert all(m.assignment == b"" for m in h.group().members.values())
+    c = Client(h, "c")
+    c.join()
+    # a and b still hold their partitions: the newcomer gets none of them yet.
+    assert c.partitions() == set()
+    owners = cgroup(h).owners
+    assert {m: {tp for tp, o in owners.items() if o == m} for m in held} == held
