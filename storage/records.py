@@ -276,6 +276,10 @@ class ConsumerMemberRecord(Upsert[ConsumerMemberKey]):
     assigned: TopicPartitionList
     pending_revocation: TopicPartitionList
     target: TopicPartitionList
+    # A member that joined with the classic protocol (JoinGroup inside a consumer group): its
+    # session timeout and its (protocol name, metadata) pairs in preference order; None otherwise.
+    classic_session_timeout_ms: int | None = None
+    classic_protocols: tuple[tuple[str, bytes], ...] | None = None
 
     @property
     def key(self) -> ConsumerMemberKey:

@@ -18,9 +18,11 @@ from typing import Any, Final, Generic, TypeVar
 
 from storage.codec import (
     CodecError,
+    decode_classic_protocols,
     decode_configs,
     decode_consumer_topics,
     decode_members,
+    encode_classic_protocols,
     encode_configs,
     encode_consumer_topics,
     encode_members,
@@ -157,7 +159,8 @@ def consumer_member_row(m: ConsumerMemberRecord) -> Row:
     topics = encode_consumer_topics(m.subscribed_topic_names, m.assigned, m.pending_revocation, m.target)
     return (m.group_id, m.member_id, m.instance_id, m.rack_id, m.client_id, m.client_host,
             m.subscribed_topic_regex, m.server_assignor, m.rebalance_timeout_ms, m.member_epoch,
-            m.previous_member_epoch, m.state, topics)  # fmt: skip
+            m.previous_member_epoch, m.state, topics, m.classic_session_timeout_ms,
+            None if m.classic_protocols is None else encode_classic_protocols(m.classic_protocols))  # fmt: skip
 
 
 def consumer_member_from_row(
@@ -174,14 +177,18 @@ def consumer_member_from_row(
     previous_member_epoch: int,
     state: int,
     topics: bytes,
+    classic_session_timeout_ms: int | None = None,
+    classic_protocols: bytes | None = None,
 ) -> ConsumerMemberRecord:
     try:
         subscribed, assigned, pending_revocation, target = decode_consumer_topics(topics)
+        protocols = None if classic_protocols is None else decode_classic_protocols(classic_protocols)
     except CodecError as exc:
         raise CodecError(f"consumer member {member_id!r} of group {group_id!r}: {exc}") from exc
     return ConsumerMemberRecord(group_id, member_id, instance_id, rack_id, client_id, client_host, subscribed,
                                 regex, assignor, rebalance_timeout_ms, member_epoch, previous_member_epoch,
-                                state, assigned, pending_revocation, target)  # fmt: skip
+                                state, assigned, pending_revocation, target, classic_session_timeout_ms,
+                                protocols)  # fmt: skip
 
 
 _OFFSET_COLUMNS: Final = (
@@ -293,6 +300,8 @@ CONSUMER_MEMBERS: Final[Table[ConsumerMemberRecord]] = Table(
         Column("previous_member_epoch", INT32),
         Column("state", INT32),
         Column("topics", BLOB),
+        Column("classic_session_timeout_ms", INT32, nullable=True),
+        Column("classic_protocols", BLOB, nullable=True),
     ),
     key=("group_id", "member_id"),
     to_row=consumer_member_row,

@@ -99,6 +99,13 @@ class GroupConfig:
         names_among(_assignor_names, "assignors"),
         kafka=True,
     )
+    group_consumer_migration_policy: str = setting(
+        "bidirectional",
+        "online conversion of groups with members: bidirectional, upgrade (classic to consumer when a "
+        "consumer-protocol member joins), downgrade (back when the last one leaves) or disabled",
+        one_of("bidirectional", "upgrade", "downgrade", "disabled"),
+        kafka=True,
+    )
     # Ours: how the heartbeat interval told to KIP-848 members varies (docs/kip848-handover.md).
     group_consumer_heartbeat_policy: str = setting(
         "handover",
@@ -127,6 +134,14 @@ class GroupConfig:
             self.group_consumer_min_heartbeat_interval_ms <= self.group_consumer_max_heartbeat_interval_ms,
             "group.consumer.min.heartbeat.interval.ms must not exceed group.consumer.max.heartbeat.interval.ms",
         )
+
+    @property
+    def online_upgrade_enabled(self) -> bool:
+        return self.group_consumer_migration_policy in ("bidirectional", "upgrade")
+
+    @property
+    def online_downgrade_enabled(self) -> bool:
+        return self.group_consumer_migration_policy in ("bidirectional", "downgrade")
 
     @property
     def offsets_retention_ms(self) -> int:

@@ -18,13 +18,14 @@ from typing import Final
 
 from coordinator.core.classic_group import ClassicGroup
 from coordinator.core.classic_group_manager import EMPTY, ClassicGroupManager
+from coordinator.core.classic_members import ClassicMembers
 from coordinator.core.clock import ShardClock
 from coordinator.core.consumer_group import ConsumerGroup
 from coordinator.core.consumer_group_manager import CONSUMER_GROUP_TYPE, ConsumerGroupManager, TopicCatalog
 from coordinator.core.context import RequestContext
 from coordinator.core.dynamic_configs import DynamicGroupConfigs
 from coordinator.core.effects import Effects, ResultBuilder
-from coordinator.core.errors import GROUP_ID_NOT_FOUND, INCONSISTENT_GROUP_PROTOCOL, NONE, admin_write_error
+from coordinator.core.errors import GROUP_ID_NOT_FOUND, NONE, admin_write_error
 from coordinator.core.events import GroupEvents
 from coordinator.core.group_config import GroupConfig
 from coordinator.core.heartbeat_interval import no_jitter
@@ -98,6 +99,7 @@ class Shard:
         self._consumer = ConsumerGroupManager(
             config, self._timers, self.clock, self.stats, self._classic, random_unit=random_unit or no_jitter
         )
+        self._classic_members = ClassicMembers(self._consumer)
         self._offsets = OffsetManager(config, self.clock, self._classic)
         self._classic.other_groups = self._consumer.groups
         self._offsets.consumer = self._consumer
@@ -155,10 +157,19 @@ class Shard:
         for manager in self._managers:
             manager.load(records)
         for group_id in self._consumer.groups.keys() & self._classic.groups.keys():
-            log.warning(
-                "group %s is stored as classic and consumer group; keeping the consumer group", group_id
-            )
-            del self._classic.groups[group_id]
+            # Only a conversion whose write failed leaves both (docs/migration.md): the type the
+            # group changed to last wrote the later state time.
+            classic_ms = self._classic.groups[group_id].state_ms or -1
+            if self._consumer.groups[group_id].state_ms >= classic_ms:
+                log.warning(
+                    "group %s is stored as classic and consumer group; keeping the consumer group", group_id
+                )
+                del self._classic.groups[group_id]
+            else:
+                log.warning(
+                    "group %s is stored as classic and consumer group; keeping the classic group", group_id
+                )
+                del self._consumer.groups[group_id]
         self._offsets.load(offsets)
         fx = Effects()
         for manager in self._managers:
@@ -195,13 +206,8 @@ class Shard:
         consumer_group = self._consumer.groups.get(req.group_id)
         if consumer_group is not None:
             if consumer_group.members:
-                # No mixed groups (docs/groups.md#mixed-groups): classic members cannot join a live consumer group.
-                fx.reply(
-                    ctx.reply_to,
-                    ClassicGroupManager.join_error(
-                        ctx.api_version, INCONSISTENT_GROUP_PROTOCOL, req.member_id
-                    ),
-                )
+                # docs/migration.md: a classic member of a consumer group, whatever the migration policy.
+                self._classic_members.join(ctx, req, consumer_group, fx)
                 return
             # An empty consumer group becomes a classic group (its offsets stay with the id).
             log.info("group %s: converted from consumer to classic", req.group_id)
@@ -219,15 +225,28 @@ class Shard:
         return Result(replies=[(ctx.reply_to, self._consumer.describe(ctx, req))])
 
     def sync_group(self, ctx: RequestContext, req: SyncGroupRequest) -> Result:
+        consumer_group = self._consumer.groups.get(req.group_id)
+        if consumer_group is not None:
+            return self._run(ctx, lambda fx: self._classic_members.sync(ctx, req, consumer_group, fx))
         return self._run(ctx, lambda fx: self._classic.sync_group(ctx, req, fx))
 
     def heartbeat(self, ctx: RequestContext, req: HeartbeatRequest) -> Result:
-        code = self._classic.heartbeat(
-            ctx.now_ms, req.group_id, req.member_id, req.group_instance_id, req.generation_id
-        )
+        consumer_group = self._consumer.groups.get(req.group_id)
+        if consumer_group is not None:
+            self._enter(ctx.now_ms, ctx.wall_ms)
+            code = self._classic_members.heartbeat(
+                consumer_group, req.member_id, req.group_instance_id, req.generation_id
+            )
+        else:
+            code = self._classic.heartbeat(
+                ctx.now_ms, req.group_id, req.member_id, req.group_instance_id, req.generation_id
+            )
         return Result(replies=[(ctx.reply_to, HeartbeatResponse(error_code=code))])
 
     def leave_group(self, ctx: RequestContext, req: LeaveGroupRequest) -> Result:
+        consumer_group = self._consumer.groups.get(req.group_id)
+        if consumer_group is not None:
+            return self._run(ctx, lambda fx: self._classic_members.leave(ctx, req, consumer_group, fx))
         return self._run(ctx, lambda fx: self._classic.leave_group(ctx, req, fx))
 
     # -- offsets -----------------------------------------------------------------------------------
