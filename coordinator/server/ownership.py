@@ -14,15 +14,18 @@ import contextlib
 import logging
 from collections.abc import Collection
 from dataclasses import dataclass
+from typing import Final
 
 from coordinator.core.cluster import Cluster
 from coordinator.core.shard_map import NodeAddress, ShardMap, ShardStatus
 from coordinator.server.runtime import Runtime
 from storage.base import StoreError
-from storage.ownership import Fence, LeaseRow, LeaseTable, OwnershipView
+from storage.ownership import Fence, LeaseRow, LeaseTable, NodeIdInUse, OwnershipView
 from storage.postgres import PostgresStore
 
 log = logging.getLogger(__name__)
+
+REGISTER_PATIENCE_MS: Final = 2000
 
 
 def fair_share(shards: int, nodes: list[int], node_id: int) -> int:
@@ -83,7 +86,16 @@ class Ownership:
     async def start(self, host: str, port: int) -> None:
         """Register (refused for a node id in use or another shard count) and run the first
         round, so that the node owns its share when it reports ready."""
-        await self.leases.register(host, port)
+        deadline = self._now_ms() + REGISTER_PATIENCE_MS
+        while True:
+            try:
+                await self.leases.register(host, port)
+                break
+            except NodeIdInUse:
+                # A predecessor with this id that just died may take a moment to lose its session.
+                if self._now_ms() >= deadline:
+                    raise
+                await asyncio.sleep(0.1)
         self._sessions_seen = self.leases.sessions
         log.info("node %d registered (advertised %s:%d)", self.node_id, host, port)
         await self._round()
@@ -172,7 +184,9 @@ class Ownership:
         for row in leases:
             if row.shard in self.owned or row.shard in self._releasing:
                 continue
-            if row.owner is None or not row.unexpired or (not row.owner_alive and not patient):
+            # Our own id on a lease we do not hold: left by this node's previous process.
+            abandoned = row.owner == self.node_id or (not row.owner_alive and not patient)
+            if row.owner is None or not row.unexpired or abandoned:
                 free.append(row)
         return free
 
