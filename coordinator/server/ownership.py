@@ -147,10 +147,10 @@ class Ownership:
         self._see(view)
         if self._now_ms() >= self._next_renew_ms:
             await self._renew()
-            try:
-                await self._refresh_topics()
-            except StoreError as exc:
-                self._storage_failed(exc)
+        try:
+            await self._refresh_topics()
+        except StoreError as exc:
+            self._storage_failed(exc)
         self._expire_locally()
         if self._stopping:
             return
