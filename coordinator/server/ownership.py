@@ -26,6 +26,7 @@ from storage.postgres import PostgresStore
 log = logging.getLogger(__name__)
 
 REGISTER_PATIENCE_MS: Final = 2000
+STOP_WAIT_S: Final = 10.0
 
 
 def fair_share(shards: int, nodes: list[int], node_id: int) -> int:
@@ -72,6 +73,8 @@ class Ownership:
         self._failing = False
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
+        self._wake = asyncio.Event()
+        self._sweeps: set[asyncio.Task[None]] = set()
         # After our own lock session (re)opens, other nodes reconnect too (a PostgreSQL
         # restart): give them a few polls before their shards count as abandoned.
         self._sessions_seen = 0
@@ -108,10 +111,15 @@ class Ownership:
     async def stop(self) -> None:
         """Graceful leave: stop the loop, hand every shard over, deregister."""
         self._stopping = True
+        self._wake.set()
         if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            # The round in progress finishes (a statement cut off would leave the session unusable).
+            try:
+                await asyncio.wait_for(asyncio.shield(self._task), STOP_WAIT_S)
+            except TimeoutError:
+                self._task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await self._task
             self._task = None
         try:
             await self._release(list(self.owned))
@@ -123,8 +131,11 @@ class Ownership:
             await self.leases.close()
 
     async def _run(self) -> None:
-        while True:
-            await asyncio.sleep(self.poll_ms / 1000)
+        while not self._stopping:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), self.poll_ms / 1000)
+            if self._stopping:
+                return
             try:
                 await self._round()
             except asyncio.CancelledError:
@@ -320,6 +331,15 @@ class Ownership:
             if owned is not None:
                 log.warning("shard %d lost (epoch %d): %s", shard, owned.epoch, reason)
         self._unload_groups(shards)
+        # A write that landed before the takeover may still report back and re-add some state
+        # of these groups: sweep them again once every write in flight has been answered.
+        sweep = asyncio.get_running_loop().create_task(self._sweep(set(shards)))
+        self._sweeps.add(sweep)
+        sweep.add_done_callback(self._sweeps.discard)
+
+    async def _sweep(self, shards: set[int]) -> None:
+        await self._flush()
+        self._unload_groups(shards - self.owned.keys())
 
     def _unload_groups(self, shards: Collection[int]) -> None:
         wanted = set(shards)
