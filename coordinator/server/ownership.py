@@ -74,6 +74,7 @@ class Ownership:
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
         self._wake = asyncio.Event()
+        self._topics_version: tuple[int, int] | None = None
         self._sweeps: set[asyncio.Task[None]] = set()
         # After our own lock session (re)opens, other nodes reconnect too (a PostgreSQL
         # restart): give them a few polls before their shards count as abandoned.
@@ -158,10 +159,12 @@ class Ownership:
         self._see(view)
         if self._now_ms() >= self._next_renew_ms:
             await self._renew()
-        try:
-            await self._refresh_topics()
-        except StoreError as exc:
-            self._storage_failed(exc)
+        if view.topics_version != self._topics_version:
+            try:
+                await self._refresh_topics()
+                self._topics_version = view.topics_version
+            except StoreError as exc:
+                self._storage_failed(exc)
         self._expire_locally()
         if self._stopping:
             return
