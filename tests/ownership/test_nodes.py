@@ -29,6 +29,7 @@ from tests.durability.support import (
     wait_for,
     wait_for_log,
 )
+from tests.storage.pg_server import PgServer
 from tests.support.server import REPO, ServerProcess
 from tests.support.wire_client import WireClient
 
@@ -44,6 +45,12 @@ GROUPS = [f"group-{i}" for i in range(40)]
 NONE = int(ErrorCode.NONE)
 NOT_COORDINATOR = int(ErrorCode.NOT_COORDINATOR)
 LOADING = int(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+RETRIABLE = {
+    int(ErrorCode.COORDINATOR_NOT_AVAILABLE),
+    int(ErrorCode.NOT_COORDINATOR),
+    int(ErrorCode.REQUEST_TIMED_OUT),
+    LOADING,
+}
 
 
 @pytest.fixture
@@ -212,3 +219,33 @@ def test_a_node_id_in_use_is_refused(nodes: Servers, pg_dsn: str) -> None:
     done = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=30)
     assert done.returncode == 1
     assert "cannot start: node id 1 is already in use by a live node (advertised 127.0.0.1:" in done.stderr
+
+
+def test_leases_recover_after_a_postgres_restart(nodes: Servers, pg_dsn: str, pg_server: PgServer) -> None:
+    one = start_node(nodes, pg_dsn, 1)
+    create_topics(one.bootstrap, {"t": 1})
+    two = start_node(nodes, pg_dsn, 2)
+    wait_for(lambda: settled(one, two), 10, "25 shards on each node")
+    pg_server.stop("fast")
+    try:
+        time.sleep(0.5)
+        with WireClient(one.bootstrap) as client:
+            codes = commit(client, GROUPS[0], {("t", 0): 3})
+        assert codes[("t", 0)] in RETRIABLE, codes  # whichever node owns it: retriable errors only
+    finally:
+        pg_server.start()
+    # Within the lease both nodes reconnect and renew; every group is served again.
+    node = {1: one, 2: two}
+
+    def every_group_served() -> bool:
+        found = owners(one, GROUPS)
+        if -1 in found.values():
+            return False
+        for group, owner in found.items():
+            with WireClient(node[owner].bootstrap) as client:
+                if commit(client, group, {("t", 0): 4}) != {("t", 0): NONE}:
+                    return False
+        return True
+
+    wait_for(every_group_served, 20, "every group to be served again", interval=0.2)
+    assert owned_now(one) + owned_now(two) == 50
