@@ -118,6 +118,7 @@ class PostgresStore:
         self._next_prune = 0.0
         # Several nodes (docs/multinode.md): writes of group records check the leases.
         self.fence: Fence | None = None
+        self._transaction_idle_timeout_ms: int | None = None
 
     # -- Store protocol ------------------------------------------------------------------
 
@@ -287,6 +288,19 @@ class PostgresStore:
         except _PG_ERRORS as exc:
             raise StoreError(f"cannot connect to PostgreSQL {self.where}: {exc!r}") from exc
 
+    def use_fence(self, fence: Fence, transaction_idle_timeout_ms: int) -> None:
+        """Check ``fence`` in every write of group records (docs/multinode.md#leases-locks-and-fencing).
+
+        A write transaction holds its lease rows FOR SHARE, so a takeover waits for it. The
+        server ends a write session idle inside a transaction for ``transaction_idle_timeout_ms``
+        (its process paused mid-transaction): its locks go and nothing of it lands, so a paused
+        node cannot hold a takeover up for longer than that."""
+        self.fence = fence
+        self._transaction_idle_timeout_ms = transaction_idle_timeout_ms
+        conn, self._conn = self._conn, None
+        if conn is not None:  # reconnect with the setting at the next write
+            conn.terminate()
+
     async def _write_connection(self) -> Any:
         conn = self._conn
         if conn is not None and not conn.is_closed():
@@ -295,6 +309,19 @@ class PostgresStore:
         if conn is not None:
             conn.terminate()
         conn = await self._connect()
+        if self._transaction_idle_timeout_ms is not None:
+            try:
+                await conn.execute(
+                    f"SET idle_in_transaction_session_timeout = {int(self._transaction_idle_timeout_ms)}"
+                )
+            except _PG_ERRORS as exc:
+                conn.terminate()
+                raise StoreError(
+                    f"cannot set up the write session on PostgreSQL {self.where}: {exc!r}"
+                ) from exc
+            except BaseException:
+                conn.terminate()
+                raise
         self._conn = conn
         log.info("connected to PostgreSQL %s", self.where)
         return conn

@@ -27,6 +27,9 @@ log = logging.getLogger(__name__)
 
 REGISTER_PATIENCE_MS: Final = 2000
 STOP_WAIT_S: Final = 10.0
+# A write transaction idle this long (its process paused) is ended by PostgreSQL: a quarter of
+# the lease, so a takeover waits for a zombie's transaction at most that long.
+MIN_TRANSACTION_IDLE_MS: Final = 100
 
 
 def fair_share(shards: int, nodes: list[int], node_id: int) -> int:
@@ -64,7 +67,7 @@ class Ownership:
         self.lease_ms = lease_ms
         self.poll_ms = poll_ms
         self.fence = Fence(shard_map.node_id, shard_map.shard_of)
-        store.fence = self.fence
+        store.use_fence(self.fence, max(lease_ms // 4, MIN_TRANSACTION_IDLE_MS))
         runtime.on_fenced = self._fenced
         self.owned: dict[int, _Owned] = {}
         self._releasing: set[int] = set()

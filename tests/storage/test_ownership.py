@@ -150,3 +150,22 @@ async def test_load_shards_returns_only_their_groups(store: PostgresStore) -> No
     state = await store.load_shards({0, 2}, by_first_letter)
     assert sorted(r.group_id for r in state.offsets) == ["alpha", "axe", "charlie"]
     assert state.topics == []
+
+
+async def test_a_paused_writers_transaction_does_not_hold_a_takeover_up(
+    store: PostgresStore, tables: list[LeaseTable]
+) -> None:
+    one, two = await node(store, tables, 1), await node(store, tables, 2)
+    assert await one.take({0: 0}) == {0: 1}
+    store.use_fence(Fence(1, by_first_letter, {0: 1}), transaction_idle_timeout_ms=300)
+    await store.write([commit("alpha", 1)])
+    # Node 1 pauses inside a write transaction: BEGIN and the fence check ran, COMMIT never comes.
+    paused = store._conn  # the write session the store just opened with the idle timeout
+    await paused.execute("BEGIN")
+    await paused.fetch("SELECT shard FROM shard_leases WHERE shard = 0 AND owner = 1 AND epoch = 1 FOR SHARE")
+    await asyncio.sleep(LEASE_MS / 1000 + 0.1)
+    started = asyncio.get_running_loop().time()
+    assert await two.take({0: 1}) == {0: 2}  # waits for the paused transaction's end, not forever
+    assert asyncio.get_running_loop().time() - started < 2.0
+    with pytest.raises((asyncpg.PostgresError, asyncpg.InterfaceError)):  # the server ended it
+        await paused.execute("COMMIT")
