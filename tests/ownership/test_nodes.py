@@ -59,8 +59,9 @@ def nodes() -> Iterator[Servers]:
         yield started
 
 
-def start_node(nodes: Servers, dsn: str, node_id: int) -> ServerProcess:
-    node = nodes.start(dsn, {**NODE_SETTINGS, "node-id": str(node_id)}, wait_loaded=False)
+def start_node(nodes: Servers, dsn: str, node_id: int, lease_ms: int = LEASE_MS) -> ServerProcess:
+    settings = {**NODE_SETTINGS, "group-coordinator-lease-ms": str(lease_ms), "node-id": str(node_id)}
+    node = nodes.start(dsn, settings, wait_loaded=False)
     wait_for_log(node, f"node {node_id} ready", timeout=30)
     return node
 
@@ -141,9 +142,11 @@ def test_two_nodes_split_the_shards_and_route_to_the_owner(nodes: Servers, pg_ds
 
 
 def test_a_killed_nodes_shards_move_at_once(nodes: Servers, pg_dsn: str) -> None:
-    one = start_node(nodes, pg_dsn, 1)
+    # A long lease: the hand-over must not wait for it (the dead node's session is gone).
+    lease_ms = 8000
+    one = start_node(nodes, pg_dsn, 1, lease_ms)
     create_topics(one.bootstrap, {"t": 1})
-    two = start_node(nodes, pg_dsn, 2)
+    two = start_node(nodes, pg_dsn, 2, lease_ms)
     wait_for(lambda: settled(one, two), 10, "25 shards on each node")
     on_two = [group for group, owner in owners(one, GROUPS).items() if owner == 2]
     with WireClient(two.bootstrap) as client:
@@ -151,8 +154,8 @@ def test_a_killed_nodes_shards_move_at_once(nodes: Servers, pg_dsn: str) -> None
             assert commit(client, group, {("t", 0): 11}) == {("t", 0): NONE}
     two.kill()
     killed = time.monotonic()
-    wait_for(lambda: set(owners(one, on_two).values()) == {1}, LEASE_MS / 1000, "node 1 to take every shard")
-    assert time.monotonic() - killed < LEASE_MS / 1000  # did not wait for the leases to expire
+    wait_for(lambda: set(owners(one, on_two).values()) == {1}, lease_ms / 2000, "node 1 to take every shard")
+    assert time.monotonic() - killed < lease_ms / 2000  # did not wait for the leases to expire
     with WireClient(one.bootstrap) as client:
         for group in on_two:
             assert loaded_fetch(client, group).offsets == {("t", 0): 11}
