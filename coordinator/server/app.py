@@ -17,6 +17,7 @@ from coordinator.api.topic_authz import TopicAcls
 from coordinator.core.cluster import Cluster, NodeIdentity
 from coordinator.core.lag_status import LagTracker
 from coordinator.core.shard import Shard
+from coordinator.core.shard_map import ShardMap
 from coordinator.security.acl import Authorizer
 from coordinator.server.authn import CredentialLoader, SaslServer
 from coordinator.server.config import Config
@@ -33,11 +34,13 @@ from coordinator.server.login_guard import CredentialCache, FailedLoginLimit
 from coordinator.server.logs import VERBATIM
 from coordinator.server.loop_lag import LoopLagMonitor
 from coordinator.server.metrics import HealthServer, MeasuredStore, Metrics
+from coordinator.server.ownership import Ownership
 from coordinator.server.readiness import StorageProbe
 from coordinator.server.runtime import Clock, Runtime
 from coordinator.server.scram_users import ScramUsers
 from coordinator.server.startup_report import settings_block, sqlite_path, storage_location
 from storage.base import Store
+from storage.postgres import PostgresStore
 from storage.records import UserCredentialRecord
 from storage.url import open_store
 from storage.writer import BatchWriter
@@ -70,6 +73,8 @@ class RunningServer:
     gateway: Gateway | None = None
     scram_users: ScramUsers | None = None
     event_persister: EventPersister | None = None
+    # Several nodes on PostgreSQL (docs/multinode.md): this node's shard leases.
+    ownership: Ownership | None = None
 
     @property
     def port(self) -> int:
@@ -93,6 +98,8 @@ class RunningServer:
             await self.scram_users.close()
         for connection in list(self.dispatcher.connections):
             connection.stop_reading()
+        if self.ownership is not None:
+            await self.ownership.stop()  # hands every shard over: flushed, unloaded, released
         # Parked JoinGroup/SyncGroup requests learn that this coordinator is going away (Kafka
         # answers NOT_COORDINATOR when it unloads a partition) and rediscover it after restart.
         self.runtime.apply(self.runtime.coordinator.unload(self.runtime.clock.now_ms()))
@@ -141,6 +148,8 @@ async def start_server(config: Config, end_offsets: EndOffsets | None = None) ->
         log.info("storage: %s", location)
     store: Store = open_store(config.storage, **_store_options(config))
     raw_store: Any = store  # what MeasuredStore wraps: group events go to it directly
+    # Several nodes share a PostgreSQL database through shard leases (not in gateway mode).
+    shared = store if isinstance(store, PostgresStore) and not config.gateway_mode else None
     if metrics is not None:
         store = MeasuredStore(store, metrics)
     await store.open()
@@ -148,8 +157,13 @@ async def start_server(config: Config, end_offsets: EndOffsets | None = None) ->
     clock = Clock(loop)
     node_id = config.gateway_coordinator_node_id if config.gateway_mode else config.node_id
     node = NodeIdentity(node_id, config.listener_host, config.listener_port, config.cluster_id)
+    shards = config.offsets_topic_num_partitions
+    shard_map = ShardMap(shards, node_id) if shared else ShardMap.for_one_process(shards, node_id)
     cluster = Cluster(
-        node, auto_create_topics=config.auto_create_topics_enable, num_partitions=config.num_partitions
+        node,
+        auto_create_topics=config.auto_create_topics_enable,
+        num_partitions=config.num_partitions,
+        shard_map=shard_map,
     )
     coordinator = Shard(config.group_config(), random_unit=random.Random().random)
     coordinator.attach_catalog(cluster)
@@ -239,20 +253,45 @@ async def start_server(config: Config, end_offsets: EndOffsets | None = None) ->
         log.info("group events are persisted; %d restored", restored)
     state = await store.load()
     cluster.load(state.topics)
-    coordinator.load(
-        state.groups,
-        state.offsets,
-        clock.now_ms(),
-        clock.wall_ms(),
-        state.consumer_groups,
-        state.consumer_members,
-        state.group_configs,
-    )
+    if shared is None:
+        coordinator.load(
+            state.groups,
+            state.offsets,
+            clock.now_ms(),
+            clock.wall_ms(),
+            state.consumer_groups,
+            state.consumer_members,
+            state.group_configs,
+        )
+    else:  # the groups come with the shards this node takes
+        server.ownership = Ownership(
+            shared,
+            shared.lease_table(node_id, shards, config.group_coordinator_lease_ms),
+            runtime,
+            cluster,
+            shard_map,
+            lease_ms=config.group_coordinator_lease_ms,
+            poll_ms=config.group_coordinator_ownership_poll_ms,
+        )
+        try:
+            await server.ownership.start(cluster.node.host, cluster.node.port)
+        except BaseException:
+            server.ownership = None
+            for opened in servers:
+                opened.close()
+            await store.close()
+            raise
     load_seconds = time.monotonic() - started
+    counts = (len(state.groups), len(state.consumer_groups), len(state.offsets))
+    if shared is not None:  # this node holds the groups of its shards only
+        counts = (
+            len(coordinator.groups_snapshot()),
+            len(coordinator.consumer_group_ids()),
+            coordinator.offset_count(),
+        )
     log.info(
         "loaded %d topics, %d classic groups, %d consumer groups and %d offsets from %s in %.0f ms",
-        len(state.topics), len(state.groups), len(state.consumer_groups), len(state.offsets),
-        location, load_seconds * 1000,
+        len(state.topics), *counts, location, load_seconds * 1000,
     )  # fmt: skip
     state_acls = state.acls
     del state
