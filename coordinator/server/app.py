@@ -336,6 +336,10 @@ def _credential_loader(store: Store) -> CredentialLoader:
 
 
 def _store_options(config: Config) -> dict[str, object]:
-    if config.storage.startswith("sqlite:") and "synchronous=" not in config.storage:
-        return {"synchronous": config.sqlite_synchronous.upper()}
-    return {}
+    if not config.storage.startswith("sqlite:"):
+        return {}
+    # One server per SQLite file: a second one is refused at start (storage/process_lock.py).
+    options: dict[str, object] = {"exclusive": True}
+    if "synchronous=" not in config.storage:
+        options["synchronous"] = config.sqlite_synchronous.upper()
+    return options
