@@ -105,6 +105,24 @@ class Config(GroupConfig):
     offsets_commit_timeout_ms: int = setting(
         5000, "how long a commit may wait for storage", positive, kafka=True
     )
+    offsets_topic_num_partitions: int = setting(
+        50,
+        "group shards (Kafka: partitions of __consumer_offsets); the same on every node of a database",
+        at_least(1),
+        kafka=True,
+    )
+    group_coordinator_lease_ms: int = setting(
+        10000,
+        "PostgreSQL: how long a node owns a shard without renewing it; renewed every third (ours)",
+        at_least(300),
+        kafka=True,
+    )
+    group_coordinator_ownership_poll_ms: int = setting(
+        250,
+        "PostgreSQL: how often a node looks for shards to take or hand over (ours)",
+        at_least(10),
+        kafka=True,
+    )
     auto_create_topics_enable: bool = setting(
         True, "create unknown topics named in Metadata requests", kafka=True
     )
