@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any, Final, Literal
 
 import asyncpg
@@ -24,11 +24,22 @@ import asyncpg
 from storage.base import StoreError
 from storage.batch import BatchPlan, plan_batch
 from storage.codec import CodecError
+from storage.ownership import FENCE_CHECK, Fence, LeaseTable, ShardFenced
 from storage.records import LoadedState, OffsetCommitRecord, Record, UserCredentialRecord
 from storage.redact import redact_url
 from storage.schema import load_migrations
 from storage.sql import postgres_columns, postgres_key_columns, postgres_reader, postgres_sql
-from storage.tables import OFFSET_COMMIT_HISTORY, OFFSETS, STATE_TABLES, USER_CREDENTIALS, Table, loaded_state
+from storage.tables import (
+    CONSUMER_GROUPS,
+    CONSUMER_MEMBERS,
+    GROUPS,
+    OFFSET_COMMIT_HISTORY,
+    OFFSETS,
+    STATE_TABLES,
+    USER_CREDENTIALS,
+    Table,
+    loaded_state,
+)
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +64,8 @@ _SESSION_LOST: Final = (
 _MIGRATION_LOCK: Final = 0x6B6763_0001  # pg_advisory_xact_lock key ("kgc" + 1)
 _FETCH_ROWS: Final = 50_000
 
+# The tables whose rows belong to a group, hence to the group's shard.
+GROUP_TABLES: Final = (OFFSETS, GROUPS, CONSUMER_GROUPS, CONSUMER_MEMBERS)
 _PRUNE_HISTORY: Final = "DELETE FROM offset_commit_history WHERE commit_ms < $1"
 
 _Statement = tuple[str, tuple[Any, ...]]
@@ -103,6 +116,8 @@ class PostgresStore:
         self._opened = False
         self._closed = False
         self._next_prune = 0.0
+        # Several nodes (docs/multinode.md): writes of group records check the leases.
+        self.fence: Fence | None = None
 
     # -- Store protocol ------------------------------------------------------------------
 
@@ -139,6 +154,27 @@ class PostgresStore:
             await self._close_connection(conn)
         return loaded_state(rows)
 
+    async def load_shards(self, shards: Collection[int], shard_of: Callable[[str], int]) -> LoadedState:
+        """The groups and offsets of ``shards`` (docs/multinode.md): one consistent snapshot of
+        the group tables, filtered by ``shard_of(group_id)``; topics, ACLs and credentials are
+        left empty (they are not sharded)."""
+        self._check_open()
+        wanted = frozenset(shards)
+        conn = await self._connect()
+        try:
+            async with conn.transaction(isolation="repeatable_read", readonly=True):
+                rows: dict[str, list[Any]] = {table.name: [] for table in STATE_TABLES}
+                for table in GROUP_TABLES:
+                    found = await _fetch(conn, table, postgres_sql(table).select)
+                    rows[table.name] = [r for r in found if shard_of(r.group_id) in wanted]
+        except _PG_ERRORS as exc:
+            raise StoreError(f"cannot load shards from PostgreSQL {self.where}: {exc!r}") from exc
+        except (CodecError, UnicodeDecodeError) as exc:
+            raise StoreError(f"corrupt row in PostgreSQL {self.where}: {exc}") from exc
+        finally:
+            await self._close_connection(conn)
+        return loaded_state(rows)
+
     async def load_credentials(self, user: str | None = None) -> list[UserCredentialRecord]:
         self._check_open()
         conn = await self._connect()
@@ -161,18 +197,27 @@ class PostgresStore:
             statements = self._statements(plan_batch(records))
         except CodecError as exc:
             raise StoreError(f"cannot encode batch: {exc}") from exc
+        fenced = self._fenced_epochs(records)
         async with self._lock:
             self._check_open()
             conn = await self._write_connection()
             try:
-                if len(statements) == 1:
+                if len(statements) == 1 and fenced is None:
                     sql, args = statements[0]
                     await conn.execute(sql, *args)
                 else:
                     await conn.execute("BEGIN")
+                    if self.fence is not None and fenced is not None:
+                        await _check_fence(conn, self.fence, fenced)
                     for sql, args in statements:
                         await conn.execute(sql, *args)
                     await conn.execute("COMMIT")
+            except ShardFenced:
+                try:
+                    await conn.execute("ROLLBACK")
+                except _PG_ERRORS:
+                    self._drop(conn)
+                raise
             except Exception as exc:  # only asyncpg and socket calls in the try block
                 await self._recover(conn, exc)
                 raise StoreError(f"PostgreSQL write of {len(records)} records failed: {exc!r}") from exc
@@ -205,11 +250,28 @@ class PostgresStore:
 
     # -- internals -----------------------------------------------------------------------
 
+    def _fenced_epochs(self, records: Sequence[Record]) -> dict[int, int] | None:
+        """The lease epochs a batch must still hold (None: no group records or no fence)."""
+        fence = self.fence
+        if fence is None:
+            return None
+        shards = fence.shards_of(records)
+        if not shards:
+            return None
+        missing = shards - fence.epochs.keys()
+        if missing:
+            raise ShardFenced(missing, f"shards {sorted(missing)} are not owned by node {fence.node_id}")
+        return {shard: fence.epochs[shard] for shard in shards}
+
     def _check_open(self) -> None:
         if self._closed:
             raise StoreError("PostgresStore is closed")
         if not self._opened:
             raise StoreError("PostgresStore is not open")
+
+    def lease_table(self, node_id: int, shards: int, lease_ms: int) -> LeaseTable:
+        """The ownership statements of a node, on a connection of their own (docs/multinode.md)."""
+        return LeaseTable(self._connect, node_id, shards, lease_ms, self.where)
 
     async def _connect(self) -> Any:
         try:
@@ -335,3 +397,12 @@ async def _fetch(conn: Any, table: Table[Any], query: str, *args: Any) -> list[A
     while rows := await cursor.fetch(_FETCH_ROWS):
         records.extend(map(read, rows))
     return records
+
+
+async def _check_fence(conn: Any, fence: Fence, epochs: dict[int, int]) -> None:
+    """In the write's transaction: every written shard's lease is still ours, at our epoch."""
+    shards = list(epochs)
+    rows = await conn.fetch(FENCE_CHECK, fence.node_id, shards, [epochs[s] for s in shards])
+    lost = epochs.keys() - {row["shard"] for row in rows}
+    if lost:
+        raise ShardFenced(lost, f"node {fence.node_id} no longer holds the lease of shards {sorted(lost)}")

@@ -10,7 +10,7 @@ durable, to the group and generation it was computed for, as Kafka's append call
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Final
 
 from coordinator.core.classic_group import (
@@ -1189,20 +1189,22 @@ class ClassicGroupManager:
         self.groups[record.group_id] = group
         return group
 
-    def on_loaded(self, fx: Effects) -> None:
-        """Restart every loaded member's session with a full timeout; rebalance oversized groups."""
+    def on_loaded(self, fx: Effects, group_ids: Collection[str] | None = None) -> None:
+        """Restart every loaded member's session with a full timeout; rebalance oversized groups.
+        ``group_ids``: only these groups were loaded (one shard taken over)."""
         max_size = self.config.group_max_size
-        for group in self.groups.values():
+        for group in _selected(self.groups, group_ids):
             for member in group.members.values():
                 self.reschedule_session(member)
             if len(group.members) > max_size:
                 self._event(group, LOADED, f"loaded with {len(group.members)} members, over group.max.size")
                 self._prepare_rebalance(group, fx)
 
-    def unload(self, fx: Effects) -> None:
-        """T9: the shard is no longer ours: every group goes Dead and parked requests are answered
-        NOT_COORDINATOR so that clients look the coordinator up again."""
-        for group in self.groups.values():
+    def unload(self, fx: Effects, group_ids: Collection[str] | None = None) -> None:
+        """T9: the shard is no longer ours: every group (or those of ``group_ids``) goes Dead and
+        parked requests are answered NOT_COORDINATOR so that clients look the coordinator up again."""
+        unloaded = list(_selected(self.groups, group_ids))
+        for group in unloaded:
             self._transition(group, DEAD)
             for member in group.members.values():
                 parked_join = group.take_join_reply(member)
@@ -1213,4 +1215,11 @@ class ClassicGroupManager:
                 parked_sync = group.take_sync_reply(member)
                 if parked_sync is not None:
                     fx.reply(parked_sync[0], self._sync_response(NOT_COORDINATOR))
-        self.groups.clear()
+        for group in unloaded:
+            del self.groups[group.group_id]
+
+
+def _selected(groups: dict[str, ClassicGroup], group_ids: Collection[str] | None) -> Iterable[ClassicGroup]:
+    if group_ids is None:
+        return groups.values()
+    return [groups[group_id] for group_id in group_ids if group_id in groups]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Final, Protocol
 
 from coordinator.core.assignors import ASSIGNORS, DEFAULT_ASSIGNOR, AssignmentMember
@@ -854,13 +854,14 @@ class ConsumerGroupManager:
             group.target[m.member_id] = normalize(dict(m.target))
             group.add_ownership(member)
 
-    def on_loaded(self, fx: Effects) -> None:
+    def on_loaded(self, fx: Effects, group_ids: Collection[str] | None = None) -> None:
         """Every loaded member gets a full session; members revoking get a full rebalance timeout.
 
         The subscription metadata is recomputed from the (already loaded) catalog; when the stored
         target no longer covers exactly those partitions -- the catalog changed and the group had
-        not caught up before the restart -- the first heartbeat bumps the group epoch."""
-        for group in self.groups.values():
+        not caught up before the restart -- the first heartbeat bumps the group epoch.
+        ``group_ids``: only these groups were loaded (one shard taken over)."""
+        for group in self._selected(group_ids):
             metadata = self._subscription_metadata(group)
             covered = {(t, p) for target in group.target.values() for t, ps in target.items() for p in ps}
             wanted = {(t, p) for t, (_, count) in metadata.items() for p in range(count)}
@@ -876,11 +877,16 @@ class ConsumerGroupManager:
                         self.clock.now_ms + member.rebalance_timeout_ms,
                     )
 
-    def unload(self, fx: Effects) -> None:
-        """Nothing is parked in consumer groups: the groups just go."""
-        for group in self.groups.values():
+    def unload(self, fx: Effects, group_ids: Collection[str] | None = None) -> None:
+        """Nothing is parked in consumer groups: the groups (all, or those of ``group_ids``) just go."""
+        for group in self._selected(group_ids):
             group.dead = True
-        self.groups.clear()
+            del self.groups[group.group_id]
+
+    def _selected(self, group_ids: Collection[str] | None) -> list[ConsumerGroup]:
+        if group_ids is None:
+            return list(self.groups.values())
+        return [self.groups[group_id] for group_id in group_ids if group_id in self.groups]
 
     # -- group lifecycle for DeleteGroups and the retention sweep ------------------------------
 

@@ -165,6 +165,57 @@ class Shard:
             self._offsets.offset_count(),
         )
 
+    def load_more(
+        self,
+        groups: list[GroupMetadataRecord],
+        offsets: list[OffsetCommitRecord],
+        now_ms: int,
+        wall_ms: int,
+        consumer_groups: list[ConsumerGroupRecord] | None = None,
+        consumer_members: list[ConsumerMemberRecord] | None = None,
+    ) -> None:
+        """docs/multinode.md: add the stored rows of one more shard taken over (none of its groups
+        may be held here; unload_groups them first) and restart their member sessions."""
+        self._loaded = True
+        self._enter(now_ms, wall_ms)
+        consumer_groups = consumer_groups or []
+        consumer_members = consumer_members or []
+        ids = {r.group_id for r in groups} | {r.group_id for r in consumer_groups}
+        ids |= {r.group_id for r in offsets} | {r.group_id for r in consumer_members}
+        held = [group_id for group_id in ids if self._manager_of(group_id) is not None]
+        if held or any(group_id in self._offsets.offsets for group_id in ids):
+            raise RuntimeError(f"load_more() of groups already held: {sorted(held)[:5]}")
+        records: list[Record] = [*groups, *consumer_groups, *consumer_members]
+        for manager in self._managers:
+            manager.load(records)
+        for group_id in {r.group_id for r in consumer_groups} & {r.group_id for r in groups}:
+            log.warning(
+                "group %s is stored as classic and consumer group; keeping the consumer group", group_id
+            )
+            del self._classic.groups[group_id]
+        self._offsets.load(offsets)
+        fx = Effects()
+        for manager in self._managers:
+            manager.on_loaded(fx, ids)
+        if fx.records or fx.replies:
+            raise RuntimeError("loading produced records or replies")  # cannot happen
+
+    def unload_groups(self, group_ids: set[str], now_ms: int) -> Result:
+        """docs/multinode.md: the shard holding ``group_ids`` is no longer ours: those groups go
+        Dead, their parked requests are answered NOT_COORDINATOR, their offsets and timers go."""
+        self.clock.now_ms = now_ms
+        fx = Effects()
+        for manager in self._managers:
+            manager.unload(fx, group_ids)
+        for group_id in group_ids:
+            self._offsets.offsets.pop(group_id, None)
+        self._timers.cancel_where(lambda key: len(key) > 1 and key[1] in group_ids)
+        return self._results.to_result(fx)
+
+    def held_group_ids(self) -> set[str]:
+        """Every group id with state here (groups of either kind, offsets of simple groups)."""
+        return self._classic.groups.keys() | self._consumer.groups.keys() | self._offsets.offsets.keys()
+
     def unload(self, now_ms: int) -> Result:
         """The shard is gone (ownership lost, or reloaded after a failed write): every group goes
         Dead and every parked JoinGroup/SyncGroup is answered NOT_COORDINATOR."""
