@@ -19,7 +19,9 @@ from typing import Any, Final
 import asyncpg
 
 from storage.base import StoreError
-from storage.records import Record
+from storage.records import Record, TopicRecord
+from storage.sql import postgres_reader, postgres_sql
+from storage.tables import TOPICS
 
 log = logging.getLogger(__name__)
 
@@ -136,7 +138,9 @@ _RENEW: Final = (
     "RETURNING l.shard"
 )
 _RELEASE: Final = (
-    "UPDATE shard_leases SET owner = NULL, expires_at = now() WHERE shard = $1 AND owner = $2 AND epoch = $3"
+    "UPDATE shard_leases AS l SET owner = NULL, expires_at = now() "
+    "FROM unnest($2::integer[], $3::bigint[]) AS o(shard, epoch) "
+    "WHERE l.shard = o.shard AND l.epoch = o.epoch AND l.owner = $1"
 )
 
 
@@ -298,8 +302,20 @@ class LeaseTable:
         result: set[int] = await self._run("renew the shard leases", work)
         return result
 
-    async def release(self, shard: int, epoch: int) -> None:
-        async def work(conn: Any) -> None:
-            await conn.execute(_RELEASE, shard, self.node_id, epoch)
+    async def release(self, epochs: dict[int, int]) -> None:
+        """Give leases back (graceful hand-over): their shards are free for the next taker."""
 
-        await self._run(f"release shard {shard}", work)
+        async def work(conn: Any) -> None:
+            shards = list(epochs)
+            await conn.execute(_RELEASE, self.node_id, shards, [epochs[s] for s in shards])
+
+        await self._run(f"release shards {sorted(epochs)}", work)
+
+    async def topics(self) -> list[TopicRecord]:
+        """The topic catalog (topics created through any node), on the lock connection."""
+
+        async def work(conn: Any) -> list[TopicRecord]:
+            return list(map(postgres_reader(TOPICS), await conn.fetch(postgres_sql(TOPICS).select)))
+
+        result: list[TopicRecord] = await self._run("read the topic catalog", work)
+        return result

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from coordinator.api.authz import install_security_disabled
 from coordinator.api.routes import Routes
+from coordinator.api.shard_gate import install_shard_gate
 from coordinator.api.topics import KnownTopics
 from coordinator.core.cluster import Cluster
 from coordinator.core.shard import Shard
@@ -68,5 +69,6 @@ def api_routes(cluster: Cluster, coordinator: Shard) -> Routes:
     routes.wrap(ApiKey.OFFSET_COMMIT, OffsetCommitRequest, known.commit_offsets)
     routes.wrap(ApiKey.OFFSET_DELETE, OffsetDeleteRequest, known.delete_offsets)
 
+    install_shard_gate(routes, cluster.shard_map)
     install_security_disabled(routes)
     return routes

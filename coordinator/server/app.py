@@ -16,6 +16,7 @@ from coordinator.api.topic_authz import TopicAcls
 from coordinator.core.cluster import Cluster, NodeIdentity
 from coordinator.core.lag_status import LagTracker
 from coordinator.core.shard import Shard
+from coordinator.core.shard_map import ShardMap
 from coordinator.security.acl import Authorizer
 from coordinator.server.authn import CredentialLoader, SaslServer
 from coordinator.server.config import Config
@@ -31,10 +32,12 @@ from coordinator.server.login_guard import CredentialCache, FailedLoginLimit
 from coordinator.server.logs import VERBATIM
 from coordinator.server.loop_lag import LoopLagMonitor
 from coordinator.server.metrics import HealthServer, MeasuredStore, Metrics
+from coordinator.server.ownership import Ownership
 from coordinator.server.readiness import StorageProbe
 from coordinator.server.runtime import Clock, Runtime
 from coordinator.server.startup_report import settings_block, sqlite_path, storage_location
 from storage.base import Store
+from storage.postgres import PostgresStore
 from storage.records import UserCredentialRecord
 from storage.url import open_store
 from storage.writer import BatchWriter
@@ -65,6 +68,8 @@ class RunningServer:
     lag: LagTracker = field(default_factory=LagTracker)
     loop_lag: LoopLagMonitor | None = None
     gateway: Gateway | None = None
+    # Several nodes on PostgreSQL (docs/multinode.md): this node's shard leases.
+    ownership: Ownership | None = None
 
     @property
     def port(self) -> int:
@@ -86,6 +91,8 @@ class RunningServer:
                 task.cancel()
         for connection in list(self.dispatcher.connections):
             connection.stop_reading()
+        if self.ownership is not None:
+            await self.ownership.stop()  # hands every shard over: flushed, unloaded, released
         # Parked JoinGroup/SyncGroup requests learn that this coordinator is going away (Kafka
         # answers NOT_COORDINATOR when it unloads a partition) and rediscover it after restart.
         self.runtime.apply(self.runtime.coordinator.unload(self.runtime.clock.now_ms()))
@@ -131,6 +138,8 @@ async def start_server(config: Config, end_offsets: EndOffsets | None = None) ->
     else:
         log.info("storage: %s", location)
     store: Store = open_store(config.storage, **_store_options(config))
+    # Several nodes share a PostgreSQL database through shard leases (not in gateway mode).
+    shared = store if isinstance(store, PostgresStore) and not config.gateway_mode else None
     if metrics is not None:
         store = MeasuredStore(store, metrics)
     await store.open()
@@ -138,8 +147,13 @@ async def start_server(config: Config, end_offsets: EndOffsets | None = None) ->
     clock = Clock(loop)
     node_id = config.gateway_coordinator_node_id if config.gateway_mode else config.node_id
     node = NodeIdentity(node_id, config.listener_host, config.listener_port, config.cluster_id)
+    shards = config.offsets_topic_num_partitions
+    shard_map = ShardMap(shards, node_id) if shared else ShardMap.for_one_process(shards, node_id)
     cluster = Cluster(
-        node, auto_create_topics=config.auto_create_topics_enable, num_partitions=config.num_partitions
+        node,
+        auto_create_topics=config.auto_create_topics_enable,
+        num_partitions=config.num_partitions,
+        shard_map=shard_map,
     )
     coordinator = Shard(config.group_config(), random_unit=random.Random().random)
     coordinator.attach_catalog(cluster)
@@ -221,14 +235,33 @@ async def start_server(config: Config, end_offsets: EndOffsets | None = None) ->
     started = time.monotonic()
     state = await store.load()
     cluster.load(state.topics)
-    coordinator.load(
-        state.groups,
-        state.offsets,
-        clock.now_ms(),
-        clock.wall_ms(),
-        state.consumer_groups,
-        state.consumer_members,
-    )
+    if shared is None:
+        coordinator.load(
+            state.groups,
+            state.offsets,
+            clock.now_ms(),
+            clock.wall_ms(),
+            state.consumer_groups,
+            state.consumer_members,
+        )
+    else:  # the groups come with the shards this node takes
+        server.ownership = Ownership(
+            shared,
+            shared.lease_table(node_id, shards, config.group_coordinator_lease_ms),
+            runtime,
+            cluster,
+            shard_map,
+            lease_ms=config.group_coordinator_lease_ms,
+            poll_ms=config.group_coordinator_ownership_poll_ms,
+        )
+        try:
+            await server.ownership.start(cluster.node.host, cluster.node.port)
+        except BaseException:
+            server.ownership = None
+            for opened in servers:
+                opened.close()
+            await store.close()
+            raise
     load_seconds = time.monotonic() - started
     log.info(
         "loaded %d topics, %d classic groups, %d consumer groups and %d offsets from %s in %.0f ms",

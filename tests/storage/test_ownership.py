@@ -112,7 +112,7 @@ async def test_a_dead_owners_shards_are_free_at_once(store: PostgresStore, table
 async def test_release_frees_the_shard(store: PostgresStore, tables: list[LeaseTable]) -> None:
     one, two = await node(store, tables, 1), await node(store, tables, 2)
     assert await one.take(2, 0) == 1
-    await one.release(2, 1)
+    await one.release({2: 1})
     assert (await two.view()).leases[2].owner is None
     assert await two.take(2, 1) == 2
 
