@@ -394,16 +394,18 @@ class Workload:
                 "events": str(self.events_dir / f"{lib}-{protocol}.jsonl"),
                 **timing,
             }
-            self.processes.append(
-                subprocess.Popen(
-                    [sys.executable, "-m", "tests.multinode.workload", json.dumps(config)],
-                    cwd=REPO,
-                    env=env,
-                    stdin=subprocess.PIPE,
-                    stdout=subprocess.DEVNULL,
-                    stderr=open(self.events_dir / f"{lib}-{protocol}.stderr", "wb"),  # noqa: SIM115
+            # The child gets its own copy of the descriptor: ours is closed at once.
+            with open(self.events_dir / f"{lib}-{protocol}.stderr", "wb") as stderr:
+                self.processes.append(
+                    subprocess.Popen(
+                        [sys.executable, "-m", "tests.multinode.workload", json.dumps(config)],
+                        cwd=REPO,
+                        env=env,
+                        stdin=subprocess.PIPE,
+                        stdout=subprocess.DEVNULL,
+                        stderr=stderr,
+                    )
                 )
-            )
 
     def stop(self, timeout: float = 30) -> None:
         for process in self.processes:
@@ -421,6 +423,8 @@ class Workload:
             if process.poll() is None:
                 process.kill()
                 process.wait(10)
+            if process.stdin is not None and not process.stdin.closed:
+                process.stdin.close()
 
     def events(self) -> list[dict[str, Any]]:
         found: list[dict[str, Any]] = []
