@@ -100,6 +100,7 @@ class NodeRow:
 class OwnershipView:
     leases: list[LeaseRow]
     live_nodes: list[NodeRow]
+    topics_version: tuple[int, int]  # changes whenever the topic catalog does (count, checksum)
 
 
 def _node_alive(node: str) -> str:
@@ -111,16 +112,18 @@ def _node_alive(node: str) -> str:
     )
 
 
-_LEASES: Final = (
-    "SELECT l.shard, l.owner, l.epoch, l.expires_at > now() AS unexpired, "
-    f"l.owner IS NOT NULL AND {_node_alive('l.owner')} AS owner_alive "
-    "FROM shard_leases AS l ORDER BY l.shard"
-)
-# Live: seen within a lease, and its session (node lock) still open.
-_LIVE_NODES: Final = (
-    "SELECT n.node_id, n.host, n.port FROM coordinator_nodes AS n "
+# What a poll reads, in one statement: every lease, the live nodes (seen within a lease, and
+# their session -- the node lock -- still open) and a fingerprint of the topic catalog.
+_VIEW: Final = (
+    "SELECT 'l' AS kind, l.shard AS id, l.owner, l.epoch, l.expires_at > now() AS unexpired, "
+    f"l.owner IS NOT NULL AND {_node_alive('l.owner')} AS alive, NULL::text AS host "
+    "FROM shard_leases AS l "
+    "UNION ALL "
+    "SELECT 'n', n.node_id, n.port, NULL, NULL, NULL, n.host FROM coordinator_nodes AS n "
     f"WHERE n.last_seen > now() - make_interval(secs => $1 / 1000.0) AND {_node_alive('n.node_id')} "
-    "ORDER BY n.node_id"
+    "UNION ALL "
+    "SELECT 't', count(*)::integer, NULL, coalesce(sum(hashtext(t.name || ':' || t.num_partitions || ':' "
+    "|| encode(t.topic_id, 'hex') || ':' || t.configs)), 0)::bigint, NULL, NULL, NULL FROM topics AS t"
 )
 # Free: no owner, expired (a hung owner), or the owner's session ended (it died: no waiting).
 _TAKE: Final = (
@@ -268,15 +271,21 @@ class LeaseTable:
 
     async def view(self) -> OwnershipView:
         async def work(conn: Any) -> OwnershipView:
-            leases = [
-                LeaseRow(r["shard"], r["owner"], r["epoch"], r["unexpired"], r["owner_alive"])
-                for r in await conn.fetch(_LEASES)
-            ]
-            nodes = [
-                NodeRow(r["node_id"], r["host"], r["port"])
-                for r in await conn.fetch(_LIVE_NODES, self.lease_ms)
-            ]
-            return OwnershipView(leases, nodes)
+            rows = await conn.fetch(_VIEW, self.lease_ms)
+            leases = sorted(
+                (
+                    LeaseRow(r["id"], r["owner"], r["epoch"], r["unexpired"], r["alive"])
+                    for r in rows
+                    if r["kind"] == "l"
+                ),
+                key=lambda lease: lease.shard,
+            )
+            nodes = sorted(
+                (NodeRow(r["id"], r["host"], r["owner"]) for r in rows if r["kind"] == "n"),
+                key=lambda node: node.node_id,
+            )
+            [topics] = [(r["id"], r["epoch"]) for r in rows if r["kind"] == "t"]
+            return OwnershipView(leases, nodes, topics)
 
         result: OwnershipView = await self._run("read the shard leases", work)
         return result

@@ -263,10 +263,16 @@ async def start_server(config: Config, end_offsets: EndOffsets | None = None) ->
             await store.close()
             raise
     load_seconds = time.monotonic() - started
+    counts = (len(state.groups), len(state.consumer_groups), len(state.offsets))
+    if shared is not None:  # this node holds the groups of its shards only
+        counts = (
+            len(coordinator.groups_snapshot()),
+            len(coordinator.consumer_group_ids()),
+            coordinator.offset_count(),
+        )
     log.info(
         "loaded %d topics, %d classic groups, %d consumer groups and %d offsets from %s in %.0f ms",
-        len(state.topics), len(state.groups), len(state.consumer_groups), len(state.offsets),
-        location, load_seconds * 1000,
+        len(state.topics), *counts, location, load_seconds * 1000,
     )  # fmt: skip
     state_acls = state.acls
     del state

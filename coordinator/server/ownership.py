@@ -14,15 +14,19 @@ import contextlib
 import logging
 from collections.abc import Collection
 from dataclasses import dataclass
+from typing import Final
 
 from coordinator.core.cluster import Cluster
 from coordinator.core.shard_map import NodeAddress, ShardMap, ShardStatus
 from coordinator.server.runtime import Runtime
 from storage.base import StoreError
-from storage.ownership import Fence, LeaseRow, LeaseTable, OwnershipView
+from storage.ownership import Fence, LeaseRow, LeaseTable, NodeIdInUse, OwnershipView
 from storage.postgres import PostgresStore
 
 log = logging.getLogger(__name__)
+
+REGISTER_PATIENCE_MS: Final = 2000
+STOP_WAIT_S: Final = 10.0
 
 
 def fair_share(shards: int, nodes: list[int], node_id: int) -> int:
@@ -69,6 +73,9 @@ class Ownership:
         self._failing = False
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
+        self._wake = asyncio.Event()
+        self._topics_version: tuple[int, int] | None = None
+        self._sweeps: set[asyncio.Task[None]] = set()
         # After our own lock session (re)opens, other nodes reconnect too (a PostgreSQL
         # restart): give them a few polls before their shards count as abandoned.
         self._sessions_seen = 0
@@ -83,7 +90,16 @@ class Ownership:
     async def start(self, host: str, port: int) -> None:
         """Register (refused for a node id in use or another shard count) and run the first
         round, so that the node owns its share when it reports ready."""
-        await self.leases.register(host, port)
+        deadline = self._now_ms() + REGISTER_PATIENCE_MS
+        while True:
+            try:
+                await self.leases.register(host, port)
+                break
+            except NodeIdInUse:
+                # A predecessor with this id that just died may take a moment to lose its session.
+                if self._now_ms() >= deadline:
+                    raise
+                await asyncio.sleep(0.1)
         self._sessions_seen = self.leases.sessions
         log.info("node %d registered (advertised %s:%d)", self.node_id, host, port)
         await self._round()
@@ -96,10 +112,15 @@ class Ownership:
     async def stop(self) -> None:
         """Graceful leave: stop the loop, hand every shard over, deregister."""
         self._stopping = True
+        self._wake.set()
         if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            # The round in progress finishes (a statement cut off would leave the session unusable).
+            try:
+                await asyncio.wait_for(asyncio.shield(self._task), STOP_WAIT_S)
+            except TimeoutError:
+                self._task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await self._task
             self._task = None
         try:
             await self._release(list(self.owned))
@@ -111,8 +132,11 @@ class Ownership:
             await self.leases.close()
 
     async def _run(self) -> None:
-        while True:
-            await asyncio.sleep(self.poll_ms / 1000)
+        while not self._stopping:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), self.poll_ms / 1000)
+            if self._stopping:
+                return
             try:
                 await self._round()
             except asyncio.CancelledError:
@@ -135,8 +159,10 @@ class Ownership:
         self._see(view)
         if self._now_ms() >= self._next_renew_ms:
             await self._renew()
+        if view.topics_version != self._topics_version:
             try:
                 await self._refresh_topics()
+                self._topics_version = view.topics_version
             except StoreError as exc:
                 self._storage_failed(exc)
         self._expire_locally()
@@ -172,7 +198,9 @@ class Ownership:
         for row in leases:
             if row.shard in self.owned or row.shard in self._releasing:
                 continue
-            if row.owner is None or not row.unexpired or (not row.owner_alive and not patient):
+            # Our own id on a lease we do not hold: left by this node's previous process.
+            abandoned = row.owner == self.node_id or (not row.owner_alive and not patient)
+            if row.owner is None or not row.unexpired or abandoned:
                 free.append(row)
         return free
 
@@ -306,6 +334,15 @@ class Ownership:
             if owned is not None:
                 log.warning("shard %d lost (epoch %d): %s", shard, owned.epoch, reason)
         self._unload_groups(shards)
+        # A write that landed before the takeover may still report back and re-add some state
+        # of these groups: sweep them again once every write in flight has been answered.
+        sweep = asyncio.get_running_loop().create_task(self._sweep(set(shards)))
+        self._sweeps.add(sweep)
+        sweep.add_done_callback(self._sweeps.discard)
+
+    async def _sweep(self, shards: set[int]) -> None:
+        await self._flush()
+        self._unload_groups(shards - self.owned.keys())
 
     def _unload_groups(self, shards: Collection[int]) -> None:
         wanted = set(shards)
