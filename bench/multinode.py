@@ -80,9 +80,9 @@ def cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / CLK_TCK
 
 
-def postgres_cpu_s(postmaster: int) -> float:
-    """The postmaster's CPU and that of every live child (backends, checkpointer, walwriter...)."""
-    total = cpu_s(postmaster)
+def postgres_children(postmaster: int) -> list[int]:
+    """The postmaster's live children: backends, checkpointer, walwriter, autovacuum..."""
+    children = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -90,10 +90,14 @@ def postgres_cpu_s(postmaster: int) -> float:
             stat = (entry / "stat").read_text()
         except OSError:
             continue
-        fields = stat[stat.rindex(")") + 2 :].split()
-        if int(fields[1]) == postmaster:
-            total += (int(fields[11]) + int(fields[12])) / CLK_TCK
-    return total
+        if int(stat[stat.rindex(")") + 2 :].split()[1]) == postmaster:
+            children.append(int(entry.name))
+    return children
+
+
+def postgres_cpu_s(postmaster: int) -> float:
+    """The CPU time of the postmaster and its live children."""
+    return cpu_s(postmaster) + sum(cpu_s(pid) for pid in postgres_children(postmaster))
 
 
 @dataclass
@@ -242,10 +246,18 @@ def load_phase(
     pg: PgServer, db: str, nodes: Nodes, args: argparse.Namespace, name: str, workload: str, flags: list[str]
 ) -> dict[str, Any]:
     tag = f"{name}-{len(nodes.nodes)}n-{int(time.time() * 1000) % 100000}"
-    pids = {n: node.pid for n, node in nodes.nodes.items()}
-    with Meter(pg, db, pids) as meter:
-        out = loadgen(nodes, workload, ["-tag", tag, *flags])
+    node_pids = {n: node.pid for n, node in nodes.nodes.items()}
+    assert pg.pid is not None
+    pg_pids = [pg.pid, *postgres_children(pg.pid)]
+    measured = ",".join(map(str, [*node_pids.values(), *pg_pids]))
+    # CPU over the measured phase only (the generator samples /proc at its start and end);
+    # transactions over the whole run (the setup of a commit phase writes nothing).
+    with Meter(pg, db, node_pids) as meter:
+        out = loadgen(nodes, workload, ["-tag", tag, "-measure-pids", measured, *flags])
     result = out["results"][0]
+    pid_cpu = {int(pid): cpu for pid, cpu in result["extra"]["pid_cpu_s"].items()}
+    node_cpu = {n: pid_cpu.get(pid, 0.0) for n, pid in node_pids.items()}
+    pg_cpu = sum(pid_cpu.get(pid, 0.0) for pid in pg_pids)
     requests = int(result["ops"])
     partitions = int(result["units"])
     conns = args.heartbeat_conns if workload == "heartbeat" else args.commit_conns
@@ -257,13 +269,15 @@ def load_phase(
     per_node = {
         n: {"cpu_s": round(cpu, 3), "share": round(share[n], 3),
             "cpu_us_per_request": round(cpu / (requests * share[n]) * 1e6, 1) if share[n] and requests else None}
-        for n, cpu in meter.node_cpu.items()
+        for n, cpu in node_cpu.items()
     }  # fmt: skip
-    total_node_cpu = sum(meter.node_cpu.values())
+    xacts_per_s = meter.xacts / meter.elapsed
+    phase_xacts = xacts_per_s * result["seconds"]
+    total_node_cpu = sum(node_cpu.values())
     return {
         "phase": name,
         "nodes": len(nodes.nodes),
-        "seconds": round(meter.elapsed, 2),
+        "seconds": round(result["seconds"], 2),
         "requests": requests,
         "requests_per_s": round(result["rate"]),
         "partitions_per_s": round(result["unit_rate"]),
@@ -271,14 +285,15 @@ def load_phase(
         "errors": result.get("errors"),
         "node_cpu_us_per_request": round(total_node_cpu / requests * 1e6, 1) if requests else None,
         "per_node": per_node,
-        "pg_cpu_s": round(meter.pg_cpu, 3),
-        "pg_transactions": meter.xacts,
-        "pg_cpu_us_per_transaction": round(meter.pg_cpu / meter.xacts * 1e6, 1) if meter.xacts > 0 else None,
-        "pg_cpu_us_per_partition": round(meter.pg_cpu / partitions * 1e6, 2)
+        "pg_cpu_s": round(pg_cpu, 3),
+        "pg_cpu_share_of_one_core": round(pg_cpu / result["seconds"], 3),
+        "pg_transactions_per_s": round(xacts_per_s),
+        "pg_cpu_us_per_transaction": round(pg_cpu / phase_xacts * 1e6, 1) if phase_xacts > 0 else None,
+        "pg_cpu_us_per_partition": round(pg_cpu / partitions * 1e6, 2)
         if workload == "commit" and partitions
         else None,
-        "partitions_per_transaction": round(partitions / meter.xacts, 1)
-        if workload == "commit" and meter.xacts > 0
+        "partitions_per_transaction": round(partitions / phase_xacts, 1)
+        if workload == "commit" and phase_xacts > 0
         else None,
     }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -79,6 +80,17 @@ func (c *Conn) roundTrip(frame []byte, api, version int16, deadline time.Time) (
 	return d, nil
 }
 
+// coordinatorErr is a FindCoordinator answer with an error code.
+type coordinatorErr struct{ code int16 }
+
+func (e coordinatorErr) Error() string { return fmt.Sprintf("FindCoordinator error %d", e.code) }
+
+// isRetriableCoordinatorErr: COORDINATOR_LOAD_IN_PROGRESS (14) or COORDINATOR_NOT_AVAILABLE (15).
+func isRetriableCoordinatorErr(err error) bool {
+	var ce coordinatorErr
+	return errors.As(err, &ce) && (ce.code == 14 || ce.code == 15)
+}
+
 // handshake sends ApiVersions v3 and FindCoordinator for the group, as a client opening
 // its coordinator connection does; it checks the APIs/versions the run needs. The answer's
 // address is returned ("" without a group).
@@ -112,7 +124,7 @@ func (c *Conn) handshake(group string, fcVersion int16, need map[int16]int16, de
 		return "", fmt.Errorf("FindCoordinator: %w", err)
 	}
 	if fc.ErrorCode != 0 {
-		return "", fmt.Errorf("FindCoordinator error %d", fc.ErrorCode)
+		return "", coordinatorErr{fc.ErrorCode}
 	}
 	return net.JoinHostPort(fc.Host, strconv.Itoa(int(fc.Port))), nil
 }

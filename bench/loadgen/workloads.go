@@ -32,6 +32,11 @@ func (c *Common) dialHandshake(clientID, group string) (*Conn, error) {
 	need[apiOffsetCommit] = 8
 	need[apiOffsetFetch] = 8
 	coordinator, err := conn.handshake(group, c.Versions.FindCoordinator, need, time.Now().Add(30*time.Second))
+	// Several nodes: a shard being handed over has no coordinator for a moment (retriable).
+	for retry := 0; err != nil && c.FollowCoordinator && isRetriableCoordinatorErr(err) && retry < 100; retry++ {
+		time.Sleep(100 * time.Millisecond)
+		coordinator, err = conn.handshake(group, c.Versions.FindCoordinator, need, time.Now().Add(30*time.Second))
+	}
 	if err != nil {
 		conn.Close()
 		return nil, err
