@@ -69,7 +69,8 @@ def start(servers: Servers, dsn: str, node_id: int, port: int = 0) -> ServerProc
 
 def balanced(one: ServerProcess, two: ServerProcess, probes: list[str]) -> bool:
     seen = [owners(one, probes), owners(two, probes)]
-    return seen[0] == seen[1] and sorted(seen[0].values()).count(1) == SHARDS // 2
+    counts = sorted(seen[0].values())
+    return seen[0] == seen[1] and counts.count(1) == counts.count(2) == SHARDS // 2
 
 
 def served_by(node: ServerProcess, groups: list[str]) -> bool:

@@ -127,11 +127,12 @@ _VIEW: Final = (
 )
 # Free: no owner, expired (a hung owner), or the owner's session ended (it died: no waiting).
 _TAKE: Final = (
-    "UPDATE shard_leases SET owner = $2, epoch = epoch + 1, "
-    "expires_at = now() + make_interval(secs => $4 / 1000.0) "
-    "WHERE shard = $1 AND epoch = $3 AND (owner IS NULL OR owner = $2 OR expires_at <= now() "
-    f"OR NOT {_node_alive('owner')}) "
-    "RETURNING epoch"
+    "UPDATE shard_leases AS l SET owner = $1, epoch = l.epoch + 1, "
+    "expires_at = now() + make_interval(secs => $2 / 1000.0) "
+    "FROM unnest($3::integer[], $4::bigint[]) AS o(shard, epoch) "
+    "WHERE l.shard = o.shard AND l.epoch = o.epoch "
+    f"AND (l.owner IS NULL OR l.owner = $1 OR l.expires_at <= now() OR NOT {_node_alive('l.owner')}) "
+    "RETURNING l.shard, l.epoch"
 )
 _RENEW: Final = (
     "WITH seen AS (UPDATE coordinator_nodes SET last_seen = now() WHERE node_id = $1) "
@@ -290,14 +291,16 @@ class LeaseTable:
         result: OwnershipView = await self._run("read the shard leases", work)
         return result
 
-    async def take(self, shard: int, epoch: int) -> int | None:
-        """Take ``shard`` whose lease is at ``epoch`` if it is free; the new epoch, or None."""
+    async def take(self, epochs: dict[int, int]) -> dict[int, int]:
+        """Take the shards whose leases are at these epochs, those still free, in one statement
+        (of nodes racing for a shard, one wins); the new epochs of the shards taken."""
 
-        async def work(conn: Any) -> int | None:
-            new_epoch: int | None = await conn.fetchval(_TAKE, shard, self.node_id, epoch, self.lease_ms)
-            return new_epoch
+        async def work(conn: Any) -> dict[int, int]:
+            shards = list(epochs)
+            rows = await conn.fetch(_TAKE, self.node_id, self.lease_ms, shards, [epochs[s] for s in shards])
+            return {r["shard"]: r["epoch"] for r in rows}
 
-        result: int | None = await self._run(f"take shard {shard}", work)
+        result: dict[int, int] = await self._run(f"take shards {sorted(epochs)}", work)
         return result
 
     async def renew(self, epochs: dict[int, int]) -> set[int]:

@@ -360,7 +360,7 @@ class Cluster:
 
     def _coordinator_for(self, ctx: RequestContext, key: str, key_type: int, version: int) -> Coordinator:
         if key_type == 0:
-            owner = self.shard_map.owner(key)
+            owner = self.shard_map.owner(key, ctx.now_ms)
             if owner == self.node.node_id:
                 return Coordinator(key, owner, *self._endpoint(ctx), ErrorCode.NONE, None)
             address = None if owner is None else self.shard_map.nodes.get(owner)

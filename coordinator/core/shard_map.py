@@ -64,13 +64,13 @@ class ShardMap:
             return None
         return status
 
-    def owner(self, group_id: str) -> int | None:
+    def owner(self, group_id: str, now_ms: int) -> int | None:
         """The node answering for the group, or None while its shard has no live owner."""
         if self.single_node:
             return self.node_id
         shard = self.shard_of(group_id)
         if shard in self.local:
-            return self.node_id
+            return self.node_id if now_ms < self.valid_until_ms else None
         return self.owners.get(shard)
 
     def live_nodes(self) -> list[NodeAddress]:

@@ -232,18 +232,17 @@ class Ownership:
             self._lose(list(self.owned), "the lease was not renewed within group.coordinator.lease.ms")
 
     async def _take(self, rows: list[LeaseRow]) -> None:
-        taken: dict[int, int] = {}
-        for row in rows:
-            try:
-                epoch = await self.leases.take(row.shard, row.epoch)
-            except StoreError as exc:
-                self._storage_failed(exc)
-                break
-            if epoch is not None:
-                taken[row.shard] = epoch
-                self.owned[row.shard] = _Owned(epoch)
-                self.fence.epochs[row.shard] = epoch
-                self.shard_map.local[row.shard] = ShardStatus.LOADING
+        if not rows:
+            return
+        try:
+            taken = await self.leases.take({row.shard: row.epoch for row in rows})
+        except StoreError as exc:
+            self._storage_failed(exc)
+            return
+        for shard, epoch in taken.items():
+            self.owned[shard] = _Owned(epoch)
+            self.fence.epochs[shard] = epoch
+            self.shard_map.local[shard] = ShardStatus.LOADING
         if not taken:
             return
         await self._renew()  # the taken leases' validity starts now for the local clock too

@@ -33,7 +33,7 @@ from tests.storage.pg_server import PgServer
 from tests.support.server import REPO, ServerProcess
 from tests.support.wire_client import WireClient
 
-pytestmark = [pytest.mark.postgres, pytest.mark.timeout(120)]
+pytestmark = [pytest.mark.integration, pytest.mark.postgres, pytest.mark.timeout(120)]
 
 LEASE_MS = 1500
 NODE_SETTINGS = {

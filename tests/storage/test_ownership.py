@@ -88,44 +88,44 @@ async def test_a_different_shard_count_is_refused(store: PostgresStore, tables: 
 
 async def test_take_renew_and_expiry(store: PostgresStore, tables: list[LeaseTable]) -> None:
     one, two = await node(store, tables, 1), await node(store, tables, 2)
-    assert await one.take(0, 0) == 1
-    assert await two.take(0, 0) is None  # the epoch moved on
-    assert await two.take(0, 1) is None  # owned, unexpired, owner alive
+    assert await one.take({0: 0}) == {0: 1}
+    assert await two.take({0: 0}) == {}  # the epoch moved on
+    assert await two.take({0: 1}) == {}  # owned, unexpired, owner alive
     assert await one.renew({0: 1}) == {0}
     assert await one.renew({0: 7}) == set()  # not at that epoch
     await asyncio.sleep(LEASE_MS / 1000 + 0.2)
     row = (await two.view()).leases[0]
     assert (row.owner, row.epoch, row.unexpired, row.owner_alive) == (1, 1, False, True)
     assert await one.renew({0: 1}) == set()  # expired: lost, even though nobody took it yet
-    assert await two.take(0, 1) == 2  # a hung owner's lease is taken after expiry, epoch + 1
+    assert await two.take({0: 1}) == {0: 2}  # a hung owner's lease is taken after expiry, epoch + 1
 
 
 async def test_a_dead_owners_shards_are_free_at_once(store: PostgresStore, tables: list[LeaseTable]) -> None:
     one, two = await node(store, tables, 1), await node(store, tables, 2)
-    assert await one.take(3, 0) == 1
+    assert await one.take({3: 0}) == {3: 1}
     await one.close()  # the process died: its connections closed
     row = (await two.view()).leases[3]
     assert (row.owner, row.unexpired, row.owner_alive) == (1, True, False)
-    assert await two.take(3, 1) == 2  # no waiting for the lease
+    assert await two.take({3: 1}) == {3: 2}  # no waiting for the lease
 
 
 async def test_release_frees_the_shard(store: PostgresStore, tables: list[LeaseTable]) -> None:
     one, two = await node(store, tables, 1), await node(store, tables, 2)
-    assert await one.take(2, 0) == 1
+    assert await one.take({2: 0}) == {2: 1}
     await one.release({2: 1})
     assert (await two.view()).leases[2].owner is None
-    assert await two.take(2, 1) == 2
+    assert await two.take({2: 1}) == {2: 2}
 
 
 async def test_a_write_with_a_stale_epoch_is_rejected_and_nothing_lands(
     store: PostgresStore, tables: list[LeaseTable], pg_dsn: str
 ) -> None:
     one, two = await node(store, tables, 1), await node(store, tables, 2)
-    assert await one.take(0, 0) == 1
+    assert await one.take({0: 0}) == {0: 1}
     store.fence = Fence(1, by_first_letter, {0: 1})
     await store.write([commit("alpha", 1)])  # shard 0 at epoch 1: ours
     await asyncio.sleep(LEASE_MS / 1000 + 0.2)  # node 1 hangs past its lease ...
-    assert await two.take(0, 1) == 2  # ... and node 2 takes over
+    assert await two.take({0: 1}) == {0: 2}  # ... and node 2 takes over
     with pytest.raises(ShardFenced, match=r"no longer holds the lease of shards \[0\]") as fenced:
         await store.write([commit("alpha", 2), commit("axe", 2)])
     assert fenced.value.shards == {0}
