@@ -9,7 +9,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.support.server import REPO, start_server
+
+pytestmark = pytest.mark.integration
 
 
 def _serve_once(storage: str) -> subprocess.CompletedProcess[str]:
