@@ -26,6 +26,7 @@ from storage.base import StoreError
 from storage.batch import BatchPlan, plan_batch
 from storage.codec import CodecError
 from storage.events import SQLITE_LOAD, SQLITE_PRUNE_EXCESS, SQLITE_PRUNE_OLD
+from storage.process_lock import ProcessLock, lock_database
 from storage.records import GroupEventRecord, LoadedState, OffsetCommitRecord, Record, UserCredentialRecord
 from storage.schema import load_migrations, split_sqlite_script
 from storage.sql import sqlite_sql
@@ -61,6 +62,7 @@ class SQLiteStore:
         busy_timeout_ms: int = 5000,
         history_retention_ms: int | None = None,
         history_prune_interval_ms: int = 60_000,
+        exclusive: bool = False,
     ) -> None:
         """``path``: database file (created if missing; its directory must exist).
 
@@ -69,6 +71,8 @@ class SQLiteStore:
         another connection before failing with StoreError. ``history_retention_ms``: when set,
         every offset commit is also appended to ``offset_commit_history`` and rows older than
         this (by ``commit_ms``) are pruned, at most once per ``history_prune_interval_ms``.
+        ``exclusive``: hold ``<path>.lock`` while open, so that no second process opens the file
+        with ``exclusive`` (the server does; CLI tools that edit the file beside it do not).
         """
         if synchronous not in ("FULL", "NORMAL"):
             raise ValueError(f"synchronous must be 'FULL' or 'NORMAL', not {synchronous!r}")
@@ -86,6 +90,8 @@ class SQLiteStore:
         self._identity: tuple[int, int] | None = None  # (device, inode) of the file we opened
         self._closed = False
         self._next_prune = 0.0
+        self.exclusive = exclusive
+        self._process_lock: ProcessLock | None = None
 
     # -- Store protocol ------------------------------------------------------------------
 
@@ -159,6 +165,8 @@ class SQLiteStore:
     # -- executor thread -----------------------------------------------------------------
 
     def _open_sync(self) -> None:
+        if self.exclusive:
+            self._process_lock = lock_database(self.path)
         try:
             _create_private(self.path)
             # isolation_level=None: no implicit transactions, we issue BEGIN/COMMIT ourselves.
@@ -344,6 +352,9 @@ class SQLiteStore:
                 conn.close()
             except sqlite3.Error as exc:
                 log.warning("closing SQLite database %s failed: %s", self.path, exc)
+        lock, self._process_lock = self._process_lock, None
+        if lock is not None:
+            lock.release()
 
     def _connection(self) -> sqlite3.Connection:
         if self._conn is None:

@@ -410,8 +410,11 @@ def _all_credentials(store: Store) -> Callable[[], Awaitable[list[UserCredential
 
 def _store_options(config: Config) -> dict[str, object]:
     options: dict[str, object] = {}
-    if config.storage.startswith("sqlite:") and "synchronous=" not in config.storage:
-        options["synchronous"] = config.sqlite_synchronous.upper()
+    if config.storage.startswith("sqlite:"):
+        # One server per SQLite file: a second one is refused at start (storage/process_lock.py).
+        options["exclusive"] = True
+        if "synchronous=" not in config.storage:
+            options["synchronous"] = config.sqlite_synchronous.upper()
     retention = config.offset_commit_history_retention_ms
     if retention and "history_retention_ms=" not in config.storage:  # the URL's own option wins
         if config.storage.startswith("memory:"):
