@@ -33,6 +33,7 @@ from storage.sql import postgres_columns, postgres_key_columns, postgres_reader,
 from storage.tables import (
     CONSUMER_GROUPS,
     CONSUMER_MEMBERS,
+    GROUP_CONFIGS,
     GROUP_EVENTS,
     GROUPS,
     OFFSET_COMMIT_HISTORY,
@@ -66,8 +67,9 @@ _SESSION_LOST: Final = (
 _MIGRATION_LOCK: Final = 0x6B6763_0001  # pg_advisory_xact_lock key ("kgc" + 1)
 _FETCH_ROWS: Final = 50_000
 
-# The tables whose rows belong to a group, hence to the group's shard.
-GROUP_TABLES: Final = (OFFSETS, GROUPS, CONSUMER_GROUPS, CONSUMER_MEMBERS)
+# The tables whose rows belong to a group, hence to the group's shard (group configs too: the
+# shard's owner serves and writes them).
+GROUP_TABLES: Final = (OFFSETS, GROUPS, CONSUMER_GROUPS, CONSUMER_MEMBERS, GROUP_CONFIGS)
 _PRUNE_HISTORY: Final = "DELETE FROM offset_commit_history WHERE commit_ms < $1"
 
 _Statement = tuple[str, tuple[Any, ...]]

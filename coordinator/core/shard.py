@@ -147,37 +147,11 @@ class Shard:
         consumer_members: list[ConsumerMemberRecord] | None = None,
         group_configs: list[GroupConfigRecord] | None = None,
     ) -> None:
-        """docs/groups.md#loading: rebuild a fresh coordinator from its stored rows and restart member sessions."""
-        if self._loaded or self._classic.groups or self._offsets.offsets or self._consumer.groups:
+        """docs/groups.md#loading: rebuild a fresh coordinator from its stored rows and restart
+        member sessions: ``load_more`` of every shard at once."""
+        if self._loaded or self.held_group_ids():
             raise RuntimeError("load() needs a coordinator that has not been loaded nor served anything")
-        self._loaded = True
-        self._enter(now_ms, wall_ms)
-        self.group_configs.load(group_configs or [])  # before sessions restart at the groups' timeouts
-        records: list[Record] = [*groups, *(consumer_groups or []), *(consumer_members or [])]
-        for manager in self._managers:
-            manager.load(records)
-        for group_id in self._consumer.groups.keys() & self._classic.groups.keys():
-            # Only a conversion whose write failed leaves both (docs/migration.md): the type the
-            # group changed to last wrote the later state time.
-            classic_ms = self._classic.groups[group_id].state_ms or -1
-            if self._consumer.groups[group_id].state_ms >= classic_ms:
-                log.warning(
-                    "group %s is stored as classic and consumer group; keeping the consumer group", group_id
-                )
-                del self._classic.groups[group_id]
-            else:
-                log.warning(
-                    "group %s is stored as classic and consumer group; keeping the classic group", group_id
-                )
-                del self._consumer.groups[group_id]
-        self._offsets.load(offsets)
-        fx = Effects()
-        for manager in self._managers:
-            manager.on_loaded(fx)
-        if fx.records:
-            raise RuntimeError("loading produced records")  # cannot happen: nothing was written
-        if fx.replies:
-            raise RuntimeError("loading produced replies")  # cannot happen: nothing is parked
+        self.load_more(groups, offsets, now_ms, wall_ms, consumer_groups, consumer_members, group_configs)
         log.info(
             "loaded %d classic groups, %d consumer groups and %d offsets",
             len(self._classic.groups),
@@ -193,48 +167,69 @@ class Shard:
         wall_ms: int,
         consumer_groups: list[ConsumerGroupRecord] | None = None,
         consumer_members: list[ConsumerMemberRecord] | None = None,
+        group_configs: list[GroupConfigRecord] | None = None,
     ) -> None:
-        """docs/multinode.md: add the stored rows of one more shard taken over (none of its groups
-        may be held here; unload_groups them first) and restart their member sessions."""
+        """docs/multinode.md#loading-a-shard: add the stored rows of shards taken over (none of
+        their groups may be held here; unload_groups them first) and restart their member
+        sessions, exactly as a restart loads them."""
         self._loaded = True
         self._enter(now_ms, wall_ms)
         consumer_groups = consumer_groups or []
         consumer_members = consumer_members or []
+        group_configs = group_configs or []
         ids = {r.group_id for r in groups} | {r.group_id for r in consumer_groups}
         ids |= {r.group_id for r in offsets} | {r.group_id for r in consumer_members}
-        held = [group_id for group_id in ids if self._manager_of(group_id) is not None]
-        if held or any(group_id in self._offsets.offsets for group_id in ids):
+        held = (ids | {r.group_id for r in group_configs}) & self.held_group_ids()
+        if held:
             raise RuntimeError(f"load_more() of groups already held: {sorted(held)[:5]}")
+        self.group_configs.load(group_configs)  # before sessions restart at the groups' timeouts
         records: list[Record] = [*groups, *consumer_groups, *consumer_members]
         for manager in self._managers:
             manager.load(records)
-        for group_id in {r.group_id for r in consumer_groups} & {r.group_id for r in groups}:
-            log.warning(
-                "group %s is stored as classic and consumer group; keeping the consumer group", group_id
-            )
-            del self._classic.groups[group_id]
+        self._resolve_mixed({r.group_id for r in consumer_groups} & {r.group_id for r in groups})
         self._offsets.load(offsets)
         fx = Effects()
         for manager in self._managers:
             manager.on_loaded(fx, ids)
         if fx.records or fx.replies:
-            raise RuntimeError("loading produced records or replies")  # cannot happen
+            raise RuntimeError("loading produced records or replies")  # cannot happen: nothing is parked
+
+    def _resolve_mixed(self, group_ids: set[str]) -> None:
+        """Groups stored as both classic and consumer group: only a conversion whose write failed
+        leaves both (docs/migration.md); the type the group changed to last wrote the later
+        state time."""
+        for group_id in sorted(group_ids):
+            classic_ms = self._classic.groups[group_id].state_ms or -1
+            if self._consumer.groups[group_id].state_ms >= classic_ms:
+                log.warning(
+                    "group %s is stored as classic and consumer group; keeping the consumer group", group_id
+                )
+                del self._classic.groups[group_id]
+            else:
+                log.warning(
+                    "group %s is stored as classic and consumer group; keeping the classic group", group_id
+                )
+                del self._consumer.groups[group_id]
 
     def unload_groups(self, group_ids: set[str], now_ms: int) -> Result:
         """docs/multinode.md: the shard holding ``group_ids`` is no longer ours: those groups go
-        Dead, their parked requests are answered NOT_COORDINATOR, their offsets and timers go."""
+        Dead, their parked requests are answered NOT_COORDINATOR, their offsets, group configs
+        and timers go (the new owner loads them from storage)."""
         self.clock.now_ms = now_ms
         fx = Effects()
         for manager in self._managers:
             manager.unload(fx, group_ids)
         for group_id in group_ids:
             self._offsets.offsets.pop(group_id, None)
+            self.group_configs.overrides.pop(group_id, None)
         self._timers.cancel_where(lambda key: len(key) > 1 and key[1] in group_ids)
         return self._results.to_result(fx)
 
     def held_group_ids(self) -> set[str]:
-        """Every group id with state here (groups of either kind, offsets of simple groups)."""
-        return self._classic.groups.keys() | self._consumer.groups.keys() | self._offsets.offsets.keys()
+        """Every group id with state here (groups of either kind, offsets of simple groups, group
+        configs)."""
+        held = self._classic.groups.keys() | self._consumer.groups.keys() | self._offsets.offsets.keys()
+        return held | self.group_configs.overrides.keys()
 
     def unload(self, now_ms: int) -> Result:
         """The shard is gone (ownership lost, or reloaded after a failed write): every group goes

@@ -14,7 +14,7 @@ import contextlib
 import logging
 from collections.abc import Collection
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, Protocol, TypeVar
 
 from coordinator.core.cluster import Cluster
 from coordinator.core.shard_map import NodeAddress, ShardMap, ShardStatus
@@ -38,6 +38,14 @@ def fair_share(shards: int, nodes: list[int], node_id: int) -> int:
     ordered = sorted(set(nodes) | {node_id})
     base, extra = divmod(shards, len(ordered))
     return base + (1 if ordered.index(node_id) < extra else 0)
+
+
+class _GroupRow(Protocol):
+    @property
+    def group_id(self) -> str: ...
+
+
+_R = TypeVar("_R", bound=_GroupRow)
 
 
 @dataclass(slots=True)
@@ -265,13 +273,18 @@ class Ownership:
         coordinator = self.runtime.coordinator
         self._unload_groups(taken.keys())  # leftovers of an earlier ownership, if any
         wanted = set(taken)
+
+        def of_taken(records: list[_R]) -> list[_R]:
+            return [r for r in records if self.shard_map.shard_of(r.group_id) in wanted]
+
         coordinator.load_more(
-            [r for r in state.groups if self.shard_map.shard_of(r.group_id) in wanted],
-            [r for r in state.offsets if self.shard_map.shard_of(r.group_id) in wanted],
+            of_taken(state.groups),
+            of_taken(state.offsets),
             clock.now_ms(),
             clock.wall_ms(),
-            [r for r in state.consumer_groups if self.shard_map.shard_of(r.group_id) in wanted],
-            [r for r in state.consumer_members if self.shard_map.shard_of(r.group_id) in wanted],
+            of_taken(state.consumer_groups),
+            of_taken(state.consumer_members),
+            of_taken(state.group_configs),
         )
         self.runtime.rearm_timer()
         for shard, epoch in sorted(taken.items()):

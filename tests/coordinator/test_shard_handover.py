@@ -8,6 +8,7 @@ import pytest
 
 from coordinator.core.state import GroupState
 from protocol.errors import ErrorCode
+from storage.records import ConsumerGroupRecord, GroupConfigRecord, GroupMetadataRecord
 from tests.coordinator.harness import Harness
 
 
@@ -20,6 +21,7 @@ def _load_groups(target: Harness, source: Harness, group_ids: set[str]) -> None:
         target.wall_ms,
         [r for r in store.consumer_groups.values() if r.group_id in group_ids],
         [r for r in store.consumer_members.values() if r.group_id in group_ids],
+        [r for r in store.group_configs.values() if r.group_id in group_ids],
     )
 
 
@@ -62,3 +64,31 @@ def test_loading_a_group_already_held_is_refused(h0: Harness) -> None:
     h0.commit("g", {("t", 0): 1})
     with pytest.raises(RuntimeError, match="already held"):
         _load_groups(h0, h0, {"g"})
+
+
+def test_a_shard_taken_over_is_loaded_as_a_restart_loads_it(h0: Harness) -> None:
+    """Group configs come with the shard, and a group stored as both types (a conversion whose
+    write failed) keeps the type with the later state time, as on restart."""
+    store = h0.store
+    store.write([
+        GroupConfigRecord("tuned", "consumer.session.timeout.ms", "50000"),
+        GroupMetadataRecord("mixed", "consumer", 3, "range", None, 2_000, ()),  # converted back last
+        ConsumerGroupRecord("mixed", 4, 4, 1_000),
+        GroupMetadataRecord("older", "consumer", 3, "range", None, 1_000, ()),
+        ConsumerGroupRecord("older", 4, 4, 2_000),  # converted to a consumer group last
+    ])  # fmt: skip
+    moved = {"tuned", "mixed", "older"}
+    restarted = h0.restart()
+    taker = h0.restart()
+    taker.apply(taker.coordinator.unload_groups(moved, taker.now_ms))
+    assert taker.coordinator.held_group_ids() == set()
+    assert taker.coordinator.group_configs.session_timeout_ms("tuned") == 45_000  # dropped with its shard
+    _load_groups(taker, h0, moved)
+    for node in (restarted, taker):
+        assert node.coordinator.group_configs.session_timeout_ms("tuned") == 50_000
+        assert (
+            node.coordinator.group("mixed") is not None
+            and "mixed" not in node.coordinator.consumer_group_ids()
+        )
+        assert node.coordinator.group("older") is None and "older" in node.coordinator.consumer_group_ids()
+        assert node.coordinator.held_group_ids() == moved

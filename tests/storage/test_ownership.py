@@ -12,7 +12,7 @@ import pytest_asyncio
 
 from storage.ownership import Fence, LeaseTable, NodeIdInUse, ShardCountMismatch, ShardFenced
 from storage.postgres import PostgresStore
-from storage.records import OffsetCommitRecord, TopicRecord
+from storage.records import GroupConfigRecord, GroupConfigTombstone, OffsetCommitRecord, TopicRecord
 
 pytestmark = [pytest.mark.postgres, pytest.mark.asyncio]
 
@@ -147,9 +147,25 @@ async def test_a_write_with_a_stale_epoch_is_rejected_and_nothing_lands(
 
 async def test_load_shards_returns_only_their_groups(store: PostgresStore) -> None:
     await store.write([commit("alpha"), commit("bravo"), commit("charlie"), commit("axe")])
+    await store.write([GroupConfigRecord(g, "consumer.session.timeout.ms", "50000") for g in ("ace", "bee")])
     state = await store.load_shards({0, 2}, by_first_letter)
     assert sorted(r.group_id for r in state.offsets) == ["alpha", "axe", "charlie"]
+    assert [r.group_id for r in state.group_configs] == ["ace"]
     assert state.topics == []
+
+
+async def test_group_config_writes_are_fenced(store: PostgresStore, tables: list[LeaseTable]) -> None:
+    one, two = await node(store, tables, 1), await node(store, tables, 2)
+    assert await one.take({0: 0}) == {0: 1}
+    store.fence = Fence(1, by_first_letter, {0: 1})
+    await store.write([GroupConfigRecord("ace", "consumer.session.timeout.ms", "50000")])
+    with pytest.raises(ShardFenced, match=r"shards \[1\] are not owned by node 1"):
+        await store.write([GroupConfigRecord("bee", "consumer.session.timeout.ms", "50000")])
+    await asyncio.sleep(LEASE_MS / 1000 + 0.2)
+    assert await two.take({0: 1}) == {0: 2}
+    with pytest.raises(ShardFenced):
+        await store.write([GroupConfigTombstone("ace", "consumer.session.timeout.ms")])
+    assert [r.group_id for r in (await store.load()).group_configs] == ["ace"]
 
 
 async def test_a_paused_writers_transaction_does_not_hold_a_takeover_up(
