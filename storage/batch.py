@@ -12,6 +12,10 @@ backends run a table's ``wipes`` (delete every row of these parents) first, then
 and upserts. A group id wiped and then upserted in one batch appears both in the members'
 ``wipes`` and in the groups' ``upserts``. Classic and consumer groups are separate tables,
 so a ``GroupTombstone`` and a ``ConsumerGroupRecord`` of one id both apply.
+
+A table with ``identity`` columns (topics) only updates a stored row of the same identity, so
+a row deleted and then written again in one batch (a topic deleted and created anew) appears
+in both ``deletes`` and ``upserts``: backends run deletes before upserts.
 """
 
 from __future__ import annotations
@@ -53,6 +57,7 @@ def plan_batch(records: Sequence[Record]) -> BatchPlan:
     wipes: dict[str, dict[Hashable, None]] = {}  # table -> ordered set of parent keys
     commits: list[OffsetCommitRecord] = []
     tombstoned: set[str] = set()  # the tables with a tombstone in the batch
+    dropped: dict[str, set[Hashable]] = {}  # identity tables: keys with a tombstone in the batch
     kinds = _KINDS
     for r in records:
         name, tombstone, child_table = kinds.get(type(r)) or _kind_of(r)
@@ -67,6 +72,8 @@ def plan_batch(records: Sequence[Record]) -> BatchPlan:
             rows[key] = r
         if tombstone:
             tombstoned.add(name)
+            if BY_NAME[name].identity:
+                dropped.setdefault(name, set()).add(key)
             for child in CHILDREN[name]:
                 wipes.setdefault(child.name, {})[key] = None
                 children.get(child.name, {}).pop(key, None)  # superseded by the wipe
@@ -92,6 +99,8 @@ def plan_batch(records: Sequence[Record]) -> BatchPlan:
                     changes.deletes.append(row_key)
                 else:
                     changes.upserts.append(record)
+                    if row_key in dropped.get(name, ()):
+                        changes.deletes.append(row_key)  # deleted, then created anew
         else:
             changes.upserts = list(reduced.values())
         plan.tables.append(changes)

@@ -28,6 +28,7 @@ from storage.records import (
 )
 from storage.tables import (
     BLOB,
+    BY_NAME,
     CHILDREN,
     CLIENT_TEXT,
     INT32,
@@ -160,7 +161,10 @@ class MemoryStore:
     def _apply(self, records: Sequence[Record]) -> None:
         tables = self.data.tables
         for r in records:
-            r.apply_to(tables[r.table])
+            rows = tables[r.table]
+            if not r.is_tombstone and not _same_identity(r, rows.get(r.key)):
+                continue  # the stored row stays (Table.identity: create if absent)
+            r.apply_to(rows)
             if r.is_tombstone:
                 # Scans the child rows: a parent's tombstone (a consumer group deleted) is rare.
                 for child in CHILDREN[r.table]:
@@ -169,6 +173,13 @@ class MemoryStore:
                         del rows[key]
             elif self.history and type(r) is OffsetCommitRecord:
                 self.data.history.append(r)
+
+
+def _same_identity(r: Record, stored: object) -> bool:
+    """Whether an upsert may replace ``stored``: no row yet, or the same identity columns."""
+    if stored is None:
+        return True
+    return all(getattr(r, name) == getattr(stored, name) for name in BY_NAME[r.table].identity)
 
 
 def _validate(r: Record) -> None:

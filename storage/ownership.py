@@ -323,11 +323,18 @@ class LeaseTable:
 
         await self._run(f"release shards {sorted(epochs)}", work)
 
-    async def topics(self) -> list[TopicRecord]:
-        """The topic catalog (topics created through any node), on the lock connection."""
+    async def topics(self, names: Collection[str] | None = None) -> list[TopicRecord]:
+        """The topic catalog (topics created through any node), or those of ``names``, on the
+        lock connection."""
 
         async def work(conn: Any) -> list[TopicRecord]:
-            return list(map(postgres_reader(TOPICS), await conn.fetch(postgres_sql(TOPICS).select)))
+            query = postgres_sql(TOPICS).select
+            rows = await (
+                conn.fetch(query)
+                if names is None
+                else conn.fetch(query + " WHERE name = ANY($1)", list(names))
+            )
+            return list(map(postgres_reader(TOPICS), rows))
 
         result: list[TopicRecord] = await self._run("read the topic catalog", work)
         return result

@@ -34,7 +34,9 @@ def _on_conflict(table: Table[Any], excluded: str) -> str:
     if not updates:
         return f"ON CONFLICT ({keyed}) DO NOTHING"
     assignments = ",\n    ".join(f"{name} = {excluded}.{name}" for name in updates)
-    return f"ON CONFLICT ({keyed}) DO UPDATE SET\n    {assignments}"
+    same = " AND ".join(f"{table.name}.{name} = {excluded}.{name}" for name in table.identity)
+    guard = f"\nWHERE {same}" if same else ""
+    return f"ON CONFLICT ({keyed}) DO UPDATE SET\n    {assignments}{guard}"
 
 
 @functools.cache

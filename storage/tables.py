@@ -90,6 +90,11 @@ class Table(Generic[R]):
     # A tombstone of a row of the parent table deletes every row here whose first key column
     # equals the parent row's key.
     parent: str | None = None
+    # Columns naming what a row is (a topic's id): an upsert changes a stored row only when
+    # they match, else the stored row stays ("create if absent": of two nodes creating the
+    # same topic at once, the first write wins, docs/multinode.md). A row deleted and written
+    # again in one batch is deleted first (storage/batch.py).
+    identity: tuple[str, ...] = ()
     written: tuple[Column, ...] = field(init=False)  # the columns a row holds, in order
 
     def __post_init__(self) -> None:
@@ -239,6 +244,7 @@ TOPICS: Final[Table[TopicRecord]] = Table(
     to_row=_topic_row,
     from_row=_topic_from_row,
     key_values=_single,
+    identity=("topic_id",),
 )
 USER_CREDENTIALS: Final[Table[UserCredentialRecord]] = Table(
     "user_credentials",

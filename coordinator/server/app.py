@@ -39,6 +39,7 @@ from coordinator.server.readiness import StorageProbe
 from coordinator.server.runtime import Clock, Runtime
 from coordinator.server.scram_users import ScramUsers
 from coordinator.server.startup_report import settings_block, sqlite_path, storage_location
+from coordinator.server.topic_lookup import TopicLookup
 from storage.base import Store
 from storage.postgres import PostgresStore
 from storage.records import UserCredentialRecord
@@ -273,6 +274,7 @@ async def start_server(config: Config, end_offsets: EndOffsets | None = None) ->
             lease_ms=config.group_coordinator_lease_ms,
             poll_ms=config.group_coordinator_ownership_poll_ms,
         )
+        dispatcher.topic_lookup = TopicLookup(cluster, server.ownership.leases.topics)
         try:
             await server.ownership.start(cluster.node.host, cluster.node.port)
         except BaseException:

@@ -26,6 +26,7 @@ from coordinator.server.authn import SASL_APIS, SaslServer
 from coordinator.server.connection import Connection, PendingReply
 from coordinator.server.metrics import Metrics
 from coordinator.server.runtime import Runtime
+from coordinator.server.topic_lookup import TopicLookup
 from coordinator.server.unsupported_log import UnsupportedRequestLog
 from protocol.apis import ApiKey
 from protocol.error_responses import error_response
@@ -64,6 +65,9 @@ class Dispatcher:
         self.sasl: SaslServer | None = None  # set when a listener uses SASL
         self.gateway: ForwardingHook | None = None  # set in gateway mode
         self.loading = True
+        # Several nodes: topics created through another node are looked up before an answer
+        # that would treat them as absent (docs/multinode.md#topics).
+        self.topic_lookup: TopicLookup | None = None
         self.limits = RequestLimits()
         self.unsupported_log = UnsupportedRequestLog(time.monotonic)
         self._deferred: list[tuple[Connection, PendingReply, RequestContext, Request]] = []
@@ -141,17 +145,33 @@ class Dispatcher:
             if request.api_key not in _NEEDS_NO_CATALOG:
                 self._deferred.append((connection, reply, ctx, request))
                 return
+        self._handle_or_look_up(connection, reply, ctx, request)
+
+    def _handle_or_look_up(
+        self, connection: Connection, reply: PendingReply, ctx: RequestContext, request: Request
+    ) -> None:
+        lookup = self.topic_lookup
+        unknown = lookup.unknown_names(request.api_key, request.body) if lookup is not None else []
+        if lookup is not None and unknown:
+            lookup.then(unknown, lambda: self._handle_late(connection, reply, ctx, request))
+            return
         self._handle(connection, reply, ctx, request)
 
     def finish_loading(self) -> None:
         """Loading is over: serve what waited for the topic catalog, in arrival order."""
         self.loading = False
         deferred, self._deferred = self._deferred, []
-        clock = self.runtime.clock
         for connection, reply, ctx, request in deferred:
             if not connection.closed:
-                ctx.now_ms, ctx.wall_ms = clock.now_ms(), clock.wall_ms()
-                self._handle(connection, reply, ctx, request)
+                ctx.now_ms, ctx.wall_ms = self.runtime.clock.now_ms(), self.runtime.clock.wall_ms()
+                self._handle_or_look_up(connection, reply, ctx, request)
+
+    def _handle_late(
+        self, connection: Connection, reply: PendingReply, ctx: RequestContext, request: Request
+    ) -> None:
+        if not connection.closed:
+            ctx.now_ms, ctx.wall_ms = self.runtime.clock.now_ms(), self.runtime.clock.wall_ms()
+            self._handle(connection, reply, ctx, request)
 
     def _handle(
         self, connection: Connection, reply: PendingReply, ctx: RequestContext, request: Request

@@ -86,6 +86,7 @@ class Ownership:
         self._stopping = False
         self._wake = asyncio.Event()
         self._topics_version: tuple[int, int] | None = None
+        self._catalog_version = -1  # the local catalog's version after the last refresh
         self._sweeps: set[asyncio.Task[None]] = set()
         # After our own lock session (re)opens, other nodes reconnect too (a PostgreSQL
         # restart): give them a few polls before their shards count as abandoned.
@@ -170,7 +171,9 @@ class Ownership:
         self._see(view)
         if self._now_ms() >= self._next_renew_ms:
             await self._renew()
-        if view.topics_version != self._topics_version:
+        # A topic this node wrote may have lost to one created at once through another node
+        # (the stored row wins): a local catalog change is read back as well.
+        if view.topics_version != self._topics_version or self.cluster.version != self._catalog_version:
             try:
                 await self._refresh_topics()
                 self._topics_version = view.topics_version
@@ -332,6 +335,7 @@ class Ownership:
     async def _refresh_topics(self) -> None:
         """Topics created through other nodes (consumer groups assign from the catalog)."""
         self.cluster.merge_topics(await self.leases.topics())
+        self._catalog_version = self.cluster.version
 
     # -- losing shards ---------------------------------------------------------------------
 

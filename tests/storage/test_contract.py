@@ -124,6 +124,18 @@ async def test_upserts_overwrite(store: Store) -> None:
     assert list(snap.topics.values()) == [t]
 
 
+async def test_a_topic_is_created_only_if_absent(store: Store) -> None:
+    """Of two creations of one name (two nodes at once) the stored one stays; a topic deleted
+    and created anew in one batch gets the new id."""
+    stored = topic("t", num_partitions=3)
+    await store.write([stored])
+    await store.write([TopicRecord("t", b"\x01" * 16, 1, 1, ())])
+    assert snapshot(await store.load()).topics == {"t": stored}
+    recreated = TopicRecord("t", b"\x02" * 16, 5, 1, ())
+    await store.write([TopicTombstone("t"), recreated])
+    assert snapshot(await store.load()).topics == {"t": recreated}
+
+
 async def test_tombstones_delete_only_their_key(store: Store) -> None:
     await store.write(
         [

@@ -167,6 +167,10 @@ def test_an_upsert_replaces_every_non_key_column_in_both_dialects(table: Table[A
     non_key = [c.name for c in table.written if c.name not in table.key]
     for sql in (sqlite_sql(table).upsert, postgres_sql(table).upsert):
         assert f"ON CONFLICT ({', '.join(table.key)})" in sql
-        updated = re.findall(r"(\w+) = (?:excluded|EXCLUDED)\.(\w+)", sql)
+        assignments, _, guard = sql.partition("\nWHERE ")
+        updated = re.findall(r"(\w+) = (?:excluded|EXCLUDED)\.(\w+)", assignments)
         assert updated == [(name, name) for name in non_key]
         assert ("DO NOTHING" in sql) == (not non_key)
+        # Only a row of the same identity is replaced (create if absent otherwise).
+        guarded = re.findall(rf"{table.name}\.(\w+) = (?:excluded|EXCLUDED)\.(\w+)", guard)
+        assert guarded == [(name, name) for name in table.identity]
