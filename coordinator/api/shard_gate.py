@@ -5,6 +5,8 @@ it does not lead, and COORDINATOR_LOAD_IN_PROGRESS while it loads one; clients t
 coordinator up again or retry. A request naming several groups (DescribeGroups, DeleteGroups,
 OffsetFetch v8+, ConsumerGroupDescribe) passes only when every group is served here: clients
 batch such requests per coordinator, so a mixed one is answered NOT_COORDINATOR as a whole.
+GROUP config resources (DescribeConfigs, IncrementalAlterConfigs) are answered by the owner of
+the group's shard; elsewhere each such resource gets NOT_COORDINATOR, the others are served.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from coordinator.api.amend import reply
+from coordinator.api.config_resources import GROUP, Refusal, screen_alter, screen_describe
 from coordinator.api.loading import load_in_progress_response
 from coordinator.api.routes import Handler, Routes
 from coordinator.core.context import RequestContext
@@ -24,8 +27,10 @@ from protocol.errors import ErrorCode
 from protocol.messages.consumer_group_describe import ConsumerGroupDescribeRequest
 from protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
 from protocol.messages.delete_groups import DeleteGroupsRequest
+from protocol.messages.describe_configs import DescribeConfigsRequest
 from protocol.messages.describe_groups import DescribeGroupsRequest
 from protocol.messages.heartbeat import HeartbeatRequest
+from protocol.messages.incremental_alter_configs import IncrementalAlterConfigsRequest
 from protocol.messages.join_group import JoinGroupRequest
 from protocol.messages.leave_group import LeaveGroupRequest
 from protocol.messages.offset_commit import OffsetCommitRequest
@@ -77,3 +82,23 @@ def install_shard_gate(routes: Routes, shard_map: ShardMap) -> None:
     gate(ApiKey.DELETE_GROUPS, DeleteGroupsRequest, lambda r: list(r.groups_names))
     gate(ApiKey.CONSUMER_GROUP_HEARTBEAT, ConsumerGroupHeartbeatRequest, lambda r: [r.group_id])
     gate(ApiKey.CONSUMER_GROUP_DESCRIBE, ConsumerGroupDescribeRequest, lambda r: list(r.group_ids))
+    refusal = _group_config_refusal(shard_map)
+    routes.wrap(ApiKey.DESCRIBE_CONFIGS, DescribeConfigsRequest, screen_describe(refusal))
+    routes.wrap(ApiKey.INCREMENTAL_ALTER_CONFIGS, IncrementalAlterConfigsRequest, screen_alter(refusal))
+
+
+def _group_config_refusal(shard_map: ShardMap) -> Refusal:
+    """GROUP resources of groups whose shard is not served here (an empty name passes: it is
+    refused as invalid wherever it arrives)."""
+
+    def refuse(ctx: RequestContext, resource_type: int, name: str) -> tuple[int, str | None] | None:
+        if resource_type != GROUP or not name:
+            return None
+        status = shard_map.status(name, ctx.now_ms)
+        if status is ShardStatus.SERVING:
+            return None
+        if status is None:
+            return ErrorCode.NOT_COORDINATOR, f"group {name} is coordinated by another node"
+        return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, None
+
+    return refuse

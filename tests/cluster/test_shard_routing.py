@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from coordinator.api.config_resources import GROUP
 from coordinator.api.table import api_routes
 from coordinator.core.cluster import Cluster, NodeIdentity
 from coordinator.core.context import RequestContext
@@ -15,9 +16,15 @@ from coordinator.core.shard_map import NodeAddress, ShardMap, ShardStatus
 from protocol.apis import ApiKey
 from protocol.errors import ErrorCode
 from protocol.messages.describe_cluster import DescribeClusterRequest
+from protocol.messages.describe_configs import DescribeConfigsRequest, DescribeConfigsResource
 from protocol.messages.describe_groups import DescribeGroupsRequest
 from protocol.messages.find_coordinator import FindCoordinatorRequest
 from protocol.messages.heartbeat import HeartbeatRequest
+from protocol.messages.incremental_alter_configs import (
+    AlterableConfig,
+    AlterConfigsResource,
+    IncrementalAlterConfigsRequest,
+)
 from protocol.messages.join_group import JoinGroupRequest
 from protocol.messages.metadata import MetadataRequest
 from protocol.messages.offset_fetch import OffsetFetchRequest
@@ -103,3 +110,35 @@ def test_group_requests_are_routed_by_shard() -> None:
         routes, ApiKey.HEARTBEAT, 4, HeartbeatRequest(group_id=served), now_ms=shard_map.valid_until_ms
     )
     assert late.error_code == ErrorCode.NOT_COORDINATOR
+
+
+def test_group_config_resources_are_answered_by_the_owner_of_the_group() -> None:
+    _, _, routes = setup()
+    here, loading, elsewhere = group_in(0), group_in(1), group_in(2)
+    describe = DescribeConfigsRequest(
+        resources=[
+            DescribeConfigsResource(GROUP, elsewhere),
+            DescribeConfigsResource(GROUP, here),
+            DescribeConfigsResource(GROUP, loading),
+            DescribeConfigsResource(4, "1"),  # BROKER: any node
+        ]
+    )
+    response = call(routes, ApiKey.DESCRIBE_CONFIGS, 4, describe)
+    assert [(r.resource_name, r.error_code) for r in response.results] == [
+        (elsewhere, ErrorCode.NOT_COORDINATOR),
+        (here, ErrorCode.NONE),
+        (loading, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS),
+        ("1", ErrorCode.NONE),
+    ]
+    assert response.results[1].configs  # described from the loaded overrides
+    assert f"group {elsewhere} is coordinated by another node" == response.results[0].error_message
+    change = [AlterableConfig("consumer.session.timeout.ms", 0, "50000")]
+    alter = IncrementalAlterConfigsRequest(
+        resources=[AlterConfigsResource(GROUP, elsewhere, change), AlterConfigsResource(GROUP, here, change)],
+        validate_only=True,
+    )
+    response = call(routes, ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, alter)
+    assert [(r.resource_name, r.error_code) for r in response.responses] == [
+        (elsewhere, ErrorCode.NOT_COORDINATOR),
+        (here, ErrorCode.NONE),
+    ]
