@@ -268,7 +268,7 @@ class AdminClient:
                 raise KafkaError(code, f"finding the coordinator of group {group!r}")
             time.sleep(_BACKOFF_S)
 
-    def _on_coordinator(
+    def on_coordinator(
         self, group: str, send: Callable[[BrokerConnection], T], error_of: Callable[[T], int]
     ) -> T:
         """Send to the group's coordinator; look it up again if it moved, until the timeout."""
@@ -354,7 +354,7 @@ class AdminClient:
                 ErrorCode.UNKNOWN_SERVER_ERROR, f"ConsumerGroupDescribe answer without group {group!r}"
             )
 
-        g = self._on_coordinator(group, send, lambda r: ErrorCode.NONE if r is None else r.error_code)
+        g = self.on_coordinator(group, send, lambda r: ErrorCode.NONE if r is None else r.error_code)
         if g is None or g.error_code in _NOT_A_CONSUMER_GROUP:
             return None
         if g.error_code == ErrorCode.NONE and g.group_epoch < 0:
@@ -401,7 +401,7 @@ class AdminClient:
             )
             return response
 
-        response = self._on_coordinator(
+        response = self.on_coordinator(
             group, send, lambda r: r.groups[0].error_code if r.groups else ErrorCode.NONE
         )
         if not response.groups:
@@ -444,7 +444,7 @@ class AdminClient:
                     return result.error_code
             return ErrorCode.UNKNOWN_SERVER_ERROR
 
-        return self._on_coordinator(group, send, lambda code: code)
+        return self.on_coordinator(group, send, lambda code: code)
 
     # -- offsets -------------------------------------------------------------------------
 
@@ -461,7 +461,7 @@ class AdminClient:
                 wanted = {name: sorted(info.leaders) for name, info in meta.topics.items()}
             return _fetch_offsets(conn, version, group, wanted)
 
-        code, offsets = self._on_coordinator(group, send, lambda r: r[0])
+        code, offsets = self.on_coordinator(group, send, lambda r: r[0])
         if code != ErrorCode.NONE:
             raise KafkaError(code, f"fetching the offsets of group {group!r}")
         return offsets
@@ -491,7 +491,7 @@ class AdminClient:
                 TP(t.name, p.partition_index): p.error_code for t in response.topics for p in t.partitions
             }
 
-        return self._on_coordinator(group, send, _first_error)
+        return self.on_coordinator(group, send, _first_error)
 
     def delete_offsets(self, group: str, partitions: Iterable[TP]) -> tuple[int, dict[TP, int]]:
         """OffsetDelete: (group-level error, per-partition errors)."""
@@ -510,7 +510,7 @@ class AdminClient:
             }
             return response.error_code, errors
 
-        return self._on_coordinator(group, send, lambda r: r[0])
+        return self.on_coordinator(group, send, lambda r: r[0])
 
     def log_offsets(self, partitions: Iterable[TP], timestamp: int) -> dict[TP, LogOffset]:
         """ListOffsets on each partition's leader: LATEST, EARLIEST or the first offset at a time (ms)."""

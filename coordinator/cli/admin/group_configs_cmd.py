@@ -5,6 +5,7 @@ IncrementalAlterConfigs on GROUP resources, as ``kafka-configs.sh --entity-type 
 from __future__ import annotations
 
 import argparse
+import functools
 from dataclasses import dataclass
 
 from coordinator.cli.admin.client import AdminClient
@@ -17,10 +18,12 @@ from protocol.messages.describe_configs import (
     DescribeConfigsRequest,
     DescribeConfigsResource,
     DescribeConfigsResponse,
+    DescribeConfigsResult,
 )
 from protocol.messages.incremental_alter_configs import (
     AlterableConfig,
     AlterConfigsResource,
+    AlterConfigsResourceResponse,
     IncrementalAlterConfigsRequest,
     IncrementalAlterConfigsResponse,
 )
@@ -40,29 +43,43 @@ class GroupConfigValue:
     source: str
 
 
-def describe_group_configs(conn: BrokerConnection, groups: list[str]) -> list[GroupConfigValue]:
-    request = DescribeConfigsRequest([DescribeConfigsResource(GROUP_RESOURCE, g, None) for g in groups])
-    response: DescribeConfigsResponse = conn.request(ApiKey.DESCRIBE_CONFIGS, request)
+def describe_group_configs(client: AdminClient, groups: list[str]) -> list[GroupConfigValue]:
+    """Each group's configs, asked of its coordinator (with several nodes, only the node that
+    owns the group's shard answers for its configs)."""
     values = []
-    for result in response.results:
+    for group in groups:
+        result = client.on_coordinator(group, functools.partial(_describe_one, group=group), _error_of)
         if result.error_code != ErrorCode.NONE:
-            raise KafkaError(
-                result.error_code, result.error_message or f"configs of group {result.resource_name!r}"
-            )
+            raise KafkaError(result.error_code, result.error_message or f"configs of group {group!r}")
         for c in result.configs:
             source = SOURCES.get(c.config_source, str(c.config_source))
             values.append(GroupConfigValue(result.resource_name, c.name, c.value, source))
     return values
 
 
-def alter_group_configs(conn: BrokerConnection, group: str, changes: list[AlterableConfig]) -> None:
-    request = IncrementalAlterConfigsRequest([AlterConfigsResource(GROUP_RESOURCE, group, changes)])
-    response: IncrementalAlterConfigsResponse = conn.request(ApiKey.INCREMENTAL_ALTER_CONFIGS, request)
-    for result in response.responses:
-        if result.error_code != ErrorCode.NONE:
-            raise KafkaError(
-                result.error_code, result.error_message or f"configs of group {group!r}", explain=False
-            )
+def _describe_one(conn: BrokerConnection, group: str) -> DescribeConfigsResult:
+    request = DescribeConfigsRequest([DescribeConfigsResource(GROUP_RESOURCE, group, None)])
+    response: DescribeConfigsResponse = conn.request(ApiKey.DESCRIBE_CONFIGS, request)
+    (result,) = response.results
+    return result
+
+
+def _error_of(result: DescribeConfigsResult | AlterConfigsResourceResponse) -> int:
+    return result.error_code
+
+
+def alter_group_configs(client: AdminClient, group: str, changes: list[AlterableConfig]) -> None:
+    def send(conn: BrokerConnection) -> AlterConfigsResourceResponse:
+        request = IncrementalAlterConfigsRequest([AlterConfigsResource(GROUP_RESOURCE, group, changes)])
+        response: IncrementalAlterConfigsResponse = conn.request(ApiKey.INCREMENTAL_ALTER_CONFIGS, request)
+        (result,) = response.responses
+        return result
+
+    result = client.on_coordinator(group, send, _error_of)
+    if result.error_code != ErrorCode.NONE:
+        raise KafkaError(
+            result.error_code, result.error_message or f"configs of group {group!r}", explain=False
+        )
 
 
 def parse_changes(settings: list[str] | None, deletions: list[str] | None) -> list[AlterableConfig]:
@@ -94,7 +111,6 @@ def print_group_configs(values: list[GroupConfigValue], output_format: str | Non
 
 def groups_configure(client: AdminClient, args: argparse.Namespace) -> int:
     changes = parse_changes(args.set, args.delete)
-    conn = client.bootstrap_connection()
-    alter_group_configs(conn, args.group, changes)
-    print_group_configs(describe_group_configs(conn, [args.group]), args.format)
+    alter_group_configs(client, args.group, changes)
+    print_group_configs(describe_group_configs(client, [args.group]), args.format)
     return 0

@@ -153,7 +153,7 @@ def groups_describe(client: AdminClient, args: argparse.Namespace) -> int:
         return 0
     times: dict[str, GroupTime] = {}
     time_failures: list[str] = []
-    configs = describe_group_configs(client.bootstrap_connection(), groups) if args.configs else []
+    configs = describe_group_configs(client, groups) if args.configs else []
     if args.configs and not (show_offsets or args.members or args.state):
         # A group's configs exist whether or not the group does (as in Kafka).
         print_group_configs(configs, args.format)
