@@ -19,15 +19,21 @@ from typing import Any, Final
 import asyncpg
 
 from storage.base import StoreError
-from storage.records import Record, TopicRecord
+from storage.records import AclRecord, Record, TopicRecord
 from storage.sql import postgres_reader, postgres_sql
-from storage.tables import TOPICS
+from storage.tables import ACLS, TOPICS
 
 log = logging.getLogger(__name__)
 
 NODE_LOCKS: Final = 0x6B6764  # advisory lock namespace of node ids (the key's first int)
 SHARD_COUNT_SETTING: Final = "offsets.topic.num.partitions"
-OWNERSHIP_TABLES: Final = ("cluster_settings", "coordinator_nodes", "shard_leases")
+OWNERSHIP_TABLES: Final = ("cluster_settings", "coordinator_nodes", "shard_leases", "change_counters")
+ACLS_COUNTER: Final = "acls"
+# In the transaction of every ACL change: the others' polls see the counter move.
+BUMP_COUNTER: Final = (
+    "INSERT INTO change_counters (name, version) VALUES ($1, 1) "
+    "ON CONFLICT (name) DO UPDATE SET version = change_counters.version + 1"
+)
 
 _PG_ERRORS: Final = (
     asyncpg.PostgresError,
@@ -101,6 +107,7 @@ class OwnershipView:
     leases: list[LeaseRow]
     live_nodes: list[NodeRow]
     topics_version: tuple[int, int]  # changes whenever the topic catalog does (count, checksum)
+    acls_version: int = 0  # bumped by every ACL change (change_counters)
 
 
 def _node_alive(node: str) -> str:
@@ -113,7 +120,8 @@ def _node_alive(node: str) -> str:
 
 
 # What a poll reads, in one statement: every lease, the live nodes (seen within a lease, and
-# their session -- the node lock -- still open) and a fingerprint of the topic catalog.
+# their session -- the node lock -- still open), a fingerprint of the topic catalog and the
+# ACLs' change counter.
 _VIEW: Final = (
     "SELECT 'l' AS kind, l.shard AS id, l.owner, l.epoch, l.expires_at > now() AS unexpired, "
     f"l.owner IS NOT NULL AND {_node_alive('l.owner')} AS alive, NULL::text AS host "
@@ -123,7 +131,10 @@ _VIEW: Final = (
     f"WHERE n.last_seen > now() - make_interval(secs => $1 / 1000.0) AND {_node_alive('n.node_id')} "
     "UNION ALL "
     "SELECT 't', count(*)::integer, NULL, coalesce(sum(hashtext(t.name || ':' || t.num_partitions || ':' "
-    "|| encode(t.topic_id, 'hex') || ':' || t.configs)), 0)::bigint, NULL, NULL, NULL FROM topics AS t"
+    "|| encode(t.topic_id, 'hex') || ':' || t.configs)), 0)::bigint, NULL, NULL, NULL FROM topics AS t "
+    "UNION ALL "
+    f"SELECT 'a', NULL, NULL, coalesce((SELECT version FROM change_counters WHERE name = '{ACLS_COUNTER}'), 0), "
+    "NULL, NULL, NULL"
 )
 # Free: no owner, expired (a hung owner), or the owner's session ended (it died: no waiting).
 _TAKE: Final = (
@@ -286,7 +297,8 @@ class LeaseTable:
                 key=lambda node: node.node_id,
             )
             [topics] = [(r["id"], r["epoch"]) for r in rows if r["kind"] == "t"]
-            return OwnershipView(leases, nodes, topics)
+            [acls] = [r["epoch"] for r in rows if r["kind"] == "a"]
+            return OwnershipView(leases, nodes, topics, acls)
 
         result: OwnershipView = await self._run("read the shard leases", work)
         return result
@@ -322,6 +334,15 @@ class LeaseTable:
             await conn.execute(_RELEASE, self.node_id, shards, [epochs[s] for s in shards])
 
         await self._run(f"release shards {sorted(epochs)}", work)
+
+    async def acls(self) -> list[AclRecord]:
+        """Every ACL binding (changed through any node), on the lock connection."""
+
+        async def work(conn: Any) -> list[AclRecord]:
+            return list(map(postgres_reader(ACLS), await conn.fetch(postgres_sql(ACLS).select)))
+
+        result: list[AclRecord] = await self._run("read the ACLs", work)
+        return result
 
     async def topics(self, names: Collection[str] | None = None) -> list[TopicRecord]:
         """The topic catalog (topics created through any node), or those of ``names``, on the

@@ -25,12 +25,13 @@ from storage.base import StoreError
 from storage.batch import BatchPlan, plan_batch
 from storage.codec import CodecError
 from storage.events import POSTGRES_LOAD, POSTGRES_PRUNE_EXCESS, POSTGRES_PRUNE_OLD
-from storage.ownership import FENCE_CHECK, Fence, LeaseTable, ShardFenced
+from storage.ownership import ACLS_COUNTER, BUMP_COUNTER, FENCE_CHECK, Fence, LeaseTable, ShardFenced
 from storage.records import GroupEventRecord, LoadedState, OffsetCommitRecord, Record, UserCredentialRecord
 from storage.redact import redact_url
 from storage.schema import load_migrations
 from storage.sql import postgres_columns, postgres_key_columns, postgres_reader, postgres_sql
 from storage.tables import (
+    ACLS,
     CONSUMER_GROUPS,
     CONSUMER_MEMBERS,
     GROUP_CONFIGS,
@@ -39,6 +40,7 @@ from storage.tables import (
     OFFSET_COMMIT_HISTORY,
     OFFSETS,
     STATE_TABLES,
+    TOPICS,
     USER_CREDENTIALS,
     Table,
     loaded_state,
@@ -71,6 +73,7 @@ _FETCH_ROWS: Final = 50_000
 # shard's owner serves and writes them).
 GROUP_TABLES: Final = (OFFSETS, GROUPS, CONSUMER_GROUPS, CONSUMER_MEMBERS, GROUP_CONFIGS)
 _PRUNE_HISTORY: Final = "DELETE FROM offset_commit_history WHERE commit_ms < $1"
+_DELETE_TOPIC_OFFSETS: Final = "DELETE FROM offsets WHERE topic = ANY($1::text[])"
 
 _Statement = tuple[str, tuple[Any, ...]]
 
@@ -452,6 +455,14 @@ class PostgresStore:
             if changes.upserts:
                 rows = list(map(table.to_row, changes.upserts))
                 statements.append((sql.upsert, postgres_columns(table.written, rows)))
+        if self.fence is not None:  # several nodes share the database (docs/multinode.md)
+            topics = plan.changes(TOPICS)
+            if topics is not None and topics.deletes:
+                # A deleted topic's offsets go in every group, those of shards other nodes
+                # hold (or none does) too.
+                statements.append((_DELETE_TOPIC_OFFSETS, (list(topics.deletes),)))
+            if plan.changes(ACLS) is not None:  # the others' polls see the counter move
+                statements.append((BUMP_COUNTER, (ACLS_COUNTER,)))
         if self.history_retention_ms is not None:
             if plan.commits:
                 rows = list(map(OFFSETS.to_row, plan.commits))

@@ -165,6 +165,12 @@ class Cluster:
             if self.topics.get(topic.name) != topic:
                 self._apply(topic)
 
+    def forget_topics(self, names: list[str]) -> None:
+        """Topics another node deleted (docs/multinode.md)."""
+        for name in names:
+            if name in self.topics:
+                self._apply(TopicTombstone(name))
+
     def topic_by_id(self, topic_id: bytes) -> TopicRecord | None:
         return self._by_id.get(topic_id)
 

@@ -314,6 +314,8 @@ async def start_server(config: Config, end_offsets: EndOffsets | None = None) ->
             config.allow_everyone_if_no_acl_found,
         )
         authorizer.load(state_acls)
+        if server.ownership is not None:  # ACL changes made through other nodes
+            server.ownership.watch_acls(authorizer.load)
         AclLayer(authorizer).install(dispatcher.routes)
         TopicAcls(authorizer, cluster).install(dispatcher.routes)
         log.info(

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Final, Protocol, TypeVar
 
@@ -22,6 +22,7 @@ from coordinator.server.runtime import Runtime
 from storage.base import StoreError
 from storage.ownership import Fence, LeaseRow, LeaseTable, NodeIdInUse, OwnershipView
 from storage.postgres import PostgresStore
+from storage.records import AclRecord
 
 log = logging.getLogger(__name__)
 
@@ -87,11 +88,19 @@ class Ownership:
         self._wake = asyncio.Event()
         self._topics_version: tuple[int, int] | None = None
         self._catalog_version = -1  # the local catalog's version after the last refresh
+        self.on_acls: Callable[[list[AclRecord]], None] | None = None  # see watch_acls
+        self._acls_version: int | None = None
         self._sweeps: set[asyncio.Task[None]] = set()
         # After our own lock session (re)opens, other nodes reconnect too (a PostgreSQL
         # restart): give them a few polls before their shards count as abandoned.
         self._sessions_seen = 0
         self._patient_until_ms = 0
+
+    def watch_acls(self, on_acls: Callable[[list[AclRecord]], None]) -> None:
+        """Call ``on_acls`` with every ACL binding whenever they change through any node (the
+        next poll reads them once more, in case one changed since they were loaded)."""
+        self.on_acls = on_acls
+        self._acls_version = None
 
     @property
     def node_id(self) -> int:
@@ -179,6 +188,8 @@ class Ownership:
                 self._topics_version = view.topics_version
             except StoreError as exc:
                 self._storage_failed(exc)
+        if view.acls_version != self._acls_version:
+            await self._refresh_acls(view.acls_version)
         self._expire_locally()
         if self._stopping:
             return
@@ -333,9 +344,36 @@ class Ownership:
             await self.runtime.writer.write([])
 
     async def _refresh_topics(self) -> None:
-        """Topics created through other nodes (consumer groups assign from the catalog)."""
-        self.cluster.merge_topics(await self.leases.topics())
+        """Topics created or deleted through other nodes (consumer groups assign from the
+        catalog). The offsets of a deleted topic held here are tombstoned, as the deleting node
+        did for its own groups: a commit that landed here before this node learnt of the
+        deletion does not outlive it."""
+        before = dict(self.cluster.topics)
+        stored = await self.leases.topics()
+        self.cluster.merge_topics(stored)
+        names = {topic.name for topic in stored}
+        # Only topics known before the read: one created here meanwhile is not a deletion.
+        gone = sorted(n for n, t in before.items() if n not in names and self.cluster.topics.get(n) is t)
+        if gone:
+            log.info("topics deleted through another node: %s", ", ".join(gone[:10]))
+            self.cluster.forget_topics(gone)
+            clock = self.runtime.clock
+            self.runtime.apply(self.runtime.coordinator.delete_topics(gone, clock.now_ms(), clock.wall_ms()))
         self._catalog_version = self.cluster.version
+
+    async def _refresh_acls(self, version: int) -> None:
+        """ACLs changed through any node (this one included) since the last read."""
+        on_acls = self.on_acls
+        if on_acls is None:
+            self._acls_version = version
+            return
+        try:
+            acls = await self.leases.acls()
+        except StoreError as exc:
+            self._storage_failed(exc)
+            return
+        on_acls(acls)
+        self._acls_version = version
 
     # -- losing shards ---------------------------------------------------------------------
 

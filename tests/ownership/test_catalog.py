@@ -1,5 +1,7 @@
-"""What nodes share besides shards (docs/multinode.md#topics): a topic created through one node
-is never created again by another that has not polled yet; the stored topic wins."""
+"""What nodes share besides shards (docs/multinode.md#what-other-nodes-learn): a topic created
+through one node is never created again by another that has not polled yet (the stored topic
+wins); ACL changes reach every node within a poll; a topic deleted through one node takes the
+offsets of every group with it."""
 
 from __future__ import annotations
 
@@ -11,9 +13,14 @@ import pytest
 
 from protocol.apis import ApiKey
 from protocol.errors import ErrorCode
+from protocol.messages.create_acls import AclCreation, CreateAclsRequest
 from protocol.messages.create_topics import CreatableTopic, CreateTopicsRequest
+from protocol.messages.delete_acls import DeleteAclsFilter, DeleteAclsRequest
+from protocol.messages.delete_topics import DeleteTopicsRequest
+from protocol.messages.describe_acls import DescribeAclsRequest
 from protocol.messages.metadata import MetadataRequest, MetadataRequestTopic
-from tests.durability.support import Servers, create_topics, servers, wait_for_log
+from tests.durability.support import Servers, commit, create_topics, fetch, servers, wait_for, wait_for_log
+from tests.ownership.test_nodes import GROUPS, owners
 from tests.support.server import ServerProcess
 from tests.support.wire_client import WireClient
 
@@ -34,8 +41,17 @@ def nodes() -> Iterator[Servers]:
         yield started
 
 
-def start_node(nodes: Servers, dsn: str, node_id: int) -> ServerProcess:
-    node = nodes.start(dsn, {**SLOW_POLL, "node-id": str(node_id)}, wait_loaded=False)
+QUICK_POLL = {
+    "group-coordinator-lease-ms": "1500",
+    "group-coordinator-ownership-poll-ms": "100",
+    "authorizer-enabled": "true",
+    "super-users": "User:ANONYMOUS",  # the tests' plaintext connections may do anything
+}
+NONE = int(ErrorCode.NONE)
+
+
+def start_node(nodes: Servers, dsn: str, node_id: int, settings: dict[str, str] = SLOW_POLL) -> ServerProcess:
+    node = nodes.start(dsn, {**settings, "node-id": str(node_id)}, wait_loaded=False)
     wait_for_log(node, f"node {node_id} ready", timeout=30)
     return node
 
@@ -73,3 +89,69 @@ def test_a_topic_created_through_one_node_is_adopted_by_another(nodes: Servers, 
         assert new.error_code == ErrorCode.NONE
     assert stored_topics(pg_dsn)["fresh"] == stored
     assert stored_topics(pg_dsn)["brand-new"] == (new.topic_id, 1)
+
+
+def acl_principals(node: ServerProcess) -> list[str]:
+    with WireClient(node.bootstrap) as client:
+        response = client.request(ApiKey.DESCRIBE_ACLS, 2, DescribeAclsRequest(1, None, 1, None, None, 1, 1))
+    assert response.error_code == NONE
+    return sorted(a.principal for r in response.resources for a in r.acls)
+
+
+def test_acl_changes_reach_every_node_within_a_poll(nodes: Servers, pg_dsn: str) -> None:
+    one, two = start_node(nodes, pg_dsn, 1, QUICK_POLL), start_node(nodes, pg_dsn, 2, QUICK_POLL)
+    with WireClient(one.bootstrap) as client:
+        creation = AclCreation(3, "g", 3, "User:alice", "*", 3, 3)  # GROUP g, READ, ALLOW
+        (created,) = client.request(ApiKey.CREATE_ACLS, 3, CreateAclsRequest([creation])).results
+        assert created.error_code == NONE
+    wait_for(lambda: acl_principals(two) == ["User:alice"], 3, "node 2 to see the new ACL")
+    with WireClient(two.bootstrap) as client:
+        gone = DeleteAclsFilter(3, "g", 3, "User:alice", None, 1, 1)
+        (deleted,) = client.request(ApiKey.DELETE_ACLS, 3, DeleteAclsRequest([gone])).filter_results
+        assert deleted.error_code == NONE and len(deleted.matching_acls) == 1
+    wait_for(lambda: acl_principals(one) == [], 3, "node 1 to see the ACL deleted")
+
+
+async def _stored_offset_topics(dsn: str) -> list[tuple[str, str]]:
+    conn = await asyncpg.connect(dsn)
+    try:
+        rows = await conn.fetch("SELECT group_id, topic FROM offsets ORDER BY group_id, topic")
+    finally:
+        await conn.close()
+    return [(r["group_id"], r["topic"]) for r in rows]
+
+
+def test_a_topic_deleted_through_one_node_takes_every_groups_offsets(nodes: Servers, pg_dsn: str) -> None:
+    one = start_node(nodes, pg_dsn, 1, QUICK_POLL)
+    create_topics(one.bootstrap, {"gone": 1, "kept": 1})
+    two = start_node(nodes, pg_dsn, 2, QUICK_POLL)
+    wait_for(
+        lambda: set(seen := owners(one, GROUPS)).issuperset(GROUPS) and set(seen.values()) == {1, 2}
+        and owners(two, GROUPS) == seen,
+        10,
+        "both nodes to own shards",
+    )  # fmt: skip
+    seen = owners(one, GROUPS)
+    mine, theirs = (next(g for g in GROUPS if seen[g] == owner) for owner in (1, 2))
+    node = {mine: one, theirs: two}
+    offsets = {("gone", 0): 5, ("kept", 0): 6}
+    for group in (mine, theirs):
+        with WireClient(node[group].bootstrap) as client:
+            wait_for(
+                lambda c=client, g=group: set(commit(c, g, offsets).values()) == {NONE}, 5, f"commit {group}"
+            )
+    with WireClient(one.bootstrap) as client:
+        (deleted,) = client.request(
+            ApiKey.DELETE_TOPICS, 4, DeleteTopicsRequest(topic_names=["gone"])
+        ).responses
+        assert deleted.error_code == NONE
+    # Node 1 holds only its own groups, yet every group's offsets of the topic are gone.
+    assert asyncio.run(_stored_offset_topics(pg_dsn)) == sorted([(mine, "kept"), (theirs, "kept")])
+    with WireClient(two.bootstrap) as client:
+        wait_for(
+            lambda: fetch(client, theirs, [("gone", 0), ("kept", 0)]).offsets == {("kept", 0): 6},
+            3,
+            "node 2 to forget the deleted topic's offsets",
+        )
+    wait_for_log(two, "topics deleted through another node: gone", timeout=3)
+    assert asyncio.run(_stored_offset_topics(pg_dsn)) == sorted([(mine, "kept"), (theirs, "kept")])

@@ -12,7 +12,15 @@ import pytest_asyncio
 
 from storage.ownership import Fence, LeaseTable, NodeIdInUse, ShardCountMismatch, ShardFenced
 from storage.postgres import PostgresStore
-from storage.records import GroupConfigRecord, GroupConfigTombstone, OffsetCommitRecord, TopicRecord
+from storage.records import (
+    AclRecord,
+    AclTombstone,
+    GroupConfigRecord,
+    GroupConfigTombstone,
+    OffsetCommitRecord,
+    TopicRecord,
+    TopicTombstone,
+)
 
 pytestmark = [pytest.mark.postgres, pytest.mark.asyncio]
 
@@ -185,3 +193,28 @@ async def test_a_paused_writers_transaction_does_not_hold_a_takeover_up(
     assert asyncio.get_running_loop().time() - started < 2.0
     with pytest.raises((asyncpg.PostgresError, asyncpg.InterfaceError)):  # the server ended it
         await paused.execute("COMMIT")
+
+
+async def test_acl_changes_move_the_counter_every_poll_reads(
+    store: PostgresStore, tables: list[LeaseTable]
+) -> None:
+    one = await node(store, tables, 1)
+    store.fence = Fence(1, by_first_letter, {})  # as a node of several sets it
+    assert (await one.view()).acls_version == 0
+    acl = AclRecord(3, "g", 3, "User:alice", "*", 3, 3)
+    await store.write([acl])
+    assert (await one.view()).acls_version == 1
+    assert await one.acls() == [acl]
+    await store.write([TopicRecord("t", b"\x01" * 16, 1, 1, ())])  # other writes leave it alone
+    await store.write([AclTombstone(acl)])
+    assert (await one.view()).acls_version == 2
+    assert await one.acls() == []
+
+
+async def test_a_topic_tombstone_deletes_its_offsets_in_every_group(store: PostgresStore) -> None:
+    """Also of groups whose shard the writing node does not hold (no fence needed: no group record)."""
+    other = OffsetCommitRecord("bravo", "other", 0, 1, -1, "", 1000, None)
+    await store.write([TopicRecord("t", b"\x01" * 16, 1, 1, ()), commit("alpha"), commit("bravo"), other])
+    store.fence = Fence(1, by_first_letter, {})
+    await store.write([TopicTombstone("t")])
+    assert (await store.load()).offsets == [other]

@@ -1,0 +1,2 @@
+-- Change counters (docs/multinode.md#what-other-nodes-learn) live in PostgreSQL only: a SQLite
+-- file is served by one process. This version keeps both dialects' migrations in step.
