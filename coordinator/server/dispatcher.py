@@ -66,7 +66,7 @@ class Dispatcher:
         self.gateway: ForwardingHook | None = None  # set in gateway mode
         self.loading = True
         # Several nodes: topics created through another node are looked up before an answer
-        # that would treat them as absent (docs/multinode.md#topics).
+        # that would treat them as absent (docs/multinode.md#what-other-nodes-learn).
         self.topic_lookup: TopicLookup | None = None
         self.limits = RequestLimits()
         self.unsupported_log = UnsupportedRequestLog(time.monotonic)

@@ -4,7 +4,7 @@ A node learns the topics created through other nodes at its next ownership poll.
 request (which may auto-create) or a CreateTopics naming a topic the node does not know yet
 would otherwise create it a second time or answer UNKNOWN_TOPIC_OR_PARTITION for a topic that
 exists. Such a request waits for one read of those names from the database; the topics found
-join the catalog, then the request is handled (docs/multinode.md#topics).
+join the catalog, then the request is handled (docs/multinode.md#what-other-nodes-learn).
 """
 
 from __future__ import annotations
