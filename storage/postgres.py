@@ -163,9 +163,13 @@ class PostgresStore:
         return loaded_state(rows)
 
     async def load_shards(self, shards: Collection[int], shard_of: Callable[[str], int]) -> LoadedState:
-        """The groups and offsets of ``shards`` (docs/multinode.md): one consistent snapshot of
-        the group tables, filtered by ``shard_of(group_id)``; topics, ACLs and credentials are
-        left empty (they are not sharded)."""
+        """The groups, offsets and group configs of ``shards`` (docs/multinode.md#loading-a-shard):
+        one consistent snapshot of the group tables; topics, ACLs and credentials are left empty
+        (they are not sharded).
+
+        The shard is not stored in the rows: per table, the distinct group ids (read from the
+        primary key, whose first column is the group id) are filtered by ``shard_of`` and only
+        the rows of the groups kept are fetched, so the rows read and decoded are the shards'."""
         self._check_open()
         wanted = frozenset(shards)
         conn = await self._connect()
@@ -173,8 +177,11 @@ class PostgresStore:
             async with conn.transaction(isolation="repeatable_read", readonly=True):
                 rows: dict[str, list[Any]] = {table.name: [] for table in STATE_TABLES}
                 for table in GROUP_TABLES:
-                    found = await _fetch(conn, table, postgres_sql(table).select)
-                    rows[table.name] = [r for r in found if shard_of(r.group_id) in wanted]
+                    ids = await conn.fetch(f"SELECT DISTINCT group_id FROM {table.name}")
+                    kept = [r[0] for r in ids if shard_of(r[0]) in wanted]
+                    if kept:
+                        query = postgres_sql(table).select + " WHERE group_id = ANY($1::text[])"
+                        rows[table.name] = await _fetch(conn, table, query, kept)
         except _PG_ERRORS as exc:
             raise StoreError(f"cannot load shards from PostgreSQL {self.where}: {exc!r}") from exc
         except (CodecError, UnicodeDecodeError) as exc:
