@@ -1,7 +1,8 @@
 """What nodes share besides shards (docs/multinode.md#what-other-nodes-learn): a topic created
 through one node is never created again by another that has not polled yet (the stored topic
 wins); ACL changes reach every node within a poll; a topic deleted through one node takes the
-offsets of every group with it."""
+offsets of every group with it; group configs are served by the owner of the group's shard
+and move with it."""
 
 from __future__ import annotations
 
@@ -18,6 +19,12 @@ from protocol.messages.create_topics import CreatableTopic, CreateTopicsRequest
 from protocol.messages.delete_acls import DeleteAclsFilter, DeleteAclsRequest
 from protocol.messages.delete_topics import DeleteTopicsRequest
 from protocol.messages.describe_acls import DescribeAclsRequest
+from protocol.messages.describe_configs import DescribeConfigsRequest, DescribeConfigsResource
+from protocol.messages.incremental_alter_configs import (
+    AlterableConfig,
+    AlterConfigsResource,
+    IncrementalAlterConfigsRequest,
+)
 from protocol.messages.metadata import MetadataRequest, MetadataRequestTopic
 from tests.durability.support import Servers, commit, create_topics, fetch, servers, wait_for, wait_for_log
 from tests.ownership.test_nodes import GROUPS, owners
@@ -155,3 +162,30 @@ def test_a_topic_deleted_through_one_node_takes_every_groups_offsets(nodes: Serv
         )
     wait_for_log(two, "topics deleted through another node: gone", timeout=3)
     assert asyncio.run(_stored_offset_topics(pg_dsn)) == sorted([(mine, "kept"), (theirs, "kept")])
+
+
+def describe_group_config(node: ServerProcess, group: str) -> tuple[int, str | None]:
+    """(error code, consumer.session.timeout.ms) of a GROUP resource, asked of ``node``."""
+    request = DescribeConfigsRequest([DescribeConfigsResource(32, group, ["consumer.session.timeout.ms"])])
+    with WireClient(node.bootstrap) as client:
+        (result,) = client.request(ApiKey.DESCRIBE_CONFIGS, 4, request).results
+    return result.error_code, (result.configs[0].value if result.configs else None)
+
+
+def test_group_configs_are_served_by_the_owner_and_move_with_the_shard(nodes: Servers, pg_dsn: str) -> None:
+    one, two = start_node(nodes, pg_dsn, 1, QUICK_POLL), start_node(nodes, pg_dsn, 2, QUICK_POLL)
+    wait_for(lambda: 2 in owners(one, GROUPS).values(), 10, "node 2 to own shards")
+    group = next(g for g, owner in owners(one, GROUPS).items() if owner == 2)
+    alter = IncrementalAlterConfigsRequest(
+        [AlterConfigsResource(32, group, [AlterableConfig("consumer.session.timeout.ms", 0, "50000")])]
+    )
+    with WireClient(one.bootstrap) as client:
+        (refused,) = client.request(ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, alter).responses
+        assert refused.error_code == ErrorCode.NOT_COORDINATOR
+    with WireClient(two.bootstrap) as client:
+        (altered,) = client.request(ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, alter).responses
+        assert altered.error_code == NONE
+    assert describe_group_config(two, group) == (NONE, "50000")
+    assert describe_group_config(one, group)[0] == ErrorCode.NOT_COORDINATOR
+    two.stop()  # hands its shards, the group's configs with them, over to node 1
+    wait_for(lambda: describe_group_config(one, group) == (NONE, "50000"), 10, "node 1 to serve the configs")
