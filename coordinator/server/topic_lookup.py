@@ -31,6 +31,7 @@ class TopicLookup:
         self.cluster = cluster
         self.read = read
         self._tasks: set[asyncio.Task[None]] = set()
+        self._failing = False  # logged once per outage
 
     def unknown_names(self, api_key: int, body: Any) -> list[str]:
         """The topic names a request names that the local catalog does not hold."""
@@ -51,7 +52,11 @@ class TopicLookup:
     async def _lookup(self, names: list[str], handle: Callable[[], None]) -> None:
         try:
             self.cluster.merge_topics(await self.read(names))
+            self._failing = False
         except StoreError as exc:
-            # Answered from the local catalog, as before the lookup existed; the next poll catches up.
-            log.warning("cannot look topics %s up in the database: %s", names[:5], exc)
+            # Answered from the local catalog; the stored topic still wins (create if absent)
+            # and the next poll adopts it.
+            if not self._failing:
+                self._failing = True
+                log.warning("cannot look topics %s up in the database: %s", names[:5], exc)
         handle()
