@@ -185,7 +185,7 @@ class Forwarder:
             self._respond(connection, link, slot, response)
 
         try:
-            upstream.forward(frame, on_response if slot is not None else None)
+            upstream.send(frame_with_length(frame), on_response if slot is not None else None)
         except UpstreamError:
             connection.close()
             return
@@ -213,8 +213,6 @@ class Forwarder:
             return
         self.upstream.incidents.recovered(_node_label(target))
         link.upstream = upstream
-        # The responses of one read from upstream go back to the client in one write.
-        upstream.on_batch_end = lambda: self._flush(connection, link)
         self._send(connection, link, upstream, frame, slot)
         self._unblock(connection, link)
 
@@ -276,8 +274,7 @@ class Forwarder:
             log.warning("malformed api %d v%d response from upstream: %s", api_key, version, exc)
             connection.close()
             return
-        # Written by the upstream connection's on_batch_end, after the other responses of the
-        # same read: nothing else can write to the client in between (one event-loop callback).
+        self._flush(connection, link)
 
     async def _respond_after_listeners(
         self,

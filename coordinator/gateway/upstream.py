@@ -69,13 +69,7 @@ ResponseCallback = Callable[[bytes], None]
 
 
 class UpstreamConnection(asyncio.Protocol):
-    """One TCP connection to one upstream broker.
-
-    Writes are coalesced: requests sent during one turn of the event loop (a client's pipelined
-    requests, split from one read) leave in one write at the end of it, so the broker reads them
-    in bulk instead of a packet each. Responses are handed on one by one and ``on_batch_end``
-    runs after the last response of a read, so the receiver can write its replies at once.
-    """
+    """One TCP connection to one upstream broker."""
 
     def __init__(self, label: str, on_lost: Callable[[UpstreamConnection], None] | None = None) -> None:
         self.label = label
@@ -87,8 +81,6 @@ class UpstreamConnection(asyncio.Protocol):
         self._need = -1  # size of the frame being received (with its length prefix); -1 unknown
         self._waiting: deque[ResponseCallback] = deque()
         self._correlation = itertools.count(1)
-        self._outgoing: list[bytes] = []
-        self.on_batch_end: Callable[[], None] | None = None
 
     # ---- asyncio.Protocol ----------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -98,11 +90,6 @@ class UpstreamConnection(asyncio.Protocol):
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def data_received(self, data: bytes) -> None:
-        self._frames_received(data)
-        if self.on_batch_end is not None and not self.closed:
-            self.on_batch_end()
-
-    def _frames_received(self, data: bytes) -> None:
         # Chunks of a large response are joined once, when it is complete (Fetch responses of
         # many megabytes pass through here), and handed on with their length prefix.
         self._chunks.append(data)
@@ -147,25 +134,11 @@ class UpstreamConnection(asyncio.Protocol):
     def send(self, frame: bytes, on_response: ResponseCallback | None) -> None:
         """Send a request frame (with its length prefix); on_response gets the response frame,
         also with its length prefix. None for requests that get no response (acks=0)."""
-        self._queue(on_response, frame)
-
-    def forward(self, frame: bytes, on_response: ResponseCallback | None) -> None:
-        """As ``send``, for a frame without its length prefix (a client's request as split)."""
-        self._queue(on_response, _LENGTH.pack(len(frame)), frame)
-
-    def _queue(self, on_response: ResponseCallback | None, *parts: bytes) -> None:
         if self.closed or self.transport is None:
             raise UpstreamError(f"connection to {self.label} is closed")
         if on_response is not None:
             self._waiting.append(on_response)
-        if not self._outgoing:
-            asyncio.get_running_loop().call_soon(self._write_outgoing)
-        self._outgoing += parts
-
-    def _write_outgoing(self) -> None:
-        outgoing, self._outgoing = self._outgoing, []
-        if not self.closed and self.transport is not None:
-            self.transport.writelines(outgoing)
+        self.transport.write(frame)
 
     async def request(self, api_key: int, api_version: int, body: Any, timeout_s: float = 30.0) -> Any:
         """Our own request (metadata, list offsets, SASL): encode, send, decode the response."""
