@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from coordinator.core.context import ReplyTo
+from coordinator.core.shared_values import shared_set
 from coordinator.core.state import VALID_PREVIOUS, GroupState, transition_to
 from protocol.errors import ErrorCode
 from protocol.messages.consumer_protocol import decode_consumer_protocol_subscription_v0
@@ -358,7 +359,7 @@ class ClassicGroup:
             if parsed is None:
                 return None
             topics |= parsed
-        return frozenset(topics)
+        return shared_set(frozenset(topics))
 
     def is_subscribed_to_topic(self, topic: str) -> bool:
         """An unknown subscription counts as subscribed for "consumer" groups (Kafka)."""
