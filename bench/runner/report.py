@@ -290,8 +290,9 @@ def _matches(name: str, want: str) -> bool:
 def issue_table(raw: dict[str, dict[str, list[list[dict[str, Any]]]]]) -> str:
     """The issue's table: medians of peer and ours (SQLite FULL), server CPU per request, target."""
     lines = [
-        "| workload | peer: median | ours: median | ours: CPU per request | p50 / p99 ms (ours) | target | met |",
-        "|---|---:|---:|---:|---:|---:|---|",
+        "| workload | peer: median | peer: CPU per request | ours: median | ours: CPU per request "
+        "| p50 / p99 ms (ours) | target | met |",
+        "|---|---:|---:|---:|---:|---:|---:|---|",
     ]
     for row in ISSUE_ROWS:
         found: dict[str, list[dict[str, Any]]] = {"ours": [], "peer": []}
@@ -306,6 +307,7 @@ def issue_table(raw: dict[str, dict[str, list[list[dict[str, Any]]]]]) -> str:
         ours = [v for v in map(row.value, found["ours"]) if v is not None]
         peer = [v for v in map(row.value, found["peer"]) if v is not None]
         cpu = [v for v in map(_cpu_per_op(1e6), found["ours"]) if v is not None]
+        peer_cpu = [v for v in map(_cpu_per_op(1e6), found["peer"]) if v is not None]
         p50 = [v for v in map(_field("p50_ms"), found["ours"]) if v is not None]
         p99 = [v for v in map(_field("p99_ms"), found["ours"]) if v is not None]
         cmp = "≥ " if row.higher_is_better else "≤ "
@@ -323,9 +325,11 @@ def issue_table(raw: dict[str, dict[str, list[list[dict[str, Any]]]]]) -> str:
             if cpu:
                 met += "; CPU " + ("yes" if statistics.median(cpu) <= row.cpu_target_us else "**no**")
         latency = f"{spread(p50)} / {spread(p99)}" if p50 and row.unit == "req/s" else ""
+        per_request = row.unit in ("req/s", "partitions/s")
         lines.append(
-            f"| {row.workload} | {spread(peer)} | {spread(ours)} {row.unit} | "
-            f"{spread(cpu) + ' µs' if cpu and row.unit in ('req/s', 'partitions/s') else ''} | {latency} | {target} | {met} |"
+            f"| {row.workload} | {spread(peer)} | {spread(peer_cpu) + ' µs' if peer_cpu and per_request else ''} | "
+            f"{spread(ours)} {row.unit} | {spread(cpu) + ' µs' if cpu and per_request else ''} | {latency} | "
+            f"{target} | {met} |"
         )
     return "\n".join(lines)
 
