@@ -29,8 +29,12 @@ class ApiKey(IntEnum):
     DESCRIBE_ACLS = 29
     CREATE_ACLS = 30
     DELETE_ACLS = 31
+    DESCRIBE_CONFIGS = 32
     SASL_AUTHENTICATE = 36
+    INCREMENTAL_ALTER_CONFIGS = 44
     OFFSET_DELETE = 47
+    DESCRIBE_USER_SCRAM_CREDENTIALS = 50
+    ALTER_USER_SCRAM_CREDENTIALS = 51
     DESCRIBE_CLUSTER = 60
     CONSUMER_GROUP_HEARTBEAT = 68
     CONSUMER_GROUP_DESCRIBE = 69
@@ -39,8 +43,8 @@ class ApiKey(IntEnum):
 # (min, max) version served per API. Produce is decoded only to refuse it with a clear error:
 # a standalone coordinator holds no records.
 SERVED_VERSIONS: Final[dict[ApiKey, tuple[int, int]]] = {
-    ApiKey.PRODUCE: (3, 9),
-    ApiKey.FETCH: (4, 13),
+    ApiKey.PRODUCE: (0, 9),
+    ApiKey.FETCH: (0, 13),
     ApiKey.LIST_OFFSETS: (0, 8),
     ApiKey.METADATA: (0, 12),
     ApiKey.OFFSET_COMMIT: (0, 9),
@@ -61,8 +65,12 @@ SERVED_VERSIONS: Final[dict[ApiKey, tuple[int, int]]] = {
     ApiKey.DESCRIBE_ACLS: (1, 3),
     ApiKey.CREATE_ACLS: (1, 3),
     ApiKey.DELETE_ACLS: (1, 3),
+    ApiKey.DESCRIBE_CONFIGS: (1, 4),
     ApiKey.SASL_AUTHENTICATE: (0, 2),
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1),
     ApiKey.OFFSET_DELETE: (0, 0),
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: (0, 0),
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: (0, 0),
     ApiKey.DESCRIBE_CLUSTER: (0, 1),
     # KIP-848; specs from protocol/extra_specs.py (kafka-python does not bundle them).
     ApiKey.CONSUMER_GROUP_HEARTBEAT: (0, 1),
@@ -93,8 +101,12 @@ SPEC_NAMES: Final[dict[ApiKey, str]] = {
     ApiKey.DESCRIBE_ACLS: "DescribeAcls",
     ApiKey.CREATE_ACLS: "CreateAcls",
     ApiKey.DELETE_ACLS: "DeleteAcls",
+    ApiKey.DESCRIBE_CONFIGS: "DescribeConfigs",
     ApiKey.SASL_AUTHENTICATE: "SaslAuthenticate",
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: "IncrementalAlterConfigs",
     ApiKey.OFFSET_DELETE: "OffsetDelete",
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: "DescribeUserScramCredentials",
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: "AlterUserScramCredentials",
     ApiKey.DESCRIBE_CLUSTER: "DescribeCluster",
     ApiKey.CONSUMER_GROUP_HEARTBEAT: "ConsumerGroupHeartbeat",
     ApiKey.CONSUMER_GROUP_DESCRIBE: "ConsumerGroupDescribe",

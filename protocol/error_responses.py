@@ -12,6 +12,11 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from protocol.apis import ApiKey
+from protocol.messages.alter_user_scram_credentials import (
+    AlterUserScramCredentialsRequest,
+    AlterUserScramCredentialsResponse,
+    AlterUserScramCredentialsResult,
+)
 from protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from protocol.messages.consumer_group_describe import (
     ConsumerGroupDescribeRequest,
@@ -34,10 +39,24 @@ from protocol.messages.delete_groups import DeletableGroupResult, DeleteGroupsRe
 from protocol.messages.delete_topics import DeletableTopicResult, DeleteTopicsRequest, DeleteTopicsResponse
 from protocol.messages.describe_acls import DescribeAclsRequest, DescribeAclsResponse
 from protocol.messages.describe_cluster import DescribeClusterRequest, DescribeClusterResponse
+from protocol.messages.describe_configs import (
+    DescribeConfigsRequest,
+    DescribeConfigsResponse,
+    DescribeConfigsResult,
+)
 from protocol.messages.describe_groups import DescribedGroup, DescribeGroupsRequest, DescribeGroupsResponse
+from protocol.messages.describe_user_scram_credentials import (
+    DescribeUserScramCredentialsRequest,
+    DescribeUserScramCredentialsResponse,
+)
 from protocol.messages.fetch import FetchableTopicResponse, FetchRequest, FetchResponse, PartitionData
 from protocol.messages.find_coordinator import Coordinator, FindCoordinatorRequest, FindCoordinatorResponse
 from protocol.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
+from protocol.messages.incremental_alter_configs import (
+    AlterConfigsResourceResponse,
+    IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsResponse,
+)
 from protocol.messages.join_group import JoinGroupRequest, JoinGroupResponse
 from protocol.messages.leave_group import LeaveGroupRequest, LeaveGroupResponse
 from protocol.messages.list_groups import ListGroupsRequest, ListGroupsResponse
@@ -317,6 +336,43 @@ def delete_acls(version: int, req: DeleteAclsRequest, code: int, message: str | 
     return DeleteAclsResponse(filter_results=[DeleteAclsFilterResult(code, message) for _ in req.filters])
 
 
+def describe_user_scram_credentials(
+    version: int, req: DescribeUserScramCredentialsRequest, code: int, message: str | None
+) -> DescribeUserScramCredentialsResponse:
+    return DescribeUserScramCredentialsResponse(error_code=code, error_message=message, results=[])
+
+
+def alter_user_scram_credentials(
+    version: int, req: AlterUserScramCredentialsRequest, code: int, message: str | None
+) -> AlterUserScramCredentialsResponse:
+    """One result per user named (Kafka answers per user, not per deletion or upsertion)."""
+    users = dict.fromkeys([d.name for d in req.deletions] + [u.name for u in req.upsertions])
+    return AlterUserScramCredentialsResponse(
+        results=[AlterUserScramCredentialsResult(user, code, message) for user in users]
+    )
+
+
+def describe_configs(
+    version: int, req: DescribeConfigsRequest, code: int, message: str | None
+) -> DescribeConfigsResponse:
+    return DescribeConfigsResponse(
+        results=[
+            DescribeConfigsResult(code, message, r.resource_type, r.resource_name) for r in req.resources
+        ]
+    )
+
+
+def incremental_alter_configs(
+    version: int, req: IncrementalAlterConfigsRequest, code: int, message: str | None
+) -> IncrementalAlterConfigsResponse:
+    return IncrementalAlterConfigsResponse(
+        responses=[
+            AlterConfigsResourceResponse(code, message, r.resource_type, r.resource_name)
+            for r in req.resources
+        ]
+    )
+
+
 def sasl_handshake(
     version: int, req: SaslHandshakeRequest, code: int, message: str | None
 ) -> SaslHandshakeResponse:
@@ -352,8 +408,12 @@ ERROR_RESPONSES: Final[dict[ApiKey, ErrorResponseBuilder]] = {
     ApiKey.DESCRIBE_ACLS: describe_acls,
     ApiKey.CREATE_ACLS: create_acls,
     ApiKey.DELETE_ACLS: delete_acls,
+    ApiKey.DESCRIBE_CONFIGS: describe_configs,
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: incremental_alter_configs,
     ApiKey.SASL_AUTHENTICATE: sasl_authenticate,
     ApiKey.OFFSET_DELETE: offset_delete,
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: describe_user_scram_credentials,
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: alter_user_scram_credentials,
     ApiKey.DESCRIBE_CLUSTER: describe_cluster,
     ApiKey.CONSUMER_GROUP_HEARTBEAT: consumer_group_heartbeat,
     ApiKey.CONSUMER_GROUP_DESCRIBE: consumer_group_describe,

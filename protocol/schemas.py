@@ -39,6 +39,10 @@ KAFKA_3X_VERSION_FLOOR: Final[dict[str, int]] = {
     "DeleteTopicsResponse": 0,
     "ListOffsetsRequest": 0,
     "ListOffsetsResponse": 0,
+    "FetchRequest": 0,
+    "FetchResponse": 0,
+    "ProduceRequest": 0,
+    "ProduceResponse": 0,
 }
 
 _FULL_LINE_COMMENTS = re.compile(r"(?m)^\s*//.*\n?")

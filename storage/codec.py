@@ -26,6 +26,12 @@ Consumer member topics blob (the list fields of a KIP-848 member), version 1::
 
 Partitions must be in 0..2**31-1. Order is kept as given (the coordinator sorts).
 
+Classic protocols blob (the JoinGroup protocols of a classic member inside a consumer group),
+version 1::
+
+    u8   version = 1
+    u32  protocol count, then per protocol: str name, bytes metadata
+
 Topic configs are a JSON array of ``[name, value-or-null]`` pairs: order and None survive,
 and the column stays readable from a SQL shell.
 """
@@ -40,6 +46,7 @@ from storage.records import MemberRecord, TopicPartitionList
 
 MEMBERS_V1: Final = 1
 CONSUMER_TOPICS_V1: Final = 1
+CLASSIC_PROTOCOLS_V1: Final = 1
 
 _U8 = struct.Struct(">B")
 _U32 = struct.Struct(">I")
@@ -169,6 +176,37 @@ def decode_consumer_topics(
     except (IndexError, struct.error, UnicodeDecodeError) as exc:
         raise CodecError(f"corrupt consumer topics blob: {exc}") from exc
     return tuple(subscribed), lists[0], lists[1], lists[2]
+
+
+def encode_classic_protocols(protocols: tuple[tuple[str, bytes], ...]) -> bytes:
+    out = bytearray(_U8.pack(CLASSIC_PROTOCOLS_V1))
+    try:
+        out += _U32.pack(len(protocols))
+        for name, metadata in protocols:
+            _put_bytes(out, name.encode())
+            _put_bytes(out, bytes(metadata))
+    except (struct.error, UnicodeEncodeError, AttributeError, TypeError) as exc:
+        raise CodecError(f"cannot encode classic protocols: {exc}") from exc
+    return bytes(out)
+
+
+def decode_classic_protocols(blob: bytes) -> tuple[tuple[str, bytes], ...]:
+    try:
+        version = blob[0]
+        if version != CLASSIC_PROTOCOLS_V1:
+            raise CodecError(f"unknown classic protocols blob version {version}")
+        (count,) = _U32.unpack_from(blob, 1)
+        pos = 5
+        protocols = []
+        for _ in range(count):
+            name, pos = _get_str(blob, pos)
+            metadata, pos = _get_bytes(blob, pos)
+            protocols.append((name, metadata))
+        if pos != len(blob):
+            raise CodecError(f"{len(blob) - pos} trailing bytes after the classic protocols")
+    except (IndexError, struct.error, UnicodeDecodeError) as exc:
+        raise CodecError(f"corrupt classic protocols blob: {exc}") from exc
+    return tuple(protocols)
 
 
 def encode_configs(configs: tuple[tuple[str, str | None], ...]) -> str:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from typing import Any, Final, Literal
 
 import asyncpg
@@ -24,11 +24,24 @@ import asyncpg
 from storage.base import StoreError
 from storage.batch import BatchPlan, plan_batch
 from storage.codec import CodecError
-from storage.records import LoadedState, OffsetCommitRecord, Record, UserCredentialRecord
+from storage.events import POSTGRES_LOAD, POSTGRES_PRUNE_EXCESS, POSTGRES_PRUNE_OLD
+from storage.ownership import FENCE_CHECK, Fence, LeaseTable, ShardFenced
+from storage.records import GroupEventRecord, LoadedState, OffsetCommitRecord, Record, UserCredentialRecord
 from storage.redact import redact_url
 from storage.schema import load_migrations
 from storage.sql import postgres_columns, postgres_key_columns, postgres_reader, postgres_sql
-from storage.tables import OFFSET_COMMIT_HISTORY, OFFSETS, STATE_TABLES, USER_CREDENTIALS, Table, loaded_state
+from storage.tables import (
+    CONSUMER_GROUPS,
+    CONSUMER_MEMBERS,
+    GROUP_EVENTS,
+    GROUPS,
+    OFFSET_COMMIT_HISTORY,
+    OFFSETS,
+    STATE_TABLES,
+    USER_CREDENTIALS,
+    Table,
+    loaded_state,
+)
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +66,8 @@ _SESSION_LOST: Final = (
 _MIGRATION_LOCK: Final = 0x6B6763_0001  # pg_advisory_xact_lock key ("kgc" + 1)
 _FETCH_ROWS: Final = 50_000
 
+# The tables whose rows belong to a group, hence to the group's shard.
+GROUP_TABLES: Final = (OFFSETS, GROUPS, CONSUMER_GROUPS, CONSUMER_MEMBERS)
 _PRUNE_HISTORY: Final = "DELETE FROM offset_commit_history WHERE commit_ms < $1"
 
 _Statement = tuple[str, tuple[Any, ...]]
@@ -103,6 +118,9 @@ class PostgresStore:
         self._opened = False
         self._closed = False
         self._next_prune = 0.0
+        # Several nodes (docs/multinode.md): writes of group records check the leases.
+        self.fence: Fence | None = None
+        self._transaction_idle_timeout_ms: int | None = None
 
     # -- Store protocol ------------------------------------------------------------------
 
@@ -139,6 +157,27 @@ class PostgresStore:
             await self._close_connection(conn)
         return loaded_state(rows)
 
+    async def load_shards(self, shards: Collection[int], shard_of: Callable[[str], int]) -> LoadedState:
+        """The groups and offsets of ``shards`` (docs/multinode.md): one consistent snapshot of
+        the group tables, filtered by ``shard_of(group_id)``; topics, ACLs and credentials are
+        left empty (they are not sharded)."""
+        self._check_open()
+        wanted = frozenset(shards)
+        conn = await self._connect()
+        try:
+            async with conn.transaction(isolation="repeatable_read", readonly=True):
+                rows: dict[str, list[Any]] = {table.name: [] for table in STATE_TABLES}
+                for table in GROUP_TABLES:
+                    found = await _fetch(conn, table, postgres_sql(table).select)
+                    rows[table.name] = [r for r in found if shard_of(r.group_id) in wanted]
+        except _PG_ERRORS as exc:
+            raise StoreError(f"cannot load shards from PostgreSQL {self.where}: {exc!r}") from exc
+        except (CodecError, UnicodeDecodeError) as exc:
+            raise StoreError(f"corrupt row in PostgreSQL {self.where}: {exc}") from exc
+        finally:
+            await self._close_connection(conn)
+        return loaded_state(rows)
+
     async def load_credentials(self, user: str | None = None) -> list[UserCredentialRecord]:
         self._check_open()
         conn = await self._connect()
@@ -161,18 +200,27 @@ class PostgresStore:
             statements = self._statements(plan_batch(records))
         except CodecError as exc:
             raise StoreError(f"cannot encode batch: {exc}") from exc
+        fenced = self._fenced_epochs(records)
         async with self._lock:
             self._check_open()
             conn = await self._write_connection()
             try:
-                if len(statements) == 1:
+                if len(statements) == 1 and fenced is None:
                     sql, args = statements[0]
                     await conn.execute(sql, *args)
                 else:
                     await conn.execute("BEGIN")
+                    if self.fence is not None and fenced is not None:
+                        await _check_fence(conn, self.fence, fenced)
                     for sql, args in statements:
                         await conn.execute(sql, *args)
                     await conn.execute("COMMIT")
+            except ShardFenced:
+                try:
+                    await conn.execute("ROLLBACK")
+                except _PG_ERRORS:
+                    self._drop(conn)
+                raise
             except Exception as exc:  # only asyncpg and socket calls in the try block
                 await self._recover(conn, exc)
                 raise StoreError(f"PostgreSQL write of {len(records)} records failed: {exc!r}") from exc
@@ -203,13 +251,76 @@ class PostgresStore:
         finally:
             await self._close_connection(conn)
 
+    async def append_events(self, events: Sequence[GroupEventRecord]) -> None:
+        """Append group events (one statement, one transaction), in the order given."""
+        if events:
+            rows = list(map(GROUP_EVENTS.to_row, events))
+            columns = postgres_columns(GROUP_EVENTS.written, rows)
+            await self._on_own_connection(
+                "write group events to",
+                lambda conn: conn.execute(postgres_sql(GROUP_EVENTS).insert, *columns),
+            )
+
+    async def load_events(self, per_group: int, since_ms: int = 0) -> list[GroupEventRecord]:
+        """The newest ``per_group`` events of every group since ``since_ms``, oldest first."""
+        self._check_open()
+        conn = await self._connect()
+        try:
+            async with conn.transaction(readonly=True):
+                events: list[GroupEventRecord] = await _fetch(
+                    conn, GROUP_EVENTS, POSTGRES_LOAD, since_ms, per_group
+                )
+                return events
+        except _PG_ERRORS as exc:
+            raise StoreError(f"cannot read group events from PostgreSQL {self.where}: {exc!r}") from exc
+        finally:
+            await self._close_connection(conn)
+
+    async def prune_events(self, before_ms: int, keep_rows: int) -> None:
+        """Delete events older than ``before_ms``, then all but the newest ``keep_rows``."""
+
+        async def prune(conn: Any) -> None:
+            await conn.execute(POSTGRES_PRUNE_OLD, before_ms)
+            await conn.execute(POSTGRES_PRUNE_EXCESS, keep_rows)
+
+        await self._on_own_connection("prune group events in", prune)
+
+    async def _on_own_connection(self, what: str, work: Callable[[Any], Awaitable[Any]]) -> None:
+        """Group events go through a connection of their own: never in the way of state writes."""
+        self._check_open()
+        conn = await self._connect()
+        try:
+            async with conn.transaction():
+                await work(conn)
+        except _PG_ERRORS as exc:
+            raise StoreError(f"cannot {what} PostgreSQL {self.where}: {exc!r}") from exc
+        finally:
+            await self._close_connection(conn)
+
     # -- internals -----------------------------------------------------------------------
+
+    def _fenced_epochs(self, records: Sequence[Record]) -> dict[int, int] | None:
+        """The lease epochs a batch must still hold (None: no group records or no fence)."""
+        fence = self.fence
+        if fence is None:
+            return None
+        shards = fence.shards_of(records)
+        if not shards:
+            return None
+        missing = shards - fence.epochs.keys()
+        if missing:
+            raise ShardFenced(missing, f"shards {sorted(missing)} are not owned by node {fence.node_id}")
+        return {shard: fence.epochs[shard] for shard in shards}
 
     def _check_open(self) -> None:
         if self._closed:
             raise StoreError("PostgresStore is closed")
         if not self._opened:
             raise StoreError("PostgresStore is not open")
+
+    def lease_table(self, node_id: int, shards: int, lease_ms: int) -> LeaseTable:
+        """The ownership statements of a node, on a connection of their own (docs/multinode.md)."""
+        return LeaseTable(self._connect, node_id, shards, lease_ms, self.where)
 
     async def _connect(self) -> Any:
         try:
@@ -225,6 +336,19 @@ class PostgresStore:
         except _PG_ERRORS as exc:
             raise StoreError(f"cannot connect to PostgreSQL {self.where}: {exc!r}") from exc
 
+    def use_fence(self, fence: Fence, transaction_idle_timeout_ms: int) -> None:
+        """Check ``fence`` in every write of group records (docs/multinode.md#leases-locks-and-fencing).
+
+        A write transaction holds its lease rows FOR SHARE, so a takeover waits for it. The
+        server ends a write session idle inside a transaction for ``transaction_idle_timeout_ms``
+        (its process paused mid-transaction): its locks go and nothing of it lands, so a paused
+        node cannot hold a takeover up for longer than that."""
+        self.fence = fence
+        self._transaction_idle_timeout_ms = transaction_idle_timeout_ms
+        conn, self._conn = self._conn, None
+        if conn is not None:  # reconnect with the setting at the next write
+            conn.terminate()
+
     async def _write_connection(self) -> Any:
         conn = self._conn
         if conn is not None and not conn.is_closed():
@@ -233,6 +357,19 @@ class PostgresStore:
         if conn is not None:
             conn.terminate()
         conn = await self._connect()
+        if self._transaction_idle_timeout_ms is not None:
+            try:
+                await conn.execute(
+                    f"SET idle_in_transaction_session_timeout = {int(self._transaction_idle_timeout_ms)}"
+                )
+            except _PG_ERRORS as exc:
+                conn.terminate()
+                raise StoreError(
+                    f"cannot set up the write session on PostgreSQL {self.where}: {exc!r}"
+                ) from exc
+            except BaseException:
+                conn.terminate()
+                raise
         self._conn = conn
         log.info("connected to PostgreSQL %s", self.where)
         return conn
@@ -335,3 +472,12 @@ async def _fetch(conn: Any, table: Table[Any], query: str, *args: Any) -> list[A
     while rows := await cursor.fetch(_FETCH_ROWS):
         records.extend(map(read, rows))
     return records
+
+
+async def _check_fence(conn: Any, fence: Fence, epochs: dict[int, int]) -> None:
+    """In the write's transaction: every written shard's lease is still ours, at our epoch."""
+    shards = list(epochs)
+    rows = await conn.fetch(FENCE_CHECK, fence.node_id, shards, [epochs[s] for s in shards])
+    lost = epochs.keys() - {row["shard"] for row in rows}
+    if lost:
+        raise ShardFenced(lost, f"node {fence.node_id} no longer holds the lease of shards {sorted(lost)}")

@@ -59,6 +59,7 @@ class Tombstone(Generic[K, R]):
 OffsetKey = tuple[str, str, int]  # (group_id, topic, partition)
 CredentialKey = tuple[str, str]  # (user, mechanism)
 ConsumerMemberKey = tuple[str, str]  # (group_id, member_id)
+GroupConfigKey = tuple[str, str]  # (group_id, config name)
 
 
 @dataclass(slots=True, frozen=True)
@@ -275,6 +276,10 @@ class ConsumerMemberRecord(Upsert[ConsumerMemberKey]):
     assigned: TopicPartitionList
     pending_revocation: TopicPartitionList
     target: TopicPartitionList
+    # A member that joined with the classic protocol (JoinGroup inside a consumer group): its
+    # session timeout and its (protocol name, metadata) pairs in preference order; None otherwise.
+    classic_session_timeout_ms: int | None = None
+    classic_protocols: tuple[tuple[str, bytes], ...] | None = None
 
     @property
     def key(self) -> ConsumerMemberKey:
@@ -310,6 +315,37 @@ class ConsumerGroupTombstone(Tombstone[str, ConsumerGroupRecord]):
         return self.group_id
 
 
+@dataclass(slots=True, frozen=True)
+class GroupConfigRecord(Upsert[GroupConfigKey]):
+    """A dynamic group config (e.g. ``consumer.session.timeout.ms``) set for one group; key
+    (group_id, name). Lives apart from the group's state, as Kafka keeps it: it may name a group
+    that does not exist (yet) and survives the group's deletion."""
+
+    table: ClassVar[str] = "group_configs"
+
+    group_id: str
+    name: str
+    value: str
+
+    @property
+    def key(self) -> GroupConfigKey:
+        return (self.group_id, self.name)
+
+
+@dataclass(slots=True, frozen=True)
+class GroupConfigTombstone(Tombstone[GroupConfigKey, GroupConfigRecord]):
+    """A group config set back to the broker-level default."""
+
+    table: ClassVar[str] = "group_configs"
+
+    group_id: str
+    name: str
+
+    @property
+    def key(self) -> GroupConfigKey:
+        return (self.group_id, self.name)
+
+
 Record = (
     OffsetCommitRecord
     | OffsetTombstone
@@ -325,7 +361,29 @@ Record = (
     | ConsumerGroupTombstone
     | ConsumerMemberRecord
     | ConsumerMemberTombstone
+    | GroupConfigRecord
+    | GroupConfigTombstone
 )
+
+
+@dataclass(frozen=True, slots=True)
+class GroupEventRecord:
+    """One group event kept in ``group_events`` (append-only; pruned by age and row count).
+
+    Not a state record: events are written in their own batches, apart from the writes that
+    carry acknowledged state, and only when the server persists events.
+    """
+
+    group_id: str
+    seq: int  # the event's sequence number in the process that recorded it
+    time_ms: int  # wall-clock milliseconds
+    kind: str
+    protocol: str
+    state: str
+    generation: int
+    member_id: str | None
+    message: str
+    details: str  # a JSON object
 
 
 @dataclass(slots=True)
@@ -339,3 +397,4 @@ class LoadedState:
     acls: list[AclRecord] = field(default_factory=list)
     consumer_groups: list[ConsumerGroupRecord] = field(default_factory=list)
     consumer_members: list[ConsumerMemberRecord] = field(default_factory=list)
+    group_configs: list[GroupConfigRecord] = field(default_factory=list)

@@ -25,10 +25,19 @@ from typing import Any, Final, Literal, TypeVar
 from storage.base import StoreError
 from storage.batch import BatchPlan, plan_batch
 from storage.codec import CodecError
-from storage.records import LoadedState, OffsetCommitRecord, Record, UserCredentialRecord
+from storage.events import SQLITE_LOAD, SQLITE_PRUNE_EXCESS, SQLITE_PRUNE_OLD
+from storage.process_lock import ProcessLock, lock_database
+from storage.records import GroupEventRecord, LoadedState, OffsetCommitRecord, Record, UserCredentialRecord
 from storage.schema import load_migrations, split_sqlite_script
 from storage.sql import sqlite_sql
-from storage.tables import OFFSET_COMMIT_HISTORY, OFFSETS, STATE_TABLES, USER_CREDENTIALS, loaded_state
+from storage.tables import (
+    GROUP_EVENTS,
+    OFFSET_COMMIT_HISTORY,
+    OFFSETS,
+    STATE_TABLES,
+    USER_CREDENTIALS,
+    loaded_state,
+)
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +62,7 @@ class SQLiteStore:
         busy_timeout_ms: int = 5000,
         history_retention_ms: int | None = None,
         history_prune_interval_ms: int = 60_000,
+        exclusive: bool = False,
     ) -> None:
         """``path``: database file (created if missing; its directory must exist).
 
@@ -61,6 +71,8 @@ class SQLiteStore:
         another connection before failing with StoreError. ``history_retention_ms``: when set,
         every offset commit is also appended to ``offset_commit_history`` and rows older than
         this (by ``commit_ms``) are pruned, at most once per ``history_prune_interval_ms``.
+        ``exclusive``: hold ``<path>.lock`` while open, so that no second process opens the file
+        with ``exclusive`` (the server does; CLI tools that edit the file beside it do not).
         """
         if synchronous not in ("FULL", "NORMAL"):
             raise ValueError(f"synchronous must be 'FULL' or 'NORMAL', not {synchronous!r}")
@@ -78,6 +90,8 @@ class SQLiteStore:
         self._identity: tuple[int, int] | None = None  # (device, inode) of the file we opened
         self._closed = False
         self._next_prune = 0.0
+        self.exclusive = exclusive
+        self._process_lock: ProcessLock | None = None
 
     # -- Store protocol ------------------------------------------------------------------
 
@@ -112,6 +126,19 @@ class SQLiteStore:
         """Every recorded commit of a group, oldest first (empty when history is off)."""
         return await self._run(self._history_sync, group_id)
 
+    async def append_events(self, events: Sequence[GroupEventRecord]) -> None:
+        """Append group events (one transaction), in the order given."""
+        if events:
+            await self._run(self._append_events_sync, events)
+
+    async def load_events(self, per_group: int, since_ms: int = 0) -> list[GroupEventRecord]:
+        """The newest ``per_group`` events of every group since ``since_ms``, oldest first."""
+        return await self._run(self._load_events_sync, per_group, since_ms)
+
+    async def prune_events(self, before_ms: int, keep_rows: int) -> None:
+        """Delete events older than ``before_ms``, then all but the newest ``keep_rows``."""
+        await self._run(self._prune_events_sync, before_ms, keep_rows)
+
     # -- event-loop side -----------------------------------------------------------------
 
     def _check_open(self) -> ThreadPoolExecutor:
@@ -138,6 +165,8 @@ class SQLiteStore:
     # -- executor thread -----------------------------------------------------------------
 
     def _open_sync(self) -> None:
+        if self.exclusive:
+            self._process_lock = lock_database(self.path)
         try:
             _create_private(self.path)
             # isolation_level=None: no implicit transactions, we issue BEGIN/COMMIT ourselves.
@@ -282,6 +311,40 @@ class SQLiteStore:
             raise StoreError(f"cannot read commit history from {self.path}: {exc}") from exc
         return list(itertools.starmap(OFFSET_COMMIT_HISTORY.from_row, rows))
 
+    def _append_events_sync(self, events: Sequence[GroupEventRecord]) -> None:
+        conn = self._connection()
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                conn.executemany(sqlite_sql(GROUP_EVENTS).insert, map(GROUP_EVENTS.to_row, events))
+                conn.execute("COMMIT")
+            except BaseException:
+                _rollback_quietly(conn)
+                raise
+        except _WRITE_ERRORS as exc:
+            raise StoreError(f"SQLite write of {len(events)} group events failed: {exc}") from exc
+
+    def _load_events_sync(self, per_group: int, since_ms: int) -> list[GroupEventRecord]:
+        try:
+            rows = self._connection().execute(SQLITE_LOAD, (since_ms, per_group)).fetchall()
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot read group events from {self.path}: {exc}") from exc
+        return list(itertools.starmap(GROUP_EVENTS.from_row, rows))
+
+    def _prune_events_sync(self, before_ms: int, keep_rows: int) -> None:
+        conn = self._connection()
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                conn.execute(SQLITE_PRUNE_OLD, (before_ms,))
+                conn.execute(SQLITE_PRUNE_EXCESS, (keep_rows,))
+                conn.execute("COMMIT")
+            except BaseException:
+                _rollback_quietly(conn)
+                raise
+        except _WRITE_ERRORS as exc:
+            raise StoreError(f"SQLite pruning of group events failed: {exc}") from exc
+
     def _close_sync(self) -> None:
         conn, self._conn = self._conn, None
         if conn is not None:
@@ -289,6 +352,9 @@ class SQLiteStore:
                 conn.close()
             except sqlite3.Error as exc:
                 log.warning("closing SQLite database %s failed: %s", self.path, exc)
+        lock, self._process_lock = self._process_lock, None
+        if lock is not None:
+            lock.release()
 
     def _connection(self) -> sqlite3.Connection:
         if self._conn is None:

@@ -18,9 +18,11 @@ from typing import Any, Final, Generic, TypeVar
 
 from storage.codec import (
     CodecError,
+    decode_classic_protocols,
     decode_configs,
     decode_consumer_topics,
     decode_members,
+    encode_classic_protocols,
     encode_configs,
     encode_consumer_topics,
     encode_members,
@@ -29,6 +31,8 @@ from storage.records import (
     AclRecord,
     ConsumerGroupRecord,
     ConsumerMemberRecord,
+    GroupConfigRecord,
+    GroupEventRecord,
     GroupMetadataRecord,
     LoadedState,
     OffsetCommitRecord,
@@ -155,7 +159,8 @@ def consumer_member_row(m: ConsumerMemberRecord) -> Row:
     topics = encode_consumer_topics(m.subscribed_topic_names, m.assigned, m.pending_revocation, m.target)
     return (m.group_id, m.member_id, m.instance_id, m.rack_id, m.client_id, m.client_host,
             m.subscribed_topic_regex, m.server_assignor, m.rebalance_timeout_ms, m.member_epoch,
-            m.previous_member_epoch, m.state, topics)  # fmt: skip
+            m.previous_member_epoch, m.state, topics, m.classic_session_timeout_ms,
+            None if m.classic_protocols is None else encode_classic_protocols(m.classic_protocols))  # fmt: skip
 
 
 def consumer_member_from_row(
@@ -172,14 +177,18 @@ def consumer_member_from_row(
     previous_member_epoch: int,
     state: int,
     topics: bytes,
+    classic_session_timeout_ms: int | None = None,
+    classic_protocols: bytes | None = None,
 ) -> ConsumerMemberRecord:
     try:
         subscribed, assigned, pending_revocation, target = decode_consumer_topics(topics)
+        protocols = None if classic_protocols is None else decode_classic_protocols(classic_protocols)
     except CodecError as exc:
         raise CodecError(f"consumer member {member_id!r} of group {group_id!r}: {exc}") from exc
     return ConsumerMemberRecord(group_id, member_id, instance_id, rack_id, client_id, client_host, subscribed,
                                 regex, assignor, rebalance_timeout_ms, member_epoch, previous_member_epoch,
-                                state, assigned, pending_revocation, target)  # fmt: skip
+                                state, assigned, pending_revocation, target, classic_session_timeout_ms,
+                                protocols)  # fmt: skip
 
 
 _OFFSET_COLUMNS: Final = (
@@ -291,12 +300,22 @@ CONSUMER_MEMBERS: Final[Table[ConsumerMemberRecord]] = Table(
         Column("previous_member_epoch", INT32),
         Column("state", INT32),
         Column("topics", BLOB),
+        Column("classic_session_timeout_ms", INT32, nullable=True),
+        Column("classic_protocols", BLOB, nullable=True),
     ),
     key=("group_id", "member_id"),
     to_row=consumer_member_row,
     from_row=consumer_member_from_row,
     key_values=_same,
     parent="consumer_groups",
+)
+GROUP_CONFIGS: Final[Table[GroupConfigRecord]] = Table(
+    "group_configs",
+    (Column("group_id", TEXT), Column("name", TEXT), Column("value", TEXT)),
+    key=("group_id", "name"),
+    to_row=lambda c: (c.group_id, c.name, c.value),
+    from_row=GroupConfigRecord,
+    key_values=_same,
 )
 
 # Every state table, in the order a batch's statements run (any order is correct: a batch
@@ -309,6 +328,7 @@ STATE_TABLES: Final[tuple[Table[Any], ...]] = (
     ACLS,
     CONSUMER_GROUPS,
     CONSUMER_MEMBERS,
+    GROUP_CONFIGS,
 )
 BY_NAME: Final[Mapping[str, Table[Any]]] = {t.name: t for t in STATE_TABLES}
 # The child tables of each table: a tombstone there deletes their rows too.
@@ -328,6 +348,45 @@ OFFSET_COMMIT_HISTORY: Final[Table[OffsetCommitRecord]] = Table(
 )
 
 
+def _event_row(e: GroupEventRecord) -> Row:
+    return (
+        e.group_id,
+        e.seq,
+        e.time_ms,
+        e.kind,
+        e.protocol,
+        e.state,
+        e.generation,
+        e.member_id,
+        e.message,
+        e.details,
+    )
+
+
+# Group events, when the server persists them: a generated row id, then the event; append-only,
+# pruned by time_ms and by row count (storage/events.py), never updated.
+GROUP_EVENTS: Final[Table[GroupEventRecord]] = Table(
+    "group_events",
+    (
+        Column("row_id", INT64, generated=True),
+        Column("group_id", TEXT),
+        Column("seq", INT64),
+        Column("time_ms", INT64),
+        Column("kind", TEXT),
+        Column("protocol", TEXT),
+        Column("state", TEXT),
+        Column("generation", INT32),
+        Column("member_id", CLIENT_TEXT, nullable=True),
+        Column("message", CLIENT_TEXT),
+        Column("details", CLIENT_TEXT),
+    ),
+    key=("row_id",),
+    to_row=_event_row,
+    from_row=GroupEventRecord,
+    key_values=_same,
+)
+
+
 def loaded_state(rows: Mapping[str, Sequence[Any]]) -> LoadedState:
     """The records of every state table, by table name, as ``Store.load`` returns them."""
     return LoadedState(
@@ -338,4 +397,5 @@ def loaded_state(rows: Mapping[str, Sequence[Any]]) -> LoadedState:
         acls=list(rows[ACLS.name]),
         consumer_groups=list(rows[CONSUMER_GROUPS.name]),
         consumer_members=list(rows[CONSUMER_MEMBERS.name]),
+        group_configs=list(rows[GROUP_CONFIGS.name]),
     )

@@ -54,7 +54,7 @@ def test_dockerfile_lints_clean(dockerfile: Path) -> None:
 
 def test_compose_file_is_valid_for_every_profile() -> None:
     compose = _tool("docker-compose")
-    for profiles in ([], ["--profile", "postgres"], ["--profile", "loadtest"]):
+    for profiles in ([], ["--profile", "postgres"], ["--profile", "cluster"], ["--profile", "loadtest"]):
         result = subprocess.run(
             [compose, "-f", str(COMPOSE), *profiles, "config", "-q"],
             capture_output=True,
@@ -106,6 +106,25 @@ def test_compose_ports_are_variables_the_advertised_address_follows() -> None:
         assert f"COORDINATOR_ADVERTISED_PORT: '{port}'" in config
     # The load test shares the coordinator's network namespace and bootstraps on its port.
     assert "- --bootstrap\n    - 127.0.0.1:19092\n" in config
+
+
+def test_cluster_nodes_have_their_own_ids_and_advertise_their_published_ports() -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("COORDINATOR_", "POSTGRES_"))}
+    ports = {f"COORDINATOR_NODE{n}_KAFKA_PORT": str(19100 + n) for n in (1, 2, 3)}
+    result = subprocess.run(
+        [_tool("docker-compose"), "-f", str(COMPOSE), "--profile", "cluster", "config"],
+        capture_output=True, text=True, env=env | ports, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    services = result.stdout.split("\n  coordinator-node-")[1:]
+    assert [block.split(":", 1)[0] for block in services] == ["1", "2", "3"]
+    for n, block in zip((1, 2, 3), services, strict=True):
+        block = block.split("\n  postgres:", 1)[0]
+        assert f"COORDINATOR_NODE_ID: '{n}'" in block
+        assert f"COORDINATOR_PORT: '{19100 + n}'" in block
+        assert f"COORDINATOR_ADVERTISED_PORT: '{19100 + n}'" in block
+        assert f"- 127.0.0.1:{19100 + n}:{19100 + n}/tcp" in block
+        assert "COORDINATOR_STORAGE: postgresql://coordinator@postgres:5432/coordinator" in block
 
 
 def test_compose_defaults_publish_on_loopback() -> None:

@@ -3,9 +3,11 @@ package main
 import (
 	"bufio"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"net"
+	"strconv"
 	"time"
 )
 
@@ -13,6 +15,7 @@ const maxFrame = 64 << 20
 
 // Conn is one client connection used synchronously: write a request, read its response.
 type Conn struct {
+	addr     string
 	nc       net.Conn
 	r        *bufio.Reader
 	corr     int32
@@ -29,7 +32,7 @@ func dial(addr, clientID string, timeout time.Duration) (*Conn, error) {
 	if tc, ok := nc.(*net.TCPConn); ok {
 		_ = tc.SetNoDelay(true)
 	}
-	return &Conn{nc: nc, r: bufio.NewReaderSize(nc, 64<<10), clientID: clientID, wbuf: make([]byte, 0, 4096)}, nil
+	return &Conn{addr: addr, nc: nc, r: bufio.NewReaderSize(nc, 64<<10), clientID: clientID, wbuf: make([]byte, 0, 4096)}, nil
 }
 
 func (c *Conn) Close() { _ = c.nc.Close() }
@@ -77,41 +80,53 @@ func (c *Conn) roundTrip(frame []byte, api, version int16, deadline time.Time) (
 	return d, nil
 }
 
+// coordinatorErr is a FindCoordinator answer with an error code.
+type coordinatorErr struct{ code int16 }
+
+func (e coordinatorErr) Error() string { return fmt.Sprintf("FindCoordinator error %d", e.code) }
+
+// isRetriableCoordinatorErr: COORDINATOR_LOAD_IN_PROGRESS (14) or COORDINATOR_NOT_AVAILABLE (15).
+func isRetriableCoordinatorErr(err error) bool {
+	var ce coordinatorErr
+	return errors.As(err, &ce) && (ce.code == 14 || ce.code == 15)
+}
+
 // handshake sends ApiVersions v3 and FindCoordinator for the group, as a client opening
-// its coordinator connection does; it checks the APIs/versions the run needs.
-func (c *Conn) handshake(group string, fcVersion int16, need map[int16]int16, deadline time.Time) error {
+// its coordinator connection does; it checks the APIs/versions the run needs. The answer's
+// address is returned ("" without a group).
+func (c *Conn) handshake(group string, fcVersion int16, need map[int16]int16, deadline time.Time) (string, error) {
 	d, err := c.roundTrip(encApiVersions(c.wbuf, c.nextCorr(), c.clientID, 3), apiApiVersions, 3, deadline)
 	if err != nil {
-		return fmt.Errorf("ApiVersions: %w", err)
+		return "", fmt.Errorf("ApiVersions: %w", err)
 	}
 	av, err := decApiVersions(d)
 	if err != nil {
-		return fmt.Errorf("ApiVersions: %w", err)
+		return "", fmt.Errorf("ApiVersions: %w", err)
 	}
 	if av.ErrorCode != 0 {
-		return fmt.Errorf("ApiVersions error %d", av.ErrorCode)
+		return "", fmt.Errorf("ApiVersions error %d", av.ErrorCode)
 	}
 	for api, v := range need {
 		r, ok := av.Versions[api]
 		if !ok || v < r[0] || v > r[1] {
-			return fmt.Errorf("server does not serve api %d version %d (has %v)", api, v, r)
+			return "", fmt.Errorf("server does not serve api %d version %d (has %v)", api, v, r)
 		}
 	}
 	if group == "" {
-		return nil
+		return "", nil
 	}
 	d, err = c.roundTrip(encFindCoordinator(c.wbuf, c.nextCorr(), c.clientID, fcVersion, group), apiFindCoordinator, fcVersion, deadline)
 	if err != nil {
-		return fmt.Errorf("FindCoordinator: %w", err)
+		return "", fmt.Errorf("FindCoordinator: %w", err)
 	}
 	fc, err := decFindCoordinator(d, fcVersion)
 	if err != nil {
-		return fmt.Errorf("FindCoordinator: %w", err)
+		return "", fmt.Errorf("FindCoordinator: %w", err)
 	}
 	if fc.ErrorCode != 0 {
-		return fmt.Errorf("FindCoordinator error %d", fc.ErrorCode)
+		return "", coordinatorErr{fc.ErrorCode}
 	}
-	return nil
+	return net.JoinHostPort(fc.Host, strconv.Itoa(int(fc.Port))), nil
 }
 
 func (c *Conn) createTopics(names []string, partitions int32, deadline time.Time) error {

@@ -55,6 +55,8 @@ func main() {
 	rebalMs := fs.Int("rebalance-ms", 300000, "rebalance timeout of the members (Java max.poll.interval.ms default)")
 	setupConc := fs.Int("setup-concurrency", 500, "groups set up at once (each on its own connection)")
 	setupLimit := fs.Duration("setup-timeout", 120*time.Second, "time limit for setting up groups")
+	measure := fs.String("measure-pids", "", "comma-separated process ids whose CPU time each phase reports (extra.pid_cpu_s)")
+	follow := fs.Bool("follow-coordinator", false, "connect each group's connection to the coordinator FindCoordinator answers (several nodes)")
 	// rebalance
 	members := fs.Int("members", 10, "rebalance: members joining the group")
 	iterations := fs.Int("iterations", 1, "rebalance: fresh groups to run (within -budget)")
@@ -80,8 +82,11 @@ func main() {
 	if !strings.HasPrefix(*addr, "127.0.0.1:") && !strings.HasPrefix(*addr, "localhost:") {
 		fatal(fmt.Errorf("refusing non-loopback address %s", *addr))
 	}
+	if *measure != "" {
+		measuredPIDs = intList(*measure)
+	}
 	c := &Common{Addr: *addr, ServerPID: *pid, Tag: *tag, SessionMs: int32(*sessionMs), RebalMs: int32(*rebalMs),
-		SetupConc: *setupConc, SetupLimit: *setupLimit}
+		SetupConc: *setupConc, SetupLimit: *setupLimit, FollowCoordinator: *follow}
 	switch *versions {
 	case "modern":
 		c.Versions = modernVersions

@@ -71,6 +71,7 @@ func (c *MemberCfg) init() {
 type Member struct {
 	c          *Conn
 	cfg        *MemberCfg
+	Coord      string // the address the member's group was set up at (its coordinator)
 	ID         string
 	Generation int32
 	Leader     bool

@@ -77,10 +77,20 @@ type Meter struct {
 	start      ProcSample
 	startSched int64
 	self       ProcSample
+	others     []ProcSample // of measuredPIDs
 }
 
+// measuredPIDs are further processes whose CPU time each phase reports in Extra["pid_cpu_s"]
+// (-measure-pids: several nodes, the database's processes).
+var measuredPIDs []int
+
 func startMeter(serverPID int) *Meter {
-	return &Meter{serverPID: serverPID, start: sampleProc(serverPID), startSched: threadCPUNs(serverPID), self: sampleProc(os.Getpid())}
+	m := &Meter{serverPID: serverPID, start: sampleProc(serverPID), startSched: threadCPUNs(serverPID), self: sampleProc(os.Getpid())}
+	m.others = make([]ProcSample, len(measuredPIDs))
+	for i, pid := range measuredPIDs {
+		m.others[i] = sampleProc(pid)
+	}
+	return m
 }
 
 // stop fills the common fields of a result.
@@ -98,6 +108,18 @@ func (m *Meter) stop(r *Result) {
 	r.GenCPUS = float64(self.CPUTicks-m.self.CPUTicks) / clkTck
 	r.RSSBeforeKB = m.start.RSSKB
 	r.RSSAfterKB = end.RSSKB
+	if len(measuredPIDs) > 0 {
+		cpu := map[string]float64{}
+		for i, pid := range measuredPIDs {
+			if now := sampleProc(pid); now.CPUTicks >= 0 && m.others[i].CPUTicks >= 0 {
+				cpu[strconv.Itoa(pid)] = float64(now.CPUTicks-m.others[i].CPUTicks) / clkTck
+			}
+		}
+		if r.Extra == nil {
+			r.Extra = map[string]any{}
+		}
+		r.Extra["pid_cpu_s"] = cpu
+	}
 }
 
 // Result is one measurement, printed as JSON for the runner.

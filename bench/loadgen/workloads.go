@@ -19,6 +19,8 @@ type Common struct {
 	RebalMs    int32
 	SetupConc  int
 	SetupLimit time.Duration
+	// Connect to the address FindCoordinator answers for each connection's group (several nodes).
+	FollowCoordinator bool
 }
 
 func (c *Common) dialHandshake(clientID, group string) (*Conn, error) {
@@ -29,7 +31,25 @@ func (c *Common) dialHandshake(clientID, group string) (*Conn, error) {
 	need := c.Versions.need()
 	need[apiOffsetCommit] = 8
 	need[apiOffsetFetch] = 8
-	if err := conn.handshake(group, c.Versions.FindCoordinator, need, time.Now().Add(30*time.Second)); err != nil {
+	coordinator, err := conn.handshake(group, c.Versions.FindCoordinator, need, time.Now().Add(30*time.Second))
+	// Several nodes: a shard being handed over has no coordinator for a moment (retriable).
+	for retry := 0; err != nil && c.FollowCoordinator && isRetriableCoordinatorErr(err) && retry < 100; retry++ {
+		time.Sleep(100 * time.Millisecond)
+		coordinator, err = conn.handshake(group, c.Versions.FindCoordinator, need, time.Now().Add(30*time.Second))
+	}
+	if err != nil {
+		conn.Close()
+		return nil, err
+	}
+	if !c.FollowCoordinator || coordinator == "" || coordinator == c.Addr {
+		return conn, nil
+	}
+	// Several nodes: the group's requests go to its coordinator, as a real client's do.
+	conn.Close()
+	if conn, err = dial(coordinator, clientID, 10*time.Second); err != nil {
+		return nil, err
+	}
+	if _, err := conn.handshake(group, c.Versions.FindCoordinator, need, time.Now().Add(30*time.Second)); err != nil {
 		conn.Close()
 		return nil, err
 	}
@@ -110,7 +130,7 @@ func (c *Common) setupGroups(groups []string, topic string, partitions int32) ([
 			defer conn.Close()
 			cfg := &MemberCfg{Group: g, SessionMs: c.SessionMs, RebalanceMs: c.RebalMs, V: c.Versions, Topic: topic, Partitions: partitions}
 			cfg.init()
-			m := &Member{c: conn, cfg: cfg}
+			m := &Member{c: conn, cfg: cfg, Coord: conn.addr}
 			errs[i] = m.joinAndSync(deadline)
 			m.c = nil
 			members[i] = m
@@ -469,16 +489,34 @@ func runHeartbeat(c *Common, groups int, po PipeOpts) ([]Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	conns, err := c.dialMany(po.Conns, "heartbeat", func(i int) string { return names[i%len(names)] })
+	// Each connection heartbeats the groups of one coordinator (one node: every group).
+	byCoord := map[string][]*Member{}
+	var coords []string
+	for _, m := range members {
+		if _, seen := byCoord[m.Coord]; !seen {
+			coords = append(coords, m.Coord)
+		}
+		byCoord[m.Coord] = append(byCoord[m.Coord], m)
+	}
+	if po.Conns < len(coords) {
+		return nil, fmt.Errorf("%d connections for %d coordinators", po.Conns, len(coords))
+	}
+	conns, err := c.dialMany(po.Conns, "heartbeat", func(i int) string { return byCoord[coords[i%len(coords)]][0].cfg.Group })
 	if err != nil {
 		return nil, err
 	}
 	defer closeAll(conns)
 	v := c.Versions.Heartbeat
 	templates := make([][][]byte, po.Conns)
-	for i, m := range members {
-		ci := i % po.Conns
-		templates[ci] = append(templates[ci], encHeartbeat(nil, 0, conns[ci].clientID, v, m.cfg.Group, m.Generation, m.ID))
+	for k, addr := range coords {
+		var mine []int // the connections of this coordinator
+		for ci := k; ci < po.Conns; ci += len(coords) {
+			mine = append(mine, ci)
+		}
+		for i, m := range byCoord[addr] {
+			ci := mine[i%len(mine)]
+			templates[ci] = append(templates[ci], encHeartbeat(nil, 0, conns[ci].clientID, v, m.cfg.Group, m.Generation, m.ID))
+		}
 	}
 	res := Result{Name: "heartbeat"}
 	meter := startMeter(c.ServerPID)

@@ -17,6 +17,8 @@ plaintext hot path without an authorizer is unchanged.
   TOPIC_AUTHORIZATION_FAILED). Topics matched by a regex subscription are not filtered by ACLs.
 * ConsumerGroupDescribe: DESCRIBE per group (else an entry with 30); authorized operations are computed.
 * DescribeAcls needs DESCRIBE on the cluster, CreateAcls/DeleteAcls ALTER (super users have both).
+* DescribeUserScramCredentials needs DESCRIBE on the cluster, AlterUserScramCredentials ALTER
+  (else CLUSTER_AUTHORIZATION_FAILED for the whole request, as Kafka answers).
 """
 
 from __future__ import annotations
@@ -24,7 +26,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol, TypeVar
 
+from coordinator.api import config_resources
 from coordinator.api.amend import amend, reply
+from coordinator.api.config_resources import Refusal, screen_alter, screen_describe
 from coordinator.api.routes import Handler, Routes
 from coordinator.core.context import RequestContext
 from coordinator.core.result import Result
@@ -39,6 +43,7 @@ from coordinator.security.acl import (
 from protocol.apis import ApiKey
 from protocol.error_responses import error_response
 from protocol.errors import ErrorCode
+from protocol.messages.alter_user_scram_credentials import AlterUserScramCredentialsRequest
 from protocol.messages.consumer_group_describe import (
     ConsumerGroupDescribeRequest,
     ConsumerGroupDescribeResponse,
@@ -59,9 +64,12 @@ from protocol.messages.describe_acls import (
     DescribeAclsResource,
     DescribeAclsResponse,
 )
+from protocol.messages.describe_configs import DescribeConfigsRequest
 from protocol.messages.describe_groups import DescribedGroup, DescribeGroupsRequest, DescribeGroupsResponse
+from protocol.messages.describe_user_scram_credentials import DescribeUserScramCredentialsRequest
 from protocol.messages.find_coordinator import Coordinator, FindCoordinatorRequest, FindCoordinatorResponse
 from protocol.messages.heartbeat import HeartbeatRequest
+from protocol.messages.incremental_alter_configs import IncrementalAlterConfigsRequest
 from protocol.messages.join_group import JoinGroupRequest
 from protocol.messages.leave_group import LeaveGroupRequest
 from protocol.messages.list_groups import ListGroupsRequest, ListGroupsResponse
@@ -126,9 +134,43 @@ class AclLayer:
         routes.wrap(ApiKey.FIND_COORDINATOR, FindCoordinatorRequest, self._find_coordinator)
         routes.wrap(ApiKey.CONSUMER_GROUP_HEARTBEAT, ConsumerGroupHeartbeatRequest, self._consumer_heartbeat)
         routes.wrap(ApiKey.CONSUMER_GROUP_DESCRIBE, ConsumerGroupDescribeRequest, self._consumer_describe)
+        routes.wrap(
+            ApiKey.DESCRIBE_CONFIGS,
+            DescribeConfigsRequest,
+            screen_describe(self._configs_denied(Operation.DESCRIBE_CONFIGS)),
+        )
+        routes.wrap(
+            ApiKey.INCREMENTAL_ALTER_CONFIGS,
+            IncrementalAlterConfigsRequest,
+            screen_alter(self._configs_denied(Operation.ALTER_CONFIGS)),
+        )
         routes.replace(ApiKey.DESCRIBE_ACLS, DescribeAclsRequest, self.describe_acls)
         routes.replace(ApiKey.CREATE_ACLS, CreateAclsRequest, self.create_acls)
         routes.replace(ApiKey.DELETE_ACLS, DeleteAclsRequest, self.delete_acls)
+        if ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS in routes:  # served by the server shell
+            routes.wrap(
+                ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS,
+                DescribeUserScramCredentialsRequest,
+                self._cluster_only(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, Operation.DESCRIBE),
+            )
+            routes.wrap(
+                ApiKey.ALTER_USER_SCRAM_CREDENTIALS,
+                AlterUserScramCredentialsRequest,
+                self._cluster_only(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, Operation.ALTER),
+            )
+
+    def _cluster_only(self, api_key: ApiKey, operation: int) -> Callable[[Handler[Any]], Handler[Any]]:
+        """The whole request needs ``operation`` on the cluster (the SCRAM credential APIs)."""
+
+        def wrap(inner: Handler[Any]) -> Handler[Any]:
+            def handle(ctx: RequestContext, req: Any) -> Result:
+                if not self._cluster(ctx, operation):
+                    return _denied(ctx, api_key, req, CLUSTER_DENIED, CLUSTER_DENIED_MESSAGE)
+                return inner(ctx, req)
+
+            return handle
+
+        return wrap
 
     def _group_read(self, api_key: ApiKey) -> Callable[[Handler[_GroupRequestT]], Handler[_GroupRequestT]]:
         """JoinGroup, SyncGroup, Heartbeat, LeaveGroup: READ on the group or nothing."""
@@ -357,6 +399,21 @@ class AclLayer:
         return handle
 
     # ---- ACL APIs ----------------------------------------------------------------------------------
+    def _configs_denied(self, operation: int) -> Refusal:
+        """``operation`` (DESCRIBE_CONFIGS, ALTER_CONFIGS) on a config resource: on its group, its
+        topic, or the cluster for a broker, as Kafka checks them."""
+
+        def denied(ctx: RequestContext, resource_type: int, name: str) -> tuple[int, str | None] | None:
+            if resource_type == config_resources.GROUP:
+                return None if self._group(ctx, operation, name) else (GROUP_DENIED, None)
+            if resource_type == config_resources.TOPIC:
+                return None if self._topic(ctx, operation, name) else (TOPIC_DENIED, None)
+            if resource_type == config_resources.BROKER:
+                return None if self._cluster(ctx, operation) else (CLUSTER_DENIED, CLUSTER_DENIED_MESSAGE)
+            return None  # the handler refuses it (INVALID_REQUEST)
+
+        return denied
+
     def _cluster(self, ctx: RequestContext, operation: int) -> bool:
         return self.allowed(ctx, operation, ResourceType.CLUSTER, CLUSTER_NAME)
 

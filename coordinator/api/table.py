@@ -7,7 +7,9 @@ Fetch (it waits on a timer), DeleteTopics (it also removes the topics' offsets) 
 from __future__ import annotations
 
 from coordinator.api.authz import install_security_disabled
+from coordinator.api.config_resources import ConfigResources
 from coordinator.api.routes import Routes
+from coordinator.api.shard_gate import install_shard_gate
 from coordinator.api.topics import KnownTopics
 from coordinator.core.cluster import Cluster
 from coordinator.core.shard import Shard
@@ -19,9 +21,11 @@ from protocol.messages.create_partitions import CreatePartitionsRequest
 from protocol.messages.create_topics import CreateTopicsRequest
 from protocol.messages.delete_groups import DeleteGroupsRequest
 from protocol.messages.describe_cluster import DescribeClusterRequest
+from protocol.messages.describe_configs import DescribeConfigsRequest
 from protocol.messages.describe_groups import DescribeGroupsRequest
 from protocol.messages.find_coordinator import FindCoordinatorRequest
 from protocol.messages.heartbeat import HeartbeatRequest
+from protocol.messages.incremental_alter_configs import IncrementalAlterConfigsRequest
 from protocol.messages.join_group import JoinGroupRequest
 from protocol.messages.leave_group import LeaveGroupRequest
 from protocol.messages.list_groups import ListGroupsRequest
@@ -63,10 +67,16 @@ def api_routes(cluster: Cluster, coordinator: Shard) -> Routes:
     routes.add(
         ApiKey.CONSUMER_GROUP_DESCRIBE, ConsumerGroupDescribeRequest, coordinator.consumer_group_describe
     )
+    configs = ConfigResources(
+        coordinator.config, coordinator.group_configs, lambda: cluster.node.node_id, cluster.topics.get
+    )
+    routes.add(ApiKey.DESCRIBE_CONFIGS, DescribeConfigsRequest, configs.describe)
+    routes.add(ApiKey.INCREMENTAL_ALTER_CONFIGS, IncrementalAlterConfigsRequest, configs.incremental_alter)
 
     known = KnownTopics(cluster)
     routes.wrap(ApiKey.OFFSET_COMMIT, OffsetCommitRequest, known.commit_offsets)
     routes.wrap(ApiKey.OFFSET_DELETE, OffsetDeleteRequest, known.delete_offsets)
 
+    install_shard_gate(routes, cluster.shard_map)
     install_security_disabled(routes)
     return routes

@@ -10,7 +10,7 @@ durable, to the group and generation it was computed for, as Kafka's append call
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Final
 
 from coordinator.core.classic_group import (
@@ -285,7 +285,7 @@ class ClassicGroupManager:
             self._join_existing_member(ctx, req, group, fx)
 
     @staticmethod
-    def _rebalance_timeout(ctx: RequestContext, req: JoinGroupRequest) -> int:
+    def rebalance_timeout(ctx: RequestContext, req: JoinGroupRequest) -> int:
         # JoinGroup v0 has no rebalance timeout: Kafka uses the session timeout. A negative value
         # from a newer client would make every rebalance time out at once (KAFKA-8653), so it is
         # treated the same way.
@@ -417,7 +417,7 @@ class ClassicGroupManager:
             group_instance_id=req.group_instance_id,
             client_id=ctx.client_id,
             client_host=kafka_client_host(ctx.client_host),
-            rebalance_timeout_ms=self._rebalance_timeout(ctx, req),
+            rebalance_timeout_ms=self.rebalance_timeout(ctx, req),
             session_timeout_ms=req.session_timeout_ms,
             protocol_type=req.protocol_type,
             protocols=protocols,
@@ -458,7 +458,7 @@ class ClassicGroupManager:
         group.update_member(
             member,
             protocols,
-            self._rebalance_timeout(ctx, req),
+            self.rebalance_timeout(ctx, req),
             req.session_timeout_ms,
             ctx.reply_to,
             ctx.api_version,
@@ -528,7 +528,7 @@ class ClassicGroupManager:
         group.update_member(
             new_member,
             self._protocols(req),
-            self._rebalance_timeout(ctx, req),
+            self.rebalance_timeout(ctx, req),
             req.session_timeout_ms,
             ctx.reply_to,
             version,
@@ -939,7 +939,7 @@ class ClassicGroupManager:
             results = [
                 MemberResponse(i.member_id, i.group_instance_id, UNKNOWN_MEMBER_ID) for i in identities
             ]
-            fx.reply(ctx.reply_to, self._leave_response(version, NONE, results))
+            fx.reply(ctx.reply_to, self.leave_response(version, NONE, results))
             return
         if group.state is DEAD:
             fx.reply(ctx.reply_to, LeaveGroupResponse(error_code=COORDINATOR_NOT_AVAILABLE))
@@ -956,7 +956,7 @@ class ClassicGroupManager:
                 self._prepare_rebalance(group, fx)
             elif state is PREPARING_REBALANCE:
                 self._maybe_complete_join_phase(group, fx)
-        fx.reply(ctx.reply_to, self._leave_response(version, NONE, results))
+        fx.reply(ctx.reply_to, self.leave_response(version, NONE, results))
 
     def _leave_one(self, group: ClassicGroup, identity: MemberIdentity, fx: Effects) -> int:
         member_id = identity.member_id
@@ -993,7 +993,7 @@ class ClassicGroupManager:
         return NONE
 
     @staticmethod
-    def _leave_response(version: int, code: int, results: list[MemberResponse]) -> LeaveGroupResponse:
+    def leave_response(version: int, code: int, results: list[MemberResponse]) -> LeaveGroupResponse:
         if version >= 3:
             return LeaveGroupResponse(error_code=code, members=results)
         if code == NONE:
@@ -1119,6 +1119,47 @@ class ClassicGroupManager:
         del self.groups[group.group_id]
         self.events.group_removed(group.group_id, "classic", group.generation_id, "deleted or expired")
 
+    # -- online migration (docs/migration.md) ------------------------------------------------------
+
+    def release_for_upgrade(self, group: ClassicGroup, fx: Effects) -> None:
+        """The group becomes a consumer group: parked JoinGroups and SyncGroups are answered
+        REBALANCE_IN_PROGRESS (their members rejoin the consumer group) and its timers stop."""
+        for member in group.members.values():
+            parked_join = group.take_join_reply(member)
+            if parked_join is not None:
+                fx.reply(
+                    parked_join[0], self.join_error(parked_join[1], REBALANCE_IN_PROGRESS, member.member_id)
+                )
+            parked_sync = group.take_sync_reply(member)
+            if parked_sync is not None:
+                fx.reply(parked_sync[0], self._sync_response(REBALANCE_IN_PROGRESS))
+            self.timers.cancel(member.session_key)
+        for member_id in group.pending_members:
+            self.timers.cancel(session_key(group.group_id, member_id))
+        self.timers.cancel(group.join_key)
+        self.timers.cancel(sync_key(group.group_id, group.generation_id))
+        self._rebalance_started.pop(group.group_id, None)
+        del self.groups[group.group_id]
+
+    def adopt_downgraded(
+        self, group: ClassicGroup, fx: Effects, rebalance: bool = True
+    ) -> GroupMetadataRecord:
+        """A consumer group converted back (Stable at its epoch): sessions start and, unless a
+        replacing member just joined, the group rebalances at once (T3); returns the group record
+        to write."""
+        self.groups[group.group_id] = group
+        for member in group.members.values():
+            self.reschedule_session(member)
+        record = self.group_record(group, {m.member_id: m.assignment for m in group.members.values()})
+        log.info(
+            "group %s: converted from consumer to classic at generation %d",
+            group.group_id,
+            group.generation_id,
+        )
+        if rebalance:
+            self._prepare_rebalance(group, fx)
+        return record
+
     def holds(self, group_id: str) -> bool:
         return group_id in self.groups
 
@@ -1189,20 +1230,22 @@ class ClassicGroupManager:
         self.groups[record.group_id] = group
         return group
 
-    def on_loaded(self, fx: Effects) -> None:
-        """Restart every loaded member's session with a full timeout; rebalance oversized groups."""
+    def on_loaded(self, fx: Effects, group_ids: Collection[str] | None = None) -> None:
+        """Restart every loaded member's session with a full timeout; rebalance oversized groups.
+        ``group_ids``: only these groups were loaded (one shard taken over)."""
         max_size = self.config.group_max_size
-        for group in self.groups.values():
+        for group in _selected(self.groups, group_ids):
             for member in group.members.values():
                 self.reschedule_session(member)
             if len(group.members) > max_size:
                 self._event(group, LOADED, f"loaded with {len(group.members)} members, over group.max.size")
                 self._prepare_rebalance(group, fx)
 
-    def unload(self, fx: Effects) -> None:
-        """T9: the shard is no longer ours: every group goes Dead and parked requests are answered
-        NOT_COORDINATOR so that clients look the coordinator up again."""
-        for group in self.groups.values():
+    def unload(self, fx: Effects, group_ids: Collection[str] | None = None) -> None:
+        """T9: the shard is no longer ours: every group (or those of ``group_ids``) goes Dead and
+        parked requests are answered NOT_COORDINATOR so that clients look the coordinator up again."""
+        unloaded = list(_selected(self.groups, group_ids))
+        for group in unloaded:
             self._transition(group, DEAD)
             for member in group.members.values():
                 parked_join = group.take_join_reply(member)
@@ -1213,4 +1256,11 @@ class ClassicGroupManager:
                 parked_sync = group.take_sync_reply(member)
                 if parked_sync is not None:
                     fx.reply(parked_sync[0], self._sync_response(NOT_COORDINATOR))
-        self.groups.clear()
+        for group in unloaded:
+            del self.groups[group.group_id]
+
+
+def _selected(groups: dict[str, ClassicGroup], group_ids: Collection[str] | None) -> Iterable[ClassicGroup]:
+    if group_ids is None:
+        return groups.values()
+    return [groups[group_id] for group_id in group_ids if group_id in groups]

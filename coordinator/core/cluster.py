@@ -19,6 +19,7 @@ from typing import Any, Final, Protocol
 
 from coordinator.core.context import RequestContext
 from coordinator.core.result import Result
+from coordinator.core.shard_map import ShardMap
 from protocol.apis import SERVED_VERSIONS
 from protocol.errors import ErrorCode
 from protocol.features import STANDALONE_COORDINATOR
@@ -134,8 +135,11 @@ class Cluster:
         auto_create_topics: bool,
         num_partitions: int,
         topic_id_factory: Callable[[], bytes] = lambda: uuid.uuid4().bytes,
+        shard_map: ShardMap | None = None,
     ) -> None:
         self.node = node
+        # Who answers for which group (docs/multinode.md); one process owns them all by default.
+        self.shard_map = shard_map or ShardMap.for_one_process(1, node.node_id)
         self.auto_create_topics = auto_create_topics
         self.num_partitions = num_partitions
         self._new_topic_id = topic_id_factory
@@ -153,6 +157,13 @@ class Cluster:
     def load(self, topics: list[TopicRecord]) -> None:
         for topic in topics:
             self._apply(topic)
+
+    def merge_topics(self, topics: list[TopicRecord]) -> None:
+        """Topics another node created or changed (docs/multinode.md); unchanged ones are left
+        alone so that the catalog version only moves on a change."""
+        for topic in topics:
+            if self.topics.get(topic.name) != topic:
+                self._apply(topic)
 
     def topic_by_id(self, topic_id: bytes) -> TopicRecord | None:
         return self._by_id.get(topic_id)
@@ -213,13 +224,23 @@ class Cluster:
         return Result(replies=[(ctx.reply_to, self.api_versions_response())])
 
     # ---- Metadata / DescribeCluster / FindCoordinator --------------------------------------
+    def _brokers(self, ctx: RequestContext) -> list[tuple[int, str, int]]:
+        """The live nodes (id, host, port): this one at the address the client came through."""
+        here = (self.node.node_id, *self._endpoint(ctx))
+        if self.shard_map.single_node:
+            return [here]
+        others = [(n.node_id, n.host, n.port) for n in self.shard_map.live_nodes() if n.node_id != here[0]]
+        return sorted([here, *others])
+
     def metadata(self, ctx: RequestContext, req: MetadataRequest) -> Result:
         version = ctx.api_version
+        brokers = self._brokers(ctx)
         response = MetadataResponse(
-            brokers=[MetadataResponseBroker(self.node.node_id, *self._endpoint(ctx), None)],
+            brokers=[MetadataResponseBroker(*broker, None) for broker in brokers],
             cluster_id=self.node.cluster_id,
-            controller_id=self.node.node_id,
+            controller_id=brokers[0][0],
         )
+        leaders = [broker[0] for broker in brokers]
         if version >= 8 and req.include_cluster_authorized_operations:
             response.cluster_authorized_operations = 0
         requested = req.topics
@@ -254,7 +275,9 @@ class Cluster:
                     response.topics.append(MetadataResponseTopic(error_code=error, name=name))
                     continue
             response.topics.append(
-                self._describe_topic(record, version >= 8 and req.include_topic_authorized_operations)
+                self._describe_topic(
+                    record, version >= 8 and req.include_topic_authorized_operations, leaders
+                )
             )
         if not created:
             return Result(replies=[(ctx.reply_to, response)])
@@ -272,16 +295,18 @@ class Cluster:
 
         return Result(records=created, on_durable=durable, on_failed=failed)
 
-    def _describe_topic(self, record: TopicRecord, include_operations: bool) -> MetadataResponseTopic:
-        node = self.node.node_id
+    def _describe_topic(
+        self, record: TopicRecord, include_operations: bool, leaders: list[int]
+    ) -> MetadataResponseTopic:
+        # Several nodes: partitions are led round-robin by the live nodes, the same on every node.
         partitions = [
             MetadataResponsePartition(
                 error_code=ErrorCode.NONE,
                 partition_index=p,
-                leader_id=node,
+                leader_id=leaders[p % len(leaders)],
                 leader_epoch=0,
-                replica_nodes=[node],
-                isr_nodes=[node],
+                replica_nodes=[leaders[p % len(leaders)]],
+                isr_nodes=[leaders[p % len(leaders)]],
                 offline_replicas=[],
             )
             for p in range(record.num_partitions)
@@ -296,11 +321,12 @@ class Cluster:
         )
 
     def describe_cluster(self, ctx: RequestContext, req: DescribeClusterRequest) -> Result:
+        brokers = self._brokers(ctx)
         response = DescribeClusterResponse(
             endpoint_type=req.endpoint_type,
             cluster_id=self.node.cluster_id,
-            controller_id=self.node.node_id,
-            brokers=[DescribeClusterBroker(self.node.node_id, *self._endpoint(ctx), None)],
+            controller_id=brokers[0][0],
+            brokers=[DescribeClusterBroker(*broker, None) for broker in brokers],
             cluster_authorized_operations=0
             if req.include_cluster_authorized_operations
             else NOT_REQUESTED_OPERATIONS,
@@ -334,7 +360,14 @@ class Cluster:
 
     def _coordinator_for(self, ctx: RequestContext, key: str, key_type: int, version: int) -> Coordinator:
         if key_type == 0:
-            return Coordinator(key, self.node.node_id, *self._endpoint(ctx), ErrorCode.NONE, None)
+            owner = self.shard_map.owner(key, ctx.now_ms)
+            if owner == self.node.node_id:
+                return Coordinator(key, owner, *self._endpoint(ctx), ErrorCode.NONE, None)
+            address = None if owner is None else self.shard_map.nodes.get(owner)
+            if owner is None or address is None:  # Kafka: the partition has no leader right now (retriable)
+                code = ErrorCode.COORDINATOR_NOT_AVAILABLE
+                return Coordinator(key, -1, "", -1, code, "the group's shard has no live owner yet")
+            return Coordinator(key, owner, address.host, address.port, ErrorCode.NONE, None)
         if key_type == 1:
             message = "transactions are not supported by this group coordinator"
         elif key_type == 2 and version < 6:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Final
 
+from coordinator.core.classic_group import Protocols
 from coordinator.core.shared_values import shared_partition, shared_set
 
 Assignment = dict[str, frozenset[int]]  # topic name -> partitions (never an empty set)
@@ -38,6 +39,23 @@ CG_DEAD: Final = "Dead"
 CONSUMER_GROUP_STATES: Final = (CG_EMPTY, CG_ASSIGNING, CG_RECONCILING, CG_STABLE, CG_DEAD)
 
 
+@dataclass(slots=True, frozen=True)
+class ClassicMemberMetadata:
+    """What a member that joined with the classic protocol (JoinGroup) keeps: its session
+    timeout and its (protocol name, metadata) pairs, most preferred first."""
+
+    session_timeout_ms: int
+    protocols: Protocols
+
+    @property
+    def protocol_name(self) -> str:
+        """The protocol the member is told it uses (its most preferred one, as Kafka does)."""
+        return self.protocols[0][0]
+
+    def supports(self, name: str) -> bool:
+        return any(n == name for n, _ in self.protocols)
+
+
 @dataclass(slots=True, eq=False)
 class ConsumerMember:
     member_id: str
@@ -59,6 +77,12 @@ class ConsumerMember:
     # Subscribed topics that exist, as of catalog version ``resolved_version`` (a cache).
     resolved_topics: frozenset[str] = frozenset()
     resolved_version: int = -1
+    # Set for a member of the classic protocol inside this consumer group (online migration).
+    classic: ClassicMemberMetadata | None = None
+
+    @property
+    def uses_classic_protocol(self) -> bool:
+        return self.classic is not None
 
     def owned_partitions(self) -> Iterable[tuple[str, int]]:
         for source in (self.assigned, self.pending_revocation):

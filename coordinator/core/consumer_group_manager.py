@@ -12,10 +12,11 @@ from __future__ import annotations
 import logging
 import uuid
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Final, Protocol
 
 from coordinator.core.assignors import ASSIGNORS, DEFAULT_ASSIGNOR, AssignmentMember
+from coordinator.core.classic_group import ClassicGroup
 from coordinator.core.classic_group_manager import (
     AUTHORIZED_OPERATIONS_OMITTED,
     GROUP_AUTHORIZED_OPERATIONS,
@@ -27,6 +28,7 @@ from coordinator.core.consumer_group import (
     JOIN_EPOCH,
     LEAVE_EPOCH,
     LEAVE_STATIC_EPOCH,
+    ClassicMemberMetadata,
     ConsumerGroup,
     ConsumerMember,
     MemberState,
@@ -35,13 +37,16 @@ from coordinator.core.consumer_group import (
     normalize,
     reconcile,
 )
+from coordinator.core.consumer_protocol import MalformedConsumerProtocol
 from coordinator.core.context import RequestContext
+from coordinator.core.dynamic_configs import DynamicGroupConfigs
 from coordinator.core.effects import Effects
 from coordinator.core.errors import (
     FENCED_INSTANCE_ID,
     FENCED_MEMBER_EPOCH,
     GROUP_ID_NOT_FOUND,
     GROUP_MAX_SIZE_REACHED,
+    ILLEGAL_GENERATION,
     INVALID_GROUP_ID,
     INVALID_REGULAR_EXPRESSION,
     INVALID_REQUEST,
@@ -62,12 +67,14 @@ from coordinator.core.events import (
     SESSION_TIMEOUT,
     STATIC_MEMBER_REPLACED,
     SUBSCRIPTION_CHANGED,
+    SYNC_TIMEOUT,
     Detail,
     describe_metadata_change,
     taken_from_others,
 )
 from coordinator.core.group_config import GroupConfig
-from coordinator.core.heartbeat_interval import HeartbeatIntervals, no_jitter
+from coordinator.core.group_conversion import classic_group_from_consumer, consumer_group_from_classic
+from coordinator.core.heartbeat_interval import no_jitter
 from coordinator.core.lifecycle import PendingChange, TimerHandler
 from coordinator.core.regex import RegexError, TopicPattern, compile_topic_regex
 from coordinator.core.shared_values import shared_set
@@ -88,6 +95,7 @@ from storage.records import (
 log = logging.getLogger(__name__)
 
 CONSUMER_GROUP_TYPE: Final = "consumer"
+MEMBER_TYPE_CLASSIC: Final = 0
 MEMBER_TYPE_CONSUMER: Final = 1
 
 MemberTimerKey = tuple[str, str, str]  # (kind, group id, member id)
@@ -96,6 +104,9 @@ MemberTimerKey = tuple[str, str, str]  # (kind, group id, member id)
 # Timer kinds of consumer groups (the first element of their timer keys).
 SESSION_TIMER: Final = "cg-session"
 REBALANCE_TIMER: Final = "cg-rebalance"
+# Classic members inside a consumer group: rejoin after REBALANCE_IN_PROGRESS, SyncGroup after JoinGroup.
+JOIN_TIMER: Final = "cg-join"
+SYNC_TIMER: Final = "cg-sync"
 
 
 def session_key(group_id: str, member_id: str) -> MemberTimerKey:
@@ -104,6 +115,14 @@ def session_key(group_id: str, member_id: str) -> MemberTimerKey:
 
 def rebalance_key(group_id: str, member_id: str) -> MemberTimerKey:
     return (REBALANCE_TIMER, group_id, member_id)
+
+
+def join_key(group_id: str, member_id: str) -> MemberTimerKey:
+    return (JOIN_TIMER, group_id, member_id)
+
+
+def sync_key(group_id: str, member_id: str) -> MemberTimerKey:
+    return (SYNC_TIMER, group_id, member_id)
 
 
 class TopicCatalog(Protocol):
@@ -127,7 +146,9 @@ class EmptyCatalog:
         return None
 
 
-class _Rejected(Exception):
+class Rejected(Exception):
+    """A request refused with a Kafka error code (and a message where the API carries one)."""
+
     def __init__(self, code: int, message: str | None = None) -> None:
         super().__init__(message)
         self.code = code
@@ -154,9 +175,8 @@ class ConsumerGroupManager:
         self.classic = classic  # the classic half of the group id space
         self.events = classic.events
         self.new_member_id = new_member_id
-        self.intervals = HeartbeatIntervals(
-            config.group_consumer_heartbeat_interval_ms, config.group_consumer_heartbeat_policy, random_unit
-        )
+        # Per-group session timeout and heartbeat interval (GROUP config resources).
+        self.group_configs = DynamicGroupConfigs(config, random_unit)
         self.catalog: TopicCatalog = EmptyCatalog()
         self.groups: dict[str, ConsumerGroup] = {}
         self._regexes: dict[str, TopicPattern] = {}
@@ -166,10 +186,15 @@ class ConsumerGroupManager:
     def heartbeat(self, ctx: RequestContext, req: cgh.ConsumerGroupHeartbeatRequest, fx: Effects) -> None:
         if self._steady_heartbeat(ctx, req, fx):
             return
+        converted = len(self.groups)
         try:
             self._heartbeat(ctx, req, fx)
-        except _Rejected as rejected:
+        except Rejected as rejected:
             fx.reply(ctx.reply_to, _error_response(rejected.code, rejected.message))
+            group = self.groups.get(req.group_id)
+            if group is not None and len(self.groups) != converted:
+                # The group was created or upgraded before the member was refused: store it.
+                self.finish(None, group, GroupWrites(), None, fx)
 
     def _steady_heartbeat(
         self, ctx: RequestContext, req: cgh.ConsumerGroupHeartbeatRequest, fx: Effects
@@ -203,7 +228,7 @@ class ConsumerGroupManager:
             or member.client_host != kafka_client_host(ctx.client_host)
         ):
             return False
-        self._reschedule_session(group, member)
+        self.reschedule_session(group, member)
         interval = self._heartbeat_interval(group, member)
         fx.reply(ctx.reply_to, _heartbeat_response(member.member_id, member.member_epoch, interval, None))
         return True
@@ -212,38 +237,38 @@ class ConsumerGroupManager:
         """docs/groups.md#validation, in Kafka's order: INVALID_REQUEST with a message, then UNSUPPORTED_ASSIGNOR."""
         epoch = req.member_epoch
         if version >= 1 and not req.member_id.strip():
-            raise _Rejected(INVALID_REQUEST, "MemberId can't be empty.")
+            raise Rejected(INVALID_REQUEST, "MemberId can't be empty.")
         if not req.group_id.strip():
-            raise _Rejected(INVALID_REQUEST, "GroupId can't be empty.")
+            raise Rejected(INVALID_REQUEST, "GroupId can't be empty.")
         if req.instance_id is not None and not req.instance_id.strip():
-            raise _Rejected(INVALID_REQUEST, "InstanceId can't be empty.")
+            raise Rejected(INVALID_REQUEST, "InstanceId can't be empty.")
         if req.rack_id is not None and not req.rack_id.strip():
-            raise _Rejected(INVALID_REQUEST, "RackId can't be empty.")
+            raise Rejected(INVALID_REQUEST, "RackId can't be empty.")
         regex = req.subscribed_topic_regex if version >= 1 else None
         if epoch == JOIN_EPOCH:
             if req.rebalance_timeout_ms == -1:
-                raise _Rejected(INVALID_REQUEST, "RebalanceTimeoutMs must be provided in first request.")
+                raise Rejected(INVALID_REQUEST, "RebalanceTimeoutMs must be provided in first request.")
             if req.topic_partitions is None or req.topic_partitions:
-                raise _Rejected(INVALID_REQUEST, "TopicPartitions must be empty when (re-)joining.")
+                raise Rejected(INVALID_REQUEST, "TopicPartitions must be empty when (re-)joining.")
             if version == 0 and not req.subscribed_topic_names:
-                raise _Rejected(INVALID_REQUEST, "SubscribedTopicNames must be set in first request.")
+                raise Rejected(INVALID_REQUEST, "SubscribedTopicNames must be set in first request.")
             if req.subscribed_topic_names is None and regex is None:
-                raise _Rejected(
+                raise Rejected(
                     INVALID_REQUEST,
                     "Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when (re-)joining.",
                 )
         elif epoch == LEAVE_STATIC_EPOCH:
             if req.instance_id is None:
-                raise _Rejected(INVALID_REQUEST, "InstanceId can't be null.")
+                raise Rejected(INVALID_REQUEST, "InstanceId can't be null.")
         elif epoch < LEAVE_STATIC_EPOCH:
-            raise _Rejected(INVALID_REQUEST, "MemberEpoch is invalid.")
+            raise Rejected(INVALID_REQUEST, "MemberEpoch is invalid.")
         if epoch != JOIN_EPOCH and not req.member_id.strip():
-            raise _Rejected(INVALID_REQUEST, "MemberId can't be empty.")
+            raise Rejected(INVALID_REQUEST, "MemberId can't be empty.")
         if req.rebalance_timeout_ms < -1:
-            raise _Rejected(INVALID_REQUEST, "RebalanceTimeoutMs must be -1 or a non-negative duration.")
+            raise Rejected(INVALID_REQUEST, "RebalanceTimeoutMs must be -1 or a non-negative duration.")
         assignor = req.server_assignor
         if assignor is not None and assignor not in self.config.group_consumer_assignors:
-            raise _Rejected(
+            raise Rejected(
                 UNSUPPORTED_ASSIGNOR,
                 f"ServerAssignor {assignor} is not supported. Supported assignors: "
                 f"{', '.join(self.config.group_consumer_assignors)}.",
@@ -257,7 +282,7 @@ class ConsumerGroupManager:
             try:
                 pattern = compile_topic_regex(regex)
             except RegexError as exc:
-                raise _Rejected(
+                raise Rejected(
                     INVALID_REGULAR_EXPRESSION,
                     f"SubscribedTopicRegex `{regex}` is not a valid regular expression: {exc}.",
                 ) from None
@@ -274,13 +299,13 @@ class ConsumerGroupManager:
         group = self.groups.get(group_id)
         if group is None:
             if epoch != JOIN_EPOCH:
-                raise _Rejected(GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
+                raise Rejected(GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
             group = self._create_group(group_id, fx)
         if epoch in (LEAVE_EPOCH, LEAVE_STATIC_EPOCH):
             self._leave(ctx, group, req, fx)
             return
 
-        records = _Writes()
+        records = GroupWrites()
         member, is_new = self._member_for(ctx, group, req, records)
         owned = self._owned(req.topic_partitions)
         full = epoch == JOIN_EPOCH or (
@@ -322,20 +347,44 @@ class ConsumerGroupManager:
         if subscription_changed:
             records.member(member.member_id)
             if not is_new:
-                self._event(
+                self.event(
                     group,
                     SUBSCRIPTION_CHANGED,
                     f"member {member.member_id} changed its subscription",
                     member.member_id,
                 )
 
+        self.update_epochs(group, subscription_changed, records)
+
+        assigned_changed = self.reconcile_member(group, member, owned, records)
+        self.events.member_reconciled(group, member)
+        self.reschedule_session(group, member)
+        response = _heartbeat_response(
+            member.member_id,
+            member.member_epoch,
+            self._heartbeat_interval(group, member),
+            # Also when the member is behind (an older epoch, or it reports partitions other than
+            # its assignment): a response that carried its assignment was lost, or replaced by an
+            # error after a failed write whose state memory kept.
+            self._wire_assignment(member.assigned)
+            if full
+            or assigned_changed
+            or epoch != member.member_epoch
+            or (owned is not None and owned != member.assigned)
+            else None,
+        )
+        self.finish(ctx, group, records, response, fx)
+
+    def update_epochs(self, group: ConsumerGroup, subscription_changed: bool, records: GroupWrites) -> None:
+        """Bump the group epoch when a subscription or the subscribed topics changed, and compute
+        the target assignment when it is behind the group epoch."""
         catalog = self.catalog
         if subscription_changed or group.catalog_version != catalog.version:
             metadata = self._subscription_metadata(group)
             group.catalog_version = catalog.version
             if metadata != group.subscription_metadata:
                 if not subscription_changed:
-                    self._event(
+                    self.event(
                         group,
                         METADATA_CHANGED,
                         f"subscribed topics changed: {describe_metadata_change(group.subscription_metadata, metadata)}",
@@ -347,40 +396,165 @@ class ConsumerGroupManager:
         if group.group_epoch > group.assignment_epoch:
             self._compute_target(group, records)
 
-        assigned_changed = self._reconcile(group, member, owned, records)
-        self.events.member_reconciled(group, member)
-        self._reschedule_session(group, member)
-        response = _heartbeat_response(
-            member.member_id,
-            member.member_epoch,
-            self._heartbeat_interval(group, member),
-            self._wire_assignment(member.assigned) if full or assigned_changed else None,
-        )
-        self._finish(ctx, group, records, response, fx)
-
     def _create_group(self, group_id: str, fx: Effects) -> ConsumerGroup:
         classic = self.classic.groups.get(group_id)
         if classic is not None:
-            if classic.members or classic.pending_members:
-                raise _Rejected(GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
+            if classic.members:
+                return self._upgrade(classic, fx)
+            if classic.pending_members:
+                raise Rejected(GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
             # An empty classic group becomes a consumer group (offsets stay with the id).
             log.info("group %s: converted from classic to consumer", group_id)
             self.classic.remove_group(classic)
             if classic.generation_id > 0:
                 fx.write([GroupTombstone(group_id)])
         elif self.classic.at_group_limit():
-            raise _Rejected(GROUP_MAX_SIZE_REACHED, "The coordinator holds group.max.groups groups.")
+            raise Rejected(GROUP_MAX_SIZE_REACHED, "The coordinator holds group.max.groups groups.")
         group = ConsumerGroup(group_id, state_ms=self.clock.wall_ms)
         group.unwritten_group = True
         self.groups[group_id] = group
         return group
+
+    # -- online migration (docs/migration.md) --------------------------------------------------
+
+    def _upgrade_refusal(self, classic: ClassicGroup) -> str | None:
+        """Kafka's validateOnlineUpgrade: why the classic group cannot become a consumer group."""
+        if not self.config.online_upgrade_enabled:
+            return "the online upgrade is disabled"
+        if not classic.uses_consumer_protocol():
+            return "the group does not use the consumer embedded protocol"
+        if len(classic.members) > self.config.group_consumer_max_size:
+            return "the group size exceeds the consumer group maximum size"
+        return None
+
+    def _upgrade(self, classic: ClassicGroup, fx: Effects) -> ConsumerGroup:
+        """A consumer-protocol member joins a classic group with members: the group becomes a
+        consumer group that keeps them (Kafka's convertToConsumerGroup)."""
+        group_id = classic.group_id
+        why = self._upgrade_refusal(classic)
+        if why is not None:
+            log.info("group %s: cannot upgrade the classic group to a consumer group: %s", group_id, why)
+            raise Rejected(GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
+        try:
+            group = consumer_group_from_classic(classic, self.catalog.topics, self.clock.wall_ms)
+        except MalformedConsumerProtocol as exc:
+            log.warning("group %s: cannot upgrade the classic group: %s", group_id, exc)
+            raise Rejected(
+                GROUP_ID_NOT_FOUND,
+                f"Cannot upgrade the classic group {group_id} to consumer group because the embedded "
+                "consumer protocol is malformed.",
+            ) from None
+        self.classic.release_for_upgrade(classic, fx)
+        fx.write([GroupTombstone(group_id)])
+        group.subscription_metadata = self._subscription_metadata(group)
+        group.catalog_version = self.catalog.version
+        group.unwritten_group = True
+        group.unwritten_members = set(group.members)
+        self.groups[group_id] = group
+        for member in group.members.values():
+            self.reschedule_session(group, member)
+        log.info(
+            "group %s: converted from classic to consumer at epoch %d with %d classic members",
+            group_id,
+            group.group_epoch,
+            len(group.members),
+        )
+        return group
+
+    def _downgrade_allowed(self, group: ConsumerGroup, leaving: ConsumerMember) -> bool:
+        """Kafka's validateOnlineDowngradeWithFencedMember: the last consumer-protocol member
+        leaves and classic members remain."""
+        if leaving.classic is not None or len(group.members) <= 1:
+            return False
+        if any(m.classic is None for m in group.members.values() if m is not leaving):
+            return False
+        if not self.config.online_downgrade_enabled:
+            log.info(
+                "group %s: cannot downgrade to a classic group: the online downgrade is disabled",
+                group.group_id,
+            )
+            return False
+        if len(group.members) - 1 > self.config.group_max_size:
+            log.info(
+                "group %s: cannot downgrade to a classic group: more members than group.max.size",
+                group.group_id,
+            )
+            return False
+        return True
+
+    def _fence(
+        self,
+        ctx: RequestContext | None,
+        group: ConsumerGroup,
+        member: ConsumerMember,
+        why: str,
+        cause: str,
+        response: object | None,
+        fx: Effects,
+    ) -> None:
+        """A member leaves for good or is fenced; the group converts back to a classic group
+        when that leaves only classic members (Kafka's consumerGroupFenceMember)."""
+        if not self._downgrade_allowed(group, member):
+            records = GroupWrites()
+            self.remove_member(group, member, records, why, cause)
+            self.finish(ctx, group, records, response, fx)
+            return
+        self.event(
+            group, cause, f"member {member.member_id} {why} at epoch {member.member_epoch}", member.member_id
+        )
+        reply = None
+        if ctx is not None and response is not None:
+            reply = (ctx, response, lambda code: _error_response(consumer_write_error(code)))
+        self.downgrade(group, member.member_id, fx, reply, rebalance=True)
+
+    def downgrade_allowed_on_replacement(self, group: ConsumerGroup, replaced: ConsumerMember) -> bool:
+        """Kafka's validateOnlineDowngradeWithReplacedMemberId: a classic member's JoinGroup
+        replaced the last consumer-protocol (static) member."""
+        if replaced.classic is not None or any(m.classic is None for m in group.members.values()):
+            return False
+        if not self.config.online_downgrade_enabled:
+            log.info(
+                "group %s: cannot downgrade to a classic group: the online downgrade is disabled",
+                group.group_id,
+            )
+            return False
+        return len(group.members) <= self.config.group_max_size
+
+    def downgrade(
+        self,
+        group: ConsumerGroup,
+        leaving_member_id: str | None,
+        fx: Effects,
+        reply: tuple[RequestContext, object, Callable[[int], object]] | None,
+        rebalance: bool,
+    ) -> None:
+        """Kafka's convertToClassicGroup: the group becomes a classic group of its classic members
+        at the group epoch; it rebalances at once unless a replacing member joined."""
+        classic = classic_group_from_consumer(group, leaving_member_id or "", self.clock.wall_ms)
+        for member_id in list(group.members):
+            self._cancel_member_timers(group.group_id, member_id)
+        del self.groups[group.group_id]
+        group.dead = True
+        record = self.classic.adopt_downgraded(classic, fx, rebalance)
+        if reply is not None:
+            fx.reply(reply[0].reply_to, reply[1], reply[2])
+        fx.write([ConsumerGroupTombstone(group.group_id), record])
+
+    def _cancel_member_timers(self, group_id: str, member_id: str) -> None:
+        for key in (
+            session_key(group_id, member_id),
+            rebalance_key(group_id, member_id),
+            join_key(group_id, member_id),
+            sync_key(group_id, member_id),
+        ):
+            self.timers.cancel(key)
 
     def _member_for(
         self,
         ctx: RequestContext,
         group: ConsumerGroup,
         req: cgh.ConsumerGroupHeartbeatRequest,
-        records: _Writes,
+        records: GroupWrites,
     ) -> tuple[ConsumerMember, bool]:
         """docs/groups.md#reconciliation: capacity, member lookup (dynamic and static), epoch fencing."""
         epoch = req.member_epoch
@@ -389,13 +563,13 @@ class ConsumerGroupManager:
         member = group.members.get(member_id) if member_id else None
         if epoch != JOIN_EPOCH:
             if member is None:
-                raise _Rejected(
+                raise Rejected(
                     UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {group.group_id}."
                 )
             if instance_id is not None:
                 self._check_static(group, member_id, instance_id)
             if epoch > member.member_epoch:
-                raise _Rejected(
+                raise Rejected(
                     FENCED_MEMBER_EPOCH,
                     f"The consumer group member has a greater member epoch ({epoch}) than the one known "
                     f"by the group coordinator ({member.member_epoch}). The member must abandon all its "
@@ -405,7 +579,7 @@ class ConsumerGroupManager:
                 epoch != member.previous_member_epoch
                 or not is_subset(self._owned(req.topic_partitions), member.assigned)
             ):
-                raise _Rejected(
+                raise Rejected(
                     FENCED_MEMBER_EPOCH,
                     f"The consumer group member has a smaller member epoch ({epoch}) than the one known "
                     f"by the group coordinator ({member.member_epoch}). The member must abandon all its "
@@ -420,7 +594,7 @@ class ConsumerGroupManager:
             if static_id is not None and static_id != member_id:
                 previous_static = group.members[static_id]
                 if previous_static.member_epoch != LEAVE_STATIC_EPOCH:
-                    raise _Rejected(
+                    raise Rejected(
                         UNRELEASED_INSTANCE_ID,
                         f"Static member {static_id} with instance id {instance_id} is not released yet.",
                     )
@@ -436,7 +610,7 @@ class ConsumerGroupManager:
             records.member(member_id)
             return member, False
         if previous_static is None and len(group.members) >= self.config.group_consumer_max_size:
-            raise _Rejected(
+            raise Rejected(
                 GROUP_MAX_SIZE_REACHED,
                 f"The consumer group has reached its maximum capacity of "
                 f"{self.config.group_consumer_max_size} members.",
@@ -457,7 +631,7 @@ class ConsumerGroupManager:
         records.member(member_id)
         if previous_static is not None:
             # docs/groups.md#static-members-of-consumer-groups: the new process takes over the departed static member and its assignment.
-            self._replace_static(group, previous_static, member, records)
+            self.replace_static(group, previous_static, member, records)
             same = (
                 member.subscribed_topic_names == previous_static.subscribed_topic_names
                 and member.subscribed_topic_regex == previous_static.subscribed_topic_regex
@@ -469,7 +643,7 @@ class ConsumerGroupManager:
         if instance_id is not None:
             group.static_members[instance_id] = member_id
         group.state_ms = self.clock.wall_ms
-        self._event(
+        self.event(
             group,
             MEMBER_JOINED,
             f"member {member_id} joined (client {ctx.client_id}"
@@ -485,15 +659,15 @@ class ConsumerGroupManager:
     def _check_static(group: ConsumerGroup, member_id: str, instance_id: str) -> None:
         static_id = group.static_members.get(instance_id)
         if static_id is None:
-            raise _Rejected(UNKNOWN_MEMBER_ID, f"Instance id {instance_id} is unknown.")
+            raise Rejected(UNKNOWN_MEMBER_ID, f"Instance id {instance_id} is unknown.")
         if static_id != member_id:
-            raise _Rejected(
+            raise Rejected(
                 FENCED_INSTANCE_ID,
                 f"Static member {member_id} with instance id {instance_id} was fenced by member {static_id}.",
             )
 
-    def _replace_static(
-        self, group: ConsumerGroup, old: ConsumerMember, new: ConsumerMember, records: _Writes
+    def replace_static(
+        self, group: ConsumerGroup, old: ConsumerMember, new: ConsumerMember, records: GroupWrites
     ) -> None:
         group.remove_ownership(old)
         self._forget_member(group, old, records)
@@ -505,7 +679,7 @@ class ConsumerGroupManager:
         if target is not None:
             group.target[new.member_id] = target
         group.add_ownership(new)
-        self._event(
+        self.event(
             group,
             STATIC_MEMBER_REPLACED,
             f"static member {old.member_id} replaced by {new.member_id} (instance {new.instance_id})",
@@ -537,19 +711,19 @@ class ConsumerGroupManager:
         if instance_id is not None:
             static_id = group.static_members.get(instance_id)
             if static_id is None:
-                raise _Rejected(UNKNOWN_MEMBER_ID, f"Instance id {instance_id} is unknown.")
+                raise Rejected(UNKNOWN_MEMBER_ID, f"Instance id {instance_id} is unknown.")
             if static_id != req.member_id:
-                raise _Rejected(
+                raise Rejected(
                     FENCED_INSTANCE_ID,
                     f"Static member {req.member_id} with instance id {instance_id} was fenced by member "
                     f"{static_id}.",
                 )
         member = group.members.get(req.member_id)
         if member is None:
-            raise _Rejected(
+            raise Rejected(
                 UNKNOWN_MEMBER_ID, f"Member {req.member_id} is not a member of group {group.group_id}."
             )
-        records = _Writes()
+        records = GroupWrites()
         if req.member_epoch == LEAVE_STATIC_EPOCH:
             group.remove_ownership(member)
             member.pending_revocation = {}
@@ -559,15 +733,16 @@ class ConsumerGroupManager:
             member.member_epoch = LEAVE_STATIC_EPOCH
             group.add_ownership(member)
             self._cancel_rebalance_timer(group, member)
-            self._reschedule_session(group, member)
+            self.reschedule_session(group, member)
             records.member(member.member_id)
-            self._event(
+            self.event(
                 group, MEMBER_LEFT, f"static member {member.member_id} left temporarily", member.member_id
             )
+            response = _heartbeat_response(member.member_id, req.member_epoch, 0, None)
+            self.finish(ctx, group, records, response, fx)
         else:
-            self._remove_member(group, member, records, "left the group", MEMBER_LEFT)
-        response = _heartbeat_response(member.member_id, req.member_epoch, 0, None)
-        self._finish(ctx, group, records, response, fx)
+            response = _heartbeat_response(member.member_id, req.member_epoch, 0, None)
+            self._fence(ctx, group, member, "left the group", MEMBER_LEFT, response, fx)
 
     def _release(self, group: ConsumerGroup, member: ConsumerMember) -> None:
         group.remove_ownership(member)
@@ -575,27 +750,36 @@ class ConsumerGroupManager:
         member.pending_revocation = {}
         self._cancel_rebalance_timer(group, member)
 
-    def _forget_member(self, group: ConsumerGroup, member: ConsumerMember, records: _Writes) -> None:
+    def _forget_member(self, group: ConsumerGroup, member: ConsumerMember, records: GroupWrites) -> None:
         del group.members[member.member_id]
         if (
             member.instance_id is not None
             and group.static_members.get(member.instance_id) == member.member_id
         ):
             del group.static_members[member.instance_id]
-        self.timers.cancel(session_key(group.group_id, member.member_id))
-        self.timers.cancel(rebalance_key(group.group_id, member.member_id))
+        self._cancel_member_timers(group.group_id, member.member_id)
         records.member(member.member_id)  # not in the group any more: written as a tombstone
 
-    def _remove_member(
-        self, group: ConsumerGroup, member: ConsumerMember, records: _Writes, why: str, cause: str
+    def remove_member(
+        self,
+        group: ConsumerGroup,
+        member: ConsumerMember,
+        records: GroupWrites,
+        why: str,
+        cause: str,
+        bump: bool = True,
     ) -> None:
         group.remove_ownership(member)
         self._forget_member(group, member, records)
         group.target.pop(member.member_id, None)
         group.state_ms = self.clock.wall_ms
-        self._event(
+        self.event(
             group, cause, f"member {member.member_id} {why} at epoch {member.member_epoch}", member.member_id
         )
+        if bump:
+            self.bump_after_removal(group, records)
+
+    def bump_after_removal(self, group: ConsumerGroup, records: GroupWrites) -> None:
         group.subscription_metadata = self._subscription_metadata(group)
         self._bump(group, records)
         if not group.members:
@@ -605,14 +789,16 @@ class ConsumerGroupManager:
 
     # -- epochs, target assignment, reconciliation --------------------------------------------
 
-    def _bump(self, group: ConsumerGroup, records: _Writes) -> None:
+    def _bump(self, group: ConsumerGroup, records: GroupWrites) -> None:
         group.group_epoch += 1
-        group.settling_until_ms = self.clock.now_ms + self.intervals.settle_window_ms
+        group.settling_until_ms = (
+            self.clock.now_ms + self.group_configs.intervals(group.group_id).settle_window_ms
+        )
         self.stats.consumer_group_rebalances += 1
         self.events.epoch_bumped(group.group_id, group.state, group.group_epoch)
         records.group()
 
-    def _event(
+    def event(
         self, group: ConsumerGroup, kind: str, message: str, member_id: str | None = None, **details: Detail
     ) -> None:
         self.events.record(
@@ -648,7 +834,7 @@ class ConsumerGroupManager:
         best = max(counts.values())
         return next(name for name in configured if counts.get(name) == best)
 
-    def _compute_target(self, group: ConsumerGroup, records: _Writes) -> None:
+    def _compute_target(self, group: ConsumerGroup, records: GroupWrites) -> None:
         assignor_name = self.preferred_assignor(group)
         assignor = ASSIGNORS[assignor_name]
         members = {
@@ -675,19 +861,21 @@ class ConsumerGroupManager:
         self.events.target_computed(group.group_id, group.state, group.group_epoch, assignor_name, moved)
         records.group()
 
-    def _reconcile(
+    def reconcile_member(
         self,
         group: ConsumerGroup,
         member: ConsumerMember,
         owned: Mapping[str, frozenset[int]] | None,
-        records: _Writes,
+        records: GroupWrites,
     ) -> bool:
         result = reconcile(group, member, owned)
         if result is None:
             return False
         changed = apply_reconciled(group, member, result)
         records.member(member.member_id)
-        if member.state is MemberState.UNREVOKED_PARTITIONS:
+        if member.classic is not None:
+            pass  # classic members have join and sync timers instead (Kafka)
+        elif member.state is MemberState.UNREVOKED_PARTITIONS:
             if member.rebalance_timer_epoch != member.member_epoch:
                 member.rebalance_timer_epoch = member.member_epoch
                 self.timers.schedule(
@@ -701,18 +889,20 @@ class ConsumerGroupManager:
     def _heartbeat_interval(self, group: ConsumerGroup, member: ConsumerMember) -> int:
         """The interval the member is told to heartbeat at (rules in heartbeat_interval.py)."""
         settling = self.clock.now_ms < group.settling_until_ms
-        return self.intervals.for_member(member.state, settling)
+        return self.group_configs.intervals(group.group_id).for_member(member.state, settling)
 
     def _cancel_rebalance_timer(self, group: ConsumerGroup, member: ConsumerMember) -> None:
         if member.rebalance_timer_epoch is not None:
             member.rebalance_timer_epoch = None
             self.timers.cancel(rebalance_key(group.group_id, member.member_id))
 
-    def _reschedule_session(self, group: ConsumerGroup, member: ConsumerMember) -> None:
-        self.timers.schedule(
-            session_key(group.group_id, member.member_id),
-            self.clock.now_ms + self.config.group_consumer_session_timeout_ms,
+    def reschedule_session(self, group: ConsumerGroup, member: ConsumerMember) -> None:
+        timeout = (
+            self.group_configs.session_timeout_ms(group.group_id)
+            if member.classic is None
+            else member.classic.session_timeout_ms
         )
+        self.timers.schedule(session_key(group.group_id, member.member_id), self.clock.now_ms + timeout)
 
     def _wire_assignment(self, assignment: Mapping[str, frozenset[int]]) -> list[tuple[bytes, list[int]]]:
         topics = self.catalog.topics
@@ -729,9 +919,7 @@ class ConsumerGroupManager:
         member = group.members.get(member_id) if group is not None else None
         if group is None or member is None:
             return
-        records = _Writes()
-        self._remove_member(group, member, records, "fenced: session timeout expired", SESSION_TIMEOUT)
-        self._finish(None, group, records, None, fx)
+        self._fence(None, group, member, "fenced: session timeout expired", SESSION_TIMEOUT, None, fx)
 
     def expire_rebalance(self, group_id: str, member_id: str, fx: Effects) -> None:
         group = self.groups.get(group_id)
@@ -742,21 +930,42 @@ class ConsumerGroupManager:
         member.rebalance_timer_epoch = None
         if member.state is not MemberState.UNREVOKED_PARTITIONS or member.member_epoch != epoch:
             return
-        records = _Writes()
-        self._remove_member(
-            group, member, records, "fenced: did not revoke within the rebalance timeout", REBALANCE_TIMEOUT
+        self._fence(
+            None,
+            group,
+            member,
+            "fenced: did not revoke within the rebalance timeout",
+            REBALANCE_TIMEOUT,
+            None,
+            fx,
         )
-        self._finish(None, group, records, None, fx)
+
+    def expire_classic_join(self, group_id: str, member_id: str, fx: Effects) -> None:
+        group = self.groups.get(group_id)
+        member = group.members.get(member_id) if group is not None else None
+        if group is None or member is None:
+            return
+        why = "fenced: the classic member did not rejoin within the rebalance timeout"
+        self._fence(None, group, member, why, REBALANCE_TIMEOUT, None, fx)
+
+    def expire_classic_sync(self, group_id: str, member_id: str, fx: Effects) -> None:
+        group = self.groups.get(group_id)
+        member = group.members.get(member_id) if group is not None else None
+        if group is None or member is None:
+            return
+        why = "fenced: the classic member did not send SyncGroup within the rebalance timeout"
+        self._fence(None, group, member, why, SYNC_TIMEOUT, None, fx)
 
     # -- persistence ---------------------------------------------------------------------------
 
-    def _finish(
+    def finish(
         self,
         ctx: RequestContext | None,
         group: ConsumerGroup,
-        writes: _Writes,
+        writes: GroupWrites,
         response: object | None,
         fx: Effects,
+        if_failed: Callable[[int], object] | None = None,
     ) -> None:
         members = writes.members | group.unwritten_members
         write_group = writes.group_dirty or group.unwritten_group
@@ -771,7 +980,11 @@ class ConsumerGroupManager:
                 records.append(self.member_record(group, member))
         if ctx is not None and response is not None:
             if records:
-                fx.reply(ctx.reply_to, response, lambda code: _error_response(consumer_write_error(code)))
+                fx.reply(
+                    ctx.reply_to,
+                    response,
+                    if_failed or (lambda code: _error_response(consumer_write_error(code))),
+                )
             else:
                 fx.reply(ctx.reply_to, response)
         if not records:
@@ -806,6 +1019,8 @@ class ConsumerGroupManager:
             assigned=_as_list(member.assigned),
             pending_revocation=_as_list(member.pending_revocation),
             target=_as_list(group.target.get(member.member_id, {})),
+            classic_session_timeout_ms=None if member.classic is None else member.classic.session_timeout_ms,
+            classic_protocols=None if member.classic is None else member.classic.protocols,
         )
 
     def load(self, records: Sequence[Record]) -> None:
@@ -839,6 +1054,9 @@ class ConsumerGroupManager:
                 state=MemberState(m.state),
                 assigned=normalize(dict(m.assigned)),
                 pending_revocation=normalize(dict(m.pending_revocation)),
+                classic=None
+                if m.classic_session_timeout_ms is None or not m.classic_protocols
+                else ClassicMemberMetadata(m.classic_session_timeout_ms, m.classic_protocols),
             )
             # Rows written by different batches may disagree after a crash between them: a
             # partition claimed twice stays with the member of the higher epoch (sorted first).
@@ -855,13 +1073,14 @@ class ConsumerGroupManager:
             group.target[m.member_id] = normalize(dict(m.target))
             group.add_ownership(member)
 
-    def on_loaded(self, fx: Effects) -> None:
+    def on_loaded(self, fx: Effects, group_ids: Collection[str] | None = None) -> None:
         """Every loaded member gets a full session; members revoking get a full rebalance timeout.
 
         The subscription metadata is recomputed from the (already loaded) catalog; when the stored
         target no longer covers exactly those partitions -- the catalog changed and the group had
-        not caught up before the restart -- the first heartbeat bumps the group epoch."""
-        for group in self.groups.values():
+        not caught up before the restart -- the first heartbeat bumps the group epoch.
+        ``group_ids``: only these groups were loaded (one shard taken over)."""
+        for group in self._selected(group_ids):
             metadata = self._subscription_metadata(group)
             covered = {(t, p) for target in group.target.values() for t, ps in target.items() for p in ps}
             wanted = {(t, p) for t, (_, count) in metadata.items() for p in range(count)}
@@ -869,19 +1088,24 @@ class ConsumerGroupManager:
                 group.subscription_metadata = metadata
                 group.catalog_version = self.catalog.version
             for member in group.members.values():
-                self._reschedule_session(group, member)
-                if member.state is MemberState.UNREVOKED_PARTITIONS:
+                self.reschedule_session(group, member)
+                if member.state is MemberState.UNREVOKED_PARTITIONS and member.classic is None:
                     member.rebalance_timer_epoch = member.member_epoch
                     self.timers.schedule(
                         rebalance_key(group.group_id, member.member_id),
                         self.clock.now_ms + member.rebalance_timeout_ms,
                     )
 
-    def unload(self, fx: Effects) -> None:
-        """Nothing is parked in consumer groups: the groups just go."""
-        for group in self.groups.values():
+    def unload(self, fx: Effects, group_ids: Collection[str] | None = None) -> None:
+        """Nothing is parked in consumer groups: the groups (all, or those of ``group_ids``) just go."""
+        for group in self._selected(group_ids):
             group.dead = True
-        self.groups.clear()
+            del self.groups[group.group_id]
+
+    def _selected(self, group_ids: Collection[str] | None) -> list[ConsumerGroup]:
+        if group_ids is None:
+            return list(self.groups.values())
+        return [self.groups[group_id] for group_id in group_ids if group_id in self.groups]
 
     # -- group lifecycle for DeleteGroups and the retention sweep ------------------------------
 
@@ -916,6 +1140,8 @@ class ConsumerGroupManager:
         return {
             SESSION_TIMER: lambda key, fx: self.expire_session(str(key[1]), str(key[2]), fx),
             REBALANCE_TIMER: lambda key, fx: self.expire_rebalance(str(key[1]), str(key[2]), fx),
+            JOIN_TIMER: lambda key, fx: self.expire_classic_join(str(key[1]), str(key[2]), fx),
+            SYNC_TIMER: lambda key, fx: self.expire_classic_sync(str(key[1]), str(key[2]), fx),
         }
 
     @staticmethod
@@ -933,6 +1159,9 @@ class ConsumerGroupManager:
         member = group.members.get(member_id)
         if member is None:
             return UNKNOWN_MEMBER_ID
+        if member.classic is not None:
+            # A classic member commits with its generation, which is its member epoch.
+            return ILLEGAL_GENERATION if member_epoch != member.member_epoch else NONE
         if version < 9:
             return UNSUPPORTED_VERSION  # consumer-protocol members commit with OffsetCommit v9+
         if member_epoch != member.member_epoch:
@@ -947,7 +1176,7 @@ class ConsumerGroupManager:
         if member is None:
             return UNKNOWN_MEMBER_ID
         if member_epoch != member.member_epoch:
-            return STALE_MEMBER_EPOCH
+            return ILLEGAL_GENERATION if member.classic is not None else STALE_MEMBER_EPOCH
         return NONE
 
     # -- ConsumerGroupDescribe (v0-1) -----------------------------------------------------------
@@ -1010,7 +1239,7 @@ class ConsumerGroupManager:
                 subscribed_topic_regex=m.subscribed_topic_regex,
                 assignment=wire(m.assigned),
                 target_assignment=wire(group.target.get(m.member_id, {})),
-                member_type=MEMBER_TYPE_CONSUMER,
+                member_type=MEMBER_TYPE_CONSUMER if m.classic is None else MEMBER_TYPE_CLASSIC,
             )
             for m in group.members.values()
         ]
@@ -1026,7 +1255,7 @@ class ConsumerGroupManager:
         )
 
 
-class _Writes:
+class GroupWrites:
     """Which rows of one group an operation changed (written once, at the end)."""
 
     __slots__ = ("group_dirty", "members")

@@ -75,6 +75,21 @@ class GroupConfig:
     group_consumer_heartbeat_interval_ms: int = setting(
         5000, "heartbeat interval told to KIP-848 members (below their session timeout)", kafka=True
     )
+    # Bounds of the per-group configs consumer.session.timeout.ms and
+    # consumer.heartbeat.interval.ms (IncrementalAlterConfigs on GROUP resources,
+    # docs/group-configs.md); Kafka's names and defaults.
+    group_consumer_min_session_timeout_ms: int = setting(
+        45000, "smallest consumer.session.timeout.ms a group may be configured with", positive, kafka=True
+    )
+    group_consumer_max_session_timeout_ms: int = setting(
+        60000, "largest consumer.session.timeout.ms a group may be configured with", positive, kafka=True
+    )
+    group_consumer_min_heartbeat_interval_ms: int = setting(
+        5000, "smallest consumer.heartbeat.interval.ms a group may be configured with", positive, kafka=True
+    )
+    group_consumer_max_heartbeat_interval_ms: int = setting(
+        15000, "largest consumer.heartbeat.interval.ms a group may be configured with", positive, kafka=True
+    )
     group_consumer_max_size: int = setting(
         2**31 - 1, "members per KIP-848 consumer group", at_least(1), kafka=True
     )
@@ -82,6 +97,13 @@ class GroupConfig:
         ("uniform", "range"),
         "server-side assignors of KIP-848 groups, comma-separated; the first is the default",
         names_among(_assignor_names, "assignors"),
+        kafka=True,
+    )
+    group_consumer_migration_policy: str = setting(
+        "bidirectional",
+        "online conversion of groups with members: bidirectional, upgrade (classic to consumer when a "
+        "consumer-protocol member joins), downgrade (back when the last one leaves) or disabled",
+        one_of("bidirectional", "upgrade", "downgrade", "disabled"),
         kafka=True,
     )
     # Ours: how the heartbeat interval told to KIP-848 members varies (docs/kip848-handover.md).
@@ -104,6 +126,22 @@ class GroupConfig:
             "group.consumer.heartbeat.interval.ms must be positive and lower than "
             "group.consumer.session.timeout.ms",
         )
+        require(
+            self.group_consumer_min_session_timeout_ms <= self.group_consumer_max_session_timeout_ms,
+            "group.consumer.min.session.timeout.ms must not exceed group.consumer.max.session.timeout.ms",
+        )
+        require(
+            self.group_consumer_min_heartbeat_interval_ms <= self.group_consumer_max_heartbeat_interval_ms,
+            "group.consumer.min.heartbeat.interval.ms must not exceed group.consumer.max.heartbeat.interval.ms",
+        )
+
+    @property
+    def online_upgrade_enabled(self) -> bool:
+        return self.group_consumer_migration_policy in ("bidirectional", "upgrade")
+
+    @property
+    def online_downgrade_enabled(self) -> bool:
+        return self.group_consumer_migration_policy in ("bidirectional", "downgrade")
 
     @property
     def offsets_retention_ms(self) -> int:

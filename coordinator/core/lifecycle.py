@@ -8,7 +8,7 @@ durable (nothing is removed before that, so a failed write has nothing to undo).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -32,12 +32,13 @@ class GroupLifecycle(Protocol):
         """Rebuild groups from the stored records of this manager's kinds (others are ignored)."""
         ...
 
-    def on_loaded(self, fx: Effects) -> None:
-        """Everything is loaded: restart member sessions and other timers."""
+    def on_loaded(self, fx: Effects, group_ids: Collection[str] | None = None) -> None:
+        """Everything (or the groups of ``group_ids``) is loaded: restart member sessions and other timers."""
         ...
 
-    def unload(self, fx: Effects) -> None:
-        """The shard is gone: every group goes away, parked requests are answered."""
+    def unload(self, fx: Effects, group_ids: Collection[str] | None = None) -> None:
+        """The shard is gone: every group (or those of ``group_ids``) goes away, parked requests
+        are answered."""
         ...
 
     def timer_handlers(self) -> Mapping[str, TimerHandler]:

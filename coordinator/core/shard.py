@@ -18,12 +18,14 @@ from typing import Final
 
 from coordinator.core.classic_group import ClassicGroup
 from coordinator.core.classic_group_manager import EMPTY, ClassicGroupManager
+from coordinator.core.classic_members import ClassicMembers
 from coordinator.core.clock import ShardClock
 from coordinator.core.consumer_group import ConsumerGroup
 from coordinator.core.consumer_group_manager import CONSUMER_GROUP_TYPE, ConsumerGroupManager, TopicCatalog
 from coordinator.core.context import RequestContext
+from coordinator.core.dynamic_configs import DynamicGroupConfigs
 from coordinator.core.effects import Effects, ResultBuilder
-from coordinator.core.errors import GROUP_ID_NOT_FOUND, INCONSISTENT_GROUP_PROTOCOL, NONE, admin_write_error
+from coordinator.core.errors import GROUP_ID_NOT_FOUND, NONE, admin_write_error
 from coordinator.core.events import GroupEvents
 from coordinator.core.group_config import GroupConfig
 from coordinator.core.heartbeat_interval import no_jitter
@@ -48,6 +50,7 @@ from storage.records import (
     ConsumerGroupRecord,
     ConsumerGroupTombstone,
     ConsumerMemberRecord,
+    GroupConfigRecord,
     GroupMetadataRecord,
     OffsetCommitRecord,
     OffsetTombstone,
@@ -96,6 +99,7 @@ class Shard:
         self._consumer = ConsumerGroupManager(
             config, self._timers, self.clock, self.stats, self._classic, random_unit=random_unit or no_jitter
         )
+        self._classic_members = ClassicMembers(self._consumer)
         self._offsets = OffsetManager(config, self.clock, self._classic)
         self._classic.other_groups = self._consumer.groups
         self._offsets.consumer = self._consumer
@@ -109,6 +113,11 @@ class Shard:
                     raise ValueError(f"timer kind {kind!r} registered twice")
                 self._timer_handlers[kind] = handler
         self._loaded = False
+
+    @property
+    def group_configs(self) -> DynamicGroupConfigs:
+        """The per-group configs (GROUP config resources) the consumer groups run with."""
+        return self._consumer.group_configs
 
     def attach_catalog(self, catalog: TopicCatalog) -> None:
         """The topic catalog consumer groups assign from (read only; its version marks changes)."""
@@ -136,20 +145,31 @@ class Shard:
         wall_ms: int,
         consumer_groups: list[ConsumerGroupRecord] | None = None,
         consumer_members: list[ConsumerMemberRecord] | None = None,
+        group_configs: list[GroupConfigRecord] | None = None,
     ) -> None:
         """docs/groups.md#loading: rebuild a fresh coordinator from its stored rows and restart member sessions."""
         if self._loaded or self._classic.groups or self._offsets.offsets or self._consumer.groups:
             raise RuntimeError("load() needs a coordinator that has not been loaded nor served anything")
         self._loaded = True
         self._enter(now_ms, wall_ms)
+        self.group_configs.load(group_configs or [])  # before sessions restart at the groups' timeouts
         records: list[Record] = [*groups, *(consumer_groups or []), *(consumer_members or [])]
         for manager in self._managers:
             manager.load(records)
         for group_id in self._consumer.groups.keys() & self._classic.groups.keys():
-            log.warning(
-                "group %s is stored as classic and consumer group; keeping the consumer group", group_id
-            )
-            del self._classic.groups[group_id]
+            # Only a conversion whose write failed leaves both (docs/migration.md): the type the
+            # group changed to last wrote the later state time.
+            classic_ms = self._classic.groups[group_id].state_ms or -1
+            if self._consumer.groups[group_id].state_ms >= classic_ms:
+                log.warning(
+                    "group %s is stored as classic and consumer group; keeping the consumer group", group_id
+                )
+                del self._classic.groups[group_id]
+            else:
+                log.warning(
+                    "group %s is stored as classic and consumer group; keeping the classic group", group_id
+                )
+                del self._consumer.groups[group_id]
         self._offsets.load(offsets)
         fx = Effects()
         for manager in self._managers:
@@ -164,6 +184,57 @@ class Shard:
             len(self._consumer.groups),
             self._offsets.offset_count(),
         )
+
+    def load_more(
+        self,
+        groups: list[GroupMetadataRecord],
+        offsets: list[OffsetCommitRecord],
+        now_ms: int,
+        wall_ms: int,
+        consumer_groups: list[ConsumerGroupRecord] | None = None,
+        consumer_members: list[ConsumerMemberRecord] | None = None,
+    ) -> None:
+        """docs/multinode.md: add the stored rows of one more shard taken over (none of its groups
+        may be held here; unload_groups them first) and restart their member sessions."""
+        self._loaded = True
+        self._enter(now_ms, wall_ms)
+        consumer_groups = consumer_groups or []
+        consumer_members = consumer_members or []
+        ids = {r.group_id for r in groups} | {r.group_id for r in consumer_groups}
+        ids |= {r.group_id for r in offsets} | {r.group_id for r in consumer_members}
+        held = [group_id for group_id in ids if self._manager_of(group_id) is not None]
+        if held or any(group_id in self._offsets.offsets for group_id in ids):
+            raise RuntimeError(f"load_more() of groups already held: {sorted(held)[:5]}")
+        records: list[Record] = [*groups, *consumer_groups, *consumer_members]
+        for manager in self._managers:
+            manager.load(records)
+        for group_id in {r.group_id for r in consumer_groups} & {r.group_id for r in groups}:
+            log.warning(
+                "group %s is stored as classic and consumer group; keeping the consumer group", group_id
+            )
+            del self._classic.groups[group_id]
+        self._offsets.load(offsets)
+        fx = Effects()
+        for manager in self._managers:
+            manager.on_loaded(fx, ids)
+        if fx.records or fx.replies:
+            raise RuntimeError("loading produced records or replies")  # cannot happen
+
+    def unload_groups(self, group_ids: set[str], now_ms: int) -> Result:
+        """docs/multinode.md: the shard holding ``group_ids`` is no longer ours: those groups go
+        Dead, their parked requests are answered NOT_COORDINATOR, their offsets and timers go."""
+        self.clock.now_ms = now_ms
+        fx = Effects()
+        for manager in self._managers:
+            manager.unload(fx, group_ids)
+        for group_id in group_ids:
+            self._offsets.offsets.pop(group_id, None)
+        self._timers.cancel_where(lambda key: len(key) > 1 and key[1] in group_ids)
+        return self._results.to_result(fx)
+
+    def held_group_ids(self) -> set[str]:
+        """Every group id with state here (groups of either kind, offsets of simple groups)."""
+        return self._classic.groups.keys() | self._consumer.groups.keys() | self._offsets.offsets.keys()
 
     def unload(self, now_ms: int) -> Result:
         """The shard is gone (ownership lost, or reloaded after a failed write): every group goes
@@ -186,13 +257,8 @@ class Shard:
         consumer_group = self._consumer.groups.get(req.group_id)
         if consumer_group is not None:
             if consumer_group.members:
-                # No mixed groups (docs/groups.md#mixed-groups): classic members cannot join a live consumer group.
-                fx.reply(
-                    ctx.reply_to,
-                    ClassicGroupManager.join_error(
-                        ctx.api_version, INCONSISTENT_GROUP_PROTOCOL, req.member_id
-                    ),
-                )
+                # docs/migration.md: a classic member of a consumer group, whatever the migration policy.
+                self._classic_members.join(ctx, req, consumer_group, fx)
                 return
             # An empty consumer group becomes a classic group (its offsets stay with the id).
             log.info("group %s: converted from consumer to classic", req.group_id)
@@ -210,15 +276,28 @@ class Shard:
         return Result(replies=[(ctx.reply_to, self._consumer.describe(ctx, req))])
 
     def sync_group(self, ctx: RequestContext, req: SyncGroupRequest) -> Result:
+        consumer_group = self._consumer.groups.get(req.group_id)
+        if consumer_group is not None:
+            return self._run(ctx, lambda fx: self._classic_members.sync(ctx, req, consumer_group, fx))
         return self._run(ctx, lambda fx: self._classic.sync_group(ctx, req, fx))
 
     def heartbeat(self, ctx: RequestContext, req: HeartbeatRequest) -> Result:
-        code = self._classic.heartbeat(
-            ctx.now_ms, req.group_id, req.member_id, req.group_instance_id, req.generation_id
-        )
+        consumer_group = self._consumer.groups.get(req.group_id)
+        if consumer_group is not None:
+            self._enter(ctx.now_ms, ctx.wall_ms)
+            code = self._classic_members.heartbeat(
+                consumer_group, req.member_id, req.group_instance_id, req.generation_id
+            )
+        else:
+            code = self._classic.heartbeat(
+                ctx.now_ms, req.group_id, req.member_id, req.group_instance_id, req.generation_id
+            )
         return Result(replies=[(ctx.reply_to, HeartbeatResponse(error_code=code))])
 
     def leave_group(self, ctx: RequestContext, req: LeaveGroupRequest) -> Result:
+        consumer_group = self._consumer.groups.get(req.group_id)
+        if consumer_group is not None:
+            return self._run(ctx, lambda fx: self._classic_members.leave(ctx, req, consumer_group, fx))
         return self._run(ctx, lambda fx: self._classic.leave_group(ctx, req, fx))
 
     # -- offsets -----------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ when they outnumber the live keys, so memory stays O(live keys).
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from heapq import heapify, heappop, heappush
 from typing import Generic, TypeVar
 
@@ -86,6 +86,12 @@ class Timers(Generic[K]):
     def cancel(self, key: K) -> None:
         if self._entries.pop(key, None) is not None:
             self._maybe_compact()
+
+    def cancel_where(self, matches: Callable[[K], bool]) -> None:
+        """Cancel every key for which ``matches`` is true (a shard's groups being unloaded)."""
+        for key in [key for key in self._entries if matches(key)]:
+            del self._entries[key]
+        self._maybe_compact()
 
     def next_deadline(self) -> int | None:
         """The earliest deadline, or a lower bound of it when many items were re-armed."""

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from coordinator.core.cluster import NodeIdentity
+from coordinator.gateway.group_configs import CONFIG_APIS, names_group_resources
 from coordinator.gateway.node_endpoints import carries_node_endpoints, endpoints_in, rewrite_node_endpoints
 from coordinator.gateway.upstream import UpstreamConnection, UpstreamError, connect, frame_with_length
 from coordinator.gateway.upstream_cluster import UpstreamCluster
@@ -125,6 +126,8 @@ class Forwarder:
                 return False  # malformed or unsupported: the dispatcher answers as it does today
             if request.body.key_type != 1:
                 return False  # groups are served here; other key types get the dispatcher's error
+        if api_key in CONFIG_APIS and names_group_resources(frame):
+            return False  # GROUP config resources are served here (docs/gateway.md)
         if not self._admitted(connection, api_key, version, correlation_id):
             return True
         if api_key in REFUSED_IN_GATEWAY_MODE:

@@ -12,6 +12,7 @@ from coordinator.core.context import RequestContext
 from coordinator.core.result import Result
 from coordinator.core.shard import Shard
 from coordinator.gateway.forwarder import Forwarder
+from coordinator.gateway.group_configs import serve_group_configs_only
 from coordinator.gateway.upstream import UpstreamSettings
 from coordinator.gateway.upstream_cluster import UpstreamCluster, parse_bootstrap
 from coordinator.gateway.versions import advertised_versions
@@ -79,6 +80,7 @@ async def start_gateway(
     forwarder.sasl = dispatcher.sasl
     dispatcher.gateway = forwarder
     _serve_api_versions(dispatcher, upstream)
+    serve_group_configs_only(dispatcher.routes)
     _coordinator_on_bootstrap_address(dispatcher, brokers, cluster)
     upstream.start()
     if not await upstream.wait_refreshed(FIRST_METADATA_WAIT_S):

@@ -62,6 +62,7 @@ SERVED_HERE: Final = frozenset(
         ApiKey.SASL_HANDSHAKE, ApiKey.API_VERSIONS, ApiKey.DELETE_GROUPS, ApiKey.OFFSET_DELETE,
         ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.CONSUMER_GROUP_DESCRIBE, ApiKey.DESCRIBE_ACLS,
         ApiKey.CREATE_ACLS, ApiKey.DELETE_ACLS, ApiKey.SASL_AUTHENTICATE,
+        ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, ApiKey.ALTER_USER_SCRAM_CREDENTIALS,
     }
 )  # fmt: skip
 
@@ -92,6 +93,10 @@ def advertised_versions(upstream: dict[int, tuple[int, int]] | None) -> dict[int
                 del ranges[int(key)]
             else:
                 ranges[int(key)] = (max(low, theirs[0]), min(high, theirs[1]))
+        for key in (DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS):
+            # GROUP config resources are served here (group_configs.py): advertised at our
+            # versions even when upstream lacks the API.
+            ranges.setdefault(key, SERVED_VERSIONS[ApiKey(key)])
     return ranges
 
 

@@ -9,20 +9,23 @@ import logging
 import random
 import signal
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from coordinator.api.authz import AclLayer
 from coordinator.api.topic_authz import TopicAcls
 from coordinator.core.cluster import Cluster, NodeIdentity
 from coordinator.core.lag_status import LagTracker
 from coordinator.core.shard import Shard
+from coordinator.core.shard_map import ShardMap
 from coordinator.security.acl import Authorizer
 from coordinator.server.authn import CredentialLoader, SaslServer
 from coordinator.server.config import Config
 from coordinator.server.connection import Connection
 from coordinator.server.console import Console
 from coordinator.server.dispatcher import Dispatcher
+from coordinator.server.event_store import EventPersister
 from coordinator.server.group_metrics import GroupMetricsCollector
 from coordinator.server.group_views import GroupViews, lag_feeder
 from coordinator.server.lag import EndOffsets, LagSampler, shard_committed_offsets
@@ -32,10 +35,13 @@ from coordinator.server.login_guard import CredentialCache, FailedLoginLimit
 from coordinator.server.logs import VERBATIM
 from coordinator.server.loop_lag import LoopLagMonitor
 from coordinator.server.metrics import HealthServer, MeasuredStore, Metrics
+from coordinator.server.ownership import Ownership
 from coordinator.server.readiness import StorageProbe
 from coordinator.server.runtime import Clock, Runtime
+from coordinator.server.scram_users import ScramUsers
 from coordinator.server.startup_report import settings_block, sqlite_path, storage_location
 from storage.base import Store
+from storage.postgres import PostgresStore
 from storage.records import UserCredentialRecord
 from storage.url import open_store
 from storage.writer import BatchWriter
@@ -66,6 +72,10 @@ class RunningServer:
     lag: LagTracker = field(default_factory=LagTracker)
     loop_lag: LoopLagMonitor | None = None
     gateway: Gateway | None = None
+    scram_users: ScramUsers | None = None
+    event_persister: EventPersister | None = None
+    # Several nodes on PostgreSQL (docs/multinode.md): this node's shard leases.
+    ownership: Ownership | None = None
 
     @property
     def port(self) -> int:
@@ -85,8 +95,12 @@ class RunningServer:
         if self.dispatcher.sasl is not None:
             for task in list(self.dispatcher.sasl.tasks):  # logins waiting for their credentials
                 task.cancel()
+        if self.scram_users is not None:
+            await self.scram_users.close()
         for connection in list(self.dispatcher.connections):
             connection.stop_reading()
+        if self.ownership is not None:
+            await self.ownership.stop()  # hands every shard over: flushed, unloaded, released
         # Parked JoinGroup/SyncGroup requests learn that this coordinator is going away (Kafka
         # answers NOT_COORDINATOR when it unloads a partition) and rediscover it after restart.
         self.runtime.apply(self.runtime.coordinator.unload(self.runtime.clock.now_ms()))
@@ -102,6 +116,8 @@ class RunningServer:
             self.loop_lag.stop()
         for connection in list(self.dispatcher.connections):
             connection.close()
+        if self.event_persister is not None:
+            await self.event_persister.stop()  # the last events (the groups unloading) too
         await self.store.close()
         for listener in self.all_listeners or [self.listener]:
             await listener.wait_closed()
@@ -132,6 +148,9 @@ async def start_server(config: Config, end_offsets: EndOffsets | None = None) ->
     else:
         log.info("storage: %s", location)
     store: Store = open_store(config.storage, **_store_options(config))
+    raw_store: Any = store  # what MeasuredStore wraps: group events go to it directly
+    # Several nodes share a PostgreSQL database through shard leases (not in gateway mode).
+    shared = store if isinstance(store, PostgresStore) and not config.gateway_mode else None
     if metrics is not None:
         store = MeasuredStore(store, metrics)
     await store.open()
@@ -139,8 +158,13 @@ async def start_server(config: Config, end_offsets: EndOffsets | None = None) ->
     clock = Clock(loop)
     node_id = config.gateway_coordinator_node_id if config.gateway_mode else config.node_id
     node = NodeIdentity(node_id, config.listener_host, config.listener_port, config.cluster_id)
+    shards = config.offsets_topic_num_partitions
+    shard_map = ShardMap(shards, node_id) if shared else ShardMap.for_one_process(shards, node_id)
     cluster = Cluster(
-        node, auto_create_topics=config.auto_create_topics_enable, num_partitions=config.num_partitions
+        node,
+        auto_create_topics=config.auto_create_topics_enable,
+        num_partitions=config.num_partitions,
+        shard_map=shard_map,
     )
     coordinator = Shard(config.group_config(), random_unit=random.Random().random)
     coordinator.attach_catalog(cluster)
@@ -148,6 +172,8 @@ async def start_server(config: Config, end_offsets: EndOffsets | None = None) ->
     runtime = Runtime(coordinator, writer, clock, config.offsets_commit_timeout_ms)
     dispatcher = Dispatcher(runtime, cluster, metrics)
     dispatcher.limits = config.request_limits()
+    scram_users = ScramUsers(runtime, _all_credentials(store))
+    scram_users.install(dispatcher.routes)
     limits = ConnectionLimits(
         config.max_connections, config.max_connections_per_ip, config.connections_max_idle_ms
     )
@@ -178,6 +204,7 @@ async def start_server(config: Config, end_offsets: EndOffsets | None = None) ->
     server = RunningServer(
         config, store, writer, runtime, dispatcher, servers[0], health, metrics_port, limits, servers
     )
+    server.scram_users = scram_users
     limits.start(loop)
     if metrics is not None:
         lag_metrics = metrics
@@ -220,25 +247,56 @@ async def start_server(config: Config, end_offsets: EndOffsets | None = None) ->
     # While loading, group requests are answered COORDINATOR_LOAD_IN_PROGRESS (see loading.py)
     # and requests that need the topic catalog wait for it.
     started = time.monotonic()
+    event_persister = None
+    if config.group_events_persist:
+        event_persister = EventPersister(coordinator.events, raw_store, config.group_events_retention_ms)
+        restored = await event_persister.restore()
+        log.info("group events are persisted; %d restored", restored)
     # Loading allocates millions of objects that live as long as the server: collector passes over
     # them midway cost a third of the load's CPU and find nothing (enabled again below; a failed
     # load ends the server).
     gc.disable()
     state = await store.load()
     cluster.load(state.topics)
-    coordinator.load(
-        state.groups,
-        state.offsets,
-        clock.now_ms(),
-        clock.wall_ms(),
-        state.consumer_groups,
-        state.consumer_members,
-    )
+    if shared is None:
+        coordinator.load(
+            state.groups,
+            state.offsets,
+            clock.now_ms(),
+            clock.wall_ms(),
+            state.consumer_groups,
+            state.consumer_members,
+            state.group_configs,
+        )
+    else:  # the groups come with the shards this node takes
+        server.ownership = Ownership(
+            shared,
+            shared.lease_table(node_id, shards, config.group_coordinator_lease_ms),
+            runtime,
+            cluster,
+            shard_map,
+            lease_ms=config.group_coordinator_lease_ms,
+            poll_ms=config.group_coordinator_ownership_poll_ms,
+        )
+        try:
+            await server.ownership.start(cluster.node.host, cluster.node.port)
+        except BaseException:
+            server.ownership = None
+            for opened in servers:
+                opened.close()
+            await store.close()
+            raise
     load_seconds = time.monotonic() - started
+    counts = (len(state.groups), len(state.consumer_groups), len(state.offsets))
+    if shared is not None:  # this node holds the groups of its shards only
+        counts = (
+            len(coordinator.groups_snapshot()),
+            len(coordinator.consumer_group_ids()),
+            coordinator.offset_count(),
+        )
     log.info(
         "loaded %d topics, %d classic groups, %d consumer groups and %d offsets from %s in %.0f ms",
-        len(state.topics), len(state.groups), len(state.consumer_groups), len(state.offsets),
-        location, load_seconds * 1000,
+        len(state.topics), *counts, location, load_seconds * 1000,
     )  # fmt: skip
     state_acls = state.acls
     del state
@@ -246,6 +304,9 @@ async def start_server(config: Config, end_offsets: EndOffsets | None = None) ->
     # (with a million offsets each pass would hold the event loop for a good part of a second).
     gc.freeze()
     gc.enable()
+    if event_persister is not None:
+        server.event_persister = event_persister
+        event_persister.start()
     if metrics is not None:
         metrics.load_time.set(load_seconds)
         metrics.watch_core(
@@ -344,7 +405,29 @@ def _credential_loader(store: Store) -> CredentialLoader:
     return load
 
 
+def _all_credentials(store: Store) -> Callable[[], Awaitable[list[UserCredentialRecord]]]:
+    loader = getattr(store, "load_credentials", None)
+
+    async def load() -> list[UserCredentialRecord]:
+        if loader is not None:
+            found: list[UserCredentialRecord] = await loader(None)
+            return found
+        return list((await store.load()).credentials)
+
+    return load
+
+
 def _store_options(config: Config) -> dict[str, object]:
-    if config.storage.startswith("sqlite:") and "synchronous=" not in config.storage:
-        return {"synchronous": config.sqlite_synchronous.upper()}
-    return {}
+    options: dict[str, object] = {}
+    if config.storage.startswith("sqlite:"):
+        # One server per SQLite file: a second one is refused at start (storage/process_lock.py).
+        options["exclusive"] = True
+        if "synchronous=" not in config.storage:
+            options["synchronous"] = config.sqlite_synchronous.upper()
+    retention = config.offset_commit_history_retention_ms
+    if retention and "history_retention_ms=" not in config.storage:  # the URL's own option wins
+        if config.storage.startswith("memory:"):
+            options["history"] = True
+        else:
+            options["history_retention_ms"] = retention
+    return options

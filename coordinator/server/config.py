@@ -93,6 +93,24 @@ class Config(GroupConfig):
         "FULL (every commit fsynced; survives power loss) or NORMAL",
         one_of("FULL", "NORMAL", normalise=str.upper),
     )
+    offset_commit_history_retention_ms: int = setting(
+        0,
+        "keep every accepted offset commit in the commit audit history for this long, read with "
+        "`coordinator offsets history` (0 = no history) (ours)",
+        non_negative,
+        kafka=True,
+    )
+    group_events_persist: bool = setting(
+        False,
+        "store group events so that `groups history` and the console survive a restart (ours)",
+        kafka=True,
+    )
+    group_events_retention_ms: int = setting(
+        7 * 24 * 3600 * 1000,
+        "how long stored group events are kept (at most 200000 rows) (ours)",
+        positive,
+        kafka=True,
+    )
     metrics_host: str = setting("127.0.0.1", "address of the metrics endpoint")
     metrics_port: int = setting(0, "port of /metrics, /healthz and /readyz (0 = off)", tcp_port)
     log_level: str = setting(
@@ -104,6 +122,24 @@ class Config(GroupConfig):
     # Kafka-named settings of the server
     offsets_commit_timeout_ms: int = setting(
         5000, "how long a commit may wait for storage", positive, kafka=True
+    )
+    offsets_topic_num_partitions: int = setting(
+        50,
+        "group shards (Kafka: partitions of __consumer_offsets); the same on every node of a database",
+        at_least(1),
+        kafka=True,
+    )
+    group_coordinator_lease_ms: int = setting(
+        10000,
+        "PostgreSQL: how long a node owns a shard without renewing it; renewed every third (ours)",
+        at_least(300),
+        kafka=True,
+    )
+    group_coordinator_ownership_poll_ms: int = setting(
+        250,
+        "PostgreSQL: how often a node looks for shards to take or hand over (ours)",
+        at_least(10),
+        kafka=True,
     )
     auto_create_topics_enable: bool = setting(
         True, "create unknown topics named in Metadata requests", kafka=True

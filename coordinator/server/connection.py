@@ -263,10 +263,12 @@ class Connection(asyncio.Protocol):
         if not self.closed and self.transport is not None:
             self.transport.write(frame)
 
-    def abort(self, reason: str) -> None:
+    def abort(self, reason: str, *, log_reason: bool = True) -> None:
+        """Close at once, dropping queued requests; `log_reason` False when the caller logged it."""
         if self.closed:
             return
-        log.warning("closing connection from %s: %s", self.peer, reason)
+        if log_reason:
+            log.warning("closing connection from %s: %s", self.peer, reason)
         self.closed = True
         self.queue.clear()
         if self.transport is not None:

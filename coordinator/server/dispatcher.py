@@ -9,6 +9,7 @@ request error response of its API) and the connection goes on; see docs/architec
 from __future__ import annotations
 
 import logging
+import time
 from typing import Protocol
 
 from coordinator.api.amend import amend
@@ -25,6 +26,7 @@ from coordinator.server.authn import SASL_APIS, SaslServer
 from coordinator.server.connection import Connection, PendingReply
 from coordinator.server.metrics import Metrics
 from coordinator.server.runtime import Runtime
+from coordinator.server.unsupported_log import UnsupportedRequestLog
 from protocol.apis import ApiKey
 from protocol.error_responses import error_response
 from protocol.errors import ErrorCode
@@ -63,6 +65,7 @@ class Dispatcher:
         self.gateway: ForwardingHook | None = None  # set in gateway mode
         self.loading = True
         self.limits = RequestLimits()
+        self.unsupported_log = UnsupportedRequestLog(time.monotonic)
         self._deferred: list[tuple[Connection, PendingReply, RequestContext, Request]] = []
         # coordinator.api.authz.AclLayer.install() adds its checks when authorizer.enabled is true.
         self.routes: Routes = api_routes(cluster, runtime.coordinator)
@@ -219,7 +222,9 @@ class Dispatcher:
             body = self.cluster.api_versions_response(ErrorCode.UNSUPPORTED_VERSION)
             connection.send_raw(encode_response(ApiKey.API_VERSIONS, 0, exc.correlation_id, body))
             return
-        connection.abort(f"unsupported request: api key {exc.api_key} version {exc.api_version}")
+        what = f"{_api_name(exc.api_key)} (key {exc.api_key}) version {exc.api_version}"
+        self.unsupported_log.refused(connection.peer, connection.client_host, exc.client_id, what)
+        connection.abort(what, log_reason=False)
 
     # ---- handlers that need the runtime --------------------------------------------------
     def fetch(self, ctx: RequestContext, req: FetchRequest) -> Result:

@@ -19,6 +19,7 @@ from coordinator.core.result import Result
 from coordinator.core.shard import Shard
 from protocol.errors import ErrorCode
 from storage.base import StoreError
+from storage.ownership import ShardFenced
 from storage.writer import BatchWriter
 
 log = logging.getLogger(__name__)
@@ -78,6 +79,8 @@ class Runtime:
         self._write_timer: asyncio.TimerHandle | None = None
         self._storage_failing = False
         self.on_write_failure: Callable[[BaseException], None] | None = None
+        # Called with the shards a write was refused for because their lease is gone.
+        self.on_fenced: Callable[[frozenset[int]], None] | None = None
 
     # ---- results -------------------------------------------------------------------------
     def apply(self, result: Result) -> None:
@@ -158,6 +161,14 @@ class Runtime:
             return
         if write.timed_out:
             return  # answered at the deadline
+        if isinstance(error, ShardFenced):
+            # Another node took the shard (docs/multinode.md): nothing landed; clients move on.
+            if self.on_fenced is not None:
+                self.on_fenced(error.shards)
+            if result.on_failed is not None:
+                self.apply(result.on_failed(self.clock.now_ms(), ErrorCode.NOT_COORDINATOR))
+            self.rearm_timer()
+            return
         if not self._storage_failing:
             # One log line per incident, not per failed write.
             self._storage_failing = True

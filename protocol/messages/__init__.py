@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Final
 
+from protocol.messages import alter_user_scram_credentials
 from protocol.messages import api_versions
 from protocol.messages import consumer_group_describe
 from protocol.messages import consumer_group_heartbeat
@@ -19,10 +20,13 @@ from protocol.messages import delete_groups
 from protocol.messages import delete_topics
 from protocol.messages import describe_acls
 from protocol.messages import describe_cluster
+from protocol.messages import describe_configs
 from protocol.messages import describe_groups
+from protocol.messages import describe_user_scram_credentials
 from protocol.messages import fetch
 from protocol.messages import find_coordinator
 from protocol.messages import heartbeat
+from protocol.messages import incremental_alter_configs
 from protocol.messages import join_group
 from protocol.messages import leave_group
 from protocol.messages import list_groups
@@ -41,6 +45,9 @@ Encoder = Callable[[Any, bytearray], None]
 
 # (api key, version) -> (decode request, encode request, decode response, encode response)
 CODECS: Final[dict[tuple[int, int], tuple[Decoder, Encoder, Decoder, Encoder]]] = {
+    (0, 0): (produce.decode_produce_request_v0, produce.encode_produce_request_v0, produce.decode_produce_response_v0, produce.encode_produce_response_v0),
+    (0, 1): (produce.decode_produce_request_v1, produce.encode_produce_request_v1, produce.decode_produce_response_v1, produce.encode_produce_response_v1),
+    (0, 2): (produce.decode_produce_request_v2, produce.encode_produce_request_v2, produce.decode_produce_response_v2, produce.encode_produce_response_v2),
     (0, 3): (produce.decode_produce_request_v3, produce.encode_produce_request_v3, produce.decode_produce_response_v3, produce.encode_produce_response_v3),
     (0, 4): (produce.decode_produce_request_v4, produce.encode_produce_request_v4, produce.decode_produce_response_v4, produce.encode_produce_response_v4),
     (0, 5): (produce.decode_produce_request_v5, produce.encode_produce_request_v5, produce.decode_produce_response_v5, produce.encode_produce_response_v5),
@@ -48,6 +55,10 @@ CODECS: Final[dict[tuple[int, int], tuple[Decoder, Encoder, Decoder, Encoder]]] 
     (0, 7): (produce.decode_produce_request_v7, produce.encode_produce_request_v7, produce.decode_produce_response_v7, produce.encode_produce_response_v7),
     (0, 8): (produce.decode_produce_request_v8, produce.encode_produce_request_v8, produce.decode_produce_response_v8, produce.encode_produce_response_v8),
     (0, 9): (produce.decode_produce_request_v9, produce.encode_produce_request_v9, produce.decode_produce_response_v9, produce.encode_produce_response_v9),
+    (1, 0): (fetch.decode_fetch_request_v0, fetch.encode_fetch_request_v0, fetch.decode_fetch_response_v0, fetch.encode_fetch_response_v0),
+    (1, 1): (fetch.decode_fetch_request_v1, fetch.encode_fetch_request_v1, fetch.decode_fetch_response_v1, fetch.encode_fetch_response_v1),
+    (1, 2): (fetch.decode_fetch_request_v2, fetch.encode_fetch_request_v2, fetch.decode_fetch_response_v2, fetch.encode_fetch_response_v2),
+    (1, 3): (fetch.decode_fetch_request_v3, fetch.encode_fetch_request_v3, fetch.decode_fetch_response_v3, fetch.encode_fetch_response_v3),
     (1, 4): (fetch.decode_fetch_request_v4, fetch.encode_fetch_request_v4, fetch.decode_fetch_response_v4, fetch.encode_fetch_response_v4),
     (1, 5): (fetch.decode_fetch_request_v5, fetch.encode_fetch_request_v5, fetch.decode_fetch_response_v5, fetch.encode_fetch_response_v5),
     (1, 6): (fetch.decode_fetch_request_v6, fetch.encode_fetch_request_v6, fetch.decode_fetch_response_v6, fetch.encode_fetch_response_v6),
@@ -177,6 +188,10 @@ CODECS: Final[dict[tuple[int, int], tuple[Decoder, Encoder, Decoder, Encoder]]] 
     (31, 1): (delete_acls.decode_delete_acls_request_v1, delete_acls.encode_delete_acls_request_v1, delete_acls.decode_delete_acls_response_v1, delete_acls.encode_delete_acls_response_v1),
     (31, 2): (delete_acls.decode_delete_acls_request_v2, delete_acls.encode_delete_acls_request_v2, delete_acls.decode_delete_acls_response_v2, delete_acls.encode_delete_acls_response_v2),
     (31, 3): (delete_acls.decode_delete_acls_request_v3, delete_acls.encode_delete_acls_request_v3, delete_acls.decode_delete_acls_response_v3, delete_acls.encode_delete_acls_response_v3),
+    (32, 1): (describe_configs.decode_describe_configs_request_v1, describe_configs.encode_describe_configs_request_v1, describe_configs.decode_describe_configs_response_v1, describe_configs.encode_describe_configs_response_v1),
+    (32, 2): (describe_configs.decode_describe_configs_request_v2, describe_configs.encode_describe_configs_request_v2, describe_configs.decode_describe_configs_response_v2, describe_configs.encode_describe_configs_response_v2),
+    (32, 3): (describe_configs.decode_describe_configs_request_v3, describe_configs.encode_describe_configs_request_v3, describe_configs.decode_describe_configs_response_v3, describe_configs.encode_describe_configs_response_v3),
+    (32, 4): (describe_configs.decode_describe_configs_request_v4, describe_configs.encode_describe_configs_request_v4, describe_configs.decode_describe_configs_response_v4, describe_configs.encode_describe_configs_response_v4),
     (36, 0): (sasl_authenticate.decode_sasl_authenticate_request_v0, sasl_authenticate.encode_sasl_authenticate_request_v0, sasl_authenticate.decode_sasl_authenticate_response_v0, sasl_authenticate.encode_sasl_authenticate_response_v0),
     (36, 1): (sasl_authenticate.decode_sasl_authenticate_request_v1, sasl_authenticate.encode_sasl_authenticate_request_v1, sasl_authenticate.decode_sasl_authenticate_response_v1, sasl_authenticate.encode_sasl_authenticate_response_v1),
     (36, 2): (sasl_authenticate.decode_sasl_authenticate_request_v2, sasl_authenticate.encode_sasl_authenticate_request_v2, sasl_authenticate.decode_sasl_authenticate_response_v2, sasl_authenticate.encode_sasl_authenticate_response_v2),
@@ -187,7 +202,11 @@ CODECS: Final[dict[tuple[int, int], tuple[Decoder, Encoder, Decoder, Encoder]]] 
     (42, 0): (delete_groups.decode_delete_groups_request_v0, delete_groups.encode_delete_groups_request_v0, delete_groups.decode_delete_groups_response_v0, delete_groups.encode_delete_groups_response_v0),
     (42, 1): (delete_groups.decode_delete_groups_request_v1, delete_groups.encode_delete_groups_request_v1, delete_groups.decode_delete_groups_response_v1, delete_groups.encode_delete_groups_response_v1),
     (42, 2): (delete_groups.decode_delete_groups_request_v2, delete_groups.encode_delete_groups_request_v2, delete_groups.decode_delete_groups_response_v2, delete_groups.encode_delete_groups_response_v2),
+    (44, 0): (incremental_alter_configs.decode_incremental_alter_configs_request_v0, incremental_alter_configs.encode_incremental_alter_configs_request_v0, incremental_alter_configs.decode_incremental_alter_configs_response_v0, incremental_alter_configs.encode_incremental_alter_configs_response_v0),
+    (44, 1): (incremental_alter_configs.decode_incremental_alter_configs_request_v1, incremental_alter_configs.encode_incremental_alter_configs_request_v1, incremental_alter_configs.decode_incremental_alter_configs_response_v1, incremental_alter_configs.encode_incremental_alter_configs_response_v1),
     (47, 0): (offset_delete.decode_offset_delete_request_v0, offset_delete.encode_offset_delete_request_v0, offset_delete.decode_offset_delete_response_v0, offset_delete.encode_offset_delete_response_v0),
+    (50, 0): (describe_user_scram_credentials.decode_describe_user_scram_credentials_request_v0, describe_user_scram_credentials.encode_describe_user_scram_credentials_request_v0, describe_user_scram_credentials.decode_describe_user_scram_credentials_response_v0, describe_user_scram_credentials.encode_describe_user_scram_credentials_response_v0),
+    (51, 0): (alter_user_scram_credentials.decode_alter_user_scram_credentials_request_v0, alter_user_scram_credentials.encode_alter_user_scram_credentials_request_v0, alter_user_scram_credentials.decode_alter_user_scram_credentials_response_v0, alter_user_scram_credentials.encode_alter_user_scram_credentials_response_v0),
     (60, 0): (describe_cluster.decode_describe_cluster_request_v0, describe_cluster.encode_describe_cluster_request_v0, describe_cluster.decode_describe_cluster_response_v0, describe_cluster.encode_describe_cluster_response_v0),
     (60, 1): (describe_cluster.decode_describe_cluster_request_v1, describe_cluster.encode_describe_cluster_request_v1, describe_cluster.decode_describe_cluster_response_v1, describe_cluster.encode_describe_cluster_response_v1),
     (68, 0): (consumer_group_heartbeat.decode_consumer_group_heartbeat_request_v0, consumer_group_heartbeat.encode_consumer_group_heartbeat_request_v0, consumer_group_heartbeat.decode_consumer_group_heartbeat_response_v0, consumer_group_heartbeat.encode_consumer_group_heartbeat_response_v0),
@@ -218,10 +237,14 @@ MESSAGE_CLASSES: Final[dict[int, tuple[type[Any], type[Any]]]] = {
     29: (describe_acls.DescribeAclsRequest, describe_acls.DescribeAclsResponse),
     30: (create_acls.CreateAclsRequest, create_acls.CreateAclsResponse),
     31: (delete_acls.DeleteAclsRequest, delete_acls.DeleteAclsResponse),
+    32: (describe_configs.DescribeConfigsRequest, describe_configs.DescribeConfigsResponse),
     36: (sasl_authenticate.SaslAuthenticateRequest, sasl_authenticate.SaslAuthenticateResponse),
     37: (create_partitions.CreatePartitionsRequest, create_partitions.CreatePartitionsResponse),
     42: (delete_groups.DeleteGroupsRequest, delete_groups.DeleteGroupsResponse),
+    44: (incremental_alter_configs.IncrementalAlterConfigsRequest, incremental_alter_configs.IncrementalAlterConfigsResponse),
     47: (offset_delete.OffsetDeleteRequest, offset_delete.OffsetDeleteResponse),
+    50: (describe_user_scram_credentials.DescribeUserScramCredentialsRequest, describe_user_scram_credentials.DescribeUserScramCredentialsResponse),
+    51: (alter_user_scram_credentials.AlterUserScramCredentialsRequest, alter_user_scram_credentials.AlterUserScramCredentialsResponse),
     60: (describe_cluster.DescribeClusterRequest, describe_cluster.DescribeClusterResponse),
     68: (consumer_group_heartbeat.ConsumerGroupHeartbeatRequest, consumer_group_heartbeat.ConsumerGroupHeartbeatResponse),
     69: (consumer_group_describe.ConsumerGroupDescribeRequest, consumer_group_describe.ConsumerGroupDescribeResponse),
@@ -276,10 +299,14 @@ FLEXIBLE: Final[frozenset[tuple[int, int]]] = frozenset({
     (30, 3),
     (31, 2),
     (31, 3),
+    (32, 4),
     (36, 2),
     (37, 2),
     (37, 3),
     (42, 2),
+    (44, 1),
+    (50, 0),
+    (51, 0),
     (60, 0),
     (60, 1),
     (68, 0),

@@ -10,22 +10,25 @@ from struct import Struct, pack, unpack_from
 from protocol.primitives import DecodeError, read_uvarint, write_uvarint
 
 ZERO_UUID = bytes(16)
-_S0 = Struct('>iiiib')
+_S0 = Struct('>iii')
 _S1 = Struct('>i')
 _S2 = Struct('>h')
 _S3 = Struct('>iqi')
-_S4 = Struct('>iqqi')
-_S5 = Struct('>iiiibii')
-_S6 = Struct('>iiqqi')
-_S7 = Struct('>iiqiqi')
-_S8 = Struct('>16s')
-_S9 = Struct('>ihqq')
-_S10 = Struct('>qq')
-_S11 = Struct('>ihqqq')
-_S12 = Struct('>ihi')
-_S13 = Struct('>iq')
-_S14 = Struct('>ii')
-_S15 = Struct('>qi')
+_S4 = Struct('>iiii')
+_S5 = Struct('>iiiib')
+_S6 = Struct('>iqqi')
+_S7 = Struct('>iiiibii')
+_S8 = Struct('>iiqqi')
+_S9 = Struct('>iiqiqi')
+_S10 = Struct('>16s')
+_S11 = Struct('>ihq')
+_S12 = Struct('>ihqq')
+_S13 = Struct('>qq')
+_S14 = Struct('>ihqqq')
+_S15 = Struct('>ihi')
+_S16 = Struct('>iq')
+_S17 = Struct('>ii')
+_S18 = Struct('>qi')
 
 
 @dataclass(slots=True)
@@ -139,8 +142,252 @@ class FetchResponse:
     node_endpoints: list[NodeEndpoint] = field(default_factory=list)
 
 
+def decode_fetch_request_v0(data: bytes, pos: int) -> tuple[FetchRequest, int]:
+    v_replica_id_2, v_max_wait_ms_4, v_min_bytes_5 = _S0.unpack_from(data, pos)
+    pos += 12
+    v_topics_10: list[FetchTopic]
+    n0, = _S1.unpack_from(data, pos)
+    pos += 4
+    if n0 < 0:
+        raise DecodeError('non-nullable field Topics is null')
+    elif n0 > len(data) - pos:
+        raise DecodeError('array Topics longer than the frame')
+    else:
+        v_topics_10 = []
+        append_13 = v_topics_10.append
+        for _ in range(n0):
+            v_topic_14: str
+            n1, = _S2.unpack_from(data, pos)
+            pos += 2
+            if n1 < 0:
+                raise DecodeError('non-nullable field Topic is null')
+            else:
+                v_topic_14 = str(data[pos:pos + n1], 'utf-8')
+                pos += n1
+            v_partitions_16: list[FetchPartition]
+            n1, = _S1.unpack_from(data, pos)
+            pos += 4
+            if n1 < 0:
+                raise DecodeError('non-nullable field Partitions is null')
+            elif n1 > len(data) - pos:
+                raise DecodeError('array Partitions longer than the frame')
+            else:
+                v_partitions_16 = []
+                append_17 = v_partitions_16.append
+                for _ in range(n1):
+                    v_partition_18, v_fetch_offset_20, v_partition_max_bytes_23 = _S3.unpack_from(data, pos)
+                    pos += 16
+                    append_17(FetchPartition(v_partition_18, -1, v_fetch_offset_20, -1, -1, v_partition_max_bytes_23, ZERO_UUID, 9223372036854775807))
+            append_13(FetchTopic(v_topic_14, ZERO_UUID, v_partitions_16))
+    return FetchRequest(None, v_replica_id_2, ReplicaState(), v_max_wait_ms_4, v_min_bytes_5, 2147483647, 0, 0, -1, v_topics_10, [], ''), pos
+
+
+def encode_fetch_request_v0(m: FetchRequest, out: bytearray) -> None:
+    if (m.replica_state.replica_id != -1) or (m.replica_state.replica_epoch != -1):
+        raise ValueError('attempted to write a non-default ReplicaState at version 0')
+    if m.forgotten_topics_data:
+        raise ValueError('attempted to write a non-default ForgottenTopicsData at version 0')
+    out += _S0.pack(m.replica_id, m.max_wait_ms, m.min_bytes)
+    x_1 = m.topics
+    out += _S1.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2.topic
+        b_4 = x_3.encode()
+        out += _S2.pack(len(b_4))
+        out += b_4
+        x_5 = e_2.partitions
+        out += _S1.pack(len(x_5))
+        for e_6 in x_5:
+            if e_6.last_fetched_epoch != -1:
+                raise ValueError('attempted to write a non-default LastFetchedEpoch at version 0')
+            out += _S3.pack(e_6.partition, e_6.fetch_offset, e_6.partition_max_bytes)
+
+
+def decode_fetch_request_v1(data: bytes, pos: int) -> tuple[FetchRequest, int]:
+    v_replica_id_2, v_max_wait_ms_4, v_min_bytes_5 = _S0.unpack_from(data, pos)
+    pos += 12
+    v_topics_10: list[FetchTopic]
+    n0, = _S1.unpack_from(data, pos)
+    pos += 4
+    if n0 < 0:
+        raise DecodeError('non-nullable field Topics is null')
+    elif n0 > len(data) - pos:
+        raise DecodeError('array Topics longer than the frame')
+    else:
+        v_topics_10 = []
+        append_13 = v_topics_10.append
+        for _ in range(n0):
+            v_topic_14: str
+            n1, = _S2.unpack_from(data, pos)
+            pos += 2
+            if n1 < 0:
+                raise DecodeError('non-nullable field Topic is null')
+            else:
+                v_topic_14 = str(data[pos:pos + n1], 'utf-8')
+                pos += n1
+            v_partitions_16: list[FetchPartition]
+            n1, = _S1.unpack_from(data, pos)
+            pos += 4
+            if n1 < 0:
+                raise DecodeError('non-nullable field Partitions is null')
+            elif n1 > len(data) - pos:
+                raise DecodeError('array Partitions longer than the frame')
+            else:
+                v_partitions_16 = []
+                append_17 = v_partitions_16.append
+                for _ in range(n1):
+                    v_partition_18, v_fetch_offset_20, v_partition_max_bytes_23 = _S3.unpack_from(data, pos)
+                    pos += 16
+                    append_17(FetchPartition(v_partition_18, -1, v_fetch_offset_20, -1, -1, v_partition_max_bytes_23, ZERO_UUID, 9223372036854775807))
+            append_13(FetchTopic(v_topic_14, ZERO_UUID, v_partitions_16))
+    return FetchRequest(None, v_replica_id_2, ReplicaState(), v_max_wait_ms_4, v_min_bytes_5, 2147483647, 0, 0, -1, v_topics_10, [], ''), pos
+
+
+def encode_fetch_request_v1(m: FetchRequest, out: bytearray) -> None:
+    if (m.replica_state.replica_id != -1) or (m.replica_state.replica_epoch != -1):
+        raise ValueError('attempted to write a non-default ReplicaState at version 1')
+    if m.forgotten_topics_data:
+        raise ValueError('attempted to write a non-default ForgottenTopicsData at version 1')
+    out += _S0.pack(m.replica_id, m.max_wait_ms, m.min_bytes)
+    x_1 = m.topics
+    out += _S1.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2.topic
+        b_4 = x_3.encode()
+        out += _S2.pack(len(b_4))
+        out += b_4
+        x_5 = e_2.partitions
+        out += _S1.pack(len(x_5))
+        for e_6 in x_5:
+            if e_6.last_fetched_epoch != -1:
+                raise ValueError('attempted to write a non-default LastFetchedEpoch at version 1')
+            out += _S3.pack(e_6.partition, e_6.fetch_offset, e_6.partition_max_bytes)
+
+
+def decode_fetch_request_v2(data: bytes, pos: int) -> tuple[FetchRequest, int]:
+    v_replica_id_2, v_max_wait_ms_4, v_min_bytes_5 = _S0.unpack_from(data, pos)
+    pos += 12
+    v_topics_10: list[FetchTopic]
+    n0, = _S1.unpack_from(data, pos)
+    pos += 4
+    if n0 < 0:
+        raise DecodeError('non-nullable field Topics is null')
+    elif n0 > len(data) - pos:
+        raise DecodeError('array Topics longer than the frame')
+    else:
+        v_topics_10 = []
+        append_13 = v_topics_10.append
+        for _ in range(n0):
+            v_topic_14: str
+            n1, = _S2.unpack_from(data, pos)
+            pos += 2
+            if n1 < 0:
+                raise DecodeError('non-nullable field Topic is null')
+            else:
+                v_topic_14 = str(data[pos:pos + n1], 'utf-8')
+                pos += n1
+            v_partitions_16: list[FetchPartition]
+            n1, = _S1.unpack_from(data, pos)
+            pos += 4
+            if n1 < 0:
+                raise DecodeError('non-nullable field Partitions is null')
+            elif n1 > len(data) - pos:
+                raise DecodeError('array Partitions longer than the frame')
+            else:
+                v_partitions_16 = []
+                append_17 = v_partitions_16.append
+                for _ in range(n1):
+                    v_partition_18, v_fetch_offset_20, v_partition_max_bytes_23 = _S3.unpack_from(data, pos)
+                    pos += 16
+                    append_17(FetchPartition(v_partition_18, -1, v_fetch_offset_20, -1, -1, v_partition_max_bytes_23, ZERO_UUID, 9223372036854775807))
+            append_13(FetchTopic(v_topic_14, ZERO_UUID, v_partitions_16))
+    return FetchRequest(None, v_replica_id_2, ReplicaState(), v_max_wait_ms_4, v_min_bytes_5, 2147483647, 0, 0, -1, v_topics_10, [], ''), pos
+
+
+def encode_fetch_request_v2(m: FetchRequest, out: bytearray) -> None:
+    if (m.replica_state.replica_id != -1) or (m.replica_state.replica_epoch != -1):
+        raise ValueError('attempted to write a non-default ReplicaState at version 2')
+    if m.forgotten_topics_data:
+        raise ValueError('attempted to write a non-default ForgottenTopicsData at version 2')
+    out += _S0.pack(m.replica_id, m.max_wait_ms, m.min_bytes)
+    x_1 = m.topics
+    out += _S1.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2.topic
+        b_4 = x_3.encode()
+        out += _S2.pack(len(b_4))
+        out += b_4
+        x_5 = e_2.partitions
+        out += _S1.pack(len(x_5))
+        for e_6 in x_5:
+            if e_6.last_fetched_epoch != -1:
+                raise ValueError('attempted to write a non-default LastFetchedEpoch at version 2')
+            out += _S3.pack(e_6.partition, e_6.fetch_offset, e_6.partition_max_bytes)
+
+
+def decode_fetch_request_v3(data: bytes, pos: int) -> tuple[FetchRequest, int]:
+    v_replica_id_2, v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6 = _S4.unpack_from(data, pos)
+    pos += 16
+    v_topics_10: list[FetchTopic]
+    n0, = _S1.unpack_from(data, pos)
+    pos += 4
+    if n0 < 0:
+        raise DecodeError('non-nullable field Topics is null')
+    elif n0 > len(data) - pos:
+        raise DecodeError('array Topics longer than the frame')
+    else:
+        v_topics_10 = []
+        append_13 = v_topics_10.append
+        for _ in range(n0):
+            v_topic_14: str
+            n1, = _S2.unpack_from(data, pos)
+            pos += 2
+            if n1 < 0:
+                raise DecodeError('non-nullable field Topic is null')
+            else:
+                v_topic_14 = str(data[pos:pos + n1], 'utf-8')
+                pos += n1
+            v_partitions_16: list[FetchPartition]
+            n1, = _S1.unpack_from(data, pos)
+            pos += 4
+            if n1 < 0:
+                raise DecodeError('non-nullable field Partitions is null')
+            elif n1 > len(data) - pos:
+                raise DecodeError('array Partitions longer than the frame')
+            else:
+                v_partitions_16 = []
+                append_17 = v_partitions_16.append
+                for _ in range(n1):
+                    v_partition_18, v_fetch_offset_20, v_partition_max_bytes_23 = _S3.unpack_from(data, pos)
+                    pos += 16
+                    append_17(FetchPartition(v_partition_18, -1, v_fetch_offset_20, -1, -1, v_partition_max_bytes_23, ZERO_UUID, 9223372036854775807))
+            append_13(FetchTopic(v_topic_14, ZERO_UUID, v_partitions_16))
+    return FetchRequest(None, v_replica_id_2, ReplicaState(), v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, 0, 0, -1, v_topics_10, [], ''), pos
+
+
+def encode_fetch_request_v3(m: FetchRequest, out: bytearray) -> None:
+    if (m.replica_state.replica_id != -1) or (m.replica_state.replica_epoch != -1):
+        raise ValueError('attempted to write a non-default ReplicaState at version 3')
+    if m.forgotten_topics_data:
+        raise ValueError('attempted to write a non-default ForgottenTopicsData at version 3')
+    out += _S4.pack(m.replica_id, m.max_wait_ms, m.min_bytes, m.max_bytes)
+    x_1 = m.topics
+    out += _S1.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2.topic
+        b_4 = x_3.encode()
+        out += _S2.pack(len(b_4))
+        out += b_4
+        x_5 = e_2.partitions
+        out += _S1.pack(len(x_5))
+        for e_6 in x_5:
+            if e_6.last_fetched_epoch != -1:
+                raise ValueError('attempted to write a non-default LastFetchedEpoch at version 3')
+            out += _S3.pack(e_6.partition, e_6.fetch_offset, e_6.partition_max_bytes)
+
+
 def decode_fetch_request_v4(data: bytes, pos: int) -> tuple[FetchRequest, int]:
-    v_replica_id_2, v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7 = _S0.unpack_from(data, pos)
+    v_replica_id_2, v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7 = _S5.unpack_from(data, pos)
     pos += 17
     v_topics_10: list[FetchTopic]
     n0, = _S1.unpack_from(data, pos)
@@ -184,7 +431,7 @@ def encode_fetch_request_v4(m: FetchRequest, out: bytearray) -> None:
         raise ValueError('attempted to write a non-default ReplicaState at version 4')
     if m.forgotten_topics_data:
         raise ValueError('attempted to write a non-default ForgottenTopicsData at version 4')
-    out += _S0.pack(m.replica_id, m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level)
+    out += _S5.pack(m.replica_id, m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level)
     x_1 = m.topics
     out += _S1.pack(len(x_1))
     for e_2 in x_1:
@@ -201,7 +448,7 @@ def encode_fetch_request_v4(m: FetchRequest, out: bytearray) -> None:
 
 
 def decode_fetch_request_v5(data: bytes, pos: int) -> tuple[FetchRequest, int]:
-    v_replica_id_2, v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7 = _S0.unpack_from(data, pos)
+    v_replica_id_2, v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7 = _S5.unpack_from(data, pos)
     pos += 17
     v_topics_10: list[FetchTopic]
     n0, = _S1.unpack_from(data, pos)
@@ -233,7 +480,7 @@ def decode_fetch_request_v5(data: bytes, pos: int) -> tuple[FetchRequest, int]:
                 v_partitions_16 = []
                 append_17 = v_partitions_16.append
                 for _ in range(n1):
-                    v_partition_18, v_fetch_offset_20, v_log_start_offset_22, v_partition_max_bytes_23 = _S4.unpack_from(data, pos)
+                    v_partition_18, v_fetch_offset_20, v_log_start_offset_22, v_partition_max_bytes_23 = _S6.unpack_from(data, pos)
                     pos += 24
                     append_17(FetchPartition(v_partition_18, -1, v_fetch_offset_20, -1, v_log_start_offset_22, v_partition_max_bytes_23, ZERO_UUID, 9223372036854775807))
             append_13(FetchTopic(v_topic_14, ZERO_UUID, v_partitions_16))
@@ -245,7 +492,7 @@ def encode_fetch_request_v5(m: FetchRequest, out: bytearray) -> None:
         raise ValueError('attempted to write a non-default ReplicaState at version 5')
     if m.forgotten_topics_data:
         raise ValueError('attempted to write a non-default ForgottenTopicsData at version 5')
-    out += _S0.pack(m.replica_id, m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level)
+    out += _S5.pack(m.replica_id, m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level)
     x_1 = m.topics
     out += _S1.pack(len(x_1))
     for e_2 in x_1:
@@ -258,11 +505,11 @@ def encode_fetch_request_v5(m: FetchRequest, out: bytearray) -> None:
         for e_6 in x_5:
             if e_6.last_fetched_epoch != -1:
                 raise ValueError('attempted to write a non-default LastFetchedEpoch at version 5')
-            out += _S4.pack(e_6.partition, e_6.fetch_offset, e_6.log_start_offset, e_6.partition_max_bytes)
+            out += _S6.pack(e_6.partition, e_6.fetch_offset, e_6.log_start_offset, e_6.partition_max_bytes)
 
 
 def decode_fetch_request_v6(data: bytes, pos: int) -> tuple[FetchRequest, int]:
-    v_replica_id_2, v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7 = _S0.unpack_from(data, pos)
+    v_replica_id_2, v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7 = _S5.unpack_from(data, pos)
     pos += 17
     v_topics_10: list[FetchTopic]
     n0, = _S1.unpack_from(data, pos)
@@ -294,7 +541,7 @@ def decode_fetch_request_v6(data: bytes, pos: int) -> tuple[FetchRequest, int]:
                 v_partitions_16 = []
                 append_17 = v_partitions_16.append
                 for _ in range(n1):
-                    v_partition_18, v_fetch_offset_20, v_log_start_offset_22, v_partition_max_bytes_23 = _S4.unpack_from(data, pos)
+                    v_partition_18, v_fetch_offset_20, v_log_start_offset_22, v_partition_max_bytes_23 = _S6.unpack_from(data, pos)
                     pos += 24
                     append_17(FetchPartition(v_partition_18, -1, v_fetch_offset_20, -1, v_log_start_offset_22, v_partition_max_bytes_23, ZERO_UUID, 9223372036854775807))
             append_13(FetchTopic(v_topic_14, ZERO_UUID, v_partitions_16))
@@ -306,7 +553,7 @@ def encode_fetch_request_v6(m: FetchRequest, out: bytearray) -> None:
         raise ValueError('attempted to write a non-default ReplicaState at version 6')
     if m.forgotten_topics_data:
         raise ValueError('attempted to write a non-default ForgottenTopicsData at version 6')
-    out += _S0.pack(m.replica_id, m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level)
+    out += _S5.pack(m.replica_id, m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level)
     x_1 = m.topics
     out += _S1.pack(len(x_1))
     for e_2 in x_1:
@@ -319,11 +566,11 @@ def encode_fetch_request_v6(m: FetchRequest, out: bytearray) -> None:
         for e_6 in x_5:
             if e_6.last_fetched_epoch != -1:
                 raise ValueError('attempted to write a non-default LastFetchedEpoch at version 6')
-            out += _S4.pack(e_6.partition, e_6.fetch_offset, e_6.log_start_offset, e_6.partition_max_bytes)
+            out += _S6.pack(e_6.partition, e_6.fetch_offset, e_6.log_start_offset, e_6.partition_max_bytes)
 
 
 def decode_fetch_request_v7(data: bytes, pos: int) -> tuple[FetchRequest, int]:
-    v_replica_id_2, v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9 = _S5.unpack_from(data, pos)
+    v_replica_id_2, v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9 = _S7.unpack_from(data, pos)
     pos += 25
     v_topics_10: list[FetchTopic]
     n0, = _S1.unpack_from(data, pos)
@@ -355,7 +602,7 @@ def decode_fetch_request_v7(data: bytes, pos: int) -> tuple[FetchRequest, int]:
                 v_partitions_16 = []
                 append_17 = v_partitions_16.append
                 for _ in range(n1):
-                    v_partition_18, v_fetch_offset_20, v_log_start_offset_22, v_partition_max_bytes_23 = _S4.unpack_from(data, pos)
+                    v_partition_18, v_fetch_offset_20, v_log_start_offset_22, v_partition_max_bytes_23 = _S6.unpack_from(data, pos)
                     pos += 24
                     append_17(FetchPartition(v_partition_18, -1, v_fetch_offset_20, -1, v_log_start_offset_22, v_partition_max_bytes_23, ZERO_UUID, 9223372036854775807))
             append_13(FetchTopic(v_topic_14, ZERO_UUID, v_partitions_16))
@@ -395,7 +642,7 @@ def decode_fetch_request_v7(data: bytes, pos: int) -> tuple[FetchRequest, int]:
 def encode_fetch_request_v7(m: FetchRequest, out: bytearray) -> None:
     if (m.replica_state.replica_id != -1) or (m.replica_state.replica_epoch != -1):
         raise ValueError('attempted to write a non-default ReplicaState at version 7')
-    out += _S5.pack(m.replica_id, m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch)
+    out += _S7.pack(m.replica_id, m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch)
     x_1 = m.topics
     out += _S1.pack(len(x_1))
     for e_2 in x_1:
@@ -408,7 +655,7 @@ def encode_fetch_request_v7(m: FetchRequest, out: bytearray) -> None:
         for e_6 in x_5:
             if e_6.last_fetched_epoch != -1:
                 raise ValueError('attempted to write a non-default LastFetchedEpoch at version 7')
-            out += _S4.pack(e_6.partition, e_6.fetch_offset, e_6.log_start_offset, e_6.partition_max_bytes)
+            out += _S6.pack(e_6.partition, e_6.fetch_offset, e_6.log_start_offset, e_6.partition_max_bytes)
     x_7 = m.forgotten_topics_data
     out += _S1.pack(len(x_7))
     for e_8 in x_7:
@@ -422,7 +669,7 @@ def encode_fetch_request_v7(m: FetchRequest, out: bytearray) -> None:
 
 
 def decode_fetch_request_v8(data: bytes, pos: int) -> tuple[FetchRequest, int]:
-    v_replica_id_2, v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9 = _S5.unpack_from(data, pos)
+    v_replica_id_2, v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9 = _S7.unpack_from(data, pos)
     pos += 25
     v_topics_10: list[FetchTopic]
     n0, = _S1.unpack_from(data, pos)
@@ -454,7 +701,7 @@ def decode_fetch_request_v8(data: bytes, pos: int) -> tuple[FetchRequest, int]:
                 v_partitions_16 = []
                 append_17 = v_partitions_16.append
                 for _ in range(n1):
-                    v_partition_18, v_fetch_offset_20, v_log_start_offset_22, v_partition_max_bytes_23 = _S4.unpack_from(data, pos)
+                    v_partition_18, v_fetch_offset_20, v_log_start_offset_22, v_partition_max_bytes_23 = _S6.unpack_from(data, pos)
                     pos += 24
                     append_17(FetchPartition(v_partition_18, -1, v_fetch_offset_20, -1, v_log_start_offset_22, v_partition_max_bytes_23, ZERO_UUID, 9223372036854775807))
             append_13(FetchTopic(v_topic_14, ZERO_UUID, v_partitions_16))
@@ -494,7 +741,7 @@ def decode_fetch_request_v8(data: bytes, pos: int) -> tuple[FetchRequest, int]:
 def encode_fetch_request_v8(m: FetchRequest, out: bytearray) -> None:
     if (m.replica_state.replica_id != -1) or (m.replica_state.replica_epoch != -1):
         raise ValueError('attempted to write a non-default ReplicaState at version 8')
-    out += _S5.pack(m.replica_id, m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch)
+    out += _S7.pack(m.replica_id, m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch)
     x_1 = m.topics
     out += _S1.pack(len(x_1))
     for e_2 in x_1:
@@ -507,7 +754,7 @@ def encode_fetch_request_v8(m: FetchRequest, out: bytearray) -> None:
         for e_6 in x_5:
             if e_6.last_fetched_epoch != -1:
                 raise ValueError('attempted to write a non-default LastFetchedEpoch at version 8')
-            out += _S4.pack(e_6.partition, e_6.fetch_offset, e_6.log_start_offset, e_6.partition_max_bytes)
+            out += _S6.pack(e_6.partition, e_6.fetch_offset, e_6.log_start_offset, e_6.partition_max_bytes)
     x_7 = m.forgotten_topics_data
     out += _S1.pack(len(x_7))
     for e_8 in x_7:
@@ -521,7 +768,7 @@ def encode_fetch_request_v8(m: FetchRequest, out: bytearray) -> None:
 
 
 def decode_fetch_request_v9(data: bytes, pos: int) -> tuple[FetchRequest, int]:
-    v_replica_id_2, v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9 = _S5.unpack_from(data, pos)
+    v_replica_id_2, v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9 = _S7.unpack_from(data, pos)
     pos += 25
     v_topics_10: list[FetchTopic]
     n0, = _S1.unpack_from(data, pos)
@@ -553,7 +800,7 @@ def decode_fetch_request_v9(data: bytes, pos: int) -> tuple[FetchRequest, int]:
                 v_partitions_16 = []
                 append_17 = v_partitions_16.append
                 for _ in range(n1):
-                    v_partition_18, v_current_leader_epoch_19, v_fetch_offset_20, v_log_start_offset_22, v_partition_max_bytes_23 = _S6.unpack_from(data, pos)
+                    v_partition_18, v_current_leader_epoch_19, v_fetch_offset_20, v_log_start_offset_22, v_partition_max_bytes_23 = _S8.unpack_from(data, pos)
                     pos += 28
                     append_17(FetchPartition(v_partition_18, v_current_leader_epoch_19, v_fetch_offset_20, -1, v_log_start_offset_22, v_partition_max_bytes_23, ZERO_UUID, 9223372036854775807))
             append_13(FetchTopic(v_topic_14, ZERO_UUID, v_partitions_16))
@@ -593,7 +840,7 @@ def decode_fetch_request_v9(data: bytes, pos: int) -> tuple[FetchRequest, int]:
 def encode_fetch_request_v9(m: FetchRequest, out: bytearray) -> None:
     if (m.replica_state.replica_id != -1) or (m.replica_state.replica_epoch != -1):
         raise ValueError('attempted to write a non-default ReplicaState at version 9')
-    out += _S5.pack(m.replica_id, m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch)
+    out += _S7.pack(m.replica_id, m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch)
     x_1 = m.topics
     out += _S1.pack(len(x_1))
     for e_2 in x_1:
@@ -606,7 +853,7 @@ def encode_fetch_request_v9(m: FetchRequest, out: bytearray) -> None:
         for e_6 in x_5:
             if e_6.last_fetched_epoch != -1:
                 raise ValueError('attempted to write a non-default LastFetchedEpoch at version 9')
-            out += _S6.pack(e_6.partition, e_6.current_leader_epoch, e_6.fetch_offset, e_6.log_start_offset, e_6.partition_max_bytes)
+            out += _S8.pack(e_6.partition, e_6.current_leader_epoch, e_6.fetch_offset, e_6.log_start_offset, e_6.partition_max_bytes)
     x_7 = m.forgotten_topics_data
     out += _S1.pack(len(x_7))
     for e_8 in x_7:
@@ -620,7 +867,7 @@ def encode_fetch_request_v9(m: FetchRequest, out: bytearray) -> None:
 
 
 def decode_fetch_request_v10(data: bytes, pos: int) -> tuple[FetchRequest, int]:
-    v_replica_id_2, v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9 = _S5.unpack_from(data, pos)
+    v_replica_id_2, v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9 = _S7.unpack_from(data, pos)
     pos += 25
     v_topics_10: list[FetchTopic]
     n0, = _S1.unpack_from(data, pos)
@@ -652,7 +899,7 @@ def decode_fetch_request_v10(data: bytes, pos: int) -> tuple[FetchRequest, int]:
                 v_partitions_16 = []
                 append_17 = v_partitions_16.append
                 for _ in range(n1):
-                    v_partition_18, v_current_leader_epoch_19, v_fetch_offset_20, v_log_start_offset_22, v_partition_max_bytes_23 = _S6.unpack_from(data, pos)
+                    v_partition_18, v_current_leader_epoch_19, v_fetch_offset_20, v_log_start_offset_22, v_partition_max_bytes_23 = _S8.unpack_from(data, pos)
                     pos += 28
                     append_17(FetchPartition(v_partition_18, v_current_leader_epoch_19, v_fetch_offset_20, -1, v_log_start_offset_22, v_partition_max_bytes_23, ZERO_UUID, 9223372036854775807))
             append_13(FetchTopic(v_topic_14, ZERO_UUID, v_partitions_16))
@@ -692,7 +939,7 @@ def decode_fetch_request_v10(data: bytes, pos: int) -> tuple[FetchRequest, int]:
 def encode_fetch_request_v10(m: FetchRequest, out: bytearray) -> None:
     if (m.replica_state.replica_id != -1) or (m.replica_state.replica_epoch != -1):
         raise ValueError('attempted to write a non-default ReplicaState at version 10')
-    out += _S5.pack(m.replica_id, m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch)
+    out += _S7.pack(m.replica_id, m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch)
     x_1 = m.topics
     out += _S1.pack(len(x_1))
     for e_2 in x_1:
@@ -705,7 +952,7 @@ def encode_fetch_request_v10(m: FetchRequest, out: bytearray) -> None:
         for e_6 in x_5:
             if e_6.last_fetched_epoch != -1:
                 raise ValueError('attempted to write a non-default LastFetchedEpoch at version 10')
-            out += _S6.pack(e_6.partition, e_6.current_leader_epoch, e_6.fetch_offset, e_6.log_start_offset, e_6.partition_max_bytes)
+            out += _S8.pack(e_6.partition, e_6.current_leader_epoch, e_6.fetch_offset, e_6.log_start_offset, e_6.partition_max_bytes)
     x_7 = m.forgotten_topics_data
     out += _S1.pack(len(x_7))
     for e_8 in x_7:
@@ -719,7 +966,7 @@ def encode_fetch_request_v10(m: FetchRequest, out: bytearray) -> None:
 
 
 def decode_fetch_request_v11(data: bytes, pos: int) -> tuple[FetchRequest, int]:
-    v_replica_id_2, v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9 = _S5.unpack_from(data, pos)
+    v_replica_id_2, v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9 = _S7.unpack_from(data, pos)
     pos += 25
     v_topics_10: list[FetchTopic]
     n0, = _S1.unpack_from(data, pos)
@@ -751,7 +998,7 @@ def decode_fetch_request_v11(data: bytes, pos: int) -> tuple[FetchRequest, int]:
                 v_partitions_16 = []
                 append_17 = v_partitions_16.append
                 for _ in range(n1):
-                    v_partition_18, v_current_leader_epoch_19, v_fetch_offset_20, v_log_start_offset_22, v_partition_max_bytes_23 = _S6.unpack_from(data, pos)
+                    v_partition_18, v_current_leader_epoch_19, v_fetch_offset_20, v_log_start_offset_22, v_partition_max_bytes_23 = _S8.unpack_from(data, pos)
                     pos += 28
                     append_17(FetchPartition(v_partition_18, v_current_leader_epoch_19, v_fetch_offset_20, -1, v_log_start_offset_22, v_partition_max_bytes_23, ZERO_UUID, 9223372036854775807))
             append_13(FetchTopic(v_topic_14, ZERO_UUID, v_partitions_16))
@@ -799,7 +1046,7 @@ def decode_fetch_request_v11(data: bytes, pos: int) -> tuple[FetchRequest, int]:
 def encode_fetch_request_v11(m: FetchRequest, out: bytearray) -> None:
     if (m.replica_state.replica_id != -1) or (m.replica_state.replica_epoch != -1):
         raise ValueError('attempted to write a non-default ReplicaState at version 11')
-    out += _S5.pack(m.replica_id, m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch)
+    out += _S7.pack(m.replica_id, m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch)
     x_1 = m.topics
     out += _S1.pack(len(x_1))
     for e_2 in x_1:
@@ -812,7 +1059,7 @@ def encode_fetch_request_v11(m: FetchRequest, out: bytearray) -> None:
         for e_6 in x_5:
             if e_6.last_fetched_epoch != -1:
                 raise ValueError('attempted to write a non-default LastFetchedEpoch at version 11')
-            out += _S6.pack(e_6.partition, e_6.current_leader_epoch, e_6.fetch_offset, e_6.log_start_offset, e_6.partition_max_bytes)
+            out += _S8.pack(e_6.partition, e_6.current_leader_epoch, e_6.fetch_offset, e_6.log_start_offset, e_6.partition_max_bytes)
     x_7 = m.forgotten_topics_data
     out += _S1.pack(len(x_7))
     for e_8 in x_7:
@@ -830,7 +1077,7 @@ def encode_fetch_request_v11(m: FetchRequest, out: bytearray) -> None:
 
 
 def decode_fetch_request_v12(data: bytes, pos: int) -> tuple[FetchRequest, int]:
-    v_replica_id_2, v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9 = _S5.unpack_from(data, pos)
+    v_replica_id_2, v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9 = _S7.unpack_from(data, pos)
     pos += 25
     v_topics_10: list[FetchTopic]
     n0 = data[pos]
@@ -874,7 +1121,7 @@ def decode_fetch_request_v12(data: bytes, pos: int) -> tuple[FetchRequest, int]:
                 v_partitions_16 = []
                 append_17 = v_partitions_16.append
                 for _ in range(n1):
-                    v_partition_18, v_current_leader_epoch_19, v_fetch_offset_20, v_last_fetched_epoch_21, v_log_start_offset_22, v_partition_max_bytes_23 = _S7.unpack_from(data, pos)
+                    v_partition_18, v_current_leader_epoch_19, v_fetch_offset_20, v_last_fetched_epoch_21, v_log_start_offset_22, v_partition_max_bytes_23 = _S9.unpack_from(data, pos)
                     pos += 32
                     if data[pos] == 0:
                         pos += 1
@@ -987,7 +1234,7 @@ def decode_fetch_request_v12(data: bytes, pos: int) -> tuple[FetchRequest, int]:
 def encode_fetch_request_v12(m: FetchRequest, out: bytearray) -> None:
     if (m.replica_state.replica_id != -1) or (m.replica_state.replica_epoch != -1):
         raise ValueError('attempted to write a non-default ReplicaState at version 12')
-    out += _S5.pack(m.replica_id, m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch)
+    out += _S7.pack(m.replica_id, m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch)
     x_1 = m.topics
     write_uvarint(out, len(x_1) + 1)
     for e_2 in x_1:
@@ -998,7 +1245,7 @@ def encode_fetch_request_v12(m: FetchRequest, out: bytearray) -> None:
         x_5 = e_2.partitions
         write_uvarint(out, len(x_5) + 1)
         for e_6 in x_5:
-            out += _S7.pack(e_6.partition, e_6.current_leader_epoch, e_6.fetch_offset, e_6.last_fetched_epoch, e_6.log_start_offset, e_6.partition_max_bytes)
+            out += _S9.pack(e_6.partition, e_6.current_leader_epoch, e_6.fetch_offset, e_6.last_fetched_epoch, e_6.log_start_offset, e_6.partition_max_bytes)
             out.append(0)
         out.append(0)
     x_7 = m.forgotten_topics_data
@@ -1033,7 +1280,7 @@ def encode_fetch_request_v12(m: FetchRequest, out: bytearray) -> None:
 
 
 def decode_fetch_request_v13(data: bytes, pos: int) -> tuple[FetchRequest, int]:
-    v_replica_id_2, v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9 = _S5.unpack_from(data, pos)
+    v_replica_id_2, v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9 = _S7.unpack_from(data, pos)
     pos += 25
     v_topics_10: list[FetchTopic]
     n0 = data[pos]
@@ -1050,7 +1297,7 @@ def decode_fetch_request_v13(data: bytes, pos: int) -> tuple[FetchRequest, int]:
         v_topics_10 = []
         append_13 = v_topics_10.append
         for _ in range(n0):
-            v_topic_id_15, = _S8.unpack_from(data, pos)
+            v_topic_id_15, = _S10.unpack_from(data, pos)
             pos += 16
             v_partitions_16: list[FetchPartition]
             n1 = data[pos]
@@ -1067,7 +1314,7 @@ def decode_fetch_request_v13(data: bytes, pos: int) -> tuple[FetchRequest, int]:
                 v_partitions_16 = []
                 append_17 = v_partitions_16.append
                 for _ in range(n1):
-                    v_partition_18, v_current_leader_epoch_19, v_fetch_offset_20, v_last_fetched_epoch_21, v_log_start_offset_22, v_partition_max_bytes_23 = _S7.unpack_from(data, pos)
+                    v_partition_18, v_current_leader_epoch_19, v_fetch_offset_20, v_last_fetched_epoch_21, v_log_start_offset_22, v_partition_max_bytes_23 = _S9.unpack_from(data, pos)
                     pos += 32
                     if data[pos] == 0:
                         pos += 1
@@ -1104,7 +1351,7 @@ def decode_fetch_request_v13(data: bytes, pos: int) -> tuple[FetchRequest, int]:
         v_forgotten_topics_data_11 = []
         append_26 = v_forgotten_topics_data_11.append
         for _ in range(n0):
-            v_topic_id_28, = _S8.unpack_from(data, pos)
+            v_topic_id_28, = _S10.unpack_from(data, pos)
             pos += 16
             v_partitions_29: list[int]
             n1 = data[pos]
@@ -1170,21 +1417,21 @@ def decode_fetch_request_v13(data: bytes, pos: int) -> tuple[FetchRequest, int]:
 def encode_fetch_request_v13(m: FetchRequest, out: bytearray) -> None:
     if (m.replica_state.replica_id != -1) or (m.replica_state.replica_epoch != -1):
         raise ValueError('attempted to write a non-default ReplicaState at version 13')
-    out += _S5.pack(m.replica_id, m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch)
+    out += _S7.pack(m.replica_id, m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch)
     x_1 = m.topics
     write_uvarint(out, len(x_1) + 1)
     for e_2 in x_1:
-        out += _S8.pack(e_2.topic_id)
+        out += _S10.pack(e_2.topic_id)
         x_3 = e_2.partitions
         write_uvarint(out, len(x_3) + 1)
         for e_4 in x_3:
-            out += _S7.pack(e_4.partition, e_4.current_leader_epoch, e_4.fetch_offset, e_4.last_fetched_epoch, e_4.log_start_offset, e_4.partition_max_bytes)
+            out += _S9.pack(e_4.partition, e_4.current_leader_epoch, e_4.fetch_offset, e_4.last_fetched_epoch, e_4.log_start_offset, e_4.partition_max_bytes)
             out.append(0)
         out.append(0)
     x_5 = m.forgotten_topics_data
     write_uvarint(out, len(x_5) + 1)
     for e_6 in x_5:
-        out += _S8.pack(e_6.topic_id)
+        out += _S10.pack(e_6.topic_id)
         x_7 = e_6.partitions
         write_uvarint(out, len(x_7) + 1)
         out += pack('>%di' % len(x_7), *x_7)
@@ -1207,6 +1454,327 @@ def encode_fetch_request_v13(m: FetchRequest, out: bytearray) -> None:
             tagbuf0 += b_11
         write_uvarint(out, len(tagbuf0))
         out += tagbuf0
+
+
+def decode_fetch_response_v0(data: bytes, pos: int) -> tuple[FetchResponse, int]:
+    v_responses_4: list[FetchableTopicResponse]
+    n0, = _S1.unpack_from(data, pos)
+    pos += 4
+    if n0 < 0:
+        raise DecodeError('non-nullable field Responses is null')
+    elif n0 > len(data) - pos:
+        raise DecodeError('array Responses longer than the frame')
+    else:
+        v_responses_4 = []
+        append_6 = v_responses_4.append
+        for _ in range(n0):
+            v_topic_7: str
+            n1, = _S2.unpack_from(data, pos)
+            pos += 2
+            if n1 < 0:
+                raise DecodeError('non-nullable field Topic is null')
+            else:
+                v_topic_7 = str(data[pos:pos + n1], 'utf-8')
+                pos += n1
+            v_partitions_9: list[PartitionData]
+            n1, = _S1.unpack_from(data, pos)
+            pos += 4
+            if n1 < 0:
+                raise DecodeError('non-nullable field Partitions is null')
+            elif n1 > len(data) - pos:
+                raise DecodeError('array Partitions longer than the frame')
+            else:
+                v_partitions_9 = []
+                append_10 = v_partitions_9.append
+                for _ in range(n1):
+                    v_partition_index_11, v_error_code_12, v_high_watermark_13 = _S11.unpack_from(data, pos)
+                    pos += 14
+                    v_records_21: bytes | None
+                    n2, = _S1.unpack_from(data, pos)
+                    pos += 4
+                    if n2 < 0:
+                        v_records_21 = None
+                    else:
+                        v_records_21 = data[pos:pos + n2]
+                        pos += n2
+                    append_10(PartitionData(v_partition_index_11, v_error_code_12, v_high_watermark_13, -1, -1, EpochEndOffset(), LeaderIdAndEpoch(), SnapshotId(), [], -1, v_records_21))
+            append_6(FetchableTopicResponse(v_topic_7, ZERO_UUID, v_partitions_9))
+    return FetchResponse(0, 0, 0, v_responses_4, []), pos
+
+
+def encode_fetch_response_v0(m: FetchResponse, out: bytearray) -> None:
+    if m.session_id != 0:
+        raise ValueError('attempted to write a non-default SessionId at version 0')
+    if m.node_endpoints:
+        raise ValueError('attempted to write a non-default NodeEndpoints at version 0')
+    x_1 = m.responses
+    out += _S1.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2.topic
+        b_4 = x_3.encode()
+        out += _S2.pack(len(b_4))
+        out += b_4
+        x_5 = e_2.partitions
+        out += _S1.pack(len(x_5))
+        for e_6 in x_5:
+            if (e_6.diverging_epoch.epoch != -1) or (e_6.diverging_epoch.end_offset != -1):
+                raise ValueError('attempted to write a non-default DivergingEpoch at version 0')
+            if (e_6.current_leader.leader_id != -1) or (e_6.current_leader.leader_epoch != -1):
+                raise ValueError('attempted to write a non-default CurrentLeader at version 0')
+            if (e_6.snapshot_id.end_offset != -1) or (e_6.snapshot_id.epoch != -1):
+                raise ValueError('attempted to write a non-default SnapshotId at version 0')
+            if e_6.preferred_read_replica != -1:
+                raise ValueError('attempted to write a non-default PreferredReadReplica at version 0')
+            out += _S11.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark)
+            x_7 = e_6.records
+            if x_7 is None:
+                out += b'\xff\xff\xff\xff'
+            else:
+                out += _S1.pack(len(x_7))
+                out += x_7
+
+
+def decode_fetch_response_v1(data: bytes, pos: int) -> tuple[FetchResponse, int]:
+    v_throttle_time_ms_1, = _S1.unpack_from(data, pos)
+    pos += 4
+    v_responses_4: list[FetchableTopicResponse]
+    n0, = _S1.unpack_from(data, pos)
+    pos += 4
+    if n0 < 0:
+        raise DecodeError('non-nullable field Responses is null')
+    elif n0 > len(data) - pos:
+        raise DecodeError('array Responses longer than the frame')
+    else:
+        v_responses_4 = []
+        append_6 = v_responses_4.append
+        for _ in range(n0):
+            v_topic_7: str
+            n1, = _S2.unpack_from(data, pos)
+            pos += 2
+            if n1 < 0:
+                raise DecodeError('non-nullable field Topic is null')
+            else:
+                v_topic_7 = str(data[pos:pos + n1], 'utf-8')
+                pos += n1
+            v_partitions_9: list[PartitionData]
+            n1, = _S1.unpack_from(data, pos)
+            pos += 4
+            if n1 < 0:
+                raise DecodeError('non-nullable field Partitions is null')
+            elif n1 > len(data) - pos:
+                raise DecodeError('array Partitions longer than the frame')
+            else:
+                v_partitions_9 = []
+                append_10 = v_partitions_9.append
+                for _ in range(n1):
+                    v_partition_index_11, v_error_code_12, v_high_watermark_13 = _S11.unpack_from(data, pos)
+                    pos += 14
+                    v_records_21: bytes | None
+                    n2, = _S1.unpack_from(data, pos)
+                    pos += 4
+                    if n2 < 0:
+                        v_records_21 = None
+                    else:
+                        v_records_21 = data[pos:pos + n2]
+                        pos += n2
+                    append_10(PartitionData(v_partition_index_11, v_error_code_12, v_high_watermark_13, -1, -1, EpochEndOffset(), LeaderIdAndEpoch(), SnapshotId(), [], -1, v_records_21))
+            append_6(FetchableTopicResponse(v_topic_7, ZERO_UUID, v_partitions_9))
+    return FetchResponse(v_throttle_time_ms_1, 0, 0, v_responses_4, []), pos
+
+
+def encode_fetch_response_v1(m: FetchResponse, out: bytearray) -> None:
+    if m.session_id != 0:
+        raise ValueError('attempted to write a non-default SessionId at version 1')
+    if m.node_endpoints:
+        raise ValueError('attempted to write a non-default NodeEndpoints at version 1')
+    out += _S1.pack(m.throttle_time_ms)
+    x_1 = m.responses
+    out += _S1.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2.topic
+        b_4 = x_3.encode()
+        out += _S2.pack(len(b_4))
+        out += b_4
+        x_5 = e_2.partitions
+        out += _S1.pack(len(x_5))
+        for e_6 in x_5:
+            if (e_6.diverging_epoch.epoch != -1) or (e_6.diverging_epoch.end_offset != -1):
+                raise ValueError('attempted to write a non-default DivergingEpoch at version 1')
+            if (e_6.current_leader.leader_id != -1) or (e_6.current_leader.leader_epoch != -1):
+                raise ValueError('attempted to write a non-default CurrentLeader at version 1')
+            if (e_6.snapshot_id.end_offset != -1) or (e_6.snapshot_id.epoch != -1):
+                raise ValueError('attempted to write a non-default SnapshotId at version 1')
+            if e_6.preferred_read_replica != -1:
+                raise ValueError('attempted to write a non-default PreferredReadReplica at version 1')
+            out += _S11.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark)
+            x_7 = e_6.records
+            if x_7 is None:
+                out += b'\xff\xff\xff\xff'
+            else:
+                out += _S1.pack(len(x_7))
+                out += x_7
+
+
+def decode_fetch_response_v2(data: bytes, pos: int) -> tuple[FetchResponse, int]:
+    v_throttle_time_ms_1, = _S1.unpack_from(data, pos)
+    pos += 4
+    v_responses_4: list[FetchableTopicResponse]
+    n0, = _S1.unpack_from(data, pos)
+    pos += 4
+    if n0 < 0:
+        raise DecodeError('non-nullable field Responses is null')
+    elif n0 > len(data) - pos:
+        raise DecodeError('array Responses longer than the frame')
+    else:
+        v_responses_4 = []
+        append_6 = v_responses_4.append
+        for _ in range(n0):
+            v_topic_7: str
+            n1, = _S2.unpack_from(data, pos)
+            pos += 2
+            if n1 < 0:
+                raise DecodeError('non-nullable field Topic is null')
+            else:
+                v_topic_7 = str(data[pos:pos + n1], 'utf-8')
+                pos += n1
+            v_partitions_9: list[PartitionData]
+            n1, = _S1.unpack_from(data, pos)
+            pos += 4
+            if n1 < 0:
+                raise DecodeError('non-nullable field Partitions is null')
+            elif n1 > len(data) - pos:
+                raise DecodeError('array Partitions longer than the frame')
+            else:
+                v_partitions_9 = []
+                append_10 = v_partitions_9.append
+                for _ in range(n1):
+                    v_partition_index_11, v_error_code_12, v_high_watermark_13 = _S11.unpack_from(data, pos)
+                    pos += 14
+                    v_records_21: bytes | None
+                    n2, = _S1.unpack_from(data, pos)
+                    pos += 4
+                    if n2 < 0:
+                        v_records_21 = None
+                    else:
+                        v_records_21 = data[pos:pos + n2]
+                        pos += n2
+                    append_10(PartitionData(v_partition_index_11, v_error_code_12, v_high_watermark_13, -1, -1, EpochEndOffset(), LeaderIdAndEpoch(), SnapshotId(), [], -1, v_records_21))
+            append_6(FetchableTopicResponse(v_topic_7, ZERO_UUID, v_partitions_9))
+    return FetchResponse(v_throttle_time_ms_1, 0, 0, v_responses_4, []), pos
+
+
+def encode_fetch_response_v2(m: FetchResponse, out: bytearray) -> None:
+    if m.session_id != 0:
+        raise ValueError('attempted to write a non-default SessionId at version 2')
+    if m.node_endpoints:
+        raise ValueError('attempted to write a non-default NodeEndpoints at version 2')
+    out += _S1.pack(m.throttle_time_ms)
+    x_1 = m.responses
+    out += _S1.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2.topic
+        b_4 = x_3.encode()
+        out += _S2.pack(len(b_4))
+        out += b_4
+        x_5 = e_2.partitions
+        out += _S1.pack(len(x_5))
+        for e_6 in x_5:
+            if (e_6.diverging_epoch.epoch != -1) or (e_6.diverging_epoch.end_offset != -1):
+                raise ValueError('attempted to write a non-default DivergingEpoch at version 2')
+            if (e_6.current_leader.leader_id != -1) or (e_6.current_leader.leader_epoch != -1):
+                raise ValueError('attempted to write a non-default CurrentLeader at version 2')
+            if (e_6.snapshot_id.end_offset != -1) or (e_6.snapshot_id.epoch != -1):
+                raise ValueError('attempted to write a non-default SnapshotId at version 2')
+            if e_6.preferred_read_replica != -1:
+                raise ValueError('attempted to write a non-default PreferredReadReplica at version 2')
+            out += _S11.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark)
+            x_7 = e_6.records
+            if x_7 is None:
+                out += b'\xff\xff\xff\xff'
+            else:
+                out += _S1.pack(len(x_7))
+                out += x_7
+
+
+def decode_fetch_response_v3(data: bytes, pos: int) -> tuple[FetchResponse, int]:
+    v_throttle_time_ms_1, = _S1.unpack_from(data, pos)
+    pos += 4
+    v_responses_4: list[FetchableTopicResponse]
+    n0, = _S1.unpack_from(data, pos)
+    pos += 4
+    if n0 < 0:
+        raise DecodeError('non-nullable field Responses is null')
+    elif n0 > len(data) - pos:
+        raise DecodeError('array Responses longer than the frame')
+    else:
+        v_responses_4 = []
+        append_6 = v_responses_4.append
+        for _ in range(n0):
+            v_topic_7: str
+            n1, = _S2.unpack_from(data, pos)
+            pos += 2
+            if n1 < 0:
+                raise DecodeError('non-nullable field Topic is null')
+            else:
+                v_topic_7 = str(data[pos:pos + n1], 'utf-8')
+                pos += n1
+            v_partitions_9: list[PartitionData]
+            n1, = _S1.unpack_from(data, pos)
+            pos += 4
+            if n1 < 0:
+                raise DecodeError('non-nullable field Partitions is null')
+            elif n1 > len(data) - pos:
+                raise DecodeError('array Partitions longer than the frame')
+            else:
+                v_partitions_9 = []
+                append_10 = v_partitions_9.append
+                for _ in range(n1):
+                    v_partition_index_11, v_error_code_12, v_high_watermark_13 = _S11.unpack_from(data, pos)
+                    pos += 14
+                    v_records_21: bytes | None
+                    n2, = _S1.unpack_from(data, pos)
+                    pos += 4
+                    if n2 < 0:
+                        v_records_21 = None
+                    else:
+                        v_records_21 = data[pos:pos + n2]
+                        pos += n2
+                    append_10(PartitionData(v_partition_index_11, v_error_code_12, v_high_watermark_13, -1, -1, EpochEndOffset(), LeaderIdAndEpoch(), SnapshotId(), [], -1, v_records_21))
+            append_6(FetchableTopicResponse(v_topic_7, ZERO_UUID, v_partitions_9))
+    return FetchResponse(v_throttle_time_ms_1, 0, 0, v_responses_4, []), pos
+
+
+def encode_fetch_response_v3(m: FetchResponse, out: bytearray) -> None:
+    if m.session_id != 0:
+        raise ValueError('attempted to write a non-default SessionId at version 3')
+    if m.node_endpoints:
+        raise ValueError('attempted to write a non-default NodeEndpoints at version 3')
+    out += _S1.pack(m.throttle_time_ms)
+    x_1 = m.responses
+    out += _S1.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2.topic
+        b_4 = x_3.encode()
+        out += _S2.pack(len(b_4))
+        out += b_4
+        x_5 = e_2.partitions
+        out += _S1.pack(len(x_5))
+        for e_6 in x_5:
+            if (e_6.diverging_epoch.epoch != -1) or (e_6.diverging_epoch.end_offset != -1):
+                raise ValueError('attempted to write a non-default DivergingEpoch at version 3')
+            if (e_6.current_leader.leader_id != -1) or (e_6.current_leader.leader_epoch != -1):
+                raise ValueError('attempted to write a non-default CurrentLeader at version 3')
+            if (e_6.snapshot_id.end_offset != -1) or (e_6.snapshot_id.epoch != -1):
+                raise ValueError('attempted to write a non-default SnapshotId at version 3')
+            if e_6.preferred_read_replica != -1:
+                raise ValueError('attempted to write a non-default PreferredReadReplica at version 3')
+            out += _S11.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark)
+            x_7 = e_6.records
+            if x_7 is None:
+                out += b'\xff\xff\xff\xff'
+            else:
+                out += _S1.pack(len(x_7))
+                out += x_7
 
 
 def decode_fetch_response_v4(data: bytes, pos: int) -> tuple[FetchResponse, int]:
@@ -1242,7 +1810,7 @@ def decode_fetch_response_v4(data: bytes, pos: int) -> tuple[FetchResponse, int]
                 v_partitions_9 = []
                 append_10 = v_partitions_9.append
                 for _ in range(n1):
-                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14 = _S9.unpack_from(data, pos)
+                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14 = _S12.unpack_from(data, pos)
                     pos += 22
                     v_aborted_transactions_19: list[AbortedTransaction] | None
                     n2, = _S1.unpack_from(data, pos)
@@ -1255,7 +1823,7 @@ def decode_fetch_response_v4(data: bytes, pos: int) -> tuple[FetchResponse, int]
                         v_aborted_transactions_19 = []
                         append_22 = v_aborted_transactions_19.append
                         for _ in range(n2):
-                            v_producer_id_23, v_first_offset_24 = _S10.unpack_from(data, pos)
+                            v_producer_id_23, v_first_offset_24 = _S13.unpack_from(data, pos)
                             pos += 16
                             append_22(AbortedTransaction(v_producer_id_23, v_first_offset_24))
                     v_records_21: bytes | None
@@ -1295,14 +1863,14 @@ def encode_fetch_response_v4(m: FetchResponse, out: bytearray) -> None:
                 raise ValueError('attempted to write a non-default SnapshotId at version 4')
             if e_6.preferred_read_replica != -1:
                 raise ValueError('attempted to write a non-default PreferredReadReplica at version 4')
-            out += _S9.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset)
+            out += _S12.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset)
             x_7 = e_6.aborted_transactions
             if x_7 is None:
                 out += b'\xff\xff\xff\xff'
             else:
                 out += _S1.pack(len(x_7))
                 for e_8 in x_7:
-                    out += _S10.pack(e_8.producer_id, e_8.first_offset)
+                    out += _S13.pack(e_8.producer_id, e_8.first_offset)
             x_9 = e_6.records
             if x_9 is None:
                 out += b'\xff\xff\xff\xff'
@@ -1344,7 +1912,7 @@ def decode_fetch_response_v5(data: bytes, pos: int) -> tuple[FetchResponse, int]
                 v_partitions_9 = []
                 append_10 = v_partitions_9.append
                 for _ in range(n1):
-                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15 = _S11.unpack_from(data, pos)
+                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15 = _S14.unpack_from(data, pos)
                     pos += 30
                     v_aborted_transactions_19: list[AbortedTransaction] | None
                     n2, = _S1.unpack_from(data, pos)
@@ -1357,7 +1925,7 @@ def decode_fetch_response_v5(data: bytes, pos: int) -> tuple[FetchResponse, int]
                         v_aborted_transactions_19 = []
                         append_22 = v_aborted_transactions_19.append
                         for _ in range(n2):
-                            v_producer_id_23, v_first_offset_24 = _S10.unpack_from(data, pos)
+                            v_producer_id_23, v_first_offset_24 = _S13.unpack_from(data, pos)
                             pos += 16
                             append_22(AbortedTransaction(v_producer_id_23, v_first_offset_24))
                     v_records_21: bytes | None
@@ -1397,14 +1965,14 @@ def encode_fetch_response_v5(m: FetchResponse, out: bytearray) -> None:
                 raise ValueError('attempted to write a non-default SnapshotId at version 5')
             if e_6.preferred_read_replica != -1:
                 raise ValueError('attempted to write a non-default PreferredReadReplica at version 5')
-            out += _S11.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
+            out += _S14.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
             x_7 = e_6.aborted_transactions
             if x_7 is None:
                 out += b'\xff\xff\xff\xff'
             else:
                 out += _S1.pack(len(x_7))
                 for e_8 in x_7:
-                    out += _S10.pack(e_8.producer_id, e_8.first_offset)
+                    out += _S13.pack(e_8.producer_id, e_8.first_offset)
             x_9 = e_6.records
             if x_9 is None:
                 out += b'\xff\xff\xff\xff'
@@ -1446,7 +2014,7 @@ def decode_fetch_response_v6(data: bytes, pos: int) -> tuple[FetchResponse, int]
                 v_partitions_9 = []
                 append_10 = v_partitions_9.append
                 for _ in range(n1):
-                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15 = _S11.unpack_from(data, pos)
+                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15 = _S14.unpack_from(data, pos)
                     pos += 30
                     v_aborted_transactions_19: list[AbortedTransaction] | None
                     n2, = _S1.unpack_from(data, pos)
@@ -1459,7 +2027,7 @@ def decode_fetch_response_v6(data: bytes, pos: int) -> tuple[FetchResponse, int]
                         v_aborted_transactions_19 = []
                         append_22 = v_aborted_transactions_19.append
                         for _ in range(n2):
-                            v_producer_id_23, v_first_offset_24 = _S10.unpack_from(data, pos)
+                            v_producer_id_23, v_first_offset_24 = _S13.unpack_from(data, pos)
                             pos += 16
                             append_22(AbortedTransaction(v_producer_id_23, v_first_offset_24))
                     v_records_21: bytes | None
@@ -1499,14 +2067,14 @@ def encode_fetch_response_v6(m: FetchResponse, out: bytearray) -> None:
                 raise ValueError('attempted to write a non-default SnapshotId at version 6')
             if e_6.preferred_read_replica != -1:
                 raise ValueError('attempted to write a non-default PreferredReadReplica at version 6')
-            out += _S11.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
+            out += _S14.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
             x_7 = e_6.aborted_transactions
             if x_7 is None:
                 out += b'\xff\xff\xff\xff'
             else:
                 out += _S1.pack(len(x_7))
                 for e_8 in x_7:
-                    out += _S10.pack(e_8.producer_id, e_8.first_offset)
+                    out += _S13.pack(e_8.producer_id, e_8.first_offset)
             x_9 = e_6.records
             if x_9 is None:
                 out += b'\xff\xff\xff\xff'
@@ -1516,7 +2084,7 @@ def encode_fetch_response_v6(m: FetchResponse, out: bytearray) -> None:
 
 
 def decode_fetch_response_v7(data: bytes, pos: int) -> tuple[FetchResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2, v_session_id_3 = _S12.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2, v_session_id_3 = _S15.unpack_from(data, pos)
     pos += 10
     v_responses_4: list[FetchableTopicResponse]
     n0, = _S1.unpack_from(data, pos)
@@ -1548,7 +2116,7 @@ def decode_fetch_response_v7(data: bytes, pos: int) -> tuple[FetchResponse, int]
                 v_partitions_9 = []
                 append_10 = v_partitions_9.append
                 for _ in range(n1):
-                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15 = _S11.unpack_from(data, pos)
+                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15 = _S14.unpack_from(data, pos)
                     pos += 30
                     v_aborted_transactions_19: list[AbortedTransaction] | None
                     n2, = _S1.unpack_from(data, pos)
@@ -1561,7 +2129,7 @@ def decode_fetch_response_v7(data: bytes, pos: int) -> tuple[FetchResponse, int]
                         v_aborted_transactions_19 = []
                         append_22 = v_aborted_transactions_19.append
                         for _ in range(n2):
-                            v_producer_id_23, v_first_offset_24 = _S10.unpack_from(data, pos)
+                            v_producer_id_23, v_first_offset_24 = _S13.unpack_from(data, pos)
                             pos += 16
                             append_22(AbortedTransaction(v_producer_id_23, v_first_offset_24))
                     v_records_21: bytes | None
@@ -1580,7 +2148,7 @@ def decode_fetch_response_v7(data: bytes, pos: int) -> tuple[FetchResponse, int]
 def encode_fetch_response_v7(m: FetchResponse, out: bytearray) -> None:
     if m.node_endpoints:
         raise ValueError('attempted to write a non-default NodeEndpoints at version 7')
-    out += _S12.pack(m.throttle_time_ms, m.error_code, m.session_id)
+    out += _S15.pack(m.throttle_time_ms, m.error_code, m.session_id)
     x_1 = m.responses
     out += _S1.pack(len(x_1))
     for e_2 in x_1:
@@ -1599,14 +2167,14 @@ def encode_fetch_response_v7(m: FetchResponse, out: bytearray) -> None:
                 raise ValueError('attempted to write a non-default SnapshotId at version 7')
             if e_6.preferred_read_replica != -1:
                 raise ValueError('attempted to write a non-default PreferredReadReplica at version 7')
-            out += _S11.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
+            out += _S14.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
             x_7 = e_6.aborted_transactions
             if x_7 is None:
                 out += b'\xff\xff\xff\xff'
             else:
                 out += _S1.pack(len(x_7))
                 for e_8 in x_7:
-                    out += _S10.pack(e_8.producer_id, e_8.first_offset)
+                    out += _S13.pack(e_8.producer_id, e_8.first_offset)
             x_9 = e_6.records
             if x_9 is None:
                 out += b'\xff\xff\xff\xff'
@@ -1616,7 +2184,7 @@ def encode_fetch_response_v7(m: FetchResponse, out: bytearray) -> None:
 
 
 def decode_fetch_response_v8(data: bytes, pos: int) -> tuple[FetchResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2, v_session_id_3 = _S12.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2, v_session_id_3 = _S15.unpack_from(data, pos)
     pos += 10
     v_responses_4: list[FetchableTopicResponse]
     n0, = _S1.unpack_from(data, pos)
@@ -1648,7 +2216,7 @@ def decode_fetch_response_v8(data: bytes, pos: int) -> tuple[FetchResponse, int]
                 v_partitions_9 = []
                 append_10 = v_partitions_9.append
                 for _ in range(n1):
-                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15 = _S11.unpack_from(data, pos)
+                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15 = _S14.unpack_from(data, pos)
                     pos += 30
                     v_aborted_transactions_19: list[AbortedTransaction] | None
                     n2, = _S1.unpack_from(data, pos)
@@ -1661,7 +2229,7 @@ def decode_fetch_response_v8(data: bytes, pos: int) -> tuple[FetchResponse, int]
                         v_aborted_transactions_19 = []
                         append_22 = v_aborted_transactions_19.append
                         for _ in range(n2):
-                            v_producer_id_23, v_first_offset_24 = _S10.unpack_from(data, pos)
+                            v_producer_id_23, v_first_offset_24 = _S13.unpack_from(data, pos)
                             pos += 16
                             append_22(AbortedTransaction(v_producer_id_23, v_first_offset_24))
                     v_records_21: bytes | None
@@ -1680,7 +2248,7 @@ def decode_fetch_response_v8(data: bytes, pos: int) -> tuple[FetchResponse, int]
 def encode_fetch_response_v8(m: FetchResponse, out: bytearray) -> None:
     if m.node_endpoints:
         raise ValueError('attempted to write a non-default NodeEndpoints at version 8')
-    out += _S12.pack(m.throttle_time_ms, m.error_code, m.session_id)
+    out += _S15.pack(m.throttle_time_ms, m.error_code, m.session_id)
     x_1 = m.responses
     out += _S1.pack(len(x_1))
     for e_2 in x_1:
@@ -1699,14 +2267,14 @@ def encode_fetch_response_v8(m: FetchResponse, out: bytearray) -> None:
                 raise ValueError('attempted to write a non-default SnapshotId at version 8')
             if e_6.preferred_read_replica != -1:
                 raise ValueError('attempted to write a non-default PreferredReadReplica at version 8')
-            out += _S11.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
+            out += _S14.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
             x_7 = e_6.aborted_transactions
             if x_7 is None:
                 out += b'\xff\xff\xff\xff'
             else:
                 out += _S1.pack(len(x_7))
                 for e_8 in x_7:
-                    out += _S10.pack(e_8.producer_id, e_8.first_offset)
+                    out += _S13.pack(e_8.producer_id, e_8.first_offset)
             x_9 = e_6.records
             if x_9 is None:
                 out += b'\xff\xff\xff\xff'
@@ -1716,7 +2284,7 @@ def encode_fetch_response_v8(m: FetchResponse, out: bytearray) -> None:
 
 
 def decode_fetch_response_v9(data: bytes, pos: int) -> tuple[FetchResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2, v_session_id_3 = _S12.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2, v_session_id_3 = _S15.unpack_from(data, pos)
     pos += 10
     v_responses_4: list[FetchableTopicResponse]
     n0, = _S1.unpack_from(data, pos)
@@ -1748,7 +2316,7 @@ def decode_fetch_response_v9(data: bytes, pos: int) -> tuple[FetchResponse, int]
                 v_partitions_9 = []
                 append_10 = v_partitions_9.append
                 for _ in range(n1):
-                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15 = _S11.unpack_from(data, pos)
+                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15 = _S14.unpack_from(data, pos)
                     pos += 30
                     v_aborted_transactions_19: list[AbortedTransaction] | None
                     n2, = _S1.unpack_from(data, pos)
@@ -1761,7 +2329,7 @@ def decode_fetch_response_v9(data: bytes, pos: int) -> tuple[FetchResponse, int]
                         v_aborted_transactions_19 = []
                         append_22 = v_aborted_transactions_19.append
                         for _ in range(n2):
-                            v_producer_id_23, v_first_offset_24 = _S10.unpack_from(data, pos)
+                            v_producer_id_23, v_first_offset_24 = _S13.unpack_from(data, pos)
                             pos += 16
                             append_22(AbortedTransaction(v_producer_id_23, v_first_offset_24))
                     v_records_21: bytes | None
@@ -1780,7 +2348,7 @@ def decode_fetch_response_v9(data: bytes, pos: int) -> tuple[FetchResponse, int]
 def encode_fetch_response_v9(m: FetchResponse, out: bytearray) -> None:
     if m.node_endpoints:
         raise ValueError('attempted to write a non-default NodeEndpoints at version 9')
-    out += _S12.pack(m.throttle_time_ms, m.error_code, m.session_id)
+    out += _S15.pack(m.throttle_time_ms, m.error_code, m.session_id)
     x_1 = m.responses
     out += _S1.pack(len(x_1))
     for e_2 in x_1:
@@ -1799,14 +2367,14 @@ def encode_fetch_response_v9(m: FetchResponse, out: bytearray) -> None:
                 raise ValueError('attempted to write a non-default SnapshotId at version 9')
             if e_6.preferred_read_replica != -1:
                 raise ValueError('attempted to write a non-default PreferredReadReplica at version 9')
-            out += _S11.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
+            out += _S14.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
             x_7 = e_6.aborted_transactions
             if x_7 is None:
                 out += b'\xff\xff\xff\xff'
             else:
                 out += _S1.pack(len(x_7))
                 for e_8 in x_7:
-                    out += _S10.pack(e_8.producer_id, e_8.first_offset)
+                    out += _S13.pack(e_8.producer_id, e_8.first_offset)
             x_9 = e_6.records
             if x_9 is None:
                 out += b'\xff\xff\xff\xff'
@@ -1816,7 +2384,7 @@ def encode_fetch_response_v9(m: FetchResponse, out: bytearray) -> None:
 
 
 def decode_fetch_response_v10(data: bytes, pos: int) -> tuple[FetchResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2, v_session_id_3 = _S12.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2, v_session_id_3 = _S15.unpack_from(data, pos)
     pos += 10
     v_responses_4: list[FetchableTopicResponse]
     n0, = _S1.unpack_from(data, pos)
@@ -1848,7 +2416,7 @@ def decode_fetch_response_v10(data: bytes, pos: int) -> tuple[FetchResponse, int
                 v_partitions_9 = []
                 append_10 = v_partitions_9.append
                 for _ in range(n1):
-                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15 = _S11.unpack_from(data, pos)
+                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15 = _S14.unpack_from(data, pos)
                     pos += 30
                     v_aborted_transactions_19: list[AbortedTransaction] | None
                     n2, = _S1.unpack_from(data, pos)
@@ -1861,7 +2429,7 @@ def decode_fetch_response_v10(data: bytes, pos: int) -> tuple[FetchResponse, int
                         v_aborted_transactions_19 = []
                         append_22 = v_aborted_transactions_19.append
                         for _ in range(n2):
-                            v_producer_id_23, v_first_offset_24 = _S10.unpack_from(data, pos)
+                            v_producer_id_23, v_first_offset_24 = _S13.unpack_from(data, pos)
                             pos += 16
                             append_22(AbortedTransaction(v_producer_id_23, v_first_offset_24))
                     v_records_21: bytes | None
@@ -1880,7 +2448,7 @@ def decode_fetch_response_v10(data: bytes, pos: int) -> tuple[FetchResponse, int
 def encode_fetch_response_v10(m: FetchResponse, out: bytearray) -> None:
     if m.node_endpoints:
         raise ValueError('attempted to write a non-default NodeEndpoints at version 10')
-    out += _S12.pack(m.throttle_time_ms, m.error_code, m.session_id)
+    out += _S15.pack(m.throttle_time_ms, m.error_code, m.session_id)
     x_1 = m.responses
     out += _S1.pack(len(x_1))
     for e_2 in x_1:
@@ -1899,14 +2467,14 @@ def encode_fetch_response_v10(m: FetchResponse, out: bytearray) -> None:
                 raise ValueError('attempted to write a non-default SnapshotId at version 10')
             if e_6.preferred_read_replica != -1:
                 raise ValueError('attempted to write a non-default PreferredReadReplica at version 10')
-            out += _S11.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
+            out += _S14.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
             x_7 = e_6.aborted_transactions
             if x_7 is None:
                 out += b'\xff\xff\xff\xff'
             else:
                 out += _S1.pack(len(x_7))
                 for e_8 in x_7:
-                    out += _S10.pack(e_8.producer_id, e_8.first_offset)
+                    out += _S13.pack(e_8.producer_id, e_8.first_offset)
             x_9 = e_6.records
             if x_9 is None:
                 out += b'\xff\xff\xff\xff'
@@ -1916,7 +2484,7 @@ def encode_fetch_response_v10(m: FetchResponse, out: bytearray) -> None:
 
 
 def decode_fetch_response_v11(data: bytes, pos: int) -> tuple[FetchResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2, v_session_id_3 = _S12.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2, v_session_id_3 = _S15.unpack_from(data, pos)
     pos += 10
     v_responses_4: list[FetchableTopicResponse]
     n0, = _S1.unpack_from(data, pos)
@@ -1948,7 +2516,7 @@ def decode_fetch_response_v11(data: bytes, pos: int) -> tuple[FetchResponse, int
                 v_partitions_9 = []
                 append_10 = v_partitions_9.append
                 for _ in range(n1):
-                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15 = _S11.unpack_from(data, pos)
+                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15 = _S14.unpack_from(data, pos)
                     pos += 30
                     v_aborted_transactions_19: list[AbortedTransaction] | None
                     n2, = _S1.unpack_from(data, pos)
@@ -1961,7 +2529,7 @@ def decode_fetch_response_v11(data: bytes, pos: int) -> tuple[FetchResponse, int
                         v_aborted_transactions_19 = []
                         append_22 = v_aborted_transactions_19.append
                         for _ in range(n2):
-                            v_producer_id_23, v_first_offset_24 = _S10.unpack_from(data, pos)
+                            v_producer_id_23, v_first_offset_24 = _S13.unpack_from(data, pos)
                             pos += 16
                             append_22(AbortedTransaction(v_producer_id_23, v_first_offset_24))
                     v_preferred_read_replica_20, = _S1.unpack_from(data, pos)
@@ -1982,7 +2550,7 @@ def decode_fetch_response_v11(data: bytes, pos: int) -> tuple[FetchResponse, int
 def encode_fetch_response_v11(m: FetchResponse, out: bytearray) -> None:
     if m.node_endpoints:
         raise ValueError('attempted to write a non-default NodeEndpoints at version 11')
-    out += _S12.pack(m.throttle_time_ms, m.error_code, m.session_id)
+    out += _S15.pack(m.throttle_time_ms, m.error_code, m.session_id)
     x_1 = m.responses
     out += _S1.pack(len(x_1))
     for e_2 in x_1:
@@ -1999,14 +2567,14 @@ def encode_fetch_response_v11(m: FetchResponse, out: bytearray) -> None:
                 raise ValueError('attempted to write a non-default CurrentLeader at version 11')
             if (e_6.snapshot_id.end_offset != -1) or (e_6.snapshot_id.epoch != -1):
                 raise ValueError('attempted to write a non-default SnapshotId at version 11')
-            out += _S11.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
+            out += _S14.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
             x_7 = e_6.aborted_transactions
             if x_7 is None:
                 out += b'\xff\xff\xff\xff'
             else:
                 out += _S1.pack(len(x_7))
                 for e_8 in x_7:
-                    out += _S10.pack(e_8.producer_id, e_8.first_offset)
+                    out += _S13.pack(e_8.producer_id, e_8.first_offset)
             out += _S1.pack(e_6.preferred_read_replica)
             x_9 = e_6.records
             if x_9 is None:
@@ -2017,7 +2585,7 @@ def encode_fetch_response_v11(m: FetchResponse, out: bytearray) -> None:
 
 
 def decode_fetch_response_v12(data: bytes, pos: int) -> tuple[FetchResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2, v_session_id_3 = _S12.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2, v_session_id_3 = _S15.unpack_from(data, pos)
     pos += 10
     v_responses_4: list[FetchableTopicResponse]
     n0 = data[pos]
@@ -2061,7 +2629,7 @@ def decode_fetch_response_v12(data: bytes, pos: int) -> tuple[FetchResponse, int
                 v_partitions_9 = []
                 append_10 = v_partitions_9.append
                 for _ in range(n1):
-                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15 = _S11.unpack_from(data, pos)
+                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15 = _S14.unpack_from(data, pos)
                     pos += 30
                     v_aborted_transactions_19: list[AbortedTransaction] | None
                     n2 = data[pos]
@@ -2078,7 +2646,7 @@ def decode_fetch_response_v12(data: bytes, pos: int) -> tuple[FetchResponse, int
                         v_aborted_transactions_19 = []
                         append_22 = v_aborted_transactions_19.append
                         for _ in range(n2):
-                            v_producer_id_23, v_first_offset_24 = _S10.unpack_from(data, pos)
+                            v_producer_id_23, v_first_offset_24 = _S13.unpack_from(data, pos)
                             pos += 16
                             if data[pos] == 0:
                                 pos += 1
@@ -2116,7 +2684,7 @@ def decode_fetch_response_v12(data: bytes, pos: int) -> tuple[FetchResponse, int
                             size2, pos = read_uvarint(data, pos)
                             end2 = pos + size2
                             if tag2 == 0:
-                                v_epoch_25, v_end_offset_26 = _S13.unpack_from(data, pos)
+                                v_epoch_25, v_end_offset_26 = _S16.unpack_from(data, pos)
                                 pos += 12
                                 if data[pos] == 0:
                                     pos += 1
@@ -2129,7 +2697,7 @@ def decode_fetch_response_v12(data: bytes, pos: int) -> tuple[FetchResponse, int
                                         pos = end3
                                 v_diverging_epoch_16 = EpochEndOffset(v_epoch_25, v_end_offset_26)
                             elif tag2 == 1:
-                                v_leader_id_27, v_leader_epoch_28 = _S14.unpack_from(data, pos)
+                                v_leader_id_27, v_leader_epoch_28 = _S17.unpack_from(data, pos)
                                 pos += 8
                                 if data[pos] == 0:
                                     pos += 1
@@ -2142,7 +2710,7 @@ def decode_fetch_response_v12(data: bytes, pos: int) -> tuple[FetchResponse, int
                                         pos = end3
                                 v_current_leader_17 = LeaderIdAndEpoch(v_leader_id_27, v_leader_epoch_28)
                             elif tag2 == 2:
-                                v_end_offset_29, v_epoch_30 = _S15.unpack_from(data, pos)
+                                v_end_offset_29, v_epoch_30 = _S18.unpack_from(data, pos)
                                 pos += 12
                                 if data[pos] == 0:
                                     pos += 1
@@ -2181,7 +2749,7 @@ def decode_fetch_response_v12(data: bytes, pos: int) -> tuple[FetchResponse, int
 def encode_fetch_response_v12(m: FetchResponse, out: bytearray) -> None:
     if m.node_endpoints:
         raise ValueError('attempted to write a non-default NodeEndpoints at version 12')
-    out += _S12.pack(m.throttle_time_ms, m.error_code, m.session_id)
+    out += _S15.pack(m.throttle_time_ms, m.error_code, m.session_id)
     x_1 = m.responses
     write_uvarint(out, len(x_1) + 1)
     for e_2 in x_1:
@@ -2192,14 +2760,14 @@ def encode_fetch_response_v12(m: FetchResponse, out: bytearray) -> None:
         x_5 = e_2.partitions
         write_uvarint(out, len(x_5) + 1)
         for e_6 in x_5:
-            out += _S11.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
+            out += _S14.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
             x_7 = e_6.aborted_transactions
             if x_7 is None:
                 out.append(0)
             else:
                 write_uvarint(out, len(x_7) + 1)
                 for e_8 in x_7:
-                    out += _S10.pack(e_8.producer_id, e_8.first_offset)
+                    out += _S13.pack(e_8.producer_id, e_8.first_offset)
                     out.append(0)
             out += _S1.pack(e_6.preferred_read_replica)
             x_9 = e_6.records
@@ -2214,7 +2782,7 @@ def encode_fetch_response_v12(m: FetchResponse, out: bytearray) -> None:
                 write_uvarint(out, 0)
                 tagbuf2 = bytearray()
                 s_11 = e_6.diverging_epoch
-                tagbuf2 += _S13.pack(s_11.epoch, s_11.end_offset)
+                tagbuf2 += _S16.pack(s_11.epoch, s_11.end_offset)
                 tagbuf2.append(0)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
@@ -2222,7 +2790,7 @@ def encode_fetch_response_v12(m: FetchResponse, out: bytearray) -> None:
                 write_uvarint(out, 1)
                 tagbuf2 = bytearray()
                 s_13 = e_6.current_leader
-                tagbuf2 += _S14.pack(s_13.leader_id, s_13.leader_epoch)
+                tagbuf2 += _S17.pack(s_13.leader_id, s_13.leader_epoch)
                 tagbuf2.append(0)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
@@ -2230,7 +2798,7 @@ def encode_fetch_response_v12(m: FetchResponse, out: bytearray) -> None:
                 write_uvarint(out, 2)
                 tagbuf2 = bytearray()
                 s_15 = e_6.snapshot_id
-                tagbuf2 += _S15.pack(s_15.end_offset, s_15.epoch)
+                tagbuf2 += _S18.pack(s_15.end_offset, s_15.epoch)
                 tagbuf2.append(0)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
@@ -2239,7 +2807,7 @@ def encode_fetch_response_v12(m: FetchResponse, out: bytearray) -> None:
 
 
 def decode_fetch_response_v13(data: bytes, pos: int) -> tuple[FetchResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2, v_session_id_3 = _S12.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2, v_session_id_3 = _S15.unpack_from(data, pos)
     pos += 10
     v_responses_4: list[FetchableTopicResponse]
     n0 = data[pos]
@@ -2256,7 +2824,7 @@ def decode_fetch_response_v13(data: bytes, pos: int) -> tuple[FetchResponse, int
         v_responses_4 = []
         append_6 = v_responses_4.append
         for _ in range(n0):
-            v_topic_id_8, = _S8.unpack_from(data, pos)
+            v_topic_id_8, = _S10.unpack_from(data, pos)
             pos += 16
             v_partitions_9: list[PartitionData]
             n1 = data[pos]
@@ -2273,7 +2841,7 @@ def decode_fetch_response_v13(data: bytes, pos: int) -> tuple[FetchResponse, int
                 v_partitions_9 = []
                 append_10 = v_partitions_9.append
                 for _ in range(n1):
-                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15 = _S11.unpack_from(data, pos)
+                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15 = _S14.unpack_from(data, pos)
                     pos += 30
                     v_aborted_transactions_19: list[AbortedTransaction] | None
                     n2 = data[pos]
@@ -2290,7 +2858,7 @@ def decode_fetch_response_v13(data: bytes, pos: int) -> tuple[FetchResponse, int
                         v_aborted_transactions_19 = []
                         append_22 = v_aborted_transactions_19.append
                         for _ in range(n2):
-                            v_producer_id_23, v_first_offset_24 = _S10.unpack_from(data, pos)
+                            v_producer_id_23, v_first_offset_24 = _S13.unpack_from(data, pos)
                             pos += 16
                             if data[pos] == 0:
                                 pos += 1
@@ -2328,7 +2896,7 @@ def decode_fetch_response_v13(data: bytes, pos: int) -> tuple[FetchResponse, int
                             size2, pos = read_uvarint(data, pos)
                             end2 = pos + size2
                             if tag2 == 0:
-                                v_epoch_25, v_end_offset_26 = _S13.unpack_from(data, pos)
+                                v_epoch_25, v_end_offset_26 = _S16.unpack_from(data, pos)
                                 pos += 12
                                 if data[pos] == 0:
                                     pos += 1
@@ -2341,7 +2909,7 @@ def decode_fetch_response_v13(data: bytes, pos: int) -> tuple[FetchResponse, int
                                         pos = end3
                                 v_diverging_epoch_16 = EpochEndOffset(v_epoch_25, v_end_offset_26)
                             elif tag2 == 1:
-                                v_leader_id_27, v_leader_epoch_28 = _S14.unpack_from(data, pos)
+                                v_leader_id_27, v_leader_epoch_28 = _S17.unpack_from(data, pos)
                                 pos += 8
                                 if data[pos] == 0:
                                     pos += 1
@@ -2354,7 +2922,7 @@ def decode_fetch_response_v13(data: bytes, pos: int) -> tuple[FetchResponse, int
                                         pos = end3
                                 v_current_leader_17 = LeaderIdAndEpoch(v_leader_id_27, v_leader_epoch_28)
                             elif tag2 == 2:
-                                v_end_offset_29, v_epoch_30 = _S15.unpack_from(data, pos)
+                                v_end_offset_29, v_epoch_30 = _S18.unpack_from(data, pos)
                                 pos += 12
                                 if data[pos] == 0:
                                     pos += 1
@@ -2393,22 +2961,22 @@ def decode_fetch_response_v13(data: bytes, pos: int) -> tuple[FetchResponse, int
 def encode_fetch_response_v13(m: FetchResponse, out: bytearray) -> None:
     if m.node_endpoints:
         raise ValueError('attempted to write a non-default NodeEndpoints at version 13')
-    out += _S12.pack(m.throttle_time_ms, m.error_code, m.session_id)
+    out += _S15.pack(m.throttle_time_ms, m.error_code, m.session_id)
     x_1 = m.responses
     write_uvarint(out, len(x_1) + 1)
     for e_2 in x_1:
-        out += _S8.pack(e_2.topic_id)
+        out += _S10.pack(e_2.topic_id)
         x_3 = e_2.partitions
         write_uvarint(out, len(x_3) + 1)
         for e_4 in x_3:
-            out += _S11.pack(e_4.partition_index, e_4.error_code, e_4.high_watermark, e_4.last_stable_offset, e_4.log_start_offset)
+            out += _S14.pack(e_4.partition_index, e_4.error_code, e_4.high_watermark, e_4.last_stable_offset, e_4.log_start_offset)
             x_5 = e_4.aborted_transactions
             if x_5 is None:
                 out.append(0)
             else:
                 write_uvarint(out, len(x_5) + 1)
                 for e_6 in x_5:
-                    out += _S10.pack(e_6.producer_id, e_6.first_offset)
+                    out += _S13.pack(e_6.producer_id, e_6.first_offset)
                     out.append(0)
             out += _S1.pack(e_4.preferred_read_replica)
             x_7 = e_4.records
@@ -2423,7 +2991,7 @@ def encode_fetch_response_v13(m: FetchResponse, out: bytearray) -> None:
                 write_uvarint(out, 0)
                 tagbuf2 = bytearray()
                 s_9 = e_4.diverging_epoch
-                tagbuf2 += _S13.pack(s_9.epoch, s_9.end_offset)
+                tagbuf2 += _S16.pack(s_9.epoch, s_9.end_offset)
                 tagbuf2.append(0)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
@@ -2431,7 +2999,7 @@ def encode_fetch_response_v13(m: FetchResponse, out: bytearray) -> None:
                 write_uvarint(out, 1)
                 tagbuf2 = bytearray()
                 s_11 = e_4.current_leader
-                tagbuf2 += _S14.pack(s_11.leader_id, s_11.leader_epoch)
+                tagbuf2 += _S17.pack(s_11.leader_id, s_11.leader_epoch)
                 tagbuf2.append(0)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
@@ -2439,7 +3007,7 @@ def encode_fetch_response_v13(m: FetchResponse, out: bytearray) -> None:
                 write_uvarint(out, 2)
                 tagbuf2 = bytearray()
                 s_13 = e_4.snapshot_id
-                tagbuf2 += _S15.pack(s_13.end_offset, s_13.epoch)
+                tagbuf2 += _S18.pack(s_13.end_offset, s_13.epoch)
                 tagbuf2.append(0)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2

@@ -10,11 +10,12 @@ from struct import Struct
 from protocol.primitives import DecodeError, read_uvarint, write_uvarint
 
 ZERO_UUID = bytes(16)
-_S0 = Struct('>h')
-_S1 = Struct('>hi')
-_S2 = Struct('>i')
-_S3 = Struct('>ihqq')
-_S4 = Struct('>ihqqq')
+_S0 = Struct('>hi')
+_S1 = Struct('>i')
+_S2 = Struct('>h')
+_S3 = Struct('>ihq')
+_S4 = Struct('>ihqq')
+_S5 = Struct('>ihqqq')
 
 
 @dataclass(slots=True)
@@ -84,19 +85,11 @@ class ProduceResponse:
     node_endpoints: list[NodeEndpoint] = field(default_factory=list)
 
 
-def decode_produce_request_v3(data: bytes, pos: int) -> tuple[ProduceRequest, int]:
-    v_transactional_id_1: str | None
-    n0, = _S0.unpack_from(data, pos)
-    pos += 2
-    if n0 < 0:
-        v_transactional_id_1 = None
-    else:
-        v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
-        pos += n0
-    v_acks_2, v_timeout_ms_3 = _S1.unpack_from(data, pos)
+def decode_produce_request_v0(data: bytes, pos: int) -> tuple[ProduceRequest, int]:
+    v_acks_2, v_timeout_ms_3 = _S0.unpack_from(data, pos)
     pos += 6
     v_topic_data_4: list[TopicProduceData]
-    n0, = _S2.unpack_from(data, pos)
+    n0, = _S1.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
         raise DecodeError('non-nullable field TopicData is null')
@@ -107,7 +100,7 @@ def decode_produce_request_v3(data: bytes, pos: int) -> tuple[ProduceRequest, in
         append_5 = v_topic_data_4.append
         for _ in range(n0):
             v_name_6: str
-            n1, = _S0.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
@@ -115,7 +108,7 @@ def decode_produce_request_v3(data: bytes, pos: int) -> tuple[ProduceRequest, in
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
             v_partition_data_8: list[PartitionProduceData]
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field PartitionData is null')
@@ -125,10 +118,231 @@ def decode_produce_request_v3(data: bytes, pos: int) -> tuple[ProduceRequest, in
                 v_partition_data_8 = []
                 append_9 = v_partition_data_8.append
                 for _ in range(n1):
-                    v_index_10, = _S2.unpack_from(data, pos)
+                    v_index_10, = _S1.unpack_from(data, pos)
                     pos += 4
                     v_records_11: bytes | None
-                    n2, = _S2.unpack_from(data, pos)
+                    n2, = _S1.unpack_from(data, pos)
+                    pos += 4
+                    if n2 < 0:
+                        v_records_11 = None
+                    else:
+                        v_records_11 = data[pos:pos + n2]
+                        pos += n2
+                    append_9(PartitionProduceData(v_index_10, v_records_11))
+            append_5(TopicProduceData(v_name_6, ZERO_UUID, v_partition_data_8))
+    return ProduceRequest(None, v_acks_2, v_timeout_ms_3, v_topic_data_4), pos
+
+
+def encode_produce_request_v0(m: ProduceRequest, out: bytearray) -> None:
+    if m.transactional_id is not None:
+        raise ValueError('attempted to write a non-default TransactionalId at version 0')
+    out += _S0.pack(m.acks, m.timeout_ms)
+    x_1 = m.topic_data
+    out += _S1.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2.name
+        b_4 = x_3.encode()
+        out += _S2.pack(len(b_4))
+        out += b_4
+        x_5 = e_2.partition_data
+        out += _S1.pack(len(x_5))
+        for e_6 in x_5:
+            out += _S1.pack(e_6.index)
+            x_7 = e_6.records
+            if x_7 is None:
+                out += b'\xff\xff\xff\xff'
+            else:
+                out += _S1.pack(len(x_7))
+                out += x_7
+
+
+def decode_produce_request_v1(data: bytes, pos: int) -> tuple[ProduceRequest, int]:
+    v_acks_2, v_timeout_ms_3 = _S0.unpack_from(data, pos)
+    pos += 6
+    v_topic_data_4: list[TopicProduceData]
+    n0, = _S1.unpack_from(data, pos)
+    pos += 4
+    if n0 < 0:
+        raise DecodeError('non-nullable field TopicData is null')
+    elif n0 > len(data) - pos:
+        raise DecodeError('array TopicData longer than the frame')
+    else:
+        v_topic_data_4 = []
+        append_5 = v_topic_data_4.append
+        for _ in range(n0):
+            v_name_6: str
+            n1, = _S2.unpack_from(data, pos)
+            pos += 2
+            if n1 < 0:
+                raise DecodeError('non-nullable field Name is null')
+            else:
+                v_name_6 = str(data[pos:pos + n1], 'utf-8')
+                pos += n1
+            v_partition_data_8: list[PartitionProduceData]
+            n1, = _S1.unpack_from(data, pos)
+            pos += 4
+            if n1 < 0:
+                raise DecodeError('non-nullable field PartitionData is null')
+            elif n1 > len(data) - pos:
+                raise DecodeError('array PartitionData longer than the frame')
+            else:
+                v_partition_data_8 = []
+                append_9 = v_partition_data_8.append
+                for _ in range(n1):
+                    v_index_10, = _S1.unpack_from(data, pos)
+                    pos += 4
+                    v_records_11: bytes | None
+                    n2, = _S1.unpack_from(data, pos)
+                    pos += 4
+                    if n2 < 0:
+                        v_records_11 = None
+                    else:
+                        v_records_11 = data[pos:pos + n2]
+                        pos += n2
+                    append_9(PartitionProduceData(v_index_10, v_records_11))
+            append_5(TopicProduceData(v_name_6, ZERO_UUID, v_partition_data_8))
+    return ProduceRequest(None, v_acks_2, v_timeout_ms_3, v_topic_data_4), pos
+
+
+def encode_produce_request_v1(m: ProduceRequest, out: bytearray) -> None:
+    if m.transactional_id is not None:
+        raise ValueError('attempted to write a non-default TransactionalId at version 1')
+    out += _S0.pack(m.acks, m.timeout_ms)
+    x_1 = m.topic_data
+    out += _S1.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2.name
+        b_4 = x_3.encode()
+        out += _S2.pack(len(b_4))
+        out += b_4
+        x_5 = e_2.partition_data
+        out += _S1.pack(len(x_5))
+        for e_6 in x_5:
+            out += _S1.pack(e_6.index)
+            x_7 = e_6.records
+            if x_7 is None:
+                out += b'\xff\xff\xff\xff'
+            else:
+                out += _S1.pack(len(x_7))
+                out += x_7
+
+
+def decode_produce_request_v2(data: bytes, pos: int) -> tuple[ProduceRequest, int]:
+    v_acks_2, v_timeout_ms_3 = _S0.unpack_from(data, pos)
+    pos += 6
+    v_topic_data_4: list[TopicProduceData]
+    n0, = _S1.unpack_from(data, pos)
+    pos += 4
+    if n0 < 0:
+        raise DecodeError('non-nullable field TopicData is null')
+    elif n0 > len(data) - pos:
+        raise DecodeError('array TopicData longer than the frame')
+    else:
+        v_topic_data_4 = []
+        append_5 = v_topic_data_4.append
+        for _ in range(n0):
+            v_name_6: str
+            n1, = _S2.unpack_from(data, pos)
+            pos += 2
+            if n1 < 0:
+                raise DecodeError('non-nullable field Name is null')
+            else:
+                v_name_6 = str(data[pos:pos + n1], 'utf-8')
+                pos += n1
+            v_partition_data_8: list[PartitionProduceData]
+            n1, = _S1.unpack_from(data, pos)
+            pos += 4
+            if n1 < 0:
+                raise DecodeError('non-nullable field PartitionData is null')
+            elif n1 > len(data) - pos:
+                raise DecodeError('array PartitionData longer than the frame')
+            else:
+                v_partition_data_8 = []
+                append_9 = v_partition_data_8.append
+                for _ in range(n1):
+                    v_index_10, = _S1.unpack_from(data, pos)
+                    pos += 4
+                    v_records_11: bytes | None
+                    n2, = _S1.unpack_from(data, pos)
+                    pos += 4
+                    if n2 < 0:
+                        v_records_11 = None
+                    else:
+                        v_records_11 = data[pos:pos + n2]
+                        pos += n2
+                    append_9(PartitionProduceData(v_index_10, v_records_11))
+            append_5(TopicProduceData(v_name_6, ZERO_UUID, v_partition_data_8))
+    return ProduceRequest(None, v_acks_2, v_timeout_ms_3, v_topic_data_4), pos
+
+
+def encode_produce_request_v2(m: ProduceRequest, out: bytearray) -> None:
+    if m.transactional_id is not None:
+        raise ValueError('attempted to write a non-default TransactionalId at version 2')
+    out += _S0.pack(m.acks, m.timeout_ms)
+    x_1 = m.topic_data
+    out += _S1.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2.name
+        b_4 = x_3.encode()
+        out += _S2.pack(len(b_4))
+        out += b_4
+        x_5 = e_2.partition_data
+        out += _S1.pack(len(x_5))
+        for e_6 in x_5:
+            out += _S1.pack(e_6.index)
+            x_7 = e_6.records
+            if x_7 is None:
+                out += b'\xff\xff\xff\xff'
+            else:
+                out += _S1.pack(len(x_7))
+                out += x_7
+
+
+def decode_produce_request_v3(data: bytes, pos: int) -> tuple[ProduceRequest, int]:
+    v_transactional_id_1: str | None
+    n0, = _S2.unpack_from(data, pos)
+    pos += 2
+    if n0 < 0:
+        v_transactional_id_1 = None
+    else:
+        v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
+        pos += n0
+    v_acks_2, v_timeout_ms_3 = _S0.unpack_from(data, pos)
+    pos += 6
+    v_topic_data_4: list[TopicProduceData]
+    n0, = _S1.unpack_from(data, pos)
+    pos += 4
+    if n0 < 0:
+        raise DecodeError('non-nullable field TopicData is null')
+    elif n0 > len(data) - pos:
+        raise DecodeError('array TopicData longer than the frame')
+    else:
+        v_topic_data_4 = []
+        append_5 = v_topic_data_4.append
+        for _ in range(n0):
+            v_name_6: str
+            n1, = _S2.unpack_from(data, pos)
+            pos += 2
+            if n1 < 0:
+                raise DecodeError('non-nullable field Name is null')
+            else:
+                v_name_6 = str(data[pos:pos + n1], 'utf-8')
+                pos += n1
+            v_partition_data_8: list[PartitionProduceData]
+            n1, = _S1.unpack_from(data, pos)
+            pos += 4
+            if n1 < 0:
+                raise DecodeError('non-nullable field PartitionData is null')
+            elif n1 > len(data) - pos:
+                raise DecodeError('array PartitionData longer than the frame')
+            else:
+                v_partition_data_8 = []
+                append_9 = v_partition_data_8.append
+                for _ in range(n1):
+                    v_index_10, = _S1.unpack_from(data, pos)
+                    pos += 4
+                    v_records_11: bytes | None
+                    n2, = _S1.unpack_from(data, pos)
                     pos += 4
                     if n2 < 0:
                         v_records_11 = None
@@ -146,41 +360,41 @@ def encode_produce_request_v3(m: ProduceRequest, out: bytearray) -> None:
         out += b'\xff\xff'
     else:
         b_2 = x_1.encode()
-        out += _S0.pack(len(b_2))
+        out += _S2.pack(len(b_2))
         out += b_2
-    out += _S1.pack(m.acks, m.timeout_ms)
+    out += _S0.pack(m.acks, m.timeout_ms)
     x_3 = m.topic_data
-    out += _S2.pack(len(x_3))
+    out += _S1.pack(len(x_3))
     for e_4 in x_3:
         x_5 = e_4.name
         b_6 = x_5.encode()
-        out += _S0.pack(len(b_6))
+        out += _S2.pack(len(b_6))
         out += b_6
         x_7 = e_4.partition_data
-        out += _S2.pack(len(x_7))
+        out += _S1.pack(len(x_7))
         for e_8 in x_7:
-            out += _S2.pack(e_8.index)
+            out += _S1.pack(e_8.index)
             x_9 = e_8.records
             if x_9 is None:
                 out += b'\xff\xff\xff\xff'
             else:
-                out += _S2.pack(len(x_9))
+                out += _S1.pack(len(x_9))
                 out += x_9
 
 
 def decode_produce_request_v4(data: bytes, pos: int) -> tuple[ProduceRequest, int]:
     v_transactional_id_1: str | None
-    n0, = _S0.unpack_from(data, pos)
+    n0, = _S2.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
         v_transactional_id_1 = None
     else:
         v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_acks_2, v_timeout_ms_3 = _S1.unpack_from(data, pos)
+    v_acks_2, v_timeout_ms_3 = _S0.unpack_from(data, pos)
     pos += 6
     v_topic_data_4: list[TopicProduceData]
-    n0, = _S2.unpack_from(data, pos)
+    n0, = _S1.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
         raise DecodeError('non-nullable field TopicData is null')
@@ -191,7 +405,7 @@ def decode_produce_request_v4(data: bytes, pos: int) -> tuple[ProduceRequest, in
         append_5 = v_topic_data_4.append
         for _ in range(n0):
             v_name_6: str
-            n1, = _S0.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
@@ -199,7 +413,7 @@ def decode_produce_request_v4(data: bytes, pos: int) -> tuple[ProduceRequest, in
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
             v_partition_data_8: list[PartitionProduceData]
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field PartitionData is null')
@@ -209,10 +423,10 @@ def decode_produce_request_v4(data: bytes, pos: int) -> tuple[ProduceRequest, in
                 v_partition_data_8 = []
                 append_9 = v_partition_data_8.append
                 for _ in range(n1):
-                    v_index_10, = _S2.unpack_from(data, pos)
+                    v_index_10, = _S1.unpack_from(data, pos)
                     pos += 4
                     v_records_11: bytes | None
-                    n2, = _S2.unpack_from(data, pos)
+                    n2, = _S1.unpack_from(data, pos)
                     pos += 4
                     if n2 < 0:
                         v_records_11 = None
@@ -230,41 +444,41 @@ def encode_produce_request_v4(m: ProduceRequest, out: bytearray) -> None:
         out += b'\xff\xff'
     else:
         b_2 = x_1.encode()
-        out += _S0.pack(len(b_2))
+        out += _S2.pack(len(b_2))
         out += b_2
-    out += _S1.pack(m.acks, m.timeout_ms)
+    out += _S0.pack(m.acks, m.timeout_ms)
     x_3 = m.topic_data
-    out += _S2.pack(len(x_3))
+    out += _S1.pack(len(x_3))
     for e_4 in x_3:
         x_5 = e_4.name
         b_6 = x_5.encode()
-        out += _S0.pack(len(b_6))
+        out += _S2.pack(len(b_6))
         out += b_6
         x_7 = e_4.partition_data
-        out += _S2.pack(len(x_7))
+        out += _S1.pack(len(x_7))
         for e_8 in x_7:
-            out += _S2.pack(e_8.index)
+            out += _S1.pack(e_8.index)
             x_9 = e_8.records
             if x_9 is None:
                 out += b'\xff\xff\xff\xff'
             else:
-                out += _S2.pack(len(x_9))
+                out += _S1.pack(len(x_9))
                 out += x_9
 
 
 def decode_produce_request_v5(data: bytes, pos: int) -> tuple[ProduceRequest, int]:
     v_transactional_id_1: str | None
-    n0, = _S0.unpack_from(data, pos)
+    n0, = _S2.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
         v_transactional_id_1 = None
     else:
         v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_acks_2, v_timeout_ms_3 = _S1.unpack_from(data, pos)
+    v_acks_2, v_timeout_ms_3 = _S0.unpack_from(data, pos)
     pos += 6
     v_topic_data_4: list[TopicProduceData]
-    n0, = _S2.unpack_from(data, pos)
+    n0, = _S1.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
         raise DecodeError('non-nullable field TopicData is null')
@@ -275,7 +489,7 @@ def decode_produce_request_v5(data: bytes, pos: int) -> tuple[ProduceRequest, in
         append_5 = v_topic_data_4.append
         for _ in range(n0):
             v_name_6: str
-            n1, = _S0.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
@@ -283,7 +497,7 @@ def decode_produce_request_v5(data: bytes, pos: int) -> tuple[ProduceRequest, in
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
             v_partition_data_8: list[PartitionProduceData]
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field PartitionData is null')
@@ -293,10 +507,10 @@ def decode_produce_request_v5(data: bytes, pos: int) -> tuple[ProduceRequest, in
                 v_partition_data_8 = []
                 append_9 = v_partition_data_8.append
                 for _ in range(n1):
-                    v_index_10, = _S2.unpack_from(data, pos)
+                    v_index_10, = _S1.unpack_from(data, pos)
                     pos += 4
                     v_records_11: bytes | None
-                    n2, = _S2.unpack_from(data, pos)
+                    n2, = _S1.unpack_from(data, pos)
                     pos += 4
                     if n2 < 0:
                         v_records_11 = None
@@ -314,41 +528,41 @@ def encode_produce_request_v5(m: ProduceRequest, out: bytearray) -> None:
         out += b'\xff\xff'
     else:
         b_2 = x_1.encode()
-        out += _S0.pack(len(b_2))
+        out += _S2.pack(len(b_2))
         out += b_2
-    out += _S1.pack(m.acks, m.timeout_ms)
+    out += _S0.pack(m.acks, m.timeout_ms)
     x_3 = m.topic_data
-    out += _S2.pack(len(x_3))
+    out += _S1.pack(len(x_3))
     for e_4 in x_3:
         x_5 = e_4.name
         b_6 = x_5.encode()
-        out += _S0.pack(len(b_6))
+        out += _S2.pack(len(b_6))
         out += b_6
         x_7 = e_4.partition_data
-        out += _S2.pack(len(x_7))
+        out += _S1.pack(len(x_7))
         for e_8 in x_7:
-            out += _S2.pack(e_8.index)
+            out += _S1.pack(e_8.index)
             x_9 = e_8.records
             if x_9 is None:
                 out += b'\xff\xff\xff\xff'
             else:
-                out += _S2.pack(len(x_9))
+                out += _S1.pack(len(x_9))
                 out += x_9
 
 
 def decode_produce_request_v6(data: bytes, pos: int) -> tuple[ProduceRequest, int]:
     v_transactional_id_1: str | None
-    n0, = _S0.unpack_from(data, pos)
+    n0, = _S2.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
         v_transactional_id_1 = None
     else:
         v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_acks_2, v_timeout_ms_3 = _S1.unpack_from(data, pos)
+    v_acks_2, v_timeout_ms_3 = _S0.unpack_from(data, pos)
     pos += 6
     v_topic_data_4: list[TopicProduceData]
-    n0, = _S2.unpack_from(data, pos)
+    n0, = _S1.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
         raise DecodeError('non-nullable field TopicData is null')
@@ -359,7 +573,7 @@ def decode_produce_request_v6(data: bytes, pos: int) -> tuple[ProduceRequest, in
         append_5 = v_topic_data_4.append
         for _ in range(n0):
             v_name_6: str
-            n1, = _S0.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
@@ -367,7 +581,7 @@ def decode_produce_request_v6(data: bytes, pos: int) -> tuple[ProduceRequest, in
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
             v_partition_data_8: list[PartitionProduceData]
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field PartitionData is null')
@@ -377,10 +591,10 @@ def decode_produce_request_v6(data: bytes, pos: int) -> tuple[ProduceRequest, in
                 v_partition_data_8 = []
                 append_9 = v_partition_data_8.append
                 for _ in range(n1):
-                    v_index_10, = _S2.unpack_from(data, pos)
+                    v_index_10, = _S1.unpack_from(data, pos)
                     pos += 4
                     v_records_11: bytes | None
-                    n2, = _S2.unpack_from(data, pos)
+                    n2, = _S1.unpack_from(data, pos)
                     pos += 4
                     if n2 < 0:
                         v_records_11 = None
@@ -398,41 +612,41 @@ def encode_produce_request_v6(m: ProduceRequest, out: bytearray) -> None:
         out += b'\xff\xff'
     else:
         b_2 = x_1.encode()
-        out += _S0.pack(len(b_2))
+        out += _S2.pack(len(b_2))
         out += b_2
-    out += _S1.pack(m.acks, m.timeout_ms)
+    out += _S0.pack(m.acks, m.timeout_ms)
     x_3 = m.topic_data
-    out += _S2.pack(len(x_3))
+    out += _S1.pack(len(x_3))
     for e_4 in x_3:
         x_5 = e_4.name
         b_6 = x_5.encode()
-        out += _S0.pack(len(b_6))
+        out += _S2.pack(len(b_6))
         out += b_6
         x_7 = e_4.partition_data
-        out += _S2.pack(len(x_7))
+        out += _S1.pack(len(x_7))
         for e_8 in x_7:
-            out += _S2.pack(e_8.index)
+            out += _S1.pack(e_8.index)
             x_9 = e_8.records
             if x_9 is None:
                 out += b'\xff\xff\xff\xff'
             else:
-                out += _S2.pack(len(x_9))
+                out += _S1.pack(len(x_9))
                 out += x_9
 
 
 def decode_produce_request_v7(data: bytes, pos: int) -> tuple[ProduceRequest, int]:
     v_transactional_id_1: str | None
-    n0, = _S0.unpack_from(data, pos)
+    n0, = _S2.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
         v_transactional_id_1 = None
     else:
         v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_acks_2, v_timeout_ms_3 = _S1.unpack_from(data, pos)
+    v_acks_2, v_timeout_ms_3 = _S0.unpack_from(data, pos)
     pos += 6
     v_topic_data_4: list[TopicProduceData]
-    n0, = _S2.unpack_from(data, pos)
+    n0, = _S1.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
         raise DecodeError('non-nullable field TopicData is null')
@@ -443,7 +657,7 @@ def decode_produce_request_v7(data: bytes, pos: int) -> tuple[ProduceRequest, in
         append_5 = v_topic_data_4.append
         for _ in range(n0):
             v_name_6: str
-            n1, = _S0.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
@@ -451,7 +665,7 @@ def decode_produce_request_v7(data: bytes, pos: int) -> tuple[ProduceRequest, in
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
             v_partition_data_8: list[PartitionProduceData]
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field PartitionData is null')
@@ -461,10 +675,10 @@ def decode_produce_request_v7(data: bytes, pos: int) -> tuple[ProduceRequest, in
                 v_partition_data_8 = []
                 append_9 = v_partition_data_8.append
                 for _ in range(n1):
-                    v_index_10, = _S2.unpack_from(data, pos)
+                    v_index_10, = _S1.unpack_from(data, pos)
                     pos += 4
                     v_records_11: bytes | None
-                    n2, = _S2.unpack_from(data, pos)
+                    n2, = _S1.unpack_from(data, pos)
                     pos += 4
                     if n2 < 0:
                         v_records_11 = None
@@ -482,41 +696,41 @@ def encode_produce_request_v7(m: ProduceRequest, out: bytearray) -> None:
         out += b'\xff\xff'
     else:
         b_2 = x_1.encode()
-        out += _S0.pack(len(b_2))
+        out += _S2.pack(len(b_2))
         out += b_2
-    out += _S1.pack(m.acks, m.timeout_ms)
+    out += _S0.pack(m.acks, m.timeout_ms)
     x_3 = m.topic_data
-    out += _S2.pack(len(x_3))
+    out += _S1.pack(len(x_3))
     for e_4 in x_3:
         x_5 = e_4.name
         b_6 = x_5.encode()
-        out += _S0.pack(len(b_6))
+        out += _S2.pack(len(b_6))
         out += b_6
         x_7 = e_4.partition_data
-        out += _S2.pack(len(x_7))
+        out += _S1.pack(len(x_7))
         for e_8 in x_7:
-            out += _S2.pack(e_8.index)
+            out += _S1.pack(e_8.index)
             x_9 = e_8.records
             if x_9 is None:
                 out += b'\xff\xff\xff\xff'
             else:
-                out += _S2.pack(len(x_9))
+                out += _S1.pack(len(x_9))
                 out += x_9
 
 
 def decode_produce_request_v8(data: bytes, pos: int) -> tuple[ProduceRequest, int]:
     v_transactional_id_1: str | None
-    n0, = _S0.unpack_from(data, pos)
+    n0, = _S2.unpack_from(data, pos)
     pos += 2
     if n0 < 0:
         v_transactional_id_1 = None
     else:
         v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_acks_2, v_timeout_ms_3 = _S1.unpack_from(data, pos)
+    v_acks_2, v_timeout_ms_3 = _S0.unpack_from(data, pos)
     pos += 6
     v_topic_data_4: list[TopicProduceData]
-    n0, = _S2.unpack_from(data, pos)
+    n0, = _S1.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
         raise DecodeError('non-nullable field TopicData is null')
@@ -527,7 +741,7 @@ def decode_produce_request_v8(data: bytes, pos: int) -> tuple[ProduceRequest, in
         append_5 = v_topic_data_4.append
         for _ in range(n0):
             v_name_6: str
-            n1, = _S0.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
@@ -535,7 +749,7 @@ def decode_produce_request_v8(data: bytes, pos: int) -> tuple[ProduceRequest, in
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
             v_partition_data_8: list[PartitionProduceData]
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field PartitionData is null')
@@ -545,10 +759,10 @@ def decode_produce_request_v8(data: bytes, pos: int) -> tuple[ProduceRequest, in
                 v_partition_data_8 = []
                 append_9 = v_partition_data_8.append
                 for _ in range(n1):
-                    v_index_10, = _S2.unpack_from(data, pos)
+                    v_index_10, = _S1.unpack_from(data, pos)
                     pos += 4
                     v_records_11: bytes | None
-                    n2, = _S2.unpack_from(data, pos)
+                    n2, = _S1.unpack_from(data, pos)
                     pos += 4
                     if n2 < 0:
                         v_records_11 = None
@@ -566,25 +780,25 @@ def encode_produce_request_v8(m: ProduceRequest, out: bytearray) -> None:
         out += b'\xff\xff'
     else:
         b_2 = x_1.encode()
-        out += _S0.pack(len(b_2))
+        out += _S2.pack(len(b_2))
         out += b_2
-    out += _S1.pack(m.acks, m.timeout_ms)
+    out += _S0.pack(m.acks, m.timeout_ms)
     x_3 = m.topic_data
-    out += _S2.pack(len(x_3))
+    out += _S1.pack(len(x_3))
     for e_4 in x_3:
         x_5 = e_4.name
         b_6 = x_5.encode()
-        out += _S0.pack(len(b_6))
+        out += _S2.pack(len(b_6))
         out += b_6
         x_7 = e_4.partition_data
-        out += _S2.pack(len(x_7))
+        out += _S1.pack(len(x_7))
         for e_8 in x_7:
-            out += _S2.pack(e_8.index)
+            out += _S1.pack(e_8.index)
             x_9 = e_8.records
             if x_9 is None:
                 out += b'\xff\xff\xff\xff'
             else:
-                out += _S2.pack(len(x_9))
+                out += _S1.pack(len(x_9))
                 out += x_9
 
 
@@ -601,7 +815,7 @@ def decode_produce_request_v9(data: bytes, pos: int) -> tuple[ProduceRequest, in
     else:
         v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_acks_2, v_timeout_ms_3 = _S1.unpack_from(data, pos)
+    v_acks_2, v_timeout_ms_3 = _S0.unpack_from(data, pos)
     pos += 6
     v_topic_data_4: list[TopicProduceData]
     n0 = data[pos]
@@ -645,7 +859,7 @@ def decode_produce_request_v9(data: bytes, pos: int) -> tuple[ProduceRequest, in
                 v_partition_data_8 = []
                 append_9 = v_partition_data_8.append
                 for _ in range(n1):
-                    v_index_10, = _S2.unpack_from(data, pos)
+                    v_index_10, = _S1.unpack_from(data, pos)
                     pos += 4
                     v_records_11: bytes | None
                     n2 = data[pos]
@@ -699,7 +913,7 @@ def encode_produce_request_v9(m: ProduceRequest, out: bytearray) -> None:
         b_2 = x_1.encode()
         write_uvarint(out, len(b_2) + 1)
         out += b_2
-    out += _S1.pack(m.acks, m.timeout_ms)
+    out += _S0.pack(m.acks, m.timeout_ms)
     x_3 = m.topic_data
     write_uvarint(out, len(x_3) + 1)
     for e_4 in x_3:
@@ -710,7 +924,7 @@ def encode_produce_request_v9(m: ProduceRequest, out: bytearray) -> None:
         x_7 = e_4.partition_data
         write_uvarint(out, len(x_7) + 1)
         for e_8 in x_7:
-            out += _S2.pack(e_8.index)
+            out += _S1.pack(e_8.index)
             x_9 = e_8.records
             if x_9 is None:
                 out.append(0)
@@ -722,9 +936,9 @@ def encode_produce_request_v9(m: ProduceRequest, out: bytearray) -> None:
     out.append(0)
 
 
-def decode_produce_response_v3(data: bytes, pos: int) -> tuple[ProduceResponse, int]:
+def decode_produce_response_v0(data: bytes, pos: int) -> tuple[ProduceResponse, int]:
     v_responses_1: list[TopicProduceResponse]
-    n0, = _S2.unpack_from(data, pos)
+    n0, = _S1.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
         raise DecodeError('non-nullable field Responses is null')
@@ -735,7 +949,7 @@ def decode_produce_response_v3(data: bytes, pos: int) -> tuple[ProduceResponse, 
         append_4 = v_responses_1.append
         for _ in range(n0):
             v_name_5: str
-            n1, = _S0.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
@@ -743,7 +957,7 @@ def decode_produce_response_v3(data: bytes, pos: int) -> tuple[ProduceResponse, 
                 v_name_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
             v_partition_responses_7: list[PartitionProduceResponse]
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field PartitionResponses is null')
@@ -753,11 +967,185 @@ def decode_produce_response_v3(data: bytes, pos: int) -> tuple[ProduceResponse, 
                 v_partition_responses_7 = []
                 append_8 = v_partition_responses_7.append
                 for _ in range(n1):
-                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12 = _S3.unpack_from(data, pos)
+                    v_index_9, v_error_code_10, v_base_offset_11 = _S3.unpack_from(data, pos)
+                    pos += 14
+                    append_8(PartitionProduceResponse(v_index_9, v_error_code_10, v_base_offset_11, -1, -1, [], None, LeaderIdAndEpoch()))
+            append_4(TopicProduceResponse(v_name_5, ZERO_UUID, v_partition_responses_7))
+    return ProduceResponse(v_responses_1, 0, []), pos
+
+
+def encode_produce_response_v0(m: ProduceResponse, out: bytearray) -> None:
+    if m.node_endpoints:
+        raise ValueError('attempted to write a non-default NodeEndpoints at version 0')
+    x_1 = m.responses
+    out += _S1.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2.name
+        b_4 = x_3.encode()
+        out += _S2.pack(len(b_4))
+        out += b_4
+        x_5 = e_2.partition_responses
+        out += _S1.pack(len(x_5))
+        for e_6 in x_5:
+            if (e_6.current_leader.leader_id != -1) or (e_6.current_leader.leader_epoch != -1):
+                raise ValueError('attempted to write a non-default CurrentLeader at version 0')
+            out += _S3.pack(e_6.index, e_6.error_code, e_6.base_offset)
+
+
+def decode_produce_response_v1(data: bytes, pos: int) -> tuple[ProduceResponse, int]:
+    v_responses_1: list[TopicProduceResponse]
+    n0, = _S1.unpack_from(data, pos)
+    pos += 4
+    if n0 < 0:
+        raise DecodeError('non-nullable field Responses is null')
+    elif n0 > len(data) - pos:
+        raise DecodeError('array Responses longer than the frame')
+    else:
+        v_responses_1 = []
+        append_4 = v_responses_1.append
+        for _ in range(n0):
+            v_name_5: str
+            n1, = _S2.unpack_from(data, pos)
+            pos += 2
+            if n1 < 0:
+                raise DecodeError('non-nullable field Name is null')
+            else:
+                v_name_5 = str(data[pos:pos + n1], 'utf-8')
+                pos += n1
+            v_partition_responses_7: list[PartitionProduceResponse]
+            n1, = _S1.unpack_from(data, pos)
+            pos += 4
+            if n1 < 0:
+                raise DecodeError('non-nullable field PartitionResponses is null')
+            elif n1 > len(data) - pos:
+                raise DecodeError('array PartitionResponses longer than the frame')
+            else:
+                v_partition_responses_7 = []
+                append_8 = v_partition_responses_7.append
+                for _ in range(n1):
+                    v_index_9, v_error_code_10, v_base_offset_11 = _S3.unpack_from(data, pos)
+                    pos += 14
+                    append_8(PartitionProduceResponse(v_index_9, v_error_code_10, v_base_offset_11, -1, -1, [], None, LeaderIdAndEpoch()))
+            append_4(TopicProduceResponse(v_name_5, ZERO_UUID, v_partition_responses_7))
+    v_throttle_time_ms_2, = _S1.unpack_from(data, pos)
+    pos += 4
+    return ProduceResponse(v_responses_1, v_throttle_time_ms_2, []), pos
+
+
+def encode_produce_response_v1(m: ProduceResponse, out: bytearray) -> None:
+    if m.node_endpoints:
+        raise ValueError('attempted to write a non-default NodeEndpoints at version 1')
+    x_1 = m.responses
+    out += _S1.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2.name
+        b_4 = x_3.encode()
+        out += _S2.pack(len(b_4))
+        out += b_4
+        x_5 = e_2.partition_responses
+        out += _S1.pack(len(x_5))
+        for e_6 in x_5:
+            if (e_6.current_leader.leader_id != -1) or (e_6.current_leader.leader_epoch != -1):
+                raise ValueError('attempted to write a non-default CurrentLeader at version 1')
+            out += _S3.pack(e_6.index, e_6.error_code, e_6.base_offset)
+    out += _S1.pack(m.throttle_time_ms)
+
+
+def decode_produce_response_v2(data: bytes, pos: int) -> tuple[ProduceResponse, int]:
+    v_responses_1: list[TopicProduceResponse]
+    n0, = _S1.unpack_from(data, pos)
+    pos += 4
+    if n0 < 0:
+        raise DecodeError('non-nullable field Responses is null')
+    elif n0 > len(data) - pos:
+        raise DecodeError('array Responses longer than the frame')
+    else:
+        v_responses_1 = []
+        append_4 = v_responses_1.append
+        for _ in range(n0):
+            v_name_5: str
+            n1, = _S2.unpack_from(data, pos)
+            pos += 2
+            if n1 < 0:
+                raise DecodeError('non-nullable field Name is null')
+            else:
+                v_name_5 = str(data[pos:pos + n1], 'utf-8')
+                pos += n1
+            v_partition_responses_7: list[PartitionProduceResponse]
+            n1, = _S1.unpack_from(data, pos)
+            pos += 4
+            if n1 < 0:
+                raise DecodeError('non-nullable field PartitionResponses is null')
+            elif n1 > len(data) - pos:
+                raise DecodeError('array PartitionResponses longer than the frame')
+            else:
+                v_partition_responses_7 = []
+                append_8 = v_partition_responses_7.append
+                for _ in range(n1):
+                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12 = _S4.unpack_from(data, pos)
                     pos += 22
                     append_8(PartitionProduceResponse(v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, -1, [], None, LeaderIdAndEpoch()))
             append_4(TopicProduceResponse(v_name_5, ZERO_UUID, v_partition_responses_7))
-    v_throttle_time_ms_2, = _S2.unpack_from(data, pos)
+    v_throttle_time_ms_2, = _S1.unpack_from(data, pos)
+    pos += 4
+    return ProduceResponse(v_responses_1, v_throttle_time_ms_2, []), pos
+
+
+def encode_produce_response_v2(m: ProduceResponse, out: bytearray) -> None:
+    if m.node_endpoints:
+        raise ValueError('attempted to write a non-default NodeEndpoints at version 2')
+    x_1 = m.responses
+    out += _S1.pack(len(x_1))
+    for e_2 in x_1:
+        x_3 = e_2.name
+        b_4 = x_3.encode()
+        out += _S2.pack(len(b_4))
+        out += b_4
+        x_5 = e_2.partition_responses
+        out += _S1.pack(len(x_5))
+        for e_6 in x_5:
+            if (e_6.current_leader.leader_id != -1) or (e_6.current_leader.leader_epoch != -1):
+                raise ValueError('attempted to write a non-default CurrentLeader at version 2')
+            out += _S4.pack(e_6.index, e_6.error_code, e_6.base_offset, e_6.log_append_time_ms)
+    out += _S1.pack(m.throttle_time_ms)
+
+
+def decode_produce_response_v3(data: bytes, pos: int) -> tuple[ProduceResponse, int]:
+    v_responses_1: list[TopicProduceResponse]
+    n0, = _S1.unpack_from(data, pos)
+    pos += 4
+    if n0 < 0:
+        raise DecodeError('non-nullable field Responses is null')
+    elif n0 > len(data) - pos:
+        raise DecodeError('array Responses longer than the frame')
+    else:
+        v_responses_1 = []
+        append_4 = v_responses_1.append
+        for _ in range(n0):
+            v_name_5: str
+            n1, = _S2.unpack_from(data, pos)
+            pos += 2
+            if n1 < 0:
+                raise DecodeError('non-nullable field Name is null')
+            else:
+                v_name_5 = str(data[pos:pos + n1], 'utf-8')
+                pos += n1
+            v_partition_responses_7: list[PartitionProduceResponse]
+            n1, = _S1.unpack_from(data, pos)
+            pos += 4
+            if n1 < 0:
+                raise DecodeError('non-nullable field PartitionResponses is null')
+            elif n1 > len(data) - pos:
+                raise DecodeError('array PartitionResponses longer than the frame')
+            else:
+                v_partition_responses_7 = []
+                append_8 = v_partition_responses_7.append
+                for _ in range(n1):
+                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12 = _S4.unpack_from(data, pos)
+                    pos += 22
+                    append_8(PartitionProduceResponse(v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, -1, [], None, LeaderIdAndEpoch()))
+            append_4(TopicProduceResponse(v_name_5, ZERO_UUID, v_partition_responses_7))
+    v_throttle_time_ms_2, = _S1.unpack_from(data, pos)
     pos += 4
     return ProduceResponse(v_responses_1, v_throttle_time_ms_2, []), pos
 
@@ -766,24 +1154,24 @@ def encode_produce_response_v3(m: ProduceResponse, out: bytearray) -> None:
     if m.node_endpoints:
         raise ValueError('attempted to write a non-default NodeEndpoints at version 3')
     x_1 = m.responses
-    out += _S2.pack(len(x_1))
+    out += _S1.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.name
         b_4 = x_3.encode()
-        out += _S0.pack(len(b_4))
+        out += _S2.pack(len(b_4))
         out += b_4
         x_5 = e_2.partition_responses
-        out += _S2.pack(len(x_5))
+        out += _S1.pack(len(x_5))
         for e_6 in x_5:
             if (e_6.current_leader.leader_id != -1) or (e_6.current_leader.leader_epoch != -1):
                 raise ValueError('attempted to write a non-default CurrentLeader at version 3')
-            out += _S3.pack(e_6.index, e_6.error_code, e_6.base_offset, e_6.log_append_time_ms)
-    out += _S2.pack(m.throttle_time_ms)
+            out += _S4.pack(e_6.index, e_6.error_code, e_6.base_offset, e_6.log_append_time_ms)
+    out += _S1.pack(m.throttle_time_ms)
 
 
 def decode_produce_response_v4(data: bytes, pos: int) -> tuple[ProduceResponse, int]:
     v_responses_1: list[TopicProduceResponse]
-    n0, = _S2.unpack_from(data, pos)
+    n0, = _S1.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
         raise DecodeError('non-nullable field Responses is null')
@@ -794,7 +1182,7 @@ def decode_produce_response_v4(data: bytes, pos: int) -> tuple[ProduceResponse, 
         append_4 = v_responses_1.append
         for _ in range(n0):
             v_name_5: str
-            n1, = _S0.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
@@ -802,7 +1190,7 @@ def decode_produce_response_v4(data: bytes, pos: int) -> tuple[ProduceResponse, 
                 v_name_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
             v_partition_responses_7: list[PartitionProduceResponse]
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field PartitionResponses is null')
@@ -812,11 +1200,11 @@ def decode_produce_response_v4(data: bytes, pos: int) -> tuple[ProduceResponse, 
                 v_partition_responses_7 = []
                 append_8 = v_partition_responses_7.append
                 for _ in range(n1):
-                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12 = _S3.unpack_from(data, pos)
+                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12 = _S4.unpack_from(data, pos)
                     pos += 22
                     append_8(PartitionProduceResponse(v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, -1, [], None, LeaderIdAndEpoch()))
             append_4(TopicProduceResponse(v_name_5, ZERO_UUID, v_partition_responses_7))
-    v_throttle_time_ms_2, = _S2.unpack_from(data, pos)
+    v_throttle_time_ms_2, = _S1.unpack_from(data, pos)
     pos += 4
     return ProduceResponse(v_responses_1, v_throttle_time_ms_2, []), pos
 
@@ -825,24 +1213,24 @@ def encode_produce_response_v4(m: ProduceResponse, out: bytearray) -> None:
     if m.node_endpoints:
         raise ValueError('attempted to write a non-default NodeEndpoints at version 4')
     x_1 = m.responses
-    out += _S2.pack(len(x_1))
+    out += _S1.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.name
         b_4 = x_3.encode()
-        out += _S0.pack(len(b_4))
+        out += _S2.pack(len(b_4))
         out += b_4
         x_5 = e_2.partition_responses
-        out += _S2.pack(len(x_5))
+        out += _S1.pack(len(x_5))
         for e_6 in x_5:
             if (e_6.current_leader.leader_id != -1) or (e_6.current_leader.leader_epoch != -1):
                 raise ValueError('attempted to write a non-default CurrentLeader at version 4')
-            out += _S3.pack(e_6.index, e_6.error_code, e_6.base_offset, e_6.log_append_time_ms)
-    out += _S2.pack(m.throttle_time_ms)
+            out += _S4.pack(e_6.index, e_6.error_code, e_6.base_offset, e_6.log_append_time_ms)
+    out += _S1.pack(m.throttle_time_ms)
 
 
 def decode_produce_response_v5(data: bytes, pos: int) -> tuple[ProduceResponse, int]:
     v_responses_1: list[TopicProduceResponse]
-    n0, = _S2.unpack_from(data, pos)
+    n0, = _S1.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
         raise DecodeError('non-nullable field Responses is null')
@@ -853,7 +1241,7 @@ def decode_produce_response_v5(data: bytes, pos: int) -> tuple[ProduceResponse, 
         append_4 = v_responses_1.append
         for _ in range(n0):
             v_name_5: str
-            n1, = _S0.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
@@ -861,7 +1249,7 @@ def decode_produce_response_v5(data: bytes, pos: int) -> tuple[ProduceResponse, 
                 v_name_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
             v_partition_responses_7: list[PartitionProduceResponse]
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field PartitionResponses is null')
@@ -871,11 +1259,11 @@ def decode_produce_response_v5(data: bytes, pos: int) -> tuple[ProduceResponse, 
                 v_partition_responses_7 = []
                 append_8 = v_partition_responses_7.append
                 for _ in range(n1):
-                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13 = _S4.unpack_from(data, pos)
+                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13 = _S5.unpack_from(data, pos)
                     pos += 30
                     append_8(PartitionProduceResponse(v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13, [], None, LeaderIdAndEpoch()))
             append_4(TopicProduceResponse(v_name_5, ZERO_UUID, v_partition_responses_7))
-    v_throttle_time_ms_2, = _S2.unpack_from(data, pos)
+    v_throttle_time_ms_2, = _S1.unpack_from(data, pos)
     pos += 4
     return ProduceResponse(v_responses_1, v_throttle_time_ms_2, []), pos
 
@@ -884,24 +1272,24 @@ def encode_produce_response_v5(m: ProduceResponse, out: bytearray) -> None:
     if m.node_endpoints:
         raise ValueError('attempted to write a non-default NodeEndpoints at version 5')
     x_1 = m.responses
-    out += _S2.pack(len(x_1))
+    out += _S1.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.name
         b_4 = x_3.encode()
-        out += _S0.pack(len(b_4))
+        out += _S2.pack(len(b_4))
         out += b_4
         x_5 = e_2.partition_responses
-        out += _S2.pack(len(x_5))
+        out += _S1.pack(len(x_5))
         for e_6 in x_5:
             if (e_6.current_leader.leader_id != -1) or (e_6.current_leader.leader_epoch != -1):
                 raise ValueError('attempted to write a non-default CurrentLeader at version 5')
-            out += _S4.pack(e_6.index, e_6.error_code, e_6.base_offset, e_6.log_append_time_ms, e_6.log_start_offset)
-    out += _S2.pack(m.throttle_time_ms)
+            out += _S5.pack(e_6.index, e_6.error_code, e_6.base_offset, e_6.log_append_time_ms, e_6.log_start_offset)
+    out += _S1.pack(m.throttle_time_ms)
 
 
 def decode_produce_response_v6(data: bytes, pos: int) -> tuple[ProduceResponse, int]:
     v_responses_1: list[TopicProduceResponse]
-    n0, = _S2.unpack_from(data, pos)
+    n0, = _S1.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
         raise DecodeError('non-nullable field Responses is null')
@@ -912,7 +1300,7 @@ def decode_produce_response_v6(data: bytes, pos: int) -> tuple[ProduceResponse, 
         append_4 = v_responses_1.append
         for _ in range(n0):
             v_name_5: str
-            n1, = _S0.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
@@ -920,7 +1308,7 @@ def decode_produce_response_v6(data: bytes, pos: int) -> tuple[ProduceResponse, 
                 v_name_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
             v_partition_responses_7: list[PartitionProduceResponse]
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field PartitionResponses is null')
@@ -930,11 +1318,11 @@ def decode_produce_response_v6(data: bytes, pos: int) -> tuple[ProduceResponse, 
                 v_partition_responses_7 = []
                 append_8 = v_partition_responses_7.append
                 for _ in range(n1):
-                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13 = _S4.unpack_from(data, pos)
+                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13 = _S5.unpack_from(data, pos)
                     pos += 30
                     append_8(PartitionProduceResponse(v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13, [], None, LeaderIdAndEpoch()))
             append_4(TopicProduceResponse(v_name_5, ZERO_UUID, v_partition_responses_7))
-    v_throttle_time_ms_2, = _S2.unpack_from(data, pos)
+    v_throttle_time_ms_2, = _S1.unpack_from(data, pos)
     pos += 4
     return ProduceResponse(v_responses_1, v_throttle_time_ms_2, []), pos
 
@@ -943,24 +1331,24 @@ def encode_produce_response_v6(m: ProduceResponse, out: bytearray) -> None:
     if m.node_endpoints:
         raise ValueError('attempted to write a non-default NodeEndpoints at version 6')
     x_1 = m.responses
-    out += _S2.pack(len(x_1))
+    out += _S1.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.name
         b_4 = x_3.encode()
-        out += _S0.pack(len(b_4))
+        out += _S2.pack(len(b_4))
         out += b_4
         x_5 = e_2.partition_responses
-        out += _S2.pack(len(x_5))
+        out += _S1.pack(len(x_5))
         for e_6 in x_5:
             if (e_6.current_leader.leader_id != -1) or (e_6.current_leader.leader_epoch != -1):
                 raise ValueError('attempted to write a non-default CurrentLeader at version 6')
-            out += _S4.pack(e_6.index, e_6.error_code, e_6.base_offset, e_6.log_append_time_ms, e_6.log_start_offset)
-    out += _S2.pack(m.throttle_time_ms)
+            out += _S5.pack(e_6.index, e_6.error_code, e_6.base_offset, e_6.log_append_time_ms, e_6.log_start_offset)
+    out += _S1.pack(m.throttle_time_ms)
 
 
 def decode_produce_response_v7(data: bytes, pos: int) -> tuple[ProduceResponse, int]:
     v_responses_1: list[TopicProduceResponse]
-    n0, = _S2.unpack_from(data, pos)
+    n0, = _S1.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
         raise DecodeError('non-nullable field Responses is null')
@@ -971,7 +1359,7 @@ def decode_produce_response_v7(data: bytes, pos: int) -> tuple[ProduceResponse, 
         append_4 = v_responses_1.append
         for _ in range(n0):
             v_name_5: str
-            n1, = _S0.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
@@ -979,7 +1367,7 @@ def decode_produce_response_v7(data: bytes, pos: int) -> tuple[ProduceResponse, 
                 v_name_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
             v_partition_responses_7: list[PartitionProduceResponse]
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field PartitionResponses is null')
@@ -989,11 +1377,11 @@ def decode_produce_response_v7(data: bytes, pos: int) -> tuple[ProduceResponse, 
                 v_partition_responses_7 = []
                 append_8 = v_partition_responses_7.append
                 for _ in range(n1):
-                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13 = _S4.unpack_from(data, pos)
+                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13 = _S5.unpack_from(data, pos)
                     pos += 30
                     append_8(PartitionProduceResponse(v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13, [], None, LeaderIdAndEpoch()))
             append_4(TopicProduceResponse(v_name_5, ZERO_UUID, v_partition_responses_7))
-    v_throttle_time_ms_2, = _S2.unpack_from(data, pos)
+    v_throttle_time_ms_2, = _S1.unpack_from(data, pos)
     pos += 4
     return ProduceResponse(v_responses_1, v_throttle_time_ms_2, []), pos
 
@@ -1002,24 +1390,24 @@ def encode_produce_response_v7(m: ProduceResponse, out: bytearray) -> None:
     if m.node_endpoints:
         raise ValueError('attempted to write a non-default NodeEndpoints at version 7')
     x_1 = m.responses
-    out += _S2.pack(len(x_1))
+    out += _S1.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.name
         b_4 = x_3.encode()
-        out += _S0.pack(len(b_4))
+        out += _S2.pack(len(b_4))
         out += b_4
         x_5 = e_2.partition_responses
-        out += _S2.pack(len(x_5))
+        out += _S1.pack(len(x_5))
         for e_6 in x_5:
             if (e_6.current_leader.leader_id != -1) or (e_6.current_leader.leader_epoch != -1):
                 raise ValueError('attempted to write a non-default CurrentLeader at version 7')
-            out += _S4.pack(e_6.index, e_6.error_code, e_6.base_offset, e_6.log_append_time_ms, e_6.log_start_offset)
-    out += _S2.pack(m.throttle_time_ms)
+            out += _S5.pack(e_6.index, e_6.error_code, e_6.base_offset, e_6.log_append_time_ms, e_6.log_start_offset)
+    out += _S1.pack(m.throttle_time_ms)
 
 
 def decode_produce_response_v8(data: bytes, pos: int) -> tuple[ProduceResponse, int]:
     v_responses_1: list[TopicProduceResponse]
-    n0, = _S2.unpack_from(data, pos)
+    n0, = _S1.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
         raise DecodeError('non-nullable field Responses is null')
@@ -1030,7 +1418,7 @@ def decode_produce_response_v8(data: bytes, pos: int) -> tuple[ProduceResponse, 
         append_4 = v_responses_1.append
         for _ in range(n0):
             v_name_5: str
-            n1, = _S0.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 2
             if n1 < 0:
                 raise DecodeError('non-nullable field Name is null')
@@ -1038,7 +1426,7 @@ def decode_produce_response_v8(data: bytes, pos: int) -> tuple[ProduceResponse, 
                 v_name_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
             v_partition_responses_7: list[PartitionProduceResponse]
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field PartitionResponses is null')
@@ -1048,10 +1436,10 @@ def decode_produce_response_v8(data: bytes, pos: int) -> tuple[ProduceResponse, 
                 v_partition_responses_7 = []
                 append_8 = v_partition_responses_7.append
                 for _ in range(n1):
-                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13 = _S4.unpack_from(data, pos)
+                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13 = _S5.unpack_from(data, pos)
                     pos += 30
                     v_record_errors_14: list[BatchIndexAndErrorMessage]
-                    n2, = _S2.unpack_from(data, pos)
+                    n2, = _S1.unpack_from(data, pos)
                     pos += 4
                     if n2 < 0:
                         raise DecodeError('non-nullable field RecordErrors is null')
@@ -1061,10 +1449,10 @@ def decode_produce_response_v8(data: bytes, pos: int) -> tuple[ProduceResponse, 
                         v_record_errors_14 = []
                         append_17 = v_record_errors_14.append
                         for _ in range(n2):
-                            v_batch_index_18, = _S2.unpack_from(data, pos)
+                            v_batch_index_18, = _S1.unpack_from(data, pos)
                             pos += 4
                             v_batch_index_error_message_19: str | None
-                            n3, = _S0.unpack_from(data, pos)
+                            n3, = _S2.unpack_from(data, pos)
                             pos += 2
                             if n3 < 0:
                                 v_batch_index_error_message_19 = None
@@ -1073,7 +1461,7 @@ def decode_produce_response_v8(data: bytes, pos: int) -> tuple[ProduceResponse, 
                                 pos += n3
                             append_17(BatchIndexAndErrorMessage(v_batch_index_18, v_batch_index_error_message_19))
                     v_error_message_15: str | None
-                    n2, = _S0.unpack_from(data, pos)
+                    n2, = _S2.unpack_from(data, pos)
                     pos += 2
                     if n2 < 0:
                         v_error_message_15 = None
@@ -1082,7 +1470,7 @@ def decode_produce_response_v8(data: bytes, pos: int) -> tuple[ProduceResponse, 
                         pos += n2
                     append_8(PartitionProduceResponse(v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13, v_record_errors_14, v_error_message_15, LeaderIdAndEpoch()))
             append_4(TopicProduceResponse(v_name_5, ZERO_UUID, v_partition_responses_7))
-    v_throttle_time_ms_2, = _S2.unpack_from(data, pos)
+    v_throttle_time_ms_2, = _S1.unpack_from(data, pos)
     pos += 4
     return ProduceResponse(v_responses_1, v_throttle_time_ms_2, []), pos
 
@@ -1091,37 +1479,37 @@ def encode_produce_response_v8(m: ProduceResponse, out: bytearray) -> None:
     if m.node_endpoints:
         raise ValueError('attempted to write a non-default NodeEndpoints at version 8')
     x_1 = m.responses
-    out += _S2.pack(len(x_1))
+    out += _S1.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.name
         b_4 = x_3.encode()
-        out += _S0.pack(len(b_4))
+        out += _S2.pack(len(b_4))
         out += b_4
         x_5 = e_2.partition_responses
-        out += _S2.pack(len(x_5))
+        out += _S1.pack(len(x_5))
         for e_6 in x_5:
             if (e_6.current_leader.leader_id != -1) or (e_6.current_leader.leader_epoch != -1):
                 raise ValueError('attempted to write a non-default CurrentLeader at version 8')
-            out += _S4.pack(e_6.index, e_6.error_code, e_6.base_offset, e_6.log_append_time_ms, e_6.log_start_offset)
+            out += _S5.pack(e_6.index, e_6.error_code, e_6.base_offset, e_6.log_append_time_ms, e_6.log_start_offset)
             x_7 = e_6.record_errors
-            out += _S2.pack(len(x_7))
+            out += _S1.pack(len(x_7))
             for e_8 in x_7:
-                out += _S2.pack(e_8.batch_index)
+                out += _S1.pack(e_8.batch_index)
                 x_9 = e_8.batch_index_error_message
                 if x_9 is None:
                     out += b'\xff\xff'
                 else:
                     b_10 = x_9.encode()
-                    out += _S0.pack(len(b_10))
+                    out += _S2.pack(len(b_10))
                     out += b_10
             x_11 = e_6.error_message
             if x_11 is None:
                 out += b'\xff\xff'
             else:
                 b_12 = x_11.encode()
-                out += _S0.pack(len(b_12))
+                out += _S2.pack(len(b_12))
                 out += b_12
-    out += _S2.pack(m.throttle_time_ms)
+    out += _S1.pack(m.throttle_time_ms)
 
 
 def decode_produce_response_v9(data: bytes, pos: int) -> tuple[ProduceResponse, int]:
@@ -1167,7 +1555,7 @@ def decode_produce_response_v9(data: bytes, pos: int) -> tuple[ProduceResponse, 
                 v_partition_responses_7 = []
                 append_8 = v_partition_responses_7.append
                 for _ in range(n1):
-                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13 = _S4.unpack_from(data, pos)
+                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13 = _S5.unpack_from(data, pos)
                     pos += 30
                     v_record_errors_14: list[BatchIndexAndErrorMessage]
                     n2 = data[pos]
@@ -1184,7 +1572,7 @@ def decode_produce_response_v9(data: bytes, pos: int) -> tuple[ProduceResponse, 
                         v_record_errors_14 = []
                         append_17 = v_record_errors_14.append
                         for _ in range(n2):
-                            v_batch_index_18, = _S2.unpack_from(data, pos)
+                            v_batch_index_18, = _S1.unpack_from(data, pos)
                             pos += 4
                             v_batch_index_error_message_19: str | None
                             n3 = data[pos]
@@ -1240,7 +1628,7 @@ def decode_produce_response_v9(data: bytes, pos: int) -> tuple[ProduceResponse, 
                     end1 = pos + size1
                     pos = end1
             append_4(TopicProduceResponse(v_name_5, ZERO_UUID, v_partition_responses_7))
-    v_throttle_time_ms_2, = _S2.unpack_from(data, pos)
+    v_throttle_time_ms_2, = _S1.unpack_from(data, pos)
     pos += 4
     if data[pos] == 0:
         pos += 1
@@ -1269,11 +1657,11 @@ def encode_produce_response_v9(m: ProduceResponse, out: bytearray) -> None:
         for e_6 in x_5:
             if (e_6.current_leader.leader_id != -1) or (e_6.current_leader.leader_epoch != -1):
                 raise ValueError('attempted to write a non-default CurrentLeader at version 9')
-            out += _S4.pack(e_6.index, e_6.error_code, e_6.base_offset, e_6.log_append_time_ms, e_6.log_start_offset)
+            out += _S5.pack(e_6.index, e_6.error_code, e_6.base_offset, e_6.log_append_time_ms, e_6.log_start_offset)
             x_7 = e_6.record_errors
             write_uvarint(out, len(x_7) + 1)
             for e_8 in x_7:
-                out += _S2.pack(e_8.batch_index)
+                out += _S1.pack(e_8.batch_index)
                 x_9 = e_8.batch_index_error_message
                 if x_9 is None:
                     out.append(0)
@@ -1291,5 +1679,5 @@ def encode_produce_response_v9(m: ProduceResponse, out: bytearray) -> None:
                 out += b_12
             out.append(0)
         out.append(0)
-    out += _S2.pack(m.throttle_time_ms)
+    out += _S1.pack(m.throttle_time_ms)
     out.append(0)

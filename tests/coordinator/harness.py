@@ -56,6 +56,7 @@ from storage.records import (
     ConsumerGroupRecord,
     ConsumerGroupTombstone,
     ConsumerMemberRecord,
+    GroupConfigRecord,
     GroupMetadataRecord,
     OffsetCommitRecord,
     Record,
@@ -133,6 +134,7 @@ class FakeStore:
     offsets: dict[tuple[str, str, int], OffsetCommitRecord] = field(default_factory=dict)
     consumer_groups: dict[str, ConsumerGroupRecord] = field(default_factory=dict)
     consumer_members: dict[tuple[str, str], ConsumerMemberRecord] = field(default_factory=dict)
+    group_configs: dict[tuple[str, str], GroupConfigRecord] = field(default_factory=dict)
     batches: list[list[Record]] = field(default_factory=list)
 
     def write(self, records: Iterable[Record]) -> None:
@@ -143,6 +145,7 @@ class FakeStore:
             "offsets": self.offsets,
             "consumer_groups": self.consumer_groups,
             "consumer_members": self.consumer_members,
+            "group_configs": self.group_configs,
         }
         for record in batch:
             rows = tables.get(record.table)
@@ -164,6 +167,7 @@ class FakeStore:
             wall_ms,
             list(self.consumer_groups.values()),
             list(self.consumer_members.values()),
+            list(self.group_configs.values()),
         )
 
 

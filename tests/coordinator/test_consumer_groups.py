@@ -478,7 +478,10 @@ def test_list_groups_types_and_states(h: Harness) -> None:
     assert h.list_groups(states=["reconciling"]).wire.groups == []
 
 
-def test_heartbeat_to_a_live_classic_group_is_group_id_not_found(h: Harness) -> None:
+@pytest.mark.parametrize("policy", ["disabled", "downgrade"])
+def test_heartbeat_to_a_live_classic_group_without_online_upgrade_is_group_id_not_found(policy: str) -> None:
+    h = Harness(GroupConfig(group_initial_rebalance_delay_ms=0, group_consumer_migration_policy=policy))
+    h.catalog.set_topic("t", 6)
     h.join("g", version=3)
     reply = cg_heartbeat(h, member_id="a")
     assert reply.error == ErrorCode.GROUP_ID_NOT_FOUND
@@ -493,9 +496,11 @@ def test_empty_classic_group_is_converted_and_keeps_its_offsets(h: Harness) -> N
     assert fetched.topics[0].partitions[0].committed_offset == 42
 
 
-def test_classic_join_to_a_live_consumer_group_is_inconsistent_protocol(h: Harness) -> None:
+def test_classic_join_of_another_protocol_type_to_a_live_consumer_group_is_inconsistent_protocol(
+    h: Harness,
+) -> None:
     cg_heartbeat(h, member_id="a")
-    assert h.join("g", version=5).error == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+    assert h.join("g", version=5, protocol_type="connect").error == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
 
 
 def test_classic_join_to_an_empty_consumer_group_converts_it(h: Harness) -> None:
@@ -646,6 +651,20 @@ def test_failed_write_answers_coordinator_not_available_and_is_repaired(h: Harne
     assert h.store.consumer_groups["g"].group_epoch == group.group_epoch
     for member in group.members.values():
         assert h.store.consumer_members[("g", member.member_id)].member_epoch == member.member_epoch
+
+
+def test_a_member_whose_response_was_lost_to_a_failed_write_is_told_its_assignment_again(h: Harness) -> None:
+    a, b = Client(h, "a"), Client(h, "b")
+    a.join()
+    b.join()
+    h.fail_code = int(ErrorCode.REQUEST_TIMED_OUT)
+    assert a.beat().error == ErrorCode.COORDINATOR_NOT_AVAILABLE  # told to revoke, never heard of it
+    h.fail_code = None
+    assert cgroup(h).members["a"].state is MemberState.UNREVOKED_PARTITIONS
+    reply = a.beat()  # reports everything it still owns
+    assert assignment_of(h, reply) == {"t": {0, 1, 2}}
+    settle([a, b])
+    assert a.partitions() | b.partitions() == {("t", p) for p in range(6)}
 
 
 def test_reply_waits_for_the_write(h: Harness) -> None:

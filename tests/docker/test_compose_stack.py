@@ -6,13 +6,20 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 
 import pytest
+from kafka import KafkaAdminClient
+from kafka.admin import NewTopic
 
+from protocol.apis import ApiKey
+from protocol.messages.find_coordinator import FindCoordinatorRequest
+from protocol.messages.metadata import MetadataRequest, MetadataRequestTopic
 from tests.docker.clients import committed, join_and_commit
-from tests.docker.compose import ComposeProject
+from tests.docker.compose import ComposeProject, free_port
 from tests.docker.conftest import Stack
+from tests.support.wire_client import WireClient
 
 pytestmark = [pytest.mark.docker, pytest.mark.integration, pytest.mark.timeout(1800)]
 
@@ -95,6 +102,81 @@ def test_postgres_profile(stack: Stack) -> None:
         _recreate(project, "postgres", "coordinator-postgres")
         assert committed(bootstrap, "billing", "orders") == offsets
         assert committed(bootstrap, "shipping", "orders") == more
+        _stop_cleanly(project)
+    finally:
+        project.down()
+
+
+def _coordinator_node(bootstrap: str, group: str) -> int | None:
+    """The node id FindCoordinator answers for ``group`` (None while its shard has no owner)."""
+    with WireClient(bootstrap, client_id="compose-check") as client:
+        response = client.request(
+            ApiKey.FIND_COORDINATOR, 4, FindCoordinatorRequest(key_type=0, coordinator_keys=[group])
+        )
+    [answer] = response.coordinators
+    return answer.node_id if answer.error_code == 0 else None
+
+
+def _coordinators(bootstrap: str, groups: list[str], timeout: float = 120) -> dict[str, int]:
+    """Each group's coordinator, asked until every group has one and all three nodes have shards."""
+    deadline = time.monotonic() + timeout
+    while True:
+        found = {group: _coordinator_node(bootstrap, group) for group in groups}
+        if None not in found.values() and set(found.values()) == {1, 2, 3}:
+            return {group: node for group, node in found.items() if node is not None}
+        assert time.monotonic() < deadline, f"the three nodes did not split the shards: {found}"
+        time.sleep(1)
+
+
+def _partitions_known(bootstrap: str, topic: str) -> int:
+    """How many partitions of ``topic`` a node's Metadata lists (0: unknown there)."""
+    request = MetadataRequest(topics=[MetadataRequestTopic(name=topic)], allow_auto_topic_creation=False)
+    with WireClient(bootstrap, client_id="compose-check") as client:
+        [answer] = client.request(ApiKey.METADATA, 12, request).topics
+    return len(answer.partitions) if answer.error_code == 0 else 0
+
+
+def _create_topic_everywhere(bootstraps: list[str], topic: str, partitions: int, timeout: float = 60) -> None:
+    """Create ``topic`` through the first node and wait until every node lists it. Nodes learn
+    other nodes' topics from the database at each lease renewal; consuming before that would let a
+    node that has not seen the topic yet auto-create it anew."""
+    admin = KafkaAdminClient(bootstrap_servers=bootstraps[0], request_timeout_ms=15000)
+    try:
+        admin.create_topics([NewTopic(topic, partitions, 1)])
+    finally:
+        admin.close()
+    deadline = time.monotonic() + timeout
+    while [_partitions_known(b, topic) for b in bootstraps] != [partitions] * len(bootstraps):
+        assert time.monotonic() < deadline, f"not every node learnt topic {topic}"
+        time.sleep(0.5)
+
+
+def test_cluster_profile(stack: Stack) -> None:
+    ports = {
+        f"COORDINATOR_NODE{n}_{kind}": str(free_port())
+        for n in (1, 2, 3)
+        for kind in ("KAFKA_PORT", "METRICS_HOST_PORT")
+    }
+    project = stack.project("cluster", COORDINATOR_LEASE_MS="3000", **ports)
+    nodes = [f"coordinator-node-{n}" for n in (1, 2, 3)]
+    bootstraps = [_bootstrap(project, f"COORDINATOR_NODE{n}_KAFKA_PORT") for n in (1, 2, 3)]
+    try:
+        project.compose("up", "--detach", "--no-build", *nodes)
+        project.wait_healthy("postgres")
+        for node in nodes:
+            project.wait_healthy(node)
+        # FindCoordinator on any node names the owner of the group's shard: all three own some.
+        coordinators = _coordinators(bootstraps[0], [f"group-{i}" for i in range(30)])
+        assert _coordinators(bootstraps[2], list(coordinators)) == coordinators
+        _create_topic_everywhere(bootstraps, "orders", 3)
+        # One group per node: the client bootstraps on node 1 and follows FindCoordinator.
+        chosen = {node: next(g for g, n in coordinators.items() if n == node) for node in (1, 2, 3)}
+        offsets = {
+            group: join_and_commit(bootstraps[0], group, "orders", partitions=3, first_offset=10 * node)
+            for node, group in chosen.items()
+        }
+        for group, expected in offsets.items():
+            assert committed(bootstraps[1], group, "orders") == expected
         _stop_cleanly(project)
     finally:
         project.down()

@@ -95,5 +95,8 @@ def test_advertised_versions_intersect_upstream_and_keep_the_group_apis() -> Non
     assert ranges[ApiKey.CONSUMER_GROUP_HEARTBEAT] == SERVED_VERSIONS[ApiKey.CONSUMER_GROUP_HEARTBEAT]
     assert ranges[ApiKey.JOIN_GROUP] == SERVED_VERSIONS[ApiKey.JOIN_GROUP]
     assert ADD_OFFSETS_TO_TXN not in ranges and TXN_OFFSET_COMMIT not in ranges
+    # Upstream lacks the config APIs: GROUP config resources are still served here.
+    assert ranges[ApiKey.DESCRIBE_CONFIGS] == SERVED_VERSIONS[ApiKey.DESCRIBE_CONFIGS]
+    assert ranges[ApiKey.INCREMENTAL_ALTER_CONFIGS] == SERVED_VERSIONS[ApiKey.INCREMENTAL_ALTER_CONFIGS]
     # Upstream unknown (unreachable at start): the gateway's own ranges.
     assert advertised_versions(None)[ApiKey.PRODUCE] == (0, FORWARDED_MAX[ApiKey.PRODUCE])

@@ -13,7 +13,7 @@ incremental (on_assign gets only the added partitions, on_revoke only the remove
 that gives partitions away gets on_revoke(moved) followed by an empty on_assign([]); close() runs
 on_revoke(everything) and leaves with epoch -1, or -2 with a group.instance.id; a revocation is
 acknowledged to the coordinator only after on_revoke ran in poll(); a classic member of a consumer
-group gets INCONSISTENT_GROUP_PROTOCOL as a poll() error, again at each JoinGroup retry; a
+group is served through it (the online migration bridge, test_migration_clients.py); a
 synchronous commit that crosses the heartbeat acknowledging a revocation (which bumps the member
 epoch) fails with STALE_MEMBER_EPOCH, as in Kafka, and librdkafka does not retry it.
 
@@ -619,28 +619,25 @@ def test_static_member_restarted_as_a_new_process_keeps_its_partitions(group: Gr
 
 
 # --------------------------------------------------------------------------------------------
-# 7: a classic member cannot join a live consumer group
+# 7: a classic member joins a live consumer group (docs/migration.md)
 
 
-def test_classic_member_of_a_consumer_group_gets_inconsistent_group_protocol(group: Group) -> None:
+def test_classic_member_of_a_consumer_group_is_served_through_the_consumer_group(group: Group) -> None:
     modern = group.member("modern")
     group.poll_until(lambda: group.split(modern), "the consumer member to own everything")
     classic = group.member("classic", protocol="classic")
 
-    def rejected() -> bool:
-        return any(e.code() == KafkaError.INCONSISTENT_GROUP_PROTOCOL for e in classic.errors)
+    def shared() -> bool:
+        owned = [group.log.owned(m.name) for m in (modern, classic)]
+        return all(owned) and frozenset().union(*owned) == ALL and sum(map(len, owned)) == PARTITIONS
 
     started = time.monotonic()
-    group.poll_until(rejected, "INCONSISTENT_GROUP_PROTOCOL for the classic member", 10)
-    print(f"\nclassic member rejected after {time.monotonic() - started:.2f}s: {classic.errors}")
-    assert classic.assignment() == frozenset()
-    closing = time.monotonic()
-    classic.close()
-    assert time.monotonic() - closing < 5
-
-    assert [e.member for e in group.log.events()] == ["modern"]  # the classic one never got any
-    assert group.split(modern) == {"modern": ALL}
-    assert modern.errors == []
+    group.poll_until(shared, "the classic member to get its share", 10)
+    print(f"\nclassic member got its share after {time.monotonic() - started:.2f}s")
+    replay(group.log.events())  # no partition owned twice
+    view = describe(group.bootstrap)
+    assert view.error_code == 0 and len(view.members) == 2  # still a consumer group
+    assert modern.errors == [] and classic.errors == []
 
 
 # --------------------------------------------------------------------------------------------

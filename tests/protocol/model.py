@@ -50,15 +50,19 @@ _KP_MODULES: Final = (
     "kafka.protocol.admin.groups",
     "kafka.protocol.admin.topics",
     "kafka.protocol.admin.cluster",
+    "kafka.protocol.admin.users",
     "kafka.protocol.consumer.metadata",
     "kafka.protocol.sasl",
     "kafka.protocol.admin.acl",
+    "kafka.protocol.admin.configs",
 )
 _KP_EXTRA_MODULES: Final = (
     "kafka.protocol.api_header",
     "kafka.protocol.old.commit",
     "kafka.protocol.old.admin",
     "kafka.protocol.old.list_offsets",
+    "kafka.protocol.old.fetch",
+    "kafka.protocol.old.produce",
     "kafka.protocol.old.types",
 )
 

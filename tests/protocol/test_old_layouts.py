@@ -40,6 +40,8 @@ OLD_CLASSES: dict[tuple[ApiKey, int], tuple[str, str, str]] = {
     (ApiKey.CREATE_TOPICS, 1): ("admin", "CreateTopicsRequest_v1", "CreateTopicsResponse_v1"),
     (ApiKey.DELETE_TOPICS, 0): ("admin", "DeleteTopicsRequest_v0", "DeleteTopicsResponse_v0"),
     (ApiKey.LIST_OFFSETS, 0): ("list_offsets", "ListOffsetsRequest_v0", "ListOffsetsResponse_v0"),
+    **{(ApiKey.PRODUCE, v): ("produce", f"ProduceRequest_v{v}", f"ProduceResponse_v{v}") for v in range(3)},
+    **{(ApiKey.FETCH, v): ("fetch", f"FetchRequest_v{v}", f"FetchResponse_v{v}") for v in range(4)},
 }
 CASES = sorted(OLD_CLASSES)
 

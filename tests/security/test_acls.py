@@ -19,9 +19,15 @@ from protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatReq
 from protocol.messages.create_acls import AclCreation, CreateAclsRequest
 from protocol.messages.delete_acls import DeleteAclsFilter, DeleteAclsRequest
 from protocol.messages.describe_acls import DescribeAclsRequest
+from protocol.messages.describe_configs import DescribeConfigsRequest, DescribeConfigsResource
 from protocol.messages.describe_groups import DescribeGroupsRequest
 from protocol.messages.find_coordinator import FindCoordinatorRequest
 from protocol.messages.heartbeat import HeartbeatRequest
+from protocol.messages.incremental_alter_configs import (
+    AlterableConfig,
+    AlterConfigsResource,
+    IncrementalAlterConfigsRequest,
+)
 from protocol.messages.join_group import JoinGroupRequest, JoinGroupRequestProtocol
 from protocol.messages.list_groups import ListGroupsRequest
 from protocol.messages.metadata import MetadataRequest, MetadataRequestTopic
@@ -317,3 +323,48 @@ def test_consumer_group_apis_are_authorized(server: ServerProcess) -> None:
         described = describe()  # READ implies DESCRIBE
         assert described.error_code == 0 and described.members[0].member_id == "m1"
         assert described.authorized_operations == (1 << READ) | (1 << DESCRIBE)
+
+
+@pytest.mark.integration
+def test_config_apis_check_describe_configs_and_alter_configs(server: ServerProcess) -> None:
+    describe_configs, alter_configs = 10, 11  # Kafka's AclOperation codes
+    session = "consumer.session.timeout.ms"
+
+    def alter(client: WireClient, group: str) -> int:
+        change = AlterConfigsResource(32, group, [AlterableConfig(session, 0, "50000")])
+        response = client.request(
+            ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, IncrementalAlterConfigsRequest([change])
+        )
+        return int(response.responses[0].error_code)
+
+    def describe(client: WireClient) -> list[tuple[int, str, int]]:
+        resources = [DescribeConfigsResource(32, "cfg", None), DescribeConfigsResource(32, "other", None),
+                     DescribeConfigsResource(2, "cfg-topic", None), DescribeConfigsResource(4, "", None)]  # fmt: skip
+        response = client.request(ApiKey.DESCRIBE_CONFIGS, 4, DescribeConfigsRequest(resources))
+        return [(r.resource_type, r.resource_name, r.error_code) for r in response.results]
+
+    with login(server, "admin", "admin-pw") as admin, login(server, "alice", "alice-pw") as alice:
+        topics = [MetadataRequestTopic(name="cfg-topic")]
+        admin.request(ApiKey.METADATA, 9, MetadataRequest(topics=topics, allow_auto_topic_creation=True))
+        assert alter(alice, "cfg") == ErrorCode.GROUP_AUTHORIZATION_FAILED
+        assert describe(alice) == [
+            (32, "cfg", ErrorCode.GROUP_AUTHORIZATION_FAILED),
+            (32, "other", ErrorCode.GROUP_AUTHORIZATION_FAILED),
+            (2, "cfg-topic", ErrorCode.TOPIC_AUTHORIZATION_FAILED),
+            (4, "", ErrorCode.CLUSTER_AUTHORIZATION_FAILED),
+        ]
+        grant(
+            admin,
+            acl(GROUP, "cfg", "User:alice", alter_configs),
+            acl(TOPIC, "cfg-topic", "User:alice", describe_configs),
+        )
+        assert alter(alice, "cfg") == 0
+        assert alter(alice, "other") == ErrorCode.GROUP_AUTHORIZATION_FAILED
+        # ALTER_CONFIGS implies DESCRIBE_CONFIGS; the allowed resources are served, in request order.
+        assert describe(alice) == [
+            (32, "cfg", 0),
+            (32, "other", ErrorCode.GROUP_AUTHORIZATION_FAILED),
+            (2, "cfg-topic", 0),
+            (4, "", ErrorCode.CLUSTER_AUTHORIZATION_FAILED),
+        ]
+        assert describe(admin) == [(32, "cfg", 0), (32, "other", 0), (2, "cfg-topic", 0), (4, "", 0)]

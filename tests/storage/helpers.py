@@ -12,6 +12,8 @@ from storage.records import (
     ConsumerGroupTombstone,
     ConsumerMemberRecord,
     ConsumerMemberTombstone,
+    GroupConfigRecord,
+    GroupConfigTombstone,
     GroupMetadataRecord,
     GroupTombstone,
     LoadedState,
@@ -121,6 +123,7 @@ class Snapshot:
     offsets: dict[tuple[str, str, int], OffsetCommitRecord]
     consumer_groups: dict[str, ConsumerGroupRecord] = field(default_factory=dict)
     consumer_members: dict[tuple[str, str], ConsumerMemberRecord] = field(default_factory=dict)
+    group_configs: dict[tuple[str, str], GroupConfigRecord] = field(default_factory=dict)
 
 
 def snapshot(state: LoadedState) -> Snapshot:
@@ -130,6 +133,7 @@ def snapshot(state: LoadedState) -> Snapshot:
         offsets={(o.group_id, o.topic, o.partition): o for o in state.offsets},
         consumer_groups={g.group_id: g for g in state.consumer_groups},
         consumer_members={(m.group_id, m.member_id): m for m in state.consumer_members},
+        group_configs={(c.group_id, c.name): c for c in state.group_configs},
     )
     # A backend returning a key twice would be a bug the dicts would hide.
     assert len(snap.topics) == len(state.topics)
@@ -137,6 +141,7 @@ def snapshot(state: LoadedState) -> Snapshot:
     assert len(snap.offsets) == len(state.offsets)
     assert len(snap.consumer_groups) == len(state.consumer_groups)
     assert len(snap.consumer_members) == len(state.consumer_members)
+    assert len(snap.group_configs) == len(state.group_configs)
     return snap
 
 
@@ -165,5 +170,9 @@ def apply_model(model: Snapshot, records: list[Record]) -> None:
             model.consumer_members[(r.group_id, r.member_id)] = r
         elif isinstance(r, ConsumerMemberTombstone):
             model.consumer_members.pop((r.group_id, r.member_id), None)
+        elif isinstance(r, GroupConfigRecord):
+            model.group_configs[(r.group_id, r.name)] = r
+        elif isinstance(r, GroupConfigTombstone):
+            model.group_configs.pop((r.group_id, r.name), None)
         else:
             raise AssertionError(f"the model does not know {r!r}")

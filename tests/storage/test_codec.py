@@ -8,9 +8,11 @@ from hypothesis import strategies as st
 
 from storage.codec import (
     CodecError,
+    decode_classic_protocols,
     decode_configs,
     decode_consumer_topics,
     decode_members,
+    encode_classic_protocols,
     encode_configs,
     encode_consumer_topics,
     encode_members,
@@ -133,3 +135,18 @@ def test_huge_count_in_a_corrupt_blob_is_detected_without_allocating() -> None:
 def test_unencodable_consumer_topics_are_a_codec_error(assigned: TopicPartitionList) -> None:
     with pytest.raises(CodecError):
         encode_consumer_topics((), assigned, (), ())
+
+
+@given(st.lists(st.tuples(st.text(), st.binary(max_size=20)), max_size=4).map(tuple))
+def test_classic_protocols_round_trip(protocols: tuple[tuple[str, bytes], ...]) -> None:
+    assert decode_classic_protocols(encode_classic_protocols(protocols)) == protocols
+
+
+def test_every_truncation_of_a_classic_protocols_blob_is_detected() -> None:
+    blob = encode_classic_protocols((("range", b"\x00\x01"), ("roundrobin", b"")))
+    assert blob[0] == 1
+    for cut in range(len(blob)):
+        with pytest.raises(CodecError):
+            decode_classic_protocols(blob[:cut])
+    with pytest.raises(CodecError):
+        decode_classic_protocols(blob + b"\x00")

@@ -381,6 +381,13 @@ async def test_consumer_member_round_trip_keeps_none_empty_and_order(store: Stor
             target=big[::-1],
         ),
         consumer_member("other-group", "nulls"),  # same member id, other group
+        # a classic member inside a consumer group (online migration)
+        consumer_member(
+            "cg",
+            "classic",
+            classic_session_timeout_ms=2**31 - 1,
+            classic_protocols=(("cooperative-sticky", b"\x00\x01meta"), ("range", b""), ("", b"\x00")),
+        ),
     ]
     await store.write(members)
     loaded = snapshot(await store.load()).consumer_members

@@ -1,0 +1,195 @@
+"""Per-group configs (KIP-848's dynamic group configs): what a GROUP config resource holds.
+
+Kafka 4.x lets an operator override two settings of one consumer group through
+IncrementalAlterConfigs on a GROUP resource: ``consumer.session.timeout.ms`` and
+``consumer.heartbeat.interval.ms``. A group without an override uses the broker-level
+``group.consumer.session.timeout.ms`` / ``group.consumer.heartbeat.interval.ms``. New values
+are validated as Kafka's GroupConfig does, against the broker-level bounds
+``group.consumer.{min,max}.{session.timeout,heartbeat.interval}.ms``, and apply to each member
+at its next heartbeat (its session is re-armed with the group's timeout, and the response
+carries the group's interval). Kafka's ``share.*`` group configs belong to share groups, which
+this coordinator does not run: they are refused by name. Rules and choices: docs/group-configs.md.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Final
+
+from coordinator.core.group_config import GroupConfig
+from coordinator.core.heartbeat_interval import HeartbeatIntervals, no_jitter
+from storage.records import GroupConfigRecord, GroupConfigTombstone
+
+CONSUMER_SESSION_TIMEOUT_MS: Final = "consumer.session.timeout.ms"
+CONSUMER_HEARTBEAT_INTERVAL_MS: Final = "consumer.heartbeat.interval.ms"
+
+# Kafka's GroupConfig validates an override map with its own static defaults filling the names
+# it does not set (GroupCoordinatorConfig's CONSUMER_GROUP_*_DEFAULT), not the broker's values.
+_KAFKA_DEFAULTS: Final[Mapping[str, int]] = {
+    CONSUMER_SESSION_TIMEOUT_MS: 45000,
+    CONSUMER_HEARTBEAT_INTERVAL_MS: 5000,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class GroupConfigDef:
+    name: str  # the group config, e.g. consumer.session.timeout.ms
+    broker_setting: str  # the GroupConfig field of its broker-level default
+    doc: str
+
+    @property
+    def broker_name(self) -> str:
+        return self.broker_setting.replace("_", ".")
+
+
+GROUP_CONFIGS: Final[tuple[GroupConfigDef, ...]] = (
+    GroupConfigDef(
+        CONSUMER_SESSION_TIMEOUT_MS,
+        "group_consumer_session_timeout_ms",
+        "The timeout to detect client failures when using the consumer group protocol.",
+    ),
+    GroupConfigDef(
+        CONSUMER_HEARTBEAT_INTERVAL_MS,
+        "group_consumer_heartbeat_interval_ms",
+        "The heartbeat interval given to the members of a consumer group.",
+    ),
+)
+BY_NAME: Final[Mapping[str, GroupConfigDef]] = {d.name: d for d in GROUP_CONFIGS}
+_SHARE_PREFIX: Final = "share."
+_INT: Final = re.compile(r"\s*[+-]?[0-9]+\s*")
+
+
+class InvalidGroupConfig(ValueError):
+    """A requested group config change Kafka refuses with INVALID_CONFIG; the message says why."""
+
+
+class DynamicGroupConfigs:
+    """The overrides of every group (applied once durable) and the effective values read from them."""
+
+    def __init__(self, config: GroupConfig, random_unit: Callable[[], float] = no_jitter) -> None:
+        self.config = config
+        self.random_unit = random_unit
+        self.overrides: dict[str, dict[str, str]] = {}
+        # A group's overrides once its accepted changes still being written are durable: later
+        # changes are validated against these, so that two concurrent changes cannot together
+        # reach a combination neither was checked against.
+        self._pending: dict[str, dict[str, str]] = {}
+        self._intervals: dict[int, HeartbeatIntervals] = {}
+
+    # -- state -----------------------------------------------------------------------------------
+
+    def load(self, records: Iterable[GroupConfigRecord]) -> None:
+        for record in records:
+            self.apply(record)
+
+    def apply(self, record: GroupConfigRecord | GroupConfigTombstone) -> None:
+        if isinstance(record, GroupConfigRecord):
+            self.overrides.setdefault(record.group_id, {})[record.name] = record.value
+            return
+        group = self.overrides.get(record.group_id)
+        if group is not None:
+            group.pop(record.name, None)
+            if not group:
+                del self.overrides[record.group_id]
+
+    # -- effective values ------------------------------------------------------------------------
+
+    def value(self, group_id: str, name: str) -> int:
+        """The value in force for the group: its override, else the broker-level default."""
+        override = self.overrides.get(group_id, {}).get(name)
+        if override is not None:
+            return int(override)
+        broker_value: int = getattr(self.config, BY_NAME[name].broker_setting)
+        return broker_value
+
+    def session_timeout_ms(self, group_id: str) -> int:
+        return self.value(group_id, CONSUMER_SESSION_TIMEOUT_MS)
+
+    def intervals(self, group_id: str) -> HeartbeatIntervals:
+        """The heartbeat interval rules of the group (one shared object per distinct interval)."""
+        interval_ms = self.value(group_id, CONSUMER_HEARTBEAT_INTERVAL_MS)
+        intervals = self._intervals.get(interval_ms)
+        if intervals is None:
+            intervals = HeartbeatIntervals(
+                interval_ms, self.config.group_consumer_heartbeat_policy, self.random_unit
+            )
+            self._intervals[interval_ms] = intervals
+        return intervals
+
+    # -- changes ---------------------------------------------------------------------------------
+
+    def changed(self, group_id: str, changes: Mapping[str, str | None]) -> dict[str, str]:
+        """The group's overrides after ``changes`` (name -> new value, None to delete), validated
+        as Kafka validates them; raises InvalidGroupConfig with Kafka's message."""
+        for name in changes:
+            if name.startswith(_SHARE_PREFIX):
+                raise InvalidGroupConfig(f"{name}: share groups are not supported by this coordinator")
+            if name not in BY_NAME:
+                raise InvalidGroupConfig(f"Unknown group config name: {name}")
+        after = self._latest(group_id)
+        for name, value in changes.items():
+            if value is None:
+                after.pop(name, None)
+            else:
+                after[name] = value
+        values = {name: _parse_int(name, after[name]) if name in after else default
+                  for name, default in _KAFKA_DEFAULTS.items()}  # fmt: skip
+        self._check_bounds(values[CONSUMER_SESSION_TIMEOUT_MS], values[CONSUMER_HEARTBEAT_INTERVAL_MS])
+        return {name: str(int(value)) for name, value in after.items()}
+
+    def _check_bounds(self, session_ms: int, heartbeat_ms: int) -> None:
+        c = self.config
+        checks = (
+            (heartbeat_ms >= c.group_consumer_min_heartbeat_interval_ms,
+             f"{CONSUMER_HEARTBEAT_INTERVAL_MS} must be greater than or equal to group.consumer.min.heartbeat.interval.ms"),
+            (heartbeat_ms <= c.group_consumer_max_heartbeat_interval_ms,
+             f"{CONSUMER_HEARTBEAT_INTERVAL_MS} must be less than or equal to group.consumer.max.heartbeat.interval.ms"),
+            (session_ms >= c.group_consumer_min_session_timeout_ms,
+             f"{CONSUMER_SESSION_TIMEOUT_MS} must be greater than or equal to group.consumer.min.session.timeout.ms"),
+            (session_ms <= c.group_consumer_max_session_timeout_ms,
+             f"{CONSUMER_SESSION_TIMEOUT_MS} must be less than or equal to group.consumer.max.session.timeout.ms"),
+            (session_ms > heartbeat_ms,
+             f"{CONSUMER_SESSION_TIMEOUT_MS} must be greater than {CONSUMER_HEARTBEAT_INTERVAL_MS}"),
+        )  # fmt: skip
+        for ok, message in checks:
+            if not ok:
+                raise InvalidGroupConfig(message)
+
+    def _latest(self, group_id: str) -> dict[str, str]:
+        pending = self._pending.get(group_id)
+        return dict(pending if pending is not None else self.overrides.get(group_id, {}))
+
+    def writing(self, group_id: str, after: dict[str, str]) -> None:
+        """``after`` was accepted and is being written; ``written`` once it landed or failed."""
+        self._pending[group_id] = after
+
+    def written(self, group_id: str, after: dict[str, str]) -> None:
+        if self._pending.get(group_id) is after:
+            del self._pending[group_id]
+
+    def records(
+        self, group_id: str, after: Mapping[str, str]
+    ) -> list[GroupConfigRecord | GroupConfigTombstone]:
+        """The writes that turn the group's overrides (after the writes in flight) into ``after``."""
+        before = self._latest(group_id)
+        out: list[GroupConfigRecord | GroupConfigTombstone] = [
+            GroupConfigTombstone(group_id, name) for name in sorted(before.keys() - after.keys())
+        ]
+        out += [
+            GroupConfigRecord(group_id, name, value)
+            for name, value in sorted(after.items())
+            if before.get(name) != value
+        ]
+        return out
+
+
+def _parse_int(name: str, text: str) -> int:
+    """Kafka's ConfigDef parsing of an INT config with ``atLeast(1)``, and its messages."""
+    value = int(text) if _INT.fullmatch(text) else None
+    if value is None or not -(2**31) <= value < 2**31:
+        raise InvalidGroupConfig(f"Invalid value {text} for configuration {name}: Not a number of type INT")
+    if value < 1:
+        raise InvalidGroupConfig(f"Invalid value {value} for configuration {name}: Value must be at least 1")
+    return value

@@ -1,0 +1,364 @@
+"""The ownership loop of a node on PostgreSQL: take, renew, hand over and lose shards.
+
+docs/multinode.md describes the protocol; ``storage/ownership.py`` runs its statements. Every
+``group.coordinator.ownership.poll.ms`` the loop reads the lease table and the live nodes,
+renews the node's leases every third of ``group.coordinator.lease.ms``, hands over shards above
+the node's fair share and takes free shards below it. The shard map it keeps is what the API
+layer routes by and what FindCoordinator answers from.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Collection
+from dataclasses import dataclass
+from typing import Final
+
+from coordinator.core.cluster import Cluster
+from coordinator.core.shard_map import NodeAddress, ShardMap, ShardStatus
+from coordinator.server.runtime import Runtime
+from storage.base import StoreError
+from storage.ownership import Fence, LeaseRow, LeaseTable, NodeIdInUse, OwnershipView
+from storage.postgres import PostgresStore
+
+log = logging.getLogger(__name__)
+
+REGISTER_PATIENCE_MS: Final = 2000
+STOP_WAIT_S: Final = 10.0
+# A write transaction idle this long (its process paused) is ended by PostgreSQL: a quarter of
+# the lease, so a takeover waits for a zombie's transaction at most that long.
+MIN_TRANSACTION_IDLE_MS: Final = 100
+
+
+def fair_share(shards: int, nodes: list[int], node_id: int) -> int:
+    """Shards this node should own: ``shards // n`` each, one more for the first ``shards % n``
+    live nodes by id. A node not (yet) seen live counts as the last one."""
+    ordered = sorted(set(nodes) | {node_id})
+    base, extra = divmod(shards, len(ordered))
+    return base + (1 if ordered.index(node_id) < extra else 0)
+
+
+@dataclass(slots=True)
+class _Owned:
+    epoch: int
+
+
+class Ownership:
+    """Keeps ``shard_map`` and the store's fence in line with the leases this node holds."""
+
+    def __init__(
+        self,
+        store: PostgresStore,
+        leases: LeaseTable,
+        runtime: Runtime,
+        cluster: Cluster,
+        shard_map: ShardMap,
+        *,
+        lease_ms: int,
+        poll_ms: int,
+    ) -> None:
+        self.store = store
+        self.leases = leases
+        self.runtime = runtime
+        self.cluster = cluster
+        self.shard_map = shard_map
+        self.lease_ms = lease_ms
+        self.poll_ms = poll_ms
+        self.fence = Fence(shard_map.node_id, shard_map.shard_of)
+        store.use_fence(self.fence, max(lease_ms // 4, MIN_TRANSACTION_IDLE_MS))
+        runtime.on_fenced = self._fenced
+        self.owned: dict[int, _Owned] = {}
+        self._releasing: set[int] = set()
+        self._next_renew_ms = 0
+        self._renewed_at_ms: int | None = None  # loop time the last good renewal was sent at
+        self._failing = False
+        self._task: asyncio.Task[None] | None = None
+        self._stopping = False
+        self._wake = asyncio.Event()
+        self._topics_version: tuple[int, int] | None = None
+        self._sweeps: set[asyncio.Task[None]] = set()
+        # After our own lock session (re)opens, other nodes reconnect too (a PostgreSQL
+        # restart): give them a few polls before their shards count as abandoned.
+        self._sessions_seen = 0
+        self._patient_until_ms = 0
+
+    @property
+    def node_id(self) -> int:
+        return self.shard_map.node_id
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    async def start(self, host: str, port: int) -> None:
+        """Register (refused for a node id in use or another shard count) and run the first
+        round, so that the node owns its share when it reports ready."""
+        deadline = self._now_ms() + REGISTER_PATIENCE_MS
+        while True:
+            try:
+                await self.leases.register(host, port)
+                break
+            except NodeIdInUse:
+                # A predecessor with this id that just died may take a moment to lose its session.
+                if self._now_ms() >= deadline:
+                    raise
+                await asyncio.sleep(0.1)
+        self._sessions_seen = self.leases.sessions
+        log.info("node %d registered (advertised %s:%d)", self.node_id, host, port)
+        await self._round()
+        log.info(
+            "node %d ready: owning %d of %d shards (%d live nodes)",
+            self.node_id, len(self.owned), self.shard_map.shards, len(self.shard_map.nodes),
+        )  # fmt: skip
+        self._task = asyncio.get_running_loop().create_task(self._run(), name="shard-ownership")
+
+    async def stop(self) -> None:
+        """Graceful leave: stop the loop, hand every shard over, deregister."""
+        self._stopping = True
+        self._wake.set()
+        if self._task is not None:
+            # The round in progress finishes (a statement cut off would leave the session unusable).
+            try:
+                await asyncio.wait_for(asyncio.shield(self._task), STOP_WAIT_S)
+            except TimeoutError:
+                self._task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await self._task
+            self._task = None
+        try:
+            await self._release(list(self.owned))
+            await self.leases.deregister()
+            log.info("node %d deregistered", self.node_id)
+        except StoreError as exc:
+            log.warning("could not hand shards over at shutdown (their leases will expire): %s", exc)
+        finally:
+            await self.leases.close()
+
+    async def _run(self) -> None:
+        while not self._stopping:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), self.poll_ms / 1000)
+            if self._stopping:
+                return
+            try:
+                await self._round()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("shard ownership round failed")
+
+    # -- one round -------------------------------------------------------------------------
+
+    async def _round(self) -> None:
+        try:
+            view = await self.leases.view()
+        except StoreError as exc:
+            self._storage_failed(exc)
+            self._expire_locally()
+            return
+        if self.leases.sessions != self._sessions_seen:
+            self._sessions_seen = self.leases.sessions
+            self._patient_until_ms = self._now_ms() + 4 * self.poll_ms
+        self._see(view)
+        if self._now_ms() >= self._next_renew_ms:
+            await self._renew()
+        if view.topics_version != self._topics_version:
+            try:
+                await self._refresh_topics()
+                self._topics_version = view.topics_version
+            except StoreError as exc:
+                self._storage_failed(exc)
+        self._expire_locally()
+        if self._stopping:
+            return
+        live = [node.node_id for node in view.live_nodes]
+        target = fair_share(self.shard_map.shards, live, self.node_id)
+        if len(self.owned) > target:
+            # Hand the extra shards (the highest) over at once: the others' next poll takes them.
+            await self._release(sorted(self.owned)[target:])
+        elif len(self.owned) < target:
+            await self._take(self._free(view.leases)[: target - len(self.owned)])
+
+    def _see(self, view: OwnershipView) -> None:
+        """Record the other nodes' shards and addresses; notice shards taken from us."""
+        self.shard_map.nodes = {n.node_id: NodeAddress(n.node_id, n.host, n.port) for n in view.live_nodes}
+        owners: dict[int, int] = {}
+        lost: list[int] = []
+        for row in view.leases:
+            mine = self.owned.get(row.shard)
+            if mine is not None and (row.owner != self.node_id or row.epoch != mine.epoch):
+                lost.append(row.shard)
+            elif row.owner is not None and row.owner != self.node_id and row.unexpired and row.owner_alive:
+                owners[row.shard] = row.owner
+        self.shard_map.owners = owners
+        if lost:
+            self._lose(lost, "the lease was taken over by another node")
+
+    def _free(self, leases: list[LeaseRow]) -> list[LeaseRow]:
+        """Leases that may be taken now: no owner, expired, or the owner's process ended."""
+        patient = self._now_ms() < self._patient_until_ms
+        free = []
+        for row in leases:
+            if row.shard in self.owned or row.shard in self._releasing:
+                continue
+            # Our own id on a lease we do not hold: left by this node's previous process.
+            abandoned = row.owner == self.node_id or (not row.owner_alive and not patient)
+            if row.owner is None or not row.unexpired or abandoned:
+                free.append(row)
+        return free
+
+    def _now_ms(self) -> int:
+        return self.runtime.clock.now_ms()
+
+    async def _renew(self) -> None:
+        sent = self._now_ms()
+        epochs = {shard: owned.epoch for shard, owned in self.owned.items()}
+        try:
+            renewed = await self.leases.renew(epochs)
+        except StoreError as exc:
+            self._storage_failed(exc)
+            return
+        self._recovered()
+        self._next_renew_ms = sent + self.lease_ms // 3
+        self._renewed_at_ms = sent
+        # The database's expiry is at least a lease after the statement was sent.
+        self.shard_map.valid_until_ms = sent + self.lease_ms
+        lost = [shard for shard in epochs if shard not in renewed and shard in self.owned]
+        if lost:
+            self._lose(lost, "the lease could not be renewed (taken over or expired)")
+
+    def _expire_locally(self) -> None:
+        """No renewal for a whole lease (PostgreSQL unreachable, the process was paused): by
+        now another node may own the shards, so stop answering for them."""
+        renewed = self._renewed_at_ms
+        if self.owned and (renewed is None or self._now_ms() - renewed >= self.lease_ms):
+            self._lose(list(self.owned), "the lease was not renewed within group.coordinator.lease.ms")
+
+    async def _take(self, rows: list[LeaseRow]) -> None:
+        if not rows:
+            return
+        try:
+            taken = await self.leases.take({row.shard: row.epoch for row in rows})
+        except StoreError as exc:
+            self._storage_failed(exc)
+            return
+        for shard, epoch in taken.items():
+            self.owned[shard] = _Owned(epoch)
+            self.fence.epochs[shard] = epoch
+            self.shard_map.local[shard] = ShardStatus.LOADING
+        if not taken:
+            return
+        await self._renew()  # the taken leases' validity starts now for the local clock too
+        taken = {shard: epoch for shard, epoch in taken.items() if shard in self.owned}
+        if not taken:
+            return
+        try:
+            await self._refresh_topics()
+            state = await self.store.load_shards(taken.keys(), self.shard_map.shard_of)
+        except StoreError as exc:
+            log.warning("cannot load shards %s: %s", sorted(taken), exc)
+            for shard in taken:
+                await self._give_back(shard)
+            return
+        taken = {shard: epoch for shard, epoch in taken.items() if shard in self.owned}
+        clock = self.runtime.clock
+        coordinator = self.runtime.coordinator
+        self._unload_groups(taken.keys())  # leftovers of an earlier ownership, if any
+        wanted = set(taken)
+        coordinator.load_more(
+            [r for r in state.groups if self.shard_map.shard_of(r.group_id) in wanted],
+            [r for r in state.offsets if self.shard_map.shard_of(r.group_id) in wanted],
+            clock.now_ms(),
+            clock.wall_ms(),
+            [r for r in state.consumer_groups if self.shard_map.shard_of(r.group_id) in wanted],
+            [r for r in state.consumer_members if self.shard_map.shard_of(r.group_id) in wanted],
+        )
+        self.runtime.rearm_timer()
+        for shard, epoch in sorted(taken.items()):
+            self.shard_map.local[shard] = ShardStatus.SERVING
+            log.info("shard %d acquired (epoch %d)", shard, epoch)
+
+    async def _release(self, shards: list[int]) -> None:
+        """Graceful hand-over: stop answering, flush, unload, give the leases back."""
+        releasing = {shard: self.owned[shard] for shard in shards if shard in self.owned}
+        if not releasing:
+            return
+        self._releasing.update(releasing)
+        try:
+            for shard in releasing:
+                self.shard_map.local.pop(shard, None)  # requests for it get NOT_COORDINATOR
+            await self._flush()
+            self._unload_groups(releasing)
+            await self._flush()  # what the unload answered or wrote
+            still = {
+                shard: owned.epoch for shard, owned in releasing.items() if self.owned.get(shard) is owned
+            }
+            for shard in still:
+                del self.owned[shard]
+                self.fence.epochs.pop(shard, None)
+            if still:
+                await self.leases.release(still)
+            for shard, epoch in sorted(still.items()):
+                log.info("shard %d released (epoch %d)", shard, epoch)
+        finally:
+            self._releasing.difference_update(releasing)
+
+    async def _give_back(self, shard: int) -> None:
+        owned = self.owned.pop(shard, None)
+        self.fence.epochs.pop(shard, None)
+        self.shard_map.local.pop(shard, None)
+        if owned is not None:
+            with contextlib.suppress(StoreError):  # else the lease expires on its own
+                await self.leases.release({shard: owned.epoch})
+
+    async def _flush(self) -> None:
+        # The barrier completes once every earlier write was attempted; failed ones were answered.
+        with contextlib.suppress(StoreError):
+            await self.runtime.writer.write([])
+
+    async def _refresh_topics(self) -> None:
+        """Topics created through other nodes (consumer groups assign from the catalog)."""
+        self.cluster.merge_topics(await self.leases.topics())
+
+    # -- losing shards ---------------------------------------------------------------------
+
+    def _fenced(self, shards: frozenset[int]) -> None:
+        mine = [shard for shard in shards if shard in self.owned]
+        if mine:
+            self._lose(mine, "a write was refused: another node holds the lease")
+
+    def _lose(self, shards: Collection[int], reason: str) -> None:
+        """Step down at once (logged once per shard): nothing of ours lands for them any more."""
+        for shard in sorted(shards):
+            owned = self.owned.pop(shard, None)
+            self.fence.epochs.pop(shard, None)
+            self.shard_map.local.pop(shard, None)
+            if owned is not None:
+                log.warning("shard %d lost (epoch %d): %s", shard, owned.epoch, reason)
+        self._unload_groups(shards)
+        # A write that landed before the takeover may still report back and re-add some state
+        # of these groups: sweep them again once every write in flight has been answered.
+        sweep = asyncio.get_running_loop().create_task(self._sweep(set(shards)))
+        self._sweeps.add(sweep)
+        sweep.add_done_callback(self._sweeps.discard)
+
+    async def _sweep(self, shards: set[int]) -> None:
+        await self._flush()
+        self._unload_groups(shards - self.owned.keys())
+
+    def _unload_groups(self, shards: Collection[int]) -> None:
+        wanted = set(shards)
+        coordinator = self.runtime.coordinator
+        ids = {g for g in coordinator.held_group_ids() if self.shard_map.shard_of(g) in wanted}
+        if ids:
+            self.runtime.apply(coordinator.unload_groups(ids, self.runtime.clock.now_ms()))
+
+    def _storage_failed(self, exc: StoreError) -> None:
+        if not self._failing:
+            self._failing = True
+            log.error("shard ownership: PostgreSQL unreachable, retrying every poll: %s", exc)
+
+    def _recovered(self) -> None:
+        if self._failing:
+            self._failing = False
+            log.warning("shard ownership: PostgreSQL answers again")

@@ -1,0 +1,2 @@
+-- Shard ownership (docs/multinode.md) lives in PostgreSQL only: a SQLite file is served by one
+-- process, which holds every shard. This version keeps both dialects' migrations in step.
