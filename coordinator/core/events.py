@@ -167,6 +167,7 @@ class GroupEvents:
         self._bumped_ms: dict[str, tuple[int, int]] = {}  # consumer group -> (epoch, monotonic ms)
         self._owners: dict[str, dict[tuple[str, int], str]] = {}  # last stable classic assignment
         self._rebalances: dict[str, int] = {}
+        self._session_expiries: dict[str, int] = {}
         self._waiting: dict[str, tuple[int, set[str]]] = {}  # consumer group -> (epoch, members behind)
 
     # -- reading --------------------------------------------------------------------------------
@@ -223,6 +224,8 @@ class GroupEvents:
         ring.append(event)
         if kind in CAUSES:
             self._pending_cause[group_id] = (kind, message, member_id)
+        if kind == SESSION_TIMEOUT:
+            self._session_expiries[group_id] = self._session_expiries.get(group_id, 0) + 1
         phase = self._phases.get(group_id)
         if phase is not None and kind in (MEMBER_JOINED, MEMBER_REJOINED) and member_id is not None:
             phase.last_joined, phase.last_joined_ms = member_id, self.clock.now_ms
@@ -249,6 +252,10 @@ class GroupEvents:
     def rebalances_by_group(self) -> Mapping[str, int]:
         """Rebalances (classic) and epoch bumps (consumer) per live group."""
         return self._rebalances
+
+    def session_expiries_by_group(self) -> Mapping[str, int]:
+        """Members expired by their session timeout, per live group."""
+        return self._session_expiries
 
     # -- classic groups: rebalance phases ------------------------------------------------------
 
@@ -343,6 +350,7 @@ class GroupEvents:
         self._owners.pop(group_id, None)
         self._waiting.pop(group_id, None)
         self._rebalances.pop(group_id, None)
+        self._session_expiries.pop(group_id, None)
         self.stats.slowest_rejoin.pop(group_id, None)
         self.record(group_id, GROUP_REMOVED, protocol, "Dead", generation, f"group removed ({why})", why=why)
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Final
 
@@ -414,6 +414,17 @@ class Shard:
         for cgroup in self._consumer.groups.values():
             counts[cgroup.state] = counts.get(cgroup.state, 0) + 1
         return counts
+
+    def group_sizes(self) -> Iterator[tuple[str, str, int]]:
+        """(group id, state, members) of every classic and consumer group."""
+        for group in self._classic.groups.values():
+            yield group.group_id, group.state.value, len(group.members)
+        for cgroup in self._consumer.groups.values():
+            yield cgroup.group_id, cgroup.state, len(cgroup.members)
+
+    def last_commit_ms(self, group_id: str) -> int | None:
+        """Wall-clock ms of the group's latest committed offset, None without offsets."""
+        return max((record.commit_ms for record in self.committed_offsets(group_id)), default=None)
 
     def group_count(self) -> int:
         return len(self._classic.groups) + len(self._consumer.groups)

@@ -22,7 +22,7 @@ from coordinator.server.config import Config
 from coordinator.server.connection import Connection
 from coordinator.server.console import Console
 from coordinator.server.dispatcher import Dispatcher
-from coordinator.server.group_metrics import GroupMetricsCollector
+from coordinator.server.group_metrics import GroupMetricsCollector, GroupStateCollector
 from coordinator.server.group_views import GroupViews, lag_feeder
 from coordinator.server.lag import EndOffsets, LagSampler, shard_committed_offsets
 from coordinator.server.limits import ConnectionLimits
@@ -146,6 +146,8 @@ async def start_server(config: Config, end_offsets: EndOffsets | None = None) ->
     writer = BatchWriter(store)
     runtime = Runtime(coordinator, writer, clock, config.offsets_commit_timeout_ms)
     dispatcher = Dispatcher(runtime, cluster, metrics)
+    if metrics is not None:
+        metrics.watch_writer(writer.stats)
     dispatcher.limits = config.request_limits()
     limits = ConnectionLimits(
         config.max_connections, config.max_connections_per_ip, config.connections_max_idle_ms
@@ -158,6 +160,11 @@ async def start_server(config: Config, end_offsets: EndOffsets | None = None) ->
             CredentialCache(_credential_loader(store)).load,
             failed_authentication_delay_ms=config.connection_failed_authentication_delay_ms,
             login_limit=FailedLoginLimit(),
+        )
+    if metrics is not None:
+        sasl = dispatcher.sasl
+        metrics.watch_security(
+            lambda: sasl.failures_by_reason if sasl is not None else {}, lambda: limits.refused_by_reason
         )
     servers: list[asyncio.Server] = []
     bound_listeners: list[BoundListener] = []
@@ -244,6 +251,14 @@ async def start_server(config: Config, end_offsets: EndOffsets | None = None) ->
         )
         group_metrics = GroupMetricsCollector(coordinator.events, server.lag, clock.now_ms)
         metrics.registry.register(group_metrics)
+        metrics.registry.register(
+            GroupStateCollector(
+                coordinator.group_sizes,
+                coordinator.last_commit_ms,
+                coordinator.events.session_expiries_by_group,
+            )
+        )
+        metrics.loading.set(0)
     console.views = GroupViews(coordinator, server.lag)
     if config.authorizer_enabled:
         authorizer = Authorizer(
