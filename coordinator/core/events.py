@@ -82,6 +82,9 @@ _SHORT_CAUSES: Final = {
     STATIC_MEMBER_REPLACED: "static member replaced by {member}",
 }
 
+# Members the coordinator removed because they stopped answering: a WARNING line, not INFO.
+_FAILURES: Final = frozenset((SESSION_TIMEOUT, REBALANCE_TIMEOUT, SYNC_TIMEOUT))
+
 # Events that are not causes.
 MEMBER_REJOINED: Final = "member_rejoined"
 REBALANCE_STARTED: Final = "rebalance_started"
@@ -230,8 +233,17 @@ class GroupEvents:
         if phase is not None and kind in (MEMBER_JOINED, MEMBER_REJOINED) and member_id is not None:
             phase.last_joined, phase.last_joined_ms = member_id, self.clock.now_ms
         log = _LOGGERS[protocol]
-        if log.isEnabledFor(logging.INFO):
-            log.info("group %s: %s", group_id, message, extra={"group_event": event.to_json()})
+        level = logging.WARNING if kind in _FAILURES else logging.INFO
+        if log.isEnabledFor(level):
+            client = details.get("client_id")
+            fields = {
+                "group": group_id,
+                "member": member_id,
+                "client": client if isinstance(client, str) else None,
+            }
+            log.log(
+                level, "group %s: %s", group_id, message, extra={"group_event": event.to_json(), **fields}
+            )
         return event
 
     def take_cause(self, group_id: str) -> tuple[str, str, str | None]:

@@ -158,7 +158,7 @@ class Shard:
             raise RuntimeError("loading produced records")  # cannot happen: nothing was written
         if fx.replies:
             raise RuntimeError("loading produced replies")  # cannot happen: nothing is parked
-        log.info(
+        log.debug(
             "loaded %d classic groups, %d consumer groups and %d offsets",
             len(self._classic.groups),
             len(self._consumer.groups),
@@ -425,6 +425,10 @@ class Shard:
     def last_commit_ms(self, group_id: str) -> int | None:
         """Wall-clock ms of the group's latest committed offset, None without offsets."""
         return max((record.commit_ms for record in self.committed_offsets(group_id)), default=None)
+
+    def groups_by_protocol(self) -> tuple[int, int]:
+        """(classic groups, consumer groups)."""
+        return len(self._classic.groups), len(self._consumer.groups)
 
     def group_count(self) -> int:
         return len(self._classic.groups) + len(self._consumer.groups)

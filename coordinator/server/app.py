@@ -21,6 +21,7 @@ from coordinator.server.authn import CredentialLoader, SaslServer
 from coordinator.server.config import Config
 from coordinator.server.connection import Connection
 from coordinator.server.console import Console
+from coordinator.server.denials import DenialLog
 from coordinator.server.dispatcher import Dispatcher
 from coordinator.server.group_metrics import GroupMetricsCollector, GroupStateCollector
 from coordinator.server.group_views import GroupViews, lag_feeder
@@ -237,9 +238,12 @@ async def start_server(config: Config, end_offsets: EndOffsets | None = None) ->
         state.consumer_members,
     )
     load_seconds = time.monotonic() - started
+    # What the coordinator holds after loading (one stored row may be dropped, e.g. a group
+    # stored as both classic and consumer group), so that this is the one line with counts.
+    classic_groups, consumer_groups = coordinator.groups_by_protocol()
     log.info(
         "loaded %d topics, %d classic groups, %d consumer groups and %d offsets from %s in %.0f ms",
-        len(state.topics), len(state.groups), len(state.consumer_groups), len(state.offsets),
+        len(state.topics), classic_groups, consumer_groups, coordinator.offset_count(),
         location, load_seconds * 1000,
     )  # fmt: skip
     state_acls = state.acls
@@ -266,6 +270,7 @@ async def start_server(config: Config, end_offsets: EndOffsets | None = None) ->
             config.allow_everyone_if_no_acl_found,
         )
         authorizer.load(state_acls)
+        authorizer.on_denied = DenialLog().denied
         AclLayer(authorizer).install(dispatcher.routes)
         TopicAcls(authorizer, cluster).install(dispatcher.routes)
         log.info(
