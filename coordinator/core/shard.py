@@ -234,9 +234,16 @@ class Shard:
         return self._run(ctx, lambda fx: self._offsets.delete_offsets(ctx, req, fx))
 
     def delete_topics(self, topics: list[str], now_ms: int, wall_ms: int) -> Result:
-        """docs/groups.md#offsets-and-retention: tombstone every offset of deleted topics (no reply)."""
+        """docs/groups.md#offsets-and-retention: tombstone every offset of deleted topics (no reply),
+        unless offsets.retain.on.topic.deletion keeps them for retention to expire (docs/hardening.md)."""
         self._enter(now_ms, wall_ms)
         fx = Effects()
+        if self.config.offsets_retain_on_topic_deletion:
+            if topics:
+                log.info(
+                    "topics deleted, their committed offsets kept until they expire: %s", ", ".join(topics)
+                )
+            return self._results.to_result(fx)
         tombstones = self._offsets.topic_tombstones(topics)
         if tombstones:
             fx.write(tombstones, on_durable=lambda out: self._offsets.apply_tombstones(tombstones))
