@@ -27,6 +27,7 @@ from storage.codec import (
 )
 from storage.records import (
     AclRecord,
+    ClusterRecord,
     ConsumerGroupRecord,
     ConsumerMemberRecord,
     GroupMetadataRecord,
@@ -145,6 +146,10 @@ def _credential_row(c: UserCredentialRecord) -> Row:
 
 def _acl_row(a: AclRecord) -> Row:
     return (a.resource_type, a.resource_name, a.pattern_type, a.principal, a.host, a.operation, a.permission)
+
+
+def _cluster_row(c: ClusterRecord) -> Row:
+    return (c.cluster_id, c.formatted_ms)
 
 
 def _consumer_group_row(g: ConsumerGroupRecord) -> Row:
@@ -301,6 +306,15 @@ CONSUMER_MEMBERS: Final[Table[ConsumerMemberRecord]] = Table(
 
 # Every state table, in the order a batch's statements run (any order is correct: a batch
 # touches each key once, and a parent's tombstone wipes its children in the child table).
+CLUSTER: Final[Table[ClusterRecord]] = Table(
+    "cluster",
+    (Column("cluster_id", TEXT), Column("formatted_ms", INT64)),
+    key=("cluster_id",),
+    to_row=_cluster_row,
+    from_row=ClusterRecord,
+    key_values=_single,
+)
+
 STATE_TABLES: Final[tuple[Table[Any], ...]] = (
     OFFSETS,
     GROUPS,
@@ -309,7 +323,10 @@ STATE_TABLES: Final[tuple[Table[Any], ...]] = (
     ACLS,
     CONSUMER_GROUPS,
     CONSUMER_MEMBERS,
+    CLUSTER,
 )
+# The tables a served database has rows in (the admin tools only add credentials and ACLs).
+SERVED_STATE_TABLES: Final[tuple[Table[Any], ...]] = (TOPICS, GROUPS, OFFSETS, CONSUMER_GROUPS)
 BY_NAME: Final[Mapping[str, Table[Any]]] = {t.name: t for t in STATE_TABLES}
 # The child tables of each table: a tombstone there deletes their rows too.
 CHILDREN: Final[Mapping[str, tuple[Table[Any], ...]]] = {
@@ -338,4 +355,5 @@ def loaded_state(rows: Mapping[str, Sequence[Any]]) -> LoadedState:
         acls=list(rows[ACLS.name]),
         consumer_groups=list(rows[CONSUMER_GROUPS.name]),
         consumer_members=list(rows[CONSUMER_MEMBERS.name]),
+        cluster=list(rows[CLUSTER.name]),
     )

@@ -36,6 +36,13 @@ def _serve_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         metavar="FILE",
         help=f"a file holding ssl.keyfile.password (also ${PASSWORD_FILE_VARIABLE}); keeps it out of `ps`",
     )
+    serve.add_argument(
+        "--init",
+        action="store_true",
+        default=None,  # not a setting: unset flags stay None like the settings' flags
+        help="start even on a database without its cluster id (emptied or replaced) or with another "
+        "cluster's id, and (re)write the id: see docs/hardening.md",
+    )
     kafka = serve.add_argument_group("Kafka settings", "Apache Kafka's names with dots turned into dashes")
     for setting in SETTINGS:
         group = kafka if setting.info.kafka else serve
@@ -99,7 +106,7 @@ def _serve(args: argparse.Namespace) -> int:
     options = {
         k: v
         for k, v in vars(args).items()
-        if k not in ("command", "config_file", "ssl_keyfile_password_file")
+        if k not in ("command", "config_file", "ssl_keyfile_password_file", "init")
     }
     env = {k: v for k, v in os.environ.items() if k != PASSWORD_FILE_VARIABLE}
     from coordinator.server.logs import console_line
@@ -125,7 +132,7 @@ def _serve(args: argparse.Namespace) -> int:
 
     setup_logging(config.log_level, config.log_format)
     try:
-        run_loop(serve(config))
+        run_loop(serve(config, init=bool(args.init)))
     except (OSError, ValueError, StoreError) as exc:
         # Port in use, a bad storage URL or option, storage unreachable at start: one readable line.
         print(console_line(f"cannot start: {exc}", config.log_format), file=sys.stderr)

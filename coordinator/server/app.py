@@ -18,6 +18,7 @@ from coordinator.core.lag_status import LagTracker
 from coordinator.core.shard import Shard
 from coordinator.security.acl import Authorizer
 from coordinator.server.authn import CredentialLoader, SaslServer
+from coordinator.server.cluster_identity import settle_cluster_id
 from coordinator.server.config import Config
 from coordinator.server.connection import Connection
 from coordinator.server.console import Console
@@ -108,8 +109,11 @@ class RunningServer:
         log.info("coordinator stopped")
 
 
-async def start_server(config: Config, end_offsets: EndOffsets | None = None) -> RunningServer:
-    """Start a server; with ``end_offsets`` (log ends of the data cluster) and metrics on, lag is sampled."""
+async def start_server(
+    config: Config, end_offsets: EndOffsets | None = None, init: bool = False
+) -> RunningServer:
+    """Start a server; with ``end_offsets`` (log ends of the data cluster) and metrics on, lag is sampled.
+    ``init``: accept and (re)write the database's cluster id (``coordinator/server/cluster_identity.py``)."""
     metrics = Metrics() if config.metrics_port else None
     health: HealthServer | None = None
     state_ready = False
@@ -137,8 +141,24 @@ async def start_server(config: Config, end_offsets: EndOffsets | None = None) ->
     await store.open()
     loop = asyncio.get_running_loop()
     clock = Clock(loop)
+    try:  # before any port opens: a refused start never answers a client
+        identity = settle_cluster_id(
+            await store.load_identity(), config.cluster_id, init, location, clock.wall_ms()
+        )
+        if identity.records:
+            await store.write(identity.records)
+    except BaseException:
+        await store.close()
+        if health is not None:
+            await health.close()
+        raise
+    if identity.action:
+        level = logging.WARNING if init else logging.INFO
+        log.log(level, "cluster id %s %s in %s", identity.cluster_id, identity.action, location)
+    else:
+        log.info("cluster id %s (stored in %s)", identity.cluster_id, location)
     node_id = config.gateway_coordinator_node_id if config.gateway_mode else config.node_id
-    node = NodeIdentity(node_id, config.listener_host, config.listener_port, config.cluster_id)
+    node = NodeIdentity(node_id, config.listener_host, config.listener_port, identity.cluster_id)
     cluster = Cluster(
         node, auto_create_topics=config.auto_create_topics_enable, num_partitions=config.num_partitions
     )
@@ -296,13 +316,13 @@ async def start_server(config: Config, end_offsets: EndOffsets | None = None) ->
     return server
 
 
-async def serve(config: Config) -> None:
+async def serve(config: Config, init: bool = False) -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
     try:
-        server = await start_server(config)
+        server = await start_server(config, init=init)
         try:
             await stop.wait()
             log.info("shutting down")

@@ -403,6 +403,9 @@ class MeasuredStore:
     async def load(self) -> Any:
         return await self._store.load()
 
+    async def load_identity(self) -> Any:
+        return await self._store.load_identity()
+
     async def write(self, records: Any) -> None:
         started = time.perf_counter()
         try:
