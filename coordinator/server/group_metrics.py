@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from operator import itemgetter
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
@@ -166,7 +167,7 @@ def _value(item: tuple[str, int]) -> int:
 
 class GroupStateCollector(Collector):
     """Per-group members, state, last commit time and session expiries, kafka-lag-exporter style,
-    for the ``top_groups`` groups with most members only (ties: group id), so the series stay
+    for the ``top_groups`` groups with most members only (ties: the first found), so the series stay
     bounded however many groups there are."""
 
     def __init__(
@@ -182,7 +183,7 @@ class GroupStateCollector(Collector):
         self.top_groups = top_groups
 
     def collect(self) -> Iterable[Metric]:
-        top = heapq.nsmallest(self.top_groups, self.sizes(), key=lambda size: (-size[2], size[0]))
+        top = heapq.nlargest(self.top_groups, self.sizes(), key=itemgetter(2))
         members = GaugeMetricFamily(
             "coordinator_group_members", "Members of the group (top N groups by members)", labels=["group"]
         )
