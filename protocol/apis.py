@@ -31,6 +31,8 @@ class ApiKey(IntEnum):
     DELETE_ACLS = 31
     SASL_AUTHENTICATE = 36
     OFFSET_DELETE = 47
+    DESCRIBE_USER_SCRAM_CREDENTIALS = 50
+    ALTER_USER_SCRAM_CREDENTIALS = 51
     DESCRIBE_CLUSTER = 60
     CONSUMER_GROUP_HEARTBEAT = 68
     CONSUMER_GROUP_DESCRIBE = 69
@@ -63,6 +65,8 @@ SERVED_VERSIONS: Final[dict[ApiKey, tuple[int, int]]] = {
     ApiKey.DELETE_ACLS: (1, 3),
     ApiKey.SASL_AUTHENTICATE: (0, 2),
     ApiKey.OFFSET_DELETE: (0, 0),
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: (0, 0),
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: (0, 0),
     ApiKey.DESCRIBE_CLUSTER: (0, 1),
     # KIP-848; specs from protocol/extra_specs.py (kafka-python does not bundle them).
     ApiKey.CONSUMER_GROUP_HEARTBEAT: (0, 1),
@@ -95,6 +99,8 @@ SPEC_NAMES: Final[dict[ApiKey, str]] = {
     ApiKey.DELETE_ACLS: "DeleteAcls",
     ApiKey.SASL_AUTHENTICATE: "SaslAuthenticate",
     ApiKey.OFFSET_DELETE: "OffsetDelete",
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: "DescribeUserScramCredentials",
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: "AlterUserScramCredentials",
     ApiKey.DESCRIBE_CLUSTER: "DescribeCluster",
     ApiKey.CONSUMER_GROUP_HEARTBEAT: "ConsumerGroupHeartbeat",
     ApiKey.CONSUMER_GROUP_DESCRIBE: "ConsumerGroupDescribe",

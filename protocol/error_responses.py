@@ -12,6 +12,11 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from protocol.apis import ApiKey
+from protocol.messages.alter_user_scram_credentials import (
+    AlterUserScramCredentialsRequest,
+    AlterUserScramCredentialsResponse,
+    AlterUserScramCredentialsResult,
+)
 from protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from protocol.messages.consumer_group_describe import (
     ConsumerGroupDescribeRequest,
@@ -35,6 +40,10 @@ from protocol.messages.delete_topics import DeletableTopicResult, DeleteTopicsRe
 from protocol.messages.describe_acls import DescribeAclsRequest, DescribeAclsResponse
 from protocol.messages.describe_cluster import DescribeClusterRequest, DescribeClusterResponse
 from protocol.messages.describe_groups import DescribedGroup, DescribeGroupsRequest, DescribeGroupsResponse
+from protocol.messages.describe_user_scram_credentials import (
+    DescribeUserScramCredentialsRequest,
+    DescribeUserScramCredentialsResponse,
+)
 from protocol.messages.fetch import FetchableTopicResponse, FetchRequest, FetchResponse, PartitionData
 from protocol.messages.find_coordinator import Coordinator, FindCoordinatorRequest, FindCoordinatorResponse
 from protocol.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
@@ -317,6 +326,22 @@ def delete_acls(version: int, req: DeleteAclsRequest, code: int, message: str | 
     return DeleteAclsResponse(filter_results=[DeleteAclsFilterResult(code, message) for _ in req.filters])
 
 
+def describe_user_scram_credentials(
+    version: int, req: DescribeUserScramCredentialsRequest, code: int, message: str | None
+) -> DescribeUserScramCredentialsResponse:
+    return DescribeUserScramCredentialsResponse(error_code=code, error_message=message, results=[])
+
+
+def alter_user_scram_credentials(
+    version: int, req: AlterUserScramCredentialsRequest, code: int, message: str | None
+) -> AlterUserScramCredentialsResponse:
+    """One result per user named (Kafka answers per user, not per deletion or upsertion)."""
+    users = dict.fromkeys([d.name for d in req.deletions] + [u.name for u in req.upsertions])
+    return AlterUserScramCredentialsResponse(
+        results=[AlterUserScramCredentialsResult(user, code, message) for user in users]
+    )
+
+
 def sasl_handshake(
     version: int, req: SaslHandshakeRequest, code: int, message: str | None
 ) -> SaslHandshakeResponse:
@@ -354,6 +379,8 @@ ERROR_RESPONSES: Final[dict[ApiKey, ErrorResponseBuilder]] = {
     ApiKey.DELETE_ACLS: delete_acls,
     ApiKey.SASL_AUTHENTICATE: sasl_authenticate,
     ApiKey.OFFSET_DELETE: offset_delete,
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: describe_user_scram_credentials,
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: alter_user_scram_credentials,
     ApiKey.DESCRIBE_CLUSTER: describe_cluster,
     ApiKey.CONSUMER_GROUP_HEARTBEAT: consumer_group_heartbeat,
     ApiKey.CONSUMER_GROUP_DESCRIBE: consumer_group_describe,

@@ -78,9 +78,11 @@ def decode_request(frame: bytes) -> Request:
     if pos != len(frame):
         if pos > len(frame):
             raise DecodeError(f"truncated {_api_name(api_key)} v{api_version} request")
-        # Kafka ignores trailing bytes only for ApiVersions (newer clients' requests to older
-        # brokers); anything else is a malformed request.
-        if api_key != ApiKey.API_VERSIONS:
+        # Kafka ignores trailing bytes for ApiVersions (newer clients' requests to older brokers).
+        # librdkafka (2.x) ends every AlterUserScramCredentials request with one extra zero byte,
+        # which Kafka's parser leaves unread; we accept exactly that. Anything else is malformed.
+        librdkafka_quirk = api_key == ApiKey.ALTER_USER_SCRAM_CREDENTIALS and frame[pos:] == b"\x00"
+        if api_key != ApiKey.API_VERSIONS and not librdkafka_quirk:
             raise DecodeError(
                 f"{len(frame) - pos} unexpected trailing bytes after {_api_name(api_key)} v{api_version}"
             )

@@ -17,6 +17,7 @@ from typing import Any, Final
 from storage.base import StoreError
 from storage.codec import CodecError
 from storage.records import (
+    GroupEventRecord,
     GroupMetadataRecord,
     LoadedState,
     OffsetCommitRecord,
@@ -59,6 +60,7 @@ class MemoryData:
     tables: dict[str, dict[Any, Any]] = field(default_factory=_empty_tables)
     history: list[OffsetCommitRecord] = field(default_factory=list)
     opened: bool = False  # a store opened it before: it is no longer a brand-new database
+    events: list[GroupEventRecord] = field(default_factory=list)
 
     @property
     def offsets(self) -> dict[OffsetKey, OffsetCommitRecord]:
@@ -139,6 +141,27 @@ class MemoryStore:
         for record in records:
             _validate(record)
         self._apply(records)
+
+    async def append_events(self, events: Sequence[GroupEventRecord]) -> None:
+        self._check_usable()
+        if self.broken:
+            raise StoreError("injected write failure")
+        self.data.events.extend(events)
+
+    async def load_events(self, per_group: int, since_ms: int = 0) -> list[GroupEventRecord]:
+        self._check_usable()
+        kept: list[GroupEventRecord] = []
+        count: dict[str, int] = {}
+        for event in reversed(self.data.events):  # newest first, as the SQL backends rank them
+            if event.time_ms >= since_ms and count.get(event.group_id, 0) < per_group:
+                count[event.group_id] = count.get(event.group_id, 0) + 1
+                kept.append(event)
+        return kept[::-1]
+
+    async def prune_events(self, before_ms: int, keep_rows: int) -> None:
+        self._check_usable()
+        recent = [e for e in self.data.events if e.time_ms >= before_ms]
+        self.data.events = recent[len(recent) - keep_rows :] if keep_rows < len(recent) else recent
 
     async def close(self) -> None:
         self._closed = True

@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Final, Literal
 
 import asyncpg
@@ -24,12 +24,21 @@ import asyncpg
 from storage.base import StoreError
 from storage.batch import BatchPlan, plan_batch
 from storage.codec import CodecError
-from storage.records import LoadedState, OffsetCommitRecord, Record, StoredIdentity, UserCredentialRecord
+from storage.events import POSTGRES_LOAD, POSTGRES_PRUNE_EXCESS, POSTGRES_PRUNE_OLD
+from storage.records import (
+    GroupEventRecord,
+    LoadedState,
+    OffsetCommitRecord,
+    Record,
+    StoredIdentity,
+    UserCredentialRecord,
+)
 from storage.redact import redact_url
 from storage.schema import load_migrations
 from storage.sql import postgres_columns, postgres_key_columns, postgres_reader, postgres_sql
 from storage.tables import (
     CLUSTER,
+    GROUP_EVENTS,
     OFFSET_COMMIT_HISTORY,
     OFFSETS,
     SERVED_STATE_TABLES,
@@ -229,6 +238,52 @@ class PostgresStore:
                 return history
         except _PG_ERRORS as exc:
             raise StoreError(f"cannot read commit history from PostgreSQL {self.where}: {exc!r}") from exc
+        finally:
+            await self._close_connection(conn)
+
+    async def append_events(self, events: Sequence[GroupEventRecord]) -> None:
+        """Append group events (one statement, one transaction), in the order given."""
+        if events:
+            rows = list(map(GROUP_EVENTS.to_row, events))
+            columns = postgres_columns(GROUP_EVENTS.written, rows)
+            await self._on_own_connection(
+                "write group events to",
+                lambda conn: conn.execute(postgres_sql(GROUP_EVENTS).insert, *columns),
+            )
+
+    async def load_events(self, per_group: int, since_ms: int = 0) -> list[GroupEventRecord]:
+        """The newest ``per_group`` events of every group since ``since_ms``, oldest first."""
+        self._check_open()
+        conn = await self._connect()
+        try:
+            async with conn.transaction(readonly=True):
+                events: list[GroupEventRecord] = await _fetch(
+                    conn, GROUP_EVENTS, POSTGRES_LOAD, since_ms, per_group
+                )
+                return events
+        except _PG_ERRORS as exc:
+            raise StoreError(f"cannot read group events from PostgreSQL {self.where}: {exc!r}") from exc
+        finally:
+            await self._close_connection(conn)
+
+    async def prune_events(self, before_ms: int, keep_rows: int) -> None:
+        """Delete events older than ``before_ms``, then all but the newest ``keep_rows``."""
+
+        async def prune(conn: Any) -> None:
+            await conn.execute(POSTGRES_PRUNE_OLD, before_ms)
+            await conn.execute(POSTGRES_PRUNE_EXCESS, keep_rows)
+
+        await self._on_own_connection("prune group events in", prune)
+
+    async def _on_own_connection(self, what: str, work: Callable[[Any], Awaitable[Any]]) -> None:
+        """Group events go through a connection of their own: never in the way of state writes."""
+        self._check_open()
+        conn = await self._connect()
+        try:
+            async with conn.transaction():
+                await work(conn)
+        except _PG_ERRORS as exc:
+            raise StoreError(f"cannot {what} PostgreSQL {self.where}: {exc!r}") from exc
         finally:
             await self._close_connection(conn)
 

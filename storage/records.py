@@ -355,6 +355,26 @@ Record = (
 )
 
 
+@dataclass(frozen=True, slots=True)
+class GroupEventRecord:
+    """One group event kept in ``group_events`` (append-only; pruned by age and row count).
+
+    Not a state record: events are written in their own batches, apart from the writes that
+    carry acknowledged state, and only when the server persists events.
+    """
+
+    group_id: str
+    seq: int  # the event's sequence number in the process that recorded it
+    time_ms: int  # wall-clock milliseconds
+    kind: str
+    protocol: str
+    state: str
+    generation: int
+    member_id: str | None
+    message: str
+    details: str  # a JSON object
+
+
 @dataclass(slots=True)
 class LoadedState:
     """Everything a backend holds, as returned by ``Store.load``."""

@@ -25,11 +25,20 @@ from typing import Any, Final, Literal, TypeVar
 from storage.base import StoreError
 from storage.batch import BatchPlan, plan_batch
 from storage.codec import CodecError
-from storage.records import LoadedState, OffsetCommitRecord, Record, StoredIdentity, UserCredentialRecord
+from storage.events import SQLITE_LOAD, SQLITE_PRUNE_EXCESS, SQLITE_PRUNE_OLD
+from storage.records import (
+    GroupEventRecord,
+    LoadedState,
+    OffsetCommitRecord,
+    Record,
+    StoredIdentity,
+    UserCredentialRecord,
+)
 from storage.schema import load_migrations, split_sqlite_script
 from storage.sql import sqlite_sql
 from storage.tables import (
     CLUSTER,
+    GROUP_EVENTS,
     OFFSET_COMMIT_HISTORY,
     OFFSETS,
     SERVED_STATE_TABLES,
@@ -121,6 +130,19 @@ class SQLiteStore:
     async def commit_history(self, group_id: str) -> list[OffsetCommitRecord]:
         """Every recorded commit of a group, oldest first (empty when history is off)."""
         return await self._run(self._history_sync, group_id)
+
+    async def append_events(self, events: Sequence[GroupEventRecord]) -> None:
+        """Append group events (one transaction), in the order given."""
+        if events:
+            await self._run(self._append_events_sync, events)
+
+    async def load_events(self, per_group: int, since_ms: int = 0) -> list[GroupEventRecord]:
+        """The newest ``per_group`` events of every group since ``since_ms``, oldest first."""
+        return await self._run(self._load_events_sync, per_group, since_ms)
+
+    async def prune_events(self, before_ms: int, keep_rows: int) -> None:
+        """Delete events older than ``before_ms``, then all but the newest ``keep_rows``."""
+        await self._run(self._prune_events_sync, before_ms, keep_rows)
 
     # -- event-loop side -----------------------------------------------------------------
 
@@ -309,6 +331,40 @@ class SQLiteStore:
         except sqlite3.Error as exc:
             raise StoreError(f"cannot read commit history from {self.path}: {exc}") from exc
         return list(itertools.starmap(OFFSET_COMMIT_HISTORY.from_row, rows))
+
+    def _append_events_sync(self, events: Sequence[GroupEventRecord]) -> None:
+        conn = self._connection()
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                conn.executemany(sqlite_sql(GROUP_EVENTS).insert, map(GROUP_EVENTS.to_row, events))
+                conn.execute("COMMIT")
+            except BaseException:
+                _rollback_quietly(conn)
+                raise
+        except _WRITE_ERRORS as exc:
+            raise StoreError(f"SQLite write of {len(events)} group events failed: {exc}") from exc
+
+    def _load_events_sync(self, per_group: int, since_ms: int) -> list[GroupEventRecord]:
+        try:
+            rows = self._connection().execute(SQLITE_LOAD, (since_ms, per_group)).fetchall()
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot read group events from {self.path}: {exc}") from exc
+        return list(itertools.starmap(GROUP_EVENTS.from_row, rows))
+
+    def _prune_events_sync(self, before_ms: int, keep_rows: int) -> None:
+        conn = self._connection()
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                conn.execute(SQLITE_PRUNE_OLD, (before_ms,))
+                conn.execute(SQLITE_PRUNE_EXCESS, (keep_rows,))
+                conn.execute("COMMIT")
+            except BaseException:
+                _rollback_quietly(conn)
+                raise
+        except _WRITE_ERRORS as exc:
+            raise StoreError(f"SQLite pruning of group events failed: {exc}") from exc
 
     def _close_sync(self) -> None:
         conn, self._conn = self._conn, None

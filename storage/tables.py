@@ -30,6 +30,7 @@ from storage.records import (
     ClusterRecord,
     ConsumerGroupRecord,
     ConsumerMemberRecord,
+    GroupEventRecord,
     GroupMetadataRecord,
     LoadedState,
     OffsetCommitRecord,
@@ -304,8 +305,6 @@ CONSUMER_MEMBERS: Final[Table[ConsumerMemberRecord]] = Table(
     parent="consumer_groups",
 )
 
-# Every state table, in the order a batch's statements run (any order is correct: a batch
-# touches each key once, and a parent's tombstone wipes its children in the child table).
 CLUSTER: Final[Table[ClusterRecord]] = Table(
     "cluster",
     (Column("cluster_id", TEXT), Column("formatted_ms", INT64)),
@@ -315,6 +314,8 @@ CLUSTER: Final[Table[ClusterRecord]] = Table(
     key_values=_single,
 )
 
+# Every state table, in the order a batch's statements run (any order is correct: a batch
+# touches each key once, and a parent's tombstone wipes its children in the child table).
 STATE_TABLES: Final[tuple[Table[Any], ...]] = (
     OFFSETS,
     GROUPS,
@@ -341,6 +342,45 @@ OFFSET_COMMIT_HISTORY: Final[Table[OffsetCommitRecord]] = Table(
     key=("seq",),
     to_row=_offset_row,
     from_row=OffsetCommitRecord,
+    key_values=_same,
+)
+
+
+def _event_row(e: GroupEventRecord) -> Row:
+    return (
+        e.group_id,
+        e.seq,
+        e.time_ms,
+        e.kind,
+        e.protocol,
+        e.state,
+        e.generation,
+        e.member_id,
+        e.message,
+        e.details,
+    )
+
+
+# Group events, when the server persists them: a generated row id, then the event; append-only,
+# pruned by time_ms and by row count (storage/events.py), never updated.
+GROUP_EVENTS: Final[Table[GroupEventRecord]] = Table(
+    "group_events",
+    (
+        Column("row_id", INT64, generated=True),
+        Column("group_id", TEXT),
+        Column("seq", INT64),
+        Column("time_ms", INT64),
+        Column("kind", TEXT),
+        Column("protocol", TEXT),
+        Column("state", TEXT),
+        Column("generation", INT32),
+        Column("member_id", CLIENT_TEXT, nullable=True),
+        Column("message", CLIENT_TEXT),
+        Column("details", CLIENT_TEXT),
+    ),
+    key=("row_id",),
+    to_row=_event_row,
+    from_row=GroupEventRecord,
     key_values=_same,
 )
 

@@ -17,6 +17,8 @@ plaintext hot path without an authorizer is unchanged.
   TOPIC_AUTHORIZATION_FAILED). Topics matched by a regex subscription are not filtered by ACLs.
 * ConsumerGroupDescribe: DESCRIBE per group (else an entry with 30); authorized operations are computed.
 * DescribeAcls needs DESCRIBE on the cluster, CreateAcls/DeleteAcls ALTER (super users have both).
+* DescribeUserScramCredentials needs DESCRIBE on the cluster, AlterUserScramCredentials ALTER
+  (else CLUSTER_AUTHORIZATION_FAILED for the whole request, as Kafka answers).
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from coordinator.security.acl import (
 from protocol.apis import ApiKey
 from protocol.error_responses import error_response
 from protocol.errors import ErrorCode
+from protocol.messages.alter_user_scram_credentials import AlterUserScramCredentialsRequest
 from protocol.messages.consumer_group_describe import (
     ConsumerGroupDescribeRequest,
     ConsumerGroupDescribeResponse,
@@ -60,6 +63,7 @@ from protocol.messages.describe_acls import (
     DescribeAclsResponse,
 )
 from protocol.messages.describe_groups import DescribedGroup, DescribeGroupsRequest, DescribeGroupsResponse
+from protocol.messages.describe_user_scram_credentials import DescribeUserScramCredentialsRequest
 from protocol.messages.find_coordinator import Coordinator, FindCoordinatorRequest, FindCoordinatorResponse
 from protocol.messages.heartbeat import HeartbeatRequest
 from protocol.messages.join_group import JoinGroupRequest
@@ -133,6 +137,30 @@ class AclLayer:
         routes.replace(ApiKey.DESCRIBE_ACLS, DescribeAclsRequest, self.describe_acls)
         routes.replace(ApiKey.CREATE_ACLS, CreateAclsRequest, self.create_acls)
         routes.replace(ApiKey.DELETE_ACLS, DeleteAclsRequest, self.delete_acls)
+        if ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS in routes:  # served by the server shell
+            routes.wrap(
+                ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS,
+                DescribeUserScramCredentialsRequest,
+                self._cluster_only(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, Operation.DESCRIBE),
+            )
+            routes.wrap(
+                ApiKey.ALTER_USER_SCRAM_CREDENTIALS,
+                AlterUserScramCredentialsRequest,
+                self._cluster_only(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, Operation.ALTER),
+            )
+
+    def _cluster_only(self, api_key: ApiKey, operation: int) -> Callable[[Handler[Any]], Handler[Any]]:
+        """The whole request needs ``operation`` on the cluster (the SCRAM credential APIs)."""
+
+        def wrap(inner: Handler[Any]) -> Handler[Any]:
+            def handle(ctx: RequestContext, req: Any) -> Result:
+                if not self._cluster(ctx, operation):
+                    return _denied(ctx, api_key, req, CLUSTER_DENIED, CLUSTER_DENIED_MESSAGE)
+                return inner(ctx, req)
+
+            return handle
+
+        return wrap
 
     def _group_read(self, api_key: ApiKey) -> Callable[[Handler[_GroupRequestT]], Handler[_GroupRequestT]]:
         """JoinGroup, SyncGroup, Heartbeat, LeaveGroup: READ on the group or nothing."""

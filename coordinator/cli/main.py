@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from coordinator.cli.acls import add_acls_parser
-from coordinator.cli.admin.cli import add_groups_parser, add_offsets_parser
+from coordinator.cli.admin.cli import add_groups_parser, add_offsets_parser, add_topics_parser
 from coordinator.cli.parsing import add_version_flag, parse_args
 from coordinator.cli.users import add_users_parser
 from coordinator.server.config import SETTINGS, ConfigError, load_config
@@ -71,6 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
     _loadtest_parser(sub)
     add_groups_parser(sub)
     add_offsets_parser(sub)
+    add_topics_parser(sub)
     add_users_parser(sub)
     add_acls_parser(sub)
     return parser
@@ -85,7 +86,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from loadtest.cli import run as run_loadtest
 
         return run_loadtest(args)
-    if args.command in ("groups", "offsets", "users", "acls"):
+    if args.command in ("groups", "offsets", "topics", "users", "acls"):
         result: int = args.func(args)
         return result
     parser.error(f"unknown command {args.command}")

@@ -1,4 +1,5 @@
-"""`coordinator users add|delete|list`: SASL/SCRAM credentials, written straight to the storage.
+"""`coordinator users add|delete|list`: SASL/SCRAM credentials, written straight to the storage,
+or with --bootstrap through a running broker's AlterUserScramCredentials (coordinator.cli.users_network).
 
 Only the salted SCRAM keys are stored (RFC 5802/7677); the password (typed at the prompt, read
 from a file with --password-file, from COORDINATOR_USER_PASSWORD, or given with --password,
@@ -16,6 +17,8 @@ import os
 import sys
 from typing import Any
 
+from coordinator.cli.admin.connection import parse_address
+from coordinator.cli.users_network import run_network
 from coordinator.security.scram import DEFAULT_ITERATIONS, MIN_ITERATIONS, SCRAM_MECHANISMS, make_credential
 from storage.base import Store, StoreError
 from storage.records import UserCredentialRecord, UserCredentialTombstone
@@ -58,12 +61,43 @@ def add_users_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
     delete.add_argument("--mechanism", action="append", choices=sorted(SCRAM_MECHANISMS))
     listing = commands.add_parser("list", help="list users and their mechanisms")
     for parser in (add, delete, listing):
-        parser.add_argument("--storage", default=None, help=f"storage URL (default {DEFAULT_STORAGE})")
+        where = parser.add_mutually_exclusive_group()
+        where.add_argument("--storage", default=None, help=f"storage URL (default {DEFAULT_STORAGE})")
+        where.add_argument(
+            "--bootstrap",
+            metavar="HOST:PORT",
+            type=_address,
+            help="a running broker instead of the storage: the Kafka protocol's SCRAM credential APIs "
+            "(this coordinator, or any Kafka broker); needs ALTER/DESCRIBE on the cluster where ACLs are on",
+        )
+        parser.add_argument(
+            "--command-config", metavar="FILE", help="with --bootstrap: Kafka client properties (SASL, TLS)"
+        )
+        parser.add_argument(
+            "--timeout", type=float, default=10.0, metavar="SECONDS", help="with --bootstrap: request timeout"
+        )
     users.set_defaults(func=run_users)
 
 
-def run_users(args: argparse.Namespace) -> int:
+def _address(text: str) -> str:
     try:
+        parse_address(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
+def run_users(args: argparse.Namespace) -> int:
+    if args.bootstrap is None and args.command_config is not None:
+        print("coordinator users: --command-config goes with --bootstrap", file=sys.stderr)
+        return 2
+    if args.users_command == "add" and args.iterations < MIN_ITERATIONS:
+        print(f"coordinator users: --iterations must be at least {MIN_ITERATIONS}", file=sys.stderr)
+        return 2
+    try:
+        if args.bootstrap is not None:
+            password = _password(args) if args.users_command == "add" else None
+            return run_network(args, password)
         return asyncio.run(_run(args))
     except (StoreError, ValueError, OSError) as exc:
         print(f"coordinator users: {exc}", file=sys.stderr)

@@ -38,6 +38,9 @@ _LOGGERS: Final = {
 # Events kept per group, and groups whose events are kept (least recently active dropped first).
 DEFAULT_RING_SIZE: Final = 100
 DEFAULT_MAX_GROUPS: Final = 2_000
+# Events waiting to be persisted (group.events.persist) while storage is slow or down: the oldest
+# are dropped beyond this, and counted.
+MAX_UNSAVED: Final = 10_000
 
 # Causes of a rebalance (classic) or of an epoch bump (KIP-848): the bounded set of values of
 # the ``reason`` label of coordinator_group_rebalances_total.
@@ -172,6 +175,9 @@ class GroupEvents:
         self._rebalances: dict[str, int] = {}
         self._session_expiries: dict[str, int] = {}
         self._waiting: dict[str, tuple[int, set[str]]] = {}  # consumer group -> (epoch, members behind)
+        # Events not yet handed to storage; None unless events are persisted.
+        self._unsaved: deque[GroupEvent] | None = None
+        self.unsaved_dropped = 0
 
     # -- reading --------------------------------------------------------------------------------
 
@@ -185,6 +191,46 @@ class GroupEvents:
     def last_event(self, group_id: str) -> GroupEvent | None:
         ring = self._rings.get(group_id)
         return ring[-1] if ring else None
+
+    # -- persistence (the server shell writes and loads; this stays pure) -------------------------
+
+    def persist(self) -> None:
+        """Keep every event recorded from now on until :meth:`take_unsaved` hands it over."""
+        if self._unsaved is None:
+            self._unsaved = deque()
+
+    def take_unsaved(self) -> list[GroupEvent]:
+        if not self._unsaved:
+            return []
+        taken = list(self._unsaved)
+        self._unsaved.clear()
+        return taken
+
+    def give_back(self, events: list[GroupEvent]) -> None:
+        """Events a failed write could not store: kept for the next one, oldest dropped first."""
+        if self._unsaved is not None and events:
+            self._unsaved.extendleft(reversed(events))
+            self._trim_unsaved()
+
+    def restore(self, events: list[GroupEvent]) -> None:
+        """Events of an earlier run (oldest first), before any of this one: into the rings, and
+        the sequence continues after them so that ``since`` cursors keep working."""
+        for event in events:
+            ring = self._rings.get(event.group_id)
+            if ring is None:
+                ring = self._rings[event.group_id] = deque(maxlen=self.ring_size)
+                if len(self._rings) > self.max_groups:
+                    self._rings.popitem(last=False)
+            else:
+                self._rings.move_to_end(event.group_id)
+            ring.append(event)
+            self._seq = max(self._seq, event.seq)
+
+    def _trim_unsaved(self) -> None:
+        assert self._unsaved is not None
+        while len(self._unsaved) > MAX_UNSAVED:
+            self._unsaved.popleft()
+            self.unsaved_dropped += 1
 
     # -- recording ------------------------------------------------------------------------------
 
@@ -225,6 +271,9 @@ class GroupEvents:
         else:
             self._rings.move_to_end(group_id)
         ring.append(event)
+        if self._unsaved is not None:
+            self._unsaved.append(event)
+            self._trim_unsaved()
         if kind in CAUSES:
             self._pending_cause[group_id] = (kind, message, member_id)
         if kind == SESSION_TIMEOUT:

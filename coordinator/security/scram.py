@@ -62,6 +62,13 @@ def _keys(mechanism: str, salted: bytes) -> tuple[bytes, bytes]:
     return stored_key, server_key
 
 
+def credential_from_salted(mechanism: str, salt: bytes, salted: bytes, iterations: int) -> ScramCredential:
+    """A credential from a salted password (Hi(password, salt, i)), as AlterUserScramCredentials
+    carries it: the client salts, the server derives StoredKey and ServerKey."""
+    stored_key, server_key = _keys(mechanism, salted)
+    return ScramCredential(mechanism, salt, stored_key, server_key, iterations)
+
+
 def make_credential(
     mechanism: str, password: str, iterations: int = DEFAULT_ITERATIONS, salt: bytes | None = None
 ) -> ScramCredential:

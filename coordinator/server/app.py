@@ -8,8 +8,9 @@ import logging
 import random
 import signal
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from coordinator.api.authz import AclLayer
 from coordinator.api.topic_authz import TopicAcls
@@ -24,6 +25,7 @@ from coordinator.server.connection import Connection
 from coordinator.server.console import Console
 from coordinator.server.denials import DenialLog
 from coordinator.server.dispatcher import Dispatcher
+from coordinator.server.event_store import EventPersister
 from coordinator.server.group_metrics import GroupMetricsCollector, GroupStateCollector
 from coordinator.server.group_views import GroupViews, lag_feeder
 from coordinator.server.lag import EndOffsets, LagSampler, shard_committed_offsets
@@ -35,6 +37,7 @@ from coordinator.server.loop_lag import LoopLagMonitor
 from coordinator.server.metrics import HealthServer, MeasuredStore, Metrics
 from coordinator.server.readiness import StorageProbe
 from coordinator.server.runtime import Clock, Runtime
+from coordinator.server.scram_users import ScramUsers
 from coordinator.server.startup_report import settings_block, sqlite_path, storage_location
 from storage.base import Store
 from storage.records import UserCredentialRecord
@@ -67,6 +70,8 @@ class RunningServer:
     lag: LagTracker = field(default_factory=LagTracker)
     loop_lag: LoopLagMonitor | None = None
     gateway: Gateway | None = None
+    scram_users: ScramUsers | None = None
+    event_persister: EventPersister | None = None
 
     @property
     def port(self) -> int:
@@ -86,6 +91,8 @@ class RunningServer:
         if self.dispatcher.sasl is not None:
             for task in list(self.dispatcher.sasl.tasks):  # logins waiting for their credentials
                 task.cancel()
+        if self.scram_users is not None:
+            await self.scram_users.close()
         for connection in list(self.dispatcher.connections):
             connection.stop_reading()
         # Parked JoinGroup/SyncGroup requests learn that this coordinator is going away (Kafka
@@ -103,6 +110,8 @@ class RunningServer:
             self.loop_lag.stop()
         for connection in list(self.dispatcher.connections):
             connection.close()
+        if self.event_persister is not None:
+            await self.event_persister.stop()  # the last events (the groups unloading) too
         await self.store.close()
         for listener in self.all_listeners or [self.listener]:
             await listener.wait_closed()
@@ -136,6 +145,7 @@ async def start_server(
     else:
         log.info("storage: %s", location)
     store: Store = open_store(config.storage, **_store_options(config))
+    raw_store: Any = store  # what MeasuredStore wraps: group events go to it directly
     if metrics is not None:
         store = MeasuredStore(store, metrics)
     await store.open()
@@ -170,6 +180,8 @@ async def start_server(
     if metrics is not None:
         metrics.watch_writer(writer.stats)
     dispatcher.limits = config.request_limits()
+    scram_users = ScramUsers(runtime, _all_credentials(store))
+    scram_users.install(dispatcher.routes)
     limits = ConnectionLimits(
         config.max_connections, config.max_connections_per_ip, config.connections_max_idle_ms
     )
@@ -205,6 +217,7 @@ async def start_server(
     server = RunningServer(
         config, store, writer, runtime, dispatcher, servers[0], health, metrics_port, limits, servers
     )
+    server.scram_users = scram_users
     limits.start(loop)
     if metrics is not None:
         lag_metrics = metrics
@@ -247,6 +260,11 @@ async def start_server(
     # While loading, group requests are answered COORDINATOR_LOAD_IN_PROGRESS (see loading.py)
     # and requests that need the topic catalog wait for it.
     started = time.monotonic()
+    event_persister = None
+    if config.group_events_persist:
+        event_persister = EventPersister(coordinator.events, raw_store, config.group_events_retention_ms)
+        restored = await event_persister.restore()
+        log.info("group events are persisted; %d restored", restored)
     state = await store.load()
     cluster.load(state.topics)
     coordinator.load(
@@ -268,6 +286,9 @@ async def start_server(
     )  # fmt: skip
     state_acls = state.acls
     del state
+    if event_persister is not None:
+        server.event_persister = event_persister
+        event_persister.start()
     if metrics is not None:
         metrics.load_time.set(load_seconds)
         metrics.watch_core(
@@ -375,7 +396,26 @@ def _credential_loader(store: Store) -> CredentialLoader:
     return load
 
 
+def _all_credentials(store: Store) -> Callable[[], Awaitable[list[UserCredentialRecord]]]:
+    loader = getattr(store, "load_credentials", None)
+
+    async def load() -> list[UserCredentialRecord]:
+        if loader is not None:
+            found: list[UserCredentialRecord] = await loader(None)
+            return found
+        return list((await store.load()).credentials)
+
+    return load
+
+
 def _store_options(config: Config) -> dict[str, object]:
+    options: dict[str, object] = {}
     if config.storage.startswith("sqlite:") and "synchronous=" not in config.storage:
-        return {"synchronous": config.sqlite_synchronous.upper()}
-    return {}
+        options["synchronous"] = config.sqlite_synchronous.upper()
+    retention = config.offset_commit_history_retention_ms
+    if retention and "history_retention_ms=" not in config.storage:  # the URL's own option wins
+        if config.storage.startswith("memory:"):
+            options["history"] = True
+        else:
+            options["history_retention_ms"] = retention
+    return options

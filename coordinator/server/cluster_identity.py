@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 from storage.records import ClusterRecord, ClusterTombstone, Record, StoredIdentity
 from storage.tables import CLUSTER
 
-# The first schema version with the cluster table (storage/migrations/*/006_cluster.sql).
-CLUSTER_TABLE_VERSION = 6
+# The first schema version with the cluster table (storage/migrations/*/007_cluster.sql).
+CLUSTER_TABLE_VERSION = 7
 
 
 class ClusterIdError(ValueError):

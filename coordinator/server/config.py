@@ -98,6 +98,24 @@ class Config(GroupConfig):
         "FULL (every commit fsynced; survives power loss) or NORMAL",
         one_of("FULL", "NORMAL", normalise=str.upper),
     )
+    offset_commit_history_retention_ms: int = setting(
+        0,
+        "keep every accepted offset commit in the commit audit history for this long, read with "
+        "`coordinator offsets history` (0 = no history) (ours)",
+        non_negative,
+        kafka=True,
+    )
+    group_events_persist: bool = setting(
+        False,
+        "store group events so that `groups history` and the console survive a restart (ours)",
+        kafka=True,
+    )
+    group_events_retention_ms: int = setting(
+        7 * 24 * 3600 * 1000,
+        "how long stored group events are kept (at most 200000 rows) (ours)",
+        positive,
+        kafka=True,
+    )
     metrics_host: str = setting("127.0.0.1", "address of the metrics endpoint")
     metrics_port: int = setting(0, "port of /metrics, /healthz and /readyz (0 = off)", tcp_port)
     log_level: str = setting(

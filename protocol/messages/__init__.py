@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Final
 
+from protocol.messages import alter_user_scram_credentials
 from protocol.messages import api_versions
 from protocol.messages import consumer_group_describe
 from protocol.messages import consumer_group_heartbeat
@@ -20,6 +21,7 @@ from protocol.messages import delete_topics
 from protocol.messages import describe_acls
 from protocol.messages import describe_cluster
 from protocol.messages import describe_groups
+from protocol.messages import describe_user_scram_credentials
 from protocol.messages import fetch
 from protocol.messages import find_coordinator
 from protocol.messages import heartbeat
@@ -188,6 +190,8 @@ CODECS: Final[dict[tuple[int, int], tuple[Decoder, Encoder, Decoder, Encoder]]] 
     (42, 1): (delete_groups.decode_delete_groups_request_v1, delete_groups.encode_delete_groups_request_v1, delete_groups.decode_delete_groups_response_v1, delete_groups.encode_delete_groups_response_v1),
     (42, 2): (delete_groups.decode_delete_groups_request_v2, delete_groups.encode_delete_groups_request_v2, delete_groups.decode_delete_groups_response_v2, delete_groups.encode_delete_groups_response_v2),
     (47, 0): (offset_delete.decode_offset_delete_request_v0, offset_delete.encode_offset_delete_request_v0, offset_delete.decode_offset_delete_response_v0, offset_delete.encode_offset_delete_response_v0),
+    (50, 0): (describe_user_scram_credentials.decode_describe_user_scram_credentials_request_v0, describe_user_scram_credentials.encode_describe_user_scram_credentials_request_v0, describe_user_scram_credentials.decode_describe_user_scram_credentials_response_v0, describe_user_scram_credentials.encode_describe_user_scram_credentials_response_v0),
+    (51, 0): (alter_user_scram_credentials.decode_alter_user_scram_credentials_request_v0, alter_user_scram_credentials.encode_alter_user_scram_credentials_request_v0, alter_user_scram_credentials.decode_alter_user_scram_credentials_response_v0, alter_user_scram_credentials.encode_alter_user_scram_credentials_response_v0),
     (60, 0): (describe_cluster.decode_describe_cluster_request_v0, describe_cluster.encode_describe_cluster_request_v0, describe_cluster.decode_describe_cluster_response_v0, describe_cluster.encode_describe_cluster_response_v0),
     (60, 1): (describe_cluster.decode_describe_cluster_request_v1, describe_cluster.encode_describe_cluster_request_v1, describe_cluster.decode_describe_cluster_response_v1, describe_cluster.encode_describe_cluster_response_v1),
     (68, 0): (consumer_group_heartbeat.decode_consumer_group_heartbeat_request_v0, consumer_group_heartbeat.encode_consumer_group_heartbeat_request_v0, consumer_group_heartbeat.decode_consumer_group_heartbeat_response_v0, consumer_group_heartbeat.encode_consumer_group_heartbeat_response_v0),
@@ -222,6 +226,8 @@ MESSAGE_CLASSES: Final[dict[int, tuple[type[Any], type[Any]]]] = {
     37: (create_partitions.CreatePartitionsRequest, create_partitions.CreatePartitionsResponse),
     42: (delete_groups.DeleteGroupsRequest, delete_groups.DeleteGroupsResponse),
     47: (offset_delete.OffsetDeleteRequest, offset_delete.OffsetDeleteResponse),
+    50: (describe_user_scram_credentials.DescribeUserScramCredentialsRequest, describe_user_scram_credentials.DescribeUserScramCredentialsResponse),
+    51: (alter_user_scram_credentials.AlterUserScramCredentialsRequest, alter_user_scram_credentials.AlterUserScramCredentialsResponse),
     60: (describe_cluster.DescribeClusterRequest, describe_cluster.DescribeClusterResponse),
     68: (consumer_group_heartbeat.ConsumerGroupHeartbeatRequest, consumer_group_heartbeat.ConsumerGroupHeartbeatResponse),
     69: (consumer_group_describe.ConsumerGroupDescribeRequest, consumer_group_describe.ConsumerGroupDescribeResponse),
@@ -280,6 +286,8 @@ FLEXIBLE: Final[frozenset[tuple[int, int]]] = frozenset({
     (37, 2),
     (37, 3),
     (42, 2),
+    (50, 0),
+    (51, 0),
     (60, 0),
     (60, 1),
     (68, 0),

@@ -271,7 +271,7 @@ def test_classic_and_consumer_groups_side_by_side(live: LiveGroups) -> None:
         [CLASSIC_GROUP],
         [GROUP, GROUP],
     ]
-    assert sections[2][1][-2:] == ["2", f"{CLASSIC_TOPIC}(0,1)"]
+    assert sections[2][1][-2:] == ["2", f"{CLASSIC_TOPIC}:0,1"]
 
     admin = ConfluentAdmin({"bootstrap.servers": b})  # kept referenced until its futures complete
     assert admin.describe_consumer_groups([CLASSIC_GROUP])[CLASSIC_GROUP].result(10).type.name == "CLASSIC"

@@ -73,7 +73,7 @@ def test_groups_describe_members_state_and_offsets(ours: ServerProcess) -> None:
             "ASSIGNMENT",
         ]
         assert rows[1][0] == "describe-g" and rows[1][1].startswith("describer-")
-        assert rows[1][2:] == ["-", "/127.0.0.1", "describer", "5", "d_orders(0,1,2),d_pay(0,1)"]
+        assert rows[1][2:] == ["-", "/127.0.0.1", "describer", "5", "d_orders:0,1,2;d_pay:0,1"]
 
         state = cli(b, "groups", "describe", "describe-g", "--state")
         assert table_rows(state.out)[1] == [

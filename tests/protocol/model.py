@@ -50,6 +50,7 @@ _KP_MODULES: Final = (
     "kafka.protocol.admin.groups",
     "kafka.protocol.admin.topics",
     "kafka.protocol.admin.cluster",
+    "kafka.protocol.admin.users",
     "kafka.protocol.consumer.metadata",
     "kafka.protocol.sasl",
     "kafka.protocol.admin.acl",

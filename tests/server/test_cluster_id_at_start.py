@@ -84,6 +84,6 @@ def test_a_database_from_before_cluster_ids_is_adopted(tmp_path: Path) -> None:
     _answered(storage)
     with sqlite3.connect(path) as conn:  # as the previous schema left it
         conn.execute("DROP TABLE cluster")
-        conn.execute("DELETE FROM schema_version WHERE version = 6")
+        conn.execute("DELETE FROM schema_version WHERE version = 7")
     (adopted, _) = _answered(storage)
     assert _stored(path) == [adopted]

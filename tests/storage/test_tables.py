@@ -29,6 +29,7 @@ from storage.sqlite import SQLiteStore
 from storage.tables import (
     BY_NAME,
     CONSUMER_MEMBERS,
+    GROUP_EVENTS,
     OFFSET_COMMIT_HISTORY,
     STATE_TABLES,
     Table,
@@ -36,7 +37,7 @@ from storage.tables import (
 )
 from tests.storage.helpers import consumer_group, consumer_member, group, member, offset, topic
 
-DESCRIBED = {t.name: t for t in (*STATE_TABLES, OFFSET_COMMIT_HISTORY)}
+DESCRIBED = {t.name: t for t in (*STATE_TABLES, OFFSET_COMMIT_HISTORY, GROUP_EVENTS)}
 # (column, type, nullable) in table order, and the primary key columns in key order.
 Shape = tuple[list[tuple[str, str, bool]], list[str]]
 

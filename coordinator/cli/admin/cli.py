@@ -14,10 +14,14 @@ from typing import Any
 
 from coordinator.cli.admin.client import AdminClient
 from coordinator.cli.admin.command_config import ENV_PREFIX, load_security
+from coordinator.cli.admin.commit_history_cmd import add_commit_history_parser
 from coordinator.cli.admin.connection import parse_address
 from coordinator.cli.admin.errors import KafkaError, UsageError
+from coordinator.cli.admin.group_files import offsets_export_all, offsets_import_groups
 from coordinator.cli.admin.groups_cmd import groups_delete, groups_describe, groups_list
 from coordinator.cli.admin.history_cmd import add_history_parser
+from coordinator.cli.admin.lag_options import add_lag_options
+from coordinator.cli.admin.missing_topics import MISSING_POLICIES
 from coordinator.cli.admin.move_cmd import (
     check_file_arguments,
     offsets_export_to_kafka,
@@ -25,9 +29,16 @@ from coordinator.cli.admin.move_cmd import (
 )
 from coordinator.cli.admin.offsets_cmd import offsets_delete, offsets_export, offsets_import, offsets_reset
 from coordinator.cli.admin.specs import parse_datetime_ms, parse_duration_ms, parse_topic_spec
+from coordinator.cli.admin.topics_cmd import (
+    parse_config,
+    topics_alter,
+    topics_create,
+    topics_delete,
+    topics_describe,
+    topics_list,
+)
 from coordinator.cli.admin.zookeeper import ZooKeeperError, parse_zk_address
 from coordinator.cli.admin.zookeeper_cmd import (
-    MISSING_POLICIES,
     groups_list_from_zookeeper,
     offsets_import_from_zookeeper,
 )
@@ -71,6 +82,11 @@ def _groups_list(client: AdminClient, args: argparse.Namespace) -> int:
 
 
 def _offsets_import(client: AdminClient, args: argparse.Namespace) -> int:
+    if args.groups_file is not None:
+        if args.group is not None or args.file is not None or args.from_kafka or args.from_zookeeper:
+            raise UsageError("--groups-file names the groups itself: no GROUP, FILE or other source")
+        check_file_arguments(args, "--from-kafka or --from-zookeeper")
+        return offsets_import_groups(client, args)
     if args.from_kafka is not None and args.from_zookeeper is not None:
         raise UsageError("--from-kafka and --from-zookeeper: one source at a time")
     if args.from_kafka is not None:
@@ -147,6 +163,18 @@ def _offsets_export(client: AdminClient, args: argparse.Namespace) -> int:
         if args.format == "csv":
             raise UsageError("--to-kafka prints the plan as a table or JSON, not CSV")
         return offsets_export_to_kafka(client, args)
+    if args.all_groups and args.group is None and args.group_option is None:
+        # kafka-consumer-groups --export --all-groups: group,topic,partition,offset
+        args.all_groups = False
+        check_file_arguments(args, "--to-kafka")
+        if args.with_metadata:
+            raise UsageError(
+                "--with-metadata goes with one GROUP (the several-groups file has no metadata column)"
+            )
+        args.format = args.format or "csv"
+        if args.format == "table":
+            raise UsageError("--format table goes with --to-kafka; the export prints CSV or JSON")
+        return offsets_export_all(client, args)
     check_file_arguments(args, "--to-kafka")
     if args.group is None:
         raise UsageError("GROUP is required (or --to-kafka BOOTSTRAP with --group/--all-groups)")
@@ -279,6 +307,8 @@ def add_groups_parser(
         "epoch and assignment epoch)",
     )
 
+    add_lag_options(describe)
+
     delete = _leaf(verbs, "delete", groups_delete, "delete groups (they must have no members)")
     delete.add_argument("groups", nargs="*", metavar="GROUP")
     delete.add_argument(
@@ -327,6 +357,12 @@ def add_offsets_parser(
         "--to-current",
         action="store_true",
         help="the committed offset (partitions without one: the log-end offset, on a broker with records)",
+    )
+    method.add_argument(
+        "--to-group",
+        metavar="OTHER",
+        help="the committed offsets of group OTHER (rpk's `group seek --to-group`; with --all-topics "
+        "every partition OTHER has an offset for)",
     )
     method.add_argument(
         "--to-datetime",
@@ -401,6 +437,12 @@ def add_offsets_parser(
         "file", metavar="FILE", nargs="?", help="topic,partition,offset[,metadata] CSV ('-' for stdin)"
     )
     imports.add_argument(
+        "--groups-file",
+        metavar="CSV",
+        help="several groups from a group,topic,partition,offset file (as `offsets export --all-groups` "
+        "and kafka-consumer-groups.sh write it; '-' for stdin); each group on its own",
+    )
+    imports.add_argument(
         "--from-kafka",
         metavar="BOOTSTRAP",
         type=_typed(_address, "address"),
@@ -419,14 +461,50 @@ def add_offsets_parser(
         action="store_true",
         help="import although consumers are still registered under /consumers/<group>/ids",
     )
-    zookeeper.add_argument(
+    imports.add_argument(
         "--missing-topics",
         choices=MISSING_POLICIES,
         default="fail",
-        help="offsets of topics or partitions the cluster lacks: fail (default), skip them, or "
-        "create the topics and partitions",
+        help="file and ZooKeeper imports: offsets of topics or partitions the cluster lacks fail the "
+        "import (default, nothing is committed), are skipped, or the topics and partitions are created",
     )
+    add_commit_history_parser(verbs)
     return offsets
+
+
+def add_topics_parser(
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
+) -> argparse.ArgumentParser:
+    """`topics list|describe|create|alter|delete` (kafka-topics.sh's verbs) over the Kafka protocol."""
+    topics: argparse.ArgumentParser = subparsers.add_parser(
+        "topics", help="list, describe, create, alter and delete topics", description="Topics."
+    )
+    verbs = topics.add_subparsers(dest="verb", required=True, metavar="VERB")
+    listing = _leaf(verbs, "list", topics_list, "list the cluster's topics (Metadata)")
+    listing.add_argument("--internal", action="store_true", help="also internal topics (__consumer_offsets)")
+    describe = _leaf(verbs, "describe", topics_describe, "partitions, leaders, replicas and ISR of topics")
+    describe.add_argument("topics", nargs="*", metavar="TOPIC")
+    describe.add_argument("--all-topics", action="store_true", help="every topic of the cluster")
+    create = _leaf(verbs, "create", topics_create, "create topics (CreateTopics)")
+    create.add_argument("topics", nargs="+", metavar="TOPIC")
+    create.add_argument("--partitions", type=int, metavar="N", help="partitions (default: the broker's)")
+    create.add_argument(
+        "--replication-factor", type=int, metavar="R", help="replicas per partition (default: the broker's)"
+    )
+    create.add_argument(
+        "--config", action="append", type=_typed(parse_config, "config"), metavar="NAME=VALUE",
+        help="a topic config, e.g. cleanup.policy=compact (repeatable)",
+    )  # fmt: skip
+    create.add_argument("--if-not-exists", action="store_true", help="a topic that exists is not an error")
+    alter = _leaf(verbs, "alter", topics_alter, "raise the number of partitions (CreatePartitions)")
+    alter.add_argument("topics", nargs="+", metavar="TOPIC")
+    alter.add_argument("--partitions", type=int, required=True, metavar="N", help="the new partition count")
+    delete = _leaf(verbs, "delete", topics_delete, "delete topics (DeleteTopics)")
+    delete.add_argument("topics", nargs="+", metavar="TOPIC")
+    delete.add_argument(
+        "--if-exists", action="store_true", help="a topic that does not exist is not an error"
+    )
+    return topics
 
 
 def build_parser(prog: str = "coordinator") -> argparse.ArgumentParser:
@@ -435,6 +513,7 @@ def build_parser(prog: str = "coordinator") -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     add_groups_parser(sub)
     add_offsets_parser(sub)
+    add_topics_parser(sub)
     return parser
 
 

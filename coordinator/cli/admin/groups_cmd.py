@@ -8,6 +8,9 @@ from typing import Any
 
 from coordinator.cli.admin.client import CONSUMER, LATEST, TP, AdminClient, GroupDescription, Member
 from coordinator.cli.admin.errors import KafkaError, UsageError
+from coordinator.cli.admin.http_api import HttpApiError
+from coordinator.cli.admin.lag_summary import lag_per_topic
+from coordinator.cli.admin.lag_time import GroupTime, group_time, seconds_cell
 from coordinator.cli.admin.output import note, print_json, print_table
 from protocol.errors import ErrorCode, error_name
 
@@ -55,6 +58,12 @@ class OffsetLine:
     log_end: int | None
     owner: Member | None
     reported_end: int | None = None  # what ListOffsets answered, also when it cannot be the end
+    lag_seconds: float | None = None  # from the server's lag sampler (--http)
+    status: str | None = None
+
+    @property
+    def topic(self) -> str:
+        return self.tp.topic
 
     @property
     def lag(self) -> int | None:
@@ -106,18 +115,9 @@ def unknown_end_note(lines: list[OffsetLine]) -> str | None:
     )
 
 
-def format_assignment(assignment: list[TP] | None) -> str:
-    """'orders(0,1),payments(3)' as kafka-consumer-groups --members --verbose prints it."""
-    if not assignment:
-        return "-"
-    by_topic: dict[str, list[int]] = {}
-    for tp in assignment:
-        by_topic.setdefault(tp.topic, []).append(tp.partition)
-    return ",".join(f"{t}({','.join(map(str, ps))})" for t, ps in sorted(by_topic.items()))
-
-
 def format_partitions(assignment: list[TP] | None) -> str:
-    """'orders:0,1;payments:3' (topic:partitions), the assignment of a consumer-group member."""
+    """'orders:0,1;payments:3': an assignment as kafka-consumer-groups --members --verbose prints it
+    (since Kafka 3.7, for classic and consumer groups alike); '-' when there is none."""
     if not assignment:
         return "-"
     return ";".join(f"{t}:{','.join(map(str, ps))}" for t, ps in _by_topic(assignment).items())
@@ -139,13 +139,15 @@ def format_subscription(member: Member) -> str:
 
 
 def groups_describe(client: AdminClient, args: argparse.Namespace) -> int:
-    show_offsets = args.offsets or not (args.members or args.state)
+    show_offsets = args.offsets or args.lag_per_topic or not (args.members or args.state)
     described: list[tuple[GroupDescription, list[OffsetLine] | None]] = []
     failures: list[KafkaError] = []  # as kafka-consumer-groups: print what exists, report the rest
     groups = chosen_groups(client, args)
     if not groups:
         note("no groups")
         return 0
+    times: dict[str, GroupTime] = {}
+    time_failures: list[str] = []
     for group_id in groups:
         try:
             group = client.describe_group(group_id)
@@ -154,20 +156,39 @@ def groups_describe(client: AdminClient, args: argparse.Namespace) -> int:
             if len(groups) == 1 and not args.all_groups:
                 raise
             failures.append(exc)
+    if args.http and show_offsets:
+        for group, lines in described:
+            try:
+                times[group.group_id] = _with_times(
+                    lines or [], group_time(args.http, group.group_id, args.timeout)
+                )
+            except HttpApiError as exc:
+                time_failures.append(f"lag in seconds of group {group.group_id!r}: {exc}")
     if described:
-        _print_described(args, described, show_offsets)
+        _print_described(args, described, show_offsets, times)
     for failure in failures:
         note(str(failure))
-    return 1 if failures else 0
+    for message in time_failures:
+        note(message)
+    return 1 if failures or time_failures else 0
+
+
+def _with_times(lines: list[OffsetLine], times: GroupTime) -> GroupTime:
+    for line in lines:
+        known = times.partitions.get(line.tp)
+        if known is not None:
+            line.lag_seconds, line.status = known.lag_seconds, known.status
+    return times
 
 
 def _print_described(
     args: argparse.Namespace,
     described: list[tuple[GroupDescription, list[OffsetLine] | None]],
     show_offsets: bool,
+    times: dict[str, GroupTime],
 ) -> None:
     if args.format == "json":
-        print_json([_group_json(g, lines, args.members) for g, lines in described])
+        print_json([_group_json(g, lines, args, times.get(g.group_id)) for g, lines in described])
         return
     # Classic groups keep kafka-consumer-groups' tables; consumer groups get their own, with the
     # KIP-848 columns (epochs, subscriptions, target assignment), after the classic ones.
@@ -185,13 +206,18 @@ def _print_described(
         if consumer:
             sections.append(_consumer_members_table(consumer))
     if show_offsets:
-        sections.append(_offsets_table(described))
+        sections.append(_offsets_table(described, bool(args.http)))
+    if args.lag_per_topic:
+        sections.append(_topic_lag_table(described, bool(args.http)))
     for group, lines in described:
         if not group.members:
             note(f"Consumer group '{group.group_id}' has no active members.")
         explanation = unknown_end_note(lines or [])
         if explanation:
             note(f"Consumer group '{group.group_id}': {explanation}.")
+        unavailable = times[group.group_id].unavailable if group.group_id in times else None
+        if unavailable:
+            note(f"Consumer group '{group.group_id}': LAG-SECONDS and STATUS unknown: {unavailable}.")
     for i, (headers, rows) in enumerate(sections):
         if i:
             print()
@@ -216,7 +242,7 @@ def _members_table(described: list[tuple[GroupDescription, Any]]) -> tuple[list[
             m.host,
             m.client_id,
             "-" if m.assignment is None else len(m.assignment),
-            format_assignment(m.assignment),
+            format_partitions(m.assignment),
         ]
         for g, _ in described
         for m in g.members
@@ -273,15 +299,19 @@ def _consumer_members_table(
 
 
 def _offsets_table(
-    described: list[tuple[GroupDescription, list[OffsetLine] | None]],
+    described: list[tuple[GroupDescription, list[OffsetLine] | None]], with_time: bool
 ) -> tuple[list[str], list[list[object]]]:
+    """kafka-consumer-groups' offsets table; with --http, LAG-SECONDS and STATUS after LAG."""
+    time_headers = ["LAG-SECONDS", "STATUS"] if with_time else []
     headers = [
-        "GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST", "CLIENT-ID",
+        "GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", *time_headers,
+        "CONSUMER-ID", "HOST", "CLIENT-ID",
     ]  # fmt: skip
     rows: list[list[object]] = []
     for g, lines in described:
         for line in lines or []:
             owner = line.owner
+            times = [seconds_cell(line.lag_seconds), line.status] if with_time else []
             rows.append(
                 [
                     g.group_id,
@@ -290,6 +320,7 @@ def _offsets_table(
                     line.current,
                     line.log_end,
                     line.lag,
+                    *times,
                     owner.member_id if owner else None,
                     owner.host if owner else None,
                     owner.client_id if owner else None,
@@ -298,7 +329,23 @@ def _offsets_table(
     return headers, rows
 
 
-def _group_json(group: GroupDescription, lines: list[OffsetLine] | None, members: bool) -> dict[str, Any]:
+def _topic_lag_table(
+    described: list[tuple[GroupDescription, list[OffsetLine] | None]], with_time: bool
+) -> tuple[list[str], list[list[object]]]:
+    """rpk's lag per topic: '-' where some partition's lag is unknown (a partial sum understates)."""
+    headers = ["GROUP", "TOPIC", "PARTITIONS", "LAG", *(["MAX-LAG-SECONDS"] if with_time else [])]
+    rows: list[list[object]] = [
+        [g.group_id, t.topic, t.partitions, t.lag, *([seconds_cell(t.max_lag_seconds)] if with_time else [])]
+        for g, lines in described
+        for t in lag_per_topic(list(lines or []))
+    ]
+    return headers, rows
+
+
+def _group_json(
+    group: GroupDescription, lines: list[OffsetLine] | None, args: argparse.Namespace, times: GroupTime | None
+) -> dict[str, Any]:
+    members = args.members
     doc: dict[str, Any] = {
         "group": group.group_id,
         "type": group.group_type,
@@ -339,11 +386,29 @@ def _group_json(group: GroupDescription, lines: list[OffsetLine] | None, members
                 "current_offset": line.current,
                 "log_end_offset": line.log_end,
                 "lag": line.lag,
+                **({"lag_seconds": line.lag_seconds, "status": line.status} if args.http else {}),
                 "member_id": line.owner.member_id if line.owner else None,
                 "host": line.owner.host if line.owner else None,
                 "client_id": line.owner.client_id if line.owner else None,
             }
             for line in lines
+        ]
+    if times is not None:
+        doc["lag_status"] = {
+            "status": times.status,
+            "max_lag_seconds": times.max_lag_seconds,
+            "unavailable_reason": times.unavailable,
+        }
+    if args.lag_per_topic and lines is not None:
+        doc["lag_per_topic"] = [
+            {
+                "topic": t.topic,
+                "partitions": t.partitions,
+                "lag": t.lag,
+                "unknown_lag_partitions": t.unknown,
+                **({"max_lag_seconds": t.max_lag_seconds} if args.http else {}),
+            }
+            for t in lag_per_topic(list(lines))
         ]
     return doc
 

@@ -7,22 +7,16 @@ Group events are not part of the Kafka protocol, so this command reads the serve
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
-import urllib.error
-import urllib.request
 from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import quote
 
 from coordinator.cli.admin.connection import parse_address
+from coordinator.cli.admin.http_api import DEFAULT_HTTP, HTTP_ENV, HttpApiError, get_json, group_url
 from coordinator.cli.admin.output import print_json, print_table
 from coordinator.cli.admin.specs import parse_datetime_ms, parse_duration_ms
-
-HTTP_ENV = "COORDINATOR_HTTP"
-DEFAULT_HTTP = "127.0.0.1:9095"
 
 
 def parse_since(text: str, now_ms: int) -> int:
@@ -72,27 +66,16 @@ def add_history_parser(verbs: argparse._SubParsersAction[argparse.ArgumentParser
 
 def groups_history(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     try:
-        host, port = parse_address(args.http)
+        parse_address(args.http)
         since_ms = 0 if args.since is None else parse_since(args.since, int(time.time() * 1000))
     except ValueError as exc:
         parser.error(str(exc))
     if not args.timeout > 0:
         parser.error("--timeout must be positive")
-    netloc = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-    url = f"http://{netloc}/api/groups/{quote(args.group, safe='')}/history?since_ms={since_ms}"
     try:
-        history = _get(url, args.timeout)
-    except urllib.error.HTTPError as exc:
-        message = _error_message(exc)
-        print(f"{parser.prog}: {message}", file=sys.stderr)
-        return 1
-    except (urllib.error.URLError, OSError) as exc:
-        reason = getattr(exc, "reason", exc)
-        print(
-            f"{parser.prog}: cannot reach the coordinator's HTTP port at {host}:{port} ({reason}); "
-            f"is it started with --metrics-port? (set --http or ${HTTP_ENV})",
-            file=sys.stderr,
-        )
+        history = get_json(group_url(args.http, args.group, "/history", f"since_ms={since_ms}"), args.timeout)
+    except HttpApiError as exc:
+        print(f"{parser.prog}: {exc}", file=sys.stderr)
         return 1
     events: list[dict[str, Any]] = history["events"]
     if args.format == "json":
@@ -106,20 +89,6 @@ def groups_history(args: argparse.Namespace, parser: argparse.ArgumentParser) ->
         [[_time(e["time_ms"]), e["kind"], e["state"], e["generation"], e["message"]] for e in events],
     )
     return 0
-
-
-def _get(url: str, timeout: float) -> dict[str, Any]:
-    request = urllib.request.Request(url, headers={"Accept": "application/json"})
-    with urllib.request.urlopen(request, timeout=timeout) as response:
-        body: dict[str, Any] = json.load(response)
-    return body
-
-
-def _error_message(exc: urllib.error.HTTPError) -> str:
-    try:
-        return str(json.load(exc)["error"])
-    except (ValueError, KeyError, TypeError):
-        return f"HTTP {exc.code} {exc.reason}"
 
 
 def _time(ms: int) -> str:

@@ -10,6 +10,7 @@ from typing import Any
 from coordinator.cli.admin.client import TP, AdminClient, Committed, GroupDescription
 from coordinator.cli.admin.csvfile import OffsetRow, read_offsets_csv, write_offsets_csv
 from coordinator.cli.admin.errors import KafkaError, UsageError
+from coordinator.cli.admin.missing_topics import settle_missing
 from coordinator.cli.admin.output import note, print_json, print_table
 from coordinator.cli.admin.reset_plan import check_scope, plan_reset
 from protocol.errors import ErrorCode, error_name
@@ -65,6 +66,8 @@ def offsets_reset(client: AdminClient, args: argparse.Namespace) -> int:
     check_scope(args)
     if args.all_groups == (args.group is not None):
         raise UsageError("give a GROUP or --all-groups (one of them)")
+    if args.to_group is not None and (args.all_groups or args.to_group == args.group):
+        raise UsageError("--to-group copies another group's offsets into GROUP: name one GROUP, not itself")
     file_rows = read_csv_argument(args.from_file) if args.from_file is not None else None
     if not args.all_groups:
         changes = _reset_group(client, args, args.group, file_rows)
@@ -99,7 +102,7 @@ def _reset_group(
 ) -> list[Change]:
     described = refuse_if_active(client, group, "reset the offsets of")
     committed = client.committed_offsets(group)
-    if args.all_topics and not committed and described.state == "Dead":
+    if args.all_topics and not committed and described.state == "Dead" and args.to_group is None:
         raise KafkaError(
             ErrorCode.GROUP_ID_NOT_FOUND,
             f"group {group!r} does not exist, so --all-topics selects nothing; name the partitions "
@@ -144,6 +147,10 @@ def offsets_import(client: AdminClient, args: argparse.Namespace) -> int:
         raise UsageError(f"{args.file}: no offsets to import")
     refuse_if_active(client, args.group, "import offsets into")
     offsets = {TP(r.topic, r.partition): Committed(r.offset, r.metadata or "") for r in rows}
+    for tp in settle_missing(client, list(offsets), args.missing_topics):
+        del offsets[tp]
+    if not offsets:
+        return 0
     errors = client.commit_offsets(args.group, offsets)
     refuse_if_joined(client, args.group, "import offsets into", errors)
     changes = [

@@ -4,6 +4,10 @@
 kafka-consumer-groups.sh does, unless --no-clamp; --to-datetime and --by-duration take the first
 offset at or after the time, or the log end when no record is that recent.
 
+--to-group copies another group's committed offsets (rpk's `group seek --to-group`): with
+--all-topics every partition that group has an offset for, with --topic the partitions named,
+each of which it must have an offset for.
+
 A broker that holds no records (this server in standalone mode, which says so in ApiVersions)
 has no log to clamp against or to search: its ListOffsets answers 0 for want of a log. There
 offsets are taken as given (--shift-by from the committed offset), and the methods that need the
@@ -62,9 +66,11 @@ def plan_reset(
     if not holds_records:
         _refuse_log_methods(client, args)
     no_clamp = args.no_clamp or not holds_records
+    source = _source_offsets(client, args.to_group) if args.to_group is not None else {}
     scope: list[TP] | None = None
     if args.all_topics:
-        scope = sorted(committed)
+        # --to-group copies the other group's partitions; the others select what this group has.
+        scope = sorted(source if args.to_group is not None else committed)
     elif args.topic:
         scope = resolve_scope(client, args.topic)
     if file_rows is not None:
@@ -84,6 +90,8 @@ def plan_reset(
         return _clamped(client, _shifted(scope, committed, args.shift_by), no_clamp)
     if args.to_current:
         return _current(client, scope, committed, holds_records)
+    if args.to_group is not None:
+        return _clamped(client, _copied(scope, args.to_group, source), no_clamp)
     if args.to_datetime is not None:
         return _offsets_at(client, scope, args.to_datetime)
     if args.by_duration is not None:
@@ -122,6 +130,28 @@ def _current(
         )
     at_end = _log_offsets(client, missing, LATEST) if missing else {}
     return {tp: committed[tp].offset if tp in committed else at_end[tp] for tp in scope}
+
+
+def _source_offsets(client: AdminClient, group: str) -> dict[TP, int]:
+    """The committed offsets --to-group copies (rpk's `group seek --to-group`)."""
+    found = client.committed_offsets(group)
+    if not found:
+        raise KafkaError(
+            ErrorCode.GROUP_ID_NOT_FOUND,
+            f"group {group!r} has no committed offsets to copy",
+            explain=False,
+        )
+    return {tp: c.offset for tp, c in found.items()}
+
+
+def _copied(scope: list[TP], source_group: str, source: dict[TP, int]) -> dict[TP, int]:
+    missing = [str(tp) for tp in scope if tp not in source]
+    if missing:
+        raise UsageError(
+            f"group {source_group!r} has no committed offset for {', '.join(missing)}; "
+            "narrow --topic to its partitions (or use --all-topics to copy every offset it has)"
+        )
+    return {tp: source[tp] for tp in scope}
 
 
 def _shifted(scope: list[TP], committed: dict[TP, Committed], shift: int) -> dict[TP, int]:

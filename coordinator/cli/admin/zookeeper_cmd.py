@@ -14,19 +14,11 @@ from typing import Any
 
 from coordinator.cli.admin.client import TP, AdminClient, Committed
 from coordinator.cli.admin.errors import KafkaError, UsageError
+from coordinator.cli.admin.missing_topics import TopicGap, catalog_gaps, create_missing
 from coordinator.cli.admin.offsets_cmd import refuse_if_active
 from coordinator.cli.admin.output import note, print_json, print_table
 from coordinator.cli.admin.zookeeper import ZkGroup, ZkRegistry, open_registry
-from protocol.apis import ApiKey
 from protocol.errors import ErrorCode, error_name
-from protocol.messages.create_partitions import (
-    CreatePartitionsRequest,
-    CreatePartitionsResponse,
-    CreatePartitionsTopic,
-)
-from protocol.messages.create_topics import CreatableTopic, CreateTopicsRequest, CreateTopicsResponse
-
-MISSING_POLICIES = ("fail", "skip", "create")
 
 
 @dataclass
@@ -44,15 +36,6 @@ class GroupPlan:
     rows: list[Row]
     notes: list[str] = field(default_factory=list)
     failed: bool = False
-
-
-@dataclass
-class TopicGap:
-    """A topic the target cluster lacks (have == 0) or has too few partitions of."""
-
-    topic: str
-    have: int
-    need: int
 
 
 # -- groups list --from-zookeeper ---------------------------------------------------------
@@ -141,7 +124,7 @@ def offsets_import_from_zookeeper(client: AdminClient, args: argparse.Namespace)
             row.current = current[row.tp].offset if row.tp in current else None
     if args.execute and not blocked:
         if args.missing_topics == "create":
-            _create_topics(client, gaps)
+            create_missing(client, gaps)
         for plan in plans:
             _commit_group(client, plan)
     _print_plan(args, plans, executed=args.execute and not blocked)
@@ -187,18 +170,7 @@ def _refuse_live_in_zookeeper(groups: list[ZkGroup], ignore: bool) -> None:
 
 
 def _catalog_gaps(client: AdminClient, plans: list[GroupPlan]) -> list[TopicGap]:
-    need: dict[str, int] = {}
-    for plan in plans:
-        for row in plan.rows:
-            need[row.tp.topic] = max(need.get(row.tp.topic, 0), row.tp.partition + 1)
-    meta = client.metadata(sorted(need))
-    gaps = []
-    for topic, count in sorted(need.items()):
-        info = meta.topics.get(topic)
-        have = len(info.leaders) if info is not None and info.error_code == ErrorCode.NONE else 0
-        if have < count:
-            gaps.append(TopicGap(topic, have, count))
-    return gaps
+    return catalog_gaps(client, (row.tp for plan in plans for row in plan.rows))
 
 
 def _apply_missing_policy(plans: list[GroupPlan], gaps: list[TopicGap], policy: str, execute: bool) -> bool:
@@ -222,42 +194,7 @@ def _apply_missing_policy(plans: list[GroupPlan], gaps: list[TopicGap], policy: 
 
 
 def _gap_text(gap: TopicGap) -> str:
-    return (
-        f"{gap.topic} (missing)"
-        if gap.have == 0
-        else f"{gap.topic} (has {gap.have} partitions, needs {gap.need})"
-    )
-
-
-def _create_topics(client: AdminClient, gaps: list[TopicGap]) -> None:
-    conn = client.bootstrap_connection()
-    missing = [g for g in gaps if g.have == 0]
-    if missing:
-        request = CreateTopicsRequest(
-            topics=[
-                CreatableTopic(name=g.topic, num_partitions=g.need, replication_factor=-1) for g in missing
-            ],
-            timeout_ms=int(client.timeout * 1000),
-        )
-        created: CreateTopicsResponse = conn.request(ApiKey.CREATE_TOPICS, request)
-        for result in created.topics:
-            if result.error_code not in (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS):
-                raise KafkaError(
-                    result.error_code, f"creating topic {result.name!r}: {result.error_message or ''}"
-                )
-    grow = [g for g in gaps if g.have > 0]
-    if grow:
-        request_p = CreatePartitionsRequest(
-            topics=[CreatePartitionsTopic(name=g.topic, count=g.need, assignments=None) for g in grow],
-            timeout_ms=int(client.timeout * 1000),
-        )
-        grown: CreatePartitionsResponse = conn.request(ApiKey.CREATE_PARTITIONS, request_p)
-        for result_p in grown.results:
-            if result_p.error_code != ErrorCode.NONE:
-                raise KafkaError(
-                    result_p.error_code,
-                    f"adding partitions to {result_p.name!r}: {result_p.error_message or ''}",
-                )
+    return gap.text()
 
 
 def _commit_group(client: AdminClient, plan: GroupPlan) -> None:

@@ -1,0 +1,92 @@
+"""Serving DescribeUserScramCredentials and AlterUserScramCredentials: both need the stored
+credentials, which live in the storage (not in the core's memory), so each request reads them
+on the event loop, then answers (Describe) or writes the planned records and answers once they
+are durable (Alter). Kafka's checks and answers are coordinator.api.scram_users'.
+
+Logins read credentials through a cache of about a second, so a change applies to new logins
+within that time, as with `coordinator users` on the database.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from coordinator.api.amend import reply
+from coordinator.api.routes import Routes
+from coordinator.api.scram_users import describe_response, plan_alter
+from coordinator.core.context import RequestContext
+from coordinator.core.result import Result
+from coordinator.server.runtime import Runtime
+from protocol.apis import ApiKey
+from protocol.error_responses import error_response
+from protocol.errors import ErrorCode
+from protocol.messages.alter_user_scram_credentials import AlterUserScramCredentialsRequest
+from protocol.messages.describe_user_scram_credentials import DescribeUserScramCredentialsRequest
+from storage.base import StoreError
+from storage.records import UserCredentialRecord
+
+log = logging.getLogger(__name__)
+
+AllCredentials = Callable[[], Awaitable[list[UserCredentialRecord]]]
+UNAVAILABLE = "the credentials could not be read from storage, try again later"
+
+
+class ScramUsers:
+    def __init__(self, runtime: Runtime, load_all: AllCredentials) -> None:
+        self.runtime = runtime
+        self.load_all = load_all
+        self.tasks: set[asyncio.Task[None]] = set()
+
+    def install(self, routes: Routes) -> None:
+        routes.add(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, DescribeUserScramCredentialsRequest, self.describe)
+        routes.add(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, AlterUserScramCredentialsRequest, self.alter)
+
+    def describe(self, ctx: RequestContext, req: DescribeUserScramCredentialsRequest) -> Result:
+        async def answer() -> Result:
+            return reply(ctx, describe_response(req, await self.load_all()))
+
+        self._spawn(ctx, ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, req, answer)
+        return Result()
+
+    def alter(self, ctx: RequestContext, req: AlterUserScramCredentialsRequest) -> Result:
+        async def answer() -> Result:
+            response, records = plan_alter(req, await self.load_all())
+            if not records:
+                return reply(ctx, response)
+
+            def failed(_now_ms: int, error_code: int) -> Result:
+                for result in response.results:
+                    if not result.error_code:
+                        result.error_code, result.error_message = (
+                            error_code,
+                            "could not store the credentials",
+                        )
+                return reply(ctx, response)
+
+            return Result(records=list(records), replies=[(ctx.reply_to, response)], on_failed=failed)
+
+        self._spawn(ctx, ApiKey.ALTER_USER_SCRAM_CREDENTIALS, req, answer)
+        return Result()
+
+    def _spawn(
+        self, ctx: RequestContext, api_key: ApiKey, req: Any, answer: Callable[[], Awaitable[Result]]
+    ) -> None:
+        async def run() -> None:
+            try:
+                result = await answer()
+            except StoreError as exc:
+                log.error("cannot read the SCRAM credentials for %s: %s", api_key.name, exc)
+                code = int(ErrorCode.UNKNOWN_SERVER_ERROR)
+                result = reply(ctx, error_response(api_key, ctx.api_version, req, code, UNAVAILABLE))
+            self.runtime.apply(result)
+
+        task = asyncio.get_running_loop().create_task(run())
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+
+    async def close(self) -> None:
+        for task in list(self.tasks):
+            task.cancel()
