@@ -49,6 +49,7 @@ class WriterStats:
     last_batch_writes: int = 0  # write() calls coalesced into it
     last_write_latency_s: float = 0.0  # duration of the last store.write()
     isolation_writes: int = 0  # store.write() calls made to isolate a failing write in a batch
+    writes_failed: int = 0  # write() calls whose records were not stored (each counted once)
 
 
 class _Waiter(Protocol):
@@ -166,7 +167,7 @@ class BatchWriter:
             error = StoreError(f"BatchWriter stopped: {exc!r}")
             while self._open.waiters:  # a callback may write again: fail that too
                 batch, self._open = self._open, _Batch()
-                _fail(batch.waiters, error)
+                self._fail_waiters(batch.waiters, error)
             raise
         finally:
             self._flush_task = None
@@ -182,7 +183,9 @@ class BatchWriter:
         try:
             await self._write_batch(batch)
         except asyncio.CancelledError:
-            _fail(batch.waiters, StoreError("BatchWriter cancelled while writing; outcome unknown"))
+            self._fail_waiters(
+                batch.waiters, StoreError("BatchWriter cancelled while writing; outcome unknown")
+            )
             raise
 
     async def _write_batch(self, batch: _Batch) -> None:
@@ -193,7 +196,7 @@ class BatchWriter:
             return
         failed_after = stats.last_write_latency_s
         if len(batch.waiters) == 1 or failed_after > ISOLATION_MAX_FAILURE_S:
-            _fail(batch.waiters, error)
+            self._fail_waiters(batch.waiters, error)
             return
         # Enough writes to find a few bad writes by bisection (about 2*log2(n) each).
         budget = [8 * len(batch.waiters).bit_length() + 4]
@@ -207,7 +210,7 @@ class BatchWriter:
         if all(waiter.done() for waiter in waiters):
             return  # every caller gave up (cancelled): their records are not retried
         if budget[0] <= 0:
-            _fail(waiters, StoreError("a write in the same batch failed; not retried"))
+            self._fail_waiters(waiters, StoreError("a write in the same batch failed; not retried"))
             return
         records = batch.part(first, stop)
         if not records:
@@ -220,7 +223,7 @@ class BatchWriter:
             _succeed(waiters)
             return
         if stop - first == 1 or self.stats.last_write_latency_s > ISOLATION_MAX_FAILURE_S:
-            _fail(waiters, error)
+            self._fail_waiters(waiters, error)
             return
         middle = (first + stop) // 2
         await self._isolate(batch, first, middle, budget)
@@ -246,6 +249,10 @@ class BatchWriter:
         stats.batches_written += 1
         stats.records_written += size
         return None
+
+    def _fail_waiters(self, waiters: list[_Waiter], error: Exception) -> None:
+        self.stats.writes_failed += sum(1 for waiter in waiters if not waiter.done())
+        _fail(waiters, error)
 
 
 def _succeed(waiters: list[_Waiter]) -> None:

@@ -21,12 +21,14 @@ from coordinator.core.shard import Shard
 from coordinator.core.shard_map import ShardMap
 from coordinator.security.acl import Authorizer
 from coordinator.server.authn import CredentialLoader, SaslServer
+from coordinator.server.cluster_identity import settle_cluster_id
 from coordinator.server.config import Config
 from coordinator.server.connection import Connection
 from coordinator.server.console import Console
+from coordinator.server.denials import DenialLog
 from coordinator.server.dispatcher import Dispatcher
 from coordinator.server.event_store import EventPersister
-from coordinator.server.group_metrics import GroupMetricsCollector
+from coordinator.server.group_metrics import GroupMetricsCollector, GroupStateCollector
 from coordinator.server.group_views import GroupViews, lag_feeder
 from coordinator.server.lag import EndOffsets, LagSampler, shard_committed_offsets
 from coordinator.server.limits import ConnectionLimits
@@ -124,8 +126,11 @@ class RunningServer:
         log.info("coordinator stopped")
 
 
-async def start_server(config: Config, end_offsets: EndOffsets | None = None) -> RunningServer:
-    """Start a server; with ``end_offsets`` (log ends of the data cluster) and metrics on, lag is sampled."""
+async def start_server(
+    config: Config, end_offsets: EndOffsets | None = None, init: bool = False
+) -> RunningServer:
+    """Start a server; with ``end_offsets`` (log ends of the data cluster) and metrics on, lag is sampled.
+    ``init``: accept and (re)write the database's cluster id (``coordinator/server/cluster_identity.py``)."""
     metrics = Metrics() if config.metrics_port else None
     health: HealthServer | None = None
     state_ready = False
@@ -156,8 +161,24 @@ async def start_server(config: Config, end_offsets: EndOffsets | None = None) ->
     await store.open()
     loop = asyncio.get_running_loop()
     clock = Clock(loop)
+    try:  # before any port opens: a refused start never answers a client
+        identity = settle_cluster_id(
+            await store.load_identity(), config.cluster_id, init, location, clock.wall_ms()
+        )
+        if identity.records:
+            await store.write(identity.records)
+    except BaseException:
+        await store.close()
+        if health is not None:
+            await health.close()
+        raise
+    if identity.action:
+        level = logging.WARNING if init else logging.INFO
+        log.log(level, "cluster id %s %s in %s", identity.cluster_id, identity.action, location)
+    else:
+        log.info("cluster id %s (stored in %s)", identity.cluster_id, location)
     node_id = config.gateway_coordinator_node_id if config.gateway_mode else config.node_id
-    node = NodeIdentity(node_id, config.listener_host, config.listener_port, config.cluster_id)
+    node = NodeIdentity(node_id, config.listener_host, config.listener_port, identity.cluster_id)
     shards = config.offsets_topic_num_partitions
     shard_map = ShardMap(shards, node_id) if shared else ShardMap.for_one_process(shards, node_id)
     cluster = Cluster(
@@ -171,6 +192,8 @@ async def start_server(config: Config, end_offsets: EndOffsets | None = None) ->
     writer = BatchWriter(store)
     runtime = Runtime(coordinator, writer, clock, config.offsets_commit_timeout_ms)
     dispatcher = Dispatcher(runtime, cluster, metrics)
+    if metrics is not None:
+        metrics.watch_writer(writer.stats)
     dispatcher.limits = config.request_limits()
     scram_users = ScramUsers(runtime, _all_credentials(store))
     scram_users.install(dispatcher.routes)
@@ -185,6 +208,11 @@ async def start_server(config: Config, end_offsets: EndOffsets | None = None) ->
             CredentialCache(_credential_loader(store)).load,
             failed_authentication_delay_ms=config.connection_failed_authentication_delay_ms,
             login_limit=FailedLoginLimit(),
+        )
+    if metrics is not None:
+        sasl = dispatcher.sasl
+        metrics.watch_security(
+            lambda: sasl.failures_by_reason if sasl is not None else {}, lambda: limits.refused_by_reason
         )
     servers: list[asyncio.Server] = []
     bound_listeners: list[BoundListener] = []
@@ -287,16 +315,13 @@ async def start_server(config: Config, end_offsets: EndOffsets | None = None) ->
             await store.close()
             raise
     load_seconds = time.monotonic() - started
-    counts = (len(state.groups), len(state.consumer_groups), len(state.offsets))
-    if shared is not None:  # this node holds the groups of its shards only
-        counts = (
-            len(coordinator.groups_snapshot()),
-            len(coordinator.consumer_group_ids()),
-            coordinator.offset_count(),
-        )
+    # What the coordinator holds after loading (one stored row may be dropped, e.g. a group
+    # stored as both classic and consumer group), so that this is the one line with counts.
+    classic_groups, consumer_groups = coordinator.groups_by_protocol()
     log.info(
         "loaded %d topics, %d classic groups, %d consumer groups and %d offsets from %s in %.0f ms",
-        len(state.topics), *counts, location, load_seconds * 1000,
+        len(state.topics), classic_groups, consumer_groups, coordinator.offset_count(),
+        location, load_seconds * 1000,
     )  # fmt: skip
     state_acls = state.acls
     del state
@@ -314,6 +339,14 @@ async def start_server(config: Config, end_offsets: EndOffsets | None = None) ->
         )
         group_metrics = GroupMetricsCollector(coordinator.events, server.lag, clock.now_ms)
         metrics.registry.register(group_metrics)
+        metrics.registry.register(
+            GroupStateCollector(
+                coordinator.group_sizes,
+                coordinator.last_commit_ms,
+                coordinator.events.session_expiries_by_group,
+            )
+        )
+        metrics.loading.set(0)
     console.views = GroupViews(coordinator, server.lag)
     if config.authorizer_enabled:
         authorizer = Authorizer(
@@ -321,6 +354,7 @@ async def start_server(config: Config, end_offsets: EndOffsets | None = None) ->
             config.allow_everyone_if_no_acl_found,
         )
         authorizer.load(state_acls)
+        authorizer.on_denied = DenialLog().denied
         AclLayer(authorizer).install(dispatcher.routes)
         TopicAcls(authorizer, cluster).install(dispatcher.routes)
         log.info(
@@ -346,13 +380,13 @@ async def start_server(config: Config, end_offsets: EndOffsets | None = None) ->
     return server
 
 
-async def serve(config: Config) -> None:
+async def serve(config: Config, init: bool = False) -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
     try:
-        server = await start_server(config)
+        server = await start_server(config, init=init)
         try:
             await stop.wait()
             log.info("shutting down")

@@ -117,6 +117,7 @@ async def test_a_failed_batch_fails_exactly_its_own_waiters() -> None:
     assert (writer.stats.batches_failed, writer.stats.records_failed) == (3, 4)
     assert writer.stats.batches_written == 2
     assert writer.stats.isolation_writes == 2
+    assert writer.stats.writes_failed == 2  # w2 and w3, once each, however many retries it took
     await writer.close()
 
 
