@@ -38,9 +38,9 @@ from storage.redact import redact_url
 from storage.schema import load_migrations
 from storage.sql import postgres_columns, postgres_key_columns, postgres_reader, postgres_sql
 from storage.tables import (
+    CLUSTER,
     CONSUMER_GROUPS,
     CONSUMER_MEMBERS,
-    CLUSTER,
     GROUP_EVENTS,
     GROUPS,
     OFFSET_COMMIT_HISTORY,

@@ -15,6 +15,7 @@ import pytest
 from protocol.apis import ApiKey
 from protocol.messages.describe_cluster import DescribeClusterRequest
 from protocol.messages.metadata import MetadataRequest
+from storage.schema import load_migrations, split_sqlite_script
 from tests.support.server import REPO, running_server
 from tests.support.wire_client import WireClient
 
@@ -81,9 +82,19 @@ def test_an_emptied_or_replaced_database_needs_init(tmp_path: Path) -> None:
 def test_a_database_from_before_cluster_ids_is_adopted(tmp_path: Path) -> None:
     path = tmp_path / "c.db"
     storage = f"sqlite:///{path}"
-    _answered(storage)
-    with sqlite3.connect(path) as conn:  # as the previous schema left it
-        conn.execute("DROP TABLE cluster")
-        conn.execute("DELETE FROM schema_version WHERE version = 7")
+    # As the schema before the cluster table left it: every older migration applied, none after.
+    migrations = load_migrations("sqlite")
+    [cluster] = [m.version for m in migrations if m.name == "cluster"]
+    with sqlite3.connect(path) as conn:
+        conn.execute(
+            "CREATE TABLE schema_version (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_ms INTEGER NOT NULL)"
+        )
+        for migration in migrations:
+            if migration.version < cluster:
+                for statement in split_sqlite_script(migration.sql):
+                    conn.execute(statement)
+                conn.execute(
+                    "INSERT INTO schema_version VALUES (?, ?, 0)", (migration.version, migration.name)
+                )
     (adopted, _) = _answered(storage)
     assert _stored(path) == [adopted]
