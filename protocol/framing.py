@@ -39,14 +39,17 @@ class FrameSplitter:
         frames: list[bytes] = []
         pos = 0
         end = len(data)
-        while end - pos >= 4:
-            (size,) = _LENGTH.unpack_from(data, pos)
-            if size < 0 or size > self.max_frame_bytes:
-                raise FrameError(
-                    f"declared frame size {size} is outside 0..{self.max_frame_bytes} (socket.request.max.bytes)"
-                )
-            if end - pos - 4 < size:
-                break
-            frames.append(bytes(data[pos + 4 : pos + 4 + size]))
-            pos += 4 + size
+        # Frames are copied out through a memoryview: slicing the bytearray itself would copy
+        # twice (a bytearray slice, then bytes), which costs milliseconds per MB of Produce.
+        with memoryview(data) as view:
+            while end - pos >= 4:
+                (size,) = _LENGTH.unpack_from(data, pos)
+                if size < 0 or size > self.max_frame_bytes:
+                    raise FrameError(
+                        f"declared frame size {size} is outside 0..{self.max_frame_bytes} (socket.request.max.bytes)"
+                    )
+                if end - pos - 4 < size:
+                    break
+                frames.append(view[pos + 4 : pos + 4 + size].tobytes())
+                pos += 4 + size
         return frames, pos

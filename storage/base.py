@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from storage.records import LoadedState, Record, UserCredentialRecord
+from storage.records import LoadedState, Record, StoredIdentity, UserCredentialRecord
 
 
 class StoreError(Exception):
@@ -29,6 +29,10 @@ class Store(Protocol):
 
     async def load(self) -> LoadedState:
         """Return every stored topic, group and offset."""
+
+    async def load_identity(self) -> StoredIdentity:
+        """The stored cluster id rows and whether this open created the database (read at start,
+        before serving: ``coordinator/server/cluster_identity.py``)."""
 
     async def write(self, records: Sequence[Record]) -> None:
         """Apply records atomically and durably (all or nothing), in order.

@@ -23,16 +23,20 @@ from storage.records import (
     OffsetCommitRecord,
     OffsetKey,
     Record,
+    StoredIdentity,
     TopicRecord,
     UserCredentialRecord,
 )
+from storage.schema import load_migrations
 from storage.tables import (
     BLOB,
     BY_NAME,
     CHILDREN,
     CLIENT_TEXT,
+    CLUSTER,
     INT32,
     INT64,
+    SERVED_STATE_TABLES,
     STATE_TABLES,
     TEXT,
     USER_CREDENTIALS,
@@ -40,6 +44,9 @@ from storage.tables import (
     Table,
     loaded_state,
 )
+
+# The memory store has no migrations; an opened one counts as fully migrated.
+SCHEMA_VERSION: Final = len(load_migrations("sqlite"))
 
 _RANGES: Final = {INT32: (-(2**31), 2**31 - 1), INT64: (-(2**63), 2**63 - 1)}
 
@@ -53,6 +60,7 @@ class MemoryData:
     # table name -> record key -> record, for every table of storage/tables.py
     tables: dict[str, dict[Any, Any]] = field(default_factory=_empty_tables)
     history: list[OffsetCommitRecord] = field(default_factory=list)
+    opened: bool = False  # a store opened it before: it is no longer a brand-new database
     events: list[GroupEventRecord] = field(default_factory=list)
 
     @property
@@ -89,6 +97,7 @@ class MemoryStore:
         self.write_calls = 0
         self.batch_sizes: list[int] = []
         self._opened = False
+        self._created = True
         self._closed = False
 
     def fail_next_writes(self, n: int = 1) -> None:
@@ -100,10 +109,18 @@ class MemoryStore:
         if self.broken:
             raise StoreError("MemoryStore is broken (injected)")
         self._opened = True
+        self._created = not self.data.opened
+        self.data.opened = True
 
     async def load(self) -> LoadedState:
         self._check_usable()
         return loaded_state({name: list(rows.values()) for name, rows in self.data.tables.items()})
+
+    async def load_identity(self) -> StoredIdentity:
+        self._check_usable()
+        cluster = list(self.data.tables[CLUSTER.name].values())
+        has_state = any(self.data.tables[table.name] for table in SERVED_STATE_TABLES)
+        return StoredIdentity(cluster, self._created, 0 if self._created else SCHEMA_VERSION, has_state)
 
     async def load_credentials(self, user: str | None = None) -> list[UserCredentialRecord]:
         self._check_usable()

@@ -26,12 +26,20 @@ from storage.batch import BatchPlan, plan_batch
 from storage.codec import CodecError
 from storage.events import POSTGRES_LOAD, POSTGRES_PRUNE_EXCESS, POSTGRES_PRUNE_OLD
 from storage.ownership import ACLS_COUNTER, BUMP_COUNTER, FENCE_CHECK, Fence, LeaseTable, ShardFenced
-from storage.records import GroupEventRecord, LoadedState, OffsetCommitRecord, Record, UserCredentialRecord
+from storage.records import (
+    GroupEventRecord,
+    LoadedState,
+    OffsetCommitRecord,
+    Record,
+    StoredIdentity,
+    UserCredentialRecord,
+)
 from storage.redact import redact_url
 from storage.schema import load_migrations
 from storage.sql import postgres_columns, postgres_key_columns, postgres_reader, postgres_sql
 from storage.tables import (
     ACLS,
+    CLUSTER,
     CONSUMER_GROUPS,
     CONSUMER_MEMBERS,
     GROUP_CONFIGS,
@@ -39,6 +47,7 @@ from storage.tables import (
     GROUPS,
     OFFSET_COMMIT_HISTORY,
     OFFSETS,
+    SERVED_STATE_TABLES,
     STATE_TABLES,
     TOPICS,
     USER_CREDENTIALS,
@@ -126,6 +135,10 @@ class PostgresStore:
         # Several nodes (docs/multinode.md): writes of group records check the leases.
         self.fence: Fence | None = None
         self._transaction_idle_timeout_ms: int | None = None
+        # Several nodes: a topic's tombstone also deletes its offsets in every group (off with
+        # offsets.retain.on.topic.deletion).
+        self.delete_offsets_with_topics = True
+        self._schema_version_at_open = 0
 
     # -- Store protocol ------------------------------------------------------------------
 
@@ -189,6 +202,25 @@ class PostgresStore:
         finally:
             await self._close_connection(conn)
         return loaded_state(rows)
+
+    async def load_identity(self) -> StoredIdentity:
+        self._check_open()
+        conn = await self._connect()
+        try:
+            async with conn.transaction(readonly=True):
+                cluster = await _fetch(conn, CLUSTER, postgres_sql(CLUSTER).select)
+                has_state = False
+                for table in SERVED_STATE_TABLES:
+                    has_state = has_state or await conn.fetchval(
+                        f"SELECT EXISTS (SELECT 1 FROM {table.name})"
+                    )
+        except _PG_ERRORS as exc:
+            raise StoreError(f"cannot read the cluster id from PostgreSQL {self.where}: {exc!r}") from exc
+        finally:
+            await self._close_connection(conn)
+        # No schema before this open: a brand-new database (a dropped schema looks the same).
+        created = self._schema_version_at_open == 0
+        return StoredIdentity(cluster, created, self._schema_version_at_open, bool(has_state))
 
     async def load_credentials(self, user: str | None = None) -> list[UserCredentialRecord]:
         self._check_open()
@@ -427,6 +459,7 @@ class PostgresStore:
                     "(version integer PRIMARY KEY, name text NOT NULL, applied_ms bigint NOT NULL)"
                 )
                 current = await conn.fetchval("SELECT coalesce(max(version), 0) FROM schema_version")
+                self._schema_version_at_open = int(current)
                 if current > len(migrations):
                     raise StoreError(
                         f"PostgreSQL {self.where} has schema version {current}, newer than this code "
@@ -464,7 +497,7 @@ class PostgresStore:
                 statements.append((sql.upsert, postgres_columns(table.written, rows)))
         if self.fence is not None:  # several nodes share the database (docs/multinode.md)
             topics = plan.changes(TOPICS)
-            if topics is not None and topics.deletes:
+            if topics is not None and topics.deletes and self.delete_offsets_with_topics:
                 # A deleted topic's offsets go in every group, those of shards other nodes
                 # hold (or none does) too.
                 statements.append((_DELETE_TOPIC_OFFSETS, (list(topics.deletes),)))

@@ -346,6 +346,31 @@ class GroupConfigTombstone(Tombstone[GroupConfigKey, GroupConfigRecord]):
         return (self.group_id, self.name)
 
 
+@dataclass(slots=True, frozen=True)
+class ClusterRecord(Upsert[str]):
+    """The cluster id of this database (one row); key cluster_id."""
+
+    table: ClassVar[str] = "cluster"
+
+    cluster_id: str
+    formatted_ms: int  # wall-clock milliseconds of the format (or of the re-label with --init)
+
+    @property
+    def key(self) -> str:
+        return self.cluster_id
+
+
+@dataclass(slots=True, frozen=True)
+class ClusterTombstone(Tombstone[str, ClusterRecord]):
+    table: ClassVar[str] = "cluster"
+
+    cluster_id: str
+
+    @property
+    def key(self) -> str:
+        return self.cluster_id
+
+
 Record = (
     OffsetCommitRecord
     | OffsetTombstone
@@ -363,6 +388,8 @@ Record = (
     | ConsumerMemberTombstone
     | GroupConfigRecord
     | GroupConfigTombstone
+    | ClusterRecord
+    | ClusterTombstone
 )
 
 
@@ -398,3 +425,18 @@ class LoadedState:
     consumer_groups: list[ConsumerGroupRecord] = field(default_factory=list)
     consumer_members: list[ConsumerMemberRecord] = field(default_factory=list)
     group_configs: list[GroupConfigRecord] = field(default_factory=list)
+    cluster: list[ClusterRecord] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class StoredIdentity:
+    """What ``Store.load_identity`` returns: the stored cluster id rows, and how the store found
+    the database when it opened it: ``created`` when it did not exist (no SQLite file, no schema
+    yet, a new memory store); ``schema_version_at_open`` is the schema version before this
+    open's migrations ran (0: no schema at all); ``has_state`` whether any topic, group or
+    offset is stored (users and ACLs added before a first start do not count)."""
+
+    cluster: list[ClusterRecord]
+    created: bool
+    schema_version_at_open: int
+    has_state: bool = False

@@ -27,13 +27,22 @@ from storage.batch import BatchPlan, plan_batch
 from storage.codec import CodecError
 from storage.events import SQLITE_LOAD, SQLITE_PRUNE_EXCESS, SQLITE_PRUNE_OLD
 from storage.process_lock import ProcessLock, lock_database
-from storage.records import GroupEventRecord, LoadedState, OffsetCommitRecord, Record, UserCredentialRecord
+from storage.records import (
+    GroupEventRecord,
+    LoadedState,
+    OffsetCommitRecord,
+    Record,
+    StoredIdentity,
+    UserCredentialRecord,
+)
 from storage.schema import load_migrations, split_sqlite_script
 from storage.sql import sqlite_sql
 from storage.tables import (
+    CLUSTER,
     GROUP_EVENTS,
     OFFSET_COMMIT_HISTORY,
     OFFSETS,
+    SERVED_STATE_TABLES,
     STATE_TABLES,
     USER_CREDENTIALS,
     loaded_state,
@@ -88,6 +97,8 @@ class SQLiteStore:
         self._executor: ThreadPoolExecutor | None = None
         self._conn: sqlite3.Connection | None = None  # touched only on the executor thread
         self._identity: tuple[int, int] | None = None  # (device, inode) of the file we opened
+        self._created = False  # the file did not exist: this open created it
+        self._schema_version_at_open = 0
         self._closed = False
         self._next_prune = 0.0
         self.exclusive = exclusive
@@ -168,7 +179,7 @@ class SQLiteStore:
         if self.exclusive:
             self._process_lock = lock_database(self.path)
         try:
-            _create_private(self.path)
+            self._created = _create_private(self.path)
             # isolation_level=None: no implicit transactions, we issue BEGIN/COMMIT ourselves.
             conn = sqlite3.connect(self.path, isolation_level=None, timeout=self.busy_timeout_ms / 1000)
         except sqlite3.Error as exc:
@@ -209,6 +220,8 @@ class SQLiteStore:
             conn.execute("BEGIN IMMEDIATE")
             try:
                 (current,) = conn.execute("SELECT coalesce(max(version), 0) FROM schema_version").fetchone()
+                if migration.version == 1:
+                    self._schema_version_at_open = int(current)
                 if current > len(migrations):
                     raise StoreError(
                         f"{self.path} has schema version {current}, newer than this code "
@@ -249,6 +262,22 @@ class SQLiteStore:
         except CodecError as exc:
             raise StoreError(f"corrupt row in SQLite database {self.path}: {exc}") from exc
         return loaded_state(rows)
+
+    async def load_identity(self) -> StoredIdentity:
+        return await self._run(self._identity_sync)
+
+    def _identity_sync(self) -> StoredIdentity:
+        conn = self._connection()
+        try:
+            rows = conn.execute(sqlite_sql(CLUSTER).select).fetchall()
+            has_state = any(
+                conn.execute(f"SELECT 1 FROM {table.name} LIMIT 1").fetchone() is not None
+                for table in SERVED_STATE_TABLES
+            )
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot read the cluster id from SQLite database {self.path}: {exc}") from exc
+        cluster = list(itertools.starmap(CLUSTER.from_row, rows))
+        return StoredIdentity(cluster, self._created, self._schema_version_at_open, has_state)
 
     async def load_credentials(self, user: str | None = None) -> list[UserCredentialRecord]:
         return await self._run(self._credentials_sync, user)
@@ -362,16 +391,18 @@ class SQLiteStore:
         return self._conn
 
 
-def _create_private(path: Path) -> None:
-    """Create a new database file readable by its owner only: it holds credential keys.
+def _create_private(path: Path) -> bool:
+    """Create a new database file readable by its owner only: it holds credential keys. True
+    when it created the file.
 
     SQLite gives its -wal and -shm files the permissions of the database file."""
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except OSError:
-        return  # exists already, or cannot be created: sqlite3.connect reports the latter
+        return False  # exists already, or cannot be created: sqlite3.connect reports the latter
     os.close(fd)
     log.warning("SQLite database %s did not exist: created an empty one", path)
+    return True
 
 
 def _identity(path: Path) -> tuple[int, int]:

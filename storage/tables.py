@@ -29,6 +29,7 @@ from storage.codec import (
 )
 from storage.records import (
     AclRecord,
+    ClusterRecord,
     ConsumerGroupRecord,
     ConsumerMemberRecord,
     GroupConfigRecord,
@@ -154,6 +155,10 @@ def _credential_row(c: UserCredentialRecord) -> Row:
 
 def _acl_row(a: AclRecord) -> Row:
     return (a.resource_type, a.resource_name, a.pattern_type, a.principal, a.host, a.operation, a.permission)
+
+
+def _cluster_row(c: ClusterRecord) -> Row:
+    return (c.cluster_id, c.formatted_ms)
 
 
 def _consumer_group_row(g: ConsumerGroupRecord) -> Row:
@@ -324,6 +329,15 @@ GROUP_CONFIGS: Final[Table[GroupConfigRecord]] = Table(
     key_values=_same,
 )
 
+CLUSTER: Final[Table[ClusterRecord]] = Table(
+    "cluster",
+    (Column("cluster_id", TEXT), Column("formatted_ms", INT64)),
+    key=("cluster_id",),
+    to_row=_cluster_row,
+    from_row=ClusterRecord,
+    key_values=_single,
+)
+
 # Every state table, in the order a batch's statements run (any order is correct: a batch
 # touches each key once, and a parent's tombstone wipes its children in the child table).
 STATE_TABLES: Final[tuple[Table[Any], ...]] = (
@@ -335,7 +349,10 @@ STATE_TABLES: Final[tuple[Table[Any], ...]] = (
     CONSUMER_GROUPS,
     CONSUMER_MEMBERS,
     GROUP_CONFIGS,
+    CLUSTER,
 )
+# The tables a served database has rows in (the admin tools only add credentials and ACLs).
+SERVED_STATE_TABLES: Final[tuple[Table[Any], ...]] = (TOPICS, GROUPS, OFFSETS, CONSUMER_GROUPS)
 BY_NAME: Final[Mapping[str, Table[Any]]] = {t.name: t for t in STATE_TABLES}
 # The child tables of each table: a tombstone there deletes their rows too.
 CHILDREN: Final[Mapping[str, tuple[Table[Any], ...]]] = {
@@ -404,4 +421,5 @@ def loaded_state(rows: Mapping[str, Sequence[Any]]) -> LoadedState:
         consumer_groups=list(rows[CONSUMER_GROUPS.name]),
         consumer_members=list(rows[CONSUMER_MEMBERS.name]),
         group_configs=list(rows[GROUP_CONFIGS.name]),
+        cluster=list(rows[CLUSTER.name]),
     )

@@ -7,7 +7,9 @@ previous one finishes. Latency at low load is one commit; throughput at high loa
 commit (one fsync) per batch, whatever the number of writers.
 
 One flush task exists while there is work and exits when the writer goes idle; ``write()``
-itself creates only a future. Batches land in the order they were formed.
+itself creates only a future, ``write_then()`` not even that: its callback is called from the
+flush task as soon as the batch settles, without a trip through the event loop's ready queue.
+Batches land in the order they were formed, and their waiters are settled in that order.
 
 A failed batch does not fail every writer in it: one request's bad record (a value the
 database refuses) must not cost anyone else their commit. When a batch of several writes fails
@@ -22,9 +24,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Final, Protocol
 
 from storage.base import Store, StoreError
 from storage.records import Record
@@ -47,12 +49,48 @@ class WriterStats:
     last_batch_writes: int = 0  # write() calls coalesced into it
     last_write_latency_s: float = 0.0  # duration of the last store.write()
     isolation_writes: int = 0  # store.write() calls made to isolate a failing write in a batch
+    writes_failed: int = 0  # write() calls whose records were not stored (each counted once)
+
+
+class _Waiter(Protocol):
+    """What the writer needs of a waiter: an ``asyncio.Future[None]`` or a :class:`_Callback`."""
+
+    def done(self) -> bool: ...
+    def set_result(self, result: None, /) -> None: ...
+    def set_exception(self, exception: BaseException, /) -> None: ...
+
+
+class _Callback:
+    """A waiter that calls ``fn(None)`` when its records are durable, ``fn(error)`` when not."""
+
+    __slots__ = ("fn", "settled")
+
+    def __init__(self, fn: Callable[[BaseException | None], None]) -> None:
+        self.fn = fn
+        self.settled = False
+
+    def done(self) -> bool:
+        return self.settled
+
+    def set_result(self, result: None, /) -> None:
+        self._settle(None)
+
+    def set_exception(self, exception: BaseException, /) -> None:
+        self._settle(exception)
+
+    def _settle(self, error: BaseException | None) -> None:
+        self.settled = True
+        try:
+            self.fn(error)
+        except Exception:
+            # As the event loop does for a future's callback: the other waiters still settle.
+            log.exception("a write callback raised")
 
 
 @dataclass(slots=True)
 class _Batch:
     records: list[Record] = field(default_factory=list)
-    waiters: list[asyncio.Future[None]] = field(default_factory=list)
+    waiters: list[_Waiter] = field(default_factory=list)
     ends: list[int] = field(default_factory=list)  # waiter i's records are records[ends[i-1]:ends[i]]
 
     def part(self, first: int, stop: int) -> list[Record]:
@@ -84,17 +122,29 @@ class BatchWriter:
         Cancelling the returned future does not take the records back. An empty ``records``
         gives a barrier: it completes once every earlier write has been attempted.
         """
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._enqueue(records, waiter)
+        return waiter
+
+    def write_then(self, records: Sequence[Record], callback: Callable[[BaseException | None], None]) -> None:
+        """Queue records; ``callback(None)`` once they are durable, ``callback(error)`` if not.
+
+        The callback runs inside the writer's flush (an exception it raises is logged), in batch
+        order; records written from it go into the next batch. Raises StoreError when closed.
+        """
+        self._enqueue(records, _Callback(callback))
+
+    def _enqueue(self, records: Sequence[Record], waiter: _Waiter) -> None:
         if self._closing:
             raise StoreError("BatchWriter is closed")
-        loop = asyncio.get_running_loop()
-        waiter: asyncio.Future[None] = loop.create_future()
         batch = self._open
         batch.records.extend(records)
         batch.waiters.append(waiter)
         batch.ends.append(len(batch.records))
         if self._flush_task is None:
-            self._flush_task = loop.create_task(self._flush_loop(), name="storage-batch-writer")
-        return waiter
+            self._flush_task = asyncio.get_running_loop().create_task(
+                self._flush_loop(), name="storage-batch-writer"
+            )
 
     async def close(self) -> None:
         """Stop accepting writes and wait until everything queued has been attempted.
@@ -115,8 +165,9 @@ class BatchWriter:
         except BaseException as exc:
             # Cancelled (loop shutting down): nobody may be left waiting forever.
             error = StoreError(f"BatchWriter stopped: {exc!r}")
-            _fail(self._open.waiters, error)
-            self._open = _Batch()
+            while self._open.waiters:  # a callback may write again: fail that too
+                batch, self._open = self._open, _Batch()
+                self._fail_waiters(batch.waiters, error)
             raise
         finally:
             self._flush_task = None
@@ -132,7 +183,9 @@ class BatchWriter:
         try:
             await self._write_batch(batch)
         except asyncio.CancelledError:
-            _fail(batch.waiters, StoreError("BatchWriter cancelled while writing; outcome unknown"))
+            self._fail_waiters(
+                batch.waiters, StoreError("BatchWriter cancelled while writing; outcome unknown")
+            )
             raise
 
     async def _write_batch(self, batch: _Batch) -> None:
@@ -143,7 +196,7 @@ class BatchWriter:
             return
         failed_after = stats.last_write_latency_s
         if len(batch.waiters) == 1 or failed_after > ISOLATION_MAX_FAILURE_S:
-            _fail(batch.waiters, error)
+            self._fail_waiters(batch.waiters, error)
             return
         # Enough writes to find a few bad writes by bisection (about 2*log2(n) each).
         budget = [8 * len(batch.waiters).bit_length() + 4]
@@ -157,7 +210,7 @@ class BatchWriter:
         if all(waiter.done() for waiter in waiters):
             return  # every caller gave up (cancelled): their records are not retried
         if budget[0] <= 0:
-            _fail(waiters, StoreError("a write in the same batch failed; not retried"))
+            self._fail_waiters(waiters, StoreError("a write in the same batch failed; not retried"))
             return
         records = batch.part(first, stop)
         if not records:
@@ -170,7 +223,7 @@ class BatchWriter:
             _succeed(waiters)
             return
         if stop - first == 1 or self.stats.last_write_latency_s > ISOLATION_MAX_FAILURE_S:
-            _fail(waiters, error)
+            self._fail_waiters(waiters, error)
             return
         middle = (first + stop) // 2
         await self._isolate(batch, first, middle, budget)
@@ -197,14 +250,18 @@ class BatchWriter:
         stats.records_written += size
         return None
 
+    def _fail_waiters(self, waiters: list[_Waiter], error: Exception) -> None:
+        self.stats.writes_failed += sum(1 for waiter in waiters if not waiter.done())
+        _fail(waiters, error)
 
-def _succeed(waiters: list[asyncio.Future[None]]) -> None:
+
+def _succeed(waiters: list[_Waiter]) -> None:
     for waiter in waiters:
         if not waiter.done():  # a caller may have cancelled its own future
             waiter.set_result(None)
 
 
-def _fail(waiters: list[asyncio.Future[None]], exc: BaseException) -> None:
+def _fail(waiters: list[_Waiter], exc: BaseException) -> None:
     for waiter in waiters:
         if not waiter.done():
             waiter.set_exception(exc)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from runner.common import DASH, PEER_VENV, PYTHON, TIMES, log
 from runner.report import fmt, one_line, spread
-from runner.servers import Env, Server, loadgen, running, start_stub
+from runner.servers import Env, Server, loadgen, running, start_ours, start_stub
 from runner.workloads import RUNNERS, Profile
 
 
@@ -51,6 +51,30 @@ def run_profile(env: Env, profile: Profile, workload: str) -> None:
             spy.send_signal(signal.SIGINT)
             spy.wait(timeout=30)
         print(summarize_profile(path))
+
+
+def commit_profile(env: Env, profile: Profile) -> str:
+    """OffsetCommit of 1 partition, 16 connections x 8 in flight, as members, on SQLite under
+    py-spy (all threads): the profile summary the report carries for commits."""
+    tool = py_spy()
+    workdir = env.next_dir("commit-profile")
+    out = workdir / "profile.txt"
+    with running(start_ours(env, workdir)) as server:
+        spy = subprocess.Popen(
+            [str(tool), "record", "--pid", str(server.pid), "--rate", "250", "--format", "raw",
+             "--output", str(out), "--nonblocking", "--threads"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        flags = ["-conns", "16", "-inflight", "8", "-duration", f"{profile.pipe_seconds}s",
+                 "-partitions", "1", "-modes", "member", "-tag", "profile"]  # fmt: skip
+        results = loadgen(server, "commit", flags, timeout=600)
+    try:
+        spy.wait(timeout=30)  # ends when the server it records exits
+    except subprocess.TimeoutExpired:
+        spy.send_signal(signal.SIGINT)
+        spy.wait(timeout=30)
+    measured = "; ".join(f"{r.get('name')}: {one_line(r)}" for r in results)
+    return f"{measured}\n\n{summarize_profile(out, top=20)}"
 
 
 def summarize_profile(path: Path, top: int = 30) -> str:

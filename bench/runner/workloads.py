@@ -39,8 +39,8 @@ FULL = Profile(
     phase_timeout_s=90,
     heartbeat_groups=1000,
     pipe_seconds=5.0,
-    commit_conns=64,
-    commit_inflight=4,
+    commit_conns=16,
+    commit_inflight=8,
     groups=100_000,
     groups_conns=256,
     groups_budget_s=60,
@@ -55,7 +55,7 @@ QUICK = Profile(
     heartbeat_groups=100,
     pipe_seconds=1.0,
     commit_conns=16,
-    commit_inflight=4,
+    commit_inflight=8,
     groups=2000,
     groups_conns=64,
     groups_budget_s=20,
@@ -81,6 +81,8 @@ def start(env: Env, kind: str, name: str, **kwargs: Any) -> Server:
                 assert env.postgres_url is not None
                 reset_postgres(env.postgres_url)
                 return start_ours(env, workdir, storage=env.postgres_url, **kwargs)
+            if kind == "ours-mem":
+                return start_ours(env, workdir, storage="memory://", **kwargs)
             return start_ours(env, workdir, **kwargs)
         except RuntimeError as exc:
             if attempt == 3:
@@ -132,8 +134,10 @@ def run_heartbeat(env: Env, profile: Profile, kind: str, rep: int) -> list[dict[
 
 def run_commit(env: Env, profile: Profile, kind: str, rep: int) -> list[dict[str, Any]]:
     kinds = [kind]
-    if kind == "ours" and env.postgres_url:
-        kinds.append("ours-pg")
+    if kind == "ours":
+        kinds.append("ours-mem")  # the same server on memory://: what the commit path costs without storage
+        if env.postgres_url:
+            kinds.append("ours-pg")
     results: list[dict[str, Any]] = []
     for k in kinds:
         with running(start(env, k, "commit")) as server:
@@ -143,9 +147,10 @@ def run_commit(env: Env, profile: Profile, kind: str, rep: int) -> list[dict[str
                 "-setup-timeout", "180s", "-tag", f"r{rep}",
             ]  # fmt: skip
             out = loadgen(server, "commit", flags, timeout=900)
-            if k == "ours-pg":
+            if k != kind:
+                prefix = {"ours-pg": "pg", "ours-mem": "mem"}[k]
                 for r in out:
-                    r["name"] = f"pg:{r['name']}"
+                    r["name"] = f"{prefix}:{r['name']}"
             results += out
     return results
 

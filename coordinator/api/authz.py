@@ -109,11 +109,15 @@ class AclLayer:
         self.authorizer = authorizer
 
     # ---- checks ----------------------------------------------------------------------------------
-    def allowed(self, ctx: RequestContext, operation: int, resource_type: int, name: str) -> bool:
-        return self.authorizer.authorize(ctx.principal, ctx.client_host, operation, resource_type, name)
+    def allowed(
+        self, ctx: RequestContext, operation: int, resource_type: int, name: str, *, log_denied: bool = True
+    ) -> bool:
+        return self.authorizer.authorize(
+            ctx.principal, ctx.client_host, operation, resource_type, name, log_denied=log_denied
+        )
 
-    def _group(self, ctx: RequestContext, operation: int, group_id: str) -> bool:
-        return self.allowed(ctx, operation, ResourceType.GROUP, group_id)
+    def _group(self, ctx: RequestContext, operation: int, group_id: str, *, log_denied: bool = True) -> bool:
+        return self.allowed(ctx, operation, ResourceType.GROUP, group_id, log_denied=log_denied)
 
     def _topic(self, ctx: RequestContext, operation: int, topic: str) -> bool:
         return self.allowed(ctx, operation, ResourceType.TOPIC, topic)
@@ -317,11 +321,16 @@ class AclLayer:
 
     def _list(self, inner: Handler[ListGroupsRequest]) -> Handler[ListGroupsRequest]:
         def handle(ctx: RequestContext, req: ListGroupsRequest) -> Result:
-            if not self.allowed(ctx, Operation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME):
+            # Both checks only filter the listing: a denial is not logged (Kafka: logIfDenied=false).
+            if not self.allowed(
+                ctx, Operation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME, log_denied=False
+            ):
 
                 def only_described(response: ListGroupsResponse) -> None:
                     response.groups = [
-                        g for g in response.groups if self._group(ctx, Operation.DESCRIBE, g.group_id)
+                        g
+                        for g in response.groups
+                        if self._group(ctx, Operation.DESCRIBE, g.group_id, log_denied=False)
                     ]
 
                 amend(ctx, only_described)

@@ -50,25 +50,34 @@ class TopicAcls:
         routes.wrap(ApiKey.METADATA, MetadataRequest, self._metadata)
 
     # ---- checks ------------------------------------------------------------------------------
-    def _topic(self, ctx: RequestContext, operation: int, name: str) -> bool:
-        return self.authorizer.authorize(ctx.principal, ctx.client_host, operation, ResourceType.TOPIC, name)
+    def _topic(self, ctx: RequestContext, operation: int, name: str, *, log_denied: bool = True) -> bool:
+        return self.authorizer.authorize(
+            ctx.principal, ctx.client_host, operation, ResourceType.TOPIC, name, log_denied=log_denied
+        )
 
     def _may_create(self, ctx: RequestContext, name: str) -> bool:
+        # CLUSTER CREATE is tried first and quietly: only the topic's own denial is logged.
         cluster = self.authorizer.authorize(
-            ctx.principal, ctx.client_host, Operation.CREATE, ResourceType.CLUSTER, CLUSTER_NAME
+            ctx.principal,
+            ctx.client_host,
+            Operation.CREATE,
+            ResourceType.CLUSTER,
+            CLUSTER_NAME,
+            log_denied=False,
         )
         return cluster or self._topic(ctx, Operation.CREATE, name)
 
     # ---- handlers ----------------------------------------------------------------------------
     def _create_topics(self, inner: Handler) -> Handler:
         def handle(ctx: RequestContext, req: Any) -> Result:
-            allowed = [t for t in req.topics if self._may_create(ctx, t.name)]
+            may = [self._may_create(ctx, t.name) for t in req.topics]  # one check (and log line) each
+            allowed = [t for t, ok in zip(req.topics, may, strict=True) if ok]
             denied = [
                 CreatableTopicResult(
                     name=t.name, error_code=TOPIC_DENIED, error_message=_DENIED_MESSAGE, configs=None
                 )
-                for t in req.topics
-                if not self._may_create(ctx, t.name)
+                for t, ok in zip(req.topics, may, strict=True)
+                if not ok
             ]
             return _partly(ctx, req, inner, "topics", allowed, "topics", denied, CreateTopicsResponse)
 
@@ -76,13 +85,14 @@ class TopicAcls:
 
     def _create_partitions(self, inner: Handler) -> Handler:
         def handle(ctx: RequestContext, req: Any) -> Result:
-            allowed = [t for t in req.topics if self._topic(ctx, Operation.ALTER, t.name)]
+            may = [self._topic(ctx, Operation.ALTER, t.name) for t in req.topics]
+            allowed = [t for t, ok in zip(req.topics, may, strict=True) if ok]
             denied = [
                 CreatePartitionsTopicResult(
                     name=t.name, error_code=TOPIC_DENIED, error_message=_DENIED_MESSAGE
                 )
-                for t in req.topics
-                if not self._topic(ctx, Operation.ALTER, t.name)
+                for t, ok in zip(req.topics, may, strict=True)
+                if not ok
             ]
             return _partly(ctx, req, inner, "topics", allowed, "results", denied, CreatePartitionsResponse)
 
@@ -91,7 +101,8 @@ class TopicAcls:
     def _delete_topics(self, inner: Handler) -> Handler:
         def handle(ctx: RequestContext, req: Any) -> Result:
             if ctx.api_version >= 6:
-                allowed = [t for t in req.topics if self._may_delete(ctx, t.name, t.topic_id)]
+                may = [self._may_delete(ctx, t.name, t.topic_id) for t in req.topics]
+                allowed = [t for t, ok in zip(req.topics, may, strict=True) if ok]
                 denied = [
                     DeletableTopicResult(
                         name=t.name,
@@ -99,15 +110,16 @@ class TopicAcls:
                         error_code=TOPIC_DENIED,
                         error_message=_DENIED_MESSAGE,
                     )
-                    for t in req.topics
-                    if not self._may_delete(ctx, t.name, t.topic_id)
+                    for t, ok in zip(req.topics, may, strict=True)
+                    if not ok
                 ]
                 return _partly(ctx, req, inner, "topics", allowed, "responses", denied, DeleteTopicsResponse)
-            names = [n for n in req.topic_names if self._may_delete(ctx, n, ZERO_UUID)]
+            may = [self._may_delete(ctx, n, ZERO_UUID) for n in req.topic_names]
+            names = [n for n, ok in zip(req.topic_names, may, strict=True) if ok]
             refused = [
                 DeletableTopicResult(name=n, error_code=TOPIC_DENIED, error_message=_DENIED_MESSAGE)
-                for n in req.topic_names
-                if not self._may_delete(ctx, n, ZERO_UUID)
+                for n, ok in zip(req.topic_names, may, strict=True)
+                if not ok
             ]
             return _partly(ctx, req, inner, "topic_names", names, "responses", refused, DeleteTopicsResponse)
 
@@ -130,7 +142,7 @@ class TopicAcls:
                     response.topics = [
                         t
                         for t in response.topics
-                        if t.name is None or self._topic(ctx, Operation.DESCRIBE, t.name)
+                        if t.name is None or self._topic(ctx, Operation.DESCRIBE, t.name, log_denied=False)
                     ]
 
                 amend(ctx, keep_described)

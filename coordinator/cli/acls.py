@@ -85,6 +85,12 @@ def _connect(args: argparse.Namespace) -> BrokerConnection:
         if args.password_file:
             password = Path(args.password_file).read_text(encoding="utf-8").rstrip("\r\n")
         else:
+            if args.password is not None:
+                print(
+                    "coordinator: warning: --password is visible to other users in `ps`; use "
+                    "--password-file, $COORDINATOR_ADMIN_PASSWORD_FILE or $COORDINATOR_ADMIN_PASSWORD",
+                    file=sys.stderr,
+                )
             password = args.password or security.password or ""
         security = Security("SASL_PLAINTEXT", "PLAIN", args.username, password)
     return BrokerConnection(host, port, args.timeout, "coordinator-acls", security)

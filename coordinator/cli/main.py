@@ -36,6 +36,13 @@ def _serve_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         metavar="FILE",
         help=f"a file holding ssl.keyfile.password (also ${PASSWORD_FILE_VARIABLE}); keeps it out of `ps`",
     )
+    serve.add_argument(
+        "--init",
+        action="store_true",
+        default=None,  # not a setting: unset flags stay None like the settings' flags
+        help="start even on a database without its cluster id (emptied or replaced) or with another "
+        "cluster's id, and (re)write the id: see docs/hardening.md",
+    )
     kafka = serve.add_argument_group("Kafka settings", "Apache Kafka's names with dots turned into dashes")
     for setting in SETTINGS:
         group = kafka if setting.info.kafka else serve
@@ -100,32 +107,36 @@ def _serve(args: argparse.Namespace) -> int:
     options = {
         k: v
         for k, v in vars(args).items()
-        if k not in ("command", "config_file", "ssl_keyfile_password_file")
+        if k not in ("command", "config_file", "ssl_keyfile_password_file", "init")
     }
     env = {k: v for k, v in os.environ.items() if k != PASSWORD_FILE_VARIABLE}
+    from coordinator.server.logs import console_line
+
+    # Until the settings are loaded, the format asked for on the command line or in the environment.
+    log_format = str(options.get("log_format") or env.get("COORDINATOR_LOG_FORMAT") or "text")
     try:
         if options.get("ssl_keyfile_password") is not None:
-            print(
-                "coordinator: warning: --ssl-keyfile-password is visible to other users in `ps`; use "
-                f"--ssl-keyfile-password-file, ${PASSWORD_FILE_VARIABLE} or $COORDINATOR_SSL_KEYFILE_PASSWORD",
-                file=sys.stderr,
+            warning = (
+                "warning: --ssl-keyfile-password is visible to other users in `ps`; use "
+                f"--ssl-keyfile-password-file, ${PASSWORD_FILE_VARIABLE} or $COORDINATOR_SSL_KEYFILE_PASSWORD"
             )
+            print(console_line(warning, log_format, "WARNING"), file=sys.stderr)
         password_file = args.ssl_keyfile_password_file or os.environ.get(PASSWORD_FILE_VARIABLE)
         if password_file:
             options["ssl_keyfile_password"] = _read_secret(password_file)
         config = load_config(cli=options, env=env, config_file=args.config_file)
     except ConfigError as exc:
-        print(f"coordinator: {exc}", file=sys.stderr)
+        print(console_line(str(exc), log_format), file=sys.stderr)
         return 2
     from coordinator.server.app import serve
     from coordinator.server.logs import setup_logging
 
     setup_logging(config.log_level, config.log_format)
     try:
-        run_loop(serve(config))
+        run_loop(serve(config, init=bool(args.init)))
     except (OSError, ValueError, StoreError) as exc:
         # Port in use, a bad storage URL or option, storage unreachable at start: one readable line.
-        print(f"coordinator: cannot start: {exc}", file=sys.stderr)
+        print(console_line(f"cannot start: {exc}", config.log_format), file=sys.stderr)
         return 1
     return 0
 

@@ -93,6 +93,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Protocol
 
+from coordinator.core.shared_values import shared_set
+
 Assignment = dict[str, frozenset[int]]
 """Topic name -> partitions."""
 
@@ -321,7 +323,9 @@ def _uniform_homogeneous(
         per_topic: dict[str, list[int]] = {topic: got for topic, got in claims[index]}
         for topic, partition in given or ():
             per_topic.setdefault(topic, []).append(partition)
-        result[member_id] = {topic: frozenset(partitions) for topic, partitions in per_topic.items()}
+        result[member_id] = {
+            topic: shared_set(frozenset(partitions)) for topic, partitions in per_topic.items()
+        }
     return result
 
 

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterable
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Final
 
 from coordinator.core.context import ReplyTo
+from coordinator.core.shared_values import shared_set
 from coordinator.core.state import VALID_PREVIOUS, GroupState, transition_to
 from protocol.errors import ErrorCode
 from protocol.messages.consumer_protocol import decode_consumer_protocol_subscription_v0
@@ -33,6 +35,7 @@ SyncKey = tuple[str, str, int]  # ("sync", group_id, generation_id)
 
 _UNKNOWN_MEMBER_ID: Final = int(ErrorCode.UNKNOWN_MEMBER_ID)
 _FENCED_INSTANCE_ID: Final = int(ErrorCode.FENCED_INSTANCE_ID)
+_NO_MEMBERS: Final[frozenset[str]] = frozenset()
 _I16 = struct.Struct(">h")
 
 
@@ -130,10 +133,10 @@ class ClassicGroup:
     leader_id: str | None = None
     members: dict[str, Member] = field(default_factory=dict)
     static_members: dict[str, str] = field(default_factory=dict)  # group_instance_id -> member_id
-    # Member ids handed out with MEMBER_ID_REQUIRED (KIP-394) that have not joined yet.
-    pending_members: set[str] = field(default_factory=set)
-    # Members that got this generation's JoinGroup response and have not sent SyncGroup yet.
-    pending_sync_members: set[str] = field(default_factory=set)
+    # The two member id sets below are empty in almost every group, almost all the time: they
+    # are None then (an empty set costs 216 bytes); read them through the properties.
+    _pending: set[str] | None = None
+    _pending_sync: set[str] | None = None
     num_awaiting_join: int = 0
     protocol_support: dict[str, int] = field(default_factory=dict)  # name -> supporting members
     subscribed_topics: frozenset[str] | None = None
@@ -145,6 +148,48 @@ class ClassicGroup:
 
     def __post_init__(self) -> None:
         self.join_key = (JOIN_TIMER, self.group_id)
+
+    # -- pending member ids ------------------------------------------------------------------
+
+    @property
+    def pending_members(self) -> AbstractSet[str]:
+        """Member ids handed out with MEMBER_ID_REQUIRED (KIP-394) that have not joined yet."""
+        return self._pending or _NO_MEMBERS
+
+    @property
+    def pending_sync_members(self) -> AbstractSet[str]:
+        """Members that got this generation's JoinGroup response and have not sent SyncGroup yet."""
+        return self._pending_sync or _NO_MEMBERS
+
+    def add_pending_member(self, member_id: str) -> None:
+        if self._pending is None:
+            self._pending = set()
+        self._pending.add(member_id)
+
+    def discard_pending_member(self, member_id: str) -> None:
+        pending = self._pending
+        if pending is not None:
+            pending.discard(member_id)
+            if not pending:
+                self._pending = None
+
+    def clear_pending_members(self) -> None:
+        self._pending = None
+
+    def add_pending_sync_member(self, member_id: str) -> None:
+        if self._pending_sync is None:
+            self._pending_sync = set()
+        self._pending_sync.add(member_id)
+
+    def discard_pending_sync_member(self, member_id: str) -> None:
+        pending = self._pending_sync
+        if pending is not None:
+            pending.discard(member_id)
+            if not pending:
+                self._pending_sync = None
+
+    def clear_pending_sync_members(self) -> None:
+        self._pending_sync = None
 
     # -- state -------------------------------------------------------------------------------
 
@@ -176,7 +221,7 @@ class ClassicGroup:
         self.members[member.member_id] = member
         self._count_protocols(member.protocols, 1)
         self.set_join_reply(member, reply, version)
-        self.pending_members.discard(member.member_id)
+        self.discard_pending_member(member.member_id)
 
     def remove_member(self, member_id: str) -> Member | None:
         """Drop a member (or pending member); parked replies are left for the caller to answer."""
@@ -190,8 +235,8 @@ class ClassicGroup:
         if self.leader_id == member_id:
             # Kafka picks an arbitrary remaining member; we take the oldest.
             self.leader_id = next(iter(self.members), None)
-        self.pending_members.discard(member_id)
-        self.pending_sync_members.discard(member_id)
+        self.discard_pending_member(member_id)
+        self.discard_pending_sync_member(member_id)
         return member
 
     def update_member(
@@ -239,8 +284,8 @@ class ClassicGroup:
         # The new process owes the SyncGroup the old one had not sent yet (Kafka leaves the old id
         # in the set, which forces a rebalance when the pending-sync timer fires).
         if old_member_id in self.pending_sync_members:
-            self.pending_sync_members.discard(old_member_id)
-            self.pending_sync_members.add(new_member_id)
+            self.discard_pending_sync_member(old_member_id)
+            self.add_pending_sync_member(new_member_id)
         return new
 
     def set_join_reply(self, member: Member, reply: ReplyTo | None, version: int) -> None:
@@ -358,7 +403,7 @@ class ClassicGroup:
             if parsed is None:
                 return None
             topics |= parsed
-        return frozenset(topics)
+        return shared_set(frozenset(topics))
 
     def is_subscribed_to_topic(self, topic: str) -> bool:
         """An unknown subscription counts as subscribed for "consumer" groups (Kafka)."""

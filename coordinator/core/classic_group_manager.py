@@ -348,7 +348,7 @@ class ClassicGroupManager:
                 # on JoinGroup would fill memory.
                 fx.reply(ctx.reply_to, self.join_error(version, GROUP_MAX_SIZE_REACHED))
                 return
-            group.pending_members.add(new_member_id)
+            group.add_pending_member(new_member_id)
             self.timers.schedule(
                 session_key(group.group_id, new_member_id), self.clock.now_ms + req.session_timeout_ms
             )
@@ -648,7 +648,7 @@ class ClassicGroupManager:
             self.timers.schedule(group.join_key, self.clock.now_ms + group.rebalance_timeout_ms())
 
     def _remove_sync_expiration(self, group: ClassicGroup) -> None:
-        group.pending_sync_members.clear()
+        group.clear_pending_sync_members()
         self.timers.cancel(sync_key(group.group_id, group.generation_id))
 
     def _complete_join(self, group: ClassicGroup, fx: Effects) -> None:
@@ -671,7 +671,7 @@ class ClassicGroupManager:
             self.timers.schedule(group.join_key, self.clock.now_ms + group.rebalance_timeout_ms())
             return
         group.generation_id += 1
-        group.pending_sync_members.clear()
+        group.clear_pending_sync_members()
         if not group.members:
             group.protocol_name = None
             group.subscribed_topics = group.compute_subscribed_topics()
@@ -698,7 +698,7 @@ class ClassicGroupManager:
                 )
             self.reschedule_session(member)
             member.is_new = False
-            group.pending_sync_members.add(member.member_id)
+            group.add_pending_sync_member(member.member_id)
         self.timers.schedule(
             sync_key(group.group_id, group.generation_id), self.clock.now_ms + group.rebalance_timeout_ms()
         )
@@ -792,7 +792,7 @@ class ClassicGroupManager:
         )
         for member in missing:
             self._remove_member(group, member, fx)
-        group.pending_sync_members.clear()
+        group.clear_pending_sync_members()
         self._prepare_rebalance(group, fx)
 
     # -- SyncGroup (v0-5) ------------------------------------------------------------------------
@@ -847,7 +847,7 @@ class ClassicGroupManager:
         return NONE
 
     def _remove_pending_sync_member(self, group: ClassicGroup, member_id: str) -> None:
-        group.pending_sync_members.discard(member_id)
+        group.discard_pending_sync_member(member_id)
         if not group.pending_sync_members:
             self.timers.cancel(sync_key(group.group_id, group.generation_id))
 
@@ -1113,7 +1113,7 @@ class ClassicGroupManager:
         """T8: an Empty group is deleted (DeleteGroups) or expired (retention sweep)."""
         for member_id in group.pending_members:
             self.timers.cancel(session_key(group.group_id, member_id))
-        group.pending_members.clear()
+        group.clear_pending_members()
         self.timers.cancel(group.join_key)
         self._transition(group, DEAD)
         del self.groups[group.group_id]

@@ -14,6 +14,7 @@ from enum import IntEnum
 from typing import Final
 
 from coordinator.core.classic_group import Protocols
+from coordinator.core.shared_values import shared_partition, shared_set
 
 Assignment = dict[str, frozenset[int]]  # topic name -> partitions (never an empty set)
 EMPTY_ASSIGNMENT: Final[Mapping[str, frozenset[int]]] = {}
@@ -87,7 +88,7 @@ class ConsumerMember:
         for source in (self.assigned, self.pending_revocation):
             for topic, partitions in source.items():
                 for p in partitions:
-                    yield topic, p
+                    yield shared_partition(topic, p)  # kept as keys of the group's owners
 
 
 @dataclass(slots=True, eq=False)
@@ -257,7 +258,7 @@ def apply_reconciled(group: ConsumerGroup, member: ConsumerMember, result: Recon
         member.previous_member_epoch = member.member_epoch
         member.member_epoch = result.member_epoch
     member.state = result.state
-    member.assigned = result.assigned
+    member.assigned = {topic: shared_set(parts) for topic, parts in result.assigned.items()}
     member.pending_revocation = result.pending_revocation
     group.add_ownership(member)
     return changed

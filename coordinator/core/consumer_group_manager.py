@@ -77,6 +77,7 @@ from coordinator.core.group_conversion import classic_group_from_consumer, consu
 from coordinator.core.heartbeat_interval import no_jitter
 from coordinator.core.lifecycle import PendingChange, TimerHandler
 from coordinator.core.regex import RegexError, TopicPattern, compile_topic_regex
+from coordinator.core.shared_values import shared_set
 from coordinator.core.stats import CoreStats
 from coordinator.core.timers import TimerKey, Timers
 from protocol.messages import consumer_group_describe as cgd
@@ -813,7 +814,7 @@ class ConsumerGroupManager:
         if member.subscribed_topic_regex:
             pattern = self._regex(member.subscribed_topic_regex)
             resolved.update(name for name in topics if pattern.fullmatch(name))
-        member.resolved_topics = frozenset(resolved)
+        member.resolved_topics = shared_set(frozenset(resolved))
         member.resolved_version = catalog.version
         return member.resolved_topics
 

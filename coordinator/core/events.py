@@ -85,6 +85,9 @@ _SHORT_CAUSES: Final = {
     STATIC_MEMBER_REPLACED: "static member replaced by {member}",
 }
 
+# Members the coordinator removed because they stopped answering: a WARNING line, not INFO.
+_FAILURES: Final = frozenset((SESSION_TIMEOUT, REBALANCE_TIMEOUT, SYNC_TIMEOUT))
+
 # Events that are not causes.
 MEMBER_REJOINED: Final = "member_rejoined"
 REBALANCE_STARTED: Final = "rebalance_started"
@@ -170,6 +173,7 @@ class GroupEvents:
         self._bumped_ms: dict[str, tuple[int, int]] = {}  # consumer group -> (epoch, monotonic ms)
         self._owners: dict[str, dict[tuple[str, int], str]] = {}  # last stable classic assignment
         self._rebalances: dict[str, int] = {}
+        self._session_expiries: dict[str, int] = {}
         self._waiting: dict[str, tuple[int, set[str]]] = {}  # consumer group -> (epoch, members behind)
         # Events not yet handed to storage; None unless events are persisted.
         self._unsaved: deque[GroupEvent] | None = None
@@ -272,12 +276,23 @@ class GroupEvents:
             self._trim_unsaved()
         if kind in CAUSES:
             self._pending_cause[group_id] = (kind, message, member_id)
+        if kind == SESSION_TIMEOUT:
+            self._session_expiries[group_id] = self._session_expiries.get(group_id, 0) + 1
         phase = self._phases.get(group_id)
         if phase is not None and kind in (MEMBER_JOINED, MEMBER_REJOINED) and member_id is not None:
             phase.last_joined, phase.last_joined_ms = member_id, self.clock.now_ms
         log = _LOGGERS[protocol]
-        if log.isEnabledFor(logging.INFO):
-            log.info("group %s: %s", group_id, message, extra={"group_event": event.to_json()})
+        level = logging.WARNING if kind in _FAILURES else logging.INFO
+        if log.isEnabledFor(level):
+            client = details.get("client_id")
+            fields = {
+                "group": group_id,
+                "member": member_id,
+                "client": client if isinstance(client, str) else None,
+            }
+            log.log(
+                level, "group %s: %s", group_id, message, extra={"group_event": event.to_json(), **fields}
+            )
         return event
 
     def take_cause(self, group_id: str) -> tuple[str, str, str | None]:
@@ -298,6 +313,10 @@ class GroupEvents:
     def rebalances_by_group(self) -> Mapping[str, int]:
         """Rebalances (classic) and epoch bumps (consumer) per live group."""
         return self._rebalances
+
+    def session_expiries_by_group(self) -> Mapping[str, int]:
+        """Members expired by their session timeout, per live group."""
+        return self._session_expiries
 
     # -- classic groups: rebalance phases ------------------------------------------------------
 
@@ -392,6 +411,7 @@ class GroupEvents:
         self._owners.pop(group_id, None)
         self._waiting.pop(group_id, None)
         self._rebalances.pop(group_id, None)
+        self._session_expiries.pop(group_id, None)
         self.stats.slowest_rejoin.pop(group_id, None)
         self.record(group_id, GROUP_REMOVED, protocol, "Dead", generation, f"group removed ({why})", why=why)
 

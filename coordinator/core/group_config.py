@@ -63,6 +63,11 @@ class GroupConfig:
     offsets_retention_check_interval_ms: int = setting(
         600000, "how often expired offsets are removed", positive, kafka=True
     )
+    offsets_retain_on_topic_deletion: bool = setting(
+        False,
+        "keep a deleted topic's committed offsets until retention expires them (ours; Kafka deletes them at once)",
+        kafka=True,
+    )
     offset_metadata_max_bytes: int = setting(4096, "largest commit metadata string", non_negative, kafka=True)
     # Not a Kafka setting for classic groups; named after group.share.max.groups.
     group_max_groups: int = setting(

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Final
 
@@ -152,7 +152,7 @@ class Shard:
         if self._loaded or self.held_group_ids():
             raise RuntimeError("load() needs a coordinator that has not been loaded nor served anything")
         self.load_more(groups, offsets, now_ms, wall_ms, consumer_groups, consumer_members, group_configs)
-        log.info(
+        log.debug(
             "loaded %d classic groups, %d consumer groups and %d offsets",
             len(self._classic.groups),
             len(self._consumer.groups),
@@ -308,9 +308,16 @@ class Shard:
         return self._run(ctx, lambda fx: self._offsets.delete_offsets(ctx, req, fx))
 
     def delete_topics(self, topics: list[str], now_ms: int, wall_ms: int) -> Result:
-        """docs/groups.md#offsets-and-retention: tombstone every offset of deleted topics (no reply)."""
+        """docs/groups.md#offsets-and-retention: tombstone every offset of deleted topics (no reply),
+        unless offsets.retain.on.topic.deletion keeps them for retention to expire (docs/hardening.md)."""
         self._enter(now_ms, wall_ms)
         fx = Effects()
+        if self.config.offsets_retain_on_topic_deletion:
+            if topics:
+                log.info(
+                    "topics deleted, their committed offsets kept until they expire: %s", ", ".join(topics)
+                )
+            return self._results.to_result(fx)
         tombstones = self._offsets.topic_tombstones(topics)
         if tombstones:
             fx.write(tombstones, on_durable=lambda out: self._offsets.apply_tombstones(tombstones))
@@ -488,6 +495,21 @@ class Shard:
         for cgroup in self._consumer.groups.values():
             counts[cgroup.state] = counts.get(cgroup.state, 0) + 1
         return counts
+
+    def group_sizes(self) -> Iterator[tuple[str, str, int]]:
+        """(group id, state, members) of every classic and consumer group."""
+        for group in self._classic.groups.values():
+            yield group.group_id, group.state.value, len(group.members)
+        for cgroup in self._consumer.groups.values():
+            yield cgroup.group_id, cgroup.state, len(cgroup.members)
+
+    def last_commit_ms(self, group_id: str) -> int | None:
+        """Wall-clock ms of the group's latest committed offset, None without offsets."""
+        return max((record.commit_ms for record in self.committed_offsets(group_id)), default=None)
+
+    def groups_by_protocol(self) -> tuple[int, int]:
+        """(classic groups, consumer groups)."""
+        return len(self._classic.groups), len(self._consumer.groups)
 
     def group_count(self) -> int:
         return len(self._classic.groups) + len(self._consumer.groups)

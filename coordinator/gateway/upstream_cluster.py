@@ -142,6 +142,9 @@ class UpstreamCluster:
         if response.cluster_id:
             self.cluster_id = response.cluster_id
         self.controller_id = response.controller_id
+        # A client's answer can name a node before our own refresh has: its virtual broker is
+        # then opened from that answer, and must find the node's address here.
+        self.known_addresses.update((b.node_id, (b.host, b.port)) for b in response.brokers)
 
     async def _brokers_seen(self, response: MetadataResponse) -> None:
         brokers = {b.node_id: (b.host, b.port) for b in response.brokers}

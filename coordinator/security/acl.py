@@ -21,7 +21,7 @@ the ACL APIs answer SECURITY_DISABLED, as a broker without an authorizer does.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from enum import IntEnum
 from typing import Final
@@ -153,8 +153,13 @@ def _resource_matches(acl: AclRecord, name: str) -> bool:
     return False
 
 
+# Told of every denial a request would see (principal, host, operation, resource type, name).
+DenialListener = Callable[[str, str, int, int, str], None]
+
+
 class Authorizer:
     def __init__(self, super_users: Iterable[str] = (), allow_everyone_if_no_acl_found: bool = False) -> None:
+        self.on_denied: DenialListener | None = None
         self.super_users = frozenset(super_users)
         self.allow_if_no_acl = allow_everyone_if_no_acl_found
         self.acls: set[AclRecord] = set()
@@ -194,7 +199,23 @@ class Authorizer:
         )
         return found
 
-    def authorize(self, principal: str, host: str, operation: int, resource_type: int, name: str) -> bool:
+    def authorize(
+        self,
+        principal: str,
+        host: str,
+        operation: int,
+        resource_type: int,
+        name: str,
+        *,
+        log_denied: bool = True,
+    ) -> bool:
+        """``log_denied=False`` for checks that only filter what is shown (Kafka's logIfDenied)."""
+        allowed = self._decide(principal, host, operation, resource_type, name)
+        if not allowed and log_denied and self.on_denied is not None:
+            self.on_denied(principal, host, operation, resource_type, name)
+        return allowed
+
+    def _decide(self, principal: str, host: str, operation: int, resource_type: int, name: str) -> bool:
         if principal in self.super_users:
             return True
         resource_acls = [acl for acl in self._by_type.get(resource_type, ()) if _resource_matches(acl, name)]
@@ -217,7 +238,7 @@ class Authorizer:
         """Kafka's bit field (bit n = operation n) of what the principal may do on a resource."""
         bits = 0
         for operation in OPERATIONS_OF.get(ResourceType(resource_type), ()):
-            if self.authorize(principal, host, operation, resource_type, name):
+            if self._decide(principal, host, operation, resource_type, name):
                 bits |= 1 << operation
         return bits
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import gc
 import logging
 import random
 import signal
@@ -20,12 +21,14 @@ from coordinator.core.shard import Shard
 from coordinator.core.shard_map import ShardMap
 from coordinator.security.acl import Authorizer
 from coordinator.server.authn import CredentialLoader, SaslServer
+from coordinator.server.cluster_identity import settle_cluster_id
 from coordinator.server.config import Config
 from coordinator.server.connection import Connection
 from coordinator.server.console import Console
+from coordinator.server.denials import DenialLog
 from coordinator.server.dispatcher import Dispatcher
 from coordinator.server.event_store import EventPersister
-from coordinator.server.group_metrics import GroupMetricsCollector
+from coordinator.server.group_metrics import GroupMetricsCollector, GroupStateCollector
 from coordinator.server.group_views import GroupViews, lag_feeder
 from coordinator.server.lag import EndOffsets, LagSampler, shard_committed_offsets
 from coordinator.server.limits import ConnectionLimits
@@ -124,8 +127,11 @@ class RunningServer:
         log.info("coordinator stopped")
 
 
-async def start_server(config: Config, end_offsets: EndOffsets | None = None) -> RunningServer:
-    """Start a server; with ``end_offsets`` (log ends of the data cluster) and metrics on, lag is sampled."""
+async def start_server(
+    config: Config, end_offsets: EndOffsets | None = None, init: bool = False
+) -> RunningServer:
+    """Start a server; with ``end_offsets`` (log ends of the data cluster) and metrics on, lag is sampled.
+    ``init``: accept and (re)write the database's cluster id (``coordinator/server/cluster_identity.py``)."""
     metrics = Metrics() if config.metrics_port else None
     health: HealthServer | None = None
     state_ready = False
@@ -156,8 +162,24 @@ async def start_server(config: Config, end_offsets: EndOffsets | None = None) ->
     await store.open()
     loop = asyncio.get_running_loop()
     clock = Clock(loop)
+    try:  # before any port opens: a refused start never answers a client
+        identity = settle_cluster_id(
+            await store.load_identity(), config.cluster_id, init, location, clock.wall_ms()
+        )
+        if identity.records:
+            await store.write(identity.records)
+    except BaseException:
+        await store.close()
+        if health is not None:
+            await health.close()
+        raise
+    if identity.action:
+        level = logging.WARNING if init else logging.INFO
+        log.log(level, "cluster id %s %s in %s", identity.cluster_id, identity.action, location)
+    else:
+        log.info("cluster id %s (stored in %s)", identity.cluster_id, location)
     node_id = config.gateway_coordinator_node_id if config.gateway_mode else config.node_id
-    node = NodeIdentity(node_id, config.listener_host, config.listener_port, config.cluster_id)
+    node = NodeIdentity(node_id, config.listener_host, config.listener_port, identity.cluster_id)
     shards = config.offsets_topic_num_partitions
     shard_map = ShardMap(shards, node_id) if shared else ShardMap.for_one_process(shards, node_id)
     cluster = Cluster(
@@ -171,6 +193,8 @@ async def start_server(config: Config, end_offsets: EndOffsets | None = None) ->
     writer = BatchWriter(store)
     runtime = Runtime(coordinator, writer, clock, config.offsets_commit_timeout_ms)
     dispatcher = Dispatcher(runtime, cluster, metrics)
+    if metrics is not None:
+        metrics.watch_writer(writer.stats)
     dispatcher.limits = config.request_limits()
     scram_users = ScramUsers(runtime, _all_credentials(store))
     scram_users.install(dispatcher.routes)
@@ -185,6 +209,11 @@ async def start_server(config: Config, end_offsets: EndOffsets | None = None) ->
             CredentialCache(_credential_loader(store)).load,
             failed_authentication_delay_ms=config.connection_failed_authentication_delay_ms,
             login_limit=FailedLoginLimit(),
+        )
+    if metrics is not None:
+        sasl = dispatcher.sasl
+        metrics.watch_security(
+            lambda: sasl.failures_by_reason if sasl is not None else {}, lambda: limits.refused_by_reason
         )
     servers: list[asyncio.Server] = []
     bound_listeners: list[BoundListener] = []
@@ -252,6 +281,10 @@ async def start_server(config: Config, end_offsets: EndOffsets | None = None) ->
         event_persister = EventPersister(coordinator.events, raw_store, config.group_events_retention_ms)
         restored = await event_persister.restore()
         log.info("group events are persisted; %d restored", restored)
+    # Loading allocates millions of objects that live as long as the server: collector passes over
+    # them midway cost a third of the load's CPU and find nothing (enabled again below; a failed
+    # load ends the server).
+    gc.disable()
     state = await store.load()
     cluster.load(state.topics)
     if shared is None:
@@ -284,19 +317,20 @@ async def start_server(config: Config, end_offsets: EndOffsets | None = None) ->
             await store.close()
             raise
     load_seconds = time.monotonic() - started
-    counts = (len(state.groups), len(state.consumer_groups), len(state.offsets))
-    if shared is not None:  # this node holds the groups of its shards only
-        counts = (
-            len(coordinator.groups_snapshot()),
-            len(coordinator.consumer_group_ids()),
-            coordinator.offset_count(),
-        )
+    # What the coordinator holds after loading (one stored row may be dropped, e.g. a group
+    # stored as both classic and consumer group), so that this is the one line with counts.
+    classic_groups, consumer_groups = coordinator.groups_by_protocol()
     log.info(
         "loaded %d topics, %d classic groups, %d consumer groups and %d offsets from %s in %.0f ms",
-        len(state.topics), *counts, location, load_seconds * 1000,
+        len(state.topics), classic_groups, consumer_groups, coordinator.offset_count(),
+        location, load_seconds * 1000,
     )  # fmt: skip
     state_acls = state.acls
     del state
+    # The loaded state lives as long as the server: the collector's full passes need not walk it
+    # (with a million offsets each pass would hold the event loop for a good part of a second).
+    gc.freeze()
+    gc.enable()
     if event_persister is not None:
         server.event_persister = event_persister
         event_persister.start()
@@ -307,6 +341,14 @@ async def start_server(config: Config, end_offsets: EndOffsets | None = None) ->
         )
         group_metrics = GroupMetricsCollector(coordinator.events, server.lag, clock.now_ms)
         metrics.registry.register(group_metrics)
+        metrics.registry.register(
+            GroupStateCollector(
+                coordinator.group_sizes,
+                coordinator.last_commit_ms,
+                coordinator.events.session_expiries_by_group,
+            )
+        )
+        metrics.loading.set(0)
     console.views = GroupViews(coordinator, server.lag)
     if config.authorizer_enabled:
         authorizer = Authorizer(
@@ -314,6 +356,7 @@ async def start_server(config: Config, end_offsets: EndOffsets | None = None) ->
             config.allow_everyone_if_no_acl_found,
         )
         authorizer.load(state_acls)
+        authorizer.on_denied = DenialLog().denied
         if server.ownership is not None:  # ACL changes made through other nodes
             server.ownership.watch_acls(authorizer.load)
         AclLayer(authorizer).install(dispatcher.routes)
@@ -341,13 +384,13 @@ async def start_server(config: Config, end_offsets: EndOffsets | None = None) ->
     return server
 
 
-async def serve(config: Config) -> None:
+async def serve(config: Config, init: bool = False) -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
     try:
-        server = await start_server(config)
+        server = await start_server(config, init=init)
         try:
             await stop.wait()
             log.info("shutting down")

@@ -90,6 +90,9 @@ class SaslServer:
         self.now_ms = now_ms
         self.tasks: set[asyncio.Task[None]] = set()
         self.failures = 0
+        self.failures_by_reason: dict[
+            str, int
+        ] = {}  # bad_credentials, too_many_failures, credentials_unavailable
 
     # ---- gate ------------------------------------------------------------------------------
     def admit(self, connection: Connection, session: SaslSession, request: Request) -> bool:
@@ -212,7 +215,7 @@ class SaslServer:
         assert authenticator is not None
         limit = self.login_limit
         if limit is not None and not session.authenticated and limit.blocked(connection.client_host):
-            self.failures += 1
+            self._count_failure("too_many_failures")
             respond(
                 None,
                 "Authentication failed: too many failed authentications from this address, try again later",
@@ -241,6 +244,7 @@ class SaslServer:
             records = await self.load_credentials(user)
         except Exception as exc:  # storage down: the client retries the login later
             log.error("cannot read the credentials of %r for %s: %s", user, connection.peer, exc)
+            self._count_failure("credentials_unavailable")
             respond(None, "Authentication failed: credentials are unavailable, try again later")
             return
         found = {r.mechanism: ScramCredential(r.mechanism, r.salt, r.stored_key, r.server_key, r.iterations)
@@ -281,7 +285,7 @@ class SaslServer:
         message: str,
         respond: Callable[[bytes | None, str | None], None],
     ) -> None:
-        self.failures += 1
+        self._count_failure("bad_credentials")
         log.warning(
             "failed authentication from %s (SASL %s): %s", connection.peer, authenticator.mechanism, message
         )
@@ -294,6 +298,10 @@ class SaslServer:
                     connection.client_host,
                 )
         respond(None, message)
+
+    def _count_failure(self, reason: str) -> None:
+        self.failures += 1
+        self.failures_by_reason[reason] = self.failures_by_reason.get(reason, 0) + 1
 
     def _complete(
         self,

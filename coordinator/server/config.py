@@ -84,7 +84,12 @@ class Config(GroupConfig):
     )
     advertised_port: int | None = setting(None, "port announced to clients", shown_default="the listen port")
     node_id: int = setting(0, "node id")
-    cluster_id: str = setting("kafka-group-coordinator", "cluster id")
+    cluster_id: str = setting(
+        "",
+        "cluster id answered in Metadata/DescribeCluster; empty: the one stored in the database (a new "
+        "database gets a random one); set, it must match the stored one (--init re-labels)",
+        shown_default="the stored one",
+    )
     storage: str = setting(
         "sqlite:///coordinator.db", "sqlite:///path.db, postgresql://user:pw@host:port/db or memory://"
     )

@@ -26,7 +26,9 @@ log = logging.getLogger(__name__)
 
 
 class ResponseObserver(Protocol):
-    def observe_response(self, api_key: int, api_version: int, response: Any, seconds: float) -> None: ...
+    def observe_response(
+        self, api_key: int, api_version: int, response: Any, seconds: float, parked_seconds: float = 0.0
+    ) -> None: ...
 
 
 class FrameHandler(Protocol):
@@ -53,7 +55,7 @@ class Admission(Protocol):
 class PendingReply:
     """The ReplyTo of one request: encodes the response for the request's API version."""
 
-    __slots__ = ("api_key", "api_version", "connection", "correlation_id", "sent", "started")
+    __slots__ = ("api_key", "api_version", "connection", "correlation_id", "parked_at", "sent", "started")
 
     def __init__(self, connection: Connection, api_key: int, api_version: int, correlation_id: int) -> None:
         self.connection = connection
@@ -62,6 +64,12 @@ class PendingReply:
         self.correlation_id = correlation_id
         self.sent = False
         self.started = time.perf_counter()
+        self.parked_at: float | None = None  # when it began waiting for an event (long poll)
+
+    def park(self) -> None:
+        """Handled, but the answer waits for an event: from now on the time counts as parked."""
+        if not self.sent and self.parked_at is None:
+            self.parked_at = time.perf_counter()
 
     def send(self, response: Any) -> None:
         if self.sent:
@@ -240,8 +248,11 @@ class Connection(asyncio.Protocol):
             self.seen = True
             metrics = self.dispatcher.metrics
             if metrics is not None:
+                now = time.perf_counter()
+                parked_at = reply.parked_at
+                handled = now if parked_at is None else parked_at
                 metrics.observe_response(
-                    reply.api_key, reply.api_version, response, time.perf_counter() - reply.started
+                    reply.api_key, reply.api_version, response, handled - reply.started, now - handled
                 )
         if self.in_flight is reply:
             self.in_flight = None

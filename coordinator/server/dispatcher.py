@@ -56,6 +56,10 @@ _NEEDS_NO_CATALOG = frozenset(
 )
 
 
+# Requests a broker parks until an event (Kafka's purgatory): their wait is not processing time.
+LONG_POLL_APIS = frozenset({ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP, ApiKey.FETCH})
+
+
 class Dispatcher:
     def __init__(self, runtime: Runtime, cluster: Cluster, metrics: Metrics | None = None) -> None:
         self.runtime = runtime
@@ -189,6 +193,10 @@ class Dispatcher:
             reply.finish_without_response()  # acks=0
             return
         self.runtime.apply(result)
+        if request.api_key in LONG_POLL_APIS and not result.records:
+            # Unanswered without a write pending: parked until the rebalance (JoinGroup,
+            # SyncGroup) or the max wait (Fetch); latency metrics keep that wait apart.
+            reply.park()
 
     def _failed(
         self, connection: Connection, reply: PendingReply, request: Request, exc: Exception | None

@@ -11,7 +11,8 @@ It also measures the event loop's lag: how late a callback scheduled every ``int
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from operator import itemgetter
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
@@ -162,3 +163,50 @@ class GroupMetricsCollector(Collector):
 
 def _value(item: tuple[str, int]) -> int:
     return item[1]
+
+
+class GroupStateCollector(Collector):
+    """Per-group members, state, last commit time and session expiries, kafka-lag-exporter style,
+    for the ``top_groups`` groups with most members only (ties: the first found), so the series stay
+    bounded however many groups there are."""
+
+    def __init__(
+        self,
+        sizes: Callable[[], Iterable[tuple[str, str, int]]],
+        last_commit_ms: Callable[[str], int | None],
+        session_expiries: Callable[[], Mapping[str, int]],
+        top_groups: int = DEFAULT_TOP_GROUPS,
+    ) -> None:
+        self.sizes = sizes  # (group id, state, members) of every group
+        self.last_commit_ms = last_commit_ms
+        self.session_expiries = session_expiries
+        self.top_groups = top_groups
+
+    def collect(self) -> Iterable[Metric]:
+        top = heapq.nlargest(self.top_groups, self.sizes(), key=itemgetter(2))
+        members = GaugeMetricFamily(
+            "coordinator_group_members", "Members of the group (top N groups by members)", labels=["group"]
+        )
+        state = GaugeMetricFamily(
+            "coordinator_group_state", "1 for the group's current state (top N groups by members)",
+            labels=["group", "state"],
+        )  # fmt: skip
+        committed = GaugeMetricFamily(
+            "coordinator_group_last_commit_timestamp_seconds",
+            "Wall-clock time of the group's latest offset commit (top N groups by members)",
+            labels=["group"],
+        )
+        for group_id, group_state, count in top:
+            members.add_metric([group_id], count)
+            state.add_metric([group_id, group_state], 1)
+            last = self.last_commit_ms(group_id)
+            if last is not None:
+                committed.add_metric([group_id], last / 1000)
+        expiries = GaugeMetricFamily(
+            "coordinator_group_session_expiries",
+            "Members expired by session timeout since the group was created or loaded (top N groups)",
+            labels=["group"],
+        )
+        for group_id, count in heapq.nlargest(self.top_groups, self.session_expiries().items(), key=_value):
+            expiries.add_metric([group_id], count)
+        yield from (members, state, committed, expiries)

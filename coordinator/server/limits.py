@@ -46,6 +46,7 @@ class ConnectionLimits:
         self.connections: set[Connection] = set()
         self.per_ip: dict[str, int] = {}
         self.refused = 0
+        self.refused_by_reason: dict[str, int] = {}  # max_connections, max_connections_per_ip
         self.idle_closed = 0
         self._refusals_unlogged = 0
         self._last_refusal_log = -_REFUSAL_LOG_INTERVAL_S
@@ -56,13 +57,15 @@ class ConnectionLimits:
     def admit(self, connection: Connection) -> bool:
         """Register a new connection; False (and a log line) when it is over a limit."""
         host = connection.client_host
-        reason = None
+        reason = kind = None
         if len(self.connections) >= self.max_connections:
-            reason = f"max.connections ({self.max_connections}) reached"
+            reason, kind = f"max.connections ({self.max_connections}) reached", "max_connections"
         elif self.per_ip.get(host, 0) >= self.max_connections_per_ip:
             reason = f"max.connections.per.ip ({self.max_connections_per_ip}) reached for {host}"
-        if reason is not None:
+            kind = "max_connections_per_ip"
+        if reason is not None and kind is not None:
             self.refused += 1
+            self.refused_by_reason[kind] = self.refused_by_reason.get(kind, 0) + 1
             self._log_refusal(connection.peer, reason)
             return False
         self.connections.add(connection)

@@ -7,6 +7,10 @@ import logging
 import sys
 import time
 
+# Fields a record may carry (``extra=``) that the JSON format shows at the top level: group
+# events set group/member/client; authorization denials principal/operation/resource/host.
+STRUCTURED_FIELDS = ("group", "member", "client", "principal", "operation", "resource", "host")
+
 
 class JsonFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
@@ -17,6 +21,10 @@ class JsonFormatter(logging.Formatter):
             "logger": record.name,
             "message": record.getMessage(),
         }
+        for name in STRUCTURED_FIELDS:
+            value = getattr(record, name, None)
+            if value is not None:
+                entry[name] = value
         event = getattr(record, "group_event", None)
         if event is not None:  # group events (coordinator.core.events) carry their fields
             entry["event"] = event
@@ -47,6 +55,16 @@ _ESCAPES = {code: f"\\x{code:02x}" for code in [*range(0x20), 0x7F] if code != 0
     0x0A: "\\n",
     0x0D: "\\r",
 }
+
+
+def console_line(message: str, fmt: str, level: str = "ERROR") -> str:
+    """A line the ``coordinator`` command prints itself (before logging is set up, or instead of
+    a traceback): ``coordinator: <message>`` as text, one JSON object when ``fmt`` is json."""
+    if fmt != "json":
+        return f"coordinator: {message}"
+    now = time.time()
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now % 1 * 1000):03d}Z"
+    return json.dumps({"ts": stamp, "level": level, "logger": "coordinator", "message": message})
 
 
 def setup_logging(level: str, fmt: str) -> None:

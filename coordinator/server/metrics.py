@@ -4,20 +4,38 @@ Names follow Kafka's group-coordinator metrics where one exists (NumGroups by st
 offset-commit / offset-expiration counts, group-completed-rebalance count, partition load time),
 under the ``coordinator_`` prefix. ``/healthz`` answers while the process runs; ``/readyz``
 once loading has finished and storage writes are succeeding.
+
+Label convention (docs/observability.md): an outcome is the label ``result``, ``ok`` on success
+and otherwise the Kafka error name in lower case (``unknown_member_id``). Counters have no
+``_created`` series; ``/metrics`` answers OpenMetrics when the scraper's Accept header asks.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import platform
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
+from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client import (
+    GC_COLLECTOR,
+    PLATFORM_COLLECTOR,
+    PROCESS_COLLECTOR,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    disable_created_metrics,
+)
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.exposition import choose_encoder
 from prometheus_client.registry import Collector
 
+from coordinator.core.consumer_group import CONSUMER_GROUP_STATES
+from coordinator.core.state import GroupState
 from coordinator.server.console import Console
 from protocol.apis import ApiKey
 from protocol.errors import error_name
@@ -52,6 +70,25 @@ _GROUP_RESULT_APIS: dict[int, str] = {
 }
 
 
+# Every state a classic or a consumer group can be in: each is exported, 0 when no group is in it.
+GROUP_STATES = tuple(dict.fromkeys([*(state.value for state in GroupState), *CONSUMER_GROUP_STATES]))
+# Bounded reason values of the security counters (a reason outside these is a bug).
+AUTHENTICATION_FAILURE_REASONS = ("bad_credentials", "too_many_failures", "credentials_unavailable")
+CONNECTION_REJECTION_REASONS = ("max_connections", "max_connections_per_ip")
+
+
+def result_label(error_code: int) -> str:
+    """The ``result`` label value: ``ok``, or the Kafka error name in lower case."""
+    return "ok" if error_code == 0 else error_name(error_code).lower()
+
+
+def package_version() -> str:
+    try:
+        return version("kafka-group-coordinator")
+    except PackageNotFoundError:
+        return "unknown"
+
+
 def _api_label(api_key: int) -> str:
     try:
         return ApiKey(api_key).name.lower()
@@ -70,27 +107,99 @@ class _GroupCollector(Collector):
         groups = GaugeMetricFamily(
             "coordinator_groups", "Groups by state (Kafka: NumGroups<State>)", labels=["state"]
         )
-        for state, count in sorted(by_state.items()):
-            groups.add_metric([state], count)
+        for state in sorted({*GROUP_STATES, *by_state}):
+            groups.add_metric([state], by_state.get(state, 0))
         yield groups
         yield GaugeMetricFamily(
             "coordinator_members", "Members of classic and consumer groups", value=members
         )
 
 
+class _WriterCollector(Collector):
+    """Storage write outcomes from the batch writer's counters, read at scrape time."""
+
+    def __init__(self, stats: Any) -> None:
+        self._stats = stats  # storage.writer.WriterStats
+
+    def collect(self) -> Iterable[Metric]:
+        stats = self._stats
+        yield CounterMetricFamily(
+            "coordinator_storage_write_failures",
+            "Writes whose records could not be stored (their requests got an error); a failed "
+            "batch retried in parts to isolate a bad record counts once per write it failed",
+            value=stats.writes_failed,
+        )
+        yield CounterMetricFamily(
+            "coordinator_storage_isolation_writes",
+            "Store writes made to find the bad record of a failed batch (split and retried)",
+            value=stats.isolation_writes,
+        )
+
+
+class _SecurityCollector(Collector):
+    """Failed authentications and refused connections, by a bounded reason."""
+
+    def __init__(
+        self,
+        authentication_failures: Callable[[], Mapping[str, int]],
+        connection_rejections: Callable[[], Mapping[str, int]],
+    ) -> None:
+        self._authentication_failures = authentication_failures
+        self._connection_rejections = connection_rejections
+
+    def collect(self) -> Iterable[Metric]:
+        failures = CounterMetricFamily(
+            "coordinator_failed_authentications",
+            "Failed SASL authentications by reason (Kafka: failed-authentication-total)",
+            labels=["reason"],
+        )
+        counts = self._authentication_failures()
+        for reason in AUTHENTICATION_FAILURE_REASONS:
+            failures.add_metric([reason], counts.get(reason, 0))
+        yield failures
+        rejections = CounterMetricFamily(
+            "coordinator_connection_rejections",
+            "Connections refused at accept by a connection limit",
+            labels=["reason"],
+        )
+        counts = self._connection_rejections()
+        for reason in CONNECTION_REJECTION_REASONS:
+            rejections.add_metric([reason], counts.get(reason, 0))
+        yield rejections
+
+
 class Metrics:
     def __init__(self) -> None:
+        disable_created_metrics()  # type: ignore[no-untyped-call]  # process-wide: no `_created` series on counters and histograms
         self.registry = CollectorRegistry(auto_describe=True)
         r = self.registry
+        for collector in (PROCESS_COLLECTOR, PLATFORM_COLLECTOR, GC_COLLECTOR):
+            r.register(collector)  # process_*, python_info, python_gc_*: stateless readers
+        self.build_info = Gauge(
+            "coordinator_build_info", "Always 1; the labels name the running build",
+            ["version", "python"], registry=r,
+        )  # fmt: skip
+        self.build_info.labels(package_version(), platform.python_version()).set(1)
+        self.loading = Gauge(
+            "coordinator_loading", "1 while groups and offsets are being loaded at start, then 0", registry=r
+        )
+        self.loading.set(1)
         self.requests = Counter(
             "coordinator_requests",
-            "Requests answered, by API, version and top-level error",
-            ["api", "version", "error"],
+            "Requests answered, by API, version and top-level result",
+            ["api", "version", "result"],
             registry=r,
         )
         self.request_latency = Histogram(
-            "coordinator_request_latency_seconds", "Time from decode to response, by API and version",
+            "coordinator_request_latency_seconds",
+            "Time from decode to response, by API and version; without the time a request waits "
+            "parked (JoinGroup/SyncGroup for the rebalance, Fetch for max wait)",
             ["api", "version"], buckets=_LATENCY_BUCKETS, registry=r,
+        )  # fmt: skip
+        self.request_parked = Histogram(
+            "coordinator_request_parked_seconds",
+            "Time requests waited parked for an event (JoinGroup/SyncGroup: the rebalance; Fetch: max wait)",
+            ["api"], buckets=_REBALANCE_BUCKETS, registry=r,
         )  # fmt: skip
         self.group_results = Counter(
             "coordinator_group_requests",
@@ -132,9 +241,6 @@ class Metrics:
             "coordinator_storage_batch_records", "Records per storage write (group commit)",
             buckets=(1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 5000, 20000), registry=r,
         )  # fmt: skip
-        self.storage_failures = Counter(
-            "coordinator_storage_write_failures", "Failed storage writes", registry=r
-        )
         self.loop_lag = Histogram(
             "coordinator_event_loop_lag_seconds", "How late the event loop runs a scheduled callback",
             buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10), registry=r,
@@ -152,6 +258,16 @@ class Metrics:
         self._seen_rebalances = 0
         self._seen_consumer_rebalances = 0
         self._seen_expired = 0
+
+    def watch_writer(self, stats: Any) -> None:
+        self.registry.register(_WriterCollector(stats))
+
+    def watch_security(
+        self,
+        authentication_failures: Callable[[], Mapping[str, int]],
+        connection_rejections: Callable[[], Mapping[str, int]],
+    ) -> None:
+        self.registry.register(_SecurityCollector(authentication_failures, connection_rejections))
 
     def watch_core(self, snapshot: Callable[[], tuple[dict[str, int], int]], stats: Any) -> None:
         """Group counts are read at scrape time; the core's counters are carried over then too."""
@@ -172,7 +288,10 @@ class Metrics:
         self.offsets_expired.inc(stats.offsets_expired - self._seen_expired)
         self._seen_expired = stats.offsets_expired
 
-    def observe_response(self, api_key: int, api_version: int, response: Any, seconds: float) -> None:
+    def observe_response(
+        self, api_key: int, api_version: int, response: Any, seconds: float, parked_seconds: float = 0.0
+    ) -> None:
+        """``seconds``: processing time; ``parked_seconds``: the wait of a parked request."""
         error = int(getattr(response, "error_code", 0) or 0)
         key = (api_key, api_version, error)
         children = self._children.get(key)
@@ -182,6 +301,8 @@ class Metrics:
         requests, latency, group_result = children
         requests.inc()
         latency.observe(seconds)
+        if parked_seconds > 0:
+            self.request_parked.labels(_api_label(api_key)).observe(parked_seconds)
         if group_result is not None:
             group_result.inc()
         elif api_key == ApiKey.OFFSET_COMMIT:
@@ -191,7 +312,7 @@ class Metrics:
 
     def _children_for(self, api_key: int, api_version: int, error: int) -> tuple[Any, Any, Any]:
         """Labelled children are looked up once per (api, version, error), not per request."""
-        api, version, name = _api_label(api_key), str(api_version), error_name(error)
+        api, version, name = _api_label(api_key), str(api_version), result_label(error)
         request = _GROUP_RESULT_APIS.get(api_key)
         return (
             self.requests.labels(api, version, name),
@@ -202,12 +323,14 @@ class Metrics:
     def _commit_result(self, error: int) -> Any:
         child = self._commit_children.get(error)
         if child is None:
-            child = self._commit_children[error] = self.offset_commits.labels(error_name(error))
+            child = self._commit_children[error] = self.offset_commits.labels(result_label(error))
         return child
 
-    def render(self) -> bytes:
+    def render(self, accept: str | None = None) -> tuple[bytes, str]:
+        """The exposition and its content type: OpenMetrics when ``accept`` asks for it."""
         self._collect_core_stats()
-        return generate_latest(self.registry)
+        encoder, content_type = choose_encoder(accept or "")
+        return encoder(self.registry), content_type
 
 
 class HealthServer:
@@ -233,19 +356,19 @@ class HealthServer:
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             request_line = await asyncio.wait_for(reader.readline(), 5)
-            while (await asyncio.wait_for(reader.readline(), 5)) not in (b"\r\n", b"\n", b""):
-                pass
+            accept = None
+            while (line := await asyncio.wait_for(reader.readline(), 5)) not in (b"\r\n", b"\n", b""):
+                name, _, value = line.decode("latin-1").partition(":")
+                if name.strip().lower() == "accept":
+                    accept = value.strip()
             parts = request_line.decode("latin-1").split()
             path, _, query = parts[1].partition("?") if len(parts) >= 2 else ("", "", "")
             headers: tuple[tuple[str, str], ...] = ()
             if len(parts) < 2 or parts[0] not in ("GET", "HEAD"):
                 status, body, kind = "405 Method Not Allowed", b"only GET\n", "text/plain"
             elif path == "/metrics":
-                status, body, kind = (
-                    "200 OK",
-                    self.metrics.render(),
-                    "text/plain; version=0.0.4; charset=utf-8",
-                )
+                body, kind = self.metrics.render(accept)
+                status = "200 OK"
             elif path == "/healthz":
                 status, body, kind = "200 OK", b"ok\n", "text/plain"
             elif path == "/readyz":
@@ -280,13 +403,13 @@ class MeasuredStore:
     async def load(self) -> Any:
         return await self._store.load()
 
+    async def load_identity(self) -> Any:
+        return await self._store.load_identity()
+
     async def write(self, records: Any) -> None:
         started = time.perf_counter()
         try:
             await self._store.write(records)
-        except BaseException:
-            self._metrics.storage_failures.inc()
-            raise
         finally:
             self._metrics.storage_write_latency.observe(time.perf_counter() - started)
             self._metrics.storage_batch_records.observe(len(records))

@@ -77,6 +77,7 @@ class Ownership:
         self.poll_ms = poll_ms
         self.fence = Fence(shard_map.node_id, shard_map.shard_of)
         store.use_fence(self.fence, max(lease_ms // 4, MIN_TRANSACTION_IDLE_MS))
+        store.delete_offsets_with_topics = not runtime.coordinator.config.offsets_retain_on_topic_deletion
         runtime.on_fenced = self._fenced
         self.owned: dict[int, _Owned] = {}
         self._releasing: set[int] = set()

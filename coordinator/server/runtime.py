@@ -12,15 +12,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from coordinator.core.result import Result
 from coordinator.core.shard import Shard
 from protocol.errors import ErrorCode
 from storage.base import StoreError
 from storage.ownership import ShardFenced
-from storage.records import Record
 from storage.writer import BatchWriter
 
 log = logging.getLogger(__name__)
@@ -51,11 +50,12 @@ class Clock:
 
 
 class _PendingWrite:
-    __slots__ = ("deadline", "result", "timed_out")
+    __slots__ = ("deadline", "result", "settled", "timed_out")
 
-    def __init__(self, result: Result) -> None:
+    def __init__(self, result: Result, deadline: float) -> None:
         self.result = result
-        self.deadline: asyncio.TimerHandle | None = None
+        self.deadline = deadline  # loop time after which it is answered as timed out
+        self.settled = False
         self.timed_out = False
 
 
@@ -73,6 +73,10 @@ class Runtime:
         self._timer_due = 0  # when the armed tick should run: max(deadline, time of arming)
         self._stall_grace_until: int | None = None
         self._pending_writes = 0
+        # Writes in the order they were made, so their deadlines ascend: one timer, armed for
+        # the oldest unsettled one, replaces a timer handle per write.
+        self._unsettled: deque[_PendingWrite] = deque()
+        self._write_timer: asyncio.TimerHandle | None = None
         self._storage_failing = False
         self.on_write_failure: Callable[[BaseException], None] | None = None
         # Called with the shards a write was refused for because their lease is gone.
@@ -98,21 +102,30 @@ class Runtime:
             self.apply(follow_up)
 
     def _write(self, result: Result) -> None:
-        records: list[Record] = result.records
         self._pending_writes += 1
+        write = _PendingWrite(result, self._loop.time() + self.write_timeout_ms / 1000)
         try:
-            future = self.writer.write(records)
+            self.writer.write_then(result.records, lambda error: self._written(write, error))
         except StoreError as exc:  # the writer is closed: we are shutting down
-            future = self._loop.create_future()
-            future.set_exception(exc)
-        write = _PendingWrite(result)
-        write.deadline = self._loop.call_later(self.write_timeout_ms / 1000, self._timed_out, write, future)
-        future.add_done_callback(lambda done: self._written(write, done))
+            self._loop.call_soon(self._written, write, exc)
+        self._unsettled.append(write)
+        if self._write_timer is None:
+            self._write_timer = self._loop.call_at(write.deadline, self._write_deadline)
 
-    def _timed_out(self, write: _PendingWrite, future: asyncio.Future[None]) -> None:
+    def _write_deadline(self) -> None:
+        """The oldest unsettled write's deadline passed: time out every write now overdue."""
+        self._write_timer = None
+        unsettled = self._unsettled
+        now = self._loop.time()
+        while unsettled and (unsettled[0].settled or unsettled[0].deadline <= now):
+            write = unsettled.popleft()
+            if not write.settled:
+                self._timed_out(write)
+        if unsettled:
+            self._write_timer = self._loop.call_at(unsettled[0].deadline, self._write_deadline)
+
+    def _timed_out(self, write: _PendingWrite) -> None:
         """offsets.commit.timeout.ms passed: answer now (Kafka: REQUEST_TIMED_OUT, mapped per API)."""
-        if future.done():
-            return
         write.timed_out = True
         if not self._storage_failing:
             self._storage_failing = True
@@ -124,14 +137,16 @@ class Runtime:
         if write.result.on_failed is not None:
             self.apply(write.result.on_failed(self.clock.now_ms(), ErrorCode.REQUEST_TIMED_OUT))
 
-    def _written(self, write: _PendingWrite, done: asyncio.Future[Any]) -> None:
+    def _written(self, write: _PendingWrite, error: BaseException | None) -> None:
         self._pending_writes -= 1
-        if write.deadline is not None:
-            write.deadline.cancel()
+        write.settled = True
+        unsettled = self._unsettled
+        while unsettled and unsettled[0].settled:  # writes settle in order: usually just this one
+            unsettled.popleft()
+        if not unsettled and self._write_timer is not None:
+            self._write_timer.cancel()
+            self._write_timer = None
         result = write.result
-        error = None if done.cancelled() else done.exception()
-        if done.cancelled():
-            error = StoreError("write cancelled at shutdown")
         if error is None:
             if self._storage_failing:
                 self._storage_failing = False

@@ -134,6 +134,14 @@ def test_acls_password_from_a_file(secured: Secured, tmp_path: Path) -> None:
         "list", "--bootstrap", secured.sasl, "--username", "admin", "--password-file", "/nonexistent"
     )
     assert code == 2 and "/nonexistent" in err
+    assert "visible to other users" not in err
+
+
+def test_acls_password_on_the_command_line_warns(secured: Secured) -> None:
+    code, err = _acls("list", "--bootstrap", secured.sasl, "--username", "admin", "--password", "admin-pw")
+    warning, _, rest = err.partition("\n")
+    assert warning.startswith("coordinator: warning: --password is visible to other users in `ps`")
+    assert code == 1 and rest.startswith("SECURITY_DISABLED"), err
 
 
 def _encrypted_key(certs: Certificates, directory: Path, password: str) -> Path:

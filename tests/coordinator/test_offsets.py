@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from coordinator.core.group_config import GroupConfig
 from coordinator.core.state import GroupState
 from protocol.errors import ErrorCode
 from protocol.messages.offset_commit import (
@@ -411,6 +412,28 @@ def test_deleted_topics_lose_their_offsets_in_every_group(h: Harness) -> None:
     )
     assert set(h.store.offsets) == {("a", "keep", 0)}
     assert fetched(h.fetch("b", None)) == {}
+
+
+def test_offsets_of_deleted_topics_can_be_kept_until_retention_expires_them() -> None:
+    retention_ms, sweep_ms = 60_000, 1_000
+    config = GroupConfig(
+        offsets_retain_on_topic_deletion=True,
+        offsets_retention_minutes=1,
+        offsets_retention_check_interval_ms=sweep_ms,
+    )
+    h = Harness(config)
+    h.commit("a", {("t", 0): 1, ("keep", 0): 1})
+    batches = len(h.store.batches)
+    h.delete_topics("t")
+    h.flush()
+    assert len(h.store.batches) == batches  # nothing written: the offsets stay
+    assert fetched(h.fetch("a", {"t": [0]})) == {("t", 0): (1, -1, "", 0)}
+    h.advance(retention_ms + sweep_ms)  # then retention removes them like any other offset
+    assert fetched(h.fetch("a", {"t": [0], "keep": [0]})) == {
+        ("t", 0): (-1, -1, "", 0),
+        ("keep", 0): (-1, -1, "", 0),
+    }
+    assert ("a", "t", 0) not in h.store.offsets
 
 
 def test_a_failed_deleted_topics_write_leaves_the_offsets(h: Harness) -> None:

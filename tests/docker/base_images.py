@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import tempfile
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests.docker.daemon import Docker
@@ -28,8 +29,20 @@ ROOTFS_IMAGE = f"kafka-group-coordinator-standin/debian:{DEBIAN_RELEASE}"
 LOCAL_CA_DIR = Path("/usr/local/share/ca-certificates")
 
 
-def required_base_images(compose_config: str) -> list[str]:
-    """The images the stack pulls: FROM lines of docker/Dockerfile and services without a build."""
+def required_base_images(compose_config: str, profiles: list[str]) -> list[str]:
+    """The images the stack pulls: FROM lines of docker/Dockerfile and the services without a
+    build that run under ``profiles`` (services without profiles always run)."""
+    images = dockerfile_base_images()
+    for service in _services(compose_config).values():
+        image = service.image
+        active = not service.profiles or set(service.profiles) & set(profiles)
+        if image and not service.build and active and image not in images:
+            images.append(image)
+    return images
+
+
+def dockerfile_base_images() -> list[str]:
+    """The images docker/Dockerfile starts from, in order (its own stages left out)."""
     stages: set[str] = set()
     images: list[str] = []
     for line in (REPO / "docker" / "Dockerfile").read_text().splitlines():
@@ -39,30 +52,41 @@ def required_base_images(compose_config: str) -> list[str]:
                 images.append(match.group(1))
             if match.group(2):
                 stages.add(match.group(2))
-    for service in _services(compose_config).values():
-        image = service.get("image")
-        if image and "build" not in service and image not in images:
-            images.append(image)
     return images
 
 
-def _services(compose_config: str) -> dict[str, dict[str, str]]:
-    """Service name -> its top-level keys (scalar values only) from `docker-compose config` YAML."""
-    services: dict[str, dict[str, str]] = {}
+@dataclass
+class _Service:
+    image: str = ""
+    build: bool = False
+    profiles: list[str] = field(default_factory=list)
+
+
+def _services(compose_config: str) -> dict[str, _Service]:
+    """Service name -> its image, whether it is built and its profiles, from the YAML that
+    `docker-compose config` prints (every service, whatever the profiles asked for)."""
+    services: dict[str, _Service] = {}
     in_services = False
-    current: dict[str, str] | None = None
+    current: _Service | None = None
+    key = ""
     for line in compose_config.splitlines():
         if not line.strip():
             continue
         indent = len(line) - len(line.lstrip())
+        text = line.strip()
         if indent == 0:
             in_services = line.rstrip() == "services:"
             current = None
         elif in_services and indent == 2:
-            current = services.setdefault(line.strip().rstrip(":"), {})
-        elif in_services and indent == 4 and current is not None:
-            key, _, value = line.strip().partition(":")
-            current[key] = value.strip().strip("'\"")
+            current = services.setdefault(text.rstrip(":"), _Service())
+        elif current is not None and indent == 4 and not text.startswith("- "):
+            key, _, value = text.partition(":")
+            if key == "image":
+                current.image = value.strip().strip("'\"")
+            elif key == "build":
+                current.build = True
+        elif current is not None and key == "profiles" and text.startswith("- "):
+            current.profiles.append(text[2:].strip().strip("'\""))
     return services
 
 
@@ -77,6 +101,17 @@ def provide(docker: Docker, image: str) -> str:
         raise AssertionError(f"{image} cannot be pulled and there is no stand-in for it in docker/standin/")
     builder(docker, image)
     return "stand-in built"
+
+
+def available(docker: Docker, image: str) -> bool:
+    """Whether ``image`` can be had without a stand-in: pulled now, or already present."""
+    if docker.run("pull", "--quiet", image, timeout=600, check=False).returncode == 0:
+        return True
+    return _present(docker, image) and not _is_standin(docker, image)
+
+
+def service_image(compose_config: str, service: str) -> str:
+    return _services(compose_config)[service].image
 
 
 def _present(docker: Docker, image: str) -> bool:
@@ -107,6 +142,21 @@ def _build_postgres(docker: Docker, image: str) -> None:
         _build(docker, image, Path(context), {"BASE_IMAGE": ROOTFS_IMAGE})
 
 
+def _build_tansu(docker: Docker, image: str) -> None:
+    python_image = dockerfile_base_images()[0]
+    provide(docker, python_image)
+    with tempfile.TemporaryDirectory(prefix="standin-tansu-") as context:
+        shutil.copy(STANDIN_DIR / "tansu.Dockerfile", Path(context) / "Dockerfile")
+        _build(docker, image, Path(context), {"BASE_IMAGE": python_image} | pip_index_build_args())
+
+
+def _build_prometheus(docker: Docker, image: str) -> None:
+    _ensure_rootfs(docker)
+    with tempfile.TemporaryDirectory(prefix="standin-prometheus-") as context:
+        shutil.copy(STANDIN_DIR / "prometheus.Dockerfile", Path(context) / "Dockerfile")
+        _build(docker, image, Path(context), {"BASE_IMAGE": ROOTFS_IMAGE})
+
+
 def _build(docker: Docker, image: str, context: Path, args: dict[str, str]) -> None:
     argv = ["build", "--quiet", "--label", f"{STANDIN_LABEL}=true", "-t", image]
     for name, value in (args | proxy_build_args()).items():
@@ -118,6 +168,16 @@ def proxy_build_args() -> dict[str, str]:
     """The host's proxy settings, which Docker passes to builds only when asked."""
     names = ("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy")
     return {name: os.environ[name] for name in names if os.environ.get(name)}
+
+
+def pip_index_build_args() -> dict[str, str]:
+    """The host's package index, when it is set in the environment and reachable over HTTP(S)."""
+    names = ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL")
+    return {
+        name: os.environ[name]
+        for name in names
+        if os.environ.get(name, "").startswith(("http://", "https://"))
+    }
 
 
 def _ensure_rootfs(docker: Docker) -> None:
@@ -164,4 +224,6 @@ def _ensure_rootfs(docker: Docker) -> None:
 STANDINS: dict[str, Callable[[Docker, str], None]] = {
     "python": _build_python,
     "postgres": _build_postgres,
+    "ghcr.io/tansu-io/tansu": _build_tansu,
+    "prom/prometheus": _build_prometheus,
 }

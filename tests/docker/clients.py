@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 
-from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import NewTopic
 from kafka.errors import KafkaError, TopicAlreadyExistsError
 from kafka.structs import OffsetAndMetadata
@@ -67,3 +67,57 @@ def _committed_once(bootstrap: str, group: str, topic: str) -> dict[int, int]:
     finally:
         admin.close()
     return {tp.partition: om.offset for tp, om in found.items() if tp.topic == topic and om.offset >= 0}
+
+
+def produce(bootstrap: str, topic: str, partitions: int, count: int) -> set[bytes]:
+    """Create ``topic`` and produce ``count`` records to it, acknowledged by every replica;
+    answers the record values."""
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, **CLIENT_TIMEOUTS)
+    try:
+        admin.create_topics([NewTopic(topic, partitions, 1)])
+    except TopicAlreadyExistsError:
+        pass
+    finally:
+        admin.close()
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=5, **CLIENT_TIMEOUTS)
+    values = {f"record-{n}".encode() for n in range(count)}
+    try:
+        futures = [
+            producer.send(topic, value=value, partition=n % partitions)
+            for n, value in enumerate(sorted(values))
+        ]
+        producer.flush(timeout=60)
+        for future in futures:
+            future.get(timeout=1)
+    finally:
+        producer.close()
+    return values
+
+
+def consume_and_commit(
+    bootstrap: str, group: str, topic: str, count: int
+) -> tuple[list[bytes], dict[int, int]]:
+    """A member of ``group`` reads ``count`` records of ``topic`` from the start and commits
+    what it read; answers the values read and partition -> committed offset."""
+    consumer = KafkaConsumer(
+        topic,
+        bootstrap_servers=bootstrap,
+        group_id=group,
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+        session_timeout_ms=10000,
+        heartbeat_interval_ms=1000,
+        **CLIENT_TIMEOUTS,
+    )
+    values: list[bytes] = []
+    try:
+        deadline = time.monotonic() + 90
+        while len(values) < count:
+            assert time.monotonic() < deadline, f"read {len(values)} of {count} records"
+            for records in consumer.poll(timeout_ms=500).values():
+                values += [record.value for record in records]
+        consumer.commit()
+        offsets = {tp.partition: consumer.position(tp) for tp in consumer.assignment()}
+    finally:
+        consumer.close()
+    return values, offsets

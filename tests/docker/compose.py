@@ -4,14 +4,13 @@ free loopback ports, brought up, checked and removed with everything it created.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import socket
 import subprocess
 import time
 from dataclasses import dataclass, field
 
-from tests.docker.base_images import proxy_build_args
+from tests.docker.base_images import pip_index_build_args, proxy_build_args
 from tests.docker.daemon import Docker
 from tests.support.server import REPO
 
@@ -22,16 +21,6 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
-
-
-def pip_index_build_args() -> dict[str, str]:
-    """The host's package index, when it is set in the environment and reachable over HTTP(S)."""
-    names = ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL")
-    return {
-        name: os.environ[name]
-        for name in names
-        if os.environ.get(name, "").startswith(("http://", "https://"))
-    }
 
 
 @dataclass

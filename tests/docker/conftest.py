@@ -54,6 +54,11 @@ class Stack:
                 "COORDINATOR_METRICS_HOST_PORT",
                 "COORDINATOR_POSTGRES_KAFKA_PORT",
                 "COORDINATOR_POSTGRES_METRICS_HOST_PORT",
+                "COORDINATOR_GATEWAY_KAFKA_PORT",
+                "GATEWAY_BROKER_PORT_BASE",
+                "COORDINATOR_GATEWAY_METRICS_HOST_PORT",
+                "PROMETHEUS_HOST_PORT",
+                "GRAFANA_HOST_PORT",
             )
         }
         project = ComposeProject(
@@ -70,7 +75,7 @@ class Stack:
             },
         )
         self.projects.append(project)
-        for image in required_base_images(project.compose("config").stdout):
+        for image in required_base_images(project.compose("config").stdout, list(profiles)):
             if image not in self.base_images:
                 self.base_images[image] = provide(self.docker, image)
         services = ["coordinator"] + (["loadtest"] if "loadtest" in profiles else [])

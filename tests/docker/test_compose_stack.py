@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
+import urllib.parse
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -16,9 +19,11 @@ from kafka.admin import NewTopic
 from protocol.apis import ApiKey
 from protocol.messages.find_coordinator import FindCoordinatorRequest
 from protocol.messages.metadata import MetadataRequest, MetadataRequestTopic
-from tests.docker.clients import committed, join_and_commit
+from tests.docker.base_images import available, service_image
+from tests.docker.clients import committed, consume_and_commit, join_and_commit, produce
 from tests.docker.compose import ComposeProject, free_port
 from tests.docker.conftest import Stack
+from tests.support.server import REPO
 from tests.support.wire_client import WireClient
 
 pytestmark = [pytest.mark.docker, pytest.mark.integration, pytest.mark.timeout(1800)]
@@ -49,6 +54,29 @@ def _recreate(project: ComposeProject, *services: str) -> None:
     project.compose("up", "--detach", "--no-build", "--force-recreate", *services, timeout=180)
     for service in services:
         project.wait_healthy(service)
+
+
+def _http_json(url: str) -> object:
+    with urllib.request.urlopen(url, timeout=5) as response:
+        return json.load(response)
+
+
+def _eventually(check: str, probe: object, timeout: float = 90) -> object:
+    """Call ``probe`` until it answers something true (HTTP and connection errors count as not
+    yet); answers that."""
+    assert callable(probe)
+    deadline = time.monotonic() + timeout
+    last: object = None
+    while time.monotonic() < deadline:
+        try:
+            last = probe()
+        except OSError as exc:
+            last = exc
+        else:
+            if last:
+                return last
+        time.sleep(1)
+    raise AssertionError(f"{check}: not after {timeout} s (last answer: {last!r})")
 
 
 def _stop_cleanly(project: ComposeProject) -> None:
@@ -177,6 +205,87 @@ def test_cluster_profile(stack: Stack) -> None:
         }
         for group, expected in offsets.items():
             assert committed(bootstraps[1], group, "orders") == expected
+        _stop_cleanly(project)
+    finally:
+        project.down()
+
+
+def test_gateway_profile(stack: Stack) -> None:
+    """Records go through the gateway to the upstream broker and back; the group and its offsets
+    live in the coordinator, not upstream."""
+    project = stack.project("gateway")
+    try:
+        project.compose("up", "--detach", "--no-build", "coordinator-gateway")
+        project.wait_healthy("coordinator-gateway")
+        bootstrap = _bootstrap(project, "COORDINATOR_GATEWAY_KAFKA_PORT")
+        sent = produce(bootstrap, "payments", partitions=3, count=600)
+        received, offsets = consume_and_commit(bootstrap, "ledger", "payments", count=len(sent))
+        assert sorted(received) == sorted(sent)
+        assert sum(offsets.values()) == len(sent)
+        assert committed(bootstrap, "ledger", "payments") == offsets
+
+        # Upstream's own coordinator never saw the group: nothing there to import.
+        upstream = project.compose(
+            "exec", "-T", "coordinator-gateway", "coordinator", "offsets", "import",
+            "--from-kafka", "upstream:9092", "--group", "ledger",
+            "--bootstrap", f"127.0.0.1:{project.variables['COORDINATOR_GATEWAY_KAFKA_PORT']}",
+            timeout=60, check=False,
+        )  # fmt: skip
+        assert "'ledger' has no committed offsets on upstream:9092" in upstream.stderr, upstream.stderr
+
+        project.compose("restart", "coordinator-gateway", timeout=120)
+        project.wait_healthy("coordinator-gateway")
+        assert committed(bootstrap, "ledger", "payments") == offsets
+        _only_named_volumes(project, {("coordinator-gateway-data", "/data")})
+        _stop_cleanly(project)
+    finally:
+        project.down()
+
+
+def test_monitoring_profile(stack: Stack) -> None:
+    """Prometheus scrapes the coordinator with the alert rules of ops/prometheus loaded; Grafana
+    serves the ops/grafana dashboard where its image can be had."""
+    project = stack.project("monitoring")
+    grafana = available(stack.docker, service_image(project.compose("config").stdout, "grafana"))
+    if grafana:
+        project.profiles.append("grafana")
+    try:
+        project.compose("up", "--detach", "--no-build", *(["grafana"] if grafana else ["prometheus"]))
+        project.wait_healthy("coordinator")
+        bootstrap = _bootstrap(project, "COORDINATOR_KAFKA_PORT")
+        join_and_commit(bootstrap, "billing", "orders", partitions=3, first_offset=10)
+
+        prometheus = f"http://127.0.0.1:{project.variables['PROMETHEUS_HOST_PORT']}"
+
+        def target_health() -> list[str]:
+            found = _http_json(f"{prometheus}/api/v1/targets")
+            assert isinstance(found, dict)
+            return [t["health"] for t in found["data"]["activeTargets"] if t["health"] == "up"]
+
+        _eventually("the coordinator is a healthy Prometheus target", target_health)
+        rules = _http_json(f"{prometheus}/api/v1/rules")
+        assert isinstance(rules, dict)
+        loaded = {rule["name"] for group in rules["data"]["groups"] for rule in group["rules"]}
+        rules_file = (REPO / "ops" / "prometheus" / "coordinator-alerts.yml").read_text()
+        expected = set(re.findall(r"^\s*- (?:alert|record):\s*(\S+)", rules_file, re.MULTILINE))
+        assert expected and loaded == expected
+
+        query = urllib.parse.quote("sum(coordinator_offset_commits_total)")
+
+        def commits() -> float:
+            found = _http_json(f"{prometheus}/api/v1/query?query={query}")
+            assert isinstance(found, dict)
+            result = found["data"]["result"]
+            return float(result[0]["value"][1]) if result else 0.0
+
+        assert _eventually("the commits reach Prometheus", lambda: commits() >= 3)
+        if grafana:
+            grafana_url = f"http://127.0.0.1:{project.variables['GRAFANA_HOST_PORT']}"
+            _eventually("Grafana is up", lambda: _http_json(f"{grafana_url}/api/health"))
+            dashboards = _eventually(
+                "Grafana has the dashboard", lambda: _http_json(f"{grafana_url}/api/search?type=dash-db")
+            )
+            assert isinstance(dashboards, list) and dashboards, dashboards
         _stop_cleanly(project)
     finally:
         project.down()

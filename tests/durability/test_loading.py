@@ -47,7 +47,7 @@ from protocol.messages.offset_fetch import (
     OffsetFetchRequestTopics,
 )
 from protocol.messages.sync_group import SyncGroupRequest
-from storage.records import GroupMetadataRecord, MemberRecord, OffsetCommitRecord, TopicRecord
+from storage.records import ClusterRecord, GroupMetadataRecord, MemberRecord, OffsetCommitRecord, TopicRecord
 from storage.url import open_store
 from tests.durability.support import (
     COORDINATOR_LOAD_IN_PROGRESS,
@@ -108,6 +108,7 @@ async def prefill(url: str) -> None:
         )
         await store.write(
             [
+                ClusterRecord("loading-test", now),  # formatted, as a server would have done
                 TopicRecord(TOPIC, uuid.uuid4().bytes, PARTITIONS, 1, ()),
                 GroupMetadataRecord(STABLE, "consumer", GENERATION, "range", "m-1", now, members),
                 # An Empty group keeps its offsets (without any it would be swept away).

@@ -25,7 +25,9 @@ def test_sasl_to_upstream(tmp_path: Path, mechanism: str) -> None:
          "--mechanism", scram, "--storage", storage],
         cwd=REPO, check=True, capture_output=True, timeout=60,
     )  # fmt: skip
-    upstream = start_server(storage, {"security-protocol": "SASL_PLAINTEXT"})
+    upstream = start_server(
+        storage, {"security-protocol": "SASL_PLAINTEXT", "cluster-id": "upstream-cluster"}
+    )
     try:
         settings = {
             "upstream-security-protocol": "SASL_PLAINTEXT",
@@ -35,7 +37,7 @@ def test_sasl_to_upstream(tmp_path: Path, mechanism: str) -> None:
         with running_gateway(
             upstream.bootstrap, **settings, **{"upstream-sasl-password": "right-pw"}
         ) as good:
-            expected = "gateway mode: upstream cluster kafka-group-coordinator, 1 brokers"
+            expected = "gateway mode: upstream cluster upstream-cluster, 1 brokers"
             deadline = time.monotonic() + 10
             while expected not in good.log_text():
                 assert time.monotonic() < deadline, good.log_text()

@@ -368,3 +368,18 @@ def test_config_apis_check_describe_configs_and_alter_configs(server: ServerProc
             (4, "", ErrorCode.CLUSTER_AUTHORIZATION_FAILED),
         ]
         assert describe(admin) == [(32, "cfg", 0), (32, "other", 0), (2, "cfg-topic", 0), (4, "", 0)]
+
+
+def test_denials_are_logged_once_per_principal_and_resource(server: ServerProcess) -> None:
+    with login(server, "alice", "alice-pw") as alice:
+        for _ in range(3):
+            assert _join(alice, "g9").error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED
+        assert alice.request(ApiKey.LIST_GROUPS, 4, ListGroupsRequest()).groups == []  # filtered, not logged
+        fetched = alice.request(ApiKey.OFFSET_FETCH, 7, OffsetFetchRequest("g9", None))
+        assert fetched.error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED
+        line = "Principal = User:alice is Denied Operation = Read from host = 127.0.0.1 on resource = Group:LITERAL:g9"
+        deadline = time.monotonic() + 5
+        while line not in server.log_text() and time.monotonic() < deadline:
+            time.sleep(0.05)
+    denials = [text for text in server.log_lines if "coordinator.authorizer" in text]
+    assert len(denials) == 1 and denials[0].rstrip().endswith(line), denials

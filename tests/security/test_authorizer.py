@@ -96,3 +96,15 @@ def test_filters_and_validation() -> None:
     assert validation_error(
         AclRecord(ResourceType.CLUSTER, "x", PatternType.LITERAL, "User:a", "*", READ, ALLOW)
     )
+
+
+def test_denials_are_reported_unless_the_check_only_filters() -> None:
+    auth = Authorizer()
+    auth.load([binding("g", READ)])
+    denied: list[tuple[str, str, int, int, str]] = []
+    auth.on_denied = lambda *denial: denied.append(denial)
+    assert auth.authorize("User:alice", "h", READ, GROUP, "g")
+    assert not auth.authorize("User:alice", "h", DELETE, GROUP, "g")
+    assert not auth.authorize("User:eve", "h", READ, GROUP, "hidden", log_denied=False)
+    assert auth.authorized_operations("User:eve", "h", GROUP, "g") == 0
+    assert denied == [("User:alice", "h", DELETE, GROUP, "g")]

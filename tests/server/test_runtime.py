@@ -34,12 +34,15 @@ class Reply:
         self.runtime = runtime
         self.response: Any = None
         self.offset_seen_at_send: int | None = None
+        self.sends = 0
         self.done = asyncio.get_running_loop().create_future()
 
     def send(self, response: Any) -> None:
+        self.sends += 1
         self.response = response
         self.offset_seen_at_send = fetch(self.runtime)
-        self.done.set_result(None)
+        if not self.done.done():
+            self.done.set_result(None)
 
 
 class Sink:
@@ -110,4 +113,42 @@ async def test_a_commit_that_lands_after_its_timeout_is_served() -> None:
     await asyncio.sleep(0)  # its done-callback runs
     assert ("g", "t", 0) in store.data.offsets
     assert fetch(runtime) == 42
+    runtime.stop_timers()
+
+
+async def test_each_write_times_out_at_its_own_deadline_under_one_timer() -> None:
+    # The first write stalls the store for 300 ms; writes queued behind it at different times
+    # each time out write_timeout_ms after they were made, not at the first one's deadline.
+    store = MemoryStore(latency_ms=300)
+    await store.open()
+    runtime = runtime_over(store, write_timeout_ms=100)
+    loop = asyncio.get_running_loop()
+    first = commit(runtime, 1)
+    await asyncio.sleep(0.06)
+    second = commit(runtime, 2)
+    started = loop.time()
+    await asyncio.wait_for(first.done, 5)
+    assert not second.done.done()  # the first one's deadline is not the second's
+    await asyncio.wait_for(second.done, 5)
+    waited = loop.time() - started
+    assert 0.09 <= waited < 0.25
+    assert error_code(first.response) == error_code(second.response) == ErrorCode.REQUEST_TIMED_OUT
+    assert (first.sends, second.sends) == (1, 1)
+    await asyncio.wait_for(runtime.writer.write([]), 5)
+    assert fetch(runtime) == 2  # both landed late and were applied in order
+    assert runtime.pending_writes == 0
+    runtime.stop_timers()
+
+
+async def test_writes_that_settle_in_time_leave_no_timer_behind() -> None:
+    store = MemoryStore()
+    await store.open()
+    runtime = runtime_over(store, write_timeout_ms=50)
+    replies = [commit(runtime, offset) for offset in range(1, 20)]
+    await asyncio.wait_for(asyncio.gather(*(reply.done for reply in replies)), 5)
+    assert all(error_code(reply.response) == 0 for reply in replies)
+    await asyncio.sleep(0.1)  # past every deadline: nothing is answered twice or timed out
+    assert [reply.sends for reply in replies] == [1] * len(replies)
+    assert all(error_code(reply.response) == 0 for reply in replies)
+    assert runtime.pending_writes == 0
     runtime.stop_timers()

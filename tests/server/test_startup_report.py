@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -70,3 +72,30 @@ def test_serve_logs_where_its_data_is_and_its_settings(tmp_path: Path) -> None:
     assert f"offsets from {database} in" in text
     assert "effective configuration:" in text and "\tport = 0\n" in text
     assert "ssl.keyfile.password = [hidden]" in text and "hunter2" not in text
+    assert sum(" offsets" in line and "loaded " in line for line in lines) == 1  # one count, not two
+
+
+def _serve_json(*argv: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("COORDINATOR_")}
+    env["PYTHONPATH"] = str(REPO)
+    return subprocess.run(
+        [sys.executable, "-m", "coordinator", "serve", "--log-format", "json", *argv],
+        env=env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+
+
+@pytest.mark.integration
+def test_startup_errors_follow_the_json_log_format() -> None:
+    usage = _serve_json("--num-partitions", "x")
+    assert usage.returncode == 2
+    entry = json.loads(usage.stderr.strip().splitlines()[-1])
+    assert entry["level"] == "ERROR" and "num.partitions" in entry["message"]
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        failed = _serve_json("--host", "127.0.0.1", "--port", str(port), "--storage", "memory://")
+    assert failed.returncode == 1
+    lines = failed.stderr.strip().splitlines()
+    assert all(json.loads(line) for line in lines)  # every line, the settings block included, is JSON
+    assert json.loads(lines[-1])["message"].startswith("cannot start: ")

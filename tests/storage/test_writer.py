@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
@@ -117,6 +117,7 @@ async def test_a_failed_batch_fails_exactly_its_own_waiters() -> None:
     assert (writer.stats.batches_failed, writer.stats.records_failed) == (3, 4)
     assert writer.stats.batches_written == 2
     assert writer.stats.isolation_writes == 2
+    assert writer.stats.writes_failed == 2  # w2 and w3, once each, however many retries it took
     await writer.close()
 
 
@@ -225,3 +226,42 @@ async def test_writer_over_sqlite(tmp_path: Path) -> None:
     finally:
         await writer.close()
         await store.close()
+
+
+async def test_write_then_calls_back_in_batch_order_and_a_raising_callback_spoils_nothing() -> None:
+    store = await _store(latency_ms=5)
+    writer = BatchWriter(store)
+    settled: list[tuple[int, BaseException | None]] = []
+    written_from_callback = asyncio.get_running_loop().create_future()
+
+    def callback(i: int) -> Callable[[BaseException | None], None]:
+        def done(error: BaseException | None) -> None:
+            settled.append((i, error))
+            if i == 0:
+                # Written from inside the flush: goes out in the next batch, not lost.
+                writer.write_then([offset(partition=99, offset=1)], written_from_callback.set_result)
+            if i == 1:
+                raise RuntimeError("a caller's bug")
+
+        return done
+
+    for i in range(5):
+        writer.write_then([offset(partition=i, offset=i)], callback(i))
+    await writer.write([])  # a barrier behind all five
+    assert settled == [(i, None) for i in range(5)]
+    assert await asyncio.wait_for(written_from_callback, 5) is None
+    assert (await _offsets(store))[99] == 1
+    await writer.close()
+
+
+async def test_write_then_reports_the_stores_error() -> None:
+    store = await _store()
+    writer = BatchWriter(store)
+    store.broken = True
+    errors: list[BaseException | None] = []
+    writer.write_then([offset()], errors.append)
+    await writer.write([])
+    assert len(errors) == 1 and isinstance(errors[0], StoreError)
+    await writer.close()
+    with pytest.raises(StoreError):
+        writer.write_then([offset()], errors.append)

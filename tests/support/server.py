@@ -64,13 +64,16 @@ def start_server(
     port: int = 0,
     timeout: float = 30,
     environment: dict[str, str] | None = None,
+    flags: tuple[str, ...] = (),
 ) -> ServerProcess:
-    """``environment``: variables added to the server's environment (COORDINATOR_* are cleared first)."""
+    """``environment``: variables added to the server's environment (COORDINATOR_* are cleared first);
+    ``flags``: options without a value (``--init``)."""
     settings = {**FAST_SETTINGS, **(extra or {})}
     argv = [sys.executable, "-m", "coordinator", "serve", "--host", "127.0.0.1", "--port", str(port),
             "--storage", storage]  # fmt: skip
     for name, value in settings.items():
         argv += [f"--{name}", value]
+    argv += flags
     env = {k: v for k, v in os.environ.items() if not k.startswith("COORDINATOR_")} | (environment or {})
     process = subprocess.Popen(
         argv, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
@@ -101,8 +104,10 @@ def start_server(
 
 
 @contextmanager
-def running_server(storage: str, extra: dict[str, str] | None = None) -> Iterator[ServerProcess]:
-    server = start_server(storage, extra)
+def running_server(
+    storage: str, extra: dict[str, str] | None = None, flags: tuple[str, ...] = ()
+) -> Iterator[ServerProcess]:
+    server = start_server(storage, extra, flags=flags)
     try:
         yield server
     finally:

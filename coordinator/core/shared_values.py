@@ -1,0 +1,45 @@
+"""One object for equal small immutable values that many groups hold.
+
+Thousands of groups subscribe to the same topics and, with deterministic assignors, own the same
+partition sets ({0, 1, 2} of "orders" in every group of three members); each would otherwise
+keep its own frozenset (216 bytes empty, ~470 with five partitions). Handing out one canonical
+object per value keeps idle groups small. The tables are bounded: past their limit a value is
+returned as it is, so memory can never grow without bound and behaviour never changes (the
+values are immutable; only identity differs). Large sets are not shared: they rarely repeat and
+hashing them on every assignment would cost more than it saves.
+"""
+
+from __future__ import annotations
+
+from typing import Final, TypeVar
+
+T = TypeVar("T")
+
+MAX_SHARED_SET_SIZE: Final = 64  # elements; larger sets are kept as they are
+MAX_ENTRIES: Final = 1 << 16  # per table
+
+_sets: dict[frozenset[object], frozenset[object]] = {}
+_partitions: dict[tuple[str, int], tuple[str, int]] = {}
+
+
+def shared_set(value: frozenset[T]) -> frozenset[T]:
+    """The canonical frozenset equal to ``value`` (``value`` itself if it becomes canonical)."""
+    if len(value) > MAX_SHARED_SET_SIZE:
+        return value
+    found = _sets.get(value)
+    if found is not None:
+        return found  # type: ignore[return-value]  # equal to value, so of the same element type
+    if len(_sets) < MAX_ENTRIES:
+        _sets[value] = value
+    return value
+
+
+def shared_partition(topic: str, partition: int) -> tuple[str, int]:
+    """The canonical ``(topic, partition)`` tuple."""
+    key = (topic, partition)
+    found = _partitions.get(key)
+    if found is not None:
+        return found
+    if len(_partitions) < MAX_ENTRIES:
+        _partitions[key] = key
+    return key
