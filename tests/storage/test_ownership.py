@@ -225,3 +225,8 @@ async def test_a_topic_tombstone_deletes_its_offsets_in_every_group(store: Postg
     store.fence = Fence(1, by_first_letter, {})
     await store.write([TopicTombstone("t")])
     assert (await store.load()).offsets == [other]
+    # offsets.retain.on.topic.deletion: they stay for retention to expire.
+    store.delete_offsets_with_topics = False
+    await store.write([TopicRecord("other", b"\x02" * 16, 1, 1, ())])
+    await store.write([TopicTombstone("other")])
+    assert (await store.load()).offsets == [other]
