@@ -50,7 +50,7 @@ from coordinator.core.errors import (
     UNKNOWN_MEMBER_ID,
     consumer_write_error,
 )
-from coordinator.core.events import MEMBER_JOINED, MEMBER_LEFT, SUBSCRIPTION_CHANGED
+from coordinator.core.events import MEMBER_LEFT, SUBSCRIPTION_CHANGED
 from protocol.messages.join_group import JoinGroupRequest, JoinGroupResponse
 from protocol.messages.leave_group import (
     LeaveGroupRequest,
@@ -186,20 +186,7 @@ class ClassicMembers:
             return member, self._update_subscription(group, member, subscription)
         if member is None:
             member = _new_member(ctx, req, member_id, subscription)
-            group.members[member_id] = member
-            if instance_id is not None:
-                group.static_members[instance_id] = member_id
-            group.state_ms = self.clock.wall_ms
-            consumer.event(
-                group,
-                MEMBER_JOINED,
-                f"member {member_id} joined with the classic protocol (client {ctx.client_id}"
-                f"{f', instance {instance_id}' if instance_id else ''}) from {member.client_host}",
-                member_id,
-                client_id=ctx.client_id,
-                client_host=member.client_host,
-                instance_id=instance_id,
-            )
+            consumer.add_member(group, member, ctx, instance_id, " with the classic protocol")
             return member, True
         return member, self._update_subscription(group, member, subscription)
 

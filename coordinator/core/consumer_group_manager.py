@@ -639,21 +639,32 @@ class ConsumerGroupManager:
                 and member.rack_id == previous_static.rack_id
             )
             return member, not same
-        group.members[member_id] = member
+        self.add_member(group, member, ctx, instance_id)
+        return member, True
+
+    def add_member(
+        self,
+        group: ConsumerGroup,
+        member: ConsumerMember,
+        ctx: RequestContext,
+        instance_id: str | None,
+        protocol: str = "",
+    ) -> None:
+        """A new member joins ``group`` (``protocol``: how it speaks, when not the consumer protocol)."""
+        group.members[member.member_id] = member
         if instance_id is not None:
-            group.static_members[instance_id] = member_id
+            group.static_members[instance_id] = member.member_id
         group.state_ms = self.clock.wall_ms
         self.event(
             group,
             MEMBER_JOINED,
-            f"member {member_id} joined (client {ctx.client_id}"
+            f"member {member.member_id} joined{protocol} (client {ctx.client_id}"
             f"{f', instance {instance_id}' if instance_id else ''}) from {member.client_host}",
-            member_id,
+            member.member_id,
             client_id=ctx.client_id,
             client_host=member.client_host,
             instance_id=instance_id,
         )
-        return member, True
 
     @staticmethod
     def _check_static(group: ConsumerGroup, member_id: str, instance_id: str) -> None:
