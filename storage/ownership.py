@@ -16,9 +16,8 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-import asyncpg
-
 from storage.base import StoreError
+from storage.pg_errors import PG_ERRORS
 from storage.records import AclRecord, Record, TopicRecord
 from storage.sql import postgres_reader, postgres_sql
 from storage.tables import ACLS, TOPICS
@@ -33,14 +32,6 @@ ACLS_COUNTER: Final = "acls"
 BUMP_COUNTER: Final = (
     "INSERT INTO change_counters (name, version) VALUES ($1, 1) "
     "ON CONFLICT (name) DO UPDATE SET version = change_counters.version + 1"
-)
-
-_PG_ERRORS: Final = (
-    asyncpg.PostgresError,
-    asyncpg.InterfaceError,
-    asyncpg.exceptions.InternalClientError,
-    OSError,
-    TimeoutError,
 )
 
 
@@ -222,7 +213,7 @@ class LeaseTable:
                 return await work(conn)
             except NodeIdInUse:
                 raise
-            except _PG_ERRORS as exc:
+            except PG_ERRORS as exc:
                 if self._conn is not None:
                     self._conn.terminate()
                     self._conn = None
@@ -276,7 +267,7 @@ class LeaseTable:
             if conn is not None:
                 try:
                     await conn.close(timeout=2.0)  # ends the session: every lock is released
-                except _PG_ERRORS:
+                except PG_ERRORS:
                     conn.terminate()
 
     # -- ownership -------------------------------------------------------------------------

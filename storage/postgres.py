@@ -26,6 +26,7 @@ from storage.batch import BatchPlan, plan_batch
 from storage.codec import CodecError
 from storage.events import POSTGRES_LOAD, POSTGRES_PRUNE_EXCESS, POSTGRES_PRUNE_OLD
 from storage.ownership import ACLS_COUNTER, BUMP_COUNTER, FENCE_CHECK, Fence, LeaseTable, ShardFenced
+from storage.pg_errors import PG_ERRORS
 from storage.records import (
     GroupEventRecord,
     LoadedState,
@@ -60,16 +61,6 @@ log = logging.getLogger(__name__)
 SynchronousCommit = Literal["on", "off", "local", "remote_write", "remote_apply"]
 _SYNCHRONOUS_COMMIT: Final = ("on", "off", "local", "remote_write", "remote_apply")
 
-# Everything asyncpg and the socket layer raise for a failed command or connection.
-# InternalClientError shows up when the server goes away mid-protocol ("cannot switch to
-# state ..."), so it counts as a lost connection too.
-_PG_ERRORS: Final = (
-    asyncpg.PostgresError,
-    asyncpg.InterfaceError,
-    asyncpg.exceptions.InternalClientError,
-    OSError,
-    TimeoutError,
-)
 # Server-side errors after which the session is gone: reconnect on the next write.
 _SESSION_LOST: Final = (
     asyncpg.exceptions.PostgresConnectionError,
@@ -167,7 +158,7 @@ class PostgresStore:
                     table.name: await _fetch(conn, table, postgres_sql(table).select)
                     for table in STATE_TABLES
                 }
-        except _PG_ERRORS as exc:
+        except PG_ERRORS as exc:
             raise StoreError(f"cannot load from PostgreSQL {self.where}: {exc!r}") from exc
         except (CodecError, UnicodeDecodeError) as exc:
             raise StoreError(f"corrupt row in PostgreSQL {self.where}: {exc}") from exc
@@ -195,7 +186,7 @@ class PostgresStore:
                     if kept:
                         query = postgres_sql(table).select + " WHERE group_id = ANY($1::text[])"
                         rows[table.name] = await _fetch(conn, table, query, kept)
-        except _PG_ERRORS as exc:
+        except PG_ERRORS as exc:
             raise StoreError(f"cannot load shards from PostgreSQL {self.where}: {exc!r}") from exc
         except (CodecError, UnicodeDecodeError) as exc:
             raise StoreError(f"corrupt row in PostgreSQL {self.where}: {exc}") from exc
@@ -214,7 +205,7 @@ class PostgresStore:
                     has_state = has_state or await conn.fetchval(
                         f"SELECT EXISTS (SELECT 1 FROM {table.name})"
                     )
-        except _PG_ERRORS as exc:
+        except PG_ERRORS as exc:
             raise StoreError(f"cannot read the cluster id from PostgreSQL {self.where}: {exc!r}") from exc
         finally:
             await self._close_connection(conn)
@@ -230,7 +221,7 @@ class PostgresStore:
             rows = await (
                 conn.fetch(query) if user is None else conn.fetch(query + " WHERE user_name = $1", user)
             )
-        except _PG_ERRORS as exc:
+        except PG_ERRORS as exc:
             raise StoreError(f"cannot read credentials from PostgreSQL {self.where}: {exc!r}") from exc
         finally:
             await self._close_connection(conn)
@@ -262,7 +253,7 @@ class PostgresStore:
             except ShardFenced:
                 try:
                     await conn.execute("ROLLBACK")
-                except _PG_ERRORS:
+                except PG_ERRORS:
                     self._drop(conn)
                 raise
             except Exception as exc:  # only asyncpg and socket calls in the try block
@@ -290,7 +281,7 @@ class PostgresStore:
                 query = postgres_sql(OFFSET_COMMIT_HISTORY).select + " WHERE group_id = $1 ORDER BY seq"
                 history: list[OffsetCommitRecord] = await _fetch(conn, OFFSET_COMMIT_HISTORY, query, group_id)
                 return history
-        except _PG_ERRORS as exc:
+        except PG_ERRORS as exc:
             raise StoreError(f"cannot read commit history from PostgreSQL {self.where}: {exc!r}") from exc
         finally:
             await self._close_connection(conn)
@@ -315,7 +306,7 @@ class PostgresStore:
                     conn, GROUP_EVENTS, POSTGRES_LOAD, since_ms, per_group
                 )
                 return events
-        except _PG_ERRORS as exc:
+        except PG_ERRORS as exc:
             raise StoreError(f"cannot read group events from PostgreSQL {self.where}: {exc!r}") from exc
         finally:
             await self._close_connection(conn)
@@ -336,7 +327,7 @@ class PostgresStore:
         try:
             async with conn.transaction():
                 await work(conn)
-        except _PG_ERRORS as exc:
+        except PG_ERRORS as exc:
             raise StoreError(f"cannot {what} PostgreSQL {self.where}: {exc!r}") from exc
         finally:
             await self._close_connection(conn)
@@ -377,7 +368,7 @@ class PostgresStore:
                     "application_name": "kafka-group-coordinator",
                 },
             )
-        except _PG_ERRORS as exc:
+        except PG_ERRORS as exc:
             raise StoreError(f"cannot connect to PostgreSQL {self.where}: {exc!r}") from exc
 
     def use_fence(self, fence: Fence, transaction_idle_timeout_ms: int) -> None:
@@ -406,7 +397,7 @@ class PostgresStore:
                 await conn.execute(
                     f"SET idle_in_transaction_session_timeout = {int(self._transaction_idle_timeout_ms)}"
                 )
-            except _PG_ERRORS as exc:
+            except PG_ERRORS as exc:
                 conn.terminate()
                 raise StoreError(
                     f"cannot set up the write session on PostgreSQL {self.where}: {exc!r}"
@@ -429,7 +420,7 @@ class PostgresStore:
         if conn.is_in_transaction():
             try:
                 await conn.execute("ROLLBACK")
-            except _PG_ERRORS as rollback_exc:
+            except PG_ERRORS as rollback_exc:
                 log.warning("PostgreSQL rollback failed (%r); dropping the connection", rollback_exc)
                 self._drop(conn)
 
@@ -442,7 +433,7 @@ class PostgresStore:
     async def _close_connection(self, conn: Any) -> None:
         try:
             await conn.close(timeout=self.command_timeout)
-        except _PG_ERRORS:
+        except PG_ERRORS:
             conn.terminate()
         except BaseException:
             conn.terminate()
@@ -479,7 +470,7 @@ class PostgresStore:
                         migration.name,
                         self.where,
                     )
-        except _PG_ERRORS as exc:
+        except PG_ERRORS as exc:
             raise StoreError(f"cannot migrate PostgreSQL schema at {self.where}: {exc!r}") from exc
 
     def _statements(self, plan: BatchPlan) -> list[_Statement]:
