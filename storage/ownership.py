@@ -18,9 +18,9 @@ from typing import Any, Final
 
 from storage.base import StoreError
 from storage.pg_errors import PG_ERRORS
-from storage.records import AclRecord, Record, TopicRecord
+from storage.records import AclRecord, GroupConfigRecord, GroupConfigTombstone, Record, TopicRecord
 from storage.sql import postgres_reader, postgres_sql
-from storage.tables import ACLS, TOPICS
+from storage.tables import ACLS, GROUP_CONFIGS, TOPICS
 
 log = logging.getLogger(__name__)
 
@@ -28,7 +28,9 @@ NODE_LOCKS: Final = 0x6B6764  # advisory lock namespace of node ids (the key's f
 SHARD_COUNT_SETTING: Final = "offsets.topic.num.partitions"
 OWNERSHIP_TABLES: Final = ("cluster_settings", "coordinator_nodes", "shard_leases", "change_counters")
 ACLS_COUNTER: Final = "acls"
-# In the transaction of every ACL change: the others' polls see the counter move.
+GROUP_CONFIGS_COUNTER: Final = "group_configs"  # group configs changed by a node not owning the group
+# In the transaction of every ACL change (and of every group config change made by a node that
+# does not own the group): the others' polls see the counter move.
 BUMP_COUNTER: Final = (
     "INSERT INTO change_counters (name, version) VALUES ($1, 1) "
     "ON CONFLICT (name) DO UPDATE SET version = change_counters.version + 1"
@@ -99,6 +101,7 @@ class OwnershipView:
     live_nodes: list[NodeRow]
     topics_version: tuple[int, int]  # changes whenever the topic catalog does (count, checksum)
     acls_version: int = 0  # bumped by every ACL change (change_counters)
+    group_configs_version: int = 0  # bumped by every group config change made by a non-owner
 
 
 def _node_alive(node: str) -> str:
@@ -112,7 +115,7 @@ def _node_alive(node: str) -> str:
 
 # What a poll reads, in one statement: every lease, the live nodes (seen within a lease, and
 # their session -- the node lock -- still open), a fingerprint of the topic catalog and the
-# ACLs' change counter.
+# change counters of the ACLs and of the group configs.
 _VIEW: Final = (
     "SELECT 'l' AS kind, l.shard AS id, l.owner, l.epoch, l.expires_at > now() AS unexpired, "
     f"l.owner IS NOT NULL AND {_node_alive('l.owner')} AS alive, NULL::text AS host "
@@ -125,8 +128,16 @@ _VIEW: Final = (
     "|| encode(t.topic_id, 'hex') || ':' || t.configs)), 0)::bigint, NULL, NULL, NULL FROM topics AS t "
     "UNION ALL "
     f"SELECT 'a', NULL, NULL, coalesce((SELECT version FROM change_counters WHERE name = '{ACLS_COUNTER}'), 0), "
-    "NULL, NULL, NULL"
+    "NULL, NULL, NULL "
+    "UNION ALL "
+    "SELECT 'g', NULL, NULL, "
+    f"coalesce((SELECT version FROM change_counters WHERE name = '{GROUP_CONFIGS_COUNTER}'), 0), NULL, NULL, NULL"
 )
+_UPSERT_GROUP_CONFIG: Final = (
+    "INSERT INTO group_configs (group_id, name, value) VALUES ($1, $2, $3) "
+    "ON CONFLICT (group_id, name) DO UPDATE SET value = EXCLUDED.value"
+)
+_DELETE_GROUP_CONFIG: Final = "DELETE FROM group_configs WHERE group_id = $1 AND name = $2"
 # Free: no owner, expired (a hung owner), or the owner's session ended (it died: no waiting).
 _TAKE: Final = (
     "UPDATE shard_leases AS l SET owner = $1, epoch = l.epoch + 1, "
@@ -289,7 +300,8 @@ class LeaseTable:
             )
             [topics] = [(r["id"], r["epoch"]) for r in rows if r["kind"] == "t"]
             [acls] = [r["epoch"] for r in rows if r["kind"] == "a"]
-            return OwnershipView(leases, nodes, topics, acls)
+            [group_configs] = [r["epoch"] for r in rows if r["kind"] == "g"]
+            return OwnershipView(leases, nodes, topics, acls, group_configs)
 
         result: OwnershipView = await self._run("read the shard leases", work)
         return result
@@ -334,6 +346,37 @@ class LeaseTable:
 
         result: list[AclRecord] = await self._run("read the ACLs", work)
         return result
+
+    async def group_configs(self, group_ids: Collection[str] | None = None) -> list[GroupConfigRecord]:
+        """The stored overrides of ``group_ids`` (None: of every group), on the lock connection."""
+
+        async def work(conn: Any) -> list[GroupConfigRecord]:
+            query = postgres_sql(GROUP_CONFIGS).select
+            rows = await (
+                conn.fetch(query)
+                if group_ids is None
+                else conn.fetch(query + " WHERE group_id = ANY($1::text[])", list(group_ids))
+            )
+            return list(map(postgres_reader(GROUP_CONFIGS), rows))
+
+        result: list[GroupConfigRecord] = await self._run("read the group configs", work)
+        return result
+
+    async def change_group_configs(self, records: Sequence[GroupConfigRecord | GroupConfigTombstone]) -> None:
+        """Store group config changes made by a node that does not own the groups: no lease
+        fence (the configs are not the owner's state alone), the counter bumped in the same
+        transaction so that the owner's next poll reloads them; durable when this returns."""
+
+        async def work(conn: Any) -> None:
+            async with conn.transaction():
+                for record in records:
+                    if isinstance(record, GroupConfigRecord):
+                        await conn.execute(_UPSERT_GROUP_CONFIG, record.group_id, record.name, record.value)
+                    else:
+                        await conn.execute(_DELETE_GROUP_CONFIG, record.group_id, record.name)
+                await conn.execute(BUMP_COUNTER, GROUP_CONFIGS_COUNTER)
+
+        await self._run("store the group configs", work)
 
     async def topics(self, names: Collection[str] | None = None) -> list[TopicRecord]:
         """The topic catalog (topics created through any node), or those of ``names``, on the

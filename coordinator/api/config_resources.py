@@ -82,6 +82,9 @@ class ConfigResources:
     # -- DescribeConfigs -------------------------------------------------------------------------
 
     def describe(self, ctx: RequestContext, req: DescribeConfigsRequest) -> Result:
+        return reply(ctx, self.describe_response(req))
+
+    def describe_response(self, req: DescribeConfigsRequest) -> DescribeConfigsResponse:
         response = DescribeConfigsResponse()
         for resource in req.resources:
             result = DescribeConfigsResult(0, None, resource.resource_type, resource.resource_name)
@@ -97,7 +100,7 @@ class ConfigResources:
                             entry.documentation = None
                         result.configs.append(entry)
             response.results.append(result)
-        return reply(ctx, response)
+        return response
 
     def _entries(self, resource_type: int, name: str, synonyms: bool) -> list[DescribeConfigsResourceResult]:
         if resource_type == GROUP:
@@ -174,23 +177,7 @@ class ConfigResources:
     # -- IncrementalAlterConfigs -----------------------------------------------------------------
 
     def incremental_alter(self, ctx: RequestContext, req: IncrementalAlterConfigsRequest) -> Result:
-        response = IncrementalAlterConfigsResponse()
-        writes: list[GroupConfigRecord | GroupConfigTombstone] = []
-        accepted: dict[str, dict[str, str]] = {}  # group -> its overrides once written
-        seen = _duplicates([(r.resource_type, r.resource_name) for r in req.resources])
-        for resource in req.resources:
-            result = AlterConfigsResourceResponse(0, None, resource.resource_type, resource.resource_name)
-            response.responses.append(result)
-            try:
-                if (resource.resource_type, resource.resource_name) in seen:
-                    raise _Refused(INVALID_REQUEST, "Error due to duplicate resources")
-                after = self._alter(resource)
-            except _Refused as refused:
-                result.error_code, result.error_message = refused.code, refused.message
-                continue
-            if not req.validate_only:
-                writes += self.group_configs.records(resource.resource_name, after)
-                accepted[resource.resource_name] = after
+        response, writes, accepted = self.plan_alter(req)
         if not writes:
             return reply(ctx, response)
         for group_id, after in accepted.items():
@@ -217,6 +204,34 @@ class ConfigResources:
             return reply(ctx, response)
 
         return Result(records=list(writes), on_durable=durable, on_failed=failed)
+
+    def plan_alter(
+        self, req: IncrementalAlterConfigsRequest
+    ) -> tuple[
+        IncrementalAlterConfigsResponse,
+        list[GroupConfigRecord | GroupConfigTombstone],
+        dict[str, dict[str, str]],
+    ]:
+        """The answer once the writes are durable, the writes, and each altered group's
+        overrides once written (validated against the overrides this object holds)."""
+        response = IncrementalAlterConfigsResponse()
+        writes: list[GroupConfigRecord | GroupConfigTombstone] = []
+        accepted: dict[str, dict[str, str]] = {}  # group -> its overrides once written
+        seen = _duplicates([(r.resource_type, r.resource_name) for r in req.resources])
+        for resource in req.resources:
+            result = AlterConfigsResourceResponse(0, None, resource.resource_type, resource.resource_name)
+            response.responses.append(result)
+            try:
+                if (resource.resource_type, resource.resource_name) in seen:
+                    raise _Refused(INVALID_REQUEST, "Error due to duplicate resources")
+                after = self._alter(resource)
+            except _Refused as refused:
+                result.error_code, result.error_message = refused.code, refused.message
+                continue
+            if not req.validate_only:
+                writes += self.group_configs.records(resource.resource_name, after)
+                accepted[resource.resource_name] = after
+        return response, writes, accepted
 
     def _alter(self, resource: AlterConfigsResource) -> dict[str, str]:
         """The group's overrides after the resource's changes (validated)."""
@@ -289,33 +304,52 @@ def _config_type(value: object) -> int:
 
 # (code, message) for a resource answered before the handler, None to pass it on.
 Refusal = Callable[[RequestContext, int, str], "tuple[int, str | None] | None"]
+# The whole result of a resource answered before the handler, None to pass it on.
+Answer = Callable[[RequestContext, int, str], Any]
 
 
 def screen_describe(refusal: Refusal) -> Wrapper[DescribeConfigsRequest]:
     """A DescribeConfigs wrapper that answers the resources ``refusal`` refuses itself."""
-    wrapper: Wrapper[DescribeConfigsRequest] = _screen(
-        refusal, DescribeConfigsResult, DescribeConfigsResponse, "results"
-    )
-    return wrapper
+    return answer_describe(_refusing(refusal, DescribeConfigsResult))
 
 
 def screen_alter(refusal: Refusal) -> Wrapper[IncrementalAlterConfigsRequest]:
     """An IncrementalAlterConfigs wrapper that answers the resources ``refusal`` refuses itself."""
+    return answer_alter(_refusing(refusal, AlterConfigsResourceResponse))
+
+
+def answer_describe(answer: Answer) -> Wrapper[DescribeConfigsRequest]:
+    """A DescribeConfigs wrapper that answers the resources ``answer`` has a result for itself."""
+    wrapper: Wrapper[DescribeConfigsRequest] = _screen(answer, DescribeConfigsResponse, "results")
+    return wrapper
+
+
+def answer_alter(answer: Answer) -> Wrapper[IncrementalAlterConfigsRequest]:
+    """An IncrementalAlterConfigs wrapper that answers the resources ``answer`` has a result for
+    itself."""
     wrapper: Wrapper[IncrementalAlterConfigsRequest] = _screen(
-        refusal, AlterConfigsResourceResponse, IncrementalAlterConfigsResponse, "responses"
+        answer, IncrementalAlterConfigsResponse, "responses"
     )
     return wrapper
 
 
-def _screen(refusal: Refusal, result_type: Any, response_type: Any, results: str) -> Any:
+def _refusing(refusal: Refusal, result_type: Any) -> Answer:
+    def answer(ctx: RequestContext, resource_type: int, name: str) -> Any:
+        refused = refusal(ctx, resource_type, name)
+        return None if refused is None else result_type(refused[0], refused[1], resource_type, name)
+
+    return answer
+
+
+def _screen(answer: Answer, response_type: Any, results: str) -> Any:
     def wrap(inner: Handler[Any]) -> Handler[Any]:
         def handle(ctx: RequestContext, req: Any) -> Result:
             resources = list(req.resources)
             answered: dict[int, Any] = {}
             for i, r in enumerate(resources):
-                refused = refusal(ctx, r.resource_type, r.resource_name)
-                if refused is not None:
-                    answered[i] = result_type(refused[0], refused[1], r.resource_type, r.resource_name)
+                result = answer(ctx, r.resource_type, r.resource_name)
+                if result is not None:
+                    answered[i] = result
             if not answered:
                 return inner(ctx, req)
             if len(answered) == len(resources):

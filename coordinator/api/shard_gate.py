@@ -5,8 +5,9 @@ it does not lead, and COORDINATOR_LOAD_IN_PROGRESS while it loads one; clients t
 coordinator up again or retry. A request naming several groups (DescribeGroups, DeleteGroups,
 OffsetFetch v8+, ConsumerGroupDescribe) passes only when every group is served here: clients
 batch such requests per coordinator, so a mixed one is answered NOT_COORDINATOR as a whole.
-GROUP config resources (DescribeConfigs, IncrementalAlterConfigs) are answered by the owner of
-the group's shard; elsewhere each such resource gets NOT_COORDINATOR, the others are served.
+GROUP config resources (DescribeConfigs, IncrementalAlterConfigs) of a shard being loaded get
+COORDINATOR_LOAD_IN_PROGRESS; those of a shard held elsewhere are answered by the server before
+this gate (coordinator/server/group_configs_elsewhere.py), else NOT_COORDINATOR.
 """
 
 from __future__ import annotations

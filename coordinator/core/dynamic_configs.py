@@ -77,6 +77,7 @@ class DynamicGroupConfigs:
         # reach a combination neither was checked against.
         self._pending: dict[str, dict[str, str]] = {}
         self._intervals: dict[int, HeartbeatIntervals] = {}
+        self.applied = 0  # counts applied changes: a reload read before one must be read again
 
     # -- state -----------------------------------------------------------------------------------
 
@@ -85,6 +86,7 @@ class DynamicGroupConfigs:
             self.apply(record)
 
     def apply(self, record: GroupConfigRecord | GroupConfigTombstone) -> None:
+        self.applied += 1
         if isinstance(record, GroupConfigRecord):
             self.overrides.setdefault(record.group_id, {})[record.name] = record.value
             return
@@ -93,6 +95,27 @@ class DynamicGroupConfigs:
             group.pop(record.name, None)
             if not group:
                 del self.overrides[record.group_id]
+
+    def reload(self, stored: Iterable[GroupConfigRecord], held: Callable[[str], bool]) -> bool:
+        """Replace the overrides of every ``held`` group by the ``stored`` ones (changed through
+        another node). A group with a change of its own still being written keeps its overrides
+        (its write lands after the read); False when one did, to reload it again later."""
+        fresh: dict[str, dict[str, str]] = {}
+        for record in stored:
+            fresh.setdefault(record.group_id, {})[record.name] = record.value
+        complete = True
+        for group_id in fresh.keys() | self.overrides.keys():
+            if not held(group_id):
+                continue
+            if group_id in self._pending:
+                complete = False
+                continue
+            overrides = fresh.get(group_id)
+            if overrides:
+                self.overrides[group_id] = overrides
+            else:
+                self.overrides.pop(group_id, None)
+        return complete
 
     # -- effective values ------------------------------------------------------------------------
 

@@ -28,6 +28,7 @@ from coordinator.server.console import Console
 from coordinator.server.denials import DenialLog
 from coordinator.server.dispatcher import Dispatcher
 from coordinator.server.event_store import EventPersister
+from coordinator.server.group_configs_elsewhere import GroupConfigsElsewhere
 from coordinator.server.group_metrics import GroupMetricsCollector, GroupStateCollector
 from coordinator.server.group_views import GroupViews, lag_feeder
 from coordinator.server.lag import EndOffsets, LagSampler, shard_committed_offsets
@@ -79,6 +80,7 @@ class RunningServer:
     event_persister: EventPersister | None = None
     # Several nodes on PostgreSQL (docs/multinode.md): this node's shard leases.
     ownership: Ownership | None = None
+    group_configs_elsewhere: GroupConfigsElsewhere | None = None
 
     @property
     def port(self) -> int:
@@ -100,6 +102,8 @@ class RunningServer:
                 task.cancel()
         if self.scram_users is not None:
             await self.scram_users.close()
+        if self.group_configs_elsewhere is not None:
+            await self.group_configs_elsewhere.close()
         for connection in list(self.dispatcher.connections):
             connection.stop_reading()
         if self.ownership is not None:
@@ -308,6 +312,10 @@ async def start_server(
             poll_ms=config.group_coordinator_ownership_poll_ms,
         )
         dispatcher.topic_lookup = TopicLookup(cluster, server.ownership.leases.topics)
+        server.group_configs_elsewhere = GroupConfigsElsewhere(
+            runtime, server.ownership.leases, shard_map, lambda: cluster.node.node_id, cluster.topics.get
+        )
+        server.group_configs_elsewhere.install(dispatcher.routes)
         try:
             await server.ownership.start(cluster.node.host, cluster.node.port)
         except BaseException:

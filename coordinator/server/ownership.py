@@ -91,6 +91,7 @@ class Ownership:
         self._catalog_version = -1  # the local catalog's version after the last refresh
         self.on_acls: Callable[[list[AclRecord]], None] | None = None  # see watch_acls
         self._acls_version: int | None = None
+        self._group_configs_version: int | None = None
         self._sweeps: set[asyncio.Task[None]] = set()
         # After our own lock session (re)opens, other nodes reconnect too (a PostgreSQL
         # restart): give them a few polls before their shards count as abandoned.
@@ -191,6 +192,8 @@ class Ownership:
                 self._storage_failed(exc)
         if view.acls_version != self._acls_version:
             await self._refresh_acls(view.acls_version)
+        if view.group_configs_version != self._group_configs_version:
+            await self._refresh_group_configs(view.group_configs_version)
         self._expire_locally()
         if self._stopping:
             return
@@ -375,6 +378,31 @@ class Ownership:
             return
         on_acls(acls)
         self._acls_version = version
+
+    async def _refresh_group_configs(self, version: int) -> None:
+        """Group configs changed through a node not owning the group: the overrides of the groups
+        served here are read again and take effect as a local change would (a member's next
+        heartbeat sees its group's new session timeout)."""
+        group_configs = self.runtime.coordinator.group_configs
+        applied = group_configs.applied
+        try:
+            stored = await self.leases.group_configs()
+        except StoreError as exc:
+            self._storage_failed(exc)
+            return
+        if group_configs.applied != applied:
+            return  # a local change landed while reading: the snapshot may predate it, read again
+        now_ms = self.runtime.clock.now_ms()
+        loading = False  # a shard still loading may have read the rows before the change
+
+        def held(group_id: str) -> bool:
+            nonlocal loading
+            status = self.shard_map.status(group_id, now_ms)
+            loading = loading or status not in (ShardStatus.SERVING, None)
+            return status is ShardStatus.SERVING
+
+        if group_configs.reload(stored, held) and not loading:
+            self._group_configs_version = version
 
     # -- losing shards ---------------------------------------------------------------------
 

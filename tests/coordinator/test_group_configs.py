@@ -16,6 +16,7 @@ from coordinator.api.config_resources import (
     TOPIC,
     ConfigResources,
 )
+from coordinator.core.dynamic_configs import DynamicGroupConfigs
 from coordinator.core.group_config import GroupConfig
 from protocol.errors import ErrorCode
 from protocol.messages.describe_configs import DescribeConfigsRequest, DescribeConfigsResource
@@ -303,3 +304,24 @@ def test_a_change_behind_a_failed_one_stores_only_its_own_names(h: Harness) -> N
     }
     assert outcome(h, (INTERVAL, SET, "2000")) == (0, None)
     assert list(h.store.group_configs) == [("g", INTERVAL)]
+
+
+def test_a_reload_replaces_the_held_groups_overrides_but_not_one_being_written() -> None:
+    configs = DynamicGroupConfigs(GroupConfig())
+    configs.load([GroupConfigRecord("held", SESSION, "50000"), GroupConfigRecord("gone", SESSION, "50000"),
+                  GroupConfigRecord("writing", SESSION, "50000"), GroupConfigRecord("other", SESSION, "50000")])  # fmt: skip
+    pending = {SESSION: "55000"}
+    configs.writing("writing", pending)
+    stored = [GroupConfigRecord("held", SESSION, "60000"), GroupConfigRecord("new", SESSION, "48000"),
+              GroupConfigRecord("writing", SESSION, "46000"), GroupConfigRecord("other", SESSION, "46000")]  # fmt: skip
+    assert configs.reload(stored, lambda group_id: group_id != "other") is False  # "writing": later
+    assert configs.overrides == {
+        "held": {SESSION: "60000"},
+        "new": {SESSION: "48000"},
+        "writing": {SESSION: "50000"},
+        "other": {SESSION: "50000"},
+    }
+    assert configs.session_timeout_ms("held") == 60000
+    configs.written("writing", pending)
+    assert configs.reload(stored, lambda group_id: group_id != "other") is True
+    assert configs.overrides["writing"] == {SESSION: "46000"}

@@ -218,6 +218,22 @@ async def test_acl_changes_move_the_counter_every_poll_reads(
     assert await one.acls() == []
 
 
+async def test_a_group_config_change_made_elsewhere_lands_unfenced_and_moves_its_counter(
+    store: PostgresStore, tables: list[LeaseTable]
+) -> None:
+    one, two = await node(store, tables, 1), await node(store, tables, 2)
+    assert await one.take({0: 0}) == {0: 1}  # node 1 owns the groups of shard 0, node 2 none
+    store.fence = Fence(1, by_first_letter, {0: 1})
+    await store.write([GroupConfigRecord("ace", "consumer.heartbeat.interval.ms", "6000")])
+    assert (await two.view()).group_configs_version == 0  # the owner's own writes leave it alone
+    session = GroupConfigRecord("ace", "consumer.session.timeout.ms", "50000")
+    await two.change_group_configs([session, GroupConfigTombstone("ace", "consumer.heartbeat.interval.ms")])
+    assert (await one.view()).group_configs_version == 1
+    assert await one.group_configs() == [session]
+    assert await two.group_configs(["bee"]) == []
+    assert (await one.view()).acls_version == 0
+
+
 async def test_a_topic_tombstone_deletes_its_offsets_in_every_group(store: PostgresStore) -> None:
     """Also of groups whose shard the writing node does not hold (no fence needed: no group record)."""
     other = OffsetCommitRecord("bravo", "other", 0, 1, -1, "", 1000, None)
