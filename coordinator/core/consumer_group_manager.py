@@ -468,11 +468,7 @@ class ConsumerGroupManager:
             return False
         if any(m.classic is None for m in group.members.values() if m is not leaving):
             return False
-        if not self.config.online_downgrade_enabled:
-            log.info(
-                "group %s: cannot downgrade to a classic group: the online downgrade is disabled",
-                group.group_id,
-            )
+        if not self._online_downgrade_enabled(group):
             return False
         if len(group.members) - 1 > self.config.group_max_size:
             log.info(
@@ -481,6 +477,14 @@ class ConsumerGroupManager:
             )
             return False
         return True
+
+    def _online_downgrade_enabled(self, group: ConsumerGroup) -> bool:
+        if not self.config.online_downgrade_enabled:
+            log.info(
+                "group %s: cannot downgrade to a classic group: the online downgrade is disabled",
+                group.group_id,
+            )
+        return self.config.online_downgrade_enabled
 
     def _fence(
         self,
@@ -512,11 +516,7 @@ class ConsumerGroupManager:
         replaced the last consumer-protocol (static) member."""
         if replaced.classic is not None or any(m.classic is None for m in group.members.values()):
             return False
-        if not self.config.online_downgrade_enabled:
-            log.info(
-                "group %s: cannot downgrade to a classic group: the online downgrade is disabled",
-                group.group_id,
-            )
+        if not self._online_downgrade_enabled(group):
             return False
         return len(group.members) <= self.config.group_max_size
 

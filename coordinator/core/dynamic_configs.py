@@ -121,7 +121,8 @@ class DynamicGroupConfigs:
 
     def value(self, group_id: str, name: str) -> int:
         """The value in force for the group: its override, else the broker-level default."""
-        override = self.overrides.get(group_id, {}).get(name)
+        overrides = self.overrides.get(group_id)
+        override = None if overrides is None else overrides.get(name)
         if override is not None:
             return int(override)
         broker_value: int = getattr(self.config, BY_NAME[name].broker_setting)

@@ -16,6 +16,7 @@ from typing import Final
 from coordinator.gateway.catalog import UpstreamCatalog
 from coordinator.gateway.incidents import Incidents
 from coordinator.gateway.upstream import UpstreamConnection, UpstreamError, UpstreamSettings, connect
+from coordinator.server.tasks import cancel_and_wait
 from protocol.apis import SERVED_VERSIONS, ApiKey
 from protocol.errors import ErrorCode
 from protocol.messages.api_versions import ApiVersionsRequest
@@ -71,10 +72,7 @@ class UpstreamCluster:
         self._task = asyncio.get_running_loop().create_task(self._run(), name="upstream-metadata")
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        await cancel_and_wait(self._task)
         for connection in list(self._admin.values()):
             connection.close()
         self._admin.clear()

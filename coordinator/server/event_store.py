@@ -22,6 +22,7 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from coordinator.core.events import DEFAULT_MAX_GROUPS, DEFAULT_RING_SIZE, GroupEvent, GroupEvents
+from coordinator.server.tasks import cancel_and_wait
 from storage.base import StoreError
 from storage.records import GroupEventRecord
 
@@ -84,11 +85,8 @@ class EventPersister:
 
     async def stop(self) -> None:
         """Stop the loop and write what is left (storage closes after this)."""
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        task, self._task = self._task, None
+        await cancel_and_wait(task)
         await self.flush()
 
     async def _run(self) -> None:

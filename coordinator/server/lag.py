@@ -23,7 +23,6 @@ same series survive from one sample to the next. What does not fit is counted in
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
@@ -35,6 +34,7 @@ from prometheus_client.registry import Collector, CollectorRegistry
 
 from coordinator.core.context import RequestContext
 from coordinator.core.shard import Shard
+from coordinator.server.tasks import cancel_and_wait
 from protocol.errors import ErrorCode
 from protocol.messages.list_groups import ListGroupsRequest
 from protocol.messages.offset_fetch import OffsetFetchRequest, OffsetFetchRequestGroup
@@ -244,10 +244,7 @@ class LagSampler:
 
     async def stop(self) -> None:
         task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(task)
 
     def register(self, registry: CollectorRegistry) -> None:
         registry.register(_LagCollector(self))

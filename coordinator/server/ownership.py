@@ -19,6 +19,7 @@ from typing import Final, Protocol, TypeVar
 from coordinator.core.cluster import Cluster
 from coordinator.core.shard_map import NodeAddress, ShardMap, ShardStatus
 from coordinator.server.runtime import Runtime
+from coordinator.server.tasks import cancel_and_wait
 from storage.base import StoreError
 from storage.ownership import Fence, LeaseRow, LeaseTable, NodeIdInUse, OwnershipView
 from storage.postgres import PostgresStore
@@ -141,9 +142,7 @@ class Ownership:
             try:
                 await asyncio.wait_for(asyncio.shield(self._task), STOP_WAIT_S)
             except TimeoutError:
-                self._task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await self._task
+                await cancel_and_wait(self._task)
             self._task = None
         try:
             await self._release(list(self.owned))

@@ -10,11 +10,11 @@ as answering again and ``/readyz`` turns 200. A client write that fails marks it
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from typing import Final
 
 from coordinator.server.runtime import Runtime
+from coordinator.server.tasks import cancel_and_wait
 from storage.base import StoreError
 from storage.records import UserCredentialTombstone
 
@@ -37,10 +37,7 @@ class StorageProbe:
 
     async def stop(self) -> None:
         task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(task)
 
     async def _run(self) -> None:
         while True:
