@@ -21,7 +21,7 @@ from coordinator.core.shard import Shard
 from coordinator.core.shard_map import ShardMap
 from coordinator.security.acl import Authorizer
 from coordinator.server.authn import CredentialLoader, SaslServer
-from coordinator.server.cluster_identity import settle_cluster_id
+from coordinator.server.cluster_identity import ClusterIdentity, settle_cluster_id
 from coordinator.server.config import Config
 from coordinator.server.connection import Connection
 from coordinator.server.console import Console
@@ -44,7 +44,7 @@ from coordinator.server.runtime import Clock, Runtime
 from coordinator.server.scram_users import ScramUsers
 from coordinator.server.startup_report import settings_block, sqlite_path, storage_location
 from coordinator.server.topic_lookup import TopicLookup
-from storage.base import Store
+from storage.base import Store, StoreError
 from storage.postgres import PostgresStore
 from storage.records import UserCredentialRecord
 from storage.url import open_store
@@ -167,11 +167,7 @@ async def start_server(
     loop = asyncio.get_running_loop()
     clock = Clock(loop)
     try:  # before any port opens: a refused start never answers a client
-        identity = settle_cluster_id(
-            await store.load_identity(), config.cluster_id, init, location, clock.wall_ms()
-        )
-        if identity.records:
-            await store.write(identity.records)
+        identity = await _settle_identity(store, config.cluster_id, init, location, clock)
     except BaseException:
         await store.close()
         if health is not None:
@@ -461,6 +457,27 @@ def _all_credentials(store: Store) -> Callable[[], Awaitable[list[UserCredential
         return list((await store.load()).credentials)
 
     return load
+
+
+async def _settle_identity(
+    store: Store, configured: str, init: bool, location: str, clock: Clock
+) -> ClusterIdentity:
+    """Check or write the stored cluster id (docs/hardening.md). Several nodes formatting one new
+    PostgreSQL database at once race to write their ids; the table takes one row, so a loser's
+    write fails and its second pass reads the winner's id back and adopts it."""
+
+    async def settle() -> ClusterIdentity:
+        return settle_cluster_id(await store.load_identity(), configured, init, location, clock.wall_ms())
+
+    identity = await settle()
+    if identity.records:
+        try:
+            await store.write(identity.records)
+        except StoreError:
+            identity = await settle()
+            if identity.records:
+                await store.write(identity.records)
+    return identity
 
 
 def _store_options(config: Config) -> dict[str, object]:

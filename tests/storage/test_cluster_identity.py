@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from storage.base import StoreError
 from storage.records import ClusterRecord, ClusterTombstone
 from storage.schema import load_migrations
 from tests.storage.conftest import StoreFactory
@@ -30,3 +31,16 @@ async def test_a_new_database_then_a_reopened_one(store_factory: StoreFactory) -
     assert (await second.load()).cluster == [ClusterRecord("abc", 1)]
     await second.write([ClusterTombstone("abc"), ClusterRecord("xyz", 2)])
     assert (await second.load_identity()).cluster == [ClusterRecord("xyz", 2)]
+
+
+# Only PostgreSQL is shared by several processes (SQLite is one process per file).
+@pytest.mark.parametrize("store_factory", ["postgres"], indirect=True)
+async def test_postgres_holds_one_cluster_id_when_two_nodes_format_at_once(
+    store_factory: StoreFactory,
+) -> None:
+    first, second = await store_factory.opened(), await store_factory.opened()
+    assert (await first.load_identity()).cluster == (await second.load_identity()).cluster == []
+    await first.write([ClusterRecord("first", 1)])
+    with pytest.raises(StoreError):
+        await second.write([ClusterRecord("second", 2)])
+    assert (await second.load_identity()).cluster == [ClusterRecord("first", 1)]
