@@ -41,7 +41,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from tests.gateway.conftest import free_port, running_tansu, wait_for_port
+from tests.gateway.conftest import running_tansu, wait_for_port
+from tests.support.ports import free_port
 
 PARTITIONS = 3
 

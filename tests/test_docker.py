@@ -7,7 +7,6 @@ import os
 import re
 import shlex
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -16,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.ports import free_port
 from tests.support.server import REPO, ServerProcess
 
 DOCKERFILE = REPO / "docker" / "Dockerfile"
@@ -153,12 +153,6 @@ def test_dockerignore_keeps_the_build_context_to_the_sources() -> None:
         assert copied.rstrip("/") in {p.removeprefix("!").rstrip("/") for p in patterns}, copied
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.mark.integration
 def test_image_entrypoint_and_healthcheck_work_outside_docker(tmp_path: Path) -> None:
     stage = _base_stage()
@@ -171,7 +165,7 @@ def test_image_entrypoint_and_healthcheck_work_outside_docker(tmp_path: Path) ->
         next(line for line in stage if line.startswith("HEALTHCHECK ")).split(" CMD ", 1)[1]
     )
     assert entrypoint == ["coordinator", "serve"]
-    metrics_port = _free_port()
+    metrics_port = free_port()
     settings.update(
         COORDINATOR_HOST="127.0.0.1",  # loopback only in tests; the image listens on 0.0.0.0
         COORDINATOR_PORT="0",

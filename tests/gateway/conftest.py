@@ -13,14 +13,8 @@ from pathlib import Path
 import pytest
 
 from tests.admin.conftest import tansu_binary
+from tests.support.ports import free_port
 from tests.support.server import ServerProcess, start_server
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def wait_for_port(port: int, process: subprocess.Popen[bytes] | None = None, timeout: float = 20) -> None:

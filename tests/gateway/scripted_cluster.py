@@ -14,7 +14,6 @@ metadata, a new node appearing).
 from __future__ import annotations
 
 import asyncio
-import socket
 import struct
 import threading
 from collections.abc import Iterator
@@ -24,13 +23,7 @@ from protocol.apis import ApiKey
 from protocol.errors import ErrorCode
 from protocol.messages.produce import PartitionProduceResponse, ProduceResponse, TopicProduceResponse
 from protocol.wire import decode_request, decode_response, encode_response, peek_header
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+from tests.support.ports import free_port
 
 
 class ScriptedCluster:
@@ -52,7 +45,7 @@ class ScriptedCluster:
             self.add_node(node_id)
 
     def add_node(self, node_id: int) -> int:
-        port = _free_port()
+        port = free_port()
         asyncio.run_coroutine_threadsafe(self._listen(node_id, port), self._loop).result(10)
         self.ports[node_id] = port
         return port

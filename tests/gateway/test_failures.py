@@ -18,8 +18,9 @@ from protocol.apis import ApiKey
 from protocol.errors import ErrorCode
 from protocol.messages.metadata import MetadataRequest, MetadataRequestTopic
 from tests.gateway.clients import committed, kafka_python_member, produce_kafka_python
-from tests.gateway.conftest import free_port, running_gateway, running_tansu
+from tests.gateway.conftest import running_gateway, running_tansu
 from tests.gateway.relay import Relay
+from tests.support.ports import free_port
 from tests.support.server import ServerProcess
 from tests.support.wire_client import WireClient
 

@@ -16,7 +16,8 @@ from kafka import KafkaAdminClient
 from kafka.admin import NewTopic
 
 from tests.gateway.clients import committed, kafka_python_member, produce_kafka_python
-from tests.gateway.conftest import free_port, gateway_settings
+from tests.gateway.conftest import gateway_settings
+from tests.support.ports import free_port
 from tests.support.server import REPO, ServerProcess, start_server
 
 pytestmark = [

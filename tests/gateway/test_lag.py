@@ -12,7 +12,8 @@ from kafka.structs import OffsetAndMetadata
 
 from tests.admin.support import cli
 from tests.gateway.clients import produce_kafka_python
-from tests.gateway.conftest import free_port, running_gateway
+from tests.gateway.conftest import running_gateway
+from tests.support.ports import free_port
 
 pytestmark = pytest.mark.integration
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import socket
 import struct
 import urllib.error
 import urllib.request
@@ -34,17 +33,12 @@ from protocol.messages.offset_commit import (
     OffsetCommitRequestTopic,
 )
 from protocol.messages.sync_group import SyncGroupRequest, SyncGroupRequestAssignment
+from tests.support.ports import free_port
 from tests.support.wire_client import WireClient
 
 # A group id that is markup, a path and a query at once: the console must show it as text.
 NASTY_GROUP = "<script>alert(1)</script>/g?x=1&y"
 _METRIC_LINE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? (\S+)$")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @dataclass

@@ -15,7 +15,8 @@ import pytest
 from playwright.sync_api import sync_playwright
 
 from tests.integration.clients import KAFKA_PYTHON, TOPIC, create_topic, pool
-from tests.integration.observe_support import NASTY_GROUP, form_group, free_port
+from tests.integration.observe_support import NASTY_GROUP, form_group
+from tests.support.ports import free_port
 from tests.support.server import ServerProcess, running_server
 
 pytestmark = pytest.mark.integration

@@ -23,7 +23,7 @@ from tests.integration.clients import (
     pool,
     wait_until,
 )
-from tests.integration.observe_support import free_port
+from tests.support.ports import free_port
 from tests.support.server import ServerProcess, running_server
 
 pytestmark = pytest.mark.integration

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import socket
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -21,6 +20,7 @@ from protocol.messages.offset_commit import (
     OffsetCommitRequestTopic,
 )
 from protocol.messages.sync_group import SyncGroupRequest, SyncGroupRequestAssignment
+from tests.support.ports import free_port, wait_http_ok
 from tests.support.server import ServerProcess, running_server
 from tests.support.wire_client import WireClient
 
@@ -28,16 +28,11 @@ pytestmark = pytest.mark.integration
 _SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? (\S+)$")
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture
 def metered(tmp_path: Path) -> Iterator[tuple[ServerProcess, int]]:
-    port = _free_port()
+    port = free_port()
     with running_server(f"sqlite:///{tmp_path / 'c.db'}", {"metrics-port": str(port)}) as server:
+        wait_http_ok(f"http://127.0.0.1:{port}/readyz")
         yield server, port
 
 

@@ -4,7 +4,6 @@ of request latency, per-group gauges, failed authentications and refused connect
 
 from __future__ import annotations
 
-import socket
 import time
 import urllib.error
 import urllib.request
@@ -28,35 +27,18 @@ from protocol.messages.offset_commit import (
 from protocol.messages.sasl_authenticate import SaslAuthenticateRequest
 from protocol.messages.sasl_handshake import SaslHandshakeRequest
 from tests.integration.test_metrics import delta, join_and_sync, scrape
+from tests.support.ports import free_port, wait_http_ok
 from tests.support.server import ServerProcess, running_server
 from tests.support.wire_client import WireClient
 
 pytestmark = pytest.mark.integration
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture
 def metered(tmp_path: Path) -> Iterator[tuple[ServerProcess, int]]:
-    port = _free_port()
+    port = free_port()
     with running_server(f"sqlite:///{tmp_path / 'c.db'}", {"metrics-port": str(port)}) as server:
         yield server, port
-
-
-def _wait_ready(port: int) -> None:
-    deadline = time.monotonic() + 10
-    while True:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=5):
-                return
-        except urllib.error.HTTPError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.05)
 
 
 def _get(port: int, accept: str | None = None) -> tuple[str, str]:
@@ -100,7 +82,7 @@ def test_openmetrics_is_negotiated(metered: tuple[ServerProcess, int]) -> None:
 def test_long_poll_waits_are_not_request_latency(metered: tuple[ServerProcess, int]) -> None:
     server, port = metered
     fetch = FetchRequest(replica_id=-1, max_wait_ms=600, min_bytes=1, topics=[])
-    _wait_ready(port)
+    wait_http_ok(f"http://127.0.0.1:{port}/readyz")
     with WireClient(server.bootstrap) as client:
         before = scrape(port)
         started = time.monotonic()
@@ -114,14 +96,14 @@ def test_long_poll_waits_are_not_request_latency(metered: tuple[ServerProcess, i
 
 
 def test_per_group_gauges(tmp_path: Path) -> None:
-    port = _free_port()
+    port = free_port()
     # Retention checks would remove the emptied group "h" (no offsets) before it is scraped.
     extra = {"metrics-port": str(port), "offsets-retention-check-interval-ms": "600000"}
     with (
         running_server(f"sqlite:///{tmp_path / 'c.db'}", extra) as server,
         WireClient(server.bootstrap) as client,
     ):
-        _wait_ready(port)
+        wait_http_ok(f"http://127.0.0.1:{port}/readyz")
         client.request(ApiKey.CREATE_TOPICS, 5, CreateTopicsRequest([CreatableTopic("t", 1, 1)]))
         member_id, generation = join_and_sync(client, "")
         committed_at = time.time()
@@ -152,7 +134,7 @@ def test_per_group_gauges(tmp_path: Path) -> None:
 
 
 def test_failed_authentications_and_refused_connections(tmp_path: Path) -> None:
-    port = _free_port()
+    port = free_port()
     extra = {
         "metrics-port": str(port),
         "security-protocol": "SASL_PLAINTEXT",
@@ -160,7 +142,7 @@ def test_failed_authentications_and_refused_connections(tmp_path: Path) -> None:
         "connection-failed-authentication-delay-ms": "0",
     }
     with running_server("memory://", extra) as server:
-        _wait_ready(port)
+        wait_http_ok(f"http://127.0.0.1:{port}/readyz")
         before = scrape(port)
         assert before['coordinator_failed_authentications_total{reason="bad_credentials"}'] == 0
         assert before['coordinator_connection_rejections_total{reason="max_connections_per_ip"}'] == 0

@@ -16,12 +16,12 @@ from tests.integration.observe_support import (
     Observed,
     create_topic,
     form_group,
-    free_port,
     get_json,
     http_get,
     observed,
     scrape,
 )
+from tests.support.ports import free_port
 
 __all__ = ["observed"]  # the fixture
 

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import asyncio
-import socket
 import time
 
 import pytest
@@ -14,15 +13,9 @@ from coordinator.server.app import start_server
 from coordinator.server.config import load_config
 from coordinator.server.lag import Partition
 from tests.admin.support import cli, create_topics, table_rows
+from tests.support.ports import free_port
 
 pytestmark = pytest.mark.integration
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 @pytest.mark.asyncio
@@ -32,7 +25,7 @@ async def test_describe_shows_lag_seconds_and_status_from_the_sampler() -> None:
     async def end_offsets(partitions: list[Partition]) -> dict[Partition, int]:
         return {tp: log_ends[tp] for tp in partitions if tp in log_ends}
 
-    metrics_port = _free_port()
+    metrics_port = free_port()
     config = load_config(
         {"storage": "memory://", "port": 0, "metrics_port": metrics_port, "lag_sample_interval_ms": 50},
         env={},
@@ -105,7 +98,7 @@ async def test_describe_shows_lag_seconds_and_status_from_the_sampler() -> None:
 
 @pytest.mark.asyncio
 async def test_standalone_says_why_lag_seconds_are_absent() -> None:
-    metrics_port = _free_port()
+    metrics_port = free_port()
     config = load_config({"storage": "memory://", "port": 0, "metrics_port": metrics_port}, env={})
     server = await start_server(config)
     bootstrap, http = f"127.0.0.1:{server.port}", f"127.0.0.1:{metrics_port}"
@@ -137,7 +130,7 @@ async def test_standalone_says_why_lag_seconds_are_absent() -> None:
             "describe",
             "alone-g",
             "--http",
-            f"127.0.0.1:{_free_port()}",
+            f"127.0.0.1:{free_port()}",
             "--timeout",
             "2",
         )

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import socket
 import time
 import urllib.request
 
@@ -14,15 +13,9 @@ from coordinator.server.app import start_server
 from coordinator.server.config import load_config
 from coordinator.server.lag import Partition
 from tests.admin.support import create_topics
+from tests.support.ports import free_port
 
 pytestmark = pytest.mark.integration
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def _scrape(port: int) -> str:
@@ -40,7 +33,7 @@ async def test_lag_gauge_follows_commits_and_log_ends() -> None:
         asked.append(partitions)
         return {tp: log_ends[tp] for tp in partitions if tp in log_ends}
 
-    metrics_port = _free_port()
+    metrics_port = free_port()
     config = load_config(
         {"storage": "memory://", "port": 0, "metrics_port": metrics_port, "lag_sample_interval_ms": 50},
         env={},

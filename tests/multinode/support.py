@@ -41,7 +41,7 @@ from protocol.messages.offset_fetch import (
     OffsetFetchRequestTopics,
 )
 from tests.durability.support import create_topics
-from tests.storage.pg_server import free_port
+from tests.support.ports import free_port
 from tests.support.server import REPO, ServerProcess, start_server
 from tests.support.wire_client import WireClient
 

@@ -4,7 +4,6 @@ fails; and `groups history` showing a group's events after a restart."""
 from __future__ import annotations
 
 import json
-import socket
 import time
 from typing import Any
 
@@ -17,6 +16,7 @@ from coordinator.server.event_store import EventPersister, to_event, to_record
 from storage.base import StoreError
 from storage.memory import MemoryStore
 from tests.admin.support import create_topics, live_consumer
+from tests.support.ports import free_port
 from tests.support.server import running_server
 
 
@@ -99,17 +99,10 @@ async def test_persister_retries_after_a_failed_write(caplog: pytest.LogCaptureF
     assert await EventPersister(late, store, 60_000, wall_ms=lambda: 9_000_000).restore() == 0
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 @pytest.mark.integration
 def test_groups_history_survives_a_restart(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
     url = f"sqlite:///{tmp_path / 'events.db'}"
-    http_port = _free_port()
+    http_port = free_port()
     settings = {"group-events-persist": "true", "metrics-port": str(http_port)}
     with running_server(url, settings) as server:
         create_topics(server.bootstrap, kept_t=1)

@@ -16,12 +16,13 @@ import os
 import pwd
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from tests.support.ports import free_port
 
 
 class PostgresUnavailable(Exception):
@@ -50,12 +51,6 @@ def find_bindir() -> Path:
         "PostgreSQL server binaries (initdb, pg_ctl, postgres) not found in $PG_BINDIR, on PATH, "
         "in /usr/lib/postgresql/*/bin or /usr/local/pgsql/bin (Debian: apt-get install postgresql)"
     )
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _run_as_user() -> pwd.struct_passwd | None:

@@ -16,7 +16,8 @@ from storage.records import ConsumerGroupTombstone, Record
 from storage.schema import load_migrations
 from storage.writer import BatchWriter
 from tests.storage.helpers import consumer_group, consumer_member, offset
-from tests.storage.pg_server import PgServer, free_port
+from tests.storage.pg_server import PgServer
+from tests.support.ports import free_port
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.postgres]
 
