@@ -422,6 +422,7 @@ async def _listen(
             limits,
             config.queued_max_requests,
             bound_listener,
+            config.pipelined_commits_per_connection,
         ),
         spec.host,
         spec.port,

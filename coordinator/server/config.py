@@ -170,6 +170,12 @@ class Config(GroupConfig):
     queued_max_requests: int = setting(
         500, "requests queued per connection (Kafka: per broker)", at_least(1), kafka=True
     )
+    pipelined_commits_per_connection: int = setting(
+        16,
+        "consecutive OffsetCommits of one connection handled at once, sharing a storage batch "
+        "(replies stay in request order); 1: one request at a time, as Kafka",
+        at_least(1),
+    )
     # Listeners and TLS (coordinator/server/listeners.py). Empty listeners: --host/--port.
     listeners: str = setting(
         "", "listeners, e.g. PLAINTEXT://127.0.0.1:9092,SASL_SSL://:9093 (empty: host and port)", kafka=True

@@ -1,9 +1,14 @@
-"""TCP listener and connections: framing, one request in flight per connection, in-order replies.
+"""TCP listener and connections: framing, requests handled in order, replies in request order.
 
 Kafka's rule: a connection's responses come back in request order, and the broker processes
 one request per connection at a time (the "mute"). A parked JoinGroup therefore holds its own
 connection, never anybody else's. Frames that arrive meanwhile are queued; past a byte budget
 the socket stops being read until the queue drains.
+
+One departure (docs/performance.md#pipelined-offsetcommits): consecutive OffsetCommits of one
+connection may be in the server together, up to ``--pipelined-commits-per-connection``, so that
+they share a storage batch. Their replies still leave in request order, and any other request
+waits until every earlier one has been answered, exactly as under the mute.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from collections import deque
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from coordinator.server.sasl_session import SaslSession
+from protocol.apis import ApiKey
 from protocol.framing import FrameError, FrameSplitter
 from protocol.wire import encode_response
 
@@ -52,10 +58,27 @@ class Admission(Protocol):
     def release(self, connection: Connection) -> None: ...
 
 
+# The API whose consecutive requests may be in the server together (see the module docstring).
+PIPELINED_API = ApiKey.OFFSET_COMMIT
+_PIPELINED_API_PREFIX = int(PIPELINED_API).to_bytes(2, "big")
+
+
 class PendingReply:
     """The ReplyTo of one request: encodes the response for the request's API version."""
 
-    __slots__ = ("api_key", "api_version", "connection", "correlation_id", "parked_at", "sent", "started")
+    __slots__ = (
+        "answered",
+        "api_key",
+        "api_version",
+        "connection",
+        "correlation_id",
+        "frame",
+        "joinable",
+        "parked_at",
+        "response",
+        "sent",
+        "started",
+    )
 
     def __init__(self, connection: Connection, api_key: int, api_version: int, correlation_id: int) -> None:
         self.connection = connection
@@ -65,6 +88,12 @@ class PendingReply:
         self.sent = False
         self.started = time.perf_counter()
         self.parked_at: float | None = None  # when it began waiting for an event (long poll)
+        # Set by the dispatcher once the core has handled the request: a later OffsetCommit
+        # may then be handled while this one is unanswered (only OffsetCommits are marked).
+        self.joinable = False
+        self.answered = False  # complete() ran; the response waits for the earlier replies
+        self.response: Any = None
+        self.frame: bytes | None = None  # the encoded response
 
     def park(self) -> None:
         """Handled, but the answer waits for an event: from now on the time counts as parked."""
@@ -98,6 +127,7 @@ class Connection(asyncio.Protocol):
         limits: Admission | None = None,
         max_queued_requests: int = 500,
         listener: BoundListener | None = None,
+        max_pipelined_commits: int = 1,
     ) -> None:
         self.dispatcher = dispatcher
         self.listener = listener
@@ -119,11 +149,16 @@ class Connection(asyncio.Protocol):
         self.client_host = ""
         self.queue: deque[bytes] = deque()
         self.queued_bytes = 0
-        self.in_flight: PendingReply | None = None
+        self.max_pipelined_commits = max_pipelined_commits
+        # Requests handed to the dispatcher and not yet answered (and holds), in request order.
+        self._unanswered: deque[PendingReply] = deque()
         self.closed = False
         self._processing = False
         self._next_slice: asyncio.Handle | None = None
-        self._output: list[bytes] = []  # responses produced while processing, written together
+        # Responses due in request order and not yet written: written together at the end of
+        # _process, or (answers of a pipeline that go on) once per loop turn by _write_soon.
+        self._output: list[bytes] = []
+        self._write_soon: asyncio.Handle | None = None
         self._reading_paused = False
         self._writing_paused = False
         self._stopped = False
@@ -177,6 +212,7 @@ class Connection(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
         self.queue.clear()
+        self._drop_output()
         if self.limits is not None:
             self.limits.release(self)
         self.dispatcher.connection_closed(self)
@@ -190,14 +226,27 @@ class Connection(asyncio.Protocol):
         self._process()
 
     # ---- request flow --------------------------------------------------------------------
+    @property
+    def in_flight(self) -> PendingReply | None:
+        """The oldest request not yet answered (or hold), None when the connection is idle."""
+        return self._unanswered[0] if self._unanswered else None
+
     def _process(self) -> None:
         if self._processing or self._next_slice is not None:
             # The loop below, or the next slice already scheduled, picks up whatever came in.
             return
         self._processing = True
         slice_ends = time.perf_counter() + PROCESSING_SLICE_S
+        unanswered = self._unanswered
         try:
-            while self.queue and self.in_flight is None and not self.closed and not self._writing_paused:
+            while self.queue and not self.closed and not self._writing_paused:
+                if unanswered:
+                    if not self._joins_pipeline(self.queue[0]):
+                        break
+                elif self._write_soon is not None:
+                    # Answers of a finished pipeline go out before anything a request of
+                    # another kind may write past the output list (forwarded responses).
+                    self._write_output()
                 frame = self.queue.popleft()
                 self.queued_bytes -= len(frame)
                 self.dispatcher.dispatch(self, frame)
@@ -207,10 +256,9 @@ class Connection(asyncio.Protocol):
                     break
         finally:
             self._processing = False
-            if self._output and self.transport is not None and not self.closed:
+            if self._output and (self._write_soon is None or not unanswered):
                 # Pipelined requests answered synchronously leave in one write (one syscall).
-                self.transport.writelines(self._output)
-            self._output.clear()
+                self._write_output()
         if (
             self._reading_paused
             and self.queued_bytes <= self.max_queued_bytes // 2
@@ -222,13 +270,24 @@ class Connection(asyncio.Protocol):
             self.transport.resume_reading()
             self._reading_paused = False
 
+    def _joins_pipeline(self, frame: bytes) -> bool:
+        """May ``frame`` be handled while earlier requests are unanswered? Only an OffsetCommit
+        behind OffsetCommits the core has handled, within the bound."""
+        unanswered = self._unanswered
+        return (
+            frame.startswith(_PIPELINED_API_PREFIX)
+            and unanswered[-1].joinable  # the ones before it were joinable when it was let in
+            and len(unanswered) < self.max_pipelined_commits
+            and (self.sasl is None or not self.sasl.raw_tokens)
+        )
+
     def _next_slice_due(self) -> None:
         self._next_slice = None
         self._process()
 
     def start(self, api_key: int, api_version: int, correlation_id: int) -> PendingReply:
         reply = PendingReply(self, api_key, api_version, correlation_id)
-        self.in_flight = reply
+        self._unanswered.append(reply)
         return reply
 
     def complete(self, reply: PendingReply, response: Any) -> None:
@@ -236,43 +295,100 @@ class Connection(asyncio.Protocol):
             return
         if response is not None:
             try:
-                frame = encode_response(reply.api_key, reply.api_version, reply.correlation_id, response)
+                reply.frame = encode_response(
+                    reply.api_key, reply.api_version, reply.correlation_id, response
+                )
             except Exception:
                 log.exception("could not encode the response to api %d v%d", reply.api_key, reply.api_version)
                 self.abort("internal error while encoding a response")
                 return
-            if self._processing:
-                self._output.append(frame)
+        reply.answered = True
+        reply.response = response
+        unanswered = self._unanswered
+        if unanswered and unanswered[0] is reply:
+            self._advance()
+        elif reply not in unanswered:
+            # Not one of this connection's unanswered requests (none today): written at once.
+            self._send_in_turn(reply)
+            self._flush()
+        # else an earlier request is still unanswered: this reply waits for its turn.
+
+    def _advance(self) -> None:
+        """The oldest request is answered: send every answer whose turn has come, handle more."""
+        unanswered = self._unanswered
+        while unanswered and unanswered[0].answered:
+            self._send_in_turn(unanswered.popleft())
+        if unanswered:
+            self._flush()  # a pipeline goes on: its answers leave together when the turn ends
+        # Else whatever _process answers at once leaves in the same write as these answers.
+        self._process()
+        self._flush()
+
+    def _send_in_turn(self, reply: PendingReply) -> None:
+        """The reply's turn has come: into the output, and into the latency metrics."""
+        frame, response = reply.frame, reply.response
+        if frame is None:
+            return  # no response (Produce with acks=0), or a hold released
+        reply.frame = reply.response = None
+        self._output.append(frame)
+        self.seen = True
+        metrics = self.dispatcher.metrics
+        if metrics is not None:
+            now = time.perf_counter()
+            parked_at = reply.parked_at
+            handled = now if parked_at is None else parked_at
+            metrics.observe_response(
+                reply.api_key, reply.api_version, response, handled - reply.started, now - handled
+            )
+
+    def _flush(self) -> None:
+        """Write the released replies now, or once this loop turn ends while a pipeline goes on."""
+        if self._processing or not self._output:
+            return  # _process writes them when it ends
+        if not self._unanswered:
+            self._write_output()
+        elif self._write_soon is None:
+            self._write_soon = asyncio.get_running_loop().call_soon(self._write_output)
+
+    def _write_output(self) -> None:
+        if self._write_soon is not None:
+            self._write_soon.cancel()
+            self._write_soon = None
+        output = self._output
+        if output and self.transport is not None and not self.closed:
+            if len(output) == 1:
+                self.transport.write(output[0])
             else:
-                self.transport.write(frame)
-            self.seen = True
-            metrics = self.dispatcher.metrics
-            if metrics is not None:
-                now = time.perf_counter()
-                parked_at = reply.parked_at
-                handled = now if parked_at is None else parked_at
-                metrics.observe_response(
-                    reply.api_key, reply.api_version, response, handled - reply.started, now - handled
-                )
-        if self.in_flight is reply:
-            self.in_flight = None
-            self._process()
+                self.transport.writelines(output)
+        output.clear()
+
+    def _drop_output(self) -> None:
+        self._unanswered.clear()
+        self._output.clear()
+        if self._write_soon is not None:
+            self._write_soon.cancel()
+            self._write_soon = None
 
     def hold(self) -> PendingReply:
         """Occupy the in-flight slot for work that has no Kafka response (bare SASL tokens)."""
         reply = PendingReply(self, -1, -1, -1)
-        self.in_flight = reply
+        self._unanswered.append(reply)
         return reply
 
     def release(self, reply: PendingReply) -> None:
-        if self.in_flight is reply:
-            self.in_flight = None
-            self._process()
+        unanswered = self._unanswered
+        if reply in unanswered:
+            reply.answered = True
+            if unanswered[0] is reply:
+                self._advance()
 
     def send_raw(self, frame: bytes) -> None:
-        """Write a response frame that was encoded outside the normal path (ApiVersions errors)."""
+        """Write a response frame that was encoded outside the normal path (ApiVersions errors),
+        behind the replies released before it."""
         if not self.closed and self.transport is not None:
-            self.transport.write(frame)
+            self._output.append(frame)
+            if not self._processing:
+                self._write_output()
 
     def abort(self, reason: str, *, log_reason: bool = True) -> None:
         """Close at once, dropping queued requests; `log_reason` False when the caller logged it."""
@@ -282,11 +398,12 @@ class Connection(asyncio.Protocol):
             log.warning("closing connection from %s: %s", self.peer, reason)
         self.closed = True
         self.queue.clear()
+        self._drop_output()
         if self.transport is not None:
             self.transport.close()
 
     def stop_reading(self) -> None:
-        """Shutdown: take no further requests; the one in flight may still be answered."""
+        """Shutdown: take no further requests; those in the server may still be answered."""
         self._stopped = True
         self.queue.clear()
         if self.transport is not None and not self.closed and not self._reading_paused:
@@ -294,6 +411,9 @@ class Connection(asyncio.Protocol):
             self._reading_paused = True
 
     def close(self) -> None:
+        """Close after writing the replies already released (the transport sends them first)."""
         if not self.closed and self.transport is not None:
+            self._write_output()
             self.closed = True
+            self._drop_output()
             self.transport.close()

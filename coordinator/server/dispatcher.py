@@ -23,7 +23,7 @@ from coordinator.core.cluster import Cluster
 from coordinator.core.context import RequestContext
 from coordinator.core.result import Result
 from coordinator.server.authn import SASL_APIS, SaslServer
-from coordinator.server.connection import Connection, PendingReply
+from coordinator.server.connection import PIPELINED_API, Connection, PendingReply
 from coordinator.server.metrics import Metrics
 from coordinator.server.runtime import Runtime
 from coordinator.server.topic_lookup import TopicLookup
@@ -189,6 +189,10 @@ class Dispatcher:
         except Exception as exc:
             self._failed(connection, reply, request, exc)
             return
+        if request.api_key == PIPELINED_API:
+            # The core has validated it: the connection's next OffsetCommit may follow it in
+            # (docs/performance.md#pipelined-offsetcommits).
+            reply.joinable = True
         if request.api_key == ApiKey.PRODUCE and not result.replies and not result.records:
             reply.finish_without_response()  # acks=0
             return
