@@ -1,0 +1,164 @@
+"""The commit workloads on two source trees of our server, side by side in one run.
+
+    .venv/bin/python bench/commit_ab.py --before REF [--repeats 3] [--seconds 3]
+
+``--before`` is a git revision of this repository (exported to a temporary directory) or a
+directory holding the server's sources; "after" is this checkout. The two arms are interleaved
+rep by rep, so machine noise (other tenants) hits both alike; each phase runs the Go load
+generator's commit workload (16 connections x 8 in flight, as ``run.py``) on SQLite and on
+memory://, server pinned to CPU 0, generator to CPU 1. Reported per arm: medians of commits/s,
+server CPU per commit (utime + stime, all threads), p50/p99, and the mean commits per storage
+write (one extra pass with /metrics on, so that the metrics' own cost stays out of the CPU
+figures).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from runner.common import PYTHON, ROOT, SERVER_CPU, log
+from runner.servers import Server, free_port, loadgen, wait_ready
+
+PHASES = [("simple", 1), ("member", 1), ("simple", 100)]
+STORAGES = ["sqlite", "memory"]
+
+
+def export(ref: str, into: Path) -> Path:
+    if Path(ref).is_dir():
+        return Path(ref)
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", ref], check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
+    return into
+
+
+def start(source: Path, workdir: Path, storage: str, metrics_port: int | None) -> Server:
+    url = f"sqlite:///{workdir / 'coordinator.db'}" if storage == "sqlite" else "memory://"
+    cmd = [
+        "taskset", "-c", SERVER_CPU, str(PYTHON), "-m", "coordinator", "serve",
+        "--host", "127.0.0.1", "--port", "0", "--storage", url, "--group-initial-rebalance-delay-ms", "0",
+    ]  # fmt: skip
+    if metrics_port is not None:
+        cmd += ["--metrics-port", str(metrics_port)]
+    log_path = workdir / "server.log"
+    with log_path.open("wb") as out:
+        started = time.monotonic()
+        proc = subprocess.Popen(
+            cmd, cwd=source, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+        )
+    return wait_ready("ours", proc, log_path, started, None, 60)
+
+
+def batch_records(metrics_port: int) -> tuple[float, float]:
+    """(sum, count) of the coordinator_storage_batch_records histogram."""
+    text = urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=10).read().decode()
+    values = {}
+    for line in text.splitlines():
+        for suffix in ("_sum", "_count"):
+            if line.startswith(f"coordinator_storage_batch_records{suffix} "):
+                values[suffix] = float(line.split()[1])
+    return values.get("_sum", 0.0), values.get("_count", 0.0)
+
+
+def phase(server: Server, mode: str, partitions: int, seconds: float, tag: str) -> dict[str, Any]:
+    flags = [
+        "-conns", "16", "-inflight", "8", "-duration", f"{seconds}s", "-partitions", str(partitions),
+        "-modes", mode, "-setup-timeout", "120s", "-tag", tag,
+    ]  # fmt: skip
+    results = loadgen(server, "commit", flags, timeout=600)
+    done = [r for r in results if r.get("done") and r.get("ops")]
+    if not done:
+        raise RuntimeError(f"commit {mode} {partitions}p failed: {results}")
+    return done[0]
+
+
+def run_arm(
+    source: Path, tmp: Path, storage: str, seconds: float, tag: str, with_metrics: bool
+) -> dict[str, Any]:
+    workdir = Path(tempfile.mkdtemp(dir=tmp))
+    port = free_port() if with_metrics else None
+    server = start(source, workdir, storage, port)
+    out: dict[str, Any] = {}
+    try:
+        for mode, partitions in PHASES:
+            if with_metrics and partitions != 1:
+                continue
+            before = batch_records(port) if port is not None else None
+            r = phase(server, mode, partitions, seconds, f"{tag}{mode[0]}{partitions}")
+            if port is not None and before is not None:
+                total, count = batch_records(port)
+                records = (total - before[0]) / max(count - before[1], 1)
+                r["records_per_write"] = records / partitions
+            out[f"{storage}:{mode}-{partitions}p"] = r
+    finally:
+        server.stop()
+    return out
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--before", required=True, help="git revision or source directory of the 'before' arm"
+    )
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--seconds", type=float, default=3.0)
+    parser.add_argument("--json", type=Path, help="write every phase's raw result here")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="commit-ab-") as tmp_name:
+        tmp = Path(tmp_name)
+        before_dir = tmp / "before"
+        before_dir.mkdir()
+        arms = {"before": export(args.before, before_dir), "after": ROOT}
+        raw: dict[str, list[dict[str, Any]]] = {arm: [] for arm in arms}
+        for rep in range(args.repeats):
+            for arm, source in arms.items():
+                for storage in STORAGES:
+                    log(f"rep {rep + 1}/{args.repeats}: {arm} on {storage}")
+                    raw[arm].append(
+                        run_arm(source, tmp, storage, args.seconds, f"r{rep}{arm[0]}{storage[0]}", False)
+                    )
+        sizes: dict[str, dict[str, Any]] = {}
+        for arm, source in arms.items():
+            log(f"commits per storage write: {arm} (with /metrics)")
+            sizes[arm] = run_arm(source, tmp, "sqlite", args.seconds, f"m{arm[0]}", True)
+    if args.json is not None:
+        args.json.write_text(json.dumps({"raw": raw, "sizes": sizes}, indent=1))
+    print(render(raw, sizes))
+    return 0
+
+
+def render(raw: dict[str, list[dict[str, Any]]], sizes: dict[str, dict[str, Any]]) -> str:
+    names = sorted({name for runs in raw.values() for run in runs for name in run})
+    lines = [
+        "| phase | arm | commits/s (requests) | CPU µs per request | p50 / p99 ms | commits per write |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
+    for name in names:
+        for arm, runs in raw.items():
+            rs = [run[name] for run in runs if name in run]
+            rates = [r["rate"] for r in rs]
+            cpu = [r["server_cpu_s"] / r["ops"] * 1e6 for r in rs]
+            p50 = median([r["p50_ms"] for r in rs])
+            p99 = median([r["p99_ms"] for r in rs])
+            per_write = sizes.get(arm, {}).get(name, {}).get("records_per_write")
+            lines.append(
+                f"| {name} | {arm} | {median(rates):,.0f} ({' / '.join(f'{v:,.0f}' for v in rates)}) "
+                f"| {median(cpu):.1f} ({' / '.join(f'{v:.1f}' for v in cpu)}) | {p50:.2f} / {p99:.1f} "
+                f"| {'' if per_write is None else f'{per_write:.1f}'} |"
+            )
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
