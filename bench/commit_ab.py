@@ -27,7 +27,6 @@ from typing import Any
 from runner.common import PYTHON, ROOT, SERVER_CPU, log
 from runner.servers import Server, free_port, loadgen, wait_ready
 
-PHASES = [("simple", 1), ("member", 1), ("simple", 100)]
 STORAGES = ["sqlite", "memory"]
 
 
@@ -67,36 +66,41 @@ def batch_records(metrics_port: int) -> tuple[float, float]:
     return values.get("_sum", 0.0), values.get("_count", 0.0)
 
 
-def phase(server: Server, mode: str, partitions: int, seconds: float, tag: str) -> dict[str, Any]:
+def commits(server: Server, seconds: float, tag: str, partitions: str, mode: str) -> list[dict[str, Any]]:
+    """One generator run: each mode's connections commit for each partition count in turn (the
+    topic gets as many partitions as the largest count, as in ``run.py``)."""
     flags = [
-        "-conns", "16", "-inflight", "8", "-duration", f"{seconds}s", "-partitions", str(partitions),
+        "-conns", "16", "-inflight", "8", "-duration", f"{seconds}s", "-partitions", partitions,
         "-modes", mode, "-setup-timeout", "120s", "-tag", tag,
     ]  # fmt: skip
-    results = loadgen(server, "commit", flags, timeout=600)
-    done = [r for r in results if r.get("done") and r.get("ops")]
-    if not done:
-        raise RuntimeError(f"commit {mode} {partitions}p failed: {results}")
-    return done[0]
+    results = loadgen(server, "commit", flags, timeout=900)
+    failed = [r for r in results if not r.get("done")]
+    if failed:
+        raise RuntimeError(f"commit workload failed: {failed}")
+    return [r for r in results if r["name"].startswith("commit-")]
 
 
-def run_arm(
-    source: Path, tmp: Path, storage: str, seconds: float, tag: str, with_metrics: bool
-) -> dict[str, Any]:
+def run_arm(source: Path, tmp: Path, storage: str, seconds: float, tag: str) -> dict[str, Any]:
     workdir = Path(tempfile.mkdtemp(dir=tmp))
-    port = free_port() if with_metrics else None
-    server = start(source, workdir, storage, port)
-    out: dict[str, Any] = {}
+    server = start(source, workdir, storage, None)
     try:
-        for mode, partitions in PHASES:
-            if with_metrics and partitions != 1:
-                continue
-            before = batch_records(port) if port is not None else None
-            r = phase(server, mode, partitions, seconds, f"{tag}{mode[0]}{partitions}")
-            if port is not None and before is not None:
-                total, count = batch_records(port)
-                records = (total - before[0]) / max(count - before[1], 1)
-                r["records_per_write"] = records / partitions
-            out[f"{storage}:{mode}-{partitions}p"] = r
+        return {f"{storage}:{r['name']}": r for r in commits(server, seconds, tag, "1,100", "simple,member")}
+    finally:
+        server.stop()
+
+
+def commits_per_write(source: Path, tmp: Path, seconds: float, tag: str) -> dict[str, float]:
+    """1-partition commits on SQLite with /metrics on: commits per store write, by mode."""
+    workdir = Path(tempfile.mkdtemp(dir=tmp))
+    port = free_port()
+    server = start(source, workdir, "sqlite", port)
+    out: dict[str, float] = {}
+    try:
+        for mode in ("simple", "member"):
+            before = batch_records(port)
+            (result,) = commits(server, seconds, f"{tag}{mode[0]}", "1", mode)
+            total, count = batch_records(port)
+            out[f"sqlite:{result['name']}"] = (total - before[0]) / max(count - before[1], 1)
     finally:
         server.stop()
     return out
@@ -126,23 +130,23 @@ def main() -> int:
                 for storage in STORAGES:
                     log(f"rep {rep + 1}/{args.repeats}: {arm} on {storage}")
                     raw[arm].append(
-                        run_arm(source, tmp, storage, args.seconds, f"r{rep}{arm[0]}{storage[0]}", False)
+                        run_arm(source, tmp, storage, args.seconds, f"r{rep}{arm[0]}{storage[0]}")
                     )
-        sizes: dict[str, dict[str, Any]] = {}
+        sizes: dict[str, dict[str, float]] = {}
         for arm, source in arms.items():
             log(f"commits per storage write: {arm} (with /metrics)")
-            sizes[arm] = run_arm(source, tmp, "sqlite", args.seconds, f"m{arm[0]}", True)
+            sizes[arm] = commits_per_write(source, tmp, args.seconds, f"m{arm[0]}")
     if args.json is not None:
         args.json.write_text(json.dumps({"raw": raw, "sizes": sizes}, indent=1))
     print(render(raw, sizes))
     return 0
 
 
-def render(raw: dict[str, list[dict[str, Any]]], sizes: dict[str, dict[str, Any]]) -> str:
+def render(raw: dict[str, list[dict[str, Any]]], sizes: dict[str, dict[str, float]]) -> str:
     names = sorted({name for runs in raw.values() for run in runs for name in run})
     lines = [
-        "| phase | arm | commits/s (requests) | CPU µs per request | p50 / p99 ms | commits per write |",
-        "|---|---|---:|---:|---:|---:|",
+        "| phase | arm | requests/s | CPU µs per request | p50 / p99 ms | commits per write | errors |",
+        "|---|---|---:|---:|---:|---:|---|",
     ]
     for name in names:
         for arm, runs in raw.items():
@@ -151,11 +155,12 @@ def render(raw: dict[str, list[dict[str, Any]]], sizes: dict[str, dict[str, Any]
             cpu = [r["server_cpu_s"] / r["ops"] * 1e6 for r in rs]
             p50 = median([r["p50_ms"] for r in rs])
             p99 = median([r["p99_ms"] for r in rs])
-            per_write = sizes.get(arm, {}).get(name, {}).get("records_per_write")
+            per_write = sizes.get(arm, {}).get(name)
+            errors = sum(sum(r.get("errors", {}).values()) for r in rs)
             lines.append(
                 f"| {name} | {arm} | {median(rates):,.0f} ({' / '.join(f'{v:,.0f}' for v in rates)}) "
                 f"| {median(cpu):.1f} ({' / '.join(f'{v:.1f}' for v in cpu)}) | {p50:.2f} / {p99:.1f} "
-                f"| {'' if per_write is None else f'{per_write:.1f}'} |"
+                f"| {'' if per_write is None else f'{per_write:.1f}'} | {errors or ''} |"
             )
     return "\n".join(lines)
 

@@ -318,6 +318,8 @@ class Connection(asyncio.Protocol):
         unanswered = self._unanswered
         while unanswered and unanswered[0].answered:
             self._send_in_turn(unanswered.popleft())
+        if self._processing:
+            return  # answered inside _process, which goes on and writes when it ends
         if unanswered:
             self._flush()  # a pipeline goes on: its answers leave together when the turn ends
         # Else whatever _process answers at once leaves in the same write as these answers.
