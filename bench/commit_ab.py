@@ -4,12 +4,13 @@
 
 ``--before`` is a git revision of this repository (exported to a temporary directory) or a
 directory holding the server's sources; "after" is this checkout. The two arms are interleaved
-rep by rep, so machine noise (other tenants) hits both alike; each phase runs the Go load
-generator's commit workload (16 connections x 8 in flight, as ``run.py``) on SQLite and on
-memory://, server pinned to CPU 0, generator to CPU 1. Reported per arm: medians of commits/s,
-server CPU per commit (utime + stime, all threads), p50/p99, and the mean commits per storage
-write (one extra pass with /metrics on, so that the metrics' own cost stays out of the CPU
-figures).
+rep by rep, so machine noise (other tenants) hits both alike. Each arm and repeat runs the Go
+load generator's commit workload as ``run.py`` does (16 connections x 8 in flight; 1 and 100
+partitions per request; simple consumers and members) on SQLite and on memory://, server pinned
+to CPU 0, generator to CPU 1. Reported per arm: medians of requests/s, server CPU per request
+(utime + stime, all threads) and p50/p99, and the mean OffsetCommits per storage write for
+1-partition commits on SQLite (one extra pass with /metrics on, so that the metrics' own cost
+stays out of the CPU figures).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from runner.build import build_loadgen
 from runner.common import PYTHON, ROOT, SERVER_CPU, log
 from runner.servers import Server, free_port, loadgen, wait_ready
 
@@ -119,6 +121,7 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--json", type=Path, help="write every phase's raw result here")
     args = parser.parse_args()
+    build_loadgen()
     with tempfile.TemporaryDirectory(prefix="commit-ab-") as tmp_name:
         tmp = Path(tmp_name)
         before_dir = tmp / "before"
