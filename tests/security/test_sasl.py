@@ -24,9 +24,17 @@ from coordinator.server.authn import first_message_user
 from protocol.apis import ApiKey
 from protocol.errors import ErrorCode
 from protocol.messages.api_versions import ApiVersionsRequest
+from protocol.messages.create_topics import CreatableTopic, CreateTopicsRequest
 from protocol.messages.metadata import MetadataRequest
+from protocol.messages.offset_commit import (
+    OffsetCommitRequest,
+    OffsetCommitRequestPartition,
+    OffsetCommitRequestTopic,
+)
+from protocol.messages.offset_fetch import OffsetFetchRequest, OffsetFetchRequestTopic
 from protocol.messages.sasl_authenticate import SaslAuthenticateRequest
 from protocol.messages.sasl_handshake import SaslHandshakeRequest
+from protocol.wire import decode_response, encode_request
 from tests.security.support import Certificates, TlsWireClient, make_certificates, tls_settings
 from tests.support.server import REPO, ServerProcess, running_server
 from tests.support.wire_client import WireClient
@@ -299,6 +307,60 @@ def test_user_added_while_running_and_sasl_plaintext_with_handshake_v0(tmp_path:
     with running_server(f"sqlite:///{tmp_path / 'p.db'}") as server, WireClient(server.bootstrap) as client:
         response = client.request(ApiKey.SASL_HANDSHAKE, 1, SaslHandshakeRequest(mechanism="PLAIN"))
         assert response.error_code == ErrorCode.ILLEGAL_SASL_STATE
+
+
+@pytest.mark.integration
+def test_reauthentication_behind_pipelined_commits_waits_its_turn(tmp_path: Path) -> None:
+    """KIP-368 re-authentication between pipelined OffsetCommits: every answer in request
+    order, the commits on both sides of it land (docs/performance.md#pipelined-offsetcommits)."""
+    storage = f"sqlite:///{tmp_path / 'c.db'}"
+    extra = {"security-protocol": "SASL_PLAINTEXT", "sasl-enabled-mechanisms": "PLAIN"}
+    with running_server(storage, extra) as server:
+        add_user(storage, "dave", "dave-pw", "SCRAM-SHA-256")
+        token = SaslAuthenticateRequest(b"\0dave\0dave-pw")
+        with WireClient(server.bootstrap) as client:
+            assert _handshake(client, "PLAIN").error_code == 0
+            assert client.request(ApiKey.SASL_AUTHENTICATE, 1, token).error_code == 0
+            topic = CreatableTopic(name="reauth", num_partitions=1, replication_factor=1)
+            created = client.request(
+                ApiKey.CREATE_TOPICS, 5, CreateTopicsRequest(topics=[topic], timeout_ms=5000)
+            )
+            assert created.topics[0].error_code == 0
+
+            def commit(offset: int) -> tuple[int, int, Any]:
+                partitions = [OffsetCommitRequestPartition(0, offset)]
+                body = OffsetCommitRequest(
+                    group_id="ra", topics=[OffsetCommitRequestTopic("reauth", partitions=partitions)]
+                )
+                return ApiKey.OFFSET_COMMIT, 8, body
+
+            fetch = OffsetFetchRequest(group_id="ra", topics=[OffsetFetchRequestTopic("reauth", [0])])
+            calls: list[tuple[int, int, Any]] = [
+                commit(1),
+                commit(2),
+                (ApiKey.SASL_HANDSHAKE, 1, SaslHandshakeRequest(mechanism="PLAIN")),
+                (ApiKey.SASL_AUTHENTICATE, 1, token),
+                commit(3),
+                commit(4),
+                (ApiKey.OFFSET_FETCH, 7, fetch),
+            ]
+            first = client.correlation_id + 1
+            client.send_raw(
+                b"".join(
+                    encode_request(api_key, version, first + i, "reauth", body)
+                    for i, (api_key, version, body) in enumerate(calls)
+                )
+            )
+            client.correlation_id += len(calls)
+            answers = []
+            for i, (api_key, version, _) in enumerate(calls):
+                correlation_id, response = decode_response(api_key, version, client.read_frame())
+                assert correlation_id == first + i
+                answers.append(response)
+    one, two, handshake, authenticated, three, four, fetched = answers
+    assert handshake.error_code == authenticated.error_code == 0
+    assert [p.error_code for c in (one, two, three, four) for t in c.topics for p in t.partitions] == [0] * 4
+    assert [p.committed_offset for t in fetched.topics for p in t.partitions] == [4]
 
 
 class _FakeConnection:
