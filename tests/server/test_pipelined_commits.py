@@ -161,6 +161,15 @@ def offsets(response: Any) -> dict[int, int]:
     return {p.partition_index: p.committed_offset for t in response.topics for p in t.partitions}
 
 
+async def batched(server: RunningServer, records: int) -> None:
+    """Wait until the writer's open batch holds ``records`` records (the store being held)."""
+    for _ in range(500):
+        if server.writer.pending_records == records:
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"{server.writer.pending_records} records wait in the open batch, not {records}")
+
+
 async def hold_store(server: RunningServer, tap: StoreTap) -> Pipe:
     """Close the tap and put one commit (another group, another connection) in the store, so
     that everything written next waits in the writer's open batch."""
@@ -179,6 +188,7 @@ async def test_pipelined_commits_share_one_batch_and_answer_in_order(
     blocker = await hold_store(server, tap)
     pipe = await Pipe.open(server)
     await pipe.send(*(commit("g", 100 + i, partition=i) for i in range(8)))
+    await batched(server, 8)
     assert await pipe.nothing_arrives()  # not one reply before its batch is durable
     tap.open.set()
     replies = await pipe.receive()
@@ -199,7 +209,9 @@ async def test_a_connection_has_at_most_the_bound_of_commits_in_the_server(
     blocker = await hold_store(server, tap)
     pipe = await Pipe.open(server)
     await pipe.send(*(commit("g", 200 + i) for i in range(bound + 4)))
-    await asyncio.sleep(0.1)
+    await batched(server, bound)
+    assert await pipe.nothing_arrives(0.05)  # the four beyond the bound stay queued meanwhile
+    assert server.writer.pending_records == bound
     tap.open.set()
     replies = await pipe.receive()
     assert all(codes(r) == [0] for r in replies)
@@ -218,6 +230,7 @@ async def test_offset_fetch_behind_pipelined_commits_reads_them(
     blocker = await hold_store(server, tap)
     pipe = await Pipe.open(server)
     await pipe.send(*(commit("g", 300 + i, partition=i % 3) for i in range(6)), fetch("g", [0, 1, 2]))
+    await batched(server, 6)
     assert await pipe.nothing_arrives()  # the fetch, answerable at once, waits for the commits
     tap.open.set()
     *committed, fetched = await pipe.receive()
@@ -243,6 +256,7 @@ async def test_another_request_behind_commits_waits_and_later_commits_wait_for_i
         (ApiKey.API_VERSIONS, 3, ApiVersionsRequest("pipe-test", "1.0")),
         commit("g", 3),
     )
+    await batched(server, 2)
     assert await pipe.nothing_arrives()  # the heartbeat would be answered at once if let in
     tap.open.set()
     first, second, beat, versions, third = await pipe.receive()
@@ -262,7 +276,7 @@ async def test_a_failed_write_fails_its_own_commit_only(running: tuple[RunningSe
     pipe = await Pipe.open(server)
     values = [400, 401, POISON, 403, 404, 405]
     await pipe.send(*(commit("g", value, partition=i) for i, value in enumerate(values)))
-    await asyncio.sleep(0.1)
+    await batched(server, 6)
     tap.open.set()
     replies = await pipe.receive()
     assert [codes(r) for r in replies] == [
@@ -289,6 +303,7 @@ async def test_timed_out_commits_answer_in_order_and_land_later(monkeypatch: pyt
         blocker = await hold_store(server, tap)
         pipe = await Pipe.open(server)
         await pipe.send(*(commit("g", 500 + i) for i in range(4)))
+        await batched(server, 4)
         replies = await pipe.receive(wait_s=3)
         assert [codes(r) for r in replies] == [[ErrorCode.REQUEST_TIMED_OUT]] * 4
         tap.open.set()
@@ -318,7 +333,7 @@ async def test_closing_mid_pipeline_loses_nothing_acknowledged(
     assert all(codes(r) == [0] for r in acknowledged)
     blocker = await hold_store(server, tap)
     await pipe.send(*(commit("g", 700 + i) for i in range(4)))
-    await asyncio.sleep(0.1)
+    await batched(server, 4)
     pipe.writer.transport.abort()  # gone before any of the last four is answered
     tap.open.set()
     await blocker.receive()
