@@ -261,7 +261,7 @@ class Forwarder:
     ) -> None:
         try:
             upstream.send_to(
-                frame_with_length(frame), None if slot is None else _Forwarded(self, connection, link, slot)
+                frame, None if slot is None else _Forwarded(self, connection, link, slot), prefixed=False
             )
         except UpstreamError:
             connection.close()

@@ -188,13 +188,18 @@ class UpstreamConnection(asyncio.Protocol):
         also with its length prefix. None for requests that get no response (acks=0)."""
         self.send_to(frame, None if on_response is None else _Whole(on_response))
 
-    def send_to(self, frame: bytes, handler: ResponseHandler | None) -> None:
-        """``send``, with a handler that may take the response as a stream."""
+    def send_to(self, frame: bytes, handler: ResponseHandler | None, *, prefixed: bool = True) -> None:
+        """``send``, with a handler that may take the response as a stream. ``prefixed=False``:
+        the frame has no length prefix yet (a client's request as it arrived; writing the prefix
+        apart spares a copy of the whole request)."""
         if self.closed or self.transport is None:
             raise UpstreamError(f"connection to {self.label} is closed")
         if handler is not None:
             self._waiting.append(handler)
-        self.transport.write(frame)
+        if prefixed:
+            self.transport.write(frame)
+        else:
+            self.transport.writelines((_LENGTH.pack(len(frame)), frame))
 
     async def request(self, api_key: int, api_version: int, body: Any, timeout_s: float = 30.0) -> Any:
         """Our own request (metadata, list offsets, SASL): encode, send, decode the response."""
