@@ -7,7 +7,8 @@ been written back, so forwarded and locally served responses leave in request or
 
 Request bodies are never decoded (only the header, and Produce's acks); responses are passed
 through as bytes, except those that carry broker addresses: Metadata, DescribeCluster,
-FindCoordinator for transactions, and Produce/Fetch responses with KIP-951 NodeEndpoints.
+FindCoordinator for transactions, and Produce/Fetch responses with KIP-951 NodeEndpoints. A
+response that is next in line for its client goes out while it is still arriving (cut_through.py).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from coordinator.core.cluster import NodeIdentity
+from coordinator.gateway.cut_through import FetchTail
 from coordinator.gateway.group_configs import CONFIG_APIS, names_group_resources
 from coordinator.gateway.node_endpoints import carries_node_endpoints, endpoints_in, rewrite_node_endpoints
 from coordinator.gateway.upstream import UpstreamConnection, UpstreamError, connect, frame_with_length
@@ -47,6 +49,7 @@ log = logging.getLogger(__name__)
 
 _INT16: Final = struct.Struct(">h")
 _REWRITTEN: Final = frozenset({ApiKey.METADATA, ApiKey.DESCRIBE_CLUSTER, ApiKey.FIND_COORDINATOR})
+_MALFORMED: Final = (DecodeError, struct.error, IndexError, UnicodeDecodeError)
 ANY_BROKER: Final = -1  # the upstream connection of the bootstrap port: any upstream broker
 MAX_PIPELINE: Final = 64  # forwarded requests in flight per client connection
 UNKNOWN_API_MESSAGE: Final = "api key {key} v{version} is not forwarded by the gateway"
@@ -62,6 +65,79 @@ class _Slot:
         self.api_version = api_version
         self.correlation_id = correlation_id
         self.frame: bytes | None = None  # the response, with its length prefix, once ready
+
+
+class _Forwarded:
+    """A forwarded request waiting for its response (the upstream connection's ResponseHandler)."""
+
+    __slots__ = ("connection", "forwarder", "link", "slot")
+
+    def __init__(self, forwarder: Forwarder, connection: Connection, link: _Link, slot: _Slot) -> None:
+        self.forwarder = forwarder
+        self.connection = connection
+        self.link = link
+        self.slot = slot
+
+    def stream(self) -> _ToClient | None:
+        """Cut-through when the response is next in line for the client and needs no rewriting
+        that changes its length (Produce v10+ answers are small: they are held and rewritten)."""
+        slot, link, connection = self.slot, self.link, self.connection
+        if slot.api_key in _REWRITTEN or connection.closed or connection.transport is None:
+            return None
+        if not link.pending or link.pending[0] is not slot:
+            return None  # earlier responses are still owed: this one waits its turn, whole
+        tail = carries_node_endpoints(slot.api_key, slot.api_version)
+        if tail and slot.api_key != ApiKey.FETCH:
+            return None
+        return _ToClient(self, tail)
+
+    def whole(self, frame: bytes) -> None:
+        self.forwarder.respond(self.connection, self.link, self.slot, frame)
+
+
+class _ToClient:
+    """A response passed on to the client while it arrives (upstream.ResponseStream)."""
+
+    __slots__ = ("failed", "forwarded", "tail")
+
+    def __init__(self, forwarded: _Forwarded, fetch_tail: bool) -> None:
+        self.forwarded = forwarded
+        self.failed = False
+        self.tail = FetchTail(self._send, forwarded.forwarder.brokers.address_of) if fetch_tail else None
+
+    def _send(self, chunk: memoryview) -> None:
+        connection = self.forwarded.connection
+        if not self.failed and not connection.closed and connection.transport is not None:
+            connection.transport.write(chunk)
+            connection.seen = True
+
+    def write(self, chunk: memoryview) -> None:
+        if self.tail is None:
+            self._send(chunk)
+            return
+        try:
+            self.tail.write(chunk)
+        except _MALFORMED as exc:
+            self._fail(exc)
+
+    def end(self) -> None:
+        if self.tail is not None:
+            try:
+                self.tail.end()
+            except _MALFORMED as exc:
+                self._fail(exc)
+        forwarded = self.forwarded
+        forwarded.slot.frame = b""  # sent
+        forwarded.forwarder.flush(forwarded.connection, forwarded.link)
+
+    def _fail(self, exc: Exception) -> None:
+        if not self.failed:
+            self.failed = True
+            slot = self.forwarded.slot
+            log.warning(
+                "malformed api %d v%d response from upstream: %s", slot.api_key, slot.api_version, exc
+            )
+            self.forwarded.connection.close()  # half a response went out: the client must drop it
 
 
 class _Link:
@@ -183,12 +259,10 @@ class Forwarder:
         frame: bytes,
         slot: _Slot | None,
     ) -> None:
-        def on_response(response: bytes) -> None:
-            assert slot is not None
-            self._respond(connection, link, slot, response)
-
         try:
-            upstream.send(frame_with_length(frame), on_response if slot is not None else None)
+            upstream.send_to(
+                frame, None if slot is None else _Forwarded(self, connection, link, slot), prefixed=False
+            )
         except UpstreamError:
             connection.close()
             return
@@ -254,7 +328,7 @@ class Forwarder:
             connection.close()
 
     # ---- responses -------------------------------------------------------------------------
-    def _respond(self, connection: Connection, link: _Link, slot: _Slot, frame: bytes) -> None:
+    def respond(self, connection: Connection, link: _Link, slot: _Slot, frame: bytes) -> None:
         if connection.closed:
             return
         api_key, version = slot.api_key, slot.api_version
@@ -273,11 +347,11 @@ class Forwarder:
                 slot.frame = frame_with_length(rewritten)
             else:
                 slot.frame = frame  # as upstream sent it, length prefix included
-        except (DecodeError, struct.error, IndexError, UnicodeDecodeError) as exc:
+        except _MALFORMED as exc:
             log.warning("malformed api %d v%d response from upstream: %s", api_key, version, exc)
             connection.close()
             return
-        self._flush(connection, link)
+        self.flush(connection, link)
 
     async def _respond_after_listeners(
         self,
@@ -291,7 +365,7 @@ class Forwarder:
         await self.brokers.ensure(missing)
         if not connection.closed:
             slot.frame = self._rewritten(connection, slot.api_key, slot.api_version, correlation_id, body)
-            self._flush(connection, link)
+            self.flush(connection, link)
 
     def _reply_now(self, connection: Connection, frame: bytes) -> None:
         """An answer made here, behind any forwarded responses still owed."""
@@ -303,7 +377,7 @@ class Forwarder:
         slot.frame = frame
         link.pending.append(slot)
 
-    def _flush(self, connection: Connection, link: _Link) -> None:
+    def flush(self, connection: Connection, link: _Link) -> None:
         """Write the responses that are ready, in request order."""
         pending = link.pending
         ready: list[bytes] = []
@@ -391,7 +465,7 @@ class Forwarder:
             ],
         )
         slot.frame = encode_response(slot.api_key, slot.api_version, slot.correlation_id, response)
-        self._flush(connection, link)
+        self.flush(connection, link)
 
     # ---- refused here ----------------------------------------------------------------------
     def _admitted(self, connection: Connection, api_key: int, version: int, correlation_id: int) -> bool:

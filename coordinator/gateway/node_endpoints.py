@@ -20,6 +20,7 @@ from protocol.primitives import DecodeError, read_uvarint, write_uvarint
 PRODUCE_FIRST: Final = 10
 FETCH_FIRST: Final = 16
 _NODE_ENDPOINTS_TAG: Final = 0
+FILLER_TAG: Final = 100  # the least tag of a filler field; no response we forward defines it
 _INT32: Final = struct.Struct(">i")
 
 Endpoint = tuple[int, str, int, str | None]  # node id, host, port, rack
@@ -131,34 +132,86 @@ def endpoints_in(api_key: int, api_version: int, frame: bytes, origin: int = 0) 
 
 
 def rewrite_node_endpoints(api_key: int, api_version: int, frame: bytes, address_of: Rewrite) -> bytes:
-    """The response frame with every NodeEndpoint pointing at the gateway.
-
-    An endpoint whose node has no gateway address is dropped: the client then refreshes its
-    metadata, which it does anyway after NOT_LEADER_OR_FOLLOWER. Never returns an upstream
-    address. Raises DecodeError on a malformed frame.
-    """
+    """The response frame with every NodeEndpoint pointing at the gateway, at its original length
+    (see ``rewrite_tagged_fields``). Raises DecodeError on a malformed frame."""
     start = _top_level_tags_offset(api_key, api_version, frame)
-    if frame[start] == 0:
-        return frame  # no tagged fields
-    count, pos = read_uvarint(frame, start)
-    out = bytearray(frame[:start])
-    write_uvarint(out, count)
+    section = frame[start:]
+    rewritten = rewrite_tagged_fields(section, address_of)
+    return frame if rewritten is section else frame[:start] + rewritten
+
+
+def rewrite_tagged_fields(section: bytes, address_of: Rewrite) -> bytes:
+    """A response's top-level tagged-field section with its NodeEndpoints pointing at the gateway,
+    exactly as long as it was (``section`` itself when it carries no endpoints).
+
+    The length is kept so that a response can be passed on while it is still arriving, its
+    length prefix first (docs/gateway.md, "Cut-through"): the bytes freed or missing are made up
+    by a filler field under a tag that no version we forward defines, which every client skips
+    as an unknown tagged field. An endpoint whose node has no gateway address is dropped (the
+    client then refreshes its metadata, which it does anyway after NOT_LEADER_OR_FOLLOWER); when
+    the gateway's addresses are longer than upstream's and do not fit, every endpoint is
+    dropped. Never returns an upstream address. Raises DecodeError on a malformed section."""
+    count, pos = read_uvarint(section, 0)
+    fields: list[tuple[int, bytes]] = []
     for _ in range(count):
-        tag, pos = read_uvarint(frame, pos)
-        size, pos = read_uvarint(frame, pos)
-        data = frame[pos : pos + size]
+        tag, pos = read_uvarint(section, pos)
+        size, pos = read_uvarint(section, pos)
+        data = section[pos : pos + size]
         if len(data) != size:
             raise DecodeError("truncated tagged field")
         pos += size
+        fields.append((tag, data))
+    if pos != len(section):
+        raise DecodeError(f"{len(section) - pos} bytes after the tagged fields")
+    if all(tag != _NODE_ENDPOINTS_TAG for tag, _data in fields):
+        return section
+    rewritten: list[Endpoint] = []
+    for tag, data in fields:
         if tag == _NODE_ENDPOINTS_TAG:
-            rewritten: list[Endpoint] = []
             for node_id, _host, _port, rack in decode_endpoints(data):
                 address = address_of(node_id)
                 if address is not None:
                     rewritten.append((node_id, address[0], address[1], rack))
-            data = encode_endpoints(rewritten)
+    kept = [(tag, data) for tag, data in fields if tag != _NODE_ENDPOINTS_TAG]
+    for endpoints in (rewritten, []):
+        candidate = _fill_to(len(section), [(_NODE_ENDPOINTS_TAG, encode_endpoints(endpoints)), *kept])
+        if candidate is not None:
+            return candidate
+    dropped = _fill_to(len(section), kept)
+    if dropped is None:  # cannot happen: the endpoints field took at least three bytes
+        raise DecodeError("cannot rewrite the node endpoints at the response's length")
+    return dropped
+
+
+def _encode_fields(fields: list[tuple[int, bytes]]) -> bytearray:
+    out = bytearray()
+    write_uvarint(out, len(fields))
+    for tag, data in sorted(fields, key=lambda field: field[0]):
         write_uvarint(out, tag)
         write_uvarint(out, len(data))
         out += data
-    out += frame[pos:]
-    return bytes(out)
+    return out
+
+
+def _uvarint_size(value: int) -> int:
+    return max(1, (value.bit_length() + 6) // 7)
+
+
+def _fill_to(length: int, fields: list[tuple[int, bytes]]) -> bytes | None:
+    """``fields`` encoded in exactly ``length`` bytes, with a filler field when shorter; None when
+    they do not fit."""
+    exact = _encode_fields(fields)
+    if len(exact) == length:
+        return bytes(exact)
+    # The filler adds one to the field count, then its tag, its size and its zero bytes. Its tag
+    # is any tag above the others and FILLER_TAG; picking one of another varint size, and the
+    # size varint growing with the size, one combination fills every room of two bytes or more.
+    room = length - (len(exact) - _uvarint_size(len(fields)) + _uvarint_size(len(fields) + 1))
+    above = max([FILLER_TAG - 1, *(tag for tag, _data in fields)]) + 1
+    for tag_size in range(_uvarint_size(above), 6):
+        tag = max(above, 1 << (7 * (tag_size - 1)))
+        for size_size in range(1, 4):
+            size = room - tag_size - size_size
+            if size >= 0 and _uvarint_size(size) == size_size:
+                return bytes(_encode_fields([*fields, (tag, bytes(size))]))
+    return None

@@ -15,8 +15,9 @@ import struct
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
+from coordinator.gateway.cut_through import ResponseStream
 from coordinator.gateway.sasl_client import SaslClientError, ScramClient, plain_token
 from protocol.apis import ApiKey
 from protocol.errors import ErrorCode
@@ -68,6 +69,27 @@ class UpstreamSettings:
 ResponseCallback = Callable[[bytes], None]
 
 
+class ResponseHandler(Protocol):
+    """What a request sent upstream waits with for its response."""
+
+    def stream(self) -> ResponseStream | None:
+        """Asked when the response starts arriving: where to pass its bytes on as they come, or
+        None to get it whole through ``whole``."""
+
+    def whole(self, frame: bytes) -> None:
+        """The complete response frame, with its length prefix."""
+
+
+class _Whole:
+    __slots__ = ("whole",)
+
+    def __init__(self, callback: ResponseCallback) -> None:
+        self.whole = callback
+
+    def stream(self) -> ResponseStream | None:
+        return None
+
+
 class UpstreamConnection(asyncio.Protocol):
     """One TCP connection to one upstream broker."""
 
@@ -79,7 +101,9 @@ class UpstreamConnection(asyncio.Protocol):
         self._chunks: list[bytes] = []
         self._buffered = 0
         self._need = -1  # size of the frame being received (with its length prefix); -1 unknown
-        self._waiting: deque[ResponseCallback] = deque()
+        self._waiting: deque[ResponseHandler] = deque()
+        self._stream: ResponseStream | None = None  # the response being passed on as it arrives
+        self._stream_left = 0  # its bytes still to come
         self._correlation = itertools.count(1)
 
     # ---- asyncio.Protocol ----------------------------------------------------------------
@@ -90,8 +114,12 @@ class UpstreamConnection(asyncio.Protocol):
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def data_received(self, data: bytes) -> None:
-        # Chunks of a large response are joined once, when it is complete (Fetch responses of
-        # many megabytes pass through here), and handed on with their length prefix.
+        # A response is either passed on as its chunks arrive (cut_through.py), or its chunks are
+        # joined once, when it is complete, and handed on with their length prefix.
+        if self._stream is not None:
+            data = self._pass_on(data)
+            if not data:
+                return
         self._chunks.append(data)
         self._buffered += len(data)
         while not self.closed:
@@ -104,6 +132,19 @@ class UpstreamConnection(asyncio.Protocol):
                     self.close(f"invalid response frame size {size}")
                     return
                 self._need = size + 4
+                if not self._waiting:
+                    self.close("a response nobody asked for")
+                    return
+                stream = self._waiting[0].stream()
+                if stream is not None:
+                    self._waiting.popleft()
+                    self._stream, self._stream_left = stream, self._need
+                    self._chunks, self._buffered, self._need = [], 0, -1
+                    rest = self._pass_on(head)
+                    if not rest:
+                        return
+                    self._chunks, self._buffered = [rest], len(rest)
+                    continue
             if self._buffered < self._need:
                 return
             whole = self._joined()
@@ -113,10 +154,20 @@ class UpstreamConnection(asyncio.Protocol):
             self._chunks = [rest] if rest else []
             self._buffered = len(rest)
             self._need = -1
-            if not self._waiting:
-                self.close("a response nobody asked for")
-                return
-            self._waiting.popleft()(frame)
+            self._waiting.popleft().whole(frame)
+
+    def _pass_on(self, data: bytes) -> bytes:
+        """Pass the streamed response's bytes on; what follows it (the next responses) is returned."""
+        stream = self._stream
+        assert stream is not None
+        take = min(len(data), self._stream_left)
+        stream.write(memoryview(data)[:take])
+        self._stream_left -= take
+        if self._stream_left:
+            return b""
+        self._stream = None
+        stream.end()
+        return data[take:]
 
     def _joined(self) -> bytes:
         if len(self._chunks) > 1:
@@ -127,6 +178,7 @@ class UpstreamConnection(asyncio.Protocol):
         was_closed = self.closed
         self.closed = True
         self._waiting.clear()
+        self._stream = None
         if self.on_lost is not None and not was_closed:
             self.on_lost(self)
 
@@ -134,11 +186,20 @@ class UpstreamConnection(asyncio.Protocol):
     def send(self, frame: bytes, on_response: ResponseCallback | None) -> None:
         """Send a request frame (with its length prefix); on_response gets the response frame,
         also with its length prefix. None for requests that get no response (acks=0)."""
+        self.send_to(frame, None if on_response is None else _Whole(on_response))
+
+    def send_to(self, frame: bytes, handler: ResponseHandler | None, *, prefixed: bool = True) -> None:
+        """``send``, with a handler that may take the response as a stream. ``prefixed=False``:
+        the frame has no length prefix yet (a client's request as it arrived; writing the prefix
+        apart spares a copy of the whole request)."""
         if self.closed or self.transport is None:
             raise UpstreamError(f"connection to {self.label} is closed")
-        if on_response is not None:
-            self._waiting.append(on_response)
-        self.transport.write(frame)
+        if handler is not None:
+            self._waiting.append(handler)
+        if prefixed:
+            self.transport.write(frame)
+        else:
+            self.transport.writelines((_LENGTH.pack(len(frame)), frame))
 
     async def request(self, api_key: int, api_version: int, body: Any, timeout_s: float = 30.0) -> Any:
         """Our own request (metadata, list offsets, SASL): encode, send, decode the response."""
@@ -164,6 +225,7 @@ class UpstreamConnection(asyncio.Protocol):
             log.warning("closing upstream connection to %s: %s", self.label, reason)
         self.closed = True
         self._waiting.clear()
+        self._stream = None
         if self.transport is not None:
             self.transport.close()
         if self.on_lost is not None:

@@ -7,7 +7,7 @@ import warnings
 
 import pytest
 
-from coordinator.gateway.node_endpoints import endpoints_in, rewrite_node_endpoints
+from coordinator.gateway.node_endpoints import _fill_to, endpoints_in, rewrite_node_endpoints
 from protocol.apis import ApiKey
 from protocol.primitives import DecodeError
 
@@ -105,3 +105,34 @@ def test_a_truncated_response_is_a_decode_error() -> None:
     frame = _produce(11, UPSTREAM)
     with pytest.raises((DecodeError, IndexError)):
         rewrite_node_endpoints(ApiKey.PRODUCE, 11, frame[:20], GATEWAY.get)
+
+
+@pytest.mark.parametrize("host", ["g", "gw.local", "gateway.example.internal", "h" * 17, "h" * 18, "h" * 19])
+@pytest.mark.parametrize("key", [ApiKey.FETCH, ApiKey.PRODUCE])
+def test_the_rewritten_response_keeps_its_length_so_it_can_be_streamed(host: str, key: ApiKey) -> None:
+    """Shorter gateway addresses leave room for a filler field, longer ones that do not fit are
+    dropped: either way the length prefix sent before the tail arrived stays true."""
+    version = 16 if key == ApiKey.FETCH else 11
+    build, decoder = (_fetch, FetchResponse) if key == ApiKey.FETCH else (_produce, ProduceResponse)
+    frame = build(version, UPSTREAM)
+    gateway = {1: (host, 40001), 2: (host, 40002)}
+    rewritten = rewrite_node_endpoints(key, version, frame, gateway.get)
+    assert len(rewritten) == len(frame)
+    assert b"upstream" not in rewritten and b"19092" not in rewritten
+    theirs = decoder[version].decode(rewritten, header=True)  # the filler is skipped as unknown
+    found = [(e.node_id, e.host, e.port) for e in theirs.node_endpoints]
+    assert found in ([(1, host, 40001), (2, host, 40002)], [])
+    assert found or len(host) > len("broker-1.upstream")
+    assert [e[:3] for e in endpoints_in(key, version, rewritten)] == found
+
+
+@pytest.mark.parametrize("room", range(0, 300))
+def test_every_room_of_two_bytes_or_more_is_filled_exactly(room: int) -> None:
+    fields = [(0, b"\x01")]
+    base = len(_fill_to(4, fields) or b"")  # count, tag, size, one byte
+    filled = _fill_to(base + room, fields)
+    if room == 0 or room >= 2:
+        assert filled is not None and len(filled) == base + room
+        assert filled.startswith(b"\x02\x00\x01\x01") or filled == b"\x01\x00\x01\x01"
+    else:
+        assert filled is None
