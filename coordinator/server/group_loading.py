@@ -1,0 +1,138 @@
+"""A single node's groups, loaded shard by shard after the server starts serving.
+
+docs/performance.md#loading-in-the-background explains the design and why it is safe. The
+shards are Kafka's (``offsets.topic.num.partitions``, ``partitionFor``), the same as several
+nodes share; ``ShardMap.loading`` holds those not loaded yet and the shard gate answers their
+groups COORDINATOR_LOAD_IN_PROGRESS. Loading one shard is one step: read its groups' rows in one
+snapshot, ``Shard.load_more`` them (sessions start at that moment), mark the shard served, yield
+to the event loop. A request for a shard still waiting moves it to the front of the queue.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import logging
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable
+from typing import Final, TypeVar
+
+from coordinator.core.shard_map import ShardMap
+from coordinator.core.sharding import shard_of
+from coordinator.server.runtime import Runtime
+from coordinator.server.tasks import cancel_and_wait
+from storage.base import GroupLoadingStore, StoreError
+
+log = logging.getLogger(__name__)
+
+_T = TypeVar("_T")
+
+RETRY_S: Final = 1.0  # after a failed read (the database is unreachable): the same shard again
+
+
+class GroupLoader:
+    """Loads every shard of ``shard_map.loading`` into ``runtime.coordinator``; ``on_done`` is
+    called once, after the last one."""
+
+    def __init__(
+        self,
+        store: GroupLoadingStore,
+        runtime: Runtime,
+        shard_map: ShardMap,
+        on_done: Callable[[float], None],
+        started: float,
+    ) -> None:
+        """``on_done`` gets the seconds since ``started`` (monotonic: when the server began to load)."""
+        self.store = store
+        self.runtime = runtime
+        self.shard_map = shard_map
+        self.on_done = on_done
+        self.started = started
+        self.order: list[int] = []  # shards in the order they were loaded (for tests and logs)
+        self._wanted: deque[int] = deque()
+        self.task: asyncio.Task[None] | None = None
+        shard_map.on_wanted = self.want
+
+    def start(self) -> asyncio.Task[None]:
+        self.task = asyncio.get_running_loop().create_task(self._run(), name="group-loading")
+        return self.task
+
+    async def stop(self) -> None:
+        if self.task is not None and not self.task.done():  # a failed load ends the server (app.serve)
+            await cancel_and_wait(self.task)
+
+    def want(self, shard: int) -> None:
+        """A request waits for ``shard``: it is loaded next (after the one being read)."""
+        if shard not in self._wanted:
+            self._wanted.append(shard)
+
+    async def _run(self) -> None:
+        shards = self.shard_map.shards
+        ids = await self._retrying("read the group ids", self.store.group_ids)
+        by_shard: dict[int, list[str]] = {}
+        for group_id in ids:
+            by_shard.setdefault(shard_of(group_id, shards), []).append(group_id)
+        del ids
+        # Shards without a stored group have nothing to load: served at once.
+        self.shard_map.loading.intersection_update(by_shard)
+        pending = deque(sorted(self.shard_map.loading))
+        while self.shard_map.loading:
+            shard = self._next(pending)
+            await self._load(shard, by_shard.pop(shard))
+            await asyncio.sleep(0)  # requests that arrived meanwhile go first
+        self.shard_map.on_wanted = None
+        self.on_done(time.monotonic() - self.started)
+
+    def _next(self, pending: deque[int]) -> int:
+        """The shard to load now: the oldest wanted one, else the next in order."""
+        loading = self.shard_map.loading
+        while self._wanted:
+            shard = self._wanted.popleft()
+            if shard in loading:
+                return shard
+        while (shard := pending.popleft()) not in loading:
+            pass
+        return shard
+
+    async def _load(self, shard: int, group_ids: list[str]) -> None:
+        # The shard's objects live as long as the server: no collector passes over them while
+        # they are built, and frozen afterwards so that later full passes skip them
+        # (docs/performance.md#loading-and-the-garbage-collector).
+        gc.disable()
+        try:
+            state = await self._retrying(f"load shard {shard}", lambda: self.store.load_groups(group_ids))
+            clock = self.runtime.clock
+            self.runtime.coordinator.load_more(
+                state.groups,
+                state.offsets,
+                clock.now_ms(),
+                clock.wall_ms(),
+                state.consumer_groups,
+                state.consumer_members,
+                state.group_configs,
+            )
+            del state
+            gc.freeze()
+        finally:
+            gc.enable()
+        self.runtime.rearm_timer()
+        self.shard_map.loading.discard(shard)
+        self.order.append(shard)
+
+    async def _retrying(self, what: str, read: Callable[[], Awaitable[_T]]) -> _T:
+        """Until it succeeds: the shard's groups keep answering COORDINATOR_LOAD_IN_PROGRESS
+        (retriable) meanwhile, and nothing of theirs was acknowledged since the restart."""
+        failing = False
+        while True:
+            try:
+                result = await read()
+            except StoreError as exc:
+                if not failing:
+                    log.error("cannot %s, retrying every %.0f s: %s", what, RETRY_S, exc)
+                    failing = True
+                await asyncio.sleep(RETRY_S)
+                continue
+            if failing:
+                log.warning("could %s again", what)
+            return result
