@@ -318,8 +318,10 @@ async def start_server(
         shard_map.loading = set(range(shards))
 
         def groups_loaded(load_seconds: float) -> None:
+            nonlocal state_ready
             log_loaded(load_seconds)
             dispatcher.groups_loaded()
+            state_ready = True  # /readyz: every group is served (and storage accepts writes)
 
         server.group_loader = GroupLoader(by_group, runtime, shard_map, groups_loaded, started)
     elif shared is not None:  # the groups come with the shards this node takes
@@ -402,7 +404,8 @@ async def start_server(
     if server.group_loader is not None:
         log.info("serving; the groups of %d shards load in the background", shards)
         server.group_loader.start()
-    state_ready = True
+    else:
+        state_ready = True
     return server
 
 
