@@ -292,12 +292,9 @@ async def start_server(
     # them midway cost a third of the load's CPU and find nothing (enabled again below; a failed
     # load ends the server).
     gc.disable()
-    by_group: GroupLoadingStore | None = None
-    if shared is None:
-        if not isinstance(store, GroupLoadingStore):
-            raise TypeError(f"{type(store).__name__} cannot load groups by shard")
-        by_group = store
-    state = await (store.load() if by_group is None else by_group.load_unsharded())
+    if not isinstance(store, GroupLoadingStore):
+        raise TypeError(f"{type(store).__name__} cannot load groups by shard")
+    state = await store.load_unsharded()  # the groups come shard by shard (below)
     cluster.load(state.topics)
     topic_count = len(state.topics)
 
@@ -314,7 +311,7 @@ async def start_server(
             metrics.load_time.set(load_seconds)
             metrics.loading.set(0)
 
-    if by_group is not None:
+    if shared is None:
         shard_map.loading = set(range(shards))
 
         def groups_loaded(load_seconds: float) -> None:
@@ -323,8 +320,8 @@ async def start_server(
             dispatcher.groups_loaded()
             state_ready = True  # /readyz: every group is served (and storage accepts writes)
 
-        server.group_loader = GroupLoader(by_group, runtime, shard_map, groups_loaded, started)
-    elif shared is not None:  # the groups come with the shards this node takes
+        server.group_loader = GroupLoader(store, runtime, shard_map, groups_loaded, started)
+    else:  # the groups come with the shards this node takes
         server.ownership = Ownership(
             shared,
             shared.lease_table(node_id, shards, config.group_coordinator_lease_ms),

@@ -98,7 +98,10 @@ class GroupLoader:
     async def _load(self, shard: int, group_ids: list[str]) -> None:
         # The shard's objects live as long as the server: no collector passes over them while
         # they are built, and frozen afterwards so that later full passes skip them
-        # (docs/performance.md#loading-and-the-garbage-collector).
+        # (docs/performance.md#loading-and-the-garbage-collector). The collection first walks
+        # only what requests left since the last freeze (the loaded shards are frozen), so that
+        # their garbage cycles are not frozen with this shard.
+        gc.collect()
         gc.disable()
         try:
             state = await self._retrying(f"load shard {shard}", lambda: self.store.load_groups(group_ids))
