@@ -5,12 +5,14 @@ shards are Kafka's (``offsets.topic.num.partitions``, ``partitionFor``), the sam
 nodes share; ``ShardMap.loading`` holds those not loaded yet and the shard gate answers their
 groups COORDINATOR_LOAD_IN_PROGRESS. Loading one shard is one step: read its groups' rows in one
 snapshot, ``Shard.load_more`` them (sessions start at that moment), mark the shard served, yield
-to the event loop. A request for a shard still waiting moves it to the front of the queue.
+to the event loop; the next shard is read while one is built. A request for a shard still
+waiting moves it to the front of the queue.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import logging
 import time
@@ -23,6 +25,7 @@ from coordinator.core.sharding import shard_of
 from coordinator.server.runtime import Runtime
 from coordinator.server.tasks import cancel_and_wait
 from storage.base import GroupLoadingStore, StoreError
+from storage.records import LoadedState
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +55,7 @@ class GroupLoader:
         self.order: list[int] = []  # shards in the order they were loaded (for tests and logs)
         self._wanted: deque[int] = deque()
         self.task: asyncio.Task[None] | None = None
+        self._reads: set[asyncio.Task[LoadedState]] = set()  # at most one: the shard read next
         shard_map.on_wanted = self.want
 
     def start(self) -> asyncio.Task[None]:
@@ -61,6 +65,10 @@ class GroupLoader:
     async def stop(self) -> None:
         if self.task is not None and not self.task.done():  # a failed load ends the server (app.serve)
             await cancel_and_wait(self.task)
+        for read in list(self._reads):
+            read.cancel()
+            with contextlib.suppress(asyncio.CancelledError, StoreError):
+                await read
 
     def want(self, shard: int) -> None:
         """A request waits for ``shard``: it is loaded next (after the one being read)."""
@@ -77,51 +85,67 @@ class GroupLoader:
         # Shards without a stored group have nothing to load: served at once.
         self.shard_map.loading.intersection_update(by_shard)
         pending = deque(sorted(self.shard_map.loading))
-        while self.shard_map.loading:
-            shard = self._next(pending)
-            await self._load(shard, by_shard.pop(shard))
+        reading = self._read_next(pending, by_shard, None)
+        while reading is not None:
+            shard, read = reading
+            # The shard's objects live as long as the server: no collector passes over them
+            # while they are built, and frozen afterwards so that later full passes skip them
+            # (docs/performance.md#loading-and-the-garbage-collector). The collection first
+            # walks only what was allocated since the last freeze (requests' leftovers, the
+            # read in flight), so that garbage cycles of requests are not frozen with the shard.
+            gc.collect()
+            gc.disable()
+            try:
+                state = await read
+                # The store reads the next shard while this one is built (SQLite steps
+                # without the GIL): a shard wanted meanwhile is read right after it.
+                reading = self._read_next(pending, by_shard, shard)
+                clock = self.runtime.clock
+                self.runtime.coordinator.load_more(
+                    state.groups,
+                    state.offsets,
+                    clock.now_ms(),
+                    clock.wall_ms(),
+                    state.consumer_groups,
+                    state.consumer_members,
+                    state.group_configs,
+                )
+                del state
+                gc.freeze()
+            finally:
+                gc.enable()
+            self.runtime.rearm_timer()
+            self.shard_map.loading.discard(shard)
+            self.order.append(shard)
             await asyncio.sleep(0)  # requests that arrived meanwhile go first
         self.shard_map.on_wanted = None
         self.on_done(time.monotonic() - self.started)
 
-    def _next(self, pending: deque[int]) -> int:
-        """The shard to load now: the oldest wanted one, else the next in order."""
+    def _read_next(
+        self, pending: deque[int], by_shard: dict[int, list[str]], building: int | None
+    ) -> tuple[int, asyncio.Task[LoadedState]] | None:
+        """Start reading the next shard: the oldest wanted one, else the next in order (None
+        when every shard is read); ``building`` is the shard read last, not loaded yet."""
         loading = self.shard_map.loading
-        while self._wanted:
-            shard = self._wanted.popleft()
-            if shard in loading:
-                return shard
-        while (shard := pending.popleft()) not in loading:
-            pass
-        return shard
-
-    async def _load(self, shard: int, group_ids: list[str]) -> None:
-        # The shard's objects live as long as the server: no collector passes over them while
-        # they are built, and frozen afterwards so that later full passes skip them
-        # (docs/performance.md#loading-and-the-garbage-collector). The collection first walks
-        # only what requests left since the last freeze (the loaded shards are frozen), so that
-        # their garbage cycles are not frozen with this shard.
-        gc.collect()
-        gc.disable()
-        try:
-            state = await self._retrying(f"load shard {shard}", lambda: self.store.load_groups(group_ids))
-            clock = self.runtime.clock
-            self.runtime.coordinator.load_more(
-                state.groups,
-                state.offsets,
-                clock.now_ms(),
-                clock.wall_ms(),
-                state.consumer_groups,
-                state.consumer_members,
-                state.group_configs,
-            )
-            del state
-            gc.freeze()
-        finally:
-            gc.enable()
-        self.runtime.rearm_timer()
-        self.shard_map.loading.discard(shard)
-        self.order.append(shard)
+        shard = None
+        while self._wanted and shard is None:
+            wanted = self._wanted.popleft()
+            if wanted in loading and wanted != building and wanted in by_shard:
+                shard = wanted
+        while shard is None and pending:
+            candidate = pending.popleft()
+            if candidate in loading and candidate != building and candidate in by_shard:
+                shard = candidate
+        if shard is None:
+            return None
+        group_ids = by_shard.pop(shard)
+        read = asyncio.get_running_loop().create_task(
+            self._retrying(f"load shard {shard}", lambda: self.store.load_groups(group_ids)),
+            name=f"group-loading-shard-{shard}",
+        )
+        self._reads.add(read)
+        read.add_done_callback(self._reads.discard)
+        return shard, read
 
     async def _retrying(self, what: str, read: Callable[[], Awaitable[_T]]) -> _T:
         """Until it succeeds: the shard's groups keep answering COORDINATOR_LOAD_IN_PROGRESS
