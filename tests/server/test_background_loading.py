@@ -23,7 +23,7 @@ from coordinator.core.cluster import Cluster, NodeIdentity
 from coordinator.core.group_config import GroupConfig
 from coordinator.core.shard import Shard
 from coordinator.core.sharding import shard_of
-from coordinator.server import app
+from coordinator.server import app, group_loading
 from coordinator.server.app import RunningServer, start_server
 from coordinator.server.config import Config
 from protocol.apis import ApiKey
@@ -43,6 +43,7 @@ from protocol.messages.offset_fetch import (
     OffsetFetchRequestGroup,
     OffsetFetchRequestTopics,
 )
+from storage.base import StoreError
 from storage.memory import MemoryData, MemoryStore
 from storage.records import (
     ClusterRecord,
@@ -79,11 +80,18 @@ class GatedStore(MemoryStore):
         super().__init__(data)
         self.gates = {shard: asyncio.Event() for shard in range(SHARDS)}
         self.requested: list[int] = []
+        self.failing_reads = 0  # the next reads raise StoreError (the database unreachable)
+        self.bug: Exception | None = None  # raised by every read
 
     async def load_groups(self, group_ids: Collection[str]) -> LoadedState:
         [shard] = {shard_of(group_id, SHARDS) for group_id in group_ids}
         self.requested.append(shard)
         await self.gates[shard].wait()
+        if self.bug is not None:
+            raise self.bug
+        if self.failing_reads:
+            self.failing_reads -= 1
+            raise StoreError("injected read failure")
         return await super().load_groups(group_ids)
 
 
@@ -99,14 +107,18 @@ async def prefill(store: MemoryStore) -> None:
     await store.write(records)
 
 
-@pytest_asyncio.fixture
-async def gated(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[tuple[RunningServer, GatedStore, Client]]:
+async def gated_server(monkeypatch: pytest.MonkeyPatch) -> tuple[RunningServer, GatedStore, Client]:
     store = GatedStore(MemoryData())
     await prefill(store)
     monkeypatch.setattr(app, "open_store", lambda url, **options: store)
     config = Config(host="127.0.0.1", port=0, storage="memory://", group_initial_rebalance_delay_ms=0)
     server = await start_server(config)
-    client = await Client.connect(server.port, "bg")
+    return server, store, await Client.connect(server.port, "bg")
+
+
+@pytest_asyncio.fixture
+async def gated(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[tuple[RunningServer, GatedStore, Client]]:
+    server, store, client = await gated_server(monkeypatch)
     try:
         yield server, store, client
     finally:
@@ -208,6 +220,49 @@ async def test_nothing_of_a_shard_not_loaded_is_served_or_written(
     assert not store.data.tables["offsets"]
     listed = await client.request(ApiKey.LIST_GROUPS, 4, ListGroupsRequest())
     assert listed.error_code == ErrorCode.NONE
+
+
+@pytest.mark.asyncio
+async def test_a_failed_read_is_retried_and_the_shard_keeps_answering_load_in_progress(
+    gated: tuple[RunningServer, GatedStore, Client],
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    monkeypatch.setattr(group_loading, "RETRY_S", 0.01)
+    server, store, client = gated
+    store.failing_reads = 2
+    store.gates[3].set()
+    await until(lambda: store.requested[:3] == [3, 3, 3], "the failed read is retried")
+    await until(lambda: 3 in (server.group_loader.order if server.group_loader else []), "shard 3 is loaded")
+    assert await fetch(client, FIRST) == {FIRST: {0: 10, 1: 11, 2: 12, 3: 13}}
+    assert [r.message for r in caplog.records if "shard 3" in r.message] == [
+        "cannot load shard 3, retrying every 0 s: injected read failure",
+        "could load shard 3 again",
+    ]
+
+
+@pytest.mark.asyncio
+async def test_a_shutdown_while_shards_load_stops_the_loader(monkeypatch: pytest.MonkeyPatch) -> None:
+    server, store, client = await gated_server(monkeypatch)
+    await until(lambda: store.requested == [3], "the first shard is being read")
+    await client.close()
+    await asyncio.wait_for(server.shutdown(), 5)
+    loader = server.group_loader
+    assert loader is not None and loader.task is not None and loader.task.cancelled()
+    assert loader.order == [] and server.dispatcher.cluster.shard_map.loading == {3, 17, 40}
+
+
+@pytest.mark.asyncio
+async def test_a_loader_that_fails_otherwise_ends_the_server(monkeypatch: pytest.MonkeyPatch) -> None:
+    server, store, client = await gated_server(monkeypatch)
+    store.bug = RuntimeError("a bug while loading")
+    store.gates[3].set()
+    try:
+        with pytest.raises(RuntimeError, match="a bug while loading"):
+            await asyncio.wait_for(app._until_stopped(asyncio.Event(), server), 5)
+    finally:
+        await client.close()
+        await server.shutdown()
 
 
 # -- everything loaded equals the old full load --------------------------------------------------
