@@ -48,7 +48,9 @@ from storage.memory import MemoryData, MemoryStore
 from storage.records import (
     ClusterRecord,
     GroupConfigRecord,
+    GroupMetadataRecord,
     LoadedState,
+    MemberRecord,
     OffsetCommitRecord,
     Record,
     TopicRecord,
@@ -71,6 +73,8 @@ def group_in(shard: int, prefix: str = "bg") -> str:
 # Three simple groups with offsets, in shards loaded in this order unless a request intervenes.
 FIRST, MIDDLE, LAST = group_in(3), group_in(17), group_in(40)
 LAST_TOO = group_in(40, "other")  # a second group of LAST's shard
+STABLE = group_in(17, "stable")  # a Stable group in MIDDLE's shard
+SESSION_MS = 600
 
 
 class GatedStore(MemoryStore):
@@ -103,6 +107,9 @@ async def prefill(store: MemoryStore) -> None:
     ]
     for offset, group in enumerate((FIRST, MIDDLE, LAST, LAST_TOO), start=10):
         records += [OffsetCommitRecord(group, TOPIC, p, offset + p, -1, "", now, None) for p in range(4)]
+    # A Stable group whose one member has a short session, in the shard loaded second.
+    member = MemberRecord("m-1", None, "client", "/127.0.0.1", 30_000, SESSION_MS, b"", b"")
+    records.append(GroupMetadataRecord(STABLE, "consumer", 3, "range", "m-1", now, (member,)))
     await store.open()
     await store.write(records)
 
@@ -263,6 +270,33 @@ async def test_a_loader_that_fails_otherwise_ends_the_server(monkeypatch: pytest
     finally:
         await client.close()
         await server.shutdown()
+
+
+@pytest.mark.asyncio
+async def test_members_of_a_shard_loaded_late_get_their_session_from_its_load(
+    gated: tuple[RunningServer, GatedStore, Client],
+) -> None:
+    server, store, client = gated
+    store.gates[3].set()
+    await until(lambda: store.requested == [3, 17], "the second shard is being read")
+    await asyncio.sleep(1.5 * SESSION_MS / 1000)  # longer than the session, while not loaded
+    store.gates[17].set()
+    await until(
+        lambda: 17 in (server.group_loader.order if server.group_loader else []), "shard 17 is loaded"
+    )
+    loaded_at = asyncio.get_running_loop().time()
+    described = await client.request(ApiKey.DESCRIBE_GROUPS, 5, DescribeGroupsRequest(groups=[STABLE]))
+    [group] = described.groups
+    assert (group.error_code, group.group_state, [m.member_id for m in group.members]) == (
+        ErrorCode.NONE,
+        "Stable",
+        ["m-1"],
+    )
+    await asyncio.sleep(SESSION_MS / 1000 + 0.2)  # the member's session, counted from the load, ends
+    described = await client.request(ApiKey.DESCRIBE_GROUPS, 5, DescribeGroupsRequest(groups=[STABLE]))
+    [group] = described.groups
+    assert group.members == [] and group.group_state != "Stable"
+    assert asyncio.get_running_loop().time() - loaded_at < 5
 
 
 # -- everything loaded equals the old full load --------------------------------------------------
