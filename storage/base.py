@@ -26,7 +26,7 @@ class CredentialStore(Protocol):
 @runtime_checkable
 class GroupLoadingStore(Protocol):
     """Stores that load groups apart from the rest (every shipped backend): a single node
-    serves once the unsharded state is read and loads its shards in the background
+    serves once the unsharded state and the group ids are read and loads its shards in the background
     (docs/performance.md#loading-in-the-background)."""
 
     async def load_unsharded(self) -> LoadedState:

@@ -1,7 +1,7 @@
 """Which node answers for which shard, as this node knows it (docs/multinode.md).
 
 One process on SQLite or memory holds every shard (``ShardMap.single_node``); it serves as soon as
-its unsharded state is read and loads its shards in the background, ``loading`` holding those not
+its unsharded state and group ids are read and loads its shards in the background, ``loading`` holding those not
 loaded yet (docs/performance.md#loading-in-the-background). On PostgreSQL the
 server's ownership loop keeps the map up to date from the lease table: the shards this node is
 loading or serving, the owner of every other shard, the live nodes and their addresses, and the

@@ -280,7 +280,7 @@ async def start_server(
 
     # While loading, group requests are answered COORDINATOR_LOAD_IN_PROGRESS (see loading.py)
     # and requests that need the topic catalog wait for it. A single node serves once the
-    # unsharded state is read and loads its groups shard by shard in the background
+    # unsharded state and the group ids are read and loads its groups shard by shard in the background
     # (docs/performance.md#loading-in-the-background); several nodes load the shards they take.
     started = time.monotonic()
     event_persister = None
@@ -321,6 +321,13 @@ async def start_server(
             state_ready = True  # /readyz: every group is served (and storage accepts writes)
 
         server.group_loader = GroupLoader(store, runtime, shard_map, groups_loaded, started)
+        try:
+            await server.group_loader.read_ids()
+        except BaseException:
+            for opened in servers:
+                opened.close()
+            await store.close()
+            raise
     else:  # the groups come with the shards this node takes
         server.ownership = Ownership(
             shared,

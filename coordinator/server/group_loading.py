@@ -3,7 +3,8 @@
 docs/performance.md#loading-in-the-background explains the design and why it is safe. The
 shards are Kafka's (``offsets.topic.num.partitions``, ``partitionFor``), the same as several
 nodes share; ``ShardMap.loading`` holds those not loaded yet and the shard gate answers their
-groups COORDINATOR_LOAD_IN_PROGRESS. Loading one shard is one step: read its groups' rows in one
+groups COORDINATOR_LOAD_IN_PROGRESS. Every group id is read before the server serves (so that
+shards without groups are served from the start); then loading one shard is one step: read its groups' rows in one
 snapshot, ``Shard.load_more`` them (sessions start at that moment), mark the shard served, yield
 to the event loop; the next shard is read while one is built. A request for a shard still
 waiting moves it to the front of the queue.
@@ -52,13 +53,24 @@ class GroupLoader:
         self.shard_map = shard_map
         self.on_done = on_done
         self.started = started
-        self.order: list[int] = []  # shards in the order they were loaded (for tests and logs)
+        self.order: list[int] = []  # the shards in the order they were loaded
         self._wanted: deque[int] = deque()
         self.task: asyncio.Task[None] | None = None
         self._reads: set[asyncio.Task[LoadedState]] = set()  # at most one: the shard read next
+        self._by_shard: dict[int, list[str]] = {}  # the group ids of each shard not read yet
         shard_map.on_wanted = self.want
 
+    async def read_ids(self) -> None:
+        """Read every group id and sort them into shards (before the server serves: a failure
+        ends the start, as any failed load at start). Shards without a stored group have nothing
+        to load: they are served at once."""
+        shards = self.shard_map.shards
+        for group_id in await self.store.group_ids():
+            self._by_shard.setdefault(shard_of(group_id, shards), []).append(group_id)
+        self.shard_map.loading.intersection_update(self._by_shard)
+
     def start(self) -> asyncio.Task[None]:
+        """Load the shards of ``read_ids`` in the background."""
         self.task = asyncio.get_running_loop().create_task(self._run(), name="group-loading")
         return self.task
 
@@ -76,14 +88,7 @@ class GroupLoader:
             self._wanted.append(shard)
 
     async def _run(self) -> None:
-        shards = self.shard_map.shards
-        ids = await self._retrying("read the group ids", self.store.group_ids)
-        by_shard: dict[int, list[str]] = {}
-        for group_id in ids:
-            by_shard.setdefault(shard_of(group_id, shards), []).append(group_id)
-        del ids
-        # Shards without a stored group have nothing to load: served at once.
-        self.shard_map.loading.intersection_update(by_shard)
+        by_shard = self._by_shard
         pending = deque(sorted(self.shard_map.loading))
         reading = self._read_next(pending, by_shard, None)
         while reading is not None:

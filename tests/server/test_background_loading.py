@@ -1,4 +1,4 @@
-"""A single node serves once its unsharded state is read and loads its groups shard by shard in
+"""A single node serves once its unsharded state and group ids are read and loads its groups shard by shard in
 the background (docs/performance.md#loading-in-the-background).
 
 The store here is a memory store whose ``load_groups`` waits for a per-shard event, so the test
