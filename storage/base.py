@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Protocol
+from collections.abc import Collection, Sequence
+from typing import Protocol, runtime_checkable
 
 from storage.records import LoadedState, Record, StoredIdentity, UserCredentialRecord
 
@@ -21,6 +21,23 @@ class CredentialStore(Protocol):
 
     async def load_credentials(self, user: str | None = None) -> list[UserCredentialRecord]:
         """The stored SCRAM credentials (of one user, or all)."""
+
+
+@runtime_checkable
+class GroupLoadingStore(Protocol):
+    """Stores that load groups apart from the rest (every shipped backend): a single node
+    serves once the unsharded state and the group ids are read and loads its shards in the background
+    (docs/performance.md#loading-in-the-background)."""
+
+    async def load_unsharded(self) -> LoadedState:
+        """Topics, credentials, ACLs and the cluster id; the group lists are empty."""
+
+    async def group_ids(self) -> list[str]:
+        """Every group id with a row in any group table, read in one snapshot."""
+
+    async def load_groups(self, group_ids: Collection[str]) -> LoadedState:
+        """The rows of exactly these groups in every group table, read in one snapshot; the
+        other lists are empty."""
 
 
 class Store(Protocol):

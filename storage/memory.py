@@ -10,7 +10,7 @@ rejects the others reject too. The data lives in a ``MemoryData`` object that ou
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -34,11 +34,13 @@ from storage.tables import (
     CHILDREN,
     CLIENT_TEXT,
     CLUSTER,
+    GROUP_TABLES,
     INT32,
     INT64,
     SERVED_STATE_TABLES,
     STATE_TABLES,
     TEXT,
+    UNSHARDED_TABLES,
     USER_CREDENTIALS,
     Column,
     Table,
@@ -115,6 +117,28 @@ class MemoryStore:
     async def load(self) -> LoadedState:
         self._check_usable()
         return loaded_state({name: list(rows.values()) for name, rows in self.data.tables.items()})
+
+    async def load_unsharded(self) -> LoadedState:
+        """Topics, credentials, ACLs and the cluster id (the group lists are empty)."""
+        self._check_usable()
+        return self._rows(UNSHARDED_TABLES, lambda _record: True)
+
+    async def group_ids(self) -> list[str]:
+        """Every group id with a row in any group table."""
+        self._check_usable()
+        return list({r.group_id for table in GROUP_TABLES for r in self.data.tables[table.name].values()})
+
+    async def load_groups(self, group_ids: Collection[str]) -> LoadedState:
+        """The rows of exactly these groups in every group table (the other lists are empty)."""
+        self._check_usable()
+        wanted = frozenset(group_ids)
+        return self._rows(GROUP_TABLES, lambda record: record.group_id in wanted)
+
+    def _rows(self, tables: tuple[Table[Any], ...], keep: Callable[[Any], bool]) -> LoadedState:
+        rows: dict[str, list[Any]] = {table.name: [] for table in STATE_TABLES}
+        for table in tables:
+            rows[table.name] = [r for r in self.data.tables[table.name].values() if keep(r)]
+        return loaded_state(rows)
 
     async def load_identity(self) -> StoredIdentity:
         self._check_usable()

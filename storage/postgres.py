@@ -41,16 +41,14 @@ from storage.sql import postgres_columns, postgres_key_columns, postgres_reader,
 from storage.tables import (
     ACLS,
     CLUSTER,
-    CONSUMER_GROUPS,
-    CONSUMER_MEMBERS,
-    GROUP_CONFIGS,
     GROUP_EVENTS,
-    GROUPS,
+    GROUP_TABLES,
     OFFSET_COMMIT_HISTORY,
     OFFSETS,
     SERVED_STATE_TABLES,
     STATE_TABLES,
     TOPICS,
+    UNSHARDED_TABLES,
     USER_CREDENTIALS,
     Table,
     loaded_state,
@@ -69,9 +67,6 @@ _SESSION_LOST: Final = (
 _MIGRATION_LOCK: Final = 0x6B6763_0001  # pg_advisory_xact_lock key ("kgc" + 1)
 _FETCH_ROWS: Final = 50_000
 
-# The tables whose rows belong to a group, hence to the group's shard (group configs too: the
-# shard's owner serves and writes them).
-GROUP_TABLES: Final = (OFFSETS, GROUPS, CONSUMER_GROUPS, CONSUMER_MEMBERS, GROUP_CONFIGS)
 _PRUNE_HISTORY: Final = "DELETE FROM offset_commit_history WHERE commit_ms < $1"
 _DELETE_TOPIC_OFFSETS: Final = "DELETE FROM offsets WHERE topic = ANY($1::text[])"
 
@@ -158,6 +153,50 @@ class PostgresStore:
                     table.name: await _fetch(conn, table, postgres_sql(table).select)
                     for table in STATE_TABLES
                 }
+        except PG_ERRORS as exc:
+            raise StoreError(f"cannot load from PostgreSQL {self.where}: {exc!r}") from exc
+        except (CodecError, UnicodeDecodeError) as exc:
+            raise StoreError(f"corrupt row in PostgreSQL {self.where}: {exc}") from exc
+        finally:
+            await self._close_connection(conn)
+        return loaded_state(rows)
+
+    async def load_unsharded(self) -> LoadedState:
+        """Topics, credentials, ACLs and the cluster id (the group lists are empty)."""
+        return await self._load_tables(UNSHARDED_TABLES, None)
+
+    async def group_ids(self) -> list[str]:
+        """Every group id with a row in any group table (one snapshot)."""
+        self._check_open()
+        conn = await self._connect()
+        try:
+            async with conn.transaction(isolation="repeatable_read", readonly=True):
+                ids: set[str] = set()
+                for table in GROUP_TABLES:
+                    ids.update(r[0] for r in await conn.fetch(f"SELECT DISTINCT group_id FROM {table.name}"))
+        except PG_ERRORS as exc:
+            raise StoreError(f"cannot read group ids from PostgreSQL {self.where}: {exc!r}") from exc
+        finally:
+            await self._close_connection(conn)
+        return list(ids)
+
+    async def load_groups(self, group_ids: Collection[str]) -> LoadedState:
+        """The rows of exactly these groups in every group table, one snapshot (the other lists
+        are empty)."""
+        return await self._load_tables(GROUP_TABLES, list(group_ids))
+
+    async def _load_tables(self, tables: tuple[Table[Any], ...], group_ids: list[str] | None) -> LoadedState:
+        self._check_open()
+        conn = await self._connect()
+        rows: dict[str, list[Any]] = {table.name: [] for table in STATE_TABLES}
+        try:
+            async with conn.transaction(isolation="repeatable_read", readonly=True):
+                for table in tables:
+                    if group_ids is None:
+                        rows[table.name] = await _fetch(conn, table, postgres_sql(table).select)
+                    else:
+                        query = postgres_sql(table).select + " WHERE group_id = ANY($1::text[])"
+                        rows[table.name] = await _fetch(conn, table, query, group_ids)
         except PG_ERRORS as exc:
             raise StoreError(f"cannot load from PostgreSQL {self.where}: {exc!r}") from exc
         except (CodecError, UnicodeDecodeError) as exc:

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 import logging
 import os
 import sqlite3
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Final, Literal, TypeVar
@@ -40,11 +41,14 @@ from storage.sql import sqlite_sql
 from storage.tables import (
     CLUSTER,
     GROUP_EVENTS,
+    GROUP_TABLES,
     OFFSET_COMMIT_HISTORY,
     OFFSETS,
     SERVED_STATE_TABLES,
     STATE_TABLES,
+    UNSHARDED_TABLES,
     USER_CREDENTIALS,
+    Table,
     loaded_state,
 )
 
@@ -56,6 +60,8 @@ _T = TypeVar("_T")
 _FETCH_ROWS: Final = 50_000
 
 _PRUNE_HISTORY: Final = "DELETE FROM offset_commit_history WHERE commit_ms < ?"
+# The rows of a list of groups (a JSON array): index look-ups on the primary key's first column.
+_OF_GROUPS: Final = " WHERE group_id IN (SELECT value FROM json_each(?))"
 
 # Errors that mean "this batch cannot be stored": sqlite3's own (I/O, disk full, locked,
 # constraint) and the binding errors for values SQLite cannot represent (ints beyond 64 bits).
@@ -103,6 +109,10 @@ class SQLiteStore:
         self._next_prune = 0.0
         self.exclusive = exclusive
         self._process_lock: ProcessLock | None = None
+        # Groups loaded after serving started read through a connection and thread of their
+        # own, so that the writes of groups already served never queue behind a shard's read.
+        self._reader: ThreadPoolExecutor | None = None
+        self._reader_conn: sqlite3.Connection | None = None  # touched only on the reader thread
 
     # -- Store protocol ------------------------------------------------------------------
 
@@ -119,7 +129,21 @@ class SQLiteStore:
             raise
 
     async def load(self) -> LoadedState:
-        return await self._run(self._load_sync)
+        return await self._run(self._load_sync, STATE_TABLES, None)
+
+    async def load_unsharded(self) -> LoadedState:
+        """Topics, credentials, ACLs and the cluster id: what the server needs before it serves
+        (the group lists are empty)."""
+        return await self._run(self._load_sync, UNSHARDED_TABLES, None)
+
+    async def group_ids(self) -> list[str]:
+        """Every group id with a row in any group table (one read snapshot)."""
+        return await self._read(self._group_ids_sync)
+
+    async def load_groups(self, group_ids: Collection[str]) -> LoadedState:
+        """The rows of exactly these groups in every group table, read in one snapshot
+        (docs/performance.md#loading-in-the-background); the other lists are empty."""
+        return await self._read(self._load_sync, GROUP_TABLES, list(group_ids))
 
     async def write(self, records: Sequence[Record]) -> None:
         if not records:
@@ -163,7 +187,17 @@ class SQLiteStore:
         executor = self._check_open()
         return await asyncio.get_running_loop().run_in_executor(executor, fn, *args)
 
+    async def _read(self, fn: Callable[..., _T], *args: object) -> _T:
+        self._check_open()
+        if self._reader is None:
+            self._reader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sqlite-reader")
+        return await asyncio.get_running_loop().run_in_executor(self._reader, fn, *args)
+
     async def _shutdown(self) -> None:
+        reader, self._reader = self._reader, None
+        if reader is not None:
+            await asyncio.get_running_loop().run_in_executor(reader, self._close_reader_sync)
+            reader.shutdown(wait=True)
         executor, self._executor = self._executor, None
         if executor is None:
             return
@@ -242,16 +276,22 @@ class SQLiteStore:
                 raise
             log.info("applied SQLite migration %03d_%s to %s", migration.version, migration.name, self.path)
 
-    def _load_sync(self) -> LoadedState:
-        conn = self._connection()
+    def _load_sync(self, tables: tuple[Table[Any], ...], group_ids: list[str] | None) -> LoadedState:
+        """The rows of ``tables`` in one read snapshot: all of them, or those of ``group_ids``
+        (group tables, whose primary key starts with the group id). On the reader thread when
+        ``group_ids`` is given."""
+        conn = self._connection() if group_ids is None else self._reader_connection()
+        rows: dict[str, list[Any]] = {table.name: [] for table in STATE_TABLES}
         try:
             conn.execute("BEGIN")  # one read snapshot for all tables
             try:
-                rows: dict[str, list[Any]] = {}
-                for table in STATE_TABLES:
-                    records: list[Any] = []
-                    rows[table.name] = records
-                    cursor = conn.execute(sqlite_sql(table).select)
+                for table in tables:
+                    records = rows[table.name]
+                    if group_ids is None:
+                        cursor = conn.execute(sqlite_sql(table).select)
+                    else:
+                        query = sqlite_sql(table).select + _OF_GROUPS
+                        cursor = conn.execute(query, (json.dumps(group_ids),))
                     while chunk := cursor.fetchmany(_FETCH_ROWS):
                         records.extend(itertools.starmap(table.from_row, chunk))
             finally:
@@ -262,6 +302,41 @@ class SQLiteStore:
         except CodecError as exc:
             raise StoreError(f"corrupt row in SQLite database {self.path}: {exc}") from exc
         return loaded_state(rows)
+
+    def _group_ids_sync(self) -> list[str]:
+        conn = self._reader_connection()
+        ids: set[str] = set()
+        try:
+            conn.execute("BEGIN")
+            try:
+                for table in GROUP_TABLES:
+                    # The primary key's first column: the scan reads group ids in key order.
+                    ids.update(row[0] for row in conn.execute(f"SELECT DISTINCT group_id FROM {table.name}"))
+            finally:
+                if conn.in_transaction:
+                    conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot read group ids from SQLite database {self.path}: {exc}") from exc
+        return list(ids)
+
+    def _reader_connection(self) -> sqlite3.Connection:
+        if self._reader_conn is None:
+            try:
+                uri = f"{self.path.resolve().as_uri()}?mode=ro"
+                self._reader_conn = sqlite3.connect(
+                    uri, uri=True, isolation_level=None, timeout=self.busy_timeout_ms / 1000
+                )
+            except sqlite3.Error as exc:
+                raise StoreError(f"cannot open SQLite database {self.path} for reading: {exc}") from exc
+        return self._reader_conn
+
+    def _close_reader_sync(self) -> None:
+        conn, self._reader_conn = self._reader_conn, None
+        if conn is not None:
+            try:
+                conn.close()
+            except sqlite3.Error as exc:
+                log.warning("closing SQLite database %s failed: %s", self.path, exc)
 
     async def load_identity(self) -> StoredIdentity:
         return await self._run(self._identity_sync)

@@ -351,6 +351,17 @@ STATE_TABLES: Final[tuple[Table[Any], ...]] = (
     GROUP_CONFIGS,
     CLUSTER,
 )
+# The tables whose rows belong to a group, hence to the group's shard (group configs too: the
+# shard's owner serves and writes them). Every one's primary key starts with the group id.
+GROUP_TABLES: Final[tuple[Table[Any], ...]] = (
+    OFFSETS,
+    GROUPS,
+    CONSUMER_GROUPS,
+    CONSUMER_MEMBERS,
+    GROUP_CONFIGS,
+)
+# What a node needs before it serves anything: the state of no shard.
+UNSHARDED_TABLES: Final[tuple[Table[Any], ...]] = tuple(t for t in STATE_TABLES if t not in GROUP_TABLES)
 # The tables a served database has rows in (the admin tools only add credentials and ACLs).
 SERVED_STATE_TABLES: Final[tuple[Table[Any], ...]] = (TOPICS, GROUPS, OFFSETS, CONSUMER_GROUPS)
 BY_NAME: Final[Mapping[str, Table[Any]]] = {t.name: t for t in STATE_TABLES}

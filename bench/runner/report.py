@@ -75,6 +75,7 @@ TARGETS: dict[str, float] = {
     "groups": 10_000.0,
     "groups rss": 2048.0,
     "restart": 3.0,
+    "restart first served": 1.0,
 }
 
 
@@ -130,6 +131,8 @@ def metrics_for(name: str) -> list[Metric]:
         return [
             Metric(f"{name}: process start → state loaded", "s", False, _field("seconds"), "s CPU to load",
                    lambda r: r.get("server_cpu_s") if r.get("ops") else None, TARGETS["restart"]),
+            Metric(f"{name}: process start → first group served", "s", False, _field("first_served_s"),
+                   target=TARGETS["restart first served"]),
             Metric(f"{name}: RSS after load", "MB", False,
                    lambda r: r["rss_after_kb"] / 1024 if r.get("ops") and r.get("rss_after_kb") else None),
         ]  # fmt: skip
@@ -277,7 +280,7 @@ ISSUE_ROWS = [
     IssueRow(f"Heartbeats, 16 {TIMES} 8", "heartbeat", _field("rate"), "req/s", 190_000),
     IssueRow("RSS per idle group (groups workload)", "groups", _extra("rss_per_group_bytes"), "B", 2048, higher_is_better=False),
     # Groups are served once the whole state is loaded, so the first is served at the same moment.
-    IssueRow("restart: start → first group served", "restart-", _field("seconds"), "s", 1, higher_is_better=False),
+    IssueRow("restart: start → first group served", "restart-", _field("first_served_s"), "s", 1, higher_is_better=False),
     IssueRow("restart: start → everything loaded", "restart-", _field("seconds"), "s", 3, higher_is_better=False),
 ]  # fmt: skip
 

@@ -193,22 +193,32 @@ def run_restart(env: Env, profile: Profile, kind: str, rep: int) -> list[dict[st
     workdir = env.next_dir("restart-ours")
     server = start_ours(env, workdir, storage=f"sqlite:///{db}", delay_ms=0)
     with running(server):
-        # The server listens first and answers COORDINATOR_LOAD_IN_PROGRESS until its state is
-        # loaded, then logs "loaded N topics, G groups and O offsets": time to that line.
+        # The server listens first, serves each group once its shard is loaded (answering
+        # COORDINATOR_LOAD_IN_PROGRESS until then) and logs "loaded N topics, G groups and O
+        # offsets" after the last shard: time to a group's first real OffsetFetch answer, and to
+        # that line.
+        from restart_times import LOAD_IN_PROGRESS, PROBE_INTERVAL_S, Probe
+
+        probe = Probe(server.port, f"rs-{profile.restart_groups // 2}", profile.restart_offsets_per_group)
+        first_served_s: float | None = None
         loaded_s, cpu_s, rss_kb, note = server.ready_s, server.ready_cpu_s, server.ready_rss_kb, ""
+        loaded = False
         deadline = time.monotonic() + 600
-        while time.monotonic() < deadline and server.alive():
-            match = LOADED.search(server.log_path.read_text(errors="replace"))
+        while time.monotonic() < deadline and server.alive() and not (loaded and first_served_s):
+            if first_served_s is None and probe.fetch()[0] != LOAD_IN_PROGRESS:
+                first_served_s = time.monotonic() - server.started
+            match = None if loaded else LOADED.search(server.log_path.read_text(errors="replace"))
             if match:
-                loaded_s = time.monotonic() - server.started
+                loaded, loaded_s = True, time.monotonic() - server.started
                 cpu_s, rss_kb = proc_cpu_rss(server.pid)
                 note = f"loaded {match.group(1)} groups and {match.group(2)} offsets"
-                break
-            time.sleep(0.002)
+            time.sleep(PROBE_INTERVAL_S if first_served_s is None else 0.002)
+        probe.close()
         result: dict[str, Any] = {
             "name": name,
             "done": True,
             "seconds": loaded_s,
+            "first_served_s": first_served_s,
             "server_cpu_s": cpu_s,
             "rss_after_kb": rss_kb,
             "ops": 1,

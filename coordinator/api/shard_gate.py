@@ -8,6 +8,13 @@ batch such requests per coordinator, so a mixed one is answered NOT_COORDINATOR 
 GROUP config resources (DescribeConfigs, IncrementalAlterConfigs) of a shard being loaded get
 COORDINATOR_LOAD_IN_PROGRESS; those of a shard held elsewhere are answered by the server before
 this gate (coordinator/server/group_configs_elsewhere.py), else NOT_COORDINATOR.
+
+A single node (SQLite, memory) answers for every shard but loads them in the background after it
+starts serving (docs/performance.md#loading-in-the-background): a request for a group of a shard
+not loaded yet gets COORDINATOR_LOAD_IN_PROGRESS and moves that shard to the front of the queue;
+ListGroups, which lists every group, gets COORDINATOR_LOAD_IN_PROGRESS until the last shard is
+loaded (as Kafka's coordinator while any of its partitions loads). Once everything is loaded the
+gate passes requests straight through.
 """
 
 from __future__ import annotations
@@ -34,6 +41,7 @@ from protocol.messages.heartbeat import HeartbeatRequest
 from protocol.messages.incremental_alter_configs import IncrementalAlterConfigsRequest
 from protocol.messages.join_group import JoinGroupRequest
 from protocol.messages.leave_group import LeaveGroupRequest
+from protocol.messages.list_groups import ListGroupsRequest
 from protocol.messages.offset_commit import OffsetCommitRequest
 from protocol.messages.offset_delete import OffsetDeleteRequest
 from protocol.messages.offset_fetch import OffsetFetchRequest
@@ -48,13 +56,15 @@ def _offset_fetch_groups(req: OffsetFetchRequest) -> list[str]:
 
 def install_shard_gate(routes: Routes, shard_map: ShardMap) -> None:
     """Put the ownership check in front of every API that names groups (ListGroups lists the
-    groups held here, which are those of the shards served here)."""
-    if shard_map.single_node:
-        return
+    groups held here, which are those of the shards served here; on a single node it waits for
+    every shard)."""
+    single = shard_map.single_node
 
     def gate(api_key: ApiKey, request_type: type[RequestT], groups: Callable[[RequestT], list[str]]) -> None:
         def wrapper(inner: Handler[RequestT]) -> Handler[RequestT]:
             def handle(ctx: RequestContext, req: RequestT) -> Result:
+                if single and not shard_map.loading:
+                    return inner(ctx, req)
                 statuses = {shard_map.status(group_id, ctx.now_ms) for group_id in groups(req)}
                 if not statuses or statuses == {ShardStatus.SERVING}:
                     return inner(ctx, req)
@@ -65,6 +75,8 @@ def install_shard_gate(routes: Routes, shard_map: ShardMap) -> None:
                     else:
                         response = error_response(api_key, ctx.api_version, req, ErrorCode.NOT_COORDINATOR)
                 else:
+                    for group_id in groups(req):
+                        shard_map.want(group_id)
                     response = load_in_progress_response(api_key, ctx.api_version, req)
                 return reply(ctx, response)
 
@@ -83,9 +95,23 @@ def install_shard_gate(routes: Routes, shard_map: ShardMap) -> None:
     gate(ApiKey.DELETE_GROUPS, DeleteGroupsRequest, lambda r: list(r.groups_names))
     gate(ApiKey.CONSUMER_GROUP_HEARTBEAT, ConsumerGroupHeartbeatRequest, lambda r: [r.group_id])
     gate(ApiKey.CONSUMER_GROUP_DESCRIBE, ConsumerGroupDescribeRequest, lambda r: list(r.group_ids))
+    if single:
+        routes.wrap(ApiKey.LIST_GROUPS, ListGroupsRequest, _until_loaded(shard_map))
     refusal = _group_config_refusal(shard_map)
     routes.wrap(ApiKey.DESCRIBE_CONFIGS, DescribeConfigsRequest, screen_describe(refusal))
     routes.wrap(ApiKey.INCREMENTAL_ALTER_CONFIGS, IncrementalAlterConfigsRequest, screen_alter(refusal))
+
+
+def _until_loaded(shard_map: ShardMap) -> Callable[[Handler[ListGroupsRequest]], Handler[ListGroupsRequest]]:
+    def wrapper(inner: Handler[ListGroupsRequest]) -> Handler[ListGroupsRequest]:
+        def handle(ctx: RequestContext, req: ListGroupsRequest) -> Result:
+            if shard_map.loading:
+                return reply(ctx, load_in_progress_response(ApiKey.LIST_GROUPS, ctx.api_version, req))
+            return inner(ctx, req)
+
+        return handle
+
+    return wrapper
 
 
 def _group_config_refusal(shard_map: ShardMap) -> Refusal:
@@ -100,6 +126,7 @@ def _group_config_refusal(shard_map: ShardMap) -> Refusal:
             return None
         if status is None:
             return ErrorCode.NOT_COORDINATOR, f"group {name} is coordinated by another node"
+        shard_map.want(name)
         return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, None
 
     return refuse

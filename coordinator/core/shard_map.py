@@ -1,6 +1,8 @@
 """Which node answers for which shard, as this node knows it (docs/multinode.md).
 
-One process on SQLite or memory holds every shard (``ShardMap.single_node``). On PostgreSQL the
+One process on SQLite or memory holds every shard (``ShardMap.single_node``); it serves as soon as
+its unsharded state and group ids are read and loads its shards in the background, ``loading`` holding those not
+loaded yet (docs/performance.md#loading-in-the-background). On PostgreSQL the
 server's ownership loop keeps the map up to date from the lease table: the shards this node is
 loading or serving, the owner of every other shard, the live nodes and their addresses, and the
 monotonic time until which this node's leases are surely valid. The API layer reads it to route
@@ -10,6 +12,7 @@ group requests; the cluster view reads it for FindCoordinator, Metadata and Desc
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -41,6 +44,10 @@ class ShardMap:
     nodes: dict[int, NodeAddress] = field(default_factory=dict)  # live nodes, this one included
     # Monotonic ms until which the leases of ``local`` shards are known to hold.
     valid_until_ms: int = 0
+    # One process: the shards not loaded yet, and who to tell when a request needs one of them
+    # (it moves to the front of the loading queue). Empty once every shard is loaded.
+    loading: set[int] = field(default_factory=set)
+    on_wanted: Callable[[int], None] | None = None
     _cache: dict[str, int] = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -58,11 +65,21 @@ class ShardMap:
     def status(self, group_id: str, now_ms: int) -> ShardStatus | None:
         """SERVING or LOADING when this node answers for the group's shard now, else None."""
         if self.single_node:
+            if self.loading and self.shard_of(group_id) in self.loading:
+                return ShardStatus.LOADING
             return ShardStatus.SERVING
         status = self.local.get(self.shard_of(group_id))
         if status is None or now_ms >= self.valid_until_ms:
             return None
         return status
+
+    def want(self, group_id: str) -> None:
+        """A request waits for the group's shard: load it next (one process; a no-op when
+        nothing listens or the shard is loaded)."""
+        if self.on_wanted is not None:
+            shard = self.shard_of(group_id)
+            if shard in self.loading:
+                self.on_wanted(shard)
 
     def owner(self, group_id: str, now_ms: int) -> int | None:
         """The node answering for the group, or None while its shard has no live owner."""

@@ -8,17 +8,26 @@ arithmetic. Using the same function lets operators' Kafka tools agree on a group
 
 from __future__ import annotations
 
+import array
+import sys
 from typing import Final
 
 _MASK: Final = 0xFFFFFFFF
+_UTF16_NATIVE: Final = "utf-16-le" if sys.byteorder == "little" else "utf-16-be"  # array("H") order
 
 
 def java_string_hashcode(text: str) -> int:
     """Java's ``String.hashCode`` (a signed 32-bit int)."""
+    # Python ints do not overflow: reducing once at the end equals Java's wrap at every step.
+    # ASCII (nearly every group id) is one UTF-16 code unit per byte, read straight from bytes.
     h = 0
-    data = text.encode("utf-16-be", "surrogatepass")
-    for i in range(0, len(data), 2):
-        h = (31 * h + (data[i] << 8 | data[i + 1])) & _MASK
+    if text.isascii():
+        for unit in text.encode("ascii"):
+            h = 31 * h + unit
+    else:
+        for unit in array.array("H", text.encode(_UTF16_NATIVE, "surrogatepass")):
+            h = 31 * h + unit
+    h &= _MASK
     return h - (1 << 32) if h & 0x80000000 else h
 
 

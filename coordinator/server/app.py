@@ -29,6 +29,7 @@ from coordinator.server.denials import DenialLog
 from coordinator.server.dispatcher import Dispatcher
 from coordinator.server.event_store import EventPersister
 from coordinator.server.group_configs_elsewhere import GroupConfigsElsewhere
+from coordinator.server.group_loading import GroupLoader
 from coordinator.server.group_metrics import GroupMetricsCollector, GroupStateCollector
 from coordinator.server.group_views import GroupViews, lag_feeder
 from coordinator.server.lag import EndOffsets, LagSampler, shard_committed_offsets
@@ -44,7 +45,7 @@ from coordinator.server.runtime import Clock, Runtime
 from coordinator.server.scram_users import ScramUsers
 from coordinator.server.startup_report import settings_block, sqlite_path, storage_location
 from coordinator.server.topic_lookup import TopicLookup
-from storage.base import Store, StoreError
+from storage.base import GroupLoadingStore, Store, StoreError
 from storage.postgres import PostgresStore
 from storage.records import UserCredentialRecord
 from storage.url import open_store
@@ -81,6 +82,8 @@ class RunningServer:
     # Several nodes on PostgreSQL (docs/multinode.md): this node's shard leases.
     ownership: Ownership | None = None
     group_configs_elsewhere: GroupConfigsElsewhere | None = None
+    # One node: loads the groups shard by shard after serving started.
+    group_loader: GroupLoader | None = None
 
     @property
     def port(self) -> int:
@@ -91,6 +94,8 @@ class RunningServer:
         """Stop accepting, let in-flight writes finish, flush storage, close everything."""
         if self.lag_sampler is not None:
             await self.lag_sampler.stop()
+        if self.group_loader is not None:
+            await self.group_loader.stop()
         for listener in self.all_listeners or [self.listener]:
             listener.close()
         if self.gateway is not None:
@@ -274,7 +279,9 @@ async def start_server(
             raise
 
     # While loading, group requests are answered COORDINATOR_LOAD_IN_PROGRESS (see loading.py)
-    # and requests that need the topic catalog wait for it.
+    # and requests that need the topic catalog wait for it. A single node serves once the
+    # unsharded state and the group ids are read and loads its groups shard by shard in the background
+    # (docs/performance.md#loading-in-the-background); several nodes load the shards they take.
     started = time.monotonic()
     event_persister = None
     if config.group_events_persist:
@@ -285,18 +292,42 @@ async def start_server(
     # them midway cost a third of the load's CPU and find nothing (enabled again below; a failed
     # load ends the server).
     gc.disable()
-    state = await store.load()
+    if not isinstance(store, GroupLoadingStore):
+        raise TypeError(f"{type(store).__name__} cannot load groups by shard")
+    state = await store.load_unsharded()  # the groups come shard by shard (below)
     cluster.load(state.topics)
+    topic_count = len(state.topics)
+
+    def log_loaded(load_seconds: float) -> None:
+        # What the coordinator holds after loading (one stored row may be dropped, e.g. a group
+        # stored as both classic and consumer group), so that this is the one line with counts.
+        classic_groups, consumer_groups = coordinator.groups_by_protocol()
+        log.info(
+            "loaded %d topics, %d classic groups, %d consumer groups and %d offsets from %s in %.0f ms",
+            topic_count, classic_groups, consumer_groups, coordinator.offset_count(),
+            location, load_seconds * 1000,
+        )  # fmt: skip
+        if metrics is not None:
+            metrics.load_time.set(load_seconds)
+            metrics.loading.set(0)
+
     if shared is None:
-        coordinator.load(
-            state.groups,
-            state.offsets,
-            clock.now_ms(),
-            clock.wall_ms(),
-            state.consumer_groups,
-            state.consumer_members,
-            state.group_configs,
-        )
+        shard_map.loading = set(range(shards))
+
+        def groups_loaded(load_seconds: float) -> None:
+            nonlocal state_ready
+            log_loaded(load_seconds)
+            dispatcher.groups_loaded()
+            state_ready = True  # /readyz: every group is served (and storage accepts writes)
+
+        server.group_loader = GroupLoader(store, runtime, shard_map, groups_loaded, started)
+        try:
+            await server.group_loader.read_ids()
+        except BaseException:
+            for opened in servers:
+                opened.close()
+            await store.close()
+            raise
     else:  # the groups come with the shards this node takes
         server.ownership = Ownership(
             shared,
@@ -320,15 +351,7 @@ async def start_server(
                 opened.close()
             await store.close()
             raise
-    load_seconds = time.monotonic() - started
-    # What the coordinator holds after loading (one stored row may be dropped, e.g. a group
-    # stored as both classic and consumer group), so that this is the one line with counts.
-    classic_groups, consumer_groups = coordinator.groups_by_protocol()
-    log.info(
-        "loaded %d topics, %d classic groups, %d consumer groups and %d offsets from %s in %.0f ms",
-        len(state.topics), classic_groups, consumer_groups, coordinator.offset_count(),
-        location, load_seconds * 1000,
-    )  # fmt: skip
+        log_loaded(time.monotonic() - started)
     state_acls = state.acls
     del state
     # The loaded state lives as long as the server: the collector's full passes need not walk it
@@ -339,7 +362,6 @@ async def start_server(
         server.event_persister = event_persister
         event_persister.start()
     if metrics is not None:
-        metrics.load_time.set(load_seconds)
         metrics.watch_core(
             lambda: (coordinator.group_count_by_state(), coordinator.member_count()), coordinator.stats
         )
@@ -352,7 +374,6 @@ async def start_server(
                 coordinator.events.session_expiries_by_group,
             )
         )
-        metrics.loading.set(0)
     console.views = GroupViews(coordinator, server.lag)
     if config.authorizer_enabled:
         authorizer = Authorizer(
@@ -384,7 +405,11 @@ async def start_server(
     runtime.rearm_timer()
     server.readiness_probe = StorageProbe(runtime)
     server.readiness_probe.start()
-    state_ready = True
+    if server.group_loader is not None:
+        log.info("serving; the groups of %d shards load in the background", shards)
+        server.group_loader.start()
+    else:
+        state_ready = True
     return server
 
 
@@ -396,13 +421,28 @@ async def serve(config: Config, init: bool = False) -> None:
     try:
         server = await start_server(config, init=init)
         try:
-            await stop.wait()
+            await _until_stopped(stop, server)
             log.info("shutting down")
         finally:
             await server.shutdown()
     finally:
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.remove_signal_handler(signum)
+
+
+async def _until_stopped(stop: asyncio.Event, server: RunningServer) -> None:
+    """Until ``stop`` is set; a background load that fails (a bug: storage errors are retried)
+    ends the server as a failed load at start always did."""
+    loading = server.group_loader.task if server.group_loader is not None else None
+    stopping = asyncio.ensure_future(stop.wait())
+    try:
+        if loading is not None:
+            await asyncio.wait({stopping, loading}, return_when=asyncio.FIRST_COMPLETED)
+            if loading.done() and not loading.cancelled() and (failure := loading.exception()) is not None:
+                raise failure
+        await stopping
+    finally:
+        stopping.cancel()
 
 
 async def _listen(

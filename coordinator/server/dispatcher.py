@@ -75,6 +75,9 @@ class Dispatcher:
         self.limits = RequestLimits()
         self.unsupported_log = UnsupportedRequestLog(time.monotonic)
         self._deferred: list[tuple[Connection, PendingReply, RequestContext, Request]] = []
+        # DeleteTopics while a single node's shards still load: it drops the topics' offsets of
+        # the groups held, so it waits until every group is held (see _defer_until_groups).
+        self._after_groups: list[tuple[Connection, PendingReply, RequestContext, Request]] = []
         # coordinator.api.authz.AclLayer.install() adds its checks when authorizer.enabled is true.
         self.routes: Routes = api_routes(cluster, runtime.coordinator)
         self.routes.add(ApiKey.FETCH, FetchRequest, self.fetch)
@@ -149,6 +152,9 @@ class Dispatcher:
             if request.api_key not in _NEEDS_NO_CATALOG:
                 self._deferred.append((connection, reply, ctx, request))
                 return
+        if request.api_key == ApiKey.DELETE_TOPICS and self.cluster.shard_map.loading:
+            self._after_groups.append((connection, reply, ctx, request))
+            return
         self._handle_or_look_up(connection, reply, ctx, request)
 
     def _handle_or_look_up(
@@ -165,6 +171,16 @@ class Dispatcher:
         """Loading is over: serve what waited for the topic catalog, in arrival order."""
         self.loading = False
         deferred, self._deferred = self._deferred, []
+        self._serve_deferred(deferred)
+
+    def groups_loaded(self) -> None:
+        """A single node's last shard is loaded: serve the DeleteTopics that waited for it."""
+        deferred, self._after_groups = self._after_groups, []
+        self._serve_deferred(deferred)
+
+    def _serve_deferred(
+        self, deferred: list[tuple[Connection, PendingReply, RequestContext, Request]]
+    ) -> None:
         for connection, reply, ctx, request in deferred:
             if not connection.closed:
                 ctx.now_ms, ctx.wall_ms = self.runtime.clock.now_ms(), self.runtime.clock.wall_ms()

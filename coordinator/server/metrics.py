@@ -406,6 +406,15 @@ class MeasuredStore:
     async def load_identity(self) -> Any:
         return await self._store.load_identity()
 
+    async def load_unsharded(self) -> Any:
+        return await self._store.load_unsharded()
+
+    async def group_ids(self) -> Any:
+        return await self._store.group_ids()
+
+    async def load_groups(self, group_ids: Any) -> Any:
+        return await self._store.load_groups(group_ids)
+
     async def write(self, records: Any) -> None:
         started = time.perf_counter()
         try:

@@ -5,7 +5,10 @@ with two members, an Empty group). A raw client connects as soon as the server l
 "listening" and sends rounds of requests. A round counts as "during the load" when the
 OffsetFetch that opens it and the one that closes it both answer COORDINATOR_LOAD_IN_PROGRESS
 (loading only ever ends), and then every group request in it must get 14 (Heartbeat 0,
-SyncGroup 27) while ApiVersions, FindCoordinator and DescribeCluster are served. Metadata and
+SyncGroup 27) while ApiVersions, FindCoordinator and DescribeCluster are served. The groups a
+round names all hash into the shard of the sentinel's group: the server loads shard by shard in
+the background (docs/performance.md#loading-in-the-background), so another shard may be served
+already. Metadata and
 CreateTopics sent during the load wait for the topic catalog. Afterwards everything stored is
 served: all 300 000 offsets, the Stable group at its generation with its members and
 assignments, the Empty group.
@@ -22,6 +25,7 @@ from typing import Any
 
 import pytest
 
+from coordinator.core.sharding import shard_of
 from protocol.apis import ApiKey
 from protocol.messages.api_versions import ApiVersionsRequest
 from protocol.messages.consumer_protocol import (
@@ -72,7 +76,17 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 TOPIC = "load-t"
 PARTITIONS = 100
 GROUPS = 3000  # x PARTITIONS offsets
-STABLE, EMPTY = "load-stable", "load-empty"
+
+
+def same_shard(prefix: str, as_group: str = "load-g0") -> str:
+    """A group id starting with ``prefix`` in the shard of ``as_group``."""
+    wanted = shard_of(as_group, SHARDS)
+    return next(f"{prefix}-{i}" for i in range(100_000) if shard_of(f"{prefix}-{i}", SHARDS) == wanted)
+
+
+SHARDS = 50  # offsets.topic.num.partitions
+STABLE, EMPTY = same_shard("load-stable"), same_shard("load-empty")
+SCRATCH_JOIN, SCRATCH_DELETE = same_shard("load-scratch-join"), same_shard("load-scratch-delete")
 GENERATION = 7
 LOADING = COORDINATOR_LOAD_IN_PROGRESS
 
@@ -155,7 +169,7 @@ def send_round(client: PipelinedClient) -> list[tuple[str, Any]]:
             ApiKey.JOIN_GROUP,
             5,
             JoinGroupRequest(
-                group_id="load-scratch-join",
+                group_id=SCRATCH_JOIN,
                 session_timeout_ms=10_000,
                 rebalance_timeout_ms=10_000,
                 protocol_type="consumer",
@@ -165,7 +179,7 @@ def send_round(client: PipelinedClient) -> list[tuple[str, Any]]:
         ("describe", ApiKey.DESCRIBE_GROUPS, 5, DescribeGroupsRequest(groups=[STABLE, EMPTY])),
         ("list", ApiKey.LIST_GROUPS, 4, ListGroupsRequest()),
         ("leave", ApiKey.LEAVE_GROUP, 3, LeaveGroupRequest(EMPTY, members=[MemberIdentity("nobody")])),
-        ("delete", ApiKey.DELETE_GROUPS, 2, DeleteGroupsRequest(groups_names=["load-scratch-delete"])),
+        ("delete", ApiKey.DELETE_GROUPS, 2, DeleteGroupsRequest(groups_names=[SCRATCH_DELETE])),
         ("fetch-last", ApiKey.OFFSET_FETCH, FETCH_VERSION, fetch_g0),
     ]
     for _name, api_key, version, body in requests:
@@ -191,9 +205,7 @@ def check_loading_round(answers: dict[str, Any], port: int) -> None:
     ]
     assert answers["list"].error_code == LOADING
     assert answers["leave"].error_code == LOADING
-    assert [(r.group_id, r.error_code) for r in answers["delete"].results] == [
-        ("load-scratch-delete", LOADING)
-    ]
+    assert [(r.group_id, r.error_code) for r in answers["delete"].results] == [(SCRATCH_DELETE, LOADING)]
 
 
 def test_requests_during_load_then_the_loaded_state(coordinators: Servers, tmp_path: Path) -> None:

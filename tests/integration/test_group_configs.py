@@ -79,6 +79,9 @@ def test_confluent_admin_sets_describes_and_deletes_group_configs_which_survive_
     server.stop()
     restarted = start_server(storage, port=server.port)
     try:
+        # Until the group's shard is loaded its configs answer COORDINATOR_LOAD_IN_PROGRESS, which
+        # the admin client hands back instead of retrying.
+        restarted.wait_loaded()
         admin = AdminClient({"bootstrap.servers": restarted.bootstrap})
         assert _described(admin, "billing")[SESSION] == ("50000", DYNAMIC_GROUP_CONFIG, False)
         delete = ConfigEntry(INTERVAL, None, incremental_operation=AlterConfigOpType.DELETE)

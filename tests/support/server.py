@@ -57,6 +57,15 @@ class ServerProcess:
     def kill(self) -> None:
         self.stop(signal.SIGKILL)
 
+    def wait_loaded(self, timeout: float = 30) -> None:
+        """Until the server logged that every group is loaded (a single node loads its groups in
+        the background after it starts serving: docs/performance.md#loading-in-the-background)."""
+        deadline = time.monotonic() + timeout
+        while " offsets from " not in self.log_text():
+            if time.monotonic() > deadline or self.process.poll() is not None:
+                raise RuntimeError(f"coordinator did not load its groups:\n{self.log_text()}")
+            time.sleep(0.01)
+
 
 def start_server(
     storage: str,
