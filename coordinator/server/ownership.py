@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Collection
+from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass
 from typing import Final, Protocol, TypeVar
 
@@ -48,6 +48,7 @@ class _GroupRow(Protocol):
 
 
 _R = TypeVar("_R", bound=_GroupRow)
+_T = TypeVar("_T")
 
 
 @dataclass(slots=True)
@@ -279,7 +280,7 @@ class Ownership:
             return
         try:
             await self._refresh_topics()
-            state = await self.store.load_shards(taken.keys(), self.shard_map.shard_of)
+            state = await self._renewing_while(self.store.load_shards(taken.keys(), self.shard_map.shard_of))
         except StoreError as exc:
             log.warning("cannot load shards %s: %s", sorted(taken), exc)
             for shard in taken:
@@ -307,6 +308,22 @@ class Ownership:
         for shard, epoch in sorted(taken.items()):
             self.shard_map.local[shard] = ShardStatus.SERVING
             log.info("shard %d acquired (epoch %d)", shard, epoch)
+
+    async def _renewing_while(self, work: Awaitable[_T]) -> _T:
+        """Await ``work`` while renewing the leases on schedule: reading many shards (or a
+        database that has not been analysed yet) can take longer than a lease, and the leases
+        being loaded must not expire meanwhile (this loop is the one that renews them)."""
+        task = asyncio.ensure_future(work)
+        try:
+            while True:
+                wait_s = max(0.0, (self._next_renew_ms - self._now_ms()) / 1000)
+                done, _pending = await asyncio.wait({task}, timeout=wait_s)
+                if done:
+                    return task.result()
+                await self._renew()
+        except BaseException:
+            task.cancel()
+            raise
 
     async def _release(self, shards: list[int]) -> None:
         """Graceful hand-over: stop answering, flush, unload, give the leases back."""
