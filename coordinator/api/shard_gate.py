@@ -13,8 +13,9 @@ A single node (SQLite, memory) answers for every shard but loads them in the bac
 starts serving (docs/performance.md#loading-in-the-background): a request for a group of a shard
 not loaded yet gets COORDINATOR_LOAD_IN_PROGRESS and moves that shard to the front of the queue;
 ListGroups, which lists every group, gets COORDINATOR_LOAD_IN_PROGRESS until the last shard is
-loaded (as Kafka's coordinator while any of its partitions loads). Once everything is loaded the
-gate passes requests straight through.
+loaded (as Kafka's coordinator while any of its partitions loads); GROUP config requests never
+reach the gate for a shard not loaded yet (the dispatcher holds them until it is). Once
+everything is loaded the gate passes requests straight through.
 """
 
 from __future__ import annotations

@@ -321,6 +321,7 @@ async def start_server(
             state_ready = True  # /readyz: every group is served (and storage accepts writes)
 
         server.group_loader = GroupLoader(store, runtime, shard_map, groups_loaded, started)
+        server.group_loader.on_shard = dispatcher.shard_loaded
         try:
             await server.group_loader.read_ids()
         except BaseException:

@@ -14,6 +14,7 @@ from typing import Protocol
 
 from coordinator.api.amend import amend
 from coordinator.api.amend import reply as reply_now
+from coordinator.api.config_resources import GROUP
 from coordinator.api.limits import PAYLOAD_APIS, RequestLimits
 from coordinator.api.loading import GROUP_APIS, load_in_progress_response
 from coordinator.api.routes import Routes
@@ -40,6 +41,9 @@ from protocol.primitives import DecodeError
 from protocol.wire import Request, UnsupportedApi, decode_request, encode_response
 
 log = logging.getLogger(__name__)
+
+
+_GROUP_CONFIG_APIS = frozenset({ApiKey.DESCRIBE_CONFIGS, ApiKey.INCREMENTAL_ALTER_CONFIGS})
 
 
 class ForwardingHook(Protocol):
@@ -78,6 +82,10 @@ class Dispatcher:
         # DeleteTopics while a single node's shards still load: it drops the topics' offsets of
         # the groups held, so it waits until every group is held (see _defer_until_groups).
         self._after_groups: list[tuple[Connection, PendingReply, RequestContext, Request]] = []
+        # GROUP config requests while a single node's shards still load: group configs, unlike
+        # groups, have no retriable "loading" answer in Kafka (they live in the cluster metadata),
+        # so the request waits for its groups' shards, which are loaded next (shard_loaded).
+        self._after_shards: list[tuple[set[int], Connection, PendingReply, RequestContext, Request]] = []
         # coordinator.api.authz.AclLayer.install() adds its checks when authorizer.enabled is true.
         self.routes: Routes = api_routes(cluster, runtime.coordinator)
         self.routes.add(ApiKey.FETCH, FetchRequest, self.fetch)
@@ -155,6 +163,10 @@ class Dispatcher:
         if request.api_key == ApiKey.DELETE_TOPICS and self.cluster.shard_map.loading:
             self._after_groups.append((connection, reply, ctx, request))
             return
+        awaited = self._group_config_shards_loading(request)
+        if awaited:
+            self._after_shards.append((awaited, connection, reply, ctx, request))
+            return
         self._handle_or_look_up(connection, reply, ctx, request)
 
     def _handle_or_look_up(
@@ -177,6 +189,27 @@ class Dispatcher:
         """A single node's last shard is loaded: serve the DeleteTopics that waited for it."""
         deferred, self._after_groups = self._after_groups, []
         self._serve_deferred(deferred)
+
+    def shard_loaded(self) -> None:
+        """A single node loaded a shard: serve the GROUP config requests whose shards are in."""
+        loading = self.cluster.shard_map.loading
+        ready = [entry for entry in self._after_shards if not entry[0] & loading]
+        if ready:
+            self._after_shards = [entry for entry in self._after_shards if entry[0] & loading]
+            self._serve_deferred([entry[1:] for entry in ready])
+
+    def _group_config_shards_loading(self, request: Request) -> set[int]:
+        """A single node's shards still loading that a GROUP config request names (they are
+        wanted next); empty for every other request."""
+        shard_map = self.cluster.shard_map
+        if request.api_key not in _GROUP_CONFIG_APIS or not shard_map.loading or not shard_map.single_node:
+            return set()
+        names = [
+            r.resource_name for r in request.body.resources if r.resource_type == GROUP and r.resource_name
+        ]
+        for name in names:
+            shard_map.want(name)
+        return {shard_map.shard_of(name) for name in names} & shard_map.loading
 
     def _serve_deferred(
         self, deferred: list[tuple[Connection, PendingReply, RequestContext, Request]]

@@ -53,6 +53,7 @@ class GroupLoader:
         self.shard_map = shard_map
         self.on_done = on_done
         self.started = started
+        self.on_shard: Callable[[], None] | None = None  # after each shard is loaded
         self.order: list[int] = []  # the shards in the order they were loaded
         self._wanted: deque[int] = deque()
         self.task: asyncio.Task[None] | None = None
@@ -122,6 +123,8 @@ class GroupLoader:
             self.runtime.rearm_timer()
             self.shard_map.loading.discard(shard)
             self.order.append(shard)
+            if self.on_shard is not None:
+                self.on_shard()
             await asyncio.sleep(0)  # requests that arrived meanwhile go first
         self.shard_map.on_wanted = None
         self.on_done(time.monotonic() - self.started)

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
+from coordinator.api.config_resources import GROUP
 from coordinator.core.cluster import Cluster, NodeIdentity
 from coordinator.core.group_config import GroupConfig
 from coordinator.core.shard import Shard
@@ -30,8 +31,14 @@ from protocol.apis import ApiKey
 from protocol.errors import ErrorCode
 from protocol.messages.delete_groups import DeleteGroupsRequest
 from protocol.messages.delete_topics import DeleteTopicsRequest
+from protocol.messages.describe_configs import DescribeConfigsRequest, DescribeConfigsResource
 from protocol.messages.describe_groups import DescribeGroupsRequest
 from protocol.messages.heartbeat import HeartbeatRequest
+from protocol.messages.incremental_alter_configs import (
+    AlterableConfig,
+    AlterConfigsResource,
+    IncrementalAlterConfigsRequest,
+)
 from protocol.messages.list_groups import ListGroupsRequest
 from protocol.messages.offset_commit import (
     OffsetCommitRequest,
@@ -227,6 +234,48 @@ async def test_nothing_of_a_shard_not_loaded_is_served_or_written(
     assert not store.data.tables["offsets"]
     listed = await client.request(ApiKey.LIST_GROUPS, 4, ListGroupsRequest())
     assert listed.error_code == ErrorCode.NONE
+
+
+@pytest.mark.asyncio
+async def test_group_configs_of_a_shard_not_loaded_wait_for_it_instead_of_a_loading_error(
+    gated: tuple[RunningServer, GatedStore, Client],
+) -> None:
+    """Kafka keeps group configs in the cluster metadata: they have no retriable loading answer
+    (librdkafka's admin client hands a 14 to the application), so they wait for their shard."""
+    _, store, client = gated
+    group = GROUP
+    await until(lambda: store.requested == [3], "the first shard is being read")
+    altered = client.send(
+        ApiKey.INCREMENTAL_ALTER_CONFIGS,
+        1,
+        IncrementalAlterConfigsRequest(
+            resources=[
+                AlterConfigsResource(
+                    group, LAST, [AlterableConfig("consumer.session.timeout.ms", 0, "50000")]
+                )
+            ]
+        ),
+    )
+    await asyncio.sleep(0.05)  # the server takes the request (and wants its shard)
+    store.gates[3].set()
+    await until(lambda: store.requested[:2] == [3, 40], "the wanted shard is read next")
+    await asyncio.sleep(0.05)
+    assert not store.data.tables.get("group_configs")  # not answered, nothing written yet
+    store.gates[40].set()
+    received, response = await client.receive(ApiKey.INCREMENTAL_ALTER_CONFIGS, 1)
+    assert (received, [r.error_code for r in response.responses]) == (altered, [ErrorCode.NONE])
+    described = await client.request(
+        ApiKey.DESCRIBE_CONFIGS,
+        4,
+        DescribeConfigsRequest(
+            resources=[DescribeConfigsResource(group, LAST, ["consumer.session.timeout.ms"])]
+        ),
+    )
+    [result] = described.results
+    assert (result.error_code, [(c.name, c.value) for c in result.configs]) == (
+        ErrorCode.NONE,
+        [("consumer.session.timeout.ms", "50000")],
+    )
 
 
 @pytest.mark.asyncio
