@@ -205,34 +205,6 @@ class PostgresStore:
             await self._close_connection(conn)
         return loaded_state(rows)
 
-    async def load_shards(self, shards: Collection[int], shard_of: Callable[[str], int]) -> LoadedState:
-        """The groups, offsets and group configs of ``shards`` (docs/multinode.md#loading-a-shard):
-        one consistent snapshot of the group tables; topics, ACLs and credentials are left empty
-        (they are not sharded).
-
-        The shard is not stored in the rows: per table, the distinct group ids (read from the
-        primary key, whose first column is the group id) are filtered by ``shard_of`` and only
-        the rows of the groups kept are fetched, so the rows read and decoded are the shards'."""
-        self._check_open()
-        wanted = frozenset(shards)
-        conn = await self._connect()
-        try:
-            async with conn.transaction(isolation="repeatable_read", readonly=True):
-                rows: dict[str, list[Any]] = {table.name: [] for table in STATE_TABLES}
-                for table in GROUP_TABLES:
-                    ids = await conn.fetch(f"SELECT DISTINCT group_id FROM {table.name}")
-                    kept = [r[0] for r in ids if shard_of(r[0]) in wanted]
-                    if kept:
-                        query = postgres_sql(table).select + " WHERE group_id = ANY($1::text[])"
-                        rows[table.name] = await _fetch(conn, table, query, kept)
-        except PG_ERRORS as exc:
-            raise StoreError(f"cannot load shards from PostgreSQL {self.where}: {exc!r}") from exc
-        except (CodecError, UnicodeDecodeError) as exc:
-            raise StoreError(f"corrupt row in PostgreSQL {self.where}: {exc}") from exc
-        finally:
-            await self._close_connection(conn)
-        return loaded_state(rows)
-
     async def load_identity(self) -> StoredIdentity:
         self._check_open()
         conn = await self._connect()

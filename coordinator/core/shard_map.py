@@ -74,12 +74,10 @@ class ShardMap:
         return status
 
     def want(self, group_id: str) -> None:
-        """A request waits for the group's shard: load it next (one process; a no-op when
-        nothing listens or the shard is loaded)."""
+        """A request waits for the group's shard: load it next (a no-op when nothing is loading;
+        the loader ignores a shard it does not load)."""
         if self.on_wanted is not None:
-            shard = self.shard_of(group_id)
-            if shard in self.loading:
-                self.on_wanted(shard)
+            self.on_wanted(self.shard_of(group_id))
 
     def owner(self, group_id: str, now_ms: int) -> int | None:
         """The node answering for the group, or None while its shard has no live owner."""

@@ -12,9 +12,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections import deque
 from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass
-from typing import Final, Protocol, TypeVar
+from typing import Final, TypeVar
 
 from coordinator.core.cluster import Cluster
 from coordinator.core.shard_map import NodeAddress, ShardMap, ShardStatus
@@ -42,12 +43,6 @@ def fair_share(shards: int, nodes: list[int], node_id: int) -> int:
     return base + (1 if ordered.index(node_id) < extra else 0)
 
 
-class _GroupRow(Protocol):
-    @property
-    def group_id(self) -> str: ...
-
-
-_R = TypeVar("_R", bound=_GroupRow)
 _T = TypeVar("_T")
 
 
@@ -280,34 +275,65 @@ class Ownership:
             return
         try:
             await self._refresh_topics()
-            state = await self._renewing_while(self.store.load_shards(taken.keys(), self.shard_map.shard_of))
+            # Read after the take: from now on no older epoch's write can land in these shards.
+            group_ids = await self._renewing_while(self.store.group_ids())
         except StoreError as exc:
             log.warning("cannot load shards %s: %s", sorted(taken), exc)
             for shard in taken:
                 await self._give_back(shard)
             return
-        taken = {shard: epoch for shard, epoch in taken.items() if shard in self.owned}
-        clock = self.runtime.clock
-        coordinator = self.runtime.coordinator
-        self._unload_groups(taken.keys())  # leftovers of an earlier ownership, if any
-        wanted = set(taken)
+        by_shard: dict[int, list[str]] = {}
+        for group_id in group_ids:
+            shard = self.shard_map.shard_of(group_id)
+            if shard in taken:
+                by_shard.setdefault(shard, []).append(group_id)
+        await self._load_one_by_one(taken, by_shard)
 
-        def of_taken(records: list[_R]) -> list[_R]:
-            return [r for r in records if self.shard_map.shard_of(r.group_id) in wanted]
+    async def _load_one_by_one(self, taken: dict[int, int], by_shard: dict[int, list[str]]) -> None:
+        """Load the taken shards one at a time, a shard that a request waits for first, so that
+        a group waits for its own shard's load only (docs/multinode.md#loading-a-shard)."""
+        pending = deque(sorted(taken))
+        wanted: deque[int] = deque()
 
-        coordinator.load_more(
-            of_taken(state.groups),
-            of_taken(state.offsets),
-            clock.now_ms(),
-            clock.wall_ms(),
-            of_taken(state.consumer_groups),
-            of_taken(state.consumer_members),
-            of_taken(state.group_configs),
-        )
-        self.runtime.rearm_timer()
-        for shard, epoch in sorted(taken.items()):
-            self.shard_map.local[shard] = ShardStatus.SERVING
-            log.info("shard %d acquired (epoch %d)", shard, epoch)
+        def want(shard: int) -> None:
+            if shard in pending and shard not in wanted:
+                wanted.append(shard)
+
+        self.shard_map.on_wanted = want
+        try:
+            while pending:
+                shard = wanted.popleft() if wanted else pending[0]
+                pending.remove(shard)
+                if shard not in self.owned:
+                    continue  # lost meanwhile
+                ids = by_shard.get(shard)
+                try:
+                    state = await self._renewing_while(self.store.load_groups(ids)) if ids else None
+                except StoreError as exc:
+                    log.warning("cannot load shards %s: %s", sorted([shard, *pending]), exc)
+                    for failed in [shard, *pending]:
+                        await self._give_back(failed)
+                    return
+                if shard not in self.owned:
+                    continue
+                self._unload_groups([shard])  # leftovers of an earlier ownership, if any
+                if state is not None:
+                    clock = self.runtime.clock
+                    self.runtime.coordinator.load_more(
+                        state.groups,
+                        state.offsets,
+                        clock.now_ms(),
+                        clock.wall_ms(),
+                        state.consumer_groups,
+                        state.consumer_members,
+                        state.group_configs,
+                    )
+                    self.runtime.rearm_timer()
+                self.shard_map.local[shard] = ShardStatus.SERVING
+                log.info("shard %d acquired (epoch %d)", shard, taken[shard])
+                await asyncio.sleep(0)  # requests for the shards served so far go first
+        finally:
+            self.shard_map.on_wanted = None
 
     async def _renewing_while(self, work: Awaitable[_T]) -> _T:
         """Await ``work`` while renewing the leases on schedule: reading many shards (or a

@@ -21,7 +21,6 @@ from storage.records import (
     TopicRecord,
     TopicTombstone,
 )
-from tests.storage.helpers import consumer_group, consumer_member, group
 
 pytestmark = [pytest.mark.postgres, pytest.mark.asyncio]
 
@@ -152,21 +151,6 @@ async def test_a_write_with_a_stale_epoch_is_rejected_and_nothing_lands(
     # The write connection is healthy after the refusal.
     store.fence = Fence(2, by_first_letter, {0: 2})
     await store.write([commit("alpha", 5)])
-
-
-async def test_load_shards_returns_only_their_groups(store: PostgresStore) -> None:
-    await store.write([commit("alpha"), commit("bravo"), commit("charlie"), commit("axe")])
-    await store.write([GroupConfigRecord(g, "consumer.session.timeout.ms", "50000") for g in ("ace", "bee")])
-    await store.write(
-        [group("cup"), group("dog"), consumer_group("arc"), consumer_member("arc"), consumer_group("bee")]
-    )
-    state = await store.load_shards({0, 2}, by_first_letter)
-    assert sorted(r.group_id for r in state.offsets) == ["alpha", "axe", "charlie"]
-    assert [r.group_id for r in state.group_configs] == ["ace"]
-    assert [r.group_id for r in state.groups] == ["cup"]
-    assert [r.group_id for r in state.consumer_groups] == ["arc"]
-    assert [r.group_id for r in state.consumer_members] == ["arc"]
-    assert state.topics == []
 
 
 async def test_group_config_writes_are_fenced(store: PostgresStore, tables: list[LeaseTable]) -> None:
