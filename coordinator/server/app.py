@@ -345,14 +345,13 @@ async def start_server(
         )
         server.group_configs_elsewhere.install(dispatcher.routes)
         try:
-            await server.ownership.start(cluster.node.host, cluster.node.port)
+            await server.ownership.register(cluster.node.host, cluster.node.port)
         except BaseException:
             server.ownership = None
             for opened in servers:
                 opened.close()
             await store.close()
             raise
-        log_loaded(time.monotonic() - started)
     state_acls = state.acls
     del state
     # The loaded state lives as long as the server: the collector's full passes need not walk it
@@ -409,6 +408,15 @@ async def start_server(
     if server.group_loader is not None:
         log.info("serving; the groups of %d shards load in the background", shards)
         server.group_loader.start()
+    elif server.ownership is not None:
+
+        def owning_its_share() -> None:
+            nonlocal state_ready
+            log_loaded(time.monotonic() - started)
+            state_ready = True  # /readyz: this node's share is taken and loaded
+
+        log.info("serving; this node takes and loads its share of the shards in the background")
+        server.ownership.start(owning_its_share)
     else:
         state_ready = True
     return server

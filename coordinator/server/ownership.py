@@ -84,6 +84,7 @@ class Ownership:
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
         self._wake = asyncio.Event()
+        self.ready = asyncio.Event()  # set once the first round took and loaded this node's share
         self._topics_version: tuple[int, int] | None = None
         self._catalog_version = -1  # the local catalog's version after the last refresh
         self.on_acls: Callable[[list[AclRecord]], None] | None = None  # see watch_acls
@@ -107,9 +108,9 @@ class Ownership:
 
     # -- lifecycle -------------------------------------------------------------------------
 
-    async def start(self, host: str, port: int) -> None:
-        """Register (refused for a node id in use or another shard count) and run the first
-        round, so that the node owns its share when it reports ready."""
+    async def register(self, host: str, port: int) -> None:
+        """Register (refused for a node id in use or another shard count): before the node
+        serves, so that such a refusal ends the start."""
         deadline = self._now_ms() + REGISTER_PATIENCE_MS
         while True:
             try:
@@ -122,12 +123,12 @@ class Ownership:
                 await asyncio.sleep(0.1)
         self._sessions_seen = self.leases.sessions
         log.info("node %d registered (advertised %s:%d)", self.node_id, host, port)
-        await self._round()
-        log.info(
-            "node %d ready: owning %d of %d shards (%d live nodes)",
-            self.node_id, len(self.owned), self.shard_map.shards, len(self.shard_map.nodes),
-        )  # fmt: skip
-        self._task = asyncio.get_running_loop().create_task(self._run(), name="shard-ownership")
+
+    def start(self, on_ready: Callable[[], None] | None = None) -> None:
+        """Run the rounds in the background, the first one at once: it takes this node's share
+        and loads it shard by shard while the node serves (a group is answered as soon as its
+        shard is loaded); ``on_ready`` is called once it is done."""
+        self._task = asyncio.get_running_loop().create_task(self._run(on_ready), name="shard-ownership")
 
     async def stop(self) -> None:
         """Graceful leave: stop the loop, hand every shard over, deregister."""
@@ -149,18 +150,29 @@ class Ownership:
         finally:
             await self.leases.close()
 
-    async def _run(self) -> None:
+    async def _run(self, on_ready: Callable[[], None] | None) -> None:
+        first = True
         while not self._stopping:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), self.poll_ms / 1000)
-            if self._stopping:
-                return
+            if not first:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), self.poll_ms / 1000)
+                if self._stopping:
+                    return
             try:
                 await self._round()
             except asyncio.CancelledError:
                 raise
             except Exception:
                 log.exception("shard ownership round failed")
+            if first:
+                first = False
+                log.info(
+                    "node %d ready: owning %d of %d shards (%d live nodes)",
+                    self.node_id, len(self.owned), self.shard_map.shards, len(self.shard_map.nodes),
+                )  # fmt: skip
+                self.ready.set()
+                if on_ready is not None:
+                    on_ready()
 
     # -- one round -------------------------------------------------------------------------
 

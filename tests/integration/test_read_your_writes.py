@@ -91,6 +91,8 @@ async def server(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterato
         auto_create_topics_enable=False,
     )
     running = await start_server(config)
+    if running.ownership is not None:  # PostgreSQL: its share of the shards is taken in the background
+        await asyncio.wait_for(running.ownership.ready.wait(), 30)
     try:
         yield running
     finally:

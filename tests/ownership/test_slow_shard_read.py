@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import uuid
 from collections.abc import AsyncIterator, Collection
 from typing import Any
 
@@ -25,7 +26,7 @@ from protocol.messages.offset_commit import (
 )
 from protocol.messages.offset_fetch import OffsetFetchRequest, OffsetFetchRequestGroup
 from storage.postgres import PostgresStore
-from storage.records import OffsetCommitRecord
+from storage.records import OffsetCommitRecord, TopicRecord
 from tests.api.test_dispatcher import Client
 from tests.support.ports import free_port
 
@@ -69,10 +70,11 @@ async def stored(pg_dsn: str) -> AsyncIterator[str]:
     """One group with an offset in every shard."""
     store = PostgresStore(pg_dsn)
     await store.open()
+    now = 1_700_000_000_000
     await store.write(
         [
-            OffsetCommitRecord(group_in(s), "t", 0, 10 + s, -1, "", 1_700_000_000_000, None)
-            for s in range(SHARDS)
+            TopicRecord("t", uuid.UUID(int=5).bytes, 1, 1, ()),
+            *(OffsetCommitRecord(group_in(s), "t", 0, 10 + s, -1, "", now, None) for s in range(SHARDS)),
         ]
     )
     await store.close()
@@ -165,6 +167,8 @@ async def test_shards_load_one_at_a_time_and_a_wanted_one_first(
         for gate in gates.values():
             gate.set()
         server = await asyncio.wait_for(starting, 30)
+        assert server.ownership is not None
+        await asyncio.wait_for(server.ownership.ready.wait(), 30)
         assert await serving(server) == list(range(SHARDS))
         assert sorted(read) == list(range(SHARDS))
     finally:
