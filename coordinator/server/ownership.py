@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
+import gc
 import logging
 from collections import deque
 from collections.abc import Awaitable, Callable, Collection
@@ -24,7 +26,7 @@ from coordinator.server.tasks import cancel_and_wait
 from storage.base import StoreError
 from storage.ownership import Fence, LeaseRow, LeaseTable, NodeIdInUse, OwnershipView
 from storage.postgres import PostgresStore
-from storage.records import AclRecord
+from storage.records import AclRecord, LoadedState
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +46,7 @@ def fair_share(shards: int, nodes: list[int], node_id: int) -> int:
 
 
 _T = TypeVar("_T")
+MAX_SHARDS_PER_READ: Final = 8
 
 
 @dataclass(slots=True)
@@ -302,8 +305,11 @@ class Ownership:
         await self._load_one_by_one(taken, by_shard)
 
     async def _load_one_by_one(self, taken: dict[int, int], by_shard: dict[int, list[str]]) -> None:
-        """Load the taken shards one at a time, a shard that a request waits for first, so that
-        a group waits for its own shard's load only (docs/multinode.md#loading-a-shard)."""
+        """Load the taken shards a few at a time, a shard that a request waits for first and
+        alone, so that a group waits for its own shard's load only
+        (docs/multinode.md#loading-a-shard). The first read is one shard, so that groups are
+        served early; each read after it takes twice as many shards (up to MAX_SHARDS_PER_READ),
+        because every read costs a round of queries and a load step of its own."""
         pending = deque(sorted(taken))
         wanted: deque[int] = deque()
 
@@ -312,40 +318,69 @@ class Ownership:
                 wanted.append(shard)
 
         self.shard_map.on_wanted = want
+        size = 1
         try:
             while pending:
-                shard = wanted.popleft() if wanted else pending[0]
-                pending.remove(shard)
-                if shard not in self.owned:
-                    continue  # lost meanwhile
-                ids = by_shard.get(shard)
+                if wanted:
+                    batch = [wanted.popleft()]
+                else:
+                    batch = [pending[i] for i in range(min(size, len(pending)))]
+                    size = min(2 * size, MAX_SHARDS_PER_READ)
+                for shard in batch:
+                    pending.remove(shard)
+                batch = [shard for shard in batch if shard in self.owned]  # not lost meanwhile
+                ids = [group_id for shard in batch for group_id in by_shard.get(shard, ())]
                 try:
                     state = await self._renewing_while(self.store.load_groups(ids)) if ids else None
                 except StoreError as exc:
-                    log.warning("cannot load shards %s: %s", sorted([shard, *pending]), exc)
-                    for failed in [shard, *pending]:
+                    log.warning("cannot load shards %s: %s", sorted([*batch, *pending]), exc)
+                    for failed in [*batch, *pending]:
                         await self._give_back(failed)
                     return
-                if shard not in self.owned:
-                    continue
-                self._unload_groups([shard])  # leftovers of an earlier ownership, if any
-                if state is not None:
-                    clock = self.runtime.clock
-                    self.runtime.coordinator.load_more(
-                        state.groups,
-                        state.offsets,
-                        clock.now_ms(),
-                        clock.wall_ms(),
-                        state.consumer_groups,
-                        state.consumer_members,
-                        state.group_configs,
-                    )
-                    self.runtime.rearm_timer()
-                self.shard_map.local[shard] = ShardStatus.SERVING
-                log.info("shard %d acquired (epoch %d)", shard, taken[shard])
+                read = len(batch)
+                batch = [shard for shard in batch if shard in self.owned]
+                self._unload_groups(batch)  # leftovers of an earlier ownership, if any
+                if state is not None and batch:
+                    self._load_more(state if len(batch) == read else self._of_shards(state, set(batch)))
+                for shard in batch:
+                    self.shard_map.local[shard] = ShardStatus.SERVING
+                    log.info("shard %d acquired (epoch %d)", shard, taken[shard])
                 await asyncio.sleep(0)  # requests for the shards served so far go first
         finally:
             self.shard_map.on_wanted = None
+
+    def _of_shards(self, state: LoadedState, shards: set[int]) -> LoadedState:
+        """The rows of ``state`` that belong to ``shards`` (a shard lost during its read is left out)."""
+        shard_of = self.shard_map.shard_of
+        return dataclasses.replace(
+            state,
+            groups=[r for r in state.groups if shard_of(r.group_id) in shards],
+            offsets=[r for r in state.offsets if shard_of(r.group_id) in shards],
+            consumer_groups=[r for r in state.consumer_groups if shard_of(r.group_id) in shards],
+            consumer_members=[r for r in state.consumer_members if shard_of(r.group_id) in shards],
+            group_configs=[r for r in state.group_configs if shard_of(r.group_id) in shards],
+        )
+
+    def _load_more(self, state: LoadedState) -> None:
+        """One shard's rows into the core, the collector off meanwhile and the result frozen
+        (docs/performance.md#loading-and-the-garbage-collector)."""
+        gc.collect()  # what requests left since the last freeze, so that it is not frozen
+        gc.disable()
+        try:
+            clock = self.runtime.clock
+            self.runtime.coordinator.load_more(
+                state.groups,
+                state.offsets,
+                clock.now_ms(),
+                clock.wall_ms(),
+                state.consumer_groups,
+                state.consumer_members,
+                state.group_configs,
+            )
+            gc.freeze()
+        finally:
+            gc.enable()
+        self.runtime.rearm_timer()
 
     async def _renewing_while(self, work: Awaitable[_T]) -> _T:
         """Await ``work`` while renewing the leases on schedule: reading many shards (or a
