@@ -18,7 +18,7 @@ import gc
 import logging
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Final, TypeVar
 
 from coordinator.core.shard_map import ShardMap
@@ -33,6 +33,22 @@ log = logging.getLogger(__name__)
 _T = TypeVar("_T")
 
 RETRY_S: Final = 1.0  # after a failed read (the database is unreachable): the same shard again
+
+
+@contextlib.contextmanager
+def long_lived_objects() -> Iterator[None]:
+    """Around building objects that live as long as the server (a shard's groups and offsets):
+    no collector passes over them while they are built, and they are frozen afterwards so that
+    later full passes skip them (docs/performance.md#loading-and-the-garbage-collector). The
+    collection first walks only what was allocated since the last freeze (requests' leftovers),
+    so that garbage cycles of requests are not frozen with the shard."""
+    gc.collect()
+    gc.disable()
+    try:
+        yield
+        gc.freeze()
+    finally:
+        gc.enable()
 
 
 class GroupLoader:
@@ -94,33 +110,13 @@ class GroupLoader:
         reading = self._read_next(pending, by_shard, None)
         while reading is not None:
             shard, read = reading
-            # The shard's objects live as long as the server: no collector passes over them
-            # while they are built, and frozen afterwards so that later full passes skip them
-            # (docs/performance.md#loading-and-the-garbage-collector). The collection first
-            # walks only what was allocated since the last freeze (requests' leftovers, the
-            # read in flight), so that garbage cycles of requests are not frozen with the shard.
-            gc.collect()
-            gc.disable()
-            try:
+            with long_lived_objects():
                 state = await read
                 # The store reads the next shard while this one is built (SQLite steps
                 # without the GIL): a shard wanted meanwhile is read right after it.
                 reading = self._read_next(pending, by_shard, shard)
-                clock = self.runtime.clock
-                self.runtime.coordinator.load_more(
-                    state.groups,
-                    state.offsets,
-                    clock.now_ms(),
-                    clock.wall_ms(),
-                    state.consumer_groups,
-                    state.consumer_members,
-                    state.group_configs,
-                )
+                self.runtime.load_groups(state)
                 del state
-                gc.freeze()
-            finally:
-                gc.enable()
-            self.runtime.rearm_timer()
             self.shard_map.loading.discard(shard)
             self.order.append(shard)
             if self.on_shard is not None:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import gc
 import logging
 from collections import deque
 from collections.abc import Awaitable, Callable, Collection
@@ -21,6 +20,7 @@ from typing import Final, TypeVar
 
 from coordinator.core.cluster import Cluster
 from coordinator.core.shard_map import NodeAddress, ShardMap, ShardStatus
+from coordinator.server.group_loading import long_lived_objects
 from coordinator.server.runtime import Runtime
 from coordinator.server.tasks import cancel_and_wait
 from storage.base import StoreError
@@ -341,7 +341,10 @@ class Ownership:
                 batch = [shard for shard in batch if shard in self.owned]
                 self._unload_groups(batch)  # leftovers of an earlier ownership, if any
                 if state is not None and batch:
-                    self._load_more(state if len(batch) == read else self._of_shards(state, set(batch)))
+                    with long_lived_objects():
+                        self.runtime.load_groups(
+                            state if len(batch) == read else self._of_shards(state, set(batch))
+                        )
                 for shard in batch:
                     self.shard_map.local[shard] = ShardStatus.SERVING
                     log.info("shard %d acquired (epoch %d)", shard, taken[shard])
@@ -360,27 +363,6 @@ class Ownership:
             consumer_members=[r for r in state.consumer_members if shard_of(r.group_id) in shards],
             group_configs=[r for r in state.group_configs if shard_of(r.group_id) in shards],
         )
-
-    def _load_more(self, state: LoadedState) -> None:
-        """One shard's rows into the core, the collector off meanwhile and the result frozen
-        (docs/performance.md#loading-and-the-garbage-collector)."""
-        gc.collect()  # what requests left since the last freeze, so that it is not frozen
-        gc.disable()
-        try:
-            clock = self.runtime.clock
-            self.runtime.coordinator.load_more(
-                state.groups,
-                state.offsets,
-                clock.now_ms(),
-                clock.wall_ms(),
-                state.consumer_groups,
-                state.consumer_members,
-                state.group_configs,
-            )
-            gc.freeze()
-        finally:
-            gc.enable()
-        self.runtime.rearm_timer()
 
     async def _renewing_while(self, work: Awaitable[_T]) -> _T:
         """Await ``work`` while renewing the leases on schedule: reading many shards (or a

@@ -20,6 +20,7 @@ from coordinator.core.shard import Shard
 from protocol.errors import ErrorCode
 from storage.base import StoreError
 from storage.ownership import ShardFenced
+from storage.records import LoadedState
 from storage.writer import BatchWriter
 
 log = logging.getLogger(__name__)
@@ -201,6 +202,22 @@ class Runtime:
     @property
     def pending_writes(self) -> int:
         return self._pending_writes
+
+    # ---- loading ---------------------------------------------------------------------------
+    def load_groups(self, state: LoadedState) -> None:
+        """Stored groups, offsets and group configs into the core, their timers armed (a shard
+        loaded in the background, or taken over from another node)."""
+        clock = self.clock
+        self.coordinator.load_more(
+            state.groups,
+            state.offsets,
+            clock.now_ms(),
+            clock.wall_ms(),
+            state.consumer_groups,
+            state.consumer_members,
+            state.group_configs,
+        )
+        self.rearm_timer()
 
     # ---- timers --------------------------------------------------------------------------
     def rearm_timer(self) -> None:
