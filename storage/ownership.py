@@ -14,13 +14,13 @@ import asyncio
 import logging
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from storage.base import StoreError
 from storage.pg_errors import PG_ERRORS
 from storage.records import AclRecord, GroupConfigRecord, GroupConfigTombstone, Record, TopicRecord
 from storage.sql import postgres_reader, postgres_sql
-from storage.tables import ACLS, GROUP_CONFIGS, TOPICS
+from storage.tables import ACLS, GROUP_CONFIGS, TOPICS, Table
 
 log = logging.getLogger(__name__)
 
@@ -116,6 +116,8 @@ def _node_alive(node: str) -> str:
 # What a poll reads, in one statement: every lease, the live nodes (seen within a lease, and
 # their session -- the node lock -- still open), a fingerprint of the topic catalog and the
 # change counters of the ACLs and of the group configs.
+_Row = TypeVar("_Row")
+
 _VIEW: Final = (
     "SELECT 'l' AS kind, l.shard AS id, l.owner, l.epoch, l.expires_at > now() AS unexpired, "
     f"l.owner IS NOT NULL AND {_node_alive('l.owner')} AS alive, NULL::text AS host "
@@ -340,27 +342,11 @@ class LeaseTable:
 
     async def acls(self) -> list[AclRecord]:
         """Every ACL binding (changed through any node), on the lock connection."""
-
-        async def work(conn: Any) -> list[AclRecord]:
-            return list(map(postgres_reader(ACLS), await conn.fetch(postgres_sql(ACLS).select)))
-
-        result: list[AclRecord] = await self._run("read the ACLs", work)
-        return result
+        return await self._select(ACLS, "read the ACLs")
 
     async def group_configs(self, group_ids: Collection[str] | None = None) -> list[GroupConfigRecord]:
         """The stored overrides of ``group_ids`` (None: of every group), on the lock connection."""
-
-        async def work(conn: Any) -> list[GroupConfigRecord]:
-            query = postgres_sql(GROUP_CONFIGS).select
-            rows = await (
-                conn.fetch(query)
-                if group_ids is None
-                else conn.fetch(query + " WHERE group_id = ANY($1::text[])", list(group_ids))
-            )
-            return list(map(postgres_reader(GROUP_CONFIGS), rows))
-
-        result: list[GroupConfigRecord] = await self._run("read the group configs", work)
-        return result
+        return await self._select(GROUP_CONFIGS, "read the group configs", "group_id", group_ids)
 
     async def change_group_configs(self, records: Sequence[GroupConfigRecord | GroupConfigTombstone]) -> None:
         """Store group config changes made by a node that does not own the groups: no lease
@@ -381,15 +367,21 @@ class LeaseTable:
     async def topics(self, names: Collection[str] | None = None) -> list[TopicRecord]:
         """The topic catalog (topics created through any node), or those of ``names``, on the
         lock connection."""
+        return await self._select(TOPICS, "read the topic catalog", "name", names)
 
-        async def work(conn: Any) -> list[TopicRecord]:
-            query = postgres_sql(TOPICS).select
+    async def _select(
+        self, table: Table[_Row], what: str, column: str = "", values: Collection[str] | None = None
+    ) -> list[_Row]:
+        """The rows of ``table`` (those whose ``column`` is one of ``values`` when given)."""
+
+        async def work(conn: Any) -> list[_Row]:
+            query = postgres_sql(table).select
             rows = await (
                 conn.fetch(query)
-                if names is None
-                else conn.fetch(query + " WHERE name = ANY($1)", list(names))
+                if values is None
+                else conn.fetch(f"{query} WHERE {column} = ANY($1::text[])", list(values))
             )
-            return list(map(postgres_reader(TOPICS), rows))
+            return list(map(postgres_reader(table), rows))
 
-        result: list[TopicRecord] = await self._run("read the topic catalog", work)
+        result: list[_Row] = await self._run(what, work)
         return result

@@ -10,9 +10,8 @@ once durable. The request's other resources go on to the usual handlers.
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Iterator
 from typing import Any
 
 from coordinator.api.config_resources import GROUP, ConfigResources, answer_alter, answer_describe
@@ -22,6 +21,7 @@ from coordinator.core.dynamic_configs import DynamicGroupConfigs
 from coordinator.core.result import Result
 from coordinator.core.shard_map import ShardMap
 from coordinator.server.runtime import Runtime
+from coordinator.server.tasks import StorageAnswers
 from protocol.apis import ApiKey
 from protocol.errors import ErrorCode
 from protocol.messages.describe_configs import DescribeConfigsRequest, DescribeConfigsResult
@@ -53,7 +53,7 @@ class GroupConfigsElsewhere:
         self.shard_map = shard_map
         self.node_id = node_id
         self.topic = topic
-        self.tasks: set[asyncio.Task[None]] = set()
+        self.answers = StorageAnswers(runtime.apply)
 
     def install(self, routes: Routes) -> None:
         routes.wrap(ApiKey.DESCRIBE_CONFIGS, DescribeConfigsRequest, self._describe)
@@ -96,7 +96,7 @@ class GroupConfigsElsewhere:
                     answers = iter(configs.describe_response(sub).results)
                 return answer_describe(_in_order(names, answers))(inner)(ctx, req)
 
-            self._spawn(answer)
+            self.answers.spawn(answer)
             return Result()
 
         return handle
@@ -132,22 +132,13 @@ class GroupConfigsElsewhere:
                     answers = iter(response.responses)
                 return answer_alter(_in_order(names, answers))(inner)(ctx, req)
 
-            self._spawn(answer)
+            self.answers.spawn(answer)
             return Result()
 
         return handle
 
-    def _spawn(self, answer: Callable[[], Awaitable[Result]]) -> None:
-        async def run() -> None:
-            self.runtime.apply(await answer())
-
-        task = asyncio.get_running_loop().create_task(run())
-        self.tasks.add(task)
-        task.add_done_callback(self.tasks.discard)
-
     async def close(self) -> None:
-        for task in list(self.tasks):
-            task.cancel()
+        await self.answers.close()
 
 
 def _in_order(names: set[str], answers: Iterator[Any]) -> Callable[[RequestContext, int, str], Any]:

@@ -9,7 +9,6 @@ within that time, as with `coordinator users` on the database.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -20,6 +19,7 @@ from coordinator.api.scram_users import describe_response, plan_alter
 from coordinator.core.context import RequestContext
 from coordinator.core.result import Result
 from coordinator.server.runtime import Runtime
+from coordinator.server.tasks import StorageAnswers
 from protocol.apis import ApiKey
 from protocol.error_responses import error_response
 from protocol.errors import ErrorCode
@@ -38,7 +38,7 @@ class ScramUsers:
     def __init__(self, runtime: Runtime, load_all: AllCredentials) -> None:
         self.runtime = runtime
         self.load_all = load_all
-        self.tasks: set[asyncio.Task[None]] = set()
+        self.answers = StorageAnswers(runtime.apply)
 
     def install(self, routes: Routes) -> None:
         routes.add(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, DescribeUserScramCredentialsRequest, self.describe)
@@ -74,19 +74,15 @@ class ScramUsers:
     def _spawn(
         self, ctx: RequestContext, api_key: ApiKey, req: Any, answer: Callable[[], Awaitable[Result]]
     ) -> None:
-        async def run() -> None:
+        async def answer_or_unavailable() -> Result:
             try:
-                result = await answer()
+                return await answer()
             except StoreError as exc:
                 log.error("cannot read the SCRAM credentials for %s: %s", api_key.name, exc)
                 code = int(ErrorCode.UNKNOWN_SERVER_ERROR)
-                result = reply(ctx, error_response(api_key, ctx.api_version, req, code, UNAVAILABLE))
-            self.runtime.apply(result)
+                return reply(ctx, error_response(api_key, ctx.api_version, req, code, UNAVAILABLE))
 
-        task = asyncio.get_running_loop().create_task(run())
-        self.tasks.add(task)
-        task.add_done_callback(self.tasks.discard)
+        self.answers.spawn(answer_or_unavailable)
 
     async def close(self) -> None:
-        for task in list(self.tasks):
-            task.cancel()
+        await self.answers.close()

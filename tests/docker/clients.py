@@ -13,11 +13,8 @@ from kafka.structs import OffsetAndMetadata
 CLIENT_TIMEOUTS = {"request_timeout_ms": 15000}
 
 
-def join_and_commit(
-    bootstrap: str, group: str, topic: str, partitions: int, first_offset: int
-) -> dict[int, int]:
-    """A member of ``group`` joins, gets every partition of ``topic`` and commits an offset for
-    each; answers partition -> committed offset."""
+def ensure_topic(bootstrap: str, topic: str, partitions: int) -> None:
+    """Create ``topic`` unless it exists."""
     admin = KafkaAdminClient(bootstrap_servers=bootstrap, **CLIENT_TIMEOUTS)
     try:
         admin.create_topics([NewTopic(topic, partitions, 1)])
@@ -25,6 +22,14 @@ def join_and_commit(
         pass
     finally:
         admin.close()
+
+
+def join_and_commit(
+    bootstrap: str, group: str, topic: str, partitions: int, first_offset: int
+) -> dict[int, int]:
+    """A member of ``group`` joins, gets every partition of ``topic`` and commits an offset for
+    each; answers partition -> committed offset."""
+    ensure_topic(bootstrap, topic, partitions)
     consumer = KafkaConsumer(
         topic,
         bootstrap_servers=bootstrap,
@@ -72,13 +77,7 @@ def _committed_once(bootstrap: str, group: str, topic: str) -> dict[int, int]:
 def produce(bootstrap: str, topic: str, partitions: int, count: int) -> set[bytes]:
     """Create ``topic`` and produce ``count`` records to it, acknowledged by every replica;
     answers the record values."""
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap, **CLIENT_TIMEOUTS)
-    try:
-        admin.create_topics([NewTopic(topic, partitions, 1)])
-    except TopicAlreadyExistsError:
-        pass
-    finally:
-        admin.close()
+    ensure_topic(bootstrap, topic, partitions)
     producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=5, **CLIENT_TIMEOUTS)
     values = {f"record-{n}".encode() for n in range(count)}
     try:
