@@ -1,4 +1,5 @@
-"""Hypothesis profiles for every property test: ``ci`` (default, quick) and ``long`` (soak).
+"""Hypothesis profiles for every property test: ``ci`` (default, quick) and ``long`` (soak); the
+session-wide Apache Kafka 4.4 fixtures (``kafka_broker``, ``kafka_cluster``).
 
 Registered here, at the root, so a partial run uses the same settings as the full suite.
 Select with ``HYPOTHESIS_PROFILE=long pytest tests/protocol`` (tests that set their own example
@@ -8,8 +9,12 @@ counts read the variable themselves).
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 
+import pytest
 from hypothesis import HealthCheck, settings
+
+from tests.support.kafka_broker import KafkaCluster, running_kafka
 
 settings.register_profile(
     "ci",
@@ -27,3 +32,19 @@ settings.register_profile(
     print_blob=True,
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+@pytest.fixture(scope="session")
+def kafka_broker() -> Iterator[KafkaCluster]:
+    """One Apache Kafka 4.4 broker (KRaft, combined broker and controller) for the whole test
+    session: JVM start-up is the cost, so every ``kafka`` test shares it and names its groups and
+    topics uniquely."""
+    with running_kafka(size=1) as cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="session")
+def kafka_cluster() -> Iterator[KafkaCluster]:
+    """A three-broker Apache Kafka 4.4 cluster (KRaft), for leadership moves and stopped brokers."""
+    with running_kafka(size=3) as cluster:
+        yield cluster
