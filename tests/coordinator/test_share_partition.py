@@ -3,6 +3,8 @@ limit, the start offset, and what is persisted and restored."""
 
 from __future__ import annotations
 
+import os
+
 import hypothesis.strategies as st
 from hypothesis import settings
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
@@ -177,6 +179,21 @@ def test_persisted_state_restores_with_acquired_records_available_and_counted() 
     ]
 
 
+def test_a_record_acquired_at_the_delivery_limit_is_archived_by_a_restart() -> None:
+    partition = SharePartition(0, LIMITS)
+    for _ in range(LIMITS.delivery_count_limit - 1):
+        partition.acquire("a", [(0, 1)], 10, now_ms=0)
+        partition.acknowledge("a", [ack(0, 1, RELEASE)], now_ms=0)
+    assert partition.acquire("a", [(0, 1)], 10, now_ms=0) == [
+        AcquiredRange(0, 1, LIMITS.delivery_count_limit)
+    ]
+    persisted = partition.persisted()
+    assert persisted.batches == (StateBatch(0, 1, int(RecordState.ARCHIVED), LIMITS.delivery_count_limit),)
+    restored = SharePartition.restore(persisted, LIMITS)
+    assert restored.start_offset == 2
+    assert restored.acquire("b", [(0, 1)], 10, now_ms=0) == []
+
+
 def test_reset_start_offset_forgets_the_window_and_bumps_the_state_epoch() -> None:
     partition = SharePartition(0, LIMITS)
     partition.acquire("a", [(0, 4)], 10, now_ms=0)
@@ -259,8 +276,13 @@ class SharePartitionModel(RuleBasedStateMachine):
         assert p.acquired_count() == len(self.held)
         for offset in self.accepted:
             assert p.state_of(offset)[0] is RecordState.ACKNOWLEDGED
-        assert SharePartition.restore(p.persisted(), LIMITS).persisted() == p.persisted()
+        once = SharePartition.restore(p.persisted(), LIMITS).persisted()
+        assert SharePartition.restore(once, LIMITS).persisted() == once
 
 
 TestSharePartitionModel = SharePartitionModel.TestCase
-TestSharePartitionModel.settings = settings(max_examples=60, stateful_step_count=40, deadline=None)
+TestSharePartitionModel.settings = settings(
+    max_examples=1000 if os.environ.get("HYPOTHESIS_PROFILE") == "long" else 60,
+    stateful_step_count=40,
+    deadline=None,
+)

@@ -150,8 +150,8 @@ class SharePartition:
 
     @classmethod
     def restore(cls, persisted: PersistedShareState, limits: ShareLimits) -> SharePartition:
-        """The partition as storage kept it. A record that was acquired when the state was written
-        was written as available with its delivery count, so it is delivered again, counted."""
+        """The partition as storage kept it (see :meth:`persisted` for how acquired records were
+        written)."""
         partition = cls(persisted.start_offset, limits, persisted.state_epoch)
         for batch in sorted(persisted.batches, key=lambda b: b.first_offset):
             if batch.last_offset < partition.start_offset:
@@ -161,8 +161,7 @@ class SharePartition:
                 partition._extend(first - partition.end_offset, _AVAILABLE, 0)
             elif first < partition.end_offset:
                 raise ValueError("persisted share-partition batches overlap")
-            state = batch.delivery_state if batch.delivery_state in _DONE else _AVAILABLE
-            partition._extend(batch.last_offset - first + 1, state, batch.delivery_count)
+            partition._extend(batch.last_offset - first + 1, batch.delivery_state, batch.delivery_count)
         partition._advance_start()
         return partition
 
@@ -202,14 +201,17 @@ class SharePartition:
         return min(deadlines) if deadlines else None
 
     def persisted(self) -> PersistedShareState:
-        """The state to write: every record of the window, runs merged; acquired ones as
-        available (a lock does not outlive a restart), with their delivery counts."""
+        """The state to write: every record of the window, runs merged. A lock does not outlive a
+        restart, so an acquired record is written as its lock running out would leave it:
+        available with its delivery count, or archived once the count has reached the limit.
+        After a restart it is delivered again, counted, and never more often than the limit."""
         batches: list[StateBatch] = []
         run_first = -1
         run_state = run_count = -1
+        limit = self.limits.delivery_count_limit
         for i, raw in enumerate(self._state):
-            state = _AVAILABLE if raw == _ACQUIRED else raw
             count = self._count[i]
+            state = raw if raw != _ACQUIRED else (_ARCHIVED if count >= limit else _AVAILABLE)
             if state != run_state or count != run_count:
                 if run_first >= 0:
                     batches.append(StateBatch(run_first, self.start_offset + i - 1, run_state, run_count))
