@@ -1,0 +1,437 @@
+"""One share-partition's delivery state (KIP-932): which records of a (share group, topic-partition)
+are done, which are held by which member and until when, and how often each was delivered.
+
+Pure: the runtime passes the time in (``now_ms``), fetches the records itself, and writes
+:meth:`SharePartition.persisted` through storage before it answers the request that changed it.
+The model, its transitions and what is persisted are in docs/share-groups.md.
+
+The in-flight window runs from the start offset (SPSO: everything below it is done) to the end
+offset (exclusive: the next offset never fetched yet). Its length is bounded by
+``max_record_locks``, so the per-offset arrays below stay small (2,000 records by default).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from enum import IntEnum
+from typing import Final
+
+from coordinator.core import errors
+
+
+class RecordState(IntEnum):
+    """A record's delivery state; the values are the ones Kafka persists (ACQUIRED never is)."""
+
+    AVAILABLE = 0
+    ACQUIRED = 1
+    ACKNOWLEDGED = 2
+    ARCHIVED = 4
+
+
+class AcknowledgeType(IntEnum):
+    """The acknowledgement types of ShareFetch/ShareAcknowledge."""
+
+    GAP = 0
+    ACCEPT = 1
+    RELEASE = 2
+    REJECT = 3
+    RENEW = 4
+
+
+INVALID_RECORD_STATE: Final = 121
+
+_AVAILABLE: Final = int(RecordState.AVAILABLE)
+_ACQUIRED: Final = int(RecordState.ACQUIRED)
+_ACKNOWLEDGED: Final = int(RecordState.ACKNOWLEDGED)
+_ARCHIVED: Final = int(RecordState.ARCHIVED)
+_DONE: Final = frozenset((_ACKNOWLEDGED, _ARCHIVED))
+
+
+@dataclass(frozen=True, slots=True)
+class ShareLimits:
+    """The settings one share-partition runs under (the group's ``share.*`` configs, bounded by
+    the broker's)."""
+
+    record_lock_duration_ms: int = 30_000
+    delivery_count_limit: int = 5
+    max_record_locks: int = 2_000
+
+
+@dataclass(frozen=True, slots=True)
+class AcquiredRange:
+    """A run of offsets handed to one member, all with the same delivery count (ShareFetch's
+    AcquiredRecords)."""
+
+    first_offset: int
+    last_offset: int
+    delivery_count: int
+
+
+@dataclass(frozen=True, slots=True)
+class AcknowledgementBatch:
+    """One AcknowledgementBatch of a request: either one type for every offset of the range, or
+    one type per offset."""
+
+    first_offset: int
+    last_offset: int
+    acknowledge_types: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class StateBatch:
+    """A persisted run of offsets with the same delivery state and count."""
+
+    first_offset: int
+    last_offset: int
+    delivery_state: int
+    delivery_count: int
+
+
+@dataclass(frozen=True, slots=True)
+class PersistedShareState:
+    """What storage keeps of a share-partition (the share coordinator's record in Kafka)."""
+
+    start_offset: int
+    state_epoch: int
+    batches: tuple[StateBatch, ...]
+
+
+@dataclass(slots=True)
+class ShareCounters:
+    """Totals since the partition was loaded, for metrics."""
+
+    acquired: int = 0
+    redelivered: int = 0
+    accepted: int = 0
+    released: int = 0
+    rejected: int = 0
+    archived_at_limit: int = 0
+    lock_expiries: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class AcknowledgeResult:
+    """The outcome of one partition's acknowledgements: an error code (the whole partition's
+    acknowledgements are applied or none are) and whether persisted state changed."""
+
+    error_code: int
+    changed: bool
+    message: str | None = None
+
+
+class SharePartition:
+    """The delivery state of one share-partition; see the module docstring."""
+
+    __slots__ = (
+        "_count",
+        "_deadline",
+        "_owner",
+        "_state",
+        "counters",
+        "end_offset",
+        "limits",
+        "start_offset",
+        "state_epoch",
+    )
+
+    def __init__(self, start_offset: int, limits: ShareLimits, state_epoch: int = 0) -> None:
+        if start_offset < 0:
+            raise ValueError("a share-partition starts at an offset >= 0")
+        self.start_offset = start_offset
+        self.end_offset = start_offset
+        self.state_epoch = state_epoch
+        self.limits = limits
+        self.counters = ShareCounters()
+        self._state = bytearray()
+        self._count = bytearray()
+        self._owner: list[str | None] = []
+        self._deadline: list[int] = []
+
+    @classmethod
+    def restore(cls, persisted: PersistedShareState, limits: ShareLimits) -> SharePartition:
+        """The partition as storage kept it (see :meth:`persisted` for how acquired records were
+        written)."""
+        partition = cls(persisted.start_offset, limits, persisted.state_epoch)
+        for batch in sorted(persisted.batches, key=lambda b: b.first_offset):
+            if batch.last_offset < partition.start_offset:
+                continue
+            first = max(batch.first_offset, partition.start_offset)
+            if first > partition.end_offset:
+                partition._extend(first - partition.end_offset, _AVAILABLE, 0)
+            elif first < partition.end_offset:
+                raise ValueError("persisted share-partition batches overlap")
+            partition._extend(batch.last_offset - first + 1, batch.delivery_state, batch.delivery_count)
+        partition._advance_start()
+        return partition
+
+    # -- reading -------------------------------------------------------------------------------
+
+    @property
+    def in_flight(self) -> int:
+        """Records between the start and the end offset (what ``max_record_locks`` bounds)."""
+        return len(self._state)
+
+    def state_of(self, offset: int) -> tuple[RecordState, int, str | None]:
+        """(state, delivery count, owner) of one offset; below the window everything is done."""
+        if offset < self.start_offset:
+            return RecordState.ACKNOWLEDGED, 0, None
+        if offset >= self.end_offset:
+            return RecordState.AVAILABLE, 0, None
+        i = offset - self.start_offset
+        return RecordState(self._state[i]), self._count[i], self._owner[i]
+
+    def acquired_count(self, member_id: str | None = None) -> int:
+        if member_id is None:
+            return self._state.count(_ACQUIRED)
+        return sum(1 for i, s in enumerate(self._state) if s == _ACQUIRED and self._owner[i] == member_id)
+
+    def next_fetch_offset(self) -> int:
+        """The first offset a fetch should read: an available record inside the window, or the
+        end offset."""
+        i = self._state.find(_AVAILABLE)
+        return self.end_offset if i < 0 else self.start_offset + i
+
+    def can_acquire(self) -> bool:
+        return _AVAILABLE in self._state or len(self._state) < self.limits.max_record_locks
+
+    def next_deadline(self) -> int | None:
+        """When the earliest acquisition lock runs out, for the runtime's timer."""
+        deadlines = [d for i, d in enumerate(self._deadline) if self._state[i] == _ACQUIRED]
+        return min(deadlines) if deadlines else None
+
+    def persisted(self) -> PersistedShareState:
+        """The state to write: every record of the window, runs merged. A lock does not outlive a
+        restart, so an acquired record is written as its lock running out would leave it:
+        available with its delivery count, or archived once the count has reached the limit.
+        After a restart it is delivered again, counted, and never more often than the limit."""
+        batches: list[StateBatch] = []
+        run_first = -1
+        run_state = run_count = -1
+        limit = self.limits.delivery_count_limit
+        for i, raw in enumerate(self._state):
+            count = self._count[i]
+            state = raw if raw != _ACQUIRED else (_ARCHIVED if count >= limit else _AVAILABLE)
+            if state != run_state or count != run_count:
+                if run_first >= 0:
+                    batches.append(StateBatch(run_first, self.start_offset + i - 1, run_state, run_count))
+                run_first, run_state, run_count = self.start_offset + i, state, count
+        if run_first >= 0:
+            batches.append(StateBatch(run_first, self.end_offset - 1, run_state, run_count))
+        return PersistedShareState(self.start_offset, self.state_epoch, tuple(batches))
+
+    # -- acquiring -----------------------------------------------------------------------------
+
+    def acquire(
+        self,
+        member_id: str,
+        fetched_batches: Iterable[tuple[int, int]],
+        max_records: int,
+        now_ms: int,
+        strict_record_limit: bool = False,
+    ) -> list[AcquiredRange]:
+        """Acquire records for ``member_id`` out of the record batches a fetch returned, given as
+        (base offset, last offset) in log order. Available records inside the window are
+        acquired again (their delivery count goes up); records past the end offset extend the
+        window. Offsets a batch skips (a compacted log) are acquired too, and the member
+        acknowledges them as GAP. At most ``max_records`` records, except that in the
+        batch-optimized mode a batch once started is acquired whole, as Kafka does."""
+        if max_records <= 0:
+            return []
+        deadline = now_ms + self.limits.record_lock_duration_ms
+        taken = 0
+        ranges: list[AcquiredRange] = []
+        for base, last in fetched_batches:
+            if taken >= max_records:
+                break
+            first = max(base, self.start_offset)
+            if last < first:
+                continue
+            budget = max_records - taken if strict_record_limit else None
+            taken += self._acquire_range(member_id, first, last, deadline, ranges, budget)
+        return ranges
+
+    def _acquire_range(
+        self,
+        member_id: str,
+        first: int,
+        last: int,
+        deadline: int,
+        ranges: list[AcquiredRange],
+        budget: int | None,
+    ) -> int:
+        """Acquire what can be of ``first..last``; ``budget`` bounds the records taken (strict
+        record limit), None takes the whole range."""
+        taken = 0
+        offset = first
+        while offset <= last and (budget is None or taken < budget):
+            if offset >= self.end_offset:
+                room = self.limits.max_record_locks - len(self._state)
+                if room <= 0:
+                    break
+                # New records, and the offsets a fetch skipped between the end and them.
+                start = self.end_offset
+                new_last = min(last, start + room - 1)
+                if budget is not None:
+                    new_last = min(new_last, offset + (budget - taken) - 1)
+                self._extend(new_last - start + 1, _ACQUIRED, 1, member_id, deadline)
+                self.counters.acquired += new_last - start + 1
+                _append_range(ranges, start, new_last, 1)
+                taken += new_last - offset + 1
+                offset = new_last + 1
+                continue
+            i = offset - self.start_offset
+            if self._state[i] == _AVAILABLE:
+                count = min(self._count[i] + 1, 255)
+                self._state[i] = _ACQUIRED
+                self._count[i] = count
+                self._owner[i] = member_id
+                self._deadline[i] = deadline
+                self.counters.acquired += 1
+                if count > 1:
+                    self.counters.redelivered += 1
+                _append_range(ranges, offset, offset, count)
+                taken += 1
+            offset += 1
+        return taken
+
+    # -- acknowledging -------------------------------------------------------------------------
+
+    def acknowledge(
+        self, member_id: str, batches: Sequence[AcknowledgementBatch], now_ms: int
+    ) -> AcknowledgeResult:
+        """Apply one request's acknowledgements for this partition, all or none: every offset
+        named must be acquired by ``member_id``; otherwise INVALID_RECORD_STATE and nothing
+        changes. RENEW extends the lock and changes nothing persisted."""
+        plan: list[tuple[int, int]] = []
+        seen: set[int] = set()
+        for batch in batches:
+            problem = self._check_batch(member_id, batch, seen)
+            if problem is not None:
+                return problem
+            types = batch.acknowledge_types
+            for n, offset in enumerate(range(batch.first_offset, batch.last_offset + 1)):
+                plan.append((offset, types[0] if len(types) == 1 else types[n]))
+        changed = False
+        renew_deadline = now_ms + self.limits.record_lock_duration_ms
+        for offset, ack in plan:
+            i = offset - self.start_offset
+            if ack == AcknowledgeType.RENEW:
+                self._deadline[i] = renew_deadline
+                continue
+            changed = True
+            self._owner[i] = None
+            if ack == AcknowledgeType.ACCEPT:
+                self._state[i] = _ACKNOWLEDGED
+                self.counters.accepted += 1
+            elif ack == AcknowledgeType.RELEASE:
+                self.counters.released += 1
+                self._make_available_or_archive(i)
+            else:  # REJECT, GAP
+                if ack == AcknowledgeType.REJECT:
+                    self.counters.rejected += 1
+                self._state[i] = _ARCHIVED
+        if changed:
+            self._advance_start()
+        return AcknowledgeResult(errors.NONE, changed)
+
+    def _check_batch(
+        self, member_id: str, batch: AcknowledgementBatch, seen: set[int]
+    ) -> AcknowledgeResult | None:
+        first, last, types = batch.first_offset, batch.last_offset, batch.acknowledge_types
+        if first > last or not types or (len(types) != 1 and len(types) != last - first + 1):
+            return AcknowledgeResult(errors.INVALID_REQUEST, False, "malformed acknowledgement batch")
+        if any(t not in _KNOWN_TYPES for t in types):
+            return AcknowledgeResult(errors.INVALID_REQUEST, False, "unknown acknowledge type")
+        if first < self.start_offset or last >= self.end_offset:
+            return AcknowledgeResult(INVALID_RECORD_STATE, False, f"offsets {first}-{last} are not in flight")
+        for offset in range(first, last + 1):
+            i = offset - self.start_offset
+            if offset in seen:
+                return AcknowledgeResult(errors.INVALID_REQUEST, False, f"offset {offset} acknowledged twice")
+            seen.add(offset)
+            if self._state[i] != _ACQUIRED or self._owner[i] != member_id:
+                return AcknowledgeResult(
+                    INVALID_RECORD_STATE, False, f"offset {offset} is not acquired by this member"
+                )
+        return None
+
+    # -- releasing -----------------------------------------------------------------------------
+
+    def release_member(self, member_id: str) -> bool:
+        """Make every record ``member_id`` holds available again (archived at the delivery
+        limit): the member left, or its share session closed."""
+        changed = False
+        for i, owner in enumerate(self._owner):
+            if owner == member_id and self._state[i] == _ACQUIRED:
+                self._owner[i] = None
+                self._make_available_or_archive(i)
+                changed = True
+        if changed:
+            self._advance_start()
+        return changed
+
+    def expire_locks(self, now_ms: int) -> bool:
+        """Release every record whose acquisition lock ran out by ``now_ms``."""
+        changed = False
+        for i, deadline in enumerate(self._deadline):
+            if self._state[i] == _ACQUIRED and deadline <= now_ms:
+                self._owner[i] = None
+                self._make_available_or_archive(i)
+                self.counters.lock_expiries += 1
+                changed = True
+        if changed:
+            self._advance_start()
+        return changed
+
+    def reset_start_offset(self, offset: int) -> None:
+        """Move the start offset (AlterShareGroupOffsets on an empty group, or the log start
+        passing it): everything in flight is forgotten, and the state epoch goes up."""
+        if offset < 0:
+            raise ValueError("a share-partition starts at an offset >= 0")
+        self.start_offset = self.end_offset = offset
+        self.state_epoch += 1
+        self._state.clear()
+        self._count.clear()
+        self._owner.clear()
+        self._deadline.clear()
+
+    # -- internals -----------------------------------------------------------------------------
+
+    def _make_available_or_archive(self, i: int) -> None:
+        if self._count[i] >= self.limits.delivery_count_limit:
+            self._state[i] = _ARCHIVED
+            self.counters.archived_at_limit += 1
+        else:
+            self._state[i] = _AVAILABLE
+
+    def _extend(self, n: int, state: int, count: int, owner: str | None = None, deadline: int = 0) -> None:
+        self._state.extend(bytes([state]) * n)
+        self._count.extend(bytes([count]) * n)
+        self._owner.extend([owner] * n)
+        self._deadline.extend([deadline] * n)
+        self.end_offset += n
+
+    def _advance_start(self) -> None:
+        done = 0
+        for state in self._state:
+            if state not in _DONE:
+                break
+            done += 1
+        if done:
+            del self._state[:done]
+            del self._count[:done]
+            del self._owner[:done]
+            del self._deadline[:done]
+            self.start_offset += done
+
+
+_KNOWN_TYPES: Final = frozenset(int(t) for t in AcknowledgeType)
+
+
+def _append_range(ranges: list[AcquiredRange], first: int, last: int, count: int) -> None:
+    if ranges and ranges[-1].last_offset == first - 1 and ranges[-1].delivery_count == count:
+        previous = ranges[-1]
+        ranges[-1] = AcquiredRange(previous.first_offset, last, count)
+    else:
+        ranges.append(AcquiredRange(first, last, count))
