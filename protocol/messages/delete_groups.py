@@ -151,6 +151,58 @@ def encode_delete_groups_request_v2(m: DeleteGroupsRequest, out: bytearray) -> N
     out.append(0)
 
 
+def decode_delete_groups_request_v3(data: bytes, pos: int) -> tuple[DeleteGroupsRequest, int]:
+    v_groups_names_1: list[str]
+    n0 = data[pos]
+    if n0 < 128:
+        pos += 1
+    else:
+        n0, pos = read_uvarint(data, pos)
+    n0 -= 1
+    if n0 < 0:
+        raise DecodeError('non-nullable field GroupsNames is null')
+    elif n0 > len(data) - pos:
+        raise DecodeError('array GroupsNames longer than the frame')
+    else:
+        v_groups_names_1 = []
+        append_2 = v_groups_names_1.append
+        for _ in range(n0):
+            e_3: str
+            n1 = data[pos]
+            if n1 < 128:
+                pos += 1
+            else:
+                n1, pos = read_uvarint(data, pos)
+            n1 -= 1
+            if n1 < 0:
+                raise DecodeError('non-nullable field GroupsNames[] is null')
+            else:
+                e_3 = str(data[pos:pos + n1], 'utf-8')
+                pos += n1
+            append_2(e_3)
+    if data[pos] == 0:
+        pos += 1
+    else:
+        n_tags0, pos = read_uvarint(data, pos)
+        for _ in range(n_tags0):
+            tag0, pos = read_uvarint(data, pos)
+            size0, pos = read_uvarint(data, pos)
+            end0 = pos + size0
+            pos = end0
+    return DeleteGroupsRequest(v_groups_names_1), pos
+
+
+def encode_delete_groups_request_v3(m: DeleteGroupsRequest, out: bytearray) -> None:
+    x_1 = m.groups_names
+    write_uvarint(out, len(x_1) + 1)
+    for e_2 in x_1:
+        x_3 = e_2
+        b_4 = x_3.encode()
+        write_uvarint(out, len(b_4) + 1)
+        out += b_4
+    out.append(0)
+
+
 def decode_delete_groups_response_v0(data: bytes, pos: int) -> tuple[DeleteGroupsResponse, int]:
     v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
     pos += 4
@@ -295,5 +347,92 @@ def encode_delete_groups_response_v2(m: DeleteGroupsResponse, out: bytearray) ->
         write_uvarint(out, len(b_4) + 1)
         out += b_4
         out += _S1.pack(e_2.error_code)
+        out.append(0)
+    out.append(0)
+
+
+def decode_delete_groups_response_v3(data: bytes, pos: int) -> tuple[DeleteGroupsResponse, int]:
+    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
+    pos += 4
+    v_results_2: list[DeletableGroupResult]
+    n0 = data[pos]
+    if n0 < 128:
+        pos += 1
+    else:
+        n0, pos = read_uvarint(data, pos)
+    n0 -= 1
+    if n0 < 0:
+        raise DecodeError('non-nullable field Results is null')
+    elif n0 > len(data) - pos:
+        raise DecodeError('array Results longer than the frame')
+    else:
+        v_results_2 = []
+        append_3 = v_results_2.append
+        for _ in range(n0):
+            v_group_id_4: str
+            n1 = data[pos]
+            if n1 < 128:
+                pos += 1
+            else:
+                n1, pos = read_uvarint(data, pos)
+            n1 -= 1
+            if n1 < 0:
+                raise DecodeError('non-nullable field GroupId is null')
+            else:
+                v_group_id_4 = str(data[pos:pos + n1], 'utf-8')
+                pos += n1
+            v_error_code_5, = _S1.unpack_from(data, pos)
+            pos += 2
+            v_error_message_6: str | None
+            n1 = data[pos]
+            if n1 < 128:
+                pos += 1
+            else:
+                n1, pos = read_uvarint(data, pos)
+            n1 -= 1
+            if n1 < 0:
+                v_error_message_6 = None
+            else:
+                v_error_message_6 = str(data[pos:pos + n1], 'utf-8')
+                pos += n1
+            if data[pos] == 0:
+                pos += 1
+            else:
+                n_tags1, pos = read_uvarint(data, pos)
+                for _ in range(n_tags1):
+                    tag1, pos = read_uvarint(data, pos)
+                    size1, pos = read_uvarint(data, pos)
+                    end1 = pos + size1
+                    pos = end1
+            append_3(DeletableGroupResult(v_group_id_4, v_error_code_5, v_error_message_6))
+    if data[pos] == 0:
+        pos += 1
+    else:
+        n_tags0, pos = read_uvarint(data, pos)
+        for _ in range(n_tags0):
+            tag0, pos = read_uvarint(data, pos)
+            size0, pos = read_uvarint(data, pos)
+            end0 = pos + size0
+            pos = end0
+    return DeleteGroupsResponse(v_throttle_time_ms_1, v_results_2), pos
+
+
+def encode_delete_groups_response_v3(m: DeleteGroupsResponse, out: bytearray) -> None:
+    out += _S0.pack(m.throttle_time_ms)
+    x_1 = m.results
+    write_uvarint(out, len(x_1) + 1)
+    for e_2 in x_1:
+        x_3 = e_2.group_id
+        b_4 = x_3.encode()
+        write_uvarint(out, len(b_4) + 1)
+        out += b_4
+        out += _S1.pack(e_2.error_code)
+        x_5 = e_2.error_message
+        if x_5 is None:
+            out.append(0)
+        else:
+            b_6 = x_5.encode()
+            write_uvarint(out, len(b_6) + 1)
+            out += b_6
         out.append(0)
     out.append(0)

@@ -285,6 +285,61 @@ def encode_describe_groups_request_v5(m: DescribeGroupsRequest, out: bytearray) 
     out.append(0)
 
 
+def decode_describe_groups_request_v6(data: bytes, pos: int) -> tuple[DescribeGroupsRequest, int]:
+    v_groups_1: list[str]
+    n0 = data[pos]
+    if n0 < 128:
+        pos += 1
+    else:
+        n0, pos = read_uvarint(data, pos)
+    n0 -= 1
+    if n0 < 0:
+        raise DecodeError('non-nullable field Groups is null')
+    elif n0 > len(data) - pos:
+        raise DecodeError('array Groups longer than the frame')
+    else:
+        v_groups_1 = []
+        append_3 = v_groups_1.append
+        for _ in range(n0):
+            e_4: str
+            n1 = data[pos]
+            if n1 < 128:
+                pos += 1
+            else:
+                n1, pos = read_uvarint(data, pos)
+            n1 -= 1
+            if n1 < 0:
+                raise DecodeError('non-nullable field Groups[] is null')
+            else:
+                e_4 = str(data[pos:pos + n1], 'utf-8')
+                pos += n1
+            append_3(e_4)
+    v_include_authorized_operations_2, = _S2.unpack_from(data, pos)
+    pos += 1
+    if data[pos] == 0:
+        pos += 1
+    else:
+        n_tags0, pos = read_uvarint(data, pos)
+        for _ in range(n_tags0):
+            tag0, pos = read_uvarint(data, pos)
+            size0, pos = read_uvarint(data, pos)
+            end0 = pos + size0
+            pos = end0
+    return DescribeGroupsRequest(v_groups_1, v_include_authorized_operations_2), pos
+
+
+def encode_describe_groups_request_v6(m: DescribeGroupsRequest, out: bytearray) -> None:
+    x_1 = m.groups
+    write_uvarint(out, len(x_1) + 1)
+    for e_2 in x_1:
+        x_3 = e_2
+        b_4 = x_3.encode()
+        write_uvarint(out, len(b_4) + 1)
+        out += b_4
+    out += _S2.pack(m.include_authorized_operations)
+    out.append(0)
+
+
 def decode_describe_groups_response_v0(data: bytes, pos: int) -> tuple[DescribeGroupsResponse, int]:
     v_groups_2: list[DescribedGroup]
     n0, = _S0.unpack_from(data, pos)
@@ -1305,6 +1360,270 @@ def encode_describe_groups_response_v5(m: DescribeGroupsResponse, out: bytearray
             x_22 = e_12.member_assignment
             write_uvarint(out, len(x_22) + 1)
             out += x_22
+            out.append(0)
+        out += _S0.pack(e_2.authorized_operations)
+        out.append(0)
+    out.append(0)
+
+
+def decode_describe_groups_response_v6(data: bytes, pos: int) -> tuple[DescribeGroupsResponse, int]:
+    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
+    pos += 4
+    v_groups_2: list[DescribedGroup]
+    n0 = data[pos]
+    if n0 < 128:
+        pos += 1
+    else:
+        n0, pos = read_uvarint(data, pos)
+    n0 -= 1
+    if n0 < 0:
+        raise DecodeError('non-nullable field Groups is null')
+    elif n0 > len(data) - pos:
+        raise DecodeError('array Groups longer than the frame')
+    else:
+        v_groups_2 = []
+        append_3 = v_groups_2.append
+        for _ in range(n0):
+            v_error_code_4, = _S1.unpack_from(data, pos)
+            pos += 2
+            v_error_message_5: str | None
+            n1 = data[pos]
+            if n1 < 128:
+                pos += 1
+            else:
+                n1, pos = read_uvarint(data, pos)
+            n1 -= 1
+            if n1 < 0:
+                v_error_message_5 = None
+            else:
+                v_error_message_5 = str(data[pos:pos + n1], 'utf-8')
+                pos += n1
+            v_group_id_6: str
+            n1 = data[pos]
+            if n1 < 128:
+                pos += 1
+            else:
+                n1, pos = read_uvarint(data, pos)
+            n1 -= 1
+            if n1 < 0:
+                raise DecodeError('non-nullable field GroupId is null')
+            else:
+                v_group_id_6 = str(data[pos:pos + n1], 'utf-8')
+                pos += n1
+            v_group_state_7: str
+            n1 = data[pos]
+            if n1 < 128:
+                pos += 1
+            else:
+                n1, pos = read_uvarint(data, pos)
+            n1 -= 1
+            if n1 < 0:
+                raise DecodeError('non-nullable field GroupState is null')
+            else:
+                v_group_state_7 = str(data[pos:pos + n1], 'utf-8')
+                pos += n1
+            v_protocol_type_8: str
+            n1 = data[pos]
+            if n1 < 128:
+                pos += 1
+            else:
+                n1, pos = read_uvarint(data, pos)
+            n1 -= 1
+            if n1 < 0:
+                raise DecodeError('non-nullable field ProtocolType is null')
+            else:
+                v_protocol_type_8 = str(data[pos:pos + n1], 'utf-8')
+                pos += n1
+            v_protocol_data_9: str
+            n1 = data[pos]
+            if n1 < 128:
+                pos += 1
+            else:
+                n1, pos = read_uvarint(data, pos)
+            n1 -= 1
+            if n1 < 0:
+                raise DecodeError('non-nullable field ProtocolData is null')
+            else:
+                v_protocol_data_9 = str(data[pos:pos + n1], 'utf-8')
+                pos += n1
+            v_members_10: list[DescribedGroupMember]
+            n1 = data[pos]
+            if n1 < 128:
+                pos += 1
+            else:
+                n1, pos = read_uvarint(data, pos)
+            n1 -= 1
+            if n1 < 0:
+                raise DecodeError('non-nullable field Members is null')
+            elif n1 > len(data) - pos:
+                raise DecodeError('array Members longer than the frame')
+            else:
+                v_members_10 = []
+                append_12 = v_members_10.append
+                for _ in range(n1):
+                    v_member_id_13: str
+                    n2 = data[pos]
+                    if n2 < 128:
+                        pos += 1
+                    else:
+                        n2, pos = read_uvarint(data, pos)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise DecodeError('non-nullable field MemberId is null')
+                    else:
+                        v_member_id_13 = str(data[pos:pos + n2], 'utf-8')
+                        pos += n2
+                    v_group_instance_id_14: str | None
+                    n2 = data[pos]
+                    if n2 < 128:
+                        pos += 1
+                    else:
+                        n2, pos = read_uvarint(data, pos)
+                    n2 -= 1
+                    if n2 < 0:
+                        v_group_instance_id_14 = None
+                    else:
+                        v_group_instance_id_14 = str(data[pos:pos + n2], 'utf-8')
+                        pos += n2
+                    v_client_id_15: str
+                    n2 = data[pos]
+                    if n2 < 128:
+                        pos += 1
+                    else:
+                        n2, pos = read_uvarint(data, pos)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise DecodeError('non-nullable field ClientId is null')
+                    else:
+                        v_client_id_15 = str(data[pos:pos + n2], 'utf-8')
+                        pos += n2
+                    v_client_host_16: str
+                    n2 = data[pos]
+                    if n2 < 128:
+                        pos += 1
+                    else:
+                        n2, pos = read_uvarint(data, pos)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise DecodeError('non-nullable field ClientHost is null')
+                    else:
+                        v_client_host_16 = str(data[pos:pos + n2], 'utf-8')
+                        pos += n2
+                    v_member_metadata_17: bytes
+                    n2 = data[pos]
+                    if n2 < 128:
+                        pos += 1
+                    else:
+                        n2, pos = read_uvarint(data, pos)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise DecodeError('non-nullable field MemberMetadata is null')
+                    else:
+                        v_member_metadata_17 = data[pos:pos + n2]
+                        pos += n2
+                    v_member_assignment_18: bytes
+                    n2 = data[pos]
+                    if n2 < 128:
+                        pos += 1
+                    else:
+                        n2, pos = read_uvarint(data, pos)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise DecodeError('non-nullable field MemberAssignment is null')
+                    else:
+                        v_member_assignment_18 = data[pos:pos + n2]
+                        pos += n2
+                    if data[pos] == 0:
+                        pos += 1
+                    else:
+                        n_tags2, pos = read_uvarint(data, pos)
+                        for _ in range(n_tags2):
+                            tag2, pos = read_uvarint(data, pos)
+                            size2, pos = read_uvarint(data, pos)
+                            end2 = pos + size2
+                            pos = end2
+                    append_12(DescribedGroupMember(v_member_id_13, v_group_instance_id_14, v_client_id_15, v_client_host_16, v_member_metadata_17, v_member_assignment_18))
+            v_authorized_operations_11, = _S0.unpack_from(data, pos)
+            pos += 4
+            if data[pos] == 0:
+                pos += 1
+            else:
+                n_tags1, pos = read_uvarint(data, pos)
+                for _ in range(n_tags1):
+                    tag1, pos = read_uvarint(data, pos)
+                    size1, pos = read_uvarint(data, pos)
+                    end1 = pos + size1
+                    pos = end1
+            append_3(DescribedGroup(v_error_code_4, v_error_message_5, v_group_id_6, v_group_state_7, v_protocol_type_8, v_protocol_data_9, v_members_10, v_authorized_operations_11))
+    if data[pos] == 0:
+        pos += 1
+    else:
+        n_tags0, pos = read_uvarint(data, pos)
+        for _ in range(n_tags0):
+            tag0, pos = read_uvarint(data, pos)
+            size0, pos = read_uvarint(data, pos)
+            end0 = pos + size0
+            pos = end0
+    return DescribeGroupsResponse(v_throttle_time_ms_1, v_groups_2), pos
+
+
+def encode_describe_groups_response_v6(m: DescribeGroupsResponse, out: bytearray) -> None:
+    out += _S0.pack(m.throttle_time_ms)
+    x_1 = m.groups
+    write_uvarint(out, len(x_1) + 1)
+    for e_2 in x_1:
+        out += _S1.pack(e_2.error_code)
+        x_3 = e_2.error_message
+        if x_3 is None:
+            out.append(0)
+        else:
+            b_4 = x_3.encode()
+            write_uvarint(out, len(b_4) + 1)
+            out += b_4
+        x_5 = e_2.group_id
+        b_6 = x_5.encode()
+        write_uvarint(out, len(b_6) + 1)
+        out += b_6
+        x_7 = e_2.group_state
+        b_8 = x_7.encode()
+        write_uvarint(out, len(b_8) + 1)
+        out += b_8
+        x_9 = e_2.protocol_type
+        b_10 = x_9.encode()
+        write_uvarint(out, len(b_10) + 1)
+        out += b_10
+        x_11 = e_2.protocol_data
+        b_12 = x_11.encode()
+        write_uvarint(out, len(b_12) + 1)
+        out += b_12
+        x_13 = e_2.members
+        write_uvarint(out, len(x_13) + 1)
+        for e_14 in x_13:
+            x_15 = e_14.member_id
+            b_16 = x_15.encode()
+            write_uvarint(out, len(b_16) + 1)
+            out += b_16
+            x_17 = e_14.group_instance_id
+            if x_17 is None:
+                out.append(0)
+            else:
+                b_18 = x_17.encode()
+                write_uvarint(out, len(b_18) + 1)
+                out += b_18
+            x_19 = e_14.client_id
+            b_20 = x_19.encode()
+            write_uvarint(out, len(b_20) + 1)
+            out += b_20
+            x_21 = e_14.client_host
+            b_22 = x_21.encode()
+            write_uvarint(out, len(b_22) + 1)
+            out += b_22
+            x_23 = e_14.member_metadata
+            write_uvarint(out, len(x_23) + 1)
+            out += x_23
+            x_24 = e_14.member_assignment
+            write_uvarint(out, len(x_24) + 1)
+            out += x_24
             out.append(0)
         out += _S0.pack(e_2.authorized_operations)
         out.append(0)

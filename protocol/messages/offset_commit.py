@@ -16,7 +16,8 @@ _S2 = Struct('>iq')
 _S3 = Struct('>iqq')
 _S4 = Struct('>q')
 _S5 = Struct('>iqi')
-_S6 = Struct('>ih')
+_S6 = Struct('>16s')
+_S7 = Struct('>ih')
 
 
 @dataclass(slots=True)
@@ -1191,6 +1192,162 @@ def encode_offset_commit_request_v9(m: OffsetCommitRequest, out: bytearray) -> N
     out.append(0)
 
 
+def decode_offset_commit_request_v10(data: bytes, pos: int) -> tuple[OffsetCommitRequest, int]:
+    v_group_id_1: str
+    n0 = data[pos]
+    if n0 < 128:
+        pos += 1
+    else:
+        n0, pos = read_uvarint(data, pos)
+    n0 -= 1
+    if n0 < 0:
+        raise DecodeError('non-nullable field GroupId is null')
+    else:
+        v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
+        pos += n0
+    v_generation_id_or_member_epoch_2, = _S1.unpack_from(data, pos)
+    pos += 4
+    v_member_id_3: str
+    n0 = data[pos]
+    if n0 < 128:
+        pos += 1
+    else:
+        n0, pos = read_uvarint(data, pos)
+    n0 -= 1
+    if n0 < 0:
+        raise DecodeError('non-nullable field MemberId is null')
+    else:
+        v_member_id_3 = str(data[pos:pos + n0], 'utf-8')
+        pos += n0
+    v_group_instance_id_4: str | None
+    n0 = data[pos]
+    if n0 < 128:
+        pos += 1
+    else:
+        n0, pos = read_uvarint(data, pos)
+    n0 -= 1
+    if n0 < 0:
+        v_group_instance_id_4 = None
+    else:
+        v_group_instance_id_4 = str(data[pos:pos + n0], 'utf-8')
+        pos += n0
+    v_topics_6: list[OffsetCommitRequestTopic]
+    n0 = data[pos]
+    if n0 < 128:
+        pos += 1
+    else:
+        n0, pos = read_uvarint(data, pos)
+    n0 -= 1
+    if n0 < 0:
+        raise DecodeError('non-nullable field Topics is null')
+    elif n0 > len(data) - pos:
+        raise DecodeError('array Topics longer than the frame')
+    else:
+        v_topics_6 = []
+        append_7 = v_topics_6.append
+        for _ in range(n0):
+            v_topic_id_9, = _S6.unpack_from(data, pos)
+            pos += 16
+            v_partitions_10: list[OffsetCommitRequestPartition]
+            n1 = data[pos]
+            if n1 < 128:
+                pos += 1
+            else:
+                n1, pos = read_uvarint(data, pos)
+            n1 -= 1
+            if n1 < 0:
+                raise DecodeError('non-nullable field Partitions is null')
+            elif n1 > len(data) - pos:
+                raise DecodeError('array Partitions longer than the frame')
+            else:
+                v_partitions_10 = []
+                append_11 = v_partitions_10.append
+                for _ in range(n1):
+                    v_partition_index_12, v_committed_offset_13, v_committed_leader_epoch_14 = _S5.unpack_from(data, pos)
+                    pos += 16
+                    v_committed_metadata_16: str | None
+                    n2 = data[pos]
+                    if n2 < 128:
+                        pos += 1
+                    else:
+                        n2, pos = read_uvarint(data, pos)
+                    n2 -= 1
+                    if n2 < 0:
+                        v_committed_metadata_16 = None
+                    else:
+                        v_committed_metadata_16 = str(data[pos:pos + n2], 'utf-8')
+                        pos += n2
+                    if data[pos] == 0:
+                        pos += 1
+                    else:
+                        n_tags2, pos = read_uvarint(data, pos)
+                        for _ in range(n_tags2):
+                            tag2, pos = read_uvarint(data, pos)
+                            size2, pos = read_uvarint(data, pos)
+                            end2 = pos + size2
+                            pos = end2
+                    append_11(OffsetCommitRequestPartition(v_partition_index_12, v_committed_offset_13, v_committed_leader_epoch_14, -1, v_committed_metadata_16))
+            if data[pos] == 0:
+                pos += 1
+            else:
+                n_tags1, pos = read_uvarint(data, pos)
+                for _ in range(n_tags1):
+                    tag1, pos = read_uvarint(data, pos)
+                    size1, pos = read_uvarint(data, pos)
+                    end1 = pos + size1
+                    pos = end1
+            append_7(OffsetCommitRequestTopic('', v_topic_id_9, v_partitions_10))
+    if data[pos] == 0:
+        pos += 1
+    else:
+        n_tags0, pos = read_uvarint(data, pos)
+        for _ in range(n_tags0):
+            tag0, pos = read_uvarint(data, pos)
+            size0, pos = read_uvarint(data, pos)
+            end0 = pos + size0
+            pos = end0
+    return OffsetCommitRequest(v_group_id_1, v_generation_id_or_member_epoch_2, v_member_id_3, v_group_instance_id_4, -1, v_topics_6), pos
+
+
+def encode_offset_commit_request_v10(m: OffsetCommitRequest, out: bytearray) -> None:
+    x_1 = m.group_id
+    b_2 = x_1.encode()
+    write_uvarint(out, len(b_2) + 1)
+    out += b_2
+    out += _S1.pack(m.generation_id_or_member_epoch)
+    x_3 = m.member_id
+    b_4 = x_3.encode()
+    write_uvarint(out, len(b_4) + 1)
+    out += b_4
+    x_5 = m.group_instance_id
+    if x_5 is None:
+        out.append(0)
+    else:
+        b_6 = x_5.encode()
+        write_uvarint(out, len(b_6) + 1)
+        out += b_6
+    x_7 = m.topics
+    write_uvarint(out, len(x_7) + 1)
+    for e_8 in x_7:
+        out += _S6.pack(e_8.topic_id)
+        x_9 = e_8.partitions
+        write_uvarint(out, len(x_9) + 1)
+        for e_10 in x_9:
+            if e_10.commit_timestamp != -1:
+                raise ValueError('attempted to write a non-default CommitTimestamp at version 10')
+            out += _S5.pack(e_10.partition_index, e_10.committed_offset, e_10.committed_leader_epoch)
+            x_11 = e_10.committed_metadata
+            if x_11 is None:
+                out.append(0)
+            else:
+                b_12 = x_11.encode()
+                write_uvarint(out, len(b_12) + 1)
+                out += b_12
+            out.append(0)
+        out.append(0)
+    out.append(0)
+
+
 def decode_offset_commit_response_v0(data: bytes, pos: int) -> tuple[OffsetCommitResponse, int]:
     v_topics_2: list[OffsetCommitResponseTopic]
     n0, = _S1.unpack_from(data, pos)
@@ -1222,7 +1379,7 @@ def decode_offset_commit_response_v0(data: bytes, pos: int) -> tuple[OffsetCommi
                 v_partitions_6 = []
                 append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v_partition_index_8, v_error_code_9 = _S6.unpack_from(data, pos)
+                    v_partition_index_8, v_error_code_9 = _S7.unpack_from(data, pos)
                     pos += 6
                     append_7(OffsetCommitResponsePartition(v_partition_index_8, v_error_code_9))
             append_3(OffsetCommitResponseTopic(v_name_4, ZERO_UUID, v_partitions_6))
@@ -1240,7 +1397,7 @@ def encode_offset_commit_response_v0(m: OffsetCommitResponse, out: bytearray) ->
         x_5 = e_2.partitions
         out += _S1.pack(len(x_5))
         for e_6 in x_5:
-            out += _S6.pack(e_6.partition_index, e_6.error_code)
+            out += _S7.pack(e_6.partition_index, e_6.error_code)
 
 
 def decode_offset_commit_response_v1(data: bytes, pos: int) -> tuple[OffsetCommitResponse, int]:
@@ -1274,7 +1431,7 @@ def decode_offset_commit_response_v1(data: bytes, pos: int) -> tuple[OffsetCommi
                 v_partitions_6 = []
                 append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v_partition_index_8, v_error_code_9 = _S6.unpack_from(data, pos)
+                    v_partition_index_8, v_error_code_9 = _S7.unpack_from(data, pos)
                     pos += 6
                     append_7(OffsetCommitResponsePartition(v_partition_index_8, v_error_code_9))
             append_3(OffsetCommitResponseTopic(v_name_4, ZERO_UUID, v_partitions_6))
@@ -1292,7 +1449,7 @@ def encode_offset_commit_response_v1(m: OffsetCommitResponse, out: bytearray) ->
         x_5 = e_2.partitions
         out += _S1.pack(len(x_5))
         for e_6 in x_5:
-            out += _S6.pack(e_6.partition_index, e_6.error_code)
+            out += _S7.pack(e_6.partition_index, e_6.error_code)
 
 
 def decode_offset_commit_response_v2(data: bytes, pos: int) -> tuple[OffsetCommitResponse, int]:
@@ -1326,7 +1483,7 @@ def decode_offset_commit_response_v2(data: bytes, pos: int) -> tuple[OffsetCommi
                 v_partitions_6 = []
                 append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v_partition_index_8, v_error_code_9 = _S6.unpack_from(data, pos)
+                    v_partition_index_8, v_error_code_9 = _S7.unpack_from(data, pos)
                     pos += 6
                     append_7(OffsetCommitResponsePartition(v_partition_index_8, v_error_code_9))
             append_3(OffsetCommitResponseTopic(v_name_4, ZERO_UUID, v_partitions_6))
@@ -1344,7 +1501,7 @@ def encode_offset_commit_response_v2(m: OffsetCommitResponse, out: bytearray) ->
         x_5 = e_2.partitions
         out += _S1.pack(len(x_5))
         for e_6 in x_5:
-            out += _S6.pack(e_6.partition_index, e_6.error_code)
+            out += _S7.pack(e_6.partition_index, e_6.error_code)
 
 
 def decode_offset_commit_response_v3(data: bytes, pos: int) -> tuple[OffsetCommitResponse, int]:
@@ -1380,7 +1537,7 @@ def decode_offset_commit_response_v3(data: bytes, pos: int) -> tuple[OffsetCommi
                 v_partitions_6 = []
                 append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v_partition_index_8, v_error_code_9 = _S6.unpack_from(data, pos)
+                    v_partition_index_8, v_error_code_9 = _S7.unpack_from(data, pos)
                     pos += 6
                     append_7(OffsetCommitResponsePartition(v_partition_index_8, v_error_code_9))
             append_3(OffsetCommitResponseTopic(v_name_4, ZERO_UUID, v_partitions_6))
@@ -1399,7 +1556,7 @@ def encode_offset_commit_response_v3(m: OffsetCommitResponse, out: bytearray) ->
         x_5 = e_2.partitions
         out += _S1.pack(len(x_5))
         for e_6 in x_5:
-            out += _S6.pack(e_6.partition_index, e_6.error_code)
+            out += _S7.pack(e_6.partition_index, e_6.error_code)
 
 
 def decode_offset_commit_response_v4(data: bytes, pos: int) -> tuple[OffsetCommitResponse, int]:
@@ -1435,7 +1592,7 @@ def decode_offset_commit_response_v4(data: bytes, pos: int) -> tuple[OffsetCommi
                 v_partitions_6 = []
                 append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v_partition_index_8, v_error_code_9 = _S6.unpack_from(data, pos)
+                    v_partition_index_8, v_error_code_9 = _S7.unpack_from(data, pos)
                     pos += 6
                     append_7(OffsetCommitResponsePartition(v_partition_index_8, v_error_code_9))
             append_3(OffsetCommitResponseTopic(v_name_4, ZERO_UUID, v_partitions_6))
@@ -1454,7 +1611,7 @@ def encode_offset_commit_response_v4(m: OffsetCommitResponse, out: bytearray) ->
         x_5 = e_2.partitions
         out += _S1.pack(len(x_5))
         for e_6 in x_5:
-            out += _S6.pack(e_6.partition_index, e_6.error_code)
+            out += _S7.pack(e_6.partition_index, e_6.error_code)
 
 
 def decode_offset_commit_response_v5(data: bytes, pos: int) -> tuple[OffsetCommitResponse, int]:
@@ -1490,7 +1647,7 @@ def decode_offset_commit_response_v5(data: bytes, pos: int) -> tuple[OffsetCommi
                 v_partitions_6 = []
                 append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v_partition_index_8, v_error_code_9 = _S6.unpack_from(data, pos)
+                    v_partition_index_8, v_error_code_9 = _S7.unpack_from(data, pos)
                     pos += 6
                     append_7(OffsetCommitResponsePartition(v_partition_index_8, v_error_code_9))
             append_3(OffsetCommitResponseTopic(v_name_4, ZERO_UUID, v_partitions_6))
@@ -1509,7 +1666,7 @@ def encode_offset_commit_response_v5(m: OffsetCommitResponse, out: bytearray) ->
         x_5 = e_2.partitions
         out += _S1.pack(len(x_5))
         for e_6 in x_5:
-            out += _S6.pack(e_6.partition_index, e_6.error_code)
+            out += _S7.pack(e_6.partition_index, e_6.error_code)
 
 
 def decode_offset_commit_response_v6(data: bytes, pos: int) -> tuple[OffsetCommitResponse, int]:
@@ -1545,7 +1702,7 @@ def decode_offset_commit_response_v6(data: bytes, pos: int) -> tuple[OffsetCommi
                 v_partitions_6 = []
                 append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v_partition_index_8, v_error_code_9 = _S6.unpack_from(data, pos)
+                    v_partition_index_8, v_error_code_9 = _S7.unpack_from(data, pos)
                     pos += 6
                     append_7(OffsetCommitResponsePartition(v_partition_index_8, v_error_code_9))
             append_3(OffsetCommitResponseTopic(v_name_4, ZERO_UUID, v_partitions_6))
@@ -1564,7 +1721,7 @@ def encode_offset_commit_response_v6(m: OffsetCommitResponse, out: bytearray) ->
         x_5 = e_2.partitions
         out += _S1.pack(len(x_5))
         for e_6 in x_5:
-            out += _S6.pack(e_6.partition_index, e_6.error_code)
+            out += _S7.pack(e_6.partition_index, e_6.error_code)
 
 
 def decode_offset_commit_response_v7(data: bytes, pos: int) -> tuple[OffsetCommitResponse, int]:
@@ -1600,7 +1757,7 @@ def decode_offset_commit_response_v7(data: bytes, pos: int) -> tuple[OffsetCommi
                 v_partitions_6 = []
                 append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v_partition_index_8, v_error_code_9 = _S6.unpack_from(data, pos)
+                    v_partition_index_8, v_error_code_9 = _S7.unpack_from(data, pos)
                     pos += 6
                     append_7(OffsetCommitResponsePartition(v_partition_index_8, v_error_code_9))
             append_3(OffsetCommitResponseTopic(v_name_4, ZERO_UUID, v_partitions_6))
@@ -1619,7 +1776,7 @@ def encode_offset_commit_response_v7(m: OffsetCommitResponse, out: bytearray) ->
         x_5 = e_2.partitions
         out += _S1.pack(len(x_5))
         for e_6 in x_5:
-            out += _S6.pack(e_6.partition_index, e_6.error_code)
+            out += _S7.pack(e_6.partition_index, e_6.error_code)
 
 
 def decode_offset_commit_response_v8(data: bytes, pos: int) -> tuple[OffsetCommitResponse, int]:
@@ -1667,7 +1824,7 @@ def decode_offset_commit_response_v8(data: bytes, pos: int) -> tuple[OffsetCommi
                 v_partitions_6 = []
                 append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v_partition_index_8, v_error_code_9 = _S6.unpack_from(data, pos)
+                    v_partition_index_8, v_error_code_9 = _S7.unpack_from(data, pos)
                     pos += 6
                     if data[pos] == 0:
                         pos += 1
@@ -1713,7 +1870,7 @@ def encode_offset_commit_response_v8(m: OffsetCommitResponse, out: bytearray) ->
         x_5 = e_2.partitions
         write_uvarint(out, len(x_5) + 1)
         for e_6 in x_5:
-            out += _S6.pack(e_6.partition_index, e_6.error_code)
+            out += _S7.pack(e_6.partition_index, e_6.error_code)
             out.append(0)
         out.append(0)
     out.append(0)
@@ -1764,7 +1921,7 @@ def decode_offset_commit_response_v9(data: bytes, pos: int) -> tuple[OffsetCommi
                 v_partitions_6 = []
                 append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v_partition_index_8, v_error_code_9 = _S6.unpack_from(data, pos)
+                    v_partition_index_8, v_error_code_9 = _S7.unpack_from(data, pos)
                     pos += 6
                     if data[pos] == 0:
                         pos += 1
@@ -1810,7 +1967,91 @@ def encode_offset_commit_response_v9(m: OffsetCommitResponse, out: bytearray) ->
         x_5 = e_2.partitions
         write_uvarint(out, len(x_5) + 1)
         for e_6 in x_5:
-            out += _S6.pack(e_6.partition_index, e_6.error_code)
+            out += _S7.pack(e_6.partition_index, e_6.error_code)
+            out.append(0)
+        out.append(0)
+    out.append(0)
+
+
+def decode_offset_commit_response_v10(data: bytes, pos: int) -> tuple[OffsetCommitResponse, int]:
+    v_throttle_time_ms_1, = _S1.unpack_from(data, pos)
+    pos += 4
+    v_topics_2: list[OffsetCommitResponseTopic]
+    n0 = data[pos]
+    if n0 < 128:
+        pos += 1
+    else:
+        n0, pos = read_uvarint(data, pos)
+    n0 -= 1
+    if n0 < 0:
+        raise DecodeError('non-nullable field Topics is null')
+    elif n0 > len(data) - pos:
+        raise DecodeError('array Topics longer than the frame')
+    else:
+        v_topics_2 = []
+        append_3 = v_topics_2.append
+        for _ in range(n0):
+            v_topic_id_5, = _S6.unpack_from(data, pos)
+            pos += 16
+            v_partitions_6: list[OffsetCommitResponsePartition]
+            n1 = data[pos]
+            if n1 < 128:
+                pos += 1
+            else:
+                n1, pos = read_uvarint(data, pos)
+            n1 -= 1
+            if n1 < 0:
+                raise DecodeError('non-nullable field Partitions is null')
+            elif n1 > len(data) - pos:
+                raise DecodeError('array Partitions longer than the frame')
+            else:
+                v_partitions_6 = []
+                append_7 = v_partitions_6.append
+                for _ in range(n1):
+                    v_partition_index_8, v_error_code_9 = _S7.unpack_from(data, pos)
+                    pos += 6
+                    if data[pos] == 0:
+                        pos += 1
+                    else:
+                        n_tags2, pos = read_uvarint(data, pos)
+                        for _ in range(n_tags2):
+                            tag2, pos = read_uvarint(data, pos)
+                            size2, pos = read_uvarint(data, pos)
+                            end2 = pos + size2
+                            pos = end2
+                    append_7(OffsetCommitResponsePartition(v_partition_index_8, v_error_code_9))
+            if data[pos] == 0:
+                pos += 1
+            else:
+                n_tags1, pos = read_uvarint(data, pos)
+                for _ in range(n_tags1):
+                    tag1, pos = read_uvarint(data, pos)
+                    size1, pos = read_uvarint(data, pos)
+                    end1 = pos + size1
+                    pos = end1
+            append_3(OffsetCommitResponseTopic('', v_topic_id_5, v_partitions_6))
+    if data[pos] == 0:
+        pos += 1
+    else:
+        n_tags0, pos = read_uvarint(data, pos)
+        for _ in range(n_tags0):
+            tag0, pos = read_uvarint(data, pos)
+            size0, pos = read_uvarint(data, pos)
+            end0 = pos + size0
+            pos = end0
+    return OffsetCommitResponse(v_throttle_time_ms_1, v_topics_2), pos
+
+
+def encode_offset_commit_response_v10(m: OffsetCommitResponse, out: bytearray) -> None:
+    out += _S1.pack(m.throttle_time_ms)
+    x_1 = m.topics
+    write_uvarint(out, len(x_1) + 1)
+    for e_2 in x_1:
+        out += _S6.pack(e_2.topic_id)
+        x_3 = e_2.partitions
+        write_uvarint(out, len(x_3) + 1)
+        for e_4 in x_3:
+            out += _S7.pack(e_4.partition_index, e_4.error_code)
             out.append(0)
         out.append(0)
     out.append(0)

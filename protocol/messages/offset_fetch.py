@@ -13,8 +13,9 @@ ZERO_UUID = bytes(16)
 _S0 = Struct('>h')
 _S1 = Struct('>i')
 _S2 = Struct('>?')
-_S3 = Struct('>iq')
-_S4 = Struct('>iqi')
+_S3 = Struct('>16s')
+_S4 = Struct('>iq')
+_S5 = Struct('>iqi')
 
 
 @dataclass(slots=True)
@@ -981,6 +982,149 @@ def encode_offset_fetch_request_v9(m: OffsetFetchRequest, out: bytearray) -> Non
     out.append(0)
 
 
+def decode_offset_fetch_request_v10(data: bytes, pos: int) -> tuple[OffsetFetchRequest, int]:
+    v_groups_3: list[OffsetFetchRequestGroup]
+    n0 = data[pos]
+    if n0 < 128:
+        pos += 1
+    else:
+        n0, pos = read_uvarint(data, pos)
+    n0 -= 1
+    if n0 < 0:
+        raise DecodeError('non-nullable field Groups is null')
+    elif n0 > len(data) - pos:
+        raise DecodeError('array Groups longer than the frame')
+    else:
+        v_groups_3 = []
+        append_5 = v_groups_3.append
+        for _ in range(n0):
+            v_group_id_6: str
+            n1 = data[pos]
+            if n1 < 128:
+                pos += 1
+            else:
+                n1, pos = read_uvarint(data, pos)
+            n1 -= 1
+            if n1 < 0:
+                raise DecodeError('non-nullable field GroupId is null')
+            else:
+                v_group_id_6 = str(data[pos:pos + n1], 'utf-8')
+                pos += n1
+            v_member_id_7: str | None
+            n1 = data[pos]
+            if n1 < 128:
+                pos += 1
+            else:
+                n1, pos = read_uvarint(data, pos)
+            n1 -= 1
+            if n1 < 0:
+                v_member_id_7 = None
+            else:
+                v_member_id_7 = str(data[pos:pos + n1], 'utf-8')
+                pos += n1
+            v_member_epoch_8, = _S1.unpack_from(data, pos)
+            pos += 4
+            v_topics_9: list[OffsetFetchRequestTopics] | None
+            n1 = data[pos]
+            if n1 < 128:
+                pos += 1
+            else:
+                n1, pos = read_uvarint(data, pos)
+            n1 -= 1
+            if n1 < 0:
+                v_topics_9 = None
+            elif n1 > len(data) - pos:
+                raise DecodeError('array Topics longer than the frame')
+            else:
+                v_topics_9 = []
+                append_10 = v_topics_9.append
+                for _ in range(n1):
+                    v_topic_id_12, = _S3.unpack_from(data, pos)
+                    pos += 16
+                    v_partition_indexes_13: list[int]
+                    n2 = data[pos]
+                    if n2 < 128:
+                        pos += 1
+                    else:
+                        n2, pos = read_uvarint(data, pos)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise DecodeError('non-nullable field PartitionIndexes is null')
+                    elif n2 > len(data) - pos:
+                        raise DecodeError('array PartitionIndexes longer than the frame')
+                    else:
+                        v_partition_indexes_13 = list(unpack_from('>%di' % n2, data, pos))
+                        pos += n2 * 4
+                    if data[pos] == 0:
+                        pos += 1
+                    else:
+                        n_tags2, pos = read_uvarint(data, pos)
+                        for _ in range(n_tags2):
+                            tag2, pos = read_uvarint(data, pos)
+                            size2, pos = read_uvarint(data, pos)
+                            end2 = pos + size2
+                            pos = end2
+                    append_10(OffsetFetchRequestTopics('', v_topic_id_12, v_partition_indexes_13))
+            if data[pos] == 0:
+                pos += 1
+            else:
+                n_tags1, pos = read_uvarint(data, pos)
+                for _ in range(n_tags1):
+                    tag1, pos = read_uvarint(data, pos)
+                    size1, pos = read_uvarint(data, pos)
+                    end1 = pos + size1
+                    pos = end1
+            append_5(OffsetFetchRequestGroup(v_group_id_6, v_member_id_7, v_member_epoch_8, v_topics_9))
+    v_require_stable_4, = _S2.unpack_from(data, pos)
+    pos += 1
+    if data[pos] == 0:
+        pos += 1
+    else:
+        n_tags0, pos = read_uvarint(data, pos)
+        for _ in range(n_tags0):
+            tag0, pos = read_uvarint(data, pos)
+            size0, pos = read_uvarint(data, pos)
+            end0 = pos + size0
+            pos = end0
+    return OffsetFetchRequest('', [], v_groups_3, v_require_stable_4), pos
+
+
+def encode_offset_fetch_request_v10(m: OffsetFetchRequest, out: bytearray) -> None:
+    if m.group_id != '':
+        raise ValueError('attempted to write a non-default GroupId at version 10')
+    if m.topics:
+        raise ValueError('attempted to write a non-default Topics at version 10')
+    x_1 = m.groups
+    write_uvarint(out, len(x_1) + 1)
+    for e_2 in x_1:
+        x_3 = e_2.group_id
+        b_4 = x_3.encode()
+        write_uvarint(out, len(b_4) + 1)
+        out += b_4
+        x_5 = e_2.member_id
+        if x_5 is None:
+            out.append(0)
+        else:
+            b_6 = x_5.encode()
+            write_uvarint(out, len(b_6) + 1)
+            out += b_6
+        out += _S1.pack(e_2.member_epoch)
+        x_7 = e_2.topics
+        if x_7 is None:
+            out.append(0)
+        else:
+            write_uvarint(out, len(x_7) + 1)
+            for e_8 in x_7:
+                out += _S3.pack(e_8.topic_id)
+                x_9 = e_8.partition_indexes
+                write_uvarint(out, len(x_9) + 1)
+                out += pack('>%di' % len(x_9), *x_9)
+                out.append(0)
+        out.append(0)
+    out += _S2.pack(m.require_stable)
+    out.append(0)
+
+
 def decode_offset_fetch_response_v0(data: bytes, pos: int) -> tuple[OffsetFetchResponse, int]:
     v_topics_2: list[OffsetFetchResponseTopic]
     n0, = _S1.unpack_from(data, pos)
@@ -1012,7 +1156,7 @@ def decode_offset_fetch_response_v0(data: bytes, pos: int) -> tuple[OffsetFetchR
                 v_partitions_7 = []
                 append_8 = v_partitions_7.append
                 for _ in range(n1):
-                    v_partition_index_9, v_committed_offset_10 = _S3.unpack_from(data, pos)
+                    v_partition_index_9, v_committed_offset_10 = _S4.unpack_from(data, pos)
                     pos += 12
                     v_metadata_12: str | None
                     n2, = _S0.unpack_from(data, pos)
@@ -1042,7 +1186,7 @@ def encode_offset_fetch_response_v0(m: OffsetFetchResponse, out: bytearray) -> N
         x_5 = e_2.partitions
         out += _S1.pack(len(x_5))
         for e_6 in x_5:
-            out += _S3.pack(e_6.partition_index, e_6.committed_offset)
+            out += _S4.pack(e_6.partition_index, e_6.committed_offset)
             x_7 = e_6.metadata
             if x_7 is None:
                 out += b'\xff\xff'
@@ -1084,7 +1228,7 @@ def decode_offset_fetch_response_v1(data: bytes, pos: int) -> tuple[OffsetFetchR
                 v_partitions_7 = []
                 append_8 = v_partitions_7.append
                 for _ in range(n1):
-                    v_partition_index_9, v_committed_offset_10 = _S3.unpack_from(data, pos)
+                    v_partition_index_9, v_committed_offset_10 = _S4.unpack_from(data, pos)
                     pos += 12
                     v_metadata_12: str | None
                     n2, = _S0.unpack_from(data, pos)
@@ -1114,7 +1258,7 @@ def encode_offset_fetch_response_v1(m: OffsetFetchResponse, out: bytearray) -> N
         x_5 = e_2.partitions
         out += _S1.pack(len(x_5))
         for e_6 in x_5:
-            out += _S3.pack(e_6.partition_index, e_6.committed_offset)
+            out += _S4.pack(e_6.partition_index, e_6.committed_offset)
             x_7 = e_6.metadata
             if x_7 is None:
                 out += b'\xff\xff'
@@ -1156,7 +1300,7 @@ def decode_offset_fetch_response_v2(data: bytes, pos: int) -> tuple[OffsetFetchR
                 v_partitions_7 = []
                 append_8 = v_partitions_7.append
                 for _ in range(n1):
-                    v_partition_index_9, v_committed_offset_10 = _S3.unpack_from(data, pos)
+                    v_partition_index_9, v_committed_offset_10 = _S4.unpack_from(data, pos)
                     pos += 12
                     v_metadata_12: str | None
                     n2, = _S0.unpack_from(data, pos)
@@ -1188,7 +1332,7 @@ def encode_offset_fetch_response_v2(m: OffsetFetchResponse, out: bytearray) -> N
         x_5 = e_2.partitions
         out += _S1.pack(len(x_5))
         for e_6 in x_5:
-            out += _S3.pack(e_6.partition_index, e_6.committed_offset)
+            out += _S4.pack(e_6.partition_index, e_6.committed_offset)
             x_7 = e_6.metadata
             if x_7 is None:
                 out += b'\xff\xff'
@@ -1233,7 +1377,7 @@ def decode_offset_fetch_response_v3(data: bytes, pos: int) -> tuple[OffsetFetchR
                 v_partitions_7 = []
                 append_8 = v_partitions_7.append
                 for _ in range(n1):
-                    v_partition_index_9, v_committed_offset_10 = _S3.unpack_from(data, pos)
+                    v_partition_index_9, v_committed_offset_10 = _S4.unpack_from(data, pos)
                     pos += 12
                     v_metadata_12: str | None
                     n2, = _S0.unpack_from(data, pos)
@@ -1266,7 +1410,7 @@ def encode_offset_fetch_response_v3(m: OffsetFetchResponse, out: bytearray) -> N
         x_5 = e_2.partitions
         out += _S1.pack(len(x_5))
         for e_6 in x_5:
-            out += _S3.pack(e_6.partition_index, e_6.committed_offset)
+            out += _S4.pack(e_6.partition_index, e_6.committed_offset)
             x_7 = e_6.metadata
             if x_7 is None:
                 out += b'\xff\xff'
@@ -1311,7 +1455,7 @@ def decode_offset_fetch_response_v4(data: bytes, pos: int) -> tuple[OffsetFetchR
                 v_partitions_7 = []
                 append_8 = v_partitions_7.append
                 for _ in range(n1):
-                    v_partition_index_9, v_committed_offset_10 = _S3.unpack_from(data, pos)
+                    v_partition_index_9, v_committed_offset_10 = _S4.unpack_from(data, pos)
                     pos += 12
                     v_metadata_12: str | None
                     n2, = _S0.unpack_from(data, pos)
@@ -1344,7 +1488,7 @@ def encode_offset_fetch_response_v4(m: OffsetFetchResponse, out: bytearray) -> N
         x_5 = e_2.partitions
         out += _S1.pack(len(x_5))
         for e_6 in x_5:
-            out += _S3.pack(e_6.partition_index, e_6.committed_offset)
+            out += _S4.pack(e_6.partition_index, e_6.committed_offset)
             x_7 = e_6.metadata
             if x_7 is None:
                 out += b'\xff\xff'
@@ -1389,7 +1533,7 @@ def decode_offset_fetch_response_v5(data: bytes, pos: int) -> tuple[OffsetFetchR
                 v_partitions_7 = []
                 append_8 = v_partitions_7.append
                 for _ in range(n1):
-                    v_partition_index_9, v_committed_offset_10, v_committed_leader_epoch_11 = _S4.unpack_from(data, pos)
+                    v_partition_index_9, v_committed_offset_10, v_committed_leader_epoch_11 = _S5.unpack_from(data, pos)
                     pos += 16
                     v_metadata_12: str | None
                     n2, = _S0.unpack_from(data, pos)
@@ -1422,7 +1566,7 @@ def encode_offset_fetch_response_v5(m: OffsetFetchResponse, out: bytearray) -> N
         x_5 = e_2.partitions
         out += _S1.pack(len(x_5))
         for e_6 in x_5:
-            out += _S4.pack(e_6.partition_index, e_6.committed_offset, e_6.committed_leader_epoch)
+            out += _S5.pack(e_6.partition_index, e_6.committed_offset, e_6.committed_leader_epoch)
             x_7 = e_6.metadata
             if x_7 is None:
                 out += b'\xff\xff'
@@ -1479,7 +1623,7 @@ def decode_offset_fetch_response_v6(data: bytes, pos: int) -> tuple[OffsetFetchR
                 v_partitions_7 = []
                 append_8 = v_partitions_7.append
                 for _ in range(n1):
-                    v_partition_index_9, v_committed_offset_10, v_committed_leader_epoch_11 = _S4.unpack_from(data, pos)
+                    v_partition_index_9, v_committed_offset_10, v_committed_leader_epoch_11 = _S5.unpack_from(data, pos)
                     pos += 16
                     v_metadata_12: str | None
                     n2 = data[pos]
@@ -1543,7 +1687,7 @@ def encode_offset_fetch_response_v6(m: OffsetFetchResponse, out: bytearray) -> N
         x_5 = e_2.partitions
         write_uvarint(out, len(x_5) + 1)
         for e_6 in x_5:
-            out += _S4.pack(e_6.partition_index, e_6.committed_offset, e_6.committed_leader_epoch)
+            out += _S5.pack(e_6.partition_index, e_6.committed_offset, e_6.committed_leader_epoch)
             x_7 = e_6.metadata
             if x_7 is None:
                 out.append(0)
@@ -1603,7 +1747,7 @@ def decode_offset_fetch_response_v7(data: bytes, pos: int) -> tuple[OffsetFetchR
                 v_partitions_7 = []
                 append_8 = v_partitions_7.append
                 for _ in range(n1):
-                    v_partition_index_9, v_committed_offset_10, v_committed_leader_epoch_11 = _S4.unpack_from(data, pos)
+                    v_partition_index_9, v_committed_offset_10, v_committed_leader_epoch_11 = _S5.unpack_from(data, pos)
                     pos += 16
                     v_metadata_12: str | None
                     n2 = data[pos]
@@ -1667,7 +1811,7 @@ def encode_offset_fetch_response_v7(m: OffsetFetchResponse, out: bytearray) -> N
         x_5 = e_2.partitions
         write_uvarint(out, len(x_5) + 1)
         for e_6 in x_5:
-            out += _S4.pack(e_6.partition_index, e_6.committed_offset, e_6.committed_leader_epoch)
+            out += _S5.pack(e_6.partition_index, e_6.committed_offset, e_6.committed_leader_epoch)
             x_7 = e_6.metadata
             if x_7 is None:
                 out.append(0)
@@ -1754,7 +1898,7 @@ def decode_offset_fetch_response_v8(data: bytes, pos: int) -> tuple[OffsetFetchR
                         v_partitions_12 = []
                         append_13 = v_partitions_12.append
                         for _ in range(n2):
-                            v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16 = _S4.unpack_from(data, pos)
+                            v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16 = _S5.unpack_from(data, pos)
                             pos += 16
                             v_metadata_17: str | None
                             n3 = data[pos]
@@ -1835,7 +1979,7 @@ def encode_offset_fetch_response_v8(m: OffsetFetchResponse, out: bytearray) -> N
             x_9 = e_6.partitions
             write_uvarint(out, len(x_9) + 1)
             for e_10 in x_9:
-                out += _S4.pack(e_10.partition_index, e_10.committed_offset, e_10.committed_leader_epoch)
+                out += _S5.pack(e_10.partition_index, e_10.committed_offset, e_10.committed_leader_epoch)
                 x_11 = e_10.metadata
                 if x_11 is None:
                     out.append(0)
@@ -1923,7 +2067,7 @@ def decode_offset_fetch_response_v9(data: bytes, pos: int) -> tuple[OffsetFetchR
                         v_partitions_12 = []
                         append_13 = v_partitions_12.append
                         for _ in range(n2):
-                            v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16 = _S4.unpack_from(data, pos)
+                            v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16 = _S5.unpack_from(data, pos)
                             pos += 16
                             v_metadata_17: str | None
                             n3 = data[pos]
@@ -2004,7 +2148,7 @@ def encode_offset_fetch_response_v9(m: OffsetFetchResponse, out: bytearray) -> N
             x_9 = e_6.partitions
             write_uvarint(out, len(x_9) + 1)
             for e_10 in x_9:
-                out += _S4.pack(e_10.partition_index, e_10.committed_offset, e_10.committed_leader_epoch)
+                out += _S5.pack(e_10.partition_index, e_10.committed_offset, e_10.committed_leader_epoch)
                 x_11 = e_10.metadata
                 if x_11 is None:
                     out.append(0)
@@ -2013,6 +2157,162 @@ def encode_offset_fetch_response_v9(m: OffsetFetchResponse, out: bytearray) -> N
                     write_uvarint(out, len(b_12) + 1)
                     out += b_12
                 out += _S0.pack(e_10.error_code)
+                out.append(0)
+            out.append(0)
+        out += _S0.pack(e_2.error_code)
+        out.append(0)
+    out.append(0)
+
+
+def decode_offset_fetch_response_v10(data: bytes, pos: int) -> tuple[OffsetFetchResponse, int]:
+    v_throttle_time_ms_1, = _S1.unpack_from(data, pos)
+    pos += 4
+    v_groups_4: list[OffsetFetchResponseGroup]
+    n0 = data[pos]
+    if n0 < 128:
+        pos += 1
+    else:
+        n0, pos = read_uvarint(data, pos)
+    n0 -= 1
+    if n0 < 0:
+        raise DecodeError('non-nullable field Groups is null')
+    elif n0 > len(data) - pos:
+        raise DecodeError('array Groups longer than the frame')
+    else:
+        v_groups_4 = []
+        append_5 = v_groups_4.append
+        for _ in range(n0):
+            v_group_id_6: str
+            n1 = data[pos]
+            if n1 < 128:
+                pos += 1
+            else:
+                n1, pos = read_uvarint(data, pos)
+            n1 -= 1
+            if n1 < 0:
+                raise DecodeError('non-nullable field GroupId is null')
+            else:
+                v_group_id_6 = str(data[pos:pos + n1], 'utf-8')
+                pos += n1
+            v_topics_7: list[OffsetFetchResponseTopics]
+            n1 = data[pos]
+            if n1 < 128:
+                pos += 1
+            else:
+                n1, pos = read_uvarint(data, pos)
+            n1 -= 1
+            if n1 < 0:
+                raise DecodeError('non-nullable field Topics is null')
+            elif n1 > len(data) - pos:
+                raise DecodeError('array Topics longer than the frame')
+            else:
+                v_topics_7 = []
+                append_9 = v_topics_7.append
+                for _ in range(n1):
+                    v_topic_id_11, = _S3.unpack_from(data, pos)
+                    pos += 16
+                    v_partitions_12: list[OffsetFetchResponsePartitions]
+                    n2 = data[pos]
+                    if n2 < 128:
+                        pos += 1
+                    else:
+                        n2, pos = read_uvarint(data, pos)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise DecodeError('non-nullable field Partitions is null')
+                    elif n2 > len(data) - pos:
+                        raise DecodeError('array Partitions longer than the frame')
+                    else:
+                        v_partitions_12 = []
+                        append_13 = v_partitions_12.append
+                        for _ in range(n2):
+                            v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16 = _S5.unpack_from(data, pos)
+                            pos += 16
+                            v_metadata_17: str | None
+                            n3 = data[pos]
+                            if n3 < 128:
+                                pos += 1
+                            else:
+                                n3, pos = read_uvarint(data, pos)
+                            n3 -= 1
+                            if n3 < 0:
+                                v_metadata_17 = None
+                            else:
+                                v_metadata_17 = str(data[pos:pos + n3], 'utf-8')
+                                pos += n3
+                            v_error_code_18, = _S0.unpack_from(data, pos)
+                            pos += 2
+                            if data[pos] == 0:
+                                pos += 1
+                            else:
+                                n_tags3, pos = read_uvarint(data, pos)
+                                for _ in range(n_tags3):
+                                    tag3, pos = read_uvarint(data, pos)
+                                    size3, pos = read_uvarint(data, pos)
+                                    end3 = pos + size3
+                                    pos = end3
+                            append_13(OffsetFetchResponsePartitions(v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16, v_metadata_17, v_error_code_18))
+                    if data[pos] == 0:
+                        pos += 1
+                    else:
+                        n_tags2, pos = read_uvarint(data, pos)
+                        for _ in range(n_tags2):
+                            tag2, pos = read_uvarint(data, pos)
+                            size2, pos = read_uvarint(data, pos)
+                            end2 = pos + size2
+                            pos = end2
+                    append_9(OffsetFetchResponseTopics('', v_topic_id_11, v_partitions_12))
+            v_error_code_8, = _S0.unpack_from(data, pos)
+            pos += 2
+            if data[pos] == 0:
+                pos += 1
+            else:
+                n_tags1, pos = read_uvarint(data, pos)
+                for _ in range(n_tags1):
+                    tag1, pos = read_uvarint(data, pos)
+                    size1, pos = read_uvarint(data, pos)
+                    end1 = pos + size1
+                    pos = end1
+            append_5(OffsetFetchResponseGroup(v_group_id_6, v_topics_7, v_error_code_8))
+    if data[pos] == 0:
+        pos += 1
+    else:
+        n_tags0, pos = read_uvarint(data, pos)
+        for _ in range(n_tags0):
+            tag0, pos = read_uvarint(data, pos)
+            size0, pos = read_uvarint(data, pos)
+            end0 = pos + size0
+            pos = end0
+    return OffsetFetchResponse(v_throttle_time_ms_1, [], 0, v_groups_4), pos
+
+
+def encode_offset_fetch_response_v10(m: OffsetFetchResponse, out: bytearray) -> None:
+    if m.topics:
+        raise ValueError('attempted to write a non-default Topics at version 10')
+    out += _S1.pack(m.throttle_time_ms)
+    x_1 = m.groups
+    write_uvarint(out, len(x_1) + 1)
+    for e_2 in x_1:
+        x_3 = e_2.group_id
+        b_4 = x_3.encode()
+        write_uvarint(out, len(b_4) + 1)
+        out += b_4
+        x_5 = e_2.topics
+        write_uvarint(out, len(x_5) + 1)
+        for e_6 in x_5:
+            out += _S3.pack(e_6.topic_id)
+            x_7 = e_6.partitions
+            write_uvarint(out, len(x_7) + 1)
+            for e_8 in x_7:
+                out += _S5.pack(e_8.partition_index, e_8.committed_offset, e_8.committed_leader_epoch)
+                x_9 = e_8.metadata
+                if x_9 is None:
+                    out.append(0)
+                else:
+                    b_10 = x_9.encode()
+                    write_uvarint(out, len(b_10) + 1)
+                    out += b_10
+                out += _S0.pack(e_8.error_code)
                 out.append(0)
             out.append(0)
         out += _S0.pack(e_2.error_code)
