@@ -57,7 +57,7 @@ SERVED_VERSIONS: Final[dict[ApiKey, tuple[int, int]]] = {
     ApiKey.DESCRIBE_GROUPS: (0, 6),
     ApiKey.LIST_GROUPS: (0, 5),
     ApiKey.SASL_HANDSHAKE: (0, 1),
-    ApiKey.API_VERSIONS: (0, 4),
+    ApiKey.API_VERSIONS: (0, 5),
     ApiKey.CREATE_TOPICS: (0, 7),
     ApiKey.DELETE_TOPICS: (0, 6),
     ApiKey.CREATE_PARTITIONS: (0, 3),

@@ -9,8 +9,8 @@ from struct import Struct
 
 from protocol.primitives import DecodeError, read_uvarint, write_uvarint
 
-_S0 = Struct('>h')
-_S1 = Struct('>i')
+_S0 = Struct('>i')
+_S1 = Struct('>h')
 _S2 = Struct('>hhh')
 _S3 = Struct('>hh')
 _S4 = Struct('>q')
@@ -179,11 +179,82 @@ def encode_api_versions_request_v4(m: ApiVersionsRequest, out: bytearray) -> Non
     out.append(0)
 
 
+def decode_api_versions_request_v5(data: bytes, pos: int) -> tuple[ApiVersionsRequest, int]:
+    v_client_software_name_1: str
+    n0 = data[pos]
+    if n0 < 128:
+        pos += 1
+    else:
+        n0, pos = read_uvarint(data, pos)
+    n0 -= 1
+    if n0 < 0:
+        raise DecodeError('non-nullable field ClientSoftwareName is null')
+    else:
+        v_client_software_name_1 = str(data[pos:pos + n0], 'utf-8')
+        pos += n0
+    v_client_software_version_2: str
+    n0 = data[pos]
+    if n0 < 128:
+        pos += 1
+    else:
+        n0, pos = read_uvarint(data, pos)
+    n0 -= 1
+    if n0 < 0:
+        raise DecodeError('non-nullable field ClientSoftwareVersion is null')
+    else:
+        v_client_software_version_2 = str(data[pos:pos + n0], 'utf-8')
+        pos += n0
+    v_cluster_id_3: str | None
+    n0 = data[pos]
+    if n0 < 128:
+        pos += 1
+    else:
+        n0, pos = read_uvarint(data, pos)
+    n0 -= 1
+    if n0 < 0:
+        v_cluster_id_3 = None
+    else:
+        v_cluster_id_3 = str(data[pos:pos + n0], 'utf-8')
+        pos += n0
+    v_node_id_4, = _S0.unpack_from(data, pos)
+    pos += 4
+    if data[pos] == 0:
+        pos += 1
+    else:
+        n_tags0, pos = read_uvarint(data, pos)
+        for _ in range(n_tags0):
+            tag0, pos = read_uvarint(data, pos)
+            size0, pos = read_uvarint(data, pos)
+            end0 = pos + size0
+            pos = end0
+    return ApiVersionsRequest(v_client_software_name_1, v_client_software_version_2, v_cluster_id_3, v_node_id_4), pos
+
+
+def encode_api_versions_request_v5(m: ApiVersionsRequest, out: bytearray) -> None:
+    x_1 = m.client_software_name
+    b_2 = x_1.encode()
+    write_uvarint(out, len(b_2) + 1)
+    out += b_2
+    x_3 = m.client_software_version
+    b_4 = x_3.encode()
+    write_uvarint(out, len(b_4) + 1)
+    out += b_4
+    x_5 = m.cluster_id
+    if x_5 is None:
+        out.append(0)
+    else:
+        b_6 = x_5.encode()
+        write_uvarint(out, len(b_6) + 1)
+        out += b_6
+    out += _S0.pack(m.node_id)
+    out.append(0)
+
+
 def decode_api_versions_response_v0(data: bytes, pos: int) -> tuple[ApiVersionsResponse, int]:
-    v_error_code_1, = _S0.unpack_from(data, pos)
+    v_error_code_1, = _S1.unpack_from(data, pos)
     pos += 2
     v_api_keys_2: list[ApiVersion]
-    n0, = _S1.unpack_from(data, pos)
+    n0, = _S0.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
         raise DecodeError('non-nullable field ApiKeys is null')
@@ -200,18 +271,18 @@ def decode_api_versions_response_v0(data: bytes, pos: int) -> tuple[ApiVersionsR
 
 
 def encode_api_versions_response_v0(m: ApiVersionsResponse, out: bytearray) -> None:
-    out += _S0.pack(m.error_code)
+    out += _S1.pack(m.error_code)
     x_1 = m.api_keys
-    out += _S1.pack(len(x_1))
+    out += _S0.pack(len(x_1))
     for e_2 in x_1:
         out += _S2.pack(e_2.api_key, e_2.min_version, e_2.max_version)
 
 
 def decode_api_versions_response_v1(data: bytes, pos: int) -> tuple[ApiVersionsResponse, int]:
-    v_error_code_1, = _S0.unpack_from(data, pos)
+    v_error_code_1, = _S1.unpack_from(data, pos)
     pos += 2
     v_api_keys_2: list[ApiVersion]
-    n0, = _S1.unpack_from(data, pos)
+    n0, = _S0.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
         raise DecodeError('non-nullable field ApiKeys is null')
@@ -224,25 +295,25 @@ def decode_api_versions_response_v1(data: bytes, pos: int) -> tuple[ApiVersionsR
             v_api_key_9, v_min_version_10, v_max_version_11 = _S2.unpack_from(data, pos)
             pos += 6
             append_8(ApiVersion(v_api_key_9, v_min_version_10, v_max_version_11))
-    v_throttle_time_ms_3, = _S1.unpack_from(data, pos)
+    v_throttle_time_ms_3, = _S0.unpack_from(data, pos)
     pos += 4
     return ApiVersionsResponse(v_error_code_1, v_api_keys_2, v_throttle_time_ms_3, [], -1, [], False), pos
 
 
 def encode_api_versions_response_v1(m: ApiVersionsResponse, out: bytearray) -> None:
-    out += _S0.pack(m.error_code)
+    out += _S1.pack(m.error_code)
     x_1 = m.api_keys
-    out += _S1.pack(len(x_1))
+    out += _S0.pack(len(x_1))
     for e_2 in x_1:
         out += _S2.pack(e_2.api_key, e_2.min_version, e_2.max_version)
-    out += _S1.pack(m.throttle_time_ms)
+    out += _S0.pack(m.throttle_time_ms)
 
 
 def decode_api_versions_response_v2(data: bytes, pos: int) -> tuple[ApiVersionsResponse, int]:
-    v_error_code_1, = _S0.unpack_from(data, pos)
+    v_error_code_1, = _S1.unpack_from(data, pos)
     pos += 2
     v_api_keys_2: list[ApiVersion]
-    n0, = _S1.unpack_from(data, pos)
+    n0, = _S0.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
         raise DecodeError('non-nullable field ApiKeys is null')
@@ -255,22 +326,22 @@ def decode_api_versions_response_v2(data: bytes, pos: int) -> tuple[ApiVersionsR
             v_api_key_9, v_min_version_10, v_max_version_11 = _S2.unpack_from(data, pos)
             pos += 6
             append_8(ApiVersion(v_api_key_9, v_min_version_10, v_max_version_11))
-    v_throttle_time_ms_3, = _S1.unpack_from(data, pos)
+    v_throttle_time_ms_3, = _S0.unpack_from(data, pos)
     pos += 4
     return ApiVersionsResponse(v_error_code_1, v_api_keys_2, v_throttle_time_ms_3, [], -1, [], False), pos
 
 
 def encode_api_versions_response_v2(m: ApiVersionsResponse, out: bytearray) -> None:
-    out += _S0.pack(m.error_code)
+    out += _S1.pack(m.error_code)
     x_1 = m.api_keys
-    out += _S1.pack(len(x_1))
+    out += _S0.pack(len(x_1))
     for e_2 in x_1:
         out += _S2.pack(e_2.api_key, e_2.min_version, e_2.max_version)
-    out += _S1.pack(m.throttle_time_ms)
+    out += _S0.pack(m.throttle_time_ms)
 
 
 def decode_api_versions_response_v3(data: bytes, pos: int) -> tuple[ApiVersionsResponse, int]:
-    v_error_code_1, = _S0.unpack_from(data, pos)
+    v_error_code_1, = _S1.unpack_from(data, pos)
     pos += 2
     v_api_keys_2: list[ApiVersion]
     n0 = data[pos]
@@ -299,7 +370,7 @@ def decode_api_versions_response_v3(data: bytes, pos: int) -> tuple[ApiVersionsR
                     end1 = pos + size1
                     pos = end1
             append_8(ApiVersion(v_api_key_9, v_min_version_10, v_max_version_11))
-    v_throttle_time_ms_3, = _S1.unpack_from(data, pos)
+    v_throttle_time_ms_3, = _S0.unpack_from(data, pos)
     pos += 4
     v_supported_features_4: list[SupportedFeatureKey] = []
     v_finalized_features_epoch_5: int = -1
@@ -402,13 +473,13 @@ def decode_api_versions_response_v3(data: bytes, pos: int) -> tuple[ApiVersionsR
 
 
 def encode_api_versions_response_v3(m: ApiVersionsResponse, out: bytearray) -> None:
-    out += _S0.pack(m.error_code)
+    out += _S1.pack(m.error_code)
     x_1 = m.api_keys
     write_uvarint(out, len(x_1) + 1)
     for e_2 in x_1:
         out += _S2.pack(e_2.api_key, e_2.min_version, e_2.max_version)
         out.append(0)
-    out += _S1.pack(m.throttle_time_ms)
+    out += _S0.pack(m.throttle_time_ms)
     tags0 = (m.supported_features != []) + (m.finalized_features_epoch != -1) + (m.finalized_features != []) + (m.zk_migration_ready != False)
     write_uvarint(out, tags0)
     if m.supported_features != []:
@@ -454,7 +525,7 @@ def encode_api_versions_response_v3(m: ApiVersionsResponse, out: bytearray) -> N
 
 
 def decode_api_versions_response_v4(data: bytes, pos: int) -> tuple[ApiVersionsResponse, int]:
-    v_error_code_1, = _S0.unpack_from(data, pos)
+    v_error_code_1, = _S1.unpack_from(data, pos)
     pos += 2
     v_api_keys_2: list[ApiVersion]
     n0 = data[pos]
@@ -483,7 +554,7 @@ def decode_api_versions_response_v4(data: bytes, pos: int) -> tuple[ApiVersionsR
                     end1 = pos + size1
                     pos = end1
             append_8(ApiVersion(v_api_key_9, v_min_version_10, v_max_version_11))
-    v_throttle_time_ms_3, = _S1.unpack_from(data, pos)
+    v_throttle_time_ms_3, = _S0.unpack_from(data, pos)
     pos += 4
     v_supported_features_4: list[SupportedFeatureKey] = []
     v_finalized_features_epoch_5: int = -1
@@ -586,13 +657,197 @@ def decode_api_versions_response_v4(data: bytes, pos: int) -> tuple[ApiVersionsR
 
 
 def encode_api_versions_response_v4(m: ApiVersionsResponse, out: bytearray) -> None:
-    out += _S0.pack(m.error_code)
+    out += _S1.pack(m.error_code)
     x_1 = m.api_keys
     write_uvarint(out, len(x_1) + 1)
     for e_2 in x_1:
         out += _S2.pack(e_2.api_key, e_2.min_version, e_2.max_version)
         out.append(0)
-    out += _S1.pack(m.throttle_time_ms)
+    out += _S0.pack(m.throttle_time_ms)
+    tags0 = (m.supported_features != []) + (m.finalized_features_epoch != -1) + (m.finalized_features != []) + (m.zk_migration_ready != False)
+    write_uvarint(out, tags0)
+    if m.supported_features != []:
+        write_uvarint(out, 0)
+        tagbuf0 = bytearray()
+        x_3 = m.supported_features
+        write_uvarint(tagbuf0, len(x_3) + 1)
+        for e_4 in x_3:
+            x_5 = e_4.name
+            b_6 = x_5.encode()
+            write_uvarint(tagbuf0, len(b_6) + 1)
+            tagbuf0 += b_6
+            tagbuf0 += _S3.pack(e_4.min_version, e_4.max_version)
+            tagbuf0.append(0)
+        write_uvarint(out, len(tagbuf0))
+        out += tagbuf0
+    if m.finalized_features_epoch != -1:
+        write_uvarint(out, 1)
+        tagbuf0 = bytearray()
+        tagbuf0 += _S4.pack(m.finalized_features_epoch)
+        write_uvarint(out, len(tagbuf0))
+        out += tagbuf0
+    if m.finalized_features != []:
+        write_uvarint(out, 2)
+        tagbuf0 = bytearray()
+        x_8 = m.finalized_features
+        write_uvarint(tagbuf0, len(x_8) + 1)
+        for e_9 in x_8:
+            x_10 = e_9.name
+            b_11 = x_10.encode()
+            write_uvarint(tagbuf0, len(b_11) + 1)
+            tagbuf0 += b_11
+            tagbuf0 += _S3.pack(e_9.max_version_level, e_9.min_version_level)
+            tagbuf0.append(0)
+        write_uvarint(out, len(tagbuf0))
+        out += tagbuf0
+    if m.zk_migration_ready != False:
+        write_uvarint(out, 3)
+        tagbuf0 = bytearray()
+        tagbuf0 += _S5.pack(m.zk_migration_ready)
+        write_uvarint(out, len(tagbuf0))
+        out += tagbuf0
+
+
+def decode_api_versions_response_v5(data: bytes, pos: int) -> tuple[ApiVersionsResponse, int]:
+    v_error_code_1, = _S1.unpack_from(data, pos)
+    pos += 2
+    v_api_keys_2: list[ApiVersion]
+    n0 = data[pos]
+    if n0 < 128:
+        pos += 1
+    else:
+        n0, pos = read_uvarint(data, pos)
+    n0 -= 1
+    if n0 < 0:
+        raise DecodeError('non-nullable field ApiKeys is null')
+    elif n0 > len(data) - pos:
+        raise DecodeError('array ApiKeys longer than the frame')
+    else:
+        v_api_keys_2 = []
+        append_8 = v_api_keys_2.append
+        for _ in range(n0):
+            v_api_key_9, v_min_version_10, v_max_version_11 = _S2.unpack_from(data, pos)
+            pos += 6
+            if data[pos] == 0:
+                pos += 1
+            else:
+                n_tags1, pos = read_uvarint(data, pos)
+                for _ in range(n_tags1):
+                    tag1, pos = read_uvarint(data, pos)
+                    size1, pos = read_uvarint(data, pos)
+                    end1 = pos + size1
+                    pos = end1
+            append_8(ApiVersion(v_api_key_9, v_min_version_10, v_max_version_11))
+    v_throttle_time_ms_3, = _S0.unpack_from(data, pos)
+    pos += 4
+    v_supported_features_4: list[SupportedFeatureKey] = []
+    v_finalized_features_epoch_5: int = -1
+    v_finalized_features_6: list[FinalizedFeatureKey] = []
+    v_zk_migration_ready_7: bool = False
+    if data[pos] == 0:
+        pos += 1
+    else:
+        n_tags0, pos = read_uvarint(data, pos)
+        for _ in range(n_tags0):
+            tag0, pos = read_uvarint(data, pos)
+            size0, pos = read_uvarint(data, pos)
+            end0 = pos + size0
+            if tag0 == 0:
+                n0 = data[pos]
+                if n0 < 128:
+                    pos += 1
+                else:
+                    n0, pos = read_uvarint(data, pos)
+                n0 -= 1
+                if n0 < 0:
+                    raise DecodeError('non-nullable field SupportedFeatures is null')
+                elif n0 > len(data) - pos:
+                    raise DecodeError('array SupportedFeatures longer than the frame')
+                else:
+                    v_supported_features_4 = []
+                    append_12 = v_supported_features_4.append
+                    for _ in range(n0):
+                        v_name_13: str
+                        n1 = data[pos]
+                        if n1 < 128:
+                            pos += 1
+                        else:
+                            n1, pos = read_uvarint(data, pos)
+                        n1 -= 1
+                        if n1 < 0:
+                            raise DecodeError('non-nullable field Name is null')
+                        else:
+                            v_name_13 = str(data[pos:pos + n1], 'utf-8')
+                            pos += n1
+                        v_min_version_14, v_max_version_15 = _S3.unpack_from(data, pos)
+                        pos += 4
+                        if data[pos] == 0:
+                            pos += 1
+                        else:
+                            n_tags1, pos = read_uvarint(data, pos)
+                            for _ in range(n_tags1):
+                                tag1, pos = read_uvarint(data, pos)
+                                size1, pos = read_uvarint(data, pos)
+                                end1 = pos + size1
+                                pos = end1
+                        append_12(SupportedFeatureKey(v_name_13, v_min_version_14, v_max_version_15))
+            elif tag0 == 1:
+                v_finalized_features_epoch_5, = _S4.unpack_from(data, pos)
+                pos += 8
+            elif tag0 == 2:
+                n0 = data[pos]
+                if n0 < 128:
+                    pos += 1
+                else:
+                    n0, pos = read_uvarint(data, pos)
+                n0 -= 1
+                if n0 < 0:
+                    raise DecodeError('non-nullable field FinalizedFeatures is null')
+                elif n0 > len(data) - pos:
+                    raise DecodeError('array FinalizedFeatures longer than the frame')
+                else:
+                    v_finalized_features_6 = []
+                    append_16 = v_finalized_features_6.append
+                    for _ in range(n0):
+                        v_name_17: str
+                        n1 = data[pos]
+                        if n1 < 128:
+                            pos += 1
+                        else:
+                            n1, pos = read_uvarint(data, pos)
+                        n1 -= 1
+                        if n1 < 0:
+                            raise DecodeError('non-nullable field Name is null')
+                        else:
+                            v_name_17 = str(data[pos:pos + n1], 'utf-8')
+                            pos += n1
+                        v_max_version_level_18, v_min_version_level_19 = _S3.unpack_from(data, pos)
+                        pos += 4
+                        if data[pos] == 0:
+                            pos += 1
+                        else:
+                            n_tags1, pos = read_uvarint(data, pos)
+                            for _ in range(n_tags1):
+                                tag1, pos = read_uvarint(data, pos)
+                                size1, pos = read_uvarint(data, pos)
+                                end1 = pos + size1
+                                pos = end1
+                        append_16(FinalizedFeatureKey(v_name_17, v_max_version_level_18, v_min_version_level_19))
+            elif tag0 == 3:
+                v_zk_migration_ready_7, = _S5.unpack_from(data, pos)
+                pos += 1
+            pos = end0
+    return ApiVersionsResponse(v_error_code_1, v_api_keys_2, v_throttle_time_ms_3, v_supported_features_4, v_finalized_features_epoch_5, v_finalized_features_6, v_zk_migration_ready_7), pos
+
+
+def encode_api_versions_response_v5(m: ApiVersionsResponse, out: bytearray) -> None:
+    out += _S1.pack(m.error_code)
+    x_1 = m.api_keys
+    write_uvarint(out, len(x_1) + 1)
+    for e_2 in x_1:
+        out += _S2.pack(e_2.api_key, e_2.min_version, e_2.max_version)
+        out.append(0)
+    out += _S0.pack(m.throttle_time_ms)
     tags0 = (m.supported_features != []) + (m.finalized_features_epoch != -1) + (m.finalized_features != []) + (m.zk_migration_ready != False)
     write_uvarint(out, tags0)
     if m.supported_features != []:

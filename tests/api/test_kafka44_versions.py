@@ -2,7 +2,8 @@
 
 OffsetCommit/OffsetFetch v10 name topics by id (UNKNOWN_TOPIC_ID per partition of an id no topic
 has), DeleteGroups v3 carries a per-group error message (null for the errors Kafka 4.4 leaves
-without one). The expected answers were taken from a Kafka 4.4 broker given the same requests.
+without one), ApiVersions v5 checks the cluster and node a client expects (KIP-1242). The
+expected answers were taken from a Kafka 4.4 broker given the same requests.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from coordinator.server.app import RunningServer, start_server
 from coordinator.server.config import Config
 from protocol.apis import ApiKey
 from protocol.errors import ErrorCode
+from protocol.messages.api_versions import ApiVersionsRequest
 from protocol.messages.create_topics import CreatableTopic, CreateTopicsRequest
 from protocol.messages.delete_groups import DeleteGroupsRequest
 from protocol.messages.offset_commit import (
@@ -181,3 +183,48 @@ async def test_delete_groups_v3_answers_per_group_with_kafkas_messages(client: C
     ]
     again = await client.request(ApiKey.OFFSET_FETCH, 10, _fetch_v10("g-empty", None))
     assert _fetch_answer(again) == []
+
+
+def _api_versions(cluster_id: str | None, node_id: int) -> ApiVersionsRequest:
+    return ApiVersionsRequest(
+        client_software_name="kafka44-test",
+        client_software_version="1",
+        cluster_id=cluster_id,
+        node_id=node_id,
+    )
+
+
+@pytest.mark.asyncio
+async def test_api_versions_v5_with_the_expected_cluster_and_node_is_answered(client: Client) -> None:
+    answered = await client.request(ApiKey.API_VERSIONS, 5, _api_versions(CLUSTER_ID, NODE_ID))
+    assert answered.error_code == 0
+    assert {a.api_key: a.max_version for a in answered.api_keys}[ApiKey.API_VERSIONS] == 5
+    plain = await client.request(ApiKey.API_VERSIONS, 5, _api_versions(None, -1))
+    assert plain.error_code == 0 and plain.api_keys == answered.api_keys
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    ("cluster_id", "node_id", "error"),
+    [
+        (CLUSTER_ID, NODE_ID + 1, ErrorCode.REBOOTSTRAP_REQUIRED),
+        ("another-cluster", NODE_ID, ErrorCode.REBOOTSTRAP_REQUIRED),
+        (CLUSTER_ID, -1, ErrorCode.INVALID_REQUEST),
+        (None, NODE_ID, ErrorCode.INVALID_REQUEST),
+    ],
+)
+async def test_api_versions_v5_mismatch_gets_kafkas_error(
+    server: RunningServer, cluster_id: str | None, node_id: int, error: ErrorCode
+) -> None:
+    client = await Client.connect(server.port, "kafka44-test")
+    try:
+        refused = await client.request(ApiKey.API_VERSIONS, 5, _api_versions(cluster_id, node_id))
+        assert (refused.error_code, refused.api_keys, refused.supported_features) == (int(error), [], [])
+    finally:
+        await client.close()
+
+
+@pytest.mark.asyncio
+async def test_api_versions_before_v5_ignore_the_expected_identity(client: Client) -> None:
+    answered = await client.request(ApiKey.API_VERSIONS, 4, _api_versions(None, -1))
+    assert answered.error_code == 0 and answered.api_keys

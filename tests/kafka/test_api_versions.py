@@ -69,3 +69,11 @@ def test_group_api_versions_match_kafka_4_4(
         return
     assert served[1] == kafka[1], (api.name, served, kafka)
     assert served[0] <= kafka[0], (api.name, served, kafka)
+
+
+def test_api_versions_itself_matches_kafka_4_4(kafka_broker: KafkaCluster, ours: ServerProcess) -> None:
+    """KIP-1242 (ApiVersions v5) is served at Kafka 4.4's version."""
+    assert (
+        _versions(ours.bootstrap)[ApiKey.API_VERSIONS]
+        == _versions(kafka_broker.bootstrap)[ApiKey.API_VERSIONS]
+    )

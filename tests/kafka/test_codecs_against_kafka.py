@@ -17,6 +17,7 @@ import pytest
 from protocol import wire
 from protocol.apis import ApiKey
 from protocol.errors import ErrorCode
+from protocol.messages.api_versions import ApiVersionsRequest
 from protocol.messages.delete_groups import DeleteGroupsRequest
 from protocol.messages.describe_groups import DescribeGroupsRequest
 from protocol.messages.offset_commit import (
@@ -38,9 +39,29 @@ pytestmark = pytest.mark.kafka
 UNKNOWN_ID = uuid.UUID("0b7e6c1a-54d2-4c6b-9a57-7d1f2b3c4d5e").bytes
 
 
+def _api_versions(cluster: KafkaCluster, node_id: int) -> ApiVersionsRequest:
+    return ApiVersionsRequest(
+        client_software_name="tests",
+        client_software_version="1",
+        cluster_id=cluster.cluster_id,
+        node_id=node_id,
+    )
+
+
 # (api, version, case) -> (request for the broker, what Kafka's answer must show)
 Case = tuple[Callable[[KafkaCluster], Any], Callable[[Any], bool]]
 CASES: dict[tuple[ApiKey, int, str], Case] = {
+    (ApiKey.API_VERSIONS, 5, "expected-identity"): (
+        lambda k: _api_versions(k, 1),
+        lambda r: (
+            r.error_code == 0
+            and any(a.api_key == ApiKey.API_VERSIONS and a.max_version == 5 for a in r.api_keys)
+        ),
+    ),
+    (ApiKey.API_VERSIONS, 5, "another-node"): (
+        lambda k: _api_versions(k, 2),
+        lambda r: r.error_code == ErrorCode.REBOOTSTRAP_REQUIRED and r.api_keys == [],
+    ),
     (ApiKey.DELETE_GROUPS, 3, "unknown-groups"): (
         lambda k: DeleteGroupsRequest(["codec-oracle-a", "codec-oracle-b"]),
         lambda r: (
