@@ -19,6 +19,7 @@ from coordinator.server.config import Config
 from protocol.apis import ApiKey
 from protocol.errors import ErrorCode
 from protocol.messages.api_versions import ApiVersionsRequest
+from protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
 from protocol.messages.create_topics import CreatableTopic, CreateTopicsRequest
 from protocol.messages.delete_groups import DeleteGroupsRequest
 from protocol.messages.offset_commit import (
@@ -174,10 +175,26 @@ async def test_offset_commit_and_fetch_v10_mixed_ids(client: Client) -> None:
 async def test_delete_groups_v3_answers_per_group_with_kafkas_messages(client: Client) -> None:
     events = await _topic_id(client, "delete-events", 1)
     await client.request(ApiKey.OFFSET_COMMIT, 10, _commit_v10("g-empty", (events, [0])))
-    deleted = await client.request(ApiKey.DELETE_GROUPS, 3, DeleteGroupsRequest(["g-empty", "g-nope"]))
-    # Kafka 4.4 leaves GROUP_ID_NOT_FOUND without a message (its per-group messages come from
-    # share and streams group state it does not delete here).
+    joined = await client.request(
+        ApiKey.CONSUMER_GROUP_HEARTBEAT,
+        1,
+        ConsumerGroupHeartbeatRequest(
+            group_id="g-busy",
+            member_id=str(uuid.uuid4()),
+            member_epoch=0,
+            rebalance_timeout_ms=30000,
+            subscribed_topic_names=["delete-events"],
+            topic_partitions=[],
+        ),
+    )
+    assert joined.error_code == 0, joined
+    deleted = await client.request(
+        ApiKey.DELETE_GROUPS, 3, DeleteGroupsRequest(["g-empty", "g-nope", "g-busy"])
+    )
+    # Kafka 4.4 leaves GROUP_ID_NOT_FOUND and NON_EMPTY_GROUP without a message (its per-group
+    # messages come from share and streams group state it does not delete here).
     assert sorted((r.group_id, r.error_code, r.error_message) for r in deleted.results) == [
+        ("g-busy", int(ErrorCode.NON_EMPTY_GROUP), None),
         ("g-empty", 0, None),
         ("g-nope", int(ErrorCode.GROUP_ID_NOT_FOUND), None),
     ]

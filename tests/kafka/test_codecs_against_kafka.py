@@ -18,6 +18,7 @@ from protocol import wire
 from protocol.apis import ApiKey
 from protocol.errors import ErrorCode
 from protocol.messages.api_versions import ApiVersionsRequest
+from protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
 from protocol.messages.delete_groups import DeleteGroupsRequest
 from protocol.messages.describe_groups import DescribeGroupsRequest
 from protocol.messages.offset_commit import (
@@ -48,6 +49,25 @@ def _api_versions(cluster: KafkaCluster, node_id: int) -> ApiVersionsRequest:
     )
 
 
+def _busy_group(cluster: KafkaCluster, group: str) -> DeleteGroupsRequest:
+    """A consumer group with one member on the broker, then a request to delete it."""
+    with WireClient(cluster.bootstrap) as client:
+        joined = client.request(
+            ApiKey.CONSUMER_GROUP_HEARTBEAT,
+            1,
+            ConsumerGroupHeartbeatRequest(
+                group_id=group,
+                member_id=str(uuid.uuid4()),
+                member_epoch=0,
+                rebalance_timeout_ms=30000,
+                subscribed_topic_names=["codec-oracle-topic"],
+                topic_partitions=[],
+            ),
+        )
+    assert joined.error_code == 0, joined
+    return DeleteGroupsRequest([group])
+
+
 # (api, version, case) -> (request for the broker, what Kafka's answer must show)
 Case = tuple[Callable[[KafkaCluster], Any], Callable[[Any], bool]]
 CASES: dict[tuple[ApiKey, int, str], Case] = {
@@ -71,6 +91,10 @@ CASES: dict[tuple[ApiKey, int, str], Case] = {
                 ("codec-oracle-b", ErrorCode.GROUP_ID_NOT_FOUND),
             ]
         ),
+    ),
+    (ApiKey.DELETE_GROUPS, 3, "non-empty-group"): (
+        lambda k: _busy_group(k, "codec-oracle-busy"),
+        lambda r: [(g.error_code, g.error_message) for g in r.results] == [(ErrorCode.NON_EMPTY_GROUP, None)],
     ),
     (ApiKey.DESCRIBE_GROUPS, 6, "unknown-group"): (
         lambda k: DescribeGroupsRequest(["codec-oracle-a"]),
