@@ -5,14 +5,25 @@ response (header + body + length prefix). Both libraries run interleaved in one 
 several rounds; we report the median operations per second and the ratio ours / kafka-python.
 
     .venv/bin/python bench/codec_bench.py [--rounds 7] [--seconds 0.5]
+
+With ``--baseline REV`` it compares instead our codecs as generated at git revision REV with the
+ones in the working tree (the same operations on body bytes, interleaved, median of --rounds):
+how a regeneration (e.g. a new Kafka spec set) changed their speed.
+
+    .venv/bin/python bench/codec_bench.py --baseline a80e9e0~1 --rounds 3
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import statistics
+import subprocess
+import sys
 import time
+import types
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from kafka.protocol.consumer.group import (
@@ -204,13 +215,183 @@ def rate(operation: Callable[[], bytes], seconds: float) -> float:
             return count / (now - started)
 
 
+# ---- one generated codec set against another ---------------------------------------------------
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _generated_at(revision: str, module: str) -> types.ModuleType:
+    """protocol/messages/<module>.py as committed at ``revision``, loaded as a fresh module."""
+    source = subprocess.run(
+        ["git", "show", f"{revision}:protocol/messages/{module}.py"],
+        cwd=REPO, capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    loaded = types.ModuleType(f"baseline_{module}")
+    sys.modules[loaded.__name__] = loaded  # dataclasses look their module up there
+    exec(compile(source, f"{revision}:{module}.py", "exec"), loaded.__dict__)
+    return loaded
+
+
+def _request_body(module: types.ModuleType, name: str, version: int, request: Any) -> bytes:
+    out = bytearray()
+    getattr(module, f"encode_{name}_request_v{version}")(request, out)
+    return bytes(out)
+
+
+def _codec_op(
+    module: types.ModuleType,
+    name: str,
+    version: int,
+    body: bytes,
+    respond: Callable[[types.ModuleType, Any], Any],
+) -> Callable[[], bytes]:
+    decode = getattr(module, f"decode_{name}_request_v{version}")
+    encode = getattr(module, f"encode_{name}_response_v{version}")
+
+    def op() -> bytes:
+        request, _ = decode(body, 0)
+        out = bytearray()
+        encode(respond(module, request), out)
+        return bytes(out)
+
+    return op
+
+
+def _commit_request(m: types.ModuleType) -> Any:
+    topics = [
+        m.OffsetCommitRequestTopic(
+            name=f"topic-{t}",
+            partitions=[
+                m.OffsetCommitRequestPartition(
+                    partition_index=p,
+                    committed_offset=1000 + p,
+                    committed_leader_epoch=5,
+                    committed_metadata="",
+                )
+                for p in range(20)
+            ],
+        )
+        for t in range(5)
+    ]
+    return m.OffsetCommitRequest(
+        group_id="billing", generation_id_or_member_epoch=3, member_id=MEMBER_ID, topics=topics
+    )
+
+
+def _commit_response(m: types.ModuleType, req: Any) -> Any:
+    return m.OffsetCommitResponse(
+        topics=[
+            m.OffsetCommitResponseTopic(
+                name=t.name,
+                partitions=[m.OffsetCommitResponsePartition(p.partition_index, 0) for p in t.partitions],
+            )
+            for t in req.topics
+        ]
+    )
+
+
+def _fetch_request(m: types.ModuleType) -> Any:
+    topics = [
+        m.OffsetFetchRequestTopics(name=f"topic-{t}", partition_indexes=list(range(20))) for t in range(5)
+    ]
+    return m.OffsetFetchRequest(groups=[m.OffsetFetchRequestGroup(group_id="billing", topics=topics)])
+
+
+def _fetch_response(m: types.ModuleType, req: Any) -> Any:
+    groups = [
+        m.OffsetFetchResponseGroup(
+            group_id=g.group_id,
+            topics=[
+                m.OffsetFetchResponseTopics(
+                    name=t.name,
+                    partitions=[
+                        m.OffsetFetchResponsePartitions(p, 1000 + p, 5, "", 0) for p in t.partition_indexes
+                    ],
+                )
+                for t in g.topics
+            ],
+        )
+        for g in req.groups
+    ]
+    return m.OffsetFetchResponse(groups=groups)
+
+
+def _join_request(m: types.ModuleType) -> Any:
+    protocols = [m.JoinGroupRequestProtocol(n, METADATA) for n in ("range", "cooperative-sticky")]
+    return m.JoinGroupRequest("billing", 45000, 300000, MEMBER_ID, None, "consumer", protocols, "")
+
+
+def _join_response(m: types.ModuleType, req: Any) -> Any:
+    first = req.protocols[0]
+    member = m.JoinGroupResponseMember(req.member_id, None, first.metadata)
+    return m.JoinGroupResponse(
+        generation_id=3, protocol_type="consumer", protocol_name=first.name, leader=req.member_id,
+        member_id=req.member_id, members=[member],
+    )  # fmt: skip
+
+
+def _api_versions_response(m: types.ModuleType, _req: Any) -> Any:
+    return m.ApiVersionsResponse(api_keys=[m.ApiVersion(k, 0, 9) for k in range(40)])
+
+
+# label -> (module, message name, version, request builder, response builder)
+REGENERATED_CASES: dict[str, tuple[str, str, int, Callable[..., Any], Callable[..., Any]]] = {
+    "Heartbeat v4": (
+        "heartbeat", "heartbeat", 4,
+        lambda m: m.HeartbeatRequest("billing", 3, MEMBER_ID, None),
+        lambda m, _req: m.HeartbeatResponse(),
+    ),
+    "JoinGroup v9 (2 protocols, leader reply)": ("join_group", "join_group", 9, _join_request, _join_response),
+    "OffsetCommit v9 (5 topics x 20 partitions)": (
+        "offset_commit", "offset_commit", 9, _commit_request, _commit_response,
+    ),
+    "OffsetFetch v8 (5 topics x 20 partitions)": ("offset_fetch", "offset_fetch", 8, _fetch_request, _fetch_response),
+    "ApiVersions v3 (40 APIs)": (
+        "api_versions", "api_versions", 3,
+        lambda m: m.ApiVersionsRequest("bench", "1"),
+        _api_versions_response,
+    ),
+}  # fmt: skip
+
+
+def compare_with_revision(revision: str, rounds: int, seconds: float) -> None:
+    print(
+        f"codecs generated at {revision} against the working tree (decode request body + encode response body)"
+    )
+    print(f"{'operation':46} {'before/s':>10} {'after/s':>10} {'after/before':>13}")
+    for label, (module_name, name, version, build_request, respond) in REGENERATED_CASES.items():
+        before = _generated_at(revision, module_name)
+        after = importlib.import_module(f"protocol.messages.{module_name}")
+        body = _request_body(after, name, version, build_request(after))
+        assert body == _request_body(before, name, version, build_request(before)), label
+        old, new = (
+            _codec_op(before, name, version, body, respond),
+            _codec_op(after, name, version, body, respond),
+        )
+        assert old() == new(), f"{label}: the two code sets disagree on the response bytes"
+        old_rates, new_rates, ratios = [], [], []
+        for _ in range(rounds):  # interleaved, so machine noise hits both
+            a, b = rate(old, seconds), rate(new, seconds)
+            old_rates.append(a)
+            new_rates.append(b)
+            ratios.append(b / a)
+        print(
+            f"{label:46} {statistics.median(old_rates):10.0f} {statistics.median(new_rates):10.0f} "
+            f"{statistics.median(ratios):12.2f}x  (min {min(ratios):.2f} max {max(ratios):.2f})"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--seconds", type=float, default=0.5, help="per measurement")
+    parser.add_argument("--baseline", metavar="REV", help="compare our codecs generated at git revision REV")
     args = parser.parse_args()
+    if args.baseline:
+        compare_with_revision(args.baseline, args.rounds, args.seconds)
+        return
     cases = {
         "Heartbeat v4": heartbeat_frames(),
         "JoinGroup v9 (2 protocols, leader reply)": join_group_frames(),

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from coordinator.api.authz import install_security_disabled
 from coordinator.api.config_resources import ConfigResources
+from coordinator.api.expected_identity import expected_identity_check
 from coordinator.api.routes import Routes
 from coordinator.api.shard_gate import install_shard_gate
 from coordinator.api.topics import KnownTopics
@@ -43,6 +44,11 @@ def api_routes(cluster: Cluster, coordinator: Shard) -> Routes:
     offset writes, and the ACL APIs answering SECURITY_DISABLED until an authorizer is installed."""
     routes = Routes()
     routes.add(ApiKey.API_VERSIONS, ApiVersionsRequest, cluster.api_versions)
+    routes.wrap(
+        ApiKey.API_VERSIONS,
+        ApiVersionsRequest,
+        expected_identity_check(lambda _ctx: (cluster.node.cluster_id, cluster.node.node_id)),
+    )
     routes.add(ApiKey.METADATA, MetadataRequest, cluster.metadata)
     routes.add(ApiKey.DESCRIBE_CLUSTER, DescribeClusterRequest, cluster.describe_cluster)
     routes.add(ApiKey.FIND_COORDINATOR, FindCoordinatorRequest, cluster.find_coordinator)

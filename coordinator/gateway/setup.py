@@ -6,6 +6,7 @@ import logging
 from dataclasses import dataclass
 from typing import Final
 
+from coordinator.api.expected_identity import expected_identity_check
 from coordinator.api.routes import Handler
 from coordinator.core.cluster import Cluster
 from coordinator.core.context import RequestContext
@@ -80,6 +81,7 @@ async def start_gateway(
     forwarder.sasl = dispatcher.sasl
     dispatcher.gateway = forwarder
     _serve_api_versions(dispatcher, upstream)
+    _present_one_identity(dispatcher, upstream, brokers, cluster)
     serve_group_configs_only(dispatcher.routes)
     _coordinator_on_bootstrap_address(dispatcher, brokers, cluster)
     upstream.start()
@@ -113,6 +115,22 @@ def _serve_api_versions(dispatcher: Dispatcher, upstream: UpstreamCluster) -> No
         return api_versions
 
     dispatcher.routes.wrap(ApiKey.API_VERSIONS, ApiVersionsRequest, gateway_ranges)
+
+
+def _present_one_identity(
+    dispatcher: Dispatcher, upstream: UpstreamCluster, brokers: VirtualBrokers, cluster: Cluster
+) -> None:
+    """KIP-1242 in gateway mode: the upstream cluster's id (the one forwarded Metadata carries)
+    and, per listener, the node id clients know for that address: the virtual broker's upstream
+    node, or the coordinator's node id on the bootstrap address
+    (docs/protocol.md#kip-1242-the-cluster-and-node-a-client-expects)."""
+
+    def identity(ctx: RequestContext) -> tuple[str | None, int]:
+        node = brokers.node_at(ctx.advertised)
+        return upstream.cluster_id, cluster.node.node_id if node is None else node
+
+    check = expected_identity_check(identity, consume=True)
+    dispatcher.routes.wrap(ApiKey.API_VERSIONS, ApiVersionsRequest, check)
 
 
 def _coordinator_on_bootstrap_address(

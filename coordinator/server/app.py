@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from coordinator.api.authz import AclLayer
 from coordinator.api.topic_authz import TopicAcls
+from coordinator.api.topic_ids import TopicIds
 from coordinator.core.cluster import Cluster, NodeIdentity
 from coordinator.core.lag_status import LagTracker
 from coordinator.core.shard import Shard
@@ -389,6 +390,8 @@ async def start_server(
         log.info(
             "authorizer enabled: %d ACLs, super users %s", len(authorizer.acls), config.super_users or "none"
         )
+    # Outermost: OffsetCommit/OffsetFetch v10 topic ids become names before any check sees them.
+    TopicIds(cluster).install(dispatcher.routes)
     if end_offsets is None and server.gateway is not None:
         end_offsets = server.gateway.upstream.list_end_offsets  # gateway mode: upstream's log ends
     if metrics is not None and end_offsets is not None:

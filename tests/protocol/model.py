@@ -80,8 +80,8 @@ def _import_kafka_python() -> None:
 _import_kafka_python()
 
 
-# APIs kafka-python 3.0.12 has no classes (nor bundled specs) for: their specs are ours
-# (protocol/extra_specs.py) and their oracle is the hand-computed bytes of test_golden.py.
+# APIs kafka-python 3.0.12 has no classes for: their oracle is the hand-computed bytes of
+# test_golden.py.
 NO_KAFKA_PYTHON: Final = frozenset({ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.CONSUMER_GROUP_DESCRIBE})
 
 
@@ -89,14 +89,28 @@ def served_pairs() -> list[tuple[ApiKey, int]]:
     return [(key, v) for key, (low, high) in sorted(SERVED_VERSIONS.items()) for v in range(low, high + 1)]
 
 
+def kafka_python_max(key: ApiKey) -> int:
+    """The newest version kafka-python's classes know for both messages of an API."""
+    request, response = (kp_class(SPEC_NAMES[key] + kind) for kind in ("Request", "Response"))
+    return min(int(request.max_version), int(response.max_version))
+
+
 def kafka_python_pairs() -> list[tuple[ApiKey, int]]:
     """The served (API, version) pairs kafka-python's classes can be the oracle for."""
-    return [pair for pair in served_pairs() if pair[0] not in NO_KAFKA_PYTHON]
+    return [
+        (key, v) for key, v in served_pairs() if key not in NO_KAFKA_PYTHON and v <= kafka_python_max(key)
+    ]
 
 
 def golden_pairs() -> list[tuple[ApiKey, int]]:
     """The served pairs without a kafka-python oracle: checked against hand-computed bytes."""
     return [pair for pair in served_pairs() if pair[0] in NO_KAFKA_PYTHON]
+
+
+def kafka_broker_pairs() -> list[tuple[ApiKey, int]]:
+    """Served versions newer than kafka-python's classes (Kafka 4.4 additions): their oracle is
+    a real Kafka 4.4 broker (tests/kafka/test_codecs_against_kafka.py)."""
+    return [(key, v) for key, v in served_pairs() if key not in NO_KAFKA_PYTHON and v > kafka_python_max(key)]
 
 
 def pair_id(pair: tuple[ApiKey, int]) -> str:
@@ -297,19 +311,32 @@ class KpField:
     raw: Any  # the kafka-python field object
 
 
-def kp_fields(kp_struct: Any, fields: list[FieldSpec]) -> list[KpField]:
-    """Pair our fields with kafka-python's, positionally, checking they describe the same thing."""
+def kp_fields(kp_struct: Any, fields: list[FieldSpec]) -> list[KpField | None]:
+    """Pair our fields with kafka-python's, in spec order, checking they describe the same thing.
+
+    kafka-python's specs predate Kafka 4.4: a field only Kafka 4.4 has (None here) exists only in
+    versions kafka-python does not know, and a field only kafka-python has (e.g.
+    DescribeConfigsResponse's IsDefault) only in versions we do not serve."""
     theirs = list(kp_struct._fields)
-    assert len(theirs) == len(fields), (kp_struct, [f.name for f in fields])
-    out = []
-    for ours, kf in zip(fields, theirs, strict=True):
-        bitfield = kf.type_str == "bitfield"
-        if bitfield:
-            # kafka-python's json_patch turns *AuthorizedOperations int32 into a "bitfield".
-            assert ours.type == "int32" and ours.attr.endswith("authorized_operations"), ours
-        else:
-            assert kf.name == ours.attr, (kf.name, ours.attr)
-        out.append(KpField(kf.name, bitfield, kf))
+
+    def same(ours: FieldSpec, kf: Any) -> bool:
+        # kafka-python's json_patch turns *AuthorizedOperations int32 into a "bitfield".
+        if kf.type_str == "bitfield":
+            return ours.type == "int32" and ours.attr.endswith("authorized_operations")
+        return bool(kf.name == ours.attr)
+
+    out: list[KpField | None] = []
+    j = 0
+    for ours in fields:
+        match = next((k for k in range(j, len(theirs)) if same(ours, theirs[k])), None)
+        if match is None:
+            out.append(None)
+            continue
+        skipped = theirs[j:match]  # kafka-python's own fields, of versions we do not serve
+        assert not any(any(same(f, kf) for f in fields) for kf in skipped), (kp_struct, ours.name)
+        kf = theirs[match]
+        j = match + 1
+        out.append(KpField(kf.name, kf.type_str == "bitfield", kf))
     return out
 
 
@@ -352,6 +379,7 @@ def _kp_kwargs(
     for f, kf in zip(fields, kp_fields(kp_struct, fields), strict=True):
         if not f.present(version) or f.attr not in value:
             continue
+        assert kf is not None, f"kafka-python does not know {f.name} (v{version})"
         v = value[f.attr]
         if f.tagged_in(version) and v == ours_default(cls, f, version):
             # Kafka (and our encoder) omit a tagged field holding its default; kafka-python
@@ -396,6 +424,7 @@ def _canon_kp_struct(
     out: dict[str, Any] = {}
     for f, kf in zip(fields, kp_fields(kp_struct, fields), strict=True):
         if f.present(version):
+            assert kf is not None, f"kafka-python does not know {f.name} (v{version})"
             out[f.attr] = _canon_kp_value(module, cls, f, kf, getattr(obj, kf.name), version)
     return out
 

@@ -1,7 +1,7 @@
 """Second oracle for the APIs kafka-python has no classes for: bytes computed by hand.
 
-ConsumerGroupHeartbeat (68) and ConsumerGroupDescribe (69), versions 0-1, are generated from our
-own spec table (protocol/extra_specs.py). Every expected byte string below is written out field
+ConsumerGroupHeartbeat (68) and ConsumerGroupDescribe (69), versions 0-1, are generated from
+Kafka 4.4's specs like the rest (docs/protocol.md). Every expected byte string below is written out field
 by field from the Kafka wire format, not produced by any encoder:
 
 * all their versions are flexible: a string is a compact string, uvarint(len + 1) then the UTF-8

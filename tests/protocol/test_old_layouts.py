@@ -7,8 +7,6 @@ layouts out field by field. Same field names, same values, same bytes, both dire
 
 from __future__ import annotations
 
-import json
-import re
 from typing import Any
 
 import pytest
@@ -17,7 +15,7 @@ from hypothesis import strategies as st
 
 from protocol import wire
 from protocol.apis import SERVED_VERSIONS, ApiKey
-from protocol.schemas import KAFKA_3X_VERSION_FLOOR, spec_dir
+from protocol.schemas import KAFKA_3X_VERSION_FLOOR, raw_spec
 from tests.protocol.model import (
     INT_RANGES,
     kp_import,
@@ -50,9 +48,7 @@ def test_cases_are_exactly_the_dropped_versions() -> None:
     """Every served version below the 4.x specs' own floor has an old-class oracle here."""
     dropped = set()
     for name in KAFKA_3X_VERSION_FLOOR:
-        text = (spec_dir() / f"{name}.json").read_text(encoding="utf-8")
-        raw = json.loads(re.sub(r"(?m)^\s*//.*\n?", "", text))
-        spec_floor = int(raw["validVersions"].split("-")[0])
+        spec_floor = int(raw_spec(name)["validVersions"].split("-")[0])
         api_key = spec(name).api_key
         assert api_key is not None
         key = ApiKey(api_key)

@@ -21,6 +21,14 @@ from protocol.wire import decode_response, encode_request
 _LENGTH: Final = struct.Struct(">i")
 _ERROR_CODE_AFTER_CORRELATION: Final = struct.Struct(">h")
 MAX_FRAME: Final = 256 * 1024 * 1024
+# The tool names topics and reads a missing group as Dead: it stops below the versions that name
+# topics by id only (OffsetCommit/OffsetFetch v10) and answer a missing group with an error
+# (DescribeGroups v6), docs/protocol.md#kafka-44s-group-api-versions.
+TOOL_MAX: Final[dict[ApiKey, int]] = {
+    ApiKey.OFFSET_COMMIT: 9,
+    ApiKey.OFFSET_FETCH: 9,
+    ApiKey.DESCRIBE_GROUPS: 5,
+}
 
 
 def parse_address(text: str) -> tuple[str, int]:
@@ -128,7 +136,8 @@ class BrokerConnection:
 
     def version(self, api: ApiKey) -> int:
         """min(our max, their max) for the API, or UNSUPPORTED_VERSION if the windows miss."""
-        ours = SERVED_VERSIONS[api]
+        low, high = SERVED_VERSIONS[api]
+        ours = (low, min(high, TOOL_MAX.get(api, high)))
         theirs = self.versions.get(api)
         name = api.name.replace("_", " ").title().replace(" ", "")
         if theirs is None:
