@@ -25,7 +25,7 @@ from protocol.messages.offset_commit import (
     OffsetCommitRequestPartition,
     OffsetCommitRequestTopic,
 )
-from tests.coordinator.harness import FakeCatalog
+from tests.coordinator.harness import FakeCatalog, consumer_group_of
 from tests.coordinator.scale import Sink, apply, heartbeat_rate, join_request, stable_group
 
 
@@ -54,21 +54,21 @@ def consumer_group(members: int, partitions: int) -> tuple[Shard, float, float]:
         join = ConsumerGroupHeartbeatRequest(
             "g", f"m{i}", 0, rebalance_timeout_ms=30000, subscribed_topic_names=["t"], topic_partitions=[]
         )
-        apply(coordinator.consumer_group_heartbeat(RequestContext(0, 0, 1, f"c{i}", "/h", Sink()), join))
+        apply(coordinator.handle(RequestContext(0, 0, 1, f"c{i}", "/h", Sink()), join))
     joined = time.perf_counter() - started
-    group = coordinator.consumer_group("g")
+    group = consumer_group_of(coordinator, "g")
     assert group is not None
     started = time.perf_counter()
     while group.state != "Stable":
         for m in list(group.members.values()):
             owned = [TopicPartitions(topic_id, sorted(m.assigned.get("t", ())))]
             beat = ConsumerGroupHeartbeatRequest("g", m.member_id, m.member_epoch, topic_partitions=owned)
-            apply(coordinator.consumer_group_heartbeat(RequestContext(0, 0, 1, "c", "/h", Sink()), beat))
+            apply(coordinator.handle(RequestContext(0, 0, 1, "c", "/h", Sink()), beat))
     return coordinator, joined, time.perf_counter() - started
 
 
 def consumer_heartbeat_rate(coordinator: Shard, count: int) -> float:
-    group = coordinator.consumer_group("g")
+    group = consumer_group_of(coordinator, "g")
     assert group is not None
     requests = [
         ConsumerGroupHeartbeatRequest("g", m.member_id, m.member_epoch) for m in group.members.values()
@@ -78,7 +78,7 @@ def consumer_heartbeat_rate(coordinator: Shard, count: int) -> float:
     done = 0
     while done < count:
         for request in requests:
-            coordinator.consumer_group_heartbeat(RequestContext(0, 0, 1, "c", "/h", sink), request)
+            coordinator.handle(RequestContext(0, 0, 1, "c", "/h", sink), request)
         done += len(requests)
     return done / (time.perf_counter() - started)
 

@@ -41,7 +41,7 @@ from protocol.messages.offset_commit import (
     OffsetCommitRequestTopic,
 )
 from protocol.messages.sync_group import SyncGroupRequest, SyncGroupRequestAssignment
-from tests.coordinator.harness import FakeCatalog, subscription
+from tests.coordinator.harness import FakeCatalog, consumer_group_of, subscription
 
 TOPIC = "orders"
 PARTITIONS = 10
@@ -117,8 +117,8 @@ def consumer_group(shard: Shard, group_id: str, topic_id: bytes) -> None:
             group_id, f"{group_id}-m{i}", 0, rebalance_timeout_ms=300_000,
             subscribed_topic_names=[TOPIC], topic_partitions=[],
         )  # fmt: skip
-        apply(shard.consumer_group_heartbeat(ctx(Sink(), 1, f"consumer-{group_id}-{i}"), join))
-    group = shard.consumer_group(group_id)
+        apply(shard.handle(ctx(Sink(), 1, f"consumer-{group_id}-{i}"), join))
+    group = consumer_group_of(shard, group_id)
     assert group is not None
     for _ in range(10):
         if group.state == "Stable":
@@ -128,7 +128,7 @@ def consumer_group(shard: Shard, group_id: str, topic_id: bytes) -> None:
             beat = ConsumerGroupHeartbeatRequest(
                 group_id, m.member_id, m.member_epoch, topic_partitions=owned
             )
-            apply(shard.consumer_group_heartbeat(ctx(Sink(), 1, "c"), beat))
+            apply(shard.handle(ctx(Sink(), 1, "c"), beat))
     raise AssertionError(f"{group_id} not Stable: {group.state}")
 
 
@@ -139,7 +139,7 @@ def check(shard: Shard, kind: str, groups: int) -> None:
         assert stored == groups * PARTITIONS, stored
     else:
         for i in range(groups):
-            group = shard.consumer_group(f"group-{i:07d}")
+            group = consumer_group_of(shard, f"group-{i:07d}")
             assert group is not None and group.state == "Stable" and len(group.members) == 2
 
 

@@ -58,15 +58,12 @@ def api_routes(cluster: Cluster, coordinator: Shard) -> Routes:
     routes.add(ApiKey.OFFSET_COMMIT, OffsetCommitRequest, coordinator.commit_offsets)
     routes.add(ApiKey.OFFSET_FETCH, OffsetFetchRequest, coordinator.fetch_offsets)
     routes.add(ApiKey.LIST_GROUPS, ListGroupsRequest, coordinator.list_groups)
-    routes.add(ApiKey.DESCRIBE_GROUPS, DescribeGroupsRequest, coordinator.describe_groups)
+    routes.add(ApiKey.DESCRIBE_GROUPS, DescribeGroupsRequest, coordinator.handle)
     routes.add(ApiKey.DELETE_GROUPS, DeleteGroupsRequest, coordinator.delete_groups)
     routes.add(ApiKey.OFFSET_DELETE, OffsetDeleteRequest, coordinator.delete_offsets)
-    routes.add(
-        ApiKey.CONSUMER_GROUP_HEARTBEAT, ConsumerGroupHeartbeatRequest, coordinator.consumer_group_heartbeat
-    )
-    routes.add(
-        ApiKey.CONSUMER_GROUP_DESCRIBE, ConsumerGroupDescribeRequest, coordinator.consumer_group_describe
-    )
+    # The APIs one kind of group serves on its own (GroupKind.request_handlers).
+    routes.add(ApiKey.CONSUMER_GROUP_HEARTBEAT, ConsumerGroupHeartbeatRequest, coordinator.handle)
+    routes.add(ApiKey.CONSUMER_GROUP_DESCRIBE, ConsumerGroupDescribeRequest, coordinator.handle)
     configs = ConfigResources(
         coordinator.config, coordinator.group_configs, lambda: cluster.node.node_id, cluster.topics.get
     )

@@ -14,17 +14,18 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Final
 
 from coordinator.core.classic_group import (
+    CLASSIC_GROUP_TYPE,
     JOIN_TIMER,
     SESSION_TIMER,
     SYNC_TIMER,
     ClassicGroup,
     Member,
-    Protocols,
     protocol_names,
     session_key,
     sync_key,
 )
 from coordinator.core.clock import ShardClock
+from coordinator.core.consumer_protocol import CONSUMER_PROTOCOL_TYPE
 from coordinator.core.context import RequestContext
 from coordinator.core.effects import Effects
 from coordinator.core.errors import (
@@ -61,9 +62,27 @@ from coordinator.core.events import (
     because,
     classic_owners,
 )
+from coordinator.core.group import (
+    AUTHORIZED_OPERATIONS_OMITTED,
+    GROUP_AUTHORIZED_OPERATIONS,
+    ClassicProtocolApi,
+    OffsetDeleteRule,
+    OffsetExpiry,
+    PendingChange,
+    RequestHandler,
+    TimerHandler,
+    TopicCatalog,
+)
 from coordinator.core.group_config import GroupConfig
-from coordinator.core.lifecycle import PendingChange, TimerHandler
-from coordinator.core.state import STATE_BY_LOWER_NAME, GroupState
+from coordinator.core.members import (
+    Protocols,
+    join_rebalance_timeout,
+    kafka_client_host,
+    leave_group_response,
+    static_member_check,
+)
+from coordinator.core.registry import GroupRegistry
+from coordinator.core.state import GroupState
 from coordinator.core.stats import CoreStats
 from coordinator.core.timers import TimerKey, Timers
 from protocol.error_responses import join_group_error
@@ -80,7 +99,7 @@ from protocol.messages.leave_group import (
     MemberIdentity,
     MemberResponse,
 )
-from protocol.messages.list_groups import ListedGroup, ListGroupsRequest, ListGroupsResponse
+from protocol.messages.offset_commit import OffsetCommitRequest
 from protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
 from storage.records import GroupMetadataRecord, GroupTombstone, MemberRecord, Record
 
@@ -92,21 +111,12 @@ COMPLETING_REBALANCE: Final = GroupState.COMPLETING_REBALANCE
 STABLE: Final = GroupState.STABLE
 DEAD: Final = GroupState.DEAD
 
-# DescribeGroups v3+: INT32_MIN means "not requested". When requested, the core reports what Kafka
-# reports without an authorizer: every operation a group supports (READ=3, DELETE=6, DESCRIBE=8).
-AUTHORIZED_OPERATIONS_OMITTED: Final = -(2**31)
-GROUP_AUTHORIZED_OPERATIONS: Final = (1 << 3) | (1 << 6) | (1 << 8)
-
-CLASSIC_GROUP_TYPE: Final = "classic"
-
-
-def kafka_client_host(host: str) -> str:
-    """Kafka reports (and persists) a member's host as Java's InetAddress.toString(): "/10.0.0.1"."""
-    return host if not host or host.startswith("/") else "/" + host
-
 
 class ClassicGroupManager:
-    """Owns the classic groups of one shard."""
+    """Owns the classic groups of one shard (the default kind: it answers the classic group APIs
+    for unknown ids and holds the groups that only have offsets)."""
+
+    name = CLASSIC_GROUP_TYPE
 
     def __init__(
         self,
@@ -115,16 +125,16 @@ class ClassicGroupManager:
         clock: ShardClock,
         stats: CoreStats,
         new_member_id: Callable[[str], str],
-        events: GroupEvents | None = None,
+        events: GroupEvents,
+        registry: GroupRegistry,
     ) -> None:
         self.config = config
-        self.events = events if events is not None else GroupEvents(clock)
+        self.events = events
         self.timers = timers
         self.clock = clock
         self.new_member_id = new_member_id
         self.groups: dict[str, ClassicGroup] = {}
-        # Consumer groups share the group id space and group.max.groups (set by the coordinator).
-        self.other_groups: Mapping[str, object] = {}
+        self.registry = registry  # the group id space and group.max.groups, shared by every kind
         self.stats = stats
         # Rebalance start (monotonic ms) per group, for the rebalance-duration metric.
         self._rebalance_started: dict[str, int] = {}
@@ -182,13 +192,6 @@ class ClassicGroupManager:
             state_ms=-1 if group.state_ms is None else group.state_ms,
             members=members,
         )
-
-    def at_group_limit(self) -> bool:
-        """group.max.groups reached: no new group may be created (Kafka's share-group rule)."""
-        if len(self.groups) + len(self.other_groups) < self.config.group_max_groups:
-            return False
-        log.warning("refusing a new group: group.max.groups (%d) reached", self.config.group_max_groups)
-        return True
 
     def create_group(self, group_id: str) -> ClassicGroup:
         """T1: a new Empty group (JoinGroup with an empty member id, or a simple-consumer commit)."""
@@ -269,7 +272,7 @@ class ClassicGroupManager:
             if not is_unknown_member:
                 fx.reply(ctx.reply_to, self.join_error(version, UNKNOWN_MEMBER_ID, req.member_id))
                 return
-            if self.at_group_limit():
+            if self.registry.at_group_limit():
                 fx.reply(ctx.reply_to, self.join_error(version, GROUP_MAX_SIZE_REACHED))
                 return
             group = self.create_group(req.group_id)
@@ -283,15 +286,6 @@ class ClassicGroupManager:
             self._join_new_member(ctx, req, group, fx)
         else:
             self._join_existing_member(ctx, req, group, fx)
-
-    @staticmethod
-    def rebalance_timeout(ctx: RequestContext, req: JoinGroupRequest) -> int:
-        # JoinGroup v0 has no rebalance timeout: Kafka uses the session timeout. A negative value
-        # from a newer client would make every rebalance time out at once (KAFKA-8653), so it is
-        # treated the same way.
-        if ctx.api_version == 0 or req.rebalance_timeout_ms < 0:
-            return req.session_timeout_ms
-        return req.rebalance_timeout_ms
 
     @staticmethod
     def _protocols(req: JoinGroupRequest) -> Protocols:
@@ -417,7 +411,7 @@ class ClassicGroupManager:
             group_instance_id=req.group_instance_id,
             client_id=ctx.client_id,
             client_host=kafka_client_host(ctx.client_host),
-            rebalance_timeout_ms=self.rebalance_timeout(ctx, req),
+            rebalance_timeout_ms=join_rebalance_timeout(ctx, req),
             session_timeout_ms=req.session_timeout_ms,
             protocol_type=req.protocol_type,
             protocols=protocols,
@@ -458,7 +452,7 @@ class ClassicGroupManager:
         group.update_member(
             member,
             protocols,
-            self.rebalance_timeout(ctx, req),
+            join_rebalance_timeout(ctx, req),
             req.session_timeout_ms,
             ctx.reply_to,
             ctx.api_version,
@@ -528,7 +522,7 @@ class ClassicGroupManager:
         group.update_member(
             new_member,
             self._protocols(req),
-            self.rebalance_timeout(ctx, req),
+            join_rebalance_timeout(ctx, req),
             req.session_timeout_ms,
             ctx.reply_to,
             version,
@@ -895,7 +889,7 @@ class ClassicGroupManager:
     # v3+: GroupInstanceId. The hot path: no allocation besides the caller's response.
 
     def heartbeat(
-        self, now_ms: int, group_id: str, member_id: str, instance_id: str | None, generation: int
+        self, ctx: RequestContext, group_id: str, member_id: str, instance_id: str | None, generation: int
     ) -> int:
         if not group_id:
             return INVALID_GROUP_ID
@@ -906,11 +900,10 @@ class ClassicGroupManager:
         if state is DEAD:
             return COORDINATOR_NOT_AVAILABLE
         if instance_id is not None:
-            mapped = group.static_members.get(instance_id)
-            if mapped is None:
-                return UNKNOWN_MEMBER_ID
-            if mapped != member_id:
-                return FENCED_INSTANCE_ID
+            code = static_member_check(group.static_members, member_id, instance_id)
+            if code:
+                return code
+        now_ms = ctx.now_ms
         member = group.members.get(member_id)
         if member is None:
             return UNKNOWN_MEMBER_ID
@@ -939,7 +932,7 @@ class ClassicGroupManager:
             results = [
                 MemberResponse(i.member_id, i.group_instance_id, UNKNOWN_MEMBER_ID) for i in identities
             ]
-            fx.reply(ctx.reply_to, self.leave_response(version, NONE, results))
+            fx.reply(ctx.reply_to, leave_group_response(version, NONE, results))
             return
         if group.state is DEAD:
             fx.reply(ctx.reply_to, LeaveGroupResponse(error_code=COORDINATOR_NOT_AVAILABLE))
@@ -956,7 +949,7 @@ class ClassicGroupManager:
                 self._prepare_rebalance(group, fx)
             elif state is PREPARING_REBALANCE:
                 self._maybe_complete_join_phase(group, fx)
-        fx.reply(ctx.reply_to, self.leave_response(version, NONE, results))
+        fx.reply(ctx.reply_to, leave_group_response(version, NONE, results))
 
     def _leave_one(self, group: ClassicGroup, identity: MemberIdentity, fx: Effects) -> int:
         member_id = identity.member_id
@@ -992,40 +985,9 @@ class ClassicGroupManager:
         self._remove_member(group, group.members[member_id], fx)
         return NONE
 
-    @staticmethod
-    def leave_response(version: int, code: int, results: list[MemberResponse]) -> LeaveGroupResponse:
-        if version >= 3:
-            return LeaveGroupResponse(error_code=code, members=results)
-        if code == NONE:
-            code = next((r.error_code for r in results if r.error_code != NONE), NONE)
-        return LeaveGroupResponse(error_code=code)
-
-    # -- ListGroups (v0-5) / DescribeGroups (v0-5) -------------------------------------------------
-    # ListGroups v4+: StatesFilter, v5+: TypesFilter (classic groups are "classic"), both
-    # case-insensitive. DescribeGroups v3+: authorized operations, v4+: member GroupInstanceId,
+    # -- DescribeGroups (v0-5) ---------------------------------------------------------------------
+    # DescribeGroups v3+: authorized operations, v4+: member GroupInstanceId,
     # v6: GROUP_ID_NOT_FOUND for unknown groups (not served, handled for completeness).
-
-    def list_groups(self, ctx: RequestContext, req: ListGroupsRequest) -> ListGroupsResponse:
-        states: set[GroupState] | None = None
-        if ctx.api_version >= 4 and req.states_filter:
-            states = {s for name in req.states_filter if (s := STATE_BY_LOWER_NAME.get(name.lower()))}
-        if (
-            ctx.api_version >= 5
-            and req.types_filter
-            and CLASSIC_GROUP_TYPE not in {t.lower() for t in req.types_filter}
-        ):
-            return ListGroupsResponse(error_code=NONE, groups=[])
-        groups = [
-            ListedGroup(
-                group_id=group.group_id,
-                protocol_type=group.protocol_type or "",
-                group_state=group.state.value,
-                group_type=CLASSIC_GROUP_TYPE,
-            )
-            for group in self.groups.values()
-            if states is None or group.state in states
-        ]
-        return ListGroupsResponse(error_code=NONE, groups=groups)
 
     def describe_groups(self, ctx: RequestContext, req: DescribeGroupsRequest) -> DescribeGroupsResponse:
         operations = (
@@ -1071,33 +1033,77 @@ class ClassicGroupManager:
             authorized_operations=operations,
         )
 
-    # -- OffsetCommit support ----------------------------------------------------------------------
+    # -- offsets (the GroupKind rules, coordinator/core/group.py) ----------------------------------
 
-    @staticmethod
-    def validate_offset_commit(
-        group: ClassicGroup, member_id: str, instance_id: str | None, generation_id: int
-    ) -> int:
-        """Kafka's ClassicGroup.validateOffsetCommit for non-transactional commits."""
-        state = group.state
-        if state is DEAD:
-            return COORDINATOR_NOT_AVAILABLE
-        if generation_id < 0 and state is EMPTY:
-            # Generation -1 comes from admin tools or consumers with manual assignment: they may
-            # commit as long as the group has no members.
-            return NONE
-        if generation_id >= 0 or member_id or instance_id is not None:
-            code = group.validate_member(member_id, instance_id)
-            if code:
-                return code
-            if generation_id != group.generation_id:
-                return ILLEGAL_GENERATION
-        elif state is not EMPTY:
-            return UNKNOWN_MEMBER_ID  # only members may commit to a live group
-        if state is COMPLETING_REBALANCE:
-            # The member has the new generation but not its assignment yet: have it finish the
-            # rebalance first.
-            return REBALANCE_IN_PROGRESS
-        return NONE
+    def validate_offset_commit(self, group_id: str, req: OffsetCommitRequest, version: int) -> int:
+        """A commit accepted from a member of a Stable or rebalancing group counts as a heartbeat;
+        during PreparingRebalance the member learns about the rebalance from its next heartbeat."""
+        group = self.groups[group_id]
+        code = validate_offset_commit(
+            group, req.member_id, req.group_instance_id, req.generation_id_or_member_epoch
+        )
+        if code == NONE:
+            member = group.members.get(req.member_id)
+            if member is not None and (group.state is STABLE or group.state is PREPARING_REBALANCE):
+                self.reschedule_session(member)
+        return code
+
+    def validate_offset_fetch(self, group_id: str, member_id: str | None, member_epoch: int) -> int:
+        return NONE  # classic groups ignore OffsetFetch v9's member id and epoch
+
+    def offset_delete_rule(self, group_id: str) -> OffsetDeleteRule:
+        """Only Empty groups, or consumer-protocol groups for the topics they do not consume."""
+        group = self.groups[group_id]
+        if group.state is EMPTY:
+            return NONE, None
+        if not group.uses_consumer_protocol():
+            return NON_EMPTY_GROUP, None
+        return NONE, group.is_subscribed_to_topic
+
+    def offset_expiry(self, group_id: str) -> OffsetExpiry | None:
+        """KIP-211 (docs/groups.md#offsets-and-retention): an Empty group's offsets expire from the
+        moment it became Empty; a Stable consumer keeps what it consumes; simple groups (no
+        protocol) expire by commit time; other groups keep everything."""
+        group = self.groups[group_id]
+        protocol_type = group.protocol_type
+        if protocol_type is None:
+            return OffsetExpiry()
+        if group.state is EMPTY:
+            return OffsetExpiry(base_ms=group.state_ms)
+        if (
+            protocol_type == CONSUMER_PROTOCOL_TYPE
+            and group.subscribed_topics is not None
+            and group.state is STABLE
+        ):
+            return OffsetExpiry(keep_topics=group.subscribed_topics)
+        return None  # rebalancing, non-consumer protocol, or unknown subscription
+
+    def expires_without_offsets(self, group_id: str) -> bool:
+        return self.groups[group_id].state is EMPTY
+
+    def create_offsets_group(self, group_id: str) -> ClassicGroup:
+        """A "simple" group: no protocol type, only offsets (a commit with generation -1)."""
+        return self.create_group(group_id)
+
+    # -- the other kinds -------------------------------------------------------------------------
+
+    def attach_catalog(self, catalog: TopicCatalog) -> None:
+        pass  # classic groups leave the assignment to their leader
+
+    def request_handlers(self) -> Mapping[type, RequestHandler]:
+        return {
+            DescribeGroupsRequest: lambda ctx, req, fx: fx.reply(ctx.reply_to, self.describe_groups(ctx, req))
+        }
+
+    def classic_protocol(self, group_id: str, joining: bool) -> ClassicProtocolApi:
+        return self
+
+    def release_empty(self, group_id: str, fx: Effects) -> None:
+        group = self.groups[group_id]
+        log.info("group %s: converted from classic to consumer", group_id)
+        self.remove_group(group)
+        if group.generation_id > 0:
+            fx.write([GroupTombstone(group_id)])
 
     # -- DeleteGroups support ----------------------------------------------------------------------
 
@@ -1264,3 +1270,29 @@ def _selected(groups: dict[str, ClassicGroup], group_ids: Collection[str] | None
     if group_ids is None:
         return groups.values()
     return [groups[group_id] for group_id in group_ids if group_id in groups]
+
+
+def validate_offset_commit(
+    group: ClassicGroup, member_id: str, instance_id: str | None, generation_id: int
+) -> int:
+    """Kafka's ClassicGroup.validateOffsetCommit for non-transactional commits."""
+    state = group.state
+    if state is DEAD:
+        return COORDINATOR_NOT_AVAILABLE
+    if generation_id < 0 and state is EMPTY:
+        # Generation -1 comes from admin tools or consumers with manual assignment: they may
+        # commit as long as the group has no members.
+        return NONE
+    if generation_id >= 0 or member_id or instance_id is not None:
+        code = group.validate_member(member_id, instance_id)
+        if code:
+            return code
+        if generation_id != group.generation_id:
+            return ILLEGAL_GENERATION
+    elif state is not EMPTY:
+        return UNKNOWN_MEMBER_ID  # only members may commit to a live group
+    if state is COMPLETING_REBALANCE:
+        # The member has the new generation but not its assignment yet: have it finish the
+        # rebalance first.
+        return REBALANCE_IN_PROGRESS
+    return NONE

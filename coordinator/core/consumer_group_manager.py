@@ -13,18 +13,13 @@ import logging
 import uuid
 from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
+from functools import partial
 from typing import Final, Protocol
 
 from coordinator.core.assignors import ASSIGNORS, DEFAULT_ASSIGNOR, AssignmentMember
-from coordinator.core.classic_group import ClassicGroup
-from coordinator.core.classic_group_manager import (
-    AUTHORIZED_OPERATIONS_OMITTED,
-    GROUP_AUTHORIZED_OPERATIONS,
-    ClassicGroupManager,
-    kafka_client_host,
-)
 from coordinator.core.clock import ShardClock
 from coordinator.core.consumer_group import (
+    CONSUMER_GROUP_TYPE,
     JOIN_EPOCH,
     LEAVE_EPOCH,
     LEAVE_STATIC_EPOCH,
@@ -37,7 +32,6 @@ from coordinator.core.consumer_group import (
     normalize,
     reconcile,
 )
-from coordinator.core.consumer_protocol import MalformedConsumerProtocol
 from coordinator.core.context import RequestContext
 from coordinator.core.dynamic_configs import DynamicGroupConfigs
 from coordinator.core.effects import Effects
@@ -69,32 +63,43 @@ from coordinator.core.events import (
     SUBSCRIPTION_CHANGED,
     SYNC_TIMEOUT,
     Detail,
+    GroupEvents,
     describe_metadata_change,
     taken_from_others,
 )
+from coordinator.core.group import (
+    AUTHORIZED_OPERATIONS_OMITTED,
+    GROUP_AUTHORIZED_OPERATIONS,
+    ClassicProtocolApi,
+    OffsetDeleteRule,
+    OffsetExpiry,
+    PendingChange,
+    RequestHandler,
+    TimerHandler,
+    TopicCatalog,
+)
 from coordinator.core.group_config import GroupConfig
-from coordinator.core.group_conversion import classic_group_from_consumer, consumer_group_from_classic
-from coordinator.core.heartbeat_interval import no_jitter
-from coordinator.core.lifecycle import PendingChange, TimerHandler
+from coordinator.core.members import kafka_client_host
 from coordinator.core.regex import RegexError, TopicPattern, compile_topic_regex
+from coordinator.core.registry import GroupRegistry
 from coordinator.core.shared_values import shared_set
 from coordinator.core.stats import CoreStats
 from coordinator.core.timers import TimerKey, Timers
 from protocol.messages import consumer_group_describe as cgd
 from protocol.messages import consumer_group_heartbeat as cgh
+from protocol.messages.offset_commit import OffsetCommitRequest
 from storage.records import (
     ConsumerGroupRecord,
     ConsumerGroupTombstone,
     ConsumerMemberRecord,
     ConsumerMemberTombstone,
-    GroupTombstone,
+    GroupMetadataRecord,
     Record,
     TopicRecord,
 )
 
 log = logging.getLogger(__name__)
 
-CONSUMER_GROUP_TYPE: Final = "consumer"
 MEMBER_TYPE_CLASSIC: Final = 0
 MEMBER_TYPE_CONSUMER: Final = 1
 
@@ -125,19 +130,6 @@ def sync_key(group_id: str, member_id: str) -> MemberTimerKey:
     return (SYNC_TIMER, group_id, member_id)
 
 
-class TopicCatalog(Protocol):
-    """What the core reads of the topic catalog: names, ids, partition counts, and a version
-    that changes whenever any of them does."""
-
-    @property
-    def version(self) -> int: ...
-
-    @property
-    def topics(self) -> Mapping[str, TopicRecord]: ...
-
-    def topic_by_id(self, topic_id: bytes) -> TopicRecord | None: ...
-
-
 class EmptyCatalog:
     version = 0
     topics: Mapping[str, TopicRecord] = {}
@@ -155,8 +147,27 @@ class Rejected(Exception):
         self.message = message
 
 
+class ConsumerConversion(Protocol):
+    """The conversions between consumer groups and the kind they come from and go back to
+    (classic groups, docs/migration.md); coordinator/core/kinds.py plugs them in."""
+
+    def to_consumer_group(self, group_id: str, fx: Effects) -> ConsumerGroup | None:
+        """A consumer-protocol member joins ``group_id``, held by another kind: the group
+        converted (its members kept), or None once an empty one was released. Raises Rejected."""
+        ...
+
+    def to_classic_group(
+        self, group: ConsumerGroup, leaving_member_id: str, fx: Effects, rebalance: bool
+    ) -> GroupMetadataRecord:
+        """The group, gone from this kind, as a classic group of its classic members; returns
+        the record to write."""
+        ...
+
+
 class ConsumerGroupManager:
     """Owns the consumer groups of one shard."""
+
+    name = CONSUMER_GROUP_TYPE
 
     def __init__(
         self,
@@ -164,22 +175,28 @@ class ConsumerGroupManager:
         timers: Timers[TimerKey],
         clock: ShardClock,
         stats: CoreStats,
-        classic: ClassicGroupManager,
+        events: GroupEvents,
+        registry: GroupRegistry,
+        group_configs: DynamicGroupConfigs,
+        enter: Callable[[int, int], None],
         new_member_id: Callable[[], str] = lambda: str(uuid.uuid4()),
-        random_unit: Callable[[], float] = no_jitter,
     ) -> None:
         self.config = config
         self.timers = timers
         self.clock = clock
         self.stats = stats
-        self.classic = classic  # the classic half of the group id space
-        self.events = classic.events
+        self.events = events
+        self.registry = registry  # the group id space and group.max.groups, shared by every kind
+        self.enter = enter  # the shard's clock and operation, set for requests off the Effects path
         self.new_member_id = new_member_id
         # Per-group session timeout and heartbeat interval (GROUP config resources).
-        self.group_configs = DynamicGroupConfigs(config, random_unit)
+        self.group_configs = group_configs
         self.catalog: TopicCatalog = EmptyCatalog()
         self.groups: dict[str, ConsumerGroup] = {}
         self._regexes: dict[str, TopicPattern] = {}
+        # Plugged in by coordinator/core/kinds.py: the classic-protocol members and the conversions.
+        self.classic_members: ClassicProtocolApi | None = None
+        self.conversion: ConsumerConversion | None = None
 
     # -- ConsumerGroupHeartbeat (v0-1) -------------------------------------------------------
 
@@ -397,65 +414,37 @@ class ConsumerGroupManager:
             self._compute_target(group, records)
 
     def _create_group(self, group_id: str, fx: Effects) -> ConsumerGroup:
-        classic = self.classic.groups.get(group_id)
-        if classic is not None:
-            if classic.members:
-                return self._upgrade(classic, fx)
-            if classic.pending_members:
-                raise Rejected(GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
-            # An empty classic group becomes a consumer group (offsets stay with the id).
-            log.info("group %s: converted from classic to consumer", group_id)
-            self.classic.remove_group(classic)
-            if classic.generation_id > 0:
-                fx.write([GroupTombstone(group_id)])
-        elif self.classic.at_group_limit():
+        if self.registry.holds(group_id):
+            converted = self._conversion().to_consumer_group(group_id, fx)
+            if converted is not None:
+                return self.adopt_upgraded(converted)
+        elif self.registry.at_group_limit():
             raise Rejected(GROUP_MAX_SIZE_REACHED, "The coordinator holds group.max.groups groups.")
         group = ConsumerGroup(group_id, state_ms=self.clock.wall_ms)
         group.unwritten_group = True
         self.groups[group_id] = group
         return group
 
+    def _conversion(self) -> ConsumerConversion:
+        if self.conversion is None:
+            raise RuntimeError("consumer groups built without their conversions")
+        return self.conversion
+
     # -- online migration (docs/migration.md) --------------------------------------------------
 
-    def _upgrade_refusal(self, classic: ClassicGroup) -> str | None:
-        """Kafka's validateOnlineUpgrade: why the classic group cannot become a consumer group."""
-        if not self.config.online_upgrade_enabled:
-            return "the online upgrade is disabled"
-        if not classic.uses_consumer_protocol():
-            return "the group does not use the consumer embedded protocol"
-        if len(classic.members) > self.config.group_consumer_max_size:
-            return "the group size exceeds the consumer group maximum size"
-        return None
-
-    def _upgrade(self, classic: ClassicGroup, fx: Effects) -> ConsumerGroup:
-        """A consumer-protocol member joins a classic group with members: the group becomes a
-        consumer group that keeps them (Kafka's convertToConsumerGroup)."""
-        group_id = classic.group_id
-        why = self._upgrade_refusal(classic)
-        if why is not None:
-            log.info("group %s: cannot upgrade the classic group to a consumer group: %s", group_id, why)
-            raise Rejected(GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
-        try:
-            group = consumer_group_from_classic(classic, self.catalog.topics, self.clock.wall_ms)
-        except MalformedConsumerProtocol as exc:
-            log.warning("group %s: cannot upgrade the classic group: %s", group_id, exc)
-            raise Rejected(
-                GROUP_ID_NOT_FOUND,
-                f"Cannot upgrade the classic group {group_id} to consumer group because the embedded "
-                "consumer protocol is malformed.",
-            ) from None
-        self.classic.release_for_upgrade(classic, fx)
-        fx.write([GroupTombstone(group_id)])
+    def adopt_upgraded(self, group: ConsumerGroup) -> ConsumerGroup:
+        """A group converted from a classic group joins this kind: its classic members' sessions
+        start, and all of it is written with the next write."""
         group.subscription_metadata = self._subscription_metadata(group)
         group.catalog_version = self.catalog.version
         group.unwritten_group = True
         group.unwritten_members = set(group.members)
-        self.groups[group_id] = group
+        self.groups[group.group_id] = group
         for member in group.members.values():
             self.reschedule_session(group, member)
         log.info(
             "group %s: converted from classic to consumer at epoch %d with %d classic members",
-            group_id,
+            group.group_id,
             group.group_epoch,
             len(group.members),
         )
@@ -530,12 +519,11 @@ class ConsumerGroupManager:
     ) -> None:
         """Kafka's convertToClassicGroup: the group becomes a classic group of its classic members
         at the group epoch; it rebalances at once unless a replacing member joined."""
-        classic = classic_group_from_consumer(group, leaving_member_id or "", self.clock.wall_ms)
         for member_id in list(group.members):
             self._cancel_member_timers(group.group_id, member_id)
         del self.groups[group.group_id]
         group.dead = True
-        record = self.classic.adopt_downgraded(classic, fx, rebalance)
+        record = self._conversion().to_classic_group(group, leaving_member_id or "", fx, rebalance)
         if reply is not None:
             fx.reply(reply[0].reply_to, reply[1], reply[2])
         fx.write([ConsumerGroupTombstone(group.group_id), record])
@@ -1161,13 +1149,14 @@ class ConsumerGroupManager:
             topic in m.subscribed_topic_names for m in group.members.values()
         )
 
-    # -- OffsetCommit / OffsetFetch validation (Kafka's ConsumerGroup.validateOffsetCommit/Fetch) -
+    # -- offsets (the GroupKind rules, coordinator/core/group.py; Kafka's ConsumerGroup) ---------
 
-    @staticmethod
-    def validate_offset_commit(group: ConsumerGroup, member_id: str, member_epoch: int, version: int) -> int:
+    def validate_offset_commit(self, group_id: str, req: OffsetCommitRequest, version: int) -> int:
+        group = self.groups[group_id]
+        member_epoch = req.generation_id_or_member_epoch
         if member_epoch < 0 and not group.members:
             return NONE
-        member = group.members.get(member_id)
+        member = group.members.get(req.member_id)
         if member is None:
             return UNKNOWN_MEMBER_ID
         if member.classic is not None:
@@ -1179,16 +1168,55 @@ class ConsumerGroupManager:
             return STALE_MEMBER_EPOCH
         return NONE
 
-    @staticmethod
-    def validate_offset_fetch(group: ConsumerGroup, member_id: str | None, member_epoch: int) -> int:
+    def validate_offset_fetch(self, group_id: str, member_id: str | None, member_epoch: int) -> int:
         if member_id is None and member_epoch < 0:
             return NONE  # an admin fetch
-        member = group.members.get(member_id or "")
+        member = self.groups[group_id].members.get(member_id or "")
         if member is None:
             return UNKNOWN_MEMBER_ID
         if member_epoch != member.member_epoch:
             return ILLEGAL_GENERATION if member.classic is not None else STALE_MEMBER_EPOCH
         return NONE
+
+    def offset_delete_rule(self, group_id: str) -> OffsetDeleteRule:
+        """Any state (Kafka's Java coordinator); only topics members subscribe to are protected."""
+        group = self.groups[group_id]
+        return NONE, partial(self.is_subscribed_to_topic, group) if group.members else None
+
+    def offset_expiry(self, group_id: str) -> OffsetExpiry:
+        """Offsets of topics no member subscribes to expire by commit time (Kafka's Java coordinator)."""
+        group = self.groups[group_id]
+        return OffsetExpiry(
+            keep_topics=frozenset(group.subscription_metadata) if group.members else frozenset()
+        )
+
+    def expires_without_offsets(self, group_id: str) -> bool:
+        return not self.groups[group_id].members
+
+    # -- the other kinds -------------------------------------------------------------------------
+
+    def attach_catalog(self, catalog: TopicCatalog) -> None:
+        self.catalog = catalog
+
+    def request_handlers(self) -> Mapping[type, RequestHandler]:
+        return {
+            cgh.ConsumerGroupHeartbeatRequest: self.heartbeat,
+            cgd.ConsumerGroupDescribeRequest: lambda ctx, req, fx: fx.reply(
+                ctx.reply_to, self.describe(ctx, req)
+            ),
+        }
+
+    def classic_protocol(self, group_id: str, joining: bool) -> ClassicProtocolApi | None:
+        """Classic-protocol members of a consumer group (docs/migration.md); a JoinGroup to an
+        empty consumer group turns it into a classic group instead."""
+        if joining and not self.groups[group_id].members:
+            return None
+        return self.classic_members
+
+    def release_empty(self, group_id: str, fx: Effects) -> None:
+        log.info("group %s: converted from consumer to classic", group_id)
+        self.remove_group(self.groups[group_id])
+        fx.write([ConsumerGroupTombstone(group_id)])
 
     # -- ConsumerGroupDescribe (v0-1) -----------------------------------------------------------
 
@@ -1212,7 +1240,7 @@ class ConsumerGroupManager:
             elif group is None:
                 message = (
                     f"Group {group_id} is not a consumer group."
-                    if group_id in self.classic.groups
+                    if self.registry.holds(group_id)
                     else f"Group {group_id} not found."
                 )
                 described.append(

@@ -18,6 +18,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from coordinator.core.classic_group import ClassicGroup
+from coordinator.core.classic_group_manager import ClassicGroupManager
+from coordinator.core.consumer_group import ConsumerGroup
+from coordinator.core.consumer_group_manager import ConsumerGroupManager
 from coordinator.core.context import RequestContext
 from coordinator.core.group_config import GroupConfig
 from coordinator.core.result import Result
@@ -69,6 +72,43 @@ DESCRIBE_GROUPS, LIST_GROUPS, DELETE_GROUPS, OFFSET_DELETE = 15, 16, 42, 47
 START_MS = 1_000_000
 WALL_START_MS = 1_700_000_000_000
 AUTO = object()  # "fill in the obvious value" sentinel for optional request fields
+
+
+def classic_group_of(shard: Shard, group_id: str) -> ClassicGroup | None:
+    """The shard's classic group ``group_id`` (None: no classic group has that id)."""
+    return shard.kind(ClassicGroupManager).groups.get(group_id)
+
+
+def consumer_group_of(shard: Shard, group_id: str) -> ConsumerGroup | None:
+    """The shard's KIP-848 consumer group ``group_id`` (None: no consumer group has that id)."""
+    return shard.kind(ConsumerGroupManager).groups.get(group_id)
+
+
+@dataclass(slots=True, frozen=True)
+class GroupSnapshot:
+    group_id: str
+    state: str
+    protocol_type: str | None
+    protocol_name: str | None
+    generation_id: int
+    leader_id: str | None
+    member_ids: tuple[str, ...]
+
+
+def classic_snapshots(shard: Shard) -> list[GroupSnapshot]:
+    """What a restart must rebuild of every classic group."""
+    return [
+        GroupSnapshot(
+            group_id=g.group_id,
+            state=g.state.value,
+            protocol_type=g.protocol_type,
+            protocol_name=g.protocol_name,
+            generation_id=g.generation_id,
+            leader_id=g.leader_id,
+            member_ids=tuple(g.members),
+        )
+        for g in shard.kind(ClassicGroupManager).groups.values()
+    ]
 
 
 def subscription(topics: Sequence[str], version: int = 0, user_data: bytes | None = None) -> bytes:
@@ -290,7 +330,7 @@ class Harness:
         return other
 
     def group(self, group_id: str = "g") -> ClassicGroup:
-        group = self.coordinator.group(group_id)
+        group = classic_group_of(self.coordinator, group_id)
         assert group is not None, f"no group {group_id}"
         return group
 
@@ -473,7 +513,7 @@ class Harness:
 
     def describe(self, *groups: str, version: int = 5, include_authorized_operations: bool = False) -> Reply:
         request = DescribeGroupsRequest(list(groups), include_authorized_operations)
-        return self._call(self.coordinator.describe_groups, DESCRIBE_GROUPS, version, request)
+        return self._call(self.coordinator.handle, DESCRIBE_GROUPS, version, request)
 
     def list_groups(
         self, *, version: int = 5, states: Sequence[str] = (), types: Sequence[str] = ()

@@ -9,7 +9,7 @@ from coordinator.core.group_config import GroupConfig
 from protocol.errors import ErrorCode
 from storage.records import ConsumerGroupRecord, ConsumerMemberRecord, ConsumerMemberTombstone
 from tests.coordinator.consumer_harness import Client, assignment_of, cg_describe, cg_heartbeat, cgroup
-from tests.coordinator.harness import Harness
+from tests.coordinator.harness import Harness, classic_group_of, consumer_group_of
 
 SESSION_MS = 45_000
 
@@ -211,7 +211,7 @@ def test_invalid_requests(h: Harness, kwargs: dict[str, object], message: str) -
     reply = cg_heartbeat(h, **kwargs)  # type: ignore[arg-type]
     assert reply.error == ErrorCode.INVALID_REQUEST
     assert reply.wire.error_message == message
-    assert h.coordinator.consumer_group("g") is None
+    assert consumer_group_of(h.coordinator, "g") is None
 
 
 def test_v0_member_id_is_generated_by_the_coordinator(h: Harness) -> None:
@@ -491,7 +491,7 @@ def test_heartbeat_to_a_live_classic_group_without_online_upgrade_is_group_id_no
 def test_empty_classic_group_is_converted_and_keeps_its_offsets(h: Harness) -> None:
     h.commit("g", {("t", 0): 42})
     assert cg_heartbeat(h, member_id="a").error == 0
-    assert h.coordinator.group("g") is None and cgroup(h).members
+    assert classic_group_of(h.coordinator, "g") is None and cgroup(h).members
     fetched = h.fetch("g", {"t": [0]}).wire
     assert fetched.topics[0].partitions[0].committed_offset == 42
 
@@ -509,7 +509,7 @@ def test_classic_join_to_an_empty_consumer_group_converts_it(h: Harness) -> None
     reply = h.join("g", version=3)
     h.advance(10)  # the (zero) initial rebalance delay
     assert reply.error == 0 and h.group("g").generation_id == 1
-    assert h.coordinator.consumer_group("g") is None and "g" not in h.store.consumer_groups
+    assert consumer_group_of(h.coordinator, "g") is None and "g" not in h.store.consumer_groups
 
 
 def test_delete_groups(h: Harness) -> None:
@@ -518,7 +518,7 @@ def test_delete_groups(h: Harness) -> None:
     cg_heartbeat(h, member_id="a", epoch=-1)
     h.commit("g", {("t", 0): 5})
     assert h.delete_groups("g").wire.results[0].error_code == 0
-    assert h.coordinator.consumer_group("g") is None
+    assert consumer_group_of(h.coordinator, "g") is None
     assert "g" not in h.store.consumer_groups and not h.store.offsets
 
 
@@ -586,7 +586,7 @@ def test_retention_keeps_subscribed_topics_and_drops_empty_groups() -> None:
     assert ("g", "t", 0) in h.store.offsets and ("g", "old", 0) not in h.store.offsets
     cg_heartbeat(h, member_id="a", epoch=-1)
     h.advance(11 * 60_000)
-    assert h.coordinator.consumer_group("g") is None and "g" not in h.store.consumer_groups
+    assert consumer_group_of(h.coordinator, "g") is None and "g" not in h.store.consumer_groups
 
 
 # -- persistence ------------------------------------------------------------------------------------------------
@@ -712,7 +712,10 @@ def test_restart_with_offsets_does_not_invent_a_classic_group(h: Harness) -> Non
     cg_heartbeat(h, member_id="a")
     h.commit("g", {("t", 0): 5}, member_id="a", generation=1, version=9)
     other = h.restart()
-    assert other.coordinator.group("g") is None and other.coordinator.consumer_group("g") is not None
+    assert (
+        classic_group_of(other.coordinator, "g") is None
+        and consumer_group_of(other.coordinator, "g") is not None
+    )
     assert [g.group_id for g in other.list_groups().wire.groups] == ["g"]
     assert other.fetch("g", {"t": [0]}).wire.topics[0].partitions[0].committed_offset == 5
 
@@ -724,5 +727,5 @@ def test_a_failed_offset_delete_on_a_consumer_group_leaves_its_offsets(h: Harnes
     h.fail_code = int(ErrorCode.KAFKA_STORAGE_ERROR)
     h.delete_offsets("g", {"old": [0]})
     h.fail_code = None
-    assert h.coordinator.group("g") is None
+    assert classic_group_of(h.coordinator, "g") is None
     assert h.fetch("g", {"old": [0]}).wire.topics[0].partitions[0].committed_offset == 5

@@ -9,7 +9,7 @@ from coordinator.core.group_config import GroupConfig
 from coordinator.core.shard import default_member_id
 from coordinator.core.state import GroupState
 from protocol.errors import ErrorCode
-from tests.coordinator.harness import Harness, subscription
+from tests.coordinator.harness import Harness, classic_group_of, subscription
 
 EMPTY, PR, CR, STABLE = (
     GroupState.EMPTY,
@@ -159,7 +159,7 @@ def test_session_timeout_bounds(h0: Harness, session_timeout_ms: int, expected: 
     assert reply.error == expected
     if expected:
         assert reply.wire.generation_id == -1
-        assert h0.coordinator.group("g") is None  # validated before the group is created
+        assert classic_group_of(h0.coordinator, "g") is None  # validated before the group is created
 
 
 @pytest.mark.parametrize("version", [3, 7])
@@ -201,7 +201,7 @@ def test_unknown_group_with_a_member_id(h0: Harness) -> None:
     reply = h0.join("g", "ghost", version=5)
     assert reply.error == ErrorCode.UNKNOWN_MEMBER_ID
     assert reply.wire.member_id == "ghost"
-    assert h0.coordinator.group("g") is None
+    assert classic_group_of(h0.coordinator, "g") is None
 
 
 def test_unknown_member_id_in_a_live_group(h0: Harness) -> None:

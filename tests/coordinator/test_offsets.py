@@ -16,7 +16,7 @@ from protocol.messages.offset_commit import (
     OffsetCommitRequestTopic,
 )
 from storage.records import OffsetCommitRecord, OffsetTombstone
-from tests.coordinator.harness import OFFSET_COMMIT, WALL_START_MS, Harness
+from tests.coordinator.harness import OFFSET_COMMIT, WALL_START_MS, Harness, classic_group_of
 
 EMPTY, PR, CR, STABLE = (
     GroupState.EMPTY,
@@ -95,7 +95,7 @@ def test_member_of_the_previous_generation_commits_during_preparing_rebalance(h0
 def test_unknown_group_with_a_generation(h: Harness, version: int, expected: int) -> None:
     reply = h.commit("g", {("t", 0): 1}, member_id="m", generation=5, version=version)
     assert codes(reply) == {("t", 0): expected}
-    assert h.coordinator.group("g") is None
+    assert classic_group_of(h.coordinator, "g") is None
 
 
 @pytest.mark.parametrize(

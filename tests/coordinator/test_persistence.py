@@ -9,7 +9,7 @@ from coordinator.core.shard import Shard
 from coordinator.core.state import GroupState
 from protocol.errors import ErrorCode
 from storage.records import GroupMetadataRecord, MemberRecord, OffsetCommitRecord
-from tests.coordinator.harness import FakeStore, Harness, subscription
+from tests.coordinator.harness import FakeStore, Harness, classic_snapshots, subscription
 
 EMPTY, PR, CR, STABLE, DEAD = (
     GroupState.EMPTY,
@@ -138,8 +138,8 @@ def test_replaying_the_records_rebuilds_the_persisted_state(h0: Harness) -> None
     h0.leave("gone", h0.group("gone").leader_id or "")
     h0.delete_groups("gone")
     other = h0.restart()
-    assert sorted(other.coordinator.groups_snapshot(), key=lambda s: s.group_id) == sorted(
-        h0.coordinator.groups_snapshot(), key=lambda s: s.group_id
+    assert sorted(classic_snapshots(other.coordinator), key=lambda s: s.group_id) == sorted(
+        classic_snapshots(h0.coordinator), key=lambda s: s.group_id
     )
     for group_id in ("g", "simple"):
         mine, theirs = h0.group(group_id), other.group(group_id)
@@ -176,7 +176,7 @@ def test_accessors(h0: Harness) -> None:
     assert h0.coordinator.group_count_by_state() == {"Stable": 1, "Empty": 1}
     assert h0.coordinator.member_count() == 2
     assert h0.coordinator.offset_count() == 2
-    snapshot = {s.group_id: s for s in h0.coordinator.groups_snapshot()}
+    snapshot = {s.group_id: s for s in classic_snapshots(h0.coordinator)}
     assert snapshot["a"].state == "Stable" and len(snapshot["a"].member_ids) == 2
     assert snapshot["b"].protocol_type is None
 

@@ -21,6 +21,7 @@ import pytest_asyncio
 
 from coordinator.api.config_resources import GROUP
 from coordinator.core.cluster import Cluster, NodeIdentity
+from coordinator.core.consumer_group_manager import ConsumerGroupManager
 from coordinator.core.group_config import GroupConfig
 from coordinator.core.shard import Shard
 from coordinator.core.sharding import shard_of
@@ -65,7 +66,7 @@ from storage.records import (
 from storage.url import open_store
 from tests.api.test_dispatcher import Client
 from tests.coordinator.consumer_harness import cg_heartbeat
-from tests.coordinator.harness import Harness
+from tests.coordinator.harness import Harness, classic_snapshots, consumer_group_of
 
 SHARDS = 50  # offsets.topic.num.partitions' default
 TOPIC = "bg-t"
@@ -377,10 +378,10 @@ def varied_state() -> tuple[list[Record], TopicRecord]:
 
 
 def snapshot(shard: Shard) -> dict[str, Any]:
-    groups = {g.group_id: g for g in shard.groups_snapshot()}
+    groups = {g.group_id: g for g in classic_snapshots(shard)}
     consumer = {}
-    for group_id in shard.consumer_group_ids():
-        group = shard.consumer_group(group_id)
+    for group_id in list(shard.kind(ConsumerGroupManager).groups):
+        group = consumer_group_of(shard, group_id)
         assert group is not None
         consumer[group_id] = (
             group.group_epoch,
