@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from coordinator.core.clock import ShardClock
-from coordinator.core.consumer_group import CG_STABLE, ConsumerGroup, ConsumerMember, MemberState
+from coordinator.core.consumer.group import CG_STABLE, ConsumerGroup, ConsumerMember, MemberState
 from protocol.messages.consumer_protocol import (
     decode_consumer_protocol_assignment_v0,
     decode_consumer_protocol_assignment_v1,
@@ -31,8 +31,8 @@ from protocol.primitives import DecodeError
 
 # Events are logged by the logger of the manager that reports them, as before events existed.
 _LOGGERS: Final = {
-    "classic": logging.getLogger("coordinator.core.classic_group_manager"),
-    "consumer": logging.getLogger("coordinator.core.consumer_group_manager"),
+    "classic": logging.getLogger("coordinator.core.classic.manager"),
+    "consumer": logging.getLogger("coordinator.core.consumer.manager"),
 }
 
 # Events kept per group, and groups whose events are kept (least recently active dropped first).

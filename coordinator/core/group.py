@@ -97,6 +97,19 @@ class TopicCatalog(Protocol):
     def topic_by_id(self, topic_id: bytes) -> TopicRecord | None: ...
 
 
+class EmptyCatalog:
+    """The catalog before one is attached: no topics."""
+
+    version = 0
+    topics: Mapping[str, TopicRecord] = {}
+
+    def topic_by_id(self, topic_id: bytes) -> TopicRecord | None:
+        return None
+
+
+EMPTY_CATALOG: Final = EmptyCatalog()
+
+
 class ClassicProtocolApi(Protocol):
     """JoinGroup, SyncGroup, Heartbeat and LeaveGroup for the groups of one kind: the classic
     groups themselves, or the classic-protocol members of consumer groups (docs/migration.md)."""

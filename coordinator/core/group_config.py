@@ -22,7 +22,7 @@ from coordinator.core.settings import (
 
 
 def _assignor_names() -> Sequence[str]:
-    from coordinator.core.assignors import ASSIGNORS
+    from coordinator.core.consumer.assignors import ASSIGNORS
 
     return tuple(ASSIGNORS)
 

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from coordinator.core.classic_group_manager import ClassicGroupManager
-from coordinator.core.classic_members import ClassicMembers
+from coordinator.core.classic.manager import ClassicGroupManager
 from coordinator.core.clock import ShardClock
-from coordinator.core.consumer_group_manager import ConsumerGroupManager
+from coordinator.core.consumer.classic_members import ClassicMembers
+from coordinator.core.consumer.manager import ConsumerGroupManager
+from coordinator.core.conversion import ClassicConsumerConversion
 from coordinator.core.dynamic_configs import DynamicGroupConfigs
 from coordinator.core.events import GroupEvents
 from coordinator.core.group_config import GroupConfig
-from coordinator.core.group_conversion import ClassicConsumerConversion
 from coordinator.core.registry import GroupRegistry
 from coordinator.core.stats import CoreStats
 from coordinator.core.timers import TimerKey, Timers

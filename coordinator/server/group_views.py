@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Final
 
-from coordinator.core.classic_group import ClassicGroup
-from coordinator.core.classic_group_manager import ClassicGroupManager
-from coordinator.core.consumer_group import ConsumerGroup
-from coordinator.core.consumer_group_manager import ConsumerGroupManager
+from coordinator.core.classic.group import ClassicGroup
+from coordinator.core.classic.manager import ClassicGroupManager
+from coordinator.core.consumer.group import ConsumerGroup
+from coordinator.core.consumer.manager import ConsumerGroupManager
 from coordinator.core.events import GroupEvent, consumer_assignment
 from coordinator.core.lag_status import GroupLag, LagTracker
 from coordinator.core.shard import Shard

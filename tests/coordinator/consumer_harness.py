@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from coordinator.core.consumer_group import ConsumerGroup
+from coordinator.core.consumer.group import ConsumerGroup
 from protocol.messages.consumer_group_describe import ConsumerGroupDescribeRequest
 from protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest, TopicPartitions
 from tests.coordinator.harness import Harness, Reply, consumer_group_of

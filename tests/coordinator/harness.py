@@ -17,10 +17,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from coordinator.core.classic_group import ClassicGroup
-from coordinator.core.classic_group_manager import ClassicGroupManager
-from coordinator.core.consumer_group import ConsumerGroup
-from coordinator.core.consumer_group_manager import ConsumerGroupManager
+from coordinator.core.classic.group import ClassicGroup
+from coordinator.core.classic.manager import ClassicGroupManager
+from coordinator.core.consumer.group import ConsumerGroup
+from coordinator.core.consumer.manager import ConsumerGroupManager
 from coordinator.core.context import RequestContext
 from coordinator.core.group_config import GroupConfig
 from coordinator.core.result import Result

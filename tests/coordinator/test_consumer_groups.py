@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.core.consumer_group import MemberState
+from coordinator.core.consumer.group import MemberState
 from coordinator.core.group_config import GroupConfig
 from protocol.errors import ErrorCode
 from storage.records import ConsumerGroupRecord, ConsumerMemberRecord, ConsumerMemberTombstone

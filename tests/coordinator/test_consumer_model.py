@@ -19,7 +19,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from coordinator.core.consumer_group import MemberState
+from coordinator.core.consumer.group import MemberState
 from coordinator.core.group_config import GroupConfig
 from protocol.errors import ErrorCode
 from tests.coordinator.consumer_harness import CONSUMER_GROUP_HEARTBEAT, Client, cg_describe, cg_heartbeat

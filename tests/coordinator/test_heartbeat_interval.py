@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from coordinator.core.consumer_group import MemberState
+from coordinator.core.consumer.group import MemberState
 from coordinator.core.group_config import GroupConfig
 from coordinator.core.heartbeat_interval import HeartbeatIntervals
 from tests.coordinator.consumer_harness import Client, cg_heartbeat, cgroup

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
-from coordinator.core.classic_group import ClassicGroup
+from coordinator.core.classic.group import ClassicGroup
 from coordinator.core.group_config import GroupConfig
 from coordinator.core.state import VALID_PREVIOUS, GroupState
 from protocol.errors import ErrorCode

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from coordinator.core.classic_group import ClassicGroup
-from coordinator.core.classic_group_manager import ClassicGroupManager
+from coordinator.core.classic.group import ClassicGroup
+from coordinator.core.classic.manager import ClassicGroupManager
 from coordinator.core.group_config import GroupConfig
 from coordinator.core.state import GroupState
 from protocol.errors import ErrorCode

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.core.consumer_group_manager import ConsumerGroupManager
+from coordinator.core.consumer.manager import ConsumerGroupManager
 from coordinator.core.state import GroupState
 from protocol.errors import ErrorCode
 from storage.records import ConsumerGroupRecord, GroupConfigRecord, GroupMetadataRecord

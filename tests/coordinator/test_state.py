@@ -4,7 +4,7 @@ import itertools
 
 import pytest
 
-from coordinator.core.classic_group import ClassicGroup
+from coordinator.core.classic.group import ClassicGroup
 from coordinator.core.state import (
     STATE_BY_LOWER_NAME,
     VALID_PREVIOUS,

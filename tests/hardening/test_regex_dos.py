@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from coordinator.core.consumer.regex import RegexError, compile_topic_regex
 from coordinator.core.group_config import GroupConfig
-from coordinator.core.regex import RegexError, compile_topic_regex
 from protocol.errors import ErrorCode
 from tests.coordinator.consumer_harness import assignment_of, cg_heartbeat
 from tests.coordinator.harness import Harness

@@ -21,7 +21,7 @@ import pytest_asyncio
 
 from coordinator.api.config_resources import GROUP
 from coordinator.core.cluster import Cluster, NodeIdentity
-from coordinator.core.consumer_group_manager import ConsumerGroupManager
+from coordinator.core.consumer.manager import ConsumerGroupManager
 from coordinator.core.group_config import GroupConfig
 from coordinator.core.shard import Shard
 from coordinator.core.sharding import shard_of

@@ -14,20 +14,17 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 
-from coordinator.core.consumer_group import (
+from coordinator.core.consumer.group import (
     JOIN_EPOCH,
     ClassicMemberMetadata,
     ConsumerGroup,
     ConsumerMember,
     MemberState,
 )
-from coordinator.core.consumer_group_manager import (
-    ConsumerGroupManager,
-    GroupWrites,
-    Rejected,
-    join_key,
-    sync_key,
-)
+from coordinator.core.consumer.manager import ConsumerGroupManager
+from coordinator.core.consumer.records import GroupWrites
+from coordinator.core.consumer.responses import Rejected
+from coordinator.core.consumer.timer_keys import join_key, sync_key
 from coordinator.core.consumer_protocol import (
     CONSUMER_PROTOCOL_TYPE,
     MalformedConsumerProtocol,

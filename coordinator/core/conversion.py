@@ -10,16 +10,17 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 
-from coordinator.core.classic_group import ClassicGroup, Member, session_key
-from coordinator.core.classic_group_manager import ClassicGroupManager
-from coordinator.core.consumer_group import (
+from coordinator.core.classic.group import ClassicGroup, Member, session_key
+from coordinator.core.classic.manager import ClassicGroupManager
+from coordinator.core.consumer.group import (
     ClassicMemberMetadata,
     ConsumerGroup,
     ConsumerMember,
     MemberState,
     normalize,
 )
-from coordinator.core.consumer_group_manager import ConsumerGroupManager, Rejected
+from coordinator.core.consumer.manager import ConsumerGroupManager
+from coordinator.core.consumer.responses import Rejected
 from coordinator.core.consumer_protocol import (
     CONSUMER_PROTOCOL_TYPE,
     MalformedConsumerProtocol,
