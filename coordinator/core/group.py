@@ -14,9 +14,10 @@ durable (nothing is removed before that, so a failed write has nothing to undo).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, Protocol
+from typing import Any, Final, Protocol, TypeVar
 
 from coordinator.core.context import RequestContext
 from coordinator.core.effects import Effects
@@ -27,6 +28,10 @@ from protocol.messages.list_groups import ListedGroup
 from protocol.messages.offset_commit import OffsetCommitRequest
 from protocol.messages.sync_group import SyncGroupRequest
 from storage.records import Record, TopicRecord
+
+log = logging.getLogger(__name__)
+
+G = TypeVar("G")
 
 TimerHandler = Callable[[TimerKey, Effects], None]
 # A request one kind serves on its own (ConsumerGroupHeartbeat, DescribeGroups, ...).
@@ -58,6 +63,29 @@ class OffsetExpiry:
 
 # OffsetDelete: the group's error code, and the test "is this topic protected" (None: none is).
 OffsetDeleteRule = tuple[int, Callable[[str], bool] | None]
+
+
+def group_deletion(
+    groups: Mapping[str, G],
+    group_id: str,
+    records: list[Record],
+    is_empty: Callable[[G], bool],
+    remove: Callable[[G], None],
+) -> PendingChange:
+    """The deletion of an empty group (DeleteGroups, or the retention sweep): ``records`` now;
+    once they are durable the group is removed -- unless it was replaced meanwhile, or gained
+    members, in which case it stays."""
+    group = groups[group_id]
+
+    def apply() -> None:
+        if groups.get(group_id) is not group:
+            return
+        if is_empty(group):
+            remove(group)
+        else:
+            log.info("group %s: deleted while members joined; it stays", group_id)
+
+    return PendingChange(records, apply)
 
 
 class Group(Protocol):

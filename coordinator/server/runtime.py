@@ -13,7 +13,7 @@ import asyncio
 import logging
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 from coordinator.core.result import Result
 from coordinator.core.shard import Shard
@@ -79,7 +79,6 @@ class Runtime:
         self._unsettled: deque[_PendingWrite] = deque()
         self._write_timer: asyncio.TimerHandle | None = None
         self._storage_failing = False
-        self.on_write_failure: Callable[[BaseException], None] | None = None
         # Called with the shards a write was refused for because their lease is gone.
         self.on_fenced: Callable[[frozenset[int]], None] | None = None
 
@@ -90,10 +89,6 @@ class Runtime:
         else:
             self._release(result)
         self.rearm_timer()
-
-    def apply_all(self, results: Sequence[Result]) -> None:
-        for result in results:
-            self.apply(result)
 
     def _release(self, result: Result) -> None:
         # Result.deliver applies the state before sending: a reply may dispatch the connection's

@@ -15,7 +15,7 @@ from typing import Final
 
 from coordinator.core.consumer_protocol import CONSUMER_PROTOCOL_TYPE
 from coordinator.core.context import ReplyTo
-from coordinator.core.members import Protocols
+from coordinator.core.members import Protocols, static_member_check
 from coordinator.core.shared_values import shared_set
 from coordinator.core.state import VALID_PREVIOUS, GroupState, transition_to
 from protocol.errors import ErrorCode
@@ -35,7 +35,6 @@ JoinKey = tuple[str, str]  # ("join", group_id)
 SyncKey = tuple[str, str, int]  # ("sync", group_id, generation_id)
 
 _UNKNOWN_MEMBER_ID: Final = int(ErrorCode.UNKNOWN_MEMBER_ID)
-_FENCED_INSTANCE_ID: Final = int(ErrorCode.FENCED_INSTANCE_ID)
 _NO_MEMBERS: Final[frozenset[str]] = frozenset()
 _I16 = struct.Struct(">h")
 
@@ -361,11 +360,9 @@ class ClassicGroup:
     def validate_member(self, member_id: str, group_instance_id: str | None) -> int:
         """KIP-345 member validation: FENCED_INSTANCE_ID / UNKNOWN_MEMBER_ID / 0."""
         if group_instance_id is not None:
-            mapped = self.static_members.get(group_instance_id)
-            if mapped is None:
-                return _UNKNOWN_MEMBER_ID
-            if mapped != member_id:
-                return _FENCED_INSTANCE_ID
+            code = static_member_check(self.static_members, member_id, group_instance_id)
+            if code:
+                return code
         if member_id not in self.members:
             return _UNKNOWN_MEMBER_ID
         return 0

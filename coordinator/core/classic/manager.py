@@ -49,6 +49,7 @@ from coordinator.core.group import (
     RequestHandler,
     TimerHandler,
     TopicCatalog,
+    group_deletion,
 )
 from protocol.messages.describe_groups import (
     DescribeGroupsRequest,
@@ -196,18 +197,9 @@ class ClassicGroupManager(ClassicSyncAndLeave):
     def deletion(self, group_id: str, expiring: bool) -> PendingChange:
         """DeleteGroups always tombstones the group; the retention sweep only when a record of
         it was ever written (generation > 0)."""
-        group = self.groups[group_id]
-
-        def apply() -> None:
-            if self.groups.get(group_id) is not group:
-                return
-            if group.state is EMPTY:
-                self.remove_group(group)
-            else:
-                log.info("group %s: deleted while members joined; it stays", group_id)
-
-        records: list[Record] = [] if expiring and group.generation_id == 0 else [GroupTombstone(group_id)]
-        return PendingChange(records, apply)
+        written = not expiring or self.groups[group_id].generation_id > 0
+        records: list[Record] = [GroupTombstone(group_id)] if written else []
+        return group_deletion(self.groups, group_id, records, _is_empty, self.remove_group)
 
     def timer_handlers(self) -> Mapping[str, TimerHandler]:
         return {
@@ -252,6 +244,10 @@ class ClassicGroupManager(ClassicSyncAndLeave):
                     fx.reply(parked_sync[0], self._sync_response(NOT_COORDINATOR))
         for group in unloaded:
             del self.groups[group.group_id]
+
+
+def _is_empty(group: ClassicGroup) -> bool:
+    return group.state is EMPTY
 
 
 def _selected(groups: dict[str, ClassicGroup], group_ids: Collection[str] | None) -> Iterable[ClassicGroup]:

@@ -52,6 +52,7 @@ from coordinator.core.members import (
     join_rebalance_timeout,
     kafka_client_host,
     leave_group_response,
+    static_member_check,
 )
 from protocol.error_responses import join_group_error
 from protocol.messages.join_group import JoinGroupRequest, JoinGroupResponse
@@ -332,11 +333,9 @@ class ClassicMembers:
     def _classic_member(group: ConsumerGroup, member_id: str, instance_id: str | None) -> ConsumerMember:
         """Kafka's validateConsumerGroupMember and throwIfMemberDoesNotUseClassicProtocol."""
         if instance_id is not None:
-            static_id = group.static_members.get(instance_id)
-            if static_id is None:
-                raise Rejected(UNKNOWN_MEMBER_ID)
-            if static_id != member_id:
-                raise Rejected(FENCED_INSTANCE_ID)
+            code = static_member_check(group.static_members, member_id, instance_id)
+            if code:
+                raise Rejected(code)
         member = group.members.get(member_id)
         if member is None or member.classic is None:
             raise Rejected(UNKNOWN_MEMBER_ID)

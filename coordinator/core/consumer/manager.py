@@ -12,6 +12,7 @@ from coordinator.core.consumer.describe import describe_groups
 from coordinator.core.consumer.group import (
     CONSUMER_GROUP_TYPE,
     ConsumerGroup,
+    ConsumerMember,
     MemberState,
     normalize,
 )
@@ -47,6 +48,7 @@ from coordinator.core.group import (
     RequestHandler,
     TimerHandler,
     TopicCatalog,
+    group_deletion,
 )
 from protocol.messages import consumer_group_describe as cgd
 from protocol.messages import consumer_group_heartbeat as cgh
@@ -68,18 +70,27 @@ class ConsumerGroupManager(ConsumerHeartbeat):
 
     # -- timers ------------------------------------------------------------------------------
 
-    def expire_session(self, group_id: str, member_id: str, fx: Effects) -> None:
+    def _expired_member(self, group_id: str, member_id: str) -> tuple[ConsumerGroup, ConsumerMember] | None:
+        """The group and member a member timer fired for, None when either is gone (every
+        expiry handler starts here)."""
         group = self.groups.get(group_id)
         member = group.members.get(member_id) if group is not None else None
         if group is None or member is None:
+            return None
+        return group, member
+
+    def expire_session(self, group_id: str, member_id: str, fx: Effects) -> None:
+        expired = self._expired_member(group_id, member_id)
+        if expired is None:
             return
+        group, member = expired
         self._fence(None, group, member, "fenced: session timeout expired", SESSION_TIMEOUT, None, fx)
 
     def expire_rebalance(self, group_id: str, member_id: str, fx: Effects) -> None:
-        group = self.groups.get(group_id)
-        member = group.members.get(member_id) if group is not None else None
-        if group is None or member is None:
+        expired = self._expired_member(group_id, member_id)
+        if expired is None:
             return
+        group, member = expired
         epoch = member.rebalance_timer_epoch
         member.rebalance_timer_epoch = None
         if member.state is not MemberState.UNREVOKED_PARTITIONS or member.member_epoch != epoch:
@@ -95,18 +106,18 @@ class ConsumerGroupManager(ConsumerHeartbeat):
         )
 
     def expire_classic_join(self, group_id: str, member_id: str, fx: Effects) -> None:
-        group = self.groups.get(group_id)
-        member = group.members.get(member_id) if group is not None else None
-        if group is None or member is None:
+        expired = self._expired_member(group_id, member_id)
+        if expired is None:
             return
+        group, member = expired
         why = "fenced: the classic member did not rejoin within the rebalance timeout"
         self._fence(None, group, member, why, REBALANCE_TIMEOUT, None, fx)
 
     def expire_classic_sync(self, group_id: str, member_id: str, fx: Effects) -> None:
-        group = self.groups.get(group_id)
-        member = group.members.get(member_id) if group is not None else None
-        if group is None or member is None:
+        expired = self._expired_member(group_id, member_id)
+        if expired is None:
             return
+        group, member = expired
         why = "fenced: the classic member did not send SyncGroup within the rebalance timeout"
         self._fence(None, group, member, why, SYNC_TIMEOUT, None, fx)
 
@@ -195,17 +206,9 @@ class ConsumerGroupManager(ConsumerHeartbeat):
         return NON_EMPTY_GROUP if group.members else NONE
 
     def deletion(self, group_id: str, expiring: bool) -> PendingChange:
-        group = self.groups[group_id]
-
-        def apply() -> None:
-            if self.groups.get(group_id) is not group:
-                return
-            if not group.members:
-                self.remove_group(group)
-            else:
-                log.info("group %s: deleted while members joined; it stays", group_id)
-
-        return PendingChange([ConsumerGroupTombstone(group_id)], apply)
+        return group_deletion(
+            self.groups, group_id, [ConsumerGroupTombstone(group_id)], _is_empty, self.remove_group
+        )
 
     def timer_handlers(self) -> Mapping[str, TimerHandler]:
         return {
@@ -289,3 +292,7 @@ class ConsumerGroupManager(ConsumerHeartbeat):
         log.info("group %s: converted from consumer to classic", group_id)
         self.remove_group(self.groups[group_id])
         fx.write([ConsumerGroupTombstone(group_id)])
+
+
+def _is_empty(group: ConsumerGroup) -> bool:
+    return not group.members

@@ -22,7 +22,6 @@ from coordinator.core.consumer.timer_keys import join_key, rebalance_key, sessio
 from coordinator.core.context import RequestContext
 from coordinator.core.effects import Effects
 from coordinator.core.errors import (
-    FENCED_INSTANCE_ID,
     FENCED_MEMBER_EPOCH,
     GROUP_MAX_SIZE_REACHED,
     UNKNOWN_MEMBER_ID,
@@ -34,7 +33,7 @@ from coordinator.core.events import (
     MEMBER_LEFT,
     STATIC_MEMBER_REPLACED,
 )
-from coordinator.core.members import kafka_client_host
+from coordinator.core.members import kafka_client_host, static_member_check
 from protocol.messages import consumer_group_heartbeat as cgh
 from storage.records import (
     ConsumerGroupTombstone,
@@ -287,12 +286,13 @@ class ConsumerMembership(ConsumerAssignment):
 
     @staticmethod
     def _check_static(group: ConsumerGroup, member_id: str, instance_id: str) -> None:
-        static_id = group.static_members.get(instance_id)
-        if static_id is None:
-            raise Rejected(UNKNOWN_MEMBER_ID, f"Instance id {instance_id} is unknown.")
-        if static_id != member_id:
+        code = static_member_check(group.static_members, member_id, instance_id)
+        if code == UNKNOWN_MEMBER_ID:
+            raise Rejected(code, f"Instance id {instance_id} is unknown.")
+        if code:
+            static_id = group.static_members[instance_id]
             raise Rejected(
-                FENCED_INSTANCE_ID,
+                code,
                 f"Static member {member_id} with instance id {instance_id} was fenced by member {static_id}.",
             )
 
@@ -324,17 +324,8 @@ class ConsumerMembership(ConsumerAssignment):
         self, ctx: RequestContext, group: ConsumerGroup, req: cgh.ConsumerGroupHeartbeatRequest, fx: Effects
     ) -> None:
         """docs/groups.md#leaving: epoch -1 leaves for good; epoch -2 (static) keeps the assignment for the session."""
-        instance_id = req.instance_id
-        if instance_id is not None:
-            static_id = group.static_members.get(instance_id)
-            if static_id is None:
-                raise Rejected(UNKNOWN_MEMBER_ID, f"Instance id {instance_id} is unknown.")
-            if static_id != req.member_id:
-                raise Rejected(
-                    FENCED_INSTANCE_ID,
-                    f"Static member {req.member_id} with instance id {instance_id} was fenced by member "
-                    f"{static_id}.",
-                )
+        if req.instance_id is not None:
+            self._check_static(group, req.member_id, req.instance_id)
         member = group.members.get(req.member_id)
         if member is None:
             raise Rejected(
