@@ -25,8 +25,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from prefill import GROUP_PREFIX, prefill
 
-from coordinator.core.group_config import GroupConfig
-from coordinator.core.shard import Shard
+from coordinator.core.group_coordinator import GroupCoordinator
+from coordinator.core.group_settings import BrokerGroupSettings
 from coordinator.core.sharding import shard_of
 from storage.base import GroupLoadingStore
 from storage.url import open_store
@@ -57,7 +57,7 @@ async def steps(url: str, wanted_group: str) -> None:
         for group_id in await store.group_ids():
             by_shard.setdefault(shard_of(group_id, SHARDS), []).append(group_id)
         clock.lap(f"group ids read and hashed ({sum(map(len, by_shard.values()))})")
-        shard = Shard(GroupConfig())
+        shard = GroupCoordinator(BrokerGroupSettings())
         wanted = shard_of(wanted_group, SHARDS)
         order = [wanted, *sorted(s for s in by_shard if s != wanted)]
         for index, number in enumerate(order):

@@ -17,8 +17,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for tests.coordinator.scale
 
 from coordinator.core.context import RequestContext
-from coordinator.core.group_config import GroupConfig
-from coordinator.core.shard import Shard
+from coordinator.core.group_coordinator import GroupCoordinator
+from coordinator.core.group_settings import BrokerGroupSettings
 from protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest, TopicPartitions
 from protocol.messages.offset_commit import (
     OffsetCommitRequest,
@@ -29,7 +29,7 @@ from tests.coordinator.harness import FakeCatalog, consumer_group_of
 from tests.coordinator.scale import Sink, apply, heartbeat_rate, join_request, stable_group
 
 
-def rejoin_seconds(coordinator: Shard, member_ids: list[str], generation: int) -> float:
+def rejoin_seconds(coordinator: GroupCoordinator, member_ids: list[str], generation: int) -> float:
     sinks = [Sink() for _ in member_ids]
     started = time.perf_counter()
     for i, member_id in enumerate(member_ids):
@@ -41,10 +41,10 @@ def rejoin_seconds(coordinator: Shard, member_ids: list[str], generation: int) -
     return elapsed
 
 
-def consumer_group(members: int, partitions: int) -> tuple[Shard, float, float]:
+def consumer_group(members: int, partitions: int) -> tuple[GroupCoordinator, float, float]:
     """KIP-848: ``members`` join one by one (each join bumps the epoch and reruns the uniform
     assignor), then everyone heartbeats with what it owns until the group is Stable."""
-    coordinator = Shard(GroupConfig())
+    coordinator = GroupCoordinator(BrokerGroupSettings())
     catalog = FakeCatalog()
     topic_id = catalog.set_topic("t", partitions).topic_id
     coordinator.attach_catalog(catalog)
@@ -67,7 +67,7 @@ def consumer_group(members: int, partitions: int) -> tuple[Shard, float, float]:
     return coordinator, joined, time.perf_counter() - started
 
 
-def consumer_heartbeat_rate(coordinator: Shard, count: int) -> float:
+def consumer_heartbeat_rate(coordinator: GroupCoordinator, count: int) -> float:
     group = consumer_group_of(coordinator, "g")
     assert group is not None
     requests = [
@@ -83,7 +83,7 @@ def consumer_heartbeat_rate(coordinator: Shard, count: int) -> float:
     return done / (time.perf_counter() - started)
 
 
-def commit_rate(coordinator: Shard, member_ids: list[str], generation: int, count: int) -> float:
+def commit_rate(coordinator: GroupCoordinator, member_ids: list[str], generation: int, count: int) -> float:
     """OffsetCommits of one partition each, every write durable at once (the core's share only)."""
     requests = [
         OffsetCommitRequest(

@@ -167,7 +167,7 @@ REGISTRATION = "coordinator.core.kinds"
 KIND_BLIND = (
     "coordinator.core.group",
     "coordinator.core.registry",
-    "coordinator.core.shard",
+    "coordinator.core.group_coordinator",
     "coordinator.core.offset_manager",
 )
 
@@ -224,7 +224,7 @@ def test_the_group_model_imports_no_kind() -> None:
     ]
     assert wrong == [], "\n".join(wrong)
     # The coordinator builds the kinds through the registration, and nothing else of the model does.
-    assert [m for m in KIND_BLIND if REGISTRATION in graph[m]] == ["coordinator.core.shard"]
+    assert [m for m in KIND_BLIND if REGISTRATION in graph[m]] == ["coordinator.core.group_coordinator"]
 
 
 def test_the_kind_rule_sees_a_crossing() -> None:

@@ -12,7 +12,7 @@ from coordinator.api.routes import Routes
 from coordinator.api.shard_gate import install_shard_gate
 from coordinator.api.topics import KnownTopics
 from coordinator.core.cluster import Cluster
-from coordinator.core.shard import Shard
+from coordinator.core.group_coordinator import GroupCoordinator
 from protocol.apis import ApiKey
 from protocol.messages.api_versions import ApiVersionsRequest
 from protocol.messages.consumer_group_describe import ConsumerGroupDescribeRequest
@@ -38,7 +38,7 @@ from protocol.messages.produce import ProduceRequest
 from protocol.messages.sync_group import SyncGroupRequest
 
 
-def api_routes(cluster: Cluster, coordinator: Shard) -> Routes:
+def api_routes(cluster: Cluster, coordinator: GroupCoordinator) -> Routes:
     """The cluster view's and the group core's routes, the unknown-topic filter in front of the
     offset writes, and the ACL APIs answering SECURITY_DISABLED until an authorizer is installed."""
     routes = Routes()

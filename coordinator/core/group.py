@@ -193,7 +193,7 @@ class GroupKind(Protocol):
         ...
 
     def request_handlers(self) -> Mapping[type, RequestHandler]:
-        """The requests this kind serves on its own, by request class (Shard.handle)."""
+        """The requests this kind serves on its own, by request class (GroupCoordinator.handle)."""
         ...
 
     def classic_protocol(self, group_id: str, joining: bool) -> ClassicProtocolApi | None:

@@ -16,7 +16,7 @@ from coordinator.core.consumer.manager import ConsumerGroupManager
 from coordinator.core.conversion import ClassicConsumerConversion
 from coordinator.core.dynamic_configs import DynamicGroupConfigs
 from coordinator.core.events import GroupEvents
-from coordinator.core.group_config import GroupConfig
+from coordinator.core.group_settings import BrokerGroupSettings
 from coordinator.core.registry import GroupRegistry
 from coordinator.core.stats import CoreStats
 from coordinator.core.timers import TimerKey, Timers
@@ -24,7 +24,7 @@ from coordinator.core.timers import TimerKey, Timers
 
 def register_kinds(
     registry: GroupRegistry,
-    config: GroupConfig,
+    config: BrokerGroupSettings,
     timers: Timers[TimerKey],
     clock: ShardClock,
     stats: CoreStats,

@@ -30,7 +30,7 @@ from coordinator.core.errors import (
     offset_write_error,
 )
 from coordinator.core.group import OffsetExpiry
-from coordinator.core.group_config import GroupConfig
+from coordinator.core.group_settings import BrokerGroupSettings
 from coordinator.core.registry import GroupRegistry
 from protocol.messages.offset_commit import (
     OffsetCommitRequest,
@@ -144,7 +144,7 @@ def metadata_too_large(metadata: str, max_bytes: int) -> bool:
 
 
 class OffsetManager:
-    def __init__(self, config: GroupConfig, clock: ShardClock, registry: GroupRegistry) -> None:
+    def __init__(self, config: BrokerGroupSettings, clock: ShardClock, registry: GroupRegistry) -> None:
         self.config = config
         self.clock = clock
         self.registry = registry

@@ -15,8 +15,8 @@ from coordinator.core.classic.manager import ClassicGroupManager
 from coordinator.core.consumer.group import ConsumerGroup
 from coordinator.core.consumer.manager import ConsumerGroupManager
 from coordinator.core.events import GroupEvent, consumer_assignment
+from coordinator.core.group_coordinator import GroupCoordinator
 from coordinator.core.lag_status import GroupLag, LagTracker
-from coordinator.core.shard import Shard
 
 # Said wherever lag cannot be known: the coordinator only sees the log through a gateway sampler.
 LAG_UNAVAILABLE: Final = (
@@ -26,7 +26,7 @@ LAG_UNAVAILABLE: Final = (
 
 
 class GroupViews:
-    def __init__(self, shard: Shard, lag: LagTracker) -> None:
+    def __init__(self, shard: GroupCoordinator, lag: LagTracker) -> None:
         self.shard = shard
         self.lag = lag
 
@@ -160,7 +160,7 @@ def _consumer_view(group: ConsumerGroup) -> dict[str, object]:
 
 
 def lag_feeder(
-    lag: LagTracker, shard: Shard
+    lag: LagTracker, shard: GroupCoordinator
 ) -> Callable[[Mapping[str, Mapping[tuple[str, int], int]], Mapping[tuple[str, int], int], int], None]:
     """What the lag sampler calls after each sample: every partition with both a committed offset
     and a log end becomes a sample of the tracker (with the group's latest commit time, for STOP);

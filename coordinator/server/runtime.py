@@ -15,8 +15,8 @@ import time
 from collections import deque
 from collections.abc import Callable
 
+from coordinator.core.group_coordinator import GroupCoordinator
 from coordinator.core.result import Result
-from coordinator.core.shard import Shard
 from protocol.errors import ErrorCode
 from storage.base import StoreError
 from storage.ownership import ShardFenced
@@ -62,7 +62,7 @@ class _PendingWrite:
 
 class Runtime:
     def __init__(
-        self, coordinator: Shard, writer: BatchWriter, clock: Clock, write_timeout_ms: int = 5000
+        self, coordinator: GroupCoordinator, writer: BatchWriter, clock: Clock, write_timeout_ms: int = 5000
     ) -> None:
         self.coordinator = coordinator
         self.write_timeout_ms = write_timeout_ms

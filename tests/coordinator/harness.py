@@ -1,4 +1,4 @@
-"""A synchronous harness around Shard: fake clock, fake runtime, fake store.
+"""A synchronous harness around GroupCoordinator: fake clock, fake runtime, fake store.
 
 Every Result is applied the way the runtime must: records are written (to a dict-backed store)
 as one batch, then ``Result.deliver`` applies their state and sends the replies; or, when the
@@ -22,9 +22,9 @@ from coordinator.core.classic.manager import ClassicGroupManager
 from coordinator.core.consumer.group import ConsumerGroup
 from coordinator.core.consumer.manager import ConsumerGroupManager
 from coordinator.core.context import RequestContext
-from coordinator.core.group_config import GroupConfig
+from coordinator.core.group_coordinator import GroupCoordinator
+from coordinator.core.group_settings import BrokerGroupSettings
 from coordinator.core.result import Result
-from coordinator.core.shard import Shard
 from protocol.errors import ErrorCode
 from protocol.messages import CODECS
 from protocol.messages.consumer_protocol import (
@@ -74,12 +74,12 @@ WALL_START_MS = 1_700_000_000_000
 AUTO = object()  # "fill in the obvious value" sentinel for optional request fields
 
 
-def classic_group_of(shard: Shard, group_id: str) -> ClassicGroup | None:
+def classic_group_of(shard: GroupCoordinator, group_id: str) -> ClassicGroup | None:
     """The shard's classic group ``group_id`` (None: no classic group has that id)."""
     return shard.kind(ClassicGroupManager).groups.get(group_id)
 
 
-def consumer_group_of(shard: Shard, group_id: str) -> ConsumerGroup | None:
+def consumer_group_of(shard: GroupCoordinator, group_id: str) -> ConsumerGroup | None:
     """The shard's KIP-848 consumer group ``group_id`` (None: no consumer group has that id)."""
     return shard.kind(ConsumerGroupManager).groups.get(group_id)
 
@@ -95,7 +95,7 @@ class GroupSnapshot:
     member_ids: tuple[str, ...]
 
 
-def classic_snapshots(shard: Shard) -> list[GroupSnapshot]:
+def classic_snapshots(shard: GroupCoordinator) -> list[GroupSnapshot]:
     """What a restart must rebuild of every classic group."""
     return [
         GroupSnapshot(
@@ -199,7 +199,7 @@ class FakeStore:
     def records(self) -> list[Record]:
         return [r for batch in self.batches for r in batch]
 
-    def load_into(self, coordinator: Shard, now_ms: int, wall_ms: int) -> None:
+    def load_into(self, coordinator: GroupCoordinator, now_ms: int, wall_ms: int) -> None:
         coordinator.load(
             list(self.groups.values()),
             list(self.offsets.values()),
@@ -240,13 +240,13 @@ class FakeCatalog:
 class Harness:
     def __init__(
         self,
-        config: GroupConfig | None = None,
+        config: BrokerGroupSettings | None = None,
         *,
         load: bool = True,
         store: FakeStore | None = None,
         random_unit: Callable[[], float] | None = None,
     ) -> None:
-        self.config = config or GroupConfig()
+        self.config = config or BrokerGroupSettings()
         self.random_unit = random_unit
         self.now_ms = START_MS
         self.wall_ms = WALL_START_MS
@@ -257,7 +257,7 @@ class Harness:
         self.held: list[Result] = []
         self.on_reply: Callable[[Reply], None] | None = None  # observer given to every Reply
         self.failed_batches: list[list[Record]] = []
-        self.coordinator = Shard(self.config, self._new_member_id, random_unit)
+        self.coordinator = GroupCoordinator(self.config, self._new_member_id, random_unit)
         self.catalog = FakeCatalog()
         self.coordinator.attach_catalog(self.catalog)
         if load:
@@ -319,7 +319,7 @@ class Harness:
         self.wall_ms += now_ms - self.now_ms
         self.now_ms = now_ms
 
-    def restart(self, config: GroupConfig | None = None) -> Harness:
+    def restart(self, config: BrokerGroupSettings | None = None) -> Harness:
         """A new coordinator loaded from this one's store (failover), same clock."""
         other = Harness(config or self.config, load=False, store=self.store, random_unit=self.random_unit)
         other.now_ms, other.wall_ms = self.now_ms, self.wall_ms

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from coordinator.core.consumer.group import MemberState
-from coordinator.core.group_config import GroupConfig
+from coordinator.core.group_settings import BrokerGroupSettings
 from protocol.errors import ErrorCode
 from storage.records import ConsumerGroupRecord, ConsumerMemberRecord, ConsumerMemberTombstone
 from tests.coordinator.consumer_harness import Client, assignment_of, cg_describe, cg_heartbeat, cgroup
@@ -16,7 +16,7 @@ SESSION_MS = 45_000
 
 @pytest.fixture
 def h() -> Harness:
-    harness = Harness(GroupConfig(group_initial_rebalance_delay_ms=0))
+    harness = Harness(BrokerGroupSettings(group_initial_rebalance_delay_ms=0))
     harness.catalog.set_topic("t", 6)
     return harness
 
@@ -239,7 +239,7 @@ def test_invalid_regex(h: Harness, regex: str) -> None:
 
 
 def test_group_max_size(h: Harness) -> None:
-    h = Harness(GroupConfig(group_consumer_max_size=2))
+    h = Harness(BrokerGroupSettings(group_consumer_max_size=2))
     h.catalog.set_topic("t", 2)
     assert cg_heartbeat(h, member_id="a").error == 0
     assert cg_heartbeat(h, member_id="b").error == 0
@@ -480,7 +480,9 @@ def test_list_groups_types_and_states(h: Harness) -> None:
 
 @pytest.mark.parametrize("policy", ["disabled", "downgrade"])
 def test_heartbeat_to_a_live_classic_group_without_online_upgrade_is_group_id_not_found(policy: str) -> None:
-    h = Harness(GroupConfig(group_initial_rebalance_delay_ms=0, group_consumer_migration_policy=policy))
+    h = Harness(
+        BrokerGroupSettings(group_initial_rebalance_delay_ms=0, group_consumer_migration_policy=policy)
+    )
     h.catalog.set_topic("t", 6)
     h.join("g", version=3)
     reply = cg_heartbeat(h, member_id="a")
@@ -575,7 +577,7 @@ def test_offset_delete_refuses_subscribed_topics(h: Harness) -> None:
 
 
 def test_retention_keeps_subscribed_topics_and_drops_empty_groups() -> None:
-    h = Harness(GroupConfig(offsets_retention_minutes=10, offsets_retention_check_interval_ms=60_000))
+    h = Harness(BrokerGroupSettings(offsets_retention_minutes=10, offsets_retention_check_interval_ms=60_000))
     h.catalog.set_topic("t", 1)
     h.catalog.set_topic("old", 1)
     cg_heartbeat(h, member_id="a")

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from coordinator.core.consumer.group import MemberState
-from coordinator.core.group_config import GroupConfig
+from coordinator.core.group_settings import BrokerGroupSettings
 from protocol.errors import ErrorCode
 from tests.coordinator.consumer_harness import CONSUMER_GROUP_HEARTBEAT, Client, cg_describe, cg_heartbeat
 from tests.coordinator.harness import Harness, Reply, classic_group_of, consumer_group_of
@@ -36,7 +36,7 @@ class ConsumerGroupModel(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self.h = Harness(
-            GroupConfig(
+            BrokerGroupSettings(
                 group_consumer_session_timeout_ms=SESSION_MS,
                 group_consumer_heartbeat_interval_ms=500,
                 group_consumer_migration_policy=self.policy,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from coordinator.core.consumer.group import MemberState
-from coordinator.core.group_config import GroupConfig
+from coordinator.core.group_settings import BrokerGroupSettings
 from protocol.errors import ErrorCode
 from storage.records import ConsumerGroupRecord, ConsumerMemberRecord, GroupMetadataRecord, GroupTombstone
 from tests.coordinator.consumer_harness import Client, cg_describe, cg_heartbeat, cgroup
@@ -17,7 +17,9 @@ REBALANCE_MS = 60_000  # the classic clients' rebalance timeout (the harness def
 
 
 def harness(policy: str = "bidirectional") -> Harness:
-    h = Harness(GroupConfig(group_initial_rebalance_delay_ms=0, group_consumer_migration_policy=policy))
+    h = Harness(
+        BrokerGroupSettings(group_initial_rebalance_delay_ms=0, group_consumer_migration_policy=policy)
+    )
     h.catalog.set_topic("t", 6)
     return h
 

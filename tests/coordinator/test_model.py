@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from coordinator.core.classic.group import ClassicGroup
-from coordinator.core.group_config import GroupConfig
+from coordinator.core.group_settings import BrokerGroupSettings
 from coordinator.core.state import VALID_PREVIOUS, GroupState
 from protocol.errors import ErrorCode
 from tests.coordinator.harness import OFFSET_COMMIT, SYNC_GROUP, Harness, Reply, classic_group_of
@@ -42,7 +42,7 @@ class Client:
 class CoordinatorModel(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
-        self.h = Harness(GroupConfig(group_initial_rebalance_delay_ms=3_000, group_max_size=4))
+        self.h = Harness(BrokerGroupSettings(group_initial_rebalance_delay_ms=3_000, group_max_size=4))
         self.clients = [Client(instance_id) for instance_id in INSTANCE_IDS]
         self.replies: list[Reply] = []
         self.incarnation = 0  # bumped when the group is deleted/expired and created again

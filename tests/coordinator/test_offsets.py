@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from coordinator.core.group_config import GroupConfig
+from coordinator.core.group_settings import BrokerGroupSettings
 from coordinator.core.state import GroupState
 from protocol.errors import ErrorCode
 from protocol.messages.offset_commit import (
@@ -416,7 +416,7 @@ def test_deleted_topics_lose_their_offsets_in_every_group(h: Harness) -> None:
 
 def test_offsets_of_deleted_topics_can_be_kept_until_retention_expires_them() -> None:
     retention_ms, sweep_ms = 60_000, 1_000
-    config = GroupConfig(
+    config = BrokerGroupSettings(
         offsets_retain_on_topic_deletion=True,
         offsets_retention_minutes=1,
         offsets_retention_check_interval_ms=sweep_ms,

@@ -11,7 +11,7 @@ import pytest
 
 from coordinator.core.classic.group import ClassicGroup
 from coordinator.core.classic.manager import ClassicGroupManager
-from coordinator.core.group_config import GroupConfig
+from coordinator.core.group_settings import BrokerGroupSettings
 from coordinator.core.state import GroupState
 from protocol.errors import ErrorCode
 from storage.records import GroupMetadataRecord, GroupTombstone, OffsetCommitRecord, OffsetTombstone
@@ -42,7 +42,7 @@ def offsets_of(h: Harness, group: str, topics: dict[str, list[int]]) -> dict[tup
 
 @pytest.fixture
 def h0() -> Harness:
-    return Harness(GroupConfig(group_initial_rebalance_delay_ms=0))
+    return Harness(BrokerGroupSettings(group_initial_rebalance_delay_ms=0))
 
 
 def test_empty_group_offsets_expire_retention_after_the_group_became_empty(h0: Harness) -> None:
@@ -190,7 +190,7 @@ def test_old_records_without_a_state_timestamp_use_the_commit_time() -> None:
 
 
 def test_sweep_interval_is_configurable() -> None:
-    h = Harness(GroupConfig(offsets_retention_minutes=1, offsets_retention_check_interval_ms=1_000))
+    h = Harness(BrokerGroupSettings(offsets_retention_minutes=1, offsets_retention_check_interval_ms=1_000))
     h.commit("g", {("t", 0): 1})
     h.advance(MINUTE + 1_000)
     assert classic_group_of(h.coordinator, "g") is None

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from coordinator.core.group_config import GroupConfig
+from coordinator.core.group_settings import BrokerGroupSettings
 from coordinator.server.limits import ConnectionLimits
 from protocol.apis import ApiKey
 from protocol.errors import ErrorCode
@@ -25,7 +25,7 @@ from tests.support.wire_client import WireClient
 
 # ---- group.max.groups (pure core) ----------------------------------------------------------
 def test_group_max_groups_refuses_new_groups_but_serves_existing() -> None:
-    h = Harness(GroupConfig(group_initial_rebalance_delay_ms=0, group_max_groups=2))
+    h = Harness(BrokerGroupSettings(group_initial_rebalance_delay_ms=0, group_max_groups=2))
     h.join("a", version=3)
     h.join("b", version=3)
     assert h.join("c", version=3).error == ErrorCode.GROUP_MAX_SIZE_REACHED

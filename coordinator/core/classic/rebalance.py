@@ -34,7 +34,7 @@ from coordinator.core.events import (
     Detail,
     GroupEvents,
 )
-from coordinator.core.group_config import GroupConfig
+from coordinator.core.group_settings import BrokerGroupSettings
 from coordinator.core.registry import GroupRegistry
 from coordinator.core.state import GroupState
 from coordinator.core.stats import CoreStats
@@ -57,7 +57,7 @@ class ClassicRebalance:
 
     def __init__(
         self,
-        config: GroupConfig,
+        config: BrokerGroupSettings,
         timers: Timers[TimerKey],
         clock: ShardClock,
         stats: CoreStats,

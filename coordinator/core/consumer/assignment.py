@@ -48,7 +48,7 @@ from coordinator.core.group import (
     ClassicProtocolApi,
     TopicCatalog,
 )
-from coordinator.core.group_config import GroupConfig
+from coordinator.core.group_settings import BrokerGroupSettings
 from coordinator.core.registry import GroupRegistry
 from coordinator.core.shared_values import shared_set
 from coordinator.core.stats import CoreStats
@@ -85,7 +85,7 @@ class ConsumerAssignment:
 
     def __init__(
         self,
-        config: GroupConfig,
+        config: BrokerGroupSettings,
         timers: Timers[TimerKey],
         clock: ShardClock,
         stats: CoreStats,

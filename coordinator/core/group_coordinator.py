@@ -1,4 +1,6 @@
-"""Shard: the pure core of the coordinator (groups of every kind, their offsets).
+"""GroupCoordinator: the pure core of the group coordinator -- one object for every shard this
+process serves (which shard a group is in is ``sharding.py``'s business): the groups of every
+kind, their offsets, the retention sweep.
 
 The runtime calls one method per request, plus ``poll_timers`` when ``next_deadline`` has passed,
 and applies every returned :class:`~coordinator.core.result.Result`: write its records as one atomic
@@ -29,7 +31,7 @@ from coordinator.core.group import (
     TimerHandler,
     TopicCatalog,
 )
-from coordinator.core.group_config import GroupConfig
+from coordinator.core.group_settings import BrokerGroupSettings
 from coordinator.core.heartbeat_interval import no_jitter
 from coordinator.core.kinds import register_kinds
 from coordinator.core.offset_manager import OffsetManager
@@ -70,10 +72,12 @@ def default_member_id(prefix: str) -> str:
 K = TypeVar("K")
 
 
-class Shard:
+class GroupCoordinator:
+    """The groups and offsets of every shard this process serves, and the requests on them."""
+
     def __init__(
         self,
-        config: GroupConfig,
+        config: BrokerGroupSettings,
         member_id_factory: Callable[[str], str] | None = None,
         random_unit: Callable[[], float] | None = None,
     ) -> None:
