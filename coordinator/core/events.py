@@ -29,10 +29,12 @@ from protocol.messages.consumer_protocol import (
 )
 from protocol.primitives import DecodeError
 
-# Events are logged by the logger of the manager that reports them, as before events existed.
+# Events are logged by the logger of the manager that reports them, as before events existed;
+# the names are those of the managers' modules before each kind had its folder, which operators
+# filter on (docs/observability.md).
 _LOGGERS: Final = {
-    "classic": logging.getLogger("coordinator.core.classic.manager"),
-    "consumer": logging.getLogger("coordinator.core.consumer.manager"),
+    "classic": logging.getLogger("coordinator.core.classic_group_manager"),
+    "consumer": logging.getLogger("coordinator.core.consumer_group_manager"),
 }
 
 # Events kept per group, and groups whose events are kept (least recently active dropped first).
