@@ -63,15 +63,7 @@ async def steps(url: str, wanted_group: str) -> None:
         for index, number in enumerate(order):
             state = await store.load_groups(by_shard[number])
             now_ms, wall_ms = int(time.monotonic() * 1000), int(time.time() * 1000)
-            shard.load_more(
-                state.groups,
-                state.offsets,
-                now_ms,
-                wall_ms,
-                state.consumer_groups,
-                state.consumer_members,
-                state.group_configs,
-            )
+            shard.load_more(state.group_rows(), state.offsets, now_ms, wall_ms, state.group_configs)
             gc.freeze()
             if index == 0:
                 clock.lap(f"shard {number} of {wanted_group} read and built")

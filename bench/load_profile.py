@@ -87,12 +87,10 @@ def main() -> None:
         profile,
         args.top,
         shard.load,
-        state.groups,
+        state.group_rows(),
         state.offsets,
         now_ms,
         wall_ms,
-        state.consumer_groups,
-        state.consumer_members,
     )
     del state
     gc.enable()

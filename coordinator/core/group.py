@@ -165,8 +165,8 @@ class GroupKind(Protocol):
 
     @property
     def groups(self) -> Mapping[str, Group]:
-        """This kind's part of the shard's group id space (the registry checks that no id is
-        held by two kinds)."""
+        """This kind's part of the group id space: a kind creates a group only for an id no kind
+        holds (``GroupRegistry.holds``), and a conversion moves an id from one kind to another."""
         ...
 
     # -- lifecycle -------------------------------------------------------------------------------

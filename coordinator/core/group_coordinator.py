@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Final, TypeVar
 
 from coordinator.core.clock import ShardClock
@@ -48,15 +48,7 @@ from protocol.messages.offset_commit import OffsetCommitRequest
 from protocol.messages.offset_delete import OffsetDeleteRequest
 from protocol.messages.offset_fetch import OffsetFetchRequest
 from protocol.messages.sync_group import SyncGroupRequest
-from storage.records import (
-    ConsumerGroupRecord,
-    ConsumerMemberRecord,
-    GroupConfigRecord,
-    GroupMetadataRecord,
-    OffsetCommitRecord,
-    OffsetTombstone,
-    Record,
-)
+from storage.records import GroupConfigRecord, GroupRow, OffsetCommitRecord, OffsetTombstone
 
 log = logging.getLogger(__name__)
 
@@ -139,19 +131,18 @@ class GroupCoordinator:
 
     def load(
         self,
-        groups: list[GroupMetadataRecord],
+        group_rows: Sequence[GroupRow],
         offsets: list[OffsetCommitRecord],
         now_ms: int,
         wall_ms: int,
-        consumer_groups: list[ConsumerGroupRecord] | None = None,
-        consumer_members: list[ConsumerMemberRecord] | None = None,
         group_configs: list[GroupConfigRecord] | None = None,
     ) -> None:
-        """docs/groups.md#loading: rebuild a fresh coordinator from its stored rows and restart
-        member sessions: ``load_more`` of every shard at once."""
+        """docs/groups.md#loading: rebuild a fresh coordinator from its stored rows (the rows of
+        groups of every kind, ``LoadedState.group_rows``) and restart member sessions:
+        ``load_more`` of every shard at once."""
         if self._loaded or self.held_group_ids():
             raise RuntimeError("load() needs a coordinator that has not been loaded nor served anything")
-        self.load_more(groups, offsets, now_ms, wall_ms, consumer_groups, consumer_members, group_configs)
+        self.load_more(group_rows, offsets, now_ms, wall_ms, group_configs)
         log.debug(
             "loaded %s groups and %d offsets",
             ", ".join(f"{len(kind.groups)} {kind.name}" for kind in self._groups.kinds),
@@ -160,12 +151,10 @@ class GroupCoordinator:
 
     def load_more(
         self,
-        groups: list[GroupMetadataRecord],
+        group_rows: Sequence[GroupRow],
         offsets: list[OffsetCommitRecord],
         now_ms: int,
         wall_ms: int,
-        consumer_groups: list[ConsumerGroupRecord] | None = None,
-        consumer_members: list[ConsumerMemberRecord] | None = None,
         group_configs: list[GroupConfigRecord] | None = None,
     ) -> None:
         """docs/multinode.md#loading-a-shard: add the stored rows of shards taken over (none of
@@ -173,18 +162,14 @@ class GroupCoordinator:
         sessions, exactly as a restart loads them."""
         self._loaded = True
         self._enter(now_ms, wall_ms)
-        consumer_groups = consumer_groups or []
-        consumer_members = consumer_members or []
         group_configs = group_configs or []
-        ids = {r.group_id for r in groups} | {r.group_id for r in consumer_groups}
-        ids |= {r.group_id for r in offsets} | {r.group_id for r in consumer_members}
+        ids = {r.group_id for r in group_rows} | {r.group_id for r in offsets}
         held = [g for g in ids | {r.group_id for r in group_configs} if self._holds(g)]
         if held:
             raise RuntimeError(f"load_more() of groups already held: {sorted(held)[:5]}")
         self.group_configs.load(group_configs)  # before sessions restart at the groups' timeouts
-        records: list[Record] = [*groups, *consumer_groups, *consumer_members]
         for kind in self._groups.kinds:
-            kind.load(records)
+            kind.load(group_rows)
         self._groups.resolve_stored_twice(ids)
         self._offsets.load(offsets)
         fx = Effects()

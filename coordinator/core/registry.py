@@ -1,7 +1,8 @@
-"""The groups of one shard, of every kind: one group id space, one group limit (docs/group-model.md).
+"""The groups of every kind: one group id space, one group limit (docs/group-model.md).
 
-Every kind keeps its groups in a table the registry hands out (``table``), so that a group id is
-looked up in one place and ``group.max.groups`` counts the groups of every kind. The *default*
+Every kind registers its table of groups (``GroupKind.groups``, the same mapping for the kind's
+lifetime), so that a group id is looked up in one place and ``group.max.groups`` counts the
+groups of every kind. The *default*
 kind answers the classic group APIs for ids no kind holds and holds the groups that only have
 offsets (Kafka's simple groups). The *conversion* resolves ids stored under two kinds (only a
 conversion between them whose write failed leaves that, docs/migration.md).
@@ -33,10 +34,13 @@ class Conversion(Protocol):
 
 
 class GroupRegistry:
+    """The registered kinds of group and the group id space they share."""
+
     def __init__(self, max_groups: int) -> None:
         self.max_groups = max_groups
         self.kinds: tuple[GroupKind, ...] = ()
         self._tables: tuple[Mapping[str, Group], ...] = ()
+        self._holders: tuple[tuple[Mapping[str, Group], GroupKind], ...] = ()
         self._default: DefaultKind | None = None
         self.conversion: Conversion | None = None
 
@@ -46,6 +50,7 @@ class GroupRegistry:
             raise ValueError(f"group kind {kind.name!r} registered twice")
         self.kinds = (*self.kinds, kind)
         self._tables = (*self._tables, kind.groups)
+        self._holders = (*self._holders, (kind.groups, kind))
 
     def register_default(self, kind: DefaultKind) -> None:
         """Add the kind that answers the classic group APIs for unknown ids and holds the
@@ -70,8 +75,8 @@ class GroupRegistry:
 
     def holder(self, group_id: str) -> GroupKind | None:
         """The kind holding ``group_id``, None when no kind does."""
-        for kind in self.kinds:
-            if group_id in kind.groups:
+        for table, kind in self._holders:
+            if group_id in table:
                 return kind
         return None
 

@@ -204,13 +204,7 @@ class Runtime:
         loaded in the background, or taken over from another node)."""
         clock = self.clock
         self.coordinator.load_more(
-            state.groups,
-            state.offsets,
-            clock.now_ms(),
-            clock.wall_ms(),
-            state.consumer_groups,
-            state.consumer_members,
-            state.group_configs,
+            state.group_rows(), state.offsets, clock.now_ms(), clock.wall_ms(), state.group_configs
         )
         self.rearm_timer()
 

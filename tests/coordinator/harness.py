@@ -201,12 +201,10 @@ class FakeStore:
 
     def load_into(self, coordinator: GroupCoordinator, now_ms: int, wall_ms: int) -> None:
         coordinator.load(
-            list(self.groups.values()),
+            [*self.groups.values(), *self.consumer_groups.values(), *self.consumer_members.values()],
             list(self.offsets.values()),
             now_ms,
             wall_ms,
-            list(self.consumer_groups.values()),
-            list(self.consumer_members.values()),
             list(self.group_configs.values()),
         )
 

@@ -16,12 +16,15 @@ from tests.coordinator.harness import Harness, classic_group_of
 def _load_groups(target: Harness, source: Harness, group_ids: set[str]) -> None:
     store = source.store
     target.coordinator.load_more(
-        [r for r in store.groups.values() if r.group_id in group_ids],
+        [
+            r
+            for rows in (store.groups, store.consumer_groups, store.consumer_members)
+            for r in rows.values()
+            if r.group_id in group_ids
+        ],
         [r for r in store.offsets.values() if r.group_id in group_ids],
         target.now_ms,
         target.wall_ms,
-        [r for r in store.consumer_groups.values() if r.group_id in group_ids],
-        [r for r in store.consumer_members.values() if r.group_id in group_ids],
         [r for r in store.group_configs.values() if r.group_id in group_ids],
     )
 

@@ -422,15 +422,7 @@ async def test_loading_shard_by_shard_from_sqlite_equals_the_full_load(tmp_path:
         cluster.load(full.topics)
         reference.attach_catalog(cluster)
         clock = server.runtime.clock
-        reference.load(
-            full.groups,
-            full.offsets,
-            clock.now_ms(),
-            clock.wall_ms(),
-            full.consumer_groups,
-            full.consumer_members,
-            full.group_configs,
-        )
+        reference.load(full.group_rows(), full.offsets, clock.now_ms(), clock.wall_ms(), full.group_configs)
         got, want = snapshot(loaded), snapshot(reference)
         assert got["classic"] == want["classic"]
         assert got["consumer"] == want["consumer"]
