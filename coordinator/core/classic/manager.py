@@ -191,9 +191,6 @@ class ClassicGroupManager(ClassicSyncAndLeave):
             self._prepare_rebalance(group, fx)
         return record
 
-    def holds(self, group_id: str) -> bool:
-        return group_id in self.groups
-
     def deletion(self, group_id: str, expiring: bool) -> PendingChange:
         """DeleteGroups always tombstones the group; the retention sweep only when a record of
         it was ever written (generation > 0)."""

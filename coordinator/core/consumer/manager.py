@@ -196,9 +196,6 @@ class ConsumerGroupManager(ConsumerHeartbeat):
         group.dead = True
         self.events.group_removed(group.group_id, "consumer", group.group_epoch, "deleted or expired")
 
-    def holds(self, group_id: str) -> bool:
-        return group_id in self.groups
-
     def validate_delete(self, group_id: str) -> int:
         group = self.groups.get(group_id)
         if group is None:
