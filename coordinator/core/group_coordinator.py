@@ -24,7 +24,6 @@ from coordinator.core.effects import Effects, ResultBuilder
 from coordinator.core.errors import GROUP_ID_NOT_FOUND, NONE, admin_write_error
 from coordinator.core.events import GroupEvents
 from coordinator.core.group import (
-    ClassicProtocolApi,
     Group,
     PendingChange,
     RequestHandler,
@@ -219,13 +218,6 @@ class GroupCoordinator:
 
     # -- the classic group APIs, answered by the kind holding the group ---------------------------
 
-    def _classic_protocol(self, group_id: str) -> ClassicProtocolApi:
-        kind = self._groups.holder(group_id)
-        api = None if kind is None else kind.classic_protocol(group_id, False)
-        if api is None:
-            return self._groups.default
-        return api
-
     def join_group(self, ctx: RequestContext, req: JoinGroupRequest) -> Result:
         return self._run(ctx, lambda fx: self._join_group(ctx, req, fx))
 
@@ -242,16 +234,16 @@ class GroupCoordinator:
         self._groups.default.join_group(ctx, req, fx)
 
     def sync_group(self, ctx: RequestContext, req: SyncGroupRequest) -> Result:
-        api = self._classic_protocol(req.group_id)
+        api = self._groups.classic_protocol(req.group_id)
         return self._run(ctx, lambda fx: api.sync_group(ctx, req, fx))
 
     def heartbeat(self, ctx: RequestContext, req: HeartbeatRequest) -> Result:
-        api = self._classic_protocol(req.group_id)
+        api = self._groups.classic_protocol(req.group_id)
         code = api.heartbeat(ctx, req.group_id, req.member_id, req.group_instance_id, req.generation_id)
         return Result(replies=[(ctx.reply_to, HeartbeatResponse(error_code=code))])
 
     def leave_group(self, ctx: RequestContext, req: LeaveGroupRequest) -> Result:
-        api = self._classic_protocol(req.group_id)
+        api = self._groups.classic_protocol(req.group_id)
         return self._run(ctx, lambda fx: api.leave_group(ctx, req, fx))
 
     # -- the APIs of one kind (ConsumerGroupHeartbeat, DescribeGroups, ...) -----------------------

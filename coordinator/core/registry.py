@@ -80,8 +80,27 @@ class GroupRegistry:
                 return kind
         return None
 
+    def classic_protocol(self, group_id: str) -> ClassicProtocolApi:
+        """Who answers SyncGroup, Heartbeat and LeaveGroup for ``group_id``: the kind holding
+        it (the default kind answers for its own groups), else the default kind (the hot path of
+        classic heartbeats: one call)."""
+        default = self._default
+        if default is None:
+            raise RuntimeError("no default group kind registered")
+        for table, kind in self._holders:
+            if group_id in table:
+                if kind is default:
+                    return default
+                api = kind.classic_protocol(group_id, False)
+                return default if api is None else api
+        return default
+
     def holds(self, group_id: str) -> bool:
-        return any(group_id in table for table in self._tables)
+        # A loop, not any() over a generator: this runs for every offset replayed.
+        for table in self._tables:  # noqa: SIM110
+            if group_id in table:
+                return True
+        return False
 
     def group(self, group_id: str) -> Group | None:
         for table in self._tables:

@@ -102,3 +102,13 @@ def test_a_request_no_kind_serves_is_refused() -> None:
     ctx = RequestContext(0, WALL_START_MS, 0, "c", "/h", Reply(0, 0))
     with pytest.raises(LookupError, match="no kind of group serves object"):
         coordinator.handle(ctx, object())
+
+
+def test_classic_requests_go_to_the_kind_holding_the_group_or_to_the_default_kind() -> None:
+    a, b = FakeKind("a", {"x": 1}), FakeKind("b", {"y": 2, "z": 3})
+    b.classic_protocol = lambda group_id, joining: "b's classic members" if group_id == "y" else None  # type: ignore[attr-defined]
+    registry = registry_of(a, b)
+    assert registry.classic_protocol("x") is a
+    assert registry.classic_protocol("y") == "b's classic members"
+    assert registry.classic_protocol("z") is a  # b declines: the default kind answers
+    assert registry.classic_protocol("unknown") is a
