@@ -25,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from coordinator.core.assignors import ASSIGNORS, Assignment, AssignmentMember, Assignor
+from coordinator.core.consumer.assignors import ASSIGNORS, Assignment, AssignmentMember, Assignor
 
 Members = dict[str, AssignmentMember]
 

@@ -25,8 +25,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from prefill import GROUP_PREFIX, prefill
 
-from coordinator.core.group_config import GroupConfig
-from coordinator.core.shard import Shard
+from coordinator.core.group_coordinator import GroupCoordinator
+from coordinator.core.group_settings import BrokerGroupSettings
 from coordinator.core.sharding import shard_of
 from storage.base import GroupLoadingStore
 from storage.url import open_store
@@ -57,21 +57,13 @@ async def steps(url: str, wanted_group: str) -> None:
         for group_id in await store.group_ids():
             by_shard.setdefault(shard_of(group_id, SHARDS), []).append(group_id)
         clock.lap(f"group ids read and hashed ({sum(map(len, by_shard.values()))})")
-        shard = Shard(GroupConfig())
+        shard = GroupCoordinator(BrokerGroupSettings())
         wanted = shard_of(wanted_group, SHARDS)
         order = [wanted, *sorted(s for s in by_shard if s != wanted)]
         for index, number in enumerate(order):
             state = await store.load_groups(by_shard[number])
             now_ms, wall_ms = int(time.monotonic() * 1000), int(time.time() * 1000)
-            shard.load_more(
-                state.groups,
-                state.offsets,
-                now_ms,
-                wall_ms,
-                state.consumer_groups,
-                state.consumer_members,
-                state.group_configs,
-            )
+            shard.load_more(state.group_rows(), state.offsets, now_ms, wall_ms, state.group_configs)
             gc.freeze()
             if index == 0:
                 clock.lap(f"shard {number} of {wanted_group} read and built")

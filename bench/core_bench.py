@@ -17,19 +17,19 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for tests.coordinator.scale
 
 from coordinator.core.context import RequestContext
-from coordinator.core.group_config import GroupConfig
-from coordinator.core.shard import Shard
+from coordinator.core.group_coordinator import GroupCoordinator
+from coordinator.core.group_settings import BrokerGroupSettings
 from protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest, TopicPartitions
 from protocol.messages.offset_commit import (
     OffsetCommitRequest,
     OffsetCommitRequestPartition,
     OffsetCommitRequestTopic,
 )
-from tests.coordinator.harness import FakeCatalog
+from tests.coordinator.harness import FakeCatalog, consumer_group_of
 from tests.coordinator.scale import Sink, apply, heartbeat_rate, join_request, stable_group
 
 
-def rejoin_seconds(coordinator: Shard, member_ids: list[str], generation: int) -> float:
+def rejoin_seconds(coordinator: GroupCoordinator, member_ids: list[str], generation: int) -> float:
     sinks = [Sink() for _ in member_ids]
     started = time.perf_counter()
     for i, member_id in enumerate(member_ids):
@@ -41,10 +41,10 @@ def rejoin_seconds(coordinator: Shard, member_ids: list[str], generation: int) -
     return elapsed
 
 
-def consumer_group(members: int, partitions: int) -> tuple[Shard, float, float]:
+def consumer_group(members: int, partitions: int) -> tuple[GroupCoordinator, float, float]:
     """KIP-848: ``members`` join one by one (each join bumps the epoch and reruns the uniform
     assignor), then everyone heartbeats with what it owns until the group is Stable."""
-    coordinator = Shard(GroupConfig())
+    coordinator = GroupCoordinator(BrokerGroupSettings())
     catalog = FakeCatalog()
     topic_id = catalog.set_topic("t", partitions).topic_id
     coordinator.attach_catalog(catalog)
@@ -54,21 +54,21 @@ def consumer_group(members: int, partitions: int) -> tuple[Shard, float, float]:
         join = ConsumerGroupHeartbeatRequest(
             "g", f"m{i}", 0, rebalance_timeout_ms=30000, subscribed_topic_names=["t"], topic_partitions=[]
         )
-        apply(coordinator.consumer_group_heartbeat(RequestContext(0, 0, 1, f"c{i}", "/h", Sink()), join))
+        apply(coordinator.handle(RequestContext(0, 0, 1, f"c{i}", "/h", Sink()), join))
     joined = time.perf_counter() - started
-    group = coordinator.consumer_group("g")
+    group = consumer_group_of(coordinator, "g")
     assert group is not None
     started = time.perf_counter()
     while group.state != "Stable":
         for m in list(group.members.values()):
             owned = [TopicPartitions(topic_id, sorted(m.assigned.get("t", ())))]
             beat = ConsumerGroupHeartbeatRequest("g", m.member_id, m.member_epoch, topic_partitions=owned)
-            apply(coordinator.consumer_group_heartbeat(RequestContext(0, 0, 1, "c", "/h", Sink()), beat))
+            apply(coordinator.handle(RequestContext(0, 0, 1, "c", "/h", Sink()), beat))
     return coordinator, joined, time.perf_counter() - started
 
 
-def consumer_heartbeat_rate(coordinator: Shard, count: int) -> float:
-    group = coordinator.consumer_group("g")
+def consumer_heartbeat_rate(coordinator: GroupCoordinator, count: int) -> float:
+    group = consumer_group_of(coordinator, "g")
     assert group is not None
     requests = [
         ConsumerGroupHeartbeatRequest("g", m.member_id, m.member_epoch) for m in group.members.values()
@@ -78,12 +78,12 @@ def consumer_heartbeat_rate(coordinator: Shard, count: int) -> float:
     done = 0
     while done < count:
         for request in requests:
-            coordinator.consumer_group_heartbeat(RequestContext(0, 0, 1, "c", "/h", sink), request)
+            coordinator.handle(RequestContext(0, 0, 1, "c", "/h", sink), request)
         done += len(requests)
     return done / (time.perf_counter() - started)
 
 
-def commit_rate(coordinator: Shard, member_ids: list[str], generation: int, count: int) -> float:
+def commit_rate(coordinator: GroupCoordinator, member_ids: list[str], generation: int, count: int) -> float:
     """OffsetCommits of one partition each, every write durable at once (the core's share only)."""
     requests = [
         OffsetCommitRequest(

@@ -3,7 +3,7 @@
 One sample reads every committed offset through the shard's request API (ListGroups, then one
 OffsetFetch for every group) and computes the lag series within the budget. Both run on the
 server's event loop, so their time is time no request is served. Pure CPU here: the offsets are
-loaded into a Shard, the log ends are a dict. Prints the median (min-max) of several
+loaded into a GroupCoordinator, the log ends are a dict. Prints the median (min-max) of several
 rounds for each size, and the longest the event loop was held during one whole sample (the read
 lets the loop go every 100 groups, the series are computed in a worker thread; what remains is
 mostly the garbage collector's full passes over the loaded state, which --gc-freeze takes out of
@@ -25,8 +25,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from coordinator.core.group_config import GroupConfig
-from coordinator.core.shard import Shard
+from coordinator.core.group_coordinator import GroupCoordinator
+from coordinator.core.group_settings import BrokerGroupSettings
 from coordinator.server.lag import (
     DEFAULT_MAX_SERIES,
     LagSampler,
@@ -47,9 +47,9 @@ class _Clock:
         return WALL_MS
 
 
-def loaded(groups: int, partitions: int) -> Shard:
+def loaded(groups: int, partitions: int) -> GroupCoordinator:
     """groups simple groups, each with a committed offset on `partitions` partitions of its topic."""
-    coordinator = Shard(GroupConfig())
+    coordinator = GroupCoordinator(BrokerGroupSettings())
     offsets = [
         OffsetCommitRecord(f"group-{g:06d}", f"topic-{g % 100:03d}", p, 1000 + p, -1, "", WALL_MS, None)
         for g in range(groups)

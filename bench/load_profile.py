@@ -1,7 +1,7 @@
 """Where a restart's load time goes: reading the store vs rebuilding the shard, with profiles.
 
 Times, in one process and without a server, the two steps the server runs before it serves
-groups: ``store.load()`` (SQL rows to records, in the store's thread) and ``Shard.load()``
+groups: ``store.load()`` (SQL rows to records, in the store's thread) and ``GroupCoordinator.load()``
 (records to groups, offsets and timers, with the cProfile entries that take the most time), then
 one full garbage collection over the loaded state before and after ``gc.freeze()``. Prefill a store with
 ``bench/prefill.py`` first (the restart workload's data set):
@@ -25,8 +25,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from coordinator.core.group_config import GroupConfig
-from coordinator.core.shard import Shard
+from coordinator.core.group_coordinator import GroupCoordinator
+from coordinator.core.group_settings import BrokerGroupSettings
 from storage.records import LoadedState
 from storage.url import open_store
 
@@ -80,19 +80,17 @@ def main() -> None:
         f"    {len(state.groups)} classic groups, {len(state.consumer_groups)} consumer groups, "
         f"{len(state.offsets)} offsets"
     )
-    shard = Shard(GroupConfig())
+    shard = GroupCoordinator(BrokerGroupSettings())
     now_ms, wall_ms = int(time.monotonic() * 1000), int(time.time() * 1000)
     timed(
-        "Shard.load()",
+        "GroupCoordinator.load()",
         profile,
         args.top,
         shard.load,
-        state.groups,
+        state.group_rows(),
         state.offsets,
         now_ms,
         wall_ms,
-        state.consumer_groups,
-        state.consumer_members,
     )
     del state
     gc.enable()

@@ -30,9 +30,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for tests.coordinator
 
 from coordinator.core.context import RequestContext
-from coordinator.core.group_config import GroupConfig
+from coordinator.core.group_coordinator import GroupCoordinator
+from coordinator.core.group_settings import BrokerGroupSettings
 from coordinator.core.result import Result
-from coordinator.core.shard import Shard
 from protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest, TopicPartitions
 from protocol.messages.join_group import JoinGroupRequest, JoinGroupRequestProtocol
 from protocol.messages.offset_commit import (
@@ -41,7 +41,7 @@ from protocol.messages.offset_commit import (
     OffsetCommitRequestTopic,
 )
 from protocol.messages.sync_group import SyncGroupRequest, SyncGroupRequestAssignment
-from tests.coordinator.harness import FakeCatalog, subscription
+from tests.coordinator.harness import FakeCatalog, consumer_group_of, subscription
 
 TOPIC = "orders"
 PARTITIONS = 10
@@ -68,7 +68,7 @@ def ctx(sink: Sink, version: int, client: str) -> RequestContext:
     return RequestContext(0, 0, version, client, "/10.0.0.1", sink)
 
 
-def classic_group(shard: Shard, group_id: str) -> None:
+def classic_group(shard: GroupCoordinator, group_id: str) -> None:
     sinks = [Sink(), Sink()]
     protocols = [JoinGroupRequestProtocol("range", METADATA)]
 
@@ -111,14 +111,14 @@ def classic_group(shard: Shard, group_id: str) -> None:
     assert len(answered) == PARTITIONS and all(p.error_code == 0 for p in answered), sink.response
 
 
-def consumer_group(shard: Shard, group_id: str, topic_id: bytes) -> None:
+def consumer_group(shard: GroupCoordinator, group_id: str, topic_id: bytes) -> None:
     for i in range(2):
         join = ConsumerGroupHeartbeatRequest(
             group_id, f"{group_id}-m{i}", 0, rebalance_timeout_ms=300_000,
             subscribed_topic_names=[TOPIC], topic_partitions=[],
         )  # fmt: skip
-        apply(shard.consumer_group_heartbeat(ctx(Sink(), 1, f"consumer-{group_id}-{i}"), join))
-    group = shard.consumer_group(group_id)
+        apply(shard.handle(ctx(Sink(), 1, f"consumer-{group_id}-{i}"), join))
+    group = consumer_group_of(shard, group_id)
     assert group is not None
     for _ in range(10):
         if group.state == "Stable":
@@ -128,18 +128,18 @@ def consumer_group(shard: Shard, group_id: str, topic_id: bytes) -> None:
             beat = ConsumerGroupHeartbeatRequest(
                 group_id, m.member_id, m.member_epoch, topic_partitions=owned
             )
-            apply(shard.consumer_group_heartbeat(ctx(Sink(), 1, "c"), beat))
+            apply(shard.handle(ctx(Sink(), 1, "c"), beat))
     raise AssertionError(f"{group_id} not Stable: {group.state}")
 
 
-def check(shard: Shard, kind: str, groups: int) -> None:
+def check(shard: GroupCoordinator, kind: str, groups: int) -> None:
     """Every group is there, Stable, with its offsets: the figure is for the state described."""
     if kind == "classic":
         stored = sum(len(shard.committed_offsets(f"group-{i:07d}")) for i in range(groups))
         assert stored == groups * PARTITIONS, stored
     else:
         for i in range(groups):
-            group = shard.consumer_group(f"group-{i:07d}")
+            group = consumer_group_of(shard, f"group-{i:07d}")
             assert group is not None and group.state == "Stable" and len(group.members) == 2
 
 
@@ -153,9 +153,9 @@ def rss_bytes() -> int:
 def measure(kind: str, groups: int, sites: int) -> dict[str, object]:
     """In this interpreter: build the groups and return the RSS growth per group."""
     counter = iter(range(10**12))
-    shard = Shard(
+    shard = GroupCoordinator(
         # group.max.groups defaults to 100,000: room for the warm-up groups too.
-        GroupConfig(group_initial_rebalance_delay_ms=0, group_max_groups=groups + 10),
+        BrokerGroupSettings(group_initial_rebalance_delay_ms=0, group_max_groups=groups + 10),
         lambda prefix: f"{prefix}-{next(counter):032x}",
     )
     catalog = FakeCatalog()

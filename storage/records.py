@@ -371,6 +371,9 @@ class ClusterTombstone(Tombstone[str, ClusterRecord]):
         return self.cluster_id
 
 
+# The stored rows of groups, of every kind (each kind's manager loads its own).
+GroupRow = GroupMetadataRecord | ConsumerGroupRecord | ConsumerMemberRecord
+
 Record = (
     OffsetCommitRecord
     | OffsetTombstone
@@ -426,6 +429,10 @@ class LoadedState:
     consumer_members: list[ConsumerMemberRecord] = field(default_factory=list)
     group_configs: list[GroupConfigRecord] = field(default_factory=list)
     cluster: list[ClusterRecord] = field(default_factory=list)
+
+    def group_rows(self) -> list[GroupRow]:
+        """The rows of groups of every kind, in the order the coordinator loads them."""
+        return [*self.groups, *self.consumer_groups, *self.consumer_members]
 
 
 @dataclass(slots=True)

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from coordinator.cli.main import build_parser
-from coordinator.core.group_config import GroupConfig
+from coordinator.core.group_settings import BrokerGroupSettings
 from coordinator.core.settings import settings_of
 from coordinator.server.config import (
     SETTINGS,
@@ -87,8 +87,8 @@ def test_heartbeat_policy_flag_reaches_the_core() -> None:
     config = load_config(
         cli={k: v for k, v in vars(args).items() if k not in ("command", "config_file")}, env={}
     )
-    assert config.group_config().group_consumer_heartbeat_policy == "kafka"
-    assert load_config(env={}).group_config().group_consumer_heartbeat_policy == "handover"
+    assert config.group_settings().group_consumer_heartbeat_policy == "kafka"
+    assert load_config(env={}).group_settings().group_consumer_heartbeat_policy == "handover"
 
 
 def test_advertised_listener() -> None:
@@ -129,9 +129,9 @@ def tomlkit_value(value: object) -> str:
 def test_group_settings_are_declared_once_and_passed_to_the_core() -> None:
     config = load_config(env={"COORDINATOR_GROUP_CONSUMER_ASSIGNORS": " Range ,uniform"})
     assert config.group_consumer_assignors == ("range", "uniform")
-    group = config.group_config()
-    assert type(group) is GroupConfig
-    names = {s.name for s in settings_of(GroupConfig)}
+    group = config.group_settings()
+    assert type(group) is BrokerGroupSettings
+    names = {s.name for s in settings_of(BrokerGroupSettings)}
     assert names <= {s.name for s in SETTINGS}
     assert all(getattr(group, n) == getattr(config, n) for n in names)
 
@@ -160,7 +160,7 @@ def test_validation_messages_name_the_setting(cli: dict[str, str], message: str)
 
 def test_the_core_validates_its_settings_too() -> None:
     with pytest.raises(ValueError, match=r"group\.max\.size must be at least 1"):
-        GroupConfig(group_max_size=0)
+        BrokerGroupSettings(group_max_size=0)
 
 
 def test_kubernetes_service_variables_are_not_settings() -> None:

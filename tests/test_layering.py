@@ -158,6 +158,91 @@ def test_pure_layers_use_no_io_or_clock() -> None:
     assert wrong == [], "\n".join(wrong)
 
 
+# Kinds of group: one package each under coordinator/core (docs/group-model.md). Only the
+# conversion module and the registration may import two of them; the group model's generic
+# modules (the registry, the coordinator, the offsets) import none.
+CORE = REPO / "coordinator" / "core"
+CONVERSION = "coordinator.core.conversion"
+REGISTRATION = "coordinator.core.kinds"
+KIND_BLIND = (
+    "coordinator.core.group",
+    "coordinator.core.registry",
+    "coordinator.core.group_coordinator",
+    "coordinator.core.offset_manager",
+)
+
+
+def _kinds() -> list[str]:
+    return sorted(
+        f"coordinator.core.{path.parent.name}" for path in CORE.glob("*/__init__.py") if path.parent != CORE
+    )
+
+
+def _kind_of(module: str, kinds: list[str]) -> str | None:
+    return next((kind for kind in kinds if module == kind or module.startswith(kind + ".")), None)
+
+
+def _kind_violations(
+    graph: dict[str, set[str]],
+    kinds: list[str],
+    conversion: str = CONVERSION,
+    registration: str = REGISTRATION,
+    core: str = "coordinator.core.",
+) -> list[str]:
+    """Imports from one kind's folder into another's (or into the conversion), and core modules
+    outside the folders that import two kinds without being the conversion or the registration
+    (the shell's views may show each kind its own way)."""
+    wrong: list[str] = []
+    for module, targets in sorted(graph.items()):
+        own = _kind_of(module, kinds)
+        reached = {kind for target in targets if (kind := _kind_of(target, kinds)) is not None}
+        if own is not None:
+            wrong += [f"{module} -> {kind}" for kind in sorted(reached - {own})]
+            if conversion in targets:
+                wrong.append(f"{module} -> {conversion} (plugged in by {registration})")
+        elif len(reached) > 1 and module not in (conversion, registration) and module.startswith(core):
+            wrong.append(f"{module} imports {len(reached)} kinds: {sorted(reached)}")
+    return wrong
+
+
+def test_the_kinds_are_found() -> None:
+    assert {"coordinator.core.classic", "coordinator.core.consumer"} <= set(_kinds())
+
+
+def test_a_kind_imports_no_other_kind() -> None:
+    assert _kind_violations(_graph(), _kinds()) == []
+
+
+def test_the_group_model_imports_no_kind() -> None:
+    kinds = _kinds()
+    graph = _graph()
+    wrong = [
+        f"{module} -> {target}"
+        for module in KIND_BLIND
+        for target in sorted(graph[module])
+        if _kind_of(target, kinds) is not None or target == CONVERSION
+    ]
+    assert wrong == [], "\n".join(wrong)
+    # The coordinator builds the kinds through the registration, and nothing else of the model does.
+    assert [m for m in KIND_BLIND if REGISTRATION in graph[m]] == ["coordinator.core.group_coordinator"]
+
+
+def test_the_kind_rule_sees_a_crossing() -> None:
+    kinds = ["k.a", "k.b"]
+    graph = {
+        "k.a.x": {"k.b.y"},
+        "k.b.y": {"k.conv"},
+        "k.conv": {"k.a.x", "k.b.y"},
+        "k.kinds": {"k.a.x", "k.b.y", "k.conv"},
+        "k.other": {"k.a.x", "k.b.y"},
+    }
+    assert _kind_violations(graph, kinds, "k.conv", "k.kinds", "k.") == [
+        "k.a.x -> k.b",
+        "k.b.y -> k.conv (plugged in by k.kinds)",
+        "k.other imports 2 kinds: ['k.a', 'k.b']",
+    ]
+
+
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     """Tarjan's strongly connected components with more than one member."""
     index: dict[str, int] = {}

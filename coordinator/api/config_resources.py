@@ -21,7 +21,7 @@ from coordinator.api.amend import amend, reply
 from coordinator.api.routes import Handler, Wrapper
 from coordinator.core.context import RequestContext
 from coordinator.core.dynamic_configs import BY_NAME, GROUP_CONFIGS, DynamicGroupConfigs, InvalidGroupConfig
-from coordinator.core.group_config import GroupConfig
+from coordinator.core.group_settings import BrokerGroupSettings
 from coordinator.core.result import Result
 from coordinator.core.settings import settings_of
 from protocol.errors import ErrorCode
@@ -69,7 +69,7 @@ class _Refused(Exception):
 class ConfigResources:
     def __init__(
         self,
-        config: GroupConfig,
+        config: BrokerGroupSettings,
         group_configs: DynamicGroupConfigs,
         node_id: Callable[[], int],
         topic: Callable[[str], TopicRecord | None],

@@ -13,7 +13,7 @@ from coordinator.api.routes import Routes
 from coordinator.api.shard_gate import install_shard_gate
 from coordinator.api.topics import KnownTopics
 from coordinator.core.cluster import Cluster
-from coordinator.core.shard import Shard
+from coordinator.core.group_coordinator import GroupCoordinator
 from protocol.apis import ApiKey
 from protocol.messages.api_versions import ApiVersionsRequest
 from protocol.messages.consumer_group_describe import ConsumerGroupDescribeRequest
@@ -39,7 +39,7 @@ from protocol.messages.produce import ProduceRequest
 from protocol.messages.sync_group import SyncGroupRequest
 
 
-def api_routes(cluster: Cluster, coordinator: Shard) -> Routes:
+def api_routes(cluster: Cluster, coordinator: GroupCoordinator) -> Routes:
     """The cluster view's and the group core's routes, the unknown-topic filter in front of the
     offset writes, and the ACL APIs answering SECURITY_DISABLED until an authorizer is installed."""
     routes = Routes()
@@ -64,15 +64,12 @@ def api_routes(cluster: Cluster, coordinator: Shard) -> Routes:
     routes.add(ApiKey.OFFSET_COMMIT, OffsetCommitRequest, coordinator.commit_offsets)
     routes.add(ApiKey.OFFSET_FETCH, OffsetFetchRequest, coordinator.fetch_offsets)
     routes.add(ApiKey.LIST_GROUPS, ListGroupsRequest, coordinator.list_groups)
-    routes.add(ApiKey.DESCRIBE_GROUPS, DescribeGroupsRequest, coordinator.describe_groups)
+    routes.add(ApiKey.DESCRIBE_GROUPS, DescribeGroupsRequest, coordinator.handle)
     routes.add(ApiKey.DELETE_GROUPS, DeleteGroupsRequest, coordinator.delete_groups)
     routes.add(ApiKey.OFFSET_DELETE, OffsetDeleteRequest, coordinator.delete_offsets)
-    routes.add(
-        ApiKey.CONSUMER_GROUP_HEARTBEAT, ConsumerGroupHeartbeatRequest, coordinator.consumer_group_heartbeat
-    )
-    routes.add(
-        ApiKey.CONSUMER_GROUP_DESCRIBE, ConsumerGroupDescribeRequest, coordinator.consumer_group_describe
-    )
+    # The APIs one kind of group serves on its own (GroupKind.request_handlers).
+    routes.add(ApiKey.CONSUMER_GROUP_HEARTBEAT, ConsumerGroupHeartbeatRequest, coordinator.handle)
+    routes.add(ApiKey.CONSUMER_GROUP_DESCRIBE, ConsumerGroupDescribeRequest, coordinator.handle)
     configs = ConfigResources(
         coordinator.config, coordinator.group_configs, lambda: cluster.node.node_id, cluster.topics.get
     )

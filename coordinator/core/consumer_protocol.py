@@ -18,6 +18,9 @@ from typing import Final
 from protocol.messages import consumer_protocol as cp
 from protocol.primitives import DecodeError
 
+# The protocol type of groups whose members speak ConsumerProtocol (Kafka's "consumer").
+CONSUMER_PROTOCOL_TYPE: Final = "consumer"
+
 _I16 = struct.Struct(">h")
 NEWEST_VERSION: Final = 3
 

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Final
 
-from coordinator.core.group_config import GroupConfig
+from coordinator.core.group_settings import BrokerGroupSettings
 from coordinator.core.heartbeat_interval import HeartbeatIntervals, no_jitter
 from storage.records import GroupConfigRecord, GroupConfigTombstone
 
@@ -36,7 +36,7 @@ _KAFKA_DEFAULTS: Final[Mapping[str, int]] = {
 @dataclass(frozen=True, slots=True)
 class GroupConfigDef:
     name: str  # the group config, e.g. consumer.session.timeout.ms
-    broker_setting: str  # the GroupConfig field of its broker-level default
+    broker_setting: str  # the BrokerGroupSettings field of its broker-level default
     doc: str
 
     @property
@@ -68,7 +68,7 @@ class InvalidGroupConfig(ValueError):
 class DynamicGroupConfigs:
     """The overrides of every group (applied once durable) and the effective values read from them."""
 
-    def __init__(self, config: GroupConfig, random_unit: Callable[[], float] = no_jitter) -> None:
+    def __init__(self, config: BrokerGroupSettings, random_unit: Callable[[], float] = no_jitter) -> None:
         self.config = config
         self.random_unit = random_unit
         self.overrides: dict[str, dict[str, str]] = {}

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from coordinator.core.clock import ShardClock
-from coordinator.core.consumer_group import CG_STABLE, ConsumerGroup, ConsumerMember, MemberState
+from coordinator.core.consumer.group import CG_STABLE, ConsumerGroup, ConsumerMember, MemberState
 from protocol.messages.consumer_protocol import (
     decode_consumer_protocol_assignment_v0,
     decode_consumer_protocol_assignment_v1,
@@ -29,7 +29,9 @@ from protocol.messages.consumer_protocol import (
 )
 from protocol.primitives import DecodeError
 
-# Events are logged by the logger of the manager that reports them, as before events existed.
+# Events are logged by the logger of the manager that reports them, as before events existed;
+# the names are those of the managers' modules before each kind had its folder, which operators
+# filter on (docs/observability.md).
 _LOGGERS: Final = {
     "classic": logging.getLogger("coordinator.core.classic_group_manager"),
     "consumer": logging.getLogger("coordinator.core.consumer_group_manager"),

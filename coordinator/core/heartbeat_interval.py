@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Final
 
-from coordinator.core.consumer_group import MemberState
+from coordinator.core.consumer.group import MemberState
 
 POLICY_KAFKA: Final = "kafka"  # always the configured interval, as Apache Kafka
 POLICY_UNRELEASED: Final = "unreleased"  # shorter only while waiting for partitions (kept to compare)

@@ -11,19 +11,10 @@ the commit, so replaying both in order leaves the partition deleted, as storage 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Sequence
-from functools import partial
+from collections.abc import Iterable, Sequence
 from typing import Final
 
-from coordinator.core.classic_group import CONSUMER_PROTOCOL_TYPE, ClassicGroup
-from coordinator.core.classic_group_manager import (
-    EMPTY,
-    PREPARING_REBALANCE,
-    STABLE,
-    ClassicGroupManager,
-)
 from coordinator.core.clock import ShardClock
-from coordinator.core.consumer_group_manager import ConsumerGroupManager
 from coordinator.core.context import RequestContext
 from coordinator.core.effects import Effects
 from coordinator.core.errors import (
@@ -32,14 +23,15 @@ from coordinator.core.errors import (
     GROUP_SUBSCRIBED_TO_TOPIC,
     ILLEGAL_GENERATION,
     INVALID_GROUP_ID,
-    NON_EMPTY_GROUP,
     NONE,
     OFFSET_METADATA_TOO_LARGE,
     UNSTABLE_OFFSET_COMMIT,
     admin_write_error,
     offset_write_error,
 )
-from coordinator.core.group_config import GroupConfig
+from coordinator.core.group import OffsetExpiry
+from coordinator.core.group_settings import BrokerGroupSettings
+from coordinator.core.registry import GroupRegistry
 from protocol.messages.offset_commit import (
     OffsetCommitRequest,
     OffsetCommitResponse,
@@ -141,10 +133,6 @@ class _CommitWrite:
             del self.manager.offsets[self.group_id]
 
 
-def _never(_topic: str) -> bool:
-    return False
-
-
 def metadata_too_large(metadata: str, max_bytes: int) -> bool:
     """Kafka compares Java's String.length(): UTF-16 code units, not bytes or code points."""
     length = len(metadata)
@@ -156,13 +144,11 @@ def metadata_too_large(metadata: str, max_bytes: int) -> bool:
 
 
 class OffsetManager:
-    def __init__(self, config: GroupConfig, clock: ShardClock, groups: ClassicGroupManager) -> None:
+    def __init__(self, config: BrokerGroupSettings, clock: ShardClock, registry: GroupRegistry) -> None:
         self.config = config
         self.clock = clock
-        self.groups = groups
-        self.consumer: ConsumerGroupManager | None = None  # KIP-848 groups, set by the coordinator
-        # Every group with offsets is in groups.groups (simple groups are created for them) or is
-        # a consumer group.
+        self.registry = registry
+        # Every group with offsets is a group of some kind (simple groups are created for them).
         self.offsets: dict[str, GroupOffsets] = {}
 
     def has_offsets(self, group_id: str) -> bool:
@@ -181,34 +167,20 @@ class OffsetManager:
         version = ctx.api_version
         group_id = req.group_id
         generation = req.generation_id_or_member_epoch
-        consumer = self.consumer
-        consumer_group = consumer.groups.get(group_id) if consumer is not None else None
-        if consumer is not None and consumer_group is not None:
-            code = consumer.validate_offset_commit(consumer_group, req.member_id, generation, version)
-            if code:
-                fx.reply(ctx.reply_to, _commit_response(req, None, code))
-            else:
-                self.store_offsets(ctx, req, fx)
-            return
-        group = self.groups.groups.get(group_id)
-        if group is None:
-            if generation < 0 and self.groups.at_group_limit():
-                code = GROUP_MAX_SIZE_REACHED
-            elif generation < 0:
-                group = self.groups.create_group(group_id)  # a "simple" group: no protocol type
-                code = NONE
-            else:
-                code = GROUP_ID_NOT_FOUND if version >= 9 else ILLEGAL_GENERATION
+        registry = self.registry
+        kind = registry.holder(group_id)
+        if kind is not None:
+            code = kind.validate_offset_commit(group_id, req, version)
+        elif generation >= 0:
+            code = GROUP_ID_NOT_FOUND if version >= 9 else ILLEGAL_GENERATION
+        elif registry.at_group_limit():
+            code = GROUP_MAX_SIZE_REACHED
         else:
-            code = self.groups.validate_offset_commit(group, req.member_id, req.group_instance_id, generation)
-        if code or group is None:
+            registry.create_offsets_group(group_id)  # a "simple" group: no protocol type
+            code = NONE
+        if code:
             fx.reply(ctx.reply_to, _commit_response(req, None, code))
             return
-        member = group.members.get(req.member_id)
-        if member is not None and (group.state is STABLE or group.state is PREPARING_REBALANCE):
-            # A commit counts as a heartbeat; during PreparingRebalance the member learns about the
-            # rebalance from its next heartbeat.
-            self.groups.reschedule_session(member)
         self.store_offsets(ctx, req, fx)
 
     def store_offsets(self, ctx: RequestContext, req: OffsetCommitRequest, fx: Effects) -> None:
@@ -288,11 +260,10 @@ class OffsetManager:
     def _fetch_group(
         self, req: OffsetFetchRequestGroup, require_stable: bool, version: int
     ) -> OffsetFetchResponseGroup:
-        consumer = self.consumer
-        if version >= 9 and consumer is not None:
-            consumer_group = consumer.groups.get(req.group_id)
-            if consumer_group is not None:
-                code = consumer.validate_offset_fetch(consumer_group, req.member_id, req.member_epoch)
+        if version >= 9:
+            kind = self.registry.holder(req.group_id)
+            if kind is not None:
+                code = kind.validate_offset_fetch(req.group_id, req.member_id, req.member_epoch)
                 if code:
                     return OffsetFetchResponseGroup(group_id=req.group_id, topics=[], error_code=code)
         requested = None if req.topics is None else [(t.name, t.partition_indexes) for t in req.topics]
@@ -342,25 +313,14 @@ class OffsetManager:
 
     def delete_offsets(self, ctx: RequestContext, req: OffsetDeleteRequest, fx: Effects) -> None:
         group_id = req.group_id
-        group = self.groups.groups.get(group_id)
-        consumer = self.consumer
-        consumer_group = consumer.groups.get(group_id) if consumer is not None else None
-        code = NONE
-        subscribed_to: Callable[[str], bool] = _never
-        check_subscription = False
+        kind = self.registry.holder(group_id) if group_id else None
+        subscribed_to = None
         if not group_id:
             code = INVALID_GROUP_ID
-        elif consumer is not None and consumer_group is not None:
-            # Consumer groups (Kafka's Java coordinator): any state; only topics members subscribe to are protected.
-            subscribed_to = partial(consumer.is_subscribed_to_topic, consumer_group)
-            check_subscription = bool(consumer_group.members)
-        elif group is None:
+        elif kind is None:
             code = GROUP_ID_NOT_FOUND
-        elif group.state is not EMPTY and not group.uses_consumer_protocol():
-            code = NON_EMPTY_GROUP
         else:
-            subscribed_to = group.is_subscribed_to_topic
-            check_subscription = group.state is not EMPTY
+            code, subscribed_to = kind.offset_delete_rule(group_id)
         if code:
             fx.reply(ctx.reply_to, OffsetDeleteResponse(error_code=code))
             return
@@ -368,7 +328,7 @@ class OffsetManager:
         tombstones: list[OffsetTombstone] = []
         topics = []
         for topic in req.topics:
-            subscribed = check_subscription and subscribed_to(topic.name)
+            subscribed = subscribed_to is not None and subscribed_to(topic.name)
             known = () if offsets is None else offsets.partitions(topic.name)
             partitions = []
             for p in topic.partitions:
@@ -414,34 +374,12 @@ class OffsetManager:
             for partition in offsets.partitions(topic)
         ]
 
-    def expired_offsets(self, group: ClassicGroup, now_wall_ms: int) -> list[OffsetTombstone]:
+    def expired_offsets(self, group_id: str, expiry: OffsetExpiry, now_wall_ms: int) -> list[OffsetTombstone]:
         """KIP-211: tombstones for this group's expired offsets (docs/groups.md#offsets-and-retention)."""
-        offsets = self.offsets.get(group.group_id)
-        if offsets is None or not offsets.committed:
-            return []
-        protocol_type = group.protocol_type
-        base_ms: int | None = None  # None: each offset's own commit time
-        keep_topics: frozenset[str] = frozenset()
-        if protocol_type is not None and group.state is EMPTY:
-            base_ms = group.state_ms  # retention runs from the moment the group became Empty
-        elif (
-            protocol_type == CONSUMER_PROTOCOL_TYPE
-            and group.subscribed_topics is not None
-            and group.state is STABLE
-        ):
-            keep_topics = group.subscribed_topics  # an active consumer keeps what it consumes
-        elif protocol_type is not None:
-            return []  # rebalancing, non-consumer protocol, or unknown subscription
-        return self._expired(group.group_id, offsets, keep_topics, base_ms, now_wall_ms)
-
-    def expired_consumer_group_offsets(
-        self, group_id: str, keep_topics: frozenset[str], now_wall_ms: int
-    ) -> list[OffsetTombstone]:
-        """Consumer groups (Kafka's Java coordinator): offsets of topics no member subscribes to expire by commit time."""
         offsets = self.offsets.get(group_id)
         if offsets is None or not offsets.committed:
             return []
-        return self._expired(group_id, offsets, keep_topics, None, now_wall_ms)
+        return self._expired(group_id, offsets, expiry.keep_topics, expiry.base_ms, now_wall_ms)
 
     def _expired(
         self,
@@ -515,10 +453,9 @@ class OffsetManager:
             self.replay(record)  # storage rows: one per key, the last one wins
 
     def _ensure_group(self, group_id: str) -> None:
-        """Offsets belong to a classic or a consumer group; without either, a simple classic one."""
-        consumer = self.consumer
-        if group_id not in self.groups.groups and (consumer is None or group_id not in consumer.groups):
-            self.groups.create_group(group_id)
+        """Offsets belong to a group of some kind; without one, a simple group of the default kind."""
+        if not self.registry.holds(group_id):
+            self.registry.create_offsets_group(group_id)
 
 
 def _commit_response(req: OffsetCommitRequest, codes: list[int] | None, code: int) -> OffsetCommitResponse:

@@ -78,11 +78,6 @@ VALID_PREVIOUS: Final[Mapping[GroupState, frozenset[GroupState]]] = MappingProxy
     }
 )
 
-# ListGroups v4+ matches its StatesFilter case-insensitively.
-STATE_BY_LOWER_NAME: Final[Mapping[str, GroupState]] = MappingProxyType(
-    {state.value.lower(): state for state in GroupState}
-)
-
 
 def transition_to(current: GroupState, target: GroupState) -> GroupState:
     """Return ``target`` if a group in ``current`` may move there, else raise."""

@@ -10,8 +10,8 @@ from coordinator.api.expected_identity import expected_identity_check
 from coordinator.api.routes import Handler
 from coordinator.core.cluster import Cluster
 from coordinator.core.context import RequestContext
+from coordinator.core.group_coordinator import GroupCoordinator
 from coordinator.core.result import Result
-from coordinator.core.shard import Shard
 from coordinator.gateway.forwarder import Forwarder
 from coordinator.gateway.group_configs import serve_group_configs_only
 from coordinator.gateway.upstream import UpstreamSettings
@@ -58,7 +58,7 @@ async def start_gateway(
     config: Config,
     dispatcher: Dispatcher,
     cluster: Cluster,
-    coordinator: Shard,
+    coordinator: GroupCoordinator,
     open_listener: OpenListener,
 ) -> Gateway:
     """Take over the topic catalog and the forwarded APIs; the first metadata is awaited briefly

@@ -17,8 +17,8 @@ from coordinator.api.authz import AclLayer
 from coordinator.api.topic_authz import TopicAcls
 from coordinator.api.topic_ids import TopicIds
 from coordinator.core.cluster import Cluster, NodeIdentity
+from coordinator.core.group_coordinator import GroupCoordinator
 from coordinator.core.lag_status import LagTracker
-from coordinator.core.shard import Shard
 from coordinator.core.shard_map import ShardMap
 from coordinator.security.acl import Authorizer
 from coordinator.server.authn import CredentialLoader, SaslServer
@@ -194,7 +194,7 @@ async def start_server(
         num_partitions=config.num_partitions,
         shard_map=shard_map,
     )
-    coordinator = Shard(config.group_config(), random_unit=random.Random().random)
+    coordinator = GroupCoordinator(config.group_settings(), random_unit=random.Random().random)
     coordinator.attach_catalog(cluster)
     writer = BatchWriter(store)
     runtime = Runtime(coordinator, writer, clock, config.offsets_commit_timeout_ms)

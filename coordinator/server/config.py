@@ -1,6 +1,6 @@
 """One settings object, from defaults <- TOML file <- COORDINATOR_* environment <- command line.
 
-The body of ``Config`` (with the group settings it inherits from ``GroupConfig``) is the one
+The body of ``Config`` (with the group settings it inherits from ``BrokerGroupSettings``) is the one
 table of settings: each field is ``name: type = setting(default, doc, validator, kafka=...)``.
 Everything else follows from it: the ``coordinator serve`` flags, the ``COORDINATOR_*``
 environment variables, the TOML keys, the messages and the README's settings table. Adding a
@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from coordinator.api.limits import RequestLimits
-from coordinator.core.group_config import GroupConfig
+from coordinator.core.group_settings import BrokerGroupSettings
 from coordinator.core.settings import (
     ConfigError,
     Setting,
@@ -73,7 +73,7 @@ def _one_node(label: str, value: int) -> str | None:
 
 
 @dataclass(frozen=True, slots=True)
-class Config(GroupConfig):
+class Config(BrokerGroupSettings):
     # Listener and identity
     host: str = setting("127.0.0.1", "listen address")
     port: int = setting(9092, "listen port", tcp_port)
@@ -317,8 +317,10 @@ class Config(GroupConfig):
         names = {f.name for f in dataclasses.fields(RequestLimits)}
         return RequestLimits(**{name: getattr(self, name) for name in names})
 
-    def group_config(self) -> GroupConfig:
-        return GroupConfig(**{s.name: getattr(self, s.name) for s in settings_of(GroupConfig)})
+    def group_settings(self) -> BrokerGroupSettings:
+        return BrokerGroupSettings(
+            **{s.name: getattr(self, s.name) for s in settings_of(BrokerGroupSettings)}
+        )
 
 
 # Every setting, non-Kafka ones first, each group in declaration order.

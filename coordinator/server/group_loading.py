@@ -5,7 +5,7 @@ shards are Kafka's (``offsets.topic.num.partitions``, ``partitionFor``), the sam
 nodes share; ``ShardMap.loading`` holds those not loaded yet and the shard gate answers their
 groups COORDINATOR_LOAD_IN_PROGRESS. Every group id is read before the server serves (so that
 shards without groups are served from the start); then loading one shard is one step: read its groups' rows in one
-snapshot, ``Shard.load_more`` them (sessions start at that moment), mark the shard served, yield
+snapshot, ``GroupCoordinator.load_more`` them (sessions start at that moment), mark the shard served, yield
 to the event loop; the next shard is read while one is built. A request for a shard still
 waiting moves it to the front of the queue.
 """

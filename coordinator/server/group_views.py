@@ -10,11 +10,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Final
 
-from coordinator.core.classic_group import ClassicGroup
-from coordinator.core.consumer_group import ConsumerGroup
+from coordinator.core.classic.group import ClassicGroup
+from coordinator.core.classic.manager import ClassicGroupManager
+from coordinator.core.consumer.group import ConsumerGroup
+from coordinator.core.consumer.manager import ConsumerGroupManager
 from coordinator.core.events import GroupEvent, consumer_assignment
+from coordinator.core.group_coordinator import GroupCoordinator
 from coordinator.core.lag_status import GroupLag, LagTracker
-from coordinator.core.shard import Shard
 
 # Said wherever lag cannot be known: the coordinator only sees the log through a gateway sampler.
 LAG_UNAVAILABLE: Final = (
@@ -24,25 +26,23 @@ LAG_UNAVAILABLE: Final = (
 
 
 class GroupViews:
-    def __init__(self, shard: Shard, lag: LagTracker) -> None:
+    def __init__(self, shard: GroupCoordinator, lag: LagTracker) -> None:
         self.shard = shard
         self.lag = lag
 
     def list_groups(self) -> list[dict[str, object]]:
         shard = self.shard
         rows = [
-            self._summary(snapshot.group_id, "classic", snapshot.state, len(snapshot.member_ids))
-            | {"protocol_type": snapshot.protocol_type, "protocol_name": snapshot.protocol_name}
-            | {"generation": snapshot.generation_id}
-            for snapshot in shard.groups_snapshot()
+            self._summary(group.group_id, "classic", group.state.value, len(group.members))
+            | {"protocol_type": group.protocol_type, "protocol_name": group.protocol_name}
+            | {"generation": group.generation_id}
+            for group in list(shard.kind(ClassicGroupManager).groups.values())
         ]
-        for group_id in shard.consumer_group_ids():
-            cgroup = shard.consumer_group(group_id)
-            if cgroup is not None:
-                rows.append(
-                    self._summary(group_id, "consumer", cgroup.state, len(cgroup.members))
-                    | {"protocol_type": "consumer", "protocol_name": None, "generation": cgroup.group_epoch}
-                )
+        for group_id, cgroup in list(shard.kind(ConsumerGroupManager).groups.items()):
+            rows.append(
+                self._summary(group_id, "consumer", cgroup.state, len(cgroup.members))
+                | {"protocol_type": "consumer", "protocol_name": None, "generation": cgroup.group_epoch}
+            )
         rows.sort(key=lambda row: str(row["group_id"]))
         return rows
 
@@ -62,8 +62,8 @@ class GroupViews:
 
     def describe(self, group_id: str) -> dict[str, object] | None:
         """The group page: members and assignments, offsets and lag; None if unknown."""
-        classic = self.shard.group(group_id)
-        cgroup = self.shard.consumer_group(group_id)
+        classic = self.shard.kind(ClassicGroupManager).groups.get(group_id)
+        cgroup = self.shard.kind(ConsumerGroupManager).groups.get(group_id)
         known = self.shard.committed_offsets(group_id) or self.shard.events.last_event(group_id) is not None
         if classic is None and cgroup is None and not known:
             return None
@@ -160,7 +160,7 @@ def _consumer_view(group: ConsumerGroup) -> dict[str, object]:
 
 
 def lag_feeder(
-    lag: LagTracker, shard: Shard
+    lag: LagTracker, shard: GroupCoordinator
 ) -> Callable[[Mapping[str, Mapping[tuple[str, int], int]], Mapping[tuple[str, int], int], int], None]:
     """What the lag sampler calls after each sample: every partition with both a committed offset
     and a log end becomes a sample of the tracker (with the group's latest commit time, for STOP);

@@ -33,7 +33,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector, CollectorRegistry
 
 from coordinator.core.context import RequestContext
-from coordinator.core.shard import Shard
+from coordinator.core.group_coordinator import GroupCoordinator
 from coordinator.server.tasks import cancel_and_wait
 from protocol.errors import ErrorCode
 from protocol.messages.list_groups import ListGroupsRequest
@@ -70,7 +70,7 @@ class _ReadOnly:
 
 
 def shard_committed_offsets(
-    shards: Sequence[Shard], clock: CoreClock, groups_per_read: int = GROUPS_PER_READ
+    shards: Sequence[GroupCoordinator], clock: CoreClock, groups_per_read: int = GROUPS_PER_READ
 ) -> CommittedOffsets:
     """Committed offsets of every group of the shards, read as a client would (ListGroups, OffsetFetch).
 
@@ -79,7 +79,9 @@ def shard_committed_offsets(
     a server with many groups keeps answering while it is sampled.
     """
 
-    def ask(shard: Shard, call: Callable[[RequestContext, Any], Any], version: int, req: Any) -> Any:
+    def ask(
+        shard: GroupCoordinator, call: Callable[[RequestContext, Any], Any], version: int, req: Any
+    ) -> Any:
         reply_to = _ReadOnly()
         ctx = RequestContext(clock.now_ms(), clock.wall_ms(), version, "lag-sampler", "", reply_to)
         result = call(ctx, req)

@@ -34,7 +34,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.exposition import choose_encoder
 from prometheus_client.registry import Collector
 
-from coordinator.core.consumer_group import CONSUMER_GROUP_STATES
+from coordinator.core.consumer.group import CONSUMER_GROUP_STATES
 from coordinator.core.state import GroupState
 from coordinator.server.console import Console
 from protocol.apis import ApiKey

@@ -13,10 +13,10 @@ import asyncio
 import logging
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
+from coordinator.core.group_coordinator import GroupCoordinator
 from coordinator.core.result import Result
-from coordinator.core.shard import Shard
 from protocol.errors import ErrorCode
 from storage.base import StoreError
 from storage.ownership import ShardFenced
@@ -62,7 +62,7 @@ class _PendingWrite:
 
 class Runtime:
     def __init__(
-        self, coordinator: Shard, writer: BatchWriter, clock: Clock, write_timeout_ms: int = 5000
+        self, coordinator: GroupCoordinator, writer: BatchWriter, clock: Clock, write_timeout_ms: int = 5000
     ) -> None:
         self.coordinator = coordinator
         self.write_timeout_ms = write_timeout_ms
@@ -79,7 +79,6 @@ class Runtime:
         self._unsettled: deque[_PendingWrite] = deque()
         self._write_timer: asyncio.TimerHandle | None = None
         self._storage_failing = False
-        self.on_write_failure: Callable[[BaseException], None] | None = None
         # Called with the shards a write was refused for because their lease is gone.
         self.on_fenced: Callable[[frozenset[int]], None] | None = None
 
@@ -90,10 +89,6 @@ class Runtime:
         else:
             self._release(result)
         self.rearm_timer()
-
-    def apply_all(self, results: Sequence[Result]) -> None:
-        for result in results:
-            self.apply(result)
 
     def _release(self, result: Result) -> None:
         # Result.deliver applies the state before sending: a reply may dispatch the connection's
@@ -209,13 +204,7 @@ class Runtime:
         loaded in the background, or taken over from another node)."""
         clock = self.clock
         self.coordinator.load_more(
-            state.groups,
-            state.offsets,
-            clock.now_ms(),
-            clock.wall_ms(),
-            state.consumer_groups,
-            state.consumer_members,
-            state.group_configs,
+            state.group_rows(), state.offsets, clock.now_ms(), clock.wall_ms(), state.group_configs
         )
         self.rearm_timer()
 

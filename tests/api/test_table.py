@@ -8,9 +8,9 @@ from typing import Any
 from coordinator.api.authz import AclLayer
 from coordinator.api.table import api_routes
 from coordinator.core.context import RequestContext
-from coordinator.core.group_config import GroupConfig
+from coordinator.core.group_coordinator import GroupCoordinator
+from coordinator.core.group_settings import BrokerGroupSettings
 from coordinator.core.result import Result
-from coordinator.core.shard import Shard
 from coordinator.security.acl import Authorizer, Operation, ResourceType
 from protocol.apis import ApiKey
 from protocol.errors import ErrorCode
@@ -52,7 +52,7 @@ def _routes(*, acls: list[AclRecord] | None = None) -> Any:
     cluster = make_cluster(auto_create=False)
     create(cluster, "known", 2)
     create(cluster, "secret", 2)
-    coordinator = Shard(GroupConfig(group_initial_rebalance_delay_ms=0))
+    coordinator = GroupCoordinator(BrokerGroupSettings(group_initial_rebalance_delay_ms=0))
     coordinator.attach_catalog(cluster)
     routes = api_routes(cluster, coordinator)
     if acls is not None:

@@ -10,8 +10,8 @@ from coordinator.api.config_resources import GROUP
 from coordinator.api.table import api_routes
 from coordinator.core.cluster import Cluster, NodeIdentity
 from coordinator.core.context import RequestContext
-from coordinator.core.group_config import GroupConfig
-from coordinator.core.shard import Shard
+from coordinator.core.group_coordinator import GroupCoordinator
+from coordinator.core.group_settings import BrokerGroupSettings
 from coordinator.core.shard_map import NodeAddress, ShardMap, ShardStatus
 from protocol.apis import ApiKey
 from protocol.errors import ErrorCode
@@ -52,7 +52,7 @@ def setup() -> tuple[Cluster, ShardMap, Any]:
         shard_map=shard_map,
     )
     cluster.load([TopicRecord("t", b"\x01" * 16, 3, 1, ())])
-    routes = api_routes(cluster, Shard(GroupConfig()))
+    routes = api_routes(cluster, GroupCoordinator(BrokerGroupSettings()))
     return cluster, shard_map, routes
 
 

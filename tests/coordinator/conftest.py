@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.core.group_config import GroupConfig
+from coordinator.core.group_settings import BrokerGroupSettings
 from tests.coordinator.harness import Harness
 
 
@@ -15,4 +15,4 @@ def h() -> Harness:
 @pytest.fixture
 def h0() -> Harness:
     """No initial rebalance delay (Kafka's shipped server.properties for development)."""
-    return Harness(GroupConfig(group_initial_rebalance_delay_ms=0))
+    return Harness(BrokerGroupSettings(group_initial_rebalance_delay_ms=0))

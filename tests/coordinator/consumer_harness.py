@@ -6,10 +6,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from coordinator.core.consumer_group import ConsumerGroup
+from coordinator.core.consumer.group import ConsumerGroup
 from protocol.messages.consumer_group_describe import ConsumerGroupDescribeRequest
 from protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest, TopicPartitions
-from tests.coordinator.harness import Harness, Reply
+from tests.coordinator.harness import Harness, Reply, consumer_group_of
 
 CONSUMER_GROUP_HEARTBEAT, CONSUMER_GROUP_DESCRIBE = 68, 69
 UNSET: Any = object()
@@ -57,18 +57,14 @@ def cg_heartbeat(
         ],
     )
     ctx = h.ctx(CONSUMER_GROUP_HEARTBEAT, version, client_id)
-    h.apply(h.coordinator.consumer_group_heartbeat(ctx, request))
+    h.apply(h.coordinator.handle(ctx, request))
     assert isinstance(ctx.reply_to, Reply)
     return ctx.reply_to
 
 
 def cg_describe(h: Harness, *groups: str, version: int = 1, include_operations: bool = False) -> Reply:
     ctx = h.ctx(CONSUMER_GROUP_DESCRIBE, version)
-    h.apply(
-        h.coordinator.consumer_group_describe(
-            ctx, ConsumerGroupDescribeRequest(list(groups), include_operations)
-        )
-    )
+    h.apply(h.coordinator.handle(ctx, ConsumerGroupDescribeRequest(list(groups), include_operations)))
     assert isinstance(ctx.reply_to, Reply)
     return ctx.reply_to
 
@@ -88,7 +84,7 @@ def assignment_of(h: Harness, reply: Reply) -> dict[str, set[int]] | None:
 
 
 def cgroup(h: Harness, group: str = "g") -> ConsumerGroup:
-    found = h.coordinator.consumer_group(group)
+    found = consumer_group_of(h.coordinator, group)
     assert found is not None, f"no consumer group {group}"
     return found
 

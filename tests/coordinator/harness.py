@@ -1,4 +1,4 @@
-"""A synchronous harness around Shard: fake clock, fake runtime, fake store.
+"""A synchronous harness around GroupCoordinator: fake clock, fake runtime, fake store.
 
 Every Result is applied the way the runtime must: records are written (to a dict-backed store)
 as one batch, then ``Result.deliver`` applies their state and sends the replies; or, when the
@@ -17,11 +17,14 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from coordinator.core.classic_group import ClassicGroup
+from coordinator.core.classic.group import ClassicGroup
+from coordinator.core.classic.manager import ClassicGroupManager
+from coordinator.core.consumer.group import ConsumerGroup
+from coordinator.core.consumer.manager import ConsumerGroupManager
 from coordinator.core.context import RequestContext
-from coordinator.core.group_config import GroupConfig
+from coordinator.core.group_coordinator import GroupCoordinator
+from coordinator.core.group_settings import BrokerGroupSettings
 from coordinator.core.result import Result
-from coordinator.core.shard import Shard
 from protocol.errors import ErrorCode
 from protocol.messages import CODECS
 from protocol.messages.consumer_protocol import (
@@ -69,6 +72,43 @@ DESCRIBE_GROUPS, LIST_GROUPS, DELETE_GROUPS, OFFSET_DELETE = 15, 16, 42, 47
 START_MS = 1_000_000
 WALL_START_MS = 1_700_000_000_000
 AUTO = object()  # "fill in the obvious value" sentinel for optional request fields
+
+
+def classic_group_of(shard: GroupCoordinator, group_id: str) -> ClassicGroup | None:
+    """The shard's classic group ``group_id`` (None: no classic group has that id)."""
+    return shard.kind(ClassicGroupManager).groups.get(group_id)
+
+
+def consumer_group_of(shard: GroupCoordinator, group_id: str) -> ConsumerGroup | None:
+    """The shard's KIP-848 consumer group ``group_id`` (None: no consumer group has that id)."""
+    return shard.kind(ConsumerGroupManager).groups.get(group_id)
+
+
+@dataclass(slots=True, frozen=True)
+class GroupSnapshot:
+    group_id: str
+    state: str
+    protocol_type: str | None
+    protocol_name: str | None
+    generation_id: int
+    leader_id: str | None
+    member_ids: tuple[str, ...]
+
+
+def classic_snapshots(shard: GroupCoordinator) -> list[GroupSnapshot]:
+    """What a restart must rebuild of every classic group."""
+    return [
+        GroupSnapshot(
+            group_id=g.group_id,
+            state=g.state.value,
+            protocol_type=g.protocol_type,
+            protocol_name=g.protocol_name,
+            generation_id=g.generation_id,
+            leader_id=g.leader_id,
+            member_ids=tuple(g.members),
+        )
+        for g in shard.kind(ClassicGroupManager).groups.values()
+    ]
 
 
 def subscription(topics: Sequence[str], version: int = 0, user_data: bytes | None = None) -> bytes:
@@ -159,14 +199,12 @@ class FakeStore:
     def records(self) -> list[Record]:
         return [r for batch in self.batches for r in batch]
 
-    def load_into(self, coordinator: Shard, now_ms: int, wall_ms: int) -> None:
+    def load_into(self, coordinator: GroupCoordinator, now_ms: int, wall_ms: int) -> None:
         coordinator.load(
-            list(self.groups.values()),
+            [*self.groups.values(), *self.consumer_groups.values(), *self.consumer_members.values()],
             list(self.offsets.values()),
             now_ms,
             wall_ms,
-            list(self.consumer_groups.values()),
-            list(self.consumer_members.values()),
             list(self.group_configs.values()),
         )
 
@@ -200,13 +238,13 @@ class FakeCatalog:
 class Harness:
     def __init__(
         self,
-        config: GroupConfig | None = None,
+        config: BrokerGroupSettings | None = None,
         *,
         load: bool = True,
         store: FakeStore | None = None,
         random_unit: Callable[[], float] | None = None,
     ) -> None:
-        self.config = config or GroupConfig()
+        self.config = config or BrokerGroupSettings()
         self.random_unit = random_unit
         self.now_ms = START_MS
         self.wall_ms = WALL_START_MS
@@ -217,7 +255,7 @@ class Harness:
         self.held: list[Result] = []
         self.on_reply: Callable[[Reply], None] | None = None  # observer given to every Reply
         self.failed_batches: list[list[Record]] = []
-        self.coordinator = Shard(self.config, self._new_member_id, random_unit)
+        self.coordinator = GroupCoordinator(self.config, self._new_member_id, random_unit)
         self.catalog = FakeCatalog()
         self.coordinator.attach_catalog(self.catalog)
         if load:
@@ -279,7 +317,7 @@ class Harness:
         self.wall_ms += now_ms - self.now_ms
         self.now_ms = now_ms
 
-    def restart(self, config: GroupConfig | None = None) -> Harness:
+    def restart(self, config: BrokerGroupSettings | None = None) -> Harness:
         """A new coordinator loaded from this one's store (failover), same clock."""
         other = Harness(config or self.config, load=False, store=self.store, random_unit=self.random_unit)
         other.now_ms, other.wall_ms = self.now_ms, self.wall_ms
@@ -290,7 +328,7 @@ class Harness:
         return other
 
     def group(self, group_id: str = "g") -> ClassicGroup:
-        group = self.coordinator.group(group_id)
+        group = classic_group_of(self.coordinator, group_id)
         assert group is not None, f"no group {group_id}"
         return group
 
@@ -473,7 +511,7 @@ class Harness:
 
     def describe(self, *groups: str, version: int = 5, include_authorized_operations: bool = False) -> Reply:
         request = DescribeGroupsRequest(list(groups), include_authorized_operations)
-        return self._call(self.coordinator.describe_groups, DESCRIBE_GROUPS, version, request)
+        return self._call(self.coordinator.handle, DESCRIBE_GROUPS, version, request)
 
     def list_groups(
         self, *, version: int = 5, states: Sequence[str] = (), types: Sequence[str] = ()

@@ -6,9 +6,9 @@ import time
 from typing import Any
 
 from coordinator.core.context import RequestContext
-from coordinator.core.group_config import GroupConfig
+from coordinator.core.group_coordinator import GroupCoordinator
+from coordinator.core.group_settings import BrokerGroupSettings
 from coordinator.core.result import Result
-from coordinator.core.shard import Shard
 from protocol.messages.heartbeat import HeartbeatRequest
 from protocol.messages.join_group import JoinGroupRequest, JoinGroupRequestProtocol
 from protocol.messages.sync_group import SyncGroupRequest, SyncGroupRequestAssignment
@@ -41,9 +41,11 @@ def join_request(member_id: str) -> JoinGroupRequest:
     return JoinGroupRequest("g", 30_000, 60_000, member_id, None, "consumer", protocols)
 
 
-def stable_group(size: int) -> tuple[Shard, list[str], int, float]:
+def stable_group(size: int) -> tuple[GroupCoordinator, list[str], int, float]:
     counter = iter(range(10**9))
-    coordinator = Shard(GroupConfig(group_initial_rebalance_delay_ms=0), lambda p: f"{p}-{next(counter)}")
+    coordinator = GroupCoordinator(
+        BrokerGroupSettings(group_initial_rebalance_delay_ms=0), lambda p: f"{p}-{next(counter)}"
+    )
     sinks = [Sink() for _ in range(size)]
     for i, sink in enumerate(sinks):  # v5: MEMBER_ID_REQUIRED first
         apply(coordinator.join_group(RequestContext(0, 0, 5, f"c{i}", "/h", sink), join_request("")))
@@ -64,7 +66,9 @@ def stable_group(size: int) -> tuple[Shard, list[str], int, float]:
     return coordinator, member_ids, generation, elapsed
 
 
-def heartbeat_rate(coordinator: Shard, member_ids: list[str], generation: int, count: int) -> float:
+def heartbeat_rate(
+    coordinator: GroupCoordinator, member_ids: list[str], generation: int, count: int
+) -> float:
     requests = [HeartbeatRequest("g", generation, m, None) for m in member_ids]
     contexts = [RequestContext(0, 0, 4, "c", "/h", Sink()) for _ in member_ids]
     size = len(member_ids)

@@ -11,7 +11,7 @@ from protocol.errors import ErrorCode
 from protocol.messages.describe_groups import DescribeGroupsRequest
 from protocol.messages.join_group import JoinGroupRequest, JoinGroupRequestProtocol
 from storage.records import GroupTombstone, OffsetTombstone
-from tests.coordinator.harness import DESCRIBE_GROUPS, JOIN_GROUP, Harness, subscription
+from tests.coordinator.harness import DESCRIBE_GROUPS, JOIN_GROUP, Harness, classic_group_of, subscription
 
 INT32_MIN = -(2**31)
 
@@ -30,7 +30,7 @@ def test_describe_an_unknown_group(h: Harness, version: int) -> None:
 
 def test_describe_v6_unknown_group_is_group_id_not_found(h: Harness) -> None:
     ctx = h.ctx(DESCRIBE_GROUPS, 6)
-    response = h.coordinator.describe_groups(ctx, DescribeGroupsRequest(["nope"])).replies[0][1]
+    response = h.coordinator.handle(ctx, DescribeGroupsRequest(["nope"])).replies[0][1]
     (group,) = response.groups
     assert (group.error_code, group.group_state) == (ErrorCode.GROUP_ID_NOT_FOUND, "Dead")
     assert group.error_message
@@ -170,7 +170,10 @@ def test_delete_groups(h0: Harness, version: int) -> None:
         "rebalancing": ErrorCode.NON_EMPTY_GROUP,
         "nope": ErrorCode.GROUP_ID_NOT_FOUND,
     }
-    assert h0.coordinator.group("simple") is None and h0.coordinator.group("empty") is None
+    assert (
+        classic_group_of(h0.coordinator, "simple") is None
+        and classic_group_of(h0.coordinator, "empty") is None
+    )
     assert sorted(map(repr, h0.store.batches[-1])) == sorted(
         map(
             repr,
@@ -227,7 +230,7 @@ def test_a_group_being_deleted_is_served_until_its_tombstone_is_durable(h: Harne
     assert h.fetch("g", {"t": [0]}).wire.topics[0].partitions[0].committed_offset == 1
     h.flush()
     assert reply.wire.results[0].error_code == 0
-    assert h.coordinator.group("g") is None
+    assert classic_group_of(h.coordinator, "g") is None
     assert h.fetch("g", {"t": [0]}).wire.topics[0].partitions[0].committed_offset == -1
 
 
@@ -260,7 +263,7 @@ def test_pending_commit_of_a_deleted_group_is_dropped(h: Harness) -> None:
     h.commit("g", {("t", 0): 2})
     h.delete_groups("g")
     h.flush()
-    assert h.coordinator.group("g") is None
+    assert classic_group_of(h.coordinator, "g") is None
     assert ("g", "t", 0) not in h.store.offsets  # the tombstone followed the commit
 
 

@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from coordinator.core.assignors import (
+from coordinator.core.consumer.assignors import (
     ASSIGNORS,
     DEFAULT_ASSIGNOR,
     MAX_BALANCE_PASSES,
@@ -342,7 +342,7 @@ def test_deterministic(
 
 SCRIPT = """
 import json, sys
-from coordinator.core.assignors import ASSIGNORS, AssignmentMember
+from coordinator.core.consumer.assignors import ASSIGNORS, AssignmentMember
 topics = {f"topic-{i}": 3 + i for i in range(8)}
 members = {}
 for m in range(12):

@@ -4,19 +4,19 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.core.consumer_group import MemberState
-from coordinator.core.group_config import GroupConfig
+from coordinator.core.consumer.group import MemberState
+from coordinator.core.group_settings import BrokerGroupSettings
 from protocol.errors import ErrorCode
 from storage.records import ConsumerGroupRecord, ConsumerMemberRecord, ConsumerMemberTombstone
 from tests.coordinator.consumer_harness import Client, assignment_of, cg_describe, cg_heartbeat, cgroup
-from tests.coordinator.harness import Harness
+from tests.coordinator.harness import Harness, classic_group_of, consumer_group_of
 
 SESSION_MS = 45_000
 
 
 @pytest.fixture
 def h() -> Harness:
-    harness = Harness(GroupConfig(group_initial_rebalance_delay_ms=0))
+    harness = Harness(BrokerGroupSettings(group_initial_rebalance_delay_ms=0))
     harness.catalog.set_topic("t", 6)
     return harness
 
@@ -211,7 +211,7 @@ def test_invalid_requests(h: Harness, kwargs: dict[str, object], message: str) -
     reply = cg_heartbeat(h, **kwargs)  # type: ignore[arg-type]
     assert reply.error == ErrorCode.INVALID_REQUEST
     assert reply.wire.error_message == message
-    assert h.coordinator.consumer_group("g") is None
+    assert consumer_group_of(h.coordinator, "g") is None
 
 
 def test_v0_member_id_is_generated_by_the_coordinator(h: Harness) -> None:
@@ -239,7 +239,7 @@ def test_invalid_regex(h: Harness, regex: str) -> None:
 
 
 def test_group_max_size(h: Harness) -> None:
-    h = Harness(GroupConfig(group_consumer_max_size=2))
+    h = Harness(BrokerGroupSettings(group_consumer_max_size=2))
     h.catalog.set_topic("t", 2)
     assert cg_heartbeat(h, member_id="a").error == 0
     assert cg_heartbeat(h, member_id="b").error == 0
@@ -480,7 +480,9 @@ def test_list_groups_types_and_states(h: Harness) -> None:
 
 @pytest.mark.parametrize("policy", ["disabled", "downgrade"])
 def test_heartbeat_to_a_live_classic_group_without_online_upgrade_is_group_id_not_found(policy: str) -> None:
-    h = Harness(GroupConfig(group_initial_rebalance_delay_ms=0, group_consumer_migration_policy=policy))
+    h = Harness(
+        BrokerGroupSettings(group_initial_rebalance_delay_ms=0, group_consumer_migration_policy=policy)
+    )
     h.catalog.set_topic("t", 6)
     h.join("g", version=3)
     reply = cg_heartbeat(h, member_id="a")
@@ -491,7 +493,7 @@ def test_heartbeat_to_a_live_classic_group_without_online_upgrade_is_group_id_no
 def test_empty_classic_group_is_converted_and_keeps_its_offsets(h: Harness) -> None:
     h.commit("g", {("t", 0): 42})
     assert cg_heartbeat(h, member_id="a").error == 0
-    assert h.coordinator.group("g") is None and cgroup(h).members
+    assert classic_group_of(h.coordinator, "g") is None and cgroup(h).members
     fetched = h.fetch("g", {"t": [0]}).wire
     assert fetched.topics[0].partitions[0].committed_offset == 42
 
@@ -509,7 +511,7 @@ def test_classic_join_to_an_empty_consumer_group_converts_it(h: Harness) -> None
     reply = h.join("g", version=3)
     h.advance(10)  # the (zero) initial rebalance delay
     assert reply.error == 0 and h.group("g").generation_id == 1
-    assert h.coordinator.consumer_group("g") is None and "g" not in h.store.consumer_groups
+    assert consumer_group_of(h.coordinator, "g") is None and "g" not in h.store.consumer_groups
 
 
 def test_delete_groups(h: Harness) -> None:
@@ -518,7 +520,7 @@ def test_delete_groups(h: Harness) -> None:
     cg_heartbeat(h, member_id="a", epoch=-1)
     h.commit("g", {("t", 0): 5})
     assert h.delete_groups("g").wire.results[0].error_code == 0
-    assert h.coordinator.consumer_group("g") is None
+    assert consumer_group_of(h.coordinator, "g") is None
     assert "g" not in h.store.consumer_groups and not h.store.offsets
 
 
@@ -575,7 +577,7 @@ def test_offset_delete_refuses_subscribed_topics(h: Harness) -> None:
 
 
 def test_retention_keeps_subscribed_topics_and_drops_empty_groups() -> None:
-    h = Harness(GroupConfig(offsets_retention_minutes=10, offsets_retention_check_interval_ms=60_000))
+    h = Harness(BrokerGroupSettings(offsets_retention_minutes=10, offsets_retention_check_interval_ms=60_000))
     h.catalog.set_topic("t", 1)
     h.catalog.set_topic("old", 1)
     cg_heartbeat(h, member_id="a")
@@ -586,7 +588,7 @@ def test_retention_keeps_subscribed_topics_and_drops_empty_groups() -> None:
     assert ("g", "t", 0) in h.store.offsets and ("g", "old", 0) not in h.store.offsets
     cg_heartbeat(h, member_id="a", epoch=-1)
     h.advance(11 * 60_000)
-    assert h.coordinator.consumer_group("g") is None and "g" not in h.store.consumer_groups
+    assert consumer_group_of(h.coordinator, "g") is None and "g" not in h.store.consumer_groups
 
 
 # -- persistence ------------------------------------------------------------------------------------------------
@@ -712,7 +714,10 @@ def test_restart_with_offsets_does_not_invent_a_classic_group(h: Harness) -> Non
     cg_heartbeat(h, member_id="a")
     h.commit("g", {("t", 0): 5}, member_id="a", generation=1, version=9)
     other = h.restart()
-    assert other.coordinator.group("g") is None and other.coordinator.consumer_group("g") is not None
+    assert (
+        classic_group_of(other.coordinator, "g") is None
+        and consumer_group_of(other.coordinator, "g") is not None
+    )
     assert [g.group_id for g in other.list_groups().wire.groups] == ["g"]
     assert other.fetch("g", {"t": [0]}).wire.topics[0].partitions[0].committed_offset == 5
 
@@ -724,5 +729,5 @@ def test_a_failed_offset_delete_on_a_consumer_group_leaves_its_offsets(h: Harnes
     h.fail_code = int(ErrorCode.KAFKA_STORAGE_ERROR)
     h.delete_offsets("g", {"old": [0]})
     h.fail_code = None
-    assert h.coordinator.group("g") is None
+    assert classic_group_of(h.coordinator, "g") is None
     assert h.fetch("g", {"old": [0]}).wire.topics[0].partitions[0].committed_offset == 5

@@ -19,11 +19,11 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from coordinator.core.consumer_group import MemberState
-from coordinator.core.group_config import GroupConfig
+from coordinator.core.consumer.group import MemberState
+from coordinator.core.group_settings import BrokerGroupSettings
 from protocol.errors import ErrorCode
 from tests.coordinator.consumer_harness import CONSUMER_GROUP_HEARTBEAT, Client, cg_describe, cg_heartbeat
-from tests.coordinator.harness import Harness, Reply
+from tests.coordinator.harness import Harness, Reply, classic_group_of, consumer_group_of
 from tests.coordinator.migration_harness import ClassicClient
 
 SESSION_MS = 6000
@@ -36,7 +36,7 @@ class ConsumerGroupModel(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self.h = Harness(
-            GroupConfig(
+            BrokerGroupSettings(
                 group_consumer_session_timeout_ms=SESSION_MS,
                 group_consumer_heartbeat_interval_ms=500,
                 group_consumer_migration_policy=self.policy,
@@ -90,7 +90,7 @@ class ConsumerGroupModel(RuleBasedStateMachine):
             assert code == 0, code
 
     def _join_classic(self, client: ClassicClient) -> None:
-        group = self.h.coordinator.consumer_group("g")
+        group = consumer_group_of(self.h.coordinator, "g")
         if group is None or not group.members:
             # An empty group would become a classic group: this client gives up instead.
             self.clients.pop(client.name, None)
@@ -216,11 +216,11 @@ class ConsumerGroupModel(RuleBasedStateMachine):
 
     @invariant()
     def one_group_type_per_id(self) -> None:
-        assert self.h.coordinator.group("g") is None, "a classic group shadows the consumer group"
+        assert classic_group_of(self.h.coordinator, "g") is None, "a classic group shadows the consumer group"
 
     @invariant()
     def coordinator_state_is_consistent(self) -> None:
-        group = self.h.coordinator.consumer_group("g")
+        group = consumer_group_of(self.h.coordinator, "g")
         if group is None:
             return
         expected: dict[tuple[str, int], str] = {}
@@ -284,7 +284,7 @@ class MixedGroupModel(ConsumerGroupModel):
 
     @invariant()
     def classic_members_are_consumer_group_members(self) -> None:
-        group = self.h.coordinator.consumer_group("g")
+        group = consumer_group_of(self.h.coordinator, "g")
         for client in self.clients.values():
             if isinstance(client, ClassicClient) and client.owned:
                 assert group is not None and client.member_id in group.members

@@ -8,7 +8,7 @@ import pytest
 
 from coordinator.core import events as ev
 from coordinator.core.clock import ShardClock
-from coordinator.core.group_config import GroupConfig
+from coordinator.core.group_settings import BrokerGroupSettings
 from protocol.messages.consumer_protocol import (
     ConsumerProtocolAssignment,
     TopicPartition,
@@ -38,12 +38,12 @@ def assignment(partitions: dict[str, list[int]]) -> bytes:
 
 @pytest.fixture
 def h0() -> Harness:
-    return Harness(GroupConfig(group_initial_rebalance_delay_ms=0))
+    return Harness(BrokerGroupSettings(group_initial_rebalance_delay_ms=0))
 
 
 @pytest.fixture
 def hc() -> Harness:
-    harness = Harness(GroupConfig(group_initial_rebalance_delay_ms=0))
+    harness = Harness(BrokerGroupSettings(group_initial_rebalance_delay_ms=0))
     harness.catalog.set_topic("t", 6)
     return harness
 
@@ -311,7 +311,7 @@ def test_consumer_static_member_replacement_is_recorded(hc: Harness) -> None:
 
 def test_group_loaded_over_its_max_size_rebalances_with_that_reason(h0: Harness) -> None:
     h0.stable_group("g", 3)
-    restarted = h0.restart(GroupConfig(group_initial_rebalance_delay_ms=0, group_max_size=2))
+    restarted = h0.restart(BrokerGroupSettings(group_initial_rebalance_delay_ms=0, group_max_size=2))
     assert kinds(restarted) == ["loaded", "rebalance_started"]
     assert last(restarted, "loaded").message == "loaded with 3 members, over group.max.size"
     assert last(restarted, "rebalance_started").details["reason"] == "loaded"

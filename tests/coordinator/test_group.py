@@ -6,7 +6,7 @@ import struct
 
 import pytest
 
-from coordinator.core.classic_group import (
+from coordinator.core.classic.group import (
     ClassicGroup,
     Member,
     Protocols,

@@ -17,7 +17,7 @@ from coordinator.api.config_resources import (
     ConfigResources,
 )
 from coordinator.core.dynamic_configs import DynamicGroupConfigs
-from coordinator.core.group_config import GroupConfig
+from coordinator.core.group_settings import BrokerGroupSettings
 from protocol.errors import ErrorCode
 from protocol.messages.describe_configs import DescribeConfigsRequest, DescribeConfigsResource
 from protocol.messages.incremental_alter_configs import (
@@ -34,7 +34,7 @@ SET, DELETE, APPEND = 0, 1, 2
 SESSION, INTERVAL = "consumer.session.timeout.ms", "consumer.heartbeat.interval.ms"
 INVALID_CONFIG, INVALID_REQUEST = ErrorCode.INVALID_CONFIG, ErrorCode.INVALID_REQUEST
 # Short bounds so that the tests run on short timeouts; the broker defaults stay inside them.
-CONFIG = GroupConfig(
+CONFIG = BrokerGroupSettings(
     group_initial_rebalance_delay_ms=0,
     group_consumer_session_timeout_ms=10_000,
     group_consumer_heartbeat_interval_ms=1_000,
@@ -307,7 +307,7 @@ def test_a_change_behind_a_failed_one_stores_only_its_own_names(h: Harness) -> N
 
 
 def test_a_reload_replaces_the_held_groups_overrides_but_not_one_being_written() -> None:
-    configs = DynamicGroupConfigs(GroupConfig())
+    configs = DynamicGroupConfigs(BrokerGroupSettings())
     configs.load([GroupConfigRecord("held", SESSION, "50000"), GroupConfigRecord("gone", SESSION, "50000"),
                   GroupConfigRecord("writing", SESSION, "50000"), GroupConfigRecord("other", SESSION, "50000")])  # fmt: skip
     pending = {SESSION: "55000"}

@@ -6,8 +6,8 @@ import random
 
 import pytest
 
-from coordinator.core.consumer_group import MemberState
-from coordinator.core.group_config import GroupConfig
+from coordinator.core.consumer.group import MemberState
+from coordinator.core.group_settings import BrokerGroupSettings
 from coordinator.core.heartbeat_interval import HeartbeatIntervals
 from tests.coordinator.consumer_harness import Client, cg_heartbeat, cgroup
 from tests.coordinator.harness import Harness
@@ -18,7 +18,7 @@ WINDOW = 500
 
 
 def harness(policy: str = "handover", seed: int | None = None) -> Harness:
-    config = GroupConfig(group_initial_rebalance_delay_ms=0, group_consumer_heartbeat_policy=policy)
+    config = BrokerGroupSettings(group_initial_rebalance_delay_ms=0, group_consumer_heartbeat_policy=policy)
     h = Harness(config, random_unit=random.Random(seed).random if seed is not None else None)
     h.catalog.set_topic("t", 6)
     return h
@@ -79,7 +79,7 @@ def test_the_short_interval_is_a_twentieth_but_at_least_250_ms_and_at_most_the_c
 
 def test_unknown_policy_is_refused() -> None:
     with pytest.raises(ValueError, match="must be handover or unreleased or kafka"):
-        GroupConfig(group_consumer_heartbeat_policy="sooner")
+        BrokerGroupSettings(group_consumer_heartbeat_policy="sooner")
 
 
 # -- through the coordinator, with the injected clock -------------------------------------------

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.core.group_config import GroupConfig
-from coordinator.core.shard import default_member_id
+from coordinator.core.group_coordinator import default_member_id
+from coordinator.core.group_settings import BrokerGroupSettings
 from coordinator.core.state import GroupState
 from protocol.errors import ErrorCode
-from tests.coordinator.harness import Harness, subscription
+from tests.coordinator.harness import Harness, classic_group_of, subscription
 
 EMPTY, PR, CR, STABLE = (
     GroupState.EMPTY,
@@ -96,7 +96,7 @@ def test_negative_rebalance_timeout_falls_back_to_session_timeout(h: Harness) ->
 
 
 def test_initial_delay_is_extended_while_members_arrive_but_bounded_by_rebalance_timeout() -> None:
-    h = Harness(GroupConfig(group_initial_rebalance_delay_ms=3_000))
+    h = Harness(BrokerGroupSettings(group_initial_rebalance_delay_ms=3_000))
     joins = [h.join("g", version=3, rebalance_timeout_ms=7_000)]
     h.advance(1_000)
     joins.append(h.join("g", version=3, rebalance_timeout_ms=7_000))
@@ -130,7 +130,7 @@ def test_zero_initial_delay_completes_on_the_next_poll(h0: Harness) -> None:
 
 
 def test_a_group_reforming_from_empty_gets_the_initial_delay_again(h0: Harness) -> None:
-    h = Harness(GroupConfig(group_initial_rebalance_delay_ms=2_000))
+    h = Harness(BrokerGroupSettings(group_initial_rebalance_delay_ms=2_000))
     members, _ = h.stable_group("g", 1)
     h.leave("g", members[0])
     assert h.group().state is EMPTY and h.group().generation_id == 2
@@ -159,7 +159,7 @@ def test_session_timeout_bounds(h0: Harness, session_timeout_ms: int, expected: 
     assert reply.error == expected
     if expected:
         assert reply.wire.generation_id == -1
-        assert h0.coordinator.group("g") is None  # validated before the group is created
+        assert classic_group_of(h0.coordinator, "g") is None  # validated before the group is created
 
 
 @pytest.mark.parametrize("version", [3, 7])
@@ -201,7 +201,7 @@ def test_unknown_group_with_a_member_id(h0: Harness) -> None:
     reply = h0.join("g", "ghost", version=5)
     assert reply.error == ErrorCode.UNKNOWN_MEMBER_ID
     assert reply.wire.member_id == "ghost"
-    assert h0.coordinator.group("g") is None
+    assert classic_group_of(h0.coordinator, "g") is None
 
 
 def test_unknown_member_id_in_a_live_group(h0: Harness) -> None:
@@ -221,7 +221,7 @@ def test_known_member_id_after_the_group_went_empty(h0: Harness) -> None:
 
 
 def test_group_max_size_rejects_a_third_member() -> None:
-    h = Harness(GroupConfig(group_initial_rebalance_delay_ms=0, group_max_size=2))
+    h = Harness(BrokerGroupSettings(group_initial_rebalance_delay_ms=0, group_max_size=2))
     members, _ = h.stable_group("g", 2)
     third = h.join("g", version=5)
     assert third.error == ErrorCode.GROUP_MAX_SIZE_REACHED
@@ -233,7 +233,7 @@ def test_group_max_size_rejects_a_third_member() -> None:
 
 
 def test_pending_member_refused_when_it_comes_back_to_a_full_group() -> None:
-    h = Harness(GroupConfig(group_initial_rebalance_delay_ms=0, group_max_size=2))
+    h = Harness(BrokerGroupSettings(group_initial_rebalance_delay_ms=0, group_max_size=2))
     (a, b), _ = h.stable_group("g", 2)
     h.join("g", a, version=5)  # PreparingRebalance, 1 of 2 rejoined
     pending = h.join("g", version=4)
@@ -245,7 +245,7 @@ def test_pending_member_refused_when_it_comes_back_to_a_full_group() -> None:
 
 
 def test_group_max_size_in_preparing_rebalance_counts_members_that_rejoined() -> None:
-    h = Harness(GroupConfig(group_initial_rebalance_delay_ms=0, group_max_size=2))
+    h = Harness(BrokerGroupSettings(group_initial_rebalance_delay_ms=0, group_max_size=2))
     (a, b), _ = h.stable_group("g", 2)
     a_join = h.join("g", a, version=5)  # the leader rejoins: PreparingRebalance
     assert h.group().state is PR and h.group().num_awaiting_join == 1

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.core.consumer_group import MemberState
-from coordinator.core.group_config import GroupConfig
+from coordinator.core.consumer.group import MemberState
+from coordinator.core.group_settings import BrokerGroupSettings
 from protocol.errors import ErrorCode
 from storage.records import ConsumerGroupRecord, ConsumerMemberRecord, GroupMetadataRecord, GroupTombstone
 from tests.coordinator.consumer_harness import Client, cg_describe, cg_heartbeat, cgroup
-from tests.coordinator.harness import Harness
+from tests.coordinator.harness import Harness, classic_group_of, consumer_group_of
 from tests.coordinator.migration_harness import ClassicClient, subscription_v1
 
 SESSION_MS = 10_000  # the classic clients' session timeout
@@ -17,7 +17,9 @@ REBALANCE_MS = 60_000  # the classic clients' rebalance timeout (the harness def
 
 
 def harness(policy: str = "bidirectional") -> Harness:
-    h = Harness(GroupConfig(group_initial_rebalance_delay_ms=0, group_consumer_migration_policy=policy))
+    h = Harness(
+        BrokerGroupSettings(group_initial_rebalance_delay_ms=0, group_consumer_migration_policy=policy)
+    )
     h.catalog.set_topic("t", 6)
     return h
 
@@ -78,7 +80,7 @@ def test_upgrade_keeps_the_classic_members_and_hands_partitions_over(cooperative
     assert reply.error == 0
     # The group is a consumer group now; the classic members keep their generation as epoch and
     # their partitions; the newcomer's share is still theirs, so it waits for it.
-    assert h.coordinator.group("g") is None
+    assert classic_group_of(h.coordinator, "g") is None
     group = cgroup(h)
     assert group.group_epoch == generation + 1
     assert {m.member_epoch for m in group.members.values() if m.classic is not None} == {generation}
@@ -124,7 +126,7 @@ def test_policies_without_upgrade_refuse_a_consumer_member_in_a_classic_group(po
     reply = cg_heartbeat(h, member_id="c")
     assert reply.error == ErrorCode.GROUP_ID_NOT_FOUND
     assert reply.wire.error_message == "Group g is not a consumer group."
-    assert h.group().state.value == "Stable" and h.coordinator.consumer_group("g") is None
+    assert h.group().state.value == "Stable" and consumer_group_of(h.coordinator, "g") is None
 
 
 def test_upgrade_refuses_a_group_of_another_protocol_type() -> None:
@@ -132,7 +134,7 @@ def test_upgrade_refuses_a_group_of_another_protocol_type() -> None:
     h.join("g", version=3, protocol_type="connect")
     reply = cg_heartbeat(h, member_id="c")
     assert reply.error == ErrorCode.GROUP_ID_NOT_FOUND
-    assert h.coordinator.consumer_group("g") is None
+    assert consumer_group_of(h.coordinator, "g") is None
 
 
 def test_upgrade_refuses_malformed_consumer_protocol_metadata() -> None:
@@ -141,7 +143,7 @@ def test_upgrade_refuses_malformed_consumer_protocol_metadata() -> None:
     reply = cg_heartbeat(h, member_id="c")
     assert reply.error == ErrorCode.GROUP_ID_NOT_FOUND
     assert "embedded consumer protocol is malformed" in reply.wire.error_message
-    assert h.coordinator.consumer_group("g") is None and h.group().members
+    assert consumer_group_of(h.coordinator, "g") is None and h.group().members
 
 
 def test_upgrade_answers_a_parked_join_with_rebalance_in_progress() -> None:
@@ -208,7 +210,7 @@ def test_downgrade_when_the_last_consumer_member_leaves() -> None:
     # A classic group again, at the group epoch, rebalancing; the store holds only the classic group.
     group = h.group()
     assert group.generation_id == epoch and group.state.value == "PreparingRebalance"
-    assert h.coordinator.consumer_group("g") is None
+    assert consumer_group_of(h.coordinator, "g") is None
     assert "g" not in h.store.consumer_groups and not any(k[0] == "g" for k in h.store.consumer_members)
     assert h.store.groups["g"].generation_id == epoch
     assert all(
@@ -238,7 +240,7 @@ def test_no_downgrade_without_the_policy(policy: str) -> None:
     settle([a, c])
     assert cg_heartbeat(h, member_id="c", epoch=-1).error == 0
     group = cgroup(h)
-    assert list(group.members) == [a.member_id] and h.coordinator.group("g") is None
+    assert list(group.members) == [a.member_id] and classic_group_of(h.coordinator, "g") is None
     settle([a])
     assert a.partitions() == {("t", p) for p in range(6)}
 
@@ -253,9 +255,9 @@ def test_session_timeout_of_the_last_consumer_member_downgrades_too() -> None:
         h.advance(SESSION_MS // 2)
         a.beat()
         b.beat()
-        if h.coordinator.group("g") is not None:
+        if classic_group_of(h.coordinator, "g") is not None:
             break
-    assert h.coordinator.group("g") is not None and h.coordinator.consumer_group("g") is None
+    assert classic_group_of(h.coordinator, "g") is not None and consumer_group_of(h.coordinator, "g") is None
 
 
 # -- timers and static members of classic members ------------------------------------------------
@@ -405,7 +407,7 @@ def test_downgrade_when_a_classic_process_replaces_the_last_static_consumer_memb
     join = b.send_join()
     assert join.error == 0
     group = h.group()  # a classic group again, Stable at the epoch: no rebalance
-    assert h.coordinator.consumer_group("g") is None
+    assert consumer_group_of(h.coordinator, "g") is None
     assert group.state.value == "Stable" and group.generation_id == epoch
     new_id = join.wire.member_id
     assert set(group.members) == {a.member_id, new_id} and group.static_members == {"i-c": new_id}
@@ -440,14 +442,18 @@ def test_restart_after_a_failed_downgrade_write_keeps_the_classic_group() -> Non
     h.fail_code = int(ErrorCode.REQUEST_TIMED_OUT)
     assert cg_heartbeat(h, member_id="c", epoch=-1).error == ErrorCode.COORDINATOR_NOT_AVAILABLE
     h.fail_code = None
-    assert h.coordinator.group("g") is not None  # memory converted; storage still has the consumer group
+    assert (
+        classic_group_of(h.coordinator, "g") is not None
+    )  # memory converted; storage still has the consumer group
     assert "g" in h.store.consumer_groups
     for client in (a, b):
         client.send_join()
     h.advance(REBALANCE_MS)  # the join phase completes; its group record is written
     assert "g" in h.store.groups
     h2 = h.restart()
-    assert h2.coordinator.group("g") is not None and h2.coordinator.consumer_group("g") is None
+    assert (
+        classic_group_of(h2.coordinator, "g") is not None and consumer_group_of(h2.coordinator, "g") is None
+    )
 
 
 def test_restart_after_a_failed_upgrade_write_keeps_the_consumer_group() -> None:
@@ -460,7 +466,9 @@ def test_restart_after_a_failed_upgrade_write_keeps_the_consumer_group() -> None
     assert cg_heartbeat(h, member_id="c").error == 0  # rejoins: the group's rows are written now
     assert "g" in h.store.groups and "g" in h.store.consumer_groups
     h2 = h.restart()
-    assert h2.coordinator.consumer_group("g") is not None and h2.coordinator.group("g") is None
+    assert (
+        consumer_group_of(h2.coordinator, "g") is not None and classic_group_of(h2.coordinator, "g") is None
+    )
 
 
 def test_upgrade_counts_what_cooperative_members_still_own_after_their_assignments_were_cleared() -> None:

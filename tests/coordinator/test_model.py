@@ -13,11 +13,11 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
-from coordinator.core.classic_group import ClassicGroup
-from coordinator.core.group_config import GroupConfig
+from coordinator.core.classic.group import ClassicGroup
+from coordinator.core.group_settings import BrokerGroupSettings
 from coordinator.core.state import VALID_PREVIOUS, GroupState
 from protocol.errors import ErrorCode
-from tests.coordinator.harness import OFFSET_COMMIT, SYNC_GROUP, Harness, Reply
+from tests.coordinator.harness import OFFSET_COMMIT, SYNC_GROUP, Harness, Reply, classic_group_of
 
 GROUP = "g"
 SLOTS = 5
@@ -42,7 +42,7 @@ class Client:
 class CoordinatorModel(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
-        self.h = Harness(GroupConfig(group_initial_rebalance_delay_ms=3_000, group_max_size=4))
+        self.h = Harness(BrokerGroupSettings(group_initial_rebalance_delay_ms=3_000, group_max_size=4))
         self.clients = [Client(instance_id) for instance_id in INSTANCE_IDS]
         self.replies: list[Reply] = []
         self.incarnation = 0  # bumped when the group is deleted/expired and created again
@@ -72,7 +72,7 @@ class CoordinatorModel(RuleBasedStateMachine):
         self.collect()
 
     def collect(self) -> None:
-        group = self.h.coordinator.group(GROUP)
+        group = classic_group_of(self.h.coordinator, GROUP)
         if group is not None and group is not self.tracked:
             self.incarnation += 1
             self.tracked = group
@@ -245,7 +245,7 @@ class CoordinatorModel(RuleBasedStateMachine):
         self.collect()
         self.h = self.h.restart()
         self.h.on_reply = self.read_your_writes
-        self.tracked = self.h.coordinator.group(GROUP)  # the same group, reloaded
+        self.tracked = classic_group_of(self.h.coordinator, GROUP)  # the same group, reloaded
         # A reloaded group may be back at its last persisted generation, and the generations of the
         # lost rebalance are handed out again (as in Kafka): per-generation facts start over.
         self.seen = None
@@ -255,7 +255,7 @@ class CoordinatorModel(RuleBasedStateMachine):
 
     @invariant()
     def group_is_consistent(self) -> None:
-        group = self.h.coordinator.group(GROUP)
+        group = classic_group_of(self.h.coordinator, GROUP)
         if group is None:
             return
         state = group.state

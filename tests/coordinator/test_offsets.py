@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from coordinator.core.group_config import GroupConfig
+from coordinator.core.group_settings import BrokerGroupSettings
 from coordinator.core.state import GroupState
 from protocol.errors import ErrorCode
 from protocol.messages.offset_commit import (
@@ -16,7 +16,7 @@ from protocol.messages.offset_commit import (
     OffsetCommitRequestTopic,
 )
 from storage.records import OffsetCommitRecord, OffsetTombstone
-from tests.coordinator.harness import OFFSET_COMMIT, WALL_START_MS, Harness
+from tests.coordinator.harness import OFFSET_COMMIT, WALL_START_MS, Harness, classic_group_of
 
 EMPTY, PR, CR, STABLE = (
     GroupState.EMPTY,
@@ -95,7 +95,7 @@ def test_member_of_the_previous_generation_commits_during_preparing_rebalance(h0
 def test_unknown_group_with_a_generation(h: Harness, version: int, expected: int) -> None:
     reply = h.commit("g", {("t", 0): 1}, member_id="m", generation=5, version=version)
     assert codes(reply) == {("t", 0): expected}
-    assert h.coordinator.group("g") is None
+    assert classic_group_of(h.coordinator, "g") is None
 
 
 @pytest.mark.parametrize(
@@ -416,7 +416,7 @@ def test_deleted_topics_lose_their_offsets_in_every_group(h: Harness) -> None:
 
 def test_offsets_of_deleted_topics_can_be_kept_until_retention_expires_them() -> None:
     retention_ms, sweep_ms = 60_000, 1_000
-    config = GroupConfig(
+    config = BrokerGroupSettings(
         offsets_retain_on_topic_deletion=True,
         offsets_retention_minutes=1,
         offsets_retention_check_interval_ms=sweep_ms,

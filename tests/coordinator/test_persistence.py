@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.core.group_config import GroupConfig
-from coordinator.core.shard import Shard
+from coordinator.core.group_coordinator import GroupCoordinator
+from coordinator.core.group_settings import BrokerGroupSettings
 from coordinator.core.state import GroupState
 from protocol.errors import ErrorCode
 from storage.records import GroupMetadataRecord, MemberRecord, OffsetCommitRecord
-from tests.coordinator.harness import FakeStore, Harness, subscription
+from tests.coordinator.harness import FakeStore, Harness, classic_snapshots, subscription
 
 EMPTY, PR, CR, STABLE, DEAD = (
     GroupState.EMPTY,
@@ -18,7 +18,7 @@ EMPTY, PR, CR, STABLE, DEAD = (
     GroupState.STABLE,
     GroupState.DEAD,
 )
-NO_DELAY = GroupConfig(group_initial_rebalance_delay_ms=0)
+NO_DELAY = BrokerGroupSettings(group_initial_rebalance_delay_ms=0)
 
 
 def test_stable_group_survives_a_failover(h0: Harness) -> None:
@@ -104,7 +104,7 @@ def test_offsets_without_a_group_record_make_simple_groups() -> None:
 
 def test_group_over_capacity_rebalances_on_load(h0: Harness) -> None:
     members, generation = h0.stable_group("g", 3)
-    other = h0.restart(GroupConfig(group_initial_rebalance_delay_ms=0, group_max_size=2))
+    other = h0.restart(BrokerGroupSettings(group_initial_rebalance_delay_ms=0, group_max_size=2))
     assert other.group().state is PR
     assert other.heartbeat("g", members[0], generation).error == ErrorCode.REBALANCE_IN_PROGRESS
     joins = [other.join("g", m, version=5) for m in members]
@@ -138,8 +138,8 @@ def test_replaying_the_records_rebuilds_the_persisted_state(h0: Harness) -> None
     h0.leave("gone", h0.group("gone").leader_id or "")
     h0.delete_groups("gone")
     other = h0.restart()
-    assert sorted(other.coordinator.groups_snapshot(), key=lambda s: s.group_id) == sorted(
-        h0.coordinator.groups_snapshot(), key=lambda s: s.group_id
+    assert sorted(classic_snapshots(other.coordinator), key=lambda s: s.group_id) == sorted(
+        classic_snapshots(h0.coordinator), key=lambda s: s.group_id
     )
     for group_id in ("g", "simple"):
         mine, theirs = h0.group(group_id), other.group(group_id)
@@ -176,13 +176,13 @@ def test_accessors(h0: Harness) -> None:
     assert h0.coordinator.group_count_by_state() == {"Stable": 1, "Empty": 1}
     assert h0.coordinator.member_count() == 2
     assert h0.coordinator.offset_count() == 2
-    snapshot = {s.group_id: s for s in h0.coordinator.groups_snapshot()}
+    snapshot = {s.group_id: s for s in classic_snapshots(h0.coordinator)}
     assert snapshot["a"].state == "Stable" and len(snapshot["a"].member_ids) == 2
     assert snapshot["b"].protocol_type is None
 
 
 def test_coordinator_without_load_arms_the_retention_timer_on_first_use() -> None:
-    coordinator = Shard(GroupConfig())
+    coordinator = GroupCoordinator(BrokerGroupSettings())
     assert coordinator.next_deadline() is None
     h = Harness(load=False)
     h.commit("g", {("t", 0): 1})

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from coordinator.core.group_config import GroupConfig
+from coordinator.core.group_settings import BrokerGroupSettings
 from coordinator.core.state import GroupState
 from protocol.errors import ErrorCode
 from storage.records import GroupMetadataRecord
@@ -251,7 +251,7 @@ def test_group_rebalance_timeout_is_the_largest_member_timeout(h0: Harness) -> N
 
 
 def test_static_members_that_did_not_rejoin_hold_the_join_phase_until_their_session_expires() -> None:
-    h = Harness(GroupConfig(group_initial_rebalance_delay_ms=0))
+    h = Harness(BrokerGroupSettings(group_initial_rebalance_delay_ms=0))
     args: dict[str, Any] = {"rebalance_timeout_ms": 10_000, "session_timeout_ms": 25_000}
     (s1, _s2), generation = h.stable_group("g", 2, instance_ids=["i1", "i2"], **args)
     h.leave("g", members=[("", "i2")])  # admin removal of i2: rebalance, s1 never rejoins

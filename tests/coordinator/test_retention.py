@@ -9,12 +9,13 @@ from typing import Any
 
 import pytest
 
-from coordinator.core.classic_group import ClassicGroup
-from coordinator.core.group_config import GroupConfig
+from coordinator.core.classic.group import ClassicGroup
+from coordinator.core.classic.manager import ClassicGroupManager
+from coordinator.core.group_settings import BrokerGroupSettings
 from coordinator.core.state import GroupState
 from protocol.errors import ErrorCode
-from storage.records import GroupMetadataRecord, GroupTombstone, OffsetCommitRecord
-from tests.coordinator.harness import WALL_START_MS, FakeStore, Harness
+from storage.records import GroupMetadataRecord, GroupTombstone, OffsetCommitRecord, OffsetTombstone
+from tests.coordinator.harness import WALL_START_MS, FakeStore, Harness, classic_group_of
 
 MINUTE = 60_000
 DAY = 24 * 60 * MINUTE
@@ -41,7 +42,7 @@ def offsets_of(h: Harness, group: str, topics: dict[str, list[int]]) -> dict[tup
 
 @pytest.fixture
 def h0() -> Harness:
-    return Harness(GroupConfig(group_initial_rebalance_delay_ms=0))
+    return Harness(BrokerGroupSettings(group_initial_rebalance_delay_ms=0))
 
 
 def test_empty_group_offsets_expire_retention_after_the_group_became_empty(h0: Harness) -> None:
@@ -58,7 +59,7 @@ def test_empty_group_offsets_expire_retention_after_the_group_became_empty(h0: H
     h0.advance(SWEEP + 1)
     assert offsets_of(h0, "g", {"t": [0]}) == {("t", 0): -1}
     # No offsets left: the group is removed (T8) and its record tombstoned (it had generations).
-    assert h0.coordinator.group("g") is None
+    assert classic_group_of(h0.coordinator, "g") is None
     assert "g" not in h0.store.groups and ("g", "t", 0) not in h0.store.offsets
     assert GroupTombstone("g") in h0.store.records()
 
@@ -83,7 +84,7 @@ def test_simple_group_offsets_expire_after_their_commit_time(h: Harness) -> None
     assert offsets_of(h, "simple", {"t": [0, 1]}) == {("t", 0): -1, ("t", 1): 2}
     h.advance(DAY)
     assert offsets_of(h, "simple", {"t": [0, 1]}) == {("t", 0): -1, ("t", 1): -1}
-    assert h.coordinator.group("simple") is None
+    assert classic_group_of(h.coordinator, "simple") is None
     assert GroupTombstone("simple") not in h.store.records()  # a simple group never wrote a record
 
 
@@ -112,16 +113,22 @@ def test_unknown_subscription_keeps_offsets(h0: Harness) -> None:
     assert offsets_of(h0, "g", {"t": [0]}) == {("t", 0): 1}
 
 
+def expired_offsets(h: Harness, group_id: str, wall_ms: int) -> list[OffsetTombstone]:
+    """What the retention sweep would expire of a classic group's offsets at ``wall_ms``."""
+    expiry = h.coordinator.kind(ClassicGroupManager).offset_expiry(group_id)
+    return [] if expiry is None else h.coordinator._offsets.expired_offsets(group_id, expiry, wall_ms)
+
+
 @pytest.mark.parametrize("state", [GroupState.PREPARING_REBALANCE, GroupState.COMPLETING_REBALANCE])
 def test_rebalancing_groups_expire_nothing(h0: Harness, state: GroupState) -> None:
     members, generation = h0.stable_group("g", 1, **LONG_SESSION)
     h0.commit("g", {("t", 0): 1}, member_id=members[0], generation=generation)
     group = h0.group()
     group.state = state  # observe the rule directly: a rebalance cannot last a week
-    assert h0.coordinator._offsets.expired_offsets(group, h0.wall_ms + 10 * RETENTION) == []
+    assert expired_offsets(h0, "g", h0.wall_ms + 10 * RETENTION) == []
     group.state = GroupState.STABLE
     group.subscribed_topics = frozenset()
-    expired = h0.coordinator._offsets.expired_offsets(group, h0.wall_ms + 10 * RETENTION)
+    expired = expired_offsets(h0, "g", h0.wall_ms + 10 * RETENTION)
     assert [r.topic for r in expired] == ["t"]
 
 
@@ -134,7 +141,7 @@ def test_in_flight_commits_do_not_expire(h: Harness) -> None:
     h.flush()
     assert commit.wire.topics[0].partitions[0].error_code == 0
     assert offsets_of(h, "g", {"t": [0]}) == {("t", 0): 2}
-    assert h.coordinator.group("g") is not None
+    assert classic_group_of(h.coordinator, "g") is not None
 
 
 def test_empty_group_without_offsets_is_removed_at_the_next_sweep(h0: Harness) -> None:
@@ -142,7 +149,7 @@ def test_empty_group_without_offsets_is_removed_at_the_next_sweep(h0: Harness) -
     h0.leave("g", members[0])
     assert h0.group().generation_id == 2
     h0.advance(SWEEP)
-    assert h0.coordinator.group("g") is None
+    assert classic_group_of(h0.coordinator, "g") is None
     assert "g" not in h0.store.groups
 
 
@@ -150,7 +157,7 @@ def test_group_created_by_a_failed_join_is_swept(h0: Harness) -> None:
     h0.join("g", version=3, protocol_type="")  # INCONSISTENT_GROUP_PROTOCOL, but the group exists
     assert h0.group().state is GroupState.EMPTY
     h0.advance(SWEEP)
-    assert h0.coordinator.group("g") is None
+    assert classic_group_of(h0.coordinator, "g") is None
     assert h0.store.batches == []  # generation 0: nothing to tombstone
 
 
@@ -163,7 +170,7 @@ def test_sweep_write_failure_restores_offsets_and_groups(h: Harness) -> None:
     assert h.failed_batches and offsets_of(h, "g", {"t": [0]}) == {("t", 0): 1}
     assert h.group().state is GroupState.EMPTY
     h.advance(SWEEP)  # the next sweep tries again
-    assert h.coordinator.group("g") is None and ("g", "t", 0) not in h.store.offsets
+    assert classic_group_of(h.coordinator, "g") is None and ("g", "t", 0) not in h.store.offsets
 
 
 def test_old_records_without_a_state_timestamp_use_the_commit_time() -> None:
@@ -183,7 +190,7 @@ def test_old_records_without_a_state_timestamp_use_the_commit_time() -> None:
 
 
 def test_sweep_interval_is_configurable() -> None:
-    h = Harness(GroupConfig(offsets_retention_minutes=1, offsets_retention_check_interval_ms=1_000))
+    h = Harness(BrokerGroupSettings(offsets_retention_minutes=1, offsets_retention_check_interval_ms=1_000))
     h.commit("g", {("t", 0): 1})
     h.advance(MINUTE + 1_000)
-    assert h.coordinator.group("g") is None
+    assert classic_group_of(h.coordinator, "g") is None

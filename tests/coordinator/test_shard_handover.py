@@ -6,21 +6,25 @@ from __future__ import annotations
 
 import pytest
 
+from coordinator.core.consumer.manager import ConsumerGroupManager
 from coordinator.core.state import GroupState
 from protocol.errors import ErrorCode
 from storage.records import ConsumerGroupRecord, GroupConfigRecord, GroupMetadataRecord
-from tests.coordinator.harness import Harness
+from tests.coordinator.harness import Harness, classic_group_of
 
 
 def _load_groups(target: Harness, source: Harness, group_ids: set[str]) -> None:
     store = source.store
     target.coordinator.load_more(
-        [r for r in store.groups.values() if r.group_id in group_ids],
+        [
+            r
+            for rows in (store.groups, store.consumer_groups, store.consumer_members)
+            for r in rows.values()
+            if r.group_id in group_ids
+        ],
         [r for r in store.offsets.values() if r.group_id in group_ids],
         target.now_ms,
         target.wall_ms,
-        [r for r in store.consumer_groups.values() if r.group_id in group_ids],
-        [r for r in store.consumer_members.values() if r.group_id in group_ids],
         [r for r in store.group_configs.values() if r.group_id in group_ids],
     )
 
@@ -31,10 +35,12 @@ def test_a_stable_group_moves_between_nodes_without_a_rebalance(h0: Harness) -> 
     h0.stable_group("staying", 1)
     # The old node lets go of the shard holding "moving" ...
     h0.apply(h0.coordinator.unload_groups({"moving"}, h0.now_ms))
-    assert h0.coordinator.group("moving") is None and h0.group("staying").state is GroupState.STABLE
+    assert (
+        classic_group_of(h0.coordinator, "moving") is None and h0.group("staying").state is GroupState.STABLE
+    )
     assert h0.coordinator.held_group_ids() == {"staying"}
     h0.advance(20_000)  # the moved group's session timers are gone with it: nothing fires
-    assert h0.coordinator.group("moving") is None
+    assert classic_group_of(h0.coordinator, "moving") is None
     # ... and another node, already serving other shards, loads it.
     other = h0.restart()  # loads everything; give "moving" back to the new node alone
     other.apply(other.coordinator.unload_groups({"moving"}, other.now_ms))
@@ -86,9 +92,10 @@ def test_a_shard_taken_over_is_loaded_as_a_restart_loads_it(h0: Harness) -> None
     _load_groups(taker, h0, moved)
     for node in (restarted, taker):
         assert node.coordinator.group_configs.session_timeout_ms("tuned") == 50_000
-        assert (
-            node.coordinator.group("mixed") is not None
-            and "mixed" not in node.coordinator.consumer_group_ids()
+        assert classic_group_of(node.coordinator, "mixed") is not None and "mixed" not in list(
+            node.coordinator.kind(ConsumerGroupManager).groups
         )
-        assert node.coordinator.group("older") is None and "older" in node.coordinator.consumer_group_ids()
+        assert classic_group_of(node.coordinator, "older") is None and "older" in list(
+            node.coordinator.kind(ConsumerGroupManager).groups
+        )
         assert node.coordinator.held_group_ids() == moved

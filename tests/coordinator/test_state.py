@@ -4,9 +4,8 @@ import itertools
 
 import pytest
 
-from coordinator.core.classic_group import ClassicGroup
+from coordinator.core.classic.group import ClassicGroup
 from coordinator.core.state import (
-    STATE_BY_LOWER_NAME,
     VALID_PREVIOUS,
     GroupState,
     IllegalStateTransition,
@@ -75,9 +74,3 @@ def test_group_transition_records_previous_state_and_time() -> None:
     with pytest.raises(IllegalStateTransition):
         group.transition_to(S, 11)
     assert (group.state, group.state_ms) == (PR, 10)  # a refused transition changes nothing
-
-
-def test_states_by_lower_case_name() -> None:
-    assert STATE_BY_LOWER_NAME["stable"] is S
-    assert STATE_BY_LOWER_NAME["preparingrebalance"] is PR
-    assert set(STATE_BY_LOWER_NAME) == {s.value.lower() for s in GroupState}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from coordinator.core.group_config import GroupConfig
+from coordinator.core.group_settings import BrokerGroupSettings
 from coordinator.server.config import load_config
 from protocol.errors import ErrorCode
 from tests.coordinator.harness import Harness
@@ -20,6 +20,6 @@ def test_default_limits_are_bounded() -> None:
 
 
 def test_pending_members_are_bounded_by_group_max_size() -> None:
-    h = Harness(GroupConfig(group_initial_rebalance_delay_ms=0, group_max_size=3))
+    h = Harness(BrokerGroupSettings(group_initial_rebalance_delay_ms=0, group_max_size=3))
     codes = [h.join("g", version=4).error for _ in range(5)]
     assert codes == [ErrorCode.MEMBER_ID_REQUIRED] * 3 + [ErrorCode.GROUP_MAX_SIZE_REACHED] * 2

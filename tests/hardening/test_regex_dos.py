@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.core.group_config import GroupConfig
-from coordinator.core.regex import RegexError, compile_topic_regex
+from coordinator.core.consumer.regex import RegexError, compile_topic_regex
+from coordinator.core.group_settings import BrokerGroupSettings
 from protocol.errors import ErrorCode
 from tests.coordinator.consumer_harness import assignment_of, cg_heartbeat
 from tests.coordinator.harness import Harness
@@ -23,7 +23,7 @@ def test_catastrophic_pattern_against_a_long_topic_name_returns() -> None:
 
 @pytest.mark.timeout(20)
 def test_heartbeat_with_catastrophic_pattern_is_answered() -> None:
-    h = Harness(GroupConfig(group_initial_rebalance_delay_ms=0))
+    h = Harness(BrokerGroupSettings(group_initial_rebalance_delay_ms=0))
     h.catalog.set_topic(EVIL_TOPIC, 1)
     h.catalog.set_topic("orders", 2)
     reply = cg_heartbeat(h, member_id="m", topics=None, regex="(a|a)*b|orders")
@@ -69,5 +69,5 @@ def test_full_match_semantics() -> None:
 def test_overlong_pattern_is_refused() -> None:
     with pytest.raises(RegexError, match="longer than"):
         compile_topic_regex("a" * 5000)
-    h = Harness(GroupConfig(group_initial_rebalance_delay_ms=0))
+    h = Harness(BrokerGroupSettings(group_initial_rebalance_delay_ms=0))
     assert cg_heartbeat(h, topics=None, regex="a" * 5000).error == ErrorCode.INVALID_REGULAR_EXPRESSION

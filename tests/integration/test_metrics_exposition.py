@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from coordinator.core.consumer_group import CONSUMER_GROUP_STATES
+from coordinator.core.consumer.group import CONSUMER_GROUP_STATES
 from coordinator.core.state import GroupState
 from protocol.apis import ApiKey
 from protocol.errors import ErrorCode

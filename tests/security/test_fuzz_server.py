@@ -48,6 +48,7 @@ from protocol.messages.offset_fetch import OffsetFetchRequest
 from protocol.messages.sasl_handshake import SaslHandshakeRequest
 from protocol.messages.sync_group import SyncGroupRequest, SyncGroupRequestAssignment
 from protocol.wire import decode_response, encode_request
+from tests.coordinator.harness import classic_group_of
 
 EXAMPLES = int(os.environ.get("FUZZ_SERVER_EXAMPLES", "25"))
 GROUP = "fuzz-group"
@@ -163,7 +164,7 @@ def _request(client: Client, op: str, payload: bytes, number: int) -> None:
 
 
 def _check_core(server: RunningServer, last_generation: list[int], leaders: dict[int, set[str]]) -> None:
-    group = server.runtime.coordinator.group(GROUP)
+    group = classic_group_of(server.runtime.coordinator, GROUP)
     if group is None:
         return
     assert group.generation_id >= last_generation[0], "generation went backwards"
@@ -237,7 +238,7 @@ async def _scenario(ops: list[tuple[int, str, bytes, int]], security_protocol: s
             await asyncio.sleep(0.01)
         assert not probe.pending, "the server stopped answering"
         if security_protocol != "PLAINTEXT":
-            assert server.runtime.coordinator.group(GROUP) is None, (
+            assert classic_group_of(server.runtime.coordinator, GROUP) is None, (
                 "an unauthenticated client reached the group"
             )
         closed.append(probe)

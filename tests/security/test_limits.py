@@ -12,31 +12,31 @@ from pathlib import Path
 
 import pytest
 
-from coordinator.core.group_config import GroupConfig
+from coordinator.core.group_settings import BrokerGroupSettings
 from coordinator.server.limits import ConnectionLimits
 from protocol.apis import ApiKey
 from protocol.errors import ErrorCode
 from protocol.messages.api_versions import ApiVersionsRequest
 from protocol.messages.find_coordinator import FindCoordinatorRequest
-from tests.coordinator.harness import Harness
+from tests.coordinator.harness import Harness, classic_group_of
 from tests.support.server import running_server
 from tests.support.wire_client import WireClient
 
 
 # ---- group.max.groups (pure core) ----------------------------------------------------------
 def test_group_max_groups_refuses_new_groups_but_serves_existing() -> None:
-    h = Harness(GroupConfig(group_initial_rebalance_delay_ms=0, group_max_groups=2))
+    h = Harness(BrokerGroupSettings(group_initial_rebalance_delay_ms=0, group_max_groups=2))
     h.join("a", version=3)
     h.join("b", version=3)
     assert h.join("c", version=3).error == ErrorCode.GROUP_MAX_SIZE_REACHED
-    assert h.coordinator.group("a") is not None
-    assert h.coordinator.group("c") is None
+    assert classic_group_of(h.coordinator, "a") is not None
+    assert classic_group_of(h.coordinator, "c") is None
     # A simple-consumer commit would create a group too.
     reply = h.commit("d", {("t", 0): 5})
     assert {p.error_code for t in reply.response.topics for p in t.partitions} == {
         ErrorCode.GROUP_MAX_SIZE_REACHED
     }
-    assert h.coordinator.group("d") is None
+    assert classic_group_of(h.coordinator, "d") is None
     # Existing groups keep accepting members and commits.
     h.join("a", version=3)
     assert len(h.group("a").members) == 2

@@ -420,4 +420,4 @@ def test_security_flags_reach_the_config() -> None:
     )
     assert config.authorizer_enabled and config.super_users == "User:admin"
     assert config.listener_specs()[0].uses_sasl
-    assert config.group_config().group_max_groups == 5
+    assert config.group_settings().group_max_groups == 5

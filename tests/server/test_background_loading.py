@@ -21,8 +21,9 @@ import pytest_asyncio
 
 from coordinator.api.config_resources import GROUP
 from coordinator.core.cluster import Cluster, NodeIdentity
-from coordinator.core.group_config import GroupConfig
-from coordinator.core.shard import Shard
+from coordinator.core.consumer.manager import ConsumerGroupManager
+from coordinator.core.group_coordinator import GroupCoordinator
+from coordinator.core.group_settings import BrokerGroupSettings
 from coordinator.core.sharding import shard_of
 from coordinator.server import app, group_loading
 from coordinator.server.app import RunningServer, start_server
@@ -65,7 +66,7 @@ from storage.records import (
 from storage.url import open_store
 from tests.api.test_dispatcher import Client
 from tests.coordinator.consumer_harness import cg_heartbeat
-from tests.coordinator.harness import Harness
+from tests.coordinator.harness import Harness, classic_snapshots, consumer_group_of
 
 SHARDS = 50  # offsets.topic.num.partitions' default
 TOPIC = "bg-t"
@@ -354,7 +355,7 @@ async def test_members_of_a_shard_loaded_late_get_their_session_from_its_load(
 def varied_state() -> tuple[list[Record], TopicRecord]:
     """Rows of a real core: Stable classic groups, KIP-848 groups with members, a group config,
     simple groups' offsets, spread over many shards."""
-    h = Harness(GroupConfig(group_initial_rebalance_delay_ms=0))
+    h = Harness(BrokerGroupSettings(group_initial_rebalance_delay_ms=0))
     topic = h.catalog.set_topic(TOPIC, 4)
     for i in range(30):
         members, generation = h.stable_group(f"classic-{i}", 2)
@@ -376,11 +377,11 @@ def varied_state() -> tuple[list[Record], TopicRecord]:
     return rows, topic
 
 
-def snapshot(shard: Shard) -> dict[str, Any]:
-    groups = {g.group_id: g for g in shard.groups_snapshot()}
+def snapshot(shard: GroupCoordinator) -> dict[str, Any]:
+    groups = {g.group_id: g for g in classic_snapshots(shard)}
     consumer = {}
-    for group_id in shard.consumer_group_ids():
-        group = shard.consumer_group(group_id)
+    for group_id in list(shard.kind(ConsumerGroupManager).groups):
+        group = consumer_group_of(shard, group_id)
         assert group is not None
         consumer[group_id] = (
             group.group_epoch,
@@ -414,22 +415,14 @@ async def test_loading_shard_by_shard_from_sqlite_equals_the_full_load(tmp_path:
         await asyncio.wait_for(loader.task, 10)
         assert not server.dispatcher.cluster.shard_map.loading
         loaded = server.runtime.coordinator
-        # The old way: one read of everything, one Shard.load, at the same clock.
-        reference = Shard(config.group_config())
+        # The old way: one read of everything, one GroupCoordinator.load, at the same clock.
+        reference = GroupCoordinator(config.group_settings())
         node = NodeIdentity(0, "127.0.0.1", 0, "bg-cluster")
         cluster = Cluster(node, auto_create_topics=False, num_partitions=1)
         cluster.load(full.topics)
         reference.attach_catalog(cluster)
         clock = server.runtime.clock
-        reference.load(
-            full.groups,
-            full.offsets,
-            clock.now_ms(),
-            clock.wall_ms(),
-            full.consumer_groups,
-            full.consumer_members,
-            full.group_configs,
-        )
+        reference.load(full.group_rows(), full.offsets, clock.now_ms(), clock.wall_ms(), full.group_configs)
         got, want = snapshot(loaded), snapshot(reference)
         assert got["classic"] == want["classic"]
         assert got["consumer"] == want["consumer"]

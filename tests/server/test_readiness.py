@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from coordinator.core.group_config import GroupConfig
-from coordinator.core.shard import Shard
+from coordinator.core.group_coordinator import GroupCoordinator
+from coordinator.core.group_settings import BrokerGroupSettings
 from coordinator.server.readiness import PROBE_RECORD, StorageProbe
 from coordinator.server.runtime import Clock, Runtime
 from protocol.errors import ErrorCode
@@ -27,7 +27,7 @@ async def _runtime(store: MemoryStore) -> Runtime:
     await store.open()
     loop = asyncio.get_running_loop()
     clock = Clock(loop)
-    shard = Shard(GroupConfig())
+    shard = GroupCoordinator(BrokerGroupSettings())
     shard.load([], [], clock.now_ms(), clock.wall_ms())
     return Runtime(shard, BatchWriter(store), clock, write_timeout_ms=1000)
 

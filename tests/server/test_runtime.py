@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from coordinator.core.context import RequestContext
-from coordinator.core.group_config import GroupConfig
-from coordinator.core.shard import Shard
+from coordinator.core.group_coordinator import GroupCoordinator
+from coordinator.core.group_settings import BrokerGroupSettings
 from coordinator.server.runtime import Clock, Runtime
 from protocol.errors import ErrorCode
 from protocol.messages.offset_commit import (
@@ -80,7 +80,7 @@ def commit(runtime: Runtime, offset: int) -> Reply:
 def runtime_over(store: MemoryStore, write_timeout_ms: int) -> Runtime:
     loop = asyncio.get_running_loop()
     clock = Clock(loop)
-    shard = Shard(GroupConfig())
+    shard = GroupCoordinator(BrokerGroupSettings())
     shard.load([], [], clock.now_ms(), clock.wall_ms())
     return Runtime(shard, BatchWriter(store), clock, write_timeout_ms)
 

@@ -22,14 +22,17 @@ from coordinator.core.settings import (
 
 
 def _assignor_names() -> Sequence[str]:
-    from coordinator.core.assignors import ASSIGNORS
+    from coordinator.core.consumer.assignors import ASSIGNORS
 
     return tuple(ASSIGNORS)
 
 
 @dataclass(slots=True, frozen=True)
-class GroupConfig:
-    """Kafka broker settings that govern groups and offsets; field ``x_y_z`` is Kafka's ``x.y.z``."""
+class BrokerGroupSettings:
+    """Kafka broker settings that govern groups and offsets; field ``x_y_z`` is Kafka's ``x.y.z``.
+
+    Broker-wide: what Kafka calls ``GroupConfig`` is the per-group overrides of some of these
+    (``coordinator/core/dynamic_configs.py``)."""
 
     group_min_session_timeout_ms: int = setting(
         6000, "smallest session timeout a member may ask for", positive, kafka=True

@@ -14,23 +14,19 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 
-from coordinator.core.classic_group import CONSUMER_PROTOCOL_TYPE, Protocols
-from coordinator.core.classic_group_manager import ClassicGroupManager, kafka_client_host
-from coordinator.core.consumer_group import (
+from coordinator.core.consumer.group import (
     JOIN_EPOCH,
     ClassicMemberMetadata,
     ConsumerGroup,
     ConsumerMember,
     MemberState,
 )
-from coordinator.core.consumer_group_manager import (
-    ConsumerGroupManager,
-    GroupWrites,
-    Rejected,
-    join_key,
-    sync_key,
-)
+from coordinator.core.consumer.manager import ConsumerGroupManager
+from coordinator.core.consumer.records import GroupWrites
+from coordinator.core.consumer.responses import Rejected
+from coordinator.core.consumer.timer_keys import join_key, sync_key
 from coordinator.core.consumer_protocol import (
+    CONSUMER_PROTOCOL_TYPE,
     MalformedConsumerProtocol,
     Subscription,
     decode_subscription,
@@ -51,6 +47,14 @@ from coordinator.core.errors import (
     consumer_write_error,
 )
 from coordinator.core.events import MEMBER_LEFT, SUBSCRIPTION_CHANGED
+from coordinator.core.members import (
+    Protocols,
+    join_rebalance_timeout,
+    kafka_client_host,
+    leave_group_response,
+    static_member_check,
+)
+from protocol.error_responses import join_group_error
 from protocol.messages.join_group import JoinGroupRequest, JoinGroupResponse
 from protocol.messages.leave_group import (
     LeaveGroupRequest,
@@ -74,7 +78,8 @@ class ClassicMembers:
 
     # -- JoinGroup -------------------------------------------------------------------------------
 
-    def join(self, ctx: RequestContext, req: JoinGroupRequest, group: ConsumerGroup, fx: Effects) -> None:
+    def join_group(self, ctx: RequestContext, req: JoinGroupRequest, fx: Effects) -> None:
+        group = self.consumer.groups[req.group_id]
         version = ctx.api_version
         config = self.config
         if (
@@ -82,14 +87,12 @@ class ClassicMembers:
             <= req.session_timeout_ms
             <= config.group_max_session_timeout_ms
         ):
-            fx.reply(
-                ctx.reply_to, ClassicGroupManager.join_error(version, INVALID_SESSION_TIMEOUT, req.member_id)
-            )
+            fx.reply(ctx.reply_to, join_group_error(version, INVALID_SESSION_TIMEOUT, req.member_id))
             return
         try:
             self._join(ctx, req, group, fx)
         except Rejected as rejected:
-            fx.reply(ctx.reply_to, ClassicGroupManager.join_error(version, rejected.code, req.member_id))
+            fx.reply(ctx.reply_to, join_group_error(version, rejected.code, req.member_id))
 
     def _join(self, ctx: RequestContext, req: JoinGroupRequest, group: ConsumerGroup, fx: Effects) -> None:
         consumer = self.consumer
@@ -106,7 +109,7 @@ class ClassicMembers:
             raise Rejected(INCONSISTENT_GROUP_PROTOCOL)
         if unknown and version >= 4 and req.group_instance_id is None:
             # KIP-394: the member rejoins with this id; nothing is kept until then.
-            fx.reply(ctx.reply_to, ClassicGroupManager.join_error(version, MEMBER_ID_REQUIRED, member_id))
+            fx.reply(ctx.reply_to, join_group_error(version, MEMBER_ID_REQUIRED, member_id))
             return
         try:
             subscription = decode_subscription(protocols[0][1])
@@ -126,7 +129,7 @@ class ClassicMembers:
         )
         member, changed = self._member_for(ctx, req, group, member_id, subscription, records)
         member.classic = ClassicMemberMetadata(req.session_timeout_ms, protocols)
-        member.rebalance_timeout_ms = ClassicGroupManager.rebalance_timeout(ctx, req)
+        member.rebalance_timeout_ms = join_rebalance_timeout(ctx, req)
         member.client_id, member.client_host = ctx.client_id, kafka_client_host(ctx.client_host)
         records.member(member.member_id)
         consumer.update_epochs(group, changed, records)
@@ -145,7 +148,7 @@ class ClassicMembers:
         )
 
         def if_failed(code: int) -> JoinGroupResponse:
-            return ClassicGroupManager.join_error(version, consumer_write_error(code), member_id)
+            return join_group_error(version, consumer_write_error(code), member_id)
 
         if replaced is not None and consumer.downgrade_allowed_on_replacement(group, replaced):
             # The last consumer-protocol member was replaced: a classic group again, no rebalance.
@@ -212,7 +215,8 @@ class ClassicMembers:
 
     # -- SyncGroup ---------------------------------------------------------------------------------
 
-    def sync(self, ctx: RequestContext, req: SyncGroupRequest, group: ConsumerGroup, fx: Effects) -> None:
+    def sync_group(self, ctx: RequestContext, req: SyncGroupRequest, fx: Effects) -> None:
+        group = self.consumer.groups[req.group_id]
         try:
             member = self._classic_member(group, req.member_id, req.group_instance_id)
             if req.generation_id != member.member_epoch:
@@ -255,8 +259,10 @@ class ClassicMembers:
     # -- Heartbeat ---------------------------------------------------------------------------------
 
     def heartbeat(
-        self, group: ConsumerGroup, member_id: str, instance_id: str | None, generation: int
+        self, ctx: RequestContext, group_id: str, member_id: str, instance_id: str | None, generation: int
     ) -> int:
+        self.consumer.enter(ctx.now_ms, ctx.wall_ms)
+        group = self.consumer.groups[group_id]
         try:
             member = self._classic_member(group, member_id, instance_id)
         except Rejected as rejected:
@@ -275,7 +281,8 @@ class ClassicMembers:
 
     # -- LeaveGroup --------------------------------------------------------------------------------
 
-    def leave(self, ctx: RequestContext, req: LeaveGroupRequest, group: ConsumerGroup, fx: Effects) -> None:
+    def leave_group(self, ctx: RequestContext, req: LeaveGroupRequest, fx: Effects) -> None:
+        group = self.consumer.groups[req.group_id]
         version = ctx.api_version
         identities = req.members if version >= 3 else [MemberIdentity(req.member_id, None)]
         records = GroupWrites()
@@ -294,7 +301,7 @@ class ClassicMembers:
             removed = True
         if removed:
             self.consumer.bump_after_removal(group, records)
-        response = ClassicGroupManager.leave_response(version, NONE, results)
+        response = leave_group_response(version, NONE, results)
         self.consumer.finish(
             ctx,
             group,
@@ -326,11 +333,9 @@ class ClassicMembers:
     def _classic_member(group: ConsumerGroup, member_id: str, instance_id: str | None) -> ConsumerMember:
         """Kafka's validateConsumerGroupMember and throwIfMemberDoesNotUseClassicProtocol."""
         if instance_id is not None:
-            static_id = group.static_members.get(instance_id)
-            if static_id is None:
-                raise Rejected(UNKNOWN_MEMBER_ID)
-            if static_id != member_id:
-                raise Rejected(FENCED_INSTANCE_ID)
+            code = static_member_check(group.static_members, member_id, instance_id)
+            if code:
+                raise Rejected(code)
         member = group.members.get(member_id)
         if member is None or member.classic is None:
             raise Rejected(UNKNOWN_MEMBER_ID)
@@ -349,7 +354,7 @@ def _new_member(
         subscribed_topic_names=subscription.topics,
         subscribed_topic_regex=None,
         server_assignor=None,
-        rebalance_timeout_ms=ClassicGroupManager.rebalance_timeout(ctx, req),
+        rebalance_timeout_ms=join_rebalance_timeout(ctx, req),
     )
 
 

@@ -13,17 +13,18 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Final
 
+from coordinator.core.consumer_protocol import CONSUMER_PROTOCOL_TYPE
 from coordinator.core.context import ReplyTo
+from coordinator.core.members import Protocols, static_member_check
 from coordinator.core.shared_values import shared_set
 from coordinator.core.state import VALID_PREVIOUS, GroupState, transition_to
 from protocol.errors import ErrorCode
 from protocol.messages.consumer_protocol import decode_consumer_protocol_subscription_v0
+from protocol.messages.list_groups import ListedGroup
 from protocol.primitives import DecodeError
 
-CONSUMER_PROTOCOL_TYPE: Final = "consumer"
+CLASSIC_GROUP_TYPE: Final = "classic"
 
-# Ordered (name, metadata) pairs, most preferred first, as sent in JoinGroup.
-Protocols = tuple[tuple[str, bytes], ...]
 # Timer kinds of classic groups (the first element of their timer keys).
 SESSION_TIMER: Final = "session"
 JOIN_TIMER: Final = "join"
@@ -34,7 +35,6 @@ JoinKey = tuple[str, str]  # ("join", group_id)
 SyncKey = tuple[str, str, int]  # ("sync", group_id, generation_id)
 
 _UNKNOWN_MEMBER_ID: Final = int(ErrorCode.UNKNOWN_MEMBER_ID)
-_FENCED_INSTANCE_ID: Final = int(ErrorCode.FENCED_INSTANCE_ID)
 _NO_MEMBERS: Final[frozenset[str]] = frozenset()
 _I16 = struct.Struct(">h")
 
@@ -148,6 +148,28 @@ class ClassicGroup:
 
     def __post_init__(self) -> None:
         self.join_key = (JOIN_TIMER, self.group_id)
+
+    # -- the Group protocol (coordinator/core/group.py) ----------------------------------------
+
+    @property
+    def group_type(self) -> str:
+        return CLASSIC_GROUP_TYPE
+
+    @property
+    def state_name(self) -> str:
+        return self.state.value
+
+    @property
+    def member_count(self) -> int:
+        return len(self.members)
+
+    def listed(self) -> ListedGroup:
+        return ListedGroup(
+            group_id=self.group_id,
+            protocol_type=self.protocol_type or "",
+            group_state=self.state.value,
+            group_type=CLASSIC_GROUP_TYPE,
+        )
 
     # -- pending member ids ------------------------------------------------------------------
 
@@ -338,11 +360,9 @@ class ClassicGroup:
     def validate_member(self, member_id: str, group_instance_id: str | None) -> int:
         """KIP-345 member validation: FENCED_INSTANCE_ID / UNKNOWN_MEMBER_ID / 0."""
         if group_instance_id is not None:
-            mapped = self.static_members.get(group_instance_id)
-            if mapped is None:
-                return _UNKNOWN_MEMBER_ID
-            if mapped != member_id:
-                return _FENCED_INSTANCE_ID
+            code = static_member_check(self.static_members, member_id, group_instance_id)
+            if code:
+                return code
         if member_id not in self.members:
             return _UNKNOWN_MEMBER_ID
         return 0

@@ -13,11 +13,14 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Final
 
-from coordinator.core.classic_group import Protocols
+from coordinator.core.members import Protocols
 from coordinator.core.shared_values import shared_partition, shared_set
+from protocol.messages.list_groups import ListedGroup
 
 Assignment = dict[str, frozenset[int]]  # topic name -> partitions (never an empty set)
 EMPTY_ASSIGNMENT: Final[Mapping[str, frozenset[int]]] = {}
+
+CONSUMER_GROUP_TYPE: Final = "consumer"
 
 JOIN_EPOCH: Final = 0
 LEAVE_EPOCH: Final = -1
@@ -126,6 +129,28 @@ class ConsumerGroup:
             if member.member_epoch != epoch or member.state is not MemberState.STABLE:
                 return CG_RECONCILING
         return CG_STABLE
+
+    # -- the Group protocol (coordinator/core/group.py) ----------------------------------------
+
+    @property
+    def group_type(self) -> str:
+        return CONSUMER_GROUP_TYPE
+
+    @property
+    def state_name(self) -> str:
+        return self.state
+
+    @property
+    def member_count(self) -> int:
+        return len(self.members)
+
+    def listed(self) -> ListedGroup:
+        return ListedGroup(
+            group_id=self.group_id,
+            protocol_type=CONSUMER_GROUP_TYPE,
+            group_state=self.state,
+            group_type=CONSUMER_GROUP_TYPE,
+        )
 
     def add_ownership(self, member: ConsumerMember) -> None:
         owners = self.owners

@@ -7,19 +7,33 @@ parked requests.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 
-from coordinator.core.classic_group import CONSUMER_PROTOCOL_TYPE, ClassicGroup, Member, session_key
-from coordinator.core.consumer_group import (
+from coordinator.core.classic.group import ClassicGroup, Member, session_key
+from coordinator.core.classic.manager import ClassicGroupManager
+from coordinator.core.consumer.group import (
     ClassicMemberMetadata,
     ConsumerGroup,
     ConsumerMember,
     MemberState,
     normalize,
 )
-from coordinator.core.consumer_protocol import decode_assignment, decode_subscription, encode_assignment
+from coordinator.core.consumer.manager import ConsumerGroupManager
+from coordinator.core.consumer.responses import Rejected
+from coordinator.core.consumer_protocol import (
+    CONSUMER_PROTOCOL_TYPE,
+    MalformedConsumerProtocol,
+    decode_assignment,
+    decode_subscription,
+    encode_assignment,
+)
+from coordinator.core.effects import Effects
+from coordinator.core.errors import GROUP_ID_NOT_FOUND
 from coordinator.core.state import GroupState
-from storage.records import TopicRecord
+from storage.records import GroupMetadataRecord, GroupTombstone, TopicRecord
+
+log = logging.getLogger(__name__)
 
 
 def consumer_group_from_classic(
@@ -125,3 +139,81 @@ def classic_group_from_consumer(group: ConsumerGroup, leaving_member_id: str, wa
 
 def _supports(member: Member, protocol: str) -> bool:
     return any(name == protocol for name, _ in member.protocols)
+
+
+class ClassicConsumerConversion:
+    """The one place that knows both kinds: a classic group becomes a consumer group when a
+    consumer-protocol member joins it, and a consumer group goes back when its last
+    consumer-protocol member leaves (Kafka's convertToConsumerGroup / convertToClassicGroup)."""
+
+    def __init__(self, classic: ClassicGroupManager, consumer: ConsumerGroupManager) -> None:
+        self.classic = classic
+        self.consumer = consumer
+        self.config = consumer.config
+        self.clock = consumer.clock
+
+    def to_consumer_group(self, group_id: str, fx: Effects) -> ConsumerGroup | None:
+        classic = self.classic.groups.get(group_id)
+        if classic is None:  # held by a kind that does not convert
+            raise Rejected(GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
+        if classic.members:
+            return self._upgrade(classic, fx)
+        if classic.pending_members:
+            raise Rejected(GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
+        # An empty classic group becomes a consumer group (offsets stay with the id).
+        self.classic.release_empty(group_id, fx)
+        return None
+
+    def _upgrade_refusal(self, classic: ClassicGroup) -> str | None:
+        """Kafka's validateOnlineUpgrade: why the classic group cannot become a consumer group."""
+        if not self.config.online_upgrade_enabled:
+            return "the online upgrade is disabled"
+        if not classic.uses_consumer_protocol():
+            return "the group does not use the consumer embedded protocol"
+        if len(classic.members) > self.config.group_consumer_max_size:
+            return "the group size exceeds the consumer group maximum size"
+        return None
+
+    def _upgrade(self, classic: ClassicGroup, fx: Effects) -> ConsumerGroup:
+        """A consumer-protocol member joins a classic group with members: the group becomes a
+        consumer group that keeps them."""
+        group_id = classic.group_id
+        why = self._upgrade_refusal(classic)
+        if why is not None:
+            log.info("group %s: cannot upgrade the classic group to a consumer group: %s", group_id, why)
+            raise Rejected(GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
+        try:
+            group = consumer_group_from_classic(classic, self.consumer.catalog.topics, self.clock.wall_ms)
+        except MalformedConsumerProtocol as exc:
+            log.warning("group %s: cannot upgrade the classic group: %s", group_id, exc)
+            raise Rejected(
+                GROUP_ID_NOT_FOUND,
+                f"Cannot upgrade the classic group {group_id} to consumer group because the embedded "
+                "consumer protocol is malformed.",
+            ) from None
+        self.classic.release_for_upgrade(classic, fx)
+        fx.write([GroupTombstone(group_id)])
+        return group
+
+    def to_classic_group(
+        self, group: ConsumerGroup, leaving_member_id: str, fx: Effects, rebalance: bool
+    ) -> GroupMetadataRecord:
+        classic = classic_group_from_consumer(group, leaving_member_id, self.clock.wall_ms)
+        return self.classic.adopt_downgraded(classic, fx, rebalance)
+
+    def resolve_stored_twice(self, group_ids: set[str]) -> None:
+        """Groups stored as both classic and consumer group: only a conversion whose write failed
+        leaves both (docs/migration.md); the type the group changed to last wrote the later
+        state time."""
+        for group_id in sorted(group_ids):
+            classic_ms = self.classic.groups[group_id].state_ms or -1
+            if self.consumer.groups[group_id].state_ms >= classic_ms:
+                log.warning(
+                    "group %s is stored as classic and consumer group; keeping the consumer group", group_id
+                )
+                del self.classic.groups[group_id]
+            else:
+                log.warning(
+                    "group %s is stored as classic and consumer group; keeping the classic group", group_id
+                )
+                del self.consumer.groups[group_id]

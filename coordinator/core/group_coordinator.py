@@ -1,4 +1,6 @@
-"""Shard: the pure core of one coordinator shard (classic and consumer groups, their offsets).
+"""GroupCoordinator: the pure core of the group coordinator -- one object for every shard this
+process serves (which shard a group is in is ``sharding.py``'s business): the groups of every
+kind, their offsets, the retention sweep.
 
 The runtime calls one method per request, plus ``poll_timers`` when ``next_deadline`` has passed,
 and applies every returned :class:`~coordinator.core.result.Result`: write its records as one atomic
@@ -12,50 +14,40 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from typing import Final
+from collections.abc import Callable, Iterator, Sequence
+from typing import Final, TypeVar
 
-from coordinator.core.classic_group import ClassicGroup
-from coordinator.core.classic_group_manager import EMPTY, ClassicGroupManager
-from coordinator.core.classic_members import ClassicMembers
 from coordinator.core.clock import ShardClock
-from coordinator.core.consumer_group import ConsumerGroup
-from coordinator.core.consumer_group_manager import CONSUMER_GROUP_TYPE, ConsumerGroupManager, TopicCatalog
 from coordinator.core.context import RequestContext
 from coordinator.core.dynamic_configs import DynamicGroupConfigs
 from coordinator.core.effects import Effects, ResultBuilder
 from coordinator.core.errors import GROUP_ID_NOT_FOUND, NONE, admin_write_error
 from coordinator.core.events import GroupEvents
-from coordinator.core.group_config import GroupConfig
+from coordinator.core.group import (
+    Group,
+    PendingChange,
+    RequestHandler,
+    TimerHandler,
+    TopicCatalog,
+)
+from coordinator.core.group_settings import BrokerGroupSettings
 from coordinator.core.heartbeat_interval import no_jitter
-from coordinator.core.lifecycle import GroupLifecycle, PendingChange, TimerHandler
+from coordinator.core.kinds import register_kinds
 from coordinator.core.offset_manager import OffsetManager
+from coordinator.core.registry import GroupRegistry
 from coordinator.core.result import Result
 from coordinator.core.stats import CoreStats
 from coordinator.core.timers import TimerKey, Timers
-from protocol.messages.consumer_group_describe import ConsumerGroupDescribeRequest
-from protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
 from protocol.messages.delete_groups import DeletableGroupResult, DeleteGroupsRequest, DeleteGroupsResponse
-from protocol.messages.describe_groups import DescribeGroupsRequest
 from protocol.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
 from protocol.messages.join_group import JoinGroupRequest
 from protocol.messages.leave_group import LeaveGroupRequest
-from protocol.messages.list_groups import ListedGroup, ListGroupsRequest
+from protocol.messages.list_groups import ListGroupsRequest, ListGroupsResponse
 from protocol.messages.offset_commit import OffsetCommitRequest
 from protocol.messages.offset_delete import OffsetDeleteRequest
 from protocol.messages.offset_fetch import OffsetFetchRequest
 from protocol.messages.sync_group import SyncGroupRequest
-from storage.records import (
-    ConsumerGroupRecord,
-    ConsumerGroupTombstone,
-    ConsumerMemberRecord,
-    GroupConfigRecord,
-    GroupMetadataRecord,
-    OffsetCommitRecord,
-    OffsetTombstone,
-    Record,
-)
+from storage.records import GroupConfigRecord, GroupRow, OffsetCommitRecord, OffsetTombstone
 
 log = logging.getLogger(__name__)
 
@@ -68,21 +60,15 @@ def default_member_id(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4()}"
 
 
-@dataclass(slots=True, frozen=True)
-class GroupSnapshot:
-    group_id: str
-    state: str
-    protocol_type: str | None
-    protocol_name: str | None
-    generation_id: int
-    leader_id: str | None
-    member_ids: tuple[str, ...]
+K = TypeVar("K")
 
 
-class Shard:
+class GroupCoordinator:
+    """The groups and offsets of every shard this process serves, and the requests on them."""
+
     def __init__(
         self,
-        config: GroupConfig,
+        config: BrokerGroupSettings,
         member_id_factory: Callable[[str], str] | None = None,
         random_unit: Callable[[], float] | None = None,
     ) -> None:
@@ -93,35 +79,40 @@ class Shard:
         self._timers: Timers[TimerKey] = Timers()
         self._results = ResultBuilder(self.clock)
         self.events = GroupEvents(self.clock)
-        self._classic = ClassicGroupManager(
-            config, self._timers, self.clock, self.stats, member_id_factory or default_member_id, self.events
+        # The per-group configs (GROUP config resources) the groups run with.
+        self.group_configs = DynamicGroupConfigs(config, random_unit or no_jitter)
+        self._groups = GroupRegistry(config.group_max_groups)
+        register_kinds(
+            self._groups,
+            config,
+            self._timers,
+            self.clock,
+            self.stats,
+            self.events,
+            self.group_configs,
+            self._enter,
+            member_id_factory or default_member_id,
         )
-        self._consumer = ConsumerGroupManager(
-            config, self._timers, self.clock, self.stats, self._classic, random_unit=random_unit or no_jitter
-        )
-        self._classic_members = ClassicMembers(self._consumer)
-        self._offsets = OffsetManager(config, self.clock, self._classic)
-        self._classic.other_groups = self._consumer.groups
-        self._offsets.consumer = self._consumer
-        self._managers: tuple[GroupLifecycle, ...] = (self._classic, self._consumer)
+        self._offsets = OffsetManager(config, self.clock, self._groups)
         self._timer_handlers: dict[str, TimerHandler] = {
             RETENTION_TIMER: lambda _key, fx: self._expire_offsets_and_groups(fx)
         }
-        for manager in self._managers:
-            for kind, handler in manager.timer_handlers().items():
-                if kind in self._timer_handlers:
-                    raise ValueError(f"timer kind {kind!r} registered twice")
-                self._timer_handlers[kind] = handler
+        self._request_handlers: dict[type, RequestHandler] = {}
+        for kind in self._groups.kinds:
+            for timer, handler in kind.timer_handlers().items():
+                if timer in self._timer_handlers:
+                    raise ValueError(f"timer kind {timer!r} registered twice")
+                self._timer_handlers[timer] = handler
+            for request_type, request_handler in kind.request_handlers().items():
+                if request_type in self._request_handlers:
+                    raise ValueError(f"{request_type.__name__} served by two kinds of group")
+                self._request_handlers[request_type] = request_handler
         self._loaded = False
 
-    @property
-    def group_configs(self) -> DynamicGroupConfigs:
-        """The per-group configs (GROUP config resources) the consumer groups run with."""
-        return self._consumer.group_configs
-
     def attach_catalog(self, catalog: TopicCatalog) -> None:
-        """The topic catalog consumer groups assign from (read only; its version marks changes)."""
-        self._consumer.catalog = catalog
+        """The topic catalog groups assign from (read only; its version marks changes)."""
+        for kind in self._groups.kinds:
+            kind.attach_catalog(catalog)
 
     def _enter(self, now_ms: int, wall_ms: int) -> None:
         self.clock.set(now_ms, wall_ms)
@@ -139,34 +130,30 @@ class Shard:
 
     def load(
         self,
-        groups: list[GroupMetadataRecord],
+        group_rows: Sequence[GroupRow],
         offsets: list[OffsetCommitRecord],
         now_ms: int,
         wall_ms: int,
-        consumer_groups: list[ConsumerGroupRecord] | None = None,
-        consumer_members: list[ConsumerMemberRecord] | None = None,
         group_configs: list[GroupConfigRecord] | None = None,
     ) -> None:
-        """docs/groups.md#loading: rebuild a fresh coordinator from its stored rows and restart
-        member sessions: ``load_more`` of every shard at once."""
+        """docs/groups.md#loading: rebuild a fresh coordinator from its stored rows (the rows of
+        groups of every kind, ``LoadedState.group_rows``) and restart member sessions:
+        ``load_more`` of every shard at once."""
         if self._loaded or self.held_group_ids():
             raise RuntimeError("load() needs a coordinator that has not been loaded nor served anything")
-        self.load_more(groups, offsets, now_ms, wall_ms, consumer_groups, consumer_members, group_configs)
+        self.load_more(group_rows, offsets, now_ms, wall_ms, group_configs)
         log.debug(
-            "loaded %d classic groups, %d consumer groups and %d offsets",
-            len(self._classic.groups),
-            len(self._consumer.groups),
+            "loaded %s groups and %d offsets",
+            ", ".join(f"{len(kind.groups)} {kind.name}" for kind in self._groups.kinds),
             self._offsets.offset_count(),
         )
 
     def load_more(
         self,
-        groups: list[GroupMetadataRecord],
+        group_rows: Sequence[GroupRow],
         offsets: list[OffsetCommitRecord],
         now_ms: int,
         wall_ms: int,
-        consumer_groups: list[ConsumerGroupRecord] | None = None,
-        consumer_members: list[ConsumerMemberRecord] | None = None,
         group_configs: list[GroupConfigRecord] | None = None,
     ) -> None:
         """docs/multinode.md#loading-a-shard: add the stored rows of shards taken over (none of
@@ -174,42 +161,21 @@ class Shard:
         sessions, exactly as a restart loads them."""
         self._loaded = True
         self._enter(now_ms, wall_ms)
-        consumer_groups = consumer_groups or []
-        consumer_members = consumer_members or []
         group_configs = group_configs or []
-        ids = {r.group_id for r in groups} | {r.group_id for r in consumer_groups}
-        ids |= {r.group_id for r in offsets} | {r.group_id for r in consumer_members}
+        ids = {r.group_id for r in group_rows} | {r.group_id for r in offsets}
         held = [g for g in ids | {r.group_id for r in group_configs} if self._holds(g)]
         if held:
             raise RuntimeError(f"load_more() of groups already held: {sorted(held)[:5]}")
         self.group_configs.load(group_configs)  # before sessions restart at the groups' timeouts
-        records: list[Record] = [*groups, *consumer_groups, *consumer_members]
-        for manager in self._managers:
-            manager.load(records)
-        self._resolve_mixed({r.group_id for r in consumer_groups} & {r.group_id for r in groups})
+        for kind in self._groups.kinds:
+            kind.load(group_rows)
+        self._groups.resolve_stored_twice(ids)
         self._offsets.load(offsets)
         fx = Effects()
-        for manager in self._managers:
-            manager.on_loaded(fx, ids)
+        for kind in self._groups.kinds:
+            kind.on_loaded(fx, ids)
         if fx.records or fx.replies:
             raise RuntimeError("loading produced records or replies")  # cannot happen: nothing is parked
-
-    def _resolve_mixed(self, group_ids: set[str]) -> None:
-        """Groups stored as both classic and consumer group: only a conversion whose write failed
-        leaves both (docs/migration.md); the type the group changed to last wrote the later
-        state time."""
-        for group_id in sorted(group_ids):
-            classic_ms = self._classic.groups[group_id].state_ms or -1
-            if self._consumer.groups[group_id].state_ms >= classic_ms:
-                log.warning(
-                    "group %s is stored as classic and consumer group; keeping the consumer group", group_id
-                )
-                del self._classic.groups[group_id]
-            else:
-                log.warning(
-                    "group %s is stored as classic and consumer group; keeping the classic group", group_id
-                )
-                del self._consumer.groups[group_id]
 
     def unload_groups(self, group_ids: set[str], now_ms: int) -> Result:
         """docs/multinode.md: the shard holding ``group_ids`` is no longer ours: those groups go
@@ -217,8 +183,8 @@ class Shard:
         and timers go (the new owner loads them from storage)."""
         self.clock.now_ms = now_ms
         fx = Effects()
-        for manager in self._managers:
-            manager.unload(fx, group_ids)
+        for kind in self._groups.kinds:
+            kind.unload(fx, group_ids)
         for group_id in group_ids:
             self._offsets.offsets.pop(group_id, None)
             self.group_configs.overrides.pop(group_id, None)
@@ -226,17 +192,14 @@ class Shard:
         return self._results.to_result(fx)
 
     def held_group_ids(self) -> set[str]:
-        """Every group id with state here (groups of either kind, offsets of simple groups, group
-        configs)."""
-        held = self._classic.groups.keys() | self._consumer.groups.keys() | self._offsets.offsets.keys()
-        return held | self.group_configs.overrides.keys()
+        """Every group id with state here (groups of every kind, offsets, group configs)."""
+        return self._groups.ids() | self._offsets.offsets.keys() | self.group_configs.overrides.keys()
 
     def _holds(self, group_id: str) -> bool:
         """``group_id in held_group_ids()`` without building the set (a shard loading after
         others would build it over every group held so far)."""
         return (
-            group_id in self._classic.groups
-            or group_id in self._consumer.groups
+            self._groups.holds(group_id)
             or group_id in self._offsets.offsets
             or group_id in self.group_configs.overrides
         )
@@ -246,64 +209,51 @@ class Shard:
         Dead and every parked JoinGroup/SyncGroup is answered NOT_COORDINATOR."""
         self.clock.now_ms = now_ms
         fx = Effects()
-        for manager in self._managers:
-            manager.unload(fx)
+        for kind in self._groups.kinds:
+            kind.unload(fx)
         self._results.serving = False  # writes still in flight change nothing any more
         self._offsets.offsets.clear()
         self._timers.clear()
         return self._results.to_result(fx)
 
-    # -- group membership ------------------------------------------------------------------------
+    # -- the classic group APIs, answered by the kind holding the group ---------------------------
 
     def join_group(self, ctx: RequestContext, req: JoinGroupRequest) -> Result:
         return self._run(ctx, lambda fx: self._join_group(ctx, req, fx))
 
     def _join_group(self, ctx: RequestContext, req: JoinGroupRequest, fx: Effects) -> None:
-        consumer_group = self._consumer.groups.get(req.group_id)
-        if consumer_group is not None:
-            if consumer_group.members:
-                # docs/migration.md: a classic member of a consumer group, whatever the migration policy.
-                self._classic_members.join(ctx, req, consumer_group, fx)
-                return
-            # An empty consumer group becomes a classic group (its offsets stay with the id).
-            log.info("group %s: converted from consumer to classic", req.group_id)
-            self._consumer.remove_group(consumer_group)
-            fx.write([ConsumerGroupTombstone(req.group_id)])
-        self._classic.join_group(ctx, req, fx)
-
-    # -- KIP-848 consumer groups ---------------------------------------------------------------
-
-    def consumer_group_heartbeat(self, ctx: RequestContext, req: ConsumerGroupHeartbeatRequest) -> Result:
-        return self._run(ctx, lambda fx: self._consumer.heartbeat(ctx, req, fx))
-
-    def consumer_group_describe(self, ctx: RequestContext, req: ConsumerGroupDescribeRequest) -> Result:
-        self._enter(ctx.now_ms, ctx.wall_ms)
-        return Result(replies=[(ctx.reply_to, self._consumer.describe(ctx, req))])
+        kind = self._groups.holder(req.group_id)
+        api = None if kind is None else kind.classic_protocol(req.group_id, True)
+        if api is not None:
+            api.join_group(ctx, req, fx)
+            return
+        if kind is not None:
+            # An empty group of a kind that does not take JoinGroups becomes a group of the
+            # default kind (its offsets stay with the id), docs/migration.md.
+            kind.release_empty(req.group_id, fx)
+        self._groups.default.join_group(ctx, req, fx)
 
     def sync_group(self, ctx: RequestContext, req: SyncGroupRequest) -> Result:
-        consumer_group = self._consumer.groups.get(req.group_id)
-        if consumer_group is not None:
-            return self._run(ctx, lambda fx: self._classic_members.sync(ctx, req, consumer_group, fx))
-        return self._run(ctx, lambda fx: self._classic.sync_group(ctx, req, fx))
+        api = self._groups.classic_protocol(req.group_id)
+        return self._run(ctx, lambda fx: api.sync_group(ctx, req, fx))
 
     def heartbeat(self, ctx: RequestContext, req: HeartbeatRequest) -> Result:
-        consumer_group = self._consumer.groups.get(req.group_id)
-        if consumer_group is not None:
-            self._enter(ctx.now_ms, ctx.wall_ms)
-            code = self._classic_members.heartbeat(
-                consumer_group, req.member_id, req.group_instance_id, req.generation_id
-            )
-        else:
-            code = self._classic.heartbeat(
-                ctx.now_ms, req.group_id, req.member_id, req.group_instance_id, req.generation_id
-            )
+        api = self._groups.classic_protocol(req.group_id)
+        code = api.heartbeat(ctx, req.group_id, req.member_id, req.group_instance_id, req.generation_id)
         return Result(replies=[(ctx.reply_to, HeartbeatResponse(error_code=code))])
 
     def leave_group(self, ctx: RequestContext, req: LeaveGroupRequest) -> Result:
-        consumer_group = self._consumer.groups.get(req.group_id)
-        if consumer_group is not None:
-            return self._run(ctx, lambda fx: self._classic_members.leave(ctx, req, consumer_group, fx))
-        return self._run(ctx, lambda fx: self._classic.leave_group(ctx, req, fx))
+        api = self._groups.classic_protocol(req.group_id)
+        return self._run(ctx, lambda fx: api.leave_group(ctx, req, fx))
+
+    # -- the APIs of one kind (ConsumerGroupHeartbeat, DescribeGroups, ...) -----------------------
+
+    def handle(self, ctx: RequestContext, req: object) -> Result:
+        """A request one kind of group serves (``GroupKind.request_handlers``)."""
+        handler = self._request_handlers.get(type(req))
+        if handler is None:
+            raise LookupError(f"no kind of group serves {type(req).__name__}")
+        return self._run(ctx, lambda fx: handler(ctx, req, fx))
 
     # -- offsets -----------------------------------------------------------------------------------
 
@@ -336,28 +286,19 @@ class Shard:
     # -- admin -------------------------------------------------------------------------------------
 
     def list_groups(self, ctx: RequestContext, req: ListGroupsRequest) -> Result:
+        """ListGroups v4+: StatesFilter, v5+: TypesFilter, both case-insensitive."""
         self._enter(ctx.now_ms, ctx.wall_ms)
-        response = self._classic.list_groups(ctx, req)
         version = ctx.api_version
         types = {t.lower() for t in req.types_filter} if version >= 5 and req.types_filter else None
         states = {s.lower() for s in req.states_filter} if version >= 4 and req.states_filter else None
-        if types is None or CONSUMER_GROUP_TYPE in types:
-            for group in self._consumer.groups.values():
-                state = group.state
-                if states is None or state.lower() in states:
-                    response.groups.append(
-                        ListedGroup(
-                            group_id=group.group_id,
-                            protocol_type=CONSUMER_GROUP_TYPE,
-                            group_state=state,
-                            group_type=CONSUMER_GROUP_TYPE,
-                        )
-                    )
-        return Result(replies=[(ctx.reply_to, response)])
-
-    def describe_groups(self, ctx: RequestContext, req: DescribeGroupsRequest) -> Result:
-        self._enter(ctx.now_ms, ctx.wall_ms)
-        return Result(replies=[(ctx.reply_to, self._classic.describe_groups(ctx, req))])
+        listed = [
+            group.listed()
+            for kind in self._groups.kinds
+            if types is None or kind.name in types
+            for group in kind.groups.values()
+            if states is None or group.state_name.lower() in states
+        ]
+        return Result(replies=[(ctx.reply_to, ListGroupsResponse(error_code=NONE, groups=listed))])
 
     def delete_groups(self, ctx: RequestContext, req: DeleteGroupsRequest) -> Result:
         return self._run(ctx, lambda fx: self._delete_groups(ctx, req, fx))
@@ -369,10 +310,10 @@ class Shard:
         changes: list[PendingChange] = []
         deleted_ids: set[str] = set()
         for group_id in req.groups_names:
-            manager = self._manager_of(group_id)
-            code = GROUP_ID_NOT_FOUND if manager is None else manager.validate_delete(group_id)
-            if manager is not None and code == NONE:
-                changes.append(manager.deletion(group_id, expiring=False))
+            kind = self._groups.holder(group_id)
+            code = GROUP_ID_NOT_FOUND if kind is None else kind.validate_delete(group_id)
+            if kind is not None and code == NONE:
+                changes.append(kind.deletion(group_id, expiring=False))
                 changes.append(self._offsets_deletion(group_id))
                 deleted_ids.add(group_id)
             results.append(DeletableGroupResult(group_id, code))
@@ -396,9 +337,6 @@ class Shard:
 
         fx.reply(ctx.reply_to, response, failed_response)
         fx.write(records, on_durable=lambda out: _apply_all(changes))
-
-    def _manager_of(self, group_id: str) -> GroupLifecycle | None:
-        return next((manager for manager in self._managers if manager.holds(group_id)), None)
 
     def _offsets_deletion(self, group_id: str) -> PendingChange:
         tombstones = self._offsets.group_tombstones(group_id)
@@ -437,24 +375,22 @@ class Shard:
         """The retention sweep: expire offsets (KIP-211), then drop Empty groups left without any
         offset (docs/groups.md#offsets-and-retention); a group record is tombstoned only if one was ever written (generation > 0).
         Everything is applied once the tombstones are durable."""
-        classic, offsets = self._classic, self._offsets
+        offsets = self._offsets
         self._timers.schedule(
             RETENTION_KEY, self.clock.now_ms + self.config.offsets_retention_check_interval_ms
         )
         wall_ms = self.clock.wall_ms
         expired: list[OffsetTombstone] = []
         removals: list[PendingChange] = []
-        for cgroup in self._consumer.groups.values():
-            keep = frozenset(cgroup.subscription_metadata) if cgroup.members else frozenset()
-            tombstones = offsets.expired_consumer_group_offsets(cgroup.group_id, keep, wall_ms)
-            expired.extend(tombstones)
-            if not cgroup.members and not offsets.keeps_offsets_after(cgroup.group_id, tombstones):
-                removals.append(self._consumer.deletion(cgroup.group_id, expiring=True))
-        for group in classic.groups.values():
-            tombstones = offsets.expired_offsets(group, wall_ms)
-            expired.extend(tombstones)
-            if group.state is EMPTY and not offsets.keeps_offsets_after(group.group_id, tombstones):
-                removals.append(classic.deletion(group.group_id, expiring=True))
+        for kind in self._groups.kinds:
+            for group_id in kind.groups:
+                expiry = kind.offset_expiry(group_id)
+                tombstones = [] if expiry is None else offsets.expired_offsets(group_id, expiry, wall_ms)
+                expired.extend(tombstones)
+                if kind.expires_without_offsets(group_id) and not offsets.keeps_offsets_after(
+                    group_id, tombstones
+                ):
+                    removals.append(kind.deletion(group_id, expiring=True))
         if not expired and not removals:
             return
         log.info("retention sweep: %d offsets expired, %d groups removed", len(expired), len(removals))
@@ -472,61 +408,40 @@ class Shard:
 
     # -- read-only accessors for the runtime, metrics and tests -------------------------------------
 
-    def group(self, group_id: str) -> ClassicGroup | None:
-        """The live group object (read it, never mutate it)."""
-        return self._classic.groups.get(group_id)
+    def group(self, group_id: str) -> Group | None:
+        """The live group of any kind (read it, never mutate it)."""
+        return self._groups.group(group_id)
 
-    def groups_snapshot(self) -> list[GroupSnapshot]:
-        return [
-            GroupSnapshot(
-                group_id=g.group_id,
-                state=g.state.value,
-                protocol_type=g.protocol_type,
-                protocol_name=g.protocol_name,
-                generation_id=g.generation_id,
-                leader_id=g.leader_id,
-                member_ids=tuple(g.members),
-            )
-            for g in self._classic.groups.values()
-        ]
-
-    def consumer_group(self, group_id: str) -> ConsumerGroup | None:
-        """The live KIP-848 group object (read it, never mutate it)."""
-        return self._consumer.groups.get(group_id)
-
-    def consumer_group_ids(self) -> list[str]:
-        return list(self._consumer.groups)
+    def kind(self, cls: type[K]) -> K:
+        """The registered kind of group of class ``cls`` (typed access for views and tests)."""
+        return self._groups.kind(cls)
 
     def group_count_by_state(self) -> dict[str, int]:
-        """Classic and consumer groups by state name (both have Empty and Stable)."""
+        """Groups of every kind by state name (the kinds share Empty and Stable)."""
         counts: dict[str, int] = {}
-        for group in self._classic.groups.values():
-            counts[group.state.value] = counts.get(group.state.value, 0) + 1
-        for cgroup in self._consumer.groups.values():
-            counts[cgroup.state] = counts.get(cgroup.state, 0) + 1
+        for group in self._groups:
+            state = group.state_name
+            counts[state] = counts.get(state, 0) + 1
         return counts
 
     def group_sizes(self) -> Iterator[tuple[str, str, int]]:
-        """(group id, state, members) of every classic and consumer group."""
-        for group in self._classic.groups.values():
-            yield group.group_id, group.state.value, len(group.members)
-        for cgroup in self._consumer.groups.values():
-            yield cgroup.group_id, cgroup.state, len(cgroup.members)
+        """(group id, state, members) of every group."""
+        for group in self._groups:
+            yield group.group_id, group.state_name, group.member_count
 
     def last_commit_ms(self, group_id: str) -> int | None:
         """Wall-clock ms of the group's latest committed offset, None without offsets."""
         return max((record.commit_ms for record in self.committed_offsets(group_id)), default=None)
 
-    def groups_by_protocol(self) -> tuple[int, int]:
-        """(classic groups, consumer groups)."""
-        return len(self._classic.groups), len(self._consumer.groups)
+    def groups_by_protocol(self) -> tuple[int, ...]:
+        """Groups of each kind, in registration order (classic, consumer)."""
+        return tuple(len(kind.groups) for kind in self._groups.kinds)
 
     def group_count(self) -> int:
-        return len(self._classic.groups) + len(self._consumer.groups)
+        return self._groups.count()
 
     def member_count(self) -> int:
-        classic = sum(len(group.members) for group in self._classic.groups.values())
-        return classic + sum(len(group.members) for group in self._consumer.groups.values())
+        return sum(group.member_count for group in self._groups)
 
     def offset_count(self) -> int:
         return self._offsets.offset_count()

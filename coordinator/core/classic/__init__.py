@@ -1,0 +1,1 @@
+"""Classic groups: one kind of group (docs/group-model.md#the-folders)."""

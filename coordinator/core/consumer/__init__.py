@@ -1,0 +1,1 @@
+"""KIP-848 consumer groups: one kind of group (docs/group-model.md#the-folders)."""
