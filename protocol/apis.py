@@ -38,6 +38,8 @@ class ApiKey(IntEnum):
     DESCRIBE_CLUSTER = 60
     CONSUMER_GROUP_HEARTBEAT = 68
     CONSUMER_GROUP_DESCRIBE = 69
+    STREAMS_GROUP_HEARTBEAT = 88
+    STREAMS_GROUP_DESCRIBE = 89
 
 
 # (min, max) version served per API. Produce is decoded only to refuse it with a clear error:
@@ -75,6 +77,9 @@ SERVED_VERSIONS: Final[dict[ApiKey, tuple[int, int]]] = {
     # KIP-848.
     ApiKey.CONSUMER_GROUP_HEARTBEAT: (0, 1),
     ApiKey.CONSUMER_GROUP_DESCRIBE: (0, 1),
+    # KIP-1071.
+    ApiKey.STREAMS_GROUP_HEARTBEAT: (0, 1),
+    ApiKey.STREAMS_GROUP_DESCRIBE: (0, 1),
 }
 
 # Spec file stem for each API (requests are "<stem>Request", responses "<stem>Response").
@@ -110,4 +115,6 @@ SPEC_NAMES: Final[dict[ApiKey, str]] = {
     ApiKey.DESCRIBE_CLUSTER: "DescribeCluster",
     ApiKey.CONSUMER_GROUP_HEARTBEAT: "ConsumerGroupHeartbeat",
     ApiKey.CONSUMER_GROUP_DESCRIBE: "ConsumerGroupDescribe",
+    ApiKey.STREAMS_GROUP_HEARTBEAT: "StreamsGroupHeartbeat",
+    ApiKey.STREAMS_GROUP_DESCRIBE: "StreamsGroupDescribe",
 }

@@ -89,6 +89,15 @@ from protocol.messages.produce import (
 )
 from protocol.messages.sasl_authenticate import SaslAuthenticateRequest, SaslAuthenticateResponse
 from protocol.messages.sasl_handshake import SaslHandshakeRequest, SaslHandshakeResponse
+from protocol.messages.streams_group_describe import DescribedGroup as StreamsDescribedGroup
+from protocol.messages.streams_group_describe import (
+    StreamsGroupDescribeRequest,
+    StreamsGroupDescribeResponse,
+)
+from protocol.messages.streams_group_heartbeat import (
+    StreamsGroupHeartbeatRequest,
+    StreamsGroupHeartbeatResponse,
+)
 from protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
 
 # (version, request, error code, message) -> the response; the message is dropped by versions
@@ -197,6 +206,22 @@ def consumer_group_describe(
     return ConsumerGroupDescribeResponse(
         groups=[
             ConsumerDescribedGroup(error_code=code, error_message=message, group_id=g) for g in req.group_ids
+        ]
+    )
+
+
+def streams_group_heartbeat(
+    version: int, req: StreamsGroupHeartbeatRequest, code: int, message: str | None
+) -> StreamsGroupHeartbeatResponse:
+    return StreamsGroupHeartbeatResponse(error_code=code, error_message=message, status=None)
+
+
+def streams_group_describe(
+    version: int, req: StreamsGroupDescribeRequest, code: int, message: str | None
+) -> StreamsGroupDescribeResponse:
+    return StreamsGroupDescribeResponse(
+        groups=[
+            StreamsDescribedGroup(error_code=code, error_message=message, group_id=g) for g in req.group_ids
         ]
     )
 
@@ -417,6 +442,8 @@ ERROR_RESPONSES: Final[dict[ApiKey, ErrorResponseBuilder]] = {
     ApiKey.DESCRIBE_CLUSTER: describe_cluster,
     ApiKey.CONSUMER_GROUP_HEARTBEAT: consumer_group_heartbeat,
     ApiKey.CONSUMER_GROUP_DESCRIBE: consumer_group_describe,
+    ApiKey.STREAMS_GROUP_HEARTBEAT: streams_group_heartbeat,
+    ApiKey.STREAMS_GROUP_DESCRIBE: streams_group_describe,
 }
 
 

@@ -59,6 +59,7 @@ class Tombstone(Generic[K, R]):
 OffsetKey = tuple[str, str, int]  # (group_id, topic, partition)
 CredentialKey = tuple[str, str]  # (user, mechanism)
 ConsumerMemberKey = tuple[str, str]  # (group_id, member_id)
+StreamsMemberKey = tuple[str, str]  # (group_id, member_id)
 GroupConfigKey = tuple[str, str]  # (group_id, config name)
 
 
@@ -316,6 +317,70 @@ class ConsumerGroupTombstone(Tombstone[str, ConsumerGroupRecord]):
 
 
 @dataclass(slots=True, frozen=True)
+class StreamsGroupRecord(Upsert[str]):
+    """A KIP-1071 streams group: its epochs and its topology (a JSON document,
+    coordinator/core/streams/records.py); key group_id."""
+
+    table: ClassVar[str] = "streams_groups"
+
+    group_id: str
+    group_epoch: int
+    assignment_epoch: int
+    state_ms: int
+    topology: str  # JSON; "" while the group has none
+
+    @property
+    def key(self) -> str:
+        return self.group_id
+
+
+@dataclass(slots=True, frozen=True)
+class StreamsGroupTombstone(Tombstone[str, StreamsGroupRecord]):
+    """Deletes the streams group row AND every member row of the group."""
+
+    table: ClassVar[str] = "streams_groups"
+
+    group_id: str
+
+    @property
+    def key(self) -> str:
+        return self.group_id
+
+
+@dataclass(slots=True, frozen=True)
+class StreamsMemberRecord(Upsert[StreamsMemberKey]):
+    """A streams group member, its current and target tasks; key (group_id, member_id). The
+    tasks and the member's metadata are a JSON document (coordinator/core/streams/records.py)."""
+
+    table: ClassVar[str] = "streams_members"
+
+    group_id: str
+    member_id: str
+    instance_id: str | None
+    member_epoch: int
+    previous_member_epoch: int
+    state: int  # 0 STABLE, 1 UNREVOKED_TASKS, 2 UNRELEASED_TASKS
+    process_id: str
+    details: str  # JSON
+
+    @property
+    def key(self) -> StreamsMemberKey:
+        return (self.group_id, self.member_id)
+
+
+@dataclass(slots=True, frozen=True)
+class StreamsMemberTombstone(Tombstone[StreamsMemberKey, StreamsMemberRecord]):
+    table: ClassVar[str] = "streams_members"
+
+    group_id: str
+    member_id: str
+
+    @property
+    def key(self) -> StreamsMemberKey:
+        return (self.group_id, self.member_id)
+
+
+@dataclass(slots=True, frozen=True)
 class GroupConfigRecord(Upsert[GroupConfigKey]):
     """A dynamic group config (e.g. ``consumer.session.timeout.ms``) set for one group; key
     (group_id, name). Lives apart from the group's state, as Kafka keeps it: it may name a group
@@ -372,7 +437,13 @@ class ClusterTombstone(Tombstone[str, ClusterRecord]):
 
 
 # The stored rows of groups, of every kind (each kind's manager loads its own).
-GroupRow = GroupMetadataRecord | ConsumerGroupRecord | ConsumerMemberRecord
+GroupRow = (
+    GroupMetadataRecord
+    | ConsumerGroupRecord
+    | ConsumerMemberRecord
+    | StreamsGroupRecord
+    | StreamsMemberRecord
+)
 
 Record = (
     OffsetCommitRecord
@@ -389,6 +460,10 @@ Record = (
     | ConsumerGroupTombstone
     | ConsumerMemberRecord
     | ConsumerMemberTombstone
+    | StreamsGroupRecord
+    | StreamsGroupTombstone
+    | StreamsMemberRecord
+    | StreamsMemberTombstone
     | GroupConfigRecord
     | GroupConfigTombstone
     | ClusterRecord
@@ -427,12 +502,20 @@ class LoadedState:
     acls: list[AclRecord] = field(default_factory=list)
     consumer_groups: list[ConsumerGroupRecord] = field(default_factory=list)
     consumer_members: list[ConsumerMemberRecord] = field(default_factory=list)
+    streams_groups: list[StreamsGroupRecord] = field(default_factory=list)
+    streams_members: list[StreamsMemberRecord] = field(default_factory=list)
     group_configs: list[GroupConfigRecord] = field(default_factory=list)
     cluster: list[ClusterRecord] = field(default_factory=list)
 
     def group_rows(self) -> list[GroupRow]:
         """The rows of groups of every kind, in the order the coordinator loads them."""
-        return [*self.groups, *self.consumer_groups, *self.consumer_members]
+        return [
+            *self.groups,
+            *self.consumer_groups,
+            *self.consumer_members,
+            *self.streams_groups,
+            *self.streams_members,
+        ]
 
 
 @dataclass(slots=True)

@@ -37,6 +37,8 @@ from storage.records import (
     GroupMetadataRecord,
     LoadedState,
     OffsetCommitRecord,
+    StreamsGroupRecord,
+    StreamsMemberRecord,
     TopicRecord,
     UserCredentialRecord,
 )
@@ -320,6 +322,47 @@ CONSUMER_MEMBERS: Final[Table[ConsumerMemberRecord]] = Table(
     key_values=_same,
     parent="consumer_groups",
 )
+STREAMS_GROUPS: Final[Table[StreamsGroupRecord]] = Table(
+    "streams_groups",
+    (
+        Column("group_id", TEXT),
+        Column("group_epoch", INT32),
+        Column("assignment_epoch", INT32),
+        Column("state_ms", INT64),
+        Column("topology", TEXT),
+    ),
+    key=("group_id",),
+    to_row=lambda g: (g.group_id, g.group_epoch, g.assignment_epoch, g.state_ms, g.topology),
+    from_row=StreamsGroupRecord,
+    key_values=_single,
+)
+STREAMS_MEMBERS: Final[Table[StreamsMemberRecord]] = Table(
+    "streams_members",
+    (
+        Column("group_id", TEXT),
+        Column("member_id", TEXT),
+        Column("instance_id", TEXT, nullable=True),
+        Column("member_epoch", INT32),
+        Column("previous_member_epoch", INT32),
+        Column("state", INT32),
+        Column("process_id", TEXT),
+        Column("details", TEXT),
+    ),
+    key=("group_id", "member_id"),
+    to_row=lambda m: (
+        m.group_id,
+        m.member_id,
+        m.instance_id,
+        m.member_epoch,
+        m.previous_member_epoch,
+        m.state,
+        m.process_id,
+        m.details,
+    ),
+    from_row=StreamsMemberRecord,
+    key_values=_same,
+    parent="streams_groups",
+)
 GROUP_CONFIGS: Final[Table[GroupConfigRecord]] = Table(
     "group_configs",
     (Column("group_id", TEXT), Column("name", TEXT), Column("value", TEXT)),
@@ -348,6 +391,8 @@ STATE_TABLES: Final[tuple[Table[Any], ...]] = (
     ACLS,
     CONSUMER_GROUPS,
     CONSUMER_MEMBERS,
+    STREAMS_GROUPS,
+    STREAMS_MEMBERS,
     GROUP_CONFIGS,
     CLUSTER,
 )
@@ -358,6 +403,8 @@ GROUP_TABLES: Final[tuple[Table[Any], ...]] = (
     GROUPS,
     CONSUMER_GROUPS,
     CONSUMER_MEMBERS,
+    STREAMS_GROUPS,
+    STREAMS_MEMBERS,
     GROUP_CONFIGS,
 )
 # What a node needs before it serves anything: the state of no shard.
@@ -431,6 +478,8 @@ def loaded_state(rows: Mapping[str, Sequence[Any]]) -> LoadedState:
         acls=list(rows[ACLS.name]),
         consumer_groups=list(rows[CONSUMER_GROUPS.name]),
         consumer_members=list(rows[CONSUMER_MEMBERS.name]),
+        streams_groups=list(rows[STREAMS_GROUPS.name]),
+        streams_members=list(rows[STREAMS_MEMBERS.name]),
         group_configs=list(rows[GROUP_CONFIGS.name]),
         cluster=list(rows[CLUSTER.name]),
     )

@@ -33,6 +33,8 @@ GROUP_APIS = frozenset(
         ApiKey.OFFSET_DELETE,
         ApiKey.CONSUMER_GROUP_HEARTBEAT,
         ApiKey.CONSUMER_GROUP_DESCRIBE,
+        ApiKey.STREAMS_GROUP_HEARTBEAT,
+        ApiKey.STREAMS_GROUP_DESCRIBE,
         ApiKey.DESCRIBE_CONFIGS,  # GROUP resources are read from the loaded state
         ApiKey.INCREMENTAL_ALTER_CONFIGS,
     }

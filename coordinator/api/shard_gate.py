@@ -46,6 +46,8 @@ from protocol.messages.list_groups import ListGroupsRequest
 from protocol.messages.offset_commit import OffsetCommitRequest
 from protocol.messages.offset_delete import OffsetDeleteRequest
 from protocol.messages.offset_fetch import OffsetFetchRequest
+from protocol.messages.streams_group_describe import StreamsGroupDescribeRequest
+from protocol.messages.streams_group_heartbeat import StreamsGroupHeartbeatRequest
 from protocol.messages.sync_group import SyncGroupRequest
 
 RequestT = TypeVar("RequestT")
@@ -96,6 +98,8 @@ def install_shard_gate(routes: Routes, shard_map: ShardMap) -> None:
     gate(ApiKey.DELETE_GROUPS, DeleteGroupsRequest, lambda r: list(r.groups_names))
     gate(ApiKey.CONSUMER_GROUP_HEARTBEAT, ConsumerGroupHeartbeatRequest, lambda r: [r.group_id])
     gate(ApiKey.CONSUMER_GROUP_DESCRIBE, ConsumerGroupDescribeRequest, lambda r: list(r.group_ids))
+    gate(ApiKey.STREAMS_GROUP_HEARTBEAT, StreamsGroupHeartbeatRequest, lambda r: [r.group_id])
+    gate(ApiKey.STREAMS_GROUP_DESCRIBE, StreamsGroupDescribeRequest, lambda r: list(r.group_ids))
     if single:
         routes.wrap(ApiKey.LIST_GROUPS, ListGroupsRequest, _until_loaded(shard_map))
     refusal = _group_config_refusal(shard_map)

@@ -19,6 +19,7 @@ from coordinator.core.events import GroupEvents
 from coordinator.core.group_settings import BrokerGroupSettings
 from coordinator.core.registry import GroupRegistry
 from coordinator.core.stats import CoreStats
+from coordinator.core.streams.manager import StreamsGroupManager
 from coordinator.core.timers import TimerKey, Timers
 
 
@@ -42,3 +43,4 @@ def register_kinds(
     registry.register_default(classic)
     registry.register(consumer)
     registry.conversion = conversion
+    registry.register(StreamsGroupManager(config, timers, clock, registry))

@@ -38,6 +38,8 @@ from protocol.messages import offset_fetch
 from protocol.messages import produce
 from protocol.messages import sasl_authenticate
 from protocol.messages import sasl_handshake
+from protocol.messages import streams_group_describe
+from protocol.messages import streams_group_heartbeat
 from protocol.messages import sync_group
 
 Decoder = Callable[[bytes, int], tuple[Any, int]]
@@ -218,6 +220,10 @@ CODECS: Final[dict[tuple[int, int], tuple[Decoder, Encoder, Decoder, Encoder]]] 
     (68, 1): (consumer_group_heartbeat.decode_consumer_group_heartbeat_request_v1, consumer_group_heartbeat.encode_consumer_group_heartbeat_request_v1, consumer_group_heartbeat.decode_consumer_group_heartbeat_response_v1, consumer_group_heartbeat.encode_consumer_group_heartbeat_response_v1),
     (69, 0): (consumer_group_describe.decode_consumer_group_describe_request_v0, consumer_group_describe.encode_consumer_group_describe_request_v0, consumer_group_describe.decode_consumer_group_describe_response_v0, consumer_group_describe.encode_consumer_group_describe_response_v0),
     (69, 1): (consumer_group_describe.decode_consumer_group_describe_request_v1, consumer_group_describe.encode_consumer_group_describe_request_v1, consumer_group_describe.decode_consumer_group_describe_response_v1, consumer_group_describe.encode_consumer_group_describe_response_v1),
+    (88, 0): (streams_group_heartbeat.decode_streams_group_heartbeat_request_v0, streams_group_heartbeat.encode_streams_group_heartbeat_request_v0, streams_group_heartbeat.decode_streams_group_heartbeat_response_v0, streams_group_heartbeat.encode_streams_group_heartbeat_response_v0),
+    (88, 1): (streams_group_heartbeat.decode_streams_group_heartbeat_request_v1, streams_group_heartbeat.encode_streams_group_heartbeat_request_v1, streams_group_heartbeat.decode_streams_group_heartbeat_response_v1, streams_group_heartbeat.encode_streams_group_heartbeat_response_v1),
+    (89, 0): (streams_group_describe.decode_streams_group_describe_request_v0, streams_group_describe.encode_streams_group_describe_request_v0, streams_group_describe.decode_streams_group_describe_response_v0, streams_group_describe.encode_streams_group_describe_response_v0),
+    (89, 1): (streams_group_describe.decode_streams_group_describe_request_v1, streams_group_describe.encode_streams_group_describe_request_v1, streams_group_describe.decode_streams_group_describe_response_v1, streams_group_describe.encode_streams_group_describe_response_v1),
 }
 
 # api key -> (request class, response class)
@@ -253,6 +259,8 @@ MESSAGE_CLASSES: Final[dict[int, tuple[type[Any], type[Any]]]] = {
     60: (describe_cluster.DescribeClusterRequest, describe_cluster.DescribeClusterResponse),
     68: (consumer_group_heartbeat.ConsumerGroupHeartbeatRequest, consumer_group_heartbeat.ConsumerGroupHeartbeatResponse),
     69: (consumer_group_describe.ConsumerGroupDescribeRequest, consumer_group_describe.ConsumerGroupDescribeResponse),
+    88: (streams_group_heartbeat.StreamsGroupHeartbeatRequest, streams_group_heartbeat.StreamsGroupHeartbeatResponse),
+    89: (streams_group_describe.StreamsGroupDescribeRequest, streams_group_describe.StreamsGroupDescribeResponse),
 }
 
 # (api key, version) pairs whose requests use header v2 and responses header v1
@@ -323,4 +331,8 @@ FLEXIBLE: Final[frozenset[tuple[int, int]]] = frozenset({
     (68, 1),
     (69, 0),
     (69, 1),
+    (88, 0),
+    (88, 1),
+    (89, 0),
+    (89, 1),
 })

@@ -63,6 +63,9 @@ from storage.records import (
     GroupMetadataRecord,
     OffsetCommitRecord,
     Record,
+    StreamsGroupRecord,
+    StreamsGroupTombstone,
+    StreamsMemberRecord,
     TopicRecord,
 )
 
@@ -174,6 +177,8 @@ class FakeStore:
     offsets: dict[tuple[str, str, int], OffsetCommitRecord] = field(default_factory=dict)
     consumer_groups: dict[str, ConsumerGroupRecord] = field(default_factory=dict)
     consumer_members: dict[tuple[str, str], ConsumerMemberRecord] = field(default_factory=dict)
+    streams_groups: dict[str, StreamsGroupRecord] = field(default_factory=dict)
+    streams_members: dict[tuple[str, str], StreamsMemberRecord] = field(default_factory=dict)
     group_configs: dict[tuple[str, str], GroupConfigRecord] = field(default_factory=dict)
     batches: list[list[Record]] = field(default_factory=list)
 
@@ -186,6 +191,8 @@ class FakeStore:
             "consumer_groups": self.consumer_groups,
             "consumer_members": self.consumer_members,
             "group_configs": self.group_configs,
+            "streams_groups": self.streams_groups,
+            "streams_members": self.streams_members,
         }
         for record in batch:
             rows = tables.get(record.table)
@@ -195,13 +202,22 @@ class FakeStore:
             if isinstance(record, ConsumerGroupTombstone):  # also deletes the group's members
                 for key in [k for k in self.consumer_members if k[0] == record.group_id]:
                     del self.consumer_members[key]
+            if isinstance(record, StreamsGroupTombstone):
+                for key in [k for k in self.streams_members if k[0] == record.group_id]:
+                    del self.streams_members[key]
 
     def records(self) -> list[Record]:
         return [r for batch in self.batches for r in batch]
 
     def load_into(self, coordinator: GroupCoordinator, now_ms: int, wall_ms: int) -> None:
         coordinator.load(
-            [*self.groups.values(), *self.consumer_groups.values(), *self.consumer_members.values()],
+            [
+                *self.groups.values(),
+                *self.consumer_groups.values(),
+                *self.consumer_members.values(),
+                *self.streams_groups.values(),
+                *self.streams_members.values(),
+            ],
             list(self.offsets.values()),
             now_ms,
             wall_ms,
