@@ -14,6 +14,7 @@ from coordinator.core.group_coordinator import GroupCoordinator
 from coordinator.core.result import Result
 from coordinator.gateway.forwarder import Forwarder
 from coordinator.gateway.group_configs import serve_group_configs_only
+from coordinator.gateway.streams_topics import UpstreamTopicCreator
 from coordinator.gateway.upstream import UpstreamSettings
 from coordinator.gateway.upstream_cluster import UpstreamCluster, parse_bootstrap
 from coordinator.gateway.versions import advertised_versions
@@ -77,6 +78,7 @@ async def start_gateway(
     )
     cluster.use_catalog(upstream.catalog)
     coordinator.attach_catalog(upstream.catalog)
+    dispatcher.internal_topics.creator = UpstreamTopicCreator(upstream)
     forwarder = Forwarder(upstream, brokers, lambda: cluster.node)
     forwarder.sasl = dispatcher.sasl
     dispatcher.gateway = forwarder
