@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import collections
 import signal
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +18,7 @@ from protocol.errors import ErrorCode
 from protocol.messages.create_topics import CreatableTopic, CreateTopicsRequest
 from protocol.messages.streams_group_describe import DescribedGroup, StreamsGroupDescribeRequest
 from tests.gateway.conftest import gateway_settings, running_gateway
-from tests.support.kafka_broker import KafkaCluster, KafkaUnavailable
+from tests.support.kafka_broker import KafkaCluster, KafkaUnavailable, java_command
 from tests.support.ports import free_port
 from tests.support.server import ServerProcess, start_server
 from tests.support.streams_app import input_lines, latest_counts, produce_lines, word_count_app
@@ -193,3 +194,57 @@ def test_standbys_a_gateway_restart_and_a_killed_instance_on_kafka(
     kafka_broker: KafkaCluster, tmp_path: Path
 ) -> None:
     _standbys_restart_and_kill(kafka_broker.bootstrap, tmp_path, counted_after_kill=True)
+
+
+def _shape(group: DescribedGroup) -> list[tuple[int, int]]:
+    """Per member: (stateful active tasks, stateless active tasks), sorted -- what two runs with
+    different (random) member ids can share."""
+    return sorted(
+        (
+            sum(len(t.partitions) for t in m.assignment.active_tasks if t.subtopology_id == "1"),
+            sum(len(t.partitions) for t in m.assignment.active_tasks if t.subtopology_id == "0"),
+        )
+        for m in group.members
+    )
+
+
+def _streams_groups_tool(bootstrap: str, *args: str) -> str:
+    command = java_command(
+        "org.apache.kafka.tools.streams.StreamsGroupCommand", "--bootstrap-server", bootstrap, *args
+    )
+    ran = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert ran.returncode == 0, ran.stderr
+    return ran.stdout
+
+
+@pytest.mark.kafka
+def test_the_task_assignment_matches_kafkas_own_coordinator(
+    kafka_broker: KafkaCluster, tmp_path: Path
+) -> None:
+    """The same application and topology on Kafka 4.4's coordinator (the oracle) and on the
+    gateway in front of the same broker: the same states, epochs and task shape; and Kafka's
+    kafka-streams-groups.sh describes the gateway's group as it describes Kafka's."""
+    shapes = {}
+    tool: dict[str, list[str]] = {}
+    try:
+        with running_gateway(
+            kafka_broker.bootstrap, **{"group-streams-heartbeat-interval-ms": "500"}
+        ) as gateway:
+            for name, bootstrap in (("kafka", kafka_broker.bootstrap), ("gateway", gateway.bootstrap)):
+                words, output = _create_topics(bootstrap, f"oracle-{name}")
+                work = tmp_path / name
+                work.mkdir()
+                with word_count_app(bootstrap, f"oracle-{name}", work, (words, output)) as app:
+                    app.wait_running([app.start(), app.start()])
+                    group = _settled(bootstrap, f"oracle-{name}", 2)
+                    shapes[name] = (group.group_state, _shape(group))
+                    listed = _streams_groups_tool(
+                        bootstrap, "--describe", "--group", f"oracle-{name}", "--members"
+                    )
+                    tool[name] = [line.split()[0] for line in listed.splitlines() if line.strip()]
+    except KafkaUnavailable as exc:
+        pytest.skip(str(exc))
+    assert shapes["gateway"] == shapes["kafka"]
+    # The same columns, then one row per member, naming the group.
+    assert tool["gateway"][0] == tool["kafka"][0] == "GROUP"
+    assert tool["gateway"][1:] == ["oracle-gateway"] * 2 and tool["kafka"][1:] == ["oracle-kafka"] * 2
