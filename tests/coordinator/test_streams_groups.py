@@ -34,7 +34,7 @@ def test_missing_source_topic_keeps_the_group_not_ready() -> None:
     assert wire.error_code == 0
     assert wire.member_epoch == 1
     assert [(s.status_code, s.status_detail) for s in wire.status] == [
-        (MISSING_SOURCE_TOPICS, "Source topics [words] are missing.")
+        (MISSING_SOURCE_TOPICS, "Source topics words are missing.")
     ]
     assert tasks_of(wire.active_tasks) == {}
     assert sgroup(h).state_name == "NotReady"
@@ -47,7 +47,7 @@ def test_missing_internal_topics_are_reported_with_their_partition_counts() -> N
     assert [(s.status_code, s.status_detail) for s in wire.status] == [
         (
             MISSING_INTERNAL_TOPICS,
-            "Internal topics are missing: [app-counts-changelog, app-counts-repartition]",
+            "Internal topics are missing: app-counts-changelog, app-counts-repartition",
         )
     ]
     group = sgroup(h)

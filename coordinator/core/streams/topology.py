@@ -137,7 +137,10 @@ class _NotReady(Exception):
 
 
 def _summary(topics: set[str] | list[str]) -> str:
-    return "[" + ", ".join(sorted(topics)) + "]"
+    """Kafka's summarizeTopics: up to three names (sorted here), then how many more."""
+    names = sorted(topics)
+    more = f" and {len(names) - 3} additional topics" if len(names) > 3 else ""
+    return ", ".join(names[:3]) + more
 
 
 def configure(topology: Topology, partitions_of: Callable[[str], int | None]) -> ConfiguredTopology:
