@@ -293,3 +293,24 @@ def test_a_steady_heartbeat_writes_nothing_and_a_failed_write_answers_an_error()
     h.fail_code = None
     a.beat()
     assert set(h.store.streams_members) == {("app", "a"), ("app", "b")}
+
+
+def test_classic_requests_to_a_streams_group_get_kafkas_errors() -> None:
+    h = Harness()
+    ready(h)
+    StreamsClient(h, "a").join()
+    assert h.join("app").error == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+    assert h.heartbeat("app", "x", 1).error == ErrorCode.UNKNOWN_MEMBER_ID
+    left = h.leave("app", "x").wire
+    assert left.error_code == 0 and [m.error_code for m in left.members] == [ErrorCode.UNKNOWN_MEMBER_ID]
+    assert h.list_groups().wire.groups[0].group_type == "streams"
+
+
+def test_a_join_group_to_an_empty_streams_group_makes_it_a_classic_group() -> None:
+    h = Harness()
+    ready(h)
+    StreamsClient(h, "a").join()
+    sg_heartbeat(h, member_id="a", epoch=-1)
+    assert h.join("app").error == ErrorCode.MEMBER_ID_REQUIRED  # the classic group's first answer
+    assert h.list_groups().wire.groups[0].group_type == "classic"
+    assert "app" not in h.store.streams_groups

@@ -25,6 +25,7 @@ from coordinator.core.group import (
     TopicCatalog,
     group_deletion,
 )
+from coordinator.core.streams.classic_refusal import ClassicRefusal
 from coordinator.core.streams.describe import describe_groups
 from coordinator.core.streams.group import STREAMS_GROUP_TYPE, MemberState, StreamsGroup, tasks_of
 from coordinator.core.streams.heartbeat import REBALANCE_TIMER, SESSION_TIMER, Rejected, StreamsHeartbeat
@@ -46,6 +47,7 @@ class StreamsGroupManager(StreamsHeartbeat):
     """Owns the streams groups of one shard."""
 
     name = STREAMS_GROUP_TYPE
+    classic_refusal = ClassicRefusal()
 
     # -- timers ------------------------------------------------------------------------------
 
@@ -142,9 +144,11 @@ class StreamsGroupManager(StreamsHeartbeat):
         }
 
     def classic_protocol(self, group_id: str, joining: bool) -> ClassicProtocolApi | None:
-        """A streams group takes no JoinGroup: as in Kafka, the classic APIs find no group of
-        their own kind (the default kind answers them for this id)."""
-        return None
+        """A streams group takes no classic member; a JoinGroup to an empty one releases the
+        id (release_empty) and makes a classic group, as the registry does for every kind."""
+        if joining and not self.groups[group_id].members:
+            return None
+        return self.classic_refusal
 
     def release_empty(self, group_id: str, fx: Effects) -> None:
         group = self.groups.pop(group_id)
