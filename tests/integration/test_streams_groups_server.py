@@ -14,12 +14,14 @@ import pytest
 from coordinator.server.app import RunningServer, start_server
 from coordinator.server.config import Config
 from protocol.apis import ApiKey
+from protocol.errors import ErrorCode
 from protocol.messages import streams_group_heartbeat as sgh
 from protocol.messages.create_topics import CreatableTopic, CreateTopicsRequest
 from protocol.messages.list_groups import ListGroupsRequest
 from protocol.messages.metadata import MetadataRequest, MetadataRequestTopic
 from protocol.messages.streams_group_describe import StreamsGroupDescribeRequest
 from protocol.wire import decode_response, encode_request
+from tests.admin.support import cli, table_rows
 
 pytestmark = pytest.mark.asyncio
 
@@ -131,6 +133,24 @@ async def test_internal_topics_are_created_and_the_group_comes_back_after_a_rest
         }
         listed = await client.call(ApiKey.LIST_GROUPS, 5, ListGroupsRequest(types_filter=["streams"]))
         assert [(g.group_id, g.group_state) for g in listed.groups] == [("wc", "Stable")]
+        bootstrap = f"127.0.0.1:{server.port}"
+        members = await asyncio.to_thread(cli, bootstrap, "groups", "describe", "wc", "--members")
+        assert members.code == 0, members.err
+        assert table_rows(members.out) == [
+            [
+                "GROUP",
+                "MEMBER",
+                "PROCESS",
+                "CLIENT-ID",
+                "EPOCH",
+                "ACTIVE-TASKS",
+                "STANDBY-TASKS",
+                "WARMUP-TASKS",
+            ],
+            ["wc", "m1", "p1", "streams-test", str(epoch), "0:0,0:1,0:2,1:0,1:1,1:2", "-", "-"],
+        ]
+        state = await asyncio.to_thread(cli, bootstrap, "groups", "describe", "wc", "--state")
+        assert table_rows(state.out)[1][-4:] == ["Stable", str(epoch), str(epoch), "1"]
         await client.close()
     finally:
         await server.shutdown()
@@ -139,8 +159,17 @@ async def test_internal_topics_are_created_and_the_group_comes_back_after_a_rest
     server = await start_server(_config(storage))
     try:
         client = await Client.open(server)
-        described = await client.call(ApiKey.STREAMS_GROUP_DESCRIBE, 1, StreamsGroupDescribeRequest(["wc"]))
-        group = described.groups[0]
+        deadline = asyncio.get_running_loop().time() + 30
+        while True:  # the groups are loaded in the background: COORDINATOR_LOAD_IN_PROGRESS until then
+            described = await client.call(
+                ApiKey.STREAMS_GROUP_DESCRIBE, 1, StreamsGroupDescribeRequest(["wc"])
+            )
+            group = described.groups[0]
+            if group.error_code != ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
+                break
+            assert asyncio.get_running_loop().time() < deadline
+            await asyncio.sleep(0.05)
+        assert group.error_code == 0, group
         assert (group.group_state, group.group_epoch, group.members[0].member_epoch) == (
             "Stable",
             epoch,
