@@ -314,3 +314,14 @@ def test_a_join_group_to_an_empty_streams_group_makes_it_a_classic_group() -> No
     assert h.join("app").error == ErrorCode.MEMBER_ID_REQUIRED  # the classic group's first answer
     assert h.list_groups().wire.groups[0].group_type == "classic"
     assert "app" not in h.store.streams_groups
+
+
+def test_members_in_a_hand_over_are_told_to_heartbeat_sooner() -> None:
+    h = Harness(BrokerGroupSettings(group_streams_heartbeat_interval_ms=5000))
+    ready(h)
+    a, b = StreamsClient(h, "a"), StreamsClient(h, "b")
+    assert a.join().wire.heartbeat_interval_ms == 5000  # stable at once
+    assert b.join().wire.heartbeat_interval_ms == 250  # waiting for tasks a holds
+    assert a.beat().wire.heartbeat_interval_ms == 250  # revoking
+    assert a.beat().wire.heartbeat_interval_ms == 5000  # done
+    assert b.beat().wire.heartbeat_interval_ms == 5000

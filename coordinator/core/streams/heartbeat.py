@@ -58,6 +58,11 @@ REBALANCE_TIMER = "streams-rebalance"
 # Kafka's defaults of group.streams.task.offset.interval.ms and acceptable.recovery.lag.
 TASK_OFFSET_INTERVAL_MS = 60000
 ACCEPTABLE_RECOVERY_LAG = 10000
+# A member in the middle of a hand-over (revoking, or waiting for tasks another member still
+# holds) is told to heartbeat this much more often, never below the floor: the hand-over then
+# takes a fraction of a heartbeat interval instead of up to two (docs/streams-groups.md#the-heartbeat).
+HANDOVER_DIVISOR = 20
+MIN_HANDOVER_INTERVAL_MS = 250
 
 
 class Rejected(Exception):
@@ -440,7 +445,7 @@ class StreamsHeartbeat:
         response = sgh.StreamsGroupHeartbeatResponse(
             member_id=member.member_id,
             member_epoch=member.member_epoch,
-            heartbeat_interval_ms=self.config.group_streams_heartbeat_interval_ms,
+            heartbeat_interval_ms=self._interval(group, member),
             acceptable_recovery_lag_legacy=ACCEPTABLE_RECOVERY_LAG if version == 0 else 0,
             acceptable_recovery_lag=ACCEPTABLE_RECOVERY_LAG if version >= 1 else -1,
             task_offset_interval_ms=TASK_OFFSET_INTERVAL_MS,
@@ -454,6 +459,12 @@ class StreamsHeartbeat:
         if req.endpoint_information_epoch != group.endpoint_epoch:
             response.partitions_by_user_endpoint = self._endpoints(group)
         return response
+
+    def _interval(self, group: StreamsGroup, member: StreamsMember) -> int:
+        interval = self.config.group_streams_heartbeat_interval_ms
+        if member.state is MemberState.STABLE and member.member_epoch == group.assignment_epoch:
+            return interval
+        return min(interval, max(MIN_HANDOVER_INTERVAL_MS, interval // HANDOVER_DIVISOR))
 
     def _endpoints(self, group: StreamsGroup) -> list[sgh.EndpointToPartitions]:
         """Interactive Queries: each member's endpoint and the source partitions of its tasks."""
