@@ -325,3 +325,20 @@ def test_members_in_a_hand_over_are_told_to_heartbeat_sooner() -> None:
     assert a.beat().wire.heartbeat_interval_ms == 250  # revoking
     assert a.beat().wire.heartbeat_interval_ms == 5000  # done
     assert b.beat().wire.heartbeat_interval_ms == 5000
+
+
+def test_the_http_views_show_streams_groups() -> None:
+    from coordinator.core.lag_status import LagTracker
+    from coordinator.server.group_views import GroupViews
+
+    h = Harness()
+    ready(h)
+    StreamsClient(h, "a").join()
+    views = GroupViews(h.coordinator, LagTracker())
+    [row] = views.list_groups()
+    assert (row["group_id"], row["type"], row["state"], row["members"]) == ("app", "streams", "Stable", 1)
+    view = views.describe("app")
+    assert view is not None and view["type"] == "streams"
+    members = view["members"]
+    assert isinstance(members, list) and len(members) == 1
+    assert members[0]["process_id"] == "process-a" and len(members[0]["active_tasks"]) == 8
