@@ -154,7 +154,10 @@ async def start_server(
     if metrics is not None:
         health = HealthServer(metrics, is_ready, console)
         metrics_port = await health.start(config.metrics_host, config.metrics_port)
-        log.info("metrics and health endpoints on http://%s:%d/metrics", config.metrics_host, metrics_port)
+        log.info(
+            "metrics and health endpoints on http://%s:%d/metrics, the console on http://%s:%d/",
+            config.metrics_host, metrics_port, config.metrics_host, metrics_port,
+        )  # fmt: skip
     log.info("effective configuration:\n%s", settings_block(config), extra={VERBATIM: True})
     location = storage_location(config.storage)
     new_file = sqlite_path(config.storage)
@@ -374,7 +377,7 @@ async def start_server(
                 coordinator.events.session_expiries_by_group,
             )
         )
-    console.views = GroupViews(coordinator, server.lag)
+    console.views = GroupViews(coordinator, server.lag, config.group_events_persist)
     if config.authorizer_enabled:
         authorizer = Authorizer(
             [u.strip() for u in config.super_users.split(";") if u.strip()],
