@@ -371,6 +371,34 @@ class ClusterTombstone(Tombstone[str, ClusterRecord]):
         return self.cluster_id
 
 
+@dataclass(frozen=True, slots=True)
+class ServingModeRecord(Upsert[str]):
+    """How this database is served (one row): ``standalone``, or ``gateway`` in front of the
+    cluster at ``upstream`` (its bootstrap servers); key mode. Recorded at the first start and
+    checked at every start (coordinator/server/serving_mode.py)."""
+
+    table: ClassVar[str] = "serving_mode"
+
+    mode: str
+    upstream: str  # the upstream bootstrap servers in gateway mode, empty standalone
+    recorded_ms: int  # wall-clock milliseconds of the first start in this mode
+
+    @property
+    def key(self) -> str:
+        return self.mode
+
+
+@dataclass(frozen=True, slots=True)
+class ServingModeTombstone(Tombstone[str, ServingModeRecord]):
+    table: ClassVar[str] = "serving_mode"
+
+    mode: str
+
+    @property
+    def key(self) -> str:
+        return self.mode
+
+
 Record = (
     OffsetCommitRecord
     | OffsetTombstone
@@ -390,6 +418,8 @@ Record = (
     | GroupConfigTombstone
     | ClusterRecord
     | ClusterTombstone
+    | ServingModeRecord
+    | ServingModeTombstone
 )
 
 
@@ -440,3 +470,4 @@ class StoredIdentity:
     created: bool
     schema_version_at_open: int
     has_state: bool = False
+    serving_mode: list[ServingModeRecord] = field(default_factory=list)
