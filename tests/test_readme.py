@@ -113,3 +113,24 @@ def test_supported_apis_table_lists_every_served_api() -> None:
         for low, high in [(low, high or low)]
     }
     assert table == {int(api): versions for api, versions in SERVED_VERSIONS.items()}
+
+
+def _headings() -> list[tuple[int, str]]:
+    """The README's ## and ### headings, in order (a # line inside a code block is none)."""
+    found, fenced = [], False
+    for line in README.splitlines():
+        if line.startswith("```"):
+            fenced = not fenced
+        elif not fenced and (match := re.match(r"^(##|###) (.+)$", line)):
+            found.append((len(match.group(1)), match.group(2).strip()))
+    return found
+
+
+def test_the_table_of_contents_lists_every_section() -> None:
+    from tests.test_docs import _slug
+
+    contents = README.split("## Contents\n", 1)[1].split("\n## ", 1)[0]
+    listed = re.findall(r"^( *)- \[(.+)\]\(#(.+)\)$", contents, re.M)
+    sections = [(level, title) for level, title in _headings() if title != "Contents"]
+    assert [(len(indent) // 2 + 2, title) for indent, title, _ in listed] == sections
+    assert all(anchor == _slug(title) for _, title, anchor in listed)
