@@ -22,6 +22,7 @@ from loadtest.scenario import (
     local_slots,
     new_run_id,
     parse_hostport,
+    registered_slots,
 )
 
 DESCRIPTION = (
@@ -73,7 +74,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "server sets the heartbeat interval and session timeout; groups are task-local; reports "
         "reconciliation time per group epoch and checks that no partition has two owners)",
     )
-    load.add_argument("--members", type=int, default=100, help="members per task (default 100)")
+    load.add_argument(
+        "--members",
+        type=int,
+        default=100,
+        help="members in total, split evenly over the tasks (default 100)",
+    )
     load.add_argument(
         "--groups",
         type=int,
@@ -318,6 +324,10 @@ def run(args: argparse.Namespace) -> int:
             )
         if tasks is None:
             raise UsageError("give --tasks with a cluster master (one per executor core)")
+        if args.members < tasks:
+            raise UsageError(
+                f"--members {args.members} is fewer than the {tasks} tasks (each task runs members)"
+            )
         if args.group_protocol == "consumer" and args.groups is not None and args.groups < tasks:
             raise UsageError(
                 f"--groups {args.groups} is fewer than the {tasks} tasks: with --group-protocol consumer "
@@ -354,7 +364,7 @@ def _run(
     from loadtest.progress import Progress
     from protocol.apis import ApiKey
 
-    groups = args.groups or max(1, (tasks * args.members) // 50)
+    groups = args.groups or max(1, args.members // 50)
     if args.group_protocol == "consumer":
         groups = max(groups, tasks)
     ramp_up = min(args.ramp_up, args.duration / 2)
@@ -482,7 +492,7 @@ def _run_spark(
         spark_conf(args.spark_conf),
     )
     try:
-        slots = spark.sparkContext.defaultParallelism
+        slots = registered_slots(spark, args.master)
         _say(
             f"spark {spark.version} on {args.master} ready in {time.monotonic() - started:.1f} s ({slots} slots)"
         )
@@ -493,7 +503,7 @@ def _run_spark(
         results: list[tuple[dict[str, Any], Any]] = []
         for scenario, directory in zip(scenarios, dirs, strict=True):
             _say(
-                f"load {scenario.target}: {scenario.tasks} tasks x {scenario.members} members, "
+                f"load {scenario.target}: {scenario.members} members over {scenario.tasks} tasks, "
                 f"{scenario.groups} groups, {scenario.duration_s:.0f} s"
             )
             progress.begin(scenario.target, scenario.tasks, scenario.members)

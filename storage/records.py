@@ -374,6 +374,35 @@ class ClusterTombstone(Tombstone[str, ClusterRecord]):
 # The stored rows of groups, of every kind (each kind's manager loads its own).
 GroupRow = GroupMetadataRecord | ConsumerGroupRecord | ConsumerMemberRecord
 
+
+@dataclass(frozen=True, slots=True)
+class ServingModeRecord(Upsert[str]):
+    """How this database is served (one row): ``standalone``, or ``gateway`` in front of the
+    cluster at ``upstream`` (its bootstrap servers); key mode. Recorded at the first start and
+    checked at every start (coordinator/server/serving_mode.py)."""
+
+    table: ClassVar[str] = "serving_mode"
+
+    mode: str
+    upstream: str  # the upstream bootstrap servers in gateway mode, empty standalone
+    recorded_ms: int  # wall-clock milliseconds of the first start in this mode
+
+    @property
+    def key(self) -> str:
+        return self.mode
+
+
+@dataclass(frozen=True, slots=True)
+class ServingModeTombstone(Tombstone[str, ServingModeRecord]):
+    table: ClassVar[str] = "serving_mode"
+
+    mode: str
+
+    @property
+    def key(self) -> str:
+        return self.mode
+
+
 Record = (
     OffsetCommitRecord
     | OffsetTombstone
@@ -393,6 +422,8 @@ Record = (
     | GroupConfigTombstone
     | ClusterRecord
     | ClusterTombstone
+    | ServingModeRecord
+    | ServingModeTombstone
 )
 
 
@@ -447,3 +478,4 @@ class StoredIdentity:
     created: bool
     schema_version_at_open: int
     has_state: bool = False
+    serving_mode: list[ServingModeRecord] = field(default_factory=list)

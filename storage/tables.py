@@ -37,6 +37,7 @@ from storage.records import (
     GroupMetadataRecord,
     LoadedState,
     OffsetCommitRecord,
+    ServingModeRecord,
     TopicRecord,
     UserCredentialRecord,
 )
@@ -338,6 +339,15 @@ CLUSTER: Final[Table[ClusterRecord]] = Table(
     key_values=_single,
 )
 
+SERVING_MODE: Final[Table[ServingModeRecord]] = Table(
+    "serving_mode",
+    (Column("mode", TEXT), Column("upstream", TEXT), Column("recorded_ms", INT64)),
+    key=("mode",),
+    to_row=lambda m: (m.mode, m.upstream, m.recorded_ms),
+    from_row=ServingModeRecord,
+    key_values=_single,
+)
+
 # Every state table, in the order a batch's statements run (any order is correct: a batch
 # touches each key once, and a parent's tombstone wipes its children in the child table).
 STATE_TABLES: Final[tuple[Table[Any], ...]] = (
@@ -350,6 +360,7 @@ STATE_TABLES: Final[tuple[Table[Any], ...]] = (
     CONSUMER_MEMBERS,
     GROUP_CONFIGS,
     CLUSTER,
+    SERVING_MODE,
 )
 # The tables whose rows belong to a group, hence to the group's shard (group configs too: the
 # shard's owner serves and writes them). Every one's primary key starts with the group id.

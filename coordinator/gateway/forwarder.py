@@ -23,6 +23,7 @@ from typing import Any, Final
 from coordinator.core.cluster import NodeIdentity
 from coordinator.gateway.cut_through import FetchTail
 from coordinator.gateway.group_configs import CONFIG_APIS, names_group_resources
+from coordinator.gateway.high_watermarks import FetchWatch, TopicKey
 from coordinator.gateway.node_endpoints import carries_node_endpoints, endpoints_in, rewrite_node_endpoints
 from coordinator.gateway.upstream import UpstreamConnection, UpstreamError, connect, frame_with_length
 from coordinator.gateway.upstream_cluster import UpstreamCluster
@@ -39,8 +40,10 @@ from coordinator.server.authn import SaslServer
 from coordinator.server.connection import Connection, PendingReply
 from protocol.apis import SERVED_VERSIONS, ApiKey
 from protocol.errors import ErrorCode
+from protocol.messages import CODECS
 from protocol.messages.describe_cluster import DescribeClusterBroker
 from protocol.messages.find_coordinator import FindCoordinatorResponse
+from protocol.messages.headers import decode_request_header_v1, decode_request_header_v2
 from protocol.messages.metadata import MetadataResponse, MetadataResponseBroker, MetadataResponseTopic
 from protocol.primitives import DecodeError, read_uvarint, skip_tagged_fields
 from protocol.wire import Request, decode_request, decode_response, encode_response, peek_header
@@ -50,6 +53,9 @@ log = logging.getLogger(__name__)
 _INT16: Final = struct.Struct(">h")
 _REWRITTEN: Final = frozenset({ApiKey.METADATA, ApiKey.DESCRIBE_CLUSTER, ApiKey.FIND_COORDINATOR})
 _MALFORMED: Final = (DecodeError, struct.error, IndexError, UnicodeDecodeError)
+# ListOffsets v9-v11 answer as v8 does, and ask as v8 does but for a TimeoutMs at the end (v10+):
+# the gateway reads and writes their latest offsets with the v8 codec.
+_LIST_OFFSETS_AS: Final = 8
 ANY_BROKER: Final = -1  # the upstream connection of the bootstrap port: any upstream broker
 MAX_PIPELINE: Final = 64  # forwarded requests in flight per client connection
 UNKNOWN_API_MESSAGE: Final = "api key {key} v{version} is not forwarded by the gateway"
@@ -58,13 +64,16 @@ UNKNOWN_API_MESSAGE: Final = "api key {key} v{version} is not forwarded by the g
 class _Slot:
     """One forwarded request waiting for its response, in request order."""
 
-    __slots__ = ("api_key", "api_version", "correlation_id", "frame")
+    __slots__ = ("api_key", "api_version", "correlation_id", "frame", "latest")
 
     def __init__(self, api_key: int, api_version: int, correlation_id: int) -> None:
         self.api_key = api_key
         self.api_version = api_version
         self.correlation_id = correlation_id
         self.frame: bytes | None = None  # the response, with its length prefix, once ready
+        # ListOffsets: the partitions asked for their latest offset (their answers are checked
+        # against the fetched high watermarks: high_watermarks.py).
+        self.latest: frozenset[tuple[str, int]] = frozenset()
 
 
 class _Forwarded:
@@ -84,6 +93,8 @@ class _Forwarded:
         slot, link, connection = self.slot, self.link, self.connection
         if slot.api_key in _REWRITTEN or connection.closed or connection.transport is None:
             return None
+        if slot.latest:
+            return None  # held whole: its log ends may be corrected
         if not link.pending or link.pending[0] is not slot:
             return None  # earlier responses are still owed: this one waits its turn, whole
         tail = carries_node_endpoints(slot.api_key, slot.api_version)
@@ -98,12 +109,13 @@ class _Forwarded:
 class _ToClient:
     """A response passed on to the client while it arrives (upstream.ResponseStream)."""
 
-    __slots__ = ("failed", "forwarded", "tail")
+    __slots__ = ("failed", "forwarded", "tail", "watch")
 
     def __init__(self, forwarded: _Forwarded, fetch_tail: bool) -> None:
         self.forwarded = forwarded
         self.failed = False
         self.tail = FetchTail(self._send, forwarded.forwarder.brokers.address_of) if fetch_tail else None
+        self.watch = forwarded.forwarder.watch(forwarded.slot)
 
     def _send(self, chunk: memoryview) -> None:
         connection = self.forwarded.connection
@@ -112,6 +124,8 @@ class _ToClient:
             connection.seen = True
 
     def write(self, chunk: memoryview) -> None:
+        if self.watch is not None:
+            self.watch.feed(chunk)
         if self.tail is None:
             self._send(chunk)
             return
@@ -228,6 +242,8 @@ class Forwarder:
             connection.abort(f"malformed Produce v{version} request")
             return True
         slot = _Slot(api_key, version, correlation_id) if expects_response else None
+        if slot is not None and api_key == ApiKey.LIST_OFFSETS and version >= 1:
+            slot.latest = _asked_latest(frame, version)
         link = self._links.setdefault(connection, _Link())
         if link.upstream is not None and not link.upstream.closed:
             self._send(connection, link, link.upstream, frame, slot)
@@ -345,8 +361,12 @@ class Forwarder:
             elif carries_node_endpoints(api_key, version) and endpoints_in(api_key, version, frame, origin=4):
                 rewritten = rewrite_node_endpoints(api_key, version, frame[4:], self.brokers.address_of)
                 slot.frame = frame_with_length(rewritten)
+            elif slot.latest:
+                slot.frame = self._latest_corrected(slot, frame)
             else:
                 slot.frame = frame  # as upstream sent it, length prefix included
+            if (watch := self.watch(slot)) is not None:
+                watch.feed(frame)
         except _MALFORMED as exc:
             log.warning("malformed api %d v%d response from upstream: %s", api_key, version, exc)
             connection.close()
@@ -396,6 +416,40 @@ class Forwarder:
             connection.queue.appendleft(frame)
             connection.queued_bytes += len(frame)
             connection.release(held)
+
+    def watch(self, slot: _Slot) -> FetchWatch | None:
+        """What reads a forwarded Fetch response's high watermarks (None for other APIs)."""
+        if slot.api_key != ApiKey.FETCH:
+            return None
+        catalog, watermarks = self.upstream.catalog, self.upstream.high_watermarks
+
+        def seen(topic: TopicKey, partition: int, high_watermark: int) -> None:
+            if isinstance(topic, bytes):
+                record = catalog.topic_by_id(topic)
+                if record is None:
+                    return
+                topic = record.name
+            watermarks.observe((topic, partition), high_watermark)
+
+        return FetchWatch(slot.api_version, seen)
+
+    def _latest_corrected(self, slot: _Slot, frame: bytes) -> bytes:
+        """A ListOffsets answer whose latest offsets are raised to the high watermarks fetched
+        through the gateway where upstream answered less (high_watermarks.py)."""
+        version = min(slot.api_version, _LIST_OFFSETS_AS)
+        correlation_id, body = decode_response(ApiKey.LIST_OFFSETS, version, frame[4:])
+        log_end = self.upstream.high_watermarks.log_end
+        changed = False
+        for topic in body.topics:
+            for answer in topic.partitions:
+                tp = (topic.name, answer.partition_index)
+                if answer.error_code == ErrorCode.NONE and tp in slot.latest:
+                    end = log_end(tp, answer.offset)
+                    if end != answer.offset:
+                        answer.offset, changed = end, True
+        if not changed:
+            return frame
+        return encode_response(ApiKey.LIST_OFFSETS, version, correlation_id, body)
 
     def _learn(self, api_key: int, body: Any) -> list[int]:
         """Feed the catalog; the node ids that have no virtual broker yet."""
@@ -501,6 +555,24 @@ class Forwarder:
         task = asyncio.get_running_loop().create_task(coroutine)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+
+def _asked_latest(frame: bytes, version: int) -> frozenset[tuple[str, int]]:
+    """The partitions a ListOffsets request asks the latest offset of (none if it cannot be read:
+    upstream answers such a request as it will)."""
+    version = min(version, _LIST_OFFSETS_AS)
+    try:
+        header = decode_request_header_v2 if version >= 6 else decode_request_header_v1
+        _header, pos = header(frame, 0)
+        request, _end = CODECS[(ApiKey.LIST_OFFSETS, version)][0](frame, pos)  # v10+: TimeoutMs after
+    except _MALFORMED:
+        return frozenset()
+    return frozenset(
+        (topic.name, p.partition_index)
+        for topic in request.topics
+        for p in topic.partitions
+        if p.timestamp == -1
+    )
 
 
 def _node_label(target: int) -> str:

@@ -44,6 +44,7 @@ from coordinator.server.ownership import Ownership
 from coordinator.server.readiness import StorageProbe
 from coordinator.server.runtime import Clock, Runtime
 from coordinator.server.scram_users import ScramUsers
+from coordinator.server.serving_mode import ServingMode, settle_serving_mode
 from coordinator.server.startup_report import settings_block, sqlite_path, storage_location
 from coordinator.server.topic_lookup import TopicLookup
 from storage.base import GroupLoadingStore, Store, StoreError
@@ -138,10 +139,12 @@ class RunningServer:
 
 
 async def start_server(
-    config: Config, end_offsets: EndOffsets | None = None, init: bool = False
+    config: Config, end_offsets: EndOffsets | None = None, init: bool = False, allow_mode_change: bool = False
 ) -> RunningServer:
     """Start a server; with ``end_offsets`` (log ends of the data cluster) and metrics on, lag is sampled.
-    ``init``: accept and (re)write the database's cluster id (``coordinator/server/cluster_identity.py``)."""
+    ``init``: accept and (re)write the database's cluster id (``coordinator/server/cluster_identity.py``);
+    ``allow_mode_change``: serve a database recorded as served in another mode
+    (``coordinator/server/serving_mode.py``)."""
     metrics = Metrics() if config.metrics_port else None
     health: HealthServer | None = None
     state_ready = False
@@ -155,7 +158,10 @@ async def start_server(
     if metrics is not None:
         health = HealthServer(metrics, is_ready, console)
         metrics_port = await health.start(config.metrics_host, config.metrics_port)
-        log.info("metrics and health endpoints on http://%s:%d/metrics", config.metrics_host, metrics_port)
+        log.info(
+            "metrics and health endpoints on http://%s:%d/metrics, the console on http://%s:%d/",
+            config.metrics_host, metrics_port, config.metrics_host, metrics_port,
+        )  # fmt: skip
     log.info("effective configuration:\n%s", settings_block(config), extra={VERBATIM: True})
     location = storage_location(config.storage)
     new_file = sqlite_path(config.storage)
@@ -174,6 +180,9 @@ async def start_server(
     clock = Clock(loop)
     try:  # before any port opens: a refused start never answers a client
         identity = await _settle_identity(store, config.cluster_id, init, location, clock)
+        mode = await _settle_mode(
+            store, config.upstream_bootstrap_servers, allow_mode_change, location, clock
+        )
     except BaseException:
         await store.close()
         if health is not None:
@@ -184,6 +193,8 @@ async def start_server(
         log.log(level, "cluster id %s %s in %s", identity.cluster_id, identity.action, location)
     else:
         log.info("cluster id %s (stored in %s)", identity.cluster_id, location)
+    if mode.action:
+        log.log(logging.WARNING if allow_mode_change else logging.INFO, "serving mode %s", mode.action)
     node_id = config.gateway_coordinator_node_id if config.gateway_mode else config.node_id
     node = NodeIdentity(node_id, config.listener_host, config.listener_port, identity.cluster_id)
     shards = config.offsets_topic_num_partitions
@@ -375,7 +386,7 @@ async def start_server(
                 coordinator.events.session_expiries_by_group,
             )
         )
-    console.views = GroupViews(coordinator, server.lag)
+    console.views = GroupViews(coordinator, server.lag, config.group_events_persist)
     if config.authorizer_enabled:
         authorizer = Authorizer(
             [u.strip() for u in config.super_users.split(";") if u.strip()],
@@ -425,13 +436,13 @@ async def start_server(
     return server
 
 
-async def serve(config: Config, init: bool = False) -> None:
+async def serve(config: Config, init: bool = False, allow_mode_change: bool = False) -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
     try:
-        server = await start_server(config, init=init)
+        server = await start_server(config, init=init, allow_mode_change=allow_mode_change)
         try:
             await _until_stopped(stop, server)
             log.info("shutting down")
@@ -531,6 +542,29 @@ async def _settle_identity(
             if identity.records:
                 await store.write(identity.records)
     return identity
+
+
+async def _settle_mode(
+    store: Store, upstream: str, allow_change: bool, location: str, clock: Clock
+) -> ServingMode:
+    """Check or record how the database is served (coordinator/server/serving_mode.py). Nodes
+    starting one new PostgreSQL database at once race to record it; a loser's write fails (one
+    row at most) and its second pass checks the winner's row."""
+
+    async def settle() -> ServingMode:
+        return settle_serving_mode(
+            await store.load_identity(), upstream, allow_change, location, clock.wall_ms()
+        )
+
+    mode = await settle()
+    if mode.records:
+        try:
+            await store.write(mode.records)
+        except StoreError:
+            mode = await settle()
+            if mode.records:
+                await store.write(mode.records)
+    return mode
 
 
 def _store_options(config: Config) -> dict[str, object]:

@@ -26,9 +26,10 @@ LAG_UNAVAILABLE: Final = (
 
 
 class GroupViews:
-    def __init__(self, shard: GroupCoordinator, lag: LagTracker) -> None:
+    def __init__(self, shard: GroupCoordinator, lag: LagTracker, history_persisted: bool = False) -> None:
         self.shard = shard
         self.lag = lag
+        self.history_persisted = history_persisted  # group.events.persist: history survives a restart
 
     def list_groups(self) -> list[dict[str, object]]:
         shard = self.shard
@@ -78,6 +79,7 @@ class GroupViews:
         view["lag"] = None if lag is None else {k: v for k, v in lag.to_json().items() if k != "partitions"}
         view["lag_unavailable_reason"] = LAG_UNAVAILABLE if lag is None else None
         view["offsets"] = self._offsets(group_id, lag)
+        view["history_persisted"] = self.history_persisted
         return view
 
     def _offsets(self, group_id: str, lag: GroupLag | None) -> list[dict[str, object]]:

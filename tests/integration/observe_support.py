@@ -33,7 +33,7 @@ from protocol.messages.offset_commit import (
     OffsetCommitRequestTopic,
 )
 from protocol.messages.sync_group import SyncGroupRequest, SyncGroupRequestAssignment
-from tests.support.ports import free_port
+from tests.support.ports import free_port, wait_http_ok
 from tests.support.wire_client import WireClient
 
 # A group id that is markup, a path and a query at once: the console must show it as text.
@@ -68,6 +68,8 @@ async def observed() -> AsyncIterator[Observed]:
     )
     running = await start_server(config)
     try:
+        # The groups load in the background after the listener opens: /readyz says when they are in.
+        await asyncio.to_thread(wait_http_ok, f"http://127.0.0.1:{http_port}/readyz")
         yield Observed(running, http_port)
     finally:
         await running.shutdown()

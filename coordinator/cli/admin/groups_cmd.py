@@ -115,8 +115,11 @@ def unknown_end_note(lines: list[OffsetLine]) -> str | None:
     return (
         f"log end unknown for {len(behind)} partition{'s' if len(behind) != 1 else ''}: the broker "
         f"reports a log end ({', '.join(map(str, ends))}) before the committed offset, so it is not "
-        "the end of the log these offsets were read from (a broker that stores no records, such as "
-        "a standalone coordinator, or a truncated or re-created log)"
+        "the end of the log these offsets were read from: a standalone coordinator stores no records "
+        "(every log is empty); through a gateway, the upstream cluster answers ListOffsets(latest) "
+        "behind its log (Tansu 0.6 answers the last batch's base offset + 1) and no client has "
+        "fetched the partition through the gateway yet, whose high watermark it would answer; or "
+        "the log was truncated or re-created"
     )
 
 
