@@ -25,6 +25,7 @@ from coordinator.core.classic_group_manager import (
 )
 from coordinator.core.clock import ShardClock
 from coordinator.core.consumer_group import (
+    CG_ASSIGNING,
     JOIN_EPOCH,
     LEAVE_EPOCH,
     LEAVE_STATIC_EPOCH,
@@ -70,7 +71,6 @@ from coordinator.core.events import (
     SYNC_TIMEOUT,
     Detail,
     describe_metadata_change,
-    taken_from_others,
 )
 from coordinator.core.group_config import GroupConfig
 from coordinator.core.group_conversion import classic_group_from_consumer, consumer_group_from_classic
@@ -655,9 +655,15 @@ class ConsumerGroupManager:
         if instance_id is not None:
             group.static_members[instance_id] = member.member_id
         group.state_ms = self.clock.wall_ms
-        self.event(
-            group,
+        # A join bumps the group epoch in the same operation: the event carries the state after
+        # it (Assigning at the next epoch), not the in-between one (a first member at epoch 0
+        # would read Stable at epoch 0).
+        self.events.record(
+            group.group_id,
             MEMBER_JOINED,
+            "consumer",
+            CG_ASSIGNING,
+            group.group_epoch + 1,
             f"member {member.member_id} joined{protocol} (client {ctx.client_id}"
             f"{f', instance {instance_id}' if instance_id else ''}) from {member.client_host}",
             member.member_id,
@@ -860,16 +866,16 @@ class ConsumerGroupManager:
         }
         topics = {name: partitions for name, (_, partitions) in group.subscription_metadata.items()}
         new_target = assignor.assign(members, topics) if members else {}
-        moved = 0
+        before = dict(group.target)
         for member_id in group.members:
             assignment = normalize(new_target.get(member_id, {}))
-            previous = group.target.get(member_id, {})
-            if assignment != previous:
+            if assignment != before.get(member_id, {}):
                 records.member(member_id)
-                moved += taken_from_others(group.owners, member_id, assignment, previous)
             group.target[member_id] = assignment
         group.assignment_epoch = group.group_epoch
-        self.events.target_computed(group.group_id, group.state, group.group_epoch, assignor_name, moved)
+        self.events.target_computed(
+            group.group_id, group.state, group.group_epoch, assignor_name, before, group.target
+        )
         records.group()
 
     def reconcile_member(
