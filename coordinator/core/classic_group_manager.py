@@ -156,6 +156,7 @@ class ClassicGroupManager:
 
     def reschedule_session(self, member: Member, timeout_ms: int | None = None) -> None:
         timeout = member.session_timeout_ms if timeout_ms is None else timeout_ms
+        member.last_heartbeat_ms = self.clock.now_ms
         self.timers.schedule(member.session_key, self.clock.now_ms + timeout)
 
     def group_record(self, group: ClassicGroup, assignments: Mapping[str, bytes]) -> GroupMetadataRecord:
@@ -917,9 +918,11 @@ class ClassicGroupManager:
         if generation != group.generation_id:
             return ILLEGAL_GENERATION
         if state is STABLE or state is COMPLETING_REBALANCE:
+            member.last_heartbeat_ms = now_ms
             self.timers.schedule(member.session_key, now_ms + member.session_timeout_ms)
             return NONE
         if state is PREPARING_REBALANCE:
+            member.last_heartbeat_ms = now_ms
             self.timers.schedule(member.session_key, now_ms + member.session_timeout_ms)
             return REBALANCE_IN_PROGRESS
         return UNKNOWN_MEMBER_ID

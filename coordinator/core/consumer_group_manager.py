@@ -919,6 +919,7 @@ class ConsumerGroupManager:
             if member.classic is None
             else member.classic.session_timeout_ms
         )
+        member.last_heartbeat_ms = self.clock.now_ms
         self.timers.schedule(session_key(group.group_id, member.member_id), self.clock.now_ms + timeout)
 
     def _wire_assignment(self, assignment: Mapping[str, frozenset[int]]) -> list[tuple[bytes, list[int]]]:

@@ -22,6 +22,7 @@ from coordinator.core.classic_members import ClassicMembers
 from coordinator.core.clock import ShardClock
 from coordinator.core.consumer_group import ConsumerGroup
 from coordinator.core.consumer_group_manager import CONSUMER_GROUP_TYPE, ConsumerGroupManager, TopicCatalog
+from coordinator.core.consumer_group_manager import session_key as consumer_session_key
 from coordinator.core.context import RequestContext
 from coordinator.core.dynamic_configs import DynamicGroupConfigs
 from coordinator.core.effects import Effects, ResultBuilder
@@ -30,6 +31,7 @@ from coordinator.core.events import GroupEvents
 from coordinator.core.group_config import GroupConfig
 from coordinator.core.heartbeat_interval import no_jitter
 from coordinator.core.lifecycle import GroupLifecycle, PendingChange, TimerHandler
+from coordinator.core.liveness import CLASSIC_INTERVAL_DIVISOR, CONSUMER_LATE_INTERVALS, MemberLiveness, judge
 from coordinator.core.offset_manager import OffsetManager
 from coordinator.core.result import Result
 from coordinator.core.stats import CoreStats
@@ -496,6 +498,37 @@ class Shard:
 
     def consumer_group_ids(self) -> list[str]:
         return list(self._consumer.groups)
+
+    def consumer_group_assignor(self, group_id: str) -> str | None:
+        """The server assignor a KIP-848 group's target is computed by (as DescribeGroups says)."""
+        group = self._consumer.groups.get(group_id)
+        return None if group is None else self._consumer.preferred_assignor(group)
+
+    def member_liveness(self, group_id: str, member_id: str, now_ms: int) -> MemberLiveness | None:
+        """A member's last heartbeat, session deadline and liveness at monotonic ``now_ms``
+        (given by the caller: the core reads no clock); None for an unknown member."""
+        classic = self._classic.groups.get(group_id)
+        if classic is not None:
+            member = classic.members.get(member_id)
+            if member is None:
+                return None
+            return judge(
+                member.last_heartbeat_ms,
+                self._timers.deadline(member.session_key),
+                member.session_timeout_ms // CLASSIC_INTERVAL_DIVISOR,
+                now_ms,
+                waiting=member.has_satisfied_heartbeat(),
+            )
+        cgroup = self._consumer.groups.get(group_id)
+        cmember = None if cgroup is None else cgroup.members.get(member_id)
+        if cmember is None:
+            return None
+        if cmember.classic is not None:
+            late_after = cmember.classic.session_timeout_ms // CLASSIC_INTERVAL_DIVISOR
+        else:
+            late_after = CONSUMER_LATE_INTERVALS * self.group_configs.intervals(group_id).interval_ms
+        deadline = self._timers.deadline(consumer_session_key(group_id, member_id))
+        return judge(cmember.last_heartbeat_ms, deadline, late_after, now_ms)
 
     def group_count_by_state(self) -> dict[str, int]:
         """Classic and consumer groups by state name (both have Empty and Stable)."""

@@ -45,6 +45,7 @@ from coordinator.server.runtime import Clock, Runtime
 from coordinator.server.scram_users import ScramUsers
 from coordinator.server.startup_report import settings_block, sqlite_path, storage_location
 from coordinator.server.topic_lookup import TopicLookup
+from coordinator.server.topic_views import TopicViews
 from storage.base import GroupLoadingStore, Store, StoreError
 from storage.postgres import PostgresStore
 from storage.records import UserCredentialRecord
@@ -374,7 +375,8 @@ async def start_server(
                 coordinator.events.session_expiries_by_group,
             )
         )
-    console.views = GroupViews(coordinator, server.lag)
+    console.views = GroupViews(coordinator, server.lag, clock, gateway_mode=config.gateway_mode)
+    console.topics = TopicViews(coordinator, server.lag, cluster)
     if config.authorizer_enabled:
         authorizer = Authorizer(
             [u.strip() for u in config.super_users.split(";") if u.strip()],
