@@ -1,6 +1,7 @@
 """A 2018-era client through the gateway: kafka-go 0.2.1 (Debian's
 golang-github-segmentio-kafka-go-dev) produces with message format v1 (Produce v2) and reads with
-Fetch v2, which modern clusters no longer serve; the gateway converts both ways (old_formats.py)."""
+Fetch v2, which modern clusters no longer serve; the gateway converts both ways (old_formats.py).
+It also reads as a consumer group member of the gateway's coordinator."""
 
 from __future__ import annotations
 
@@ -89,3 +90,16 @@ def test_kafka_go_0_2_1_produces_and_consumes_through_the_gateway(
         )  # fmt: skip
         assert again.returncode == 0, again.stderr
         assert f"{COUNT} new modern" in again.stdout.splitlines()
+
+        # As a consumer group member (JoinGroup v1, SyncGroup v0, OffsetCommit v2), committing.
+        member = subprocess.run(
+            [str(kafka_go), gateway.bootstrap, topic, "0", str(COUNT + 1), "old-readers"],
+            capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert member.returncode == 0, member.stderr
+        assert [line.split()[0] for line in member.stdout.splitlines()] == [str(i) for i in range(COUNT + 1)]
+        reader = KafkaConsumer(bootstrap_servers=gateway.bootstrap, group_id="old-readers")
+        try:
+            assert reader.committed(TopicPartition(topic, 0)) == COUNT + 1
+        finally:
+            reader.close()

@@ -2,6 +2,8 @@
 // produces with Produce v2 (message format v1) and reads back with Fetch v2.
 // Usage: kafka_go_021 BOOTSTRAP TOPIC PRODUCE READ: produces PRODUCE messages to partition 0, then
 // reads READ messages from offset 0 and prints "offset key value" for each, one a line.
+// With a sixth argument GROUP, the READ messages are read by a consumer group member instead
+// (JoinGroup v1, SyncGroup v0, OffsetCommit v2), committing each.
 package main
 
 import (
@@ -15,8 +17,8 @@ import (
 )
 
 func main() {
-	if len(os.Args) != 5 {
-		fmt.Fprintln(os.Stderr, "usage: kafka_go_021 BOOTSTRAP TOPIC PRODUCE READ")
+	if len(os.Args) != 5 && len(os.Args) != 6 {
+		fmt.Fprintln(os.Stderr, "usage: kafka_go_021 BOOTSTRAP TOPIC PRODUCE READ [GROUP]")
 		os.Exit(2)
 	}
 	bootstrap, topic := os.Args[1], os.Args[2]
@@ -45,6 +47,10 @@ func main() {
 			fail("produce", err)
 		}
 	}
+	if len(os.Args) == 6 {
+		readAsGroup(ctx, bootstrap, topic, os.Args[5], toRead)
+		return
+	}
 	if _, err := conn.Seek(0, kafka.SeekAbsolute); err != nil {
 		fail("seek", err)
 	}
@@ -62,6 +68,29 @@ func main() {
 		if err := batch.Close(); err != nil {
 			fail("fetch", err)
 		}
+	}
+}
+
+func readAsGroup(ctx context.Context, bootstrap, topic, group string, toRead int) {
+	reader := kafka.NewReader(kafka.ReaderConfig{
+		Brokers:        []string{bootstrap},
+		GroupID:        group,
+		Topic:          topic,
+		MinBytes:       1,
+		MaxBytes:       10e6,
+		MaxWait:        500 * time.Millisecond,
+		SessionTimeout: 10 * time.Second,
+	})
+	defer reader.Close()
+	for read := 0; read < toRead; read++ {
+		message, err := reader.FetchMessage(ctx)
+		if err != nil {
+			fail("fetch in group", err)
+		}
+		if err := reader.CommitMessages(ctx, message); err != nil {
+			fail("commit", err)
+		}
+		fmt.Printf("%d %s %s\n", message.Offset, message.Key, message.Value)
 	}
 }
 
