@@ -14,12 +14,14 @@ from kafka.record.memory_records import MemoryRecords
 from coordinator.gateway import old_formats
 from coordinator.gateway.old_formats import ConversionError, batches_to_message_set, message_set_to_batch
 from protocol.apis import ApiKey
+from protocol.messages.produce import PartitionProduceData, ProduceRequest, TopicProduceData
+from protocol.wire import decode_response, encode_request
 
 GZIP, SNAPPY = 1, 2
 
 
 def legacy(magic: int, entries: list[tuple[int, bytes | None, bytes]], compression: int = 0) -> bytes:
-    builder = LegacyRecordBatchBuilder(magic=magic, compression_type=compression, batch_size=1 << 20)
+    builder = LegacyRecordBatchBuilder(magic=magic, compression_type=compression, batch_size=1 << 22)
     for offset, (timestamp, key, value) in enumerate(entries):
         builder.append(offset, timestamp if magic else None, key, value)
     return bytes(builder.build())
@@ -112,3 +114,18 @@ def test_only_produce_v0_2_and_fetch_v0_3_are_converted() -> None:
     assert [v for v in range(10) if old_formats.converts(ApiKey.PRODUCE, v)] == [0, 1, 2]
     assert [v for v in range(14) if old_formats.converts(ApiKey.FETCH, v)] == [0, 1, 2, 3]
     assert not old_formats.converts(ApiKey.METADATA, 0)
+
+
+def test_a_produce_request_too_large_to_convert_is_answered_message_too_large() -> None:
+    big = legacy(1, [(0, None, b"x" * 1000)] * 1100)  # over 1 MiB
+    body = ProduceRequest(
+        None, 1, 1000, [TopicProduceData("t", partition_data=[PartitionProduceData(0, big)])]
+    )
+    frame = encode_request(ApiKey.PRODUCE, 2, 7, "old", body)[4:]
+    with pytest.raises(ConversionError) as refused:
+        old_formats.upgrade_request(frame)
+    assert refused.value.code == 10  # MESSAGE_TOO_LARGE
+    answer = old_formats.produce_error_response(frame, refused.value.code)
+    correlation_id, response = decode_response(ApiKey.PRODUCE, 2, answer[4:])
+    assert correlation_id == 7
+    assert [(p.index, p.error_code) for p in response.responses[0].partition_responses] == [(0, 10)]
