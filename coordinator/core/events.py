@@ -382,14 +382,15 @@ class GroupEvents:
             self.stats.completing_ms.append(now - phase.phase_started_ms)
             details["sync_phase_ms"] = now - phase.phase_started_ms
             details["rebalance_ms"] = now - phase.started_ms
-        moved: int | None = None
+        moved_text = ""
         if owners is not None:
-            moved = moved_partitions(self._owners.get(group_id, {}), owners)
+            moved, first = owner_changes(self._owners.get(group_id, {}), owners)
             self._owners[group_id] = dict(owners)
-            self.stats.partitions_moved.append(moved)
+            self.stats.partitions_moved.append(moved + first)
             details["partitions_moved"] = moved
+            details["partitions_assigned_first_time"] = first
             details["partitions"] = len(owners)
-        moved_text = "" if moved is None else f", {moved} partitions moved"
+            moved_text = f", {_moves(moved, first)}"
         took = "" if phase is None else f" after {now - phase.started_ms} ms"
         self.record(
             group_id,
@@ -436,17 +437,33 @@ class GroupEvents:
             reason=reason,
         )
 
-    def target_computed(self, group_id: str, state: str, epoch: int, assignor: str, moved: int) -> None:
-        self.stats.partitions_moved.append(moved)
+    def target_computed(
+        self,
+        group_id: str,
+        state: str,
+        epoch: int,
+        assignor: str,
+        before: Mapping[str, Mapping[str, frozenset[int]]],
+        after: Mapping[str, Mapping[str, frozenset[int]]],
+    ) -> None:
+        """A new target (member id -> topic -> partitions) replaced ``before``, the targets of
+        the current members. Partitions of members removed since the previous target are still
+        known here, so that what a timed-out member owned counts as moved, not as new."""
+        previous = self._owners.get(group_id, {}) | target_owners(before)
+        owners = target_owners(after)
+        moved, first = owner_changes(previous, owners)
+        self._owners[group_id] = owners
+        self.stats.partitions_moved.append(moved + first)
         self.record(
             group_id,
             TARGET_COMPUTED,
             "consumer",
             state,
             epoch,
-            f"target assignment of epoch {epoch} computed by {assignor}: {moved} partitions move",
+            f"target assignment of epoch {epoch} computed by {assignor}: {_moves(moved, first, 'move')}",
             assignor=assignor,
             partitions_moved=moved,
+            partitions_assigned_first_time=first,
         )
 
     def member_reconciled(self, group: ConsumerGroup, member: ConsumerMember) -> None:
@@ -487,10 +504,28 @@ class GroupEvents:
         )
 
 
-def moved_partitions(before: Mapping[tuple[str, int], str], after: Mapping[tuple[str, int], str]) -> int:
-    """Partitions owned before and after whose owner changed (a partition nobody owned before,
-    e.g. a new one, did not move)."""
-    return sum(1 for tp, owner in after.items() if tp in before and before[tp] != owner)
+def owner_changes(
+    before: Mapping[tuple[str, int], str], after: Mapping[tuple[str, int], str]
+) -> tuple[int, int]:
+    """(moved, first): partitions of ``after`` whose owner changed, and partitions nobody owned
+    before (a first assignment, a new partition). Both changed owner for the histogram."""
+    moved = first = 0
+    for tp, owner in after.items():
+        previous = before.get(tp)
+        if previous is None:
+            first += 1
+        elif previous != owner:
+            moved += 1
+    return moved, first
+
+
+def _moves(moved: int, first: int, verb: str = "moved") -> str:
+    return f"{moved} partitions {verb}, {first} assigned for the first time"
+
+
+def target_owners(targets: Mapping[str, Mapping[str, frozenset[int]]]) -> dict[tuple[str, int], str]:
+    """(topic, partition) -> member id of KIP-848 target assignments (member id -> assignment)."""
+    return {(topic, p): member_id for member_id, a in targets.items() for topic, ps in a.items() for p in ps}
 
 
 _ASSIGNMENT_DECODERS = (
@@ -526,21 +561,6 @@ def classic_owners(assignments: Mapping[str, bytes]) -> dict[tuple[str, int], st
             return None
         owners.update((tp, member_id) for tp in partitions)
     return owners
-
-
-def taken_from_others(
-    owners: Mapping[tuple[str, int], str],
-    member_id: str,
-    new: Mapping[str, frozenset[int]],
-    old: Mapping[str, frozenset[int]],
-) -> int:
-    """Partitions a KIP-848 member's new target gives it that another member owns now."""
-    taken = 0
-    for topic, partitions in new.items():
-        for p in partitions - old.get(topic, frozenset()):
-            owner = owners.get((topic, p))
-            taken += owner is not None and owner != member_id
-    return taken
 
 
 def _caught_up(group: ConsumerGroup, member: ConsumerMember) -> bool:

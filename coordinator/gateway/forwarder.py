@@ -25,6 +25,13 @@ from coordinator.gateway.cut_through import FetchTail
 from coordinator.gateway.group_configs import CONFIG_APIS, names_group_resources
 from coordinator.gateway.high_watermarks import FetchWatch, TopicKey
 from coordinator.gateway.node_endpoints import carries_node_endpoints, endpoints_in, rewrite_node_endpoints
+from coordinator.gateway.old_formats import (
+    ConversionError,
+    converts,
+    downgrade_response,
+    produce_error_response,
+    upgrade_request,
+)
 from coordinator.gateway.upstream import UpstreamConnection, UpstreamError, connect, frame_with_length
 from coordinator.gateway.upstream_cluster import UpstreamCluster
 from coordinator.gateway.versions import (
@@ -95,6 +102,8 @@ class _Forwarded:
             return None
         if slot.latest:
             return None  # held whole: its log ends may be corrected
+        if converts(slot.api_key, slot.api_version):
+            return None  # converted whole (old_formats.py)
         if not link.pending or link.pending[0] is not slot:
             return None  # earlier responses are still owed: this one waits its turn, whole
         tail = carries_node_endpoints(slot.api_key, slot.api_version)
@@ -241,6 +250,11 @@ class Forwarder:
         except (struct.error, IndexError, DecodeError):
             connection.abort(f"malformed Produce v{version} request")
             return True
+        if converts(api_key, version):
+            upgraded = self._upgraded(connection, frame, expects_response)
+            if upgraded is None:
+                return True
+            frame = upgraded
         slot = _Slot(api_key, version, correlation_id) if expects_response else None
         if slot is not None and api_key == ApiKey.LIST_OFFSETS and version >= 1:
             slot.latest = _asked_latest(frame, version)
@@ -253,6 +267,20 @@ class Forwarder:
             target = ANY_BROKER if node is None else node
             self._spawn(self._connect_and_send(connection, link, target, frame, slot))
         return True
+
+    def _upgraded(self, connection: Connection, frame: bytes, expects_response: bool) -> bytes | None:
+        """An old client's Produce v0-2 or Fetch v0-3 as upstream gets it (old_formats.py); None
+        when it was answered here (a message set that cannot be converted) or was malformed."""
+        try:
+            return upgrade_request(frame)
+        except ConversionError as exc:
+            log.info("produce from %s refused: %s", connection.peer, exc)
+            if expects_response:
+                self._reply_now(connection, produce_error_response(frame, exc.code))
+            return None
+        except _MALFORMED as exc:
+            connection.abort(f"malformed request: {exc}")
+            return None
 
     def connection_closed(self, connection: Connection) -> None:
         link = self._links.pop(connection, None)
@@ -349,6 +377,8 @@ class Forwarder:
             return
         api_key, version = slot.api_key, slot.api_version
         try:
+            if converts(api_key, version):
+                frame = downgrade_response(api_key, version, frame)
             if api_key in _REWRITTEN:
                 correlation_id, body = decode_response(api_key, version, frame[4:])
                 missing = self._learn(api_key, body)

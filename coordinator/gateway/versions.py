@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Final
 
+from coordinator.gateway.old_formats import FETCH_UPSTREAM_VERSION, PRODUCE_UPSTREAM_VERSION
 from protocol.apis import SERVED_VERSIONS, ApiKey
 from protocol.messages.api_versions import ApiVersion, ApiVersionsResponse
 
@@ -93,6 +94,14 @@ def advertised_versions(upstream: dict[int, tuple[int, int]] | None) -> dict[int
                 del ranges[int(key)]
             else:
                 ranges[int(key)] = (max(low, theirs[0]), min(high, theirs[1]))
+        for key, converted_to in (
+            (ApiKey.PRODUCE, PRODUCE_UPSTREAM_VERSION),
+            (ApiKey.FETCH, FETCH_UPSTREAM_VERSION),
+        ):
+            # Old message formats are converted here (old_formats.py): versions below upstream's
+            # lowest are served as long as upstream takes the version they are converted to.
+            if int(key) in ranges and ranges[int(key)][0] <= converted_to:
+                ranges[int(key)] = (0, ranges[int(key)][1])
         for key in (DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS):
             # GROUP config resources are served here (group_configs.py): advertised at our
             # versions even when upstream lacks the API.

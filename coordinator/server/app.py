@@ -47,6 +47,7 @@ from coordinator.server.scram_users import ScramUsers
 from coordinator.server.serving_mode import ServingMode, settle_serving_mode
 from coordinator.server.startup_report import settings_block, sqlite_path, storage_location
 from coordinator.server.topic_lookup import TopicLookup
+from coordinator.server.topic_views import TopicViews
 from storage.base import GroupLoadingStore, Store, StoreError
 from storage.postgres import PostgresStore
 from storage.records import UserCredentialRecord
@@ -386,7 +387,14 @@ async def start_server(
                 coordinator.events.session_expiries_by_group,
             )
         )
-    console.views = GroupViews(coordinator, server.lag, config.group_events_persist)
+    console.views = GroupViews(
+        coordinator,
+        server.lag,
+        clock,
+        gateway_mode=config.gateway_mode,
+        history_persisted=config.group_events_persist,
+    )
+    console.topics = TopicViews(coordinator, server.lag, cluster)
     if config.authorizer_enabled:
         authorizer = Authorizer(
             [u.strip() for u in config.super_users.split(";") if u.strip()],

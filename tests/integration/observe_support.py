@@ -126,14 +126,21 @@ def create_topic(bootstrap: str, name: str, partitions: int) -> None:
 
 
 def form_group(
-    bootstrap: str, group: str, client_id: str, partitions: int = 4, topic: str = "t"
+    bootstrap: str,
+    group: str,
+    client_id: str,
+    partitions: int = 4,
+    topic: str = "t",
+    session_timeout_ms: int = 10000,
 ) -> tuple[str, int]:
     """One classic member joins, syncs all of ``topic`` and commits an offset per partition (it
     sends no heartbeat afterwards: its session expires)."""
     with WireClient(bootstrap, client_id=client_id) as client:
         protocols = [JoinGroupRequestProtocol("range", subscription(topic))]
         joined = client.request(
-            ApiKey.JOIN_GROUP, 3, JoinGroupRequest(group, 10000, 30000, "", None, "consumer", protocols)
+            ApiKey.JOIN_GROUP,
+            3,
+            JoinGroupRequest(group, session_timeout_ms, 30000, "", None, "consumer", protocols),
         )
         assert joined.error_code == 0
         assignment = consumer_assignment(topic, list(range(partitions)))

@@ -168,9 +168,11 @@ class ClassicSyncAndLeave(ClassicJoin):
         if generation != group.generation_id:
             return ILLEGAL_GENERATION
         if state is STABLE or state is COMPLETING_REBALANCE:
+            member.last_heartbeat_ms = now_ms
             self.timers.schedule(member.session_key, now_ms + member.session_timeout_ms)
             return NONE
         if state is PREPARING_REBALANCE:
+            member.last_heartbeat_ms = now_ms
             self.timers.schedule(member.session_key, now_ms + member.session_timeout_ms)
             return REBALANCE_IN_PROGRESS
         return UNKNOWN_MEMBER_ID

@@ -82,6 +82,8 @@ class ConsumerMember:
     resolved_version: int = -1
     # Set for a member of the classic protocol inside this consumer group (online migration).
     classic: ClassicMemberMetadata | None = None
+    # Monotonic ms of the last request that renewed its session (-1: none yet); for the console.
+    last_heartbeat_ms: int = -1
 
     @property
     def uses_classic_protocol(self) -> bool:
