@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from coordinator.core.cluster import NodeIdentity
+from coordinator.gateway.authorization import ForwardedAuthorization
 from coordinator.gateway.cut_through import FetchTail
 from coordinator.gateway.group_configs import CONFIG_APIS, names_group_resources
 from coordinator.gateway.node_endpoints import carries_node_endpoints, endpoints_in, rewrite_node_endpoints
@@ -58,13 +59,15 @@ UNKNOWN_API_MESSAGE: Final = "api key {key} v{version} is not forwarded by the g
 class _Slot:
     """One forwarded request waiting for its response, in request order."""
 
-    __slots__ = ("api_key", "api_version", "correlation_id", "frame")
+    __slots__ = ("api_key", "api_version", "correlation_id", "frame", "merge")
 
     def __init__(self, api_key: int, api_version: int, correlation_id: int) -> None:
         self.api_key = api_key
         self.api_version = api_version
         self.correlation_id = correlation_id
         self.frame: bytes | None = None  # the response, with its length prefix, once ready
+        # Puts the refusals of an authorized-in-part request back into upstream's response.
+        self.merge: Callable[[bytes], bytes] | None = None
 
 
 class _Forwarded:
@@ -82,7 +85,12 @@ class _Forwarded:
         """Cut-through when the response is next in line for the client and needs no rewriting
         that changes its length (Produce v10+ answers are small: they are held and rewritten)."""
         slot, link, connection = self.slot, self.link, self.connection
-        if slot.api_key in _REWRITTEN or connection.closed or connection.transport is None:
+        if (
+            slot.api_key in _REWRITTEN
+            or slot.merge is not None
+            or connection.closed
+            or connection.transport is None
+        ):
             return None
         if not link.pending or link.pending[0] is not slot:
             return None  # earlier responses are still owed: this one waits its turn, whole
@@ -168,6 +176,10 @@ class Forwarder:
         self.brokers = brokers
         self.coordinator = coordinator
         self.sasl: SaslServer | None = None
+        # With the authorizer on, every forwarded request is authorized with the client's
+        # principal (authorization.py); until the hook is installed nothing is forwarded.
+        self.authorization_required = False
+        self.authorization: ForwardedAuthorization | None = None
         self._links: dict[Connection, _Link] = {}
         self._refused_logged: set[tuple[int, int]] = set()
         self._tasks: set[asyncio.Task[None]] = set()
@@ -222,12 +234,20 @@ class Forwarder:
                 )  # fmt: skip
             connection.close()
             return True
+        merge: Callable[[bytes], bytes] | None = None
+        if self.authorization_required:
+            screened = self._authorized(connection, api_key, version, frame)
+            if screened is None:
+                return True
+            frame, merge = screened
         try:
             expects_response = api_key != ApiKey.PRODUCE or _produce_acks(frame, version) != 0
         except (struct.error, IndexError, DecodeError):
             connection.abort(f"malformed Produce v{version} request")
             return True
         slot = _Slot(api_key, version, correlation_id) if expects_response else None
+        if slot is not None:
+            slot.merge = merge
         link = self._links.setdefault(connection, _Link())
         if link.upstream is not None and not link.upstream.closed:
             self._send(connection, link, link.upstream, frame, slot)
@@ -237,6 +257,28 @@ class Forwarder:
             target = ANY_BROKER if node is None else node
             self._spawn(self._connect_and_send(connection, link, target, frame, slot))
         return True
+
+    def _authorized(
+        self, connection: Connection, api_key: int, version: int, frame: bytes
+    ) -> tuple[bytes, Callable[[bytes], bytes] | None] | None:
+        """The frame to forward (and how to merge its answer), or None when answered or refused here."""
+        authorization = self.authorization
+        if authorization is None:
+            connection.abort("the gateway's authorization is not ready yet")
+            return None
+        screened = authorization.screen(connection.principal, connection.client_host, api_key, version, frame)
+        if screened.answer is not None:
+            self._reply_now(connection, screened.answer)
+            return None
+        if screened.frame is None:
+            if (api_key, -2) not in self._refused_logged:
+                self._refused_logged.add((api_key, -2))
+                log.warning(
+                    "refused from %s: %s (the connection is closed)", connection.peer, screened.refuse
+                )
+            connection.close()
+            return None
+        return screened.frame, screened.merge
 
     def connection_closed(self, connection: Connection) -> None:
         link = self._links.pop(connection, None)
@@ -333,6 +375,8 @@ class Forwarder:
             return
         api_key, version = slot.api_key, slot.api_version
         try:
+            if slot.merge is not None:
+                frame = slot.merge(frame)
             if api_key in _REWRITTEN:
                 correlation_id, body = decode_response(api_key, version, frame[4:])
                 missing = self._learn(api_key, body)

@@ -11,12 +11,15 @@ from coordinator.core.cluster import Cluster
 from coordinator.core.context import RequestContext
 from coordinator.core.result import Result
 from coordinator.core.shard import Shard
+from coordinator.gateway.authorization import ForwardedAuthorization
+from coordinator.gateway.authz_rules import RULES
 from coordinator.gateway.forwarder import Forwarder
 from coordinator.gateway.group_configs import serve_group_configs_only
 from coordinator.gateway.upstream import UpstreamSettings
 from coordinator.gateway.upstream_cluster import UpstreamCluster, parse_bootstrap
 from coordinator.gateway.versions import advertised_versions
 from coordinator.gateway.virtual_brokers import OpenListener, VirtualBrokers
+from coordinator.security.acl import Authorizer
 from coordinator.server.config import Config
 from coordinator.server.dispatcher import Dispatcher
 from protocol.apis import ApiKey
@@ -38,6 +41,11 @@ class Gateway:
         self.brokers.close()
         await self.forwarder.close()
         await self.upstream.stop()
+
+
+def authorize_forwarded(gateway: Gateway, authorizer: Authorizer) -> None:
+    """Forwarded requests are authorized with the client's principal from now on."""
+    gateway.forwarder.authorization = ForwardedAuthorization(authorizer, gateway.upstream.catalog, RULES)
 
 
 def upstream_settings(config: Config) -> UpstreamSettings:
@@ -78,6 +86,7 @@ async def start_gateway(
     coordinator.attach_catalog(upstream.catalog)
     forwarder = Forwarder(upstream, brokers, lambda: cluster.node)
     forwarder.sasl = dispatcher.sasl
+    forwarder.authorization_required = config.authorizer_enabled
     dispatcher.gateway = forwarder
     _serve_api_versions(dispatcher, upstream)
     serve_group_configs_only(dispatcher.routes)

@@ -386,6 +386,10 @@ async def start_server(
             server.ownership.watch_acls(authorizer.load)
         AclLayer(authorizer).install(dispatcher.routes)
         TopicAcls(authorizer, cluster).install(dispatcher.routes)
+        if server.gateway is not None:
+            from coordinator.gateway.setup import authorize_forwarded
+
+            authorize_forwarded(server.gateway, authorizer)
         log.info(
             "authorizer enabled: %d ACLs, super users %s", len(authorizer.acls), config.super_users or "none"
         )

@@ -1,0 +1,406 @@
+"""The gateway's authorization of forwarded requests, per API, without sockets: a request frame
+goes through ForwardedAuthorization.screen and the forwarded frame, the local answer and the
+merged response are decoded and checked."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from coordinator.gateway.authorization import ForwardedAuthorization, Screened
+from coordinator.gateway.authz_rules import RULES
+from coordinator.gateway.catalog import UpstreamCatalog
+from coordinator.security.acl import Authorizer, Operation, PatternType, Permission, ResourceType
+from protocol.errors import ErrorCode
+from protocol.gateway_wire import decode_forwarded, decode_forwarded_response, encode_forwarded_response
+from protocol.messages import (
+    GATEWAY_CODECS,
+    GATEWAY_FLEXIBLE,
+    create_topics,
+    delete_topics,
+    describe_configs,
+    end_txn,
+    fetch,
+    init_producer_id,
+    list_offsets,
+    metadata,
+    produce,
+)
+from protocol.messages.headers import RequestHeader, encode_request_header_v1, encode_request_header_v2
+from storage.records import AclRecord
+
+DENIED = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+SECRET_ID = bytes(range(1, 17))
+PUBLIC_ID = bytes(range(2, 18))
+
+
+def frame_of(api_key: int, version: int, body: Any, correlation_id: int = 7) -> bytes:
+    out = bytearray()
+    header = RequestHeader(api_key, version, correlation_id, "unit")
+    if (api_key, version) in GATEWAY_FLEXIBLE:
+        encode_request_header_v2(header, out)
+    else:
+        encode_request_header_v1(header, out)
+    GATEWAY_CODECS[(api_key, version)][1](body, out)
+    return bytes(out)
+
+
+def binding(
+    name: str,
+    principal: str,
+    operation: int,
+    *,
+    resource: int = ResourceType.TOPIC,
+    pattern: int = PatternType.LITERAL,
+    permission: int = Permission.ALLOW,
+) -> AclRecord:
+    return AclRecord(resource, name, pattern, principal, "*", operation, permission)
+
+
+def catalog() -> UpstreamCatalog:
+    known = UpstreamCatalog()
+    partitions = [metadata.MetadataResponsePartition(partition_index=0)]
+    known.replace_all(
+        [
+            metadata.MetadataResponseTopic(name="secret", topic_id=SECRET_ID, partitions=partitions),
+            metadata.MetadataResponseTopic(name="pub-a", topic_id=PUBLIC_ID, partitions=partitions),
+        ]
+    )
+    return known
+
+
+def gate(*acls: AclRecord, super_users: tuple[str, ...] = ("User:admin",)) -> ForwardedAuthorization:
+    authorizer = Authorizer(super_users)
+    authorizer.load(acls)
+    return ForwardedAuthorization(authorizer, catalog(), RULES)
+
+
+def answer_of(api_key: int, version: int, screened: Screened) -> Any:
+    assert screened.answer is not None, screened
+    correlation_id, body = decode_forwarded_response(api_key, version, screened.answer)
+    assert correlation_id == 7
+    return body
+
+
+def forwarded_body(screened: Screened) -> Any:
+    assert screened.frame is not None, screened
+    return decode_forwarded(screened.frame)[1]
+
+
+def produce_request(*names: str, version: int = 9, acks: int = -1, txn: str | None = None) -> bytes:
+    topics = [
+        produce.TopicProduceData(name=n, partition_data=[produce.PartitionProduceData(0, b"batch")])
+        for n in names
+    ]
+    return frame_of(
+        0,
+        version,
+        produce.ProduceRequest(transactional_id=txn, acks=acks, timeout_ms=1000, topic_data=topics),
+    )
+
+
+def produce_answer(version: int, *names: str) -> bytes:
+    responses = [
+        produce.TopicProduceResponse(name=n, partition_responses=[produce.PartitionProduceResponse(0, 0, 5)])
+        for n in names
+    ]
+    return encode_forwarded_response(0, version, 7, produce.ProduceResponse(responses))
+
+
+def test_no_acl_refuses_every_topic_and_forwards_nothing() -> None:
+    screened = gate().screen("User:alice", "127.0.0.1", 0, 9, produce_request("secret", "pub-a"))
+    body = answer_of(0, 9, screened)
+    assert [(t.name, [p.error_code for p in t.partition_responses]) for t in body.responses] == [
+        ("secret", [DENIED]),
+        ("pub-a", [DENIED]),
+    ]
+
+
+def test_super_user_forwards_the_frame_untouched() -> None:
+    frame = produce_request("secret", "pub-a")
+    screened = gate().screen("User:admin", "127.0.0.1", 0, 9, frame)
+    assert screened.frame == frame and screened.merge is None
+
+
+def test_deny_beats_allow_and_the_answer_is_merged_in_request_order() -> None:
+    acls = (
+        binding("*", "User:bob", Operation.ALL),
+        binding("secret", "User:bob", Operation.WRITE, permission=Permission.DENY),
+    )
+    screened = gate(*acls).screen("User:bob", "127.0.0.1", 0, 9, produce_request("secret", "pub-a", "other"))
+    assert [t.name for t in forwarded_body(screened).topic_data] == ["pub-a", "other"]
+    assert screened.merge is not None
+    _, merged = decode_forwarded_response(0, 9, screened.merge(produce_answer(9, "other", "pub-a")))
+    assert [(t.name, t.partition_responses[0].error_code) for t in merged.responses] == [
+        ("secret", DENIED),
+        ("pub-a", 0),
+        ("other", 0),
+    ]
+
+
+def test_produce_by_topic_id_unknown_ids_are_not_forwarded() -> None:
+    topics = [
+        produce.TopicProduceData(topic_id=SECRET_ID, partition_data=[produce.PartitionProduceData(0, b"x")]),
+        produce.TopicProduceData(
+            topic_id=bytes(16 * [9]), partition_data=[produce.PartitionProduceData(0, b"x")]
+        ),
+    ]
+    frame = frame_of(0, 13, produce.ProduceRequest(acks=-1, timeout_ms=1, topic_data=topics))
+    body = answer_of(
+        0,
+        13,
+        gate(binding("pub-", "User:carol", Operation.WRITE, pattern=PatternType.PREFIXED)).screen(
+            "User:carol", "h", 0, 13, frame
+        ),
+    )
+    assert [t.partition_responses[0].error_code for t in body.responses] == [
+        DENIED,
+        ErrorCode.UNKNOWN_TOPIC_ID,
+    ]
+
+
+def test_transactional_produce_needs_write_on_the_transactional_id() -> None:
+    acls = (binding("*", "User:bob", Operation.WRITE),)
+    body = answer_of(0, 9, gate(*acls).screen("User:bob", "h", 0, 9, produce_request("pub-a", txn="tx")))
+    assert (
+        body.responses[0].partition_responses[0].error_code == ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    )
+
+
+def test_acks_zero_refused_in_part_closes_the_connection() -> None:
+    acls = (binding("pub-", "User:carol", Operation.WRITE, pattern=PatternType.PREFIXED),)
+    screened = gate(*acls).screen("User:carol", "h", 0, 9, produce_request("pub-a", "secret", acks=0))
+    assert screened.refuse is not None and screened.frame is None
+
+
+def test_fetch_with_a_prefixed_allow() -> None:
+    acls = (binding("pub-", "User:carol", Operation.READ, pattern=PatternType.PREFIXED),)
+    topics = [
+        fetch.FetchTopic(topic_id=SECRET_ID, partitions=[fetch.FetchPartition(partition=0)]),
+        fetch.FetchTopic(topic_id=PUBLIC_ID, partitions=[fetch.FetchPartition(partition=0)]),
+    ]
+    frame = frame_of(1, 16, fetch.FetchRequest(replica_id=-1, max_wait_ms=10, topics=topics))
+    screened = gate(*acls).screen("User:carol", "h", 1, 16, frame)
+    assert [t.topic_id for t in forwarded_body(screened).topics] == [PUBLIC_ID]
+    upstream = fetch.FetchResponse(
+        responses=[
+            fetch.FetchableTopicResponse(
+                topic_id=PUBLIC_ID, partitions=[fetch.PartitionData(0, records=b"r")]
+            )
+        ]
+    )
+    assert screened.merge is not None
+    _, merged = decode_forwarded_response(
+        1, 16, screened.merge(encode_forwarded_response(1, 16, 7, upstream))
+    )
+    assert [(t.topic_id, t.partitions[0].error_code) for t in merged.responses] == [
+        (SECRET_ID, DENIED),
+        (PUBLIC_ID, 0),
+    ]
+
+
+def test_a_follower_fetch_needs_cluster_action() -> None:
+    acls = (binding("*", "User:bob", Operation.READ),)
+    frame = frame_of(
+        1,
+        12,
+        fetch.FetchRequest(
+            replica_id=1, topics=[fetch.FetchTopic(topic="pub-a", partitions=[fetch.FetchPartition()])]
+        ),
+    )
+    body = answer_of(1, 12, gate(*acls).screen("User:bob", "h", 1, 12, frame))
+    assert body.responses[0].partitions[0].error_code == DENIED
+
+
+def test_list_offsets_needs_describe_implied_by_read() -> None:
+    acls = (binding("pub-a", "User:bob", Operation.READ),)
+    topics = [
+        list_offsets.ListOffsetsTopic(name=n, partitions=[list_offsets.ListOffsetsPartition(0)])
+        for n in ("pub-a", "secret")
+    ]
+    frame = frame_of(2, 7, list_offsets.ListOffsetsRequest(replica_id=-1, topics=topics))
+    screened = gate(*acls).screen("User:bob", "h", 2, 7, frame)
+    assert [t.name for t in forwarded_body(screened).topics] == ["pub-a"]
+
+
+def test_metadata_all_topics_lists_only_described_ones() -> None:
+    acls = (binding("pub-", "User:carol", Operation.DESCRIBE, pattern=PatternType.PREFIXED),)
+    screened = gate(*acls).screen(
+        "User:carol", "h", 3, 12, frame_of(3, 12, metadata.MetadataRequest(topics=None))
+    )
+    assert screened.frame is not None and screened.merge is not None
+    upstream = metadata.MetadataResponse(
+        topics=[metadata.MetadataResponseTopic(name=n) for n in ("secret", "pub-a", "pub-b")]
+    )
+    _, merged = decode_forwarded_response(
+        3, 12, screened.merge(encode_forwarded_response(3, 12, 7, upstream))
+    )
+    assert [t.name for t in merged.topics] == ["pub-a", "pub-b"]
+
+
+def test_metadata_named_topics_and_auto_creation() -> None:
+    acls = (binding("pub-", "User:carol", Operation.DESCRIBE, pattern=PatternType.PREFIXED),)
+    topics = [metadata.MetadataRequestTopic(name=n) for n in ("secret", "pub-new", "pub-a")]
+    topics.append(metadata.MetadataRequestTopic(topic_id=SECRET_ID, name=None))
+    frame = frame_of(3, 12, metadata.MetadataRequest(topics=topics, allow_auto_topic_creation=True))
+    screened = gate(*acls).screen("User:carol", "h", 3, 12, frame)
+    assert [t.name for t in forwarded_body(screened).topics] == ["pub-a"]  # pub-new would be created
+    upstream = metadata.MetadataResponse(
+        topics=[metadata.MetadataResponseTopic(name="pub-a", topic_id=PUBLIC_ID)]
+    )
+    assert screened.merge is not None
+    _, merged = decode_forwarded_response(
+        3, 12, screened.merge(encode_forwarded_response(3, 12, 7, upstream))
+    )
+    assert [(t.name, t.error_code) for t in merged.topics] == [
+        ("secret", DENIED),
+        ("pub-new", DENIED),
+        ("pub-a", 0),
+        (None, DENIED),  # the id of a topic it may not describe: no name told
+    ]
+
+
+def test_create_and_delete_topics() -> None:
+    acls = (
+        binding("pub-", "User:carol", Operation.CREATE, pattern=PatternType.PREFIXED),
+        binding("pub-", "User:carol", Operation.DELETE, pattern=PatternType.PREFIXED),
+    )
+    authz = gate(*acls)
+    create = create_topics.CreateTopicsRequest(
+        topics=[
+            create_topics.CreatableTopic(name=n, num_partitions=1, replication_factor=1)
+            for n in ("secret2", "pub-x")
+        ]
+    )
+    screened = authz.screen("User:carol", "h", 19, 7, frame_of(19, 7, create))
+    assert [t.name for t in forwarded_body(screened).topics] == ["pub-x"]
+    body = answer_of(
+        20,
+        6,
+        authz.screen(
+            "User:alice",
+            "h",
+            20,
+            6,
+            frame_of(
+                20,
+                6,
+                delete_topics.DeleteTopicsRequest(
+                    topics=[delete_topics.DeleteTopicState(name=None, topic_id=SECRET_ID)]
+                ),
+            ),
+        ),
+    )
+    assert [(r.name, r.error_code) for r in body.responses] == [(None, DENIED)]
+    body = answer_of(
+        20,
+        3,
+        authz.screen(
+            "User:carol",
+            "h",
+            20,
+            3,
+            frame_of(20, 3, delete_topics.DeleteTopicsRequest(topic_names=["secret"])),
+        ),
+    )
+    assert [(r.name, r.error_code) for r in body.responses] == [("secret", DENIED)]
+
+
+def test_configs_of_topics_and_brokers() -> None:
+    acls = (binding("pub-a", "User:bob", Operation.DESCRIBE_CONFIGS),)
+    resources = [
+        describe_configs.DescribeConfigsResource(2, "pub-a"),
+        describe_configs.DescribeConfigsResource(4, "1"),
+    ]
+    screened = gate(*acls).screen(
+        "User:bob", "h", 32, 4, frame_of(32, 4, describe_configs.DescribeConfigsRequest(resources=resources))
+    )
+    assert [r.resource_name for r in forwarded_body(screened).resources] == ["pub-a"]
+    assert screened.merge is not None
+    upstream = describe_configs.DescribeConfigsResponse(
+        results=[describe_configs.DescribeConfigsResult(resource_type=2, resource_name="pub-a")]
+    )
+    _, merged = decode_forwarded_response(
+        32, 4, screened.merge(encode_forwarded_response(32, 4, 7, upstream))
+    )
+    assert [(r.resource_name, r.error_code) for r in merged.results] == [
+        ("pub-a", 0),
+        ("1", ErrorCode.CLUSTER_AUTHORIZATION_FAILED),
+    ]
+
+
+def test_transactions_need_the_transactional_id() -> None:
+    authz = gate(binding("pub-", "User:carol", Operation.WRITE, pattern=PatternType.PREFIXED))
+    body = answer_of(
+        22,
+        4,
+        authz.screen(
+            "User:carol",
+            "h",
+            22,
+            4,
+            frame_of(22, 4, init_producer_id.InitProducerIdRequest(transactional_id="tx")),
+        ),
+    )
+    assert body.error_code == ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    # Idempotence without a transactional id: WRITE on some topic is enough (KIP-679).
+    idempotent = frame_of(22, 4, init_producer_id.InitProducerIdRequest(transactional_id=None))
+    assert authz.screen("User:carol", "h", 22, 4, idempotent).frame == idempotent
+    body = answer_of(22, 4, authz.screen("User:alice", "h", 22, 4, idempotent))
+    assert body.error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    body = answer_of(
+        26,
+        3,
+        authz.screen("User:carol", "h", 26, 3, frame_of(26, 3, end_txn.EndTxnRequest(transactional_id="tx"))),
+    )
+    assert body.error_code == ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+
+
+def test_a_version_without_a_codec_is_refused_never_forwarded() -> None:
+    screened = gate().screen("User:admin", "h", 23, 1, b"\x00\x17\x00\x01\x00\x00\x00\x07\x00\x00")
+    assert screened.refuse is not None and screened.frame is None
+    assert (
+        gate().screen("User:admin", "h", 57, 0, b"\x00\x39\x00\x00\x00\x00\x00\x07\x00\x00").refuse
+        is not None
+    )
+
+
+def test_a_cached_decision_follows_an_acl_change() -> None:
+    authz = gate()
+    frame = produce_request("pub-a")
+    assert authz.screen("User:bob", "h", 0, 9, frame).answer is not None
+    authz.authorizer.add(binding("pub-a", "User:bob", Operation.WRITE))
+    assert authz.screen("User:bob", "h", 0, 9, frame).frame == frame
+
+
+_NAMES = ["a", "b", "c", "d", "e"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    requested=st.lists(st.sampled_from(_NAMES), min_size=1, max_size=5, unique=True),
+    allowed=st.sets(st.sampled_from(_NAMES)),
+    denied=st.sets(st.sampled_from(_NAMES)),
+)
+def test_forwarded_and_refused_parts_follow_the_acls(
+    requested: list[str], allowed: set[str], denied: set[str]
+) -> None:
+    acls = [binding(n, "User:u", Operation.WRITE) for n in allowed]
+    acls += [binding(n, "User:u", Operation.ALL, permission=Permission.DENY) for n in denied]
+    may = [n for n in requested if n in allowed and n not in denied]
+    screened = gate(*acls).screen("User:u", "h", 0, 9, produce_request(*requested))
+    if not may:
+        body = answer_of(0, 9, screened)
+    elif len(may) == len(requested):
+        assert screened.merge is None and screened.frame == produce_request(*requested)
+        return
+    else:
+        assert [t.name for t in forwarded_body(screened).topic_data] == may
+        assert screened.merge is not None
+        _, body = decode_forwarded_response(0, 9, screened.merge(produce_answer(9, *reversed(may))))
+    assert [t.name for t in body.responses] == requested
+    assert [t.partition_responses[0].error_code for t in body.responses] == [
+        0 if n in may else DENIED for n in requested
+    ]
