@@ -404,3 +404,142 @@ def test_forwarded_and_refused_parts_follow_the_acls(
     assert [t.partition_responses[0].error_code for t in body.responses] == [
         0 if n in may else DENIED for n in requested
     ]
+
+
+# ---- every API: a principal without ACLs gets its authorization error, a super user is forwarded ----
+def _sample_requests() -> dict[tuple[int, int], Any]:
+    from protocol.messages import (
+        add_partitions_to_txn,
+        alter_configs,
+        create_partitions,
+        delete_records,
+        describe_producers,
+        describe_transactions,
+        find_coordinator,
+        incremental_alter_configs,
+        offset_for_leader_epoch,
+    )
+
+    return {
+        (0, 9): produce.ProduceRequest(
+            acks=-1,
+            topic_data=[
+                produce.TopicProduceData("secret", partition_data=[produce.PartitionProduceData(0, b"x")])
+            ],
+        ),
+        (1, 12): fetch.FetchRequest(
+            topics=[fetch.FetchTopic(topic="secret", partitions=[fetch.FetchPartition(0)])]
+        ),
+        (2, 7): list_offsets.ListOffsetsRequest(
+            topics=[list_offsets.ListOffsetsTopic("secret", [list_offsets.ListOffsetsPartition(0)])]
+        ),
+        (10, 3): find_coordinator.FindCoordinatorRequest(key="tx", key_type=1),
+        (10, 6): find_coordinator.FindCoordinatorRequest(key_type=1, coordinator_keys=["tx"]),
+        (19, 7): create_topics.CreateTopicsRequest(topics=[create_topics.CreatableTopic("secret", 1, 1)]),
+        (20, 6): delete_topics.DeleteTopicsRequest(topics=[delete_topics.DeleteTopicState(name="secret")]),
+        (21, 2): delete_records.DeleteRecordsRequest(
+            topics=[
+                delete_records.DeleteRecordsTopic("secret", [delete_records.DeleteRecordsPartition(0, 1)])
+            ]
+        ),
+        (22, 4): init_producer_id.InitProducerIdRequest(transactional_id="tx"),
+        (23, 4): offset_for_leader_epoch.OffsetForLeaderEpochRequest(
+            replica_id=-1,
+            topics=[
+                offset_for_leader_epoch.OffsetForLeaderTopic(
+                    "secret", [offset_for_leader_epoch.OffsetForLeaderPartition(0)]
+                )
+            ],
+        ),
+        (24, 3): add_partitions_to_txn.AddPartitionsToTxnRequest(
+            v3_and_below_transactional_id="tx",
+            v3_and_below_topics=[add_partitions_to_txn.AddPartitionsToTxnTopic("secret", [0])],
+        ),
+        (24, 5): add_partitions_to_txn.AddPartitionsToTxnRequest(
+            transactions=[add_partitions_to_txn.AddPartitionsToTxnTransaction("tx", 1, 0, True, [])]
+        ),
+        (26, 3): end_txn.EndTxnRequest(transactional_id="tx"),
+        (32, 4): describe_configs.DescribeConfigsRequest(
+            [describe_configs.DescribeConfigsResource(2, "secret")]
+        ),
+        (33, 2): alter_configs.AlterConfigsRequest([alter_configs.AlterConfigsResource(4, "1", [])]),
+        (37, 3): create_partitions.CreatePartitionsRequest(
+            [create_partitions.CreatePartitionsTopic("secret", 2, None)]
+        ),
+        (44, 1): incremental_alter_configs.IncrementalAlterConfigsRequest(
+            [incremental_alter_configs.AlterConfigsResource(2, "secret", [])]
+        ),
+        (61, 0): describe_producers.DescribeProducersRequest(
+            [describe_producers.TopicRequest("secret", [0])]
+        ),
+        (65, 0): describe_transactions.DescribeTransactionsRequest(["tx"]),
+    }
+
+
+def _error_codes(value: Any) -> set[int]:
+    """Every error code anywhere in a response body."""
+    found: set[int] = set()
+    if isinstance(value, list):
+        for item in value:
+            found |= _error_codes(item)
+    elif hasattr(value, "__slots__"):
+        for name in value.__slots__:
+            item = getattr(value, name)
+            if name.endswith("error_code") and isinstance(item, int):
+                found.add(item)
+            else:
+                found |= _error_codes(item)
+    return found
+
+
+AUTHZ_ERRORS = {
+    ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+    ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+    ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+}
+
+
+def test_every_rule_refuses_a_principal_without_acls_and_forwards_a_super_user() -> None:
+    samples = _sample_requests()
+    assert {key for key, _ in samples} | {3, 60, 66} == set(RULES)
+    authz = gate()
+    for (api_key, version), body in samples.items():
+        frame = frame_of(api_key, version, body)
+        assert authz.screen("User:admin", "h", api_key, version, frame).frame == frame, api_key
+        codes = _error_codes(
+            answer_of(api_key, version, authz.screen("User:alice", "h", api_key, version, frame))
+        )
+        assert codes and codes <= AUTHZ_ERRORS | {ErrorCode.OPERATION_NOT_ATTEMPTED, 0}, (api_key, codes)
+        assert codes & AUTHZ_ERRORS, (api_key, codes)
+
+
+def test_list_transactions_and_describe_cluster_answers_follow_the_principal() -> None:
+    from protocol.messages import describe_cluster, list_transactions
+
+    authz = gate(
+        binding(
+            "tx-",
+            "User:bob",
+            Operation.DESCRIBE,
+            resource=ResourceType.TRANSACTIONAL_ID,
+            pattern=PatternType.PREFIXED,
+        )
+    )
+    screened = authz.screen(
+        "User:bob", "h", 66, 1, frame_of(66, 1, list_transactions.ListTransactionsRequest())
+    )
+    assert screened.merge is not None
+    states = [list_transactions.TransactionState(transactional_id=i) for i in ("tx-1", "other", "tx-2")]
+    upstream = encode_forwarded_response(
+        66, 1, 7, list_transactions.ListTransactionsResponse(transaction_states=states)
+    )
+    _, merged = decode_forwarded_response(66, 1, screened.merge(upstream))
+    assert [s.transactional_id for s in merged.transaction_states] == ["tx-1", "tx-2"]
+    request = describe_cluster.DescribeClusterRequest(include_cluster_authorized_operations=True)
+    screened = authz.screen("User:bob", "h", 60, 1, frame_of(60, 1, request))
+    assert screened.merge is not None
+    upstream = encode_forwarded_response(
+        60, 1, 7, describe_cluster.DescribeClusterResponse(cluster_authorized_operations=0x7FFFFFFF)
+    )
+    _, merged = decode_forwarded_response(60, 1, screened.merge(upstream))
+    assert merged.cluster_authorized_operations == 0  # nothing on the cluster, whatever upstream says
