@@ -111,7 +111,11 @@ class _ToClient:
     def __init__(self, forwarded: _Forwarded, fetch_tail: bool) -> None:
         self.forwarded = forwarded
         self.failed = False
-        self.tail = FetchTail(self._send, forwarded.forwarder.brokers.address_of) if fetch_tail else None
+        self.tail = (
+            FetchTail(self._send, forwarded.forwarder.brokers.addresses_for(forwarded.connection.advertised))
+            if fetch_tail
+            else None
+        )
 
     def _send(self, chunk: memoryview) -> None:
         connection = self.forwarded.connection
@@ -387,7 +391,9 @@ class Forwarder:
                     return
                 slot.frame = self._rewritten(connection, api_key, version, correlation_id, body)
             elif carries_node_endpoints(api_key, version) and endpoints_in(api_key, version, frame, origin=4):
-                rewritten = rewrite_node_endpoints(api_key, version, frame[4:], self.brokers.address_of)
+                rewritten = rewrite_node_endpoints(
+                    api_key, version, frame[4:], self.brokers.addresses_for(connection.advertised)
+                )
                 slot.frame = frame_with_length(rewritten)
             else:
                 slot.frame = frame  # as upstream sent it, length prefix included
@@ -454,11 +460,11 @@ class Forwarder:
     def _rewritten(
         self, connection: Connection, api_key: int, version: int, correlation_id: int, body: Any
     ) -> bytes:
-        address = self.brokers.address_of
+        address = self.brokers.addresses_for(connection.advertised)  # the listener it came in on
         # The gateway itself is listed too (at the bootstrap address): some clients (aiokafka)
         # only connect to a group coordinator whose node id is in the metadata.
         node = self.coordinator()
-        host, port = node.host, node.port
+        host, port = self.brokers.bootstrap_of(connection.advertised) or (node.host, node.port)
         if connection.advertised is not None and self.brokers.node_at(connection.advertised) is None:
             host, port = connection.advertised
         # A node without a virtual broker (its port could not be bound) is left out: clients

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -67,10 +68,11 @@ async def start_gateway(
     cluster: Cluster,
     coordinator: Shard,
     open_listener: OpenListener,
+    bootstraps: Sequence[tuple[str, int]] = (),
 ) -> Gateway:
     """Take over the topic catalog and the forwarded APIs; the first metadata is awaited briefly
     (an unreachable upstream does not stop the gateway from starting)."""
-    brokers = VirtualBrokers(config.gateway_broker_port_base, open_listener)
+    brokers = VirtualBrokers(config.gateway_broker_port_base, open_listener, bootstraps)
 
     async def brokers_changed(nodes: dict[int, tuple[str, int]]) -> None:
         await brokers.ensure(nodes)
@@ -134,7 +136,10 @@ def _coordinator_on_bootstrap_address(
     def at_bootstrap(find: Handler[FindCoordinatorRequest]) -> Handler[FindCoordinatorRequest]:
         def find_coordinator(ctx: RequestContext, req: FindCoordinatorRequest) -> Result:
             if brokers.node_at(ctx.advertised) is not None:
-                ctx.advertised = (cluster.node.host, cluster.node.port)
+                ctx.advertised = brokers.bootstrap_of(ctx.advertised) or (
+                    cluster.node.host,
+                    cluster.node.port,
+                )
             return find(ctx, req)
 
         return find_coordinator

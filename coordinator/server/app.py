@@ -264,14 +264,21 @@ async def start_server(
     if config.gateway_mode:
         from coordinator.gateway.setup import start_gateway
 
-        async def open_virtual_broker(port: int) -> tuple[asyncio.Server, tuple[str, int]]:
-            spec = dataclasses.replace(main.listener, port=port, advertised_port=None)
-            bound = BoundListener(spec, main.ssl_context)
+        async def open_virtual_broker(port: int, listener: int) -> tuple[asyncio.Server, tuple[str, int]]:
+            # A virtual broker speaks the security protocol of the listener it belongs to.
+            of = bound_listeners[listener]
+            spec = dataclasses.replace(of.listener, port=port, advertised_port=None)
+            bound = BoundListener(spec, of.ssl_context)
             return await _listen(loop, config, dispatcher, limits, bound), bound.advertised
 
         try:
             server.gateway = await start_gateway(
-                config, dispatcher, cluster, coordinator, open_virtual_broker
+                config,
+                dispatcher,
+                cluster,
+                coordinator,
+                open_virtual_broker,
+                [b.advertised for b in bound_listeners],
             )
         except BaseException:
             for opened in servers:

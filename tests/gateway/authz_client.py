@@ -61,9 +61,15 @@ class ForwardingClient(WireClient):
 def scram_login(
     bootstrap: str, user: str, password: str, mechanism: str = "SCRAM-SHA-256"
 ) -> ForwardingClient:
+    return authenticate(ForwardingClient(bootstrap), user, password, mechanism)
+
+
+def authenticate(
+    client: ForwardingClient, user: str, password: str, mechanism: str = "SCRAM-SHA-256"
+) -> ForwardingClient:
+    """SCRAM login on an open connection, then ApiVersions (closed on failure)."""
     from kafka.net.sasl.scram import ScramClient
 
-    client = ForwardingClient(bootstrap)
     try:
         assert client.request(ApiKey.SASL_HANDSHAKE, 1, SaslHandshakeRequest(mechanism)).error_code == 0
         scram = ScramClient(user, password, mechanism)
@@ -73,9 +79,13 @@ def scram_login(
         final = client.request(ApiKey.SASL_AUTHENTICATE, 2, SaslAuthenticateRequest(scram.final_message()))
         assert final.error_code == 0, final
         scram.process_server_final_message(final.auth_bytes)
-        answer = client.request(ApiKey.API_VERSIONS, 3, ApiVersionsRequest("authz-test", "1"))
-        client.versions = {k.api_key: (k.min_version, k.max_version) for k in answer.api_keys}
+        return with_versions(client)
     except BaseException:
         client.close()
         raise
+
+
+def with_versions(client: ForwardingClient) -> ForwardingClient:
+    answer = client.request(ApiKey.API_VERSIONS, 3, ApiVersionsRequest("authz-test", "1"))
+    client.versions = {k.api_key: (k.min_version, k.max_version) for k in answer.api_keys}
     return client
