@@ -32,6 +32,7 @@ from coordinator.server.group_configs_elsewhere import GroupConfigsElsewhere
 from coordinator.server.group_loading import GroupLoader
 from coordinator.server.group_metrics import GroupMetricsCollector, GroupStateCollector
 from coordinator.server.group_views import GroupViews, lag_feeder
+from coordinator.server.http_auth import http_guard
 from coordinator.server.lag import EndOffsets, LagSampler, shard_committed_offsets
 from coordinator.server.limits import ConnectionLimits
 from coordinator.server.listeners import BoundListener
@@ -152,7 +153,7 @@ async def start_server(
     metrics_port = None
     console = Console()
     if metrics is not None:
-        health = HealthServer(metrics, is_ready, console)
+        health = HealthServer(metrics, is_ready, console, http_guard(config))
         metrics_port = await health.start(config.metrics_host, config.metrics_port)
         log.info("metrics and health endpoints on http://%s:%d/metrics", config.metrics_host, metrics_port)
     log.info("effective configuration:\n%s", settings_block(config), extra={VERBATIM: True})
