@@ -12,7 +12,7 @@ from typing import Any, Final
 
 from protocol.messages import GATEWAY_CODECS, GATEWAY_FLEXIBLE
 from protocol.messages.headers import decode_request_header_v1, decode_request_header_v2
-from protocol.primitives import DecodeError, skip_tagged_fields
+from protocol.primitives import DecodeError, read_uvarint, skip_tagged_fields
 
 _LENGTH: Final = struct.Struct(">i")
 _LENGTH_AND_CORRELATION: Final = struct.Struct(">ii")
@@ -44,6 +44,17 @@ def decode_forwarded(frame: bytes) -> tuple[int, Any]:
     if pos != len(frame):
         raise DecodeError(f"api {api_key} v{api_version} request: {len(frame) - pos} bytes unread")
     return header_end, body
+
+
+def request_header_end(frame: bytes) -> int:
+    """Where the body of a request frame (no length prefix) starts."""
+    try:
+        api_key, api_version = _KEY_VERSION.unpack_from(frame, 0)
+        flexible = (api_key, api_version) in GATEWAY_FLEXIBLE
+        _, header_end = (decode_request_header_v2 if flexible else decode_request_header_v1)(frame, 0)
+    except _FAILURES as exc:
+        raise DecodeError(f"malformed request header: {exc!r}") from exc
+    return int(header_end)
 
 
 def encode_forwarded(frame: bytes, header_end: int, body: Any) -> bytes:
@@ -79,3 +90,70 @@ def encode_forwarded_response(api_key: int, api_version: int, correlation_id: in
     GATEWAY_CODECS[(api_key, api_version)][3](body, out)
     _LENGTH.pack_into(out, 0, len(out) - 4)
     return bytes(out)
+
+
+_INT16: Final = struct.Struct(">h")
+_INT32: Final = struct.Struct(">i")
+
+
+def produce_topics(frame: bytes, header_end: int, version: int) -> tuple[str | None, list[tuple[str, bytes]]]:
+    """(transactional id, [(topic name, topic id)]) of a Produce request, read without decoding
+    (or copying) its records: the cheap first look of the gateway's authorization.
+
+    DecodeError (or struct.error/IndexError/UnicodeDecodeError) for a malformed request."""
+    flexible = version >= 9
+    pos = header_end
+    transactional_id: str | None = None
+    if version >= 3:
+        transactional_id, pos = _nullable_string(frame, pos, flexible)
+    pos += 6  # acks, timeout
+    count, pos = _array_length(frame, pos, flexible)
+    topics: list[tuple[str, bytes]] = []
+    for _ in range(count):
+        name, topic_id = "", bytes(16)
+        if version >= 13:
+            topic_id = frame[pos : pos + 16]
+            pos += 16
+        else:
+            text, pos = _nullable_string(frame, pos, flexible)
+            name = text or ""
+        partitions, pos = _array_length(frame, pos, flexible)
+        for _ in range(partitions):
+            pos += 4  # index
+            if flexible:
+                size, pos = read_uvarint(frame, pos)
+                pos += max(size - 1, 0)
+                pos = skip_tagged_fields(frame, pos)
+            else:
+                (size,) = _INT32.unpack_from(frame, pos)
+                pos += 4 + max(size, 0)
+        if flexible:
+            pos = skip_tagged_fields(frame, pos)
+        topics.append((name, topic_id))
+    if flexible:
+        pos = skip_tagged_fields(frame, pos)
+    if pos != len(frame):
+        raise DecodeError(f"Produce v{version} request: {len(frame) - pos} bytes unread")
+    return transactional_id, topics
+
+
+def _nullable_string(frame: bytes, pos: int, flexible: bool) -> tuple[str | None, int]:
+    if flexible:
+        size, pos = read_uvarint(frame, pos)
+        size -= 1
+    else:
+        (size,) = _INT16.unpack_from(frame, pos)
+        pos += 2
+    if size < 0:
+        return None, pos
+    if pos + size > len(frame):
+        raise DecodeError("string past the end of the request")
+    return frame[pos : pos + size].decode("utf-8"), pos + size
+
+
+def _array_length(frame: bytes, pos: int, flexible: bool) -> tuple[int, int]:
+    if flexible:
+        size, pos = read_uvarint(frame, pos)
+        return max(size - 1, 0), pos
+    (size,) = _INT32.unpack_from(frame, pos)
+    return max(size, 0), pos + 4

@@ -13,6 +13,7 @@ Decisions are cached per (principal, host, operation, resource) until the ACLs c
 from __future__ import annotations
 
 import logging
+import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
@@ -20,16 +21,19 @@ from typing import Any, Final
 from coordinator.gateway.catalog import UpstreamCatalog
 from coordinator.security.acl import CLUSTER_NAME, Authorizer, Operation, ResourceType
 from protocol.gateway_wire import (
+    decodable,
     decode_forwarded,
     decode_forwarded_response,
     encode_forwarded,
     encode_forwarded_response,
+    request_header_end,
 )
 from protocol.primitives import DecodeError
 
 log = logging.getLogger(__name__)
 
 CACHE_MAX_ENTRIES: Final = 100_000
+_MALFORMED: Final = (DecodeError, struct.error, IndexError, UnicodeDecodeError)
 
 
 @dataclass(slots=True)
@@ -109,6 +113,9 @@ class Access:
 
 
 Rule = Callable[[Access, int, Any], Decision]
+# A cheap first look at a request frame (body from the given offset), without decoding it all:
+# True when all of it may be forwarded as it is; False sends it through its Rule.
+Preview = Callable[[Access, int, bytes, int], bool]
 
 
 @dataclass(slots=True)
@@ -125,10 +132,17 @@ class Screened:
 class ForwardedAuthorization:
     """The forwarder's authorization hook, installed when the authorizer is on."""
 
-    def __init__(self, authorizer: Authorizer, catalog: UpstreamCatalog, rules: dict[int, Rule]) -> None:
+    def __init__(
+        self,
+        authorizer: Authorizer,
+        catalog: UpstreamCatalog,
+        rules: dict[int, Rule],
+        previews: dict[int, Preview] | None = None,
+    ) -> None:
         self.authorizer = authorizer
         self.catalog = catalog
         self.rules = rules
+        self.previews = previews or {}
         self._cache: dict[tuple[str, str, int, int, str], bool] = {}
         self._generation = authorizer.generation
 
@@ -136,14 +150,22 @@ class ForwardedAuthorization:
         rule = self.rules.get(api_key)
         if rule is None:
             return Screened(refuse=f"api key {api_key} cannot be authorized by the gateway")
-        try:
-            header_end, body = decode_forwarded(frame)
-        except DecodeError as exc:
-            return Screened(refuse=str(exc))
         if self._generation != self.authorizer.generation:
             self._cache.clear()
             self._generation = self.authorizer.generation
         access = Access(self.authorizer, self._cache, principal, host, self.catalog)
+        preview = self.previews.get(api_key)
+        try:
+            previewed = preview is not None and decodable(api_key, version)
+            if (
+                previewed
+                and preview is not None
+                and preview(access, version, frame, request_header_end(frame))
+            ):
+                return Screened(frame=frame)
+            header_end, body = decode_forwarded(frame)
+        except _MALFORMED as exc:
+            return Screened(refuse=f"malformed api {api_key} v{version} request: {exc}")
         decision = rule(access, version, body)
         if decision.refuse is not None:
             return Screened(refuse=decision.refuse)

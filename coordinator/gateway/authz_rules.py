@@ -27,9 +27,10 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable
 from typing import Any, Final
 
-from coordinator.gateway.authorization import FORWARD, Access, Decision, Rule
+from coordinator.gateway.authorization import FORWARD, Access, Decision, Preview, Rule
 from coordinator.security.acl import Operation, ResourceType
 from protocol.errors import ErrorCode
+from protocol.gateway_wire import produce_topics
 from protocol.messages import (
     add_partitions_to_txn,
     alter_configs,
@@ -163,6 +164,24 @@ def produce_rule(access: Access, version: int, body: Any) -> Decision:
     if body.acks == 0 and decision is not FORWARD:
         return Decision(refuse="a Produce with acks=0 was refused in part (Kafka closes the connection)")
     return decision
+
+
+def produce_preview(access: Access, version: int, frame: bytes, body_at: int) -> bool:
+    """Produce carries megabytes of records: their names are read without decoding them."""
+    transactional_id, topics = produce_topics(frame, body_at, version)
+    if transactional_id is not None and not access.allowed(
+        Operation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id, log_denied=False
+    ):
+        return False
+    for name, topic_id in topics:
+        if not name:
+            found = access.topic_name(topic_id) if topic_id != ZERO_UUID else None
+            if found is None:
+                return False
+            name = found
+        if not access.topic(Operation.WRITE, name, log_denied=False):
+            return False
+    return True
 
 
 def fetch_rule(access: Access, version: int, body: Any) -> Decision:
@@ -609,3 +628,5 @@ RULES: Final[dict[int, Rule]] = {
     65: describe_transactions_rule,
     66: list_transactions_rule,
 }
+
+PREVIEWS: Final[dict[int, Preview]] = {0: produce_preview}

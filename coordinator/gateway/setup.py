@@ -13,7 +13,7 @@ from coordinator.core.context import RequestContext
 from coordinator.core.result import Result
 from coordinator.core.shard import Shard
 from coordinator.gateway.authorization import ForwardedAuthorization
-from coordinator.gateway.authz_rules import RULES
+from coordinator.gateway.authz_rules import PREVIEWS, RULES
 from coordinator.gateway.forwarder import Forwarder
 from coordinator.gateway.group_configs import serve_group_configs_only
 from coordinator.gateway.upstream import UpstreamSettings
@@ -46,7 +46,9 @@ class Gateway:
 
 def authorize_forwarded(gateway: Gateway, authorizer: Authorizer) -> None:
     """Forwarded requests are authorized with the client's principal from now on."""
-    gateway.forwarder.authorization = ForwardedAuthorization(authorizer, gateway.upstream.catalog, RULES)
+    gateway.forwarder.authorization = ForwardedAuthorization(
+        authorizer, gateway.upstream.catalog, RULES, PREVIEWS
+    )
 
 
 def upstream_settings(config: Config) -> UpstreamSettings:

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from coordinator.gateway.authorization import ForwardedAuthorization, Screened
-from coordinator.gateway.authz_rules import RULES
+from coordinator.gateway.authz_rules import PREVIEWS, RULES
 from coordinator.gateway.catalog import UpstreamCatalog
 from coordinator.security.acl import Authorizer, Operation, PatternType, Permission, ResourceType
 from protocol.errors import ErrorCode
@@ -74,7 +74,7 @@ def catalog() -> UpstreamCatalog:
 def gate(*acls: AclRecord, super_users: tuple[str, ...] = ("User:admin",)) -> ForwardedAuthorization:
     authorizer = Authorizer(super_users)
     authorizer.load(acls)
-    return ForwardedAuthorization(authorizer, catalog(), RULES)
+    return ForwardedAuthorization(authorizer, catalog(), RULES, PREVIEWS)
 
 
 def answer_of(api_key: int, version: int, screened: Screened) -> Any:
@@ -543,3 +543,36 @@ def test_list_transactions_and_describe_cluster_answers_follow_the_principal() -
     )
     _, merged = decode_forwarded_response(60, 1, screened.merge(upstream))
     assert merged.cluster_authorized_operations == 0  # nothing on the cluster, whatever upstream says
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    version=st.integers(3, 13),
+    transactional_id=st.one_of(st.none(), st.text(max_size=8)),
+    topics=st.lists(
+        st.tuples(
+            st.text(min_size=1, max_size=12),
+            st.binary(min_size=16, max_size=16),
+            st.lists(st.binary(max_size=40), max_size=3),
+        ),
+        max_size=4,
+    ),
+)
+def test_the_produce_preview_reads_what_the_decoder_reads(
+    version: int, transactional_id: str | None, topics: list[tuple[str, bytes, list[bytes]]]
+) -> None:
+    from protocol.gateway_wire import produce_topics, request_header_end
+
+    data = [
+        produce.TopicProduceData(
+            name if version < 13 else "",
+            topic_id if version >= 13 else bytes(16),
+            [produce.PartitionProduceData(i, batch) for i, batch in enumerate(batches)],
+        )
+        for name, topic_id, batches in topics
+    ]
+    frame = frame_of(0, version, produce.ProduceRequest(transactional_id, -1, 1000, data))
+    seen_id, seen = produce_topics(frame, request_header_end(frame), version)
+    decoded = decode_forwarded(frame)[1]
+    assert seen_id == decoded.transactional_id
+    assert seen == [(t.name, t.topic_id) for t in decoded.topic_data]
