@@ -500,8 +500,11 @@ AUTHZ_ERRORS = {
 
 
 def test_every_rule_refuses_a_principal_without_acls_and_forwards_a_super_user() -> None:
+    from coordinator.gateway.versions import FORWARDED_MAX
+
     samples = _sample_requests()
     assert {key for key, _ in samples} | {3, 60, 66} == set(RULES)
+    assert set(FORWARDED_MAX) | {10} == set(RULES)  # every forwarded API has its rule
     authz = gate()
     for (api_key, version), body in samples.items():
         frame = frame_of(api_key, version, body)
