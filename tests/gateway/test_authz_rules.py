@@ -576,6 +576,7 @@ def test_the_produce_preview_reads_what_the_decoder_reads(
     ]
     frame = frame_of(0, version, produce.ProduceRequest(transactional_id, -1, 1000, data))
     seen_id, seen = produce_topics(frame, request_header_end(frame), version)
-    decoded = decode_forwarded(frame)[1]
+    header_end, decoded = decode_forwarded(frame)
+    assert request_header_end(frame) == header_end
     assert seen_id == decoded.transactional_id
     assert seen == [(t.name, t.topic_id) for t in decoded.topic_data]
