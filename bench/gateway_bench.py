@@ -22,7 +22,8 @@ of the machine's speed during the run does not favour one side):
 With --authz a second gateway runs beside the first with the authorizer on (docs/gateway.md,
 "Security model"): the client, on its PLAINTEXT listener as User:ANONYMOUS, holds a PREFIXED
 ALLOW ALL on the topics `bench-` (and on groups), granted by an admin through the gateway's
-SASL listener; every forwarded request is decoded and authorized. The three sides run in each
+SASL listener; every forwarded request is decoded and authorized. The "gateway" side is then the
+same gateway (two listeners, SQLite storage) with the authorizer off. The three sides run in each
 round, in an order that rotates, and the authorization's cost is reported against the plain
 gateway (issue 30: at most 5 % of throughput).
 
@@ -94,17 +95,28 @@ def _gateway(
 
 
 @contextmanager
-def _authorizing_gateway(upstream: str, pin: bool, workdir: Path) -> Iterator[tuple[str, int]]:
-    """A gateway with the authorizer on: PLAINTEXT for the client, SASL for the admin granting ACLs."""
-    storage = f"sqlite:///{workdir / 'authz-bench.db'}"
+def _two_listener_gateway(
+    upstream: str, pin: bool, workdir: Path, authorize: bool
+) -> Iterator[tuple[str, int]]:
+    """PLAINTEXT for the client, SASL for an admin, SQLite storage; with ``authorize`` the
+    authorizer is on and the admin grants the client its ACLs (without, the same gateway serves
+    as the baseline, so that only the authorization differs)."""
+    storage = f"sqlite:///{workdir / ('authz-bench.db' if authorize else 'plain-bench.db')}"
     coordinator = [sys.executable, "-m", "coordinator"]
     subprocess.run([*coordinator, "users", "add", "admin", "--password", "admin-pw", "--storage", storage],
                    cwd=REPO, check=True, capture_output=True)  # fmt: skip
     client_port, admin_port = free_port(), free_port()
     listeners = f"PLAINTEXT://127.0.0.1:{client_port},SASL_PLAINTEXT://127.0.0.1:{admin_port}"
-    settings = ["--listeners", listeners, "--authorizer-enabled", "true", "--super-users", "User:admin"]
+    settings = [
+        "--listeners",
+        listeners,
+        "--authorizer-enabled",
+        str(authorize).lower(),
+        "--super-users",
+        "User:admin",
+    ]
     with _gateway(upstream, pin, *settings, storage=storage, port=client_port) as (_, pid):
-        for resource in (["--topic", "bench-"], ["--group", "bench"]):
+        for resource in [] if not authorize else (["--topic", "bench-"], ["--group", "bench"]):
             subprocess.run(
                 [*coordinator, "acls", "add", "--bootstrap", f"127.0.0.1:{admin_port}", "--username", "admin",
                  "--password", "admin-pw", *resource, "--pattern", "prefixed", "--principal", "User:ANONYMOUS",
@@ -225,13 +237,14 @@ def main() -> int:
     workdir = Path(os.environ.get("TMPDIR", "/tmp"))
     with running_tansu(workdir) as tansu_port, ExitStack() as stack:
         direct = f"127.0.0.1:{tansu_port}"
-        gateway, pid = stack.enter_context(_gateway(direct, pin))
-        sides = [("direct", direct, 0), ("gateway", gateway, pid)]
         if args.authz:
             authz_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(dir=workdir)))
-            sides.append(
-                ("gateway+authz", *stack.enter_context(_authorizing_gateway(direct, pin, authz_dir)))
-            )
+            gateway, pid = stack.enter_context(_two_listener_gateway(direct, pin, authz_dir, authorize=False))
+            authorizing = stack.enter_context(_two_listener_gateway(direct, pin, authz_dir, authorize=True))
+            sides = [("direct", direct, 0), ("gateway", gateway, pid), ("gateway+authz", *authorizing)]
+        else:
+            gateway, pid = stack.enter_context(_gateway(direct, pin))
+            sides = [("direct", direct, 0), ("gateway", gateway, pid)]
         for repeat in range(args.repeats):
             # Direct first in round 0 (its throughput sets the rates); then the order rotates.
             shift = repeat % len(sides)

@@ -176,3 +176,58 @@ def _array_length(frame: bytes, pos: int, flexible: bool) -> tuple[int, int]:
         return max(size - 1, 0), pos
     (size,) = _INT32.unpack_from(frame, pos)
     return max(size, 0), pos + 4
+
+
+def fetch_topics(frame: bytes, header_end: int, version: int) -> list[tuple[str, bytes]] | None:
+    """[(topic name, topic id)] of a consumer's Fetch request, read without building its
+    objects; None for a follower's request or one with top-level tagged fields (ReplicaState):
+    those go through the full decoding."""
+    flexible = version >= 12
+    pos = header_end
+    if version < 15:
+        (replica_id,) = _INT32.unpack_from(frame, pos)
+        if replica_id >= 0:
+            return None
+        pos += 4
+    pos += 8 + (4 if version >= 3 else 0) + (1 if version >= 4 else 0) + (8 if version >= 7 else 0)
+    partition_size = (
+        4 + (4 if version >= 9 else 0) + 8 + (4 if version >= 12 else 0) + (8 if version >= 5 else 0) + 4
+    )
+    count, pos = _array_length(frame, pos, flexible)
+    topics: list[tuple[str, bytes]] = []
+    for _ in range(count):
+        name, topic_id = "", ZERO_UUID
+        if version >= 13:
+            topic_id = frame[pos : pos + 16]
+            pos += 16
+        else:
+            text, pos = _nullable_string(frame, pos, flexible)
+            name = text or ""
+        partitions, pos = _array_length(frame, pos, flexible)
+        for _ in range(partitions):
+            pos += partition_size
+            if flexible:
+                pos = pos + 1 if frame[pos] == 0 else skip_tagged_fields(frame, pos)
+        if flexible:
+            pos = pos + 1 if frame[pos] == 0 else skip_tagged_fields(frame, pos)
+        topics.append((name, topic_id))
+    if version >= 7:  # forgotten topics: nothing to authorize, skipped
+        count, pos = _array_length(frame, pos, flexible)
+        for _ in range(count):
+            if version >= 13:
+                pos += 16
+            else:
+                _, pos = _nullable_string(frame, pos, flexible)
+            partitions, pos = _array_length(frame, pos, flexible)
+            pos += 4 * partitions
+            if flexible:
+                pos = pos + 1 if frame[pos] == 0 else skip_tagged_fields(frame, pos)
+    if version >= 11:
+        _, pos = _nullable_string(frame, pos, flexible)  # rack id
+    if flexible:
+        if frame[pos] != 0:
+            return None  # ClusterId or ReplicaState: a broker's request
+        pos += 1
+    if pos != len(frame):
+        raise DecodeError(f"Fetch v{version} request: {len(frame) - pos} bytes unread")
+    return topics

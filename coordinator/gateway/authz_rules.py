@@ -30,7 +30,7 @@ from typing import Any, Final
 from coordinator.gateway.authorization import FORWARD, Access, Decision, Preview, Rule
 from coordinator.security.acl import Operation, ResourceType
 from protocol.errors import ErrorCode
-from protocol.gateway_wire import produce_topics
+from protocol.gateway_wire import fetch_topics, produce_topics
 from protocol.messages import (
     add_partitions_to_txn,
     alter_configs,
@@ -173,13 +173,24 @@ def produce_preview(access: Access, version: int, frame: bytes, body_at: int) ->
         Operation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id, log_denied=False
     ):
         return False
+    return _all_topics(access, Operation.WRITE, topics)
+
+
+def fetch_preview(access: Access, version: int, frame: bytes, body_at: int) -> bool:
+    """A consumer's Fetch comes every few hundred milliseconds: its topics are read without
+    building the request's objects."""
+    topics = fetch_topics(frame, body_at, version)
+    return topics is not None and _all_topics(access, Operation.READ, topics)
+
+
+def _all_topics(access: Access, operation: int, topics: list[tuple[str, bytes]]) -> bool:
     for name, topic_id in topics:
         if not name:
             found = access.topic_name(topic_id) if topic_id != ZERO_UUID else None
             if found is None:
                 return False
             name = found
-        if not access.topic(Operation.WRITE, name, log_denied=False):
+        if not access.topic(operation, name, log_denied=False):
             return False
     return True
 
@@ -629,4 +640,4 @@ RULES: Final[dict[int, Rule]] = {
     66: list_transactions_rule,
 }
 
-PREVIEWS: Final[dict[int, Preview]] = {0: produce_preview}
+PREVIEWS: Final[dict[int, Preview]] = {0: produce_preview, 1: fetch_preview}

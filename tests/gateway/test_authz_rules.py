@@ -580,3 +580,59 @@ def test_the_produce_preview_reads_what_the_decoder_reads(
     assert request_header_end(frame) == header_end
     assert seen_id == decoded.transactional_id
     assert seen == [(t.name, t.topic_id) for t in decoded.topic_data]
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    version=st.integers(0, 18),
+    replica_id=st.sampled_from([-1, -1, 2]),
+    topics=st.lists(
+        st.tuples(st.text(min_size=1, max_size=12), st.binary(min_size=16, max_size=16), st.integers(0, 3)),
+        max_size=4,
+    ),
+    forgotten=st.lists(
+        st.tuples(st.text(min_size=1, max_size=5), st.lists(st.integers(0, 9), max_size=3)), max_size=2
+    ),
+)
+def test_the_fetch_preview_reads_what_the_decoder_reads(
+    version: int,
+    replica_id: int,
+    topics: list[tuple[str, bytes, int]],
+    forgotten: list[tuple[str, list[int]]],
+) -> None:
+    from protocol.gateway_wire import fetch_topics, request_header_end
+
+    by_id = version >= 13
+    request = fetch.FetchRequest(
+        replica_id=replica_id if version < 15 else -1,
+        max_wait_ms=100,
+        min_bytes=1,
+        max_bytes=1 << 20 if version >= 3 else 0x7FFFFFFF,
+        topics=[
+            fetch.FetchTopic(
+                "" if by_id else name,
+                topic_id if by_id else bytes(16),
+                [
+                    fetch.FetchPartition(partition=p, fetch_offset=5, partition_max_bytes=100)
+                    for p in range(count)
+                ],
+            )
+            for name, topic_id, count in topics
+        ],
+    )
+    if version >= 15 and replica_id >= 0:
+        request.replica_state = fetch.ReplicaState(replica_id=replica_id, replica_epoch=1)
+    if version >= 7:
+        request.forgotten_topics_data = [
+            fetch.ForgottenTopic("" if by_id else name, bytes(16), partitions)
+            for name, partitions in forgotten
+        ]
+    if version >= 11:
+        request.rack_id = "rack"
+    frame = frame_of(1, version, request)
+    seen = fetch_topics(frame, request_header_end(frame), version)
+    if replica_id >= 0:
+        assert seen is None  # a follower: decided by the full rule
+        return
+    decoded = decode_forwarded(frame)[1]
+    assert seen == [(t.topic, t.topic_id) for t in decoded.topics]
