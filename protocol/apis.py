@@ -111,3 +111,29 @@ SPEC_NAMES: Final[dict[ApiKey, str]] = {
     ApiKey.CONSUMER_GROUP_HEARTBEAT: "ConsumerGroupHeartbeat",
     ApiKey.CONSUMER_GROUP_DESCRIBE: "ConsumerGroupDescribe",
 }
+
+# Requests the gateway forwards upstream are decoded to authorize them with the client's
+# principal (coordinator/gateway/authorization.py): api key -> (spec stem, lowest, highest version
+# decoded). Kept apart from SERVED_VERSIONS: decoding a version is not serving it.
+GATEWAY_DECODED: Final[dict[int, tuple[str, int, int]]] = {
+    0: ("Produce", 0, 13),
+    1: ("Fetch", 0, 18),
+    2: ("ListOffsets", 0, 11),
+    3: ("Metadata", 0, 12),
+    10: ("FindCoordinator", 0, 6),
+    19: ("CreateTopics", 0, 7),
+    20: ("DeleteTopics", 0, 6),
+    21: ("DeleteRecords", 0, 2),
+    22: ("InitProducerId", 0, 6),
+    23: ("OffsetForLeaderEpoch", 2, 4),
+    24: ("AddPartitionsToTxn", 0, 5),
+    26: ("EndTxn", 0, 5),
+    32: ("DescribeConfigs", 1, 4),
+    33: ("AlterConfigs", 0, 2),
+    37: ("CreatePartitions", 0, 3),
+    44: ("IncrementalAlterConfigs", 0, 1),
+    60: ("DescribeCluster", 0, 1),
+    61: ("DescribeProducers", 0, 0),
+    65: ("DescribeTransactions", 0, 0),
+    66: ("ListTransactions", 0, 2),
+}

@@ -132,6 +132,9 @@ def _serve(args: argparse.Namespace) -> int:
         if password_file:
             options["ssl_keyfile_password"] = _read_secret(password_file)
         config = load_config(cli=options, env=env, config_file=args.config_file)
+        from coordinator.server.http_auth import http_guard
+
+        http_guard(config)  # the console token file is read at start: a bad one stops here
     except ConfigError as exc:
         print(console_line(str(exc), log_format), file=sys.stderr)
         return 2

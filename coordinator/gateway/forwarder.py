@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from coordinator.core.cluster import NodeIdentity
+from coordinator.gateway.authorization import ForwardedAuthorization
 from coordinator.gateway.cut_through import FetchTail
 from coordinator.gateway.group_configs import CONFIG_APIS, names_group_resources
 from coordinator.gateway.high_watermarks import FetchWatch, TopicKey
@@ -71,7 +72,7 @@ UNKNOWN_API_MESSAGE: Final = "api key {key} v{version} is not forwarded by the g
 class _Slot:
     """One forwarded request waiting for its response, in request order."""
 
-    __slots__ = ("api_key", "api_version", "correlation_id", "frame", "latest")
+    __slots__ = ("api_key", "api_version", "correlation_id", "frame", "latest", "merge")
 
     def __init__(self, api_key: int, api_version: int, correlation_id: int) -> None:
         self.api_key = api_key
@@ -81,6 +82,8 @@ class _Slot:
         # ListOffsets: the partitions asked for their latest offset (their answers are checked
         # against the fetched high watermarks: high_watermarks.py).
         self.latest: frozenset[tuple[str, int]] = frozenset()
+        # Puts the refusals of an authorized-in-part request back into upstream's response.
+        self.merge: Callable[[bytes], bytes] | None = None
 
 
 class _Forwarded:
@@ -98,7 +101,12 @@ class _Forwarded:
         """Cut-through when the response is next in line for the client and needs no rewriting
         that changes its length (Produce v10+ answers are small: they are held and rewritten)."""
         slot, link, connection = self.slot, self.link, self.connection
-        if slot.api_key in _REWRITTEN or connection.closed or connection.transport is None:
+        if (
+            slot.api_key in _REWRITTEN
+            or slot.merge is not None
+            or connection.closed
+            or connection.transport is None
+        ):
             return None
         if slot.latest:
             return None  # held whole: its log ends may be corrected
@@ -123,7 +131,11 @@ class _ToClient:
     def __init__(self, forwarded: _Forwarded, fetch_tail: bool) -> None:
         self.forwarded = forwarded
         self.failed = False
-        self.tail = FetchTail(self._send, forwarded.forwarder.brokers.address_of) if fetch_tail else None
+        self.tail = (
+            FetchTail(self._send, forwarded.forwarder.brokers.addresses_for(forwarded.connection.advertised))
+            if fetch_tail
+            else None
+        )
         self.watch = forwarded.forwarder.watch(forwarded.slot)
 
     def _send(self, chunk: memoryview) -> None:
@@ -191,6 +203,10 @@ class Forwarder:
         self.brokers = brokers
         self.coordinator = coordinator
         self.sasl: SaslServer | None = None
+        # With the authorizer on, every forwarded request is authorized with the client's
+        # principal (authorization.py); until the hook is installed nothing is forwarded.
+        self.authorization_required = False
+        self.authorization: ForwardedAuthorization | None = None
         self._links: dict[Connection, _Link] = {}
         self._refused_logged: set[tuple[int, int]] = set()
         self._tasks: set[asyncio.Task[None]] = set()
@@ -245,6 +261,12 @@ class Forwarder:
                 )  # fmt: skip
             connection.close()
             return True
+        merge: Callable[[bytes], bytes] | None = None
+        if self.authorization_required:
+            screened = self._authorized(connection, api_key, version, frame)
+            if screened is None:
+                return True
+            frame, merge = screened
         try:
             expects_response = api_key != ApiKey.PRODUCE or _produce_acks(frame, version) != 0
         except (struct.error, IndexError, DecodeError):
@@ -256,8 +278,10 @@ class Forwarder:
                 return True
             frame = upgraded
         slot = _Slot(api_key, version, correlation_id) if expects_response else None
-        if slot is not None and api_key == ApiKey.LIST_OFFSETS and version >= 1:
-            slot.latest = _asked_latest(frame, version)
+        if slot is not None:
+            slot.merge = merge
+            if api_key == ApiKey.LIST_OFFSETS and version >= 1:
+                slot.latest = _asked_latest(frame, version)
         link = self._links.setdefault(connection, _Link())
         if link.upstream is not None and not link.upstream.closed:
             self._send(connection, link, link.upstream, frame, slot)
@@ -281,6 +305,28 @@ class Forwarder:
         except _MALFORMED as exc:
             connection.abort(f"malformed request: {exc}")
             return None
+
+    def _authorized(
+        self, connection: Connection, api_key: int, version: int, frame: bytes
+    ) -> tuple[bytes, Callable[[bytes], bytes] | None] | None:
+        """The frame to forward (and how to merge its answer), or None when answered or refused here."""
+        authorization = self.authorization
+        if authorization is None:
+            connection.abort("the gateway's authorization is not ready yet")
+            return None
+        screened = authorization.screen(connection.principal, connection.client_host, api_key, version, frame)
+        if screened.answer is not None:
+            self._reply_now(connection, screened.answer)
+            return None
+        if screened.frame is None:
+            if (api_key, -2) not in self._refused_logged:
+                self._refused_logged.add((api_key, -2))
+                log.warning(
+                    "refused from %s: %s (the connection is closed)", connection.peer, screened.refuse
+                )
+            connection.close()
+            return None
+        return screened.frame, screened.merge
 
     def connection_closed(self, connection: Connection) -> None:
         link = self._links.pop(connection, None)
@@ -377,8 +423,12 @@ class Forwarder:
             return
         api_key, version = slot.api_key, slot.api_version
         try:
+            # An old client's answer first goes back to its version (old_formats.py), then the
+            # refusals of a request authorized in part are merged into it (at that version).
             if converts(api_key, version):
                 frame = downgrade_response(api_key, version, frame)
+            if slot.merge is not None:
+                frame = slot.merge(frame)
             if api_key in _REWRITTEN:
                 correlation_id, body = decode_response(api_key, version, frame[4:])
                 missing = self._learn(api_key, body)
@@ -389,7 +439,9 @@ class Forwarder:
                     return
                 slot.frame = self._rewritten(connection, api_key, version, correlation_id, body)
             elif carries_node_endpoints(api_key, version) and endpoints_in(api_key, version, frame, origin=4):
-                rewritten = rewrite_node_endpoints(api_key, version, frame[4:], self.brokers.address_of)
+                rewritten = rewrite_node_endpoints(
+                    api_key, version, frame[4:], self.brokers.addresses_for(connection.advertised)
+                )
                 slot.frame = frame_with_length(rewritten)
             elif slot.latest:
                 slot.frame = self._latest_corrected(slot, frame)
@@ -494,11 +546,11 @@ class Forwarder:
     def _rewritten(
         self, connection: Connection, api_key: int, version: int, correlation_id: int, body: Any
     ) -> bytes:
-        address = self.brokers.address_of
+        address = self.brokers.addresses_for(connection.advertised)  # the listener it came in on
         # The gateway itself is listed too (at the bootstrap address): some clients (aiokafka)
         # only connect to a group coordinator whose node id is in the metadata.
         node = self.coordinator()
-        host, port = node.host, node.port
+        host, port = self.brokers.bootstrap_of(connection.advertised) or (node.host, node.port)
         if connection.advertised is not None and self.brokers.node_at(connection.advertised) is None:
             host, port = connection.advertised
         # A node without a virtual broker (its port could not be bound) is left out: clients

@@ -33,6 +33,7 @@ from coordinator.server.group_configs_elsewhere import GroupConfigsElsewhere
 from coordinator.server.group_loading import GroupLoader
 from coordinator.server.group_metrics import GroupMetricsCollector, GroupStateCollector
 from coordinator.server.group_views import GroupViews, lag_feeder
+from coordinator.server.http_auth import http_guard
 from coordinator.server.lag import EndOffsets, LagSampler, shard_committed_offsets
 from coordinator.server.limits import ConnectionLimits
 from coordinator.server.listeners import BoundListener
@@ -157,7 +158,7 @@ async def start_server(
     metrics_port = None
     console = Console()
     if metrics is not None:
-        health = HealthServer(metrics, is_ready, console)
+        health = HealthServer(metrics, is_ready, console, http_guard(config))
         metrics_port = await health.start(config.metrics_host, config.metrics_port)
         log.info(
             "metrics and health endpoints on http://%s:%d/metrics, the console on http://%s:%d/",
@@ -277,14 +278,21 @@ async def start_server(
     if config.gateway_mode:
         from coordinator.gateway.setup import start_gateway
 
-        async def open_virtual_broker(port: int) -> tuple[asyncio.Server, tuple[str, int]]:
-            spec = dataclasses.replace(main.listener, port=port, advertised_port=None)
-            bound = BoundListener(spec, main.ssl_context)
+        async def open_virtual_broker(port: int, listener: int) -> tuple[asyncio.Server, tuple[str, int]]:
+            # A virtual broker speaks the security protocol of the listener it belongs to.
+            of = bound_listeners[listener]
+            spec = dataclasses.replace(of.listener, port=port, advertised_port=None)
+            bound = BoundListener(spec, of.ssl_context)
             return await _listen(loop, config, dispatcher, limits, bound), bound.advertised
 
         try:
             server.gateway = await start_gateway(
-                config, dispatcher, cluster, coordinator, open_virtual_broker
+                config,
+                dispatcher,
+                cluster,
+                coordinator,
+                open_virtual_broker,
+                [b.advertised for b in bound_listeners],
             )
         except BaseException:
             for opened in servers:
@@ -406,6 +414,10 @@ async def start_server(
             server.ownership.watch_acls(authorizer.load)
         AclLayer(authorizer).install(dispatcher.routes)
         TopicAcls(authorizer, cluster).install(dispatcher.routes)
+        if server.gateway is not None:
+            from coordinator.gateway.setup import authorize_forwarded
+
+            authorize_forwarded(server.gateway, authorizer)
         log.info(
             "authorizer enabled: %d ACLs, super users %s", len(authorizer.acls), config.super_users or "none"
         )
