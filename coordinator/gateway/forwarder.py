@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import struct
-from collections import deque
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -24,7 +23,13 @@ from coordinator.core.cluster import NodeIdentity
 from coordinator.gateway.cut_through import FetchTail
 from coordinator.gateway.group_configs import CONFIG_APIS, names_group_resources
 from coordinator.gateway.node_endpoints import carries_node_endpoints, endpoints_in, rewrite_node_endpoints
-from coordinator.gateway.upstream import UpstreamConnection, UpstreamError, connect, frame_with_length
+from coordinator.gateway.upstream import (
+    PauseReason,
+    UpstreamConnection,
+    UpstreamError,
+    connect,
+    frame_with_length,
+)
 from coordinator.gateway.upstream_cluster import UpstreamCluster
 from coordinator.gateway.versions import (
     ADD_OFFSETS_TO_TXN,
@@ -36,7 +41,8 @@ from coordinator.gateway.versions import (
 )
 from coordinator.gateway.virtual_brokers import VirtualBrokers
 from coordinator.server.authn import SaslServer
-from coordinator.server.connection import Connection, PendingReply
+from coordinator.server.byte_budget import ByteBudget
+from coordinator.server.connection import Connection, PendingReply, Pipeline
 from protocol.apis import SERVED_VERSIONS, ApiKey
 from protocol.errors import ErrorCode
 from protocol.messages.describe_cluster import DescribeClusterBroker
@@ -52,47 +58,36 @@ _REWRITTEN: Final = frozenset({ApiKey.METADATA, ApiKey.DESCRIBE_CLUSTER, ApiKey.
 _MALFORMED: Final = (DecodeError, struct.error, IndexError, UnicodeDecodeError)
 ANY_BROKER: Final = -1  # the upstream connection of the bootstrap port: any upstream broker
 MAX_PIPELINE: Final = 64  # forwarded requests in flight per client connection
+FORWARDED: Final = Pipeline("forwarded", MAX_PIPELINE)
+# Forwarded unless they name groups (FindCoordinator for groups, GROUP config resources).
+_SOMETIMES_SERVED_HERE: Final = frozenset({ApiKey.FIND_COORDINATOR, *CONFIG_APIS})
 UNKNOWN_API_MESSAGE: Final = "api key {key} v{version} is not forwarded by the gateway"
-
-
-class _Slot:
-    """One forwarded request waiting for its response, in request order."""
-
-    __slots__ = ("api_key", "api_version", "correlation_id", "frame")
-
-    def __init__(self, api_key: int, api_version: int, correlation_id: int) -> None:
-        self.api_key = api_key
-        self.api_version = api_version
-        self.correlation_id = correlation_id
-        self.frame: bytes | None = None  # the response, with its length prefix, once ready
 
 
 class _Forwarded:
     """A forwarded request waiting for its response (the upstream connection's ResponseHandler)."""
 
-    __slots__ = ("connection", "forwarder", "link", "slot")
+    __slots__ = ("forwarder", "reply")
 
-    def __init__(self, forwarder: Forwarder, connection: Connection, link: _Link, slot: _Slot) -> None:
+    def __init__(self, forwarder: Forwarder, reply: PendingReply) -> None:
         self.forwarder = forwarder
-        self.connection = connection
-        self.link = link
-        self.slot = slot
+        self.reply = reply
 
     def stream(self) -> _ToClient | None:
         """Cut-through when the response is next in line for the client and needs no rewriting
         that changes its length (Produce v10+ answers are small: they are held and rewritten)."""
-        slot, link, connection = self.slot, self.link, self.connection
-        if slot.api_key in _REWRITTEN or connection.closed or connection.transport is None:
+        reply = self.reply
+        if reply.api_key in _REWRITTEN:
             return None
-        if not link.pending or link.pending[0] is not slot:
+        tail = carries_node_endpoints(reply.api_key, reply.api_version)
+        if tail and reply.api_key != ApiKey.FETCH:
+            return None
+        if not reply.connection.stream_turn(reply):
             return None  # earlier responses are still owed: this one waits its turn, whole
-        tail = carries_node_endpoints(slot.api_key, slot.api_version)
-        if tail and slot.api_key != ApiKey.FETCH:
-            return None
         return _ToClient(self, tail)
 
-    def whole(self, frame: bytes) -> None:
-        self.forwarder.respond(self.connection, self.link, self.slot, frame)
+    def whole(self, frame: bytes, budgeted: int) -> None:
+        self.forwarder.respond(self.reply, frame, budgeted)
 
 
 class _ToClient:
@@ -106,10 +101,9 @@ class _ToClient:
         self.tail = FetchTail(self._send, forwarded.forwarder.brokers.address_of) if fetch_tail else None
 
     def _send(self, chunk: memoryview) -> None:
-        connection = self.forwarded.connection
-        if not self.failed and not connection.closed and connection.transport is not None:
-            connection.transport.write(chunk)
-            connection.seen = True
+        if not self.failed:
+            reply = self.forwarded.reply
+            reply.connection.stream(reply, chunk)
 
     def write(self, chunk: memoryview) -> None:
         if self.tail is None:
@@ -126,47 +120,57 @@ class _ToClient:
                 self.tail.end()
             except _MALFORMED as exc:
                 self._fail(exc)
-        forwarded = self.forwarded
-        forwarded.slot.frame = b""  # sent
-        forwarded.forwarder.flush(forwarded.connection, forwarded.link)
+        reply = self.forwarded.reply
+        reply.connection.end_stream(reply)
 
     def _fail(self, exc: Exception) -> None:
         if not self.failed:
             self.failed = True
-            slot = self.forwarded.slot
+            reply = self.forwarded.reply
             log.warning(
-                "malformed api %d v%d response from upstream: %s", slot.api_key, slot.api_version, exc
+                "malformed api %d v%d response from upstream: %s", reply.api_key, reply.api_version, exc
             )
-            self.forwarded.connection.close()  # half a response went out: the client must drop it
+            reply.connection.close()  # half a response went out: the client must drop it
 
 
 class _Link:
-    """A client connection's side of the gateway: its upstream connection and the responses
-    it is owed, oldest first."""
+    """A client connection's side of the gateway: its upstream connection."""
 
-    __slots__ = ("blocked", "deferred", "pending", "upstream")
+    __slots__ = ("upstream",)
 
     def __init__(self) -> None:
         self.upstream: UpstreamConnection | None = None
-        self.pending: deque[_Slot] = deque()
-        self.blocked: PendingReply | None = None  # the in-flight slot, held while connecting or full
-        self.deferred: tuple[PendingReply, bytes] | None = None  # a local request behind forwarded ones
+
+    def client_not_reading(self, paused: bool) -> None:
+        """The client connection's watcher: its upstream is not read while it does not read."""
+        upstream = self.upstream
+        if upstream is not None:
+            if paused:
+                upstream.pause(PauseReason.CLIENT_NOT_READING)
+            else:
+                upstream.resume(PauseReason.CLIENT_NOT_READING)
 
 
 class Forwarder:
     """The gateway's hook in the dispatcher: takes the frames of forwarded APIs.
 
     Forwarded requests are pipelined: each is written upstream at once (up to MAX_PIPELINE per
-    connection), and the responses, which upstream returns in order, go back in that order. A
-    request served here that arrives behind forwarded ones waits until they are answered, so the
-    client always gets its responses in request order."""
+    connection, the connection's FORWARDED pipeline), and the responses, which upstream returns
+    in order, are handed to the client connection, which sends them in request order. A request
+    served here that arrives behind forwarded ones waits until they are answered (the connection
+    lets only requests of one pipeline be in the server together)."""
 
     def __init__(
-        self, upstream: UpstreamCluster, brokers: VirtualBrokers, coordinator: Callable[[], NodeIdentity]
+        self,
+        upstream: UpstreamCluster,
+        brokers: VirtualBrokers,
+        coordinator: Callable[[], NodeIdentity],
+        budget: ByteBudget | None = None,
     ) -> None:
         self.upstream = upstream
         self.brokers = brokers
         self.coordinator = coordinator
+        self.budget = budget
         self.sasl: SaslServer | None = None
         self._links: dict[Connection, _Link] = {}
         self._refused_logged: set[tuple[int, int]] = set()
@@ -175,13 +179,26 @@ class Forwarder:
     # ---- the dispatcher's hook -------------------------------------------------------------
     def forward(self, connection: Connection, frame: bytes) -> bool:
         """True when the frame was taken here; False leaves it to the dispatcher."""
-        if self._take(connection, frame):
-            return True
-        link = self._links.get(connection)
-        if link is not None and link.pending:
-            link.deferred = (connection.hold(), frame)  # served once the forwarded ones are answered
-            return True
-        return False
+        return self._take(connection, frame)
+
+    def pipeline_of(self, connection: Connection, frame: bytes) -> str | None:
+        """FORWARDED for a frame that is surely forwarded (the connection lets it join earlier
+        forwarded requests in flight); None when it may be served here."""
+        if len(frame) < 4:
+            return None
+        api_key = int.from_bytes(frame[:2], "big", signed=True)
+        version = int.from_bytes(frame[2:4], "big", signed=True)
+        if (
+            api_key in SERVED_HERE
+            or api_key in _SOMETIMES_SERVED_HERE
+            or api_key in REFUSED_IN_GATEWAY_MODE
+            or not 0 <= version <= FORWARDED_MAX.get(api_key, -1)
+        ):
+            return None
+        session = connection.sasl
+        if session is not None and not session.authenticated:
+            return None
+        return FORWARDED.name
 
     def _take(self, connection: Connection, frame: bytes) -> bool:
         try:
@@ -192,7 +209,7 @@ class Forwarder:
             if api_key == ApiKey.API_VERSIONS and version > SERVED_VERSIONS[ApiKey.API_VERSIONS][1]:
                 # KIP-511: a newer ApiVersions gets v0 with our ranges, so the client retries lower.
                 body = api_versions_response(self.upstream.api_versions, ErrorCode.UNSUPPORTED_VERSION)
-                self._reply_now(connection, encode_response(ApiKey.API_VERSIONS, 0, correlation_id, body))
+                connection.send_raw(encode_response(ApiKey.API_VERSIONS, 0, correlation_id, body))
                 return True
             return False
         if api_key == ApiKey.FIND_COORDINATOR:
@@ -227,15 +244,19 @@ class Forwarder:
         except (struct.error, IndexError, DecodeError):
             connection.abort(f"malformed Produce v{version} request")
             return True
-        slot = _Slot(api_key, version, correlation_id) if expects_response else None
-        link = self._links.setdefault(connection, _Link())
+        reply = connection.start(api_key, version, correlation_id)
+        link = self._links.get(connection)
+        if link is None:
+            link = self._links[connection] = _Link()
+            connection.watch_output(link.client_not_reading)
         if link.upstream is not None and not link.upstream.closed:
-            self._send(connection, link, link.upstream, frame, slot)
+            self._send(connection, link.upstream, frame, reply, expects_response)
         else:
-            link.blocked = connection.hold()  # later requests wait for the connection
+            # The reply stays in the server until the upstream connection is open: later
+            # requests wait for it.
             node = self.brokers.node_at(connection.advertised)
             target = ANY_BROKER if node is None else node
-            self._spawn(self._connect_and_send(connection, link, target, frame, slot))
+            self._spawn(self._connect_and_send(connection, link, target, frame, reply, expects_response))
         return True
 
     def connection_closed(self, connection: Connection) -> None:
@@ -254,33 +275,34 @@ class Forwarder:
     def _send(
         self,
         connection: Connection,
-        link: _Link,
         upstream: UpstreamConnection,
         frame: bytes,
-        slot: _Slot | None,
+        reply: PendingReply,
+        expects_response: bool,
     ) -> None:
         try:
-            upstream.send_to(
-                frame, None if slot is None else _Forwarded(self, connection, link, slot), prefixed=False
-            )
+            upstream.send_to(frame, _Forwarded(self, reply) if expects_response else None, prefixed=False)
         except UpstreamError:
             connection.close()
             return
-        if slot is not None:
-            link.pending.append(slot)
-            if len(link.pending) >= MAX_PIPELINE and link.blocked is None:
-                link.blocked = connection.hold()  # read no further until responses drain
+        reply.handled(FORWARDED)  # the next forwarded request may go upstream behind it
+        if not expects_response:
+            reply.finish_without_response()
 
     async def _connect_and_send(
-        self, connection: Connection, link: _Link, target: int, frame: bytes, slot: _Slot | None
+        self,
+        connection: Connection,
+        link: _Link,
+        target: int,
+        frame: bytes,
+        reply: PendingReply,
+        expects_response: bool,
     ) -> None:
         try:
             upstream = await self._open(connection, target)
         except UpstreamError as exc:
-            if slot is not None and slot.api_key == ApiKey.METADATA and target == ANY_BROKER:
-                link.pending.append(slot)
-                self._answer_metadata_unavailable(connection, link, slot, frame)
-                self._unblock(connection, link)
+            if reply.api_key == ApiKey.METADATA and target == ANY_BROKER:
+                self._answer_metadata_unavailable(connection, reply, frame)
                 return
             self.upstream.incidents.failed(_node_label(target), str(exc), credentials=exc.credentials)
             connection.close()  # the client sees a broker that is down, retries and refreshes metadata
@@ -290,14 +312,9 @@ class Forwarder:
             return
         self.upstream.incidents.recovered(_node_label(target))
         link.upstream = upstream
-        self._send(connection, link, upstream, frame, slot)
-        self._unblock(connection, link)
-
-    def _unblock(self, connection: Connection, link: _Link) -> None:
-        blocked = link.blocked
-        if blocked is not None and len(link.pending) < MAX_PIPELINE:
-            link.blocked = None
-            connection.release(blocked)
+        if connection.client_not_reading:
+            upstream.pause(PauseReason.CLIENT_NOT_READING)
+        self._send(connection, upstream, frame, reply, expects_response)
 
     async def _open(self, connection: Connection, target: int) -> UpstreamConnection:
         if target == ANY_BROKER:
@@ -311,7 +328,11 @@ class Forwarder:
         for host, port in dict.fromkeys(candidates):
             try:
                 return await connect(
-                    host, port, self.upstream.settings, lambda lost: self._lost(connection, lost)
+                    host,
+                    port,
+                    self.upstream.settings,
+                    lambda lost: self._lost(connection, lost),
+                    budget=self.budget,
                 )
             except UpstreamError as exc:
                 if exc.credentials:
@@ -328,74 +349,42 @@ class Forwarder:
             connection.close()
 
     # ---- responses -------------------------------------------------------------------------
-    def respond(self, connection: Connection, link: _Link, slot: _Slot, frame: bytes) -> None:
+    def respond(self, reply: PendingReply, frame: bytes, budgeted: int) -> None:
+        connection = reply.connection
         if connection.closed:
+            reply.send_frame(None, budgeted)  # gives the bytes back
             return
-        api_key, version = slot.api_key, slot.api_version
+        api_key, version = reply.api_key, reply.api_version
         try:
             if api_key in _REWRITTEN:
                 correlation_id, body = decode_response(api_key, version, frame[4:])
                 missing = self._learn(api_key, body)
                 if missing:
-                    self._spawn(
-                        self._respond_after_listeners(connection, link, slot, correlation_id, body, missing)
-                    )
+                    self._spawn(self._respond_after_listeners(reply, correlation_id, body, missing, budgeted))
                     return
-                slot.frame = self._rewritten(connection, api_key, version, correlation_id, body)
+                frame = self._rewritten(connection, api_key, version, correlation_id, body)
             elif carries_node_endpoints(api_key, version) and endpoints_in(api_key, version, frame, origin=4):
                 rewritten = rewrite_node_endpoints(api_key, version, frame[4:], self.brokers.address_of)
-                slot.frame = frame_with_length(rewritten)
-            else:
-                slot.frame = frame  # as upstream sent it, length prefix included
+                frame = frame_with_length(rewritten)
+            # else as upstream sent it, length prefix included
         except _MALFORMED as exc:
             log.warning("malformed api %d v%d response from upstream: %s", api_key, version, exc)
             connection.close()
+            reply.send_frame(None, budgeted)
             return
-        self.flush(connection, link)
+        reply.send_frame(frame, budgeted)
 
     async def _respond_after_listeners(
-        self,
-        connection: Connection,
-        link: _Link,
-        slot: _Slot,
-        correlation_id: int,
-        body: Any,
-        missing: list[int],
+        self, reply: PendingReply, correlation_id: int, body: Any, missing: list[int], budgeted: int
     ) -> None:
-        await self.brokers.ensure(missing)
-        if not connection.closed:
-            slot.frame = self._rewritten(connection, slot.api_key, slot.api_version, correlation_id, body)
-            self.flush(connection, link)
-
-    def _reply_now(self, connection: Connection, frame: bytes) -> None:
-        """An answer made here, behind any forwarded responses still owed."""
-        link = self._links.get(connection)
-        if link is None or not link.pending:
-            connection.send_raw(frame)
-            return
-        slot = _Slot(-1, -1, -1)
-        slot.frame = frame
-        link.pending.append(slot)
-
-    def flush(self, connection: Connection, link: _Link) -> None:
-        """Write the responses that are ready, in request order."""
-        pending = link.pending
-        ready: list[bytes] = []
-        while pending and pending[0].frame is not None:
-            ready.append(pending.popleft().frame)  # type: ignore[arg-type]
-        if not ready:
-            return
-        if connection.transport is not None and not connection.closed:
-            connection.transport.writelines(ready)
-            connection.seen = True
-        self._unblock(connection, link)
-        if not pending and link.deferred is not None:
-            held, frame = link.deferred
-            link.deferred = None
-            # The local request goes first, then whatever the client sent after it.
-            connection.queue.appendleft(frame)
-            connection.queued_bytes += len(frame)
-            connection.release(held)
+        try:
+            await self.brokers.ensure(missing)
+        finally:
+            connection = reply.connection
+            frame = None
+            if not connection.closed:
+                frame = self._rewritten(connection, reply.api_key, reply.api_version, correlation_id, body)
+            reply.send_frame(frame, budgeted)
 
     def _learn(self, api_key: int, body: Any) -> list[int]:
         """Feed the catalog; the node ids that have no virtual broker yet."""
@@ -439,9 +428,7 @@ class Forwarder:
             _rewrite_coordinators(body, address)
         return encode_response(api_key, version, correlation_id, body)
 
-    def _answer_metadata_unavailable(
-        self, connection: Connection, link: _Link, slot: _Slot, frame: bytes
-    ) -> None:
+    def _answer_metadata_unavailable(self, connection: Connection, reply: PendingReply, frame: bytes) -> None:
         """Upstream unreachable: a retriable answer instead of a closed bootstrap connection."""
         self.upstream.incidents.failed("upstream cluster", "no upstream broker is reachable")
         try:
@@ -464,8 +451,7 @@ class Forwarder:
                 for t in topics
             ],
         )
-        slot.frame = encode_response(slot.api_key, slot.api_version, slot.correlation_id, response)
-        self.flush(connection, link)
+        reply.send(response)
 
     # ---- refused here ----------------------------------------------------------------------
     def _admitted(self, connection: Connection, api_key: int, version: int, correlation_id: int) -> bool:
@@ -495,7 +481,7 @@ class Forwarder:
         if version >= 3:
             out.append(0)
         struct.pack_into(">i", out, 0, len(out) - 4)
-        self._reply_now(connection, bytes(out))
+        connection.send_raw(bytes(out))
 
     def _spawn(self, coroutine: Any) -> None:
         task = asyncio.get_running_loop().create_task(coroutine)

@@ -76,7 +76,7 @@ async def start_gateway(
     )
     cluster.use_catalog(upstream.catalog)
     coordinator.attach_catalog(upstream.catalog)
-    forwarder = Forwarder(upstream, brokers, lambda: cluster.node)
+    forwarder = Forwarder(upstream, brokers, lambda: cluster.node, dispatcher.budget)
     forwarder.sasl = dispatcher.sasl
     dispatcher.gateway = forwarder
     _serve_api_versions(dispatcher, upstream)

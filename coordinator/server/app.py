@@ -21,6 +21,7 @@ from coordinator.core.shard import Shard
 from coordinator.core.shard_map import ShardMap
 from coordinator.security.acl import Authorizer
 from coordinator.server.authn import CredentialLoader, SaslServer
+from coordinator.server.byte_budget import ByteBudget
 from coordinator.server.cluster_identity import ClusterIdentity, settle_cluster_id
 from coordinator.server.config import Config
 from coordinator.server.connection import Connection
@@ -198,6 +199,7 @@ async def start_server(
     writer = BatchWriter(store)
     runtime = Runtime(coordinator, writer, clock, config.offsets_commit_timeout_ms)
     dispatcher = Dispatcher(runtime, cluster, metrics)
+    dispatcher.budget = ByteBudget(config.buffer_memory_bytes)
     if metrics is not None:
         metrics.watch_writer(writer.stats)
     dispatcher.limits = config.request_limits()
@@ -472,6 +474,8 @@ async def _listen(
             config.queued_max_requests,
             bound_listener,
             config.pipelined_commits_per_connection,
+            dispatcher.budget,
+            config.connection_unsent_max_bytes,
         ),
         spec.host,
         spec.port,
