@@ -29,7 +29,7 @@ from coordinator.api.loading import load_in_progress_response
 from coordinator.api.routes import Handler, Routes
 from coordinator.core.context import RequestContext
 from coordinator.core.result import Result
-from coordinator.core.shard_map import ShardMap, ShardStatus
+from coordinator.core.shard_map import ShardMap, ShardState
 from protocol.apis import ApiKey
 from protocol.error_responses import error_response, join_group_error
 from protocol.errors import ErrorCode
@@ -67,7 +67,7 @@ def install_shard_gate(routes: Routes, shard_map: ShardMap) -> None:
                 if single and not shard_map.loading:
                     return inner(ctx, req)
                 statuses = {shard_map.status(group_id, ctx.now_ms) for group_id in groups(req)}
-                if not statuses or statuses == {ShardStatus.SERVING}:
+                if not statuses or statuses == {ShardState.ACTIVE}:
                     return inner(ctx, req)
                 response: Any
                 if None in statuses:
@@ -123,7 +123,7 @@ def _group_config_refusal(shard_map: ShardMap) -> Refusal:
         if resource_type != GROUP or not name:
             return None
         status = shard_map.status(name, ctx.now_ms)
-        if status is ShardStatus.SERVING:
+        if status is ShardState.ACTIVE:
             return None
         if status is None:
             return ErrorCode.NOT_COORDINATOR, f"group {name} is coordinated by another node"

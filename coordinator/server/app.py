@@ -18,7 +18,7 @@ from coordinator.api.topic_authz import TopicAcls
 from coordinator.core.cluster import Cluster, NodeIdentity
 from coordinator.core.lag_status import LagTracker
 from coordinator.core.shard import Shard
-from coordinator.core.shard_map import ShardMap
+from coordinator.core.shard_map import ShardMap, ShardState
 from coordinator.security.acl import Authorizer
 from coordinator.server.authn import CredentialLoader, SaslServer
 from coordinator.server.byte_budget import ByteBudget
@@ -144,11 +144,14 @@ async def start_server(
     ``init``: accept and (re)write the database's cluster id (``coordinator/server/cluster_identity.py``)."""
     metrics = Metrics() if config.metrics_port else None
     health: HealthServer | None = None
-    state_ready = False
     runtime: Runtime | None = None
+    shard_map: ShardMap | None = None
 
     def is_ready() -> bool:
-        return state_ready and runtime is not None and not runtime.storage_failing
+        """/readyz: the shards say whether the groups are loaded (core/shard_map.py)."""
+        return (
+            shard_map is not None and shard_map.ready and runtime is not None and not runtime.storage_failing
+        )
 
     metrics_port = None
     console = Console()
@@ -314,13 +317,12 @@ async def start_server(
             metrics.loading.set(0)
 
     if shared is None:
-        shard_map.loading = set(range(shards))
+        for shard in range(shards):
+            shard_map.move(shard, ShardState.LOADING)
 
         def groups_loaded(load_seconds: float) -> None:
-            nonlocal state_ready
             log_loaded(load_seconds)
             dispatcher.groups_loaded()
-            state_ready = True  # /readyz: every group is served (and storage accepts writes)
 
         server.group_loader = GroupLoader(store, runtime, shard_map, groups_loaded, started)
         server.group_loader.on_shard = dispatcher.shard_loaded
@@ -413,14 +415,11 @@ async def start_server(
     elif server.ownership is not None:
 
         def owning_its_share() -> None:
-            nonlocal state_ready
             log_loaded(time.monotonic() - started)
-            state_ready = True  # /readyz: this node's share is taken and loaded
+            shard_map.share_loaded = True  # /readyz: this node's share is taken and loaded
 
         log.info("serving; this node takes and loads its share of the shards in the background")
         server.ownership.start(owning_its_share)
-    else:
-        state_ready = True
     return server
 
 
