@@ -46,7 +46,8 @@ class ByteBudget:
         if size <= 0:
             return
         self.used -= size
-        self._wake()
+        if self._waiting:
+            self._wake()
 
     def wait(self, retry: Callable[[], None]) -> None:
         """Call ``retry`` once bytes have been given back (readers retry in arrival order)."""

@@ -26,19 +26,19 @@ import socket
 import time
 from collections import deque
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, cast
+from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol, cast
 
 from coordinator.server.byte_budget import ByteBudget
 from coordinator.server.connection_states import (
     ANSWERED,
     JOINABLE,
+    REPLY_NEXT,
     ConnectionEvent,
     ConnectionState,
     MuteReason,
     ReplyEvent,
     ReplyState,
     next_connection_state,
-    next_reply_state,
 )
 from coordinator.server.sasl_session import SaslSession
 from protocol.apis import ApiKey
@@ -49,6 +49,27 @@ if TYPE_CHECKING:
     from coordinator.server.listeners import BoundListener
 
 log = logging.getLogger(__name__)
+
+# Enum members as module constants: a member lookup on the class costs a descriptor call.
+_DO_ANSWER: Final = ReplyEvent.ANSWER
+_DO_HANDLE: Final = ReplyEvent.HANDLE
+_DO_PARK: Final = ReplyEvent.PARK
+_DO_STREAM: Final = ReplyEvent.STREAM
+_DO_WRITE: Final = ReplyEvent.WRITE
+_MUTED_BY_BUDGET_SPENT: Final = MuteReason.BUDGET_SPENT
+_MUTED_BY_CLIENT_NOT_READING: Final = MuteReason.CLIENT_NOT_READING
+_MUTED_BY_QUEUE_FULL: Final = MuteReason.QUEUE_FULL
+_ON_CLOSE: Final = ConnectionEvent.CLOSE
+_ON_LOST: Final = ConnectionEvent.LOST
+_ON_MUTE: Final = ConnectionEvent.MUTE
+_ON_STOP_READING: Final = ConnectionEvent.STOP_READING
+_ON_UNMUTE: Final = ConnectionEvent.UNMUTE
+_REPLY_ANSWERED: Final = ReplyState.ANSWERED
+_REPLY_IN_SERVER: Final = ReplyState.IN_SERVER
+_REPLY_STREAMING: Final = ReplyState.STREAMING
+_STATE_CLOSED: Final = ConnectionState.CLOSED
+_STATE_DRAINING: Final = ConnectionState.DRAINING
+_STATE_OPEN: Final = ConnectionState.OPEN
 
 
 class ResponseObserver(Protocol):
@@ -121,7 +142,7 @@ class PendingReply:
         self.api_key = api_key
         self.api_version = api_version
         self.correlation_id = correlation_id
-        self.state = ReplyState.IN_SERVER
+        self.state = _REPLY_IN_SERVER
         self.pipeline: Pipeline | None = None
         self.started = time.perf_counter()
         self.parked_at: float | None = None  # when it began waiting for an event (long poll)
@@ -135,7 +156,7 @@ class PendingReply:
 
     def move(self, event: ReplyEvent) -> bool:
         """Take the transition of the table; False (nothing changes) when there is none."""
-        state = next_reply_state(self.state, event)
+        state = REPLY_NEXT[self.state][event]
         if state is None:
             return False
         self.state = state
@@ -145,11 +166,11 @@ class PendingReply:
         """Handled (the core validated it, or it went upstream): a later request of ``pipeline``
         may now join it in the server."""
         self.pipeline = pipeline
-        self.move(ReplyEvent.HANDLE)
+        self.move(_DO_HANDLE)
 
     def park(self) -> None:
         """Handled, but the answer waits for an event: from now on the time counts as parked."""
-        if self.move(ReplyEvent.PARK) and self.parked_at is None:
+        if self.move(_DO_PARK) and self.parked_at is None:
             self.parked_at = time.perf_counter()
 
     def send(self, response: Any) -> None:
@@ -206,7 +227,7 @@ class Connection(asyncio.Protocol):
         self.queue: deque[bytes] = deque()
         self.queued_bytes = 0
         self.commit_pipeline = Pipeline(COMMITS, max_pipelined_commits)
-        self.state = ConnectionState.OPEN
+        self.state = _STATE_OPEN
         self.mute_reasons: set[MuteReason] = set()
         # Requests handed to the dispatcher and not yet released to the output, in request order.
         self._unanswered: deque[PendingReply] = deque()
@@ -224,11 +245,11 @@ class Connection(asyncio.Protocol):
 
     @property
     def closed(self) -> bool:
-        return self.state is ConnectionState.CLOSED
+        return self.state is _STATE_CLOSED
 
     @property
     def client_not_reading(self) -> bool:
-        return MuteReason.CLIENT_NOT_READING in self.mute_reasons
+        return _MUTED_BY_CLIENT_NOT_READING in self.mute_reasons
 
     # ---- asyncio.Protocol ----------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -240,7 +261,7 @@ class Connection(asyncio.Protocol):
         if isinstance(peer, tuple):
             self.client_host, self.peer = str(peer[0]), f"{peer[0]}:{peer[1]}"
         if self.limits is not None and not self.limits.admit(self):
-            self._event(ConnectionEvent.CLOSE)
+            self._event(_ON_CLOSE)
             self.transport.abort()
             return
         self.transport.set_write_buffer_limits(high=self.max_unsent_bytes)
@@ -255,36 +276,46 @@ class Connection(asyncio.Protocol):
         self.dispatcher.connection_opened(self)
 
     def data_received(self, data: bytes) -> None:
-        if self.state is ConnectionState.CLOSED or self.state is ConnectionState.DRAINING:
+        if self.state >= _STATE_DRAINING:  # draining or closed
             return
+        splitter = self.splitter
         try:
-            frames = self.splitter.feed(data)
+            frames = splitter.feed(data)
         except FrameError as exc:
             self.abort(f"invalid frame: {exc}")
             return
         self.seen = True
-        for frame in frames:
-            self.queue.append(frame)
-            self.queued_bytes += len(frame)
         if frames:
+            queue = self.queue
+            for frame in frames:
+                queue.append(frame)
+                self.queued_bytes += len(frame)
             self.frames_received += len(frames)
-        self._reserve_requests()
-        self._check_queue_bound()
-        self._run_pump()
+            if self._pump is None:  # else the next slice, already due, serves them
+                self._run_pump()
+        # What stays buffered after the pump is reserved from the budget (requests served at
+        # once never are), and bounded per connection.
+        if self.queued_bytes + splitter.pending_frame_bytes > self._reserved:
+            self._reserve_requests()
+        if (
+            self.queued_bytes + splitter.buffered > self.max_queued_bytes
+            or len(self.queue) >= self.max_queued_requests
+        ):
+            self._mute(_MUTED_BY_QUEUE_FULL)
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self._event(ConnectionEvent.LOST)
+        self._event(_ON_LOST)
         self._drop()
         if self.limits is not None:
             self.limits.release(self)
         self.dispatcher.connection_closed(self)
 
     def pause_writing(self) -> None:
-        self._mute(MuteReason.CLIENT_NOT_READING)
+        self._mute(_MUTED_BY_CLIENT_NOT_READING)
 
     def resume_writing(self) -> None:
         self.seen = True
-        self._unmute(MuteReason.CLIENT_NOT_READING)
+        self._unmute(_MUTED_BY_CLIENT_NOT_READING)
         self._wake()
 
     # ---- states --------------------------------------------------------------------------
@@ -293,11 +324,11 @@ class Connection(asyncio.Protocol):
         after = next_connection_state(before, event)
         self.state = after
         transport = self.transport
-        if transport is None or after is ConnectionState.CLOSED:
+        if transport is None or after is _STATE_CLOSED:
             return
-        if before is ConnectionState.OPEN and after is not ConnectionState.OPEN:
+        if before is _STATE_OPEN and after is not _STATE_OPEN:
             transport.pause_reading()
-        elif before is not ConnectionState.OPEN and after is ConnectionState.OPEN:
+        elif before is not _STATE_OPEN and after is _STATE_OPEN:
             transport.resume_reading()
 
     def _mute(self, reason: MuteReason) -> None:
@@ -305,8 +336,8 @@ class Connection(asyncio.Protocol):
             return
         self.mute_reasons.add(reason)
         if len(self.mute_reasons) == 1:
-            self._event(ConnectionEvent.MUTE)
-        if reason is MuteReason.CLIENT_NOT_READING:
+            self._event(_ON_MUTE)
+        if reason is _MUTED_BY_CLIENT_NOT_READING:
             for watcher in list(self._output_watchers):
                 watcher(True)
 
@@ -315,8 +346,8 @@ class Connection(asyncio.Protocol):
             return
         self.mute_reasons.discard(reason)
         if not self.mute_reasons:
-            self._event(ConnectionEvent.UNMUTE)
-        if reason is MuteReason.CLIENT_NOT_READING:
+            self._event(_ON_UNMUTE)
+        if reason is _MUTED_BY_CLIENT_NOT_READING:
             for watcher in list(self._output_watchers):
                 watcher(False)
 
@@ -330,19 +361,19 @@ class Connection(asyncio.Protocol):
             self.queued_bytes + self.splitter.buffered > self.max_queued_bytes
             or len(self.queue) >= self.max_queued_requests
         ):
-            self._mute(MuteReason.QUEUE_FULL)
+            self._mute(_MUTED_BY_QUEUE_FULL)
         elif (
             self.queued_bytes <= self.max_queued_bytes // 2
             and len(self.queue) <= self.max_queued_requests // 2
         ):
-            self._unmute(MuteReason.QUEUE_FULL)
+            self._unmute(_MUTED_BY_QUEUE_FULL)
 
     # ---- the byte budget (docs/gateway.md#back-pressure) -----------------------------------
     def _reserve_requests(self) -> None:
         """Reserve the queued requests and the whole of the one being received; refused, the
         bytes already read are counted and the socket is not read until bytes come back."""
         target = self.queued_bytes + self.splitter.pending_frame_bytes
-        if target <= self._reserved or MuteReason.BUDGET_SPENT in self.mute_reasons:
+        if target <= self._reserved or _MUTED_BY_BUDGET_SPENT in self.mute_reasons:
             if target > self._reserved:
                 self._count_read_bytes()
             return
@@ -350,7 +381,7 @@ class Connection(asyncio.Protocol):
             self._reserved = target
             return
         self._count_read_bytes()
-        self._mute(MuteReason.BUDGET_SPENT)
+        self._mute(_MUTED_BY_BUDGET_SPENT)
         self.budget.wait(self._retry_budget)
 
     def _count_read_bytes(self) -> None:
@@ -365,14 +396,14 @@ class Connection(asyncio.Protocol):
         target = self.queued_bytes + self.splitter.pending_frame_bytes
         if target <= self._reserved or self.budget.reserve(target - self._reserved):
             self._reserved = max(target, self._reserved)
-            self._unmute(MuteReason.BUDGET_SPENT)
+            self._unmute(_MUTED_BY_BUDGET_SPENT)
         else:
             self.budget.wait(self._retry_budget)
 
     def _give_back_request(self, size: int) -> None:
-        size = min(size, self._reserved)
-        if size <= 0:
+        if size <= 0 or not self._reserved:
             return
+        size = min(size, self._reserved)
         self._reserved -= size
         self.budget.give_back(size)
 
@@ -399,21 +430,29 @@ class Connection(asyncio.Protocol):
         finally:
             self._pumping = False
         self._release_in_turn()
-        self._write_out()
-        if not self.closed:
+        if self._output:
+            self._write_out()
+        if self.mute_reasons and _MUTED_BY_QUEUE_FULL in self.mute_reasons and not self.closed:
             self._check_queue_bound()
 
     def _serve_queue(self) -> None:
         slice_ends = time.perf_counter() + PROCESSING_SLICE_S
         unanswered = self._unanswered
-        while self.queue and self.state is not ConnectionState.CLOSED and not self.client_not_reading:
+        while (
+            self.queue
+            and self.state is not _STATE_CLOSED
+            and (not self.mute_reasons or _MUTED_BY_CLIENT_NOT_READING not in self.mute_reasons)
+        ):
             if unanswered:
                 self._release_in_turn()
                 if unanswered and not self._joins_pipeline(self.queue[0]):
                     break
             frame = self.queue.popleft()
             self.queued_bytes -= len(frame)
-            self._give_back_request(self._reserved - self.queued_bytes - self.splitter.pending_frame_bytes)
+            if self._reserved:
+                self._give_back_request(
+                    self._reserved - self.queued_bytes - self.splitter.pending_frame_bytes
+                )
             self.dispatcher.dispatch(self, frame)
             if self.queue and time.perf_counter() > slice_ends:
                 # Many pipelined requests: let other connections (and timers) have the loop.
@@ -456,7 +495,7 @@ class Connection(asyncio.Protocol):
             log.error("second response for %s correlation %d dropped", reply.api_key, reply.correlation_id)
             return
         if self.closed or self.transport is None:
-            reply.move(ReplyEvent.ANSWER)
+            reply.move(_DO_ANSWER)
             return
         try:
             frame = encode_response(reply.api_key, reply.api_version, reply.correlation_id, response)
@@ -473,14 +512,14 @@ class Connection(asyncio.Protocol):
             self.budget.give_back(budgeted)
             return
         if self.closed or self.transport is None:
-            reply.move(ReplyEvent.ANSWER)
+            reply.move(_DO_ANSWER)
             self.budget.give_back(budgeted)
             return
         self._answered(reply, frame, budgeted)
 
     def _answered(self, reply: PendingReply, frame: bytes | None, budgeted: int) -> None:
         reply.frame, reply.budgeted = frame, budgeted
-        reply.move(ReplyEvent.ANSWER)
+        reply.move(_DO_ANSWER)
         if self._pumping or not self._unanswered or self._unanswered[0] is not reply:
             return  # the pump writes it when it ends, or an earlier request is still owed
         self._turn_moved()
@@ -498,9 +537,9 @@ class Connection(asyncio.Protocol):
     def _release_in_turn(self) -> None:
         """Move every answer whose turn has come to the output, in request order."""
         unanswered = self._unanswered
-        while unanswered and unanswered[0].state is ReplyState.ANSWERED:
+        while unanswered and unanswered[0].state is _REPLY_ANSWERED:
             reply = unanswered.popleft()
-            reply.move(ReplyEvent.WRITE)
+            reply.move(_DO_WRITE)
             frame, response = reply.frame, reply.response
             if frame is None:
                 continue  # no response (Produce with acks=0), or a hold released
@@ -535,18 +574,18 @@ class Connection(asyncio.Protocol):
         if self.closed or self.transport is None:
             return False
         self._release_in_turn()
-        if not self._unanswered or self._unanswered[0] is not reply or not reply.move(ReplyEvent.STREAM):
+        if not self._unanswered or self._unanswered[0] is not reply or not reply.move(_DO_STREAM):
             return False
         self._write_out()  # the answers before it go first
         return True
 
     def stream(self, reply: PendingReply, chunk: memoryview) -> None:
-        if reply.state is ReplyState.STREAMING and not self.closed and self.transport is not None:
+        if reply.state is _REPLY_STREAMING and not self.closed and self.transport is not None:
             self.transport.write(chunk)
             self.seen = True
 
     def end_stream(self, reply: PendingReply) -> None:
-        if not reply.move(ReplyEvent.WRITE):
+        if not reply.move(_DO_WRITE):
             return
         if self._unanswered and self._unanswered[0] is reply:
             self._unanswered.popleft()
@@ -577,14 +616,14 @@ class Connection(asyncio.Protocol):
             return
         if log_reason:
             log.warning("closing connection from %s: %s", self.peer, reason)
-        self._event(ConnectionEvent.CLOSE)
+        self._event(_ON_CLOSE)
         self._drop()
         if self.transport is not None:
             self.transport.close()
 
     def stop_reading(self) -> None:
         """Shutdown: take no further requests; those in the server may still be answered."""
-        self._event(ConnectionEvent.STOP_READING)
+        self._event(_ON_STOP_READING)
         self.queue.clear()
         self._give_back_request(self.queued_bytes)
         self.queued_bytes = 0
@@ -594,6 +633,6 @@ class Connection(asyncio.Protocol):
         if not self.closed and self.transport is not None:
             self._release_in_turn()
             self._write_out()
-            self._event(ConnectionEvent.CLOSE)
+            self._event(_ON_CLOSE)
             self._drop()
             self.transport.close()

@@ -13,29 +13,28 @@ from collections.abc import Mapping
 from typing import Final
 
 
-class ConnectionState(enum.Enum):
-    OPEN = "open"  # the socket is read; queued requests go to the server in turn
-    MUTED = "muted"  # the socket is not read, for at least one MuteReason
-    DRAINING = (
-        "draining"  # no further request is taken (shutdown, failed authentication); answers still leave
-    )
-    CLOSED = "closed"
+# Integer enums: looked up on every request, they hash as ints (a plain Enum hashes in Python).
+class ConnectionState(enum.IntEnum):
+    OPEN = 0  # the socket is read; queued requests go to the server in turn
+    MUTED = 1  # the socket is not read, for at least one MuteReason
+    DRAINING = 2  # no further request is taken (shutdown, failed authentication); answers still leave
+    CLOSED = 3
 
 
-class ConnectionEvent(enum.Enum):
-    MUTE = "mute"  # a first MuteReason appeared
-    UNMUTE = "unmute"  # the last MuteReason went away
-    STOP_READING = "stop_reading"
-    CLOSE = "close"  # close() or abort()
-    LOST = "lost"  # the peer went away
+class ConnectionEvent(enum.IntEnum):
+    MUTE = 0  # a first MuteReason appeared
+    UNMUTE = 1  # the last MuteReason went away
+    STOP_READING = 2
+    CLOSE = 3  # close() or abort()
+    LOST = 4  # the peer went away
 
 
-class MuteReason(enum.Enum):
+class MuteReason(enum.IntEnum):
     """Why a connection is not read (several may hold at once)."""
 
-    QUEUE_FULL = "queue_full"  # its queued requests reached queued.max.request.bytes/requests
-    BUDGET_SPENT = "budget_spent"  # the process-wide byte budget refused its next request
-    CLIENT_NOT_READING = "client_not_reading"  # its unsent responses reached the per-connection bound
+    QUEUE_FULL = 0  # its queued requests reached queued.max.request.bytes/requests
+    BUDGET_SPENT = 1  # the process-wide byte budget refused its next request
+    CLIENT_NOT_READING = 2  # its unsent responses reached the per-connection bound
 
 
 _S, _E = ConnectionState, ConnectionEvent
@@ -53,23 +52,23 @@ CONNECTION_TRANSITIONS: Final[Mapping[tuple[ConnectionState, ConnectionEvent], C
 }
 
 
-class ReplyState(enum.Enum):
+class ReplyState(enum.IntEnum):
     """One request of a connection, from the moment it is handed to the server."""
 
-    IN_SERVER = "in_server"  # handed to the server (or the gateway), not yet handled
-    HANDLED = "handled"  # handled (the core validated it, or it went upstream): its pipeline may go on
-    PARKED = "parked"  # handled; the answer waits for an event (JoinGroup, a long-poll Fetch)
-    ANSWERED = "answered"  # the answer is ready and waits for the earlier ones
-    STREAMING = "streaming"  # its turn came while the answer still arrives: passed on as it comes
-    SENT = "sent"  # written to the socket (or nothing to write: acks=0, a hold released)
+    IN_SERVER = 0  # handed to the server (or the gateway), not yet handled
+    HANDLED = 1  # handled (the core validated it, or it went upstream): its pipeline may go on
+    PARKED = 2  # handled; the answer waits for an event (JoinGroup, a long-poll Fetch)
+    ANSWERED = 3  # the answer is ready and waits for the earlier ones
+    STREAMING = 4  # its turn came while the answer still arrives: passed on as it comes
+    SENT = 5  # written to the socket (or nothing to write: acks=0, a hold released)
 
 
-class ReplyEvent(enum.Enum):
-    HANDLE = "handle"
-    PARK = "park"
-    ANSWER = "answer"
-    STREAM = "stream"  # its turn came: pass the answer on as it arrives (cut-through)
-    WRITE = "write"  # its turn came and its answer was written (or the stream ended)
+class ReplyEvent(enum.IntEnum):
+    HANDLE = 0
+    PARK = 1
+    ANSWER = 2
+    STREAM = 3  # its turn came: pass the answer on as it arrives (cut-through)
+    WRITE = 4  # its turn came and its answer was written (or the stream ended)
 
 
 _R, _V = ReplyState, ReplyEvent
@@ -88,15 +87,30 @@ REPLY_TRANSITIONS: Final[Mapping[tuple[ReplyState, ReplyEvent], ReplyState]] = {
 }
 
 # A later request of the same pipeline may join a request in these states.
-JOINABLE: Final = frozenset({ReplyState.HANDLED, ReplyState.PARKED, ReplyState.ANSWERED})
+JOINABLE: Final = frozenset(
+    {ReplyState.HANDLED, ReplyState.PARKED, ReplyState.ANSWERED, ReplyState.STREAMING}
+)
 # The request has its answer (a second one is a bug, dropped).
 ANSWERED: Final = frozenset({ReplyState.ANSWERED, ReplyState.STREAMING, ReplyState.SENT})
 
 
+# The tables as lists indexed by state, then event (what the lookups on every request use).
+_CONNECTION_NEXT: Final = [
+    [CONNECTION_TRANSITIONS.get((s, e)) for e in ConnectionEvent] for s in ConnectionState
+]
+REPLY_NEXT: Final[list[list[ReplyState | None]]] = [
+    [REPLY_TRANSITIONS.get((s, e)) for e in ReplyEvent] for s in ReplyState
+]
+
+
 def next_connection_state(state: ConnectionState, event: ConnectionEvent) -> ConnectionState:
-    return CONNECTION_TRANSITIONS[(state, event)]
+    """The next state; an event the table does not allow in ``state`` is a bug (ValueError)."""
+    after = _CONNECTION_NEXT[state][event]
+    if after is None:
+        raise ValueError(f"connection event {event.name} in state {state.name}")
+    return after
 
 
 def next_reply_state(state: ReplyState, event: ReplyEvent) -> ReplyState | None:
     """The next state, None when the table has no such transition (the event is refused)."""
-    return REPLY_TRANSITIONS.get((state, event))
+    return REPLY_NEXT[state][event]
