@@ -632,25 +632,15 @@ async def _listen(
 
 
 def _credential_loader(store: Store) -> CredentialLoader:
-    loader = getattr(store, "load_credentials", None)
-
     async def load(user: str) -> list[UserCredentialRecord]:
-        if loader is not None:
-            found: list[UserCredentialRecord] = await loader(user)
-            return found
-        return [c for c in (await store.load()).credentials if c.user == user]
+        return await store.load_credentials(user)
 
     return load
 
 
 def _all_credentials(store: Store) -> Callable[[], Awaitable[list[UserCredentialRecord]]]:
-    loader = getattr(store, "load_credentials", None)
-
     async def load() -> list[UserCredentialRecord]:
-        if loader is not None:
-            found: list[UserCredentialRecord] = await loader(None)
-            return found
-        return list((await store.load()).credentials)
+        return await store.load_credentials(None)
 
     return load
 

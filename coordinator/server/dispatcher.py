@@ -15,7 +15,7 @@ from typing import Protocol
 from coordinator.api.amend import amend
 from coordinator.api.amend import reply as reply_now
 from coordinator.api.config_resources import GROUP
-from coordinator.api.limits import PAYLOAD_APIS, RequestLimits
+from coordinator.api.limits import PAYLOAD_APIS
 from coordinator.api.loading import GROUP_APIS, load_in_progress_response
 from coordinator.api.routes import Routes
 from coordinator.api.table import api_routes
@@ -25,6 +25,7 @@ from coordinator.core.context import RequestContext
 from coordinator.core.result import Result
 from coordinator.server.authn import SASL_APIS, SaslServer
 from coordinator.server.byte_budget import ByteBudget
+from coordinator.server.config import Config
 from coordinator.server.connection import (
     COMMITS,
     PIPELINED_API,
@@ -86,7 +87,7 @@ class Dispatcher:
         # Several nodes: topics created through another node are looked up before an answer
         # that would treat them as absent (docs/multinode.md#what-other-nodes-learn).
         self.topic_lookup: TopicLookup | None = None
-        self.limits = RequestLimits()
+        self.limits = Config().request_limits()  # the settings table's defaults; start_server sets them
         self.unsupported_log = UnsupportedRequestLog(time.monotonic)
         self._deferred: list[tuple[Connection, PendingReply, RequestContext, Request]] = []
         # DeleteTopics while a single node's shards still load: it drops the topics' offsets of
