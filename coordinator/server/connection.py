@@ -470,7 +470,11 @@ class Connection(asyncio.Protocol):
             and last.state in JOINABLE  # the ones before it were joinable when it was let in
             and len(unanswered) < pipeline.bound
             and (self.sasl is None or not self.sasl.raw_tokens)
-            and self.dispatcher.pipeline_of(self, frame) == pipeline.name
+            and (
+                frame.startswith(_PIPELINED_API_PREFIX)  # the connection knows its commits itself
+                if pipeline is self.commit_pipeline
+                else self.dispatcher.pipeline_of(self, frame) == pipeline.name
+            )
         )
 
     def start(self, api_key: int, api_version: int, correlation_id: int) -> PendingReply:
