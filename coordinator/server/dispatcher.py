@@ -16,7 +16,7 @@ from coordinator.api.amend import amend
 from coordinator.api.amend import reply as reply_now
 from coordinator.api.config_resources import GROUP
 from coordinator.api.limits import PAYLOAD_APIS
-from coordinator.api.loading import GROUP_APIS, load_in_progress_response
+from coordinator.api.loading import load_in_progress_response
 from coordinator.api.routes import Routes
 from coordinator.api.table import api_routes
 from coordinator.api.validation import screen_request
@@ -169,7 +169,7 @@ class Dispatcher:
                 attribute, items = screening.extra
                 amend(ctx, lambda response: getattr(response, attribute).extend(items))
         if self.loading:
-            if request.api_key in GROUP_APIS:
+            if request.api_key in self.routes.group_apis:
                 response = load_in_progress_response(request.api_key, request.api_version, request.body)
                 reply.send(response)
                 return
