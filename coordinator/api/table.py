@@ -6,8 +6,10 @@ Fetch (it waits on a timer), DeleteTopics (it also removes the topics' offsets) 
 
 from __future__ import annotations
 
+from typing import Any
+
 from coordinator.api.authz import install_security_disabled
-from coordinator.api.config_resources import ConfigResources
+from coordinator.api.config_resources import GROUP, ConfigResources
 from coordinator.api.expected_identity import expected_identity_check
 from coordinator.api.routes import Routes
 from coordinator.api.shard_gate import install_shard_gate
@@ -39,6 +41,18 @@ from protocol.messages.produce import ProduceRequest
 from protocol.messages.sync_group import SyncGroupRequest
 
 
+def _one_group(req: Any) -> list[str]:
+    return [req.group_id]
+
+
+def _offset_fetch_groups(req: OffsetFetchRequest) -> list[str]:
+    return [group.group_id for group in req.groups] if req.groups else [req.group_id]
+
+
+def _group_resources(req: DescribeConfigsRequest | IncrementalAlterConfigsRequest) -> list[str]:
+    return [r.resource_name for r in req.resources if r.resource_type == GROUP]
+
+
 def api_routes(cluster: Cluster, coordinator: GroupCoordinator) -> Routes:
     """The cluster view's and the group core's routes, the unknown-topic filter in front of the
     offset writes, and the ACL APIs answering SECURITY_DISABLED until an authorizer is installed."""
@@ -57,24 +71,47 @@ def api_routes(cluster: Cluster, coordinator: GroupCoordinator) -> Routes:
     routes.add(ApiKey.LIST_OFFSETS, ListOffsetsRequest, cluster.list_offsets)
     routes.add(ApiKey.PRODUCE, ProduceRequest, cluster.produce)
 
-    routes.add(ApiKey.JOIN_GROUP, JoinGroupRequest, coordinator.join_group)
-    routes.add(ApiKey.SYNC_GROUP, SyncGroupRequest, coordinator.sync_group)
-    routes.add(ApiKey.HEARTBEAT, HeartbeatRequest, coordinator.heartbeat)
-    routes.add(ApiKey.LEAVE_GROUP, LeaveGroupRequest, coordinator.leave_group)
-    routes.add(ApiKey.OFFSET_COMMIT, OffsetCommitRequest, coordinator.commit_offsets)
-    routes.add(ApiKey.OFFSET_FETCH, OffsetFetchRequest, coordinator.fetch_offsets)
-    routes.add(ApiKey.LIST_GROUPS, ListGroupsRequest, coordinator.list_groups)
-    routes.add(ApiKey.DESCRIBE_GROUPS, DescribeGroupsRequest, coordinator.handle)
-    routes.add(ApiKey.DELETE_GROUPS, DeleteGroupsRequest, coordinator.delete_groups)
-    routes.add(ApiKey.OFFSET_DELETE, OffsetDeleteRequest, coordinator.delete_offsets)
+    # The group APIs: each names the groups it is about (the shard gate and the loading answers
+    # read these; docs/architecture.md).
+    routes.add(ApiKey.JOIN_GROUP, JoinGroupRequest, coordinator.join_group, groups=_one_group)
+    routes.add(ApiKey.SYNC_GROUP, SyncGroupRequest, coordinator.sync_group, groups=_one_group)
+    routes.add(ApiKey.HEARTBEAT, HeartbeatRequest, coordinator.heartbeat, groups=_one_group)
+    routes.add(ApiKey.LEAVE_GROUP, LeaveGroupRequest, coordinator.leave_group, groups=_one_group)
+    routes.add(ApiKey.OFFSET_COMMIT, OffsetCommitRequest, coordinator.commit_offsets, groups=_one_group)
+    routes.add(
+        ApiKey.OFFSET_FETCH, OffsetFetchRequest, coordinator.fetch_offsets, groups=_offset_fetch_groups
+    )
+    routes.add(ApiKey.LIST_GROUPS, ListGroupsRequest, coordinator.list_groups, groups=lambda _r: [])
+    routes.add(
+        ApiKey.DESCRIBE_GROUPS, DescribeGroupsRequest, coordinator.handle, groups=lambda r: list(r.groups)
+    )
+    routes.add(
+        ApiKey.DELETE_GROUPS,
+        DeleteGroupsRequest,
+        coordinator.delete_groups,
+        groups=lambda r: list(r.groups_names),
+    )
+    routes.add(ApiKey.OFFSET_DELETE, OffsetDeleteRequest, coordinator.delete_offsets, groups=_one_group)
     # The APIs one kind of group serves on its own (GroupKind.request_handlers).
-    routes.add(ApiKey.CONSUMER_GROUP_HEARTBEAT, ConsumerGroupHeartbeatRequest, coordinator.handle)
-    routes.add(ApiKey.CONSUMER_GROUP_DESCRIBE, ConsumerGroupDescribeRequest, coordinator.handle)
+    routes.add(
+        ApiKey.CONSUMER_GROUP_HEARTBEAT, ConsumerGroupHeartbeatRequest, coordinator.handle, groups=_one_group
+    )
+    routes.add(
+        ApiKey.CONSUMER_GROUP_DESCRIBE,
+        ConsumerGroupDescribeRequest,
+        coordinator.handle,
+        groups=lambda r: list(r.group_ids),
+    )
     configs = ConfigResources(
         coordinator.config, coordinator.group_configs, lambda: cluster.node.node_id, cluster.topics.get
     )
-    routes.add(ApiKey.DESCRIBE_CONFIGS, DescribeConfigsRequest, configs.describe)
-    routes.add(ApiKey.INCREMENTAL_ALTER_CONFIGS, IncrementalAlterConfigsRequest, configs.incremental_alter)
+    routes.add(ApiKey.DESCRIBE_CONFIGS, DescribeConfigsRequest, configs.describe, groups=_group_resources)
+    routes.add(
+        ApiKey.INCREMENTAL_ALTER_CONFIGS,
+        IncrementalAlterConfigsRequest,
+        configs.incremental_alter,
+        groups=_group_resources,
+    )
 
     known = KnownTopics(cluster)
     routes.wrap(ApiKey.OFFSET_COMMIT, OffsetCommitRequest, known.commit_offsets)

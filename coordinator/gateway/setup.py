@@ -89,7 +89,7 @@ async def start_gateway(
     )
     cluster.use_catalog(upstream.catalog)
     coordinator.attach_catalog(upstream.catalog)
-    forwarder = Forwarder(upstream, brokers, lambda: cluster.node)
+    forwarder = Forwarder(upstream, brokers, lambda: cluster.node, dispatcher.budget)
     forwarder.sasl = dispatcher.sasl
     forwarder.authorization_required = config.authorizer_enabled
     dispatcher.gateway = forwarder

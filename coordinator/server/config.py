@@ -170,6 +170,19 @@ class Config(BrokerGroupSettings):
     queued_max_requests: int = setting(
         500, "requests queued per connection (Kafka: per broker)", at_least(1), kafka=True
     )
+    # Back-pressure (docs/gateway.md#back-pressure).
+    buffer_memory_bytes: int = setting(
+        128 * 1024 * 1024,
+        "request and response bytes buffered by all connections together (a frame larger than "
+        "this is taken alone); past it, connections are not read until bytes are written (ours)",
+        at_least(1024 * 1024),
+    )
+    connection_unsent_max_bytes: int = setting(
+        1024 * 1024,
+        "response bytes waiting for a client that does not read; past it, that connection takes no "
+        "further requests and the gateway stops reading its upstream connection (ours)",
+        at_least(64 * 1024),
+    )
     pipelined_commits_per_connection: int = setting(
         16,
         "consecutive OffsetCommits of one connection handled at once, sharing a storage batch "

@@ -15,8 +15,8 @@ from typing import Protocol
 from coordinator.api.amend import amend
 from coordinator.api.amend import reply as reply_now
 from coordinator.api.config_resources import GROUP
-from coordinator.api.limits import PAYLOAD_APIS, RequestLimits
-from coordinator.api.loading import GROUP_APIS, load_in_progress_response
+from coordinator.api.limits import PAYLOAD_APIS
+from coordinator.api.loading import load_in_progress_response
 from coordinator.api.routes import Routes
 from coordinator.api.table import api_routes
 from coordinator.api.validation import screen_request
@@ -24,7 +24,15 @@ from coordinator.core.cluster import Cluster
 from coordinator.core.context import RequestContext
 from coordinator.core.result import Result
 from coordinator.server.authn import SASL_APIS, SaslServer
-from coordinator.server.connection import PIPELINED_API, Connection, PendingReply
+from coordinator.server.byte_budget import ByteBudget
+from coordinator.server.config import Config
+from coordinator.server.connection import (
+    COMMITS,
+    PIPELINED_API,
+    Connection,
+    PendingReply,
+    is_pipelined_commit,
+)
 from coordinator.server.metrics import Metrics
 from coordinator.server.runtime import Runtime
 from coordinator.server.topic_lookup import TopicLookup
@@ -51,6 +59,8 @@ class ForwardingHook(Protocol):
 
     def forward(self, connection: Connection, frame: bytes) -> bool: ...
 
+    def pipeline_of(self, connection: Connection, frame: bytes) -> str | None: ...
+
     def connection_closed(self, connection: Connection) -> None: ...
 
 
@@ -72,11 +82,12 @@ class Dispatcher:
         self.connections: set[Connection] = set()
         self.sasl: SaslServer | None = None  # set when a listener uses SASL
         self.gateway: ForwardingHook | None = None  # set in gateway mode
+        self.budget = ByteBudget()  # buffered bytes of every connection (docs/gateway.md#back-pressure)
         self.loading = True
         # Several nodes: topics created through another node are looked up before an answer
         # that would treat them as absent (docs/multinode.md#what-other-nodes-learn).
         self.topic_lookup: TopicLookup | None = None
-        self.limits = RequestLimits()
+        self.limits = Config().request_limits()  # the settings table's defaults; start_server sets them
         self.unsupported_log = UnsupportedRequestLog(time.monotonic)
         self._deferred: list[tuple[Connection, PendingReply, RequestContext, Request]] = []
         # DeleteTopics while a single node's shards still load: it drops the topics' offsets of
@@ -105,6 +116,11 @@ class Dispatcher:
             self.gateway.connection_closed(connection)
         if self.metrics is not None:
             self.metrics.connections.set(len(self.connections))
+
+    def pipeline_of(self, connection: Connection, frame: bytes) -> str | None:
+        if is_pipelined_commit(frame):
+            return COMMITS
+        return self.gateway.pipeline_of(connection, frame) if self.gateway is not None else None
 
     def dispatch(self, connection: Connection, frame: bytes) -> None:
         session = connection.sasl
@@ -153,7 +169,7 @@ class Dispatcher:
                 attribute, items = screening.extra
                 amend(ctx, lambda response: getattr(response, attribute).extend(items))
         if self.loading:
-            if request.api_key in GROUP_APIS:
+            if request.api_key in self.routes.group_apis:
                 response = load_in_progress_response(request.api_key, request.api_version, request.body)
                 reply.send(response)
                 return
@@ -241,7 +257,7 @@ class Dispatcher:
         if request.api_key == PIPELINED_API:
             # The core has validated it: the connection's next OffsetCommit may follow it in
             # (docs/performance.md#pipelined-offsetcommits).
-            reply.joinable = True
+            reply.handled(connection.commit_pipeline)
         if request.api_key == ApiKey.PRODUCE and not result.replies and not result.records:
             reply.finish_without_response()  # acks=0
             return
@@ -260,7 +276,7 @@ class Dispatcher:
             _api_name(request.api_key), request.api_version, request.client_id, request.correlation_id,
             connection.peer, exc_info=exc,
         )  # fmt: skip
-        if reply.sent:
+        if reply.answered:
             return  # the handler answered before it failed
         body = request.body
         if isinstance(body, ProduceRequest) and body.acks == 0:
