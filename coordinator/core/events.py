@@ -290,9 +290,9 @@ class GroupEvents:
                 "member": member_id,
                 "client": client if isinstance(client, str) else None,
             }
-            log.log(
-                level, "group %s: %s", group_id, message, extra={"group_event": event.to_json(), **fields}
-            )
+            # The event itself: the JSON log format turns it into fields, the text one never
+            # reads it (docs/performance.md#group-events-cost).
+            log.log(level, "group %s: %s", group_id, message, extra={"group_event": event, **fields})
         return event
 
     def take_cause(self, group_id: str) -> tuple[str, str, str | None]:

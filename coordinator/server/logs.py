@@ -27,7 +27,7 @@ class JsonFormatter(logging.Formatter):
                 entry[name] = value
         event = getattr(record, "group_event", None)
         if event is not None:  # group events (coordinator.core.events) carry their fields
-            entry["event"] = event
+            entry["event"] = event.to_json() if hasattr(event, "to_json") else event
         if record.exc_info:
             entry["exception"] = self.formatException(record.exc_info)
         return json.dumps(entry)
