@@ -288,14 +288,15 @@ class GroupEvents:
         level = logging.WARNING if kind in _FAILURES else logging.INFO
         if log.isEnabledFor(level):
             client = details.get("client_id")
-            fields = {
+            # The event itself: the JSON log format turns it into fields, the text one never
+            # reads it (docs/performance.md#group-events-cost).
+            extra = {
+                "group_event": event,
                 "group": group_id,
                 "member": member_id,
                 "client": client if isinstance(client, str) else None,
             }
-            # The event itself: the JSON log format turns it into fields, the text one never
-            # reads it (docs/performance.md#group-events-cost).
-            log.log(level, "group %s: %s", group_id, message, extra={"group_event": event, **fields})
+            log.log(level, "group %s: %s", group_id, message, extra=extra)
         return event
 
     def take_cause(self, group_id: str) -> tuple[str, str, str | None]:

@@ -47,7 +47,9 @@ class TextFormatter(logging.Formatter):
 
     def formatMessage(self, record: logging.LogRecord) -> str:
         message = super().formatMessage(record)
-        return message if getattr(record, VERBATIM, False) else message.translate(_ESCAPES)
+        if message.isprintable() or getattr(record, VERBATIM, False):
+            return message  # no control character (the common case: no translate pass)
+        return message.translate(_ESCAPES)
 
 
 # Every C0 control character but tab, and DEL, as a visible escape.
