@@ -4,7 +4,7 @@
 
 Each ``--before`` is a git revision of this repository (default ``7942ec6``, the main of
 2026-11-22), exported into a temporary directory, or a directory holding the server's sources;
-the last arm is this checkout. Every arm runs the same workloads through the Go load generator
+the last arm is ``--after`` (the same) or, by default, this checkout as it is. Every arm runs the same workloads through the Go load generator
 (bench/loadgen), server pinned to CPU 0 and generator to CPU 1, on SQLite (``synchronous=FULL``,
 the default), a fresh server per phase; the arms are interleaved phase by phase and repeat by
 repeat, so that machine noise (other tenants) hits them alike:
@@ -121,6 +121,9 @@ def main() -> int:
         action="append",
         help="git revision or source directory of an earlier arm (repeatable; default 7942ec6)",
     )
+    parser.add_argument(
+        "--after", help="git revision or source directory of the last arm (default: this checkout as it is)"
+    )
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--workloads", default=",".join(WORKLOADS), help="comma-separated subset")
     parser.add_argument("--groups", type=int, default=20_000)
@@ -141,7 +144,12 @@ def main() -> int:
             into = tmp / f"arm{i}"
             into.mkdir()
             arms.append(Arm(describe(ref), export(ref, into), []))
-        arms.append(Arm("this checkout", ROOT, []))
+        if args.after is None:
+            arms.append(Arm("this checkout", ROOT, []))  # read live: do not edit it during a run
+        else:
+            into = tmp / "after"
+            into.mkdir()
+            arms.append(Arm(describe(args.after), export(args.after, into), []))
         for rep in range(args.repeats):
             for arm_index, arm in enumerate(arms):
                 figures: dict[str, float] = {}
