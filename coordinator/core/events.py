@@ -173,7 +173,12 @@ class GroupEvents:
         self._pending_cause: dict[str, tuple[str, str, str | None]] = {}  # group -> (cause, message, member)
         self._phases: dict[str, _Phase] = {}
         self._bumped_ms: dict[str, tuple[int, int]] = {}  # consumer group -> (epoch, monotonic ms)
-        self._owners: dict[str, dict[tuple[str, int], str]] = {}  # last stable classic assignment
+        # Last stable classic assignment per group, as (member id, assignment bytes) pairs: the
+        # bytes the members hold anyway, decoded again only when the next generation is stable
+        # (a decoded copy cost ~400 B per idle group, docs/performance.md#group-events-cost).
+        self._assignments: dict[str, tuple[tuple[str, bytes], ...]] = {}
+        # Owners of a KIP-848 group's last target assignment, (topic, partition) -> member id.
+        self._owners: dict[str, dict[tuple[str, int], str]] = {}
         self._rebalances: dict[str, int] = {}
         self._session_expiries: dict[str, int] = {}
         self._waiting: dict[str, tuple[int, set[str]]] = {}  # consumer group -> (epoch, members behind)
@@ -287,14 +292,15 @@ class GroupEvents:
         level = logging.WARNING if kind in _FAILURES else logging.INFO
         if log.isEnabledFor(level):
             client = details.get("client_id")
-            fields = {
+            # The event itself: the JSON log format turns it into fields, the text one never
+            # reads it (docs/performance.md#group-events-cost).
+            extra = {
+                "group_event": event,
                 "group": group_id,
                 "member": member_id,
                 "client": client if isinstance(client, str) else None,
             }
-            log.log(
-                level, "group %s: %s", group_id, message, extra={"group_event": event.to_json(), **fields}
-            )
+            log.log(level, "group %s: %s", group_id, message, extra=extra)
         return event
 
     def take_cause(self, group_id: str) -> tuple[str, str, str | None]:
@@ -371,10 +377,10 @@ class GroupEvents:
             **details,
         )
 
-    def group_stable(
-        self, group_id: str, generation: int, owners: Mapping[tuple[str, int], str] | None
-    ) -> None:
-        """A classic generation is stable; ``owners`` is its decoded assignment, if it decodes."""
+    def group_stable(self, group_id: str, generation: int, assignments: Mapping[str, bytes] | None) -> None:
+        """A classic generation is stable; ``assignments`` (member id -> bytes) is its
+        assignment if the group uses the consumer protocol."""
+        owners = None if assignments is None else classic_owners(assignments)
         now = self.clock.now_ms
         phase = self._phases.pop(group_id, None)
         details: dict[str, Detail] = {}
@@ -383,9 +389,11 @@ class GroupEvents:
             details["sync_phase_ms"] = now - phase.phase_started_ms
             details["rebalance_ms"] = now - phase.started_ms
         moved_text = ""
-        if owners is not None:
-            moved, first = owner_changes(self._owners.get(group_id, {}), owners)
-            self._owners[group_id] = dict(owners)
+        if owners is not None and assignments is not None:
+            before = self._assignments.get(group_id)
+            previous = (classic_owners(dict(before)) or {}) if before else {}
+            moved, first = owner_changes(previous, owners)
+            self._assignments[group_id] = tuple(assignments.items())
             self.stats.partitions_moved.append(moved + first)
             details["partitions_moved"] = moved
             details["partitions_assigned_first_time"] = first
@@ -411,6 +419,7 @@ class GroupEvents:
     def group_removed(self, group_id: str, protocol: str, generation: int, why: str) -> None:
         self._phases.pop(group_id, None)
         self._bumped_ms.pop(group_id, None)
+        self._assignments.pop(group_id, None)
         self._owners.pop(group_id, None)
         self._waiting.pop(group_id, None)
         self._rebalances.pop(group_id, None)

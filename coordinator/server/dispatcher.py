@@ -179,11 +179,15 @@ class Dispatcher:
         if request.api_key == ApiKey.DELETE_TOPICS and self.cluster.shard_map.loading:
             self._after_groups.append((connection, reply, ctx, request))
             return
-        awaited = self._group_config_shards_loading(request)
-        if awaited:
-            self._after_shards.append((awaited, connection, reply, ctx, request))
-            return
-        self._handle_or_look_up(connection, reply, ctx, request)
+        if request.api_key in _GROUP_CONFIG_APIS:
+            awaited = self._group_config_shards_loading(request)
+            if awaited:
+                self._after_shards.append((awaited, connection, reply, ctx, request))
+                return
+        if self.topic_lookup is None:  # a single node: every topic is known here
+            self._handle(connection, reply, ctx, request)
+        else:
+            self._handle_or_look_up(connection, reply, ctx, request)
 
     def _handle_or_look_up(
         self, connection: Connection, reply: PendingReply, ctx: RequestContext, request: Request

@@ -168,6 +168,18 @@ def test_stable_records_phase_durations_and_partitions_moved(h0: Harness) -> Non
     assert stats.slowest_rejoin["g"] == (a, 1_500)
 
 
+def test_the_last_stable_assignment_is_kept_as_the_members_own_bytes(h0: Harness) -> None:
+    """No decoded copy per idle group (docs/performance.md#group-events-cost): what the events
+    keep for the next "partitions moved" is the bytes object the member holds."""
+    a_join = h0.join("g", version=3)
+    h0.advance(1)
+    a = a_join.wire.member_id
+    h0.sync("g", a, 1, assignments={a: assignment({"t": [0, 1, 2]})})
+    kept = dict(h0.coordinator.events._assignments["g"])
+    member = h0.group("g").members[a]
+    assert kept[a] is member.assignment
+
+
 def test_deleted_group_records_its_removal(h0: Harness) -> None:
     (a,), _ = h0.stable_group("g", 1)
     h0.leave("g", a)

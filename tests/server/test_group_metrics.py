@@ -31,7 +31,7 @@ def test_phase_histograms_count_each_observation_once() -> None:
     clock.set(700, 700)
     events.generation_formed("g", 1, 1, "range", "m")
     clock.set(800, 800)
-    events.group_stable("g", 1, {("t", 0): "m"})
+    events.group_stable("g", 1, {"m": b""})
     first = scrape(collector)
     assert first['coordinator_group_preparing_rebalance_seconds_bucket{le="0.5"}'] == 0
     assert first['coordinator_group_preparing_rebalance_seconds_bucket{le="1"}'] == 1
