@@ -1,0 +1,47 @@
+"""Kafka 4.4 beside us: the session broker is Kafka's own coordinator, and our gateway in front of
+that same broker is ours. Topics (and their records) are the broker's, so both coordinators see the
+same partitions and end offsets; the groups are each coordinator's own, so a scenario uses the same
+group names on both sides and the outputs compare line for line."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pytest
+
+from tests.gateway.conftest import running_gateway
+from tests.support.kafka_broker import KafkaCluster
+from tests.support.server import ServerProcess
+
+_names = itertools.count()
+
+
+@dataclass(frozen=True)
+class Sides:
+    """The two bootstraps a scenario runs against."""
+
+    kafka: str
+    ours: str
+
+    def items(self) -> list[tuple[str, str]]:
+        return [("kafka", self.kafka), ("ours", self.ours)]
+
+
+@pytest.fixture(scope="session")
+def gateway_on_kafka(kafka_broker: KafkaCluster) -> Iterator[ServerProcess]:
+    """Our coordinator as a gateway in front of the session Kafka broker."""
+    with running_gateway(kafka_broker.bootstrap) as gateway:
+        yield gateway
+
+
+@pytest.fixture
+def sides(kafka_broker: KafkaCluster, gateway_on_kafka: ServerProcess) -> Sides:
+    return Sides(kafka=kafka_broker.bootstrap, ours=gateway_on_kafka.bootstrap)
+
+
+@pytest.fixture
+def unique() -> str:
+    """A name prefix no other test of the session uses (groups and topics live for the session)."""
+    return f"t{next(_names)}"
