@@ -11,9 +11,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from tests.gateway.conftest import running_gateway
 from tests.support.kafka_broker import KafkaCluster
-from tests.support.server import ServerProcess
+from tests.support.server import ServerProcess, start_server
 
 _names = itertools.count()
 
@@ -29,11 +28,32 @@ class Sides:
         return [("kafka", self.kafka), ("ours", self.ours)]
 
 
+# Our group settings where the session broker's differ from the defaults (tests/support/kafka_broker.py):
+# the same heartbeat interval and bounds, so that described configs and timings compare.
+KAFKA_ALIGNED_SETTINGS = {
+    "group-consumer-heartbeat-interval-ms": "500",
+    "group-consumer-min-heartbeat-interval-ms": "500",
+    "group-consumer-min-session-timeout-ms": "1000",
+    "group-min-session-timeout-ms": "1000",
+    "group-initial-rebalance-delay-ms": "0",
+}
+
+
 @pytest.fixture(scope="session")
 def gateway_on_kafka(kafka_broker: KafkaCluster) -> Iterator[ServerProcess]:
     """Our coordinator as a gateway in front of the session Kafka broker."""
-    with running_gateway(kafka_broker.bootstrap) as gateway:
+    gateway = start_server(
+        "memory://",
+        {
+            "upstream-bootstrap-servers": kafka_broker.bootstrap,
+            "upstream-metadata-refresh-ms": "500",
+            **KAFKA_ALIGNED_SETTINGS,
+        },
+    )
+    try:
         yield gateway
+    finally:
+        gateway.stop()
 
 
 @pytest.fixture

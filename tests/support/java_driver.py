@@ -94,7 +94,13 @@ class JavaDriver:
         )
 
     def consume(self, bootstrap: str, group: str, **scenario: Any) -> dict[str, Any]:
+        """Runs the consumers until the group is stable, commits, reports; with ``hold=name`` they
+        keep running (heartbeating, polling) until ``release(name)``."""
         return self.call("consume", timeout=240, bootstrap=bootstrap, group=group, **scenario)
+
+    def release(self, hold: str) -> None:
+        """Stops the consumers a ``consume(..., hold=name)`` left running."""
+        self.call("release", hold=hold)
 
     def close(self) -> None:
         process = self.process

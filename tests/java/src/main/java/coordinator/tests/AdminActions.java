@@ -64,7 +64,9 @@ final class AdminActions {
                         e -> offsets.put(partition(e.getKey()), new OffsetAndMetadata(e.getValue().asLong())));
                 var result = admin.alterConsumerGroupOffsets(group, offsets);
                 ObjectNode out = Driver.JSON.createObjectNode();
-                for (TopicPartition tp : new TreeSet<>(offsets.keySet()).stream().toList()) {
+                List<TopicPartition> sorted = new ArrayList<>(offsets.keySet());
+                sorted.sort(Comparator.comparing(TopicPartition::toString));
+                for (TopicPartition tp : sorted) {
                     out.put(tp.toString(), outcome(result.partitionResult(tp)));
                 }
                 return out;

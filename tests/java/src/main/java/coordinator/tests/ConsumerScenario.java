@@ -34,6 +34,9 @@ import org.apache.kafka.common.serialization.StringDeserializer;
 final class ConsumerScenario {
     private ConsumerScenario() {}
 
+    /** Members left running by a scenario with "hold" (until a "release" with the same name). */
+    private static final Map<String, List<Member>> HELD = new ConcurrentHashMap<>();
+
     /** One consumer on its own thread; other threads talk to it through a command queue. */
     static final class Member implements Runnable {
         final JsonNode spec;
@@ -126,6 +129,8 @@ final class ConsumerScenario {
         }
         ObjectNode answer = Driver.JSON.createObjectNode();
         ArrayNode rounds = answer.putArray("rounds");
+        String hold = request.path("hold").asText("");
+        boolean held = false;
         try {
             members.forEach(m -> m.thread.start());
             rounds.add(round(members, partitions, expected, seen, timeoutMs, stableMs));
@@ -139,16 +144,36 @@ final class ConsumerScenario {
                 again.thread.start();
                 rounds.add(round(members, partitions, expected, seen, timeoutMs, stableMs));
             }
-        } finally {
-            for (Member member : members) {
-                member.stop = true;
+            if (!hold.isEmpty()) {
+                HELD.put(hold, members);
+                held = true;
             }
-            for (Member member : members) {
-                member.thread.join(60_000);
+        } finally {
+            if (!held) {
+                stop(members);
             }
         }
         answer.put("records", seen.size());
         return answer;
+    }
+
+    /** Stops (and closes) the members a scenario held. */
+    static ObjectNode release(JsonNode request) throws InterruptedException {
+        List<Member> members = HELD.remove(request.path("hold").asText());
+        if (members == null) {
+            throw new IllegalArgumentException("nothing held as " + request.path("hold").asText());
+        }
+        stop(members);
+        return Driver.JSON.createObjectNode();
+    }
+
+    private static void stop(List<Member> members) throws InterruptedException {
+        for (Member member : members) {
+            member.stop = true;
+        }
+        for (Member member : members) {
+            member.thread.join(60_000);
+        }
     }
 
     private static Properties config(JsonNode request, JsonNode spec) {

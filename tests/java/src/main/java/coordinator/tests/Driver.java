@@ -72,6 +72,8 @@ public final class Driver {
                 return ToolRunner.run(request);
             case "consume":
                 return ConsumerScenario.run(request);
+            case "release":
+                return ConsumerScenario.release(request);
             case "admin":
                 return AdminActions.run(request);
             case "produce":
