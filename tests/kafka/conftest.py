@@ -67,6 +67,25 @@ def sides(kafka_broker: KafkaCluster, gateway_on_kafka: ServerProcess) -> Sides:
     return Sides(kafka=kafka_broker.bootstrap, ours=gateway_on_kafka.bootstrap)
 
 
+@pytest.fixture(scope="session")
+def standalone_beside_kafka(kafka_broker: KafkaCluster) -> Iterator[ServerProcess]:
+    """Our coordinator standalone (memory storage, no upstream): no records, its own topics."""
+    server = start_server("memory://", KAFKA_ALIGNED_SETTINGS)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(params=["gateway", "standalone"])
+def any_sides(request: pytest.FixtureRequest, kafka_broker: KafkaCluster) -> Sides:
+    """Kafka beside our gateway, or beside our standalone server: for scenarios that need no
+    records (a standalone coordinator stores none)."""
+    fixture = "gateway_on_kafka" if request.param == "gateway" else "standalone_beside_kafka"
+    ours: ServerProcess = request.getfixturevalue(fixture)
+    return Sides(kafka=kafka_broker.bootstrap, ours=ours.bootstrap)
+
+
 @pytest.fixture
 def unique() -> str:
     """A name prefix no other test of the session uses (groups and topics live for the session)."""

@@ -57,9 +57,11 @@ def _normalized(action: str, answer: Any, prefix: str) -> Any:
     return answer
 
 
-def test_admin_answers_the_same(sides: Sides, java_driver: JavaDriver, unique: str) -> None:
+def test_admin_answers_the_same(any_sides: Sides, java_driver: JavaDriver, unique: str) -> None:
+    sides = any_sides
     topic = f"{unique}-admin"
     java_driver.produce(sides.kafka, topic, 2, 10)
+    java_driver.produce(sides.ours, topic, 2, 0)  # standalone: the topic in our catalog; a gateway: there
     script = _script(topic, f"{unique}-group", f"{unique}-missing")
     answers: dict[str, list[Any]] = {}
     for side, bootstrap in sides.items():

@@ -164,10 +164,12 @@ def test_kafka_consumer_groups_prints_the_same(
         assert (command, ours) == (command, kafka)
 
 
-def test_kafka_configs_prints_the_same(sides: Sides, java_driver: JavaDriver, unique: str) -> None:
+def test_kafka_configs_prints_the_same(any_sides: Sides, java_driver: JavaDriver, unique: str) -> None:
+    sides = any_sides
     group = f"{unique}-configs"
     topic = f"{unique}-configs"
     java_driver.produce(sides.kafka, topic, 1, 1)
+    java_driver.produce(sides.ours, topic, 1, 0)  # standalone: the topic in our catalog
     commands = _config_commands(group)
     outputs: dict[str, list[tuple[int, list[str], str]]] = {}
     for side, bootstrap in sides.items():
