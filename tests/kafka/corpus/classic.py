@@ -121,12 +121,12 @@ def _heartbeat(
 
 
 def _commit(
-    names: Names, ctx: Context, who: str | None, topic: str, generation_delta: int = 0
+    names: Names, ctx: Context, who: str, topic: str, generation_delta: int = 0
 ) -> OffsetCommitRequest:
     return OffsetCommitRequest(
         group_id=names.group,
-        generation_id_or_member_epoch=ctx["generation"] + generation_delta if who else -1,
-        member_id=ctx[who] if who else "",
+        generation_id_or_member_epoch=ctx["generation"] + generation_delta,
+        member_id=ctx[who],
         topics=[
             OffsetCommitRequestTopic(
                 name=topic,
