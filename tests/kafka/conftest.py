@@ -90,3 +90,8 @@ def any_sides(request: pytest.FixtureRequest, kafka_broker: KafkaCluster) -> Sid
 def unique() -> str:
     """A name prefix no other test of the session uses (groups and topics live for the session)."""
     return f"t{next(_names)}"
+
+
+# The group configs' values when nothing overrides them, on both sides (Kafka's default session
+# timeout; the test broker's and our heartbeat interval).
+GROUP_CONFIG_DEFAULTS = {"consumer.session.timeout.ms": "45000", "consumer.heartbeat.interval.ms": "500"}

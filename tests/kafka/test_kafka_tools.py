@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.kafka.conftest import Sides
+from tests.kafka.conftest import GROUP_CONFIG_DEFAULTS, Sides
 from tests.support.java_driver import CONFIG_COMMAND, CONSUMER_GROUP_COMMAND, JavaDriver
 
 pytestmark = pytest.mark.kafka
@@ -115,6 +115,14 @@ def _config_commands(group: str) -> list[list[str]]:
     ]
 
 
+def _altered_to(command: list[str]) -> dict[str, str]:
+    """The group configs a successful ``kafka-configs --alter`` leaves."""
+    option, value = command[-2:]
+    if option == "--delete-config":
+        return {name: GROUP_CONFIG_DEFAULTS[name] for name in value.split(",")}
+    return dict(pair.split("=", 1) for pair in value.split(","))
+
+
 def _first_line_of_error(stderr: str) -> str:
     """A failing tool prints its exception (a Java stack trace) on stderr: its first line says it."""
     return stderr.splitlines()[0] if stderr.strip() else ""
@@ -179,6 +187,8 @@ def test_kafka_configs_prints_the_same(any_sides: Sides, java_driver: JavaDriver
         outputs[side] = []
         for command in commands:
             run = java_driver.tool(CONFIG_COMMAND, "--bootstrap-server", bootstrap, *command)
+            if "--alter" in command and run.status == 0:
+                java_driver.wait_for_group_configs(bootstrap, group, _altered_to(command))
             lines = [
                 line
                 for line in normalized(run.stdout, bootstrap, unique)

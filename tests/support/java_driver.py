@@ -98,6 +98,22 @@ class JavaDriver:
         keep running (heartbeating, polling) until ``release(name)``."""
         return self.call("consume", timeout=240, bootstrap=bootstrap, group=group, **scenario)
 
+    def wait_for_group_configs(
+        self, bootstrap: str, group: str, values: dict[str, str], timeout: float = 20
+    ) -> None:
+        """Until Admin describes the group's configs with these values: Kafka applies a config
+        change through its metadata log, so a broker may describe the old value for a moment
+        after acknowledging the change."""
+        deadline = time.monotonic() + timeout
+        while True:
+            described = self.admin(bootstrap, "describe_configs", group=group)
+            current = {e["name"]: e["value"] for e in described} if isinstance(described, list) else {}
+            if all(current.get(name) == value for name, value in values.items()):
+                return
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{bootstrap}: group {group} configs {current}, not {values}")
+            time.sleep(0.1)
+
     def release(self, hold: str) -> None:
         """Stops the consumers a ``consume(..., hold=name)`` left running."""
         self.call("release", hold=hold)

@@ -44,7 +44,8 @@ class Step:
     wait: bool = True
     # Keeps values of the answer for later steps (a member id, a generation, an epoch).
     capture: Callable[[Any, Context], None] | None = None
-    # Drops parts of an answer that the scenario does not own (other tests' groups in ListGroups).
+    # Drops parts of an answer that the scenario does not own (other tests' groups in ListGroups),
+    # or keeps just the part it is about (an error code).
     only: Callable[[Any, Names], Any] | None = None
 
 

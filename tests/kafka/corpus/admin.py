@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from protocol.apis import ApiKey
 from protocol.messages.describe_configs import DescribeConfigsRequest, DescribeConfigsResource
 from protocol.messages.find_coordinator import FindCoordinatorRequest
@@ -60,6 +63,21 @@ def _alter(
     )
 
 
+DEFAULT_SESSION_MS = "45000"  # group.consumer.session.timeout.ms, Kafka's default and ours
+
+
+def _session_is(value: str) -> Callable[[Any], bool]:
+    """Kafka applies a config change through its metadata log: a broker may describe the old value
+    for a moment after the change was acknowledged."""
+
+    def done(answer: Any) -> bool:
+        return any(
+            c.name == "consumer.session.timeout.ms" and c.value == value for c in answer.results[0].configs
+        )
+
+    return done
+
+
 def group_configs(
     describe_version: int | None, alter_version: int | None, names: Names
 ) -> list[Step | Await | Until]:
@@ -68,14 +86,14 @@ def group_configs(
     return [
         Step(d, lambda c: _describe(names), describe_version),
         Step(a, lambda c: _alter(names, (session, SET, "50000")), alter_version),
-        Step(d, lambda c: _describe(names), describe_version),
+        Until(Step(d, lambda c: _describe(names), describe_version), _session_is("50000")),
         Step(a, lambda c: _alter(names, (session, SET, "40000"), validate_only=True), alter_version),
         Step(a, lambda c: _alter(names, (session, SET, "-1")), alter_version),
         Step(a, lambda c: _alter(names, (session, SET, "abc")), alter_version),
         Step(a, lambda c: _alter(names, ("no.such.config", SET, "1")), alter_version),
         Step(a, lambda c: _alter(names, ("consumer.heartbeat.interval.ms", SET, "60000")), alter_version),
         Step(a, lambda c: _alter(names, (session, DELETE, None)), alter_version),
-        Step(d, lambda c: _describe(names), describe_version),
+        Until(Step(d, lambda c: _describe(names), describe_version), _session_is(DEFAULT_SESSION_MS)),
     ]
 
 

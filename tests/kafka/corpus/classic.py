@@ -91,7 +91,7 @@ def join_steps(
     return steps
 
 
-def _sync(
+def sync(
     names: Names, who: str, ctx: Context, members: tuple[str, ...] = (), instance: str | None = None
 ) -> SyncGroupRequest:
     share = [list(range(PARTITIONS))[i :: len(members)] for i in range(len(members))]
@@ -179,7 +179,7 @@ def lifecycle(v: int, names: Names) -> list[Step | Await | Until]:
     g, t = names.group, names.topic
     return [
         *join_steps(v, names, "a"),
-        Step(ApiKey.SYNC_GROUP, lambda c: _sync(names, "a", c, ("a",))),
+        Step(ApiKey.SYNC_GROUP, lambda c: sync(names, "a", c, ("a",))),
         Step(ApiKey.HEARTBEAT, lambda c: _heartbeat(names, c, "a")),
         Step(ApiKey.HEARTBEAT, lambda c: _heartbeat(names, c, "a", generation_delta=1)),
         Step(ApiKey.HEARTBEAT, lambda c: _heartbeat(names, c, "nobody")),
@@ -213,7 +213,7 @@ def rebalance(v: int, names: Names) -> list[Step | Await | Until]:
     """A second member joins a stable group: the first hears REBALANCE_IN_PROGRESS and rejoins."""
     return [
         *join_steps(v, names, "a"),
-        Step(ApiKey.SYNC_GROUP, lambda c: _sync(names, "a", c, ("a",))),
+        Step(ApiKey.SYNC_GROUP, lambda c: sync(names, "a", c, ("a",))),
         *join_steps(v, names, "b", wait=False),
         Until(
             Step(ApiKey.DESCRIBE_GROUPS, lambda c: DescribeGroupsRequest(groups=[names.group])),
@@ -223,8 +223,8 @@ def rebalance(v: int, names: Names) -> list[Step | Await | Until]:
         Step(ApiKey.OFFSET_COMMIT, lambda c: _commit(names, c, "a", names.topic)),
         Step(ApiKey.JOIN_GROUP, lambda c: _join(names, "a", c), v, "a", capture=_keep_member("a")),
         Await("b", capture=_keep_member("b")),
-        Step(ApiKey.SYNC_GROUP, lambda c: _sync(names, "b", c), connection="b", wait=False),
-        Step(ApiKey.SYNC_GROUP, lambda c: _sync(names, "a", c, ("a", "b"))),
+        Step(ApiKey.SYNC_GROUP, lambda c: sync(names, "b", c), connection="b", wait=False),
+        Step(ApiKey.SYNC_GROUP, lambda c: sync(names, "a", c, ("a", "b"))),
         Await("b"),
         Step(ApiKey.HEARTBEAT, lambda c: _heartbeat(names, c, "b"), connection="b"),
         Step(ApiKey.DESCRIBE_GROUPS, lambda c: DescribeGroupsRequest(groups=[names.group])),
@@ -244,7 +244,7 @@ def fenced_static_member(v: int, names: Names) -> list[Step | Await | Until]:
     """A static member replaced by a new instance with the same group.instance.id."""
     return [
         *join_steps(v, names, "a", instance="i-1"),
-        Step(ApiKey.SYNC_GROUP, lambda c: _sync(names, "a", c, ("a",), instance="i-1")),
+        Step(ApiKey.SYNC_GROUP, lambda c: sync(names, "a", c, ("a",), instance="i-1")),
         Step(ApiKey.JOIN_GROUP, lambda c: _join(names, "b", c, "i-1"), v, "b", capture=_keep_member("b")),
         Step(ApiKey.HEARTBEAT, lambda c: _heartbeat(names, c, "a", instance="i-1")),
         Step(ApiKey.HEARTBEAT, lambda c: _heartbeat(names, c, "b", instance="i-1"), connection="b"),
