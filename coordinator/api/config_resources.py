@@ -147,6 +147,16 @@ class ConfigResources:
                 entry.synonyms.append(
                     DescribeConfigsSynonym(definition.broker_name, broker_value, broker_source)
                 )
+                if broker_source == STATIC_BROKER_CONFIG:
+                    # As Kafka: the broker-level default follows the static setting that hides it
+                    # (docs/kafka-differences.md#group-configs).
+                    entry.synonyms.append(
+                        DescribeConfigsSynonym(
+                            definition.broker_name,
+                            self._broker_default(definition.broker_setting),
+                            DEFAULT_CONFIG,
+                        )
+                    )
             yield entry
 
     def _check_broker(self, name: str) -> None:
@@ -155,6 +165,9 @@ class ConfigResources:
                 INVALID_REQUEST,
                 f"Unexpected broker id, expected {self.node_id()} or empty string, but received {name}",
             )
+
+    def _broker_default(self, field_name: str) -> str:
+        return str(next(s.default for s in settings_of(self.config) if s.name == field_name))
 
     def _broker_source(self, field_name: str) -> int:
         default = next(s.default for s in settings_of(self.config) if s.name == field_name)

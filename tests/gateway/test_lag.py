@@ -12,16 +12,16 @@ from kafka.structs import OffsetAndMetadata
 
 from tests.admin.support import cli
 from tests.gateway.clients import produce_kafka_python
-from tests.gateway.conftest import running_gateway
+from tests.gateway.conftest import Upstream, running_gateway
 from tests.support.ports import free_port
 
 pytestmark = pytest.mark.integration
 
 
-def test_groups_describe_and_the_lag_metric_show_log_end_minus_committed(tansu_port: int) -> None:
+def test_groups_describe_and_the_lag_metric_show_log_end_minus_committed(upstream: Upstream) -> None:
     metrics_port = free_port()
     extra = {"metrics-port": str(metrics_port), "lag-sample-interval-ms": "200"}
-    with running_gateway(f"127.0.0.1:{tansu_port}", **extra) as gateway:
+    with running_gateway(upstream.bootstrap, **extra) as gateway:
         admin = KafkaAdminClient(bootstrap_servers=gateway.bootstrap)
         try:
             admin.create_topics([NewTopic("lagging", 1, 1)])

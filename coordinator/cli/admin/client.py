@@ -376,7 +376,7 @@ class AdminClient:
                 member_epoch=m.member_epoch,
                 rack_id=m.rack_id,
                 subscribed_topics=sorted(m.subscribed_topic_names),
-                subscribed_topic_regex=m.subscribed_topic_regex,
+                subscribed_topic_regex=m.subscribed_topic_regex or None,  # Kafka sends "" for none
                 target_assignment=_assigned(m.target_assignment),
             )
             for m in g.members
