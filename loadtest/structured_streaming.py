@@ -96,6 +96,41 @@ def start_query(spark: SparkSession, spec: StreamSpec) -> StreamingQuery:
     return writer.start()
 
 
+def start_producer(
+    spark: SparkSession,
+    bootstrap: str,
+    topic: str,
+    rows_per_second: float,
+    tasks: int,
+    checkpoint: Path,
+    producer_options: Mapping[str, str],
+) -> StreamingQuery:
+    """Records at a rate (Spark's rate source, `tasks` partitions) written to `topic` by the Kafka
+    sink: key = the record's number, value = `record-<number>`, timestamp = the producer's clock."""
+    rows = (
+        spark.readStream.format("rate")
+        .option("rowsPerSecond", str(max(1, round(rows_per_second))))
+        .option("numPartitions", str(tasks))
+        .load()
+    )
+    records = rows.select(
+        F.col("value").cast("string").cast("binary").alias("key"),
+        F.concat(F.lit("record-"), F.lpad(F.col("value").cast("string"), 12, "0"))
+        .cast("binary")
+        .alias("value"),
+    )
+    writer = (
+        records.writeStream.format("kafka")
+        .queryName(f"rate-to-{topic}")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("topic", topic)
+        .option("checkpointLocation", str(checkpoint))
+    )
+    for key, value in producer_options.items():
+        writer = writer.option(f"kafka.{key}", value)
+    return writer.start()
+
+
 def end_offsets(progress_source: Mapping[str, Any]) -> dict[tuple[str, int], int]:
     """(topic, partition) -> offset of a source's `endOffset` in a query progress."""
     raw = progress_source.get("endOffset")
@@ -170,6 +205,17 @@ class ProgressCommitter(StreamingQueryListener):
             for tp in offsets.keySet()
             if offsets.get(tp) is not None
         }
+
+    def latest_offsets(self, topic: str, partitions: int) -> dict[tuple[str, int], int]:
+        """The end of each partition of `topic` (ListOffsets, latest)."""
+        jvm = self._jvm
+        spec = jvm.org.apache.kafka.clients.admin.OffsetSpec.latest()
+        request = jvm.java.util.HashMap()
+        for partition in range(partitions):
+            request.put(jvm.org.apache.kafka.common.TopicPartition(topic, partition), spec)
+        answer = self._admin.listOffsets(request).all()
+        offsets = answer.get(_ADMIN_TIMEOUT_S, jvm.java.util.concurrent.TimeUnit.SECONDS)
+        return {(tp.topic(), tp.partition()): offsets.get(tp).offset() for tp in offsets.keySet()}
 
     def close(self) -> None:
         self._admin.close()
