@@ -24,7 +24,7 @@ pytestmark = [
     pytest.mark.skipif(JAVA_MISSING, reason="no java on PATH (Debian: openjdk-17-jre-headless)"),
 ]
 
-from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
+from confluent_kafka import Consumer, ConsumerGroupState, Producer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]  # noqa: E402
 
 from tests.gateway.conftest import running_gateway, running_tansu  # noqa: E402
@@ -148,6 +148,9 @@ def _run_pipeline(spark: object, bootstrap: str, tmp_path: Path, one_per_batch: 
     assert committer.errors == []
     assert committed == expected_end  # the gateway's OffsetFetch: every input record processed
     assert sum(expected_end.values()) == RECORDS
+    # The source's consumers share the group id but are assigned partitions: none ever joined.
+    description = admin.describe_consumer_groups([group])[group].result(30)
+    assert description.state == ConsumerGroupState.EMPTY and not description.members, description
 
 
 def _end_offsets(bootstrap: str, topic: str) -> dict[int, int]:
