@@ -228,3 +228,21 @@ def test_structured_streaming_pipeline_needs_a_produce_rate(tmp_path: Path) -> N
     assert main([*args, "--produce-rate", "10", "--compare", "127.0.0.1:2"]) == EXIT_USAGE
     assert main(["--bootstrap", "127.0.0.1:1", "--spark-kafka-option", "acks=1", "--produce-rate", "1",
                  "--out", str(tmp_path / "p")]) == EXIT_USAGE  # fmt: skip
+
+
+def test_progress_end_offsets_and_strict_failures() -> None:
+    from loadtest.stream_run import failures
+    from loadtest.structured_streaming import end_offsets
+
+    assert end_offsets({"endOffset": '{"in":{"0":12,"1":3}}'}) == {("in", 0): 12, ("in", 1): 3}
+    assert end_offsets({"endOffset": None}) == {}
+    records = {"lost": 0, "mismatched": 0, "unexpected": 0, "duplicated": 4}
+    offsets = {"committed_equals_end": True, "committed": 10, "input_end": 10}
+    clean = {"error": None, "records": records, "offsets": offsets}
+    assert failures(clean) == []  # duplicates are allowed: the Kafka sink is at-least-once
+    lost = {
+        "error": None,
+        "records": {**records, "lost": 2},
+        "offsets": {**offsets, "committed_equals_end": False},
+    }
+    assert failures(lost) == ["2 lost records", "the group committed 10 of 10 offsets"]
