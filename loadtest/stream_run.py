@@ -108,6 +108,9 @@ def _run(spark: SparkSession, run: StreamRun, work_dir: Path) -> dict[str, Any]:
         producing_until = time.monotonic() + run.duration_s - run.drain_s
         while time.monotonic() < producing_until and producer.exception() is None and pipeline.isActive:
             time.sleep(_POLL_S)
+        _say(
+            "stopping the rate query: Spark logs its micro-batch in flight as aborted; what it wrote is counted"
+        )
         producer.stop()
         produced_s = run.duration_s - run.drain_s
         ends = committer.latest_offsets(run.input_topic, run.partitions)
@@ -223,10 +226,8 @@ def account(spark: SparkSession, run: StreamRun) -> dict[str, Any]:
         "mismatched": int(row["mismatched"] or 0),
         "unexpected": unexpected,
         "end_to_end_ms": {
-            "p50": latency[0],
-            "p90": latency[1],
-            "p99": latency[2],
-            "max": row["latency_max"],
+            name: None if value is None else round(float(value), 1)
+            for name, value in zip(("p50", "p90", "p99", "max"), [*latency, row["latency_max"]], strict=True)
         },
     }
 
