@@ -173,6 +173,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="KEY=VALUE",
         help="structured-streaming: a Kafka producer setting for Spark's Kafka sinks, e.g. linger.ms=5 (repeatable)",
     )
+    pipe.add_argument(
+        "--spark-kafka-jars",
+        type=Path,
+        metavar="DIR",
+        help="structured-streaming: the folder holding Spark's Kafka connector and its jars "
+        "(default: loadtest/java/target/lib, where .ci/setup puts them)",
+    )
     pipe.add_argument("--record-bytes", type=int, default=100, help="value size of a record (default 100)")
     pipe.add_argument(
         "--drain",
@@ -298,8 +305,10 @@ def _validate(args: argparse.Namespace) -> list[tuple[str, str]]:
             raise UsageError(
                 "--pipeline structured-streaming runs one target: no --compare, --data-bootstrap or --baseline"
             )
-    elif args.spark_kafka_option:
-        raise UsageError("--spark-kafka-option is for --pipeline structured-streaming")
+    elif args.spark_kafka_option or args.spark_kafka_jars:
+        raise UsageError(
+            "--spark-kafka-option and --spark-kafka-jars are for --pipeline structured-streaming"
+        )
     kafka_options(args.spark_kafka_option)
     if not 0 <= args.static_share <= 1:
         raise UsageError("--static-share must be within 0..1")
@@ -373,10 +382,11 @@ def run(args: argparse.Namespace) -> int:
 def _run_structured_streaming(args: argparse.Namespace, out: Path, tasks: int, local: bool) -> int:
     from loadtest.admin import TargetError, prepare_target
     from loadtest.stream_run import StreamRun, failures, report_line, run_stream
-    from loadtest.structured_streaming import ConnectorMissing, connector_jars
+    from loadtest.structured_streaming import CONNECTOR_LIB, ConnectorMissing, connector_jars
 
+    connector_lib = args.spark_kafka_jars or CONNECTOR_LIB
     try:
-        connector_jars()
+        connector_jars(connector_lib)
     except ConnectorMissing as exc:
         _say(f"error: {exc}")
         return EXIT_USAGE
@@ -403,6 +413,7 @@ def _run_structured_streaming(args: argparse.Namespace, out: Path, tasks: int, l
         duration_s=args.duration,
         drain_s=args.drain,
         producer_options=kafka_options(args.spark_kafka_option),
+        connector_lib=connector_lib,
     )
     _say(f"target {args.label} {args.bootstrap}: run {run_id}, coordinator {prepared.coordinator}")
     summary = run_stream(run, args.master, args.driver_host, spark_conf(args.spark_conf), out)

@@ -27,6 +27,7 @@ from loadtest.structured_streaming import (
     SOURCE_HEADER,
     ProgressCommitter,
     StreamSpec,
+    connector_version,
     session_conf,
     source_origin,
     start_producer,
@@ -50,18 +51,11 @@ class StreamRun:
     duration_s: float
     drain_s: float
     producer_options: Mapping[str, str]
+    connector_lib: Path = CONNECTOR_LIB
 
 
 def _say(message: str) -> None:
     print(f"loadtest: {message}", file=sys.stderr, flush=True)
-
-
-def connector_version() -> str:
-    kept = CONNECTOR_LIB.parent / "connector-version"  # "<pyspark version> <connector version>"
-    try:
-        return kept.read_text().split()[-1]
-    except (OSError, IndexError):
-        return "unknown"
 
 
 def run_stream(
@@ -72,7 +66,9 @@ def run_stream(
 
     work_dir = new_work_dir()
     started = time.monotonic()
-    spark = build_session(master, f"loadtest-{run.run_id}", driver_host, work_dir, {**session_conf(), **conf})
+    spark = build_session(
+        master, f"loadtest-{run.run_id}", driver_host, work_dir, {**session_conf(run.connector_lib), **conf}
+    )
     try:
         _say(f"spark {spark.version} on {master} ready in {time.monotonic() - started:.1f} s")
         summary = _run(spark, run, work_dir)
@@ -135,7 +131,7 @@ def _run(spark: SparkSession, run: StreamRun, work_dir: Path) -> dict[str, Any]:
         "run_id": run.run_id,
         "bootstrap": run.bootstrap,
         "spark": spark.version,
-        "connector": connector_version(),
+        "connector": connector_version(run.connector_lib),
         "topics": {"input": run.input_topic, "output": run.output_topic, "partitions": run.partitions},
         "group": run.group_id,
         "target_rate_per_s": run.produce_rate,

@@ -41,6 +41,14 @@ def connector_jars(lib: Path = CONNECTOR_LIB) -> list[Path]:
     return jars
 
 
+def connector_version(lib: Path = CONNECTOR_LIB) -> str:
+    """The connector's version, from its jar's name (spark-sql-kafka-0-10_2.13-4.2.0.jar: 4.2.0)."""
+    for jar in connector_jars(lib):
+        if jar.name.startswith(CONNECTOR_JAR_PREFIX):
+            return jar.stem.rsplit("-", 1)[-1]
+    raise ConnectorMissing(f"no {CONNECTOR_JAR_PREFIX}*.jar in {lib}")
+
+
 def session_conf(lib: Path = CONNECTOR_LIB) -> dict[str, str]:
     """Spark settings that put the connector on the driver's and executors' class paths (local
     paths: nothing is downloaded at run time, unlike spark.jars.packages)."""

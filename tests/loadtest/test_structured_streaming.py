@@ -217,7 +217,16 @@ def test_loadtest_command_runs_the_structured_streaming_pipeline(
     offsets = summary["offsets"]
     assert offsets["committed_equals_end"] and offsets["committed"] == records["produced"], offsets
     assert summary["micro_batches"]["count"] >= 1 and summary["error"] is None
+    from loadtest.structured_streaming import connector_version
+
+    assert summary["connector"] == connector_version() and summary["spark"] == pyspark_version()
     assert "written by the pipeline, lost 0" in result.stdout
+
+
+def pyspark_version() -> str:
+    import pyspark
+
+    return str(pyspark.__version__)
 
 
 def test_structured_streaming_pipeline_needs_a_produce_rate(tmp_path: Path) -> None:
@@ -246,3 +255,28 @@ def test_progress_end_offsets_and_strict_failures() -> None:
         "offsets": {**offsets, "committed_equals_end": False},
     }
     assert failures(lost) == ["2 lost records", "the group committed 10 of 10 offsets"]
+
+
+def test_connector_folder_is_checked_before_the_run(tmp_path: Path) -> None:
+    from loadtest.cli import EXIT_USAGE, main
+    from loadtest.structured_streaming import (
+        ConnectorMissing,
+        connector_jars,
+        connector_version,
+        session_conf,
+    )
+
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(ConnectorMissing):
+        connector_jars(empty)
+    args = ["--bootstrap", "127.0.0.1:1", "--pipeline", "structured-streaming", "--produce-rate", "10"]
+    assert main([*args, "--spark-kafka-jars", str(empty), "--out", str(tmp_path / "o")]) == EXIT_USAGE
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    for name in ("kafka-clients-3.9.2.jar", "spark-sql-kafka-0-10_2.13-4.2.0.jar"):
+        (lib / name).write_bytes(b"")
+    assert connector_version(lib) == "4.2.0"
+    assert session_conf(lib) == {
+        "spark.jars": f"{lib}/kafka-clients-3.9.2.jar,{lib}/spark-sql-kafka-0-10_2.13-4.2.0.jar"
+    }
