@@ -143,8 +143,8 @@ def end_offsets(progress_source: Mapping[str, Any]) -> dict[tuple[str, int], int
     """(topic, partition) -> offset of a source's `endOffset` in a query progress."""
     raw = progress_source.get("endOffset")
     offsets = json.loads(raw) if isinstance(raw, str) else raw
-    if not offsets:
-        return {}
+    if not isinstance(offsets, dict):
+        return {}  # not a Kafka source (the rate source's offset is a number)
     return {(topic, int(p)): int(o) for topic, parts in offsets.items() for p, o in parts.items()}
 
 

@@ -245,6 +245,7 @@ def test_progress_end_offsets_and_strict_failures() -> None:
 
     assert end_offsets({"endOffset": '{"in":{"0":12,"1":3}}'}) == {("in", 0): 12, ("in", 1): 3}
     assert end_offsets({"endOffset": None}) == {}
+    assert end_offsets({"endOffset": "42"}) == {}
     records = {"lost": 0, "mismatched": 0, "unexpected": 0, "duplicated": 4}
     offsets = {"committed_equals_end": True, "committed": 10, "input_end": 10}
     clean = {"error": None, "records": records, "offsets": offsets}
