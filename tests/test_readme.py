@@ -36,6 +36,8 @@ def test_readme_starts_with_serve_and_test_commands() -> None:
 
 # What `pip install .` reads from the checkout; the rest (tests, docs, .venv, jars) is not built.
 PROJECT_FILES = ("pyproject.toml", "README.md", "coordinator", "protocol", "storage", "loadtest")
+# The wheels of the server's dependencies and build tools, downloaded by .ci/setup.
+QUICK_START_WHEELS = REPO / ".cache" / "quickstart-wheels"
 # The quick start's promise (README): a light venv. Measured at about 60 MB.
 QUICK_START_MAX_BYTES = 150 * 1024 * 1024
 
@@ -46,8 +48,9 @@ def tree_bytes(path: Path) -> int:
 
 @pytest.mark.integration
 def test_quick_start_sets_up_a_clean_venv_whose_server_answers_api_versions(tmp_path: Path) -> None:
-    """The first command as written, in a clean directory: a new venv, `pip install .` (PyPI for
-    the dependencies, nothing else), then `coordinator serve` answering ApiVersions."""
+    """The first command as written, in a clean directory: a new venv, `pip install .` (the
+    dependencies from the wheels .ci/setup keeps, offline), then `coordinator serve` answering
+    ApiVersions."""
     make_venv, install, serve = (part.split() for part in setup_commands()[0].split("&&"))
     checkout = tmp_path / "checkout"
     checkout.mkdir()
@@ -61,9 +64,16 @@ def test_quick_start_sets_up_a_clean_venv_whose_server_answers_api_versions(tmp_
     # python3: the interpreter running the tests (3.11+); a venv made from a venv is made from its base.
     subprocess.run([sys.executable, *make_venv[1:]], cwd=checkout, check=True, timeout=120)
     assert install == [".venv/bin/pip", "install", "."]
+    # Offline: the dependencies come from the wheels .ci/setup downloaded (tests never download).
+    assert any(QUICK_START_WHEELS.glob("*.whl")), f"no wheels in {QUICK_START_WHEELS}: run `bash .ci/setup`"
+    offline = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")} | {
+        "PIP_NO_INDEX": "1",
+        "PIP_FIND_LINKS": str(QUICK_START_WHEELS),
+    }
     installed = subprocess.run(
         [*install, "--disable-pip-version-check", "--quiet"],
         cwd=checkout,
+        env=offline,
         capture_output=True,
         text=True,
         timeout=300,
