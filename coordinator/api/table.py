@@ -36,6 +36,8 @@ from protocol.messages.offset_commit import OffsetCommitRequest
 from protocol.messages.offset_delete import OffsetDeleteRequest
 from protocol.messages.offset_fetch import OffsetFetchRequest
 from protocol.messages.produce import ProduceRequest
+from protocol.messages.share_group_describe import ShareGroupDescribeRequest
+from protocol.messages.share_group_heartbeat import ShareGroupHeartbeatRequest
 from protocol.messages.sync_group import SyncGroupRequest
 
 
@@ -70,6 +72,8 @@ def api_routes(cluster: Cluster, coordinator: GroupCoordinator) -> Routes:
     # The APIs one kind of group serves on its own (GroupKind.request_handlers).
     routes.add(ApiKey.CONSUMER_GROUP_HEARTBEAT, ConsumerGroupHeartbeatRequest, coordinator.handle)
     routes.add(ApiKey.CONSUMER_GROUP_DESCRIBE, ConsumerGroupDescribeRequest, coordinator.handle)
+    routes.add(ApiKey.SHARE_GROUP_HEARTBEAT, ShareGroupHeartbeatRequest, coordinator.handle)
+    routes.add(ApiKey.SHARE_GROUP_DESCRIBE, ShareGroupDescribeRequest, coordinator.handle)
     configs = ConfigResources(
         coordinator.config, coordinator.group_configs, lambda: cluster.node.node_id, cluster.topics.get
     )

@@ -1,0 +1,21 @@
+-- KIP-932 share groups (docs/share-groups.md): one row per group and one per member. A
+-- ShareGroupTombstone deletes the group row and all of its member rows.
+
+CREATE TABLE share_groups (
+    group_id         text    NOT NULL PRIMARY KEY,
+    group_epoch      integer NOT NULL,
+    assignment_epoch integer NOT NULL
+);
+
+CREATE TABLE share_members (
+    group_id              text    NOT NULL,
+    member_id             text    NOT NULL,
+    rack_id               text,
+    client_id             text    NOT NULL,
+    client_host           text    NOT NULL,
+    member_epoch          integer NOT NULL,
+    previous_member_epoch integer NOT NULL,
+    -- subscribed topic names and the assignment: storage/codec.py's consumer topics blob
+    topics                bytea   NOT NULL,
+    PRIMARY KEY (group_id, member_id)
+);

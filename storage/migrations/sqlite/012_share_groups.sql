@@ -1,0 +1,21 @@
+-- KIP-932 share groups (docs/share-groups.md): one row per group and one per member. A
+-- ShareGroupTombstone deletes the group row and all of its member rows.
+
+CREATE TABLE share_groups (
+    group_id         TEXT    NOT NULL PRIMARY KEY,
+    group_epoch      INTEGER NOT NULL CHECK (group_epoch BETWEEN -2147483648 AND 2147483647),
+    assignment_epoch INTEGER NOT NULL CHECK (assignment_epoch BETWEEN -2147483648 AND 2147483647)
+) STRICT, WITHOUT ROWID;
+
+CREATE TABLE share_members (
+    group_id              TEXT    NOT NULL,
+    member_id             TEXT    NOT NULL,
+    rack_id               TEXT,
+    client_id             TEXT    NOT NULL,
+    client_host           TEXT    NOT NULL,
+    member_epoch          INTEGER NOT NULL CHECK (member_epoch BETWEEN -2147483648 AND 2147483647),
+    previous_member_epoch INTEGER NOT NULL CHECK (previous_member_epoch BETWEEN -2147483648 AND 2147483647),
+    -- subscribed topic names and the assignment: storage/codec.py's consumer topics blob
+    topics                BLOB    NOT NULL,
+    PRIMARY KEY (group_id, member_id)
+) STRICT;
