@@ -10,7 +10,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from confluent_kafka import NewTopic, ShareConsumer
+from confluent_kafka import ShareConsumer
+from kafka import KafkaAdminClient
+from kafka.admin import NewTopic
 
 from protocol.apis import ApiKey
 from protocol.messages.list_groups import ListGroupsRequest
