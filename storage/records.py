@@ -379,6 +379,42 @@ class ShareGroupTombstone(Tombstone[str, ShareGroupRecord]):
         return self.group_id
 
 
+# (first offset, last offset, delivery state, delivery count) runs, Kafka's state ids.
+ShareStateBatches = tuple[tuple[int, int, int, int], ...]
+
+
+@dataclass(slots=True, frozen=True)
+class SharePartitionStateRecord(Upsert[OffsetKey]):
+    """The persisted state of one share-partition (Kafka's share coordinator record): its start
+    offset, state epoch and in-flight batches; key (group_id, topic, partition)."""
+
+    table: ClassVar[str] = "share_partitions"
+
+    group_id: str
+    topic: str
+    partition: int
+    start_offset: int
+    state_epoch: int
+    batches: ShareStateBatches
+
+    @property
+    def key(self) -> OffsetKey:
+        return (self.group_id, self.topic, self.partition)
+
+
+@dataclass(slots=True, frozen=True)
+class SharePartitionStateTombstone(Tombstone[OffsetKey, SharePartitionStateRecord]):
+    table: ClassVar[str] = "share_partitions"
+
+    group_id: str
+    topic: str
+    partition: int
+
+    @property
+    def key(self) -> OffsetKey:
+        return (self.group_id, self.topic, self.partition)
+
+
 @dataclass(slots=True, frozen=True)
 class GroupConfigRecord(Upsert[GroupConfigKey]):
     """A dynamic group config (e.g. ``consumer.session.timeout.ms``) set for one group; key
@@ -437,7 +473,12 @@ class ClusterTombstone(Tombstone[str, ClusterRecord]):
 
 # The stored rows of groups, of every kind (each kind's manager loads its own).
 GroupRow = (
-    GroupMetadataRecord | ConsumerGroupRecord | ConsumerMemberRecord | ShareGroupRecord | ShareMemberRecord
+    GroupMetadataRecord
+    | ConsumerGroupRecord
+    | ConsumerMemberRecord
+    | ShareGroupRecord
+    | ShareMemberRecord
+    | SharePartitionStateRecord
 )
 
 Record = (
@@ -459,6 +500,8 @@ Record = (
     | ShareGroupTombstone
     | ShareMemberRecord
     | ShareMemberTombstone
+    | SharePartitionStateRecord
+    | SharePartitionStateTombstone
     | GroupConfigRecord
     | GroupConfigTombstone
     | ClusterRecord
@@ -499,6 +542,7 @@ class LoadedState:
     consumer_members: list[ConsumerMemberRecord] = field(default_factory=list)
     share_groups: list[ShareGroupRecord] = field(default_factory=list)
     share_members: list[ShareMemberRecord] = field(default_factory=list)
+    share_partitions: list[SharePartitionStateRecord] = field(default_factory=list)
     group_configs: list[GroupConfigRecord] = field(default_factory=list)
     cluster: list[ClusterRecord] = field(default_factory=list)
 
@@ -510,6 +554,7 @@ class LoadedState:
             *self.consumer_members,
             *self.share_groups,
             *self.share_members,
+            *self.share_partitions,
         ]
 
 

@@ -22,10 +22,12 @@ from storage.codec import (
     decode_configs,
     decode_consumer_topics,
     decode_members,
+    decode_share_batches,
     encode_classic_protocols,
     encode_configs,
     encode_consumer_topics,
     encode_members,
+    encode_share_batches,
 )
 from storage.records import (
     AclRecord,
@@ -39,6 +41,7 @@ from storage.records import (
     OffsetCommitRecord,
     ShareGroupRecord,
     ShareMemberRecord,
+    SharePartitionStateRecord,
     TopicRecord,
     UserCredentialRecord,
 )
@@ -372,6 +375,31 @@ SHARE_MEMBERS: Final[Table[ShareMemberRecord]] = Table(
     key_values=_same,
     parent="share_groups",
 )
+SHARE_PARTITIONS: Final[Table[SharePartitionStateRecord]] = Table(
+    "share_partitions",
+    (
+        Column("group_id", TEXT),
+        Column("topic", TEXT),
+        Column("partition", INT32, minimum=0),
+        Column("start_offset", INT64),
+        Column("state_epoch", INT32),
+        Column("batches", BLOB),
+    ),
+    key=("group_id", "topic", "partition"),
+    to_row=lambda s: (
+        s.group_id,
+        s.topic,
+        s.partition,
+        s.start_offset,
+        s.state_epoch,
+        encode_share_batches(s.batches),
+    ),
+    from_row=lambda g, t, p, start, epoch, blob: SharePartitionStateRecord(
+        g, t, p, start, epoch, decode_share_batches(blob)
+    ),
+    key_values=_same,
+    parent="share_groups",
+)
 GROUP_CONFIGS: Final[Table[GroupConfigRecord]] = Table(
     "group_configs",
     (Column("group_id", TEXT), Column("name", TEXT), Column("value", TEXT)),
@@ -402,6 +430,7 @@ STATE_TABLES: Final[tuple[Table[Any], ...]] = (
     CONSUMER_MEMBERS,
     SHARE_GROUPS,
     SHARE_MEMBERS,
+    SHARE_PARTITIONS,
     GROUP_CONFIGS,
     CLUSTER,
 )
@@ -414,6 +443,7 @@ GROUP_TABLES: Final[tuple[Table[Any], ...]] = (
     CONSUMER_MEMBERS,
     SHARE_GROUPS,
     SHARE_MEMBERS,
+    SHARE_PARTITIONS,
     GROUP_CONFIGS,
 )
 # What a node needs before it serves anything: the state of no shard.
@@ -489,6 +519,7 @@ def loaded_state(rows: Mapping[str, Sequence[Any]]) -> LoadedState:
         consumer_members=list(rows[CONSUMER_MEMBERS.name]),
         share_groups=list(rows[SHARE_GROUPS.name]),
         share_members=list(rows[SHARE_MEMBERS.name]),
+        share_partitions=list(rows[SHARE_PARTITIONS.name]),
         group_configs=list(rows[GROUP_CONFIGS.name]),
         cluster=list(rows[CLUSTER.name]),
     )

@@ -66,6 +66,7 @@ from storage.records import (
     ShareGroupRecord,
     ShareGroupTombstone,
     ShareMemberRecord,
+    SharePartitionStateRecord,
     TopicRecord,
 )
 
@@ -180,6 +181,7 @@ class FakeStore:
     group_configs: dict[tuple[str, str], GroupConfigRecord] = field(default_factory=dict)
     share_groups: dict[str, ShareGroupRecord] = field(default_factory=dict)
     share_members: dict[tuple[str, str], ShareMemberRecord] = field(default_factory=dict)
+    share_partitions: dict[tuple[str, str, int], SharePartitionStateRecord] = field(default_factory=dict)
     batches: list[list[Record]] = field(default_factory=list)
 
     def write(self, records: Iterable[Record]) -> None:
@@ -193,6 +195,7 @@ class FakeStore:
             "group_configs": self.group_configs,
             "share_groups": self.share_groups,
             "share_members": self.share_members,
+            "share_partitions": self.share_partitions,
         }
         for record in batch:
             rows = tables.get(record.table)
@@ -205,6 +208,8 @@ class FakeStore:
             if isinstance(record, ShareGroupTombstone):
                 for key in [k for k in self.share_members if k[0] == record.group_id]:
                     del self.share_members[key]
+                for state_key in [k for k in self.share_partitions if k[0] == record.group_id]:
+                    del self.share_partitions[state_key]
 
     def records(self) -> list[Record]:
         return [r for batch in self.batches for r in batch]
@@ -217,6 +222,7 @@ class FakeStore:
                 *self.consumer_members.values(),
                 *self.share_groups.values(),
                 *self.share_members.values(),
+                *self.share_partitions.values(),
             ],
             list(self.offsets.values()),
             now_ms,

@@ -10,6 +10,13 @@ import pytest
 from coordinator.core.group_settings import BrokerGroupSettings
 from coordinator.core.share.group import ShareGroup
 from coordinator.core.share.manager import ShareGroupManager
+from coordinator.core.share.partition import (
+    AcknowledgementBatch,
+    AcknowledgeType,
+    ShareLimits,
+    SharePartition,
+)
+from coordinator.core.share.records import partition_state_record
 from protocol.errors import ErrorCode
 from protocol.messages.share_group_describe import ShareGroupDescribeRequest
 from protocol.messages.share_group_heartbeat import ShareGroupHeartbeatRequest
@@ -335,3 +342,25 @@ def test_restart_restores_members_and_epochs(h: Harness) -> None:
     # Sessions restart: a member that never comes back is removed after the session timeout.
     after.advance(46_000)
     assert set(share_group(after).members) == set()
+
+
+def test_share_partition_state_is_loaded_and_restores_the_partition(h: Harness) -> None:
+    beat(h, "a")
+    partition = SharePartition(0, ShareLimits())
+    acquired = partition.acquire("a", [(0, 4), (5, 9)], 10, h.now_ms)
+    assert [(r.first_offset, r.last_offset) for r in acquired] == [(0, 9)]
+    partition.acknowledge("a", [AcknowledgementBatch(0, 2, (int(AcknowledgeType.ACCEPT),))], h.now_ms)
+    h.store.write([partition_state_record("g", "t", 0, partition.persisted())])
+    after = h.restart()
+    loaded = after.coordinator.kind(ShareGroupManager).partition_states[("g", "t", 0)]
+    assert loaded == partition.persisted()
+    restored = SharePartition.restore(loaded, ShareLimits())
+    # Accepted records are done (the start moved past them); the rest come back, counted once.
+    again = restored.acquire("a", [(0, 4), (5, 9)], 10, after.now_ms)
+    assert [(r.first_offset, r.last_offset, r.delivery_count) for r in again] == [(3, 9, 2)]
+    # Deleting the group deletes its share-partition states.
+    leave = ShareGroupHeartbeatRequest(group_id="g", member_id="a", member_epoch=-1)
+    after.apply(after.coordinator.handle(after.ctx(SHARE_GROUP_HEARTBEAT, 1), leave))
+    after.delete_groups("g")
+    assert after.store.share_partitions == {}
+    assert after.coordinator.kind(ShareGroupManager).partition_states == {}

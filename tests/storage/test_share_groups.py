@@ -1,5 +1,5 @@
 """Share group rows in every backend (memory, sqlite, postgres): round trips, upserts, the group
-tombstone removing its members, reopening."""
+tombstone removing its members and share-partition states, reopening."""
 
 from __future__ import annotations
 
@@ -12,6 +12,8 @@ from storage.records import (
     ShareGroupTombstone,
     ShareMemberRecord,
     ShareMemberTombstone,
+    SharePartitionStateRecord,
+    SharePartitionStateTombstone,
 )
 from tests.storage.conftest import StoreFactory
 
@@ -80,3 +82,42 @@ async def test_share_groups_survive_close_and_reopen(store_factory: StoreFactory
     state = await reopened.load()
     assert state.share_groups == [ShareGroupRecord("sg", 4, 4)]
     assert state.share_members == [share_member()]
+
+
+async def test_share_partition_state_round_trip(store: Store) -> None:
+    states = [
+        SharePartitionStateRecord("sg", "t", 0, 0, 0, ()),
+        SharePartitionStateRecord(
+            "sg", "t", 1, 2**63 - 1, 2**31 - 1, ((5, 9, 0, 2), (10, 10, 2, 1), (11, 20, 4, 5))
+        ),
+        SharePartitionStateRecord("sg", "ünï", 2, 7, 3, ((7, 7, 0, 65535),)),
+    ]
+    await store.write([ShareGroupRecord("sg", 1, 1), *states])
+    loaded = await store.load()
+    assert sorted(loaded.share_partitions, key=lambda s: s.key) == sorted(states, key=lambda s: s.key)
+    # An upsert replaces the row; a tombstone deletes only its key.
+    await store.write(
+        [
+            SharePartitionStateRecord("sg", "t", 0, 3, 1, ((3, 4, 0, 1),)),
+            SharePartitionStateTombstone("sg", "ünï", 2),
+        ]
+    )
+    loaded = await store.load()
+    assert sorted(loaded.share_partitions, key=lambda s: s.key) == [
+        SharePartitionStateRecord("sg", "t", 0, 3, 1, ((3, 4, 0, 1),)),
+        states[1],
+    ]
+
+
+async def test_share_group_tombstone_removes_its_partition_states(store: Store) -> None:
+    await store.write(
+        [
+            ShareGroupRecord("sg", 1, 1),
+            SharePartitionStateRecord("sg", "t", 0, 1, 0, ()),
+            ShareGroupRecord("other", 1, 1),
+            SharePartitionStateRecord("other", "t", 0, 2, 0, ()),
+        ]
+    )
+    await store.write([ShareGroupTombstone("sg")])
+    loaded = await store.load()
+    assert loaded.share_partitions == [SharePartitionStateRecord("other", "t", 0, 2, 0, ())]

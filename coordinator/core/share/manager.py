@@ -23,7 +23,7 @@ from coordinator.core.group import (
 from coordinator.core.share.describe import describe_groups
 from coordinator.core.share.group import ShareGroup
 from coordinator.core.share.membership import ShareMembership
-from coordinator.core.share.records import member_from_record
+from coordinator.core.share.records import member_from_record, partition_state_from_record
 from coordinator.core.share.timer_keys import SHARE_SESSION_TIMER
 from protocol.apis import ApiKey
 from protocol.error_responses import error_response
@@ -33,7 +33,13 @@ from protocol.messages.join_group import JoinGroupRequest
 from protocol.messages.leave_group import LeaveGroupRequest
 from protocol.messages.offset_commit import OffsetCommitRequest
 from protocol.messages.sync_group import SyncGroupRequest
-from storage.records import Record, ShareGroupRecord, ShareGroupTombstone, ShareMemberRecord
+from storage.records import (
+    Record,
+    ShareGroupRecord,
+    ShareGroupTombstone,
+    ShareMemberRecord,
+    SharePartitionStateRecord,
+)
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +68,8 @@ class ShareGroupManager(ShareMembership):
                 member = member_from_record(record)
                 group.members[member.member_id] = member
                 group.target[member.member_id] = member.assigned
+            elif isinstance(record, SharePartitionStateRecord) and record.group_id in self.groups:
+                self.partition_states[record.key] = partition_state_from_record(record)
 
     def on_loaded(self, fx: Effects, group_ids: Collection[str] | None = None) -> None:
         """Every loaded member gets a full session; the subscribed topics are read from the catalog
@@ -76,6 +84,8 @@ class ShareGroupManager(ShareMembership):
         for group in self._selected(group_ids):
             group.dead = True
             del self.groups[group.group_id]
+        kept = set(self.groups)
+        self.partition_states = {k: v for k, v in self.partition_states.items() if k[0] in kept}
 
     def _selected(self, group_ids: Collection[str] | None) -> list[ShareGroup]:
         if group_ids is None:
@@ -117,6 +127,8 @@ class ShareGroupManager(ShareMembership):
 
     def _remove_group(self, group: ShareGroup) -> None:
         del self.groups[group.group_id]
+        for key in [k for k in self.partition_states if k[0] == group.group_id]:
+            del self.partition_states[key]
         group.dead = True
         self.events.group_removed(group.group_id, "share", group.group_epoch, "deleted")
 

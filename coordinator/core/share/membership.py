@@ -34,6 +34,7 @@ from coordinator.core.share.group import (
     ShareGroup,
     ShareMember,
 )
+from coordinator.core.share.partition import PersistedShareState
 from coordinator.core.share.records import group_record, member_record
 from coordinator.core.share.timer_keys import session_key
 from coordinator.core.timers import TimerKey, Timers
@@ -74,6 +75,9 @@ class ShareMembership:
         self.registry = registry
         self.catalog: TopicCatalog = EMPTY_CATALOG
         self.groups: dict[str, ShareGroup] = {}
+        # The persisted state of every share-partition of these groups, as loaded: (group id,
+        # topic, partition) -> state, for the share-partition leader to restore.
+        self.partition_states: dict[tuple[str, str, int], PersistedShareState] = {}
 
     # -- ShareGroupHeartbeat ---------------------------------------------------------------------
 

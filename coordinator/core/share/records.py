@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from coordinator.core.share.assignor import TopicPartition
 from coordinator.core.share.group import ShareGroup, ShareMember
-from storage.records import ShareGroupRecord, ShareMemberRecord, TopicPartitionList
+from coordinator.core.share.partition import PersistedShareState, StateBatch
+from storage.records import (
+    ShareGroupRecord,
+    ShareMemberRecord,
+    SharePartitionStateRecord,
+    TopicPartitionList,
+)
 
 
 def group_record(group: ShareGroup) -> ShareGroupRecord:
@@ -43,3 +49,24 @@ def as_list(assigned: frozenset[TopicPartition]) -> TopicPartitionList:
     for topic, partition in assigned:
         by_topic.setdefault(topic, []).append(partition)
     return tuple((topic, tuple(sorted(parts))) for topic, parts in sorted(by_topic.items()))
+
+
+def partition_state_record(
+    group_id: str, topic: str, partition: int, state: PersistedShareState
+) -> SharePartitionStateRecord:
+    """A share-partition's persisted state (SharePartition.persisted()) as stored."""
+    batches = tuple(
+        (b.first_offset, b.last_offset, b.delivery_state, b.delivery_count) for b in state.batches
+    )
+    return SharePartitionStateRecord(
+        group_id, topic, partition, state.start_offset, state.state_epoch, batches
+    )
+
+
+def partition_state_from_record(record: SharePartitionStateRecord) -> PersistedShareState:
+    """What SharePartition.restore() takes back."""
+    return PersistedShareState(
+        start_offset=record.start_offset,
+        state_epoch=record.state_epoch,
+        batches=tuple(StateBatch(first, last, state, count) for first, last, state, count in record.batches),
+    )

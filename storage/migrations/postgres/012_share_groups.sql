@@ -1,5 +1,6 @@
 -- KIP-932 share groups (docs/share-groups.md): one row per group and one per member. A
--- ShareGroupTombstone deletes the group row and all of its member rows.
+-- ShareGroupTombstone deletes the group row, its member rows and its share-partition states
+-- (start offset, state epoch, in-flight batches: docs/share-groups.md, "What is persisted").
 
 CREATE TABLE share_groups (
     group_id         text    NOT NULL PRIMARY KEY,
@@ -18,4 +19,15 @@ CREATE TABLE share_members (
     -- subscribed topic names and the assignment: storage/codec.py's consumer topics blob
     topics                bytea   NOT NULL,
     PRIMARY KEY (group_id, member_id)
+);
+
+CREATE TABLE share_partitions (
+    group_id     text    NOT NULL,
+    topic        text    NOT NULL,
+    partition    integer NOT NULL CHECK (partition >= 0),
+    start_offset bigint  NOT NULL,
+    state_epoch  integer NOT NULL,
+    -- the in-flight batches: storage/codec.py's share batches blob
+    batches      bytea   NOT NULL,
+    PRIMARY KEY (group_id, topic, partition)
 );
