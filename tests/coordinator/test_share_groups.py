@@ -8,6 +8,7 @@ from collections.abc import Sequence
 import pytest
 
 from coordinator.core.group_settings import BrokerGroupSettings
+from coordinator.core.lag_status import LagTracker
 from coordinator.core.share.group import ShareGroup
 from coordinator.core.share.manager import ShareGroupManager
 from coordinator.core.share.partition import (
@@ -17,6 +18,7 @@ from coordinator.core.share.partition import (
     SharePartition,
 )
 from coordinator.core.share.records import partition_state_record
+from coordinator.server.group_views import GroupViews
 from protocol.errors import ErrorCode
 from protocol.messages.share_group_describe import ShareGroupDescribeRequest
 from protocol.messages.share_group_heartbeat import ShareGroupHeartbeatRequest
@@ -364,3 +366,23 @@ def test_share_partition_state_is_loaded_and_restores_the_partition(h: Harness) 
     after.delete_groups("g")
     assert after.store.share_partitions == {}
     assert after.coordinator.kind(ShareGroupManager).partition_states == {}
+
+
+def test_console_views_show_share_groups(h: Harness) -> None:
+    beat(h, "a", topics=["u"])
+    views = GroupViews(h.coordinator, LagTracker())
+    [row] = views.list_groups()
+    assert (row["group_id"], row["type"], row["state"], row["members"], row["generation"]) == (
+        "g",
+        "share",
+        "Stable",
+        1,
+        1,
+    )
+    view = views.describe("g")
+    assert view is not None
+    assert (view["type"], view["state"], view["assignment_epoch"]) == ("share", "Stable", 1)
+    members = view["members"]
+    assert isinstance(members, list) and len(members) == 1
+    assert members[0]["assignment"] == [["u", 0], ["u", 1]]
+    assert view["offsets"] == []  # a share group has no committed offsets
