@@ -386,3 +386,17 @@ def test_console_views_show_share_groups(h: Harness) -> None:
     assert isinstance(members, list) and len(members) == 1
     assert members[0]["assignment"] == [["u", 0], ["u", 1]]
     assert view["offsets"] == []  # a share group has no committed offsets
+
+
+def test_describe_groups_v6_says_a_share_or_consumer_group_is_not_a_classic_group(h: Harness) -> None:
+    beat(h, "a", group="sg")
+    cg_heartbeat(h, group="cg", member_id="x")
+    for group_id in ("sg", "cg"):
+        [described] = h.describe(group_id, version=6).wire.groups
+        assert (described.error_code, described.error_message, described.group_state) == (
+            ErrorCode.GROUP_ID_NOT_FOUND,
+            f"Group {group_id} is not a classic group.",
+            "Dead",
+        )
+    [unknown] = h.describe("nope", version=6).wire.groups
+    assert unknown.error_message == "Group nope not found."

@@ -21,6 +21,7 @@ from kafka.admin import NewTopic
 
 from protocol.apis import ApiKey
 from protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
+from protocol.messages.describe_groups import DescribeGroupsRequest
 from protocol.messages.share_group_describe import ShareGroupDescribeRequest
 from protocol.messages.share_group_heartbeat import ShareGroupHeartbeatRequest
 from tests.support.kafka_broker import KafkaCluster
@@ -115,6 +116,17 @@ def _scenario(bootstrap: str, topic: str) -> list[tuple[str, int, str | None]]:
                 out.append(
                     (f"describe {suffix} state {group.group_state}", len(group.members), group.assignor_name)
                 )
+        for version in (5, 6):
+            classic = client.request(ApiKey.DESCRIBE_GROUPS, version, DescribeGroupsRequest([share])).groups[
+                0
+            ]
+            out.append(
+                (
+                    f"DescribeGroups v{version} {classic.group_state}",
+                    classic.error_code,
+                    classic.error_message,
+                )
+            )
         left = share_beat("leave", share, member, -1, None)
         out.append(("left epoch", left.member_epoch, None))
     # The epochs inside messages differ on purpose (see the module docstring).
