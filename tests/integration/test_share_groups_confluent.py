@@ -17,6 +17,7 @@ from kafka.admin import NewTopic
 from protocol.apis import ApiKey
 from protocol.messages.list_groups import ListGroupsRequest
 from protocol.messages.share_group_describe import DescribedGroup, ShareGroupDescribeRequest
+from tests.admin.support import cli
 from tests.support.server import ServerProcess
 from tests.support.wire_client import WireClient
 
@@ -66,6 +67,29 @@ def test_share_consumers_join_share_partitions_and_leave(server: ServerProcess) 
     assert sorted(len(parts) for parts in held) == [1, 1, 2]
     assert sorted(p for parts in held for p in parts) == [0, 0, 1, 1]
     assert all(len(m.member_id) > 0 for m in group.members)  # the clients' own ids
+
+    # The admin CLI lists and describes the share group from the same answers.
+    listed = cli(server.bootstrap, "groups", "list", "--type", "share", "--format", "json")
+    assert listed.code == 0, listed
+    assert [(g["group"], g["type"], g["state"]) for g in listed.json()] == [("workers", "share", "Stable")]
+    shown = cli(server.bootstrap, "groups", "describe", "workers", "--state", "--members", "--format", "json")
+    assert shown.code == 0, shown
+    [doc] = shown.json()
+    assert (doc["type"], doc["state"], doc["assignor"], doc["member_count"]) == (
+        "share",
+        "Stable",
+        "simple",
+        3,
+    )
+    assert (doc["group_epoch"], doc["assignment_epoch"]) == (group.group_epoch, group.assignment_epoch)
+    assert sorted(p for m in doc["members"] for parts in m["assignment"].values() for p in parts) == [
+        0,
+        0,
+        1,
+        1,
+    ]
+    table = cli(server.bootstrap, "groups", "describe", "workers")  # offsets: none for a share group
+    assert table.code == 0, table
 
     consumers.pop().close()  # leaves with epoch -1
     poll_until(consumers, lambda: settled(2))
