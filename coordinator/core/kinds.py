@@ -42,5 +42,5 @@ def register_kinds(
     consumer.conversion = conversion
     registry.register_default(classic)
     registry.register(consumer)
-    registry.register(ShareGroupManager(config, timers, clock, events, registry))
+    registry.register(ShareGroupManager(config, timers, clock, stats, events, registry))
     registry.conversion = conversion

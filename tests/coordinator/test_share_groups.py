@@ -400,3 +400,10 @@ def test_describe_groups_v6_says_a_share_or_consumer_group_is_not_a_classic_grou
         )
     [unknown] = h.describe("nope", version=6).wire.groups
     assert unknown.error_message == "Group nope not found."
+
+
+def test_group_epoch_bumps_are_counted(h: Harness) -> None:
+    beat(h, "a")
+    beat(h, "b")
+    beat(h, "a", 1, topics=["t", "u"])
+    assert h.coordinator.stats.share_group_rebalances == share_group(h).group_epoch == 3

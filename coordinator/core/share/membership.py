@@ -37,6 +37,7 @@ from coordinator.core.share.group import (
 from coordinator.core.share.partition import PersistedShareState
 from coordinator.core.share.records import group_record, member_record
 from coordinator.core.share.timer_keys import session_key
+from coordinator.core.stats import CoreStats
 from coordinator.core.timers import TimerKey, Timers
 from protocol.messages import share_group_heartbeat as sgh
 from storage.records import Record, ShareMemberTombstone
@@ -65,12 +66,14 @@ class ShareMembership:
         config: BrokerGroupSettings,
         timers: Timers[TimerKey],
         clock: ShardClock,
+        stats: CoreStats,
         events: GroupEvents,
         registry: GroupRegistry,
     ) -> None:
         self.config = config
         self.timers = timers
         self.clock = clock
+        self.stats = stats
         self.events = events
         self.registry = registry
         self.catalog: TopicCatalog = EMPTY_CATALOG
@@ -212,6 +215,7 @@ class ShareMembership:
             if subscription_changed or metadata != group.subscription_metadata:
                 group.subscription_metadata = metadata
                 group.group_epoch += 1
+                self.stats.share_group_rebalances += 1
                 self.events.epoch_bumped(group.group_id, group.state_name, group.group_epoch)
                 changed = True
         if group.group_epoch > group.assignment_epoch:
