@@ -407,3 +407,12 @@ def test_group_epoch_bumps_are_counted(h: Harness) -> None:
     beat(h, "b")
     beat(h, "a", 1, topics=["t", "u"])
     assert h.coordinator.stats.share_group_rebalances == share_group(h).group_epoch == 3
+
+
+def test_partitions_added_while_down_are_assigned_after_a_restart(h: Harness) -> None:
+    beat(h, "a", topics=["u"])
+    h.catalog.set_topic("u", 3)  # before the member's next heartbeat, then the coordinator restarts
+    after = h.restart()
+    reply = beat(after, "a", 1)
+    assert reply.wire.member_epoch == 2
+    assert assigned(after, reply) == {("u", 0), ("u", 1), ("u", 2)}

@@ -72,11 +72,19 @@ class ShareGroupManager(ShareMembership):
                 self.partition_states[record.key] = partition_state_from_record(record)
 
     def on_loaded(self, fx: Effects, group_ids: Collection[str] | None = None) -> None:
-        """Every loaded member gets a full session; the subscribed topics are read from the catalog
-        with the first heartbeat (a change since the last start bumps the group epoch then)."""
+        """Every loaded member gets a full session. The subscribed topics are read from the
+        catalog; when the stored target does not cover exactly their partitions (the topics
+        changed before the target caught up, or while the coordinator was down), the first
+        heartbeat bumps the group epoch."""
         for group in self._selected(group_ids):
-            group.subscription_metadata = self._subscription_metadata(group)
-            group.catalog_version = self.catalog.version
+            metadata = self._subscription_metadata(group)
+            covered = {tp for target in group.target.values() for tp in target}
+            wanted = {(t, p) for t, (_, count) in metadata.items() for p in range(count)}
+            if covered == wanted or not group.members:
+                group.subscription_metadata = metadata
+                group.catalog_version = self.catalog.version
+            # Otherwise the topics changed since the target was stored: the first heartbeat
+            # finds the metadata changed and bumps the group epoch.
             for member in group.members.values():
                 self._reschedule_session(group, member)
 
