@@ -347,6 +347,8 @@ class ShareMemberRecord(Upsert[ShareMemberKey]):
     member_epoch: int
     previous_member_epoch: int
     assigned: TopicPartitionList
+    # The member's part of the target assignment: ahead of ``assigned`` until its next heartbeat.
+    target: TopicPartitionList = ()
 
     @property
     def key(self) -> ShareMemberKey:

@@ -207,7 +207,7 @@ def consumer_member_from_row(
 
 
 def share_member_row(m: ShareMemberRecord) -> Row:
-    topics = encode_consumer_topics(m.subscribed_topic_names, m.assigned, (), ())
+    topics = encode_consumer_topics(m.subscribed_topic_names, m.assigned, (), m.target)
     return (m.group_id, m.member_id, m.rack_id, m.client_id, m.client_host, m.member_epoch,
             m.previous_member_epoch, topics)  # fmt: skip
 
@@ -223,11 +223,11 @@ def share_member_from_row(
     topics: bytes,
 ) -> ShareMemberRecord:
     try:
-        subscribed, assigned, _, _ = decode_consumer_topics(topics)
+        subscribed, assigned, _, target = decode_consumer_topics(topics)
     except CodecError as exc:
         raise CodecError(f"share member {member_id!r} of group {group_id!r}: {exc}") from exc
     return ShareMemberRecord(group_id, member_id, rack_id, client_id, client_host, subscribed, member_epoch,
-                             previous_member_epoch, assigned)  # fmt: skip
+                             previous_member_epoch, assigned, target)  # fmt: skip
 
 
 _OFFSET_COLUMNS: Final = (

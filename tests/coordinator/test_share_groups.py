@@ -416,3 +416,15 @@ def test_partitions_added_while_down_are_assigned_after_a_restart(h: Harness) ->
     reply = beat(after, "a", 1)
     assert reply.wire.member_epoch == 2
     assert assigned(after, reply) == {("u", 0), ("u", 1), ("u", 2)}
+
+
+def test_a_restart_keeps_targets_not_yet_handed_out(h: Harness) -> None:
+    beat(h, "a", topics=["u"])  # epoch 1: a holds u-0 and u-1
+    b = beat(h, "b", topics=["u"])  # epoch 2: one each in the target; a has not heartbeated yet
+    after = h.restart()
+    group = share_group(after)
+    assert group.members["a"].assigned == {("u", 0), ("u", 1)}  # still behind, as before
+    assert group.target["a"] | group.target["b"] == {("u", 0), ("u", 1)}
+    assert len(group.target["a"]) == len(group.target["b"]) == 1
+    assert assigned(after, beat(after, "a", 1)) == set(group.target["a"])
+    assert assigned(h, b) == set(group.target["b"])

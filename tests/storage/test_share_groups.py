@@ -39,7 +39,11 @@ async def test_share_group_round_trip(store: Store) -> None:
         share_member(member_id="a"),
         share_member(member_id="b", rack_id="rack-1", subscribed_topic_names=("t", "ünï"), assigned=()),
         share_member(
-            member_id="c", member_epoch=2**31 - 1, previous_member_epoch=-1, assigned=(("u", (5,)),)
+            member_id="c",
+            member_epoch=2**31 - 1,
+            previous_member_epoch=-1,
+            assigned=(("u", (5,)),),
+            target=(("u", (5, 6)), ("v", (0,))),
         ),
     ]
     await store.write([ShareGroupRecord("sg", 7, 6), *members])

@@ -23,7 +23,11 @@ from coordinator.core.group import (
 from coordinator.core.share.describe import describe_groups
 from coordinator.core.share.group import ShareGroup
 from coordinator.core.share.membership import ShareMembership
-from coordinator.core.share.records import member_from_record, partition_state_from_record
+from coordinator.core.share.records import (
+    member_from_record,
+    partition_state_from_record,
+    target_from_record,
+)
 from coordinator.core.share.timer_keys import SHARE_SESSION_TIMER
 from protocol.apis import ApiKey
 from protocol.error_responses import error_response
@@ -67,7 +71,7 @@ class ShareGroupManager(ShareMembership):
                     continue
                 member = member_from_record(record)
                 group.members[member.member_id] = member
-                group.target[member.member_id] = member.assigned
+                group.target[member.member_id] = target_from_record(record)
             elif isinstance(record, SharePartitionStateRecord) and record.group_id in self.groups:
                 self.partition_states[record.key] = partition_state_from_record(record)
 

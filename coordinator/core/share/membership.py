@@ -244,7 +244,11 @@ class ShareMembership:
         ]
         partitions = {name: count for name, (_, count) in group.subscription_metadata.items()}
         target = assign_share_partitions(specs, partitions) if specs else {}
-        group.target = {m.member_id: frozenset(target.get(m.member_id, frozenset())) for m in specs}
+        new_target = {m.member_id: frozenset(target.get(m.member_id, frozenset())) for m in specs}
+        for member_id, partitions_now in new_target.items():
+            if group.target.get(member_id) != partitions_now:
+                group.unwritten_members.add(member_id)  # its stored target changes
+        group.target = new_target
         group.assignment_epoch = group.group_epoch
         moved = sum(len(parts) for parts in group.target.values())
         self.events.target_computed(group.group_id, group.state_name, group.group_epoch, "simple", moved)
@@ -288,7 +292,7 @@ class ShareMembership:
             if member is None:
                 records.append(ShareMemberTombstone(group.group_id, member_id))
             else:
-                records.append(member_record(group.group_id, member))
+                records.append(member_record(group, member))
         if ctx is not None and response is not None:
             fx.reply(ctx.reply_to, response, _write_failed if records else None)
         if not records:

@@ -17,9 +17,9 @@ def group_record(group: ShareGroup) -> ShareGroupRecord:
     return ShareGroupRecord(group.group_id, group.group_epoch, group.assignment_epoch)
 
 
-def member_record(group_id: str, member: ShareMember) -> ShareMemberRecord:
+def member_record(group: ShareGroup, member: ShareMember) -> ShareMemberRecord:
     return ShareMemberRecord(
-        group_id=group_id,
+        group_id=group.group_id,
         member_id=member.member_id,
         rack_id=member.rack_id,
         client_id=member.client_id,
@@ -28,6 +28,7 @@ def member_record(group_id: str, member: ShareMember) -> ShareMemberRecord:
         member_epoch=member.member_epoch,
         previous_member_epoch=member.previous_member_epoch,
         assigned=as_list(member.assigned),
+        target=as_list(group.target.get(member.member_id, frozenset())),
     )
 
 
@@ -42,6 +43,10 @@ def member_from_record(m: ShareMemberRecord) -> ShareMember:
         subscribed_topic_names=m.subscribed_topic_names,
         assigned=frozenset((topic, p) for topic, parts in m.assigned for p in parts),
     )
+
+
+def target_from_record(m: ShareMemberRecord) -> frozenset[TopicPartition]:
+    return frozenset((topic, p) for topic, parts in m.target for p in parts)
 
 
 def as_list(assigned: frozenset[TopicPartition]) -> TopicPartitionList:

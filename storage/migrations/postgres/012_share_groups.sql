@@ -16,7 +16,8 @@ CREATE TABLE share_members (
     client_host           text    NOT NULL,
     member_epoch          integer NOT NULL,
     previous_member_epoch integer NOT NULL,
-    -- subscribed topic names and the assignment: storage/codec.py's consumer topics blob
+    -- subscribed topic names, assignment and target: storage/codec.py's consumer topics blob
+    -- (its pending-revocation list stays empty: share groups have no revocation)
     topics                bytea   NOT NULL,
     PRIMARY KEY (group_id, member_id)
 );

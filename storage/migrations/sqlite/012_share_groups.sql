@@ -16,7 +16,8 @@ CREATE TABLE share_members (
     client_host           TEXT    NOT NULL,
     member_epoch          INTEGER NOT NULL CHECK (member_epoch BETWEEN -2147483648 AND 2147483647),
     previous_member_epoch INTEGER NOT NULL CHECK (previous_member_epoch BETWEEN -2147483648 AND 2147483647),
-    -- subscribed topic names and the assignment: storage/codec.py's consumer topics blob
+    -- subscribed topic names, assignment and target: storage/codec.py's consumer topics blob
+    -- (its pending-revocation list stays empty: share groups have no revocation)
     topics                BLOB    NOT NULL,
     PRIMARY KEY (group_id, member_id)
 ) STRICT;
