@@ -60,6 +60,7 @@ OffsetKey = tuple[str, str, int]  # (group_id, topic, partition)
 CredentialKey = tuple[str, str]  # (user, mechanism)
 ConsumerMemberKey = tuple[str, str]  # (group_id, member_id)
 GroupConfigKey = tuple[str, str]  # (group_id, config name)
+ShareMemberKey = tuple[str, str]  # (group_id, member_id)
 
 
 @dataclass(slots=True, frozen=True)
@@ -316,6 +317,107 @@ class ConsumerGroupTombstone(Tombstone[str, ConsumerGroupRecord]):
 
 
 @dataclass(slots=True, frozen=True)
+class ShareGroupRecord(Upsert[str]):
+    """KIP-932 share group metadata; key group_id (docs/share-groups.md, "Membership")."""
+
+    table: ClassVar[str] = "share_groups"
+
+    group_id: str
+    group_epoch: int
+    assignment_epoch: int
+
+    @property
+    def key(self) -> str:
+        return self.group_id
+
+
+@dataclass(slots=True, frozen=True)
+class ShareMemberRecord(Upsert[ShareMemberKey]):
+    """A share group member, its subscription and assignment (its target: share groups have no
+    revocation); key (group_id, member_id)."""
+
+    table: ClassVar[str] = "share_members"
+
+    group_id: str
+    member_id: str
+    rack_id: str | None
+    client_id: str
+    client_host: str
+    subscribed_topic_names: tuple[str, ...]
+    member_epoch: int
+    previous_member_epoch: int
+    assigned: TopicPartitionList
+    # The member's part of the target assignment: ahead of ``assigned`` until its next heartbeat.
+    target: TopicPartitionList = ()
+
+    @property
+    def key(self) -> ShareMemberKey:
+        return (self.group_id, self.member_id)
+
+
+@dataclass(slots=True, frozen=True)
+class ShareMemberTombstone(Tombstone[ShareMemberKey, ShareMemberRecord]):
+    table: ClassVar[str] = "share_members"
+
+    group_id: str
+    member_id: str
+
+    @property
+    def key(self) -> ShareMemberKey:
+        return (self.group_id, self.member_id)
+
+
+@dataclass(slots=True, frozen=True)
+class ShareGroupTombstone(Tombstone[str, ShareGroupRecord]):
+    """Deletes the share group row and every member row of the group (``share_members`` has
+    ``share_groups`` as its parent table)."""
+
+    table: ClassVar[str] = "share_groups"
+
+    group_id: str
+
+    @property
+    def key(self) -> str:
+        return self.group_id
+
+
+# (first offset, last offset, delivery state, delivery count) runs, Kafka's state ids.
+ShareStateBatches = tuple[tuple[int, int, int, int], ...]
+
+
+@dataclass(slots=True, frozen=True)
+class SharePartitionStateRecord(Upsert[OffsetKey]):
+    """The persisted state of one share-partition (Kafka's share coordinator record): its start
+    offset, state epoch and in-flight batches; key (group_id, topic, partition)."""
+
+    table: ClassVar[str] = "share_partitions"
+
+    group_id: str
+    topic: str
+    partition: int
+    start_offset: int
+    state_epoch: int
+    batches: ShareStateBatches
+
+    @property
+    def key(self) -> OffsetKey:
+        return (self.group_id, self.topic, self.partition)
+
+
+@dataclass(slots=True, frozen=True)
+class SharePartitionStateTombstone(Tombstone[OffsetKey, SharePartitionStateRecord]):
+    table: ClassVar[str] = "share_partitions"
+
+    group_id: str
+    topic: str
+    partition: int
+
+    @property
+    def key(self) -> OffsetKey:
+        return (self.group_id, self.topic, self.partition)
+
+
+@dataclass(slots=True, frozen=True)
 class GroupConfigRecord(Upsert[GroupConfigKey]):
     """A dynamic group config (e.g. ``consumer.session.timeout.ms``) set for one group; key
     (group_id, name). Lives apart from the group's state, as Kafka keeps it: it may name a group
@@ -372,7 +474,14 @@ class ClusterTombstone(Tombstone[str, ClusterRecord]):
 
 
 # The stored rows of groups, of every kind (each kind's manager loads its own).
-GroupRow = GroupMetadataRecord | ConsumerGroupRecord | ConsumerMemberRecord
+GroupRow = (
+    GroupMetadataRecord
+    | ConsumerGroupRecord
+    | ConsumerMemberRecord
+    | ShareGroupRecord
+    | ShareMemberRecord
+    | SharePartitionStateRecord
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -418,6 +527,12 @@ Record = (
     | ConsumerGroupTombstone
     | ConsumerMemberRecord
     | ConsumerMemberTombstone
+    | ShareGroupRecord
+    | ShareGroupTombstone
+    | ShareMemberRecord
+    | ShareMemberTombstone
+    | SharePartitionStateRecord
+    | SharePartitionStateTombstone
     | GroupConfigRecord
     | GroupConfigTombstone
     | ClusterRecord
@@ -458,12 +573,22 @@ class LoadedState:
     acls: list[AclRecord] = field(default_factory=list)
     consumer_groups: list[ConsumerGroupRecord] = field(default_factory=list)
     consumer_members: list[ConsumerMemberRecord] = field(default_factory=list)
+    share_groups: list[ShareGroupRecord] = field(default_factory=list)
+    share_members: list[ShareMemberRecord] = field(default_factory=list)
+    share_partitions: list[SharePartitionStateRecord] = field(default_factory=list)
     group_configs: list[GroupConfigRecord] = field(default_factory=list)
     cluster: list[ClusterRecord] = field(default_factory=list)
 
     def group_rows(self) -> list[GroupRow]:
         """The rows of groups of every kind, in the order the coordinator loads them."""
-        return [*self.groups, *self.consumer_groups, *self.consumer_members]
+        return [
+            *self.groups,
+            *self.consumer_groups,
+            *self.consumer_members,
+            *self.share_groups,
+            *self.share_members,
+            *self.share_partitions,
+        ]
 
 
 @dataclass(slots=True)

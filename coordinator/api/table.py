@@ -38,6 +38,8 @@ from protocol.messages.offset_commit import OffsetCommitRequest
 from protocol.messages.offset_delete import OffsetDeleteRequest
 from protocol.messages.offset_fetch import OffsetFetchRequest
 from protocol.messages.produce import ProduceRequest
+from protocol.messages.share_group_describe import ShareGroupDescribeRequest
+from protocol.messages.share_group_heartbeat import ShareGroupHeartbeatRequest
 from protocol.messages.sync_group import SyncGroupRequest
 
 
@@ -99,6 +101,15 @@ def api_routes(cluster: Cluster, coordinator: GroupCoordinator) -> Routes:
     routes.add(
         ApiKey.CONSUMER_GROUP_DESCRIBE,
         ConsumerGroupDescribeRequest,
+        coordinator.handle,
+        groups=lambda r: list(r.group_ids),
+    )
+    routes.add(
+        ApiKey.SHARE_GROUP_HEARTBEAT, ShareGroupHeartbeatRequest, coordinator.handle, groups=_one_group
+    )
+    routes.add(
+        ApiKey.SHARE_GROUP_DESCRIBE,
+        ShareGroupDescribeRequest,
         coordinator.handle,
         groups=lambda r: list(r.group_ids),
     )

@@ -35,6 +35,7 @@ from protocol.primitives import DecodeError
 _LOGGERS: Final = {
     "classic": logging.getLogger("coordinator.core.classic_group_manager"),
     "consumer": logging.getLogger("coordinator.core.consumer_group_manager"),
+    "share": logging.getLogger("coordinator.core.share.manager"),
 }
 
 # Events kept per group, and groups whose events are kept (least recently active dropped first).
@@ -454,6 +455,7 @@ class GroupEvents:
         assignor: str,
         before: Mapping[str, Mapping[str, frozenset[int]]],
         after: Mapping[str, Mapping[str, frozenset[int]]],
+        protocol: str = "consumer",
     ) -> None:
         """A new target (member id -> topic -> partitions) replaced ``before``, the targets of
         the current members. Partitions of members removed since the previous target are still
@@ -466,7 +468,7 @@ class GroupEvents:
         self.record(
             group_id,
             TARGET_COMPUTED,
-            "consumer",
+            protocol,
             state,
             epoch,
             f"target assignment of epoch {epoch} computed by {assignor}: {_moves(moved, first, 'move')}",

@@ -18,6 +18,8 @@ from coordinator.core.events import GroupEvent, consumer_assignment
 from coordinator.core.group_coordinator import GroupCoordinator
 from coordinator.core.lag_status import GroupLag, LagTracker
 from coordinator.core.liveness import MemberLiveness
+from coordinator.core.share.group import ShareGroup
+from coordinator.core.share.manager import ShareGroupManager
 
 # Said wherever lag cannot be known: the coordinator only sees the log through a gateway sampler.
 LAG_UNAVAILABLE: Final = (
@@ -93,6 +95,11 @@ class GroupViews:
                 | {"protocol_type": "consumer", "protocol_name": None, "generation": cgroup.group_epoch}
                 | {"assignor": consumer.preferred_assignor(cgroup)}
             )
+        for group_id, sgroup in list(shard.kind(ShareGroupManager).groups.items()):
+            rows.append(
+                self._summary(group_id, "share", sgroup.state_name, len(sgroup.members))
+                | {"protocol_type": "share", "protocol_name": None, "generation": sgroup.group_epoch}
+            )
         rows.sort(key=lambda row: str(row["group_id"]))
         return rows
 
@@ -114,8 +121,9 @@ class GroupViews:
         """The group page: members and assignments, offsets and lag; None if unknown."""
         classic = self.shard.kind(ClassicGroupManager).groups.get(group_id)
         cgroup = self.shard.kind(ConsumerGroupManager).groups.get(group_id)
+        sgroup = self.shard.kind(ShareGroupManager).groups.get(group_id)
         known = self.shard.committed_offsets(group_id) or self.shard.events.last_event(group_id) is not None
-        if classic is None and cgroup is None and not known:
+        if classic is None and cgroup is None and sgroup is None and not known:
             return None
         view: dict[str, object] = {"group_id": group_id}
         if classic is not None:
@@ -123,6 +131,8 @@ class GroupViews:
         elif cgroup is not None:
             assignor = self.shard.kind(ConsumerGroupManager).preferred_assignor(cgroup)
             view |= _consumer_view(cgroup) | {"assignor": assignor}
+        elif sgroup is not None:
+            view |= _share_view(sgroup)
         else:
             view |= {"type": None, "state": "Dead", "members": []}
         members = view["members"]
@@ -233,6 +243,30 @@ def _liveness_view(seen: MemberLiveness | None, now_ms: int, wall_ms: int) -> di
         "session_deadline_ms": wall(seen.session_deadline_ms),
         "late_after_ms": seen.late_after_ms,
         "liveness": seen.state,
+    }
+
+
+def _share_view(group: ShareGroup) -> dict[str, object]:
+    members = [
+        {
+            "member_id": member.member_id,
+            "instance_id": None,
+            "client_id": member.client_id,
+            "client_host": member.client_host,
+            "member_epoch": member.member_epoch,
+            "subscribed_topics": list(member.subscribed_topic_names),
+            "assignment": sorted([t, p] for t, p in member.assigned),
+        }
+        for member in group.members.values()
+    ]
+    return {
+        "type": "share",
+        "state": group.state_name,
+        "protocol_type": "share",
+        "protocol_name": None,
+        "generation": group.group_epoch,
+        "assignment_epoch": group.assignment_epoch,
+        "members": members,
     }
 
 

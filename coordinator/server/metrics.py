@@ -229,6 +229,11 @@ class Metrics:
             "Group epoch bumps of KIP-848 consumer groups (Kafka: consumer-group-rebalance-count)",
             registry=r,
         )
+        self.share_rebalances = Counter(
+            "coordinator_share_group_rebalances",
+            "Group epoch bumps of KIP-932 share groups (Kafka: share-group-rebalance-count)",
+            registry=r,
+        )
         self.rebalance_duration = Histogram(
             "coordinator_rebalance_duration_seconds", "From entering PreparingRebalance to Stable",
             buckets=_REBALANCE_BUCKETS, registry=r,
@@ -258,6 +263,7 @@ class Metrics:
         self._core_stats: Any = None
         self._seen_rebalances = 0
         self._seen_consumer_rebalances = 0
+        self._seen_share_rebalances = 0
         self._seen_expired = 0
 
     def watch_writer(self, stats: Any) -> None:
@@ -286,6 +292,8 @@ class Metrics:
         self._seen_rebalances = stats.rebalances_completed
         self.consumer_rebalances.inc(stats.consumer_group_rebalances - self._seen_consumer_rebalances)
         self._seen_consumer_rebalances = stats.consumer_group_rebalances
+        self.share_rebalances.inc(stats.share_group_rebalances - self._seen_share_rebalances)
+        self._seen_share_rebalances = stats.share_group_rebalances
         self.offsets_expired.inc(stats.offsets_expired - self._seen_expired)
         self._seen_expired = stats.offsets_expired
 

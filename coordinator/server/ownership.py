@@ -361,6 +361,9 @@ class Ownership:
             offsets=[r for r in state.offsets if shard_of(r.group_id) in shards],
             consumer_groups=[r for r in state.consumer_groups if shard_of(r.group_id) in shards],
             consumer_members=[r for r in state.consumer_members if shard_of(r.group_id) in shards],
+            share_groups=[r for r in state.share_groups if shard_of(r.group_id) in shards],
+            share_members=[r for r in state.share_members if shard_of(r.group_id) in shards],
+            share_partitions=[r for r in state.share_partitions if shard_of(r.group_id) in shards],
             group_configs=[r for r in state.group_configs if shard_of(r.group_id) in shards],
         )
 

@@ -47,6 +47,8 @@ from protocol.messages import offset_for_leader_epoch
 from protocol.messages import produce
 from protocol.messages import sasl_authenticate
 from protocol.messages import sasl_handshake
+from protocol.messages import share_group_describe
+from protocol.messages import share_group_heartbeat
 from protocol.messages import sync_group
 
 Decoder = Callable[[bytes, int], tuple[Any, int]]
@@ -227,6 +229,8 @@ CODECS: Final[dict[tuple[int, int], tuple[Decoder, Encoder, Decoder, Encoder]]] 
     (68, 1): (consumer_group_heartbeat.decode_consumer_group_heartbeat_request_v1, consumer_group_heartbeat.encode_consumer_group_heartbeat_request_v1, consumer_group_heartbeat.decode_consumer_group_heartbeat_response_v1, consumer_group_heartbeat.encode_consumer_group_heartbeat_response_v1),
     (69, 0): (consumer_group_describe.decode_consumer_group_describe_request_v0, consumer_group_describe.encode_consumer_group_describe_request_v0, consumer_group_describe.decode_consumer_group_describe_response_v0, consumer_group_describe.encode_consumer_group_describe_response_v0),
     (69, 1): (consumer_group_describe.decode_consumer_group_describe_request_v1, consumer_group_describe.encode_consumer_group_describe_request_v1, consumer_group_describe.decode_consumer_group_describe_response_v1, consumer_group_describe.encode_consumer_group_describe_response_v1),
+    (76, 1): (share_group_heartbeat.decode_share_group_heartbeat_request_v1, share_group_heartbeat.encode_share_group_heartbeat_request_v1, share_group_heartbeat.decode_share_group_heartbeat_response_v1, share_group_heartbeat.encode_share_group_heartbeat_response_v1),
+    (77, 1): (share_group_describe.decode_share_group_describe_request_v1, share_group_describe.encode_share_group_describe_request_v1, share_group_describe.decode_share_group_describe_response_v1, share_group_describe.encode_share_group_describe_response_v1),
 }
 
 # api key -> (request class, response class)
@@ -262,6 +266,8 @@ MESSAGE_CLASSES: Final[dict[int, tuple[type[Any], type[Any]]]] = {
     60: (describe_cluster.DescribeClusterRequest, describe_cluster.DescribeClusterResponse),
     68: (consumer_group_heartbeat.ConsumerGroupHeartbeatRequest, consumer_group_heartbeat.ConsumerGroupHeartbeatResponse),
     69: (consumer_group_describe.ConsumerGroupDescribeRequest, consumer_group_describe.ConsumerGroupDescribeResponse),
+    76: (share_group_heartbeat.ShareGroupHeartbeatRequest, share_group_heartbeat.ShareGroupHeartbeatResponse),
+    77: (share_group_describe.ShareGroupDescribeRequest, share_group_describe.ShareGroupDescribeResponse),
 }
 
 # (api key, version) pairs whose requests use header v2 and responses header v1
@@ -332,6 +338,8 @@ FLEXIBLE: Final[frozenset[tuple[int, int]]] = frozenset({
     (68, 1),
     (69, 0),
     (69, 1),
+    (76, 1),
+    (77, 1),
 })
 
 # Forwarded requests the gateway decodes to authorize them (protocol.apis.GATEWAY_DECODED)

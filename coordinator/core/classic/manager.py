@@ -141,7 +141,7 @@ class ClassicGroupManager(ClassicSyncAndLeave):
     def request_handlers(self) -> Mapping[type, RequestHandler]:
         return {
             DescribeGroupsRequest: lambda ctx, req, fx: fx.reply(
-                ctx.reply_to, describe_groups(self.groups, ctx, req)
+                ctx.reply_to, describe_groups(self.groups, ctx, req, self.registry.holds)
             )
         }
 
