@@ -368,9 +368,22 @@ def test_share_partition_state_is_loaded_and_restores_the_partition(h: Harness) 
     assert after.coordinator.kind(ShareGroupManager).partition_states == {}
 
 
+class _HarnessClock:
+    """The harness's time, as the views read it (monotonic and wall-clock ms)."""
+
+    def __init__(self, h: Harness) -> None:
+        self.h = h
+
+    def now_ms(self) -> int:
+        return self.h.now_ms
+
+    def wall_ms(self) -> int:
+        return self.h.now_ms
+
+
 def test_console_views_show_share_groups(h: Harness) -> None:
     beat(h, "a", topics=["u"])
-    views = GroupViews(h.coordinator, LagTracker())
+    views = GroupViews(h.coordinator, LagTracker(), _HarnessClock(h))
     [row] = views.list_groups()
     assert (row["group_id"], row["type"], row["state"], row["members"], row["generation"]) == (
         "g",
