@@ -18,7 +18,7 @@ from coordinator.api.config_resources import GROUP
 from coordinator.api.limits import PAYLOAD_APIS
 from coordinator.api.loading import load_in_progress_response
 from coordinator.api.routes import Routes
-from coordinator.api.table import api_routes
+from coordinator.api.table import GROUP_CONFIG_APIS, api_routes
 from coordinator.api.validation import screen_request
 from coordinator.core.cluster import Cluster
 from coordinator.core.context import RequestContext
@@ -49,9 +49,6 @@ from protocol.primitives import DecodeError
 from protocol.wire import Request, UnsupportedApi, decode_request, encode_response
 
 log = logging.getLogger(__name__)
-
-
-_GROUP_CONFIG_APIS = frozenset({ApiKey.DESCRIBE_CONFIGS, ApiKey.INCREMENTAL_ALTER_CONFIGS})
 
 
 class ForwardingHook(Protocol):
@@ -179,7 +176,7 @@ class Dispatcher:
         if request.api_key == ApiKey.DELETE_TOPICS and self.cluster.shard_map.loading:
             self._after_groups.append((connection, reply, ctx, request))
             return
-        if request.api_key in _GROUP_CONFIG_APIS:
+        if request.api_key in GROUP_CONFIG_APIS:
             awaited = self._group_config_shards_loading(request)
             if awaited:
                 self._after_shards.append((awaited, connection, reply, ctx, request))
@@ -222,7 +219,7 @@ class Dispatcher:
         """A single node's shards still loading that a GROUP config request names (they are
         wanted next); empty for every other request."""
         shard_map = self.cluster.shard_map
-        if request.api_key not in _GROUP_CONFIG_APIS or not shard_map.loading or not shard_map.single_node:
+        if request.api_key not in GROUP_CONFIG_APIS or not shard_map.loading or not shard_map.single_node:
             return set()
         names = [
             r.resource_name for r in request.body.resources if r.resource_type == GROUP and r.resource_name
