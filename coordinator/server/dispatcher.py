@@ -61,7 +61,7 @@ class ForwardingHook(Protocol):
     def connection_closed(self, connection: Connection) -> None: ...
 
 
-# Answered while loading: they do not depend on stored state.
+# Answered while the unsharded state is read: they do not depend on stored state.
 _NEEDS_NO_CATALOG = frozenset(
     {ApiKey.API_VERSIONS, ApiKey.FIND_COORDINATOR, ApiKey.DESCRIBE_CLUSTER, *SASL_APIS}
 )
@@ -80,7 +80,9 @@ class Dispatcher:
         self.sasl: SaslServer | None = None  # set when a listener uses SASL
         self.gateway: ForwardingHook | None = None  # set in gateway mode
         self.budget = ByteBudget()  # buffered bytes of every connection (docs/gateway.md#back-pressure)
-        self.loading = True
+        # The node's unsharded state (topic catalog, ACLs, credentials) is not read yet: a state of
+        # the node before any shard's, not one of them (docs/architecture.md#shard-states).
+        self.reading_unsharded_state = True
         # Several nodes: topics created through another node are looked up before an answer
         # that would treat them as absent (docs/multinode.md#what-other-nodes-learn).
         self.topic_lookup: TopicLookup | None = None
@@ -165,7 +167,7 @@ class Dispatcher:
             if screening.extra is not None:
                 attribute, items = screening.extra
                 amend(ctx, lambda response: getattr(response, attribute).extend(items))
-        if self.loading:
+        if self.reading_unsharded_state:
             if request.api_key in self.routes.group_apis:
                 response = load_in_progress_response(request.api_key, request.api_version, request.body)
                 reply.send(response)
@@ -196,9 +198,9 @@ class Dispatcher:
             return
         self._handle(connection, reply, ctx, request)
 
-    def finish_loading(self) -> None:
-        """Loading is over: serve what waited for the topic catalog, in arrival order."""
-        self.loading = False
+    def unsharded_state_read(self) -> None:
+        """The unsharded state is read: serve what waited for the topic catalog, in arrival order."""
+        self.reading_unsharded_state = False
         deferred, self._deferred = self._deferred, []
         self._serve_deferred(deferred)
 
