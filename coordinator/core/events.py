@@ -17,10 +17,9 @@ import struct
 from collections import OrderedDict, deque
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Final, Protocol
 
 from coordinator.core.clock import ShardClock
-from coordinator.core.consumer.group import CG_STABLE, ConsumerGroup, ConsumerMember, MemberState
 from protocol.messages.consumer_protocol import (
     decode_consumer_protocol_assignment_v0,
     decode_consumer_protocol_assignment_v1,
@@ -103,6 +102,26 @@ TARGET_COMPUTED: Final = "target_computed"
 ASSIGNMENT_RECONCILED: Final = "assignment_reconciled"
 
 Detail = str | int | list[str] | None
+
+
+class ReconcilingGroup(Protocol):
+    """What the events ask of a group whose members reconcile to a target assignment epoch
+    (a KIP-848 consumer group): the kind's folder implements it, this module imports no kind."""
+
+    @property
+    def group_id(self) -> str: ...
+
+    @property
+    def group_epoch(self) -> int: ...
+
+    @property
+    def member_count(self) -> int: ...
+
+    def is_stable(self) -> bool: ...
+
+    def member_caught_up(self, member_id: str) -> bool: ...
+
+    def members_behind(self) -> set[str]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -477,7 +496,7 @@ class GroupEvents:
             partitions_assigned_first_time=first,
         )
 
-    def member_reconciled(self, group: ConsumerGroup, member: ConsumerMember) -> None:
+    def member_reconciled(self, group: ReconcilingGroup, member_id: str) -> None:
         """After a member's heartbeat: once every member reached the target of the bumped epoch,
         report ``assignment_reconciled``. The members still behind are collected once per epoch,
         so a heartbeat costs O(1) (checking the group's state scans every member)."""
@@ -486,15 +505,14 @@ class GroupEvents:
             return
         waiting = self._waiting.get(group_id)
         if waiting is None or waiting[0] != group.group_epoch:
-            behind = {m.member_id for m in group.members.values() if not _caught_up(group, m)}
-            waiting = self._waiting[group_id] = (group.group_epoch, behind)
-        if _caught_up(group, member):
-            waiting[1].discard(member.member_id)
+            waiting = self._waiting[group_id] = (group.group_epoch, group.members_behind())
+        if group.member_caught_up(member_id):
+            waiting[1].discard(member_id)
         if waiting[1]:
             return
         del self._waiting[group_id]  # collected again next time if the group is not Stable yet
-        if group.state == CG_STABLE:
-            self.reconciled(group_id, group.group_epoch, len(group.members))
+        if group.is_stable():
+            self.reconciled(group_id, group.group_epoch, group.member_count)
 
     def reconciled(self, group_id: str, epoch: int, members: int) -> None:
         """All members reached the target of ``epoch``: reported once per epoch."""
@@ -572,10 +590,6 @@ def classic_owners(assignments: Mapping[str, bytes]) -> dict[tuple[str, int], st
             return None
         owners.update((tp, member_id) for tp in partitions)
     return owners
-
-
-def _caught_up(group: ConsumerGroup, member: ConsumerMember) -> bool:
-    return member.member_epoch == group.assignment_epoch and member.state is MemberState.STABLE
 
 
 def describe_metadata_change(

@@ -19,10 +19,11 @@ import struct
 from collections.abc import Callable
 from typing import Any, Final
 
+from coordinator.api.table import GROUP_CONFIG_APIS
 from coordinator.core.cluster import NodeIdentity
 from coordinator.gateway.authorization import ForwardedAuthorization
 from coordinator.gateway.cut_through import FetchTail
-from coordinator.gateway.group_configs import CONFIG_APIS, names_group_resources
+from coordinator.gateway.group_configs import names_group_resources
 from coordinator.gateway.high_watermarks import FetchWatch, TopicKey
 from coordinator.gateway.node_endpoints import carries_node_endpoints, endpoints_in, rewrite_node_endpoints
 from coordinator.gateway.old_formats import (
@@ -74,7 +75,7 @@ ANY_BROKER: Final = -1  # the upstream connection of the bootstrap port: any ups
 MAX_PIPELINE: Final = 64  # forwarded requests in flight per client connection
 FORWARDED: Final = Pipeline("forwarded", MAX_PIPELINE)
 # Forwarded unless they name groups (FindCoordinator for groups, GROUP config resources).
-_SOMETIMES_SERVED_HERE: Final = frozenset({ApiKey.FIND_COORDINATOR, *CONFIG_APIS})
+_SOMETIMES_SERVED_HERE: Final = frozenset({ApiKey.FIND_COORDINATOR, *GROUP_CONFIG_APIS})
 UNKNOWN_API_MESSAGE: Final = "api key {key} v{version} is not forwarded by the gateway"
 
 
@@ -256,7 +257,7 @@ class Forwarder:
                 return False  # malformed or unsupported: the dispatcher answers as it does today
             if request.body.key_type != 1:
                 return False  # groups are served here; other key types get the dispatcher's error
-        if api_key in CONFIG_APIS and names_group_resources(frame):
+        if api_key in GROUP_CONFIG_APIS and names_group_resources(frame):
             return False  # GROUP config resources are served here (docs/gateway.md)
         if not self._admitted(connection, api_key, version, correlation_id):
             return True

@@ -587,7 +587,7 @@ def _serve(
     server: RunningServer, core: _Core, config: Config, started: float, log_loaded: Callable[[float], None]
 ) -> None:
     """The last step (nothing after it can fail): serve, and load the groups in the background."""
-    core.dispatcher.finish_loading()
+    core.dispatcher.unsharded_state_read()
     core.runtime.rearm_timer()
     server.readiness_probe = StorageProbe(core.runtime)
     server.readiness_probe.start()

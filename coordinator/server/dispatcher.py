@@ -18,7 +18,7 @@ from coordinator.api.config_resources import GROUP
 from coordinator.api.limits import PAYLOAD_APIS
 from coordinator.api.loading import load_in_progress_response
 from coordinator.api.routes import Routes
-from coordinator.api.table import api_routes
+from coordinator.api.table import GROUP_CONFIG_APIS, api_routes
 from coordinator.api.validation import screen_request
 from coordinator.core.cluster import Cluster
 from coordinator.core.context import RequestContext
@@ -51,9 +51,6 @@ from protocol.wire import Request, UnsupportedApi, decode_request, encode_respon
 log = logging.getLogger(__name__)
 
 
-_GROUP_CONFIG_APIS = frozenset({ApiKey.DESCRIBE_CONFIGS, ApiKey.INCREMENTAL_ALTER_CONFIGS})
-
-
 class ForwardingHook(Protocol):
     """Gateway mode: takes the frames of APIs forwarded upstream (True) before any decoding."""
 
@@ -64,7 +61,7 @@ class ForwardingHook(Protocol):
     def connection_closed(self, connection: Connection) -> None: ...
 
 
-# Answered while loading: they do not depend on stored state.
+# Answered while the unsharded state is read: they do not depend on stored state.
 _NEEDS_NO_CATALOG = frozenset(
     {ApiKey.API_VERSIONS, ApiKey.FIND_COORDINATOR, ApiKey.DESCRIBE_CLUSTER, *SASL_APIS}
 )
@@ -83,7 +80,9 @@ class Dispatcher:
         self.sasl: SaslServer | None = None  # set when a listener uses SASL
         self.gateway: ForwardingHook | None = None  # set in gateway mode
         self.budget = ByteBudget()  # buffered bytes of every connection (docs/gateway.md#back-pressure)
-        self.loading = True
+        # The node's unsharded state (topic catalog, ACLs, credentials) is not read yet: a state of
+        # the node before any shard's, not one of them (docs/architecture.md#shard-states).
+        self.reading_unsharded_state = True
         # Several nodes: topics created through another node are looked up before an answer
         # that would treat them as absent (docs/multinode.md#what-other-nodes-learn).
         self.topic_lookup: TopicLookup | None = None
@@ -168,7 +167,7 @@ class Dispatcher:
             if screening.extra is not None:
                 attribute, items = screening.extra
                 amend(ctx, lambda response: getattr(response, attribute).extend(items))
-        if self.loading:
+        if self.reading_unsharded_state:
             if request.api_key in self.routes.group_apis:
                 response = load_in_progress_response(request.api_key, request.api_version, request.body)
                 reply.send(response)
@@ -179,7 +178,7 @@ class Dispatcher:
         if request.api_key == ApiKey.DELETE_TOPICS and self.cluster.shard_map.loading:
             self._after_groups.append((connection, reply, ctx, request))
             return
-        if request.api_key in _GROUP_CONFIG_APIS:
+        if request.api_key in GROUP_CONFIG_APIS:
             awaited = self._group_config_shards_loading(request)
             if awaited:
                 self._after_shards.append((awaited, connection, reply, ctx, request))
@@ -199,9 +198,9 @@ class Dispatcher:
             return
         self._handle(connection, reply, ctx, request)
 
-    def finish_loading(self) -> None:
-        """Loading is over: serve what waited for the topic catalog, in arrival order."""
-        self.loading = False
+    def unsharded_state_read(self) -> None:
+        """The unsharded state is read: serve what waited for the topic catalog, in arrival order."""
+        self.reading_unsharded_state = False
         deferred, self._deferred = self._deferred, []
         self._serve_deferred(deferred)
 
@@ -222,7 +221,7 @@ class Dispatcher:
         """A single node's shards still loading that a GROUP config request names (they are
         wanted next); empty for every other request."""
         shard_map = self.cluster.shard_map
-        if request.api_key not in _GROUP_CONFIG_APIS or not shard_map.loading or not shard_map.single_node:
+        if request.api_key not in GROUP_CONFIG_APIS or not shard_map.loading or not shard_map.single_node:
             return set()
         names = [
             r.resource_name for r in request.body.resources if r.resource_type == GROUP and r.resource_name

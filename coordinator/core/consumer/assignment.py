@@ -262,7 +262,10 @@ class ConsumerAssignment:
     def _heartbeat_interval(self, group: ConsumerGroup, member: ConsumerMember) -> int:
         """The interval the member is told to heartbeat at (rules in heartbeat_interval.py)."""
         settling = self.clock.now_ms < group.settling_until_ms
-        return self.group_configs.intervals(group.group_id).for_member(member.state, settling)
+        state = member.state
+        return self.group_configs.intervals(group.group_id).for_member(
+            state is MemberState.STABLE, state is MemberState.UNRELEASED_PARTITIONS, settling
+        )
 
     def _cancel_rebalance_timer(self, group: ConsumerGroup, member: ConsumerMember) -> None:
         if member.rebalance_timer_epoch is not None:

@@ -146,6 +146,19 @@ class ConsumerGroup:
     def member_count(self) -> int:
         return len(self.members)
 
+    # -- what the group events ask of a reconciling group (events.ReconcilingGroup) -------------
+
+    def is_stable(self) -> bool:
+        return self.state == CG_STABLE
+
+    def member_caught_up(self, member_id: str) -> bool:
+        """The member reached the target of the current assignment epoch."""
+        member = self.members.get(member_id)
+        return member is not None and _caught_up(self, member)
+
+    def members_behind(self) -> set[str]:
+        return {m.member_id for m in self.members.values() if not _caught_up(self, m)}
+
     def listed(self) -> ListedGroup:
         return ListedGroup(
             group_id=self.group_id,
@@ -289,3 +302,7 @@ def apply_reconciled(group: ConsumerGroup, member: ConsumerMember, result: Recon
     member.pending_revocation = result.pending_revocation
     group.add_ownership(member)
     return changed
+
+
+def _caught_up(group: ConsumerGroup, member: ConsumerMember) -> bool:
+    return member.member_epoch == group.assignment_epoch and member.state is MemberState.STABLE
