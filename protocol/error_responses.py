@@ -89,6 +89,9 @@ from protocol.messages.produce import (
 )
 from protocol.messages.sasl_authenticate import SaslAuthenticateRequest, SaslAuthenticateResponse
 from protocol.messages.sasl_handshake import SaslHandshakeRequest, SaslHandshakeResponse
+from protocol.messages.share_group_describe import DescribedGroup as ShareDescribedGroup
+from protocol.messages.share_group_describe import ShareGroupDescribeRequest, ShareGroupDescribeResponse
+from protocol.messages.share_group_heartbeat import ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse
 from protocol.messages.streams_group_describe import DescribedGroup as StreamsDescribedGroup
 from protocol.messages.streams_group_describe import (
     StreamsGroupDescribeRequest,
@@ -224,6 +227,19 @@ def streams_group_describe(
             StreamsDescribedGroup(error_code=code, error_message=message, group_id=g) for g in req.group_ids
         ]
     )
+
+
+def share_group_heartbeat(
+    version: int, req: ShareGroupHeartbeatRequest, code: int, message: str | None
+) -> ShareGroupHeartbeatResponse:
+    return ShareGroupHeartbeatResponse(error_code=code, error_message=message)
+
+
+def share_group_describe(
+    version: int, req: ShareGroupDescribeRequest, code: int, message: str | None
+) -> ShareGroupDescribeResponse:
+    groups = [ShareDescribedGroup(error_code=code, error_message=message, group_id=g) for g in req.group_ids]
+    return ShareGroupDescribeResponse(groups=groups)
 
 
 # ---- cluster APIs -----------------------------------------------------------------------------
@@ -444,6 +460,8 @@ ERROR_RESPONSES: Final[dict[ApiKey, ErrorResponseBuilder]] = {
     ApiKey.CONSUMER_GROUP_DESCRIBE: consumer_group_describe,
     ApiKey.STREAMS_GROUP_HEARTBEAT: streams_group_heartbeat,
     ApiKey.STREAMS_GROUP_DESCRIBE: streams_group_describe,
+    ApiKey.SHARE_GROUP_HEARTBEAT: share_group_heartbeat,
+    ApiKey.SHARE_GROUP_DESCRIBE: share_group_describe,
 }
 
 

@@ -33,6 +33,7 @@ from coordinator.core.group import (
 from coordinator.core.group_settings import BrokerGroupSettings
 from coordinator.core.heartbeat_interval import no_jitter
 from coordinator.core.kinds import register_kinds
+from coordinator.core.liveness import MemberLiveness
 from coordinator.core.offset_manager import OffsetManager
 from coordinator.core.registry import GroupRegistry
 from coordinator.core.result import Result
@@ -416,6 +417,12 @@ class GroupCoordinator:
         """The registered kind of group of class ``cls`` (typed access for views and tests)."""
         return self._groups.kind(cls)
 
+    def member_liveness(self, group_id: str, member_id: str, now_ms: int) -> MemberLiveness | None:
+        """A member's last heartbeat, session deadline and liveness at monotonic ``now_ms``
+        (given by the caller: the core reads no clock); None for an unknown member."""
+        holder = self._groups.holder(group_id)
+        return None if holder is None else holder.member_liveness(group_id, member_id, now_ms)
+
     def group_count_by_state(self) -> dict[str, int]:
         """Groups of every kind by state name (the kinds share Empty and Stable)."""
         counts: dict[str, int] = {}
@@ -433,9 +440,9 @@ class GroupCoordinator:
         """Wall-clock ms of the group's latest committed offset, None without offsets."""
         return max((record.commit_ms for record in self.committed_offsets(group_id)), default=None)
 
-    def groups_by_protocol(self) -> tuple[int, ...]:
-        """Groups of each kind, in registration order (classic, consumer)."""
-        return tuple(len(kind.groups) for kind in self._groups.kinds)
+    def groups_by_protocol(self) -> dict[str, int]:
+        """Groups of each kind by the kind's name, in registration order."""
+        return {kind.name: len(kind.groups) for kind in self._groups.kinds}
 
     def group_count(self) -> int:
         return self._groups.count()

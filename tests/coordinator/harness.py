@@ -63,6 +63,10 @@ from storage.records import (
     GroupMetadataRecord,
     OffsetCommitRecord,
     Record,
+    ShareGroupRecord,
+    ShareGroupTombstone,
+    ShareMemberRecord,
+    SharePartitionStateRecord,
     StreamsGroupRecord,
     StreamsGroupTombstone,
     StreamsMemberRecord,
@@ -180,6 +184,9 @@ class FakeStore:
     streams_groups: dict[str, StreamsGroupRecord] = field(default_factory=dict)
     streams_members: dict[tuple[str, str], StreamsMemberRecord] = field(default_factory=dict)
     group_configs: dict[tuple[str, str], GroupConfigRecord] = field(default_factory=dict)
+    share_groups: dict[str, ShareGroupRecord] = field(default_factory=dict)
+    share_members: dict[tuple[str, str], ShareMemberRecord] = field(default_factory=dict)
+    share_partitions: dict[tuple[str, str, int], SharePartitionStateRecord] = field(default_factory=dict)
     batches: list[list[Record]] = field(default_factory=list)
 
     def write(self, records: Iterable[Record]) -> None:
@@ -191,6 +198,9 @@ class FakeStore:
             "consumer_groups": self.consumer_groups,
             "consumer_members": self.consumer_members,
             "group_configs": self.group_configs,
+            "share_groups": self.share_groups,
+            "share_members": self.share_members,
+            "share_partitions": self.share_partitions,
             "streams_groups": self.streams_groups,
             "streams_members": self.streams_members,
         }
@@ -202,6 +212,11 @@ class FakeStore:
             if isinstance(record, ConsumerGroupTombstone):  # also deletes the group's members
                 for key in [k for k in self.consumer_members if k[0] == record.group_id]:
                     del self.consumer_members[key]
+            if isinstance(record, ShareGroupTombstone):
+                for key in [k for k in self.share_members if k[0] == record.group_id]:
+                    del self.share_members[key]
+                for state_key in [k for k in self.share_partitions if k[0] == record.group_id]:
+                    del self.share_partitions[state_key]
             if isinstance(record, StreamsGroupTombstone):
                 for key in [k for k in self.streams_members if k[0] == record.group_id]:
                     del self.streams_members[key]
@@ -215,6 +230,9 @@ class FakeStore:
                 *self.groups.values(),
                 *self.consumer_groups.values(),
                 *self.consumer_members.values(),
+                *self.share_groups.values(),
+                *self.share_members.values(),
+                *self.share_partitions.values(),
                 *self.streams_groups.values(),
                 *self.streams_members.values(),
             ],

@@ -327,6 +327,41 @@ def test_members_in_a_hand_over_are_told_to_heartbeat_sooner() -> None:
     assert b.beat().wire.heartbeat_interval_ms == 5000
 
 
+class _HarnessClock:
+    """The harness's time, as the views read it (monotonic and wall-clock ms)."""
+
+    def __init__(self, h: Harness) -> None:
+        self.h = h
+
+    def now_ms(self) -> int:
+        return self.h.now_ms
+
+    def wall_ms(self) -> int:
+        return self.h.now_ms
+
+
+def test_a_streams_member_is_late_after_two_intervals_and_expired_past_its_session() -> None:
+    from coordinator.core.liveness import ALIVE, EXPIRED, LATE
+    from coordinator.core.streams.manager import StreamsGroupManager
+
+    h = Harness()
+    ready(h)
+    a = StreamsClient(h, "a")
+    a.join()
+    a.beat()  # Stable at the group's epoch: told the regular 5 s interval
+    kind = h.coordinator.kind(StreamsGroupManager)
+    heard = h.now_ms
+    seen = kind.member_liveness("app", a.member_id, h.now_ms)
+    assert seen is not None and (seen.state, seen.last_heartbeat_ms) == (ALIVE, heard)
+    assert seen.late_after_ms == 10_000 and seen.session_deadline_ms == heard + 45_000
+    late = kind.member_liveness("app", a.member_id, heard + 10_001)
+    assert late is not None and late.state == LATE
+    expired = kind.member_liveness("app", a.member_id, heard + 45_000)
+    assert expired is not None and expired.state == EXPIRED
+    assert kind.member_liveness("app", "nobody", h.now_ms) is None
+    assert kind.member_liveness("other", a.member_id, h.now_ms) is None
+
+
 def test_the_http_views_show_streams_groups() -> None:
     from coordinator.core.lag_status import LagTracker
     from coordinator.server.group_views import GroupViews
@@ -334,7 +369,7 @@ def test_the_http_views_show_streams_groups() -> None:
     h = Harness()
     ready(h)
     StreamsClient(h, "a").join()
-    views = GroupViews(h.coordinator, LagTracker())
+    views = GroupViews(h.coordinator, LagTracker(), _HarnessClock(h))
     [row] = views.list_groups()
     assert (row["group_id"], row["type"], row["state"], row["members"]) == ("app", "streams", "Stable", 1)
     view = views.describe("app")
@@ -342,3 +377,4 @@ def test_the_http_views_show_streams_groups() -> None:
     members = view["members"]
     assert isinstance(members, list) and len(members) == 1
     assert members[0]["process_id"] == "process-a" and len(members[0]["active_tasks"]) == 8
+    assert members[0]["liveness"] == "alive"

@@ -76,6 +76,7 @@ class StreamsMember:
     client_tags: tuple[tuple[str, str], ...] = ()
     assigned: TaskSets = field(default_factory=TaskSets)
     pending_revocation: TaskSets = field(default_factory=TaskSets)
+    last_heartbeat_ms: int = -1  # monotonic ms of its last heartbeat in this process; -1 none
 
 
 class GroupState:

@@ -227,6 +227,7 @@ class StreamsHeartbeat:
         changed = reconcile(group, member, owned)
         self._schedule_rebalance(group, member)
         self.reschedule_session(group, member)
+        member.last_heartbeat_ms = self.clock.now_ms
         if req.shutdown_application:
             group.shutdown_requested = True
         full = (
@@ -445,7 +446,7 @@ class StreamsHeartbeat:
         response = sgh.StreamsGroupHeartbeatResponse(
             member_id=member.member_id,
             member_epoch=member.member_epoch,
-            heartbeat_interval_ms=self._interval(group, member),
+            heartbeat_interval_ms=self.interval(group, member),
             acceptable_recovery_lag_legacy=ACCEPTABLE_RECOVERY_LAG if version == 0 else 0,
             acceptable_recovery_lag=ACCEPTABLE_RECOVERY_LAG if version >= 1 else -1,
             task_offset_interval_ms=TASK_OFFSET_INTERVAL_MS,
@@ -460,7 +461,8 @@ class StreamsHeartbeat:
             response.partitions_by_user_endpoint = self._endpoints(group)
         return response
 
-    def _interval(self, group: StreamsGroup, member: StreamsMember) -> int:
+    def interval(self, group: StreamsGroup, member: StreamsMember) -> int:
+        """The heartbeat interval the member is told (shorter during a hand-over)."""
         interval = self.config.group_streams_heartbeat_interval_ms
         if member.state is MemberState.STABLE and member.member_epoch == group.assignment_epoch:
             return interval

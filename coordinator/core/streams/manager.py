@@ -25,6 +25,7 @@ from coordinator.core.group import (
     TopicCatalog,
     group_deletion,
 )
+from coordinator.core.liveness import CONSUMER_LATE_INTERVALS, MemberLiveness, judge
 from coordinator.core.streams.classic_refusal import ClassicRefusal
 from coordinator.core.streams.describe import describe_groups
 from coordinator.core.streams.group import STREAMS_GROUP_TYPE, MemberState, StreamsGroup, tasks_of
@@ -214,6 +215,17 @@ class StreamsGroupManager(StreamsHeartbeat):
         if member_epoch != member.member_epoch:
             return STALE_MEMBER_EPOCH
         return NONE
+
+    def member_liveness(self, group_id: str, member_id: str, now_ms: int) -> MemberLiveness | None:
+        """A streams member is told its interval (docs/streams-groups.md#the-heartbeat): late
+        once it missed a whole one."""
+        group = self.groups.get(group_id)
+        member = None if group is None else group.members.get(member_id)
+        if group is None or member is None:
+            return None
+        late_after = CONSUMER_LATE_INTERVALS * self.interval(group, member)
+        deadline = self.timers.deadline((SESSION_TIMER, group_id, member_id))
+        return judge(member.last_heartbeat_ms, deadline, late_after, now_ms)
 
     def offset_delete_rule(self, group_id: str) -> OffsetDeleteRule:
         group = self.groups[group_id]
