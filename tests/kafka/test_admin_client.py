@@ -91,15 +91,13 @@ def test_we_describe_no_group_config_kafka_does_not(
     assert CONSUMER_GROUP_CONFIGS <= names["ours"] <= names["kafka"]
 
 
-@pytest.mark.xfail(
-    reason="DescribeGroups v6 (GROUP_ID_NOT_FOUND for a group that does not exist) is served by the "
-    "4.4 protocol work; until then we answer v5's Dead group: docs/kafka-differences.md",
-    strict=True,
-)
-def test_describing_a_group_that_does_not_exist(sides: Sides, java_driver: JavaDriver, unique: str) -> None:
+def test_describing_a_group_that_does_not_exist(
+    any_sides: Sides, java_driver: JavaDriver, unique: str
+) -> None:
+    """DescribeGroups v6 answers GROUP_ID_NOT_FOUND (v5 described a Dead group)."""
     group = f"{unique}-missing"
     kafka, ours = (
-        java_driver.admin(bootstrap, "describe_groups", groups=[group]) for _, bootstrap in sides.items()
+        java_driver.admin(bootstrap, "describe_groups", groups=[group]) for _, bootstrap in any_sides.items()
     )
     assert kafka == {group: {"exception": "GroupIdNotFoundException"}}
     assert ours == kafka

@@ -14,7 +14,7 @@ import pytest
 from protocol.apis import ApiKey
 from tests.kafka.conftest import Sides
 from tests.kafka.corpus import PARTITIONS, Names, Scenario, admin, classic, consumer
-from tests.kafka.corpus.runner import Run, common_versions, wait_for_topic
+from tests.kafka.corpus.runner import Run, common_versions, shared_topic_id
 from tests.support.java_driver import JavaDriver
 
 pytestmark = pytest.mark.kafka
@@ -33,17 +33,17 @@ def versions(sides: Sides) -> dict[ApiKey, range]:
 def corpus_topic(sides: Sides, java_driver: JavaDriver) -> str:
     topic = f"corpus-{time.monotonic_ns()}"
     java_driver.produce(sides.kafka, topic, PARTITIONS, 1)
-    wait_for_topic(sides.ours, topic)
     return topic
 
 
 def scenario_runner(sides: Sides, versions: dict[ApiKey, range], topic: str) -> Iterator[RunScenario]:
     """Runs a scenario at one version on Kafka, then on us; closes every connection at the end."""
     runs: list[Run] = []
+    topic_id = shared_topic_id(sides.kafka, sides.ours, topic)
 
     def run(scenario: Scenario, version: int) -> tuple[list[Any], list[Any]]:
         prefix = f"{scenario.name}-v{version}-{time.monotonic_ns()}"
-        names = Names(group=f"{prefix}-g", topic=topic, other_group=f"{prefix}-other")
+        names = Names(group=f"{prefix}-g", topic=topic, topic_id=topic_id, other_group=f"{prefix}-other")
         answers = []
         for bootstrap in (sides.kafka, sides.ours):
             side = Run(bootstrap, names, versions)

@@ -12,7 +12,7 @@ import pytest
 from protocol.apis import ApiKey
 from tests.kafka.conftest import KAFKA_ALIGNED_SETTINGS, Sides
 from tests.kafka.corpus import PARTITIONS, Scenario, limits
-from tests.kafka.corpus.runner import common_versions, wait_for_topic
+from tests.kafka.corpus.runner import common_versions
 from tests.kafka.test_differential import RunScenario, assert_the_same, scenario_runner
 from tests.support.java_driver import JavaDriver
 from tests.support.kafka_broker import running_kafka
@@ -55,7 +55,6 @@ def run_limited(
 ) -> Iterator[RunScenario]:
     topic = f"limits-{time.monotonic_ns()}"
     java_driver.produce(limited_sides.kafka, topic, PARTITIONS, 1)
-    wait_for_topic(limited_sides.ours, topic)
     yield from scenario_runner(limited_sides, limited_versions, topic)
 
 

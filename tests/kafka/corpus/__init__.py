@@ -13,6 +13,7 @@ adds its scenarios to ``SCENARIOS``: the runner needs nothing else.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,6 +32,7 @@ class Names:
 
     group: str
     topic: str  # an existing topic with PARTITIONS partitions
+    topic_id: bytes  # its id (OffsetCommit and OffsetFetch v10 name topics by id)
     other_group: str
 
 
@@ -77,3 +79,5 @@ class Scenario:
 
 
 PARTITIONS = 2
+# A topic id no topic has (the by-id counterpart of a topic name that does not exist).
+MISSING_TOPIC_ID = uuid.UUID("6d697373-696e-4720-746f-706963206964").bytes

@@ -31,7 +31,17 @@ from protocol.messages.offset_fetch import (
     OffsetFetchRequestTopics,
 )
 from protocol.messages.sync_group import SyncGroupRequest, SyncGroupRequestAssignment
-from tests.kafka.corpus import PARTITIONS, VERSION, Await, Context, Names, Scenario, Step, Until
+from tests.kafka.corpus import (
+    MISSING_TOPIC_ID,
+    PARTITIONS,
+    VERSION,
+    Await,
+    Context,
+    Names,
+    Scenario,
+    Step,
+    Until,
+)
 from tests.kafka.corpus.wire_values import assignment, subscription
 
 SESSION_MS = 10_000
@@ -40,7 +50,11 @@ REBALANCE_MS = 20_000
 MEMBER_ID_REQUIRED_FROM = 4
 STATIC_FROM = 5
 GROUPS_IN_OFFSET_FETCH_FROM = 8
+# OffsetFetch without topics (all of the group's offsets) from v2.
+ALL_TOPICS_FROM = 2
 BATCHED_LEAVE_FROM = 3
+# OffsetCommit and OffsetFetch v10 name topics by id (docs/protocol.md#kafka-44s-group-api-versions).
+TOPIC_IDS_FROM = 10
 
 
 def _join(
@@ -120,37 +134,58 @@ def _heartbeat(
     )
 
 
+def commit_topic(
+    names: Names, ctx: Context, partitions: list[OffsetCommitRequestPartition], missing: bool = False
+) -> OffsetCommitRequestTopic:
+    """The corpus topic (or one that does not exist), by id from v10, by name before."""
+    if ctx[VERSION] >= TOPIC_IDS_FROM:
+        topic_id = MISSING_TOPIC_ID if missing else names.topic_id
+        return OffsetCommitRequestTopic(topic_id=topic_id, partitions=partitions)
+    return OffsetCommitRequestTopic(
+        name=f"{names.topic}-missing" if missing else names.topic, partitions=partitions
+    )
+
+
 def _commit(
-    names: Names, ctx: Context, who: str, topic: str, generation_delta: int = 0
+    names: Names, ctx: Context, who: str, missing: bool = False, generation_delta: int = 0
 ) -> OffsetCommitRequest:
+    partitions = [
+        OffsetCommitRequestPartition(partition_index=p, committed_offset=p + 1) for p in range(PARTITIONS)
+    ]
     return OffsetCommitRequest(
         group_id=names.group,
         generation_id_or_member_epoch=ctx["generation"] + generation_delta,
         member_id=ctx[who],
-        topics=[
-            OffsetCommitRequestTopic(
-                name=topic,
-                partitions=[
-                    OffsetCommitRequestPartition(partition_index=p, committed_offset=p + 1)
-                    for p in range(PARTITIONS)
-                ],
-            )
-        ],
+        topics=[commit_topic(names, ctx, partitions, missing)],
     )
 
 
-def fetch(group: str, topic: str | None, version: int) -> OffsetFetchRequest:
-    """OffsetFetch in both shapes (one group before v8, a list of groups from v8)."""
+def fetch(names: Names, version: int, topics: bool = True, missing: bool = False) -> OffsetFetchRequest:
+    """OffsetFetch of the group's offsets in the corpus topic (and one that does not exist, with
+    ``missing``), or of all of them (``topics=False``, from v2; before, the topics as listed): one
+    group before v8, a list of groups from v8, topics by id from v10."""
     partitions = list(range(PARTITIONS))
+    topics = topics or version < ALL_TOPICS_FROM
     if version >= GROUPS_IN_OFFSET_FETCH_FROM:
-        topics = (
-            None if topic is None else [OffsetFetchRequestTopics(name=topic, partition_indexes=partitions)]
+        by_id = version >= TOPIC_IDS_FROM
+        wanted = [
+            OffsetFetchRequestTopics(topic_id=names.topic_id, partition_indexes=partitions)
+            if by_id
+            else OffsetFetchRequestTopics(name=names.topic, partition_indexes=partitions)
+        ]
+        if missing:
+            wanted.append(
+                OffsetFetchRequestTopics(topic_id=MISSING_TOPIC_ID, partition_indexes=partitions)
+                if by_id
+                else OffsetFetchRequestTopics(name=f"{names.topic}-missing", partition_indexes=partitions)
+            )
+        return OffsetFetchRequest(
+            groups=[OffsetFetchRequestGroup(group_id=names.group, topics=wanted if topics else None)]
         )
-        return OffsetFetchRequest(groups=[OffsetFetchRequestGroup(group_id=group, topics=topics)])
-    return OffsetFetchRequest(
-        group_id=group,
-        topics=None if topic is None else [OffsetFetchRequestTopic(name=topic, partition_indexes=partitions)],
-    )
+    old_shape = [OffsetFetchRequestTopic(name=names.topic, partition_indexes=partitions)]
+    if missing:
+        old_shape.append(OffsetFetchRequestTopic(name=f"{names.topic}-missing", partition_indexes=partitions))
+    return OffsetFetchRequest(group_id=names.group, topics=old_shape if topics else None)
 
 
 def _leave(names: Names, *members: str) -> Callable[[Context], LeaveGroupRequest]:
@@ -183,10 +218,12 @@ def lifecycle(v: int, names: Names) -> list[Step | Await | Until]:
         Step(ApiKey.HEARTBEAT, lambda c: _heartbeat(names, c, "a")),
         Step(ApiKey.HEARTBEAT, lambda c: _heartbeat(names, c, "a", generation_delta=1)),
         Step(ApiKey.HEARTBEAT, lambda c: _heartbeat(names, c, "nobody")),
-        Step(ApiKey.OFFSET_COMMIT, lambda c: _commit(names, c, "a", t)),
-        Step(ApiKey.OFFSET_COMMIT, lambda c: _commit(names, c, "a", t, generation_delta=-1)),
-        Step(ApiKey.OFFSET_COMMIT, lambda c: _commit(names, c, "a", f"{t}-missing")),
-        Step(ApiKey.OFFSET_FETCH, lambda c: fetch(g, t, c[VERSION])),
+        Step(ApiKey.OFFSET_COMMIT, lambda c: _commit(names, c, "a")),
+        Step(ApiKey.OFFSET_COMMIT, lambda c: _commit(names, c, "a", generation_delta=-1)),
+        Step(ApiKey.OFFSET_COMMIT, lambda c: _commit(names, c, "a", missing=True)),
+        Step(ApiKey.OFFSET_FETCH, lambda c: fetch(names, c[VERSION])),
+        Step(ApiKey.OFFSET_FETCH, lambda c: fetch(names, c[VERSION], missing=True)),
+        Step(ApiKey.OFFSET_FETCH, lambda c: fetch(names, c[VERSION], topics=False)),
         Step(ApiKey.DESCRIBE_GROUPS, lambda c: DescribeGroupsRequest(groups=[g])),
         Step(ApiKey.LIST_GROUPS, lambda c: ListGroupsRequest(), only=mine),
         Step(ApiKey.DELETE_GROUPS, lambda c: DeleteGroupsRequest(groups_names=[g])),
@@ -194,9 +231,11 @@ def lifecycle(v: int, names: Names) -> list[Step | Await | Until]:
         Step(ApiKey.LEAVE_GROUP, _leave(names, "a")),
         Step(ApiKey.DESCRIBE_GROUPS, lambda c: DescribeGroupsRequest(groups=[g])),
         Step(ApiKey.OFFSET_DELETE, lambda c: _offset_delete(g, t)),
-        Step(ApiKey.OFFSET_FETCH, lambda c: fetch(g, t, c[VERSION])),
+        Step(ApiKey.OFFSET_FETCH, lambda c: fetch(names, c[VERSION])),
         Step(ApiKey.DELETE_GROUPS, lambda c: DeleteGroupsRequest(groups_names=[g, names.other_group])),
         Step(ApiKey.DELETE_GROUPS, lambda c: DeleteGroupsRequest(groups_names=[g])),
+        # Groups that do not exist: Dead before v6, GROUP_ID_NOT_FOUND from v6.
+        Step(ApiKey.DESCRIBE_GROUPS, lambda c: DescribeGroupsRequest(groups=[g, names.other_group])),
     ]
 
 
@@ -220,7 +259,7 @@ def rebalance(v: int, names: Names) -> list[Step | Await | Until]:
             lambda answer: answer.groups[0].group_state == "PreparingRebalance",
         ),
         Step(ApiKey.HEARTBEAT, lambda c: _heartbeat(names, c, "a")),
-        Step(ApiKey.OFFSET_COMMIT, lambda c: _commit(names, c, "a", names.topic)),
+        Step(ApiKey.OFFSET_COMMIT, lambda c: _commit(names, c, "a")),
         Step(ApiKey.JOIN_GROUP, lambda c: _join(names, "a", c), v, "a", capture=_keep_member("a")),
         Await("b", capture=_keep_member("b")),
         Step(ApiKey.SYNC_GROUP, lambda c: sync(names, "b", c), connection="b", wait=False),

@@ -10,10 +10,9 @@ from protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatReq
 from protocol.messages.offset_commit import (
     OffsetCommitRequest,
     OffsetCommitRequestPartition,
-    OffsetCommitRequestTopic,
 )
 from tests.kafka.corpus import PARTITIONS, VERSION, Await, Context, Names, Scenario, Step, Until
-from tests.kafka.corpus.classic import fetch
+from tests.kafka.corpus.classic import commit_topic, fetch
 
 MEMBER = "corpus-member-0000000a"
 STRANGER = "corpus-member-0000000z"
@@ -48,9 +47,10 @@ def _commit(names: Names, ctx: Context, epoch_delta: int) -> OffsetCommitRequest
         generation_id_or_member_epoch=ctx["epoch"] + epoch_delta,
         member_id=MEMBER,
         topics=[
-            OffsetCommitRequestTopic(
-                name=names.topic,
-                partitions=[
+            commit_topic(
+                names,
+                ctx,
+                [
                     OffsetCommitRequestPartition(partition_index=p, committed_offset=1)
                     for p in range(PARTITIONS)
                 ],
@@ -70,7 +70,7 @@ def member_life(v: int, names: Names) -> list[Step | Await | Until]:
         Step(describe, lambda c: ConsumerGroupDescribeRequest(group_ids=[names.group, names.other_group])),
         Step(ApiKey.OFFSET_COMMIT, lambda c: _commit(names, c, 0)),
         Step(ApiKey.OFFSET_COMMIT, lambda c: _commit(names, c, -1)),
-        Step(ApiKey.OFFSET_FETCH, lambda c: fetch(names.group, names.topic, c[VERSION])),
+        Step(ApiKey.OFFSET_FETCH, lambda c: fetch(names, c[VERSION])),
         Step(hb, lambda c: _heartbeat(names, c, epoch=-1), v),
         Step(describe, lambda c: ConsumerGroupDescribeRequest(group_ids=[names.group])),
     ]

@@ -49,8 +49,9 @@ def served(bootstrap: str) -> dict[int, tuple[int, int]]:
     return {api.api_key: (api.min_version, api.max_version) for api in answer.api_keys}
 
 
-def wait_for_topic(bootstrap: str, topic: str, timeout: float = 30) -> None:
-    """Until our gateway's view of upstream has the topic (it refreshes upstream metadata)."""
+def wait_for_topic(bootstrap: str, topic: str, timeout: float = 30) -> bytes:
+    """Until the side knows the topic with all its partitions (our gateway refreshes upstream
+    metadata); its topic id."""
     deadline = time.monotonic() + timeout
     with WireClient(bootstrap) as client:
         while True:
@@ -60,9 +61,18 @@ def wait_for_topic(bootstrap: str, topic: str, timeout: float = 30) -> None:
                 MetadataRequest(topics=[MetadataRequestTopic(name=topic)], allow_auto_topic_creation=False),
             )
             if answer.topics[0].error_code == 0 and len(answer.topics[0].partitions) == PARTITIONS:
-                return
+                topic_id: bytes = answer.topics[0].topic_id
+                return topic_id
             assert time.monotonic() < deadline, f"{bootstrap} does not know {topic}"
             time.sleep(0.2)
+
+
+def shared_topic_id(kafka: str, ours: str, topic: str) -> bytes:
+    """The topic's id, once both sides know the topic; a gateway names upstream's topics by
+    upstream's ids, so the corpus sends both sides the same id."""
+    theirs, mine = wait_for_topic(kafka, topic), wait_for_topic(ours, topic)
+    assert mine == theirs, f"{topic}: id {mine.hex()} here, {theirs.hex()} on Kafka"
+    return theirs
 
 
 class Run:
