@@ -38,6 +38,10 @@ class ApiKey(IntEnum):
     DESCRIBE_CLUSTER = 60
     CONSUMER_GROUP_HEARTBEAT = 68
     CONSUMER_GROUP_DESCRIBE = 69
+    # Transactional offsets (docs/transactions.md).
+    ADD_OFFSETS_TO_TXN = 25
+    END_TXN = 26
+    TXN_OFFSET_COMMIT = 28
 
 
 # (min, max) version served per API. Produce is decoded only to refuse it with a clear error:
@@ -75,6 +79,10 @@ SERVED_VERSIONS: Final[dict[ApiKey, tuple[int, int]]] = {
     # KIP-848.
     ApiKey.CONSUMER_GROUP_HEARTBEAT: (0, 1),
     ApiKey.CONSUMER_GROUP_DESCRIBE: (0, 1),
+    # Transactional offsets (docs/transactions.md).
+    ApiKey.ADD_OFFSETS_TO_TXN: (0, 4),
+    ApiKey.END_TXN: (0, 5),
+    ApiKey.TXN_OFFSET_COMMIT: (0, 6),
 }
 
 # Spec file stem for each API (requests are "<stem>Request", responses "<stem>Response").
@@ -110,4 +118,7 @@ SPEC_NAMES: Final[dict[ApiKey, str]] = {
     ApiKey.DESCRIBE_CLUSTER: "DescribeCluster",
     ApiKey.CONSUMER_GROUP_HEARTBEAT: "ConsumerGroupHeartbeat",
     ApiKey.CONSUMER_GROUP_DESCRIBE: "ConsumerGroupDescribe",
+    ApiKey.ADD_OFFSETS_TO_TXN: "AddOffsetsToTxn",
+    ApiKey.END_TXN: "EndTxn",
+    ApiKey.TXN_OFFSET_COMMIT: "TxnOffsetCommit",
 }
