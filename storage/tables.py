@@ -345,8 +345,18 @@ TXN_OFFSETS: Final[Table[TxnOffsetRecord]] = Table(
         Column("commit_ms", INT64),
     ),
     key=("group_id", "producer_id", "topic", "partition"),
-    to_row=lambda r: (r.group_id, r.producer_id, r.topic, r.partition, r.producer_epoch,
-                      r.transactional_id, r.offset, r.leader_epoch, r.metadata, r.commit_ms),  # fmt: skip
+    to_row=lambda r: (
+        r.group_id,
+        r.producer_id,
+        r.topic,
+        r.partition,
+        r.producer_epoch,
+        r.transactional_id,
+        r.offset,
+        r.leader_epoch,
+        r.metadata,
+        r.commit_ms,
+    ),
     from_row=TxnOffsetRecord,  # the columns are in field order
     key_values=_same,
 )

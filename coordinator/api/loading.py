@@ -26,6 +26,7 @@ GROUP_APIS = frozenset(
         ApiKey.HEARTBEAT,
         ApiKey.LEAVE_GROUP,
         ApiKey.OFFSET_COMMIT,
+        ApiKey.TXN_OFFSET_COMMIT,
         ApiKey.OFFSET_FETCH,
         ApiKey.LIST_GROUPS,
         ApiKey.DESCRIBE_GROUPS,

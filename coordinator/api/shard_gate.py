@@ -47,6 +47,7 @@ from protocol.messages.offset_commit import OffsetCommitRequest
 from protocol.messages.offset_delete import OffsetDeleteRequest
 from protocol.messages.offset_fetch import OffsetFetchRequest
 from protocol.messages.sync_group import SyncGroupRequest
+from protocol.messages.txn_offset_commit import TxnOffsetCommitRequest
 
 RequestT = TypeVar("RequestT")
 
@@ -90,6 +91,7 @@ def install_shard_gate(routes: Routes, shard_map: ShardMap) -> None:
     gate(ApiKey.HEARTBEAT, HeartbeatRequest, lambda r: [r.group_id])
     gate(ApiKey.LEAVE_GROUP, LeaveGroupRequest, lambda r: [r.group_id])
     gate(ApiKey.OFFSET_COMMIT, OffsetCommitRequest, lambda r: [r.group_id])
+    gate(ApiKey.TXN_OFFSET_COMMIT, TxnOffsetCommitRequest, lambda r: [r.group_id])
     gate(ApiKey.OFFSET_FETCH, OffsetFetchRequest, _offset_fetch_groups)
     gate(ApiKey.OFFSET_DELETE, OffsetDeleteRequest, lambda r: [r.group_id])
     gate(ApiKey.DESCRIBE_GROUPS, DescribeGroupsRequest, lambda r: list(r.groups))

@@ -12,6 +12,7 @@ from coordinator.api.expected_identity import expected_identity_check
 from coordinator.api.routes import Routes
 from coordinator.api.shard_gate import install_shard_gate
 from coordinator.api.topics import KnownTopics
+from coordinator.api.transactions import add_transaction_routes
 from coordinator.core.cluster import Cluster
 from coordinator.core.group_coordinator import GroupCoordinator
 from protocol.apis import ApiKey
@@ -75,6 +76,8 @@ def api_routes(cluster: Cluster, coordinator: GroupCoordinator) -> Routes:
     )
     routes.add(ApiKey.DESCRIBE_CONFIGS, DescribeConfigsRequest, configs.describe)
     routes.add(ApiKey.INCREMENTAL_ALTER_CONFIGS, IncrementalAlterConfigsRequest, configs.incremental_alter)
+
+    add_transaction_routes(routes, coordinator)
 
     known = KnownTopics(cluster)
     routes.wrap(ApiKey.OFFSET_COMMIT, OffsetCommitRequest, known.commit_offsets)

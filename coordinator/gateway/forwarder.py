@@ -24,16 +24,10 @@ from coordinator.core.cluster import NodeIdentity
 from coordinator.gateway.cut_through import FetchTail
 from coordinator.gateway.group_configs import CONFIG_APIS, names_group_resources
 from coordinator.gateway.node_endpoints import carries_node_endpoints, endpoints_in, rewrite_node_endpoints
+from coordinator.gateway.transactions import Observed, TransactionOutcomes
 from coordinator.gateway.upstream import UpstreamConnection, UpstreamError, connect, frame_with_length
 from coordinator.gateway.upstream_cluster import UpstreamCluster
-from coordinator.gateway.versions import (
-    ADD_OFFSETS_TO_TXN,
-    FORWARDED_MAX,
-    REFUSED_IN_GATEWAY_MODE,
-    SERVED_HERE,
-    TRANSACTIONAL_OFFSETS_MESSAGE,
-    api_versions_response,
-)
+from coordinator.gateway.versions import FORWARDED_MAX, SERVED_HERE, api_versions_response
 from coordinator.gateway.virtual_brokers import VirtualBrokers
 from coordinator.server.authn import SaslServer
 from coordinator.server.connection import Connection, PendingReply
@@ -58,13 +52,15 @@ UNKNOWN_API_MESSAGE: Final = "api key {key} v{version} is not forwarded by the g
 class _Slot:
     """One forwarded request waiting for its response, in request order."""
 
-    __slots__ = ("api_key", "api_version", "correlation_id", "frame")
+    __slots__ = ("api_key", "api_version", "correlation_id", "frame", "observed")
 
     def __init__(self, api_key: int, api_version: int, correlation_id: int) -> None:
         self.api_key = api_key
         self.api_version = api_version
         self.correlation_id = correlation_id
         self.frame: bytes | None = None  # the response, with its length prefix, once ready
+        # A transactional request whose response teaches the gateway an outcome (transactions.py).
+        self.observed: Observed | None = None
 
 
 class _Forwarded:
@@ -82,7 +78,9 @@ class _Forwarded:
         """Cut-through when the response is next in line for the client and needs no rewriting
         that changes its length (Produce v10+ answers are small: they are held and rewritten)."""
         slot, link, connection = self.slot, self.link, self.connection
-        if slot.api_key in _REWRITTEN or connection.closed or connection.transport is None:
+        if slot.api_key in _REWRITTEN or slot.observed is not None:
+            return None
+        if connection.closed or connection.transport is None:
             return None
         if not link.pending or link.pending[0] is not slot:
             return None  # earlier responses are still owed: this one waits its turn, whole
@@ -170,6 +168,7 @@ class Forwarder:
         self.sasl: SaslServer | None = None
         self._links: dict[Connection, _Link] = {}
         self._refused_logged: set[tuple[int, int]] = set()
+        self.transactions: TransactionOutcomes | None = None  # docs/transactions.md
         self._tasks: set[asyncio.Task[None]] = set()
 
     # ---- the dispatcher's hook -------------------------------------------------------------
@@ -206,9 +205,6 @@ class Forwarder:
             return False  # GROUP config resources are served here (docs/gateway.md)
         if not self._admitted(connection, api_key, version, correlation_id):
             return True
-        if api_key in REFUSED_IN_GATEWAY_MODE:
-            self._refuse_transactional_offsets(connection, api_key, version, correlation_id)
-            return True
         high = FORWARDED_MAX.get(api_key)
         if api_key == ApiKey.FIND_COORDINATOR:
             high = SERVED_VERSIONS[ApiKey.FIND_COORDINATOR][1]
@@ -228,6 +224,8 @@ class Forwarder:
             connection.abort(f"malformed Produce v{version} request")
             return True
         slot = _Slot(api_key, version, correlation_id) if expects_response else None
+        if slot is not None and self.transactions is not None:
+            slot.observed = self.transactions.request(api_key, version, frame)
         link = self._links.setdefault(connection, _Link())
         if link.upstream is not None and not link.upstream.closed:
             self._send(connection, link, link.upstream, frame, slot)
@@ -332,6 +330,11 @@ class Forwarder:
         if connection.closed:
             return
         api_key, version = slot.api_key, slot.api_version
+        if slot.observed is not None and self.transactions is not None:
+            self.transactions.response(
+                slot.observed, frame, lambda ok: self._released(connection, link, slot, frame, ok)
+            )
+            return
         try:
             if api_key in _REWRITTEN:
                 correlation_id, body = decode_response(api_key, version, frame[4:])
@@ -351,6 +354,17 @@ class Forwarder:
             log.warning("malformed api %d v%d response from upstream: %s", api_key, version, exc)
             connection.close()
             return
+        self.flush(connection, link)
+
+    def _released(self, connection: Connection, link: _Link, slot: _Slot, frame: bytes, ok: bool) -> None:
+        """A transactional response the gateway has learned from (transactions.py): sent once
+        what it taught is durable; when that failed, the client's connection closes and it retries."""
+        if connection.closed:
+            return
+        if not ok:
+            connection.close()
+            return
+        slot.frame = frame
         self.flush(connection, link)
 
     async def _respond_after_listeners(
@@ -476,26 +490,6 @@ class Forwarder:
             connection.abort("SASL is not configured")
             return False
         return self.sasl.admit(connection, session, Request(api_key, version, correlation_id, None, None))
-
-    def _refuse_transactional_offsets(
-        self, connection: Connection, api_key: int, version: int, correlation_id: int
-    ) -> None:
-        if (api_key, -1) not in self._refused_logged:
-            self._refused_logged.add((api_key, -1))
-            log.warning("refused a request from %s: %s", connection.peer, TRANSACTIONAL_OFFSETS_MESSAGE)
-        if api_key != ADD_OFFSETS_TO_TXN or version > 4:
-            # TxnOffsetCommit only follows a successful AddOffsetsToTxn, which is refused.
-            connection.close()
-            return
-        # AddOffsetsToTxn: throttle_time_ms, error_code (+ tagged fields from v3).
-        out = bytearray(struct.pack(">ii", 0, correlation_id))
-        if version >= 3:
-            out.append(0)
-        out += struct.pack(">ih", 0, ErrorCode.UNSUPPORTED_VERSION)
-        if version >= 3:
-            out.append(0)
-        struct.pack_into(">i", out, 0, len(out) - 4)
-        self._reply_now(connection, bytes(out))
 
     def _spawn(self, coroutine: Any) -> None:
         task = asyncio.get_running_loop().create_task(coroutine)

@@ -14,6 +14,7 @@ from coordinator.core.group_coordinator import GroupCoordinator
 from coordinator.core.result import Result
 from coordinator.gateway.forwarder import Forwarder
 from coordinator.gateway.group_configs import serve_group_configs_only
+from coordinator.gateway.transactions import TransactionOutcomes
 from coordinator.gateway.upstream import UpstreamSettings
 from coordinator.gateway.upstream_cluster import UpstreamCluster, parse_bootstrap
 from coordinator.gateway.versions import advertised_versions
@@ -79,6 +80,7 @@ async def start_gateway(
     coordinator.attach_catalog(upstream.catalog)
     forwarder = Forwarder(upstream, brokers, lambda: cluster.node)
     forwarder.sasl = dispatcher.sasl
+    forwarder.transactions = TransactionOutcomes(coordinator, dispatcher.runtime)
     dispatcher.gateway = forwarder
     _serve_api_versions(dispatcher, upstream)
     _present_one_identity(dispatcher, upstream, brokers, cluster)
