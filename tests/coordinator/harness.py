@@ -64,6 +64,7 @@ from storage.records import (
     OffsetCommitRecord,
     Record,
     TopicRecord,
+    TxnOffsetRecord,
 )
 
 OFFSET_COMMIT, OFFSET_FETCH, JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP = 8, 9, 11, 12, 13, 14
@@ -175,6 +176,7 @@ class FakeStore:
     consumer_groups: dict[str, ConsumerGroupRecord] = field(default_factory=dict)
     consumer_members: dict[tuple[str, str], ConsumerMemberRecord] = field(default_factory=dict)
     group_configs: dict[tuple[str, str], GroupConfigRecord] = field(default_factory=dict)
+    txn_offsets: dict[tuple[str, int, str, int], TxnOffsetRecord] = field(default_factory=dict)
     batches: list[list[Record]] = field(default_factory=list)
 
     def write(self, records: Iterable[Record]) -> None:
@@ -186,6 +188,7 @@ class FakeStore:
             "consumer_groups": self.consumer_groups,
             "consumer_members": self.consumer_members,
             "group_configs": self.group_configs,
+            "txn_offsets": self.txn_offsets,
         }
         for record in batch:
             rows = tables.get(record.table)
@@ -206,6 +209,7 @@ class FakeStore:
             now_ms,
             wall_ms,
             list(self.group_configs.values()),
+            list(self.txn_offsets.values()),
         )
 
 
