@@ -6,7 +6,7 @@ import threading
 from collections.abc import Iterator
 
 import pytest
-from confluent_kafka import KafkaException, Producer, TopicPartition
+from confluent_kafka import Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 from kafka import KafkaAdminClient
 from kafka.admin import NewTopic
