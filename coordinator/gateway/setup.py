@@ -14,6 +14,7 @@ from coordinator.core.group_coordinator import GroupCoordinator
 from coordinator.core.result import Result
 from coordinator.gateway.forwarder import Forwarder
 from coordinator.gateway.group_configs import serve_group_configs_only
+from coordinator.gateway.transaction_metrics import TransactionCollector
 from coordinator.gateway.transactions import TransactionOutcomes
 from coordinator.gateway.upstream import UpstreamSettings
 from coordinator.gateway.upstream_cluster import UpstreamCluster, parse_bootstrap
@@ -81,6 +82,8 @@ async def start_gateway(
     forwarder = Forwarder(upstream, brokers, lambda: cluster.node)
     forwarder.sasl = dispatcher.sasl
     forwarder.transactions = TransactionOutcomes(coordinator, dispatcher.runtime)
+    if dispatcher.metrics is not None:
+        dispatcher.metrics.registry.register(TransactionCollector(forwarder.transactions))
     dispatcher.gateway = forwarder
     _serve_api_versions(dispatcher, upstream)
     _present_one_identity(dispatcher, upstream, brokers, cluster)

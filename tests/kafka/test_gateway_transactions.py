@@ -10,6 +10,7 @@ it forwarded tells it the outcome.
 from __future__ import annotations
 
 import time
+import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -31,12 +32,25 @@ pytestmark = pytest.mark.kafka
 RECORDS = 10
 
 
+METRICS_PORT = free_port()
+
+
 def _settings(kafka: KafkaCluster, base: int) -> dict[str, str]:
     return {
         "upstream-bootstrap-servers": kafka.bootstrap,
         "upstream-metadata-refresh-ms": "500",
         "gateway-broker-port-base": str(base),
+        "metrics-port": str(METRICS_PORT),
     }
+
+
+def _metric(line_start: str) -> float:
+    """The value of the gateway's metric sample starting with ``line_start``."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{METRICS_PORT}/metrics", timeout=5) as response:
+        text = response.read().decode()
+    found = [line for line in text.splitlines() if line.startswith(line_start + " ")]
+    assert len(found) == 1, (line_start, text)
+    return float(found[0].rsplit(" ", 1)[1])
 
 
 @pytest.fixture
@@ -170,9 +184,17 @@ def test_commit_makes_the_offsets_visible_with_the_output(
     _transaction(producer, bootstrap, group, source, sink)
     assert _fetch(bootstrap, group, source, stable=False) == (-1, 0)
     assert _fetch(bootstrap, group, source, stable=True) == (-1, UNSTABLE)
+    if target == "gateway":
+        assert _metric("coordinator_pending_transactional_offsets") == 1
     producer.commit_transaction(30)
     _wait(lambda: _fetch(bootstrap, group, source, stable=True) != (-1, UNSTABLE), 30, "still unstable")
     assert _fetch(bootstrap, group, source, stable=True) == (RECORDS, 0)
+    if target == "gateway":
+        assert _metric("coordinator_pending_transactional_offsets") == 0
+        assert (
+            _metric('coordinator_transaction_resolutions_total{learned_from="EndTxn",outcome="commit"}') == 1
+        )
+        assert _metric('coordinator_transactional_offsets_resolved_total{outcome="commit"}') == 1
     assert _fetch(bootstrap, group, source, stable=False) == (RECORDS, 0)
     assert sorted(_read_committed(bootstrap, sink, RECORDS)) == sorted(
         f"out-{i}".encode() for i in range(RECORDS)
@@ -227,6 +249,8 @@ def test_a_fenced_zombie_s_pending_offsets_are_discarded(
     assert _fetch(gateway.bootstrap, group, source, stable=True) == (-1, UNSTABLE)
     successor = _producer(gateway.bootstrap, f"tx-{name}")  # InitProducerId fences the zombie
     assert _fetch(gateway.bootstrap, group, source, stable=True) == (-1, 0)
+    resolutions = 'coordinator_transaction_resolutions_total{learned_from="InitProducerId",outcome="abort"}'
+    assert _metric(resolutions) == 1
     with pytest.raises(KafkaException):
         zombie.commit_transaction(30)
     assert _fetch(gateway.bootstrap, group, source, stable=True) == (-1, 0)
