@@ -33,6 +33,7 @@ from coordinator.core.group_coordinator import GroupCoordinator
 from coordinator.core.txn_offsets import Resolution
 from coordinator.gateway.versions import ADD_OFFSETS_TO_TXN, END_TXN, INIT_PRODUCER_ID
 from coordinator.server.runtime import Runtime
+from protocol.errors import ErrorCode
 from protocol.primitives import DecodeError, read_uvarint, skip_tagged_fields
 from protocol.wire import decode_request, decode_response
 
@@ -41,6 +42,16 @@ log = logging.getLogger(__name__)
 OBSERVED: Final = frozenset({ADD_OFFSETS_TO_TXN, END_TXN, INIT_PRODUCER_ID})
 _INT16: Final = struct.Struct(">h")
 _INIT_PRODUCER_ID_ANSWER: Final = struct.Struct(">ihqh")  # throttle, error, producer id, epoch
+# EndTxn errors Kafka's transaction coordinator answers before changing the transaction.
+_REFUSED_UNCHANGED: Final = frozenset(
+    {
+        int(ErrorCode.INVALID_PRODUCER_EPOCH),
+        int(ErrorCode.PRODUCER_FENCED),
+        int(ErrorCode.INVALID_TXN_STATE),
+        int(ErrorCode.INVALID_PRODUCER_ID_MAPPING),
+        int(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED),
+    }
+)
 _MALFORMED: Final = (DecodeError, struct.error, IndexError, UnicodeDecodeError, ValueError)
 
 Release = Callable[[bool], None]  # True: send the response to the client; False: close instead
@@ -76,8 +87,13 @@ class TransactionOutcomes:
     coordinator: GroupCoordinator
     runtime: Runtime
     # transactional id -> (producer id, epoch) of transactions opened through this gateway
-    # (AddOffsetsToTxn answered NONE) whose EndTxn it has not forwarded.
+    # (AddOffsetsToTxn answered NONE) that no EndTxn may have ended yet.
     opened: dict[str, set[ProducerEpoch]] = field(default_factory=dict)
+    # Transactions opened here with EndTxns forwarded and not answered NONE (in flight, lost,
+    # or answered an error that may hide a decision), counted: only an EndTxn answer resolves
+    # them. One refused before it changed anything upstream is uncounted, and at zero the
+    # transaction is taken as open again.
+    ending: dict[ProducerEpoch, int] = field(default_factory=dict)
     stats: TransactionStats = field(default_factory=TransactionStats)
 
     def __post_init__(self) -> None:
@@ -97,8 +113,10 @@ class TransactionOutcomes:
             return None  # upstream answers the malformed request; nothing is learned from it
         if api_key == END_TXN:
             # From here the transaction's outcome may be decided upstream: a fencing
-            # InitProducerId no longer proves an abort.
-            self._forget(body.transactional_id, (body.producer_id, body.producer_epoch))
+            # InitProducerId no longer proves an abort (until upstream refuses this EndTxn).
+            key = (body.producer_id, body.producer_epoch)
+            if self._forget(body.transactional_id, key) or key in self.ending:
+                self.ending[key] = self.ending.get(key, 0) + 1
             return Observed(
                 api_key,
                 version,
@@ -122,12 +140,15 @@ class TransactionOutcomes:
             release(True)  # the client gets upstream's bytes and judges them; nothing learned
             return
         if error_code != 0:
+            if seen.api_key == END_TXN:
+                self._end_txn_refused(seen, error_code)
             release(True)
             return
         if seen.api_key == ADD_OFFSETS_TO_TXN:
             self.opened.setdefault(seen.transactional_id, set()).add((seen.producer_id, seen.producer_epoch))
             release(True)
         elif seen.api_key == END_TXN:
+            self.ending.pop((seen.producer_id, seen.producer_epoch), None)
             self._resolve(seen.producer_id, seen.producer_epoch, seen.committed, "EndTxn", release)
         else:
             self._fenced(seen.transactional_id, producer_id, epoch, release)
@@ -185,12 +206,26 @@ class TransactionOutcomes:
         )
         self.runtime.apply(result)
 
-    def _forget(self, transactional_id: str, producer_epoch: ProducerEpoch) -> None:
+    def _end_txn_refused(self, seen: Observed, error_code: int) -> None:
+        """An EndTxn refused before it changed anything upstream leaves the transaction open as
+        it was; any other error may hide a decision (a timeout, a coordinator move)."""
+        key = (seen.producer_id, seen.producer_epoch)
+        if error_code not in _REFUSED_UNCHANGED or key not in self.ending:
+            return
+        self.ending[key] -= 1
+        if self.ending[key] == 0:
+            del self.ending[key]
+            self.opened.setdefault(seen.transactional_id, set()).add(key)
+
+    def _forget(self, transactional_id: str, producer_epoch: ProducerEpoch) -> bool:
+        """Whether the transaction was open (and is no longer taken as such)."""
         opened = self.opened.get(transactional_id)
-        if opened is not None:
-            opened.discard(producer_epoch)
-            if not opened:
-                del self.opened[transactional_id]
+        if opened is None or producer_epoch not in opened:
+            return False
+        opened.discard(producer_epoch)
+        if not opened:
+            del self.opened[transactional_id]
+        return True
 
 
 class _Callback:

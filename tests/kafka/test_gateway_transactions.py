@@ -9,6 +9,7 @@ it forwarded tells it the outcome.
 
 from __future__ import annotations
 
+import subprocess
 import time
 import urllib.request
 import uuid
@@ -22,7 +23,7 @@ from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-def
 from protocol.apis import ApiKey
 from protocol.errors import ErrorCode
 from protocol.messages.offset_fetch import OffsetFetchRequest, OffsetFetchRequestTopic
-from tests.support.kafka_broker import KafkaCluster
+from tests.support.kafka_broker import KafkaCluster, java_command
 from tests.support.ports import free_port
 from tests.support.server import ServerProcess, start_server
 from tests.support.wire_client import WireClient
@@ -261,3 +262,43 @@ def test_a_fenced_zombie_s_pending_offsets_are_discarded(
     )
     successor.commit_transaction(30)
     assert _fetch(gateway.bootstrap, group, source, stable=True) == (3, 0)
+
+
+def _transaction_state(kafka: KafkaCluster, transactional_id: str) -> str:
+    """The transaction's state as Kafka's kafka-transactions tool describes it."""
+    out = subprocess.run(
+        java_command(
+            "org.apache.kafka.tools.TransactionsCommand",
+            "--bootstrap-server", kafka.bootstrap, "describe", "--transactional-id", transactional_id,
+        ),
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    return out.stdout
+
+
+def test_a_transaction_timed_out_upstream_loses_its_pending_offsets(
+    kafka_broker: KafkaCluster, gateway_at: Callable[[], ServerProcess]
+) -> None:
+    gateway = gateway_at()
+    name = uuid.uuid4().hex[:8]
+    source, sink, group, transactional_id = f"in-{name}", f"out-{name}", f"eos-{name}", f"tx-{name}"
+    _topics(kafka_broker, source, sink)
+    _input(kafka_broker, source)
+    stalled = Producer(
+        {
+            "bootstrap.servers": gateway.bootstrap,
+            "transactional.id": transactional_id,
+            "transaction.timeout.ms": 2000,
+        }
+    )
+    stalled.init_transactions(60)
+    _transaction(stalled, gateway.bootstrap, group, source, sink)
+    assert _fetch(gateway.bootstrap, group, source, stable=True) == (-1, UNSTABLE)
+    # Kafka aborts the transaction once it is older than its timeout (checked every 10 s).
+    _wait(lambda: "CompleteAbort" in _transaction_state(kafka_broker, transactional_id), 90, "not aborted")
+    with pytest.raises(KafkaException):
+        stalled.commit_transaction(30)  # refused: the transaction was aborted upstream
+    assert _fetch(gateway.bootstrap, group, source, stable=True) == (-1, UNSTABLE)  # not known yet
+    _producer(gateway.bootstrap, transactional_id)  # the application's new producer: InitProducerId
+    assert _fetch(gateway.bootstrap, group, source, stable=True) == (-1, 0)
+    assert _read_committed(gateway.bootstrap, sink, 1, timeout=5) == []
