@@ -9,7 +9,6 @@ from typing import Any, cast
 
 import pytest
 
-from coordinator.core.group_coordinator import GroupCoordinator
 from coordinator.gateway.transactions import TransactionOutcomes
 from coordinator.server.runtime import Runtime
 from protocol.errors import ErrorCode
@@ -52,7 +51,7 @@ def h() -> Harness:
 
 
 def _outcomes(h: Harness) -> TransactionOutcomes:
-    outcomes = TransactionOutcomes(cast(GroupCoordinator, h.coordinator), cast(Runtime, _Runtime(h)))
+    outcomes = TransactionOutcomes(h.coordinator, cast(Runtime, _Runtime(h)))
     assert h.coordinator.accepts_transactional_offsets
     return outcomes
 
