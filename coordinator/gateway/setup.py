@@ -81,7 +81,10 @@ async def start_gateway(
     coordinator.attach_catalog(upstream.catalog)
     forwarder = Forwarder(upstream, brokers, lambda: cluster.node)
     forwarder.sasl = dispatcher.sasl
-    forwarder.transactions = TransactionOutcomes(coordinator, dispatcher.runtime)
+    shard_map = cluster.shard_map
+    forwarder.transactions = TransactionOutcomes(
+        coordinator, dispatcher.runtime, lambda: bool(shard_map.loading)
+    )
     if dispatcher.metrics is not None:
         dispatcher.metrics.registry.register(TransactionCollector(forwarder.transactions))
     dispatcher.gateway = forwarder

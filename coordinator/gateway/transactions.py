@@ -39,6 +39,7 @@ from protocol.wire import decode_request, decode_response
 
 log = logging.getLogger(__name__)
 
+LOADING_RETRY_MS: Final = 50
 OBSERVED: Final = frozenset({ADD_OFFSETS_TO_TXN, END_TXN, INIT_PRODUCER_ID})
 _INT16: Final = struct.Struct(">h")
 _INIT_PRODUCER_ID_ANSWER: Final = struct.Struct(">ihqh")  # throttle, error, producer id, epoch
@@ -86,6 +87,9 @@ class TransactionStats:
 class TransactionOutcomes:
     coordinator: GroupCoordinator
     runtime: Runtime
+    # Whether groups are still being loaded (a restart loads them in the background): an
+    # outcome waits for the load, else the pending offsets it resolves would not be there yet.
+    loading: Callable[[], bool] = lambda: False
     # transactional id -> (producer id, epoch) of transactions opened through this gateway
     # (AddOffsetsToTxn answered NONE) that no EndTxn may have ended yet.
     opened: dict[str, set[ProducerEpoch]] = field(default_factory=dict)
@@ -177,6 +181,11 @@ class TransactionOutcomes:
             self._resolve(pid, old_epoch, False, "InitProducerId", one_done)
 
     def _resolve(self, producer_id: int, epoch: int, committed: bool, how: str, release: Release) -> None:
+        if self.loading():
+            self.runtime.call_later(
+                LOADING_RETRY_MS, lambda: self._resolve(producer_id, epoch, committed, how, release)
+            )
+            return
         stats = self.stats
         clock = self.runtime.clock
 

@@ -5,6 +5,7 @@ leaves it undecided, InitProducerId discards what was open; frames as clients se
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from typing import Any, cast
 
 import pytest
@@ -43,6 +44,10 @@ class _Runtime:
     def __init__(self, h: Harness) -> None:
         self.clock = _Clock(h)
         self.apply = h.apply
+        self.later: list[Callable[[], None]] = []
+
+    def call_later(self, delay_ms: int, callback: Callable[[], None]) -> None:
+        self.later.append(callback)
 
 
 @pytest.fixture
@@ -202,3 +207,20 @@ def test_malformed_frames_teach_nothing(h: Harness) -> None:
     released: list[Any] = []
     outcomes.response(seen, b"\x00\x00\x00\x02\x00", released.append)
     assert released == [True] and outcomes.opened == {}
+
+
+def test_an_outcome_waits_for_the_groups_to_be_loaded(h: Harness) -> None:
+    runtime = _Runtime(h)
+    loading = [True]
+    outcomes = TransactionOutcomes(h.coordinator, cast(Runtime, runtime), lambda: loading[0])
+    _pending(h)
+    request = encode_request(END_TXN, 4, 2, "c", EndTxnRequest("tx", PID, EPOCH, True))
+    seen = outcomes.request(END_TXN, 4, request[4:])
+    assert seen is not None
+    released: list[bool] = []
+    outcomes.response(seen, encode_response(END_TXN, 4, 2, EndTxnResponse()), released.append)
+    assert released == [] and _unstable(h)  # a restart still loading: the answer waits
+    loading[0] = False
+    while runtime.later:
+        runtime.later.pop(0)()
+    assert released == [True] and not _unstable(h)
