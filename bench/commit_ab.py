@@ -1,6 +1,6 @@
 """The commit workloads on two source trees of our server, side by side in one run.
 
-    .venv/bin/python bench/commit_ab.py --before REF [--repeats 3] [--seconds 3]
+    .venv/bin/python bench/commit_ab.py --before REF [--repeats 3] [--seconds 3] [--heartbeats]
 
 ``--before`` is a git revision of this repository (exported to a temporary directory) or a
 directory holding the server's sources; "after" is this checkout. The two arms are interleaved
@@ -82,11 +82,29 @@ def commits(server: Server, seconds: float, tag: str, partitions: str, mode: str
     return [r for r in results if r["name"].startswith("commit-")]
 
 
-def run_arm(source: Path, tmp: Path, storage: str, seconds: float, tag: str) -> dict[str, Any]:
+def heartbeats(server: Server, seconds: float, tag: str) -> list[dict[str, Any]]:
+    """run.py's heartbeat workload: 1,000 stable classic groups, 16 connections x 8 in flight."""
+    flags = [
+        "-groups", "1000", "-conns", "16", "-inflight", "8", "-duration", f"{seconds}s",
+        "-setup-concurrency", "1000", "-setup-timeout", "180s", "-tag", tag,
+    ]  # fmt: skip
+    results = loadgen(server, "heartbeat", flags, timeout=600)
+    failed = [r for r in results if not r.get("done")]
+    if failed:
+        raise RuntimeError(f"heartbeat workload failed: {failed}")
+    return results
+
+
+def run_arm(
+    source: Path, tmp: Path, storage: str, seconds: float, tag: str, with_heartbeats: bool = False
+) -> dict[str, Any]:
     workdir = Path(tempfile.mkdtemp(dir=tmp))
     server = start(source, workdir, storage, None)
     try:
-        return {f"{storage}:{r['name']}": r for r in commits(server, seconds, tag, "1,100", "simple,member")}
+        out = {f"{storage}:{r['name']}": r for r in commits(server, seconds, tag, "1,100", "simple,member")}
+        if with_heartbeats:
+            out.update({f"{storage}:{r['name']}": r for r in heartbeats(server, seconds, f"{tag}h")})
+        return out
     finally:
         server.stop()
 
@@ -120,6 +138,9 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--json", type=Path, help="write every phase's raw result here")
+    parser.add_argument(
+        "--heartbeats", action="store_true", help="also run.py's heartbeat workload, on memory://"
+    )
     args = parser.parse_args()
     build_loadgen()
     with tempfile.TemporaryDirectory(prefix="commit-ab-") as tmp_name:
@@ -133,7 +154,14 @@ def main() -> int:
                 for storage in STORAGES:
                     log(f"rep {rep + 1}/{args.repeats}: {arm} on {storage}")
                     raw[arm].append(
-                        run_arm(source, tmp, storage, args.seconds, f"r{rep}{arm[0]}{storage[0]}")
+                        run_arm(
+                            source,
+                            tmp,
+                            storage,
+                            args.seconds,
+                            f"r{rep}{arm[0]}{storage[0]}",
+                            args.heartbeats and storage == "memory",
+                        )
                     )
         sizes: dict[str, dict[str, float]] = {}
         for arm, source in arms.items():

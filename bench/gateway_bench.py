@@ -19,6 +19,14 @@ of the machine's speed during the run does not favour one side):
   the maximum, queueing in the client and the broker dominates both sides' tails;
 * the gateway's CPU time (user+system, from /proc) per MB moved during the throughput phases.
 
+With --authz a second gateway runs beside the first with the authorizer on (docs/gateway.md,
+"Security model"): the client, on its PLAINTEXT listener as User:ANONYMOUS, holds a PREFIXED
+ALLOW ALL on the topics `bench-` (and on groups), granted by an admin through the gateway's
+SASL listener; every forwarded request is decoded and authorized. The "gateway" side is then the
+same gateway (two listeners, SQLite storage) with the authorizer off. The three sides run in each
+round, in an order that rotates, and the authorization's cost is reported against the plain
+gateway (issue 30: at most 5 % of throughput).
+
 With two CPUs or more (and --no-pin not given) the processes are pinned as taskset would: the
 gateway alone on the first CPU, Tansu and the client together on the second, so the gateway
 never competes with the client for a core and both sides of the comparison give the client and
@@ -32,9 +40,10 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Final
 
@@ -54,18 +63,28 @@ BROKER_AND_CLIENT_CPU: Final = 1
 
 
 def _cpu_seconds(pid: int) -> float:
+    """CPU time of the process's main thread (the event loop), in ns resolution where the kernel
+    keeps schedstats (clock ticks of 10 ms would hide a few percent of a round's CPU)."""
+    schedstat = Path(f"/proc/{pid}/schedstat")
+    if schedstat.exists():
+        return int(schedstat.read_text().split()[0]) / 1e9
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+REPO: Final = Path(__file__).resolve().parents[1]
+
+
 @contextmanager
-def _gateway(upstream: str, pin: bool) -> Iterator[tuple[str, int]]:
-    port = free_port()
+def _gateway(
+    upstream: str, pin: bool, *extra: str, storage: str = "memory://", port: int = 0
+) -> Iterator[tuple[str, int]]:
+    port = port or free_port()
     pinned = ["taskset", "--cpu-list", str(GATEWAY_CPU)] if pin else []
     process = subprocess.Popen(
         [*pinned, sys.executable, "-m", "coordinator", "serve", "--host", "127.0.0.1", "--port", str(port),
-         "--storage", "memory://", "--upstream-bootstrap-servers", upstream, "--log-level", "WARNING"],
-        cwd=Path(__file__).resolve().parents[1], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+         "--storage", storage, "--upstream-bootstrap-servers", upstream, "--log-level", "WARNING", *extra],
+        cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     try:
         wait_for_port(port, process)
@@ -73,6 +92,38 @@ def _gateway(upstream: str, pin: bool) -> Iterator[tuple[str, int]]:
     finally:
         process.terminate()
         process.wait(15)
+
+
+@contextmanager
+def _two_listener_gateway(
+    upstream: str, pin: bool, workdir: Path, authorize: bool
+) -> Iterator[tuple[str, int]]:
+    """PLAINTEXT for the client, SASL for an admin, SQLite storage; with ``authorize`` the
+    authorizer is on and the admin grants the client its ACLs (without, the same gateway serves
+    as the baseline, so that only the authorization differs)."""
+    storage = f"sqlite:///{workdir / ('authz-bench.db' if authorize else 'plain-bench.db')}"
+    coordinator = [sys.executable, "-m", "coordinator"]
+    subprocess.run([*coordinator, "users", "add", "admin", "--password", "admin-pw", "--storage", storage],
+                   cwd=REPO, check=True, capture_output=True)  # fmt: skip
+    client_port, admin_port = free_port(), free_port()
+    listeners = f"PLAINTEXT://127.0.0.1:{client_port},SASL_PLAINTEXT://127.0.0.1:{admin_port}"
+    settings = [
+        "--listeners",
+        listeners,
+        "--authorizer-enabled",
+        str(authorize).lower(),
+        "--super-users",
+        "User:admin",
+    ]
+    with _gateway(upstream, pin, *settings, storage=storage, port=client_port) as (_, pid):
+        for resource in [] if not authorize else (["--topic", "bench-"], ["--group", "bench"]):
+            subprocess.run(
+                [*coordinator, "acls", "add", "--bootstrap", f"127.0.0.1:{admin_port}", "--username", "admin",
+                 "--password", "admin-pw", *resource, "--pattern", "prefixed", "--principal", "User:ANONYMOUS",
+                 "--operation", "ALL"],
+                cwd=REPO, check=True, capture_output=True,
+            )  # fmt: skip
+        yield f"127.0.0.1:{client_port}", pid
 
 
 def _create(bootstrap: str, topic: str) -> None:
@@ -171,42 +222,56 @@ def main() -> int:
         "--linger-ms", type=float, default=1.0, help="producer linger.ms of the latency phase"
     )
     parser.add_argument("--no-pin", action="store_true", help="leave the processes on every CPU")
+    parser.add_argument("--authz", action="store_true", help="also a gateway with the authorizer on")
     args = parser.parse_args()
     pin = not args.no_pin and len(os.sched_getaffinity(0)) >= 2
     megabytes = args.records * args.size / 1e6
     rows: dict[str, dict[str, list[float]]] = {"direct": {}, "gateway": {}}
+    if args.authz:
+        rows["gateway+authz"] = {}
     rate: int | None = args.rate
     moderate_rate: int | None = args.moderate_rate
     if pin:
         # This process, the client threads it starts and Tansu, its child, inherit the CPU.
         os.sched_setaffinity(0, {BROKER_AND_CLIENT_CPU})
-    with running_tansu(Path(os.environ.get("TMPDIR", "/tmp"))) as tansu_port:
+    workdir = Path(os.environ.get("TMPDIR", "/tmp"))
+    with running_tansu(workdir) as tansu_port, ExitStack() as stack:
         direct = f"127.0.0.1:{tansu_port}"
-        with _gateway(direct, pin) as (gateway, pid):
-            for repeat in range(args.repeats):
-                sides = [("direct", direct), ("gateway", gateway)]
-                for label, bootstrap in sides if repeat % 2 == 0 else sides[::-1]:
-                    topic = f"bench-{label}-{repeat}"
-                    _create(bootstrap, topic)
-                    cpu = _cpu_seconds(pid)
-                    produce_s = produce_throughput(bootstrap, topic, args.records, args.size)
-                    consume_s = consume_throughput(bootstrap, topic, args.records)
-                    cpu = _cpu_seconds(pid) - cpu
-                    # The first round starts with the direct side: its throughput sets the rates.
-                    rate = rate or int(args.records / produce_s / 2)
-                    moderate_rate = moderate_rate or int(args.records / produce_s / 10)
-                    row = rows[label]
-                    row.setdefault("produce MB/s", []).append(megabytes / produce_s)
-                    row.setdefault("consume MB/s", []).append(megabytes / consume_s)
-                    for load, records_per_s in (("moderate", moderate_rate), ("heavy", rate)):
-                        latencies = produce_latency(
-                            bootstrap, topic, records_per_s, args.seconds, args.size, args.linger_ms
-                        )
-                        row.setdefault(f"{load} p50 ms", []).append(_p(latencies, 0.50))
-                        row.setdefault(f"{load} p99 ms", []).append(_p(latencies, 0.99))
-                    row.setdefault("gateway CPU ms/MB", []).append(cpu * 1000 / (2 * megabytes))
-                    print(f"round {repeat} {label}: " + ", ".join(f"{k} {v[-1]:.2f}" for k, v in row.items()),
-                          flush=True)  # fmt: skip
+        if args.authz:
+            authz_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(dir=workdir)))
+            gateway, pid = stack.enter_context(_two_listener_gateway(direct, pin, authz_dir, authorize=False))
+            authorizing = stack.enter_context(_two_listener_gateway(direct, pin, authz_dir, authorize=True))
+            sides = [("direct", direct, 0), ("gateway", gateway, pid), ("gateway+authz", *authorizing)]
+        else:
+            gateway, pid = stack.enter_context(_gateway(direct, pin))
+            sides = [("direct", direct, 0), ("gateway", gateway, pid)]
+        for repeat in range(args.repeats):
+            # Direct first in round 0 (its throughput sets the rates); then the order rotates.
+            shift = repeat % len(sides)
+            for label, bootstrap, side_pid in sides[shift:] + sides[:shift]:
+                topic = f"bench-{label.replace('+', '-')}-{repeat}"
+                _create(bootstrap, topic)
+                cpu = _cpu_seconds(side_pid or pid)
+                produce_s = produce_throughput(bootstrap, topic, args.records, args.size)
+                consume_s = consume_throughput(bootstrap, topic, args.records)
+                cpu = _cpu_seconds(side_pid or pid) - cpu
+                # The first round starts with the direct side: its throughput sets the rates.
+                rate = rate or int(args.records / produce_s / 2)
+                moderate_rate = moderate_rate or int(args.records / produce_s / 10)
+                row = rows[label]
+                row.setdefault("produce MB/s", []).append(megabytes / produce_s)
+                row.setdefault("consume MB/s", []).append(megabytes / consume_s)
+                for load, records_per_s in (("moderate", moderate_rate), ("heavy", rate)):
+                    latencies = produce_latency(
+                        bootstrap, topic, records_per_s, args.seconds, args.size, args.linger_ms
+                    )
+                    row.setdefault(f"{load} p50 ms", []).append(_p(latencies, 0.50))
+                    row.setdefault(f"{load} p99 ms", []).append(_p(latencies, 0.99))
+                row.setdefault("gateway CPU ms/MB", []).append(
+                    cpu * 1000 / (2 * megabytes) if side_pid else 0.0
+                )
+                print(f"round {repeat} {label}: " + ", ".join(f"{k} {v[-1]:.2f}" for k, v in row.items()),
+                      flush=True)  # fmt: skip
     pinning = "gateway on CPU 0, Tansu + client on CPU 1" if pin else "not pinned"
     print(
         f"\n{args.records} records x {args.size} B, {args.repeats} rounds (median), {pinning}; "
@@ -226,6 +291,15 @@ def main() -> int:
         for q in ("p50", "p99"):
             name = f"{load} {q} ms"
             print(f"added {load} {q}: {gateway_row[name] - direct_row[name]:+.2f} ms")
+    if args.authz:
+        authz_row = medians["gateway+authz"]
+        for name in ("produce MB/s", "consume MB/s"):
+            print(
+                f"{name}: authorization {100 * (authz_row[name] / gateway_row[name] - 1):+.1f}% vs the gateway"
+            )
+        for load in ("moderate", "heavy"):
+            name = f"{load} p99 ms"
+            print(f"authorization's {load} p99: {authz_row[name] - gateway_row[name]:+.2f} ms vs the gateway")
     return 0
 
 

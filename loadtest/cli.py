@@ -22,6 +22,7 @@ from loadtest.scenario import (
     local_slots,
     new_run_id,
     parse_hostport,
+    registered_slots,
 )
 
 DESCRIPTION = (
@@ -32,6 +33,7 @@ DESCRIPTION = (
 EXIT_USAGE = 2
 EXIT_TARGET = 1
 EXIT_CHECK_FAILED = 3
+PIPELINES = ("members", "structured-streaming")
 _LABEL = re.compile(r"^[A-Za-z0-9_.-]{1,40}$")
 
 
@@ -73,7 +75,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "server sets the heartbeat interval and session timeout; groups are task-local; reports "
         "reconciliation time per group epoch and checks that no partition has two owners)",
     )
-    load.add_argument("--members", type=int, default=100, help="members per task (default 100)")
+    load.add_argument(
+        "--members",
+        type=int,
+        default=100,
+        help="members in total, split evenly over the tasks (default 100)",
+    )
     load.add_argument(
         "--groups",
         type=int,
@@ -155,6 +162,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="HOST:PORT",
         help="produce and fetch the records on this cluster instead of --bootstrap (the groups "
         "stay on --bootstrap: a standalone coordinator with a separate data cluster)",
+    )
+    pipe.add_argument(
+        "--pipeline",
+        choices=PIPELINES,
+        default="members",
+        help="members (default): the simulated group members read the records; structured-streaming: "
+        "a Spark Structured Streaming job reads the records with Spark's own Kafka source and writes "
+        "them, upper-cased, to a second topic with its Kafka sink (Kafka's Java client in the "
+        "executors; needs the connector .ci/setup resolves), then every record is accounted for",
+    )
+    pipe.add_argument(
+        "--spark-kafka-option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="structured-streaming: a Kafka producer setting for Spark's Kafka sinks, e.g. linger.ms=5 (repeatable)",
+    )
+    pipe.add_argument(
+        "--spark-kafka-jars",
+        type=Path,
+        metavar="DIR",
+        help="structured-streaming: the folder holding Spark's Kafka connector and its jars "
+        "(default: loadtest/java/target/lib, where .ci/setup puts them)",
     )
     pipe.add_argument("--record-bytes", type=int, default=100, help="value size of a record (default 100)")
     pipe.add_argument(
@@ -274,6 +304,18 @@ def _validate(args: argparse.Namespace) -> list[tuple[str, str]]:
             raise UsageError("--record-bytes must be within 26..1000000 (the record id and time take 26)")
         if not 0 <= args.drain < args.duration:
             raise UsageError("--drain must be within 0 and --duration")
+    if args.pipeline == "structured-streaming":
+        if args.produce_rate <= 0:
+            raise UsageError("--pipeline structured-streaming needs --produce-rate")
+        if args.compare or args.data_bootstrap or args.baseline:
+            raise UsageError(
+                "--pipeline structured-streaming runs one target: no --compare, --data-bootstrap or --baseline"
+            )
+    elif args.spark_kafka_option or args.spark_kafka_jars:
+        raise UsageError(
+            "--spark-kafka-option and --spark-kafka-jars are for --pipeline structured-streaming"
+        )
+    kafka_options(args.spark_kafka_option)
     if not 0 <= args.static_share <= 1:
         raise UsageError("--static-share must be within 0..1")
     spark_conf(args.spark_conf)
@@ -290,6 +332,16 @@ def spark_conf(pairs: list[str]) -> dict[str, str]:
             raise UsageError(f"--spark-conf {pair!r}: expected spark.KEY=VALUE")
         conf[key.strip()] = value
     return conf
+
+
+def kafka_options(pairs: list[str]) -> dict[str, str]:
+    options: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"--spark-kafka-option {pair!r}: expected KEY=VALUE")
+        options[key.strip()] = value
+    return options
 
 
 def _output_dirs(out: Path, targets: list[tuple[str, str]]) -> list[Path]:
@@ -318,6 +370,10 @@ def run(args: argparse.Namespace) -> int:
             )
         if tasks is None:
             raise UsageError("give --tasks with a cluster master (one per executor core)")
+        if args.members < tasks:
+            raise UsageError(
+                f"--members {args.members} is fewer than the {tasks} tasks (each task runs members)"
+            )
         if args.group_protocol == "consumer" and args.groups is not None and args.groups < tasks:
             raise UsageError(
                 f"--groups {args.groups} is fewer than the {tasks} tasks: with --group-protocol consumer "
@@ -328,7 +384,60 @@ def run(args: argparse.Namespace) -> int:
     except UsageError as exc:
         _say(f"error: {exc}")
         return EXIT_USAGE
+    if args.pipeline == "structured-streaming":
+        return _run_structured_streaming(args, dirs[0], tasks, local)
     return _run(args, targets, dirs, tasks, local, baseline)
+
+
+def _run_structured_streaming(args: argparse.Namespace, out: Path, tasks: int, local: bool) -> int:
+    from loadtest.admin import TargetError, prepare_target
+    from loadtest.stream_run import StreamRun, failures, report_line, run_stream
+    from loadtest.structured_streaming import CONNECTOR_LIB, ConnectorMissing, connector_jars
+
+    connector_lib = args.spark_kafka_jars or CONNECTOR_LIB
+    try:
+        connector_jars(connector_lib)
+    except ConnectorMissing as exc:
+        _say(f"error: {exc}")
+        return EXIT_USAGE
+    run_id = new_run_id()
+    topics = [f"{args.topic_prefix}-{run_id}-in", f"{args.topic_prefix}-{run_id}-out"]
+    try:
+        prepared = prepare_target(args.bootstrap, topics, args.partitions, local, f"loadtest-{run_id}-probe")
+    except TargetError as exc:
+        _say(f"error: target {args.label} ({args.bootstrap}): {exc}")
+        return EXIT_TARGET
+    short = [t for t, n in prepared.partitions.items() if n != args.partitions]
+    if short:
+        _say(f"error: target {args.label}: topics {short} exist with another partition count")
+        return EXIT_TARGET
+    run = StreamRun(
+        run_id=run_id,
+        bootstrap=args.bootstrap,
+        input_topic=topics[0],
+        output_topic=topics[1],
+        group_id=f"{args.topic_prefix}-{run_id}-pipeline",
+        partitions=args.partitions,
+        tasks=tasks,
+        produce_rate=args.produce_rate * tasks,
+        duration_s=args.duration,
+        drain_s=args.drain,
+        producer_options=kafka_options(args.spark_kafka_option),
+        connector_lib=connector_lib,
+    )
+    _say(f"target {args.label} {args.bootstrap}: run {run_id}, coordinator {prepared.coordinator}")
+    summary = run_stream(run, args.master, args.driver_host, spark_conf(args.spark_conf), out)
+    summary["target"] = args.label
+    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    print(f"\n### {args.label} ({args.bootstrap}), run {run_id}, structured streaming\n")
+    print(report_line(summary))
+    sys.stdout.flush()
+    _say(f"summary: {out / 'summary.json'}")
+    failed = failures(summary)
+    if args.strict and failed:
+        _say("check failed: " + "; ".join(failed))
+        return EXIT_CHECK_FAILED
+    return 0
 
 
 def load_baseline(path: Path) -> dict[str, Any]:
@@ -354,7 +463,7 @@ def _run(
     from loadtest.progress import Progress
     from protocol.apis import ApiKey
 
-    groups = args.groups or max(1, (tasks * args.members) // 50)
+    groups = args.groups or max(1, args.members // 50)
     if args.group_protocol == "consumer":
         groups = max(groups, tasks)
     ramp_up = min(args.ramp_up, args.duration / 2)
@@ -482,7 +591,7 @@ def _run_spark(
         spark_conf(args.spark_conf),
     )
     try:
-        slots = spark.sparkContext.defaultParallelism
+        slots = registered_slots(spark, args.master)
         _say(
             f"spark {spark.version} on {args.master} ready in {time.monotonic() - started:.1f} s ({slots} slots)"
         )
@@ -493,7 +602,7 @@ def _run_spark(
         results: list[tuple[dict[str, Any], Any]] = []
         for scenario, directory in zip(scenarios, dirs, strict=True):
             _say(
-                f"load {scenario.target}: {scenario.tasks} tasks x {scenario.members} members, "
+                f"load {scenario.target}: {scenario.members} members over {scenario.tasks} tasks, "
                 f"{scenario.groups} groups, {scenario.duration_s:.0f} s"
             )
             progress.begin(scenario.target, scenario.tasks, scenario.members)

@@ -35,9 +35,9 @@ class Progress:
         self._last_requests = 0
         self._last_time = time.monotonic()
         self._expected_tasks = 0
-        self._members_per_task = 0
+        self._members = 0
 
-    def begin(self, label: str, tasks: int, members_per_task: int) -> None:
+    def begin(self, label: str, tasks: int, members: int) -> None:
         with self._lock:
             self._tasks.clear()
             self._label = label
@@ -45,7 +45,7 @@ class Progress:
             self._last_requests = 0
             self._last_time = time.monotonic()
             self._expected_tasks = tasks
-            self._members_per_task = members_per_task
+            self._members = members
         if not self._threads:
             for target in (self._receive, self._print):
                 thread = threading.Thread(target=target, name=f"progress-{target.__name__}", daemon=True)

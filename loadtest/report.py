@@ -249,7 +249,7 @@ def plot(targets: list[tuple[dict[str, Any], Any]], path: Path) -> None:
     names = " vs ".join(s["target"] for s, _ in targets)
     first = targets[0][0]["scenario"]
     fig.suptitle(
-        f"loadtest {names}: {first['tasks']} tasks x {first['members']} members, "
+        f"loadtest {names}: {first['members']} members over {first['tasks']} tasks, "
         f"{first['groups']} groups, {first['duration_s']:.0f} s"
     )
     fig.tight_layout(rect=(0, 0, 1, 0.98))  # room for the title

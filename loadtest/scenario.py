@@ -238,6 +238,23 @@ def local_slots(master: str) -> int | None:
     return (os.cpu_count() or 1) if count == "*" else int(count)
 
 
+def registered_slots(spark: Any, master: str) -> int:
+    """Task slots: N for local[N]; on a cluster, the cores of the executors registered now.
+
+    Not ``defaultParallelism``: on a cluster it is at least 2 whatever the cores (Spark's
+    ``max(totalCoreCount, 2)``), so a one-core worker would show 2 slots and the warning that
+    tasks queue for a slot could not fire."""
+    local = local_slots(master)
+    if local is not None:
+        return local
+    context = spark.sparkContext
+    try:
+        cores = context._jsc.sc().schedulerBackend().totalCoreCount()  # py4j: the AtomicInteger's value
+        return int(cores.get() if hasattr(cores, "get") else cores)
+    except Exception:  # a scheduler backend without a core count: the best Spark says
+        return int(context.defaultParallelism)
+
+
 @dataclass(frozen=True, slots=True)
 class Scenario:
     """Everything a task needs; plain data so that it pickles to the executors unchanged."""
@@ -246,7 +263,7 @@ class Scenario:
     target: str
     bootstrap: str
     tasks: int
-    members: int  # per task, at any time
+    members: int  # in total over the tasks, at any time (members_of: a task's share)
     groups: int  # in total, shared by all tasks
     topic_names: tuple[str, ...]
     partitions: int
@@ -290,6 +307,16 @@ class Scenario:
     def group_name(self, index: int) -> str:
         return f"loadtest-{self.run_id}-g{index}"
 
+    def members_of(self, task: int) -> int:
+        """A task's share of the members: the total split evenly, the first tasks one more."""
+        share, extra = divmod(self.members, self.tasks)
+        return share + (1 if task < extra else 0)
+
+    def first_member(self, task: int) -> int:
+        """The run-wide index of a task's slot 0 (the members of earlier tasks come before)."""
+        share, extra = divmod(self.members, self.tasks)
+        return task * share + min(task, extra)
+
     def group_of_slot(self, task: int, slot: int) -> int:
         """Classic: members are spread over the groups round-robin, so a group spans tasks.
         Consumer: groups are task-local (task t has groups t, t + tasks, ...; needs groups >=
@@ -297,7 +324,7 @@ class Scenario:
         if self.consumer:
             local = self.task_groups(task)
             return local[slot % len(local)]
-        return (task * self.members + slot) % self.groups
+        return (self.first_member(task) + slot) % self.groups
 
     def task_groups(self, task: int) -> range:
         """The groups of a task in the consumer mode."""
@@ -310,7 +337,7 @@ class Scenario:
         if self.static_share <= 0:
             return False
         # Spread evenly: slot k is static when floor((k+1)*share) > floor(k*share).
-        index = task * self.members + slot
+        index = self.first_member(task) + slot
         return int((index + 1) * self.static_share) > int(index * self.static_share)
 
     def instance_id(self, task: int, slot: int) -> str:

@@ -177,7 +177,7 @@ def run_load(spark: SparkSession, scenario: Scenario, raw_path: Path) -> DataFra
         rows = seeds.barrier().mapPartitions(functools.partial(_run_barrier_partition, payload))
     else:
         rows = seeds.mapPartitionsWithIndex(functools.partial(_run_partition, payload))
-    sc.setJobDescription(f"load {scenario.target} ({scenario.tasks} tasks x {scenario.members} members)")
+    sc.setJobDescription(f"load {scenario.target} ({scenario.members} members over {scenario.tasks} tasks)")
     frame = spark.createDataFrame(rows, RESULT_SCHEMA, verifySchema=False)
     frame.write.mode("errorifexists").parquet(str(raw_path))
     sc.setJobDescription(None)  # type: ignore[arg-type]

@@ -66,7 +66,7 @@ class TaskRuntime:
         self._epoch_offset = time.time() - time.perf_counter()  # record() takes perf_counter times
         self._subscriptions: dict[str, bytes] = {}
         self._loopback: dict[str, bool] = {}
-        self._next_number = scenario.members
+        self._next_number = scenario.members_of(task)
         self._stop_event = asyncio.Event()
         self._started = self.loop.time()
         self._background: set[asyncio.Task[Any]] = set()
@@ -195,8 +195,9 @@ class TaskRuntime:
 
     async def _ramp_up(self, started: float) -> None:
         sc = self.scenario
-        step = sc.ramp_up_s / sc.members if sc.members else 0.0
-        for slot in range(sc.members):
+        count = sc.members_of(self.task)
+        step = sc.ramp_up_s / count if count else 0.0
+        for slot in range(count):
             if self.stopping:
                 return
             delay = started + slot * step - self.loop.time()

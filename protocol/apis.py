@@ -42,6 +42,13 @@ class ApiKey(IntEnum):
     ADD_OFFSETS_TO_TXN = 25
     END_TXN = 26
     TXN_OFFSET_COMMIT = 28
+    SHARE_GROUP_HEARTBEAT = 76
+    SHARE_GROUP_DESCRIBE = 77
+    SHARE_FETCH = 78
+    SHARE_ACKNOWLEDGE = 79
+    DESCRIBE_SHARE_GROUP_OFFSETS = 90
+    ALTER_SHARE_GROUP_OFFSETS = 91
+    DELETE_SHARE_GROUP_OFFSETS = 92
 
 
 # (min, max) version served per API. Produce is decoded only to refuse it with a clear error:
@@ -83,6 +90,9 @@ SERVED_VERSIONS: Final[dict[ApiKey, tuple[int, int]]] = {
     ApiKey.ADD_OFFSETS_TO_TXN: (0, 4),
     ApiKey.END_TXN: (0, 5),
     ApiKey.TXN_OFFSET_COMMIT: (0, 6),
+    # KIP-932 share groups (docs/share-groups.md).
+    ApiKey.SHARE_GROUP_HEARTBEAT: (1, 1),
+    ApiKey.SHARE_GROUP_DESCRIBE: (1, 1),
 }
 
 # Spec file stem for each API (requests are "<stem>Request", responses "<stem>Response").
@@ -121,4 +131,38 @@ SPEC_NAMES: Final[dict[ApiKey, str]] = {
     ApiKey.ADD_OFFSETS_TO_TXN: "AddOffsetsToTxn",
     ApiKey.END_TXN: "EndTxn",
     ApiKey.TXN_OFFSET_COMMIT: "TxnOffsetCommit",
+    ApiKey.SHARE_GROUP_HEARTBEAT: "ShareGroupHeartbeat",
+    ApiKey.SHARE_GROUP_DESCRIBE: "ShareGroupDescribe",
+    ApiKey.SHARE_FETCH: "ShareFetch",
+    ApiKey.SHARE_ACKNOWLEDGE: "ShareAcknowledge",
+    ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: "DescribeShareGroupOffsets",
+    ApiKey.ALTER_SHARE_GROUP_OFFSETS: "AlterShareGroupOffsets",
+    ApiKey.DELETE_SHARE_GROUP_OFFSETS: "DeleteShareGroupOffsets",
+}
+
+# Requests the gateway forwards upstream are decoded to authorize them with the client's
+# principal (coordinator/gateway/authorization.py): api key -> (spec stem, lowest, highest version
+# decoded). Kept apart from SERVED_VERSIONS: decoding a version is not serving it.
+GATEWAY_DECODED: Final[dict[int, tuple[str, int, int]]] = {
+    0: ("Produce", 0, 13),
+    1: ("Fetch", 0, 18),
+    2: ("ListOffsets", 0, 11),
+    3: ("Metadata", 0, 12),
+    10: ("FindCoordinator", 0, 6),
+    19: ("CreateTopics", 0, 7),
+    20: ("DeleteTopics", 0, 6),
+    21: ("DeleteRecords", 0, 2),
+    22: ("InitProducerId", 0, 6),
+    23: ("OffsetForLeaderEpoch", 2, 4),
+    24: ("AddPartitionsToTxn", 0, 5),
+    25: ("AddOffsetsToTxn", 0, 4),
+    26: ("EndTxn", 0, 5),
+    32: ("DescribeConfigs", 1, 4),
+    33: ("AlterConfigs", 0, 2),
+    37: ("CreatePartitions", 0, 3),
+    44: ("IncrementalAlterConfigs", 0, 1),
+    60: ("DescribeCluster", 0, 1),
+    61: ("DescribeProducers", 0, 0),
+    65: ("DescribeTransactions", 0, 0),
+    66: ("ListTransactions", 0, 2),
 }

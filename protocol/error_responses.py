@@ -91,6 +91,9 @@ from protocol.messages.produce import (
 )
 from protocol.messages.sasl_authenticate import SaslAuthenticateRequest, SaslAuthenticateResponse
 from protocol.messages.sasl_handshake import SaslHandshakeRequest, SaslHandshakeResponse
+from protocol.messages.share_group_describe import DescribedGroup as ShareDescribedGroup
+from protocol.messages.share_group_describe import ShareGroupDescribeRequest, ShareGroupDescribeResponse
+from protocol.messages.share_group_heartbeat import ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse
 from protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
 from protocol.messages.txn_offset_commit import (
     TxnOffsetCommitRequest,
@@ -207,6 +210,19 @@ def consumer_group_describe(
             ConsumerDescribedGroup(error_code=code, error_message=message, group_id=g) for g in req.group_ids
         ]
     )
+
+
+def share_group_heartbeat(
+    version: int, req: ShareGroupHeartbeatRequest, code: int, message: str | None
+) -> ShareGroupHeartbeatResponse:
+    return ShareGroupHeartbeatResponse(error_code=code, error_message=message)
+
+
+def share_group_describe(
+    version: int, req: ShareGroupDescribeRequest, code: int, message: str | None
+) -> ShareGroupDescribeResponse:
+    groups = [ShareDescribedGroup(error_code=code, error_message=message, group_id=g) for g in req.group_ids]
+    return ShareGroupDescribeResponse(groups=groups)
 
 
 # ---- cluster APIs -----------------------------------------------------------------------------
@@ -453,6 +469,8 @@ ERROR_RESPONSES: Final[dict[ApiKey, ErrorResponseBuilder]] = {
     ApiKey.TXN_OFFSET_COMMIT: txn_offset_commit,
     ApiKey.ADD_OFFSETS_TO_TXN: add_offsets_to_txn,
     ApiKey.END_TXN: end_txn,
+    ApiKey.SHARE_GROUP_HEARTBEAT: share_group_heartbeat,
+    ApiKey.SHARE_GROUP_DESCRIBE: share_group_describe,
 }
 
 

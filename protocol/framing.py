@@ -21,6 +21,16 @@ class FrameSplitter:
     def buffered(self) -> int:
         return len(self._buffer)
 
+    @property
+    def pending_frame_bytes(self) -> int:
+        """Bytes of the frame being received: its declared size once its length prefix is in,
+        else what is buffered of it."""
+        buffer = self._buffer
+        if len(buffer) < 4:
+            return len(buffer)
+        (size,) = _LENGTH.unpack_from(buffer, 0)
+        return max(int(size), 0) + 4
+
     def feed(self, data: bytes) -> list[bytes]:
         """Add received bytes; return every frame now complete (without length prefixes)."""
         buffer = self._buffer

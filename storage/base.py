@@ -16,13 +16,6 @@ class StoreError(Exception):
     """
 
 
-class CredentialStore(Protocol):
-    """Stores that can read SASL credentials on their own (every shipped backend)."""
-
-    async def load_credentials(self, user: str | None = None) -> list[UserCredentialRecord]:
-        """The stored SCRAM credentials (of one user, or all)."""
-
-
 @runtime_checkable
 class GroupLoadingStore(Protocol):
     """Stores that load groups apart from the rest (every shipped backend): a single node
@@ -50,6 +43,9 @@ class Store(Protocol):
     async def load_identity(self) -> StoredIdentity:
         """The stored cluster id rows and whether this open created the database (read at start,
         before serving: ``coordinator/server/cluster_identity.py``)."""
+
+    async def load_credentials(self, user: str | None = None) -> list[UserCredentialRecord]:
+        """The stored SCRAM credentials (of one user, or all)."""
 
     async def write(self, records: Sequence[Record]) -> None:
         """Apply records atomically and durably (all or nothing), in order.

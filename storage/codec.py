@@ -32,6 +32,13 @@ version 1::
     u8   version = 1
     u32  protocol count, then per protocol: str name, bytes metadata
 
+Share-partition state batches (the in-flight window of a share-partition as persisted,
+docs/share-groups.md, "What is persisted"), version 1::
+
+    u8   version = 1
+    u32  batch count, then per batch: i64 first offset, i64 last offset, u8 delivery state,
+         u16 delivery count
+
 Topic configs are a JSON array of ``[name, value-or-null]`` pairs: order and None survive,
 and the column stays readable from a SQL shell.
 """
@@ -42,16 +49,18 @@ import json
 import struct
 from typing import Final
 
-from storage.records import MemberRecord, TopicPartitionList
+from storage.records import MemberRecord, ShareStateBatches, TopicPartitionList
 
 MEMBERS_V1: Final = 1
 CONSUMER_TOPICS_V1: Final = 1
 CLASSIC_PROTOCOLS_V1: Final = 1
+SHARE_BATCHES_V1: Final = 1
 
 _U8 = struct.Struct(">B")
 _U32 = struct.Struct(">I")
 _I32 = struct.Struct(">i")
 _TIMEOUTS = struct.Struct(">ii")
+_SHARE_BATCH = struct.Struct(">qqBH")
 
 
 class CodecError(ValueError):
@@ -207,6 +216,30 @@ def decode_classic_protocols(blob: bytes) -> tuple[tuple[str, bytes], ...]:
     except (IndexError, struct.error, UnicodeDecodeError) as exc:
         raise CodecError(f"corrupt classic protocols blob: {exc}") from exc
     return tuple(protocols)
+
+
+def encode_share_batches(batches: ShareStateBatches) -> bytes:
+    out = bytearray(_U8.pack(SHARE_BATCHES_V1))
+    try:
+        out += _U32.pack(len(batches))
+        for first, last, state, count in batches:
+            out += _SHARE_BATCH.pack(first, last, state, count)
+    except (struct.error, TypeError, ValueError) as exc:
+        raise CodecError(f"cannot encode share-partition batches: {exc}") from exc
+    return bytes(out)
+
+
+def decode_share_batches(blob: bytes) -> ShareStateBatches:
+    try:
+        version = blob[0]
+        if version != SHARE_BATCHES_V1:
+            raise CodecError(f"unknown share batches blob version {version}")
+        (count,) = _U32.unpack_from(blob, 1)
+        if len(blob) != 5 + count * _SHARE_BATCH.size:
+            raise CodecError(f"share batches blob of {len(blob)} bytes for {count} batches")
+        return tuple(_SHARE_BATCH.unpack_from(blob, 5 + i * _SHARE_BATCH.size) for i in range(count))
+    except (IndexError, struct.error) as exc:
+        raise CodecError(f"corrupt share batches blob: {exc}") from exc
 
 
 def encode_configs(configs: tuple[tuple[str, str | None], ...]) -> str:

@@ -38,6 +38,7 @@ from storage.tables import (
     INT32,
     INT64,
     SERVED_STATE_TABLES,
+    SERVING_MODE,
     STATE_TABLES,
     TEXT,
     UNSHARDED_TABLES,
@@ -144,7 +145,9 @@ class MemoryStore:
         self._check_usable()
         cluster = list(self.data.tables[CLUSTER.name].values())
         has_state = any(self.data.tables[table.name] for table in SERVED_STATE_TABLES)
-        return StoredIdentity(cluster, self._created, 0 if self._created else SCHEMA_VERSION, has_state)
+        serving_mode = list(self.data.tables[SERVING_MODE.name].values())
+        version = 0 if self._created else SCHEMA_VERSION
+        return StoredIdentity(cluster, self._created, version, has_state, serving_mode)
 
     async def load_credentials(self, user: str | None = None) -> list[UserCredentialRecord]:
         self._check_usable()

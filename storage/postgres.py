@@ -46,6 +46,7 @@ from storage.tables import (
     OFFSET_COMMIT_HISTORY,
     OFFSETS,
     SERVED_STATE_TABLES,
+    SERVING_MODE,
     STATE_TABLES,
     TOPICS,
     UNSHARDED_TABLES,
@@ -211,6 +212,7 @@ class PostgresStore:
         try:
             async with conn.transaction(readonly=True):
                 cluster = await _fetch(conn, CLUSTER, postgres_sql(CLUSTER).select)
+                serving_mode = await _fetch(conn, SERVING_MODE, postgres_sql(SERVING_MODE).select)
                 has_state = False
                 for table in SERVED_STATE_TABLES:
                     has_state = has_state or await conn.fetchval(
@@ -222,7 +224,7 @@ class PostgresStore:
             await self._close_connection(conn)
         # No schema before this open: a brand-new database (a dropped schema looks the same).
         created = self._schema_version_at_open == 0
-        return StoredIdentity(cluster, created, self._schema_version_at_open, bool(has_state))
+        return StoredIdentity(cluster, created, self._schema_version_at_open, bool(has_state), serving_mode)
 
     async def load_credentials(self, user: str | None = None) -> list[UserCredentialRecord]:
         self._check_open()

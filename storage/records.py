@@ -61,6 +61,7 @@ CredentialKey = tuple[str, str]  # (user, mechanism)
 ConsumerMemberKey = tuple[str, str]  # (group_id, member_id)
 GroupConfigKey = tuple[str, str]  # (group_id, config name)
 TxnOffsetKey = tuple[str, int, str, int]  # (group_id, producer_id, topic, partition)
+ShareMemberKey = tuple[str, str]  # (group_id, member_id)
 
 
 @dataclass(slots=True, frozen=True)
@@ -317,6 +318,107 @@ class ConsumerGroupTombstone(Tombstone[str, ConsumerGroupRecord]):
 
 
 @dataclass(slots=True, frozen=True)
+class ShareGroupRecord(Upsert[str]):
+    """KIP-932 share group metadata; key group_id (docs/share-groups.md, "Membership")."""
+
+    table: ClassVar[str] = "share_groups"
+
+    group_id: str
+    group_epoch: int
+    assignment_epoch: int
+
+    @property
+    def key(self) -> str:
+        return self.group_id
+
+
+@dataclass(slots=True, frozen=True)
+class ShareMemberRecord(Upsert[ShareMemberKey]):
+    """A share group member, its subscription and assignment (its target: share groups have no
+    revocation); key (group_id, member_id)."""
+
+    table: ClassVar[str] = "share_members"
+
+    group_id: str
+    member_id: str
+    rack_id: str | None
+    client_id: str
+    client_host: str
+    subscribed_topic_names: tuple[str, ...]
+    member_epoch: int
+    previous_member_epoch: int
+    assigned: TopicPartitionList
+    # The member's part of the target assignment: ahead of ``assigned`` until its next heartbeat.
+    target: TopicPartitionList = ()
+
+    @property
+    def key(self) -> ShareMemberKey:
+        return (self.group_id, self.member_id)
+
+
+@dataclass(slots=True, frozen=True)
+class ShareMemberTombstone(Tombstone[ShareMemberKey, ShareMemberRecord]):
+    table: ClassVar[str] = "share_members"
+
+    group_id: str
+    member_id: str
+
+    @property
+    def key(self) -> ShareMemberKey:
+        return (self.group_id, self.member_id)
+
+
+@dataclass(slots=True, frozen=True)
+class ShareGroupTombstone(Tombstone[str, ShareGroupRecord]):
+    """Deletes the share group row and every member row of the group (``share_members`` has
+    ``share_groups`` as its parent table)."""
+
+    table: ClassVar[str] = "share_groups"
+
+    group_id: str
+
+    @property
+    def key(self) -> str:
+        return self.group_id
+
+
+# (first offset, last offset, delivery state, delivery count) runs, Kafka's state ids.
+ShareStateBatches = tuple[tuple[int, int, int, int], ...]
+
+
+@dataclass(slots=True, frozen=True)
+class SharePartitionStateRecord(Upsert[OffsetKey]):
+    """The persisted state of one share-partition (Kafka's share coordinator record): its start
+    offset, state epoch and in-flight batches; key (group_id, topic, partition)."""
+
+    table: ClassVar[str] = "share_partitions"
+
+    group_id: str
+    topic: str
+    partition: int
+    start_offset: int
+    state_epoch: int
+    batches: ShareStateBatches
+
+    @property
+    def key(self) -> OffsetKey:
+        return (self.group_id, self.topic, self.partition)
+
+
+@dataclass(slots=True, frozen=True)
+class SharePartitionStateTombstone(Tombstone[OffsetKey, SharePartitionStateRecord]):
+    table: ClassVar[str] = "share_partitions"
+
+    group_id: str
+    topic: str
+    partition: int
+
+    @property
+    def key(self) -> OffsetKey:
+        return (self.group_id, self.topic, self.partition)
+
+
+@dataclass(slots=True, frozen=True)
 class GroupConfigRecord(Upsert[GroupConfigKey]):
     """A dynamic group config (e.g. ``consumer.session.timeout.ms``) set for one group; key
     (group_id, name). Lives apart from the group's state, as Kafka keeps it: it may name a group
@@ -411,7 +513,43 @@ class ClusterTombstone(Tombstone[str, ClusterRecord]):
 
 
 # The stored rows of groups, of every kind (each kind's manager loads its own).
-GroupRow = GroupMetadataRecord | ConsumerGroupRecord | ConsumerMemberRecord
+GroupRow = (
+    GroupMetadataRecord
+    | ConsumerGroupRecord
+    | ConsumerMemberRecord
+    | ShareGroupRecord
+    | ShareMemberRecord
+    | SharePartitionStateRecord
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ServingModeRecord(Upsert[str]):
+    """How this database is served (one row): ``standalone``, or ``gateway`` in front of the
+    cluster at ``upstream`` (its bootstrap servers); key mode. Recorded at the first start and
+    checked at every start (coordinator/server/serving_mode.py)."""
+
+    table: ClassVar[str] = "serving_mode"
+
+    mode: str
+    upstream: str  # the upstream bootstrap servers in gateway mode, empty standalone
+    recorded_ms: int  # wall-clock milliseconds of the first start in this mode
+
+    @property
+    def key(self) -> str:
+        return self.mode
+
+
+@dataclass(frozen=True, slots=True)
+class ServingModeTombstone(Tombstone[str, ServingModeRecord]):
+    table: ClassVar[str] = "serving_mode"
+
+    mode: str
+
+    @property
+    def key(self) -> str:
+        return self.mode
+
 
 Record = (
     OffsetCommitRecord
@@ -428,12 +566,20 @@ Record = (
     | ConsumerGroupTombstone
     | ConsumerMemberRecord
     | ConsumerMemberTombstone
+    | ShareGroupRecord
+    | ShareGroupTombstone
+    | ShareMemberRecord
+    | ShareMemberTombstone
+    | SharePartitionStateRecord
+    | SharePartitionStateTombstone
     | GroupConfigRecord
     | GroupConfigTombstone
     | ClusterRecord
     | ClusterTombstone
     | TxnOffsetRecord
     | TxnOffsetTombstone
+    | ServingModeRecord
+    | ServingModeTombstone
 )
 
 
@@ -468,13 +614,23 @@ class LoadedState:
     acls: list[AclRecord] = field(default_factory=list)
     consumer_groups: list[ConsumerGroupRecord] = field(default_factory=list)
     consumer_members: list[ConsumerMemberRecord] = field(default_factory=list)
+    share_groups: list[ShareGroupRecord] = field(default_factory=list)
+    share_members: list[ShareMemberRecord] = field(default_factory=list)
+    share_partitions: list[SharePartitionStateRecord] = field(default_factory=list)
     group_configs: list[GroupConfigRecord] = field(default_factory=list)
     cluster: list[ClusterRecord] = field(default_factory=list)
     txn_offsets: list[TxnOffsetRecord] = field(default_factory=list)
 
     def group_rows(self) -> list[GroupRow]:
         """The rows of groups of every kind, in the order the coordinator loads them."""
-        return [*self.groups, *self.consumer_groups, *self.consumer_members]
+        return [
+            *self.groups,
+            *self.consumer_groups,
+            *self.consumer_members,
+            *self.share_groups,
+            *self.share_members,
+            *self.share_partitions,
+        ]
 
 
 @dataclass(slots=True)
@@ -489,3 +645,4 @@ class StoredIdentity:
     created: bool
     schema_version_at_open: int
     has_state: bool = False
+    serving_mode: list[ServingModeRecord] = field(default_factory=list)

@@ -45,6 +45,7 @@ from storage.tables import (
     OFFSET_COMMIT_HISTORY,
     OFFSETS,
     SERVED_STATE_TABLES,
+    SERVING_MODE,
     STATE_TABLES,
     UNSHARDED_TABLES,
     USER_CREDENTIALS,
@@ -345,6 +346,7 @@ class SQLiteStore:
         conn = self._connection()
         try:
             rows = conn.execute(sqlite_sql(CLUSTER).select).fetchall()
+            modes = conn.execute(sqlite_sql(SERVING_MODE).select).fetchall()
             has_state = any(
                 conn.execute(f"SELECT 1 FROM {table.name} LIMIT 1").fetchone() is not None
                 for table in SERVED_STATE_TABLES
@@ -352,7 +354,8 @@ class SQLiteStore:
         except sqlite3.Error as exc:
             raise StoreError(f"cannot read the cluster id from SQLite database {self.path}: {exc}") from exc
         cluster = list(itertools.starmap(CLUSTER.from_row, rows))
-        return StoredIdentity(cluster, self._created, self._schema_version_at_open, has_state)
+        serving_mode = list(itertools.starmap(SERVING_MODE.from_row, modes))
+        return StoredIdentity(cluster, self._created, self._schema_version_at_open, has_state, serving_mode)
 
     async def load_credentials(self, user: str | None = None) -> list[UserCredentialRecord]:
         return await self._run(self._credentials_sync, user)

@@ -22,10 +22,12 @@ from storage.codec import (
     decode_configs,
     decode_consumer_topics,
     decode_members,
+    decode_share_batches,
     encode_classic_protocols,
     encode_configs,
     encode_consumer_topics,
     encode_members,
+    encode_share_batches,
 )
 from storage.records import (
     AclRecord,
@@ -37,6 +39,10 @@ from storage.records import (
     GroupMetadataRecord,
     LoadedState,
     OffsetCommitRecord,
+    ServingModeRecord,
+    ShareGroupRecord,
+    ShareMemberRecord,
+    SharePartitionStateRecord,
     TopicRecord,
     TxnOffsetRecord,
     UserCredentialRecord,
@@ -202,6 +208,30 @@ def consumer_member_from_row(
                                 protocols)  # fmt: skip
 
 
+def share_member_row(m: ShareMemberRecord) -> Row:
+    topics = encode_consumer_topics(m.subscribed_topic_names, m.assigned, (), m.target)
+    return (m.group_id, m.member_id, m.rack_id, m.client_id, m.client_host, m.member_epoch,
+            m.previous_member_epoch, topics)  # fmt: skip
+
+
+def share_member_from_row(
+    group_id: str,
+    member_id: str,
+    rack_id: str | None,
+    client_id: str,
+    client_host: str,
+    member_epoch: int,
+    previous_member_epoch: int,
+    topics: bytes,
+) -> ShareMemberRecord:
+    try:
+        subscribed, assigned, _, target = decode_consumer_topics(topics)
+    except CodecError as exc:
+        raise CodecError(f"share member {member_id!r} of group {group_id!r}: {exc}") from exc
+    return ShareMemberRecord(group_id, member_id, rack_id, client_id, client_host, subscribed, member_epoch,
+                             previous_member_epoch, assigned, target)  # fmt: skip
+
+
 _OFFSET_COLUMNS: Final = (
     Column("group_id", TEXT),
     Column("topic", TEXT),
@@ -321,6 +351,57 @@ CONSUMER_MEMBERS: Final[Table[ConsumerMemberRecord]] = Table(
     key_values=_same,
     parent="consumer_groups",
 )
+SHARE_GROUPS: Final[Table[ShareGroupRecord]] = Table(
+    "share_groups",
+    (Column("group_id", TEXT), Column("group_epoch", INT32), Column("assignment_epoch", INT32)),
+    key=("group_id",),
+    to_row=lambda g: (g.group_id, g.group_epoch, g.assignment_epoch),
+    from_row=ShareGroupRecord,
+    key_values=_single,
+)
+SHARE_MEMBERS: Final[Table[ShareMemberRecord]] = Table(
+    "share_members",
+    (
+        Column("group_id", TEXT),
+        Column("member_id", TEXT),
+        Column("rack_id", TEXT, nullable=True),
+        Column("client_id", TEXT),
+        Column("client_host", TEXT),
+        Column("member_epoch", INT32),
+        Column("previous_member_epoch", INT32),
+        Column("topics", BLOB),
+    ),
+    key=("group_id", "member_id"),
+    to_row=share_member_row,
+    from_row=share_member_from_row,
+    key_values=_same,
+    parent="share_groups",
+)
+SHARE_PARTITIONS: Final[Table[SharePartitionStateRecord]] = Table(
+    "share_partitions",
+    (
+        Column("group_id", TEXT),
+        Column("topic", TEXT),
+        Column("partition", INT32, minimum=0),
+        Column("start_offset", INT64),
+        Column("state_epoch", INT32),
+        Column("batches", BLOB),
+    ),
+    key=("group_id", "topic", "partition"),
+    to_row=lambda s: (
+        s.group_id,
+        s.topic,
+        s.partition,
+        s.start_offset,
+        s.state_epoch,
+        encode_share_batches(s.batches),
+    ),
+    from_row=lambda g, t, p, start, epoch, blob: SharePartitionStateRecord(
+        g, t, p, start, epoch, decode_share_batches(blob)
+    ),
+    key_values=_same,
+    parent="share_groups",
+)
 GROUP_CONFIGS: Final[Table[GroupConfigRecord]] = Table(
     "group_configs",
     (Column("group_id", TEXT), Column("name", TEXT), Column("value", TEXT)),
@@ -370,6 +451,15 @@ CLUSTER: Final[Table[ClusterRecord]] = Table(
     key_values=_single,
 )
 
+SERVING_MODE: Final[Table[ServingModeRecord]] = Table(
+    "serving_mode",
+    (Column("mode", TEXT), Column("upstream", TEXT), Column("recorded_ms", INT64)),
+    key=("mode",),
+    to_row=lambda m: (m.mode, m.upstream, m.recorded_ms),
+    from_row=ServingModeRecord,
+    key_values=_single,
+)
+
 # Every state table, in the order a batch's statements run (any order is correct: a batch
 # touches each key once, and a parent's tombstone wipes its children in the child table).
 STATE_TABLES: Final[tuple[Table[Any], ...]] = (
@@ -380,9 +470,13 @@ STATE_TABLES: Final[tuple[Table[Any], ...]] = (
     ACLS,
     CONSUMER_GROUPS,
     CONSUMER_MEMBERS,
+    SHARE_GROUPS,
+    SHARE_MEMBERS,
+    SHARE_PARTITIONS,
     GROUP_CONFIGS,
     CLUSTER,
     TXN_OFFSETS,
+    SERVING_MODE,
 )
 # The tables whose rows belong to a group, hence to the group's shard (group configs too: the
 # shard's owner serves and writes them). Every one's primary key starts with the group id.
@@ -391,6 +485,9 @@ GROUP_TABLES: Final[tuple[Table[Any], ...]] = (
     GROUPS,
     CONSUMER_GROUPS,
     CONSUMER_MEMBERS,
+    SHARE_GROUPS,
+    SHARE_MEMBERS,
+    SHARE_PARTITIONS,
     GROUP_CONFIGS,
     TXN_OFFSETS,
 )
@@ -465,6 +562,9 @@ def loaded_state(rows: Mapping[str, Sequence[Any]]) -> LoadedState:
         acls=list(rows[ACLS.name]),
         consumer_groups=list(rows[CONSUMER_GROUPS.name]),
         consumer_members=list(rows[CONSUMER_MEMBERS.name]),
+        share_groups=list(rows[SHARE_GROUPS.name]),
+        share_members=list(rows[SHARE_MEMBERS.name]),
+        share_partitions=list(rows[SHARE_PARTITIONS.name]),
         group_configs=list(rows[GROUP_CONFIGS.name]),
         cluster=list(rows[CLUSTER.name]),
         txn_offsets=list(rows[TXN_OFFSETS.name]),

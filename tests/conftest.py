@@ -1,5 +1,5 @@
 """Hypothesis profiles for every property test: ``ci`` (default, quick) and ``long`` (soak); the
-session-wide Apache Kafka 4.4 fixtures (``kafka_broker``, ``kafka_cluster``).
+session-wide Apache Kafka 4.4 fixtures (``kafka_broker``, ``kafka_cluster``, ``java_driver``).
 
 Registered here, at the root, so a partial run uses the same settings as the full suite.
 Select with ``HYPOTHESIS_PROFILE=long pytest tests/protocol`` (tests that set their own example
@@ -14,6 +14,7 @@ from collections.abc import Iterator
 import pytest
 from hypothesis import HealthCheck, settings
 
+from tests.support.java_driver import JavaDriver
 from tests.support.kafka_broker import KafkaCluster, running_kafka
 
 settings.register_profile(
@@ -48,3 +49,13 @@ def kafka_cluster() -> Iterator[KafkaCluster]:
     """A three-broker Apache Kafka 4.4 cluster (KRaft), for leadership moves and stopped brokers."""
     with running_kafka(size=3) as cluster:
         yield cluster
+
+
+@pytest.fixture(scope="session")
+def java_driver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JavaDriver]:
+    """Kafka 4.4's Java clients and tools in one JVM for the whole session (tests/support/java_driver.py)."""
+    driver = JavaDriver(tmp_path_factory.mktemp("java-driver") / "driver.log")
+    try:
+        yield driver
+    finally:
+        driver.close()

@@ -88,6 +88,25 @@ def _compose_config(variables: dict[str, str]) -> str:
     return result.stdout
 
 
+def test_the_base_images_command_lists_what_the_stack_needs() -> None:
+    """`python -m tests.docker.base_images` (docs/docker.md) provides the base images outside the
+    tests; --list names them: the Dockerfile's and those of the profiles' services."""
+    _tool("docker-compose")
+    listed = subprocess.run(
+        [sys.executable, "-m", "tests.docker.base_images", "--list", "--profile", "postgres"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert listed.returncode == 0, listed.stderr
+    images = listed.stdout.split()
+    from_lines = re.findall(r"^FROM\s+(\S+)", DOCKERFILE.read_text(), re.MULTILINE)
+    assert from_lines[0] in images
+    assert any(image.startswith("postgres:") for image in images), images
+    assert "python -m tests.docker.base_images" in (REPO / "docs" / "docker.md").read_text()
+
+
 def test_compose_ports_are_variables_the_advertised_address_follows() -> None:
     config = _compose_config(
         {

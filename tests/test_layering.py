@@ -227,6 +227,36 @@ def test_the_group_model_imports_no_kind() -> None:
     assert [m for m in KIND_BLIND if REGISTRATION in graph[m]] == ["coordinator.core.group_coordinator"]
 
 
+# Core modules outside the kinds' folders that may import a kind: the registration and the
+# conversion, and the settings table, which checks group.consumer.assignors against the assignors
+# the consumer kind has (imported when checked, docs/group-model.md "Adding a kind").
+KIND_AWARE = (REGISTRATION, CONVERSION, "coordinator.core.group_settings")
+
+
+def _generic_core_violations(
+    graph: dict[str, set[str]], kinds: list[str], core: str, allowed: tuple[str, ...]
+) -> list[str]:
+    """Imports of a kind by a core module outside every kind's folder (the generic core: events,
+    effects, timers, the registry...), except the modules ``allowed`` to."""
+    return [
+        f"{module} -> {target}"
+        for module, targets in sorted(graph.items())
+        if module.startswith(core) and _kind_of(module, kinds) is None and module not in allowed
+        for target in sorted(targets)
+        if _kind_of(target, kinds) is not None
+    ]
+
+
+def test_generic_core_modules_import_no_kind() -> None:
+    wrong = _generic_core_violations(_graph(), _kinds(), "coordinator.core.", KIND_AWARE)
+    assert wrong == [], "\n".join(wrong)
+
+
+def test_the_generic_core_rule_sees_a_kind_import() -> None:
+    graph = {"k.events": {"k.a.group"}, "k.kinds": {"k.a.x"}, "k.a.x": {"k.events"}, "k.a.group": set()}
+    assert _generic_core_violations(graph, ["k.a"], "k.", ("k.kinds",)) == ["k.events -> k.a.group"]
+
+
 def test_the_kind_rule_sees_a_crossing() -> None:
     kinds = ["k.a", "k.b"]
     graph = {

@@ -75,6 +75,10 @@ def start(env: Env, kind: str, name: str, **kwargs: Any) -> Server:
     for attempt in range(1, 4):
         workdir = env.next_dir(f"{name}-{kind}")
         try:
+            if kind == "peer" and env.args.peer == "kafka":
+                from runner.kafka_peer import start_kafka
+
+                return start_kafka(env, workdir, **kwargs)
             if kind == "peer":
                 return start_peer(env, workdir)
             if kind == "ours-pg":
@@ -171,14 +175,13 @@ _PREFILLED: dict[str, Path] = {}
 def run_restart(env: Env, profile: Profile, kind: str, rep: int) -> list[dict[str, Any]]:
     name = f"restart-{profile.restart_groups}g-{profile.restart_groups * profile.restart_offsets_per_group}o"
     if kind == "peer":
-        return [
-            {
-                "name": name,
-                "done": False,
-                "note": "n/a: Tansu here runs on memory:// storage (its durable engines need PostgreSQL or S3); "
-                "nothing survives a restart",
-            }
-        ]
+        why = (
+            "n/a: this runner does not prefill Kafka's __consumer_offsets"
+            if env.args.peer == "kafka"
+            else "n/a: Tansu here runs on memory:// storage (its durable engines need PostgreSQL or S3); "
+            "nothing survives a restart"
+        )
+        return [{"name": name, "done": False, "note": why}]
     from prefill import prefill
 
     db = _PREFILLED.get("sqlite")

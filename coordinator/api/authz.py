@@ -32,6 +32,7 @@ from coordinator.api import config_resources
 from coordinator.api.amend import amend, reply
 from coordinator.api.config_resources import Refusal, screen_alter, screen_describe
 from coordinator.api.routes import Handler, Routes
+from coordinator.core.admin_write import admin_write
 from coordinator.core.context import RequestContext
 from coordinator.core.result import Result
 from coordinator.security.acl import (
@@ -487,18 +488,16 @@ class AclLayer:
         if not records:
             return reply(ctx, response)
 
-        def durable(_now_ms: int) -> Result:
+        def apply() -> None:
             for record in records:
                 self.authorizer.add(record)
-            return reply(ctx, response)
 
-        def failed(_now_ms: int, error_code: int) -> Result:
+        def fail_entries(code: int) -> None:
             for result in results:
                 if not result.error_code:
-                    result.error_code, result.error_message = error_code, "could not store the ACL"
-            return reply(ctx, response)
+                    result.error_code, result.error_message = code, "could not store the ACL"
 
-        return Result(records=list(records), on_durable=durable, on_failed=failed)
+        return admin_write(ctx.reply_to, records, response, apply=apply, fail_entries=fail_entries)
 
     def delete_acls(self, ctx: RequestContext, req: DeleteAclsRequest) -> Result:
         if not self._cluster(ctx, Operation.ALTER):
@@ -534,21 +533,16 @@ class AclLayer:
         if not gone:
             return reply(ctx, response)
 
-        def durable(_now_ms: int) -> Result:
+        def apply() -> None:
             for acl in gone:
                 self.authorizer.remove(acl)
-            return reply(ctx, response)
 
-        def failed(_now_ms: int, error_code: int) -> Result:
+        def fail_entries(code: int) -> None:
             for result in results:
-                result.error_code, result.error_message, result.matching_acls = (
-                    error_code,
-                    "could not delete",
-                    [],
-                )
-            return reply(ctx, response)
+                result.error_code, result.error_message, result.matching_acls = code, "could not delete", []
 
-        return Result(records=[AclTombstone(acl) for acl in gone], on_durable=durable, on_failed=failed)
+        tombstones = [AclTombstone(acl) for acl in gone]
+        return admin_write(ctx.reply_to, tombstones, response, apply=apply, fail_entries=fail_entries)
 
 
 _NO_AUTHORIZER = "No Authorizer is configured on the broker"

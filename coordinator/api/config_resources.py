@@ -19,6 +19,7 @@ from typing import Any, Final
 
 from coordinator.api.amend import amend, reply
 from coordinator.api.routes import Handler, Wrapper
+from coordinator.core.admin_write import admin_write
 from coordinator.core.context import RequestContext
 from coordinator.core.dynamic_configs import BY_NAME, GROUP_CONFIGS, DynamicGroupConfigs, InvalidGroupConfig
 from coordinator.core.group_settings import BrokerGroupSettings
@@ -147,6 +148,16 @@ class ConfigResources:
                 entry.synonyms.append(
                     DescribeConfigsSynonym(definition.broker_name, broker_value, broker_source)
                 )
+                if broker_source == STATIC_BROKER_CONFIG:
+                    # As Kafka: the broker-level default follows the static setting that hides it
+                    # (docs/kafka-differences.md#group-configs).
+                    entry.synonyms.append(
+                        DescribeConfigsSynonym(
+                            definition.broker_name,
+                            self._broker_default(definition.broker_setting),
+                            DEFAULT_CONFIG,
+                        )
+                    )
             yield entry
 
     def _check_broker(self, name: str) -> None:
@@ -155,6 +166,9 @@ class ConfigResources:
                 INVALID_REQUEST,
                 f"Unexpected broker id, expected {self.node_id()} or empty string, but received {name}",
             )
+
+    def _broker_default(self, field_name: str) -> str:
+        return str(next(s.default for s in settings_of(self.config) if s.name == field_name))
 
     def _broker_source(self, field_name: str) -> int:
         default = next(s.default for s in settings_of(self.config) if s.name == field_name)
@@ -187,23 +201,18 @@ class ConfigResources:
             for group_id, after in accepted.items():
                 self.group_configs.written(group_id, after)
 
-        def durable(_now_ms: int) -> Result:
+        def apply() -> None:
             settle()
             for record in writes:
                 self.group_configs.apply(record)
-            return reply(ctx, response)
 
-        def failed(_now_ms: int, error_code: int) -> Result:
+        def fail_entries(code: int) -> None:
             settle()
             for result in response.responses:
                 if result.resource_type == GROUP and not result.error_code:
-                    result.error_code, result.error_message = (
-                        error_code,
-                        "the group config could not be stored",
-                    )
-            return reply(ctx, response)
+                    result.error_code, result.error_message = code, "the group config could not be stored"
 
-        return Result(records=list(writes), on_durable=durable, on_failed=failed)
+        return admin_write(ctx.reply_to, writes, response, apply=apply, fail_entries=fail_entries)
 
     def plan_alter(
         self, req: IncrementalAlterConfigsRequest

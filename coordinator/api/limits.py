@@ -31,21 +31,22 @@ PAYLOAD_APIS: Final = frozenset(
 
 @dataclass(frozen=True, slots=True)
 class RequestLimits:
-    """The limits, named after their settings (``request_max_items`` is ``request.max.items``)."""
+    """The limits, named after their settings (``request_max_items`` is ``request.max.items``);
+    their defaults are the settings table's (``Config().request_limits()``, server/config.py)."""
 
     # Frame of a request outside PAYLOAD_APIS; over it the connection is closed before decoding.
-    control_request_max_bytes: int = 128 * 1024
+    control_request_max_bytes: int
     # Array elements of one request, all levels together (groups, topics, partitions, members...).
-    request_max_items: int = 100_000
+    request_max_items: int
     # Groups named in one DescribeGroups, ConsumerGroupDescribe, DeleteGroups or OffsetFetch.
-    request_max_groups: int = 10_000
+    request_max_groups: int
     # Characters of a group id, group instance id, client id or rack id a member brings.
-    group_id_max_chars: int = 1024
+    group_id_max_chars: int
     # Bytes of one JoinGroup protocol's metadata, and of all of a member's protocols together.
-    group_member_metadata_max_bytes: int = 1024 * 1024
+    group_member_metadata_max_bytes: int
     # Partitions of one topic (CreateTopics, CreatePartitions), and created by one request.
-    topic_max_partitions: int = 10_000
-    request_max_partitions: int = 10_000
+    topic_max_partitions: int
+    request_max_partitions: int
 
     @property
     def member_id_max_chars(self) -> int:

@@ -28,6 +28,9 @@ class Route(Generic[RequestT]):
     api_key: ApiKey
     request_type: type[RequestT]
     handle: Handler[RequestT]
+    # A group API: the group ids a request names (none for ListGroups; the GROUP resources for
+    # the config APIs). None: not a group API. The one list of group APIs (docs/architecture.md).
+    groups: Callable[[RequestT], list[str]] | None = None
 
 
 class Routes:
@@ -35,11 +38,21 @@ class Routes:
 
     def __init__(self) -> None:
         self._routes: dict[int, Route[Any]] = {}
+        self.group_apis: frozenset[int] = frozenset()  # the keys of the routes that name groups
 
-    def add(self, api_key: ApiKey, request_type: type[RequestT], handler: Handler[RequestT]) -> None:
+    def add(
+        self,
+        api_key: ApiKey,
+        request_type: type[RequestT],
+        handler: Handler[RequestT],
+        *,
+        groups: Callable[[RequestT], list[str]] | None = None,
+    ) -> None:
         if api_key in self._routes:
             raise ValueError(f"{api_key.name} already has a handler")
-        self._routes[api_key] = Route(api_key, request_type, handler)
+        self._routes[api_key] = Route(api_key, request_type, handler, groups)
+        if groups is not None:
+            self.group_apis = self.group_apis | {api_key}
 
     def wrap(self, api_key: ApiKey, request_type: type[RequestT], wrapper: Wrapper[RequestT]) -> None:
         route = self._routes[api_key]

@@ -6,13 +6,16 @@ Fetch (it waits on a timer), DeleteTopics (it also removes the topics' offsets) 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any, Final
+
 from coordinator.api.authz import install_security_disabled
-from coordinator.api.config_resources import ConfigResources
+from coordinator.api.config_resources import GROUP, ConfigResources
 from coordinator.api.expected_identity import expected_identity_check
-from coordinator.api.routes import Routes
+from coordinator.api.routes import Handler, Routes
 from coordinator.api.shard_gate import install_shard_gate
 from coordinator.api.topics import KnownTopics
-from coordinator.api.transactions import add_transaction_routes
+from coordinator.api.transactions import add_transaction_routes, txn_offset_commit_handler
 from coordinator.core.cluster import Cluster
 from coordinator.core.group_coordinator import GroupCoordinator
 from protocol.apis import ApiKey
@@ -37,7 +40,51 @@ from protocol.messages.offset_commit import OffsetCommitRequest
 from protocol.messages.offset_delete import OffsetDeleteRequest
 from protocol.messages.offset_fetch import OffsetFetchRequest
 from protocol.messages.produce import ProduceRequest
+from protocol.messages.share_group_describe import ShareGroupDescribeRequest
+from protocol.messages.share_group_heartbeat import ShareGroupHeartbeatRequest
 from protocol.messages.sync_group import SyncGroupRequest
+from protocol.messages.txn_offset_commit import TxnOffsetCommitRequest
+
+
+def _one_group(req: Any) -> list[str]:
+    return [req.group_id]
+
+
+def _offset_fetch_groups(req: OffsetFetchRequest) -> list[str]:
+    return [group.group_id for group in req.groups] if req.groups else [req.group_id]
+
+
+def _group_resources(req: DescribeConfigsRequest | IncrementalAlterConfigsRequest) -> list[str]:
+    return [r.resource_name for r in req.resources if r.resource_type == GROUP]
+
+
+# The group APIs, declared once: each API with the request class it decodes to and the groups a
+# request names (none for ListGroups; the GROUP resources for the config APIs). The shard gate,
+# the loading answers and the gateway's list of APIs it serves itself follow this table
+# (docs/architecture.md); a new kind of group adds its APIs here.
+GROUP_ROUTES: Final[dict[ApiKey, tuple[type[Any], Callable[[Any], list[str]]]]] = {
+    ApiKey.JOIN_GROUP: (JoinGroupRequest, _one_group),
+    ApiKey.SYNC_GROUP: (SyncGroupRequest, _one_group),
+    ApiKey.HEARTBEAT: (HeartbeatRequest, _one_group),
+    ApiKey.LEAVE_GROUP: (LeaveGroupRequest, _one_group),
+    ApiKey.OFFSET_COMMIT: (OffsetCommitRequest, _one_group),
+    ApiKey.TXN_OFFSET_COMMIT: (TxnOffsetCommitRequest, _one_group),
+    ApiKey.OFFSET_FETCH: (OffsetFetchRequest, _offset_fetch_groups),
+    ApiKey.LIST_GROUPS: (ListGroupsRequest, lambda _r: []),
+    ApiKey.DESCRIBE_GROUPS: (DescribeGroupsRequest, lambda r: list(r.groups)),
+    ApiKey.DELETE_GROUPS: (DeleteGroupsRequest, lambda r: list(r.groups_names)),
+    ApiKey.OFFSET_DELETE: (OffsetDeleteRequest, _one_group),
+    ApiKey.CONSUMER_GROUP_HEARTBEAT: (ConsumerGroupHeartbeatRequest, _one_group),
+    ApiKey.CONSUMER_GROUP_DESCRIBE: (ConsumerGroupDescribeRequest, lambda r: list(r.group_ids)),
+    ApiKey.SHARE_GROUP_HEARTBEAT: (ShareGroupHeartbeatRequest, _one_group),
+    ApiKey.SHARE_GROUP_DESCRIBE: (ShareGroupDescribeRequest, lambda r: list(r.group_ids)),
+    ApiKey.DESCRIBE_CONFIGS: (DescribeConfigsRequest, _group_resources),
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: (IncrementalAlterConfigsRequest, _group_resources),
+}
+GROUP_APIS: Final = frozenset(GROUP_ROUTES)
+# The group APIs that are also about other resources (brokers, topics): served as group APIs for
+# their GROUP resources only.
+GROUP_CONFIG_APIS: Final = frozenset({ApiKey.DESCRIBE_CONFIGS, ApiKey.INCREMENTAL_ALTER_CONFIGS})
 
 
 def api_routes(cluster: Cluster, coordinator: GroupCoordinator) -> Routes:
@@ -58,26 +105,36 @@ def api_routes(cluster: Cluster, coordinator: GroupCoordinator) -> Routes:
     routes.add(ApiKey.LIST_OFFSETS, ListOffsetsRequest, cluster.list_offsets)
     routes.add(ApiKey.PRODUCE, ProduceRequest, cluster.produce)
 
-    routes.add(ApiKey.JOIN_GROUP, JoinGroupRequest, coordinator.join_group)
-    routes.add(ApiKey.SYNC_GROUP, SyncGroupRequest, coordinator.sync_group)
-    routes.add(ApiKey.HEARTBEAT, HeartbeatRequest, coordinator.heartbeat)
-    routes.add(ApiKey.LEAVE_GROUP, LeaveGroupRequest, coordinator.leave_group)
-    routes.add(ApiKey.OFFSET_COMMIT, OffsetCommitRequest, coordinator.commit_offsets)
-    routes.add(ApiKey.OFFSET_FETCH, OffsetFetchRequest, coordinator.fetch_offsets)
-    routes.add(ApiKey.LIST_GROUPS, ListGroupsRequest, coordinator.list_groups)
-    routes.add(ApiKey.DESCRIBE_GROUPS, DescribeGroupsRequest, coordinator.handle)
-    routes.add(ApiKey.DELETE_GROUPS, DeleteGroupsRequest, coordinator.delete_groups)
-    routes.add(ApiKey.OFFSET_DELETE, OffsetDeleteRequest, coordinator.delete_offsets)
-    # The APIs one kind of group serves on its own (GroupKind.request_handlers).
-    routes.add(ApiKey.CONSUMER_GROUP_HEARTBEAT, ConsumerGroupHeartbeatRequest, coordinator.handle)
-    routes.add(ApiKey.CONSUMER_GROUP_DESCRIBE, ConsumerGroupDescribeRequest, coordinator.handle)
+    # The group APIs (GROUP_ROUTES), each served by its handler here.
+    handlers: dict[ApiKey, Handler[Any]] = {
+        ApiKey.JOIN_GROUP: coordinator.join_group,
+        ApiKey.SYNC_GROUP: coordinator.sync_group,
+        ApiKey.HEARTBEAT: coordinator.heartbeat,
+        ApiKey.LEAVE_GROUP: coordinator.leave_group,
+        ApiKey.OFFSET_COMMIT: coordinator.commit_offsets,
+        ApiKey.TXN_OFFSET_COMMIT: txn_offset_commit_handler(coordinator),
+        ApiKey.OFFSET_FETCH: coordinator.fetch_offsets,
+        ApiKey.LIST_GROUPS: coordinator.list_groups,
+        ApiKey.DESCRIBE_GROUPS: coordinator.handle,
+        ApiKey.DELETE_GROUPS: coordinator.delete_groups,
+        ApiKey.OFFSET_DELETE: coordinator.delete_offsets,
+        # The APIs one kind of group serves on its own (GroupKind.request_handlers).
+        ApiKey.CONSUMER_GROUP_HEARTBEAT: coordinator.handle,
+        ApiKey.CONSUMER_GROUP_DESCRIBE: coordinator.handle,
+        ApiKey.SHARE_GROUP_HEARTBEAT: coordinator.handle,
+        ApiKey.SHARE_GROUP_DESCRIBE: coordinator.handle,
+    }
     configs = ConfigResources(
         coordinator.config, coordinator.group_configs, lambda: cluster.node.node_id, cluster.topics.get
     )
-    routes.add(ApiKey.DESCRIBE_CONFIGS, DescribeConfigsRequest, configs.describe)
-    routes.add(ApiKey.INCREMENTAL_ALTER_CONFIGS, IncrementalAlterConfigsRequest, configs.incremental_alter)
+    handlers[ApiKey.DESCRIBE_CONFIGS] = configs.describe
+    handlers[ApiKey.INCREMENTAL_ALTER_CONFIGS] = configs.incremental_alter
+    if set(handlers) != GROUP_APIS:
+        raise ValueError(f"group APIs without a handler or a route: {set(handlers) ^ GROUP_APIS}")
+    for api_key, (request_type, groups) in GROUP_ROUTES.items():
+        routes.add(api_key, request_type, handlers[api_key], groups=groups)
 
-    add_transaction_routes(routes, coordinator)
+    add_transaction_routes(routes)
 
     known = KnownTopics(cluster)
     routes.wrap(ApiKey.OFFSET_COMMIT, OffsetCommitRequest, known.commit_offsets)

@@ -35,7 +35,8 @@ def _refuse(api_key: ApiKey) -> Handler[Any]:
     return handle
 
 
-def add_transaction_routes(routes: Routes, coordinator: GroupCoordinator) -> None:
+def txn_offset_commit_handler(coordinator: GroupCoordinator) -> Handler[TxnOffsetCommitRequest]:
+    """TxnOffsetCommit, a group API of the route table (coordinator/api/table.py)."""
     refuse_commit = _refuse(ApiKey.TXN_OFFSET_COMMIT)
 
     def txn_offset_commit(ctx: RequestContext, req: TxnOffsetCommitRequest) -> Result:
@@ -43,6 +44,10 @@ def add_transaction_routes(routes: Routes, coordinator: GroupCoordinator) -> Non
             return refuse_commit(ctx, req)
         return coordinator.txn_commit_offsets(ctx, req)
 
-    routes.add(ApiKey.TXN_OFFSET_COMMIT, TxnOffsetCommitRequest, txn_offset_commit)
+    return txn_offset_commit
+
+
+def add_transaction_routes(routes: Routes) -> None:
+    """AddOffsetsToTxn and EndTxn, which name no group this coordinator serves."""
     routes.add(ApiKey.ADD_OFFSETS_TO_TXN, AddOffsetsToTxnRequest, _refuse(ApiKey.ADD_OFFSETS_TO_TXN))
     routes.add(ApiKey.END_TXN, EndTxnRequest, _refuse(ApiKey.END_TXN))

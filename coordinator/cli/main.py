@@ -43,6 +43,13 @@ def _serve_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="start even on a database without its cluster id (emptied or replaced) or with another "
         "cluster's id, and (re)write the id: see docs/hardening.md",
     )
+    serve.add_argument(
+        "--allow-mode-change",
+        action="store_true",
+        default=None,  # not a setting: a one-off confirmation, like --init
+        help="serve a database recorded as served in another mode (standalone, or a gateway in front "
+        "of another upstream) and record the new mode: see docs/gateway.md",
+    )
     kafka = serve.add_argument_group("Kafka settings", "Apache Kafka's names with dots turned into dashes")
     for setting in SETTINGS:
         group = kafka if setting.info.kafka else serve
@@ -107,7 +114,7 @@ def _serve(args: argparse.Namespace) -> int:
     options = {
         k: v
         for k, v in vars(args).items()
-        if k not in ("command", "config_file", "ssl_keyfile_password_file", "init")
+        if k not in ("command", "config_file", "ssl_keyfile_password_file", "init", "allow_mode_change")
     }
     env = {k: v for k, v in os.environ.items() if k != PASSWORD_FILE_VARIABLE}
     from coordinator.server.logs import console_line
@@ -125,6 +132,9 @@ def _serve(args: argparse.Namespace) -> int:
         if password_file:
             options["ssl_keyfile_password"] = _read_secret(password_file)
         config = load_config(cli=options, env=env, config_file=args.config_file)
+        from coordinator.server.http_auth import http_guard
+
+        http_guard(config)  # the console token file is read at start: a bad one stops here
     except ConfigError as exc:
         print(console_line(str(exc), log_format), file=sys.stderr)
         return 2
@@ -133,7 +143,7 @@ def _serve(args: argparse.Namespace) -> int:
 
     setup_logging(config.log_level, config.log_format)
     try:
-        run_loop(serve(config, init=bool(args.init)))
+        run_loop(serve(config, init=bool(args.init), allow_mode_change=bool(args.allow_mode_change)))
     except (OSError, ValueError, StoreError) as exc:
         # Port in use, a bad storage URL or option, storage unreachable at start: one readable line.
         print(console_line(f"cannot start: {exc}", config.log_format), file=sys.stderr)

@@ -151,11 +151,7 @@ async def _add(store: Store, args: argparse.Namespace) -> int:
 
 
 async def _credentials(store: Store, user: str | None = None) -> list[UserCredentialRecord]:
-    loader = getattr(store, "load_credentials", None)
-    if loader is not None:
-        found: list[UserCredentialRecord] = await loader(user)
-        return found
-    return [c for c in (await store.load()).credentials if user is None or c.user == user]
+    return await store.load_credentials(user)
 
 
 async def _delete(store: Store, args: argparse.Namespace) -> int:

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
+from coordinator.core.admin_write import admin_write
 from coordinator.core.context import RequestContext
 from coordinator.core.result import Result
 from coordinator.core.shard_map import ShardMap
@@ -188,15 +189,14 @@ class Cluster:
         if not records:
             return Result(replies=[(ctx.reply_to, response)])
 
-        def durable(_now_ms: int) -> Result:
+        def apply() -> None:
             for record in records:
                 self._apply(record)
-            return Result(replies=[(ctx.reply_to, response)])
 
-        def failed(_now_ms: int, error_code: int) -> Result:
-            return Result(replies=[(ctx.reply_to, _fail_all(response, error_code))])
+        def fail_entries(code: int) -> None:
+            _fail_all(response, code)
 
-        return Result(records=records, on_durable=durable, on_failed=failed)
+        return admin_write(ctx.reply_to, records, response, apply=apply, fail_entries=fail_entries)
 
     def partitions_of(self, topic: str) -> int | None:
         record = self.topics.get(topic)

@@ -17,10 +17,9 @@ import struct
 from collections import OrderedDict, deque
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Final, Protocol
 
 from coordinator.core.clock import ShardClock
-from coordinator.core.consumer.group import CG_STABLE, ConsumerGroup, ConsumerMember, MemberState
 from protocol.messages.consumer_protocol import (
     decode_consumer_protocol_assignment_v0,
     decode_consumer_protocol_assignment_v1,
@@ -35,6 +34,7 @@ from protocol.primitives import DecodeError
 _LOGGERS: Final = {
     "classic": logging.getLogger("coordinator.core.classic_group_manager"),
     "consumer": logging.getLogger("coordinator.core.consumer_group_manager"),
+    "share": logging.getLogger("coordinator.core.share.manager"),
 }
 
 # Events kept per group, and groups whose events are kept (least recently active dropped first).
@@ -102,6 +102,26 @@ TARGET_COMPUTED: Final = "target_computed"
 ASSIGNMENT_RECONCILED: Final = "assignment_reconciled"
 
 Detail = str | int | list[str] | None
+
+
+class ReconcilingGroup(Protocol):
+    """What the events ask of a group whose members reconcile to a target assignment epoch
+    (a KIP-848 consumer group): the kind's folder implements it, this module imports no kind."""
+
+    @property
+    def group_id(self) -> str: ...
+
+    @property
+    def group_epoch(self) -> int: ...
+
+    @property
+    def member_count(self) -> int: ...
+
+    def is_stable(self) -> bool: ...
+
+    def member_caught_up(self, member_id: str) -> bool: ...
+
+    def members_behind(self) -> set[str]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,7 +193,12 @@ class GroupEvents:
         self._pending_cause: dict[str, tuple[str, str, str | None]] = {}  # group -> (cause, message, member)
         self._phases: dict[str, _Phase] = {}
         self._bumped_ms: dict[str, tuple[int, int]] = {}  # consumer group -> (epoch, monotonic ms)
-        self._owners: dict[str, dict[tuple[str, int], str]] = {}  # last stable classic assignment
+        # Last stable classic assignment per group, as (member id, assignment bytes) pairs: the
+        # bytes the members hold anyway, decoded again only when the next generation is stable
+        # (a decoded copy cost ~400 B per idle group, docs/performance.md#group-events-cost).
+        self._assignments: dict[str, tuple[tuple[str, bytes], ...]] = {}
+        # Owners of a KIP-848 group's last target assignment, (topic, partition) -> member id.
+        self._owners: dict[str, dict[tuple[str, int], str]] = {}
         self._rebalances: dict[str, int] = {}
         self._session_expiries: dict[str, int] = {}
         self._waiting: dict[str, tuple[int, set[str]]] = {}  # consumer group -> (epoch, members behind)
@@ -287,14 +312,15 @@ class GroupEvents:
         level = logging.WARNING if kind in _FAILURES else logging.INFO
         if log.isEnabledFor(level):
             client = details.get("client_id")
-            fields = {
+            # The event itself: the JSON log format turns it into fields, the text one never
+            # reads it (docs/performance.md#group-events-cost).
+            extra = {
+                "group_event": event,
                 "group": group_id,
                 "member": member_id,
                 "client": client if isinstance(client, str) else None,
             }
-            log.log(
-                level, "group %s: %s", group_id, message, extra={"group_event": event.to_json(), **fields}
-            )
+            log.log(level, "group %s: %s", group_id, message, extra=extra)
         return event
 
     def take_cause(self, group_id: str) -> tuple[str, str, str | None]:
@@ -371,10 +397,10 @@ class GroupEvents:
             **details,
         )
 
-    def group_stable(
-        self, group_id: str, generation: int, owners: Mapping[tuple[str, int], str] | None
-    ) -> None:
-        """A classic generation is stable; ``owners`` is its decoded assignment, if it decodes."""
+    def group_stable(self, group_id: str, generation: int, assignments: Mapping[str, bytes] | None) -> None:
+        """A classic generation is stable; ``assignments`` (member id -> bytes) is its
+        assignment if the group uses the consumer protocol."""
+        owners = None if assignments is None else classic_owners(assignments)
         now = self.clock.now_ms
         phase = self._phases.pop(group_id, None)
         details: dict[str, Detail] = {}
@@ -382,14 +408,17 @@ class GroupEvents:
             self.stats.completing_ms.append(now - phase.phase_started_ms)
             details["sync_phase_ms"] = now - phase.phase_started_ms
             details["rebalance_ms"] = now - phase.started_ms
-        moved: int | None = None
-        if owners is not None:
-            moved = moved_partitions(self._owners.get(group_id, {}), owners)
-            self._owners[group_id] = dict(owners)
-            self.stats.partitions_moved.append(moved)
+        moved_text = ""
+        if owners is not None and assignments is not None:
+            before = self._assignments.get(group_id)
+            previous = (classic_owners(dict(before)) or {}) if before else {}
+            moved, first = owner_changes(previous, owners)
+            self._assignments[group_id] = tuple(assignments.items())
+            self.stats.partitions_moved.append(moved + first)
             details["partitions_moved"] = moved
+            details["partitions_assigned_first_time"] = first
             details["partitions"] = len(owners)
-        moved_text = "" if moved is None else f", {moved} partitions moved"
+            moved_text = f", {_moves(moved, first)}"
         took = "" if phase is None else f" after {now - phase.started_ms} ms"
         self.record(
             group_id,
@@ -410,6 +439,7 @@ class GroupEvents:
     def group_removed(self, group_id: str, protocol: str, generation: int, why: str) -> None:
         self._phases.pop(group_id, None)
         self._bumped_ms.pop(group_id, None)
+        self._assignments.pop(group_id, None)
         self._owners.pop(group_id, None)
         self._waiting.pop(group_id, None)
         self._rebalances.pop(group_id, None)
@@ -436,20 +466,37 @@ class GroupEvents:
             reason=reason,
         )
 
-    def target_computed(self, group_id: str, state: str, epoch: int, assignor: str, moved: int) -> None:
-        self.stats.partitions_moved.append(moved)
+    def target_computed(
+        self,
+        group_id: str,
+        state: str,
+        epoch: int,
+        assignor: str,
+        before: Mapping[str, Mapping[str, frozenset[int]]],
+        after: Mapping[str, Mapping[str, frozenset[int]]],
+        protocol: str = "consumer",
+    ) -> None:
+        """A new target (member id -> topic -> partitions) replaced ``before``, the targets of
+        the current members. Partitions of members removed since the previous target are still
+        known here, so that what a timed-out member owned counts as moved, not as new."""
+        previous = self._owners.get(group_id, {}) | target_owners(before)
+        owners = target_owners(after)
+        moved, first = owner_changes(previous, owners)
+        self._owners[group_id] = owners
+        self.stats.partitions_moved.append(moved + first)
         self.record(
             group_id,
             TARGET_COMPUTED,
-            "consumer",
+            protocol,
             state,
             epoch,
-            f"target assignment of epoch {epoch} computed by {assignor}: {moved} partitions move",
+            f"target assignment of epoch {epoch} computed by {assignor}: {_moves(moved, first, 'move')}",
             assignor=assignor,
             partitions_moved=moved,
+            partitions_assigned_first_time=first,
         )
 
-    def member_reconciled(self, group: ConsumerGroup, member: ConsumerMember) -> None:
+    def member_reconciled(self, group: ReconcilingGroup, member_id: str) -> None:
         """After a member's heartbeat: once every member reached the target of the bumped epoch,
         report ``assignment_reconciled``. The members still behind are collected once per epoch,
         so a heartbeat costs O(1) (checking the group's state scans every member)."""
@@ -458,15 +505,14 @@ class GroupEvents:
             return
         waiting = self._waiting.get(group_id)
         if waiting is None or waiting[0] != group.group_epoch:
-            behind = {m.member_id for m in group.members.values() if not _caught_up(group, m)}
-            waiting = self._waiting[group_id] = (group.group_epoch, behind)
-        if _caught_up(group, member):
-            waiting[1].discard(member.member_id)
+            waiting = self._waiting[group_id] = (group.group_epoch, group.members_behind())
+        if group.member_caught_up(member_id):
+            waiting[1].discard(member_id)
         if waiting[1]:
             return
         del self._waiting[group_id]  # collected again next time if the group is not Stable yet
-        if group.state == CG_STABLE:
-            self.reconciled(group_id, group.group_epoch, len(group.members))
+        if group.is_stable():
+            self.reconciled(group_id, group.group_epoch, group.member_count)
 
     def reconciled(self, group_id: str, epoch: int, members: int) -> None:
         """All members reached the target of ``epoch``: reported once per epoch."""
@@ -487,10 +533,28 @@ class GroupEvents:
         )
 
 
-def moved_partitions(before: Mapping[tuple[str, int], str], after: Mapping[tuple[str, int], str]) -> int:
-    """Partitions owned before and after whose owner changed (a partition nobody owned before,
-    e.g. a new one, did not move)."""
-    return sum(1 for tp, owner in after.items() if tp in before and before[tp] != owner)
+def owner_changes(
+    before: Mapping[tuple[str, int], str], after: Mapping[tuple[str, int], str]
+) -> tuple[int, int]:
+    """(moved, first): partitions of ``after`` whose owner changed, and partitions nobody owned
+    before (a first assignment, a new partition). Both changed owner for the histogram."""
+    moved = first = 0
+    for tp, owner in after.items():
+        previous = before.get(tp)
+        if previous is None:
+            first += 1
+        elif previous != owner:
+            moved += 1
+    return moved, first
+
+
+def _moves(moved: int, first: int, verb: str = "moved") -> str:
+    return f"{moved} partitions {verb}, {first} assigned for the first time"
+
+
+def target_owners(targets: Mapping[str, Mapping[str, frozenset[int]]]) -> dict[tuple[str, int], str]:
+    """(topic, partition) -> member id of KIP-848 target assignments (member id -> assignment)."""
+    return {(topic, p): member_id for member_id, a in targets.items() for topic, ps in a.items() for p in ps}
 
 
 _ASSIGNMENT_DECODERS = (
@@ -526,25 +590,6 @@ def classic_owners(assignments: Mapping[str, bytes]) -> dict[tuple[str, int], st
             return None
         owners.update((tp, member_id) for tp in partitions)
     return owners
-
-
-def taken_from_others(
-    owners: Mapping[tuple[str, int], str],
-    member_id: str,
-    new: Mapping[str, frozenset[int]],
-    old: Mapping[str, frozenset[int]],
-) -> int:
-    """Partitions a KIP-848 member's new target gives it that another member owns now."""
-    taken = 0
-    for topic, partitions in new.items():
-        for p in partitions - old.get(topic, frozenset()):
-            owner = owners.get((topic, p))
-            taken += owner is not None and owner != member_id
-    return taken
-
-
-def _caught_up(group: ConsumerGroup, member: ConsumerMember) -> bool:
-    return member.member_epoch == group.assignment_epoch and member.state is MemberState.STABLE
 
 
 def describe_metadata_change(

@@ -21,6 +21,7 @@ from typing import Any, Final, Protocol, TypeVar
 
 from coordinator.core.context import RequestContext
 from coordinator.core.effects import Effects
+from coordinator.core.liveness import MemberLiveness
 from coordinator.core.timers import TimerKey
 from protocol.messages.join_group import JoinGroupRequest
 from protocol.messages.leave_group import LeaveGroupRequest
@@ -245,4 +246,9 @@ class GroupKind(Protocol):
 
     def offset_delete_rule(self, group_id: str) -> OffsetDeleteRule:
         """OffsetDelete: the group's error code, and which topics its members still consume."""
+        ...
+
+    def member_liveness(self, group_id: str, member_id: str, now_ms: int) -> MemberLiveness | None:
+        """A member's last heartbeat, session deadline and liveness at monotonic ``now_ms``
+        (coordinator/core/liveness.py); None for an unknown member."""
         ...

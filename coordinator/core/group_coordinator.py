@@ -33,6 +33,7 @@ from coordinator.core.group import (
 from coordinator.core.group_settings import BrokerGroupSettings
 from coordinator.core.heartbeat_interval import no_jitter
 from coordinator.core.kinds import register_kinds
+from coordinator.core.liveness import MemberLiveness
 from coordinator.core.offset_manager import OffsetManager
 from coordinator.core.registry import GroupRegistry
 from coordinator.core.result import Result
@@ -480,6 +481,12 @@ class GroupCoordinator:
     def kind(self, cls: type[K]) -> K:
         """The registered kind of group of class ``cls`` (typed access for views and tests)."""
         return self._groups.kind(cls)
+
+    def member_liveness(self, group_id: str, member_id: str, now_ms: int) -> MemberLiveness | None:
+        """A member's last heartbeat, session deadline and liveness at monotonic ``now_ms``
+        (given by the caller: the core reads no clock); None for an unknown member."""
+        holder = self._groups.holder(group_id)
+        return None if holder is None else holder.member_liveness(group_id, member_id, now_ms)
 
     def group_count_by_state(self) -> dict[str, int]:
         """Groups of every kind by state name (the kinds share Empty and Stable)."""

@@ -123,6 +123,15 @@ class BrokerGroupSettings:
         kafka=True,
     )
 
+    # KIP-932 share groups (Kafka's group.share.* settings; docs/share-groups.md).
+    group_share_session_timeout_ms: int = setting(
+        45000, "session timeout of share group members", positive, kafka=True
+    )
+    group_share_heartbeat_interval_ms: int = setting(
+        5000, "heartbeat interval told to share group members (below their session timeout)", kafka=True
+    )
+    group_share_max_size: int = setting(200, "members per share group", at_least(1), kafka=True)
+
     def __post_init__(self) -> None:
         check_settings(self)
         require(
@@ -133,6 +142,10 @@ class BrokerGroupSettings:
             1 <= self.group_consumer_heartbeat_interval_ms < self.group_consumer_session_timeout_ms,
             "group.consumer.heartbeat.interval.ms must be positive and lower than "
             "group.consumer.session.timeout.ms",
+        )
+        require(
+            1 <= self.group_share_heartbeat_interval_ms < self.group_share_session_timeout_ms,
+            "group.share.heartbeat.interval.ms must be positive and lower than group.share.session.timeout.ms",
         )
         require(
             self.group_consumer_min_session_timeout_ms <= self.group_consumer_max_session_timeout_ms,

@@ -11,8 +11,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Final
 
-from coordinator.core.consumer.group import MemberState
-
 POLICY_KAFKA: Final = "kafka"  # always the configured interval, as Apache Kafka
 POLICY_UNRELEASED: Final = "unreleased"  # shorter only while waiting for partitions (kept to compare)
 POLICY_HANDOVER: Final = "handover"  # shorter during hand-overs, regular intervals jittered
@@ -55,15 +53,16 @@ class HeartbeatIntervals:
             max(1, interval_ms // SETTLE_WINDOW_DIVISOR) if policy == POLICY_HANDOVER else 0
         )
 
-    def for_member(self, state: MemberState, settling: bool) -> int:
-        """The interval for a member in ``state`` (after this heartbeat's reconciliation);
+    def for_member(self, stable: bool, unreleased: bool, settling: bool) -> int:
+        """The interval for a member after this heartbeat's reconciliation: ``stable`` it has
+        its target assignment, ``unreleased`` it waits for partitions others still own;
         ``settling``: the group's epoch was bumped within the settle window."""
         policy = self.policy
         if policy == POLICY_HANDOVER:
-            if settling or state is not MemberState.STABLE:
+            if settling or not stable:
                 return self.jittered(self.short_ms)
             return self.jittered(self.interval_ms)
-        if policy == POLICY_UNRELEASED and state is MemberState.UNRELEASED_PARTITIONS:
+        if policy == POLICY_UNRELEASED and unreleased:
             return self.short_ms
         return self.interval_ms
 

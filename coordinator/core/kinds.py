@@ -18,6 +18,7 @@ from coordinator.core.dynamic_configs import DynamicGroupConfigs
 from coordinator.core.events import GroupEvents
 from coordinator.core.group_settings import BrokerGroupSettings
 from coordinator.core.registry import GroupRegistry
+from coordinator.core.share.manager import ShareGroupManager
 from coordinator.core.stats import CoreStats
 from coordinator.core.timers import TimerKey, Timers
 
@@ -41,4 +42,5 @@ def register_kinds(
     consumer.conversion = conversion
     registry.register_default(classic)
     registry.register(consumer)
+    registry.register(ShareGroupManager(config, timers, clock, stats, events, registry))
     registry.conversion = conversion

@@ -9,5 +9,6 @@ from dataclasses import dataclass, field
 class CoreStats:
     rebalances_completed: int = 0
     consumer_group_rebalances: int = 0  # KIP-848 group epoch bumps
+    share_group_rebalances: int = 0  # KIP-932 group epoch bumps
     rebalance_durations_ms: list[int] = field(default_factory=list)
     offsets_expired: int = 0

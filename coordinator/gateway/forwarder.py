@@ -16,25 +16,43 @@ from __future__ import annotations
 import asyncio
 import logging
 import struct
-from collections import deque
 from collections.abc import Callable
 from typing import Any, Final
 
+from coordinator.api.table import GROUP_CONFIG_APIS
 from coordinator.core.cluster import NodeIdentity
+from coordinator.gateway.authorization import ForwardedAuthorization
 from coordinator.gateway.cut_through import FetchTail
-from coordinator.gateway.group_configs import CONFIG_APIS, names_group_resources
+from coordinator.gateway.group_configs import names_group_resources
+from coordinator.gateway.high_watermarks import FetchWatch, TopicKey
 from coordinator.gateway.node_endpoints import carries_node_endpoints, endpoints_in, rewrite_node_endpoints
+from coordinator.gateway.old_formats import (
+    ConversionError,
+    converts,
+    downgrade_response,
+    produce_error_response,
+    upgrade_request,
+)
 from coordinator.gateway.transactions import Observed, TransactionOutcomes
-from coordinator.gateway.upstream import UpstreamConnection, UpstreamError, connect, frame_with_length
+from coordinator.gateway.upstream import (
+    PauseReason,
+    UpstreamConnection,
+    UpstreamError,
+    connect,
+    frame_with_length,
+)
 from coordinator.gateway.upstream_cluster import UpstreamCluster
 from coordinator.gateway.versions import FORWARDED_MAX, SERVED_HERE, api_versions_response
 from coordinator.gateway.virtual_brokers import VirtualBrokers
 from coordinator.server.authn import SaslServer
-from coordinator.server.connection import Connection, PendingReply
+from coordinator.server.byte_budget import ByteBudget
+from coordinator.server.connection import Connection, PendingReply, Pipeline
 from protocol.apis import SERVED_VERSIONS, ApiKey
 from protocol.errors import ErrorCode
+from protocol.messages import CODECS
 from protocol.messages.describe_cluster import DescribeClusterBroker
 from protocol.messages.find_coordinator import FindCoordinatorResponse
+from protocol.messages.headers import decode_request_header_v1, decode_request_header_v2
 from protocol.messages.metadata import MetadataResponse, MetadataResponseBroker, MetadataResponseTopic
 from protocol.primitives import DecodeError, read_uvarint, skip_tagged_fields
 from protocol.wire import Request, decode_request, decode_response, encode_response, peek_header
@@ -44,70 +62,79 @@ log = logging.getLogger(__name__)
 _INT16: Final = struct.Struct(">h")
 _REWRITTEN: Final = frozenset({ApiKey.METADATA, ApiKey.DESCRIBE_CLUSTER, ApiKey.FIND_COORDINATOR})
 _MALFORMED: Final = (DecodeError, struct.error, IndexError, UnicodeDecodeError)
+# ListOffsets v9-v11 answer as v8 does, and ask as v8 does but for a TimeoutMs at the end (v10+):
+# the gateway reads and writes their latest offsets with the v8 codec.
+_LIST_OFFSETS_AS: Final = 8
 ANY_BROKER: Final = -1  # the upstream connection of the bootstrap port: any upstream broker
 MAX_PIPELINE: Final = 64  # forwarded requests in flight per client connection
+FORWARDED: Final = Pipeline("forwarded", MAX_PIPELINE)
+# Forwarded unless they name groups (FindCoordinator for groups, GROUP config resources).
+_SOMETIMES_SERVED_HERE: Final = frozenset({ApiKey.FIND_COORDINATOR, *GROUP_CONFIG_APIS})
 UNKNOWN_API_MESSAGE: Final = "api key {key} v{version} is not forwarded by the gateway"
-
-
-class _Slot:
-    """One forwarded request waiting for its response, in request order."""
-
-    __slots__ = ("api_key", "api_version", "correlation_id", "frame", "observed")
-
-    def __init__(self, api_key: int, api_version: int, correlation_id: int) -> None:
-        self.api_key = api_key
-        self.api_version = api_version
-        self.correlation_id = correlation_id
-        self.frame: bytes | None = None  # the response, with its length prefix, once ready
-        # A transactional request whose response teaches the gateway an outcome (transactions.py).
-        self.observed: Observed | None = None
 
 
 class _Forwarded:
     """A forwarded request waiting for its response (the upstream connection's ResponseHandler)."""
 
-    __slots__ = ("connection", "forwarder", "link", "slot")
+    __slots__ = ("forwarder", "latest", "merge", "observed", "reply")
 
-    def __init__(self, forwarder: Forwarder, connection: Connection, link: _Link, slot: _Slot) -> None:
+    def __init__(
+        self,
+        forwarder: Forwarder,
+        reply: PendingReply,
+        merge: Callable[[bytes], bytes] | None = None,
+        latest: frozenset[tuple[str, int]] = frozenset(),
+    ) -> None:
         self.forwarder = forwarder
-        self.connection = connection
-        self.link = link
-        self.slot = slot
+        self.reply = reply
+        # Puts the refusals of an authorized-in-part request back into upstream's response.
+        self.merge = merge
+        # ListOffsets: the partitions asked for their latest offset (their answers are checked
+        # against the fetched high watermarks: high_watermarks.py).
+        self.latest = latest
+        # A transactional request whose response teaches the gateway an outcome (transactions.py):
+        # held whole until what it taught is durable.
+        self.observed: Observed | None = None
 
     def stream(self) -> _ToClient | None:
         """Cut-through when the response is next in line for the client and needs no rewriting
         that changes its length (Produce v10+ answers are small: they are held and rewritten)."""
-        slot, link, connection = self.slot, self.link, self.connection
-        if slot.api_key in _REWRITTEN or slot.observed is not None:
+        reply = self.reply
+        if reply.api_key in _REWRITTEN or self.merge is not None or self.observed is not None:
             return None
-        if connection.closed or connection.transport is None:
+        if self.latest:
+            return None  # held whole: its log ends may be corrected
+        if converts(reply.api_key, reply.api_version):
+            return None  # converted whole (old_formats.py)
+        tail = carries_node_endpoints(reply.api_key, reply.api_version)
+        if tail and reply.api_key != ApiKey.FETCH:
             return None
-        if not link.pending or link.pending[0] is not slot:
+        if not reply.connection.stream_turn(reply):
             return None  # earlier responses are still owed: this one waits its turn, whole
-        tail = carries_node_endpoints(slot.api_key, slot.api_version)
-        if tail and slot.api_key != ApiKey.FETCH:
-            return None
         return _ToClient(self, tail)
 
-    def whole(self, frame: bytes) -> None:
-        self.forwarder.respond(self.connection, self.link, self.slot, frame)
+    def whole(self, frame: bytes, budgeted: int) -> None:
+        self.forwarder.respond(self, frame, budgeted)
 
 
 class _ToClient:
     """A response passed on to the client while it arrives (upstream.ResponseStream)."""
 
-    __slots__ = ("failed", "forwarded", "tail")
+    __slots__ = ("failed", "forwarded", "tail", "watch")
 
     def __init__(self, forwarded: _Forwarded, fetch_tail: bool) -> None:
         self.forwarded = forwarded
         self.failed = False
-        self.tail = FetchTail(self._send, forwarded.forwarder.brokers.address_of) if fetch_tail else None
+        brokers, advertised = forwarded.forwarder.brokers, forwarded.reply.connection.advertised
+        self.tail = FetchTail(self._send, brokers.addresses_for(advertised)) if fetch_tail else None
+        self.watch = forwarded.forwarder.watch(forwarded.reply)
 
     def _send(self, chunk: memoryview) -> None:
-        connection = self.forwarded.connection
-        if not self.failed and not connection.closed and connection.transport is not None:
-            connection.transport.write(chunk)
-            connection.seen = True
+        if not self.failed:
+            reply = self.forwarded.reply
+            reply.connection.stream(reply, chunk)
+        if self.watch is not None:
+            self.watch.feed(chunk)
 
     def write(self, chunk: memoryview) -> None:
         if self.tail is None:
@@ -124,48 +151,62 @@ class _ToClient:
                 self.tail.end()
             except _MALFORMED as exc:
                 self._fail(exc)
-        forwarded = self.forwarded
-        forwarded.slot.frame = b""  # sent
-        forwarded.forwarder.flush(forwarded.connection, forwarded.link)
+        reply = self.forwarded.reply
+        reply.connection.end_stream(reply)
 
     def _fail(self, exc: Exception) -> None:
         if not self.failed:
             self.failed = True
-            slot = self.forwarded.slot
+            reply = self.forwarded.reply
             log.warning(
-                "malformed api %d v%d response from upstream: %s", slot.api_key, slot.api_version, exc
+                "malformed api %d v%d response from upstream: %s", reply.api_key, reply.api_version, exc
             )
-            self.forwarded.connection.close()  # half a response went out: the client must drop it
+            reply.connection.close()  # half a response went out: the client must drop it
 
 
 class _Link:
-    """A client connection's side of the gateway: its upstream connection and the responses
-    it is owed, oldest first."""
+    """A client connection's side of the gateway: its upstream connection."""
 
-    __slots__ = ("blocked", "deferred", "pending", "upstream")
+    __slots__ = ("upstream",)
 
     def __init__(self) -> None:
         self.upstream: UpstreamConnection | None = None
-        self.pending: deque[_Slot] = deque()
-        self.blocked: PendingReply | None = None  # the in-flight slot, held while connecting or full
-        self.deferred: tuple[PendingReply, bytes] | None = None  # a local request behind forwarded ones
+
+    def client_not_reading(self, paused: bool) -> None:
+        """The client connection's watcher: its upstream is not read while it does not read."""
+        upstream = self.upstream
+        if upstream is not None:
+            if paused:
+                upstream.pause(PauseReason.CLIENT_NOT_READING)
+            else:
+                upstream.resume(PauseReason.CLIENT_NOT_READING)
 
 
 class Forwarder:
     """The gateway's hook in the dispatcher: takes the frames of forwarded APIs.
 
     Forwarded requests are pipelined: each is written upstream at once (up to MAX_PIPELINE per
-    connection), and the responses, which upstream returns in order, go back in that order. A
-    request served here that arrives behind forwarded ones waits until they are answered, so the
-    client always gets its responses in request order."""
+    connection, the connection's FORWARDED pipeline), and the responses, which upstream returns
+    in order, are handed to the client connection, which sends them in request order. A request
+    served here that arrives behind forwarded ones waits until they are answered (the connection
+    lets only requests of one pipeline be in the server together)."""
 
     def __init__(
-        self, upstream: UpstreamCluster, brokers: VirtualBrokers, coordinator: Callable[[], NodeIdentity]
+        self,
+        upstream: UpstreamCluster,
+        brokers: VirtualBrokers,
+        coordinator: Callable[[], NodeIdentity],
+        budget: ByteBudget | None = None,
     ) -> None:
         self.upstream = upstream
         self.brokers = brokers
         self.coordinator = coordinator
+        self.budget = budget
         self.sasl: SaslServer | None = None
+        # With the authorizer on, every forwarded request is authorized with the client's
+        # principal (authorization.py); until the hook is installed nothing is forwarded.
+        self.authorization_required = False
+        self.authorization: ForwardedAuthorization | None = None
         self._links: dict[Connection, _Link] = {}
         self._refused_logged: set[tuple[int, int]] = set()
         self.transactions: TransactionOutcomes | None = None  # docs/transactions.md
@@ -174,13 +215,25 @@ class Forwarder:
     # ---- the dispatcher's hook -------------------------------------------------------------
     def forward(self, connection: Connection, frame: bytes) -> bool:
         """True when the frame was taken here; False leaves it to the dispatcher."""
-        if self._take(connection, frame):
-            return True
-        link = self._links.get(connection)
-        if link is not None and link.pending:
-            link.deferred = (connection.hold(), frame)  # served once the forwarded ones are answered
-            return True
-        return False
+        return self._take(connection, frame)
+
+    def pipeline_of(self, connection: Connection, frame: bytes) -> str | None:
+        """FORWARDED for a frame that is surely forwarded (the connection lets it join earlier
+        forwarded requests in flight); None when it may be served here."""
+        if len(frame) < 4:
+            return None
+        api_key = int.from_bytes(frame[:2], "big", signed=True)
+        version = int.from_bytes(frame[2:4], "big", signed=True)
+        if (
+            api_key in SERVED_HERE
+            or api_key in _SOMETIMES_SERVED_HERE
+            or not 0 <= version <= FORWARDED_MAX.get(api_key, -1)
+        ):
+            return None
+        session = connection.sasl
+        if session is not None and not session.authenticated:
+            return None
+        return FORWARDED.name
 
     def _take(self, connection: Connection, frame: bytes) -> bool:
         try:
@@ -191,7 +244,7 @@ class Forwarder:
             if api_key == ApiKey.API_VERSIONS and version > SERVED_VERSIONS[ApiKey.API_VERSIONS][1]:
                 # KIP-511: a newer ApiVersions gets v0 with our ranges, so the client retries lower.
                 body = api_versions_response(self.upstream.api_versions, ErrorCode.UNSUPPORTED_VERSION)
-                self._reply_now(connection, encode_response(ApiKey.API_VERSIONS, 0, correlation_id, body))
+                connection.send_raw(encode_response(ApiKey.API_VERSIONS, 0, correlation_id, body))
                 return True
             return False
         if api_key == ApiKey.FIND_COORDINATOR:
@@ -201,7 +254,7 @@ class Forwarder:
                 return False  # malformed or unsupported: the dispatcher answers as it does today
             if request.body.key_type != 1:
                 return False  # groups are served here; other key types get the dispatcher's error
-        if api_key in CONFIG_APIS and names_group_resources(frame):
+        if api_key in GROUP_CONFIG_APIS and names_group_resources(frame):
             return False  # GROUP config resources are served here (docs/gateway.md)
         if not self._admitted(connection, api_key, version, correlation_id):
             return True
@@ -218,23 +271,78 @@ class Forwarder:
                 )  # fmt: skip
             connection.close()
             return True
+        merge: Callable[[bytes], bytes] | None = None
+        if self.authorization_required:
+            screened = self._authorized(connection, api_key, version, frame)
+            if screened is None:
+                return True
+            frame, merge = screened
         try:
             expects_response = api_key != ApiKey.PRODUCE or _produce_acks(frame, version) != 0
         except (struct.error, IndexError, DecodeError):
             connection.abort(f"malformed Produce v{version} request")
             return True
-        slot = _Slot(api_key, version, correlation_id) if expects_response else None
-        if slot is not None and self.transactions is not None:
-            slot.observed = self.transactions.request(api_key, version, frame)
-        link = self._links.setdefault(connection, _Link())
+        if converts(api_key, version):
+            upgraded = self._upgraded(connection, frame, expects_response)
+            if upgraded is None:
+                return True
+            frame = upgraded
+        latest = (
+            _asked_latest(frame, version) if api_key == ApiKey.LIST_OFFSETS and version >= 1 else frozenset()
+        )
+        reply = connection.start(api_key, version, correlation_id)
+        forwarded = _Forwarded(self, reply, merge, latest)
+        if expects_response and self.transactions is not None:
+            forwarded.observed = self.transactions.request(api_key, version, frame)
+        link = self._links.get(connection)
+        if link is None:
+            link = self._links[connection] = _Link()
+            connection.watch_output(link.client_not_reading)
         if link.upstream is not None and not link.upstream.closed:
-            self._send(connection, link, link.upstream, frame, slot)
+            self._send(connection, link.upstream, frame, forwarded, expects_response)
         else:
-            link.blocked = connection.hold()  # later requests wait for the connection
+            # The reply stays in the server until the upstream connection is open: later
+            # requests wait for it.
             node = self.brokers.node_at(connection.advertised)
             target = ANY_BROKER if node is None else node
-            self._spawn(self._connect_and_send(connection, link, target, frame, slot))
+            self._spawn(self._connect_and_send(connection, link, target, frame, forwarded, expects_response))
         return True
+
+    def _upgraded(self, connection: Connection, frame: bytes, expects_response: bool) -> bytes | None:
+        """An old client's Produce v0-2 or Fetch v0-3 as upstream gets it (old_formats.py); None
+        when it was answered here (a message set that cannot be converted) or was malformed."""
+        try:
+            return upgrade_request(frame)
+        except ConversionError as exc:
+            log.info("produce from %s refused: %s", connection.peer, exc)
+            if expects_response:
+                connection.send_raw(produce_error_response(frame, exc.code))
+            return None
+        except _MALFORMED as exc:
+            connection.abort(f"malformed request: {exc}")
+            return None
+
+    def _authorized(
+        self, connection: Connection, api_key: int, version: int, frame: bytes
+    ) -> tuple[bytes, Callable[[bytes], bytes] | None] | None:
+        """The frame to forward (and how to merge its answer), or None when answered or refused here."""
+        authorization = self.authorization
+        if authorization is None:
+            connection.abort("the gateway's authorization is not ready yet")
+            return None
+        screened = authorization.screen(connection.principal, connection.client_host, api_key, version, frame)
+        if screened.answer is not None:
+            connection.send_raw(screened.answer)
+            return None
+        if screened.frame is None:
+            if (api_key, -2) not in self._refused_logged:
+                self._refused_logged.add((api_key, -2))
+                log.warning(
+                    "refused from %s: %s (the connection is closed)", connection.peer, screened.refuse
+                )
+            connection.close()
+            return None
+        return screened.frame, screened.merge
 
     def connection_closed(self, connection: Connection) -> None:
         link = self._links.pop(connection, None)
@@ -252,33 +360,36 @@ class Forwarder:
     def _send(
         self,
         connection: Connection,
-        link: _Link,
         upstream: UpstreamConnection,
         frame: bytes,
-        slot: _Slot | None,
+        forwarded: _Forwarded,
+        expects_response: bool,
     ) -> None:
+        reply = forwarded.reply
         try:
-            upstream.send_to(
-                frame, None if slot is None else _Forwarded(self, connection, link, slot), prefixed=False
-            )
+            upstream.send_to(frame, forwarded if expects_response else None, prefixed=False)
         except UpstreamError:
             connection.close()
             return
-        if slot is not None:
-            link.pending.append(slot)
-            if len(link.pending) >= MAX_PIPELINE and link.blocked is None:
-                link.blocked = connection.hold()  # read no further until responses drain
+        reply.handled(FORWARDED)  # the next forwarded request may go upstream behind it
+        if not expects_response:
+            reply.finish_without_response()
 
     async def _connect_and_send(
-        self, connection: Connection, link: _Link, target: int, frame: bytes, slot: _Slot | None
+        self,
+        connection: Connection,
+        link: _Link,
+        target: int,
+        frame: bytes,
+        forwarded: _Forwarded,
+        expects_response: bool,
     ) -> None:
+        reply = forwarded.reply
         try:
             upstream = await self._open(connection, target)
         except UpstreamError as exc:
-            if slot is not None and slot.api_key == ApiKey.METADATA and target == ANY_BROKER:
-                link.pending.append(slot)
-                self._answer_metadata_unavailable(connection, link, slot, frame)
-                self._unblock(connection, link)
+            if reply.api_key == ApiKey.METADATA and target == ANY_BROKER:
+                self._answer_metadata_unavailable(connection, reply, frame)
                 return
             self.upstream.incidents.failed(_node_label(target), str(exc), credentials=exc.credentials)
             connection.close()  # the client sees a broker that is down, retries and refreshes metadata
@@ -288,14 +399,9 @@ class Forwarder:
             return
         self.upstream.incidents.recovered(_node_label(target))
         link.upstream = upstream
-        self._send(connection, link, upstream, frame, slot)
-        self._unblock(connection, link)
-
-    def _unblock(self, connection: Connection, link: _Link) -> None:
-        blocked = link.blocked
-        if blocked is not None and len(link.pending) < MAX_PIPELINE:
-            link.blocked = None
-            connection.release(blocked)
+        if connection.client_not_reading:
+            upstream.pause(PauseReason.CLIENT_NOT_READING)
+        self._send(connection, upstream, frame, forwarded, expects_response)
 
     async def _open(self, connection: Connection, target: int) -> UpstreamConnection:
         if target == ANY_BROKER:
@@ -309,7 +415,11 @@ class Forwarder:
         for host, port in dict.fromkeys(candidates):
             try:
                 return await connect(
-                    host, port, self.upstream.settings, lambda lost: self._lost(connection, lost)
+                    host,
+                    port,
+                    self.upstream.settings,
+                    lambda lost: self._lost(connection, lost),
+                    budget=self.budget,
                 )
             except UpstreamError as exc:
                 if exc.credentials:
@@ -326,90 +436,106 @@ class Forwarder:
             connection.close()
 
     # ---- responses -------------------------------------------------------------------------
-    def respond(self, connection: Connection, link: _Link, slot: _Slot, frame: bytes) -> None:
+    def respond(self, forwarded: _Forwarded, frame: bytes, budgeted: int) -> None:
+        reply = forwarded.reply
+        connection = reply.connection
         if connection.closed:
+            reply.send_frame(None, budgeted)  # gives the bytes back
             return
-        api_key, version = slot.api_key, slot.api_version
-        if slot.observed is not None and self.transactions is not None:
+        api_key, version = reply.api_key, reply.api_version
+        if forwarded.observed is not None and self.transactions is not None:
             self.transactions.response(
-                slot.observed, frame, lambda ok: self._released(connection, link, slot, frame, ok)
+                forwarded.observed, frame, lambda ok: self._released(forwarded, frame, budgeted, ok)
             )
             return
         try:
+            if (watch := self.watch(reply)) is not None:
+                watch.feed(frame)
+            # An old client's answer first goes back to its version (old_formats.py), then the
+            # refusals of a request authorized in part are merged into it (at that version).
+            if converts(api_key, version):
+                frame = downgrade_response(api_key, version, frame)
+            if forwarded.merge is not None:
+                frame = forwarded.merge(frame)
             if api_key in _REWRITTEN:
                 correlation_id, body = decode_response(api_key, version, frame[4:])
                 missing = self._learn(api_key, body)
                 if missing:
-                    self._spawn(
-                        self._respond_after_listeners(connection, link, slot, correlation_id, body, missing)
-                    )
+                    self._spawn(self._respond_after_listeners(reply, correlation_id, body, missing, budgeted))
                     return
-                slot.frame = self._rewritten(connection, api_key, version, correlation_id, body)
+                frame = self._rewritten(connection, api_key, version, correlation_id, body)
             elif carries_node_endpoints(api_key, version) and endpoints_in(api_key, version, frame, origin=4):
-                rewritten = rewrite_node_endpoints(api_key, version, frame[4:], self.brokers.address_of)
-                slot.frame = frame_with_length(rewritten)
-            else:
-                slot.frame = frame  # as upstream sent it, length prefix included
+                rewritten = rewrite_node_endpoints(
+                    api_key, version, frame[4:], self.brokers.addresses_for(connection.advertised)
+                )
+                frame = frame_with_length(rewritten)
+            elif forwarded.latest:
+                frame = self._latest_corrected(version, forwarded.latest, frame)
+            # else as upstream sent it, length prefix included
         except _MALFORMED as exc:
             log.warning("malformed api %d v%d response from upstream: %s", api_key, version, exc)
             connection.close()
+            reply.send_frame(None, budgeted)
             return
-        self.flush(connection, link)
+        reply.send_frame(frame, budgeted)
 
-    def _released(self, connection: Connection, link: _Link, slot: _Slot, frame: bytes, ok: bool) -> None:
+    def _released(self, forwarded: _Forwarded, frame: bytes, budgeted: int, ok: bool) -> None:
         """A transactional response the gateway has learned from (transactions.py): sent once
         what it taught is durable; when that failed, the client's connection closes and it retries."""
-        if connection.closed:
+        reply = forwarded.reply
+        connection = reply.connection
+        if connection.closed or not ok:
+            if not connection.closed:
+                connection.close()
+            reply.send_frame(None, budgeted)  # gives the bytes back
             return
-        if not ok:
-            connection.close()
-            return
-        slot.frame = frame
-        self.flush(connection, link)
+        reply.send_frame(frame, budgeted)
 
     async def _respond_after_listeners(
-        self,
-        connection: Connection,
-        link: _Link,
-        slot: _Slot,
-        correlation_id: int,
-        body: Any,
-        missing: list[int],
+        self, reply: PendingReply, correlation_id: int, body: Any, missing: list[int], budgeted: int
     ) -> None:
-        await self.brokers.ensure(missing)
-        if not connection.closed:
-            slot.frame = self._rewritten(connection, slot.api_key, slot.api_version, correlation_id, body)
-            self.flush(connection, link)
+        try:
+            await self.brokers.ensure(missing)
+        finally:
+            connection = reply.connection
+            frame = None
+            if not connection.closed:
+                frame = self._rewritten(connection, reply.api_key, reply.api_version, correlation_id, body)
+            reply.send_frame(frame, budgeted)
 
-    def _reply_now(self, connection: Connection, frame: bytes) -> None:
-        """An answer made here, behind any forwarded responses still owed."""
-        link = self._links.get(connection)
-        if link is None or not link.pending:
-            connection.send_raw(frame)
-            return
-        slot = _Slot(-1, -1, -1)
-        slot.frame = frame
-        link.pending.append(slot)
+    def watch(self, reply: PendingReply) -> FetchWatch | None:
+        """What reads a forwarded Fetch response's high watermarks (None for other APIs)."""
+        if reply.api_key != ApiKey.FETCH:
+            return None
+        catalog, watermarks = self.upstream.catalog, self.upstream.high_watermarks
 
-    def flush(self, connection: Connection, link: _Link) -> None:
-        """Write the responses that are ready, in request order."""
-        pending = link.pending
-        ready: list[bytes] = []
-        while pending and pending[0].frame is not None:
-            ready.append(pending.popleft().frame)  # type: ignore[arg-type]
-        if not ready:
-            return
-        if connection.transport is not None and not connection.closed:
-            connection.transport.writelines(ready)
-            connection.seen = True
-        self._unblock(connection, link)
-        if not pending and link.deferred is not None:
-            held, frame = link.deferred
-            link.deferred = None
-            # The local request goes first, then whatever the client sent after it.
-            connection.queue.appendleft(frame)
-            connection.queued_bytes += len(frame)
-            connection.release(held)
+        def seen(topic: TopicKey, partition: int, high_watermark: int) -> None:
+            if isinstance(topic, bytes):
+                record = catalog.topic_by_id(topic)
+                if record is None:
+                    return
+                topic = record.name
+            watermarks.observe((topic, partition), high_watermark)
+
+        return FetchWatch(reply.api_version, seen)
+
+    def _latest_corrected(self, api_version: int, latest: frozenset[tuple[str, int]], frame: bytes) -> bytes:
+        """A ListOffsets answer whose latest offsets are raised to the high watermarks fetched
+        through the gateway where upstream answered less (high_watermarks.py)."""
+        version = min(api_version, _LIST_OFFSETS_AS)
+        correlation_id, body = decode_response(ApiKey.LIST_OFFSETS, version, frame[4:])
+        log_end = self.upstream.high_watermarks.log_end
+        changed = False
+        for topic in body.topics:
+            for answer in topic.partitions:
+                tp = (topic.name, answer.partition_index)
+                if answer.error_code == ErrorCode.NONE and tp in latest:
+                    end = log_end(tp, answer.offset)
+                    if end != answer.offset:
+                        answer.offset, changed = end, True
+        if not changed:
+            return frame
+        return encode_response(ApiKey.LIST_OFFSETS, version, correlation_id, body)
 
     def _learn(self, api_key: int, body: Any) -> list[int]:
         """Feed the catalog; the node ids that have no virtual broker yet."""
@@ -424,11 +550,11 @@ class Forwarder:
     def _rewritten(
         self, connection: Connection, api_key: int, version: int, correlation_id: int, body: Any
     ) -> bytes:
-        address = self.brokers.address_of
+        address = self.brokers.addresses_for(connection.advertised)  # the listener it came in on
         # The gateway itself is listed too (at the bootstrap address): some clients (aiokafka)
         # only connect to a group coordinator whose node id is in the metadata.
         node = self.coordinator()
-        host, port = node.host, node.port
+        host, port = self.brokers.bootstrap_of(connection.advertised) or (node.host, node.port)
         if connection.advertised is not None and self.brokers.node_at(connection.advertised) is None:
             host, port = connection.advertised
         # A node without a virtual broker (its port could not be bound) is left out: clients
@@ -453,9 +579,7 @@ class Forwarder:
             _rewrite_coordinators(body, address)
         return encode_response(api_key, version, correlation_id, body)
 
-    def _answer_metadata_unavailable(
-        self, connection: Connection, link: _Link, slot: _Slot, frame: bytes
-    ) -> None:
+    def _answer_metadata_unavailable(self, connection: Connection, reply: PendingReply, frame: bytes) -> None:
         """Upstream unreachable: a retriable answer instead of a closed bootstrap connection."""
         self.upstream.incidents.failed("upstream cluster", "no upstream broker is reachable")
         try:
@@ -478,8 +602,7 @@ class Forwarder:
                 for t in topics
             ],
         )
-        slot.frame = encode_response(slot.api_key, slot.api_version, slot.correlation_id, response)
-        self.flush(connection, link)
+        reply.send(response)
 
     # ---- refused here ----------------------------------------------------------------------
     def _admitted(self, connection: Connection, api_key: int, version: int, correlation_id: int) -> bool:
@@ -495,6 +618,24 @@ class Forwarder:
         task = asyncio.get_running_loop().create_task(coroutine)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+
+def _asked_latest(frame: bytes, version: int) -> frozenset[tuple[str, int]]:
+    """The partitions a ListOffsets request asks the latest offset of (none if it cannot be read:
+    upstream answers such a request as it will)."""
+    version = min(version, _LIST_OFFSETS_AS)
+    try:
+        header = decode_request_header_v2 if version >= 6 else decode_request_header_v1
+        _header, pos = header(frame, 0)
+        request, _end = CODECS[(ApiKey.LIST_OFFSETS, version)][0](frame, pos)  # v10+: TimeoutMs after
+    except _MALFORMED:
+        return frozenset()
+    return frozenset(
+        (topic.name, p.partition_index)
+        for topic in request.topics
+        for p in topic.partitions
+        if p.timestamp == -1
+    )
 
 
 def _node_label(target: int) -> str:

@@ -21,7 +21,6 @@ from protocol.messages.describe_configs import DescribeConfigsRequest
 from protocol.messages.incremental_alter_configs import IncrementalAlterConfigsRequest
 from protocol.wire import decode_request
 
-CONFIG_APIS: Final = frozenset({ApiKey.DESCRIBE_CONFIGS, ApiKey.INCREMENTAL_ALTER_CONFIGS})
 MIXED_MESSAGE: Final = (
     "in gateway mode GROUP config resources are served by the gateway and the others by the "
     "upstream cluster: send this resource in a request without GROUP resources"

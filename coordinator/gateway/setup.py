@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -12,6 +13,8 @@ from coordinator.core.cluster import Cluster
 from coordinator.core.context import RequestContext
 from coordinator.core.group_coordinator import GroupCoordinator
 from coordinator.core.result import Result
+from coordinator.gateway.authorization import ForwardedAuthorization
+from coordinator.gateway.authz_rules import PREVIEWS, RULES
 from coordinator.gateway.forwarder import Forwarder
 from coordinator.gateway.group_configs import serve_group_configs_only
 from coordinator.gateway.transaction_metrics import TransactionCollector
@@ -20,6 +23,7 @@ from coordinator.gateway.upstream import UpstreamSettings
 from coordinator.gateway.upstream_cluster import UpstreamCluster, parse_bootstrap
 from coordinator.gateway.versions import advertised_versions
 from coordinator.gateway.virtual_brokers import OpenListener, VirtualBrokers
+from coordinator.security.acl import Authorizer
 from coordinator.server.config import Config
 from coordinator.server.dispatcher import Dispatcher
 from protocol.apis import ApiKey
@@ -43,6 +47,13 @@ class Gateway:
         await self.upstream.stop()
 
 
+def authorize_forwarded(gateway: Gateway, authorizer: Authorizer) -> None:
+    """Forwarded requests are authorized with the client's principal from now on."""
+    gateway.forwarder.authorization = ForwardedAuthorization(
+        authorizer, gateway.upstream.catalog, RULES, PREVIEWS
+    )
+
+
 def upstream_settings(config: Config) -> UpstreamSettings:
     return UpstreamSettings(
         security_protocol=config.upstream_security_protocol.upper(),
@@ -62,10 +73,11 @@ async def start_gateway(
     cluster: Cluster,
     coordinator: GroupCoordinator,
     open_listener: OpenListener,
+    bootstraps: Sequence[tuple[str, int]] = (),
 ) -> Gateway:
     """Take over the topic catalog and the forwarded APIs; the first metadata is awaited briefly
     (an unreachable upstream does not stop the gateway from starting)."""
-    brokers = VirtualBrokers(config.gateway_broker_port_base, open_listener)
+    brokers = VirtualBrokers(config.gateway_broker_port_base, open_listener, bootstraps)
 
     async def brokers_changed(nodes: dict[int, tuple[str, int]]) -> None:
         await brokers.ensure(nodes)
@@ -79,8 +91,9 @@ async def start_gateway(
     )
     cluster.use_catalog(upstream.catalog)
     coordinator.attach_catalog(upstream.catalog)
-    forwarder = Forwarder(upstream, brokers, lambda: cluster.node)
+    forwarder = Forwarder(upstream, brokers, lambda: cluster.node, dispatcher.budget)
     forwarder.sasl = dispatcher.sasl
+    forwarder.authorization_required = config.authorizer_enabled
     shard_map = cluster.shard_map
     forwarder.transactions = TransactionOutcomes(
         coordinator, dispatcher.runtime, lambda: bool(shard_map.loading)
@@ -151,7 +164,10 @@ def _coordinator_on_bootstrap_address(
     def at_bootstrap(find: Handler[FindCoordinatorRequest]) -> Handler[FindCoordinatorRequest]:
         def find_coordinator(ctx: RequestContext, req: FindCoordinatorRequest) -> Result:
             if brokers.node_at(ctx.advertised) is not None:
-                ctx.advertised = (cluster.node.host, cluster.node.port)
+                ctx.advertised = brokers.bootstrap_of(ctx.advertised) or (
+                    cluster.node.host,
+                    cluster.node.port,
+                )
             return find(ctx, req)
 
         return find_coordinator

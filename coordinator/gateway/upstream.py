@@ -7,6 +7,7 @@ position, not by correlation id: a client's correlation ids pass through unchang
 from __future__ import annotations
 
 import asyncio
+import enum
 import itertools
 import logging
 import socket
@@ -19,6 +20,7 @@ from typing import Any, Final, Protocol
 
 from coordinator.gateway.cut_through import ResponseStream
 from coordinator.gateway.sasl_client import SaslClientError, ScramClient, plain_token
+from coordinator.server.byte_budget import ByteBudget
 from protocol.apis import ApiKey
 from protocol.errors import ErrorCode
 from protocol.messages.sasl_authenticate import SaslAuthenticateRequest
@@ -76,26 +78,48 @@ class ResponseHandler(Protocol):
         """Asked when the response starts arriving: where to pass its bytes on as they come, or
         None to get it whole through ``whole``."""
 
-    def whole(self, frame: bytes) -> None:
-        """The complete response frame, with its length prefix."""
+    def whole(self, frame: bytes, budgeted: int) -> None:
+        """The complete response frame, with its length prefix; ``budgeted`` bytes of the
+        ByteBudget are the handler's to give back once the frame is written."""
 
 
 class _Whole:
-    __slots__ = ("whole",)
+    __slots__ = ("callback",)
 
     def __init__(self, callback: ResponseCallback) -> None:
-        self.whole = callback
+        self.callback = callback
+
+    def whole(self, frame: bytes, budgeted: int) -> None:
+        self.callback(frame)
 
     def stream(self) -> ResponseStream | None:
         return None
 
 
-class UpstreamConnection(asyncio.Protocol):
-    """One TCP connection to one upstream broker."""
+class PauseReason(enum.Enum):
+    CLIENT_NOT_READING = "client_not_reading"  # the client connection's unsent responses are at their bound
+    BUDGET_SPENT = "budget_spent"  # the ByteBudget refused the response being received
 
-    def __init__(self, label: str, on_lost: Callable[[UpstreamConnection], None] | None = None) -> None:
+
+class UpstreamConnection(asyncio.Protocol):
+    """One TCP connection to one upstream broker.
+
+    With a ByteBudget (the forwarder's connections), a response that is received whole reserves
+    its size as soon as its length prefix is in, and reading stops while the budget refuses it
+    (docs/gateway.md#back-pressure). A response passed on as it arrives reserves nothing: the
+    client connection's bound on unsent bytes stops reading instead (``pause``)."""
+
+    def __init__(
+        self,
+        label: str,
+        on_lost: Callable[[UpstreamConnection], None] | None = None,
+        budget: ByteBudget | None = None,
+    ) -> None:
         self.label = label
         self.on_lost = on_lost
+        self.budget = budget
+        self.paused: set[PauseReason] = set()
+        self._reserved = 0  # bytes of the budget held for the response being received whole
         self.transport: asyncio.Transport | None = None
         self.closed = False
         self._chunks: list[bytes] = []
@@ -122,6 +146,7 @@ class UpstreamConnection(asyncio.Protocol):
                 return
         self._chunks.append(data)
         self._buffered += len(data)
+        self._count_read_bytes()
         while not self.closed:
             if self._need < 0:
                 if self._buffered < 4:
@@ -140,11 +165,14 @@ class UpstreamConnection(asyncio.Protocol):
                     self._waiting.popleft()
                     self._stream, self._stream_left = stream, self._need
                     self._chunks, self._buffered, self._need = [], 0, -1
+                    self._give_back(self._reserved)
                     rest = self._pass_on(head)
                     if not rest:
                         return
                     self._chunks, self._buffered = [rest], len(rest)
+                    self._count_read_bytes()
                     continue
+                self._reserve_whole()
             if self._buffered < self._need:
                 return
             whole = self._joined()
@@ -154,7 +182,9 @@ class UpstreamConnection(asyncio.Protocol):
             self._chunks = [rest] if rest else []
             self._buffered = len(rest)
             self._need = -1
-            self._waiting.popleft().whole(frame)
+            budgeted = min(self._reserved, len(frame))
+            self._reserved -= budgeted
+            self._waiting.popleft().whole(frame, budgeted)
 
     def _pass_on(self, data: bytes) -> bytes:
         """Pass the streamed response's bytes on; what follows it (the next responses) is returned."""
@@ -169,6 +199,50 @@ class UpstreamConnection(asyncio.Protocol):
         stream.end()
         return data[take:]
 
+    # ---- back-pressure (docs/gateway.md#back-pressure) ------------------------------------------
+    def pause(self, reason: PauseReason) -> None:
+        if reason not in self.paused:
+            self.paused.add(reason)
+            if len(self.paused) == 1 and self.transport is not None and not self.closed:
+                self.transport.pause_reading()
+
+    def resume(self, reason: PauseReason) -> None:
+        if reason in self.paused:
+            self.paused.discard(reason)
+            if not self.paused and self.transport is not None and not self.closed:
+                self.transport.resume_reading()
+
+    def _reserve_whole(self) -> None:
+        budget = self.budget
+        if budget is None or self._need <= self._reserved:
+            return
+        if budget.reserve(self._need - self._reserved):
+            self._reserved = self._need
+        elif PauseReason.BUDGET_SPENT not in self.paused:
+            self.pause(PauseReason.BUDGET_SPENT)
+            budget.wait(self._retry_budget)
+
+    def _retry_budget(self) -> None:
+        budget = self.budget
+        if self.closed or budget is None:
+            return
+        if self._need <= self._reserved or budget.reserve(self._need - self._reserved):
+            self._reserved = max(self._need, self._reserved)
+            self.resume(PauseReason.BUDGET_SPENT)
+        else:
+            budget.wait(self._retry_budget)
+
+    def _count_read_bytes(self) -> None:
+        """Bytes read are in memory whatever the budget says: counted."""
+        if self.budget is not None and self._buffered > self._reserved:
+            self.budget.take(self._buffered - self._reserved)
+            self._reserved = self._buffered
+
+    def _give_back(self, size: int) -> None:
+        if self.budget is not None and size > 0:
+            self._reserved -= size
+            self.budget.give_back(size)
+
     def _joined(self) -> bytes:
         if len(self._chunks) > 1:
             self._chunks = [b"".join(self._chunks)]
@@ -179,6 +253,8 @@ class UpstreamConnection(asyncio.Protocol):
         self.closed = True
         self._waiting.clear()
         self._stream = None
+        self._chunks, self._buffered = [], 0
+        self._give_back(self._reserved)
         if self.on_lost is not None and not was_closed:
             self.on_lost(self)
 
@@ -226,6 +302,8 @@ class UpstreamConnection(asyncio.Protocol):
         self.closed = True
         self._waiting.clear()
         self._stream = None
+        self._chunks, self._buffered = [], 0
+        self._give_back(self._reserved)
         if self.transport is not None:
             self.transport.close()
         if self.on_lost is not None:
@@ -237,6 +315,7 @@ async def connect(
     port: int,
     settings: UpstreamSettings,
     on_lost: Callable[[UpstreamConnection], None] | None = None,
+    budget: ByteBudget | None = None,
 ) -> UpstreamConnection:
     """Open, secure and authenticate a connection; UpstreamError when that fails."""
     loop = asyncio.get_running_loop()
@@ -263,6 +342,7 @@ async def connect(
         connection.close()
         raise
     connection.on_lost = on_lost
+    connection.budget = budget
     return connection
 
 

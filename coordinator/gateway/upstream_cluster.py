@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable
 from typing import Final
 
 from coordinator.gateway.catalog import UpstreamCatalog
+from coordinator.gateway.high_watermarks import HighWatermarks
 from coordinator.gateway.incidents import Incidents
 from coordinator.gateway.upstream import UpstreamConnection, UpstreamError, UpstreamSettings, connect
 from coordinator.server.tasks import cancel_and_wait
@@ -54,6 +55,7 @@ class UpstreamCluster:
         self.timeout_s = request_timeout_ms / 1000
         self.on_brokers = on_brokers
         self.catalog = UpstreamCatalog()
+        self.high_watermarks = HighWatermarks()  # fed by the forwarded Fetch responses
         self.brokers: dict[int, tuple[str, int]] = {}
         # Every address seen, also of nodes that left: their clients are still forwarded there.
         self.known_addresses: dict[int, tuple[str, int]] = {}
@@ -201,7 +203,8 @@ class UpstreamCluster:
 
     # ---- log-end offsets (for lag) -------------------------------------------------------------
     async def list_end_offsets(self, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
-        """The log-end offset of each partition (ListOffsets latest, to each leader).
+        """The log-end offset of each partition (ListOffsets latest, to each leader, or the high
+        watermark fetched through the gateway where that is further: high_watermarks.py).
 
         Partitions whose leader is unknown or that answer with an error are left out; a
         NOT_LEADER answer triggers a metadata refresh so the next call asks the new leader.
@@ -245,7 +248,8 @@ class UpstreamCluster:
         for topic_answer in response.topics:
             for answer in topic_answer.partitions:
                 if answer.error_code == ErrorCode.NONE:
-                    offsets[(topic_answer.name, answer.partition_index)] = answer.offset
+                    tp = (topic_answer.name, answer.partition_index)
+                    offsets[tp] = self.high_watermarks.log_end(tp, answer.offset)
                 elif answer.error_code in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.UNKNOWN_LEADER_EPOCH):
                     self.refresh_soon()
         return offsets

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Final
 
+from coordinator.api.table import GROUP_APIS, GROUP_CONFIG_APIS
+from coordinator.gateway.old_formats import FETCH_UPSTREAM_VERSION, PRODUCE_UPSTREAM_VERSION
 from protocol.apis import SERVED_VERSIONS, ApiKey
 from protocol.messages.api_versions import ApiVersion, ApiVersionsResponse
 
@@ -55,16 +57,13 @@ FORWARDED_MAX: Final[dict[int, int]] = {
     LIST_TRANSACTIONS: 2,
 }
 
-# Served by the gateway itself, at SERVED_VERSIONS.
-SERVED_HERE: Final = frozenset(
+# Served by the gateway itself, at SERVED_VERSIONS: the group APIs of the route table (the config
+# APIs only for their GROUP resources: forwarder.py), the SASL, ACL and credential APIs.
+SERVED_HERE: Final = (GROUP_APIS - GROUP_CONFIG_APIS) | frozenset(
     {
-        ApiKey.OFFSET_COMMIT, ApiKey.OFFSET_FETCH, ApiKey.JOIN_GROUP, ApiKey.HEARTBEAT,
-        ApiKey.LEAVE_GROUP, ApiKey.SYNC_GROUP, ApiKey.DESCRIBE_GROUPS, ApiKey.LIST_GROUPS,
-        ApiKey.SASL_HANDSHAKE, ApiKey.API_VERSIONS, ApiKey.DELETE_GROUPS, ApiKey.OFFSET_DELETE,
-        ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.CONSUMER_GROUP_DESCRIBE, ApiKey.DESCRIBE_ACLS,
-        ApiKey.CREATE_ACLS, ApiKey.DELETE_ACLS, ApiKey.SASL_AUTHENTICATE,
-        ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, ApiKey.ALTER_USER_SCRAM_CREDENTIALS,
-        ApiKey.TXN_OFFSET_COMMIT,
+        ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE, ApiKey.DESCRIBE_ACLS,
+        ApiKey.CREATE_ACLS, ApiKey.DELETE_ACLS, ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS,
+        ApiKey.ALTER_USER_SCRAM_CREDENTIALS,
     }
 )  # fmt: skip
 
@@ -88,6 +87,14 @@ def advertised_versions(upstream: dict[int, tuple[int, int]] | None) -> dict[int
                 del ranges[int(key)]
             else:
                 ranges[int(key)] = (max(low, theirs[0]), min(high, theirs[1]))
+        for key, converted_to in (
+            (ApiKey.PRODUCE, PRODUCE_UPSTREAM_VERSION),
+            (ApiKey.FETCH, FETCH_UPSTREAM_VERSION),
+        ):
+            # Old message formats are converted here (old_formats.py): versions below upstream's
+            # lowest are served as long as upstream takes the version they are converted to.
+            if int(key) in ranges and ranges[int(key)][0] <= converted_to:
+                ranges[int(key)] = (0, ranges[int(key)][1])
         for key in (DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS):
             # GROUP config resources are served here (group_configs.py): advertised at our
             # versions even when upstream lacks the API.

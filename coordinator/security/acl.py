@@ -165,6 +165,7 @@ class Authorizer:
         self.acls: set[AclRecord] = set()
         # resource type -> bindings, for a cheap scan per check.
         self._by_type: dict[int, list[AclRecord]] = {}
+        self.generation = 0  # bumped on every change: cached decisions older than it are stale
 
     def load(self, acls: Iterable[AclRecord]) -> None:
         self.acls = set(acls)
@@ -183,6 +184,7 @@ class Authorizer:
         for acl in self.acls:
             by_type.setdefault(acl.resource_type, []).append(acl)
         self._by_type = by_type
+        self.generation += 1
 
     def matching(self, acl_filter: AclFilter) -> list[AclRecord]:
         found = [acl for acl in self.acls if acl_filter.matches(acl)]
@@ -234,6 +236,31 @@ class Authorizer:
                 allowed = _implies(acl.operation, operation)
         return allowed
 
+    def authorize_any(self, principal: str, host: str, operation: int, resource_type: int) -> bool:
+        """Kafka's ``authorizeByResourceType``: is there some resource of the type the principal may
+        do ``operation`` on? An ALLOW binding counts unless a DENY covers every name it grants
+        (a DENY on the wildcard, or a LITERAL/PREFIXED DENY covering the ALLOW's pattern)."""
+        if principal in self.super_users:
+            return True
+        bindings = [
+            acl
+            for acl in self._by_type.get(resource_type, ())
+            if acl.principal in (principal, WILDCARD_PRINCIPAL) and acl.host in (host, WILDCARD)
+        ]
+        denies = [
+            acl
+            for acl in bindings
+            if acl.permission == Permission.DENY and acl.operation in (operation, Operation.ALL)
+        ]
+        if self.allow_if_no_acl and not denies:
+            return True
+        for acl in bindings:
+            if acl.permission != Permission.ALLOW or not _implies(acl.operation, operation):
+                continue
+            if not any(_deny_covers(deny, acl) for deny in denies):
+                return True
+        return False
+
     def authorized_operations(self, principal: str, host: str, resource_type: int, name: str) -> int:
         """Kafka's bit field (bit n = operation n) of what the principal may do on a resource."""
         bits = 0
@@ -241,6 +268,19 @@ class Authorizer:
             if self._decide(principal, host, operation, resource_type, name):
                 bits |= 1 << operation
         return bits
+
+
+def _deny_covers(deny: AclRecord, allow: AclRecord) -> bool:
+    """Does ``deny`` cover every resource name ``allow`` grants?"""
+    if deny.pattern_type == PatternType.LITERAL and deny.resource_name == WILDCARD:
+        return True
+    if deny.pattern_type == PatternType.PREFIXED:
+        return allow.resource_name.startswith(deny.resource_name)
+    return (
+        deny.pattern_type == PatternType.LITERAL
+        and allow.pattern_type == PatternType.LITERAL
+        and deny.resource_name == allow.resource_name
+    )
 
 
 def _implies(granted: int, wanted: int) -> bool:

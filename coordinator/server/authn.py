@@ -188,8 +188,8 @@ class SaslServer:
             else:
                 if session.authenticated:
                     session.raw_tokens = False
-                connection.send_raw(_LENGTH.pack(len(token or b"")) + (token or b""))
-            connection.release(hold)
+                hold.send_frame(_LENGTH.pack(len(token or b"")) + (token or b""))
+            hold.finish_without_response()
 
         self._step(connection, session, frame, respond)
 

@@ -170,6 +170,19 @@ class Config(BrokerGroupSettings):
     queued_max_requests: int = setting(
         500, "requests queued per connection (Kafka: per broker)", at_least(1), kafka=True
     )
+    # Back-pressure (docs/gateway.md#back-pressure).
+    buffer_memory_bytes: int = setting(
+        128 * 1024 * 1024,
+        "request and response bytes buffered by all connections together (a frame larger than "
+        "this is taken alone); past it, connections are not read until bytes are written (ours)",
+        at_least(1024 * 1024),
+    )
+    connection_unsent_max_bytes: int = setting(
+        1024 * 1024,
+        "response bytes waiting for a client that does not read; past it, that connection takes no "
+        "further requests and the gateway stops reading its upstream connection (ours)",
+        at_least(64 * 1024),
+    )
     pipelined_commits_per_connection: int = setting(
         16,
         "consecutive OffsetCommits of one connection handled at once, sharing a storage batch "
@@ -208,6 +221,11 @@ class Config(BrokerGroupSettings):
     allow_everyone_if_no_acl_found: bool = setting(
         False, "allow everyone on a resource that has no ACL", kafka=True
     )
+    # The HTTP port (coordinator/server/http_auth.py).
+    console_token_file: str = setting(
+        "", "file with the bearer token the console and /api need (needed with the authorizer on)"
+    )
+    metrics_token_required: bool = setting(False, "/metrics needs the console token too")
     # Consumer lag metrics (coordinator/server/lag.py): sampled when the log ends are known.
     lag_sample_interval_ms: int = setting(
         30000, "how often consumer lag is sampled for the metrics (ours)", positive, kafka=True
@@ -268,7 +286,10 @@ class Config(BrokerGroupSettings):
         30000, "timeout of the gateway's own upstream requests", at_least(100), kafka=True
     )
     gateway_broker_port_base: int = setting(
-        0, "port of the first virtual broker, node #i on base + i (0: any free port)", tcp_port, kafka=True
+        0,
+        "port of the first virtual broker, node #i of listener #k of L on base + i*L + k (0: free ports)",
+        tcp_port,
+        kafka=True,
     )
     gateway_coordinator_node_id: int = setting(
         2**30, "the gateway's node id as group coordinator (unlike any upstream id)", non_negative, kafka=True

@@ -1,7 +1,11 @@
 """The read-only web console and its JSON API, served by the metrics/health HTTP server.
 
-* ``/api/groups``: every group with state, type, members, lag and status;
-* ``/api/groups/<id>``: one group: members and assignments, committed offsets and lag;
+* ``/api/groups``: every group with state, type, members, lag and status, and the server's mode
+  (``gateway`` or ``standalone``) with the hint the overview shows;
+* ``/api/groups/<id>``: one group: members (with their liveness) and assignments, committed
+  offsets and lag;
+* ``/api/topics``: every topic with its partitions, the groups consuming it and their total lag;
+* ``/api/topics/<name>``: one topic: lag per group and per partition;
 * ``/api/groups/<id>/history?since=<seq>&since_ms=<wall ms>``: its events, oldest first;
 * ``/`` and ``/ui/...``: the console, static HTML/CSS/JS shipped with the package.
 
@@ -20,6 +24,7 @@ from typing import Final
 from urllib.parse import parse_qs, unquote
 
 from coordinator.server.group_views import GroupViews
+from coordinator.server.topic_views import TopicViews
 
 SECURITY_HEADERS: Final = (
     (
@@ -36,6 +41,8 @@ SECURITY_HEADERS: Final = (
 _STATIC: Final = {
     "index.html": "text/html; charset=utf-8",
     "group.html": "text/html; charset=utf-8",
+    "topics.html": "text/html; charset=utf-8",
+    "topic.html": "text/html; charset=utf-8",
     "console.css": "text/css; charset=utf-8",
     "console.js": "text/javascript; charset=utf-8",
 }
@@ -64,6 +71,7 @@ class Console:
 
     def __init__(self) -> None:
         self.views: GroupViews | None = None
+        self.topics: TopicViews | None = None
         self._files: dict[str, bytes] = {}
 
     def handles(self, path: str) -> bool:
@@ -93,7 +101,16 @@ class Console:
             return _error("503 Service Unavailable", "groups are still loading")
         parts = route.split("/")
         if parts == ["groups"]:
-            return _json("200 OK", {"groups": views.list_groups()})
+            return _json("200 OK", views.overview())
+        if parts[0] == "topics" and len(parts) <= 2 and self.topics is not None:
+            if len(parts) == 1 or not parts[1]:
+                return _json("200 OK", {"mode": views.mode, "topics": self.topics.list_topics()})
+            topic = unquote(parts[1])
+            found = self.topics.describe(topic)
+            if found is None:
+                return _error("404 Not Found", f"topic {topic!r} not found")
+            note = views.topic_lag_note(found["lag"] is not None)
+            return _json("200 OK", found | {"mode": views.mode, "lag_note": note})
         if len(parts) in (2, 3) and parts[0] == "groups" and parts[1]:
             group_id = unquote(parts[1])
             if len(parts) == 2:

@@ -15,16 +15,24 @@ from typing import Protocol
 from coordinator.api.amend import amend
 from coordinator.api.amend import reply as reply_now
 from coordinator.api.config_resources import GROUP
-from coordinator.api.limits import PAYLOAD_APIS, RequestLimits
-from coordinator.api.loading import GROUP_APIS, load_in_progress_response
+from coordinator.api.limits import PAYLOAD_APIS
+from coordinator.api.loading import load_in_progress_response
 from coordinator.api.routes import Routes
-from coordinator.api.table import api_routes
+from coordinator.api.table import GROUP_CONFIG_APIS, api_routes
 from coordinator.api.validation import screen_request
 from coordinator.core.cluster import Cluster
 from coordinator.core.context import RequestContext
 from coordinator.core.result import Result
 from coordinator.server.authn import SASL_APIS, SaslServer
-from coordinator.server.connection import PIPELINED_API, Connection, PendingReply
+from coordinator.server.byte_budget import ByteBudget
+from coordinator.server.config import Config
+from coordinator.server.connection import (
+    COMMITS,
+    PIPELINED_API,
+    Connection,
+    PendingReply,
+    is_pipelined_commit,
+)
 from coordinator.server.metrics import Metrics
 from coordinator.server.runtime import Runtime
 from coordinator.server.topic_lookup import TopicLookup
@@ -43,18 +51,17 @@ from protocol.wire import Request, UnsupportedApi, decode_request, encode_respon
 log = logging.getLogger(__name__)
 
 
-_GROUP_CONFIG_APIS = frozenset({ApiKey.DESCRIBE_CONFIGS, ApiKey.INCREMENTAL_ALTER_CONFIGS})
-
-
 class ForwardingHook(Protocol):
     """Gateway mode: takes the frames of APIs forwarded upstream (True) before any decoding."""
 
     def forward(self, connection: Connection, frame: bytes) -> bool: ...
 
+    def pipeline_of(self, connection: Connection, frame: bytes) -> str | None: ...
+
     def connection_closed(self, connection: Connection) -> None: ...
 
 
-# Answered while loading: they do not depend on stored state.
+# Answered while the unsharded state is read: they do not depend on stored state.
 _NEEDS_NO_CATALOG = frozenset(
     {ApiKey.API_VERSIONS, ApiKey.FIND_COORDINATOR, ApiKey.DESCRIBE_CLUSTER, *SASL_APIS}
 )
@@ -72,11 +79,14 @@ class Dispatcher:
         self.connections: set[Connection] = set()
         self.sasl: SaslServer | None = None  # set when a listener uses SASL
         self.gateway: ForwardingHook | None = None  # set in gateway mode
-        self.loading = True
+        self.budget = ByteBudget()  # buffered bytes of every connection (docs/gateway.md#back-pressure)
+        # The node's unsharded state (topic catalog, ACLs, credentials) is not read yet: a state of
+        # the node before any shard's, not one of them (docs/architecture.md#shard-states).
+        self.reading_unsharded_state = True
         # Several nodes: topics created through another node are looked up before an answer
         # that would treat them as absent (docs/multinode.md#what-other-nodes-learn).
         self.topic_lookup: TopicLookup | None = None
-        self.limits = RequestLimits()
+        self.limits = Config().request_limits()  # the settings table's defaults; start_server sets them
         self.unsupported_log = UnsupportedRequestLog(time.monotonic)
         self._deferred: list[tuple[Connection, PendingReply, RequestContext, Request]] = []
         # DeleteTopics while a single node's shards still load: it drops the topics' offsets of
@@ -105,6 +115,11 @@ class Dispatcher:
             self.gateway.connection_closed(connection)
         if self.metrics is not None:
             self.metrics.connections.set(len(self.connections))
+
+    def pipeline_of(self, connection: Connection, frame: bytes) -> str | None:
+        if is_pipelined_commit(frame):
+            return COMMITS
+        return self.gateway.pipeline_of(connection, frame) if self.gateway is not None else None
 
     def dispatch(self, connection: Connection, frame: bytes) -> None:
         session = connection.sasl
@@ -152,8 +167,8 @@ class Dispatcher:
             if screening.extra is not None:
                 attribute, items = screening.extra
                 amend(ctx, lambda response: getattr(response, attribute).extend(items))
-        if self.loading:
-            if request.api_key in GROUP_APIS:
+        if self.reading_unsharded_state:
+            if request.api_key in self.routes.group_apis:
                 response = load_in_progress_response(request.api_key, request.api_version, request.body)
                 reply.send(response)
                 return
@@ -163,11 +178,15 @@ class Dispatcher:
         if request.api_key == ApiKey.DELETE_TOPICS and self.cluster.shard_map.loading:
             self._after_groups.append((connection, reply, ctx, request))
             return
-        awaited = self._group_config_shards_loading(request)
-        if awaited:
-            self._after_shards.append((awaited, connection, reply, ctx, request))
-            return
-        self._handle_or_look_up(connection, reply, ctx, request)
+        if request.api_key in GROUP_CONFIG_APIS:
+            awaited = self._group_config_shards_loading(request)
+            if awaited:
+                self._after_shards.append((awaited, connection, reply, ctx, request))
+                return
+        if self.topic_lookup is None:  # a single node: every topic is known here
+            self._handle(connection, reply, ctx, request)
+        else:
+            self._handle_or_look_up(connection, reply, ctx, request)
 
     def _handle_or_look_up(
         self, connection: Connection, reply: PendingReply, ctx: RequestContext, request: Request
@@ -179,9 +198,9 @@ class Dispatcher:
             return
         self._handle(connection, reply, ctx, request)
 
-    def finish_loading(self) -> None:
-        """Loading is over: serve what waited for the topic catalog, in arrival order."""
-        self.loading = False
+    def unsharded_state_read(self) -> None:
+        """The unsharded state is read: serve what waited for the topic catalog, in arrival order."""
+        self.reading_unsharded_state = False
         deferred, self._deferred = self._deferred, []
         self._serve_deferred(deferred)
 
@@ -202,7 +221,7 @@ class Dispatcher:
         """A single node's shards still loading that a GROUP config request names (they are
         wanted next); empty for every other request."""
         shard_map = self.cluster.shard_map
-        if request.api_key not in _GROUP_CONFIG_APIS or not shard_map.loading or not shard_map.single_node:
+        if request.api_key not in GROUP_CONFIG_APIS or not shard_map.loading or not shard_map.single_node:
             return set()
         names = [
             r.resource_name for r in request.body.resources if r.resource_type == GROUP and r.resource_name
@@ -241,7 +260,7 @@ class Dispatcher:
         if request.api_key == PIPELINED_API:
             # The core has validated it: the connection's next OffsetCommit may follow it in
             # (docs/performance.md#pipelined-offsetcommits).
-            reply.joinable = True
+            reply.handled(connection.commit_pipeline)
         if request.api_key == ApiKey.PRODUCE and not result.replies and not result.records:
             reply.finish_without_response()  # acks=0
             return
@@ -260,7 +279,7 @@ class Dispatcher:
             _api_name(request.api_key), request.api_version, request.client_id, request.correlation_id,
             connection.peer, exc_info=exc,
         )  # fmt: skip
-        if reply.sent:
+        if reply.answered:
             return  # the handler answered before it failed
         body = request.body
         if isinstance(body, ProduceRequest) and body.acks == 0:

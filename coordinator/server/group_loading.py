@@ -21,7 +21,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Final, TypeVar
 
-from coordinator.core.shard_map import ShardMap
+from coordinator.core.shard_map import ShardMap, ShardState
 from coordinator.core.sharding import shard_of
 from coordinator.server.runtime import Runtime
 from coordinator.server.tasks import cancel_and_wait
@@ -84,7 +84,8 @@ class GroupLoader:
         shards = self.shard_map.shards
         for group_id in await self.store.group_ids():
             self._by_shard.setdefault(shard_of(group_id, shards), []).append(group_id)
-        self.shard_map.loading.intersection_update(self._by_shard)
+        for shard in sorted(self.shard_map.loading - self._by_shard.keys()):
+            self.shard_map.move(shard, ShardState.ACTIVE)
 
     def start(self) -> asyncio.Task[None]:
         """Load the shards of ``read_ids`` in the background."""
@@ -117,7 +118,7 @@ class GroupLoader:
                 reading = self._read_next(pending, by_shard, shard)
                 self.runtime.load_groups(state)
                 del state
-            self.shard_map.loading.discard(shard)
+            self.shard_map.move(shard, ShardState.ACTIVE)
             self.order.append(shard)
             if self.on_shard is not None:
                 self.on_shard()
@@ -144,26 +145,29 @@ class GroupLoader:
             return None
         group_ids = by_shard.pop(shard)
         read = asyncio.get_running_loop().create_task(
-            self._retrying(f"load shard {shard}", lambda: self.store.load_groups(group_ids)),
+            self._retrying(shard, lambda: self.store.load_groups(group_ids)),
             name=f"group-loading-shard-{shard}",
         )
         self._reads.add(read)
         read.add_done_callback(self._reads.discard)
         return shard, read
 
-    async def _retrying(self, what: str, read: Callable[[], Awaitable[_T]]) -> _T:
-        """Until it succeeds: the shard's groups keep answering COORDINATOR_LOAD_IN_PROGRESS
-        (retriable) meanwhile, and nothing of theirs was acknowledged since the restart."""
+    async def _retrying(self, shard: int, read: Callable[[], Awaitable[_T]]) -> _T:
+        """Until it succeeds: the shard is FAILED meanwhile (its groups keep answering
+        COORDINATOR_LOAD_IN_PROGRESS, retriable), and nothing of theirs was acknowledged since
+        the restart."""
         failing = False
         while True:
             try:
                 result = await read()
             except StoreError as exc:
                 if not failing:
-                    log.error("cannot %s, retrying every %.0f s: %s", what, RETRY_S, exc)
+                    log.error("cannot load shard %d, retrying every %.0f s: %s", shard, RETRY_S, exc)
                     failing = True
+                    self.shard_map.move(shard, ShardState.FAILED)
                 await asyncio.sleep(RETRY_S)
+                self.shard_map.move(shard, ShardState.LOADING)
                 continue
             if failing:
-                log.warning("could %s again", what)
+                log.warning("could load shard %d again", shard)
             return result

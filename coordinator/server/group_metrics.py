@@ -154,7 +154,10 @@ class GroupMetricsCollector(Collector):
         )
         for group in top:
             records.add_metric([group.group_id], group.total_lag)
-            seconds.add_metric([group.group_id], group.max_lag_seconds or 0.0)
+            if group.max_lag_seconds is not None:
+                # Unknown (no log-end time for the committed offset yet) is no sample, never 0:
+                # docs/observability.md#lag-in-seconds-unknown.
+                seconds.add_metric([group.group_id], group.max_lag_seconds)
             status.add_metric([group.group_id], STATUSES.index(group.status))
         for name in STATUSES:
             by_status.add_metric([name], sum(1 for s in statuses if s.status == name))

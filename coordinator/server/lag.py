@@ -195,6 +195,7 @@ class LagSampler:
         self.dropped_total = 0
         self._failing = False
         self._told_about_dropping = False
+        self._told_end_behind = False
         self._task: asyncio.Task[None] | None = None
 
     async def sample_once(self) -> LagSample | None:
@@ -233,8 +234,29 @@ class LagSampler:
                 self.max_series,
                 sample.dropped,
             )
+        if not self._told_end_behind:
+            self._tell_end_behind(committed, ends)
         self.latest = sample
         return sample
+
+    def _tell_end_behind(
+        self, committed: Mapping[str, Mapping[Partition, int]], ends: Mapping[Partition, int]
+    ) -> None:
+        """Once: a log end before a committed offset is no log end of the log that offset was read
+        from, so that partition's lag is left out (docs/gateway.md#log-ends-and-lag)."""
+        for group, offsets in committed.items():
+            for tp, offset in offsets.items():
+                end = ends.get(tp)
+                if end is not None and end < offset:
+                    self._told_end_behind = True
+                    log.warning(
+                        "the log end reported for %s-%d (%d) is behind group %s's committed offset %d: "
+                        "its lag is left out. Through a gateway, the upstream cluster answers "
+                        "ListOffsets(latest) behind its log (Tansu 0.6 answers the last batch's base "
+                        "offset + 1) and no client has fetched the partition through the gateway yet",
+                        tp[0], tp[1], end, group, offset,
+                    )  # fmt: skip
+                    return
 
     async def run(self) -> None:
         while True:

@@ -27,7 +27,7 @@ class JsonFormatter(logging.Formatter):
                 entry[name] = value
         event = getattr(record, "group_event", None)
         if event is not None:  # group events (coordinator.core.events) carry their fields
-            entry["event"] = event
+            entry["event"] = event.to_json() if hasattr(event, "to_json") else event
         if record.exc_info:
             entry["exception"] = self.formatException(record.exc_info)
         return json.dumps(entry)
@@ -44,10 +44,25 @@ class TextFormatter(logging.Formatter):
 
     def __init__(self) -> None:
         super().__init__("%(asctime)s %(levelname)s %(name)s: %(message)s")
+        self._second = -1  # the second whose date and time _second_text holds
+        self._second_text = ""
+
+    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:
+        """What logging.Formatter writes ("2026-11-27 15:12:14,953"), its date and time formatted
+        once per second instead of once per line."""
+        if datefmt is not None:
+            return super().formatTime(record, datefmt)
+        second = int(record.created)
+        if second != self._second:
+            self._second = second
+            self._second_text = time.strftime(self.default_time_format, self.converter(record.created))
+        return f"{self._second_text},{int(record.msecs):03d}"  # logging.Formatter.default_msec_format
 
     def formatMessage(self, record: logging.LogRecord) -> str:
         message = super().formatMessage(record)
-        return message if getattr(record, VERBATIM, False) else message.translate(_ESCAPES)
+        if message.isprintable() or getattr(record, VERBATIM, False):
+            return message  # no control character (the common case: no translate pass)
+        return message.translate(_ESCAPES)
 
 
 # Every C0 control character but tab, and DEL, as a visible escape.

@@ -18,7 +18,7 @@ import platform
 import time
 from collections.abc import Callable, Iterable, Mapping
 from importlib.metadata import PackageNotFoundError, version
-from typing import Any
+from typing import Any, Final
 
 from prometheus_client import (
     GC_COLLECTOR,
@@ -37,6 +37,7 @@ from prometheus_client.registry import Collector
 from coordinator.core.consumer.group import CONSUMER_GROUP_STATES
 from coordinator.core.state import GroupState
 from coordinator.server.console import Console
+from coordinator.server.http_auth import Access, HttpGuard
 from protocol.apis import ApiKey
 from protocol.errors import error_name
 
@@ -228,6 +229,11 @@ class Metrics:
             "Group epoch bumps of KIP-848 consumer groups (Kafka: consumer-group-rebalance-count)",
             registry=r,
         )
+        self.share_rebalances = Counter(
+            "coordinator_share_group_rebalances",
+            "Group epoch bumps of KIP-932 share groups (Kafka: share-group-rebalance-count)",
+            registry=r,
+        )
         self.rebalance_duration = Histogram(
             "coordinator_rebalance_duration_seconds", "From entering PreparingRebalance to Stable",
             buckets=_REBALANCE_BUCKETS, registry=r,
@@ -257,6 +263,7 @@ class Metrics:
         self._core_stats: Any = None
         self._seen_rebalances = 0
         self._seen_consumer_rebalances = 0
+        self._seen_share_rebalances = 0
         self._seen_expired = 0
 
     def watch_writer(self, stats: Any) -> None:
@@ -285,6 +292,8 @@ class Metrics:
         self._seen_rebalances = stats.rebalances_completed
         self.consumer_rebalances.inc(stats.consumer_group_rebalances - self._seen_consumer_rebalances)
         self._seen_consumer_rebalances = stats.consumer_group_rebalances
+        self.share_rebalances.inc(stats.share_group_rebalances - self._seen_share_rebalances)
+        self._seen_share_rebalances = stats.share_group_rebalances
         self.offsets_expired.inc(stats.offsets_expired - self._seen_expired)
         self._seen_expired = stats.offsets_expired
 
@@ -333,19 +342,35 @@ class Metrics:
         return encoder(self.registry), content_type
 
 
+MAX_HTTP_LINE_BYTES: Final = 8192  # a longer request line is answered 414, a longer header line 431
+MAX_HTTP_HEADERS: Final = 100
+
+
+def _refuse(writer: asyncio.StreamWriter, status: str, body: bytes) -> None:
+    head = f"HTTP/1.1 {status}\r\nContent-Type: text/plain\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+    writer.write(head.encode() + body)
+
+
 class HealthServer:
     """A tiny HTTP/1.1 server for /metrics, /healthz and /readyz on the coordinator's loop."""
 
     def __init__(
-        self, metrics: Metrics, is_ready: Callable[[], bool], console: Console | None = None
+        self,
+        metrics: Metrics,
+        is_ready: Callable[[], bool],
+        console: Console | None = None,
+        guard: HttpGuard | None = None,
     ) -> None:
         self.metrics = metrics
         self.is_ready = is_ready
         self.console = console  # the web console and its JSON API (console.py)
+        self.guard = guard or HttpGuard(None, False, False)  # who may read what (http_auth.py)
         self._server: asyncio.Server | None = None
 
     async def start(self, host: str, port: int) -> int:
-        self._server = await asyncio.start_server(self._handle, host, port, reuse_address=True)
+        self._server = await asyncio.start_server(
+            self._handle, host, port, reuse_address=True, limit=MAX_HTTP_LINE_BYTES
+        )
         return int(self._server.sockets[0].getsockname()[1])
 
     async def close(self) -> None:
@@ -355,17 +380,45 @@ class HealthServer:
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
-            request_line = await asyncio.wait_for(reader.readline(), 5)
-            accept = None
-            while (line := await asyncio.wait_for(reader.readline(), 5)) not in (b"\r\n", b"\n", b""):
-                name, _, value = line.decode("latin-1").partition(":")
-                if name.strip().lower() == "accept":
-                    accept = value.strip()
+            try:
+                request_line = await asyncio.wait_for(reader.readline(), 5)
+            except ValueError:  # longer than the reader's limit
+                _refuse(writer, "414 URI Too Long", b"request line too long\n")
+                return
+            accept = authorization = None
+            header_lines = 0
+            try:
+                while (line := await asyncio.wait_for(reader.readline(), 5)) not in (b"\r\n", b"\n", b""):
+                    header_lines += 1
+                    if header_lines > MAX_HTTP_HEADERS:
+                        raise ValueError("too many header lines")
+                    name, _, value = line.decode("latin-1").partition(":")
+                    if name.strip().lower() == "accept":
+                        accept = value.strip()
+                    elif name.strip().lower() == "authorization":
+                        authorization = value.strip()
+            except ValueError:
+                _refuse(writer, "431 Request Header Fields Too Large", b"request headers too large\n")
+                return
             parts = request_line.decode("latin-1").split()
             path, _, query = parts[1].partition("?") if len(parts) >= 2 else ("", "", "")
             headers: tuple[tuple[str, str], ...] = ()
+            console = self.console is not None and self.console.handles(path)
+            access = (
+                self.guard.metrics(authorization)
+                if path == "/metrics"
+                else self.guard.console(authorization)
+                if console
+                else Access.ALLOWED
+            )
             if len(parts) < 2 or parts[0] not in ("GET", "HEAD"):
                 status, body, kind = "405 Method Not Allowed", b"only GET\n", "text/plain"
+            elif access is Access.DISABLED:
+                status, kind = "403 Forbidden", "text/plain"
+                body = b"the authorizer is on: the console needs console-token-file\n"
+            elif access is Access.NO_CREDENTIAL:
+                status, body, kind = "401 Unauthorized", b"a credential is needed\n", "text/plain"
+                headers = (("WWW-Authenticate", 'Basic realm="coordinator", charset="UTF-8"'),)
             elif path == "/metrics":
                 body, kind = self.metrics.render(accept)
                 status = "200 OK"
@@ -375,7 +428,7 @@ class HealthServer:
                 ready = self.is_ready()
                 status = "200 OK" if ready else "503 Service Unavailable"
                 body, kind = (b"ready\n" if ready else b"not ready\n"), "text/plain"
-            elif self.console is not None and self.console.handles(path):
+            elif console and self.console is not None:
                 routed = self.console.handle(path, query)
                 status, body, kind, headers = routed.status, routed.body, routed.content_type, routed.headers
             else:

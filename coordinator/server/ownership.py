@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Final, TypeVar
 
 from coordinator.core.cluster import Cluster
-from coordinator.core.shard_map import NodeAddress, ShardMap, ShardStatus
+from coordinator.core.shard_map import NodeAddress, ShardMap, ShardState
 from coordinator.server.group_loading import long_lived_objects
 from coordinator.server.runtime import Runtime
 from coordinator.server.tasks import cancel_and_wait
@@ -281,7 +281,7 @@ class Ownership:
         for shard, epoch in taken.items():
             self.owned[shard] = _Owned(epoch)
             self.fence.epochs[shard] = epoch
-            self.shard_map.local[shard] = ShardStatus.LOADING
+            self.shard_map.move(shard, ShardState.LOADING)
         if not taken:
             return
         await self._renew()  # the taken leases' validity starts now for the local clock too
@@ -295,7 +295,7 @@ class Ownership:
         except StoreError as exc:
             log.warning("cannot load shards %s: %s", sorted(taken), exc)
             for shard in taken:
-                await self._give_back(shard)
+                await self._give_back(shard, failed=True)
             return
         by_shard: dict[int, list[str]] = {}
         for group_id in group_ids:
@@ -335,7 +335,7 @@ class Ownership:
                 except StoreError as exc:
                     log.warning("cannot load shards %s: %s", sorted([*batch, *pending]), exc)
                     for failed in [*batch, *pending]:
-                        await self._give_back(failed)
+                        await self._give_back(failed, failed=True)
                     return
                 read = len(batch)
                 batch = [shard for shard in batch if shard in self.owned]
@@ -346,7 +346,7 @@ class Ownership:
                             state if len(batch) == read else self._of_shards(state, set(batch))
                         )
                 for shard in batch:
-                    self.shard_map.local[shard] = ShardStatus.SERVING
+                    self.shard_map.move(shard, ShardState.ACTIVE)
                     log.info("shard %d acquired (epoch %d)", shard, taken[shard])
                 await asyncio.sleep(0)  # requests for the shards served so far go first
         finally:
@@ -361,6 +361,9 @@ class Ownership:
             offsets=[r for r in state.offsets if shard_of(r.group_id) in shards],
             consumer_groups=[r for r in state.consumer_groups if shard_of(r.group_id) in shards],
             consumer_members=[r for r in state.consumer_members if shard_of(r.group_id) in shards],
+            share_groups=[r for r in state.share_groups if shard_of(r.group_id) in shards],
+            share_members=[r for r in state.share_members if shard_of(r.group_id) in shards],
+            share_partitions=[r for r in state.share_partitions if shard_of(r.group_id) in shards],
             group_configs=[r for r in state.group_configs if shard_of(r.group_id) in shards],
             txn_offsets=[r for r in state.txn_offsets if shard_of(r.group_id) in shards],
         )
@@ -389,7 +392,7 @@ class Ownership:
         self._releasing.update(releasing)
         try:
             for shard in releasing:
-                self.shard_map.local.pop(shard, None)  # requests for it get NOT_COORDINATOR
+                self.shard_map.close(shard)  # requests for it get NOT_COORDINATOR
             await self._flush()
             self._unload_groups(releasing)
             await self._flush()  # what the unload answered or wrote
@@ -406,10 +409,12 @@ class Ownership:
         finally:
             self._releasing.difference_update(releasing)
 
-    async def _give_back(self, shard: int) -> None:
+    async def _give_back(self, shard: int, *, failed: bool = False) -> None:
+        if failed and self.shard_map.state(shard) is ShardState.LOADING:
+            self.shard_map.move(shard, ShardState.FAILED)
         owned = self.owned.pop(shard, None)
         self.fence.epochs.pop(shard, None)
-        self.shard_map.local.pop(shard, None)
+        self.shard_map.close(shard)
         if owned is not None:
             with contextlib.suppress(StoreError):  # else the lease expires on its own
                 await self.leases.release({shard: owned.epoch})
@@ -470,8 +475,8 @@ class Ownership:
         def held(group_id: str) -> bool:
             nonlocal loading
             status = self.shard_map.status(group_id, now_ms)
-            loading = loading or status not in (ShardStatus.SERVING, None)
-            return status is ShardStatus.SERVING
+            loading = loading or status not in (ShardState.ACTIVE, None)
+            return status is ShardState.ACTIVE
 
         if group_configs.reload(stored, held) and not loading:
             self._group_configs_version = version
@@ -488,7 +493,7 @@ class Ownership:
         for shard in sorted(shards):
             owned = self.owned.pop(shard, None)
             self.fence.epochs.pop(shard, None)
-            self.shard_map.local.pop(shard, None)
+            self.shard_map.close(shard)
             if owned is not None:
                 log.warning("shard %d lost (epoch %d): %s", shard, owned.epoch, reason)
         self._unload_groups(shards)

@@ -93,7 +93,8 @@ class Runtime:
     def _release(self, result: Result) -> None:
         # Result.deliver applies the state before sending: a reply may dispatch the connection's
         # next (pipelined) request at once, and that request must see what the reply reports.
-        follow_up = result.deliver(self.clock.now_ms())
+        # Only on_durable reads the time: most Results (heartbeats) carry none.
+        follow_up = result.deliver(self.clock.now_ms() if result.on_durable is not None else 0)
         if follow_up is not None:
             self.apply(follow_up)
 

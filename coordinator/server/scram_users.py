@@ -16,6 +16,7 @@ from typing import Any
 from coordinator.api.amend import reply
 from coordinator.api.routes import Routes
 from coordinator.api.scram_users import describe_response, plan_alter
+from coordinator.core.admin_write import admin_write
 from coordinator.core.context import RequestContext
 from coordinator.core.result import Result
 from coordinator.server.runtime import Runtime
@@ -57,16 +58,12 @@ class ScramUsers:
             if not records:
                 return reply(ctx, response)
 
-            def failed(_now_ms: int, error_code: int) -> Result:
+            def fail_entries(code: int) -> None:
                 for result in response.results:
                     if not result.error_code:
-                        result.error_code, result.error_message = (
-                            error_code,
-                            "could not store the credentials",
-                        )
-                return reply(ctx, response)
+                        result.error_code, result.error_message = code, "could not store the credentials"
 
-            return Result(records=list(records), replies=[(ctx.reply_to, response)], on_failed=failed)
+            return admin_write(ctx.reply_to, records, response, fail_entries=fail_entries)
 
         self._spawn(ctx, ApiKey.ALTER_USER_SCRAM_CREDENTIALS, req, answer)
         return Result()

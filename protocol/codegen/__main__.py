@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from protocol.apis import SERVED_VERSIONS, SPEC_NAMES
+from protocol.apis import GATEWAY_DECODED, SERVED_VERSIONS, SPEC_NAMES, ApiKey
 from protocol.codegen.emit import ModuleEmitter
 from protocol.codegen.spec import MessageSpec, load_message, snake_case
 from protocol.schemas import KAFKA_VERSION, SpecsNotFound, spec_fingerprint, use_source
@@ -45,29 +45,49 @@ def _emit_module(messages: list[tuple[MessageSpec, range]]) -> str:
     return emitter.render(_header())
 
 
+def _codec_row(key: int, v: int, module: str, request: MessageSpec, response: MessageSpec) -> str:
+    return (
+        f"    ({key}, {v}): ({module}.decode_{snake_case(request.name)}_v{v}, "
+        f"{module}.encode_{snake_case(request.name)}_v{v}, "
+        f"{module}.decode_{snake_case(response.name)}_v{v}, "
+        f"{module}.encode_{snake_case(response.name)}_v{v}),"
+    )
+
+
 def generate() -> dict[str, str]:
     files: dict[str, str] = {}
     table: list[str] = []
     imports: list[str] = []
     classes: list[str] = []
     flexible: list[str] = []
-    for key, (low, high) in sorted(SERVED_VERSIONS.items()):
-        stem = SPEC_NAMES[key]
+    gateway_table: list[str] = []
+    gateway_flexible: list[str] = []
+    stems = {int(key): stem for key, stem in SPEC_NAMES.items() if key in SERVED_VERSIONS}
+    stems.update({key: stem for key, (stem, _, _) in GATEWAY_DECODED.items()})
+    for key, stem in sorted(stems.items()):
         module = snake_case(stem)
         request, response = load_message(stem + "Request"), load_message(stem + "Response")
-        versions = range(low, high + 1)
+        served = SERVED_VERSIONS.get(ApiKey(key)) if key in ApiKey._value2member_map_ else None
+        served_versions = range(served[0], served[1] + 1) if served is not None else range(0)
+        decoded = GATEWAY_DECODED.get(key)
+        decoded_versions = range(decoded[1], decoded[2] + 1) if decoded is not None else range(0)
+        versions = range(
+            min([*served_versions[:1], *decoded_versions[:1]]),
+            max([*served_versions[-1:], *decoded_versions[-1:]]) + 1,
+        )
         files[f"{module}.py"] = _emit_module([(request, versions), (response, versions)])
         imports.append(f"from protocol.messages import {module}")
-        classes.append(f"    {int(key)}: ({module}.{request.name}, {module}.{response.name}),")
-        for v in versions:
-            table.append(
-                f"    ({int(key)}, {v}): ({module}.decode_{snake_case(request.name)}_v{v}, "
-                f"{module}.encode_{snake_case(request.name)}_v{v}, "
-                f"{module}.decode_{snake_case(response.name)}_v{v}, "
-                f"{module}.encode_{snake_case(response.name)}_v{v}),"
-            )
+        for v in decoded_versions:
+            gateway_table.append(_codec_row(key, v, module, request, response))
             if request.is_flexible(v):
-                flexible.append(f"    ({int(key)}, {v}),")
+                gateway_flexible.append(f"    ({key}, {v}),")
+        if served is None:
+            continue
+        classes.append(f"    {key}: ({module}.{request.name}, {module}.{response.name}),")
+        for v in served_versions:
+            table.append(_codec_row(key, v, module, request, response))
+            if request.is_flexible(v):
+                flexible.append(f"    ({key}, {v}),")
     for module, specs in EXTRA_MODULES:
         files[f"{module}.py"] = _emit_module([(load_message(name), versions) for name, versions in specs])
     files["__init__.py"] = "\n".join(
@@ -98,6 +118,15 @@ def generate() -> dict[str, str]:
             "# (api key, version) pairs whose requests use header v2 and responses header v1",
             "FLEXIBLE: Final[frozenset[tuple[int, int]]] = frozenset({",
             *flexible,
+            "})",
+            "",
+            "# Forwarded requests the gateway decodes to authorize them (protocol.apis.GATEWAY_DECODED)",
+            "GATEWAY_CODECS: Final[dict[tuple[int, int], tuple[Decoder, Encoder, Decoder, Encoder]]] = {",
+            *gateway_table,
+            "}",
+            "",
+            "GATEWAY_FLEXIBLE: Final[frozenset[tuple[int, int]]] = frozenset({",
+            *gateway_flexible,
             "})",
             "",
         ]

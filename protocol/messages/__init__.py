@@ -9,6 +9,8 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from protocol.messages import add_offsets_to_txn
+from protocol.messages import add_partitions_to_txn
+from protocol.messages import alter_configs
 from protocol.messages import alter_user_scram_credentials
 from protocol.messages import api_versions
 from protocol.messages import consumer_group_describe
@@ -18,28 +20,36 @@ from protocol.messages import create_partitions
 from protocol.messages import create_topics
 from protocol.messages import delete_acls
 from protocol.messages import delete_groups
+from protocol.messages import delete_records
 from protocol.messages import delete_topics
 from protocol.messages import describe_acls
 from protocol.messages import describe_cluster
 from protocol.messages import describe_configs
 from protocol.messages import describe_groups
+from protocol.messages import describe_producers
+from protocol.messages import describe_transactions
 from protocol.messages import describe_user_scram_credentials
 from protocol.messages import end_txn
 from protocol.messages import fetch
 from protocol.messages import find_coordinator
 from protocol.messages import heartbeat
 from protocol.messages import incremental_alter_configs
+from protocol.messages import init_producer_id
 from protocol.messages import join_group
 from protocol.messages import leave_group
 from protocol.messages import list_groups
 from protocol.messages import list_offsets
+from protocol.messages import list_transactions
 from protocol.messages import metadata
 from protocol.messages import offset_commit
 from protocol.messages import offset_delete
 from protocol.messages import offset_fetch
+from protocol.messages import offset_for_leader_epoch
 from protocol.messages import produce
 from protocol.messages import sasl_authenticate
 from protocol.messages import sasl_handshake
+from protocol.messages import share_group_describe
+from protocol.messages import share_group_heartbeat
 from protocol.messages import sync_group
 from protocol.messages import txn_offset_commit
 
@@ -239,6 +249,8 @@ CODECS: Final[dict[tuple[int, int], tuple[Decoder, Encoder, Decoder, Encoder]]] 
     (68, 1): (consumer_group_heartbeat.decode_consumer_group_heartbeat_request_v1, consumer_group_heartbeat.encode_consumer_group_heartbeat_request_v1, consumer_group_heartbeat.decode_consumer_group_heartbeat_response_v1, consumer_group_heartbeat.encode_consumer_group_heartbeat_response_v1),
     (69, 0): (consumer_group_describe.decode_consumer_group_describe_request_v0, consumer_group_describe.encode_consumer_group_describe_request_v0, consumer_group_describe.decode_consumer_group_describe_response_v0, consumer_group_describe.encode_consumer_group_describe_response_v0),
     (69, 1): (consumer_group_describe.decode_consumer_group_describe_request_v1, consumer_group_describe.encode_consumer_group_describe_request_v1, consumer_group_describe.decode_consumer_group_describe_response_v1, consumer_group_describe.encode_consumer_group_describe_response_v1),
+    (76, 1): (share_group_heartbeat.decode_share_group_heartbeat_request_v1, share_group_heartbeat.encode_share_group_heartbeat_request_v1, share_group_heartbeat.decode_share_group_heartbeat_response_v1, share_group_heartbeat.encode_share_group_heartbeat_response_v1),
+    (77, 1): (share_group_describe.decode_share_group_describe_request_v1, share_group_describe.encode_share_group_describe_request_v1, share_group_describe.decode_share_group_describe_response_v1, share_group_describe.encode_share_group_describe_response_v1),
 }
 
 # api key -> (request class, response class)
@@ -277,6 +289,8 @@ MESSAGE_CLASSES: Final[dict[int, tuple[type[Any], type[Any]]]] = {
     60: (describe_cluster.DescribeClusterRequest, describe_cluster.DescribeClusterResponse),
     68: (consumer_group_heartbeat.ConsumerGroupHeartbeatRequest, consumer_group_heartbeat.ConsumerGroupHeartbeatResponse),
     69: (consumer_group_describe.ConsumerGroupDescribeRequest, consumer_group_describe.ConsumerGroupDescribeResponse),
+    76: (share_group_heartbeat.ShareGroupHeartbeatRequest, share_group_heartbeat.ShareGroupHeartbeatResponse),
+    77: (share_group_describe.ShareGroupDescribeRequest, share_group_describe.ShareGroupDescribeResponse),
 }
 
 # (api key, version) pairs whose requests use header v2 and responses header v1
@@ -356,4 +370,202 @@ FLEXIBLE: Final[frozenset[tuple[int, int]]] = frozenset({
     (68, 1),
     (69, 0),
     (69, 1),
+    (76, 1),
+    (77, 1),
+})
+
+# Forwarded requests the gateway decodes to authorize them (protocol.apis.GATEWAY_DECODED)
+GATEWAY_CODECS: Final[dict[tuple[int, int], tuple[Decoder, Encoder, Decoder, Encoder]]] = {
+    (0, 0): (produce.decode_produce_request_v0, produce.encode_produce_request_v0, produce.decode_produce_response_v0, produce.encode_produce_response_v0),
+    (0, 1): (produce.decode_produce_request_v1, produce.encode_produce_request_v1, produce.decode_produce_response_v1, produce.encode_produce_response_v1),
+    (0, 2): (produce.decode_produce_request_v2, produce.encode_produce_request_v2, produce.decode_produce_response_v2, produce.encode_produce_response_v2),
+    (0, 3): (produce.decode_produce_request_v3, produce.encode_produce_request_v3, produce.decode_produce_response_v3, produce.encode_produce_response_v3),
+    (0, 4): (produce.decode_produce_request_v4, produce.encode_produce_request_v4, produce.decode_produce_response_v4, produce.encode_produce_response_v4),
+    (0, 5): (produce.decode_produce_request_v5, produce.encode_produce_request_v5, produce.decode_produce_response_v5, produce.encode_produce_response_v5),
+    (0, 6): (produce.decode_produce_request_v6, produce.encode_produce_request_v6, produce.decode_produce_response_v6, produce.encode_produce_response_v6),
+    (0, 7): (produce.decode_produce_request_v7, produce.encode_produce_request_v7, produce.decode_produce_response_v7, produce.encode_produce_response_v7),
+    (0, 8): (produce.decode_produce_request_v8, produce.encode_produce_request_v8, produce.decode_produce_response_v8, produce.encode_produce_response_v8),
+    (0, 9): (produce.decode_produce_request_v9, produce.encode_produce_request_v9, produce.decode_produce_response_v9, produce.encode_produce_response_v9),
+    (0, 10): (produce.decode_produce_request_v10, produce.encode_produce_request_v10, produce.decode_produce_response_v10, produce.encode_produce_response_v10),
+    (0, 11): (produce.decode_produce_request_v11, produce.encode_produce_request_v11, produce.decode_produce_response_v11, produce.encode_produce_response_v11),
+    (0, 12): (produce.decode_produce_request_v12, produce.encode_produce_request_v12, produce.decode_produce_response_v12, produce.encode_produce_response_v12),
+    (0, 13): (produce.decode_produce_request_v13, produce.encode_produce_request_v13, produce.decode_produce_response_v13, produce.encode_produce_response_v13),
+    (1, 0): (fetch.decode_fetch_request_v0, fetch.encode_fetch_request_v0, fetch.decode_fetch_response_v0, fetch.encode_fetch_response_v0),
+    (1, 1): (fetch.decode_fetch_request_v1, fetch.encode_fetch_request_v1, fetch.decode_fetch_response_v1, fetch.encode_fetch_response_v1),
+    (1, 2): (fetch.decode_fetch_request_v2, fetch.encode_fetch_request_v2, fetch.decode_fetch_response_v2, fetch.encode_fetch_response_v2),
+    (1, 3): (fetch.decode_fetch_request_v3, fetch.encode_fetch_request_v3, fetch.decode_fetch_response_v3, fetch.encode_fetch_response_v3),
+    (1, 4): (fetch.decode_fetch_request_v4, fetch.encode_fetch_request_v4, fetch.decode_fetch_response_v4, fetch.encode_fetch_response_v4),
+    (1, 5): (fetch.decode_fetch_request_v5, fetch.encode_fetch_request_v5, fetch.decode_fetch_response_v5, fetch.encode_fetch_response_v5),
+    (1, 6): (fetch.decode_fetch_request_v6, fetch.encode_fetch_request_v6, fetch.decode_fetch_response_v6, fetch.encode_fetch_response_v6),
+    (1, 7): (fetch.decode_fetch_request_v7, fetch.encode_fetch_request_v7, fetch.decode_fetch_response_v7, fetch.encode_fetch_response_v7),
+    (1, 8): (fetch.decode_fetch_request_v8, fetch.encode_fetch_request_v8, fetch.decode_fetch_response_v8, fetch.encode_fetch_response_v8),
+    (1, 9): (fetch.decode_fetch_request_v9, fetch.encode_fetch_request_v9, fetch.decode_fetch_response_v9, fetch.encode_fetch_response_v9),
+    (1, 10): (fetch.decode_fetch_request_v10, fetch.encode_fetch_request_v10, fetch.decode_fetch_response_v10, fetch.encode_fetch_response_v10),
+    (1, 11): (fetch.decode_fetch_request_v11, fetch.encode_fetch_request_v11, fetch.decode_fetch_response_v11, fetch.encode_fetch_response_v11),
+    (1, 12): (fetch.decode_fetch_request_v12, fetch.encode_fetch_request_v12, fetch.decode_fetch_response_v12, fetch.encode_fetch_response_v12),
+    (1, 13): (fetch.decode_fetch_request_v13, fetch.encode_fetch_request_v13, fetch.decode_fetch_response_v13, fetch.encode_fetch_response_v13),
+    (1, 14): (fetch.decode_fetch_request_v14, fetch.encode_fetch_request_v14, fetch.decode_fetch_response_v14, fetch.encode_fetch_response_v14),
+    (1, 15): (fetch.decode_fetch_request_v15, fetch.encode_fetch_request_v15, fetch.decode_fetch_response_v15, fetch.encode_fetch_response_v15),
+    (1, 16): (fetch.decode_fetch_request_v16, fetch.encode_fetch_request_v16, fetch.decode_fetch_response_v16, fetch.encode_fetch_response_v16),
+    (1, 17): (fetch.decode_fetch_request_v17, fetch.encode_fetch_request_v17, fetch.decode_fetch_response_v17, fetch.encode_fetch_response_v17),
+    (1, 18): (fetch.decode_fetch_request_v18, fetch.encode_fetch_request_v18, fetch.decode_fetch_response_v18, fetch.encode_fetch_response_v18),
+    (2, 0): (list_offsets.decode_list_offsets_request_v0, list_offsets.encode_list_offsets_request_v0, list_offsets.decode_list_offsets_response_v0, list_offsets.encode_list_offsets_response_v0),
+    (2, 1): (list_offsets.decode_list_offsets_request_v1, list_offsets.encode_list_offsets_request_v1, list_offsets.decode_list_offsets_response_v1, list_offsets.encode_list_offsets_response_v1),
+    (2, 2): (list_offsets.decode_list_offsets_request_v2, list_offsets.encode_list_offsets_request_v2, list_offsets.decode_list_offsets_response_v2, list_offsets.encode_list_offsets_response_v2),
+    (2, 3): (list_offsets.decode_list_offsets_request_v3, list_offsets.encode_list_offsets_request_v3, list_offsets.decode_list_offsets_response_v3, list_offsets.encode_list_offsets_response_v3),
+    (2, 4): (list_offsets.decode_list_offsets_request_v4, list_offsets.encode_list_offsets_request_v4, list_offsets.decode_list_offsets_response_v4, list_offsets.encode_list_offsets_response_v4),
+    (2, 5): (list_offsets.decode_list_offsets_request_v5, list_offsets.encode_list_offsets_request_v5, list_offsets.decode_list_offsets_response_v5, list_offsets.encode_list_offsets_response_v5),
+    (2, 6): (list_offsets.decode_list_offsets_request_v6, list_offsets.encode_list_offsets_request_v6, list_offsets.decode_list_offsets_response_v6, list_offsets.encode_list_offsets_response_v6),
+    (2, 7): (list_offsets.decode_list_offsets_request_v7, list_offsets.encode_list_offsets_request_v7, list_offsets.decode_list_offsets_response_v7, list_offsets.encode_list_offsets_response_v7),
+    (2, 8): (list_offsets.decode_list_offsets_request_v8, list_offsets.encode_list_offsets_request_v8, list_offsets.decode_list_offsets_response_v8, list_offsets.encode_list_offsets_response_v8),
+    (2, 9): (list_offsets.decode_list_offsets_request_v9, list_offsets.encode_list_offsets_request_v9, list_offsets.decode_list_offsets_response_v9, list_offsets.encode_list_offsets_response_v9),
+    (2, 10): (list_offsets.decode_list_offsets_request_v10, list_offsets.encode_list_offsets_request_v10, list_offsets.decode_list_offsets_response_v10, list_offsets.encode_list_offsets_response_v10),
+    (2, 11): (list_offsets.decode_list_offsets_request_v11, list_offsets.encode_list_offsets_request_v11, list_offsets.decode_list_offsets_response_v11, list_offsets.encode_list_offsets_response_v11),
+    (3, 0): (metadata.decode_metadata_request_v0, metadata.encode_metadata_request_v0, metadata.decode_metadata_response_v0, metadata.encode_metadata_response_v0),
+    (3, 1): (metadata.decode_metadata_request_v1, metadata.encode_metadata_request_v1, metadata.decode_metadata_response_v1, metadata.encode_metadata_response_v1),
+    (3, 2): (metadata.decode_metadata_request_v2, metadata.encode_metadata_request_v2, metadata.decode_metadata_response_v2, metadata.encode_metadata_response_v2),
+    (3, 3): (metadata.decode_metadata_request_v3, metadata.encode_metadata_request_v3, metadata.decode_metadata_response_v3, metadata.encode_metadata_response_v3),
+    (3, 4): (metadata.decode_metadata_request_v4, metadata.encode_metadata_request_v4, metadata.decode_metadata_response_v4, metadata.encode_metadata_response_v4),
+    (3, 5): (metadata.decode_metadata_request_v5, metadata.encode_metadata_request_v5, metadata.decode_metadata_response_v5, metadata.encode_metadata_response_v5),
+    (3, 6): (metadata.decode_metadata_request_v6, metadata.encode_metadata_request_v6, metadata.decode_metadata_response_v6, metadata.encode_metadata_response_v6),
+    (3, 7): (metadata.decode_metadata_request_v7, metadata.encode_metadata_request_v7, metadata.decode_metadata_response_v7, metadata.encode_metadata_response_v7),
+    (3, 8): (metadata.decode_metadata_request_v8, metadata.encode_metadata_request_v8, metadata.decode_metadata_response_v8, metadata.encode_metadata_response_v8),
+    (3, 9): (metadata.decode_metadata_request_v9, metadata.encode_metadata_request_v9, metadata.decode_metadata_response_v9, metadata.encode_metadata_response_v9),
+    (3, 10): (metadata.decode_metadata_request_v10, metadata.encode_metadata_request_v10, metadata.decode_metadata_response_v10, metadata.encode_metadata_response_v10),
+    (3, 11): (metadata.decode_metadata_request_v11, metadata.encode_metadata_request_v11, metadata.decode_metadata_response_v11, metadata.encode_metadata_response_v11),
+    (3, 12): (metadata.decode_metadata_request_v12, metadata.encode_metadata_request_v12, metadata.decode_metadata_response_v12, metadata.encode_metadata_response_v12),
+    (10, 0): (find_coordinator.decode_find_coordinator_request_v0, find_coordinator.encode_find_coordinator_request_v0, find_coordinator.decode_find_coordinator_response_v0, find_coordinator.encode_find_coordinator_response_v0),
+    (10, 1): (find_coordinator.decode_find_coordinator_request_v1, find_coordinator.encode_find_coordinator_request_v1, find_coordinator.decode_find_coordinator_response_v1, find_coordinator.encode_find_coordinator_response_v1),
+    (10, 2): (find_coordinator.decode_find_coordinator_request_v2, find_coordinator.encode_find_coordinator_request_v2, find_coordinator.decode_find_coordinator_response_v2, find_coordinator.encode_find_coordinator_response_v2),
+    (10, 3): (find_coordinator.decode_find_coordinator_request_v3, find_coordinator.encode_find_coordinator_request_v3, find_coordinator.decode_find_coordinator_response_v3, find_coordinator.encode_find_coordinator_response_v3),
+    (10, 4): (find_coordinator.decode_find_coordinator_request_v4, find_coordinator.encode_find_coordinator_request_v4, find_coordinator.decode_find_coordinator_response_v4, find_coordinator.encode_find_coordinator_response_v4),
+    (10, 5): (find_coordinator.decode_find_coordinator_request_v5, find_coordinator.encode_find_coordinator_request_v5, find_coordinator.decode_find_coordinator_response_v5, find_coordinator.encode_find_coordinator_response_v5),
+    (10, 6): (find_coordinator.decode_find_coordinator_request_v6, find_coordinator.encode_find_coordinator_request_v6, find_coordinator.decode_find_coordinator_response_v6, find_coordinator.encode_find_coordinator_response_v6),
+    (19, 0): (create_topics.decode_create_topics_request_v0, create_topics.encode_create_topics_request_v0, create_topics.decode_create_topics_response_v0, create_topics.encode_create_topics_response_v0),
+    (19, 1): (create_topics.decode_create_topics_request_v1, create_topics.encode_create_topics_request_v1, create_topics.decode_create_topics_response_v1, create_topics.encode_create_topics_response_v1),
+    (19, 2): (create_topics.decode_create_topics_request_v2, create_topics.encode_create_topics_request_v2, create_topics.decode_create_topics_response_v2, create_topics.encode_create_topics_response_v2),
+    (19, 3): (create_topics.decode_create_topics_request_v3, create_topics.encode_create_topics_request_v3, create_topics.decode_create_topics_response_v3, create_topics.encode_create_topics_response_v3),
+    (19, 4): (create_topics.decode_create_topics_request_v4, create_topics.encode_create_topics_request_v4, create_topics.decode_create_topics_response_v4, create_topics.encode_create_topics_response_v4),
+    (19, 5): (create_topics.decode_create_topics_request_v5, create_topics.encode_create_topics_request_v5, create_topics.decode_create_topics_response_v5, create_topics.encode_create_topics_response_v5),
+    (19, 6): (create_topics.decode_create_topics_request_v6, create_topics.encode_create_topics_request_v6, create_topics.decode_create_topics_response_v6, create_topics.encode_create_topics_response_v6),
+    (19, 7): (create_topics.decode_create_topics_request_v7, create_topics.encode_create_topics_request_v7, create_topics.decode_create_topics_response_v7, create_topics.encode_create_topics_response_v7),
+    (20, 0): (delete_topics.decode_delete_topics_request_v0, delete_topics.encode_delete_topics_request_v0, delete_topics.decode_delete_topics_response_v0, delete_topics.encode_delete_topics_response_v0),
+    (20, 1): (delete_topics.decode_delete_topics_request_v1, delete_topics.encode_delete_topics_request_v1, delete_topics.decode_delete_topics_response_v1, delete_topics.encode_delete_topics_response_v1),
+    (20, 2): (delete_topics.decode_delete_topics_request_v2, delete_topics.encode_delete_topics_request_v2, delete_topics.decode_delete_topics_response_v2, delete_topics.encode_delete_topics_response_v2),
+    (20, 3): (delete_topics.decode_delete_topics_request_v3, delete_topics.encode_delete_topics_request_v3, delete_topics.decode_delete_topics_response_v3, delete_topics.encode_delete_topics_response_v3),
+    (20, 4): (delete_topics.decode_delete_topics_request_v4, delete_topics.encode_delete_topics_request_v4, delete_topics.decode_delete_topics_response_v4, delete_topics.encode_delete_topics_response_v4),
+    (20, 5): (delete_topics.decode_delete_topics_request_v5, delete_topics.encode_delete_topics_request_v5, delete_topics.decode_delete_topics_response_v5, delete_topics.encode_delete_topics_response_v5),
+    (20, 6): (delete_topics.decode_delete_topics_request_v6, delete_topics.encode_delete_topics_request_v6, delete_topics.decode_delete_topics_response_v6, delete_topics.encode_delete_topics_response_v6),
+    (21, 0): (delete_records.decode_delete_records_request_v0, delete_records.encode_delete_records_request_v0, delete_records.decode_delete_records_response_v0, delete_records.encode_delete_records_response_v0),
+    (21, 1): (delete_records.decode_delete_records_request_v1, delete_records.encode_delete_records_request_v1, delete_records.decode_delete_records_response_v1, delete_records.encode_delete_records_response_v1),
+    (21, 2): (delete_records.decode_delete_records_request_v2, delete_records.encode_delete_records_request_v2, delete_records.decode_delete_records_response_v2, delete_records.encode_delete_records_response_v2),
+    (22, 0): (init_producer_id.decode_init_producer_id_request_v0, init_producer_id.encode_init_producer_id_request_v0, init_producer_id.decode_init_producer_id_response_v0, init_producer_id.encode_init_producer_id_response_v0),
+    (22, 1): (init_producer_id.decode_init_producer_id_request_v1, init_producer_id.encode_init_producer_id_request_v1, init_producer_id.decode_init_producer_id_response_v1, init_producer_id.encode_init_producer_id_response_v1),
+    (22, 2): (init_producer_id.decode_init_producer_id_request_v2, init_producer_id.encode_init_producer_id_request_v2, init_producer_id.decode_init_producer_id_response_v2, init_producer_id.encode_init_producer_id_response_v2),
+    (22, 3): (init_producer_id.decode_init_producer_id_request_v3, init_producer_id.encode_init_producer_id_request_v3, init_producer_id.decode_init_producer_id_response_v3, init_producer_id.encode_init_producer_id_response_v3),
+    (22, 4): (init_producer_id.decode_init_producer_id_request_v4, init_producer_id.encode_init_producer_id_request_v4, init_producer_id.decode_init_producer_id_response_v4, init_producer_id.encode_init_producer_id_response_v4),
+    (22, 5): (init_producer_id.decode_init_producer_id_request_v5, init_producer_id.encode_init_producer_id_request_v5, init_producer_id.decode_init_producer_id_response_v5, init_producer_id.encode_init_producer_id_response_v5),
+    (22, 6): (init_producer_id.decode_init_producer_id_request_v6, init_producer_id.encode_init_producer_id_request_v6, init_producer_id.decode_init_producer_id_response_v6, init_producer_id.encode_init_producer_id_response_v6),
+    (23, 2): (offset_for_leader_epoch.decode_offset_for_leader_epoch_request_v2, offset_for_leader_epoch.encode_offset_for_leader_epoch_request_v2, offset_for_leader_epoch.decode_offset_for_leader_epoch_response_v2, offset_for_leader_epoch.encode_offset_for_leader_epoch_response_v2),
+    (23, 3): (offset_for_leader_epoch.decode_offset_for_leader_epoch_request_v3, offset_for_leader_epoch.encode_offset_for_leader_epoch_request_v3, offset_for_leader_epoch.decode_offset_for_leader_epoch_response_v3, offset_for_leader_epoch.encode_offset_for_leader_epoch_response_v3),
+    (23, 4): (offset_for_leader_epoch.decode_offset_for_leader_epoch_request_v4, offset_for_leader_epoch.encode_offset_for_leader_epoch_request_v4, offset_for_leader_epoch.decode_offset_for_leader_epoch_response_v4, offset_for_leader_epoch.encode_offset_for_leader_epoch_response_v4),
+    (24, 0): (add_partitions_to_txn.decode_add_partitions_to_txn_request_v0, add_partitions_to_txn.encode_add_partitions_to_txn_request_v0, add_partitions_to_txn.decode_add_partitions_to_txn_response_v0, add_partitions_to_txn.encode_add_partitions_to_txn_response_v0),
+    (24, 1): (add_partitions_to_txn.decode_add_partitions_to_txn_request_v1, add_partitions_to_txn.encode_add_partitions_to_txn_request_v1, add_partitions_to_txn.decode_add_partitions_to_txn_response_v1, add_partitions_to_txn.encode_add_partitions_to_txn_response_v1),
+    (24, 2): (add_partitions_to_txn.decode_add_partitions_to_txn_request_v2, add_partitions_to_txn.encode_add_partitions_to_txn_request_v2, add_partitions_to_txn.decode_add_partitions_to_txn_response_v2, add_partitions_to_txn.encode_add_partitions_to_txn_response_v2),
+    (24, 3): (add_partitions_to_txn.decode_add_partitions_to_txn_request_v3, add_partitions_to_txn.encode_add_partitions_to_txn_request_v3, add_partitions_to_txn.decode_add_partitions_to_txn_response_v3, add_partitions_to_txn.encode_add_partitions_to_txn_response_v3),
+    (24, 4): (add_partitions_to_txn.decode_add_partitions_to_txn_request_v4, add_partitions_to_txn.encode_add_partitions_to_txn_request_v4, add_partitions_to_txn.decode_add_partitions_to_txn_response_v4, add_partitions_to_txn.encode_add_partitions_to_txn_response_v4),
+    (24, 5): (add_partitions_to_txn.decode_add_partitions_to_txn_request_v5, add_partitions_to_txn.encode_add_partitions_to_txn_request_v5, add_partitions_to_txn.decode_add_partitions_to_txn_response_v5, add_partitions_to_txn.encode_add_partitions_to_txn_response_v5),
+    (25, 0): (add_offsets_to_txn.decode_add_offsets_to_txn_request_v0, add_offsets_to_txn.encode_add_offsets_to_txn_request_v0, add_offsets_to_txn.decode_add_offsets_to_txn_response_v0, add_offsets_to_txn.encode_add_offsets_to_txn_response_v0),
+    (25, 1): (add_offsets_to_txn.decode_add_offsets_to_txn_request_v1, add_offsets_to_txn.encode_add_offsets_to_txn_request_v1, add_offsets_to_txn.decode_add_offsets_to_txn_response_v1, add_offsets_to_txn.encode_add_offsets_to_txn_response_v1),
+    (25, 2): (add_offsets_to_txn.decode_add_offsets_to_txn_request_v2, add_offsets_to_txn.encode_add_offsets_to_txn_request_v2, add_offsets_to_txn.decode_add_offsets_to_txn_response_v2, add_offsets_to_txn.encode_add_offsets_to_txn_response_v2),
+    (25, 3): (add_offsets_to_txn.decode_add_offsets_to_txn_request_v3, add_offsets_to_txn.encode_add_offsets_to_txn_request_v3, add_offsets_to_txn.decode_add_offsets_to_txn_response_v3, add_offsets_to_txn.encode_add_offsets_to_txn_response_v3),
+    (25, 4): (add_offsets_to_txn.decode_add_offsets_to_txn_request_v4, add_offsets_to_txn.encode_add_offsets_to_txn_request_v4, add_offsets_to_txn.decode_add_offsets_to_txn_response_v4, add_offsets_to_txn.encode_add_offsets_to_txn_response_v4),
+    (26, 0): (end_txn.decode_end_txn_request_v0, end_txn.encode_end_txn_request_v0, end_txn.decode_end_txn_response_v0, end_txn.encode_end_txn_response_v0),
+    (26, 1): (end_txn.decode_end_txn_request_v1, end_txn.encode_end_txn_request_v1, end_txn.decode_end_txn_response_v1, end_txn.encode_end_txn_response_v1),
+    (26, 2): (end_txn.decode_end_txn_request_v2, end_txn.encode_end_txn_request_v2, end_txn.decode_end_txn_response_v2, end_txn.encode_end_txn_response_v2),
+    (26, 3): (end_txn.decode_end_txn_request_v3, end_txn.encode_end_txn_request_v3, end_txn.decode_end_txn_response_v3, end_txn.encode_end_txn_response_v3),
+    (26, 4): (end_txn.decode_end_txn_request_v4, end_txn.encode_end_txn_request_v4, end_txn.decode_end_txn_response_v4, end_txn.encode_end_txn_response_v4),
+    (26, 5): (end_txn.decode_end_txn_request_v5, end_txn.encode_end_txn_request_v5, end_txn.decode_end_txn_response_v5, end_txn.encode_end_txn_response_v5),
+    (32, 1): (describe_configs.decode_describe_configs_request_v1, describe_configs.encode_describe_configs_request_v1, describe_configs.decode_describe_configs_response_v1, describe_configs.encode_describe_configs_response_v1),
+    (32, 2): (describe_configs.decode_describe_configs_request_v2, describe_configs.encode_describe_configs_request_v2, describe_configs.decode_describe_configs_response_v2, describe_configs.encode_describe_configs_response_v2),
+    (32, 3): (describe_configs.decode_describe_configs_request_v3, describe_configs.encode_describe_configs_request_v3, describe_configs.decode_describe_configs_response_v3, describe_configs.encode_describe_configs_response_v3),
+    (32, 4): (describe_configs.decode_describe_configs_request_v4, describe_configs.encode_describe_configs_request_v4, describe_configs.decode_describe_configs_response_v4, describe_configs.encode_describe_configs_response_v4),
+    (33, 0): (alter_configs.decode_alter_configs_request_v0, alter_configs.encode_alter_configs_request_v0, alter_configs.decode_alter_configs_response_v0, alter_configs.encode_alter_configs_response_v0),
+    (33, 1): (alter_configs.decode_alter_configs_request_v1, alter_configs.encode_alter_configs_request_v1, alter_configs.decode_alter_configs_response_v1, alter_configs.encode_alter_configs_response_v1),
+    (33, 2): (alter_configs.decode_alter_configs_request_v2, alter_configs.encode_alter_configs_request_v2, alter_configs.decode_alter_configs_response_v2, alter_configs.encode_alter_configs_response_v2),
+    (37, 0): (create_partitions.decode_create_partitions_request_v0, create_partitions.encode_create_partitions_request_v0, create_partitions.decode_create_partitions_response_v0, create_partitions.encode_create_partitions_response_v0),
+    (37, 1): (create_partitions.decode_create_partitions_request_v1, create_partitions.encode_create_partitions_request_v1, create_partitions.decode_create_partitions_response_v1, create_partitions.encode_create_partitions_response_v1),
+    (37, 2): (create_partitions.decode_create_partitions_request_v2, create_partitions.encode_create_partitions_request_v2, create_partitions.decode_create_partitions_response_v2, create_partitions.encode_create_partitions_response_v2),
+    (37, 3): (create_partitions.decode_create_partitions_request_v3, create_partitions.encode_create_partitions_request_v3, create_partitions.decode_create_partitions_response_v3, create_partitions.encode_create_partitions_response_v3),
+    (44, 0): (incremental_alter_configs.decode_incremental_alter_configs_request_v0, incremental_alter_configs.encode_incremental_alter_configs_request_v0, incremental_alter_configs.decode_incremental_alter_configs_response_v0, incremental_alter_configs.encode_incremental_alter_configs_response_v0),
+    (44, 1): (incremental_alter_configs.decode_incremental_alter_configs_request_v1, incremental_alter_configs.encode_incremental_alter_configs_request_v1, incremental_alter_configs.decode_incremental_alter_configs_response_v1, incremental_alter_configs.encode_incremental_alter_configs_response_v1),
+    (60, 0): (describe_cluster.decode_describe_cluster_request_v0, describe_cluster.encode_describe_cluster_request_v0, describe_cluster.decode_describe_cluster_response_v0, describe_cluster.encode_describe_cluster_response_v0),
+    (60, 1): (describe_cluster.decode_describe_cluster_request_v1, describe_cluster.encode_describe_cluster_request_v1, describe_cluster.decode_describe_cluster_response_v1, describe_cluster.encode_describe_cluster_response_v1),
+    (61, 0): (describe_producers.decode_describe_producers_request_v0, describe_producers.encode_describe_producers_request_v0, describe_producers.decode_describe_producers_response_v0, describe_producers.encode_describe_producers_response_v0),
+    (65, 0): (describe_transactions.decode_describe_transactions_request_v0, describe_transactions.encode_describe_transactions_request_v0, describe_transactions.decode_describe_transactions_response_v0, describe_transactions.encode_describe_transactions_response_v0),
+    (66, 0): (list_transactions.decode_list_transactions_request_v0, list_transactions.encode_list_transactions_request_v0, list_transactions.decode_list_transactions_response_v0, list_transactions.encode_list_transactions_response_v0),
+    (66, 1): (list_transactions.decode_list_transactions_request_v1, list_transactions.encode_list_transactions_request_v1, list_transactions.decode_list_transactions_response_v1, list_transactions.encode_list_transactions_response_v1),
+    (66, 2): (list_transactions.decode_list_transactions_request_v2, list_transactions.encode_list_transactions_request_v2, list_transactions.decode_list_transactions_response_v2, list_transactions.encode_list_transactions_response_v2),
+}
+
+GATEWAY_FLEXIBLE: Final[frozenset[tuple[int, int]]] = frozenset({
+    (0, 9),
+    (0, 10),
+    (0, 11),
+    (0, 12),
+    (0, 13),
+    (1, 12),
+    (1, 13),
+    (1, 14),
+    (1, 15),
+    (1, 16),
+    (1, 17),
+    (1, 18),
+    (2, 6),
+    (2, 7),
+    (2, 8),
+    (2, 9),
+    (2, 10),
+    (2, 11),
+    (3, 9),
+    (3, 10),
+    (3, 11),
+    (3, 12),
+    (10, 3),
+    (10, 4),
+    (10, 5),
+    (10, 6),
+    (19, 5),
+    (19, 6),
+    (19, 7),
+    (20, 4),
+    (20, 5),
+    (20, 6),
+    (21, 2),
+    (22, 2),
+    (22, 3),
+    (22, 4),
+    (22, 5),
+    (22, 6),
+    (23, 4),
+    (24, 3),
+    (24, 4),
+    (24, 5),
+    (25, 3),
+    (25, 4),
+    (26, 3),
+    (26, 4),
+    (26, 5),
+    (32, 4),
+    (33, 2),
+    (37, 2),
+    (37, 3),
+    (44, 1),
+    (60, 0),
+    (60, 1),
+    (61, 0),
+    (65, 0),
+    (66, 0),
+    (66, 1),
+    (66, 2),
 })

@@ -21,14 +21,16 @@ _S7 = Struct('>iiiibii')
 _S8 = Struct('>iiqqi')
 _S9 = Struct('>iiqiqi')
 _S10 = Struct('>16s')
-_S11 = Struct('>ihq')
-_S12 = Struct('>ihqq')
-_S13 = Struct('>qq')
-_S14 = Struct('>ihqqq')
-_S15 = Struct('>ihi')
-_S16 = Struct('>iq')
-_S17 = Struct('>ii')
-_S18 = Struct('>qi')
+_S11 = Struct('>iiibii')
+_S12 = Struct('>iq')
+_S13 = Struct('>q')
+_S14 = Struct('>ihq')
+_S15 = Struct('>ihqq')
+_S16 = Struct('>qq')
+_S17 = Struct('>ihqqq')
+_S18 = Struct('>ihi')
+_S19 = Struct('>ii')
+_S20 = Struct('>qi')
 
 
 @dataclass(slots=True)
@@ -1456,6 +1458,1011 @@ def encode_fetch_request_v13(m: FetchRequest, out: bytearray) -> None:
         out += tagbuf0
 
 
+def decode_fetch_request_v14(data: bytes, pos: int) -> tuple[FetchRequest, int]:
+    v_replica_id_2, v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9 = _S7.unpack_from(data, pos)
+    pos += 25
+    v_topics_10: list[FetchTopic]
+    n0 = data[pos]
+    if n0 < 128:
+        pos += 1
+    else:
+        n0, pos = read_uvarint(data, pos)
+    n0 -= 1
+    if n0 < 0:
+        raise DecodeError('non-nullable field Topics is null')
+    elif n0 > len(data) - pos:
+        raise DecodeError('array Topics longer than the frame')
+    else:
+        v_topics_10 = []
+        append_13 = v_topics_10.append
+        for _ in range(n0):
+            v_topic_id_15, = _S10.unpack_from(data, pos)
+            pos += 16
+            v_partitions_16: list[FetchPartition]
+            n1 = data[pos]
+            if n1 < 128:
+                pos += 1
+            else:
+                n1, pos = read_uvarint(data, pos)
+            n1 -= 1
+            if n1 < 0:
+                raise DecodeError('non-nullable field Partitions is null')
+            elif n1 > len(data) - pos:
+                raise DecodeError('array Partitions longer than the frame')
+            else:
+                v_partitions_16 = []
+                append_17 = v_partitions_16.append
+                for _ in range(n1):
+                    v_partition_18, v_current_leader_epoch_19, v_fetch_offset_20, v_last_fetched_epoch_21, v_log_start_offset_22, v_partition_max_bytes_23 = _S9.unpack_from(data, pos)
+                    pos += 32
+                    if data[pos] == 0:
+                        pos += 1
+                    else:
+                        n_tags2, pos = read_uvarint(data, pos)
+                        for _ in range(n_tags2):
+                            tag2, pos = read_uvarint(data, pos)
+                            size2, pos = read_uvarint(data, pos)
+                            end2 = pos + size2
+                            pos = end2
+                    append_17(FetchPartition(v_partition_18, v_current_leader_epoch_19, v_fetch_offset_20, v_last_fetched_epoch_21, v_log_start_offset_22, v_partition_max_bytes_23, ZERO_UUID, 9223372036854775807))
+            if data[pos] == 0:
+                pos += 1
+            else:
+                n_tags1, pos = read_uvarint(data, pos)
+                for _ in range(n_tags1):
+                    tag1, pos = read_uvarint(data, pos)
+                    size1, pos = read_uvarint(data, pos)
+                    end1 = pos + size1
+                    pos = end1
+            append_13(FetchTopic('', v_topic_id_15, v_partitions_16))
+    v_forgotten_topics_data_11: list[ForgottenTopic]
+    n0 = data[pos]
+    if n0 < 128:
+        pos += 1
+    else:
+        n0, pos = read_uvarint(data, pos)
+    n0 -= 1
+    if n0 < 0:
+        raise DecodeError('non-nullable field ForgottenTopicsData is null')
+    elif n0 > len(data) - pos:
+        raise DecodeError('array ForgottenTopicsData longer than the frame')
+    else:
+        v_forgotten_topics_data_11 = []
+        append_26 = v_forgotten_topics_data_11.append
+        for _ in range(n0):
+            v_topic_id_28, = _S10.unpack_from(data, pos)
+            pos += 16
+            v_partitions_29: list[int]
+            n1 = data[pos]
+            if n1 < 128:
+                pos += 1
+            else:
+                n1, pos = read_uvarint(data, pos)
+            n1 -= 1
+            if n1 < 0:
+                raise DecodeError('non-nullable field Partitions is null')
+            elif n1 > len(data) - pos:
+                raise DecodeError('array Partitions longer than the frame')
+            else:
+                v_partitions_29 = list(unpack_from('>%di' % n1, data, pos))
+                pos += n1 * 4
+            if data[pos] == 0:
+                pos += 1
+            else:
+                n_tags1, pos = read_uvarint(data, pos)
+                for _ in range(n_tags1):
+                    tag1, pos = read_uvarint(data, pos)
+                    size1, pos = read_uvarint(data, pos)
+                    end1 = pos + size1
+                    pos = end1
+            append_26(ForgottenTopic('', v_topic_id_28, v_partitions_29))
+    v_rack_id_12: str
+    n0 = data[pos]
+    if n0 < 128:
+        pos += 1
+    else:
+        n0, pos = read_uvarint(data, pos)
+    n0 -= 1
+    if n0 < 0:
+        raise DecodeError('non-nullable field RackId is null')
+    else:
+        v_rack_id_12 = str(data[pos:pos + n0], 'utf-8')
+        pos += n0
+    v_cluster_id_1: str | None = None
+    if data[pos] == 0:
+        pos += 1
+    else:
+        n_tags0, pos = read_uvarint(data, pos)
+        for _ in range(n_tags0):
+            tag0, pos = read_uvarint(data, pos)
+            size0, pos = read_uvarint(data, pos)
+            end0 = pos + size0
+            if tag0 == 0:
+                n0 = data[pos]
+                if n0 < 128:
+                    pos += 1
+                else:
+                    n0, pos = read_uvarint(data, pos)
+                n0 -= 1
+                if n0 < 0:
+                    v_cluster_id_1 = None
+                else:
+                    v_cluster_id_1 = str(data[pos:pos + n0], 'utf-8')
+                    pos += n0
+            pos = end0
+    return FetchRequest(v_cluster_id_1, v_replica_id_2, ReplicaState(), v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9, v_topics_10, v_forgotten_topics_data_11, v_rack_id_12), pos
+
+
+def encode_fetch_request_v14(m: FetchRequest, out: bytearray) -> None:
+    if (m.replica_state.replica_id != -1) or (m.replica_state.replica_epoch != -1):
+        raise ValueError('attempted to write a non-default ReplicaState at version 14')
+    out += _S7.pack(m.replica_id, m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch)
+    x_1 = m.topics
+    write_uvarint(out, len(x_1) + 1)
+    for e_2 in x_1:
+        out += _S10.pack(e_2.topic_id)
+        x_3 = e_2.partitions
+        write_uvarint(out, len(x_3) + 1)
+        for e_4 in x_3:
+            out += _S9.pack(e_4.partition, e_4.current_leader_epoch, e_4.fetch_offset, e_4.last_fetched_epoch, e_4.log_start_offset, e_4.partition_max_bytes)
+            out.append(0)
+        out.append(0)
+    x_5 = m.forgotten_topics_data
+    write_uvarint(out, len(x_5) + 1)
+    for e_6 in x_5:
+        out += _S10.pack(e_6.topic_id)
+        x_7 = e_6.partitions
+        write_uvarint(out, len(x_7) + 1)
+        out += pack('>%di' % len(x_7), *x_7)
+        out.append(0)
+    x_8 = m.rack_id
+    b_9 = x_8.encode()
+    write_uvarint(out, len(b_9) + 1)
+    out += b_9
+    tags0 = (m.cluster_id != None)
+    write_uvarint(out, tags0)
+    if m.cluster_id != None:
+        write_uvarint(out, 0)
+        tagbuf0 = bytearray()
+        x_10 = m.cluster_id
+        if x_10 is None:
+            tagbuf0.append(0)
+        else:
+            b_11 = x_10.encode()
+            write_uvarint(tagbuf0, len(b_11) + 1)
+            tagbuf0 += b_11
+        write_uvarint(out, len(tagbuf0))
+        out += tagbuf0
+
+
+def decode_fetch_request_v15(data: bytes, pos: int) -> tuple[FetchRequest, int]:
+    v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9 = _S11.unpack_from(data, pos)
+    pos += 21
+    v_topics_10: list[FetchTopic]
+    n0 = data[pos]
+    if n0 < 128:
+        pos += 1
+    else:
+        n0, pos = read_uvarint(data, pos)
+    n0 -= 1
+    if n0 < 0:
+        raise DecodeError('non-nullable field Topics is null')
+    elif n0 > len(data) - pos:
+        raise DecodeError('array Topics longer than the frame')
+    else:
+        v_topics_10 = []
+        append_13 = v_topics_10.append
+        for _ in range(n0):
+            v_topic_id_15, = _S10.unpack_from(data, pos)
+            pos += 16
+            v_partitions_16: list[FetchPartition]
+            n1 = data[pos]
+            if n1 < 128:
+                pos += 1
+            else:
+                n1, pos = read_uvarint(data, pos)
+            n1 -= 1
+            if n1 < 0:
+                raise DecodeError('non-nullable field Partitions is null')
+            elif n1 > len(data) - pos:
+                raise DecodeError('array Partitions longer than the frame')
+            else:
+                v_partitions_16 = []
+                append_17 = v_partitions_16.append
+                for _ in range(n1):
+                    v_partition_18, v_current_leader_epoch_19, v_fetch_offset_20, v_last_fetched_epoch_21, v_log_start_offset_22, v_partition_max_bytes_23 = _S9.unpack_from(data, pos)
+                    pos += 32
+                    if data[pos] == 0:
+                        pos += 1
+                    else:
+                        n_tags2, pos = read_uvarint(data, pos)
+                        for _ in range(n_tags2):
+                            tag2, pos = read_uvarint(data, pos)
+                            size2, pos = read_uvarint(data, pos)
+                            end2 = pos + size2
+                            pos = end2
+                    append_17(FetchPartition(v_partition_18, v_current_leader_epoch_19, v_fetch_offset_20, v_last_fetched_epoch_21, v_log_start_offset_22, v_partition_max_bytes_23, ZERO_UUID, 9223372036854775807))
+            if data[pos] == 0:
+                pos += 1
+            else:
+                n_tags1, pos = read_uvarint(data, pos)
+                for _ in range(n_tags1):
+                    tag1, pos = read_uvarint(data, pos)
+                    size1, pos = read_uvarint(data, pos)
+                    end1 = pos + size1
+                    pos = end1
+            append_13(FetchTopic('', v_topic_id_15, v_partitions_16))
+    v_forgotten_topics_data_11: list[ForgottenTopic]
+    n0 = data[pos]
+    if n0 < 128:
+        pos += 1
+    else:
+        n0, pos = read_uvarint(data, pos)
+    n0 -= 1
+    if n0 < 0:
+        raise DecodeError('non-nullable field ForgottenTopicsData is null')
+    elif n0 > len(data) - pos:
+        raise DecodeError('array ForgottenTopicsData longer than the frame')
+    else:
+        v_forgotten_topics_data_11 = []
+        append_26 = v_forgotten_topics_data_11.append
+        for _ in range(n0):
+            v_topic_id_28, = _S10.unpack_from(data, pos)
+            pos += 16
+            v_partitions_29: list[int]
+            n1 = data[pos]
+            if n1 < 128:
+                pos += 1
+            else:
+                n1, pos = read_uvarint(data, pos)
+            n1 -= 1
+            if n1 < 0:
+                raise DecodeError('non-nullable field Partitions is null')
+            elif n1 > len(data) - pos:
+                raise DecodeError('array Partitions longer than the frame')
+            else:
+                v_partitions_29 = list(unpack_from('>%di' % n1, data, pos))
+                pos += n1 * 4
+            if data[pos] == 0:
+                pos += 1
+            else:
+                n_tags1, pos = read_uvarint(data, pos)
+                for _ in range(n_tags1):
+                    tag1, pos = read_uvarint(data, pos)
+                    size1, pos = read_uvarint(data, pos)
+                    end1 = pos + size1
+                    pos = end1
+            append_26(ForgottenTopic('', v_topic_id_28, v_partitions_29))
+    v_rack_id_12: str
+    n0 = data[pos]
+    if n0 < 128:
+        pos += 1
+    else:
+        n0, pos = read_uvarint(data, pos)
+    n0 -= 1
+    if n0 < 0:
+        raise DecodeError('non-nullable field RackId is null')
+    else:
+        v_rack_id_12 = str(data[pos:pos + n0], 'utf-8')
+        pos += n0
+    v_cluster_id_1: str | None = None
+    v_replica_state_3: ReplicaState = ReplicaState()
+    if data[pos] == 0:
+        pos += 1
+    else:
+        n_tags0, pos = read_uvarint(data, pos)
+        for _ in range(n_tags0):
+            tag0, pos = read_uvarint(data, pos)
+            size0, pos = read_uvarint(data, pos)
+            end0 = pos + size0
+            if tag0 == 0:
+                n0 = data[pos]
+                if n0 < 128:
+                    pos += 1
+                else:
+                    n0, pos = read_uvarint(data, pos)
+                n0 -= 1
+                if n0 < 0:
+                    v_cluster_id_1 = None
+                else:
+                    v_cluster_id_1 = str(data[pos:pos + n0], 'utf-8')
+                    pos += n0
+            elif tag0 == 1:
+                v_replica_id_30, v_replica_epoch_31 = _S12.unpack_from(data, pos)
+                pos += 12
+                if data[pos] == 0:
+                    pos += 1
+                else:
+                    n_tags1, pos = read_uvarint(data, pos)
+                    for _ in range(n_tags1):
+                        tag1, pos = read_uvarint(data, pos)
+                        size1, pos = read_uvarint(data, pos)
+                        end1 = pos + size1
+                        pos = end1
+                v_replica_state_3 = ReplicaState(v_replica_id_30, v_replica_epoch_31)
+            pos = end0
+    return FetchRequest(v_cluster_id_1, -1, v_replica_state_3, v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9, v_topics_10, v_forgotten_topics_data_11, v_rack_id_12), pos
+
+
+def encode_fetch_request_v15(m: FetchRequest, out: bytearray) -> None:
+    if m.replica_id != -1:
+        raise ValueError('attempted to write a non-default ReplicaId at version 15')
+    out += _S11.pack(m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch)
+    x_1 = m.topics
+    write_uvarint(out, len(x_1) + 1)
+    for e_2 in x_1:
+        out += _S10.pack(e_2.topic_id)
+        x_3 = e_2.partitions
+        write_uvarint(out, len(x_3) + 1)
+        for e_4 in x_3:
+            out += _S9.pack(e_4.partition, e_4.current_leader_epoch, e_4.fetch_offset, e_4.last_fetched_epoch, e_4.log_start_offset, e_4.partition_max_bytes)
+            out.append(0)
+        out.append(0)
+    x_5 = m.forgotten_topics_data
+    write_uvarint(out, len(x_5) + 1)
+    for e_6 in x_5:
+        out += _S10.pack(e_6.topic_id)
+        x_7 = e_6.partitions
+        write_uvarint(out, len(x_7) + 1)
+        out += pack('>%di' % len(x_7), *x_7)
+        out.append(0)
+    x_8 = m.rack_id
+    b_9 = x_8.encode()
+    write_uvarint(out, len(b_9) + 1)
+    out += b_9
+    tags0 = (m.cluster_id != None) + (m.replica_state != ReplicaState())
+    write_uvarint(out, tags0)
+    if m.cluster_id != None:
+        write_uvarint(out, 0)
+        tagbuf0 = bytearray()
+        x_10 = m.cluster_id
+        if x_10 is None:
+            tagbuf0.append(0)
+        else:
+            b_11 = x_10.encode()
+            write_uvarint(tagbuf0, len(b_11) + 1)
+            tagbuf0 += b_11
+        write_uvarint(out, len(tagbuf0))
+        out += tagbuf0
+    if m.replica_state != ReplicaState():
+        write_uvarint(out, 1)
+        tagbuf0 = bytearray()
+        s_13 = m.replica_state
+        tagbuf0 += _S12.pack(s_13.replica_id, s_13.replica_epoch)
+        tagbuf0.append(0)
+        write_uvarint(out, len(tagbuf0))
+        out += tagbuf0
+
+
+def decode_fetch_request_v16(data: bytes, pos: int) -> tuple[FetchRequest, int]:
+    v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9 = _S11.unpack_from(data, pos)
+    pos += 21
+    v_topics_10: list[FetchTopic]
+    n0 = data[pos]
+    if n0 < 128:
+        pos += 1
+    else:
+        n0, pos = read_uvarint(data, pos)
+    n0 -= 1
+    if n0 < 0:
+        raise DecodeError('non-nullable field Topics is null')
+    elif n0 > len(data) - pos:
+        raise DecodeError('array Topics longer than the frame')
+    else:
+        v_topics_10 = []
+        append_13 = v_topics_10.append
+        for _ in range(n0):
+            v_topic_id_15, = _S10.unpack_from(data, pos)
+            pos += 16
+            v_partitions_16: list[FetchPartition]
+            n1 = data[pos]
+            if n1 < 128:
+                pos += 1
+            else:
+                n1, pos = read_uvarint(data, pos)
+            n1 -= 1
+            if n1 < 0:
+                raise DecodeError('non-nullable field Partitions is null')
+            elif n1 > len(data) - pos:
+                raise DecodeError('array Partitions longer than the frame')
+            else:
+                v_partitions_16 = []
+                append_17 = v_partitions_16.append
+                for _ in range(n1):
+                    v_partition_18, v_current_leader_epoch_19, v_fetch_offset_20, v_last_fetched_epoch_21, v_log_start_offset_22, v_partition_max_bytes_23 = _S9.unpack_from(data, pos)
+                    pos += 32
+                    if data[pos] == 0:
+                        pos += 1
+                    else:
+                        n_tags2, pos = read_uvarint(data, pos)
+                        for _ in range(n_tags2):
+                            tag2, pos = read_uvarint(data, pos)
+                            size2, pos = read_uvarint(data, pos)
+                            end2 = pos + size2
+                            pos = end2
+                    append_17(FetchPartition(v_partition_18, v_current_leader_epoch_19, v_fetch_offset_20, v_last_fetched_epoch_21, v_log_start_offset_22, v_partition_max_bytes_23, ZERO_UUID, 9223372036854775807))
+            if data[pos] == 0:
+                pos += 1
+            else:
+                n_tags1, pos = read_uvarint(data, pos)
+                for _ in range(n_tags1):
+                    tag1, pos = read_uvarint(data, pos)
+                    size1, pos = read_uvarint(data, pos)
+                    end1 = pos + size1
+                    pos = end1
+            append_13(FetchTopic('', v_topic_id_15, v_partitions_16))
+    v_forgotten_topics_data_11: list[ForgottenTopic]
+    n0 = data[pos]
+    if n0 < 128:
+        pos += 1
+    else:
+        n0, pos = read_uvarint(data, pos)
+    n0 -= 1
+    if n0 < 0:
+        raise DecodeError('non-nullable field ForgottenTopicsData is null')
+    elif n0 > len(data) - pos:
+        raise DecodeError('array ForgottenTopicsData longer than the frame')
+    else:
+        v_forgotten_topics_data_11 = []
+        append_26 = v_forgotten_topics_data_11.append
+        for _ in range(n0):
+            v_topic_id_28, = _S10.unpack_from(data, pos)
+            pos += 16
+            v_partitions_29: list[int]
+            n1 = data[pos]
+            if n1 < 128:
+                pos += 1
+            else:
+                n1, pos = read_uvarint(data, pos)
+            n1 -= 1
+            if n1 < 0:
+                raise DecodeError('non-nullable field Partitions is null')
+            elif n1 > len(data) - pos:
+                raise DecodeError('array Partitions longer than the frame')
+            else:
+                v_partitions_29 = list(unpack_from('>%di' % n1, data, pos))
+                pos += n1 * 4
+            if data[pos] == 0:
+                pos += 1
+            else:
+                n_tags1, pos = read_uvarint(data, pos)
+                for _ in range(n_tags1):
+                    tag1, pos = read_uvarint(data, pos)
+                    size1, pos = read_uvarint(data, pos)
+                    end1 = pos + size1
+                    pos = end1
+            append_26(ForgottenTopic('', v_topic_id_28, v_partitions_29))
+    v_rack_id_12: str
+    n0 = data[pos]
+    if n0 < 128:
+        pos += 1
+    else:
+        n0, pos = read_uvarint(data, pos)
+    n0 -= 1
+    if n0 < 0:
+        raise DecodeError('non-nullable field RackId is null')
+    else:
+        v_rack_id_12 = str(data[pos:pos + n0], 'utf-8')
+        pos += n0
+    v_cluster_id_1: str | None = None
+    v_replica_state_3: ReplicaState = ReplicaState()
+    if data[pos] == 0:
+        pos += 1
+    else:
+        n_tags0, pos = read_uvarint(data, pos)
+        for _ in range(n_tags0):
+            tag0, pos = read_uvarint(data, pos)
+            size0, pos = read_uvarint(data, pos)
+            end0 = pos + size0
+            if tag0 == 0:
+                n0 = data[pos]
+                if n0 < 128:
+                    pos += 1
+                else:
+                    n0, pos = read_uvarint(data, pos)
+                n0 -= 1
+                if n0 < 0:
+                    v_cluster_id_1 = None
+                else:
+                    v_cluster_id_1 = str(data[pos:pos + n0], 'utf-8')
+                    pos += n0
+            elif tag0 == 1:
+                v_replica_id_30, v_replica_epoch_31 = _S12.unpack_from(data, pos)
+                pos += 12
+                if data[pos] == 0:
+                    pos += 1
+                else:
+                    n_tags1, pos = read_uvarint(data, pos)
+                    for _ in range(n_tags1):
+                        tag1, pos = read_uvarint(data, pos)
+                        size1, pos = read_uvarint(data, pos)
+                        end1 = pos + size1
+                        pos = end1
+                v_replica_state_3 = ReplicaState(v_replica_id_30, v_replica_epoch_31)
+            pos = end0
+    return FetchRequest(v_cluster_id_1, -1, v_replica_state_3, v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9, v_topics_10, v_forgotten_topics_data_11, v_rack_id_12), pos
+
+
+def encode_fetch_request_v16(m: FetchRequest, out: bytearray) -> None:
+    if m.replica_id != -1:
+        raise ValueError('attempted to write a non-default ReplicaId at version 16')
+    out += _S11.pack(m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch)
+    x_1 = m.topics
+    write_uvarint(out, len(x_1) + 1)
+    for e_2 in x_1:
+        out += _S10.pack(e_2.topic_id)
+        x_3 = e_2.partitions
+        write_uvarint(out, len(x_3) + 1)
+        for e_4 in x_3:
+            out += _S9.pack(e_4.partition, e_4.current_leader_epoch, e_4.fetch_offset, e_4.last_fetched_epoch, e_4.log_start_offset, e_4.partition_max_bytes)
+            out.append(0)
+        out.append(0)
+    x_5 = m.forgotten_topics_data
+    write_uvarint(out, len(x_5) + 1)
+    for e_6 in x_5:
+        out += _S10.pack(e_6.topic_id)
+        x_7 = e_6.partitions
+        write_uvarint(out, len(x_7) + 1)
+        out += pack('>%di' % len(x_7), *x_7)
+        out.append(0)
+    x_8 = m.rack_id
+    b_9 = x_8.encode()
+    write_uvarint(out, len(b_9) + 1)
+    out += b_9
+    tags0 = (m.cluster_id != None) + (m.replica_state != ReplicaState())
+    write_uvarint(out, tags0)
+    if m.cluster_id != None:
+        write_uvarint(out, 0)
+        tagbuf0 = bytearray()
+        x_10 = m.cluster_id
+        if x_10 is None:
+            tagbuf0.append(0)
+        else:
+            b_11 = x_10.encode()
+            write_uvarint(tagbuf0, len(b_11) + 1)
+            tagbuf0 += b_11
+        write_uvarint(out, len(tagbuf0))
+        out += tagbuf0
+    if m.replica_state != ReplicaState():
+        write_uvarint(out, 1)
+        tagbuf0 = bytearray()
+        s_13 = m.replica_state
+        tagbuf0 += _S12.pack(s_13.replica_id, s_13.replica_epoch)
+        tagbuf0.append(0)
+        write_uvarint(out, len(tagbuf0))
+        out += tagbuf0
+
+
+def decode_fetch_request_v17(data: bytes, pos: int) -> tuple[FetchRequest, int]:
+    v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9 = _S11.unpack_from(data, pos)
+    pos += 21
+    v_topics_10: list[FetchTopic]
+    n0 = data[pos]
+    if n0 < 128:
+        pos += 1
+    else:
+        n0, pos = read_uvarint(data, pos)
+    n0 -= 1
+    if n0 < 0:
+        raise DecodeError('non-nullable field Topics is null')
+    elif n0 > len(data) - pos:
+        raise DecodeError('array Topics longer than the frame')
+    else:
+        v_topics_10 = []
+        append_13 = v_topics_10.append
+        for _ in range(n0):
+            v_topic_id_15, = _S10.unpack_from(data, pos)
+            pos += 16
+            v_partitions_16: list[FetchPartition]
+            n1 = data[pos]
+            if n1 < 128:
+                pos += 1
+            else:
+                n1, pos = read_uvarint(data, pos)
+            n1 -= 1
+            if n1 < 0:
+                raise DecodeError('non-nullable field Partitions is null')
+            elif n1 > len(data) - pos:
+                raise DecodeError('array Partitions longer than the frame')
+            else:
+                v_partitions_16 = []
+                append_17 = v_partitions_16.append
+                for _ in range(n1):
+                    v_partition_18, v_current_leader_epoch_19, v_fetch_offset_20, v_last_fetched_epoch_21, v_log_start_offset_22, v_partition_max_bytes_23 = _S9.unpack_from(data, pos)
+                    pos += 32
+                    v_replica_directory_id_24: bytes = ZERO_UUID
+                    if data[pos] == 0:
+                        pos += 1
+                    else:
+                        n_tags2, pos = read_uvarint(data, pos)
+                        for _ in range(n_tags2):
+                            tag2, pos = read_uvarint(data, pos)
+                            size2, pos = read_uvarint(data, pos)
+                            end2 = pos + size2
+                            if tag2 == 0:
+                                v_replica_directory_id_24, = _S10.unpack_from(data, pos)
+                                pos += 16
+                            pos = end2
+                    append_17(FetchPartition(v_partition_18, v_current_leader_epoch_19, v_fetch_offset_20, v_last_fetched_epoch_21, v_log_start_offset_22, v_partition_max_bytes_23, v_replica_directory_id_24, 9223372036854775807))
+            if data[pos] == 0:
+                pos += 1
+            else:
+                n_tags1, pos = read_uvarint(data, pos)
+                for _ in range(n_tags1):
+                    tag1, pos = read_uvarint(data, pos)
+                    size1, pos = read_uvarint(data, pos)
+                    end1 = pos + size1
+                    pos = end1
+            append_13(FetchTopic('', v_topic_id_15, v_partitions_16))
+    v_forgotten_topics_data_11: list[ForgottenTopic]
+    n0 = data[pos]
+    if n0 < 128:
+        pos += 1
+    else:
+        n0, pos = read_uvarint(data, pos)
+    n0 -= 1
+    if n0 < 0:
+        raise DecodeError('non-nullable field ForgottenTopicsData is null')
+    elif n0 > len(data) - pos:
+        raise DecodeError('array ForgottenTopicsData longer than the frame')
+    else:
+        v_forgotten_topics_data_11 = []
+        append_26 = v_forgotten_topics_data_11.append
+        for _ in range(n0):
+            v_topic_id_28, = _S10.unpack_from(data, pos)
+            pos += 16
+            v_partitions_29: list[int]
+            n1 = data[pos]
+            if n1 < 128:
+                pos += 1
+            else:
+                n1, pos = read_uvarint(data, pos)
+            n1 -= 1
+            if n1 < 0:
+                raise DecodeError('non-nullable field Partitions is null')
+            elif n1 > len(data) - pos:
+                raise DecodeError('array Partitions longer than the frame')
+            else:
+                v_partitions_29 = list(unpack_from('>%di' % n1, data, pos))
+                pos += n1 * 4
+            if data[pos] == 0:
+                pos += 1
+            else:
+                n_tags1, pos = read_uvarint(data, pos)
+                for _ in range(n_tags1):
+                    tag1, pos = read_uvarint(data, pos)
+                    size1, pos = read_uvarint(data, pos)
+                    end1 = pos + size1
+                    pos = end1
+            append_26(ForgottenTopic('', v_topic_id_28, v_partitions_29))
+    v_rack_id_12: str
+    n0 = data[pos]
+    if n0 < 128:
+        pos += 1
+    else:
+        n0, pos = read_uvarint(data, pos)
+    n0 -= 1
+    if n0 < 0:
+        raise DecodeError('non-nullable field RackId is null')
+    else:
+        v_rack_id_12 = str(data[pos:pos + n0], 'utf-8')
+        pos += n0
+    v_cluster_id_1: str | None = None
+    v_replica_state_3: ReplicaState = ReplicaState()
+    if data[pos] == 0:
+        pos += 1
+    else:
+        n_tags0, pos = read_uvarint(data, pos)
+        for _ in range(n_tags0):
+            tag0, pos = read_uvarint(data, pos)
+            size0, pos = read_uvarint(data, pos)
+            end0 = pos + size0
+            if tag0 == 0:
+                n0 = data[pos]
+                if n0 < 128:
+                    pos += 1
+                else:
+                    n0, pos = read_uvarint(data, pos)
+                n0 -= 1
+                if n0 < 0:
+                    v_cluster_id_1 = None
+                else:
+                    v_cluster_id_1 = str(data[pos:pos + n0], 'utf-8')
+                    pos += n0
+            elif tag0 == 1:
+                v_replica_id_30, v_replica_epoch_31 = _S12.unpack_from(data, pos)
+                pos += 12
+                if data[pos] == 0:
+                    pos += 1
+                else:
+                    n_tags1, pos = read_uvarint(data, pos)
+                    for _ in range(n_tags1):
+                        tag1, pos = read_uvarint(data, pos)
+                        size1, pos = read_uvarint(data, pos)
+                        end1 = pos + size1
+                        pos = end1
+                v_replica_state_3 = ReplicaState(v_replica_id_30, v_replica_epoch_31)
+            pos = end0
+    return FetchRequest(v_cluster_id_1, -1, v_replica_state_3, v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9, v_topics_10, v_forgotten_topics_data_11, v_rack_id_12), pos
+
+
+def encode_fetch_request_v17(m: FetchRequest, out: bytearray) -> None:
+    if m.replica_id != -1:
+        raise ValueError('attempted to write a non-default ReplicaId at version 17')
+    out += _S11.pack(m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch)
+    x_1 = m.topics
+    write_uvarint(out, len(x_1) + 1)
+    for e_2 in x_1:
+        out += _S10.pack(e_2.topic_id)
+        x_3 = e_2.partitions
+        write_uvarint(out, len(x_3) + 1)
+        for e_4 in x_3:
+            out += _S9.pack(e_4.partition, e_4.current_leader_epoch, e_4.fetch_offset, e_4.last_fetched_epoch, e_4.log_start_offset, e_4.partition_max_bytes)
+            tags2 = (e_4.replica_directory_id != ZERO_UUID)
+            write_uvarint(out, tags2)
+            if e_4.replica_directory_id != ZERO_UUID:
+                write_uvarint(out, 0)
+                tagbuf2 = bytearray()
+                tagbuf2 += _S10.pack(e_4.replica_directory_id)
+                write_uvarint(out, len(tagbuf2))
+                out += tagbuf2
+        out.append(0)
+    x_6 = m.forgotten_topics_data
+    write_uvarint(out, len(x_6) + 1)
+    for e_7 in x_6:
+        out += _S10.pack(e_7.topic_id)
+        x_8 = e_7.partitions
+        write_uvarint(out, len(x_8) + 1)
+        out += pack('>%di' % len(x_8), *x_8)
+        out.append(0)
+    x_9 = m.rack_id
+    b_10 = x_9.encode()
+    write_uvarint(out, len(b_10) + 1)
+    out += b_10
+    tags0 = (m.cluster_id != None) + (m.replica_state != ReplicaState())
+    write_uvarint(out, tags0)
+    if m.cluster_id != None:
+        write_uvarint(out, 0)
+        tagbuf0 = bytearray()
+        x_11 = m.cluster_id
+        if x_11 is None:
+            tagbuf0.append(0)
+        else:
+            b_12 = x_11.encode()
+            write_uvarint(tagbuf0, len(b_12) + 1)
+            tagbuf0 += b_12
+        write_uvarint(out, len(tagbuf0))
+        out += tagbuf0
+    if m.replica_state != ReplicaState():
+        write_uvarint(out, 1)
+        tagbuf0 = bytearray()
+        s_14 = m.replica_state
+        tagbuf0 += _S12.pack(s_14.replica_id, s_14.replica_epoch)
+        tagbuf0.append(0)
+        write_uvarint(out, len(tagbuf0))
+        out += tagbuf0
+
+
+def decode_fetch_request_v18(data: bytes, pos: int) -> tuple[FetchRequest, int]:
+    v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9 = _S11.unpack_from(data, pos)
+    pos += 21
+    v_topics_10: list[FetchTopic]
+    n0 = data[pos]
+    if n0 < 128:
+        pos += 1
+    else:
+        n0, pos = read_uvarint(data, pos)
+    n0 -= 1
+    if n0 < 0:
+        raise DecodeError('non-nullable field Topics is null')
+    elif n0 > len(data) - pos:
+        raise DecodeError('array Topics longer than the frame')
+    else:
+        v_topics_10 = []
+        append_13 = v_topics_10.append
+        for _ in range(n0):
+            v_topic_id_15, = _S10.unpack_from(data, pos)
+            pos += 16
+            v_partitions_16: list[FetchPartition]
+            n1 = data[pos]
+            if n1 < 128:
+                pos += 1
+            else:
+                n1, pos = read_uvarint(data, pos)
+            n1 -= 1
+            if n1 < 0:
+                raise DecodeError('non-nullable field Partitions is null')
+            elif n1 > len(data) - pos:
+                raise DecodeError('array Partitions longer than the frame')
+            else:
+                v_partitions_16 = []
+                append_17 = v_partitions_16.append
+                for _ in range(n1):
+                    v_partition_18, v_current_leader_epoch_19, v_fetch_offset_20, v_last_fetched_epoch_21, v_log_start_offset_22, v_partition_max_bytes_23 = _S9.unpack_from(data, pos)
+                    pos += 32
+                    v_replica_directory_id_24: bytes = ZERO_UUID
+                    v_high_watermark_25: int = 9223372036854775807
+                    if data[pos] == 0:
+                        pos += 1
+                    else:
+                        n_tags2, pos = read_uvarint(data, pos)
+                        for _ in range(n_tags2):
+                            tag2, pos = read_uvarint(data, pos)
+                            size2, pos = read_uvarint(data, pos)
+                            end2 = pos + size2
+                            if tag2 == 0:
+                                v_replica_directory_id_24, = _S10.unpack_from(data, pos)
+                                pos += 16
+                            elif tag2 == 1:
+                                v_high_watermark_25, = _S13.unpack_from(data, pos)
+                                pos += 8
+                            pos = end2
+                    append_17(FetchPartition(v_partition_18, v_current_leader_epoch_19, v_fetch_offset_20, v_last_fetched_epoch_21, v_log_start_offset_22, v_partition_max_bytes_23, v_replica_directory_id_24, v_high_watermark_25))
+            if data[pos] == 0:
+                pos += 1
+            else:
+                n_tags1, pos = read_uvarint(data, pos)
+                for _ in range(n_tags1):
+                    tag1, pos = read_uvarint(data, pos)
+                    size1, pos = read_uvarint(data, pos)
+                    end1 = pos + size1
+                    pos = end1
+            append_13(FetchTopic('', v_topic_id_15, v_partitions_16))
+    v_forgotten_topics_data_11: list[ForgottenTopic]
+    n0 = data[pos]
+    if n0 < 128:
+        pos += 1
+    else:
+        n0, pos = read_uvarint(data, pos)
+    n0 -= 1
+    if n0 < 0:
+        raise DecodeError('non-nullable field ForgottenTopicsData is null')
+    elif n0 > len(data) - pos:
+        raise DecodeError('array ForgottenTopicsData longer than the frame')
+    else:
+        v_forgotten_topics_data_11 = []
+        append_26 = v_forgotten_topics_data_11.append
+        for _ in range(n0):
+            v_topic_id_28, = _S10.unpack_from(data, pos)
+            pos += 16
+            v_partitions_29: list[int]
+            n1 = data[pos]
+            if n1 < 128:
+                pos += 1
+            else:
+                n1, pos = read_uvarint(data, pos)
+            n1 -= 1
+            if n1 < 0:
+                raise DecodeError('non-nullable field Partitions is null')
+            elif n1 > len(data) - pos:
+                raise DecodeError('array Partitions longer than the frame')
+            else:
+                v_partitions_29 = list(unpack_from('>%di' % n1, data, pos))
+                pos += n1 * 4
+            if data[pos] == 0:
+                pos += 1
+            else:
+                n_tags1, pos = read_uvarint(data, pos)
+                for _ in range(n_tags1):
+                    tag1, pos = read_uvarint(data, pos)
+                    size1, pos = read_uvarint(data, pos)
+                    end1 = pos + size1
+                    pos = end1
+            append_26(ForgottenTopic('', v_topic_id_28, v_partitions_29))
+    v_rack_id_12: str
+    n0 = data[pos]
+    if n0 < 128:
+        pos += 1
+    else:
+        n0, pos = read_uvarint(data, pos)
+    n0 -= 1
+    if n0 < 0:
+        raise DecodeError('non-nullable field RackId is null')
+    else:
+        v_rack_id_12 = str(data[pos:pos + n0], 'utf-8')
+        pos += n0
+    v_cluster_id_1: str | None = None
+    v_replica_state_3: ReplicaState = ReplicaState()
+    if data[pos] == 0:
+        pos += 1
+    else:
+        n_tags0, pos = read_uvarint(data, pos)
+        for _ in range(n_tags0):
+            tag0, pos = read_uvarint(data, pos)
+            size0, pos = read_uvarint(data, pos)
+            end0 = pos + size0
+            if tag0 == 0:
+                n0 = data[pos]
+                if n0 < 128:
+                    pos += 1
+                else:
+                    n0, pos = read_uvarint(data, pos)
+                n0 -= 1
+                if n0 < 0:
+                    v_cluster_id_1 = None
+                else:
+                    v_cluster_id_1 = str(data[pos:pos + n0], 'utf-8')
+                    pos += n0
+            elif tag0 == 1:
+                v_replica_id_30, v_replica_epoch_31 = _S12.unpack_from(data, pos)
+                pos += 12
+                if data[pos] == 0:
+                    pos += 1
+                else:
+                    n_tags1, pos = read_uvarint(data, pos)
+                    for _ in range(n_tags1):
+                        tag1, pos = read_uvarint(data, pos)
+                        size1, pos = read_uvarint(data, pos)
+                        end1 = pos + size1
+                        pos = end1
+                v_replica_state_3 = ReplicaState(v_replica_id_30, v_replica_epoch_31)
+            pos = end0
+    return FetchRequest(v_cluster_id_1, -1, v_replica_state_3, v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9, v_topics_10, v_forgotten_topics_data_11, v_rack_id_12), pos
+
+
+def encode_fetch_request_v18(m: FetchRequest, out: bytearray) -> None:
+    if m.replica_id != -1:
+        raise ValueError('attempted to write a non-default ReplicaId at version 18')
+    out += _S11.pack(m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch)
+    x_1 = m.topics
+    write_uvarint(out, len(x_1) + 1)
+    for e_2 in x_1:
+        out += _S10.pack(e_2.topic_id)
+        x_3 = e_2.partitions
+        write_uvarint(out, len(x_3) + 1)
+        for e_4 in x_3:
+            out += _S9.pack(e_4.partition, e_4.current_leader_epoch, e_4.fetch_offset, e_4.last_fetched_epoch, e_4.log_start_offset, e_4.partition_max_bytes)
+            tags2 = (e_4.replica_directory_id != ZERO_UUID) + (e_4.high_watermark != 9223372036854775807)
+            write_uvarint(out, tags2)
+            if e_4.replica_directory_id != ZERO_UUID:
+                write_uvarint(out, 0)
+                tagbuf2 = bytearray()
+                tagbuf2 += _S10.pack(e_4.replica_directory_id)
+                write_uvarint(out, len(tagbuf2))
+                out += tagbuf2
+            if e_4.high_watermark != 9223372036854775807:
+                write_uvarint(out, 1)
+                tagbuf2 = bytearray()
+                tagbuf2 += _S13.pack(e_4.high_watermark)
+                write_uvarint(out, len(tagbuf2))
+                out += tagbuf2
+        out.append(0)
+    x_7 = m.forgotten_topics_data
+    write_uvarint(out, len(x_7) + 1)
+    for e_8 in x_7:
+        out += _S10.pack(e_8.topic_id)
+        x_9 = e_8.partitions
+        write_uvarint(out, len(x_9) + 1)
+        out += pack('>%di' % len(x_9), *x_9)
+        out.append(0)
+    x_10 = m.rack_id
+    b_11 = x_10.encode()
+    write_uvarint(out, len(b_11) + 1)
+    out += b_11
+    tags0 = (m.cluster_id != None) + (m.replica_state != ReplicaState())
+    write_uvarint(out, tags0)
+    if m.cluster_id != None:
+        write_uvarint(out, 0)
+        tagbuf0 = bytearray()
+        x_12 = m.cluster_id
+        if x_12 is None:
+            tagbuf0.append(0)
+        else:
+            b_13 = x_12.encode()
+            write_uvarint(tagbuf0, len(b_13) + 1)
+            tagbuf0 += b_13
+        write_uvarint(out, len(tagbuf0))
+        out += tagbuf0
+    if m.replica_state != ReplicaState():
+        write_uvarint(out, 1)
+        tagbuf0 = bytearray()
+        s_15 = m.replica_state
+        tagbuf0 += _S12.pack(s_15.replica_id, s_15.replica_epoch)
+        tagbuf0.append(0)
+        write_uvarint(out, len(tagbuf0))
+        out += tagbuf0
+
+
 def decode_fetch_response_v0(data: bytes, pos: int) -> tuple[FetchResponse, int]:
     v_responses_4: list[FetchableTopicResponse]
     n0, = _S1.unpack_from(data, pos)
@@ -1487,7 +2494,7 @@ def decode_fetch_response_v0(data: bytes, pos: int) -> tuple[FetchResponse, int]
                 v_partitions_9 = []
                 append_10 = v_partitions_9.append
                 for _ in range(n1):
-                    v_partition_index_11, v_error_code_12, v_high_watermark_13 = _S11.unpack_from(data, pos)
+                    v_partition_index_11, v_error_code_12, v_high_watermark_13 = _S14.unpack_from(data, pos)
                     pos += 14
                     v_records_21: bytes | None
                     n2, = _S1.unpack_from(data, pos)
@@ -1525,7 +2532,7 @@ def encode_fetch_response_v0(m: FetchResponse, out: bytearray) -> None:
                 raise ValueError('attempted to write a non-default SnapshotId at version 0')
             if e_6.preferred_read_replica != -1:
                 raise ValueError('attempted to write a non-default PreferredReadReplica at version 0')
-            out += _S11.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark)
+            out += _S14.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark)
             x_7 = e_6.records
             if x_7 is None:
                 out += b'\xff\xff\xff\xff'
@@ -1567,7 +2574,7 @@ def decode_fetch_response_v1(data: bytes, pos: int) -> tuple[FetchResponse, int]
                 v_partitions_9 = []
                 append_10 = v_partitions_9.append
                 for _ in range(n1):
-                    v_partition_index_11, v_error_code_12, v_high_watermark_13 = _S11.unpack_from(data, pos)
+                    v_partition_index_11, v_error_code_12, v_high_watermark_13 = _S14.unpack_from(data, pos)
                     pos += 14
                     v_records_21: bytes | None
                     n2, = _S1.unpack_from(data, pos)
@@ -1606,7 +2613,7 @@ def encode_fetch_response_v1(m: FetchResponse, out: bytearray) -> None:
                 raise ValueError('attempted to write a non-default SnapshotId at version 1')
             if e_6.preferred_read_replica != -1:
                 raise ValueError('attempted to write a non-default PreferredReadReplica at version 1')
-            out += _S11.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark)
+            out += _S14.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark)
             x_7 = e_6.records
             if x_7 is None:
                 out += b'\xff\xff\xff\xff'
@@ -1648,7 +2655,7 @@ def decode_fetch_response_v2(data: bytes, pos: int) -> tuple[FetchResponse, int]
                 v_partitions_9 = []
                 append_10 = v_partitions_9.append
                 for _ in range(n1):
-                    v_partition_index_11, v_error_code_12, v_high_watermark_13 = _S11.unpack_from(data, pos)
+                    v_partition_index_11, v_error_code_12, v_high_watermark_13 = _S14.unpack_from(data, pos)
                     pos += 14
                     v_records_21: bytes | None
                     n2, = _S1.unpack_from(data, pos)
@@ -1687,7 +2694,7 @@ def encode_fetch_response_v2(m: FetchResponse, out: bytearray) -> None:
                 raise ValueError('attempted to write a non-default SnapshotId at version 2')
             if e_6.preferred_read_replica != -1:
                 raise ValueError('attempted to write a non-default PreferredReadReplica at version 2')
-            out += _S11.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark)
+            out += _S14.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark)
             x_7 = e_6.records
             if x_7 is None:
                 out += b'\xff\xff\xff\xff'
@@ -1729,7 +2736,7 @@ def decode_fetch_response_v3(data: bytes, pos: int) -> tuple[FetchResponse, int]
                 v_partitions_9 = []
                 append_10 = v_partitions_9.append
                 for _ in range(n1):
-                    v_partition_index_11, v_error_code_12, v_high_watermark_13 = _S11.unpack_from(data, pos)
+                    v_partition_index_11, v_error_code_12, v_high_watermark_13 = _S14.unpack_from(data, pos)
                     pos += 14
                     v_records_21: bytes | None
                     n2, = _S1.unpack_from(data, pos)
@@ -1768,7 +2775,7 @@ def encode_fetch_response_v3(m: FetchResponse, out: bytearray) -> None:
                 raise ValueError('attempted to write a non-default SnapshotId at version 3')
             if e_6.preferred_read_replica != -1:
                 raise ValueError('attempted to write a non-default PreferredReadReplica at version 3')
-            out += _S11.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark)
+            out += _S14.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark)
             x_7 = e_6.records
             if x_7 is None:
                 out += b'\xff\xff\xff\xff'
@@ -1810,7 +2817,7 @@ def decode_fetch_response_v4(data: bytes, pos: int) -> tuple[FetchResponse, int]
                 v_partitions_9 = []
                 append_10 = v_partitions_9.append
                 for _ in range(n1):
-                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14 = _S12.unpack_from(data, pos)
+                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14 = _S15.unpack_from(data, pos)
                     pos += 22
                     v_aborted_transactions_19: list[AbortedTransaction] | None
                     n2, = _S1.unpack_from(data, pos)
@@ -1823,7 +2830,7 @@ def decode_fetch_response_v4(data: bytes, pos: int) -> tuple[FetchResponse, int]
                         v_aborted_transactions_19 = []
                         append_22 = v_aborted_transactions_19.append
                         for _ in range(n2):
-                            v_producer_id_23, v_first_offset_24 = _S13.unpack_from(data, pos)
+                            v_producer_id_23, v_first_offset_24 = _S16.unpack_from(data, pos)
                             pos += 16
                             append_22(AbortedTransaction(v_producer_id_23, v_first_offset_24))
                     v_records_21: bytes | None
@@ -1863,14 +2870,14 @@ def encode_fetch_response_v4(m: FetchResponse, out: bytearray) -> None:
                 raise ValueError('attempted to write a non-default SnapshotId at version 4')
             if e_6.preferred_read_replica != -1:
                 raise ValueError('attempted to write a non-default PreferredReadReplica at version 4')
-            out += _S12.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset)
+            out += _S15.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset)
             x_7 = e_6.aborted_transactions
             if x_7 is None:
                 out += b'\xff\xff\xff\xff'
             else:
                 out += _S1.pack(len(x_7))
                 for e_8 in x_7:
-                    out += _S13.pack(e_8.producer_id, e_8.first_offset)
+                    out += _S16.pack(e_8.producer_id, e_8.first_offset)
             x_9 = e_6.records
             if x_9 is None:
                 out += b'\xff\xff\xff\xff'
@@ -1912,7 +2919,7 @@ def decode_fetch_response_v5(data: bytes, pos: int) -> tuple[FetchResponse, int]
                 v_partitions_9 = []
                 append_10 = v_partitions_9.append
                 for _ in range(n1):
-                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15 = _S14.unpack_from(data, pos)
+                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15 = _S17.unpack_from(data, pos)
                     pos += 30
                     v_aborted_transactions_19: list[AbortedTransaction] | None
                     n2, = _S1.unpack_from(data, pos)
@@ -1925,7 +2932,7 @@ def decode_fetch_response_v5(data: bytes, pos: int) -> tuple[FetchResponse, int]
                         v_aborted_transactions_19 = []
                         append_22 = v_aborted_transactions_19.append
                         for _ in range(n2):
-                            v_producer_id_23, v_first_offset_24 = _S13.unpack_from(data, pos)
+                            v_producer_id_23, v_first_offset_24 = _S16.unpack_from(data, pos)
                             pos += 16
                             append_22(AbortedTransaction(v_producer_id_23, v_first_offset_24))
                     v_records_21: bytes | None
@@ -1965,14 +2972,14 @@ def encode_fetch_response_v5(m: FetchResponse, out: bytearray) -> None:
                 raise ValueError('attempted to write a non-default SnapshotId at version 5')
             if e_6.preferred_read_replica != -1:
                 raise ValueError('attempted to write a non-default PreferredReadReplica at version 5')
-            out += _S14.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
+            out += _S17.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
             x_7 = e_6.aborted_transactions
             if x_7 is None:
                 out += b'\xff\xff\xff\xff'
             else:
                 out += _S1.pack(len(x_7))
                 for e_8 in x_7:
-                    out += _S13.pack(e_8.producer_id, e_8.first_offset)
+                    out += _S16.pack(e_8.producer_id, e_8.first_offset)
             x_9 = e_6.records
             if x_9 is None:
                 out += b'\xff\xff\xff\xff'
@@ -2014,7 +3021,7 @@ def decode_fetch_response_v6(data: bytes, pos: int) -> tuple[FetchResponse, int]
                 v_partitions_9 = []
                 append_10 = v_partitions_9.append
                 for _ in range(n1):
-                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15 = _S14.unpack_from(data, pos)
+                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15 = _S17.unpack_from(data, pos)
                     pos += 30
                     v_aborted_transactions_19: list[AbortedTransaction] | None
                     n2, = _S1.unpack_from(data, pos)
@@ -2027,7 +3034,7 @@ def decode_fetch_response_v6(data: bytes, pos: int) -> tuple[FetchResponse, int]
                         v_aborted_transactions_19 = []
                         append_22 = v_aborted_transactions_19.append
                         for _ in range(n2):
-                            v_producer_id_23, v_first_offset_24 = _S13.unpack_from(data, pos)
+                            v_producer_id_23, v_first_offset_24 = _S16.unpack_from(data, pos)
                             pos += 16
                             append_22(AbortedTransaction(v_producer_id_23, v_first_offset_24))
                     v_records_21: bytes | None
@@ -2067,14 +3074,14 @@ def encode_fetch_response_v6(m: FetchResponse, out: bytearray) -> None:
                 raise ValueError('attempted to write a non-default SnapshotId at version 6')
             if e_6.preferred_read_replica != -1:
                 raise ValueError('attempted to write a non-default PreferredReadReplica at version 6')
-            out += _S14.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
+            out += _S17.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
             x_7 = e_6.aborted_transactions
             if x_7 is None:
                 out += b'\xff\xff\xff\xff'
             else:
                 out += _S1.pack(len(x_7))
                 for e_8 in x_7:
-                    out += _S13.pack(e_8.producer_id, e_8.first_offset)
+                    out += _S16.pack(e_8.producer_id, e_8.first_offset)
             x_9 = e_6.records
             if x_9 is None:
                 out += b'\xff\xff\xff\xff'
@@ -2084,7 +3091,7 @@ def encode_fetch_response_v6(m: FetchResponse, out: bytearray) -> None:
 
 
 def decode_fetch_response_v7(data: bytes, pos: int) -> tuple[FetchResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2, v_session_id_3 = _S15.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2, v_session_id_3 = _S18.unpack_from(data, pos)
     pos += 10
     v_responses_4: list[FetchableTopicResponse]
     n0, = _S1.unpack_from(data, pos)
@@ -2116,7 +3123,7 @@ def decode_fetch_response_v7(data: bytes, pos: int) -> tuple[FetchResponse, int]
                 v_partitions_9 = []
                 append_10 = v_partitions_9.append
                 for _ in range(n1):
-                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15 = _S14.unpack_from(data, pos)
+                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15 = _S17.unpack_from(data, pos)
                     pos += 30
                     v_aborted_transactions_19: list[AbortedTransaction] | None
                     n2, = _S1.unpack_from(data, pos)
@@ -2129,7 +3136,7 @@ def decode_fetch_response_v7(data: bytes, pos: int) -> tuple[FetchResponse, int]
                         v_aborted_transactions_19 = []
                         append_22 = v_aborted_transactions_19.append
                         for _ in range(n2):
-                            v_producer_id_23, v_first_offset_24 = _S13.unpack_from(data, pos)
+                            v_producer_id_23, v_first_offset_24 = _S16.unpack_from(data, pos)
                             pos += 16
                             append_22(AbortedTransaction(v_producer_id_23, v_first_offset_24))
                     v_records_21: bytes | None
@@ -2148,7 +3155,7 @@ def decode_fetch_response_v7(data: bytes, pos: int) -> tuple[FetchResponse, int]
 def encode_fetch_response_v7(m: FetchResponse, out: bytearray) -> None:
     if m.node_endpoints:
         raise ValueError('attempted to write a non-default NodeEndpoints at version 7')
-    out += _S15.pack(m.throttle_time_ms, m.error_code, m.session_id)
+    out += _S18.pack(m.throttle_time_ms, m.error_code, m.session_id)
     x_1 = m.responses
     out += _S1.pack(len(x_1))
     for e_2 in x_1:
@@ -2167,14 +3174,14 @@ def encode_fetch_response_v7(m: FetchResponse, out: bytearray) -> None:
                 raise ValueError('attempted to write a non-default SnapshotId at version 7')
             if e_6.preferred_read_replica != -1:
                 raise ValueError('attempted to write a non-default PreferredReadReplica at version 7')
-            out += _S14.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
+            out += _S17.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
             x_7 = e_6.aborted_transactions
             if x_7 is None:
                 out += b'\xff\xff\xff\xff'
             else:
                 out += _S1.pack(len(x_7))
                 for e_8 in x_7:
-                    out += _S13.pack(e_8.producer_id, e_8.first_offset)
+                    out += _S16.pack(e_8.producer_id, e_8.first_offset)
             x_9 = e_6.records
             if x_9 is None:
                 out += b'\xff\xff\xff\xff'
@@ -2184,7 +3191,7 @@ def encode_fetch_response_v7(m: FetchResponse, out: bytearray) -> None:
 
 
 def decode_fetch_response_v8(data: bytes, pos: int) -> tuple[FetchResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2, v_session_id_3 = _S15.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2, v_session_id_3 = _S18.unpack_from(data, pos)
     pos += 10
     v_responses_4: list[FetchableTopicResponse]
     n0, = _S1.unpack_from(data, pos)
@@ -2216,7 +3223,7 @@ def decode_fetch_response_v8(data: bytes, pos: int) -> tuple[FetchResponse, int]
                 v_partitions_9 = []
                 append_10 = v_partitions_9.append
                 for _ in range(n1):
-                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15 = _S14.unpack_from(data, pos)
+                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15 = _S17.unpack_from(data, pos)
                     pos += 30
                     v_aborted_transactions_19: list[AbortedTransaction] | None
                     n2, = _S1.unpack_from(data, pos)
@@ -2229,7 +3236,7 @@ def decode_fetch_response_v8(data: bytes, pos: int) -> tuple[FetchResponse, int]
                         v_aborted_transactions_19 = []
                         append_22 = v_aborted_transactions_19.append
                         for _ in range(n2):
-                            v_producer_id_23, v_first_offset_24 = _S13.unpack_from(data, pos)
+                            v_producer_id_23, v_first_offset_24 = _S16.unpack_from(data, pos)
                             pos += 16
                             append_22(AbortedTransaction(v_producer_id_23, v_first_offset_24))
                     v_records_21: bytes | None
@@ -2248,7 +3255,7 @@ def decode_fetch_response_v8(data: bytes, pos: int) -> tuple[FetchResponse, int]
 def encode_fetch_response_v8(m: FetchResponse, out: bytearray) -> None:
     if m.node_endpoints:
         raise ValueError('attempted to write a non-default NodeEndpoints at version 8')
-    out += _S15.pack(m.throttle_time_ms, m.error_code, m.session_id)
+    out += _S18.pack(m.throttle_time_ms, m.error_code, m.session_id)
     x_1 = m.responses
     out += _S1.pack(len(x_1))
     for e_2 in x_1:
@@ -2267,14 +3274,14 @@ def encode_fetch_response_v8(m: FetchResponse, out: bytearray) -> None:
                 raise ValueError('attempted to write a non-default SnapshotId at version 8')
             if e_6.preferred_read_replica != -1:
                 raise ValueError('attempted to write a non-default PreferredReadReplica at version 8')
-            out += _S14.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
+            out += _S17.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
             x_7 = e_6.aborted_transactions
             if x_7 is None:
                 out += b'\xff\xff\xff\xff'
             else:
                 out += _S1.pack(len(x_7))
                 for e_8 in x_7:
-                    out += _S13.pack(e_8.producer_id, e_8.first_offset)
+                    out += _S16.pack(e_8.producer_id, e_8.first_offset)
             x_9 = e_6.records
             if x_9 is None:
                 out += b'\xff\xff\xff\xff'
@@ -2284,7 +3291,7 @@ def encode_fetch_response_v8(m: FetchResponse, out: bytearray) -> None:
 
 
 def decode_fetch_response_v9(data: bytes, pos: int) -> tuple[FetchResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2, v_session_id_3 = _S15.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2, v_session_id_3 = _S18.unpack_from(data, pos)
     pos += 10
     v_responses_4: list[FetchableTopicResponse]
     n0, = _S1.unpack_from(data, pos)
@@ -2316,7 +3323,7 @@ def decode_fetch_response_v9(data: bytes, pos: int) -> tuple[FetchResponse, int]
                 v_partitions_9 = []
                 append_10 = v_partitions_9.append
                 for _ in range(n1):
-                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15 = _S14.unpack_from(data, pos)
+                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15 = _S17.unpack_from(data, pos)
                     pos += 30
                     v_aborted_transactions_19: list[AbortedTransaction] | None
                     n2, = _S1.unpack_from(data, pos)
@@ -2329,7 +3336,7 @@ def decode_fetch_response_v9(data: bytes, pos: int) -> tuple[FetchResponse, int]
                         v_aborted_transactions_19 = []
                         append_22 = v_aborted_transactions_19.append
                         for _ in range(n2):
-                            v_producer_id_23, v_first_offset_24 = _S13.unpack_from(data, pos)
+                            v_producer_id_23, v_first_offset_24 = _S16.unpack_from(data, pos)
                             pos += 16
                             append_22(AbortedTransaction(v_producer_id_23, v_first_offset_24))
                     v_records_21: bytes | None
@@ -2348,7 +3355,7 @@ def decode_fetch_response_v9(data: bytes, pos: int) -> tuple[FetchResponse, int]
 def encode_fetch_response_v9(m: FetchResponse, out: bytearray) -> None:
     if m.node_endpoints:
         raise ValueError('attempted to write a non-default NodeEndpoints at version 9')
-    out += _S15.pack(m.throttle_time_ms, m.error_code, m.session_id)
+    out += _S18.pack(m.throttle_time_ms, m.error_code, m.session_id)
     x_1 = m.responses
     out += _S1.pack(len(x_1))
     for e_2 in x_1:
@@ -2367,14 +3374,14 @@ def encode_fetch_response_v9(m: FetchResponse, out: bytearray) -> None:
                 raise ValueError('attempted to write a non-default SnapshotId at version 9')
             if e_6.preferred_read_replica != -1:
                 raise ValueError('attempted to write a non-default PreferredReadReplica at version 9')
-            out += _S14.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
+            out += _S17.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
             x_7 = e_6.aborted_transactions
             if x_7 is None:
                 out += b'\xff\xff\xff\xff'
             else:
                 out += _S1.pack(len(x_7))
                 for e_8 in x_7:
-                    out += _S13.pack(e_8.producer_id, e_8.first_offset)
+                    out += _S16.pack(e_8.producer_id, e_8.first_offset)
             x_9 = e_6.records
             if x_9 is None:
                 out += b'\xff\xff\xff\xff'
@@ -2384,7 +3391,7 @@ def encode_fetch_response_v9(m: FetchResponse, out: bytearray) -> None:
 
 
 def decode_fetch_response_v10(data: bytes, pos: int) -> tuple[FetchResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2, v_session_id_3 = _S15.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2, v_session_id_3 = _S18.unpack_from(data, pos)
     pos += 10
     v_responses_4: list[FetchableTopicResponse]
     n0, = _S1.unpack_from(data, pos)
@@ -2416,7 +3423,7 @@ def decode_fetch_response_v10(data: bytes, pos: int) -> tuple[FetchResponse, int
                 v_partitions_9 = []
                 append_10 = v_partitions_9.append
                 for _ in range(n1):
-                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15 = _S14.unpack_from(data, pos)
+                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15 = _S17.unpack_from(data, pos)
                     pos += 30
                     v_aborted_transactions_19: list[AbortedTransaction] | None
                     n2, = _S1.unpack_from(data, pos)
@@ -2429,7 +3436,7 @@ def decode_fetch_response_v10(data: bytes, pos: int) -> tuple[FetchResponse, int
                         v_aborted_transactions_19 = []
                         append_22 = v_aborted_transactions_19.append
                         for _ in range(n2):
-                            v_producer_id_23, v_first_offset_24 = _S13.unpack_from(data, pos)
+                            v_producer_id_23, v_first_offset_24 = _S16.unpack_from(data, pos)
                             pos += 16
                             append_22(AbortedTransaction(v_producer_id_23, v_first_offset_24))
                     v_records_21: bytes | None
@@ -2448,7 +3455,7 @@ def decode_fetch_response_v10(data: bytes, pos: int) -> tuple[FetchResponse, int
 def encode_fetch_response_v10(m: FetchResponse, out: bytearray) -> None:
     if m.node_endpoints:
         raise ValueError('attempted to write a non-default NodeEndpoints at version 10')
-    out += _S15.pack(m.throttle_time_ms, m.error_code, m.session_id)
+    out += _S18.pack(m.throttle_time_ms, m.error_code, m.session_id)
     x_1 = m.responses
     out += _S1.pack(len(x_1))
     for e_2 in x_1:
@@ -2467,14 +3474,14 @@ def encode_fetch_response_v10(m: FetchResponse, out: bytearray) -> None:
                 raise ValueError('attempted to write a non-default SnapshotId at version 10')
             if e_6.preferred_read_replica != -1:
                 raise ValueError('attempted to write a non-default PreferredReadReplica at version 10')
-            out += _S14.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
+            out += _S17.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
             x_7 = e_6.aborted_transactions
             if x_7 is None:
                 out += b'\xff\xff\xff\xff'
             else:
                 out += _S1.pack(len(x_7))
                 for e_8 in x_7:
-                    out += _S13.pack(e_8.producer_id, e_8.first_offset)
+                    out += _S16.pack(e_8.producer_id, e_8.first_offset)
             x_9 = e_6.records
             if x_9 is None:
                 out += b'\xff\xff\xff\xff'
@@ -2484,7 +3491,7 @@ def encode_fetch_response_v10(m: FetchResponse, out: bytearray) -> None:
 
 
 def decode_fetch_response_v11(data: bytes, pos: int) -> tuple[FetchResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2, v_session_id_3 = _S15.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2, v_session_id_3 = _S18.unpack_from(data, pos)
     pos += 10
     v_responses_4: list[FetchableTopicResponse]
     n0, = _S1.unpack_from(data, pos)
@@ -2516,7 +3523,7 @@ def decode_fetch_response_v11(data: bytes, pos: int) -> tuple[FetchResponse, int
                 v_partitions_9 = []
                 append_10 = v_partitions_9.append
                 for _ in range(n1):
-                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15 = _S14.unpack_from(data, pos)
+                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15 = _S17.unpack_from(data, pos)
                     pos += 30
                     v_aborted_transactions_19: list[AbortedTransaction] | None
                     n2, = _S1.unpack_from(data, pos)
@@ -2529,7 +3536,7 @@ def decode_fetch_response_v11(data: bytes, pos: int) -> tuple[FetchResponse, int
                         v_aborted_transactions_19 = []
                         append_22 = v_aborted_transactions_19.append
                         for _ in range(n2):
-                            v_producer_id_23, v_first_offset_24 = _S13.unpack_from(data, pos)
+                            v_producer_id_23, v_first_offset_24 = _S16.unpack_from(data, pos)
                             pos += 16
                             append_22(AbortedTransaction(v_producer_id_23, v_first_offset_24))
                     v_preferred_read_replica_20, = _S1.unpack_from(data, pos)
@@ -2550,7 +3557,7 @@ def decode_fetch_response_v11(data: bytes, pos: int) -> tuple[FetchResponse, int
 def encode_fetch_response_v11(m: FetchResponse, out: bytearray) -> None:
     if m.node_endpoints:
         raise ValueError('attempted to write a non-default NodeEndpoints at version 11')
-    out += _S15.pack(m.throttle_time_ms, m.error_code, m.session_id)
+    out += _S18.pack(m.throttle_time_ms, m.error_code, m.session_id)
     x_1 = m.responses
     out += _S1.pack(len(x_1))
     for e_2 in x_1:
@@ -2567,14 +3574,14 @@ def encode_fetch_response_v11(m: FetchResponse, out: bytearray) -> None:
                 raise ValueError('attempted to write a non-default CurrentLeader at version 11')
             if (e_6.snapshot_id.end_offset != -1) or (e_6.snapshot_id.epoch != -1):
                 raise ValueError('attempted to write a non-default SnapshotId at version 11')
-            out += _S14.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
+            out += _S17.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
             x_7 = e_6.aborted_transactions
             if x_7 is None:
                 out += b'\xff\xff\xff\xff'
             else:
                 out += _S1.pack(len(x_7))
                 for e_8 in x_7:
-                    out += _S13.pack(e_8.producer_id, e_8.first_offset)
+                    out += _S16.pack(e_8.producer_id, e_8.first_offset)
             out += _S1.pack(e_6.preferred_read_replica)
             x_9 = e_6.records
             if x_9 is None:
@@ -2585,7 +3592,7 @@ def encode_fetch_response_v11(m: FetchResponse, out: bytearray) -> None:
 
 
 def decode_fetch_response_v12(data: bytes, pos: int) -> tuple[FetchResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2, v_session_id_3 = _S15.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2, v_session_id_3 = _S18.unpack_from(data, pos)
     pos += 10
     v_responses_4: list[FetchableTopicResponse]
     n0 = data[pos]
@@ -2629,7 +3636,7 @@ def decode_fetch_response_v12(data: bytes, pos: int) -> tuple[FetchResponse, int
                 v_partitions_9 = []
                 append_10 = v_partitions_9.append
                 for _ in range(n1):
-                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15 = _S14.unpack_from(data, pos)
+                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15 = _S17.unpack_from(data, pos)
                     pos += 30
                     v_aborted_transactions_19: list[AbortedTransaction] | None
                     n2 = data[pos]
@@ -2646,7 +3653,7 @@ def decode_fetch_response_v12(data: bytes, pos: int) -> tuple[FetchResponse, int
                         v_aborted_transactions_19 = []
                         append_22 = v_aborted_transactions_19.append
                         for _ in range(n2):
-                            v_producer_id_23, v_first_offset_24 = _S13.unpack_from(data, pos)
+                            v_producer_id_23, v_first_offset_24 = _S16.unpack_from(data, pos)
                             pos += 16
                             if data[pos] == 0:
                                 pos += 1
@@ -2684,7 +3691,7 @@ def decode_fetch_response_v12(data: bytes, pos: int) -> tuple[FetchResponse, int
                             size2, pos = read_uvarint(data, pos)
                             end2 = pos + size2
                             if tag2 == 0:
-                                v_epoch_25, v_end_offset_26 = _S16.unpack_from(data, pos)
+                                v_epoch_25, v_end_offset_26 = _S12.unpack_from(data, pos)
                                 pos += 12
                                 if data[pos] == 0:
                                     pos += 1
@@ -2697,7 +3704,7 @@ def decode_fetch_response_v12(data: bytes, pos: int) -> tuple[FetchResponse, int
                                         pos = end3
                                 v_diverging_epoch_16 = EpochEndOffset(v_epoch_25, v_end_offset_26)
                             elif tag2 == 1:
-                                v_leader_id_27, v_leader_epoch_28 = _S17.unpack_from(data, pos)
+                                v_leader_id_27, v_leader_epoch_28 = _S19.unpack_from(data, pos)
                                 pos += 8
                                 if data[pos] == 0:
                                     pos += 1
@@ -2710,7 +3717,7 @@ def decode_fetch_response_v12(data: bytes, pos: int) -> tuple[FetchResponse, int
                                         pos = end3
                                 v_current_leader_17 = LeaderIdAndEpoch(v_leader_id_27, v_leader_epoch_28)
                             elif tag2 == 2:
-                                v_end_offset_29, v_epoch_30 = _S18.unpack_from(data, pos)
+                                v_end_offset_29, v_epoch_30 = _S20.unpack_from(data, pos)
                                 pos += 12
                                 if data[pos] == 0:
                                     pos += 1
@@ -2749,7 +3756,7 @@ def decode_fetch_response_v12(data: bytes, pos: int) -> tuple[FetchResponse, int
 def encode_fetch_response_v12(m: FetchResponse, out: bytearray) -> None:
     if m.node_endpoints:
         raise ValueError('attempted to write a non-default NodeEndpoints at version 12')
-    out += _S15.pack(m.throttle_time_ms, m.error_code, m.session_id)
+    out += _S18.pack(m.throttle_time_ms, m.error_code, m.session_id)
     x_1 = m.responses
     write_uvarint(out, len(x_1) + 1)
     for e_2 in x_1:
@@ -2760,14 +3767,14 @@ def encode_fetch_response_v12(m: FetchResponse, out: bytearray) -> None:
         x_5 = e_2.partitions
         write_uvarint(out, len(x_5) + 1)
         for e_6 in x_5:
-            out += _S14.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
+            out += _S17.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
             x_7 = e_6.aborted_transactions
             if x_7 is None:
                 out.append(0)
             else:
                 write_uvarint(out, len(x_7) + 1)
                 for e_8 in x_7:
-                    out += _S13.pack(e_8.producer_id, e_8.first_offset)
+                    out += _S16.pack(e_8.producer_id, e_8.first_offset)
                     out.append(0)
             out += _S1.pack(e_6.preferred_read_replica)
             x_9 = e_6.records
@@ -2782,7 +3789,7 @@ def encode_fetch_response_v12(m: FetchResponse, out: bytearray) -> None:
                 write_uvarint(out, 0)
                 tagbuf2 = bytearray()
                 s_11 = e_6.diverging_epoch
-                tagbuf2 += _S16.pack(s_11.epoch, s_11.end_offset)
+                tagbuf2 += _S12.pack(s_11.epoch, s_11.end_offset)
                 tagbuf2.append(0)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
@@ -2790,7 +3797,7 @@ def encode_fetch_response_v12(m: FetchResponse, out: bytearray) -> None:
                 write_uvarint(out, 1)
                 tagbuf2 = bytearray()
                 s_13 = e_6.current_leader
-                tagbuf2 += _S17.pack(s_13.leader_id, s_13.leader_epoch)
+                tagbuf2 += _S19.pack(s_13.leader_id, s_13.leader_epoch)
                 tagbuf2.append(0)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
@@ -2798,7 +3805,7 @@ def encode_fetch_response_v12(m: FetchResponse, out: bytearray) -> None:
                 write_uvarint(out, 2)
                 tagbuf2 = bytearray()
                 s_15 = e_6.snapshot_id
-                tagbuf2 += _S18.pack(s_15.end_offset, s_15.epoch)
+                tagbuf2 += _S20.pack(s_15.end_offset, s_15.epoch)
                 tagbuf2.append(0)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
@@ -2807,7 +3814,7 @@ def encode_fetch_response_v12(m: FetchResponse, out: bytearray) -> None:
 
 
 def decode_fetch_response_v13(data: bytes, pos: int) -> tuple[FetchResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2, v_session_id_3 = _S15.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2, v_session_id_3 = _S18.unpack_from(data, pos)
     pos += 10
     v_responses_4: list[FetchableTopicResponse]
     n0 = data[pos]
@@ -2841,7 +3848,7 @@ def decode_fetch_response_v13(data: bytes, pos: int) -> tuple[FetchResponse, int
                 v_partitions_9 = []
                 append_10 = v_partitions_9.append
                 for _ in range(n1):
-                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15 = _S14.unpack_from(data, pos)
+                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15 = _S17.unpack_from(data, pos)
                     pos += 30
                     v_aborted_transactions_19: list[AbortedTransaction] | None
                     n2 = data[pos]
@@ -2858,7 +3865,7 @@ def decode_fetch_response_v13(data: bytes, pos: int) -> tuple[FetchResponse, int
                         v_aborted_transactions_19 = []
                         append_22 = v_aborted_transactions_19.append
                         for _ in range(n2):
-                            v_producer_id_23, v_first_offset_24 = _S13.unpack_from(data, pos)
+                            v_producer_id_23, v_first_offset_24 = _S16.unpack_from(data, pos)
                             pos += 16
                             if data[pos] == 0:
                                 pos += 1
@@ -2896,7 +3903,7 @@ def decode_fetch_response_v13(data: bytes, pos: int) -> tuple[FetchResponse, int
                             size2, pos = read_uvarint(data, pos)
                             end2 = pos + size2
                             if tag2 == 0:
-                                v_epoch_25, v_end_offset_26 = _S16.unpack_from(data, pos)
+                                v_epoch_25, v_end_offset_26 = _S12.unpack_from(data, pos)
                                 pos += 12
                                 if data[pos] == 0:
                                     pos += 1
@@ -2909,7 +3916,7 @@ def decode_fetch_response_v13(data: bytes, pos: int) -> tuple[FetchResponse, int
                                         pos = end3
                                 v_diverging_epoch_16 = EpochEndOffset(v_epoch_25, v_end_offset_26)
                             elif tag2 == 1:
-                                v_leader_id_27, v_leader_epoch_28 = _S17.unpack_from(data, pos)
+                                v_leader_id_27, v_leader_epoch_28 = _S19.unpack_from(data, pos)
                                 pos += 8
                                 if data[pos] == 0:
                                     pos += 1
@@ -2922,7 +3929,7 @@ def decode_fetch_response_v13(data: bytes, pos: int) -> tuple[FetchResponse, int
                                         pos = end3
                                 v_current_leader_17 = LeaderIdAndEpoch(v_leader_id_27, v_leader_epoch_28)
                             elif tag2 == 2:
-                                v_end_offset_29, v_epoch_30 = _S18.unpack_from(data, pos)
+                                v_end_offset_29, v_epoch_30 = _S20.unpack_from(data, pos)
                                 pos += 12
                                 if data[pos] == 0:
                                     pos += 1
@@ -2961,7 +3968,7 @@ def decode_fetch_response_v13(data: bytes, pos: int) -> tuple[FetchResponse, int
 def encode_fetch_response_v13(m: FetchResponse, out: bytearray) -> None:
     if m.node_endpoints:
         raise ValueError('attempted to write a non-default NodeEndpoints at version 13')
-    out += _S15.pack(m.throttle_time_ms, m.error_code, m.session_id)
+    out += _S18.pack(m.throttle_time_ms, m.error_code, m.session_id)
     x_1 = m.responses
     write_uvarint(out, len(x_1) + 1)
     for e_2 in x_1:
@@ -2969,14 +3976,14 @@ def encode_fetch_response_v13(m: FetchResponse, out: bytearray) -> None:
         x_3 = e_2.partitions
         write_uvarint(out, len(x_3) + 1)
         for e_4 in x_3:
-            out += _S14.pack(e_4.partition_index, e_4.error_code, e_4.high_watermark, e_4.last_stable_offset, e_4.log_start_offset)
+            out += _S17.pack(e_4.partition_index, e_4.error_code, e_4.high_watermark, e_4.last_stable_offset, e_4.log_start_offset)
             x_5 = e_4.aborted_transactions
             if x_5 is None:
                 out.append(0)
             else:
                 write_uvarint(out, len(x_5) + 1)
                 for e_6 in x_5:
-                    out += _S13.pack(e_6.producer_id, e_6.first_offset)
+                    out += _S16.pack(e_6.producer_id, e_6.first_offset)
                     out.append(0)
             out += _S1.pack(e_4.preferred_read_replica)
             x_7 = e_4.records
@@ -2991,7 +3998,7 @@ def encode_fetch_response_v13(m: FetchResponse, out: bytearray) -> None:
                 write_uvarint(out, 0)
                 tagbuf2 = bytearray()
                 s_9 = e_4.diverging_epoch
-                tagbuf2 += _S16.pack(s_9.epoch, s_9.end_offset)
+                tagbuf2 += _S12.pack(s_9.epoch, s_9.end_offset)
                 tagbuf2.append(0)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
@@ -2999,7 +4006,7 @@ def encode_fetch_response_v13(m: FetchResponse, out: bytearray) -> None:
                 write_uvarint(out, 1)
                 tagbuf2 = bytearray()
                 s_11 = e_4.current_leader
-                tagbuf2 += _S17.pack(s_11.leader_id, s_11.leader_epoch)
+                tagbuf2 += _S19.pack(s_11.leader_id, s_11.leader_epoch)
                 tagbuf2.append(0)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
@@ -3007,9 +4014,1279 @@ def encode_fetch_response_v13(m: FetchResponse, out: bytearray) -> None:
                 write_uvarint(out, 2)
                 tagbuf2 = bytearray()
                 s_13 = e_4.snapshot_id
-                tagbuf2 += _S18.pack(s_13.end_offset, s_13.epoch)
+                tagbuf2 += _S20.pack(s_13.end_offset, s_13.epoch)
                 tagbuf2.append(0)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
         out.append(0)
     out.append(0)
+
+
+def decode_fetch_response_v14(data: bytes, pos: int) -> tuple[FetchResponse, int]:
+    v_throttle_time_ms_1, v_error_code_2, v_session_id_3 = _S18.unpack_from(data, pos)
+    pos += 10
+    v_responses_4: list[FetchableTopicResponse]
+    n0 = data[pos]
+    if n0 < 128:
+        pos += 1
+    else:
+        n0, pos = read_uvarint(data, pos)
+    n0 -= 1
+    if n0 < 0:
+        raise DecodeError('non-nullable field Responses is null')
+    elif n0 > len(data) - pos:
+        raise DecodeError('array Responses longer than the frame')
+    else:
+        v_responses_4 = []
+        append_6 = v_responses_4.append
+        for _ in range(n0):
+            v_topic_id_8, = _S10.unpack_from(data, pos)
+            pos += 16
+            v_partitions_9: list[PartitionData]
+            n1 = data[pos]
+            if n1 < 128:
+                pos += 1
+            else:
+                n1, pos = read_uvarint(data, pos)
+            n1 -= 1
+            if n1 < 0:
+                raise DecodeError('non-nullable field Partitions is null')
+            elif n1 > len(data) - pos:
+                raise DecodeError('array Partitions longer than the frame')
+            else:
+                v_partitions_9 = []
+                append_10 = v_partitions_9.append
+                for _ in range(n1):
+                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15 = _S17.unpack_from(data, pos)
+                    pos += 30
+                    v_aborted_transactions_19: list[AbortedTransaction] | None
+                    n2 = data[pos]
+                    if n2 < 128:
+                        pos += 1
+                    else:
+                        n2, pos = read_uvarint(data, pos)
+                    n2 -= 1
+                    if n2 < 0:
+                        v_aborted_transactions_19 = None
+                    elif n2 > len(data) - pos:
+                        raise DecodeError('array AbortedTransactions longer than the frame')
+                    else:
+                        v_aborted_transactions_19 = []
+                        append_22 = v_aborted_transactions_19.append
+                        for _ in range(n2):
+                            v_producer_id_23, v_first_offset_24 = _S16.unpack_from(data, pos)
+                            pos += 16
+                            if data[pos] == 0:
+                                pos += 1
+                            else:
+                                n_tags3, pos = read_uvarint(data, pos)
+                                for _ in range(n_tags3):
+                                    tag3, pos = read_uvarint(data, pos)
+                                    size3, pos = read_uvarint(data, pos)
+                                    end3 = pos + size3
+                                    pos = end3
+                            append_22(AbortedTransaction(v_producer_id_23, v_first_offset_24))
+                    v_preferred_read_replica_20, = _S1.unpack_from(data, pos)
+                    pos += 4
+                    v_records_21: bytes | None
+                    n2 = data[pos]
+                    if n2 < 128:
+                        pos += 1
+                    else:
+                        n2, pos = read_uvarint(data, pos)
+                    n2 -= 1
+                    if n2 < 0:
+                        v_records_21 = None
+                    else:
+                        v_records_21 = data[pos:pos + n2]
+                        pos += n2
+                    v_diverging_epoch_16: EpochEndOffset = EpochEndOffset()
+                    v_current_leader_17: LeaderIdAndEpoch = LeaderIdAndEpoch()
+                    v_snapshot_id_18: SnapshotId = SnapshotId()
+                    if data[pos] == 0:
+                        pos += 1
+                    else:
+                        n_tags2, pos = read_uvarint(data, pos)
+                        for _ in range(n_tags2):
+                            tag2, pos = read_uvarint(data, pos)
+                            size2, pos = read_uvarint(data, pos)
+                            end2 = pos + size2
+                            if tag2 == 0:
+                                v_epoch_25, v_end_offset_26 = _S12.unpack_from(data, pos)
+                                pos += 12
+                                if data[pos] == 0:
+                                    pos += 1
+                                else:
+                                    n_tags3, pos = read_uvarint(data, pos)
+                                    for _ in range(n_tags3):
+                                        tag3, pos = read_uvarint(data, pos)
+                                        size3, pos = read_uvarint(data, pos)
+                                        end3 = pos + size3
+                                        pos = end3
+                                v_diverging_epoch_16 = EpochEndOffset(v_epoch_25, v_end_offset_26)
+                            elif tag2 == 1:
+                                v_leader_id_27, v_leader_epoch_28 = _S19.unpack_from(data, pos)
+                                pos += 8
+                                if data[pos] == 0:
+                                    pos += 1
+                                else:
+                                    n_tags3, pos = read_uvarint(data, pos)
+                                    for _ in range(n_tags3):
+                                        tag3, pos = read_uvarint(data, pos)
+                                        size3, pos = read_uvarint(data, pos)
+                                        end3 = pos + size3
+                                        pos = end3
+                                v_current_leader_17 = LeaderIdAndEpoch(v_leader_id_27, v_leader_epoch_28)
+                            elif tag2 == 2:
+                                v_end_offset_29, v_epoch_30 = _S20.unpack_from(data, pos)
+                                pos += 12
+                                if data[pos] == 0:
+                                    pos += 1
+                                else:
+                                    n_tags3, pos = read_uvarint(data, pos)
+                                    for _ in range(n_tags3):
+                                        tag3, pos = read_uvarint(data, pos)
+                                        size3, pos = read_uvarint(data, pos)
+                                        end3 = pos + size3
+                                        pos = end3
+                                v_snapshot_id_18 = SnapshotId(v_end_offset_29, v_epoch_30)
+                            pos = end2
+                    append_10(PartitionData(v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15, v_diverging_epoch_16, v_current_leader_17, v_snapshot_id_18, v_aborted_transactions_19, v_preferred_read_replica_20, v_records_21))
+            if data[pos] == 0:
+                pos += 1
+            else:
+                n_tags1, pos = read_uvarint(data, pos)
+                for _ in range(n_tags1):
+                    tag1, pos = read_uvarint(data, pos)
+                    size1, pos = read_uvarint(data, pos)
+                    end1 = pos + size1
+                    pos = end1
+            append_6(FetchableTopicResponse('', v_topic_id_8, v_partitions_9))
+    if data[pos] == 0:
+        pos += 1
+    else:
+        n_tags0, pos = read_uvarint(data, pos)
+        for _ in range(n_tags0):
+            tag0, pos = read_uvarint(data, pos)
+            size0, pos = read_uvarint(data, pos)
+            end0 = pos + size0
+            pos = end0
+    return FetchResponse(v_throttle_time_ms_1, v_error_code_2, v_session_id_3, v_responses_4, []), pos
+
+
+def encode_fetch_response_v14(m: FetchResponse, out: bytearray) -> None:
+    if m.node_endpoints:
+        raise ValueError('attempted to write a non-default NodeEndpoints at version 14')
+    out += _S18.pack(m.throttle_time_ms, m.error_code, m.session_id)
+    x_1 = m.responses
+    write_uvarint(out, len(x_1) + 1)
+    for e_2 in x_1:
+        out += _S10.pack(e_2.topic_id)
+        x_3 = e_2.partitions
+        write_uvarint(out, len(x_3) + 1)
+        for e_4 in x_3:
+            out += _S17.pack(e_4.partition_index, e_4.error_code, e_4.high_watermark, e_4.last_stable_offset, e_4.log_start_offset)
+            x_5 = e_4.aborted_transactions
+            if x_5 is None:
+                out.append(0)
+            else:
+                write_uvarint(out, len(x_5) + 1)
+                for e_6 in x_5:
+                    out += _S16.pack(e_6.producer_id, e_6.first_offset)
+                    out.append(0)
+            out += _S1.pack(e_4.preferred_read_replica)
+            x_7 = e_4.records
+            if x_7 is None:
+                out.append(0)
+            else:
+                write_uvarint(out, len(x_7) + 1)
+                out += x_7
+            tags2 = (e_4.diverging_epoch != EpochEndOffset()) + (e_4.current_leader != LeaderIdAndEpoch()) + (e_4.snapshot_id != SnapshotId())
+            write_uvarint(out, tags2)
+            if e_4.diverging_epoch != EpochEndOffset():
+                write_uvarint(out, 0)
+                tagbuf2 = bytearray()
+                s_9 = e_4.diverging_epoch
+                tagbuf2 += _S12.pack(s_9.epoch, s_9.end_offset)
+                tagbuf2.append(0)
+                write_uvarint(out, len(tagbuf2))
+                out += tagbuf2
+            if e_4.current_leader != LeaderIdAndEpoch():
+                write_uvarint(out, 1)
+                tagbuf2 = bytearray()
+                s_11 = e_4.current_leader
+                tagbuf2 += _S19.pack(s_11.leader_id, s_11.leader_epoch)
+                tagbuf2.append(0)
+                write_uvarint(out, len(tagbuf2))
+                out += tagbuf2
+            if e_4.snapshot_id != SnapshotId():
+                write_uvarint(out, 2)
+                tagbuf2 = bytearray()
+                s_13 = e_4.snapshot_id
+                tagbuf2 += _S20.pack(s_13.end_offset, s_13.epoch)
+                tagbuf2.append(0)
+                write_uvarint(out, len(tagbuf2))
+                out += tagbuf2
+        out.append(0)
+    out.append(0)
+
+
+def decode_fetch_response_v15(data: bytes, pos: int) -> tuple[FetchResponse, int]:
+    v_throttle_time_ms_1, v_error_code_2, v_session_id_3 = _S18.unpack_from(data, pos)
+    pos += 10
+    v_responses_4: list[FetchableTopicResponse]
+    n0 = data[pos]
+    if n0 < 128:
+        pos += 1
+    else:
+        n0, pos = read_uvarint(data, pos)
+    n0 -= 1
+    if n0 < 0:
+        raise DecodeError('non-nullable field Responses is null')
+    elif n0 > len(data) - pos:
+        raise DecodeError('array Responses longer than the frame')
+    else:
+        v_responses_4 = []
+        append_6 = v_responses_4.append
+        for _ in range(n0):
+            v_topic_id_8, = _S10.unpack_from(data, pos)
+            pos += 16
+            v_partitions_9: list[PartitionData]
+            n1 = data[pos]
+            if n1 < 128:
+                pos += 1
+            else:
+                n1, pos = read_uvarint(data, pos)
+            n1 -= 1
+            if n1 < 0:
+                raise DecodeError('non-nullable field Partitions is null')
+            elif n1 > len(data) - pos:
+                raise DecodeError('array Partitions longer than the frame')
+            else:
+                v_partitions_9 = []
+                append_10 = v_partitions_9.append
+                for _ in range(n1):
+                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15 = _S17.unpack_from(data, pos)
+                    pos += 30
+                    v_aborted_transactions_19: list[AbortedTransaction] | None
+                    n2 = data[pos]
+                    if n2 < 128:
+                        pos += 1
+                    else:
+                        n2, pos = read_uvarint(data, pos)
+                    n2 -= 1
+                    if n2 < 0:
+                        v_aborted_transactions_19 = None
+                    elif n2 > len(data) - pos:
+                        raise DecodeError('array AbortedTransactions longer than the frame')
+                    else:
+                        v_aborted_transactions_19 = []
+                        append_22 = v_aborted_transactions_19.append
+                        for _ in range(n2):
+                            v_producer_id_23, v_first_offset_24 = _S16.unpack_from(data, pos)
+                            pos += 16
+                            if data[pos] == 0:
+                                pos += 1
+                            else:
+                                n_tags3, pos = read_uvarint(data, pos)
+                                for _ in range(n_tags3):
+                                    tag3, pos = read_uvarint(data, pos)
+                                    size3, pos = read_uvarint(data, pos)
+                                    end3 = pos + size3
+                                    pos = end3
+                            append_22(AbortedTransaction(v_producer_id_23, v_first_offset_24))
+                    v_preferred_read_replica_20, = _S1.unpack_from(data, pos)
+                    pos += 4
+                    v_records_21: bytes | None
+                    n2 = data[pos]
+                    if n2 < 128:
+                        pos += 1
+                    else:
+                        n2, pos = read_uvarint(data, pos)
+                    n2 -= 1
+                    if n2 < 0:
+                        v_records_21 = None
+                    else:
+                        v_records_21 = data[pos:pos + n2]
+                        pos += n2
+                    v_diverging_epoch_16: EpochEndOffset = EpochEndOffset()
+                    v_current_leader_17: LeaderIdAndEpoch = LeaderIdAndEpoch()
+                    v_snapshot_id_18: SnapshotId = SnapshotId()
+                    if data[pos] == 0:
+                        pos += 1
+                    else:
+                        n_tags2, pos = read_uvarint(data, pos)
+                        for _ in range(n_tags2):
+                            tag2, pos = read_uvarint(data, pos)
+                            size2, pos = read_uvarint(data, pos)
+                            end2 = pos + size2
+                            if tag2 == 0:
+                                v_epoch_25, v_end_offset_26 = _S12.unpack_from(data, pos)
+                                pos += 12
+                                if data[pos] == 0:
+                                    pos += 1
+                                else:
+                                    n_tags3, pos = read_uvarint(data, pos)
+                                    for _ in range(n_tags3):
+                                        tag3, pos = read_uvarint(data, pos)
+                                        size3, pos = read_uvarint(data, pos)
+                                        end3 = pos + size3
+                                        pos = end3
+                                v_diverging_epoch_16 = EpochEndOffset(v_epoch_25, v_end_offset_26)
+                            elif tag2 == 1:
+                                v_leader_id_27, v_leader_epoch_28 = _S19.unpack_from(data, pos)
+                                pos += 8
+                                if data[pos] == 0:
+                                    pos += 1
+                                else:
+                                    n_tags3, pos = read_uvarint(data, pos)
+                                    for _ in range(n_tags3):
+                                        tag3, pos = read_uvarint(data, pos)
+                                        size3, pos = read_uvarint(data, pos)
+                                        end3 = pos + size3
+                                        pos = end3
+                                v_current_leader_17 = LeaderIdAndEpoch(v_leader_id_27, v_leader_epoch_28)
+                            elif tag2 == 2:
+                                v_end_offset_29, v_epoch_30 = _S20.unpack_from(data, pos)
+                                pos += 12
+                                if data[pos] == 0:
+                                    pos += 1
+                                else:
+                                    n_tags3, pos = read_uvarint(data, pos)
+                                    for _ in range(n_tags3):
+                                        tag3, pos = read_uvarint(data, pos)
+                                        size3, pos = read_uvarint(data, pos)
+                                        end3 = pos + size3
+                                        pos = end3
+                                v_snapshot_id_18 = SnapshotId(v_end_offset_29, v_epoch_30)
+                            pos = end2
+                    append_10(PartitionData(v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15, v_diverging_epoch_16, v_current_leader_17, v_snapshot_id_18, v_aborted_transactions_19, v_preferred_read_replica_20, v_records_21))
+            if data[pos] == 0:
+                pos += 1
+            else:
+                n_tags1, pos = read_uvarint(data, pos)
+                for _ in range(n_tags1):
+                    tag1, pos = read_uvarint(data, pos)
+                    size1, pos = read_uvarint(data, pos)
+                    end1 = pos + size1
+                    pos = end1
+            append_6(FetchableTopicResponse('', v_topic_id_8, v_partitions_9))
+    if data[pos] == 0:
+        pos += 1
+    else:
+        n_tags0, pos = read_uvarint(data, pos)
+        for _ in range(n_tags0):
+            tag0, pos = read_uvarint(data, pos)
+            size0, pos = read_uvarint(data, pos)
+            end0 = pos + size0
+            pos = end0
+    return FetchResponse(v_throttle_time_ms_1, v_error_code_2, v_session_id_3, v_responses_4, []), pos
+
+
+def encode_fetch_response_v15(m: FetchResponse, out: bytearray) -> None:
+    if m.node_endpoints:
+        raise ValueError('attempted to write a non-default NodeEndpoints at version 15')
+    out += _S18.pack(m.throttle_time_ms, m.error_code, m.session_id)
+    x_1 = m.responses
+    write_uvarint(out, len(x_1) + 1)
+    for e_2 in x_1:
+        out += _S10.pack(e_2.topic_id)
+        x_3 = e_2.partitions
+        write_uvarint(out, len(x_3) + 1)
+        for e_4 in x_3:
+            out += _S17.pack(e_4.partition_index, e_4.error_code, e_4.high_watermark, e_4.last_stable_offset, e_4.log_start_offset)
+            x_5 = e_4.aborted_transactions
+            if x_5 is None:
+                out.append(0)
+            else:
+                write_uvarint(out, len(x_5) + 1)
+                for e_6 in x_5:
+                    out += _S16.pack(e_6.producer_id, e_6.first_offset)
+                    out.append(0)
+            out += _S1.pack(e_4.preferred_read_replica)
+            x_7 = e_4.records
+            if x_7 is None:
+                out.append(0)
+            else:
+                write_uvarint(out, len(x_7) + 1)
+                out += x_7
+            tags2 = (e_4.diverging_epoch != EpochEndOffset()) + (e_4.current_leader != LeaderIdAndEpoch()) + (e_4.snapshot_id != SnapshotId())
+            write_uvarint(out, tags2)
+            if e_4.diverging_epoch != EpochEndOffset():
+                write_uvarint(out, 0)
+                tagbuf2 = bytearray()
+                s_9 = e_4.diverging_epoch
+                tagbuf2 += _S12.pack(s_9.epoch, s_9.end_offset)
+                tagbuf2.append(0)
+                write_uvarint(out, len(tagbuf2))
+                out += tagbuf2
+            if e_4.current_leader != LeaderIdAndEpoch():
+                write_uvarint(out, 1)
+                tagbuf2 = bytearray()
+                s_11 = e_4.current_leader
+                tagbuf2 += _S19.pack(s_11.leader_id, s_11.leader_epoch)
+                tagbuf2.append(0)
+                write_uvarint(out, len(tagbuf2))
+                out += tagbuf2
+            if e_4.snapshot_id != SnapshotId():
+                write_uvarint(out, 2)
+                tagbuf2 = bytearray()
+                s_13 = e_4.snapshot_id
+                tagbuf2 += _S20.pack(s_13.end_offset, s_13.epoch)
+                tagbuf2.append(0)
+                write_uvarint(out, len(tagbuf2))
+                out += tagbuf2
+        out.append(0)
+    out.append(0)
+
+
+def decode_fetch_response_v16(data: bytes, pos: int) -> tuple[FetchResponse, int]:
+    v_throttle_time_ms_1, v_error_code_2, v_session_id_3 = _S18.unpack_from(data, pos)
+    pos += 10
+    v_responses_4: list[FetchableTopicResponse]
+    n0 = data[pos]
+    if n0 < 128:
+        pos += 1
+    else:
+        n0, pos = read_uvarint(data, pos)
+    n0 -= 1
+    if n0 < 0:
+        raise DecodeError('non-nullable field Responses is null')
+    elif n0 > len(data) - pos:
+        raise DecodeError('array Responses longer than the frame')
+    else:
+        v_responses_4 = []
+        append_6 = v_responses_4.append
+        for _ in range(n0):
+            v_topic_id_8, = _S10.unpack_from(data, pos)
+            pos += 16
+            v_partitions_9: list[PartitionData]
+            n1 = data[pos]
+            if n1 < 128:
+                pos += 1
+            else:
+                n1, pos = read_uvarint(data, pos)
+            n1 -= 1
+            if n1 < 0:
+                raise DecodeError('non-nullable field Partitions is null')
+            elif n1 > len(data) - pos:
+                raise DecodeError('array Partitions longer than the frame')
+            else:
+                v_partitions_9 = []
+                append_10 = v_partitions_9.append
+                for _ in range(n1):
+                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15 = _S17.unpack_from(data, pos)
+                    pos += 30
+                    v_aborted_transactions_19: list[AbortedTransaction] | None
+                    n2 = data[pos]
+                    if n2 < 128:
+                        pos += 1
+                    else:
+                        n2, pos = read_uvarint(data, pos)
+                    n2 -= 1
+                    if n2 < 0:
+                        v_aborted_transactions_19 = None
+                    elif n2 > len(data) - pos:
+                        raise DecodeError('array AbortedTransactions longer than the frame')
+                    else:
+                        v_aborted_transactions_19 = []
+                        append_22 = v_aborted_transactions_19.append
+                        for _ in range(n2):
+                            v_producer_id_23, v_first_offset_24 = _S16.unpack_from(data, pos)
+                            pos += 16
+                            if data[pos] == 0:
+                                pos += 1
+                            else:
+                                n_tags3, pos = read_uvarint(data, pos)
+                                for _ in range(n_tags3):
+                                    tag3, pos = read_uvarint(data, pos)
+                                    size3, pos = read_uvarint(data, pos)
+                                    end3 = pos + size3
+                                    pos = end3
+                            append_22(AbortedTransaction(v_producer_id_23, v_first_offset_24))
+                    v_preferred_read_replica_20, = _S1.unpack_from(data, pos)
+                    pos += 4
+                    v_records_21: bytes | None
+                    n2 = data[pos]
+                    if n2 < 128:
+                        pos += 1
+                    else:
+                        n2, pos = read_uvarint(data, pos)
+                    n2 -= 1
+                    if n2 < 0:
+                        v_records_21 = None
+                    else:
+                        v_records_21 = data[pos:pos + n2]
+                        pos += n2
+                    v_diverging_epoch_16: EpochEndOffset = EpochEndOffset()
+                    v_current_leader_17: LeaderIdAndEpoch = LeaderIdAndEpoch()
+                    v_snapshot_id_18: SnapshotId = SnapshotId()
+                    if data[pos] == 0:
+                        pos += 1
+                    else:
+                        n_tags2, pos = read_uvarint(data, pos)
+                        for _ in range(n_tags2):
+                            tag2, pos = read_uvarint(data, pos)
+                            size2, pos = read_uvarint(data, pos)
+                            end2 = pos + size2
+                            if tag2 == 0:
+                                v_epoch_25, v_end_offset_26 = _S12.unpack_from(data, pos)
+                                pos += 12
+                                if data[pos] == 0:
+                                    pos += 1
+                                else:
+                                    n_tags3, pos = read_uvarint(data, pos)
+                                    for _ in range(n_tags3):
+                                        tag3, pos = read_uvarint(data, pos)
+                                        size3, pos = read_uvarint(data, pos)
+                                        end3 = pos + size3
+                                        pos = end3
+                                v_diverging_epoch_16 = EpochEndOffset(v_epoch_25, v_end_offset_26)
+                            elif tag2 == 1:
+                                v_leader_id_27, v_leader_epoch_28 = _S19.unpack_from(data, pos)
+                                pos += 8
+                                if data[pos] == 0:
+                                    pos += 1
+                                else:
+                                    n_tags3, pos = read_uvarint(data, pos)
+                                    for _ in range(n_tags3):
+                                        tag3, pos = read_uvarint(data, pos)
+                                        size3, pos = read_uvarint(data, pos)
+                                        end3 = pos + size3
+                                        pos = end3
+                                v_current_leader_17 = LeaderIdAndEpoch(v_leader_id_27, v_leader_epoch_28)
+                            elif tag2 == 2:
+                                v_end_offset_29, v_epoch_30 = _S20.unpack_from(data, pos)
+                                pos += 12
+                                if data[pos] == 0:
+                                    pos += 1
+                                else:
+                                    n_tags3, pos = read_uvarint(data, pos)
+                                    for _ in range(n_tags3):
+                                        tag3, pos = read_uvarint(data, pos)
+                                        size3, pos = read_uvarint(data, pos)
+                                        end3 = pos + size3
+                                        pos = end3
+                                v_snapshot_id_18 = SnapshotId(v_end_offset_29, v_epoch_30)
+                            pos = end2
+                    append_10(PartitionData(v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15, v_diverging_epoch_16, v_current_leader_17, v_snapshot_id_18, v_aborted_transactions_19, v_preferred_read_replica_20, v_records_21))
+            if data[pos] == 0:
+                pos += 1
+            else:
+                n_tags1, pos = read_uvarint(data, pos)
+                for _ in range(n_tags1):
+                    tag1, pos = read_uvarint(data, pos)
+                    size1, pos = read_uvarint(data, pos)
+                    end1 = pos + size1
+                    pos = end1
+            append_6(FetchableTopicResponse('', v_topic_id_8, v_partitions_9))
+    v_node_endpoints_5: list[NodeEndpoint] = []
+    if data[pos] == 0:
+        pos += 1
+    else:
+        n_tags0, pos = read_uvarint(data, pos)
+        for _ in range(n_tags0):
+            tag0, pos = read_uvarint(data, pos)
+            size0, pos = read_uvarint(data, pos)
+            end0 = pos + size0
+            if tag0 == 0:
+                n0 = data[pos]
+                if n0 < 128:
+                    pos += 1
+                else:
+                    n0, pos = read_uvarint(data, pos)
+                n0 -= 1
+                if n0 < 0:
+                    raise DecodeError('non-nullable field NodeEndpoints is null')
+                elif n0 > len(data) - pos:
+                    raise DecodeError('array NodeEndpoints longer than the frame')
+                else:
+                    v_node_endpoints_5 = []
+                    append_31 = v_node_endpoints_5.append
+                    for _ in range(n0):
+                        v_node_id_32, = _S1.unpack_from(data, pos)
+                        pos += 4
+                        v_host_33: str
+                        n1 = data[pos]
+                        if n1 < 128:
+                            pos += 1
+                        else:
+                            n1, pos = read_uvarint(data, pos)
+                        n1 -= 1
+                        if n1 < 0:
+                            raise DecodeError('non-nullable field Host is null')
+                        else:
+                            v_host_33 = str(data[pos:pos + n1], 'utf-8')
+                            pos += n1
+                        v_port_34, = _S1.unpack_from(data, pos)
+                        pos += 4
+                        v_rack_35: str | None
+                        n1 = data[pos]
+                        if n1 < 128:
+                            pos += 1
+                        else:
+                            n1, pos = read_uvarint(data, pos)
+                        n1 -= 1
+                        if n1 < 0:
+                            v_rack_35 = None
+                        else:
+                            v_rack_35 = str(data[pos:pos + n1], 'utf-8')
+                            pos += n1
+                        if data[pos] == 0:
+                            pos += 1
+                        else:
+                            n_tags1, pos = read_uvarint(data, pos)
+                            for _ in range(n_tags1):
+                                tag1, pos = read_uvarint(data, pos)
+                                size1, pos = read_uvarint(data, pos)
+                                end1 = pos + size1
+                                pos = end1
+                        append_31(NodeEndpoint(v_node_id_32, v_host_33, v_port_34, v_rack_35))
+            pos = end0
+    return FetchResponse(v_throttle_time_ms_1, v_error_code_2, v_session_id_3, v_responses_4, v_node_endpoints_5), pos
+
+
+def encode_fetch_response_v16(m: FetchResponse, out: bytearray) -> None:
+    out += _S18.pack(m.throttle_time_ms, m.error_code, m.session_id)
+    x_1 = m.responses
+    write_uvarint(out, len(x_1) + 1)
+    for e_2 in x_1:
+        out += _S10.pack(e_2.topic_id)
+        x_3 = e_2.partitions
+        write_uvarint(out, len(x_3) + 1)
+        for e_4 in x_3:
+            out += _S17.pack(e_4.partition_index, e_4.error_code, e_4.high_watermark, e_4.last_stable_offset, e_4.log_start_offset)
+            x_5 = e_4.aborted_transactions
+            if x_5 is None:
+                out.append(0)
+            else:
+                write_uvarint(out, len(x_5) + 1)
+                for e_6 in x_5:
+                    out += _S16.pack(e_6.producer_id, e_6.first_offset)
+                    out.append(0)
+            out += _S1.pack(e_4.preferred_read_replica)
+            x_7 = e_4.records
+            if x_7 is None:
+                out.append(0)
+            else:
+                write_uvarint(out, len(x_7) + 1)
+                out += x_7
+            tags2 = (e_4.diverging_epoch != EpochEndOffset()) + (e_4.current_leader != LeaderIdAndEpoch()) + (e_4.snapshot_id != SnapshotId())
+            write_uvarint(out, tags2)
+            if e_4.diverging_epoch != EpochEndOffset():
+                write_uvarint(out, 0)
+                tagbuf2 = bytearray()
+                s_9 = e_4.diverging_epoch
+                tagbuf2 += _S12.pack(s_9.epoch, s_9.end_offset)
+                tagbuf2.append(0)
+                write_uvarint(out, len(tagbuf2))
+                out += tagbuf2
+            if e_4.current_leader != LeaderIdAndEpoch():
+                write_uvarint(out, 1)
+                tagbuf2 = bytearray()
+                s_11 = e_4.current_leader
+                tagbuf2 += _S19.pack(s_11.leader_id, s_11.leader_epoch)
+                tagbuf2.append(0)
+                write_uvarint(out, len(tagbuf2))
+                out += tagbuf2
+            if e_4.snapshot_id != SnapshotId():
+                write_uvarint(out, 2)
+                tagbuf2 = bytearray()
+                s_13 = e_4.snapshot_id
+                tagbuf2 += _S20.pack(s_13.end_offset, s_13.epoch)
+                tagbuf2.append(0)
+                write_uvarint(out, len(tagbuf2))
+                out += tagbuf2
+        out.append(0)
+    tags0 = (m.node_endpoints != [])
+    write_uvarint(out, tags0)
+    if m.node_endpoints != []:
+        write_uvarint(out, 0)
+        tagbuf0 = bytearray()
+        x_14 = m.node_endpoints
+        write_uvarint(tagbuf0, len(x_14) + 1)
+        for e_15 in x_14:
+            tagbuf0 += _S1.pack(e_15.node_id)
+            x_16 = e_15.host
+            b_17 = x_16.encode()
+            write_uvarint(tagbuf0, len(b_17) + 1)
+            tagbuf0 += b_17
+            tagbuf0 += _S1.pack(e_15.port)
+            x_18 = e_15.rack
+            if x_18 is None:
+                tagbuf0.append(0)
+            else:
+                b_19 = x_18.encode()
+                write_uvarint(tagbuf0, len(b_19) + 1)
+                tagbuf0 += b_19
+            tagbuf0.append(0)
+        write_uvarint(out, len(tagbuf0))
+        out += tagbuf0
+
+
+def decode_fetch_response_v17(data: bytes, pos: int) -> tuple[FetchResponse, int]:
+    v_throttle_time_ms_1, v_error_code_2, v_session_id_3 = _S18.unpack_from(data, pos)
+    pos += 10
+    v_responses_4: list[FetchableTopicResponse]
+    n0 = data[pos]
+    if n0 < 128:
+        pos += 1
+    else:
+        n0, pos = read_uvarint(data, pos)
+    n0 -= 1
+    if n0 < 0:
+        raise DecodeError('non-nullable field Responses is null')
+    elif n0 > len(data) - pos:
+        raise DecodeError('array Responses longer than the frame')
+    else:
+        v_responses_4 = []
+        append_6 = v_responses_4.append
+        for _ in range(n0):
+            v_topic_id_8, = _S10.unpack_from(data, pos)
+            pos += 16
+            v_partitions_9: list[PartitionData]
+            n1 = data[pos]
+            if n1 < 128:
+                pos += 1
+            else:
+                n1, pos = read_uvarint(data, pos)
+            n1 -= 1
+            if n1 < 0:
+                raise DecodeError('non-nullable field Partitions is null')
+            elif n1 > len(data) - pos:
+                raise DecodeError('array Partitions longer than the frame')
+            else:
+                v_partitions_9 = []
+                append_10 = v_partitions_9.append
+                for _ in range(n1):
+                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15 = _S17.unpack_from(data, pos)
+                    pos += 30
+                    v_aborted_transactions_19: list[AbortedTransaction] | None
+                    n2 = data[pos]
+                    if n2 < 128:
+                        pos += 1
+                    else:
+                        n2, pos = read_uvarint(data, pos)
+                    n2 -= 1
+                    if n2 < 0:
+                        v_aborted_transactions_19 = None
+                    elif n2 > len(data) - pos:
+                        raise DecodeError('array AbortedTransactions longer than the frame')
+                    else:
+                        v_aborted_transactions_19 = []
+                        append_22 = v_aborted_transactions_19.append
+                        for _ in range(n2):
+                            v_producer_id_23, v_first_offset_24 = _S16.unpack_from(data, pos)
+                            pos += 16
+                            if data[pos] == 0:
+                                pos += 1
+                            else:
+                                n_tags3, pos = read_uvarint(data, pos)
+                                for _ in range(n_tags3):
+                                    tag3, pos = read_uvarint(data, pos)
+                                    size3, pos = read_uvarint(data, pos)
+                                    end3 = pos + size3
+                                    pos = end3
+                            append_22(AbortedTransaction(v_producer_id_23, v_first_offset_24))
+                    v_preferred_read_replica_20, = _S1.unpack_from(data, pos)
+                    pos += 4
+                    v_records_21: bytes | None
+                    n2 = data[pos]
+                    if n2 < 128:
+                        pos += 1
+                    else:
+                        n2, pos = read_uvarint(data, pos)
+                    n2 -= 1
+                    if n2 < 0:
+                        v_records_21 = None
+                    else:
+                        v_records_21 = data[pos:pos + n2]
+                        pos += n2
+                    v_diverging_epoch_16: EpochEndOffset = EpochEndOffset()
+                    v_current_leader_17: LeaderIdAndEpoch = LeaderIdAndEpoch()
+                    v_snapshot_id_18: SnapshotId = SnapshotId()
+                    if data[pos] == 0:
+                        pos += 1
+                    else:
+                        n_tags2, pos = read_uvarint(data, pos)
+                        for _ in range(n_tags2):
+                            tag2, pos = read_uvarint(data, pos)
+                            size2, pos = read_uvarint(data, pos)
+                            end2 = pos + size2
+                            if tag2 == 0:
+                                v_epoch_25, v_end_offset_26 = _S12.unpack_from(data, pos)
+                                pos += 12
+                                if data[pos] == 0:
+                                    pos += 1
+                                else:
+                                    n_tags3, pos = read_uvarint(data, pos)
+                                    for _ in range(n_tags3):
+                                        tag3, pos = read_uvarint(data, pos)
+                                        size3, pos = read_uvarint(data, pos)
+                                        end3 = pos + size3
+                                        pos = end3
+                                v_diverging_epoch_16 = EpochEndOffset(v_epoch_25, v_end_offset_26)
+                            elif tag2 == 1:
+                                v_leader_id_27, v_leader_epoch_28 = _S19.unpack_from(data, pos)
+                                pos += 8
+                                if data[pos] == 0:
+                                    pos += 1
+                                else:
+                                    n_tags3, pos = read_uvarint(data, pos)
+                                    for _ in range(n_tags3):
+                                        tag3, pos = read_uvarint(data, pos)
+                                        size3, pos = read_uvarint(data, pos)
+                                        end3 = pos + size3
+                                        pos = end3
+                                v_current_leader_17 = LeaderIdAndEpoch(v_leader_id_27, v_leader_epoch_28)
+                            elif tag2 == 2:
+                                v_end_offset_29, v_epoch_30 = _S20.unpack_from(data, pos)
+                                pos += 12
+                                if data[pos] == 0:
+                                    pos += 1
+                                else:
+                                    n_tags3, pos = read_uvarint(data, pos)
+                                    for _ in range(n_tags3):
+                                        tag3, pos = read_uvarint(data, pos)
+                                        size3, pos = read_uvarint(data, pos)
+                                        end3 = pos + size3
+                                        pos = end3
+                                v_snapshot_id_18 = SnapshotId(v_end_offset_29, v_epoch_30)
+                            pos = end2
+                    append_10(PartitionData(v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15, v_diverging_epoch_16, v_current_leader_17, v_snapshot_id_18, v_aborted_transactions_19, v_preferred_read_replica_20, v_records_21))
+            if data[pos] == 0:
+                pos += 1
+            else:
+                n_tags1, pos = read_uvarint(data, pos)
+                for _ in range(n_tags1):
+                    tag1, pos = read_uvarint(data, pos)
+                    size1, pos = read_uvarint(data, pos)
+                    end1 = pos + size1
+                    pos = end1
+            append_6(FetchableTopicResponse('', v_topic_id_8, v_partitions_9))
+    v_node_endpoints_5: list[NodeEndpoint] = []
+    if data[pos] == 0:
+        pos += 1
+    else:
+        n_tags0, pos = read_uvarint(data, pos)
+        for _ in range(n_tags0):
+            tag0, pos = read_uvarint(data, pos)
+            size0, pos = read_uvarint(data, pos)
+            end0 = pos + size0
+            if tag0 == 0:
+                n0 = data[pos]
+                if n0 < 128:
+                    pos += 1
+                else:
+                    n0, pos = read_uvarint(data, pos)
+                n0 -= 1
+                if n0 < 0:
+                    raise DecodeError('non-nullable field NodeEndpoints is null')
+                elif n0 > len(data) - pos:
+                    raise DecodeError('array NodeEndpoints longer than the frame')
+                else:
+                    v_node_endpoints_5 = []
+                    append_31 = v_node_endpoints_5.append
+                    for _ in range(n0):
+                        v_node_id_32, = _S1.unpack_from(data, pos)
+                        pos += 4
+                        v_host_33: str
+                        n1 = data[pos]
+                        if n1 < 128:
+                            pos += 1
+                        else:
+                            n1, pos = read_uvarint(data, pos)
+                        n1 -= 1
+                        if n1 < 0:
+                            raise DecodeError('non-nullable field Host is null')
+                        else:
+                            v_host_33 = str(data[pos:pos + n1], 'utf-8')
+                            pos += n1
+                        v_port_34, = _S1.unpack_from(data, pos)
+                        pos += 4
+                        v_rack_35: str | None
+                        n1 = data[pos]
+                        if n1 < 128:
+                            pos += 1
+                        else:
+                            n1, pos = read_uvarint(data, pos)
+                        n1 -= 1
+                        if n1 < 0:
+                            v_rack_35 = None
+                        else:
+                            v_rack_35 = str(data[pos:pos + n1], 'utf-8')
+                            pos += n1
+                        if data[pos] == 0:
+                            pos += 1
+                        else:
+                            n_tags1, pos = read_uvarint(data, pos)
+                            for _ in range(n_tags1):
+                                tag1, pos = read_uvarint(data, pos)
+                                size1, pos = read_uvarint(data, pos)
+                                end1 = pos + size1
+                                pos = end1
+                        append_31(NodeEndpoint(v_node_id_32, v_host_33, v_port_34, v_rack_35))
+            pos = end0
+    return FetchResponse(v_throttle_time_ms_1, v_error_code_2, v_session_id_3, v_responses_4, v_node_endpoints_5), pos
+
+
+def encode_fetch_response_v17(m: FetchResponse, out: bytearray) -> None:
+    out += _S18.pack(m.throttle_time_ms, m.error_code, m.session_id)
+    x_1 = m.responses
+    write_uvarint(out, len(x_1) + 1)
+    for e_2 in x_1:
+        out += _S10.pack(e_2.topic_id)
+        x_3 = e_2.partitions
+        write_uvarint(out, len(x_3) + 1)
+        for e_4 in x_3:
+            out += _S17.pack(e_4.partition_index, e_4.error_code, e_4.high_watermark, e_4.last_stable_offset, e_4.log_start_offset)
+            x_5 = e_4.aborted_transactions
+            if x_5 is None:
+                out.append(0)
+            else:
+                write_uvarint(out, len(x_5) + 1)
+                for e_6 in x_5:
+                    out += _S16.pack(e_6.producer_id, e_6.first_offset)
+                    out.append(0)
+            out += _S1.pack(e_4.preferred_read_replica)
+            x_7 = e_4.records
+            if x_7 is None:
+                out.append(0)
+            else:
+                write_uvarint(out, len(x_7) + 1)
+                out += x_7
+            tags2 = (e_4.diverging_epoch != EpochEndOffset()) + (e_4.current_leader != LeaderIdAndEpoch()) + (e_4.snapshot_id != SnapshotId())
+            write_uvarint(out, tags2)
+            if e_4.diverging_epoch != EpochEndOffset():
+                write_uvarint(out, 0)
+                tagbuf2 = bytearray()
+                s_9 = e_4.diverging_epoch
+                tagbuf2 += _S12.pack(s_9.epoch, s_9.end_offset)
+                tagbuf2.append(0)
+                write_uvarint(out, len(tagbuf2))
+                out += tagbuf2
+            if e_4.current_leader != LeaderIdAndEpoch():
+                write_uvarint(out, 1)
+                tagbuf2 = bytearray()
+                s_11 = e_4.current_leader
+                tagbuf2 += _S19.pack(s_11.leader_id, s_11.leader_epoch)
+                tagbuf2.append(0)
+                write_uvarint(out, len(tagbuf2))
+                out += tagbuf2
+            if e_4.snapshot_id != SnapshotId():
+                write_uvarint(out, 2)
+                tagbuf2 = bytearray()
+                s_13 = e_4.snapshot_id
+                tagbuf2 += _S20.pack(s_13.end_offset, s_13.epoch)
+                tagbuf2.append(0)
+                write_uvarint(out, len(tagbuf2))
+                out += tagbuf2
+        out.append(0)
+    tags0 = (m.node_endpoints != [])
+    write_uvarint(out, tags0)
+    if m.node_endpoints != []:
+        write_uvarint(out, 0)
+        tagbuf0 = bytearray()
+        x_14 = m.node_endpoints
+        write_uvarint(tagbuf0, len(x_14) + 1)
+        for e_15 in x_14:
+            tagbuf0 += _S1.pack(e_15.node_id)
+            x_16 = e_15.host
+            b_17 = x_16.encode()
+            write_uvarint(tagbuf0, len(b_17) + 1)
+            tagbuf0 += b_17
+            tagbuf0 += _S1.pack(e_15.port)
+            x_18 = e_15.rack
+            if x_18 is None:
+                tagbuf0.append(0)
+            else:
+                b_19 = x_18.encode()
+                write_uvarint(tagbuf0, len(b_19) + 1)
+                tagbuf0 += b_19
+            tagbuf0.append(0)
+        write_uvarint(out, len(tagbuf0))
+        out += tagbuf0
+
+
+def decode_fetch_response_v18(data: bytes, pos: int) -> tuple[FetchResponse, int]:
+    v_throttle_time_ms_1, v_error_code_2, v_session_id_3 = _S18.unpack_from(data, pos)
+    pos += 10
+    v_responses_4: list[FetchableTopicResponse]
+    n0 = data[pos]
+    if n0 < 128:
+        pos += 1
+    else:
+        n0, pos = read_uvarint(data, pos)
+    n0 -= 1
+    if n0 < 0:
+        raise DecodeError('non-nullable field Responses is null')
+    elif n0 > len(data) - pos:
+        raise DecodeError('array Responses longer than the frame')
+    else:
+        v_responses_4 = []
+        append_6 = v_responses_4.append
+        for _ in range(n0):
+            v_topic_id_8, = _S10.unpack_from(data, pos)
+            pos += 16
+            v_partitions_9: list[PartitionData]
+            n1 = data[pos]
+            if n1 < 128:
+                pos += 1
+            else:
+                n1, pos = read_uvarint(data, pos)
+            n1 -= 1
+            if n1 < 0:
+                raise DecodeError('non-nullable field Partitions is null')
+            elif n1 > len(data) - pos:
+                raise DecodeError('array Partitions longer than the frame')
+            else:
+                v_partitions_9 = []
+                append_10 = v_partitions_9.append
+                for _ in range(n1):
+                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15 = _S17.unpack_from(data, pos)
+                    pos += 30
+                    v_aborted_transactions_19: list[AbortedTransaction] | None
+                    n2 = data[pos]
+                    if n2 < 128:
+                        pos += 1
+                    else:
+                        n2, pos = read_uvarint(data, pos)
+                    n2 -= 1
+                    if n2 < 0:
+                        v_aborted_transactions_19 = None
+                    elif n2 > len(data) - pos:
+                        raise DecodeError('array AbortedTransactions longer than the frame')
+                    else:
+                        v_aborted_transactions_19 = []
+                        append_22 = v_aborted_transactions_19.append
+                        for _ in range(n2):
+                            v_producer_id_23, v_first_offset_24 = _S16.unpack_from(data, pos)
+                            pos += 16
+                            if data[pos] == 0:
+                                pos += 1
+                            else:
+                                n_tags3, pos = read_uvarint(data, pos)
+                                for _ in range(n_tags3):
+                                    tag3, pos = read_uvarint(data, pos)
+                                    size3, pos = read_uvarint(data, pos)
+                                    end3 = pos + size3
+                                    pos = end3
+                            append_22(AbortedTransaction(v_producer_id_23, v_first_offset_24))
+                    v_preferred_read_replica_20, = _S1.unpack_from(data, pos)
+                    pos += 4
+                    v_records_21: bytes | None
+                    n2 = data[pos]
+                    if n2 < 128:
+                        pos += 1
+                    else:
+                        n2, pos = read_uvarint(data, pos)
+                    n2 -= 1
+                    if n2 < 0:
+                        v_records_21 = None
+                    else:
+                        v_records_21 = data[pos:pos + n2]
+                        pos += n2
+                    v_diverging_epoch_16: EpochEndOffset = EpochEndOffset()
+                    v_current_leader_17: LeaderIdAndEpoch = LeaderIdAndEpoch()
+                    v_snapshot_id_18: SnapshotId = SnapshotId()
+                    if data[pos] == 0:
+                        pos += 1
+                    else:
+                        n_tags2, pos = read_uvarint(data, pos)
+                        for _ in range(n_tags2):
+                            tag2, pos = read_uvarint(data, pos)
+                            size2, pos = read_uvarint(data, pos)
+                            end2 = pos + size2
+                            if tag2 == 0:
+                                v_epoch_25, v_end_offset_26 = _S12.unpack_from(data, pos)
+                                pos += 12
+                                if data[pos] == 0:
+                                    pos += 1
+                                else:
+                                    n_tags3, pos = read_uvarint(data, pos)
+                                    for _ in range(n_tags3):
+                                        tag3, pos = read_uvarint(data, pos)
+                                        size3, pos = read_uvarint(data, pos)
+                                        end3 = pos + size3
+                                        pos = end3
+                                v_diverging_epoch_16 = EpochEndOffset(v_epoch_25, v_end_offset_26)
+                            elif tag2 == 1:
+                                v_leader_id_27, v_leader_epoch_28 = _S19.unpack_from(data, pos)
+                                pos += 8
+                                if data[pos] == 0:
+                                    pos += 1
+                                else:
+                                    n_tags3, pos = read_uvarint(data, pos)
+                                    for _ in range(n_tags3):
+                                        tag3, pos = read_uvarint(data, pos)
+                                        size3, pos = read_uvarint(data, pos)
+                                        end3 = pos + size3
+                                        pos = end3
+                                v_current_leader_17 = LeaderIdAndEpoch(v_leader_id_27, v_leader_epoch_28)
+                            elif tag2 == 2:
+                                v_end_offset_29, v_epoch_30 = _S20.unpack_from(data, pos)
+                                pos += 12
+                                if data[pos] == 0:
+                                    pos += 1
+                                else:
+                                    n_tags3, pos = read_uvarint(data, pos)
+                                    for _ in range(n_tags3):
+                                        tag3, pos = read_uvarint(data, pos)
+                                        size3, pos = read_uvarint(data, pos)
+                                        end3 = pos + size3
+                                        pos = end3
+                                v_snapshot_id_18 = SnapshotId(v_end_offset_29, v_epoch_30)
+                            pos = end2
+                    append_10(PartitionData(v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15, v_diverging_epoch_16, v_current_leader_17, v_snapshot_id_18, v_aborted_transactions_19, v_preferred_read_replica_20, v_records_21))
+            if data[pos] == 0:
+                pos += 1
+            else:
+                n_tags1, pos = read_uvarint(data, pos)
+                for _ in range(n_tags1):
+                    tag1, pos = read_uvarint(data, pos)
+                    size1, pos = read_uvarint(data, pos)
+                    end1 = pos + size1
+                    pos = end1
+            append_6(FetchableTopicResponse('', v_topic_id_8, v_partitions_9))
+    v_node_endpoints_5: list[NodeEndpoint] = []
+    if data[pos] == 0:
+        pos += 1
+    else:
+        n_tags0, pos = read_uvarint(data, pos)
+        for _ in range(n_tags0):
+            tag0, pos = read_uvarint(data, pos)
+            size0, pos = read_uvarint(data, pos)
+            end0 = pos + size0
+            if tag0 == 0:
+                n0 = data[pos]
+                if n0 < 128:
+                    pos += 1
+                else:
+                    n0, pos = read_uvarint(data, pos)
+                n0 -= 1
+                if n0 < 0:
+                    raise DecodeError('non-nullable field NodeEndpoints is null')
+                elif n0 > len(data) - pos:
+                    raise DecodeError('array NodeEndpoints longer than the frame')
+                else:
+                    v_node_endpoints_5 = []
+                    append_31 = v_node_endpoints_5.append
+                    for _ in range(n0):
+                        v_node_id_32, = _S1.unpack_from(data, pos)
+                        pos += 4
+                        v_host_33: str
+                        n1 = data[pos]
+                        if n1 < 128:
+                            pos += 1
+                        else:
+                            n1, pos = read_uvarint(data, pos)
+                        n1 -= 1
+                        if n1 < 0:
+                            raise DecodeError('non-nullable field Host is null')
+                        else:
+                            v_host_33 = str(data[pos:pos + n1], 'utf-8')
+                            pos += n1
+                        v_port_34, = _S1.unpack_from(data, pos)
+                        pos += 4
+                        v_rack_35: str | None
+                        n1 = data[pos]
+                        if n1 < 128:
+                            pos += 1
+                        else:
+                            n1, pos = read_uvarint(data, pos)
+                        n1 -= 1
+                        if n1 < 0:
+                            v_rack_35 = None
+                        else:
+                            v_rack_35 = str(data[pos:pos + n1], 'utf-8')
+                            pos += n1
+                        if data[pos] == 0:
+                            pos += 1
+                        else:
+                            n_tags1, pos = read_uvarint(data, pos)
+                            for _ in range(n_tags1):
+                                tag1, pos = read_uvarint(data, pos)
+                                size1, pos = read_uvarint(data, pos)
+                                end1 = pos + size1
+                                pos = end1
+                        append_31(NodeEndpoint(v_node_id_32, v_host_33, v_port_34, v_rack_35))
+            pos = end0
+    return FetchResponse(v_throttle_time_ms_1, v_error_code_2, v_session_id_3, v_responses_4, v_node_endpoints_5), pos
+
+
+def encode_fetch_response_v18(m: FetchResponse, out: bytearray) -> None:
+    out += _S18.pack(m.throttle_time_ms, m.error_code, m.session_id)
+    x_1 = m.responses
+    write_uvarint(out, len(x_1) + 1)
+    for e_2 in x_1:
+        out += _S10.pack(e_2.topic_id)
+        x_3 = e_2.partitions
+        write_uvarint(out, len(x_3) + 1)
+        for e_4 in x_3:
+            out += _S17.pack(e_4.partition_index, e_4.error_code, e_4.high_watermark, e_4.last_stable_offset, e_4.log_start_offset)
+            x_5 = e_4.aborted_transactions
+            if x_5 is None:
+                out.append(0)
+            else:
+                write_uvarint(out, len(x_5) + 1)
+                for e_6 in x_5:
+                    out += _S16.pack(e_6.producer_id, e_6.first_offset)
+                    out.append(0)
+            out += _S1.pack(e_4.preferred_read_replica)
+            x_7 = e_4.records
+            if x_7 is None:
+                out.append(0)
+            else:
+                write_uvarint(out, len(x_7) + 1)
+                out += x_7
+            tags2 = (e_4.diverging_epoch != EpochEndOffset()) + (e_4.current_leader != LeaderIdAndEpoch()) + (e_4.snapshot_id != SnapshotId())
+            write_uvarint(out, tags2)
+            if e_4.diverging_epoch != EpochEndOffset():
+                write_uvarint(out, 0)
+                tagbuf2 = bytearray()
+                s_9 = e_4.diverging_epoch
+                tagbuf2 += _S12.pack(s_9.epoch, s_9.end_offset)
+                tagbuf2.append(0)
+                write_uvarint(out, len(tagbuf2))
+                out += tagbuf2
+            if e_4.current_leader != LeaderIdAndEpoch():
+                write_uvarint(out, 1)
+                tagbuf2 = bytearray()
+                s_11 = e_4.current_leader
+                tagbuf2 += _S19.pack(s_11.leader_id, s_11.leader_epoch)
+                tagbuf2.append(0)
+                write_uvarint(out, len(tagbuf2))
+                out += tagbuf2
+            if e_4.snapshot_id != SnapshotId():
+                write_uvarint(out, 2)
+                tagbuf2 = bytearray()
+                s_13 = e_4.snapshot_id
+                tagbuf2 += _S20.pack(s_13.end_offset, s_13.epoch)
+                tagbuf2.append(0)
+                write_uvarint(out, len(tagbuf2))
+                out += tagbuf2
+        out.append(0)
+    tags0 = (m.node_endpoints != [])
+    write_uvarint(out, tags0)
+    if m.node_endpoints != []:
+        write_uvarint(out, 0)
+        tagbuf0 = bytearray()
+        x_14 = m.node_endpoints
+        write_uvarint(tagbuf0, len(x_14) + 1)
+        for e_15 in x_14:
+            tagbuf0 += _S1.pack(e_15.node_id)
+            x_16 = e_15.host
+            b_17 = x_16.encode()
+            write_uvarint(tagbuf0, len(b_17) + 1)
+            tagbuf0 += b_17
+            tagbuf0 += _S1.pack(e_15.port)
+            x_18 = e_15.rack
+            if x_18 is None:
+                tagbuf0.append(0)
+            else:
+                b_19 = x_18.encode()
+                write_uvarint(tagbuf0, len(b_19) + 1)
+                tagbuf0 += b_19
+            tagbuf0.append(0)
+        write_uvarint(out, len(tagbuf0))
+        out += tagbuf0

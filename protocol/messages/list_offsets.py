@@ -705,6 +705,309 @@ def encode_list_offsets_request_v8(m: ListOffsetsRequest, out: bytearray) -> Non
     out.append(0)
 
 
+def decode_list_offsets_request_v9(data: bytes, pos: int) -> tuple[ListOffsetsRequest, int]:
+    v_replica_id_1, v_isolation_level_2 = _S4.unpack_from(data, pos)
+    pos += 5
+    v_topics_3: list[ListOffsetsTopic]
+    n0 = data[pos]
+    if n0 < 128:
+        pos += 1
+    else:
+        n0, pos = read_uvarint(data, pos)
+    n0 -= 1
+    if n0 < 0:
+        raise DecodeError('non-nullable field Topics is null')
+    elif n0 > len(data) - pos:
+        raise DecodeError('array Topics longer than the frame')
+    else:
+        v_topics_3 = []
+        append_5 = v_topics_3.append
+        for _ in range(n0):
+            v_name_6: str
+            n1 = data[pos]
+            if n1 < 128:
+                pos += 1
+            else:
+                n1, pos = read_uvarint(data, pos)
+            n1 -= 1
+            if n1 < 0:
+                raise DecodeError('non-nullable field Name is null')
+            else:
+                v_name_6 = str(data[pos:pos + n1], 'utf-8')
+                pos += n1
+            v_partitions_7: list[ListOffsetsPartition]
+            n1 = data[pos]
+            if n1 < 128:
+                pos += 1
+            else:
+                n1, pos = read_uvarint(data, pos)
+            n1 -= 1
+            if n1 < 0:
+                raise DecodeError('non-nullable field Partitions is null')
+            elif n1 > len(data) - pos:
+                raise DecodeError('array Partitions longer than the frame')
+            else:
+                v_partitions_7 = []
+                append_8 = v_partitions_7.append
+                for _ in range(n1):
+                    v_partition_index_9, v_current_leader_epoch_10, v_timestamp_11 = _S5.unpack_from(data, pos)
+                    pos += 16
+                    if data[pos] == 0:
+                        pos += 1
+                    else:
+                        n_tags2, pos = read_uvarint(data, pos)
+                        for _ in range(n_tags2):
+                            tag2, pos = read_uvarint(data, pos)
+                            size2, pos = read_uvarint(data, pos)
+                            end2 = pos + size2
+                            pos = end2
+                    append_8(ListOffsetsPartition(v_partition_index_9, v_current_leader_epoch_10, v_timestamp_11, 1))
+            if data[pos] == 0:
+                pos += 1
+            else:
+                n_tags1, pos = read_uvarint(data, pos)
+                for _ in range(n_tags1):
+                    tag1, pos = read_uvarint(data, pos)
+                    size1, pos = read_uvarint(data, pos)
+                    end1 = pos + size1
+                    pos = end1
+            append_5(ListOffsetsTopic(v_name_6, v_partitions_7))
+    if data[pos] == 0:
+        pos += 1
+    else:
+        n_tags0, pos = read_uvarint(data, pos)
+        for _ in range(n_tags0):
+            tag0, pos = read_uvarint(data, pos)
+            size0, pos = read_uvarint(data, pos)
+            end0 = pos + size0
+            pos = end0
+    return ListOffsetsRequest(v_replica_id_1, v_isolation_level_2, v_topics_3, 0), pos
+
+
+def encode_list_offsets_request_v9(m: ListOffsetsRequest, out: bytearray) -> None:
+    out += _S4.pack(m.replica_id, m.isolation_level)
+    x_1 = m.topics
+    write_uvarint(out, len(x_1) + 1)
+    for e_2 in x_1:
+        x_3 = e_2.name
+        b_4 = x_3.encode()
+        write_uvarint(out, len(b_4) + 1)
+        out += b_4
+        x_5 = e_2.partitions
+        write_uvarint(out, len(x_5) + 1)
+        for e_6 in x_5:
+            if e_6.max_num_offsets != 1:
+                raise ValueError('attempted to write a non-default MaxNumOffsets at version 9')
+            out += _S5.pack(e_6.partition_index, e_6.current_leader_epoch, e_6.timestamp)
+            out.append(0)
+        out.append(0)
+    out.append(0)
+
+
+def decode_list_offsets_request_v10(data: bytes, pos: int) -> tuple[ListOffsetsRequest, int]:
+    v_replica_id_1, v_isolation_level_2 = _S4.unpack_from(data, pos)
+    pos += 5
+    v_topics_3: list[ListOffsetsTopic]
+    n0 = data[pos]
+    if n0 < 128:
+        pos += 1
+    else:
+        n0, pos = read_uvarint(data, pos)
+    n0 -= 1
+    if n0 < 0:
+        raise DecodeError('non-nullable field Topics is null')
+    elif n0 > len(data) - pos:
+        raise DecodeError('array Topics longer than the frame')
+    else:
+        v_topics_3 = []
+        append_5 = v_topics_3.append
+        for _ in range(n0):
+            v_name_6: str
+            n1 = data[pos]
+            if n1 < 128:
+                pos += 1
+            else:
+                n1, pos = read_uvarint(data, pos)
+            n1 -= 1
+            if n1 < 0:
+                raise DecodeError('non-nullable field Name is null')
+            else:
+                v_name_6 = str(data[pos:pos + n1], 'utf-8')
+                pos += n1
+            v_partitions_7: list[ListOffsetsPartition]
+            n1 = data[pos]
+            if n1 < 128:
+                pos += 1
+            else:
+                n1, pos = read_uvarint(data, pos)
+            n1 -= 1
+            if n1 < 0:
+                raise DecodeError('non-nullable field Partitions is null')
+            elif n1 > len(data) - pos:
+                raise DecodeError('array Partitions longer than the frame')
+            else:
+                v_partitions_7 = []
+                append_8 = v_partitions_7.append
+                for _ in range(n1):
+                    v_partition_index_9, v_current_leader_epoch_10, v_timestamp_11 = _S5.unpack_from(data, pos)
+                    pos += 16
+                    if data[pos] == 0:
+                        pos += 1
+                    else:
+                        n_tags2, pos = read_uvarint(data, pos)
+                        for _ in range(n_tags2):
+                            tag2, pos = read_uvarint(data, pos)
+                            size2, pos = read_uvarint(data, pos)
+                            end2 = pos + size2
+                            pos = end2
+                    append_8(ListOffsetsPartition(v_partition_index_9, v_current_leader_epoch_10, v_timestamp_11, 1))
+            if data[pos] == 0:
+                pos += 1
+            else:
+                n_tags1, pos = read_uvarint(data, pos)
+                for _ in range(n_tags1):
+                    tag1, pos = read_uvarint(data, pos)
+                    size1, pos = read_uvarint(data, pos)
+                    end1 = pos + size1
+                    pos = end1
+            append_5(ListOffsetsTopic(v_name_6, v_partitions_7))
+    v_timeout_ms_4, = _S0.unpack_from(data, pos)
+    pos += 4
+    if data[pos] == 0:
+        pos += 1
+    else:
+        n_tags0, pos = read_uvarint(data, pos)
+        for _ in range(n_tags0):
+            tag0, pos = read_uvarint(data, pos)
+            size0, pos = read_uvarint(data, pos)
+            end0 = pos + size0
+            pos = end0
+    return ListOffsetsRequest(v_replica_id_1, v_isolation_level_2, v_topics_3, v_timeout_ms_4), pos
+
+
+def encode_list_offsets_request_v10(m: ListOffsetsRequest, out: bytearray) -> None:
+    out += _S4.pack(m.replica_id, m.isolation_level)
+    x_1 = m.topics
+    write_uvarint(out, len(x_1) + 1)
+    for e_2 in x_1:
+        x_3 = e_2.name
+        b_4 = x_3.encode()
+        write_uvarint(out, len(b_4) + 1)
+        out += b_4
+        x_5 = e_2.partitions
+        write_uvarint(out, len(x_5) + 1)
+        for e_6 in x_5:
+            if e_6.max_num_offsets != 1:
+                raise ValueError('attempted to write a non-default MaxNumOffsets at version 10')
+            out += _S5.pack(e_6.partition_index, e_6.current_leader_epoch, e_6.timestamp)
+            out.append(0)
+        out.append(0)
+    out += _S0.pack(m.timeout_ms)
+    out.append(0)
+
+
+def decode_list_offsets_request_v11(data: bytes, pos: int) -> tuple[ListOffsetsRequest, int]:
+    v_replica_id_1, v_isolation_level_2 = _S4.unpack_from(data, pos)
+    pos += 5
+    v_topics_3: list[ListOffsetsTopic]
+    n0 = data[pos]
+    if n0 < 128:
+        pos += 1
+    else:
+        n0, pos = read_uvarint(data, pos)
+    n0 -= 1
+    if n0 < 0:
+        raise DecodeError('non-nullable field Topics is null')
+    elif n0 > len(data) - pos:
+        raise DecodeError('array Topics longer than the frame')
+    else:
+        v_topics_3 = []
+        append_5 = v_topics_3.append
+        for _ in range(n0):
+            v_name_6: str
+            n1 = data[pos]
+            if n1 < 128:
+                pos += 1
+            else:
+                n1, pos = read_uvarint(data, pos)
+            n1 -= 1
+            if n1 < 0:
+                raise DecodeError('non-nullable field Name is null')
+            else:
+                v_name_6 = str(data[pos:pos + n1], 'utf-8')
+                pos += n1
+            v_partitions_7: list[ListOffsetsPartition]
+            n1 = data[pos]
+            if n1 < 128:
+                pos += 1
+            else:
+                n1, pos = read_uvarint(data, pos)
+            n1 -= 1
+            if n1 < 0:
+                raise DecodeError('non-nullable field Partitions is null')
+            elif n1 > len(data) - pos:
+                raise DecodeError('array Partitions longer than the frame')
+            else:
+                v_partitions_7 = []
+                append_8 = v_partitions_7.append
+                for _ in range(n1):
+                    v_partition_index_9, v_current_leader_epoch_10, v_timestamp_11 = _S5.unpack_from(data, pos)
+                    pos += 16
+                    if data[pos] == 0:
+                        pos += 1
+                    else:
+                        n_tags2, pos = read_uvarint(data, pos)
+                        for _ in range(n_tags2):
+                            tag2, pos = read_uvarint(data, pos)
+                            size2, pos = read_uvarint(data, pos)
+                            end2 = pos + size2
+                            pos = end2
+                    append_8(ListOffsetsPartition(v_partition_index_9, v_current_leader_epoch_10, v_timestamp_11, 1))
+            if data[pos] == 0:
+                pos += 1
+            else:
+                n_tags1, pos = read_uvarint(data, pos)
+                for _ in range(n_tags1):
+                    tag1, pos = read_uvarint(data, pos)
+                    size1, pos = read_uvarint(data, pos)
+                    end1 = pos + size1
+                    pos = end1
+            append_5(ListOffsetsTopic(v_name_6, v_partitions_7))
+    v_timeout_ms_4, = _S0.unpack_from(data, pos)
+    pos += 4
+    if data[pos] == 0:
+        pos += 1
+    else:
+        n_tags0, pos = read_uvarint(data, pos)
+        for _ in range(n_tags0):
+            tag0, pos = read_uvarint(data, pos)
+            size0, pos = read_uvarint(data, pos)
+            end0 = pos + size0
+            pos = end0
+    return ListOffsetsRequest(v_replica_id_1, v_isolation_level_2, v_topics_3, v_timeout_ms_4), pos
+
+
+def encode_list_offsets_request_v11(m: ListOffsetsRequest, out: bytearray) -> None:
+    out += _S4.pack(m.replica_id, m.isolation_level)
+    x_1 = m.topics
+    write_uvarint(out, len(x_1) + 1)
+    for e_2 in x_1:
+        x_3 = e_2.name
+        b_4 = x_3.encode()
+        write_uvarint(out, len(b_4) + 1)
+        out += b_4
+        x_5 = e_2.partitions
+        write_uvarint(out, len(x_5) + 1)
+        for e_6 in x_5:
+            if e_6.max_num_offsets != 1:
+                raise ValueError('attempted to write a non-default MaxNumOffsets at version 11')
+            out += _S5.pack(e_6.partition_index, e_6.current_leader_epoch, e_6.timestamp)
+            out.append(0)
+        out.append(0)
+    out += _S0.pack(m.timeout_ms)
+    out.append(0)
+
+
 def decode_list_offsets_response_v0(data: bytes, pos: int) -> tuple[ListOffsetsResponse, int]:
     v_topics_2: list[ListOffsetsTopicResponse]
     n0, = _S0.unpack_from(data, pos)
@@ -1355,6 +1658,303 @@ def encode_list_offsets_response_v8(m: ListOffsetsResponse, out: bytearray) -> N
         for e_6 in x_5:
             if e_6.old_style_offsets:
                 raise ValueError('attempted to write a non-default OldStyleOffsets at version 8')
+            out += _S8.pack(e_6.partition_index, e_6.error_code, e_6.timestamp, e_6.offset, e_6.leader_epoch)
+            out.append(0)
+        out.append(0)
+    out.append(0)
+
+
+def decode_list_offsets_response_v9(data: bytes, pos: int) -> tuple[ListOffsetsResponse, int]:
+    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
+    pos += 4
+    v_topics_2: list[ListOffsetsTopicResponse]
+    n0 = data[pos]
+    if n0 < 128:
+        pos += 1
+    else:
+        n0, pos = read_uvarint(data, pos)
+    n0 -= 1
+    if n0 < 0:
+        raise DecodeError('non-nullable field Topics is null')
+    elif n0 > len(data) - pos:
+        raise DecodeError('array Topics longer than the frame')
+    else:
+        v_topics_2 = []
+        append_3 = v_topics_2.append
+        for _ in range(n0):
+            v_name_4: str
+            n1 = data[pos]
+            if n1 < 128:
+                pos += 1
+            else:
+                n1, pos = read_uvarint(data, pos)
+            n1 -= 1
+            if n1 < 0:
+                raise DecodeError('non-nullable field Name is null')
+            else:
+                v_name_4 = str(data[pos:pos + n1], 'utf-8')
+                pos += n1
+            v_partitions_5: list[ListOffsetsPartitionResponse]
+            n1 = data[pos]
+            if n1 < 128:
+                pos += 1
+            else:
+                n1, pos = read_uvarint(data, pos)
+            n1 -= 1
+            if n1 < 0:
+                raise DecodeError('non-nullable field Partitions is null')
+            elif n1 > len(data) - pos:
+                raise DecodeError('array Partitions longer than the frame')
+            else:
+                v_partitions_5 = []
+                append_6 = v_partitions_5.append
+                for _ in range(n1):
+                    v_partition_index_7, v_error_code_8, v_timestamp_10, v_offset_11, v_leader_epoch_12 = _S8.unpack_from(data, pos)
+                    pos += 26
+                    if data[pos] == 0:
+                        pos += 1
+                    else:
+                        n_tags2, pos = read_uvarint(data, pos)
+                        for _ in range(n_tags2):
+                            tag2, pos = read_uvarint(data, pos)
+                            size2, pos = read_uvarint(data, pos)
+                            end2 = pos + size2
+                            pos = end2
+                    append_6(ListOffsetsPartitionResponse(v_partition_index_7, v_error_code_8, [], v_timestamp_10, v_offset_11, v_leader_epoch_12))
+            if data[pos] == 0:
+                pos += 1
+            else:
+                n_tags1, pos = read_uvarint(data, pos)
+                for _ in range(n_tags1):
+                    tag1, pos = read_uvarint(data, pos)
+                    size1, pos = read_uvarint(data, pos)
+                    end1 = pos + size1
+                    pos = end1
+            append_3(ListOffsetsTopicResponse(v_name_4, v_partitions_5))
+    if data[pos] == 0:
+        pos += 1
+    else:
+        n_tags0, pos = read_uvarint(data, pos)
+        for _ in range(n_tags0):
+            tag0, pos = read_uvarint(data, pos)
+            size0, pos = read_uvarint(data, pos)
+            end0 = pos + size0
+            pos = end0
+    return ListOffsetsResponse(v_throttle_time_ms_1, v_topics_2), pos
+
+
+def encode_list_offsets_response_v9(m: ListOffsetsResponse, out: bytearray) -> None:
+    out += _S0.pack(m.throttle_time_ms)
+    x_1 = m.topics
+    write_uvarint(out, len(x_1) + 1)
+    for e_2 in x_1:
+        x_3 = e_2.name
+        b_4 = x_3.encode()
+        write_uvarint(out, len(b_4) + 1)
+        out += b_4
+        x_5 = e_2.partitions
+        write_uvarint(out, len(x_5) + 1)
+        for e_6 in x_5:
+            if e_6.old_style_offsets:
+                raise ValueError('attempted to write a non-default OldStyleOffsets at version 9')
+            out += _S8.pack(e_6.partition_index, e_6.error_code, e_6.timestamp, e_6.offset, e_6.leader_epoch)
+            out.append(0)
+        out.append(0)
+    out.append(0)
+
+
+def decode_list_offsets_response_v10(data: bytes, pos: int) -> tuple[ListOffsetsResponse, int]:
+    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
+    pos += 4
+    v_topics_2: list[ListOffsetsTopicResponse]
+    n0 = data[pos]
+    if n0 < 128:
+        pos += 1
+    else:
+        n0, pos = read_uvarint(data, pos)
+    n0 -= 1
+    if n0 < 0:
+        raise DecodeError('non-nullable field Topics is null')
+    elif n0 > len(data) - pos:
+        raise DecodeError('array Topics longer than the frame')
+    else:
+        v_topics_2 = []
+        append_3 = v_topics_2.append
+        for _ in range(n0):
+            v_name_4: str
+            n1 = data[pos]
+            if n1 < 128:
+                pos += 1
+            else:
+                n1, pos = read_uvarint(data, pos)
+            n1 -= 1
+            if n1 < 0:
+                raise DecodeError('non-nullable field Name is null')
+            else:
+                v_name_4 = str(data[pos:pos + n1], 'utf-8')
+                pos += n1
+            v_partitions_5: list[ListOffsetsPartitionResponse]
+            n1 = data[pos]
+            if n1 < 128:
+                pos += 1
+            else:
+                n1, pos = read_uvarint(data, pos)
+            n1 -= 1
+            if n1 < 0:
+                raise DecodeError('non-nullable field Partitions is null')
+            elif n1 > len(data) - pos:
+                raise DecodeError('array Partitions longer than the frame')
+            else:
+                v_partitions_5 = []
+                append_6 = v_partitions_5.append
+                for _ in range(n1):
+                    v_partition_index_7, v_error_code_8, v_timestamp_10, v_offset_11, v_leader_epoch_12 = _S8.unpack_from(data, pos)
+                    pos += 26
+                    if data[pos] == 0:
+                        pos += 1
+                    else:
+                        n_tags2, pos = read_uvarint(data, pos)
+                        for _ in range(n_tags2):
+                            tag2, pos = read_uvarint(data, pos)
+                            size2, pos = read_uvarint(data, pos)
+                            end2 = pos + size2
+                            pos = end2
+                    append_6(ListOffsetsPartitionResponse(v_partition_index_7, v_error_code_8, [], v_timestamp_10, v_offset_11, v_leader_epoch_12))
+            if data[pos] == 0:
+                pos += 1
+            else:
+                n_tags1, pos = read_uvarint(data, pos)
+                for _ in range(n_tags1):
+                    tag1, pos = read_uvarint(data, pos)
+                    size1, pos = read_uvarint(data, pos)
+                    end1 = pos + size1
+                    pos = end1
+            append_3(ListOffsetsTopicResponse(v_name_4, v_partitions_5))
+    if data[pos] == 0:
+        pos += 1
+    else:
+        n_tags0, pos = read_uvarint(data, pos)
+        for _ in range(n_tags0):
+            tag0, pos = read_uvarint(data, pos)
+            size0, pos = read_uvarint(data, pos)
+            end0 = pos + size0
+            pos = end0
+    return ListOffsetsResponse(v_throttle_time_ms_1, v_topics_2), pos
+
+
+def encode_list_offsets_response_v10(m: ListOffsetsResponse, out: bytearray) -> None:
+    out += _S0.pack(m.throttle_time_ms)
+    x_1 = m.topics
+    write_uvarint(out, len(x_1) + 1)
+    for e_2 in x_1:
+        x_3 = e_2.name
+        b_4 = x_3.encode()
+        write_uvarint(out, len(b_4) + 1)
+        out += b_4
+        x_5 = e_2.partitions
+        write_uvarint(out, len(x_5) + 1)
+        for e_6 in x_5:
+            if e_6.old_style_offsets:
+                raise ValueError('attempted to write a non-default OldStyleOffsets at version 10')
+            out += _S8.pack(e_6.partition_index, e_6.error_code, e_6.timestamp, e_6.offset, e_6.leader_epoch)
+            out.append(0)
+        out.append(0)
+    out.append(0)
+
+
+def decode_list_offsets_response_v11(data: bytes, pos: int) -> tuple[ListOffsetsResponse, int]:
+    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
+    pos += 4
+    v_topics_2: list[ListOffsetsTopicResponse]
+    n0 = data[pos]
+    if n0 < 128:
+        pos += 1
+    else:
+        n0, pos = read_uvarint(data, pos)
+    n0 -= 1
+    if n0 < 0:
+        raise DecodeError('non-nullable field Topics is null')
+    elif n0 > len(data) - pos:
+        raise DecodeError('array Topics longer than the frame')
+    else:
+        v_topics_2 = []
+        append_3 = v_topics_2.append
+        for _ in range(n0):
+            v_name_4: str
+            n1 = data[pos]
+            if n1 < 128:
+                pos += 1
+            else:
+                n1, pos = read_uvarint(data, pos)
+            n1 -= 1
+            if n1 < 0:
+                raise DecodeError('non-nullable field Name is null')
+            else:
+                v_name_4 = str(data[pos:pos + n1], 'utf-8')
+                pos += n1
+            v_partitions_5: list[ListOffsetsPartitionResponse]
+            n1 = data[pos]
+            if n1 < 128:
+                pos += 1
+            else:
+                n1, pos = read_uvarint(data, pos)
+            n1 -= 1
+            if n1 < 0:
+                raise DecodeError('non-nullable field Partitions is null')
+            elif n1 > len(data) - pos:
+                raise DecodeError('array Partitions longer than the frame')
+            else:
+                v_partitions_5 = []
+                append_6 = v_partitions_5.append
+                for _ in range(n1):
+                    v_partition_index_7, v_error_code_8, v_timestamp_10, v_offset_11, v_leader_epoch_12 = _S8.unpack_from(data, pos)
+                    pos += 26
+                    if data[pos] == 0:
+                        pos += 1
+                    else:
+                        n_tags2, pos = read_uvarint(data, pos)
+                        for _ in range(n_tags2):
+                            tag2, pos = read_uvarint(data, pos)
+                            size2, pos = read_uvarint(data, pos)
+                            end2 = pos + size2
+                            pos = end2
+                    append_6(ListOffsetsPartitionResponse(v_partition_index_7, v_error_code_8, [], v_timestamp_10, v_offset_11, v_leader_epoch_12))
+            if data[pos] == 0:
+                pos += 1
+            else:
+                n_tags1, pos = read_uvarint(data, pos)
+                for _ in range(n_tags1):
+                    tag1, pos = read_uvarint(data, pos)
+                    size1, pos = read_uvarint(data, pos)
+                    end1 = pos + size1
+                    pos = end1
+            append_3(ListOffsetsTopicResponse(v_name_4, v_partitions_5))
+    if data[pos] == 0:
+        pos += 1
+    else:
+        n_tags0, pos = read_uvarint(data, pos)
+        for _ in range(n_tags0):
+            tag0, pos = read_uvarint(data, pos)
+            size0, pos = read_uvarint(data, pos)
+            end0 = pos + size0
+            pos = end0
+    return ListOffsetsResponse(v_throttle_time_ms_1, v_topics_2), pos
+
+
+def encode_list_offsets_response_v11(m: ListOffsetsResponse, out: bytearray) -> None:
+    out += _S0.pack(m.throttle_time_ms)
+    x_1 = m.topics
+    write_uvarint(out, len(x_1) + 1)
+    for e_2 in x_1:
+        x_3 = e_2.name
+        b_4 = x_3.encode()
+        write_uvarint(out, len(b_4) + 1)
+        out += b_4
+        x_5 = e_2.partitions
+        write_uvarint(out, len(x_5) + 1)
+        for e_6 in x_5:
+            if e_6.old_style_offsets:
+                raise ValueError('attempted to write a non-default OldStyleOffsets at version 11')
             out += _S8.pack(e_6.partition_index, e_6.error_code, e_6.timestamp, e_6.offset, e_6.leader_epoch)
             out.append(0)
         out.append(0)

@@ -13,9 +13,11 @@ ZERO_UUID = bytes(16)
 _S0 = Struct('>hi')
 _S1 = Struct('>i')
 _S2 = Struct('>h')
-_S3 = Struct('>ihq')
-_S4 = Struct('>ihqq')
-_S5 = Struct('>ihqqq')
+_S3 = Struct('>16s')
+_S4 = Struct('>ihq')
+_S5 = Struct('>ihqq')
+_S6 = Struct('>ihqqq')
+_S7 = Struct('>ii')
 
 
 @dataclass(slots=True)
@@ -936,6 +938,529 @@ def encode_produce_request_v9(m: ProduceRequest, out: bytearray) -> None:
     out.append(0)
 
 
+def decode_produce_request_v10(data: bytes, pos: int) -> tuple[ProduceRequest, int]:
+    v_transactional_id_1: str | None
+    n0 = data[pos]
+    if n0 < 128:
+        pos += 1
+    else:
+        n0, pos = read_uvarint(data, pos)
+    n0 -= 1
+    if n0 < 0:
+        v_transactional_id_1 = None
+    else:
+        v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
+        pos += n0
+    v_acks_2, v_timeout_ms_3 = _S0.unpack_from(data, pos)
+    pos += 6
+    v_topic_data_4: list[TopicProduceData]
+    n0 = data[pos]
+    if n0 < 128:
+        pos += 1
+    else:
+        n0, pos = read_uvarint(data, pos)
+    n0 -= 1
+    if n0 < 0:
+        raise DecodeError('non-nullable field TopicData is null')
+    elif n0 > len(data) - pos:
+        raise DecodeError('array TopicData longer than the frame')
+    else:
+        v_topic_data_4 = []
+        append_5 = v_topic_data_4.append
+        for _ in range(n0):
+            v_name_6: str
+            n1 = data[pos]
+            if n1 < 128:
+                pos += 1
+            else:
+                n1, pos = read_uvarint(data, pos)
+            n1 -= 1
+            if n1 < 0:
+                raise DecodeError('non-nullable field Name is null')
+            else:
+                v_name_6 = str(data[pos:pos + n1], 'utf-8')
+                pos += n1
+            v_partition_data_8: list[PartitionProduceData]
+            n1 = data[pos]
+            if n1 < 128:
+                pos += 1
+            else:
+                n1, pos = read_uvarint(data, pos)
+            n1 -= 1
+            if n1 < 0:
+                raise DecodeError('non-nullable field PartitionData is null')
+            elif n1 > len(data) - pos:
+                raise DecodeError('array PartitionData longer than the frame')
+            else:
+                v_partition_data_8 = []
+                append_9 = v_partition_data_8.append
+                for _ in range(n1):
+                    v_index_10, = _S1.unpack_from(data, pos)
+                    pos += 4
+                    v_records_11: bytes | None
+                    n2 = data[pos]
+                    if n2 < 128:
+                        pos += 1
+                    else:
+                        n2, pos = read_uvarint(data, pos)
+                    n2 -= 1
+                    if n2 < 0:
+                        v_records_11 = None
+                    else:
+                        v_records_11 = data[pos:pos + n2]
+                        pos += n2
+                    if data[pos] == 0:
+                        pos += 1
+                    else:
+                        n_tags2, pos = read_uvarint(data, pos)
+                        for _ in range(n_tags2):
+                            tag2, pos = read_uvarint(data, pos)
+                            size2, pos = read_uvarint(data, pos)
+                            end2 = pos + size2
+                            pos = end2
+                    append_9(PartitionProduceData(v_index_10, v_records_11))
+            if data[pos] == 0:
+                pos += 1
+            else:
+                n_tags1, pos = read_uvarint(data, pos)
+                for _ in range(n_tags1):
+                    tag1, pos = read_uvarint(data, pos)
+                    size1, pos = read_uvarint(data, pos)
+                    end1 = pos + size1
+                    pos = end1
+            append_5(TopicProduceData(v_name_6, ZERO_UUID, v_partition_data_8))
+    if data[pos] == 0:
+        pos += 1
+    else:
+        n_tags0, pos = read_uvarint(data, pos)
+        for _ in range(n_tags0):
+            tag0, pos = read_uvarint(data, pos)
+            size0, pos = read_uvarint(data, pos)
+            end0 = pos + size0
+            pos = end0
+    return ProduceRequest(v_transactional_id_1, v_acks_2, v_timeout_ms_3, v_topic_data_4), pos
+
+
+def encode_produce_request_v10(m: ProduceRequest, out: bytearray) -> None:
+    x_1 = m.transactional_id
+    if x_1 is None:
+        out.append(0)
+    else:
+        b_2 = x_1.encode()
+        write_uvarint(out, len(b_2) + 1)
+        out += b_2
+    out += _S0.pack(m.acks, m.timeout_ms)
+    x_3 = m.topic_data
+    write_uvarint(out, len(x_3) + 1)
+    for e_4 in x_3:
+        x_5 = e_4.name
+        b_6 = x_5.encode()
+        write_uvarint(out, len(b_6) + 1)
+        out += b_6
+        x_7 = e_4.partition_data
+        write_uvarint(out, len(x_7) + 1)
+        for e_8 in x_7:
+            out += _S1.pack(e_8.index)
+            x_9 = e_8.records
+            if x_9 is None:
+                out.append(0)
+            else:
+                write_uvarint(out, len(x_9) + 1)
+                out += x_9
+            out.append(0)
+        out.append(0)
+    out.append(0)
+
+
+def decode_produce_request_v11(data: bytes, pos: int) -> tuple[ProduceRequest, int]:
+    v_transactional_id_1: str | None
+    n0 = data[pos]
+    if n0 < 128:
+        pos += 1
+    else:
+        n0, pos = read_uvarint(data, pos)
+    n0 -= 1
+    if n0 < 0:
+        v_transactional_id_1 = None
+    else:
+        v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
+        pos += n0
+    v_acks_2, v_timeout_ms_3 = _S0.unpack_from(data, pos)
+    pos += 6
+    v_topic_data_4: list[TopicProduceData]
+    n0 = data[pos]
+    if n0 < 128:
+        pos += 1
+    else:
+        n0, pos = read_uvarint(data, pos)
+    n0 -= 1
+    if n0 < 0:
+        raise DecodeError('non-nullable field TopicData is null')
+    elif n0 > len(data) - pos:
+        raise DecodeError('array TopicData longer than the frame')
+    else:
+        v_topic_data_4 = []
+        append_5 = v_topic_data_4.append
+        for _ in range(n0):
+            v_name_6: str
+            n1 = data[pos]
+            if n1 < 128:
+                pos += 1
+            else:
+                n1, pos = read_uvarint(data, pos)
+            n1 -= 1
+            if n1 < 0:
+                raise DecodeError('non-nullable field Name is null')
+            else:
+                v_name_6 = str(data[pos:pos + n1], 'utf-8')
+                pos += n1
+            v_partition_data_8: list[PartitionProduceData]
+            n1 = data[pos]
+            if n1 < 128:
+                pos += 1
+            else:
+                n1, pos = read_uvarint(data, pos)
+            n1 -= 1
+            if n1 < 0:
+                raise DecodeError('non-nullable field PartitionData is null')
+            elif n1 > len(data) - pos:
+                raise DecodeError('array PartitionData longer than the frame')
+            else:
+                v_partition_data_8 = []
+                append_9 = v_partition_data_8.append
+                for _ in range(n1):
+                    v_index_10, = _S1.unpack_from(data, pos)
+                    pos += 4
+                    v_records_11: bytes | None
+                    n2 = data[pos]
+                    if n2 < 128:
+                        pos += 1
+                    else:
+                        n2, pos = read_uvarint(data, pos)
+                    n2 -= 1
+                    if n2 < 0:
+                        v_records_11 = None
+                    else:
+                        v_records_11 = data[pos:pos + n2]
+                        pos += n2
+                    if data[pos] == 0:
+                        pos += 1
+                    else:
+                        n_tags2, pos = read_uvarint(data, pos)
+                        for _ in range(n_tags2):
+                            tag2, pos = read_uvarint(data, pos)
+                            size2, pos = read_uvarint(data, pos)
+                            end2 = pos + size2
+                            pos = end2
+                    append_9(PartitionProduceData(v_index_10, v_records_11))
+            if data[pos] == 0:
+                pos += 1
+            else:
+                n_tags1, pos = read_uvarint(data, pos)
+                for _ in range(n_tags1):
+                    tag1, pos = read_uvarint(data, pos)
+                    size1, pos = read_uvarint(data, pos)
+                    end1 = pos + size1
+                    pos = end1
+            append_5(TopicProduceData(v_name_6, ZERO_UUID, v_partition_data_8))
+    if data[pos] == 0:
+        pos += 1
+    else:
+        n_tags0, pos = read_uvarint(data, pos)
+        for _ in range(n_tags0):
+            tag0, pos = read_uvarint(data, pos)
+            size0, pos = read_uvarint(data, pos)
+            end0 = pos + size0
+            pos = end0
+    return ProduceRequest(v_transactional_id_1, v_acks_2, v_timeout_ms_3, v_topic_data_4), pos
+
+
+def encode_produce_request_v11(m: ProduceRequest, out: bytearray) -> None:
+    x_1 = m.transactional_id
+    if x_1 is None:
+        out.append(0)
+    else:
+        b_2 = x_1.encode()
+        write_uvarint(out, len(b_2) + 1)
+        out += b_2
+    out += _S0.pack(m.acks, m.timeout_ms)
+    x_3 = m.topic_data
+    write_uvarint(out, len(x_3) + 1)
+    for e_4 in x_3:
+        x_5 = e_4.name
+        b_6 = x_5.encode()
+        write_uvarint(out, len(b_6) + 1)
+        out += b_6
+        x_7 = e_4.partition_data
+        write_uvarint(out, len(x_7) + 1)
+        for e_8 in x_7:
+            out += _S1.pack(e_8.index)
+            x_9 = e_8.records
+            if x_9 is None:
+                out.append(0)
+            else:
+                write_uvarint(out, len(x_9) + 1)
+                out += x_9
+            out.append(0)
+        out.append(0)
+    out.append(0)
+
+
+def decode_produce_request_v12(data: bytes, pos: int) -> tuple[ProduceRequest, int]:
+    v_transactional_id_1: str | None
+    n0 = data[pos]
+    if n0 < 128:
+        pos += 1
+    else:
+        n0, pos = read_uvarint(data, pos)
+    n0 -= 1
+    if n0 < 0:
+        v_transactional_id_1 = None
+    else:
+        v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
+        pos += n0
+    v_acks_2, v_timeout_ms_3 = _S0.unpack_from(data, pos)
+    pos += 6
+    v_topic_data_4: list[TopicProduceData]
+    n0 = data[pos]
+    if n0 < 128:
+        pos += 1
+    else:
+        n0, pos = read_uvarint(data, pos)
+    n0 -= 1
+    if n0 < 0:
+        raise DecodeError('non-nullable field TopicData is null')
+    elif n0 > len(data) - pos:
+        raise DecodeError('array TopicData longer than the frame')
+    else:
+        v_topic_data_4 = []
+        append_5 = v_topic_data_4.append
+        for _ in range(n0):
+            v_name_6: str
+            n1 = data[pos]
+            if n1 < 128:
+                pos += 1
+            else:
+                n1, pos = read_uvarint(data, pos)
+            n1 -= 1
+            if n1 < 0:
+                raise DecodeError('non-nullable field Name is null')
+            else:
+                v_name_6 = str(data[pos:pos + n1], 'utf-8')
+                pos += n1
+            v_partition_data_8: list[PartitionProduceData]
+            n1 = data[pos]
+            if n1 < 128:
+                pos += 1
+            else:
+                n1, pos = read_uvarint(data, pos)
+            n1 -= 1
+            if n1 < 0:
+                raise DecodeError('non-nullable field PartitionData is null')
+            elif n1 > len(data) - pos:
+                raise DecodeError('array PartitionData longer than the frame')
+            else:
+                v_partition_data_8 = []
+                append_9 = v_partition_data_8.append
+                for _ in range(n1):
+                    v_index_10, = _S1.unpack_from(data, pos)
+                    pos += 4
+                    v_records_11: bytes | None
+                    n2 = data[pos]
+                    if n2 < 128:
+                        pos += 1
+                    else:
+                        n2, pos = read_uvarint(data, pos)
+                    n2 -= 1
+                    if n2 < 0:
+                        v_records_11 = None
+                    else:
+                        v_records_11 = data[pos:pos + n2]
+                        pos += n2
+                    if data[pos] == 0:
+                        pos += 1
+                    else:
+                        n_tags2, pos = read_uvarint(data, pos)
+                        for _ in range(n_tags2):
+                            tag2, pos = read_uvarint(data, pos)
+                            size2, pos = read_uvarint(data, pos)
+                            end2 = pos + size2
+                            pos = end2
+                    append_9(PartitionProduceData(v_index_10, v_records_11))
+            if data[pos] == 0:
+                pos += 1
+            else:
+                n_tags1, pos = read_uvarint(data, pos)
+                for _ in range(n_tags1):
+                    tag1, pos = read_uvarint(data, pos)
+                    size1, pos = read_uvarint(data, pos)
+                    end1 = pos + size1
+                    pos = end1
+            append_5(TopicProduceData(v_name_6, ZERO_UUID, v_partition_data_8))
+    if data[pos] == 0:
+        pos += 1
+    else:
+        n_tags0, pos = read_uvarint(data, pos)
+        for _ in range(n_tags0):
+            tag0, pos = read_uvarint(data, pos)
+            size0, pos = read_uvarint(data, pos)
+            end0 = pos + size0
+            pos = end0
+    return ProduceRequest(v_transactional_id_1, v_acks_2, v_timeout_ms_3, v_topic_data_4), pos
+
+
+def encode_produce_request_v12(m: ProduceRequest, out: bytearray) -> None:
+    x_1 = m.transactional_id
+    if x_1 is None:
+        out.append(0)
+    else:
+        b_2 = x_1.encode()
+        write_uvarint(out, len(b_2) + 1)
+        out += b_2
+    out += _S0.pack(m.acks, m.timeout_ms)
+    x_3 = m.topic_data
+    write_uvarint(out, len(x_3) + 1)
+    for e_4 in x_3:
+        x_5 = e_4.name
+        b_6 = x_5.encode()
+        write_uvarint(out, len(b_6) + 1)
+        out += b_6
+        x_7 = e_4.partition_data
+        write_uvarint(out, len(x_7) + 1)
+        for e_8 in x_7:
+            out += _S1.pack(e_8.index)
+            x_9 = e_8.records
+            if x_9 is None:
+                out.append(0)
+            else:
+                write_uvarint(out, len(x_9) + 1)
+                out += x_9
+            out.append(0)
+        out.append(0)
+    out.append(0)
+
+
+def decode_produce_request_v13(data: bytes, pos: int) -> tuple[ProduceRequest, int]:
+    v_transactional_id_1: str | None
+    n0 = data[pos]
+    if n0 < 128:
+        pos += 1
+    else:
+        n0, pos = read_uvarint(data, pos)
+    n0 -= 1
+    if n0 < 0:
+        v_transactional_id_1 = None
+    else:
+        v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
+        pos += n0
+    v_acks_2, v_timeout_ms_3 = _S0.unpack_from(data, pos)
+    pos += 6
+    v_topic_data_4: list[TopicProduceData]
+    n0 = data[pos]
+    if n0 < 128:
+        pos += 1
+    else:
+        n0, pos = read_uvarint(data, pos)
+    n0 -= 1
+    if n0 < 0:
+        raise DecodeError('non-nullable field TopicData is null')
+    elif n0 > len(data) - pos:
+        raise DecodeError('array TopicData longer than the frame')
+    else:
+        v_topic_data_4 = []
+        append_5 = v_topic_data_4.append
+        for _ in range(n0):
+            v_topic_id_7, = _S3.unpack_from(data, pos)
+            pos += 16
+            v_partition_data_8: list[PartitionProduceData]
+            n1 = data[pos]
+            if n1 < 128:
+                pos += 1
+            else:
+                n1, pos = read_uvarint(data, pos)
+            n1 -= 1
+            if n1 < 0:
+                raise DecodeError('non-nullable field PartitionData is null')
+            elif n1 > len(data) - pos:
+                raise DecodeError('array PartitionData longer than the frame')
+            else:
+                v_partition_data_8 = []
+                append_9 = v_partition_data_8.append
+                for _ in range(n1):
+                    v_index_10, = _S1.unpack_from(data, pos)
+                    pos += 4
+                    v_records_11: bytes | None
+                    n2 = data[pos]
+                    if n2 < 128:
+                        pos += 1
+                    else:
+                        n2, pos = read_uvarint(data, pos)
+                    n2 -= 1
+                    if n2 < 0:
+                        v_records_11 = None
+                    else:
+                        v_records_11 = data[pos:pos + n2]
+                        pos += n2
+                    if data[pos] == 0:
+                        pos += 1
+                    else:
+                        n_tags2, pos = read_uvarint(data, pos)
+                        for _ in range(n_tags2):
+                            tag2, pos = read_uvarint(data, pos)
+                            size2, pos = read_uvarint(data, pos)
+                            end2 = pos + size2
+                            pos = end2
+                    append_9(PartitionProduceData(v_index_10, v_records_11))
+            if data[pos] == 0:
+                pos += 1
+            else:
+                n_tags1, pos = read_uvarint(data, pos)
+                for _ in range(n_tags1):
+                    tag1, pos = read_uvarint(data, pos)
+                    size1, pos = read_uvarint(data, pos)
+                    end1 = pos + size1
+                    pos = end1
+            append_5(TopicProduceData('', v_topic_id_7, v_partition_data_8))
+    if data[pos] == 0:
+        pos += 1
+    else:
+        n_tags0, pos = read_uvarint(data, pos)
+        for _ in range(n_tags0):
+            tag0, pos = read_uvarint(data, pos)
+            size0, pos = read_uvarint(data, pos)
+            end0 = pos + size0
+            pos = end0
+    return ProduceRequest(v_transactional_id_1, v_acks_2, v_timeout_ms_3, v_topic_data_4), pos
+
+
+def encode_produce_request_v13(m: ProduceRequest, out: bytearray) -> None:
+    x_1 = m.transactional_id
+    if x_1 is None:
+        out.append(0)
+    else:
+        b_2 = x_1.encode()
+        write_uvarint(out, len(b_2) + 1)
+        out += b_2
+    out += _S0.pack(m.acks, m.timeout_ms)
+    x_3 = m.topic_data
+    write_uvarint(out, len(x_3) + 1)
+    for e_4 in x_3:
+        out += _S3.pack(e_4.topic_id)
+        x_5 = e_4.partition_data
+        write_uvarint(out, len(x_5) + 1)
+        for e_6 in x_5:
+            out += _S1.pack(e_6.index)
+            x_7 = e_6.records
+            if x_7 is None:
+                out.append(0)
+            else:
+                write_uvarint(out, len(x_7) + 1)
+                out += x_7
+            out.append(0)
+        out.append(0)
+    out.append(0)
+
+
 def decode_produce_response_v0(data: bytes, pos: int) -> tuple[ProduceResponse, int]:
     v_responses_1: list[TopicProduceResponse]
     n0, = _S1.unpack_from(data, pos)
@@ -967,7 +1492,7 @@ def decode_produce_response_v0(data: bytes, pos: int) -> tuple[ProduceResponse, 
                 v_partition_responses_7 = []
                 append_8 = v_partition_responses_7.append
                 for _ in range(n1):
-                    v_index_9, v_error_code_10, v_base_offset_11 = _S3.unpack_from(data, pos)
+                    v_index_9, v_error_code_10, v_base_offset_11 = _S4.unpack_from(data, pos)
                     pos += 14
                     append_8(PartitionProduceResponse(v_index_9, v_error_code_10, v_base_offset_11, -1, -1, [], None, LeaderIdAndEpoch()))
             append_4(TopicProduceResponse(v_name_5, ZERO_UUID, v_partition_responses_7))
@@ -989,7 +1514,7 @@ def encode_produce_response_v0(m: ProduceResponse, out: bytearray) -> None:
         for e_6 in x_5:
             if (e_6.current_leader.leader_id != -1) or (e_6.current_leader.leader_epoch != -1):
                 raise ValueError('attempted to write a non-default CurrentLeader at version 0')
-            out += _S3.pack(e_6.index, e_6.error_code, e_6.base_offset)
+            out += _S4.pack(e_6.index, e_6.error_code, e_6.base_offset)
 
 
 def decode_produce_response_v1(data: bytes, pos: int) -> tuple[ProduceResponse, int]:
@@ -1023,7 +1548,7 @@ def decode_produce_response_v1(data: bytes, pos: int) -> tuple[ProduceResponse, 
                 v_partition_responses_7 = []
                 append_8 = v_partition_responses_7.append
                 for _ in range(n1):
-                    v_index_9, v_error_code_10, v_base_offset_11 = _S3.unpack_from(data, pos)
+                    v_index_9, v_error_code_10, v_base_offset_11 = _S4.unpack_from(data, pos)
                     pos += 14
                     append_8(PartitionProduceResponse(v_index_9, v_error_code_10, v_base_offset_11, -1, -1, [], None, LeaderIdAndEpoch()))
             append_4(TopicProduceResponse(v_name_5, ZERO_UUID, v_partition_responses_7))
@@ -1047,7 +1572,7 @@ def encode_produce_response_v1(m: ProduceResponse, out: bytearray) -> None:
         for e_6 in x_5:
             if (e_6.current_leader.leader_id != -1) or (e_6.current_leader.leader_epoch != -1):
                 raise ValueError('attempted to write a non-default CurrentLeader at version 1')
-            out += _S3.pack(e_6.index, e_6.error_code, e_6.base_offset)
+            out += _S4.pack(e_6.index, e_6.error_code, e_6.base_offset)
     out += _S1.pack(m.throttle_time_ms)
 
 
@@ -1082,7 +1607,7 @@ def decode_produce_response_v2(data: bytes, pos: int) -> tuple[ProduceResponse, 
                 v_partition_responses_7 = []
                 append_8 = v_partition_responses_7.append
                 for _ in range(n1):
-                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12 = _S4.unpack_from(data, pos)
+                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12 = _S5.unpack_from(data, pos)
                     pos += 22
                     append_8(PartitionProduceResponse(v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, -1, [], None, LeaderIdAndEpoch()))
             append_4(TopicProduceResponse(v_name_5, ZERO_UUID, v_partition_responses_7))
@@ -1106,7 +1631,7 @@ def encode_produce_response_v2(m: ProduceResponse, out: bytearray) -> None:
         for e_6 in x_5:
             if (e_6.current_leader.leader_id != -1) or (e_6.current_leader.leader_epoch != -1):
                 raise ValueError('attempted to write a non-default CurrentLeader at version 2')
-            out += _S4.pack(e_6.index, e_6.error_code, e_6.base_offset, e_6.log_append_time_ms)
+            out += _S5.pack(e_6.index, e_6.error_code, e_6.base_offset, e_6.log_append_time_ms)
     out += _S1.pack(m.throttle_time_ms)
 
 
@@ -1141,7 +1666,7 @@ def decode_produce_response_v3(data: bytes, pos: int) -> tuple[ProduceResponse, 
                 v_partition_responses_7 = []
                 append_8 = v_partition_responses_7.append
                 for _ in range(n1):
-                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12 = _S4.unpack_from(data, pos)
+                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12 = _S5.unpack_from(data, pos)
                     pos += 22
                     append_8(PartitionProduceResponse(v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, -1, [], None, LeaderIdAndEpoch()))
             append_4(TopicProduceResponse(v_name_5, ZERO_UUID, v_partition_responses_7))
@@ -1165,7 +1690,7 @@ def encode_produce_response_v3(m: ProduceResponse, out: bytearray) -> None:
         for e_6 in x_5:
             if (e_6.current_leader.leader_id != -1) or (e_6.current_leader.leader_epoch != -1):
                 raise ValueError('attempted to write a non-default CurrentLeader at version 3')
-            out += _S4.pack(e_6.index, e_6.error_code, e_6.base_offset, e_6.log_append_time_ms)
+            out += _S5.pack(e_6.index, e_6.error_code, e_6.base_offset, e_6.log_append_time_ms)
     out += _S1.pack(m.throttle_time_ms)
 
 
@@ -1200,7 +1725,7 @@ def decode_produce_response_v4(data: bytes, pos: int) -> tuple[ProduceResponse, 
                 v_partition_responses_7 = []
                 append_8 = v_partition_responses_7.append
                 for _ in range(n1):
-                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12 = _S4.unpack_from(data, pos)
+                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12 = _S5.unpack_from(data, pos)
                     pos += 22
                     append_8(PartitionProduceResponse(v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, -1, [], None, LeaderIdAndEpoch()))
             append_4(TopicProduceResponse(v_name_5, ZERO_UUID, v_partition_responses_7))
@@ -1224,7 +1749,7 @@ def encode_produce_response_v4(m: ProduceResponse, out: bytearray) -> None:
         for e_6 in x_5:
             if (e_6.current_leader.leader_id != -1) or (e_6.current_leader.leader_epoch != -1):
                 raise ValueError('attempted to write a non-default CurrentLeader at version 4')
-            out += _S4.pack(e_6.index, e_6.error_code, e_6.base_offset, e_6.log_append_time_ms)
+            out += _S5.pack(e_6.index, e_6.error_code, e_6.base_offset, e_6.log_append_time_ms)
     out += _S1.pack(m.throttle_time_ms)
 
 
@@ -1259,7 +1784,7 @@ def decode_produce_response_v5(data: bytes, pos: int) -> tuple[ProduceResponse, 
                 v_partition_responses_7 = []
                 append_8 = v_partition_responses_7.append
                 for _ in range(n1):
-                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13 = _S5.unpack_from(data, pos)
+                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13 = _S6.unpack_from(data, pos)
                     pos += 30
                     append_8(PartitionProduceResponse(v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13, [], None, LeaderIdAndEpoch()))
             append_4(TopicProduceResponse(v_name_5, ZERO_UUID, v_partition_responses_7))
@@ -1283,7 +1808,7 @@ def encode_produce_response_v5(m: ProduceResponse, out: bytearray) -> None:
         for e_6 in x_5:
             if (e_6.current_leader.leader_id != -1) or (e_6.current_leader.leader_epoch != -1):
                 raise ValueError('attempted to write a non-default CurrentLeader at version 5')
-            out += _S5.pack(e_6.index, e_6.error_code, e_6.base_offset, e_6.log_append_time_ms, e_6.log_start_offset)
+            out += _S6.pack(e_6.index, e_6.error_code, e_6.base_offset, e_6.log_append_time_ms, e_6.log_start_offset)
     out += _S1.pack(m.throttle_time_ms)
 
 
@@ -1318,7 +1843,7 @@ def decode_produce_response_v6(data: bytes, pos: int) -> tuple[ProduceResponse, 
                 v_partition_responses_7 = []
                 append_8 = v_partition_responses_7.append
                 for _ in range(n1):
-                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13 = _S5.unpack_from(data, pos)
+                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13 = _S6.unpack_from(data, pos)
                     pos += 30
                     append_8(PartitionProduceResponse(v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13, [], None, LeaderIdAndEpoch()))
             append_4(TopicProduceResponse(v_name_5, ZERO_UUID, v_partition_responses_7))
@@ -1342,7 +1867,7 @@ def encode_produce_response_v6(m: ProduceResponse, out: bytearray) -> None:
         for e_6 in x_5:
             if (e_6.current_leader.leader_id != -1) or (e_6.current_leader.leader_epoch != -1):
                 raise ValueError('attempted to write a non-default CurrentLeader at version 6')
-            out += _S5.pack(e_6.index, e_6.error_code, e_6.base_offset, e_6.log_append_time_ms, e_6.log_start_offset)
+            out += _S6.pack(e_6.index, e_6.error_code, e_6.base_offset, e_6.log_append_time_ms, e_6.log_start_offset)
     out += _S1.pack(m.throttle_time_ms)
 
 
@@ -1377,7 +1902,7 @@ def decode_produce_response_v7(data: bytes, pos: int) -> tuple[ProduceResponse, 
                 v_partition_responses_7 = []
                 append_8 = v_partition_responses_7.append
                 for _ in range(n1):
-                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13 = _S5.unpack_from(data, pos)
+                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13 = _S6.unpack_from(data, pos)
                     pos += 30
                     append_8(PartitionProduceResponse(v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13, [], None, LeaderIdAndEpoch()))
             append_4(TopicProduceResponse(v_name_5, ZERO_UUID, v_partition_responses_7))
@@ -1401,7 +1926,7 @@ def encode_produce_response_v7(m: ProduceResponse, out: bytearray) -> None:
         for e_6 in x_5:
             if (e_6.current_leader.leader_id != -1) or (e_6.current_leader.leader_epoch != -1):
                 raise ValueError('attempted to write a non-default CurrentLeader at version 7')
-            out += _S5.pack(e_6.index, e_6.error_code, e_6.base_offset, e_6.log_append_time_ms, e_6.log_start_offset)
+            out += _S6.pack(e_6.index, e_6.error_code, e_6.base_offset, e_6.log_append_time_ms, e_6.log_start_offset)
     out += _S1.pack(m.throttle_time_ms)
 
 
@@ -1436,7 +1961,7 @@ def decode_produce_response_v8(data: bytes, pos: int) -> tuple[ProduceResponse, 
                 v_partition_responses_7 = []
                 append_8 = v_partition_responses_7.append
                 for _ in range(n1):
-                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13 = _S5.unpack_from(data, pos)
+                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13 = _S6.unpack_from(data, pos)
                     pos += 30
                     v_record_errors_14: list[BatchIndexAndErrorMessage]
                     n2, = _S1.unpack_from(data, pos)
@@ -1490,7 +2015,7 @@ def encode_produce_response_v8(m: ProduceResponse, out: bytearray) -> None:
         for e_6 in x_5:
             if (e_6.current_leader.leader_id != -1) or (e_6.current_leader.leader_epoch != -1):
                 raise ValueError('attempted to write a non-default CurrentLeader at version 8')
-            out += _S5.pack(e_6.index, e_6.error_code, e_6.base_offset, e_6.log_append_time_ms, e_6.log_start_offset)
+            out += _S6.pack(e_6.index, e_6.error_code, e_6.base_offset, e_6.log_append_time_ms, e_6.log_start_offset)
             x_7 = e_6.record_errors
             out += _S1.pack(len(x_7))
             for e_8 in x_7:
@@ -1555,7 +2080,7 @@ def decode_produce_response_v9(data: bytes, pos: int) -> tuple[ProduceResponse, 
                 v_partition_responses_7 = []
                 append_8 = v_partition_responses_7.append
                 for _ in range(n1):
-                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13 = _S5.unpack_from(data, pos)
+                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13 = _S6.unpack_from(data, pos)
                     pos += 30
                     v_record_errors_14: list[BatchIndexAndErrorMessage]
                     n2 = data[pos]
@@ -1657,7 +2182,7 @@ def encode_produce_response_v9(m: ProduceResponse, out: bytearray) -> None:
         for e_6 in x_5:
             if (e_6.current_leader.leader_id != -1) or (e_6.current_leader.leader_epoch != -1):
                 raise ValueError('attempted to write a non-default CurrentLeader at version 9')
-            out += _S5.pack(e_6.index, e_6.error_code, e_6.base_offset, e_6.log_append_time_ms, e_6.log_start_offset)
+            out += _S6.pack(e_6.index, e_6.error_code, e_6.base_offset, e_6.log_append_time_ms, e_6.log_start_offset)
             x_7 = e_6.record_errors
             write_uvarint(out, len(x_7) + 1)
             for e_8 in x_7:
@@ -1681,3 +2206,1058 @@ def encode_produce_response_v9(m: ProduceResponse, out: bytearray) -> None:
         out.append(0)
     out += _S1.pack(m.throttle_time_ms)
     out.append(0)
+
+
+def decode_produce_response_v10(data: bytes, pos: int) -> tuple[ProduceResponse, int]:
+    v_responses_1: list[TopicProduceResponse]
+    n0 = data[pos]
+    if n0 < 128:
+        pos += 1
+    else:
+        n0, pos = read_uvarint(data, pos)
+    n0 -= 1
+    if n0 < 0:
+        raise DecodeError('non-nullable field Responses is null')
+    elif n0 > len(data) - pos:
+        raise DecodeError('array Responses longer than the frame')
+    else:
+        v_responses_1 = []
+        append_4 = v_responses_1.append
+        for _ in range(n0):
+            v_name_5: str
+            n1 = data[pos]
+            if n1 < 128:
+                pos += 1
+            else:
+                n1, pos = read_uvarint(data, pos)
+            n1 -= 1
+            if n1 < 0:
+                raise DecodeError('non-nullable field Name is null')
+            else:
+                v_name_5 = str(data[pos:pos + n1], 'utf-8')
+                pos += n1
+            v_partition_responses_7: list[PartitionProduceResponse]
+            n1 = data[pos]
+            if n1 < 128:
+                pos += 1
+            else:
+                n1, pos = read_uvarint(data, pos)
+            n1 -= 1
+            if n1 < 0:
+                raise DecodeError('non-nullable field PartitionResponses is null')
+            elif n1 > len(data) - pos:
+                raise DecodeError('array PartitionResponses longer than the frame')
+            else:
+                v_partition_responses_7 = []
+                append_8 = v_partition_responses_7.append
+                for _ in range(n1):
+                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13 = _S6.unpack_from(data, pos)
+                    pos += 30
+                    v_record_errors_14: list[BatchIndexAndErrorMessage]
+                    n2 = data[pos]
+                    if n2 < 128:
+                        pos += 1
+                    else:
+                        n2, pos = read_uvarint(data, pos)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise DecodeError('non-nullable field RecordErrors is null')
+                    elif n2 > len(data) - pos:
+                        raise DecodeError('array RecordErrors longer than the frame')
+                    else:
+                        v_record_errors_14 = []
+                        append_17 = v_record_errors_14.append
+                        for _ in range(n2):
+                            v_batch_index_18, = _S1.unpack_from(data, pos)
+                            pos += 4
+                            v_batch_index_error_message_19: str | None
+                            n3 = data[pos]
+                            if n3 < 128:
+                                pos += 1
+                            else:
+                                n3, pos = read_uvarint(data, pos)
+                            n3 -= 1
+                            if n3 < 0:
+                                v_batch_index_error_message_19 = None
+                            else:
+                                v_batch_index_error_message_19 = str(data[pos:pos + n3], 'utf-8')
+                                pos += n3
+                            if data[pos] == 0:
+                                pos += 1
+                            else:
+                                n_tags3, pos = read_uvarint(data, pos)
+                                for _ in range(n_tags3):
+                                    tag3, pos = read_uvarint(data, pos)
+                                    size3, pos = read_uvarint(data, pos)
+                                    end3 = pos + size3
+                                    pos = end3
+                            append_17(BatchIndexAndErrorMessage(v_batch_index_18, v_batch_index_error_message_19))
+                    v_error_message_15: str | None
+                    n2 = data[pos]
+                    if n2 < 128:
+                        pos += 1
+                    else:
+                        n2, pos = read_uvarint(data, pos)
+                    n2 -= 1
+                    if n2 < 0:
+                        v_error_message_15 = None
+                    else:
+                        v_error_message_15 = str(data[pos:pos + n2], 'utf-8')
+                        pos += n2
+                    v_current_leader_16: LeaderIdAndEpoch = LeaderIdAndEpoch()
+                    if data[pos] == 0:
+                        pos += 1
+                    else:
+                        n_tags2, pos = read_uvarint(data, pos)
+                        for _ in range(n_tags2):
+                            tag2, pos = read_uvarint(data, pos)
+                            size2, pos = read_uvarint(data, pos)
+                            end2 = pos + size2
+                            if tag2 == 0:
+                                v_leader_id_20, v_leader_epoch_21 = _S7.unpack_from(data, pos)
+                                pos += 8
+                                if data[pos] == 0:
+                                    pos += 1
+                                else:
+                                    n_tags3, pos = read_uvarint(data, pos)
+                                    for _ in range(n_tags3):
+                                        tag3, pos = read_uvarint(data, pos)
+                                        size3, pos = read_uvarint(data, pos)
+                                        end3 = pos + size3
+                                        pos = end3
+                                v_current_leader_16 = LeaderIdAndEpoch(v_leader_id_20, v_leader_epoch_21)
+                            pos = end2
+                    append_8(PartitionProduceResponse(v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13, v_record_errors_14, v_error_message_15, v_current_leader_16))
+            if data[pos] == 0:
+                pos += 1
+            else:
+                n_tags1, pos = read_uvarint(data, pos)
+                for _ in range(n_tags1):
+                    tag1, pos = read_uvarint(data, pos)
+                    size1, pos = read_uvarint(data, pos)
+                    end1 = pos + size1
+                    pos = end1
+            append_4(TopicProduceResponse(v_name_5, ZERO_UUID, v_partition_responses_7))
+    v_throttle_time_ms_2, = _S1.unpack_from(data, pos)
+    pos += 4
+    v_node_endpoints_3: list[NodeEndpoint] = []
+    if data[pos] == 0:
+        pos += 1
+    else:
+        n_tags0, pos = read_uvarint(data, pos)
+        for _ in range(n_tags0):
+            tag0, pos = read_uvarint(data, pos)
+            size0, pos = read_uvarint(data, pos)
+            end0 = pos + size0
+            if tag0 == 0:
+                n0 = data[pos]
+                if n0 < 128:
+                    pos += 1
+                else:
+                    n0, pos = read_uvarint(data, pos)
+                n0 -= 1
+                if n0 < 0:
+                    raise DecodeError('non-nullable field NodeEndpoints is null')
+                elif n0 > len(data) - pos:
+                    raise DecodeError('array NodeEndpoints longer than the frame')
+                else:
+                    v_node_endpoints_3 = []
+                    append_22 = v_node_endpoints_3.append
+                    for _ in range(n0):
+                        v_node_id_23, = _S1.unpack_from(data, pos)
+                        pos += 4
+                        v_host_24: str
+                        n1 = data[pos]
+                        if n1 < 128:
+                            pos += 1
+                        else:
+                            n1, pos = read_uvarint(data, pos)
+                        n1 -= 1
+                        if n1 < 0:
+                            raise DecodeError('non-nullable field Host is null')
+                        else:
+                            v_host_24 = str(data[pos:pos + n1], 'utf-8')
+                            pos += n1
+                        v_port_25, = _S1.unpack_from(data, pos)
+                        pos += 4
+                        v_rack_26: str | None
+                        n1 = data[pos]
+                        if n1 < 128:
+                            pos += 1
+                        else:
+                            n1, pos = read_uvarint(data, pos)
+                        n1 -= 1
+                        if n1 < 0:
+                            v_rack_26 = None
+                        else:
+                            v_rack_26 = str(data[pos:pos + n1], 'utf-8')
+                            pos += n1
+                        if data[pos] == 0:
+                            pos += 1
+                        else:
+                            n_tags1, pos = read_uvarint(data, pos)
+                            for _ in range(n_tags1):
+                                tag1, pos = read_uvarint(data, pos)
+                                size1, pos = read_uvarint(data, pos)
+                                end1 = pos + size1
+                                pos = end1
+                        append_22(NodeEndpoint(v_node_id_23, v_host_24, v_port_25, v_rack_26))
+            pos = end0
+    return ProduceResponse(v_responses_1, v_throttle_time_ms_2, v_node_endpoints_3), pos
+
+
+def encode_produce_response_v10(m: ProduceResponse, out: bytearray) -> None:
+    x_1 = m.responses
+    write_uvarint(out, len(x_1) + 1)
+    for e_2 in x_1:
+        x_3 = e_2.name
+        b_4 = x_3.encode()
+        write_uvarint(out, len(b_4) + 1)
+        out += b_4
+        x_5 = e_2.partition_responses
+        write_uvarint(out, len(x_5) + 1)
+        for e_6 in x_5:
+            out += _S6.pack(e_6.index, e_6.error_code, e_6.base_offset, e_6.log_append_time_ms, e_6.log_start_offset)
+            x_7 = e_6.record_errors
+            write_uvarint(out, len(x_7) + 1)
+            for e_8 in x_7:
+                out += _S1.pack(e_8.batch_index)
+                x_9 = e_8.batch_index_error_message
+                if x_9 is None:
+                    out.append(0)
+                else:
+                    b_10 = x_9.encode()
+                    write_uvarint(out, len(b_10) + 1)
+                    out += b_10
+                out.append(0)
+            x_11 = e_6.error_message
+            if x_11 is None:
+                out.append(0)
+            else:
+                b_12 = x_11.encode()
+                write_uvarint(out, len(b_12) + 1)
+                out += b_12
+            tags2 = (e_6.current_leader != LeaderIdAndEpoch())
+            write_uvarint(out, tags2)
+            if e_6.current_leader != LeaderIdAndEpoch():
+                write_uvarint(out, 0)
+                tagbuf2 = bytearray()
+                s_14 = e_6.current_leader
+                tagbuf2 += _S7.pack(s_14.leader_id, s_14.leader_epoch)
+                tagbuf2.append(0)
+                write_uvarint(out, len(tagbuf2))
+                out += tagbuf2
+        out.append(0)
+    out += _S1.pack(m.throttle_time_ms)
+    tags0 = (m.node_endpoints != [])
+    write_uvarint(out, tags0)
+    if m.node_endpoints != []:
+        write_uvarint(out, 0)
+        tagbuf0 = bytearray()
+        x_15 = m.node_endpoints
+        write_uvarint(tagbuf0, len(x_15) + 1)
+        for e_16 in x_15:
+            tagbuf0 += _S1.pack(e_16.node_id)
+            x_17 = e_16.host
+            b_18 = x_17.encode()
+            write_uvarint(tagbuf0, len(b_18) + 1)
+            tagbuf0 += b_18
+            tagbuf0 += _S1.pack(e_16.port)
+            x_19 = e_16.rack
+            if x_19 is None:
+                tagbuf0.append(0)
+            else:
+                b_20 = x_19.encode()
+                write_uvarint(tagbuf0, len(b_20) + 1)
+                tagbuf0 += b_20
+            tagbuf0.append(0)
+        write_uvarint(out, len(tagbuf0))
+        out += tagbuf0
+
+
+def decode_produce_response_v11(data: bytes, pos: int) -> tuple[ProduceResponse, int]:
+    v_responses_1: list[TopicProduceResponse]
+    n0 = data[pos]
+    if n0 < 128:
+        pos += 1
+    else:
+        n0, pos = read_uvarint(data, pos)
+    n0 -= 1
+    if n0 < 0:
+        raise DecodeError('non-nullable field Responses is null')
+    elif n0 > len(data) - pos:
+        raise DecodeError('array Responses longer than the frame')
+    else:
+        v_responses_1 = []
+        append_4 = v_responses_1.append
+        for _ in range(n0):
+            v_name_5: str
+            n1 = data[pos]
+            if n1 < 128:
+                pos += 1
+            else:
+                n1, pos = read_uvarint(data, pos)
+            n1 -= 1
+            if n1 < 0:
+                raise DecodeError('non-nullable field Name is null')
+            else:
+                v_name_5 = str(data[pos:pos + n1], 'utf-8')
+                pos += n1
+            v_partition_responses_7: list[PartitionProduceResponse]
+            n1 = data[pos]
+            if n1 < 128:
+                pos += 1
+            else:
+                n1, pos = read_uvarint(data, pos)
+            n1 -= 1
+            if n1 < 0:
+                raise DecodeError('non-nullable field PartitionResponses is null')
+            elif n1 > len(data) - pos:
+                raise DecodeError('array PartitionResponses longer than the frame')
+            else:
+                v_partition_responses_7 = []
+                append_8 = v_partition_responses_7.append
+                for _ in range(n1):
+                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13 = _S6.unpack_from(data, pos)
+                    pos += 30
+                    v_record_errors_14: list[BatchIndexAndErrorMessage]
+                    n2 = data[pos]
+                    if n2 < 128:
+                        pos += 1
+                    else:
+                        n2, pos = read_uvarint(data, pos)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise DecodeError('non-nullable field RecordErrors is null')
+                    elif n2 > len(data) - pos:
+                        raise DecodeError('array RecordErrors longer than the frame')
+                    else:
+                        v_record_errors_14 = []
+                        append_17 = v_record_errors_14.append
+                        for _ in range(n2):
+                            v_batch_index_18, = _S1.unpack_from(data, pos)
+                            pos += 4
+                            v_batch_index_error_message_19: str | None
+                            n3 = data[pos]
+                            if n3 < 128:
+                                pos += 1
+                            else:
+                                n3, pos = read_uvarint(data, pos)
+                            n3 -= 1
+                            if n3 < 0:
+                                v_batch_index_error_message_19 = None
+                            else:
+                                v_batch_index_error_message_19 = str(data[pos:pos + n3], 'utf-8')
+                                pos += n3
+                            if data[pos] == 0:
+                                pos += 1
+                            else:
+                                n_tags3, pos = read_uvarint(data, pos)
+                                for _ in range(n_tags3):
+                                    tag3, pos = read_uvarint(data, pos)
+                                    size3, pos = read_uvarint(data, pos)
+                                    end3 = pos + size3
+                                    pos = end3
+                            append_17(BatchIndexAndErrorMessage(v_batch_index_18, v_batch_index_error_message_19))
+                    v_error_message_15: str | None
+                    n2 = data[pos]
+                    if n2 < 128:
+                        pos += 1
+                    else:
+                        n2, pos = read_uvarint(data, pos)
+                    n2 -= 1
+                    if n2 < 0:
+                        v_error_message_15 = None
+                    else:
+                        v_error_message_15 = str(data[pos:pos + n2], 'utf-8')
+                        pos += n2
+                    v_current_leader_16: LeaderIdAndEpoch = LeaderIdAndEpoch()
+                    if data[pos] == 0:
+                        pos += 1
+                    else:
+                        n_tags2, pos = read_uvarint(data, pos)
+                        for _ in range(n_tags2):
+                            tag2, pos = read_uvarint(data, pos)
+                            size2, pos = read_uvarint(data, pos)
+                            end2 = pos + size2
+                            if tag2 == 0:
+                                v_leader_id_20, v_leader_epoch_21 = _S7.unpack_from(data, pos)
+                                pos += 8
+                                if data[pos] == 0:
+                                    pos += 1
+                                else:
+                                    n_tags3, pos = read_uvarint(data, pos)
+                                    for _ in range(n_tags3):
+                                        tag3, pos = read_uvarint(data, pos)
+                                        size3, pos = read_uvarint(data, pos)
+                                        end3 = pos + size3
+                                        pos = end3
+                                v_current_leader_16 = LeaderIdAndEpoch(v_leader_id_20, v_leader_epoch_21)
+                            pos = end2
+                    append_8(PartitionProduceResponse(v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13, v_record_errors_14, v_error_message_15, v_current_leader_16))
+            if data[pos] == 0:
+                pos += 1
+            else:
+                n_tags1, pos = read_uvarint(data, pos)
+                for _ in range(n_tags1):
+                    tag1, pos = read_uvarint(data, pos)
+                    size1, pos = read_uvarint(data, pos)
+                    end1 = pos + size1
+                    pos = end1
+            append_4(TopicProduceResponse(v_name_5, ZERO_UUID, v_partition_responses_7))
+    v_throttle_time_ms_2, = _S1.unpack_from(data, pos)
+    pos += 4
+    v_node_endpoints_3: list[NodeEndpoint] = []
+    if data[pos] == 0:
+        pos += 1
+    else:
+        n_tags0, pos = read_uvarint(data, pos)
+        for _ in range(n_tags0):
+            tag0, pos = read_uvarint(data, pos)
+            size0, pos = read_uvarint(data, pos)
+            end0 = pos + size0
+            if tag0 == 0:
+                n0 = data[pos]
+                if n0 < 128:
+                    pos += 1
+                else:
+                    n0, pos = read_uvarint(data, pos)
+                n0 -= 1
+                if n0 < 0:
+                    raise DecodeError('non-nullable field NodeEndpoints is null')
+                elif n0 > len(data) - pos:
+                    raise DecodeError('array NodeEndpoints longer than the frame')
+                else:
+                    v_node_endpoints_3 = []
+                    append_22 = v_node_endpoints_3.append
+                    for _ in range(n0):
+                        v_node_id_23, = _S1.unpack_from(data, pos)
+                        pos += 4
+                        v_host_24: str
+                        n1 = data[pos]
+                        if n1 < 128:
+                            pos += 1
+                        else:
+                            n1, pos = read_uvarint(data, pos)
+                        n1 -= 1
+                        if n1 < 0:
+                            raise DecodeError('non-nullable field Host is null')
+                        else:
+                            v_host_24 = str(data[pos:pos + n1], 'utf-8')
+                            pos += n1
+                        v_port_25, = _S1.unpack_from(data, pos)
+                        pos += 4
+                        v_rack_26: str | None
+                        n1 = data[pos]
+                        if n1 < 128:
+                            pos += 1
+                        else:
+                            n1, pos = read_uvarint(data, pos)
+                        n1 -= 1
+                        if n1 < 0:
+                            v_rack_26 = None
+                        else:
+                            v_rack_26 = str(data[pos:pos + n1], 'utf-8')
+                            pos += n1
+                        if data[pos] == 0:
+                            pos += 1
+                        else:
+                            n_tags1, pos = read_uvarint(data, pos)
+                            for _ in range(n_tags1):
+                                tag1, pos = read_uvarint(data, pos)
+                                size1, pos = read_uvarint(data, pos)
+                                end1 = pos + size1
+                                pos = end1
+                        append_22(NodeEndpoint(v_node_id_23, v_host_24, v_port_25, v_rack_26))
+            pos = end0
+    return ProduceResponse(v_responses_1, v_throttle_time_ms_2, v_node_endpoints_3), pos
+
+
+def encode_produce_response_v11(m: ProduceResponse, out: bytearray) -> None:
+    x_1 = m.responses
+    write_uvarint(out, len(x_1) + 1)
+    for e_2 in x_1:
+        x_3 = e_2.name
+        b_4 = x_3.encode()
+        write_uvarint(out, len(b_4) + 1)
+        out += b_4
+        x_5 = e_2.partition_responses
+        write_uvarint(out, len(x_5) + 1)
+        for e_6 in x_5:
+            out += _S6.pack(e_6.index, e_6.error_code, e_6.base_offset, e_6.log_append_time_ms, e_6.log_start_offset)
+            x_7 = e_6.record_errors
+            write_uvarint(out, len(x_7) + 1)
+            for e_8 in x_7:
+                out += _S1.pack(e_8.batch_index)
+                x_9 = e_8.batch_index_error_message
+                if x_9 is None:
+                    out.append(0)
+                else:
+                    b_10 = x_9.encode()
+                    write_uvarint(out, len(b_10) + 1)
+                    out += b_10
+                out.append(0)
+            x_11 = e_6.error_message
+            if x_11 is None:
+                out.append(0)
+            else:
+                b_12 = x_11.encode()
+                write_uvarint(out, len(b_12) + 1)
+                out += b_12
+            tags2 = (e_6.current_leader != LeaderIdAndEpoch())
+            write_uvarint(out, tags2)
+            if e_6.current_leader != LeaderIdAndEpoch():
+                write_uvarint(out, 0)
+                tagbuf2 = bytearray()
+                s_14 = e_6.current_leader
+                tagbuf2 += _S7.pack(s_14.leader_id, s_14.leader_epoch)
+                tagbuf2.append(0)
+                write_uvarint(out, len(tagbuf2))
+                out += tagbuf2
+        out.append(0)
+    out += _S1.pack(m.throttle_time_ms)
+    tags0 = (m.node_endpoints != [])
+    write_uvarint(out, tags0)
+    if m.node_endpoints != []:
+        write_uvarint(out, 0)
+        tagbuf0 = bytearray()
+        x_15 = m.node_endpoints
+        write_uvarint(tagbuf0, len(x_15) + 1)
+        for e_16 in x_15:
+            tagbuf0 += _S1.pack(e_16.node_id)
+            x_17 = e_16.host
+            b_18 = x_17.encode()
+            write_uvarint(tagbuf0, len(b_18) + 1)
+            tagbuf0 += b_18
+            tagbuf0 += _S1.pack(e_16.port)
+            x_19 = e_16.rack
+            if x_19 is None:
+                tagbuf0.append(0)
+            else:
+                b_20 = x_19.encode()
+                write_uvarint(tagbuf0, len(b_20) + 1)
+                tagbuf0 += b_20
+            tagbuf0.append(0)
+        write_uvarint(out, len(tagbuf0))
+        out += tagbuf0
+
+
+def decode_produce_response_v12(data: bytes, pos: int) -> tuple[ProduceResponse, int]:
+    v_responses_1: list[TopicProduceResponse]
+    n0 = data[pos]
+    if n0 < 128:
+        pos += 1
+    else:
+        n0, pos = read_uvarint(data, pos)
+    n0 -= 1
+    if n0 < 0:
+        raise DecodeError('non-nullable field Responses is null')
+    elif n0 > len(data) - pos:
+        raise DecodeError('array Responses longer than the frame')
+    else:
+        v_responses_1 = []
+        append_4 = v_responses_1.append
+        for _ in range(n0):
+            v_name_5: str
+            n1 = data[pos]
+            if n1 < 128:
+                pos += 1
+            else:
+                n1, pos = read_uvarint(data, pos)
+            n1 -= 1
+            if n1 < 0:
+                raise DecodeError('non-nullable field Name is null')
+            else:
+                v_name_5 = str(data[pos:pos + n1], 'utf-8')
+                pos += n1
+            v_partition_responses_7: list[PartitionProduceResponse]
+            n1 = data[pos]
+            if n1 < 128:
+                pos += 1
+            else:
+                n1, pos = read_uvarint(data, pos)
+            n1 -= 1
+            if n1 < 0:
+                raise DecodeError('non-nullable field PartitionResponses is null')
+            elif n1 > len(data) - pos:
+                raise DecodeError('array PartitionResponses longer than the frame')
+            else:
+                v_partition_responses_7 = []
+                append_8 = v_partition_responses_7.append
+                for _ in range(n1):
+                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13 = _S6.unpack_from(data, pos)
+                    pos += 30
+                    v_record_errors_14: list[BatchIndexAndErrorMessage]
+                    n2 = data[pos]
+                    if n2 < 128:
+                        pos += 1
+                    else:
+                        n2, pos = read_uvarint(data, pos)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise DecodeError('non-nullable field RecordErrors is null')
+                    elif n2 > len(data) - pos:
+                        raise DecodeError('array RecordErrors longer than the frame')
+                    else:
+                        v_record_errors_14 = []
+                        append_17 = v_record_errors_14.append
+                        for _ in range(n2):
+                            v_batch_index_18, = _S1.unpack_from(data, pos)
+                            pos += 4
+                            v_batch_index_error_message_19: str | None
+                            n3 = data[pos]
+                            if n3 < 128:
+                                pos += 1
+                            else:
+                                n3, pos = read_uvarint(data, pos)
+                            n3 -= 1
+                            if n3 < 0:
+                                v_batch_index_error_message_19 = None
+                            else:
+                                v_batch_index_error_message_19 = str(data[pos:pos + n3], 'utf-8')
+                                pos += n3
+                            if data[pos] == 0:
+                                pos += 1
+                            else:
+                                n_tags3, pos = read_uvarint(data, pos)
+                                for _ in range(n_tags3):
+                                    tag3, pos = read_uvarint(data, pos)
+                                    size3, pos = read_uvarint(data, pos)
+                                    end3 = pos + size3
+                                    pos = end3
+                            append_17(BatchIndexAndErrorMessage(v_batch_index_18, v_batch_index_error_message_19))
+                    v_error_message_15: str | None
+                    n2 = data[pos]
+                    if n2 < 128:
+                        pos += 1
+                    else:
+                        n2, pos = read_uvarint(data, pos)
+                    n2 -= 1
+                    if n2 < 0:
+                        v_error_message_15 = None
+                    else:
+                        v_error_message_15 = str(data[pos:pos + n2], 'utf-8')
+                        pos += n2
+                    v_current_leader_16: LeaderIdAndEpoch = LeaderIdAndEpoch()
+                    if data[pos] == 0:
+                        pos += 1
+                    else:
+                        n_tags2, pos = read_uvarint(data, pos)
+                        for _ in range(n_tags2):
+                            tag2, pos = read_uvarint(data, pos)
+                            size2, pos = read_uvarint(data, pos)
+                            end2 = pos + size2
+                            if tag2 == 0:
+                                v_leader_id_20, v_leader_epoch_21 = _S7.unpack_from(data, pos)
+                                pos += 8
+                                if data[pos] == 0:
+                                    pos += 1
+                                else:
+                                    n_tags3, pos = read_uvarint(data, pos)
+                                    for _ in range(n_tags3):
+                                        tag3, pos = read_uvarint(data, pos)
+                                        size3, pos = read_uvarint(data, pos)
+                                        end3 = pos + size3
+                                        pos = end3
+                                v_current_leader_16 = LeaderIdAndEpoch(v_leader_id_20, v_leader_epoch_21)
+                            pos = end2
+                    append_8(PartitionProduceResponse(v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13, v_record_errors_14, v_error_message_15, v_current_leader_16))
+            if data[pos] == 0:
+                pos += 1
+            else:
+                n_tags1, pos = read_uvarint(data, pos)
+                for _ in range(n_tags1):
+                    tag1, pos = read_uvarint(data, pos)
+                    size1, pos = read_uvarint(data, pos)
+                    end1 = pos + size1
+                    pos = end1
+            append_4(TopicProduceResponse(v_name_5, ZERO_UUID, v_partition_responses_7))
+    v_throttle_time_ms_2, = _S1.unpack_from(data, pos)
+    pos += 4
+    v_node_endpoints_3: list[NodeEndpoint] = []
+    if data[pos] == 0:
+        pos += 1
+    else:
+        n_tags0, pos = read_uvarint(data, pos)
+        for _ in range(n_tags0):
+            tag0, pos = read_uvarint(data, pos)
+            size0, pos = read_uvarint(data, pos)
+            end0 = pos + size0
+            if tag0 == 0:
+                n0 = data[pos]
+                if n0 < 128:
+                    pos += 1
+                else:
+                    n0, pos = read_uvarint(data, pos)
+                n0 -= 1
+                if n0 < 0:
+                    raise DecodeError('non-nullable field NodeEndpoints is null')
+                elif n0 > len(data) - pos:
+                    raise DecodeError('array NodeEndpoints longer than the frame')
+                else:
+                    v_node_endpoints_3 = []
+                    append_22 = v_node_endpoints_3.append
+                    for _ in range(n0):
+                        v_node_id_23, = _S1.unpack_from(data, pos)
+                        pos += 4
+                        v_host_24: str
+                        n1 = data[pos]
+                        if n1 < 128:
+                            pos += 1
+                        else:
+                            n1, pos = read_uvarint(data, pos)
+                        n1 -= 1
+                        if n1 < 0:
+                            raise DecodeError('non-nullable field Host is null')
+                        else:
+                            v_host_24 = str(data[pos:pos + n1], 'utf-8')
+                            pos += n1
+                        v_port_25, = _S1.unpack_from(data, pos)
+                        pos += 4
+                        v_rack_26: str | None
+                        n1 = data[pos]
+                        if n1 < 128:
+                            pos += 1
+                        else:
+                            n1, pos = read_uvarint(data, pos)
+                        n1 -= 1
+                        if n1 < 0:
+                            v_rack_26 = None
+                        else:
+                            v_rack_26 = str(data[pos:pos + n1], 'utf-8')
+                            pos += n1
+                        if data[pos] == 0:
+                            pos += 1
+                        else:
+                            n_tags1, pos = read_uvarint(data, pos)
+                            for _ in range(n_tags1):
+                                tag1, pos = read_uvarint(data, pos)
+                                size1, pos = read_uvarint(data, pos)
+                                end1 = pos + size1
+                                pos = end1
+                        append_22(NodeEndpoint(v_node_id_23, v_host_24, v_port_25, v_rack_26))
+            pos = end0
+    return ProduceResponse(v_responses_1, v_throttle_time_ms_2, v_node_endpoints_3), pos
+
+
+def encode_produce_response_v12(m: ProduceResponse, out: bytearray) -> None:
+    x_1 = m.responses
+    write_uvarint(out, len(x_1) + 1)
+    for e_2 in x_1:
+        x_3 = e_2.name
+        b_4 = x_3.encode()
+        write_uvarint(out, len(b_4) + 1)
+        out += b_4
+        x_5 = e_2.partition_responses
+        write_uvarint(out, len(x_5) + 1)
+        for e_6 in x_5:
+            out += _S6.pack(e_6.index, e_6.error_code, e_6.base_offset, e_6.log_append_time_ms, e_6.log_start_offset)
+            x_7 = e_6.record_errors
+            write_uvarint(out, len(x_7) + 1)
+            for e_8 in x_7:
+                out += _S1.pack(e_8.batch_index)
+                x_9 = e_8.batch_index_error_message
+                if x_9 is None:
+                    out.append(0)
+                else:
+                    b_10 = x_9.encode()
+                    write_uvarint(out, len(b_10) + 1)
+                    out += b_10
+                out.append(0)
+            x_11 = e_6.error_message
+            if x_11 is None:
+                out.append(0)
+            else:
+                b_12 = x_11.encode()
+                write_uvarint(out, len(b_12) + 1)
+                out += b_12
+            tags2 = (e_6.current_leader != LeaderIdAndEpoch())
+            write_uvarint(out, tags2)
+            if e_6.current_leader != LeaderIdAndEpoch():
+                write_uvarint(out, 0)
+                tagbuf2 = bytearray()
+                s_14 = e_6.current_leader
+                tagbuf2 += _S7.pack(s_14.leader_id, s_14.leader_epoch)
+                tagbuf2.append(0)
+                write_uvarint(out, len(tagbuf2))
+                out += tagbuf2
+        out.append(0)
+    out += _S1.pack(m.throttle_time_ms)
+    tags0 = (m.node_endpoints != [])
+    write_uvarint(out, tags0)
+    if m.node_endpoints != []:
+        write_uvarint(out, 0)
+        tagbuf0 = bytearray()
+        x_15 = m.node_endpoints
+        write_uvarint(tagbuf0, len(x_15) + 1)
+        for e_16 in x_15:
+            tagbuf0 += _S1.pack(e_16.node_id)
+            x_17 = e_16.host
+            b_18 = x_17.encode()
+            write_uvarint(tagbuf0, len(b_18) + 1)
+            tagbuf0 += b_18
+            tagbuf0 += _S1.pack(e_16.port)
+            x_19 = e_16.rack
+            if x_19 is None:
+                tagbuf0.append(0)
+            else:
+                b_20 = x_19.encode()
+                write_uvarint(tagbuf0, len(b_20) + 1)
+                tagbuf0 += b_20
+            tagbuf0.append(0)
+        write_uvarint(out, len(tagbuf0))
+        out += tagbuf0
+
+
+def decode_produce_response_v13(data: bytes, pos: int) -> tuple[ProduceResponse, int]:
+    v_responses_1: list[TopicProduceResponse]
+    n0 = data[pos]
+    if n0 < 128:
+        pos += 1
+    else:
+        n0, pos = read_uvarint(data, pos)
+    n0 -= 1
+    if n0 < 0:
+        raise DecodeError('non-nullable field Responses is null')
+    elif n0 > len(data) - pos:
+        raise DecodeError('array Responses longer than the frame')
+    else:
+        v_responses_1 = []
+        append_4 = v_responses_1.append
+        for _ in range(n0):
+            v_topic_id_6, = _S3.unpack_from(data, pos)
+            pos += 16
+            v_partition_responses_7: list[PartitionProduceResponse]
+            n1 = data[pos]
+            if n1 < 128:
+                pos += 1
+            else:
+                n1, pos = read_uvarint(data, pos)
+            n1 -= 1
+            if n1 < 0:
+                raise DecodeError('non-nullable field PartitionResponses is null')
+            elif n1 > len(data) - pos:
+                raise DecodeError('array PartitionResponses longer than the frame')
+            else:
+                v_partition_responses_7 = []
+                append_8 = v_partition_responses_7.append
+                for _ in range(n1):
+                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13 = _S6.unpack_from(data, pos)
+                    pos += 30
+                    v_record_errors_14: list[BatchIndexAndErrorMessage]
+                    n2 = data[pos]
+                    if n2 < 128:
+                        pos += 1
+                    else:
+                        n2, pos = read_uvarint(data, pos)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise DecodeError('non-nullable field RecordErrors is null')
+                    elif n2 > len(data) - pos:
+                        raise DecodeError('array RecordErrors longer than the frame')
+                    else:
+                        v_record_errors_14 = []
+                        append_17 = v_record_errors_14.append
+                        for _ in range(n2):
+                            v_batch_index_18, = _S1.unpack_from(data, pos)
+                            pos += 4
+                            v_batch_index_error_message_19: str | None
+                            n3 = data[pos]
+                            if n3 < 128:
+                                pos += 1
+                            else:
+                                n3, pos = read_uvarint(data, pos)
+                            n3 -= 1
+                            if n3 < 0:
+                                v_batch_index_error_message_19 = None
+                            else:
+                                v_batch_index_error_message_19 = str(data[pos:pos + n3], 'utf-8')
+                                pos += n3
+                            if data[pos] == 0:
+                                pos += 1
+                            else:
+                                n_tags3, pos = read_uvarint(data, pos)
+                                for _ in range(n_tags3):
+                                    tag3, pos = read_uvarint(data, pos)
+                                    size3, pos = read_uvarint(data, pos)
+                                    end3 = pos + size3
+                                    pos = end3
+                            append_17(BatchIndexAndErrorMessage(v_batch_index_18, v_batch_index_error_message_19))
+                    v_error_message_15: str | None
+                    n2 = data[pos]
+                    if n2 < 128:
+                        pos += 1
+                    else:
+                        n2, pos = read_uvarint(data, pos)
+                    n2 -= 1
+                    if n2 < 0:
+                        v_error_message_15 = None
+                    else:
+                        v_error_message_15 = str(data[pos:pos + n2], 'utf-8')
+                        pos += n2
+                    v_current_leader_16: LeaderIdAndEpoch = LeaderIdAndEpoch()
+                    if data[pos] == 0:
+                        pos += 1
+                    else:
+                        n_tags2, pos = read_uvarint(data, pos)
+                        for _ in range(n_tags2):
+                            tag2, pos = read_uvarint(data, pos)
+                            size2, pos = read_uvarint(data, pos)
+                            end2 = pos + size2
+                            if tag2 == 0:
+                                v_leader_id_20, v_leader_epoch_21 = _S7.unpack_from(data, pos)
+                                pos += 8
+                                if data[pos] == 0:
+                                    pos += 1
+                                else:
+                                    n_tags3, pos = read_uvarint(data, pos)
+                                    for _ in range(n_tags3):
+                                        tag3, pos = read_uvarint(data, pos)
+                                        size3, pos = read_uvarint(data, pos)
+                                        end3 = pos + size3
+                                        pos = end3
+                                v_current_leader_16 = LeaderIdAndEpoch(v_leader_id_20, v_leader_epoch_21)
+                            pos = end2
+                    append_8(PartitionProduceResponse(v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13, v_record_errors_14, v_error_message_15, v_current_leader_16))
+            if data[pos] == 0:
+                pos += 1
+            else:
+                n_tags1, pos = read_uvarint(data, pos)
+                for _ in range(n_tags1):
+                    tag1, pos = read_uvarint(data, pos)
+                    size1, pos = read_uvarint(data, pos)
+                    end1 = pos + size1
+                    pos = end1
+            append_4(TopicProduceResponse('', v_topic_id_6, v_partition_responses_7))
+    v_throttle_time_ms_2, = _S1.unpack_from(data, pos)
+    pos += 4
+    v_node_endpoints_3: list[NodeEndpoint] = []
+    if data[pos] == 0:
+        pos += 1
+    else:
+        n_tags0, pos = read_uvarint(data, pos)
+        for _ in range(n_tags0):
+            tag0, pos = read_uvarint(data, pos)
+            size0, pos = read_uvarint(data, pos)
+            end0 = pos + size0
+            if tag0 == 0:
+                n0 = data[pos]
+                if n0 < 128:
+                    pos += 1
+                else:
+                    n0, pos = read_uvarint(data, pos)
+                n0 -= 1
+                if n0 < 0:
+                    raise DecodeError('non-nullable field NodeEndpoints is null')
+                elif n0 > len(data) - pos:
+                    raise DecodeError('array NodeEndpoints longer than the frame')
+                else:
+                    v_node_endpoints_3 = []
+                    append_22 = v_node_endpoints_3.append
+                    for _ in range(n0):
+                        v_node_id_23, = _S1.unpack_from(data, pos)
+                        pos += 4
+                        v_host_24: str
+                        n1 = data[pos]
+                        if n1 < 128:
+                            pos += 1
+                        else:
+                            n1, pos = read_uvarint(data, pos)
+                        n1 -= 1
+                        if n1 < 0:
+                            raise DecodeError('non-nullable field Host is null')
+                        else:
+                            v_host_24 = str(data[pos:pos + n1], 'utf-8')
+                            pos += n1
+                        v_port_25, = _S1.unpack_from(data, pos)
+                        pos += 4
+                        v_rack_26: str | None
+                        n1 = data[pos]
+                        if n1 < 128:
+                            pos += 1
+                        else:
+                            n1, pos = read_uvarint(data, pos)
+                        n1 -= 1
+                        if n1 < 0:
+                            v_rack_26 = None
+                        else:
+                            v_rack_26 = str(data[pos:pos + n1], 'utf-8')
+                            pos += n1
+                        if data[pos] == 0:
+                            pos += 1
+                        else:
+                            n_tags1, pos = read_uvarint(data, pos)
+                            for _ in range(n_tags1):
+                                tag1, pos = read_uvarint(data, pos)
+                                size1, pos = read_uvarint(data, pos)
+                                end1 = pos + size1
+                                pos = end1
+                        append_22(NodeEndpoint(v_node_id_23, v_host_24, v_port_25, v_rack_26))
+            pos = end0
+    return ProduceResponse(v_responses_1, v_throttle_time_ms_2, v_node_endpoints_3), pos
+
+
+def encode_produce_response_v13(m: ProduceResponse, out: bytearray) -> None:
+    x_1 = m.responses
+    write_uvarint(out, len(x_1) + 1)
+    for e_2 in x_1:
+        out += _S3.pack(e_2.topic_id)
+        x_3 = e_2.partition_responses
+        write_uvarint(out, len(x_3) + 1)
+        for e_4 in x_3:
+            out += _S6.pack(e_4.index, e_4.error_code, e_4.base_offset, e_4.log_append_time_ms, e_4.log_start_offset)
+            x_5 = e_4.record_errors
+            write_uvarint(out, len(x_5) + 1)
+            for e_6 in x_5:
+                out += _S1.pack(e_6.batch_index)
+                x_7 = e_6.batch_index_error_message
+                if x_7 is None:
+                    out.append(0)
+                else:
+                    b_8 = x_7.encode()
+                    write_uvarint(out, len(b_8) + 1)
+                    out += b_8
+                out.append(0)
+            x_9 = e_4.error_message
+            if x_9 is None:
+                out.append(0)
+            else:
+                b_10 = x_9.encode()
+                write_uvarint(out, len(b_10) + 1)
+                out += b_10
+            tags2 = (e_4.current_leader != LeaderIdAndEpoch())
+            write_uvarint(out, tags2)
+            if e_4.current_leader != LeaderIdAndEpoch():
+                write_uvarint(out, 0)
+                tagbuf2 = bytearray()
+                s_12 = e_4.current_leader
+                tagbuf2 += _S7.pack(s_12.leader_id, s_12.leader_epoch)
+                tagbuf2.append(0)
+                write_uvarint(out, len(tagbuf2))
+                out += tagbuf2
+        out.append(0)
+    out += _S1.pack(m.throttle_time_ms)
+    tags0 = (m.node_endpoints != [])
+    write_uvarint(out, tags0)
+    if m.node_endpoints != []:
+        write_uvarint(out, 0)
+        tagbuf0 = bytearray()
+        x_13 = m.node_endpoints
+        write_uvarint(tagbuf0, len(x_13) + 1)
+        for e_14 in x_13:
+            tagbuf0 += _S1.pack(e_14.node_id)
+            x_15 = e_14.host
+            b_16 = x_15.encode()
+            write_uvarint(tagbuf0, len(b_16) + 1)
+            tagbuf0 += b_16
+            tagbuf0 += _S1.pack(e_14.port)
+            x_17 = e_14.rack
+            if x_17 is None:
+                tagbuf0.append(0)
+            else:
+                b_18 = x_17.encode()
+                write_uvarint(tagbuf0, len(b_18) + 1)
+                tagbuf0 += b_18
+            tagbuf0.append(0)
+        write_uvarint(out, len(tagbuf0))
+        out += tagbuf0

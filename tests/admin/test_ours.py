@@ -352,17 +352,19 @@ def test_export_delete_import_round_trip(ours: ServerProcess, tmp_path: Path) ->
     assert committed(b, "rt") == {}
     assert cli(b, "offsets", "export", "rt").code == 1  # GROUP_ID_NOT_FOUND, not an empty file
 
-    imported = cli(b, "offsets", "import", "rt", str(path))
+    imported = cli(b, "offsets", "import", "rt", str(path), "--execute")
     assert imported.code == 0, imported
     assert table_rows(imported.out)[:2] == [
-        ["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET", "STATUS"], ["rt", "rt_t", "0", "10", "committed"],
+        ["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "NEW-OFFSET", "STATUS"],
+        ["rt", "rt_t", "0", "-", "10", "committed"],
     ]  # fmt: skip
     assert committed(b, "rt") == {tp: (o, "meta,x") for tp, o in original.items()}
 
     # Kafka's three-column reset file imports too (into another group here), with empty metadata.
     copy = tmp_path / "copy.csv"
     copy.write_text(plain.out)
-    assert cli(b, "offsets", "import", "rt-copy", str(copy), "--format", "json").json()["executed"] is True
+    as_json = cli(b, "offsets", "import", "rt-copy", str(copy), "--format", "json", "--execute").json()
+    assert as_json["executed"] is True
     assert committed(b, "rt-copy") == {tp: (o, "") for tp, o in original.items()}
 
 
@@ -372,7 +374,7 @@ def test_import_is_refused_while_the_group_has_members(ours: ServerProcess, tmp_
     path = tmp_path / "imp.csv"
     path.write_text("imp_t,0,9\n")
     with live_consumer(b, "imp-live", ["imp_t"], "importer"):
-        result = cli(b, "offsets", "import", "imp-live", str(path))
+        result = cli(b, "offsets", "import", "imp-live", str(path))  # refused at the plan already
         assert result.code == 1
         assert result.err.startswith("NON_EMPTY_GROUP: cannot import offsets into group 'imp-live'")
         assert committed(b, "imp-live") == {}

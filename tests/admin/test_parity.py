@@ -78,7 +78,7 @@ def test_several_groups_in_one_file_export_and_import(ours: ServerProcess, tmp_p
         "group,topic,partition,offset\nmany-c,many_t,0,40\nmany-c,many_t,1,41\nmany-live,many_t,0,1\nmany-d,many_t,1,9\n"
     )
     with live_consumer(b, "many-live", ["many_t"], "busy"):
-        imported = cli(b, "offsets", "import", "--groups-file", str(plan))
+        imported = cli(b, "offsets", "import", "--groups-file", str(plan), "--execute")
     # The group with members is refused and named; the others are imported (exit 1).
     assert imported.code == 1 and "NON_EMPTY_GROUP" in imported.err and "many-live" in imported.err
     assert table_rows(imported.out)[1:] == [
@@ -110,11 +110,11 @@ def test_import_into_a_fresh_cluster_creates_or_skips_missing_topics(
     assert "fresh_have (has 1 partitions, needs 2), fresh_new (missing)" in refused.err
     assert offsets_of(b, "fresh-g") == {}  # nothing was imported
 
-    skipped = cli(b, "offsets", "import", "fresh-g", str(plan), "--missing-topics", "skip")
+    skipped = cli(b, "offsets", "import", "fresh-g", str(plan), "--missing-topics", "skip", "--execute")
     assert skipped.code == 0 and "skipped 3 partition(s)" in skipped.err, skipped
     assert offsets_of(b, "fresh-g") == {("fresh_have", 0): 3}
 
-    created = cli(b, "offsets", "import", "fresh-g", str(plan), "--missing-topics", "create")
+    created = cli(b, "offsets", "import", "fresh-g", str(plan), "--missing-topics", "create", "--execute")
     assert created.code == 0 and "created: " in created.err, created
     assert offsets_of(b, "fresh-g") == {
         ("fresh_new", 0): 10, ("fresh_new", 2): 12, ("fresh_have", 0): 3, ("fresh_have", 1): 4,
@@ -124,5 +124,7 @@ def test_import_into_a_fresh_cluster_creates_or_skips_missing_topics(
 
     groups = tmp_path / "fresh-groups.csv"
     groups.write_text("fresh-h,fresh_more,1,5\n")
-    many = cli(b, "offsets", "import", "--groups-file", str(groups), "--missing-topics", "create")
+    many = cli(
+        b, "offsets", "import", "--groups-file", str(groups), "--missing-topics", "create", "--execute"
+    )
     assert many.code == 0 and offsets_of(b, "fresh-h") == {("fresh_more", 1): 5}, many

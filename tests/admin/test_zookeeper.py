@@ -367,7 +367,7 @@ def test_unreachable_zookeeper_missing_chroot_and_unknown_group(zookeeper: str, 
         ["offsets", "import", "--from-zookeeper", "no-port", "--group", "g"],
         ["offsets", "import", "--from-zookeeper", "127.0.0.1:2181"],
         ["offsets", "import", "--from-zookeeper", "127.0.0.1:2181", "--group", "g", "file.csv"],
-        ["offsets", "import", "g", "file.csv", "--execute"],
+        ["offsets", "import", "g", "file.csv", "--topic", "t"],
         ["groups", "list", "--from-zookeeper", "127.0.0.1:2181", "--state", "Stable"],
     ],
 )

@@ -12,7 +12,7 @@ from coordinator.core.cluster import Cluster, NodeIdentity
 from coordinator.core.context import RequestContext
 from coordinator.core.group_coordinator import GroupCoordinator
 from coordinator.core.group_settings import BrokerGroupSettings
-from coordinator.core.shard_map import NodeAddress, ShardMap, ShardStatus
+from coordinator.core.shard_map import NodeAddress, ShardMap, ShardState
 from protocol.apis import ApiKey
 from protocol.errors import ErrorCode
 from protocol.messages.describe_cluster import DescribeClusterRequest
@@ -42,7 +42,9 @@ def group_in(shard: int) -> str:
 def setup() -> tuple[Cluster, ShardMap, Any]:
     """Node 1 serves shard 0, loads shard 1; node 2 owns shard 2; shard 3 has no live owner."""
     shard_map = ShardMap(SHARDS, 1, valid_until_ms=1000)
-    shard_map.local = {0: ShardStatus.SERVING, 1: ShardStatus.LOADING}
+    for shard in (0, 1):
+        shard_map.move(shard, ShardState.LOADING)
+    shard_map.move(0, ShardState.ACTIVE)
     shard_map.owners = {2: 2}
     shard_map.nodes = {1: NodeAddress(1, "one.local", 9001), 2: NodeAddress(2, "two.local", 9002)}
     cluster = Cluster(

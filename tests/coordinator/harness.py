@@ -63,6 +63,10 @@ from storage.records import (
     GroupMetadataRecord,
     OffsetCommitRecord,
     Record,
+    ShareGroupRecord,
+    ShareGroupTombstone,
+    ShareMemberRecord,
+    SharePartitionStateRecord,
     TopicRecord,
     TxnOffsetRecord,
 )
@@ -177,6 +181,9 @@ class FakeStore:
     consumer_members: dict[tuple[str, str], ConsumerMemberRecord] = field(default_factory=dict)
     group_configs: dict[tuple[str, str], GroupConfigRecord] = field(default_factory=dict)
     txn_offsets: dict[tuple[str, int, str, int], TxnOffsetRecord] = field(default_factory=dict)
+    share_groups: dict[str, ShareGroupRecord] = field(default_factory=dict)
+    share_members: dict[tuple[str, str], ShareMemberRecord] = field(default_factory=dict)
+    share_partitions: dict[tuple[str, str, int], SharePartitionStateRecord] = field(default_factory=dict)
     batches: list[list[Record]] = field(default_factory=list)
 
     def write(self, records: Iterable[Record]) -> None:
@@ -189,6 +196,9 @@ class FakeStore:
             "consumer_members": self.consumer_members,
             "group_configs": self.group_configs,
             "txn_offsets": self.txn_offsets,
+            "share_groups": self.share_groups,
+            "share_members": self.share_members,
+            "share_partitions": self.share_partitions,
         }
         for record in batch:
             rows = tables.get(record.table)
@@ -198,13 +208,25 @@ class FakeStore:
             if isinstance(record, ConsumerGroupTombstone):  # also deletes the group's members
                 for key in [k for k in self.consumer_members if k[0] == record.group_id]:
                     del self.consumer_members[key]
+            if isinstance(record, ShareGroupTombstone):
+                for key in [k for k in self.share_members if k[0] == record.group_id]:
+                    del self.share_members[key]
+                for state_key in [k for k in self.share_partitions if k[0] == record.group_id]:
+                    del self.share_partitions[state_key]
 
     def records(self) -> list[Record]:
         return [r for batch in self.batches for r in batch]
 
     def load_into(self, coordinator: GroupCoordinator, now_ms: int, wall_ms: int) -> None:
         coordinator.load(
-            [*self.groups.values(), *self.consumer_groups.values(), *self.consumer_members.values()],
+            [
+                *self.groups.values(),
+                *self.consumer_groups.values(),
+                *self.consumer_members.values(),
+                *self.share_groups.values(),
+                *self.share_members.values(),
+                *self.share_partitions.values(),
+            ],
             list(self.offsets.values()),
             now_ms,
             wall_ms,

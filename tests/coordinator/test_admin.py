@@ -21,7 +21,7 @@ INT32_MIN = -(2**31)
 
 @pytest.mark.parametrize("version", [0, 1, 2, 3, 4, 5])
 def test_describe_an_unknown_group(h: Harness, version: int) -> None:
-    """Checklist 16: "Dead" with no error up to v5."""
+    """DescribeGroups of an unknown group: state "Dead" with no error up to v5."""
     reply = h.describe("nope", version=version)
     (group,) = reply.wire.groups
     assert (group.error_code, group.group_id, group.group_state) == (0, "nope", "Dead")
@@ -126,7 +126,7 @@ def test_list_groups_of_every_kind(h0: Harness) -> None:
 def test_list_groups_states_filter_is_case_insensitive(
     h0: Harness, states: list[str], expected: set[str]
 ) -> None:
-    """Checklist 16."""
+    """ListGroups' states filter matches state names whatever their case."""
     groups_in_every_state(h0)
     assert set(listed(h0.list_groups(version=4, states=states))) == expected
 
@@ -155,7 +155,7 @@ def test_list_groups_before_v4_has_no_filters_nor_states(h0: Harness) -> None:
 
 @pytest.mark.parametrize("version", [0, 1, 2])
 def test_delete_groups(h0: Harness, version: int) -> None:
-    """Checklist 17."""
+    """DeleteGroups deletes empty and offset-only groups; NON_EMPTY_GROUP for groups with members or rebalancing, GROUP_ID_NOT_FOUND for unknown ones."""
     (member,), generation = h0.stable_group("live", 1)
     h0.commit("live", {("t", 0): 1}, member_id=member, generation=generation)
     h0.commit("simple", {("t", 0): 1, ("u", 3): 2})

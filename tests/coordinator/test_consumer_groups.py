@@ -387,6 +387,7 @@ def test_regex_subscription_follows_new_topics(h: Harness) -> None:
     reply = cg_heartbeat(h, member_id="a", epoch=1, owned={"orders-eu": [0, 1]})
     assert reply.wire.member_epoch == 2
     assert assignment_of(h, reply) == {"orders-eu": {0, 1}, "orders-us": {0}}
+    assert cg_describe(h, "g").wire.groups[0].members[0].subscribed_topic_regex == "orders-.*"
 
 
 def test_partition_increase_bumps_the_epoch(h: Harness) -> None:
@@ -442,6 +443,8 @@ def test_consumer_group_describe(h: Harness) -> None:
     assert members["a"].instance_id == "i1" and members["a"].member_epoch == 2
     assert members["a"].client_host == "/10.0.0.1" and members["a"].subscribed_topic_names == ["t"]
     assert members["a"].member_type == 1
+    # Kafka's ConsumerGroupMember describes "no regex" as "" (docs/kafka-differences.md).
+    assert members["a"].subscribed_topic_regex == ""
     parts = [set(m.assignment.topic_partitions[0].partitions) for m in g.members]
     assert parts[0] | parts[1] == set(range(6)) and not parts[0] & parts[1]
     assert g.members[0].assignment.topic_partitions[0].topic_name == "t"

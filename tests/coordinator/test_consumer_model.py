@@ -14,6 +14,7 @@ consumer group when its consumer-protocol members are gone.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 
 from hypothesis import settings
 from hypothesis import strategies as st
@@ -47,6 +48,9 @@ class ConsumerGroupModel(RuleBasedStateMachine):
         self.clients: dict[str, Client | ClassicClient] = {}
         self.next_id = 0
         self.committed: dict[tuple[str, str, int], int] = {}
+        # Classic clients between a JoinGroup that must be retried and its SyncGroup: like Kafka's
+        # clients they send no Heartbeat meanwhile, only JoinGroup again.
+        self.rejoining: set[str] = set()
         self.h.on_reply = self.read_your_writes
 
     def read_your_writes(self, reply: Reply) -> None:
@@ -78,7 +82,7 @@ class ConsumerGroupModel(RuleBasedStateMachine):
         assert code == 0, (code, reply.wire.error_message)
 
     def _beat_classic(self, client: ClassicClient) -> None:
-        if client.generation < 0:
+        if client.generation < 0 or client.name in self.rejoining:
             self._join_classic(client)
             return
         code = client.h.heartbeat("g", client.member_id, client.generation).error
@@ -94,10 +98,14 @@ class ConsumerGroupModel(RuleBasedStateMachine):
         if group is None or not group.members:
             # An empty group would become a classic group: this client gives up instead.
             self.clients.pop(client.name, None)
+            self.rejoining.discard(client.name)
             return
+        self.rejoining.add(client.name)
         reply = client.send_join()
         assert reply.answered, "a consumer group never parks a JoinGroup"
         if reply.error in RECOVERABLE:
+            # The coordinator may have applied the join in memory (its write failed): the next
+            # JoinGroup answers it, a Heartbeat of the old generation would not (docs/commit-path.md).
             return
         if reply.error == ErrorCode.UNKNOWN_MEMBER_ID:
             client.owned, client.generation, client.member_id = {}, -1, ""
@@ -105,6 +113,8 @@ class ConsumerGroupModel(RuleBasedStateMachine):
         assert reply.error == 0, reply.wire
         sync = client.after_join()
         assert sync.error in (0, ErrorCode.REBALANCE_IN_PROGRESS), sync.wire
+        if sync.error == 0:
+            self.rejoining.discard(client.name)
 
     @rule()
     def join(self) -> None:
@@ -124,6 +134,7 @@ class ConsumerGroupModel(RuleBasedStateMachine):
     def leave(self, data: st.DataObject) -> None:
         member_id = data.draw(st.sampled_from(sorted(self.clients)))
         client = self.clients.pop(member_id)
+        self.rejoining.discard(member_id)
         if isinstance(client, Client) and client.epoch > 0:
             reply = cg_heartbeat(self.h, member_id=member_id, epoch=-1)
             assert reply.error in (0, ErrorCode.UNKNOWN_MEMBER_ID, *RECOVERABLE)
@@ -135,7 +146,9 @@ class ConsumerGroupModel(RuleBasedStateMachine):
     @rule(data=st.data())
     def crash(self, data: st.DataObject) -> None:
         """The process dies: it owns nothing any more; its session expires later."""
-        del self.clients[data.draw(st.sampled_from(sorted(self.clients)))]
+        name = data.draw(st.sampled_from(sorted(self.clients)))
+        del self.clients[name]
+        self.rejoining.discard(name)
 
     @rule(ms=st.integers(min_value=1, max_value=SESSION_MS // 3))
     def time_passes(self, ms: int) -> None:
@@ -294,3 +307,24 @@ MixedGroupModel.TestCase.settings = settings(
     max_examples=600 if LONG else 60, stateful_step_count=60 if LONG else 40, deadline=None
 )
 TestMixedGroupModel = MixedGroupModel.TestCase
+
+
+def test_classic_member_retries_a_join_whose_write_failed() -> None:
+    """The steps hypothesis found: the classic member's JoinGroup (after its heartbeat said
+    REBALANCE_IN_PROGRESS) fails to write, yet the group applied it in memory (docs/commit-path.md):
+    the member is Stable with partitions 4-7. A Heartbeat of the old generation then answers
+    NONE; only the retried JoinGroup (as Kafka's clients do) hands the partitions over."""
+    model = MixedGroupModel()
+
+    def step(action: Callable[[], None]) -> None:
+        action()
+        model.no_partition_owned_twice()
+        model.coordinator_state_is_consistent()
+        model.classic_members_are_consumer_group_members()
+
+    step(model.join)
+    step(lambda: model.join_classic(cooperative=False))
+    step(lambda: model.time_passes(ms=1))
+    step(model.failing_write)
+    step(model.settle)
+    model.teardown()

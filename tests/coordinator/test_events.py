@@ -15,7 +15,7 @@ from protocol.messages.consumer_protocol import (
     encode_consumer_protocol_assignment_v0,
 )
 from protocol.messages.leave_group import LeaveGroupRequest, MemberIdentity
-from tests.coordinator.consumer_harness import Client, cg_heartbeat
+from tests.coordinator.consumer_harness import Client, cg_heartbeat, cgroup
 from tests.coordinator.harness import LEAVE_GROUP, WALL_START_MS, Harness, subscription
 
 
@@ -146,7 +146,10 @@ def test_stable_records_phase_durations_and_partitions_moved(h0: Harness) -> Non
     h0.advance(1)
     a = a_join.wire.member_id
     h0.sync("g", a, 1, assignments={a: assignment({"t": [0, 1, 2, 3]})})
-    assert last(h0, "group_stable").details["partitions_moved"] == 0
+    first = last(h0, "group_stable")
+    assert first.details["partitions_moved"] == 0
+    assert first.details["partitions_assigned_first_time"] == 4
+    assert "0 partitions moved, 4 assigned for the first time" in first.message
     b_join = h0.join("g", version=3)
     h0.advance(1_500)
     h0.join("g", a, version=3)
@@ -161,8 +164,20 @@ def test_stable_records_phase_durations_and_partitions_moved(h0: Harness) -> Non
     assert stable.details["rebalance_ms"] == 2_000
     stats = h0.coordinator.events.stats
     assert stats.completing_ms[-1] == 500 and stats.preparing_ms[-1] == 1_500
-    assert stats.partitions_moved[-2:] == [0, 2]
+    assert stats.partitions_moved[-2:] == [4, 2]
     assert stats.slowest_rejoin["g"] == (a, 1_500)
+
+
+def test_the_last_stable_assignment_is_kept_as_the_members_own_bytes(h0: Harness) -> None:
+    """No decoded copy per idle group (docs/performance.md#group-events-cost): what the events
+    keep for the next "partitions moved" is the bytes object the member holds."""
+    a_join = h0.join("g", version=3)
+    h0.advance(1)
+    a = a_join.wire.member_id
+    h0.sync("g", a, 1, assignments={a: assignment({"t": [0, 1, 2]})})
+    kept = dict(h0.coordinator.events._assignments["g"])
+    member = h0.group("g").members[a]
+    assert kept[a] is member.assignment
 
 
 def test_deleted_group_records_its_removal(h0: Harness) -> None:
@@ -233,6 +248,46 @@ def test_consumer_group_session_timeout_and_leave(hc: Harness) -> None:
     assert bump.message == f"group epoch bumped to {bump.generation} (reason: session timeout of member m1)"
 
 
+def test_a_new_consumer_groups_first_join_reports_the_state_after_it(hc: Harness) -> None:
+    Client(hc, "m1").join()
+    joined = last(hc, "member_joined")
+    assert (joined.state, joined.generation) == ("Assigning", 1)
+    assert joined.generation == last(hc, "epoch_bumped").generation
+
+
+def test_first_target_counts_every_partition_as_assigned_first_time(hc: Harness) -> None:
+    Client(hc, "m1").join()
+    target = last(hc, "target_computed")
+    assert target.details["partitions_moved"] == 0
+    assert target.details["partitions_assigned_first_time"] == 6
+    assert target.message.endswith("0 partitions move, 6 assigned for the first time")
+    assert hc.coordinator.events.stats.partitions_moved == [6]
+
+
+def test_partitions_of_a_timed_out_member_count_as_moved(hc: Harness) -> None:
+    clients = [Client(hc, f"m{i}") for i in (1, 2, 3)]
+    for client in clients:
+        client.join()
+    for _ in range(4):
+        for client in clients:
+            client.beat()
+    assert cgroup(hc).state == "Stable"
+    m1_owned = sum(len(ps) for ps in clients[0].owned.values())
+    assert m1_owned == 2
+    hc.coordinator.events.stats.partitions_moved.clear()
+    for _ in range(3):  # m1 was SIGKILLed: only m2 and m3 heartbeat
+        hc.advance(15_000)
+        clients[1].beat()
+        clients[2].beat()
+    assert last(hc, "session_timeout").member_id == "m1"
+    clients[1].beat()
+    target = last(hc, "target_computed")
+    assert target.details["partitions_moved"] == 2  # m1's two went to m2 and m3
+    assert target.details["partitions_assigned_first_time"] == 0
+    assert "2 partitions move, 0 assigned for the first time" in target.message
+    assert hc.coordinator.events.stats.partitions_moved == [2]
+
+
 # -- the ring itself ------------------------------------------------------------------------------
 
 
@@ -277,11 +332,11 @@ def test_classic_owners_reads_consumer_assignments() -> None:
     assert ev.classic_owners({"m1": subscription(["t"])[:1]}) is None
 
 
-def test_taken_from_others_counts_only_partitions_another_member_owns() -> None:
-    owners = {("t", 0): "a", ("t", 1): "a", ("t", 2): "b"}
-    new = {"t": frozenset({0, 2, 3}), "u": frozenset({0})}
-    assert ev.taken_from_others(owners, "b", new, {"t": frozenset({2})}) == 1  # t-0; t-3, u-0 unowned
-    assert ev.taken_from_others(owners, "a", {"t": frozenset({0, 1})}, {}) == 0
+def test_owner_changes_tell_moved_from_first_assigned() -> None:
+    before = {("t", 0): "a", ("t", 1): "a", ("t", 2): "b"}
+    after = {("t", 0): "b", ("t", 1): "a", ("t", 2): "b", ("t", 3): "a", ("u", 0): "b"}
+    assert ev.owner_changes(before, after) == (1, 2)  # t-0 moved; t-3, u-0 got a first owner
+    assert ev.owner_changes({}, {("t", p): "a" for p in range(6)}) == (0, 6)
 
 
 def test_consumer_member_that_does_not_revoke_in_time_is_named(hc: Harness) -> None:

@@ -105,7 +105,8 @@ def test_a_group_without_overrides_describes_the_broker_defaults(h: Harness) -> 
     assert (session.value, session.config_source, session.read_only, session.config_type) == (
         "10000", STATIC_BROKER_CONFIG, False, 3)  # fmt: skip
     assert [(s.name, s.value, s.source) for s in session.synonyms] == [
-        ("group.consumer.session.timeout.ms", "10000", STATIC_BROKER_CONFIG)
+        ("group.consumer.session.timeout.ms", "10000", STATIC_BROKER_CONFIG),
+        ("group.consumer.session.timeout.ms", "45000", DEFAULT_CONFIG),
     ]
     assert session.documentation
 

@@ -24,6 +24,12 @@ def harness(policy: str = "handover", seed: int | None = None) -> Harness:
     return h
 
 
+def for_member(intervals: HeartbeatIntervals, state: MemberState, settling: bool) -> int:
+    return intervals.for_member(
+        state is MemberState.STABLE, state is MemberState.UNRELEASED_PARTITIONS, settling
+    )
+
+
 def interval(client: Client) -> int:
     assert client.last is not None
     return int(client.last.wire.heartbeat_interval_ms)
@@ -34,22 +40,24 @@ def interval(client: Client) -> int:
 
 def test_jitter_only_shortens_by_at_most_a_fifth_and_spreads() -> None:
     intervals = HeartbeatIntervals(INTERVAL, "handover", random.Random(1).random)
-    drawn = [intervals.for_member(MemberState.STABLE, settling=False) for _ in range(2000)]
+    drawn = [for_member(intervals, MemberState.STABLE, settling=False) for _ in range(2000)]
     assert min(drawn) >= 4000 and max(drawn) <= INTERVAL
     assert min(drawn) < 4100 and max(drawn) > 4900  # the whole range is used
     assert len(set(drawn)) > 500
-    short = [intervals.for_member(MemberState.UNREVOKED_PARTITIONS, settling=False) for _ in range(200)]
+    short = [for_member(intervals, MemberState.UNREVOKED_PARTITIONS, settling=False) for _ in range(200)]
     assert min(short) >= 200 and max(short) <= SHORT
 
 
 def test_a_random_source_outside_the_unit_interval_cannot_lengthen_or_zero_the_interval() -> None:
-    assert HeartbeatIntervals(INTERVAL, "handover", lambda: 7.0).for_member(MemberState.STABLE, False) == 4000
     assert (
-        HeartbeatIntervals(INTERVAL, "handover", lambda: -3.0).for_member(MemberState.STABLE, False)
+        for_member(HeartbeatIntervals(INTERVAL, "handover", lambda: 7.0), MemberState.STABLE, False) == 4000
+    )
+    assert (
+        for_member(HeartbeatIntervals(INTERVAL, "handover", lambda: -3.0), MemberState.STABLE, False)
         == INTERVAL
     )
-    assert HeartbeatIntervals(1, "handover", lambda: 0.99).for_member(MemberState.STABLE, True) == 1
-    assert HeartbeatIntervals(4, "handover", lambda: 0.99).for_member(MemberState.STABLE, False) == 4
+    assert for_member(HeartbeatIntervals(1, "handover", lambda: 0.99), MemberState.STABLE, True) == 1
+    assert for_member(HeartbeatIntervals(4, "handover", lambda: 0.99), MemberState.STABLE, False) == 4
 
 
 @pytest.mark.parametrize(
@@ -67,7 +75,7 @@ def test_a_random_source_outside_the_unit_interval_cannot_lengthen_or_zero_the_i
     ],
 )
 def test_policy_table(policy: str, state: MemberState, settling: bool, expected: int) -> None:
-    assert HeartbeatIntervals(INTERVAL, policy).for_member(state, settling) == expected
+    assert for_member(HeartbeatIntervals(INTERVAL, policy), state, settling) == expected
 
 
 @pytest.mark.parametrize(("configured", "short"), [(5000, 250), (30000, 1500), (8000, 400), (200, 200)])

@@ -117,7 +117,7 @@ def test_leave_with_an_empty_group_id(h0: Harness) -> None:
 
 
 def test_v3_batch_leave_with_unknown_fenced_and_admin_removals(h0: Harness) -> None:
-    """Checklist 14."""
+    """LeaveGroup v3+ batch: unknown members, fenced instance ids and admin removals each get their own error."""
     (dyn, s1, _s2, keep), generation = h0.stable_group("g", 4, instance_ids=[None, "i-1", "i-2", None])
     reply = h0.leave(
         "g",

@@ -307,6 +307,48 @@ def test_classic_member_that_does_not_sync_is_fenced_after_its_rebalance_timeout
     assert a.last_join is not None and a.last_join.wire.member_id not in cgroup(h).members
 
 
+@pytest.mark.parametrize("retries", [True, False], ids=["retried", "not-retried"])
+def test_classic_join_whose_write_failed_is_answered_by_the_retried_join(retries: bool) -> None:
+    """The join is applied in memory although its write failed (docs/commit-path.md): the member is
+    Stable with its share while the client was told nothing. The retried JoinGroup (Kafka's clients
+    retry a join after a retriable error) hands the share over and writes the rows; a client that
+    never retries is fenced once its rebalance timeout passes without a SyncGroup."""
+    h = harness()
+    c = Client(h, "c")
+    c.join()
+    a = ClassicClient(h, "a")
+    a.rejoin()
+    assert a.partitions() == set()  # waits for c to release its half
+    c.beat()
+    c.beat()  # c reports it released the partitions
+    assert h.heartbeat("g", a.member_id, a.generation).error == ErrorCode.REBALANCE_IN_PROGRESS
+    h.fail_code = int(ErrorCode.REQUEST_TIMED_OUT)
+    assert a.send_join().error == ErrorCode.COORDINATOR_NOT_AVAILABLE
+    h.fail_code = None
+    member = cgroup(h).members[a.member_id]
+    assert member.state is MemberState.STABLE and member.assigned == {"t": frozenset({3, 4, 5})}
+    stored = h.store.consumer_members[("g", a.member_id)]
+    assert stored.member_epoch == a.generation and stored.state != MemberState.STABLE
+    if retries:
+        assert a.send_join().error == 0
+        assert a.after_join().error == 0
+        assert a.partitions() == {("t", p) for p in (3, 4, 5)}
+        assert h.store.consumer_members[("g", a.member_id)].state == MemberState.STABLE
+    for _ in range(REBALANCE_MS // 5000):  # past the rebalance timeout of the failed join
+        h.advance(5000)
+        c.beat()
+        code = h.heartbeat("g", a.member_id, a.generation).error
+        if not retries and code:
+            break
+        assert code == 0  # nothing tells the client that did not retry
+    if retries:
+        assert a.member_id in cgroup(h).members
+    else:
+        assert code == ErrorCode.UNKNOWN_MEMBER_ID and a.member_id not in cgroup(h).members
+        settle([c])
+        assert c.partitions() == {("t", p) for p in range(6)}
+
+
 def test_static_classic_member_is_replaced_by_its_next_process() -> None:
     h = harness()
     c = Client(h, "c")

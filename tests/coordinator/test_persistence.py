@@ -22,7 +22,7 @@ NO_DELAY = BrokerGroupSettings(group_initial_rebalance_delay_ms=0)
 
 
 def test_stable_group_survives_a_failover(h0: Harness) -> None:
-    """Checklist 19: members keep heartbeating with the same generation."""
+    """A stable group is reloaded after a fail-over: its members keep heartbeating with the same generation."""
     (a, b), generation = h0.stable_group("g", 2, instance_ids=[None, "i-b"], session_timeout_ms=10_000)
     h0.commit("g", {("t", 0): 5}, member_id=a, generation=generation)
     h0.advance(8_000)
@@ -53,7 +53,7 @@ def test_stable_group_survives_a_failover(h0: Harness) -> None:
 
 
 def test_group_mid_rebalance_comes_back_at_its_last_persisted_generation(h0: Harness) -> None:
-    """Checklist 19: PreparingRebalance / CompletingRebalance are not persisted."""
+    """PreparingRebalance / CompletingRebalance are not persisted: the group comes back at its last stored generation."""
     (a, b), generation = h0.stable_group("g", 2)
     c = h0.join("g", version=3)  # PreparingRebalance
     h0.join("g", a, version=5)

@@ -20,7 +20,7 @@ EMPTY, PR, CR, STABLE = (
 
 
 def test_member_joining_a_stable_group_makes_everyone_rejoin(h0: Harness) -> None:
-    """Checklist 3."""
+    """A new member joining a stable group makes every member rejoin (a new generation)."""
     (a,), generation = h0.stable_group("g", 1)
     b = h0.join("g", version=5).wire.member_id  # MEMBER_ID_REQUIRED
     b_join = h0.join("g", b, version=5)
@@ -39,7 +39,7 @@ def test_member_joining_a_stable_group_makes_everyone_rejoin(h0: Harness) -> Non
 
 
 def test_dynamic_member_that_does_not_rejoin_is_removed_at_the_rebalance_timeout(h0: Harness) -> None:
-    """Checklist 4 (dynamic)."""
+    """A dynamic member that does not rejoin is removed when the rebalance timeout ends the join."""
     (a, b), generation = h0.stable_group("g", 2, rebalance_timeout_ms=30_000, session_timeout_ms=60_000)
     a_join = h0.join("g", a, version=5, rebalance_timeout_ms=30_000, session_timeout_ms=60_000)
     h0.advance(29_999)
@@ -54,7 +54,7 @@ def test_dynamic_member_that_does_not_rejoin_is_removed_at_the_rebalance_timeout
 def test_static_member_that_does_not_rejoin_is_kept_then_removed_by_the_pending_sync_timer(
     h0: Harness,
 ) -> None:
-    """Checklist 4 (static): kept at join completion, but it still owes a SyncGroup."""
+    """A static member that does not rejoin is kept at join completion, but it still owes a SyncGroup: the pending-sync timer removes it."""
     args: dict[str, Any] = {"rebalance_timeout_ms": 30_000, "session_timeout_ms": 600_000}
     (a, s), generation = h0.stable_group("g", 2, instance_ids=[None, "static-1"], **args)
     a_join = h0.join("g", a, version=5, **args)
@@ -75,7 +75,7 @@ def test_static_member_that_does_not_rejoin_is_kept_then_removed_by_the_pending_
 
 
 def test_leader_that_does_not_rejoin_is_replaced_by_a_member_that_did(h0: Harness) -> None:
-    """Checklist 5."""
+    """A leader that does not rejoin is replaced by a member that did."""
     args: dict[str, Any] = {"rebalance_timeout_ms": 20_000, "session_timeout_ms": 60_000}
     (leader, b, c), generation = h0.stable_group("g", 3, **args)
     h0.join("g", b, version=5, topics=("new",), **args)  # b forces a rebalance
@@ -90,7 +90,7 @@ def test_leader_that_does_not_rejoin_is_replaced_by_a_member_that_did(h0: Harnes
 
 
 def test_session_expiry_in_stable_starts_a_rebalance(h0: Harness) -> None:
-    """Checklist 6 (Stable)."""
+    """A session expiry in a stable group starts a rebalance."""
     (a, b), generation = h0.stable_group("g", 2, session_timeout_ms=10_000)
     for _ in range(3):
         h0.advance(3_000)
@@ -105,7 +105,7 @@ def test_session_expiry_in_stable_starts_a_rebalance(h0: Harness) -> None:
 
 
 def test_session_expiry_during_preparing_rebalance_completes_the_join_without_the_member(h0: Harness) -> None:
-    """Checklist 6 (PreparingRebalance): no wait for the rebalance timeout."""
+    """A session expiry during PreparingRebalance completes the join without the member (no wait for the rebalance timeout)."""
     (a, _b), generation = h0.stable_group("g", 2, session_timeout_ms=10_000, rebalance_timeout_ms=300_000)
     h0.advance(5_000)
     a_join = h0.join("g", a, version=5, session_timeout_ms=10_000, rebalance_timeout_ms=300_000)
@@ -117,7 +117,7 @@ def test_session_expiry_during_preparing_rebalance_completes_the_join_without_th
 
 
 def test_pending_member_delays_the_join_until_its_session_timeout(h0: Harness) -> None:
-    """Checklist 7: session timeout first."""
+    """A pending member (JoinGroup v4+ without a member id) delays the join until its session timeout, when that comes first."""
     (a,), generation = h0.stable_group("g", 1, rebalance_timeout_ms=60_000)
     pending = h0.join("g", version=4, session_timeout_ms=8_000)
     assert pending.error == ErrorCode.MEMBER_ID_REQUIRED
@@ -130,7 +130,7 @@ def test_pending_member_delays_the_join_until_its_session_timeout(h0: Harness) -
 
 
 def test_pending_member_delays_the_join_until_the_rebalance_timeout(h0: Harness) -> None:
-    """Checklist 7: rebalance timeout first."""
+    """A pending member delays the join until the rebalance timeout, when that comes first."""
     (a,), generation = h0.stable_group("g", 1, rebalance_timeout_ms=20_000, session_timeout_ms=60_000)
     h0.join("g", version=4, session_timeout_ms=60_000)
     a_join = h0.join("g", a, version=5, rebalance_timeout_ms=20_000, session_timeout_ms=60_000)

@@ -22,7 +22,7 @@ def static_group(h: Harness) -> tuple[str, str, int]:
 
 @pytest.mark.parametrize("version", [5, 6, 7, 8, 9])
 def test_follower_restart_keeps_the_generation_and_fences_the_old_process(h0: Harness, version: int) -> None:
-    """Checklist 10 (follower)."""
+    """A static follower that restarts (new member id, same instance id) keeps the generation; its old member id is fenced."""
     leader, follower, generation = static_group(h0)
     h0.hold = True
     reply = h0.join("g", version=version, instance_id="i-f", session_timeout_ms=30_000)
@@ -46,7 +46,7 @@ def test_follower_restart_keeps_the_generation_and_fences_the_old_process(h0: Ha
 
 @pytest.mark.parametrize("version", [5, 6, 7, 8, 9])
 def test_leader_restart(h0: Harness, version: int) -> None:
-    """Checklist 10 (leader): v9 gets SkipAssignment; older versions get the old leader id."""
+    """A static leader that restarts: v9 gets SkipAssignment; older versions get the old leader id."""
     leader, follower, generation = static_group(h0)
     reply = h0.join("g", version=version, instance_id="i-l", session_timeout_ms=30_000)
     new_id = reply.wire.member_id
@@ -109,7 +109,7 @@ def test_replacement_write_completing_after_a_rebalance_started(h0: Harness) -> 
 
 
 def test_static_member_changing_the_selected_protocol_rebalances(h0: Harness) -> None:
-    """Checklist 11."""
+    """A static member whose rejoin selects another protocol makes the group rebalance."""
     (_member,), generation = h0.stable_group("g", 1, instance_ids=["i-1"], protocols=[("range", b"")])
     reply = h0.join("g", version=5, instance_id="i-1", protocols=[("roundrobin", b""), ("range", b"")])
     assert reply.wire.generation_id == generation + 1  # the lone member rejoined: completes at once

@@ -26,7 +26,7 @@ def completing_group(h: Harness, size: int = 2) -> list[str]:
 def test_v5_protocol_type_and_name_must_be_present_and_match(
     h0: Harness, protocol_type: str | None, protocol_name: str | None
 ) -> None:
-    """Checklist 15."""
+    """SyncGroup v5: protocol type and name must be present and match the group's, else INCONSISTENT_GROUP_PROTOCOL."""
     (leader, _), generation = h0.stable_group("g", 2)
     reply = h0.sync(
         "g", leader, generation, version=5, protocol_type=protocol_type, protocol_name=protocol_name

@@ -222,3 +222,15 @@ def test_a_later_commit_of_the_same_producer_replaces_the_pending_offset(h: Harn
     assert isinstance(next(iter(h.store.txn_offsets.values())), TxnOffsetRecord)
     complete(h, committed=True)
     assert offsets(h, "g", {"t": [0]}) == {("t", 0): (12, 0)}
+
+
+@pytest.mark.parametrize("version", [0, 3, 5])
+def test_a_share_group_takes_no_transactional_offsets(h0: Harness, version: int) -> None:
+    from tests.coordinator.test_share_groups import beat
+
+    h0.catalog.set_topic("t", 1)
+    beat(h0, "m1", group="sg")
+    reply = txn_commit(h0, "sg", {("t", 0): 5}, version=version, generation=1, member_id="m1")
+    assert codes(reply) == {("t", 0): ErrorCode.GROUP_ID_NOT_FOUND}
+    # Nothing pending: a pending offset would answer UNSTABLE_OFFSET_COMMIT here.
+    assert offsets(h0, "sg", {"t": [0]}, stable=True) == {("t", 0): (-1, ErrorCode.NONE)}

@@ -11,6 +11,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -227,3 +228,46 @@ STANDINS: dict[str, Callable[[Docker, str], None]] = {
     "ghcr.io/tansu-io/tansu": _build_tansu,
     "prom/prometheus": _build_prometheus,
 }
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Provide the stack's base images outside the test suite, as the docker tests do."""
+    import argparse
+
+    from tests.docker.compose import ComposeProject
+    from tests.docker.daemon import DockerUnavailable, docker_daemon
+
+    parser = argparse.ArgumentParser(
+        prog="python -m tests.docker.base_images",
+        description="Pull the public base images docker/Dockerfile and docker/docker-compose.yml need, "
+        "or build their stand-ins from Debian (docker/standin/) where the image hub cannot be "
+        "reached, into the Docker daemon the tests use (a running one, else dockerd started on "
+        "$DOCKER_TESTS_DATA_ROOT or ~/.cache/kafka-group-coordinator/docker, as root).",
+    )
+    parser.add_argument(
+        "--profile",
+        action="append",
+        default=[],
+        help="a compose profile whose services' images are needed too (postgres, gateway, monitoring, "
+        "loadtest); repeat for several",
+    )
+    parser.add_argument("--list", action="store_true", help="only print the images, provide nothing")
+    args = parser.parse_args(argv)
+    host = Docker(os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock"))
+    config = ComposeProject(host, "kgcbaseimages", args.profile).compose("config").stdout
+    images = required_base_images(config, args.profile)
+    if args.list:
+        print("\n".join(images))
+        return 0
+    try:
+        with docker_daemon() as docker:
+            for image in images:
+                print(f"{image}: {provide(docker, image)}", flush=True)
+    except DockerUnavailable as exc:
+        print(f"{parser.prog}: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

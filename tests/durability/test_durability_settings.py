@@ -82,6 +82,13 @@ def test_synchronous_in_the_sqlite_url_is_honoured(tmp_path: Path) -> None:
     assert listened, f"exit code {code}:\n{log}"
 
 
-def test_sqlite_synchronous_extra_starts_or_is_refused_cleanly(tmp_path: Path) -> None:
+def test_a_synchronous_mode_other_than_full_or_normal_is_refused_with_a_message(tmp_path: Path) -> None:
     listened, code, log = serve(f"sqlite:///{tmp_path / 'c.db'}", "--sqlite-synchronous", "EXTRA")
-    assert listened or (code not in (0, None) and "Traceback" not in log), f"exit code {code}:\n{log}"
+    assert not listened and code not in (0, None), f"exit code {code}:\n{log}"
+    assert "Traceback" not in log and "sqlite-synchronous must be FULL or NORMAL" in log, log
+
+
+def test_a_synchronous_mode_in_the_url_other_than_full_or_normal_is_refused(tmp_path: Path) -> None:
+    listened, code, log = serve(f"sqlite:///{tmp_path / 'd.db'}?synchronous=EXTRA")
+    assert not listened and code not in (0, None), f"exit code {code}:\n{log}"
+    assert "Traceback" not in log and "synchronous must be 'FULL' or 'NORMAL'" in log, log

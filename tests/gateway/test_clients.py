@@ -1,4 +1,5 @@
-"""Real clients through the gateway to a real Tansu broker: records from upstream, groups here."""
+"""Real clients through the gateway to a real upstream (Tansu, Kafka 4.4): records from upstream,
+groups here."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from tests.gateway.clients import (
     produce_confluent,
     produce_kafka_python,
 )
-from tests.gateway.conftest import running_gateway
+from tests.gateway.conftest import Upstream, running_gateway
 from tests.support.server import ServerProcess
 
 pytestmark = pytest.mark.integration
@@ -45,8 +46,8 @@ def _load(gateway: ServerProcess, topic: str, records: int) -> set[bytes]:
 
 
 @pytest.fixture(scope="module")
-def loaded(tansu_port: int) -> Iterator[tuple[ServerProcess, str, set[bytes]]]:
-    with running_gateway(f"127.0.0.1:{tansu_port}") as gateway:
+def loaded(upstream: Upstream) -> Iterator[tuple[ServerProcess, str, set[bytes]]]:
+    with running_gateway(upstream.bootstrap) as gateway:
         yield gateway, "orders", _load(gateway, "orders", RECORDS)
 
 
@@ -59,13 +60,13 @@ def _check_split(members: list[Member], expected: set[bytes]) -> int:
 
 
 def test_three_client_libraries_share_one_classic_group(
-    loaded: tuple[ServerProcess, str, set[bytes]], tansu_port: int
+    loaded: tuple[ServerProcess, str, set[bytes]], upstream: Upstream
 ) -> None:
-    _three_libraries(*loaded, tansu_port, timeout=90)
+    _three_libraries(*loaded, upstream.bootstrap, timeout=90)
 
 
 def _three_libraries(
-    gateway: ServerProcess, topic: str, expected: set[bytes], tansu_port: int, timeout: float
+    gateway: ServerProcess, topic: str, expected: set[bytes], upstream: str, timeout: float
 ) -> int:
     stop = threading.Event()
     members = [
@@ -79,7 +80,7 @@ def _three_libraries(
     # The offsets live here: the gateway has them, upstream's own coordinator knows nothing.
     ours = committed(gateway.bootstrap, "mixed", topic, PARTITIONS)
     assert sum(o or 0 for o in ours.values()) == len(expected)
-    theirs = committed(f"127.0.0.1:{tansu_port}", "mixed", topic, PARTITIONS)
+    theirs = committed(upstream, "mixed", topic, PARTITIONS)
     assert all(o is None for o in theirs.values())
     assert "group mixed: generation" in gateway.log_text()
     return duplicates
@@ -103,12 +104,12 @@ def _kip848(gateway: ServerProcess, topic: str, expected: set[bytes], timeout: f
 
 
 @pytest.mark.slow
-def test_100k_records(tansu_port: int) -> None:
-    with running_gateway(f"127.0.0.1:{tansu_port}") as gateway:
+def test_100k_records(upstream: Upstream) -> None:
+    with running_gateway(upstream.bootstrap) as gateway:
         started = time.monotonic()
         expected = _load(gateway, "orders-100k", 100_000)
         produced = time.monotonic()
-        duplicates = _three_libraries(gateway, "orders-100k", expected, tansu_port, timeout=600)
+        duplicates = _three_libraries(gateway, "orders-100k", expected, upstream.bootstrap, timeout=600)
         consumed = time.monotonic()
         _kip848(gateway, "orders-100k", expected, timeout=600)
         print(

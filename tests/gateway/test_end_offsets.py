@@ -8,13 +8,14 @@ from kafka.admin import NewTopic
 
 from coordinator.gateway.upstream import UpstreamSettings
 from coordinator.gateway.upstream_cluster import UpstreamCluster
+from tests.gateway.conftest import Upstream
 
 pytestmark = pytest.mark.integration
 
 
 @pytest.mark.asyncio
-async def test_list_end_offsets_asks_the_leaders(tansu_port: int) -> None:
-    bootstrap = f"127.0.0.1:{tansu_port}"
+async def test_list_end_offsets_asks_the_leaders(upstream: Upstream) -> None:
+    bootstrap = upstream.bootstrap
     admin = KafkaAdminClient(bootstrap_servers=bootstrap)
     try:
         admin.create_topics([NewTopic("ends", 2, 1)])
@@ -30,13 +31,15 @@ async def test_list_end_offsets_asks_the_leaders(tansu_port: int) -> None:
     async def brokers_changed(_nodes: dict[int, tuple[str, int]]) -> None:
         return None
 
-    upstream = UpstreamCluster([("127.0.0.1", tansu_port)], UpstreamSettings(), 60000, 5000, brokers_changed)
-    upstream.start()
+    cluster = UpstreamCluster(
+        [("127.0.0.1", upstream.port)], UpstreamSettings(), 60000, 5000, brokers_changed
+    )
+    cluster.start()
     try:
-        assert await upstream.wait_refreshed(10)
-        offsets = await upstream.list_end_offsets([("ends", 0), ("ends", 1), ("missing", 0)])
+        assert await cluster.wait_refreshed(10)
+        offsets = await cluster.list_end_offsets([("ends", 0), ("ends", 1), ("missing", 0)])
     finally:
-        await upstream.stop()
+        await cluster.stop()
     assert set(offsets) == {("ends", 0), ("ends", 1)}  # unknown partitions are left out
     # The same answer kafka-python's end_offsets gets. (Tansu's ListOffsets latest is not the
     # record count: after one batch per partition it answers 1.)

@@ -31,11 +31,15 @@ pytestmark = [
 ]
 
 
-def _virtual_broker(gateway: ServerProcess, node_id: int = 111) -> str:
+def _virtual_broker(gateway: ServerProcess) -> str:
+    """The gateway's listener for the upstream broker with the lowest node id."""
     with WireClient(gateway.bootstrap) as client:
         response = client.request(ApiKey.METADATA, 12, MetadataRequest(topics=[]))
-    brokers = {b.node_id: f"{b.host}:{b.port}" for b in response.brokers}
-    return brokers[node_id]
+    brokers = {b.node_id: f"{b.host}:{b.port}" for b in response.brokers if b.node_id != GATEWAY_NODE_ID}
+    return brokers[min(brokers)]
+
+
+GATEWAY_NODE_ID = 1 << 30  # gateway.coordinator.node.id's default
 
 
 def _wait(condition, timeout: float, what: str) -> None:  # type: ignore[no-untyped-def]

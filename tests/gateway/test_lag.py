@@ -6,22 +6,22 @@ import time
 import urllib.request
 
 import pytest
-from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import NewTopic
 from kafka.structs import OffsetAndMetadata
 
 from tests.admin.support import cli
 from tests.gateway.clients import produce_kafka_python
-from tests.gateway.conftest import running_gateway
+from tests.gateway.conftest import Upstream, running_gateway
 from tests.support.ports import free_port
 
 pytestmark = pytest.mark.integration
 
 
-def test_groups_describe_and_the_lag_metric_show_log_end_minus_committed(tansu_port: int) -> None:
+def test_groups_describe_and_the_lag_metric_show_log_end_minus_committed(upstream: Upstream) -> None:
     metrics_port = free_port()
     extra = {"metrics-port": str(metrics_port), "lag-sample-interval-ms": "200"}
-    with running_gateway(f"127.0.0.1:{tansu_port}", **extra) as gateway:
+    with running_gateway(upstream.bootstrap, **extra) as gateway:
         admin = KafkaAdminClient(bootstrap_servers=gateway.bootstrap)
         try:
             admin.create_topics([NewTopic("lagging", 1, 1)])
@@ -51,6 +51,65 @@ def test_groups_describe_and_the_lag_metric_show_log_end_minus_committed(tansu_p
         while line not in (text := _scrape(metrics_port)):
             assert time.monotonic() < deadline, text[-2000:]
             time.sleep(0.2)
+
+
+def test_lag_of_a_batch_on_tansu_uses_the_high_watermark_the_gateway_fetched(tansu_port: int) -> None:
+    """Tansu 0.6 answers ListOffsets(latest) with the last batch's base offset + 1: after one batch
+    of 100 records, 1. The gateway takes the log end from the Fetch responses it forwards."""
+    metrics_port = free_port()
+    extra = {"metrics-port": str(metrics_port), "lag-sample-interval-ms": "200"}
+    with running_gateway(f"127.0.0.1:{tansu_port}", **extra) as gateway:
+        admin = KafkaAdminClient(bootstrap_servers=gateway.bootstrap)
+        try:
+            admin.create_topics([NewTopic("batched", 1, 1)])
+        finally:
+            admin.close()
+        partition = TopicPartition("batched", 0)
+        producer = KafkaProducer(bootstrap_servers=gateway.bootstrap, linger_ms=1000, batch_size=1 << 20)
+        try:
+            for i in range(100):
+                producer.send("batched", f"r-{i}".encode(), partition=0)
+            producer.flush(60)  # one batch of 100 records
+        finally:
+            producer.close()
+        upstream = KafkaConsumer(bootstrap_servers=f"127.0.0.1:{tansu_port}")
+        try:
+            assert upstream.end_offsets([partition])[partition] < 100  # what Tansu answers itself
+        finally:
+            upstream.close()
+
+        reader = KafkaConsumer(
+            bootstrap_servers=gateway.bootstrap, group_id="batch-readers", enable_auto_commit=False,
+            auto_offset_reset="earliest",
+        )  # fmt: skip
+        try:
+            reader.assign([partition])
+            read = 0
+            deadline = time.monotonic() + 30
+            while read < 100:
+                assert time.monotonic() < deadline, f"read {read} of 100 records"
+                read += sum(len(batch) for batch in reader.poll(timeout_ms=500).values())
+            reader.commit({partition: OffsetAndMetadata(100, "", -1)})
+            behind = KafkaConsumer(bootstrap_servers=gateway.bootstrap, group_id="batch-behind")
+            try:
+                behind.commit({partition: OffsetAndMetadata(0, "", -1)})
+                # Through the gateway, ListOffsets(latest) answers the fetched high watermark.
+                assert behind.end_offsets([partition])[partition] == 100
+            finally:
+                behind.close()
+        finally:
+            reader.close()
+
+        for group, lag in (("batch-readers", 0), ("batch-behind", 100)):
+            described = cli(gateway.bootstrap, "groups", "describe", group, "--offsets", "--format", "json")
+            offsets = described.json()[0]["offsets"]
+            assert [(o["log_end_offset"], o["lag"]) for o in offsets] == [(100, lag)], described
+            line = f'coordinator_group_lag{{group="{group}",topic="batched"}} {float(lag)}'
+            deadline = time.monotonic() + 15
+            while line not in (text := _scrape(metrics_port)):
+                assert time.monotonic() < deadline, text[-2000:]
+                time.sleep(0.2)
+        assert "upstream answers ListOffsets(latest) behind the log end" in gateway.log_text()
 
 
 def _scrape(port: int) -> str:

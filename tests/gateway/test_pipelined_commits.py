@@ -17,6 +17,7 @@ from protocol.messages.offset_commit import (
 )
 from protocol.messages.offset_fetch import OffsetFetchRequest, OffsetFetchRequestTopic
 from protocol.wire import decode_response, encode_request
+from tests.gateway.conftest import Upstream
 from tests.gateway.inprocess import recorded_gateway
 from tests.support.wire_client import WireClient
 
@@ -39,9 +40,9 @@ def _metadata() -> tuple[int, int, Any]:
 
 
 def test_forwarded_and_pipelined_answers_keep_request_order(
-    monkeypatch: pytest.MonkeyPatch, tansu_port: int
+    monkeypatch: pytest.MonkeyPatch, upstream: Upstream
 ) -> None:
-    settings = {"upstream_bootstrap_servers": f"127.0.0.1:{tansu_port}", "upstream_metadata_refresh_ms": 500}
+    settings = {"upstream_bootstrap_servers": upstream.bootstrap, "upstream_metadata_refresh_ms": 500}
     with recorded_gateway(monkeypatch, settings) as (bootstrap, _), WireClient(bootstrap) as client:
         topic = CreatableTopic(name=TOPIC, num_partitions=1, replication_factor=1)
         created = client.request(

@@ -87,7 +87,11 @@ def test_advertised_versions_intersect_upstream_and_keep_the_group_apis() -> Non
                 int(ApiKey.FIND_COORDINATOR): (0, 6), 22: (0, 5)}  # fmt: skip
     ranges = advertised_versions(upstream)
     assert ranges[ApiKey.PRODUCE] == (0, 11)
-    assert ranges[ApiKey.FETCH] == (4, FORWARDED_MAX[ApiKey.FETCH])  # no newer than the gateway knows
+    # No newer than the gateway knows; v0-3 are converted to v4 (old_formats.py).
+    assert ranges[ApiKey.FETCH] == (0, FORWARDED_MAX[ApiKey.FETCH])
+    newer = advertised_versions({int(ApiKey.PRODUCE): (4, 11), int(ApiKey.FETCH): (5, 20)})
+    assert newer[ApiKey.PRODUCE] == (4, 11) and newer[ApiKey.FETCH] == (5, FORWARDED_MAX[ApiKey.FETCH])
+    assert advertised_versions({int(ApiKey.PRODUCE): (3, 13)})[ApiKey.PRODUCE] == (0, 13)
     assert ranges[ApiKey.METADATA] == (0, SERVED_VERSIONS[ApiKey.METADATA][1])  # rewritten: our codecs
     assert ranges[22] == (0, 5)
     assert ApiKey.LIST_OFFSETS not in ranges  # upstream lacks it

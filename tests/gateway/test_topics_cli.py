@@ -1,4 +1,4 @@
-"""`coordinator topics ...` through the gateway: the topics are the upstream cluster's (Tansu)."""
+"""`coordinator topics ...` through the gateway: the topics are the upstream cluster's (Tansu, Kafka)."""
 
 from __future__ import annotations
 
@@ -7,19 +7,20 @@ import time
 import pytest
 
 from tests.admin.support import cli, table_rows
+from tests.gateway.conftest import Upstream
 from tests.support.server import ServerProcess
 
 pytestmark = pytest.mark.integration
 
 
-def test_topics_through_the_gateway_are_upstream_topics(gateway: ServerProcess, tansu_port: int) -> None:
-    upstream = f"127.0.0.1:{tansu_port}"
+def test_topics_through_the_gateway_are_upstream_topics(gateway: ServerProcess, upstream: Upstream) -> None:
+    direct_bootstrap = upstream.bootstrap
     created = cli(
         gateway.bootstrap, "topics", "create", "gw_topics", "--partitions", "2", "--replication-factor", "1"
     )
     assert created.code == 0, created
-    # Tansu itself has the topic: the gateway forwarded CreateTopics.
-    direct = cli(upstream, "topics", "describe", "gw_topics", "--format", "json")
+    # Upstream itself has the topic: the gateway forwarded CreateTopics.
+    direct = cli(direct_bootstrap, "topics", "describe", "gw_topics", "--format", "json")
     assert direct.code == 0 and [p["partition"] for p in direct.json()[0]["partitions"]] == [0, 1], direct
 
     deadline = time.monotonic() + 10  # the gateway's catalog follows upstream metadata
@@ -31,5 +32,8 @@ def test_topics_through_the_gateway_are_upstream_topics(gateway: ServerProcess, 
 
     deleted = cli(gateway.bootstrap, "topics", "delete", "gw_topics")
     assert deleted.code == 0, deleted
-    gone = cli(upstream, "topics", "describe", "gw_topics")
+    deadline = time.monotonic() + 10  # Kafka's brokers learn a deletion from the controller
+    while (gone := cli(direct_bootstrap, "topics", "describe", "gw_topics")).code == 0:
+        assert time.monotonic() < deadline, "the topic is still upstream"
+        time.sleep(0.2)
     assert gone.code == 1 and "UNKNOWN_TOPIC_OR_PARTITION" in gone.err, gone

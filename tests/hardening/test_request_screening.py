@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.api.limits import RequestLimits
 from coordinator.api.validation import MAX_RETENTION_MS, count_items, screen_request
+from coordinator.server.config import Config
 from protocol.apis import ApiKey
 from protocol.errors import ErrorCode
 from protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
@@ -19,7 +19,7 @@ from protocol.messages.offset_commit import (
     OffsetCommitRequestTopic,
 )
 
-LIMITS = RequestLimits()
+LIMITS = Config().request_limits()  # the settings table's defaults
 
 
 def _join(**fields: object) -> JoinGroupRequest:

@@ -33,7 +33,7 @@ from protocol.messages.offset_commit import (
     OffsetCommitRequestTopic,
 )
 from protocol.messages.sync_group import SyncGroupRequest, SyncGroupRequestAssignment
-from tests.support.ports import free_port
+from tests.support.ports import free_port, wait_http_ok
 from tests.support.wire_client import WireClient
 
 # A group id that is markup, a path and a query at once: the console must show it as text.
@@ -68,6 +68,8 @@ async def observed() -> AsyncIterator[Observed]:
     )
     running = await start_server(config)
     try:
+        # The groups load in the background after the listener opens: /readyz says when they are in.
+        await asyncio.to_thread(wait_http_ok, f"http://127.0.0.1:{http_port}/readyz")
         yield Observed(running, http_port)
     finally:
         await running.shutdown()
@@ -124,14 +126,21 @@ def create_topic(bootstrap: str, name: str, partitions: int) -> None:
 
 
 def form_group(
-    bootstrap: str, group: str, client_id: str, partitions: int = 4, topic: str = "t"
+    bootstrap: str,
+    group: str,
+    client_id: str,
+    partitions: int = 4,
+    topic: str = "t",
+    session_timeout_ms: int = 10000,
 ) -> tuple[str, int]:
     """One classic member joins, syncs all of ``topic`` and commits an offset per partition (it
     sends no heartbeat afterwards: its session expires)."""
     with WireClient(bootstrap, client_id=client_id) as client:
         protocols = [JoinGroupRequestProtocol("range", subscription(topic))]
         joined = client.request(
-            ApiKey.JOIN_GROUP, 3, JoinGroupRequest(group, 10000, 30000, "", None, "consumer", protocols)
+            ApiKey.JOIN_GROUP,
+            3,
+            JoinGroupRequest(group, session_timeout_ms, 30000, "", None, "consumer", protocols),
         )
         assert joined.error_code == 0
         assignment = consumer_assignment(topic, list(range(partitions)))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -45,6 +46,15 @@ def scrape(port: int) -> dict[str, float]:
         if match:
             samples[match.group(1) + (match.group(2) or "")] = float(match.group(3))
     return samples
+
+
+def wait_for_sample(port: int, key: str, value: float, timeout_s: float = 20) -> None:
+    """Scrape until the sample ``key`` (name and labels) has ``value``: what the server reaches in
+    the background (loading, a sampler's pass) is polled for, never assumed."""
+    deadline = time.monotonic() + timeout_s
+    while (found := scrape(port).get(key)) != value:
+        assert time.monotonic() < deadline, f"{key} is {found}, not {value}"
+        time.sleep(0.05)
 
 
 def delta(after: dict[str, float], before: dict[str, float], key: str) -> float:

@@ -219,3 +219,14 @@ def test_committed_offsets_of_every_group_are_read_from_the_shard_without_writin
         "kip848": {("t", 1): 4},
     }
     assert len(h.store.records()) == written
+
+
+def test_a_log_end_behind_a_committed_offset_is_told_once(caplog: pytest.LogCaptureFixture) -> None:
+    # Tansu 0.6 through a gateway before any fetch: ListOffsets(latest) answers 1 after one batch.
+    sampler, _registry = sampler_for(FakeEnds({**ENDS, ("payments", 0): 1}))
+    with caplog.at_level(logging.WARNING, logger="coordinator.server.lag"):
+        for _ in range(3):
+            asyncio.run(sampler.sample_once())
+    [warning] = [r.getMessage() for r in caplog.records]
+    assert "the log end reported for payments-0 (1) is behind group billing's committed offset 5" in warning
+    assert "Tansu 0.6 answers the last batch's base offset + 1" in warning

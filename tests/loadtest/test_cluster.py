@@ -35,7 +35,7 @@ def test_load_runs_on_both_workers_of_a_standalone_cluster(tmp_path: Path) -> No
             [sys.executable, "-m", "loadtest", "--bootstrap", srv.bootstrap, "--label", "ours",
              "--master", cluster.master_url, "--driver-host", "127.0.0.1", "--tasks", "2",
              "--spark-conf", "spark.executor.memory=512m", "--spark-conf", "spark.executor.cores=1",
-             "--members", "20", "--groups", "4", "--partitions", "8", "--duration", "8", "--ramp-up", "1",
+             "--members", "40", "--groups", "4", "--partitions", "8", "--duration", "8", "--ramp-up", "1",
              "--heartbeat-interval-ms", "500", "--commit-interval-ms", "1000", "--session-timeout-ms", "10000",
              "--rebalance-timeout-ms", "15000", "--progress-interval", "5", "--strict", "--out", str(out)],
             cwd=REPO, env=env, capture_output=True, text=True, timeout=150,

@@ -57,7 +57,7 @@ def test_spark_job_reports_two_tasks_of_fifty_members(tmp_path: Path) -> None:
         started = time.monotonic()
         result = subprocess.run(
             [sys.executable, "-m", "loadtest", "--bootstrap", srv.bootstrap, "--label", "ours",
-             "--master", "local[2]", "--tasks", "2", "--members", "50", "--duration", "20",
+             "--master", "local[2]", "--tasks", "2", "--members", "100", "--duration", "20",
              "--ramp-up", "2", "--groups", "4", "--partitions", "16", "--heartbeat-interval-ms", "1000",
              "--commit-interval-ms", "2000", "--session-timeout-ms", "10000",
              "--rebalance-timeout-ms", "20000", "--progress-interval", "5", "--strict", "--out", str(out)],
@@ -155,7 +155,7 @@ def test_spark_job_with_consumer_protocol_members(tmp_path: Path) -> None:
     with running_server("memory://", server) as srv:
         result = subprocess.run(
             [sys.executable, "-m", "loadtest", "--bootstrap", srv.bootstrap, "--label", "ours",
-             "--master", "local[2]", "--tasks", "2", "--members", "20", "--duration", "12",
+             "--master", "local[2]", "--tasks", "2", "--members", "40", "--duration", "12",
              "--ramp-up", "2", "--groups", "4", "--partitions", "16", "--commit-interval-ms", "1000",
              "--static-share", "0.25", "--group-protocol", "consumer", "--progress-interval", "5",
              "--strict", "--out", str(out)],

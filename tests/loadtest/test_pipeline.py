@@ -63,7 +63,7 @@ def test_kip848_groups_of_our_coordinator_consume_records_held_by_tansu(tansu: s
     with running_server("memory://", server) as srv:
         result = subprocess.run(
             [sys.executable, "-m", "loadtest", "--bootstrap", srv.bootstrap, "--data-bootstrap", tansu,
-             "--label", "ours", "--master", "local[2]", "--tasks", "2", "--members", "6", "--groups", "2",
+             "--label", "ours", "--master", "local[2]", "--tasks", "2", "--members", "12", "--groups", "2",
              "--partitions", "4", "--duration", "16", "--ramp-up", "1", "--commit-interval-ms", "500",
              "--group-protocol", "consumer", "--kill-rate", "0.2", "--restart-delay", "0.5",
              "--produce-rate", "50", "--drain", "8", "--progress-interval", "5", "--strict", "--out", str(out)],

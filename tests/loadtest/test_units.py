@@ -5,11 +5,12 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from loadtest.member import decode_assignment, encode_assignment, encode_subscription, range_assign
-from loadtest.scenario import Scenario, local_slots
+from loadtest.scenario import Scenario, local_slots, registered_slots
 from protocol.messages.consumer_protocol import decode_consumer_protocol_subscription_v0
 
 REPO = Path(__file__).resolve().parents[2]
@@ -46,14 +47,57 @@ def test_assignment_and_subscription_carry_a_version_prefix() -> None:
 
 
 def test_scenario_round_trips_and_spreads_members() -> None:
-    sc = _scenario(static_share=0.25)
+    sc = _scenario(static_share=0.25, members=20)
     assert Scenario.from_dict(sc.to_dict()) == sc
-    groups = {sc.group_of_slot(t, s) for t in range(2) for s in range(10)}
+    groups = {sc.group_of_slot(t, s) for t in range(2) for s in range(sc.members_of(t))}
     assert groups == {0, 1, 2}
     assert sc.group_of_slot(1, 0) == 10 % 3  # groups span tasks
-    assert sum(sc.is_static_slot(t, s) for t in range(2) for s in range(10)) == 5
+    assert sum(sc.is_static_slot(t, s) for t in range(2) for s in range(sc.members_of(t))) == 5
     assert sc.group_name(0).startswith("loadtest-r1-")
     assert sc.topic_of_group(3) == "t1"
+
+
+def test_members_is_the_total_split_over_the_tasks() -> None:
+    sc = _scenario(tasks=3, members=500)
+    assert [sc.members_of(t) for t in range(3)] == [167, 167, 166]  # README: --members 500 runs 500
+    assert [sc.first_member(t) for t in range(3)] == [0, 167, 334]
+    # Every member of the run has its own index: groups and static slots are spread over them all.
+    indexes = [sc.first_member(t) + s for t in range(3) for s in range(sc.members_of(t))]
+    assert indexes == list(range(500))
+
+
+def test_loadtest_refuses_fewer_members_than_tasks(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "loadtest", "--bootstrap", "127.0.0.1:9", "--master", "local[2]",
+         "--tasks", "2", "--members", "1", "--out", str(tmp_path / "r")],
+        cwd=REPO, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 2 and "--members 1 is fewer than the 2 tasks" in result.stderr, result
+
+
+class _Backend:
+    def __init__(self, cores: int) -> None:
+        self.cores = cores
+
+    def totalCoreCount(self) -> int:  # Spark's name, through py4j
+        return self.cores
+
+
+class _Context:
+    """What registered_slots reads of a SparkContext on a cluster master."""
+
+    def __init__(self, cores: int | None, default_parallelism: int) -> None:
+        self.defaultParallelism = default_parallelism
+        backend = _Backend(cores) if cores is not None else object()
+        self._jsc = SimpleNamespace(sc=lambda: SimpleNamespace(schedulerBackend=lambda: backend))
+
+
+def test_slots_are_the_registered_executor_cores_not_default_parallelism() -> None:
+    one_core_worker = SimpleNamespace(sparkContext=_Context(cores=1, default_parallelism=2))
+    assert registered_slots(one_core_worker, "spark://127.0.0.1:7077") == 1
+    no_core_count = SimpleNamespace(sparkContext=_Context(cores=None, default_parallelism=4))
+    assert registered_slots(no_core_count, "spark://127.0.0.1:7077") == 4
+    assert registered_slots(one_core_worker, "local[3]") == 3
 
 
 def test_local_slots() -> None:
@@ -173,7 +217,7 @@ def test_consumer_groups_are_task_local_and_codes_depend_on_the_protocol() -> No
     for task in range(2):
         groups = {sc.group_of_slot(task, s) for s in range(10)}
         assert groups == set(range(task, 5, 2))
-    assert _scenario().group_of_slot(1, 0) == 10 % 3  # classic: groups still span tasks
+    assert _scenario().group_of_slot(1, 0) == 5 % 3  # classic: groups still span tasks (5 per task)
     assert expected_codes(False) == {0, 79, 27, 22, ABORTED}
     assert 113 in expected_codes(False, "consumer") and 110 not in expected_codes(False, "consumer")
     assert {25, 110, 111} <= expected_codes(True, "consumer")

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
-from coordinator.core.shard_map import ShardStatus
+from coordinator.core.shard_map import ShardState
 from coordinator.core.sharding import shard_of
 from coordinator.server.app import RunningServer, start_server
 from coordinator.server.config import load_config
@@ -50,7 +50,7 @@ async def node(pg_dsn: str, port: int = 0) -> RunningServer:
 async def serving(server: RunningServer) -> list[int]:
     assert server.ownership is not None
     local = server.ownership.shard_map.local
-    return sorted(s for s, status in local.items() if status == ShardStatus.SERVING)
+    return sorted(s for s, status in local.items() if status is ShardState.ACTIVE)
 
 
 async def fetch_error(client: Client, shard: int) -> int:

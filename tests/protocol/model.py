@@ -83,7 +83,14 @@ _import_kafka_python()
 
 # APIs kafka-python 3.0.12 has no classes for: their oracle is the hand-computed bytes of
 # test_golden.py.
-NO_KAFKA_PYTHON: Final = frozenset({ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.CONSUMER_GROUP_DESCRIBE})
+NO_KAFKA_PYTHON: Final = frozenset(
+    {
+        ApiKey.CONSUMER_GROUP_HEARTBEAT,
+        ApiKey.CONSUMER_GROUP_DESCRIBE,
+        ApiKey.SHARE_GROUP_HEARTBEAT,
+        ApiKey.SHARE_GROUP_DESCRIBE,
+    }
+)
 
 
 def served_pairs() -> list[tuple[ApiKey, int]]:

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from coordinator.server.connection import Connection, PendingReply
+from coordinator.server.connection import COMMITS, Connection, PendingReply, is_pipelined_commit
 from protocol.apis import ApiKey
 from protocol.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
 from protocol.messages.offset_commit import OffsetCommitRequest, OffsetCommitResponse
@@ -43,6 +43,9 @@ class Transport:
         self.closed = True
 
     def pause_reading(self) -> None:
+        pass
+
+    def set_write_buffer_limits(self, high: int | None = None, low: int | None = None) -> None:
         pass
 
     def resume_reading(self) -> None:
@@ -82,6 +85,9 @@ class Dispatcher:
     def connection_closed(self, connection: Connection) -> None:
         pass
 
+    def pipeline_of(self, connection: Connection, frame: bytes) -> str | None:
+        return COMMITS if is_pipelined_commit(frame) else None
+
     def dispatch(self, connection: Connection, frame: bytes) -> None:
         api_key, version, correlation_id = peek_header(frame)
         self.dispatched.append(correlation_id)
@@ -89,7 +95,8 @@ class Dispatcher:
         if api_key == ApiKey.HEARTBEAT:
             reply.send(HeartbeatResponse())
         else:
-            reply.joinable = self.handled
+            if self.handled:
+                reply.handled(connection.commit_pipeline)
             self.commits.append(reply)
 
 
@@ -142,6 +149,8 @@ async def test_another_request_waits_for_every_earlier_commit() -> None:
     _answer(second)
     assert dispatcher.dispatched == [1, 2]
     _answer(first)
+    assert dispatcher.dispatched == [1, 2]  # answering never serves: the pump does, next loop turn
+    await asyncio.sleep(0)
     # The heartbeat went in (answered at once), then the commit behind it.
     assert dispatcher.dispatched == [1, 2, 3, 4]
     assert transport.correlation_ids() == [[1, 2, 3]]
@@ -154,6 +163,8 @@ async def test_bound_one_is_one_request_at_a_time() -> None:
     connection.data_received(_frames(C, C, C))
     assert dispatcher.dispatched == [1]
     _answer(dispatcher.commits[0])
+    assert dispatcher.dispatched == [1]  # answering never serves: the pump does, next loop turn
+    await asyncio.sleep(0)
     assert dispatcher.dispatched == [1, 2]
     assert transport.correlation_ids() == [[1]]
 
@@ -165,6 +176,7 @@ async def test_the_bound_caps_commits_in_the_server() -> None:
     _answer(dispatcher.commits[1])  # not the oldest: the connection still has four in the server
     assert dispatcher.dispatched == [1, 2, 3, 4]
     _answer(dispatcher.commits[0])
+    await asyncio.sleep(0)
     assert dispatcher.dispatched == [1, 2, 3, 4, 5, 6]
 
 
@@ -175,6 +187,7 @@ async def test_a_commit_not_yet_handled_keeps_later_ones_out() -> None:
     assert dispatcher.dispatched == [1]
     dispatcher.handled = True
     _answer(dispatcher.commits[0])
+    await asyncio.sleep(0)
     assert dispatcher.dispatched == [1, 2, 3]
 
 
@@ -184,6 +197,7 @@ async def test_a_hold_keeps_every_request_out_until_released() -> None:
     connection.data_received(_frames(C, C))
     assert dispatcher.dispatched == []
     connection.release(held)
+    await asyncio.sleep(0)
     assert dispatcher.dispatched == [1, 2]
     assert transport.writes == []
 

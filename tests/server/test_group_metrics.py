@@ -31,7 +31,7 @@ def test_phase_histograms_count_each_observation_once() -> None:
     clock.set(700, 700)
     events.generation_formed("g", 1, 1, "range", "m")
     clock.set(800, 800)
-    events.group_stable("g", 1, {("t", 0): "m"})
+    events.group_stable("g", 1, {"m": b""})
     first = scrape(collector)
     assert first['coordinator_group_preparing_rebalance_seconds_bucket{le="0.5"}'] == 0
     assert first['coordinator_group_preparing_rebalance_seconds_bucket{le="1"}'] == 1
@@ -60,3 +60,20 @@ def test_group_labels_are_limited_to_the_top_groups() -> None:
     in_progress = {k for k in samples if k.startswith("coordinator_group_rebalance_in_progress_seconds{")}
     assert len(in_progress) == 3
     assert samples['coordinator_group_rebalances_total{protocol="classic",reason="session_timeout"}'] == 45
+
+
+def test_lag_seconds_that_are_unknown_are_no_sample_not_zero() -> None:
+    clock = ShardClock()
+    lag = LagTracker()
+    collector = GroupMetricsCollector(GroupEvents(clock), lag, lambda: 0)
+    # One sample, the log end already past the committed offset: when the group's offset was
+    # the log end is unknown, so are its seconds behind.
+    lag.observe("stalled", "t", 0, 1_000, committed=0, log_end=220)
+    # Caught up: zero seconds behind is known.
+    lag.observe("caught-up", "t", 1, 1_000, committed=50, log_end=50)
+    stalled = lag.status("stalled")
+    assert stalled is not None and stalled.max_lag_seconds is None
+    samples = scrape(collector)
+    assert samples['coordinator_group_lag_records{group="stalled"}'] == 220
+    assert 'coordinator_group_lag_seconds{group="stalled"}' not in samples
+    assert samples['coordinator_group_lag_seconds{group="caught-up"}'] == 0

@@ -12,7 +12,7 @@ from coordinator.core.clock import ShardClock
 from coordinator.core.events import MEMBER_JOINED, SESSION_TIMEOUT, GroupEvents
 from coordinator.security.acl import Operation, ResourceType
 from coordinator.server.denials import DenialLog
-from coordinator.server.logs import JsonFormatter, console_line
+from coordinator.server.logs import JsonFormatter, TextFormatter, console_line
 
 
 class FakeClock:
@@ -98,3 +98,14 @@ def test_console_lines_follow_the_log_format() -> None:
         "coordinator",
         "cannot start: boom",
     )
+
+
+def test_text_lines_keep_the_standard_time_stamp_across_seconds() -> None:
+    """The date and time are formatted once per second: every line still reads as logging's own
+    formatter writes it, milliseconds included, and a new second gets a new stamp."""
+    ours = TextFormatter()
+    stock = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
+    for created in (1_764_256_334.953, 1_764_256_334.001, 1_764_256_335.999, 1_764_256_400.5):
+        record = logging.LogRecord("coordinator", logging.INFO, __file__, 1, "group %s", ("g",), None)
+        record.created, record.msecs = created, float(int(created * 1000) % 1000)
+        assert ours.format(record) == stock.format(record)

@@ -86,7 +86,7 @@ def _offsets_import(client: AdminClient, args: argparse.Namespace) -> int:
     if args.groups_file is not None:
         if args.group is not None or args.file is not None or args.from_kafka or args.from_zookeeper:
             raise UsageError("--groups-file names the groups itself: no GROUP, FILE or other source")
-        check_file_arguments(args, "--from-kafka or --from-zookeeper")
+        check_file_arguments(args, "--from-kafka or --from-zookeeper", planned=True)
         return offsets_import_groups(client, args)
     if args.from_kafka is not None and args.from_zookeeper is not None:
         raise UsageError("--from-kafka and --from-zookeeper: one source at a time")
@@ -94,8 +94,6 @@ def _offsets_import(client: AdminClient, args: argparse.Namespace) -> int:
         return offsets_import_from_kafka(client, args)
     if args.from_zookeeper is not None:
         return offsets_import_from_zookeeper(client, args)
-    if args.dry_run:
-        raise UsageError("--dry-run goes with --from-kafka or --from-zookeeper (a file import commits)")
     return offsets_import(client, args)
 
 
@@ -456,7 +454,8 @@ def add_offsets_parser(
         verbs,
         "import",
         _offsets_import,
-        "commit offsets from a CSV file, another cluster or ZooKeeper-era consumers into inactive groups",
+        "plan, then commit with --execute, offsets from a CSV file, another cluster or ZooKeeper-era "
+        "consumers into inactive groups",
     )
     imports.add_argument("group", metavar="GROUP", nargs="?")
     imports.add_argument(

@@ -60,6 +60,9 @@ from protocol.messages.offset_fetch import (
     OffsetFetchRequestTopics,
     OffsetFetchResponse,
 )
+from protocol.messages.share_group_describe import Assignment as ShareAssignment
+from protocol.messages.share_group_describe import DescribedGroup as ShareDescribedGroup
+from protocol.messages.share_group_describe import ShareGroupDescribeRequest, ShareGroupDescribeResponse
 
 LATEST: Final = -1
 EARLIEST: Final = -2
@@ -72,6 +75,7 @@ _BACKOFF_S: Final = 0.2
 
 CLASSIC: Final = "classic"
 CONSUMER: Final = "consumer"
+SHARE: Final = "share"
 
 # ConsumerGroupDescribe errors after which the group is described with DescribeGroups instead:
 # the group is not a consumer group (or does not exist), or the coordinator cannot answer it.
@@ -179,6 +183,8 @@ class AdminClient:
         self.security = security
         self._connections: dict[tuple[str, int], BrokerConnection] = {}
         self._coordinators: dict[str, Node] = {}
+        # Groups ConsumerGroupDescribe said exist as another kind (classic or share).
+        self._other_kind: set[str] = set()
 
     def __enter__(self) -> AdminClient:
         return self
@@ -325,14 +331,25 @@ class AdminClient:
     def describe_group(self, group: str, must_exist: bool = True) -> GroupDescription:
         """The group's state and members; GROUP_ID_NOT_FOUND for a Dead group if must_exist.
 
-        A consumer group is described with ConsumerGroupDescribe, anything else with DescribeGroups.
+        A consumer group is described with ConsumerGroupDescribe, a share group with
+        ShareGroupDescribe, anything else with DescribeGroups.
         """
         described = self._describe_consumer_group(group)
         if described is not None:
             if must_exist and described.state == "Dead":
                 raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND, f"group {group!r} does not exist")
             return described
-        return self._describe_classic_group(group, must_exist)
+        try:
+            return self._describe_classic_group(group, must_exist)
+        except KafkaError as exc:
+            # Held by another kind than classic and consumer: a share group (asked last, so that
+            # classic groups cost the two requests they always did).
+            if exc.code != ErrorCode.GROUP_ID_NOT_FOUND or group not in self._other_kind:
+                raise
+            shared = self._describe_share_group(group)
+            if shared is None:
+                raise
+            return shared
 
     def _describe_consumer_group(self, group: str) -> GroupDescription | None:
         """ConsumerGroupDescribe; None when the coordinator lacks it or the group is not a consumer group."""
@@ -355,6 +372,8 @@ class AdminClient:
             )
 
         g = self.on_coordinator(group, send, lambda r: ErrorCode.NONE if r is None else r.error_code)
+        if g is not None and g.error_message == f"Group {group} is not a consumer group.":
+            self._other_kind.add(group)  # it exists as another kind: classic, or share
         if g is None or g.error_code in _NOT_A_CONSUMER_GROUP:
             return None
         if g.error_code == ErrorCode.NONE and g.group_epoch < 0:
@@ -376,7 +395,7 @@ class AdminClient:
                 member_epoch=m.member_epoch,
                 rack_id=m.rack_id,
                 subscribed_topics=sorted(m.subscribed_topic_names),
-                subscribed_topic_regex=m.subscribed_topic_regex,
+                subscribed_topic_regex=m.subscribed_topic_regex or None,  # Kafka sends "" for none
                 target_assignment=_assigned(m.target_assignment),
             )
             for m in g.members
@@ -390,6 +409,55 @@ class AdminClient:
             members,
             self.coordinator(group),
             group_type=CONSUMER,
+            group_epoch=g.group_epoch,
+            assignment_epoch=g.assignment_epoch,
+        )
+
+    def _describe_share_group(self, group: str) -> GroupDescription | None:
+        """ShareGroupDescribe; None when the coordinator lacks it or the group is not a share group."""
+
+        def send(conn: BrokerConnection) -> ShareDescribedGroup | None:
+            if ApiKey.SHARE_GROUP_DESCRIBE not in conn.versions:
+                return None
+            try:
+                version = conn.version(ApiKey.SHARE_GROUP_DESCRIBE)
+            except KafkaError:  # no version both sides know
+                return None
+            response: ShareGroupDescribeResponse = conn.request(
+                ApiKey.SHARE_GROUP_DESCRIBE, ShareGroupDescribeRequest(group_ids=[group]), version
+            )
+            return next((g for g in response.groups if g.group_id == group), None)
+
+        g = self.on_coordinator(group, send, lambda r: ErrorCode.NONE if r is None else r.error_code)
+        if g is None or g.error_code == ErrorCode.GROUP_ID_NOT_FOUND:
+            return None
+        if g.error_code != ErrorCode.NONE:
+            raise KafkaError(
+                g.error_code, f"group {group!r}" + (f": {g.error_message}" if g.error_message else "")
+            )
+        members = [
+            Member(
+                m.member_id,
+                None,
+                m.client_id,
+                m.client_host,
+                _assigned(m.assignment),
+                member_epoch=m.member_epoch,
+                rack_id=m.rack_id,
+                subscribed_topics=sorted(m.subscribed_topic_names),
+                target_assignment=_assigned(m.assignment),  # no revocation: the target is the assignment
+            )
+            for m in g.members
+        ]
+        members.sort(key=lambda m: (m.client_id, m.member_id))
+        return GroupDescription(
+            g.group_id or group,
+            g.group_state,
+            SHARE,
+            g.assignor_name,
+            members,
+            self.coordinator(group),
+            group_type=SHARE,
             group_epoch=g.group_epoch,
             assignment_epoch=g.assignment_epoch,
         )
@@ -610,8 +678,8 @@ def _tps(pairs: list[tuple[str, int]] | None) -> list[TP] | None:
     return None if pairs is None else [TP(t, p) for t, p in pairs]
 
 
-def _assigned(assignment: Assignment) -> list[TP]:
-    """A ConsumerGroupDescribe assignment as sorted partitions (a topic unknown by name: its id)."""
+def _assigned(assignment: Assignment | ShareAssignment) -> list[TP]:
+    """A ConsumerGroupDescribe (or ShareGroupDescribe) assignment as sorted partitions (a topic unknown by name: its id)."""
     return sorted(
         TP(tps.topic_name or str(uuid.UUID(bytes=tps.topic_id)), p)
         for tps in assignment.topic_partitions

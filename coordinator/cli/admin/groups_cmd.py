@@ -6,7 +6,7 @@ import argparse
 from dataclasses import dataclass
 from typing import Any
 
-from coordinator.cli.admin.client import CONSUMER, LATEST, TP, AdminClient, GroupDescription, Member
+from coordinator.cli.admin.client import CONSUMER, LATEST, SHARE, TP, AdminClient, GroupDescription, Member
 from coordinator.cli.admin.errors import KafkaError, UsageError
 from coordinator.cli.admin.group_configs_cmd import (
     GroupConfigValue,
@@ -115,8 +115,11 @@ def unknown_end_note(lines: list[OffsetLine]) -> str | None:
     return (
         f"log end unknown for {len(behind)} partition{'s' if len(behind) != 1 else ''}: the broker "
         f"reports a log end ({', '.join(map(str, ends))}) before the committed offset, so it is not "
-        "the end of the log these offsets were read from (a broker that stores no records, such as "
-        "a standalone coordinator, or a truncated or re-created log)"
+        "the end of the log these offsets were read from: a standalone coordinator stores no records "
+        "(every log is empty); through a gateway, the upstream cluster answers ListOffsets(latest) "
+        "behind its log (Tansu 0.6 answers the last batch's base offset + 1) and no client has "
+        "fetched the partition through the gateway yet, whose high watermark it would answer; or "
+        "the log was truncated or re-created"
     )
 
 
@@ -161,7 +164,9 @@ def groups_describe(client: AdminClient, args: argparse.Namespace) -> int:
     for group_id in groups:
         try:
             group = client.describe_group(group_id)
-            described.append((group, offset_lines(client, group) if show_offsets else None))
+            # A share group commits no offsets (its start offsets come with DescribeShareGroupOffsets).
+            lines = offset_lines(client, group) if show_offsets and group.group_type != SHARE else None
+            described.append((group, lines))
         except KafkaError as exc:
             if len(groups) == 1 and not args.all_groups:
                 raise
@@ -208,8 +213,8 @@ def _print_described(
         return
     # Classic groups keep kafka-consumer-groups' tables; consumer groups get their own, with the
     # KIP-848 columns (epochs, subscriptions, target assignment), after the classic ones.
-    classic = [(g, lines) for g, lines in described if g.group_type != CONSUMER]
-    consumer = [(g, lines) for g, lines in described if g.group_type == CONSUMER]
+    classic = [(g, lines) for g, lines in described if g.group_type not in (CONSUMER, SHARE)]
+    consumer = [(g, lines) for g, lines in described if g.group_type in (CONSUMER, SHARE)]
     sections: list[tuple[list[str], list[list[object]]]] = []
     if args.state:
         if classic or not consumer:
@@ -381,7 +386,7 @@ def _group_json(
         },
         "member_count": len(group.members),
     }
-    if group.group_type == CONSUMER:
+    if group.group_type in (CONSUMER, SHARE):
         doc["assignor"] = group.protocol
         doc["group_epoch"] = group.group_epoch
         doc["assignment_epoch"] = group.assignment_epoch

@@ -34,7 +34,8 @@ def add_history_parser(verbs: argparse._SubParsersAction[argparse.ArgumentParser
         description="Show a group's events, oldest first: members joining, leaving and timing out, "
         "subscription and metadata changes, rebalances and their reasons and durations. Events are "
         "not in the Kafka protocol: this command reads the coordinator's HTTP port "
-        "(serve --metrics-port), not the Kafka listener.",
+        "(serve --metrics-port), not the Kafka listener. Unless the server runs with "
+        "--group-events-persist true, events live in its memory only: a restart loses them.",
         epilog="exit codes: 0 ok, 1 group unknown or server unreachable, 2 usage",
     )
     parser.add_argument("group", metavar="GROUP")
@@ -80,15 +81,32 @@ def groups_history(args: argparse.Namespace, parser: argparse.ArgumentParser) ->
     events: list[dict[str, Any]] = history["events"]
     if args.format == "json":
         print_json(history)
-        return 0
-    if not events:
+    elif not events:
         print(f"no events recorded for group {args.group}", file=sys.stderr)
-        return 0
-    print_table(
-        ["TIME", "EVENT", "STATE", "GENERATION", "WHAT"],
-        [[_time(e["time_ms"]), e["kind"], e["state"], e["generation"], e["message"]] for e in events],
-    )
+    else:
+        print_table(
+            ["TIME", "EVENT", "STATE", "GENERATION", "WHAT"],
+            [[_time(e["time_ms"]), e["kind"], e["state"], e["generation"], e["message"]] for e in events],
+        )
+    if not _persisted(args):
+        print(NOT_PERSISTED, file=sys.stderr)
     return 0
+
+
+NOT_PERSISTED = (
+    "note: this server keeps group events in memory only (group.events.persist=false, the default): "
+    "the history starts again at its next restart; serve --group-events-persist true stores them"
+)
+
+
+def _persisted(args: argparse.Namespace) -> bool:
+    """Whether the server stores group events (the group's view says); True when it cannot tell,
+    so that no note is printed on a guess."""
+    try:
+        view = get_json(group_url(args.http, args.group), args.timeout)
+    except HttpApiError:
+        return True
+    return bool(view.get("history_persisted", True))
 
 
 def _time(ms: int) -> str:

@@ -88,17 +88,23 @@ def create_missing(client: AdminClient, gaps: list[TopicGap]) -> None:
                 )
 
 
-def settle_missing(client: AdminClient, partitions: list[TP], policy: str) -> set[TP]:
+def settle_missing(
+    client: AdminClient, partitions: list[TP], policy: str, *, dry_run: bool = False
+) -> set[TP]:
     """Apply ``--missing-topics`` before an import; returns the partitions to leave out.
 
     fail: KafkaError naming what is missing (before anything is committed); create: the topics
-    and partitions are created; skip: their offsets are left out (and named on stderr).
+    and partitions are created (a ``dry_run`` only names them); skip: their offsets are left out
+    (and named on stderr).
     """
     gaps = catalog_gaps(client, partitions)
     if not gaps:
         return set()
     missing = ", ".join(g.text() for g in gaps)
     if policy == "create":
+        if dry_run:
+            note(f"would create: {missing}")
+            return set()
         create_missing(client, gaps)
         note(f"created: {missing}")
         return set()

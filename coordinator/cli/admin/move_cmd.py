@@ -85,16 +85,18 @@ def _check_move_arguments(args: argparse.Namespace, other: str, flag: str) -> No
         raise UsageError(f"{flag} {other} is the --bootstrap cluster itself")
 
 
-def check_file_arguments(args: argparse.Namespace, flag: str) -> None:
-    """The CSV export takes none of the options that belong to moving groups between clusters."""
+def check_file_arguments(args: argparse.Namespace, flag: str, *, planned: bool = False) -> None:
+    """A CSV export or import takes none of the options that belong to moving groups between
+    clusters; ``planned``: the file command plans too (a file import), so --execute and
+    --dry-run are its own."""
     given = [
         name
         for name, value in (
             ("--group", args.group_option is not None),
             ("--all-groups", args.all_groups),
             ("--topic", args.topic is not None),
-            ("--execute", args.execute),
-            ("--dry-run", args.dry_run),
+            ("--execute", args.execute and not planned),
+            ("--dry-run", args.dry_run and not planned),
         )
         if value
     ]

@@ -15,6 +15,8 @@ from coordinator.cli.admin.output import note, print_json, print_table
 from coordinator.cli.admin.reset_plan import check_scope, plan_reset
 from protocol.errors import ErrorCode, error_name
 
+DRY_RUN_NOTE = "Dry run: nothing was changed. Run again with --execute to commit these offsets."
+
 
 @dataclass(slots=True)
 class Change:
@@ -122,17 +124,18 @@ def _reset_notes(args: argparse.Namespace, changed: bool) -> None:
     if not changed:
         note("nothing to reset: no partition matched")
     elif not args.execute:
-        note("Dry run: nothing was changed. Run again with --execute to commit these offsets.")
+        note(DRY_RUN_NOTE)
 
 
 def offsets_import(client: AdminClient, args: argparse.Namespace) -> int:
+    """A file import plans first, as every offset change does (and Kafka's --reset-offsets
+    --from-file): the offsets are committed only with --execute."""
     moving_only = [
         flag
         for flag, given in (
             ("--group", args.group_option is not None),
             ("--all-groups", args.all_groups),
             ("--topic", args.topic is not None),
-            ("--execute", args.execute),
         )
         if given
     ]
@@ -147,17 +150,22 @@ def offsets_import(client: AdminClient, args: argparse.Namespace) -> int:
         raise UsageError(f"{args.file}: no offsets to import")
     refuse_if_active(client, args.group, "import offsets into")
     offsets = {TP(r.topic, r.partition): Committed(r.offset, r.metadata or "") for r in rows}
-    for tp in settle_missing(client, list(offsets), args.missing_topics):
+    for tp in settle_missing(client, list(offsets), args.missing_topics, dry_run=not args.execute):
         del offsets[tp]
     if not offsets:
         return 0
-    errors = client.commit_offsets(args.group, offsets)
-    refuse_if_joined(client, args.group, "import offsets into", errors)
+    current = client.committed_offsets(args.group)
     changes = [
-        Change(tp, None, c.offset, errors.get(tp, ErrorCode.UNKNOWN_SERVER_ERROR))
-        for tp, c in offsets.items()
+        Change(tp, current[tp].offset if tp in current else None, c.offset) for tp, c in offsets.items()
     ]
-    _print_changes(args, changes, executed=True, current_header=None)
+    if args.execute:
+        errors = client.commit_offsets(args.group, offsets)
+        refuse_if_joined(client, args.group, "import offsets into", errors)
+        for change in changes:
+            change.error = errors.get(change.tp, ErrorCode.UNKNOWN_SERVER_ERROR)
+    _print_changes(args, changes, executed=args.execute, current_header="CURRENT-OFFSET")
+    if not args.execute:
+        note(DRY_RUN_NOTE)
     return _report_failures(args.group, changes)
 
 

@@ -3,7 +3,7 @@ v6 GROUP_ID_NOT_FOUND for unknown groups (not served, handled for completeness).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from coordinator.core.classic.group import (
     ClassicGroup,
@@ -27,7 +27,10 @@ from protocol.messages.describe_groups import (
 
 
 def describe_groups(
-    groups: Mapping[str, ClassicGroup], ctx: RequestContext, req: DescribeGroupsRequest
+    groups: Mapping[str, ClassicGroup],
+    ctx: RequestContext,
+    req: DescribeGroupsRequest,
+    held_by_another_kind: Callable[[str], bool] = lambda _group_id: False,
 ) -> DescribeGroupsResponse:
     operations = (
         GROUP_AUTHORIZED_OPERATIONS
@@ -35,20 +38,28 @@ def describe_groups(
         else AUTHORIZED_OPERATIONS_OMITTED
     )
     described = [
-        _describe_group(groups.get(group_id), ctx.api_version, group_id, operations)
+        _describe_group(
+            groups.get(group_id), ctx.api_version, group_id, operations, held_by_another_kind(group_id)
+        )
         for group_id in req.groups
     ]
     return DescribeGroupsResponse(groups=described)
 
 
 def _describe_group(
-    group: ClassicGroup | None, version: int, group_id: str, operations: int
+    group: ClassicGroup | None, version: int, group_id: str, operations: int, other_kind: bool
 ) -> DescribedGroup:
     if group is None or group.state is DEAD:
         if version >= 6:
+            # Kafka's classicGroup(): an id held by a consumer or share group is "not a classic group".
+            message = (
+                f"Group {group_id} is not a classic group."
+                if group is None and other_kind
+                else f"Group {group_id} not found."
+            )
             return DescribedGroup(
                 error_code=GROUP_ID_NOT_FOUND,
-                error_message=f"Group {group_id} not found.",
+                error_message=message,
                 group_id=group_id,
                 group_state=DEAD.value,
                 authorized_operations=operations,

@@ -66,6 +66,8 @@ class Member:
     # Added by a JoinGroup and not yet part of a completed generation: its session timer runs the
     # new-member join timeout and a parked JoinGroup does not keep it alive (KAFKA-7610).
     is_new: bool = False
+    # Monotonic ms of the last request that renewed its session (-1: none yet); for the console.
+    last_heartbeat_ms: int = -1
 
     @property
     def is_static(self) -> bool:

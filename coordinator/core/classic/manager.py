@@ -51,6 +51,7 @@ from coordinator.core.group import (
     TopicCatalog,
     group_deletion,
 )
+from coordinator.core.liveness import CLASSIC_INTERVAL_DIVISOR, MemberLiveness, judge
 from protocol.messages.describe_groups import (
     DescribeGroupsRequest,
 )
@@ -100,6 +101,20 @@ class ClassicGroupManager(ClassicSyncAndLeave):
             return NON_EMPTY_GROUP, None
         return NONE, group.is_subscribed_to_topic
 
+    def member_liveness(self, group_id: str, member_id: str, now_ms: int) -> MemberLiveness | None:
+        """A classic client picks its own heartbeat interval: late after a third of the session."""
+        group = self.groups.get(group_id)
+        member = None if group is None else group.members.get(member_id)
+        if member is None:
+            return None
+        return judge(
+            member.last_heartbeat_ms,
+            self.timers.deadline(member.session_key),
+            member.session_timeout_ms // CLASSIC_INTERVAL_DIVISOR,
+            now_ms,
+            waiting=member.has_satisfied_heartbeat(),
+        )
+
     def offset_expiry(self, group_id: str) -> OffsetExpiry | None:
         """KIP-211 (docs/groups.md#offsets-and-retention): an Empty group's offsets expire from the
         moment it became Empty; a Stable consumer keeps what it consumes; simple groups (no
@@ -133,7 +148,7 @@ class ClassicGroupManager(ClassicSyncAndLeave):
     def request_handlers(self) -> Mapping[type, RequestHandler]:
         return {
             DescribeGroupsRequest: lambda ctx, req, fx: fx.reply(
-                ctx.reply_to, describe_groups(self.groups, ctx, req)
+                ctx.reply_to, describe_groups(self.groups, ctx, req, self.registry.holds)
             )
         }
 

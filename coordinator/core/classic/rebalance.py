@@ -103,6 +103,7 @@ class ClassicRebalance:
 
     def reschedule_session(self, member: Member, timeout_ms: int | None = None) -> None:
         timeout = member.session_timeout_ms if timeout_ms is None else timeout_ms
+        member.last_heartbeat_ms = self.clock.now_ms
         self.timers.schedule(member.session_key, self.clock.now_ms + timeout)
 
     def create_group(self, group_id: str) -> ClassicGroup:

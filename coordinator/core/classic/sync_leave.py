@@ -34,7 +34,6 @@ from coordinator.core.events import (
     ASSIGNMENT_WRITE_FAILED,
     MEMBER_LEFT,
     because,
-    classic_owners,
 )
 from coordinator.core.members import (
     leave_group_response,
@@ -131,8 +130,8 @@ class ClassicSyncAndLeave(ClassicJoin):
                 member.assignment = assignments.get(member.member_id, b"")
             self._propagate_assignment(group, NONE, out)
             self._transition(group, STABLE)
-            owners = classic_owners(assignments) if group.uses_consumer_protocol() else None
-            self.events.group_stable(group.group_id, generation, owners)
+            consumer = group.uses_consumer_protocol()
+            self.events.group_stable(group.group_id, generation, assignments if consumer else None)
 
         def on_failed(out: Effects, error_code: int) -> None:
             # Nothing to undo (nothing was applied); Kafka answers the parked SyncGroups with the
@@ -168,9 +167,11 @@ class ClassicSyncAndLeave(ClassicJoin):
         if generation != group.generation_id:
             return ILLEGAL_GENERATION
         if state is STABLE or state is COMPLETING_REBALANCE:
+            member.last_heartbeat_ms = now_ms
             self.timers.schedule(member.session_key, now_ms + member.session_timeout_ms)
             return NONE
         if state is PREPARING_REBALANCE:
+            member.last_heartbeat_ms = now_ms
             self.timers.schedule(member.session_key, now_ms + member.session_timeout_ms)
             return REBALANCE_IN_PROGRESS
         return UNKNOWN_MEMBER_ID

@@ -41,7 +41,6 @@ from coordinator.core.events import (
     Detail,
     GroupEvents,
     describe_metadata_change,
-    taken_from_others,
 )
 from coordinator.core.group import (
     EMPTY_CATALOG,
@@ -223,16 +222,16 @@ class ConsumerAssignment:
         }
         topics = {name: partitions for name, (_, partitions) in group.subscription_metadata.items()}
         new_target = assignor.assign(members, topics) if members else {}
-        moved = 0
+        before = dict(group.target)
         for member_id in group.members:
             assignment = normalize(new_target.get(member_id, {}))
-            previous = group.target.get(member_id, {})
-            if assignment != previous:
+            if assignment != before.get(member_id, {}):
                 records.member(member_id)
-                moved += taken_from_others(group.owners, member_id, assignment, previous)
             group.target[member_id] = assignment
         group.assignment_epoch = group.group_epoch
-        self.events.target_computed(group.group_id, group.state, group.group_epoch, assignor_name, moved)
+        self.events.target_computed(
+            group.group_id, group.state, group.group_epoch, assignor_name, before, group.target
+        )
         records.group()
 
     def reconcile_member(
@@ -263,7 +262,10 @@ class ConsumerAssignment:
     def _heartbeat_interval(self, group: ConsumerGroup, member: ConsumerMember) -> int:
         """The interval the member is told to heartbeat at (rules in heartbeat_interval.py)."""
         settling = self.clock.now_ms < group.settling_until_ms
-        return self.group_configs.intervals(group.group_id).for_member(member.state, settling)
+        state = member.state
+        return self.group_configs.intervals(group.group_id).for_member(
+            state is MemberState.STABLE, state is MemberState.UNRELEASED_PARTITIONS, settling
+        )
 
     def _cancel_rebalance_timer(self, group: ConsumerGroup, member: ConsumerMember) -> None:
         if member.rebalance_timer_epoch is not None:
@@ -276,6 +278,7 @@ class ConsumerAssignment:
             if member.classic is None
             else member.classic.session_timeout_ms
         )
+        member.last_heartbeat_ms = self.clock.now_ms
         self.timers.schedule(session_key(group.group_id, member.member_id), self.clock.now_ms + timeout)
 
     def _wire_assignment(self, assignment: Mapping[str, frozenset[int]]) -> list[tuple[bytes, list[int]]]:

@@ -134,7 +134,7 @@ class ClassicMembers:
         records.member(member.member_id)
         consumer.update_epochs(group, changed, records)
         consumer.reconcile_member(group, member, subscription.owned, records)
-        consumer.events.member_reconciled(group, member)
+        consumer.events.member_reconciled(group, member.member_id)
 
         response = JoinGroupResponse(
             error_code=NONE,

@@ -75,7 +75,8 @@ def _describe_group(kind: ConsumerAssignment, group: ConsumerGroup, operations: 
             client_id=m.client_id,
             client_host=m.client_host,
             subscribed_topic_names=list(m.subscribed_topic_names),
-            subscribed_topic_regex=m.subscribed_topic_regex,
+            # Kafka's ConsumerGroupMember has "" for no regex (docs/kafka-differences.md).
+            subscribed_topic_regex=m.subscribed_topic_regex or "",
             assignment=wire(m.assigned),
             target_assignment=wire(group.target.get(m.member_id, {})),
             member_type=MEMBER_TYPE_CONSUMER if m.classic is None else MEMBER_TYPE_CLASSIC,

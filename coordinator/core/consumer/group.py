@@ -82,6 +82,8 @@ class ConsumerMember:
     resolved_version: int = -1
     # Set for a member of the classic protocol inside this consumer group (online migration).
     classic: ClassicMemberMetadata | None = None
+    # Monotonic ms of the last request that renewed its session (-1: none yet); for the console.
+    last_heartbeat_ms: int = -1
 
     @property
     def uses_classic_protocol(self) -> bool:
@@ -143,6 +145,19 @@ class ConsumerGroup:
     @property
     def member_count(self) -> int:
         return len(self.members)
+
+    # -- what the group events ask of a reconciling group (events.ReconcilingGroup) -------------
+
+    def is_stable(self) -> bool:
+        return self.state == CG_STABLE
+
+    def member_caught_up(self, member_id: str) -> bool:
+        """The member reached the target of the current assignment epoch."""
+        member = self.members.get(member_id)
+        return member is not None and _caught_up(self, member)
+
+    def members_behind(self) -> set[str]:
+        return {m.member_id for m in self.members.values() if not _caught_up(self, m)}
 
     def listed(self) -> ListedGroup:
         return ListedGroup(
@@ -287,3 +302,7 @@ def apply_reconciled(group: ConsumerGroup, member: ConsumerMember, result: Recon
     member.pending_revocation = result.pending_revocation
     group.add_ownership(member)
     return changed
+
+
+def _caught_up(group: ConsumerGroup, member: ConsumerMember) -> bool:
+    return member.member_epoch == group.assignment_epoch and member.state is MemberState.STABLE

@@ -192,7 +192,7 @@ class ConsumerHeartbeat(ConsumerMembership):
         self.update_epochs(group, subscription_changed, records)
 
         assigned_changed = self.reconcile_member(group, member, owned, records)
-        self.events.member_reconciled(group, member)
+        self.events.member_reconciled(group, member.member_id)
         self.reschedule_session(group, member)
         response = heartbeat_response(
             member.member_id,

@@ -24,6 +24,7 @@ from coordinator.core.consumer.timer_keys import (
     SESSION_TIMER,
     SYNC_TIMER,
     rebalance_key,
+    session_key,
 )
 from coordinator.core.effects import Effects
 from coordinator.core.errors import (
@@ -50,6 +51,7 @@ from coordinator.core.group import (
     TopicCatalog,
     group_deletion,
 )
+from coordinator.core.liveness import CLASSIC_INTERVAL_DIVISOR, CONSUMER_LATE_INTERVALS, MemberLiveness, judge
 from protocol.messages import consumer_group_describe as cgd
 from protocol.messages import consumer_group_heartbeat as cgh
 from protocol.messages.offset_commit import OffsetCommitRequest
@@ -269,6 +271,20 @@ class ConsumerGroupManager(ConsumerHeartbeat):
         """Any state (Kafka's Java coordinator); only topics members subscribe to are protected."""
         group = self.groups[group_id]
         return NONE, partial(self.is_subscribed_to_topic, group) if group.members else None
+
+    def member_liveness(self, group_id: str, member_id: str, now_ms: int) -> MemberLiveness | None:
+        """A KIP-848 member is told its interval: late once it missed a whole one; a classic-protocol
+        member of the group picks its own, late after a third of its session."""
+        group = self.groups.get(group_id)
+        member = None if group is None else group.members.get(member_id)
+        if member is None:
+            return None
+        if member.classic is not None:
+            late_after = member.classic.session_timeout_ms // CLASSIC_INTERVAL_DIVISOR
+        else:
+            late_after = CONSUMER_LATE_INTERVALS * self.group_configs.intervals(group_id).interval_ms
+        deadline = self.timers.deadline(session_key(group_id, member_id))
+        return judge(member.last_heartbeat_ms, deadline, late_after, now_ms)
 
     def offset_expiry(self, group_id: str) -> OffsetExpiry:
         """Offsets of topics no member subscribes to expire by commit time (Kafka's Java coordinator)."""

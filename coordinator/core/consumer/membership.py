@@ -9,6 +9,7 @@ from collections.abc import Callable
 
 from coordinator.core.consumer.assignment import ConsumerAssignment, ConsumerConversion
 from coordinator.core.consumer.group import (
+    CG_ASSIGNING,
     JOIN_EPOCH,
     LEAVE_STATIC_EPOCH,
     ConsumerGroup,
@@ -273,9 +274,15 @@ class ConsumerMembership(ConsumerAssignment):
         if instance_id is not None:
             group.static_members[instance_id] = member.member_id
         group.state_ms = self.clock.wall_ms
-        self.event(
-            group,
+        # A join bumps the group epoch in the same operation: the event carries the state after
+        # it (Assigning at the next epoch), not the in-between one (a first member at epoch 0
+        # would read Stable at epoch 0).
+        self.events.record(
+            group.group_id,
             MEMBER_JOINED,
+            "consumer",
+            CG_ASSIGNING,
+            group.group_epoch + 1,
             f"member {member.member_id} joined{protocol} (client {ctx.client_id}"
             f"{f', instance {instance_id}' if instance_id else ''}) from {member.client_host}",
             member.member_id,

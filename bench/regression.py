@@ -1,0 +1,193 @@
+"""This checkout against fixed earlier commits of ours, driven as a client drives it, in one run.
+
+    .venv/bin/python bench/regression.py [--before 7942ec6 ...] [--repeats 3] [--groups 20000]
+
+Each ``--before`` is a git revision of this repository (default ``7942ec6``, the main of
+2026-11-22), exported into a temporary directory, or a directory holding the server's sources;
+the last arm is ``--after`` (the same) or, by default, this checkout as it is. Every arm runs the same workloads through the Go load generator
+(bench/loadgen), server pinned to CPU 0 and generator to CPU 1, on SQLite (``synchronous=FULL``,
+the default), a fresh server per phase; the arms are interleaved phase by phase and repeat by
+repeat, so that machine noise (other tenants) hits them alike:
+
+* ``groups``: ``--groups`` groups, each one classic member (JoinGroup, SyncGroup) that commits 3
+  offsets, over 256 connections: RSS per idle group (VmRSS 1 s after the last group minus VmRSS
+  before the first), groups created per second, server CPU per group.
+* ``heartbeat``: ``--heartbeat-groups`` stable single-member groups, then Heartbeats on 16
+  connections x 8 in flight for ``--seconds``: heartbeats/s and server CPU per heartbeat.
+* ``commit``: OffsetCommit of 1 partition as a simple consumer, 16 connections x 8 in flight:
+  commits/s and server CPU per commit.
+
+Printed: per figure and arm the median (and every run), and each arm's median over the first
+arm's. ``--json`` keeps every raw result. On demand only (minutes per repeat), not in the tests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from commit_ab import export, start
+from runner.build import build_loadgen
+from runner.common import DASH, ROOT, TIMES, log
+from runner.servers import Server, loadgen
+
+WORKLOADS = ("groups", "heartbeat", "commit")
+
+
+def run_groups(server: Server, args: argparse.Namespace, tag: str) -> dict[str, float]:
+    flags = [
+        "-groups", str(args.groups), "-conns", "256", "-budget", f"{args.groups_budget}s",
+        "-offsets", "3", "-tag", tag,
+    ]  # fmt: skip
+    (result,) = checked(loadgen(server, "groups", flags, timeout=args.groups_budget + 300), "groups")
+    return {
+        "groups: RSS per idle group (B)": float(result["extra"]["rss_per_group_bytes"]),
+        "groups: created per second": float(result["rate"]),
+        "groups: server CPU per group (µs)": cpu_per_op(result),
+    }
+
+
+def run_heartbeat(server: Server, args: argparse.Namespace, tag: str) -> dict[str, float]:
+    flags = [
+        "-groups", str(args.heartbeat_groups), "-conns", "16", "-inflight", "8",
+        "-duration", f"{args.seconds}s", "-setup-concurrency", "1000", "-setup-timeout", "180s",
+        "-tag", tag,
+    ]  # fmt: skip
+    (result,) = checked(loadgen(server, "heartbeat", flags, timeout=600), "heartbeat")
+    return {
+        "heartbeat: per second (16 x 8)": float(result["rate"]),
+        "heartbeat: server CPU per heartbeat (µs)": cpu_per_op(result),
+    }
+
+
+def run_commit(server: Server, args: argparse.Namespace, tag: str) -> dict[str, float]:
+    flags = [
+        "-conns", "16", "-inflight", "8", "-duration", f"{args.seconds}s", "-partitions", "1",
+        "-modes", "simple", "-setup-timeout", "120s", "-tag", tag,
+    ]  # fmt: skip
+    results = checked(loadgen(server, "commit", flags, timeout=600), "commit")
+    (result,) = [r for r in results if r["name"].startswith("commit-")]
+    return {
+        "OffsetCommit 1 partition, SQLite FULL: per second": float(result["rate"]),
+        "OffsetCommit: server CPU per commit (µs)": cpu_per_op(result),
+    }
+
+
+RUNNERS: dict[str, Callable[[Server, argparse.Namespace, str], dict[str, float]]] = {
+    "groups": run_groups,
+    "heartbeat": run_heartbeat,
+    "commit": run_commit,
+}
+
+
+def checked(results: list[dict[str, Any]], workload: str) -> list[dict[str, Any]]:
+    failed = [r for r in results if not r.get("done")]
+    if failed or not results:
+        raise RuntimeError(f"{workload} workload failed: {failed or 'no result'}")
+    return results
+
+
+def cpu_per_op(result: dict[str, Any]) -> float:
+    return float(result["server_cpu_s"]) / max(int(result["ops"]), 1) * 1e6
+
+
+@dataclass
+class Arm:
+    name: str
+    source: Path
+    runs: list[dict[str, float]]
+
+
+def describe(ref: str) -> str:
+    if Path(ref).is_dir():
+        return ref
+    done = subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", "--short", ref], check=True, capture_output=True, text=True
+    )
+    return done.stdout.strip()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--before",
+        action="append",
+        help="git revision or source directory of an earlier arm (repeatable; default 7942ec6)",
+    )
+    parser.add_argument(
+        "--after", help="git revision or source directory of the last arm (default: this checkout as it is)"
+    )
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--workloads", default=",".join(WORKLOADS), help="comma-separated subset")
+    parser.add_argument("--groups", type=int, default=20_000)
+    parser.add_argument("--groups-budget", type=int, default=120, help="seconds")
+    parser.add_argument("--heartbeat-groups", type=int, default=1000)
+    parser.add_argument("--seconds", type=float, default=5.0, help="of each timed heartbeat/commit phase")
+    parser.add_argument("--json", type=Path, help="write every raw figure here")
+    args = parser.parse_args()
+    workloads = [w for w in args.workloads.split(",") if w]
+    unknown = set(workloads) - set(WORKLOADS)
+    if unknown:
+        parser.error(f"unknown workloads: {sorted(unknown)}")
+    build_loadgen()
+    with tempfile.TemporaryDirectory(prefix="regression-") as tmp_name:
+        tmp = Path(tmp_name)
+        arms: list[Arm] = []
+        for i, ref in enumerate(args.before or ["7942ec6"]):
+            into = tmp / f"arm{i}"
+            into.mkdir()
+            arms.append(Arm(describe(ref), export(ref, into), []))
+        if args.after is None:
+            arms.append(Arm("this checkout", ROOT, []))  # read live: do not edit it during a run
+        else:
+            into = tmp / "after"
+            into.mkdir()
+            arms.append(Arm(describe(args.after), export(args.after, into), []))
+        for rep in range(args.repeats):
+            for arm_index, arm in enumerate(arms):
+                figures: dict[str, float] = {}
+                for workload in workloads:
+                    log(f"rep {rep + 1}/{args.repeats}: {arm.name}: {workload}")
+                    workdir = Path(tempfile.mkdtemp(dir=tmp))
+                    server = start(arm.source, workdir, "sqlite", None)
+                    try:
+                        figures |= RUNNERS[workload](server, args, f"r{rep}a{arm_index}")
+                    finally:
+                        server.stop()
+                arm.runs.append(figures)
+    if args.json is not None:
+        args.json.write_text(json.dumps({arm.name: arm.runs for arm in arms}, indent=1))
+    print(render(arms))
+    return 0
+
+
+def render(arms: list[Arm]) -> str:
+    names = list(dict.fromkeys(name for arm in arms for run in arm.runs for name in run))
+    head = " | ".join([arms[0].name] + [f"{arm.name} | {TIMES}{arms[0].name}" for arm in arms[1:]])
+    lines = [f"| figure | {head} |", "|---|" + "---:|" * (2 * len(arms) - 1)]
+    for name in names:
+        cells = []
+        base = statistics.median(run[name] for run in arms[0].runs)
+        for i, arm in enumerate(arms):
+            values = [run[name] for run in arm.runs if name in run]
+            mid = statistics.median(values)
+            cells.append(f"{fmt(mid)} ({' / '.join(fmt(v) for v in values)})")
+            if i > 0:
+                cells.append(f"{mid / base:.2f}{TIMES}" if base else DASH)
+        lines.append(f"| {name} | {' | '.join(cells)} |")
+    return "\n".join(lines)
+
+
+def fmt(value: float) -> str:
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.2f}"
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
