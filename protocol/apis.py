@@ -40,6 +40,10 @@ class ApiKey(IntEnum):
     CONSUMER_GROUP_DESCRIBE = 69
     STREAMS_GROUP_HEARTBEAT = 88
     STREAMS_GROUP_DESCRIBE = 89
+    # Transactional offsets (docs/transactions.md).
+    ADD_OFFSETS_TO_TXN = 25
+    END_TXN = 26
+    TXN_OFFSET_COMMIT = 28
     SHARE_GROUP_HEARTBEAT = 76
     SHARE_GROUP_DESCRIBE = 77
     SHARE_FETCH = 78
@@ -87,6 +91,10 @@ SERVED_VERSIONS: Final[dict[ApiKey, tuple[int, int]]] = {
     # KIP-1071.
     ApiKey.STREAMS_GROUP_HEARTBEAT: (0, 1),
     ApiKey.STREAMS_GROUP_DESCRIBE: (0, 1),
+    # Transactional offsets (docs/transactions.md).
+    ApiKey.ADD_OFFSETS_TO_TXN: (0, 4),
+    ApiKey.END_TXN: (0, 5),
+    ApiKey.TXN_OFFSET_COMMIT: (0, 6),
     # KIP-932 share groups (docs/share-groups.md).
     ApiKey.SHARE_GROUP_HEARTBEAT: (1, 1),
     ApiKey.SHARE_GROUP_DESCRIBE: (1, 1),
@@ -127,6 +135,9 @@ SPEC_NAMES: Final[dict[ApiKey, str]] = {
     ApiKey.CONSUMER_GROUP_DESCRIBE: "ConsumerGroupDescribe",
     ApiKey.STREAMS_GROUP_HEARTBEAT: "StreamsGroupHeartbeat",
     ApiKey.STREAMS_GROUP_DESCRIBE: "StreamsGroupDescribe",
+    ApiKey.ADD_OFFSETS_TO_TXN: "AddOffsetsToTxn",
+    ApiKey.END_TXN: "EndTxn",
+    ApiKey.TXN_OFFSET_COMMIT: "TxnOffsetCommit",
     ApiKey.SHARE_GROUP_HEARTBEAT: "ShareGroupHeartbeat",
     ApiKey.SHARE_GROUP_DESCRIBE: "ShareGroupDescribe",
     ApiKey.SHARE_FETCH: "ShareFetch",
@@ -151,6 +162,7 @@ GATEWAY_DECODED: Final[dict[int, tuple[str, int, int]]] = {
     22: ("InitProducerId", 0, 6),
     23: ("OffsetForLeaderEpoch", 2, 4),
     24: ("AddPartitionsToTxn", 0, 5),
+    25: ("AddOffsetsToTxn", 0, 4),
     26: ("EndTxn", 0, 5),
     32: ("DescribeConfigs", 1, 4),
     33: ("AlterConfigs", 0, 2),

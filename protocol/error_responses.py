@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from protocol.apis import ApiKey
+from protocol.messages.add_offsets_to_txn import AddOffsetsToTxnRequest, AddOffsetsToTxnResponse
 from protocol.messages.alter_user_scram_credentials import (
     AlterUserScramCredentialsRequest,
     AlterUserScramCredentialsResponse,
@@ -49,6 +50,7 @@ from protocol.messages.describe_user_scram_credentials import (
     DescribeUserScramCredentialsRequest,
     DescribeUserScramCredentialsResponse,
 )
+from protocol.messages.end_txn import EndTxnRequest, EndTxnResponse
 from protocol.messages.fetch import FetchableTopicResponse, FetchRequest, FetchResponse, PartitionData
 from protocol.messages.find_coordinator import Coordinator, FindCoordinatorRequest, FindCoordinatorResponse
 from protocol.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
@@ -102,6 +104,12 @@ from protocol.messages.streams_group_heartbeat import (
     StreamsGroupHeartbeatResponse,
 )
 from protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
+from protocol.messages.txn_offset_commit import (
+    TxnOffsetCommitRequest,
+    TxnOffsetCommitResponse,
+    TxnOffsetCommitResponsePartition,
+    TxnOffsetCommitResponseTopic,
+)
 
 # (version, request, error code, message) -> the response; the message is dropped by versions
 # that have no field for it.
@@ -426,6 +434,31 @@ def sasl_authenticate(
     return SaslAuthenticateResponse(error_code=code, error_message=message)
 
 
+def txn_offset_commit(
+    version: int, req: TxnOffsetCommitRequest, code: int, message: str | None
+) -> TxnOffsetCommitResponse:
+    return TxnOffsetCommitResponse(
+        topics=[
+            TxnOffsetCommitResponseTopic(
+                name=t.name,
+                topic_id=t.topic_id,
+                partitions=[TxnOffsetCommitResponsePartition(p.partition_index, code) for p in t.partitions],
+            )
+            for t in req.topics
+        ]
+    )
+
+
+def add_offsets_to_txn(
+    version: int, req: AddOffsetsToTxnRequest, code: int, message: str | None
+) -> AddOffsetsToTxnResponse:
+    return AddOffsetsToTxnResponse(error_code=code)
+
+
+def end_txn(version: int, req: EndTxnRequest, code: int, message: str | None) -> EndTxnResponse:
+    return EndTxnResponse(error_code=code)
+
+
 ERROR_RESPONSES: Final[dict[ApiKey, ErrorResponseBuilder]] = {
     ApiKey.PRODUCE: produce,
     ApiKey.FETCH: fetch,
@@ -460,6 +493,9 @@ ERROR_RESPONSES: Final[dict[ApiKey, ErrorResponseBuilder]] = {
     ApiKey.CONSUMER_GROUP_DESCRIBE: consumer_group_describe,
     ApiKey.STREAMS_GROUP_HEARTBEAT: streams_group_heartbeat,
     ApiKey.STREAMS_GROUP_DESCRIBE: streams_group_describe,
+    ApiKey.TXN_OFFSET_COMMIT: txn_offset_commit,
+    ApiKey.ADD_OFFSETS_TO_TXN: add_offsets_to_txn,
+    ApiKey.END_TXN: end_txn,
     ApiKey.SHARE_GROUP_HEARTBEAT: share_group_heartbeat,
     ApiKey.SHARE_GROUP_DESCRIBE: share_group_describe,
 }

@@ -61,6 +61,7 @@ CredentialKey = tuple[str, str]  # (user, mechanism)
 ConsumerMemberKey = tuple[str, str]  # (group_id, member_id)
 StreamsMemberKey = tuple[str, str]  # (group_id, member_id)
 GroupConfigKey = tuple[str, str]  # (group_id, config name)
+TxnOffsetKey = tuple[str, int, str, int]  # (group_id, producer_id, topic, partition)
 ShareMemberKey = tuple[str, str]  # (group_id, member_id)
 
 
@@ -514,6 +515,44 @@ class GroupConfigTombstone(Tombstone[GroupConfigKey, GroupConfigRecord]):
 
 
 @dataclass(slots=True, frozen=True)
+class TxnOffsetRecord(Upsert[TxnOffsetKey]):
+    """An offset committed inside a transaction (TxnOffsetCommit) whose outcome is not known
+    yet; key (group_id, producer_id, topic, partition). Becomes an ``OffsetCommitRecord`` when
+    the transaction commits, is deleted when it aborts (docs/transactions.md)."""
+
+    table: ClassVar[str] = "txn_offsets"
+
+    group_id: str
+    producer_id: int
+    topic: str
+    partition: int
+    producer_epoch: int
+    transactional_id: str
+    offset: int
+    leader_epoch: int  # -1 when unknown
+    metadata: str
+    commit_ms: int  # wall-clock milliseconds of the TxnOffsetCommit
+
+    @property
+    def key(self) -> TxnOffsetKey:
+        return (self.group_id, self.producer_id, self.topic, self.partition)
+
+
+@dataclass(slots=True, frozen=True)
+class TxnOffsetTombstone(Tombstone[TxnOffsetKey, TxnOffsetRecord]):
+    table: ClassVar[str] = "txn_offsets"
+
+    group_id: str
+    producer_id: int
+    topic: str
+    partition: int
+
+    @property
+    def key(self) -> TxnOffsetKey:
+        return (self.group_id, self.producer_id, self.topic, self.partition)
+
+
+@dataclass(slots=True, frozen=True)
 class ClusterRecord(Upsert[str]):
     """The cluster id of this database (one row); key cluster_id."""
 
@@ -608,6 +647,8 @@ Record = (
     | GroupConfigTombstone
     | ClusterRecord
     | ClusterTombstone
+    | TxnOffsetRecord
+    | TxnOffsetTombstone
     | ServingModeRecord
     | ServingModeTombstone
 )
@@ -651,6 +692,7 @@ class LoadedState:
     streams_members: list[StreamsMemberRecord] = field(default_factory=list)
     group_configs: list[GroupConfigRecord] = field(default_factory=list)
     cluster: list[ClusterRecord] = field(default_factory=list)
+    txn_offsets: list[TxnOffsetRecord] = field(default_factory=list)
 
     def group_rows(self) -> list[GroupRow]:
         """The rows of groups of every kind, in the order the coordinator loads them."""

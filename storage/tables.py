@@ -46,6 +46,7 @@ from storage.records import (
     StreamsGroupRecord,
     StreamsMemberRecord,
     TopicRecord,
+    TxnOffsetRecord,
     UserCredentialRecord,
 )
 
@@ -452,6 +453,37 @@ GROUP_CONFIGS: Final[Table[GroupConfigRecord]] = Table(
     from_row=GroupConfigRecord,
     key_values=_same,
 )
+# Transactional offsets waiting for their transaction's outcome (docs/transactions.md).
+TXN_OFFSETS: Final[Table[TxnOffsetRecord]] = Table(
+    "txn_offsets",
+    (
+        Column("group_id", TEXT),
+        Column("producer_id", INT64),
+        Column("topic", TEXT),
+        Column("partition", INT32, minimum=0),
+        Column("producer_epoch", INT32),
+        Column("transactional_id", TEXT),
+        Column("committed_offset", INT64),
+        Column("leader_epoch", INT32),
+        Column("metadata", CLIENT_TEXT),
+        Column("commit_ms", INT64),
+    ),
+    key=("group_id", "producer_id", "topic", "partition"),
+    to_row=lambda r: (
+        r.group_id,
+        r.producer_id,
+        r.topic,
+        r.partition,
+        r.producer_epoch,
+        r.transactional_id,
+        r.offset,
+        r.leader_epoch,
+        r.metadata,
+        r.commit_ms,
+    ),
+    from_row=TxnOffsetRecord,  # the columns are in field order
+    key_values=_same,
+)
 
 CLUSTER: Final[Table[ClusterRecord]] = Table(
     "cluster",
@@ -488,6 +520,7 @@ STATE_TABLES: Final[tuple[Table[Any], ...]] = (
     STREAMS_MEMBERS,
     GROUP_CONFIGS,
     CLUSTER,
+    TXN_OFFSETS,
     SERVING_MODE,
 )
 # The tables whose rows belong to a group, hence to the group's shard (group configs too: the
@@ -503,6 +536,7 @@ GROUP_TABLES: Final[tuple[Table[Any], ...]] = (
     STREAMS_GROUPS,
     STREAMS_MEMBERS,
     GROUP_CONFIGS,
+    TXN_OFFSETS,
 )
 # What a node needs before it serves anything: the state of no shard.
 UNSHARDED_TABLES: Final[tuple[Table[Any], ...]] = tuple(t for t in STATE_TABLES if t not in GROUP_TABLES)
@@ -582,4 +616,5 @@ def loaded_state(rows: Mapping[str, Sequence[Any]]) -> LoadedState:
         streams_members=list(rows[STREAMS_MEMBERS.name]),
         group_configs=list(rows[GROUP_CONFIGS.name]),
         cluster=list(rows[CLUSTER.name]),
+        txn_offsets=list(rows[TXN_OFFSETS.name]),
     )

@@ -6,6 +6,8 @@ plaintext hot path without an authorizer is unchanged.
 
 * JoinGroup, SyncGroup, Heartbeat, LeaveGroup: READ on the group, else GROUP_AUTHORIZATION_FAILED.
 * OffsetCommit: READ on the group (else every partition 30), READ on each topic (else 29 per partition).
+* TxnOffsetCommit: WRITE on the transactional id (else every partition 53), READ on the group
+  (else 30), READ on each topic (else 29 per partition), in that order (docs/transactions.md).
 * OffsetFetch: DESCRIBE on the group (else 30 where the version puts group errors); explicitly
   requested topics without DESCRIBE answer 29 per partition (offset -1); "all partitions"
   requests silently omit them.
@@ -89,11 +91,13 @@ from protocol.messages.streams_group_describe import (
 )
 from protocol.messages.streams_group_heartbeat import StreamsGroupHeartbeatRequest
 from protocol.messages.sync_group import SyncGroupRequest
+from protocol.messages.txn_offset_commit import TxnOffsetCommitRequest, TxnOffsetCommitResponse
 from storage.records import AclRecord, AclTombstone
 
 GROUP_DENIED = int(ErrorCode.GROUP_AUTHORIZATION_FAILED)
 TOPIC_DENIED = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
 CLUSTER_DENIED = int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+TRANSACTIONAL_ID_DENIED = int(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
 SECURITY_DISABLED = int(ErrorCode.SECURITY_DISABLED)
 CLUSTER_DENIED_MESSAGE = "Cluster authorization failed."
 
@@ -139,6 +143,7 @@ class AclLayer:
         routes.wrap(ApiKey.HEARTBEAT, HeartbeatRequest, self._group_read(ApiKey.HEARTBEAT))
         routes.wrap(ApiKey.LEAVE_GROUP, LeaveGroupRequest, self._group_read(ApiKey.LEAVE_GROUP))
         routes.wrap(ApiKey.OFFSET_COMMIT, OffsetCommitRequest, self._commit)
+        routes.wrap(ApiKey.TXN_OFFSET_COMMIT, TxnOffsetCommitRequest, self._txn_commit)
         routes.wrap(ApiKey.OFFSET_FETCH, OffsetFetchRequest, self._fetch)
         routes.wrap(ApiKey.DESCRIBE_GROUPS, DescribeGroupsRequest, self._describe_groups)
         routes.wrap(ApiKey.LIST_GROUPS, ListGroupsRequest, self._list)
@@ -216,6 +221,31 @@ class AclLayer:
             req.topics = allowed
 
             def add_denied(response: OffsetCommitResponse) -> None:
+                response.topics.extend(failed)
+
+            amend(ctx, add_denied)
+            return inner(ctx, req)
+
+        return handle
+
+    def _txn_commit(self, inner: Handler[TxnOffsetCommitRequest]) -> Handler[TxnOffsetCommitRequest]:
+        def handle(ctx: RequestContext, req: TxnOffsetCommitRequest) -> Result:
+            if not self.allowed(ctx, Operation.WRITE, ResourceType.TRANSACTIONAL_ID, req.transactional_id):
+                return _denied(ctx, ApiKey.TXN_OFFSET_COMMIT, req, TRANSACTIONAL_ID_DENIED)
+            if not self._group(ctx, Operation.READ, req.group_id):
+                return _denied(ctx, ApiKey.TXN_OFFSET_COMMIT, req, GROUP_DENIED)
+            denied = [t for t in req.topics if not self._topic(ctx, Operation.READ, t.name)]
+            if not denied:
+                return inner(ctx, req)
+            failed = error_response(
+                ApiKey.TXN_OFFSET_COMMIT, ctx.api_version, TxnOffsetCommitRequest(topics=denied), TOPIC_DENIED
+            ).topics
+            allowed = [t for t in req.topics if t not in denied]
+            if not allowed:
+                return reply(ctx, TxnOffsetCommitResponse(topics=failed))
+            req.topics = allowed
+
+            def add_denied(response: TxnOffsetCommitResponse) -> None:
                 response.topics.extend(failed)
 
             amend(ctx, add_denied)

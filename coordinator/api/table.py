@@ -15,6 +15,7 @@ from coordinator.api.expected_identity import expected_identity_check
 from coordinator.api.routes import Handler, Routes
 from coordinator.api.shard_gate import install_shard_gate
 from coordinator.api.topics import KnownTopics
+from coordinator.api.transactions import add_transaction_routes, txn_offset_commit_handler
 from coordinator.core.cluster import Cluster
 from coordinator.core.group_coordinator import GroupCoordinator
 from protocol.apis import ApiKey
@@ -44,6 +45,7 @@ from protocol.messages.share_group_heartbeat import ShareGroupHeartbeatRequest
 from protocol.messages.streams_group_describe import StreamsGroupDescribeRequest
 from protocol.messages.streams_group_heartbeat import StreamsGroupHeartbeatRequest
 from protocol.messages.sync_group import SyncGroupRequest
+from protocol.messages.txn_offset_commit import TxnOffsetCommitRequest
 
 
 def _one_group(req: Any) -> list[str]:
@@ -68,6 +70,7 @@ GROUP_ROUTES: Final[dict[ApiKey, tuple[type[Any], Callable[[Any], list[str]]]]] 
     ApiKey.HEARTBEAT: (HeartbeatRequest, _one_group),
     ApiKey.LEAVE_GROUP: (LeaveGroupRequest, _one_group),
     ApiKey.OFFSET_COMMIT: (OffsetCommitRequest, _one_group),
+    ApiKey.TXN_OFFSET_COMMIT: (TxnOffsetCommitRequest, _one_group),
     ApiKey.OFFSET_FETCH: (OffsetFetchRequest, _offset_fetch_groups),
     ApiKey.LIST_GROUPS: (ListGroupsRequest, lambda _r: []),
     ApiKey.DESCRIBE_GROUPS: (DescribeGroupsRequest, lambda r: list(r.groups)),
@@ -113,6 +116,7 @@ def api_routes(cluster: Cluster, coordinator: GroupCoordinator) -> Routes:
         ApiKey.HEARTBEAT: coordinator.heartbeat,
         ApiKey.LEAVE_GROUP: coordinator.leave_group,
         ApiKey.OFFSET_COMMIT: coordinator.commit_offsets,
+        ApiKey.TXN_OFFSET_COMMIT: txn_offset_commit_handler(coordinator),
         ApiKey.OFFSET_FETCH: coordinator.fetch_offsets,
         ApiKey.LIST_GROUPS: coordinator.list_groups,
         ApiKey.DESCRIBE_GROUPS: coordinator.handle,
@@ -135,6 +139,8 @@ def api_routes(cluster: Cluster, coordinator: GroupCoordinator) -> Routes:
         raise ValueError(f"group APIs without a handler or a route: {set(handlers) ^ GROUP_APIS}")
     for api_key, (request_type, groups) in GROUP_ROUTES.items():
         routes.add(api_key, request_type, handlers[api_key], groups=groups)
+
+    add_transaction_routes(routes)
 
     known = KnownTopics(cluster)
     routes.wrap(ApiKey.OFFSET_COMMIT, OffsetCommitRequest, known.commit_offsets)

@@ -1,4 +1,4 @@
-"""OffsetCommit and OffsetFetch v10 name topics by id (KIP-848): ids are resolved here.
+"""OffsetCommit and OffsetFetch v10 (and TxnOffsetCommit v6) name topics by id (KIP-848): ids are resolved here.
 
 The ids are looked up in the topic catalog (gateway mode: upstream metadata); a resolved topic
 goes on by name, so every later layer and the group core see names only, and the response names
@@ -35,9 +35,17 @@ from protocol.messages.offset_fetch import (
     OffsetFetchResponsePartitions,
     OffsetFetchResponseTopics,
 )
+from protocol.messages.txn_offset_commit import (
+    TxnOffsetCommitRequest,
+    TxnOffsetCommitRequestTopic,
+    TxnOffsetCommitResponse,
+    TxnOffsetCommitResponsePartition,
+    TxnOffsetCommitResponseTopic,
+)
 from storage.records import TopicRecord
 
 FIRST_VERSION = 10
+FIRST_TXN_VERSION = 6  # TxnOffsetCommit
 UNKNOWN_TOPIC_ID = int(ErrorCode.UNKNOWN_TOPIC_ID)
 
 
@@ -56,6 +64,7 @@ class TopicIds:
     def install(self, routes: Routes) -> None:
         routes.wrap(ApiKey.OFFSET_COMMIT, OffsetCommitRequest, self._commit)
         routes.wrap(ApiKey.OFFSET_FETCH, OffsetFetchRequest, self._fetch)
+        routes.wrap(ApiKey.TXN_OFFSET_COMMIT, TxnOffsetCommitRequest, self._txn_commit)
 
     def _catalog(self) -> TopicCatalog:
         external = self.cluster.external
@@ -95,6 +104,42 @@ class TopicIds:
                 return reply(ctx, OffsetCommitResponse(topics=unknown))
 
             def by_id(response: OffsetCommitResponse) -> None:
+                for topic in response.topics:
+                    topic.topic_id = ids.get(topic.name) or self._id_of(topic.name) or topic.topic_id
+                response.topics[:0] = unknown
+
+            req.topics = known
+            amend(ctx, by_id)
+            return inner(ctx, req)
+
+        return handle
+
+    # ---- TxnOffsetCommit v6 (as OffsetCommit v10) -------------------------------------------
+    def _txn_commit(self, inner: Handler[TxnOffsetCommitRequest]) -> Handler[TxnOffsetCommitRequest]:
+        def handle(ctx: RequestContext, req: TxnOffsetCommitRequest) -> Result:
+            if ctx.api_version < FIRST_TXN_VERSION:
+                return inner(ctx, req)
+            known: list[TxnOffsetCommitRequestTopic] = []
+            unknown: list[TxnOffsetCommitResponseTopic] = []
+            ids: dict[str, bytes] = {}
+            for topic in req.topics:
+                name = self._named(topic.topic_id)
+                if name is None:
+                    partitions = [
+                        TxnOffsetCommitResponsePartition(p.partition_index, UNKNOWN_TOPIC_ID)
+                        for p in topic.partitions
+                    ]
+                    unknown.append(
+                        TxnOffsetCommitResponseTopic(topic_id=topic.topic_id, partitions=partitions)
+                    )
+                    continue
+                topic.name = name
+                ids[name] = topic.topic_id
+                known.append(topic)
+            if not known and unknown:
+                return reply(ctx, TxnOffsetCommitResponse(topics=unknown))
+
+            def by_id(response: TxnOffsetCommitResponse) -> None:
                 for topic in response.topics:
                     topic.topic_id = ids.get(topic.name) or self._id_of(topic.name) or topic.topic_id
                 response.topics[:0] = unknown

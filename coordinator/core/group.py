@@ -233,6 +233,13 @@ class GroupKind(Protocol):
         where the kind says so."""
         ...
 
+    def validate_txn_offset_commit(
+        self, group_id: str, member_id: str, instance_id: str | None, generation_or_epoch: int
+    ) -> int:
+        """Kafka's validateOffsetCommit with isTransactional (TxnOffsetCommit, KIP-447: v3+ name
+        the member and its generation; earlier versions send -1 and no member)."""
+        ...
+
     def validate_offset_fetch(self, group_id: str, member_id: str | None, member_epoch: int) -> int:
         """Kafka's validateOffsetFetch (OffsetFetch v9+, which names the member)."""
         ...

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Final, TypeVar
 
 from coordinator.core.clock import ShardClock
-from coordinator.core.context import RequestContext
+from coordinator.core.context import ReplyTo, RequestContext
 from coordinator.core.dynamic_configs import DynamicGroupConfigs
 from coordinator.core.effects import Effects, ResultBuilder
 from coordinator.core.errors import GROUP_ID_NOT_FOUND, NONE, admin_write_error
@@ -39,6 +39,7 @@ from coordinator.core.registry import GroupRegistry
 from coordinator.core.result import Result
 from coordinator.core.stats import CoreStats
 from coordinator.core.timers import TimerKey, Timers
+from coordinator.core.txn_offsets import OpenTransaction, Resolution, TransactionalOffsets
 from protocol.messages.delete_groups import DeletableGroupResult, DeleteGroupsRequest, DeleteGroupsResponse
 from protocol.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
 from protocol.messages.join_group import JoinGroupRequest
@@ -48,7 +49,8 @@ from protocol.messages.offset_commit import OffsetCommitRequest
 from protocol.messages.offset_delete import OffsetDeleteRequest
 from protocol.messages.offset_fetch import OffsetFetchRequest
 from protocol.messages.sync_group import SyncGroupRequest
-from storage.records import GroupConfigRecord, GroupRow, OffsetCommitRecord, OffsetTombstone
+from protocol.messages.txn_offset_commit import TxnOffsetCommitRequest
+from storage.records import GroupConfigRecord, GroupRow, OffsetCommitRecord, OffsetTombstone, TxnOffsetRecord
 
 log = logging.getLogger(__name__)
 
@@ -95,6 +97,11 @@ class GroupCoordinator:
             member_id_factory or default_member_id,
         )
         self._offsets = OffsetManager(config, self.clock, self._groups)
+        self._txn_offsets = TransactionalOffsets(self._offsets)
+        self._offsets.txn_pending = self._txn_offsets.is_pending
+        # Whether something outside the core learns transaction outcomes and calls
+        # complete_transaction (gateway mode): only then is TxnOffsetCommit taken (docs/transactions.md).
+        self.accepts_transactional_offsets = False
         self._timer_handlers: dict[str, TimerHandler] = {
             RETENTION_TIMER: lambda _key, fx: self._expire_offsets_and_groups(fx)
         }
@@ -136,13 +143,14 @@ class GroupCoordinator:
         now_ms: int,
         wall_ms: int,
         group_configs: list[GroupConfigRecord] | None = None,
+        txn_offsets: list[TxnOffsetRecord] | None = None,
     ) -> None:
         """docs/groups.md#loading: rebuild a fresh coordinator from its stored rows (the rows of
         groups of every kind, ``LoadedState.group_rows``) and restart member sessions:
         ``load_more`` of every shard at once."""
         if self._loaded or self.held_group_ids():
             raise RuntimeError("load() needs a coordinator that has not been loaded nor served anything")
-        self.load_more(group_rows, offsets, now_ms, wall_ms, group_configs)
+        self.load_more(group_rows, offsets, now_ms, wall_ms, group_configs, txn_offsets)
         log.debug(
             "loaded %s groups and %d offsets",
             ", ".join(f"{len(kind.groups)} {kind.name}" for kind in self._groups.kinds),
@@ -156,6 +164,7 @@ class GroupCoordinator:
         now_ms: int,
         wall_ms: int,
         group_configs: list[GroupConfigRecord] | None = None,
+        txn_offsets: list[TxnOffsetRecord] | None = None,
     ) -> None:
         """docs/multinode.md#loading-a-shard: add the stored rows of shards taken over (none of
         their groups may be held here; unload_groups them first) and restart their member
@@ -163,7 +172,12 @@ class GroupCoordinator:
         self._loaded = True
         self._enter(now_ms, wall_ms)
         group_configs = group_configs or []
-        ids = {r.group_id for r in group_rows} | {r.group_id for r in offsets}
+        txn_offsets = txn_offsets or []
+        ids = (
+            {r.group_id for r in group_rows}
+            | {r.group_id for r in offsets}
+            | {r.group_id for r in txn_offsets}
+        )
         held = [g for g in ids | {r.group_id for r in group_configs} if self._holds(g)]
         if held:
             raise RuntimeError(f"load_more() of groups already held: {sorted(held)[:5]}")
@@ -172,6 +186,7 @@ class GroupCoordinator:
             kind.load(group_rows)
         self._groups.resolve_stored_twice(ids)
         self._offsets.load(offsets)
+        self._txn_offsets.load(txn_offsets)
         fx = Effects()
         for kind in self._groups.kinds:
             kind.on_loaded(fx, ids)
@@ -189,12 +204,18 @@ class GroupCoordinator:
         for group_id in group_ids:
             self._offsets.offsets.pop(group_id, None)
             self.group_configs.overrides.pop(group_id, None)
+        self._txn_offsets.unload(group_ids)
         self._timers.cancel_where(lambda key: len(key) > 1 and key[1] in group_ids)
         return self._results.to_result(fx)
 
     def held_group_ids(self) -> set[str]:
         """Every group id with state here (groups of every kind, offsets, group configs)."""
-        return self._groups.ids() | self._offsets.offsets.keys() | self.group_configs.overrides.keys()
+        return (
+            self._groups.ids()
+            | self._offsets.offsets.keys()
+            | self.group_configs.overrides.keys()
+            | self._txn_offsets.pending.keys()
+        )
 
     def _holds(self, group_id: str) -> bool:
         """``group_id in held_group_ids()`` without building the set (a shard loading after
@@ -203,6 +224,7 @@ class GroupCoordinator:
             self._groups.holds(group_id)
             or group_id in self._offsets.offsets
             or group_id in self.group_configs.overrides
+            or self._txn_offsets.has_pending(group_id)
         )
 
     def unload(self, now_ms: int) -> Result:
@@ -214,6 +236,7 @@ class GroupCoordinator:
             kind.unload(fx)
         self._results.serving = False  # writes still in flight change nothing any more
         self._offsets.offsets.clear()
+        self._txn_offsets.clear()
         self._timers.clear()
         return self._results.to_result(fx)
 
@@ -264,6 +287,39 @@ class GroupCoordinator:
     def fetch_offsets(self, ctx: RequestContext, req: OffsetFetchRequest) -> Result:
         self._enter(ctx.now_ms, ctx.wall_ms)
         return Result(replies=[(ctx.reply_to, self._offsets.fetch_offsets(ctx, req))])
+
+    def txn_commit_offsets(self, ctx: RequestContext, req: TxnOffsetCommitRequest) -> Result:
+        """TxnOffsetCommit: offsets pending until their transaction completes (docs/transactions.md)."""
+        return self._run(ctx, lambda fx: self._txn_offsets.commit(ctx, req, fx))
+
+    def complete_transaction(
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        committed: bool,
+        reply_to: ReplyTo,
+        now_ms: int,
+        wall_ms: int,
+    ) -> Result:
+        """The transaction of (producer id, epoch) committed or aborted: its pending offsets are
+        materialised or discarded; ``reply_to`` gets a ``Resolution`` once that is durable (or
+        the write's error code when it failed: nothing changed, the offsets stay pending)."""
+        self._enter(now_ms, wall_ms)
+        fx = Effects()
+        resolved = self._txn_offsets.complete(producer_id, producer_epoch, committed, fx)
+        fx.reply(reply_to, Resolution(resolved, NONE), lambda code: Resolution(0, code))
+        return self._results.to_result(fx)
+
+    def open_transactions(self) -> list[OpenTransaction]:
+        """Producers with pending transactional offsets, by group (read only)."""
+        return self._txn_offsets.open_transactions()
+
+    def pending_txn_offsets(self, group_id: str) -> list[TxnOffsetRecord]:
+        """A group's pending transactional offsets (read only)."""
+        return self._txn_offsets.pending_of(group_id)
+
+    def pending_txn_offset_count(self) -> int:
+        return self._txn_offsets.pending_count()
 
     def delete_offsets(self, ctx: RequestContext, req: OffsetDeleteRequest) -> Result:
         return self._run(ctx, lambda fx: self._offsets.delete_offsets(ctx, req, fx))
@@ -340,8 +396,15 @@ class GroupCoordinator:
         fx.write(records, on_durable=lambda out: _apply_all(changes))
 
     def _offsets_deletion(self, group_id: str) -> PendingChange:
+        """The group's offsets and its pending transactional offsets (Kafka's deleteAllOffsets)."""
         tombstones = self._offsets.group_tombstones(group_id)
-        return PendingChange(list(tombstones), lambda: self._offsets.apply_tombstones(tombstones))
+        pending = self._txn_offsets.group_tombstones(group_id)
+
+        def apply() -> None:
+            self._offsets.apply_tombstones(tombstones)
+            self._txn_offsets.apply_tombstones(pending)
+
+        return PendingChange([*tombstones, *pending], apply)
 
     # -- timers ------------------------------------------------------------------------------------
 
@@ -388,8 +451,10 @@ class GroupCoordinator:
                 expiry = kind.offset_expiry(group_id)
                 tombstones = [] if expiry is None else offsets.expired_offsets(group_id, expiry, wall_ms)
                 expired.extend(tombstones)
-                if kind.expires_without_offsets(group_id) and not offsets.keeps_offsets_after(
-                    group_id, tombstones
+                if (
+                    kind.expires_without_offsets(group_id)
+                    and not offsets.keeps_offsets_after(group_id, tombstones)
+                    and not self._txn_offsets.has_pending(group_id)  # Kafka keeps it too
                 ):
                     removals.append(kind.deletion(group_id, expiring=True))
         if not expired and not removals:

@@ -11,7 +11,7 @@ the commit, so replaying both in order leaves the partition deleted, as storage 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Final
 
 from coordinator.core.clock import ShardClock
@@ -133,6 +133,10 @@ class _CommitWrite:
             del self.manager.offsets[self.group_id]
 
 
+def _never(group_id: str, topic: str, partition: int) -> bool:
+    return False
+
+
 def metadata_too_large(metadata: str, max_bytes: int) -> bool:
     """Kafka compares Java's String.length(): UTF-16 code units, not bytes or code points."""
     length = len(metadata)
@@ -150,6 +154,9 @@ class OffsetManager:
         self.registry = registry
         # Every group with offsets is a group of some kind (simple groups are created for them).
         self.offsets: dict[str, GroupOffsets] = {}
+        # Whether (group, topic, partition) has a transactional offset waiting for its
+        # transaction's outcome (coordinator/core/txn_offsets.py, plugged in by the coordinator).
+        self.txn_pending: Callable[[str, str, int], bool] = _never
 
     def has_offsets(self, group_id: str) -> bool:
         offsets = self.offsets.get(group_id)
@@ -292,14 +299,17 @@ class OffsetManager:
             requested = [(topic, list(parts)) for topic, parts in offsets.committed.items()]
         result = []
         for topic, partitions in requested:
-            values = [(p, self._partition_value(offsets, topic, p, require_stable)) for p in partitions]
+            values = [
+                (p, self._partition_value(group_id, offsets, topic, p, require_stable)) for p in partitions
+            ]
             result.append((topic, values))
         return result
 
-    @staticmethod
     def _partition_value(
-        offsets: GroupOffsets | None, topic: str, partition: int, require_stable: bool
+        self, group_id: str, offsets: GroupOffsets | None, topic: str, partition: int, require_stable: bool
     ) -> tuple[int, int, str, int]:
+        if require_stable and self.txn_pending(group_id, topic, partition):
+            return _UNSTABLE  # retriable: asked again once the transaction has completed
         if offsets is None:
             return _NO_OFFSET
         if require_stable and offsets.is_pending(topic, partition):
@@ -395,8 +405,8 @@ class OffsetManager:
             if topic in keep_topics:
                 continue
             for partition, record in partitions.items():
-                if offsets.is_pending(topic, partition):
-                    continue
+                if offsets.is_pending(topic, partition) or self.txn_pending(group_id, topic, partition):
+                    continue  # Kafka keeps an offset whose partition has a transaction open
                 if record.expire_ms is not None:
                     if now_wall_ms >= record.expire_ms:
                         expired.append(OffsetTombstone(group_id, topic, partition))
@@ -442,7 +452,7 @@ class OffsetManager:
 
     def replay(self, record: OffsetCommitRecord) -> None:
         """Apply a durable offset; offsets without a group make an Empty "simple" group."""
-        self._ensure_group(record.group_id)
+        self.ensure_group(record.group_id)
         offsets = self.offsets.get(record.group_id)
         if offsets is None:
             offsets = self.offsets[record.group_id] = GroupOffsets()
@@ -452,7 +462,7 @@ class OffsetManager:
         for record in records:
             self.replay(record)  # storage rows: one per key, the last one wins
 
-    def _ensure_group(self, group_id: str) -> None:
+    def ensure_group(self, group_id: str) -> None:
         """Offsets belong to a group of some kind; without one, a simple group of the default kind."""
         if not self.registry.holds(group_id):
             self.registry.create_offsets_group(group_id)

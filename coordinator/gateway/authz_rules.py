@@ -13,7 +13,8 @@
   topic (29) or, for broker, broker-logger and client-metrics resources, the cluster (31).
 * InitProducerId: WRITE on the transactional id (53), or without one IDEMPOTENT_WRITE on the
   cluster or WRITE on some topic (31). AddPartitionsToTxn: WRITE on the transactional id and
-  topics (v4+, brokers only: CLUSTER_ACTION). EndTxn: WRITE on the transactional id.
+  topics (v4+, brokers only: CLUSTER_ACTION). AddOffsetsToTxn: WRITE on the transactional id (53),
+  then READ on the group (30). EndTxn: WRITE on the transactional id.
 * FindCoordinator (transactions), DescribeTransactions: DESCRIBE on the transactional id;
   ListTransactions shows only those; DescribeCluster/Metadata authorized operations are computed
   for the client's principal.
@@ -32,6 +33,7 @@ from coordinator.security.acl import Operation, ResourceType
 from protocol.errors import ErrorCode
 from protocol.gateway_wire import fetch_topics, produce_topics
 from protocol.messages import (
+    add_offsets_to_txn,
     add_partitions_to_txn,
     alter_configs,
     create_partitions,
@@ -55,6 +57,7 @@ from protocol.messages import (
 TOPIC_DENIED: Final = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
 CLUSTER_DENIED: Final = int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
 TXN_DENIED: Final = int(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+GROUP_DENIED: Final = int(ErrorCode.GROUP_AUTHORIZATION_FAILED)
 UNKNOWN_TOPIC_ID: Final = int(ErrorCode.UNKNOWN_TOPIC_ID)
 NOT_ATTEMPTED: Final = int(ErrorCode.OPERATION_NOT_ATTEMPTED)
 DENIED_MESSAGE: Final = "Authorization failed."
@@ -552,6 +555,16 @@ def add_partitions_to_txn_rule(access: Access, version: int, body: Any) -> Decis
     )
 
 
+def add_offsets_to_txn_rule(access: Access, version: int, body: Any) -> Decision:
+    if not access.transactional_id(Operation.WRITE, body.transactional_id):
+        code = TXN_DENIED
+    elif not access.allowed(Operation.READ, ResourceType.GROUP, body.group_id):
+        code = GROUP_DENIED
+    else:
+        return FORWARD
+    return Decision(answer=add_offsets_to_txn.AddOffsetsToTxnResponse(error_code=code))
+
+
 def end_txn_rule(access: Access, version: int, body: Any) -> Decision:
     if access.transactional_id(Operation.WRITE, body.transactional_id):
         return FORWARD
@@ -629,6 +642,7 @@ RULES: Final[dict[int, Rule]] = {
     22: init_producer_id_rule,
     23: offset_for_leader_epoch_rule,
     24: add_partitions_to_txn_rule,
+    25: add_offsets_to_txn_rule,
     26: end_txn_rule,
     32: describe_configs_rule,
     33: alter_configs_rule,

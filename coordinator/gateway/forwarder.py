@@ -33,6 +33,7 @@ from coordinator.gateway.old_formats import (
     produce_error_response,
     upgrade_request,
 )
+from coordinator.gateway.transactions import Observed, TransactionOutcomes
 from coordinator.gateway.upstream import (
     PauseReason,
     UpstreamConnection,
@@ -41,14 +42,7 @@ from coordinator.gateway.upstream import (
     frame_with_length,
 )
 from coordinator.gateway.upstream_cluster import UpstreamCluster
-from coordinator.gateway.versions import (
-    ADD_OFFSETS_TO_TXN,
-    FORWARDED_MAX,
-    REFUSED_IN_GATEWAY_MODE,
-    SERVED_HERE,
-    TRANSACTIONAL_OFFSETS_MESSAGE,
-    api_versions_response,
-)
+from coordinator.gateway.versions import FORWARDED_MAX, SERVED_HERE, api_versions_response
 from coordinator.gateway.virtual_brokers import VirtualBrokers
 from coordinator.server.authn import SaslServer
 from coordinator.server.byte_budget import ByteBudget
@@ -82,7 +76,7 @@ UNKNOWN_API_MESSAGE: Final = "api key {key} v{version} is not forwarded by the g
 class _Forwarded:
     """A forwarded request waiting for its response (the upstream connection's ResponseHandler)."""
 
-    __slots__ = ("forwarder", "latest", "merge", "reply")
+    __slots__ = ("forwarder", "latest", "merge", "observed", "reply")
 
     def __init__(
         self,
@@ -98,12 +92,15 @@ class _Forwarded:
         # ListOffsets: the partitions asked for their latest offset (their answers are checked
         # against the fetched high watermarks: high_watermarks.py).
         self.latest = latest
+        # A transactional request whose response teaches the gateway an outcome (transactions.py):
+        # held whole until what it taught is durable.
+        self.observed: Observed | None = None
 
     def stream(self) -> _ToClient | None:
         """Cut-through when the response is next in line for the client and needs no rewriting
         that changes its length (Produce v10+ answers are small: they are held and rewritten)."""
         reply = self.reply
-        if reply.api_key in _REWRITTEN or self.merge is not None:
+        if reply.api_key in _REWRITTEN or self.merge is not None or self.observed is not None:
             return None
         if self.latest:
             return None  # held whole: its log ends may be corrected
@@ -212,6 +209,7 @@ class Forwarder:
         self.authorization: ForwardedAuthorization | None = None
         self._links: dict[Connection, _Link] = {}
         self._refused_logged: set[tuple[int, int]] = set()
+        self.transactions: TransactionOutcomes | None = None  # docs/transactions.md
         self._tasks: set[asyncio.Task[None]] = set()
 
     # ---- the dispatcher's hook -------------------------------------------------------------
@@ -229,7 +227,6 @@ class Forwarder:
         if (
             api_key in SERVED_HERE
             or api_key in _SOMETIMES_SERVED_HERE
-            or api_key in REFUSED_IN_GATEWAY_MODE
             or not 0 <= version <= FORWARDED_MAX.get(api_key, -1)
         ):
             return None
@@ -260,9 +257,6 @@ class Forwarder:
         if api_key in GROUP_CONFIG_APIS and names_group_resources(frame):
             return False  # GROUP config resources are served here (docs/gateway.md)
         if not self._admitted(connection, api_key, version, correlation_id):
-            return True
-        if api_key in REFUSED_IN_GATEWAY_MODE:
-            self._refuse_transactional_offsets(connection, api_key, version, correlation_id)
             return True
         high = FORWARDED_MAX.get(api_key)
         if api_key == ApiKey.FIND_COORDINATOR:
@@ -298,6 +292,8 @@ class Forwarder:
         )
         reply = connection.start(api_key, version, correlation_id)
         forwarded = _Forwarded(self, reply, merge, latest)
+        if expects_response and self.transactions is not None:
+            forwarded.observed = self.transactions.request(api_key, version, frame)
         link = self._links.get(connection)
         if link is None:
             link = self._links[connection] = _Link()
@@ -447,6 +443,11 @@ class Forwarder:
             reply.send_frame(None, budgeted)  # gives the bytes back
             return
         api_key, version = reply.api_key, reply.api_version
+        if forwarded.observed is not None and self.transactions is not None:
+            self.transactions.response(
+                forwarded.observed, frame, lambda ok: self._released(forwarded, frame, budgeted, ok)
+            )
+            return
         try:
             if (watch := self.watch(reply)) is not None:
                 watch.feed(frame)
@@ -475,6 +476,18 @@ class Forwarder:
             log.warning("malformed api %d v%d response from upstream: %s", api_key, version, exc)
             connection.close()
             reply.send_frame(None, budgeted)
+            return
+        reply.send_frame(frame, budgeted)
+
+    def _released(self, forwarded: _Forwarded, frame: bytes, budgeted: int, ok: bool) -> None:
+        """A transactional response the gateway has learned from (transactions.py): sent once
+        what it taught is durable; when that failed, the client's connection closes and it retries."""
+        reply = forwarded.reply
+        connection = reply.connection
+        if connection.closed or not ok:
+            if not connection.closed:
+                connection.close()
+            reply.send_frame(None, budgeted)  # gives the bytes back
             return
         reply.send_frame(frame, budgeted)
 
@@ -600,26 +613,6 @@ class Forwarder:
             connection.abort("SASL is not configured")
             return False
         return self.sasl.admit(connection, session, Request(api_key, version, correlation_id, None, None))
-
-    def _refuse_transactional_offsets(
-        self, connection: Connection, api_key: int, version: int, correlation_id: int
-    ) -> None:
-        if (api_key, -1) not in self._refused_logged:
-            self._refused_logged.add((api_key, -1))
-            log.warning("refused a request from %s: %s", connection.peer, TRANSACTIONAL_OFFSETS_MESSAGE)
-        if api_key != ADD_OFFSETS_TO_TXN or version > 4:
-            # TxnOffsetCommit only follows a successful AddOffsetsToTxn, which is refused.
-            connection.close()
-            return
-        # AddOffsetsToTxn: throttle_time_ms, error_code (+ tagged fields from v3).
-        out = bytearray(struct.pack(">ii", 0, correlation_id))
-        if version >= 3:
-            out.append(0)
-        out += struct.pack(">ih", 0, ErrorCode.UNSUPPORTED_VERSION)
-        if version >= 3:
-            out.append(0)
-        struct.pack_into(">i", out, 0, len(out) - 4)
-        connection.send_raw(bytes(out))
 
     def _spawn(self, coroutine: Any) -> None:
         task = asyncio.get_running_loop().create_task(coroutine)

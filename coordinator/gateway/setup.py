@@ -18,6 +18,8 @@ from coordinator.gateway.authz_rules import PREVIEWS, RULES
 from coordinator.gateway.forwarder import Forwarder
 from coordinator.gateway.group_configs import serve_group_configs_only
 from coordinator.gateway.streams_topics import UpstreamTopicCreator
+from coordinator.gateway.transaction_metrics import TransactionCollector
+from coordinator.gateway.transactions import TransactionOutcomes
 from coordinator.gateway.upstream import UpstreamSettings
 from coordinator.gateway.upstream_cluster import UpstreamCluster, parse_bootstrap
 from coordinator.gateway.versions import advertised_versions
@@ -94,6 +96,12 @@ async def start_gateway(
     forwarder = Forwarder(upstream, brokers, lambda: cluster.node, dispatcher.budget)
     forwarder.sasl = dispatcher.sasl
     forwarder.authorization_required = config.authorizer_enabled
+    shard_map = cluster.shard_map
+    forwarder.transactions = TransactionOutcomes(
+        coordinator, dispatcher.runtime, lambda: bool(shard_map.loading)
+    )
+    if dispatcher.metrics is not None:
+        dispatcher.metrics.registry.register(TransactionCollector(forwarder.transactions))
     dispatcher.gateway = forwarder
     _serve_api_versions(dispatcher, upstream)
     _present_one_identity(dispatcher, upstream, brokers, cluster)

@@ -45,6 +45,7 @@ FORWARDED_MAX: Final[dict[int, int]] = {
     DELETE_RECORDS: 2,
     INIT_PRODUCER_ID: 6,
     ADD_PARTITIONS_TO_TXN: 5,
+    ADD_OFFSETS_TO_TXN: 4,
     END_TXN: 5,
     DESCRIBE_CONFIGS: 4,
     ALTER_CONFIGS: 2,
@@ -65,13 +66,6 @@ SERVED_HERE: Final = (GROUP_APIS - GROUP_CONFIG_APIS) | frozenset(
         ApiKey.ALTER_USER_SCRAM_CREDENTIALS,
     }
 )  # fmt: skip
-
-# Transactional offsets cannot be stored here and be atomic with an upstream transaction.
-REFUSED_IN_GATEWAY_MODE: Final = frozenset({ADD_OFFSETS_TO_TXN, TXN_OFFSET_COMMIT})
-TRANSACTIONAL_OFFSETS_MESSAGE: Final = (
-    "transactional offset commits (AddOffsetsToTxn, TxnOffsetCommit) are not supported in gateway "
-    "mode: consumer offsets live in the gateway and cannot commit atomically with an upstream transaction"
-)
 
 
 def advertised_versions(upstream: dict[int, tuple[int, int]] | None) -> dict[int, tuple[int, int]]:

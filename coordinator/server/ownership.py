@@ -367,6 +367,7 @@ class Ownership:
             streams_groups=[r for r in state.streams_groups if shard_of(r.group_id) in shards],
             streams_members=[r for r in state.streams_members if shard_of(r.group_id) in shards],
             group_configs=[r for r in state.group_configs if shard_of(r.group_id) in shards],
+            txn_offsets=[r for r in state.txn_offsets if shard_of(r.group_id) in shards],
         )
 
     async def _renewing_while(self, work: Awaitable[_T]) -> _T:

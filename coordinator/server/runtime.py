@@ -205,7 +205,12 @@ class Runtime:
         loaded in the background, or taken over from another node)."""
         clock = self.clock
         self.coordinator.load_more(
-            state.group_rows(), state.offsets, clock.now_ms(), clock.wall_ms(), state.group_configs
+            state.group_rows(),
+            state.offsets,
+            clock.now_ms(),
+            clock.wall_ms(),
+            state.group_configs,
+            state.txn_offsets,
         )
         self.rearm_timer()
 

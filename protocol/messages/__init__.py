@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Final
 
+from protocol.messages import add_offsets_to_txn
 from protocol.messages import add_partitions_to_txn
 from protocol.messages import alter_configs
 from protocol.messages import alter_user_scram_credentials
@@ -52,6 +53,7 @@ from protocol.messages import share_group_heartbeat
 from protocol.messages import streams_group_describe
 from protocol.messages import streams_group_heartbeat
 from protocol.messages import sync_group
+from protocol.messages import txn_offset_commit
 
 Decoder = Callable[[bytes, int], tuple[Any, int]]
 Encoder = Callable[[Any, bytearray], None]
@@ -196,6 +198,24 @@ CODECS: Final[dict[tuple[int, int], tuple[Decoder, Encoder, Decoder, Encoder]]] 
     (20, 4): (delete_topics.decode_delete_topics_request_v4, delete_topics.encode_delete_topics_request_v4, delete_topics.decode_delete_topics_response_v4, delete_topics.encode_delete_topics_response_v4),
     (20, 5): (delete_topics.decode_delete_topics_request_v5, delete_topics.encode_delete_topics_request_v5, delete_topics.decode_delete_topics_response_v5, delete_topics.encode_delete_topics_response_v5),
     (20, 6): (delete_topics.decode_delete_topics_request_v6, delete_topics.encode_delete_topics_request_v6, delete_topics.decode_delete_topics_response_v6, delete_topics.encode_delete_topics_response_v6),
+    (25, 0): (add_offsets_to_txn.decode_add_offsets_to_txn_request_v0, add_offsets_to_txn.encode_add_offsets_to_txn_request_v0, add_offsets_to_txn.decode_add_offsets_to_txn_response_v0, add_offsets_to_txn.encode_add_offsets_to_txn_response_v0),
+    (25, 1): (add_offsets_to_txn.decode_add_offsets_to_txn_request_v1, add_offsets_to_txn.encode_add_offsets_to_txn_request_v1, add_offsets_to_txn.decode_add_offsets_to_txn_response_v1, add_offsets_to_txn.encode_add_offsets_to_txn_response_v1),
+    (25, 2): (add_offsets_to_txn.decode_add_offsets_to_txn_request_v2, add_offsets_to_txn.encode_add_offsets_to_txn_request_v2, add_offsets_to_txn.decode_add_offsets_to_txn_response_v2, add_offsets_to_txn.encode_add_offsets_to_txn_response_v2),
+    (25, 3): (add_offsets_to_txn.decode_add_offsets_to_txn_request_v3, add_offsets_to_txn.encode_add_offsets_to_txn_request_v3, add_offsets_to_txn.decode_add_offsets_to_txn_response_v3, add_offsets_to_txn.encode_add_offsets_to_txn_response_v3),
+    (25, 4): (add_offsets_to_txn.decode_add_offsets_to_txn_request_v4, add_offsets_to_txn.encode_add_offsets_to_txn_request_v4, add_offsets_to_txn.decode_add_offsets_to_txn_response_v4, add_offsets_to_txn.encode_add_offsets_to_txn_response_v4),
+    (26, 0): (end_txn.decode_end_txn_request_v0, end_txn.encode_end_txn_request_v0, end_txn.decode_end_txn_response_v0, end_txn.encode_end_txn_response_v0),
+    (26, 1): (end_txn.decode_end_txn_request_v1, end_txn.encode_end_txn_request_v1, end_txn.decode_end_txn_response_v1, end_txn.encode_end_txn_response_v1),
+    (26, 2): (end_txn.decode_end_txn_request_v2, end_txn.encode_end_txn_request_v2, end_txn.decode_end_txn_response_v2, end_txn.encode_end_txn_response_v2),
+    (26, 3): (end_txn.decode_end_txn_request_v3, end_txn.encode_end_txn_request_v3, end_txn.decode_end_txn_response_v3, end_txn.encode_end_txn_response_v3),
+    (26, 4): (end_txn.decode_end_txn_request_v4, end_txn.encode_end_txn_request_v4, end_txn.decode_end_txn_response_v4, end_txn.encode_end_txn_response_v4),
+    (26, 5): (end_txn.decode_end_txn_request_v5, end_txn.encode_end_txn_request_v5, end_txn.decode_end_txn_response_v5, end_txn.encode_end_txn_response_v5),
+    (28, 0): (txn_offset_commit.decode_txn_offset_commit_request_v0, txn_offset_commit.encode_txn_offset_commit_request_v0, txn_offset_commit.decode_txn_offset_commit_response_v0, txn_offset_commit.encode_txn_offset_commit_response_v0),
+    (28, 1): (txn_offset_commit.decode_txn_offset_commit_request_v1, txn_offset_commit.encode_txn_offset_commit_request_v1, txn_offset_commit.decode_txn_offset_commit_response_v1, txn_offset_commit.encode_txn_offset_commit_response_v1),
+    (28, 2): (txn_offset_commit.decode_txn_offset_commit_request_v2, txn_offset_commit.encode_txn_offset_commit_request_v2, txn_offset_commit.decode_txn_offset_commit_response_v2, txn_offset_commit.encode_txn_offset_commit_response_v2),
+    (28, 3): (txn_offset_commit.decode_txn_offset_commit_request_v3, txn_offset_commit.encode_txn_offset_commit_request_v3, txn_offset_commit.decode_txn_offset_commit_response_v3, txn_offset_commit.encode_txn_offset_commit_response_v3),
+    (28, 4): (txn_offset_commit.decode_txn_offset_commit_request_v4, txn_offset_commit.encode_txn_offset_commit_request_v4, txn_offset_commit.decode_txn_offset_commit_response_v4, txn_offset_commit.encode_txn_offset_commit_response_v4),
+    (28, 5): (txn_offset_commit.decode_txn_offset_commit_request_v5, txn_offset_commit.encode_txn_offset_commit_request_v5, txn_offset_commit.decode_txn_offset_commit_response_v5, txn_offset_commit.encode_txn_offset_commit_response_v5),
+    (28, 6): (txn_offset_commit.decode_txn_offset_commit_request_v6, txn_offset_commit.encode_txn_offset_commit_request_v6, txn_offset_commit.decode_txn_offset_commit_response_v6, txn_offset_commit.encode_txn_offset_commit_response_v6),
     (29, 1): (describe_acls.decode_describe_acls_request_v1, describe_acls.encode_describe_acls_request_v1, describe_acls.decode_describe_acls_response_v1, describe_acls.encode_describe_acls_response_v1),
     (29, 2): (describe_acls.decode_describe_acls_request_v2, describe_acls.encode_describe_acls_request_v2, describe_acls.decode_describe_acls_response_v2, describe_acls.encode_describe_acls_response_v2),
     (29, 3): (describe_acls.decode_describe_acls_request_v3, describe_acls.encode_describe_acls_request_v3, describe_acls.decode_describe_acls_response_v3, describe_acls.encode_describe_acls_response_v3),
@@ -258,6 +278,9 @@ MESSAGE_CLASSES: Final[dict[int, tuple[type[Any], type[Any]]]] = {
     18: (api_versions.ApiVersionsRequest, api_versions.ApiVersionsResponse),
     19: (create_topics.CreateTopicsRequest, create_topics.CreateTopicsResponse),
     20: (delete_topics.DeleteTopicsRequest, delete_topics.DeleteTopicsResponse),
+    25: (add_offsets_to_txn.AddOffsetsToTxnRequest, add_offsets_to_txn.AddOffsetsToTxnResponse),
+    26: (end_txn.EndTxnRequest, end_txn.EndTxnResponse),
+    28: (txn_offset_commit.TxnOffsetCommitRequest, txn_offset_commit.TxnOffsetCommitResponse),
     29: (describe_acls.DescribeAclsRequest, describe_acls.DescribeAclsResponse),
     30: (create_acls.CreateAclsRequest, create_acls.CreateAclsResponse),
     31: (delete_acls.DeleteAclsRequest, delete_acls.DeleteAclsResponse),
@@ -325,6 +348,15 @@ FLEXIBLE: Final[frozenset[tuple[int, int]]] = frozenset({
     (20, 4),
     (20, 5),
     (20, 6),
+    (25, 3),
+    (25, 4),
+    (26, 3),
+    (26, 4),
+    (26, 5),
+    (28, 3),
+    (28, 4),
+    (28, 5),
+    (28, 6),
     (29, 2),
     (29, 3),
     (30, 2),
@@ -455,6 +487,11 @@ GATEWAY_CODECS: Final[dict[tuple[int, int], tuple[Decoder, Encoder, Decoder, Enc
     (24, 3): (add_partitions_to_txn.decode_add_partitions_to_txn_request_v3, add_partitions_to_txn.encode_add_partitions_to_txn_request_v3, add_partitions_to_txn.decode_add_partitions_to_txn_response_v3, add_partitions_to_txn.encode_add_partitions_to_txn_response_v3),
     (24, 4): (add_partitions_to_txn.decode_add_partitions_to_txn_request_v4, add_partitions_to_txn.encode_add_partitions_to_txn_request_v4, add_partitions_to_txn.decode_add_partitions_to_txn_response_v4, add_partitions_to_txn.encode_add_partitions_to_txn_response_v4),
     (24, 5): (add_partitions_to_txn.decode_add_partitions_to_txn_request_v5, add_partitions_to_txn.encode_add_partitions_to_txn_request_v5, add_partitions_to_txn.decode_add_partitions_to_txn_response_v5, add_partitions_to_txn.encode_add_partitions_to_txn_response_v5),
+    (25, 0): (add_offsets_to_txn.decode_add_offsets_to_txn_request_v0, add_offsets_to_txn.encode_add_offsets_to_txn_request_v0, add_offsets_to_txn.decode_add_offsets_to_txn_response_v0, add_offsets_to_txn.encode_add_offsets_to_txn_response_v0),
+    (25, 1): (add_offsets_to_txn.decode_add_offsets_to_txn_request_v1, add_offsets_to_txn.encode_add_offsets_to_txn_request_v1, add_offsets_to_txn.decode_add_offsets_to_txn_response_v1, add_offsets_to_txn.encode_add_offsets_to_txn_response_v1),
+    (25, 2): (add_offsets_to_txn.decode_add_offsets_to_txn_request_v2, add_offsets_to_txn.encode_add_offsets_to_txn_request_v2, add_offsets_to_txn.decode_add_offsets_to_txn_response_v2, add_offsets_to_txn.encode_add_offsets_to_txn_response_v2),
+    (25, 3): (add_offsets_to_txn.decode_add_offsets_to_txn_request_v3, add_offsets_to_txn.encode_add_offsets_to_txn_request_v3, add_offsets_to_txn.decode_add_offsets_to_txn_response_v3, add_offsets_to_txn.encode_add_offsets_to_txn_response_v3),
+    (25, 4): (add_offsets_to_txn.decode_add_offsets_to_txn_request_v4, add_offsets_to_txn.encode_add_offsets_to_txn_request_v4, add_offsets_to_txn.decode_add_offsets_to_txn_response_v4, add_offsets_to_txn.encode_add_offsets_to_txn_response_v4),
     (26, 0): (end_txn.decode_end_txn_request_v0, end_txn.encode_end_txn_request_v0, end_txn.decode_end_txn_response_v0, end_txn.encode_end_txn_response_v0),
     (26, 1): (end_txn.decode_end_txn_request_v1, end_txn.encode_end_txn_request_v1, end_txn.decode_end_txn_response_v1, end_txn.encode_end_txn_response_v1),
     (26, 2): (end_txn.decode_end_txn_request_v2, end_txn.encode_end_txn_request_v2, end_txn.decode_end_txn_response_v2, end_txn.encode_end_txn_response_v2),
@@ -526,6 +563,8 @@ GATEWAY_FLEXIBLE: Final[frozenset[tuple[int, int]]] = frozenset({
     (24, 3),
     (24, 4),
     (24, 5),
+    (25, 3),
+    (25, 4),
     (26, 3),
     (26, 4),
     (26, 5),

@@ -71,6 +71,7 @@ from storage.records import (
     StreamsGroupTombstone,
     StreamsMemberRecord,
     TopicRecord,
+    TxnOffsetRecord,
 )
 
 OFFSET_COMMIT, OFFSET_FETCH, JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP = 8, 9, 11, 12, 13, 14
@@ -184,6 +185,7 @@ class FakeStore:
     streams_groups: dict[str, StreamsGroupRecord] = field(default_factory=dict)
     streams_members: dict[tuple[str, str], StreamsMemberRecord] = field(default_factory=dict)
     group_configs: dict[tuple[str, str], GroupConfigRecord] = field(default_factory=dict)
+    txn_offsets: dict[tuple[str, int, str, int], TxnOffsetRecord] = field(default_factory=dict)
     share_groups: dict[str, ShareGroupRecord] = field(default_factory=dict)
     share_members: dict[tuple[str, str], ShareMemberRecord] = field(default_factory=dict)
     share_partitions: dict[tuple[str, str, int], SharePartitionStateRecord] = field(default_factory=dict)
@@ -198,6 +200,7 @@ class FakeStore:
             "consumer_groups": self.consumer_groups,
             "consumer_members": self.consumer_members,
             "group_configs": self.group_configs,
+            "txn_offsets": self.txn_offsets,
             "share_groups": self.share_groups,
             "share_members": self.share_members,
             "share_partitions": self.share_partitions,
@@ -240,6 +243,7 @@ class FakeStore:
             now_ms,
             wall_ms,
             list(self.group_configs.values()),
+            list(self.txn_offsets.values()),
         )
 
 

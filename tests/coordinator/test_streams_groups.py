@@ -378,3 +378,25 @@ def test_the_http_views_show_streams_groups() -> None:
     assert isinstance(members, list) and len(members) == 1
     assert members[0]["process_id"] == "process-a" and len(members[0]["active_tasks"]) == 8
     assert members[0]["liveness"] == "alive"
+
+
+def test_transactional_offsets_to_a_streams_group_check_the_member_when_named() -> None:
+    """Kafka 4.4's StreamsGroup.validateOffsetCommit with isTransactional (exactly-once streams
+    commit with TxnOffsetCommit): the epoch is checked only when a member is named."""
+    from tests.coordinator.test_txn_offsets import codes, txn_commit
+
+    h = Harness()
+    ready(h)
+    a = StreamsClient(h, "a")
+    a.join()
+    epoch = a.beat().wire.member_epoch
+    offsets = {("words", 0): 5}
+    named = txn_commit(h, "app", offsets, version=3, generation=epoch, member_id=a.member_id)
+    assert codes(named) == {("words", 0): ErrorCode.NONE}
+    stale = txn_commit(h, "app", offsets, version=3, generation=epoch - 1, member_id=a.member_id)
+    assert codes(stale) == {("words", 0): ErrorCode.ILLEGAL_GENERATION}
+    stranger = txn_commit(h, "app", offsets, version=3, generation=epoch, member_id="nobody")
+    assert codes(stranger) == {("words", 0): ErrorCode.UNKNOWN_MEMBER_ID}
+    # Before v3 (and at v3+ without a member) the producer names no member: taken as is.
+    assert codes(txn_commit(h, "app", offsets, version=0, producer_id=2000)) == {("words", 0): ErrorCode.NONE}
+    assert codes(txn_commit(h, "app", offsets, version=3, producer_id=2001)) == {("words", 0): ErrorCode.NONE}

@@ -18,6 +18,7 @@ from protocol.gateway_wire import decode_forwarded, decode_forwarded_response, e
 from protocol.messages import (
     GATEWAY_CODECS,
     GATEWAY_FLEXIBLE,
+    add_offsets_to_txn,
     create_topics,
     delete_topics,
     describe_configs,
@@ -358,6 +359,28 @@ def test_transactions_need_the_transactional_id() -> None:
     assert body.error_code == ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
 
 
+def test_add_offsets_to_txn_needs_the_transactional_id_then_the_group() -> None:
+    authz = gate(
+        binding("tx", "User:carol", Operation.WRITE, resource=ResourceType.TRANSACTIONAL_ID),
+        binding("tx", "User:dave", Operation.WRITE, resource=ResourceType.TRANSACTIONAL_ID),
+        binding("g", "User:dave", Operation.READ, resource=ResourceType.GROUP),
+        binding("g", "User:erin", Operation.READ, resource=ResourceType.GROUP),
+    )
+    for version in (0, 3, 4):
+        frame = frame_of(
+            25,
+            version,
+            add_offsets_to_txn.AddOffsetsToTxnRequest(
+                transactional_id="tx", producer_id=5, producer_epoch=0, group_id="g"
+            ),
+        )
+        refused = answer_of(25, version, authz.screen("User:erin", "h", 25, version, frame))
+        assert refused.error_code == ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        refused = answer_of(25, version, authz.screen("User:carol", "h", 25, version, frame))
+        assert refused.error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED
+        assert authz.screen("User:dave", "h", 25, version, frame).frame == frame
+
+
 def test_a_version_without_a_codec_is_refused_never_forwarded() -> None:
     screened = gate().screen("User:admin", "h", 23, 1, b"\x00\x17\x00\x01\x00\x00\x00\x07\x00\x00")
     assert screened.refuse is not None and screened.frame is None
@@ -458,6 +481,7 @@ def _sample_requests() -> dict[tuple[int, int], Any]:
         (24, 5): add_partitions_to_txn.AddPartitionsToTxnRequest(
             transactions=[add_partitions_to_txn.AddPartitionsToTxnTransaction("tx", 1, 0, True, [])]
         ),
+        (25, 3): add_offsets_to_txn.AddOffsetsToTxnRequest(transactional_id="tx", group_id="g"),
         (26, 3): end_txn.EndTxnRequest(transactional_id="tx"),
         (32, 4): describe_configs.DescribeConfigsRequest(
             [describe_configs.DescribeConfigsResource(2, "secret")]

@@ -98,7 +98,10 @@ def test_advertised_versions_intersect_upstream_and_keep_the_group_apis() -> Non
     # KIP-848 and the other group APIs are ours, whatever upstream serves.
     assert ranges[ApiKey.CONSUMER_GROUP_HEARTBEAT] == SERVED_VERSIONS[ApiKey.CONSUMER_GROUP_HEARTBEAT]
     assert ranges[ApiKey.JOIN_GROUP] == SERVED_VERSIONS[ApiKey.JOIN_GROUP]
-    assert ADD_OFFSETS_TO_TXN not in ranges and TXN_OFFSET_COMMIT not in ranges
+    # TxnOffsetCommit is served here; AddOffsetsToTxn is forwarded, so upstream must serve it.
+    assert ranges[TXN_OFFSET_COMMIT] == SERVED_VERSIONS[ApiKey.TXN_OFFSET_COMMIT]
+    assert ADD_OFFSETS_TO_TXN not in ranges
+    assert advertised_versions({**upstream, ADD_OFFSETS_TO_TXN: (0, 9)})[ADD_OFFSETS_TO_TXN] == (0, 4)
     # Upstream lacks the config APIs: GROUP config resources are still served here.
     assert ranges[ApiKey.DESCRIBE_CONFIGS] == SERVED_VERSIONS[ApiKey.DESCRIBE_CONFIGS]
     assert ranges[ApiKey.INCREMENTAL_ALTER_CONFIGS] == SERVED_VERSIONS[ApiKey.INCREMENTAL_ALTER_CONFIGS]

@@ -41,6 +41,7 @@ BYTES_TYPES: Final = ("bytes", "records")
 # kafka-python modules holding the message classes of the APIs we serve.
 _KP_MODULES: Final = (
     "kafka.protocol.producer.produce",
+    "kafka.protocol.producer.transaction",
     "kafka.protocol.consumer.fetch",
     "kafka.protocol.consumer.offsets",
     "kafka.protocol.consumer.group",
@@ -325,6 +326,10 @@ class KpField:
     raw: Any  # the kafka-python field object
 
 
+# (kafka-python's name, Kafka 4.4's) of fields renamed since kafka-python's specs.
+_RENAMED_SINCE_KAFKA_PYTHON: Final = frozenset({("generation_id", "generation_id_or_member_epoch")})
+
+
 def kp_fields(kp_struct: Any, fields: list[FieldSpec]) -> list[KpField | None]:
     """Pair our fields with kafka-python's, in spec order, checking they describe the same thing.
 
@@ -337,7 +342,7 @@ def kp_fields(kp_struct: Any, fields: list[FieldSpec]) -> list[KpField | None]:
         # kafka-python's json_patch turns *AuthorizedOperations int32 into a "bitfield".
         if kf.type_str == "bitfield":
             return ours.type == "int32" and ours.attr.endswith("authorized_operations")
-        return bool(kf.name == ours.attr)
+        return bool(kf.name == ours.attr) or (kf.name, ours.attr) in _RENAMED_SINCE_KAFKA_PYTHON
 
     out: list[KpField | None] = []
     j = 0

@@ -82,6 +82,13 @@ class ClassicGroupManager(ClassicSyncAndLeave):
                 self.reschedule_session(member)
         return code
 
+    def validate_txn_offset_commit(
+        self, group_id: str, member_id: str, instance_id: str | None, generation_or_epoch: int
+    ) -> int:
+        return validate_offset_commit(
+            self.groups[group_id], member_id, instance_id, generation_or_epoch, transactional=True
+        )
+
     def validate_offset_fetch(self, group_id: str, member_id: str | None, member_epoch: int) -> int:
         return NONE  # classic groups ignore OffsetFetch v9's member id and epoch
 
@@ -269,9 +276,14 @@ def _selected(groups: dict[str, ClassicGroup], group_ids: Collection[str] | None
 
 
 def validate_offset_commit(
-    group: ClassicGroup, member_id: str, instance_id: str | None, generation_id: int
+    group: ClassicGroup,
+    member_id: str,
+    instance_id: str | None,
+    generation_id: int,
+    transactional: bool = False,
 ) -> int:
-    """Kafka's ClassicGroup.validateOffsetCommit for non-transactional commits."""
+    """Kafka's ClassicGroup.validateOffsetCommit; a transactional commit (TxnOffsetCommit) need
+    not name a member and is taken while the group completes a rebalance."""
     state = group.state
     if state is DEAD:
         return COORDINATOR_NOT_AVAILABLE
@@ -285,9 +297,9 @@ def validate_offset_commit(
             return code
         if generation_id != group.generation_id:
             return ILLEGAL_GENERATION
-    elif state is not EMPTY:
+    elif state is not EMPTY and not transactional:
         return UNKNOWN_MEMBER_ID  # only members may commit to a live group
-    if state is COMPLETING_REBALANCE:
+    if state is COMPLETING_REBALANCE and not transactional:
         # The member has the new generation but not its assignment yet: have it finish the
         # rebalance first.
         return REBALANCE_IN_PROGRESS

@@ -242,6 +242,21 @@ class ConsumerGroupManager(ConsumerHeartbeat):
             return STALE_MEMBER_EPOCH
         return NONE
 
+    def validate_txn_offset_commit(
+        self, group_id: str, member_id: str, instance_id: str | None, generation_or_epoch: int
+    ) -> int:
+        """Kafka's ConsumerGroup.validateOffsetCommit with isTransactional: the member is checked
+        only when named, and a stale epoch is ILLEGAL_GENERATION (what the producer expects)."""
+        group = self.groups[group_id]
+        if generation_or_epoch < 0 and not group.members:
+            return NONE
+        if generation_or_epoch < 0 and not member_id and instance_id is None:
+            return NONE
+        member = group.members.get(member_id)
+        if member is None:
+            return UNKNOWN_MEMBER_ID
+        return ILLEGAL_GENERATION if generation_or_epoch != member.member_epoch else NONE
+
     def validate_offset_fetch(self, group_id: str, member_id: str | None, member_epoch: int) -> int:
         if member_id is None and member_epoch < 0:
             return NONE  # an admin fetch

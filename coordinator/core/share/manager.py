@@ -156,6 +156,13 @@ class ShareGroupManager(ShareMembership):
     def validate_offset_commit(self, group_id: str, req: OffsetCommitRequest, version: int) -> int:
         return GROUP_ID_NOT_FOUND
 
+    def validate_txn_offset_commit(
+        self, group_id: str, member_id: str, instance_id: str | None, generation_or_epoch: int
+    ) -> int:
+        """Kafka 4.4 finds the group, then ShareGroup.validateOffsetCommit refuses it whatever
+        the version: GROUP_ID_NOT_FOUND (docs/transactions.md)."""
+        return GROUP_ID_NOT_FOUND
+
     def validate_offset_fetch(self, group_id: str, member_id: str | None, member_epoch: int) -> int:
         return GROUP_ID_NOT_FOUND
 

@@ -9,6 +9,7 @@ from collections.abc import Collection, Mapping, Sequence
 from coordinator.core.effects import Effects
 from coordinator.core.errors import (
     GROUP_ID_NOT_FOUND,
+    ILLEGAL_GENERATION,
     NON_EMPTY_GROUP,
     NONE,
     STALE_MEMBER_EPOCH,
@@ -205,6 +206,21 @@ class StreamsGroupManager(StreamsHeartbeat):
         if epoch != member.member_epoch:
             return STALE_MEMBER_EPOCH
         return NONE
+
+    def validate_txn_offset_commit(
+        self, group_id: str, member_id: str, instance_id: str | None, generation_or_epoch: int
+    ) -> int:
+        """Kafka 4.4's StreamsGroup.validateOffsetCommit with isTransactional: the member is
+        checked only when named (any version), and a stale epoch is ILLEGAL_GENERATION."""
+        group = self.groups[group_id]
+        if generation_or_epoch < 0 and not group.members:
+            return NONE
+        if generation_or_epoch < 0 and not member_id and instance_id is None:
+            return NONE
+        member = group.members.get(member_id)
+        if member is None:
+            return UNKNOWN_MEMBER_ID
+        return ILLEGAL_GENERATION if generation_or_epoch != member.member_epoch else NONE
 
     def validate_offset_fetch(self, group_id: str, member_id: str | None, member_epoch: int) -> int:
         if member_id is None and member_epoch < 0:

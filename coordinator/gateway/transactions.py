@@ -1,0 +1,275 @@
+"""Learning transaction outcomes in gateway mode (docs/transactions.md).
+
+The upstream transaction coordinator writes its commit and abort markers to the upstream's
+``__consumer_offsets``, which the gateway never reads. The producer's transactional requests
+pass through the gateway instead, and tell it what it needs:
+
+- AddOffsetsToTxn (forwarded): on success, (transactional id, producer id, epoch) has a
+  transaction that may carry offsets to a group here;
+- TxnOffsetCommit (served here): the offsets, pending in the core for (group, producer id);
+- EndTxn (forwarded): once upstream answers NONE the outcome is decided; the pending offsets
+  are materialised (commit) or discarded (abort), and only when that is durable does the
+  EndTxn response go back to the client. A write that fails closes the client's connection
+  instead: the producer retries EndTxn, upstream answers it again, the gateway tries again;
+- InitProducerId (forwarded) for a transactional id, answered NONE: any transaction of that id
+  still open upstream has been aborted by it (a fenced zombie, a restarted producer, or an
+  abortable error's epoch bump). Transactions this gateway saw opened (AddOffsetsToTxn) and
+  never saw an EndTxn for are discarded. One whose EndTxn went upstream without its answer
+  coming back may have committed: it stays pending (docs/transactions.md, open cases).
+
+The forwarder calls ``request`` for the frames of these APIs and hands their responses to
+``response``; everything else passes through untouched.
+"""
+
+from __future__ import annotations
+
+import logging
+import struct
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Final
+
+from coordinator.core.group_coordinator import GroupCoordinator
+from coordinator.core.txn_offsets import Resolution
+from coordinator.gateway.versions import ADD_OFFSETS_TO_TXN, END_TXN, INIT_PRODUCER_ID
+from coordinator.server.runtime import Runtime
+from protocol.errors import ErrorCode
+from protocol.primitives import DecodeError, read_uvarint, skip_tagged_fields
+from protocol.wire import decode_request, decode_response
+
+log = logging.getLogger(__name__)
+
+LOADING_RETRY_MS: Final = 50
+OBSERVED: Final = frozenset({ADD_OFFSETS_TO_TXN, END_TXN, INIT_PRODUCER_ID})
+_INT16: Final = struct.Struct(">h")
+_INIT_PRODUCER_ID_ANSWER: Final = struct.Struct(">ihqh")  # throttle, error, producer id, epoch
+# EndTxn errors Kafka's transaction coordinator answers before changing the transaction.
+_REFUSED_UNCHANGED: Final = frozenset(
+    {
+        int(ErrorCode.INVALID_PRODUCER_EPOCH),
+        int(ErrorCode.PRODUCER_FENCED),
+        int(ErrorCode.INVALID_TXN_STATE),
+        int(ErrorCode.INVALID_PRODUCER_ID_MAPPING),
+        int(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED),
+    }
+)
+_MALFORMED: Final = (DecodeError, struct.error, IndexError, UnicodeDecodeError, ValueError)
+
+Release = Callable[[bool], None]  # True: send the response to the client; False: close instead
+ProducerEpoch = tuple[int, int]  # (producer id, producer epoch)
+
+
+@dataclass(frozen=True, slots=True)
+class Observed:
+    """What a forwarded transactional request said, kept until its response arrives."""
+
+    api_key: int
+    api_version: int
+    transactional_id: str
+    producer_id: int = -1
+    producer_epoch: int = -1
+    committed: bool = False
+
+
+@dataclass(slots=True)
+class TransactionStats:
+    """Resolutions by outcome and by how the gateway learned it (docs/observability.md)."""
+
+    committed_by_end_txn: int = 0
+    aborted_by_end_txn: int = 0
+    aborted_by_init_producer_id: int = 0
+    partitions_committed: int = 0
+    partitions_aborted: int = 0
+    resolution_write_failures: int = 0
+
+
+@dataclass(slots=True)
+class TransactionOutcomes:
+    coordinator: GroupCoordinator
+    runtime: Runtime
+    # Whether groups are still being loaded (a restart loads them in the background): an
+    # outcome waits for the load, else the pending offsets it resolves would not be there yet.
+    loading: Callable[[], bool] = lambda: False
+    # transactional id -> (producer id, epoch) of transactions opened through this gateway
+    # (AddOffsetsToTxn answered NONE) that no EndTxn may have ended yet.
+    opened: dict[str, set[ProducerEpoch]] = field(default_factory=dict)
+    # Transactions opened here with EndTxns forwarded and not answered NONE (in flight, lost,
+    # or answered an error that may hide a decision), counted: only an EndTxn answer resolves
+    # them. One refused before it changed anything upstream is uncounted, and at zero the
+    # transaction is taken as open again.
+    ending: dict[ProducerEpoch, int] = field(default_factory=dict)
+    stats: TransactionStats = field(default_factory=TransactionStats)
+
+    def __post_init__(self) -> None:
+        self.coordinator.accepts_transactional_offsets = True
+
+    # ---- requests ----------------------------------------------------------------------------
+    def request(self, api_key: int, version: int, frame: bytes) -> Observed | None:
+        """The request of an observed API (None: not observed, or nothing to learn from it)."""
+        if api_key not in OBSERVED:
+            return None
+        try:
+            if api_key == INIT_PRODUCER_ID:
+                transactional_id = _init_producer_id_transactional_id(frame, version)
+                return None if not transactional_id else Observed(api_key, version, transactional_id)
+            body = decode_request(frame).body
+        except _MALFORMED:
+            return None  # upstream answers the malformed request; nothing is learned from it
+        if api_key == END_TXN:
+            # From here the transaction's outcome may be decided upstream: a fencing
+            # InitProducerId no longer proves an abort (until upstream refuses this EndTxn).
+            key = (body.producer_id, body.producer_epoch)
+            if self._forget(body.transactional_id, key) or key in self.ending:
+                self.ending[key] = self.ending.get(key, 0) + 1
+            return Observed(
+                api_key,
+                version,
+                body.transactional_id,
+                body.producer_id,
+                body.producer_epoch,
+                bool(body.committed),
+            )
+        return Observed(api_key, version, body.transactional_id, body.producer_id, body.producer_epoch)
+
+    # ---- responses ---------------------------------------------------------------------------
+    def response(self, seen: Observed, frame: bytes, release: Release) -> None:
+        """``frame``: the upstream response with its length prefix. ``release`` is called once,
+        when the client may have it."""
+        try:
+            if seen.api_key == INIT_PRODUCER_ID:
+                error_code, producer_id, epoch = _init_producer_id_answer(frame[4:], seen.api_version)
+            else:
+                error_code = decode_response(seen.api_key, seen.api_version, frame[4:])[1].error_code
+        except _MALFORMED:
+            release(True)  # the client gets upstream's bytes and judges them; nothing learned
+            return
+        if error_code != 0:
+            if seen.api_key == END_TXN:
+                self._end_txn_refused(seen, error_code)
+            release(True)
+            return
+        if seen.api_key == ADD_OFFSETS_TO_TXN:
+            self.opened.setdefault(seen.transactional_id, set()).add((seen.producer_id, seen.producer_epoch))
+            release(True)
+        elif seen.api_key == END_TXN:
+            self.ending.pop((seen.producer_id, seen.producer_epoch), None)
+            self._resolve(seen.producer_id, seen.producer_epoch, seen.committed, "EndTxn", release)
+        else:
+            self._fenced(seen.transactional_id, producer_id, epoch, release)
+
+    def _fenced(self, transactional_id: str, producer_id: int, epoch: int, release: Release) -> None:
+        """InitProducerId answered NONE: the id's open transactions were aborted upstream."""
+        aborted = sorted(self.opened.pop(transactional_id, set()))
+        if not aborted:
+            release(True)
+            return
+        log.info(
+            "transactional id %s re-initialised (producer id %d epoch %d): aborting %s",
+            transactional_id, producer_id, epoch, aborted,
+        )  # fmt: skip
+        remaining = len(aborted)
+        failed = False
+
+        def one_done(ok: bool) -> None:
+            nonlocal remaining, failed
+            remaining -= 1
+            failed = failed or not ok
+            if remaining == 0:
+                release(not failed)
+
+        for pid, old_epoch in aborted:
+            self._resolve(pid, old_epoch, False, "InitProducerId", one_done)
+
+    def _resolve(self, producer_id: int, epoch: int, committed: bool, how: str, release: Release) -> None:
+        if self.loading():
+            self.runtime.call_later(
+                LOADING_RETRY_MS, lambda: self._resolve(producer_id, epoch, committed, how, release)
+            )
+            return
+        stats = self.stats
+        clock = self.runtime.clock
+
+        def resolved(resolution: Resolution) -> None:
+            if resolution.error_code:
+                stats.resolution_write_failures += 1
+                log.warning(
+                    "transaction of producer %d epoch %d: the %s outcome could not be written "
+                    "(error %d); the client retries",
+                    producer_id, epoch, "commit" if committed else "abort", resolution.error_code,
+                )  # fmt: skip
+                release(False)
+                return
+            if committed:
+                stats.committed_by_end_txn += 1
+                stats.partitions_committed += resolution.partitions
+            else:
+                if how == "EndTxn":
+                    stats.aborted_by_end_txn += 1
+                else:
+                    stats.aborted_by_init_producer_id += 1
+                stats.partitions_aborted += resolution.partitions
+            release(True)
+
+        result = self.coordinator.complete_transaction(
+            producer_id, epoch, committed, _Callback(resolved), clock.now_ms(), clock.wall_ms()
+        )
+        self.runtime.apply(result)
+
+    def _end_txn_refused(self, seen: Observed, error_code: int) -> None:
+        """An EndTxn refused before it changed anything upstream leaves the transaction open as
+        it was; any other error may hide a decision (a timeout, a coordinator move)."""
+        key = (seen.producer_id, seen.producer_epoch)
+        if error_code not in _REFUSED_UNCHANGED or key not in self.ending:
+            return
+        self.ending[key] -= 1
+        if self.ending[key] == 0:
+            del self.ending[key]
+            self.opened.setdefault(seen.transactional_id, set()).add(key)
+
+    def _forget(self, transactional_id: str, producer_epoch: ProducerEpoch) -> bool:
+        """Whether the transaction was open (and is no longer taken as such)."""
+        opened = self.opened.get(transactional_id)
+        if opened is None or producer_epoch not in opened:
+            return False
+        opened.discard(producer_epoch)
+        if not opened:
+            del self.opened[transactional_id]
+        return True
+
+
+class _Callback:
+    """A ReplyTo that hands the core's Resolution to a function."""
+
+    __slots__ = ("function",)
+
+    def __init__(self, function: Callable[[Resolution], None]) -> None:
+        self.function = function
+
+    def send(self, response: object) -> None:
+        if isinstance(response, Resolution):
+            self.function(response)
+
+
+def _init_producer_id_transactional_id(frame: bytes, version: int) -> str | None:
+    """InitProducerId's transactional id, read past the request header (v2+ are flexible)."""
+    (client_id_length,) = _INT16.unpack_from(frame, 8)
+    pos = 10 + max(client_id_length, 0)
+    if version >= 2:
+        pos = skip_tagged_fields(frame, pos)
+        size, pos = read_uvarint(frame, pos)  # compact nullable string: length + 1
+        if size == 0:
+            return None
+        return frame[pos : pos + size - 1].decode()
+    (size,) = _INT16.unpack_from(frame, pos)
+    if size < 0:
+        return None
+    return frame[pos + 2 : pos + 2 + size].decode()
+
+
+def _init_producer_id_answer(frame: bytes, version: int) -> tuple[int, int, int]:
+    """(error code, producer id, epoch) of an InitProducerId response (without length prefix)."""
+    pos = 4  # correlation id
+    if version >= 2:
+        pos = skip_tagged_fields(frame, pos)
+    _, error_code, producer_id, epoch = _INIT_PRODUCER_ID_ANSWER.unpack_from(frame, pos)
+    return error_code, producer_id, epoch

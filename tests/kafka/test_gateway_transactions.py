@@ -1,0 +1,304 @@
+"""Exactly-once through the gateway on a real Kafka 4.4 upstream (docs/transactions.md).
+
+confluent-kafka's transactional producer commits its input offsets with
+``send_offsets_to_transaction``: AddOffsetsToTxn and EndTxn go to Kafka's transaction
+coordinator through the gateway's virtual brokers, TxnOffsetCommit to the gateway's group
+coordinator, which keeps the offsets pending until the EndTxn (or a fencing InitProducerId)
+it forwarded tells it the outcome.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+import urllib.request
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+
+from protocol.apis import ApiKey
+from protocol.errors import ErrorCode
+from protocol.messages.offset_fetch import OffsetFetchRequest, OffsetFetchRequestTopic
+from tests.support.kafka_broker import KafkaCluster, java_command
+from tests.support.ports import free_port
+from tests.support.server import ServerProcess, start_server
+from tests.support.wire_client import WireClient
+
+pytestmark = pytest.mark.kafka
+
+RECORDS = 10
+
+
+METRICS_PORT = free_port()
+
+
+def _settings(kafka: KafkaCluster, base: int) -> dict[str, str]:
+    return {
+        "upstream-bootstrap-servers": kafka.bootstrap,
+        "upstream-metadata-refresh-ms": "500",
+        "gateway-broker-port-base": str(base),
+        "metrics-port": str(METRICS_PORT),
+    }
+
+
+def _metric(line_start: str) -> float:
+    """The value of the gateway's metric sample starting with ``line_start``."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{METRICS_PORT}/metrics", timeout=5) as response:
+        text = response.read().decode()
+    found = [line for line in text.splitlines() if line.startswith(line_start + " ")]
+    assert len(found) == 1, (line_start, text)
+    return float(found[0].rsplit(" ", 1)[1])
+
+
+@pytest.fixture
+def gateway_at(kafka_broker: KafkaCluster, tmp_path: Path) -> Iterator[Callable[[], ServerProcess]]:
+    """Starts (and restarts) one gateway on fixed ports with SQLite storage."""
+    port, base = free_port(), free_port()
+    storage = f"sqlite:///{tmp_path / 'gateway.db'}"
+    started: list[ServerProcess] = []
+
+    def start() -> ServerProcess:
+        server = start_server(storage, _settings(kafka_broker, base), port=port)
+        server.wait_loaded()
+        started.append(server)
+        return server
+
+    yield start
+    for server in started:
+        server.stop()
+
+
+def _wait(condition: Callable[[], bool], timeout: float, message: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, message
+        time.sleep(0.1)
+
+
+def _topics(kafka: KafkaCluster, *names: str) -> None:
+    admin = AdminClient({"bootstrap.servers": kafka.bootstrap})
+    for future in admin.create_topics([NewTopic(n, 1, 1) for n in names]).values():
+        future.result(30)
+
+
+def _input(kafka: KafkaCluster, topic: str) -> None:
+    producer = Producer({"bootstrap.servers": kafka.bootstrap})
+    for i in range(RECORDS):
+        producer.produce(topic, f"in-{i}".encode())
+    assert producer.flush(30) == 0
+
+
+def _producer(bootstrap: str, transactional_id: str) -> Producer:
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "transactional.id": transactional_id,
+            "transaction.timeout.ms": 60000,
+            "socket.connection.setup.timeout.ms": 3000,
+            "reconnect.backoff.max.ms": 500,
+        }
+    )
+    producer.init_transactions(60)
+    return producer
+
+
+def _group_metadata(bootstrap: str, group: str) -> object:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    metadata = consumer.consumer_group_metadata()
+    consumer.close()
+    return metadata
+
+
+def _fetch(bootstrap: str, group: str, topic: str, *, stable: bool) -> tuple[int, int]:
+    """(committed offset, error code) of partition 0, OffsetFetch v7 (RequireStable)."""
+    with WireClient(bootstrap) as client:
+        answer = client.request(
+            ApiKey.OFFSET_FETCH,
+            7,
+            OffsetFetchRequest(
+                group_id=group, topics=[OffsetFetchRequestTopic(topic, [0])], require_stable=stable
+            ),
+        )
+    partition = answer.topics[0].partitions[0]
+    return int(partition.committed_offset), int(partition.error_code)
+
+
+def _read_committed(bootstrap: str, topic: str, expected: int, timeout: float = 60) -> list[bytes]:
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"reader-{uuid.uuid4().hex[:8]}",
+            "isolation.level": "read_committed",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
+    consumer.subscribe([topic])
+    values: list[bytes] = []
+    deadline = time.monotonic() + timeout
+    try:
+        while len(values) < expected and time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            if message is not None and message.error() is None:
+                values.append(message.value() or b"")
+    finally:
+        consumer.close()
+    return values
+
+
+def _transaction(producer: Producer, bootstrap: str, group: str, source: str, sink: str) -> None:
+    """Produce RECORDS outputs and commit the input offsets in one transaction (left open)."""
+    producer.begin_transaction()
+    for i in range(RECORDS):
+        producer.produce(sink, f"out-{i}".encode())
+    producer.send_offsets_to_transaction(
+        [TopicPartition(source, 0, RECORDS)], _group_metadata(bootstrap, group), 30
+    )
+
+
+UNSTABLE = int(ErrorCode.UNSTABLE_OFFSET_COMMIT)
+
+
+# Each sequence runs through the gateway and straight against Kafka 4.4, whose own group
+# coordinator is the oracle: both must answer OffsetFetch alike during and after the transaction.
+TARGETS = ["gateway", "kafka"]
+
+
+def _bootstrap(target: str, kafka: KafkaCluster, gateway_at: Callable[[], ServerProcess]) -> str:
+    return gateway_at().bootstrap if target == "gateway" else kafka.bootstrap
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_commit_makes_the_offsets_visible_with_the_output(
+    kafka_broker: KafkaCluster, gateway_at: Callable[[], ServerProcess], target: str
+) -> None:
+    bootstrap = _bootstrap(target, kafka_broker, gateway_at)
+    name = uuid.uuid4().hex[:8]
+    source, sink, group = f"in-{name}", f"out-{name}", f"eos-{name}"
+    _topics(kafka_broker, source, sink)
+    _input(kafka_broker, source)
+    producer = _producer(bootstrap, f"tx-{name}")
+    _transaction(producer, bootstrap, group, source, sink)
+    assert _fetch(bootstrap, group, source, stable=False) == (-1, 0)
+    assert _fetch(bootstrap, group, source, stable=True) == (-1, UNSTABLE)
+    if target == "gateway":
+        assert _metric("coordinator_pending_transactional_offsets") == 1
+    producer.commit_transaction(30)
+    _wait(lambda: _fetch(bootstrap, group, source, stable=True) != (-1, UNSTABLE), 30, "still unstable")
+    assert _fetch(bootstrap, group, source, stable=True) == (RECORDS, 0)
+    if target == "gateway":
+        assert _metric("coordinator_pending_transactional_offsets") == 0
+        assert (
+            _metric('coordinator_transaction_resolutions_total{learned_from="EndTxn",outcome="commit"}') == 1
+        )
+        assert _metric('coordinator_transactional_offsets_resolved_total{outcome="commit"}') == 1
+    assert _fetch(bootstrap, group, source, stable=False) == (RECORDS, 0)
+    assert sorted(_read_committed(bootstrap, sink, RECORDS)) == sorted(
+        f"out-{i}".encode() for i in range(RECORDS)
+    )
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_abort_leaves_the_offsets_unchanged(
+    kafka_broker: KafkaCluster, gateway_at: Callable[[], ServerProcess], target: str
+) -> None:
+    bootstrap = _bootstrap(target, kafka_broker, gateway_at)
+    name = uuid.uuid4().hex[:8]
+    source, sink, group = f"in-{name}", f"out-{name}", f"eos-{name}"
+    _topics(kafka_broker, source, sink)
+    _input(kafka_broker, source)
+    producer = _producer(bootstrap, f"tx-{name}")
+    _transaction(producer, bootstrap, group, source, sink)
+    assert _fetch(bootstrap, group, source, stable=True) == (-1, UNSTABLE)
+    producer.abort_transaction(30)
+    _wait(lambda: _fetch(bootstrap, group, source, stable=True) != (-1, UNSTABLE), 30, "still unstable")
+    assert _fetch(bootstrap, group, source, stable=True) == (-1, 0)
+
+
+def test_a_gateway_killed_before_end_txn_keeps_the_offsets_pending_until_the_commit(
+    kafka_broker: KafkaCluster, gateway_at: Callable[[], ServerProcess]
+) -> None:
+    gateway = gateway_at()
+    name = uuid.uuid4().hex[:8]
+    source, sink, group = f"in-{name}", f"out-{name}", f"eos-{name}"
+    _topics(kafka_broker, source, sink)
+    _input(kafka_broker, source)
+    producer = _producer(gateway.bootstrap, f"tx-{name}")
+    _transaction(producer, gateway.bootstrap, group, source, sink)
+    gateway.kill()
+    gateway = gateway_at()
+    assert _fetch(gateway.bootstrap, group, source, stable=True) == (-1, UNSTABLE)  # still pending
+    producer.commit_transaction(60)  # EndTxn through the restarted gateway
+    assert _fetch(gateway.bootstrap, group, source, stable=True) == (RECORDS, 0)
+    assert len(_read_committed(gateway.bootstrap, sink, RECORDS)) == RECORDS
+
+
+def test_a_fenced_zombie_s_pending_offsets_are_discarded(
+    kafka_broker: KafkaCluster, gateway_at: Callable[[], ServerProcess]
+) -> None:
+    gateway = gateway_at()
+    name = uuid.uuid4().hex[:8]
+    source, sink, group = f"in-{name}", f"out-{name}", f"eos-{name}"
+    _topics(kafka_broker, source, sink)
+    _input(kafka_broker, source)
+    zombie = _producer(gateway.bootstrap, f"tx-{name}")
+    _transaction(zombie, gateway.bootstrap, group, source, sink)
+    assert _fetch(gateway.bootstrap, group, source, stable=True) == (-1, UNSTABLE)
+    successor = _producer(gateway.bootstrap, f"tx-{name}")  # InitProducerId fences the zombie
+    assert _fetch(gateway.bootstrap, group, source, stable=True) == (-1, 0)
+    resolutions = 'coordinator_transaction_resolutions_total{learned_from="InitProducerId",outcome="abort"}'
+    assert _metric(resolutions) == 1
+    with pytest.raises(KafkaException):
+        zombie.commit_transaction(30)
+    assert _fetch(gateway.bootstrap, group, source, stable=True) == (-1, 0)
+    assert _read_committed(gateway.bootstrap, sink, 1, timeout=5) == []
+    successor.begin_transaction()
+    successor.send_offsets_to_transaction(
+        [TopicPartition(source, 0, 3)], _group_metadata(gateway.bootstrap, group), 30
+    )
+    successor.commit_transaction(30)
+    assert _fetch(gateway.bootstrap, group, source, stable=True) == (3, 0)
+
+
+def _transaction_state(kafka: KafkaCluster, transactional_id: str) -> str:
+    """The transaction's state as Kafka's kafka-transactions tool describes it."""
+    out = subprocess.run(
+        java_command(
+            "org.apache.kafka.tools.TransactionsCommand",
+            "--bootstrap-server", kafka.bootstrap, "describe", "--transactional-id", transactional_id,
+        ),
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    return out.stdout
+
+
+def test_a_transaction_timed_out_upstream_loses_its_pending_offsets(
+    kafka_broker: KafkaCluster, gateway_at: Callable[[], ServerProcess]
+) -> None:
+    gateway = gateway_at()
+    name = uuid.uuid4().hex[:8]
+    source, sink, group, transactional_id = f"in-{name}", f"out-{name}", f"eos-{name}", f"tx-{name}"
+    _topics(kafka_broker, source, sink)
+    _input(kafka_broker, source)
+    stalled = Producer(
+        {
+            "bootstrap.servers": gateway.bootstrap,
+            "transactional.id": transactional_id,
+            "transaction.timeout.ms": 2000,
+        }
+    )
+    stalled.init_transactions(60)
+    _transaction(stalled, gateway.bootstrap, group, source, sink)
+    assert _fetch(gateway.bootstrap, group, source, stable=True) == (-1, UNSTABLE)
+    # Kafka aborts the transaction once it is older than its timeout (checked every 10 s).
+    _wait(lambda: "CompleteAbort" in _transaction_state(kafka_broker, transactional_id), 90, "not aborted")
+    with pytest.raises(KafkaException):
+        stalled.commit_transaction(30)  # refused: the transaction was aborted upstream
+    assert _fetch(gateway.bootstrap, group, source, stable=True) == (-1, UNSTABLE)  # not known yet
+    _producer(gateway.bootstrap, transactional_id)  # the application's new producer: InitProducerId
+    assert _fetch(gateway.bootstrap, group, source, stable=True) == (-1, 0)
+    assert _read_committed(gateway.bootstrap, sink, 1, timeout=5) == []
