@@ -45,7 +45,9 @@ from protocol.messages.offset_fetch import (  # noqa: E402
 from protocol.wire import decode_response, encode_request  # noqa: E402
 
 LISTENING = re.compile(r"listening on 127\.0\.0\.1:(\d+)")
-LOADED = re.compile(r"loaded \d+ topics, (\d+) classic groups, \d+ consumer groups and (\d+) offsets")
+LOADED = re.compile(
+    r"loaded \d+ topics, (\d+) classic groups, \d+ consumer groups, \d+ streams groups and (\d+) offsets"
+)
 LOAD_IN_PROGRESS = 14
 # Several nodes on PostgreSQL: a first load longer than group.coordinator.lease.ms loses the
 # shards until the next ownership round takes them again; a client looks the coordinator up

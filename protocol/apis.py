@@ -38,6 +38,8 @@ class ApiKey(IntEnum):
     DESCRIBE_CLUSTER = 60
     CONSUMER_GROUP_HEARTBEAT = 68
     CONSUMER_GROUP_DESCRIBE = 69
+    STREAMS_GROUP_HEARTBEAT = 88
+    STREAMS_GROUP_DESCRIBE = 89
     # Transactional offsets (docs/transactions.md).
     ADD_OFFSETS_TO_TXN = 25
     END_TXN = 26
@@ -86,6 +88,9 @@ SERVED_VERSIONS: Final[dict[ApiKey, tuple[int, int]]] = {
     # KIP-848.
     ApiKey.CONSUMER_GROUP_HEARTBEAT: (0, 1),
     ApiKey.CONSUMER_GROUP_DESCRIBE: (0, 1),
+    # KIP-1071.
+    ApiKey.STREAMS_GROUP_HEARTBEAT: (0, 1),
+    ApiKey.STREAMS_GROUP_DESCRIBE: (0, 1),
     # Transactional offsets (docs/transactions.md).
     ApiKey.ADD_OFFSETS_TO_TXN: (0, 4),
     ApiKey.END_TXN: (0, 5),
@@ -128,6 +133,8 @@ SPEC_NAMES: Final[dict[ApiKey, str]] = {
     ApiKey.DESCRIBE_CLUSTER: "DescribeCluster",
     ApiKey.CONSUMER_GROUP_HEARTBEAT: "ConsumerGroupHeartbeat",
     ApiKey.CONSUMER_GROUP_DESCRIBE: "ConsumerGroupDescribe",
+    ApiKey.STREAMS_GROUP_HEARTBEAT: "StreamsGroupHeartbeat",
+    ApiKey.STREAMS_GROUP_DESCRIBE: "StreamsGroupDescribe",
     ApiKey.ADD_OFFSETS_TO_TXN: "AddOffsetsToTxn",
     ApiKey.END_TXN: "EndTxn",
     ApiKey.TXN_OFFSET_COMMIT: "TxnOffsetCommit",

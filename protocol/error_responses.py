@@ -94,6 +94,15 @@ from protocol.messages.sasl_handshake import SaslHandshakeRequest, SaslHandshake
 from protocol.messages.share_group_describe import DescribedGroup as ShareDescribedGroup
 from protocol.messages.share_group_describe import ShareGroupDescribeRequest, ShareGroupDescribeResponse
 from protocol.messages.share_group_heartbeat import ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse
+from protocol.messages.streams_group_describe import DescribedGroup as StreamsDescribedGroup
+from protocol.messages.streams_group_describe import (
+    StreamsGroupDescribeRequest,
+    StreamsGroupDescribeResponse,
+)
+from protocol.messages.streams_group_heartbeat import (
+    StreamsGroupHeartbeatRequest,
+    StreamsGroupHeartbeatResponse,
+)
 from protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
 from protocol.messages.txn_offset_commit import (
     TxnOffsetCommitRequest,
@@ -208,6 +217,22 @@ def consumer_group_describe(
     return ConsumerGroupDescribeResponse(
         groups=[
             ConsumerDescribedGroup(error_code=code, error_message=message, group_id=g) for g in req.group_ids
+        ]
+    )
+
+
+def streams_group_heartbeat(
+    version: int, req: StreamsGroupHeartbeatRequest, code: int, message: str | None
+) -> StreamsGroupHeartbeatResponse:
+    return StreamsGroupHeartbeatResponse(error_code=code, error_message=message, status=None)
+
+
+def streams_group_describe(
+    version: int, req: StreamsGroupDescribeRequest, code: int, message: str | None
+) -> StreamsGroupDescribeResponse:
+    return StreamsGroupDescribeResponse(
+        groups=[
+            StreamsDescribedGroup(error_code=code, error_message=message, group_id=g) for g in req.group_ids
         ]
     )
 
@@ -466,6 +491,8 @@ ERROR_RESPONSES: Final[dict[ApiKey, ErrorResponseBuilder]] = {
     ApiKey.DESCRIBE_CLUSTER: describe_cluster,
     ApiKey.CONSUMER_GROUP_HEARTBEAT: consumer_group_heartbeat,
     ApiKey.CONSUMER_GROUP_DESCRIBE: consumer_group_describe,
+    ApiKey.STREAMS_GROUP_HEARTBEAT: streams_group_heartbeat,
+    ApiKey.STREAMS_GROUP_DESCRIBE: streams_group_describe,
     ApiKey.TXN_OFFSET_COMMIT: txn_offset_commit,
     ApiKey.ADD_OFFSETS_TO_TXN: add_offsets_to_txn,
     ApiKey.END_TXN: end_txn,

@@ -59,6 +59,7 @@ class Tombstone(Generic[K, R]):
 OffsetKey = tuple[str, str, int]  # (group_id, topic, partition)
 CredentialKey = tuple[str, str]  # (user, mechanism)
 ConsumerMemberKey = tuple[str, str]  # (group_id, member_id)
+StreamsMemberKey = tuple[str, str]  # (group_id, member_id)
 GroupConfigKey = tuple[str, str]  # (group_id, config name)
 TxnOffsetKey = tuple[str, int, str, int]  # (group_id, producer_id, topic, partition)
 ShareMemberKey = tuple[str, str]  # (group_id, member_id)
@@ -419,6 +420,70 @@ class SharePartitionStateTombstone(Tombstone[OffsetKey, SharePartitionStateRecor
 
 
 @dataclass(slots=True, frozen=True)
+class StreamsGroupRecord(Upsert[str]):
+    """A KIP-1071 streams group: its epochs and its topology (a JSON document,
+    coordinator/core/streams/records.py); key group_id."""
+
+    table: ClassVar[str] = "streams_groups"
+
+    group_id: str
+    group_epoch: int
+    assignment_epoch: int
+    state_ms: int
+    topology: str  # JSON; "" while the group has none
+
+    @property
+    def key(self) -> str:
+        return self.group_id
+
+
+@dataclass(slots=True, frozen=True)
+class StreamsGroupTombstone(Tombstone[str, StreamsGroupRecord]):
+    """Deletes the streams group row AND every member row of the group."""
+
+    table: ClassVar[str] = "streams_groups"
+
+    group_id: str
+
+    @property
+    def key(self) -> str:
+        return self.group_id
+
+
+@dataclass(slots=True, frozen=True)
+class StreamsMemberRecord(Upsert[StreamsMemberKey]):
+    """A streams group member, its current and target tasks; key (group_id, member_id). The
+    tasks and the member's metadata are a JSON document (coordinator/core/streams/records.py)."""
+
+    table: ClassVar[str] = "streams_members"
+
+    group_id: str
+    member_id: str
+    instance_id: str | None
+    member_epoch: int
+    previous_member_epoch: int
+    state: int  # 0 STABLE, 1 UNREVOKED_TASKS, 2 UNRELEASED_TASKS
+    process_id: str
+    details: str  # JSON
+
+    @property
+    def key(self) -> StreamsMemberKey:
+        return (self.group_id, self.member_id)
+
+
+@dataclass(slots=True, frozen=True)
+class StreamsMemberTombstone(Tombstone[StreamsMemberKey, StreamsMemberRecord]):
+    table: ClassVar[str] = "streams_members"
+
+    group_id: str
+    member_id: str
+
+    @property
+    def key(self) -> StreamsMemberKey:
+        return (self.group_id, self.member_id)
+
+
+@dataclass(slots=True, frozen=True)
 class GroupConfigRecord(Upsert[GroupConfigKey]):
     """A dynamic group config (e.g. ``consumer.session.timeout.ms``) set for one group; key
     (group_id, name). Lives apart from the group's state, as Kafka keeps it: it may name a group
@@ -520,6 +585,8 @@ GroupRow = (
     | ShareGroupRecord
     | ShareMemberRecord
     | SharePartitionStateRecord
+    | StreamsGroupRecord
+    | StreamsMemberRecord
 )
 
 
@@ -572,6 +639,10 @@ Record = (
     | ShareMemberTombstone
     | SharePartitionStateRecord
     | SharePartitionStateTombstone
+    | StreamsGroupRecord
+    | StreamsGroupTombstone
+    | StreamsMemberRecord
+    | StreamsMemberTombstone
     | GroupConfigRecord
     | GroupConfigTombstone
     | ClusterRecord
@@ -617,6 +688,8 @@ class LoadedState:
     share_groups: list[ShareGroupRecord] = field(default_factory=list)
     share_members: list[ShareMemberRecord] = field(default_factory=list)
     share_partitions: list[SharePartitionStateRecord] = field(default_factory=list)
+    streams_groups: list[StreamsGroupRecord] = field(default_factory=list)
+    streams_members: list[StreamsMemberRecord] = field(default_factory=list)
     group_configs: list[GroupConfigRecord] = field(default_factory=list)
     cluster: list[ClusterRecord] = field(default_factory=list)
     txn_offsets: list[TxnOffsetRecord] = field(default_factory=list)
@@ -630,6 +703,8 @@ class LoadedState:
             *self.share_groups,
             *self.share_members,
             *self.share_partitions,
+            *self.streams_groups,
+            *self.streams_members,
         ]
 
 

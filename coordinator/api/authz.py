@@ -84,6 +84,12 @@ from protocol.messages.offset_delete import (
     OffsetDeleteResponseTopic,
 )
 from protocol.messages.offset_fetch import OffsetFetchRequest, OffsetFetchResponse
+from protocol.messages.streams_group_describe import DescribedGroup as StreamsGroupDescribedGroup
+from protocol.messages.streams_group_describe import (
+    StreamsGroupDescribeRequest,
+    StreamsGroupDescribeResponse,
+)
+from protocol.messages.streams_group_heartbeat import StreamsGroupHeartbeatRequest
 from protocol.messages.sync_group import SyncGroupRequest
 from protocol.messages.txn_offset_commit import TxnOffsetCommitRequest, TxnOffsetCommitResponse
 from storage.records import AclRecord, AclTombstone
@@ -102,7 +108,9 @@ class _GroupRequest(Protocol):
 
 
 _GroupRequestT = TypeVar("_GroupRequestT", bound=_GroupRequest)
-_DescribeRequestT = TypeVar("_DescribeRequestT", DescribeGroupsRequest, ConsumerGroupDescribeRequest)
+_DescribeRequestT = TypeVar(
+    "_DescribeRequestT", DescribeGroupsRequest, ConsumerGroupDescribeRequest, StreamsGroupDescribeRequest
+)
 
 
 def _denied(ctx: RequestContext, api_key: ApiKey, req: Any, code: int, message: str | None = None) -> Result:
@@ -144,6 +152,8 @@ class AclLayer:
         routes.wrap(ApiKey.FIND_COORDINATOR, FindCoordinatorRequest, self._find_coordinator)
         routes.wrap(ApiKey.CONSUMER_GROUP_HEARTBEAT, ConsumerGroupHeartbeatRequest, self._consumer_heartbeat)
         routes.wrap(ApiKey.CONSUMER_GROUP_DESCRIBE, ConsumerGroupDescribeRequest, self._consumer_describe)
+        routes.wrap(ApiKey.STREAMS_GROUP_HEARTBEAT, StreamsGroupHeartbeatRequest, self._streams_heartbeat)
+        routes.wrap(ApiKey.STREAMS_GROUP_DESCRIBE, StreamsGroupDescribeRequest, self._streams_describe)
         routes.wrap(
             ApiKey.DESCRIBE_CONFIGS,
             DescribeConfigsRequest,
@@ -317,7 +327,11 @@ class AclLayer:
         it found)."""
 
         def handle(ctx: RequestContext, req: _DescribeRequestT) -> Result:
-            def edit(response: DescribeGroupsResponse | ConsumerGroupDescribeResponse) -> None:
+            def edit(
+                response: DescribeGroupsResponse
+                | ConsumerGroupDescribeResponse
+                | StreamsGroupDescribeResponse,
+            ) -> None:
                 wanted = ctx.api_version >= operations_from_version and req.include_authorized_operations
                 groups: list[Any] = response.groups
                 for i, group in enumerate(groups):
@@ -349,6 +363,36 @@ class AclLayer:
             return inner(ctx, req)
 
         return handle
+
+    def _streams_heartbeat(
+        self, inner: Handler[StreamsGroupHeartbeatRequest]
+    ) -> Handler[StreamsGroupHeartbeatRequest]:
+        """READ on the group, DESCRIBE on the topology's source topics (Kafka's KafkaApis)."""
+
+        def handle(ctx: RequestContext, req: StreamsGroupHeartbeatRequest) -> Result:
+            api_key = ApiKey.STREAMS_GROUP_HEARTBEAT
+            if not self._group(ctx, Operation.READ, req.group_id):
+                return _denied(ctx, api_key, req, GROUP_DENIED)
+            sources = {
+                t for s in (req.topology.subtopologies if req.topology else ()) for t in s.source_topics
+            }
+            denied = [t for t in sources if not self._topic(ctx, Operation.DESCRIBE, t)]
+            if denied:
+                message = f"Not authorized to describe topics: {', '.join(sorted(denied))}."
+                return _denied(ctx, api_key, req, TOPIC_DENIED, message)
+            return inner(ctx, req)
+
+        return handle
+
+    def _streams_describe(
+        self, inner: Handler[StreamsGroupDescribeRequest]
+    ) -> Handler[StreamsGroupDescribeRequest]:
+        return self._describe(
+            inner,
+            lambda group_id: StreamsGroupDescribedGroup(error_code=GROUP_DENIED, group_id=group_id),
+            operations_from_version=0,
+            operations_of_errors=False,
+        )
 
     def _list(self, inner: Handler[ListGroupsRequest]) -> Handler[ListGroupsRequest]:
         def handle(ctx: RequestContext, req: ListGroupsRequest) -> Result:

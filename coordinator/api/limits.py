@@ -25,6 +25,7 @@ PAYLOAD_APIS: Final = frozenset(
         ApiKey.SYNC_GROUP,
         ApiKey.OFFSET_COMMIT,
         ApiKey.CONSUMER_GROUP_HEARTBEAT,
+        ApiKey.STREAMS_GROUP_HEARTBEAT,
     }
 )
 

@@ -42,6 +42,8 @@ from protocol.messages.offset_fetch import OffsetFetchRequest
 from protocol.messages.produce import ProduceRequest
 from protocol.messages.share_group_describe import ShareGroupDescribeRequest
 from protocol.messages.share_group_heartbeat import ShareGroupHeartbeatRequest
+from protocol.messages.streams_group_describe import StreamsGroupDescribeRequest
+from protocol.messages.streams_group_heartbeat import StreamsGroupHeartbeatRequest
 from protocol.messages.sync_group import SyncGroupRequest
 from protocol.messages.txn_offset_commit import TxnOffsetCommitRequest
 
@@ -78,6 +80,8 @@ GROUP_ROUTES: Final[dict[ApiKey, tuple[type[Any], Callable[[Any], list[str]]]]] 
     ApiKey.CONSUMER_GROUP_DESCRIBE: (ConsumerGroupDescribeRequest, lambda r: list(r.group_ids)),
     ApiKey.SHARE_GROUP_HEARTBEAT: (ShareGroupHeartbeatRequest, _one_group),
     ApiKey.SHARE_GROUP_DESCRIBE: (ShareGroupDescribeRequest, lambda r: list(r.group_ids)),
+    ApiKey.STREAMS_GROUP_HEARTBEAT: (StreamsGroupHeartbeatRequest, _one_group),
+    ApiKey.STREAMS_GROUP_DESCRIBE: (StreamsGroupDescribeRequest, lambda r: list(r.group_ids)),
     ApiKey.DESCRIBE_CONFIGS: (DescribeConfigsRequest, _group_resources),
     ApiKey.INCREMENTAL_ALTER_CONFIGS: (IncrementalAlterConfigsRequest, _group_resources),
 }
@@ -123,6 +127,8 @@ def api_routes(cluster: Cluster, coordinator: GroupCoordinator) -> Routes:
         ApiKey.CONSUMER_GROUP_DESCRIBE: coordinator.handle,
         ApiKey.SHARE_GROUP_HEARTBEAT: coordinator.handle,
         ApiKey.SHARE_GROUP_DESCRIBE: coordinator.handle,
+        ApiKey.STREAMS_GROUP_HEARTBEAT: coordinator.handle,
+        ApiKey.STREAMS_GROUP_DESCRIBE: coordinator.handle,
     }
     configs = ConfigResources(
         coordinator.config, coordinator.group_configs, lambda: cluster.node.node_id, cluster.topics.get

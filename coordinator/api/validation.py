@@ -96,6 +96,7 @@ _SCREENED_APIS: Final = frozenset(
 _GROUP_LISTS: Final[dict[int, str]] = {
     ApiKey.DESCRIBE_GROUPS: "groups",
     ApiKey.CONSUMER_GROUP_DESCRIBE: "group_ids",
+    ApiKey.STREAMS_GROUP_DESCRIBE: "group_ids",
     ApiKey.DELETE_GROUPS: "groups_names",
     ApiKey.OFFSET_FETCH: "groups",
 }

@@ -505,9 +505,9 @@ class GroupCoordinator:
         """Wall-clock ms of the group's latest committed offset, None without offsets."""
         return max((record.commit_ms for record in self.committed_offsets(group_id)), default=None)
 
-    def groups_by_protocol(self) -> tuple[int, ...]:
-        """Groups of each kind, in registration order (classic, consumer)."""
-        return tuple(len(kind.groups) for kind in self._groups.kinds)
+    def groups_by_protocol(self) -> dict[str, int]:
+        """Groups of each kind by the kind's name, in registration order."""
+        return {kind.name: len(kind.groups) for kind in self._groups.kinds}
 
     def group_count(self) -> int:
         return self._groups.count()

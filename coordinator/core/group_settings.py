@@ -131,6 +131,17 @@ class BrokerGroupSettings:
         5000, "heartbeat interval told to share group members (below their session timeout)", kafka=True
     )
     group_share_max_size: int = setting(200, "members per share group", at_least(1), kafka=True)
+    # KIP-1071 streams groups (Kafka's group.streams.* settings, docs/streams-groups.md).
+    group_streams_session_timeout_ms: int = setting(
+        45000, "session timeout of streams group members", positive, kafka=True
+    )
+    group_streams_heartbeat_interval_ms: int = setting(
+        5000, "heartbeat interval told to streams group members", positive, kafka=True
+    )
+    group_streams_max_size: int = setting(2**31 - 1, "members per streams group", at_least(1), kafka=True)
+    group_streams_num_standby_replicas: int = setting(
+        0, "standby replicas of each stateful task in streams groups", non_negative, kafka=True
+    )
 
     def __post_init__(self) -> None:
         check_settings(self)

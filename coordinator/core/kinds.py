@@ -20,6 +20,7 @@ from coordinator.core.group_settings import BrokerGroupSettings
 from coordinator.core.registry import GroupRegistry
 from coordinator.core.share.manager import ShareGroupManager
 from coordinator.core.stats import CoreStats
+from coordinator.core.streams.manager import StreamsGroupManager
 from coordinator.core.timers import TimerKey, Timers
 
 
@@ -44,3 +45,4 @@ def register_kinds(
     registry.register(consumer)
     registry.register(ShareGroupManager(config, timers, clock, stats, events, registry))
     registry.conversion = conversion
+    registry.register(StreamsGroupManager(config, timers, clock, registry))

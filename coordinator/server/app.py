@@ -427,12 +427,10 @@ def _load_logger(core: _Core, location: str, metrics: Metrics | None) -> Callabl
     def log_loaded(load_seconds: float) -> None:
         # What the coordinator holds after loading (one stored row may be dropped, e.g. a group
         # stored as both classic and consumer group), so that this is the one line with counts.
-        classic_groups, consumer_groups, share_groups = coordinator.groups_by_protocol()
+        groups = ", ".join(f"{n} {kind} groups" for kind, n in coordinator.groups_by_protocol().items())
         log.info(
-            "loaded %d topics, %d classic groups, %d consumer groups, %d share groups and %d offsets "
-            "from %s in %.0f ms",
-            core.stored_topics, classic_groups, consumer_groups, share_groups, coordinator.offset_count(),
-            location, load_seconds * 1000,
+            "loaded %d topics, %s and %d offsets from %s in %.0f ms",
+            core.stored_topics, groups, coordinator.offset_count(), location, load_seconds * 1000,
         )  # fmt: skip
         if metrics is not None:
             metrics.load_time.set(load_seconds)

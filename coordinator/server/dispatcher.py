@@ -18,6 +18,7 @@ from coordinator.api.config_resources import GROUP
 from coordinator.api.limits import PAYLOAD_APIS
 from coordinator.api.loading import load_in_progress_response
 from coordinator.api.routes import Routes
+from coordinator.api.streams_topics import CatalogTopicCreator, InternalTopics
 from coordinator.api.table import GROUP_CONFIG_APIS, api_routes
 from coordinator.api.validation import screen_request
 from coordinator.core.cluster import Cluster
@@ -98,6 +99,9 @@ class Dispatcher:
         self._after_shards: list[tuple[set[int], Connection, PendingReply, RequestContext, Request]] = []
         # coordinator.api.authz.AclLayer.install() adds its checks when authorizer.enabled is true.
         self.routes: Routes = api_routes(cluster, runtime.coordinator)
+        # Streams groups' internal topics (gateway mode swaps in the upstream creator).
+        self.internal_topics = InternalTopics(runtime.coordinator, CatalogTopicCreator(cluster))
+        self.internal_topics.install(self.routes)
         self.routes.add(ApiKey.FETCH, FetchRequest, self.fetch)
         self.routes.add(ApiKey.DELETE_TOPICS, DeleteTopicsRequest, self.delete_topics)
         self.routes.add(ApiKey.SASL_HANDSHAKE, SaslHandshakeRequest, self._sasl_handler)

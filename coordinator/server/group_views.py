@@ -20,6 +20,8 @@ from coordinator.core.lag_status import GroupLag, LagTracker
 from coordinator.core.liveness import MemberLiveness
 from coordinator.core.share.group import ShareGroup
 from coordinator.core.share.manager import ShareGroupManager
+from coordinator.core.streams.group import StreamsGroup
+from coordinator.core.streams.manager import StreamsGroupManager
 
 # Said wherever lag cannot be known: the coordinator only sees the log through a gateway sampler.
 LAG_UNAVAILABLE: Final = (
@@ -100,6 +102,11 @@ class GroupViews:
                 self._summary(group_id, "share", sgroup.state_name, len(sgroup.members))
                 | {"protocol_type": "share", "protocol_name": None, "generation": sgroup.group_epoch}
             )
+        for group_id, stgroup in list(shard.kind(StreamsGroupManager).groups.items()):
+            rows.append(
+                self._summary(group_id, "streams", stgroup.state_name, len(stgroup.members))
+                | {"protocol_type": "streams", "protocol_name": None, "generation": stgroup.group_epoch}
+            )
         rows.sort(key=lambda row: str(row["group_id"]))
         return rows
 
@@ -121,9 +128,10 @@ class GroupViews:
         """The group page: members and assignments, offsets and lag; None if unknown."""
         classic = self.shard.kind(ClassicGroupManager).groups.get(group_id)
         cgroup = self.shard.kind(ConsumerGroupManager).groups.get(group_id)
-        sgroup = self.shard.kind(ShareGroupManager).groups.get(group_id)
+        shgroup = self.shard.kind(ShareGroupManager).groups.get(group_id)
+        stgroup = self.shard.kind(StreamsGroupManager).groups.get(group_id)
         known = self.shard.committed_offsets(group_id) or self.shard.events.last_event(group_id) is not None
-        if classic is None and cgroup is None and sgroup is None and not known:
+        if classic is None and cgroup is None and shgroup is None and stgroup is None and not known:
             return None
         view: dict[str, object] = {"group_id": group_id}
         if classic is not None:
@@ -131,8 +139,10 @@ class GroupViews:
         elif cgroup is not None:
             assignor = self.shard.kind(ConsumerGroupManager).preferred_assignor(cgroup)
             view |= _consumer_view(cgroup) | {"assignor": assignor}
-        elif sgroup is not None:
-            view |= _share_view(sgroup)
+        elif shgroup is not None:
+            view |= _share_view(shgroup)
+        elif stgroup is not None:
+            view |= _streams_view(stgroup)
         else:
             view |= {"type": None, "state": "Dead", "members": []}
         members = view["members"]
@@ -266,6 +276,37 @@ def _share_view(group: ShareGroup) -> dict[str, object]:
         "protocol_name": None,
         "generation": group.group_epoch,
         "assignment_epoch": group.assignment_epoch,
+        "members": members,
+    }
+
+
+def _streams_view(group: StreamsGroup) -> dict[str, object]:
+    def tasks(tasks: Mapping[str, frozenset[int]]) -> list[list[object]]:
+        return sorted([s, p] for s, ps in tasks.items() for p in ps)
+
+    members = [
+        {
+            "member_id": member.member_id,
+            "instance_id": member.instance_id,
+            "process_id": member.process_id,
+            "client_id": member.client_id,
+            "client_host": member.client_host,
+            "member_epoch": member.member_epoch,
+            "active_tasks": tasks(member.assigned.active),
+            "standby_tasks": tasks(member.assigned.standby),
+            "warmup_tasks": tasks(member.assigned.warmup),
+            "pending_revocation": tasks(member.pending_revocation.active),
+        }
+        for member in group.members.values()
+    ]
+    return {
+        "type": "streams",
+        "state": group.state_name,
+        "protocol_type": "streams",
+        "protocol_name": None,
+        "generation": group.group_epoch,
+        "assignment_epoch": group.assignment_epoch,
+        "state_ms": group.state_ms,
         "members": members,
     }
 

@@ -364,6 +364,8 @@ class Ownership:
             share_groups=[r for r in state.share_groups if shard_of(r.group_id) in shards],
             share_members=[r for r in state.share_members if shard_of(r.group_id) in shards],
             share_partitions=[r for r in state.share_partitions if shard_of(r.group_id) in shards],
+            streams_groups=[r for r in state.streams_groups if shard_of(r.group_id) in shards],
+            streams_members=[r for r in state.streams_members if shard_of(r.group_id) in shards],
             group_configs=[r for r in state.group_configs if shard_of(r.group_id) in shards],
             txn_offsets=[r for r in state.txn_offsets if shard_of(r.group_id) in shards],
         )

@@ -50,6 +50,8 @@ from protocol.messages import sasl_authenticate
 from protocol.messages import sasl_handshake
 from protocol.messages import share_group_describe
 from protocol.messages import share_group_heartbeat
+from protocol.messages import streams_group_describe
+from protocol.messages import streams_group_heartbeat
 from protocol.messages import sync_group
 from protocol.messages import txn_offset_commit
 
@@ -251,6 +253,10 @@ CODECS: Final[dict[tuple[int, int], tuple[Decoder, Encoder, Decoder, Encoder]]] 
     (69, 1): (consumer_group_describe.decode_consumer_group_describe_request_v1, consumer_group_describe.encode_consumer_group_describe_request_v1, consumer_group_describe.decode_consumer_group_describe_response_v1, consumer_group_describe.encode_consumer_group_describe_response_v1),
     (76, 1): (share_group_heartbeat.decode_share_group_heartbeat_request_v1, share_group_heartbeat.encode_share_group_heartbeat_request_v1, share_group_heartbeat.decode_share_group_heartbeat_response_v1, share_group_heartbeat.encode_share_group_heartbeat_response_v1),
     (77, 1): (share_group_describe.decode_share_group_describe_request_v1, share_group_describe.encode_share_group_describe_request_v1, share_group_describe.decode_share_group_describe_response_v1, share_group_describe.encode_share_group_describe_response_v1),
+    (88, 0): (streams_group_heartbeat.decode_streams_group_heartbeat_request_v0, streams_group_heartbeat.encode_streams_group_heartbeat_request_v0, streams_group_heartbeat.decode_streams_group_heartbeat_response_v0, streams_group_heartbeat.encode_streams_group_heartbeat_response_v0),
+    (88, 1): (streams_group_heartbeat.decode_streams_group_heartbeat_request_v1, streams_group_heartbeat.encode_streams_group_heartbeat_request_v1, streams_group_heartbeat.decode_streams_group_heartbeat_response_v1, streams_group_heartbeat.encode_streams_group_heartbeat_response_v1),
+    (89, 0): (streams_group_describe.decode_streams_group_describe_request_v0, streams_group_describe.encode_streams_group_describe_request_v0, streams_group_describe.decode_streams_group_describe_response_v0, streams_group_describe.encode_streams_group_describe_response_v0),
+    (89, 1): (streams_group_describe.decode_streams_group_describe_request_v1, streams_group_describe.encode_streams_group_describe_request_v1, streams_group_describe.decode_streams_group_describe_response_v1, streams_group_describe.encode_streams_group_describe_response_v1),
 }
 
 # api key -> (request class, response class)
@@ -291,6 +297,8 @@ MESSAGE_CLASSES: Final[dict[int, tuple[type[Any], type[Any]]]] = {
     69: (consumer_group_describe.ConsumerGroupDescribeRequest, consumer_group_describe.ConsumerGroupDescribeResponse),
     76: (share_group_heartbeat.ShareGroupHeartbeatRequest, share_group_heartbeat.ShareGroupHeartbeatResponse),
     77: (share_group_describe.ShareGroupDescribeRequest, share_group_describe.ShareGroupDescribeResponse),
+    88: (streams_group_heartbeat.StreamsGroupHeartbeatRequest, streams_group_heartbeat.StreamsGroupHeartbeatResponse),
+    89: (streams_group_describe.StreamsGroupDescribeRequest, streams_group_describe.StreamsGroupDescribeResponse),
 }
 
 # (api key, version) pairs whose requests use header v2 and responses header v1
@@ -372,6 +380,10 @@ FLEXIBLE: Final[frozenset[tuple[int, int]]] = frozenset({
     (69, 1),
     (76, 1),
     (77, 1),
+    (88, 0),
+    (88, 1),
+    (89, 0),
+    (89, 1),
 })
 
 # Forwarded requests the gateway decodes to authorize them (protocol.apis.GATEWAY_DECODED)

@@ -307,12 +307,18 @@ def test_version_negotiation_and_describe_groups_fallback(live: LiveGroups) -> N
         client.coordinator(CLASSIC_GROUP)
         sent.clear()
         classic = client.describe_group(CLASSIC_GROUP)
-        assert [api for api, _v in sent] == [ApiKey.CONSUMER_GROUP_DESCRIBE, ApiKey.DESCRIBE_GROUPS]
+        # (StreamsGroupDescribe in between: the coordinator serves streams groups too.)
+        assert [api for api, _v in sent] == [
+            ApiKey.CONSUMER_GROUP_DESCRIBE,
+            ApiKey.STREAMS_GROUP_DESCRIBE,
+            ApiKey.DESCRIBE_GROUPS,
+        ]
         assert (classic.group_type, classic.state, len(classic.members)) == ("classic", "Stable", 1)
 
         # A broker without ConsumerGroupDescribe: DescribeGroups only, which answers a consumer
         # group as Dead (DescribeGroups v0-5), so it is not found, as with Kafka's older admin tools.
         del conn.versions[ApiKey.CONSUMER_GROUP_DESCRIBE]
+        del conn.versions[ApiKey.STREAMS_GROUP_DESCRIBE]
         sent.clear()
         with pytest.raises(KafkaError) as missing:
             client.describe_group(GROUP)

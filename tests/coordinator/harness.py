@@ -67,6 +67,9 @@ from storage.records import (
     ShareGroupTombstone,
     ShareMemberRecord,
     SharePartitionStateRecord,
+    StreamsGroupRecord,
+    StreamsGroupTombstone,
+    StreamsMemberRecord,
     TopicRecord,
     TxnOffsetRecord,
 )
@@ -179,6 +182,8 @@ class FakeStore:
     offsets: dict[tuple[str, str, int], OffsetCommitRecord] = field(default_factory=dict)
     consumer_groups: dict[str, ConsumerGroupRecord] = field(default_factory=dict)
     consumer_members: dict[tuple[str, str], ConsumerMemberRecord] = field(default_factory=dict)
+    streams_groups: dict[str, StreamsGroupRecord] = field(default_factory=dict)
+    streams_members: dict[tuple[str, str], StreamsMemberRecord] = field(default_factory=dict)
     group_configs: dict[tuple[str, str], GroupConfigRecord] = field(default_factory=dict)
     txn_offsets: dict[tuple[str, int, str, int], TxnOffsetRecord] = field(default_factory=dict)
     share_groups: dict[str, ShareGroupRecord] = field(default_factory=dict)
@@ -199,6 +204,8 @@ class FakeStore:
             "share_groups": self.share_groups,
             "share_members": self.share_members,
             "share_partitions": self.share_partitions,
+            "streams_groups": self.streams_groups,
+            "streams_members": self.streams_members,
         }
         for record in batch:
             rows = tables.get(record.table)
@@ -213,6 +220,9 @@ class FakeStore:
                     del self.share_members[key]
                 for state_key in [k for k in self.share_partitions if k[0] == record.group_id]:
                     del self.share_partitions[state_key]
+            if isinstance(record, StreamsGroupTombstone):
+                for key in [k for k in self.streams_members if k[0] == record.group_id]:
+                    del self.streams_members[key]
 
     def records(self) -> list[Record]:
         return [r for batch in self.batches for r in batch]
@@ -226,6 +236,8 @@ class FakeStore:
                 *self.share_groups.values(),
                 *self.share_members.values(),
                 *self.share_partitions.values(),
+                *self.streams_groups.values(),
+                *self.streams_members.values(),
             ],
             list(self.offsets.values()),
             now_ms,

@@ -90,7 +90,7 @@ def test_ids_stored_under_two_kinds_go_to_the_conversion() -> None:
 
 def test_the_coordinator_registers_both_kinds_in_listing_order() -> None:
     coordinator = GroupCoordinator(BrokerGroupSettings())
-    assert coordinator.groups_by_protocol() == (0, 0, 0)
+    assert coordinator.groups_by_protocol() == {"classic": 0, "consumer": 0, "share": 0, "streams": 0}
     assert isinstance(coordinator.kind(ClassicGroupManager), ClassicGroupManager)
     assert isinstance(coordinator.kind(ConsumerGroupManager), ConsumerGroupManager)
     with pytest.raises(LookupError):

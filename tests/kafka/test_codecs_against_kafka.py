@@ -17,6 +17,7 @@ import pytest
 from protocol import wire
 from protocol.apis import ApiKey
 from protocol.errors import ErrorCode
+from protocol.messages import streams_group_heartbeat as sgh
 from protocol.messages.api_versions import ApiVersionsRequest
 from protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
 from protocol.messages.delete_groups import DeleteGroupsRequest
@@ -31,6 +32,7 @@ from protocol.messages.offset_fetch import (
     OffsetFetchRequestGroup,
     OffsetFetchRequestTopics,
 )
+from protocol.messages.streams_group_describe import StreamsGroupDescribeRequest
 from tests.protocol.model import kafka_broker_pairs
 from tests.support.kafka_broker import KafkaCluster
 from tests.support.wire_client import WireClient
@@ -66,6 +68,46 @@ def _busy_group(cluster: KafkaCluster, group: str) -> DeleteGroupsRequest:
         )
     assert joined.error_code == 0, joined
     return DeleteGroupsRequest([group])
+
+
+def _streams_join(group: str) -> sgh.StreamsGroupHeartbeatRequest:
+    """A streams member joining with a one-subtopology topology whose source topic is missing."""
+    return sgh.StreamsGroupHeartbeatRequest(
+        group_id=group,
+        member_id=str(uuid.uuid4()),
+        member_epoch=0,
+        rebalance_timeout_ms=30000,
+        topology=sgh.Topology(
+            epoch=1,
+            subtopologies=[
+                sgh.Subtopology(
+                    subtopology_id="0",
+                    source_topics=["codec-oracle-missing"],
+                    state_changelog_topics=[sgh.TopicInfo(f"{group}-store-changelog")],
+                )
+            ],
+        ),
+        active_tasks=[],
+        standby_tasks=[],
+        warmup_tasks=[],
+        process_id=str(uuid.uuid4()),
+    )
+
+
+def _joined_streams_group(cluster: KafkaCluster, group: str) -> StreamsGroupDescribeRequest:
+    with WireClient(cluster.bootstrap) as client:
+        joined = client.request(ApiKey.STREAMS_GROUP_HEARTBEAT, 1, _streams_join(group))
+    assert joined.error_code == 0, joined
+    return StreamsGroupDescribeRequest([group, "codec-oracle-none"], include_authorized_operations=True)
+
+
+def _missing_source(r: sgh.StreamsGroupHeartbeatResponse) -> bool:
+    details = [s.status_detail for s in r.status or ()]
+    return (
+        r.error_code == 0
+        and r.member_epoch == 1
+        and "Source topics codec-oracle-missing are missing." in details
+    )
 
 
 # (api, version, case) -> (request for the broker, what Kafka's answer must show)
@@ -110,6 +152,29 @@ CASES: dict[tuple[ApiKey, int, str], Case] = {
         lambda r: (
             r.topics[0].topic_id == UNKNOWN_ID
             and r.topics[0].partitions[0].error_code == ErrorCode.UNKNOWN_TOPIC_ID
+        ),
+    ),
+    (ApiKey.STREAMS_GROUP_HEARTBEAT, 0, "missing-source"): (
+        lambda k: _streams_join("codec-oracle-s0"),
+        _missing_source,
+    ),
+    (ApiKey.STREAMS_GROUP_HEARTBEAT, 1, "missing-source"): (
+        lambda k: _streams_join("codec-oracle-s1"),
+        _missing_source,
+    ),
+    (ApiKey.STREAMS_GROUP_DESCRIBE, 0, "joined-and-unknown"): (
+        lambda k: _joined_streams_group(k, "codec-oracle-d0"),
+        lambda r: (
+            sorted(g.error_code for g in r.groups) == [0, ErrorCode.GROUP_ID_NOT_FOUND]
+            and [m.topology_epoch for g in r.groups for m in g.members] == [1]
+        ),
+    ),
+    (ApiKey.STREAMS_GROUP_DESCRIBE, 1, "joined-and-unknown"): (
+        lambda k: _joined_streams_group(k, "codec-oracle-d1"),
+        lambda r: (
+            sorted(g.error_code for g in r.groups) == [0, ErrorCode.GROUP_ID_NOT_FOUND]
+            and [g.topology.subtopologies[0].source_topics for g in r.groups if g.topology]
+            == [["codec-oracle-missing"]]
         ),
     ),
     (ApiKey.OFFSET_FETCH, 10, "unknown-id"): (

@@ -82,15 +82,18 @@ _import_kafka_python()
 
 
 # APIs kafka-python 3.0.12 has no classes for: their oracle is the hand-computed bytes of
-# test_golden.py.
+# test_golden.py, or for BROKER_ORACLE a real Kafka 4.4 broker (tests/kafka).
 NO_KAFKA_PYTHON: Final = frozenset(
     {
         ApiKey.CONSUMER_GROUP_HEARTBEAT,
         ApiKey.CONSUMER_GROUP_DESCRIBE,
+        ApiKey.STREAMS_GROUP_HEARTBEAT,
+        ApiKey.STREAMS_GROUP_DESCRIBE,
         ApiKey.SHARE_GROUP_HEARTBEAT,
         ApiKey.SHARE_GROUP_DESCRIBE,
     }
 )
+BROKER_ORACLE: Final = frozenset({ApiKey.STREAMS_GROUP_HEARTBEAT, ApiKey.STREAMS_GROUP_DESCRIBE})
 
 
 def served_pairs() -> list[tuple[ApiKey, int]]:
@@ -112,13 +115,17 @@ def kafka_python_pairs() -> list[tuple[ApiKey, int]]:
 
 def golden_pairs() -> list[tuple[ApiKey, int]]:
     """The served pairs without a kafka-python oracle: checked against hand-computed bytes."""
-    return [pair for pair in served_pairs() if pair[0] in NO_KAFKA_PYTHON]
+    return [pair for pair in served_pairs() if pair[0] in NO_KAFKA_PYTHON and pair[0] not in BROKER_ORACLE]
 
 
 def kafka_broker_pairs() -> list[tuple[ApiKey, int]]:
     """Served versions newer than kafka-python's classes (Kafka 4.4 additions): their oracle is
     a real Kafka 4.4 broker (tests/kafka/test_codecs_against_kafka.py)."""
-    return [(key, v) for key, v in served_pairs() if key not in NO_KAFKA_PYTHON and v > kafka_python_max(key)]
+    return [
+        (key, v)
+        for key, v in served_pairs()
+        if key in BROKER_ORACLE or (key not in NO_KAFKA_PYTHON and v > kafka_python_max(key))
+    ]
 
 
 def pair_id(pair: tuple[ApiKey, int]) -> str:

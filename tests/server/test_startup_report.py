@@ -70,6 +70,8 @@ def test_serve_logs_where_its_data_is_and_its_settings(tmp_path: Path) -> None:
     database = tmp_path / "state.db"
     assert f"SQLite file {database} does not exist: starting with a new, empty database" in text
     assert f"offsets from {database} in" in text
+    # One count per registered kind, by its name (coordinator/core/kinds.py).
+    assert "0 classic groups, 0 consumer groups, 0 share groups, 0 streams groups and 0 offsets" in text
     assert "effective configuration:" in text and "\tport = 0\n" in text
     assert "ssl.keyfile.password = [hidden]" in text and "hunter2" not in text
     assert sum(" offsets" in line and "loaded " in line for line in lines) == 1  # one count, not two

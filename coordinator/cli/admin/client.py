@@ -63,6 +63,12 @@ from protocol.messages.offset_fetch import (
 from protocol.messages.share_group_describe import Assignment as ShareAssignment
 from protocol.messages.share_group_describe import DescribedGroup as ShareDescribedGroup
 from protocol.messages.share_group_describe import ShareGroupDescribeRequest, ShareGroupDescribeResponse
+from protocol.messages.streams_group_describe import DescribedGroup as StreamsDescribedGroup
+from protocol.messages.streams_group_describe import (
+    StreamsGroupDescribeRequest,
+    StreamsGroupDescribeResponse,
+)
+from protocol.messages.streams_group_describe import TaskIds as StreamsTaskIds
 
 LATEST: Final = -1
 EARLIEST: Final = -2
@@ -75,6 +81,7 @@ _BACKOFF_S: Final = 0.2
 
 CLASSIC: Final = "classic"
 CONSUMER: Final = "consumer"
+STREAMS: Final = "streams"
 SHARE: Final = "share"
 
 # ConsumerGroupDescribe errors after which the group is described with DescribeGroups instead:
@@ -136,6 +143,19 @@ class Member:
     subscribed_topics: list[str] | None = None
     subscribed_topic_regex: str | None = None
     target_assignment: list[TP] | None = None
+    # Streams (KIP-1071) group members only: their process and tasks, "subtopology:partition".
+    process_id: str | None = None
+    tasks: StreamsTasks | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StreamsTasks:
+    """A streams member's tasks (each "subtopology:partition") and its target active tasks."""
+
+    active: list[str]
+    standby: list[str]
+    warmup: list[str]
+    target_active: list[str]
 
 
 @dataclass(slots=True)
@@ -334,7 +354,7 @@ class AdminClient:
         A consumer group is described with ConsumerGroupDescribe, a share group with
         ShareGroupDescribe, anything else with DescribeGroups.
         """
-        described = self._describe_consumer_group(group)
+        described = self._describe_consumer_group(group) or self._describe_streams_group(group)
         if described is not None:
             if must_exist and described.state == "Dead":
                 raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND, f"group {group!r} does not exist")
@@ -409,6 +429,64 @@ class AdminClient:
             members,
             self.coordinator(group),
             group_type=CONSUMER,
+            group_epoch=g.group_epoch,
+            assignment_epoch=g.assignment_epoch,
+        )
+
+    def _describe_streams_group(self, group: str) -> GroupDescription | None:
+        """StreamsGroupDescribe; None when the coordinator lacks it or the group is not a streams group."""
+
+        def send(conn: BrokerConnection) -> StreamsDescribedGroup | None:
+            if ApiKey.STREAMS_GROUP_DESCRIBE not in conn.versions:
+                return None
+            try:
+                version = conn.version(ApiKey.STREAMS_GROUP_DESCRIBE)
+            except KafkaError:
+                return None
+            response: StreamsGroupDescribeResponse = conn.request(
+                ApiKey.STREAMS_GROUP_DESCRIBE, StreamsGroupDescribeRequest(group_ids=[group]), version
+            )
+            return next((g for g in response.groups if g.group_id == group), None)
+
+        g = self.on_coordinator(group, send, lambda r: ErrorCode.NONE if r is None else r.error_code)
+        if g is None or g.error_code != ErrorCode.NONE:
+            return None
+
+        def tasks(ids: list[StreamsTaskIds]) -> list[str]:
+            return [
+                f"{t.subtopology_id}:{p}"
+                for t in sorted(ids, key=lambda t: t.subtopology_id)
+                for p in t.partitions
+            ]
+
+        members = [
+            Member(
+                m.member_id,
+                m.instance_id,
+                m.client_id,
+                m.client_host,
+                None,
+                member_epoch=m.member_epoch,
+                rack_id=m.rack_id,
+                process_id=m.process_id,
+                tasks=StreamsTasks(
+                    tasks(m.assignment.active_tasks),
+                    tasks(m.assignment.standby_tasks),
+                    tasks(m.assignment.warmup_tasks),
+                    tasks(m.target_assignment.active_tasks),
+                ),
+            )
+            for m in g.members
+        ]
+        members.sort(key=lambda m: (m.process_id or "", m.member_id))
+        return GroupDescription(
+            g.group_id or group,
+            g.group_state,
+            STREAMS,
+            g.assignor_name or "",
+            members,
+            self.coordinator(group),
+            group_type=STREAMS,
             group_epoch=g.group_epoch,
             assignment_epoch=g.assignment_epoch,
         )

@@ -6,7 +6,16 @@ import argparse
 from dataclasses import dataclass
 from typing import Any
 
-from coordinator.cli.admin.client import CONSUMER, LATEST, SHARE, TP, AdminClient, GroupDescription, Member
+from coordinator.cli.admin.client import (
+    CONSUMER,
+    LATEST,
+    SHARE,
+    STREAMS,
+    TP,
+    AdminClient,
+    GroupDescription,
+    Member,
+)
 from coordinator.cli.admin.errors import KafkaError, UsageError
 from coordinator.cli.admin.group_configs_cmd import (
     GroupConfigValue,
@@ -213,19 +222,25 @@ def _print_described(
         return
     # Classic groups keep kafka-consumer-groups' tables; consumer groups get their own, with the
     # KIP-848 columns (epochs, subscriptions, target assignment), after the classic ones.
-    classic = [(g, lines) for g, lines in described if g.group_type not in (CONSUMER, SHARE)]
+    # Streams groups get kafka-streams-groups' columns (process, tasks per member).
+    classic = [(g, lines) for g, lines in described if g.group_type not in (CONSUMER, SHARE, STREAMS)]
     consumer = [(g, lines) for g, lines in described if g.group_type in (CONSUMER, SHARE)]
+    streams = [(g, lines) for g, lines in described if g.group_type == STREAMS]
     sections: list[tuple[list[str], list[list[object]]]] = []
     if args.state:
-        if classic or not consumer:
+        if classic or not (consumer or streams):
             sections.append(_state_table(classic))
         if consumer:
             sections.append(_consumer_state_table(consumer))
+        if streams:
+            sections.append(_streams_state_table(streams))
     if args.members:
-        if classic or not consumer:
+        if classic or not (consumer or streams):
             sections.append(_members_table(classic))
         if consumer:
             sections.append(_consumer_members_table(consumer))
+        if streams:
+            sections.append(_streams_members_table(streams))
     if show_offsets:
         sections.append(_offsets_table(described, bool(args.http)))
     if args.lag_per_topic:
@@ -325,6 +340,50 @@ def _consumer_members_table(
     return headers, rows
 
 
+def _streams_state_table(
+    described: list[tuple[GroupDescription, Any]],
+) -> tuple[list[str], list[list[object]]]:
+    headers = ["GROUP", "COORDINATOR (ID)", "STATE", "GROUP-EPOCH", "TARGET-ASSIGNMENT-EPOCH", "#MEMBERS"]
+    rows: list[list[object]] = [
+        [g.group_id, str(g.coordinator), g.state, g.group_epoch, g.assignment_epoch, len(g.members)]
+        for g, _ in described
+    ]
+    return headers, rows
+
+
+def _streams_members_table(
+    described: list[tuple[GroupDescription, Any]],
+) -> tuple[list[str], list[list[object]]]:
+    """kafka-streams-groups --describe --members: a member's process and tasks."""
+    headers = [
+        "GROUP",
+        "MEMBER",
+        "PROCESS",
+        "CLIENT-ID",
+        "EPOCH",
+        "ACTIVE-TASKS",
+        "STANDBY-TASKS",
+        "WARMUP-TASKS",
+    ]
+    rows: list[list[object]] = []
+    for g, _ in described:
+        for m in g.members:
+            tasks = m.tasks
+            rows.append(
+                [
+                    g.group_id,
+                    m.member_id,
+                    m.process_id,
+                    m.client_id,
+                    m.member_epoch,
+                    ",".join(tasks.active) if tasks else "",
+                    ",".join(tasks.standby) if tasks else "",
+                    ",".join(tasks.warmup) if tasks else "",
+                ]
+            )
+    return headers, rows
+
+
 def _offsets_table(
     described: list[tuple[GroupDescription, list[OffsetLine] | None]], with_time: bool
 ) -> tuple[list[str], list[list[object]]]:
@@ -392,6 +451,24 @@ def _group_json(
         doc["assignment_epoch"] = group.assignment_epoch
         if members:
             doc["members"] = [_consumer_member_json(m) for m in group.members]
+    elif group.group_type == STREAMS:
+        doc["group_epoch"] = group.group_epoch
+        doc["assignment_epoch"] = group.assignment_epoch
+        if members:
+            doc["members"] = [
+                {
+                    "member_id": m.member_id,
+                    "process_id": m.process_id,
+                    "client_id": m.client_id,
+                    "host": m.host,
+                    "member_epoch": m.member_epoch,
+                    "active_tasks": m.tasks.active if m.tasks else [],
+                    "standby_tasks": m.tasks.standby if m.tasks else [],
+                    "warmup_tasks": m.tasks.warmup if m.tasks else [],
+                    "target_active_tasks": m.tasks.target_active if m.tasks else [],
+                }
+                for m in group.members
+            ]
     elif members:
         doc["members"] = [
             {

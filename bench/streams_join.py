@@ -1,0 +1,123 @@
+"""Streams groups: how fast three Kafka Streams instances get all their tasks running, and how
+fast a fourth one is absorbed -- Kafka 4.4's own coordinator against the gateway in front of the
+same broker, in one run with the arms interleaved.
+
+Measured on demand (not a pytest test):
+
+    .venv/bin/python bench/streams_join.py               # 3 repetitions per arm
+    .venv/bin/python bench/streams_join.py --reps 1
+
+One repetition, per arm: a fresh application id and input/output topics (6 partitions, so 12
+tasks: the word count of tests/java, a stateless and a stateful subtopology); t0 = just before
+three instances (one JVM each) start at once; "start" = when all three print RUNNING and the
+group is described Stable with three members and every task assigned once; then a fourth instance
+starts (t1) and "scale" = when it is RUNNING and the group is Stable again with four members and
+every task assigned. Both sides use a 500 ms streams heartbeat interval (the test broker's
+``group.streams.heartbeat.interval.ms``, tests/support/kafka_broker.py) and no initial rebalance
+delay. JVM start-up is inside both figures, equally for both arms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from protocol.apis import ApiKey
+from protocol.messages.create_topics import CreatableTopic, CreateTopicsRequest
+from protocol.messages.streams_group_describe import StreamsGroupDescribeRequest
+from tests.gateway.conftest import running_gateway
+from tests.support.kafka_broker import running_kafka
+from tests.support.streams_app import StreamsInstance, WordCountApp
+from tests.support.wire_client import WireClient
+
+PARTITIONS = 6
+
+
+def _settled(bootstrap: str, app: str, members: int) -> bool:
+    with WireClient(bootstrap) as client:
+        group = client.request(ApiKey.STREAMS_GROUP_DESCRIBE, 1, StreamsGroupDescribeRequest([app])).groups[0]
+    tasks = sorted(
+        (t.subtopology_id, p) for m in group.members for t in m.assignment.active_tasks for p in t.partitions
+    )
+    wanted = sorted((s, p) for s in ("0", "1") for p in range(PARTITIONS))
+    return (
+        group.error_code == 0
+        and group.group_state == "Stable"
+        and len(group.members) == members
+        and tasks == wanted
+    )
+
+
+def _wait(bootstrap: str, app: str, instances: list[StreamsInstance], members: int, t0: float) -> float:
+    while not (all(i.running() for i in instances) and _settled(bootstrap, app, members)):
+        if time.monotonic() - t0 > 180:
+            raise TimeoutError(f"{app}: not settled with {members} members after 180 s")
+        time.sleep(0.05)
+    return time.monotonic() - t0
+
+
+def one_run(arm: str, bootstrap: str, rep: int, work: Path) -> tuple[float, float]:
+    app_id = f"bench-{arm}-{rep}"
+    words, output = f"{app_id}-words", f"{app_id}-counts"
+    with WireClient(bootstrap) as client:
+        created = client.request(
+            ApiKey.CREATE_TOPICS,
+            5,
+            CreateTopicsRequest(
+                topics=[
+                    CreatableTopic(name=t, num_partitions=PARTITIONS, replication_factor=1)
+                    for t in (words, output)
+                ]
+            ),
+        )
+    assert all(t.error_code == 0 for t in created.topics), created
+    directory = work / app_id
+    directory.mkdir()
+    app = WordCountApp(bootstrap, app_id, directory, (words, output))
+    try:
+        t0 = time.monotonic()
+        first = [app.start() for _ in range(3)]
+        start = _wait(bootstrap, app_id, first, 3, t0)
+        t1 = time.monotonic()
+        added = app.start()
+        scale = _wait(bootstrap, app_id, [*first, added], 4, t1)
+        return start, scale
+    finally:
+        app.stop_all()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--reps", type=int, default=3)
+    args = parser.parse_args()
+    results: dict[str, list[tuple[float, float]]] = {"kafka": [], "gateway": []}
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        running_kafka() as kafka,
+        running_gateway(kafka.bootstrap) as gateway,
+    ):
+        arms = {"kafka": kafka.bootstrap, "gateway": gateway.bootstrap}
+        for rep in range(args.reps):
+            # Alternate which arm goes first, so that neither always runs after the other's teardown.
+            order = list(arms.items()) if rep % 2 == 0 else list(reversed(arms.items()))
+            for arm, bootstrap in order:
+                start, scale = one_run(arm, bootstrap, rep, Path(tmp))
+                results[arm].append((start, scale))
+                print(f"rep {rep} {arm:8s} start {start:6.2f} s   scale {scale:6.2f} s", flush=True)
+    for arm, runs in results.items():
+        starts, scales = [s for s, _ in runs], [s for _, s in runs]
+        print(
+            f"{arm:8s} start median {statistics.median(starts):6.2f} s (min {min(starts):.2f}, max {max(starts):.2f})"
+            f"   scale median {statistics.median(scales):6.2f} s (min {min(scales):.2f}, max {max(scales):.2f})"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
