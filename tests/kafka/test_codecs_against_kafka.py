@@ -33,6 +33,11 @@ from protocol.messages.offset_fetch import (
     OffsetFetchRequestTopics,
 )
 from protocol.messages.streams_group_describe import StreamsGroupDescribeRequest
+from protocol.messages.txn_offset_commit import (
+    TxnOffsetCommitRequest,
+    TxnOffsetCommitRequestPartition,
+    TxnOffsetCommitRequestTopic,
+)
 from tests.protocol.model import kafka_broker_pairs
 from tests.support.kafka_broker import KafkaCluster
 from tests.support.wire_client import WireClient
@@ -188,6 +193,28 @@ CASES: dict[tuple[ApiKey, int, str], Case] = {
         ),
         lambda r: (
             [p.error_code for p in r.groups[0].topics[0].partitions] == [ErrorCode.UNKNOWN_TOPIC_ID] * 2
+        ),
+    ),
+    (ApiKey.TXN_OFFSET_COMMIT, 6, "no-transaction"): (
+        lambda k: TxnOffsetCommitRequest(
+            transactional_id="codec-oracle-txn",
+            group_id="codec-oracle-txn-group",
+            producer_id=424242,
+            producer_epoch=0,
+            topics=[
+                TxnOffsetCommitRequestTopic(
+                    topic_id=UNKNOWN_ID,
+                    partitions=[
+                        TxnOffsetCommitRequestPartition(0, 5, -1, ""),
+                        TxnOffsetCommitRequestPartition(1, 6, -1, ""),
+                    ],
+                )
+            ],
+        ),
+        # No open transaction of that producer: every partition refused, none committed.
+        lambda r: (
+            [p.partition_index for p in r.topics[0].partitions] == [0, 1]
+            and all(p.error_code != ErrorCode.NONE for p in r.topics[0].partitions)
         ),
     ),
 }
