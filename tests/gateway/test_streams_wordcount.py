@@ -16,6 +16,7 @@ import pytest
 from protocol.apis import ApiKey
 from protocol.errors import ErrorCode
 from protocol.messages.create_topics import CreatableTopic, CreateTopicsRequest
+from protocol.messages.offset_fetch import OffsetFetchRequest, OffsetFetchRequestGroup
 from protocol.messages.streams_group_describe import DescribedGroup, StreamsGroupDescribeRequest
 from tests.gateway.conftest import gateway_settings, running_gateway
 from tests.support.kafka_broker import KafkaCluster, KafkaUnavailable, java_command
@@ -124,6 +125,23 @@ def test_word_count_through_the_gateway_on_kafka(kafka_broker: KafkaCluster, tmp
         _run_word_count(gateway, tmp_path)
 
 
+def _wait_committed(bootstrap: str, app: str, words: str, lines: int, word_count: int) -> None:
+    """Poll until the group has committed every input line and every repartition record (on
+    Kafka a record is one offset, so the committed offsets add up to the record counts)."""
+    deadline = time.monotonic() + 120
+    with WireClient(bootstrap) as client:
+        while True:
+            request = OffsetFetchRequest(groups=[OffsetFetchRequestGroup(group_id=app, topics=None)])
+            [group] = client.request(ApiKey.OFFSET_FETCH, 8, request).groups
+            done = {t.name: sum(max(p.committed_offset, 0) for p in t.partitions) for t in group.topics}
+            input_done = done.get(words, 0)
+            repartition_done = sum(n for topic, n in done.items() if topic.endswith("-repartition"))
+            if input_done == lines and repartition_done == word_count:
+                return
+            assert time.monotonic() < deadline, (input_done, lines, repartition_done, word_count)
+            time.sleep(0.1)
+
+
 def _standbys_restart_and_kill(upstream: str, tmp_path: Path, counted_after_kill: bool) -> None:
     """Standby tasks with num.standby.replicas=1; the gateway restarted mid-run keeps the group
     at its epoch; an instance SIGKILLed and another started: its tasks move, and (where the
@@ -165,6 +183,10 @@ def _standbys_restart_and_kill(upstream: str, tmp_path: Path, counted_after_kill
             assert (restored.group_epoch, restored.group_state) == (epoch, "Stable")
             assert _tasks(restored) == _tasks(group)
 
+            if counted_after_kill:
+                # Exactly once below needs the first half committed before the kill: the input
+                # and the repartition records (one per word) alike.
+                _wait_committed(gateway.bootstrap, APP, words, len(first), sum(half.values()))
             a.process.send_signal(signal.SIGKILL)
             a.process.wait(10)
             c = app.start()
