@@ -13,6 +13,7 @@ from coordinator.core.cluster import Cluster
 from coordinator.core.context import RequestContext
 from coordinator.core.group_coordinator import GroupCoordinator
 from coordinator.core.result import Result
+from coordinator.core.share.manager import ShareGroupManager
 from coordinator.gateway.authorization import ForwardedAuthorization
 from coordinator.gateway.authz_rules import PREVIEWS, RULES
 from coordinator.gateway.forwarder import Forwarder
@@ -92,6 +93,10 @@ async def start_gateway(
     )
     cluster.use_catalog(upstream.catalog)
     coordinator.attach_catalog(upstream.catalog)
+    # Share lag reads the high watermarks the gateway's clients fetched (docs/share-groups.md, "Admin").
+    coordinator.kind(ShareGroupManager).attach_log_ends(
+        lambda topic, partition: upstream.high_watermarks.get((topic, partition))
+    )
     dispatcher.internal_topics.creator = UpstreamTopicCreator(upstream)
     forwarder = Forwarder(upstream, brokers, lambda: cluster.node, dispatcher.budget)
     forwarder.sasl = dispatcher.sasl

@@ -23,7 +23,7 @@ from coordinator.core.group import (
 from coordinator.core.liveness import CONSUMER_LATE_INTERVALS, MemberLiveness, judge
 from coordinator.core.share.describe import describe_groups
 from coordinator.core.share.group import ShareGroup
-from coordinator.core.share.membership import ShareMembership
+from coordinator.core.share.offsets_admin import ShareOffsetsAdmin
 from coordinator.core.share.records import (
     member_from_record,
     partition_state_from_record,
@@ -34,6 +34,9 @@ from protocol.apis import ApiKey
 from protocol.error_responses import error_response
 from protocol.messages import share_group_describe as sgd
 from protocol.messages import share_group_heartbeat as sgh
+from protocol.messages.alter_share_group_offsets import AlterShareGroupOffsetsRequest
+from protocol.messages.delete_share_group_offsets import DeleteShareGroupOffsetsRequest
+from protocol.messages.describe_share_group_offsets import DescribeShareGroupOffsetsRequest
 from protocol.messages.join_group import JoinGroupRequest
 from protocol.messages.leave_group import LeaveGroupRequest
 from protocol.messages.offset_commit import OffsetCommitRequest
@@ -49,7 +52,7 @@ from storage.records import (
 log = logging.getLogger(__name__)
 
 
-class ShareGroupManager(ShareMembership):
+class ShareGroupManager(ShareOffsetsAdmin):
     """Owns the share groups of one shard."""
 
     name = "share"
@@ -117,6 +120,9 @@ class ShareGroupManager(ShareMembership):
             sgd.ShareGroupDescribeRequest: lambda ctx, req, fx: fx.reply(
                 ctx.reply_to, describe_groups(self, req)
             ),
+            DescribeShareGroupOffsetsRequest: self.describe_offsets,
+            AlterShareGroupOffsetsRequest: self.alter_offsets,
+            DeleteShareGroupOffsetsRequest: self.delete_offsets,
         }
 
     def classic_protocol(self, group_id: str, joining: bool) -> ClassicProtocolApi | None:
