@@ -131,6 +131,62 @@ class BrokerGroupSettings:
         5000, "heartbeat interval told to share group members (below their session timeout)", kafka=True
     )
     group_share_max_size: int = setting(200, "members per share group", at_least(1), kafka=True)
+    # The bounds of the share.* group configs (docs/group-configs.md) and the defaults of those
+    # the share-partitions run under.
+    group_share_min_session_timeout_ms: int = setting(
+        45000, "smallest share.session.timeout.ms a group may be configured with", positive, kafka=True
+    )
+    group_share_max_session_timeout_ms: int = setting(
+        60000, "largest share.session.timeout.ms a group may be configured with", positive, kafka=True
+    )
+    group_share_min_heartbeat_interval_ms: int = setting(
+        5000, "smallest share.heartbeat.interval.ms a group may be configured with", positive, kafka=True
+    )
+    group_share_max_heartbeat_interval_ms: int = setting(
+        15000, "largest share.heartbeat.interval.ms a group may be configured with", positive, kafka=True
+    )
+    group_share_record_lock_duration_ms: int = setting(
+        30000, "how long a share consumer holds the records it acquired", at_least(1000), kafka=True
+    )
+    group_share_min_record_lock_duration_ms: int = setting(
+        15000, "smallest share.record.lock.duration.ms a group may be configured with", positive, kafka=True
+    )
+    group_share_max_record_lock_duration_ms: int = setting(
+        60000, "largest share.record.lock.duration.ms a group may be configured with", positive, kafka=True
+    )
+    group_share_delivery_count_limit: int = setting(
+        5, "delivery attempts of a record to a share group before it is archived", at_least(2), kafka=True
+    )
+    group_share_min_delivery_count_limit: int = setting(
+        2, "smallest share.delivery.count.limit a group may be configured with", at_least(2), kafka=True
+    )
+    group_share_max_delivery_count_limit: int = setting(
+        10, "largest share.delivery.count.limit a group may be configured with", at_least(2), kafka=True
+    )
+    group_share_partition_max_record_locks: int = setting(
+        2000, "records in flight per share-partition", at_least(100), kafka=True
+    )
+    group_share_min_partition_max_record_locks: int = setting(
+        100,
+        "smallest share.partition.max.record.locks a group may be configured with",
+        at_least(100),
+        kafka=True,
+    )
+    group_share_max_partition_max_record_locks: int = setting(
+        4000,
+        "largest share.partition.max.record.locks a group may be configured with",
+        at_least(100),
+        kafka=True,
+    )
+    group_share_assignment_interval_ms: int = setting(
+        1000, "a share group's target assignment is recomputed at most this often", non_negative, kafka=True
+    )
+    group_share_min_assignment_interval_ms: int = setting(
+        0, "smallest share.assignment.interval.ms a group may be configured with", non_negative, kafka=True
+    )
+    group_share_max_assignment_interval_ms: int = setting(
+        15000, "largest share.assignment.interval.ms a group may be configured with", non_negative, kafka=True
+    )
     # KIP-1071 streams groups (Kafka's group.streams.* settings, docs/streams-groups.md).
     group_streams_session_timeout_ms: int = setting(
         45000, "session timeout of streams group members", positive, kafka=True

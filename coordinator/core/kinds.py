@@ -43,6 +43,8 @@ def register_kinds(
     consumer.conversion = conversion
     registry.register_default(classic)
     registry.register(consumer)
-    registry.register(ShareGroupManager(config, timers, clock, stats, events, registry))
+    share = ShareGroupManager(config, timers, clock, stats, events, registry)
+    share.settings_for = group_configs.share_settings
+    registry.register(share)
     registry.conversion = conversion
     registry.register(StreamsGroupManager(config, timers, clock, registry))

@@ -178,14 +178,18 @@ def test_alter_on_an_empty_group_resets_the_start_offset_and_bumps_the_state_epo
     assert alter(h, t={0: 42}).wire.error_message == "The group is not empty."
     leave(h)
     h.hold = True
-    reply = alter(h, t={0: 42, 5: 1}, nope={0: 1})
+    # One partition that does not exist fails its whole topic (as Kafka), and nothing is written.
+    refused = alter(h, t={0: 42, 5: 1})
+    assert [(p.partition_index, p.error_code) for p in refused.wire.responses[0].partitions] == [
+        (0, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
+        (5, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
+    ]
+    assert h.store.share_partitions[("g", "t", 0)].start_offset == before.start_offset
+    reply = alter(h, t={0: 42}, nope={0: 1})
     assert not reply.answered  # the answer waits for the write
     h.flush()
     by_topic = {t.topic_name: t for t in reply.wire.responses}
-    assert [(p.partition_index, p.error_code) for p in by_topic["t"].partitions] == [
-        (0, 0),
-        (5, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
-    ]
+    assert [(p.partition_index, p.error_code) for p in by_topic["t"].partitions] == [(0, 0)]
     assert by_topic["nope"].partitions[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     assert by_topic["nope"].partitions[0].error_message == "This server does not host this topic-partition."
     stored = h.store.share_partitions[("g", "t", 0)]
@@ -209,6 +213,11 @@ def test_alter_on_a_consumer_group_id(h: Harness) -> None:
         ErrorCode.GROUP_ID_NOT_FOUND,
         "Group cg is not a share group.",
     )
+
+
+def test_an_alter_that_changes_nothing_creates_no_group(h: Harness) -> None:
+    assert alter(h, "fresh", nope={0: 1}).wire.responses[0].partitions[0].error_code != 0
+    assert "fresh" not in h.store.share_groups and "fresh" not in manager(h).groups
 
 
 def test_alter_survives_a_restart(h: Harness) -> None:
@@ -244,5 +253,5 @@ def test_delete_on_an_unknown_group(h: Harness) -> None:
     reply = delete(h, "t", group="missing")
     assert (reply.wire.error_code, reply.wire.error_message) == (
         ErrorCode.GROUP_ID_NOT_FOUND,
-        "Share group missing not found.",
+        "Group missing not found.",
     )

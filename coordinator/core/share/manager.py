@@ -178,7 +178,7 @@ class ShareGroupManager(ShareOffsetsAdmin):
         member = None if group is None else group.members.get(member_id)
         if member is None:
             return None
-        late_after = CONSUMER_LATE_INTERVALS * self.config.group_share_heartbeat_interval_ms
+        late_after = CONSUMER_LATE_INTERVALS * self.settings_for(group_id).heartbeat_interval_ms
         deadline = self.timers.deadline(session_key(group_id, member_id))
         return judge(member.last_heartbeat_ms, deadline, late_after, now_ms)
 

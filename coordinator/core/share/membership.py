@@ -9,6 +9,7 @@ epoch becomes the assignment epoch with the heartbeat after the target changed.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from coordinator.core.clock import ShardClock
 from coordinator.core.context import RequestContext
@@ -37,6 +38,7 @@ from coordinator.core.share.group import (
 from coordinator.core.share.partition import PersistedShareState
 from coordinator.core.share.records import group_record, member_record
 from coordinator.core.share.timer_keys import session_key
+from coordinator.core.share_configs import ShareGroupSettings, share_settings
 from coordinator.core.stats import CoreStats
 from coordinator.core.timers import TimerKey, Timers
 from protocol.messages import share_group_heartbeat as sgh
@@ -81,6 +83,9 @@ class ShareMembership:
         # The persisted state of every share-partition of these groups, as loaded: (group id,
         # topic, partition) -> state, for the share-partition leader to restore.
         self.partition_states: dict[tuple[str, str, int], PersistedShareState] = {}
+        # The settings a group runs under: its share.* group configs, else the broker's
+        # (DynamicGroupConfigs.share_settings once the coordinator wires it).
+        self.settings_for: Callable[[str], ShareGroupSettings] = lambda _group_id: share_settings(config, {})
 
     # -- ShareGroupHeartbeat ---------------------------------------------------------------------
 
@@ -161,7 +166,7 @@ class ShareMembership:
         response = sgh.ShareGroupHeartbeatResponse(
             member_id=member.member_id,
             member_epoch=member.member_epoch,
-            heartbeat_interval_ms=self.config.group_share_heartbeat_interval_ms,
+            heartbeat_interval_ms=self.settings_for(group.group_id).heartbeat_interval_ms,
             assignment=self._wire_assignment(member.assigned)
             if joining or member.assigned != previous
             else None,
@@ -271,7 +276,7 @@ class ShareMembership:
 
     def _reschedule_session(self, group: ShareGroup, member: ShareMember) -> None:
         member.last_heartbeat_ms = self.clock.now_ms
-        deadline = self.clock.now_ms + self.config.group_share_session_timeout_ms
+        deadline = self.clock.now_ms + self.settings_for(group.group_id).session_timeout_ms
         self.timers.schedule(session_key(group.group_id, member.member_id), deadline)
 
     def _event(self, group: ShareGroup, kind: str, message: str, member_id: str | None = None) -> None:

@@ -16,6 +16,7 @@ from coordinator.core.clock import ShardClock
 from coordinator.core.context import RequestContext
 from coordinator.core.effects import Effects
 from coordinator.core.errors import (
+    GROUP_ID_NOT_FOUND,
     INVALID_GROUP_ID,
     NON_EMPTY_GROUP,
     consumer_write_error,
@@ -177,26 +178,33 @@ class ShareOffsetsAdmin(ShareMembership):
             answer = asgo.AlterShareGroupOffsetsResponseTopic(topic_name=topic.topic_name)
             if record is not None:
                 answer.topic_id = record.topic_id
-            for p in topic.partitions:
-                index = p.partition_index
-                if record is None or not 0 <= index < record.num_partitions:
-                    answer.partitions.append(
-                        asgo.AlterShareGroupOffsetsResponsePartition(
-                            partition_index=index,
-                            error_code=UNKNOWN_TOPIC_OR_PARTITION,
-                            error_message=UNKNOWN_TOPIC_MESSAGE,
-                        )
+            # Kafka refuses the whole topic when one of its partitions does not exist.
+            if record is None or any(
+                not 0 <= p.partition_index < record.num_partitions for p in topic.partitions
+            ):
+                answer.partitions = [
+                    asgo.AlterShareGroupOffsetsResponsePartition(
+                        partition_index=p.partition_index,
+                        error_code=UNKNOWN_TOPIC_OR_PARTITION,
+                        error_message=UNKNOWN_TOPIC_MESSAGE,
                     )
-                    continue
-                key = (group.group_id, topic.topic_name, index)
+                    for p in topic.partitions
+                ]
+                response.responses.append(answer)
+                continue
+            for p in topic.partitions:
+                key = (group.group_id, topic.topic_name, p.partition_index)
                 before = changes.get(key) or self.partition_states.get(key)
                 epoch = 0 if before is None else before.state_epoch + 1
                 changes[key] = PersistedShareState(max(p.start_offset, 0), epoch, ())
-                answer.partitions.append(asgo.AlterShareGroupOffsetsResponsePartition(partition_index=index))
+                answer.partitions.append(
+                    asgo.AlterShareGroupOffsetsResponsePartition(partition_index=p.partition_index)
+                )
             response.responses.append(answer)
         records: list[Record] = [partition_state_record(*key, state) for key, state in changes.items()]
+        # A group created by this request exists once it has state (Kafka writes nothing otherwise).
         created = group.group_id not in self.groups
-        if created:
+        if created and records:
             records.insert(0, group_record(group))
         if not records:
             fx.reply(ctx.reply_to, response)
@@ -263,6 +271,8 @@ class ShareOffsetsAdmin(ShareMembership):
         creates it when no group has the id), and the group has no member."""
         if not group_id:
             raise Rejected(INVALID_GROUP_ID, None)
+        if not create and group_id not in self.groups and not self.registry.holds(group_id):
+            raise Rejected(GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
         group = self._group_for(group_id, create=create)
         if group.members:
             raise Rejected(NON_EMPTY_GROUP, NON_EMPTY_MESSAGE)
