@@ -223,3 +223,66 @@ def test_kafka_configs_on_a_group_that_does_not_exist(
     )
     assert kafka == f"The group '{unique}-nothing' doesn't exist and doesn't have dynamic config.\n"
     assert ours == kafka
+
+
+# The share group configs both serve (Kafka 4.4 also has share.assignor.offload.enable).
+_SHARE_CONFIG = re.compile(r"^\s*(share\.(?!assignor\.offload)|errors\.deadletterqueue\.)")
+
+
+def _share_config_commands(group: str) -> list[list[str]]:
+    entity = ["--entity-type", "groups", "--entity-name", group]
+    return [
+        [*entity, "--describe", "--all"],
+        [
+            *entity,
+            "--alter",
+            "--add-config",
+            "share.delivery.count.limit=3,share.auto.offset.reset=earliest,share.record.lock.duration.ms=20000",
+        ],
+        [*entity, "--describe"],
+        [*entity, "--describe", "--all"],
+        [*entity, "--alter", "--add-config", "share.delivery.count.limit=11"],
+        [*entity, "--alter", "--add-config", "share.isolation.level=dirty"],
+        [*entity, "--alter", "--add-config", "share.auto.offset.reset=by_duration:PT-1H"],
+        [*entity, "--alter", "--add-config", "errors.deadletterqueue.topic.name=__dlq"],
+        [*entity, "--alter", "--add-config", "share.session.timeout.ms=1000"],
+        [*entity, "--alter", "--delete-config", "share.delivery.count.limit,share.auto.offset.reset"],
+        [*entity, "--describe"],
+    ]
+
+
+def test_kafka_configs_prints_the_same_for_share_configs(
+    any_sides: Sides, java_driver: JavaDriver, unique: str
+) -> None:
+    sides = any_sides
+    group = f"{unique}-share-configs"
+    topic = f"{unique}-share-configs"
+    java_driver.produce(sides.kafka, topic, 1, 1)
+    java_driver.produce(sides.ours, topic, 1, 0)
+    commands = _share_config_commands(group)
+    defaults = {"share.delivery.count.limit": "5", "share.auto.offset.reset": "latest"}
+    outputs: dict[str, list[tuple[int, list[str], str]]] = {}
+    for side, bootstrap in sides.items():
+        java_driver.admin(bootstrap, "alter_offsets", group=group, offsets={f"{topic}-0": 1})
+        outputs[side] = []
+        for command in commands:
+            run = java_driver.tool(CONFIG_COMMAND, "--bootstrap-server", bootstrap, *command)
+            if "--alter" in command and run.status == 0:
+                option, value = command[-2:]
+                expected = (
+                    {name: defaults[name] for name in value.split(",")}
+                    if option == "--delete-config"
+                    else dict(pair.split("=", 1) for pair in value.split(","))
+                )
+                java_driver.wait_for_group_configs(bootstrap, group, expected)
+            lines = [
+                line
+                for line in normalized(run.stdout, bootstrap, unique)
+                if not line.startswith(("consumer.", "share.", "streams.", "errors."))
+                or _SHARE_CONFIG.match(line)
+            ]
+            outputs[side].append(
+                (run.status, lines, _first_line_of_error(run.stderr).replace(bootstrap, "<bootstrap>"))
+            )
+    for command, kafka, ours in zip(commands, outputs["kafka"], outputs["ours"], strict=True):
+        assert (command, ours) == (command, kafka)
