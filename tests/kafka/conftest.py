@@ -35,6 +35,9 @@ KAFKA_ALIGNED_SETTINGS = {
     "group-consumer-min-heartbeat-interval-ms": "500",
     "group-consumer-min-session-timeout-ms": "1000",
     "group-min-session-timeout-ms": "1000",
+    "group-share-heartbeat-interval-ms": "500",
+    "group-share-min-heartbeat-interval-ms": "500",
+    "group-share-min-session-timeout-ms": "1000",
     "group-initial-rebalance-delay-ms": "0",
     # Kafka's default: an empty group without offsets is removed at the next check, so both keep
     # it as long (the tests' usual 1 s would race with the scenarios).

@@ -285,4 +285,9 @@ def test_kafka_configs_prints_the_same_for_share_configs(
                 (run.status, lines, _first_line_of_error(run.stderr).replace(bootstrap, "<bootstrap>"))
             )
     for command, kafka, ours in zip(commands, outputs["kafka"], outputs["ours"], strict=True):
+        if ours != kafka:
+            print("COMMAND", command, ours[0], kafka[0], ours[2], "|", kafka[2])
+            print("  OURS ONLY ", sorted(set(ours[1]) - set(kafka[1])))
+            print("  KAFKA ONLY", sorted(set(kafka[1]) - set(ours[1])))
+    for command, kafka, ours in zip(commands, outputs["kafka"], outputs["ours"], strict=True):
         assert (command, ours) == (command, kafka)
