@@ -18,6 +18,7 @@ from coordinator.gateway.authorization import ForwardedAuthorization
 from coordinator.gateway.authz_rules import PREVIEWS, RULES
 from coordinator.gateway.forwarder import Forwarder
 from coordinator.gateway.group_configs import serve_group_configs_only
+from coordinator.gateway.share_lag import serve_share_lag
 from coordinator.gateway.streams_topics import UpstreamTopicCreator
 from coordinator.gateway.transaction_metrics import TransactionCollector
 from coordinator.gateway.transactions import TransactionOutcomes
@@ -111,6 +112,13 @@ async def start_gateway(
     _serve_api_versions(dispatcher, upstream)
     _present_one_identity(dispatcher, upstream, brokers, cluster)
     serve_group_configs_only(dispatcher.routes)
+    share = coordinator.kind(ShareGroupManager)
+    serve_share_lag(
+        dispatcher.routes,
+        upstream.list_end_offsets,
+        lambda: share.partition_states,
+        config.upstream_request_timeout_ms / 1000,
+    )
     _coordinator_on_bootstrap_address(dispatcher, brokers, cluster)
     upstream.start()
     if not await upstream.wait_refreshed(FIRST_METADATA_WAIT_S):

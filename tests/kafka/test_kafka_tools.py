@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.kafka.conftest import GROUP_CONFIG_DEFAULTS, Sides
-from tests.support.java_driver import CONFIG_COMMAND, CONSUMER_GROUP_COMMAND, JavaDriver
+from tests.support.java_driver import CONFIG_COMMAND, CONSUMER_GROUP_COMMAND, SHARE_GROUP_COMMAND, JavaDriver
 
 pytestmark = pytest.mark.kafka
 
@@ -283,6 +283,59 @@ def test_kafka_configs_prints_the_same_for_share_configs(
             ]
             outputs[side].append(
                 (run.status, lines, _first_line_of_error(run.stderr).replace(bootstrap, "<bootstrap>"))
+            )
+    for command, kafka, ours in zip(commands, outputs["kafka"], outputs["ours"], strict=True):
+        if ours != kafka:
+            print("COMMAND", command, ours[0], kafka[0], ours[2], "|", kafka[2])
+            print("  OURS ONLY ", sorted(set(ours[1]) - set(kafka[1])))
+            print("  KAFKA ONLY", sorted(set(kafka[1]) - set(ours[1])))
+    for command, kafka, ours in zip(commands, outputs["kafka"], outputs["ours"], strict=True):
+        assert (command, ours) == (command, kafka)
+
+
+def _share_group_commands(prefix: str, topic: str) -> list[list[str]]:
+    group, missing = f"{prefix}-share", f"{prefix}-share-missing"
+    describe = ["--describe", "--group", group, "--offsets"]
+    return [
+        ["--reset-offsets", "--group", group, "--topic", topic, "--to-earliest", "--dry-run"],
+        ["--reset-offsets", "--group", group, "--topic", topic, "--to-earliest", "--execute"],
+        ["--list"],
+        ["--list", "--state"],
+        describe,
+        ["--describe", "--group", group, "--state"],
+        ["--describe", "--group", group, "--members"],
+        ["--reset-offsets", "--group", group, "--topic", f"{topic}:1", "--to-offset", "3", "--execute"],
+        describe,
+        ["--reset-offsets", "--group", group, "--topic", topic, "--to-latest", "--execute"],
+        describe,
+        ["--reset-offsets", "--group", group, "--all-topics", "--to-offset", "2", "--dry-run"],
+        ["--delete-offsets", "--group", group, "--topic", topic],
+        describe,
+        ["--delete-offsets", "--group", missing, "--topic", topic],
+        ["--describe", "--group", missing, "--offsets"],
+        ["--delete", "--group", group],
+        ["--delete", "--group", missing],
+        ["--list"],
+    ]
+
+
+def test_kafka_share_groups_prints_the_same(sides: Sides, java_driver: JavaDriver, unique: str) -> None:
+    """kafka-share-groups (ShareGroupCommand) against Kafka's share groups and ours: start offsets
+    set, described (with their lag), reset and deleted (docs/share-groups.md, "Admin")."""
+    topic = f"{unique}-share-tool"
+    java_driver.produce(sides.kafka, topic, 2, PER_PARTITION)
+    commands = _share_group_commands(unique, topic)
+    outputs: dict[str, list[tuple[int, list[str], str]]] = {}
+    for side, bootstrap in sides.items():
+        outputs[side] = []
+        for command in commands:
+            run = java_driver.tool(SHARE_GROUP_COMMAND, "--bootstrap-server", bootstrap, *command)
+            outputs[side].append(
+                (
+                    run.status,
+                    normalized(run.stdout, bootstrap, unique, _lists_every_group(command)),
+                    _first_line_of_error(run.stderr).replace(bootstrap, "<bootstrap>"),
+                )
             )
     for command, kafka, ours in zip(commands, outputs["kafka"], outputs["ours"], strict=True):
         if ours != kafka:
