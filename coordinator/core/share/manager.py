@@ -29,7 +29,12 @@ from coordinator.core.share.records import (
     partition_state_from_record,
     target_from_record,
 )
-from coordinator.core.share.timer_keys import SHARE_SESSION_TIMER, session_key
+from coordinator.core.share.timer_keys import (
+    SHARE_ASSIGNMENT_TIMER,
+    SHARE_SESSION_TIMER,
+    assignment_key,
+    session_key,
+)
 from protocol.apis import ApiKey
 from protocol.error_responses import error_response
 from protocol.messages import share_group_describe as sgd
@@ -95,6 +100,8 @@ class ShareGroupManager(ShareOffsetsAdmin):
             # finds the metadata changed and bumps the group epoch.
             for member in group.members.values():
                 self._reschedule_session(group, member)
+            if group.group_epoch > group.assignment_epoch:  # stored while waiting for its interval
+                self.timers.schedule(assignment_key(group.group_id), self.clock.now_ms)
 
     def unload(self, fx: Effects, group_ids: Collection[str] | None = None) -> None:
         for group in self._selected(group_ids):
@@ -109,7 +116,10 @@ class ShareGroupManager(ShareOffsetsAdmin):
         return [self.groups[g] for g in group_ids if g in self.groups]
 
     def timer_handlers(self) -> Mapping[str, TimerHandler]:
-        return {SHARE_SESSION_TIMER: lambda key, fx: self.expire_session(str(key[1]), str(key[2]), fx)}
+        return {
+            SHARE_SESSION_TIMER: lambda key, fx: self.expire_session(str(key[1]), str(key[2]), fx),
+            SHARE_ASSIGNMENT_TIMER: lambda key, fx: self.assignment_due(str(key[1]), fx),
+        }
 
     def attach_catalog(self, catalog: TopicCatalog) -> None:
         self.catalog = catalog
