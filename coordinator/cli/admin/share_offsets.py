@@ -19,7 +19,7 @@ from protocol.messages import describe_share_group_offsets as offsets
 @dataclass(frozen=True, slots=True)
 class StartOffset:
     start: int  # the share-partition start offset (-1: no state)
-    lag: int | None  # None when the coordinator cannot tell
+    lag: int | None  # None when the coordinator cannot tell (the wire's -1)
 
 
 def start_offsets(client: AdminClient, group: str) -> dict[TP, StartOffset]:
@@ -39,7 +39,7 @@ def start_offsets(client: AdminClient, group: str) -> dict[TP, StartOffset]:
     if answer.error_code != ErrorCode.NONE:
         raise KafkaError(answer.error_code, f"start offsets of share group {group!r}")
     return {
-        TP(t.topic_name, p.partition_index): StartOffset(p.start_offset, p.lag if p.lag >= 0 else None)
+        TP(t.topic_name, p.partition_index): StartOffset(p.start_offset, None if p.lag == -1 else p.lag)
         for t in answer.topics
         for p in t.partitions
         if p.error_code == ErrorCode.NONE and p.start_offset >= 0
