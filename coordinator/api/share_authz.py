@@ -12,13 +12,13 @@ with their handlers.) docs/share-groups.md, "ACLs".
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final, Protocol
 
 from coordinator.api.amend import amend, reply
 from coordinator.api.routes import Handler, Routes
 from coordinator.core.context import RequestContext
 from coordinator.core.result import Result
-from coordinator.security.acl import Operation, ResourceType
+from coordinator.security.acl import Authorizer, Operation, ResourceType
 from protocol.apis import ApiKey
 from protocol.error_responses import error_response
 from protocol.errors import ErrorCode
@@ -27,9 +27,6 @@ from protocol.messages import delete_share_group_offsets as dsgo
 from protocol.messages import describe_share_group_offsets as offsets
 from protocol.messages import share_group_describe as sgd
 from protocol.messages.share_group_heartbeat import ShareGroupHeartbeatRequest
-
-if TYPE_CHECKING:
-    from coordinator.api.authz import AclLayer
 
 GROUP_DENIED: Final = int(ErrorCode.GROUP_AUTHORIZATION_FAILED)
 TOPIC_DENIED: Final = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
@@ -41,8 +38,19 @@ DESCRIBED_TOPICS_DENIED: Final = (
 )
 
 
+class AclChecks(Protocol):
+    """What the checks use of coordinator.api.authz.AclLayer."""
+
+    @property
+    def authorizer(self) -> Authorizer: ...
+
+    def allowed(
+        self, ctx: RequestContext, operation: int, resource_type: int, name: str, *, log_denied: bool = True
+    ) -> bool: ...
+
+
 class ShareAcls:
-    def __init__(self, layer: AclLayer) -> None:
+    def __init__(self, layer: AclChecks) -> None:
         self.layer = layer
 
     def install(self, routes: Routes) -> None:

@@ -1,6 +1,7 @@
 """The group configs of share groups (Kafka 4.4's GroupConfig): their definitions, their validation
 with Kafka's messages, and the settings a share group runs under (``share_settings``), which the
-membership and the share-partition leader read. Rules: docs/group-configs.md#share-groups."""
+membership and the share-partition leader read (``share/limits.py`` turns them into a
+share-partition's ShareLimits). Rules: docs/group-configs.md#share-groups."""
 
 from __future__ import annotations
 
@@ -10,7 +11,6 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from coordinator.core.group_settings import BrokerGroupSettings
-from coordinator.core.share.partition import ShareLimits
 
 SESSION_TIMEOUT_MS: Final = "share.session.timeout.ms"
 HEARTBEAT_INTERVAL_MS: Final = "share.heartbeat.interval.ms"
@@ -161,15 +161,6 @@ class ShareGroupSettings:
     assignment_interval_ms: int
     dlq_topic_name: str  # empty: no dead-letter topic
     dlq_copy_record_enable: bool
-
-    @property
-    def limits(self) -> ShareLimits:
-        """The bounds one share-partition of the group runs under."""
-        return ShareLimits(
-            record_lock_duration_ms=self.record_lock_duration_ms,
-            delivery_count_limit=self.delivery_count_limit,
-            max_record_locks=self.partition_max_record_locks,
-        )
 
     @property
     def auto_offset_reset_duration_ms(self) -> int | None:

@@ -8,6 +8,7 @@ import pytest
 
 from coordinator.api.config_resources import BOOLEAN, DEFAULT_CONFIG, DYNAMIC_GROUP_CONFIG, GROUP, INT, STRING
 from coordinator.core.group_settings import BrokerGroupSettings
+from coordinator.core.share.limits import share_limits
 from coordinator.core.share.partition import ShareLimits
 from coordinator.core.share_configs import check_share_configs, parse_duration_ms
 from protocol.errors import ErrorCode
@@ -86,7 +87,7 @@ def test_valid_share_configs_are_stored_described_and_in_force(h: Harness) -> No
         ("share.heartbeat.interval.ms", SET, "6000"),
     ) == (0, None)
     settings = h.coordinator.group_configs.share_settings("g")
-    assert settings.limits == ShareLimits(20000, 3, 500)
+    assert share_limits(settings) == ShareLimits(20000, 3, 500)
     assert settings.auto_offset_reset_duration_ms == 90 * 60_000
     assert (settings.isolation_level, settings.renew_acknowledge_enable, settings.dlq_topic_name) == (
         "read_committed",
