@@ -245,6 +245,7 @@ def _share_config_commands(group: str) -> list[list[str]]:
         [*entity, "--alter", "--add-config", "share.isolation.level=dirty"],
         [*entity, "--alter", "--add-config", "share.auto.offset.reset=by_duration:PT-1H"],
         [*entity, "--alter", "--add-config", "errors.deadletterqueue.topic.name=__dlq"],
+        [*entity, "--alter", "--add-config", "errors.deadletterqueue.topic.name=nodlq"],
         [*entity, "--alter", "--add-config", "share.session.timeout.ms=1000"],
         [*entity, "--alter", "--delete-config", "share.delivery.count.limit,share.auto.offset.reset"],
         [*entity, "--describe"],
