@@ -76,3 +76,18 @@ def test_share_group_start_offsets_are_described_reset_and_deleted(ours: ServerP
         ["sq", "1", "deleted"],
     ]
     assert _start_offsets(bootstrap) == []
+
+
+def test_share_group_configs_from_the_command_line(ours: ServerProcess) -> None:
+    ours.wait_loaded()
+    done = cli(ours.bootstrap, "groups", "configure", "sq-configs", "--set", "share.delivery.count.limit=3")
+    assert done.code == 0, done
+    shown = cli(ours.bootstrap, "groups", "describe", "sq-configs", "--configs", "--format", "json")
+    assert shown.code == 0, shown
+    configs = {c["name"]: c for c in shown.json()} if isinstance(shown.json(), list) else {}
+    assert configs["share.delivery.count.limit"]["value"] == "3"
+    refused = cli(
+        ours.bootstrap, "groups", "configure", "sq-configs", "--set", "share.delivery.count.limit=11"
+    )
+    assert refused.code == 1
+    assert "share.delivery.count.limit must be in the range 2 to 10 inclusive." in refused.err
