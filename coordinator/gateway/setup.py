@@ -22,6 +22,7 @@ from coordinator.gateway.transaction_metrics import TransactionCollector
 from coordinator.gateway.transactions import TransactionOutcomes
 from coordinator.gateway.upstream import UpstreamSettings
 from coordinator.gateway.upstream_cluster import UpstreamCluster, parse_bootstrap
+from coordinator.gateway.upstream_metrics import UpstreamConnectionCollector
 from coordinator.gateway.versions import advertised_versions
 from coordinator.gateway.virtual_brokers import OpenListener, VirtualBrokers
 from coordinator.security.acl import Authorizer
@@ -93,7 +94,9 @@ async def start_gateway(
     cluster.use_catalog(upstream.catalog)
     coordinator.attach_catalog(upstream.catalog)
     dispatcher.internal_topics.creator = UpstreamTopicCreator(upstream)
-    forwarder = Forwarder(upstream, brokers, lambda: cluster.node, dispatcher.budget)
+    forwarder = Forwarder(
+        upstream, brokers, lambda: cluster.node, dispatcher.budget, config.upstream_connections_per_broker
+    )
     forwarder.sasl = dispatcher.sasl
     forwarder.authorization_required = config.authorizer_enabled
     shard_map = cluster.shard_map
@@ -102,6 +105,7 @@ async def start_gateway(
     )
     if dispatcher.metrics is not None:
         dispatcher.metrics.registry.register(TransactionCollector(forwarder.transactions))
+        dispatcher.metrics.registry.register(UpstreamConnectionCollector(forwarder))
     dispatcher.gateway = forwarder
     _serve_api_versions(dispatcher, upstream)
     _present_one_identity(dispatcher, upstream, brokers, cluster)
