@@ -434,6 +434,7 @@ class Forwarder:
     def cut_off(self, connection: Connection, size: int) -> None:
         """A client that does not read, whose next answer does not fit in SlowClientBytes."""
         self.slow.cut_off += 1
+        self.slow.release(connection)
         connection.abort(
             f"it does not read its answers and the next one ({size} bytes) does not fit in the bytes "
             "kept for such clients (docs/gateway.md#back-pressure)"
