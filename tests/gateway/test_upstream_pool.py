@@ -360,3 +360,74 @@ def test_without_a_pool_every_client_has_its_own_upstream_connection(
 
         asyncio.run(run())
         assert broker.accepted - own == 20
+
+
+def _established_to(port: int) -> int:
+    """TCP connections established to ``port`` on this host, counted at the listening end."""
+    count = 0
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as rows:
+                lines = rows.read().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            local, state = fields[1], fields[3]
+            if state == "01" and int(local.rsplit(":", 1)[1], 16) == port:
+                count += 1
+    return count
+
+
+def _metric(http_port: int, name: str) -> float:
+    import urllib.request
+
+    text = urllib.request.urlopen(f"http://127.0.0.1:{http_port}/metrics", timeout=10).read().decode()
+    for line in text.splitlines():
+        if line.startswith(name + " ") or line.startswith(name + "{"):
+            return float(line.rsplit(" ", 1)[1])
+    raise AssertionError(f"no metric {name}")
+
+
+def test_two_thousand_clients_reach_tansu_over_the_pool_only(tansu_port: int) -> None:
+    from tests.gateway.conftest import running_gateway
+
+    clients, pool_size, http_port = 2000, 4, free_port()
+    settings = {"metrics-port": str(http_port), "upstream-connections-per-broker": str(pool_size)}
+    with running_gateway(f"127.0.0.1:{tansu_port}", **settings) as gateway:
+        _poll(lambda: _established_to(tansu_port) >= 1, "the gateway's own connection to Tansu")
+        before = _established_to(tansu_port)
+
+        async def run() -> int:
+            opened: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = []
+            try:
+                for start in range(0, clients, 200):
+                    opened += await asyncio.gather(
+                        *(
+                            asyncio.open_connection("127.0.0.1", gateway.port)
+                            for _ in range(start, start + 200)
+                        )
+                    )
+
+                async def pipeline(index: int) -> list[int]:
+                    reader, writer = opened[index]
+                    ids = [index * 10 + n for n in range(3)]
+                    writer.write(b"".join(_metadata_request(cid, f"pool-{index}") for cid in ids))
+                    received = []
+                    for _ in ids:
+                        (size,) = struct.unpack(">i", await reader.readexactly(4))
+                        received.append(struct.unpack_from(">i", await reader.readexactly(size), 0)[0])
+                    assert received == ids
+                    return received
+
+                await asyncio.gather(*(pipeline(i) for i in range(clients)))
+                # every client connection still open: what does the upstream see?
+                return _established_to(tansu_port)
+            finally:
+                for _reader, writer in opened:
+                    writer.close()
+
+        during = asyncio.run(run())
+        assert before < during <= before + pool_size, (before, during)  # 2,000 clients: at most 4 more
+        assert _metric(http_port, 'coordinator_gateway_upstream_connections{kind="shared"}') <= pool_size
+        assert _metric(http_port, 'coordinator_gateway_pool_connections_total{event="opened"}') <= pool_size
