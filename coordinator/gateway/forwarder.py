@@ -34,6 +34,7 @@ from coordinator.gateway.old_formats import (
     downgrade_response,
     produce_error_response,
     upgrade_request,
+    upgraded_version,
 )
 from coordinator.gateway.transactions import Observed, TransactionOutcomes
 from coordinator.gateway.upstream import (
@@ -339,22 +340,25 @@ class Forwarder:
                 )  # fmt: skip
             connection.close()
             return True
-        merge: Callable[[bytes], bytes] | None = None
-        if self.authorization_required:
-            screened = self._authorized(connection, api_key, version, frame)
-            if screened is None:
-                return True
-            frame, merge = screened
         try:
             expects_response = api_key != ApiKey.PRODUCE or _produce_acks(frame, version) != 0
         except (struct.error, IndexError, DecodeError):
             connection.abort(f"malformed Produce v{version} request")
             return True
+        upstream_version = version
         if converts(api_key, version):
+            # An old client's request is authorized as the version it goes upstream in (the
+            # rules know current versions only); answers made here go back in the client's.
             upgraded = self._upgraded(connection, frame, expects_response)
             if upgraded is None:
                 return True
-            frame = upgraded
+            frame, upstream_version = upgraded, upgraded_version(api_key)
+        merge: Callable[[bytes], bytes] | None = None
+        if self.authorization_required:
+            screened = self._authorized(connection, api_key, upstream_version, frame, version)
+            if screened is None:
+                return True
+            frame, merge = screened
         latest = (
             _asked_latest(frame, version) if api_key == ApiKey.LIST_OFFSETS and version >= 1 else frozenset()
         )
@@ -393,16 +397,20 @@ class Forwarder:
             return None
 
     def _authorized(
-        self, connection: Connection, api_key: int, version: int, frame: bytes
+        self, connection: Connection, api_key: int, version: int, frame: bytes, client_version: int
     ) -> tuple[bytes, Callable[[bytes], bytes] | None] | None:
-        """The frame to forward (and how to merge its answer), or None when answered or refused here."""
+        """The frame to forward (and how to merge its answer), or None when answered or refused
+        here; ``version`` is the frame's, ``client_version`` the one an answer made here takes."""
         authorization = self.authorization
         if authorization is None:
             connection.abort("the gateway's authorization is not ready yet")
             return None
         screened = authorization.screen(connection.principal, connection.client_host, api_key, version, frame)
         if screened.answer is not None:
-            connection.send_raw(screened.answer)
+            answer = screened.answer
+            if client_version != version:
+                answer = downgrade_response(api_key, client_version, answer)
+            connection.send_raw(answer)
             return None
         if screened.frame is None:
             if (api_key, -2) not in self._refused_logged:
@@ -559,12 +567,12 @@ class Forwarder:
         try:
             if (watch := self.watch(reply)) is not None:
                 watch.feed(frame)
-            # An old client's answer first goes back to its version (old_formats.py), then the
-            # refusals of a request authorized in part are merged into it (at that version).
-            if converts(api_key, version):
-                frame = downgrade_response(api_key, version, frame)
+            # The refusals of a request authorized in part are merged into upstream's answer, then
+            # an old client's answer goes back to its version (old_formats.py).
             if forwarded.merge is not None:
                 frame = forwarded.merge(frame)
+            if converts(api_key, version):
+                frame = downgrade_response(api_key, version, frame)
             if api_key in _REWRITTEN:
                 correlation_id, body = decode_response(api_key, version, frame[4:])
                 missing = self._learn(api_key, body)
