@@ -370,15 +370,22 @@ class Forwarder:
         if link is None:
             link = self._links[connection] = _Link(connection, self.slow)
             connection.watch_output(link.client_not_reading)
-        forwarded.shared = self.pool is not None and expects_response and api_key not in _NEVER_SHARED
+        node = self.brokers.node_at(connection.advertised)
+        target = ANY_BROKER if node is None else node
+        # A broker that has left the cluster metadata gets no shared connection (the pool's
+        # connections to it were closed when it left: UpstreamPool.retire).
+        forwarded.shared = (
+            self.pool is not None
+            and expects_response
+            and api_key not in _NEVER_SHARED
+            and (node is None or node in self.upstream.brokers)
+        )
         upstream = link.shared if forwarded.shared else link.own
         if upstream is not None and not upstream.closed:
             self._send(connection, upstream, frame, forwarded, expects_response)
         else:
             # The reply stays in the server until the upstream connection is open: later
             # requests wait for it.
-            node = self.brokers.node_at(connection.advertised)
-            target = ANY_BROKER if node is None else node
             self._spawn(self._connect_and_send(connection, link, target, frame, forwarded, expects_response))
         return True
 

@@ -15,7 +15,7 @@ from coordinator.core.group_coordinator import GroupCoordinator
 from coordinator.core.result import Result
 from coordinator.gateway.authorization import ForwardedAuthorization
 from coordinator.gateway.authz_rules import PREVIEWS, RULES
-from coordinator.gateway.forwarder import Forwarder
+from coordinator.gateway.forwarder import ANY_BROKER, Forwarder
 from coordinator.gateway.group_configs import serve_group_configs_only
 from coordinator.gateway.streams_topics import UpstreamTopicCreator
 from coordinator.gateway.transaction_metrics import TransactionCollector
@@ -82,6 +82,8 @@ async def start_gateway(
     brokers = VirtualBrokers(config.gateway_broker_port_base, open_listener, bootstraps)
 
     async def brokers_changed(nodes: dict[int, tuple[str, int]]) -> None:
+        if forwarder.pool is not None:
+            forwarder.pool.retire(set(nodes), keep=ANY_BROKER)
         await brokers.ensure(nodes)
 
     upstream = UpstreamCluster(

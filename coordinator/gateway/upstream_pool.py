@@ -112,6 +112,17 @@ class UpstreamPool:
         self.stats.lost += 1
         self._on_lost(lost)
 
+    def retire(self, nodes: set[int], keep: int) -> None:
+        """Close the connections to targets that are no longer among ``nodes`` (brokers that left
+        the cluster metadata; ``keep``, the any-broker target, stays): their clients are treated
+        as on a lost connection, and the others' next request opens a connection anew."""
+        for target in [t for t in self._slots if t != keep and t not in nodes]:
+            for slot in self._slots.pop(target):
+                for client in slot.clients:
+                    self._assigned.pop(client, None)
+                if slot.connection is not None:
+                    slot.connection.close("its broker left the cluster metadata")
+
     def close(self) -> None:
         for slots in self._slots.values():
             for slot in slots:
