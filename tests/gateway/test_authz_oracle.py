@@ -40,11 +40,13 @@ from tests.support.wire_client import WireClient
 pytestmark = [pytest.mark.integration, pytest.mark.kafka]
 
 TOPICS = ["oracle-secret", "pub-oracle", "oracle-other", "oracle-doomed", "pub-oracle-doomed"]
+GROUP = 3  # the ACL resource type
 CREATIONS = [
     AclCreation(TOPIC, "*", LITERAL, "User:bob", "*", ALL, ALLOW),
     AclCreation(TOPIC, "oracle-secret", LITERAL, "User:bob", "*", ALL, DENY),
     AclCreation(TXN, "*", LITERAL, "User:bob", "*", ALL, ALLOW),
     AclCreation(TOPIC, "pub-", PREFIXED, "User:carol", "*", ALL, ALLOW),
+    AclCreation(GROUP, "pub-", PREFIXED, "User:carol", "*", ALL, ALLOW),
 ]
 USERS = ("alice", "bob", "carol", "admin")
 
@@ -192,3 +194,24 @@ def test_delete_topics_gets_kafkas_error_codes(both: tuple[ServerProcess, KafkaN
         assert [
             r.error_code for r in through.call(ApiKey.DELETE_TOPICS, request, version=version).responses
         ] == [0]
+
+
+@pytest.mark.parametrize("user", USERS)
+def test_group_apis_get_kafkas_error_codes(both: tuple[ServerProcess, KafkaNode], user: str) -> None:
+    """Groups are served by the gateway, not forwarded: its group ACLs against Kafka's."""
+    from protocol.messages.describe_groups import DescribeGroupsRequest
+    from protocol.messages.offset_fetch import OffsetFetchRequest, OffsetFetchRequestGroup
+
+    through, straight = _pair(both, user)
+    with through, straight:
+        for group in ("oracle-group", "pub-oracle-group"):
+            fetch = OffsetFetchRequest(groups=[OffsetFetchRequestGroup(group_id=group, topics=None)])
+            described = DescribeGroupsRequest(groups=[group])
+            codes = [
+                (
+                    [g.error_code for g in client.request(ApiKey.OFFSET_FETCH, 8, fetch).groups],
+                    [g.error_code for g in client.request(ApiKey.DESCRIBE_GROUPS, 5, described).groups],
+                )
+                for client in (through, straight)
+            ]
+            assert codes[0] == codes[1], (group, codes)
