@@ -223,7 +223,7 @@ class _ToClient:
 
 class _Link:
     """A client connection's side of the gateway: its shared (pooled) upstream connection and
-    its own one (pool off, or Produce with acks=0)."""
+    its own one (pool off, Fetches, Produce with acks=0, a broker that left the metadata)."""
 
     __slots__ = ("connection", "own", "shared", "slow")
 
