@@ -12,6 +12,11 @@ answered) against each gateway and straight to Tansu. Reported per side (medians
 rounds): requests per second, the per-request latency p50/p99 as a client sees it, and the
 connections Tansu has established (counted in /proc/net/tcp at the middle of the phase; the
 gateway's own metadata connection included). docs/gateway.md, "Shared upstream connections".
+
+With --authz a third gateway (pool on) runs with the authorizer on and
+`allow.everyone.if.no.acl.found=true`: every request is decoded and authorized (and allowed),
+the worst case for authorization's share, small requests; the gateways' CPU time per request
+(user+system, from /proc) is reported for every side.
 """
 
 from __future__ import annotations
@@ -45,20 +50,25 @@ PARTITIONS: Final = 8
 
 
 @contextmanager
-def _gateway(upstream: str, pool: int) -> Iterator[str]:
+def _gateway(upstream: str, pool: int, *extra: str) -> Iterator[tuple[str, int]]:
     port = free_port()
     process = subprocess.Popen(
         [sys.executable, "-m", "coordinator", "serve", "--host", "127.0.0.1", "--port", str(port),
          "--storage", "memory://", "--upstream-bootstrap-servers", upstream, "--log-level", "WARNING",
-         "--upstream-connections-per-broker", str(pool)],
+         "--upstream-connections-per-broker", str(pool), *extra],
         cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     try:
         wait_for_port(port, process)
-        yield f"127.0.0.1:{port}"
+        yield f"127.0.0.1:{port}", process.pid
     finally:
         process.terminate()
         process.wait(15)
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def established_to(port: int) -> int:
@@ -134,6 +144,7 @@ def main() -> int:
     parser.add_argument("--batch", type=int, default=10, help="records per Produce")
     parser.add_argument("--size", type=int, default=100, help="bytes per record")
     parser.add_argument("--pool", type=int, default=4, help="the pooled gateway's connections per broker")
+    parser.add_argument("--authz", action="store_true", help="also a pooled gateway with the authorizer on")
     args = parser.parse_args()
     batch = encode_batch([(None, b"x" * args.size)] * args.batch, int(time.time() * 1000))
     rows: dict[str, dict[str, list[float]]] = {}
@@ -147,30 +158,39 @@ def main() -> int:
             admin.request(
                 ApiKey.CREATE_TOPICS, 4, create_topics.CreateTopicsRequest(topics=topics, timeout_ms=5000)
             )
-        sides = {
+        sides: dict[str, tuple[str, int | None]] = {
             f"gateway, pool {args.pool}": stack.enter_context(_gateway(direct, args.pool)),
             "gateway, no pool": stack.enter_context(_gateway(direct, 0)),
-            "direct": direct,
+            "direct": (direct, None),
         }
+        if args.authz:
+            everyone = ("--authorizer-enabled", "true", "--allow-everyone-if-no-acl-found", "true")
+            sides[f"gateway, pool {args.pool}, authorizer on"] = stack.enter_context(
+                _gateway(direct, args.pool, *everyone)
+            )
         names = list(sides)
         for round_ in range(args.repeats):
             order = names[round_ % len(names) :] + names[: round_ % len(names)]
             for name in order:
+                bootstrap, pid = sides[name]
+                cpu_before = cpu_seconds(pid) if pid is not None else 0.0
                 requests, latencies, connections = asyncio.run(
-                    _phase(sides[name], args.clients, args.seconds, batch, tansu_port)
+                    _phase(bootstrap, args.clients, args.seconds, batch, tansu_port)
                 )
+                cpu = cpu_seconds(pid) - cpu_before if pid is not None else 0.0
                 row = rows.setdefault(name, {})
                 figures = {
                     "requests/s": requests / args.seconds,
                     "p50 ms": _p(latencies, 0.5),
                     "p99 ms": _p(latencies, 0.99),
                     "Tansu connections": connections,
+                    "gateway CPU µs/request": cpu / max(requests, 1) * 1e6,
                 }
                 for key, value in figures.items():
                     row.setdefault(key, []).append(value)
                 shown = ", ".join(f"{k} {v:.1f}" for k, v in figures.items())
                 print(f"round {round_} {name}: {shown}", flush=True)
-    columns = ["requests/s", "p50 ms", "p99 ms", "Tansu connections"]
+    columns = ["requests/s", "p50 ms", "p99 ms", "Tansu connections", "gateway CPU µs/request"]
     print(
         f"\n{args.clients} clients, closed loop, Produce v8 acks=1 of {args.batch} x {args.size} B, "
         f"{args.seconds:.0f} s per side, {args.repeats} rounds (median)"
