@@ -34,6 +34,7 @@ log = logging.getLogger(__name__)
 _LENGTH: Final = struct.Struct(">i")
 MAX_RESPONSE_BYTES: Final = 1 << 30
 _HEAD: Final = 8  # a response's length prefix and correlation id
+_SHARED_HEAD: Final = struct.Struct(">i4si")  # length prefix, api key and version, correlation id
 CLIENT_ID: Final = "kafka-group-coordinator-gateway"
 
 
@@ -313,8 +314,9 @@ class UpstreamConnection(asyncio.Protocol):
         if handler is not None:
             self._waiting.append(handler)
             self._ids.append((sent, client_correlation))
-        view = memoryview(frame)
-        self.transport.writelines((_LENGTH.pack(len(frame)), view[:4], _LENGTH.pack(sent), view[8:]))
+        # Length prefix, api key and version, our id: one small piece before the rest of the frame.
+        head = _SHARED_HEAD.pack(len(frame), frame[:4], sent)
+        self.transport.writelines((head, memoryview(frame)[8:]))
 
     @property
     def unanswered(self) -> int:
