@@ -116,6 +116,20 @@ def _until(check: Any, step: Any) -> Any:
     return answer
 
 
+def _wait_for_topics(client: WireClient, group: str, *topics: str) -> None:
+    """Until the group coordinator knows the new topics: Kafka's learns them from its metadata
+    image some time after they are created, and answers UNKNOWN_TOPIC_OR_PARTITION until then.
+    Probed with an alter of another group's start offsets (a group of its own on both sides)."""
+    deadline = time.monotonic() + 30
+    while True:
+        answer = _alter(client, f"{group}-probe", {t: {0: 0} for t in topics})
+        codes = [p.error_code for t in answer.responses for p in t.partitions]
+        if answer.error_code == 0 and codes and not any(codes):
+            return
+        assert time.monotonic() < deadline, answer
+        time.sleep(0.2)
+
+
 def _scenario(bootstrap: str, suffix: str) -> list[Step]:
     topic, other = f"so-{suffix}", f"so-{suffix}-other"
     admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=20000)
@@ -127,6 +141,7 @@ def _scenario(bootstrap: str, suffix: str) -> list[Step]:
     group, consumer = f"{topic}-share", f"{topic}-consumer"
     out: list[Step] = []
     with WireClient(bootstrap) as client:
+        _wait_for_topics(client, group, topic, other)
         # On a group id nobody uses: the share group is created.
         for _ in range(50):  # the coordinator may still be loading its partition
             answer = _alter(client, group, {topic: {0: 0, 5: 0}})

@@ -178,21 +178,16 @@ class ShareOffsetsAdmin(ShareMembership):
             answer = asgo.AlterShareGroupOffsetsResponseTopic(topic_name=topic.topic_name)
             if record is not None:
                 answer.topic_id = record.topic_id
-            # Kafka refuses the whole topic when one of its partitions does not exist.
-            if record is None or any(
-                not 0 <= p.partition_index < record.num_partitions for p in topic.partitions
-            ):
-                answer.partitions = [
-                    asgo.AlterShareGroupOffsetsResponsePartition(
-                        partition_index=p.partition_index,
-                        error_code=UNKNOWN_TOPIC_OR_PARTITION,
-                        error_message=UNKNOWN_TOPIC_MESSAGE,
-                    )
-                    for p in topic.partitions
-                ]
-                response.responses.append(answer)
-                continue
             for p in topic.partitions:
+                if record is None or not 0 <= p.partition_index < record.num_partitions:
+                    answer.partitions.append(
+                        asgo.AlterShareGroupOffsetsResponsePartition(
+                            partition_index=p.partition_index,
+                            error_code=UNKNOWN_TOPIC_OR_PARTITION,
+                            error_message=UNKNOWN_TOPIC_MESSAGE,
+                        )
+                    )
+                    continue
                 key = (group.group_id, topic.topic_name, p.partition_index)
                 before = changes.get(key) or self.partition_states.get(key)
                 epoch = 0 if before is None else before.state_epoch + 1
