@@ -100,7 +100,7 @@ def main() -> int:
     with (
         tempfile.TemporaryDirectory() as tmp,
         running_kafka() as kafka,
-        running_gateway(kafka.bootstrap) as gateway,
+        running_gateway(kafka.bootstrap, **{"group-streams-heartbeat-interval-ms": "500"}) as gateway,
     ):
         arms = {"kafka": kafka.bootstrap, "gateway": gateway.bootstrap}
         for rep in range(args.reps):

@@ -42,6 +42,10 @@ def _task_ids(tasks: Tasks | None) -> list[sgh.TaskIds] | None:
     return None if tasks is None else [sgh.TaskIds(s, sorted(ps)) for s, ps in tasks.items()]
 
 
+def _task_offsets(offsets: Mapping[tuple[str, int], int] | None) -> list[sgh.TaskOffset] | None:
+    return None if offsets is None else [sgh.TaskOffset(s, p, o) for (s, p), o in sorted(offsets.items())]
+
+
 def sg_heartbeat(
     h: Harness,
     group: str = "app",
@@ -58,6 +62,8 @@ def sg_heartbeat(
     warmup: Tasks | None = UNSET,
     endpoint_epoch: int = 0,
     user_endpoint: tuple[str, int] | None = None,
+    task_offsets: Mapping[tuple[str, int], int] | None = None,
+    task_end_offsets: Mapping[tuple[str, int], int] | None = None,
 ) -> Reply:
     joining = epoch == 0
     request = sgh.StreamsGroupHeartbeatRequest(
@@ -75,6 +81,8 @@ def sg_heartbeat(
         warmup_tasks=_task_ids(({} if joining else None) if warmup is UNSET else warmup),
         process_id=(f"process-{member_id}" if joining else None) if process_id is UNSET else process_id,
         user_endpoint=None if user_endpoint is None else sgh.Endpoint(*user_endpoint),
+        task_offsets=_task_offsets(task_offsets),
+        task_end_offsets=_task_offsets(task_end_offsets),
     )
     ctx = h.ctx(STREAMS_GROUP_HEARTBEAT, version)
     h.apply(h.coordinator.handle(ctx, request))

@@ -316,13 +316,13 @@ def test_a_join_group_to_an_empty_streams_group_makes_it_a_classic_group() -> No
     assert "app" not in h.store.streams_groups
 
 
-def test_members_in_a_hand_over_are_told_to_heartbeat_sooner() -> None:
+def test_members_in_a_hand_over_are_told_the_configured_interval_as_kafka_does() -> None:
     h = Harness(BrokerGroupSettings(group_streams_heartbeat_interval_ms=5000))
     ready(h)
     a, b = StreamsClient(h, "a"), StreamsClient(h, "b")
     assert a.join().wire.heartbeat_interval_ms == 5000  # stable at once
-    assert b.join().wire.heartbeat_interval_ms == 250  # waiting for tasks a holds
-    assert a.beat().wire.heartbeat_interval_ms == 250  # revoking
+    assert b.join().wire.heartbeat_interval_ms == 5000  # waiting for tasks a holds
+    assert a.beat().wire.heartbeat_interval_ms == 5000  # revoking
     assert a.beat().wire.heartbeat_interval_ms == 5000  # done
     assert b.beat().wire.heartbeat_interval_ms == 5000
 
@@ -400,3 +400,27 @@ def test_transactional_offsets_to_a_streams_group_check_the_member_when_named() 
     # Before v3 (and at v3+ without a member) the producer names no member: taken as is.
     assert codes(txn_commit(h, "app", offsets, version=0, producer_id=2000)) == {("words", 0): ErrorCode.NONE}
     assert codes(txn_commit(h, "app", offsets, version=3, producer_id=2001)) == {("words", 0): ErrorCode.NONE}
+
+
+def test_task_offsets_are_kept_until_replaced_and_steer_where_a_lost_task_goes() -> None:
+    h = Harness()
+    ready(h, partitions=1)
+    a, b, c = StreamsClient(h, "a"), StreamsClient(h, "b"), StreamsClient(h, "c")
+    a.join()
+    b.join()
+    c.join()
+    for client in (a, b, c, a, b, c):
+        client.beat()
+    holder = next(x for x in (a, b, c) if ("1", 0) in x.tasks())
+    others = [x for x in (a, b, c) if x is not holder]
+    # The member sorted last by id reports the most state for the stateful task: it takes it.
+    behind, ahead = sorted(others, key=lambda x: x.member_id)
+    sg_heartbeat(h, member_id=ahead.member_id, epoch=ahead.epoch, active=ahead.active, standby={}, warmup={},
+                 task_offsets={("1", 0): 900}, task_end_offsets={("1", 0): 1000})  # fmt: skip
+    sg_heartbeat(h, member_id=behind.member_id, epoch=behind.epoch, active=behind.active, standby={},
+                 warmup={}, task_offsets={("1", 0): 5})  # fmt: skip
+    ahead.beat()  # reports no offsets: the last ones are kept
+    member = sgroup(h).members[ahead.member_id]
+    assert (member.task_offsets, member.task_end_offsets) == ({("1", 0): 900}, {("1", 0): 1000})
+    sg_heartbeat(h, member_id=holder.member_id, epoch=-1)
+    assert sgroup(h).target[ahead.member_id].active.get("1") == frozenset({0})

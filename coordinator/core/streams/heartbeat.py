@@ -58,11 +58,6 @@ REBALANCE_TIMER = "streams-rebalance"
 # Kafka's defaults of group.streams.task.offset.interval.ms and acceptable.recovery.lag.
 TASK_OFFSET_INTERVAL_MS = 60000
 ACCEPTABLE_RECOVERY_LAG = 10000
-# A member in the middle of a hand-over (revoking, or waiting for tasks another member still
-# holds) is told to heartbeat this much more often, never below the floor: the hand-over then
-# takes a fraction of a heartbeat interval instead of up to two (docs/streams-groups.md#the-heartbeat).
-HANDOVER_DIVISOR = 20
-MIN_HANDOVER_INTERVAL_MS = 250
 
 
 class Rejected(Exception):
@@ -87,6 +82,10 @@ def _owned(tasks: list[sgh.TaskIds] | None) -> TaskMap | None:
     for t in tasks:
         out.setdefault(t.subtopology_id, set()).update(t.partitions)
     return {s: frozenset(ps) for s, ps in out.items() if ps}
+
+
+def _offsets(offsets: list[sgh.TaskOffset]) -> dict[tuple[str, int], int]:
+    return {(o.subtopology_id, o.partition): o.offset for o in offsets}
 
 
 class StreamsHeartbeat:
@@ -336,6 +335,12 @@ class StreamsHeartbeat:
             member.user_endpoint = (req.user_endpoint.host, req.user_endpoint.port)
         if req.rebalance_timeout_ms != -1:
             member.rebalance_timeout_ms = req.rebalance_timeout_ms
+        # Kafka's MemberTaskOffsets.update: a list replaces what was reported, null keeps it. The
+        # offsets steer the next assignment (standby candidates) without bumping the epoch.
+        if req.task_offsets is not None:
+            member.task_offsets = _offsets(req.task_offsets)
+        if req.task_end_offsets is not None:
+            member.task_end_offsets = _offsets(req.task_end_offsets)
         member.client_id = ctx.client_id
         member.client_host = kafka_client_host(ctx.client_host)
         return bump
@@ -462,11 +467,8 @@ class StreamsHeartbeat:
         return response
 
     def interval(self, group: StreamsGroup, member: StreamsMember) -> int:
-        """The heartbeat interval the member is told (shorter during a hand-over)."""
-        interval = self.config.group_streams_heartbeat_interval_ms
-        if member.state is MemberState.STABLE and member.member_epoch == group.assignment_epoch:
-            return interval
-        return min(interval, max(MIN_HANDOVER_INTERVAL_MS, interval // HANDOVER_DIVISOR))
+        """The heartbeat interval the member is told: the configured one, as Kafka does."""
+        return self.config.group_streams_heartbeat_interval_ms
 
     def _endpoints(self, group: StreamsGroup) -> list[sgh.EndpointToPartitions]:
         """Interactive Queries: each member's endpoint and the source partitions of its tasks."""
