@@ -142,6 +142,12 @@ class BrokerGroupSettings:
     group_streams_num_standby_replicas: int = setting(
         0, "standby replicas of each stateful task in streams groups", non_negative, kafka=True
     )
+    group_streams_initial_rebalance_delay_ms: int = setting(
+        3000,
+        "wait for more members before the first assignment of a new streams group (0 for development)",
+        non_negative,
+        kafka=True,
+    )
 
     def __post_init__(self) -> None:
         check_settings(self)

@@ -6,6 +6,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from coordinator.core.group_settings import BrokerGroupSettings
 from coordinator.core.streams.group import StreamsGroup
 from coordinator.core.streams.manager import StreamsGroupManager
 from protocol.messages import streams_group_heartbeat as sgh
@@ -15,6 +16,11 @@ from tests.coordinator.harness import Harness, Reply
 STREAMS_GROUP_HEARTBEAT, STREAMS_GROUP_DESCRIBE = 88, 89
 UNSET: Any = object()
 Tasks = Mapping[str, Collection[int]]
+
+
+def streams_settings(**settings: Any) -> BrokerGroupSettings:
+    """Broker settings for streams tests: no initial rebalance delay unless a test sets one."""
+    return BrokerGroupSettings(**{"group_streams_initial_rebalance_delay_ms": 0, **settings})
 
 
 def word_count(epoch: int = 1, repartition_partitions: int = 0) -> sgh.Topology:

@@ -38,6 +38,7 @@ from coordinator.core.streams.group import (
 from coordinator.core.streams.reconcile import compute_target, reconcile
 from coordinator.core.streams.records import group_record, member_record
 from coordinator.core.streams.topology import (
+    ASSIGNMENT_DELAYED,
     SHUTDOWN_APPLICATION,
     ConfiguredTopology,
     InvalidTopology,
@@ -55,6 +56,9 @@ StreamsRow = StreamsGroupRecord | StreamsMemberRecord
 
 SESSION_TIMER = "streams-session"
 REBALANCE_TIMER = "streams-rebalance"
+# Kafka's initial rebalance delay of a new streams group: no assignment until it fires.
+INITIAL_DELAY_TIMER = "streams-initial-delay"
+INITIAL_DELAY_DETAIL = "Assignment delayed due to the configured initial rebalance delay."
 # Kafka's defaults of group.streams.task.offset.interval.ms and acceptable.recovery.lag.
 TASK_OFFSET_INTERVAL_MS = 60000
 ACCEPTABLE_RECOVERY_LAG = 10000
@@ -202,6 +206,7 @@ class StreamsHeartbeat:
             return self._leave(group, req), group
 
         member = self._member_for(ctx, group, req)
+        was_empty = not group.members
         bump = member.member_epoch == JOIN_EPOCH and member.member_id not in group.members
         if req.member_epoch == JOIN_EPOCH:
             bump |= self._take_topology(group, member, req)
@@ -214,8 +219,8 @@ class StreamsHeartbeat:
         bump |= self._configure(group)
         if bump:
             group.group_epoch += 1
-        if group.group_epoch > group.assignment_epoch:
-            compute_target(group, self.config.group_streams_num_standby_replicas)
+            if was_empty:
+                self._start_initial_delay(group)
         owned = None
         if req.active_tasks is not None and req.standby_tasks is not None and req.warmup_tasks is not None:
             owned = TaskSets(
@@ -223,7 +228,12 @@ class StreamsHeartbeat:
                 _owned(req.standby_tasks) or {},
                 _owned(req.warmup_tasks) or {},
             )
-        changed = reconcile(group, member, owned)
+        if self.delayed(group):
+            changed = self._join_delayed(group, member)
+        else:
+            if group.group_epoch > group.assignment_epoch:
+                compute_target(group, self.config.group_streams_num_standby_replicas)
+            changed = reconcile(group, member, owned)
         self._schedule_rebalance(group, member)
         self.reschedule_session(group, member)
         member.last_heartbeat_ms = self.clock.now_ms
@@ -236,6 +246,42 @@ class StreamsHeartbeat:
             or (owned is not None and owned != member.assigned)
         )
         return self._response(group, member, req, full, ctx.api_version), group
+
+    # -- the initial rebalance delay ------------------------------------------------------------
+
+    def initial_delay_ms(self, group: StreamsGroup) -> int:
+        return self.config.group_streams_initial_rebalance_delay_ms
+
+    def _start_initial_delay(self, group: StreamsGroup) -> None:
+        """A member joined an empty group: as Kafka, no assignment until the delay is over, so
+        that the members starting together are assigned at once (docs/streams-groups.md#the-initial-rebalance-delay)."""
+        delay = self.initial_delay_ms(group)
+        key = (INITIAL_DELAY_TIMER, group.group_id)
+        if delay > 0 and key not in self.timers:
+            self.timers.schedule(key, self.clock.now_ms + delay)
+
+    def delayed(self, group: StreamsGroup) -> bool:
+        return (INITIAL_DELAY_TIMER, group.group_id) in self.timers
+
+    @staticmethod
+    def _join_delayed(group: StreamsGroup, member: StreamsMember) -> bool:
+        """During the delay a joining member is told the group epoch and no tasks (Kafka
+        answers so); members already in keep their epoch. True when the member just joined."""
+        if member.member_epoch != JOIN_EPOCH:
+            return False
+        member.previous_member_epoch = member.member_epoch
+        member.member_epoch = group.group_epoch
+        member.state = MemberState.STABLE
+        return True
+
+    def end_initial_delay(self, group: StreamsGroup) -> bool:
+        """The delay is over: the first assignment, at a new group epoch (as Kafka). False when
+        nobody is left to assign to."""
+        if not group.members:
+            return False
+        group.group_epoch += 1
+        compute_target(group, self.config.group_streams_num_standby_replicas)
+        return True
 
     def _member_for(
         self, ctx: RequestContext, group: StreamsGroup, req: sgh.StreamsGroupHeartbeatRequest
@@ -411,7 +457,7 @@ class StreamsHeartbeat:
         others with a new group epoch."""
         self._remove(group, member)
         group.group_epoch += 1
-        if group.members:
+        if group.members and not self.delayed(group):
             compute_target(group, self.config.group_streams_num_standby_replicas)
 
     # -- timers ------------------------------------------------------------------------------
@@ -444,6 +490,8 @@ class StreamsHeartbeat:
         if group.configured is not None and group.configured.status is not None:
             code, detail = group.configured.status
             status.append(sgh.Status(code, detail))
+        if self.delayed(group):
+            status.append(sgh.Status(ASSIGNMENT_DELAYED, INITIAL_DELAY_DETAIL))
         if group.shutdown_requested:
             status.append(
                 sgh.Status(SHUTDOWN_APPLICATION, "A member requested the application to shut down.")
