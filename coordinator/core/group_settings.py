@@ -138,6 +138,22 @@ class BrokerGroupSettings:
     group_streams_heartbeat_interval_ms: int = setting(
         5000, "heartbeat interval told to streams group members", positive, kafka=True
     )
+    # The bounds of the streams.* group configs (Kafka's GroupConfig validation).
+    group_streams_min_session_timeout_ms: int = setting(
+        45000, "smallest streams.session.timeout.ms a streams group may be given", positive, kafka=True
+    )
+    group_streams_max_session_timeout_ms: int = setting(
+        60000, "largest streams.session.timeout.ms a streams group may be given", positive, kafka=True
+    )
+    group_streams_min_heartbeat_interval_ms: int = setting(
+        5000, "smallest streams.heartbeat.interval.ms a streams group may be given", positive, kafka=True
+    )
+    group_streams_max_heartbeat_interval_ms: int = setting(
+        15000, "largest streams.heartbeat.interval.ms a streams group may be given", positive, kafka=True
+    )
+    group_streams_max_standby_replicas: int = setting(
+        2, "largest streams.num.standby.replicas a streams group may be given", non_negative, kafka=True
+    )
     group_streams_max_size: int = setting(2**31 - 1, "members per streams group", at_least(1), kafka=True)
     group_streams_num_standby_replicas: int = setting(
         0, "standby replicas of each stateful task in streams groups", non_negative, kafka=True

@@ -8,6 +8,13 @@ from collections.abc import Mapping
 
 from coordinator.core.clock import ShardClock
 from coordinator.core.context import RequestContext
+from coordinator.core.dynamic_configs import (
+    STREAMS_HEARTBEAT_INTERVAL_MS,
+    STREAMS_INITIAL_REBALANCE_DELAY_MS,
+    STREAMS_NUM_STANDBY_REPLICAS,
+    STREAMS_SESSION_TIMEOUT_MS,
+    DynamicGroupConfigs,
+)
 from coordinator.core.effects import Effects
 from coordinator.core.errors import (
     FENCED_MEMBER_EPOCH,
@@ -101,8 +108,11 @@ class StreamsHeartbeat:
         timers: Timers[TimerKey],
         clock: ShardClock,
         registry: GroupRegistry,
+        group_configs: DynamicGroupConfigs | None = None,
     ) -> None:
         self.config = config
+        # The streams.* group configs override the broker settings per group (docs/streams-groups.md#group-configs).
+        self.group_configs = group_configs or DynamicGroupConfigs(config)
         self.timers = timers
         self.clock = clock
         self.registry = registry
@@ -232,7 +242,7 @@ class StreamsHeartbeat:
             changed = self._join_delayed(group, member)
         else:
             if group.group_epoch > group.assignment_epoch:
-                compute_target(group, self.config.group_streams_num_standby_replicas)
+                compute_target(group, self.standby_replicas(group))
             changed = reconcile(group, member, owned)
         self._schedule_rebalance(group, member)
         self.reschedule_session(group, member)
@@ -250,7 +260,10 @@ class StreamsHeartbeat:
     # -- the initial rebalance delay ------------------------------------------------------------
 
     def initial_delay_ms(self, group: StreamsGroup) -> int:
-        return self.config.group_streams_initial_rebalance_delay_ms
+        return self.group_configs.value(group.group_id, STREAMS_INITIAL_REBALANCE_DELAY_MS)
+
+    def standby_replicas(self, group: StreamsGroup) -> int:
+        return self.group_configs.value(group.group_id, STREAMS_NUM_STANDBY_REPLICAS)
 
     def _start_initial_delay(self, group: StreamsGroup) -> None:
         """A member joined an empty group: as Kafka, no assignment until the delay is over, so
@@ -280,7 +293,7 @@ class StreamsHeartbeat:
         if not group.members:
             return False
         group.group_epoch += 1
-        compute_target(group, self.config.group_streams_num_standby_replicas)
+        compute_target(group, self.standby_replicas(group))
         return True
 
     def _member_for(
@@ -458,14 +471,14 @@ class StreamsHeartbeat:
         self._remove(group, member)
         group.group_epoch += 1
         if group.members and not self.delayed(group):
-            compute_target(group, self.config.group_streams_num_standby_replicas)
+            compute_target(group, self.standby_replicas(group))
 
     # -- timers ------------------------------------------------------------------------------
 
     def reschedule_session(self, group: StreamsGroup, member: StreamsMember) -> None:
         self.timers.schedule(
             (SESSION_TIMER, group.group_id, member.member_id),
-            self.clock.now_ms + self.config.group_streams_session_timeout_ms,
+            self.clock.now_ms + self.group_configs.value(group.group_id, STREAMS_SESSION_TIMEOUT_MS),
         )
 
     def _schedule_rebalance(self, group: StreamsGroup, member: StreamsMember) -> None:
@@ -516,7 +529,7 @@ class StreamsHeartbeat:
 
     def interval(self, group: StreamsGroup, member: StreamsMember) -> int:
         """The heartbeat interval the member is told: the configured one, as Kafka does."""
-        return self.config.group_streams_heartbeat_interval_ms
+        return self.group_configs.value(group.group_id, STREAMS_HEARTBEAT_INTERVAL_MS)
 
     def _endpoints(self, group: StreamsGroup) -> list[sgh.EndpointToPartitions]:
         """Interactive Queries: each member's endpoint and the source partitions of its tasks."""
