@@ -127,7 +127,8 @@ def test_word_count_through_the_gateway_on_kafka(kafka_broker: KafkaCluster, tmp
 
 def _wait_committed(bootstrap: str, app: str, words: str, lines: int, word_count: int) -> None:
     """Poll until the group has committed every input line and every repartition record (on
-    Kafka a record is one offset, so the committed offsets add up to the record counts)."""
+    Kafka a record is one offset, so the committed offsets add up to the record counts; Tansu
+    leaves gaps between batches' offsets, so they may add up to more)."""
     deadline = time.monotonic() + 120
     with WireClient(bootstrap) as client:
         while True:
@@ -136,7 +137,7 @@ def _wait_committed(bootstrap: str, app: str, words: str, lines: int, word_count
             done = {t.name: sum(max(p.committed_offset, 0) for p in t.partitions) for t in group.topics}
             input_done = done.get(words, 0)
             repartition_done = sum(n for topic, n in done.items() if topic.endswith("-repartition"))
-            if input_done == lines and repartition_done == word_count:
+            if input_done == lines and repartition_done >= word_count:
                 return
             assert time.monotonic() < deadline, (input_done, lines, repartition_done, word_count)
             time.sleep(0.1)
@@ -206,9 +207,9 @@ def _standbys_restart_and_kill(upstream: str, tmp_path: Path, counted_after_kill
 
 
 def test_standbys_a_gateway_restart_and_a_killed_instance_on_tansu(tansu_port: int, tmp_path: Path) -> None:
-    """On Tansu the counts after the SIGKILL are not checked: Tansu loses some of the
-    application's records through the failover (docs/streams-groups.md#tests)."""
-    _standbys_restart_and_kill(f"127.0.0.1:{tansu_port}", tmp_path, counted_after_kill=False)
+    """Every word counted after the SIGKILL on Tansu too: the restored store reads its changelog
+    to the log end the gateway answers (docs/streams-groups.md#tansu)."""
+    _standbys_restart_and_kill(f"127.0.0.1:{tansu_port}", tmp_path, counted_after_kill=True)
 
 
 @pytest.mark.kafka
