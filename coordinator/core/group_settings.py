@@ -158,6 +158,13 @@ class BrokerGroupSettings:
     group_streams_num_standby_replicas: int = setting(
         0, "standby replicas of each stateful task in streams groups", non_negative, kafka=True
     )
+    # Kafka 4.4 only checks these against the members' client tags (status MISSING_CLIENT_TAGS);
+    # its assignor does not place standbys by them either (docs/streams-groups.md#task-assignment).
+    group_streams_rack_aware_assignment_tags: tuple[str, ...] = setting(
+        (),
+        "client tag keys streams group members must send (rack-aware standby placement), comma-separated",
+        kafka=True,
+    )
     group_streams_initial_rebalance_delay_ms: int = setting(
         3000,
         "wait for more members before the first assignment of a new streams group (0 for development)",

@@ -70,6 +70,7 @@ def sg_heartbeat(
     user_endpoint: tuple[str, int] | None = None,
     task_offsets: Mapping[tuple[str, int], int] | None = None,
     task_end_offsets: Mapping[tuple[str, int], int] | None = None,
+    client_tags: Mapping[str, str] | None = None,
 ) -> Reply:
     joining = epoch == 0
     request = sgh.StreamsGroupHeartbeatRequest(
@@ -89,6 +90,7 @@ def sg_heartbeat(
         user_endpoint=None if user_endpoint is None else sgh.Endpoint(*user_endpoint),
         task_offsets=_task_offsets(task_offsets),
         task_end_offsets=_task_offsets(task_end_offsets),
+        client_tags=None if client_tags is None else [sgh.KeyValue(k, v) for k, v in client_tags.items()],
     )
     ctx = h.ctx(STREAMS_GROUP_HEARTBEAT, version)
     h.apply(h.coordinator.handle(ctx, request))

@@ -447,3 +447,20 @@ def test_a_new_group_waits_for_the_initial_rebalance_delay_before_its_first_assi
     a.beat()
     assert a.tasks() | b.tasks() == {(s, p) for s in "01" for p in range(4)}
     assert sgroup(h).state_name == "Stable"
+
+
+def test_members_without_the_rack_aware_assignment_tags_are_told_which_are_missing() -> None:
+    h = Harness(streams_settings(group_streams_rack_aware_assignment_tags=("zone", "rack")))
+    ready(h)
+    missing = (
+        6,
+        "Missing required client tags for rack-aware standby assignment: [rack]. "
+        "Configure them via 'client.tag.<tagKey>' in your Streams config.",
+    )
+    wire = sg_heartbeat(h, member_id="a", client_tags={"zone": "eu-1"}).wire
+    assert [(s.status_code, s.status_detail) for s in wire.status] == [missing]
+    assert (
+        sg_heartbeat(h, member_id="b", client_tags={"zone": "eu-1"}, version=0).wire.status == []
+    )  # v1+ only
+    tagged = sg_heartbeat(h, member_id="c", client_tags={"zone": "eu-1", "rack": "r1"}).wire
+    assert tagged.status == []

@@ -46,6 +46,7 @@ from coordinator.core.streams.reconcile import compute_target, reconcile
 from coordinator.core.streams.records import group_record, member_record
 from coordinator.core.streams.topology import (
     ASSIGNMENT_DELAYED,
+    MISSING_CLIENT_TAGS,
     SHUTDOWN_APPLICATION,
     ConfiguredTopology,
     InvalidTopology,
@@ -509,6 +510,15 @@ class StreamsHeartbeat:
             status.append(
                 sgh.Status(SHUTDOWN_APPLICATION, "A member requested the application to shut down.")
             )
+        missing_tags = self._missing_client_tags(member)
+        if version >= 1 and missing_tags:
+            status.append(
+                sgh.Status(
+                    MISSING_CLIENT_TAGS,
+                    f"Missing required client tags for rack-aware standby assignment: [{', '.join(missing_tags)}]. "
+                    "Configure them via 'client.tag.<tagKey>' in your Streams config.",
+                )
+            )
         response = sgh.StreamsGroupHeartbeatResponse(
             member_id=member.member_id,
             member_epoch=member.member_epoch,
@@ -526,6 +536,11 @@ class StreamsHeartbeat:
         if req.endpoint_information_epoch != group.endpoint_epoch:
             response.partitions_by_user_endpoint = self._endpoints(group)
         return response
+
+    def _missing_client_tags(self, member: StreamsMember) -> list[str]:
+        """The rack-aware assignment tags the member does not send, in the configured order."""
+        sent = {key for key, _ in member.client_tags}
+        return [tag for tag in self.config.group_streams_rack_aware_assignment_tags if tag not in sent]
 
     def interval(self, group: StreamsGroup, member: StreamsMember) -> int:
         """The heartbeat interval the member is told: the configured one, as Kafka does."""
