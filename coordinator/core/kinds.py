@@ -45,4 +45,4 @@ def register_kinds(
     registry.register(consumer)
     registry.register(ShareGroupManager(config, timers, clock, stats, events, registry))
     registry.conversion = conversion
-    registry.register(StreamsGroupManager(config, timers, clock, registry, group_configs))
+    registry.register(StreamsGroupManager(config, timers, clock, registry, group_configs, events))

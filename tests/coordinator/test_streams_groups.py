@@ -464,3 +464,28 @@ def test_members_without_the_rack_aware_assignment_tags_are_told_which_are_missi
     )  # v1+ only
     tagged = sg_heartbeat(h, member_id="c", client_tags={"zone": "eu-1", "rack": "r1"}).wire
     assert tagged.status == []
+
+
+def test_history_shows_members_target_assignments_with_their_task_moves_and_reconciled_epochs() -> None:
+    h = Harness(streams_settings())
+    ready(h)
+    a, b = StreamsClient(h, "a"), StreamsClient(h, "b")
+    a.join()
+    a.beat()
+    b.join()
+    for _ in range(3):
+        a.beat()
+        b.beat()
+    sg_heartbeat(h, member_id="b", epoch=-1)
+    events = [(e.kind, e.generation, e.member_id, e.message) for e in h.coordinator.events.history("app")]
+    kinds = [kind for kind, _, _, _ in events]
+    assert kinds == [
+        "member_joined", "target_computed", "assignment_reconciled",
+        "member_joined", "target_computed", "assignment_reconciled",
+        "member_left", "target_computed",
+    ]  # fmt: skip
+    assert events[0][2] == "a" and events[3][2] == "b" and events[6][2] == "b"
+    # a alone had the 8 tasks; b takes 4 of them at epoch 2, and gives them back at epoch 3.
+    assert "epoch 2 computed: 4 active tasks moved, 0 assigned for the first time" in events[4][3]
+    assert "epoch 3 computed: 4 active tasks moved" in events[7][3]
+    assert events[5][1] == 2 and "reconciled by 2 members" in events[5][3]

@@ -28,6 +28,7 @@ from coordinator.core.errors import (
     UNRELEASED_INSTANCE_ID,
     consumer_write_error,
 )
+from coordinator.core.events import MEMBER_LEFT, GroupEvents
 from coordinator.core.group import EMPTY_CATALOG, TopicCatalog
 from coordinator.core.group_settings import BrokerGroupSettings
 from coordinator.core.members import kafka_client_host, static_member_check
@@ -42,6 +43,7 @@ from coordinator.core.streams.group import (
     TaskMap,
     TaskSets,
 )
+from coordinator.core.streams.history import StreamsHistory
 from coordinator.core.streams.reconcile import compute_target, reconcile
 from coordinator.core.streams.records import group_record, member_record
 from coordinator.core.streams.topology import (
@@ -110,8 +112,10 @@ class StreamsHeartbeat:
         clock: ShardClock,
         registry: GroupRegistry,
         group_configs: DynamicGroupConfigs | None = None,
+        events: GroupEvents | None = None,
     ) -> None:
         self.config = config
+        self.history = StreamsHistory(events)
         # The streams.* group configs override the broker settings per group (docs/streams-groups.md#group-configs).
         self.group_configs = group_configs or DynamicGroupConfigs(config)
         self.timers = timers
@@ -222,7 +226,8 @@ class StreamsHeartbeat:
         if req.member_epoch == JOIN_EPOCH:
             bump |= self._take_topology(group, member, req)
         bump |= self._update_member(ctx, member, req)
-        if member.member_id not in group.members:
+        joined = member.member_id not in group.members
+        if joined:
             group.members[member.member_id] = member
             if member.instance_id is not None:
                 group.static_members[member.instance_id] = member.member_id
@@ -232,6 +237,8 @@ class StreamsHeartbeat:
             group.group_epoch += 1
             if was_empty:
                 self._start_initial_delay(group)
+        if joined:
+            self.history.joined(group, member)
         owned = None
         if req.active_tasks is not None and req.standby_tasks is not None and req.warmup_tasks is not None:
             owned = TaskSets(
@@ -243,8 +250,9 @@ class StreamsHeartbeat:
             changed = self._join_delayed(group, member)
         else:
             if group.group_epoch > group.assignment_epoch:
-                compute_target(group, self.standby_replicas(group))
+                self._compute_target(group)
             changed = reconcile(group, member, owned)
+            self.history.maybe_reconciled(group)
         self._schedule_rebalance(group, member)
         self.reschedule_session(group, member)
         member.last_heartbeat_ms = self.clock.now_ms
@@ -294,7 +302,7 @@ class StreamsHeartbeat:
         if not group.members:
             return False
         group.group_epoch += 1
-        compute_target(group, self.standby_replicas(group))
+        self._compute_target(group)
         return True
 
     def _member_for(
@@ -466,13 +474,22 @@ class StreamsHeartbeat:
         self.timers.cancel((REBALANCE_TIMER, group.group_id, member.member_id))
         group.state_ms = self.clock.wall_ms
 
-    def fence(self, group: StreamsGroup, member: StreamsMember) -> None:
+    def fence(
+        self, group: StreamsGroup, member: StreamsMember, kind: str = MEMBER_LEFT, why: str = "left"
+    ) -> None:
         """The member is gone (left, session or rebalance timeout): its tasks go back to the
         others with a new group epoch."""
+        before = dict(group.target)  # the member's tasks count as moved, not as new
         self._remove(group, member)
         group.group_epoch += 1
+        self.history.left(group, member, kind, why)
         if group.members and not self.delayed(group):
-            compute_target(group, self.standby_replicas(group))
+            self._compute_target(group, before)
+
+    def _compute_target(self, group: StreamsGroup, before: dict[str, TaskSets] | None = None) -> None:
+        previous = group.target if before is None else before
+        compute_target(group, self.standby_replicas(group))
+        self.history.target_computed(group, previous)
 
     # -- timers ------------------------------------------------------------------------------
 

@@ -16,6 +16,8 @@ from coordinator.core.errors import (
     UNKNOWN_MEMBER_ID,
     UNSUPPORTED_VERSION,
 )
+from coordinator.core.events import REBALANCE_TIMEOUT as REBALANCE_TIMEOUT_EVENT
+from coordinator.core.events import SESSION_TIMEOUT as SESSION_TIMEOUT_EVENT
 from coordinator.core.group import (
     ClassicProtocolApi,
     OffsetDeleteRule,
@@ -65,7 +67,7 @@ class StreamsGroupManager(StreamsHeartbeat):
         if group is None or member is None:
             return
         log.info("streams group %s: member %s fenced: session timeout expired", group_id, member_id)
-        self.fence(group, member)
+        self.fence(group, member, SESSION_TIMEOUT_EVENT, "fenced: session timeout expired")
         self.persist(group, fx)
 
     def expire_rebalance(self, group_id: str, member_id: str, fx: Effects) -> None:
@@ -78,7 +80,9 @@ class StreamsGroupManager(StreamsHeartbeat):
             group_id,
             member_id,
         )
-        self.fence(group, member)
+        self.fence(
+            group, member, REBALANCE_TIMEOUT_EVENT, "fenced: did not revoke within the rebalance timeout"
+        )
         self.persist(group, fx)
 
     def initial_delay_over(self, group_id: str, fx: Effects) -> None:
