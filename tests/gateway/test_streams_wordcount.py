@@ -144,9 +144,9 @@ def _wait_committed(bootstrap: str, app: str, words: str, lines: int, word_count
 
 
 def _standbys_restart_and_kill(upstream: str, tmp_path: Path, counted_after_kill: bool) -> None:
-    """Standby tasks with num.standby.replicas=1; the gateway restarted mid-run keeps the group
-    at its epoch; an instance SIGKILLed and another started: its tasks move, and (where the
-    upstream keeps the application's data through the failover) every word is counted."""
+    """Three instances, standby tasks with num.standby.replicas=1; the gateway restarted mid-run
+    keeps the group at its epoch; an instance SIGKILLed and another started: its tasks move, and
+    every word is counted."""
     APP = "restarts"
     port, base = free_port(), free_port()
     storage = f"sqlite:///{tmp_path / 'gateway.db'}"
@@ -165,10 +165,10 @@ def _standbys_restart_and_kill(upstream: str, tmp_path: Path, counted_after_kill
     try:
         words, output = _create_topics(gateway.bootstrap, "restarts")
         with word_count_app(gateway.bootstrap, APP, tmp_path, (words, output)) as app:
-            a, b = app.start(), app.start()
-            app.wait_running([a, b])
-            group = _settled(gateway.bootstrap, APP, 2)
-            # The stateful subtopology's tasks each have a standby on the other process.
+            a, b, c = app.start(), app.start(), app.start()
+            app.wait_running([a, b, c])
+            group = _settled(gateway.bootstrap, APP, 3)
+            # The stateful subtopology's tasks each have a standby on another process.
             active = {(s, p): proc for s, p, proc in _tasks(group) if s == "1"}
             standby = {(s, p): proc for s, p, proc in _tasks(group, "standby_tasks")}
             assert set(standby) == set(active) and all(standby[t] != active[t] for t in active)
@@ -190,14 +190,14 @@ def _standbys_restart_and_kill(upstream: str, tmp_path: Path, counted_after_kill
                 _wait_committed(gateway.bootstrap, APP, words, len(first), sum(half.values()))
             a.process.send_signal(signal.SIGKILL)
             a.process.wait(10)
-            c = app.start()
-            app.wait_running([c])
+            d = app.start()
+            app.wait_running([d])
             produce_lines(gateway.bootstrap, words, second)
             if counted_after_kill:
                 # At least once; the first half was committed before the kill, so exactly.
                 counts = latest_counts(gateway.bootstrap, output, expected, 180)
                 assert counts == expected, app.logs()
-            settled = _settled(gateway.bootstrap, APP, 2)
+            settled = _settled(gateway.bootstrap, APP, 3)
             assert settled.group_epoch > epoch
             assert {proc for _, _, proc in _tasks(settled)} == {m.process_id for m in settled.members}
     except KafkaUnavailable as exc:
