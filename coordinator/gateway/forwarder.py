@@ -536,6 +536,7 @@ class Forwarder:
             for topic in body.topics
             for answer in topic.partitions
             if answer.error_code == ErrorCode.NONE
+            and answer.offset > 0  # an empty partition: nothing to learn
             and (topic.name, answer.partition_index) in latest
             and needs_probe((topic.name, answer.partition_index))
         }
