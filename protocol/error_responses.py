@@ -91,10 +91,10 @@ from protocol.messages.produce import (
 )
 from protocol.messages.sasl_authenticate import SaslAuthenticateRequest, SaslAuthenticateResponse
 from protocol.messages.sasl_handshake import SaslHandshakeRequest, SaslHandshakeResponse
-from protocol.messages.share_group_describe import DescribedGroup as ShareDescribedGroup
-from protocol.messages.share_group_describe import ShareGroupDescribeRequest, ShareGroupDescribeResponse
 from protocol.messages.share_acknowledge import ShareAcknowledgeRequest, ShareAcknowledgeResponse
 from protocol.messages.share_fetch import ShareFetchRequest, ShareFetchResponse
+from protocol.messages.share_group_describe import DescribedGroup as ShareDescribedGroup
+from protocol.messages.share_group_describe import ShareGroupDescribeRequest, ShareGroupDescribeResponse
 from protocol.messages.share_group_heartbeat import ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse
 from protocol.messages.streams_group_describe import DescribedGroup as StreamsDescribedGroup
 from protocol.messages.streams_group_describe import (

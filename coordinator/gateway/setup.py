@@ -17,6 +17,7 @@ from coordinator.gateway.authorization import ForwardedAuthorization
 from coordinator.gateway.authz_rules import PREVIEWS, RULES
 from coordinator.gateway.forwarder import Forwarder
 from coordinator.gateway.group_configs import serve_group_configs_only
+from coordinator.gateway.share_upstream import UpstreamShareRecords
 from coordinator.gateway.streams_topics import UpstreamTopicCreator
 from coordinator.gateway.transaction_metrics import TransactionCollector
 from coordinator.gateway.transactions import TransactionOutcomes
@@ -41,9 +42,11 @@ class Gateway:
     upstream: UpstreamCluster
     brokers: VirtualBrokers
     forwarder: Forwarder
+    share_records: UpstreamShareRecords
 
     async def close(self) -> None:
         self.brokers.close()
+        await self.share_records.close()
         await self.forwarder.close()
         await self.upstream.stop()
 
@@ -93,6 +96,8 @@ async def start_gateway(
     cluster.use_catalog(upstream.catalog)
     coordinator.attach_catalog(upstream.catalog)
     dispatcher.internal_topics.creator = UpstreamTopicCreator(upstream)
+    share_records = UpstreamShareRecords(upstream)
+    dispatcher.share.source = share_records  # the gateway is the share-partition leader
     forwarder = Forwarder(upstream, brokers, lambda: cluster.node, dispatcher.budget)
     forwarder.sasl = dispatcher.sasl
     forwarder.authorization_required = config.authorizer_enabled
@@ -118,7 +123,7 @@ async def start_gateway(
             "gateway mode: upstream cluster %s, %d brokers, %d topics",
             upstream.cluster_id, len(upstream.brokers), len(upstream.catalog.topics),
         )  # fmt: skip
-    return Gateway(upstream, brokers, forwarder)
+    return Gateway(upstream, brokers, forwarder, share_records)
 
 
 def _serve_api_versions(dispatcher: Dispatcher, upstream: UpstreamCluster) -> None:

@@ -25,6 +25,8 @@ import pytest
 from protocol import wire
 from protocol.apis import ApiKey
 from protocol.messages import CODECS, FLEXIBLE
+from protocol.messages import share_acknowledge as sak
+from protocol.messages import share_fetch as sf
 from protocol.messages.consumer_group_describe import (
     Assignment as DescribeAssignment,
 )
@@ -57,8 +59,6 @@ from protocol.messages.share_group_heartbeat import (
     ShareGroupHeartbeatResponse,
 )
 from protocol.messages.share_group_heartbeat import TopicPartitions as ShareTopicPartitions
-from protocol.messages import share_acknowledge as sak
-from protocol.messages import share_fetch as sf
 from protocol.primitives import DecodeError
 from tests.protocol.model import golden_pairs, pair_id
 

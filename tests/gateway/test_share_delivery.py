@@ -1,0 +1,134 @@
+"""The share-group data plane through the gateway (docs/share-groups.md, "The data plane"): real
+librdkafka share consumers (confluent-kafka's ShareConsumer) read records the gateway fetches from
+the upstream (Tansu, which has no share groups, and Kafka 4.4), each record acquired by one
+consumer and acknowledged one by one."""
+
+from __future__ import annotations
+
+import uuid
+from collections import Counter
+
+import pytest
+from confluent_kafka import AcknowledgeType
+
+from tests.gateway.conftest import Upstream, running_gateway
+from tests.gateway.share_support import (
+    Received,
+    all_assigned,
+    create_topic,
+    poll_once,
+    produce,
+    share_consumer,
+    wait_for,
+)
+from tests.support.server import ServerProcess
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
+
+
+def names(prefix: str) -> tuple[str, str]:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}", f"g-{uuid.uuid4().hex[:8]}"
+
+
+@pytest.mark.parametrize(("consumers", "partitions"), [(3, 1), (5, 2)])
+@pytest.mark.parametrize("mode", ["implicit", "explicit"])
+def test_every_record_is_delivered_exactly_once_under_accept(
+    gateway: ServerProcess, consumers: int, partitions: int, mode: str
+) -> None:
+    topic, group_id = names("queue")
+    create_topic(gateway.bootstrap, topic, partitions)
+    group = [
+        share_consumer(gateway.bootstrap, group_id, topic, **{"share.acknowledgement.mode": mode})
+        for _ in range(consumers)
+    ]
+    received = [Received() for _ in group]
+
+    def step() -> None:
+        for consumer, got in zip(group, received, strict=True):
+            for message in poll_once(consumer, got, 0.1):
+                if mode == "explicit":
+                    consumer.acknowledge(message, AcknowledgeType.ACCEPT)
+
+    try:
+        wait_for(lambda: all_assigned(gateway.bootstrap, group_id, consumers, partitions), step, 60, "assignment")
+        for _ in range(5):  # every share-partition started (at the log end) before producing
+            step()
+        values = [f"r{n}" for n in range(300)]
+        produce(gateway.bootstrap, topic, values, partitions)
+        total = lambda: sum(len(r.records) for r in received)  # noqa: E731
+        wait_for(lambda: total() >= len(values), step, 90, "every record")
+        for _ in range(10):  # anything delivered twice would show up now
+            step()
+        for consumer in group:
+            consumer.commit_sync()
+    finally:
+        for consumer in group:
+            consumer.close()
+    delivered = Counter(v for r in received for v in r.values())
+    assert sorted(delivered) == sorted(values)
+    assert set(delivered.values()) == {1}
+    assert all(count == 1 for r in received for _, count in r.records)
+    assert sum(1 for r in received if r.records) >= 2  # shared, not all to one consumer
+
+
+def test_released_records_come_back_counted_and_rejected_ones_never(gateway: ServerProcess) -> None:
+    topic, group_id = names("release")
+    create_topic(gateway.bootstrap, topic, 1)
+    consumer = share_consumer(gateway.bootstrap, group_id, topic, **{"share.acknowledgement.mode": "explicit"})
+    received = Received()
+    try:
+        wait_for(lambda: all_assigned(gateway.bootstrap, group_id, 1, 1), lambda: poll_once(consumer, received), 60, "assignment")
+        for _ in range(5):
+            poll_once(consumer, received)
+        produce(gateway.bootstrap, topic, ["keep", "again", "drop"])
+        decided: dict[str, int] = {}
+
+        def step() -> None:
+            for message in poll_once(consumer, received):
+                value = message.value().decode()
+                if value == "again" and message.delivery_count() == 1:
+                    consumer.acknowledge(message, AcknowledgeType.RELEASE)
+                elif value == "drop":
+                    consumer.acknowledge(message, AcknowledgeType.REJECT)
+                else:
+                    consumer.acknowledge(message, AcknowledgeType.ACCEPT)
+                decided[value] = message.delivery_count()
+
+        wait_for(lambda: decided.get("again", 0) == 2 and "keep" in decided and "drop" in decided, step, 60, "redelivery")
+        for _ in range(10):
+            step()
+        consumer.commit_sync()
+    finally:
+        consumer.close()
+    assert received.records.count(("again", 1)) == 1
+    assert received.records.count(("again", 2)) == 1
+    assert received.values().count("drop") == 1  # rejected: never again
+    assert received.values().count("keep") == 1
+
+
+def test_the_delivery_limit_archives(upstream: Upstream) -> None:
+    with running_gateway(upstream.bootstrap, **{"group-share-delivery-count-limit": "2"}) as gateway:
+        topic, group_id = names("limit")
+        create_topic(gateway.bootstrap, topic, 1)
+        consumer = share_consumer(gateway.bootstrap, group_id, topic, **{"share.acknowledgement.mode": "explicit"})
+        received = Received()
+        try:
+            wait_for(lambda: all_assigned(gateway.bootstrap, group_id, 1, 1), lambda: poll_once(consumer, received), 60, "assignment")
+            for _ in range(5):
+                poll_once(consumer, received)
+            produce(gateway.bootstrap, topic, ["poison", "fine"])
+
+            def step() -> None:
+                for message in poll_once(consumer, received):
+                    if message.value() == b"poison":
+                        consumer.acknowledge(message, AcknowledgeType.RELEASE)
+                    else:
+                        consumer.acknowledge(message, AcknowledgeType.ACCEPT)
+
+            wait_for(lambda: received.values().count("poison") >= 2 and "fine" in received.values(), step, 60, "two deliveries")
+            for _ in range(15):  # the limit reached: released, it is archived, never delivered again
+                step()
+            consumer.commit_sync()
+        finally:
+            consumer.close()
+        assert [c for v, c in received.records if v == "poison"] == [1, 2]
