@@ -25,7 +25,9 @@ def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
         admin.close()
 
 
-def produce(bootstrap: str, topic: str, values: Iterable[str], partitions: int = 1, per_batch: int = 10) -> None:
+def produce(
+    bootstrap: str, topic: str, values: Iterable[str], partitions: int = 1, per_batch: int = 10
+) -> None:
     """Round-robin over the partitions, flushed every ``per_batch`` records: a record batch is
     acquired whole by one consumer, so several batches let several consumers share a partition."""
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0, "log_level": 0})

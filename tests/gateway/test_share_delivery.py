@@ -50,7 +50,9 @@ def test_every_record_is_delivered_exactly_once_under_accept(
                     consumer.acknowledge(message, AcknowledgeType.ACCEPT)
 
     try:
-        wait_for(lambda: all_assigned(gateway.bootstrap, group_id, consumers, partitions), step, 60, "assignment")
+        wait_for(
+            lambda: all_assigned(gateway.bootstrap, group_id, consumers, partitions), step, 60, "assignment"
+        )
         for _ in range(5):  # every share-partition started (at the log end) before producing
             step()
         values = [f"r{n}" for n in range(300)]
@@ -74,10 +76,17 @@ def test_every_record_is_delivered_exactly_once_under_accept(
 def test_released_records_come_back_counted_and_rejected_ones_never(gateway: ServerProcess) -> None:
     topic, group_id = names("release")
     create_topic(gateway.bootstrap, topic, 1)
-    consumer = share_consumer(gateway.bootstrap, group_id, topic, **{"share.acknowledgement.mode": "explicit"})
+    consumer = share_consumer(
+        gateway.bootstrap, group_id, topic, **{"share.acknowledgement.mode": "explicit"}
+    )
     received = Received()
     try:
-        wait_for(lambda: all_assigned(gateway.bootstrap, group_id, 1, 1), lambda: poll_once(consumer, received), 60, "assignment")
+        wait_for(
+            lambda: all_assigned(gateway.bootstrap, group_id, 1, 1),
+            lambda: poll_once(consumer, received),
+            60,
+            "assignment",
+        )
         for _ in range(5):
             poll_once(consumer, received)
         produce(gateway.bootstrap, topic, ["keep", "again", "drop"])
@@ -94,7 +103,12 @@ def test_released_records_come_back_counted_and_rejected_ones_never(gateway: Ser
                     consumer.acknowledge(message, AcknowledgeType.ACCEPT)
                 decided[value] = message.delivery_count()
 
-        wait_for(lambda: decided.get("again", 0) == 2 and "keep" in decided and "drop" in decided, step, 60, "redelivery")
+        wait_for(
+            lambda: decided.get("again", 0) == 2 and "keep" in decided and "drop" in decided,
+            step,
+            60,
+            "redelivery",
+        )
         for _ in range(10):
             step()
         consumer.commit_sync()
@@ -110,10 +124,17 @@ def test_the_delivery_limit_archives(upstream: Upstream) -> None:
     with running_gateway(upstream.bootstrap, **{"group-share-delivery-count-limit": "2"}) as gateway:
         topic, group_id = names("limit")
         create_topic(gateway.bootstrap, topic, 1)
-        consumer = share_consumer(gateway.bootstrap, group_id, topic, **{"share.acknowledgement.mode": "explicit"})
+        consumer = share_consumer(
+            gateway.bootstrap, group_id, topic, **{"share.acknowledgement.mode": "explicit"}
+        )
         received = Received()
         try:
-            wait_for(lambda: all_assigned(gateway.bootstrap, group_id, 1, 1), lambda: poll_once(consumer, received), 60, "assignment")
+            wait_for(
+                lambda: all_assigned(gateway.bootstrap, group_id, 1, 1),
+                lambda: poll_once(consumer, received),
+                60,
+                "assignment",
+            )
             for _ in range(5):
                 poll_once(consumer, received)
             produce(gateway.bootstrap, topic, ["poison", "fine"])
@@ -125,7 +146,12 @@ def test_the_delivery_limit_archives(upstream: Upstream) -> None:
                     else:
                         consumer.acknowledge(message, AcknowledgeType.ACCEPT)
 
-            wait_for(lambda: received.values().count("poison") >= 2 and "fine" in received.values(), step, 60, "two deliveries")
+            wait_for(
+                lambda: received.values().count("poison") >= 2 and "fine" in received.values(),
+                step,
+                60,
+                "two deliveries",
+            )
             for _ in range(15):  # the limit reached: released, it is archived, never delivered again
                 step()
             consumer.commit_sync()
