@@ -64,14 +64,14 @@ class Received:
 
 
 def poll_once(consumer: ShareConsumer, received: Received, timeout: float = 0.2) -> list[Any]:
-    messages = consumer.poll(timeout) or []
+    messages: list[Any] = list(consumer.poll(timeout) or [])
     batch = [m for m in messages if m.error() is None]
     for message in batch:
-        received.records.append((message.value().decode(), message.delivery_count()))
+        received.records.append((bytes(message.value()).decode(), int(message.delivery_count())))
     return batch
 
 
-def wait_for(done: Callable[[], bool], step: Callable[[], None], timeout: float, what: str) -> None:
+def wait_for(done: Callable[[], bool], step: Callable[[], object], timeout: float, what: str) -> None:
     deadline = time.monotonic() + timeout
     while not done():
         if time.monotonic() > deadline:

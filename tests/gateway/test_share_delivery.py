@@ -57,8 +57,7 @@ def test_every_record_is_delivered_exactly_once_under_accept(
             step()
         values = [f"r{n}" for n in range(300)]
         produce(gateway.bootstrap, topic, values, partitions)
-        total = lambda: sum(len(r.records) for r in received)  # noqa: E731
-        wait_for(lambda: total() >= len(values), step, 90, "every record")
+        wait_for(lambda: sum(len(r.records) for r in received) >= len(values), step, 90, "every record")
         for _ in range(10):  # anything delivered twice would show up now
             step()
         for consumer in group:
