@@ -35,10 +35,19 @@ def names(prefix: str) -> tuple[str, str]:
 def test_every_record_is_delivered_exactly_once_under_accept(
     gateway: ServerProcess, consumers: int, partitions: int, mode: str
 ) -> None:
+    exactly_once(gateway.bootstrap, consumers, partitions, mode)
+
+
+def test_released_records_come_back_counted_and_rejected_ones_never(gateway: ServerProcess) -> None:
+    release_and_reject(gateway.bootstrap)
+
+
+def exactly_once(bootstrap: str, consumers: int, partitions: int, mode: str) -> None:
+    """``consumers`` share consumers on ``partitions`` partitions receive 300 records, each once."""
     topic, group_id = names("queue")
-    create_topic(gateway.bootstrap, topic, partitions)
+    create_topic(bootstrap, topic, partitions)
     group = [
-        share_consumer(gateway.bootstrap, group_id, topic, **{"share.acknowledgement.mode": mode})
+        share_consumer(bootstrap, group_id, topic, **{"share.acknowledgement.mode": mode})
         for _ in range(consumers)
     ]
     received = [Received() for _ in group]
@@ -50,13 +59,11 @@ def test_every_record_is_delivered_exactly_once_under_accept(
                     consumer.acknowledge(message, AcknowledgeType.ACCEPT)
 
     try:
-        wait_for(
-            lambda: all_assigned(gateway.bootstrap, group_id, consumers, partitions), step, 60, "assignment"
-        )
+        wait_for(lambda: all_assigned(bootstrap, group_id, consumers, partitions), step, 60, "assignment")
         for _ in range(5):  # every share-partition started (at the log end) before producing
             step()
         values = [f"r{n}" for n in range(300)]
-        produce(gateway.bootstrap, topic, values, partitions)
+        produce(bootstrap, topic, values, partitions)
         wait_for(lambda: sum(len(r.records) for r in received) >= len(values), step, 90, "every record")
         for _ in range(10):  # anything delivered twice would show up now
             step()
@@ -72,23 +79,22 @@ def test_every_record_is_delivered_exactly_once_under_accept(
     assert sum(1 for r in received if r.records) >= 2  # shared, not all to one consumer
 
 
-def test_released_records_come_back_counted_and_rejected_ones_never(gateway: ServerProcess) -> None:
+def release_and_reject(bootstrap: str) -> None:
+    """A released record comes back with delivery count 2; a rejected one never."""
     topic, group_id = names("release")
-    create_topic(gateway.bootstrap, topic, 1)
-    consumer = share_consumer(
-        gateway.bootstrap, group_id, topic, **{"share.acknowledgement.mode": "explicit"}
-    )
+    create_topic(bootstrap, topic, 1)
+    consumer = share_consumer(bootstrap, group_id, topic, **{"share.acknowledgement.mode": "explicit"})
     received = Received()
     try:
         wait_for(
-            lambda: all_assigned(gateway.bootstrap, group_id, 1, 1),
+            lambda: all_assigned(bootstrap, group_id, 1, 1),
             lambda: poll_once(consumer, received),
             60,
             "assignment",
         )
         for _ in range(5):
             poll_once(consumer, received)
-        produce(gateway.bootstrap, topic, ["keep", "again", "drop"])
+        produce(bootstrap, topic, ["keep", "again", "drop"])
         decided: dict[str, int] = {}
 
         def step() -> None:

@@ -23,7 +23,7 @@ def share_snippet() -> str:
     readme = (REPO / "README.md").read_text()
     section = readme.split("## Share groups (queues)\n", 1)[1].split("\n## ", 1)[0]
     (snippet,) = re.findall(r"```python\n(.*?)```", section, re.S)
-    return snippet
+    return str(snippet)
 
 
 def test_the_share_groups_snippet(tmp_path: Path) -> None:
