@@ -63,7 +63,9 @@ def exactly_once(bootstrap: str, consumers: int, partitions: int, mode: str) -> 
         for _ in range(5):  # every share-partition started (at the log end) before producing
             step()
         values = [f"r{n}" for n in range(300)]
-        produce(bootstrap, topic, values, partitions)
+        for first in range(0, len(values), 30):  # the load arrives while the consumers poll
+            produce(bootstrap, topic, values[first : first + 30], partitions)
+            step()
         wait_for(lambda: sum(len(r.records) for r in received) >= len(values), step, 90, "every record")
         for _ in range(10):  # anything delivered twice would show up now
             step()
