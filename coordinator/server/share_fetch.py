@@ -187,9 +187,11 @@ class ShareLeader:
                     continue
                 return
             fetched = await self.source.fetch(readable, remaining_ms, req.min_bytes, req.max_bytes)
+            failed = False
             for tp, answer in fetched.items():
                 if answer.error_code:
                     entry(by_name[tp]).error_code = answer.error_code
+                    failed = True
             batches = {
                 tp: [(b, last) for b, last, _, _ in f.batches] for tp, f in fetched.items() if f.batches
             }
@@ -210,8 +212,12 @@ class ShareLeader:
                             fetched[tp], [(r.first_offset, r.last_offset) for r in ranges]
                         )
                     return
-            if loop.time() >= deadline:
-                return
+            if failed or loop.time() >= deadline:
+                return  # an error is answered at once, as Kafka does
+            if not batches:
+                # Nothing new although MaxWaitMs is not spent (an upstream that answers early):
+                # a short pause, not a busy loop.
+                await asyncio.sleep(min(deadline - loop.time(), 0.05))
 
     async def _targets(
         self, group_id: str, member_id: str, partitions: list[TopicPartition]

@@ -7,11 +7,17 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter
+from contextlib import ExitStack
+from pathlib import Path
 
 import pytest
 from confluent_kafka import AcknowledgeType
 
-from tests.gateway.conftest import Upstream, running_gateway
+from protocol.apis import ApiKey
+from protocol.errors import ErrorCode
+from protocol.messages import share_fetch as sf
+from protocol.messages.share_group_heartbeat import ShareGroupHeartbeatRequest
+from tests.gateway.conftest import Upstream, running_gateway, running_tansu
 from tests.gateway.share_support import (
     Received,
     all_assigned,
@@ -22,6 +28,7 @@ from tests.gateway.share_support import (
     wait_for,
 )
 from tests.support.server import ServerProcess
+from tests.support.wire_client import WireClient
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 
@@ -165,3 +172,44 @@ def test_the_delivery_limit_archives(upstream: Upstream) -> None:
         finally:
             consumer.close()
         assert [c for v, c in received.records if v == "poison"] == [1, 2]
+
+
+def test_an_unreachable_upstream_is_a_partition_error(tmp_path: Path) -> None:
+    """The upstream gone: the partition answers NOT_LEADER_OR_FOLLOWER (the client refreshes its
+    metadata and retries), the session and the other fields stay intact."""
+    with ExitStack() as upstream_running, ExitStack() as gateway_running:
+        port = upstream_running.enter_context(running_tansu(tmp_path))
+        gateway = gateway_running.enter_context(running_gateway(f"127.0.0.1:{port}"))
+        topic = f"gone-{uuid.uuid4().hex[:8]}"
+        create_topic(gateway.bootstrap, topic, 1)
+        with WireClient(gateway.bootstrap) as client:
+            heartbeat = ShareGroupHeartbeatRequest(
+                group_id="g", member_id="m", member_epoch=0, subscribed_topic_names=[topic]
+            )
+            topic_ids: list[bytes] = []
+
+            def beat() -> None:
+                joined = client.request(ApiKey.SHARE_GROUP_HEARTBEAT, 1, heartbeat)
+                assert joined.error_code == 0, joined
+                heartbeat.member_epoch, heartbeat.subscribed_topic_names = joined.member_epoch, None
+                if joined.assignment is not None:
+                    topic_ids[:] = [tp.topic_id for tp in joined.assignment.topic_partitions]
+
+            wait_for(lambda: bool(topic_ids), beat, 30, "the partition assigned")  # once the catalog has it
+            topic_id = topic_ids[0]
+
+            def share_fetch(epoch: int) -> sf.ShareFetchResponse:
+                partition = sf.FetchPartition(partition_index=0)
+                request = sf.ShareFetchRequest(
+                    group_id="g", member_id="m", share_session_epoch=epoch, max_wait_ms=100, min_bytes=1,
+                    max_records=10, batch_size=10, topics=[sf.FetchTopic(topic_id=topic_id, partitions=[partition])],
+                )  # fmt: skip
+                response: sf.ShareFetchResponse = client.request(ApiKey.SHARE_FETCH, 1, request)
+                return response
+
+            opened = share_fetch(0)  # the share-partition starts at the log end
+            assert opened.error_code == 0 and opened.responses[0].partitions[0].error_code == 0
+            upstream_running.close()  # Tansu stopped
+            failed = share_fetch(1)
+            assert failed.error_code == 0
+            assert failed.responses[0].partitions[0].error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
