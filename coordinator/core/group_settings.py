@@ -131,6 +131,24 @@ class BrokerGroupSettings:
         5000, "heartbeat interval told to share group members (below their session timeout)", kafka=True
     )
     group_share_max_size: int = setting(200, "members per share group", at_least(1), kafka=True)
+    group_share_record_lock_duration_ms: int = setting(
+        30000,
+        "how long a share consumer holds an acquired record before it is delivered again",
+        at_least(1000),
+        kafka=True,
+    )
+    group_share_delivery_count_limit: int = setting(
+        5, "deliveries of a record to share consumers before it is archived", at_least(2), kafka=True
+    )
+    group_share_partition_max_record_locks: int = setting(
+        2000,
+        "records in flight per share-partition (acquired or awaiting redelivery)",
+        at_least(100),
+        kafka=True,
+    )
+    group_share_max_share_sessions: int = setting(
+        2000, "share sessions (one per share consumer and node) this node keeps", at_least(1), kafka=True
+    )
     # KIP-1071 streams groups (Kafka's group.streams.* settings, docs/streams-groups.md).
     group_streams_session_timeout_ms: int = setting(
         45000, "session timeout of streams group members", positive, kafka=True
