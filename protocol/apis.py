@@ -101,6 +101,8 @@ SERVED_VERSIONS: Final[dict[ApiKey, tuple[int, int]]] = {
     ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: (0, 1),
     ApiKey.ALTER_SHARE_GROUP_OFFSETS: (0, 0),
     ApiKey.DELETE_SHARE_GROUP_OFFSETS: (0, 0),
+    ApiKey.SHARE_FETCH: (1, 2),
+    ApiKey.SHARE_ACKNOWLEDGE: (1, 2),
 }
 
 # Spec file stem for each API (requests are "<stem>Request", responses "<stem>Response").

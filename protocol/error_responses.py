@@ -104,6 +104,8 @@ from protocol.messages.produce import (
 )
 from protocol.messages.sasl_authenticate import SaslAuthenticateRequest, SaslAuthenticateResponse
 from protocol.messages.sasl_handshake import SaslHandshakeRequest, SaslHandshakeResponse
+from protocol.messages.share_acknowledge import ShareAcknowledgeRequest, ShareAcknowledgeResponse
+from protocol.messages.share_fetch import ShareFetchRequest, ShareFetchResponse
 from protocol.messages.share_group_describe import DescribedGroup as ShareDescribedGroup
 from protocol.messages.share_group_describe import ShareGroupDescribeRequest, ShareGroupDescribeResponse
 from protocol.messages.share_group_heartbeat import ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse
@@ -283,6 +285,17 @@ def delete_share_group_offsets(
     version: int, req: DeleteShareGroupOffsetsRequest, code: int, message: str | None
 ) -> DeleteShareGroupOffsetsResponse:
     return DeleteShareGroupOffsetsResponse(error_code=code, error_message=message)
+
+
+def share_fetch(version: int, req: ShareFetchRequest, code: int, message: str | None) -> ShareFetchResponse:
+    """Kafka's ShareFetchRequest.getErrorResponse: the top-level code, no partitions."""
+    return ShareFetchResponse(error_code=code, error_message=message)
+
+
+def share_acknowledge(
+    version: int, req: ShareAcknowledgeRequest, code: int, message: str | None
+) -> ShareAcknowledgeResponse:
+    return ShareAcknowledgeResponse(error_code=code, error_message=message)
 
 
 # ---- cluster APIs -----------------------------------------------------------------------------
@@ -536,6 +549,8 @@ ERROR_RESPONSES: Final[dict[ApiKey, ErrorResponseBuilder]] = {
     ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: describe_share_group_offsets,
     ApiKey.ALTER_SHARE_GROUP_OFFSETS: alter_share_group_offsets,
     ApiKey.DELETE_SHARE_GROUP_OFFSETS: delete_share_group_offsets,
+    ApiKey.SHARE_FETCH: share_fetch,
+    ApiKey.SHARE_ACKNOWLEDGE: share_acknowledge,
 }
 
 

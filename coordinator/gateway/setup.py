@@ -19,6 +19,7 @@ from coordinator.gateway.authz_rules import PREVIEWS, RULES
 from coordinator.gateway.forwarder import ANY_BROKER, Forwarder
 from coordinator.gateway.group_configs import serve_group_configs_only
 from coordinator.gateway.share_lag import serve_share_lag
+from coordinator.gateway.share_upstream import UpstreamShareRecords
 from coordinator.gateway.streams_topics import UpstreamTopicCreator
 from coordinator.gateway.transaction_metrics import TransactionCollector
 from coordinator.gateway.transactions import TransactionOutcomes
@@ -44,9 +45,11 @@ class Gateway:
     upstream: UpstreamCluster
     brokers: VirtualBrokers
     forwarder: Forwarder
+    share_records: UpstreamShareRecords
 
     async def close(self) -> None:
         self.brokers.close()
+        await self.share_records.close()
         await self.forwarder.close()
         await self.upstream.stop()
 
@@ -102,6 +105,8 @@ async def start_gateway(
         lambda topic, partition: upstream.high_watermarks.get((topic, partition))
     )
     dispatcher.internal_topics.creator = UpstreamTopicCreator(upstream)
+    share_records = UpstreamShareRecords(upstream)
+    dispatcher.share.source = share_records  # the gateway is the share-partition leader
     forwarder = Forwarder(
         upstream, brokers, lambda: cluster.node, dispatcher.budget, config.upstream_connections_per_broker
     )
@@ -137,7 +142,7 @@ async def start_gateway(
             "gateway mode: upstream cluster %s, %d brokers, %d topics",
             upstream.cluster_id, len(upstream.brokers), len(upstream.catalog.topics),
         )  # fmt: skip
-    return Gateway(upstream, brokers, forwarder)
+    return Gateway(upstream, brokers, forwarder, share_records)
 
 
 def _serve_api_versions(dispatcher: Dispatcher, upstream: UpstreamCluster) -> None:

@@ -52,7 +52,7 @@ def _set(admin: AdminClient, group: str, **values: str) -> None:
 
 def _described(admin: AdminClient, group: str) -> dict[str, tuple[str, int, bool]]:
     [future] = admin.describe_configs([ConfigResource(ResourceType.GROUP, group)]).values()
-    # The consumer group configs (the share ones: tests/coordinator/test_share_configs.py).
+    # The consumer group configs (a group also describes the streams ones: docs/streams-groups.md).
     return {
         name: (e.value, int(e.source), e.is_read_only)
         for name, e in future.result(timeout=10).items()

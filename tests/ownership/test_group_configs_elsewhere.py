@@ -56,7 +56,7 @@ def _two_nodes(nodes: Servers, dsn: str) -> tuple[ServerProcess, ServerProcess, 
 
 def _described(admin: AdminClient, group: str) -> dict[str, tuple[str, int]]:
     [future] = admin.describe_configs([ConfigResource(ResourceType.GROUP, group)]).values()
-    # The consumer group configs (the share ones are described too).
+    # The consumer group configs this test changes (a group also describes the streams ones).
     return {
         name: (e.value, int(e.source))
         for name, e in future.result(timeout=10).items()

@@ -21,6 +21,13 @@ from coordinator.core.group import (
     group_deletion,
 )
 from coordinator.core.liveness import CONSUMER_LATE_INTERVALS, MemberLiveness, judge
+from coordinator.core.share.delivery import (
+    SHARE_LOCK_TIMER,
+    ShareAcknowledgeOp,
+    ShareAcquireOp,
+    ShareInitializeOp,
+    ShareReleaseOp,
+)
 from coordinator.core.share.describe import describe_groups
 from coordinator.core.share.group import ShareGroup
 from coordinator.core.share.offsets_admin import ShareOffsetsAdmin
@@ -107,6 +114,7 @@ class ShareGroupManager(ShareOffsetsAdmin):
         for group in self._selected(group_ids):
             group.dead = True
             del self.groups[group.group_id]
+        self.forget_partitions(None if group_ids is None else set(group_ids))
         kept = set(self.groups)
         self.partition_states = {k: v for k, v in self.partition_states.items() if k[0] in kept}
 
@@ -119,6 +127,9 @@ class ShareGroupManager(ShareOffsetsAdmin):
         return {
             SHARE_SESSION_TIMER: lambda key, fx: self.expire_session(str(key[1]), str(key[2]), fx),
             SHARE_ASSIGNMENT_TIMER: lambda key, fx: self.assignment_due(str(key[1]), fx),
+            SHARE_LOCK_TIMER: lambda key, fx: self.share_expire_locks(
+                (str(key[1]), str(key[2]), int(key[3])), fx
+            ),
         }
 
     def attach_catalog(self, catalog: TopicCatalog) -> None:
@@ -133,6 +144,10 @@ class ShareGroupManager(ShareOffsetsAdmin):
             DescribeShareGroupOffsetsRequest: self.describe_offsets,
             AlterShareGroupOffsetsRequest: self.alter_offsets,
             DeleteShareGroupOffsetsRequest: self.delete_offsets,
+            ShareAcknowledgeOp: self.share_acknowledge,
+            ShareAcquireOp: self.share_acquire,
+            ShareInitializeOp: self.share_initialize,
+            ShareReleaseOp: self.share_release,
         }
 
     def classic_protocol(self, group_id: str, joining: bool) -> ClassicProtocolApi | None:
@@ -158,6 +173,7 @@ class ShareGroupManager(ShareOffsetsAdmin):
         del self.groups[group.group_id]
         for key in [k for k in self.partition_states if k[0] == group.group_id]:
             del self.partition_states[key]
+        self.forget_partitions({group.group_id})
         group.dead = True
         self.events.group_removed(group.group_id, "share", group.group_epoch, "deleted")
 

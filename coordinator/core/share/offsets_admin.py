@@ -24,8 +24,9 @@ from coordinator.core.errors import (
 from coordinator.core.events import GroupEvents
 from coordinator.core.group_settings import BrokerGroupSettings
 from coordinator.core.registry import GroupRegistry
+from coordinator.core.share.delivery import ShareDelivery, lock_key
 from coordinator.core.share.group import ShareGroup
-from coordinator.core.share.membership import Rejected, ShareMembership
+from coordinator.core.share.membership import Rejected
 from coordinator.core.share.partition import PersistedShareState, RecordState
 from coordinator.core.share.records import group_record, partition_state_record
 from coordinator.core.stats import CoreStats
@@ -80,7 +81,7 @@ def share_lag(state: PersistedShareState, log_end: int | None) -> int:
     return log_end - state.start_offset - delivery_complete_count(state)
 
 
-class ShareOffsetsAdmin(ShareMembership):
+class ShareOffsetsAdmin(ShareDelivery):
     """DescribeShareGroupOffsets, AlterShareGroupOffsets and DeleteShareGroupOffsets."""
 
     def __init__(
@@ -210,6 +211,7 @@ class ShareOffsetsAdmin(ShareMembership):
                 self.groups[group.group_id] = group
             for key, state in changes.items():
                 self.partition_states[key] = state
+                self._drop_live(key)
                 for listener in self.state_listeners:
                     listener(key, state)
 
@@ -253,6 +255,7 @@ class ShareOffsetsAdmin(ShareMembership):
         def durable(_out: Effects) -> None:
             for key in deleted:
                 self.partition_states.pop(key, None)
+                self._drop_live(key)
                 for listener in self.state_listeners:
                     listener(key, None)
 
@@ -260,6 +263,12 @@ class ShareOffsetsAdmin(ShareMembership):
         fx.write([SharePartitionStateTombstone(*key) for key in deleted], on_durable=durable)
 
     # -- shared --------------------------------------------------------------------------------
+
+    def _drop_live(self, key: PartitionKey) -> None:
+        """The live share-partition goes: its next use restores it from the new state."""
+        self.live.pop(key, None)
+        self.unwritten_partitions.discard(key)
+        self.timers.cancel(lock_key(key))
 
     def _empty_group(self, group_id: str, create: bool) -> ShareGroup:
         """Kafka's checks before an offsets change: the id names a share group (AlterShareGroupOffsets
