@@ -252,3 +252,17 @@ def test_delete_on_an_unknown_group(h: Harness) -> None:
         ErrorCode.GROUP_ID_NOT_FOUND,
         "Group missing not found.",
     )
+
+
+def test_alter_and_delete_drop_the_live_share_partition(h: Harness) -> None:
+    """The next use of a reset or deleted share-partition restores it from the new state."""
+    key = ("g", "t", 0)
+    live = SharePartition(0, ShareLimits())
+    live.acquire("a", [(0, 9)], 10, h.now_ms)
+    manager(h).live[key] = live
+    alter(h, t={0: 42})
+    assert key not in manager(h).live
+    restored = manager(h).partition(key)
+    assert restored is not None and restored.start_offset == 42
+    delete(h, "t")
+    assert key not in manager(h).live and manager(h).partition(key) is None
