@@ -35,6 +35,8 @@ from protocol.messages.txn_offset_commit import (
 from storage.records import OffsetCommitRecord, Record, TxnOffsetRecord, TxnOffsetTombstone
 
 PartitionKey = tuple[str, int]  # (topic, partition)
+# KIP-890: a producer on transaction version 2 sends TxnOffsetCommit v5+.
+TRANSACTION_V2_REQUEST_VERSION = 5
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +113,7 @@ class TransactionalOffsets:
                         leader_epoch=p.committed_leader_epoch,
                         metadata=metadata,
                         commit_ms=wall_ms,
+                        transaction_version=2 if ctx.api_version >= TRANSACTION_V2_REQUEST_VERSION else 1,
                     )
                 )
         response = _response(req, codes, NONE)
