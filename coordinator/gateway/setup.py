@@ -19,6 +19,7 @@ from coordinator.gateway.forwarder import Forwarder
 from coordinator.gateway.group_configs import serve_group_configs_only
 from coordinator.gateway.streams_topics import UpstreamTopicCreator
 from coordinator.gateway.transaction_metrics import TransactionCollector
+from coordinator.gateway.transaction_resolver import TransactionResolver
 from coordinator.gateway.transactions import TransactionOutcomes
 from coordinator.gateway.upstream import UpstreamSettings
 from coordinator.gateway.upstream_cluster import UpstreamCluster, parse_bootstrap
@@ -41,8 +42,10 @@ class Gateway:
     upstream: UpstreamCluster
     brokers: VirtualBrokers
     forwarder: Forwarder
+    resolver: TransactionResolver
 
     async def close(self) -> None:
+        await self.resolver.stop()
         self.brokers.close()
         await self.forwarder.close()
         await self.upstream.stop()
@@ -100,6 +103,7 @@ async def start_gateway(
     forwarder.transactions = TransactionOutcomes(
         coordinator, dispatcher.runtime, lambda: bool(shard_map.loading)
     )
+    resolver = TransactionResolver(forwarder.transactions, upstream, lambda: bool(shard_map.loading))
     if dispatcher.metrics is not None:
         dispatcher.metrics.registry.register(TransactionCollector(forwarder.transactions))
     dispatcher.gateway = forwarder
@@ -108,6 +112,7 @@ async def start_gateway(
     serve_group_configs_only(dispatcher.routes)
     _coordinator_on_bootstrap_address(dispatcher, brokers, cluster)
     upstream.start()
+    resolver.start()
     if not await upstream.wait_refreshed(FIRST_METADATA_WAIT_S):
         log.warning(
             "gateway mode: upstream %s not reachable yet; serving groups, data-plane requests fail until it is",
@@ -118,7 +123,7 @@ async def start_gateway(
             "gateway mode: upstream cluster %s, %d brokers, %d topics",
             upstream.cluster_id, len(upstream.brokers), len(upstream.catalog.topics),
         )  # fmt: skip
-    return Gateway(upstream, brokers, forwarder)
+    return Gateway(upstream, brokers, forwarder, resolver)
 
 
 def _serve_api_versions(dispatcher: Dispatcher, upstream: UpstreamCluster) -> None:

@@ -9,19 +9,28 @@ it forwarded tells it the outcome.
 
 from __future__ import annotations
 
+import socket
+import sqlite3
+import struct
 import subprocess
 import time
 import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
+from coordinator.gateway.versions import DESCRIBE_TRANSACTIONS, END_TXN
 from protocol.apis import ApiKey
 from protocol.errors import ErrorCode
+from protocol.gateway_wire import decode_forwarded_response, encode_forwarded
+from protocol.messages import GATEWAY_FLEXIBLE
+from protocol.messages.describe_transactions import DescribeTransactionsRequest
+from protocol.messages.end_txn import EndTxnRequest
 from protocol.messages.offset_fetch import OffsetFetchRequest, OffsetFetchRequestTopic
 from tests.support.kafka_broker import KafkaCluster, java_command
 from tests.support.ports import free_port
@@ -298,7 +307,103 @@ def test_a_transaction_timed_out_upstream_loses_its_pending_offsets(
     _wait(lambda: "CompleteAbort" in _transaction_state(kafka_broker, transactional_id), 90, "not aborted")
     with pytest.raises(KafkaException):
         stalled.commit_transaction(30)  # refused: the transaction was aborted upstream
-    assert _fetch(gateway.bootstrap, group, source, stable=True) == (-1, UNSTABLE)  # not known yet
+    # Learned from the application's new producer (InitProducerId), or earlier from upstream's
+    # DescribeTransactions (the transaction was seen open and no EndTxn was forwarded for it).
     _producer(gateway.bootstrap, transactional_id)  # the application's new producer: InitProducerId
     assert _fetch(gateway.bootstrap, group, source, stable=True) == (-1, 0)
+    assert _read_committed(gateway.bootstrap, sink, 1, timeout=5) == []
+
+
+# ---- outcomes learned from upstream's DescribeTransactions (docs/transactions.md, the resolver) ----
+
+
+def _raw(address: str, api_key: int, version: int, body: Any) -> Any:
+    """One request of an API the gateway forwards (its codecs: protocol/gateway_wire.py) to a
+    broker, straight, without the gateway."""
+    client_id = b"test-client"
+    header = struct.pack(">hhih", api_key, version, 1, len(client_id)) + client_id
+    if (api_key, version) in GATEWAY_FLEXIBLE:
+        header += b"\x00"
+    frame = encode_forwarded(header, len(header), body)
+    host, port = address.rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=30) as sock:
+        sock.sendall(struct.pack(">i", len(frame)) + frame)
+        size = struct.unpack(">i", _read_exactly(sock, 4))[0]
+        answer = _read_exactly(sock, size)
+    return decode_forwarded_response(api_key, version, struct.pack(">i", size) + answer)[1]
+
+
+def _read_exactly(sock: socket.socket, size: int) -> bytes:
+    data = bytearray()
+    while len(data) < size:
+        chunk = sock.recv(size - len(data))
+        assert chunk, "connection closed"
+        data += chunk
+    return bytes(data)
+
+
+def _end_txn_behind_the_gateway(
+    kafka: KafkaCluster, database: Path, transactional_id: str, commit: bool
+) -> None:
+    """EndTxn straight to Kafka (one broker: the transaction coordinator), as if the gateway had
+    forwarded it and died before the answer came back: upstream decides, the gateway never hears."""
+    described = _raw(
+        kafka.bootstrap, DESCRIBE_TRANSACTIONS, 0, DescribeTransactionsRequest([transactional_id])
+    )
+    state = described.transaction_states[0]
+    assert state.transaction_state == "Ongoing", state
+    with sqlite3.connect(database) as db:
+        (version,) = db.execute("SELECT max(transaction_version) FROM txn_offsets").fetchone()
+    request = EndTxnRequest(transactional_id, state.producer_id, state.producer_epoch, commit)
+    answer = _raw(kafka.bootstrap, END_TXN, 5 if version == 2 else 3, request)
+    assert answer.error_code == 0, answer
+
+
+@pytest.mark.parametrize("commit", [True, False], ids=["commit", "abort"])
+def test_an_outcome_decided_behind_a_killed_gateway_is_learned_from_upstream_after_the_restart(
+    kafka_broker: KafkaCluster, gateway_at: Callable[[], ServerProcess], tmp_path: Path, commit: bool
+) -> None:
+    gateway = gateway_at()
+    name = uuid.uuid4().hex[:8]
+    source, sink, group, transactional_id = f"in-{name}", f"out-{name}", f"eos-{name}", f"tx-{name}"
+    _topics(kafka_broker, source, sink)
+    _input(kafka_broker, source)
+    producer = _producer(gateway.bootstrap, transactional_id)
+    _transaction(producer, gateway.bootstrap, group, source, sink)
+    assert _fetch(gateway.bootstrap, group, source, stable=True) == (-1, UNSTABLE)
+    gateway.kill()
+    _end_txn_behind_the_gateway(kafka_broker, tmp_path / "gateway.db", transactional_id, commit)
+    gateway = gateway_at()
+    _wait(
+        lambda: _fetch(gateway.bootstrap, group, source, stable=True) != (-1, UNSTABLE), 30, "stuck unstable"
+    )
+    assert _fetch(gateway.bootstrap, group, source, stable=True) == ((RECORDS, 0) if commit else (-1, 0))
+    outcome = "commit" if commit else "abort"
+    learned = f'coordinator_transaction_resolutions_total{{learned_from="DescribeTransactions",outcome="{outcome}"}}'
+    assert _metric(learned) == 1
+    assert _metric("coordinator_pending_transactional_offsets") == 0
+    assert len(_read_committed(gateway.bootstrap, sink, RECORDS, timeout=5 if not commit else 60)) == (
+        RECORDS if commit else 0
+    )
+
+
+def test_a_producer_re_initialised_after_a_gateway_restart_discards_its_open_transaction(
+    kafka_broker: KafkaCluster, gateway_at: Callable[[], ServerProcess]
+) -> None:
+    gateway = gateway_at()
+    name = uuid.uuid4().hex[:8]
+    source, sink, group, transactional_id = f"in-{name}", f"out-{name}", f"eos-{name}", f"tx-{name}"
+    _topics(kafka_broker, source, sink)
+    _input(kafka_broker, source)
+    crashed = _producer(gateway.bootstrap, transactional_id)
+    _transaction(crashed, gateway.bootstrap, group, source, sink)
+    gateway.kill()
+    gateway = gateway_at()
+    assert _fetch(gateway.bootstrap, group, source, stable=True) == (-1, UNSTABLE)
+    _producer(gateway.bootstrap, transactional_id)  # the application restarted: InitProducerId
+    _wait(
+        lambda: _fetch(gateway.bootstrap, group, source, stable=True) != (-1, UNSTABLE), 30, "stuck unstable"
+    )
+    assert _fetch(gateway.bootstrap, group, source, stable=True) == (-1, 0)
+    assert _metric("coordinator_pending_transactional_offsets") == 0
     assert _read_committed(gateway.bootstrap, sink, 1, timeout=5) == []
