@@ -42,6 +42,7 @@ from protocol.primitives import DecodeError
 log = logging.getLogger(__name__)
 
 PASS_INTERVAL_S: Final = 2.0
+LOADING_POLL_S: Final = 0.05
 # How long an EndTxn's answer may take before upstream is asked instead.
 ENDING_AGE_MS: Final = 5_000
 # An open transaction is asked about once it is this old (upstream may have timed it out).
@@ -113,8 +114,11 @@ class TransactionResolver:
     # (producer id, epoch) -> when upstream's answer last left it undecided (monotonic ms).
     _undecided: dict[ProducerEpoch, int] = field(default_factory=dict)
     _in_flight: set[ProducerEpoch] = field(default_factory=set)
+    _woken: asyncio.Event | None = None
 
     def start(self) -> None:
+        self._woken = asyncio.Event()
+        self.outcomes.wake = self._woken.set
         self._task = asyncio.get_running_loop().create_task(self._run())
 
     async def stop(self) -> None:
@@ -125,15 +129,23 @@ class TransactionResolver:
             self._task = None
 
     async def _run(self) -> None:
+        woken = self._woken
+        assert woken is not None
         while True:
-            if not self.loading():
-                try:
-                    await self.resolve_once()
-                except (UpstreamError, DecodeError, OSError) as exc:
-                    log.info("asking upstream about pending transactions failed: %s", exc)
-                except Exception:
-                    log.exception("asking upstream about pending transactions failed")
-            await asyncio.sleep(PASS_INTERVAL_S)
+            # A restart: the first pass as soon as the groups are loaded (transactions whose
+            # state was lost hold back their producers' InitProducerId until asked about).
+            if self.loading():
+                await asyncio.sleep(LOADING_POLL_S)
+                continue
+            woken.clear()
+            try:
+                await self.resolve_once()
+            except (UpstreamError, DecodeError, OSError) as exc:
+                log.info("asking upstream about pending transactions failed: %s", exc)
+            except Exception:
+                log.exception("asking upstream about pending transactions failed")
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(woken.wait(), PASS_INTERVAL_S)
 
     def due(self, now_ms: int) -> list[OpenTransaction]:
         """The pending transactions to ask upstream about now, one per (producer id, epoch)."""
@@ -143,6 +155,7 @@ class TransactionResolver:
         outcomes.forget_ending(lambda key: key in keys)
         for key in [k for k in self._undecided if k not in keys]:
             del self._undecided[key]
+        outcomes.asked &= keys
         chosen: dict[ProducerEpoch, OpenTransaction] = {}
         for txn in pending:
             key = (txn.producer_id, txn.producer_epoch)
@@ -165,7 +178,12 @@ class TransactionResolver:
         clock = self.outcomes.runtime.clock
         for txn in self.due(clock.now_ms()):
             key = (txn.producer_id, txn.producer_epoch)
-            answer = await self.describe(txn.transactional_id)
+            try:
+                answer = await self.describe(txn.transactional_id)
+            finally:
+                # Asked, even if upstream could not answer (an upstream without
+                # DescribeTransactions must not hold InitProducerId back for ever).
+                self.outcomes.asked.add(key)
             status = self.outcomes.status(txn.transactional_id, key)
             verdict = decide(txn.producer_id, txn.producer_epoch, txn.transaction_version, status, answer)
             self._apply(txn, status, verdict, answer)

@@ -110,6 +110,10 @@ class TransactionOutcomes:
     # refused unchanged (one that was never seen open stays unknown).
     reopen: set[ProducerEpoch] = field(default_factory=set)
     stats: TransactionStats = field(default_factory=TransactionStats)
+    # Transactions upstream was asked about (transaction_resolver.py), whatever it answered.
+    asked: set[ProducerEpoch] = field(default_factory=set)
+    # Called when an InitProducerId had to wait for upstream to be asked (the resolver asks now).
+    wake: Callable[[], None] = lambda: None
 
     def __post_init__(self) -> None:
         self.coordinator.accepts_transactional_offsets = True
@@ -145,6 +149,31 @@ class TransactionOutcomes:
                 bool(body.committed),
             )
         return Observed(api_key, version, body.transactional_id, body.producer_id, body.producer_epoch)
+
+    def init_must_wait(self, api_key: int, version: int, frame: bytes) -> bool:
+        """Whether an InitProducerId must be answered CONCURRENT_TRANSACTIONS (the client retries)
+        instead of forwarded: its transactional id has pending offsets of a transaction neither
+        seen open nor ending here (a restart lost that) and upstream was not asked about yet.
+        Forwarded now, it would end that transaction upstream before it could be described, and
+        the outcome could no longer be told (docs/transactions.md, the resolver)."""
+        if api_key != INIT_PRODUCER_ID:
+            return False
+        try:
+            transactional_id = _init_producer_id_transactional_id(frame, version)
+        except _MALFORMED:
+            return False
+        if not transactional_id:
+            return False
+        for txn in self.coordinator.open_transactions():
+            key = (txn.producer_id, txn.producer_epoch)
+            if (
+                txn.transactional_id == transactional_id
+                and key not in self.asked
+                and self.status(transactional_id, key) == UNKNOWN
+            ):
+                self.wake()
+                return True
+        return False
 
     # ---- responses ---------------------------------------------------------------------------
     def response(self, seen: Observed, frame: bytes, release: Release) -> None:

@@ -130,7 +130,11 @@ class GroupViews:
         cgroup = self.shard.kind(ConsumerGroupManager).groups.get(group_id)
         shgroup = self.shard.kind(ShareGroupManager).groups.get(group_id)
         stgroup = self.shard.kind(StreamsGroupManager).groups.get(group_id)
-        known = self.shard.committed_offsets(group_id) or self.shard.events.last_event(group_id) is not None
+        known = (
+            self.shard.committed_offsets(group_id)
+            or self.shard.pending_txn_offsets(group_id)
+            or self.shard.events.last_event(group_id) is not None
+        )
         if classic is None and cgroup is None and shgroup is None and stgroup is None and not known:
             return None
         view: dict[str, object] = {"group_id": group_id}
@@ -157,6 +161,7 @@ class GroupViews:
         view["lag"] = None if lag is None else {k: v for k, v in lag.to_json().items() if k != "partitions"}
         view["lag_unavailable_reason"] = self.lag_unavailable_reason(lag)
         view["offsets"] = self._offsets(group_id, lag)
+        view["pending_transactional_offsets"] = self._pending_offsets(group_id)
         view["history_persisted"] = self.history_persisted
         return view
 
@@ -179,6 +184,22 @@ class GroupViews:
                 }
             )
         return rows
+
+    def _pending_offsets(self, group_id: str) -> list[dict[str, object]]:
+        """Offsets committed in transactions whose outcome is not known yet (docs/transactions.md)."""
+        return [
+            {
+                "topic": record.topic,
+                "partition": record.partition,
+                "offset": record.offset,
+                "producer_id": record.producer_id,
+                "producer_epoch": record.producer_epoch,
+                "transactional_id": record.transactional_id,
+                "transaction_version": record.transaction_version,
+                "commit_ms": record.commit_ms,
+            }
+            for record in self.shard.pending_txn_offsets(group_id)
+        ]
 
     def history(self, group_id: str, since_seq: int = 0, since_ms: int = 0) -> list[GroupEvent]:
         return self.shard.events.history(group_id, since_seq, since_ms)

@@ -346,3 +346,26 @@ def test_a_transaction_seen_open_and_moved_past_upstream_is_aborted(h: Harness) 
     asyncio.run(_resolver(outcomes, upstream).resolve_once())
     assert upstream.asked == ["tx"] and not _unstable(h)
     assert outcomes.stats.aborted_by_describe == 1
+
+
+def test_init_producer_id_waits_until_upstream_was_asked_about_a_transaction_of_unknown_state(
+    h: Harness,
+) -> None:
+    """After a restart, a producer's InitProducerId would end its transaction upstream before the
+    resolver could ask what it was: it is answered CONCURRENT_TRANSACTIONS (retried) until then."""
+    outcomes = _outcomes(h)
+    woken: list[bool] = []
+    outcomes.wake = lambda: woken.append(True)
+    _pending(h)
+    frame = encode_request(END_TXN, 4, 2, "c", EndTxnRequest("tx", PID, EPOCH, True))[4:]
+    assert not outcomes.init_must_wait(END_TXN, 4, frame)  # only InitProducerId waits
+    header = struct.pack(">hhih", INIT_PRODUCER_ID, 1, 3, 1) + b"c"
+    other = header + struct.pack(">h", 5) + b"other" + struct.pack(">i", 60000)
+    init = header + struct.pack(">h", 2) + b"tx" + struct.pack(">i", 60000)
+    assert not outcomes.init_must_wait(INIT_PRODUCER_ID, 1, other)
+    assert outcomes.init_must_wait(INIT_PRODUCER_ID, 1, init) and woken == [True]
+    outcomes.asked.add((PID, EPOCH))
+    assert not outcomes.init_must_wait(INIT_PRODUCER_ID, 1, init)
+    outcomes.asked.clear()
+    outcomes.seen_open("tx", (PID, EPOCH))  # known open: InitProducerId discards it as before
+    assert not outcomes.init_must_wait(INIT_PRODUCER_ID, 1, init)
