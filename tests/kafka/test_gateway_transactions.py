@@ -13,6 +13,7 @@ import socket
 import sqlite3
 import struct
 import subprocess
+import threading
 import time
 import urllib.request
 import uuid
@@ -32,6 +33,7 @@ from protocol.messages import GATEWAY_FLEXIBLE
 from protocol.messages.describe_transactions import DescribeTransactionsRequest
 from protocol.messages.end_txn import EndTxnRequest
 from protocol.messages.offset_fetch import OffsetFetchRequest, OffsetFetchRequestTopic
+from tests.admin.support import cli, table_rows
 from tests.support.kafka_broker import KafkaCluster, java_command
 from tests.support.ports import free_port
 from tests.support.server import ServerProcess, start_server
@@ -400,6 +402,25 @@ def test_a_producer_re_initialised_after_a_gateway_restart_discards_its_open_tra
     gateway.kill()
     gateway = gateway_at()
     assert _fetch(gateway.bootstrap, group, source, stable=True) == (-1, UNSTABLE)
+    # What an operator sees of the stuck transaction: the pending offset and who holds it.
+    state = _raw(
+        kafka_broker.bootstrap, DESCRIBE_TRANSACTIONS, 0, DescribeTransactionsRequest([transactional_id])
+    ).transaction_states[0]
+    shown = cli(gateway.bootstrap, "groups", "describe", group, "--http", f"127.0.0.1:{METRICS_PORT}")
+    assert shown.code == 0, shown
+    rows = table_rows(shown.out)
+    header = rows.index(["GROUP", "TOPIC", "PARTITION", "PENDING-OFFSET", "PRODUCER-ID", "PRODUCER-EPOCH",
+                         "TRANSACTIONAL-ID", "SINCE"])  # fmt: skip
+    assert rows[header + 1][:7] == [
+        group,
+        source,
+        "0",
+        str(RECORDS),
+        str(state.producer_id),
+        str(state.producer_epoch),
+        transactional_id,
+    ]
+    del crashed  # the application died
     _producer(gateway.bootstrap, transactional_id)  # the application restarted: InitProducerId
     _wait(
         lambda: _fetch(gateway.bootstrap, group, source, stable=True) != (-1, UNSTABLE), 30, "stuck unstable"
@@ -407,3 +428,82 @@ def test_a_producer_re_initialised_after_a_gateway_restart_discards_its_open_tra
     assert _fetch(gateway.bootstrap, group, source, stable=True) == (-1, 0)
     assert _metric("coordinator_pending_transactional_offsets") == 0
     assert _read_committed(gateway.bootstrap, sink, 1, timeout=5) == []
+
+
+def _commit_or_abort(producer: Producer, deadline: float) -> bool:
+    """Commit the open transaction, retrying what is retriable; abort it when it must be
+    (the caller redoes it). True when it committed."""
+    while True:
+        assert time.monotonic() < deadline, "the transaction did not end"
+        try:
+            producer.commit_transaction(10)
+            return True
+        except KafkaException as exc:
+            error = exc.args[0]
+            if error.retriable():
+                continue
+            assert error.txn_requires_abort(), error
+        _abort(producer, deadline)
+        return False
+
+
+def test_transactions_go_on_while_the_gateway_is_killed_again_and_again(
+    kafka_broker: KafkaCluster, gateway_at: Callable[[], ServerProcess]
+) -> None:
+    """A transactional producer loop with the gateway SIGKILLed every ~1.5 s, whatever the
+    producer is doing: every transaction ends (none hangs past the producer's timeouts), and
+    the committed offset is the last committed transaction's, none left pending."""
+    gateway = gateway_at()
+    name = uuid.uuid4().hex[:8]
+    source, sink, group, transactional_id = f"in-{name}", f"out-{name}", f"eos-{name}", f"tx-{name}"
+    _topics(kafka_broker, source, sink)
+    _input(kafka_broker, source)
+    producer = _producer(gateway.bootstrap, transactional_id)
+    metadata = _group_metadata(gateway.bootstrap, group)
+    gateways = [gateway]
+    killing = threading.Event()
+    killing.set()
+
+    def killer() -> None:
+        for _ in range(KILLS):
+            time.sleep(1.5)
+            gateways[-1].kill()
+            gateways.append(gateway_at())
+        killing.clear()
+
+    thread = threading.Thread(target=killer, daemon=True)
+    thread.start()
+    committed_offset, offset, after_kills = -1, 0, 0
+    while after_kills < 2:  # two transactions once the kills are over
+        if not killing.is_set():
+            after_kills += 1
+        offset += 1
+        deadline = time.monotonic() + 90
+        producer.begin_transaction()
+        producer.produce(sink, f"out-{offset}".encode())
+        try:
+            producer.send_offsets_to_transaction([TopicPartition(source, 0, offset)], metadata, 10)
+        except KafkaException as exc:
+            assert exc.args[0].retriable() or exc.args[0].txn_requires_abort(), exc
+            _abort(producer, deadline)
+            continue
+        if _commit_or_abort(producer, deadline):
+            committed_offset = offset
+    thread.join(60)
+    gateway = gateways[-1]
+    _wait(lambda: _fetch(gateway.bootstrap, group, source, stable=True)[1] == 0, 60, "left unstable")
+    assert _fetch(gateway.bootstrap, group, source, stable=True) == (committed_offset, 0)
+    assert _metric("coordinator_pending_transactional_offsets") == 0
+
+
+KILLS = 8
+
+
+def _abort(producer: Producer, deadline: float) -> None:
+    while True:
+        assert time.monotonic() < deadline, "the transaction could not be aborted"
+        try:
+            producer.abort_transaction(10)
+            return
+        except KafkaException as exc:
+            assert exc.args[0].retriable(), exc
