@@ -18,6 +18,7 @@ import time
 import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -543,12 +544,10 @@ def _transactions_until_the_kills_end(
             producer.begin_transaction()
             producer.produce(sink, f"out-{offset}".encode())
             try:
-                _watched(
-                    lambda: producer.send_offsets_to_transaction(
-                        [TopicPartition(source, 0, offset)], metadata, 10
-                    ),
-                    CLIENT_WATCHDOG_S,
+                send = partial(
+                    producer.send_offsets_to_transaction, [TopicPartition(source, 0, offset)], metadata, 10
                 )
+                _watched(send, CLIENT_WATCHDOG_S)
             except KafkaException as exc:
                 assert exc.args[0].retriable() or exc.args[0].txn_requires_abort(), exc
                 _abort(producer, deadline)
