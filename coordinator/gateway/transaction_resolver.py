@@ -220,6 +220,9 @@ class TransactionResolver:
         when the coordinator cannot be found)."""
         upstream = self.upstream
         timeout_s = upstream.timeout_s
+        known = upstream.api_versions
+        if known is not None and DESCRIBE_TRANSACTIONS not in known:
+            return TransactionState(error_code=ErrorCode.UNSUPPORTED_VERSION)  # the offsets wait
         find_version = upstream.version_for(ApiKey.FIND_COORDINATOR)
         if find_version >= 4:
             find = FindCoordinatorRequest(key_type=TRANSACTION_KEY_TYPE, coordinator_keys=[transactional_id])
