@@ -35,6 +35,7 @@ from protocol.messages.describe_transactions import DescribeTransactionsRequest
 from protocol.messages.end_txn import EndTxnRequest
 from protocol.messages.offset_fetch import OffsetFetchRequest, OffsetFetchRequestTopic
 from tests.admin.support import cli, table_rows
+from tests.support.java_driver import JavaDriver
 from tests.support.kafka_broker import KafkaCluster, java_command
 from tests.support.ports import free_port
 from tests.support.server import ServerProcess, start_server
@@ -573,3 +574,38 @@ def _abort(producer: Producer, deadline: float) -> None:
             return
         except KafkaException as exc:
             assert exc.args[0].retriable(), exc
+
+
+# ---- the Java producer's sendOffsetsToTransaction (tests/java: Transforming.java) -----------
+
+
+@pytest.mark.parametrize("group_protocol", ["consumer", "classic"])
+@pytest.mark.parametrize("target", TARGETS)
+def test_java_consume_transform_produce_is_exactly_once(
+    kafka_broker: KafkaCluster,
+    gateway_at: Callable[[], ServerProcess],
+    java_driver: JavaDriver,
+    target: str,
+    group_protocol: str,
+) -> None:
+    """Kafka 4.4's Java consumer and transactional producer (transaction version 2: TxnOffsetCommit
+    v5) through the gateway, Kafka 4.4's own coordinator as the oracle: every input record's
+    output exactly once in the read_committed output, the input offsets committed."""
+    bootstrap = _bootstrap(target, kafka_broker, gateway_at)
+    name = uuid.uuid4().hex[:8]
+    source, sink, group = f"in-{name}", f"out-{name}", f"eos-{name}"
+    _topics(kafka_broker, source, sink)
+    _input(kafka_broker, source)
+    answer = java_driver.call(
+        "transform", bootstrap=bootstrap, input=source, output=sink, group=group,
+        transactional_id=f"tx-{name}", expected=RECORDS, timeout_ms=90000, group_protocol=group_protocol,
+    )  # fmt: skip
+    assert answer["processed"] == RECORDS and answer["transactions"] >= 1
+    assert _fetch(bootstrap, group, source, stable=True) == (RECORDS, 0)
+    output = _read_committed(bootstrap, sink, RECORDS)
+    assert sorted(output) == sorted(f"out-in-{i}".encode() for i in range(RECORDS))
+    assert _read_committed(bootstrap, sink, RECORDS + 1, timeout=3) == output  # nothing more
+    if target == "gateway":
+        committed = 'coordinator_transaction_resolutions_total{learned_from="EndTxn",outcome="commit"}'
+        assert _metric(committed) == answer["transactions"]
+        assert _metric("coordinator_pending_transactional_offsets") == 0
