@@ -9,6 +9,9 @@ it forwarded tells it the outcome.
 
 from __future__ import annotations
 
+import json
+import os
+import signal
 import socket
 import sqlite3
 import struct
@@ -609,3 +612,50 @@ def test_java_consume_transform_produce_is_exactly_once(
         committed = 'coordinator_transaction_resolutions_total{learned_from="EndTxn",outcome="commit"}'
         assert _metric(committed) == answer["transactions"]
         assert _metric("coordinator_pending_transactional_offsets") == 0
+
+
+def test_a_java_application_killed_mid_transaction_is_replaced_exactly_once(
+    kafka_broker: KafkaCluster,
+    gateway_at: Callable[[], ServerProcess],
+    java_driver: JavaDriver,
+    tmp_path: Path,
+) -> None:
+    """The Java application SIGKILLed between sendOffsetsToTransaction and commitTransaction;
+    its replacement (same transactional id and group) fences it with InitProducerId: the
+    killed transaction's offsets are discarded, its records never read_committed, and the
+    replacement processes every input exactly once."""
+    gateway = gateway_at()
+    name = uuid.uuid4().hex[:8]
+    source, sink, group, transactional_id = f"in-{name}", f"out-{name}", f"eos-{name}", f"tx-{name}"
+    _topics(kafka_broker, source, sink)
+    _input(kafka_broker, source)
+    doomed = JavaDriver(tmp_path / "doomed.log")
+    try:
+        request = {
+            "op": "transform", "bootstrap": gateway.bootstrap, "input": source, "output": sink, "group": group,
+            "transactional_id": transactional_id, "expected": RECORDS, "timeout_ms": 120000,
+            "pause_ms": 120000, "group_protocol": "classic", "session_timeout_ms": 6000,
+        }  # fmt: skip
+        assert doomed.process.stdin is not None
+        doomed.process.stdin.write(json.dumps(request).encode() + b"\n")
+        doomed.process.stdin.flush()
+        _wait(lambda: _metric("coordinator_pending_transactional_offsets") >= 1, 60, "no pending offsets")
+        assert _fetch(gateway.bootstrap, group, source, stable=True) == (-1, UNSTABLE)
+    finally:
+        os.killpg(doomed.process.pid, signal.SIGKILL)
+        doomed.process.wait(30)
+        for pipe in (doomed.process.stdin, doomed.process.stdout):
+            if pipe is not None:
+                pipe.close()
+    answer = java_driver.call(
+        "transform", bootstrap=gateway.bootstrap, input=source, output=sink, group=group,
+        transactional_id=transactional_id, expected=RECORDS, timeout_ms=90000, group_protocol="classic",
+        session_timeout_ms=6000,
+    )  # fmt: skip
+    assert answer["processed"] == RECORDS
+    assert _fetch(gateway.bootstrap, group, source, stable=True) == (RECORDS, 0)
+    aborted = 'coordinator_transaction_resolutions_total{learned_from="InitProducerId",outcome="abort"}'
+    assert _metric(aborted) == 1
+    output = _read_committed(gateway.bootstrap, sink, RECORDS)
+    assert sorted(output) == sorted(f"out-in-{i}".encode() for i in range(RECORDS))
+    assert _read_committed(gateway.bootstrap, sink, RECORDS + 1, timeout=3) == output

@@ -27,7 +27,7 @@ import org.apache.kafka.common.serialization.StringSerializer;
 final class Transforming {
     private Transforming() {}
 
-    static ObjectNode run(JsonNode request) {
+    static ObjectNode run(JsonNode request) throws InterruptedException {
         String bootstrap = request.path("bootstrap").asText();
         String input = request.path("input").asText();
         String output = request.path("output").asText();
@@ -35,6 +35,8 @@ final class Transforming {
         String transactionalId = request.path("transactional_id").asText();
         int expected = request.path("expected").asInt();
         long deadline = System.currentTimeMillis() + request.path("timeout_ms").asLong(60000);
+        // Held between sendOffsetsToTransaction and commitTransaction (a test kills the JVM there).
+        long pauseMs = request.path("pause_ms").asLong(0);
 
         Properties consumerConfig = new Properties();
         consumerConfig.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
@@ -43,6 +45,9 @@ final class Transforming {
         consumerConfig.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
         consumerConfig.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
         consumerConfig.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
+        if (request.has("session_timeout_ms")) {
+            consumerConfig.put(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, request.path("session_timeout_ms").asText());
+        }
         consumerConfig.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
         consumerConfig.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
         Properties producerConfig = new Properties();
@@ -71,6 +76,9 @@ final class Transforming {
                             new OffsetAndMetadata(record.offset() + 1));
                 }
                 producer.sendOffsetsToTransaction(offsets, consumer.groupMetadata());
+                if (pauseMs > 0) {
+                    Thread.sleep(pauseMs);
+                }
                 producer.commitTransaction();
                 processed += records.count();
                 transactions++;
