@@ -9,6 +9,7 @@ it forwarded tells it the outcome.
 
 from __future__ import annotations
 
+import collections
 import json
 import os
 import signal
@@ -42,6 +43,7 @@ from tests.support.java_driver import JavaDriver
 from tests.support.kafka_broker import KafkaCluster, java_command
 from tests.support.ports import free_port
 from tests.support.server import ServerProcess, start_server
+from tests.support.streams_app import input_lines, latest_counts, produce_lines, word_count_app
 from tests.support.wire_client import WireClient
 
 pytestmark = pytest.mark.kafka
@@ -659,3 +661,51 @@ def test_a_java_application_killed_mid_transaction_is_replaced_exactly_once(
     output = _read_committed(gateway.bootstrap, sink, RECORDS)
     assert sorted(output) == sorted(f"out-in-{i}".encode() for i in range(RECORDS))
     assert _read_committed(gateway.bootstrap, sink, RECORDS + 1, timeout=3) == output
+
+
+# ---- Kafka Streams with processing.guarantee=exactly_once_v2 (tests/java: WordCount.java) ----
+
+
+def test_kafka_streams_exactly_once_v2_counts_exactly_after_an_instance_sigkill(
+    kafka_broker: KafkaCluster, tmp_path: Path
+) -> None:
+    """A word count with exactly_once_v2 and the streams group protocol through the gateway on
+    Kafka 4.4: an instance SIGKILLed while it processes leaves an open transaction with pending
+    offsets (its transactional id is its own, so no InitProducerId fences it); upstream aborts it
+    on its timeout and the resolver learns that, so the task's new owner, whose stable offset
+    fetch answered UNSTABLE_OFFSET_COMMIT until then, resumes from the last committed offsets:
+    the read_committed counts are exact."""
+    port, base = free_port(), free_port()
+    settings = _settings(kafka_broker, base) | {
+        "group-streams-heartbeat-interval-ms": "500",
+        "group-streams-session-timeout-ms": "6000",
+    }
+    gateway = start_server(f"sqlite:///{tmp_path / 'gateway.db'}", settings, port=port)
+    try:
+        gateway.wait_loaded()
+        name = uuid.uuid4().hex[:8]
+        words, output = f"words-{name}", f"counts-{name}"
+        admin = AdminClient({"bootstrap.servers": kafka_broker.bootstrap})
+        for future in admin.create_topics([NewTopic(t, 3, 1) for t in (words, output)]).values():
+            future.result(30)
+        lines, expected = input_lines(seed=5, lines=400)
+        first, second = lines[:200], lines[200:]
+        half = dict(collections.Counter(w for line in first for w in line.split()))
+        with word_count_app(
+            gateway.bootstrap, f"eos-{name}", tmp_path, (words, output), guarantee="exactly_once_v2"
+        ) as app:
+            a, b = app.start(), app.start()
+            app.wait_running([a, b])
+            produce_lines(gateway.bootstrap, words, first)
+            counted = latest_counts(gateway.bootstrap, output, half, 120, isolation_level="read_committed")
+            assert counted == half, app.logs()
+            produce_lines(gateway.bootstrap, words, second)
+            a.process.send_signal(signal.SIGKILL)  # mid-processing, its transaction open
+            a.process.wait(10)
+            c = app.start()
+            app.wait_running([c])
+            counts = latest_counts(gateway.bootstrap, output, expected, 240, isolation_level="read_committed")
+            assert counts == expected, app.logs()
+        _wait(lambda: _metric("coordinator_pending_transactional_offsets") == 0, 60, "offsets left pending")
+    finally:
+        gateway.stop()
