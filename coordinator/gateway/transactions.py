@@ -110,6 +110,8 @@ class TransactionOutcomes:
     # refused unchanged (one that was never seen open stays unknown).
     reopen: set[ProducerEpoch] = field(default_factory=set)
     stats: TransactionStats = field(default_factory=TransactionStats)
+    # Transactions whose outcome is being written (the resolver leaves them alone meanwhile).
+    resolving: set[ProducerEpoch] = field(default_factory=set)
     # Transactions upstream was asked about (transaction_resolver.py), whatever it answered.
     asked: set[ProducerEpoch] = field(default_factory=set)
     # Called when an InitProducerId had to wait for upstream to be asked (the resolver asks now).
@@ -232,8 +234,11 @@ class TransactionOutcomes:
             return
         stats = self.stats
         clock = self.runtime.clock
+        key = (producer_id, epoch)
+        self.resolving.add(key)
 
         def resolved(resolution: Resolution) -> None:
+            self.resolving.discard(key)
             if resolution.error_code:
                 stats.resolution_write_failures += 1
                 log.warning(
@@ -288,7 +293,7 @@ class TransactionOutcomes:
         """OPEN: seen open (AddOffsetsToTxn, or upstream describing it Ongoing) and no EndTxn
         forwarded since; ENDING: an EndTxn forwarded and not answered NONE; else UNKNOWN (loaded
         after a restart, or never seen opened)."""
-        if key in self.ending:
+        if key in self.ending or key in self.resolving:
             return ENDING
         if key in self.opened.get(transactional_id, ()):
             return OPEN
