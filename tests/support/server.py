@@ -20,6 +20,7 @@ _LISTENING = re.compile(r"listening on 127\.0\.0\.1:(\d+)")
 # Small timeouts so real-client tests run in seconds, not minutes.
 FAST_SETTINGS = {
     "group-initial-rebalance-delay-ms": "0",
+    "group-streams-initial-rebalance-delay-ms": "0",
     "group-min-session-timeout-ms": "1000",
     "offsets-retention-check-interval-ms": "1000",
 }

@@ -80,6 +80,8 @@ public final class Driver {
                 return Producing.run(request);
             case "transform":
                 return Transforming.run(request);
+            case "share":
+                return ShareScenario.run(request);
             default:
                 throw new IllegalArgumentException("unknown op " + op);
         }
