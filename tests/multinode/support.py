@@ -53,6 +53,7 @@ RETRIABLE_GROUP_ERRORS = frozenset({COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NO
 
 _READY = re.compile(r"node (\d+) ready: owning (\d+) of (\d+) shards \((\d+) live nodes?\)")
 _SHARD_EVENT = re.compile(r"shard (\d+) (acquired|released|lost) \(epoch (\d+)\)")
+_LOG_LINE = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d{3}) \S+ \S+: (.*)$", re.MULTILINE)
 
 
 def wait_for(condition: Callable[[], Any], timeout: float, what: str, interval: float = 0.05) -> Any:
@@ -138,6 +139,14 @@ class Node:
 
     def current_log(self) -> str:
         return self.server.log_text() if self.server is not None else ""
+
+    def timed_lines(self) -> list[tuple[float, str]]:
+        """(wall-clock time, message) of every log line, over every incarnation (the node and the
+        test share the host's clock and time zone)."""
+        return [
+            (time.mktime(time.strptime(stamp, "%Y-%m-%d %H:%M:%S")) + int(ms) / 1000, message)
+            for stamp, ms, message in _LOG_LINE.findall(self.log_text())
+        ]
 
     def shard_events(self) -> list[tuple[int, str, int]]:
         """(shard, acquired|released|lost, epoch) in log order, over every incarnation."""
