@@ -30,9 +30,10 @@ class Member:
 def produce_kafka_python(bootstrap: str, topic: str, values: list[bytes]) -> None:
     producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=5)
     try:
-        for value in values:
-            producer.send(topic, value)
+        sent = [producer.send(topic, value) for value in values]
         producer.flush(60)
+        for future in sent:  # a record that failed fails here, not as a consumer short of it
+            future.get(timeout=60)
     finally:
         producer.close()
 

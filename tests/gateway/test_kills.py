@@ -8,7 +8,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -27,6 +27,13 @@ pytestmark = [
 ]
 
 
+# Generous bounds derived from the members' timeouts (sessions of 3 s and 6 s, a rebalance within
+# a few heartbeats): a loaded 2-core machine may take many times as long, a broken take-over never
+# happens.
+TAKE_OVER_S = 60.0
+STALL_S = 30.0
+
+
 def _create(bootstrap: str, topic: str, partitions: int) -> None:
     admin = KafkaAdminClient(bootstrap_servers=bootstrap)
     try:
@@ -39,6 +46,20 @@ def _wait(condition, timeout: float, what: str) -> None:  # type: ignore[no-unty
     deadline = time.monotonic() + timeout
     while not condition():
         assert time.monotonic() < deadline, what
+        time.sleep(0.1)
+
+
+def _wait_while_progressing(
+    done: Callable[[], bool], progress: Callable[[], int], stall: float, what: str
+) -> None:
+    """Until ``done()``, failing only when ``progress()`` stood still for ``stall`` seconds: how
+    long reading a backlog takes depends on the machine's load, a consumer that stopped does not."""
+    seen, moved_at = progress(), time.monotonic()
+    while not done():
+        now = progress()
+        if now != seen:
+            seen, moved_at = now, time.monotonic()
+        assert time.monotonic() - moved_at < stall, f"{what} (stuck at {seen} for {stall:.0f} s)"
         time.sleep(0.1)
 
 
@@ -67,7 +88,19 @@ def test_sigkill_of_a_consumer_mid_stream(gateway: ServerProcess) -> None:
         reader.join(10)
         survivor_seen = lambda: {v for _, _, v in survivor.records}  # noqa: E731
         victim_seen = {line.split()[2].encode() for line in victim_lines}
-        _wait(lambda: victim_seen | survivor_seen() >= set(values), 60, "the survivor did not take over")
+        # The take-over: the victim's session (3 s) runs out, the survivor rejoins and gets every
+        # partition. Then it reads the rest, ten records, a commit and a pause at a time.
+        _wait(
+            lambda: survivor.assignment == {0, 1, 2, 3} or survivor.error is not None,
+            TAKE_OVER_S,
+            "the survivor did not take over",
+        )
+        _wait_while_progressing(
+            lambda: victim_seen | survivor_seen() >= set(values) or survivor.error is not None,
+            lambda: len(survivor.records),
+            STALL_S,
+            "the survivor stopped reading",
+        )
     finally:
         stop.set()
         if victim.poll() is None:

@@ -112,12 +112,12 @@ class Scenario:
 
     def expired_after_a_full_session(self, group: str, since: float) -> bool:
         """Whether ``group`` changed since ``since`` only because its new coordinator expired
-        every member it had then, each at least a whole session after that node acquired the
-        group's shard: the coordinator kept its side of the hand-over (docs/multinode.md), the
-        members did not reach it in time (docs/multinode-testing.md#findings).
+        members, each at least a whole session after that node acquired the group's shard: the
+        coordinator kept its side of the hand-over (docs/multinode.md), the members did not reach
+        it in time (docs/multinode-testing.md#findings).
 
         The first rebalance of the group since ``since`` must be caused by a session timeout, and
-        every member of the baseline must have timed out that way."""
+        every member of the baseline the group no longer has must have timed out that way."""
         shard = shard_of(group, SHARDS)
         acquired = f"shard {shard} acquired "
         expiries: dict[str, float] = {}
@@ -134,10 +134,13 @@ class Scenario:
                 expired = _SESSION_TIMEOUT.search(message)
                 if expired and taken_at is not None and at - taken_at >= SESSION_TIMEOUT_MS / 1000 - 0.1:
                     expiries[expired.group(1)] = at
+        protocol = next(s.protocol for s in self.workload.groups if s.group == group)
+        gone = self.before[group].members - group_snapshot(self.nodes, group, protocol).members
         return (
             first_cause is not None
             and "(reason: session timeout of member " in first_cause[1]
-            and self.before[group].members <= expiries.keys()
+            and bool(gone)
+            and gone <= expiries.keys()
         )
 
     def snapshots(self) -> dict[str, GroupSnapshot]:

@@ -119,7 +119,8 @@ def test_zombie_paused_past_its_lease_never_writes_again(
     # aiokafka opens every connection of a client under one lock, and an attempt on the hung node
     # (its kernel still accepts connections) holds it for a whole request timeout; its fetcher and
     # metadata refreshes keep trying that node, so the connection to the new coordinator may come
-    # too late. Exempt only when the new coordinator expired every member after a full session.
+    # too late. Exempt only when each member it lost was expired by the new coordinator after a
+    # full session.
     late = frozenset(
         s.group
         for s in scenario.workload.groups
