@@ -42,7 +42,7 @@ from protocol.messages.offset_fetch import (
 )
 from tests.durability.support import create_topics
 from tests.support.ports import free_port
-from tests.support.server import REPO, ServerProcess, start_server
+from tests.support.server import REPO, START_TIMEOUT_S, ServerProcess, start_server
 from tests.support.wire_client import WireClient
 
 NONE = 0
@@ -174,7 +174,7 @@ class Nodes:
         assert live, "no live node"
         return live[0]
 
-    def start(self, node_id: int, *, wait_ready: bool = True, timeout: float = 30) -> Node:
+    def start(self, node_id: int, *, wait_ready: bool = True, timeout: float = START_TIMEOUT_S) -> Node:
         node = self.nodes[node_id]
         assert not node.running, f"node {node_id} is already running"
         if node.server is not None:
@@ -186,13 +186,13 @@ class Nodes:
             self.wait_ready(node, timeout)
         return node
 
-    def start_all(self, timeout: float = 30) -> None:
+    def start_all(self, timeout: float = START_TIMEOUT_S) -> None:
         for node_id in self.nodes:
             self.start(node_id, wait_ready=False)
         for node in self.nodes.values():
             self.wait_ready(node, timeout)
 
-    def wait_ready(self, node: Node, timeout: float = 30) -> None:
+    def wait_ready(self, node: Node, timeout: float = START_TIMEOUT_S) -> None:
         wait_for(
             lambda: _READY.search(node.current_log()) or not node.running,
             timeout,

@@ -28,7 +28,7 @@ from protocol.messages.incremental_alter_configs import (
 from protocol.messages.metadata import MetadataRequest, MetadataRequestTopic
 from tests.durability.support import Servers, commit, create_topics, fetch, servers, wait_for, wait_for_log
 from tests.ownership.test_nodes import GROUPS, owners
-from tests.support.server import ServerProcess
+from tests.support.server import START_TIMEOUT_S, ServerProcess
 from tests.support.wire_client import WireClient
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres, pytest.mark.timeout(120)]
@@ -62,7 +62,7 @@ NONE = int(ErrorCode.NONE)
 
 def start_node(nodes: Servers, dsn: str, node_id: int, settings: dict[str, str] = SLOW_POLL) -> ServerProcess:
     node = nodes.start(dsn, {**settings, "node-id": str(node_id)}, wait_loaded=False)
-    wait_for_log(node, f"node {node_id} ready", timeout=30)
+    wait_for_log(node, f"node {node_id} ready", timeout=START_TIMEOUT_S)
     return node
 
 
@@ -181,6 +181,8 @@ def test_group_configs_move_with_the_shard(nodes: Servers, pg_dsn: str) -> None:
     one, two = start_node(nodes, pg_dsn, 1, QUICK_POLL), start_node(nodes, pg_dsn, 2, QUICK_POLL)
     wait_for(lambda: 2 in owners(one, GROUPS).values(), SETTLE_S, "node 2 to own shards")
     group = next(g for g, owner in owners(one, GROUPS).items() if owner == 2)
+    # A shard is leased before it is loaded: node 2 answers COORDINATOR_LOAD_IN_PROGRESS till then.
+    wait_for(lambda: describe_group_config(two, group)[0] == NONE, SETTLE_S, "node 2 to load the shard")
     alter = IncrementalAlterConfigsRequest(
         [AlterConfigsResource(32, group, [AlterableConfig("consumer.session.timeout.ms", 0, "50000")])]
     )

@@ -54,6 +54,8 @@ def _two_nodes(nodes: Servers, dsn: str) -> tuple[ServerProcess, ServerProcess, 
     one, two = start_node(nodes, dsn, 1, SETTINGS), start_node(nodes, dsn, 2, SETTINGS)
     wait_for(lambda: 2 in owners(one, GROUPS).values(), SETTLE_S, "node 2 to own shards")
     group = next(g for g, owner in owners(one, GROUPS).items() if owner == 2)
+    # A shard is leased before it is loaded: node 2 answers COORDINATOR_LOAD_IN_PROGRESS till then.
+    wait_for(lambda: describe_group_config(two, group)[0] == NONE, SETTLE_S, "node 2 to load the shard")
     return one, two, group
 
 

@@ -30,7 +30,7 @@ from tests.durability.support import (
     wait_for_log,
 )
 from tests.storage.pg_server import PgServer
-from tests.support.server import REPO, ServerProcess
+from tests.support.server import REPO, START_TIMEOUT_S, ServerProcess
 from tests.support.wire_client import WireClient
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres, pytest.mark.timeout(120)]
@@ -65,7 +65,7 @@ def nodes() -> Iterator[Servers]:
 def start_node(nodes: Servers, dsn: str, node_id: int, lease_ms: int = LEASE_MS) -> ServerProcess:
     settings = {**NODE_SETTINGS, "group-coordinator-lease-ms": str(lease_ms), "node-id": str(node_id)}
     node = nodes.start(dsn, settings, wait_loaded=False)
-    wait_for_log(node, f"node {node_id} ready", timeout=30)
+    wait_for_log(node, f"node {node_id} ready", timeout=START_TIMEOUT_S)
     return node
 
 
