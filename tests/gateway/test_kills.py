@@ -84,6 +84,7 @@ def test_sigkill_of_a_consumer_mid_stream(gateway: ServerProcess) -> None:
             lambda: len(victim_lines) >= 40 and survivor.records, 60, "both members did not start consuming"
         )
         victim.send_signal(signal.SIGKILL)
+        killed_at = time.monotonic()
         victim.wait(10)
         reader.join(10)
         survivor_seen = lambda: {v for _, _, v in survivor.records}  # noqa: E731
@@ -95,12 +96,15 @@ def test_sigkill_of_a_consumer_mid_stream(gateway: ServerProcess) -> None:
             TAKE_OVER_S,
             "the survivor did not take over",
         )
+        took_over = time.monotonic() - killed_at
         _wait_while_progressing(
             lambda: victim_seen | survivor_seen() >= set(values) or survivor.error is not None,
             lambda: len(survivor.records),
             STALL_S,
             "the survivor stopped reading",
         )
+        read = time.monotonic() - killed_at
+        print(f"survivor owned every partition after {took_over:.1f} s, read the rest after {read:.1f} s")
     finally:
         stop.set()
         if victim.poll() is None:
