@@ -15,7 +15,7 @@ import pytest
 from kafka import KafkaAdminClient
 from kafka.admin import NewTopic
 
-from tests.gateway.clients import committed, kafka_python_member, produce_kafka_python
+from tests.gateway.clients import Member, committed, kafka_python_member, produce_kafka_python
 from tests.gateway.conftest import gateway_settings
 from tests.support.ports import free_port
 from tests.support.server import REPO, ServerProcess, start_server
@@ -50,7 +50,7 @@ def _wait(condition, timeout: float, what: str) -> None:  # type: ignore[no-unty
 
 
 def _wait_while_progressing(
-    done: Callable[[], bool], progress: Callable[[], int], stall: float, what: str
+    done: Callable[[], bool], progress: Callable[[], int], stall: float, what: Callable[[], str]
 ) -> None:
     """Until ``done()``, failing only when ``progress()`` stood still for ``stall`` seconds: how
     long reading a backlog takes depends on the machine's load, a consumer that stopped does not."""
@@ -59,8 +59,24 @@ def _wait_while_progressing(
         now = progress()
         if now != seen:
             seen, moved_at = now, time.monotonic()
-        assert time.monotonic() - moved_at < stall, f"{what} (stuck at {seen} for {stall:.0f} s)"
+        assert time.monotonic() - moved_at < stall, f"{what()} (stuck at {seen} for {stall:.0f} s)"
         time.sleep(0.1)
+
+
+def _progress(victim_lines: list[str], survivor: Member) -> str:
+    """Per partition, the next offset each member read up to; the survivor's assignment and errors."""
+    victim: dict[int, int] = {}
+    for line in victim_lines:
+        p, o, _ = line.split()
+        victim[int(p)] = max(victim.get(int(p), 0), int(o) + 1)
+    survivor_read: dict[int, int] = {}
+    for partition, offset, _value in list(survivor.records):
+        survivor_read[partition] = max(survivor_read.get(partition, 0), offset + 1)
+    return (
+        f"victim read up to {dict(sorted(victim.items()))}, survivor up to "
+        f"{dict(sorted(survivor_read.items()))}, survivor owns {sorted(survivor.assignment)}, "
+        f"its retriable errors {survivor.retriable_errors[-5:]}"
+    )
 
 
 def test_sigkill_of_a_consumer_mid_stream(gateway: ServerProcess) -> None:
@@ -101,7 +117,7 @@ def test_sigkill_of_a_consumer_mid_stream(gateway: ServerProcess) -> None:
             lambda: victim_seen | survivor_seen() >= set(values) or survivor.error is not None,
             lambda: len(survivor.records),
             STALL_S,
-            "the survivor stopped reading",
+            lambda: f"the survivor stopped reading: {_progress(victim_lines, survivor)}",
         )
         read = time.monotonic() - killed_at
         print(f"survivor owned every partition after {took_over:.1f} s, read the rest after {read:.1f} s")
