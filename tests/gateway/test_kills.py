@@ -8,6 +8,7 @@ import subprocess
 import sys
 import threading
 import time
+import traceback
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -64,7 +65,8 @@ def _wait_while_progressing(
 
 
 def _progress(victim_lines: list[str], survivor: Member) -> str:
-    """Per partition, the next offset each member read up to; the survivor's assignment and errors."""
+    """Per partition, the next offset each member read up to; the survivor's assignment, errors and
+    where its thread is."""
     victim: dict[int, int] = {}
     for line in victim_lines:
         p, o, _ = line.split()
@@ -72,10 +74,13 @@ def _progress(victim_lines: list[str], survivor: Member) -> str:
     survivor_read: dict[int, int] = {}
     for partition, offset, _value in list(survivor.records):
         survivor_read[partition] = max(survivor_read.get(partition, 0), offset + 1)
+    thread = survivor.thread
+    frame = None if thread is None or thread.ident is None else sys._current_frames().get(thread.ident)
+    where = "".join(traceback.format_stack(frame)[-10:]) if frame is not None else "(not running)\n"
     return (
         f"victim read up to {dict(sorted(victim.items()))}, survivor up to "
         f"{dict(sorted(survivor_read.items()))}, survivor owns {sorted(survivor.assignment)}, "
-        f"its retriable errors {survivor.retriable_errors[-5:]}"
+        f"its retriable errors {survivor.retriable_errors[-5:]}; the survivor's thread is at\n{where}"
     )
 
 
