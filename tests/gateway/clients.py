@@ -78,6 +78,10 @@ def kafka_python_member(
             enable_auto_commit=False, session_timeout_ms=6000, heartbeat_interval_ms=500,
             max_poll_records=10 if pause_s else 500,
         )  # fmt: skip
+        # The topic's metadata before the first JoinGroup: a first leader assigning from empty
+        # metadata rejoins, and kafka-python 3.0.12 can drop that rejoin's result and stop
+        # heartbeating (tests/integration/clients.py, _kafka_python_worker).
+        consumer.partitions_for_topic(topic)
         try:
             while not stop.is_set():
                 try:
