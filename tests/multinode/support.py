@@ -507,7 +507,8 @@ def double_ownership(events: list[dict[str, Any]], late_revoke: frozenset[str] =
 
     In the groups of ``late_revoke`` an overlap is the client's late revocation callback, not a
     second owner, when the old owner gives the partition up within LATE_REVOKE_S and has no commit
-    of it acknowledged meanwhile (the coordinator fenced its commits: it had moved it on)."""
+    of it acknowledged that it made after the new owner took it (its offsets are the wall clock
+    when it made them, workload.py: one made before and answered late is no second owner)."""
     problems: list[str] = []
     holder: dict[tuple[str, int], str] = {}
     current: dict[str, frozenset[int]] = {}
@@ -520,10 +521,11 @@ def double_ownership(events: list[dict[str, Any]], late_revoke: frozenset[str] =
     for event in sorted(events, key=lambda e: e["t"]):
         member, group = event["m"], event["g"]
         if event["e"] == "acked":
-            for p in map(int, event["offsets"]):
-                overlap = open_overlaps.pop((group, p, member), None)
-                if overlap is not None:
-                    report(group, p, member, *overlap, ": and committed it after")
+            for p, offset in event["offsets"].items():
+                overlap = open_overlaps.get((group, int(p), member))
+                if overlap is not None and offset / 1e6 > overlap[1]:
+                    del open_overlaps[(group, int(p), member)]
+                    report(group, int(p), member, *overlap, ": and committed it after")
             continue
         if event["e"] != "owns":
             continue
