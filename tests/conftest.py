@@ -44,6 +44,17 @@ def kafka_broker() -> Iterator[KafkaCluster]:
         yield cluster
 
 
+KAFKA_SASL_USERS = {"admin": "admin-pw", "alice": "alice-pw", "bob": "bob-pw", "carol": "carol-pw"}
+
+
+@pytest.fixture(scope="session")
+def kafka_authorizer_broker() -> Iterator[KafkaCluster]:
+    """One Kafka 4.4 broker with the StandardAuthorizer and a SASL_PLAINTEXT listener (PLAIN,
+    KAFKA_SASL_USERS), started only when a test asks for it: the oracle for the gateway's ACLs."""
+    with running_kafka(size=1, sasl_users=KAFKA_SASL_USERS) as cluster:
+        yield cluster
+
+
 @pytest.fixture(scope="session")
 def kafka_cluster() -> Iterator[KafkaCluster]:
     """A three-broker Apache Kafka 4.4 cluster (KRaft), for leadership moves and stopped brokers."""

@@ -1,9 +1,11 @@
 """Forwarding a client connection's data-plane requests to the upstream brokers.
 
-Each client connection owns its upstream connections (one per upstream broker it talks to), so
-request order is kept and correlation ids pass through unchanged. The connection's one
-in-flight slot (see coordinator/server/connection.py) is held until the upstream response has
-been written back, so forwarded and locally served responses leave in request order.
+A client connection's requests travel on one of a few upstream connections to their broker,
+shared with other client connections (upstream_pool.py: correlation ids are rewritten there);
+with the pool off (size 0), and for the requests that would hold a shared connection (see
+_NEVER_SHARED), on a connection of its own, correlation ids passed through unchanged.
+Either way one client's requests go in order on one connection, which answers in order, and
+the client connection sends its answers in request order (coordinator/server/connection.py).
 
 Request bodies are never decoded (only the header, and Produce's acks); responses are passed
 through as bytes, except those that carry broker addresses: Metadata, DescribeCluster,
@@ -32,6 +34,7 @@ from coordinator.gateway.old_formats import (
     downgrade_response,
     produce_error_response,
     upgrade_request,
+    upgraded_version,
 )
 from coordinator.gateway.transactions import Observed, TransactionOutcomes
 from coordinator.gateway.upstream import (
@@ -42,10 +45,11 @@ from coordinator.gateway.upstream import (
     frame_with_length,
 )
 from coordinator.gateway.upstream_cluster import UpstreamCluster
+from coordinator.gateway.upstream_pool import SlowClientBytes, UpstreamPool
 from coordinator.gateway.versions import FORWARDED_MAX, SERVED_HERE, api_versions_response
 from coordinator.gateway.virtual_brokers import VirtualBrokers
 from coordinator.server.authn import SaslServer
-from coordinator.server.byte_budget import ByteBudget
+from coordinator.server.byte_budget import UNLIMITED, ByteBudget
 from coordinator.server.connection import Connection, PendingReply, Pipeline
 from protocol.apis import SERVED_VERSIONS, ApiKey
 from protocol.errors import ErrorCode
@@ -71,12 +75,17 @@ FORWARDED: Final = Pipeline("forwarded", MAX_PIPELINE)
 # Forwarded unless they name groups (FindCoordinator for groups, GROUP config resources).
 _SOMETIMES_SERVED_HERE: Final = frozenset({ApiKey.FIND_COORDINATOR, *GROUP_CONFIG_APIS})
 UNKNOWN_API_MESSAGE: Final = "api key {key} v{version} is not forwarded by the gateway"
+# Kafka serves one request of a connection at a time: a Fetch waiting up to its MaxWaitMs would
+# hold every client behind it on a shared connection. They go on the client's own connection
+# (docs/gateway.md#shared-upstream-connections), as Produce with acks=0 does (upstream closes
+# the connection to report its errors).
+_NEVER_SHARED: Final = frozenset({ApiKey.FETCH, ApiKey.SHARE_FETCH})
 
 
 class _Forwarded:
     """A forwarded request waiting for its response (the upstream connection's ResponseHandler)."""
 
-    __slots__ = ("forwarder", "latest", "merge", "observed", "reply")
+    __slots__ = ("forwarder", "latest", "merge", "observed", "reply", "shared")
 
     def __init__(
         self,
@@ -95,10 +104,25 @@ class _Forwarded:
         # A transactional request whose response teaches the gateway an outcome (transactions.py):
         # held whole until what it taught is durable.
         self.observed: Observed | None = None
+        self.shared = False  # sent on a pooled connection
 
-    def stream(self) -> _ToClient | None:
+    def stream(self, size: int) -> _ToClient | _Collected | _Discarded | None:
         """Cut-through when the response is next in line for the client and needs no rewriting
-        that changes its length (Produce v10+ answers are small: they are held and rewritten)."""
+        that changes its length (Produce v10+ answers are small: they are held and rewritten).
+        On a shared connection, the answer of a client that does not read is taken in without
+        pausing the connection, within SlowClientBytes, or the client is cut off."""
+        if self.shared:
+            connection = self.reply.connection
+            if connection.closed:
+                return _DISCARDED
+            if connection.client_not_reading:
+                if not self.forwarder.slow.admit(connection, size):
+                    self.forwarder.cut_off(connection, size)
+                    return _DISCARDED
+                return self._cut_through() or _Collected(self)
+        return self._cut_through()
+
+    def _cut_through(self) -> _ToClient | None:
         reply = self.reply
         if reply.api_key in _REWRITTEN or self.merge is not None or self.observed is not None:
             return None
@@ -115,6 +139,39 @@ class _Forwarded:
 
     def whole(self, frame: bytes, budgeted: int) -> None:
         self.forwarder.respond(self, frame, budgeted)
+
+
+class _Collected:
+    """An answer for a client that does not read, gathered whole outside the byte budget (its
+    bytes are counted in SlowClientBytes) and then handled as any answer received whole."""
+
+    __slots__ = ("chunks", "forwarded")
+
+    def __init__(self, forwarded: _Forwarded) -> None:
+        self.forwarded = forwarded
+        self.chunks: list[bytes] = []
+
+    def write(self, chunk: memoryview) -> None:
+        self.chunks.append(bytes(chunk))
+
+    def end(self) -> None:
+        forwarded = self.forwarded
+        forwarded.forwarder.respond(forwarded, b"".join(self.chunks), 0)
+
+
+class _Discarded:
+    """The answer of a client connection that is gone: read and dropped."""
+
+    __slots__ = ()
+
+    def write(self, chunk: memoryview) -> None:
+        pass
+
+    def end(self) -> None:
+        pass
+
+
+_DISCARDED: Final = _Discarded()
 
 
 class _ToClient:
@@ -165,21 +222,28 @@ class _ToClient:
 
 
 class _Link:
-    """A client connection's side of the gateway: its upstream connection."""
+    """A client connection's side of the gateway: its shared (pooled) upstream connection and
+    its own one (pool off, Fetches, Produce with acks=0, a broker that left the metadata)."""
 
-    __slots__ = ("upstream",)
+    __slots__ = ("connection", "own", "shared", "slow")
 
-    def __init__(self) -> None:
-        self.upstream: UpstreamConnection | None = None
+    def __init__(self, connection: Connection, slow: SlowClientBytes) -> None:
+        self.connection = connection
+        self.slow = slow
+        self.shared: UpstreamConnection | None = None
+        self.own: UpstreamConnection | None = None
 
     def client_not_reading(self, paused: bool) -> None:
-        """The client connection's watcher: its upstream is not read while it does not read."""
-        upstream = self.upstream
-        if upstream is not None:
+        """The client connection's watcher: its own upstream connection is not read while it does
+        not read (a shared one is never paused for one client: SlowClientBytes)."""
+        own = self.own
+        if own is not None:
             if paused:
-                upstream.pause(PauseReason.CLIENT_NOT_READING)
+                own.pause(PauseReason.CLIENT_NOT_READING)
             else:
-                upstream.resume(PauseReason.CLIENT_NOT_READING)
+                own.resume(PauseReason.CLIENT_NOT_READING)
+        if not paused:
+            self.slow.release(self.connection)
 
 
 class Forwarder:
@@ -197,6 +261,7 @@ class Forwarder:
         brokers: VirtualBrokers,
         coordinator: Callable[[], NodeIdentity],
         budget: ByteBudget | None = None,
+        pool_size: int = 0,
     ) -> None:
         self.upstream = upstream
         self.brokers = brokers
@@ -211,6 +276,10 @@ class Forwarder:
         self._refused_logged: set[tuple[int, int]] = set()
         self.transactions: TransactionOutcomes | None = None  # docs/transactions.md
         self._tasks: set[asyncio.Task[None]] = set()
+        # Shared upstream connections (None: each client connection has its own), and what their
+        # clients that do not read may hold (docs/gateway.md#back-pressure).
+        self.pool = UpstreamPool(pool_size, self._open, self._shared_lost) if pool_size > 0 else None
+        self.slow = SlowClientBytes(UNLIMITED if budget is None else budget.limit // 2)
 
     # ---- the dispatcher's hook -------------------------------------------------------------
     def forward(self, connection: Connection, frame: bytes) -> bool:
@@ -271,22 +340,25 @@ class Forwarder:
                 )  # fmt: skip
             connection.close()
             return True
-        merge: Callable[[bytes], bytes] | None = None
-        if self.authorization_required:
-            screened = self._authorized(connection, api_key, version, frame)
-            if screened is None:
-                return True
-            frame, merge = screened
         try:
             expects_response = api_key != ApiKey.PRODUCE or _produce_acks(frame, version) != 0
         except (struct.error, IndexError, DecodeError):
             connection.abort(f"malformed Produce v{version} request")
             return True
+        upstream_version = version
         if converts(api_key, version):
+            # An old client's request is authorized as the version it goes upstream in (the
+            # rules know current versions only); answers made here go back in the client's.
             upgraded = self._upgraded(connection, frame, expects_response)
             if upgraded is None:
                 return True
-            frame = upgraded
+            frame, upstream_version = upgraded, upgraded_version(api_key)
+        merge: Callable[[bytes], bytes] | None = None
+        if self.authorization_required:
+            screened = self._authorized(connection, api_key, upstream_version, frame, version)
+            if screened is None:
+                return True
+            frame, merge = screened
         latest = (
             _asked_latest(frame, version) if api_key == ApiKey.LIST_OFFSETS and version >= 1 else frozenset()
         )
@@ -296,15 +368,24 @@ class Forwarder:
             forwarded.observed = self.transactions.request(api_key, version, frame)
         link = self._links.get(connection)
         if link is None:
-            link = self._links[connection] = _Link()
+            link = self._links[connection] = _Link(connection, self.slow)
             connection.watch_output(link.client_not_reading)
-        if link.upstream is not None and not link.upstream.closed:
-            self._send(connection, link.upstream, frame, forwarded, expects_response)
+        node = self.brokers.node_at(connection.advertised)
+        target = ANY_BROKER if node is None else node
+        # A broker that has left the cluster metadata gets no shared connection (the pool's
+        # connections to it were closed when it left: UpstreamPool.retire).
+        forwarded.shared = (
+            self.pool is not None
+            and expects_response
+            and api_key not in _NEVER_SHARED
+            and (node is None or node in self.upstream.brokers)
+        )
+        upstream = link.shared if forwarded.shared else link.own
+        if upstream is not None and not upstream.closed:
+            self._send(connection, upstream, frame, forwarded, expects_response)
         else:
             # The reply stays in the server until the upstream connection is open: later
             # requests wait for it.
-            node = self.brokers.node_at(connection.advertised)
-            target = ANY_BROKER if node is None else node
             self._spawn(self._connect_and_send(connection, link, target, frame, forwarded, expects_response))
         return True
 
@@ -323,16 +404,20 @@ class Forwarder:
             return None
 
     def _authorized(
-        self, connection: Connection, api_key: int, version: int, frame: bytes
+        self, connection: Connection, api_key: int, version: int, frame: bytes, client_version: int
     ) -> tuple[bytes, Callable[[bytes], bytes] | None] | None:
-        """The frame to forward (and how to merge its answer), or None when answered or refused here."""
+        """The frame to forward (and how to merge its answer), or None when answered or refused
+        here; ``version`` is the frame's, ``client_version`` the one an answer made here takes."""
         authorization = self.authorization
         if authorization is None:
             connection.abort("the gateway's authorization is not ready yet")
             return None
         screened = authorization.screen(connection.principal, connection.client_host, api_key, version, frame)
         if screened.answer is not None:
-            connection.send_raw(screened.answer)
+            answer = screened.answer
+            if client_version != version:
+                answer = downgrade_response(api_key, client_version, answer)
+            connection.send_raw(answer)
             return None
         if screened.frame is None:
             if (api_key, -2) not in self._refused_logged:
@@ -346,15 +431,34 @@ class Forwarder:
 
     def connection_closed(self, connection: Connection) -> None:
         link = self._links.pop(connection, None)
-        if link is not None and link.upstream is not None:
-            link.upstream.on_lost = None
-            link.upstream.close()
+        self.slow.release(connection)
+        if self.pool is not None:
+            self.pool.detach(connection)  # its answers still to come are read and dropped
+        if link is not None and link.own is not None:
+            link.own.on_lost = None
+            link.own.close()
 
     async def close(self) -> None:
         for connection in list(self._links):
             self.connection_closed(connection)
+        if self.pool is not None:
+            self.pool.close()
         for task in list(self._tasks):
             task.cancel()
+
+    def cut_off(self, connection: Connection, size: int) -> None:
+        """A client that does not read, whose next answer does not fit in SlowClientBytes."""
+        self.slow.cut_off += 1
+        self.slow.release(connection)
+        connection.abort(
+            f"it does not read its answers and the next one ({size} bytes) does not fit in the bytes "
+            "kept for such clients (docs/gateway.md#back-pressure)"
+        )
+
+    @property
+    def own_connections(self) -> int:
+        """Open upstream connections owned by one client connection each."""
+        return sum(1 for link in self._links.values() if link.own is not None and not link.own.closed)
 
     # ---- sending ---------------------------------------------------------------------------
     def _send(
@@ -367,7 +471,10 @@ class Forwarder:
     ) -> None:
         reply = forwarded.reply
         try:
-            upstream.send_to(frame, forwarded if expects_response else None, prefixed=False)
+            if forwarded.shared:
+                upstream.send_shared(frame, forwarded, reply.correlation_id)
+            else:
+                upstream.send_to(frame, forwarded if expects_response else None, prefixed=False)
         except UpstreamError:
             connection.close()
             return
@@ -386,7 +493,11 @@ class Forwarder:
     ) -> None:
         reply = forwarded.reply
         try:
-            upstream = await self._open(connection, target)
+            if forwarded.shared:
+                assert self.pool is not None
+                upstream = await self.pool.connection_for(connection, target)
+            else:
+                upstream = await self._open(target, lambda lost: self._lost(connection, lost))
         except UpstreamError as exc:
             if reply.api_key == ApiKey.METADATA and target == ANY_BROKER:
                 self._answer_metadata_unavailable(connection, reply, frame)
@@ -395,15 +506,19 @@ class Forwarder:
             connection.close()  # the client sees a broker that is down, retries and refreshes metadata
             return
         if connection.closed:
-            upstream.close()
+            if not forwarded.shared:
+                upstream.close()
             return
         self.upstream.incidents.recovered(_node_label(target))
-        link.upstream = upstream
-        if connection.client_not_reading:
-            upstream.pause(PauseReason.CLIENT_NOT_READING)
+        if forwarded.shared:
+            link.shared = upstream
+        else:
+            link.own = upstream
+            if connection.client_not_reading:
+                upstream.pause(PauseReason.CLIENT_NOT_READING)
         self._send(connection, upstream, frame, forwarded, expects_response)
 
-    async def _open(self, connection: Connection, target: int) -> UpstreamConnection:
+    async def _open(self, target: int, on_lost: Callable[[UpstreamConnection], None]) -> UpstreamConnection:
         if target == ANY_BROKER:
             candidates = [*self.upstream.brokers.values(), *self.upstream.bootstrap]
         else:
@@ -414,13 +529,7 @@ class Forwarder:
         failure: UpstreamError | None = None
         for host, port in dict.fromkeys(candidates):
             try:
-                return await connect(
-                    host,
-                    port,
-                    self.upstream.settings,
-                    lambda lost: self._lost(connection, lost),
-                    budget=self.budget,
-                )
+                return await connect(host, port, self.upstream.settings, on_lost, budget=self.budget)
             except UpstreamError as exc:
                 if exc.credentials:
                     raise
@@ -434,6 +543,20 @@ class Forwarder:
                 "upstream %s closed the connection of client %s; closing it", upstream.label, connection.peer
             )
             connection.close()
+
+    def _shared_lost(self, upstream: UpstreamConnection) -> None:
+        """A shared connection went away: the client connections whose requests it left
+        unanswered are closed, as their own connection's loss would close them."""
+        clients = {
+            handler.reply.connection for handler in upstream.orphans if isinstance(handler, _Forwarded)
+        }
+        closing = [client for client in clients if not client.closed]
+        log.info(
+            "shared upstream connection to %s lost; closing the %d client connections it owed answers",
+            upstream.label, len(closing),
+        )  # fmt: skip
+        for client in closing:
+            client.close()
 
     # ---- responses -------------------------------------------------------------------------
     def respond(self, forwarded: _Forwarded, frame: bytes, budgeted: int) -> None:
@@ -451,12 +574,12 @@ class Forwarder:
         try:
             if (watch := self.watch(reply)) is not None:
                 watch.feed(frame)
-            # An old client's answer first goes back to its version (old_formats.py), then the
-            # refusals of a request authorized in part are merged into it (at that version).
-            if converts(api_key, version):
-                frame = downgrade_response(api_key, version, frame)
+            # The refusals of a request authorized in part are merged into upstream's answer, then
+            # an old client's answer goes back to its version (old_formats.py).
             if forwarded.merge is not None:
                 frame = forwarded.merge(frame)
+            if converts(api_key, version):
+                frame = downgrade_response(api_key, version, frame)
             if api_key in _REWRITTEN:
                 correlation_id, body = decode_response(api_key, version, frame[4:])
                 missing = self._learn(api_key, body)

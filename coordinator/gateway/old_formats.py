@@ -65,6 +65,11 @@ def converts(api_key: int, version: int) -> bool:
 # -- requests -------------------------------------------------------------------------------------
 
 
+def upgraded_version(api_key: int) -> int:
+    """The version a converted request goes upstream in."""
+    return PRODUCE_UPSTREAM_VERSION if api_key == ApiKey.PRODUCE else FETCH_UPSTREAM_VERSION
+
+
 def upgrade_request(frame: bytes) -> bytes:
     """The request (no length prefix) as upstream gets it: Produce v3 with v2 batches, or Fetch
     v4. Raises ConversionError (Produce) for a message set it cannot convert."""
@@ -103,8 +108,7 @@ def produce_error_response(frame: bytes, code: int) -> bytes:
 
 def downgrade_response(api_key: int, version: int, frame: bytes) -> bytes:
     """Upstream's answer (length prefix included) to a converted request, in the client's version."""
-    upstream = PRODUCE_UPSTREAM_VERSION if api_key == ApiKey.PRODUCE else FETCH_UPSTREAM_VERSION
-    correlation_id, body = decode_response(api_key, upstream, frame[4:])
+    correlation_id, body = decode_response(api_key, upgraded_version(api_key), frame[4:])
     if api_key == ApiKey.FETCH:
         budget = MAX_CONVERTED_BYTES
         for topic in body.responses:

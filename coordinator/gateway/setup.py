@@ -15,13 +15,14 @@ from coordinator.core.group_coordinator import GroupCoordinator
 from coordinator.core.result import Result
 from coordinator.gateway.authorization import ForwardedAuthorization
 from coordinator.gateway.authz_rules import PREVIEWS, RULES
-from coordinator.gateway.forwarder import Forwarder
+from coordinator.gateway.forwarder import ANY_BROKER, Forwarder
 from coordinator.gateway.group_configs import serve_group_configs_only
 from coordinator.gateway.streams_topics import UpstreamTopicCreator
 from coordinator.gateway.transaction_metrics import TransactionCollector
 from coordinator.gateway.transactions import TransactionOutcomes
 from coordinator.gateway.upstream import UpstreamSettings
 from coordinator.gateway.upstream_cluster import UpstreamCluster, parse_bootstrap
+from coordinator.gateway.upstream_metrics import UpstreamConnectionCollector
 from coordinator.gateway.versions import advertised_versions
 from coordinator.gateway.virtual_brokers import OpenListener, VirtualBrokers
 from coordinator.security.acl import Authorizer
@@ -81,6 +82,8 @@ async def start_gateway(
     brokers = VirtualBrokers(config.gateway_broker_port_base, open_listener, bootstraps)
 
     async def brokers_changed(nodes: dict[int, tuple[str, int]]) -> None:
+        if forwarder.pool is not None:
+            forwarder.pool.retire(set(nodes), keep=ANY_BROKER)
         await brokers.ensure(nodes)
 
     upstream = UpstreamCluster(
@@ -93,7 +96,9 @@ async def start_gateway(
     cluster.use_catalog(upstream.catalog)
     coordinator.attach_catalog(upstream.catalog)
     dispatcher.internal_topics.creator = UpstreamTopicCreator(upstream)
-    forwarder = Forwarder(upstream, brokers, lambda: cluster.node, dispatcher.budget)
+    forwarder = Forwarder(
+        upstream, brokers, lambda: cluster.node, dispatcher.budget, config.upstream_connections_per_broker
+    )
     forwarder.sasl = dispatcher.sasl
     forwarder.authorization_required = config.authorizer_enabled
     shard_map = cluster.shard_map
@@ -102,6 +107,7 @@ async def start_gateway(
     )
     if dispatcher.metrics is not None:
         dispatcher.metrics.registry.register(TransactionCollector(forwarder.transactions))
+        dispatcher.metrics.registry.register(UpstreamConnectionCollector(forwarder))
     dispatcher.gateway = forwarder
     _serve_api_versions(dispatcher, upstream)
     _present_one_identity(dispatcher, upstream, brokers, cluster)

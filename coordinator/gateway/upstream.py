@@ -1,7 +1,9 @@
 """Connections to upstream brokers: framing, FIFO response matching, TLS and SASL.
 
 Kafka answers a connection's requests in order, so responses are matched to requests by
-position, not by correlation id: a client's correlation ids pass through unchanged.
+position. A connection of one client passes the client's correlation ids through unchanged; a
+pooled connection, shared by many clients, sends each request with an id of its own, checks that
+the response carries it, and gives the response back the client's id (upstream_pool.py).
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ log = logging.getLogger(__name__)
 
 _LENGTH: Final = struct.Struct(">i")
 MAX_RESPONSE_BYTES: Final = 1 << 30
+_HEAD: Final = 8  # a response's length prefix and correlation id
+_SHARED_HEAD: Final = struct.Struct(">i4si")  # length prefix, api key and version, correlation id
 CLIENT_ID: Final = "kafka-group-coordinator-gateway"
 
 
@@ -74,9 +78,9 @@ ResponseCallback = Callable[[bytes], None]
 class ResponseHandler(Protocol):
     """What a request sent upstream waits with for its response."""
 
-    def stream(self) -> ResponseStream | None:
-        """Asked when the response starts arriving: where to pass its bytes on as they come, or
-        None to get it whole through ``whole``."""
+    def stream(self, size: int) -> ResponseStream | None:
+        """Asked when the response starts arriving (``size`` bytes with its length prefix): where
+        to pass its bytes on as they come, or None to get it whole through ``whole``."""
 
     def whole(self, frame: bytes, budgeted: int) -> None:
         """The complete response frame, with its length prefix; ``budgeted`` bytes of the
@@ -92,7 +96,7 @@ class _Whole:
     def whole(self, frame: bytes, budgeted: int) -> None:
         self.callback(frame)
 
-    def stream(self) -> ResponseStream | None:
+    def stream(self, size: int) -> ResponseStream | None:
         return None
 
 
@@ -126,6 +130,12 @@ class UpstreamConnection(asyncio.Protocol):
         self._buffered = 0
         self._need = -1  # size of the frame being received (with its length prefix); -1 unknown
         self._waiting: deque[ResponseHandler] = deque()
+        # Per waiting request, when its correlation id was rewritten: (the id sent, the client's).
+        self._ids: deque[tuple[int, int] | None] = deque()
+        self._sent_ids = itertools.count(1)
+        # The requests a lost connection leaves unanswered (read by on_lost).
+        self.orphans: list[ResponseHandler] = []
+        self._streaming: ResponseHandler | None = None  # whose response is being passed on
         self._stream: ResponseStream | None = None  # the response being passed on as it arrives
         self._stream_left = 0  # its bytes still to come
         self._correlation = itertools.count(1)
@@ -149,20 +159,28 @@ class UpstreamConnection(asyncio.Protocol):
         self._count_read_bytes()
         while not self.closed:
             if self._need < 0:
-                if self._buffered < 4:
+                if self._buffered < _HEAD:
                     return
                 head = self._joined()
                 (size,) = _LENGTH.unpack_from(head, 0)
-                if not 0 <= size <= MAX_RESPONSE_BYTES:
+                if not 4 <= size <= MAX_RESPONSE_BYTES:
                     self.close(f"invalid response frame size {size}")
                     return
                 self._need = size + 4
                 if not self._waiting:
                     self.close("a response nobody asked for")
                     return
-                stream = self._waiting[0].stream()
+                ids = self._ids[0]
+                if ids is not None:
+                    (received,) = _LENGTH.unpack_from(head, 4)
+                    if received != ids[0]:
+                        self.close(f"response with correlation id {received}, expected {ids[0]}")
+                        return
+                    head = self._chunks[0] = _with_correlation(head, ids[1])
+                stream = self._waiting[0].stream(self._need)
                 if stream is not None:
-                    self._waiting.popleft()
+                    self._streaming = self._waiting.popleft()
+                    self._ids.popleft()
                     self._stream, self._stream_left = stream, self._need
                     self._chunks, self._buffered, self._need = [], 0, -1
                     self._give_back(self._reserved)
@@ -184,6 +202,7 @@ class UpstreamConnection(asyncio.Protocol):
             self._need = -1
             budgeted = min(self._reserved, len(frame))
             self._reserved -= budgeted
+            self._ids.popleft()
             self._waiting.popleft().whole(frame, budgeted)
 
     def _pass_on(self, data: bytes) -> bytes:
@@ -195,7 +214,7 @@ class UpstreamConnection(asyncio.Protocol):
         self._stream_left -= take
         if self._stream_left:
             return b""
-        self._stream = None
+        self._stream = self._streaming = None
         stream.end()
         return data[take:]
 
@@ -251,12 +270,20 @@ class UpstreamConnection(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         was_closed = self.closed
         self.closed = True
-        self._waiting.clear()
-        self._stream = None
+        self._orphan()
         self._chunks, self._buffered = [], 0
         self._give_back(self._reserved)
         if self.on_lost is not None and not was_closed:
             self.on_lost(self)
+
+    def _orphan(self) -> None:
+        """Keep the unanswered requests (the one being streamed first) for on_lost; forget them here."""
+        if not self.orphans:
+            streaming = [] if self._streaming is None else [self._streaming]
+            self.orphans = [*streaming, *self._waiting]
+        self._waiting.clear()
+        self._ids.clear()
+        self._stream = self._streaming = None
 
     # ---- requests ------------------------------------------------------------------------
     def send(self, frame: bytes, on_response: ResponseCallback | None) -> None:
@@ -272,10 +299,28 @@ class UpstreamConnection(asyncio.Protocol):
             raise UpstreamError(f"connection to {self.label} is closed")
         if handler is not None:
             self._waiting.append(handler)
+            self._ids.append(None)
         if prefixed:
             self.transport.write(frame)
         else:
             self.transport.writelines((_LENGTH.pack(len(frame)), frame))
+
+    def send_shared(self, frame: bytes, handler: ResponseHandler | None, client_correlation: int) -> None:
+        """``send_to`` on a pooled connection: the request (without its length prefix) goes with
+        an id unique on this connection; its response gets ``client_correlation`` back."""
+        if self.closed or self.transport is None:
+            raise UpstreamError(f"connection to {self.label} is closed")
+        sent = next(self._sent_ids) & 0x7FFFFFFF
+        if handler is not None:
+            self._waiting.append(handler)
+            self._ids.append((sent, client_correlation))
+        # Length prefix, api key and version, our id: one small piece before the rest of the frame.
+        head = _SHARED_HEAD.pack(len(frame), frame[:4], sent)
+        self.transport.writelines((head, memoryview(frame)[8:]))
+
+    @property
+    def unanswered(self) -> int:
+        return len(self._waiting) + (self._streaming is not None)
 
     async def request(self, api_key: int, api_version: int, body: Any, timeout_s: float = 30.0) -> Any:
         """Our own request (metadata, list offsets, SASL): encode, send, decode the response."""
@@ -300,8 +345,7 @@ class UpstreamConnection(asyncio.Protocol):
         if reason:
             log.warning("closing upstream connection to %s: %s", self.label, reason)
         self.closed = True
-        self._waiting.clear()
-        self._stream = None
+        self._orphan()
         self._chunks, self._buffered = [], 0
         self._give_back(self._reserved)
         if self.transport is not None:
@@ -378,6 +422,13 @@ async def _authenticate(connection: UpstreamConnection, settings: UpstreamSettin
                 raise UpstreamError(f"upstream {connection.label}: {exc}", credentials=True) from None
             if next_token is not None:
                 tokens.append(next_token)
+
+
+def _with_correlation(frame: bytes, correlation_id: int) -> bytes:
+    """``frame`` (length prefix first) with another correlation id."""
+    if _LENGTH.unpack_from(frame, 4)[0] == correlation_id:
+        return frame
+    return b"".join((frame[:4], _LENGTH.pack(correlation_id), memoryview(frame)[8:]))
 
 
 def frame_with_length(frame: bytes) -> bytes:

@@ -285,6 +285,12 @@ class Config(BrokerGroupSettings):
     upstream_request_timeout_ms: int = setting(
         30000, "timeout of the gateway's own upstream requests", at_least(100), kafka=True
     )
+    upstream_connections_per_broker: int = setting(
+        4,
+        "upstream connections shared by all client connections, per upstream broker (Fetches "
+        "and Produce with acks=0 keep one per client); 0: one per client connection (ours)",
+        non_negative,
+    )
     gateway_broker_port_base: int = setting(
         0,
         "port of the first virtual broker, node #i of listener #k of L on base + i*L + k (0: free ports)",

@@ -177,7 +177,7 @@ def test_an_upstream_response_received_whole_waits_for_the_budget() -> None:
     received: list[tuple[int, int]] = []
 
     class Whole:
-        def stream(self) -> None:
+        def stream(self, size: int) -> None:
             return None
 
         def whole(self, frame: bytes, budgeted: int) -> None:
@@ -187,6 +187,7 @@ def test_an_upstream_response_received_whole_waits_for_the_budget() -> None:
     transport = Transport()
     upstream.connection_made(transport)  # type: ignore[arg-type]
     upstream._waiting.append(Whole())
+    upstream._ids.append(None)
     response = struct.pack(">i", 2 * MB) + b"r" * (2 * MB)
     upstream.data_received(response[:1000])
     assert PauseReason.BUDGET_SPENT in upstream.paused and not transport.reading

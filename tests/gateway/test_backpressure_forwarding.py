@@ -160,7 +160,7 @@ def test_a_client_that_does_not_read_stops_its_upstream_and_resumes_when_it_read
             forwarder: Any = connection.dispatcher.gateway  # type: ignore[attr-defined]
             link = forwarder._links[connection]
             _poll(
-                lambda: link.upstream is not None and PauseReason.CLIENT_NOT_READING in link.upstream.paused,
+                lambda: link.own is not None and PauseReason.CLIENT_NOT_READING in link.own.paused,
                 "the upstream connection to be paused",
             )
             unsent = connection.transport.get_write_buffer_size()  # type: ignore[union-attr]
@@ -173,5 +173,5 @@ def test_a_client_that_does_not_read_stops_its_upstream_and_resumes_when_it_read
                 body = _read(sock, size)
                 assert struct.unpack_from(">i", body, 0)[0] == expected
                 assert size > RESPONSE_BYTES
-        _poll(lambda: not link.upstream.paused or link.upstream.closed, "the upstream connection to be read")
+        _poll(lambda: not link.own.paused or link.own.closed, "the upstream connection to be read")
         assert broker.sent >= REQUESTS * RESPONSE_BYTES

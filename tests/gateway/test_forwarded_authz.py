@@ -384,3 +384,65 @@ def test_no_data_plane_without_authentication(secured: ServerProcess, tmp_path: 
         frame = frame_of(ApiKey.METADATA, 12, metadata.MetadataRequest(topics=None))
         anonymous.send_raw(len(frame).to_bytes(4, "big") + frame)
         assert anonymous.is_closed_by_peer()
+
+
+# ---- 2018-era clients: Produce v0-2 and Fetch v0-3, converted by the gateway (old_formats.py) ----
+def _old_call(client: ForwardingClient, api_key: int, version: int, body: Any) -> Any:
+    from protocol.wire import decode_response, encode_request
+
+    client.correlation_id += 1
+    client.send_raw(encode_request(api_key, version, client.correlation_id, "old-client", body))
+    correlation_id, answer = decode_response(api_key, version, client.read_frame())
+    assert correlation_id == client.correlation_id
+    return answer
+
+
+def _old_produce(client: ForwardingClient, version: int, topics: list[str]) -> list[int]:
+    from tests.gateway.test_old_formats import legacy
+
+    records = legacy(1 if version == 2 else 0, [(int(time.time() * 1000), None, b"from 2018")])
+    data = [
+        produce.TopicProduceData(name=t, partition_data=[produce.PartitionProduceData(0, records)])
+        for t in topics
+    ]
+    answer = _old_call(client, ApiKey.PRODUCE, version, produce.ProduceRequest(None, 1, 5000, data))
+    return [p.error_code for t in answer.responses for p in t.partition_responses]
+
+
+def _old_fetch(client: ForwardingClient, version: int, topics: list[str]) -> list[tuple[int, bool]]:
+    entries = [
+        fetch.FetchTopic(topic=t, partitions=[fetch.FetchPartition(partition=0, partition_max_bytes=1 << 20)])
+        for t in topics
+    ]
+    request = fetch.FetchRequest(
+        replica_id=-1, max_wait_ms=100, min_bytes=1, max_bytes=1 << 20, topics=entries
+    )
+    answer = _old_call(client, ApiKey.FETCH, version, request)
+    return [(p.error_code, bool(p.records)) for t in answer.responses for p in t.partitions]
+
+
+@pytest.mark.parametrize("version", [0, 2])
+def test_old_produce_is_authorized_as_current_versions(secured: ServerProcess, version: int) -> None:
+    with login(secured, "bob") as bob:  # DENY on secret, ALLOW on the rest
+        assert _old_produce(bob, version, ["secret"]) == [ErrorCode.TOPIC_AUTHORIZATION_FAILED]
+        assert _old_produce(bob, version, ["pub-a"]) == [ErrorCode.NONE]  # the connection stays open
+    with login(secured, "alice") as alice:  # no ACL
+        assert _old_produce(alice, version, ["pub-a"]) == [ErrorCode.TOPIC_AUTHORIZATION_FAILED]
+    with login(secured, "carol") as carol:  # prefixed ALLOW on pub-: refused in part, forwarded in part
+        assert _old_produce(carol, version, ["other", "pub-a"]) == [
+            ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+            ErrorCode.NONE,
+        ]
+
+
+@pytest.mark.parametrize("version", [0, 3])
+def test_old_fetch_is_authorized_as_current_versions(secured: ServerProcess, version: int) -> None:
+    with login(secured, "bob") as bob:
+        assert _old_fetch(bob, version, ["secret"]) == [(ErrorCode.TOPIC_AUTHORIZATION_FAILED, False)]
+    with login(secured, "alice") as alice:
+        assert _old_fetch(alice, version, ["secret"]) == [(ErrorCode.TOPIC_AUTHORIZATION_FAILED, False)]
+    with login(secured, "carol") as carol:
+        codes = _old_fetch(carol, version, ["other", "pub-a"])
+        assert [code for code, _ in codes] == [ErrorCode.TOPIC_AUTHORIZATION_FAILED, ErrorCode.NONE]
+    with login(secured, "admin") as admin:  # the record written straight upstream, as messages
+        assert _old_fetch(admin, version, ["secret"]) == [(ErrorCode.NONE, True)]

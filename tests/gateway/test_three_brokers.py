@@ -4,6 +4,7 @@ brokers leave and join."""
 
 from __future__ import annotations
 
+import socket
 import time
 from collections.abc import Iterator
 
@@ -92,11 +93,20 @@ def test_node_ids_leadership_moves_and_brokers_that_come_and_go(cluster: Scripte
 
         # A client still talking to node 3's virtual broker after node 3 is gone for good.
         cluster.stop_node(3)
+        _wait(lambda: _refuses(cluster.ports[3]), 10, "node 3 to stop listening")  # stop_node is asynchronous
         with WireClient(f"127.0.0.1:{virtual[3]}") as stale, WireClient(f"127.0.0.1:{now[4]}") as other:
             stale.send_raw(_metadata_frame())
             assert stale.is_closed_by_peer()  # closed: the client refreshes metadata elsewhere
             assert other.request(ApiKey.METADATA, 12, MetadataRequest(topics=[])).brokers
         assert gateway.process.poll() is None
+
+
+def _refuses(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        return False
+    except OSError:
+        return True
 
 
 def _metadata_frame() -> bytes:

@@ -67,10 +67,18 @@ class KafkaNode:
     controller_port: int
     directory: Path
     process: subprocess.Popen[bytes] | None = None
+    # With users: a SASL_PLAINTEXT listener (PLAIN, these users) beside PLAINTEXT, and the
+    # StandardAuthorizer on (see running_kafka).
+    sasl_users: dict[str, str] = field(default_factory=dict)
+    sasl_port: int = 0
 
     @property
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.port}"
+
+    @property
+    def sasl_bootstrap(self) -> str:
+        return f"127.0.0.1:{self.sasl_port}"
 
     @property
     def properties_file(self) -> Path:
@@ -150,6 +158,21 @@ def _properties(node: KafkaNode, nodes: list[KafkaNode], extra: dict[str, str]) 
         "auto.create.topics.enable": "true",
         "unstable.api.versions.enable": "false",
     }
+    if node.sasl_users:
+        users = " ".join(f'user_{user}="{password}"' for user, password in node.sasl_users.items())
+        settings |= {
+            "listeners": f"PLAINTEXT://127.0.0.1:{node.port},SASL_PLAINTEXT://127.0.0.1:{node.sasl_port},"
+            f"CONTROLLER://127.0.0.1:{node.controller_port}",
+            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{node.port},SASL_PLAINTEXT://127.0.0.1:{node.sasl_port}",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "sasl.enabled.mechanisms": "PLAIN",
+            "listener.name.sasl_plaintext.plain.sasl.jaas.config": (
+                f"org.apache.kafka.common.security.plain.PlainLoginModule required {users};"
+            ),
+            "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+            # The PLAINTEXT listener (readiness, inter-broker, the tests' set-up) is a super user.
+            "super.users": "User:ANONYMOUS;User:admin",
+        }
     settings.update(extra)
     return "".join(f"{key}={value}\n" for key, value in settings.items())
 
@@ -209,14 +232,23 @@ def _wait_ready(cluster: KafkaCluster, nodes: list[KafkaNode], timeout_s: float 
 
 
 @contextmanager
-def running_kafka(size: int = 1, extra_properties: dict[str, str] | None = None) -> Iterator[KafkaCluster]:
-    """Start a KRaft cluster of ``size`` combined nodes; stop every node by PID on exit."""
+def running_kafka(
+    size: int = 1, extra_properties: dict[str, str] | None = None, sasl_users: dict[str, str] | None = None
+) -> Iterator[KafkaCluster]:
+    """Start a KRaft cluster of ``size`` combined nodes; stop every node by PID on exit. With
+    ``sasl_users``, each node also has a SASL_PLAINTEXT listener (PLAIN) and the StandardAuthorizer
+    (User:admin and the PLAINTEXT listener's User:ANONYMOUS are super users)."""
     extra = dict(extra_properties or {})
     kafka_classpath()  # fails early, with the set-up step to run, when the jars are missing
     directory = Path(tempfile.mkdtemp(prefix="kafka-"))
     nodes = [
         KafkaNode(
-            node_id=i + 1, port=free_port(), controller_port=free_port(), directory=directory / f"node{i + 1}"
+            node_id=i + 1,
+            port=free_port(),
+            controller_port=free_port(),
+            directory=directory / f"node{i + 1}",
+            sasl_users=dict(sasl_users or {}),
+            sasl_port=free_port() if sasl_users else 0,
         )
         for i in range(size)
     ]
