@@ -23,6 +23,7 @@ _LISTENING = re.compile(r"listening on 127\.0\.0\.1:(\d+)")
 START_TIMEOUT_S = 60.0
 FAST_SETTINGS = {
     "group-initial-rebalance-delay-ms": "0",
+    "group-streams-initial-rebalance-delay-ms": "0",
     "group-min-session-timeout-ms": "1000",
     "offsets-retention-check-interval-ms": "1000",
 }

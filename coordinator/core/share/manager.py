@@ -22,9 +22,16 @@ from coordinator.core.group import (
     group_deletion,
 )
 from coordinator.core.liveness import CONSUMER_LATE_INTERVALS, MemberLiveness, judge
+from coordinator.core.share.delivery import (
+    SHARE_LOCK_TIMER,
+    ShareAcknowledgeOp,
+    ShareAcquireOp,
+    ShareDelivery,
+    ShareInitializeOp,
+    ShareReleaseOp,
+)
 from coordinator.core.share.describe import describe_groups
 from coordinator.core.share.group import ShareGroup
-from coordinator.core.share.membership import ShareMembership
 from coordinator.core.share.records import (
     member_from_record,
     partition_state_from_record,
@@ -51,7 +58,7 @@ from storage.records import (
 log = logging.getLogger(__name__)
 
 
-class ShareGroupManager(ShareMembership):
+class ShareGroupManager(ShareDelivery):
     """Owns the share groups of one shard."""
 
     name = "share"
@@ -99,6 +106,7 @@ class ShareGroupManager(ShareMembership):
         for group in self._selected(group_ids):
             group.dead = True
             del self.groups[group.group_id]
+        self.forget_partitions(None if group_ids is None else set(group_ids))
         kept = set(self.groups)
         self.partition_states = {k: v for k, v in self.partition_states.items() if k[0] in kept}
 
@@ -108,7 +116,12 @@ class ShareGroupManager(ShareMembership):
         return [self.groups[g] for g in group_ids if g in self.groups]
 
     def timer_handlers(self) -> Mapping[str, TimerHandler]:
-        return {SHARE_SESSION_TIMER: lambda key, fx: self.expire_session(str(key[1]), str(key[2]), fx)}
+        return {
+            SHARE_SESSION_TIMER: lambda key, fx: self.expire_session(str(key[1]), str(key[2]), fx),
+            SHARE_LOCK_TIMER: lambda key, fx: self.share_expire_locks(
+                (str(key[1]), str(key[2]), int(key[3])), fx
+            ),
+        }
 
     def attach_catalog(self, catalog: TopicCatalog) -> None:
         self.catalog = catalog
@@ -119,6 +132,10 @@ class ShareGroupManager(ShareMembership):
             sgd.ShareGroupDescribeRequest: lambda ctx, req, fx: fx.reply(
                 ctx.reply_to, describe_groups(self, req)
             ),
+            ShareAcknowledgeOp: self.share_acknowledge,
+            ShareAcquireOp: self.share_acquire,
+            ShareInitializeOp: self.share_initialize,
+            ShareReleaseOp: self.share_release,
         }
 
     def classic_protocol(self, group_id: str, joining: bool) -> ClassicProtocolApi | None:
@@ -144,6 +161,7 @@ class ShareGroupManager(ShareMembership):
         del self.groups[group.group_id]
         for key in [k for k in self.partition_states if k[0] == group.group_id]:
             del self.partition_states[key]
+        self.forget_partitions({group.group_id})
         group.dead = True
         self.events.group_removed(group.group_id, "share", group.group_epoch, "deleted")
 
