@@ -98,6 +98,8 @@ SERVED_VERSIONS: Final[dict[ApiKey, tuple[int, int]]] = {
     # KIP-932 share groups (docs/share-groups.md).
     ApiKey.SHARE_GROUP_HEARTBEAT: (1, 1),
     ApiKey.SHARE_GROUP_DESCRIBE: (1, 1),
+    ApiKey.SHARE_FETCH: (1, 2),
+    ApiKey.SHARE_ACKNOWLEDGE: (1, 2),
 }
 
 # Spec file stem for each API (requests are "<stem>Request", responses "<stem>Response").

@@ -91,6 +91,8 @@ from protocol.messages.produce import (
 )
 from protocol.messages.sasl_authenticate import SaslAuthenticateRequest, SaslAuthenticateResponse
 from protocol.messages.sasl_handshake import SaslHandshakeRequest, SaslHandshakeResponse
+from protocol.messages.share_acknowledge import ShareAcknowledgeRequest, ShareAcknowledgeResponse
+from protocol.messages.share_fetch import ShareFetchRequest, ShareFetchResponse
 from protocol.messages.share_group_describe import DescribedGroup as ShareDescribedGroup
 from protocol.messages.share_group_describe import ShareGroupDescribeRequest, ShareGroupDescribeResponse
 from protocol.messages.share_group_heartbeat import ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse
@@ -248,6 +250,17 @@ def share_group_describe(
 ) -> ShareGroupDescribeResponse:
     groups = [ShareDescribedGroup(error_code=code, error_message=message, group_id=g) for g in req.group_ids]
     return ShareGroupDescribeResponse(groups=groups)
+
+
+def share_fetch(version: int, req: ShareFetchRequest, code: int, message: str | None) -> ShareFetchResponse:
+    """Kafka's ShareFetchRequest.getErrorResponse: the top-level code, no partitions."""
+    return ShareFetchResponse(error_code=code, error_message=message)
+
+
+def share_acknowledge(
+    version: int, req: ShareAcknowledgeRequest, code: int, message: str | None
+) -> ShareAcknowledgeResponse:
+    return ShareAcknowledgeResponse(error_code=code, error_message=message)
 
 
 # ---- cluster APIs -----------------------------------------------------------------------------
@@ -498,6 +511,8 @@ ERROR_RESPONSES: Final[dict[ApiKey, ErrorResponseBuilder]] = {
     ApiKey.END_TXN: end_txn,
     ApiKey.SHARE_GROUP_HEARTBEAT: share_group_heartbeat,
     ApiKey.SHARE_GROUP_DESCRIBE: share_group_describe,
+    ApiKey.SHARE_FETCH: share_fetch,
+    ApiKey.SHARE_ACKNOWLEDGE: share_acknowledge,
 }
 
 

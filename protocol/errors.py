@@ -141,6 +141,7 @@ class ErrorCode(IntEnum):
     STREAMS_INVALID_TOPOLOGY = 130
     STREAMS_INVALID_TOPOLOGY_EPOCH = 131
     STREAMS_TOPOLOGY_FENCED = 132
+    SHARE_SESSION_LIMIT_REACHED = 133
 
 
 # Codes whose exceptions extend RetriableException in the Java client.
@@ -305,6 +306,7 @@ DESCRIPTIONS: Final[dict[ErrorCode, str]] = {
     ErrorCode.INVALID_RECORD_STATE: "The record state is invalid. The acknowledgement of delivery could not be completed.",
     ErrorCode.SHARE_SESSION_NOT_FOUND: "The share session was not found.",
     ErrorCode.INVALID_SHARE_SESSION_EPOCH: "The share session epoch is invalid.",
+    ErrorCode.SHARE_SESSION_LIMIT_REACHED: "The limit of share sessions has been reached.",
     ErrorCode.FENCED_STATE_EPOCH: "The share coordinator rejected the request because the share-group state epoch did not match.",
     ErrorCode.INVALID_VOTER_KEY: "The voter key doesn't match the receiving replica's key.",
     ErrorCode.DUPLICATE_VOTER: "The voter is already part of the set of voters.",

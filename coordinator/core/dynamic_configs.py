@@ -24,6 +24,10 @@ from storage.records import GroupConfigRecord, GroupConfigTombstone
 
 CONSUMER_SESSION_TIMEOUT_MS: Final = "consumer.session.timeout.ms"
 CONSUMER_HEARTBEAT_INTERVAL_MS: Final = "consumer.heartbeat.interval.ms"
+STREAMS_SESSION_TIMEOUT_MS: Final = "streams.session.timeout.ms"
+STREAMS_HEARTBEAT_INTERVAL_MS: Final = "streams.heartbeat.interval.ms"
+STREAMS_NUM_STANDBY_REPLICAS: Final = "streams.num.standby.replicas"
+STREAMS_INITIAL_REBALANCE_DELAY_MS: Final = "streams.initial.rebalance.delay.ms"
 
 # Kafka's GroupConfig validates an override map with its own static defaults filling the names
 # it does not set (GroupCoordinatorConfig's CONSUMER_GROUP_*_DEFAULT), not the broker's values.
@@ -38,6 +42,7 @@ class GroupConfigDef:
     name: str  # the group config, e.g. consumer.session.timeout.ms
     broker_setting: str  # the BrokerGroupSettings field of its broker-level default
     doc: str
+    minimum: int = 1  # Kafka's ConfigDef atLeast bound
 
     @property
     def broker_name(self) -> str:
@@ -55,8 +60,35 @@ GROUP_CONFIGS: Final[tuple[GroupConfigDef, ...]] = (
         "group_consumer_heartbeat_interval_ms",
         "The heartbeat interval given to the members of a consumer group.",
     ),
+    # Streams groups (docs/streams-groups.md#group-configs); Kafka 4.4's names and docs.
+    GroupConfigDef(
+        STREAMS_SESSION_TIMEOUT_MS,
+        "group_streams_session_timeout_ms",
+        "The timeout to detect client failures when using the streams group protocol.",
+        minimum=1,
+    ),
+    GroupConfigDef(
+        STREAMS_HEARTBEAT_INTERVAL_MS,
+        "group_streams_heartbeat_interval_ms",
+        "The heartbeat interval given to the members.",
+        minimum=1,
+    ),
+    GroupConfigDef(
+        STREAMS_NUM_STANDBY_REPLICAS,
+        "group_streams_num_standby_replicas",
+        "The number of standby replicas for each task.",
+        minimum=0,
+    ),
+    GroupConfigDef(
+        STREAMS_INITIAL_REBALANCE_DELAY_MS,
+        "group_streams_initial_rebalance_delay_ms",
+        "The amount of time the group coordinator will wait for more streams clients to join a new "
+        "group before performing the first rebalance. A longer delay means potentially fewer rebalances.",
+        minimum=0,
+    ),
 )
 BY_NAME: Final[Mapping[str, GroupConfigDef]] = {d.name: d for d in GROUP_CONFIGS}
+_STREAMS_NAMES: Final = tuple(d.name for d in GROUP_CONFIGS if d.name.startswith("streams."))
 _SHARE_PREFIX: Final = "share."
 _INT: Final = re.compile(r"\s*[+-]?[0-9]+\s*")
 
@@ -160,8 +192,42 @@ class DynamicGroupConfigs:
                 after[name] = value
         values = {name: _parse_int(name, after[name]) if name in after else default
                   for name, default in _KAFKA_DEFAULTS.items()}  # fmt: skip
+        streams = {
+            name: _parse_int(name, after[name], BY_NAME[name].minimum)
+            for name in _STREAMS_NAMES
+            if name in after
+        }
         self._check_bounds(values[CONSUMER_SESSION_TIMEOUT_MS], values[CONSUMER_HEARTBEAT_INTERVAL_MS])
+        self._check_streams(streams)
         return {name: str(int(value)) for name, value in after.items()}
+
+    def _check_streams(self, values: Mapping[str, int]) -> None:
+        """Kafka 4.4's GroupConfig.validateValues for the streams configs, in its order: each
+        given value within the broker's bounds, then the session above the heartbeat interval
+        (the broker's values standing in for those not given)."""
+        c = self.config
+        ranges = (
+            (STREAMS_HEARTBEAT_INTERVAL_MS, c.group_streams_min_heartbeat_interval_ms,
+             c.group_streams_max_heartbeat_interval_ms),
+            (STREAMS_SESSION_TIMEOUT_MS, c.group_streams_min_session_timeout_ms,
+             c.group_streams_max_session_timeout_ms),
+        )  # fmt: skip
+        for name, low, high in ranges:
+            value = values.get(name)
+            if value is not None and not low <= value <= high:
+                raise InvalidGroupConfig(f"{name} must be in the range {low} to {high} inclusive.")
+        standby = values.get(STREAMS_NUM_STANDBY_REPLICAS)
+        if standby is not None and standby > c.group_streams_max_standby_replicas:
+            raise InvalidGroupConfig(
+                f"{STREAMS_NUM_STANDBY_REPLICAS} must be less than or equal to {c.group_streams_max_standby_replicas}"
+            )
+        if STREAMS_SESSION_TIMEOUT_MS in values or STREAMS_HEARTBEAT_INTERVAL_MS in values:
+            session = values.get(STREAMS_SESSION_TIMEOUT_MS, c.group_streams_session_timeout_ms)
+            heartbeat = values.get(STREAMS_HEARTBEAT_INTERVAL_MS, c.group_streams_heartbeat_interval_ms)
+            if session <= heartbeat:
+                raise InvalidGroupConfig(
+                    f"{STREAMS_SESSION_TIMEOUT_MS} must be greater than {STREAMS_HEARTBEAT_INTERVAL_MS}"
+                )
 
     def _check_bounds(self, session_ms: int, heartbeat_ms: int) -> None:
         c = self.config
@@ -209,11 +275,13 @@ class DynamicGroupConfigs:
         return out
 
 
-def _parse_int(name: str, text: str) -> int:
-    """Kafka's ConfigDef parsing of an INT config with ``atLeast(1)``, and its messages."""
+def _parse_int(name: str, text: str, minimum: int = 1) -> int:
+    """Kafka's ConfigDef parsing of an INT config with ``atLeast(minimum)``, and its messages."""
     value = int(text) if _INT.fullmatch(text) else None
     if value is None or not -(2**31) <= value < 2**31:
         raise InvalidGroupConfig(f"Invalid value {text} for configuration {name}: Not a number of type INT")
-    if value < 1:
-        raise InvalidGroupConfig(f"Invalid value {value} for configuration {name}: Value must be at least 1")
+    if value < minimum:
+        raise InvalidGroupConfig(
+            f"Invalid value {value} for configuration {name}: Value must be at least {minimum}"
+        )
     return value

@@ -36,6 +36,7 @@ _LOGGERS: Final = {
     "classic": logging.getLogger("coordinator.core.classic_group_manager"),
     "consumer": logging.getLogger("coordinator.core.consumer_group_manager"),
     "share": logging.getLogger("coordinator.core.share.manager"),
+    "streams": logging.getLogger("coordinator.core.streams.manager"),
 }
 
 # Events kept per group, and groups whose events are kept (least recently active dropped first).

@@ -131,6 +131,24 @@ class BrokerGroupSettings:
         5000, "heartbeat interval told to share group members (below their session timeout)", kafka=True
     )
     group_share_max_size: int = setting(200, "members per share group", at_least(1), kafka=True)
+    group_share_record_lock_duration_ms: int = setting(
+        30000,
+        "how long a share consumer holds an acquired record before it is delivered again",
+        at_least(1000),
+        kafka=True,
+    )
+    group_share_delivery_count_limit: int = setting(
+        5, "deliveries of a record to share consumers before it is archived", at_least(2), kafka=True
+    )
+    group_share_partition_max_record_locks: int = setting(
+        2000,
+        "records in flight per share-partition (acquired or awaiting redelivery)",
+        at_least(100),
+        kafka=True,
+    )
+    group_share_max_share_sessions: int = setting(
+        2000, "share sessions (one per share consumer and node) this node keeps", at_least(1), kafka=True
+    )
     # KIP-1071 streams groups (Kafka's group.streams.* settings, docs/streams-groups.md).
     group_streams_session_timeout_ms: int = setting(
         45000, "session timeout of streams group members", positive, kafka=True
@@ -138,9 +156,38 @@ class BrokerGroupSettings:
     group_streams_heartbeat_interval_ms: int = setting(
         5000, "heartbeat interval told to streams group members", positive, kafka=True
     )
+    # The bounds of the streams.* group configs (Kafka's GroupConfig validation).
+    group_streams_min_session_timeout_ms: int = setting(
+        45000, "smallest streams.session.timeout.ms a streams group may be given", positive, kafka=True
+    )
+    group_streams_max_session_timeout_ms: int = setting(
+        60000, "largest streams.session.timeout.ms a streams group may be given", positive, kafka=True
+    )
+    group_streams_min_heartbeat_interval_ms: int = setting(
+        5000, "smallest streams.heartbeat.interval.ms a streams group may be given", positive, kafka=True
+    )
+    group_streams_max_heartbeat_interval_ms: int = setting(
+        15000, "largest streams.heartbeat.interval.ms a streams group may be given", positive, kafka=True
+    )
+    group_streams_max_standby_replicas: int = setting(
+        2, "largest streams.num.standby.replicas a streams group may be given", non_negative, kafka=True
+    )
     group_streams_max_size: int = setting(2**31 - 1, "members per streams group", at_least(1), kafka=True)
     group_streams_num_standby_replicas: int = setting(
         0, "standby replicas of each stateful task in streams groups", non_negative, kafka=True
+    )
+    # Kafka 4.4 only checks these against the members' client tags (status MISSING_CLIENT_TAGS);
+    # its assignor does not place standbys by them either (docs/streams-groups.md#task-assignment).
+    group_streams_rack_aware_assignment_tags: tuple[str, ...] = setting(
+        (),
+        "client tag keys streams group members must send (rack-aware standby placement), comma-separated",
+        kafka=True,
+    )
+    group_streams_initial_rebalance_delay_ms: int = setting(
+        3000,
+        "wait for more members before the first assignment of a new streams group (0 for development)",
+        non_negative,
+        kafka=True,
     )
 
     def __post_init__(self) -> None:

@@ -43,6 +43,8 @@ def register_kinds(
     consumer.conversion = conversion
     registry.register_default(classic)
     registry.register(consumer)
-    registry.register(ShareGroupManager(config, timers, clock, stats, events, registry))
+    share = ShareGroupManager(config, timers, clock, stats, events, registry)
+    share.group_overrides = group_configs.overrides  # share.* GROUP configs (share/configs.py)
+    registry.register(share)
     registry.conversion = conversion
-    registry.register(StreamsGroupManager(config, timers, clock, registry))
+    registry.register(StreamsGroupManager(config, timers, clock, registry, group_configs, events))

@@ -53,10 +53,12 @@ from coordinator.server.byte_budget import UNLIMITED, ByteBudget
 from coordinator.server.connection import Connection, PendingReply, Pipeline
 from protocol.apis import SERVED_VERSIONS, ApiKey
 from protocol.errors import ErrorCode
+from protocol.gateway_wire import encode_forwarded_response
 from protocol.messages import CODECS
 from protocol.messages.describe_cluster import DescribeClusterBroker
 from protocol.messages.find_coordinator import FindCoordinatorResponse
 from protocol.messages.headers import decode_request_header_v1, decode_request_header_v2
+from protocol.messages.init_producer_id import InitProducerIdResponse
 from protocol.messages.metadata import MetadataResponse, MetadataResponseBroker, MetadataResponseTopic
 from protocol.primitives import DecodeError, read_uvarint, skip_tagged_fields
 from protocol.wire import Request, decode_request, decode_response, encode_response, peek_header
@@ -363,6 +365,10 @@ class Forwarder:
             _asked_latest(frame, version) if api_key == ApiKey.LIST_OFFSETS and version >= 1 else frozenset()
         )
         reply = connection.start(api_key, version, correlation_id)
+        if self.transactions is not None and self.transactions.init_must_wait(api_key, version, frame):
+            answer = InitProducerIdResponse(error_code=ErrorCode.CONCURRENT_TRANSACTIONS)
+            reply.send_frame(encode_forwarded_response(api_key, version, correlation_id, answer))
+            return True
         forwarded = _Forwarded(self, reply, merge, latest)
         if expects_response and self.transactions is not None:
             forwarded.observed = self.transactions.request(api_key, version, frame)
@@ -593,6 +599,10 @@ class Forwarder:
                 )
                 frame = frame_with_length(rewritten)
             elif forwarded.latest:
+                probe = self._to_probe(version, forwarded.latest, frame)
+                if probe:
+                    self._spawn(self._respond_after_probe(reply, forwarded.latest, frame, probe, budgeted))
+                    return
                 frame = self._latest_corrected(version, forwarded.latest, frame)
             # else as upstream sent it, length prefix included
         except _MALFORMED as exc:
@@ -641,6 +651,42 @@ class Forwarder:
             watermarks.observe((topic, partition), high_watermark)
 
         return FetchWatch(reply.api_version, seen)
+
+    def _to_probe(
+        self, api_version: int, latest: frozenset[tuple[str, int]], frame: bytes
+    ) -> dict[tuple[str, int], int]:
+        """The partitions of a ListOffsets answer whose latest offset waits for a fresh high
+        watermark, with the offset upstream listed (high_watermarks.py)."""
+        version = min(api_version, _LIST_OFFSETS_AS)
+        _, body = decode_response(ApiKey.LIST_OFFSETS, version, frame[4:])
+        needs_probe = self.upstream.high_watermarks.needs_probe
+        return {
+            (topic.name, answer.partition_index): answer.offset
+            for topic in body.topics
+            for answer in topic.partitions
+            if answer.error_code == ErrorCode.NONE
+            and answer.offset > 0  # an empty partition: nothing to learn
+            and (topic.name, answer.partition_index) in latest
+            and needs_probe((topic.name, answer.partition_index))
+        }
+
+    async def _respond_after_probe(
+        self,
+        reply: PendingReply,
+        latest: frozenset[tuple[str, int]],
+        frame: bytes,
+        probe: dict[tuple[str, int], int],
+        budgeted: int,
+    ) -> None:
+        """A ListOffsets(latest) answer sent once the high watermarks of ``probe`` are learned
+        (or could not be): raised to them where upstream listed less."""
+        try:
+            await self.upstream.probe_high_watermarks(probe)
+        finally:
+            out: bytes | None = None
+            if not reply.connection.closed:
+                out = self._latest_corrected(reply.api_version, latest, frame)
+            reply.send_frame(out, budgeted)
 
     def _latest_corrected(self, api_version: int, latest: frozenset[tuple[str, int]], frame: bytes) -> bytes:
         """A ListOffsets answer whose latest offsets are raised to the high watermarks fetched

@@ -37,6 +37,9 @@ class HighWatermarks:
         self.max_partitions = max_partitions
         self._seen: dict[Partition, int] = {}
         self._told_behind = False
+        # Set once upstream answered ListOffsets(latest) behind a high watermark: from then on
+        # every such answer is checked against a fresh one (needs_probe).
+        self.lists_behind = False
 
     def observe(self, partition: Partition, high_watermark: int) -> None:
         if high_watermark < 0:
@@ -47,12 +50,20 @@ class HighWatermarks:
     def get(self, partition: Partition) -> int | None:
         return self._seen.get(partition)
 
+    def needs_probe(self, partition: Partition) -> bool:
+        """Whether a ListOffsets(latest) answer for ``partition`` waits for a fresh high
+        watermark: always once upstream is known to answer behind, else when none was ever seen
+        (a partition no client fetches through the gateway, such as a changelog before its
+        restoration, would otherwise keep upstream's answer)."""
+        return self.lists_behind or partition not in self._seen
+
     def log_end(self, partition: Partition, listed: int) -> int:
         """The log end of ``partition`` given ListOffsets(latest)'s answer ``listed``: the fetched
         high watermark where it is further (a log end never lies before a high watermark)."""
         fetched = self._seen.get(partition)
         if fetched is None or fetched <= listed:
             return listed
+        self.lists_behind = True
         if not self._told_behind:
             self._told_behind = True
             log.warning(

@@ -17,8 +17,10 @@ from coordinator.gateway.authorization import ForwardedAuthorization
 from coordinator.gateway.authz_rules import PREVIEWS, RULES
 from coordinator.gateway.forwarder import ANY_BROKER, Forwarder
 from coordinator.gateway.group_configs import serve_group_configs_only
+from coordinator.gateway.share_upstream import UpstreamShareRecords
 from coordinator.gateway.streams_topics import UpstreamTopicCreator
 from coordinator.gateway.transaction_metrics import TransactionCollector
+from coordinator.gateway.transaction_resolver import TransactionResolver
 from coordinator.gateway.transactions import TransactionOutcomes
 from coordinator.gateway.upstream import UpstreamSettings
 from coordinator.gateway.upstream_cluster import UpstreamCluster, parse_bootstrap
@@ -42,9 +44,13 @@ class Gateway:
     upstream: UpstreamCluster
     brokers: VirtualBrokers
     forwarder: Forwarder
+    share_records: UpstreamShareRecords
+    resolver: TransactionResolver
 
     async def close(self) -> None:
+        await self.resolver.stop()
         self.brokers.close()
+        await self.share_records.close()
         await self.forwarder.close()
         await self.upstream.stop()
 
@@ -96,6 +102,8 @@ async def start_gateway(
     cluster.use_catalog(upstream.catalog)
     coordinator.attach_catalog(upstream.catalog)
     dispatcher.internal_topics.creator = UpstreamTopicCreator(upstream)
+    share_records = UpstreamShareRecords(upstream)
+    dispatcher.share.source = share_records  # the gateway is the share-partition leader
     forwarder = Forwarder(
         upstream, brokers, lambda: cluster.node, dispatcher.budget, config.upstream_connections_per_broker
     )
@@ -105,6 +113,7 @@ async def start_gateway(
     forwarder.transactions = TransactionOutcomes(
         coordinator, dispatcher.runtime, lambda: bool(shard_map.loading)
     )
+    resolver = TransactionResolver(forwarder.transactions, upstream, lambda: bool(shard_map.loading))
     if dispatcher.metrics is not None:
         dispatcher.metrics.registry.register(TransactionCollector(forwarder.transactions))
         dispatcher.metrics.registry.register(UpstreamConnectionCollector(forwarder))
@@ -114,6 +123,7 @@ async def start_gateway(
     serve_group_configs_only(dispatcher.routes)
     _coordinator_on_bootstrap_address(dispatcher, brokers, cluster)
     upstream.start()
+    resolver.start()
     if not await upstream.wait_refreshed(FIRST_METADATA_WAIT_S):
         log.warning(
             "gateway mode: upstream %s not reachable yet; serving groups, data-plane requests fail until it is",
@@ -124,7 +134,7 @@ async def start_gateway(
             "gateway mode: upstream cluster %s, %d brokers, %d topics",
             upstream.cluster_id, len(upstream.brokers), len(upstream.catalog.topics),
         )  # fmt: skip
-    return Gateway(upstream, brokers, forwarder)
+    return Gateway(upstream, brokers, forwarder, share_records, resolver)
 
 
 def _serve_api_versions(dispatcher: Dispatcher, upstream: UpstreamCluster) -> None:

@@ -21,6 +21,7 @@ from coordinator.server.tasks import cancel_and_wait
 from protocol.apis import SERVED_VERSIONS, ApiKey
 from protocol.errors import ErrorCode
 from protocol.messages.api_versions import ApiVersionsRequest
+from protocol.messages.fetch import FetchPartition, FetchRequest, FetchTopic
 from protocol.messages.list_offsets import ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic
 from protocol.messages.metadata import MetadataRequest, MetadataResponse
 from protocol.primitives import DecodeError
@@ -30,6 +31,11 @@ log = logging.getLogger(__name__)
 RETRY_S: Final = 1.0
 LATEST: Final = -1
 BrokersChanged = Callable[[dict[int, tuple[str, int]]], Awaitable[None]]
+
+
+PROBE_FETCH_VERSION: Final = 12  # the last Fetch version naming topics (v13+: topic ids)
+PROBE_BYTES: Final = 1 << 16
+PROBE_WAIT_MS: Final = 100
 
 
 def parse_bootstrap(servers: str) -> list[tuple[str, int]]:
@@ -229,6 +235,57 @@ class UpstreamCluster:
             elif isinstance(result, BaseException):
                 raise result
         return offsets
+
+    # ---- high watermarks asked for (ListOffsets(latest) behind the log end) -------------------
+    async def probe_high_watermarks(self, listed: dict[tuple[str, int], int]) -> None:
+        """Learn the high watermark of each partition with a Fetch of one byte at its listed
+        offset (no wait) to its leader: for the ListOffsets(latest) answers of an upstream that
+        answers less than the log end (high_watermarks.py). Failures leave partitions unlearned."""
+        if any(p not in self.catalog.leaders for p in listed):
+            await self.wait_refreshed(self.timeout_s)
+        by_leader: dict[int, dict[tuple[str, int], int]] = {}
+        for partition, offset in listed.items():
+            leader = self.catalog.leaders.get(partition, -1)
+            if leader >= 0:
+                by_leader.setdefault(leader, {})[partition] = offset
+        results = await asyncio.gather(
+            *(self._probe_from(leader, wanted) for leader, wanted in by_leader.items()),
+            return_exceptions=True,
+        )
+        for result in results:
+            if isinstance(result, UpstreamError | DecodeError | OSError | TimeoutError):
+                log.debug("high watermark probe failed: %r", result)
+            elif isinstance(result, BaseException):
+                raise result
+
+    async def _probe_from(self, leader: int, listed: dict[tuple[str, int], int]) -> None:
+        connection = await self._connection(leader)
+        version = min(self.version_for(ApiKey.FETCH), PROBE_FETCH_VERSION)  # v12: topics by name
+        if version < 4:
+            raise UpstreamError("upstream Fetch is older than v4")
+        topics: dict[str, FetchTopic] = {}
+        for (topic, index), offset in listed.items():
+            topics.setdefault(topic, FetchTopic(topic=topic)).partitions.append(
+                FetchPartition(
+                    partition=index, fetch_offset=max(offset - 1, 0), partition_max_bytes=PROBE_BYTES
+                )
+            )
+        # Tansu leaves out partitions of a Fetch asking for no bytes: one byte, briefly waited for
+        # (the fetch starts at the listed offset - 1, inside the last batch, so it does not wait).
+        request = FetchRequest(
+            replica_id=-1,
+            max_wait_ms=PROBE_WAIT_MS,
+            min_bytes=1,
+            max_bytes=PROBE_BYTES,
+            topics=list(topics.values()),
+        )
+        response = await connection.request(ApiKey.FETCH, version, request, self.timeout_s)
+        for topic_answer in response.responses:
+            for answer in topic_answer.partitions:
+                if answer.error_code == ErrorCode.NONE:
+                    self.high_watermarks.observe(
+                        (topic_answer.topic, answer.partition_index), answer.high_watermark
+                    )
 
     async def _end_offsets_from(
         self, leader: int, partitions: list[tuple[str, int]]

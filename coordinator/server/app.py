@@ -104,6 +104,7 @@ class RunningServer:
             await self.group_loader.stop()
         for listener in self.all_listeners or [self.listener]:
             listener.close()
+        await self.dispatcher.share.close()  # share fetches waiting for records (share_fetch.py)
         if self.gateway is not None:
             await self.gateway.close()
         if self.limits is not None:

@@ -36,6 +36,7 @@ from coordinator.server.connection import (
 )
 from coordinator.server.metrics import Metrics
 from coordinator.server.runtime import Runtime
+from coordinator.server.share_fetch import ShareLeader
 from coordinator.server.topic_lookup import TopicLookup
 from coordinator.server.unsupported_log import UnsupportedRequestLog
 from protocol.apis import ApiKey
@@ -69,7 +70,7 @@ _NEEDS_NO_CATALOG = frozenset(
 
 
 # Requests a broker parks until an event (Kafka's purgatory): their wait is not processing time.
-LONG_POLL_APIS = frozenset({ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP, ApiKey.FETCH})
+LONG_POLL_APIS = frozenset({ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP, ApiKey.FETCH, ApiKey.SHARE_FETCH})
 
 
 class Dispatcher:
@@ -103,6 +104,9 @@ class Dispatcher:
         self.internal_topics = InternalTopics(runtime.coordinator, CatalogTopicCreator(cluster))
         self.internal_topics.install(self.routes)
         self.routes.add(ApiKey.FETCH, FetchRequest, self.fetch)
+        # ShareFetch/ShareAcknowledge (gateway mode swaps in the upstream as the record source).
+        self.share = ShareLeader(runtime, runtime.coordinator.config.group_share_max_share_sessions)
+        self.share.install(self.routes)
         self.routes.add(ApiKey.DELETE_TOPICS, DeleteTopicsRequest, self.delete_topics)
         self.routes.add(ApiKey.SASL_HANDSHAKE, SaslHandshakeRequest, self._sasl_handler)
         self.routes.add(ApiKey.SASL_AUTHENTICATE, SaslAuthenticateRequest, self._sasl_handler)
@@ -115,6 +119,7 @@ class Dispatcher:
 
     def connection_closed(self, connection: Connection) -> None:
         self.connections.discard(connection)
+        self.share.connection_closed(connection)
         if self.gateway is not None:
             self.gateway.connection_closed(connection)
         if self.metrics is not None:

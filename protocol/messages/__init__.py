@@ -48,6 +48,8 @@ from protocol.messages import offset_for_leader_epoch
 from protocol.messages import produce
 from protocol.messages import sasl_authenticate
 from protocol.messages import sasl_handshake
+from protocol.messages import share_acknowledge
+from protocol.messages import share_fetch
 from protocol.messages import share_group_describe
 from protocol.messages import share_group_heartbeat
 from protocol.messages import streams_group_describe
@@ -253,6 +255,10 @@ CODECS: Final[dict[tuple[int, int], tuple[Decoder, Encoder, Decoder, Encoder]]] 
     (69, 1): (consumer_group_describe.decode_consumer_group_describe_request_v1, consumer_group_describe.encode_consumer_group_describe_request_v1, consumer_group_describe.decode_consumer_group_describe_response_v1, consumer_group_describe.encode_consumer_group_describe_response_v1),
     (76, 1): (share_group_heartbeat.decode_share_group_heartbeat_request_v1, share_group_heartbeat.encode_share_group_heartbeat_request_v1, share_group_heartbeat.decode_share_group_heartbeat_response_v1, share_group_heartbeat.encode_share_group_heartbeat_response_v1),
     (77, 1): (share_group_describe.decode_share_group_describe_request_v1, share_group_describe.encode_share_group_describe_request_v1, share_group_describe.decode_share_group_describe_response_v1, share_group_describe.encode_share_group_describe_response_v1),
+    (78, 1): (share_fetch.decode_share_fetch_request_v1, share_fetch.encode_share_fetch_request_v1, share_fetch.decode_share_fetch_response_v1, share_fetch.encode_share_fetch_response_v1),
+    (78, 2): (share_fetch.decode_share_fetch_request_v2, share_fetch.encode_share_fetch_request_v2, share_fetch.decode_share_fetch_response_v2, share_fetch.encode_share_fetch_response_v2),
+    (79, 1): (share_acknowledge.decode_share_acknowledge_request_v1, share_acknowledge.encode_share_acknowledge_request_v1, share_acknowledge.decode_share_acknowledge_response_v1, share_acknowledge.encode_share_acknowledge_response_v1),
+    (79, 2): (share_acknowledge.decode_share_acknowledge_request_v2, share_acknowledge.encode_share_acknowledge_request_v2, share_acknowledge.decode_share_acknowledge_response_v2, share_acknowledge.encode_share_acknowledge_response_v2),
     (88, 0): (streams_group_heartbeat.decode_streams_group_heartbeat_request_v0, streams_group_heartbeat.encode_streams_group_heartbeat_request_v0, streams_group_heartbeat.decode_streams_group_heartbeat_response_v0, streams_group_heartbeat.encode_streams_group_heartbeat_response_v0),
     (88, 1): (streams_group_heartbeat.decode_streams_group_heartbeat_request_v1, streams_group_heartbeat.encode_streams_group_heartbeat_request_v1, streams_group_heartbeat.decode_streams_group_heartbeat_response_v1, streams_group_heartbeat.encode_streams_group_heartbeat_response_v1),
     (89, 0): (streams_group_describe.decode_streams_group_describe_request_v0, streams_group_describe.encode_streams_group_describe_request_v0, streams_group_describe.decode_streams_group_describe_response_v0, streams_group_describe.encode_streams_group_describe_response_v0),
@@ -297,6 +303,8 @@ MESSAGE_CLASSES: Final[dict[int, tuple[type[Any], type[Any]]]] = {
     69: (consumer_group_describe.ConsumerGroupDescribeRequest, consumer_group_describe.ConsumerGroupDescribeResponse),
     76: (share_group_heartbeat.ShareGroupHeartbeatRequest, share_group_heartbeat.ShareGroupHeartbeatResponse),
     77: (share_group_describe.ShareGroupDescribeRequest, share_group_describe.ShareGroupDescribeResponse),
+    78: (share_fetch.ShareFetchRequest, share_fetch.ShareFetchResponse),
+    79: (share_acknowledge.ShareAcknowledgeRequest, share_acknowledge.ShareAcknowledgeResponse),
     88: (streams_group_heartbeat.StreamsGroupHeartbeatRequest, streams_group_heartbeat.StreamsGroupHeartbeatResponse),
     89: (streams_group_describe.StreamsGroupDescribeRequest, streams_group_describe.StreamsGroupDescribeResponse),
 }
@@ -380,6 +388,10 @@ FLEXIBLE: Final[frozenset[tuple[int, int]]] = frozenset({
     (69, 1),
     (76, 1),
     (77, 1),
+    (78, 1),
+    (78, 2),
+    (79, 1),
+    (79, 2),
     (88, 0),
     (88, 1),
     (89, 0),

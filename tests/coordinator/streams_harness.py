@@ -6,6 +6,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from coordinator.core.group_settings import BrokerGroupSettings
 from coordinator.core.streams.group import StreamsGroup
 from coordinator.core.streams.manager import StreamsGroupManager
 from protocol.messages import streams_group_heartbeat as sgh
@@ -15,6 +16,11 @@ from tests.coordinator.harness import Harness, Reply
 STREAMS_GROUP_HEARTBEAT, STREAMS_GROUP_DESCRIBE = 88, 89
 UNSET: Any = object()
 Tasks = Mapping[str, Collection[int]]
+
+
+def streams_settings(**settings: Any) -> BrokerGroupSettings:
+    """Broker settings for streams tests: no initial rebalance delay unless a test sets one."""
+    return BrokerGroupSettings(**{"group_streams_initial_rebalance_delay_ms": 0, **settings})
 
 
 def word_count(epoch: int = 1, repartition_partitions: int = 0) -> sgh.Topology:
@@ -42,6 +48,10 @@ def _task_ids(tasks: Tasks | None) -> list[sgh.TaskIds] | None:
     return None if tasks is None else [sgh.TaskIds(s, sorted(ps)) for s, ps in tasks.items()]
 
 
+def _task_offsets(offsets: Mapping[tuple[str, int], int] | None) -> list[sgh.TaskOffset] | None:
+    return None if offsets is None else [sgh.TaskOffset(s, p, o) for (s, p), o in sorted(offsets.items())]
+
+
 def sg_heartbeat(
     h: Harness,
     group: str = "app",
@@ -58,6 +68,9 @@ def sg_heartbeat(
     warmup: Tasks | None = UNSET,
     endpoint_epoch: int = 0,
     user_endpoint: tuple[str, int] | None = None,
+    task_offsets: Mapping[tuple[str, int], int] | None = None,
+    task_end_offsets: Mapping[tuple[str, int], int] | None = None,
+    client_tags: Mapping[str, str] | None = None,
 ) -> Reply:
     joining = epoch == 0
     request = sgh.StreamsGroupHeartbeatRequest(
@@ -75,6 +88,9 @@ def sg_heartbeat(
         warmup_tasks=_task_ids(({} if joining else None) if warmup is UNSET else warmup),
         process_id=(f"process-{member_id}" if joining else None) if process_id is UNSET else process_id,
         user_endpoint=None if user_endpoint is None else sgh.Endpoint(*user_endpoint),
+        task_offsets=_task_offsets(task_offsets),
+        task_end_offsets=_task_offsets(task_end_offsets),
+        client_tags=None if client_tags is None else [sgh.KeyValue(k, v) for k, v in client_tags.items()],
     )
     ctx = h.ctx(STREAMS_GROUP_HEARTBEAT, version)
     h.apply(h.coordinator.handle(ctx, request))

@@ -32,6 +32,12 @@ from tests.coordinator.harness import Harness, Reply
 DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS = 32, 44
 SET, DELETE, APPEND = 0, 1, 2
 SESSION, INTERVAL = "consumer.session.timeout.ms", "consumer.heartbeat.interval.ms"
+STREAMS_NAMES = [
+    "streams.session.timeout.ms",
+    "streams.heartbeat.interval.ms",
+    "streams.num.standby.replicas",
+    "streams.initial.rebalance.delay.ms",
+]
 INVALID_CONFIG, INVALID_REQUEST = ErrorCode.INVALID_CONFIG, ErrorCode.INVALID_REQUEST
 # Short bounds so that the tests run on short timeouts; the broker defaults stay inside them.
 CONFIG = BrokerGroupSettings(
@@ -93,14 +99,15 @@ def describe(h: Harness, *resources_: tuple[int, str], synonyms: bool = False) -
 def group_values(h: Harness, group: str = "g") -> dict[str, tuple[str | None, int]]:
     [result] = describe(h, (GROUP, group)).results
     assert result.error_code == 0
-    return {c.name: (c.value, c.config_source) for c in result.configs}
+    # The consumer group configs (the streams ones: tests/coordinator/test_streams_group_configs.py).
+    return {c.name: (c.value, c.config_source) for c in result.configs if c.name.startswith("consumer.")}
 
 
 def test_a_group_without_overrides_describes_the_broker_defaults(h: Harness) -> None:
     [result] = describe(h, (GROUP, "nosuch"), synonyms=True).results
     assert (result.error_code, result.resource_type, result.resource_name) == (0, GROUP, "nosuch")
     by_name = {c.name: c for c in result.configs}
-    assert sorted(by_name) == [INTERVAL, SESSION]
+    assert sorted(by_name) == [INTERVAL, SESSION, *sorted(STREAMS_NAMES)]
     session = by_name[SESSION]
     assert (session.value, session.config_source, session.read_only, session.config_type) == (
         "10000", STATIC_BROKER_CONFIG, False, 3)  # fmt: skip
@@ -243,7 +250,11 @@ def test_configuration_keys_filter_the_described_entries(h: Harness) -> None:
     ctx = h.ctx(DESCRIBE_CONFIGS, 4)
     h.apply(resources(h).describe(ctx, DescribeConfigsRequest([DescribeConfigsResource(GROUP, "g", [])])))
     assert isinstance(ctx.reply_to, Reply)
-    assert [c.name for c in ctx.reply_to.response.results[0].configs] == [SESSION, INTERVAL]  # empty: all
+    assert [c.name for c in ctx.reply_to.response.results[0].configs] == [
+        SESSION,
+        INTERVAL,
+        *STREAMS_NAMES,
+    ]  # all
 
 
 def test_a_new_session_timeout_applies_from_the_members_next_heartbeat(h: Harness) -> None:

@@ -133,3 +133,33 @@ def test_a_repartition_topic_nobody_writes_is_an_invalid_topology() -> None:
     topology = Topology(1, (Subtopology("0", ("orphan",), (), (InternalTopic("orphan"),)),))
     with pytest.raises(InvalidTopology, match="never used as a sink topic"):
         configure(topology, lambda topic: None)
+
+
+def test_a_task_nobody_keeps_goes_to_the_member_reporting_the_most_state_for_it() -> None:
+    # The task's active member left; b and c are equally loaded, c reports more of its state.
+    tasks = {"0": 1}
+    members = [
+        AssignmentMember("b", "b", task_offsets={("0", 0): 10}),
+        AssignmentMember("c", "c", task_offsets={("0", 0): 500}),
+    ]
+    assert _active(assign(tasks, frozenset({"0"}), members, 0)) == {"b": set(), "c": {("0", 0)}}
+
+
+def test_a_previous_standby_ranks_before_members_reporting_more_state() -> None:
+    tasks = {"0": 1}
+    members = [
+        AssignmentMember("b", "b", standby={"0": frozenset({0})}, task_offsets={("0", 0): 10}),
+        AssignmentMember("c", "c", task_offsets={("0", 0): 500}),
+    ]
+    assert _active(assign(tasks, frozenset({"0"}), members, 0)) == {"b": {("0", 0)}, "c": set()}
+
+
+def test_standbys_go_to_the_members_reporting_the_most_state() -> None:
+    tasks = {"0": 1}
+    members = [
+        AssignmentMember("a", "a", active={"0": frozenset({0})}),
+        AssignmentMember("b", "b", task_offsets={("0", 0): 10}),
+        AssignmentMember("c", "c", task_offsets={("0", 0): 500}),
+    ]
+    result = assign(tasks, frozenset({"0"}), members, 1)
+    assert {m: t.standby for m, t in result.items()} == {"a": {}, "b": {}, "c": {"0": frozenset({0})}}

@@ -3,7 +3,6 @@ leaving and fencing, describe, listing, offsets and deletion (docs/streams-group
 
 from __future__ import annotations
 
-from coordinator.core.group_settings import BrokerGroupSettings
 from coordinator.core.streams.topology import (
     INCORRECTLY_PARTITIONED_TOPICS,
     MISSING_INTERNAL_TOPICS,
@@ -17,6 +16,7 @@ from tests.coordinator.streams_harness import (
     sg_describe,
     sg_heartbeat,
     sgroup,
+    streams_settings,
     tasks_of,
     word_count,
 )
@@ -28,7 +28,7 @@ def ready(h: Harness, partitions: int = 4) -> None:
 
 
 def test_missing_source_topic_keeps_the_group_not_ready() -> None:
-    h = Harness()
+    h = Harness(streams_settings())
     reply = sg_heartbeat(h)
     wire = reply.wire
     assert wire.error_code == 0
@@ -41,7 +41,7 @@ def test_missing_source_topic_keeps_the_group_not_ready() -> None:
 
 
 def test_missing_internal_topics_are_reported_with_their_partition_counts() -> None:
-    h = Harness()
+    h = Harness(streams_settings())
     h.catalog.set_topic("words", 6)
     wire = sg_heartbeat(h).wire
     assert [(s.status_code, s.status_detail) for s in wire.status] == [
@@ -60,7 +60,7 @@ def test_missing_internal_topics_are_reported_with_their_partition_counts() -> N
 
 
 def test_once_topics_exist_the_group_assigns_every_task() -> None:
-    h = Harness()
+    h = Harness(streams_settings())
     h.catalog.set_topic("words", 4)
     a = StreamsClient(h, "a")
     a.join()
@@ -75,7 +75,7 @@ def test_once_topics_exist_the_group_assigns_every_task() -> None:
 
 
 def test_a_task_moves_only_after_its_old_owner_stops_reporting_it() -> None:
-    h = Harness()
+    h = Harness(streams_settings())
     ready(h)
     a, b = StreamsClient(h, "a"), StreamsClient(h, "b")
     a.join()
@@ -98,7 +98,7 @@ def test_a_task_moves_only_after_its_old_owner_stops_reporting_it() -> None:
 
 
 def test_leaving_hands_the_tasks_to_the_others() -> None:
-    h = Harness()
+    h = Harness(streams_settings())
     ready(h)
     a, b = StreamsClient(h, "a"), StreamsClient(h, "b")
     a.join()
@@ -114,7 +114,7 @@ def test_leaving_hands_the_tasks_to_the_others() -> None:
 
 
 def test_session_timeout_fences_a_silent_member() -> None:
-    h = Harness(BrokerGroupSettings(group_streams_session_timeout_ms=45_000))
+    h = Harness(streams_settings(group_streams_session_timeout_ms=45_000))
     ready(h)
     a, b = StreamsClient(h, "a"), StreamsClient(h, "b")
     a.join()
@@ -127,7 +127,7 @@ def test_session_timeout_fences_a_silent_member() -> None:
 
 
 def test_stale_epoch_and_unknown_member_are_refused_and_other_groups_go_on() -> None:
-    h = Harness()
+    h = Harness(streams_settings())
     ready(h)
     a = StreamsClient(h, "a")
     a.join()
@@ -144,7 +144,7 @@ def test_stale_epoch_and_unknown_member_are_refused_and_other_groups_go_on() -> 
 
 
 def test_invalid_topologies_get_kafkas_errors() -> None:
-    h = Harness()
+    h = Harness(streams_settings())
     bad = word_count()
     bad.subtopologies[1].state_changelog_topics[0].partitions = 3
     reply = sg_heartbeat(h, topology=bad)
@@ -157,7 +157,7 @@ def test_invalid_topologies_get_kafkas_errors() -> None:
 
 
 def test_copartitioned_sources_with_different_counts_are_incorrectly_partitioned() -> None:
-    h = Harness()
+    h = Harness(streams_settings())
     h.catalog.set_topic("left", 2)
     h.catalog.set_topic("right", 3)
     join = sgh.Topology(
@@ -176,7 +176,7 @@ def test_copartitioned_sources_with_different_counts_are_incorrectly_partitioned
 
 
 def test_an_existing_internal_topic_with_the_wrong_count_is_reported() -> None:
-    h = Harness()
+    h = Harness(streams_settings())
     h.catalog.set_topic("words", 4)
     h.catalog.set_topic("app-counts-repartition", 4)
     h.catalog.set_topic("app-counts-changelog", 2)
@@ -190,7 +190,7 @@ def test_an_existing_internal_topic_with_the_wrong_count_is_reported() -> None:
 
 
 def test_standby_replicas_go_to_another_process() -> None:
-    h = Harness(BrokerGroupSettings(group_streams_num_standby_replicas=1))
+    h = Harness(streams_settings(group_streams_num_standby_replicas=1))
     ready(h, 2)
     a, b = StreamsClient(h, "a"), StreamsClient(h, "b")
     a.join()
@@ -205,7 +205,7 @@ def test_standby_replicas_go_to_another_process() -> None:
 
 
 def test_describe_list_and_describe_groups() -> None:
-    h = Harness()
+    h = Harness(streams_settings())
     ready(h)
     a = StreamsClient(h, "a")
     a.join()
@@ -227,7 +227,7 @@ def test_describe_list_and_describe_groups() -> None:
 
 
 def test_offsets_are_validated_against_member_epochs() -> None:
-    h = Harness()
+    h = Harness(streams_settings())
     ready(h)
     a = StreamsClient(h, "a")
     a.join()
@@ -240,7 +240,7 @@ def test_offsets_are_validated_against_member_epochs() -> None:
 
 
 def test_delete_refuses_a_group_with_members_and_deletes_an_empty_one() -> None:
-    h = Harness()
+    h = Harness(streams_settings())
     ready(h)
     StreamsClient(h, "a").join()
     assert h.delete_groups("app").wire.results[0].error_code == ErrorCode.NON_EMPTY_GROUP
@@ -251,7 +251,7 @@ def test_delete_refuses_a_group_with_members_and_deletes_an_empty_one() -> None:
 
 
 def test_a_restart_restores_the_group_at_its_epoch_without_a_rebalance() -> None:
-    h = Harness()
+    h = Harness(streams_settings())
     ready(h)
     a, b = StreamsClient(h, "a"), StreamsClient(h, "b")
     a.join()
@@ -279,7 +279,7 @@ def test_a_restart_restores_the_group_at_its_epoch_without_a_rebalance() -> None
 
 
 def test_a_steady_heartbeat_writes_nothing_and_a_failed_write_answers_an_error() -> None:
-    h = Harness()
+    h = Harness(streams_settings())
     ready(h)
     a = StreamsClient(h, "a")
     a.join()
@@ -296,7 +296,7 @@ def test_a_steady_heartbeat_writes_nothing_and_a_failed_write_answers_an_error()
 
 
 def test_classic_requests_to_a_streams_group_get_kafkas_errors() -> None:
-    h = Harness()
+    h = Harness(streams_settings())
     ready(h)
     StreamsClient(h, "a").join()
     assert h.join("app").error == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
@@ -307,7 +307,7 @@ def test_classic_requests_to_a_streams_group_get_kafkas_errors() -> None:
 
 
 def test_a_join_group_to_an_empty_streams_group_makes_it_a_classic_group() -> None:
-    h = Harness()
+    h = Harness(streams_settings())
     ready(h)
     StreamsClient(h, "a").join()
     sg_heartbeat(h, member_id="a", epoch=-1)
@@ -316,13 +316,13 @@ def test_a_join_group_to_an_empty_streams_group_makes_it_a_classic_group() -> No
     assert "app" not in h.store.streams_groups
 
 
-def test_members_in_a_hand_over_are_told_to_heartbeat_sooner() -> None:
-    h = Harness(BrokerGroupSettings(group_streams_heartbeat_interval_ms=5000))
+def test_members_in_a_hand_over_are_told_the_configured_interval_as_kafka_does() -> None:
+    h = Harness(streams_settings(group_streams_heartbeat_interval_ms=5000))
     ready(h)
     a, b = StreamsClient(h, "a"), StreamsClient(h, "b")
     assert a.join().wire.heartbeat_interval_ms == 5000  # stable at once
-    assert b.join().wire.heartbeat_interval_ms == 250  # waiting for tasks a holds
-    assert a.beat().wire.heartbeat_interval_ms == 250  # revoking
+    assert b.join().wire.heartbeat_interval_ms == 5000  # waiting for tasks a holds
+    assert a.beat().wire.heartbeat_interval_ms == 5000  # revoking
     assert a.beat().wire.heartbeat_interval_ms == 5000  # done
     assert b.beat().wire.heartbeat_interval_ms == 5000
 
@@ -344,7 +344,7 @@ def test_a_streams_member_is_late_after_two_intervals_and_expired_past_its_sessi
     from coordinator.core.liveness import ALIVE, EXPIRED, LATE
     from coordinator.core.streams.manager import StreamsGroupManager
 
-    h = Harness()
+    h = Harness(streams_settings())
     ready(h)
     a = StreamsClient(h, "a")
     a.join()
@@ -366,7 +366,7 @@ def test_the_http_views_show_streams_groups() -> None:
     from coordinator.core.lag_status import LagTracker
     from coordinator.server.group_views import GroupViews
 
-    h = Harness()
+    h = Harness(streams_settings())
     ready(h)
     StreamsClient(h, "a").join()
     views = GroupViews(h.coordinator, LagTracker(), _HarnessClock(h))
@@ -385,7 +385,7 @@ def test_transactional_offsets_to_a_streams_group_check_the_member_when_named() 
     commit with TxnOffsetCommit): the epoch is checked only when a member is named."""
     from tests.coordinator.test_txn_offsets import codes, txn_commit
 
-    h = Harness()
+    h = Harness(streams_settings())
     ready(h)
     a = StreamsClient(h, "a")
     a.join()
@@ -400,3 +400,92 @@ def test_transactional_offsets_to_a_streams_group_check_the_member_when_named() 
     # Before v3 (and at v3+ without a member) the producer names no member: taken as is.
     assert codes(txn_commit(h, "app", offsets, version=0, producer_id=2000)) == {("words", 0): ErrorCode.NONE}
     assert codes(txn_commit(h, "app", offsets, version=3, producer_id=2001)) == {("words", 0): ErrorCode.NONE}
+
+
+def test_task_offsets_are_kept_until_replaced_and_steer_where_a_lost_task_goes() -> None:
+    h = Harness(streams_settings())
+    ready(h, partitions=1)
+    a, b, c = StreamsClient(h, "a"), StreamsClient(h, "b"), StreamsClient(h, "c")
+    a.join()
+    b.join()
+    c.join()
+    for client in (a, b, c, a, b, c):
+        client.beat()
+    holder = next(x for x in (a, b, c) if ("1", 0) in x.tasks())
+    others = [x for x in (a, b, c) if x is not holder]
+    # The member sorted last by id reports the most state for the stateful task: it takes it.
+    behind, ahead = sorted(others, key=lambda x: x.member_id)
+    sg_heartbeat(h, member_id=ahead.member_id, epoch=ahead.epoch, active=ahead.active, standby={}, warmup={},
+                 task_offsets={("1", 0): 900}, task_end_offsets={("1", 0): 1000})  # fmt: skip
+    sg_heartbeat(h, member_id=behind.member_id, epoch=behind.epoch, active=behind.active, standby={},
+                 warmup={}, task_offsets={("1", 0): 5})  # fmt: skip
+    ahead.beat()  # reports no offsets: the last ones are kept
+    member = sgroup(h).members[ahead.member_id]
+    assert (member.task_offsets, member.task_end_offsets) == ({("1", 0): 900}, {("1", 0): 1000})
+    sg_heartbeat(h, member_id=holder.member_id, epoch=-1)
+    assert sgroup(h).target[ahead.member_id].active.get("1") == frozenset({0})
+
+
+def test_a_new_group_waits_for_the_initial_rebalance_delay_before_its_first_assignment() -> None:
+    # Kafka 4.4's answers (group.streams.initial.rebalance.delay.ms, default 3 s).
+    h = Harness(streams_settings(group_streams_initial_rebalance_delay_ms=3000))
+    ready(h)
+    a, b = StreamsClient(h, "a"), StreamsClient(h, "b")
+    joined = a.join().wire
+    delayed = [(5, "Assignment delayed due to the configured initial rebalance delay.")]
+    assert (joined.member_epoch, tasks_of(joined.active_tasks)) == (1, {})
+    assert [(s.status_code, s.status_detail) for s in joined.status] == delayed
+    h.advance(1000)
+    assert b.join().wire.member_epoch == 2
+    beat = a.beat().wire
+    assert (beat.member_epoch, beat.active_tasks) == (1, None)
+    assert [(s.status_code, s.status_detail) for s in beat.status] == delayed
+    h.advance(2000)  # the delay counts from the first member's join
+    first = a.beat().wire
+    assert first.member_epoch == 3 and first.status == []
+    b.beat()
+    a.beat()
+    assert a.tasks() | b.tasks() == {(s, p) for s in "01" for p in range(4)}
+    assert sgroup(h).state_name == "Stable"
+
+
+def test_members_without_the_rack_aware_assignment_tags_are_told_which_are_missing() -> None:
+    h = Harness(streams_settings(group_streams_rack_aware_assignment_tags=("zone", "rack")))
+    ready(h)
+    missing = (
+        6,
+        "Missing required client tags for rack-aware standby assignment: [rack]. "
+        "Configure them via 'client.tag.<tagKey>' in your Streams config.",
+    )
+    wire = sg_heartbeat(h, member_id="a", client_tags={"zone": "eu-1"}).wire
+    assert [(s.status_code, s.status_detail) for s in wire.status] == [missing]
+    assert (
+        sg_heartbeat(h, member_id="b", client_tags={"zone": "eu-1"}, version=0).wire.status == []
+    )  # v1+ only
+    tagged = sg_heartbeat(h, member_id="c", client_tags={"zone": "eu-1", "rack": "r1"}).wire
+    assert tagged.status == []
+
+
+def test_history_shows_members_target_assignments_with_their_task_moves_and_reconciled_epochs() -> None:
+    h = Harness(streams_settings())
+    ready(h)
+    a, b = StreamsClient(h, "a"), StreamsClient(h, "b")
+    a.join()
+    a.beat()
+    b.join()
+    for _ in range(3):
+        a.beat()
+        b.beat()
+    sg_heartbeat(h, member_id="b", epoch=-1)
+    events = [(e.kind, e.generation, e.member_id, e.message) for e in h.coordinator.events.history("app")]
+    kinds = [kind for kind, _, _, _ in events]
+    assert kinds == [
+        "member_joined", "target_computed", "assignment_reconciled",
+        "member_joined", "target_computed", "assignment_reconciled",
+        "member_left", "target_computed",
+    ]  # fmt: skip
+    assert events[0][2] == "a" and events[3][2] == "b" and events[6][2] == "b"
+    # a alone had the 8 tasks; b takes 4 of them at epoch 2, and gives them back at epoch 3.
+    assert "epoch 2 computed: 4 active tasks moved, 0 assigned for the first time" in events[4][3]
+    assert "epoch 3 computed: 4 active tasks moved" in events[7][3]
+    assert events[5][1] == 2 and "reconciled by 2 members" in events[5][3]

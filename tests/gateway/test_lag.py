@@ -112,6 +112,34 @@ def test_lag_of_a_batch_on_tansu_uses_the_high_watermark_the_gateway_fetched(tan
         assert "upstream answers ListOffsets(latest) behind the log end" in gateway.log_text()
 
 
+def test_list_offsets_latest_on_tansu_is_the_log_end_for_a_partition_nobody_fetched(tansu_port: int) -> None:
+    """A changelog is written and not read until a task's state is restored: Kafka Streams asks
+    ListOffsets(latest) for its end before fetching it. Through the gateway the answer is the
+    log end even then, and stays so as batches follow (docs/streams-groups.md#tansu)."""
+    with running_gateway(f"127.0.0.1:{tansu_port}") as gateway:
+        admin = KafkaAdminClient(bootstrap_servers=gateway.bootstrap)
+        try:
+            admin.create_topics([NewTopic("unread", 1, 1)])
+        finally:
+            admin.close()
+        partition = TopicPartition("unread", 0)
+        producer = KafkaProducer(bootstrap_servers=gateway.bootstrap, linger_ms=1000, batch_size=1 << 20)
+        ends = []
+        try:
+            for round_ in range(2):
+                for i in range(50):
+                    producer.send("unread", f"r-{round_}-{i}".encode(), partition=0)
+                producer.flush(60)  # one batch of 50 records
+                asker = KafkaConsumer(bootstrap_servers=gateway.bootstrap)
+                try:
+                    ends.append(asker.end_offsets([partition])[partition])
+                finally:
+                    asker.close()
+        finally:
+            producer.close()
+        assert ends == [50, 100], gateway.log_text()[-3000:]
+
+
 def _scrape(port: int) -> str:
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as response:
         body: bytes = response.read()

@@ -1,6 +1,6 @@
 """Gateway mode on Tansu (which has no share groups): librdkafka share consumers join a share
 group served by the gateway and get the upstream's partitions by the upstream's topic ids
-(docs/share-groups.md; the data plane, ShareFetch, is not built yet)."""
+(docs/share-groups.md; the records they read: test_share_delivery.py)."""
 
 from __future__ import annotations
 

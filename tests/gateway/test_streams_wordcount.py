@@ -127,7 +127,8 @@ def test_word_count_through_the_gateway_on_kafka(kafka_broker: KafkaCluster, tmp
 
 def _wait_committed(bootstrap: str, app: str, words: str, lines: int, word_count: int) -> None:
     """Poll until the group has committed every input line and every repartition record (on
-    Kafka a record is one offset, so the committed offsets add up to the record counts)."""
+    Kafka a record is one offset, so the committed offsets add up to the record counts; Tansu
+    leaves gaps between batches' offsets, so they may add up to more)."""
     deadline = time.monotonic() + 120
     with WireClient(bootstrap) as client:
         while True:
@@ -136,16 +137,16 @@ def _wait_committed(bootstrap: str, app: str, words: str, lines: int, word_count
             done = {t.name: sum(max(p.committed_offset, 0) for p in t.partitions) for t in group.topics}
             input_done = done.get(words, 0)
             repartition_done = sum(n for topic, n in done.items() if topic.endswith("-repartition"))
-            if input_done == lines and repartition_done == word_count:
+            if input_done == lines and repartition_done >= word_count:
                 return
             assert time.monotonic() < deadline, (input_done, lines, repartition_done, word_count)
             time.sleep(0.1)
 
 
 def _standbys_restart_and_kill(upstream: str, tmp_path: Path, counted_after_kill: bool) -> None:
-    """Standby tasks with num.standby.replicas=1; the gateway restarted mid-run keeps the group
-    at its epoch; an instance SIGKILLed and another started: its tasks move, and (where the
-    upstream keeps the application's data through the failover) every word is counted."""
+    """Three instances, standby tasks with num.standby.replicas=1; the gateway restarted mid-run
+    keeps the group at its epoch; an instance SIGKILLed and another started: its tasks move, and
+    every word is counted."""
     APP = "restarts"
     port, base = free_port(), free_port()
     storage = f"sqlite:///{tmp_path / 'gateway.db'}"
@@ -164,10 +165,10 @@ def _standbys_restart_and_kill(upstream: str, tmp_path: Path, counted_after_kill
     try:
         words, output = _create_topics(gateway.bootstrap, "restarts")
         with word_count_app(gateway.bootstrap, APP, tmp_path, (words, output)) as app:
-            a, b = app.start(), app.start()
-            app.wait_running([a, b])
-            group = _settled(gateway.bootstrap, APP, 2)
-            # The stateful subtopology's tasks each have a standby on the other process.
+            a, b, c = app.start(), app.start(), app.start()
+            app.wait_running([a, b, c])
+            group = _settled(gateway.bootstrap, APP, 3)
+            # The stateful subtopology's tasks each have a standby on another process.
             active = {(s, p): proc for s, p, proc in _tasks(group) if s == "1"}
             standby = {(s, p): proc for s, p, proc in _tasks(group, "standby_tasks")}
             assert set(standby) == set(active) and all(standby[t] != active[t] for t in active)
@@ -189,14 +190,14 @@ def _standbys_restart_and_kill(upstream: str, tmp_path: Path, counted_after_kill
                 _wait_committed(gateway.bootstrap, APP, words, len(first), sum(half.values()))
             a.process.send_signal(signal.SIGKILL)
             a.process.wait(10)
-            c = app.start()
-            app.wait_running([c])
+            d = app.start()
+            app.wait_running([d])
             produce_lines(gateway.bootstrap, words, second)
             if counted_after_kill:
                 # At least once; the first half was committed before the kill, so exactly.
                 counts = latest_counts(gateway.bootstrap, output, expected, 180)
                 assert counts == expected, app.logs()
-            settled = _settled(gateway.bootstrap, APP, 2)
+            settled = _settled(gateway.bootstrap, APP, 3)
             assert settled.group_epoch > epoch
             assert {proc for _, _, proc in _tasks(settled)} == {m.process_id for m in settled.members}
     except KafkaUnavailable as exc:
@@ -206,9 +207,9 @@ def _standbys_restart_and_kill(upstream: str, tmp_path: Path, counted_after_kill
 
 
 def test_standbys_a_gateway_restart_and_a_killed_instance_on_tansu(tansu_port: int, tmp_path: Path) -> None:
-    """On Tansu the counts after the SIGKILL are not checked: Tansu loses some of the
-    application's records through the failover (docs/streams-groups.md#tests)."""
-    _standbys_restart_and_kill(f"127.0.0.1:{tansu_port}", tmp_path, counted_after_kill=False)
+    """Every word counted after the SIGKILL on Tansu too: the restored store reads its changelog
+    to the log end the gateway answers (docs/streams-groups.md#tansu)."""
+    _standbys_restart_and_kill(f"127.0.0.1:{tansu_port}", tmp_path, counted_after_kill=True)
 
 
 @pytest.mark.kafka

@@ -52,7 +52,12 @@ def _set(admin: AdminClient, group: str, **values: str) -> None:
 
 def _described(admin: AdminClient, group: str) -> dict[str, tuple[str, int, bool]]:
     [future] = admin.describe_configs([ConfigResource(ResourceType.GROUP, group)]).values()
-    return {name: (e.value, int(e.source), e.is_read_only) for name, e in future.result(timeout=10).items()}
+    # The consumer group configs (a group also describes the streams ones: docs/streams-groups.md).
+    return {
+        name: (e.value, int(e.source), e.is_read_only)
+        for name, e in future.result(timeout=10).items()
+        if name.startswith("consumer.")
+    }
 
 
 def test_confluent_admin_sets_describes_and_deletes_group_configs_which_survive_a_restart(

@@ -1,7 +1,7 @@
 """Share group membership with real librdkafka share consumers (confluent-kafka's ShareConsumer).
 
-The standalone server holds no records and does not serve ShareFetch yet (docs/share-groups.md,
-"What is built"): these tests check the group coordinator's side -- a ShareConsumer joins with
+The standalone server holds no records (ShareFetch answers empty partitions: docs/share-groups.md,
+"The data plane"): these tests check the group coordinator's side -- a ShareConsumer joins with
 its own member id, receives its assignment by topic id, is described, and leaves on close.
 """
 

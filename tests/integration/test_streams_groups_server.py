@@ -79,7 +79,13 @@ class Client:
 
 
 def _config(storage: str) -> Config:
-    return Config(host="127.0.0.1", port=0, storage=storage, auto_create_topics_enable=False)
+    return Config(
+        host="127.0.0.1",
+        port=0,
+        storage=storage,
+        auto_create_topics_enable=False,
+        group_streams_initial_rebalance_delay_ms=0,
+    )
 
 
 @pytest.mark.parametrize("backend", ["memory", "sqlite"])

@@ -36,6 +36,11 @@ KAFKA_ALIGNED_SETTINGS = {
     "group-consumer-min-session-timeout-ms": "1000",
     "group-min-session-timeout-ms": "1000",
     "group-initial-rebalance-delay-ms": "0",
+    # The streams group settings the session broker sets, and Kafka's initial rebalance delay.
+    "group-streams-heartbeat-interval-ms": "500",
+    "group-streams-min-heartbeat-interval-ms": "500",
+    "group-streams-min-session-timeout-ms": "1000",
+    "group-streams-initial-rebalance-delay-ms": "3000",
     # Kafka's default: an empty group without offsets is removed at the next check, so both keep
     # it as long (the tests' usual 1 s would race with the scenarios).
     "offsets-retention-check-interval-ms": "600000",
@@ -94,4 +99,9 @@ def unique() -> str:
 
 # The group configs' values when nothing overrides them, on both sides (Kafka's default session
 # timeout; the test broker's and our heartbeat interval).
-GROUP_CONFIG_DEFAULTS = {"consumer.session.timeout.ms": "45000", "consumer.heartbeat.interval.ms": "500"}
+GROUP_CONFIG_DEFAULTS = {
+    "consumer.session.timeout.ms": "45000",
+    "consumer.heartbeat.interval.ms": "500",
+    "streams.num.standby.replicas": "0",
+    "streams.initial.rebalance.delay.ms": "3000",
+}

@@ -23,7 +23,10 @@ _MEMBER_ID = re.compile(r"-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a
 _COORDINATOR = re.compile(r"\d+\.\d+\.\d+\.\d+:\d+\s+\(\d+\)")
 # The group configs both serve; Kafka 4.4 also has those of share and streams groups and
 # dead-letter queues (docs/kafka-differences.md#group-configs).
-_SERVED_CONFIG = re.compile(r"^\s+consumer\.(session\.timeout|heartbeat\.interval)\.ms=")
+_SERVED_CONFIG = re.compile(
+    r"^\s+(consumer\.(session\.timeout|heartbeat\.interval)\.ms"
+    r"|streams\.(session\.timeout\.ms|heartbeat\.interval\.ms|num\.standby\.replicas|initial\.rebalance\.delay\.ms))="
+)
 
 
 def normalized(output: str, bootstrap: str, prefix: str, every_group: bool = False) -> list[str]:
@@ -117,6 +120,31 @@ def _config_commands(group: str) -> list[list[str]]:
         [*entity, "--alter", "--add-config", "no.such.config=1"],
         [*entity, "--alter", "--add-config", "consumer.session.timeout.ms=0"],
         [*entity, "--alter", "--delete-config", "consumer.session.timeout.ms,consumer.heartbeat.interval.ms"],
+        [*entity, "--describe"],
+        # The streams groups' configs (docs/streams-groups.md#group-configs).
+        [
+            *entity,
+            "--alter",
+            "--add-config",
+            "streams.num.standby.replicas=1,streams.initial.rebalance.delay.ms=0",
+        ],
+        [*entity, "--describe"],
+        [*entity, "--describe", "--all"],
+        [*entity, "--alter", "--add-config", "streams.num.standby.replicas=3"],
+        [*entity, "--alter", "--add-config", "streams.heartbeat.interval.ms=100"],
+        [
+            *entity,
+            "--alter",
+            "--add-config",
+            "streams.session.timeout.ms=1000,streams.heartbeat.interval.ms=1000",
+        ],
+        [*entity, "--alter", "--add-config", "streams.initial.rebalance.delay.ms=-1"],
+        [
+            *entity,
+            "--alter",
+            "--delete-config",
+            "streams.num.standby.replicas,streams.initial.rebalance.delay.ms",
+        ],
         [*entity, "--describe"],
     ]
 

@@ -91,6 +91,8 @@ NO_KAFKA_PYTHON: Final = frozenset(
         ApiKey.STREAMS_GROUP_DESCRIBE,
         ApiKey.SHARE_GROUP_HEARTBEAT,
         ApiKey.SHARE_GROUP_DESCRIBE,
+        ApiKey.SHARE_FETCH,
+        ApiKey.SHARE_ACKNOWLEDGE,
     }
 )
 BROKER_ORACLE: Final = frozenset({ApiKey.STREAMS_GROUP_HEARTBEAT, ApiKey.STREAMS_GROUP_DESCRIBE})

@@ -25,6 +25,8 @@ import pytest
 from protocol import wire
 from protocol.apis import ApiKey
 from protocol.messages import CODECS, FLEXIBLE
+from protocol.messages import share_acknowledge as sak
+from protocol.messages import share_fetch as sf
 from protocol.messages.consumer_group_describe import (
     Assignment as DescribeAssignment,
 )
@@ -64,6 +66,8 @@ HB = ApiKey.CONSUMER_GROUP_HEARTBEAT
 DESCRIBE = ApiKey.CONSUMER_GROUP_DESCRIBE
 SHARE_HB = ApiKey.SHARE_GROUP_HEARTBEAT
 SHARE_DESCRIBE = ApiKey.SHARE_GROUP_DESCRIBE
+SHARE_FETCH = ApiKey.SHARE_FETCH
+SHARE_ACK = ApiKey.SHARE_ACKNOWLEDGE
 
 # Two topic ids: 01 02 .. 10 and sixteen aa bytes.
 T1 = bytes(range(1, 17))
@@ -80,6 +84,173 @@ def h(*parts: str) -> bytes:
 def s(text: str) -> str:
     """The hex of ASCII text (the payload of a string, after its length)."""
     return text.encode("ascii").hex()
+
+
+# ---- ShareFetch / ShareAcknowledge (v1-v2) -------------------------------------------------------
+
+
+def share_fetch_request(version: int) -> sf.ShareFetchRequest:
+    return sf.ShareFetchRequest(
+        group_id="grp",
+        member_id="m-1",
+        share_session_epoch=1,
+        max_wait_ms=500,
+        min_bytes=1,
+        max_bytes=1024,
+        max_records=100,
+        batch_size=10,
+        share_acquire_mode=1 if version >= 2 else 0,
+        is_renew_ack=False,
+        topics=[
+            sf.FetchTopic(
+                topic_id=T1,
+                partitions=[
+                    sf.FetchPartition(
+                        partition_index=0,
+                        acknowledgement_batches=[sf.AcknowledgementBatch(5, 6, [1, 2])],
+                    )
+                ],
+            )
+        ],
+        forgotten_topics_data=[sf.ForgottenTopic(topic_id=T2, partitions=[3])],
+    )
+
+
+def share_fetch_request_wire(version: int) -> bytes:
+    return h(
+        "04" + s("grp"),  # GroupId
+        "04" + s("m-1"),  # MemberId
+        "00000001",  # ShareSessionEpoch 1
+        "000001f4",  # MaxWaitMs 500
+        "00000001",  # MinBytes 1
+        "00000400",  # MaxBytes 1024
+        "00000064",  # MaxRecords 100 (v1+)
+        "0000000a",  # BatchSize 10 (v1+)
+        "01 00" if version >= 2 else "",  # ShareAcquireMode 1 (record limit), IsRenewAck false (v2+)
+        "02",  # Topics: 1 element
+        T1_HEX,  # TopicId
+        "02",  # Partitions: 1 element (PartitionMaxBytes is v0 only)
+        "00000000",  # PartitionIndex 0
+        "02",  # AcknowledgementBatches: 1 element
+        "0000000000000005 0000000000000006",  # FirstOffset 5, LastOffset 6
+        "03 01 02",  # AcknowledgeTypes [ACCEPT, RELEASE]
+        "00 00 00",  # batch, partition, topic tagged fields
+        "02",  # ForgottenTopicsData: 1 element
+        T2_HEX,  # TopicId
+        "02 00000003",  # Partitions [3]
+        "00",  # ForgottenTopic tagged fields
+        "00",  # tagged fields
+    )
+
+
+SHARE_FETCHED = sf.ShareFetchResponse(
+    acquisition_lock_timeout_ms=30000,
+    responses=[
+        sf.ShareFetchableTopicResponse(
+            topic_id=T1,
+            partitions=[
+                sf.PartitionData(
+                    partition_index=0,
+                    acknowledge_error_code=121,
+                    acknowledge_error_message="x",
+                    current_leader=sf.LeaderIdAndEpoch(leader_id=1, leader_epoch=0),
+                    records=b"\xab",
+                    acquired_records=[sf.AcquiredRecords(first_offset=7, last_offset=9, delivery_count=2)],
+                )
+            ],
+        )
+    ],
+)
+SHARE_FETCHED_WIRE = h(
+    "00000000",  # ThrottleTimeMs
+    "0000",  # ErrorCode
+    "00",  # ErrorMessage: null
+    "00007530",  # AcquisitionLockTimeoutMs 30000
+    "02",  # Responses: 1 element
+    T1_HEX,  # TopicId
+    "02",  # Partitions: 1 element
+    "00000000",  # PartitionIndex
+    "0000",  # ErrorCode
+    "00",  # ErrorMessage: null
+    "0079",  # AcknowledgeErrorCode 121 (INVALID_RECORD_STATE)
+    "02" + s("x"),  # AcknowledgeErrorMessage
+    "00000001 00000000 00",  # CurrentLeader: LeaderId 1, LeaderEpoch 0, tagged fields
+    "02 ab",  # Records: 1 byte
+    "02",  # AcquiredRecords: 1 element
+    "0000000000000007 0000000000000009 0002",  # FirstOffset 7, LastOffset 9, DeliveryCount 2
+    "00 00 00",  # acquired, partition, topic tagged fields
+    "01",  # NodeEndpoints: empty
+    "00",  # tagged fields
+)
+
+SHARE_ACK_REQ = sak.ShareAcknowledgeRequest(
+    group_id="grp",
+    member_id="m-1",
+    share_session_epoch=2,
+    topics=[
+        sak.AcknowledgeTopic(
+            topic_id=T1,
+            partitions=[
+                sak.AcknowledgePartition(
+                    partition_index=1, acknowledgement_batches=[sak.AcknowledgementBatch(0, 0, [3])]
+                )
+            ],
+        )
+    ],
+)
+
+
+def share_ack_request_wire(version: int) -> bytes:
+    return h(
+        "04" + s("grp"),  # GroupId
+        "04" + s("m-1"),  # MemberId
+        "00000002",  # ShareSessionEpoch 2
+        "00" if version >= 2 else "",  # IsRenewAck false (v2+)
+        "02",  # Topics: 1 element
+        T1_HEX,  # TopicId
+        "02",  # Partitions: 1 element
+        "00000001",  # PartitionIndex 1
+        "02",  # AcknowledgementBatches: 1 element
+        "0000000000000000 0000000000000000 02 03",  # offsets 0-0, AcknowledgeTypes [REJECT]
+        "00 00 00",  # batch, partition, topic tagged fields
+        "00",  # tagged fields
+    )
+
+
+SHARE_ACKED = sak.ShareAcknowledgeResponse(
+    acquisition_lock_timeout_ms=15000,
+    responses=[
+        sak.ShareAcknowledgeTopicResponse(
+            topic_id=T1,
+            partitions=[
+                sak.PartitionData(
+                    partition_index=1,
+                    error_code=121,
+                    current_leader=sak.LeaderIdAndEpoch(leader_id=-1, leader_epoch=-1),
+                )
+            ],
+        )
+    ],
+)
+
+
+def share_acked_wire(version: int) -> bytes:
+    return h(
+        "00000000",  # ThrottleTimeMs
+        "0000",  # ErrorCode
+        "00",  # ErrorMessage: null
+        "00003a98" if version >= 2 else "",  # AcquisitionLockTimeoutMs 15000 (v2+, ignorable)
+        "02",  # Responses: 1 element
+        T1_HEX,  # TopicId
+        "02",  # Partitions: 1 element
+        "00000001",  # PartitionIndex 1
+        "0079",  # ErrorCode 121
+        "00",  # ErrorMessage: null
+        "ffffffff ffffffff 00",  # CurrentLeader -1, -1, tagged fields
+        "00 00",  # partition, topic tagged fields
+        "01",  # NodeEndpoints: empty
+        "00",  # tagged fields
+    )
 
 
 @dataclass(frozen=True)
@@ -536,6 +707,23 @@ GOLDEN = [
     Golden("share-hb-assigned", SHARE_HB, 1, False, SHARE_HB_ASSIGNED, SHARE_HB_ASSIGNED_WIRE),
     Golden("share-describe", SHARE_DESCRIBE, 1, True, SHARE_DESCRIBE_REQ, SHARE_DESCRIBE_REQ_WIRE),
     Golden("share-described", SHARE_DESCRIBE, 1, False, SHARE_DESCRIBED, SHARE_DESCRIBED_WIRE),
+    *(
+        Golden("share-fetch", SHARE_FETCH, v, True, share_fetch_request(v), share_fetch_request_wire(v))
+        for v in (1, 2)
+    ),
+    *(Golden("share-fetched", SHARE_FETCH, v, False, SHARE_FETCHED, SHARE_FETCHED_WIRE) for v in (1, 2)),
+    *(Golden("share-ack", SHARE_ACK, v, True, SHARE_ACK_REQ, share_ack_request_wire(v)) for v in (1, 2)),
+    # AcquisitionLockTimeoutMs is v2+ and ignorable: v1 drops it.
+    Golden(
+        "share-acked",
+        SHARE_ACK,
+        1,
+        False,
+        SHARE_ACKED,
+        share_acked_wire(1),
+        decoded=replace(SHARE_ACKED, acquisition_lock_timeout_ms=0),
+    ),
+    Golden("share-acked", SHARE_ACK, 2, False, SHARE_ACKED, share_acked_wire(2)),
 ]
 
 
@@ -553,7 +741,7 @@ def test_golden_cases_cover_every_pair_without_kafka_python() -> None:
     pairs = set(golden_pairs())
     assert pairs == {(ApiKey.CONSUMER_GROUP_HEARTBEAT, v) for v in (0, 1)} | {
         (ApiKey.CONSUMER_GROUP_DESCRIBE, v) for v in (0, 1)
-    } | {(SHARE_HB, 1), (SHARE_DESCRIBE, 1)}
+    } | {(SHARE_HB, 1), (SHARE_DESCRIBE, 1)} | {(k, v) for k in (SHARE_FETCH, SHARE_ACK) for v in (1, 2)}
     for pair in pairs:
         assert pair in FLEXIBLE
         assert any((g.key, g.version) == pair and g.request for g in GOLDEN), pair

@@ -12,6 +12,7 @@ from coordinator.core.effects import Effects
 from coordinator.core.errors import GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP, NONE
 from coordinator.core.group import (
     ClassicProtocolApi,
+    GroupView,
     OffsetDeleteRule,
     OffsetExpiry,
     PendingChange,
@@ -21,15 +22,23 @@ from coordinator.core.group import (
     group_deletion,
 )
 from coordinator.core.liveness import CONSUMER_LATE_INTERVALS, MemberLiveness, judge
+from coordinator.core.share.delivery import (
+    SHARE_LOCK_TIMER,
+    ShareAcknowledgeOp,
+    ShareAcquireOp,
+    ShareDelivery,
+    ShareInitializeOp,
+    ShareReleaseOp,
+)
 from coordinator.core.share.describe import describe_groups
 from coordinator.core.share.group import ShareGroup
-from coordinator.core.share.membership import ShareMembership
 from coordinator.core.share.records import (
     member_from_record,
     partition_state_from_record,
     target_from_record,
 )
 from coordinator.core.share.timer_keys import SHARE_SESSION_TIMER, session_key
+from coordinator.core.share.view import ShareGroupView
 from protocol.apis import ApiKey
 from protocol.error_responses import error_response
 from protocol.messages import share_group_describe as sgd
@@ -49,7 +58,7 @@ from storage.records import (
 log = logging.getLogger(__name__)
 
 
-class ShareGroupManager(ShareMembership):
+class ShareGroupManager(ShareDelivery):
     """Owns the share groups of one shard."""
 
     name = "share"
@@ -97,6 +106,7 @@ class ShareGroupManager(ShareMembership):
         for group in self._selected(group_ids):
             group.dead = True
             del self.groups[group.group_id]
+        self.forget_partitions(None if group_ids is None else set(group_ids))
         kept = set(self.groups)
         self.partition_states = {k: v for k, v in self.partition_states.items() if k[0] in kept}
 
@@ -106,7 +116,12 @@ class ShareGroupManager(ShareMembership):
         return [self.groups[g] for g in group_ids if g in self.groups]
 
     def timer_handlers(self) -> Mapping[str, TimerHandler]:
-        return {SHARE_SESSION_TIMER: lambda key, fx: self.expire_session(str(key[1]), str(key[2]), fx)}
+        return {
+            SHARE_SESSION_TIMER: lambda key, fx: self.expire_session(str(key[1]), str(key[2]), fx),
+            SHARE_LOCK_TIMER: lambda key, fx: self.share_expire_locks(
+                (str(key[1]), str(key[2]), int(key[3])), fx
+            ),
+        }
 
     def attach_catalog(self, catalog: TopicCatalog) -> None:
         self.catalog = catalog
@@ -117,6 +132,10 @@ class ShareGroupManager(ShareMembership):
             sgd.ShareGroupDescribeRequest: lambda ctx, req, fx: fx.reply(
                 ctx.reply_to, describe_groups(self, req)
             ),
+            ShareAcknowledgeOp: self.share_acknowledge,
+            ShareAcquireOp: self.share_acquire,
+            ShareInitializeOp: self.share_initialize,
+            ShareReleaseOp: self.share_release,
         }
 
     def classic_protocol(self, group_id: str, joining: bool) -> ClassicProtocolApi | None:
@@ -142,6 +161,7 @@ class ShareGroupManager(ShareMembership):
         del self.groups[group.group_id]
         for key in [k for k in self.partition_states if k[0] == group.group_id]:
             del self.partition_states[key]
+        self.forget_partitions({group.group_id})
         group.dead = True
         self.events.group_removed(group.group_id, "share", group.group_epoch, "deleted")
 
@@ -165,6 +185,10 @@ class ShareGroupManager(ShareMembership):
 
     def validate_offset_fetch(self, group_id: str, member_id: str | None, member_epoch: int) -> int:
         return GROUP_ID_NOT_FOUND
+
+    def view(self, group_id: str) -> GroupView | None:
+        group = self.groups.get(group_id)
+        return None if group is None else ShareGroupView(group)
 
     def member_liveness(self, group_id: str, member_id: str, now_ms: int) -> MemberLiveness | None:
         """A share member is told its interval: late once it missed a whole one."""

@@ -279,6 +279,10 @@ class ShareMembership:
             group.group_id, kind, SHARE_GROUP_TYPE, group.state_name, group.group_epoch, message, member_id
         )
 
+    def partition_records(self, group: ShareGroup) -> list[Record]:
+        """The share-partition states the operation changed (delivery.py: a member left)."""
+        return []
+
     # -- persistence ---------------------------------------------------------------------------
 
     def finish(
@@ -297,6 +301,7 @@ class ShareMembership:
                 records.append(ShareMemberTombstone(group.group_id, member_id))
             else:
                 records.append(member_record(group, member))
+        records.extend(self.partition_records(group))
         if ctx is not None and response is not None:
             fx.reply(ctx.reply_to, response, _write_failed if records else None)
         if not records:

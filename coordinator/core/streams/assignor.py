@@ -3,10 +3,13 @@
 Active tasks first -- stateful ones, then stateless ones, each kind balanced on its own -- then
 standby tasks for the stateful ones. A task stays with the member that had it while that member
 is under its quota (ceil(tasks / members), recomputed as members fill up); a task nobody keeps
-goes to a member that had it as a standby, then to the least loaded process (the process's tasks
-per member), within it to its member with the fewest tasks. A standby never lands on the process
-that runs the task or already holds a standby of it. Rack-aware standby placement (client tags)
-is not built.
+goes to a standby candidate, then to the least loaded process (the process's tasks per member),
+within it to its member with the fewest tasks. A standby never lands on the process that runs the
+task or already holds a standby of it. The standby candidates of a task, in Kafka's order: the
+members that had it as a standby, then the members that report state for it (task offsets), each
+by the offset sum they report, highest first. Kafka 4.4's assignor assigns no warm-up tasks
+(docs/streams-groups.md#task-assignment). Rack-aware standby placement (client tags) is not
+built.
 """
 
 from __future__ import annotations
@@ -25,7 +28,8 @@ class AssignmentMember:
     process_id: str
     active: Tasks = field(default_factory=dict)
     standby: Tasks = field(default_factory=dict)
-    warmup: Tasks = field(default_factory=dict)
+    # The changelog offset sum of each task the member reports state for (its task offsets).
+    task_offsets: Mapping[Task, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,15 +101,13 @@ def assign(
     processes: dict[str, _Process] = {}
     member_process: dict[str, _Process] = {}
     prev_active: dict[Task, str] = {}
-    prev_standby: dict[Task, list[str]] = {}
     for m in members:
         process = processes.setdefault(m.process_id, _Process(m.process_id))
         process.counts[m.member_id] = 0
         member_process[m.member_id] = process
         for task in _tasks(m.active):
             prev_active[task] = m.member_id
-        for task in (*_tasks(m.standby), *_tasks(m.warmup)):
-            prev_standby.setdefault(task, []).append(m.member_id)
+    prev_standby = _standby_candidates(members)
 
     stateful_tasks = [(s, p) for s, n in tasks.items() if s in stateful for p in range(n)]
     stateless_tasks = [(s, p) for s, n in tasks.items() if s not in stateful for p in range(n)]
@@ -167,6 +169,24 @@ def assign(
             _compact(process.active.get(m.member_id, ())), _compact(process.standby.get(m.member_id, ()))
         )
     return out
+
+
+def _standby_candidates(members: list[AssignmentMember]) -> dict[Task, list[str]]:
+    """Kafka's collectStandbyCandidates and rankStandbyCandidates: per task, the members that
+    had it as a standby and those reporting state for it, previous standbys first, then by
+    reported offset sum, highest first (a stable sort over the members in id order)."""
+    ranked: dict[Task, list[tuple[int, int, str]]] = {}
+    for m in members:
+        standby = set(_tasks(m.standby))
+        for task in standby:
+            ranked.setdefault(task, []).append((0, -m.task_offsets.get(task, 0), m.member_id))
+        for task, offset in m.task_offsets.items():
+            if task not in standby:
+                ranked.setdefault(task, []).append((1, -offset, m.member_id))
+    return {
+        task: [member_id for _, _, member_id in sorted(c, key=lambda c: (c[0], c[1]))]
+        for task, c in ranked.items()
+    }
 
 
 def _least_loaded_prev(

@@ -77,6 +77,11 @@ class StreamsMember:
     assigned: TaskSets = field(default_factory=TaskSets)
     pending_revocation: TaskSets = field(default_factory=TaskSets)
     last_heartbeat_ms: int = -1  # monotonic ms of its last heartbeat in this process; -1 none
+    # What the member last reported of its local state stores (Kafka's MemberTaskOffsets): the
+    # changelog offset sum of each task it has state for, and the end offsets. Kept in memory
+    # only, as Kafka does; members send them again every task offset interval.
+    task_offsets: dict[Task, int] = field(default_factory=dict)
+    task_end_offsets: dict[Task, int] = field(default_factory=dict)
 
 
 class GroupState:

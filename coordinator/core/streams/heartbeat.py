@@ -8,6 +8,13 @@ from collections.abc import Mapping
 
 from coordinator.core.clock import ShardClock
 from coordinator.core.context import RequestContext
+from coordinator.core.dynamic_configs import (
+    STREAMS_HEARTBEAT_INTERVAL_MS,
+    STREAMS_INITIAL_REBALANCE_DELAY_MS,
+    STREAMS_NUM_STANDBY_REPLICAS,
+    STREAMS_SESSION_TIMEOUT_MS,
+    DynamicGroupConfigs,
+)
 from coordinator.core.effects import Effects
 from coordinator.core.errors import (
     FENCED_MEMBER_EPOCH,
@@ -21,6 +28,7 @@ from coordinator.core.errors import (
     UNRELEASED_INSTANCE_ID,
     consumer_write_error,
 )
+from coordinator.core.events import MEMBER_LEFT, GroupEvents
 from coordinator.core.group import EMPTY_CATALOG, TopicCatalog
 from coordinator.core.group_settings import BrokerGroupSettings
 from coordinator.core.members import kafka_client_host, static_member_check
@@ -35,9 +43,12 @@ from coordinator.core.streams.group import (
     TaskMap,
     TaskSets,
 )
+from coordinator.core.streams.history import StreamsHistory
 from coordinator.core.streams.reconcile import compute_target, reconcile
 from coordinator.core.streams.records import group_record, member_record
 from coordinator.core.streams.topology import (
+    ASSIGNMENT_DELAYED,
+    MISSING_CLIENT_TAGS,
     SHUTDOWN_APPLICATION,
     ConfiguredTopology,
     InvalidTopology,
@@ -55,14 +66,12 @@ StreamsRow = StreamsGroupRecord | StreamsMemberRecord
 
 SESSION_TIMER = "streams-session"
 REBALANCE_TIMER = "streams-rebalance"
+# Kafka's initial rebalance delay of a new streams group: no assignment until it fires.
+INITIAL_DELAY_TIMER = "streams-initial-delay"
+INITIAL_DELAY_DETAIL = "Assignment delayed due to the configured initial rebalance delay."
 # Kafka's defaults of group.streams.task.offset.interval.ms and acceptable.recovery.lag.
 TASK_OFFSET_INTERVAL_MS = 60000
 ACCEPTABLE_RECOVERY_LAG = 10000
-# A member in the middle of a hand-over (revoking, or waiting for tasks another member still
-# holds) is told to heartbeat this much more often, never below the floor: the hand-over then
-# takes a fraction of a heartbeat interval instead of up to two (docs/streams-groups.md#the-heartbeat).
-HANDOVER_DIVISOR = 20
-MIN_HANDOVER_INTERVAL_MS = 250
 
 
 class Rejected(Exception):
@@ -89,6 +98,10 @@ def _owned(tasks: list[sgh.TaskIds] | None) -> TaskMap | None:
     return {s: frozenset(ps) for s, ps in out.items() if ps}
 
 
+def _offsets(offsets: list[sgh.TaskOffset]) -> dict[tuple[str, int], int]:
+    return {(o.subtopology_id, o.partition): o.offset for o in offsets}
+
+
 class StreamsHeartbeat:
     """The streams groups of one shard: StreamsGroupHeartbeat."""
 
@@ -98,8 +111,13 @@ class StreamsHeartbeat:
         timers: Timers[TimerKey],
         clock: ShardClock,
         registry: GroupRegistry,
+        group_configs: DynamicGroupConfigs | None = None,
+        events: GroupEvents | None = None,
     ) -> None:
         self.config = config
+        self.history = StreamsHistory(events)
+        # The streams.* group configs override the broker settings per group (docs/streams-groups.md#group-configs).
+        self.group_configs = group_configs or DynamicGroupConfigs(config)
         self.timers = timers
         self.clock = clock
         self.registry = registry
@@ -203,11 +221,13 @@ class StreamsHeartbeat:
             return self._leave(group, req), group
 
         member = self._member_for(ctx, group, req)
+        was_empty = not group.members
         bump = member.member_epoch == JOIN_EPOCH and member.member_id not in group.members
         if req.member_epoch == JOIN_EPOCH:
             bump |= self._take_topology(group, member, req)
         bump |= self._update_member(ctx, member, req)
-        if member.member_id not in group.members:
+        joined = member.member_id not in group.members
+        if joined:
             group.members[member.member_id] = member
             if member.instance_id is not None:
                 group.static_members[member.instance_id] = member.member_id
@@ -215,8 +235,10 @@ class StreamsHeartbeat:
         bump |= self._configure(group)
         if bump:
             group.group_epoch += 1
-        if group.group_epoch > group.assignment_epoch:
-            compute_target(group, self.config.group_streams_num_standby_replicas)
+            if was_empty:
+                self._start_initial_delay(group)
+        if joined:
+            self.history.joined(group, member)
         owned = None
         if req.active_tasks is not None and req.standby_tasks is not None and req.warmup_tasks is not None:
             owned = TaskSets(
@@ -224,7 +246,13 @@ class StreamsHeartbeat:
                 _owned(req.standby_tasks) or {},
                 _owned(req.warmup_tasks) or {},
             )
-        changed = reconcile(group, member, owned)
+        if self.delayed(group):
+            changed = self._join_delayed(group, member)
+        else:
+            if group.group_epoch > group.assignment_epoch:
+                self._compute_target(group)
+            changed = reconcile(group, member, owned)
+            self.history.maybe_reconciled(group)
         self._schedule_rebalance(group, member)
         self.reschedule_session(group, member)
         member.last_heartbeat_ms = self.clock.now_ms
@@ -237,6 +265,45 @@ class StreamsHeartbeat:
             or (owned is not None and owned != member.assigned)
         )
         return self._response(group, member, req, full, ctx.api_version), group
+
+    # -- the initial rebalance delay ------------------------------------------------------------
+
+    def initial_delay_ms(self, group: StreamsGroup) -> int:
+        return self.group_configs.value(group.group_id, STREAMS_INITIAL_REBALANCE_DELAY_MS)
+
+    def standby_replicas(self, group: StreamsGroup) -> int:
+        return self.group_configs.value(group.group_id, STREAMS_NUM_STANDBY_REPLICAS)
+
+    def _start_initial_delay(self, group: StreamsGroup) -> None:
+        """A member joined an empty group: as Kafka, no assignment until the delay is over, so
+        that the members starting together are assigned at once (docs/streams-groups.md#the-initial-rebalance-delay)."""
+        delay = self.initial_delay_ms(group)
+        key = (INITIAL_DELAY_TIMER, group.group_id)
+        if delay > 0 and key not in self.timers:
+            self.timers.schedule(key, self.clock.now_ms + delay)
+
+    def delayed(self, group: StreamsGroup) -> bool:
+        return (INITIAL_DELAY_TIMER, group.group_id) in self.timers
+
+    @staticmethod
+    def _join_delayed(group: StreamsGroup, member: StreamsMember) -> bool:
+        """During the delay a joining member is told the group epoch and no tasks (Kafka
+        answers so); members already in keep their epoch. True when the member just joined."""
+        if member.member_epoch != JOIN_EPOCH:
+            return False
+        member.previous_member_epoch = member.member_epoch
+        member.member_epoch = group.group_epoch
+        member.state = MemberState.STABLE
+        return True
+
+    def end_initial_delay(self, group: StreamsGroup) -> bool:
+        """The delay is over: the first assignment, at a new group epoch (as Kafka). False when
+        nobody is left to assign to."""
+        if not group.members:
+            return False
+        group.group_epoch += 1
+        self._compute_target(group)
+        return True
 
     def _member_for(
         self, ctx: RequestContext, group: StreamsGroup, req: sgh.StreamsGroupHeartbeatRequest
@@ -336,6 +403,12 @@ class StreamsHeartbeat:
             member.user_endpoint = (req.user_endpoint.host, req.user_endpoint.port)
         if req.rebalance_timeout_ms != -1:
             member.rebalance_timeout_ms = req.rebalance_timeout_ms
+        # Kafka's MemberTaskOffsets.update: a list replaces what was reported, null keeps it. The
+        # offsets steer the next assignment (standby candidates) without bumping the epoch.
+        if req.task_offsets is not None:
+            member.task_offsets = _offsets(req.task_offsets)
+        if req.task_end_offsets is not None:
+            member.task_end_offsets = _offsets(req.task_end_offsets)
         member.client_id = ctx.client_id
         member.client_host = kafka_client_host(ctx.client_host)
         return bump
@@ -401,20 +474,29 @@ class StreamsHeartbeat:
         self.timers.cancel((REBALANCE_TIMER, group.group_id, member.member_id))
         group.state_ms = self.clock.wall_ms
 
-    def fence(self, group: StreamsGroup, member: StreamsMember) -> None:
+    def fence(
+        self, group: StreamsGroup, member: StreamsMember, kind: str = MEMBER_LEFT, why: str = "left"
+    ) -> None:
         """The member is gone (left, session or rebalance timeout): its tasks go back to the
         others with a new group epoch."""
+        before = dict(group.target)  # the member's tasks count as moved, not as new
         self._remove(group, member)
         group.group_epoch += 1
-        if group.members:
-            compute_target(group, self.config.group_streams_num_standby_replicas)
+        self.history.left(group, member, kind, why)
+        if group.members and not self.delayed(group):
+            self._compute_target(group, before)
+
+    def _compute_target(self, group: StreamsGroup, before: dict[str, TaskSets] | None = None) -> None:
+        previous = group.target if before is None else before
+        compute_target(group, self.standby_replicas(group))
+        self.history.target_computed(group, previous)
 
     # -- timers ------------------------------------------------------------------------------
 
     def reschedule_session(self, group: StreamsGroup, member: StreamsMember) -> None:
         self.timers.schedule(
             (SESSION_TIMER, group.group_id, member.member_id),
-            self.clock.now_ms + self.config.group_streams_session_timeout_ms,
+            self.clock.now_ms + self.group_configs.value(group.group_id, STREAMS_SESSION_TIMEOUT_MS),
         )
 
     def _schedule_rebalance(self, group: StreamsGroup, member: StreamsMember) -> None:
@@ -439,9 +521,20 @@ class StreamsHeartbeat:
         if group.configured is not None and group.configured.status is not None:
             code, detail = group.configured.status
             status.append(sgh.Status(code, detail))
+        if self.delayed(group):
+            status.append(sgh.Status(ASSIGNMENT_DELAYED, INITIAL_DELAY_DETAIL))
         if group.shutdown_requested:
             status.append(
                 sgh.Status(SHUTDOWN_APPLICATION, "A member requested the application to shut down.")
+            )
+        missing_tags = self._missing_client_tags(member)
+        if version >= 1 and missing_tags:
+            status.append(
+                sgh.Status(
+                    MISSING_CLIENT_TAGS,
+                    f"Missing required client tags for rack-aware standby assignment: [{', '.join(missing_tags)}]. "
+                    "Configure them via 'client.tag.<tagKey>' in your Streams config.",
+                )
             )
         response = sgh.StreamsGroupHeartbeatResponse(
             member_id=member.member_id,
@@ -461,12 +554,14 @@ class StreamsHeartbeat:
             response.partitions_by_user_endpoint = self._endpoints(group)
         return response
 
+    def _missing_client_tags(self, member: StreamsMember) -> list[str]:
+        """The rack-aware assignment tags the member does not send, in the configured order."""
+        sent = {key for key, _ in member.client_tags}
+        return [tag for tag in self.config.group_streams_rack_aware_assignment_tags if tag not in sent]
+
     def interval(self, group: StreamsGroup, member: StreamsMember) -> int:
-        """The heartbeat interval the member is told (shorter during a hand-over)."""
-        interval = self.config.group_streams_heartbeat_interval_ms
-        if member.state is MemberState.STABLE and member.member_epoch == group.assignment_epoch:
-            return interval
-        return min(interval, max(MIN_HANDOVER_INTERVAL_MS, interval // HANDOVER_DIVISOR))
+        """The heartbeat interval the member is told: the configured one, as Kafka does."""
+        return self.group_configs.value(group.group_id, STREAMS_HEARTBEAT_INTERVAL_MS)
 
     def _endpoints(self, group: StreamsGroup) -> list[sgh.EndpointToPartitions]:
         """Interactive Queries: each member's endpoint and the source partitions of its tasks."""

@@ -16,8 +16,11 @@ from coordinator.core.errors import (
     UNKNOWN_MEMBER_ID,
     UNSUPPORTED_VERSION,
 )
+from coordinator.core.events import REBALANCE_TIMEOUT as REBALANCE_TIMEOUT_EVENT
+from coordinator.core.events import SESSION_TIMEOUT as SESSION_TIMEOUT_EVENT
 from coordinator.core.group import (
     ClassicProtocolApi,
+    GroupView,
     OffsetDeleteRule,
     OffsetExpiry,
     PendingChange,
@@ -30,13 +33,20 @@ from coordinator.core.liveness import CONSUMER_LATE_INTERVALS, MemberLiveness, j
 from coordinator.core.streams.classic_refusal import ClassicRefusal
 from coordinator.core.streams.describe import describe_groups
 from coordinator.core.streams.group import STREAMS_GROUP_TYPE, MemberState, StreamsGroup, tasks_of
-from coordinator.core.streams.heartbeat import REBALANCE_TIMER, SESSION_TIMER, Rejected, StreamsHeartbeat
+from coordinator.core.streams.heartbeat import (
+    INITIAL_DELAY_TIMER,
+    REBALANCE_TIMER,
+    SESSION_TIMER,
+    Rejected,
+    StreamsHeartbeat,
+)
 from coordinator.core.streams.records import (
     add_member_from_record,
     group_from_record,
     group_record,
     member_record,
 )
+from coordinator.core.streams.view import StreamsGroupView
 from protocol.messages import streams_group_describe as sgd
 from protocol.messages import streams_group_heartbeat as sgh
 from protocol.messages.offset_commit import OffsetCommitRequest
@@ -59,7 +69,7 @@ class StreamsGroupManager(StreamsHeartbeat):
         if group is None or member is None:
             return
         log.info("streams group %s: member %s fenced: session timeout expired", group_id, member_id)
-        self.fence(group, member)
+        self.fence(group, member, SESSION_TIMEOUT_EVENT, "fenced: session timeout expired")
         self.persist(group, fx)
 
     def expire_rebalance(self, group_id: str, member_id: str, fx: Effects) -> None:
@@ -72,11 +82,21 @@ class StreamsGroupManager(StreamsHeartbeat):
             group_id,
             member_id,
         )
-        self.fence(group, member)
+        self.fence(
+            group, member, REBALANCE_TIMEOUT_EVENT, "fenced: did not revoke within the rebalance timeout"
+        )
         self.persist(group, fx)
+
+    def initial_delay_over(self, group_id: str, fx: Effects) -> None:
+        group = self.groups.get(group_id)
+        if group is not None and self.end_initial_delay(group):
+            log.info("streams group %s: initial rebalance delay over, assigned at epoch %d", group_id,
+                     group.group_epoch)  # fmt: skip
+            self.persist(group, fx)
 
     def timer_handlers(self) -> Mapping[str, TimerHandler]:
         return {
+            INITIAL_DELAY_TIMER: lambda key, fx: self.initial_delay_over(str(key[1]), fx),
             SESSION_TIMER: lambda key, fx: self.expire_session(str(key[1]), str(key[2]), fx),
             REBALANCE_TIMER: lambda key, fx: self.expire_rebalance(str(key[1]), str(key[2]), fx),
         }
@@ -231,6 +251,10 @@ class StreamsGroupManager(StreamsHeartbeat):
         if member_epoch != member.member_epoch:
             return STALE_MEMBER_EPOCH
         return NONE
+
+    def view(self, group_id: str) -> GroupView | None:
+        group = self.groups.get(group_id)
+        return None if group is None else StreamsGroupView(group)
 
     def member_liveness(self, group_id: str, member_id: str, now_ms: int) -> MemberLiveness | None:
         """A streams member is told its interval (docs/streams-groups.md#the-heartbeat): late

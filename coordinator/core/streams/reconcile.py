@@ -37,7 +37,7 @@ def compute_target(group: StreamsGroup, num_standby_replicas: int) -> None:
                 member.process_id,
                 previous.get(member.member_id, TaskSets()).active,
                 previous.get(member.member_id, TaskSets()).standby,
-                previous.get(member.member_id, TaskSets()).warmup,
+                member.task_offsets,
             )
             for member in group.members.values()
         ]

@@ -1,0 +1,276 @@
+"""The share-partition leader's state, held with the share groups of the shard (docs/share-groups.md,
+"The data plane"): one live :class:`SharePartition` per (group, topic, partition), restored from
+the stored rows on first use, changed by the operations below, written through the shard before
+the operation is answered, its lock expiry a core timer.
+
+The runtime (coordinator/server/share_fetch.py) reads the records and waits; it calls these
+operations through ``GroupCoordinator.handle`` with a ``ReplyTo`` that takes the outcome.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from coordinator.core.context import RequestContext
+from coordinator.core.effects import Effects
+from coordinator.core.errors import NONE, UNKNOWN_MEMBER_ID, consumer_write_error
+from coordinator.core.share.configs import ShareGroupConfig, share_group_config
+from coordinator.core.share.group import ShareGroup, ShareMember
+from coordinator.core.share.membership import ShareMembership
+from coordinator.core.share.partition import (
+    AcknowledgementBatch,
+    AcquiredRange,
+    SharePartition,
+)
+from coordinator.core.share.records import partition_state_record
+from coordinator.core.timers import TimerKey
+from storage.records import Record
+
+SHARE_LOCK_TIMER = "sg-lock"
+PartitionKey = tuple[str, str, int]  # (group id, topic, partition)
+TopicPartition = tuple[str, int]
+
+
+def lock_key(key: PartitionKey) -> TimerKey:
+    return (SHARE_LOCK_TIMER, *key)
+
+
+# ---- operations (what the runtime hands GroupCoordinator.handle) ----------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class FetchTarget:
+    """Where a share fetch of one partition reads: ``offset`` (-1: the start offset is not known
+    yet and must be looked up per ``share.auto.offset.reset``), or nothing when the window is full."""
+
+    error_code: int = NONE
+    offset: int = -1
+    can_acquire: bool = True
+    lock_duration_ms: int = 30_000
+
+
+@dataclass(frozen=True, slots=True)
+class ShareAcknowledgeOp:
+    """Apply one member's acknowledgements (ShareFetch's piggy-backed ones or ShareAcknowledge)."""
+
+    group_id: str
+    member_id: str
+    acknowledgements: Mapping[TopicPartition, Sequence[AcknowledgementBatch]]
+
+
+@dataclass(frozen=True, slots=True)
+class ShareInitializeOp:
+    """Start share-partitions that have no state yet at the offsets found (auto offset reset)."""
+
+    group_id: str
+    start_offsets: Mapping[TopicPartition, int]
+
+
+@dataclass(frozen=True, slots=True)
+class ShareAcquireOp:
+    """Acquire for ``member_id`` out of the record batches fetched, (base, last offset) each."""
+
+    group_id: str
+    member_id: str
+    fetched: Mapping[TopicPartition, Sequence[tuple[int, int]]]
+    max_records: int
+    strict_record_limit: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ShareReleaseOp:
+    """Everything ``member_id`` holds becomes available again (its share session closed)."""
+
+    group_id: str
+    member_id: str
+
+
+@dataclass(slots=True)
+class ShareOutcome:
+    """What an operation's ReplyTo receives once its writes are durable: per partition an error
+    code and message (acknowledgements), or the ranges acquired (acquisitions). ``write_error``:
+    the write failed, nothing is reported as done."""
+
+    errors: dict[TopicPartition, tuple[int, str | None]] = field(default_factory=dict)
+    acquired: dict[TopicPartition, list[AcquiredRange]] = field(default_factory=dict)
+    write_error: int = NONE
+
+
+class ShareDelivery(ShareMembership):
+    """The live share-partitions of the shard's share groups (see the module docstring)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.live: dict[PartitionKey, SharePartition] = {}
+        self.unwritten_partitions: set[PartitionKey] = set()
+        self.group_overrides: Mapping[str, Mapping[str, str]] = {}
+
+    # -- reading ---------------------------------------------------------------------------------
+
+    def group_config(self, group_id: str) -> ShareGroupConfig:
+        return share_group_config(self.config, self.group_overrides.get(group_id))
+
+    def partition(self, key: PartitionKey) -> SharePartition | None:
+        """The live share-partition, restored from storage on first use; None if it never started."""
+        live = self.live.get(key)
+        if live is not None:
+            return live
+        stored = self.partition_states.get(key)
+        if stored is None:
+            return None
+        live = SharePartition.restore(stored, self.group_config(key[0]).limits)
+        self.live[key] = live
+        return live
+
+    def member_of(self, group_id: str, member_id: str) -> tuple[ShareGroup, ShareMember] | None:
+        group = self.groups.get(group_id)
+        member = None if group is None else group.members.get(member_id)
+        return None if group is None or member is None else (group, member)
+
+    def fetch_targets(
+        self, group_id: str, member_id: str, partitions: Sequence[TopicPartition]
+    ) -> dict[TopicPartition, FetchTarget]:
+        """Where each partition's fetch reads (read only)."""
+        known = self.member_of(group_id, member_id) is not None
+        lock_ms = self.group_config(group_id).limits.record_lock_duration_ms
+        targets: dict[TopicPartition, FetchTarget] = {}
+        for topic, index in partitions:
+            if not known:
+                targets[(topic, index)] = FetchTarget(UNKNOWN_MEMBER_ID, lock_duration_ms=lock_ms)
+                continue
+            partition = self.partition((group_id, topic, index))
+            if partition is None:
+                targets[(topic, index)] = FetchTarget(lock_duration_ms=lock_ms)
+            else:
+                targets[(topic, index)] = FetchTarget(
+                    NONE, partition.next_fetch_offset(), partition.can_acquire(), lock_ms
+                )
+        return targets
+
+    # -- operations ------------------------------------------------------------------------------
+
+    def share_acknowledge(self, ctx: RequestContext, op: ShareAcknowledgeOp, fx: Effects) -> None:
+        outcome = ShareOutcome()
+        changed: list[PartitionKey] = []
+        known = self.member_of(op.group_id, op.member_id) is not None
+        for tp, batches in op.acknowledgements.items():
+            if not known:
+                outcome.errors[tp] = (UNKNOWN_MEMBER_ID, None)
+                continue
+            key = (op.group_id, *tp)
+            partition = self.partition(key)
+            if partition is None:
+                outcome.errors[tp] = (121, f"no records of {tp[0]}-{tp[1]} were acquired")
+                continue
+            result = partition.acknowledge(op.member_id, batches, ctx.now_ms)
+            outcome.errors[tp] = (result.error_code, result.message)
+            if result.changed:
+                changed.append(key)
+            self._schedule_lock_timer(key, partition)
+        self._write_and_reply(ctx, changed, outcome, fx)
+
+    def share_initialize(self, ctx: RequestContext, op: ShareInitializeOp, fx: Effects) -> None:
+        changed: list[PartitionKey] = []
+        limits = self.group_config(op.group_id).limits
+        if op.group_id in self.groups:
+            for (topic, index), offset in op.start_offsets.items():
+                key = (op.group_id, topic, index)
+                if self.partition(key) is None:
+                    self.live[key] = SharePartition(max(offset, 0), limits)
+                    changed.append(key)
+        self._write_and_reply(ctx, changed, ShareOutcome(), fx)
+
+    def share_acquire(self, ctx: RequestContext, op: ShareAcquireOp, fx: Effects) -> None:
+        outcome = ShareOutcome()
+        changed: list[PartitionKey] = []
+        known = self.member_of(op.group_id, op.member_id) is not None
+        budget = op.max_records
+        for tp, batches in op.fetched.items():
+            key = (op.group_id, *tp)
+            partition = self.partition(key) if known else None
+            if partition is None:
+                outcome.errors[tp] = (NONE if known else UNKNOWN_MEMBER_ID, None)
+                continue
+            ranges = partition.acquire(op.member_id, batches, budget, ctx.now_ms, op.strict_record_limit)
+            if ranges:
+                budget -= sum(r.last_offset - r.first_offset + 1 for r in ranges)
+                outcome.acquired[tp] = ranges
+                changed.append(key)
+                self._schedule_lock_timer(key, partition)
+        self._write_and_reply(ctx, changed, outcome, fx)
+
+    def share_release(self, ctx: RequestContext, op: ShareReleaseOp, fx: Effects) -> None:
+        changed = self._release_member(op.group_id, op.member_id)
+        self._write_and_reply(ctx, changed, ShareOutcome(), fx)
+
+    def share_expire_locks(self, key: PartitionKey, fx: Effects) -> None:
+        partition = self.live.get(key)
+        if partition is None:
+            return
+        if partition.expire_locks(self.clock.now_ms):
+            self._write(fx, [key])
+        self._schedule_lock_timer(key, partition)
+
+    # -- membership hooks ------------------------------------------------------------------------
+
+    def remove_member(self, group: ShareGroup, member: ShareMember, why: str, message: str) -> None:
+        super().remove_member(group, member, why, message)
+        self.unwritten_partitions.update(self._release_member(group.group_id, member.member_id))
+
+    def partition_records(self, group: ShareGroup) -> list[Record]:
+        """The share-partitions of ``group`` changed by a membership operation (a member left)."""
+        keys = sorted(k for k in self.unwritten_partitions if k[0] == group.group_id)
+        self.unwritten_partitions.difference_update(keys)
+        return [self._record(k) for k in keys if k in self.live]
+
+    def forget_partitions(self, group_ids: set[str] | None) -> None:
+        """The groups were unloaded or deleted: their live state goes (storage has it)."""
+        for key in [k for k in self.live if group_ids is None or k[0] in group_ids]:
+            del self.live[key]
+            self.timers.cancel(lock_key(key))
+
+    # -- internals -------------------------------------------------------------------------------
+
+    def _release_member(self, group_id: str, member_id: str) -> list[PartitionKey]:
+        changed: list[PartitionKey] = []
+        for key, partition in self.live.items():
+            if key[0] == group_id and partition.release_member(member_id):
+                changed.append(key)
+                self._schedule_lock_timer(key, partition)
+        return changed
+
+    def _schedule_lock_timer(self, key: PartitionKey, partition: SharePartition) -> None:
+        deadline = partition.next_deadline()
+        if deadline is None:
+            self.timers.cancel(lock_key(key))
+        else:
+            self.timers.schedule(lock_key(key), deadline)
+
+    def _record(self, key: PartitionKey) -> Record:
+        partition = self.live[key]
+        persisted = partition.persisted()
+        self.partition_states[key] = persisted
+        return partition_state_record(key[0], key[1], key[2], persisted)
+
+    def _write(self, fx: Effects, changed: list[PartitionKey]) -> None:
+        keys = set(changed)
+
+        def on_failed(out: Effects, error_code: int) -> None:
+            # Memory is ahead of storage: the next write of these partitions carries it.
+            self.unwritten_partitions.update(keys)
+
+        fx.write([self._record(k) for k in sorted(keys)], on_failed=on_failed)
+
+    def _write_and_reply(
+        self, ctx: RequestContext, changed: list[PartitionKey], outcome: ShareOutcome, fx: Effects
+    ) -> None:
+        keys = set(changed) | {k for k in self.unwritten_partitions if k[0] in {c[0] for c in changed}}
+        self.unwritten_partitions.difference_update(keys)
+        keys = {k for k in keys if k in self.live}
+        if not keys:
+            fx.reply(ctx.reply_to, outcome)
+            return
+        fx.reply(ctx.reply_to, outcome, lambda code: ShareOutcome(write_error=consumer_write_error(code)))
+        self._write(fx, sorted(keys))
