@@ -532,6 +532,9 @@ class TxnOffsetRecord(Upsert[TxnOffsetKey]):
     leader_epoch: int  # -1 when unknown
     metadata: str
     commit_ms: int  # wall-clock milliseconds of the TxnOffsetCommit
+    # 2 when committed with TxnOffsetCommit v5+ (KIP-890: the producer uses transaction version
+    # 2, every transaction end bumps its epoch), else 1.
+    transaction_version: int = 1
 
     @property
     def key(self) -> TxnOffsetKey:

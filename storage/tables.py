@@ -467,6 +467,7 @@ TXN_OFFSETS: Final[Table[TxnOffsetRecord]] = Table(
         Column("leader_epoch", INT32),
         Column("metadata", CLIENT_TEXT),
         Column("commit_ms", INT64),
+        Column("transaction_version", INT32, minimum=1),
     ),
     key=("group_id", "producer_id", "topic", "partition"),
     to_row=lambda r: (
@@ -480,6 +481,7 @@ TXN_OFFSETS: Final[Table[TxnOffsetRecord]] = Table(
         r.leader_epoch,
         r.metadata,
         r.commit_ms,
+        r.transaction_version,
     ),
     from_row=TxnOffsetRecord,  # the columns are in field order
     key_values=_same,

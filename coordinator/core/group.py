@@ -113,6 +113,27 @@ class Group(Protocol):
         ...
 
 
+class GroupView(Protocol):
+    """How the HTTP API and the console show one group (coordinator/server/group_views.py and
+    topic_views.py, docs/observability.md#the-console): JSON-ready values, built from the group as
+    it is now (the server reads them between two core calls)."""
+
+    def row(self) -> dict[str, object]:
+        """The group list's fields: ``type``, ``state``, ``members`` (a count), then the kind's
+        own (``protocol_type``, ``protocol_name``, ``generation``, ...), in the order shown."""
+        ...
+
+    def page(self) -> dict[str, object]:
+        """The group page's fields: ``type``, ``state``, ..., ``members`` (one dict each, with
+        its ``member_id``), in the order shown."""
+        ...
+
+    def assigned(self) -> list[tuple[str, int, str]]:
+        """(topic, partition, member id) of each partition a member owns, for the topic pages
+        (empty where the kind's assignments are not topic partitions a consumer commits)."""
+        ...
+
+
 class TopicCatalog(Protocol):
     """What the core reads of the topic catalog: names, ids, partition counts, and a version
     that changes whenever any of them does."""
@@ -251,4 +272,10 @@ class GroupKind(Protocol):
     def member_liveness(self, group_id: str, member_id: str, now_ms: int) -> MemberLiveness | None:
         """A member's last heartbeat, session deadline and liveness at monotonic ``now_ms``
         (coordinator/core/liveness.py); None for an unknown member."""
+        ...
+
+    # -- views -----------------------------------------------------------------------------------
+
+    def view(self, group_id: str) -> GroupView | None:
+        """How the console and the HTTP API show the group; None if this kind does not hold it."""
         ...

@@ -25,6 +25,7 @@ from coordinator.core.errors import GROUP_ID_NOT_FOUND, NONE, admin_write_error
 from coordinator.core.events import GroupEvents
 from coordinator.core.group import (
     Group,
+    GroupView,
     PendingChange,
     RequestHandler,
     TimerHandler,
@@ -487,6 +488,21 @@ class GroupCoordinator:
         (given by the caller: the core reads no clock); None for an unknown member."""
         holder = self._groups.holder(group_id)
         return None if holder is None else holder.member_liveness(group_id, member_id, now_ms)
+
+    def group_view(self, group_id: str) -> GroupView | None:
+        """How the console and the HTTP API show the group, whatever its kind; None if unknown."""
+        holder = self._groups.holder(group_id)
+        return None if holder is None else holder.view(group_id)
+
+    def group_views(self) -> dict[str, GroupView]:
+        """Every group's view by group id, kind by kind in registration order."""
+        views: dict[str, GroupView] = {}
+        for kind in self._groups.kinds:
+            for group_id in list(kind.groups):
+                view = kind.view(group_id)
+                if view is not None:
+                    views[group_id] = view
+        return views
 
     def group_count_by_state(self) -> dict[str, int]:
         """Groups of every kind by state name (the kinds share Empty and Stable)."""

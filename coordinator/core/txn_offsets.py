@@ -35,6 +35,8 @@ from protocol.messages.txn_offset_commit import (
 from storage.records import OffsetCommitRecord, Record, TxnOffsetRecord, TxnOffsetTombstone
 
 PartitionKey = tuple[str, int]  # (topic, partition)
+# KIP-890: a producer on transaction version 2 sends TxnOffsetCommit v5+.
+TRANSACTION_V2_REQUEST_VERSION = 5
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +49,7 @@ class OpenTransaction:
     group_id: str
     partitions: int
     first_commit_ms: int
+    transaction_version: int = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +114,7 @@ class TransactionalOffsets:
                         leader_epoch=p.committed_leader_epoch,
                         metadata=metadata,
                         commit_ms=wall_ms,
+                        transaction_version=2 if ctx.api_version >= TRANSACTION_V2_REQUEST_VERSION else 1,
                     )
                 )
         response = _response(req, codes, NONE)
@@ -195,21 +199,24 @@ class TransactionalOffsets:
         self._apply(tombstones)
 
     def open_transactions(self) -> list[OpenTransaction]:
-        found = []
-        for group_id, producers in sorted(self.pending.items()):
-            for producer_id, partitions in sorted(producers.items()):
-                any_record = next(iter(partitions.values()))
-                found.append(
-                    OpenTransaction(
-                        transactional_id=any_record.transactional_id,
-                        producer_id=producer_id,
-                        producer_epoch=max(r.producer_epoch for r in partitions.values()),
-                        group_id=group_id,
-                        partitions=len(partitions),
-                        first_commit_ms=min(r.commit_ms for r in partitions.values()),
-                    )
-                )
-        return found
+        """One entry per (group, producer id, producer epoch) with pending offsets."""
+        found: dict[tuple[str, int, int], list[TxnOffsetRecord]] = {}
+        for group_id, producers in self.pending.items():
+            for producer_id, partitions in producers.items():
+                for record in partitions.values():
+                    found.setdefault((group_id, producer_id, record.producer_epoch), []).append(record)
+        return [
+            OpenTransaction(
+                transactional_id=records[0].transactional_id,
+                producer_id=producer_id,
+                producer_epoch=epoch,
+                group_id=group_id,
+                partitions=len(records),
+                first_commit_ms=min(r.commit_ms for r in records),
+                transaction_version=max(r.transaction_version for r in records),
+            )
+            for (group_id, producer_id, epoch), records in sorted(found.items())
+        ]
 
     def pending_of(self, group_id: str) -> list[TxnOffsetRecord]:
         producers = self.pending.get(group_id, {})

@@ -22,6 +22,7 @@ from coordinator.gateway.share_lag import serve_share_lag
 from coordinator.gateway.share_upstream import UpstreamShareRecords
 from coordinator.gateway.streams_topics import UpstreamTopicCreator
 from coordinator.gateway.transaction_metrics import TransactionCollector
+from coordinator.gateway.transaction_resolver import TransactionResolver
 from coordinator.gateway.transactions import TransactionOutcomes
 from coordinator.gateway.upstream import UpstreamSettings
 from coordinator.gateway.upstream_cluster import UpstreamCluster, parse_bootstrap
@@ -46,8 +47,10 @@ class Gateway:
     brokers: VirtualBrokers
     forwarder: Forwarder
     share_records: UpstreamShareRecords
+    resolver: TransactionResolver
 
     async def close(self) -> None:
+        await self.resolver.stop()
         self.brokers.close()
         await self.share_records.close()
         await self.forwarder.close()
@@ -116,6 +119,7 @@ async def start_gateway(
     forwarder.transactions = TransactionOutcomes(
         coordinator, dispatcher.runtime, lambda: bool(shard_map.loading)
     )
+    resolver = TransactionResolver(forwarder.transactions, upstream, lambda: bool(shard_map.loading))
     if dispatcher.metrics is not None:
         dispatcher.metrics.registry.register(TransactionCollector(forwarder.transactions))
         dispatcher.metrics.registry.register(UpstreamConnectionCollector(forwarder))
@@ -132,6 +136,7 @@ async def start_gateway(
     )
     _coordinator_on_bootstrap_address(dispatcher, brokers, cluster)
     upstream.start()
+    resolver.start()
     if not await upstream.wait_refreshed(FIRST_METADATA_WAIT_S):
         log.warning(
             "gateway mode: upstream %s not reachable yet; serving groups, data-plane requests fail until it is",
@@ -142,7 +147,7 @@ async def start_gateway(
             "gateway mode: upstream cluster %s, %d brokers, %d topics",
             upstream.cluster_id, len(upstream.brokers), len(upstream.catalog.topics),
         )  # fmt: skip
-    return Gateway(upstream, brokers, forwarder, share_records)
+    return Gateway(upstream, brokers, forwarder, share_records, resolver)
 
 
 def _serve_api_versions(dispatcher: Dispatcher, upstream: UpstreamCluster) -> None:

@@ -29,6 +29,8 @@ class TransactionCollector(Collector):
         resolutions.add_metric(["commit", "EndTxn"], stats.committed_by_end_txn)
         resolutions.add_metric(["abort", "EndTxn"], stats.aborted_by_end_txn)
         resolutions.add_metric(["abort", "InitProducerId"], stats.aborted_by_init_producer_id)
+        resolutions.add_metric(["commit", "DescribeTransactions"], stats.committed_by_describe)
+        resolutions.add_metric(["abort", "DescribeTransactions"], stats.aborted_by_describe)
         yield resolutions
         partitions = CounterMetricFamily(
             "coordinator_transactional_offsets_resolved",

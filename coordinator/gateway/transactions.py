@@ -55,6 +55,11 @@ _REFUSED_UNCHANGED: Final = frozenset(
 )
 _MALFORMED: Final = (DecodeError, struct.error, IndexError, UnicodeDecodeError, ValueError)
 
+OPEN: Final = "open"
+ENDING: Final = "ending"
+UNKNOWN: Final = "unknown"
+DESCRIBE_TRANSACTIONS_NAME: Final = "DescribeTransactions"
+
 Release = Callable[[bool], None]  # True: send the response to the client; False: close instead
 ProducerEpoch = tuple[int, int]  # (producer id, producer epoch)
 
@@ -78,6 +83,8 @@ class TransactionStats:
     committed_by_end_txn: int = 0
     aborted_by_end_txn: int = 0
     aborted_by_init_producer_id: int = 0
+    committed_by_describe: int = 0
+    aborted_by_describe: int = 0
     partitions_committed: int = 0
     partitions_aborted: int = 0
     resolution_write_failures: int = 0
@@ -98,7 +105,17 @@ class TransactionOutcomes:
     # them. One refused before it changed anything upstream is uncounted, and at zero the
     # transaction is taken as open again.
     ending: dict[ProducerEpoch, int] = field(default_factory=dict)
+    ending_since: dict[ProducerEpoch, int] = field(default_factory=dict)  # first EndTxn forwarded
+    # Ending transactions that were open before their EndTxn: open again if every EndTxn is
+    # refused unchanged (one that was never seen open stays unknown).
+    reopen: set[ProducerEpoch] = field(default_factory=set)
     stats: TransactionStats = field(default_factory=TransactionStats)
+    # Transactions whose outcome is being written (the resolver leaves them alone meanwhile).
+    resolving: set[ProducerEpoch] = field(default_factory=set)
+    # Transactions upstream was asked about (transaction_resolver.py), whatever it answered.
+    asked: set[ProducerEpoch] = field(default_factory=set)
+    # Called when an InitProducerId had to wait for upstream to be asked (the resolver asks now).
+    wake: Callable[[], None] = lambda: None
 
     def __post_init__(self) -> None:
         self.coordinator.accepts_transactional_offsets = True
@@ -118,9 +135,13 @@ class TransactionOutcomes:
         if api_key == END_TXN:
             # From here the transaction's outcome may be decided upstream: a fencing
             # InitProducerId no longer proves an abort (until upstream refuses this EndTxn).
+            # Every EndTxn is counted, also of a transaction this process did not see opened
+            # (pending offsets loaded after a restart): the resolver must not take it as open.
             key = (body.producer_id, body.producer_epoch)
-            if self._forget(body.transactional_id, key) or key in self.ending:
-                self.ending[key] = self.ending.get(key, 0) + 1
+            if self._forget(body.transactional_id, key):
+                self.reopen.add(key)
+            self.ending[key] = self.ending.get(key, 0) + 1
+            self.ending_since.setdefault(key, self.runtime.clock.now_ms())
             return Observed(
                 api_key,
                 version,
@@ -130,6 +151,31 @@ class TransactionOutcomes:
                 bool(body.committed),
             )
         return Observed(api_key, version, body.transactional_id, body.producer_id, body.producer_epoch)
+
+    def init_must_wait(self, api_key: int, version: int, frame: bytes) -> bool:
+        """Whether an InitProducerId must be answered CONCURRENT_TRANSACTIONS (the client retries)
+        instead of forwarded: its transactional id has pending offsets of a transaction neither
+        seen open nor ending here (a restart lost that) and upstream was not asked about yet.
+        Forwarded now, it would end that transaction upstream before it could be described, and
+        the outcome could no longer be told (docs/transactions.md, the resolver)."""
+        if api_key != INIT_PRODUCER_ID:
+            return False
+        try:
+            transactional_id = _init_producer_id_transactional_id(frame, version)
+        except _MALFORMED:
+            return False
+        if not transactional_id:
+            return False
+        for txn in self.coordinator.open_transactions():
+            key = (txn.producer_id, txn.producer_epoch)
+            if (
+                txn.transactional_id == transactional_id
+                and key not in self.asked
+                and self.status(transactional_id, key) == UNKNOWN
+            ):
+                self.wake()
+                return True
+        return False
 
     # ---- responses ---------------------------------------------------------------------------
     def response(self, seen: Observed, frame: bytes, release: Release) -> None:
@@ -152,7 +198,7 @@ class TransactionOutcomes:
             self.opened.setdefault(seen.transactional_id, set()).add((seen.producer_id, seen.producer_epoch))
             release(True)
         elif seen.api_key == END_TXN:
-            self.ending.pop((seen.producer_id, seen.producer_epoch), None)
+            self._ended((seen.producer_id, seen.producer_epoch))
             self._resolve(seen.producer_id, seen.producer_epoch, seen.committed, "EndTxn", release)
         else:
             self._fenced(seen.transactional_id, producer_id, epoch, release)
@@ -188,8 +234,11 @@ class TransactionOutcomes:
             return
         stats = self.stats
         clock = self.runtime.clock
+        key = (producer_id, epoch)
+        self.resolving.add(key)
 
         def resolved(resolution: Resolution) -> None:
+            self.resolving.discard(key)
             if resolution.error_code:
                 stats.resolution_write_failures += 1
                 log.warning(
@@ -199,14 +248,20 @@ class TransactionOutcomes:
                 )  # fmt: skip
                 release(False)
                 return
-            if committed:
+            if how == DESCRIBE_TRANSACTIONS_NAME:
+                if committed:
+                    stats.committed_by_describe += 1
+                else:
+                    stats.aborted_by_describe += 1
+            elif committed:
                 stats.committed_by_end_txn += 1
+            elif how == "EndTxn":
+                stats.aborted_by_end_txn += 1
+            else:
+                stats.aborted_by_init_producer_id += 1
+            if committed:
                 stats.partitions_committed += resolution.partitions
             else:
-                if how == "EndTxn":
-                    stats.aborted_by_end_txn += 1
-                else:
-                    stats.aborted_by_init_producer_id += 1
                 stats.partitions_aborted += resolution.partitions
             release(True)
 
@@ -223,8 +278,42 @@ class TransactionOutcomes:
             return
         self.ending[key] -= 1
         if self.ending[key] == 0:
-            del self.ending[key]
-            self.opened.setdefault(seen.transactional_id, set()).add(key)
+            was_open = key in self.reopen
+            self._ended(key)
+            if was_open:
+                self.opened.setdefault(seen.transactional_id, set()).add(key)
+
+    def _ended(self, key: ProducerEpoch) -> None:
+        self.ending.pop(key, None)
+        self.ending_since.pop(key, None)
+        self.reopen.discard(key)
+
+    # ---- what the resolver learns (transaction_resolver.py) ----------------------------------
+    def status(self, transactional_id: str, key: ProducerEpoch) -> str:
+        """OPEN: seen open (AddOffsetsToTxn, or upstream describing it Ongoing) and no EndTxn
+        forwarded since; ENDING: an EndTxn forwarded and not answered NONE; else UNKNOWN (loaded
+        after a restart, or never seen opened)."""
+        if key in self.ending or key in self.resolving:
+            return ENDING
+        if key in self.opened.get(transactional_id, ()):
+            return OPEN
+        return UNKNOWN
+
+    def seen_open(self, transactional_id: str, key: ProducerEpoch) -> None:
+        """Upstream describes the transaction Ongoing and no EndTxn was forwarded for it."""
+        if key not in self.ending:
+            self.opened.setdefault(transactional_id, set()).add(key)
+
+    def described(self, transactional_id: str, key: ProducerEpoch, committed: bool, release: Release) -> None:
+        """Upstream's DescribeTransactions decided the transaction (transaction_resolver.py)."""
+        self._forget(transactional_id, key)
+        self._ended(key)
+        self._resolve(key[0], key[1], committed, DESCRIBE_TRANSACTIONS_NAME, release)
+
+    def forget_ending(self, keep: Callable[[ProducerEpoch], bool]) -> None:
+        """Drops EndTxns counted for transactions with no pending offsets here any more."""
+        for key in [k for k in self.ending if not keep(k)]:
+            self._ended(key)
 
     def _forget(self, transactional_id: str, producer_epoch: ProducerEpoch) -> bool:
         """Whether the transaction was open (and is no longer taken as such)."""

@@ -10,18 +10,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Final, Protocol
 
-from coordinator.core.classic.group import ClassicGroup
-from coordinator.core.classic.manager import ClassicGroupManager
-from coordinator.core.consumer.group import ConsumerGroup
-from coordinator.core.consumer.manager import ConsumerGroupManager
-from coordinator.core.events import GroupEvent, consumer_assignment
+from coordinator.core.events import GroupEvent
 from coordinator.core.group_coordinator import GroupCoordinator
 from coordinator.core.lag_status import GroupLag, LagTracker
 from coordinator.core.liveness import MemberLiveness
-from coordinator.core.share.group import ShareGroup
-from coordinator.core.share.manager import ShareGroupManager
-from coordinator.core.streams.group import StreamsGroup
-from coordinator.core.streams.manager import StreamsGroupManager
 
 # Said wherever lag cannot be known: the coordinator only sees the log through a gateway sampler.
 LAG_UNAVAILABLE: Final = (
@@ -83,41 +75,23 @@ class GroupViews:
         return LAG_NOT_SAMPLED if self.mode == GATEWAY else LAG_UNAVAILABLE
 
     def list_groups(self) -> list[dict[str, object]]:
-        shard = self.shard
-        rows = [
-            self._summary(group.group_id, "classic", group.state.value, len(group.members))
-            | {"protocol_type": group.protocol_type, "protocol_name": group.protocol_name}
-            | {"assignor": group.protocol_name, "generation": group.generation_id}
-            for group in list(shard.kind(ClassicGroupManager).groups.values())
-        ]
-        consumer = shard.kind(ConsumerGroupManager)
-        for group_id, cgroup in list(consumer.groups.items()):
-            rows.append(
-                self._summary(group_id, "consumer", cgroup.state, len(cgroup.members))
-                | {"protocol_type": "consumer", "protocol_name": None, "generation": cgroup.group_epoch}
-                | {"assignor": consumer.preferred_assignor(cgroup)}
-            )
-        for group_id, sgroup in list(shard.kind(ShareGroupManager).groups.items()):
-            rows.append(
-                self._summary(group_id, "share", sgroup.state_name, len(sgroup.members))
-                | {"protocol_type": "share", "protocol_name": None, "generation": sgroup.group_epoch}
-            )
-        for group_id, stgroup in list(shard.kind(StreamsGroupManager).groups.items()):
-            rows.append(
-                self._summary(group_id, "streams", stgroup.state_name, len(stgroup.members))
-                | {"protocol_type": "streams", "protocol_name": None, "generation": stgroup.group_epoch}
-            )
+        rows = []
+        for group_id, group in self.shard.group_views().items():
+            row = group.row()
+            head = {key: row.pop(key) for key in ("type", "state", "members")}
+            rows.append(self._summary(group_id, head) | row)
         rows.sort(key=lambda row: str(row["group_id"]))
         return rows
 
-    def _summary(self, group_id: str, kind: str, state: str, members: int) -> dict[str, object]:
+    def _summary(self, group_id: str, head: Mapping[str, object]) -> dict[str, object]:
+        """The list row's common fields; ``head``: the group's type, state and member count."""
         lag = self.lag.status(group_id)
         last = self.shard.events.last_event(group_id)
         return {
             "group_id": group_id,
-            "type": kind,
-            "state": state,
-            "members": members,
+            "type": head["type"],
+            "state": head["state"],
+            "members": head["members"],
             "lag": None if lag is None else lag.total_lag,
             "lag_seconds": None if lag is None else lag.max_lag_seconds,
             "status": None if lag is None else lag.status,
@@ -126,25 +100,16 @@ class GroupViews:
 
     def describe(self, group_id: str) -> dict[str, object] | None:
         """The group page: members and assignments, offsets and lag; None if unknown."""
-        classic = self.shard.kind(ClassicGroupManager).groups.get(group_id)
-        cgroup = self.shard.kind(ConsumerGroupManager).groups.get(group_id)
-        shgroup = self.shard.kind(ShareGroupManager).groups.get(group_id)
-        stgroup = self.shard.kind(StreamsGroupManager).groups.get(group_id)
-        known = self.shard.committed_offsets(group_id) or self.shard.events.last_event(group_id) is not None
-        if classic is None and cgroup is None and shgroup is None and stgroup is None and not known:
+        group = self.shard.group_view(group_id)
+        known = (
+            self.shard.committed_offsets(group_id)
+            or self.shard.pending_txn_offsets(group_id)
+            or self.shard.events.last_event(group_id) is not None
+        )
+        if group is None and not known:
             return None
         view: dict[str, object] = {"group_id": group_id}
-        if classic is not None:
-            view |= _classic_view(classic)
-        elif cgroup is not None:
-            assignor = self.shard.kind(ConsumerGroupManager).preferred_assignor(cgroup)
-            view |= _consumer_view(cgroup) | {"assignor": assignor}
-        elif shgroup is not None:
-            view |= _share_view(shgroup)
-        elif stgroup is not None:
-            view |= _streams_view(stgroup)
-        else:
-            view |= {"type": None, "state": "Dead", "members": []}
+        view |= {"type": None, "state": "Dead", "members": []} if group is None else group.page()
         members = view["members"]
         assert isinstance(members, list)
         now_ms, wall_ms = self.clock.now_ms(), self.clock.wall_ms()
@@ -157,6 +122,7 @@ class GroupViews:
         view["lag"] = None if lag is None else {k: v for k, v in lag.to_json().items() if k != "partitions"}
         view["lag_unavailable_reason"] = self.lag_unavailable_reason(lag)
         view["offsets"] = self._offsets(group_id, lag)
+        view["pending_transactional_offsets"] = self._pending_offsets(group_id)
         view["history_persisted"] = self.history_persisted
         return view
 
@@ -180,64 +146,24 @@ class GroupViews:
             )
         return rows
 
+    def _pending_offsets(self, group_id: str) -> list[dict[str, object]]:
+        """Offsets committed in transactions whose outcome is not known yet (docs/transactions.md)."""
+        return [
+            {
+                "topic": record.topic,
+                "partition": record.partition,
+                "offset": record.offset,
+                "producer_id": record.producer_id,
+                "producer_epoch": record.producer_epoch,
+                "transactional_id": record.transactional_id,
+                "transaction_version": record.transaction_version,
+                "commit_ms": record.commit_ms,
+            }
+            for record in self.shard.pending_txn_offsets(group_id)
+        ]
+
     def history(self, group_id: str, since_seq: int = 0, since_ms: int = 0) -> list[GroupEvent]:
         return self.shard.events.history(group_id, since_seq, since_ms)
-
-
-def _classic_view(group: ClassicGroup) -> dict[str, object]:
-    members = []
-    for member in group.members.values():
-        partitions = consumer_assignment(member.assignment) if group.uses_consumer_protocol() else None
-        members.append(
-            {
-                "member_id": member.member_id,
-                "instance_id": member.group_instance_id,
-                "client_id": member.client_id,
-                "client_host": member.client_host,
-                "session_timeout_ms": member.session_timeout_ms,
-                "rebalance_timeout_ms": member.rebalance_timeout_ms,
-                "assignment": None if partitions is None else [[t, p] for t, p in sorted(partitions)],
-                "leader": member.member_id == group.leader_id,
-            }
-        )
-    return {
-        "type": "classic",
-        "state": group.state.value,
-        "protocol_type": group.protocol_type,
-        "protocol_name": group.protocol_name,
-        "assignor": group.protocol_name,
-        "generation": group.generation_id,
-        "leader_id": group.leader_id,
-        "state_ms": group.state_ms,
-        "members": members,
-    }
-
-
-def _consumer_view(group: ConsumerGroup) -> dict[str, object]:
-    members = [
-        {
-            "member_id": member.member_id,
-            "instance_id": member.instance_id,
-            "client_id": member.client_id,
-            "client_host": member.client_host,
-            "member_epoch": member.member_epoch,
-            "subscribed_topics": list(member.subscribed_topic_names),
-            "subscribed_regex": member.subscribed_topic_regex,
-            "assignment": sorted([t, p] for t, ps in member.assigned.items() for p in ps),
-            "pending_revocation": sorted([t, p] for t, ps in member.pending_revocation.items() for p in ps),
-        }
-        for member in group.members.values()
-    ]
-    return {
-        "type": "consumer",
-        "state": group.state,
-        "protocol_type": "consumer",
-        "protocol_name": None,
-        "generation": group.group_epoch,
-        "assignment_epoch": group.assignment_epoch,
-        "state_ms": group.state_ms,
-        "members": members,
-    }
 
 
 def _liveness_view(seen: MemberLiveness | None, now_ms: int, wall_ms: int) -> dict[str, object]:
@@ -253,61 +179,6 @@ def _liveness_view(seen: MemberLiveness | None, now_ms: int, wall_ms: int) -> di
         "session_deadline_ms": wall(seen.session_deadline_ms),
         "late_after_ms": seen.late_after_ms,
         "liveness": seen.state,
-    }
-
-
-def _share_view(group: ShareGroup) -> dict[str, object]:
-    members = [
-        {
-            "member_id": member.member_id,
-            "instance_id": None,
-            "client_id": member.client_id,
-            "client_host": member.client_host,
-            "member_epoch": member.member_epoch,
-            "subscribed_topics": list(member.subscribed_topic_names),
-            "assignment": sorted([t, p] for t, p in member.assigned),
-        }
-        for member in group.members.values()
-    ]
-    return {
-        "type": "share",
-        "state": group.state_name,
-        "protocol_type": "share",
-        "protocol_name": None,
-        "generation": group.group_epoch,
-        "assignment_epoch": group.assignment_epoch,
-        "members": members,
-    }
-
-
-def _streams_view(group: StreamsGroup) -> dict[str, object]:
-    def tasks(tasks: Mapping[str, frozenset[int]]) -> list[list[object]]:
-        return sorted([s, p] for s, ps in tasks.items() for p in ps)
-
-    members = [
-        {
-            "member_id": member.member_id,
-            "instance_id": member.instance_id,
-            "process_id": member.process_id,
-            "client_id": member.client_id,
-            "client_host": member.client_host,
-            "member_epoch": member.member_epoch,
-            "active_tasks": tasks(member.assigned.active),
-            "standby_tasks": tasks(member.assigned.standby),
-            "warmup_tasks": tasks(member.assigned.warmup),
-            "pending_revocation": tasks(member.pending_revocation.active),
-        }
-        for member in group.members.values()
-    ]
-    return {
-        "type": "streams",
-        "state": group.state_name,
-        "protocol_type": "streams",
-        "protocol_name": None,
-        "generation": group.group_epoch,
-        "assignment_epoch": group.assignment_epoch,
-        "state_ms": group.state_ms,
-        "members": members,
     }
 
 

@@ -12,9 +12,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from coordinator.core.classic.manager import ClassicGroupManager
-from coordinator.core.consumer.manager import ConsumerGroupManager
-from coordinator.core.events import consumer_assignment
 from coordinator.core.group_coordinator import GroupCoordinator
 from coordinator.core.lag_status import LagTracker, PartitionLag, worst
 from storage.records import TopicRecord
@@ -56,17 +53,9 @@ class TopicViews:
         for group_id in sorted(shard.held_group_ids()):
             for record in shard.committed_offsets(group_id):
                 entry(record.topic, group_id).committed[record.partition] = record.offset
-            classic = shard.kind(ClassicGroupManager).groups.get(group_id)
-            if classic is not None and classic.uses_consumer_protocol():
-                for member in classic.members.values():
-                    for topic, p in consumer_assignment(member.assignment) or ():
-                        entry(topic, group_id).assigned[p] = member.member_id
-            cgroup = shard.kind(ConsumerGroupManager).groups.get(group_id)
-            if cgroup is not None:
-                for cmember in cgroup.members.values():
-                    for topic, partitions in cmember.assigned.items():
-                        for p in partitions:
-                            entry(topic, group_id).assigned[p] = cmember.member_id
+            group = shard.group_view(group_id)
+            for topic, p, member_id in () if group is None else group.assigned():
+                entry(topic, group_id).assigned[p] = member_id
             status = self.lag.status(group_id)
             for sampled in () if status is None else status.partitions:
                 entry(sampled.topic, group_id).lag[sampled.partition] = sampled

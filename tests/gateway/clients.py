@@ -30,9 +30,10 @@ class Member:
 def produce_kafka_python(bootstrap: str, topic: str, values: list[bytes]) -> None:
     producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=5)
     try:
-        for value in values:
-            producer.send(topic, value)
+        sent = [producer.send(topic, value) for value in values]
         producer.flush(60)
+        for future in sent:  # a record that failed fails here, not as a consumer short of it
+            future.get(timeout=60)
     finally:
         producer.close()
 
@@ -77,6 +78,10 @@ def kafka_python_member(
             enable_auto_commit=False, session_timeout_ms=6000, heartbeat_interval_ms=500,
             max_poll_records=10 if pause_s else 500,
         )  # fmt: skip
+        # The topic's metadata before the first JoinGroup: a first leader assigning from empty
+        # metadata rejoins, and kafka-python 3.0.12 can drop that rejoin's result and stop
+        # heartbeating (tests/integration/clients.py, _kafka_python_worker).
+        consumer.partitions_for_topic(topic)
         try:
             while not stop.is_set():
                 try:

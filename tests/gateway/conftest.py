@@ -22,7 +22,7 @@ from tests.support.ports import free_port
 from tests.support.server import ServerProcess, start_server
 
 
-def wait_for_port(port: int, process: subprocess.Popen[bytes] | None = None, timeout: float = 20) -> None:
+def wait_for_port(port: int, process: subprocess.Popen[bytes] | None = None, timeout: float = 60) -> None:
     deadline = time.monotonic() + timeout
     while True:
         try:

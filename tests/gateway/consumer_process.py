@@ -17,6 +17,7 @@ def main(bootstrap: str, topic: str, group: str) -> None:
         topic, bootstrap_servers=bootstrap, group_id=group, auto_offset_reset="earliest",
         enable_auto_commit=False, session_timeout_ms=3000, heartbeat_interval_ms=300, max_poll_records=10,
     )  # fmt: skip
+    consumer.partitions_for_topic(topic)  # before the first JoinGroup: see tests/gateway/clients.py
     while True:
         for tp, records in consumer.poll(timeout_ms=200).items():
             for record in records:

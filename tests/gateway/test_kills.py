@@ -8,14 +8,15 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+import traceback
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 from kafka import KafkaAdminClient
 from kafka.admin import NewTopic
 
-from tests.gateway.clients import committed, kafka_python_member, produce_kafka_python
+from tests.gateway.clients import Member, committed, kafka_python_member, produce_kafka_python
 from tests.gateway.conftest import gateway_settings
 from tests.support.ports import free_port
 from tests.support.server import REPO, ServerProcess, start_server
@@ -25,6 +26,13 @@ pytestmark = [
     # kafka-python leaks the socket of a refused connection attempt while the gateway is down.
     pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning"),
 ]
+
+
+# Generous bounds derived from the members' timeouts (sessions of 3 s and 6 s, a rebalance within
+# a few heartbeats): a loaded 2-core machine may take many times as long, a broken take-over never
+# happens.
+TAKE_OVER_S = 60.0
+STALL_S = 30.0
 
 
 def _create(bootstrap: str, topic: str, partitions: int) -> None:
@@ -40,6 +48,40 @@ def _wait(condition, timeout: float, what: str) -> None:  # type: ignore[no-unty
     while not condition():
         assert time.monotonic() < deadline, what
         time.sleep(0.1)
+
+
+def _wait_while_progressing(
+    done: Callable[[], bool], progress: Callable[[], int], stall: float, what: Callable[[], str]
+) -> None:
+    """Until ``done()``, failing only when ``progress()`` stood still for ``stall`` seconds: how
+    long reading a backlog takes depends on the machine's load, a consumer that stopped does not."""
+    seen, moved_at = progress(), time.monotonic()
+    while not done():
+        now = progress()
+        if now != seen:
+            seen, moved_at = now, time.monotonic()
+        assert time.monotonic() - moved_at < stall, f"{what()} (stuck at {seen} for {stall:.0f} s)"
+        time.sleep(0.1)
+
+
+def _progress(victim_lines: list[str], survivor: Member) -> str:
+    """Per partition, the next offset each member read up to; the survivor's assignment, errors and
+    where its thread is."""
+    victim: dict[int, int] = {}
+    for line in victim_lines:
+        p, o, _ = line.split()
+        victim[int(p)] = max(victim.get(int(p), 0), int(o) + 1)
+    survivor_read: dict[int, int] = {}
+    for partition, offset, _value in list(survivor.records):
+        survivor_read[partition] = max(survivor_read.get(partition, 0), offset + 1)
+    thread = survivor.thread
+    frame = None if thread is None or thread.ident is None else sys._current_frames().get(thread.ident)
+    where = "".join(traceback.format_stack(frame)[-10:]) if frame is not None else "(not running)\n"
+    return (
+        f"victim read up to {dict(sorted(victim.items()))}, survivor up to "
+        f"{dict(sorted(survivor_read.items()))}, survivor owns {sorted(survivor.assignment)}, "
+        f"its retriable errors {survivor.retriable_errors[-5:]}; the survivor's thread is at\n{where}"
+    )
 
 
 def test_sigkill_of_a_consumer_mid_stream(gateway: ServerProcess) -> None:
@@ -63,11 +105,27 @@ def test_sigkill_of_a_consumer_mid_stream(gateway: ServerProcess) -> None:
             lambda: len(victim_lines) >= 40 and survivor.records, 60, "both members did not start consuming"
         )
         victim.send_signal(signal.SIGKILL)
+        killed_at = time.monotonic()
         victim.wait(10)
         reader.join(10)
         survivor_seen = lambda: {v for _, _, v in survivor.records}  # noqa: E731
         victim_seen = {line.split()[2].encode() for line in victim_lines}
-        _wait(lambda: victim_seen | survivor_seen() >= set(values), 60, "the survivor did not take over")
+        # The take-over: the victim's session (3 s) runs out, the survivor rejoins and gets every
+        # partition. Then it reads the rest, ten records, a commit and a pause at a time.
+        _wait(
+            lambda: survivor.assignment == {0, 1, 2, 3} or survivor.error is not None,
+            TAKE_OVER_S,
+            "the survivor did not take over",
+        )
+        took_over = time.monotonic() - killed_at
+        _wait_while_progressing(
+            lambda: victim_seen | survivor_seen() >= set(values) or survivor.error is not None,
+            lambda: len(survivor.records),
+            STALL_S,
+            lambda: f"the survivor stopped reading: {_progress(victim_lines, survivor)}",
+        )
+        read = time.monotonic() - killed_at
+        print(f"survivor owned every partition after {took_over:.1f} s, read the rest after {read:.1f} s")
     finally:
         stop.set()
         if victim.poll() is None:

@@ -78,7 +78,7 @@ def test_node_ids_leadership_moves_and_brokers_that_come_and_go(cluster: Scripte
             cluster.leaders[(TOPIC, 2)] = 4
             _wait(
                 lambda: "virtual broker for upstream node 4 listening" in gateway.log_text(),
-                10,
+                60,  # the gateway's next metadata refresh, however loaded the machine
                 "no virtual broker for the new node",
             )
             producer.send(TOPIC, b"new node", partition=2).get(30)

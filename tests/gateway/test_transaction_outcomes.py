@@ -4,16 +4,20 @@ leaves it undecided, InitProducerId discards what was open; frames as clients se
 
 from __future__ import annotations
 
+import asyncio
 import struct
 from collections.abc import Callable
 from typing import Any, cast
 
 import pytest
 
-from coordinator.gateway.transactions import TransactionOutcomes
+from coordinator.gateway.transaction_resolver import ENDING_AGE_MS, OPEN_AGE_MS, TransactionResolver
+from coordinator.gateway.transactions import ENDING, OPEN, UNKNOWN, TransactionOutcomes
+from coordinator.gateway.upstream_cluster import UpstreamCluster
 from coordinator.server.runtime import Runtime
 from protocol.errors import ErrorCode
 from protocol.messages.add_offsets_to_txn import AddOffsetsToTxnRequest, AddOffsetsToTxnResponse
+from protocol.messages.describe_transactions import TransactionState
 from protocol.messages.end_txn import EndTxnRequest, EndTxnResponse
 from protocol.messages.txn_offset_commit import (
     TxnOffsetCommitRequest,
@@ -224,3 +228,144 @@ def test_an_outcome_waits_for_the_groups_to_be_loaded(h: Harness) -> None:
     while runtime.later:
         runtime.later.pop(0)()
     assert released == [True] and not _unstable(h)
+
+
+# ---- what the resolver needs (transaction_resolver.py) --------------------------------------
+
+
+def test_an_end_txn_of_a_transaction_never_seen_open_counts_as_ending(h: Harness) -> None:
+    """Pending offsets loaded after a restart: the EndTxn forwarded now may decide them, so the
+    resolver must not take an Ongoing answer as proof the transaction is open."""
+    outcomes = _outcomes(h)
+    _pending(h)
+    assert outcomes.status("tx", (PID, EPOCH)) == UNKNOWN
+    request = encode_request(END_TXN, 4, 2, "c", EndTxnRequest("tx", PID, EPOCH, True))
+    seen = outcomes.request(END_TXN, 4, request[4:])
+    assert seen is not None and outcomes.status("tx", (PID, EPOCH)) == ENDING
+    outcomes.seen_open("tx", (PID, EPOCH))
+    assert outcomes.status("tx", (PID, EPOCH)) == ENDING
+    released: list[bool] = []
+    refused = encode_response(END_TXN, 4, 2, EndTxnResponse(error_code=ErrorCode.PRODUCER_FENCED))
+    outcomes.response(seen, refused, released.append)
+    assert released == [True]
+    assert outcomes.status("tx", (PID, EPOCH)) == UNKNOWN  # never seen open: not open now either
+    _init_producer_id(outcomes, 4)
+    assert _unstable(h)
+
+
+def test_a_transaction_described_open_is_discarded_by_init_producer_id(h: Harness) -> None:
+    outcomes = _outcomes(h)
+    _pending(h)
+    outcomes.seen_open("tx", (PID, EPOCH))
+    assert outcomes.status("tx", (PID, EPOCH)) == OPEN
+    assert _init_producer_id(outcomes, 4)
+    assert not _unstable(h)
+
+
+@pytest.mark.parametrize("committed", [True, False])
+def test_an_outcome_described_upstream_resolves(h: Harness, committed: bool) -> None:
+    outcomes = _outcomes(h)
+    _add_offsets(outcomes)
+    _pending(h)
+    released: list[bool] = []
+    outcomes.described("tx", (PID, EPOCH), committed, released.append)
+    assert released == [True] and not _unstable(h)
+    offset = h.fetch("g", {"t": [0]}, version=7).wire.topics[0].partitions[0].committed_offset
+    assert offset == (10 if committed else -1)
+    assert (outcomes.stats.committed_by_describe, outcomes.stats.aborted_by_describe) == (
+        (1, 0) if committed else (0, 1)
+    )
+    assert outcomes.status("tx", (PID, EPOCH)) == UNKNOWN and outcomes.opened == {}
+
+
+class _Upstream:
+    """DescribeTransactions answers by transactional id, counted."""
+
+    def __init__(self, answers: dict[str, TransactionState]) -> None:
+        self.answers = answers
+        self.asked: list[str] = []
+
+
+class _AskingFake(TransactionResolver):
+    upstream_answers: _Upstream
+
+    async def describe(self, transactional_id: str) -> TransactionState:
+        self.upstream_answers.asked.append(transactional_id)
+        return self.upstream_answers.answers[transactional_id]
+
+
+def _resolver(outcomes: TransactionOutcomes, upstream: _Upstream) -> TransactionResolver:
+    resolver = _AskingFake(outcomes, cast(UpstreamCluster, None), lambda: False)
+    resolver.upstream_answers = upstream
+    return resolver
+
+
+def test_the_resolver_asks_at_once_after_a_restart_and_decides(h: Harness) -> None:
+    outcomes = _outcomes(h)
+    _pending(h)
+    committed = TransactionState(transactional_id="tx", transaction_state="CompleteCommit", producer_id=PID)
+    committed.producer_epoch = EPOCH
+    upstream = _Upstream({"tx": committed})
+    asyncio.run(_resolver(outcomes, upstream).resolve_once())
+    assert upstream.asked == ["tx"] and not _unstable(h)
+    assert h.fetch("g", {"t": [0]}, version=7).wire.topics[0].partitions[0].committed_offset == 10
+
+
+def test_the_resolver_leaves_young_open_and_ending_transactions_alone(h: Harness) -> None:
+    outcomes = _outcomes(h)
+    _add_offsets(outcomes)
+    _pending(h)
+    upstream = _Upstream({})
+    resolver = _resolver(outcomes, upstream)
+    asyncio.run(resolver.resolve_once())
+    request = encode_request(END_TXN, 4, 2, "c", EndTxnRequest("tx", PID, EPOCH, True))
+    assert outcomes.request(END_TXN, 4, request[4:]) is not None  # its answer never comes back
+    asyncio.run(resolver.resolve_once())
+    assert upstream.asked == []
+    h.now_ms += ENDING_AGE_MS
+    upstream.answers["tx"] = TransactionState(
+        transactional_id="tx", transaction_state="CompleteAbort", producer_id=PID, producer_epoch=EPOCH
+    )
+    asyncio.run(resolver.resolve_once())
+    assert upstream.asked == ["tx"] and not _unstable(h)
+    assert outcomes.stats.aborted_by_describe == 1
+
+
+def test_a_transaction_seen_open_and_moved_past_upstream_is_aborted(h: Harness) -> None:
+    outcomes = _outcomes(h)
+    _add_offsets(outcomes)
+    _pending(h)
+    h.wall_ms += OPEN_AGE_MS
+    upstream = _Upstream(
+        {
+            "tx": TransactionState(
+                transactional_id="tx", transaction_state="Empty", producer_id=PID, producer_epoch=EPOCH + 1
+            )
+        }
+    )
+    asyncio.run(_resolver(outcomes, upstream).resolve_once())
+    assert upstream.asked == ["tx"] and not _unstable(h)
+    assert outcomes.stats.aborted_by_describe == 1
+
+
+def test_init_producer_id_waits_until_upstream_was_asked_about_a_transaction_of_unknown_state(
+    h: Harness,
+) -> None:
+    """After a restart, a producer's InitProducerId would end its transaction upstream before the
+    resolver could ask what it was: it is answered CONCURRENT_TRANSACTIONS (retried) until then."""
+    outcomes = _outcomes(h)
+    woken: list[bool] = []
+    outcomes.wake = lambda: woken.append(True)
+    _pending(h)
+    frame = encode_request(END_TXN, 4, 2, "c", EndTxnRequest("tx", PID, EPOCH, True))[4:]
+    assert not outcomes.init_must_wait(END_TXN, 4, frame)  # only InitProducerId waits
+    header = struct.pack(">hhih", INIT_PRODUCER_ID, 1, 3, 1) + b"c"
+    other = header + struct.pack(">h", 5) + b"other" + struct.pack(">i", 60000)
+    init = header + struct.pack(">h", 2) + b"tx" + struct.pack(">i", 60000)
+    assert not outcomes.init_must_wait(INIT_PRODUCER_ID, 1, other)
+    assert outcomes.init_must_wait(INIT_PRODUCER_ID, 1, init) and woken == [True]
+    outcomes.asked.add((PID, EPOCH))
+    assert not outcomes.init_must_wait(INIT_PRODUCER_ID, 1, init)
+    outcomes.asked.clear()
+    outcomes.seen_open("tx", (PID, EPOCH))  # known open: InitProducerId discards it as before
+    assert not outcomes.init_must_wait(INIT_PRODUCER_ID, 1, init)

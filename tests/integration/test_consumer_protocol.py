@@ -632,7 +632,7 @@ def test_classic_member_of_a_consumer_group_is_served_through_the_consumer_group
         return all(owned) and frozenset().union(*owned) == ALL and sum(map(len, owned)) == PARTITIONS
 
     started = time.monotonic()
-    group.poll_until(shared, "the classic member to get its share", 10)
+    group.poll_until(shared, "the classic member to get its share")
     print(f"\nclassic member got its share after {time.monotonic() - started:.2f}s")
     replay(group.log.events())  # no partition owned twice
     view = describe(group.bootstrap)

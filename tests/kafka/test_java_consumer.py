@@ -62,6 +62,8 @@ def _describe_shape(description: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+# Two sides, each up to two rounds that wait while the group progresses (ConsumerScenario.round).
+@pytest.mark.timeout(900)
 @pytest.mark.parametrize("name", list(SCENARIOS))
 def test_the_java_consumer_gets_the_same_group_from_both(
     name: str, sides: Sides, java_driver: JavaDriver, unique: str

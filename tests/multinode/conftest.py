@@ -53,8 +53,9 @@ def database(multinode_pg: PgServer) -> Iterator[str]:
 
 
 @pytest.fixture
-def cleanup() -> Iterator[list[Nodes | Workload]]:
-    """Register nodes and workloads here: whatever still runs at the end is killed by PID."""
+def cleanup(tmp_path: Path) -> Iterator[list[Nodes | Workload]]:
+    """Register nodes and workloads here: whatever still runs at the end is killed by PID. Each
+    node's log (every incarnation) is kept as ``node-N.log`` in the test's temporary directory."""
     owned: list[Nodes | Workload] = []
     try:
         yield owned
@@ -64,6 +65,8 @@ def cleanup() -> Iterator[list[Nodes | Workload]]:
                 item.kill()
             else:
                 item.close()
+                for node in item.nodes.values():
+                    (tmp_path / f"node-{node.node_id}.log").write_text(node.log_text())
 
 
 @pytest.fixture

@@ -106,17 +106,33 @@ def test_zombie_paused_past_its_lease_never_writes_again(
         f"SIGSTOP past a {LEASE_MS} ms lease: shards taken after {taken_after:.2f} s, "
         f"every group served again after {served:.2f} s"
     )
+    # Two clients may lose their sessions behind a hung coordinator, each for a reason of its own
+    # (docs/multinode-testing.md#findings); every other group keeps its generation and members.
     # librdkafka's classic consumer gives its Heartbeat the session timeout as request timeout:
     # with its coordinator hung it never hears NOT_COORDINATOR in time, declares its own session
-    # lost and rejoins under a new member id. The other clients time out, find the new
-    # coordinator and keep their generation.
+    # lost and rejoins under a new member id.
     hung = frozenset(
         s.group
         for s in scenario.workload.groups
         if s.group in zombie_groups and (s.lib, s.protocol) == ("confluent", "classic")
     )
-    rejoined = scenario.assert_no_rebalance(paused_at, exempt=hung)
-    print(f"groups on the hung node that rejoined: {sorted(rejoined)} (librdkafka classic: {sorted(hung)})")
+    # aiokafka opens every connection of a client under one lock, and an attempt on the hung node
+    # (its kernel still accepts connections) holds it for a whole request timeout; its fetcher and
+    # metadata refreshes keep trying that node, so the connection to the new coordinator may come
+    # too late. Exempt only when each member it lost was expired by the new coordinator after a
+    # full session.
+    late = frozenset(
+        s.group
+        for s in scenario.workload.groups
+        if s.group in zombie_groups
+        and (s.lib, s.protocol) == ("aiokafka", "classic")
+        and scenario.expired_after_a_full_session(s.group, paused_at)
+    )
+    rejoined = scenario.assert_no_rebalance(paused_at, exempt=hung | late)
+    print(
+        f"groups on the hung node that rejoined: {sorted(rejoined)} "
+        f"(librdkafka classic: {sorted(hung)}; aiokafka expired after a full session: {sorted(late)})"
+    )
     # Anything the zombie wrote after the takeover would have put an older offset over a newer
     # acknowledged one: finish() reads every group's offsets back.
     scenario.finish()

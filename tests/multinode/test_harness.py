@@ -37,3 +37,26 @@ def test_taking_a_partition_still_owned_is_reported() -> None:
     events = [_owns(1.0, "a", [0, 1]), _owns(2.0, "b", [1]), _owns(3.0, "a", [0])]
     [problem] = double_ownership(events)
     assert "g partition 1: owned by b while a still owned it" in problem
+
+
+def _acked(t: float, member: str, partitions: list[int], made: float, group: str = "g") -> dict[str, Any]:
+    """A commit acknowledged at ``t``: its offsets are the wall clock in µs when it was made."""
+    offsets = {str(p): int(made * 1e6) for p in partitions}
+    return {"e": "acked", "t": t, "m": member, "g": group, "offsets": offsets}
+
+
+def test_a_late_revocation_callback_is_tolerated_only_where_allowed_and_without_commits() -> None:
+    late = [_owns(1.0, "a", [0, 1]), _owns(2.0, "b", [1]), _owns(2.01, "a", [0])]
+    assert double_ownership(late, frozenset({"g"})) == []
+    assert len(double_ownership(late)) == 1  # another kind of group: a second owner
+    committed = [*late[:2], _acked(2.005, "a", [0, 1], made=2.002), late[2]]
+    [problem] = double_ownership(committed, frozenset({"g"}))
+    assert "g partition 1: owned by b while a still owned it" in problem and "committed it after" in problem
+    in_flight = [*late[:2], _acked(2.005, "a", [0, 1], made=1.9), late[2]]  # made before b took it
+    assert double_ownership(in_flight, frozenset({"g"})) == []
+    slow = [*late[:2], _owns(3.5, "a", [0])]
+    [problem] = double_ownership(slow, frozenset({"g"}))
+    assert "given up 1.500 s later" in problem
+    never = late[:2]
+    [problem] = double_ownership(never, frozenset({"g"}))
+    assert "never given up" in problem

@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
+import os
 import sys
 import threading
 import time
@@ -207,6 +209,11 @@ async def _aiokafka_member(
 
 
 def main(config: dict[str, Any]) -> None:
+    # The clients' own warnings, with times to line them up with the events and the node logs.
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(threadName)s %(name)s: %(message)s")
+    if os.environ.get("WORKLOAD_DEBUG"):
+        logging.getLogger("aiokafka.client").setLevel(logging.DEBUG)
+        logging.getLogger("aiokafka.consumer.group_coordinator").setLevel(logging.DEBUG)
     stop = threading.Event()
     lock = threading.Lock()
     events = open(config["events"], "a", encoding="utf-8")  # noqa: SIM115 (closed at the end)

@@ -28,7 +28,7 @@ from protocol.messages.incremental_alter_configs import (
 from protocol.messages.metadata import MetadataRequest, MetadataRequestTopic
 from tests.durability.support import Servers, commit, create_topics, fetch, servers, wait_for, wait_for_log
 from tests.ownership.test_nodes import GROUPS, owners
-from tests.support.server import ServerProcess
+from tests.support.server import START_TIMEOUT_S, ServerProcess
 from tests.support.wire_client import WireClient
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres, pytest.mark.timeout(120)]
@@ -48,6 +48,9 @@ def nodes() -> Iterator[Servers]:
         yield started
 
 
+# How long a multi-process state (nodes, PostgreSQL) may take to settle on a loaded machine: the
+# conditions are polled, so a passing run never waits this out.
+SETTLE_S = 30.0
 QUICK_POLL = {
     "group-coordinator-lease-ms": "1500",
     "group-coordinator-ownership-poll-ms": "100",
@@ -59,7 +62,7 @@ NONE = int(ErrorCode.NONE)
 
 def start_node(nodes: Servers, dsn: str, node_id: int, settings: dict[str, str] = SLOW_POLL) -> ServerProcess:
     node = nodes.start(dsn, {**settings, "node-id": str(node_id)}, wait_loaded=False)
-    wait_for_log(node, f"node {node_id} ready", timeout=30)
+    wait_for_log(node, f"node {node_id} ready", timeout=START_TIMEOUT_S)
     return node
 
 
@@ -111,12 +114,12 @@ def test_acl_changes_reach_every_node_within_a_poll(nodes: Servers, pg_dsn: str)
         creation = AclCreation(3, "g", 3, "User:alice", "*", 3, 3)  # GROUP g, READ, ALLOW
         (created,) = client.request(ApiKey.CREATE_ACLS, 3, CreateAclsRequest([creation])).results
         assert created.error_code == NONE
-    wait_for(lambda: acl_principals(two) == ["User:alice"], 3, "node 2 to see the new ACL")
+    wait_for(lambda: acl_principals(two) == ["User:alice"], SETTLE_S, "node 2 to see the new ACL")
     with WireClient(two.bootstrap) as client:
         gone = DeleteAclsFilter(3, "g", 3, "User:alice", None, 1, 1)
         (deleted,) = client.request(ApiKey.DELETE_ACLS, 3, DeleteAclsRequest([gone])).filter_results
         assert deleted.error_code == NONE and len(deleted.matching_acls) == 1
-    wait_for(lambda: acl_principals(one) == [], 3, "node 1 to see the ACL deleted")
+    wait_for(lambda: acl_principals(one) == [], SETTLE_S, "node 1 to see the ACL deleted")
 
 
 async def _stored_offset_topics(dsn: str) -> list[tuple[str, str]]:
@@ -135,7 +138,7 @@ def test_a_topic_deleted_through_one_node_takes_every_groups_offsets(nodes: Serv
     wait_for(
         lambda: set(seen := owners(one, GROUPS)).issuperset(GROUPS) and set(seen.values()) == {1, 2}
         and owners(two, GROUPS) == seen,
-        10,
+        SETTLE_S,
         "both nodes to own shards",
     )  # fmt: skip
     seen = owners(one, GROUPS)
@@ -145,7 +148,9 @@ def test_a_topic_deleted_through_one_node_takes_every_groups_offsets(nodes: Serv
     for group in (mine, theirs):
         with WireClient(node[group].bootstrap) as client:
             wait_for(
-                lambda c=client, g=group: set(commit(c, g, offsets).values()) == {NONE}, 5, f"commit {group}"
+                lambda c=client, g=group: set(commit(c, g, offsets).values()) == {NONE},
+                SETTLE_S,
+                f"commit {group}",
             )
     with WireClient(one.bootstrap) as client:
         (deleted,) = client.request(
@@ -157,10 +162,10 @@ def test_a_topic_deleted_through_one_node_takes_every_groups_offsets(nodes: Serv
     with WireClient(two.bootstrap) as client:
         wait_for(
             lambda: fetch(client, theirs, [("gone", 0), ("kept", 0)]).offsets == {("kept", 0): 6},
-            3,
+            SETTLE_S,
             "node 2 to forget the deleted topic's offsets",
         )
-    wait_for_log(two, "topics deleted through another node: gone", timeout=3)
+    wait_for_log(two, "topics deleted through another node: gone", timeout=SETTLE_S)
     assert asyncio.run(_stored_offset_topics(pg_dsn)) == sorted([(mine, "kept"), (theirs, "kept")])
 
 
@@ -174,8 +179,10 @@ def describe_group_config(node: ServerProcess, group: str) -> tuple[int, str | N
 
 def test_group_configs_move_with_the_shard(nodes: Servers, pg_dsn: str) -> None:
     one, two = start_node(nodes, pg_dsn, 1, QUICK_POLL), start_node(nodes, pg_dsn, 2, QUICK_POLL)
-    wait_for(lambda: 2 in owners(one, GROUPS).values(), 10, "node 2 to own shards")
+    wait_for(lambda: 2 in owners(one, GROUPS).values(), SETTLE_S, "node 2 to own shards")
     group = next(g for g, owner in owners(one, GROUPS).items() if owner == 2)
+    # A shard is leased before it is loaded: node 2 answers COORDINATOR_LOAD_IN_PROGRESS till then.
+    wait_for(lambda: describe_group_config(two, group)[0] == NONE, SETTLE_S, "node 2 to load the shard")
     alter = IncrementalAlterConfigsRequest(
         [AlterConfigsResource(32, group, [AlterableConfig("consumer.session.timeout.ms", 0, "50000")])]
     )
@@ -185,4 +192,6 @@ def test_group_configs_move_with_the_shard(nodes: Servers, pg_dsn: str) -> None:
     assert describe_group_config(two, group) == (NONE, "50000")
     assert describe_group_config(one, group) == (NONE, "50000")  # read from the database
     two.stop()  # hands its shards, the group's configs with them, over to node 1
-    wait_for(lambda: describe_group_config(one, group) == (NONE, "50000"), 10, "node 1 to serve the configs")
+    wait_for(
+        lambda: describe_group_config(one, group) == (NONE, "50000"), SETTLE_S, "node 1 to serve the configs"
+    )

@@ -30,7 +30,7 @@ from tests.durability.support import (
     wait_for_log,
 )
 from tests.storage.pg_server import PgServer
-from tests.support.server import REPO, ServerProcess
+from tests.support.server import REPO, START_TIMEOUT_S, ServerProcess
 from tests.support.wire_client import WireClient
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres, pytest.mark.timeout(120)]
@@ -42,6 +42,9 @@ NODE_SETTINGS = {
     "offsets-commit-timeout-ms": "3000",
 }
 GROUPS = [f"group-{i}" for i in range(40)]
+# How long a multi-process state (nodes, PostgreSQL) may take to settle on a loaded machine: the
+# conditions are polled, so a passing run never waits this out.
+SETTLE_S = 30.0
 NONE = int(ErrorCode.NONE)
 NOT_COORDINATOR = int(ErrorCode.NOT_COORDINATOR)
 LOADING = int(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
@@ -62,7 +65,7 @@ def nodes() -> Iterator[Servers]:
 def start_node(nodes: Servers, dsn: str, node_id: int, lease_ms: int = LEASE_MS) -> ServerProcess:
     settings = {**NODE_SETTINGS, "group-coordinator-lease-ms": str(lease_ms), "node-id": str(node_id)}
     node = nodes.start(dsn, settings, wait_loaded=False)
-    wait_for_log(node, f"node {node_id} ready", timeout=30)
+    wait_for_log(node, f"node {node_id} ready", timeout=START_TIMEOUT_S)
     return node
 
 
@@ -85,7 +88,7 @@ def loaded_fetch(client: WireClient, group: str) -> Fetched:
     """OffsetFetch of t-0, retried while the group's shard is still loading."""
     answer: Fetched = wait_for(
         lambda: (found := fetch(client, group, [("t", 0)])).error_code != LOADING and found,
-        5,
+        SETTLE_S,
         f"the shard of {group} to be loaded",
     )
     assert answer.error_code == NONE, answer
@@ -123,7 +126,7 @@ def test_two_nodes_split_the_shards_and_route_to_the_owner(nodes: Servers, pg_ds
     assert owned_now(one) == 50
     create_topics(one.bootstrap, {"t": 1})  # (other nodes learn of new topics within a poll)
     two = start_node(nodes, pg_dsn, 2)
-    wait_for(lambda: settled(one, two), 10, "25 shards on each node")
+    wait_for(lambda: settled(one, two), SETTLE_S, "25 shards on each node")
     seen_by_one = owners(one, GROUPS)
     node = {1: one, 2: two}
     for group, owner in seen_by_one.items():
@@ -137,19 +140,20 @@ def test_two_nodes_split_the_shards_and_route_to_the_owner(nodes: Servers, pg_ds
     # Metadata and DescribeCluster name both nodes; SIGTERM hands node 2's shards to node 1.
     two.stop()
     assert "node 2 deregistered" in two.log_text()
-    wait_for(lambda: set(owners(one, GROUPS).values()) == {1}, 5, "node 1 to own every shard")
+    wait_for(lambda: set(owners(one, GROUPS).values()) == {1}, SETTLE_S, "node 1 to own every shard")
     with WireClient(one.bootstrap) as client:
         for group in GROUPS:
             assert loaded_fetch(client, group).offsets == {("t", 0): 7}
 
 
 def test_a_killed_nodes_shards_move_at_once(nodes: Servers, pg_dsn: str) -> None:
-    # A long lease: the hand-over must not wait for it (the dead node's session is gone).
-    lease_ms = 8000
+    # A long lease: the hand-over must not wait for it (the dead node's session is gone). Half of
+    # it is the bound, long enough for a loaded machine and far below the lease.
+    lease_ms = 30_000
     one = start_node(nodes, pg_dsn, 1, lease_ms)
     create_topics(one.bootstrap, {"t": 1})
     two = start_node(nodes, pg_dsn, 2, lease_ms)
-    wait_for(lambda: settled(one, two), 10, "25 shards on each node")
+    wait_for(lambda: settled(one, two), SETTLE_S, "25 shards on each node")
     on_two = [group for group, owner in owners(one, GROUPS).items() if owner == 2]
     with WireClient(two.bootstrap) as client:
         for group in on_two:
@@ -169,18 +173,20 @@ def test_a_paused_node_loses_its_shards_and_writes_nothing_after_the_takeover(
     one = start_node(nodes, pg_dsn, 1)
     create_topics(one.bootstrap, {"t": 1})
     two = start_node(nodes, pg_dsn, 2)
-    wait_for(lambda: settled(one, two), 10, "25 shards on each node")
+    wait_for(lambda: settled(one, two), SETTLE_S, "25 shards on each node")
     group = next(group for group, owner in owners(one, GROUPS).items() if owner == 2)
     zombie_client = WireClient(two.bootstrap)
     try:
         assert commit(zombie_client, group, {("t", 0): 1}) == {("t", 0): NONE}
         two.process.send_signal(signal.SIGSTOP)
         paused = time.monotonic()
-        wait_for(lambda: owners(one, [group])[group] == 1, 3 * LEASE_MS / 1000, "node 1 to take the shard")
+        wait_for(lambda: owners(one, [group])[group] == 1, SETTLE_S, "node 1 to take the shard")
         assert time.monotonic() - paused >= LEASE_MS / 1000 * 0.9  # a hung node's lease runs out first
         with WireClient(one.bootstrap) as client:
             wait_for(
-                lambda: commit(client, group, {("t", 0): 2}) == {("t", 0): NONE}, 5, "a commit on node 1"
+                lambda: commit(client, group, {("t", 0): 2}) == {("t", 0): NONE},
+                SETTLE_S,
+                "a commit on node 1",
             )
         # A commit reaches the paused node; it runs when the node wakes up.
         zombie_client.sock.settimeout(10)
@@ -199,12 +205,12 @@ def test_a_paused_node_loses_its_shards_and_writes_nothing_after_the_takeover(
         zombie_client.close()
         if two.process.poll() is None:
             two.process.send_signal(signal.SIGCONT)
-    wait_for_log(two, "lost (epoch", timeout=5)
+    wait_for_log(two, "lost (epoch", timeout=SETTLE_S)
     assert asyncio.run(_stored_offset(pg_dsn, group)) == 2
     with WireClient(one.bootstrap) as client:
         assert fetch(client, group, [("t", 0)]).offsets == {("t", 0): 2}
     # The node that came back takes its share again through a graceful hand-over.
-    wait_for(lambda: owned_now(two) == 25, 10, "node 2 to own its share again")
+    wait_for(lambda: owned_now(two) == 25, SETTLE_S, "node 2 to own its share again")
 
 
 def test_a_node_id_in_use_is_refused(nodes: Servers, pg_dsn: str) -> None:
@@ -230,7 +236,7 @@ def test_leases_recover_after_a_postgres_restart(nodes: Servers, pg_dsn: str, pg
     one = start_node(nodes, pg_dsn, 1)
     create_topics(one.bootstrap, {"t": 1})
     two = start_node(nodes, pg_dsn, 2)
-    wait_for(lambda: settled(one, two), 10, "25 shards on each node")
+    wait_for(lambda: settled(one, two), SETTLE_S, "25 shards on each node")
     pg_server.stop("fast")
     try:
         time.sleep(0.5)

@@ -97,7 +97,8 @@ class JavaDriver:
     def consume(self, bootstrap: str, group: str, **scenario: Any) -> dict[str, Any]:
         """Runs the consumers until the group is stable, commits, reports; with ``hold=name`` they
         keep running (heartbeating, polling) until ``release(name)``."""
-        return self.call("consume", timeout=240, bootstrap=bootstrap, group=group, **scenario)
+        # Each of up to two rounds may wait twice its 90 s patience while the group progresses.
+        return self.call("consume", timeout=420, bootstrap=bootstrap, group=group, **scenario)
 
     def wait_for_group_configs(
         self, bootstrap: str, group: str, values: dict[str, str], timeout: float = 20

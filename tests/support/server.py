@@ -18,6 +18,9 @@ REPO = Path(__file__).resolve().parents[2]
 _LISTENING = re.compile(r"listening on 127\.0\.0\.1:(\d+)")
 
 # Small timeouts so real-client tests run in seconds, not minutes.
+# How long a server process may take to start listening, or to load its groups: a Python process
+# importing the coordinator takes about a second alone, many times that on a loaded 2-core machine.
+START_TIMEOUT_S = 60.0
 FAST_SETTINGS = {
     "group-initial-rebalance-delay-ms": "0",
     "group-streams-initial-rebalance-delay-ms": "0",
@@ -58,7 +61,7 @@ class ServerProcess:
     def kill(self) -> None:
         self.stop(signal.SIGKILL)
 
-    def wait_loaded(self, timeout: float = 30) -> None:
+    def wait_loaded(self, timeout: float = START_TIMEOUT_S) -> None:
         """Until the server logged that every group is loaded (a single node loads its groups in
         the background after it starts serving: docs/performance.md#loading-in-the-background)."""
         deadline = time.monotonic() + timeout
@@ -72,7 +75,7 @@ def start_server(
     storage: str,
     extra: dict[str, str] | None = None,
     port: int = 0,
-    timeout: float = 30,
+    timeout: float = START_TIMEOUT_S,
     environment: dict[str, str] | None = None,
     flags: tuple[str, ...] = (),
 ) -> ServerProcess:

@@ -52,6 +52,7 @@ class WordCountApp:
         work: Path,
         topics: tuple[str, str],
         protocol: str = "streams",
+        guarantee: str = "at_least_once",
     ) -> None:
         if not HELPERS_JAR.is_file():
             raise KafkaUnavailable(f"no {HELPERS_JAR}: run `bash .ci/setup`")
@@ -60,6 +61,7 @@ class WordCountApp:
         self.application_id = application_id
         self.work = work
         self.protocol = protocol
+        self.guarantee = guarantee  # processing.guarantee: at_least_once or exactly_once_v2
         self.topics = topics
         self.instances: list[StreamsInstance] = []
 
@@ -72,7 +74,7 @@ class WordCountApp:
             process = subprocess.Popen(
                 ["java", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp", self.classpath,
                  "coordinator.tests.WordCount", self.bootstrap, self.application_id,
-                 *self.topics, str(state), "1", self.protocol],
+                 *self.topics, str(state), "1", self.protocol, self.guarantee],
                 stdout=out, stderr=subprocess.STDOUT,
             )  # fmt: skip
         instance = StreamsInstance(process, log)
@@ -96,10 +98,15 @@ class WordCountApp:
 
 @contextmanager
 def word_count_app(
-    bootstrap: str, application_id: str, work: Path, topics: tuple[str, str], protocol: str = "streams"
+    bootstrap: str,
+    application_id: str,
+    work: Path,
+    topics: tuple[str, str],
+    protocol: str = "streams",
+    guarantee: str = "at_least_once",
 ) -> Iterator[WordCountApp]:
     """``topics``: the input and output topics."""
-    app = WordCountApp(bootstrap, application_id, work, topics, protocol)
+    app = WordCountApp(bootstrap, application_id, work, topics, protocol, guarantee)
     try:
         yield app
     finally:
@@ -125,11 +132,21 @@ def produce_lines(bootstrap: str, topic: str, lines: list[str]) -> None:
 
 
 def latest_counts(
-    bootstrap: str, topic: str, expected: dict[str, int], timeout_s: float, at_least: bool = False
+    bootstrap: str,
+    topic: str,
+    expected: dict[str, int],
+    timeout_s: float,
+    at_least: bool = False,
+    isolation_level: str = "read_uncommitted",
 ) -> dict[str, int]:
     """The last count of every word in the output topic, read until it equals ``expected`` (or,
     ``at_least``, reaches it: duplicates at least once) or the time is up."""
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, consumer_timeout_ms=500)
+    consumer = KafkaConsumer(
+        bootstrap_servers=bootstrap,
+        enable_auto_commit=False,
+        consumer_timeout_ms=500,
+        isolation_level=isolation_level,
+    )
     counts: dict[str, int] = {}
     try:
         deadline = time.monotonic() + timeout_s

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from coordinator.cli.admin.client import (
@@ -268,6 +269,9 @@ def _print_described(
         )
     if args.lag_per_topic:
         sections.append(_topic_lag_table(described, bool(args.http)))
+    pending = _pending_table(described, times)
+    if pending[1]:
+        sections.append(pending)
     for group, lines in described:
         if not group.members:
             note(f"Consumer group '{group.group_id}' has no active members.")
@@ -438,6 +442,33 @@ def _offsets_table(
     return headers, rows
 
 
+def _pending_table(
+    described: list[tuple[GroupDescription, Any]], times: dict[str, GroupTime]
+) -> tuple[list[str], list[list[object]]]:
+    """Offsets committed in open transactions (--http; docs/transactions.md): what a stuck
+    transaction holds, and which producer (id, epoch) and transactional id hold it."""
+    headers = [
+        "GROUP", "TOPIC", "PARTITION", "PENDING-OFFSET", "PRODUCER-ID", "PRODUCER-EPOCH",
+        "TRANSACTIONAL-ID", "SINCE",
+    ]  # fmt: skip
+    rows: list[list[object]] = [
+        [
+            g.group_id, row.get("topic"), row.get("partition"), row.get("offset"),
+            row.get("producer_id"), row.get("producer_epoch"), row.get("transactional_id"),
+            _since(row.get("commit_ms")),
+        ]
+        for g, _ in described
+        for row in (times[g.group_id].pending_transactional if g.group_id in times else [])
+    ]  # fmt: skip
+    return headers, rows
+
+
+def _since(commit_ms: object) -> str | None:
+    if not isinstance(commit_ms, int):
+        return None
+    return datetime.fromtimestamp(commit_ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 def _topic_lag_table(
     described: list[tuple[GroupDescription, list[OffsetLine] | None]], with_time: bool
 ) -> tuple[list[str], list[list[object]]]:
@@ -526,6 +557,7 @@ def _group_json(
             "max_lag_seconds": times.max_lag_seconds,
             "unavailable_reason": times.unavailable,
         }
+        doc["pending_transactional_offsets"] = times.pending_transactional
     if args.lag_per_topic and lines is not None:
         doc["lag_per_topic"] = [
             {

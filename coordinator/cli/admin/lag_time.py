@@ -29,6 +29,9 @@ class GroupTime:
     max_lag_seconds: float | None = None
     partitions: dict[TP, PartitionTime] = field(default_factory=dict)
     unavailable: str | None = None
+    # Offsets committed in transactions whose outcome the coordinator does not know yet, as the
+    # HTTP API lists them (docs/transactions.md): an operator's view of a stuck transaction.
+    pending_transactional: list[dict[str, Any]] = field(default_factory=list)
 
 
 def group_time(http: str, group: str, timeout: float) -> GroupTime:
@@ -45,16 +48,17 @@ def group_time(http: str, group: str, timeout: float) -> GroupTime:
 
 
 def _from_view(view: dict[str, Any]) -> GroupTime:
+    pending = [row for row in view.get("pending_transactional_offsets") or [] if isinstance(row, dict)]
     lag = view.get("lag")
     if not isinstance(lag, dict):
         reason = view.get("lag_unavailable_reason") or "the coordinator has not sampled this group's lag"
-        return GroupTime(unavailable=str(reason))
+        return GroupTime(unavailable=str(reason), pending_transactional=pending)
     partitions = {
         TP(row["topic"], row["partition"]): PartitionTime(row.get("lag_seconds"), row.get("status"))
         for row in view.get("offsets", [])
         if row.get("status") is not None
     }
-    return GroupTime(lag.get("status"), lag.get("max_lag_seconds"), partitions)
+    return GroupTime(lag.get("status"), lag.get("max_lag_seconds"), partitions, None, pending)
 
 
 def seconds_cell(value: float | None) -> str | None:

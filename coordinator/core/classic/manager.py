@@ -26,6 +26,7 @@ from coordinator.core.classic.rebalance import (
 )
 from coordinator.core.classic.records import group_from_record, group_record
 from coordinator.core.classic.sync_leave import ClassicSyncAndLeave
+from coordinator.core.classic.view import ClassicGroupView
 from coordinator.core.consumer_protocol import CONSUMER_PROTOCOL_TYPE
 from coordinator.core.effects import Effects
 from coordinator.core.errors import (
@@ -43,6 +44,7 @@ from coordinator.core.events import (
 )
 from coordinator.core.group import (
     ClassicProtocolApi,
+    GroupView,
     OffsetDeleteRule,
     OffsetExpiry,
     PendingChange,
@@ -100,6 +102,10 @@ class ClassicGroupManager(ClassicSyncAndLeave):
         if not group.uses_consumer_protocol():
             return NON_EMPTY_GROUP, None
         return NONE, group.is_subscribed_to_topic
+
+    def view(self, group_id: str) -> GroupView | None:
+        group = self.groups.get(group_id)
+        return None if group is None else ClassicGroupView(group)
 
     def member_liveness(self, group_id: str, member_id: str, now_ms: int) -> MemberLiveness | None:
         """A classic client picks its own heartbeat interval: late after a third of the session."""

@@ -26,6 +26,7 @@ from coordinator.core.consumer.timer_keys import (
     rebalance_key,
     session_key,
 )
+from coordinator.core.consumer.view import ConsumerGroupView
 from coordinator.core.effects import Effects
 from coordinator.core.errors import (
     GROUP_ID_NOT_FOUND,
@@ -43,6 +44,7 @@ from coordinator.core.events import (
 )
 from coordinator.core.group import (
     ClassicProtocolApi,
+    GroupView,
     OffsetDeleteRule,
     OffsetExpiry,
     PendingChange,
@@ -271,6 +273,10 @@ class ConsumerGroupManager(ConsumerHeartbeat):
         """Any state (Kafka's Java coordinator); only topics members subscribe to are protected."""
         group = self.groups[group_id]
         return NONE, partial(self.is_subscribed_to_topic, group) if group.members else None
+
+    def view(self, group_id: str) -> GroupView | None:
+        group = self.groups.get(group_id)
+        return None if group is None else ConsumerGroupView(group, self.preferred_assignor(group))
 
     def member_liveness(self, group_id: str, member_id: str, now_ms: int) -> MemberLiveness | None:
         """A KIP-848 member is told its interval: late once it missed a whole one; a classic-protocol

@@ -12,6 +12,7 @@ from coordinator.core.effects import Effects
 from coordinator.core.errors import GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP, NONE
 from coordinator.core.group import (
     ClassicProtocolApi,
+    GroupView,
     OffsetDeleteRule,
     OffsetExpiry,
     PendingChange,
@@ -42,6 +43,7 @@ from coordinator.core.share.timer_keys import (
     assignment_key,
     session_key,
 )
+from coordinator.core.share.view import ShareGroupView
 from protocol.apis import ApiKey
 from protocol.error_responses import error_response
 from protocol.messages import share_group_describe as sgd
@@ -197,6 +199,10 @@ class ShareGroupManager(ShareOffsetsAdmin):
 
     def validate_offset_fetch(self, group_id: str, member_id: str | None, member_epoch: int) -> int:
         return GROUP_ID_NOT_FOUND
+
+    def view(self, group_id: str) -> GroupView | None:
+        group = self.groups.get(group_id)
+        return None if group is None else ShareGroupView(group)
 
     def member_liveness(self, group_id: str, member_id: str, now_ms: int) -> MemberLiveness | None:
         """A share member is told its interval: late once it missed a whole one."""

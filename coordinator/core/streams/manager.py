@@ -20,6 +20,7 @@ from coordinator.core.events import REBALANCE_TIMEOUT as REBALANCE_TIMEOUT_EVENT
 from coordinator.core.events import SESSION_TIMEOUT as SESSION_TIMEOUT_EVENT
 from coordinator.core.group import (
     ClassicProtocolApi,
+    GroupView,
     OffsetDeleteRule,
     OffsetExpiry,
     PendingChange,
@@ -45,6 +46,7 @@ from coordinator.core.streams.records import (
     group_record,
     member_record,
 )
+from coordinator.core.streams.view import StreamsGroupView
 from protocol.messages import streams_group_describe as sgd
 from protocol.messages import streams_group_heartbeat as sgh
 from protocol.messages.offset_commit import OffsetCommitRequest
@@ -249,6 +251,10 @@ class StreamsGroupManager(StreamsHeartbeat):
         if member_epoch != member.member_epoch:
             return STALE_MEMBER_EPOCH
         return NONE
+
+    def view(self, group_id: str) -> GroupView | None:
+        group = self.groups.get(group_id)
+        return None if group is None else StreamsGroupView(group)
 
     def member_liveness(self, group_id: str, member_id: str, now_ms: int) -> MemberLiveness | None:
         """A streams member is told its interval (docs/streams-groups.md#the-heartbeat): late

@@ -207,22 +207,33 @@ final class ConsumerScenario {
         return config;
     }
 
-    /** Waits for a stable group, then has every member commit and report. */
+    /**
+     * Waits for a stable group, then has every member commit and report. The wait fails once
+     * nothing moved (no record seen, no assignment changed) for timeoutMs, or after twice that
+     * in all: on a loaded machine a group that keeps progressing is given the time it needs.
+     */
     private static ObjectNode round(List<Member> members, int partitions, long expected, Set<String> seen,
             long timeoutMs, long stableMs) throws Exception {
-        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMs);
+        long started = System.nanoTime();
+        long patience = TimeUnit.MILLISECONDS.toNanos(timeoutMs);
+        long movedAt = started;
+        String progress = progress(members, seen);
         while (!stable(members, partitions, expected, seen, stableMs)) {
             for (Member member : members) {
                 if (member.failure != null) {
                     throw new IllegalStateException("member " + member.spec + " failed", member.failure);
                 }
             }
-            if (System.nanoTime() > deadline) {
-                StringBuilder state = new StringBuilder();
-                for (Member member : members) {
-                    state.append(member.spec.path("client_id").asText()).append('=').append(member.assignment).append(' ');
-                }
-                throw new TimeoutException("group not stable: " + state + "records " + seen.size() + "/" + expected);
+            long now = System.nanoTime();
+            String current = progress(members, seen);
+            if (!current.equals(progress)) {
+                progress = current;
+                movedAt = now;
+            }
+            if (now - movedAt > patience || now - started > 2 * patience) {
+                throw new TimeoutException("group not stable after " + TimeUnit.NANOSECONDS.toSeconds(now - started)
+                        + " s (last change " + TimeUnit.NANOSECONDS.toSeconds(now - movedAt) + " s ago): "
+                        + describe(members, seen) + "records " + seen.size() + "/" + expected);
             }
             Thread.sleep(100);
         }
@@ -238,6 +249,29 @@ final class ConsumerScenario {
             reported.add(report.get(60, TimeUnit.SECONDS));
         }
         return round;
+    }
+
+    /** What changes while a group makes progress: the records seen and every member's assignment. */
+    private static String progress(List<Member> members, Set<String> seen) {
+        StringBuilder out = new StringBuilder().append(seen.size());
+        for (Member member : members) {
+            out.append(' ').append(member.assignment);
+        }
+        return out.toString();
+    }
+
+    /** Each member's assignment, polls and the records seen of each of its partitions. */
+    private static String describe(List<Member> members, Set<String> seen) {
+        Map<String, Integer> perPartition = new TreeMap<>();
+        for (String record : seen) {
+            perPartition.merge(record.substring(0, record.lastIndexOf('@')), 1, Integer::sum);
+        }
+        StringBuilder state = new StringBuilder();
+        for (Member member : members) {
+            state.append(member.spec.path("client_id").asText()).append('=').append(member.assignment)
+                    .append(" polls ").append(member.polls).append(", ");
+        }
+        return state.append("seen per partition ").append(perPartition).append(", ").toString();
     }
 
     private static boolean stable(List<Member> members, int partitions, long expected, Set<String> seen, long stableMs) {

@@ -78,6 +78,8 @@ public final class Driver {
                 return AdminActions.run(request);
             case "produce":
                 return Producing.run(request);
+            case "transform":
+                return Transforming.run(request);
             case "share":
                 return ShareScenario.run(request);
             default:

@@ -2,15 +2,18 @@ package coordinator.tests;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Future;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.errors.TopicExistsException;
 import org.apache.kafka.common.serialization.StringSerializer;
 
@@ -37,13 +40,19 @@ final class Producing {
         config.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
         config.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
         config.put(ProducerConfig.LINGER_MS_CONFIG, "5");
+        List<Future<RecordMetadata>> sent = new ArrayList<>();
         try (KafkaProducer<String, String> producer = new KafkaProducer<>(config)) {
             for (int partition = 0; partition < partitions; partition++) {
                 for (int i = 0; i < perPartition; i++) {
-                    producer.send(new ProducerRecord<>(topic, partition, "k" + i, topic + "-" + partition + "-" + i));
+                    sent.add(producer.send(
+                            new ProducerRecord<>(topic, partition, "k" + i, topic + "-" + partition + "-" + i)));
                 }
             }
             producer.flush();
+            // A record that failed fails the produce step, not a consumer later waiting for it.
+            for (Future<RecordMetadata> future : sent) {
+                future.get();
+            }
         }
         ObjectNode answer = Driver.JSON.createObjectNode();
         answer.put("records", partitions * perPartition);

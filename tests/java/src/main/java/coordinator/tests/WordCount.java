@@ -33,6 +33,7 @@ public final class WordCount {
         String stateDir = args[4];
         int threads = Integer.parseInt(args[5]);
         String protocol = args.length > 6 ? args[6] : "streams";
+        String guarantee = args.length > 7 ? args[7] : StreamsConfig.AT_LEAST_ONCE;
 
         StreamsBuilder builder = new StreamsBuilder();
         builder.stream(input, Consumed.with(Serdes.String(), Serdes.String()))
@@ -51,6 +52,7 @@ public final class WordCount {
         props.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, 200);
         props.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0);
         props.put(StreamsConfig.GROUP_PROTOCOL_CONFIG, protocol);
+        props.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, guarantee);
         props.put(StreamsConfig.REPLICATION_FACTOR_CONFIG, 1);
         props.put(StreamsConfig.consumerPrefix("auto.offset.reset"), "earliest");
 
