@@ -27,9 +27,11 @@ import argparse
 import statistics
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +43,6 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from tests.gateway.conftest import running_gateway, running_tansu
 from tests.support.kafka_broker import running_kafka
 
-PARTITIONS = 3
 CLOCK_TICKS = 100
 
 
@@ -50,16 +51,16 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
 
 
-def create_topic(bootstrap: str, topic: str) -> None:
+def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(topic, PARTITIONS, 1)])[topic].result(30)
+    admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(30)
 
 
-def produce(bootstrap: str, topic: str, records: int, size: int) -> None:
+def produce(bootstrap: str, topic: str, records: int, size: int, partitions: int) -> None:
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "log_level": 0})
     payload = b"x" * size
     for n in range(records):
-        producer.produce(topic, payload, partition=n % PARTITIONS)
+        producer.produce(topic, payload, partition=n % partitions)
         if n % 10_000 == 0:
             producer.poll(0)
     assert producer.flush(60) == 0
@@ -70,75 +71,127 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
 
 
-def share_side(bootstrap: str, records: int, size: int) -> dict[str, float]:
-    topic, group = f"bench-{uuid.uuid4().hex[:8]}", f"g-{uuid.uuid4().hex[:8]}"
-    create_topic(bootstrap, topic)
-    consumer = ShareConsumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": group,
-            "share.acknowledgement.mode": "explicit",
-            "log_level": 0,
+class Tally:
+    """Records received by every consumer of a side, and the acknowledgement round trips."""
+
+    def __init__(self, records: int) -> None:
+        self.records = records
+        self.got = 0
+        self.acks: list[float] = []
+        self.lock = threading.Lock()
+        self.last = 0.0
+
+    def add(self, count: int, ack_ms: float) -> None:
+        with self.lock:
+            self.got += count
+            self.acks.append(ack_ms)
+            self.last = time.monotonic()
+
+    def done(self) -> bool:
+        return self.got >= self.records
+
+    def result(self, first: float) -> dict[str, float]:
+        return {
+            "records": self.got,
+            "rate": self.got / max(self.last - first, 1e-9),
+            "p50": percentile(self.acks, 0.5),
+            "p99": percentile(self.acks, 0.99),
         }
-    )
-    consumer.subscribe([topic])
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:  # joined and fetching: its share-partitions started
-        consumer.poll(0.5)
-        if time.monotonic() > deadline - 15:
-            break
-    produce(bootstrap, topic, records, size)
-    got, acks = 0, []
-    first = time.monotonic()  # the records are all there: from the first poll to the last record
-    end = first + 300
-    while got < records and time.monotonic() < end:
-        batch = [m for m in consumer.poll(1.0) if m.error() is None]
-        if not batch:
-            continue
-        for message in batch:
-            consumer.acknowledge(message, AcknowledgeType.ACCEPT)
-        started = time.monotonic()
-        consumer.commit_sync()
-        acks.append((time.monotonic() - started) * 1000)
-        got += len(batch)
-    last = time.monotonic()
-    consumer.close()
-    return {
-        "records": got,
-        "rate": got / max(last - first, 1e-9),
-        "p50": percentile(acks, 0.5),
-        "p99": percentile(acks, 0.99),
-    }
 
 
-def group_side(bootstrap: str, records: int, size: int) -> dict[str, float]:
+def in_threads(work: Callable[[int], None], consumers: int) -> None:
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(consumers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+
+def share_side(bootstrap: str, shape: Shape) -> dict[str, float]:
     topic, group = f"bench-{uuid.uuid4().hex[:8]}", f"g-{uuid.uuid4().hex[:8]}"
-    create_topic(bootstrap, topic)
-    produce(bootstrap, topic, records, size)
-    consumer = Consumer(
-        {"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest",
-         "enable.auto.commit": False, "log_level": 0}
-    )  # fmt: skip
-    consumer.subscribe([topic])
-    got, acks = 0, []
+    create_topic(bootstrap, topic, shape.partitions)
+    config = {
+        "bootstrap.servers": bootstrap,
+        "group.id": group,
+        "share.acknowledgement.mode": "explicit",
+        "log_level": 0,
+    }
+    consumers = [ShareConsumer(config) for _ in range(shape.consumers)]
+    for consumer in consumers:
+        consumer.subscribe([topic])
+    deadline = time.monotonic() + 5  # joined and fetching: their share-partitions started
+    while time.monotonic() < deadline:
+        for consumer in consumers:
+            consumer.poll(0.2)
+    produce(bootstrap, topic, shape.records, shape.size, shape.partitions)
+    tally = Tally(shape.records)
     first = time.monotonic()  # the records are all there: from the first poll to the last record
     end = first + 300
-    while got < records and time.monotonic() < end:
-        batch = [m for m in consumer.consume(500, 1.0) if m.error() is None]
-        if not batch:
-            continue
-        started = time.monotonic()
-        consumer.commit(asynchronous=False)
-        acks.append((time.monotonic() - started) * 1000)
-        got += len(batch)
-    last = time.monotonic()
-    consumer.close()
-    return {
-        "records": got,
-        "rate": got / max(last - first, 1e-9),
-        "p50": percentile(acks, 0.5),
-        "p99": percentile(acks, 0.99),
-    }
+
+    def consume(n: int) -> None:
+        consumer = consumers[n]
+        while not tally.done() and time.monotonic() < end:
+            batch = [m for m in consumer.poll(0.2) if m.error() is None]
+            if not batch:
+                continue
+            for message in batch:
+                consumer.acknowledge(message, AcknowledgeType.ACCEPT)
+            started = time.monotonic()
+            consumer.commit_sync()
+            tally.add(len(batch), (time.monotonic() - started) * 1000)
+
+    in_threads(consume, shape.consumers)
+    result = tally.result(first)
+    for consumer in consumers:
+        consumer.close()
+    return result
+
+
+def group_side(bootstrap: str, shape: Shape) -> dict[str, float]:
+    topic, group = f"bench-{uuid.uuid4().hex[:8]}", f"g-{uuid.uuid4().hex[:8]}"
+    create_topic(bootstrap, topic, shape.partitions)
+    produce(bootstrap, topic, shape.records, shape.size, shape.partitions)
+    consumers = [
+        Consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": group,
+                "auto.offset.reset": "earliest",
+                "enable.auto.commit": False,
+                "log_level": 0,
+            }
+        )
+        for _ in range(shape.consumers)
+    ]
+    for consumer in consumers:
+        consumer.subscribe([topic])
+    tally = Tally(shape.records)
+    first = time.monotonic()  # the records are all there: from the first poll to the last record
+    end = first + 300
+
+    def consume(n: int) -> None:
+        consumer = consumers[n]
+        while not tally.done() and time.monotonic() < end:
+            batch = [m for m in consumer.consume(500, 0.2) if m.error() is None]
+            if not batch:
+                continue
+            started = time.monotonic()
+            consumer.commit(asynchronous=False)
+            tally.add(len(batch), (time.monotonic() - started) * 1000)
+
+    in_threads(consume, shape.consumers)
+    result = tally.result(first)
+    for consumer in consumers:
+        consumer.close()
+    return result
+
+
+@dataclass(frozen=True)
+class Shape:
+    records: int
+    size: int
+    partitions: int
+    consumers: int
 
 
 def measured(side: Callable[[], dict[str, float]], pid: int | None) -> dict[str, float]:
@@ -149,6 +202,11 @@ def measured(side: Callable[[], dict[str, float]], pid: int | None) -> dict[str,
     return result
 
 
+SHARE_GATEWAY = "share, gateway (Tansu)"
+GROUP_GATEWAY = "consumer group, gateway (Tansu)"
+SHARE_KAFKA = "share, Kafka 4.4 native"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -156,7 +214,10 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=20_000)
     parser.add_argument("--size", type=int, default=256)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--partitions", type=int, default=3)
+    parser.add_argument("--consumers", type=int, default=1)
     args = parser.parse_args()
+    shape = Shape(args.records, args.size, args.partitions, args.consumers)
     results: dict[str, list[dict[str, float]]] = {}
     with (
         tempfile.TemporaryDirectory() as tmp,
@@ -166,13 +227,9 @@ def main() -> None:
     ):
         pid = gateway.process.pid
         sides: list[tuple[str, Callable[[], dict[str, float]], int | None]] = [
-            ("share, gateway (Tansu)", lambda: share_side(gateway.bootstrap, args.records, args.size), pid),
-            (
-                "consumer group, gateway (Tansu)",
-                lambda: group_side(gateway.bootstrap, args.records, args.size),
-                pid,
-            ),
-            ("share, Kafka 4.4 native", lambda: share_side(kafka.bootstrap, args.records, args.size), None),
+            (SHARE_GATEWAY, lambda: share_side(gateway.bootstrap, shape), pid),
+            (GROUP_GATEWAY, lambda: group_side(gateway.bootstrap, shape), pid),
+            (SHARE_KAFKA, lambda: share_side(kafka.bootstrap, shape), None),
         ]
         for round_ in range(args.rounds):
             order = sides[round_ % 3 :] + sides[: round_ % 3]
@@ -181,17 +238,26 @@ def main() -> None:
                 results.setdefault(name, []).append(result)
                 print(f"round {round_ + 1} {name}: {format_result(result)}", flush=True)
     print()
+    print(f"{shape.records:,} records of {shape.size} bytes, {shape.partitions} partitions, "
+          f"{shape.consumers} consumer(s); medians of {args.rounds} rounds")  # fmt: skip
     print("| side | records/s | ack p50 ms | ack p99 ms | gateway CPU ms / 1,000 records |")
     print("|---|---|---|---|---|")
+    rates: dict[str, float] = {}
     for name, runs in results.items():
+        rates[name] = statistics.median(r["rate"] for r in runs)
         cpu = [r["cpu_ms_per_1000"] for r in runs if "cpu_ms_per_1000" in r]
         print(
-            f"| {name} | {statistics.median(r['rate'] for r in runs):,.0f} "
+            f"| {name} | {rates[name]:,.0f} "
             f"| {statistics.median(r['p50'] for r in runs):.1f} | {statistics.median(r['p99'] for r in runs):.1f} "
-            f"| {statistics.median(cpu):.1f} |" if cpu else
-            f"| {name} | {statistics.median(r['rate'] for r in runs):,.0f} "
-            f"| {statistics.median(r['p50'] for r in runs):.1f} | {statistics.median(r['p99'] for r in runs):.1f} | - |"
+            f"| {f'{statistics.median(cpu):.1f}' if cpu else '-'} |"
         )  # fmt: skip
+    print()
+    print(
+        f"share via gateway / consumer group via gateway: {rates[SHARE_GATEWAY] / rates[GROUP_GATEWAY]:.0%} (target >= 80%)"
+    )
+    print(
+        f"share via gateway / Kafka native share: {rates[SHARE_GATEWAY] / rates[SHARE_KAFKA]:.0%} (target >= 100%)"
+    )
 
 
 def format_result(result: dict[str, Any]) -> str:

@@ -32,6 +32,7 @@ from coordinator.gateway.virtual_brokers import OpenListener, VirtualBrokers
 from coordinator.security.acl import Authorizer
 from coordinator.server.config import Config
 from coordinator.server.dispatcher import Dispatcher
+from coordinator.server.share_read_ahead import ReadAhead
 from protocol.apis import ApiKey
 from protocol.messages.api_versions import ApiVersion, ApiVersionsRequest
 from protocol.messages.find_coordinator import FindCoordinatorRequest
@@ -48,10 +49,12 @@ class Gateway:
     forwarder: Forwarder
     share_records: UpstreamShareRecords
     resolver: TransactionResolver
+    share_read_ahead: ReadAhead
 
     async def close(self) -> None:
         await self.resolver.stop()
         self.brokers.close()
+        await self.share_read_ahead.close()
         await self.share_records.close()
         await self.forwarder.close()
         await self.upstream.stop()
@@ -109,7 +112,8 @@ async def start_gateway(
     )
     dispatcher.internal_topics.creator = UpstreamTopicCreator(upstream)
     share_records = UpstreamShareRecords(upstream)
-    dispatcher.share.source = share_records  # the gateway is the share-partition leader
+    share_read_ahead = ReadAhead(share_records)
+    dispatcher.share.source = share_read_ahead  # the gateway is the share-partition leader
     forwarder = Forwarder(
         upstream, brokers, lambda: cluster.node, dispatcher.budget, config.upstream_connections_per_broker
     )
@@ -147,7 +151,7 @@ async def start_gateway(
             "gateway mode: upstream cluster %s, %d brokers, %d topics",
             upstream.cluster_id, len(upstream.brokers), len(upstream.catalog.topics),
         )  # fmt: skip
-    return Gateway(upstream, brokers, forwarder, share_records, resolver)
+    return Gateway(upstream, brokers, forwarder, share_records, resolver, share_read_ahead)
 
 
 def _serve_api_versions(dispatcher: Dispatcher, upstream: UpstreamCluster) -> None:

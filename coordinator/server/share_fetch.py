@@ -202,6 +202,7 @@ class ShareLeader:
                         entry(by_name[tp]).error_code = outcome.write_error
                     return
                 if outcome.acquired:
+                    self._read_ahead(group_id, member_id, list(outcome.acquired), req.max_bytes)
                     for tp, ranges in outcome.acquired.items():
                         data = entry(by_name[tp])
                         data.acquired_records = [
@@ -218,6 +219,18 @@ class ShareLeader:
                 # Nothing new although MaxWaitMs is not spent (an upstream that answers early):
                 # a short pause, not a busy loop.
                 await asyncio.sleep(min(deadline - loop.time(), 0.05))
+
+    def _read_ahead(
+        self, group_id: str, member_id: str, partitions: list[TopicPartition], max_bytes: int
+    ) -> None:
+        """Have the next records of the partitions just acquired from read while the member
+        works on these (docs/share-groups.md, "Reading ahead")."""
+        targets = self.manager.fetch_targets(group_id, member_id, partitions)
+        wanted = {
+            tp: t.offset for tp, t in targets.items() if not t.error_code and t.can_acquire and t.offset >= 0
+        }
+        if wanted:
+            self.source.read_ahead(wanted, max_bytes)
 
     async def _targets(
         self, group_id: str, member_id: str, partitions: list[TopicPartition]

@@ -52,7 +52,7 @@ def records_for(fetched: FetchedPartition, ranges: Sequence[tuple[int, int]]) ->
     )  # fmt: skip
 
 
-class RecordSource(Protocol):
+class RecordReader(Protocol):
     """Reads records for share fetches, and where a share-partition without state starts."""
 
     async def fetch(
@@ -66,6 +66,13 @@ class RecordSource(Protocol):
         ...
 
 
+class RecordSource(RecordReader, Protocol):
+    """A RecordReader that can also be told where share-partitions will be read next
+    (share_read_ahead.py)."""
+
+    def read_ahead(self, wanted: Mapping[TopicPartition, int], max_bytes: int) -> None: ...
+
+
 class NoRecords:
     """Standalone mode: every partition is an empty log starting at 0; a fetch waits
     ``max_wait_ms`` for data that never comes, as a broker does for an empty log."""
@@ -76,6 +83,9 @@ class NoRecords:
         if max_wait_ms > 0:
             await asyncio.sleep(min(max_wait_ms, 30_000) / 1000)
         return {tp: FetchedPartition() for tp in wanted}
+
+    def read_ahead(self, wanted: Mapping[TopicPartition, int], max_bytes: int) -> None:
+        """Nothing to read ahead in an empty log."""
 
     async def start_offsets(
         self, partitions: Sequence[TopicPartition], timestamp: int

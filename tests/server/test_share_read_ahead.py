@@ -1,0 +1,110 @@
+"""Reading ahead for share fetches (coordinator/server/share_read_ahead.py): a fetch at the offset
+read ahead takes that answer without a read of its own; empty or failed answers and other
+offsets are read again; partitions without records ready are not waited for when others have
+some; entries are bounded in number and age."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+
+import pytest
+
+from coordinator.server.share_read_ahead import ReadAhead
+from coordinator.server.share_records import FetchedPartition, TopicPartition
+
+A, B = ("t", 0), ("t", 1)
+
+
+class Log:
+    """A RecordReader over logs of single-record batches, recording every read."""
+
+    def __init__(self, ends: dict[TopicPartition, int]) -> None:
+        self.ends = ends
+        self.reads: list[tuple[dict[TopicPartition, int], int]] = []
+        self.failing = False
+
+    async def fetch(
+        self, wanted: Mapping[TopicPartition, int], max_wait_ms: int, min_bytes: int, max_bytes: int
+    ) -> dict[TopicPartition, FetchedPartition]:
+        self.reads.append((dict(wanted), max_wait_ms))
+        await asyncio.sleep(0)
+        if self.failing:
+            return {tp: FetchedPartition(6) for tp in wanted}
+        return {tp: self._answer(tp, offset) for tp, offset in wanted.items()}
+
+    def _answer(self, tp: TopicPartition, offset: int) -> FetchedPartition:
+        batches = tuple((o, o, o - offset, o - offset + 1) for o in range(offset, self.ends[tp]))
+        return FetchedPartition(0, b"x" * len(batches), batches, self.ends[tp])
+
+    async def start_offsets(
+        self, partitions: Sequence[TopicPartition], timestamp: int
+    ) -> dict[TopicPartition, int]:
+        return dict.fromkeys(partitions, 7)
+
+
+async def settle() -> None:
+    for _ in range(3):
+        await asyncio.sleep(0)
+
+
+@pytest.mark.asyncio
+async def test_a_fetch_at_the_offset_read_ahead_takes_its_answer() -> None:
+    log = Log({A: 10})
+    source = ReadAhead(log)
+    source.read_ahead({A: 4}, 1 << 20)
+    await settle()
+    assert log.reads == [({A: 4}, 0)]  # read ahead without waiting upstream
+    answer = await source.fetch({A: 4}, 500, 1, 1 << 20)
+    assert [b[0] for b in answer[A].batches] == [4, 5, 6, 7, 8, 9]
+    assert len(log.reads) == 1 and source.hits == 1 and source.pending == 0
+    await source.fetch({A: 4}, 500, 1, 1 << 20)  # taken once: read again
+    assert log.reads[-1] == ({A: 4}, 500)
+
+
+@pytest.mark.asyncio
+async def test_other_offsets_empty_and_failed_answers_are_read_again() -> None:
+    log = Log({A: 10, B: 3})
+    source = ReadAhead(log)
+    source.read_ahead({A: 4, B: 3}, 1 << 20)  # B is at its log end
+    await settle()
+    await source.fetch({B: 3}, 500, 1, 1 << 20)
+    assert log.reads[-1] == ({B: 3}, 500)  # empty: read again, waiting MaxWaitMs
+    await source.fetch({A: 5}, 500, 1, 1 << 20)
+    assert log.reads[-1] == ({A: 5}, 500) and source.hits == 0
+    log.failing = True
+    source.read_ahead({A: 6}, 1 << 20)
+    await settle()
+    log.failing = False
+    answer = await source.fetch({A: 6}, 500, 1, 1 << 20)
+    assert not answer[A].error_code and log.reads[-1] == ({A: 6}, 500)
+
+
+@pytest.mark.asyncio
+async def test_partitions_without_records_are_not_waited_for_when_others_have_some() -> None:
+    log = Log({A: 10, B: 3})
+    source = ReadAhead(log)
+    source.read_ahead({A: 4}, 1 << 20)
+    answer = await source.fetch({A: 4, B: 3}, 500, 1, 1 << 20)  # the read ahead still under way
+    assert log.reads[-1] == ({B: 3}, 0)
+    assert len(answer[A].batches) == 6 and answer[B].batches == ()
+
+
+@pytest.mark.asyncio
+async def test_entries_are_bounded_in_number_and_age() -> None:
+    now = [0.0]
+    log = Log({("t", n): 10 for n in range(5)})
+    source = ReadAhead(log, max_entries=3, max_age_s=1.0, clock=lambda: now[0])
+    source.read_ahead({("t", n): 0 for n in range(5)}, 1 << 20)
+    assert source.pending == 3
+    await source.fetch({("t", 0): 0}, 0, 1, 1 << 20)
+    assert source.hits == 0  # the oldest went first
+    await source.fetch({("t", 4): 0}, 0, 1, 1 << 20)
+    assert source.hits == 1
+    now[0] = 2.0
+    await source.fetch({("t", 3): 0}, 0, 1, 1 << 20)
+    assert source.hits == 1 and source.pending == 0  # too old: dropped, read again
+    source.read_ahead({A: 1}, 1 << 20)
+    await source.close()
+    assert source.pending == 0
+    assert await source.start_offsets([A], -2) == {A: 7}
