@@ -42,8 +42,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from confluent_kafka import AcknowledgeType, Consumer, NewTopic, Producer, ShareConsumer
-from confluent_kafka.admin import AdminClient
+from confluent_kafka import AcknowledgeType, Consumer, Producer, ShareConsumer
+from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
 from tests.gateway.conftest import running_gateway, running_tansu
 from tests.support.kafka_broker import running_kafka
