@@ -20,7 +20,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Final
 
 from coordinator.server.share_records import FetchedPartition, RecordReader, TopicPartition
@@ -33,6 +33,7 @@ _Read = asyncio.Task[dict[TopicPartition, FetchedPartition]]
 
 @dataclass(frozen=True, slots=True)
 class _Ahead:
+    offset: int  # where the read starts
     read: _Read  # one read may serve several partitions
     started: float
 
@@ -51,8 +52,8 @@ class ReadAhead:
         self.max_entries = max_entries
         self.max_age_s = max_age_s
         self.clock = clock
-        self._ahead: dict[tuple[TopicPartition, int], _Ahead] = {}  # oldest first
-        self.hits = 0  # fetches answered from a read ahead, for tests and the bench
+        self._ahead: dict[TopicPartition, list[_Ahead]] = {}  # per partition, oldest first
+        self.hits = 0  # partitions answered from what was read ahead, for tests and the bench
 
     async def fetch(
         self, wanted: Mapping[TopicPartition, int], max_wait_ms: int, min_bytes: int, max_bytes: int
@@ -61,8 +62,8 @@ class ReadAhead:
         ready: dict[TopicPartition, FetchedPartition] = {}
         rest: dict[TopicPartition, int] = {}
         for tp, offset in wanted.items():
-            answer = await self._take(tp, offset)
-            if answer is not None and not answer.error_code and answer.batches:
+            answer = await self._from_ahead(tp, offset)
+            if answer is not None:
                 ready[tp] = answer
                 self.hits += 1
             else:
@@ -75,18 +76,23 @@ class ReadAhead:
         return ready
 
     def read_ahead(self, wanted: Mapping[TopicPartition, int], max_bytes: int) -> None:
-        """Start reading ``wanted`` (topic-partition: offset) in the background."""
+        """Have the records from ``wanted`` (topic-partition: offset) on hand for the next fetch:
+        read from there in the background, or, where an answer read before already holds that
+        offset, from the end of that answer on (one read ahead of what is on hand)."""
         self._drop_old()
-        new = {tp: offset for tp, offset in wanted.items() if (tp, offset) not in self._ahead}
+        new: dict[TopicPartition, int] = {}
+        for tp, offset in wanted.items():
+            start = self._read_from(tp, offset)
+            if start is not None:
+                new[tp] = start
         if not new:
             return
         read = asyncio.get_running_loop().create_task(self.reader.fetch(new, 0, 1, max_bytes))
         read.add_done_callback(_retrieve)
         started = self.clock()
         for tp, offset in new.items():
-            self._ahead[(tp, offset)] = _Ahead(read, started)
-        while len(self._ahead) > self.max_entries:
-            self._forget(next(iter(self._ahead)))
+            self._ahead.setdefault(tp, []).append(_Ahead(offset, read, started))
+        self._bound()
 
     async def start_offsets(
         self, partitions: Sequence[TopicPartition], timestamp: int
@@ -94,7 +100,7 @@ class ReadAhead:
         return await self.reader.start_offsets(partitions, timestamp)
 
     async def close(self) -> None:
-        reads = {ahead.read for ahead in self._ahead.values()}
+        reads = {ahead.read for entries in self._ahead.values() for ahead in entries}
         self._ahead.clear()
         for read in reads:
             read.cancel()
@@ -104,28 +110,89 @@ class ReadAhead:
 
     @property
     def pending(self) -> int:
-        """Answers read ahead and not yet taken."""
-        return len(self._ahead)
+        """Answers read ahead and kept."""
+        return sum(len(entries) for entries in self._ahead.values())
 
-    async def _take(self, tp: TopicPartition, offset: int) -> FetchedPartition | None:
-        ahead = self._ahead.pop((tp, offset), None)
-        if ahead is None:
-            return None
-        try:
-            answer = await asyncio.shield(ahead.read)  # another fetch may be waiting for it too
-        except Exception:
-            return None
-        return answer.get(tp)
+    async def _from_ahead(self, tp: TopicPartition, offset: int) -> FetchedPartition | None:
+        """The batches from ``offset`` on out of an answer read ahead, if one holds them; answers
+        read past, failed or empty are dropped."""
+        for ahead in list(self._ahead.get(tp, ())):
+            if ahead.offset > offset:
+                continue  # read from further on: the records before it are not in it
+            try:
+                answer = (await asyncio.shield(ahead.read)).get(tp)  # others may wait for it too
+            except Exception:
+                answer = None
+            if answer is None or answer.error_code or not answer.batches:
+                self._remove(tp, ahead)
+                continue
+            part = from_offset(answer, offset)
+            if part is None:
+                self._remove(tp, ahead)  # read past
+                continue
+            return part
+        return None
+
+    def _read_from(self, tp: TopicPartition, offset: int) -> int | None:
+        """Where to read ahead for a next fetch at ``offset``: past the answers on hand that hold
+        it, or None when a read under way will (or an answer found the log end there)."""
+        start = offset
+        for ahead in sorted(self._ahead.get(tp, ()), key=lambda a: a.offset):
+            if ahead.offset > start:
+                break
+            if not ahead.read.done():
+                return None
+            answer = _answer(ahead.read, tp)
+            if answer is None or answer.error_code or not answer.batches:
+                if ahead.offset == start:
+                    return None  # the next fetch reads again, waiting as it should
+                continue
+            start = max(start, answer.batches[-1][1] + 1)
+        return start
+
+    def _remove(self, tp: TopicPartition, ahead: _Ahead) -> None:
+        entries = self._ahead.get(tp, [])
+        if ahead in entries:
+            entries.remove(ahead)
+        if not entries:
+            self._ahead.pop(tp, None)
 
     def _drop_old(self) -> None:
         oldest = self.clock() - self.max_age_s
-        for key in [key for key, ahead in self._ahead.items() if ahead.started < oldest]:
-            self._forget(key)
+        for tp, entries in list(self._ahead.items()):
+            for ahead in [a for a in entries if a.started < oldest]:
+                self._remove(tp, ahead)
 
-    def _forget(self, key: tuple[TopicPartition, int]) -> None:
-        # A read under way is left to finish (it waits for nothing upstream); cancelling it would
-        # cost its upstream connection.
-        del self._ahead[key]
+    def _bound(self) -> None:
+        # A read under way that is dropped is left to finish (it waits for nothing upstream);
+        # cancelling it would cost its upstream connection.
+        while self.pending > self.max_entries:
+            tp, ahead = min(
+                ((tp, entries[0]) for tp, entries in self._ahead.items()), key=lambda e: e[1].started
+            )
+            self._remove(tp, ahead)
+
+
+def from_offset(answer: FetchedPartition, offset: int) -> FetchedPartition | None:
+    """``answer`` from the first batch holding ``offset`` or after it on, or None when every
+    batch of it is below ``offset``."""
+    for n, (_, last, start, _) in enumerate(answer.batches):
+        if last >= offset:
+            if n == 0:
+                return answer
+            kept = answer.batches[n:]
+            return replace(
+                answer,
+                records=answer.records[start:],
+                batches=tuple((base, last_offset, s - start, e - start) for base, last_offset, s, e in kept),
+            )
+    return None
+
+
+def _answer(read: _Read, tp: TopicPartition) -> FetchedPartition | None:
+    if read.cancelled() or read.exception() is not None:
+        return None
+    return read.result().get(tp)
 
 
 def _retrieve(read: _Read) -> None:

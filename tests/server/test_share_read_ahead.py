@@ -49,7 +49,7 @@ async def settle() -> None:
 
 
 @pytest.mark.asyncio
-async def test_a_fetch_at_the_offset_read_ahead_takes_its_answer() -> None:
+async def test_fetches_within_an_answer_read_ahead_take_it_without_reads_of_their_own() -> None:
     log = Log({A: 10})
     source = ReadAhead(log)
     source.read_ahead({A: 4}, 1 << 20)
@@ -57,9 +57,16 @@ async def test_a_fetch_at_the_offset_read_ahead_takes_its_answer() -> None:
     assert log.reads == [({A: 4}, 0)]  # read ahead without waiting upstream
     answer = await source.fetch({A: 4}, 500, 1, 1 << 20)
     assert [b[0] for b in answer[A].batches] == [4, 5, 6, 7, 8, 9]
-    assert len(log.reads) == 1 and source.hits == 1 and source.pending == 0
-    await source.fetch({A: 4}, 500, 1, 1 << 20)  # taken once: read again
-    assert log.reads[-1] == ({A: 4}, 500)
+    answer = await source.fetch({A: 7}, 500, 1, 1 << 20)  # further on in the same answer
+    assert [b[0] for b in answer[A].batches] == [7, 8, 9]
+    assert [answer[A].records[s:e] for _, _, s, e in answer[A].batches] == [b"x"] * 3
+    assert len(log.reads) == 1 and source.hits == 2
+    source.read_ahead({A: 8}, 1 << 20)  # 8 is on hand: the read goes on from its end
+    await settle()
+    assert log.reads[-1] == ({A: 10}, 0)
+    log.ends[A] = 12
+    await source.fetch({A: 10}, 500, 1, 1 << 20)
+    assert log.reads[-1] == ({A: 10}, 500)  # that read found the log end: read again, waiting
 
 
 @pytest.mark.asyncio
@@ -70,8 +77,10 @@ async def test_other_offsets_empty_and_failed_answers_are_read_again() -> None:
     await settle()
     await source.fetch({B: 3}, 500, 1, 1 << 20)
     assert log.reads[-1] == ({B: 3}, 500)  # empty: read again, waiting MaxWaitMs
-    await source.fetch({A: 5}, 500, 1, 1 << 20)
-    assert log.reads[-1] == ({A: 5}, 500) and source.hits == 0
+    await source.fetch({A: 3}, 500, 1, 1 << 20)  # before the read ahead: not in it
+    assert log.reads[-1] == ({A: 3}, 500) and source.hits == 0
+    log = Log({A: 10})
+    source = ReadAhead(log)
     log.failing = True
     source.read_ahead({A: 6}, 1 << 20)
     await settle()
@@ -95,7 +104,9 @@ async def test_entries_are_bounded_in_number_and_age() -> None:
     now = [0.0]
     log = Log({("t", n): 10 for n in range(5)})
     source = ReadAhead(log, max_entries=3, max_age_s=1.0, clock=lambda: now[0])
-    source.read_ahead({("t", n): 0 for n in range(5)}, 1 << 20)
+    for n in range(5):
+        now[0] += 0.1
+        source.read_ahead({("t", n): 0}, 1 << 20)
     assert source.pending == 3
     await source.fetch({("t", 0): 0}, 0, 1, 1 << 20)
     assert source.hits == 0  # the oldest went first
