@@ -7,6 +7,10 @@ the next ShareFetch at that offset takes the answer instead of waiting for a rou
 upstream. Only records are read ahead, never acquired: the acquisition and its write happen
 when a ShareFetch takes them, as without reading ahead.
 
+The answers of ordinary reads are kept the same way: a
+ShareFetch usually acquires a batch or two of what the upstream returned, and the next fetches
+take the rest from there.
+
 An answer read ahead is used only when it holds records: an error or an empty answer (the log
 end) is read again, so errors are fresh and ``MaxWaitMs`` is waited as before. Memory is bounded:
 at most ``max_entries`` answers (each at most the upstream's per-partition limit), each kept
@@ -27,8 +31,11 @@ from coordinator.server.share_records import FetchedPartition, RecordReader, Top
 
 MAX_ENTRIES: Final = 64
 MAX_AGE_S: Final = 5.0
+# The upstream may answer a Fetch with MaxWaitMs 0 before reading anything (Tansu does): a read
+# ahead waits this long at most for records (MinBytes 1 answers as soon as there are some).
+READ_AHEAD_WAIT_MS: Final = 100
 
-_Read = asyncio.Task[dict[TopicPartition, FetchedPartition]]
+_Read = asyncio.Future[dict[TopicPartition, FetchedPartition]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +80,25 @@ class ReadAhead:
             # answers once MinBytes is there).
             fetched = await self.reader.fetch(rest, 0 if ready else max_wait_ms, min_bytes, max_bytes)
             ready.update(fetched)
+            self._keep(fetched, rest)
         return ready
+
+    def _keep(
+        self, fetched: dict[TopicPartition, FetchedPartition], offsets: Mapping[TopicPartition, int]
+    ) -> None:
+        """Keep an answer's records for the next fetches: a fetch usually acquires a batch or two
+        of what the upstream returned."""
+        kept = {tp: answer for tp, answer in fetched.items() if not answer.error_code and answer.batches}
+        if not kept:
+            return
+        read: _Read = asyncio.get_running_loop().create_future()
+        read.set_result(kept)
+        started = self.clock()
+        for tp in kept:
+            entries = self._ahead.setdefault(tp, [])
+            entries[:] = [a for a in entries if a.offset != offsets[tp]]
+            entries.append(_Ahead(offsets[tp], read, started))
+        self._bound()
 
     def read_ahead(self, wanted: Mapping[TopicPartition, int], max_bytes: int) -> None:
         """Have the records from ``wanted`` (topic-partition: offset) on hand for the next fetch:
@@ -87,7 +112,9 @@ class ReadAhead:
                 new[tp] = start
         if not new:
             return
-        read = asyncio.get_running_loop().create_task(self.reader.fetch(new, 0, 1, max_bytes))
+        read = asyncio.get_running_loop().create_task(
+            self.reader.fetch(new, READ_AHEAD_WAIT_MS, 1, max_bytes)
+        )
         read.add_done_callback(_retrieve)
         started = self.clock()
         for tp, offset in new.items():

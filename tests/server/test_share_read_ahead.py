@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 
 import pytest
 
-from coordinator.server.share_read_ahead import ReadAhead
+from coordinator.server.share_read_ahead import READ_AHEAD_WAIT_MS, ReadAhead
 from coordinator.server.share_records import FetchedPartition, TopicPartition
 
 A, B = ("t", 0), ("t", 1)
@@ -54,7 +54,7 @@ async def test_fetches_within_an_answer_read_ahead_take_it_without_reads_of_thei
     source = ReadAhead(log)
     source.read_ahead({A: 4}, 1 << 20)
     await settle()
-    assert log.reads == [({A: 4}, 0)]  # read ahead without waiting upstream
+    assert log.reads == [({A: 4}, READ_AHEAD_WAIT_MS)]  # waiting only for some records
     answer = await source.fetch({A: 4}, 500, 1, 1 << 20)
     assert [b[0] for b in answer[A].batches] == [4, 5, 6, 7, 8, 9]
     answer = await source.fetch({A: 7}, 500, 1, 1 << 20)  # further on in the same answer
@@ -63,10 +63,21 @@ async def test_fetches_within_an_answer_read_ahead_take_it_without_reads_of_thei
     assert len(log.reads) == 1 and source.hits == 2
     source.read_ahead({A: 8}, 1 << 20)  # 8 is on hand: the read goes on from its end
     await settle()
-    assert log.reads[-1] == ({A: 10}, 0)
+    assert log.reads[-1] == ({A: 10}, READ_AHEAD_WAIT_MS)
     log.ends[A] = 12
     await source.fetch({A: 10}, 500, 1, 1 << 20)
     assert log.reads[-1] == ({A: 10}, 500)  # that read found the log end: read again, waiting
+
+
+@pytest.mark.asyncio
+async def test_the_answers_of_ordinary_reads_serve_the_next_fetches() -> None:
+    log = Log({A: 10, B: 3})
+    source = ReadAhead(log)
+    await source.fetch({A: 2, B: 3}, 500, 1, 1 << 20)
+    answer = await source.fetch({A: 6}, 500, 1, 1 << 20)
+    assert [b[0] for b in answer[A].batches] == [6, 7, 8, 9] and len(log.reads) == 1
+    await source.fetch({A: 10}, 500, 1, 1 << 20)  # read past it: read again
+    assert log.reads[-1] == ({A: 10}, 500) and source.pending == 0
 
 
 @pytest.mark.asyncio
@@ -114,7 +125,7 @@ async def test_entries_are_bounded_in_number_and_age() -> None:
     assert source.hits == 1
     now[0] = 2.0
     await source.fetch({("t", 3): 0}, 0, 1, 1 << 20)
-    assert source.hits == 1 and source.pending == 0  # too old: dropped, read again
+    assert source.hits == 1 and source.pending == 1  # too old: dropped, read again (and kept)
     source.read_ahead({A: 1}, 1 << 20)
     await source.close()
     assert source.pending == 0
