@@ -110,6 +110,9 @@ class StreamsGroup:
     configured: ConfiguredTopology | None = None
     configured_version: int = -1
     endpoint_epoch: int = 0
+    # Monotonic ms of the last target computation in this process (None: none yet), for
+    # group.streams.assignment.interval.ms.
+    last_assignment_ms: int | None = None
     shutdown_requested: bool = False
     dead: bool = False
 

@@ -34,6 +34,7 @@ from coordinator.core.streams.classic_refusal import ClassicRefusal
 from coordinator.core.streams.describe import describe_groups
 from coordinator.core.streams.group import STREAMS_GROUP_TYPE, MemberState, StreamsGroup, tasks_of
 from coordinator.core.streams.heartbeat import (
+    ASSIGNMENT_TIMER,
     INITIAL_DELAY_TIMER,
     REBALANCE_TIMER,
     SESSION_TIMER,
@@ -94,8 +95,14 @@ class StreamsGroupManager(StreamsHeartbeat):
                      group.group_epoch)  # fmt: skip
             self.persist(group, fx)
 
+    def assignment_interval_over(self, group_id: str, fx: Effects) -> None:
+        group = self.groups.get(group_id)
+        if group is not None and self.compute_waiting_target(group):
+            self.persist(group, fx)
+
     def timer_handlers(self) -> Mapping[str, TimerHandler]:
         return {
+            ASSIGNMENT_TIMER: lambda key, fx: self.assignment_interval_over(str(key[1]), fx),
             INITIAL_DELAY_TIMER: lambda key, fx: self.initial_delay_over(str(key[1]), fx),
             SESSION_TIMER: lambda key, fx: self.expire_session(str(key[1]), str(key[2]), fx),
             REBALANCE_TIMER: lambda key, fx: self.expire_rebalance(str(key[1]), str(key[2]), fx),
@@ -125,11 +132,15 @@ class StreamsGroupManager(StreamsHeartbeat):
     def on_loaded(self, fx: Effects, group_ids: Collection[str] | None = None) -> None:
         """Every member gets a full session. The topology is configured against the catalog;
         when the stored target still covers exactly the tasks it gives (the catalog did not
-        change meanwhile), the group goes on at its epoch, else the first heartbeat bumps it."""
+        change meanwhile), the group goes on at its epoch, else the first heartbeat bumps it. A
+        target stored behind its group epoch (waiting for its assignment interval, or the initial
+        delay, neither of which is stored) is computed at once, by the assignment timer."""
         for group in self._selected(group_ids):
             self._restore_configuration(group)
             for member in group.members.values():
                 self.reschedule_session(group, member)
+            if group.members and group.group_epoch > group.assignment_epoch:
+                self.timers.schedule((ASSIGNMENT_TIMER, group.group_id), self.clock.now_ms)
 
     def _restore_configuration(self, group: StreamsGroup) -> None:
         if group.topology is None:
