@@ -18,6 +18,7 @@ from coordinator.core.dynamic_configs import (
     DynamicGroupConfigs,
 )
 from coordinator.core.effects import Effects
+from coordinator.core.epoch_groups import invalid_ids
 from coordinator.core.errors import (
     FENCED_MEMBER_EPOCH,
     GROUP_ID_NOT_FOUND,
@@ -138,14 +139,9 @@ class StreamsHeartbeat:
     @staticmethod
     def validate(req: sgh.StreamsGroupHeartbeatRequest) -> None:
         """Kafka's throwIfStreamsGroupHeartbeatRequestIsInvalid, in its order."""
-        if not req.member_id.strip():
-            raise Rejected(INVALID_REQUEST, "MemberId can't be empty.")
-        if not req.group_id.strip():
-            raise Rejected(INVALID_REQUEST, "GroupId can't be empty.")
-        if req.instance_id is not None and not req.instance_id.strip():
-            raise Rejected(INVALID_REQUEST, "InstanceId can't be empty.")
-        if req.rack_id is not None and not req.rack_id.strip():
-            raise Rejected(INVALID_REQUEST, "RackId can't be empty.")
+        invalid = invalid_ids(req.member_id, req.group_id, req.instance_id, req.rack_id)
+        if invalid is not None:
+            raise Rejected(INVALID_REQUEST, invalid)
         epoch = req.member_epoch
         if epoch == JOIN_EPOCH:
             if req.rebalance_timeout_ms == -1:
