@@ -540,6 +540,9 @@ def test_a_member_leaving_within_the_interval_gives_its_tasks_back_when_it_is_ov
     h.advance(1000)
     a.beat()
     assert len(a.tasks()) == 8
+    # The history counts the leaver's tasks as moved to a, as without the interval.
+    computed = [e.message for e in h.coordinator.events.history("app") if e.kind == "target_computed"]
+    assert "4 active tasks moved, 0 assigned for the first time" in computed[-1]
 
 
 def test_the_groups_assignment_interval_applies_and_zero_computes_at_every_change() -> None:

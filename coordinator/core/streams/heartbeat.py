@@ -517,9 +517,12 @@ class StreamsHeartbeat:
         self.history.left(group, member, kind, why)
         if group.members and not self.delayed(group) and self.assignment_due(group):
             self._compute_target(group, before)
+        elif group.target_before is None:
+            group.target_before = before
 
     def _compute_target(self, group: StreamsGroup, before: dict[str, TaskSets] | None = None) -> None:
-        previous = group.target if before is None else before
+        previous = before or group.target_before or group.target
+        group.target_before = None
         compute_target(group, self.standby_replicas(group))
         group.last_assignment_ms = self.clock.now_ms
         self.history.target_computed(group, previous)
