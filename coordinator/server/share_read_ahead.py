@@ -69,7 +69,7 @@ class ReadAhead:
         ready: dict[TopicPartition, FetchedPartition] = {}
         rest: dict[TopicPartition, int] = {}
         for tp, offset in wanted.items():
-            answer = await self._from_ahead(tp, offset)
+            answer = await self._from_ahead(tp, offset, max_wait_ms)
             if answer is not None:
                 ready[tp] = answer
                 self.hits += 1
@@ -140,16 +140,18 @@ class ReadAhead:
         """Answers read ahead and kept."""
         return sum(len(entries) for entries in self._ahead.values())
 
-    async def _from_ahead(self, tp: TopicPartition, offset: int) -> FetchedPartition | None:
+    async def _from_ahead(self, tp: TopicPartition, offset: int, max_wait_ms: int) -> FetchedPartition | None:
         """The batches from ``offset`` on out of an answer read ahead, if one holds them; answers
         read past, failed or empty are dropped."""
         for ahead in list(self._ahead.get(tp, ())):
             if ahead.offset > offset:
                 continue  # read from further on: the records before it are not in it
-            try:
-                answer = (await asyncio.shield(ahead.read)).get(tp)  # others may wait for it too
-            except Exception:
-                answer = None
+            if not ahead.read.done():
+                # Wait for it no longer than the fetch would wait (shielded: others may too).
+                done, _ = await asyncio.wait([ahead.read], timeout=max(max_wait_ms, 0) / 1000)
+                if not done:
+                    return None
+            answer = _answer(ahead.read, tp)
             if answer is None or answer.error_code or not answer.batches:
                 self._remove(tp, ahead)
                 continue

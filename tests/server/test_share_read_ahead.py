@@ -130,3 +130,24 @@ async def test_entries_are_bounded_in_number_and_age() -> None:
     await source.close()
     assert source.pending == 0
     assert await source.start_offsets([A], -2) == {A: 7}
+
+
+class SlowReadAhead(Log):
+    """A log whose reads ahead wait upstream (no records yet) while ordinary reads answer."""
+
+    async def fetch(
+        self, wanted: Mapping[TopicPartition, int], max_wait_ms: int, min_bytes: int, max_bytes: int
+    ) -> dict[TopicPartition, FetchedPartition]:
+        if max_wait_ms == READ_AHEAD_WAIT_MS:
+            await asyncio.sleep(10)
+        return await super().fetch(wanted, max_wait_ms, min_bytes, max_bytes)
+
+
+@pytest.mark.asyncio
+async def test_a_read_ahead_under_way_is_waited_for_no_longer_than_the_fetch_would_wait() -> None:
+    log = SlowReadAhead({A: 10})
+    source = ReadAhead(log)
+    source.read_ahead({A: 4}, 1 << 20)
+    answer = await asyncio.wait_for(source.fetch({A: 4}, 0, 1, 1 << 20), 1)
+    assert len(answer[A].batches) == 6 and log.reads[-1] == ({A: 4}, 0)
+    await source.close()
