@@ -586,6 +586,7 @@ def test_commits_are_read_back_by_the_member_the_next_owner_and_the_admin_client
 # 6: static membership
 
 
+@pytest.mark.timeout(8 * WAIT_S)  # seven waits of at most WAIT_S each, and a process closing
 def test_static_member_restarted_as_a_new_process_keeps_its_partitions(group: Group) -> None:
     other = group.member("other")
     group.poll_until(lambda: group.split(other), "the first member to own everything")

@@ -68,7 +68,7 @@ def run_in_phases(
             if time.monotonic() - phase_started > phase.bound_s:
                 _stop(process)
                 for reader in readers:
-                    reader.join(5)
+                    reader.join(10)
                 done = output()
                 raise AssertionError(
                     f"{' '.join(argv[:3])}…: phase {index + 1}/{len(phases)} ({phase.name}) took over "
@@ -81,8 +81,11 @@ def run_in_phases(
     finally:
         if process.poll() is None:
             _stop(process)
-    for reader in readers:
-        reader.join(10)
+        for reader in readers:
+            reader.join(10)
+        for stream in (process.stdout, process.stderr):
+            if stream is not None:
+                stream.close()
     done = output()
     return subprocess.CompletedProcess(list(argv), process.returncode, done.stdout, done.stderr)
 
