@@ -46,7 +46,8 @@ from protocol.wire import decode_response, encode_request  # noqa: E402
 
 LISTENING = re.compile(r"listening on 127\.0\.0\.1:(\d+)")
 LOADED = re.compile(
-    r"loaded \d+ topics, (\d+) classic groups, \d+ consumer groups, \d+ streams groups and (\d+) offsets"
+    # One count per kind of group, as many kinds as the commit under test has.
+    r"loaded \d+ topics, (\d+) classic groups(?:, \d+ \w+ groups)* and (\d+) offsets"
 )
 LOAD_IN_PROGRESS = 14
 # Several nodes on PostgreSQL: a first load longer than group.coordinator.lease.ms loses the

@@ -13,6 +13,10 @@ from typing import Any, Final
 
 from protocol.apis import ApiKey
 from protocol.messages.add_offsets_to_txn import AddOffsetsToTxnRequest, AddOffsetsToTxnResponse
+from protocol.messages.alter_share_group_offsets import (
+    AlterShareGroupOffsetsRequest,
+    AlterShareGroupOffsetsResponse,
+)
 from protocol.messages.alter_user_scram_credentials import (
     AlterUserScramCredentialsRequest,
     AlterUserScramCredentialsResponse,
@@ -37,6 +41,10 @@ from protocol.messages.create_partitions import (
 from protocol.messages.create_topics import CreatableTopicResult, CreateTopicsRequest, CreateTopicsResponse
 from protocol.messages.delete_acls import DeleteAclsFilterResult, DeleteAclsRequest, DeleteAclsResponse
 from protocol.messages.delete_groups import DeletableGroupResult, DeleteGroupsRequest, DeleteGroupsResponse
+from protocol.messages.delete_share_group_offsets import (
+    DeleteShareGroupOffsetsRequest,
+    DeleteShareGroupOffsetsResponse,
+)
 from protocol.messages.delete_topics import DeletableTopicResult, DeleteTopicsRequest, DeleteTopicsResponse
 from protocol.messages.describe_acls import DescribeAclsRequest, DescribeAclsResponse
 from protocol.messages.describe_cluster import DescribeClusterRequest, DescribeClusterResponse
@@ -46,6 +54,11 @@ from protocol.messages.describe_configs import (
     DescribeConfigsResult,
 )
 from protocol.messages.describe_groups import DescribedGroup, DescribeGroupsRequest, DescribeGroupsResponse
+from protocol.messages.describe_share_group_offsets import (
+    DescribeShareGroupOffsetsRequest,
+    DescribeShareGroupOffsetsResponse,
+    DescribeShareGroupOffsetsResponseGroup,
+)
 from protocol.messages.describe_user_scram_credentials import (
     DescribeUserScramCredentialsRequest,
     DescribeUserScramCredentialsResponse,
@@ -250,6 +263,28 @@ def share_group_describe(
 ) -> ShareGroupDescribeResponse:
     groups = [ShareDescribedGroup(error_code=code, error_message=message, group_id=g) for g in req.group_ids]
     return ShareGroupDescribeResponse(groups=groups)
+
+
+def describe_share_group_offsets(
+    version: int, req: DescribeShareGroupOffsetsRequest, code: int, message: str | None
+) -> DescribeShareGroupOffsetsResponse:
+    groups = [
+        DescribeShareGroupOffsetsResponseGroup(group_id=g.group_id, error_code=code, error_message=message)
+        for g in req.groups
+    ]
+    return DescribeShareGroupOffsetsResponse(groups=groups)
+
+
+def alter_share_group_offsets(
+    version: int, req: AlterShareGroupOffsetsRequest, code: int, message: str | None
+) -> AlterShareGroupOffsetsResponse:
+    return AlterShareGroupOffsetsResponse(error_code=code, error_message=message)
+
+
+def delete_share_group_offsets(
+    version: int, req: DeleteShareGroupOffsetsRequest, code: int, message: str | None
+) -> DeleteShareGroupOffsetsResponse:
+    return DeleteShareGroupOffsetsResponse(error_code=code, error_message=message)
 
 
 def share_fetch(version: int, req: ShareFetchRequest, code: int, message: str | None) -> ShareFetchResponse:
@@ -511,6 +546,9 @@ ERROR_RESPONSES: Final[dict[ApiKey, ErrorResponseBuilder]] = {
     ApiKey.END_TXN: end_txn,
     ApiKey.SHARE_GROUP_HEARTBEAT: share_group_heartbeat,
     ApiKey.SHARE_GROUP_DESCRIBE: share_group_describe,
+    ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: describe_share_group_offsets,
+    ApiKey.ALTER_SHARE_GROUP_OFFSETS: alter_share_group_offsets,
+    ApiKey.DELETE_SHARE_GROUP_OFFSETS: delete_share_group_offsets,
     ApiKey.SHARE_FETCH: share_fetch,
     ApiKey.SHARE_ACKNOWLEDGE: share_acknowledge,
 }

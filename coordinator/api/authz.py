@@ -32,6 +32,7 @@ from coordinator.api import config_resources
 from coordinator.api.amend import amend, reply
 from coordinator.api.config_resources import Refusal, screen_alter, screen_describe
 from coordinator.api.routes import Handler, Routes
+from coordinator.api.share_authz import ShareAcls
 from coordinator.core.admin_write import admin_write
 from coordinator.core.context import RequestContext
 from coordinator.core.result import Result
@@ -154,6 +155,7 @@ class AclLayer:
         routes.wrap(ApiKey.CONSUMER_GROUP_DESCRIBE, ConsumerGroupDescribeRequest, self._consumer_describe)
         routes.wrap(ApiKey.STREAMS_GROUP_HEARTBEAT, StreamsGroupHeartbeatRequest, self._streams_heartbeat)
         routes.wrap(ApiKey.STREAMS_GROUP_DESCRIBE, StreamsGroupDescribeRequest, self._streams_describe)
+        ShareAcls(self).install(routes)
         routes.wrap(
             ApiKey.DESCRIBE_CONFIGS,
             DescribeConfigsRequest,

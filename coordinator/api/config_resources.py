@@ -54,6 +54,7 @@ DEFAULT_CONFIG: Final = 5
 DYNAMIC_GROUP_CONFIG: Final = 8
 # Kafka's ConfigDef.Type as DescribeConfigs v3+ carries it
 UNKNOWN_TYPE, BOOLEAN, STRING, INT, LONG, LIST = 0, 1, 2, 3, 5, 7
+_GROUP_CONFIG_TYPES: Final[Mapping[str, int]] = {"int": INT, "boolean": BOOLEAN, "string": STRING}
 # Kafka's AlterConfigOp.OpType
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 
@@ -129,15 +130,20 @@ class ConfigResources:
         overrides = self.group_configs.overrides.get(group_id, {})
         for definition in GROUP_CONFIGS:
             override = overrides.get(definition.name)
-            broker_value = str(getattr(self.config, definition.broker_setting))
-            broker_source = self._broker_source(definition.broker_setting)
+            if definition.broker_setting is None:
+                # No broker-level synonym (Kafka's ALL_GROUP_CONFIG_SYNONYMS): GroupConfig's default.
+                broker_name, broker_value, broker_source = definition.name, definition.default, DEFAULT_CONFIG
+            else:
+                broker_name = definition.broker_name
+                broker_value = _shown(getattr(self.config, definition.broker_setting))
+                broker_source = self._broker_source(definition.broker_setting)
             entry = DescribeConfigsResourceResult(
                 definition.name,
                 override if override is not None else broker_value,
                 read_only=False,
                 # As Kafka: the first synonym's source (the group's, else the broker setting's).
                 config_source=DYNAMIC_GROUP_CONFIG if override is not None else broker_source,
-                config_type=INT,
+                config_type=_GROUP_CONFIG_TYPES[definition.config_type],
                 documentation=definition.doc,
             )
             if synonyms:
@@ -145,17 +151,13 @@ class ConfigResources:
                     entry.synonyms.append(
                         DescribeConfigsSynonym(definition.name, override, DYNAMIC_GROUP_CONFIG)
                     )
-                entry.synonyms.append(
-                    DescribeConfigsSynonym(definition.broker_name, broker_value, broker_source)
-                )
-                if broker_source == STATIC_BROKER_CONFIG:
+                entry.synonyms.append(DescribeConfigsSynonym(broker_name, broker_value, broker_source))
+                if broker_source == STATIC_BROKER_CONFIG and definition.broker_setting is not None:
                     # As Kafka: the broker-level default follows the static setting that hides it
                     # (docs/kafka-differences.md#group-configs).
                     entry.synonyms.append(
                         DescribeConfigsSynonym(
-                            definition.broker_name,
-                            self._broker_default(definition.broker_setting),
-                            DEFAULT_CONFIG,
+                            broker_name, self._broker_default(definition.broker_setting), DEFAULT_CONFIG
                         )
                     )
             yield entry

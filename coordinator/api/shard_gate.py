@@ -56,7 +56,10 @@ def install_shard_gate(routes: Routes, shard_map: ShardMap) -> None:
             def handle(ctx: RequestContext, req: RequestT) -> Result:
                 if single and not shard_map.loading:
                     return inner(ctx, req)
-                statuses = {shard_map.status(group_id, ctx.now_ms) for group_id in groups(req)}
+                names = groups(req)
+                if len(names) == 1 and shard_map.status(names[0], ctx.now_ms) is ShardState.ACTIVE:
+                    return inner(ctx, req)  # the common case on several nodes: no set built
+                statuses = {shard_map.status(group_id, ctx.now_ms) for group_id in names}
                 if not statuses or statuses == {ShardState.ACTIVE}:
                     return inner(ctx, req)
                 response: Any
@@ -66,7 +69,7 @@ def install_shard_gate(routes: Routes, shard_map: ShardMap) -> None:
                     else:
                         response = error_response(api_key, ctx.api_version, req, ErrorCode.NOT_COORDINATOR)
                 else:
-                    for group_id in groups(req):
+                    for group_id in names:
                         shard_map.want(group_id)
                     response = load_in_progress_response(api_key, ctx.api_version, req)
                 return reply(ctx, response)

@@ -19,15 +19,18 @@ from coordinator.api.transactions import add_transaction_routes, txn_offset_comm
 from coordinator.core.cluster import Cluster
 from coordinator.core.group_coordinator import GroupCoordinator
 from protocol.apis import ApiKey
+from protocol.messages.alter_share_group_offsets import AlterShareGroupOffsetsRequest
 from protocol.messages.api_versions import ApiVersionsRequest
 from protocol.messages.consumer_group_describe import ConsumerGroupDescribeRequest
 from protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
 from protocol.messages.create_partitions import CreatePartitionsRequest
 from protocol.messages.create_topics import CreateTopicsRequest
 from protocol.messages.delete_groups import DeleteGroupsRequest
+from protocol.messages.delete_share_group_offsets import DeleteShareGroupOffsetsRequest
 from protocol.messages.describe_cluster import DescribeClusterRequest
 from protocol.messages.describe_configs import DescribeConfigsRequest
 from protocol.messages.describe_groups import DescribeGroupsRequest
+from protocol.messages.describe_share_group_offsets import DescribeShareGroupOffsetsRequest
 from protocol.messages.find_coordinator import FindCoordinatorRequest
 from protocol.messages.heartbeat import HeartbeatRequest
 from protocol.messages.incremental_alter_configs import IncrementalAlterConfigsRequest
@@ -80,6 +83,12 @@ GROUP_ROUTES: Final[dict[ApiKey, tuple[type[Any], Callable[[Any], list[str]]]]] 
     ApiKey.CONSUMER_GROUP_DESCRIBE: (ConsumerGroupDescribeRequest, lambda r: list(r.group_ids)),
     ApiKey.SHARE_GROUP_HEARTBEAT: (ShareGroupHeartbeatRequest, _one_group),
     ApiKey.SHARE_GROUP_DESCRIBE: (ShareGroupDescribeRequest, lambda r: list(r.group_ids)),
+    ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: (
+        DescribeShareGroupOffsetsRequest,
+        lambda r: [g.group_id for g in r.groups],
+    ),
+    ApiKey.ALTER_SHARE_GROUP_OFFSETS: (AlterShareGroupOffsetsRequest, _one_group),
+    ApiKey.DELETE_SHARE_GROUP_OFFSETS: (DeleteShareGroupOffsetsRequest, _one_group),
     ApiKey.STREAMS_GROUP_HEARTBEAT: (StreamsGroupHeartbeatRequest, _one_group),
     ApiKey.STREAMS_GROUP_DESCRIBE: (StreamsGroupDescribeRequest, lambda r: list(r.group_ids)),
     ApiKey.DESCRIBE_CONFIGS: (DescribeConfigsRequest, _group_resources),
@@ -127,6 +136,9 @@ def api_routes(cluster: Cluster, coordinator: GroupCoordinator) -> Routes:
         ApiKey.CONSUMER_GROUP_DESCRIBE: coordinator.handle,
         ApiKey.SHARE_GROUP_HEARTBEAT: coordinator.handle,
         ApiKey.SHARE_GROUP_DESCRIBE: coordinator.handle,
+        ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: coordinator.handle,
+        ApiKey.ALTER_SHARE_GROUP_OFFSETS: coordinator.handle,
+        ApiKey.DELETE_SHARE_GROUP_OFFSETS: coordinator.handle,
         ApiKey.STREAMS_GROUP_HEARTBEAT: coordinator.handle,
         ApiKey.STREAMS_GROUP_DESCRIBE: coordinator.handle,
     }

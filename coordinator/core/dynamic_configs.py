@@ -7,8 +7,9 @@ IncrementalAlterConfigs on a GROUP resource: ``consumer.session.timeout.ms`` and
 are validated as Kafka's GroupConfig does, against the broker-level bounds
 ``group.consumer.{min,max}.{session.timeout,heartbeat.interval}.ms``, and apply to each member
 at its next heartbeat (its session is re-armed with the group's timeout, and the response
-carries the group's interval). Kafka's ``share.*`` group configs belong to share groups, which
-this coordinator does not run: they are refused by name. Rules and choices: docs/group-configs.md.
+carries the group's interval). The ``share.*`` and ``errors.deadletterqueue.*`` configs of share
+groups are validated as Kafka 4.4's GroupConfig does (share_configs.py) and read through
+``share_settings``. Rules and choices: docs/group-configs.md.
 """
 
 from __future__ import annotations
@@ -20,6 +21,13 @@ from typing import Final
 
 from coordinator.core.group_settings import BrokerGroupSettings
 from coordinator.core.heartbeat_interval import HeartbeatIntervals, no_jitter
+from coordinator.core.share_configs import (
+    SHARE_CONFIGS,
+    InvalidShareConfig,
+    ShareGroupSettings,
+    check_share_configs,
+    share_settings,
+)
 from storage.records import GroupConfigRecord, GroupConfigTombstone
 
 CONSUMER_SESSION_TIMEOUT_MS: Final = "consumer.session.timeout.ms"
@@ -40,16 +48,19 @@ _KAFKA_DEFAULTS: Final[Mapping[str, int]] = {
 @dataclass(frozen=True, slots=True)
 class GroupConfigDef:
     name: str  # the group config, e.g. consumer.session.timeout.ms
-    broker_setting: str  # the BrokerGroupSettings field of its broker-level default
+    broker_setting: str | None  # the BrokerGroupSettings field of its broker-level default, if any
     doc: str
     minimum: int = 1  # Kafka's ConfigDef atLeast bound
+    config_type: str = "int"  # Kafka's ConfigDef type: int, boolean or string
+    default: str = ""  # Kafka's own default, for a config without a broker-level one
 
     @property
     def broker_name(self) -> str:
-        return self.broker_setting.replace("_", ".")
+        return "" if self.broker_setting is None else self.broker_setting.replace("_", ".")
 
 
-GROUP_CONFIGS: Final[tuple[GroupConfigDef, ...]] = (
+# The consumer and streams group configs (the share ones: share_configs.py).
+CONSUMER_CONFIGS: Final[tuple[GroupConfigDef, ...]] = (
     GroupConfigDef(
         CONSUMER_SESSION_TIMEOUT_MS,
         "group_consumer_session_timeout_ms",
@@ -87,9 +98,13 @@ GROUP_CONFIGS: Final[tuple[GroupConfigDef, ...]] = (
         minimum=0,
     ),
 )
+GROUP_CONFIGS: Final[tuple[GroupConfigDef, ...]] = CONSUMER_CONFIGS + tuple(
+    GroupConfigDef(c.name, c.broker_setting, c.doc, c.at_least, c.config_type, c.default)
+    for c in SHARE_CONFIGS
+)
 BY_NAME: Final[Mapping[str, GroupConfigDef]] = {d.name: d for d in GROUP_CONFIGS}
+_CONSUMER_NAMES: Final = frozenset(d.name for d in CONSUMER_CONFIGS)  # consumer and streams
 _STREAMS_NAMES: Final = tuple(d.name for d in GROUP_CONFIGS if d.name.startswith("streams."))
-_SHARE_PREFIX: Final = "share."
 _INT: Final = re.compile(r"\s*[+-]?[0-9]+\s*")
 
 
@@ -152,13 +167,22 @@ class DynamicGroupConfigs:
     # -- effective values ------------------------------------------------------------------------
 
     def value(self, group_id: str, name: str) -> int:
-        """The value in force for the group: its override, else the broker-level default."""
+        """The value in force for the group of an int config with a broker-level default: its
+        override, else the broker-level default."""
         overrides = self.overrides.get(group_id)
         override = None if overrides is None else overrides.get(name)
         if override is not None:
             return int(override)
-        broker_value: int = getattr(self.config, BY_NAME[name].broker_setting)
+        broker_setting = BY_NAME[name].broker_setting
+        if broker_setting is None:
+            raise ValueError(f"{name} has no broker-level default")
+        broker_value: int = getattr(self.config, broker_setting)
         return broker_value
+
+    def share_settings(self, group_id: str) -> ShareGroupSettings:
+        """The settings share group ``group_id`` runs under: its share.* configs, else the
+        broker's, bounded by the broker's bounds (docs/group-configs.md#share-groups)."""
+        return share_settings(self.config, self.overrides.get(group_id, {}))
 
     def session_timeout_ms(self, group_id: str) -> int:
         return self.value(group_id, CONSUMER_SESSION_TIMEOUT_MS)
@@ -180,8 +204,6 @@ class DynamicGroupConfigs:
         """The group's overrides after ``changes`` (name -> new value, None to delete), validated
         as Kafka validates them; raises InvalidGroupConfig with Kafka's message."""
         for name in changes:
-            if name.startswith(_SHARE_PREFIX):
-                raise InvalidGroupConfig(f"{name}: share groups are not supported by this coordinator")
             if name not in BY_NAME:
                 raise InvalidGroupConfig(f"Unknown group config name: {name}")
         after = self._latest(group_id)
@@ -197,9 +219,19 @@ class DynamicGroupConfigs:
             for name in _STREAMS_NAMES
             if name in after
         }
+        shares = check_share_configs(
+            self.config, {n: v for n, v in after.items() if n not in _CONSUMER_NAMES}
+        )
         self._check_bounds(values[CONSUMER_SESSION_TIMEOUT_MS], values[CONSUMER_HEARTBEAT_INTERVAL_MS])
         self._check_streams(streams)
-        return {name: str(int(value)) for name, value in after.items()}
+        try:
+            shares.raise_first()
+        except InvalidShareConfig as invalid:
+            raise InvalidGroupConfig(str(invalid)) from None
+        return {
+            name: str(int(value)) if name in _CONSUMER_NAMES else shares.normalized[name]
+            for name, value in after.items()
+        }
 
     def _check_streams(self, values: Mapping[str, int]) -> None:
         """Kafka 4.4's GroupConfig.validateValues for the streams configs, in its order: each

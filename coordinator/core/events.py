@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Final, Protocol
 
 from coordinator.core.clock import ShardClock
+from coordinator.core.histogram import MOVED_BOUNDS, PHASE_BOUNDS_MS, BucketCounts
 from protocol.messages.consumer_protocol import (
     decode_consumer_protocol_assignment_v0,
     decode_consumer_protocol_assignment_v1,
@@ -166,13 +167,13 @@ class _Phase:
 
 @dataclass(slots=True)
 class EventStats:
-    """What metrics read (and drain) from the events."""
+    """What metrics read from the events at scrape time."""
 
     rebalances_by_reason: dict[tuple[str, str], int] = field(default_factory=dict)  # (protocol, reason)
-    preparing_ms: list[int] = field(default_factory=list)
-    completing_ms: list[int] = field(default_factory=list)
-    reconciling_ms: list[int] = field(default_factory=list)
-    partitions_moved: list[int] = field(default_factory=list)
+    preparing_ms: BucketCounts = field(default_factory=lambda: BucketCounts(PHASE_BOUNDS_MS))
+    completing_ms: BucketCounts = field(default_factory=lambda: BucketCounts(PHASE_BOUNDS_MS))
+    reconciling_ms: BucketCounts = field(default_factory=lambda: BucketCounts(PHASE_BOUNDS_MS))
+    partitions_moved: BucketCounts = field(default_factory=lambda: BucketCounts(MOVED_BOUNDS))
     # (group, member) that made a join phase wait longest, and how long (ms), since start.
     slowest_rejoin: dict[str, tuple[str, int]] = field(default_factory=dict)
 
@@ -376,7 +377,7 @@ class GroupEvents:
         details: dict[str, Detail] = {"members": members, "protocol_name": protocol_name, "leader": leader}
         if phase is not None:
             waited = now - phase.phase_started_ms
-            self.stats.preparing_ms.append(waited)
+            self.stats.preparing_ms.observe(waited)
             details["join_phase_ms"] = waited
             details["reason"] = phase.reason
             if phase.last_joined is not None:
@@ -406,7 +407,7 @@ class GroupEvents:
         phase = self._phases.pop(group_id, None)
         details: dict[str, Detail] = {}
         if phase is not None:
-            self.stats.completing_ms.append(now - phase.phase_started_ms)
+            self.stats.completing_ms.observe(now - phase.phase_started_ms)
             details["sync_phase_ms"] = now - phase.phase_started_ms
             details["rebalance_ms"] = now - phase.started_ms
         moved_text = ""
@@ -415,7 +416,7 @@ class GroupEvents:
             previous = (classic_owners(dict(before)) or {}) if before else {}
             moved, first = owner_changes(previous, owners)
             self._assignments[group_id] = tuple(assignments.items())
-            self.stats.partitions_moved.append(moved + first)
+            self.stats.partitions_moved.observe(moved + first)
             details["partitions_moved"] = moved
             details["partitions_assigned_first_time"] = first
             details["partitions"] = len(owners)
@@ -484,7 +485,7 @@ class GroupEvents:
         owners = target_owners(after)
         moved, first = owner_changes(previous, owners)
         self._owners[group_id] = owners
-        self.stats.partitions_moved.append(moved + first)
+        self.stats.partitions_moved.observe(moved + first)
         self.record(
             group_id,
             TARGET_COMPUTED,
@@ -521,7 +522,7 @@ class GroupEvents:
         if bumped is None or bumped[0] > epoch:
             return
         took = self.clock.now_ms - bumped[1]
-        self.stats.reconciling_ms.append(took)
+        self.stats.reconciling_ms.observe(took)
         self.record(
             group_id,
             ASSIGNMENT_RECONCILED,

@@ -149,6 +149,52 @@ class BrokerGroupSettings:
     group_share_max_share_sessions: int = setting(
         2000, "share sessions (one per share consumer and node) this node keeps", at_least(1), kafka=True
     )
+    # The bounds of the share.* group configs (docs/group-configs.md#share-groups).
+    group_share_min_session_timeout_ms: int = setting(
+        45000, "smallest share.session.timeout.ms a group may be configured with", positive, kafka=True
+    )
+    group_share_max_session_timeout_ms: int = setting(
+        60000, "largest share.session.timeout.ms a group may be configured with", positive, kafka=True
+    )
+    group_share_min_heartbeat_interval_ms: int = setting(
+        5000, "smallest share.heartbeat.interval.ms a group may be configured with", positive, kafka=True
+    )
+    group_share_max_heartbeat_interval_ms: int = setting(
+        15000, "largest share.heartbeat.interval.ms a group may be configured with", positive, kafka=True
+    )
+    group_share_min_record_lock_duration_ms: int = setting(
+        15000, "smallest share.record.lock.duration.ms a group may be configured with", positive, kafka=True
+    )
+    group_share_max_record_lock_duration_ms: int = setting(
+        60000, "largest share.record.lock.duration.ms a group may be configured with", positive, kafka=True
+    )
+    group_share_min_delivery_count_limit: int = setting(
+        2, "smallest share.delivery.count.limit a group may be configured with", at_least(2), kafka=True
+    )
+    group_share_max_delivery_count_limit: int = setting(
+        10, "largest share.delivery.count.limit a group may be configured with", at_least(2), kafka=True
+    )
+    group_share_min_partition_max_record_locks: int = setting(
+        100,
+        "smallest share.partition.max.record.locks a group may be configured with",
+        at_least(100),
+        kafka=True,
+    )
+    group_share_max_partition_max_record_locks: int = setting(
+        4000,
+        "largest share.partition.max.record.locks a group may be configured with",
+        at_least(100),
+        kafka=True,
+    )
+    group_share_assignment_interval_ms: int = setting(
+        1000, "a share group's target assignment is recomputed at most this often", non_negative, kafka=True
+    )
+    group_share_min_assignment_interval_ms: int = setting(
+        0, "smallest share.assignment.interval.ms a group may be configured with", non_negative, kafka=True
+    )
+    group_share_max_assignment_interval_ms: int = setting(
+        15000, "largest share.assignment.interval.ms a group may be configured with", non_negative, kafka=True
+    )
     # KIP-1071 streams groups (Kafka's group.streams.* settings, docs/streams-groups.md).
     group_streams_session_timeout_ms: int = setting(
         45000, "session timeout of streams group members", positive, kafka=True

@@ -1,8 +1,10 @@
-"""Counters of one shard for metrics; the runtime reads them and drains the duration list."""
+"""Counters of one shard for metrics, read at scrape time (bounded: counts, never lists)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+from coordinator.core.histogram import REBALANCE_BOUNDS_MS, BucketCounts
 
 
 @dataclass(slots=True)
@@ -10,5 +12,5 @@ class CoreStats:
     rebalances_completed: int = 0
     consumer_group_rebalances: int = 0  # KIP-848 group epoch bumps
     share_group_rebalances: int = 0  # KIP-932 group epoch bumps
-    rebalance_durations_ms: list[int] = field(default_factory=list)
+    rebalance_durations_ms: BucketCounts = field(default_factory=lambda: BucketCounts(REBALANCE_BOUNDS_MS))
     offsets_expired: int = 0

@@ -13,10 +13,12 @@ from coordinator.core.cluster import Cluster
 from coordinator.core.context import RequestContext
 from coordinator.core.group_coordinator import GroupCoordinator
 from coordinator.core.result import Result
+from coordinator.core.share.manager import ShareGroupManager
 from coordinator.gateway.authorization import ForwardedAuthorization
 from coordinator.gateway.authz_rules import PREVIEWS, RULES
 from coordinator.gateway.forwarder import ANY_BROKER, Forwarder
 from coordinator.gateway.group_configs import serve_group_configs_only
+from coordinator.gateway.share_lag import serve_share_lag
 from coordinator.gateway.share_upstream import UpstreamShareRecords
 from coordinator.gateway.streams_topics import UpstreamTopicCreator
 from coordinator.gateway.transaction_metrics import TransactionCollector
@@ -101,6 +103,10 @@ async def start_gateway(
     )
     cluster.use_catalog(upstream.catalog)
     coordinator.attach_catalog(upstream.catalog)
+    # Share lag reads the high watermarks the gateway's clients fetched (docs/share-groups.md, "Admin").
+    coordinator.kind(ShareGroupManager).attach_log_ends(
+        lambda topic, partition: upstream.high_watermarks.get((topic, partition))
+    )
     dispatcher.internal_topics.creator = UpstreamTopicCreator(upstream)
     share_records = UpstreamShareRecords(upstream)
     dispatcher.share.source = share_records  # the gateway is the share-partition leader
@@ -121,6 +127,13 @@ async def start_gateway(
     _serve_api_versions(dispatcher, upstream)
     _present_one_identity(dispatcher, upstream, brokers, cluster)
     serve_group_configs_only(dispatcher.routes)
+    share = coordinator.kind(ShareGroupManager)
+    serve_share_lag(
+        dispatcher.routes,
+        upstream.list_end_offsets,
+        lambda: share.partition_states,
+        config.upstream_request_timeout_ms / 1000,
+    )
     _coordinator_on_bootstrap_address(dispatcher, brokers, cluster)
     upstream.start()
     resolver.start()

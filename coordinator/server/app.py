@@ -21,6 +21,7 @@ from coordinator.core.cluster import Cluster, NodeIdentity
 from coordinator.core.group_coordinator import GroupCoordinator
 from coordinator.core.lag_status import LagTracker
 from coordinator.core.shard_map import ShardMap, ShardState
+from coordinator.core.share.manager import ShareGroupManager
 from coordinator.security.acl import Authorizer
 from coordinator.server.authn import CredentialLoader, SaslServer
 from coordinator.server.byte_budget import ByteBudget
@@ -318,6 +319,10 @@ def _assemble(
     )
     coordinator = GroupCoordinator(config.group_settings(), random_unit=random.Random().random)
     coordinator.attach_catalog(cluster)
+    # Standalone keeps no records: every partition's log ends at 0 (docs/share-groups.md, "Admin").
+    coordinator.kind(ShareGroupManager).attach_log_ends(
+        lambda topic, partition: 0 if cluster.has_partition(topic, partition) else None
+    )
     writer = BatchWriter(store)
     runtime = Runtime(coordinator, writer, clock, config.offsets_commit_timeout_ms)
     dispatcher = Dispatcher(runtime, cluster, metrics)

@@ -18,6 +18,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from prometheus_client.registry import Collector
 
 from coordinator.core.events import GroupEvents
+from coordinator.core.histogram import BucketCounts
 from coordinator.core.lag_status import STATUSES, LagTracker
 
 DEFAULT_TOP_GROUPS = 20
@@ -25,30 +26,15 @@ PHASE_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 60
 MOVED_BUCKETS = (0, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 5000)
 
 
-class _Buckets:
-    """A cumulative histogram fed from drained observations."""
-
-    def __init__(self, bounds: Sequence[float]) -> None:
-        self.bounds = tuple(bounds)
-        self.counts = [0] * (len(self.bounds) + 1)
-        self.total = 0.0
-
-    def add(self, values: Iterable[float]) -> None:
-        for value in values:
-            self.total += value
-            for i, bound in enumerate(self.bounds):
-                if value <= bound:
-                    self.counts[i] += 1
-                    break
-            else:
-                self.counts[-1] += 1
-
-    def family(self, name: str, documentation: str) -> HistogramMetricFamily:
-        cumulative, running = [], 0
-        for bound, count in zip((*map(str, self.bounds), "+Inf"), self.counts, strict=True):
-            running += count
-            cumulative.append((bound, running))
-        return HistogramMetricFamily(name, documentation, buckets=cumulative, sum_value=self.total)
+def histogram_family(
+    name: str, documentation: str, counts: BucketCounts, labels: Sequence[float], scale: float = 1.0
+) -> HistogramMetricFamily:
+    """A histogram family from the core's bucket counts; ``labels`` are the bounds as exposed
+    (``counts.bounds`` divided by ``scale``), the sum is divided by ``scale`` too."""
+    if len(labels) != len(counts.bounds):
+        raise ValueError("one label per bound")
+    buckets = list(zip((*map(str, labels), "+Inf"), counts.cumulative(), strict=True))
+    return HistogramMetricFamily(name, documentation, buckets=buckets, sum_value=counts.total / scale)
 
 
 class GroupMetricsCollector(Collector):
@@ -63,22 +49,9 @@ class GroupMetricsCollector(Collector):
         self.now_ms = now_ms  # the shard's monotonic clock
         self.lag = lag
         self.top_groups = top_groups
-        self._preparing = _Buckets(PHASE_BUCKETS)
-        self._completing = _Buckets(PHASE_BUCKETS)
-        self._reconciling = _Buckets(PHASE_BUCKETS)
-        self._moved = _Buckets(MOVED_BUCKETS)
         self._by_group: dict[str, int] = {}
 
-    def _drain(self) -> None:
-        stats = self.events.stats
-        self._preparing.add(ms / 1000 for ms in stats.preparing_ms)
-        self._completing.add(ms / 1000 for ms in stats.completing_ms)
-        self._reconciling.add(ms / 1000 for ms in stats.reconciling_ms)
-        self._moved.add(stats.partitions_moved)
-        stats.preparing_ms, stats.completing_ms, stats.reconciling_ms, stats.partitions_moved = [], [], [], []
-
     def collect(self) -> Iterable[Metric]:
-        self._drain()
         stats = self.events.stats
         rebalances = CounterMetricFamily(
             "coordinator_group_rebalances",
@@ -88,20 +61,25 @@ class GroupMetricsCollector(Collector):
         for (protocol, reason), count in sorted(stats.rebalances_by_reason.items()):
             rebalances.add_metric([protocol, reason], count)
         yield rebalances
-        yield self._preparing.family(
-            "coordinator_group_preparing_rebalance_seconds", "Time classic groups spent in PreparingRebalance"
-        )
-        yield self._completing.family(
+        yield histogram_family(
+            "coordinator_group_preparing_rebalance_seconds",
+            "Time classic groups spent in PreparingRebalance",
+            stats.preparing_ms, PHASE_BUCKETS, 1000,
+        )  # fmt: skip
+        yield histogram_family(
             "coordinator_group_completing_rebalance_seconds",
             "Time classic groups spent in CompletingRebalance",
-        )
-        yield self._reconciling.family(
+            stats.completing_ms, PHASE_BUCKETS, 1000,
+        )  # fmt: skip
+        yield histogram_family(
             "coordinator_consumer_group_reconcile_seconds",
             "From a consumer group's epoch bump until every member reconciled its assignment",
-        )
-        yield self._moved.family(
-            "coordinator_group_partitions_moved", "Partitions that changed owner per rebalance"
-        )
+            stats.reconciling_ms, PHASE_BUCKETS, 1000,
+        )  # fmt: skip
+        yield histogram_family(
+            "coordinator_group_partitions_moved", "Partitions that changed owner per rebalance",
+            stats.partitions_moved, MOVED_BUCKETS,
+        )  # fmt: skip
         per_group = GaugeMetricFamily(
             "coordinator_group_rebalances_by_group",
             "Rebalances (by reason) of the groups that rebalanced most (top N groups only)",

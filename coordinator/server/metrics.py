@@ -37,6 +37,7 @@ from prometheus_client.registry import Collector
 from coordinator.core.consumer.group import CONSUMER_GROUP_STATES
 from coordinator.core.state import GroupState
 from coordinator.server.console import Console
+from coordinator.server.group_metrics import histogram_family
 from coordinator.server.http_auth import Access, HttpGuard
 from protocol.apis import ApiKey
 from protocol.errors import error_name
@@ -114,6 +115,19 @@ class _GroupCollector(Collector):
         yield GaugeMetricFamily(
             "coordinator_members", "Members of classic and consumer groups", value=members
         )
+
+
+class _RebalanceDurationCollector(Collector):
+    """Classic rebalance durations, from the core's bucket counts at scrape time."""
+
+    def __init__(self, stats: Any) -> None:
+        self._stats = stats  # coordinator.core.stats.CoreStats
+
+    def collect(self) -> Iterable[Metric]:
+        yield histogram_family(
+            "coordinator_rebalance_duration_seconds", "From entering PreparingRebalance to Stable",
+            self._stats.rebalance_durations_ms, _REBALANCE_BUCKETS, 1000,
+        )  # fmt: skip
 
 
 class _WriterCollector(Collector):
@@ -234,10 +248,6 @@ class Metrics:
             "Group epoch bumps of KIP-932 share groups (Kafka: share-group-rebalance-count)",
             registry=r,
         )
-        self.rebalance_duration = Histogram(
-            "coordinator_rebalance_duration_seconds", "From entering PreparingRebalance to Stable",
-            buckets=_REBALANCE_BUCKETS, registry=r,
-        )  # fmt: skip
         self.connections = Gauge("coordinator_connections", "Open client connections", registry=r)
         self.storage_write_latency = Histogram(
             "coordinator_storage_write_latency_seconds", "Duration of one batched storage write",
@@ -279,15 +289,13 @@ class Metrics:
     def watch_core(self, snapshot: Callable[[], tuple[dict[str, int], int]], stats: Any) -> None:
         """Group counts are read at scrape time; the core's counters are carried over then too."""
         self.registry.register(_GroupCollector(snapshot))
+        self.registry.register(_RebalanceDurationCollector(stats))
         self._core_stats = stats
 
     def _collect_core_stats(self) -> None:
         stats = self._core_stats
         if stats is None:
             return
-        durations, stats.rebalance_durations_ms = stats.rebalance_durations_ms, []
-        for duration_ms in durations:
-            self.rebalance_duration.observe(duration_ms / 1000)
         self.rebalances.inc(stats.rebalances_completed - self._seen_rebalances)
         self._seen_rebalances = stats.rebalances_completed
         self.consumer_rebalances.inc(stats.consumer_group_rebalances - self._seen_consumer_rebalances)

@@ -11,6 +11,7 @@ from typing import Any, Final
 from protocol.messages import add_offsets_to_txn
 from protocol.messages import add_partitions_to_txn
 from protocol.messages import alter_configs
+from protocol.messages import alter_share_group_offsets
 from protocol.messages import alter_user_scram_credentials
 from protocol.messages import api_versions
 from protocol.messages import consumer_group_describe
@@ -21,12 +22,14 @@ from protocol.messages import create_topics
 from protocol.messages import delete_acls
 from protocol.messages import delete_groups
 from protocol.messages import delete_records
+from protocol.messages import delete_share_group_offsets
 from protocol.messages import delete_topics
 from protocol.messages import describe_acls
 from protocol.messages import describe_cluster
 from protocol.messages import describe_configs
 from protocol.messages import describe_groups
 from protocol.messages import describe_producers
+from protocol.messages import describe_share_group_offsets
 from protocol.messages import describe_transactions
 from protocol.messages import describe_user_scram_credentials
 from protocol.messages import end_txn
@@ -263,6 +266,10 @@ CODECS: Final[dict[tuple[int, int], tuple[Decoder, Encoder, Decoder, Encoder]]] 
     (88, 1): (streams_group_heartbeat.decode_streams_group_heartbeat_request_v1, streams_group_heartbeat.encode_streams_group_heartbeat_request_v1, streams_group_heartbeat.decode_streams_group_heartbeat_response_v1, streams_group_heartbeat.encode_streams_group_heartbeat_response_v1),
     (89, 0): (streams_group_describe.decode_streams_group_describe_request_v0, streams_group_describe.encode_streams_group_describe_request_v0, streams_group_describe.decode_streams_group_describe_response_v0, streams_group_describe.encode_streams_group_describe_response_v0),
     (89, 1): (streams_group_describe.decode_streams_group_describe_request_v1, streams_group_describe.encode_streams_group_describe_request_v1, streams_group_describe.decode_streams_group_describe_response_v1, streams_group_describe.encode_streams_group_describe_response_v1),
+    (90, 0): (describe_share_group_offsets.decode_describe_share_group_offsets_request_v0, describe_share_group_offsets.encode_describe_share_group_offsets_request_v0, describe_share_group_offsets.decode_describe_share_group_offsets_response_v0, describe_share_group_offsets.encode_describe_share_group_offsets_response_v0),
+    (90, 1): (describe_share_group_offsets.decode_describe_share_group_offsets_request_v1, describe_share_group_offsets.encode_describe_share_group_offsets_request_v1, describe_share_group_offsets.decode_describe_share_group_offsets_response_v1, describe_share_group_offsets.encode_describe_share_group_offsets_response_v1),
+    (91, 0): (alter_share_group_offsets.decode_alter_share_group_offsets_request_v0, alter_share_group_offsets.encode_alter_share_group_offsets_request_v0, alter_share_group_offsets.decode_alter_share_group_offsets_response_v0, alter_share_group_offsets.encode_alter_share_group_offsets_response_v0),
+    (92, 0): (delete_share_group_offsets.decode_delete_share_group_offsets_request_v0, delete_share_group_offsets.encode_delete_share_group_offsets_request_v0, delete_share_group_offsets.decode_delete_share_group_offsets_response_v0, delete_share_group_offsets.encode_delete_share_group_offsets_response_v0),
 }
 
 # api key -> (request class, response class)
@@ -307,6 +314,9 @@ MESSAGE_CLASSES: Final[dict[int, tuple[type[Any], type[Any]]]] = {
     79: (share_acknowledge.ShareAcknowledgeRequest, share_acknowledge.ShareAcknowledgeResponse),
     88: (streams_group_heartbeat.StreamsGroupHeartbeatRequest, streams_group_heartbeat.StreamsGroupHeartbeatResponse),
     89: (streams_group_describe.StreamsGroupDescribeRequest, streams_group_describe.StreamsGroupDescribeResponse),
+    90: (describe_share_group_offsets.DescribeShareGroupOffsetsRequest, describe_share_group_offsets.DescribeShareGroupOffsetsResponse),
+    91: (alter_share_group_offsets.AlterShareGroupOffsetsRequest, alter_share_group_offsets.AlterShareGroupOffsetsResponse),
+    92: (delete_share_group_offsets.DeleteShareGroupOffsetsRequest, delete_share_group_offsets.DeleteShareGroupOffsetsResponse),
 }
 
 # (api key, version) pairs whose requests use header v2 and responses header v1
@@ -396,6 +406,10 @@ FLEXIBLE: Final[frozenset[tuple[int, int]]] = frozenset({
     (88, 1),
     (89, 0),
     (89, 1),
+    (90, 0),
+    (90, 1),
+    (91, 0),
+    (92, 0),
 })
 
 # Forwarded requests the gateway decodes to authorize them (protocol.apis.GATEWAY_DECODED)

@@ -18,6 +18,7 @@ from coordinator.api.config_resources import (
 )
 from coordinator.core.dynamic_configs import DynamicGroupConfigs
 from coordinator.core.group_settings import BrokerGroupSettings
+from coordinator.core.share_configs import SHARE_CONFIGS
 from protocol.errors import ErrorCode
 from protocol.messages.describe_configs import DescribeConfigsRequest, DescribeConfigsResource
 from protocol.messages.incremental_alter_configs import (
@@ -99,7 +100,7 @@ def describe(h: Harness, *resources_: tuple[int, str], synonyms: bool = False) -
 def group_values(h: Harness, group: str = "g") -> dict[str, tuple[str | None, int]]:
     [result] = describe(h, (GROUP, group)).results
     assert result.error_code == 0
-    # The consumer group configs (the streams ones: tests/coordinator/test_streams_group_configs.py).
+    # The consumer group configs (the streams and share ones have tests of their own).
     return {c.name: (c.value, c.config_source) for c in result.configs if c.name.startswith("consumer.")}
 
 
@@ -107,7 +108,7 @@ def test_a_group_without_overrides_describes_the_broker_defaults(h: Harness) -> 
     [result] = describe(h, (GROUP, "nosuch"), synonyms=True).results
     assert (result.error_code, result.resource_type, result.resource_name) == (0, GROUP, "nosuch")
     by_name = {c.name: c for c in result.configs}
-    assert sorted(by_name) == [INTERVAL, SESSION, *sorted(STREAMS_NAMES)]
+    assert sorted(by_name) == sorted([INTERVAL, SESSION, *STREAMS_NAMES, *(c.name for c in SHARE_CONFIGS)])
     session = by_name[SESSION]
     assert (session.value, session.config_source, session.read_only, session.config_type) == (
         "10000", STATIC_BROKER_CONFIG, False, 3)  # fmt: skip
@@ -152,7 +153,8 @@ def test_validate_only_checks_and_stores_nothing(h: Harness) -> None:
     ("changes", "code", "message"),
     [
         ([("bogus.config", SET, "1")], INVALID_CONFIG, "Unknown group config name: bogus.config"),
-        ([("share.session.timeout.ms", SET, "45000")], INVALID_CONFIG, "share groups are not supported"),
+        ([("share.session.timeout.ms", SET, "1")], INVALID_CONFIG,
+         "share.session.timeout.ms must be in the range 45000 to 60000 inclusive."),
         ([(SESSION, SET, "abc")], INVALID_CONFIG,
          "Invalid value abc for configuration consumer.session.timeout.ms: Not a number of type INT"),
         ([(SESSION, SET, "3000000000")], INVALID_CONFIG, "Not a number of type INT"),
@@ -254,6 +256,7 @@ def test_configuration_keys_filter_the_described_entries(h: Harness) -> None:
         SESSION,
         INTERVAL,
         *STREAMS_NAMES,
+        *(c.name for c in SHARE_CONFIGS),
     ]  # all
 
 

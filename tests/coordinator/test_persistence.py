@@ -187,3 +187,23 @@ def test_coordinator_without_load_arms_the_retention_timer_on_first_use() -> Non
     h = Harness(load=False)
     h.commit("g", {("t", 0): 1})
     assert h.coordinator.next_deadline() == h.now_ms + 600_000
+
+
+def test_offset_rows_of_groups_interleaved_load_like_rows_in_key_order() -> None:
+    """Loading takes a group's rows as a run; rows out of order only make more runs."""
+    rows = [
+        OffsetCommitRecord("a", "t", 0, 1, -1, "", 1, None),
+        OffsetCommitRecord("b", "t", 0, 2, -1, "", 1, None),
+        OffsetCommitRecord("a", "u", 1, 3, -1, "", 1, None),
+        OffsetCommitRecord("a", "t", 0, 4, -1, "", 2, None),  # the same key again: the last one wins
+        OffsetCommitRecord("b", "t", 1, 5, -1, "", 1, None),
+    ]
+    loaded = GroupCoordinator(BrokerGroupSettings())
+    loaded.load([], rows, 0, 0)
+    assert {
+        g: sorted((r.topic, r.partition, r.offset) for r in loaded.committed_offsets(g)) for g in "ab"
+    } == {
+        "a": [("t", 0, 4), ("u", 1, 3)],
+        "b": [("t", 0, 2), ("t", 1, 5)],
+    }
+    assert loaded.group("a") is not None and loaded.group("b") is not None

@@ -22,7 +22,7 @@ from coordinator.server.group_views import GroupViews
 from protocol.errors import ErrorCode
 from protocol.messages.share_group_describe import ShareGroupDescribeRequest
 from protocol.messages.share_group_heartbeat import ShareGroupHeartbeatRequest
-from storage.records import ShareGroupRecord, ShareMemberTombstone
+from storage.records import GroupConfigRecord, ShareGroupRecord, ShareMemberTombstone
 from tests.coordinator.consumer_harness import cg_heartbeat
 from tests.coordinator.harness import Harness, Reply
 
@@ -32,7 +32,10 @@ UNSET: object = object()
 
 @pytest.fixture
 def h() -> Harness:
-    harness = Harness(BrokerGroupSettings(group_initial_rebalance_delay_ms=0))
+    # The target at every change (the assignment interval has its own test below).
+    harness = Harness(
+        BrokerGroupSettings(group_initial_rebalance_delay_ms=0, group_share_assignment_interval_ms=0)
+    )
     harness.catalog.set_topic("t", 1)
     harness.catalog.set_topic("u", 2)
     return harness
@@ -441,3 +444,55 @@ def test_a_restart_keeps_targets_not_yet_handed_out(h: Harness) -> None:
     assert len(group.target["a"]) == len(group.target["b"]) == 1
     assert assigned(after, beat(after, "a", 1)) == set(group.target["a"])
     assert assigned(h, b) == set(group.target["b"])
+
+
+# -- group.share.assignment.interval.ms --------------------------------------------------------------
+
+
+def test_the_target_is_recomputed_at_most_once_per_assignment_interval() -> None:
+    h = Harness(BrokerGroupSettings(group_initial_rebalance_delay_ms=0))  # the 1 s default
+    h.catalog.set_topic("u", 2)
+    first = beat(h, "a", topics=["u"])
+    assert assigned(h, first) == {("u", 0), ("u", 1)}  # the first target at once
+    h.advance(200)
+    second = beat(h, "b", topics=["u"])
+    group = share_group(h)
+    # b joined (epoch 2), but the target waits for the interval: b holds nothing yet.
+    assert (group.group_epoch, group.assignment_epoch) == (2, 1)
+    assert assigned(h, second) == set() and second.wire.member_epoch == 1
+    h.advance(799)
+    assert share_group(h).assignment_epoch == 1
+    h.advance(1)  # 1 s after the first target: the timer recomputes it, and writes it
+    assert share_group(h).assignment_epoch == 2
+    assert h.store.share_groups["g"].assignment_epoch == 2
+    b = beat(h, "b", 1)
+    a = beat(h, "a", 1)
+    assert assigned(h, b) == {("u", 1)} or assigned(h, b) == {("u", 0)}
+    assert (assigned(h, a) or set()) | (assigned(h, b) or set()) == {("u", 0), ("u", 1)}
+    assert a.wire.member_epoch == b.wire.member_epoch == 2
+
+
+def test_the_group_config_sets_the_assignment_interval() -> None:
+    h = Harness(BrokerGroupSettings(group_initial_rebalance_delay_ms=0, group_share_assignment_interval_ms=0))
+    h.catalog.set_topic("u", 2)
+    h.coordinator.group_configs.apply(GroupConfigRecord("g", "share.assignment.interval.ms", "5000"))
+    beat(h, "a", topics=["u"])
+    beat(h, "b", topics=["u"])
+    assert share_group(h).assignment_epoch == 1
+    h.advance(4999)
+    assert share_group(h).assignment_epoch == 1
+    h.advance(1)
+    assert share_group(h).assignment_epoch == 2
+
+
+def test_a_target_left_waiting_by_a_restart_is_computed_after_it() -> None:
+    h = Harness(BrokerGroupSettings(group_initial_rebalance_delay_ms=0))
+    h.catalog.set_topic("u", 2)
+    beat(h, "a", topics=["u"])
+    h.advance(100)
+    beat(h, "b", topics=["u"])
+    assert h.store.share_groups["g"] == ShareGroupRecord("g", 2, 1)  # stored while waiting
+    after = h.restart()
+    after.advance(1)
+    assert share_group(after).assignment_epoch == 2
+    assert after.store.share_groups["g"].assignment_epoch == 2

@@ -82,5 +82,9 @@ def wait_for(done: Callable[[], bool], step: Callable[[], object], timeout: floa
 def all_assigned(bootstrap: str, group_id: str, members: int, partitions: int) -> bool:
     group = describe(bootstrap, group_id)
     held = {p for m in group.members for tp in m.assignment.topic_partitions for p in tp.partitions}
-    epochs_settled = all(m.member_epoch == group.assignment_epoch for m in group.members)
+    # The target caught up with the last join (it waits for the assignment interval) and every
+    # member has it.
+    epochs_settled = group.group_epoch == group.assignment_epoch and all(
+        m.member_epoch == group.assignment_epoch for m in group.members
+    )
     return len(group.members) == members and held == set(range(partitions)) and epochs_settled

@@ -4,6 +4,7 @@ bad request leaving another member's session alone (docs/share-groups.md, "Share
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -39,7 +40,18 @@ def join(client: WireClient, member: str, topic: str) -> bytes:
         ),
     )
     assert response.error_code == 0, response
-    assert response.assignment is not None
+    # A member joining within the group's assignment interval (1 s) of the last target gets its
+    # partitions with a later heartbeat (docs/share-groups.md, "Membership").
+    deadline = time.monotonic() + 10
+    while response.assignment is None or not response.assignment.topic_partitions:
+        assert time.monotonic() < deadline, response
+        time.sleep(0.1)
+        response = client.request(
+            ApiKey.SHARE_GROUP_HEARTBEAT,
+            1,
+            ShareGroupHeartbeatRequest(group_id="g", member_id=member, member_epoch=response.member_epoch),
+        )
+        assert response.error_code == 0, response
     [assigned] = response.assignment.topic_partitions
     topic_id: bytes = assigned.topic_id
     return topic_id

@@ -35,6 +35,9 @@ KAFKA_ALIGNED_SETTINGS = {
     "group-consumer-min-heartbeat-interval-ms": "500",
     "group-consumer-min-session-timeout-ms": "1000",
     "group-min-session-timeout-ms": "1000",
+    "group-share-heartbeat-interval-ms": "500",
+    "group-share-min-heartbeat-interval-ms": "500",
+    "group-share-min-session-timeout-ms": "1000",
     "group-initial-rebalance-delay-ms": "0",
     # The streams group settings the session broker sets, and Kafka's initial rebalance delay.
     "group-streams-heartbeat-interval-ms": "500",

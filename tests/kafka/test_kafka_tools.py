@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.kafka.conftest import GROUP_CONFIG_DEFAULTS, Sides
-from tests.support.java_driver import CONFIG_COMMAND, CONSUMER_GROUP_COMMAND, JavaDriver
+from tests.support.java_driver import CONFIG_COMMAND, CONSUMER_GROUP_COMMAND, SHARE_GROUP_COMMAND, JavaDriver
 
 pytestmark = pytest.mark.kafka
 
@@ -251,3 +251,125 @@ def test_kafka_configs_on_a_group_that_does_not_exist(
     )
     assert kafka == f"The group '{unique}-nothing' doesn't exist and doesn't have dynamic config.\n"
     assert ours == kafka
+
+
+# The share group configs both serve (Kafka 4.4 also has share.assignor.offload.enable).
+_SHARE_CONFIG = re.compile(r"^\s*(share\.(?!assignor\.offload)|errors\.deadletterqueue\.)")
+
+
+def _share_config_commands(group: str) -> list[list[str]]:
+    entity = ["--entity-type", "groups", "--entity-name", group]
+    return [
+        [*entity, "--describe", "--all"],
+        [
+            *entity,
+            "--alter",
+            "--add-config",
+            "share.delivery.count.limit=3,share.auto.offset.reset=earliest,share.record.lock.duration.ms=20000",
+        ],
+        [*entity, "--describe"],
+        [*entity, "--describe", "--all"],
+        [*entity, "--alter", "--add-config", "share.delivery.count.limit=11"],
+        [*entity, "--alter", "--add-config", "share.isolation.level=dirty"],
+        [*entity, "--alter", "--add-config", "share.auto.offset.reset=by_duration:PT-1H"],
+        [*entity, "--alter", "--add-config", "errors.deadletterqueue.topic.name=__dlq"],
+        [*entity, "--alter", "--add-config", "errors.deadletterqueue.topic.name=nodlq"],
+        [*entity, "--alter", "--add-config", "share.session.timeout.ms=1000"],
+        [*entity, "--alter", "--delete-config", "share.delivery.count.limit,share.auto.offset.reset"],
+        [*entity, "--describe"],
+    ]
+
+
+def test_kafka_configs_prints_the_same_for_share_configs(
+    any_sides: Sides, java_driver: JavaDriver, unique: str
+) -> None:
+    sides = any_sides
+    group = f"{unique}-share-configs"
+    topic = f"{unique}-share-configs"
+    java_driver.produce(sides.kafka, topic, 1, 1)
+    java_driver.produce(sides.ours, topic, 1, 0)
+    commands = _share_config_commands(group)
+    defaults = {"share.delivery.count.limit": "5", "share.auto.offset.reset": "latest"}
+    outputs: dict[str, list[tuple[int, list[str], str]]] = {}
+    for side, bootstrap in sides.items():
+        java_driver.admin(bootstrap, "alter_offsets", group=group, offsets={f"{topic}-0": 1})
+        outputs[side] = []
+        for command in commands:
+            run = java_driver.tool(CONFIG_COMMAND, "--bootstrap-server", bootstrap, *command)
+            if "--alter" in command and run.status == 0:
+                option, value = command[-2:]
+                expected = (
+                    {name: defaults[name] for name in value.split(",")}
+                    if option == "--delete-config"
+                    else dict(pair.split("=", 1) for pair in value.split(","))
+                )
+                java_driver.wait_for_group_configs(bootstrap, group, expected)
+            lines = [
+                line
+                for line in normalized(run.stdout, bootstrap, unique)
+                if not line.startswith(("consumer.", "share.", "streams.", "errors."))
+                or _SHARE_CONFIG.match(line)
+            ]
+            outputs[side].append(
+                (run.status, lines, _first_line_of_error(run.stderr).replace(bootstrap, "<bootstrap>"))
+            )
+    for command, kafka, ours in zip(commands, outputs["kafka"], outputs["ours"], strict=True):
+        if ours != kafka:
+            print("COMMAND", command, ours[0], kafka[0], ours[2], "|", kafka[2])
+            print("  OURS ONLY ", sorted(set(ours[1]) - set(kafka[1])))
+            print("  KAFKA ONLY", sorted(set(kafka[1]) - set(ours[1])))
+    for command, kafka, ours in zip(commands, outputs["kafka"], outputs["ours"], strict=True):
+        assert (command, ours) == (command, kafka)
+
+
+def _share_group_commands(prefix: str, topic: str) -> list[list[str]]:
+    group, missing = f"{prefix}-share", f"{prefix}-share-missing"
+    describe = ["--describe", "--group", group, "--offsets"]
+    return [
+        ["--reset-offsets", "--group", group, "--topic", topic, "--to-earliest", "--dry-run"],
+        ["--reset-offsets", "--group", group, "--topic", topic, "--to-earliest", "--execute"],
+        ["--list"],
+        ["--list", "--state"],
+        describe,
+        ["--describe", "--group", group, "--state"],
+        ["--describe", "--group", group, "--members"],
+        ["--reset-offsets", "--group", group, "--topic", f"{topic}:1", "--to-offset", "3", "--execute"],
+        describe,
+        ["--reset-offsets", "--group", group, "--topic", topic, "--to-latest", "--execute"],
+        describe,
+        ["--reset-offsets", "--group", group, "--all-topics", "--to-offset", "2", "--dry-run"],
+        ["--delete-offsets", "--group", group, "--topic", topic],
+        describe,
+        ["--delete-offsets", "--group", missing, "--topic", topic],
+        ["--describe", "--group", missing, "--offsets"],
+        ["--delete", "--group", group],
+        ["--delete", "--group", missing],
+        ["--list"],
+    ]
+
+
+def test_kafka_share_groups_prints_the_same(sides: Sides, java_driver: JavaDriver, unique: str) -> None:
+    """kafka-share-groups (ShareGroupCommand) against Kafka's share groups and ours: start offsets
+    set, described (with their lag), reset and deleted (docs/share-groups.md, "Admin")."""
+    topic = f"{unique}-share-tool"
+    java_driver.produce(sides.kafka, topic, 2, PER_PARTITION)
+    commands = _share_group_commands(unique, topic)
+    outputs: dict[str, list[tuple[int, list[str], str]]] = {}
+    for side, bootstrap in sides.items():
+        outputs[side] = []
+        for command in commands:
+            run = java_driver.tool(SHARE_GROUP_COMMAND, "--bootstrap-server", bootstrap, *command)
+            outputs[side].append(
+                (
+                    run.status,
+                    normalized(run.stdout, bootstrap, unique, _lists_every_group(command)),
+                    _first_line_of_error(run.stderr).replace(bootstrap, "<bootstrap>"),
+                )
+            )
+    for command, kafka, ours in zip(commands, outputs["kafka"], outputs["ours"], strict=True):
+        if ours != kafka:
+            print("COMMAND", command, ours[0], kafka[0], ours[2], "|", kafka[2])
+            print("  OURS ONLY ", sorted(set(ours[1]) - set(kafka[1])))
+            print("  KAFKA ONLY", sorted(set(kafka[1]) - set(ours[1])))
+    for command, kafka, ours in zip(commands, outputs["kafka"], outputs["ours"], strict=True):
+        assert (command, ours) == (command, kafka)

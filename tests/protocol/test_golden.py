@@ -27,6 +27,14 @@ from protocol.apis import ApiKey
 from protocol.messages import CODECS, FLEXIBLE
 from protocol.messages import share_acknowledge as sak
 from protocol.messages import share_fetch as sf
+from protocol.messages.alter_share_group_offsets import (
+    AlterShareGroupOffsetsRequest,
+    AlterShareGroupOffsetsRequestPartition,
+    AlterShareGroupOffsetsRequestTopic,
+    AlterShareGroupOffsetsResponse,
+    AlterShareGroupOffsetsResponsePartition,
+    AlterShareGroupOffsetsResponseTopic,
+)
 from protocol.messages.consumer_group_describe import (
     Assignment as DescribeAssignment,
 )
@@ -44,6 +52,21 @@ from protocol.messages.consumer_group_heartbeat import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
     TopicPartitions,
+)
+from protocol.messages.delete_share_group_offsets import (
+    DeleteShareGroupOffsetsRequest,
+    DeleteShareGroupOffsetsRequestTopic,
+    DeleteShareGroupOffsetsResponse,
+    DeleteShareGroupOffsetsResponseTopic,
+)
+from protocol.messages.describe_share_group_offsets import (
+    DescribeShareGroupOffsetsRequest,
+    DescribeShareGroupOffsetsRequestGroup,
+    DescribeShareGroupOffsetsRequestTopic,
+    DescribeShareGroupOffsetsResponse,
+    DescribeShareGroupOffsetsResponseGroup,
+    DescribeShareGroupOffsetsResponsePartition,
+    DescribeShareGroupOffsetsResponseTopic,
 )
 from protocol.messages.share_group_describe import Assignment as ShareDescribedAssignment
 from protocol.messages.share_group_describe import DescribedGroup as ShareDescribedGroup
@@ -66,6 +89,9 @@ HB = ApiKey.CONSUMER_GROUP_HEARTBEAT
 DESCRIBE = ApiKey.CONSUMER_GROUP_DESCRIBE
 SHARE_HB = ApiKey.SHARE_GROUP_HEARTBEAT
 SHARE_DESCRIBE = ApiKey.SHARE_GROUP_DESCRIBE
+SHARE_OFFSETS_KEY = ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS
+SHARE_ALTER = ApiKey.ALTER_SHARE_GROUP_OFFSETS
+SHARE_DELETE = ApiKey.DELETE_SHARE_GROUP_OFFSETS
 SHARE_FETCH = ApiKey.SHARE_FETCH
 SHARE_ACK = ApiKey.SHARE_ACKNOWLEDGE
 
@@ -643,6 +669,153 @@ SHARE_DESCRIBED_WIRE = h(
 )
 
 
+# ---- DescribeShareGroupOffsets v0-1, AlterShareGroupOffsets v0, DeleteShareGroupOffsets v0 ----
+
+SHARE_OFFSETS_REQ = DescribeShareGroupOffsetsRequest(
+    groups=[
+        DescribeShareGroupOffsetsRequestGroup(
+            group_id="grp",
+            topics=[DescribeShareGroupOffsetsRequestTopic(topic_name="orders", partitions=[0, 2])],
+        ),
+        DescribeShareGroupOffsetsRequestGroup(group_id="all", topics=None),
+    ]
+)
+SHARE_OFFSETS_REQ_WIRE = h(
+    "03",  # Groups: 2 elements
+    "04" + s("grp"),  # GroupId
+    "02",  # Topics: 1 element
+    "07" + s("orders"),  # TopicName
+    "03 00000000 00000002",  # Partitions [0, 2]
+    "00",  # Topics[0] tagged fields
+    "00",  # Groups[0] tagged fields
+    "04" + s("all"),  # GroupId
+    "00",  # Topics: null (every partition with state)
+    "00",  # Groups[1] tagged fields
+    "00",  # tagged fields
+)
+SHARE_OFFSETS_DESCRIBED = DescribeShareGroupOffsetsResponse(
+    groups=[
+        DescribeShareGroupOffsetsResponseGroup(
+            group_id="grp",
+            topics=[
+                DescribeShareGroupOffsetsResponseTopic(
+                    topic_name="orders",
+                    topic_id=T1,
+                    partitions=[
+                        DescribeShareGroupOffsetsResponsePartition(
+                            partition_index=0, start_offset=7, leader_epoch=0, lag=3
+                        ),
+                        DescribeShareGroupOffsetsResponsePartition(
+                            partition_index=2, start_offset=-1, leader_epoch=-1, lag=-1,
+                            error_code=3, error_message="gone",
+                        ),
+                    ],
+                )
+            ],
+        )
+    ]
+)  # fmt: skip
+
+
+def share_offsets_wire(version: int) -> bytes:
+    lag = {0: ("", ""), 1: ("0000000000000003", "ffffffffffffffff")}[version]
+    return h(
+        "00000000",  # ThrottleTimeMs
+        "02",  # Groups: 1 element
+        "04" + s("grp"),  # GroupId
+        "02",  # Topics: 1 element
+        "07" + s("orders"),  # TopicName
+        T1_HEX,  # TopicId
+        "03",  # Partitions: 2 elements
+        "00000000",  # PartitionIndex 0
+        "0000000000000007",  # StartOffset 7
+        "00000000",  # LeaderEpoch 0
+        lag[0],  # Lag 3 (v1+)
+        "0000",  # ErrorCode
+        "00",  # ErrorMessage: null
+        "00",  # Partitions[0] tagged fields
+        "00000002",  # PartitionIndex 2
+        "ffffffffffffffff",  # StartOffset -1
+        "ffffffff",  # LeaderEpoch -1
+        lag[1],  # Lag -1 (v1+)
+        "0003",  # ErrorCode UNKNOWN_TOPIC_OR_PARTITION
+        "05" + s("gone"),  # ErrorMessage
+        "00",  # Partitions[1] tagged fields
+        "00",  # Topics[0] tagged fields
+        "0000",  # ErrorCode
+        "00",  # ErrorMessage: null
+        "00",  # Groups[0] tagged fields
+        "00",  # tagged fields
+    )
+
+
+SHARE_ALTER_REQ = AlterShareGroupOffsetsRequest(
+    group_id="grp",
+    topics=[
+        AlterShareGroupOffsetsRequestTopic(
+            topic_name="orders",
+            partitions=[AlterShareGroupOffsetsRequestPartition(partition_index=1, start_offset=42)],
+        )
+    ],
+)
+SHARE_ALTER_REQ_WIRE = h(
+    "04" + s("grp"),  # GroupId
+    "02",  # Topics: 1 element
+    "07" + s("orders"),  # TopicName
+    "02",  # Partitions: 1 element
+    "00000001",  # PartitionIndex 1
+    "000000000000002a",  # StartOffset 42
+    "00",  # Partitions[0] tagged fields
+    "00",  # Topics[0] tagged fields
+    "00",  # tagged fields
+)
+SHARE_ALTERED = AlterShareGroupOffsetsResponse(
+    responses=[
+        AlterShareGroupOffsetsResponseTopic(
+            topic_name="orders",
+            topic_id=T2,
+            partitions=[AlterShareGroupOffsetsResponsePartition(partition_index=1, error_code=0)],
+        )
+    ]
+)
+SHARE_ALTERED_WIRE = h(
+    "00000000",  # ThrottleTimeMs
+    "0000",  # ErrorCode
+    "00",  # ErrorMessage: null
+    "02",  # Responses: 1 element
+    "07" + s("orders"),  # TopicName
+    T2_HEX,  # TopicId
+    "02",  # Partitions: 1 element
+    "00000001",  # PartitionIndex
+    "0000",  # ErrorCode
+    "00",  # ErrorMessage: null
+    "00",  # Partitions[0] tagged fields
+    "00",  # Responses[0] tagged fields
+    "00",  # tagged fields
+)
+SHARE_DELETE_REQ = DeleteShareGroupOffsetsRequest(
+    group_id="grp", topics=[DeleteShareGroupOffsetsRequestTopic(topic_name="orders")]
+)
+SHARE_DELETE_REQ_WIRE = h("04" + s("grp"), "02", "07" + s("orders"), "00", "00")
+SHARE_DELETED = DeleteShareGroupOffsetsResponse(
+    error_code=68,
+    error_message="non empty",
+    responses=[DeleteShareGroupOffsetsResponseTopic(topic_name="orders", topic_id=T1, error_code=0)],
+)
+SHARE_DELETED_WIRE = h(
+    "00000000",  # ThrottleTimeMs
+    "0044",  # ErrorCode 68 NON_EMPTY_GROUP
+    "0a" + s("non empty"),  # ErrorMessage
+    "02",  # Responses: 1 element
+    "07" + s("orders"),  # TopicName
+    T1_HEX,  # TopicId
+    "0000",  # ErrorCode
+    "00",  # ErrorMessage: null
+    "00",  # Responses[0] tagged fields
+    "00",  # tagged fields
+)
+
+
 GOLDEN = [
     Golden("hb-join", HB, 0, True, HB_JOIN, HB_JOIN_V0),
     Golden("hb-join-regex", HB, 1, True, HB_JOIN_REGEX, HB_JOIN_REGEX_V1),
@@ -708,6 +881,41 @@ GOLDEN = [
     Golden("share-describe", SHARE_DESCRIBE, 1, True, SHARE_DESCRIBE_REQ, SHARE_DESCRIBE_REQ_WIRE),
     Golden("share-described", SHARE_DESCRIBE, 1, False, SHARE_DESCRIBED, SHARE_DESCRIBED_WIRE),
     *(
+        Golden("share-offsets", SHARE_OFFSETS_KEY, v, True, SHARE_OFFSETS_REQ, SHARE_OFFSETS_REQ_WIRE)
+        for v in (0, 1)
+    ),
+    Golden("share-offsets", SHARE_OFFSETS_KEY, 1, False, SHARE_OFFSETS_DESCRIBED, share_offsets_wire(1)),
+    # Lag is v1+ and ignorable: v0 drops it, and decodes it as its default -1.
+    Golden(
+        "share-offsets",
+        SHARE_OFFSETS_KEY,
+        0,
+        False,
+        SHARE_OFFSETS_DESCRIBED,
+        share_offsets_wire(0),
+        decoded=replace(
+            SHARE_OFFSETS_DESCRIBED,
+            groups=[
+                replace(
+                    SHARE_OFFSETS_DESCRIBED.groups[0],
+                    topics=[
+                        replace(
+                            SHARE_OFFSETS_DESCRIBED.groups[0].topics[0],
+                            partitions=[
+                                replace(p, lag=-1)
+                                for p in SHARE_OFFSETS_DESCRIBED.groups[0].topics[0].partitions
+                            ],
+                        )
+                    ],
+                )
+            ],
+        ),
+    ),
+    Golden("share-alter", SHARE_ALTER, 0, True, SHARE_ALTER_REQ, SHARE_ALTER_REQ_WIRE),
+    Golden("share-altered", SHARE_ALTER, 0, False, SHARE_ALTERED, SHARE_ALTERED_WIRE),
+    Golden("share-delete", SHARE_DELETE, 0, True, SHARE_DELETE_REQ, SHARE_DELETE_REQ_WIRE),
+    Golden("share-deleted", SHARE_DELETE, 0, False, SHARE_DELETED, SHARE_DELETED_WIRE),
+    *(
         Golden("share-fetch", SHARE_FETCH, v, True, share_fetch_request(v), share_fetch_request_wire(v))
         for v in (1, 2)
     ),
@@ -741,7 +949,14 @@ def test_golden_cases_cover_every_pair_without_kafka_python() -> None:
     pairs = set(golden_pairs())
     assert pairs == {(ApiKey.CONSUMER_GROUP_HEARTBEAT, v) for v in (0, 1)} | {
         (ApiKey.CONSUMER_GROUP_DESCRIBE, v) for v in (0, 1)
-    } | {(SHARE_HB, 1), (SHARE_DESCRIBE, 1)} | {(k, v) for k in (SHARE_FETCH, SHARE_ACK) for v in (1, 2)}
+    } | {
+        (SHARE_HB, 1),
+        (SHARE_DESCRIBE, 1),
+        (SHARE_OFFSETS_KEY, 0),
+        (SHARE_OFFSETS_KEY, 1),
+        (SHARE_ALTER, 0),
+        (SHARE_DELETE, 0),
+    } | {(k, v) for k in (SHARE_FETCH, SHARE_ACK) for v in (1, 2)}
     for pair in pairs:
         assert pair in FLEXIBLE
         assert any((g.key, g.version) == pair and g.request for g in GOLDEN), pair

@@ -14,13 +14,27 @@ import pytest
 
 from protocol.apis import ApiKey
 from protocol.errors import ErrorCode
+from protocol.messages.alter_share_group_offsets import (
+    AlterShareGroupOffsetsRequest,
+    AlterShareGroupOffsetsRequestPartition,
+    AlterShareGroupOffsetsRequestTopic,
+)
 from protocol.messages.consumer_group_describe import ConsumerGroupDescribeRequest
 from protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
 from protocol.messages.create_acls import AclCreation, CreateAclsRequest
 from protocol.messages.delete_acls import DeleteAclsFilter, DeleteAclsRequest
+from protocol.messages.delete_share_group_offsets import (
+    DeleteShareGroupOffsetsRequest,
+    DeleteShareGroupOffsetsRequestTopic,
+)
 from protocol.messages.describe_acls import DescribeAclsRequest
 from protocol.messages.describe_configs import DescribeConfigsRequest, DescribeConfigsResource
 from protocol.messages.describe_groups import DescribeGroupsRequest
+from protocol.messages.describe_share_group_offsets import (
+    DescribeShareGroupOffsetsRequest,
+    DescribeShareGroupOffsetsRequestGroup,
+    DescribeShareGroupOffsetsRequestTopic,
+)
 from protocol.messages.find_coordinator import FindCoordinatorRequest
 from protocol.messages.heartbeat import HeartbeatRequest
 from protocol.messages.incremental_alter_configs import (
@@ -39,6 +53,8 @@ from protocol.messages.offset_commit import (
 from protocol.messages.offset_fetch import OffsetFetchRequest, OffsetFetchRequestTopic
 from protocol.messages.sasl_authenticate import SaslAuthenticateRequest
 from protocol.messages.sasl_handshake import SaslHandshakeRequest
+from protocol.messages.share_group_describe import ShareGroupDescribeRequest
+from protocol.messages.share_group_heartbeat import ShareGroupHeartbeatRequest
 from tests.security.test_sasl import add_user
 from tests.support.server import REPO, ServerProcess, running_server, start_server
 from tests.support.wire_client import WireClient
@@ -383,3 +399,77 @@ def test_denials_are_logged_once_per_principal_and_resource(server: ServerProces
             time.sleep(0.05)
     denials = [text for text in server.log_lines if "coordinator.authorizer" in text]
     assert len(denials) == 1 and denials[0].rstrip().endswith(line), denials
+
+
+@pytest.mark.integration
+def test_share_group_apis_are_authorized(server: ServerProcess) -> None:
+    """Kafka 4.4's checks: READ group + DESCRIBE topics to join, DESCRIBE group (+ topics) to
+    describe and describe offsets, READ group + READ topics to alter offsets, DELETE group + READ
+    topics to delete them (docs/share-groups.md, "ACLs")."""
+    with login(server, "admin", "admin-pw") as admin, login(server, "alice", "alice-pw") as alice:
+        topics = [MetadataRequestTopic(name=name) for name in ("s1", "s2")]
+        admin.request(ApiKey.METADATA, 9, MetadataRequest(topics=topics, allow_auto_topic_creation=True))
+
+        def join(topic: str, epoch: int = 0) -> Any:
+            request = ShareGroupHeartbeatRequest(
+                "sg", "m1", epoch, subscribed_topic_names=[topic] if epoch == 0 else None
+            )
+            return alice.request(ApiKey.SHARE_GROUP_HEARTBEAT, 1, request)
+
+        def describe() -> Any:
+            return alice.request(
+                ApiKey.SHARE_GROUP_DESCRIBE, 1, ShareGroupDescribeRequest(["sg"], True)
+            ).groups[0]
+
+        def offsets(*names: str) -> Any:
+            wanted = [DescribeShareGroupOffsetsRequestTopic(n, [0]) for n in names] if names else None
+            request = DescribeShareGroupOffsetsRequest([DescribeShareGroupOffsetsRequestGroup("sg", wanted)])
+            return alice.request(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, 1, request).groups[0]
+
+        def alter(*names: str) -> Any:
+            parts = [AlterShareGroupOffsetsRequestPartition(0, 0)]
+            request = AlterShareGroupOffsetsRequest(
+                "sg", [AlterShareGroupOffsetsRequestTopic(n, parts) for n in names]
+            )
+            return alice.request(ApiKey.ALTER_SHARE_GROUP_OFFSETS, 0, request)
+
+        def delete(*names: str) -> Any:
+            request = DeleteShareGroupOffsetsRequest(
+                "sg", [DeleteShareGroupOffsetsRequestTopic(n) for n in names]
+            )
+            return alice.request(ApiKey.DELETE_SHARE_GROUP_OFFSETS, 0, request)
+
+        denied = ErrorCode.GROUP_AUTHORIZATION_FAILED
+        assert join("s1").error_code == denied
+        assert describe().error_code == denied
+        assert offsets("s1").error_code == denied
+        assert alter("s1").error_code == denied
+        assert delete("s1").error_code == denied
+        grant(admin, acl(GROUP, "sg", "User:alice", READ), acl(TOPIC, "s1", "User:alice", READ))
+        # READ on the group and the topic allows altering (an empty group)...
+        altered = alter("s1", "s2")
+        results = {t.topic_name: [p.error_code for p in t.partitions] for t in altered.responses}
+        assert altered.error_code == 0
+        assert results == {"s1": [0], "s2": [ErrorCode.TOPIC_AUTHORIZATION_FAILED]}
+        # ... READ implies DESCRIBE: the offsets of s1 are described, s2's are refused by name and
+        # left out of "every topic".
+        described = {t.topic_name: t.partitions[0] for t in offsets("s1", "s2").topics}
+        assert (described["s1"].error_code, described["s1"].start_offset) == (0, 0)
+        assert described["s2"].error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        assert [t.topic_name for t in offsets().topics] == ["s1"]
+        refused = join("s2")
+        assert refused.error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED and "s2" in refused.error_message
+        joined = join("s1")
+        assert joined.error_code == 0
+        assert describe().error_code == 0
+        # Deleting takes DELETE on the group.
+        assert delete("s1").error_code == denied
+        assert (
+            alice.request(
+                ApiKey.SHARE_GROUP_HEARTBEAT, 1, ShareGroupHeartbeatRequest("sg", "m1", -1)
+            ).error_code
+            == 0
+        )
+        grant(admin, acl(GROUP, "sg", "User:alice", DELETE))
+        deleted = {t.topic_name: t.error_code for t in delete("s1", "s2").responses}
+        assert deleted == {"s1": 0, "s2": ErrorCode.TOPIC_AUTHORIZATION_FAILED}

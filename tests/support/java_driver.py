@@ -23,6 +23,7 @@ from tests.support.kafka_broker import KAFKA_LIB, KafkaUnavailable, kafka_classp
 HELPERS_JAR = KAFKA_LIB.parent / "kafka-test-helpers-1.jar"
 CONSUMER_GROUP_COMMAND = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
 CONFIG_COMMAND = "org.apache.kafka.tools.ConfigCommand"
+SHARE_GROUP_COMMAND = "org.apache.kafka.tools.consumer.group.ShareGroupCommand"
 
 
 class DriverFailed(Exception):

@@ -360,7 +360,11 @@ class AdminClient:
                 raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND, f"group {group!r} does not exist")
             return described
         try:
-            return self._describe_classic_group(group, must_exist)
+            classic = self._describe_classic_group(group, must_exist)
+            if classic.state == "Dead" and group in self._other_kind:
+                # DescribeGroups before v6 answers Dead for a group of another kind: a share group?
+                return self._describe_share_group(group) or classic
+            return classic
         except KafkaError as exc:
             # Held by another kind than classic and consumer: a share group (asked last, so that
             # classic groups cost the two requests they always did).

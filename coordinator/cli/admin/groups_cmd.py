@@ -27,6 +27,7 @@ from coordinator.cli.admin.http_api import HttpApiError
 from coordinator.cli.admin.lag_summary import lag_per_topic
 from coordinator.cli.admin.lag_time import GroupTime, group_time, seconds_cell
 from coordinator.cli.admin.output import note, print_json, print_table
+from coordinator.cli.admin.share_offsets import StartOffset, start_offsets
 from protocol.errors import ErrorCode, error_name
 
 
@@ -171,11 +172,14 @@ def groups_describe(client: AdminClient, args: argparse.Namespace) -> int:
         # A group's configs exist whether or not the group does (as in Kafka).
         print_group_configs(configs, args.format)
         return 0
+    starts: dict[str, dict[TP, StartOffset]] = {}
     for group_id in groups:
         try:
             group = client.describe_group(group_id)
-            # A share group commits no offsets (its start offsets come with DescribeShareGroupOffsets).
+            # A share group commits no offsets: its start offsets and lag (DescribeShareGroupOffsets).
             lines = offset_lines(client, group) if show_offsets and group.group_type != SHARE else None
+            if show_offsets and group.group_type == SHARE:
+                starts[group.group_id] = start_offsets(client, group.group_id)
             described.append((group, lines))
         except KafkaError as exc:
             if len(groups) == 1 and not args.all_groups:
@@ -190,7 +194,7 @@ def groups_describe(client: AdminClient, args: argparse.Namespace) -> int:
             except HttpApiError as exc:
                 time_failures.append(f"lag in seconds of group {group.group_id!r}: {exc}")
     if described:
-        _print_described(args, described, show_offsets, times, configs)
+        _print_described(args, described, show_offsets, times, configs, starts)
     for failure in failures:
         note(str(failure))
     for message in time_failures:
@@ -212,9 +216,16 @@ def _print_described(
     show_offsets: bool,
     times: dict[str, GroupTime],
     configs: list[GroupConfigValue],
+    starts: dict[str, dict[TP, StartOffset]],
 ) -> None:
     if args.format == "json":
         shown = [_group_json(g, lines, args, times.get(g.group_id)) for g, lines in described]
+        for entry, (g, _) in zip(shown, described, strict=True):
+            if g.group_id in starts:
+                entry["start_offsets"] = [
+                    {"topic": tp.topic, "partition": tp.partition, "start_offset": o.start, "lag": o.lag}
+                    for tp, o in sorted(starts[g.group_id].items())
+                ]
         if args.configs:
             for entry, (g, _) in zip(shown, described, strict=True):
                 entry["configs"] = {c.name: {"value": c.value, "source": c.source}
@@ -242,8 +253,20 @@ def _print_described(
             sections.append(_consumer_members_table(consumer))
         if streams:
             sections.append(_streams_members_table(streams))
-    if show_offsets:
+    if show_offsets and any(g.group_type != SHARE for g, _ in described):
         sections.append(_offsets_table(described, bool(args.http)))
+    if starts:
+        # kafka-share-groups' offsets table.
+        sections.append(
+            (
+                ["GROUP", "TOPIC", "PARTITION", "START-OFFSET", "LAG"],
+                [
+                    [group, tp.topic, tp.partition, o.start, o.lag]
+                    for group, offsets in starts.items()
+                    for tp, o in sorted(offsets.items())
+                ],
+            )
+        )
     if args.lag_per_topic:
         sections.append(_topic_lag_table(described, bool(args.http)))
     pending = _pending_table(described, times)

@@ -7,12 +7,13 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
-from coordinator.cli.admin.client import TP, AdminClient, Committed, GroupDescription
+from coordinator.cli.admin.client import SHARE, TP, AdminClient, Committed, GroupDescription
 from coordinator.cli.admin.csvfile import OffsetRow, read_offsets_csv, write_offsets_csv
 from coordinator.cli.admin.errors import KafkaError, UsageError
 from coordinator.cli.admin.missing_topics import settle_missing
 from coordinator.cli.admin.output import note, print_json, print_table
 from coordinator.cli.admin.reset_plan import check_scope, plan_reset
+from coordinator.cli.admin.share_offsets import alter_start_offsets, delete_start_offsets, start_offsets
 from protocol.errors import ErrorCode, error_name
 
 DRY_RUN_NOTE = "Dry run: nothing was changed. Run again with --execute to commit these offsets."
@@ -103,6 +104,8 @@ def _reset_group(
     client: AdminClient, args: argparse.Namespace, group: str, file_rows: list[OffsetRow] | None
 ) -> list[Change]:
     described = refuse_if_active(client, group, "reset the offsets of")
+    if described.group_type == SHARE:
+        return _reset_share_group(client, args, group, file_rows)
     committed = client.committed_offsets(group)
     if args.all_topics and not committed and described.state == "Dead" and args.to_group is None:
         raise KafkaError(
@@ -115,6 +118,21 @@ def _reset_group(
     if args.execute and changes:
         errors = client.commit_offsets(group, {c.tp: Committed(c.new) for c in changes})
         refuse_if_joined(client, group, "reset the offsets of", errors)
+        for change in changes:
+            change.error = errors.get(change.tp, ErrorCode.UNKNOWN_SERVER_ERROR)
+    return changes
+
+
+def _reset_share_group(
+    client: AdminClient, args: argparse.Namespace, group: str, file_rows: list[OffsetRow] | None
+) -> list[Change]:
+    """A share group's start offsets (kafka-share-groups --reset-offsets): planned as committed
+    offsets are, written with AlterShareGroupOffsets."""
+    current = {tp: Committed(o.start) for tp, o in start_offsets(client, group).items()}
+    plan = plan_reset(client, args, current, file_rows)
+    changes = [Change(tp, current[tp].offset if tp in current else None, new) for tp, new in plan.items()]
+    if args.execute and changes:
+        errors = alter_start_offsets(client, group, {c.tp: c.new for c in changes})
         for change in changes:
             change.error = errors.get(change.tp, ErrorCode.UNKNOWN_SERVER_ERROR)
     return changes
@@ -215,6 +233,8 @@ def offsets_delete(client: AdminClient, args: argparse.Namespace) -> int:
 def _delete_group_offsets(
     client: AdminClient, args: argparse.Namespace, group: str, quiet: bool = False
 ) -> list[tuple[TP, int]]:
+    if client.describe_group(group, must_exist=False).group_type == SHARE:
+        return _delete_share_offsets(client, args, group, quiet)
     committed = client.committed_offsets(group)
     partitions: list[TP] = []
     for topic, wanted in args.topic:
@@ -234,6 +254,32 @@ def _delete_group_offsets(
     if group_error != ErrorCode.NONE:
         raise KafkaError(group_error, f"deleting offsets of group {group!r}")
     return [(tp, errors.get(tp, ErrorCode.UNKNOWN_SERVER_ERROR)) for tp in partitions]
+
+
+def _delete_share_offsets(
+    client: AdminClient, args: argparse.Namespace, group: str, quiet: bool
+) -> list[tuple[TP, int]]:
+    """A share group's start offsets are deleted per topic (DeleteShareGroupOffsets): each
+    partition with state of the named topics is reported."""
+    if any(wanted is not None for _topic, wanted in args.topic):
+        raise UsageError(
+            "a share group's start offsets are deleted per topic: name topics without partitions"
+        )
+    current = start_offsets(client, group)
+    topics = sorted(
+        {topic for topic, _ in args.topic if quiet is False or any(tp.topic == topic for tp in current)}
+    )
+    if not topics:
+        return []
+    errors = delete_start_offsets(client, group, topics)
+    results: list[tuple[TP, int]] = []
+    for topic in topics:
+        partitions = sorted(tp for tp in current if tp.topic == topic)
+        if not partitions and not quiet:
+            note(f"share group {group!r} has no start offsets for topic {topic!r}")
+        code = errors.get(topic, ErrorCode.UNKNOWN_SERVER_ERROR)
+        results += [(tp, code) for tp in partitions]
+    return results
 
 
 def _deleted_json(group: str, results: list[tuple[TP, int]]) -> dict[str, Any]:

@@ -85,7 +85,7 @@ class ClassicRebalance:
             started = self._rebalance_started.pop(group.group_id, None)
             if started is not None and target is STABLE:
                 self.stats.rebalances_completed += 1
-                self.stats.rebalance_durations_ms.append(self.clock.now_ms - started)
+                self.stats.rebalance_durations_ms.observe(self.clock.now_ms - started)
 
     def _event(
         self, group: ClassicGroup, kind: str, message: str, member_id: str | None = None, **details: Detail

@@ -47,6 +47,9 @@ class ShareGroup:
     # The subscribed topics as the catalog last showed them: name -> (topic id, partitions).
     subscription_metadata: dict[str, tuple[bytes, int]] = field(default_factory=dict)
     catalog_version: int = -1
+    # Monotonic ms of the last target computation in this process (None: none yet), for
+    # group.share.assignment.interval.ms.
+    last_assignment_ms: int | None = None
     dead: bool = False
     # What a failed write left unwritten (rewritten with the next write of the group).
     unwritten_group: bool = False

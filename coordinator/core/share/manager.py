@@ -26,23 +26,31 @@ from coordinator.core.share.delivery import (
     SHARE_LOCK_TIMER,
     ShareAcknowledgeOp,
     ShareAcquireOp,
-    ShareDelivery,
     ShareInitializeOp,
     ShareReleaseOp,
 )
 from coordinator.core.share.describe import describe_groups
 from coordinator.core.share.group import ShareGroup
+from coordinator.core.share.offsets_admin import ShareOffsetsAdmin
 from coordinator.core.share.records import (
     member_from_record,
     partition_state_from_record,
     target_from_record,
 )
-from coordinator.core.share.timer_keys import SHARE_SESSION_TIMER, session_key
+from coordinator.core.share.timer_keys import (
+    SHARE_ASSIGNMENT_TIMER,
+    SHARE_SESSION_TIMER,
+    assignment_key,
+    session_key,
+)
 from coordinator.core.share.view import ShareGroupView
 from protocol.apis import ApiKey
 from protocol.error_responses import error_response
 from protocol.messages import share_group_describe as sgd
 from protocol.messages import share_group_heartbeat as sgh
+from protocol.messages.alter_share_group_offsets import AlterShareGroupOffsetsRequest
+from protocol.messages.delete_share_group_offsets import DeleteShareGroupOffsetsRequest
+from protocol.messages.describe_share_group_offsets import DescribeShareGroupOffsetsRequest
 from protocol.messages.join_group import JoinGroupRequest
 from protocol.messages.leave_group import LeaveGroupRequest
 from protocol.messages.offset_commit import OffsetCommitRequest
@@ -58,7 +66,7 @@ from storage.records import (
 log = logging.getLogger(__name__)
 
 
-class ShareGroupManager(ShareDelivery):
+class ShareGroupManager(ShareOffsetsAdmin):
     """Owns the share groups of one shard."""
 
     name = "share"
@@ -101,6 +109,8 @@ class ShareGroupManager(ShareDelivery):
             # finds the metadata changed and bumps the group epoch.
             for member in group.members.values():
                 self._reschedule_session(group, member)
+            if group.group_epoch > group.assignment_epoch:  # stored while waiting for its interval
+                self.timers.schedule(assignment_key(group.group_id), self.clock.now_ms)
 
     def unload(self, fx: Effects, group_ids: Collection[str] | None = None) -> None:
         for group in self._selected(group_ids):
@@ -118,6 +128,7 @@ class ShareGroupManager(ShareDelivery):
     def timer_handlers(self) -> Mapping[str, TimerHandler]:
         return {
             SHARE_SESSION_TIMER: lambda key, fx: self.expire_session(str(key[1]), str(key[2]), fx),
+            SHARE_ASSIGNMENT_TIMER: lambda key, fx: self.assignment_due(str(key[1]), fx),
             SHARE_LOCK_TIMER: lambda key, fx: self.share_expire_locks(
                 (str(key[1]), str(key[2]), int(key[3])), fx
             ),
@@ -132,6 +143,9 @@ class ShareGroupManager(ShareDelivery):
             sgd.ShareGroupDescribeRequest: lambda ctx, req, fx: fx.reply(
                 ctx.reply_to, describe_groups(self, req)
             ),
+            DescribeShareGroupOffsetsRequest: self.describe_offsets,
+            AlterShareGroupOffsetsRequest: self.alter_offsets,
+            DeleteShareGroupOffsetsRequest: self.delete_offsets,
             ShareAcknowledgeOp: self.share_acknowledge,
             ShareAcquireOp: self.share_acquire,
             ShareInitializeOp: self.share_initialize,
@@ -196,7 +210,7 @@ class ShareGroupManager(ShareDelivery):
         member = None if group is None else group.members.get(member_id)
         if member is None:
             return None
-        late_after = CONSUMER_LATE_INTERVALS * self.config.group_share_heartbeat_interval_ms
+        late_after = CONSUMER_LATE_INTERVALS * self.settings_for(group_id).heartbeat_interval_ms
         deadline = self.timers.deadline(session_key(group_id, member_id))
         return judge(member.last_heartbeat_ms, deadline, late_after, now_ms)
 

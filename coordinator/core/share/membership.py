@@ -9,6 +9,7 @@ epoch becomes the assignment epoch with the heartbeat after the target changed.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from coordinator.core.clock import ShardClock
 from coordinator.core.context import RequestContext
@@ -36,7 +37,8 @@ from coordinator.core.share.group import (
 )
 from coordinator.core.share.partition import PersistedShareState
 from coordinator.core.share.records import group_record, member_record
-from coordinator.core.share.timer_keys import session_key
+from coordinator.core.share.timer_keys import assignment_key, session_key
+from coordinator.core.share_configs import ShareGroupSettings, share_settings
 from coordinator.core.stats import CoreStats
 from coordinator.core.timers import TimerKey, Timers
 from protocol.messages import share_group_heartbeat as sgh
@@ -81,6 +83,9 @@ class ShareMembership:
         # The persisted state of every share-partition of these groups, as loaded: (group id,
         # topic, partition) -> state, for the share-partition leader to restore.
         self.partition_states: dict[tuple[str, str, int], PersistedShareState] = {}
+        # The settings a group runs under: its share.* group configs, else the broker's
+        # (DynamicGroupConfigs.share_settings once the coordinator wires it).
+        self.settings_for: Callable[[str], ShareGroupSettings] = lambda _group_id: share_settings(config, {})
 
     # -- ShareGroupHeartbeat ---------------------------------------------------------------------
 
@@ -161,7 +166,7 @@ class ShareMembership:
         response = sgh.ShareGroupHeartbeatResponse(
             member_id=member.member_id,
             member_epoch=member.member_epoch,
-            heartbeat_interval_ms=self.config.group_share_heartbeat_interval_ms,
+            heartbeat_interval_ms=self.settings_for(group.group_id).heartbeat_interval_ms,
             assignment=self._wire_assignment(member.assigned)
             if joining or member.assigned != previous
             else None,
@@ -218,10 +223,31 @@ class ShareMembership:
                 self.stats.share_group_rebalances += 1
                 self.events.epoch_bumped(group.group_id, group.state_name, group.group_epoch)
                 changed = True
-        if group.group_epoch > group.assignment_epoch:
+        if group.group_epoch > group.assignment_epoch and self._assignment_due(group):
             self._compute_target(group)
             changed = True
         return changed
+
+    def _assignment_due(self, group: ShareGroup) -> bool:
+        """Whether the target may be recomputed now: at most once per share.assignment.interval.ms
+        (Kafka 4.4); otherwise a timer recomputes it when the interval has passed."""
+        last = group.last_assignment_ms
+        interval = self.settings_for(group.group_id).assignment_interval_ms
+        if last is None or self.clock.now_ms - last >= interval:
+            self.timers.cancel(assignment_key(group.group_id))
+            return True
+        if assignment_key(group.group_id) not in self.timers:
+            self.timers.schedule(assignment_key(group.group_id), last + interval)
+        return False
+
+    def assignment_due(self, group_id: str, fx: Effects) -> None:
+        """The assignment interval of a group whose target is behind has passed."""
+        group = self.groups.get(group_id)
+        if group is None or group.group_epoch <= group.assignment_epoch:
+            return
+        self._compute_target(group)
+        group.unwritten_group = True
+        self.finish(None, group, None, fx)
 
     def _subscription_metadata(self, group: ShareGroup) -> dict[str, tuple[bytes, int]]:
         topics = self.catalog.topics
@@ -251,6 +277,7 @@ class ShareMembership:
                 group.unwritten_members.add(member_id)  # its stored target changes
         group.target = new_target
         group.assignment_epoch = group.group_epoch
+        group.last_assignment_ms = self.clock.now_ms
         after = {member_id: _by_topic(parts) for member_id, parts in new_target.items()}
         self.events.target_computed(
             group.group_id, group.state_name, group.group_epoch, "simple", before, after, SHARE_GROUP_TYPE
@@ -271,7 +298,7 @@ class ShareMembership:
 
     def _reschedule_session(self, group: ShareGroup, member: ShareMember) -> None:
         member.last_heartbeat_ms = self.clock.now_ms
-        deadline = self.clock.now_ms + self.config.group_share_session_timeout_ms
+        deadline = self.clock.now_ms + self.settings_for(group.group_id).session_timeout_ms
         self.timers.schedule(session_key(group.group_id, member.member_id), deadline)
 
     def _event(self, group: ShareGroup, kind: str, message: str, member_id: str | None = None) -> None:
