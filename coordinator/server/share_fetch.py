@@ -19,6 +19,7 @@ from typing import Any, Final
 from coordinator.api.routes import Routes
 from coordinator.core.context import RequestContext
 from coordinator.core.result import Result
+from coordinator.core.shard_map import ShardMap
 from coordinator.core.share.configs import EARLIEST, by_duration_ms
 from coordinator.core.share.delivery import (
     FetchTarget,
@@ -31,6 +32,7 @@ from coordinator.core.share.delivery import (
 from coordinator.core.share.manager import ShareGroupManager
 from coordinator.core.share.partition import AcknowledgementBatch
 from coordinator.server.runtime import Runtime
+from coordinator.server.share_leader_hint import LeaderHint, leader_hint
 from coordinator.server.share_records import (
     FetchedPartition,
     NoRecords,
@@ -67,8 +69,16 @@ class _Outcome:
 class ShareLeader:
     """Serves ShareFetch and ShareAcknowledge for every share group this node holds."""
 
-    def __init__(self, runtime: Runtime, max_sessions: int, source: RecordSource | None = None) -> None:
+    def __init__(
+        self,
+        runtime: Runtime,
+        max_sessions: int,
+        source: RecordSource | None = None,
+        shard_map: ShardMap | None = None,
+    ) -> None:
         self.runtime = runtime
+        # Several nodes: a group's share-partitions are led by the node holding its shard.
+        self.shard_map = shard_map
         self.sessions = ShareSessionCache(max_sessions)
         self.source: RecordSource = source or NoRecords()
         self._tasks: set[asyncio.Task[None]] = set()
@@ -108,6 +118,9 @@ class ShareLeader:
         group_id, member_id = req.group_id or "", req.member_id or ""
         if not group_id or not member_id:
             return sf.ShareFetchResponse(error_code=ErrorCode.INVALID_REQUEST)
+        hint = self._elsewhere(ctx, group_id)
+        if hint is not None:
+            return hint.share_fetch(req)
         names = self._topic_names()
         wanted: list[TopicIdPartition] = []
         acks: dict[TopicIdPartition, list[AcknowledgementBatch]] = {}
@@ -247,6 +260,9 @@ class ShareLeader:
         group_id, member_id = req.group_id or "", req.member_id or ""
         if not group_id or not member_id:
             return sak.ShareAcknowledgeResponse(error_code=ErrorCode.INVALID_REQUEST)
+        hint = self._elsewhere(ctx, group_id)
+        if hint is not None:
+            return hint.share_acknowledge(req)
         closing = self.sessions.acknowledge_context(
             (group_id, member_id, ctx.advertised), req.share_session_epoch
         )
@@ -272,6 +288,14 @@ class ShareLeader:
         )
 
     # -- shared ----------------------------------------------------------------------------------
+
+    def _elsewhere(self, ctx: RequestContext, group_id: str) -> LeaderHint | None:
+        """Where to send the client when the group's shard is not held here (docs/share-groups.md,
+        "Several nodes"): nothing is read or changed here, so only the shard's owner acquires."""
+        shard_map = self.shard_map
+        if shard_map is None or shard_map.status(group_id, ctx.now_ms) is not None:
+            return None
+        return leader_hint(*shard_map.leader(group_id, ctx.now_ms))
 
     async def _acknowledge(
         self,
