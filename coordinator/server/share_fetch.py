@@ -118,10 +118,6 @@ class ShareLeader:
         group_id, member_id = req.group_id or "", req.member_id or ""
         if not group_id or not member_id:
             return sf.ShareFetchResponse(error_code=ErrorCode.INVALID_REQUEST)
-        hint = self._elsewhere(ctx, group_id)
-        if hint is not None:
-            return hint.share_fetch(req)
-        names = self._topic_names()
         wanted: list[TopicIdPartition] = []
         acks: dict[TopicIdPartition, list[AcknowledgementBatch]] = {}
         for topic in req.topics:
@@ -134,6 +130,10 @@ class ShareLeader:
         session, partitions = self.sessions.fetch_context(
             key, req.share_session_epoch, _owner(ctx), wanted, forgotten, bool(acks)
         )
+        hint = self._elsewhere(ctx, group_id)
+        if hint is not None:  # the session is kept here, as Kafka's brokers keep theirs
+            return hint.share_fetch([*partitions, *(tp for tp in acks if tp not in partitions)], acks)
+        names = self._topic_names()
         config = self.manager.group_config(group_id)
         out: dict[TopicIdPartition, sf.PartitionData] = {}
 
@@ -260,12 +260,12 @@ class ShareLeader:
         group_id, member_id = req.group_id or "", req.member_id or ""
         if not group_id or not member_id:
             return sak.ShareAcknowledgeResponse(error_code=ErrorCode.INVALID_REQUEST)
-        hint = self._elsewhere(ctx, group_id)
-        if hint is not None:
-            return hint.share_acknowledge(req)
         closing = self.sessions.acknowledge_context(
             (group_id, member_id, ctx.advertised), req.share_session_epoch
         )
+        hint = self._elsewhere(ctx, group_id)
+        if hint is not None:
+            return hint.share_acknowledge(req)
         names = self._topic_names()
         acks = {
             (t.topic_id, p.partition_index): _batches(p.acknowledgement_batches)

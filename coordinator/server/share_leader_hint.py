@@ -10,10 +10,12 @@ than the one it knows (Metadata answers epoch 0, the first lease is epoch 1).
 
 from __future__ import annotations
 
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Final
 
 from coordinator.core.shard_map import NodeAddress
+from coordinator.server.share_sessions import TopicIdPartition
 from protocol.errors import ErrorCode
 from protocol.messages import share_acknowledge as sak
 from protocol.messages import share_fetch as sf
@@ -39,31 +41,32 @@ class LeaderHint:
             return NO_LEADER, NO_LEADER
         return self.owner.node_id, self.epoch
 
-    def share_fetch(self, req: sf.ShareFetchRequest) -> sf.ShareFetchResponse:
+    def share_fetch(
+        self, partitions: Sequence[TopicIdPartition], acknowledged: Collection[TopicIdPartition]
+    ) -> sf.ShareFetchResponse:
+        """The session's partitions and those with acknowledgements (not applied here)."""
         leader_id, epoch = self._leader()
         code = ErrorCode.NOT_LEADER_OR_FOLLOWER
-        topics = [
-            sf.ShareFetchableTopicResponse(
-                topic_id=topic.topic_id,
-                partitions=[
-                    sf.PartitionData(
-                        partition_index=p.partition_index,
-                        error_code=code,
-                        error_message=self.message,
-                        acknowledge_error_code=code if p.acknowledgement_batches else ErrorCode.NONE,
-                        current_leader=sf.LeaderIdAndEpoch(leader_id, epoch),
-                    )
-                    for p in topic.partitions
-                ],
+        by_topic: dict[bytes, list[sf.PartitionData]] = {}
+        for tp in partitions:
+            by_topic.setdefault(tp[0], []).append(
+                sf.PartitionData(
+                    partition_index=tp[1],
+                    error_code=code,
+                    error_message=self.message,
+                    acknowledge_error_code=code if tp in acknowledged else ErrorCode.NONE,
+                    current_leader=sf.LeaderIdAndEpoch(leader_id, epoch),
+                )
             )
-            for topic in req.topics
-        ]
         endpoints = (
             [sf.NodeEndpoint(self.owner.node_id, self.owner.host, self.owner.port, None)]
             if self.owner is not None
             else []
         )
-        return sf.ShareFetchResponse(responses=topics, node_endpoints=endpoints)
+        return sf.ShareFetchResponse(
+            responses=[sf.ShareFetchableTopicResponse(t, parts) for t, parts in by_topic.items()],
+            node_endpoints=endpoints,
+        )
 
     def share_acknowledge(self, req: sak.ShareAcknowledgeRequest) -> sak.ShareAcknowledgeResponse:
         leader_id, epoch = self._leader()

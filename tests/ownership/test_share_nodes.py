@@ -82,17 +82,13 @@ def share_fetch(node: ServerProcess, group: str, member: str, topic_id: bytes) -
     return response
 
 
-def share_acknowledge(
-    node: ServerProcess, group: str, member: str, topic_id: bytes
-) -> sak.ShareAcknowledgeResponse:
+def acknowledge_request(group: str, member: str, topic_id: bytes) -> sak.ShareAcknowledgeRequest:
+    """Offset 0 of partition 0 accepted, in the session opened by ``fetch_request``."""
     batch = sak.AcknowledgementBatch(first_offset=0, last_offset=0, acknowledge_types=[1])
-    request = sak.ShareAcknowledgeRequest(
+    return sak.ShareAcknowledgeRequest(
         group_id=group, member_id=member, share_session_epoch=1,
         topics=[sak.AcknowledgeTopic(topic_id=topic_id, partitions=[sak.AcknowledgePartition(0, [batch])])],
     )  # fmt: skip
-    with WireClient(node.bootstrap) as client:
-        response: sak.ShareAcknowledgeResponse = client.request(ApiKey.SHARE_ACKNOWLEDGE, 2, request)
-    return response
 
 
 def partitions(response: sf.ShareFetchResponse | sak.ShareAcknowledgeResponse) -> dict[int, Any]:
@@ -146,11 +142,15 @@ def test_share_requests_are_sent_to_the_holder_and_the_state_moves_with_a_killed
     group = group_on(one, 2)
     topic_id, _ = join(two, group, "m")
 
-    # At node 1: sent to node 2, nothing read or written here.
-    redirected = share_fetch(one, group, "m", topic_id)
-    epoch_before = redirected_to(redirected, two)
+    # At node 1: sent to node 2, nothing read or written here (the session is kept).
+    with WireClient(one.bootstrap) as client:
+        redirected = client.request(ApiKey.SHARE_FETCH, 2, fetch_request(group, "m", topic_id))
+        assert redirected.error_code == 0
+        epoch_before = redirected_to(redirected, two)
+        acknowledged = client.request(ApiKey.SHARE_ACKNOWLEDGE, 2, acknowledge_request(group, "m", topic_id))
+        assert acknowledged.error_code == 0
+        assert redirected_to(acknowledged, two) == epoch_before
     assert start_offsets(two, group) == {}  # no share-partition was started by node 1
-    assert redirected_to(share_acknowledge(one, group, "m", topic_id), two) == epoch_before
 
     # At node 2 the partitions are served (an empty log) and their start offsets written.
     assert served(share_fetch(two, group, "m", topic_id))

@@ -74,20 +74,19 @@ def on_the_wire(api_key: int, version: int, response: Any) -> Any:
     return decoded
 
 
-def fetch_request() -> sf.ShareFetchRequest:
+def fetch_request(epoch: int, acknowledge: bool) -> sf.ShareFetchRequest:
+    """Partitions 0 and 1 of TOPIC, offsets 0-4 of partition 0 acknowledged when ``acknowledge``."""
+    acks = [sf.AcknowledgementBatch(0, 4, [1])] if acknowledge else []
     return sf.ShareFetchRequest(
         group_id=GROUP,
         member_id="m",
-        share_session_epoch=1,
+        share_session_epoch=epoch,
         max_wait_ms=500,
         topics=[
             sf.FetchTopic(
                 topic_id=TOPIC,
                 partitions=[
-                    sf.FetchPartition(
-                        partition_index=0,
-                        acknowledgement_batches=[sf.AcknowledgementBatch(0, 4, [1])],
-                    ),
+                    sf.FetchPartition(partition_index=0, acknowledgement_batches=acks),
                     sf.FetchPartition(partition_index=1),
                 ],
             )
@@ -95,14 +94,25 @@ def fetch_request() -> sf.ShareFetchRequest:
     )
 
 
+async def request(leader: ShareLeader, version: int, body: Any) -> Any:
+    replies = Replies()
+    if isinstance(body, sf.ShareFetchRequest):
+        leader.share_fetch(context(replies, version), body)
+    else:
+        leader.share_acknowledge(context(replies, version), body)
+    return await answer(leader, replies)
+
+
 @pytest.mark.asyncio
 @pytest.mark.parametrize("version", [1, 2])
 async def test_a_share_fetch_is_sent_to_the_node_holding_the_shard(version: int) -> None:
-    leader, replies = leader_at(shard_map(owner=2, epoch=3)), Replies()
-    leader.share_fetch(context(replies, version), fetch_request())
-    response = await answer(leader, replies)
-    # What the client reads is what goes on the wire.
-    decoded = on_the_wire(ApiKey.SHARE_FETCH, version, response)
+    leader = leader_at(shard_map(owner=2, epoch=3))
+    # The session is opened here (Kafka's brokers keep sessions whatever they lead), then a
+    # fetch in it acknowledges records of partition 0.
+    opened = on_the_wire(ApiKey.SHARE_FETCH, version, await request(leader, version, fetch_request(0, False)))
+    assert {p.partition_index for t in opened.responses for p in t.partitions} == {0, 1}
+    response = await request(leader, version, fetch_request(1, True))
+    decoded = on_the_wire(ApiKey.SHARE_FETCH, version, response)  # what the client reads
     assert decoded.error_code == 0
     assert [(e.node_id, e.host, e.port) for e in decoded.node_endpoints] == [(2, "127.0.0.1", 9002)]
     [topic] = decoded.responses
@@ -115,17 +125,22 @@ async def test_a_share_fetch_is_sent_to_the_node_holding_the_shard(version: int)
         assert not p.acquired_records
     assert by_index[0].acknowledge_error_code == NOT_LEADER  # the acknowledgements were not applied
     assert by_index[1].acknowledge_error_code == 0
-    assert not leader.sessions.sessions  # no share session is kept here
+    [session] = leader.sessions.sessions.values()
+    assert session.epoch == 2
+    # The session's epochs are checked here as anywhere.
+    stale = await request(leader, version, fetch_request(1, False))
+    assert stale.error_code == ErrorCode.INVALID_SHARE_SESSION_EPOCH
 
 
 @pytest.mark.asyncio
 @pytest.mark.parametrize("version", [1, 2])
 async def test_a_share_acknowledge_is_sent_to_the_node_holding_the_shard(version: int) -> None:
-    leader, replies = leader_at(shard_map(owner=2, epoch=7)), Replies()
-    request = sak.ShareAcknowledgeRequest(
+    leader = leader_at(shard_map(owner=2, epoch=7))
+    await request(leader, version, fetch_request(0, False))
+    acknowledgement = sak.ShareAcknowledgeRequest(
         group_id=GROUP,
         member_id="m",
-        share_session_epoch=2,
+        share_session_epoch=1,
         topics=[
             sak.AcknowledgeTopic(
                 topic_id=TOPIC,
@@ -137,8 +152,7 @@ async def test_a_share_acknowledge_is_sent_to_the_node_holding_the_shard(version
             )
         ],
     )
-    leader.share_acknowledge(context(replies, version), request)
-    response = await answer(leader, replies)
+    response = await request(leader, version, acknowledgement)
     decoded = on_the_wire(ApiKey.SHARE_ACKNOWLEDGE, version, response)
     assert [(e.node_id, e.port) for e in decoded.node_endpoints] == [(2, 9002)]
     [[p]] = [t.partitions for t in decoded.responses]
@@ -149,9 +163,8 @@ async def test_a_share_acknowledge_is_sent_to_the_node_holding_the_shard(version
 @pytest.mark.asyncio
 async def test_a_shard_without_a_live_owner_names_no_leader() -> None:
     """The client falls back to Metadata and tries again (Kafka: leader -1, epoch -1)."""
-    leader, replies = leader_at(shard_map(owner=None)), Replies()
-    leader.share_fetch(context(replies, 2), fetch_request())
-    response = await answer(leader, replies)
+    leader = leader_at(shard_map(owner=None))
+    response = await request(leader, 2, fetch_request(0, False))
     assert response.node_endpoints == []
     for p in response.responses[0].partitions:
         assert p.error_code == NOT_LEADER
