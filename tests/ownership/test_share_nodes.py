@@ -25,6 +25,7 @@ from protocol.messages.share_group_heartbeat import ShareGroupHeartbeatRequest
 from protocol.wire import decode_response, encode_request
 from tests.durability.support import Servers, create_topics, wait_for
 from tests.ownership.test_nodes import SETTLE_S, nodes, owners, settled, start_node
+from tests.support.java_driver import JavaDriver
 from tests.support.server import ServerProcess
 from tests.support.wire_client import WireClient
 
@@ -216,3 +217,23 @@ def test_a_node_that_hung_and_lost_the_shard_sends_the_client_to_the_new_holder(
         return served(share_fetch(holder, group, "m", topic_id))
 
     wait_for(settled_on_holder, SETTLE_S, "the holder to serve the member and the other node to name it")
+
+
+@pytest.mark.kafka
+def test_kafkas_java_share_consumer_follows_the_hint_to_the_holder(
+    nodes: Servers, pg_dsn: str, java_driver: JavaDriver
+) -> None:
+    """Kafka 4.4's KafkaShareConsumer bootstrapped at node 1 (Metadata leads half the partitions
+    there, round-robin) fetches every partition from node 2, which holds its group: each
+    share-partition is started by node 2 on its first fetch, and only there. The
+    standalone stores no records, so the consumer only polls."""
+    one = start_node(nodes, pg_dsn, 1)
+    create_topics(one.bootstrap, {"t": 4})
+    two = start_node(nodes, pg_dsn, 2)
+    wait_for(lambda: settled(one, two), SETTLE_S, "25 shards on each node")
+    group = group_on(one, 2)
+    java_driver.call(
+        "share", bootstrap=one.bootstrap, topic="t", group=group, consumers=1, partitions=4,
+        records=0, warmup_ms=10000, timeout_ms=10000,
+    )  # fmt: skip
+    assert start_offsets(two, group) == {0: 0, 1: 0, 2: 0, 3: 0}
