@@ -19,7 +19,7 @@ from typing import Any, Final
 from coordinator.api.routes import Routes
 from coordinator.core.context import RequestContext
 from coordinator.core.result import Result
-from coordinator.core.shard_map import ShardMap
+from coordinator.core.shard_map import ShardMap, ShardState
 from coordinator.core.share.configs import EARLIEST, by_duration_ms
 from coordinator.core.share.delivery import (
     FetchTarget,
@@ -293,9 +293,17 @@ class ShareLeader:
         """Where to send the client when the group's shard is not held here (docs/share-groups.md,
         "Several nodes"): nothing is read or changed here, so only the shard's owner acquires."""
         shard_map = self.shard_map
-        if shard_map is None or shard_map.status(group_id, ctx.now_ms) is not None:
+        if shard_map is None:
             return None
-        return leader_hint(*shard_map.leader(group_id, ctx.now_ms))
+        status = shard_map.status(group_id, ctx.now_ms)
+        if status is None:
+            return leader_hint(*shard_map.leader(group_id, ctx.now_ms))
+        if status is not ShardState.ACTIVE:
+            # Loading (a takeover, a start): the members are not known yet, and Kafka's share
+            # consumer fails on UNKNOWN_MEMBER_ID; no leader is retriable. The shard loads next.
+            shard_map.want(group_id)
+            return leader_hint(None, 0)
+        return None
 
     async def _acknowledge(
         self,

@@ -171,6 +171,22 @@ async def test_a_shard_without_a_live_owner_names_no_leader() -> None:
         assert (p.current_leader.leader_id, p.current_leader.leader_epoch) == (-1, -1)
 
 
+@pytest.mark.asyncio
+async def test_a_shard_loading_here_names_no_leader() -> None:
+    """A takeover loading the group's shard: the members are not known yet (UNKNOWN_MEMBER_ID
+    is fatal to Kafka's share consumer), so the answer is retriable, and the shard is wanted."""
+    shards = shard_map(owner=None)
+    shard = shards.shard_of(GROUP)
+    shards.move(shard, ShardState.LOADING)
+    wanted: list[int] = []
+    shards.on_wanted = wanted.append
+    response = await request(leader_at(shards), 2, fetch_request(0, False))
+    for p in response.responses[0].partitions:
+        assert p.error_code == NOT_LEADER
+        assert (p.current_leader.leader_id, p.current_leader.leader_epoch) == (-1, -1)
+    assert wanted == [shard]
+
+
 def test_the_hint_follows_the_shard_and_its_epoch() -> None:
     shards = shard_map(owner=2, epoch=3)
     assert shards.status(GROUP, 1_000) is None  # not held here: the request is answered with a hint
