@@ -11,6 +11,7 @@ record delivery across a failover is not something standalone can show."""
 from __future__ import annotations
 
 import signal
+import threading
 import time
 from typing import Any
 
@@ -237,3 +238,38 @@ def test_kafkas_java_share_consumer_follows_the_hint_to_the_holder(
         records=0, warmup_ms=10000, timeout_ms=10000,
     )  # fmt: skip
     assert start_offsets(two, group) == {0: 0, 1: 0, 2: 0, 3: 0}
+
+
+@pytest.mark.kafka
+def test_kafkas_java_share_consumer_goes_on_when_the_holder_is_killed(
+    nodes: Servers, pg_dsn: str, java_driver: JavaDriver
+) -> None:
+    """The holder SIGKILLed while a KafkaShareConsumer polls: the consumer goes on with node 1
+    without a fatal error, and node 1 holds the group with every share-partition's state. (The
+    answer while the shard loads is checked in tests/server/test_share_leader_hint.py: this run
+    does not reliably meet that window.)"""
+    lease_ms = 30_000  # a killed node's shards move at once, not after the lease
+    one = start_node(nodes, pg_dsn, 1, lease_ms)
+    create_topics(one.bootstrap, {"t": 4})
+    two = start_node(nodes, pg_dsn, 2, lease_ms)
+    wait_for(lambda: settled(one, two), SETTLE_S, "25 shards on each node")
+    group = group_on(one, 2)
+    killed: list[float] = []
+
+    def kill_when_started() -> None:
+        wait_for(lambda: start_offsets(two, group) == {0: 0, 1: 0, 2: 0, 3: 0}, SETTLE_S, "node 2 serving")
+        two.kill()
+        killed.append(time.monotonic())
+
+    killer = threading.Thread(target=kill_when_started)
+    killer.start()
+    try:
+        java_driver.call(
+            "share", bootstrap=one.bootstrap, topic="t", group=group, consumers=1, partitions=4,
+            records=0, warmup_ms=20000, timeout_ms=10000,
+        )  # fmt: skip
+    finally:
+        killer.join()
+    assert killed, "node 2 was not killed while the consumer polled"
+    assert owners(one, [group])[group] == 1
+    assert start_offsets(one, group) == {0: 0, 1: 0, 2: 0, 3: 0}
