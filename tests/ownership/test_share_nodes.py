@@ -36,6 +36,7 @@ __all__ = ["nodes"]
 
 NOT_LEADER = int(ErrorCode.NOT_LEADER_OR_FOLLOWER)
 SHARE_GROUPS = [f"share-{i}" for i in range(40)]
+POLL_S = 40  # how long the Java consumer of the failover test polls
 
 
 def group_on(node: ServerProcess, owner: int) -> str:
@@ -257,7 +258,8 @@ def test_kafkas_java_share_consumer_goes_on_when_the_holder_is_killed(
     killed: list[float] = []
 
     def kill_when_started() -> None:
-        wait_for(lambda: start_offsets(two, group) == {0: 0, 1: 0, 2: 0, 3: 0}, SETTLE_S, "node 2 serving")
+        # Within the first half of the consumer's polling, so that the failover has the rest.
+        wait_for(lambda: start_offsets(two, group) == {0: 0, 1: 0, 2: 0, 3: 0}, POLL_S / 2, "node 2 serving")
         two.kill()
         killed.append(time.monotonic())
 
@@ -266,7 +268,7 @@ def test_kafkas_java_share_consumer_goes_on_when_the_holder_is_killed(
     try:
         java_driver.call(
             "share", bootstrap=one.bootstrap, topic="t", group=group, consumers=1, partitions=4,
-            records=0, warmup_ms=20000, timeout_ms=10000,
+            records=0, warmup_ms=int(POLL_S * 1000), timeout_ms=10000,
         )  # fmt: skip
     finally:
         killer.join()
