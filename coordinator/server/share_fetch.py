@@ -19,7 +19,6 @@ from typing import Any, Final
 from coordinator.api.routes import Routes
 from coordinator.core.context import RequestContext
 from coordinator.core.result import Result
-from coordinator.core.share.configs import EARLIEST, by_duration_ms
 from coordinator.core.share.delivery import (
     FetchTarget,
     ShareAcknowledgeOp,
@@ -121,7 +120,7 @@ class ShareLeader:
         session, partitions = self.sessions.fetch_context(
             key, req.share_session_epoch, _owner(ctx), wanted, forgotten, bool(acks)
         )
-        config = self.manager.group_config(group_id)
+        lock_ms = self.manager.limits_of(group_id).record_lock_duration_ms
         out: dict[TopicIdPartition, sf.PartitionData] = {}
 
         def entry(tp: TopicIdPartition) -> sf.PartitionData:
@@ -147,7 +146,7 @@ class ShareLeader:
         for (topic_id, _), data in out.items():
             by_topic.setdefault(topic_id, []).append(data)
         return sf.ShareFetchResponse(
-            acquisition_lock_timeout_ms=config.limits.record_lock_duration_ms,
+            acquisition_lock_timeout_ms=lock_ms,
             responses=[
                 sf.ShareFetchableTopicResponse(topic_id=t, partitions=parts) for t, parts in by_topic.items()
             ],
@@ -228,12 +227,14 @@ class ShareLeader:
         new = [tp for tp, t in targets.items() if not t.error_code and t.offset < 0]
         if not new:
             return targets
-        reset = self.manager.group_config(group_id).auto_offset_reset
-        duration = by_duration_ms(reset)
+        settings = self.manager.settings_for(group_id)
+        duration = settings.auto_offset_reset_duration_ms
         if duration is not None:
             timestamp = self.runtime.clock.wall_ms() - duration
+        elif settings.auto_offset_reset.strip().lower() == "earliest":
+            timestamp = EARLIEST_TIMESTAMP
         else:
-            timestamp = EARLIEST_TIMESTAMP if reset == EARLIEST else LATEST_TIMESTAMP
+            timestamp = LATEST_TIMESTAMP
         starts = await self.source.start_offsets(new, timestamp)
         if starts:
             await self._op(ShareInitializeOp(group_id, starts))
@@ -265,7 +266,7 @@ class ShareLeader:
                 sak.PartitionData(partition_index=index, error_code=code, error_message=message)
             )
         return sak.ShareAcknowledgeResponse(
-            acquisition_lock_timeout_ms=self.manager.group_config(group_id).limits.record_lock_duration_ms,
+            acquisition_lock_timeout_ms=self.manager.limits_of(group_id).record_lock_duration_ms,
             responses=[
                 sak.ShareAcknowledgeTopicResponse(topic_id=t, partitions=p) for t, p in by_topic.items()
             ],

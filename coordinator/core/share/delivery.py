@@ -16,12 +16,13 @@ from typing import Any
 from coordinator.core.context import RequestContext
 from coordinator.core.effects import Effects
 from coordinator.core.errors import NONE, UNKNOWN_MEMBER_ID, consumer_write_error
-from coordinator.core.share.configs import ShareGroupConfig, share_group_config
 from coordinator.core.share.group import ShareGroup, ShareMember
+from coordinator.core.share.limits import share_limits
 from coordinator.core.share.membership import ShareMembership
 from coordinator.core.share.partition import (
     AcknowledgementBatch,
     AcquiredRange,
+    ShareLimits,
     SharePartition,
 )
 from coordinator.core.share.records import partition_state_record
@@ -105,12 +106,13 @@ class ShareDelivery(ShareMembership):
         super().__init__(*args, **kwargs)
         self.live: dict[PartitionKey, SharePartition] = {}
         self.unwritten_partitions: set[PartitionKey] = set()
-        self.group_overrides: Mapping[str, Mapping[str, str]] = {}
 
     # -- reading ---------------------------------------------------------------------------------
 
-    def group_config(self, group_id: str) -> ShareGroupConfig:
-        return share_group_config(self.config, self.group_overrides.get(group_id))
+    def limits_of(self, group_id: str) -> ShareLimits:
+        """The group's share-partition bounds: its validated settings, clamped into the broker's
+        bounds (docs/share-groups.md, "Settings")."""
+        return share_limits(self.settings_for(group_id))
 
     def partition(self, key: PartitionKey) -> SharePartition | None:
         """The live share-partition, restored from storage on first use; None if it never started."""
@@ -120,7 +122,7 @@ class ShareDelivery(ShareMembership):
         stored = self.partition_states.get(key)
         if stored is None:
             return None
-        live = SharePartition.restore(stored, self.group_config(key[0]).limits)
+        live = SharePartition.restore(stored, self.limits_of(key[0]))
         self.live[key] = live
         return live
 
@@ -134,7 +136,7 @@ class ShareDelivery(ShareMembership):
     ) -> dict[TopicPartition, FetchTarget]:
         """Where each partition's fetch reads (read only)."""
         known = self.member_of(group_id, member_id) is not None
-        lock_ms = self.group_config(group_id).limits.record_lock_duration_ms
+        lock_ms = self.limits_of(group_id).record_lock_duration_ms
         targets: dict[TopicPartition, FetchTarget] = {}
         for topic, index in partitions:
             if not known:
@@ -173,7 +175,7 @@ class ShareDelivery(ShareMembership):
 
     def share_initialize(self, ctx: RequestContext, op: ShareInitializeOp, fx: Effects) -> None:
         changed: list[PartitionKey] = []
-        limits = self.group_config(op.group_id).limits
+        limits = self.limits_of(op.group_id)
         if op.group_id in self.groups:
             for (topic, index), offset in op.start_offsets.items():
                 key = (op.group_id, topic, index)
