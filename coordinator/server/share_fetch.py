@@ -107,6 +107,10 @@ class ShareLeader:
         group_id, member_id = req.group_id or "", req.member_id or ""
         if not group_id or not member_id:
             return sf.ShareFetchResponse(error_code=ErrorCode.INVALID_REQUEST)
+        if req.is_renew_ack:
+            refusal = renew_fetch_refusal(req)
+            if refusal is not None:
+                return sf.ShareFetchResponse(error_code=ErrorCode.INVALID_REQUEST, error_message=refusal)
         names = self._topic_names()
         wanted: list[TopicIdPartition] = []
         acks: dict[TopicIdPartition, list[AcknowledgementBatch]] = {}
@@ -133,6 +137,8 @@ class ShareLeader:
             entry(tp).acknowledge_error_code, entry(tp).acknowledge_error_message = code, message
         if session is None:  # the final request: acknowledgements only, then the session goes
             await self._release(group_id, member_id)
+        elif req.is_renew_ack:  # acknowledgements only: a renewing fetch acquires nothing (Kafka 4.4)
+            pass
         else:
             fetchable = [tp for tp in partitions if tp[0] in names]
             for tp in partitions:
@@ -341,3 +347,18 @@ def _batches(
 
 
 __all__ = ["FetchedPartition", "ShareLeader"]
+
+
+def renew_fetch_refusal(req: sf.ShareFetchRequest) -> str | None:
+    """Kafka 4.4's refusal of a ShareFetch with IsRenewAck that would also fetch (its message)."""
+    message = "".join(
+        f"{name} must be set to 0, "
+        for name, value in (
+            ("maxBytes", req.max_bytes),
+            ("minBytes", req.min_bytes),
+            ("maxRecords", req.max_records),
+            ("maxWaitMs", req.max_wait_ms),
+        )
+        if value != 0
+    )
+    return message + "if isRenewAck is true." if message else None

@@ -20,7 +20,9 @@ from coordinator.core.share.group import ShareGroup, ShareMember
 from coordinator.core.share.limits import share_limits
 from coordinator.core.share.membership import ShareMembership
 from coordinator.core.share.partition import (
+    INVALID_RECORD_STATE,
     AcknowledgementBatch,
+    AcknowledgeType,
     AcquiredRange,
     ShareLimits,
     SharePartition,
@@ -30,6 +32,7 @@ from coordinator.core.timers import TimerKey
 from storage.records import Record
 
 SHARE_LOCK_TIMER = "sg-lock"
+RENEW_DISABLED = "Renewing acquisition locks is not enabled for the group."
 PartitionKey = tuple[str, str, int]  # (group id, topic, partition)
 TopicPartition = tuple[str, int]
 
@@ -157,6 +160,7 @@ class ShareDelivery(ShareMembership):
         outcome = ShareOutcome()
         changed: list[PartitionKey] = []
         known = self.member_of(op.group_id, op.member_id) is not None
+        renew_enabled = self.settings_for(op.group_id).renew_acknowledge_enable
         for tp, batches in op.acknowledgements.items():
             if not known:
                 outcome.errors[tp] = (UNKNOWN_MEMBER_ID, None)
@@ -164,7 +168,12 @@ class ShareDelivery(ShareMembership):
             key = (op.group_id, *tp)
             partition = self.partition(key)
             if partition is None:
-                outcome.errors[tp] = (121, f"no records of {tp[0]}-{tp[1]} were acquired")
+                outcome.errors[tp] = (INVALID_RECORD_STATE, f"no records of {tp[0]}-{tp[1]} were acquired")
+                continue
+            if not renew_enabled and any(AcknowledgeType.RENEW in b.acknowledge_types for b in batches):
+                # Kafka's SharePartition refuses RENEW when share.renew.acknowledge.enable is false;
+                # the partition's acknowledgements are all or none, so none is applied.
+                outcome.errors[tp] = (INVALID_RECORD_STATE, RENEW_DISABLED)
                 continue
             result = partition.acknowledge(op.member_id, batches, ctx.now_ms)
             outcome.errors[tp] = (result.error_code, result.message)
