@@ -24,6 +24,7 @@ from coordinator.core.share.partition import (
     AcknowledgementBatch,
     AcknowledgeType,
     AcquiredRange,
+    ShareCounters,
     ShareLimits,
     SharePartition,
 )
@@ -109,6 +110,10 @@ class ShareDelivery(ShareMembership):
         super().__init__(*args, **kwargs)
         self.live: dict[PartitionKey, SharePartition] = {}
         self.unwritten_partitions: set[PartitionKey] = set()
+        # Per group, the delivery totals of its share-partitions since the group was loaded
+        # (one object shared by its live partitions, so it outlives a partition dropped and
+        # restored), bounded by the groups the shard holds.
+        self.counters_by_group: dict[str, ShareCounters] = {}
 
     # -- reading ---------------------------------------------------------------------------------
 
@@ -126,8 +131,25 @@ class ShareDelivery(ShareMembership):
         if stored is None:
             return None
         live = SharePartition.restore(stored, self.limits_of(key[0]))
-        self.live[key] = live
+        self._go_live(key, live)
         return live
+
+    def _go_live(self, key: PartitionKey, partition: SharePartition) -> None:
+        partition.counters = self.counters_by_group.setdefault(key[0], ShareCounters())
+        self.live[key] = partition
+
+    def share_metrics(self) -> list[tuple[str, ShareCounters, int, int]]:
+        """Per share group with counters: (group id, its totals, records in flight, records
+        acquired now) over its live share-partitions."""
+        in_flight: dict[str, int] = {}
+        acquired: dict[str, int] = {}
+        for (group_id, _, _), partition in self.live.items():
+            in_flight[group_id] = in_flight.get(group_id, 0) + partition.in_flight
+            acquired[group_id] = acquired.get(group_id, 0) + partition.acquired_count()
+        return [
+            (group_id, counters, in_flight.get(group_id, 0), acquired.get(group_id, 0))
+            for group_id, counters in self.counters_by_group.items()
+        ]
 
     def member_of(self, group_id: str, member_id: str) -> tuple[ShareGroup, ShareMember] | None:
         group = self.groups.get(group_id)
@@ -189,7 +211,7 @@ class ShareDelivery(ShareMembership):
             for (topic, index), offset in op.start_offsets.items():
                 key = (op.group_id, topic, index)
                 if self.partition(key) is None:
-                    self.live[key] = SharePartition(max(offset, 0), limits)
+                    self._go_live(key, SharePartition(max(offset, 0), limits))
                     changed.append(key)
         self._write_and_reply(ctx, changed, ShareOutcome(), fx)
 
@@ -241,6 +263,8 @@ class ShareDelivery(ShareMembership):
         for key in [k for k in self.live if group_ids is None or k[0] in group_ids]:
             del self.live[key]
             self.timers.cancel(lock_key(key))
+        for group_id in list(self.counters_by_group if group_ids is None else group_ids):
+            self.counters_by_group.pop(group_id, None)
 
     # -- internals -------------------------------------------------------------------------------
 

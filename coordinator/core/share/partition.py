@@ -99,13 +99,15 @@ class PersistedShareState:
 
 @dataclass(slots=True)
 class ShareCounters:
-    """Totals since the partition was loaded, for metrics."""
+    """Totals since the partition was loaded, for metrics (the runtime may share one between the
+    partitions of a group: docs/share-groups.md, "Metrics")."""
 
     acquired: int = 0
     redelivered: int = 0
     accepted: int = 0
     released: int = 0
     rejected: int = 0
+    archived: int = 0  # for any reason: rejected, a gap, the delivery limit reached
     archived_at_limit: int = 0
     lock_expiries: int = 0
 
@@ -330,6 +332,7 @@ class SharePartition:
             else:  # REJECT, GAP
                 if ack == AcknowledgeType.REJECT:
                     self.counters.rejected += 1
+                self.counters.archived += 1
                 self._state[i] = _ARCHIVED
         if changed:
             self._advance_start()
@@ -402,6 +405,7 @@ class SharePartition:
         if self._count[i] >= self.limits.delivery_count_limit:
             self._state[i] = _ARCHIVED
             self.counters.archived_at_limit += 1
+            self.counters.archived += 1
         else:
             self._state[i] = _AVAILABLE
 
