@@ -221,7 +221,9 @@ class ShareMembership:
                 group.subscription_metadata = metadata
                 group.group_epoch += 1
                 self.stats.share_group_rebalances += 1
-                self.events.epoch_bumped(group.group_id, group.state_name, group.group_epoch)
+                self.events.epoch_bumped(
+                    group.group_id, group.state_name, group.group_epoch, SHARE_GROUP_TYPE
+                )
                 changed = True
         if group.group_epoch > group.assignment_epoch and self._assignment_due(group):
             self._compute_target(group)
