@@ -24,6 +24,7 @@ from coordinator.core.share.delivery import (
     ShareAcknowledgeOp,
     ShareAcquireOp,
     ShareInitializeOp,
+    ShareLogStartOp,
     ShareOutcome,
     ShareReleaseOp,
 )
@@ -192,6 +193,8 @@ class ShareLeader:
                     continue
                 return
             fetched = await self.source.fetch(readable, remaining_ms, req.min_bytes, req.max_bytes)
+            if await self._follow_log_starts(group_id, readable, fetched):
+                continue  # the start offsets moved past deleted records: read from there
             failed = False
             for tp, answer in fetched.items():
                 if answer.error_code:
@@ -223,6 +226,25 @@ class ShareLeader:
                 # Nothing new although MaxWaitMs is not spent (an upstream that answers early):
                 # a short pause, not a busy loop.
                 await asyncio.sleep(min(deadline - loop.time(), 0.05))
+
+    async def _follow_log_starts(
+        self,
+        group_id: str,
+        readable: Mapping[TopicPartition, int],
+        fetched: Mapping[TopicPartition, FetchedPartition],
+    ) -> bool:
+        """A share-partition read below the upstream's log start (records deleted by retention
+        or DeleteRecords) answers OFFSET_OUT_OF_RANGE: as Kafka's share-partition leader, its
+        start offset moves to the log start and what went is archived. True when one moved."""
+        behind = [tp for tp, a in fetched.items() if a.error_code == ErrorCode.OFFSET_OUT_OF_RANGE]
+        if not behind:
+            return False
+        starts = await self.source.start_offsets(behind, EARLIEST_TIMESTAMP)
+        moved = {tp: start for tp, start in starts.items() if start > readable[tp]}
+        if not moved:
+            return False  # out of range past the end: answered as the upstream's error
+        await self._op(ShareLogStartOp(group_id, moved))
+        return True
 
     async def _targets(
         self, group_id: str, member_id: str, partitions: list[TopicPartition]

@@ -85,6 +85,15 @@ class ShareAcquireOp:
 
 
 @dataclass(frozen=True, slots=True)
+class ShareLogStartOp:
+    """The upstream's log starts past these share-partitions' start offsets (records deleted):
+    their start offsets follow, what went unfinished is archived."""
+
+    group_id: str
+    log_starts: Mapping[TopicPartition, int]
+
+
+@dataclass(frozen=True, slots=True)
 class ShareReleaseOp:
     """Everything ``member_id`` holds becomes available again (its share session closed)."""
 
@@ -233,6 +242,16 @@ class ShareDelivery(ShareMembership):
                 changed.append(key)
                 self._schedule_lock_timer(key, partition)
         self._write_and_reply(ctx, changed, outcome, fx)
+
+    def share_log_start(self, ctx: RequestContext, op: ShareLogStartOp, fx: Effects) -> None:
+        changed: list[PartitionKey] = []
+        for (topic, index), log_start in op.log_starts.items():
+            key = (op.group_id, topic, index)
+            partition = self.partition(key)
+            if partition is not None and partition.move_start_to_log_start(log_start):
+                changed.append(key)
+                self._schedule_lock_timer(key, partition)
+        self._write_and_reply(ctx, changed, ShareOutcome(), fx)
 
     def share_release(self, ctx: RequestContext, op: ShareReleaseOp, fx: Effects) -> None:
         changed = self._release_member(op.group_id, op.member_id)

@@ -27,6 +27,7 @@ from coordinator.core.share.delivery import (
     ShareAcknowledgeOp,
     ShareAcquireOp,
     ShareInitializeOp,
+    ShareLogStartOp,
     ShareReleaseOp,
 )
 from coordinator.core.share.describe import describe_groups
@@ -149,6 +150,7 @@ class ShareGroupManager(ShareOffsetsAdmin):
             ShareAcknowledgeOp: self.share_acknowledge,
             ShareAcquireOp: self.share_acquire,
             ShareInitializeOp: self.share_initialize,
+            ShareLogStartOp: self.share_log_start,
             ShareReleaseOp: self.share_release,
         }
 

@@ -399,6 +399,25 @@ class SharePartition:
         self._owner.clear()
         self._deadline.clear()
 
+    def move_start_to_log_start(self, log_start: int) -> bool:
+        """The upstream deleted the records below ``log_start`` (retention, DeleteRecords): as
+        Kafka's share-partition, the start offset follows it and what went unfinished is
+        archived (an acquired record too: it can be neither delivered again nor acknowledged).
+        Returns whether anything changed."""
+        if log_start <= self.start_offset:
+            return False
+        gone = min(log_start, self.end_offset) - self.start_offset
+        archived = sum(1 for state in self._state[:gone] if state not in _DONE)
+        self.counters.archived += archived
+        del self._state[:gone]
+        del self._count[:gone]
+        del self._owner[:gone]
+        del self._deadline[:gone]
+        self.start_offset = log_start
+        self.end_offset = max(self.end_offset, log_start)
+        self._advance_start()
+        return True
+
     # -- internals -----------------------------------------------------------------------------
 
     def _make_available_or_archive(self, i: int) -> None:
