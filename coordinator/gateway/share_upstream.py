@@ -16,7 +16,7 @@ from typing import Any, Final
 
 from coordinator.gateway.upstream import UpstreamConnection, UpstreamError, connect
 from coordinator.gateway.upstream_cluster import UpstreamCluster
-from coordinator.server.share_records import FetchedPartition, TopicPartition, record_batches
+from coordinator.server.share_records import FetchedPartition, TopicPartition, read_committed, record_batches
 from protocol.apis import ApiKey
 from protocol.errors import ErrorCode
 from protocol.messages.fetch import FetchPartition, FetchRequest, FetchResponse, FetchTopic
@@ -45,7 +45,12 @@ class UpstreamShareRecords:
         self._closed = False
 
     async def fetch(
-        self, wanted: Mapping[TopicPartition, int], max_wait_ms: int, min_bytes: int, max_bytes: int
+        self,
+        wanted: Mapping[TopicPartition, int],
+        max_wait_ms: int,
+        min_bytes: int,
+        max_bytes: int,
+        committed_only: bool = False,
     ) -> dict[TopicPartition, FetchedPartition]:
         by_leader = await self._by_leader(list(wanted))
         out: dict[TopicPartition, FetchedPartition] = {}
@@ -53,7 +58,9 @@ class UpstreamShareRecords:
             out[tp] = FetchedPartition(ErrorCode.NOT_LEADER_OR_FOLLOWER)
         answers = await asyncio.gather(
             *(
-                self._fetch_from(leader, {tp: wanted[tp] for tp in tps}, max_wait_ms, min_bytes, max_bytes)
+                self._fetch_from(
+                    leader, {tp: wanted[tp] for tp in tps}, max_wait_ms, min_bytes, max_bytes, committed_only
+                )
                 for leader, tps in by_leader.items()
             )
         )
@@ -107,6 +114,7 @@ class UpstreamShareRecords:
         max_wait_ms: int,
         min_bytes: int,
         max_bytes: int,
+        committed_only: bool = False,
     ) -> dict[TopicPartition, FetchedPartition]:
         topics: dict[str, FetchTopic] = {}
         for (topic, index), offset in wanted.items():
@@ -118,6 +126,7 @@ class UpstreamShareRecords:
             min_bytes=max(min_bytes, 1),
             max_bytes=max_bytes if max_bytes > 0 else PARTITION_MAX_BYTES,
             topics=list(topics.values()),
+            isolation_level=1 if committed_only else 0,
         )
         version = min(self.upstream.version_for(ApiKey.FETCH), FETCH_VERSION)
         timeout_s = self.upstream.timeout_s + max_wait_ms / 1000
@@ -139,7 +148,13 @@ class UpstreamShareRecords:
                 if p.high_watermark >= 0:
                     self.upstream.high_watermarks.observe(tp, p.high_watermark)
                 records = p.records or b""
-                out[tp] = FetchedPartition(0, records, record_batches(records), p.high_watermark)
+                batches = record_batches(records)
+                if not committed_only:
+                    out[tp] = FetchedPartition(0, records, batches, p.high_watermark)
+                    continue
+                aborted = [(a.producer_id, a.first_offset) for a in p.aborted_transactions or []]
+                kept, hidden = read_committed(records, batches, p.last_stable_offset, aborted)
+                out[tp] = FetchedPartition(0, records, kept, p.high_watermark, hidden)
         if response.error_code:
             for tp in wanted:
                 out.setdefault(tp, FetchedPartition(response.error_code))

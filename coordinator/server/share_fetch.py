@@ -48,6 +48,7 @@ log = logging.getLogger(__name__)
 
 LATEST_TIMESTAMP: Final = -1
 EARLIEST_TIMESTAMP: Final = -2
+READ_COMMITTED: Final = "read_committed"
 STRICT_RECORD_LIMIT: Final = 1  # ShareAcquireMode
 
 
@@ -178,6 +179,7 @@ class ShareLeader:
         by_name = {(names[tid], index): (tid, index) for tid, index in fetchable}
         max_records = req.max_records if req.max_records > 0 else 500
         strict = req.share_acquire_mode == STRICT_RECORD_LIMIT
+        committed_only = self.manager.settings_for(group_id).isolation_level == READ_COMMITTED
         while True:
             targets = await self._targets(group_id, member_id, list(by_name))
             readable: dict[TopicPartition, int] = {}
@@ -192,7 +194,9 @@ class ShareLeader:
                     await asyncio.sleep(min(remaining_ms, 100) / 1000)  # a window is full: wait for acks
                     continue
                 return
-            fetched = await self.source.fetch(readable, remaining_ms, req.min_bytes, req.max_bytes)
+            fetched = await self.source.fetch(
+                readable, remaining_ms, req.min_bytes, req.max_bytes, committed_only
+            )
             if await self._follow_log_starts(group_id, readable, fetched):
                 continue  # the start offsets moved past deleted records: read from there
             failed = False
@@ -204,7 +208,10 @@ class ShareLeader:
                 tp: [(b, last) for b, last, _, _ in f.batches] for tp, f in fetched.items() if f.batches
             }
             if batches:
-                outcome = await self._op(ShareAcquireOp(group_id, member_id, batches, max_records, strict))
+                hidden = {tp: f.hidden for tp, f in fetched.items() if f.hidden}
+                outcome = await self._op(
+                    ShareAcquireOp(group_id, member_id, batches, max_records, strict, hidden)
+                )
                 if outcome.write_error:
                     for tp in batches:
                         entry(by_name[tp]).error_code = outcome.write_error

@@ -82,6 +82,9 @@ class ShareAcquireOp:
     fetched: Mapping[TopicPartition, Sequence[tuple[int, int]]]
     max_records: int
     strict_record_limit: bool = False
+    # Offsets of the fetched batches never to deliver (aborted transactions under
+    # read_committed): acquired with the rest, then archived at once.
+    hidden: Mapping[TopicPartition, Sequence[tuple[int, int]]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -236,6 +239,10 @@ class ShareDelivery(ShareMembership):
                 outcome.errors[tp] = (NONE if known else UNKNOWN_MEMBER_ID, None)
                 continue
             ranges = partition.acquire(op.member_id, batches, budget, ctx.now_ms, op.strict_record_limit)
+            hidden = op.hidden.get(tp)
+            if ranges and hidden:
+                changed.append(key)
+                ranges = partition.archive_acquired(op.member_id, ranges, hidden)
             if ranges:
                 budget -= sum(r.last_offset - r.first_offset + 1 for r in ranges)
                 outcome.acquired[tp] = ranges

@@ -399,6 +399,25 @@ class SharePartition:
         self._owner.clear()
         self._deadline.clear()
 
+    def archive_acquired(
+        self, member_id: str, ranges: list[AcquiredRange], hidden: Sequence[tuple[int, int]]
+    ) -> list[AcquiredRange]:
+        """Archive the offsets of ``hidden`` (first, last) that ``ranges`` (just acquired by
+        ``member_id``) hold -- records of aborted transactions under read_committed, which
+        Kafka's share-partition never delivers -- and return what is left to deliver."""
+        kept: list[AcquiredRange] = []
+        for r in ranges:
+            for offset in range(r.first_offset, r.last_offset + 1):
+                i = offset - self.start_offset
+                if any(first <= offset <= last for first, last in hidden) and self._owner[i] == member_id:
+                    self._state[i] = _ARCHIVED
+                    self._owner[i] = None
+                    self.counters.archived += 1
+                else:
+                    _append_range(kept, offset, offset, r.delivery_count)
+        self._advance_start()
+        return kept
+
     def move_start_to_log_start(self, log_start: int) -> bool:
         """The upstream deleted the records below ``log_start`` (retention, DeleteRecords): as
         Kafka's share-partition, the start offset follows it and what went unfinished is
