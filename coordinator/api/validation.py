@@ -155,6 +155,8 @@ def bad_identifier(value: str | None, max_chars: int) -> str | None:
 
 def _first_problem(checks: Iterable[tuple[str, str | None, int]]) -> str | None:
     for label, value, max_chars in checks:
+        if value is None or (len(value) <= max_chars and "\x00" not in value):
+            continue  # bad_identifier's None, without the call (a JoinGroup checks 5 or more)
         reason = bad_identifier(value, max_chars)
         if reason is not None:
             return f"{label} is {reason}" if reason.startswith("longer") else f"{label} {reason}"
