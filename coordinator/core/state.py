@@ -62,7 +62,7 @@ class GroupState(Enum):
     DEAD = "Dead"
 
     # Members compare by identity: the identity hash in C, not Enum's hash of the name in Python
-    # (every transition checks the table; docs/performance.md#group-creation-calls).
+    # (every transition checks the table; docs/performance.md#calls-per-request-on-the-hot-paths).
     __hash__ = object.__hash__
 
 
