@@ -322,8 +322,7 @@ class GroupEvents:
                 "member": member_id,
                 "client": client if isinstance(client, str) else None,
             }
-            # Logger._log: log.log would check the level a second time.
-            log._log(level, "group %s: %s", (group_id, message), extra=extra)
+            log.log(level, "group %s: %s", group_id, message, extra=extra)
         return event
 
     def take_cause(self, group_id: str) -> tuple[str, str, str | None]:
