@@ -15,6 +15,8 @@ RECORD_LOCK_DURATION_MS: Final = "share.record.lock.duration.ms"
 DELIVERY_COUNT_LIMIT: Final = "share.delivery.count.limit"
 PARTITION_MAX_RECORD_LOCKS: Final = "share.partition.max.record.locks"
 AUTO_OFFSET_RESET: Final = "share.auto.offset.reset"
+DLQ_TOPIC_NAME: Final = "errors.deadletterqueue.topic.name"
+DLQ_COPY_RECORD_ENABLE: Final = "errors.deadletterqueue.copy.record.enable"
 
 LATEST: Final = "latest"
 EARLIEST: Final = "earliest"
@@ -26,6 +28,8 @@ class ShareGroupConfig:
     limits: ShareLimits
     # latest, earliest or by_duration:<ISO-8601 duration>
     auto_offset_reset: str = LATEST
+    dead_letter_topic: str = ""  # empty: the group has no dead-letter topic
+    dead_letter_copy_record: bool = False
 
 
 def share_group_config(
@@ -46,7 +50,12 @@ def share_group_config(
         delivery_count_limit=number(DELIVERY_COUNT_LIMIT, settings.group_share_delivery_count_limit),
         max_record_locks=number(PARTITION_MAX_RECORD_LOCKS, settings.group_share_partition_max_record_locks),
     )
-    return ShareGroupConfig(limits, given.get(AUTO_OFFSET_RESET, LATEST).strip().lower() or LATEST)
+    return ShareGroupConfig(
+        limits,
+        given.get(AUTO_OFFSET_RESET, LATEST).strip().lower() or LATEST,
+        given.get(DLQ_TOPIC_NAME, "").strip(),
+        given.get(DLQ_COPY_RECORD_ENABLE, "false").strip().lower() == "true",
+    )
 
 
 def by_duration_ms(reset: str) -> int | None:

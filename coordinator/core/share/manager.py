@@ -26,6 +26,7 @@ from coordinator.core.share.delivery import (
     SHARE_LOCK_TIMER,
     ShareAcknowledgeOp,
     ShareAcquireOp,
+    ShareDeadLetteredOp,
     ShareInitializeOp,
     ShareReleaseOp,
 )
@@ -150,6 +151,7 @@ class ShareGroupManager(ShareOffsetsAdmin):
             ShareAcquireOp: self.share_acquire,
             ShareInitializeOp: self.share_initialize,
             ShareReleaseOp: self.share_release,
+            ShareDeadLetteredOp: self.share_dead_lettered,
         }
 
     def classic_protocol(self, group_id: str, joining: bool) -> ClassicProtocolApi | None:
