@@ -189,7 +189,10 @@ class DeadLetterWriter:
     async def _originals(
         self, topic: str, partition: int, run: DeadLetterRun
     ) -> dict[int, tuple[bytes | None, bytes | None]]:
-        fetched = await self.records.fetch({(topic, partition): run.first_offset}, 0, 1, PARTITION_MAX_BYTES)
+        # A short wait: some upstreams (Tansu) answer a Fetch without waiting with no partitions.
+        fetched = await self.records.fetch(
+            {(topic, partition): run.first_offset}, 500, 1, PARTITION_MAX_BYTES
+        )
         answer = fetched.get((topic, partition))
         if answer is None or answer.error_code:
             return {}

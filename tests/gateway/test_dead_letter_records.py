@@ -31,7 +31,10 @@ def test_context_headers_are_kafkas() -> None:
 
 
 def test_a_batch_reads_back_with_a_valid_crc() -> None:
-    letters = [DeadLetter(context_headers("t", 0, n, "g", 1, CLIENT_REJECT), b"k", f"v{n}".encode()) for n in range(3)]
+    letters = [
+        DeadLetter(context_headers("t", 0, n, "g", 1, CLIENT_REJECT), b"k", f"v{n}".encode())
+        for n in range(3)
+    ]
     letters.append(DeadLetter(context_headers("t", 0, 3, "g", 1, CLIENT_REJECT)))  # headers only
     batch = dead_letter_batch(letters, 1_700_000_000_000)
     (length,) = struct.unpack_from(">i", batch, 8)
