@@ -13,11 +13,12 @@ from typing import Any
 
 import pytest
 from confluent_kafka import AcknowledgeType, Consumer, Producer
+from kafka.admin import KafkaAdminClient, NewTopic
 
 from protocol.apis import ApiKey
 from protocol.messages import describe_share_group_offsets as dsgo
 from protocol.messages import incremental_alter_configs as iac
-from tests.gateway.conftest import Upstream, gateway_settings, running_gateway
+from tests.gateway.conftest import Upstream, gateway_settings
 from tests.gateway.share_support import (
     Received,
     all_assigned,
@@ -112,73 +113,73 @@ def headers_of(message: Any) -> dict[str, str]:
 
 
 @pytest.mark.parametrize("copy", [True, False], ids=["copy", "headers-only"])
-def test_rejected_and_over_limit_records_go_to_the_dead_letter_topic(upstream: Upstream, copy: bool) -> None:
-    with running_gateway(upstream.bootstrap, **{"group-share-delivery-count-limit": "2"}) as gateway:
-        suffix = uuid.uuid4().hex[:8]
-        topic, dlq, group_id = f"work-{suffix}", f"dlq.work-{suffix}", f"g-{suffix}"
-        create_topic(gateway.bootstrap, topic, 1)
-        create_topic(gateway.bootstrap, dlq, 1)
-        set_group_configs(
-            gateway.bootstrap,
-            group_id,
-            {
-                "errors.deadletterqueue.topic.name": dlq,
-                "errors.deadletterqueue.copy.record.enable": "true" if copy else "false",
-            },
+def test_rejected_and_over_limit_records_go_to_the_dead_letter_topic(
+    gateway: ServerProcess, copy: bool
+) -> None:
+    dead_letter_scenario(gateway.bootstrap, copy)
+
+
+def dead_letter_scenario(
+    bootstrap: str, copy: bool, dlq_topic_configs: dict[str, str] | None = None, moves_start: bool = True
+) -> None:
+    """With delivery limit 2: "drop" rejected, "poison" released twice, "fine" accepted; the
+    dead-letter topic receives "drop" and "poison" once each with Kafka 4.4's headers.
+    ``moves_start``: check that the start offset then passes them (Kafka 4.4's own share groups
+    were seen to report 1 still: docs/share-groups.md, "Dead-letter topics")."""
+    suffix = uuid.uuid4().hex[:8]
+    topic, dlq, group_id = f"work-{suffix}", f"dlq.work-{suffix}", f"g-{suffix}"
+    create_topic(bootstrap, topic, 1)
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=20000)
+    try:
+        admin.create_topics([NewTopic(dlq, 1, 1, topic_configs=dlq_topic_configs or {})])
+    finally:
+        admin.close()
+    set_group_configs(
+        bootstrap,
+        group_id,
+        {
+            "share.delivery.count.limit": "2",
+            "errors.deadletterqueue.topic.name": dlq,
+            "errors.deadletterqueue.copy.record.enable": "true" if copy else "false",
+        },
+    )
+    consumer, received = joined(bootstrap, group_id, topic)
+    try:
+        produce_keyed(bootstrap, topic, ["fine", "drop", "poison"])
+
+        def step() -> None:
+            for message in poll_once(consumer, received):
+                value = message.value()
+                kind = {b"drop": AcknowledgeType.REJECT, b"poison": AcknowledgeType.RELEASE}
+                consumer.acknowledge(message, kind.get(value, AcknowledgeType.ACCEPT))
+
+        wait_for(
+            lambda: received.values().count("poison") >= 2 and {"fine", "drop"} <= set(received.values()),
+            step,
+            60,
+            "the deliveries",
         )
-        consumer, received = joined(gateway.bootstrap, group_id, topic)
-        try:
-            produce_keyed(gateway.bootstrap, topic, ["fine", "drop", "poison"])
-
-            def step() -> None:
-                for message in poll_once(consumer, received):
-                    value = message.value()
-                    kind = {b"drop": AcknowledgeType.REJECT, b"poison": AcknowledgeType.RELEASE}
-                    consumer.acknowledge(message, kind.get(value, AcknowledgeType.ACCEPT))
-
-            wait_for(
-                lambda: received.values().count("poison") >= 2 and {"fine", "drop"} <= set(received.values()),
-                step,
-                60,
-                "the deliveries",
-            )
-            consumer.commit_sync()
-            letters = read_topic(gateway.bootstrap, dlq, 2)
-            wait_for(
-                lambda: start_offset(gateway.bootstrap, group_id, topic) == 3, step, 30, "everything done"
-            )
-        finally:
-            consumer.close()
-        by_offset = {headers_of(m)["__dlq.errors.offset"]: m for m in letters}
-        assert sorted(by_offset) == ["1", "2"] and len(letters) == 2
-        drop, poison = by_offset["1"], by_offset["2"]
-        assert headers_of(drop) == {
-            "__dlq.errors.topic": topic,
-            "__dlq.errors.partition": "0",
-            "__dlq.errors.offset": "1",
-            "__dlq.errors.group": group_id,
-            "__dlq.errors.delivery.count": "1",
-            "__dlq.errors.message": "Offset rejected by client.",
-        }
-        assert [name for name, _ in drop.headers()] == [
-            "__dlq.errors.topic",
-            "__dlq.errors.partition",
-            "__dlq.errors.offset",
-            "__dlq.errors.group",
-            "__dlq.errors.delivery.count",
-            "__dlq.errors.message",
-        ]
-        assert headers_of(poison)["__dlq.errors.delivery.count"] == "2"
-        assert headers_of(poison)["__dlq.errors.message"] == "Offset delivery count exceeded the threshold."
-        if copy:
-            assert (drop.key(), drop.value(), poison.key(), poison.value()) == (
-                b"k-drop",
-                b"drop",
-                b"k-poison",
-                b"poison",
-            )
-        else:
-            assert (drop.key(), drop.value(), poison.key(), poison.value()) == (None, None, None, None)
+        consumer.commit_sync()
+        letters = read_topic(bootstrap, dlq, 2)
+        if moves_start:  # every dead letter written: the start offset passes them
+            wait_for(lambda: start_offset(bootstrap, group_id, topic) == 3, step, 30, "everything done")
+    finally:
+        consumer.close()
+    by_offset = {headers_of(m)["__dlq.errors.offset"]: m for m in letters}
+    assert sorted(by_offset) == ["1", "2"] and len(letters) == 2
+    drop, poison = by_offset["1"], by_offset["2"]
+    assert [(name, bytes(value).decode()) for name, value in drop.headers()] == [
+        ("__dlq.errors.topic", topic),
+        ("__dlq.errors.partition", "0"),
+        ("__dlq.errors.offset", "1"),
+        ("__dlq.errors.group", group_id),
+        ("__dlq.errors.delivery.count", "1"),
+        ("__dlq.errors.message", "Offset rejected by client."),
+    ]
+    assert headers_of(poison)["__dlq.errors.delivery.count"] == "2"
+    assert headers_of(poison)["__dlq.errors.message"] == "Offset delivery count exceeded the threshold."
+    copied = (drop.key(), drop.value(), poison.key(), poison.value())
+    assert copied == ((b"k-drop", b"drop", b"k-poison", b"poison") if copy else (None, None, None, None))
 
 
 def test_a_name_without_the_prefix_archives_without_dead_letters(gateway: ServerProcess) -> None:
