@@ -16,7 +16,7 @@ from typing import Any
 from coordinator.core.context import RequestContext
 from coordinator.core.effects import Effects
 from coordinator.core.errors import NONE, UNKNOWN_MEMBER_ID, consumer_write_error
-from coordinator.core.share.configs import ShareGroupConfig, share_group_config
+from coordinator.core.share.configs import DLQ_TOPIC_NAME, ShareGroupConfig, share_group_config
 from coordinator.core.share.group import ShareGroup, ShareMember
 from coordinator.core.share.membership import ShareMembership
 from coordinator.core.share.partition import (
@@ -124,15 +124,16 @@ class ShareDelivery(ShareMembership):
 
     def partition(self, key: PartitionKey) -> SharePartition | None:
         """The live share-partition, restored from storage on first use; None if it never started."""
-        config = self.group_config(key[0])
         live = self.live.get(key)
         if live is None:
             stored = self.partition_states.get(key)
             if stored is None:
                 return None
-            live = SharePartition.restore(stored, config.limits)
+            live = SharePartition.restore(stored, self.group_config(key[0]).limits)
             self.live[key] = live
-        live.dead_letter = bool(config.dead_letter_topic)
+        # Read on every use: a dead-letter topic set or removed applies to live partitions at once.
+        overrides = self.group_overrides.get(key[0])
+        live.dead_letter = bool(overrides and overrides.get(DLQ_TOPIC_NAME, "").strip())
         return live
 
     def dead_letters_pending(self) -> dict[PartitionKey, list[DeadLetterRun]]:
