@@ -23,6 +23,7 @@ from coordinator.core.share.partition import (
     AcknowledgementBatch,
     AcquiredRange,
     DeadLetterRun,
+    RecordState,
     SharePartition,
 )
 from coordinator.core.share.records import partition_state_record
@@ -140,7 +141,7 @@ class ShareDelivery(ShareMembership):
         """Every share-partition's ARCHIVING runs, stored ones included (a restart resumes them)."""
         pending: dict[PartitionKey, list[DeadLetterRun]] = {}
         for key, state in self.partition_states.items():
-            if key not in self.live and any(b.delivery_state == 3 for b in state.batches):
+            if key not in self.live and any(b.delivery_state == RecordState.ARCHIVING for b in state.batches):
                 self.partition(key)
         for key, partition in self.live.items():
             runs = partition.dead_letter_runs()
