@@ -201,6 +201,11 @@ class BrokerGroupSettings:
         "for its records to be written there; empty: any name (KIP-1191, docs/share-groups.md)",
         kafka=True,
     )
+    errors_deadletterqueue_auto_create_topics_enable: bool = setting(
+        False,
+        "create a share group's dead-letter topic upstream when it does not exist (KIP-1191; gateway mode)",
+        kafka=True,
+    )
     # KIP-1071 streams groups (Kafka's group.streams.* settings, docs/streams-groups.md).
     group_streams_session_timeout_ms: int = setting(
         45000, "session timeout of streams group members", positive, kafka=True

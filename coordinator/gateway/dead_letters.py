@@ -17,6 +17,7 @@ import logging
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any, Final
 
+from coordinator.api.streams_topics import CREATE_TOPICS_VERSION
 from coordinator.core.share.delivery import PartitionKey, ShareDeadLetteredOp, ShareOutcome
 from coordinator.core.share.manager import ShareGroupManager
 from coordinator.core.share.partition import DeadLetterRun
@@ -28,7 +29,15 @@ from coordinator.gateway.dead_letter_records import (
     reason_for,
 )
 from coordinator.gateway.share_upstream import PARTITION_MAX_BYTES, UpstreamShareRecords
+from coordinator.gateway.upstream import UpstreamError
+from protocol.apis import ApiKey
 from protocol.errors import ErrorCode
+from protocol.messages.create_topics import (
+    CreatableTopic,
+    CreatableTopicConfig,
+    CreateTopicsRequest,
+    CreateTopicsResponse,
+)
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +69,7 @@ class DeadLetterWriter:
         operate: Operate,
         wall_ms: Callable[[], int],
         prefix: str = DEFAULT_PREFIX,
+        auto_create: bool = False,
         interval_s: float = 0.2,
     ) -> None:
         self.manager = manager
@@ -67,6 +77,7 @@ class DeadLetterWriter:
         self.operate = operate
         self.wall_ms = wall_ms
         self.prefix = prefix
+        self.auto_create = auto_create
         self.interval_s = interval_s
         self.written = 0
         self._wake = asyncio.Event()
@@ -117,6 +128,8 @@ class DeadLetterWriter:
         if partitions is None:
             await self.records.upstream.wait_refreshed(self.records.upstream.timeout_s)
             partitions = self.records.upstream.catalog.partitions_of(target)
+        if not partitions and self.auto_create and await self._create_topic(target):
+            return []  # written with a later pass, once the catalog has the topic
         if not partitions:
             log.warning(
                 "DLQ topic does not exist and auto create is disabled on cluster for share group: "
@@ -185,6 +198,45 @@ class DeadLetterWriter:
                 f"{group_id}, topic: {target}, prefix: {self.prefix}."
             )
         return None
+
+    async def _create_topic(self, topic: str) -> bool:
+        """CreateTopics upstream as Kafka 4.4 creates a DLQ topic (the broker's default partitions
+        and replication, DLQ enabled on it, CreateTime); whether it exists or may exist soon."""
+        request = CreateTopicsRequest(
+            topics=[
+                CreatableTopic(
+                    name=topic,
+                    num_partitions=-1,
+                    replication_factor=-1,
+                    configs=[
+                        CreatableTopicConfig("errors.deadletterqueue.group.enable", "true"),
+                        CreatableTopicConfig("message.timestamp.type", "CreateTime"),
+                    ],
+                )
+            ],
+            timeout_ms=int(self.records.upstream.timeout_s * 1000),
+        )
+        upstream = self.records.upstream
+        try:
+            connection = await upstream.connection_to(None)
+            version = min(upstream.version_for(ApiKey.CREATE_TOPICS), CREATE_TOPICS_VERSION)
+            response: CreateTopicsResponse = await connection.request(
+                ApiKey.CREATE_TOPICS, version, request, upstream.timeout_s
+            )
+        except (UpstreamError, OSError, TimeoutError) as exc:
+            log.info("creating the DLQ topic %s upstream failed: %s; retried", topic, exc)
+            return True
+        upstream.refresh_soon()
+        for result in response.topics:
+            if result.error_code not in (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS):
+                log.warning(
+                    "Unable to create DLQ topic %s: %s %s",
+                    topic,
+                    ErrorCode(result.error_code).name,
+                    result.error_message or "",
+                )
+                return False
+        return True
 
     async def _originals(
         self, topic: str, partition: int, run: DeadLetterRun

@@ -119,6 +119,7 @@ async def start_gateway(
         dispatcher.share.operate,
         dispatcher.runtime.clock.wall_ms,
         config.errors_deadletterqueue_topic_name_prefix,
+        config.errors_deadletterqueue_auto_create_topics_enable,
     )
     dispatcher.share.after_archiving = dead_letters.wake
     forwarder = Forwarder(

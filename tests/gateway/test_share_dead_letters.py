@@ -22,7 +22,7 @@ from protocol.apis import ApiKey
 from protocol.messages import describe_share_group_offsets as dsgo
 from protocol.messages import incremental_alter_configs as iac
 from tests.admin.conftest import tansu_binary
-from tests.gateway.conftest import Upstream, gateway_settings, wait_for_port
+from tests.gateway.conftest import Upstream, gateway_settings, running_gateway, wait_for_port
 from tests.gateway.share_support import (
     Received,
     all_assigned,
@@ -315,3 +315,28 @@ def test_sigkill_while_the_upstream_cannot_take_the_dead_letters(tmp_path: Path)
             tansu.wait(10)
     offsets = Counter(int(headers_of(m)["__dlq.errors.offset"]) for m in letters)
     assert set(offsets) == set(range(len(values)))
+
+
+def test_a_missing_topic_is_created_when_auto_creation_is_on(upstream: Upstream) -> None:
+    """``errors.deadletterqueue.auto.create.topics.enable`` (off by default, as Kafka 4.4): the
+    gateway creates the dead-letter topic upstream and writes to it."""
+    settings = {"errors-deadletterqueue-auto-create-topics-enable": "true"}
+    with running_gateway(upstream.bootstrap, **settings) as gateway:
+        suffix = uuid.uuid4().hex[:8]
+        topic, dlq, group_id = f"work-{suffix}", f"dlq.auto-{suffix}", f"g-{suffix}"
+        create_topic(gateway.bootstrap, topic, 1)
+        set_group_configs(gateway.bootstrap, group_id, {"errors.deadletterqueue.topic.name": dlq})
+        consumer, received = joined(gateway.bootstrap, group_id, topic)
+        try:
+            produce_keyed(gateway.bootstrap, topic, ["drop"])
+
+            def step() -> None:
+                for message in poll_once(consumer, received):
+                    consumer.acknowledge(message, AcknowledgeType.REJECT)
+
+            wait_for(lambda: "drop" in received.values(), step, 60, "the delivery")
+            consumer.commit_sync()
+            [letter] = read_topic(gateway.bootstrap, dlq, 1)
+        finally:
+            consumer.close()
+        assert headers_of(letter)["__dlq.errors.offset"] == "0"
