@@ -230,6 +230,15 @@ class BrokerGroupSettings:
         2, "largest streams.num.standby.replicas a streams group may be given", non_negative, kafka=True
     )
     group_streams_max_size: int = setting(2**31 - 1, "members per streams group", at_least(1), kafka=True)
+    group_streams_assignment_interval_ms: int = setting(
+        1000, "a streams group's target assignment is recomputed at most this often", non_negative, kafka=True
+    )
+    group_streams_min_assignment_interval_ms: int = setting(
+        0, "smallest streams.assignment.interval.ms a streams group may be given", non_negative, kafka=True
+    )
+    group_streams_max_assignment_interval_ms: int = setting(
+        15000, "largest streams.assignment.interval.ms a streams group may be given", non_negative, kafka=True
+    )
     group_streams_num_standby_replicas: int = setting(
         0, "standby replicas of each stateful task in streams groups", non_negative, kafka=True
     )
