@@ -26,11 +26,18 @@ from protocol.messages.list_offsets import (
     ListOffsetsResponse,
     ListOffsetsTopic,
 )
+from protocol.messages.produce import (
+    PartitionProduceData,
+    ProduceRequest,
+    ProduceResponse,
+    TopicProduceData,
+)
 from protocol.primitives import DecodeError
 
 log = logging.getLogger(__name__)
 
 FETCH_VERSION: Final = 12  # the last version naming topics
+PRODUCE_VERSION: Final = 12  # the last version naming topics
 IDLE_CONNECTIONS_PER_BROKER: Final = 8
 PARTITION_MAX_BYTES: Final = 1 << 20
 LATEST: Final = -1
@@ -88,6 +95,36 @@ class UpstreamShareRecords:
                 if not answer.error_code and watermark > found[tp]:
                     found[tp] = watermark
         return found
+
+    async def produce(self, topic: str, partition: int, batch: bytes) -> int:
+        """Write one record batch at the partition's leader (acks all); the partition's error code,
+        NOT_LEADER_OR_FOLLOWER when the upstream cannot be reached."""
+        leader = (await self._by_leader([(topic, partition)])).keys()
+        node = next(iter(leader))
+        if node < 0:
+            return int(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        request = ProduceRequest(
+            acks=-1,
+            timeout_ms=int(self.upstream.timeout_s * 1000),
+            topic_data=[
+                TopicProduceData(name=topic, partition_data=[PartitionProduceData(partition, batch)])
+            ],
+        )
+        version = min(self.upstream.version_for(ApiKey.PRODUCE), PRODUCE_VERSION)
+        try:
+            response: ProduceResponse = await self._request(
+                node, ApiKey.PRODUCE, version, request, self.upstream.timeout_s * 2
+            )
+        except (UpstreamError, DecodeError, TimeoutError) as exc:
+            log.info("dead-letter produce to upstream node %d failed: %s", node, exc)
+            self.upstream.refresh_soon()
+            return int(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        for answered in response.responses:
+            for p in answered.partition_responses:
+                if p.error_code in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.UNKNOWN_LEADER_EPOCH):
+                    self.upstream.refresh_soon()
+                return int(p.error_code)
+        return int(ErrorCode.UNKNOWN_SERVER_ERROR)
 
     async def close(self) -> None:
         self._closed = True

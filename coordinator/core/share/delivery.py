@@ -24,6 +24,8 @@ from coordinator.core.share.partition import (
     AcknowledgementBatch,
     AcknowledgeType,
     AcquiredRange,
+    DeadLetterRun,
+    RecordState,
     ShareCounters,
     ShareLimits,
     SharePartition,
@@ -104,6 +106,15 @@ class ShareReleaseOp:
     member_id: str
 
 
+@dataclass(frozen=True, slots=True)
+class ShareDeadLetteredOp:
+    """The dead-letter records of these ARCHIVING runs are written (or cannot be): they become
+    ARCHIVED (docs/share-groups.md, "Dead-letter topics")."""
+
+    group_id: str
+    runs: Mapping[TopicPartition, Sequence[DeadLetterRun]]
+
+
 @dataclass(slots=True)
 class ShareOutcome:
     """What an operation's ReplyTo receives once its writes are durable: per partition an error
@@ -137,13 +148,14 @@ class ShareDelivery(ShareMembership):
     def partition(self, key: PartitionKey) -> SharePartition | None:
         """The live share-partition, restored from storage on first use; None if it never started."""
         live = self.live.get(key)
-        if live is not None:
-            return live
-        stored = self.partition_states.get(key)
-        if stored is None:
-            return None
-        live = SharePartition.restore(stored, self.limits_of(key[0]))
-        self._go_live(key, live)
+        if live is None:
+            stored = self.partition_states.get(key)
+            if stored is None:
+                return None
+            live = SharePartition.restore(stored, self.limits_of(key[0]))
+            self._go_live(key, live)
+        # Read on every use: a dead-letter topic set or removed applies to live partitions at once.
+        live.dead_letter = bool(self.settings_for(key[0]).dlq_topic_name.strip())
         return live
 
     def _go_live(self, key: PartitionKey, partition: SharePartition) -> None:
@@ -162,6 +174,18 @@ class ShareDelivery(ShareMembership):
             (group_id, counters, in_flight.get(group_id, 0), acquired.get(group_id, 0))
             for group_id, counters in self.counters_by_group.items()
         ]
+
+    def dead_letters_pending(self) -> dict[PartitionKey, list[DeadLetterRun]]:
+        """Every share-partition's ARCHIVING runs, stored ones included (a restart resumes them)."""
+        pending: dict[PartitionKey, list[DeadLetterRun]] = {}
+        for key, state in self.partition_states.items():
+            if key not in self.live and any(b.delivery_state == RecordState.ARCHIVING for b in state.batches):
+                self.partition(key)
+        for key, partition in self.live.items():
+            runs = partition.dead_letter_runs()
+            if runs:
+                pending[key] = runs
+        return pending
 
     def member_of(self, group_id: str, member_id: str) -> tuple[ShareGroup, ShareMember] | None:
         group = self.groups.get(group_id)
@@ -262,6 +286,17 @@ class ShareDelivery(ShareMembership):
 
     def share_release(self, ctx: RequestContext, op: ShareReleaseOp, fx: Effects) -> None:
         changed = self._release_member(op.group_id, op.member_id)
+        self._write_and_reply(ctx, changed, ShareOutcome(), fx)
+
+    def share_dead_lettered(self, ctx: RequestContext, op: ShareDeadLetteredOp, fx: Effects) -> None:
+        changed: list[PartitionKey] = []
+        for tp, runs in op.runs.items():
+            key = (op.group_id, *tp)
+            partition = self.partition(key)
+            if partition is None:
+                continue
+            if [partition.dead_lettered(r.first_offset, r.last_offset) for r in runs].count(True):
+                changed.append(key)
         self._write_and_reply(ctx, changed, ShareOutcome(), fx)
 
     def share_expire_locks(self, key: PartitionKey, fx: Effects) -> None:

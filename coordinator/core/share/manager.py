@@ -26,6 +26,7 @@ from coordinator.core.share.delivery import (
     SHARE_LOCK_TIMER,
     ShareAcknowledgeOp,
     ShareAcquireOp,
+    ShareDeadLetteredOp,
     ShareInitializeOp,
     ShareLogStartOp,
     ShareReleaseOp,
@@ -152,6 +153,7 @@ class ShareGroupManager(ShareOffsetsAdmin):
             ShareInitializeOp: self.share_initialize,
             ShareLogStartOp: self.share_log_start,
             ShareReleaseOp: self.share_release,
+            ShareDeadLetteredOp: self.share_dead_lettered,
         }
 
     def classic_protocol(self, group_id: str, joining: bool) -> ClassicProtocolApi | None:
