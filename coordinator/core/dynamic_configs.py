@@ -36,6 +36,7 @@ STREAMS_SESSION_TIMEOUT_MS: Final = "streams.session.timeout.ms"
 STREAMS_HEARTBEAT_INTERVAL_MS: Final = "streams.heartbeat.interval.ms"
 STREAMS_NUM_STANDBY_REPLICAS: Final = "streams.num.standby.replicas"
 STREAMS_INITIAL_REBALANCE_DELAY_MS: Final = "streams.initial.rebalance.delay.ms"
+STREAMS_ASSIGNMENT_INTERVAL_MS: Final = "streams.assignment.interval.ms"
 
 # Kafka's GroupConfig validates an override map with its own static defaults filling the names
 # it does not set (GroupCoordinatorConfig's CONSUMER_GROUP_*_DEFAULT), not the broker's values.
@@ -95,6 +96,12 @@ CONSUMER_CONFIGS: Final[tuple[GroupConfigDef, ...]] = (
         "group_streams_initial_rebalance_delay_ms",
         "The amount of time the group coordinator will wait for more streams clients to join a new "
         "group before performing the first rebalance. A longer delay means potentially fewer rebalances.",
+        minimum=0,
+    ),
+    GroupConfigDef(
+        STREAMS_ASSIGNMENT_INTERVAL_MS,
+        "group_streams_assignment_interval_ms",
+        "The interval between assignment updates for a streams group.",
         minimum=0,
     ),
 )
@@ -252,6 +259,12 @@ class DynamicGroupConfigs:
         if standby is not None and standby > c.group_streams_max_standby_replicas:
             raise InvalidGroupConfig(
                 f"{STREAMS_NUM_STANDBY_REPLICAS} must be less than or equal to {c.group_streams_max_standby_replicas}"
+            )
+        interval = values.get(STREAMS_ASSIGNMENT_INTERVAL_MS)
+        low, high = c.group_streams_min_assignment_interval_ms, c.group_streams_max_assignment_interval_ms
+        if interval is not None and not low <= interval <= high:
+            raise InvalidGroupConfig(
+                f"{STREAMS_ASSIGNMENT_INTERVAL_MS} must be in the range {low} to {high} inclusive."
             )
         if STREAMS_SESSION_TIMEOUT_MS in values or STREAMS_HEARTBEAT_INTERVAL_MS in values:
             session = values.get(STREAMS_SESSION_TIMEOUT_MS, c.group_streams_session_timeout_ms)

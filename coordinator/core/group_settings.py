@@ -195,6 +195,17 @@ class BrokerGroupSettings:
     group_share_max_assignment_interval_ms: int = setting(
         15000, "largest share.assignment.interval.ms a group may be configured with", non_negative, kafka=True
     )
+    errors_deadletterqueue_topic_name_prefix: str = setting(
+        "dlq.",
+        "the prefix a share group's dead-letter topic (errors.deadletterqueue.topic.name) must have "
+        "for its records to be written there; empty: any name (KIP-1191, docs/share-groups.md)",
+        kafka=True,
+    )
+    errors_deadletterqueue_auto_create_topics_enable: bool = setting(
+        False,
+        "create a share group's dead-letter topic upstream when it does not exist (KIP-1191; gateway mode)",
+        kafka=True,
+    )
     # KIP-1071 streams groups (Kafka's group.streams.* settings, docs/streams-groups.md).
     group_streams_session_timeout_ms: int = setting(
         45000, "session timeout of streams group members", positive, kafka=True
@@ -219,6 +230,15 @@ class BrokerGroupSettings:
         2, "largest streams.num.standby.replicas a streams group may be given", non_negative, kafka=True
     )
     group_streams_max_size: int = setting(2**31 - 1, "members per streams group", at_least(1), kafka=True)
+    group_streams_assignment_interval_ms: int = setting(
+        1000, "a streams group's target assignment is recomputed at most this often", non_negative, kafka=True
+    )
+    group_streams_min_assignment_interval_ms: int = setting(
+        0, "smallest streams.assignment.interval.ms a streams group may be given", non_negative, kafka=True
+    )
+    group_streams_max_assignment_interval_ms: int = setting(
+        15000, "largest streams.assignment.interval.ms a streams group may be given", non_negative, kafka=True
+    )
     group_streams_num_standby_replicas: int = setting(
         0, "standby replicas of each stateful task in streams groups", non_negative, kafka=True
     )

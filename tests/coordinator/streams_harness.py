@@ -19,8 +19,15 @@ Tasks = Mapping[str, Collection[int]]
 
 
 def streams_settings(**settings: Any) -> BrokerGroupSettings:
-    """Broker settings for streams tests: no initial rebalance delay unless a test sets one."""
-    return BrokerGroupSettings(**{"group_streams_initial_rebalance_delay_ms": 0, **settings})
+    """Broker settings for streams tests: no initial rebalance delay and no assignment interval
+    unless a test sets one."""
+    return BrokerGroupSettings(
+        **{
+            "group_streams_initial_rebalance_delay_ms": 0,
+            "group_streams_assignment_interval_ms": 0,
+            **settings,
+        }
+    )
 
 
 def word_count(epoch: int = 1, repartition_partitions: int = 0) -> sgh.Topology:

@@ -38,6 +38,7 @@ STREAMS_NAMES = [
     "streams.heartbeat.interval.ms",
     "streams.num.standby.replicas",
     "streams.initial.rebalance.delay.ms",
+    "streams.assignment.interval.ms",
 ]
 INVALID_CONFIG, INVALID_REQUEST = ErrorCode.INVALID_CONFIG, ErrorCode.INVALID_REQUEST
 # Short bounds so that the tests run on short timeouts; the broker defaults stay inside them.

@@ -13,6 +13,7 @@ from tests.coordinator.test_group_configs import DELETE, SET, describe, outcome
 
 SESSION, INTERVAL = "streams.session.timeout.ms", "streams.heartbeat.interval.ms"
 STANDBYS, DELAY = "streams.num.standby.replicas", "streams.initial.rebalance.delay.ms"
+ASSIGNMENT_INTERVAL = "streams.assignment.interval.ms"
 
 
 def ready(h: Harness) -> None:
@@ -35,6 +36,9 @@ def streams_values(h: Harness, group: str = "app") -> dict[str, tuple[str | None
         ([(SESSION, "0")], f"Invalid value 0 for configuration {SESSION}: Value must be at least 1"),
         ([(DELAY, "soon")], f"Invalid value soon for configuration {DELAY}: Not a number of type INT"),
         ([(DELAY, "-5")], f"Invalid value -5 for configuration {DELAY}: Value must be at least 0"),
+        ([(ASSIGNMENT_INTERVAL, "15001")], f"{ASSIGNMENT_INTERVAL} must be in the range 0 to 15000 inclusive."),
+        ([(ASSIGNMENT_INTERVAL, "-1")],
+         f"Invalid value -1 for configuration {ASSIGNMENT_INTERVAL}: Value must be at least 0"),
     ],
 )  # fmt: skip
 def test_bad_values_are_refused_with_kafkas_messages(changes: list[tuple[str, str]], message: str) -> None:
@@ -60,6 +64,7 @@ def test_described_with_the_broker_values_then_the_groups_own() -> None:
         INTERVAL: ("5000", DEFAULT_CONFIG),
         STANDBYS: ("0", DEFAULT_CONFIG),
         DELAY: ("0", 4),  # set at start-up (the streams tests' settings), Kafka's default is 3000
+        ASSIGNMENT_INTERVAL: ("0", 4),  # likewise; Kafka's default is 1000
     }
     assert outcome(h, (STANDBYS, SET, "1"), (INTERVAL, SET, "6000"), group="app") == (0, None)
     assert streams_values(h)[STANDBYS] == ("1", DYNAMIC_GROUP_CONFIG)

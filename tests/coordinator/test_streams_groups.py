@@ -20,6 +20,7 @@ from tests.coordinator.streams_harness import (
     tasks_of,
     word_count,
 )
+from tests.coordinator.test_group_configs import SET, outcome
 
 
 def ready(h: Harness, partitions: int = 4) -> None:
@@ -489,3 +490,80 @@ def test_history_shows_members_target_assignments_with_their_task_moves_and_reco
     assert "epoch 2 computed: 4 active tasks moved, 0 assigned for the first time" in events[4][3]
     assert "epoch 3 computed: 4 active tasks moved" in events[7][3]
     assert events[5][1] == 2 and "reconciled by 2 members" in events[5][3]
+
+
+# -- group.streams.assignment.interval.ms ---------------------------------------------------------
+
+INTERVAL_DELAYED = (5, "Assignment delayed due to the configured assignment interval.")
+
+
+def test_the_target_is_recomputed_at_most_once_per_assignment_interval() -> None:
+    # Kafka 4.4: a change sooner than the interval after the last target leaves the target behind
+    # (status ASSIGNMENT_DELAYED); here a timer computes it when the interval is over.
+    h = Harness(streams_settings(group_streams_assignment_interval_ms=1000))
+    ready(h)
+    a, b = StreamsClient(h, "a"), StreamsClient(h, "b")
+    a.join()
+    assert sgroup(h).assignment_epoch == 1  # the first target: nothing computed before
+    h.advance(400)
+    joined = b.join().wire
+    assert (sgroup(h).group_epoch, sgroup(h).assignment_epoch) == (2, 1)
+    assert sgroup(h).state_name == "Assigning"
+    assert [(s.status_code, s.status_detail) for s in joined.status] == [INTERVAL_DELAYED]
+    assert tasks_of(joined.active_tasks) == {}
+    h.advance(599)
+    assert sgroup(h).assignment_epoch == 1
+    h.advance(1)  # the interval is over: the timer computes the target, no heartbeat needed
+    assert sgroup(h).assignment_epoch == 2
+    assert h.store.streams_groups["app"].assignment_epoch == 2  # written
+    for _ in range(3):
+        a.beat()
+        b.beat()
+    assert a.beat().wire.status == []
+    assert a.tasks() and b.tasks() and not a.tasks() & b.tasks()
+    assert sgroup(h).state_name == "Stable"
+
+
+def test_a_member_leaving_within_the_interval_gives_its_tasks_back_when_it_is_over() -> None:
+    h = Harness(streams_settings(group_streams_assignment_interval_ms=1000))
+    ready(h)
+    a, b = StreamsClient(h, "a"), StreamsClient(h, "b")
+    a.join()
+    h.advance(1000)
+    b.join()
+    for _ in range(3):
+        a.beat()
+        b.beat()
+    assert len(a.tasks()) == 4
+    sg_heartbeat(h, member_id="b", epoch=-1)
+    assert sgroup(h).group_epoch > sgroup(h).assignment_epoch
+    h.advance(1000)
+    a.beat()
+    assert len(a.tasks()) == 8
+    # The history counts the leaver's tasks as moved to a, as without the interval.
+    computed = [e.message for e in h.coordinator.events.history("app") if e.kind == "target_computed"]
+    assert "4 active tasks moved, 0 assigned for the first time" in computed[-1]
+
+
+def test_the_groups_assignment_interval_applies_and_zero_computes_at_every_change() -> None:
+    h = Harness(streams_settings(group_streams_assignment_interval_ms=1000))
+    ready(h)
+    assert outcome(h, ("streams.assignment.interval.ms", SET, "0"), group="app") == (0, None)
+    a, b = StreamsClient(h, "a"), StreamsClient(h, "b")
+    a.join()
+    b.join()
+    assert sgroup(h).assignment_epoch == sgroup(h).group_epoch == 2
+
+
+def test_a_target_left_waiting_by_a_restart_is_computed_after_the_reload() -> None:
+    h = Harness(streams_settings(group_streams_assignment_interval_ms=1000))
+    ready(h)
+    a, b = StreamsClient(h, "a"), StreamsClient(h, "b")
+    a.join()
+    b.join()
+    assert (sgroup(h).group_epoch, sgroup(h).assignment_epoch) == (2, 1)
+    h2 = h.restart()
+    assert (sgroup(h2).group_epoch, sgroup(h2).assignment_epoch) == (2, 1)
+    h2.advance(0)  # the reload's timer, at once
+    assert sgroup(h2).assignment_epoch == 2
+    assert h2.store.streams_groups["app"].assignment_epoch == 2

@@ -5,6 +5,7 @@ the upstream cluster, the internal ones created by the gateway (docs/streams-gro
 from __future__ import annotations
 
 import collections
+import json
 import signal
 import subprocess
 import time
@@ -18,7 +19,9 @@ from protocol.errors import ErrorCode
 from protocol.messages.create_topics import CreatableTopic, CreateTopicsRequest
 from protocol.messages.offset_fetch import OffsetFetchRequest, OffsetFetchRequestGroup
 from protocol.messages.streams_group_describe import DescribedGroup, StreamsGroupDescribeRequest
+from tests.admin.support import cli
 from tests.gateway.conftest import gateway_settings, running_gateway
+from tests.support.java_driver import JavaDriver
 from tests.support.kafka_broker import KafkaCluster, KafkaUnavailable, java_command
 from tests.support.ports import free_port
 from tests.support.server import ServerProcess, start_server
@@ -240,15 +243,72 @@ def _streams_groups_tool(bootstrap: str, *args: str) -> str:
     return ran.stdout
 
 
+STREAMS_GROUP_COMMAND = "org.apache.kafka.tools.streams.StreamsGroupCommand"
+OffsetRow = tuple[str, int, str, str, str, str]
+
+
+def _tool_offsets(java_driver: JavaDriver, bootstrap: str, app: str) -> list[OffsetRow]:
+    """kafka-streams-groups --describe --offsets --verbose: (topic, partition, current offset,
+    leader epoch, log end, lag) per input partition of the active tasks, '-' where none."""
+    ran = java_driver.tool(
+        STREAMS_GROUP_COMMAND,
+        "--bootstrap-server",
+        bootstrap,
+        "--describe",
+        "--group",
+        app,
+        "--offsets",
+        "--verbose",
+    )
+    assert ran.status == 0, ran.stderr
+    rows = [line.split() for line in ran.stdout.splitlines() if line.strip()]
+    assert rows[0] == [
+        "GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LEADER-EPOCH", "LOG-END-OFFSET", "OFFSET-LAG",
+    ]  # fmt: skip
+    return sorted((r[1], int(r[2]), r[3], r[4], r[5], r[6]) for r in rows[1:])
+
+
+def _our_offsets(bootstrap: str, app: str) -> list[OffsetRow]:
+    """The same from `coordinator groups describe --offsets --format json`."""
+    ran = cli(bootstrap, "groups", "describe", app, "--offsets", "--format", "json")
+    assert ran.code == 0, ran.err
+    [group] = json.loads(ran.out)
+
+    def cell(value: object) -> str:
+        return "-" if value is None else str(value)
+
+    return sorted(
+        (o["topic"], o["partition"], cell(o["current_offset"]), cell(o["leader_epoch"]),
+         cell(o["log_end_offset"]), cell(o["lag"]))
+        for o in group["offsets"]
+        if o["task"] is not None
+    )  # fmt: skip
+
+
+def _same_offsets(
+    java_driver: JavaDriver, bootstrap: str, app: str, timeout_s: float = 60
+) -> list[OffsetRow]:
+    """Both tools' offsets once they agree (the application commits as it goes: poll)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        ours, kafkas = _our_offsets(bootstrap, app), _tool_offsets(java_driver, bootstrap, app)
+        if ours == kafkas:
+            return ours
+        assert time.monotonic() < deadline, (ours, kafkas)
+        time.sleep(0.5)
+
+
 @pytest.mark.kafka
 def test_the_task_assignment_matches_kafkas_own_coordinator(
-    kafka_broker: KafkaCluster, tmp_path: Path
+    kafka_broker: KafkaCluster, tmp_path: Path, java_driver: JavaDriver
 ) -> None:
     """The same application and topology on Kafka 4.4's coordinator (the oracle) and on the
     gateway in front of the same broker: the same states, epochs and task shape; and Kafka's
-    kafka-streams-groups.sh describes the gateway's group as it describes Kafka's."""
+    kafka-streams-groups.sh describes the gateway's group as it describes Kafka's, its offsets
+    (lag per input partition of each task) as our CLI does."""
     shapes = {}
     tool: dict[str, list[str]] = {}
+    offsets: list[OffsetRow] = []
     try:
         with running_gateway(
             kafka_broker.bootstrap, **{"group-streams-heartbeat-interval-ms": "500"}
@@ -265,9 +325,20 @@ def test_the_task_assignment_matches_kafkas_own_coordinator(
                         bootstrap, "--describe", "--group", f"oracle-{name}", "--members"
                     )
                     tool[name] = [line.split()[0] for line in listed.splitlines() if line.strip()]
+                    if name == "gateway":
+                        lines, expected = input_lines()
+                        produce_lines(bootstrap, words, lines)
+                        assert latest_counts(bootstrap, output, expected, 120) == expected, app.logs()
+                        offsets = _same_offsets(java_driver, bootstrap, f"oracle-{name}")
     except KafkaUnavailable as exc:
         pytest.skip(str(exc))
     assert shapes["gateway"] == shapes["kafka"]
     # The same columns, then one row per member, naming the group.
     assert tool["gateway"][0] == tool["kafka"][0] == "GROUP"
     assert tool["gateway"][1:] == ["oracle-gateway"] * 2 and tool["kafka"][1:] == ["oracle-kafka"] * 2
+    # Every input partition of the six tasks (the words and the repartition topic, 3 partitions
+    # each), with the application's commits.
+    assert sorted((topic.endswith("-words"), p) for topic, p, *_ in offsets) == [
+        (w, p) for w in (False, True) for p in range(3)
+    ], offsets
+    assert all(current != "-" for _, _, current, *_ in offsets), offsets

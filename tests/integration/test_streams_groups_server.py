@@ -19,6 +19,11 @@ from protocol.messages import streams_group_heartbeat as sgh
 from protocol.messages.create_topics import CreatableTopic, CreateTopicsRequest
 from protocol.messages.list_groups import ListGroupsRequest
 from protocol.messages.metadata import MetadataRequest, MetadataRequestTopic
+from protocol.messages.offset_commit import (
+    OffsetCommitRequest,
+    OffsetCommitRequestPartition,
+    OffsetCommitRequestTopic,
+)
 from protocol.messages.streams_group_describe import StreamsGroupDescribeRequest
 from protocol.wire import decode_response, encode_request
 from tests.admin.support import cli, table_rows
@@ -157,6 +162,32 @@ async def test_internal_topics_are_created_and_the_group_comes_back_after_a_rest
         ]
         state = await asyncio.to_thread(cli, bootstrap, "groups", "describe", "wc", "--state")
         assert table_rows(state.out)[1][-4:] == ["Stable", str(epoch), str(epoch), "1"]
+        # The lag per task: each active task's input partitions (subtopology 0 reads words, 1 the
+        # repartition topic), grouped by task; a standalone server stores no records, so every log
+        # is empty and the committed 5 is past its end (unknown), the others lag 0 from the start.
+        committed = await client.call(
+            ApiKey.OFFSET_COMMIT,
+            9,
+            OffsetCommitRequest(
+                group_id="wc",
+                generation_id_or_member_epoch=epoch,
+                member_id="m1",
+                topics=[
+                    OffsetCommitRequestTopic("words", partitions=[OffsetCommitRequestPartition(0, 5, 3)])
+                ],
+            ),
+        )
+        assert committed.topics[0].partitions[0].error_code == 0
+        offsets = await asyncio.to_thread(cli, bootstrap, "groups", "describe", "wc", "--offsets")
+        assert offsets.code == 0, offsets.err
+        assert table_rows(offsets.out) == [
+            ["GROUP", "TASK", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LEADER-EPOCH", "LOG-END-OFFSET",
+             "OFFSET-LAG", "MEMBER", "PROCESS"],
+            ["wc", "0:0", "words", "0", "5", "3", "-", "-", "m1", "p1"],
+            ["wc", "0:1", "words", "1", "-", "-", "0", "0", "m1", "p1"],
+            ["wc", "0:2", "words", "2", "-", "-", "0", "0", "m1", "p1"],
+            *[["wc", f"1:{p}", "wc-repartition", str(p), "-", "-", "0", "0", "m1", "p1"] for p in range(3)],
+        ]  # fmt: skip
         await client.close()
     finally:
         await server.shutdown()

@@ -107,4 +107,5 @@ GROUP_CONFIG_DEFAULTS = {
     "consumer.heartbeat.interval.ms": "500",
     "streams.num.standby.replicas": "0",
     "streams.initial.rebalance.delay.ms": "3000",
+    "streams.assignment.interval.ms": "1000",
 }

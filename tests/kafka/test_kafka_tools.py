@@ -25,7 +25,8 @@ _COORDINATOR = re.compile(r"\d+\.\d+\.\d+\.\d+:\d+\s+\(\d+\)")
 # dead-letter queues (docs/kafka-differences.md#group-configs).
 _SERVED_CONFIG = re.compile(
     r"^\s+(consumer\.(session\.timeout|heartbeat\.interval)\.ms"
-    r"|streams\.(session\.timeout\.ms|heartbeat\.interval\.ms|num\.standby\.replicas|initial\.rebalance\.delay\.ms))="
+    r"|streams\.(session\.timeout\.ms|heartbeat\.interval\.ms|num\.standby\.replicas|initial\.rebalance\.delay\.ms"
+    r"|assignment\.interval\.ms))="
 )
 
 
@@ -139,11 +140,14 @@ def _config_commands(group: str) -> list[list[str]]:
             "streams.session.timeout.ms=1000,streams.heartbeat.interval.ms=1000",
         ],
         [*entity, "--alter", "--add-config", "streams.initial.rebalance.delay.ms=-1"],
+        [*entity, "--alter", "--add-config", "streams.assignment.interval.ms=20000"],
+        [*entity, "--alter", "--add-config", "streams.assignment.interval.ms=500"],
+        [*entity, "--describe"],
         [
             *entity,
             "--alter",
             "--delete-config",
-            "streams.num.standby.replicas,streams.initial.rebalance.delay.ms",
+            "streams.num.standby.replicas,streams.initial.rebalance.delay.ms,streams.assignment.interval.ms",
         ],
         [*entity, "--describe"],
     ]

@@ -12,6 +12,7 @@ from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, C
 
 from protocol.apis import ApiKey
 from protocol.errors import ErrorCode
+from protocol.messages import streams_group_heartbeat as sgh
 from protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
 from protocol.messages.create_topics import CreatableTopic, CreateTopicsRequest
 from protocol.messages.describe_configs import DescribeConfigsRequest, DescribeConfigsResource
@@ -178,3 +179,55 @@ def test_the_owner_applies_a_change_made_elsewhere_at_the_members_next_heartbeat
             return int(response.heartbeat_interval_ms)
 
         wait_for(lambda: interval() == 7000, SETTLE_S, "the owner to apply the new interval")
+
+
+def test_streams_configs_changed_elsewhere_are_validated_there_and_applied_by_the_owner(
+    nodes: Servers, pg_dsn: str
+) -> None:
+    """The streams.* group configs take the consumer ones' path (docs/streams-groups.md#group-configs)."""
+    one, two, group = _two_nodes(nodes, pg_dsn)
+    standbys, interval = "streams.num.standby.replicas", "streams.heartbeat.interval.ms"
+    with WireClient(one.bootstrap) as elsewhere:
+        too_many = IncrementalAlterConfigsRequest(
+            [AlterConfigsResource(32, group, [AlterableConfig(standbys, 0, "3")])]
+        )
+        (refused,) = elsewhere.request(ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, too_many).responses
+    assert (refused.error_code, refused.error_message) == (
+        ErrorCode.INVALID_CONFIG,
+        f"{standbys} must be less than or equal to 2",
+    )
+    topology = sgh.Topology(epoch=1, subtopologies=[sgh.Subtopology(subtopology_id="0", source_topics=["t"])])
+    with WireClient(two.bootstrap) as owner:
+        created = owner.request(ApiKey.CREATE_TOPICS, 5, CreateTopicsRequest([CreatableTopic("t", 1, 1)]))
+        assert created.topics[0].error_code == NONE
+        join = sgh.StreamsGroupHeartbeatRequest(
+            group_id=group, member_id="member-1", member_epoch=0, rebalance_timeout_ms=30000,
+            topology=topology, active_tasks=[], standby_tasks=[], warmup_tasks=[], process_id="p1",
+        )  # fmt: skip
+        joined = owner.request(ApiKey.STREAMS_GROUP_HEARTBEAT, 1, join)
+        assert (joined.error_code, joined.heartbeat_interval_ms) == (NONE, 5000)
+        with WireClient(one.bootstrap) as elsewhere:
+            alter = IncrementalAlterConfigsRequest(
+                [AlterConfigsResource(32, group, [AlterableConfig(interval, 0, "7000")])]
+            )
+            (altered,) = elsewhere.request(ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, alter).responses
+            assert altered.error_code == NONE
+            described = elsewhere.request(
+                ApiKey.DESCRIBE_CONFIGS,
+                4,
+                DescribeConfigsRequest([DescribeConfigsResource(32, group, [interval])]),
+            )
+            assert [(c.value, c.config_source) for c in described.results[0].configs] == [
+                ("7000", DYNAMIC_GROUP_CONFIG)
+            ]
+        beat = sgh.StreamsGroupHeartbeatRequest(
+            group_id=group, member_id="member-1", member_epoch=joined.member_epoch
+        )
+
+        def told() -> int:
+            response = owner.request(ApiKey.STREAMS_GROUP_HEARTBEAT, 1, beat)
+            assert response.error_code == NONE, response
+            beat.member_epoch = response.member_epoch
+            return int(response.heartbeat_interval_ms)
+
+        wait_for(lambda: told() == 7000, SETTLE_S, "the owner to apply the streams group's interval")

@@ -170,6 +170,9 @@ class GroupDescription:
     # Consumer (KIP-848) groups only:
     group_epoch: int | None = None
     assignment_epoch: int | None = None
+    # Streams groups only: each subtopology's input topics (source and repartition source topics),
+    # whose partition p a task "subtopology:p" reads.
+    task_inputs: dict[str, list[str]] | None = None
 
     @property
     def is_active(self) -> bool:
@@ -493,6 +496,10 @@ class AdminClient:
             group_type=STREAMS,
             group_epoch=g.group_epoch,
             assignment_epoch=g.assignment_epoch,
+            task_inputs={
+                s.subtopology_id: [*s.source_topics, *(t.name for t in s.repartition_source_topics)]
+                for s in (g.topology.subtopologies or [] if g.topology is not None else [])
+            },
         )
 
     def _describe_share_group(self, group: str) -> GroupDescription | None:

@@ -9,6 +9,7 @@ from typing import Any
 
 from coordinator.cli.admin.client import (
     CONSUMER,
+    EARLIEST,
     LATEST,
     SHARE,
     STREAMS,
@@ -76,6 +77,11 @@ class OffsetLine:
     reported_end: int | None = None  # what ListOffsets answered, also when it cannot be the end
     lag_seconds: float | None = None  # from the server's lag sampler (--http)
     status: str | None = None
+    # Streams groups: the active task reading the partition ("subtopology:partition"), the
+    # committed record's leader epoch, and the log start the lag counts from without a commit.
+    task: str | None = None
+    leader_epoch: int | None = None
+    start: int | None = None
 
     @property
     def topic(self) -> str:
@@ -83,7 +89,8 @@ class OffsetLine:
 
     @property
     def lag(self) -> int | None:
-        return None if self.current is None or self.log_end is None else self.log_end - self.current
+        base = self.current if self.current is not None else self.start
+        return None if base is None or self.log_end is None else self.log_end - base
 
     @property
     def end_behind_commit(self) -> bool:
@@ -105,6 +112,8 @@ def known_log_end(committed: int | None, reported: int | None) -> int | None:
 
 def offset_lines(client: AdminClient, group: GroupDescription) -> list[OffsetLine]:
     """Committed offsets, log-end offsets (ListOffsets latest) and owners, as kafka-consumer-groups."""
+    if group.group_type == STREAMS:
+        return streams_offset_lines(client, group)
     committed = client.committed_offsets(group.group_id)
     owners = {tp: m for m in group.members for tp in m.assignment or []}
     partitions = sorted(set(committed) | set(owners))
@@ -115,6 +124,60 @@ def offset_lines(client: AdminClient, group: GroupDescription) -> list[OffsetLin
         reported = ends[tp].offset if tp in ends else None
         lines.append(OffsetLine(tp, current, known_log_end(current, reported), owners.get(tp), reported))
     return lines
+
+
+def task_input_partitions(group: GroupDescription) -> dict[TP, tuple[str, Member]]:
+    """Each input partition of a streams group's active tasks, with its task and member: task
+    "s:p" reads partition p of subtopology s's source and repartition source topics (Kafka's
+    StreamsGroupCommand.getTopicPartitions)."""
+    inputs = group.task_inputs or {}
+    out: dict[TP, tuple[str, Member]] = {}
+    for member in group.members:
+        for task in member.tasks.active if member.tasks else []:
+            subtopology, _, partition = task.rpartition(":")
+            for topic in inputs.get(subtopology, []):
+                out[TP(topic, int(partition))] = (task, member)
+    return out
+
+
+def streams_offset_lines(client: AdminClient, group: GroupDescription) -> list[OffsetLine]:
+    """kafka-streams-groups --describe --offsets: the input partitions of the active tasks (and
+    any other committed partition), the committed offset, the log end and the lag -- from the
+    log start where nothing is committed, as Kafka 4.4 counts it -- grouped by task."""
+    committed = client.committed_offsets(group.group_id)
+    tasks = task_input_partitions(group)
+    partitions = sorted(set(committed) | set(tasks))
+    ends = client.log_offsets(partitions, LATEST) if partitions else {}
+    uncommitted = [tp for tp in partitions if tp not in committed]
+    starts = client.log_offsets(uncommitted, EARLIEST) if uncommitted else {}
+    lines = []
+    for tp in partitions:
+        commit = committed.get(tp)
+        current = commit.offset if commit is not None else None
+        reported = ends[tp].offset if tp in ends else None
+        task, owner = tasks.get(tp, (None, None))
+        lines.append(
+            OffsetLine(
+                tp,
+                current,
+                known_log_end(current, reported),
+                owner,
+                reported,
+                task=task,
+                leader_epoch=commit.leader_epoch if commit is not None and commit.leader_epoch >= 0 else None,
+                start=starts[tp].offset if tp in starts else None,
+            )
+        )
+    lines.sort(key=lambda line: (_task_order(line.task), line.tp))
+    return lines
+
+
+def _task_order(task: str | None) -> tuple[int, str, int]:
+    """Tasks in subtopology then partition order; partitions no task reads last."""
+    if task is None:
+        return (1, "", 0)
+    subtopology, _, partition = task.rpartition(":")
+    return (0, subtopology, int(partition))
 
 
 def unknown_end_note(lines: list[OffsetLine]) -> str | None:
@@ -253,8 +316,12 @@ def _print_described(
             sections.append(_consumer_members_table(consumer))
         if streams:
             sections.append(_streams_members_table(streams))
-    if show_offsets and any(g.group_type != SHARE for g, _ in described):
-        sections.append(_offsets_table(described, bool(args.http)))
+    if show_offsets and any(g.group_type not in (SHARE, STREAMS) for g, _ in described):
+        sections.append(
+            _offsets_table([(g, ls) for g, ls in described if g.group_type != STREAMS], bool(args.http))
+        )
+    if show_offsets and streams:
+        sections.append(_streams_offsets_table(streams))
     if starts:
         # kafka-share-groups' offsets table.
         sections.append(
@@ -442,6 +509,34 @@ def _offsets_table(
     return headers, rows
 
 
+def _streams_offsets_table(
+    described: list[tuple[GroupDescription, list[OffsetLine] | None]],
+) -> tuple[list[str], list[list[object]]]:
+    """kafka-streams-groups --describe --offsets --verbose's columns, a row per input partition of
+    each active task, grouped by task (TASK first), then who runs the task."""
+    headers = [
+        "GROUP", "TASK", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LEADER-EPOCH", "LOG-END-OFFSET",
+        "OFFSET-LAG", "MEMBER", "PROCESS",
+    ]  # fmt: skip
+    rows: list[list[object]] = [
+        [
+            g.group_id,
+            line.task,
+            line.tp.topic,
+            line.tp.partition,
+            line.current,
+            line.leader_epoch,
+            line.log_end,
+            line.lag,
+            line.owner.member_id if line.owner else None,
+            line.owner.process_id if line.owner else None,
+        ]
+        for g, lines in described
+        for line in lines or []
+    ]
+    return headers, rows
+
+
 def _pending_table(
     described: list[tuple[GroupDescription, Any]], times: dict[str, GroupTime]
 ) -> tuple[list[str], list[list[object]]]:
@@ -545,6 +640,15 @@ def _group_json(
                 "log_end_offset": line.log_end,
                 "lag": line.lag,
                 **({"lag_seconds": line.lag_seconds, "status": line.status} if args.http else {}),
+                **(
+                    {
+                        "task": line.task,
+                        "leader_epoch": line.leader_epoch,
+                        "process_id": line.owner.process_id if line.owner else None,
+                    }
+                    if group.group_type == STREAMS
+                    else {}
+                ),
                 "member_id": line.owner.member_id if line.owner else None,
                 "host": line.owner.host if line.owner else None,
                 "client_id": line.owner.client_id if line.owner else None,

@@ -16,6 +16,7 @@ from coordinator.core.consumer.records import GroupWrites
 from coordinator.core.consumer.responses import Rejected, error_response, heartbeat_response
 from coordinator.core.context import RequestContext
 from coordinator.core.effects import Effects
+from coordinator.core.epoch_groups import invalid_ids
 from coordinator.core.errors import (
     GROUP_ID_NOT_FOUND,
     INVALID_REQUEST,
@@ -86,14 +87,10 @@ class ConsumerHeartbeat(ConsumerMembership):
     def _validate(self, version: int, req: cgh.ConsumerGroupHeartbeatRequest) -> None:
         """docs/groups.md#validation, in Kafka's order: INVALID_REQUEST with a message, then UNSUPPORTED_ASSIGNOR."""
         epoch = req.member_epoch
-        if version >= 1 and not req.member_id.strip():
-            raise Rejected(INVALID_REQUEST, "MemberId can't be empty.")
-        if not req.group_id.strip():
-            raise Rejected(INVALID_REQUEST, "GroupId can't be empty.")
-        if req.instance_id is not None and not req.instance_id.strip():
-            raise Rejected(INVALID_REQUEST, "InstanceId can't be empty.")
-        if req.rack_id is not None and not req.rack_id.strip():
-            raise Rejected(INVALID_REQUEST, "RackId can't be empty.")
+        member_id = req.member_id if version >= 1 else None
+        invalid = invalid_ids(member_id, req.group_id, req.instance_id, req.rack_id)
+        if invalid is not None:
+            raise Rejected(INVALID_REQUEST, invalid)
         regex = req.subscribed_topic_regex if version >= 1 else None
         if epoch == JOIN_EPOCH:
             if req.rebalance_timeout_ms == -1:

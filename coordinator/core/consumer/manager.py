@@ -28,10 +28,9 @@ from coordinator.core.consumer.timer_keys import (
 )
 from coordinator.core.consumer.view import ConsumerGroupView
 from coordinator.core.effects import Effects
+from coordinator.core.epoch_groups import delete_refusal, is_empty, selected, txn_offset_commit_error, unload
 from coordinator.core.errors import (
-    GROUP_ID_NOT_FOUND,
     ILLEGAL_GENERATION,
-    NON_EMPTY_GROUP,
     NONE,
     STALE_MEMBER_EPOCH,
     UNKNOWN_MEMBER_ID,
@@ -166,7 +165,7 @@ class ConsumerGroupManager(ConsumerHeartbeat):
         target no longer covers exactly those partitions -- the catalog changed and the group had
         not caught up before the restart -- the first heartbeat bumps the group epoch.
         ``group_ids``: only these groups were loaded (one shard taken over)."""
-        for group in self._selected(group_ids):
+        for group in selected(self.groups, group_ids):
             metadata = self._subscription_metadata(group)
             covered = {(t, p) for target in group.target.values() for t, ps in target.items() for p in ps}
             wanted = {(t, p) for t, (_, count) in metadata.items() for p in range(count)}
@@ -184,14 +183,7 @@ class ConsumerGroupManager(ConsumerHeartbeat):
 
     def unload(self, fx: Effects, group_ids: Collection[str] | None = None) -> None:
         """Nothing is parked in consumer groups: the groups (all, or those of ``group_ids``) just go."""
-        for group in self._selected(group_ids):
-            group.dead = True
-            del self.groups[group.group_id]
-
-    def _selected(self, group_ids: Collection[str] | None) -> list[ConsumerGroup]:
-        if group_ids is None:
-            return list(self.groups.values())
-        return [self.groups[group_id] for group_id in group_ids if group_id in self.groups]
+        unload(self.groups, group_ids)
 
     # -- DeleteGroups and the retention sweep --------------------------------------------------
 
@@ -201,14 +193,11 @@ class ConsumerGroupManager(ConsumerHeartbeat):
         self.events.group_removed(group.group_id, "consumer", group.group_epoch, "deleted or expired")
 
     def validate_delete(self, group_id: str) -> int:
-        group = self.groups.get(group_id)
-        if group is None:
-            return GROUP_ID_NOT_FOUND
-        return NON_EMPTY_GROUP if group.members else NONE
+        return delete_refusal(self.groups, group_id)
 
     def deletion(self, group_id: str, expiring: bool) -> PendingChange:
         return group_deletion(
-            self.groups, group_id, [ConsumerGroupTombstone(group_id)], _is_empty, self.remove_group
+            self.groups, group_id, [ConsumerGroupTombstone(group_id)], is_empty, self.remove_group
         )
 
     def timer_handlers(self) -> Mapping[str, TimerHandler]:
@@ -247,17 +236,7 @@ class ConsumerGroupManager(ConsumerHeartbeat):
     def validate_txn_offset_commit(
         self, group_id: str, member_id: str, instance_id: str | None, generation_or_epoch: int
     ) -> int:
-        """Kafka's ConsumerGroup.validateOffsetCommit with isTransactional: the member is checked
-        only when named, and a stale epoch is ILLEGAL_GENERATION (what the producer expects)."""
-        group = self.groups[group_id]
-        if generation_or_epoch < 0 and not group.members:
-            return NONE
-        if generation_or_epoch < 0 and not member_id and instance_id is None:
-            return NONE
-        member = group.members.get(member_id)
-        if member is None:
-            return UNKNOWN_MEMBER_ID
-        return ILLEGAL_GENERATION if generation_or_epoch != member.member_epoch else NONE
+        return txn_offset_commit_error(self.groups[group_id], member_id, instance_id, generation_or_epoch)
 
     def validate_offset_fetch(self, group_id: str, member_id: str | None, member_epoch: int) -> int:
         if member_id is None and member_epoch < 0:
@@ -326,7 +305,3 @@ class ConsumerGroupManager(ConsumerHeartbeat):
         log.info("group %s: converted from consumer to classic", group_id)
         self.remove_group(self.groups[group_id])
         fx.write([ConsumerGroupTombstone(group_id)])
-
-
-def _is_empty(group: ConsumerGroup) -> bool:
-    return not group.members

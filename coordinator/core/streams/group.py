@@ -110,6 +110,12 @@ class StreamsGroup:
     configured: ConfiguredTopology | None = None
     configured_version: int = -1
     endpoint_epoch: int = 0
+    # Monotonic ms of the last target computation in this process (None: none yet), for
+    # group.streams.assignment.interval.ms.
+    last_assignment_ms: int | None = None
+    # The target before a member left while the next one waits for the assignment interval: the
+    # history counts the leaver's tasks as moved, not as new (in memory only).
+    target_before: dict[str, TaskSets] | None = None
     shutdown_requested: bool = False
     dead: bool = False
 

@@ -6,9 +6,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 
+from coordinator.core.assignment_interval import assignment_due
 from coordinator.core.clock import ShardClock
 from coordinator.core.context import RequestContext
 from coordinator.core.dynamic_configs import (
+    STREAMS_ASSIGNMENT_INTERVAL_MS,
     STREAMS_HEARTBEAT_INTERVAL_MS,
     STREAMS_INITIAL_REBALANCE_DELAY_MS,
     STREAMS_NUM_STANDBY_REPLICAS,
@@ -16,6 +18,7 @@ from coordinator.core.dynamic_configs import (
     DynamicGroupConfigs,
 )
 from coordinator.core.effects import Effects
+from coordinator.core.epoch_groups import invalid_ids
 from coordinator.core.errors import (
     FENCED_MEMBER_EPOCH,
     GROUP_ID_NOT_FOUND,
@@ -69,6 +72,10 @@ REBALANCE_TIMER = "streams-rebalance"
 # Kafka's initial rebalance delay of a new streams group: no assignment until it fires.
 INITIAL_DELAY_TIMER = "streams-initial-delay"
 INITIAL_DELAY_DETAIL = "Assignment delayed due to the configured initial rebalance delay."
+# A target wanted sooner than group.streams.assignment.interval.ms after the last one waits for
+# this timer (docs/streams-groups.md#the-assignment-interval).
+ASSIGNMENT_TIMER = "streams-assignment"
+ASSIGNMENT_INTERVAL_DETAIL = "Assignment delayed due to the configured assignment interval."
 # Kafka's defaults of group.streams.task.offset.interval.ms and acceptable.recovery.lag.
 TASK_OFFSET_INTERVAL_MS = 60000
 ACCEPTABLE_RECOVERY_LAG = 10000
@@ -132,14 +139,9 @@ class StreamsHeartbeat:
     @staticmethod
     def validate(req: sgh.StreamsGroupHeartbeatRequest) -> None:
         """Kafka's throwIfStreamsGroupHeartbeatRequestIsInvalid, in its order."""
-        if not req.member_id.strip():
-            raise Rejected(INVALID_REQUEST, "MemberId can't be empty.")
-        if not req.group_id.strip():
-            raise Rejected(INVALID_REQUEST, "GroupId can't be empty.")
-        if req.instance_id is not None and not req.instance_id.strip():
-            raise Rejected(INVALID_REQUEST, "InstanceId can't be empty.")
-        if req.rack_id is not None and not req.rack_id.strip():
-            raise Rejected(INVALID_REQUEST, "RackId can't be empty.")
+        invalid = invalid_ids(req.member_id, req.group_id, req.instance_id, req.rack_id)
+        if invalid is not None:
+            raise Rejected(INVALID_REQUEST, invalid)
         epoch = req.member_epoch
         if epoch == JOIN_EPOCH:
             if req.rebalance_timeout_ms == -1:
@@ -249,7 +251,7 @@ class StreamsHeartbeat:
         if self.delayed(group):
             changed = self._join_delayed(group, member)
         else:
-            if group.group_epoch > group.assignment_epoch:
+            if group.group_epoch > group.assignment_epoch and self.assignment_due(group):
                 self._compute_target(group)
             changed = reconcile(group, member, owned)
             self.history.maybe_reconciled(group)
@@ -302,6 +304,36 @@ class StreamsHeartbeat:
         if not group.members:
             return False
         group.group_epoch += 1
+        if self.assignment_due(group):
+            self._compute_target(group)
+        return True
+
+    # -- the assignment interval -----------------------------------------------------------------
+
+    def assignment_due(self, group: StreamsGroup) -> bool:
+        """Whether the target may be recomputed now: at most once per
+        streams.assignment.interval.ms (Kafka 4.4); otherwise its timer recomputes it then."""
+        interval = self.group_configs.value(group.group_id, STREAMS_ASSIGNMENT_INTERVAL_MS)
+        key = (ASSIGNMENT_TIMER, group.group_id)
+        return assignment_due(self.timers, key, self.clock.now_ms, group.last_assignment_ms, interval)
+
+    def assignment_waiting(self, group: StreamsGroup) -> bool:
+        """The target is behind and waits for the assignment interval."""
+        return (ASSIGNMENT_TIMER, group.group_id) in self.timers
+
+    def compute_waiting_target(self, group: StreamsGroup) -> bool:
+        """The assignment interval is over (or the group was restored behind its target): the
+        target at the group epoch. False when there is nothing to compute."""
+        self.timers.cancel((ASSIGNMENT_TIMER, group.group_id))
+        if not group.members or self.delayed(group):
+            return False
+        try:
+            if self._configure(group):  # the catalog changed since the last heartbeat
+                group.group_epoch += 1
+        except Rejected:
+            pass  # the topology stays as it was configured; the next heartbeat answers the error
+        if group.group_epoch <= group.assignment_epoch:
+            return False
         self._compute_target(group)
         return True
 
@@ -483,12 +515,16 @@ class StreamsHeartbeat:
         self._remove(group, member)
         group.group_epoch += 1
         self.history.left(group, member, kind, why)
-        if group.members and not self.delayed(group):
+        if group.members and not self.delayed(group) and self.assignment_due(group):
             self._compute_target(group, before)
+        elif group.target_before is None:
+            group.target_before = before
 
     def _compute_target(self, group: StreamsGroup, before: dict[str, TaskSets] | None = None) -> None:
-        previous = group.target if before is None else before
+        previous = before or group.target_before or group.target
+        group.target_before = None
         compute_target(group, self.standby_replicas(group))
+        group.last_assignment_ms = self.clock.now_ms
         self.history.target_computed(group, previous)
 
     # -- timers ------------------------------------------------------------------------------
@@ -523,6 +559,8 @@ class StreamsHeartbeat:
             status.append(sgh.Status(code, detail))
         if self.delayed(group):
             status.append(sgh.Status(ASSIGNMENT_DELAYED, INITIAL_DELAY_DETAIL))
+        elif self.assignment_waiting(group):
+            status.append(sgh.Status(ASSIGNMENT_DELAYED, ASSIGNMENT_INTERVAL_DETAIL))
         if group.shutdown_requested:
             status.append(
                 sgh.Status(SHUTDOWN_APPLICATION, "A member requested the application to shut down.")

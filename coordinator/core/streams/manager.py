@@ -7,10 +7,8 @@ import logging
 from collections.abc import Collection, Mapping, Sequence
 
 from coordinator.core.effects import Effects
+from coordinator.core.epoch_groups import delete_refusal, is_empty, selected, txn_offset_commit_error, unload
 from coordinator.core.errors import (
-    GROUP_ID_NOT_FOUND,
-    ILLEGAL_GENERATION,
-    NON_EMPTY_GROUP,
     NONE,
     STALE_MEMBER_EPOCH,
     UNKNOWN_MEMBER_ID,
@@ -34,6 +32,7 @@ from coordinator.core.streams.classic_refusal import ClassicRefusal
 from coordinator.core.streams.describe import describe_groups
 from coordinator.core.streams.group import STREAMS_GROUP_TYPE, MemberState, StreamsGroup, tasks_of
 from coordinator.core.streams.heartbeat import (
+    ASSIGNMENT_TIMER,
     INITIAL_DELAY_TIMER,
     REBALANCE_TIMER,
     SESSION_TIMER,
@@ -94,8 +93,14 @@ class StreamsGroupManager(StreamsHeartbeat):
                      group.group_epoch)  # fmt: skip
             self.persist(group, fx)
 
+    def assignment_interval_over(self, group_id: str, fx: Effects) -> None:
+        group = self.groups.get(group_id)
+        if group is not None and self.compute_waiting_target(group):
+            self.persist(group, fx)
+
     def timer_handlers(self) -> Mapping[str, TimerHandler]:
         return {
+            ASSIGNMENT_TIMER: lambda key, fx: self.assignment_interval_over(str(key[1]), fx),
             INITIAL_DELAY_TIMER: lambda key, fx: self.initial_delay_over(str(key[1]), fx),
             SESSION_TIMER: lambda key, fx: self.expire_session(str(key[1]), str(key[2]), fx),
             REBALANCE_TIMER: lambda key, fx: self.expire_rebalance(str(key[1]), str(key[2]), fx),
@@ -125,11 +130,15 @@ class StreamsGroupManager(StreamsHeartbeat):
     def on_loaded(self, fx: Effects, group_ids: Collection[str] | None = None) -> None:
         """Every member gets a full session. The topology is configured against the catalog;
         when the stored target still covers exactly the tasks it gives (the catalog did not
-        change meanwhile), the group goes on at its epoch, else the first heartbeat bumps it."""
-        for group in self._selected(group_ids):
+        change meanwhile), the group goes on at its epoch, else the first heartbeat bumps it. A
+        target stored behind its group epoch (waiting for its assignment interval, or the initial
+        delay, neither of which is stored) is computed at once, by the assignment timer."""
+        for group in selected(self.groups, group_ids):
             self._restore_configuration(group)
             for member in group.members.values():
                 self.reschedule_session(group, member)
+            if group.members and group.group_epoch > group.assignment_epoch:
+                self.timers.schedule((ASSIGNMENT_TIMER, group.group_id), self.clock.now_ms)
 
     def _restore_configuration(self, group: StreamsGroup) -> None:
         if group.topology is None:
@@ -145,14 +154,7 @@ class StreamsGroupManager(StreamsHeartbeat):
             group.configured_version = self.catalog.version
 
     def unload(self, fx: Effects, group_ids: Collection[str] | None = None) -> None:
-        for group in self._selected(group_ids):
-            group.dead = True
-            del self.groups[group.group_id]
-
-    def _selected(self, group_ids: Collection[str] | None) -> list[StreamsGroup]:
-        if group_ids is None:
-            return list(self.groups.values())
-        return [self.groups[g] for g in group_ids if g in self.groups]
+        unload(self.groups, group_ids)
 
     def attach_catalog(self, catalog: TopicCatalog) -> None:
         self.catalog = catalog
@@ -181,14 +183,11 @@ class StreamsGroupManager(StreamsHeartbeat):
     # -- DeleteGroups and the retention sweep --------------------------------------------------
 
     def validate_delete(self, group_id: str) -> int:
-        group = self.groups.get(group_id)
-        if group is None:
-            return GROUP_ID_NOT_FOUND
-        return NON_EMPTY_GROUP if group.members else NONE
+        return delete_refusal(self.groups, group_id)
 
     def deletion(self, group_id: str, expiring: bool) -> PendingChange:
         return group_deletion(
-            self.groups, group_id, [StreamsGroupTombstone(group_id)], _is_empty, self._remove_group
+            self.groups, group_id, [StreamsGroupTombstone(group_id)], is_empty, self._remove_group
         )
 
     def _remove_group(self, group: StreamsGroup) -> None:
@@ -230,17 +229,8 @@ class StreamsGroupManager(StreamsHeartbeat):
     def validate_txn_offset_commit(
         self, group_id: str, member_id: str, instance_id: str | None, generation_or_epoch: int
     ) -> int:
-        """Kafka 4.4's StreamsGroup.validateOffsetCommit with isTransactional: the member is
-        checked only when named (any version), and a stale epoch is ILLEGAL_GENERATION."""
-        group = self.groups[group_id]
-        if generation_or_epoch < 0 and not group.members:
-            return NONE
-        if generation_or_epoch < 0 and not member_id and instance_id is None:
-            return NONE
-        member = group.members.get(member_id)
-        if member is None:
-            return UNKNOWN_MEMBER_ID
-        return ILLEGAL_GENERATION if generation_or_epoch != member.member_epoch else NONE
+        """Kafka 4.4's StreamsGroup.validateOffsetCommit with isTransactional (any version)."""
+        return txn_offset_commit_error(self.groups[group_id], member_id, instance_id, generation_or_epoch)
 
     def validate_offset_fetch(self, group_id: str, member_id: str | None, member_epoch: int) -> int:
         if member_id is None and member_epoch < 0:
@@ -271,7 +261,3 @@ class StreamsGroupManager(StreamsHeartbeat):
         group = self.groups[group_id]
         keep = self.offset_expiry(group_id).keep_topics
         return NONE, (lambda topic: topic in keep) if group.members else None
-
-
-def _is_empty(group: StreamsGroup) -> bool:
-    return not group.members
