@@ -4,7 +4,8 @@
     python bench/txn_bench.py --seconds 5 --rounds 1
 
 Starts an Apache Kafka 4.4 broker (the test component, tests/support/kafka_broker.py) and a
-gateway in front of it (memory storage), and runs the same confluent-kafka transactional
+gateway in front of it (SQLite in a temporary directory, the server's default, so that a
+TxnOffsetCommit is answered only once durable; ``--storage memory://`` to leave the disk out), and runs the same confluent-kafka transactional
 producer against both, in alternating rounds (direct first in even rounds). Each transaction
 produces 10 records (one per partition of the output topic) and commits offsets for the 10
 partitions of the input topic with ``send_offsets_to_transaction``, then commits: through the
@@ -19,6 +20,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
+import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -69,10 +71,13 @@ def main() -> None:
     )
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--storage", help="the gateway's storage URL (default: SQLite in a temporary directory)"
+    )
     args = parser.parse_args()
-    with running_kafka() as kafka:
+    with running_kafka() as kafka, tempfile.TemporaryDirectory() as scratch:
         gateway = start_server(
-            "memory://",
+            args.storage or f"sqlite:///{scratch}/gateway.db",
             {"upstream-bootstrap-servers": kafka.bootstrap, "upstream-metadata-refresh-ms": "500"},
         )
         try:

@@ -38,6 +38,8 @@ class Routes:
 
     def __init__(self) -> None:
         self._routes: dict[int, Route[Any]] = {}
+        # The route of an API key, or None: the dict's own get (looked up for every request).
+        self.get: Callable[[int], Route[Any] | None] = self._routes.get
         self.group_apis: frozenset[int] = frozenset()  # the keys of the routes that name groups
 
     def add(
@@ -64,9 +66,6 @@ class Routes:
 
     def replace(self, api_key: ApiKey, request_type: type[RequestT], handler: Handler[RequestT]) -> None:
         self.wrap(api_key, request_type, lambda _previous: handler)
-
-    def get(self, api_key: int) -> Route[Any] | None:
-        return self._routes.get(api_key)
 
     def __contains__(self, api_key: int) -> bool:
         return api_key in self._routes

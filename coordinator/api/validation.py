@@ -61,7 +61,11 @@ class Screening:
 def screen_request(
     limits: RequestLimits, api_key: int, api_version: int, client_id: str, body: Any
 ) -> Screening | None:
-    if not _list_fields(type(body)) and api_key not in _SCREENED_APIS:
+    kind = type(body)
+    lists = _LIST_FIELDS.get(kind)  # _list_fields inlined for the cached case: every request
+    if lists is None:
+        lists = _list_fields(kind)
+    if not lists and api_key not in _SCREENED_APIS:
         return None  # nothing to count or check (Heartbeat, SyncGroup without assignments...)
     items = count_items(body, limits.request_max_items)
     if items > limits.request_max_items:
@@ -112,7 +116,11 @@ def count_items(body: Any, limit: int) -> int:
     stack = [body]
     while stack:
         obj = stack.pop()
-        for name in _list_fields(type(obj)):
+        kind = type(obj)
+        names = _LIST_FIELDS.get(kind)
+        if names is None:
+            names = _list_fields(kind)
+        for name in names:
             value = getattr(obj, name)
             if not value:
                 continue
@@ -147,6 +155,8 @@ def bad_identifier(value: str | None, max_chars: int) -> str | None:
 
 def _first_problem(checks: Iterable[tuple[str, str | None, int]]) -> str | None:
     for label, value, max_chars in checks:
+        if value is None or (len(value) <= max_chars and "\x00" not in value):
+            continue  # bad_identifier's None, without the call (a JoinGroup checks 5 or more)
         reason = bad_identifier(value, max_chars)
         if reason is not None:
             return f"{label} is {reason}" if reason.startswith("longer") else f"{label} {reason}"

@@ -451,17 +451,18 @@ class GroupEvents:
 
     # -- KIP-848 consumer groups ---------------------------------------------------------------
 
-    def epoch_bumped(self, group_id: str, state: str, epoch: int) -> None:
+    def epoch_bumped(self, group_id: str, state: str, epoch: int, protocol: str = "consumer") -> None:
         reason, why, member_id = self.take_cause(group_id)
         short = _SHORT_CAUSES.get(reason)
         if short is not None and member_id is not None:
             why = short.format(member=member_id)  # the member event before it has the details
-        self._count_rebalance(group_id, "consumer", reason)
-        self._bumped_ms[group_id] = (epoch, self.clock.now_ms)
+        self._count_rebalance(group_id, protocol, reason)
+        if protocol == "consumer":  # a share group has no reconciliation to wait for
+            self._bumped_ms[group_id] = (epoch, self.clock.now_ms)
         self.record(
             group_id,
             EPOCH_BUMPED,
-            "consumer",
+            protocol,
             state,
             epoch,
             f"group epoch bumped to {epoch} (reason: {why})",

@@ -81,6 +81,11 @@ class GroupCoordinator:
         self.clock = ShardClock()
         self.stats = CoreStats()
         self._timers: Timers[TimerKey] = Timers()
+        # The earliest deadline scheduled since the last call (Timers.take_earliest_scheduled),
+        # bound here rather than wrapped: the runtime asks after every request.
+        self.earliest_scheduled_since_last_call: Callable[[], int | None] = (
+            self._timers.take_earliest_scheduled
+        )
         self._results = ResultBuilder(self.clock)
         self.events = GroupEvents(self.clock)
         # The per-group configs (GROUP config resources) the groups run with.
@@ -408,9 +413,6 @@ class GroupCoordinator:
         return PendingChange([*tombstones, *pending], apply)
 
     # -- timers ------------------------------------------------------------------------------------
-
-    def earliest_scheduled_since_last_call(self) -> int | None:
-        return self._timers.take_earliest_scheduled()
 
     def next_deadline(self) -> int | None:
         """Monotonic time at which poll_timers has work (possibly a little early), or None."""

@@ -195,6 +195,17 @@ class BrokerGroupSettings:
     group_share_max_assignment_interval_ms: int = setting(
         15000, "largest share.assignment.interval.ms a group may be configured with", non_negative, kafka=True
     )
+    errors_deadletterqueue_topic_name_prefix: str = setting(
+        "dlq.",
+        "the prefix a share group's dead-letter topic (errors.deadletterqueue.topic.name) must have "
+        "for its records to be written there; empty: any name (KIP-1191, docs/share-groups.md)",
+        kafka=True,
+    )
+    errors_deadletterqueue_auto_create_topics_enable: bool = setting(
+        False,
+        "create a share group's dead-letter topic upstream when it does not exist (KIP-1191; gateway mode)",
+        kafka=True,
+    )
     # KIP-1071 streams groups (Kafka's group.streams.* settings, docs/streams-groups.md).
     group_streams_session_timeout_ms: int = setting(
         45000, "session timeout of streams group members", positive, kafka=True

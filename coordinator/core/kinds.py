@@ -45,7 +45,6 @@ def register_kinds(
     registry.register(consumer)
     share = ShareGroupManager(config, timers, clock, stats, events, registry)
     share.settings_for = group_configs.share_settings
-    share.group_overrides = group_configs.overrides  # share.* GROUP configs (share/configs.py)
     registry.register(share)
     registry.conversion = conversion
     registry.register(StreamsGroupManager(config, timers, clock, registry, group_configs, events))

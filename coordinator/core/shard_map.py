@@ -66,6 +66,9 @@ class ShardMap:
     states: dict[int, ShardState] = field(default_factory=dict)  # absent: INITIAL
     owners: dict[int, int] = field(default_factory=dict)  # other nodes' live shards
     nodes: dict[int, NodeAddress] = field(default_factory=dict)  # live nodes, this one included
+    # Every shard's lease epoch as last seen (this node's own from when it took them): the
+    # leader epoch of the share-partition leader hints (docs/share-groups.md, "Several nodes").
+    epochs: dict[int, int] = field(default_factory=dict)
     # Monotonic ms until which the leases of ``local`` shards are known to hold.
     valid_until_ms: int = 0
     # The shards LOADING or FAILED (kept by ``move``: read it, never write it), and who to tell
@@ -148,6 +151,13 @@ class ShardMap:
         if self.state(shard) in HELD:
             return self.node_id if now_ms < self.valid_until_ms else None
         return self.owners.get(shard)
+
+    def leader(self, group_id: str, now_ms: int) -> tuple[NodeAddress | None, int]:
+        """The live node answering for the group (None while nobody does) and its shard's lease
+        epoch, which grows with every change of owner."""
+        owner = self.owner(group_id, now_ms)
+        address = None if owner is None else self.nodes.get(owner)
+        return address, self.epochs.get(self.shard_of(group_id), 0)
 
     def live_nodes(self) -> list[NodeAddress]:
         return [self.nodes[node_id] for node_id in sorted(self.nodes)]

@@ -61,6 +61,10 @@ class GroupState(Enum):
     STABLE = "Stable"
     DEAD = "Dead"
 
+    # Members compare by identity: the identity hash in C, not Enum's hash of the name in Python
+    # (every transition checks the table; docs/performance.md#calls-per-request-on-the-hot-paths).
+    __hash__ = object.__hash__
+
 
 class IllegalStateTransition(RuntimeError):
     """A transition the state table does not allow: always a coordinator bug."""

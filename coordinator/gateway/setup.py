@@ -16,6 +16,7 @@ from coordinator.core.result import Result
 from coordinator.core.share.manager import ShareGroupManager
 from coordinator.gateway.authorization import ForwardedAuthorization
 from coordinator.gateway.authz_rules import PREVIEWS, RULES
+from coordinator.gateway.dead_letters import DeadLetterWriter
 from coordinator.gateway.forwarder import ANY_BROKER, Forwarder
 from coordinator.gateway.group_configs import serve_group_configs_only
 from coordinator.gateway.share_lag import serve_share_lag
@@ -49,10 +50,12 @@ class Gateway:
     forwarder: Forwarder
     share_records: UpstreamShareRecords
     resolver: TransactionResolver
+    dead_letters: DeadLetterWriter
     share_read_ahead: ReadAhead
 
     async def close(self) -> None:
         await self.resolver.stop()
+        await self.dead_letters.stop()
         self.brokers.close()
         await self.share_read_ahead.close()
         await self.share_records.close()
@@ -114,6 +117,15 @@ async def start_gateway(
     share_records = UpstreamShareRecords(upstream)
     share_read_ahead = ReadAhead(share_records)
     dispatcher.share.source = share_read_ahead  # the gateway is the share-partition leader
+    dead_letters = DeadLetterWriter(
+        lambda: coordinator.kind(ShareGroupManager),
+        share_records,
+        dispatcher.share.operate,
+        dispatcher.runtime.clock.wall_ms,
+        config.errors_deadletterqueue_topic_name_prefix,
+        config.errors_deadletterqueue_auto_create_topics_enable,
+    )
+    dispatcher.share.after_archiving = dead_letters.wake
     forwarder = Forwarder(
         upstream, brokers, lambda: cluster.node, dispatcher.budget, config.upstream_connections_per_broker
     )
@@ -141,6 +153,7 @@ async def start_gateway(
     _coordinator_on_bootstrap_address(dispatcher, brokers, cluster)
     upstream.start()
     resolver.start()
+    dead_letters.start()
     if not await upstream.wait_refreshed(FIRST_METADATA_WAIT_S):
         log.warning(
             "gateway mode: upstream %s not reachable yet; serving groups, data-plane requests fail until it is",
@@ -151,7 +164,7 @@ async def start_gateway(
             "gateway mode: upstream cluster %s, %d brokers, %d topics",
             upstream.cluster_id, len(upstream.brokers), len(upstream.catalog.topics),
         )  # fmt: skip
-    return Gateway(upstream, brokers, forwarder, share_records, resolver, share_read_ahead)
+    return Gateway(upstream, brokers, forwarder, share_records, resolver, dead_letters, share_read_ahead)
 
 
 def _serve_api_versions(dispatcher: Dispatcher, upstream: UpstreamCluster) -> None:

@@ -16,7 +16,7 @@ from typing import Any, Final
 
 from coordinator.gateway.upstream import UpstreamConnection, UpstreamError, connect
 from coordinator.gateway.upstream_cluster import UpstreamCluster
-from coordinator.server.share_records import FetchedPartition, TopicPartition, record_batches
+from coordinator.server.share_records import FetchedPartition, TopicPartition, read_committed, record_batches
 from protocol.apis import ApiKey
 from protocol.errors import ErrorCode
 from protocol.messages.fetch import FetchPartition, FetchRequest, FetchResponse, FetchTopic
@@ -26,11 +26,18 @@ from protocol.messages.list_offsets import (
     ListOffsetsResponse,
     ListOffsetsTopic,
 )
+from protocol.messages.produce import (
+    PartitionProduceData,
+    ProduceRequest,
+    ProduceResponse,
+    TopicProduceData,
+)
 from protocol.primitives import DecodeError
 
 log = logging.getLogger(__name__)
 
 FETCH_VERSION: Final = 12  # the last version naming topics
+PRODUCE_VERSION: Final = 12  # the last version naming topics
 IDLE_CONNECTIONS_PER_BROKER: Final = 8
 PARTITION_MAX_BYTES: Final = 1 << 20
 LATEST: Final = -1
@@ -45,7 +52,12 @@ class UpstreamShareRecords:
         self._closed = False
 
     async def fetch(
-        self, wanted: Mapping[TopicPartition, int], max_wait_ms: int, min_bytes: int, max_bytes: int
+        self,
+        wanted: Mapping[TopicPartition, int],
+        max_wait_ms: int,
+        min_bytes: int,
+        max_bytes: int,
+        committed_only: bool = False,
     ) -> dict[TopicPartition, FetchedPartition]:
         by_leader = await self._by_leader(list(wanted))
         out: dict[TopicPartition, FetchedPartition] = {}
@@ -53,7 +65,9 @@ class UpstreamShareRecords:
             out[tp] = FetchedPartition(ErrorCode.NOT_LEADER_OR_FOLLOWER)
         answers = await asyncio.gather(
             *(
-                self._fetch_from(leader, {tp: wanted[tp] for tp in tps}, max_wait_ms, min_bytes, max_bytes)
+                self._fetch_from(
+                    leader, {tp: wanted[tp] for tp in tps}, max_wait_ms, min_bytes, max_bytes, committed_only
+                )
                 for leader, tps in by_leader.items()
             )
         )
@@ -82,6 +96,36 @@ class UpstreamShareRecords:
                     found[tp] = watermark
         return found
 
+    async def produce(self, topic: str, partition: int, batch: bytes) -> int:
+        """Write one record batch at the partition's leader (acks all); the partition's error code,
+        NOT_LEADER_OR_FOLLOWER when the upstream cannot be reached."""
+        leader = (await self._by_leader([(topic, partition)])).keys()
+        node = next(iter(leader))
+        if node < 0:
+            return int(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        request = ProduceRequest(
+            acks=-1,
+            timeout_ms=int(self.upstream.timeout_s * 1000),
+            topic_data=[
+                TopicProduceData(name=topic, partition_data=[PartitionProduceData(partition, batch)])
+            ],
+        )
+        version = min(self.upstream.version_for(ApiKey.PRODUCE), PRODUCE_VERSION)
+        try:
+            response: ProduceResponse = await self._request(
+                node, ApiKey.PRODUCE, version, request, self.upstream.timeout_s * 2
+            )
+        except (UpstreamError, DecodeError, TimeoutError) as exc:
+            log.info("dead-letter produce to upstream node %d failed: %s", node, exc)
+            self.upstream.refresh_soon()
+            return int(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        for answered in response.responses:
+            for p in answered.partition_responses:
+                if p.error_code in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.UNKNOWN_LEADER_EPOCH):
+                    self.upstream.refresh_soon()
+                return int(p.error_code)
+        return int(ErrorCode.UNKNOWN_SERVER_ERROR)
+
     async def close(self) -> None:
         self._closed = True
         for connections in self._idle.values():
@@ -107,6 +151,7 @@ class UpstreamShareRecords:
         max_wait_ms: int,
         min_bytes: int,
         max_bytes: int,
+        committed_only: bool = False,
     ) -> dict[TopicPartition, FetchedPartition]:
         topics: dict[str, FetchTopic] = {}
         for (topic, index), offset in wanted.items():
@@ -118,6 +163,7 @@ class UpstreamShareRecords:
             min_bytes=max(min_bytes, 1),
             max_bytes=max_bytes if max_bytes > 0 else PARTITION_MAX_BYTES,
             topics=list(topics.values()),
+            isolation_level=1 if committed_only else 0,
         )
         version = min(self.upstream.version_for(ApiKey.FETCH), FETCH_VERSION)
         timeout_s = self.upstream.timeout_s + max_wait_ms / 1000
@@ -139,7 +185,13 @@ class UpstreamShareRecords:
                 if p.high_watermark >= 0:
                     self.upstream.high_watermarks.observe(tp, p.high_watermark)
                 records = p.records or b""
-                out[tp] = FetchedPartition(0, records, record_batches(records), p.high_watermark)
+                batches = record_batches(records)
+                if not committed_only:
+                    out[tp] = FetchedPartition(0, records, batches, p.high_watermark)
+                    continue
+                aborted = [(a.producer_id, a.first_offset) for a in p.aborted_transactions or []]
+                kept, hidden = read_committed(records, batches, p.last_stable_offset, aborted)
+                out[tp] = FetchedPartition(0, records, kept, p.high_watermark, hidden)
         if response.error_code:
             for tp in wanted:
                 out.setdefault(tp, FetchedPartition(response.error_code))

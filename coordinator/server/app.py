@@ -49,6 +49,7 @@ from coordinator.server.readiness import StorageProbe
 from coordinator.server.runtime import Clock, Runtime
 from coordinator.server.scram_users import ScramUsers
 from coordinator.server.serving_mode import ServingMode, settle_serving_mode
+from coordinator.server.share_metrics import ShareMetricsCollector
 from coordinator.server.startup_report import settings_block, sqlite_path, storage_location
 from coordinator.server.topic_lookup import TopicLookup
 from coordinator.server.topic_views import TopicViews
@@ -533,6 +534,7 @@ def _observe(
                 coordinator.events.session_expiries_by_group,
             )
         )
+        metrics.registry.register(ShareMetricsCollector(coordinator.kind(ShareGroupManager).share_metrics))
     console.views = GroupViews(
         coordinator,
         server.lag,

@@ -66,6 +66,7 @@ _ON_STOP_READING: Final = ConnectionEvent.STOP_READING
 _ON_UNMUTE: Final = ConnectionEvent.UNMUTE
 _REPLY_ANSWERED: Final = ReplyState.ANSWERED
 _REPLY_IN_SERVER: Final = ReplyState.IN_SERVER
+_REPLY_SENT: Final = ReplyState.SENT
 _REPLY_STREAMING: Final = ReplyState.STREAMING
 _STATE_CLOSED: Final = ConnectionState.CLOSED
 _STATE_DRAINING: Final = ConnectionState.DRAINING
@@ -495,10 +496,11 @@ class Connection(asyncio.Protocol):
 
     # ---- answers -------------------------------------------------------------------------
     def answer(self, reply: PendingReply, response: Any) -> None:
-        if reply.answered:
+        # State reads inlined, not the properties: this runs for every answer.
+        if reply.state in ANSWERED:
             log.error("second response for %s correlation %d dropped", reply.api_key, reply.correlation_id)
             return
-        if self.closed or self.transport is None:
+        if self.state is _STATE_CLOSED or self.transport is None:
             reply.move(_DO_ANSWER)
             return
         try:
@@ -523,7 +525,9 @@ class Connection(asyncio.Protocol):
 
     def _answered(self, reply: PendingReply, frame: bytes | None, budgeted: int) -> None:
         reply.frame, reply.budgeted = frame, budgeted
-        reply.move(_DO_ANSWER)
+        answered = REPLY_NEXT[reply.state][_DO_ANSWER]  # reply.move(_DO_ANSWER), inlined
+        if answered is not None:
+            reply.state = answered
         if self._pumping or not self._unanswered or self._unanswered[0] is not reply:
             return  # the pump writes it when it ends, or an earlier request is still owed
         self._turn_moved()
@@ -543,7 +547,7 @@ class Connection(asyncio.Protocol):
         unanswered = self._unanswered
         while unanswered and unanswered[0].state is _REPLY_ANSWERED:
             reply = unanswered.popleft()
-            reply.move(_DO_WRITE)
+            reply.state = _REPLY_SENT  # the table's (ANSWERED, WRITE) move, inlined
             frame, response = reply.frame, reply.response
             if frame is None:
                 continue  # no response (Produce with acks=0), or a hold released

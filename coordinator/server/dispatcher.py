@@ -105,7 +105,9 @@ class Dispatcher:
         self.internal_topics.install(self.routes)
         self.routes.add(ApiKey.FETCH, FetchRequest, self.fetch)
         # ShareFetch/ShareAcknowledge (gateway mode swaps in the upstream as the record source).
-        self.share = ShareLeader(runtime, runtime.coordinator.config.group_share_max_share_sessions)
+        self.share = ShareLeader(
+            runtime, runtime.coordinator.config.group_share_max_share_sessions, shard_map=cluster.shard_map
+        )
         self.share.install(self.routes)
         self.routes.add(ApiKey.DELETE_TOPICS, DeleteTopicsRequest, self.delete_topics)
         self.routes.add(ApiKey.SASL_HANDSHAKE, SaslHandshakeRequest, self._sasl_handler)

@@ -227,6 +227,9 @@ class Ownership:
             elif row.owner is not None and row.owner != self.node_id and row.unexpired and row.owner_alive:
                 owners[row.shard] = row.owner
         self.shard_map.owners = owners
+        self.shard_map.epochs = {row.shard: row.epoch for row in view.leases}
+        for shard, held in self.owned.items():
+            self.shard_map.epochs[shard] = held.epoch
         if lost:
             self._lose(lost, "the lease was taken over by another node")
 
@@ -280,6 +283,7 @@ class Ownership:
             return
         for shard, epoch in taken.items():
             self.owned[shard] = _Owned(epoch)
+            self.shard_map.epochs[shard] = epoch
             self.fence.epochs[shard] = epoch
             self.shard_map.move(shard, ShardState.LOADING)
         if not taken:

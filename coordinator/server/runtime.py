@@ -86,6 +86,10 @@ class Runtime:
     def apply(self, result: Result) -> None:
         if result.records:
             self._write(result)
+        elif result.on_durable is None:
+            # Result.deliver without a state to apply, inlined (heartbeats: every request).
+            for reply_to, response in result.replies:
+                reply_to.send(response)
         else:
             self._release(result)
         self.rearm_timer()

@@ -13,24 +13,26 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Coroutine, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any, Final
 
 from coordinator.api.routes import Routes
 from coordinator.core.context import RequestContext
 from coordinator.core.result import Result
-from coordinator.core.share.configs import EARLIEST, by_duration_ms
+from coordinator.core.shard_map import ShardMap, ShardState
 from coordinator.core.share.delivery import (
     FetchTarget,
     ShareAcknowledgeOp,
     ShareAcquireOp,
     ShareInitializeOp,
+    ShareLogStartOp,
     ShareOutcome,
     ShareReleaseOp,
 )
 from coordinator.core.share.manager import ShareGroupManager
 from coordinator.core.share.partition import AcknowledgementBatch
 from coordinator.server.runtime import Runtime
+from coordinator.server.share_leader_hint import LeaderHint, leader_hint
 from coordinator.server.share_records import (
     FetchedPartition,
     NoRecords,
@@ -48,6 +50,7 @@ log = logging.getLogger(__name__)
 
 LATEST_TIMESTAMP: Final = -1
 EARLIEST_TIMESTAMP: Final = -2
+READ_COMMITTED: Final = "read_committed"
 STRICT_RECORD_LIMIT: Final = 1  # ShareAcquireMode
 
 
@@ -67,11 +70,21 @@ class _Outcome:
 class ShareLeader:
     """Serves ShareFetch and ShareAcknowledge for every share group this node holds."""
 
-    def __init__(self, runtime: Runtime, max_sessions: int, source: RecordSource | None = None) -> None:
+    def __init__(
+        self,
+        runtime: Runtime,
+        max_sessions: int,
+        source: RecordSource | None = None,
+        shard_map: ShardMap | None = None,
+    ) -> None:
         self.runtime = runtime
+        # Several nodes: a group's share-partitions are led by the node holding its shard.
+        self.shard_map = shard_map
         self.sessions = ShareSessionCache(max_sessions)
         self.source: RecordSource = source or NoRecords()
         self._tasks: set[asyncio.Task[None]] = set()
+        # Told after an operation that may have archived records (gateway: the dead-letter writer).
+        self.after_archiving: Callable[[], None] | None = None
 
     @property
     def manager(self) -> ShareGroupManager:
@@ -108,7 +121,10 @@ class ShareLeader:
         group_id, member_id = req.group_id or "", req.member_id or ""
         if not group_id or not member_id:
             return sf.ShareFetchResponse(error_code=ErrorCode.INVALID_REQUEST)
-        names = self._topic_names()
+        if req.is_renew_ack:
+            refusal = renew_fetch_refusal(req)
+            if refusal is not None:
+                return sf.ShareFetchResponse(error_code=ErrorCode.INVALID_REQUEST, error_message=refusal)
         wanted: list[TopicIdPartition] = []
         acks: dict[TopicIdPartition, list[AcknowledgementBatch]] = {}
         for topic in req.topics:
@@ -121,7 +137,11 @@ class ShareLeader:
         session, partitions = self.sessions.fetch_context(
             key, req.share_session_epoch, _owner(ctx), wanted, forgotten, bool(acks)
         )
-        config = self.manager.group_config(group_id)
+        hint = self._elsewhere(ctx, group_id)
+        if hint is not None:  # the session is kept here, as Kafka's brokers keep theirs
+            return hint.share_fetch([*partitions, *(tp for tp in acks if tp not in partitions)], acks)
+        names = self._topic_names()
+        lock_ms = self.manager.limits_of(group_id).record_lock_duration_ms
         out: dict[TopicIdPartition, sf.PartitionData] = {}
 
         def entry(tp: TopicIdPartition) -> sf.PartitionData:
@@ -134,6 +154,8 @@ class ShareLeader:
             entry(tp).acknowledge_error_code, entry(tp).acknowledge_error_message = code, message
         if session is None:  # the final request: acknowledgements only, then the session goes
             await self._release(group_id, member_id)
+        elif req.is_renew_ack:  # acknowledgements only: a renewing fetch acquires nothing (Kafka 4.4)
+            pass
         else:
             fetchable = [tp for tp in partitions if tp[0] in names]
             for tp in partitions:
@@ -147,7 +169,7 @@ class ShareLeader:
         for (topic_id, _), data in out.items():
             by_topic.setdefault(topic_id, []).append(data)
         return sf.ShareFetchResponse(
-            acquisition_lock_timeout_ms=config.limits.record_lock_duration_ms,
+            acquisition_lock_timeout_ms=lock_ms,
             responses=[
                 sf.ShareFetchableTopicResponse(topic_id=t, partitions=parts) for t, parts in by_topic.items()
             ],
@@ -172,6 +194,7 @@ class ShareLeader:
         by_name = {(names[tid], index): (tid, index) for tid, index in fetchable}
         max_records = req.max_records if req.max_records > 0 else 500
         strict = req.share_acquire_mode == STRICT_RECORD_LIMIT
+        committed_only = self.manager.settings_for(group_id).isolation_level == READ_COMMITTED
         while True:
             targets = await self._targets(group_id, member_id, list(by_name))
             readable: dict[TopicPartition, int] = {}
@@ -186,7 +209,11 @@ class ShareLeader:
                     await asyncio.sleep(min(remaining_ms, 100) / 1000)  # a window is full: wait for acks
                     continue
                 return
-            fetched = await self.source.fetch(readable, remaining_ms, req.min_bytes, req.max_bytes)
+            fetched = await self.source.fetch(
+                readable, remaining_ms, req.min_bytes, req.max_bytes, committed_only
+            )
+            if await self._follow_log_starts(group_id, readable, fetched):
+                continue  # the start offsets moved past deleted records: read from there
             failed = False
             for tp, answer in fetched.items():
                 if answer.error_code:
@@ -196,13 +223,18 @@ class ShareLeader:
                 tp: [(b, last) for b, last, _, _ in f.batches] for tp, f in fetched.items() if f.batches
             }
             if batches:
-                outcome = await self._op(ShareAcquireOp(group_id, member_id, batches, max_records, strict))
+                hidden = {tp: f.hidden for tp, f in fetched.items() if f.hidden}
+                outcome = await self._op(
+                    ShareAcquireOp(group_id, member_id, batches, max_records, strict, hidden)
+                )
                 if outcome.write_error:
                     for tp in batches:
                         entry(by_name[tp]).error_code = outcome.write_error
                     return
                 if outcome.acquired:
-                    self._read_ahead(group_id, member_id, list(outcome.acquired), req.max_bytes)
+                    self._read_ahead(
+                        group_id, member_id, list(outcome.acquired), req.max_bytes, committed_only
+                    )
                     for tp, ranges in outcome.acquired.items():
                         data = entry(by_name[tp])
                         data.acquired_records = [
@@ -221,7 +253,12 @@ class ShareLeader:
                 await asyncio.sleep(min(deadline - loop.time(), 0.05))
 
     def _read_ahead(
-        self, group_id: str, member_id: str, partitions: list[TopicPartition], max_bytes: int
+        self,
+        group_id: str,
+        member_id: str,
+        partitions: list[TopicPartition],
+        max_bytes: int,
+        committed_only: bool,
     ) -> None:
         """Have the next records of the partitions just acquired from read while the member
         works on these (docs/share-groups.md, "Reading ahead")."""
@@ -230,7 +267,26 @@ class ShareLeader:
             tp: t.offset for tp, t in targets.items() if not t.error_code and t.can_acquire and t.offset >= 0
         }
         if wanted:
-            self.source.read_ahead(wanted, max_bytes)
+            self.source.read_ahead(wanted, max_bytes, committed_only)
+
+    async def _follow_log_starts(
+        self,
+        group_id: str,
+        readable: Mapping[TopicPartition, int],
+        fetched: Mapping[TopicPartition, FetchedPartition],
+    ) -> bool:
+        """A share-partition read below the upstream's log start (records deleted by retention
+        or DeleteRecords) answers OFFSET_OUT_OF_RANGE: as Kafka's share-partition leader, its
+        start offset moves to the log start and what went is archived. True when one moved."""
+        behind = [tp for tp, a in fetched.items() if a.error_code == ErrorCode.OFFSET_OUT_OF_RANGE]
+        if not behind:
+            return False
+        starts = await self.source.start_offsets(behind, EARLIEST_TIMESTAMP)
+        moved = {tp: start for tp, start in starts.items() if start > readable[tp]}
+        if not moved:
+            return False  # out of range past the end: answered as the upstream's error
+        await self._op(ShareLogStartOp(group_id, moved))
+        return True
 
     async def _targets(
         self, group_id: str, member_id: str, partitions: list[TopicPartition]
@@ -241,12 +297,14 @@ class ShareLeader:
         new = [tp for tp, t in targets.items() if not t.error_code and t.offset < 0]
         if not new:
             return targets
-        reset = self.manager.group_config(group_id).auto_offset_reset
-        duration = by_duration_ms(reset)
+        settings = self.manager.settings_for(group_id)
+        duration = settings.auto_offset_reset_duration_ms
         if duration is not None:
             timestamp = self.runtime.clock.wall_ms() - duration
+        elif settings.auto_offset_reset.strip().lower() == "earliest":
+            timestamp = EARLIEST_TIMESTAMP
         else:
-            timestamp = EARLIEST_TIMESTAMP if reset == EARLIEST else LATEST_TIMESTAMP
+            timestamp = LATEST_TIMESTAMP
         starts = await self.source.start_offsets(new, timestamp)
         if starts:
             await self._op(ShareInitializeOp(group_id, starts))
@@ -263,6 +321,9 @@ class ShareLeader:
         closing = self.sessions.acknowledge_context(
             (group_id, member_id, ctx.advertised), req.share_session_epoch
         )
+        hint = self._elsewhere(ctx, group_id)
+        if hint is not None:
+            return hint.share_acknowledge(req)
         names = self._topic_names()
         acks = {
             (t.topic_id, p.partition_index): _batches(p.acknowledgement_batches)
@@ -278,13 +339,29 @@ class ShareLeader:
                 sak.PartitionData(partition_index=index, error_code=code, error_message=message)
             )
         return sak.ShareAcknowledgeResponse(
-            acquisition_lock_timeout_ms=self.manager.group_config(group_id).limits.record_lock_duration_ms,
+            acquisition_lock_timeout_ms=self.manager.limits_of(group_id).record_lock_duration_ms,
             responses=[
                 sak.ShareAcknowledgeTopicResponse(topic_id=t, partitions=p) for t, p in by_topic.items()
             ],
         )
 
     # -- shared ----------------------------------------------------------------------------------
+
+    def _elsewhere(self, ctx: RequestContext, group_id: str) -> LeaderHint | None:
+        """Where to send the client when the group's shard is not held here (docs/share-groups.md,
+        "Several nodes"): nothing is read or changed here, so only the shard's owner acquires."""
+        shard_map = self.shard_map
+        if shard_map is None:
+            return None
+        status = shard_map.status(group_id, ctx.now_ms)
+        if status is None:
+            return leader_hint(*shard_map.leader(group_id, ctx.now_ms))
+        if status is not ShardState.ACTIVE:
+            # Loading (a takeover, a start): the members are not known yet, and Kafka's share
+            # consumer fails on UNKNOWN_MEMBER_ID; no leader is retriable. The shard loads next.
+            shard_map.want(group_id)
+            return leader_hint(None, 0)
+        return None
 
     async def _acknowledge(
         self,
@@ -313,13 +390,20 @@ class ShareLeader:
     async def _release(self, group_id: str, member_id: str) -> None:
         await self._op(ShareReleaseOp(group_id, member_id))
 
+    async def operate(self, op: object) -> ShareOutcome:
+        """Run one delivery operation in the core; its outcome comes once its writes are durable."""
+        return await self._op(op)
+
     async def _op(self, op: object) -> ShareOutcome:
         """Run one delivery operation in the core; its outcome comes once its writes are durable."""
         future: asyncio.Future[ShareOutcome] = asyncio.get_running_loop().create_future()
         clock = self.runtime.clock
         ctx = RequestContext(clock.now_ms(), clock.wall_ms(), 0, "", "", _Outcome(future))
         self.runtime.apply(self.runtime.coordinator.handle(ctx, op))
-        return await future
+        outcome = await future
+        if self.after_archiving is not None and isinstance(op, (ShareAcknowledgeOp, ShareReleaseOp)):
+            self.after_archiving()
+        return outcome
 
     def _topic_names(self) -> dict[bytes, str]:
         return {record.topic_id: name for name, record in self.manager.catalog.topics.items()}
@@ -353,3 +437,18 @@ def _batches(
 
 
 __all__ = ["FetchedPartition", "ShareLeader"]
+
+
+def renew_fetch_refusal(req: sf.ShareFetchRequest) -> str | None:
+    """Kafka 4.4's refusal of a ShareFetch with IsRenewAck that would also fetch (its message)."""
+    message = "".join(
+        f"{name} must be set to 0, "
+        for name, value in (
+            ("maxBytes", req.max_bytes),
+            ("minBytes", req.min_bytes),
+            ("maxRecords", req.max_records),
+            ("maxWaitMs", req.max_wait_ms),
+        )
+        if value != 0
+    )
+    return message + "if isRenewAck is true." if message else None

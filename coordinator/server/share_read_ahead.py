@@ -43,6 +43,7 @@ class _Ahead:
     offset: int  # where the read starts
     read: _Read  # one read may serve several partitions
     started: float
+    committed_only: bool  # read_committed: answers are not shared with read_uncommitted reads
 
 
 class ReadAhead:
@@ -63,13 +64,18 @@ class ReadAhead:
         self.hits = 0  # partitions answered from what was read ahead, for tests and the bench
 
     async def fetch(
-        self, wanted: Mapping[TopicPartition, int], max_wait_ms: int, min_bytes: int, max_bytes: int
+        self,
+        wanted: Mapping[TopicPartition, int],
+        max_wait_ms: int,
+        min_bytes: int,
+        max_bytes: int,
+        committed_only: bool = False,
     ) -> dict[TopicPartition, FetchedPartition]:
         self._drop_old()
         ready: dict[TopicPartition, FetchedPartition] = {}
         rest: dict[TopicPartition, int] = {}
         for tp, offset in wanted.items():
-            answer = await self._from_ahead(tp, offset, max_wait_ms)
+            answer = await self._from_ahead(tp, offset, max_wait_ms, committed_only)
             if answer is not None:
                 ready[tp] = answer
                 self.hits += 1
@@ -78,13 +84,18 @@ class ReadAhead:
         if rest:
             # Records are ready for some partitions: the others are not waited for (as a broker
             # answers once MinBytes is there).
-            fetched = await self.reader.fetch(rest, 0 if ready else max_wait_ms, min_bytes, max_bytes)
+            fetched = await self.reader.fetch(
+                rest, 0 if ready else max_wait_ms, min_bytes, max_bytes, committed_only
+            )
             ready.update(fetched)
-            self._keep(fetched, rest)
+            self._keep(fetched, rest, committed_only)
         return ready
 
     def _keep(
-        self, fetched: dict[TopicPartition, FetchedPartition], offsets: Mapping[TopicPartition, int]
+        self,
+        fetched: dict[TopicPartition, FetchedPartition],
+        offsets: Mapping[TopicPartition, int],
+        committed_only: bool,
     ) -> None:
         """Keep an answer's records for the next fetches: a fetch usually acquires a batch or two
         of what the upstream returned."""
@@ -96,29 +107,31 @@ class ReadAhead:
         started = self.clock()
         for tp in kept:
             entries = self._ahead.setdefault(tp, [])
-            entries[:] = [a for a in entries if a.offset != offsets[tp]]
-            entries.append(_Ahead(offsets[tp], read, started))
+            entries[:] = [a for a in entries if a.offset != offsets[tp] or a.committed_only != committed_only]
+            entries.append(_Ahead(offsets[tp], read, started, committed_only))
         self._bound()
 
-    def read_ahead(self, wanted: Mapping[TopicPartition, int], max_bytes: int) -> None:
+    def read_ahead(
+        self, wanted: Mapping[TopicPartition, int], max_bytes: int, committed_only: bool = False
+    ) -> None:
         """Have the records from ``wanted`` (topic-partition: offset) on hand for the next fetch:
         read from there in the background, or, where an answer read before already holds that
         offset, from the end of that answer on (one read ahead of what is on hand)."""
         self._drop_old()
         new: dict[TopicPartition, int] = {}
         for tp, offset in wanted.items():
-            start = self._read_from(tp, offset)
+            start = self._read_from(tp, offset, committed_only)
             if start is not None:
                 new[tp] = start
         if not new:
             return
         read = asyncio.get_running_loop().create_task(
-            self.reader.fetch(new, READ_AHEAD_WAIT_MS, 1, max_bytes)
+            self.reader.fetch(new, READ_AHEAD_WAIT_MS, 1, max_bytes, committed_only)
         )
         read.add_done_callback(_retrieve)
         started = self.clock()
         for tp, offset in new.items():
-            self._ahead.setdefault(tp, []).append(_Ahead(offset, read, started))
+            self._ahead.setdefault(tp, []).append(_Ahead(offset, read, started, committed_only))
         self._bound()
 
     async def start_offsets(
@@ -140,12 +153,14 @@ class ReadAhead:
         """Answers read ahead and kept."""
         return sum(len(entries) for entries in self._ahead.values())
 
-    async def _from_ahead(self, tp: TopicPartition, offset: int, max_wait_ms: int) -> FetchedPartition | None:
+    async def _from_ahead(
+        self, tp: TopicPartition, offset: int, max_wait_ms: int, committed_only: bool
+    ) -> FetchedPartition | None:
         """The batches from ``offset`` on out of an answer read ahead, if one holds them; answers
         read past, failed or empty are dropped."""
         for ahead in list(self._ahead.get(tp, ())):
-            if ahead.offset > offset:
-                continue  # read from further on: the records before it are not in it
+            if ahead.committed_only != committed_only or ahead.offset > offset:
+                continue  # another isolation level, or read from further on: the records before it are not in it
             if not ahead.read.done():
                 # Wait for it no longer than the fetch would wait (shielded: others may too).
                 done, _ = await asyncio.wait([ahead.read], timeout=max(max_wait_ms, 0) / 1000)
@@ -162,11 +177,12 @@ class ReadAhead:
             return part
         return None
 
-    def _read_from(self, tp: TopicPartition, offset: int) -> int | None:
+    def _read_from(self, tp: TopicPartition, offset: int, committed_only: bool) -> int | None:
         """Where to read ahead for a next fetch at ``offset``: past the answers on hand that hold
         it, or None when a read under way will (or an answer found the log end there)."""
         start = offset
-        for ahead in sorted(self._ahead.get(tp, ()), key=lambda a: a.offset):
+        same = [a for a in self._ahead.get(tp, ()) if a.committed_only == committed_only]
+        for ahead in sorted(same, key=lambda a: a.offset):
             if ahead.offset > start:
                 break
             if not ahead.read.done():

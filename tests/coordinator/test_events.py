@@ -375,3 +375,25 @@ def test_group_loaded_over_its_max_size_rebalances_with_that_reason(h0: Harness)
     assert kinds(restarted) == ["loaded", "rebalance_started"]
     assert last(restarted, "loaded").message == "loaded with 3 members, over group.max.size"
     assert last(restarted, "rebalance_started").details["reason"] == "loaded"
+
+
+def test_share_group_membership_is_in_the_history() -> None:
+    """A share member joining and leaving, the epochs and the targets they cause: what
+    ``coordinator groups history`` shows for a share group."""
+    from tests.coordinator.test_share_groups import beat
+
+    h = Harness()
+    h.catalog.set_topic("t", 1)
+    beat(h, "m1")
+    beat(h, "m1", epoch=-1)
+    history = h.coordinator.events.history("g")
+    assert [(e.kind, e.member_id) for e in history if e.kind in (ev.MEMBER_JOINED, ev.MEMBER_LEFT)] == [
+        (ev.MEMBER_JOINED, "m1"),
+        (ev.MEMBER_LEFT, "m1"),
+    ]
+    assert [e.generation for e in history if e.kind == ev.EPOCH_BUMPED] == [1, 2]
+    assert ev.TARGET_COMPUTED in [e.kind for e in history]
+    assert {e.protocol for e in history} == {"share"}  # epoch bumps included, not "consumer"
+    assert h.coordinator.events.stats.rebalances_by_reason.get(("consumer", ev.MEMBER_JOINED)) is None
+    beat(h, "m2")
+    assert "g" not in h.coordinator.events.rebalances_in_progress()  # nothing to reconcile

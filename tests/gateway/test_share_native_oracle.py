@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.gateway.test_share_dead_letters import dead_letter_scenario
 from tests.gateway.test_share_delivery import exactly_once, release_and_reject
 from tests.support.kafka_broker import KafkaCluster
 
@@ -22,3 +23,12 @@ def test_kafka_redelivers_released_records_counted_and_never_rejected_ones(
     kafka_broker: KafkaCluster,
 ) -> None:
     release_and_reject(kafka_broker.bootstrap)
+
+
+@pytest.mark.parametrize("copy", [True, False], ids=["copy", "headers-only"])
+def test_kafka_writes_the_same_dead_letters(kafka_broker: KafkaCluster, copy: bool) -> None:
+    """Kafka 4.4's own DLQ (on with share.version 2): the same records, headers and payloads as the
+    gateway writes. Kafka writes only to a topic with errors.deadletterqueue.group.enable=true."""
+    dead_letter_scenario(
+        kafka_broker.bootstrap, copy, {"errors.deadletterqueue.group.enable": "true"}, moves_start=False
+    )

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import json
 import logging
 import os
@@ -45,6 +46,7 @@ REPO = Path(__file__).resolve().parents[2]
 KAFKA_PYTHON = "kafka-python"
 AIOKAFKA = "aiokafka"
 CONFLUENT = "confluent"
+_LIBRARY_MODULES = {KAFKA_PYTHON: "kafka", AIOKAFKA: "aiokafka", CONFLUENT: "confluent_kafka"}
 LIBRARIES = (KAFKA_PYTHON, AIOKAFKA, CONFLUENT)
 
 PARTITIONS = 6
@@ -204,7 +206,10 @@ class Worker:
         instance_id: str | None = None,
         heartbeat_ms: int = HEARTBEAT_INTERVAL_MS,
         protocol: str = "classic",
+        held: bool = False,
     ) -> None:
+        """``held``: the process imports its library, reports ``ready`` and builds its consumer
+        only on ``start()`` (a test that must join within a deadline starts it ahead)."""
         assert protocol == "classic" or lib == CONFLUENT, (lib, protocol)
         self.lib = lib
         self.name = name
@@ -217,6 +222,7 @@ class Worker:
             "instance_id": instance_id,
             "heartbeat_ms": heartbeat_ms,
             "protocol": protocol,
+            "held": held,
         }
         env = {k: v for k, v in os.environ.items() if not k.startswith("COORDINATOR_")}
         env["PYTHONPATH"] = str(REPO)
@@ -309,6 +315,12 @@ class Worker:
     def describe_log(self) -> str:
         tail = "".join(self.stderr_lines[-40:])
         return f"events={self.snapshot()}\nstderr tail:\n{tail}"
+
+    def start(self) -> None:
+        """Let a ``held`` worker build its consumer and subscribe."""
+        assert self.process.stdin is not None
+        self.process.stdin.write("start\n")
+        self.process.stdin.flush()
 
     # -- stopping it
 
@@ -422,6 +434,7 @@ def run_worker(config_json: str) -> None:
     if level := os.environ.get("GROUP_TESTS_CLIENT_LOG"):  # e.g. DEBUG, to debug a client's view
         logging.basicConfig(level=level, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     stop = threading.Event()
+    go = threading.Event()
     lock = threading.Lock()
 
     def emit(event: str, **fields: Any) -> None:
@@ -430,11 +443,21 @@ def run_worker(config_json: str) -> None:
 
     def watch_stdin() -> None:
         for line in sys.stdin:
-            if line.strip() == "close":
+            if line.strip() == "start":
+                go.set()
+            elif line.strip() == "close":
                 break
         stop.set()  # "close", or EOF because the test process went away
+        go.set()
 
     threading.Thread(target=watch_stdin, daemon=True).start()
+    if config.get("held"):
+        importlib.import_module(_LIBRARY_MODULES[config["lib"]])  # the slow part of a start
+        emit("ready")
+        go.wait()
+        if stop.is_set():
+            emit("closed")
+            return
     try:
         {KAFKA_PYTHON: _kafka_python_worker, AIOKAFKA: _aiokafka_worker, CONFLUENT: _confluent_worker}[
             config["lib"]

@@ -151,8 +151,23 @@ def test_share_sessions_and_bad_input_get_kafkas_error_codes(server: ServerProce
         ghost = fetch(b, "ghost", 0, topic_id)
         assert ghost.error_code == 0 and partition(ghost).error_code == ErrorCode.UNKNOWN_MEMBER_ID
 
+        # A renewing fetch (v2 IsRenewAck) only acknowledges: asking for records too is refused
+        # with Kafka's message, before the session moves; otherwise it answers without records.
+        renewing = sf.ShareFetchRequest(
+            group_id="g", member_id="m-b", share_session_epoch=2, max_wait_ms=50, max_bytes=0, max_records=100,
+            is_renew_ack=True,
+        )  # fmt: skip
+        refused = b.request(FETCH, 2, renewing)
+        assert (refused.error_code, refused.error_message) == (
+            ErrorCode.INVALID_REQUEST,
+            "maxRecords must be set to 0, maxWaitMs must be set to 0, if isRenewAck is true.",
+        )
+        renewing.max_wait_ms = renewing.max_records = 0
+        renewed = b.request(FETCH, 2, renewing)
+        assert renewed.error_code == 0 and all(not p.records for t in renewed.responses for p in t.partitions)
+
         # B was never disturbed.
-        assert fetch(b, "m-b", 2, None).error_code == 0
+        assert fetch(b, "m-b", 3, None).error_code == 0
 
         # Closing: partitions on the final request are INVALID_REQUEST; then it closes once.
         assert fetch(a, "m-a", -1, topic_id).error_code == ErrorCode.INVALID_REQUEST

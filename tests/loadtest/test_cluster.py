@@ -3,9 +3,9 @@ one-core workers on loopback, started from the pyspark package's own launcher cl
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
-import subprocess
 import sys
 import time
 from collections import Counter
@@ -13,8 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from loadtest.scenario import Scenario
 from tests.loadtest.test_loadtest import JAVA_MISSING, PERCENTILE_ORDER, REPO, SPARK_MISSING
 from tests.support.browser import browser_missing, image_stats, render
+from tests.support.phased_run import Phase, run_in_phases
 from tests.support.server import running_server
 
 pytestmark = [
@@ -24,6 +26,36 @@ pytestmark = [
 ]
 
 
+TASKS = 2
+DURATION_S = 8
+# How long a Spark step that starts JVMs or runs a job may take: the driver starting and
+# registering with the master, the workers launching the executors, or the summary's jobs. Seconds
+# on an idle machine, a minute or more with a load average of 20-30 on two cores.
+SPARK_STEP_S = 120.0
+# The cluster's own start (spark_cluster waits up to 60 s for its workers), the server's, the stops.
+CLUSTER_START_S = 60.0 + 60.0
+
+
+def load_phases(out: Path) -> list[Phase]:
+    """Where `loadtest --master spark://…` is: the driver's session up, every task running on an
+    executor, the load done (its raw rows written), the summary and report written."""
+    raw_written = out / "raw.parquet" / "_SUCCESS"
+    # A task ends by itself at the latest this long after it starts (loadtest.task.run_task).
+    stop_timeout_s = next(f.default for f in dataclasses.fields(Scenario) if f.name == "stop_timeout_s")
+    task_limit_s = DURATION_S + float(stop_timeout_s) + 30  # type: ignore[arg-type]
+    return [
+        Phase("the driver's Spark session starting", SPARK_STEP_S, lambda o: " ready in " in o.stderr),
+        Phase(
+            "the executors starting the tasks",
+            SPARK_STEP_S,
+            lambda o: f"tasks {TASKS}/{TASKS}" in o.stderr or raw_written.exists(),
+        ),
+        Phase("the tasks running the load", task_limit_s + SPARK_STEP_S, lambda _o: raw_written.exists()),
+        Phase("the summary and report", SPARK_STEP_S),
+    ]
+
+
+@pytest.mark.timeout(CLUSTER_START_S + sum(phase.bound_s for phase in load_phases(Path())))
 def test_load_runs_on_both_workers_of_a_standalone_cluster(tmp_path: Path) -> None:
     from tests.support.spark_cluster import spark_standalone
 
@@ -31,14 +63,17 @@ def test_load_runs_on_both_workers_of_a_standalone_cluster(tmp_path: Path) -> No
     started = time.monotonic()
     with running_server("memory://") as srv, spark_standalone(tmp_path / "cluster", workers=2) as cluster:
         env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_LOCAL_HOSTNAME": "localhost"}
-        result = subprocess.run(
+        result = run_in_phases(
             [sys.executable, "-m", "loadtest", "--bootstrap", srv.bootstrap, "--label", "ours",
-             "--master", cluster.master_url, "--driver-host", "127.0.0.1", "--tasks", "2",
+             "--master", cluster.master_url, "--driver-host", "127.0.0.1", "--tasks", str(TASKS),
              "--spark-conf", "spark.executor.memory=512m", "--spark-conf", "spark.executor.cores=1",
-             "--members", "40", "--groups", "4", "--partitions", "8", "--duration", "8", "--ramp-up", "1",
-             "--heartbeat-interval-ms", "500", "--commit-interval-ms", "1000", "--session-timeout-ms", "10000",
-             "--rebalance-timeout-ms", "15000", "--progress-interval", "5", "--strict", "--out", str(out)],
-            cwd=REPO, env=env, capture_output=True, text=True, timeout=150,
+             "--members", "40", "--groups", "4", "--partitions", "8", "--duration", str(DURATION_S),
+             "--ramp-up", "1", "--heartbeat-interval-ms", "500", "--commit-interval-ms", "1000",
+             "--session-timeout-ms", "10000", "--rebalance-timeout-ms", "15000", "--progress-interval", "5",
+             "--strict", "--out", str(out)],
+            load_phases(out),
+            cwd=REPO,
+            env=env,
         )  # fmt: skip
         assert result.returncode == 0, f"stdout:\n{result.stdout}\nstderr:\n{result.stderr}\n{cluster.logs()}"
     elapsed = time.monotonic() - started

@@ -23,11 +23,18 @@ class Log:
         self.ends = ends
         self.reads: list[tuple[dict[TopicPartition, int], int]] = []
         self.failing = False
+        self.isolation: list[bool] = []
 
     async def fetch(
-        self, wanted: Mapping[TopicPartition, int], max_wait_ms: int, min_bytes: int, max_bytes: int
+        self,
+        wanted: Mapping[TopicPartition, int],
+        max_wait_ms: int,
+        min_bytes: int,
+        max_bytes: int,
+        committed_only: bool = False,
     ) -> dict[TopicPartition, FetchedPartition]:
         self.reads.append((dict(wanted), max_wait_ms))
+        self.isolation.append(committed_only)
         await asyncio.sleep(0)
         if self.failing:
             return {tp: FetchedPartition(6) for tp in wanted}
@@ -136,11 +143,16 @@ class SlowReadAhead(Log):
     """A log whose reads ahead wait upstream (no records yet) while ordinary reads answer."""
 
     async def fetch(
-        self, wanted: Mapping[TopicPartition, int], max_wait_ms: int, min_bytes: int, max_bytes: int
+        self,
+        wanted: Mapping[TopicPartition, int],
+        max_wait_ms: int,
+        min_bytes: int,
+        max_bytes: int,
+        committed_only: bool = False,
     ) -> dict[TopicPartition, FetchedPartition]:
         if max_wait_ms == READ_AHEAD_WAIT_MS:
             await asyncio.sleep(10)
-        return await super().fetch(wanted, max_wait_ms, min_bytes, max_bytes)
+        return await super().fetch(wanted, max_wait_ms, min_bytes, max_bytes, committed_only)
 
 
 @pytest.mark.asyncio
@@ -151,3 +163,19 @@ async def test_a_read_ahead_under_way_is_waited_for_no_longer_than_the_fetch_wou
     answer = await asyncio.wait_for(source.fetch({A: 4}, 0, 1, 1 << 20), 1)
     assert len(answer[A].batches) == 6 and log.reads[-1] == ({A: 4}, 0)
     await source.close()
+
+
+@pytest.mark.asyncio
+async def test_read_committed_and_read_uncommitted_answers_are_not_shared() -> None:
+    log = Log({A: 10})
+    source = ReadAhead(log)
+    source.read_ahead({A: 4}, 1 << 20)  # read_uncommitted
+    await settle()
+    await source.fetch({A: 4}, 500, 1, 1 << 20, committed_only=True)
+    assert source.hits == 0 and log.reads[-1] == ({A: 4}, 500) and log.isolation[-1] is True
+    source.read_ahead({A: 6}, 1 << 20, committed_only=True)  # 6 is on hand read_committed
+    await settle()
+    assert log.reads[-1] == ({A: 10}, READ_AHEAD_WAIT_MS) and log.isolation[-1] is True
+    await source.fetch({A: 6}, 500, 1, 1 << 20, committed_only=True)
+    await source.fetch({A: 5}, 500, 1, 1 << 20)
+    assert source.hits == 2 and len(log.reads) == 3

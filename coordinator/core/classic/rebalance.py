@@ -77,7 +77,8 @@ class ClassicRebalance:
         self._rebalance_started: dict[str, int] = {}
 
     def _transition(self, group: ClassicGroup, target: GroupState) -> None:
-        log.debug("group %s: %s -> %s", group.group_id, group.state.value, target.value)
+        if log.isEnabledFor(logging.DEBUG):  # the .value reads cost a call each otherwise
+            log.debug("group %s: %s -> %s", group.group_id, group.state.value, target.value)
         group.transition_to(target, self.clock.wall_ms)
         if target is PREPARING_REBALANCE:
             self._rebalance_started.setdefault(group.group_id, self.clock.now_ms)

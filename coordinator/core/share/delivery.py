@@ -16,12 +16,18 @@ from typing import Any
 from coordinator.core.context import RequestContext
 from coordinator.core.effects import Effects
 from coordinator.core.errors import NONE, UNKNOWN_MEMBER_ID, consumer_write_error
-from coordinator.core.share.configs import ShareGroupConfig, share_group_config
 from coordinator.core.share.group import ShareGroup, ShareMember
+from coordinator.core.share.limits import share_limits
 from coordinator.core.share.membership import ShareMembership
 from coordinator.core.share.partition import (
+    INVALID_RECORD_STATE,
     AcknowledgementBatch,
+    AcknowledgeType,
     AcquiredRange,
+    DeadLetterRun,
+    RecordState,
+    ShareCounters,
+    ShareLimits,
     SharePartition,
 )
 from coordinator.core.share.records import partition_state_record
@@ -29,6 +35,7 @@ from coordinator.core.timers import TimerKey
 from storage.records import Record
 
 SHARE_LOCK_TIMER = "sg-lock"
+RENEW_DISABLED = "Renewing acquisition locks is not enabled for the group."
 PartitionKey = tuple[str, str, int]  # (group id, topic, partition)
 TopicPartition = tuple[str, int]
 
@@ -77,6 +84,18 @@ class ShareAcquireOp:
     fetched: Mapping[TopicPartition, Sequence[tuple[int, int]]]
     max_records: int
     strict_record_limit: bool = False
+    # Offsets of the fetched batches never to deliver (aborted transactions under
+    # read_committed): acquired with the rest, then archived at once.
+    hidden: Mapping[TopicPartition, Sequence[tuple[int, int]]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class ShareLogStartOp:
+    """The upstream's log starts past these share-partitions' start offsets (records deleted):
+    their start offsets follow, what went unfinished is archived."""
+
+    group_id: str
+    log_starts: Mapping[TopicPartition, int]
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +104,15 @@ class ShareReleaseOp:
 
     group_id: str
     member_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class ShareDeadLetteredOp:
+    """The dead-letter records of these ARCHIVING runs are written (or cannot be): they become
+    ARCHIVED (docs/share-groups.md, "Dead-letter topics")."""
+
+    group_id: str
+    runs: Mapping[TopicPartition, Sequence[DeadLetterRun]]
 
 
 @dataclass(slots=True)
@@ -105,24 +133,59 @@ class ShareDelivery(ShareMembership):
         super().__init__(*args, **kwargs)
         self.live: dict[PartitionKey, SharePartition] = {}
         self.unwritten_partitions: set[PartitionKey] = set()
-        self.group_overrides: Mapping[str, Mapping[str, str]] = {}
+        # Per group, the delivery totals of its share-partitions since the group was loaded
+        # (one object shared by its live partitions, so it outlives a partition dropped and
+        # restored), bounded by the groups the shard holds.
+        self.counters_by_group: dict[str, ShareCounters] = {}
 
     # -- reading ---------------------------------------------------------------------------------
 
-    def group_config(self, group_id: str) -> ShareGroupConfig:
-        return share_group_config(self.config, self.group_overrides.get(group_id))
+    def limits_of(self, group_id: str) -> ShareLimits:
+        """The group's share-partition bounds: its validated settings, clamped into the broker's
+        bounds (docs/share-groups.md, "Settings")."""
+        return share_limits(self.settings_for(group_id))
 
     def partition(self, key: PartitionKey) -> SharePartition | None:
         """The live share-partition, restored from storage on first use; None if it never started."""
         live = self.live.get(key)
-        if live is not None:
-            return live
-        stored = self.partition_states.get(key)
-        if stored is None:
-            return None
-        live = SharePartition.restore(stored, self.group_config(key[0]).limits)
-        self.live[key] = live
+        if live is None:
+            stored = self.partition_states.get(key)
+            if stored is None:
+                return None
+            live = SharePartition.restore(stored, self.limits_of(key[0]))
+            self._go_live(key, live)
+        # Read on every use: a dead-letter topic set or removed applies to live partitions at once.
+        live.dead_letter = bool(self.settings_for(key[0]).dlq_topic_name.strip())
         return live
+
+    def _go_live(self, key: PartitionKey, partition: SharePartition) -> None:
+        partition.counters = self.counters_by_group.setdefault(key[0], ShareCounters())
+        self.live[key] = partition
+
+    def share_metrics(self) -> list[tuple[str, ShareCounters, int, int]]:
+        """Per share group with counters: (group id, its totals, records in flight, records
+        acquired now) over its live share-partitions."""
+        in_flight: dict[str, int] = {}
+        acquired: dict[str, int] = {}
+        for (group_id, _, _), partition in self.live.items():
+            in_flight[group_id] = in_flight.get(group_id, 0) + partition.in_flight
+            acquired[group_id] = acquired.get(group_id, 0) + partition.acquired_count()
+        return [
+            (group_id, counters, in_flight.get(group_id, 0), acquired.get(group_id, 0))
+            for group_id, counters in self.counters_by_group.items()
+        ]
+
+    def dead_letters_pending(self) -> dict[PartitionKey, list[DeadLetterRun]]:
+        """Every share-partition's ARCHIVING runs, stored ones included (a restart resumes them)."""
+        pending: dict[PartitionKey, list[DeadLetterRun]] = {}
+        for key, state in self.partition_states.items():
+            if key not in self.live and any(b.delivery_state == RecordState.ARCHIVING for b in state.batches):
+                self.partition(key)
+        for key, partition in self.live.items():
+            runs = partition.dead_letter_runs()
+            if runs:
+                pending[key] = runs
+        return pending
 
     def member_of(self, group_id: str, member_id: str) -> tuple[ShareGroup, ShareMember] | None:
         group = self.groups.get(group_id)
@@ -134,7 +197,7 @@ class ShareDelivery(ShareMembership):
     ) -> dict[TopicPartition, FetchTarget]:
         """Where each partition's fetch reads (read only)."""
         known = self.member_of(group_id, member_id) is not None
-        lock_ms = self.group_config(group_id).limits.record_lock_duration_ms
+        lock_ms = self.limits_of(group_id).record_lock_duration_ms
         targets: dict[TopicPartition, FetchTarget] = {}
         for topic, index in partitions:
             if not known:
@@ -155,6 +218,7 @@ class ShareDelivery(ShareMembership):
         outcome = ShareOutcome()
         changed: list[PartitionKey] = []
         known = self.member_of(op.group_id, op.member_id) is not None
+        renew_enabled = self.settings_for(op.group_id).renew_acknowledge_enable
         for tp, batches in op.acknowledgements.items():
             if not known:
                 outcome.errors[tp] = (UNKNOWN_MEMBER_ID, None)
@@ -162,7 +226,12 @@ class ShareDelivery(ShareMembership):
             key = (op.group_id, *tp)
             partition = self.partition(key)
             if partition is None:
-                outcome.errors[tp] = (121, f"no records of {tp[0]}-{tp[1]} were acquired")
+                outcome.errors[tp] = (INVALID_RECORD_STATE, f"no records of {tp[0]}-{tp[1]} were acquired")
+                continue
+            if not renew_enabled and any(AcknowledgeType.RENEW in b.acknowledge_types for b in batches):
+                # Kafka's SharePartition refuses RENEW when share.renew.acknowledge.enable is false;
+                # the partition's acknowledgements are all or none, so none is applied.
+                outcome.errors[tp] = (INVALID_RECORD_STATE, RENEW_DISABLED)
                 continue
             result = partition.acknowledge(op.member_id, batches, ctx.now_ms)
             outcome.errors[tp] = (result.error_code, result.message)
@@ -173,12 +242,12 @@ class ShareDelivery(ShareMembership):
 
     def share_initialize(self, ctx: RequestContext, op: ShareInitializeOp, fx: Effects) -> None:
         changed: list[PartitionKey] = []
-        limits = self.group_config(op.group_id).limits
+        limits = self.limits_of(op.group_id)
         if op.group_id in self.groups:
             for (topic, index), offset in op.start_offsets.items():
                 key = (op.group_id, topic, index)
                 if self.partition(key) is None:
-                    self.live[key] = SharePartition(max(offset, 0), limits)
+                    self._go_live(key, SharePartition(max(offset, 0), limits))
                     changed.append(key)
         self._write_and_reply(ctx, changed, ShareOutcome(), fx)
 
@@ -194,6 +263,10 @@ class ShareDelivery(ShareMembership):
                 outcome.errors[tp] = (NONE if known else UNKNOWN_MEMBER_ID, None)
                 continue
             ranges = partition.acquire(op.member_id, batches, budget, ctx.now_ms, op.strict_record_limit)
+            hidden = op.hidden.get(tp)
+            if ranges and hidden:
+                changed.append(key)
+                ranges = partition.archive_acquired(op.member_id, ranges, hidden)
             if ranges:
                 budget -= sum(r.last_offset - r.first_offset + 1 for r in ranges)
                 outcome.acquired[tp] = ranges
@@ -201,8 +274,29 @@ class ShareDelivery(ShareMembership):
                 self._schedule_lock_timer(key, partition)
         self._write_and_reply(ctx, changed, outcome, fx)
 
+    def share_log_start(self, ctx: RequestContext, op: ShareLogStartOp, fx: Effects) -> None:
+        changed: list[PartitionKey] = []
+        for (topic, index), log_start in op.log_starts.items():
+            key = (op.group_id, topic, index)
+            partition = self.partition(key)
+            if partition is not None and partition.move_start_to_log_start(log_start):
+                changed.append(key)
+                self._schedule_lock_timer(key, partition)
+        self._write_and_reply(ctx, changed, ShareOutcome(), fx)
+
     def share_release(self, ctx: RequestContext, op: ShareReleaseOp, fx: Effects) -> None:
         changed = self._release_member(op.group_id, op.member_id)
+        self._write_and_reply(ctx, changed, ShareOutcome(), fx)
+
+    def share_dead_lettered(self, ctx: RequestContext, op: ShareDeadLetteredOp, fx: Effects) -> None:
+        changed: list[PartitionKey] = []
+        for tp, runs in op.runs.items():
+            key = (op.group_id, *tp)
+            partition = self.partition(key)
+            if partition is None:
+                continue
+            if [partition.dead_lettered(r.first_offset, r.last_offset) for r in runs].count(True):
+                changed.append(key)
         self._write_and_reply(ctx, changed, ShareOutcome(), fx)
 
     def share_expire_locks(self, key: PartitionKey, fx: Effects) -> None:
@@ -230,6 +324,8 @@ class ShareDelivery(ShareMembership):
         for key in [k for k in self.live if group_ids is None or k[0] in group_ids]:
             del self.live[key]
             self.timers.cancel(lock_key(key))
+        for group_id in list(self.counters_by_group if group_ids is None else group_ids):
+            self.counters_by_group.pop(group_id, None)
 
     # -- internals -------------------------------------------------------------------------------
 

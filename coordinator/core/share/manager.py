@@ -26,7 +26,9 @@ from coordinator.core.share.delivery import (
     SHARE_LOCK_TIMER,
     ShareAcknowledgeOp,
     ShareAcquireOp,
+    ShareDeadLetteredOp,
     ShareInitializeOp,
+    ShareLogStartOp,
     ShareReleaseOp,
 )
 from coordinator.core.share.describe import describe_groups
@@ -149,7 +151,9 @@ class ShareGroupManager(ShareOffsetsAdmin):
             ShareAcknowledgeOp: self.share_acknowledge,
             ShareAcquireOp: self.share_acquire,
             ShareInitializeOp: self.share_initialize,
+            ShareLogStartOp: self.share_log_start,
             ShareReleaseOp: self.share_release,
+            ShareDeadLetteredOp: self.share_dead_lettered,
         }
 
     def classic_protocol(self, group_id: str, joining: bool) -> ClassicProtocolApi | None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
+from coordinator.core.assignment_interval import assignment_due as interval_over
 from coordinator.core.clock import ShardClock
 from coordinator.core.context import RequestContext
 from coordinator.core.effects import Effects
@@ -221,7 +222,9 @@ class ShareMembership:
                 group.subscription_metadata = metadata
                 group.group_epoch += 1
                 self.stats.share_group_rebalances += 1
-                self.events.epoch_bumped(group.group_id, group.state_name, group.group_epoch)
+                self.events.epoch_bumped(
+                    group.group_id, group.state_name, group.group_epoch, SHARE_GROUP_TYPE
+                )
                 changed = True
         if group.group_epoch > group.assignment_epoch and self._assignment_due(group):
             self._compute_target(group)
@@ -229,16 +232,10 @@ class ShareMembership:
         return changed
 
     def _assignment_due(self, group: ShareGroup) -> bool:
-        """Whether the target may be recomputed now: at most once per share.assignment.interval.ms
-        (Kafka 4.4); otherwise a timer recomputes it when the interval has passed."""
-        last = group.last_assignment_ms
+        """At most once per share.assignment.interval.ms (Kafka 4.4)."""
         interval = self.settings_for(group.group_id).assignment_interval_ms
-        if last is None or self.clock.now_ms - last >= interval:
-            self.timers.cancel(assignment_key(group.group_id))
-            return True
-        if assignment_key(group.group_id) not in self.timers:
-            self.timers.schedule(assignment_key(group.group_id), last + interval)
-        return False
+        key = assignment_key(group.group_id)
+        return interval_over(self.timers, key, self.clock.now_ms, group.last_assignment_ms, interval)
 
     def assignment_due(self, group_id: str, fx: Effects) -> None:
         """The assignment interval of a group whose target is behind has passed."""

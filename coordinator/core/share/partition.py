@@ -26,6 +26,7 @@ class RecordState(IntEnum):
     AVAILABLE = 0
     ACQUIRED = 1
     ACKNOWLEDGED = 2
+    ARCHIVING = 3  # archived, its dead-letter record not yet written (docs/share-groups.md)
     ARCHIVED = 4
 
 
@@ -44,6 +45,7 @@ INVALID_RECORD_STATE: Final = 121
 _AVAILABLE: Final = int(RecordState.AVAILABLE)
 _ACQUIRED: Final = int(RecordState.ACQUIRED)
 _ACKNOWLEDGED: Final = int(RecordState.ACKNOWLEDGED)
+_ARCHIVING: Final = int(RecordState.ARCHIVING)
 _ARCHIVED: Final = int(RecordState.ARCHIVED)
 _DONE: Final = frozenset((_ACKNOWLEDGED, _ARCHIVED))
 
@@ -89,6 +91,16 @@ class StateBatch:
 
 
 @dataclass(frozen=True, slots=True)
+class DeadLetterRun:
+    """Archived offsets whose dead-letter records are still to be written, all with the same
+    delivery count (which says why they were archived: at the limit, or rejected)."""
+
+    first_offset: int
+    last_offset: int
+    delivery_count: int
+
+
+@dataclass(frozen=True, slots=True)
 class PersistedShareState:
     """What storage keeps of a share-partition (the share coordinator's record in Kafka)."""
 
@@ -99,13 +111,15 @@ class PersistedShareState:
 
 @dataclass(slots=True)
 class ShareCounters:
-    """Totals since the partition was loaded, for metrics."""
+    """Totals since the partition was loaded, for metrics (the runtime may share one between the
+    partitions of a group: docs/share-groups.md, "Metrics")."""
 
     acquired: int = 0
     redelivered: int = 0
     accepted: int = 0
     released: int = 0
     rejected: int = 0
+    archived: int = 0  # for any reason: rejected, a gap, the delivery limit reached
     archived_at_limit: int = 0
     lock_expiries: int = 0
 
@@ -129,6 +143,7 @@ class SharePartition:
         "_owner",
         "_state",
         "counters",
+        "dead_letter",
         "end_offset",
         "limits",
         "start_offset",
@@ -143,6 +158,9 @@ class SharePartition:
         self.state_epoch = state_epoch
         self.limits = limits
         self.counters = ShareCounters()
+        # The group has a dead-letter topic: archived records stay ARCHIVING until the runtime
+        # reports their dead-letter records written (dead_lettered).
+        self.dead_letter = False
         self._state = bytearray()
         self._count = bytearray()
         self._owner: list[str | None] = []
@@ -211,7 +229,7 @@ class SharePartition:
         limit = self.limits.delivery_count_limit
         for i, raw in enumerate(self._state):
             count = self._count[i]
-            state = raw if raw != _ACQUIRED else (_ARCHIVED if count >= limit else _AVAILABLE)
+            state = raw if raw != _ACQUIRED else (self._archived_state() if count >= limit else _AVAILABLE)
             if state != run_state or count != run_count:
                 if run_first >= 0:
                     batches.append(StateBatch(run_first, self.start_offset + i - 1, run_state, run_count))
@@ -327,9 +345,12 @@ class SharePartition:
             elif ack == AcknowledgeType.RELEASE:
                 self.counters.released += 1
                 self._make_available_or_archive(i)
-            else:  # REJECT, GAP
-                if ack == AcknowledgeType.REJECT:
-                    self.counters.rejected += 1
+            elif ack == AcknowledgeType.REJECT:
+                self.counters.rejected += 1
+                self.counters.archived += 1
+                self._state[i] = self._archived_state()
+            else:  # GAP: no record there, nothing to dead-letter
+                self.counters.archived += 1
                 self._state[i] = _ARCHIVED
         if changed:
             self._advance_start()
@@ -396,12 +417,82 @@ class SharePartition:
         self._owner.clear()
         self._deadline.clear()
 
+    def archive_acquired(
+        self, member_id: str, ranges: list[AcquiredRange], hidden: Sequence[tuple[int, int]]
+    ) -> list[AcquiredRange]:
+        """Archive the offsets of ``hidden`` (first, last) that ``ranges`` (just acquired by
+        ``member_id``) hold -- records of aborted transactions under read_committed, which
+        Kafka's share-partition never delivers -- and return what is left to deliver."""
+        kept: list[AcquiredRange] = []
+        for r in ranges:
+            for offset in range(r.first_offset, r.last_offset + 1):
+                i = offset - self.start_offset
+                if any(first <= offset <= last for first, last in hidden) and self._owner[i] == member_id:
+                    self._state[i] = _ARCHIVED
+                    self._owner[i] = None
+                    self.counters.archived += 1
+                else:
+                    _append_range(kept, offset, offset, r.delivery_count)
+        self._advance_start()
+        return kept
+
+    def move_start_to_log_start(self, log_start: int) -> bool:
+        """The upstream deleted the records below ``log_start`` (retention, DeleteRecords): as
+        Kafka's share-partition, the start offset follows it and what went unfinished is
+        archived (an acquired record too: it can be neither delivered again nor acknowledged).
+        Returns whether anything changed."""
+        if log_start <= self.start_offset:
+            return False
+        gone = min(log_start, self.end_offset) - self.start_offset
+        archived = sum(1 for state in self._state[:gone] if state not in _DONE and state != _ARCHIVING)
+        self.counters.archived += archived
+        del self._state[:gone]
+        del self._count[:gone]
+        del self._owner[:gone]
+        del self._deadline[:gone]
+        self.start_offset = log_start
+        self.end_offset = max(self.end_offset, log_start)
+        self._advance_start()
+        return True
+
+    # -- dead letters ---------------------------------------------------------------------------
+
+    def dead_letter_runs(self) -> list[DeadLetterRun]:
+        """The ARCHIVING offsets, in runs of the same delivery count."""
+        runs: list[DeadLetterRun] = []
+        i = self._state.find(_ARCHIVING)
+        while i >= 0:
+            offset, count = self.start_offset + i, self._count[i]
+            if runs and runs[-1].last_offset == offset - 1 and runs[-1].delivery_count == count:
+                runs[-1] = DeadLetterRun(runs[-1].first_offset, offset, count)
+            else:
+                runs.append(DeadLetterRun(offset, offset, count))
+            i = self._state.find(_ARCHIVING, i + 1)
+        return runs
+
+    def dead_lettered(self, first_offset: int, last_offset: int) -> bool:
+        """The dead-letter records of ``first..last`` are written (or cannot be): those still
+        ARCHIVING become ARCHIVED. Whether anything changed."""
+        changed = False
+        for offset in range(max(first_offset, self.start_offset), min(last_offset, self.end_offset - 1) + 1):
+            i = offset - self.start_offset
+            if self._state[i] == _ARCHIVING:
+                self._state[i] = _ARCHIVED
+                changed = True
+        if changed:
+            self._advance_start()
+        return changed
+
     # -- internals -----------------------------------------------------------------------------
+
+    def _archived_state(self) -> int:
+        return _ARCHIVING if self.dead_letter else _ARCHIVED
 
     def _make_available_or_archive(self, i: int) -> None:
         if self._count[i] >= self.limits.delivery_count_limit:
-            self._state[i] = _ARCHIVED
+            self._state[i] = self._archived_state()
             self.counters.archived_at_limit += 1
+            self.counters.archived += 1
         else:
             self._state[i] = _AVAILABLE
 

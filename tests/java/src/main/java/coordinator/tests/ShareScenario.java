@@ -23,7 +23,8 @@ import org.apache.kafka.common.serialization.StringSerializer;
  * for warmup_ms (joining, their share-partitions starting at the log end), then the scenario
  * produces `records` records round-robin over `partitions` partitions, and every consumer accepts
  * what it gets (RELEASE once for values in `release_once`) and commits, until every record was
- * accepted or timeout_ms passed. Answers each delivery as [consumer, value, delivery count].
+ * accepted or timeout_ms passed. With `records` 0 nothing is produced and the consumers poll
+ * for `warmup_ms` only. Answers each delivery as [consumer, value, delivery count].
  */
 final class ShareScenario {
     private ShareScenario() {}
@@ -55,7 +56,8 @@ final class ShareScenario {
                 config.put("value.deserializer", StringDeserializer.class.getName());
                 try (KafkaShareConsumer<String, String> consumer = new KafkaShareConsumer<>(config)) {
                     consumer.subscribe(List.of(topic));
-                    while (accepted.get() < records && System.currentTimeMillis() - start < timeoutMs + warmupMs) {
+                    while ((accepted.get() < records || (records == 0 && System.currentTimeMillis() - start < warmupMs))
+                            && System.currentTimeMillis() - start < timeoutMs + warmupMs) {
                         for (ConsumerRecord<String, String> record : consumer.poll(Duration.ofMillis(200))) {
                             int count = record.deliveryCount().map(Short::intValue).orElse(-1);
                             deliveries.add(new Object[] {id, record.value(), count});
@@ -76,6 +78,12 @@ final class ShareScenario {
             threads.add(thread);
         }
         Thread.sleep(warmupMs);
+        if (records == 0) {
+            for (Thread thread : threads) {
+                thread.join();
+            }
+            return answerOf(deliveries, failures);
+        }
         Properties producing = new Properties();
         producing.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         producing.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
@@ -92,6 +100,10 @@ final class ShareScenario {
         for (Thread thread : threads) {
             thread.join();
         }
+        return answerOf(deliveries, failures);
+    }
+
+    private static ObjectNode answerOf(ConcurrentLinkedQueue<Object[]> deliveries, ConcurrentLinkedQueue<Throwable> failures) {
         if (!failures.isEmpty()) {
             throw new RuntimeException(failures.peek());
         }
