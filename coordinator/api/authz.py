@@ -29,6 +29,8 @@ from collections.abc import Callable
 from typing import Any, Protocol, TypeVar
 
 from coordinator.api import config_resources
+from coordinator.api.acl_replies import GROUP_DENIED, TOPIC_DENIED, heartbeat_refusal
+from coordinator.api.acl_replies import denied as _denied
 from coordinator.api.amend import amend, reply
 from coordinator.api.config_resources import Refusal, screen_alter, screen_describe
 from coordinator.api.routes import Handler, Routes
@@ -95,8 +97,6 @@ from protocol.messages.sync_group import SyncGroupRequest
 from protocol.messages.txn_offset_commit import TxnOffsetCommitRequest, TxnOffsetCommitResponse
 from storage.records import AclRecord, AclTombstone
 
-GROUP_DENIED = int(ErrorCode.GROUP_AUTHORIZATION_FAILED)
-TOPIC_DENIED = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
 CLUSTER_DENIED = int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
 TRANSACTIONAL_ID_DENIED = int(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
 SECURITY_DISABLED = int(ErrorCode.SECURITY_DISABLED)
@@ -112,10 +112,6 @@ _GroupRequestT = TypeVar("_GroupRequestT", bound=_GroupRequest)
 _DescribeRequestT = TypeVar(
     "_DescribeRequestT", DescribeGroupsRequest, ConsumerGroupDescribeRequest, StreamsGroupDescribeRequest
 )
-
-
-def _denied(ctx: RequestContext, api_key: ApiKey, req: Any, code: int, message: str | None = None) -> Result:
-    return reply(ctx, error_response(api_key, ctx.api_version, req, code, message))
 
 
 class AclLayer:
@@ -353,16 +349,9 @@ class AclLayer:
         self, inner: Handler[ConsumerGroupHeartbeatRequest]
     ) -> Handler[ConsumerGroupHeartbeatRequest]:
         def handle(ctx: RequestContext, req: ConsumerGroupHeartbeatRequest) -> Result:
-            api_key = ApiKey.CONSUMER_GROUP_HEARTBEAT
-            if not self._group(ctx, Operation.READ, req.group_id):
-                return _denied(ctx, api_key, req, GROUP_DENIED)
-            denied = [
-                t for t in req.subscribed_topic_names or () if not self._topic(ctx, Operation.DESCRIBE, t)
-            ]
-            if denied:
-                message = f"Not authorized to describe topics: {', '.join(sorted(denied))}."
-                return _denied(ctx, api_key, req, TOPIC_DENIED, message)
-            return inner(ctx, req)
+            api_key, topics = ApiKey.CONSUMER_GROUP_HEARTBEAT, req.subscribed_topic_names or ()
+            refusal = heartbeat_refusal(self, ctx, api_key, req, req.group_id, topics)
+            return refusal if refusal is not None else inner(ctx, req)
 
         return handle
 

@@ -12,41 +12,28 @@ with their handlers.) docs/share-groups.md, "ACLs".
 
 from __future__ import annotations
 
-from typing import Any, Final, Protocol
+from typing import Any, Final
 
-from coordinator.api.amend import amend, reply
+from coordinator.api.acl_replies import GROUP_DENIED, TOPIC_DENIED, AclChecks, heartbeat_refusal
+from coordinator.api.acl_replies import denied as _denied
+from coordinator.api.amend import amend
 from coordinator.api.routes import Handler, Routes
 from coordinator.core.context import RequestContext
 from coordinator.core.result import Result
-from coordinator.security.acl import Authorizer, Operation, ResourceType
+from coordinator.security.acl import Operation, ResourceType
 from protocol.apis import ApiKey
-from protocol.error_responses import error_response
-from protocol.errors import ErrorCode
 from protocol.messages import alter_share_group_offsets as asgo
 from protocol.messages import delete_share_group_offsets as dsgo
 from protocol.messages import describe_share_group_offsets as offsets
 from protocol.messages import share_group_describe as sgd
 from protocol.messages.share_group_heartbeat import ShareGroupHeartbeatRequest
 
-GROUP_DENIED: Final = int(ErrorCode.GROUP_AUTHORIZATION_FAILED)
-TOPIC_DENIED: Final = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
 # Kafka's Errors messages.
 GROUP_DENIED_MESSAGE: Final = "Group authorization failed."
 TOPIC_DENIED_MESSAGE: Final = "Topic authorization failed."
 DESCRIBED_TOPICS_DENIED: Final = (
     "The group has described topic(s) that the client is not authorized to describe."
 )
-
-
-class AclChecks(Protocol):
-    """What the checks use of coordinator.api.authz.AclLayer."""
-
-    @property
-    def authorizer(self) -> Authorizer: ...
-
-    def allowed(
-        self, ctx: RequestContext, operation: int, resource_type: int, name: str, *, log_denied: bool = True
-    ) -> bool: ...
 
 
 class ShareAcls:
@@ -74,16 +61,9 @@ class ShareAcls:
 
     def _heartbeat(self, inner: Handler[ShareGroupHeartbeatRequest]) -> Handler[ShareGroupHeartbeatRequest]:
         def handle(ctx: RequestContext, req: ShareGroupHeartbeatRequest) -> Result:
-            api_key = ApiKey.SHARE_GROUP_HEARTBEAT
-            if not self._group(ctx, Operation.READ, req.group_id):
-                return _denied(ctx, api_key, req, GROUP_DENIED)
-            denied = [
-                t for t in req.subscribed_topic_names or () if not self._topic(ctx, Operation.DESCRIBE, t)
-            ]
-            if denied:
-                message = f"Not authorized to describe topics: {', '.join(sorted(denied))}."
-                return _denied(ctx, api_key, req, TOPIC_DENIED, message)
-            return inner(ctx, req)
+            api_key, topics = ApiKey.SHARE_GROUP_HEARTBEAT, req.subscribed_topic_names or ()
+            refusal = heartbeat_refusal(self.layer, ctx, api_key, req, req.group_id, topics)
+            return refusal if refusal is not None else inner(ctx, req)
 
         return handle
 
@@ -226,7 +206,3 @@ def _denied_topic(topic: Any) -> offsets.DescribeShareGroupOffsetsResponseTopic:
             for p in topic.partitions
         ],
     )
-
-
-def _denied(ctx: RequestContext, api_key: ApiKey, req: Any, code: int, message: str | None = None) -> Result:
-    return reply(ctx, error_response(api_key, ctx.api_version, req, code, message))
