@@ -34,6 +34,7 @@ from coordinator.core.errors import (
 from coordinator.core.group import OffsetExpiry
 from coordinator.core.group_settings import BrokerGroupSettings
 from coordinator.core.registry import GroupRegistry
+from coordinator.core.shared_values import shared_value
 from protocol.messages.offset_commit import (
     OffsetCommitRequest,
     OffsetCommitResponse,
@@ -74,10 +75,11 @@ class GroupOffsets:
 
     def __init__(self) -> None:
         self.committed: dict[str, dict[int, OffsetCommitRecord]] = {}
-        self.in_flight: dict[tuple[str, int], int] = {}
+        # None while no commit is in flight, i.e. in an idle group (an emptied dict keeps its table).
+        self.in_flight: dict[tuple[str, int], int] | None = None
 
     def has_offsets(self) -> bool:
-        return bool(self.committed) or bool(self.in_flight)
+        return bool(self.committed) or self.in_flight is not None
 
     def __len__(self) -> int:
         return sum(len(partitions) for partitions in self.committed.values())
@@ -87,7 +89,8 @@ class GroupOffsets:
         return None if partitions is None else partitions.get(partition)
 
     def is_pending(self, topic: str, partition: int) -> bool:
-        return (topic, partition) in self.in_flight
+        in_flight = self.in_flight
+        return in_flight is not None and (topic, partition) in in_flight
 
     def put(self, record: OffsetCommitRecord) -> None:
         self.committed.setdefault(record.topic, {})[record.partition] = record
@@ -100,11 +103,11 @@ class GroupOffsets:
     def partitions(self, topic: str) -> list[int]:
         """Partitions of ``topic`` with an offset or a commit in flight."""
         found = set(self.committed.get(topic, ()))
-        found.update(p for t, p in self.in_flight if t == topic)
+        found.update(p for t, p in self.in_flight or () if t == topic)
         return sorted(found)
 
     def topics(self) -> list[str]:
-        return sorted(self.committed.keys() | {t for t, _ in self.in_flight})
+        return sorted(self.committed.keys() | {t for t, _ in self.in_flight or ()})
 
 
 class _CommitWrite:
@@ -125,12 +128,15 @@ class _CommitWrite:
         if keys is None or offsets is None:
             return
         in_flight = offsets.in_flight
-        for key in keys:
-            count = in_flight.get(key, 0) - 1
-            if count > 0:
-                in_flight[key] = count
-            else:
-                in_flight.pop(key, None)
+        if in_flight is not None:
+            for key in keys:
+                count = in_flight.get(key, 0) - 1
+                if count > 0:
+                    in_flight[key] = count
+                else:
+                    in_flight.pop(key, None)
+            if not in_flight:
+                offsets.in_flight = None
         if not offsets.has_offsets():
             del self.manager.offsets[self.group_id]
 
@@ -201,7 +207,13 @@ class OffsetManager:
             expire_ms = wall_ms + req.retention_time_ms
         records: list[OffsetCommitRecord] = []
         codes: list[int] = []
+        # The group's own id object and one topic name object for all groups, not the request's
+        # copies: the records stay in memory as the group's offsets
+        # (docs/performance.md#memory-per-idle-group).
+        group = self.registry.group(req.group_id)
+        group_id = req.group_id if group is None else group.group_id
         for topic in req.topics:
+            topic_name = shared_value(topic.name)
             for p in topic.partitions:
                 metadata = p.committed_metadata or ""
                 if metadata_too_large(metadata, max_metadata):
@@ -210,8 +222,8 @@ class OffsetManager:
                 codes.append(NONE)
                 records.append(
                     OffsetCommitRecord(
-                        group_id=req.group_id,
-                        topic=topic.name,
+                        group_id=group_id,
+                        topic=topic_name,
                         partition=p.partition_index,
                         offset=p.committed_offset,
                         leader_epoch=p.committed_leader_epoch,
@@ -224,7 +236,7 @@ class OffsetManager:
         if not records:
             fx.reply(ctx.reply_to, response)
             return
-        write = self._begin_commit(req.group_id, records)
+        write = self._begin_commit(group_id, records)
 
         def on_durable(out: Effects) -> None:
             write.settle()
@@ -448,6 +460,8 @@ class OffsetManager:
             offsets = self.offsets[group_id] = GroupOffsets()
         keys = [(r.topic, r.partition) for r in records]
         in_flight = offsets.in_flight
+        if in_flight is None:
+            in_flight = offsets.in_flight = {}
         for key in keys:
             in_flight[key] = in_flight.get(key, 0) + 1
         return _CommitWrite(self, group_id, keys)

@@ -7,6 +7,12 @@ object per value keeps idle groups small. The tables are bounded: past their lim
 returned as it is, so memory can never grow without bound and behaviour never changes (the
 values are immutable; only identity differs). Large sets are not shared: they rarely repeat and
 hashing them on every assignment would cost more than it saves.
+
+The same holds for the small values every member of every group repeats: its client id and host,
+its protocol type, the (name, metadata) pairs it offers, its timeouts, its assignment bytes and
+the topic names of committed offsets (``shared_value``). Each decoded request carries fresh
+copies, so without sharing an idle group keeps one copy of each per member
+(docs/performance.md#memory-per-idle-group).
 """
 
 from __future__ import annotations
@@ -17,9 +23,13 @@ T = TypeVar("T")
 
 MAX_SHARED_SET_SIZE: Final = 64  # elements; larger sets are kept as they are
 MAX_ENTRIES: Final = 1 << 16  # per table
+MAX_SHARED_VALUE_SIZE: Final = 1024  # bytes or characters; longer values are kept as they are
+
+SharedValue = TypeVar("SharedValue", str, bytes, int, tuple[tuple[str, bytes], ...])
 
 _sets: dict[frozenset[object], frozenset[object]] = {}
 _partitions: dict[tuple[str, int], tuple[str, int]] = {}
+_values: dict[object, object] = {}
 
 
 def shared_set(value: frozenset[T]) -> frozenset[T]:
@@ -43,3 +53,24 @@ def shared_partition(topic: str, partition: int) -> tuple[str, int]:
     if len(_partitions) < MAX_ENTRIES:
         _partitions[key] = key
     return key
+
+
+def shared_value(value: SharedValue) -> SharedValue:
+    """The canonical object equal to ``value``: a string, bytes, an int, or a classic member's
+    (name, metadata) protocol pairs. Long strings and bytes are returned as they are."""
+    if isinstance(value, tuple):
+        size = sum(len(name) + len(metadata) for name, metadata in value)
+    elif isinstance(value, int):
+        if isinstance(value, bool):
+            return value  # equal to 0 and 1: never handed out for an int
+        size = 0
+    else:
+        size = len(value)
+    if size > MAX_SHARED_VALUE_SIZE:
+        return value
+    found = _values.get(value)
+    if found is not None:
+        return found  # type: ignore[return-value]  # equal to value, so of the same type
+    if len(_values) < MAX_ENTRIES:
+        _values[value] = value
+    return value

@@ -5,7 +5,7 @@ timeout forward, the common case -- only updates the key's entry: no heap push, 
 handle left behind. The stale heap item is noticed when it reaches the top and is pushed back
 once with the current deadline. Re-arming to an *earlier* deadline pushes a new item and orphans
 the old one; cancelling orphans it too. Orphans are dropped when popped, and the heap is rebuilt
-when they outnumber the live keys, so memory stays O(live keys).
+when they exceed a quarter of the live keys, so memory stays O(live keys).
 """
 
 from __future__ import annotations
@@ -21,7 +21,11 @@ TimerKey = tuple[str | int, ...]
 
 # Upper bound of the heap fix-ups next_deadline() does before answering with a lower bound.
 _PEEK_FIXUPS = 64
-# Rebuild the heap once orphaned items exceed the live keys by this much.
+# Rebuild the heap once orphaned items exceed a quarter of the live keys plus this much. Every
+# classic group leaves two orphans behind when it forms (its join and sync timers, cancelled long
+# before their deadlines): at twice the live keys the heap held two items per idle group, each with
+# its key and ints (docs/performance.md#memory-per-idle-group). A rebuild costs O(live keys) once
+# per live/4 orphans, so still O(1) per orphan.
 _COMPACT_SLACK = 1024
 
 
@@ -161,7 +165,8 @@ class Timers(Generic[K]):
         heappush(self._heap, (entry.deadline, self._seq, key))
 
     def _maybe_compact(self) -> None:
-        if len(self._heap) > 2 * len(self._entries) + _COMPACT_SLACK:
+        live = len(self._entries)
+        if len(self._heap) > live + (live >> 2) + _COMPACT_SLACK:
             heap: list[tuple[int, int, K]] = []
             for key, entry in self._entries.items():
                 self._seq += 1

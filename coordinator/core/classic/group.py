@@ -136,8 +136,10 @@ class ClassicGroup:
     members: dict[str, Member] = field(default_factory=dict)
     static_members: dict[str, str] = field(default_factory=dict)  # group_instance_id -> member_id
     # The two member id sets below are empty in almost every group, almost all the time: they
-    # are None then (an empty set costs 216 bytes); read them through the properties.
-    _pending: set[str] | None = None
+    # are None then (an empty set costs 216 bytes); read them through the properties. A pending
+    # id maps to the session key its timer runs under, so that the member it becomes keeps that
+    # key and id instead of equal copies decoded from its JoinGroup.
+    _pending: dict[str, SessionKey] | None = None
     _pending_sync: set[str] | None = None
     num_awaiting_join: int = 0
     protocol_support: dict[str, int] = field(default_factory=dict)  # name -> supporting members
@@ -178,22 +180,28 @@ class ClassicGroup:
     @property
     def pending_members(self) -> AbstractSet[str]:
         """Member ids handed out with MEMBER_ID_REQUIRED (KIP-394) that have not joined yet."""
-        return self._pending or _NO_MEMBERS
+        pending = self._pending
+        return _NO_MEMBERS if pending is None else pending.keys()
+
+    def pending_session_key(self, member_id: str) -> SessionKey | None:
+        """The session timer key of a pending member id, or None when the id is not pending."""
+        pending = self._pending
+        return None if pending is None else pending.get(member_id)
 
     @property
     def pending_sync_members(self) -> AbstractSet[str]:
         """Members that got this generation's JoinGroup response and have not sent SyncGroup yet."""
         return self._pending_sync or _NO_MEMBERS
 
-    def add_pending_member(self, member_id: str) -> None:
+    def add_pending_member(self, key: SessionKey) -> None:
         if self._pending is None:
-            self._pending = set()
-        self._pending.add(member_id)
+            self._pending = {}
+        self._pending[key[2]] = key
 
     def discard_pending_member(self, member_id: str) -> None:
         pending = self._pending
         if pending is not None:
-            pending.discard(member_id)
+            pending.pop(member_id, None)
             if not pending:
                 self._pending = None
 

@@ -8,6 +8,7 @@ import logging
 from coordinator.core.classic.group import (
     ClassicGroup,
     Member,
+    SessionKey,
     protocol_names,
     session_key,
 )
@@ -47,6 +48,7 @@ from coordinator.core.members import (
     join_rebalance_timeout,
     kafka_client_host,
 )
+from coordinator.core.shared_values import shared_value
 from protocol.messages.join_group import JoinGroupRequest, JoinGroupResponse
 
 log = logging.getLogger(__name__)
@@ -90,7 +92,7 @@ class ClassicJoin(ClassicRebalance):
 
     @staticmethod
     def _protocols(req: JoinGroupRequest) -> Protocols:
-        return tuple((p.name, p.metadata) for p in req.protocols)
+        return shared_value(tuple((p.name, p.metadata) for p in req.protocols))
 
     def _accept_joining_member(self, group: ClassicGroup, member_id: str) -> bool:
         max_size = self.config.group_max_size
@@ -143,10 +145,9 @@ class ClassicJoin(ClassicRebalance):
                 # on JoinGroup would fill memory.
                 fx.reply(ctx.reply_to, self.join_error(version, GROUP_MAX_SIZE_REACHED))
                 return
-            group.add_pending_member(new_member_id)
-            self.timers.schedule(
-                session_key(group.group_id, new_member_id), self.clock.now_ms + req.session_timeout_ms
-            )
+            key = session_key(group.group_id, new_member_id)
+            group.add_pending_member(key)
+            self.timers.schedule(key, self.clock.now_ms + req.session_timeout_ms)
             fx.reply(ctx.reply_to, self.join_error(version, MEMBER_ID_REQUIRED, new_member_id))
         else:
             self._add_member_and_rebalance(ctx, req, group, new_member_id, protocols, fx)
@@ -163,8 +164,10 @@ class ClassicJoin(ClassicRebalance):
         if not group.supports_protocols(req.protocol_type, protocol_names(protocols)):
             fx.reply(ctx.reply_to, self.join_error(version, INCONSISTENT_GROUP_PROTOCOL, member_id))
             return
-        if member_id in group.pending_members and req.group_instance_id is None:
-            self._add_member_and_rebalance(ctx, req, group, member_id, protocols, fx)
+        pending_key = group.pending_session_key(member_id)
+        if pending_key is not None and req.group_instance_id is None:
+            # The id and timer key handed out with MEMBER_ID_REQUIRED, not the request's copies.
+            self._add_member_and_rebalance(ctx, req, group, pending_key[2], protocols, fx, pending_key)
             return
         # A pending member id sent with an instance id is a client bug (Kafka throws an
         # IllegalStateException); member validation answers it with UNKNOWN_MEMBER_ID instead.
@@ -206,17 +209,20 @@ class ClassicJoin(ClassicRebalance):
         member_id: str,
         protocols: Protocols,
         fx: Effects,
+        key: SessionKey | None = None,
     ) -> None:
+        # Every member repeats its client's id and host, protocol type and timeouts: one object
+        # each (docs/performance.md#memory-per-idle-group).
         member = Member(
             member_id=member_id,
             group_instance_id=req.group_instance_id,
-            client_id=ctx.client_id,
-            client_host=kafka_client_host(ctx.client_host),
-            rebalance_timeout_ms=join_rebalance_timeout(ctx, req),
-            session_timeout_ms=req.session_timeout_ms,
-            protocol_type=req.protocol_type,
+            client_id=shared_value(ctx.client_id),
+            client_host=shared_value(kafka_client_host(ctx.client_host)),
+            rebalance_timeout_ms=shared_value(join_rebalance_timeout(ctx, req)),
+            session_timeout_ms=shared_value(req.session_timeout_ms),
+            protocol_type=shared_value(req.protocol_type),
             protocols=protocols,
-            session_key=session_key(group.group_id, member_id),
+            session_key=session_key(group.group_id, member_id) if key is None else key,
             is_new=True,
         )
         if group.state is PREPARING_REBALANCE and group.previous_state is EMPTY:
@@ -230,7 +236,7 @@ class ClassicJoin(ClassicRebalance):
             f"{f', instance {req.group_instance_id}' if req.group_instance_id else ''}) from {member.client_host}"
             f"{because(req.reason)}",
             member_id,
-            client_id=ctx.client_id,
+            client_id=member.client_id,
             client_host=member.client_host,
             instance_id=req.group_instance_id,
         )

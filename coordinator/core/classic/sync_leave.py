@@ -39,6 +39,7 @@ from coordinator.core.members import (
     leave_group_response,
     static_member_check,
 )
+from coordinator.core.shared_values import shared_value
 from protocol.messages.leave_group import (
     LeaveGroupRequest,
     LeaveGroupResponse,
@@ -108,8 +109,14 @@ class ClassicSyncAndLeave(ClassicJoin):
     def _store_assignment(self, group: ClassicGroup, req: SyncGroupRequest, fx: Effects) -> None:
         """docs/groups.md#sync-and-the-assignment: persist the leader's assignment; only then answer the members and go Stable."""
         members = group.members
-        # Assignments for unknown member ids are dropped; members without one get empty bytes.
-        assignments = {a.member_id: a.assignment for a in req.assignments if a.member_id in members}
+        # Assignments for unknown member ids are dropped; members without one get empty bytes. Kept
+        # under the members' own ids, the bytes shared with equal assignments of other groups
+        # (docs/performance.md#memory-per-idle-group).
+        assignments: dict[str, bytes] = {}
+        for a in req.assignments:
+            member = members.get(a.member_id)
+            if member is not None:
+                assignments[member.member_id] = shared_value(a.assignment)
         for member_id in members:
             assignments.setdefault(member_id, b"")
         generation = group.generation_id
