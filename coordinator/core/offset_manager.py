@@ -71,9 +71,12 @@ _UNSTABLE: Final = (INVALID_OFFSET, -1, "", UNSTABLE_OFFSET_COMMIT)
 class GroupOffsets:
     """Offsets of one group: durable ones by topic and partition, plus in-flight commit counts."""
 
-    __slots__ = ("committed", "in_flight")
+    __slots__ = ("committed", "group_id", "in_flight")
 
-    def __init__(self) -> None:
+    def __init__(self, group_id: str) -> None:
+        # The group's own id object: every record committed later takes it instead of its
+        # request's copy (docs/performance.md#memory-per-idle-group).
+        self.group_id = group_id
         self.committed: dict[str, dict[int, OffsetCommitRecord]] = {}
         # None while no commit is in flight, i.e. in an idle group (an emptied dict keeps its table).
         self.in_flight: dict[tuple[str, int], int] | None = None
@@ -210,8 +213,12 @@ class OffsetManager:
         # The group's own id object and one topic name object for all groups, not the request's
         # copies: the records stay in memory as the group's offsets
         # (docs/performance.md#memory-per-idle-group).
-        group = self.registry.group(req.group_id)
-        group_id = req.group_id if group is None else group.group_id
+        offsets = self.offsets.get(req.group_id)
+        if offsets is not None:
+            group_id = offsets.group_id
+        else:
+            group = self.registry.group(req.group_id)
+            group_id = req.group_id if group is None else group.group_id
         for topic in req.topics:
             topic_name = shared_value(topic.name)
             for p in topic.partitions:
@@ -236,7 +243,7 @@ class OffsetManager:
         if not records:
             fx.reply(ctx.reply_to, response)
             return
-        write = self._begin_commit(group_id, records)
+        write = self._begin_commit(group_id, offsets, records)
 
         def on_durable(out: Effects) -> None:
             write.settle()
@@ -454,10 +461,11 @@ class OffsetManager:
 
     # -- replay and load ---------------------------------------------------------------------------
 
-    def _begin_commit(self, group_id: str, records: list[OffsetCommitRecord]) -> _CommitWrite:
-        offsets = self.offsets.get(group_id)
+    def _begin_commit(
+        self, group_id: str, offsets: GroupOffsets | None, records: list[OffsetCommitRecord]
+    ) -> _CommitWrite:
         if offsets is None:
-            offsets = self.offsets[group_id] = GroupOffsets()
+            offsets = self.offsets[group_id] = GroupOffsets(group_id)
         keys = [(r.topic, r.partition) for r in records]
         in_flight = offsets.in_flight
         if in_flight is None:
@@ -471,7 +479,7 @@ class OffsetManager:
         self.ensure_group(record.group_id)
         offsets = self.offsets.get(record.group_id)
         if offsets is None:
-            offsets = self.offsets[record.group_id] = GroupOffsets()
+            offsets = self.offsets[record.group_id] = GroupOffsets(record.group_id)
         offsets.put(record)
 
     def load(self, records: Iterable[OffsetCommitRecord]) -> None:
@@ -482,7 +490,7 @@ class OffsetManager:
             self.ensure_group(group_id)
             offsets = self.offsets.get(group_id)
             if offsets is None:
-                offsets = self.offsets[group_id] = GroupOffsets()
+                offsets = self.offsets[group_id] = GroupOffsets(group_id)
             committed = offsets.committed
             for record in rows:
                 partitions = committed.get(record.topic)

@@ -58,14 +58,15 @@ def shared_partition(topic: str, partition: int) -> tuple[str, int]:
 def shared_value(value: SharedValue) -> SharedValue:
     """The canonical object equal to ``value``: a string, bytes, an int, or a classic member's
     (name, metadata) protocol pairs. Long strings and bytes are returned as they are."""
-    if isinstance(value, tuple):
-        size = sum(len(name) + len(metadata) for name, metadata in value)
-    elif isinstance(value, int):
-        if isinstance(value, bool):
-            return value  # equal to 0 and 1: never handed out for an int
+    kind = type(value)
+    if kind is str or kind is bytes:
+        size = len(value)  # type: ignore[arg-type]
+    elif kind is int:
         size = 0
+    elif isinstance(value, tuple):
+        size = sum(len(name) + len(metadata) for name, metadata in value)
     else:
-        size = len(value)
+        return value  # a bool (equal to 0 and 1: never handed out for an int) or a subclass
     if size > MAX_SHARED_VALUE_SIZE:
         return value
     found = _values.get(value)
