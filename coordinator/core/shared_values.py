@@ -30,6 +30,7 @@ SharedValue = TypeVar("SharedValue", str, bytes, int, tuple[tuple[str, bytes], .
 _sets: dict[frozenset[object], frozenset[object]] = {}
 _partitions: dict[tuple[str, int], tuple[str, int]] = {}
 _values: dict[object, object] = {}
+_supports: dict[tuple[tuple[str, int], ...], tuple[tuple[str, int], ...]] = {}
 
 
 def shared_set(value: frozenset[T]) -> frozenset[T]:
@@ -74,4 +75,14 @@ def shared_value(value: SharedValue) -> SharedValue:
         return found  # type: ignore[return-value]  # equal to value, so of the same type
     if len(_values) < MAX_ENTRIES:
         _values[value] = value
+    return value
+
+
+def shared_support(value: tuple[tuple[str, int], ...]) -> tuple[tuple[str, int], ...]:
+    """The canonical (protocol name, supporting members) pairs of a classic group."""
+    found = _supports.get(value)
+    if found is not None:
+        return found
+    if len(value) <= MAX_SHARED_SET_SIZE and len(_supports) < MAX_ENTRIES:
+        _supports[value] = value
     return value

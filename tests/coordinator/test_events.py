@@ -178,9 +178,11 @@ def test_the_last_stable_assignment_is_kept_as_the_members_own_bytes(h0: Harness
     h0.advance(1)
     a = a_join.wire.member_id
     h0.sync("g", a, 1, assignments={a: assignment({"t": [0, 1, 2]})})
-    kept = dict(h0.coordinator.events._assignments["g"])
+    kept = h0.coordinator.events._assignments["g"]
     member = h0.group("g").members[a]
-    assert kept[a] is member.assignment
+    # One flat (member id, bytes) tuple, no pair per member; the member's own id and bytes.
+    assert len(kept) == 2
+    assert kept[0] is member.member_id and kept[1] is member.assignment
 
 
 def test_deleted_group_records_its_removal(h0: Harness) -> None:

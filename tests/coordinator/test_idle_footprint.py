@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from coordinator.core.classic.group import session_key
+from coordinator.core.classic.group import ClassicGroup, session_key
 from coordinator.core.shared_values import MAX_SHARED_VALUE_SIZE, shared_value
 from coordinator.core.timers import Timers
 from tests.coordinator.harness import Harness, subscription
@@ -114,3 +114,25 @@ def test_shared_values_are_one_object_per_value_and_bounded_in_size() -> None:
     assert shared_value(True) is True and shared_value(1) == 1 and type(shared_value(1)) is int
     long = "x" * (MAX_SHARED_VALUE_SIZE + 1)
     assert shared_value(copy(long)) is not shared_value(copy(long))
+
+
+def test_groups_with_the_same_protocol_counts_share_them_and_keep_no_join_key() -> None:
+    h = Harness()
+    h.stable_group("a", 2)
+    h.stable_group("b", 2)
+    a, b = h.group("a"), h.group("b")
+    assert a.protocol_support == {"range": 2}
+    assert a._support is b._support
+    assert "join_key" not in ClassicGroup.__slots__  # the join timer's key is built when needed
+    assert a.join_key == ("join", "a")
+
+
+def test_a_group_without_static_members_holds_no_static_member_table() -> None:
+    h = Harness()
+    h.stable_group("g", 2)
+    assert h.group("g")._static is None and h.group("g").static_members == {}
+    (member_id,), _ = h.stable_group("s", 1, instance_ids=["i-1"])
+    static = h.group("s")
+    assert static.static_members == {"i-1": member_id}
+    static.remove_member(member_id)
+    assert static._static is None and static.static_members == {}

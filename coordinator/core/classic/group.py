@@ -8,15 +8,16 @@ the version the client asked for).
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Final
 
 from coordinator.core.consumer_protocol import CONSUMER_PROTOCOL_TYPE
 from coordinator.core.context import ReplyTo
 from coordinator.core.members import Protocols, static_member_check
-from coordinator.core.shared_values import shared_set
+from coordinator.core.shared_values import shared_set, shared_support
 from coordinator.core.state import VALID_PREVIOUS, GroupState, transition_to
 from protocol.errors import ErrorCode
 from protocol.messages.consumer_protocol import decode_consumer_protocol_subscription_v0
@@ -36,6 +37,7 @@ SyncKey = tuple[str, str, int]  # ("sync", group_id, generation_id)
 
 _UNKNOWN_MEMBER_ID: Final = int(ErrorCode.UNKNOWN_MEMBER_ID)
 _NO_MEMBERS: Final[frozenset[str]] = frozenset()
+_NO_STATIC_MEMBERS: Final[Mapping[str, str]] = MappingProxyType({})
 _I16 = struct.Struct(">h")
 
 
@@ -134,7 +136,9 @@ class ClassicGroup:
     protocol_name: str | None = None
     leader_id: str | None = None
     members: dict[str, Member] = field(default_factory=dict)
-    static_members: dict[str, str] = field(default_factory=dict)  # group_instance_id -> member_id
+    # group_instance_id -> member_id, None without static members (almost every group: an empty
+    # dict costs 64 B); read static_members.
+    _static: dict[str, str] | None = None
     # The two member id sets below are empty in almost every group, almost all the time: they
     # are None then (an empty set costs 216 bytes); read them through the properties. A pending
     # id maps to the session key its timer runs under, so that the member it becomes keeps that
@@ -142,16 +146,20 @@ class ClassicGroup:
     _pending: dict[str, SessionKey] | None = None
     _pending_sync: set[str] | None = None
     num_awaiting_join: int = 0
-    protocol_support: dict[str, int] = field(default_factory=dict)  # name -> supporting members
+    # (name, supporting members) pairs, one shared tuple for every group with the same counts (a
+    # dict per group cost 184 B; docs/performance.md#memory-per-idle-group): read protocol_support.
+    _support: tuple[tuple[str, int], ...] = ()
     subscribed_topics: frozenset[str] | None = None
     # Initial delayed join (group.initial.rebalance.delay.ms): a member joined during the delay.
     new_member_added: bool = False
     # (delay_ms, remaining_ms) while the join timer is the initial delayed join, else None.
     initial_join_delay: tuple[int, int] | None = None
-    join_key: JoinKey = field(init=False)
 
-    def __post_init__(self) -> None:
-        self.join_key = (JOIN_TIMER, self.group_id)
+    @property
+    def join_key(self) -> JoinKey:
+        """The join timer's key, built when it is needed: the timer runs only while the group
+        rebalances, and a tuple kept per idle group cost 56 B (docs/performance.md#memory-per-idle-group)."""
+        return (JOIN_TIMER, self.group_id)
 
     # -- the Group protocol (coordinator/core/group.py) ----------------------------------------
 
@@ -175,7 +183,18 @@ class ClassicGroup:
             group_type=CLASSIC_GROUP_TYPE,
         )
 
-    # -- pending member ids ------------------------------------------------------------------
+    # -- static and pending member ids --------------------------------------------------------
+
+    @property
+    def static_members(self) -> Mapping[str, str]:
+        """group_instance_id -> member_id of the static members (KIP-345)."""
+        static = self._static
+        return _NO_STATIC_MEMBERS if static is None else static
+
+    def _set_static_member(self, instance_id: str, member_id: str) -> None:
+        if self._static is None:
+            self._static = {}
+        self._static[instance_id] = member_id
 
     @property
     def pending_members(self) -> AbstractSet[str]:
@@ -245,7 +264,7 @@ class ClassicGroup:
         if instance_id is not None:
             if instance_id in self.static_members:
                 raise ValueError(f"static member {instance_id} is already in group {self.group_id}")
-            self.static_members[instance_id] = member.member_id
+            self._set_static_member(instance_id, member.member_id)
         if not self.members:
             self.protocol_type = member.protocol_type
         if self.leader_id is None:
@@ -263,7 +282,11 @@ class ClassicGroup:
             if member.join_reply is not None:
                 self.num_awaiting_join -= 1
             if member.group_instance_id is not None:
-                self.static_members.pop(member.group_instance_id, None)
+                static = self._static
+                if static is not None:
+                    static.pop(member.group_instance_id, None)
+                    if not static:
+                        self._static = None
         if self.leader_id == member_id:
             # Kafka picks an arbitrary remaining member; we take the oldest.
             self.leader_id = next(iter(self.members), None)
@@ -312,7 +335,7 @@ class ClassicGroup:
         if self.leader_id == old_member_id:
             self.leader_id = new_member_id
         if old.group_instance_id is not None:
-            self.static_members[old.group_instance_id] = new_member_id
+            self._set_static_member(old.group_instance_id, new_member_id)
         # The new process owes the SyncGroup the old one had not sent yet (Kafka leaves the old id
         # in the set, which forces a rebalance when the pending-sync timer fires).
         if old_member_id in self.pending_sync_members:
@@ -379,14 +402,20 @@ class ClassicGroup:
 
     # -- protocols ---------------------------------------------------------------------------
 
+    @property
+    def protocol_support(self) -> dict[str, int]:
+        """Protocol name -> how many members support it."""
+        return dict(self._support)
+
     def _count_protocols(self, protocols: Protocols, delta: int) -> None:
-        support = self.protocol_support
+        support = dict(self._support)
         for name in protocol_names(protocols):
             count = support.get(name, 0) + delta
             if count:
                 support[name] = count
             else:
                 del support[name]
+        self._support = shared_support(tuple(support.items()))
 
     def supports_protocols(self, protocol_type: str, names: Iterable[str]) -> bool:
         """JoinGroup compatibility: a new/updated member must share a protocol with all members."""
@@ -395,12 +424,12 @@ class ClassicGroup:
         if self.protocol_type != protocol_type:
             return False
         size = len(self.members)
-        support = self.protocol_support
-        return any(support.get(name, 0) == size for name in names)
+        supported = {name for name, count in self._support if count == size}
+        return any(name in supported for name in names)
 
     def candidate_protocols(self) -> set[str]:
         size = len(self.members)
-        return {name for name, count in self.protocol_support.items() if count == size}
+        return {name for name, count in self._support if count == size}
 
     def select_protocol(self) -> str:
         """Each member votes for its most preferred candidate; the most votes win.
