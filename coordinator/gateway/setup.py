@@ -115,7 +115,8 @@ async def start_gateway(
     )
     dispatcher.internal_topics.creator = UpstreamTopicCreator(upstream)
     share_records = UpstreamShareRecords(upstream)
-    share_read_ahead = ReadAhead(share_records)
+    # Records read ahead count in the same memory budget as every buffered request and answer.
+    share_read_ahead = ReadAhead(share_records, budget=dispatcher.budget)
     dispatcher.share.source = share_read_ahead  # the gateway is the share-partition leader
     dead_letters = DeadLetterWriter(
         lambda: coordinator.kind(ShareGroupManager),
