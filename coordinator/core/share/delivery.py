@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from coordinator.core.context import RequestContext
+from coordinator.core.dynamic_configs import SHARE_SETTINGS_CACHED
 from coordinator.core.effects import Effects
 from coordinator.core.errors import NONE, UNKNOWN_MEMBER_ID, consumer_write_error
 from coordinator.core.share.group import ShareGroup, ShareMember
@@ -31,6 +32,7 @@ from coordinator.core.share.partition import (
     SharePartition,
 )
 from coordinator.core.share.records import partition_state_record
+from coordinator.core.share_configs import ShareGroupSettings
 from coordinator.core.timers import TimerKey
 from storage.records import Record
 
@@ -137,13 +139,21 @@ class ShareDelivery(ShareMembership):
         # (one object shared by its live partitions, so it outlives a partition dropped and
         # restored), bounded by the groups the shard holds.
         self.counters_by_group: dict[str, ShareCounters] = {}
+        # Per group, the limits made from its settings object (a new object when they change).
+        self._limits: dict[str, tuple[ShareGroupSettings, ShareLimits]] = {}
 
     # -- reading ---------------------------------------------------------------------------------
 
     def limits_of(self, group_id: str) -> ShareLimits:
         """The group's share-partition bounds: its validated settings, clamped into the broker's
         bounds (docs/share-groups.md, "Settings")."""
-        return share_limits(self.settings_for(group_id))
+        settings = self.settings_for(group_id)
+        cached = self._limits.get(group_id)
+        if cached is None or cached[0] is not settings:
+            if len(self._limits) >= SHARE_SETTINGS_CACHED:
+                self._limits.clear()
+            cached = self._limits[group_id] = (settings, share_limits(settings))
+        return cached[1]
 
     def partition(self, key: PartitionKey) -> SharePartition | None:
         """The live share-partition, restored from storage on first use; None if it never started."""
