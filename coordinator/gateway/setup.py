@@ -126,7 +126,7 @@ async def start_gateway(
         config.errors_deadletterqueue_topic_name_prefix,
         config.errors_deadletterqueue_auto_create_topics_enable,
     )
-    dispatcher.share.after_archiving = dead_letters.wake
+    coordinator.kind(ShareGroupManager).dead_letters_due = dead_letters.wake
     forwarder = Forwarder(
         upstream, brokers, lambda: cluster.node, dispatcher.budget, config.upstream_connections_per_broker
     )

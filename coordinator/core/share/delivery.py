@@ -9,7 +9,7 @@ operations through ``GroupCoordinator.handle`` with a ``ReplyTo`` that takes the
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -139,6 +139,10 @@ class ShareDelivery(ShareMembership):
         # (one object shared by its live partitions, so it outlives a partition dropped and
         # restored), bounded by the groups the shard holds.
         self.counters_by_group: dict[str, ShareCounters] = {}
+        # Told once records that wait ARCHIVING for their dead letters are durable (the gateway's
+        # dead-letter writer: docs/share-groups.md, "Dead-letter topics").
+        self.dead_letters_due: Callable[[], None] | None = None
+        self._archiving_written: set[PartitionKey] = set()
         # Per group, the limits made from its settings object (a new object when they change).
         self._limits: dict[str, tuple[ShareGroupSettings, ShareLimits]] = {}
 
@@ -329,6 +333,12 @@ class ShareDelivery(ShareMembership):
         self.unwritten_partitions.difference_update(keys)
         return [self._record(k) for k in keys if k in self.live]
 
+    def finish(
+        self, ctx: RequestContext | None, group: ShareGroup, response: object | None, fx: Effects
+    ) -> None:
+        super().finish(ctx, group, response, fx)
+        self._tell_dead_letters_due(fx)
+
     def forget_partitions(self, group_ids: set[str] | None) -> None:
         """The groups were unloaded or deleted: their live state goes (storage has it)."""
         for key in [k for k in self.live if group_ids is None or k[0] in group_ids]:
@@ -356,6 +366,8 @@ class ShareDelivery(ShareMembership):
 
     def _record(self, key: PartitionKey) -> Record:
         partition = self.live[key]
+        if partition.dead_letter and partition.has_archiving():
+            self._archiving_written.add(key)
         persisted = partition.persisted()
         self.partition_states[key] = persisted
         return partition_state_record(key[0], key[1], key[2], persisted)
@@ -368,6 +380,17 @@ class ShareDelivery(ShareMembership):
             self.unwritten_partitions.update(keys)
 
         fx.write([self._record(k) for k in sorted(keys)], on_failed=on_failed)
+        self._tell_dead_letters_due(fx)
+
+    def _tell_dead_letters_due(self, fx: Effects) -> None:
+        """Records written ARCHIVING: the dead-letter writer is told once they are durable (it
+        writes their dead letters only then; its periodic scan is a fallback)."""
+        if not self._archiving_written:
+            return
+        self._archiving_written.clear()
+        due = self.dead_letters_due
+        if due is not None and fx.records:
+            fx.after_durable(lambda _fx: due())
 
     def _write_and_reply(
         self, ctx: RequestContext, changed: list[PartitionKey], outcome: ShareOutcome, fx: Effects

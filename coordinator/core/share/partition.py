@@ -208,6 +208,10 @@ class SharePartition:
         i = offset - self.start_offset
         return RecordState(self._state[i]), self._count[i], self._owner[i]
 
+    def has_archiving(self) -> bool:
+        """Whether records wait for their dead-letter records (ARCHIVING)."""
+        return _ARCHIVING in self._state
+
     def acquired_count(self, member_id: str | None = None) -> int:
         if member_id is None:
             return self._state.count(_ACQUIRED)
