@@ -13,8 +13,9 @@ take the rest from there.
 
 An answer read ahead is used only when it holds records: an error or an empty answer (the log
 end) is read again, so errors are fresh and ``MaxWaitMs`` is waited as before. A fetch some of
-whose partitions have records on hand answers with those at once, without waiting for a read
-under way for the others. Memory is bounded: at most ``max_entries`` answers, each kept
+whose partitions have records on hand answers with those at once: the others are read ahead
+for the next fetch (or left to a read under way), not waited for, and an error read ahead for
+them is answered. Memory is bounded: at most ``max_entries`` answers, each kept
 ``max_age_s`` at most, one per (topic-partition, offset), so share groups reading the same
 partition at the same offset share it; and the bytes kept are reserved in the server's
 :class:`ByteBudget` (the same ``buffer.memory.bytes`` as every buffered request and answer),
@@ -83,32 +84,41 @@ class ReadAhead:
         self._drop_old()
         ready: dict[TopicPartition, FetchedPartition] = {}
         under_way: dict[TopicPartition, _Read] = {}
+        failed: dict[TopicPartition, FetchedPartition] = {}
         rest: dict[TopicPartition, int] = {}
         for tp, offset in wanted.items():
-            answer, read = self._on_hand(tp, offset, committed_only)
+            answer, read, error = self._on_hand(tp, offset, committed_only)
             if answer is not None:
                 ready[tp] = answer
-            elif read is not None:
+                continue
+            if read is not None:
                 under_way[tp] = read
             else:
                 rest[tp] = offset
+            if error is not None:
+                failed[tp] = error
         if under_way and not ready:
             # Nothing on hand yet: wait for the reads under way, no longer than the fetch would
             # wait (shielded: other fetches may wait for them too).
             await asyncio.wait(set(under_way.values()), timeout=max(max_wait_ms, 0) / 1000)
             for tp in under_way:
-                answer, _ = self._on_hand(tp, wanted[tp], committed_only)
+                answer, _, error = self._on_hand(tp, wanted[tp], committed_only)
                 if answer is not None:
                     ready[tp] = answer
                 else:
                     rest[tp] = wanted[tp]
-        # Records are on hand for some partitions: the others are not waited for (as a broker
-        # answers once MinBytes is there); those with a read under way are left to it.
+                    if error is not None:
+                        failed[tp] = error
         self.hits += len(ready)
+        if ready and rest:
+            # Records are on hand for some partitions: the others are not waited for (as a broker
+            # answers once MinBytes is there) nor read now, but read ahead for the next fetch;
+            # those with a read under way are left to it. An error read ahead is answered.
+            ready.update((tp, failed[tp]) for tp in rest if tp in failed)
+            self.read_ahead({tp: o for tp, o in rest.items() if tp not in failed}, max_bytes, committed_only)
+            return ready
         if rest:
-            fetched = await self.reader.fetch(
-                rest, 0 if ready else max_wait_ms, min_bytes, max_bytes, committed_only
-            )
+            fetched = await self.reader.fetch(rest, max_wait_ms, min_bytes, max_bytes, committed_only)
             ready.update(fetched)
             self._keep(fetched, rest, committed_only)
         return ready
@@ -201,10 +211,12 @@ class ReadAhead:
 
     def _on_hand(
         self, tp: TopicPartition, offset: int, committed_only: bool
-    ) -> tuple[FetchedPartition | None, _Read | None]:
+    ) -> tuple[FetchedPartition | None, _Read | None, FetchedPartition | None]:
         """The batches from ``offset`` on out of an answer on hand, if one holds them, else a
-        read under way that may; answers read past, failed or empty are dropped."""
+        read under way that may, and an error read ahead; answers read past, failed or empty
+        are dropped."""
         under_way = None
+        failed = None
         for ahead in list(self._ahead.get(tp, ())):
             if ahead.committed_only != committed_only or ahead.offset > offset:
                 continue  # another isolation level, or read from further on: the records before it are not in it
@@ -214,13 +226,15 @@ class ReadAhead:
             answer = _answer(ahead.read, tp)
             if answer is None or answer.error_code or not answer.batches:
                 self._remove(tp, ahead)
+                if answer is not None and answer.error_code:
+                    failed = answer
                 continue
             part = from_offset(answer, offset)
             if part is None:
                 self._remove(tp, ahead)  # read past
                 continue
-            return part, None
-        return None, under_way
+            return part, None, None
+        return None, under_way, failed
 
     def _read_from(self, tp: TopicPartition, offset: int, committed_only: bool) -> int | None:
         """Where to read ahead for a next fetch at ``offset``: past the answers on hand that hold

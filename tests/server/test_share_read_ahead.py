@@ -115,8 +115,13 @@ async def test_partitions_without_records_are_not_waited_for_when_others_have_so
     source = ReadAhead(log)
     source.read_ahead({A: 4}, 1 << 20)
     answer = await source.fetch({A: 4, B: 3}, 500, 1, 1 << 20)  # the read ahead still under way
-    assert log.reads[-1] == ({B: 3}, 0)
-    assert len(answer[A].batches) == 6 and answer[B].batches == ()
+    assert len(answer[A].batches) == 6 and B not in answer
+    log.failing = True
+    await settle()  # B is read ahead for the next fetch, and that read fails
+    assert log.reads[-1] == ({B: 3}, READ_AHEAD_WAIT_MS)
+    answer = await source.fetch({A: 5, B: 3}, 500, 1, 1 << 20)
+    assert len(answer[A].batches) == 5 and answer[B].error_code == 6  # its error is answered
+    assert log.reads[-1] == ({B: 3}, READ_AHEAD_WAIT_MS)
 
 
 @pytest.mark.asyncio
