@@ -31,7 +31,7 @@ import time
 from bisect import bisect_left
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Final
+from typing import Any, Final
 
 from coordinator.server.byte_budget import ByteBudget
 from coordinator.server.share_records import FetchedPartition, RecordReader, TopicPartition
@@ -97,31 +97,87 @@ class ReadAhead:
                 rest[tp] = offset
             if error is not None:
                 failed[tp] = error
-        if under_way and not ready:
-            # Nothing on hand yet: wait for the reads under way, no longer than the fetch would
-            # wait (shielded: other fetches may wait for them too).
-            await asyncio.wait(set(under_way.values()), timeout=max(max_wait_ms, 0) / 1000)
-            for tp in under_way:
-                answer, _, error = self._on_hand(tp, wanted[tp], committed_only)
+        self.hits += len(ready)
+        if ready:
+            if rest:
+                # Records are on hand for some partitions: the others are not waited for (as a
+                # broker answers once MinBytes is there) nor read now, but read ahead for the next
+                # fetch; those with a read under way are left to it. An error read ahead is answered.
+                ready.update((tp, failed[tp]) for tp in rest if tp in failed)
+                self.read_ahead(
+                    {tp: o for tp, o in rest.items() if tp not in failed}, max_bytes, committed_only
+                )
+            return ready
+        return await self._wait(wanted, under_way, rest, max_wait_ms, min_bytes, max_bytes, committed_only)
+
+    async def _wait(
+        self,
+        wanted: Mapping[TopicPartition, int],
+        under_way: dict[TopicPartition, _Read],
+        rest: dict[TopicPartition, int],
+        max_wait_ms: int,
+        min_bytes: int,
+        max_bytes: int,
+        committed_only: bool,
+    ) -> dict[TopicPartition, FetchedPartition]:
+        """Nothing on hand: the partitions without a read under way are read now, and the fetch
+        answers with the first records that arrive, from that read or a read under way, waiting
+        no longer than ``max_wait_ms`` for the reads under way (shielded: other fetches may wait
+        for them too). A read of its own still under way then is kept for the next fetches."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + max(max_wait_ms, 0) / 1000
+        own: asyncio.Task[dict[TopicPartition, FetchedPartition]] | None = None
+        if rest:
+            own = loop.create_task(self.reader.fetch(rest, max_wait_ms, min_bytes, max_bytes, committed_only))
+        ready: dict[TopicPartition, FetchedPartition] = {}
+        while not ready and (under_way or (own is not None and not own.done())):
+            reads: set[asyncio.Future[Any]] = set(under_way.values())
+            if own is not None and not own.done():
+                reads.add(own)
+            remaining = deadline - loop.time()
+            if under_way and remaining <= 0:
+                break
+            await asyncio.wait(
+                reads, timeout=remaining if under_way else None, return_when=asyncio.FIRST_COMPLETED
+            )
+            for tp, read in list(under_way.items()):
+                if not read.done():
+                    continue
+                answer, again, error = self._on_hand(tp, wanted[tp], committed_only)
                 if answer is not None:
                     ready[tp] = answer
+                    self.hits += 1
+                if again is not None and answer is None:
+                    under_way[tp] = again
                 else:
-                    rest[tp] = wanted[tp]
+                    del under_way[tp]
                     if error is not None:
-                        failed[tp] = error
-        self.hits += len(ready)
-        if ready and rest:
-            # Records are on hand for some partitions: the others are not waited for (as a broker
-            # answers once MinBytes is there) nor read now, but read ahead for the next fetch;
-            # those with a read under way are left to it. An error read ahead is answered.
-            ready.update((tp, failed[tp]) for tp in rest if tp in failed)
-            self.read_ahead({tp: o for tp, o in rest.items() if tp not in failed}, max_bytes, committed_only)
-            return ready
-        if rest:
-            fetched = await self.reader.fetch(rest, max_wait_ms, min_bytes, max_bytes, committed_only)
+                        ready[tp] = error
+            if own is not None and own.done():
+                break
+        if own is not None:
+            if own.done() or not ready:
+                fetched = await own
+                self._keep(fetched, rest, committed_only)
+                ready.update(fetched)
+            else:
+                own.add_done_callback(lambda done: self._keep_late(done, rest, committed_only))
+        if under_way and not ready:
+            # The reads under way took longer than the fetch would wait: read now, not waiting.
+            offsets = {tp: wanted[tp] for tp in under_way}
+            fetched = await self.reader.fetch(offsets, 0, min_bytes, max_bytes, committed_only)
+            self._keep(fetched, offsets, committed_only)
             ready.update(fetched)
-            self._keep(fetched, rest, committed_only)
         return ready
+
+    def _keep_late(
+        self,
+        read: asyncio.Task[dict[TopicPartition, FetchedPartition]],
+        offsets: Mapping[TopicPartition, int],
+        committed_only: bool,
+    ) -> None:
+        if not read.cancelled() and read.exception() is None:
+            self._keep(read.result(), offsets, committed_only)
 
     def _keep(
         self,

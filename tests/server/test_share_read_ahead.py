@@ -1,7 +1,8 @@
 """Reading ahead for share fetches (coordinator/server/share_read_ahead.py): a fetch at the offset
 read ahead takes that answer without a read of its own; empty or failed answers and other
 offsets are read again; partitions without records ready are not waited for when others have
-some, nor for reads under way when others have records on hand; entries are bounded in number
+some, nor for reads under way when others have records on hand, and read while a read under
+way is waited for; entries are bounded in number
 and age, and their bytes are held in the server's byte budget."""
 
 from __future__ import annotations
@@ -115,13 +116,15 @@ async def test_partitions_without_records_are_not_waited_for_when_others_have_so
     source = ReadAhead(log)
     source.read_ahead({A: 4}, 1 << 20)
     answer = await source.fetch({A: 4, B: 3}, 500, 1, 1 << 20)  # the read ahead still under way
-    assert len(answer[A].batches) == 6 and B not in answer
+    assert ({B: 3}, 500) in log.reads  # B read meanwhile, not after it
+    assert len(answer[A].batches) == 6 and answer[B].batches == ()
+    answer = await source.fetch({A: 5, B: 3}, 500, 1, 1 << 20)  # A on hand: B not waited for
+    assert len(answer[A].batches) == 5 and B not in answer
     log.failing = True
     await settle()  # B is read ahead for the next fetch, and that read fails
     assert log.reads[-1] == ({B: 3}, READ_AHEAD_WAIT_MS)
-    answer = await source.fetch({A: 5, B: 3}, 500, 1, 1 << 20)
-    assert len(answer[A].batches) == 5 and answer[B].error_code == 6  # its error is answered
-    assert log.reads[-1] == ({B: 3}, READ_AHEAD_WAIT_MS)
+    answer = await source.fetch({A: 6, B: 3}, 500, 1, 1 << 20)
+    assert len(answer[A].batches) == 4 and answer[B].error_code == 6  # its error is answered
 
 
 @pytest.mark.asyncio
@@ -226,4 +229,15 @@ async def test_records_read_ahead_are_held_in_the_servers_byte_budget() -> None:
     source.read_ahead({A: 0}, 1 << 20)
     await settle()
     assert budget.used == 0 and source.pending == 0  # 10 bytes never fit under a limit of 8
+    await source.close()
+
+
+@pytest.mark.asyncio
+async def test_partitions_without_a_read_under_way_are_read_while_others_are_waited_for() -> None:
+    log = SlowReadAhead({A: 10, B: 10})
+    source = ReadAhead(log)
+    source.read_ahead({A: 4}, 1 << 20)  # under way for 10 s (the log end, say)
+    answer = await asyncio.wait_for(source.fetch({A: 4, B: 0}, 5000, 1, 1 << 20), 1)
+    assert len(answer[B].batches) == 10 and A not in answer  # B's records, at once
+    assert log.reads == [({B: 0}, 5000)]
     await source.close()
