@@ -129,6 +129,7 @@ class ReadAhead:
         own: asyncio.Task[dict[TopicPartition, FetchedPartition]] | None = None
         if rest:
             own = loop.create_task(self.reader.fetch(rest, max_wait_ms, min_bytes, max_bytes, committed_only))
+            own.add_done_callback(_retrieve)  # the fetch may be cancelled while it is under way
         ready: dict[TopicPartition, FetchedPartition] = {}
         while not ready and (under_way or (own is not None and not own.done())):
             reads: set[asyncio.Future[Any]] = set(under_way.values())
@@ -352,3 +353,8 @@ def _answer(read: _Read, tp: TopicPartition) -> FetchedPartition | None:
     if read.cancelled() or read.exception() is not None:
         return None
     return read.result().get(tp)
+
+
+def _retrieve(read: asyncio.Future[Any]) -> None:
+    if not read.cancelled():
+        read.exception()  # whoever awaits it sees the error; nobody else reports it
