@@ -25,7 +25,7 @@ from coordinator.api.table import GROUP_CONFIG_APIS
 from coordinator.core.cluster import NodeIdentity
 from coordinator.gateway.authorization import ForwardedAuthorization
 from coordinator.gateway.cut_through import FetchTail
-from coordinator.gateway.group_configs import names_group_resources
+from coordinator.gateway.group_configs import lists_group_resources, names_group_resources
 from coordinator.gateway.high_watermarks import FetchWatch, TopicKey
 from coordinator.gateway.node_endpoints import carries_node_endpoints, endpoints_in, rewrite_node_endpoints
 from coordinator.gateway.old_formats import (
@@ -75,7 +75,9 @@ ANY_BROKER: Final = -1  # the upstream connection of the bootstrap port: any ups
 MAX_PIPELINE: Final = 64  # forwarded requests in flight per client connection
 FORWARDED: Final = Pipeline("forwarded", MAX_PIPELINE)
 # Forwarded unless they name groups (FindCoordinator for groups, GROUP config resources).
-_SOMETIMES_SERVED_HERE: Final = frozenset({ApiKey.FIND_COORDINATOR, *GROUP_CONFIG_APIS})
+_SOMETIMES_SERVED_HERE: Final = frozenset(
+    {ApiKey.FIND_COORDINATOR, ApiKey.LIST_CONFIG_RESOURCES, *GROUP_CONFIG_APIS}
+)
 UNKNOWN_API_MESSAGE: Final = "api key {key} v{version} is not forwarded by the gateway"
 # Kafka serves one request of a connection at a time: a Fetch waiting up to its MaxWaitMs would
 # hold every client behind it on a shared connection. They go on the client's own connection
@@ -327,6 +329,12 @@ class Forwarder:
                 return False  # groups are served here; other key types get the dispatcher's error
         if api_key in GROUP_CONFIG_APIS and names_group_resources(frame):
             return False  # GROUP config resources are served here (docs/gateway.md)
+        if api_key == ApiKey.LIST_CONFIG_RESOURCES and (
+            lists_group_resources(frame) or not self._upstream_serves(api_key, version)
+        ):
+            return (
+                False  # so is their listing, and the refusal of what upstream cannot list (group_configs.py)
+            )
         if not self._admitted(connection, api_key, version, correlation_id):
             return True
         high = FORWARDED_MAX.get(api_key)
@@ -394,6 +402,14 @@ class Forwarder:
             # requests wait for it.
             self._spawn(self._connect_and_send(connection, link, target, frame, forwarded, expects_response))
         return True
+
+    def _upstream_serves(self, api_key: int, version: int) -> bool:
+        """Whether upstream's ApiVersions lists this version (True while they are not known)."""
+        known = self.upstream.api_versions
+        if known is None:
+            return True
+        low, high = known.get(api_key, (0, -1))
+        return low <= version <= high
 
     def _upgraded(self, connection: Connection, frame: bytes, expects_response: bool) -> bytes | None:
         """An old client's Produce v0-2 or Fetch v0-3 as upstream gets it (old_formats.py); None
