@@ -498,6 +498,7 @@ def _sample_requests() -> dict[tuple[int, int], Any]:
             [describe_producers.TopicRequest("secret", [0])]
         ),
         (65, 0): describe_transactions.DescribeTransactionsRequest(["tx"]),
+        (74, 1): list_config_resources.ListConfigResourcesRequest([2]),
     }
 
 

@@ -3,6 +3,8 @@ real Tansu broker or Kafka 4.4), and a request mixing them is answered for its g
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from kafka import KafkaAdminClient
 from kafka.admin import ConfigResource, ConfigResourceType, NewTopic
@@ -76,15 +78,18 @@ def test_group_resources_are_listed_by_the_gateway_and_the_rest_by_upstream(
     a request without GROUP is upstream's (UNSUPPORTED_VERSION when upstream lacks the version),
     and GROUP with other types is INVALID_REQUEST as a whole."""
     group = f"listed-{upstream.kind}"
+    change = IncrementalAlterConfigsRequest(
+        [AlterConfigsResource(GROUP, group, [AlterableConfig(SESSION, 0, "50000")])], False
+    )
     with WireClient(gateway.bootstrap) as wire:
-        altered = wire.request(
-            ApiKey.INCREMENTAL_ALTER_CONFIGS,
-            1,
-            IncrementalAlterConfigsRequest(
-                [AlterConfigsResource(GROUP, group, [AlterableConfig(SESSION, 0, "50000")])], False
-            ),
-        )
-        assert [r.error_code for r in altered.responses] == [0]
+        deadline = time.monotonic() + 30
+        while (
+            codes := [
+                r.error_code for r in wire.request(ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, change).responses
+            ]
+        ) == [ErrorCode.COORDINATOR_LOAD_IN_PROGRESS] and time.monotonic() < deadline:
+            time.sleep(0.1)  # the gateway is still loading its groups
+        assert codes == [0]
         groups = wire.request(ApiKey.LIST_CONFIG_RESOURCES, 1, ListConfigResourcesRequest([GROUP]))
         assert groups.error_code == 0
         assert ListedResource(group, GROUP) in groups.config_resources
