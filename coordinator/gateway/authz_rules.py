@@ -514,13 +514,13 @@ def incremental_alter_configs_rule(access: Access, version: int, body: Any) -> D
     )  # fmt: skip
 
 
-# ---- transactions ----------------------------------------------------------------------------
 def list_config_resources_rule(access: Access, version: int, body: Any) -> Decision:
     if access.cluster(Operation.DESCRIBE_CONFIGS):
         return FORWARD
     return Decision(answer=list_config_resources.ListConfigResourcesResponse(error_code=CLUSTER_DENIED))
 
 
+# ---- transactions ----------------------------------------------------------------------------
 def init_producer_id_rule(access: Access, version: int, body: Any) -> Decision:
     if body.transactional_id is not None:
         if access.transactional_id(Operation.WRITE, body.transactional_id):

@@ -332,9 +332,7 @@ class Forwarder:
         if api_key == ApiKey.LIST_CONFIG_RESOURCES and (
             lists_group_resources(frame) or not self._upstream_serves(api_key, version)
         ):
-            return (
-                False  # so is their listing, and the refusal of what upstream cannot list (group_configs.py)
-            )
+            return False  # listed here, or refused as upstream cannot list it (group_configs.py)
         if not self._admitted(connection, api_key, version, correlation_id):
             return True
         high = FORWARDED_MAX.get(api_key)
