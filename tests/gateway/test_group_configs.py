@@ -71,6 +71,17 @@ def test_group_configs_are_served_by_the_gateway_and_topic_configs_forwarded(
         assert (served.error_code, [(c.name, c.value) for c in served.configs]) == (0, [(SESSION, "50000")])
 
 
+def _altered_once_loaded(wire: WireClient, change: IncrementalAlterConfigsRequest) -> list[int]:
+    """The change's error codes, asked again while the gateway still loads its groups."""
+    deadline = time.monotonic() + 30
+    while True:
+        response = wire.request(ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, change)
+        codes = [int(r.error_code) for r in response.responses]
+        if codes != [ErrorCode.COORDINATOR_LOAD_IN_PROGRESS] or time.monotonic() > deadline:
+            return codes
+        time.sleep(0.1)
+
+
 def test_group_resources_are_listed_by_the_gateway_and_the_rest_by_upstream(
     gateway: ServerProcess, upstream: Upstream
 ) -> None:
@@ -82,14 +93,7 @@ def test_group_resources_are_listed_by_the_gateway_and_the_rest_by_upstream(
         [AlterConfigsResource(GROUP, group, [AlterableConfig(SESSION, 0, "50000")])], False
     )
     with WireClient(gateway.bootstrap) as wire:
-        deadline = time.monotonic() + 30
-        while (
-            codes := [
-                r.error_code for r in wire.request(ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, change).responses
-            ]
-        ) == [ErrorCode.COORDINATOR_LOAD_IN_PROGRESS] and time.monotonic() < deadline:
-            time.sleep(0.1)  # the gateway is still loading its groups
-        assert codes == [0]
+        assert _altered_once_loaded(wire, change) == [0]
         groups = wire.request(ApiKey.LIST_CONFIG_RESOURCES, 1, ListConfigResourcesRequest([GROUP]))
         assert groups.error_code == 0
         assert ListedResource(group, GROUP) in groups.config_resources
