@@ -164,6 +164,7 @@ def api_routes(cluster: Cluster, coordinator: GroupCoordinator) -> Routes:
 
     known = KnownTopics(cluster)
     routes.wrap(ApiKey.OFFSET_COMMIT, OffsetCommitRequest, known.commit_offsets)
+    routes.wrap(ApiKey.TXN_OFFSET_COMMIT, TxnOffsetCommitRequest, known.commit_txn_offsets)
     routes.wrap(ApiKey.OFFSET_DELETE, OffsetDeleteRequest, known.delete_offsets)
 
     install_shard_gate(routes, cluster.shard_map)
