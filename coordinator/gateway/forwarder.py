@@ -58,7 +58,6 @@ from protocol.messages import CODECS
 from protocol.messages.describe_cluster import DescribeClusterBroker
 from protocol.messages.find_coordinator import FindCoordinatorResponse
 from protocol.messages.headers import decode_request_header_v1, decode_request_header_v2
-from protocol.messages.init_producer_id import InitProducerIdResponse
 from protocol.messages.metadata import MetadataResponse, MetadataResponseBroker, MetadataResponseTopic
 from protocol.primitives import DecodeError, read_uvarint, skip_tagged_fields
 from protocol.wire import Request, decode_request, decode_response, encode_response, peek_header
@@ -365,9 +364,9 @@ class Forwarder:
             _asked_latest(frame, version) if api_key == ApiKey.LIST_OFFSETS and version >= 1 else frozenset()
         )
         reply = connection.start(api_key, version, correlation_id)
-        if self.transactions is not None and self.transactions.init_must_wait(api_key, version, frame):
-            answer = InitProducerIdResponse(error_code=ErrorCode.CONCURRENT_TRANSACTIONS)
-            reply.send_frame(encode_forwarded_response(api_key, version, correlation_id, answer))
+        held = None if self.transactions is None else self.transactions.held_answer(api_key, version, frame)
+        if held is not None:
+            reply.send_frame(encode_forwarded_response(api_key, version, correlation_id, held))
             return True
         forwarded = _Forwarded(self, reply, merge, latest)
         if expects_response and self.transactions is not None:

@@ -132,10 +132,14 @@ async def start_gateway(
     forwarder.sasl = dispatcher.sasl
     forwarder.authorization_required = config.authorizer_enabled
     shard_map = cluster.shard_map
-    forwarder.transactions = TransactionOutcomes(
-        coordinator, dispatcher.runtime, lambda: bool(shard_map.loading)
-    )
-    resolver = TransactionResolver(forwarder.transactions, upstream, lambda: bool(shard_map.loading))
+
+    def loading() -> bool:
+        # A single node serves before its shards are even queued for loading (docs/transactions.md,
+        # the hold): until each has a state, the pending offsets are not known yet either.
+        return bool(shard_map.loading) or (shard_map.single_node and len(shard_map.states) < shard_map.shards)
+
+    forwarder.transactions = TransactionOutcomes(coordinator, dispatcher.runtime, loading)
+    resolver = TransactionResolver(forwarder.transactions, upstream, loading)
     if dispatcher.metrics is not None:
         dispatcher.metrics.registry.register(TransactionCollector(forwarder.transactions))
         dispatcher.metrics.registry.register(UpstreamConnectionCollector(forwarder))
