@@ -369,12 +369,6 @@ def _end_txn_behind_the_gateway(
 
 
 @pytest.mark.parametrize("commit", [True, False], ids=["commit", "abort"])
-@pytest.mark.xfail(
-    strict=False,
-    reason="a retried AddPartitionsToTxn after the restart can open a new transaction at the same "
-    "epoch, which the resolver takes for the loaded one: "
-    "docs/transactions.md#known-problem-an-outcome-decided-upstream-while-the-gateway-was-down",
-)
 def test_an_outcome_decided_behind_a_killed_gateway_is_learned_from_upstream_after_the_restart(
     kafka_broker: KafkaCluster, gateway_at: Callable[[], ServerProcess], tmp_path: Path, commit: bool
 ) -> None:
