@@ -22,6 +22,7 @@ from coordinator.gateway.group_configs import serve_group_configs_only
 from coordinator.gateway.share_lag import serve_share_lag
 from coordinator.gateway.share_upstream import UpstreamShareRecords
 from coordinator.gateway.streams_topics import UpstreamTopicCreator
+from coordinator.gateway.topic_lookup import UpstreamTopicLookup
 from coordinator.gateway.transaction_metrics import TransactionCollector
 from coordinator.gateway.transaction_resolver import TransactionResolver
 from coordinator.gateway.transactions import TransactionOutcomes
@@ -144,6 +145,7 @@ async def start_gateway(
         dispatcher.metrics.registry.register(TransactionCollector(forwarder.transactions))
         dispatcher.metrics.registry.register(UpstreamConnectionCollector(forwarder))
     dispatcher.gateway = forwarder
+    dispatcher.topic_lookup = UpstreamTopicLookup(upstream)
     _serve_api_versions(dispatcher, upstream)
     _present_one_identity(dispatcher, upstream, brokers, cluster)
     serve_group_configs_only(dispatcher.routes)

@@ -37,7 +37,7 @@ from coordinator.server.connection import (
 from coordinator.server.metrics import Metrics
 from coordinator.server.runtime import Runtime
 from coordinator.server.share_fetch import ShareLeader
-from coordinator.server.topic_lookup import TopicLookup
+from coordinator.server.topic_lookup import LooksTopicsUp
 from coordinator.server.unsupported_log import UnsupportedRequestLog
 from protocol.apis import ApiKey
 from protocol.error_responses import error_response
@@ -87,7 +87,7 @@ class Dispatcher:
         self.reading_unsharded_state = True
         # Several nodes: topics created through another node are looked up before an answer
         # that would treat them as absent (docs/multinode.md#what-other-nodes-learn).
-        self.topic_lookup: TopicLookup | None = None
+        self.topic_lookup: LooksTopicsUp | None = None
         self.limits = Config().request_limits()  # the settings table's defaults; start_server sets them
         self.unsupported_log = UnsupportedRequestLog(time.monotonic)
         self._deferred: list[tuple[Connection, PendingReply, RequestContext, Request]] = []
@@ -194,7 +194,7 @@ class Dispatcher:
             if awaited:
                 self._after_shards.append((awaited, connection, reply, ctx, request))
                 return
-        if self.topic_lookup is None:  # a single node: every topic is known here
+        if self.topic_lookup is None:  # a single node, no gateway: every topic is known here
             self._handle(connection, reply, ctx, request)
         else:
             self._handle_or_look_up(connection, reply, ctx, request)
