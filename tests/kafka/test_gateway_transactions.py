@@ -372,25 +372,22 @@ def _end_txn_behind_the_gateway(
 def test_an_outcome_decided_behind_a_killed_gateway_is_learned_from_upstream_after_the_restart(
     kafka_broker: KafkaCluster, gateway_at: Callable[[], ServerProcess], tmp_path: Path, commit: bool
 ) -> None:
-    """The hold (docs/transactions.md#the-hold-a-transaction-of-unknown-state): the producer,
-    unaware of the outcome, sends one more record after it, to a partition not in the
-    transaction; its AddPartitionsToTxn through the restarted gateway would open a new
-    transaction at the same epoch (version 1), which must not be taken for the loaded one."""
+    """The records are written before the EndTxn sent behind the gateway, as commit_transaction
+    writes them before its EndTxn (records still in flight at the kill would not be part of the
+    committed transaction). A producer request reaching the restarted gateway before the resolver
+    asked is held (docs/transactions.md#the-hold-a-transaction-of-unknown-state); that race is
+    not reproducible on demand here, its sequence is tests/gateway/test_transaction_hold.py's."""
     gateway = gateway_at()
     name = uuid.uuid4().hex[:8]
     source, sink, group, transactional_id = f"in-{name}", f"out-{name}", f"eos-{name}", f"tx-{name}"
-    late = f"late-{name}"
-    _topics(kafka_broker, source, sink, late)
+    _topics(kafka_broker, source, sink)
     _input(kafka_broker, source)
     producer = _producer(gateway.bootstrap, transactional_id)
     _transaction(producer, gateway.bootstrap, group, source, sink)
-    # Written before the EndTxn, as commit_transaction does before it sends one.
     assert producer.flush(30) == 0
     assert _fetch(gateway.bootstrap, group, source, stable=True) == (-1, UNSTABLE)
     gateway.kill()
     _end_txn_behind_the_gateway(kafka_broker, tmp_path / "gateway.db", transactional_id, commit)
-    producer.produce(late, b"late")
-    producer.poll(0)
     gateway = gateway_at()
     _wait(
         lambda: _fetch(gateway.bootstrap, group, source, stable=True) != (-1, UNSTABLE), 30, "stuck unstable"
