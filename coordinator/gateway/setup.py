@@ -17,7 +17,7 @@ from coordinator.core.share.manager import ShareGroupManager
 from coordinator.gateway.authorization import ForwardedAuthorization
 from coordinator.gateway.authz_rules import PREVIEWS, RULES
 from coordinator.gateway.dead_letters import DeadLetterWriter
-from coordinator.gateway.forwarder import ANY_BROKER, Forwarder
+from coordinator.gateway.forwarder import Forwarder
 from coordinator.gateway.group_configs import serve_group_configs_only
 from coordinator.gateway.share_lag import serve_share_lag
 from coordinator.gateway.share_upstream import UpstreamShareRecords
@@ -28,6 +28,7 @@ from coordinator.gateway.transaction_resolver import TransactionResolver
 from coordinator.gateway.transactions import TransactionOutcomes
 from coordinator.gateway.upstream import UpstreamSettings
 from coordinator.gateway.upstream_cluster import UpstreamCluster, parse_bootstrap
+from coordinator.gateway.upstream_links import ANY_BROKER
 from coordinator.gateway.upstream_metrics import UpstreamConnectionCollector
 from coordinator.gateway.versions import advertised_versions
 from coordinator.gateway.virtual_brokers import OpenListener, VirtualBrokers
@@ -97,8 +98,8 @@ async def start_gateway(
     brokers = VirtualBrokers(config.gateway_broker_port_base, open_listener, bootstraps)
 
     async def brokers_changed(nodes: dict[int, tuple[str, int]]) -> None:
-        if forwarder.pool is not None:
-            forwarder.pool.retire(set(nodes), keep=ANY_BROKER)
+        if forwarder.links.pool is not None:
+            forwarder.links.pool.retire(set(nodes), keep=ANY_BROKER)
         await brokers.ensure(nodes)
 
     upstream = UpstreamCluster(
@@ -127,11 +128,6 @@ async def start_gateway(
         config.errors_deadletterqueue_auto_create_topics_enable,
     )
     dispatcher.share.after_archiving = dead_letters.wake
-    forwarder = Forwarder(
-        upstream, brokers, lambda: cluster.node, dispatcher.budget, config.upstream_connections_per_broker
-    )
-    forwarder.sasl = dispatcher.sasl
-    forwarder.authorization_required = config.authorizer_enabled
     shard_map = cluster.shard_map
 
     def loading() -> bool:
@@ -139,10 +135,20 @@ async def start_gateway(
         # the hold): until each has a state, the pending offsets are not known yet either.
         return bool(shard_map.loading) or (shard_map.single_node and len(shard_map.states) < shard_map.shards)
 
-    forwarder.transactions = TransactionOutcomes(coordinator, dispatcher.runtime, loading)
-    resolver = TransactionResolver(forwarder.transactions, upstream, loading)
+    transactions = TransactionOutcomes(coordinator, dispatcher.runtime, loading)
+    forwarder = Forwarder(
+        upstream,
+        brokers,
+        lambda: cluster.node,
+        dispatcher.budget,
+        config.upstream_connections_per_broker,
+        transactions,
+    )
+    forwarder.sasl = dispatcher.sasl
+    forwarder.authorization_required = config.authorizer_enabled
+    resolver = TransactionResolver(transactions, upstream, loading)
     if dispatcher.metrics is not None:
-        dispatcher.metrics.registry.register(TransactionCollector(forwarder.transactions))
+        dispatcher.metrics.registry.register(TransactionCollector(transactions))
         dispatcher.metrics.registry.register(UpstreamConnectionCollector(forwarder))
     dispatcher.gateway = forwarder
     dispatcher.topic_lookup = UpstreamTopicLookup(upstream)

@@ -3,7 +3,7 @@
 The catalog learns topics from the periodic metadata refresh and from the Metadata answers
 forwarded to clients. A topic created a moment ago (CreateTopics passes through without
 teaching the catalog anything) would otherwise get UNKNOWN_TOPIC_OR_PARTITION on an
-OffsetCommit until the next refresh, where Kafka's coordinator knows it at once. Such a
+OffsetCommit (or TxnOffsetCommit) until the next refresh, where Kafka's coordinator knows it at once. Such a
 request waits for one Metadata request naming those topics (requests asking about the same
 names share it); then it is handled against what upstream said
 (docs/gateway.md#topics-the-catalog-has-not-seen-yet).
@@ -20,6 +20,7 @@ from coordinator.gateway.upstream import UpstreamError
 from coordinator.gateway.upstream_cluster import UpstreamCluster
 from protocol.messages.offset_commit import OffsetCommitRequest
 from protocol.messages.offset_delete import OffsetDeleteRequest
+from protocol.messages.txn_offset_commit import TxnOffsetCommitRequest
 from protocol.primitives import DecodeError
 
 log = logging.getLogger(__name__)
@@ -69,7 +70,7 @@ class UpstreamTopicLookup:
 
 
 def _partitions_named(body: Any) -> Iterator[tuple[str, int]]:
-    if isinstance(body, OffsetCommitRequest | OffsetDeleteRequest):
+    if isinstance(body, OffsetCommitRequest | TxnOffsetCommitRequest | OffsetDeleteRequest):
         for topic in body.topics:
             for partition in topic.partitions:
                 yield topic.name, partition.partition_index

@@ -14,6 +14,7 @@ from typing import Protocol
 
 from coordinator.api.amend import amend
 from coordinator.api.amend import reply as reply_now
+from coordinator.api.config_listing import asked_types
 from coordinator.api.config_resources import GROUP
 from coordinator.api.limits import PAYLOAD_APIS
 from coordinator.api.loading import load_in_progress_response
@@ -189,6 +190,9 @@ class Dispatcher:
         if request.api_key == ApiKey.DELETE_TOPICS and self.cluster.shard_map.loading:
             self._after_groups.append((connection, reply, ctx, request))
             return
+        if request.api_key == ApiKey.LIST_CONFIG_RESOURCES and self._lists_groups_while_loading(request):
+            self._after_groups.append((connection, reply, ctx, request))
+            return
         if request.api_key in GROUP_CONFIG_APIS:
             awaited = self._group_config_shards_loading(request)
             if awaited:
@@ -240,6 +244,15 @@ class Dispatcher:
         for name in names:
             shard_map.want(name)
         return {shard_map.shard_of(name) for name in names} & shard_map.loading
+
+    def _lists_groups_while_loading(self, request: Request) -> bool:
+        """A ListConfigResources asking for GROUP resources while a single node loads shards:
+        it waits for every group's configs (docs/group-configs.md#listing-config-resources)."""
+        shard_map = self.cluster.shard_map
+        if not shard_map.loading or not shard_map.single_node:
+            return False
+        asked = asked_types(request.api_version, request.body)
+        return asked is not None and GROUP in asked
 
     def _serve_deferred(
         self, deferred: list[tuple[Connection, PendingReply, RequestContext, Request]]
