@@ -47,7 +47,6 @@ from coordinator.server.connection import Connection
 from protocol.apis import SERVED_VERSIONS, ApiKey
 from protocol.errors import ErrorCode
 from protocol.gateway_wire import encode_forwarded_response
-from protocol.messages.init_producer_id import InitProducerIdResponse
 from protocol.primitives import DecodeError, read_uvarint, skip_tagged_fields
 from protocol.wire import Request, decode_request, encode_response, peek_header
 
@@ -184,9 +183,9 @@ class Forwarder:
             asked_latest(frame, version) if api_key == ApiKey.LIST_OFFSETS and version >= 1 else frozenset()
         )
         reply = connection.start(api_key, version, correlation_id)
-        if self.transactions is not None and self.transactions.init_must_wait(api_key, version, frame):
-            answer = InitProducerIdResponse(error_code=ErrorCode.CONCURRENT_TRANSACTIONS)
-            reply.send_frame(encode_forwarded_response(api_key, version, correlation_id, answer))
+        held = None if self.transactions is None else self.transactions.held_answer(api_key, version, frame)
+        if held is not None:
+            reply.send_frame(encode_forwarded_response(api_key, version, correlation_id, held))
             return True
         forwarded = Forwarded(self.responses, reply, merge, latest)
         if expects_response and self.transactions is not None:

@@ -130,7 +130,13 @@ async def start_gateway(
     )
     coordinator.kind(ShareGroupManager).dead_letters_due = dead_letters.wake
     shard_map = cluster.shard_map
-    transactions = TransactionOutcomes(coordinator, dispatcher.runtime, lambda: bool(shard_map.loading))
+
+    def loading() -> bool:
+        # A single node serves before its shards are even queued for loading (docs/transactions.md,
+        # the hold): until each has a state, the pending offsets are not known yet either.
+        return bool(shard_map.loading) or (shard_map.single_node and len(shard_map.states) < shard_map.shards)
+
+    transactions = TransactionOutcomes(coordinator, dispatcher.runtime, loading)
     forwarder = Forwarder(
         upstream,
         brokers,
@@ -141,7 +147,7 @@ async def start_gateway(
     )
     forwarder.sasl = dispatcher.sasl
     forwarder.authorization_required = config.authorizer_enabled
-    resolver = TransactionResolver(transactions, upstream, lambda: bool(shard_map.loading))
+    resolver = TransactionResolver(transactions, upstream, loading)
     if dispatcher.metrics is not None:
         dispatcher.metrics.registry.register(TransactionCollector(transactions))
         dispatcher.metrics.registry.register(UpstreamConnectionCollector(forwarder))
