@@ -4,6 +4,14 @@ consumer group through the same gateway, and Kafka 4.4's own share groups.
     python bench/share_bench.py                       # 20,000 records of 256 bytes, 3 rounds
     python bench/share_bench.py --records 5000 --rounds 1
     python bench/share_bench.py --partitions 6 --consumers 3    # several consumers share a topic
+    python bench/share_bench.py --baseline /tmp/base            # and a gateway run from another checkout
+    python bench/share_bench.py --sides share --profile gw.prof # our gateway under cProfile
+
+``--baseline DIR`` adds a fourth side: the share side through a second gateway started from the
+checkout DIR (e.g. ``git worktree add /tmp/base <commit>``) on the same Tansu, with storage of its
+own, so that a change is measured against the code before it in the same run. ``--profile FILE``
+runs our gateway under cProfile and writes its profile to FILE when it stops. ``--sides`` picks
+the sides (share, group, kafka, baseline).
 
 Each round runs the three sides in an order that rotates (so a drift of the machine's speed
 does not favour one), each on a fresh topic (3 partitions and one confluent-kafka consumer by
@@ -29,13 +37,16 @@ the target is set in: share through the gateway against the consumer group throu
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -45,8 +56,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from confluent_kafka import AcknowledgeType, Consumer, Producer, ShareConsumer
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
-from tests.gateway.conftest import running_gateway, running_tansu
+from tests.gateway.conftest import gateway_settings, running_tansu
 from tests.support.kafka_broker import running_kafka
+from tests.support.server import _LISTENING, FAST_SETTINGS, REPO, START_TIMEOUT_S, ServerProcess
 
 CLOCK_TICKS = 100
 
@@ -218,7 +230,48 @@ def measured(side: Side, pid: int | None) -> dict[str, float]:
     return result
 
 
+@contextmanager
+def running_gateway_from(
+    checkout: Path, upstream: str, storage: str, profile: Path | None = None
+) -> Iterator[ServerProcess]:
+    """A gateway run from ``checkout`` (its code first on the path), optionally under cProfile
+    (the profile is written when it stops on SIGTERM); stopped by PID."""
+    settings = {**FAST_SETTINGS, **gateway_settings(upstream)}
+    python = [sys.executable, *(["-m", "cProfile", "-o", str(profile)] if profile else [])]
+    argv = [*python, "-m", "coordinator", "serve", "--host", "127.0.0.1", "--port", "0", "--storage", storage]
+    for name, value in settings.items():
+        argv += [f"--{name}", value]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("COORDINATOR_")}
+    env["PYTHONPATH"] = str(checkout)
+    process = subprocess.Popen(
+        argv, cwd=checkout, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
+    server = ServerProcess(process, 0, storage)
+    found = threading.Event()
+
+    def pump() -> None:
+        assert process.stderr is not None
+        for line in process.stderr:
+            server.log_lines.append(line)
+            match = _LISTENING.search(line)
+            if match and not found.is_set():
+                server.port = int(match.group(1))
+                found.set()
+        found.set()
+
+    server.pump = threading.Thread(target=pump, daemon=True)
+    server.pump.start()
+    found.wait(START_TIMEOUT_S)
+    try:
+        if not server.port:
+            raise RuntimeError(f"gateway did not start:\n{server.log_text()}")
+        yield server
+    finally:
+        server.stop(timeout=60)
+
+
 SHARE_GATEWAY = "share, gateway (Tansu)"
+SHARE_BASELINE = "share, gateway (Tansu), baseline checkout"
 GROUP_GATEWAY = "consumer group, gateway (Tansu)"
 SHARE_KAFKA = "share, Kafka 4.4 native"
 
@@ -232,23 +285,40 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--partitions", type=int, default=3)
     parser.add_argument("--consumers", type=int, default=1)
+    parser.add_argument("--baseline", type=Path, help="a checkout to run a second gateway from")
+    parser.add_argument("--profile", type=Path, help="write our gateway's cProfile here")
+    parser.add_argument("--sides", default="share,group,kafka,baseline")
     args = parser.parse_args()
+    chosen = set(args.sides.split(","))
     shape = Shape(args.records, args.size, args.partitions, args.consumers)
     results: dict[str, list[dict[str, float]]] = {}
     with (
         tempfile.TemporaryDirectory() as tmp,
         running_tansu(Path(tmp)) as port,
-        running_gateway(f"127.0.0.1:{port}", storage=f"sqlite:///{tmp}/gateway.db") as gateway,
-        running_kafka() as kafka,
+        running_gateway_from(
+            REPO, f"127.0.0.1:{port}", f"sqlite:///{tmp}/gateway.db", args.profile
+        ) as gateway,
+        (
+            running_gateway_from(args.baseline, f"127.0.0.1:{port}", f"sqlite:///{tmp}/baseline.db")
+            if args.baseline and "baseline" in chosen
+            else nullcontext()
+        ) as baseline,
+        running_kafka() if "kafka" in chosen else nullcontext() as kafka,
     ):
         pid = gateway.process.pid
-        sides: list[tuple[str, Side, int | None]] = [
-            (SHARE_GATEWAY, lambda mark: share_side(gateway.bootstrap, shape, mark), pid),
-            (GROUP_GATEWAY, lambda mark: group_side(gateway.bootstrap, shape, mark), pid),
-            (SHARE_KAFKA, lambda mark: share_side(kafka.bootstrap, shape, mark), None),
-        ]
+        sides: list[tuple[str, Side, int | None]] = []
+        if "share" in chosen:
+            sides.append((SHARE_GATEWAY, lambda mark: share_side(gateway.bootstrap, shape, mark), pid))
+        if baseline is not None:
+            base_pid = baseline.process.pid
+            sides.append((SHARE_BASELINE, lambda mark: share_side(baseline.bootstrap, shape, mark), base_pid))
+        if "group" in chosen:
+            sides.append((GROUP_GATEWAY, lambda mark: group_side(gateway.bootstrap, shape, mark), pid))
+        if kafka is not None:
+            sides.append((SHARE_KAFKA, lambda mark: share_side(kafka.bootstrap, shape, mark), None))
         for round_ in range(args.rounds):
-            order = sides[round_ % 3 :] + sides[: round_ % 3]
+            turn = round_ % len(sides)
+            order = sides[turn:] + sides[:turn]
             for name, side, side_pid in order:
                 result = measured(side, side_pid)
                 results.setdefault(name, []).append(result)
@@ -268,12 +338,12 @@ def main() -> None:
             f"| {f'{statistics.median(cpu):.1f}' if cpu else '-'} |"
         )  # fmt: skip
     print()
-    print(
-        f"share via gateway / consumer group via gateway: {rates[SHARE_GATEWAY] / rates[GROUP_GATEWAY]:.0%} (target >= 80%)"
-    )
-    print(
-        f"share via gateway / Kafka native share: {rates[SHARE_GATEWAY] / rates[SHARE_KAFKA]:.0%} (target >= 100%)"
-    )
+    for other, target in ((GROUP_GATEWAY, " (target >= 80%)"), (SHARE_KAFKA, " (target >= 100%)"),
+                          (SHARE_BASELINE, "")):  # fmt: skip
+        if SHARE_GATEWAY in rates and other in rates:
+            print(f"{SHARE_GATEWAY} / {other}: {rates[SHARE_GATEWAY] / rates[other]:.0%}{target}")
+    if SHARE_BASELINE in rates and SHARE_KAFKA in rates:
+        print(f"{SHARE_BASELINE} / {SHARE_KAFKA}: {rates[SHARE_BASELINE] / rates[SHARE_KAFKA]:.0%}")
 
 
 def format_result(result: dict[str, Any]) -> str:

@@ -38,6 +38,7 @@ class ApiKey(IntEnum):
     DESCRIBE_CLUSTER = 60
     CONSUMER_GROUP_HEARTBEAT = 68
     CONSUMER_GROUP_DESCRIBE = 69
+    LIST_CONFIG_RESOURCES = 74
     STREAMS_GROUP_HEARTBEAT = 88
     STREAMS_GROUP_DESCRIBE = 89
     # Transactional offsets (docs/transactions.md).
@@ -85,6 +86,8 @@ SERVED_VERSIONS: Final[dict[ApiKey, tuple[int, int]]] = {
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: (0, 0),
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: (0, 0),
     ApiKey.DESCRIBE_CLUSTER: (0, 1),
+    # KIP-1142 (v0: ListClientMetricsResources): docs/group-configs.md#listing-config-resources.
+    ApiKey.LIST_CONFIG_RESOURCES: (0, 1),
     # KIP-848.
     ApiKey.CONSUMER_GROUP_HEARTBEAT: (0, 1),
     ApiKey.CONSUMER_GROUP_DESCRIBE: (0, 1),
@@ -136,6 +139,7 @@ SPEC_NAMES: Final[dict[ApiKey, str]] = {
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: "DescribeUserScramCredentials",
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: "AlterUserScramCredentials",
     ApiKey.DESCRIBE_CLUSTER: "DescribeCluster",
+    ApiKey.LIST_CONFIG_RESOURCES: "ListConfigResources",
     ApiKey.CONSUMER_GROUP_HEARTBEAT: "ConsumerGroupHeartbeat",
     ApiKey.CONSUMER_GROUP_DESCRIBE: "ConsumerGroupDescribe",
     ApiKey.STREAMS_GROUP_HEARTBEAT: "StreamsGroupHeartbeat",
@@ -177,4 +181,5 @@ GATEWAY_DECODED: Final[dict[int, tuple[str, int, int]]] = {
     61: ("DescribeProducers", 0, 0),
     65: ("DescribeTransactions", 0, 0),
     66: ("ListTransactions", 0, 2),
+    74: ("ListConfigResources", 0, 1),
 }

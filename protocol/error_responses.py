@@ -74,6 +74,7 @@ from protocol.messages.incremental_alter_configs import (
 )
 from protocol.messages.join_group import JoinGroupRequest, JoinGroupResponse
 from protocol.messages.leave_group import LeaveGroupRequest, LeaveGroupResponse
+from protocol.messages.list_config_resources import ListConfigResourcesRequest, ListConfigResourcesResponse
 from protocol.messages.list_groups import ListGroupsRequest, ListGroupsResponse
 from protocol.messages.list_offsets import (
     ListOffsetsPartitionResponse,
@@ -507,6 +508,12 @@ def end_txn(version: int, req: EndTxnRequest, code: int, message: str | None) ->
     return EndTxnResponse(error_code=code)
 
 
+def list_config_resources(
+    version: int, req: ListConfigResourcesRequest, code: int, message: str | None
+) -> ListConfigResourcesResponse:
+    return ListConfigResourcesResponse(error_code=code)
+
+
 ERROR_RESPONSES: Final[dict[ApiKey, ErrorResponseBuilder]] = {
     ApiKey.PRODUCE: produce,
     ApiKey.FETCH: fetch,
@@ -537,6 +544,7 @@ ERROR_RESPONSES: Final[dict[ApiKey, ErrorResponseBuilder]] = {
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: describe_user_scram_credentials,
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: alter_user_scram_credentials,
     ApiKey.DESCRIBE_CLUSTER: describe_cluster,
+    ApiKey.LIST_CONFIG_RESOURCES: list_config_resources,
     ApiKey.CONSUMER_GROUP_HEARTBEAT: consumer_group_heartbeat,
     ApiKey.CONSUMER_GROUP_DESCRIBE: consumer_group_describe,
     ApiKey.STREAMS_GROUP_HEARTBEAT: streams_group_heartbeat,

@@ -1,5 +1,5 @@
 """What the ACL checks of the group APIs share (coordinator/api/authz.py, share_authz.py): the
-whole-request denial and the heartbeat check of consumer and share groups (docs/security.md)."""
+whole-request denial and the heartbeat check of consumer and share groups (docs/gateway.md#security-model)."""
 
 from __future__ import annotations
 

@@ -19,6 +19,7 @@ plaintext hot path without an authorizer is unchanged.
   TOPIC_AUTHORIZATION_FAILED). Topics matched by a regex subscription are not filtered by ACLs.
 * ConsumerGroupDescribe: DESCRIBE per group (else an entry with 30); authorized operations are computed.
 * DescribeAcls needs DESCRIBE on the cluster, CreateAcls/DeleteAcls ALTER (super users have both).
+* ListConfigResources needs DESCRIBE_CONFIGS on the cluster (else CLUSTER_AUTHORIZATION_FAILED).
 * DescribeUserScramCredentials needs DESCRIBE on the cluster, AlterUserScramCredentials ALTER
   (else CLUSTER_AUTHORIZATION_FAILED for the whole request, as Kafka answers).
 """
@@ -78,6 +79,7 @@ from protocol.messages.heartbeat import HeartbeatRequest
 from protocol.messages.incremental_alter_configs import IncrementalAlterConfigsRequest
 from protocol.messages.join_group import JoinGroupRequest
 from protocol.messages.leave_group import LeaveGroupRequest
+from protocol.messages.list_config_resources import ListConfigResourcesRequest
 from protocol.messages.list_groups import ListGroupsRequest, ListGroupsResponse
 from protocol.messages.offset_commit import OffsetCommitRequest, OffsetCommitResponse
 from protocol.messages.offset_delete import (
@@ -161,6 +163,11 @@ class AclLayer:
             ApiKey.INCREMENTAL_ALTER_CONFIGS,
             IncrementalAlterConfigsRequest,
             screen_alter(self._configs_denied(Operation.ALTER_CONFIGS)),
+        )
+        routes.wrap(
+            ApiKey.LIST_CONFIG_RESOURCES,
+            ListConfigResourcesRequest,
+            self._cluster_only(ApiKey.LIST_CONFIG_RESOURCES, Operation.DESCRIBE_CONFIGS),
         )
         routes.replace(ApiKey.DESCRIBE_ACLS, DescribeAclsRequest, self.describe_acls)
         routes.replace(ApiKey.CREATE_ACLS, CreateAclsRequest, self.create_acls)

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from coordinator.api.authz import install_security_disabled
+from coordinator.api.config_listing import ConfigListing
 from coordinator.api.config_resources import GROUP, ConfigResources
 from coordinator.api.expected_identity import expected_identity_check
 from coordinator.api.routes import Handler, Routes
@@ -36,6 +37,7 @@ from protocol.messages.heartbeat import HeartbeatRequest
 from protocol.messages.incremental_alter_configs import IncrementalAlterConfigsRequest
 from protocol.messages.join_group import JoinGroupRequest
 from protocol.messages.leave_group import LeaveGroupRequest
+from protocol.messages.list_config_resources import ListConfigResourcesRequest
 from protocol.messages.list_groups import ListGroupsRequest
 from protocol.messages.list_offsets import ListOffsetsRequest
 from protocol.messages.metadata import MetadataRequest
@@ -147,6 +149,12 @@ def api_routes(cluster: Cluster, coordinator: GroupCoordinator) -> Routes:
     )
     handlers[ApiKey.DESCRIBE_CONFIGS] = configs.describe
     handlers[ApiKey.INCREMENTAL_ALTER_CONFIGS] = configs.incremental_alter
+    listing = ConfigListing(
+        lambda: sorted(coordinator.group_configs.overrides),
+        cluster.broker_ids,
+        lambda: sorted(cluster.topics),
+    )
+    routes.add(ApiKey.LIST_CONFIG_RESOURCES, ListConfigResourcesRequest, listing.list)
     if set(handlers) != GROUP_APIS:
         raise ValueError(f"group APIs without a handler or a route: {set(handlers) ^ GROUP_APIS}")
     for api_key, (request_type, groups) in GROUP_ROUTES.items():
@@ -156,6 +164,7 @@ def api_routes(cluster: Cluster, coordinator: GroupCoordinator) -> Routes:
 
     known = KnownTopics(cluster)
     routes.wrap(ApiKey.OFFSET_COMMIT, OffsetCommitRequest, known.commit_offsets)
+    routes.wrap(ApiKey.TXN_OFFSET_COMMIT, TxnOffsetCommitRequest, known.commit_txn_offsets)
     routes.wrap(ApiKey.OFFSET_DELETE, OffsetDeleteRequest, known.delete_offsets)
 
     install_shard_gate(routes, cluster.shard_map)

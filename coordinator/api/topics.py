@@ -1,12 +1,13 @@
 """Partitions of unknown topics, answered before the group core (what Kafka's KafkaApis does).
 
-OffsetCommit and OffsetDelete name partitions; those the topic catalog does not know are
+OffsetCommit, TxnOffsetCommit and OffsetDelete name partitions; those the topic catalog does not know are
 answered UNKNOWN_TOPIC_OR_PARTITION here and never reach the core, which sees only the rest.
 """
 
 from __future__ import annotations
 
-from typing import Protocol, TypeVar
+from collections.abc import Callable
+from typing import Any, Protocol, TypeVar
 
 from coordinator.api.amend import amend, reply
 from coordinator.api.routes import Handler
@@ -28,6 +29,13 @@ from protocol.messages.offset_delete import (
     OffsetDeleteResponsePartition,
     OffsetDeleteResponseTopic,
 )
+from protocol.messages.txn_offset_commit import (
+    TxnOffsetCommitRequest,
+    TxnOffsetCommitRequestTopic,
+    TxnOffsetCommitResponse,
+    TxnOffsetCommitResponsePartition,
+    TxnOffsetCommitResponseTopic,
+)
 
 UNKNOWN = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
 
@@ -38,6 +46,7 @@ class _Partition(Protocol):
 
 
 _P = TypeVar("_P", bound=_Partition)
+_Commit = TypeVar("_Commit", OffsetCommitRequest, TxnOffsetCommitRequest)
 
 
 class KnownTopics:
@@ -45,24 +54,50 @@ class KnownTopics:
         self.cluster = cluster
 
     def commit_offsets(self, inner: Handler[OffsetCommitRequest]) -> Handler[OffsetCommitRequest]:
-        def handle(ctx: RequestContext, req: OffsetCommitRequest) -> Result:
-            known: list[OffsetCommitRequestTopic] = []
-            failed: list[OffsetCommitResponseTopic] = []
+        return self._commit(
+            inner,
+            OffsetCommitRequestTopic,
+            OffsetCommitResponseTopic,
+            OffsetCommitResponsePartition,
+            OffsetCommitResponse,
+        )
+
+    def commit_txn_offsets(self, inner: Handler[TxnOffsetCommitRequest]) -> Handler[TxnOffsetCommitRequest]:
+        """Kafka checks a TxnOffsetCommit's partitions as an OffsetCommit's."""
+        return self._commit(
+            inner,
+            TxnOffsetCommitRequestTopic,
+            TxnOffsetCommitResponseTopic,
+            TxnOffsetCommitResponsePartition,
+            TxnOffsetCommitResponse,
+        )
+
+    def _commit(
+        self,
+        inner: Handler[_Commit],
+        request_topic: Callable[[str, bytes, list[Any]], Any],
+        response_topic: Callable[..., Any],
+        response_partition: Callable[[int, int], Any],
+        response: Callable[..., Any],
+    ) -> Handler[_Commit]:
+        def handle(ctx: RequestContext, req: _Commit) -> Result:
+            known: list[Any] = []
+            failed: list[Any] = []
             for topic in req.topics:
                 good, bad = self._split(topic.name, topic.partitions)
                 if good:
-                    known.append(OffsetCommitRequestTopic(topic.name, topic.topic_id, good))
+                    known.append(request_topic(topic.name, topic.topic_id, good))
                 if bad:
-                    partitions = [OffsetCommitResponsePartition(p.partition_index, UNKNOWN) for p in bad]
-                    failed.append(OffsetCommitResponseTopic(name=topic.name, partitions=partitions))
+                    partitions = [response_partition(p.partition_index, UNKNOWN) for p in bad]
+                    failed.append(response_topic(name=topic.name, partitions=partitions))
             if not failed:
                 return inner(ctx, req)
             if not known:
-                return reply(ctx, OffsetCommitResponse(topics=failed))
+                return reply(ctx, response(topics=failed))
             req.topics = known
 
-            def add_failed(response: OffsetCommitResponse) -> None:
-                response.topics.extend(failed)
+            def add_failed(answer: Any) -> None:
+                answer.topics.extend(failed)
 
             amend(ctx, add_failed)
             return inner(ctx, req)

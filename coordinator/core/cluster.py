@@ -238,6 +238,10 @@ class Cluster:
         others = [(n.node_id, n.host, n.port) for n in self.shard_map.live_nodes() if n.node_id != here[0]]
         return sorted([here, *others])
 
+    def broker_ids(self, ctx: RequestContext) -> list[int]:
+        """The ids of the live nodes, as Metadata and DescribeCluster list them."""
+        return [broker[0] for broker in self._brokers(ctx)]
+
     def metadata(self, ctx: RequestContext, req: MetadataRequest) -> Result:
         version = ctx.api_version
         brokers = self._brokers(ctx)

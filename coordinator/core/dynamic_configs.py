@@ -113,6 +113,8 @@ BY_NAME: Final[Mapping[str, GroupConfigDef]] = {d.name: d for d in GROUP_CONFIGS
 _CONSUMER_NAMES: Final = frozenset(d.name for d in CONSUMER_CONFIGS)  # consumer and streams
 _STREAMS_NAMES: Final = tuple(d.name for d in GROUP_CONFIGS if d.name.startswith("streams."))
 _INT: Final = re.compile(r"\s*[+-]?[0-9]+\s*")
+_NO_OVERRIDES: Final[Mapping[str, str]] = {}
+SHARE_SETTINGS_CACHED: Final = 10_000
 
 
 class InvalidGroupConfig(ValueError):
@@ -131,6 +133,10 @@ class DynamicGroupConfigs:
         # reach a combination neither was checked against.
         self._pending: dict[str, dict[str, str]] = {}
         self._intervals: dict[int, HeartbeatIntervals] = {}
+        # Per share group, its settings and what they were computed from (the broker settings
+        # and a copy of its overrides): read on every share fetch and acknowledgement, rebuilt
+        # only when either changed, however they were changed.
+        self._share_settings: dict[str, tuple[BrokerGroupSettings, dict[str, str], ShareGroupSettings]] = {}
         self.applied = 0  # counts applied changes: a reload read before one must be read again
 
     # -- state -----------------------------------------------------------------------------------
@@ -189,7 +195,15 @@ class DynamicGroupConfigs:
     def share_settings(self, group_id: str) -> ShareGroupSettings:
         """The settings share group ``group_id`` runs under: its share.* configs, else the
         broker's, bounded by the broker's bounds (docs/group-configs.md#share-groups)."""
-        return share_settings(self.config, self.overrides.get(group_id, {}))
+        overrides = self.overrides.get(group_id, _NO_OVERRIDES)
+        cached = self._share_settings.get(group_id)
+        if cached is not None and cached[0] is self.config and cached[1] == overrides:
+            return cached[2]
+        settings = share_settings(self.config, overrides)
+        if len(self._share_settings) >= SHARE_SETTINGS_CACHED:
+            self._share_settings.clear()  # bounded: groups deleted long ago go too
+        self._share_settings[group_id] = (self.config, dict(overrides), settings)
+        return settings
 
     def session_timeout_ms(self, group_id: str) -> int:
         return self.value(group_id, CONSUMER_SESSION_TIMEOUT_MS)

@@ -57,6 +57,12 @@ class Effects:
         if on_failed is not None:
             self.failed_hooks.append(on_failed)
 
+    def after_durable(self, on_durable: DurableHook) -> None:
+        """Run ``on_durable`` once the records this operation writes (at least one) are durable."""
+        if not self.records:
+            raise ValueError("nothing is written: nothing becomes durable")
+        self.durable_hooks.append(on_durable)
+
     def is_empty(self) -> bool:
         return not self.records and not self.replies
 

@@ -1,8 +1,9 @@
-"""What the kinds of groups whose members carry epochs (consumer and streams groups, KIP-848 and
-KIP-1071) do the same way: selecting and unloading a shard's groups, finding the member a timer
-fired for, the DeleteGroups check, Kafka's transactional offset commit check, and the id fields
-every heartbeat validates first. Each kind keeps its own rules; only logic that is the same in
-Kafka for both lives here (docs/group-model.md)."""
+"""What the kinds of groups whose members carry epochs (consumer, streams and share groups,
+KIP-848, KIP-1071 and KIP-932) do the same way: selecting and unloading a shard's groups, the
+DeleteGroups check, the id fields every heartbeat validates first, and Kafka's transactional
+offset commit check (consumer and streams groups: a share group takes no offsets). Each kind
+keeps its own rules; only logic that is the same in Kafka for the kinds using it lives here
+(docs/group-model.md)."""
 
 from __future__ import annotations
 

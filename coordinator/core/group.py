@@ -134,6 +134,41 @@ class GroupView(Protocol):
         ...
 
 
+def view_row(
+    group: Group, generation: int, protocol_type: str | None = None, protocol_name: str | None = None
+) -> dict[str, object]:
+    """The start of ``GroupView.row`` every kind shares: type, state, member count, then the
+    protocol fields (``protocol_type`` None: the group's type); the kind adds its own after."""
+    return {
+        "type": group.group_type,
+        "state": group.state_name,
+        "members": group.member_count,
+        **_protocol_fields(group, generation, protocol_type, protocol_name),
+    }
+
+
+def view_page(
+    group: Group, generation: int, protocol_type: str | None = None, protocol_name: str | None = None
+) -> dict[str, object]:
+    """The start of ``GroupView.page`` every kind shares: type, state, then the protocol fields;
+    the kind adds its own after (its ``members`` among them)."""
+    return {
+        "type": group.group_type,
+        "state": group.state_name,
+        **_protocol_fields(group, generation, protocol_type, protocol_name),
+    }
+
+
+def _protocol_fields(
+    group: Group, generation: int, protocol_type: str | None, protocol_name: str | None
+) -> dict[str, object]:
+    return {
+        "protocol_type": group.group_type if protocol_type is None else protocol_type,
+        "protocol_name": protocol_name,
+        "generation": generation,
+    }
+
+
 class TopicCatalog(Protocol):
     """What the core reads of the topic catalog: names, ids, partition counts, and a version
     that changes whenever any of them does."""

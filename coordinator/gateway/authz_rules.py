@@ -11,6 +11,7 @@
   DeleteTopics: DESCRIBE and DELETE; CreatePartitions: ALTER.
 * DescribeConfigs/AlterConfigs/IncrementalAlterConfigs: DESCRIBE_CONFIGS/ALTER_CONFIGS on the
   topic (29) or, for broker, broker-logger and client-metrics resources, the cluster (31).
+  ListConfigResources: DESCRIBE_CONFIGS on the cluster (31 for the whole request).
 * InitProducerId: WRITE on the transactional id (53), or without one IDEMPOTENT_WRITE on the
   cluster or WRITE on some topic (31). AddPartitionsToTxn: WRITE on the transactional id and
   topics (v4+, brokers only: CLUSTER_ACTION). AddOffsetsToTxn: WRITE on the transactional id (53),
@@ -48,6 +49,7 @@ from protocol.messages import (
     find_coordinator,
     incremental_alter_configs,
     init_producer_id,
+    list_config_resources,
     list_offsets,
     metadata,
     offset_for_leader_epoch,
@@ -512,6 +514,12 @@ def incremental_alter_configs_rule(access: Access, version: int, body: Any) -> D
     )  # fmt: skip
 
 
+def list_config_resources_rule(access: Access, version: int, body: Any) -> Decision:
+    if access.cluster(Operation.DESCRIBE_CONFIGS):
+        return FORWARD
+    return Decision(answer=list_config_resources.ListConfigResourcesResponse(error_code=CLUSTER_DENIED))
+
+
 # ---- transactions ----------------------------------------------------------------------------
 def init_producer_id_rule(access: Access, version: int, body: Any) -> Decision:
     if body.transactional_id is not None:
@@ -652,6 +660,7 @@ RULES: Final[dict[int, Rule]] = {
     61: describe_producers_rule,
     65: describe_transactions_rule,
     66: list_transactions_rule,
+    74: list_config_resources_rule,
 }
 
 PREVIEWS: Final[dict[int, Preview]] = {0: produce_preview, 1: fetch_preview}

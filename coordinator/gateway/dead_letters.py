@@ -7,6 +7,11 @@ answered). This task finds them, produces their dead-letter records (acks all) a
 marks them ARCHIVED; a restart finds the ARCHIVING ones in storage and writes them again. A
 record's dead letter is therefore never lost; it is written twice only when the process dies
 between the upstream's acknowledgement and the ARCHIVED write (Kafka has the same window).
+
+The task is woken by the core once records written ARCHIVING are durable (an acknowledgement, a
+release, a lock running out, a member leaving: ``ShareDelivery.dead_letters_due``); a scan every
+``FALLBACK_SCAN_S`` retries what could not be written (the upstream unreachable) and is the only
+periodic work.
 """
 
 from __future__ import annotations
@@ -43,6 +48,8 @@ log = logging.getLogger(__name__)
 
 DEFAULT_PREFIX: Final = "dlq."
 MAX_RECORDS_PER_BATCH: Final = 500
+FALLBACK_SCAN_S: Final = 5.0
+RETRY_S: Final = 0.2  # runs left unwritten (the upstream failed, a topic being created)
 # Answers after which the records are archived without a dead letter, as Kafka 4.4 does when its
 # DLQ handler fails for good; every other error is retried.
 _GIVE_UP: Final = frozenset(
@@ -70,7 +77,7 @@ class DeadLetterWriter:
         wall_ms: Callable[[], int],
         prefix: str = DEFAULT_PREFIX,
         auto_create: bool = False,
-        interval_s: float = 0.2,
+        interval_s: float = FALLBACK_SCAN_S,
     ) -> None:
         self.manager = manager
         self.records = records
@@ -80,6 +87,7 @@ class DeadLetterWriter:
         self.auto_create = auto_create
         self.interval_s = interval_s
         self.written = 0
+        self.passes = 0  # scans of the pending dead letters, for tests
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
 
@@ -98,22 +106,28 @@ class DeadLetterWriter:
     async def run(self) -> None:
         while True:
             self._wake.clear()
+            self.passes += 1
+            left = True
             try:
-                await self.write_pending()
+                left = await self.write_pending()
             except asyncio.CancelledError:
                 raise
             except Exception:
                 log.exception("writing dead letters failed; retried")
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), self.interval_s)
+                await asyncio.wait_for(self._wake.wait(), RETRY_S if left else self.interval_s)
 
-    async def write_pending(self) -> None:
-        """One pass: every ARCHIVING run written (or given up on) and marked ARCHIVED."""
+    async def write_pending(self) -> bool:
+        """One pass: every ARCHIVING run written (or given up on) and marked ARCHIVED. Whether
+        runs are left (not written yet: retried after ``RETRY_S``)."""
         pending = self.manager().dead_letters_pending()
+        left = False
         for key, runs in pending.items():
             done = await self._write(key, runs)
+            left = left or len(done) < len(runs)
             if done:
                 await self.operate(ShareDeadLetteredOp(key[0], {(key[1], key[2]): done}))
+        return left
 
     async def _write(self, key: PartitionKey, runs: Sequence[DeadLetterRun]) -> list[DeadLetterRun]:
         """The runs whose dead letters are written, or can never be."""

@@ -17,16 +17,18 @@ from coordinator.core.share.manager import ShareGroupManager
 from coordinator.gateway.authorization import ForwardedAuthorization
 from coordinator.gateway.authz_rules import PREVIEWS, RULES
 from coordinator.gateway.dead_letters import DeadLetterWriter
-from coordinator.gateway.forwarder import ANY_BROKER, Forwarder
+from coordinator.gateway.forwarder import Forwarder
 from coordinator.gateway.group_configs import serve_group_configs_only
 from coordinator.gateway.share_lag import serve_share_lag
 from coordinator.gateway.share_upstream import UpstreamShareRecords
 from coordinator.gateway.streams_topics import UpstreamTopicCreator
+from coordinator.gateway.topic_lookup import UpstreamTopicLookup
 from coordinator.gateway.transaction_metrics import TransactionCollector
 from coordinator.gateway.transaction_resolver import TransactionResolver
 from coordinator.gateway.transactions import TransactionOutcomes
 from coordinator.gateway.upstream import UpstreamSettings
 from coordinator.gateway.upstream_cluster import UpstreamCluster, parse_bootstrap
+from coordinator.gateway.upstream_links import ANY_BROKER
 from coordinator.gateway.upstream_metrics import UpstreamConnectionCollector
 from coordinator.gateway.versions import advertised_versions
 from coordinator.gateway.virtual_brokers import OpenListener, VirtualBrokers
@@ -96,8 +98,8 @@ async def start_gateway(
     brokers = VirtualBrokers(config.gateway_broker_port_base, open_listener, bootstraps)
 
     async def brokers_changed(nodes: dict[int, tuple[str, int]]) -> None:
-        if forwarder.pool is not None:
-            forwarder.pool.retire(set(nodes), keep=ANY_BROKER)
+        if forwarder.links.pool is not None:
+            forwarder.links.pool.retire(set(nodes), keep=ANY_BROKER)
         await brokers.ensure(nodes)
 
     upstream = UpstreamCluster(
@@ -115,7 +117,8 @@ async def start_gateway(
     )
     dispatcher.internal_topics.creator = UpstreamTopicCreator(upstream)
     share_records = UpstreamShareRecords(upstream)
-    share_read_ahead = ReadAhead(share_records)
+    # Records read ahead count in the same memory budget as every buffered request and answer.
+    share_read_ahead = ReadAhead(share_records, budget=dispatcher.budget)
     dispatcher.share.source = share_read_ahead  # the gateway is the share-partition leader
     dead_letters = DeadLetterWriter(
         lambda: coordinator.kind(ShareGroupManager),
@@ -125,21 +128,31 @@ async def start_gateway(
         config.errors_deadletterqueue_topic_name_prefix,
         config.errors_deadletterqueue_auto_create_topics_enable,
     )
-    dispatcher.share.after_archiving = dead_letters.wake
+    coordinator.kind(ShareGroupManager).dead_letters_due = dead_letters.wake
+    shard_map = cluster.shard_map
+
+    def loading() -> bool:
+        # A single node serves before its shards are even queued for loading (docs/transactions.md,
+        # the hold): until each has a state, the pending offsets are not known yet either.
+        return bool(shard_map.loading) or (shard_map.single_node and len(shard_map.states) < shard_map.shards)
+
+    transactions = TransactionOutcomes(coordinator, dispatcher.runtime, loading)
     forwarder = Forwarder(
-        upstream, brokers, lambda: cluster.node, dispatcher.budget, config.upstream_connections_per_broker
+        upstream,
+        brokers,
+        lambda: cluster.node,
+        dispatcher.budget,
+        config.upstream_connections_per_broker,
+        transactions,
     )
     forwarder.sasl = dispatcher.sasl
     forwarder.authorization_required = config.authorizer_enabled
-    shard_map = cluster.shard_map
-    forwarder.transactions = TransactionOutcomes(
-        coordinator, dispatcher.runtime, lambda: bool(shard_map.loading)
-    )
-    resolver = TransactionResolver(forwarder.transactions, upstream, lambda: bool(shard_map.loading))
+    resolver = TransactionResolver(transactions, upstream, loading)
     if dispatcher.metrics is not None:
-        dispatcher.metrics.registry.register(TransactionCollector(forwarder.transactions))
+        dispatcher.metrics.registry.register(TransactionCollector(transactions))
         dispatcher.metrics.registry.register(UpstreamConnectionCollector(forwarder))
     dispatcher.gateway = forwarder
+    dispatcher.topic_lookup = UpstreamTopicLookup(upstream)
     _serve_api_versions(dispatcher, upstream)
     _present_one_identity(dispatcher, upstream, brokers, cluster)
     serve_group_configs_only(dispatcher.routes)

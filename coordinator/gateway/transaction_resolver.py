@@ -24,7 +24,7 @@ from enum import Enum
 from typing import Final
 
 from coordinator.core.txn_offsets import OpenTransaction
-from coordinator.gateway.transactions import ENDING, OPEN, UNKNOWN, ProducerEpoch, TransactionOutcomes
+from coordinator.gateway.transactions import ENDING, HELD, OPEN, UNKNOWN, ProducerEpoch, TransactionOutcomes
 from coordinator.gateway.upstream import CLIENT_ID, UpstreamConnection, UpstreamError
 from coordinator.gateway.upstream_cluster import UpstreamCluster
 from coordinator.gateway.versions import DESCRIBE_TRANSACTIONS
@@ -49,6 +49,22 @@ ENDING_AGE_MS: Final = 5_000
 OPEN_AGE_MS: Final = 15_000
 # A transaction upstream's answer cannot decide is asked about again this rarely.
 UNDECIDED_RETRY_MS: Final = 60_000
+# After a pass that could not reach upstream, the next waits at least this long (held requests,
+# retried by their clients, wake the resolver far more often).
+FAILED_PASS_GAP_S: Final = 0.5
+# Answers that say upstream could answer later: a HELD transaction stays held meanwhile. Any
+# other error (no DescribeTransactions, no permission) can never be answered, and holding its
+# producer's requests would stop the application for good: it is released, undecided.
+_ASK_AGAIN: Final = frozenset(
+    {
+        int(ErrorCode.COORDINATOR_NOT_AVAILABLE),
+        int(ErrorCode.NOT_COORDINATOR),
+        int(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS),
+        int(ErrorCode.REQUEST_TIMED_OUT),
+        int(ErrorCode.NETWORK_EXCEPTION),
+        int(ErrorCode.CONCURRENT_TRANSACTIONS),
+    }
+)
 TRANSACTION_KEY_TYPE: Final = 1
 _HEADER: Final = struct.Struct(">hhih")  # api key, version, correlation id, client id length
 _LENGTH: Final = struct.Struct(">i")
@@ -77,7 +93,7 @@ def decide(
 ) -> Verdict:
     """The outcome of the transaction (producer id, epoch) that DescribeTransactions' answer
     proves (docs/transactions.md, the resolver's table). ``status``: what the gateway knows
-    (OPEN, ENDING, UNKNOWN: transactions.py)."""
+    (OPEN, ENDING, HELD, UNKNOWN: transactions.py)."""
     # Seen open and no EndTxn forwarded since: it cannot have committed (every EndTxn of the
     # application passes through the gateway), so once upstream moved past it, it was aborted
     # (a fencing InitProducerId, a transaction timeout).
@@ -89,19 +105,24 @@ def decide(
     if answer.producer_id != producer_id:
         return moved_on
     state, described_epoch = answer.transaction_state, answer.producer_epoch
+    # Version 1 keeps the epoch from one transaction to the next: what upstream shows at our
+    # epoch is ours only if no later transaction can have started since ours ended. Open here,
+    # ending here or HELD (every transactional request of the id held since it was loaded),
+    # none can (docs/transactions.md, the hold); released from the hold, one may have.
+    same_epoch_is_ours = transaction_version != 1 or status != UNKNOWN
     if described_epoch == epoch and state == ONGOING:
-        return Verdict.WAIT if status == ENDING else Verdict.OPEN
+        if status == ENDING:
+            return Verdict.WAIT
+        return Verdict.OPEN if same_epoch_is_ours else Verdict.UNDECIDED
     if state in PREPARING and described_epoch in (epoch, epoch + 1):
         return Verdict.WAIT
-    # Version 1 keeps the epoch from one transaction to the next: the completion at our epoch is
-    # ours (a later transaction of this producer starts only after our EndTxn was answered
-    # through the gateway, which resolved us first). Version 2 completes every transaction at
-    # epoch + 1 (KIP-890).
+    # Version 1: the completion at our epoch is ours (as above). Version 2 completes every
+    # transaction at epoch + 1 (KIP-890) and a later one at epoch + 2 or more.
     completes_at = epoch if transaction_version == 1 else epoch + 1
-    if described_epoch == completes_at and state == COMPLETE_COMMIT:
-        return Verdict.COMMITTED
-    if described_epoch == completes_at and state == COMPLETE_ABORT:
-        return Verdict.ABORTED
+    if described_epoch == completes_at and state in (COMPLETE_COMMIT, COMPLETE_ABORT):
+        if not same_epoch_is_ours:
+            return Verdict.UNDECIDED
+        return Verdict.COMMITTED if state == COMPLETE_COMMIT else Verdict.ABORTED
     return moved_on
 
 
@@ -115,6 +136,7 @@ class TransactionResolver:
     _undecided: dict[ProducerEpoch, int] = field(default_factory=dict)
     _in_flight: set[ProducerEpoch] = field(default_factory=set)
     _woken: asyncio.Event | None = None
+    _unreachable_logged: bool = False
 
     def start(self) -> None:
         self._woken = asyncio.Event()
@@ -133,19 +155,43 @@ class TransactionResolver:
         assert woken is not None
         while True:
             # A restart: the first pass as soon as the groups are loaded (transactions whose
-            # state was lost hold back their producers' InitProducerId until asked about).
+            # state was lost hold back their producers' transactional requests until asked about).
             if self.loading():
                 await asyncio.sleep(LOADING_POLL_S)
                 continue
             woken.clear()
+            failed = False
             try:
                 await self.resolve_once()
             except (UpstreamError, DecodeError, OSError) as exc:
-                log.info("asking upstream about pending transactions failed: %s", exc)
+                failed = True
+                self._unreachable(exc)
             except Exception:
+                failed = True
                 log.exception("asking upstream about pending transactions failed")
+            else:
+                if self._unreachable_logged:
+                    self._unreachable_logged = False
+                    log.info("upstream answers about pending transactions again")
+            if failed:
+                await asyncio.sleep(FAILED_PASS_GAP_S)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(woken.wait(), PASS_INTERVAL_S)
+
+    def _unreachable(self, exc: Exception) -> None:
+        """Logged once until upstream answers again (a pass fails every few seconds meanwhile)."""
+        if self._unreachable_logged:
+            log.debug("asking upstream about pending transactions failed: %s", exc)
+            return
+        self._unreachable_logged = True
+        holding = self.outcomes.holding
+        held = "all (the groups are loading)" if holding is None else sorted(holding) or "none"
+        log.warning(
+            "asking upstream about pending transactions failed: %s; they stay pending, and the "
+            "transactional requests of transactional ids %s are answered CONCURRENT_TRANSACTIONS "
+            "(retriable) until upstream answers",
+            exc, held,
+        )  # fmt: skip
 
     def due(self, now_ms: int) -> list[OpenTransaction]:
         """The pending transactions to ask upstream about now, one per (producer id, epoch)."""
@@ -155,7 +201,7 @@ class TransactionResolver:
         outcomes.forget_ending(lambda key: key in keys)
         for key in [k for k in self._undecided if k not in keys]:
             del self._undecided[key]
-        outcomes.asked &= keys
+        outcomes.refresh_holding()
         chosen: dict[ProducerEpoch, OpenTransaction] = {}
         for txn in pending:
             key = (txn.producer_id, txn.producer_epoch)
@@ -178,15 +224,28 @@ class TransactionResolver:
         clock = self.outcomes.runtime.clock
         for txn in self.due(clock.now_ms()):
             key = (txn.producer_id, txn.producer_epoch)
-            try:
-                answer = await self.describe(txn.transactional_id)
-            finally:
-                # Asked, even if upstream could not answer (an upstream without
-                # DescribeTransactions must not hold InitProducerId back for ever).
-                self.outcomes.asked.add(key)
+            answer = await self.describe(txn.transactional_id)  # raises: asked again next pass
             status = self.outcomes.status(txn.transactional_id, key)
             verdict = decide(txn.producer_id, txn.producer_epoch, txn.transaction_version, status, answer)
             self._apply(txn, status, verdict, answer)
+            if status == HELD:
+                self._end_hold(txn, verdict, answer)
+
+    def _end_hold(self, txn: OpenTransaction, verdict: Verdict, answer: TransactionState) -> None:
+        """After the first answer about a HELD transaction: an OPEN or a decided one left the hold
+        in ``_apply`` (a decided one once its outcome is durable); an undecided one is released;
+        a WAIT stays held, unless upstream can never answer."""
+        key = (txn.producer_id, txn.producer_epoch)
+        if verdict is Verdict.UNDECIDED:
+            self.outcomes.release(txn.transactional_id, key)
+        elif verdict is Verdict.WAIT and answer.error_code not in (ErrorCode.NONE, *_ASK_AGAIN):
+            log.warning(
+                "transaction %s (producer id %d epoch %d) has pending offsets of unknown state and "
+                "upstream cannot describe it (error %d): its transactional id's requests go on, "
+                "and its offsets stay pending until an EndTxn answer or an operator decides",
+                txn.transactional_id, txn.producer_id, txn.producer_epoch, answer.error_code,
+            )  # fmt: skip
+            self.outcomes.release(txn.transactional_id, key)
 
     def _apply(self, txn: OpenTransaction, status: str, verdict: Verdict, answer: TransactionState) -> None:
         key = (txn.producer_id, txn.producer_epoch)
@@ -270,4 +329,4 @@ async def _describe_transactions(
     return body
 
 
-__all__ = ["ENDING", "OPEN", "UNKNOWN", "TransactionResolver", "Verdict", "decide"]
+__all__ = ["ENDING", "HELD", "OPEN", "UNKNOWN", "TransactionResolver", "Verdict", "decide"]

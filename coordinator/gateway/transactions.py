@@ -17,8 +17,14 @@ pass through the gateway instead, and tell it what it needs:
   never saw an EndTxn for are discarded. One whose EndTxn went upstream without its answer
   coming back may have committed: it stays pending (docs/transactions.md, open cases).
 
-The forwarder calls ``request`` for the frames of these APIs and hands their responses to
-``response``; everything else passes through untouched.
+Pending offsets of a transaction neither seen open nor ending here (loaded after a restart)
+hold back every transactional request of their transactional id (InitProducerId,
+AddPartitionsToTxn, AddOffsetsToTxn, EndTxn: answered CONCURRENT_TRANSACTIONS, which clients
+retry) until upstream has answered the resolver about it, so that the answer is about that
+transaction and not a later one at the same producer epoch (docs/transactions.md, the hold).
+
+The forwarder asks ``held_answer`` first, calls ``request`` for the frames of these APIs and
+hands their responses to ``response``; everything else passes through untouched.
 """
 
 from __future__ import annotations
@@ -27,13 +33,22 @@ import logging
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Any, Final
 
 from coordinator.core.group_coordinator import GroupCoordinator
 from coordinator.core.txn_offsets import Resolution
-from coordinator.gateway.versions import ADD_OFFSETS_TO_TXN, END_TXN, INIT_PRODUCER_ID
+from coordinator.gateway.versions import ADD_OFFSETS_TO_TXN, ADD_PARTITIONS_TO_TXN, END_TXN, INIT_PRODUCER_ID
 from coordinator.server.runtime import Runtime
 from protocol.errors import ErrorCode
+from protocol.gateway_wire import decode_forwarded
+from protocol.messages.add_offsets_to_txn import AddOffsetsToTxnResponse
+from protocol.messages.add_partitions_to_txn import (
+    AddPartitionsToTxnPartitionResult,
+    AddPartitionsToTxnResponse,
+    AddPartitionsToTxnTopicResult,
+)
+from protocol.messages.end_txn import EndTxnResponse
+from protocol.messages.init_producer_id import InitProducerIdResponse
 from protocol.primitives import DecodeError, read_uvarint, skip_tagged_fields
 from protocol.wire import decode_request, decode_response
 
@@ -41,6 +56,10 @@ log = logging.getLogger(__name__)
 
 LOADING_RETRY_MS: Final = 50
 OBSERVED: Final = frozenset({ADD_OFFSETS_TO_TXN, END_TXN, INIT_PRODUCER_ID})
+# The transactional requests a transaction of unknown state holds back (docs/transactions.md, the
+# hold). Clients send AddPartitionsToTxn up to v3; v4+ are the brokers' own (KIP-890).
+HELD_APIS: Final = frozenset({ADD_PARTITIONS_TO_TXN, ADD_OFFSETS_TO_TXN, END_TXN, INIT_PRODUCER_ID})
+ADD_PARTITIONS_CLIENT_MAX: Final = 3
 _INT16: Final = struct.Struct(">h")
 _INIT_PRODUCER_ID_ANSWER: Final = struct.Struct(">ihqh")  # throttle, error, producer id, epoch
 # EndTxn errors Kafka's transaction coordinator answers before changing the transaction.
@@ -57,6 +76,7 @@ _MALFORMED: Final = (DecodeError, struct.error, IndexError, UnicodeDecodeError, 
 
 OPEN: Final = "open"
 ENDING: Final = "ending"
+HELD: Final = "held"
 UNKNOWN: Final = "unknown"
 DESCRIBE_TRANSACTIONS_NAME: Final = "DescribeTransactions"
 
@@ -112,9 +132,16 @@ class TransactionOutcomes:
     stats: TransactionStats = field(default_factory=TransactionStats)
     # Transactions whose outcome is being written (the resolver leaves them alone meanwhile).
     resolving: set[ProducerEpoch] = field(default_factory=set)
-    # Transactions upstream was asked about (transaction_resolver.py), whatever it answered.
-    asked: set[ProducerEpoch] = field(default_factory=set)
-    # Called when an InitProducerId had to wait for upstream to be asked (the resolver asks now).
+    # Transactions neither seen open nor ending here whose hold is over: upstream's answer to
+    # the resolver's first question decided them, or upstream can never answer it (no
+    # DescribeTransactions, no permission). Any other such transaction is HELD.
+    released: set[ProducerEpoch] = field(default_factory=set)
+    # transactional id -> its HELD transactions, as last computed (None: to compute again; while
+    # groups load every transactional request is held, the pending offsets not known yet).
+    holding: dict[str, set[ProducerEpoch]] | None = None
+    # Transactional ids whose hold was logged (once per hold, not per request).
+    hold_logged: set[str] = field(default_factory=set)
+    # Called when a request was held (the resolver asks upstream now).
     wake: Callable[[], None] = lambda: None
 
     def __post_init__(self) -> None:
@@ -152,30 +179,87 @@ class TransactionOutcomes:
             )
         return Observed(api_key, version, body.transactional_id, body.producer_id, body.producer_epoch)
 
-    def init_must_wait(self, api_key: int, version: int, frame: bytes) -> bool:
-        """Whether an InitProducerId must be answered CONCURRENT_TRANSACTIONS (the client retries)
-        instead of forwarded: its transactional id has pending offsets of a transaction neither
-        seen open nor ending here (a restart lost that) and upstream was not asked about yet.
-        Forwarded now, it would end that transaction upstream before it could be described, and
-        the outcome could no longer be told (docs/transactions.md, the resolver)."""
-        if api_key != INIT_PRODUCER_ID:
-            return False
+    def held_answer(self, api_key: int, version: int, frame: bytes) -> object | None:
+        """The answer (CONCURRENT_TRANSACTIONS, retriable) for a transactional request that must
+        wait instead of being forwarded; None to forward it. Its transactional id has pending
+        offsets of a transaction neither seen open nor ending here (a restart lost that) and
+        upstream has not answered about it yet: forwarded now, the request could end that
+        transaction upstream (InitProducerId, EndTxn) or, under transaction version 1, open a
+        later one at the same producer epoch (AddPartitionsToTxn, AddOffsetsToTxn), and the
+        resolver could no longer tell ours from it (docs/transactions.md, the hold)."""
+        if api_key not in HELD_APIS:
+            return None
+        holding = self._holding()
+        if holding is not None and not holding:
+            return None  # nothing held: no decoding on the common path
         try:
-            transactional_id = _init_producer_id_transactional_id(frame, version)
+            transactional_id, body = _transactional_id(api_key, version, frame)
         except _MALFORMED:
-            return False
+            return None  # upstream answers the malformed request
         if not transactional_id:
-            return False
-        for txn in self.coordinator.open_transactions():
+            return None
+        if holding is None:
+            why = "the groups are loading"
+        elif transactional_id in holding:
+            why = f"upstream has not answered about {sorted(holding[transactional_id])} yet"
+        else:
+            return None
+        if transactional_id not in self.hold_logged:
+            self.hold_logged.add(transactional_id)
+            log.info(
+                "transactional id %s: its transactional requests are answered "
+                "CONCURRENT_TRANSACTIONS (retriable) until the pending transaction of unknown "
+                "state is asked about upstream: %s",
+                transactional_id, why,
+            )  # fmt: skip
+        self.wake()
+        return _concurrent_transactions(api_key, body)
+
+    def held(self, transactional_id: str) -> bool:
+        """Whether the transactional id's requests are held now (the resolver's and tests' view)."""
+        holding = self._holding()
+        return holding is None or transactional_id in holding
+
+    def _holding(self) -> dict[str, set[ProducerEpoch]] | None:
+        if self.loading():
+            self.holding = None
+            return None
+        if self.holding is None:
+            self.refresh_holding()
+        return self.holding
+
+    def refresh_holding(self) -> None:
+        """Recomputes which transactional ids are held (the resolver does at every pass)."""
+        if self.loading():
+            self.holding = None
+            return
+        pending = self.coordinator.open_transactions()
+        keys = {(txn.producer_id, txn.producer_epoch) for txn in pending}
+        self.released &= keys
+        holding: dict[str, set[ProducerEpoch]] = {}
+        for txn in pending:
             key = (txn.producer_id, txn.producer_epoch)
-            if (
-                txn.transactional_id == transactional_id
-                and key not in self.asked
-                and self.status(transactional_id, key) == UNKNOWN
-            ):
-                self.wake()
-                return True
-        return False
+            if self.status(txn.transactional_id, key) == HELD:
+                holding.setdefault(txn.transactional_id, set()).add(key)
+        self.hold_logged &= holding.keys()
+        self.holding = holding
+
+    def release(self, transactional_id: str, key: ProducerEpoch) -> None:
+        """The resolver's first question about a HELD transaction was answered (or can never be):
+        its transactional id's requests go on, and later answers are read without the hold."""
+        self.released.add(key)
+        self._unhold(transactional_id, key)
+
+    def _unhold(self, transactional_id: str, key: ProducerEpoch) -> None:
+        holding = self.holding
+        if holding is None or key not in holding.get(transactional_id, ()):
+            return
+        holding[transactional_id].discard(key)
+        if not holding[transactional_id]:
+            del holding[transactional_id]
+            if transactional_id in self.hold_logged:
+                self.hold_logged.discard(transactional_id)
+                log.info("transactional id %s: its transactional requests go on", transactional_id)
 
     # ---- responses ---------------------------------------------------------------------------
     def response(self, seen: Observed, frame: bytes, release: Release) -> None:
@@ -291,24 +375,36 @@ class TransactionOutcomes:
     # ---- what the resolver learns (transaction_resolver.py) ----------------------------------
     def status(self, transactional_id: str, key: ProducerEpoch) -> str:
         """OPEN: seen open (AddOffsetsToTxn, or upstream describing it Ongoing) and no EndTxn
-        forwarded since; ENDING: an EndTxn forwarded and not answered NONE; else UNKNOWN (loaded
-        after a restart, or never seen opened)."""
+        forwarded since; ENDING: an EndTxn forwarded and not answered NONE (or its outcome being
+        written); HELD: neither (loaded after a restart, or never seen opened) and upstream has
+        not answered about it yet, its transactional id's requests held meanwhile; UNKNOWN:
+        neither, and released from the hold (docs/transactions.md, the hold)."""
         if key in self.ending or key in self.resolving:
             return ENDING
         if key in self.opened.get(transactional_id, ()):
             return OPEN
-        return UNKNOWN
+        if key in self.released:
+            return UNKNOWN
+        return HELD
 
     def seen_open(self, transactional_id: str, key: ProducerEpoch) -> None:
         """Upstream describes the transaction Ongoing and no EndTxn was forwarded for it."""
         if key not in self.ending:
             self.opened.setdefault(transactional_id, set()).add(key)
+            self._unhold(transactional_id, key)
 
     def described(self, transactional_id: str, key: ProducerEpoch, committed: bool, release: Release) -> None:
-        """Upstream's DescribeTransactions decided the transaction (transaction_resolver.py)."""
+        """Upstream's DescribeTransactions decided the transaction (transaction_resolver.py). A
+        HELD transaction stays held until its outcome is durable (a failed write asks again)."""
         self._forget(transactional_id, key)
         self._ended(key)
-        self._resolve(key[0], key[1], committed, DESCRIBE_TRANSACTIONS_NAME, release)
+
+        def written(ok: bool) -> None:
+            if ok:
+                self._unhold(transactional_id, key)
+            release(ok)
+
+        self._resolve(key[0], key[1], committed, DESCRIBE_TRANSACTIONS_NAME, written)
 
     def forget_ending(self, keep: Callable[[ProducerEpoch], bool]) -> None:
         """Drops EndTxns counted for transactions with no pending offsets here any more."""
@@ -337,6 +433,40 @@ class _Callback:
     def send(self, response: object) -> None:
         if isinstance(response, Resolution):
             self.function(response)
+
+
+def _transactional_id(api_key: int, version: int, frame: bytes) -> tuple[str | None, Any]:
+    """(transactional id, decoded body) of a request of HELD_APIS (no body for InitProducerId,
+    read without a codec)."""
+    if api_key == INIT_PRODUCER_ID:
+        return _init_producer_id_transactional_id(frame, version), None
+    if api_key == ADD_PARTITIONS_TO_TXN and version > ADD_PARTITIONS_CLIENT_MAX:
+        return None, None  # a broker's batch (verification), not a client's request
+    body = decode_forwarded(frame)[1]  # the gateway's codecs: AddPartitionsToTxn is not served here
+    if api_key == ADD_PARTITIONS_TO_TXN:
+        return body.v3_and_below_transactional_id, body
+    return body.transactional_id, body
+
+
+def _concurrent_transactions(api_key: int, body: Any) -> object:
+    """The CONCURRENT_TRANSACTIONS answer to a held request (what Kafka's transaction coordinator
+    answers while an earlier state change of the transactional id completes; clients retry)."""
+    error = int(ErrorCode.CONCURRENT_TRANSACTIONS)
+    if api_key == INIT_PRODUCER_ID:
+        return InitProducerIdResponse(error_code=error)
+    if api_key == ADD_OFFSETS_TO_TXN:
+        return AddOffsetsToTxnResponse(error_code=error)
+    if api_key == END_TXN:
+        return EndTxnResponse(error_code=error)
+    return AddPartitionsToTxnResponse(
+        results_by_topic_v3_and_below=[
+            AddPartitionsToTxnTopicResult(
+                topic.name,
+                [AddPartitionsToTxnPartitionResult(partition, error) for partition in topic.partitions],
+            )
+            for topic in body.v3_and_below_topics
+        ]
+    )
 
 
 def _init_producer_id_transactional_id(frame: bytes, version: int) -> str | None:

@@ -23,7 +23,7 @@ from protocol.errors import ErrorCode
 from protocol.messages.api_versions import ApiVersionsRequest
 from protocol.messages.fetch import FetchPartition, FetchRequest, FetchTopic
 from protocol.messages.list_offsets import ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic
-from protocol.messages.metadata import MetadataRequest, MetadataResponse
+from protocol.messages.metadata import MetadataRequest, MetadataRequestTopic, MetadataResponse
 from protocol.primitives import DecodeError
 
 log = logging.getLogger(__name__)
@@ -138,6 +138,19 @@ class UpstreamCluster:
         )
         self.observe_metadata(response, complete=True)
         await self._brokers_seen(response)
+
+    async def describe_topics(self, names: list[str]) -> None:
+        """Ask upstream about these topics now (never creating them) and learn the answer."""
+        connection = await self._connection(None)
+        response: MetadataResponse = await connection.request(
+            ApiKey.METADATA,
+            self.version_for(ApiKey.METADATA),
+            MetadataRequest(
+                topics=[MetadataRequestTopic(name=name) for name in names], allow_auto_topic_creation=False
+            ),
+            self.timeout_s,
+        )
+        self.observe_metadata(response)
 
     def observe_metadata(self, response: MetadataResponse, *, complete: bool = False) -> None:
         """Learn from a metadata answer (ours, or one forwarded to a client)."""

@@ -16,7 +16,7 @@ class UpstreamConnectionCollector(Collector):
         self._forwarder = forwarder
 
     def collect(self) -> Iterable[Metric]:
-        forwarder, pool = self._forwarder, self._forwarder.pool
+        forwarder, pool = self._forwarder, self._forwarder.links.pool
         connections = GaugeMetricFamily(
             "coordinator_gateway_upstream_connections",
             "Open upstream connections of forwarded requests: shared by client connections (the "
@@ -24,7 +24,7 @@ class UpstreamConnectionCollector(Collector):
             labels=["kind"],
         )
         connections.add_metric(["shared"], 0 if pool is None else pool.open_connections)
-        connections.add_metric(["own"], forwarder.own_connections)
+        connections.add_metric(["own"], forwarder.links.own_connections)
         yield connections
         yield GaugeMetricFamily(
             "coordinator_gateway_pooled_clients",

@@ -52,6 +52,7 @@ FORWARDED_MAX: Final[dict[int, int]] = {
     ApiKey.CREATE_PARTITIONS: 3,
     INCREMENTAL_ALTER_CONFIGS: 1,
     ApiKey.DESCRIBE_CLUSTER: SERVED_VERSIONS[ApiKey.DESCRIBE_CLUSTER][1],
+    ApiKey.LIST_CONFIG_RESOURCES: SERVED_VERSIONS[ApiKey.LIST_CONFIG_RESOURCES][1],
     DESCRIBE_PRODUCERS: 0,
     DESCRIBE_TRANSACTIONS: 0,
     LIST_TRANSACTIONS: 2,
@@ -95,6 +96,10 @@ def advertised_versions(upstream: dict[int, tuple[int, int]] | None) -> dict[int
             # lowest are served as long as upstream takes the version they are converted to.
             if int(key) in ranges and ranges[int(key)][0] <= converted_to:
                 ranges[int(key)] = (0, ranges[int(key)][1])
+        # GROUP resources are listed here (group_configs.py): v1 is advertised even when upstream
+        # lacks it; v0 asks for client metrics resources only, upstream's.
+        listing = int(ApiKey.LIST_CONFIG_RESOURCES)
+        ranges[listing] = (ranges.get(listing, (1, 1))[0], SERVED_VERSIONS[ApiKey.LIST_CONFIG_RESOURCES][1])
         for key in (DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS):
             # GROUP config resources are served here (group_configs.py): advertised at our
             # versions even when upstream lacks the API.

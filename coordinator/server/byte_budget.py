@@ -36,6 +36,17 @@ class ByteBudget:
         self.take(size)
         return True
 
+    def reserve_within(self, size: int) -> bool:
+        """Reserve ``size`` bytes only if they fit under the limit (never granted alone): for
+        memory that is only worth having while there is room, such as records read ahead for
+        share fetches (docs/share-groups.md, "Reading ahead")."""
+        if size <= 0:
+            return True
+        if self.used + size > self.limit:
+            return False
+        self.take(size)
+        return True
+
     def take(self, size: int) -> None:
         """Count bytes that are already in memory (read before a refusal could stop them)."""
         self.used += size

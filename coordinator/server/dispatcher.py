@@ -14,6 +14,7 @@ from typing import Protocol
 
 from coordinator.api.amend import amend
 from coordinator.api.amend import reply as reply_now
+from coordinator.api.config_listing import asked_types
 from coordinator.api.config_resources import GROUP
 from coordinator.api.limits import PAYLOAD_APIS
 from coordinator.api.loading import load_in_progress_response
@@ -37,7 +38,7 @@ from coordinator.server.connection import (
 from coordinator.server.metrics import Metrics
 from coordinator.server.runtime import Runtime
 from coordinator.server.share_fetch import ShareLeader
-from coordinator.server.topic_lookup import TopicLookup
+from coordinator.server.topic_lookup import LooksTopicsUp
 from coordinator.server.unsupported_log import UnsupportedRequestLog
 from protocol.apis import ApiKey
 from protocol.error_responses import error_response
@@ -87,7 +88,7 @@ class Dispatcher:
         self.reading_unsharded_state = True
         # Several nodes: topics created through another node are looked up before an answer
         # that would treat them as absent (docs/multinode.md#what-other-nodes-learn).
-        self.topic_lookup: TopicLookup | None = None
+        self.topic_lookup: LooksTopicsUp | None = None
         self.limits = Config().request_limits()  # the settings table's defaults; start_server sets them
         self.unsupported_log = UnsupportedRequestLog(time.monotonic)
         self._deferred: list[tuple[Connection, PendingReply, RequestContext, Request]] = []
@@ -189,12 +190,15 @@ class Dispatcher:
         if request.api_key == ApiKey.DELETE_TOPICS and self.cluster.shard_map.loading:
             self._after_groups.append((connection, reply, ctx, request))
             return
+        if request.api_key == ApiKey.LIST_CONFIG_RESOURCES and self._lists_groups_while_loading(request):
+            self._after_groups.append((connection, reply, ctx, request))
+            return
         if request.api_key in GROUP_CONFIG_APIS:
             awaited = self._group_config_shards_loading(request)
             if awaited:
                 self._after_shards.append((awaited, connection, reply, ctx, request))
                 return
-        if self.topic_lookup is None:  # a single node: every topic is known here
+        if self.topic_lookup is None:  # a single node, no gateway: every topic is known here
             self._handle(connection, reply, ctx, request)
         else:
             self._handle_or_look_up(connection, reply, ctx, request)
@@ -240,6 +244,15 @@ class Dispatcher:
         for name in names:
             shard_map.want(name)
         return {shard_map.shard_of(name) for name in names} & shard_map.loading
+
+    def _lists_groups_while_loading(self, request: Request) -> bool:
+        """A ListConfigResources asking for GROUP resources while a single node loads shards:
+        it waits for every group's configs (docs/group-configs.md#listing-config-resources)."""
+        shard_map = self.cluster.shard_map
+        if not shard_map.loading or not shard_map.single_node:
+            return False
+        asked = asked_types(request.api_version, request.body)
+        return asked is not None and GROUP in asked
 
     def _serve_deferred(
         self, deferred: list[tuple[Connection, PendingReply, RequestContext, Request]]

@@ -5,7 +5,8 @@ that does not hold the group's shard reads the group's stored overrides (one que
 DescribeConfigs with the values and sources the owner would give; IncrementalAlterConfigs is
 validated as the owner validates it, against the stored overrides, written in one transaction
 that bumps the group configs' change counter (the owner's next poll reloads them) and answered
-once durable. The request's other resources go on to the usual handlers.
+once durable. The request's other resources go on to the usual handlers. ListConfigResources lists the GROUP
+resources of every shard from storage.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import logging
 from collections.abc import Callable, Collection, Iterator
 from typing import Any
 
+from coordinator.api.amend import amend
+from coordinator.api.config_listing import asked_types
 from coordinator.api.config_resources import GROUP, ConfigResources, answer_alter, answer_describe
 from coordinator.api.routes import Handler, Routes
 from coordinator.core.context import RequestContext
@@ -28,6 +31,11 @@ from protocol.messages.describe_configs import DescribeConfigsRequest, DescribeC
 from protocol.messages.incremental_alter_configs import (
     AlterConfigsResourceResponse,
     IncrementalAlterConfigsRequest,
+)
+from protocol.messages.list_config_resources import (
+    ConfigResource,
+    ListConfigResourcesRequest,
+    ListConfigResourcesResponse,
 )
 from storage.base import StoreError
 from storage.ownership import LeaseTable
@@ -58,6 +66,7 @@ class GroupConfigsElsewhere:
     def install(self, routes: Routes) -> None:
         routes.wrap(ApiKey.DESCRIBE_CONFIGS, DescribeConfigsRequest, self._describe)
         routes.wrap(ApiKey.INCREMENTAL_ALTER_CONFIGS, IncrementalAlterConfigsRequest, self._alter)
+        routes.wrap(ApiKey.LIST_CONFIG_RESOURCES, ListConfigResourcesRequest, self._list)
 
     def _elsewhere(self, ctx: RequestContext, resources: list[Any]) -> list[Any]:
         """The GROUP resources of groups no shard served or loading here holds (an empty name
@@ -137,6 +146,29 @@ class GroupConfigsElsewhere:
 
         return handle
 
+    def _list(self, inner: Handler[ListConfigResourcesRequest]) -> Handler[ListConfigResourcesRequest]:
+        """GROUP resources are listed from storage: the groups of every shard, held here or not."""
+
+        def handle(ctx: RequestContext, req: ListConfigResourcesRequest) -> Result:
+            asked = asked_types(ctx.api_version, req)
+            if asked is None or GROUP not in asked:
+                return inner(ctx, req)
+
+            async def answer() -> Result:
+                try:
+                    stored = await self.leases.group_configs()
+                except StoreError as exc:
+                    log.error("cannot read the group configs: %s", exc)
+                    amend(ctx, _unlisted)
+                else:
+                    amend(ctx, _listing({r.group_id for r in stored}))
+                return inner(ctx, req)
+
+            self.answers.spawn(answer)
+            return Result()
+
+        return handle
+
     async def close(self) -> None:
         await self.answers.close()
 
@@ -154,3 +186,20 @@ def _unreadable(result_type: Any, resource: Any) -> Any:
     return result_type(
         int(ErrorCode.UNKNOWN_SERVER_ERROR), UNREADABLE, resource.resource_type, resource.resource_name
     )
+
+
+def _listing(group_ids: set[str]) -> Callable[[ListConfigResourcesResponse], None]:
+    """The GROUP resources of a listing replaced by the groups with stored configs (they come
+    first, in Kafka's order of types)."""
+
+    def edit(response: ListConfigResourcesResponse) -> None:
+        if not response.error_code:
+            others = [r for r in response.config_resources if r.resource_type != GROUP]
+            response.config_resources = [ConfigResource(g, GROUP) for g in sorted(group_ids)] + others
+
+    return edit
+
+
+def _unlisted(response: ListConfigResourcesResponse) -> None:
+    if not response.error_code:
+        response.error_code, response.config_resources = int(ErrorCode.UNKNOWN_SERVER_ERROR), []

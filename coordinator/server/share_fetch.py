@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Coroutine, Mapping, Sequence
+from collections.abc import Coroutine, Mapping, Sequence
 from typing import Any, Final
 
 from coordinator.api.routes import Routes
@@ -83,8 +83,6 @@ class ShareLeader:
         self.sessions = ShareSessionCache(max_sessions)
         self.source: RecordSource = source or NoRecords()
         self._tasks: set[asyncio.Task[None]] = set()
-        # Told after an operation that may have archived records (gateway: the dead-letter writer).
-        self.after_archiving: Callable[[], None] | None = None
 
     @property
     def manager(self) -> ShareGroupManager:
@@ -400,10 +398,7 @@ class ShareLeader:
         clock = self.runtime.clock
         ctx = RequestContext(clock.now_ms(), clock.wall_ms(), 0, "", "", _Outcome(future))
         self.runtime.apply(self.runtime.coordinator.handle(ctx, op))
-        outcome = await future
-        if self.after_archiving is not None and isinstance(op, (ShareAcknowledgeOp, ShareReleaseOp)):
-            self.after_archiving()
-        return outcome
+        return await future
 
     def _topic_names(self) -> dict[bytes, str]:
         return {record.topic_id: name for name, record in self.manager.catalog.topics.items()}

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Collection
-from typing import Any
+from typing import Any, Protocol
 
 from coordinator.core.cluster import Cluster
 from protocol.apis import ApiKey
@@ -24,6 +24,15 @@ from storage.records import TopicRecord
 log = logging.getLogger(__name__)
 
 ReadTopics = Callable[[Collection[str]], Awaitable[list[TopicRecord]]]
+
+
+class LooksTopicsUp(Protocol):
+    """Where a request naming topics the catalog does not hold waits before it is handled:
+    the database (several nodes, here) or the upstream cluster (gateway/topic_lookup.py)."""
+
+    def unknown_names(self, api_key: int, body: Any) -> list[str]: ...
+
+    def then(self, names: list[str], handle: Callable[[], None]) -> None: ...
 
 
 class TopicLookup:

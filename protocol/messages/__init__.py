@@ -40,6 +40,7 @@ from protocol.messages import incremental_alter_configs
 from protocol.messages import init_producer_id
 from protocol.messages import join_group
 from protocol.messages import leave_group
+from protocol.messages import list_config_resources
 from protocol.messages import list_groups
 from protocol.messages import list_offsets
 from protocol.messages import list_transactions
@@ -256,6 +257,8 @@ CODECS: Final[dict[tuple[int, int], tuple[Decoder, Encoder, Decoder, Encoder]]] 
     (68, 1): (consumer_group_heartbeat.decode_consumer_group_heartbeat_request_v1, consumer_group_heartbeat.encode_consumer_group_heartbeat_request_v1, consumer_group_heartbeat.decode_consumer_group_heartbeat_response_v1, consumer_group_heartbeat.encode_consumer_group_heartbeat_response_v1),
     (69, 0): (consumer_group_describe.decode_consumer_group_describe_request_v0, consumer_group_describe.encode_consumer_group_describe_request_v0, consumer_group_describe.decode_consumer_group_describe_response_v0, consumer_group_describe.encode_consumer_group_describe_response_v0),
     (69, 1): (consumer_group_describe.decode_consumer_group_describe_request_v1, consumer_group_describe.encode_consumer_group_describe_request_v1, consumer_group_describe.decode_consumer_group_describe_response_v1, consumer_group_describe.encode_consumer_group_describe_response_v1),
+    (74, 0): (list_config_resources.decode_list_config_resources_request_v0, list_config_resources.encode_list_config_resources_request_v0, list_config_resources.decode_list_config_resources_response_v0, list_config_resources.encode_list_config_resources_response_v0),
+    (74, 1): (list_config_resources.decode_list_config_resources_request_v1, list_config_resources.encode_list_config_resources_request_v1, list_config_resources.decode_list_config_resources_response_v1, list_config_resources.encode_list_config_resources_response_v1),
     (76, 1): (share_group_heartbeat.decode_share_group_heartbeat_request_v1, share_group_heartbeat.encode_share_group_heartbeat_request_v1, share_group_heartbeat.decode_share_group_heartbeat_response_v1, share_group_heartbeat.encode_share_group_heartbeat_response_v1),
     (77, 1): (share_group_describe.decode_share_group_describe_request_v1, share_group_describe.encode_share_group_describe_request_v1, share_group_describe.decode_share_group_describe_response_v1, share_group_describe.encode_share_group_describe_response_v1),
     (78, 1): (share_fetch.decode_share_fetch_request_v1, share_fetch.encode_share_fetch_request_v1, share_fetch.decode_share_fetch_response_v1, share_fetch.encode_share_fetch_response_v1),
@@ -308,6 +311,7 @@ MESSAGE_CLASSES: Final[dict[int, tuple[type[Any], type[Any]]]] = {
     60: (describe_cluster.DescribeClusterRequest, describe_cluster.DescribeClusterResponse),
     68: (consumer_group_heartbeat.ConsumerGroupHeartbeatRequest, consumer_group_heartbeat.ConsumerGroupHeartbeatResponse),
     69: (consumer_group_describe.ConsumerGroupDescribeRequest, consumer_group_describe.ConsumerGroupDescribeResponse),
+    74: (list_config_resources.ListConfigResourcesRequest, list_config_resources.ListConfigResourcesResponse),
     76: (share_group_heartbeat.ShareGroupHeartbeatRequest, share_group_heartbeat.ShareGroupHeartbeatResponse),
     77: (share_group_describe.ShareGroupDescribeRequest, share_group_describe.ShareGroupDescribeResponse),
     78: (share_fetch.ShareFetchRequest, share_fetch.ShareFetchResponse),
@@ -396,6 +400,8 @@ FLEXIBLE: Final[frozenset[tuple[int, int]]] = frozenset({
     (68, 1),
     (69, 0),
     (69, 1),
+    (74, 0),
+    (74, 1),
     (76, 1),
     (77, 1),
     (78, 1),
@@ -544,6 +550,8 @@ GATEWAY_CODECS: Final[dict[tuple[int, int], tuple[Decoder, Encoder, Decoder, Enc
     (66, 0): (list_transactions.decode_list_transactions_request_v0, list_transactions.encode_list_transactions_request_v0, list_transactions.decode_list_transactions_response_v0, list_transactions.encode_list_transactions_response_v0),
     (66, 1): (list_transactions.decode_list_transactions_request_v1, list_transactions.encode_list_transactions_request_v1, list_transactions.decode_list_transactions_response_v1, list_transactions.encode_list_transactions_response_v1),
     (66, 2): (list_transactions.decode_list_transactions_request_v2, list_transactions.encode_list_transactions_request_v2, list_transactions.decode_list_transactions_response_v2, list_transactions.encode_list_transactions_response_v2),
+    (74, 0): (list_config_resources.decode_list_config_resources_request_v0, list_config_resources.encode_list_config_resources_request_v0, list_config_resources.decode_list_config_resources_response_v0, list_config_resources.encode_list_config_resources_response_v0),
+    (74, 1): (list_config_resources.decode_list_config_resources_request_v1, list_config_resources.encode_list_config_resources_request_v1, list_config_resources.decode_list_config_resources_response_v1, list_config_resources.encode_list_config_resources_response_v1),
 }
 
 GATEWAY_FLEXIBLE: Final[frozenset[tuple[int, int]]] = frozenset({
@@ -606,4 +614,6 @@ GATEWAY_FLEXIBLE: Final[frozenset[tuple[int, int]]] = frozenset({
     (66, 0),
     (66, 1),
     (66, 2),
+    (74, 0),
+    (74, 1),
 })

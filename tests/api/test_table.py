@@ -25,6 +25,11 @@ from protocol.messages.offset_delete import (
     OffsetDeleteRequestPartition,
     OffsetDeleteRequestTopic,
 )
+from protocol.messages.txn_offset_commit import (
+    TxnOffsetCommitRequest,
+    TxnOffsetCommitRequestPartition,
+    TxnOffsetCommitRequestTopic,
+)
 from storage.records import AclRecord
 from tests.cluster.test_cluster import Sent, create, make_cluster
 
@@ -127,3 +132,23 @@ def test_acl_apis_answer_security_disabled_until_an_authorizer_is_installed() ->
     assert [(r.error_code, r.error_message) for r in response.results] == [
         (ErrorCode.SECURITY_DISABLED, "No Authorizer is configured on the broker")
     ]
+
+
+def test_a_transactional_commit_has_its_unknown_partitions_answered_as_kafka_does() -> None:
+    routes = _routes()
+    request = TxnOffsetCommitRequest(
+        transactional_id="tx",
+        group_id="g",
+        producer_id=7,
+        producer_epoch=0,
+        topics=[
+            TxnOffsetCommitRequestTopic(
+                "known", partitions=[TxnOffsetCommitRequestPartition(p, 5) for p in (0, 7)]
+            ),
+            TxnOffsetCommitRequestTopic("nope", partitions=[TxnOffsetCommitRequestPartition(0, 5)]),
+        ],
+    )
+    response = _run(routes, ApiKey.TXN_OFFSET_COMMIT, 3, request)
+    # Standalone coordinates no transactions: the known partition reaches that answer.
+    unknown, no_txn = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.INVALID_PRODUCER_ID_MAPPING
+    assert _codes(response) == [("known", 0, no_txn), ("known", 7, unknown), ("nope", 0, unknown)]

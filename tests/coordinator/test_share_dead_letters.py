@@ -108,3 +108,30 @@ def test_pending_dead_letters_are_written_then_marked_and_a_restart_resumes_them
     assert marked.batches_at_answer == marked.batches_before + 1
     assert resumed.dead_letters_pending() == {}
     assert (1, 2, int(RecordState.ARCHIVED), 1) in restarted.store.share_partitions[("g", "t", 0)].batches
+
+
+def test_the_runtime_is_told_once_records_waiting_archiving_are_durable(h: Harness) -> None:
+    manager = h.coordinator.kind(ShareGroupManager)
+    told: list[int] = []  # batches in storage when told
+    manager.dead_letters_due = lambda: told.append(len(h.store.batches))
+    run(h, ShareInitializeOp("g", {("t", 0): 0}))
+    run(h, ShareAcquireOp("g", "m1", {("t", 0): [(0, 5)]}, 100))
+    run(
+        h,
+        ShareAcknowledgeOp(
+            "g", "m1", {("t", 0): [AcknowledgementBatch(0, 0, (int(AcknowledgeType.ACCEPT),))]}
+        ),
+    )
+    assert told == []  # nothing archived
+    rejected = run(h, ShareAcknowledgeOp("g", "m1", {("t", 0): [AcknowledgementBatch(1, 1, REJECT)]}))
+    assert told == [rejected.batches_before + 1]  # after the write that made it ARCHIVING
+    run(h, ShareDeadLetteredOp("g", {("t", 0): [DeadLetterRun(1, 1, 1)]}))
+    assert len(told) == 1  # none left ARCHIVING
+    run(h, ShareReleaseOp("g", "m1"))  # 2-5 available again (delivered once, the limit is 2)
+    run(h, ShareAcquireOp("g", "m1", {("t", 0): [(2, 3)]}, 100))
+    h.advance(30_000 + 20)  # their locks run out on their last delivery: archived on the timer
+    assert len(told) == 2 and manager.dead_letters_pending() == {("g", "t", 0): [DeadLetterRun(2, 3, 2)]}
+    run(h, ShareDeadLetteredOp("g", {("t", 0): [DeadLetterRun(2, 3, 2)]}))
+    run(h, ShareAcquireOp("g", "m1", {("t", 0): [(4, 5)]}, 100))
+    beat(h, "m1", epoch=-1)  # the member leaves holding records on their last delivery
+    assert len(told) == 3 and manager.dead_letters_pending() == {("g", "t", 0): [DeadLetterRun(4, 5, 2)]}

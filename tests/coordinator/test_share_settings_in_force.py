@@ -4,10 +4,13 @@ current bounds as Kafka 4.4 evaluates them (docs/share-groups.md, "Settings").""
 
 from __future__ import annotations
 
+from coordinator.core.dynamic_configs import DynamicGroupConfigs
 from coordinator.core.group_settings import BrokerGroupSettings
 from coordinator.core.share.delivery import ShareAcquireOp, ShareInitializeOp
 from coordinator.core.share.manager import ShareGroupManager
 from coordinator.core.share.partition import ShareLimits
+from coordinator.core.share_configs import DELIVERY_COUNT_LIMIT
+from storage.records import GroupConfigRecord
 from tests.coordinator.harness import Harness
 from tests.coordinator.test_group_configs import SET, outcome
 from tests.coordinator.test_share_delivery import run
@@ -58,3 +61,17 @@ def test_without_group_configs_the_broker_settings_are_in_force() -> None:
     beat(h, "m")
     run(h, ShareInitializeOp("g", {("t", 0): 0}))
     assert limits_in_force(h) == (ShareLimits(5000, 3, 2000), 5000)
+
+
+def test_a_groups_settings_are_made_once_and_again_only_when_its_configs_change() -> None:
+    configs = DynamicGroupConfigs(BrokerGroupSettings())
+    first = configs.share_settings("g")
+    assert configs.share_settings("g") is first  # not rebuilt on every use
+    configs.apply(GroupConfigRecord("g", DELIVERY_COUNT_LIMIT, "3"))
+    changed = configs.share_settings("g")
+    assert changed is not first and changed.delivery_count_limit == 3
+    assert configs.share_settings("g") is changed and configs.share_settings("other") is not changed
+    configs.overrides.pop("g")  # the group deleted: its overrides dropped directly
+    assert configs.share_settings("g").delivery_count_limit == first.delivery_count_limit
+    configs.config = BrokerGroupSettings(group_share_delivery_count_limit=4)  # new broker settings
+    assert configs.share_settings("g").delivery_count_limit == 4

@@ -215,3 +215,23 @@ def test_group_apis_get_kafkas_error_codes(both: tuple[ServerProcess, KafkaNode]
                 for client in (through, straight)
             ]
             assert codes[0] == codes[1], (group, codes)
+
+
+@pytest.mark.parametrize("user", USERS)
+def test_list_config_resources_gets_kafkas_error_code(
+    both: tuple[ServerProcess, KafkaNode], user: str
+) -> None:
+    """DESCRIBE_CONFIGS on the cluster, for the listing the gateway serves (GROUP) and for the one
+    it forwards (TOPIC): nobody but the super user has it here."""
+    from protocol.messages.list_config_resources import ListConfigResourcesRequest
+
+    through, straight = _pair(both, user)
+    with through, straight:
+        for types in ([32], [2]):
+            request = ListConfigResourcesRequest(types)
+            codes = [
+                client.request(ApiKey.LIST_CONFIG_RESOURCES, 1, request).error_code
+                for client in (through, straight)
+            ]
+            assert codes[0] == codes[1], (types, codes)
+            assert codes[1] == (0 if user == "admin" else 31), (types, codes)

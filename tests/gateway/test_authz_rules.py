@@ -25,6 +25,7 @@ from protocol.messages import (
     end_txn,
     fetch,
     init_producer_id,
+    list_config_resources,
     list_offsets,
     metadata,
     produce,
@@ -497,6 +498,7 @@ def _sample_requests() -> dict[tuple[int, int], Any]:
             [describe_producers.TopicRequest("secret", [0])]
         ),
         (65, 0): describe_transactions.DescribeTransactionsRequest(["tx"]),
+        (74, 1): list_config_resources.ListConfigResourcesRequest([2]),
     }
 
 
@@ -660,3 +662,14 @@ def test_the_fetch_preview_reads_what_the_decoder_reads(
         return
     decoded = decode_forwarded(frame)[1]
     assert seen == [(t.topic, t.topic_id) for t in decoded.topics]
+
+
+def test_list_config_resources_needs_describe_configs_on_the_cluster() -> None:
+    """As Kafka's KafkaApis: the whole request is CLUSTER_AUTHORIZATION_FAILED without it."""
+    frame = frame_of(74, 1, list_config_resources.ListConfigResourcesRequest([2]))
+    allowed = binding("kafka-cluster", "User:bob", Operation.DESCRIBE_CONFIGS, resource=ResourceType.CLUSTER)
+    assert gate(allowed).screen("User:bob", "h", 74, 1, frame).frame == frame
+    refused = answer_of(74, 1, gate(allowed).screen("User:carol", "h", 74, 1, frame))
+    assert refused == list_config_resources.ListConfigResourcesResponse(
+        error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    )

@@ -158,7 +158,7 @@ def test_a_client_that_does_not_read_stops_its_upstream_and_resumes_when_it_read
             )
             connection = clients[-1]
             forwarder: Any = connection.dispatcher.gateway  # type: ignore[attr-defined]
-            link = forwarder._links[connection]
+            link = forwarder.links.by_client[connection]
             _poll(
                 lambda: link.own is not None and PauseReason.CLIENT_NOT_READING in link.own.paused,
                 "the upstream connection to be paused",

@@ -13,10 +13,23 @@ from kafka import KafkaAdminClient
 from kafka.admin import NewTopic
 
 from coordinator.gateway.catalog import UpstreamCatalog
+from protocol.apis import ApiKey
 from protocol.errors import ErrorCode
-from protocol.messages.metadata import MetadataResponsePartition, MetadataResponseTopic
+from protocol.messages.metadata import (
+    MetadataRequest,
+    MetadataRequestTopic,
+    MetadataResponsePartition,
+    MetadataResponseTopic,
+)
+from protocol.messages.offset_commit import (
+    OffsetCommitRequest,
+    OffsetCommitRequestPartition,
+    OffsetCommitRequestTopic,
+)
 from tests.gateway.clients import confluent_member
+from tests.gateway.conftest import Upstream, running_gateway
 from tests.support.server import ServerProcess
+from tests.support.wire_client import WireClient
 
 
 def _owned(members: list) -> set[tuple[str, int]]:  # type: ignore[type-arg]
@@ -88,3 +101,54 @@ def test_the_catalog_sees_growth_new_ids_and_deletions() -> None:
     assert "a" not in catalog.topics and catalog.leaders == {}
     catalog.replace_all([_topic("b", 1, first)])
     assert set(catalog.topics) == {"b"}
+
+
+def _listed(bootstrap: str, topic: str) -> bool:
+    with WireClient(bootstrap) as client:
+        answer = client.request(
+            ApiKey.METADATA, 12, MetadataRequest(topics=[MetadataRequestTopic(name=topic)])
+        )
+    return any(t.name == topic and t.error_code == ErrorCode.NONE and t.partitions for t in answer.topics)
+
+
+@pytest.mark.integration
+def test_a_commit_for_a_topic_created_a_moment_ago_upstream_is_accepted(upstream: Upstream) -> None:
+    """The catalog has not refreshed since the topic was created straight on upstream: the
+    gateway asks upstream before answering UNKNOWN_TOPIC_OR_PARTITION, as Kafka's coordinator
+    would know the topic at once (docs/gateway.md#topics-the-catalog-has-not-seen-yet)."""
+    topic = f"lookup-{upstream.kind}"
+    group = f"lookup-group-{upstream.kind}"
+    partitions = [OffsetCommitRequestPartition(0, 5), OffsetCommitRequestPartition(7, 9)]
+    commit = OffsetCommitRequest(
+        group_id=group,
+        topics=[
+            OffsetCommitRequestTopic(topic, partitions=partitions),
+            OffsetCommitRequestTopic(f"{topic}-missing", partitions=[OffsetCommitRequestPartition(0, 1)]),
+        ],
+    )
+    with running_gateway(upstream.bootstrap, **{"upstream-metadata-refresh-ms": "600000"}) as gateway:
+        deadline = time.monotonic() + 60
+        with WireClient(gateway.bootstrap) as client:
+            # Loaded, and its catalog read, before the topic exists.
+            while client.request(ApiKey.OFFSET_COMMIT, 8, commit).topics[0].partitions[0].error_code == (
+                ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+            ):
+                assert time.monotonic() < deadline, "the gateway never finished loading"
+                time.sleep(0.05)
+            admin = KafkaAdminClient(bootstrap_servers=upstream.bootstrap)
+            try:
+                admin.create_topics([NewTopic(topic, 2, 1)])
+            finally:
+                admin.close()
+            while not _listed(upstream.bootstrap, topic):
+                assert time.monotonic() < deadline, "upstream never listed the new topic"
+                time.sleep(0.05)
+            answer = client.request(ApiKey.OFFSET_COMMIT, 8, commit)
+            again = client.request(ApiKey.OFFSET_COMMIT, 8, commit)
+    errors = {(t.name, p.partition_index): p.error_code for t in answer.topics for p in t.partitions}
+    assert errors == {
+        (topic, 0): ErrorCode.NONE,
+        (topic, 7): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        (f"{topic}-missing", 0): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+    }
+    assert {(t.name, p.partition_index): p.error_code for t in again.topics for p in t.partitions} == errors

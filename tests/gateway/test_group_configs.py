@@ -3,13 +3,28 @@ real Tansu broker or Kafka 4.4), and a request mixing them is answered for its g
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from kafka import KafkaAdminClient
 from kafka.admin import ConfigResource, ConfigResourceType, NewTopic
 
 from protocol.apis import ApiKey
 from protocol.errors import ErrorCode
+from protocol.messages.api_versions import ApiVersionsRequest
 from protocol.messages.describe_configs import DescribeConfigsRequest, DescribeConfigsResource
+from protocol.messages.incremental_alter_configs import (
+    AlterableConfig,
+    AlterConfigsResource,
+    IncrementalAlterConfigsRequest,
+)
+from protocol.messages.list_config_resources import (
+    ConfigResource as ListedResource,
+)
+from protocol.messages.list_config_resources import (
+    ListConfigResourcesRequest,
+    ListConfigResourcesResponse,
+)
 from tests.gateway.conftest import Upstream
 from tests.support.server import ServerProcess
 from tests.support.wire_client import WireClient
@@ -54,3 +69,45 @@ def test_group_configs_are_served_by_the_gateway_and_topic_configs_forwarded(
         assert refused.resource_name == "configured" and refused.error_code == ErrorCode.INVALID_REQUEST
         assert refused.error_message and "request without GROUP resources" in refused.error_message
         assert (served.error_code, [(c.name, c.value) for c in served.configs]) == (0, [(SESSION, "50000")])
+
+
+def _altered_once_loaded(wire: WireClient, change: IncrementalAlterConfigsRequest) -> list[int]:
+    """The change's error codes, asked again while the gateway still loads its groups."""
+    deadline = time.monotonic() + 30
+    while True:
+        response = wire.request(ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, change)
+        codes = [int(r.error_code) for r in response.responses]
+        if codes != [ErrorCode.COORDINATOR_LOAD_IN_PROGRESS] or time.monotonic() > deadline:
+            return codes
+        time.sleep(0.1)
+
+
+def test_group_resources_are_listed_by_the_gateway_and_the_rest_by_upstream(
+    gateway: ServerProcess, upstream: Upstream
+) -> None:
+    """ListConfigResources (docs/gateway.md#group-configs): GROUP alone is the gateway's listing,
+    a request without GROUP is upstream's (UNSUPPORTED_VERSION when upstream lacks the version),
+    and GROUP with other types is INVALID_REQUEST as a whole."""
+    group = f"listed-{upstream.kind}"
+    change = IncrementalAlterConfigsRequest(
+        [AlterConfigsResource(GROUP, group, [AlterableConfig(SESSION, 0, "50000")])], False
+    )
+    with WireClient(gateway.bootstrap) as wire:
+        assert _altered_once_loaded(wire, change) == [0]
+        groups = wire.request(ApiKey.LIST_CONFIG_RESOURCES, 1, ListConfigResourcesRequest([GROUP]))
+        assert groups.error_code == 0
+        assert ListedResource(group, GROUP) in groups.config_resources
+        assert {r.resource_type for r in groups.config_resources} == {GROUP}
+        topics = wire.request(ApiKey.LIST_CONFIG_RESOURCES, 1, ListConfigResourcesRequest([TOPIC]))
+        for types in ([], [GROUP, TOPIC]):
+            mixed = wire.request(ApiKey.LIST_CONFIG_RESOURCES, 1, ListConfigResourcesRequest(types))
+            assert mixed == ListConfigResourcesResponse(error_code=ErrorCode.INVALID_REQUEST)
+    with WireClient(upstream.bootstrap) as direct:
+        versions = direct.request(ApiKey.API_VERSIONS, 3, ApiVersionsRequest("tests", "1"))
+        served = {k.api_key: (k.min_version, k.max_version) for k in versions.api_keys}
+        low, high = served.get(int(ApiKey.LIST_CONFIG_RESOURCES), (0, -1))
+        if low <= 1 <= high:
+            theirs = direct.request(ApiKey.LIST_CONFIG_RESOURCES, 1, ListConfigResourcesRequest([TOPIC]))
+            assert topics == theirs
+        else:
+            assert topics == ListConfigResourcesResponse(error_code=ErrorCode.UNSUPPORTED_VERSION)

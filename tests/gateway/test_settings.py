@@ -107,3 +107,12 @@ def test_advertised_versions_intersect_upstream_and_keep_the_group_apis() -> Non
     assert ranges[ApiKey.INCREMENTAL_ALTER_CONFIGS] == SERVED_VERSIONS[ApiKey.INCREMENTAL_ALTER_CONFIGS]
     # Upstream unknown (unreachable at start): the gateway's own ranges.
     assert advertised_versions(None)[ApiKey.PRODUCE] == (0, FORWARDED_MAX[ApiKey.PRODUCE])
+
+
+def test_list_config_resources_v1_is_advertised_whatever_upstream_serves() -> None:
+    """GROUP resources are listed by the gateway (v1); v0 (client metrics only) is upstream's."""
+    listing = ApiKey.LIST_CONFIG_RESOURCES
+    assert advertised_versions({})[listing] == (1, 1)
+    assert advertised_versions({int(listing): (0, 0)})[listing] == (0, 1)
+    assert advertised_versions({int(listing): (0, 1)})[listing] == (0, 1)
+    assert advertised_versions(None)[listing] == (0, 1)

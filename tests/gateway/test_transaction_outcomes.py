@@ -12,7 +12,7 @@ from typing import Any, cast
 import pytest
 
 from coordinator.gateway.transaction_resolver import ENDING_AGE_MS, OPEN_AGE_MS, TransactionResolver
-from coordinator.gateway.transactions import ENDING, OPEN, UNKNOWN, TransactionOutcomes
+from coordinator.gateway.transactions import ENDING, HELD, OPEN, UNKNOWN, TransactionOutcomes
 from coordinator.gateway.upstream_cluster import UpstreamCluster
 from coordinator.server.runtime import Runtime
 from protocol.errors import ErrorCode
@@ -238,6 +238,8 @@ def test_an_end_txn_of_a_transaction_never_seen_open_counts_as_ending(h: Harness
     resolver must not take an Ongoing answer as proof the transaction is open."""
     outcomes = _outcomes(h)
     _pending(h)
+    assert outcomes.status("tx", (PID, EPOCH)) == HELD
+    outcomes.release("tx", (PID, EPOCH))  # upstream answered about it (undecided): EndTxns pass
     assert outcomes.status("tx", (PID, EPOCH)) == UNKNOWN
     request = encode_request(END_TXN, 4, 2, "c", EndTxnRequest("tx", PID, EPOCH, True))
     seen = outcomes.request(END_TXN, 4, request[4:])
@@ -275,13 +277,13 @@ def test_an_outcome_described_upstream_resolves(h: Harness, committed: bool) -> 
     assert (outcomes.stats.committed_by_describe, outcomes.stats.aborted_by_describe) == (
         (1, 0) if committed else (0, 1)
     )
-    assert outcomes.status("tx", (PID, EPOCH)) == UNKNOWN and outcomes.opened == {}
+    assert outcomes.opened == {} and not outcomes.held("tx")
 
 
 class _Upstream:
-    """DescribeTransactions answers by transactional id, counted."""
+    """DescribeTransactions answers by transactional id, counted (an exception: unreachable)."""
 
-    def __init__(self, answers: dict[str, TransactionState]) -> None:
+    def __init__(self, answers: dict[str, TransactionState | Exception]) -> None:
         self.answers = answers
         self.asked: list[str] = []
 
@@ -291,7 +293,10 @@ class _AskingFake(TransactionResolver):
 
     async def describe(self, transactional_id: str) -> TransactionState:
         self.upstream_answers.asked.append(transactional_id)
-        return self.upstream_answers.answers[transactional_id]
+        answer = self.upstream_answers.answers[transactional_id]
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
 
 
 def _resolver(outcomes: TransactionOutcomes, upstream: _Upstream) -> TransactionResolver:
@@ -346,26 +351,3 @@ def test_a_transaction_seen_open_and_moved_past_upstream_is_aborted(h: Harness) 
     asyncio.run(_resolver(outcomes, upstream).resolve_once())
     assert upstream.asked == ["tx"] and not _unstable(h)
     assert outcomes.stats.aborted_by_describe == 1
-
-
-def test_init_producer_id_waits_until_upstream_was_asked_about_a_transaction_of_unknown_state(
-    h: Harness,
-) -> None:
-    """After a restart, a producer's InitProducerId would end its transaction upstream before the
-    resolver could ask what it was: it is answered CONCURRENT_TRANSACTIONS (retried) until then."""
-    outcomes = _outcomes(h)
-    woken: list[bool] = []
-    outcomes.wake = lambda: woken.append(True)
-    _pending(h)
-    frame = encode_request(END_TXN, 4, 2, "c", EndTxnRequest("tx", PID, EPOCH, True))[4:]
-    assert not outcomes.init_must_wait(END_TXN, 4, frame)  # only InitProducerId waits
-    header = struct.pack(">hhih", INIT_PRODUCER_ID, 1, 3, 1) + b"c"
-    other = header + struct.pack(">h", 5) + b"other" + struct.pack(">i", 60000)
-    init = header + struct.pack(">h", 2) + b"tx" + struct.pack(">i", 60000)
-    assert not outcomes.init_must_wait(INIT_PRODUCER_ID, 1, other)
-    assert outcomes.init_must_wait(INIT_PRODUCER_ID, 1, init) and woken == [True]
-    outcomes.asked.add((PID, EPOCH))
-    assert not outcomes.init_must_wait(INIT_PRODUCER_ID, 1, init)
-    outcomes.asked.clear()
-    outcomes.seen_open("tx", (PID, EPOCH))  # known open: InitProducerId discards it as before
-    assert not outcomes.init_must_wait(INIT_PRODUCER_ID, 1, init)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 
 from confluent_kafka import TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
 from tests.gateway.conftest import running_gateway
 from tests.kafka.test_gateway_transactions import (
@@ -20,6 +21,9 @@ from tests.kafka.test_gateway_transactions import (
 def test_commit_and_abort_through_the_gateway_on_tansu(tansu_port: int) -> None:
     name = uuid.uuid4().hex[:8]
     source, sink, group = f"in-{name}", f"out-{name}", f"eos-{name}"
+    admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{tansu_port}"})
+    for future in admin.create_topics([NewTopic(t, 1, 1) for t in (source, sink)]).values():
+        future.result(30)  # an offset of a topic that does not exist is refused, as Kafka does
     with running_gateway(f"127.0.0.1:{tansu_port}") as gateway:
         producer = _producer(gateway.bootstrap, f"tx-{name}")
         producer.begin_transaction()

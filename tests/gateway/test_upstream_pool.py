@@ -267,7 +267,7 @@ def test_a_client_that_does_not_read_does_not_stall_the_clients_sharing_its_conn
             slow_connection = _connection_of(captured, slow)
             _poll(lambda: slow_connection.client_not_reading, "the slow client to stop reading")
             gateway: Any = slow_connection.dispatcher.gateway  # type: ignore[attr-defined]
-            shared = gateway.pool.connections()
+            shared = gateway.links.pool.connections()
             assert len(shared) == 1
             started = time.monotonic()
             for cid in range(2, 22):
@@ -280,7 +280,7 @@ def test_a_client_that_does_not_read_does_not_stall_the_clients_sharing_its_conn
             assert gateway.slow.total == 0  # given back when it was cut off
             other.sendall(_metadata_request(99))
             assert _answer(other)[0] == 99
-            assert gateway.pool.connections() == shared  # the shared connection lives on
+            assert gateway.links.pool.connections() == shared  # the shared connection lives on
 
 
 def test_a_client_that_reads_slowly_gets_every_answer_within_the_budget(

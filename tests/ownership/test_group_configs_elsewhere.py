@@ -21,6 +21,8 @@ from protocol.messages.incremental_alter_configs import (
     AlterConfigsResource,
     IncrementalAlterConfigsRequest,
 )
+from protocol.messages.list_config_resources import ConfigResource as ListedResource
+from protocol.messages.list_config_resources import ListConfigResourcesRequest, ListConfigResourcesResponse
 from tests.durability.support import Servers, servers, wait_for
 from tests.ownership.test_catalog import describe_group_config, start_node
 from tests.ownership.test_nodes import GROUPS, owners
@@ -231,3 +233,17 @@ def test_streams_configs_changed_elsewhere_are_validated_there_and_applied_by_th
             return int(response.heartbeat_interval_ms)
 
         wait_for(lambda: told() == 7000, SETTLE_S, "the owner to apply the streams group's interval")
+
+
+def test_every_node_lists_the_group_config_resources_of_every_shard(nodes: Servers, pg_dsn: str) -> None:
+    """ListConfigResources lists the groups with stored configs, whichever node holds them, as
+    every Kafka broker lists those of the cluster metadata (docs/group-configs.md#listing-config-resources)."""
+    one, two, group = _two_nodes(nodes, pg_dsn)
+    change = AlterConfigsResource(32, group, [AlterableConfig(SESSION, 0, "50000")])
+    with WireClient(two.bootstrap) as owner:
+        altered = owner.request(ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, IncrementalAlterConfigsRequest([change]))
+    assert [r.error_code for r in altered.responses] == [NONE]
+    for node in (one, two):
+        with WireClient(node.bootstrap) as client:
+            listed = client.request(ApiKey.LIST_CONFIG_RESOURCES, 1, ListConfigResourcesRequest([32]))
+        assert listed == ListConfigResourcesResponse(config_resources=[ListedResource(group, 32)]), node.port

@@ -43,6 +43,8 @@ from protocol.messages.incremental_alter_configs import (
     IncrementalAlterConfigsRequest,
 )
 from protocol.messages.join_group import JoinGroupRequest, JoinGroupRequestProtocol
+from protocol.messages.list_config_resources import ConfigResource as ListedResource
+from protocol.messages.list_config_resources import ListConfigResourcesRequest, ListConfigResourcesResponse
 from protocol.messages.list_groups import ListGroupsRequest
 from protocol.messages.metadata import MetadataRequest, MetadataRequestTopic
 from protocol.messages.offset_commit import (
@@ -384,6 +386,14 @@ def test_config_apis_check_describe_configs_and_alter_configs(server: ServerProc
             (4, "", ErrorCode.CLUSTER_AUTHORIZATION_FAILED),
         ]
         assert describe(admin) == [(32, "cfg", 0), (32, "other", 0), (2, "cfg-topic", 0), (4, "", 0)]
+        # ListConfigResources: DESCRIBE_CONFIGS on the cluster, as Kafka's KafkaApis checks it.
+        listing = ListConfigResourcesRequest([32])
+        refused = alice.request(ApiKey.LIST_CONFIG_RESOURCES, 1, listing)
+        assert refused == ListConfigResourcesResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+        grant(admin, acl(CLUSTER, "kafka-cluster", "User:alice", describe_configs))
+        assert alice.request(ApiKey.LIST_CONFIG_RESOURCES, 1, listing) == ListConfigResourcesResponse(
+            config_resources=[ListedResource("cfg", 32)]
+        )
 
 
 def test_denials_are_logged_once_per_principal_and_resource(server: ServerProcess) -> None:

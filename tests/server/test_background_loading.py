@@ -40,6 +40,8 @@ from protocol.messages.incremental_alter_configs import (
     AlterConfigsResource,
     IncrementalAlterConfigsRequest,
 )
+from protocol.messages.list_config_resources import ConfigResource as ListedResource
+from protocol.messages.list_config_resources import ListConfigResourcesRequest, ListConfigResourcesResponse
 from protocol.messages.list_groups import ListGroupsRequest
 from protocol.messages.offset_commit import (
     OffsetCommitRequest,
@@ -276,6 +278,41 @@ async def test_group_configs_of_a_shard_not_loaded_wait_for_it_instead_of_a_load
     assert (result.error_code, [(c.name, c.value) for c in result.configs]) == (
         ErrorCode.NONE,
         [("consumer.session.timeout.ms", "50000")],
+    )
+
+
+@pytest.mark.asyncio
+async def test_a_listing_of_group_config_resources_waits_for_every_shard(
+    gated: tuple[RunningServer, GatedStore, Client],
+) -> None:
+    """ListConfigResources lists the groups with configs of every shard: while shards load it
+    waits for them (docs/group-configs.md#listing-config-resources); other types do not wait."""
+    server, store, client = gated
+    store.gates[3].set()
+    await until(lambda: store.requested[:2] == [3, 17], "the first shard is loaded")
+    change = AlterConfigsResource(GROUP, FIRST, [AlterableConfig("consumer.session.timeout.ms", 0, "50000")])
+    altered = await client.request(
+        ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, IncrementalAlterConfigsRequest([change])
+    )
+    assert [r.error_code for r in altered.responses] == [ErrorCode.NONE]
+    # A config stored for a group of a shard still loading (changed through an earlier run).
+    await store.write([GroupConfigRecord(LAST, "consumer.session.timeout.ms", "40000")])
+    listing = client.send(ApiKey.LIST_CONFIG_RESOURCES, 1, ListConfigResourcesRequest([GROUP]))
+    other = await Client.connect(server.port, "bg-topics")
+    try:
+        topics = await other.request(ApiKey.LIST_CONFIG_RESOURCES, 1, ListConfigResourcesRequest([2]))
+        assert topics == ListConfigResourcesResponse(config_resources=[ListedResource(TOPIC, 2)])
+    finally:
+        await other.close()
+    await asyncio.sleep(0.05)
+    for gate in store.gates.values():
+        gate.set()
+    received, response = await client.receive(ApiKey.LIST_CONFIG_RESOURCES, 1)
+    assert (received, response) == (
+        listing,
+        ListConfigResourcesResponse(
+            config_resources=[ListedResource(g, GROUP) for g in sorted([FIRST, LAST])]
+        ),
     )
 
 

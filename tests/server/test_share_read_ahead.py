@@ -1,7 +1,9 @@
 """Reading ahead for share fetches (coordinator/server/share_read_ahead.py): a fetch at the offset
 read ahead takes that answer without a read of its own; empty or failed answers and other
 offsets are read again; partitions without records ready are not waited for when others have
-some; entries are bounded in number and age."""
+some, nor for reads under way when others have records on hand, and read while a read under
+way is waited for; entries are bounded in number
+and age, and their bytes are held in the server's byte budget."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from collections.abc import Mapping, Sequence
 
 import pytest
 
+from coordinator.server.byte_budget import ByteBudget
 from coordinator.server.share_read_ahead import READ_AHEAD_WAIT_MS, ReadAhead
 from coordinator.server.share_records import FetchedPartition, TopicPartition
 
@@ -113,8 +116,15 @@ async def test_partitions_without_records_are_not_waited_for_when_others_have_so
     source = ReadAhead(log)
     source.read_ahead({A: 4}, 1 << 20)
     answer = await source.fetch({A: 4, B: 3}, 500, 1, 1 << 20)  # the read ahead still under way
-    assert log.reads[-1] == ({B: 3}, 0)
+    assert ({B: 3}, 500) in log.reads  # B read meanwhile, not after it
     assert len(answer[A].batches) == 6 and answer[B].batches == ()
+    answer = await source.fetch({A: 5, B: 3}, 500, 1, 1 << 20)  # A on hand: B not waited for
+    assert len(answer[A].batches) == 5 and B not in answer
+    log.failing = True
+    await settle()  # B is read ahead for the next fetch, and that read fails
+    assert log.reads[-1] == ({B: 3}, READ_AHEAD_WAIT_MS)
+    answer = await source.fetch({A: 6, B: 3}, 500, 1, 1 << 20)
+    assert len(answer[A].batches) == 4 and answer[B].error_code == 6  # its error is answered
 
 
 @pytest.mark.asyncio
@@ -179,3 +189,55 @@ async def test_read_committed_and_read_uncommitted_answers_are_not_shared() -> N
     await source.fetch({A: 6}, 500, 1, 1 << 20, committed_only=True)
     await source.fetch({A: 5}, 500, 1, 1 << 20)
     assert source.hits == 2 and len(log.reads) == 3
+
+
+@pytest.mark.asyncio
+async def test_a_fetch_with_records_on_hand_does_not_wait_for_reads_under_way_for_others() -> None:
+    log = SlowReadAhead({A: 10, B: 10})
+    source = ReadAhead(log)
+    await source.fetch({A: 0}, 500, 1, 1 << 20)  # kept for the next fetches
+    source.read_ahead({B: 3}, 1 << 20)  # under way for 10 s
+    answer = await asyncio.wait_for(source.fetch({A: 2, B: 3}, 5000, 1, 1 << 20), 1)
+    assert [b[0] for b in answer[A].batches] == list(range(2, 10)) and B not in answer
+    assert log.reads == [({A: 0}, 500)]  # B is left to the read under way (still upstream)
+    await source.close()
+
+
+@pytest.mark.asyncio
+async def test_records_read_ahead_are_held_in_the_servers_byte_budget() -> None:
+    log = Log({A: 10, B: 10})
+    budget = ByteBudget(8)
+    source = ReadAhead(log, budget=budget)
+    source.read_ahead({A: 4}, 1 << 20)
+    await settle()
+    assert budget.used == 6 and source.pending == 1  # offsets 4-9, one byte each
+    source.read_ahead({B: 0}, 1 << 20)
+    await settle()
+    assert budget.used == 6 and source.pending == 1  # 10 more bytes do not fit: not kept
+    await source.fetch({B: 0}, 500, 1, 1 << 20)
+    assert log.reads[-1] == ({B: 0}, 500) and budget.used == 6  # read again, and not kept either
+    answer = await source.fetch({A: 8}, 500, 1, 1 << 20)
+    assert [b[0] for b in answer[A].batches] == [8, 9] and budget.used == 6
+    await source.fetch({A: 10}, 0, 1, 1 << 20)  # read past: dropped, its bytes given back
+    assert budget.used == 0 and source.pending == 0
+    budget.take(8)  # the server's memory spent elsewhere: nothing is read ahead
+    reads = len(log.reads)
+    source.read_ahead({A: 0}, 1 << 20)
+    await settle()
+    assert len(log.reads) == reads and source.pending == 0
+    budget.give_back(8)
+    source.read_ahead({A: 0}, 1 << 20)
+    await settle()
+    assert budget.used == 0 and source.pending == 0  # 10 bytes never fit under a limit of 8
+    await source.close()
+
+
+@pytest.mark.asyncio
+async def test_partitions_without_a_read_under_way_are_read_while_others_are_waited_for() -> None:
+    log = SlowReadAhead({A: 10, B: 10})
+    source = ReadAhead(log)
+    source.read_ahead({A: 4}, 1 << 20)  # under way for 10 s (the log end, say)
+    answer = await asyncio.wait_for(source.fetch({A: 4, B: 0}, 5000, 1, 1 << 20), 1)
+    assert len(answer[B].batches) == 10 and A not in answer  # B's records, at once
+    assert log.reads == [({B: 0}, 5000)]
+    await source.close()

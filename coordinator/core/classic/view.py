@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from coordinator.core.classic.group import ClassicGroup
 from coordinator.core.events import consumer_assignment
+from coordinator.core.group import view_page, view_row
 
 
 class ClassicGroupView:
@@ -12,14 +13,8 @@ class ClassicGroupView:
 
     def row(self) -> dict[str, object]:
         group = self.group
-        return {
-            "type": "classic",
-            "state": group.state.value,
-            "members": len(group.members),
-            "protocol_type": group.protocol_type,
-            "protocol_name": group.protocol_name,
-            "assignor": group.protocol_name,
-            "generation": group.generation_id,
+        return view_row(group, group.generation_id, group.protocol_type, group.protocol_name) | {
+            "assignor": group.protocol_name
         }
 
     def page(self) -> dict[str, object]:
@@ -39,13 +34,8 @@ class ClassicGroupView:
                     "leader": member.member_id == group.leader_id,
                 }
             )
-        return {
-            "type": "classic",
-            "state": group.state.value,
-            "protocol_type": group.protocol_type,
-            "protocol_name": group.protocol_name,
+        return view_page(group, group.generation_id, group.protocol_type, group.protocol_name) | {
             "assignor": group.protocol_name,
-            "generation": group.generation_id,
             "leader_id": group.leader_id,
             "state_ms": group.state_ms,
             "members": members,

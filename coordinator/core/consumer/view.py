@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from coordinator.core.consumer.group import ConsumerGroup
+from coordinator.core.group import view_page, view_row
 
 
 class ConsumerGroupView:
@@ -11,16 +12,7 @@ class ConsumerGroupView:
         self.assignor = assignor  # the server assignor the group's target assignment uses
 
     def row(self) -> dict[str, object]:
-        group = self.group
-        return {
-            "type": "consumer",
-            "state": group.state,
-            "members": len(group.members),
-            "protocol_type": "consumer",
-            "protocol_name": None,
-            "generation": group.group_epoch,
-            "assignor": self.assignor,
-        }
+        return view_row(self.group, self.group.group_epoch) | {"assignor": self.assignor}
 
     def page(self) -> dict[str, object]:
         group = self.group
@@ -40,12 +32,7 @@ class ConsumerGroupView:
             }
             for member in group.members.values()
         ]
-        return {
-            "type": "consumer",
-            "state": group.state,
-            "protocol_type": "consumer",
-            "protocol_name": None,
-            "generation": group.group_epoch,
+        return view_page(group, group.group_epoch) | {
             "assignment_epoch": group.assignment_epoch,
             "state_ms": group.state_ms,
             "members": members,

@@ -9,11 +9,12 @@ operations through ``GroupCoordinator.handle`` with a ``ReplyTo`` that takes the
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from coordinator.core.context import RequestContext
+from coordinator.core.dynamic_configs import SHARE_SETTINGS_CACHED
 from coordinator.core.effects import Effects
 from coordinator.core.errors import NONE, UNKNOWN_MEMBER_ID, consumer_write_error
 from coordinator.core.share.group import ShareGroup, ShareMember
@@ -31,6 +32,7 @@ from coordinator.core.share.partition import (
     SharePartition,
 )
 from coordinator.core.share.records import partition_state_record
+from coordinator.core.share_configs import ShareGroupSettings
 from coordinator.core.timers import TimerKey
 from storage.records import Record
 
@@ -137,13 +139,25 @@ class ShareDelivery(ShareMembership):
         # (one object shared by its live partitions, so it outlives a partition dropped and
         # restored), bounded by the groups the shard holds.
         self.counters_by_group: dict[str, ShareCounters] = {}
+        # Told once records that wait ARCHIVING for their dead letters are durable (the gateway's
+        # dead-letter writer: docs/share-groups.md, "Dead-letter topics").
+        self.dead_letters_due: Callable[[], None] | None = None
+        self._archiving_written: set[PartitionKey] = set()
+        # Per group, the limits made from its settings object (a new object when they change).
+        self._limits: dict[str, tuple[ShareGroupSettings, ShareLimits]] = {}
 
     # -- reading ---------------------------------------------------------------------------------
 
     def limits_of(self, group_id: str) -> ShareLimits:
         """The group's share-partition bounds: its validated settings, clamped into the broker's
         bounds (docs/share-groups.md, "Settings")."""
-        return share_limits(self.settings_for(group_id))
+        settings = self.settings_for(group_id)
+        cached = self._limits.get(group_id)
+        if cached is None or cached[0] is not settings:
+            if len(self._limits) >= SHARE_SETTINGS_CACHED:
+                self._limits.clear()
+            cached = self._limits[group_id] = (settings, share_limits(settings))
+        return cached[1]
 
     def partition(self, key: PartitionKey) -> SharePartition | None:
         """The live share-partition, restored from storage on first use; None if it never started."""
@@ -319,6 +333,12 @@ class ShareDelivery(ShareMembership):
         self.unwritten_partitions.difference_update(keys)
         return [self._record(k) for k in keys if k in self.live]
 
+    def finish(
+        self, ctx: RequestContext | None, group: ShareGroup, response: object | None, fx: Effects
+    ) -> None:
+        super().finish(ctx, group, response, fx)
+        self._tell_dead_letters_due(fx)
+
     def forget_partitions(self, group_ids: set[str] | None) -> None:
         """The groups were unloaded or deleted: their live state goes (storage has it)."""
         for key in [k for k in self.live if group_ids is None or k[0] in group_ids]:
@@ -346,6 +366,8 @@ class ShareDelivery(ShareMembership):
 
     def _record(self, key: PartitionKey) -> Record:
         partition = self.live[key]
+        if partition.dead_letter and partition.has_archiving():
+            self._archiving_written.add(key)
         persisted = partition.persisted()
         self.partition_states[key] = persisted
         return partition_state_record(key[0], key[1], key[2], persisted)
@@ -358,6 +380,17 @@ class ShareDelivery(ShareMembership):
             self.unwritten_partitions.update(keys)
 
         fx.write([self._record(k) for k in sorted(keys)], on_failed=on_failed)
+        self._tell_dead_letters_due(fx)
+
+    def _tell_dead_letters_due(self, fx: Effects) -> None:
+        """Records written ARCHIVING: the dead-letter writer is told once they are durable (it
+        writes their dead letters only then; its periodic scan is a fallback)."""
+        if not self._archiving_written:
+            return
+        self._archiving_written.clear()
+        due = self.dead_letters_due
+        if due is not None and fx.records:
+            fx.after_durable(lambda _fx: due())
 
     def _write_and_reply(
         self, ctx: RequestContext, changed: list[PartitionKey], outcome: ShareOutcome, fx: Effects

@@ -9,7 +9,8 @@ from collections.abc import Collection, Mapping, Sequence
 
 from coordinator.core.context import RequestContext
 from coordinator.core.effects import Effects
-from coordinator.core.errors import GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP, NONE
+from coordinator.core.epoch_groups import delete_refusal, is_empty, selected, unload
+from coordinator.core.errors import GROUP_ID_NOT_FOUND
 from coordinator.core.group import (
     ClassicProtocolApi,
     GroupView,
@@ -100,7 +101,7 @@ class ShareGroupManager(ShareOffsetsAdmin):
         catalog; when the stored target does not cover exactly their partitions (the topics
         changed before the target caught up, or while the coordinator was down), the first
         heartbeat bumps the group epoch."""
-        for group in self._selected(group_ids):
+        for group in selected(self.groups, group_ids):
             metadata = self._subscription_metadata(group)
             covered = {tp for target in group.target.values() for tp in target}
             wanted = {(t, p) for t, (_, count) in metadata.items() for p in range(count)}
@@ -115,17 +116,10 @@ class ShareGroupManager(ShareOffsetsAdmin):
                 self.timers.schedule(assignment_key(group.group_id), self.clock.now_ms)
 
     def unload(self, fx: Effects, group_ids: Collection[str] | None = None) -> None:
-        for group in self._selected(group_ids):
-            group.dead = True
-            del self.groups[group.group_id]
+        unload(self.groups, group_ids)
         self.forget_partitions(None if group_ids is None else set(group_ids))
         kept = set(self.groups)
         self.partition_states = {k: v for k, v in self.partition_states.items() if k[0] in kept}
-
-    def _selected(self, group_ids: Collection[str] | None) -> list[ShareGroup]:
-        if group_ids is None:
-            return list(self.groups.values())
-        return [self.groups[g] for g in group_ids if g in self.groups]
 
     def timer_handlers(self) -> Mapping[str, TimerHandler]:
         return {
@@ -165,14 +159,11 @@ class ShareGroupManager(ShareOffsetsAdmin):
     # -- DeleteGroups and the retention sweep --------------------------------------------------
 
     def validate_delete(self, group_id: str) -> int:
-        group = self.groups.get(group_id)
-        if group is None:
-            return GROUP_ID_NOT_FOUND
-        return NON_EMPTY_GROUP if group.members else NONE
+        return delete_refusal(self.groups, group_id)
 
     def deletion(self, group_id: str, expiring: bool) -> PendingChange:
         return group_deletion(
-            self.groups, group_id, [ShareGroupTombstone(group_id)], _is_empty, self._remove_group
+            self.groups, group_id, [ShareGroupTombstone(group_id)], is_empty, self._remove_group
         )
 
     def _remove_group(self, group: ShareGroup) -> None:
@@ -220,10 +211,6 @@ class ShareGroupManager(ShareOffsetsAdmin):
 
     def offset_delete_rule(self, group_id: str) -> OffsetDeleteRule:
         return GROUP_ID_NOT_FOUND, None
-
-
-def _is_empty(group: ShareGroup) -> bool:
-    return not group.members
 
 
 class RefuseClassic:

@@ -15,6 +15,7 @@ from coordinator.core.assignment_interval import assignment_due as interval_over
 from coordinator.core.clock import ShardClock
 from coordinator.core.context import RequestContext
 from coordinator.core.effects import Effects
+from coordinator.core.epoch_groups import invalid_ids
 from coordinator.core.errors import (
     FENCED_MEMBER_EPOCH,
     GROUP_ID_NOT_FOUND,
@@ -348,10 +349,9 @@ def _validate(req: sgh.ShareGroupHeartbeatRequest) -> None:
     """Kafka's throwIfShareGroupHeartbeatRequestIsInvalid, in its order."""
     if not req.member_id.strip():
         raise Rejected(INVALID_REQUEST, None)  # Kafka 4.4 answers this one without a message
-    if not req.group_id.strip():
-        raise Rejected(INVALID_REQUEST, "GroupId can't be empty.")
-    if req.rack_id is not None and not req.rack_id.strip():
-        raise Rejected(INVALID_REQUEST, "RackId can't be empty.")
+    invalid = invalid_ids(None, req.group_id, None, req.rack_id)  # a share member has no instance id
+    if invalid is not None:
+        raise Rejected(INVALID_REQUEST, invalid)
     if req.member_epoch == JOIN_EPOCH:
         if not req.subscribed_topic_names:
             raise Rejected(INVALID_REQUEST, "SubscribedTopicNames must be set in first request.")

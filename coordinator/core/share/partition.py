@@ -12,9 +12,11 @@ offset (exclusive: the next offset never fetched yet). Its length is bounded by
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
+from itertools import compress
 from typing import Final
 
 from coordinator.core import errors
@@ -48,6 +50,13 @@ _ACKNOWLEDGED: Final = int(RecordState.ACKNOWLEDGED)
 _ARCHIVING: Final = int(RecordState.ARCHIVING)
 _ARCHIVED: Final = int(RecordState.ARCHIVED)
 _DONE: Final = frozenset((_ACKNOWLEDGED, _ARCHIVED))
+
+# Byte tables for bytearray.translate, so that whole windows are scanned in C, not per offset
+# (docs/share-groups.md, "Performance"): 1 where a state is acquired, 1 where it is not done.
+_IS_ACQUIRED: Final = bytes(int(b == _ACQUIRED) for b in range(256))
+_NOT_DONE: Final = bytes(int(b not in _DONE) for b in range(256))
+# A persisted run: a (state, count) byte pair repeated (the pairs of SharePartition.persisted).
+_RUN: Final = re.compile(rb"(..)\1*", re.S)
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,6 +208,10 @@ class SharePartition:
         i = offset - self.start_offset
         return RecordState(self._state[i]), self._count[i], self._owner[i]
 
+    def has_archiving(self) -> bool:
+        """Whether records wait for their dead-letter records (ARCHIVING)."""
+        return _ARCHIVING in self._state
+
     def acquired_count(self, member_id: str | None = None) -> int:
         if member_id is None:
             return self._state.count(_ACQUIRED)
@@ -215,28 +228,40 @@ class SharePartition:
 
     def next_deadline(self) -> int | None:
         """When the earliest acquisition lock runs out, for the runtime's timer."""
-        deadlines = [d for i, d in enumerate(self._deadline) if self._state[i] == _ACQUIRED]
-        return min(deadlines) if deadlines else None
+        return min(compress(self._deadline, self._state.translate(_IS_ACQUIRED)), default=None)
 
     def persisted(self) -> PersistedShareState:
         """The state to write: every record of the window, runs merged. A lock does not outlive a
         restart, so an acquired record is written as its lock running out would leave it:
         available with its delivery count, or archived once the count has reached the limit.
         After a restart it is delivered again, counted, and never more often than the limit."""
-        batches: list[StateBatch] = []
-        run_first = -1
-        run_state = run_count = -1
-        limit = self.limits.delivery_count_limit
-        for i, raw in enumerate(self._state):
-            count = self._count[i]
-            state = raw if raw != _ACQUIRED else (self._archived_state() if count >= limit else _AVAILABLE)
-            if state != run_state or count != run_count:
-                if run_first >= 0:
-                    batches.append(StateBatch(run_first, self.start_offset + i - 1, run_state, run_count))
-                run_first, run_state, run_count = self.start_offset + i, state, count
-        if run_first >= 0:
-            batches.append(StateBatch(run_first, self.end_offset - 1, run_state, run_count))
-        return PersistedShareState(self.start_offset, self.state_epoch, tuple(batches))
+        states = bytearray(self._state)
+        if _ACQUIRED in states:
+            limit = self.limits.delivery_count_limit
+            acquired = states.translate(_IS_ACQUIRED)
+            states = states.replace(bytes([_ACQUIRED]), bytes([_AVAILABLE]))
+            if max(self._count) >= limit:
+                archived = self._archived_state()
+                i = acquired.find(1)
+                while i >= 0:
+                    if self._count[i] >= limit:
+                        states[i] = archived
+                    i = acquired.find(1, i + 1)
+        # (state, count) pairs: a run of equal pairs is one persisted batch.
+        pairs = bytearray(2 * len(states))
+        pairs[0::2] = states
+        pairs[1::2] = self._count
+        start = self.start_offset
+        batches = tuple(
+            StateBatch(
+                start + run.start() // 2,
+                start + run.end() // 2 - 1,
+                pairs[run.start()],
+                pairs[run.start() + 1],
+            )
+            for run in _RUN.finditer(pairs)
+        )
+        return PersistedShareState(self.start_offset, self.state_epoch, batches)
 
     # -- acquiring -----------------------------------------------------------------------------
 
@@ -321,60 +346,79 @@ class SharePartition:
         """Apply one request's acknowledgements for this partition, all or none: every offset
         named must be acquired by ``member_id``; otherwise INVALID_RECORD_STATE and nothing
         changes. RENEW extends the lock and changes nothing persisted."""
-        plan: list[tuple[int, int]] = []
-        seen: set[int] = set()
+        taken: list[tuple[int, int]] = []
         for batch in batches:
-            problem = self._check_batch(member_id, batch, seen)
+            problem = self._check_batch(member_id, batch, taken)
             if problem is not None:
                 return problem
-            types = batch.acknowledge_types
-            for n, offset in enumerate(range(batch.first_offset, batch.last_offset + 1)):
-                plan.append((offset, types[0] if len(types) == 1 else types[n]))
+            taken.append((batch.first_offset, batch.last_offset))
         changed = False
         renew_deadline = now_ms + self.limits.record_lock_duration_ms
-        for offset, ack in plan:
-            i = offset - self.start_offset
-            if ack == AcknowledgeType.RENEW:
-                self._deadline[i] = renew_deadline
-                continue
-            changed = True
-            self._owner[i] = None
-            if ack == AcknowledgeType.ACCEPT:
-                self._state[i] = _ACKNOWLEDGED
-                self.counters.accepted += 1
-            elif ack == AcknowledgeType.RELEASE:
-                self.counters.released += 1
-                self._make_available_or_archive(i)
-            elif ack == AcknowledgeType.REJECT:
-                self.counters.rejected += 1
-                self.counters.archived += 1
-                self._state[i] = self._archived_state()
-            else:  # GAP: no record there, nothing to dead-letter
-                self.counters.archived += 1
-                self._state[i] = _ARCHIVED
+        for batch in batches:
+            types = batch.acknowledge_types
+            i, j = batch.first_offset - self.start_offset, batch.last_offset - self.start_offset + 1
+            if len(types) == 1:
+                # One type for the whole range: applied to it at once (the common case).
+                changed = self._apply_range(i, j, types[0], renew_deadline) or changed
+            else:
+                for n, ack in enumerate(types):
+                    changed = self._apply_range(i + n, i + n + 1, ack, renew_deadline) or changed
         if changed:
             self._advance_start()
         return AcknowledgeResult(errors.NONE, changed)
 
+    def _apply_range(self, i: int, j: int, ack: int, renew_deadline: int) -> bool:
+        """Apply one acknowledge type to the acquired records at indexes ``i..j-1``; whether
+        persisted state changed (RENEW only extends their locks)."""
+        n = j - i
+        if ack == AcknowledgeType.RENEW:
+            self._deadline[i:j] = [renew_deadline] * n
+            return False
+        self._owner[i:j] = [None] * n
+        if ack == AcknowledgeType.ACCEPT:
+            self._state[i:j] = bytes([_ACKNOWLEDGED]) * n
+            self.counters.accepted += n
+        elif ack == AcknowledgeType.RELEASE:
+            self.counters.released += n
+            for k in range(i, j):
+                self._make_available_or_archive(k)
+        elif ack == AcknowledgeType.REJECT:
+            self.counters.rejected += n
+            self.counters.archived += n
+            self._state[i:j] = bytes([self._archived_state()]) * n
+        else:  # GAP: no record there, nothing to dead-letter
+            self.counters.archived += n
+            self._state[i:j] = bytes([_ARCHIVED]) * n
+        return True
+
     def _check_batch(
-        self, member_id: str, batch: AcknowledgementBatch, seen: set[int]
+        self, member_id: str, batch: AcknowledgementBatch, taken: list[tuple[int, int]]
     ) -> AcknowledgeResult | None:
+        """Why the batch cannot be applied, or None; ``taken``: the ranges of the request's
+        batches before it (an offset may be acknowledged once per request)."""
         first, last, types = batch.first_offset, batch.last_offset, batch.acknowledge_types
         if first > last or not types or (len(types) != 1 and len(types) != last - first + 1):
             return AcknowledgeResult(errors.INVALID_REQUEST, False, "malformed acknowledgement batch")
-        if any(t not in _KNOWN_TYPES for t in types):
+        if not _KNOWN_TYPES.issuperset(types):
             return AcknowledgeResult(errors.INVALID_REQUEST, False, "unknown acknowledge type")
         if first < self.start_offset or last >= self.end_offset:
             return AcknowledgeResult(INVALID_RECORD_STATE, False, f"offsets {first}-{last} are not in flight")
-        for offset in range(first, last + 1):
-            i = offset - self.start_offset
-            if offset in seen:
-                return AcknowledgeResult(errors.INVALID_REQUEST, False, f"offset {offset} acknowledged twice")
-            seen.add(offset)
-            if self._state[i] != _ACQUIRED or self._owner[i] != member_id:
-                return AcknowledgeResult(
-                    INVALID_RECORD_STATE, False, f"offset {offset} is not acquired by this member"
-                )
+        twice = min((max(first, lo) for lo, hi in taken if lo <= last and hi >= first), default=None)
+        i, j = first - self.start_offset, last - self.start_offset + 1
+        held = self._state.count(_ACQUIRED, i, j) == j - i and self._owner[i:j].count(member_id) == j - i
+        not_held = None
+        if not held:
+            not_held = next(
+                self.start_offset + k
+                for k in range(i, j)
+                if self._state[k] != _ACQUIRED or self._owner[k] != member_id
+            )
+        if twice is not None and (not_held is None or twice <= not_held):
+            return AcknowledgeResult(errors.INVALID_REQUEST, False, f"offset {twice} acknowledged twice")
+        if not_held is not None:
+            return AcknowledgeResult(
+                INVALID_RECORD_STATE, False, f"offset {not_held} is not acquired by this member"
+            )
         return None
 
     # -- releasing -----------------------------------------------------------------------------
@@ -504,11 +548,9 @@ class SharePartition:
         self.end_offset += n
 
     def _advance_start(self) -> None:
-        done = 0
-        for state in self._state:
-            if state not in _DONE:
-                break
-            done += 1
+        done = self._state.translate(_NOT_DONE).find(1)
+        if done < 0:
+            done = len(self._state)
         if done:
             del self._state[:done]
             del self._count[:done]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from coordinator.core.group import view_page, view_row
 from coordinator.core.share.group import ShareGroup
 
 
@@ -10,15 +11,7 @@ class ShareGroupView:
         self.group = group
 
     def row(self) -> dict[str, object]:
-        group = self.group
-        return {
-            "type": "share",
-            "state": group.state_name,
-            "members": len(group.members),
-            "protocol_type": "share",
-            "protocol_name": None,
-            "generation": group.group_epoch,
-        }
+        return view_row(self.group, self.group.group_epoch)
 
     def page(self) -> dict[str, object]:
         group = self.group
@@ -34,12 +27,7 @@ class ShareGroupView:
             }
             for member in group.members.values()
         ]
-        return {
-            "type": "share",
-            "state": group.state_name,
-            "protocol_type": "share",
-            "protocol_name": None,
-            "generation": group.group_epoch,
+        return view_page(group, group.group_epoch) | {
             "assignment_epoch": group.assignment_epoch,
             "members": members,
         }

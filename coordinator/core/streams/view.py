@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from coordinator.core.group import view_page, view_row
 from coordinator.core.streams.group import StreamsGroup
 
 
@@ -16,15 +17,7 @@ class StreamsGroupView:
         self.group = group
 
     def row(self) -> dict[str, object]:
-        group = self.group
-        return {
-            "type": "streams",
-            "state": group.state_name,
-            "members": len(group.members),
-            "protocol_type": "streams",
-            "protocol_name": None,
-            "generation": group.group_epoch,
-        }
+        return view_row(self.group, self.group.group_epoch)
 
     def page(self) -> dict[str, object]:
         group = self.group
@@ -43,12 +36,7 @@ class StreamsGroupView:
             }
             for member in group.members.values()
         ]
-        return {
-            "type": "streams",
-            "state": group.state_name,
-            "protocol_type": "streams",
-            "protocol_name": None,
-            "generation": group.group_epoch,
+        return view_page(group, group.group_epoch) | {
             "assignment_epoch": group.assignment_epoch,
             "state_ms": group.state_ms,
             "members": members,
