@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import pstats
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -35,6 +36,11 @@ FLAGS = {
         "-setup-concurrency", "32", "-setup-timeout", "180s",
     ],
     "groups": ["-groups", "2000", "-conns", "64", "-budget", "120s", "-offsets", "3"],
+    # OffsetCommit then OffsetFetch of 100 partitions: the operation is one request of either
+    "commit": [
+        "-conns", "16", "-inflight", "8", "-duration", "3s", "-partitions", "100",
+        "-modes", "simple", "-setup-timeout", "120s",
+    ],
 }  # fmt: skip
 
 
@@ -68,6 +74,7 @@ def main() -> int:
     parser.add_argument("--source", action="append", required=True)
     parser.add_argument("--workload", default="heartbeat", choices=sorted(FLAGS))
     parser.add_argument("--top", type=int, default=40)
+    parser.add_argument("--keep", type=Path, help="copy each source's profile into this directory")
     args = parser.parse_args()
     build_loadgen()
     per_op: list[tuple[str, float, dict[str, float]]] = []
@@ -85,8 +92,16 @@ def main() -> int:
                 results = loadgen(server, args.workload, FLAGS[args.workload], timeout=900)
             finally:
                 server.stop()
-            (result,) = [r for r in results if r.get("done")]
-            ops = int(result["ops"])
+            measured = [r for r in results if r.get("done") or r["name"].startswith(("commit-", "fetch-"))]
+            ops = sum(int(r.get("ops", 0)) for r in measured)
+            for r in measured:
+                print(
+                    f"{ref}: {r['name']}: {r.get('ops')} ops, server CPU {r.get('server_cpu_s')} s",
+                    flush=True,
+                )
+            if args.keep:
+                args.keep.mkdir(parents=True, exist_ok=True)
+                shutil.copy(prof, args.keep / f"server-{i}.prof")
             calls = counts(prof)
             per = {k: v / ops for k, v in calls.items()}
             per_op.append((ref, sum(calls.values()) / ops, per))

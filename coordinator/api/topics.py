@@ -132,6 +132,9 @@ class KnownTopics:
 
     def _split(self, topic: str, partitions: list[_P]) -> tuple[list[_P], list[_P]]:
         """The partitions the catalog knows, and the rest."""
-        known = [p for p in partitions if self.cluster.has_partition(topic, p.partition_index)]
-        unknown = [p for p in partitions if not self.cluster.has_partition(topic, p.partition_index)]
+        has_partition = self.cluster.has_partition
+        known: list[_P] = []
+        unknown: list[_P] = []
+        for p in partitions:
+            (known if has_partition(topic, p.partition_index) else unknown).append(p)
         return known, unknown

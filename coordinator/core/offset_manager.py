@@ -223,7 +223,8 @@ class OffsetManager:
             topic_name = shared_value(topic.name)
             for p in topic.partitions:
                 metadata = p.committed_metadata or ""
-                if metadata_too_large(metadata, max_metadata):
+                # metadata_too_large is False whenever twice the length fits: called only otherwise
+                if 2 * len(metadata) > max_metadata and metadata_too_large(metadata, max_metadata):
                     codes.append(OFFSET_METADATA_TOO_LARGE)
                     continue
                 codes.append(NONE)
@@ -247,8 +248,7 @@ class OffsetManager:
 
         def on_durable(out: Effects) -> None:
             write.settle()
-            for record in records:
-                self.replay(record)
+            self.replay_group(group_id, records)
 
         def on_failed(out: Effects, error_code: int) -> None:
             write.settle()
@@ -318,27 +318,29 @@ class OffsetManager:
             if offsets is None:
                 return []
             requested = [(topic, list(parts)) for topic, parts in offsets.committed.items()]
+        # Per partition this is the hot loop of an OffsetFetch: the lookups are inlined, and
+        # the pending checks run only when the request asks for stable offsets.
         result = []
+        txn_pending = self.txn_pending if require_stable else None
+        in_flight = None if offsets is None or not require_stable else offsets.in_flight
+        committed = None if offsets is None else offsets.committed
         for topic, partitions in requested:
-            values = [
-                (p, self._partition_value(group_id, offsets, topic, p, require_stable)) for p in partitions
-            ]
+            records = None if committed is None else committed.get(topic)
+            values = []
+            append = values.append
+            for p in partitions:
+                if txn_pending is not None and txn_pending(group_id, topic, p):
+                    append((p, _UNSTABLE))  # retriable: asked again once the transaction has completed
+                elif in_flight is not None and (topic, p) in in_flight:
+                    append((p, _UNSTABLE))  # retriable: the client asks again once the commit is durable
+                else:
+                    record = None if records is None else records.get(p)
+                    if record is None:
+                        append((p, _NO_OFFSET))
+                    else:
+                        append((p, (record.offset, record.leader_epoch, record.metadata, NONE)))
             result.append((topic, values))
         return result
-
-    def _partition_value(
-        self, group_id: str, offsets: GroupOffsets | None, topic: str, partition: int, require_stable: bool
-    ) -> tuple[int, int, str, int]:
-        if require_stable and self.txn_pending(group_id, topic, partition):
-            return _UNSTABLE  # retriable: asked again once the transaction has completed
-        if offsets is None:
-            return _NO_OFFSET
-        if require_stable and offsets.is_pending(topic, partition):
-            return _UNSTABLE  # retriable: the client asks again once the commit is durable
-        record = offsets.get(topic, partition)
-        if record is None:
-            return _NO_OFFSET
-        return record.offset, record.leader_epoch, record.metadata, NONE
 
     # -- OffsetDelete (v0, KIP-496) --------------------------------------------------------------
 
@@ -481,6 +483,19 @@ class OffsetManager:
         if offsets is None:
             offsets = self.offsets[record.group_id] = GroupOffsets(record.group_id)
         offsets.put(record)
+
+    def replay_group(self, group_id: str, records: list[OffsetCommitRecord]) -> None:
+        """``replay`` of durable offsets that all belong to ``group_id`` (one commit's records)."""
+        self.ensure_group(group_id)
+        offsets = self.offsets.get(group_id)
+        if offsets is None:
+            offsets = self.offsets[group_id] = GroupOffsets(group_id)
+        committed = offsets.committed
+        for record in records:
+            partitions = committed.get(record.topic)
+            if partitions is None:
+                partitions = committed[record.topic] = {}
+            partitions[record.partition] = record
 
     def load(self, records: Iterable[OffsetCommitRecord]) -> None:
         """Storage rows, one per key (the last one wins). The stores read them in key order, so a
