@@ -387,7 +387,14 @@ class ModuleEmitter:
 
     def _encode_length(self, lines: list[str], compact: bool, wide: bool, expr: str, out: str) -> None:
         if compact:
-            lines.append(f"write_uvarint({out}, {expr} + 1)")
+            # Nearly every compact length fits one byte: written inline, no call
+            # (docs/performance.md#calls-per-request-on-the-hot-paths).
+            n = self._fresh("u")
+            lines.append(f"{n} = {expr} + 1")
+            lines.append(f"if {n} < 128:")
+            lines.append(f"    {out}.append({n})")
+            lines.append("else:")
+            lines.append(f"    write_uvarint({out}, {n})")
         else:
             lines.append(f"{out} += {self.fmt_const('>i' if wide else '>h')}.pack({expr})")
 

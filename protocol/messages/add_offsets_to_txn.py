@@ -172,13 +172,21 @@ def decode_add_offsets_to_txn_request_v3(data: bytes, pos: int) -> tuple[AddOffs
 def encode_add_offsets_to_txn_request_v3(m: AddOffsetsToTxnRequest, out: bytearray) -> None:
     x_1 = m.transactional_id
     b_2 = x_1.encode()
-    write_uvarint(out, len(b_2) + 1)
+    u_3 = len(b_2) + 1
+    if u_3 < 128:
+        out.append(u_3)
+    else:
+        write_uvarint(out, u_3)
     out += b_2
     out += _S1.pack(m.producer_id, m.producer_epoch)
-    x_3 = m.group_id
-    b_4 = x_3.encode()
-    write_uvarint(out, len(b_4) + 1)
-    out += b_4
+    x_4 = m.group_id
+    b_5 = x_4.encode()
+    u_6 = len(b_5) + 1
+    if u_6 < 128:
+        out.append(u_6)
+    else:
+        write_uvarint(out, u_6)
+    out += b_5
     out.append(0)
 
 
@@ -224,13 +232,21 @@ def decode_add_offsets_to_txn_request_v4(data: bytes, pos: int) -> tuple[AddOffs
 def encode_add_offsets_to_txn_request_v4(m: AddOffsetsToTxnRequest, out: bytearray) -> None:
     x_1 = m.transactional_id
     b_2 = x_1.encode()
-    write_uvarint(out, len(b_2) + 1)
+    u_3 = len(b_2) + 1
+    if u_3 < 128:
+        out.append(u_3)
+    else:
+        write_uvarint(out, u_3)
     out += b_2
     out += _S1.pack(m.producer_id, m.producer_epoch)
-    x_3 = m.group_id
-    b_4 = x_3.encode()
-    write_uvarint(out, len(b_4) + 1)
-    out += b_4
+    x_4 = m.group_id
+    b_5 = x_4.encode()
+    u_6 = len(b_5) + 1
+    if u_6 < 128:
+        out.append(u_6)
+    else:
+        write_uvarint(out, u_6)
+    out += b_5
     out.append(0)
 
 

@@ -341,19 +341,35 @@ def encode_add_partitions_to_txn_request_v3(m: AddPartitionsToTxnRequest, out: b
         raise ValueError('attempted to write a non-default Transactions at version 3')
     x_1 = m.v3_and_below_transactional_id
     b_2 = x_1.encode()
-    write_uvarint(out, len(b_2) + 1)
+    u_3 = len(b_2) + 1
+    if u_3 < 128:
+        out.append(u_3)
+    else:
+        write_uvarint(out, u_3)
     out += b_2
     out += _S1.pack(m.v3_and_below_producer_id, m.v3_and_below_producer_epoch)
-    x_3 = m.v3_and_below_topics
-    write_uvarint(out, len(x_3) + 1)
-    for e_4 in x_3:
-        x_5 = e_4.name
-        b_6 = x_5.encode()
-        write_uvarint(out, len(b_6) + 1)
-        out += b_6
-        x_7 = e_4.partitions
-        write_uvarint(out, len(x_7) + 1)
-        out += pack('>%di' % len(x_7), *x_7)
+    x_4 = m.v3_and_below_topics
+    u_5 = len(x_4) + 1
+    if u_5 < 128:
+        out.append(u_5)
+    else:
+        write_uvarint(out, u_5)
+    for e_6 in x_4:
+        x_7 = e_6.name
+        b_8 = x_7.encode()
+        u_9 = len(b_8) + 1
+        if u_9 < 128:
+            out.append(u_9)
+        else:
+            write_uvarint(out, u_9)
+        out += b_8
+        x_10 = e_6.partitions
+        u_11 = len(x_10) + 1
+        if u_11 < 128:
+            out.append(u_11)
+        else:
+            write_uvarint(out, u_11)
+        out += pack('>%di' % len(x_10), *x_10)
         out.append(0)
     out.append(0)
 
@@ -471,23 +487,43 @@ def encode_add_partitions_to_txn_request_v4(m: AddPartitionsToTxnRequest, out: b
     if m.v3_and_below_topics:
         raise ValueError('attempted to write a non-default V3AndBelowTopics at version 4')
     x_1 = m.transactions
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        x_3 = e_2.transactional_id
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
-        out += _S3.pack(e_2.producer_id, e_2.producer_epoch, e_2.verify_only)
-        x_5 = e_2.topics
-        write_uvarint(out, len(x_5) + 1)
-        for e_6 in x_5:
-            x_7 = e_6.name
-            b_8 = x_7.encode()
-            write_uvarint(out, len(b_8) + 1)
-            out += b_8
-            x_9 = e_6.partitions
-            write_uvarint(out, len(x_9) + 1)
-            out += pack('>%di' % len(x_9), *x_9)
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        x_4 = e_3.transactional_id
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
+        out += _S3.pack(e_3.producer_id, e_3.producer_epoch, e_3.verify_only)
+        x_7 = e_3.topics
+        u_8 = len(x_7) + 1
+        if u_8 < 128:
+            out.append(u_8)
+        else:
+            write_uvarint(out, u_8)
+        for e_9 in x_7:
+            x_10 = e_9.name
+            b_11 = x_10.encode()
+            u_12 = len(b_11) + 1
+            if u_12 < 128:
+                out.append(u_12)
+            else:
+                write_uvarint(out, u_12)
+            out += b_11
+            x_13 = e_9.partitions
+            u_14 = len(x_13) + 1
+            if u_14 < 128:
+                out.append(u_14)
+            else:
+                write_uvarint(out, u_14)
+            out += pack('>%di' % len(x_13), *x_13)
             out.append(0)
         out.append(0)
     out.append(0)
@@ -606,23 +642,43 @@ def encode_add_partitions_to_txn_request_v5(m: AddPartitionsToTxnRequest, out: b
     if m.v3_and_below_topics:
         raise ValueError('attempted to write a non-default V3AndBelowTopics at version 5')
     x_1 = m.transactions
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        x_3 = e_2.transactional_id
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
-        out += _S3.pack(e_2.producer_id, e_2.producer_epoch, e_2.verify_only)
-        x_5 = e_2.topics
-        write_uvarint(out, len(x_5) + 1)
-        for e_6 in x_5:
-            x_7 = e_6.name
-            b_8 = x_7.encode()
-            write_uvarint(out, len(b_8) + 1)
-            out += b_8
-            x_9 = e_6.partitions
-            write_uvarint(out, len(x_9) + 1)
-            out += pack('>%di' % len(x_9), *x_9)
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        x_4 = e_3.transactional_id
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
+        out += _S3.pack(e_3.producer_id, e_3.producer_epoch, e_3.verify_only)
+        x_7 = e_3.topics
+        u_8 = len(x_7) + 1
+        if u_8 < 128:
+            out.append(u_8)
+        else:
+            write_uvarint(out, u_8)
+        for e_9 in x_7:
+            x_10 = e_9.name
+            b_11 = x_10.encode()
+            u_12 = len(b_11) + 1
+            if u_12 < 128:
+                out.append(u_12)
+            else:
+                write_uvarint(out, u_12)
+            out += b_11
+            x_13 = e_9.partitions
+            u_14 = len(x_13) + 1
+            if u_14 < 128:
+                out.append(u_14)
+            else:
+                write_uvarint(out, u_14)
+            out += pack('>%di' % len(x_13), *x_13)
             out.append(0)
         out.append(0)
     out.append(0)
@@ -883,16 +939,28 @@ def encode_add_partitions_to_txn_response_v3(m: AddPartitionsToTxnResponse, out:
         raise ValueError('attempted to write a non-default ResultsByTransaction at version 3')
     out += _S2.pack(m.throttle_time_ms)
     x_1 = m.results_by_topic_v3_and_below
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        x_3 = e_2.name
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
-        x_5 = e_2.results_by_partition
-        write_uvarint(out, len(x_5) + 1)
-        for e_6 in x_5:
-            out += _S4.pack(e_6.partition_index, e_6.partition_error_code)
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        x_4 = e_3.name
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
+        x_7 = e_3.results_by_partition
+        u_8 = len(x_7) + 1
+        if u_8 < 128:
+            out.append(u_8)
+        else:
+            write_uvarint(out, u_8)
+        for e_9 in x_7:
+            out += _S4.pack(e_9.partition_index, e_9.partition_error_code)
             out.append(0)
         out.append(0)
     out.append(0)
@@ -1019,23 +1087,43 @@ def encode_add_partitions_to_txn_response_v4(m: AddPartitionsToTxnResponse, out:
         raise ValueError('attempted to write a non-default ResultsByTopicV3AndBelow at version 4')
     out += _S4.pack(m.throttle_time_ms, m.error_code)
     x_1 = m.results_by_transaction
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        x_3 = e_2.transactional_id
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
-        x_5 = e_2.topic_results
-        write_uvarint(out, len(x_5) + 1)
-        for e_6 in x_5:
-            x_7 = e_6.name
-            b_8 = x_7.encode()
-            write_uvarint(out, len(b_8) + 1)
-            out += b_8
-            x_9 = e_6.results_by_partition
-            write_uvarint(out, len(x_9) + 1)
-            for e_10 in x_9:
-                out += _S4.pack(e_10.partition_index, e_10.partition_error_code)
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        x_4 = e_3.transactional_id
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
+        x_7 = e_3.topic_results
+        u_8 = len(x_7) + 1
+        if u_8 < 128:
+            out.append(u_8)
+        else:
+            write_uvarint(out, u_8)
+        for e_9 in x_7:
+            x_10 = e_9.name
+            b_11 = x_10.encode()
+            u_12 = len(b_11) + 1
+            if u_12 < 128:
+                out.append(u_12)
+            else:
+                write_uvarint(out, u_12)
+            out += b_11
+            x_13 = e_9.results_by_partition
+            u_14 = len(x_13) + 1
+            if u_14 < 128:
+                out.append(u_14)
+            else:
+                write_uvarint(out, u_14)
+            for e_15 in x_13:
+                out += _S4.pack(e_15.partition_index, e_15.partition_error_code)
                 out.append(0)
             out.append(0)
         out.append(0)
@@ -1163,23 +1251,43 @@ def encode_add_partitions_to_txn_response_v5(m: AddPartitionsToTxnResponse, out:
         raise ValueError('attempted to write a non-default ResultsByTopicV3AndBelow at version 5')
     out += _S4.pack(m.throttle_time_ms, m.error_code)
     x_1 = m.results_by_transaction
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        x_3 = e_2.transactional_id
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
-        x_5 = e_2.topic_results
-        write_uvarint(out, len(x_5) + 1)
-        for e_6 in x_5:
-            x_7 = e_6.name
-            b_8 = x_7.encode()
-            write_uvarint(out, len(b_8) + 1)
-            out += b_8
-            x_9 = e_6.results_by_partition
-            write_uvarint(out, len(x_9) + 1)
-            for e_10 in x_9:
-                out += _S4.pack(e_10.partition_index, e_10.partition_error_code)
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        x_4 = e_3.transactional_id
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
+        x_7 = e_3.topic_results
+        u_8 = len(x_7) + 1
+        if u_8 < 128:
+            out.append(u_8)
+        else:
+            write_uvarint(out, u_8)
+        for e_9 in x_7:
+            x_10 = e_9.name
+            b_11 = x_10.encode()
+            u_12 = len(b_11) + 1
+            if u_12 < 128:
+                out.append(u_12)
+            else:
+                write_uvarint(out, u_12)
+            out += b_11
+            x_13 = e_9.results_by_partition
+            u_14 = len(x_13) + 1
+            if u_14 < 128:
+                out.append(u_14)
+            else:
+                write_uvarint(out, u_14)
+            for e_15 in x_13:
+                out += _S4.pack(e_15.partition_index, e_15.partition_error_code)
                 out.append(0)
             out.append(0)
         out.append(0)

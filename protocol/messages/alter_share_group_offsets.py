@@ -147,19 +147,35 @@ def decode_alter_share_group_offsets_request_v0(data: bytes, pos: int) -> tuple[
 def encode_alter_share_group_offsets_request_v0(m: AlterShareGroupOffsetsRequest, out: bytearray) -> None:
     x_1 = m.group_id
     b_2 = x_1.encode()
-    write_uvarint(out, len(b_2) + 1)
+    u_3 = len(b_2) + 1
+    if u_3 < 128:
+        out.append(u_3)
+    else:
+        write_uvarint(out, u_3)
     out += b_2
-    x_3 = m.topics
-    write_uvarint(out, len(x_3) + 1)
-    for e_4 in x_3:
-        x_5 = e_4.topic_name
-        b_6 = x_5.encode()
-        write_uvarint(out, len(b_6) + 1)
-        out += b_6
-        x_7 = e_4.partitions
-        write_uvarint(out, len(x_7) + 1)
-        for e_8 in x_7:
-            out += _S0.pack(e_8.partition_index, e_8.start_offset)
+    x_4 = m.topics
+    u_5 = len(x_4) + 1
+    if u_5 < 128:
+        out.append(u_5)
+    else:
+        write_uvarint(out, u_5)
+    for e_6 in x_4:
+        x_7 = e_6.topic_name
+        b_8 = x_7.encode()
+        u_9 = len(b_8) + 1
+        if u_9 < 128:
+            out.append(u_9)
+        else:
+            write_uvarint(out, u_9)
+        out += b_8
+        x_10 = e_6.partitions
+        u_11 = len(x_10) + 1
+        if u_11 < 128:
+            out.append(u_11)
+        else:
+            write_uvarint(out, u_11)
+        for e_12 in x_10:
+            out += _S0.pack(e_12.partition_index, e_12.start_offset)
             out.append(0)
         out.append(0)
     out.append(0)
@@ -277,27 +293,47 @@ def encode_alter_share_group_offsets_response_v0(m: AlterShareGroupOffsetsRespon
         out.append(0)
     else:
         b_2 = x_1.encode()
-        write_uvarint(out, len(b_2) + 1)
+        u_3 = len(b_2) + 1
+        if u_3 < 128:
+            out.append(u_3)
+        else:
+            write_uvarint(out, u_3)
         out += b_2
-    x_3 = m.responses
-    write_uvarint(out, len(x_3) + 1)
-    for e_4 in x_3:
-        x_5 = e_4.topic_name
-        b_6 = x_5.encode()
-        write_uvarint(out, len(b_6) + 1)
-        out += b_6
-        out += _S2.pack(e_4.topic_id)
-        x_7 = e_4.partitions
-        write_uvarint(out, len(x_7) + 1)
-        for e_8 in x_7:
-            out += _S1.pack(e_8.partition_index, e_8.error_code)
-            x_9 = e_8.error_message
-            if x_9 is None:
+    x_4 = m.responses
+    u_5 = len(x_4) + 1
+    if u_5 < 128:
+        out.append(u_5)
+    else:
+        write_uvarint(out, u_5)
+    for e_6 in x_4:
+        x_7 = e_6.topic_name
+        b_8 = x_7.encode()
+        u_9 = len(b_8) + 1
+        if u_9 < 128:
+            out.append(u_9)
+        else:
+            write_uvarint(out, u_9)
+        out += b_8
+        out += _S2.pack(e_6.topic_id)
+        x_10 = e_6.partitions
+        u_11 = len(x_10) + 1
+        if u_11 < 128:
+            out.append(u_11)
+        else:
+            write_uvarint(out, u_11)
+        for e_12 in x_10:
+            out += _S1.pack(e_12.partition_index, e_12.error_code)
+            x_13 = e_12.error_message
+            if x_13 is None:
                 out.append(0)
             else:
-                b_10 = x_9.encode()
-                write_uvarint(out, len(b_10) + 1)
-                out += b_10
+                b_14 = x_13.encode()
+                u_15 = len(b_14) + 1
+                if u_15 < 128:
+                    out.append(u_15)
+                else:
+                    write_uvarint(out, u_15)
+                out += b_14
             out.append(0)
         out.append(0)
     out.append(0)

@@ -166,28 +166,52 @@ def decode_alter_user_scram_credentials_request_v0(data: bytes, pos: int) -> tup
 
 def encode_alter_user_scram_credentials_request_v0(m: AlterUserScramCredentialsRequest, out: bytearray) -> None:
     x_1 = m.deletions
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        x_3 = e_2.name
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
-        out += _S0.pack(e_2.mechanism)
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        x_4 = e_3.name
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
+        out += _S0.pack(e_3.mechanism)
         out.append(0)
-    x_5 = m.upsertions
-    write_uvarint(out, len(x_5) + 1)
-    for e_6 in x_5:
-        x_7 = e_6.name
-        b_8 = x_7.encode()
-        write_uvarint(out, len(b_8) + 1)
-        out += b_8
-        out += _S1.pack(e_6.mechanism, e_6.iterations)
-        x_9 = e_6.salt
-        write_uvarint(out, len(x_9) + 1)
-        out += x_9
-        x_10 = e_6.salted_password
-        write_uvarint(out, len(x_10) + 1)
-        out += x_10
+    x_7 = m.upsertions
+    u_8 = len(x_7) + 1
+    if u_8 < 128:
+        out.append(u_8)
+    else:
+        write_uvarint(out, u_8)
+    for e_9 in x_7:
+        x_10 = e_9.name
+        b_11 = x_10.encode()
+        u_12 = len(b_11) + 1
+        if u_12 < 128:
+            out.append(u_12)
+        else:
+            write_uvarint(out, u_12)
+        out += b_11
+        out += _S1.pack(e_9.mechanism, e_9.iterations)
+        x_13 = e_9.salt
+        u_14 = len(x_13) + 1
+        if u_14 < 128:
+            out.append(u_14)
+        else:
+            write_uvarint(out, u_14)
+        out += x_13
+        x_15 = e_9.salted_password
+        u_16 = len(x_15) + 1
+        if u_16 < 128:
+            out.append(u_16)
+        else:
+            write_uvarint(out, u_16)
+        out += x_15
         out.append(0)
     out.append(0)
 
@@ -261,19 +285,31 @@ def decode_alter_user_scram_credentials_response_v0(data: bytes, pos: int) -> tu
 def encode_alter_user_scram_credentials_response_v0(m: AlterUserScramCredentialsResponse, out: bytearray) -> None:
     out += _S2.pack(m.throttle_time_ms)
     x_1 = m.results
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        x_3 = e_2.user
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
-        out += _S3.pack(e_2.error_code)
-        x_5 = e_2.error_message
-        if x_5 is None:
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        x_4 = e_3.user
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
+        out += _S3.pack(e_3.error_code)
+        x_7 = e_3.error_message
+        if x_7 is None:
             out.append(0)
         else:
-            b_6 = x_5.encode()
-            write_uvarint(out, len(b_6) + 1)
-            out += b_6
+            b_8 = x_7.encode()
+            u_9 = len(b_8) + 1
+            if u_9 < 128:
+                out.append(u_9)
+            else:
+                write_uvarint(out, u_9)
+            out += b_8
         out.append(0)
     out.append(0)

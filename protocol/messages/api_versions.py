@@ -121,12 +121,20 @@ def decode_api_versions_request_v3(data: bytes, pos: int) -> tuple[ApiVersionsRe
 def encode_api_versions_request_v3(m: ApiVersionsRequest, out: bytearray) -> None:
     x_1 = m.client_software_name
     b_2 = x_1.encode()
-    write_uvarint(out, len(b_2) + 1)
+    u_3 = len(b_2) + 1
+    if u_3 < 128:
+        out.append(u_3)
+    else:
+        write_uvarint(out, u_3)
     out += b_2
-    x_3 = m.client_software_version
-    b_4 = x_3.encode()
-    write_uvarint(out, len(b_4) + 1)
-    out += b_4
+    x_4 = m.client_software_version
+    b_5 = x_4.encode()
+    u_6 = len(b_5) + 1
+    if u_6 < 128:
+        out.append(u_6)
+    else:
+        write_uvarint(out, u_6)
+    out += b_5
     out.append(0)
 
 
@@ -170,12 +178,20 @@ def decode_api_versions_request_v4(data: bytes, pos: int) -> tuple[ApiVersionsRe
 def encode_api_versions_request_v4(m: ApiVersionsRequest, out: bytearray) -> None:
     x_1 = m.client_software_name
     b_2 = x_1.encode()
-    write_uvarint(out, len(b_2) + 1)
+    u_3 = len(b_2) + 1
+    if u_3 < 128:
+        out.append(u_3)
+    else:
+        write_uvarint(out, u_3)
     out += b_2
-    x_3 = m.client_software_version
-    b_4 = x_3.encode()
-    write_uvarint(out, len(b_4) + 1)
-    out += b_4
+    x_4 = m.client_software_version
+    b_5 = x_4.encode()
+    u_6 = len(b_5) + 1
+    if u_6 < 128:
+        out.append(u_6)
+    else:
+        write_uvarint(out, u_6)
+    out += b_5
     out.append(0)
 
 
@@ -233,19 +249,31 @@ def decode_api_versions_request_v5(data: bytes, pos: int) -> tuple[ApiVersionsRe
 def encode_api_versions_request_v5(m: ApiVersionsRequest, out: bytearray) -> None:
     x_1 = m.client_software_name
     b_2 = x_1.encode()
-    write_uvarint(out, len(b_2) + 1)
+    u_3 = len(b_2) + 1
+    if u_3 < 128:
+        out.append(u_3)
+    else:
+        write_uvarint(out, u_3)
     out += b_2
-    x_3 = m.client_software_version
-    b_4 = x_3.encode()
-    write_uvarint(out, len(b_4) + 1)
-    out += b_4
-    x_5 = m.cluster_id
-    if x_5 is None:
+    x_4 = m.client_software_version
+    b_5 = x_4.encode()
+    u_6 = len(b_5) + 1
+    if u_6 < 128:
+        out.append(u_6)
+    else:
+        write_uvarint(out, u_6)
+    out += b_5
+    x_7 = m.cluster_id
+    if x_7 is None:
         out.append(0)
     else:
-        b_6 = x_5.encode()
-        write_uvarint(out, len(b_6) + 1)
-        out += b_6
+        b_8 = x_7.encode()
+        u_9 = len(b_8) + 1
+        if u_9 < 128:
+            out.append(u_9)
+        else:
+            write_uvarint(out, u_9)
+        out += b_8
     out += _S0.pack(m.node_id)
     out.append(0)
 
@@ -475,9 +503,13 @@ def decode_api_versions_response_v3(data: bytes, pos: int) -> tuple[ApiVersionsR
 def encode_api_versions_response_v3(m: ApiVersionsResponse, out: bytearray) -> None:
     out += _S1.pack(m.error_code)
     x_1 = m.api_keys
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        out += _S2.pack(e_2.api_key, e_2.min_version, e_2.max_version)
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        out += _S2.pack(e_3.api_key, e_3.min_version, e_3.max_version)
         out.append(0)
     out += _S0.pack(m.throttle_time_ms)
     tags0 = (m.supported_features != []) + (m.finalized_features_epoch != -1) + (m.finalized_features != []) + (m.zk_migration_ready != False)
@@ -485,14 +517,22 @@ def encode_api_versions_response_v3(m: ApiVersionsResponse, out: bytearray) -> N
     if m.supported_features != []:
         write_uvarint(out, 0)
         tagbuf0 = bytearray()
-        x_3 = m.supported_features
-        write_uvarint(tagbuf0, len(x_3) + 1)
-        for e_4 in x_3:
-            x_5 = e_4.name
-            b_6 = x_5.encode()
-            write_uvarint(tagbuf0, len(b_6) + 1)
-            tagbuf0 += b_6
-            tagbuf0 += _S3.pack(e_4.min_version, e_4.max_version)
+        x_4 = m.supported_features
+        u_5 = len(x_4) + 1
+        if u_5 < 128:
+            tagbuf0.append(u_5)
+        else:
+            write_uvarint(tagbuf0, u_5)
+        for e_6 in x_4:
+            x_7 = e_6.name
+            b_8 = x_7.encode()
+            u_9 = len(b_8) + 1
+            if u_9 < 128:
+                tagbuf0.append(u_9)
+            else:
+                write_uvarint(tagbuf0, u_9)
+            tagbuf0 += b_8
+            tagbuf0 += _S3.pack(e_6.min_version, e_6.max_version)
             tagbuf0.append(0)
         write_uvarint(out, len(tagbuf0))
         out += tagbuf0
@@ -505,14 +545,22 @@ def encode_api_versions_response_v3(m: ApiVersionsResponse, out: bytearray) -> N
     if m.finalized_features != []:
         write_uvarint(out, 2)
         tagbuf0 = bytearray()
-        x_8 = m.finalized_features
-        write_uvarint(tagbuf0, len(x_8) + 1)
-        for e_9 in x_8:
-            x_10 = e_9.name
-            b_11 = x_10.encode()
-            write_uvarint(tagbuf0, len(b_11) + 1)
-            tagbuf0 += b_11
-            tagbuf0 += _S3.pack(e_9.max_version_level, e_9.min_version_level)
+        x_11 = m.finalized_features
+        u_12 = len(x_11) + 1
+        if u_12 < 128:
+            tagbuf0.append(u_12)
+        else:
+            write_uvarint(tagbuf0, u_12)
+        for e_13 in x_11:
+            x_14 = e_13.name
+            b_15 = x_14.encode()
+            u_16 = len(b_15) + 1
+            if u_16 < 128:
+                tagbuf0.append(u_16)
+            else:
+                write_uvarint(tagbuf0, u_16)
+            tagbuf0 += b_15
+            tagbuf0 += _S3.pack(e_13.max_version_level, e_13.min_version_level)
             tagbuf0.append(0)
         write_uvarint(out, len(tagbuf0))
         out += tagbuf0
@@ -659,9 +707,13 @@ def decode_api_versions_response_v4(data: bytes, pos: int) -> tuple[ApiVersionsR
 def encode_api_versions_response_v4(m: ApiVersionsResponse, out: bytearray) -> None:
     out += _S1.pack(m.error_code)
     x_1 = m.api_keys
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        out += _S2.pack(e_2.api_key, e_2.min_version, e_2.max_version)
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        out += _S2.pack(e_3.api_key, e_3.min_version, e_3.max_version)
         out.append(0)
     out += _S0.pack(m.throttle_time_ms)
     tags0 = (m.supported_features != []) + (m.finalized_features_epoch != -1) + (m.finalized_features != []) + (m.zk_migration_ready != False)
@@ -669,14 +721,22 @@ def encode_api_versions_response_v4(m: ApiVersionsResponse, out: bytearray) -> N
     if m.supported_features != []:
         write_uvarint(out, 0)
         tagbuf0 = bytearray()
-        x_3 = m.supported_features
-        write_uvarint(tagbuf0, len(x_3) + 1)
-        for e_4 in x_3:
-            x_5 = e_4.name
-            b_6 = x_5.encode()
-            write_uvarint(tagbuf0, len(b_6) + 1)
-            tagbuf0 += b_6
-            tagbuf0 += _S3.pack(e_4.min_version, e_4.max_version)
+        x_4 = m.supported_features
+        u_5 = len(x_4) + 1
+        if u_5 < 128:
+            tagbuf0.append(u_5)
+        else:
+            write_uvarint(tagbuf0, u_5)
+        for e_6 in x_4:
+            x_7 = e_6.name
+            b_8 = x_7.encode()
+            u_9 = len(b_8) + 1
+            if u_9 < 128:
+                tagbuf0.append(u_9)
+            else:
+                write_uvarint(tagbuf0, u_9)
+            tagbuf0 += b_8
+            tagbuf0 += _S3.pack(e_6.min_version, e_6.max_version)
             tagbuf0.append(0)
         write_uvarint(out, len(tagbuf0))
         out += tagbuf0
@@ -689,14 +749,22 @@ def encode_api_versions_response_v4(m: ApiVersionsResponse, out: bytearray) -> N
     if m.finalized_features != []:
         write_uvarint(out, 2)
         tagbuf0 = bytearray()
-        x_8 = m.finalized_features
-        write_uvarint(tagbuf0, len(x_8) + 1)
-        for e_9 in x_8:
-            x_10 = e_9.name
-            b_11 = x_10.encode()
-            write_uvarint(tagbuf0, len(b_11) + 1)
-            tagbuf0 += b_11
-            tagbuf0 += _S3.pack(e_9.max_version_level, e_9.min_version_level)
+        x_11 = m.finalized_features
+        u_12 = len(x_11) + 1
+        if u_12 < 128:
+            tagbuf0.append(u_12)
+        else:
+            write_uvarint(tagbuf0, u_12)
+        for e_13 in x_11:
+            x_14 = e_13.name
+            b_15 = x_14.encode()
+            u_16 = len(b_15) + 1
+            if u_16 < 128:
+                tagbuf0.append(u_16)
+            else:
+                write_uvarint(tagbuf0, u_16)
+            tagbuf0 += b_15
+            tagbuf0 += _S3.pack(e_13.max_version_level, e_13.min_version_level)
             tagbuf0.append(0)
         write_uvarint(out, len(tagbuf0))
         out += tagbuf0
@@ -843,9 +911,13 @@ def decode_api_versions_response_v5(data: bytes, pos: int) -> tuple[ApiVersionsR
 def encode_api_versions_response_v5(m: ApiVersionsResponse, out: bytearray) -> None:
     out += _S1.pack(m.error_code)
     x_1 = m.api_keys
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        out += _S2.pack(e_2.api_key, e_2.min_version, e_2.max_version)
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        out += _S2.pack(e_3.api_key, e_3.min_version, e_3.max_version)
         out.append(0)
     out += _S0.pack(m.throttle_time_ms)
     tags0 = (m.supported_features != []) + (m.finalized_features_epoch != -1) + (m.finalized_features != []) + (m.zk_migration_ready != False)
@@ -853,14 +925,22 @@ def encode_api_versions_response_v5(m: ApiVersionsResponse, out: bytearray) -> N
     if m.supported_features != []:
         write_uvarint(out, 0)
         tagbuf0 = bytearray()
-        x_3 = m.supported_features
-        write_uvarint(tagbuf0, len(x_3) + 1)
-        for e_4 in x_3:
-            x_5 = e_4.name
-            b_6 = x_5.encode()
-            write_uvarint(tagbuf0, len(b_6) + 1)
-            tagbuf0 += b_6
-            tagbuf0 += _S3.pack(e_4.min_version, e_4.max_version)
+        x_4 = m.supported_features
+        u_5 = len(x_4) + 1
+        if u_5 < 128:
+            tagbuf0.append(u_5)
+        else:
+            write_uvarint(tagbuf0, u_5)
+        for e_6 in x_4:
+            x_7 = e_6.name
+            b_8 = x_7.encode()
+            u_9 = len(b_8) + 1
+            if u_9 < 128:
+                tagbuf0.append(u_9)
+            else:
+                write_uvarint(tagbuf0, u_9)
+            tagbuf0 += b_8
+            tagbuf0 += _S3.pack(e_6.min_version, e_6.max_version)
             tagbuf0.append(0)
         write_uvarint(out, len(tagbuf0))
         out += tagbuf0
@@ -873,14 +953,22 @@ def encode_api_versions_response_v5(m: ApiVersionsResponse, out: bytearray) -> N
     if m.finalized_features != []:
         write_uvarint(out, 2)
         tagbuf0 = bytearray()
-        x_8 = m.finalized_features
-        write_uvarint(tagbuf0, len(x_8) + 1)
-        for e_9 in x_8:
-            x_10 = e_9.name
-            b_11 = x_10.encode()
-            write_uvarint(tagbuf0, len(b_11) + 1)
-            tagbuf0 += b_11
-            tagbuf0 += _S3.pack(e_9.max_version_level, e_9.min_version_level)
+        x_11 = m.finalized_features
+        u_12 = len(x_11) + 1
+        if u_12 < 128:
+            tagbuf0.append(u_12)
+        else:
+            write_uvarint(tagbuf0, u_12)
+        for e_13 in x_11:
+            x_14 = e_13.name
+            b_15 = x_14.encode()
+            u_16 = len(b_15) + 1
+            if u_16 < 128:
+                tagbuf0.append(u_16)
+            else:
+                write_uvarint(tagbuf0, u_16)
+            tagbuf0 += b_15
+            tagbuf0 += _S3.pack(e_13.max_version_level, e_13.min_version_level)
             tagbuf0.append(0)
         write_uvarint(out, len(tagbuf0))
         out += tagbuf0

@@ -115,12 +115,20 @@ def decode_consumer_group_describe_request_v0(data: bytes, pos: int) -> tuple[Co
 
 def encode_consumer_group_describe_request_v0(m: ConsumerGroupDescribeRequest, out: bytearray) -> None:
     x_1 = m.group_ids
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        x_3 = e_2
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        x_4 = e_3
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
     out += _S0.pack(m.include_authorized_operations)
     out.append(0)
 
@@ -170,12 +178,20 @@ def decode_consumer_group_describe_request_v1(data: bytes, pos: int) -> tuple[Co
 
 def encode_consumer_group_describe_request_v1(m: ConsumerGroupDescribeRequest, out: bytearray) -> None:
     x_1 = m.group_ids
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        x_3 = e_2
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        x_4 = e_3
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
     out += _S0.pack(m.include_authorized_operations)
     out.append(0)
 
@@ -532,103 +548,183 @@ def decode_consumer_group_describe_response_v0(data: bytes, pos: int) -> tuple[C
 def encode_consumer_group_describe_response_v0(m: ConsumerGroupDescribeResponse, out: bytearray) -> None:
     out += _S1.pack(m.throttle_time_ms)
     x_1 = m.groups
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        out += _S2.pack(e_2.error_code)
-        x_3 = e_2.error_message
-        if x_3 is None:
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        out += _S2.pack(e_3.error_code)
+        x_4 = e_3.error_message
+        if x_4 is None:
             out.append(0)
         else:
-            b_4 = x_3.encode()
-            write_uvarint(out, len(b_4) + 1)
-            out += b_4
-        x_5 = e_2.group_id
-        b_6 = x_5.encode()
-        write_uvarint(out, len(b_6) + 1)
-        out += b_6
-        x_7 = e_2.group_state
+            b_5 = x_4.encode()
+            u_6 = len(b_5) + 1
+            if u_6 < 128:
+                out.append(u_6)
+            else:
+                write_uvarint(out, u_6)
+            out += b_5
+        x_7 = e_3.group_id
         b_8 = x_7.encode()
-        write_uvarint(out, len(b_8) + 1)
+        u_9 = len(b_8) + 1
+        if u_9 < 128:
+            out.append(u_9)
+        else:
+            write_uvarint(out, u_9)
         out += b_8
-        out += _S3.pack(e_2.group_epoch, e_2.assignment_epoch)
-        x_9 = e_2.assignor_name
-        b_10 = x_9.encode()
-        write_uvarint(out, len(b_10) + 1)
-        out += b_10
-        x_11 = e_2.members
-        write_uvarint(out, len(x_11) + 1)
-        for e_12 in x_11:
-            x_13 = e_12.member_id
-            b_14 = x_13.encode()
-            write_uvarint(out, len(b_14) + 1)
-            out += b_14
-            x_15 = e_12.instance_id
-            if x_15 is None:
-                out.append(0)
-            else:
-                b_16 = x_15.encode()
-                write_uvarint(out, len(b_16) + 1)
-                out += b_16
-            x_17 = e_12.rack_id
-            if x_17 is None:
-                out.append(0)
-            else:
-                b_18 = x_17.encode()
-                write_uvarint(out, len(b_18) + 1)
-                out += b_18
-            out += _S1.pack(e_12.member_epoch)
-            x_19 = e_12.client_id
+        x_10 = e_3.group_state
+        b_11 = x_10.encode()
+        u_12 = len(b_11) + 1
+        if u_12 < 128:
+            out.append(u_12)
+        else:
+            write_uvarint(out, u_12)
+        out += b_11
+        out += _S3.pack(e_3.group_epoch, e_3.assignment_epoch)
+        x_13 = e_3.assignor_name
+        b_14 = x_13.encode()
+        u_15 = len(b_14) + 1
+        if u_15 < 128:
+            out.append(u_15)
+        else:
+            write_uvarint(out, u_15)
+        out += b_14
+        x_16 = e_3.members
+        u_17 = len(x_16) + 1
+        if u_17 < 128:
+            out.append(u_17)
+        else:
+            write_uvarint(out, u_17)
+        for e_18 in x_16:
+            x_19 = e_18.member_id
             b_20 = x_19.encode()
-            write_uvarint(out, len(b_20) + 1)
+            u_21 = len(b_20) + 1
+            if u_21 < 128:
+                out.append(u_21)
+            else:
+                write_uvarint(out, u_21)
             out += b_20
-            x_21 = e_12.client_host
-            b_22 = x_21.encode()
-            write_uvarint(out, len(b_22) + 1)
-            out += b_22
-            x_23 = e_12.subscribed_topic_names
-            write_uvarint(out, len(x_23) + 1)
-            for e_24 in x_23:
-                x_25 = e_24
-                b_26 = x_25.encode()
-                write_uvarint(out, len(b_26) + 1)
-                out += b_26
-            x_27 = e_12.subscribed_topic_regex
-            if x_27 is None:
+            x_22 = e_18.instance_id
+            if x_22 is None:
                 out.append(0)
             else:
-                b_28 = x_27.encode()
-                write_uvarint(out, len(b_28) + 1)
-                out += b_28
-            s_30 = e_12.assignment
-            x_31 = s_30.topic_partitions
-            write_uvarint(out, len(x_31) + 1)
-            for e_32 in x_31:
-                out += _S4.pack(e_32.topic_id)
-                x_33 = e_32.topic_name
-                b_34 = x_33.encode()
-                write_uvarint(out, len(b_34) + 1)
-                out += b_34
-                x_35 = e_32.partitions
-                write_uvarint(out, len(x_35) + 1)
-                out += pack('>%di' % len(x_35), *x_35)
+                b_23 = x_22.encode()
+                u_24 = len(b_23) + 1
+                if u_24 < 128:
+                    out.append(u_24)
+                else:
+                    write_uvarint(out, u_24)
+                out += b_23
+            x_25 = e_18.rack_id
+            if x_25 is None:
                 out.append(0)
-            out.append(0)
-            s_37 = e_12.target_assignment
-            x_38 = s_37.topic_partitions
-            write_uvarint(out, len(x_38) + 1)
-            for e_39 in x_38:
-                out += _S4.pack(e_39.topic_id)
-                x_40 = e_39.topic_name
+            else:
+                b_26 = x_25.encode()
+                u_27 = len(b_26) + 1
+                if u_27 < 128:
+                    out.append(u_27)
+                else:
+                    write_uvarint(out, u_27)
+                out += b_26
+            out += _S1.pack(e_18.member_epoch)
+            x_28 = e_18.client_id
+            b_29 = x_28.encode()
+            u_30 = len(b_29) + 1
+            if u_30 < 128:
+                out.append(u_30)
+            else:
+                write_uvarint(out, u_30)
+            out += b_29
+            x_31 = e_18.client_host
+            b_32 = x_31.encode()
+            u_33 = len(b_32) + 1
+            if u_33 < 128:
+                out.append(u_33)
+            else:
+                write_uvarint(out, u_33)
+            out += b_32
+            x_34 = e_18.subscribed_topic_names
+            u_35 = len(x_34) + 1
+            if u_35 < 128:
+                out.append(u_35)
+            else:
+                write_uvarint(out, u_35)
+            for e_36 in x_34:
+                x_37 = e_36
+                b_38 = x_37.encode()
+                u_39 = len(b_38) + 1
+                if u_39 < 128:
+                    out.append(u_39)
+                else:
+                    write_uvarint(out, u_39)
+                out += b_38
+            x_40 = e_18.subscribed_topic_regex
+            if x_40 is None:
+                out.append(0)
+            else:
                 b_41 = x_40.encode()
-                write_uvarint(out, len(b_41) + 1)
+                u_42 = len(b_41) + 1
+                if u_42 < 128:
+                    out.append(u_42)
+                else:
+                    write_uvarint(out, u_42)
                 out += b_41
-                x_42 = e_39.partitions
-                write_uvarint(out, len(x_42) + 1)
-                out += pack('>%di' % len(x_42), *x_42)
+            s_44 = e_18.assignment
+            x_45 = s_44.topic_partitions
+            u_46 = len(x_45) + 1
+            if u_46 < 128:
+                out.append(u_46)
+            else:
+                write_uvarint(out, u_46)
+            for e_47 in x_45:
+                out += _S4.pack(e_47.topic_id)
+                x_48 = e_47.topic_name
+                b_49 = x_48.encode()
+                u_50 = len(b_49) + 1
+                if u_50 < 128:
+                    out.append(u_50)
+                else:
+                    write_uvarint(out, u_50)
+                out += b_49
+                x_51 = e_47.partitions
+                u_52 = len(x_51) + 1
+                if u_52 < 128:
+                    out.append(u_52)
+                else:
+                    write_uvarint(out, u_52)
+                out += pack('>%di' % len(x_51), *x_51)
+                out.append(0)
+            out.append(0)
+            s_54 = e_18.target_assignment
+            x_55 = s_54.topic_partitions
+            u_56 = len(x_55) + 1
+            if u_56 < 128:
+                out.append(u_56)
+            else:
+                write_uvarint(out, u_56)
+            for e_57 in x_55:
+                out += _S4.pack(e_57.topic_id)
+                x_58 = e_57.topic_name
+                b_59 = x_58.encode()
+                u_60 = len(b_59) + 1
+                if u_60 < 128:
+                    out.append(u_60)
+                else:
+                    write_uvarint(out, u_60)
+                out += b_59
+                x_61 = e_57.partitions
+                u_62 = len(x_61) + 1
+                if u_62 < 128:
+                    out.append(u_62)
+                else:
+                    write_uvarint(out, u_62)
+                out += pack('>%di' % len(x_61), *x_61)
                 out.append(0)
             out.append(0)
             out.append(0)
-        out += _S1.pack(e_2.authorized_operations)
+        out += _S1.pack(e_3.authorized_operations)
         out.append(0)
     out.append(0)
 
@@ -987,103 +1083,183 @@ def decode_consumer_group_describe_response_v1(data: bytes, pos: int) -> tuple[C
 def encode_consumer_group_describe_response_v1(m: ConsumerGroupDescribeResponse, out: bytearray) -> None:
     out += _S1.pack(m.throttle_time_ms)
     x_1 = m.groups
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        out += _S2.pack(e_2.error_code)
-        x_3 = e_2.error_message
-        if x_3 is None:
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        out += _S2.pack(e_3.error_code)
+        x_4 = e_3.error_message
+        if x_4 is None:
             out.append(0)
         else:
-            b_4 = x_3.encode()
-            write_uvarint(out, len(b_4) + 1)
-            out += b_4
-        x_5 = e_2.group_id
-        b_6 = x_5.encode()
-        write_uvarint(out, len(b_6) + 1)
-        out += b_6
-        x_7 = e_2.group_state
+            b_5 = x_4.encode()
+            u_6 = len(b_5) + 1
+            if u_6 < 128:
+                out.append(u_6)
+            else:
+                write_uvarint(out, u_6)
+            out += b_5
+        x_7 = e_3.group_id
         b_8 = x_7.encode()
-        write_uvarint(out, len(b_8) + 1)
+        u_9 = len(b_8) + 1
+        if u_9 < 128:
+            out.append(u_9)
+        else:
+            write_uvarint(out, u_9)
         out += b_8
-        out += _S3.pack(e_2.group_epoch, e_2.assignment_epoch)
-        x_9 = e_2.assignor_name
-        b_10 = x_9.encode()
-        write_uvarint(out, len(b_10) + 1)
-        out += b_10
-        x_11 = e_2.members
-        write_uvarint(out, len(x_11) + 1)
-        for e_12 in x_11:
-            x_13 = e_12.member_id
-            b_14 = x_13.encode()
-            write_uvarint(out, len(b_14) + 1)
-            out += b_14
-            x_15 = e_12.instance_id
-            if x_15 is None:
-                out.append(0)
-            else:
-                b_16 = x_15.encode()
-                write_uvarint(out, len(b_16) + 1)
-                out += b_16
-            x_17 = e_12.rack_id
-            if x_17 is None:
-                out.append(0)
-            else:
-                b_18 = x_17.encode()
-                write_uvarint(out, len(b_18) + 1)
-                out += b_18
-            out += _S1.pack(e_12.member_epoch)
-            x_19 = e_12.client_id
+        x_10 = e_3.group_state
+        b_11 = x_10.encode()
+        u_12 = len(b_11) + 1
+        if u_12 < 128:
+            out.append(u_12)
+        else:
+            write_uvarint(out, u_12)
+        out += b_11
+        out += _S3.pack(e_3.group_epoch, e_3.assignment_epoch)
+        x_13 = e_3.assignor_name
+        b_14 = x_13.encode()
+        u_15 = len(b_14) + 1
+        if u_15 < 128:
+            out.append(u_15)
+        else:
+            write_uvarint(out, u_15)
+        out += b_14
+        x_16 = e_3.members
+        u_17 = len(x_16) + 1
+        if u_17 < 128:
+            out.append(u_17)
+        else:
+            write_uvarint(out, u_17)
+        for e_18 in x_16:
+            x_19 = e_18.member_id
             b_20 = x_19.encode()
-            write_uvarint(out, len(b_20) + 1)
+            u_21 = len(b_20) + 1
+            if u_21 < 128:
+                out.append(u_21)
+            else:
+                write_uvarint(out, u_21)
             out += b_20
-            x_21 = e_12.client_host
-            b_22 = x_21.encode()
-            write_uvarint(out, len(b_22) + 1)
-            out += b_22
-            x_23 = e_12.subscribed_topic_names
-            write_uvarint(out, len(x_23) + 1)
-            for e_24 in x_23:
-                x_25 = e_24
-                b_26 = x_25.encode()
-                write_uvarint(out, len(b_26) + 1)
-                out += b_26
-            x_27 = e_12.subscribed_topic_regex
-            if x_27 is None:
+            x_22 = e_18.instance_id
+            if x_22 is None:
                 out.append(0)
             else:
-                b_28 = x_27.encode()
-                write_uvarint(out, len(b_28) + 1)
-                out += b_28
-            s_30 = e_12.assignment
-            x_31 = s_30.topic_partitions
-            write_uvarint(out, len(x_31) + 1)
-            for e_32 in x_31:
-                out += _S4.pack(e_32.topic_id)
-                x_33 = e_32.topic_name
-                b_34 = x_33.encode()
-                write_uvarint(out, len(b_34) + 1)
-                out += b_34
-                x_35 = e_32.partitions
-                write_uvarint(out, len(x_35) + 1)
-                out += pack('>%di' % len(x_35), *x_35)
+                b_23 = x_22.encode()
+                u_24 = len(b_23) + 1
+                if u_24 < 128:
+                    out.append(u_24)
+                else:
+                    write_uvarint(out, u_24)
+                out += b_23
+            x_25 = e_18.rack_id
+            if x_25 is None:
                 out.append(0)
-            out.append(0)
-            s_37 = e_12.target_assignment
-            x_38 = s_37.topic_partitions
-            write_uvarint(out, len(x_38) + 1)
-            for e_39 in x_38:
-                out += _S4.pack(e_39.topic_id)
-                x_40 = e_39.topic_name
+            else:
+                b_26 = x_25.encode()
+                u_27 = len(b_26) + 1
+                if u_27 < 128:
+                    out.append(u_27)
+                else:
+                    write_uvarint(out, u_27)
+                out += b_26
+            out += _S1.pack(e_18.member_epoch)
+            x_28 = e_18.client_id
+            b_29 = x_28.encode()
+            u_30 = len(b_29) + 1
+            if u_30 < 128:
+                out.append(u_30)
+            else:
+                write_uvarint(out, u_30)
+            out += b_29
+            x_31 = e_18.client_host
+            b_32 = x_31.encode()
+            u_33 = len(b_32) + 1
+            if u_33 < 128:
+                out.append(u_33)
+            else:
+                write_uvarint(out, u_33)
+            out += b_32
+            x_34 = e_18.subscribed_topic_names
+            u_35 = len(x_34) + 1
+            if u_35 < 128:
+                out.append(u_35)
+            else:
+                write_uvarint(out, u_35)
+            for e_36 in x_34:
+                x_37 = e_36
+                b_38 = x_37.encode()
+                u_39 = len(b_38) + 1
+                if u_39 < 128:
+                    out.append(u_39)
+                else:
+                    write_uvarint(out, u_39)
+                out += b_38
+            x_40 = e_18.subscribed_topic_regex
+            if x_40 is None:
+                out.append(0)
+            else:
                 b_41 = x_40.encode()
-                write_uvarint(out, len(b_41) + 1)
+                u_42 = len(b_41) + 1
+                if u_42 < 128:
+                    out.append(u_42)
+                else:
+                    write_uvarint(out, u_42)
                 out += b_41
-                x_42 = e_39.partitions
-                write_uvarint(out, len(x_42) + 1)
-                out += pack('>%di' % len(x_42), *x_42)
+            s_44 = e_18.assignment
+            x_45 = s_44.topic_partitions
+            u_46 = len(x_45) + 1
+            if u_46 < 128:
+                out.append(u_46)
+            else:
+                write_uvarint(out, u_46)
+            for e_47 in x_45:
+                out += _S4.pack(e_47.topic_id)
+                x_48 = e_47.topic_name
+                b_49 = x_48.encode()
+                u_50 = len(b_49) + 1
+                if u_50 < 128:
+                    out.append(u_50)
+                else:
+                    write_uvarint(out, u_50)
+                out += b_49
+                x_51 = e_47.partitions
+                u_52 = len(x_51) + 1
+                if u_52 < 128:
+                    out.append(u_52)
+                else:
+                    write_uvarint(out, u_52)
+                out += pack('>%di' % len(x_51), *x_51)
                 out.append(0)
             out.append(0)
-            out += _S5.pack(e_12.member_type)
+            s_54 = e_18.target_assignment
+            x_55 = s_54.topic_partitions
+            u_56 = len(x_55) + 1
+            if u_56 < 128:
+                out.append(u_56)
+            else:
+                write_uvarint(out, u_56)
+            for e_57 in x_55:
+                out += _S4.pack(e_57.topic_id)
+                x_58 = e_57.topic_name
+                b_59 = x_58.encode()
+                u_60 = len(b_59) + 1
+                if u_60 < 128:
+                    out.append(u_60)
+                else:
+                    write_uvarint(out, u_60)
+                out += b_59
+                x_61 = e_57.partitions
+                u_62 = len(x_61) + 1
+                if u_62 < 128:
+                    out.append(u_62)
+                else:
+                    write_uvarint(out, u_62)
+                out += pack('>%di' % len(x_61), *x_61)
+                out.append(0)
             out.append(0)
-        out += _S1.pack(e_2.authorized_operations)
+            out += _S5.pack(e_18.member_type)
+            out.append(0)
+        out += _S1.pack(e_3.authorized_operations)
         out.append(0)
     out.append(0)

@@ -203,55 +203,91 @@ def encode_consumer_group_heartbeat_request_v0(m: ConsumerGroupHeartbeatRequest,
         raise ValueError('attempted to write a non-default SubscribedTopicRegex at version 0')
     x_1 = m.group_id
     b_2 = x_1.encode()
-    write_uvarint(out, len(b_2) + 1)
-    out += b_2
-    x_3 = m.member_id
-    b_4 = x_3.encode()
-    write_uvarint(out, len(b_4) + 1)
-    out += b_4
-    out += _S0.pack(m.member_epoch)
-    x_5 = m.instance_id
-    if x_5 is None:
-        out.append(0)
+    u_3 = len(b_2) + 1
+    if u_3 < 128:
+        out.append(u_3)
     else:
-        b_6 = x_5.encode()
-        write_uvarint(out, len(b_6) + 1)
-        out += b_6
-    x_7 = m.rack_id
+        write_uvarint(out, u_3)
+    out += b_2
+    x_4 = m.member_id
+    b_5 = x_4.encode()
+    u_6 = len(b_5) + 1
+    if u_6 < 128:
+        out.append(u_6)
+    else:
+        write_uvarint(out, u_6)
+    out += b_5
+    out += _S0.pack(m.member_epoch)
+    x_7 = m.instance_id
     if x_7 is None:
         out.append(0)
     else:
         b_8 = x_7.encode()
-        write_uvarint(out, len(b_8) + 1)
+        u_9 = len(b_8) + 1
+        if u_9 < 128:
+            out.append(u_9)
+        else:
+            write_uvarint(out, u_9)
         out += b_8
-    out += _S0.pack(m.rebalance_timeout_ms)
-    x_9 = m.subscribed_topic_names
-    if x_9 is None:
+    x_10 = m.rack_id
+    if x_10 is None:
         out.append(0)
     else:
-        write_uvarint(out, len(x_9) + 1)
-        for e_10 in x_9:
-            x_11 = e_10
-            b_12 = x_11.encode()
-            write_uvarint(out, len(b_12) + 1)
-            out += b_12
-    x_13 = m.server_assignor
+        b_11 = x_10.encode()
+        u_12 = len(b_11) + 1
+        if u_12 < 128:
+            out.append(u_12)
+        else:
+            write_uvarint(out, u_12)
+        out += b_11
+    out += _S0.pack(m.rebalance_timeout_ms)
+    x_13 = m.subscribed_topic_names
     if x_13 is None:
         out.append(0)
     else:
-        b_14 = x_13.encode()
-        write_uvarint(out, len(b_14) + 1)
-        out += b_14
-    x_15 = m.topic_partitions
-    if x_15 is None:
+        u_14 = len(x_13) + 1
+        if u_14 < 128:
+            out.append(u_14)
+        else:
+            write_uvarint(out, u_14)
+        for e_15 in x_13:
+            x_16 = e_15
+            b_17 = x_16.encode()
+            u_18 = len(b_17) + 1
+            if u_18 < 128:
+                out.append(u_18)
+            else:
+                write_uvarint(out, u_18)
+            out += b_17
+    x_19 = m.server_assignor
+    if x_19 is None:
         out.append(0)
     else:
-        write_uvarint(out, len(x_15) + 1)
-        for e_16 in x_15:
-            out += _S1.pack(e_16.topic_id)
-            x_17 = e_16.partitions
-            write_uvarint(out, len(x_17) + 1)
-            out += pack('>%di' % len(x_17), *x_17)
+        b_20 = x_19.encode()
+        u_21 = len(b_20) + 1
+        if u_21 < 128:
+            out.append(u_21)
+        else:
+            write_uvarint(out, u_21)
+        out += b_20
+    x_22 = m.topic_partitions
+    if x_22 is None:
+        out.append(0)
+    else:
+        u_23 = len(x_22) + 1
+        if u_23 < 128:
+            out.append(u_23)
+        else:
+            write_uvarint(out, u_23)
+        for e_24 in x_22:
+            out += _S1.pack(e_24.topic_id)
+            x_25 = e_24.partitions
+            u_26 = len(x_25) + 1
+            if u_26 < 128:
+                out.append(u_26)
+            else:
+                write_uvarint(out, u_26)
+            out += pack('>%di' % len(x_25), *x_25)
             out.append(0)
     out.append(0)
 
@@ -417,62 +453,102 @@ def decode_consumer_group_heartbeat_request_v1(data: bytes, pos: int) -> tuple[C
 def encode_consumer_group_heartbeat_request_v1(m: ConsumerGroupHeartbeatRequest, out: bytearray) -> None:
     x_1 = m.group_id
     b_2 = x_1.encode()
-    write_uvarint(out, len(b_2) + 1)
-    out += b_2
-    x_3 = m.member_id
-    b_4 = x_3.encode()
-    write_uvarint(out, len(b_4) + 1)
-    out += b_4
-    out += _S0.pack(m.member_epoch)
-    x_5 = m.instance_id
-    if x_5 is None:
-        out.append(0)
+    u_3 = len(b_2) + 1
+    if u_3 < 128:
+        out.append(u_3)
     else:
-        b_6 = x_5.encode()
-        write_uvarint(out, len(b_6) + 1)
-        out += b_6
-    x_7 = m.rack_id
+        write_uvarint(out, u_3)
+    out += b_2
+    x_4 = m.member_id
+    b_5 = x_4.encode()
+    u_6 = len(b_5) + 1
+    if u_6 < 128:
+        out.append(u_6)
+    else:
+        write_uvarint(out, u_6)
+    out += b_5
+    out += _S0.pack(m.member_epoch)
+    x_7 = m.instance_id
     if x_7 is None:
         out.append(0)
     else:
         b_8 = x_7.encode()
-        write_uvarint(out, len(b_8) + 1)
+        u_9 = len(b_8) + 1
+        if u_9 < 128:
+            out.append(u_9)
+        else:
+            write_uvarint(out, u_9)
         out += b_8
-    out += _S0.pack(m.rebalance_timeout_ms)
-    x_9 = m.subscribed_topic_names
-    if x_9 is None:
+    x_10 = m.rack_id
+    if x_10 is None:
         out.append(0)
     else:
-        write_uvarint(out, len(x_9) + 1)
-        for e_10 in x_9:
-            x_11 = e_10
-            b_12 = x_11.encode()
-            write_uvarint(out, len(b_12) + 1)
-            out += b_12
-    x_13 = m.subscribed_topic_regex
+        b_11 = x_10.encode()
+        u_12 = len(b_11) + 1
+        if u_12 < 128:
+            out.append(u_12)
+        else:
+            write_uvarint(out, u_12)
+        out += b_11
+    out += _S0.pack(m.rebalance_timeout_ms)
+    x_13 = m.subscribed_topic_names
     if x_13 is None:
         out.append(0)
     else:
-        b_14 = x_13.encode()
-        write_uvarint(out, len(b_14) + 1)
-        out += b_14
-    x_15 = m.server_assignor
-    if x_15 is None:
+        u_14 = len(x_13) + 1
+        if u_14 < 128:
+            out.append(u_14)
+        else:
+            write_uvarint(out, u_14)
+        for e_15 in x_13:
+            x_16 = e_15
+            b_17 = x_16.encode()
+            u_18 = len(b_17) + 1
+            if u_18 < 128:
+                out.append(u_18)
+            else:
+                write_uvarint(out, u_18)
+            out += b_17
+    x_19 = m.subscribed_topic_regex
+    if x_19 is None:
         out.append(0)
     else:
-        b_16 = x_15.encode()
-        write_uvarint(out, len(b_16) + 1)
-        out += b_16
-    x_17 = m.topic_partitions
-    if x_17 is None:
+        b_20 = x_19.encode()
+        u_21 = len(b_20) + 1
+        if u_21 < 128:
+            out.append(u_21)
+        else:
+            write_uvarint(out, u_21)
+        out += b_20
+    x_22 = m.server_assignor
+    if x_22 is None:
         out.append(0)
     else:
-        write_uvarint(out, len(x_17) + 1)
-        for e_18 in x_17:
-            out += _S1.pack(e_18.topic_id)
-            x_19 = e_18.partitions
-            write_uvarint(out, len(x_19) + 1)
-            out += pack('>%di' % len(x_19), *x_19)
+        b_23 = x_22.encode()
+        u_24 = len(b_23) + 1
+        if u_24 < 128:
+            out.append(u_24)
+        else:
+            write_uvarint(out, u_24)
+        out += b_23
+    x_25 = m.topic_partitions
+    if x_25 is None:
+        out.append(0)
+    else:
+        u_26 = len(x_25) + 1
+        if u_26 < 128:
+            out.append(u_26)
+        else:
+            write_uvarint(out, u_26)
+        for e_27 in x_25:
+            out += _S1.pack(e_27.topic_id)
+            x_28 = e_27.partitions
+            u_29 = len(x_28) + 1
+            if u_29 < 128:
+                out.append(u_29)
+            else:
+                write_uvarint(out, u_29)
+            out += pack('>%di' % len(x_28), *x_28)
             out.append(0)
     out.append(0)
 
@@ -584,28 +660,44 @@ def encode_consumer_group_heartbeat_response_v0(m: ConsumerGroupHeartbeatRespons
         out.append(0)
     else:
         b_2 = x_1.encode()
-        write_uvarint(out, len(b_2) + 1)
+        u_3 = len(b_2) + 1
+        if u_3 < 128:
+            out.append(u_3)
+        else:
+            write_uvarint(out, u_3)
         out += b_2
-    x_3 = m.member_id
-    if x_3 is None:
+    x_4 = m.member_id
+    if x_4 is None:
         out.append(0)
     else:
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
     out += _S3.pack(m.member_epoch, m.heartbeat_interval_ms)
-    s_6 = m.assignment
-    if s_6 is None:
+    s_8 = m.assignment
+    if s_8 is None:
         out.append(0xFF)
     else:
         out.append(1)
-        x_7 = s_6.topic_partitions
-        write_uvarint(out, len(x_7) + 1)
-        for e_8 in x_7:
-            out += _S1.pack(e_8.topic_id)
-            x_9 = e_8.partitions
-            write_uvarint(out, len(x_9) + 1)
-            out += pack('>%di' % len(x_9), *x_9)
+        x_9 = s_8.topic_partitions
+        u_10 = len(x_9) + 1
+        if u_10 < 128:
+            out.append(u_10)
+        else:
+            write_uvarint(out, u_10)
+        for e_11 in x_9:
+            out += _S1.pack(e_11.topic_id)
+            x_12 = e_11.partitions
+            u_13 = len(x_12) + 1
+            if u_13 < 128:
+                out.append(u_13)
+            else:
+                write_uvarint(out, u_13)
+            out += pack('>%di' % len(x_12), *x_12)
             out.append(0)
         out.append(0)
     out.append(0)
@@ -718,28 +810,44 @@ def encode_consumer_group_heartbeat_response_v1(m: ConsumerGroupHeartbeatRespons
         out.append(0)
     else:
         b_2 = x_1.encode()
-        write_uvarint(out, len(b_2) + 1)
+        u_3 = len(b_2) + 1
+        if u_3 < 128:
+            out.append(u_3)
+        else:
+            write_uvarint(out, u_3)
         out += b_2
-    x_3 = m.member_id
-    if x_3 is None:
+    x_4 = m.member_id
+    if x_4 is None:
         out.append(0)
     else:
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
     out += _S3.pack(m.member_epoch, m.heartbeat_interval_ms)
-    s_6 = m.assignment
-    if s_6 is None:
+    s_8 = m.assignment
+    if s_8 is None:
         out.append(0xFF)
     else:
         out.append(1)
-        x_7 = s_6.topic_partitions
-        write_uvarint(out, len(x_7) + 1)
-        for e_8 in x_7:
-            out += _S1.pack(e_8.topic_id)
-            x_9 = e_8.partitions
-            write_uvarint(out, len(x_9) + 1)
-            out += pack('>%di' % len(x_9), *x_9)
+        x_9 = s_8.topic_partitions
+        u_10 = len(x_9) + 1
+        if u_10 < 128:
+            out.append(u_10)
+        else:
+            write_uvarint(out, u_10)
+        for e_11 in x_9:
+            out += _S1.pack(e_11.topic_id)
+            x_12 = e_11.partitions
+            u_13 = len(x_12) + 1
+            if u_13 < 128:
+                out.append(u_13)
+            else:
+                write_uvarint(out, u_13)
+            out += pack('>%di' % len(x_12), *x_12)
             out.append(0)
         out.append(0)
     out.append(0)

@@ -192,23 +192,39 @@ def decode_create_acls_request_v2(data: bytes, pos: int) -> tuple[CreateAclsRequ
 
 def encode_create_acls_request_v2(m: CreateAclsRequest, out: bytearray) -> None:
     x_1 = m.creations
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        out += _S1.pack(e_2.resource_type)
-        x_3 = e_2.resource_name
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
-        out += _S1.pack(e_2.resource_pattern_type)
-        x_5 = e_2.principal
-        b_6 = x_5.encode()
-        write_uvarint(out, len(b_6) + 1)
-        out += b_6
-        x_7 = e_2.host
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        out += _S1.pack(e_3.resource_type)
+        x_4 = e_3.resource_name
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
+        out += _S1.pack(e_3.resource_pattern_type)
+        x_7 = e_3.principal
         b_8 = x_7.encode()
-        write_uvarint(out, len(b_8) + 1)
+        u_9 = len(b_8) + 1
+        if u_9 < 128:
+            out.append(u_9)
+        else:
+            write_uvarint(out, u_9)
         out += b_8
-        out += _S3.pack(e_2.operation, e_2.permission_type)
+        x_10 = e_3.host
+        b_11 = x_10.encode()
+        u_12 = len(b_11) + 1
+        if u_12 < 128:
+            out.append(u_12)
+        else:
+            write_uvarint(out, u_12)
+        out += b_11
+        out += _S3.pack(e_3.operation, e_3.permission_type)
         out.append(0)
     out.append(0)
 
@@ -295,23 +311,39 @@ def decode_create_acls_request_v3(data: bytes, pos: int) -> tuple[CreateAclsRequ
 
 def encode_create_acls_request_v3(m: CreateAclsRequest, out: bytearray) -> None:
     x_1 = m.creations
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        out += _S1.pack(e_2.resource_type)
-        x_3 = e_2.resource_name
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
-        out += _S1.pack(e_2.resource_pattern_type)
-        x_5 = e_2.principal
-        b_6 = x_5.encode()
-        write_uvarint(out, len(b_6) + 1)
-        out += b_6
-        x_7 = e_2.host
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        out += _S1.pack(e_3.resource_type)
+        x_4 = e_3.resource_name
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
+        out += _S1.pack(e_3.resource_pattern_type)
+        x_7 = e_3.principal
         b_8 = x_7.encode()
-        write_uvarint(out, len(b_8) + 1)
+        u_9 = len(b_8) + 1
+        if u_9 < 128:
+            out.append(u_9)
+        else:
+            write_uvarint(out, u_9)
         out += b_8
-        out += _S3.pack(e_2.operation, e_2.permission_type)
+        x_10 = e_3.host
+        b_11 = x_10.encode()
+        u_12 = len(b_11) + 1
+        if u_12 < 128:
+            out.append(u_12)
+        else:
+            write_uvarint(out, u_12)
+        out += b_11
+        out += _S3.pack(e_3.operation, e_3.permission_type)
         out.append(0)
     out.append(0)
 
@@ -416,16 +448,24 @@ def decode_create_acls_response_v2(data: bytes, pos: int) -> tuple[CreateAclsRes
 def encode_create_acls_response_v2(m: CreateAclsResponse, out: bytearray) -> None:
     out += _S0.pack(m.throttle_time_ms)
     x_1 = m.results
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        out += _S2.pack(e_2.error_code)
-        x_3 = e_2.error_message
-        if x_3 is None:
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        out += _S2.pack(e_3.error_code)
+        x_4 = e_3.error_message
+        if x_4 is None:
             out.append(0)
         else:
-            b_4 = x_3.encode()
-            write_uvarint(out, len(b_4) + 1)
-            out += b_4
+            b_5 = x_4.encode()
+            u_6 = len(b_5) + 1
+            if u_6 < 128:
+                out.append(u_6)
+            else:
+                write_uvarint(out, u_6)
+            out += b_5
         out.append(0)
     out.append(0)
 
@@ -487,15 +527,23 @@ def decode_create_acls_response_v3(data: bytes, pos: int) -> tuple[CreateAclsRes
 def encode_create_acls_response_v3(m: CreateAclsResponse, out: bytearray) -> None:
     out += _S0.pack(m.throttle_time_ms)
     x_1 = m.results
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        out += _S2.pack(e_2.error_code)
-        x_3 = e_2.error_message
-        if x_3 is None:
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        out += _S2.pack(e_3.error_code)
+        x_4 = e_3.error_message
+        if x_4 is None:
             out.append(0)
         else:
-            b_4 = x_3.encode()
-            write_uvarint(out, len(b_4) + 1)
-            out += b_4
+            b_5 = x_4.encode()
+            u_6 = len(b_5) + 1
+            if u_6 < 128:
+                out.append(u_6)
+            else:
+                write_uvarint(out, u_6)
+            out += b_5
         out.append(0)
     out.append(0)

@@ -283,22 +283,38 @@ def decode_create_partitions_request_v2(data: bytes, pos: int) -> tuple[CreatePa
 
 def encode_create_partitions_request_v2(m: CreatePartitionsRequest, out: bytearray) -> None:
     x_1 = m.topics
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        x_3 = e_2.name
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
-        out += _S0.pack(e_2.count)
-        x_5 = e_2.assignments
-        if x_5 is None:
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        x_4 = e_3.name
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
+        out += _S0.pack(e_3.count)
+        x_7 = e_3.assignments
+        if x_7 is None:
             out.append(0)
         else:
-            write_uvarint(out, len(x_5) + 1)
-            for e_6 in x_5:
-                x_7 = e_6.broker_ids
-                write_uvarint(out, len(x_7) + 1)
-                out += pack('>%di' % len(x_7), *x_7)
+            u_8 = len(x_7) + 1
+            if u_8 < 128:
+                out.append(u_8)
+            else:
+                write_uvarint(out, u_8)
+            for e_9 in x_7:
+                x_10 = e_9.broker_ids
+                u_11 = len(x_10) + 1
+                if u_11 < 128:
+                    out.append(u_11)
+                else:
+                    write_uvarint(out, u_11)
+                out += pack('>%di' % len(x_10), *x_10)
                 out.append(0)
         out.append(0)
     out += _S2.pack(m.timeout_ms, m.validate_only)
@@ -400,22 +416,38 @@ def decode_create_partitions_request_v3(data: bytes, pos: int) -> tuple[CreatePa
 
 def encode_create_partitions_request_v3(m: CreatePartitionsRequest, out: bytearray) -> None:
     x_1 = m.topics
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        x_3 = e_2.name
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
-        out += _S0.pack(e_2.count)
-        x_5 = e_2.assignments
-        if x_5 is None:
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        x_4 = e_3.name
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
+        out += _S0.pack(e_3.count)
+        x_7 = e_3.assignments
+        if x_7 is None:
             out.append(0)
         else:
-            write_uvarint(out, len(x_5) + 1)
-            for e_6 in x_5:
-                x_7 = e_6.broker_ids
-                write_uvarint(out, len(x_7) + 1)
-                out += pack('>%di' % len(x_7), *x_7)
+            u_8 = len(x_7) + 1
+            if u_8 < 128:
+                out.append(u_8)
+            else:
+                write_uvarint(out, u_8)
+            for e_9 in x_7:
+                x_10 = e_9.broker_ids
+                u_11 = len(x_10) + 1
+                if u_11 < 128:
+                    out.append(u_11)
+                else:
+                    write_uvarint(out, u_11)
+                out += pack('>%di' % len(x_10), *x_10)
                 out.append(0)
         out.append(0)
     out += _S2.pack(m.timeout_ms, m.validate_only)
@@ -601,20 +633,32 @@ def decode_create_partitions_response_v2(data: bytes, pos: int) -> tuple[CreateP
 def encode_create_partitions_response_v2(m: CreatePartitionsResponse, out: bytearray) -> None:
     out += _S0.pack(m.throttle_time_ms)
     x_1 = m.results
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        x_3 = e_2.name
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
-        out += _S1.pack(e_2.error_code)
-        x_5 = e_2.error_message
-        if x_5 is None:
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        x_4 = e_3.name
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
+        out += _S1.pack(e_3.error_code)
+        x_7 = e_3.error_message
+        if x_7 is None:
             out.append(0)
         else:
-            b_6 = x_5.encode()
-            write_uvarint(out, len(b_6) + 1)
-            out += b_6
+            b_8 = x_7.encode()
+            u_9 = len(b_8) + 1
+            if u_9 < 128:
+                out.append(u_9)
+            else:
+                write_uvarint(out, u_9)
+            out += b_8
         out.append(0)
     out.append(0)
 
@@ -688,19 +732,31 @@ def decode_create_partitions_response_v3(data: bytes, pos: int) -> tuple[CreateP
 def encode_create_partitions_response_v3(m: CreatePartitionsResponse, out: bytearray) -> None:
     out += _S0.pack(m.throttle_time_ms)
     x_1 = m.results
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        x_3 = e_2.name
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
-        out += _S1.pack(e_2.error_code)
-        x_5 = e_2.error_message
-        if x_5 is None:
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        x_4 = e_3.name
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
+        out += _S1.pack(e_3.error_code)
+        x_7 = e_3.error_message
+        if x_7 is None:
             out.append(0)
         else:
-            b_6 = x_5.encode()
-            write_uvarint(out, len(b_6) + 1)
-            out += b_6
+            b_8 = x_7.encode()
+            u_9 = len(b_8) + 1
+            if u_9 < 128:
+                out.append(u_9)
+            else:
+                write_uvarint(out, u_9)
+            out += b_8
         out.append(0)
     out.append(0)

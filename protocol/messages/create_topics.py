@@ -786,35 +786,63 @@ def decode_create_topics_request_v5(data: bytes, pos: int) -> tuple[CreateTopics
 
 def encode_create_topics_request_v5(m: CreateTopicsRequest, out: bytearray) -> None:
     x_1 = m.topics
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        x_3 = e_2.name
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
-        out += _S2.pack(e_2.num_partitions, e_2.replication_factor)
-        x_5 = e_2.assignments
-        write_uvarint(out, len(x_5) + 1)
-        for e_6 in x_5:
-            out += _S0.pack(e_6.partition_index)
-            x_7 = e_6.broker_ids
-            write_uvarint(out, len(x_7) + 1)
-            out += pack('>%di' % len(x_7), *x_7)
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        x_4 = e_3.name
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
+        out += _S2.pack(e_3.num_partitions, e_3.replication_factor)
+        x_7 = e_3.assignments
+        u_8 = len(x_7) + 1
+        if u_8 < 128:
+            out.append(u_8)
+        else:
+            write_uvarint(out, u_8)
+        for e_9 in x_7:
+            out += _S0.pack(e_9.partition_index)
+            x_10 = e_9.broker_ids
+            u_11 = len(x_10) + 1
+            if u_11 < 128:
+                out.append(u_11)
+            else:
+                write_uvarint(out, u_11)
+            out += pack('>%di' % len(x_10), *x_10)
             out.append(0)
-        x_8 = e_2.configs
-        write_uvarint(out, len(x_8) + 1)
-        for e_9 in x_8:
-            x_10 = e_9.name
-            b_11 = x_10.encode()
-            write_uvarint(out, len(b_11) + 1)
-            out += b_11
-            x_12 = e_9.value
-            if x_12 is None:
+        x_12 = e_3.configs
+        u_13 = len(x_12) + 1
+        if u_13 < 128:
+            out.append(u_13)
+        else:
+            write_uvarint(out, u_13)
+        for e_14 in x_12:
+            x_15 = e_14.name
+            b_16 = x_15.encode()
+            u_17 = len(b_16) + 1
+            if u_17 < 128:
+                out.append(u_17)
+            else:
+                write_uvarint(out, u_17)
+            out += b_16
+            x_18 = e_14.value
+            if x_18 is None:
                 out.append(0)
             else:
-                b_13 = x_12.encode()
-                write_uvarint(out, len(b_13) + 1)
-                out += b_13
+                b_19 = x_18.encode()
+                u_20 = len(b_19) + 1
+                if u_20 < 128:
+                    out.append(u_20)
+                else:
+                    write_uvarint(out, u_20)
+                out += b_19
             out.append(0)
         out.append(0)
     out += _S3.pack(m.timeout_ms, m.validate_only)
@@ -967,35 +995,63 @@ def decode_create_topics_request_v6(data: bytes, pos: int) -> tuple[CreateTopics
 
 def encode_create_topics_request_v6(m: CreateTopicsRequest, out: bytearray) -> None:
     x_1 = m.topics
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        x_3 = e_2.name
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
-        out += _S2.pack(e_2.num_partitions, e_2.replication_factor)
-        x_5 = e_2.assignments
-        write_uvarint(out, len(x_5) + 1)
-        for e_6 in x_5:
-            out += _S0.pack(e_6.partition_index)
-            x_7 = e_6.broker_ids
-            write_uvarint(out, len(x_7) + 1)
-            out += pack('>%di' % len(x_7), *x_7)
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        x_4 = e_3.name
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
+        out += _S2.pack(e_3.num_partitions, e_3.replication_factor)
+        x_7 = e_3.assignments
+        u_8 = len(x_7) + 1
+        if u_8 < 128:
+            out.append(u_8)
+        else:
+            write_uvarint(out, u_8)
+        for e_9 in x_7:
+            out += _S0.pack(e_9.partition_index)
+            x_10 = e_9.broker_ids
+            u_11 = len(x_10) + 1
+            if u_11 < 128:
+                out.append(u_11)
+            else:
+                write_uvarint(out, u_11)
+            out += pack('>%di' % len(x_10), *x_10)
             out.append(0)
-        x_8 = e_2.configs
-        write_uvarint(out, len(x_8) + 1)
-        for e_9 in x_8:
-            x_10 = e_9.name
-            b_11 = x_10.encode()
-            write_uvarint(out, len(b_11) + 1)
-            out += b_11
-            x_12 = e_9.value
-            if x_12 is None:
+        x_12 = e_3.configs
+        u_13 = len(x_12) + 1
+        if u_13 < 128:
+            out.append(u_13)
+        else:
+            write_uvarint(out, u_13)
+        for e_14 in x_12:
+            x_15 = e_14.name
+            b_16 = x_15.encode()
+            u_17 = len(b_16) + 1
+            if u_17 < 128:
+                out.append(u_17)
+            else:
+                write_uvarint(out, u_17)
+            out += b_16
+            x_18 = e_14.value
+            if x_18 is None:
                 out.append(0)
             else:
-                b_13 = x_12.encode()
-                write_uvarint(out, len(b_13) + 1)
-                out += b_13
+                b_19 = x_18.encode()
+                u_20 = len(b_19) + 1
+                if u_20 < 128:
+                    out.append(u_20)
+                else:
+                    write_uvarint(out, u_20)
+                out += b_19
             out.append(0)
         out.append(0)
     out += _S3.pack(m.timeout_ms, m.validate_only)
@@ -1148,35 +1204,63 @@ def decode_create_topics_request_v7(data: bytes, pos: int) -> tuple[CreateTopics
 
 def encode_create_topics_request_v7(m: CreateTopicsRequest, out: bytearray) -> None:
     x_1 = m.topics
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        x_3 = e_2.name
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
-        out += _S2.pack(e_2.num_partitions, e_2.replication_factor)
-        x_5 = e_2.assignments
-        write_uvarint(out, len(x_5) + 1)
-        for e_6 in x_5:
-            out += _S0.pack(e_6.partition_index)
-            x_7 = e_6.broker_ids
-            write_uvarint(out, len(x_7) + 1)
-            out += pack('>%di' % len(x_7), *x_7)
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        x_4 = e_3.name
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
+        out += _S2.pack(e_3.num_partitions, e_3.replication_factor)
+        x_7 = e_3.assignments
+        u_8 = len(x_7) + 1
+        if u_8 < 128:
+            out.append(u_8)
+        else:
+            write_uvarint(out, u_8)
+        for e_9 in x_7:
+            out += _S0.pack(e_9.partition_index)
+            x_10 = e_9.broker_ids
+            u_11 = len(x_10) + 1
+            if u_11 < 128:
+                out.append(u_11)
+            else:
+                write_uvarint(out, u_11)
+            out += pack('>%di' % len(x_10), *x_10)
             out.append(0)
-        x_8 = e_2.configs
-        write_uvarint(out, len(x_8) + 1)
-        for e_9 in x_8:
-            x_10 = e_9.name
-            b_11 = x_10.encode()
-            write_uvarint(out, len(b_11) + 1)
-            out += b_11
-            x_12 = e_9.value
-            if x_12 is None:
+        x_12 = e_3.configs
+        u_13 = len(x_12) + 1
+        if u_13 < 128:
+            out.append(u_13)
+        else:
+            write_uvarint(out, u_13)
+        for e_14 in x_12:
+            x_15 = e_14.name
+            b_16 = x_15.encode()
+            u_17 = len(b_16) + 1
+            if u_17 < 128:
+                out.append(u_17)
+            else:
+                write_uvarint(out, u_17)
+            out += b_16
+            x_18 = e_14.value
+            if x_18 is None:
                 out.append(0)
             else:
-                b_13 = x_12.encode()
-                write_uvarint(out, len(b_13) + 1)
-                out += b_13
+                b_19 = x_18.encode()
+                u_20 = len(b_19) + 1
+                if u_20 < 128:
+                    out.append(u_20)
+                else:
+                    write_uvarint(out, u_20)
+                out += b_19
             out.append(0)
         out.append(0)
     out += _S3.pack(m.timeout_ms, m.validate_only)
@@ -1563,46 +1647,70 @@ def decode_create_topics_response_v5(data: bytes, pos: int) -> tuple[CreateTopic
 def encode_create_topics_response_v5(m: CreateTopicsResponse, out: bytearray) -> None:
     out += _S0.pack(m.throttle_time_ms)
     x_1 = m.topics
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        x_3 = e_2.name
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
-        out += _S1.pack(e_2.error_code)
-        x_5 = e_2.error_message
-        if x_5 is None:
-            out.append(0)
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        x_4 = e_3.name
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
         else:
-            b_6 = x_5.encode()
-            write_uvarint(out, len(b_6) + 1)
-            out += b_6
-        out += _S2.pack(e_2.num_partitions, e_2.replication_factor)
-        x_7 = e_2.configs
+            write_uvarint(out, u_6)
+        out += b_5
+        out += _S1.pack(e_3.error_code)
+        x_7 = e_3.error_message
         if x_7 is None:
             out.append(0)
         else:
-            write_uvarint(out, len(x_7) + 1)
-            for e_8 in x_7:
-                x_9 = e_8.name
-                b_10 = x_9.encode()
-                write_uvarint(out, len(b_10) + 1)
-                out += b_10
-                x_11 = e_8.value
-                if x_11 is None:
+            b_8 = x_7.encode()
+            u_9 = len(b_8) + 1
+            if u_9 < 128:
+                out.append(u_9)
+            else:
+                write_uvarint(out, u_9)
+            out += b_8
+        out += _S2.pack(e_3.num_partitions, e_3.replication_factor)
+        x_10 = e_3.configs
+        if x_10 is None:
+            out.append(0)
+        else:
+            u_11 = len(x_10) + 1
+            if u_11 < 128:
+                out.append(u_11)
+            else:
+                write_uvarint(out, u_11)
+            for e_12 in x_10:
+                x_13 = e_12.name
+                b_14 = x_13.encode()
+                u_15 = len(b_14) + 1
+                if u_15 < 128:
+                    out.append(u_15)
+                else:
+                    write_uvarint(out, u_15)
+                out += b_14
+                x_16 = e_12.value
+                if x_16 is None:
                     out.append(0)
                 else:
-                    b_12 = x_11.encode()
-                    write_uvarint(out, len(b_12) + 1)
-                    out += b_12
-                out += _S4.pack(e_8.read_only, e_8.config_source, e_8.is_sensitive)
+                    b_17 = x_16.encode()
+                    u_18 = len(b_17) + 1
+                    if u_18 < 128:
+                        out.append(u_18)
+                    else:
+                        write_uvarint(out, u_18)
+                    out += b_17
+                out += _S4.pack(e_12.read_only, e_12.config_source, e_12.is_sensitive)
                 out.append(0)
-        tags1 = (e_2.topic_config_error_code != 0)
+        tags1 = (e_3.topic_config_error_code != 0)
         write_uvarint(out, tags1)
-        if e_2.topic_config_error_code != 0:
+        if e_3.topic_config_error_code != 0:
             write_uvarint(out, 0)
             tagbuf1 = bytearray()
-            tagbuf1 += _S1.pack(e_2.topic_config_error_code)
+            tagbuf1 += _S1.pack(e_3.topic_config_error_code)
             write_uvarint(out, len(tagbuf1))
             out += tagbuf1
     out.append(0)
@@ -1734,46 +1842,70 @@ def decode_create_topics_response_v6(data: bytes, pos: int) -> tuple[CreateTopic
 def encode_create_topics_response_v6(m: CreateTopicsResponse, out: bytearray) -> None:
     out += _S0.pack(m.throttle_time_ms)
     x_1 = m.topics
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        x_3 = e_2.name
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
-        out += _S1.pack(e_2.error_code)
-        x_5 = e_2.error_message
-        if x_5 is None:
-            out.append(0)
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        x_4 = e_3.name
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
         else:
-            b_6 = x_5.encode()
-            write_uvarint(out, len(b_6) + 1)
-            out += b_6
-        out += _S2.pack(e_2.num_partitions, e_2.replication_factor)
-        x_7 = e_2.configs
+            write_uvarint(out, u_6)
+        out += b_5
+        out += _S1.pack(e_3.error_code)
+        x_7 = e_3.error_message
         if x_7 is None:
             out.append(0)
         else:
-            write_uvarint(out, len(x_7) + 1)
-            for e_8 in x_7:
-                x_9 = e_8.name
-                b_10 = x_9.encode()
-                write_uvarint(out, len(b_10) + 1)
-                out += b_10
-                x_11 = e_8.value
-                if x_11 is None:
+            b_8 = x_7.encode()
+            u_9 = len(b_8) + 1
+            if u_9 < 128:
+                out.append(u_9)
+            else:
+                write_uvarint(out, u_9)
+            out += b_8
+        out += _S2.pack(e_3.num_partitions, e_3.replication_factor)
+        x_10 = e_3.configs
+        if x_10 is None:
+            out.append(0)
+        else:
+            u_11 = len(x_10) + 1
+            if u_11 < 128:
+                out.append(u_11)
+            else:
+                write_uvarint(out, u_11)
+            for e_12 in x_10:
+                x_13 = e_12.name
+                b_14 = x_13.encode()
+                u_15 = len(b_14) + 1
+                if u_15 < 128:
+                    out.append(u_15)
+                else:
+                    write_uvarint(out, u_15)
+                out += b_14
+                x_16 = e_12.value
+                if x_16 is None:
                     out.append(0)
                 else:
-                    b_12 = x_11.encode()
-                    write_uvarint(out, len(b_12) + 1)
-                    out += b_12
-                out += _S4.pack(e_8.read_only, e_8.config_source, e_8.is_sensitive)
+                    b_17 = x_16.encode()
+                    u_18 = len(b_17) + 1
+                    if u_18 < 128:
+                        out.append(u_18)
+                    else:
+                        write_uvarint(out, u_18)
+                    out += b_17
+                out += _S4.pack(e_12.read_only, e_12.config_source, e_12.is_sensitive)
                 out.append(0)
-        tags1 = (e_2.topic_config_error_code != 0)
+        tags1 = (e_3.topic_config_error_code != 0)
         write_uvarint(out, tags1)
-        if e_2.topic_config_error_code != 0:
+        if e_3.topic_config_error_code != 0:
             write_uvarint(out, 0)
             tagbuf1 = bytearray()
-            tagbuf1 += _S1.pack(e_2.topic_config_error_code)
+            tagbuf1 += _S1.pack(e_3.topic_config_error_code)
             write_uvarint(out, len(tagbuf1))
             out += tagbuf1
     out.append(0)
@@ -1905,46 +2037,70 @@ def decode_create_topics_response_v7(data: bytes, pos: int) -> tuple[CreateTopic
 def encode_create_topics_response_v7(m: CreateTopicsResponse, out: bytearray) -> None:
     out += _S0.pack(m.throttle_time_ms)
     x_1 = m.topics
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        x_3 = e_2.name
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
-        out += _S5.pack(e_2.topic_id, e_2.error_code)
-        x_5 = e_2.error_message
-        if x_5 is None:
-            out.append(0)
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        x_4 = e_3.name
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
         else:
-            b_6 = x_5.encode()
-            write_uvarint(out, len(b_6) + 1)
-            out += b_6
-        out += _S2.pack(e_2.num_partitions, e_2.replication_factor)
-        x_7 = e_2.configs
+            write_uvarint(out, u_6)
+        out += b_5
+        out += _S5.pack(e_3.topic_id, e_3.error_code)
+        x_7 = e_3.error_message
         if x_7 is None:
             out.append(0)
         else:
-            write_uvarint(out, len(x_7) + 1)
-            for e_8 in x_7:
-                x_9 = e_8.name
-                b_10 = x_9.encode()
-                write_uvarint(out, len(b_10) + 1)
-                out += b_10
-                x_11 = e_8.value
-                if x_11 is None:
+            b_8 = x_7.encode()
+            u_9 = len(b_8) + 1
+            if u_9 < 128:
+                out.append(u_9)
+            else:
+                write_uvarint(out, u_9)
+            out += b_8
+        out += _S2.pack(e_3.num_partitions, e_3.replication_factor)
+        x_10 = e_3.configs
+        if x_10 is None:
+            out.append(0)
+        else:
+            u_11 = len(x_10) + 1
+            if u_11 < 128:
+                out.append(u_11)
+            else:
+                write_uvarint(out, u_11)
+            for e_12 in x_10:
+                x_13 = e_12.name
+                b_14 = x_13.encode()
+                u_15 = len(b_14) + 1
+                if u_15 < 128:
+                    out.append(u_15)
+                else:
+                    write_uvarint(out, u_15)
+                out += b_14
+                x_16 = e_12.value
+                if x_16 is None:
                     out.append(0)
                 else:
-                    b_12 = x_11.encode()
-                    write_uvarint(out, len(b_12) + 1)
-                    out += b_12
-                out += _S4.pack(e_8.read_only, e_8.config_source, e_8.is_sensitive)
+                    b_17 = x_16.encode()
+                    u_18 = len(b_17) + 1
+                    if u_18 < 128:
+                        out.append(u_18)
+                    else:
+                        write_uvarint(out, u_18)
+                    out += b_17
+                out += _S4.pack(e_12.read_only, e_12.config_source, e_12.is_sensitive)
                 out.append(0)
-        tags1 = (e_2.topic_config_error_code != 0)
+        tags1 = (e_3.topic_config_error_code != 0)
         write_uvarint(out, tags1)
-        if e_2.topic_config_error_code != 0:
+        if e_3.topic_config_error_code != 0:
             write_uvarint(out, 0)
             tagbuf1 = bytearray()
-            tagbuf1 += _S1.pack(e_2.topic_config_error_code)
+            tagbuf1 += _S1.pack(e_3.topic_config_error_code)
             write_uvarint(out, len(tagbuf1))
             out += tagbuf1
     out.append(0)

@@ -215,32 +215,48 @@ def decode_delete_acls_request_v2(data: bytes, pos: int) -> tuple[DeleteAclsRequ
 
 def encode_delete_acls_request_v2(m: DeleteAclsRequest, out: bytearray) -> None:
     x_1 = m.filters
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        out += _S1.pack(e_2.resource_type_filter)
-        x_3 = e_2.resource_name_filter
-        if x_3 is None:
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        out += _S1.pack(e_3.resource_type_filter)
+        x_4 = e_3.resource_name_filter
+        if x_4 is None:
             out.append(0)
         else:
-            b_4 = x_3.encode()
-            write_uvarint(out, len(b_4) + 1)
-            out += b_4
-        out += _S1.pack(e_2.pattern_type_filter)
-        x_5 = e_2.principal_filter
-        if x_5 is None:
-            out.append(0)
-        else:
-            b_6 = x_5.encode()
-            write_uvarint(out, len(b_6) + 1)
-            out += b_6
-        x_7 = e_2.host_filter
+            b_5 = x_4.encode()
+            u_6 = len(b_5) + 1
+            if u_6 < 128:
+                out.append(u_6)
+            else:
+                write_uvarint(out, u_6)
+            out += b_5
+        out += _S1.pack(e_3.pattern_type_filter)
+        x_7 = e_3.principal_filter
         if x_7 is None:
             out.append(0)
         else:
             b_8 = x_7.encode()
-            write_uvarint(out, len(b_8) + 1)
+            u_9 = len(b_8) + 1
+            if u_9 < 128:
+                out.append(u_9)
+            else:
+                write_uvarint(out, u_9)
             out += b_8
-        out += _S3.pack(e_2.operation, e_2.permission_type)
+        x_10 = e_3.host_filter
+        if x_10 is None:
+            out.append(0)
+        else:
+            b_11 = x_10.encode()
+            u_12 = len(b_11) + 1
+            if u_12 < 128:
+                out.append(u_12)
+            else:
+                write_uvarint(out, u_12)
+            out += b_11
+        out += _S3.pack(e_3.operation, e_3.permission_type)
         out.append(0)
     out.append(0)
 
@@ -327,32 +343,48 @@ def decode_delete_acls_request_v3(data: bytes, pos: int) -> tuple[DeleteAclsRequ
 
 def encode_delete_acls_request_v3(m: DeleteAclsRequest, out: bytearray) -> None:
     x_1 = m.filters
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        out += _S1.pack(e_2.resource_type_filter)
-        x_3 = e_2.resource_name_filter
-        if x_3 is None:
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        out += _S1.pack(e_3.resource_type_filter)
+        x_4 = e_3.resource_name_filter
+        if x_4 is None:
             out.append(0)
         else:
-            b_4 = x_3.encode()
-            write_uvarint(out, len(b_4) + 1)
-            out += b_4
-        out += _S1.pack(e_2.pattern_type_filter)
-        x_5 = e_2.principal_filter
-        if x_5 is None:
-            out.append(0)
-        else:
-            b_6 = x_5.encode()
-            write_uvarint(out, len(b_6) + 1)
-            out += b_6
-        x_7 = e_2.host_filter
+            b_5 = x_4.encode()
+            u_6 = len(b_5) + 1
+            if u_6 < 128:
+                out.append(u_6)
+            else:
+                write_uvarint(out, u_6)
+            out += b_5
+        out += _S1.pack(e_3.pattern_type_filter)
+        x_7 = e_3.principal_filter
         if x_7 is None:
             out.append(0)
         else:
             b_8 = x_7.encode()
-            write_uvarint(out, len(b_8) + 1)
+            u_9 = len(b_8) + 1
+            if u_9 < 128:
+                out.append(u_9)
+            else:
+                write_uvarint(out, u_9)
             out += b_8
-        out += _S3.pack(e_2.operation, e_2.permission_type)
+        x_10 = e_3.host_filter
+        if x_10 is None:
+            out.append(0)
+        else:
+            b_11 = x_10.encode()
+            u_12 = len(b_11) + 1
+            if u_12 < 128:
+                out.append(u_12)
+            else:
+                write_uvarint(out, u_12)
+            out += b_11
+        out += _S3.pack(e_3.operation, e_3.permission_type)
         out.append(0)
     out.append(0)
 
@@ -616,42 +648,70 @@ def decode_delete_acls_response_v2(data: bytes, pos: int) -> tuple[DeleteAclsRes
 def encode_delete_acls_response_v2(m: DeleteAclsResponse, out: bytearray) -> None:
     out += _S0.pack(m.throttle_time_ms)
     x_1 = m.filter_results
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        out += _S2.pack(e_2.error_code)
-        x_3 = e_2.error_message
-        if x_3 is None:
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        out += _S2.pack(e_3.error_code)
+        x_4 = e_3.error_message
+        if x_4 is None:
             out.append(0)
         else:
-            b_4 = x_3.encode()
-            write_uvarint(out, len(b_4) + 1)
-            out += b_4
-        x_5 = e_2.matching_acls
-        write_uvarint(out, len(x_5) + 1)
-        for e_6 in x_5:
-            out += _S2.pack(e_6.error_code)
-            x_7 = e_6.error_message
-            if x_7 is None:
+            b_5 = x_4.encode()
+            u_6 = len(b_5) + 1
+            if u_6 < 128:
+                out.append(u_6)
+            else:
+                write_uvarint(out, u_6)
+            out += b_5
+        x_7 = e_3.matching_acls
+        u_8 = len(x_7) + 1
+        if u_8 < 128:
+            out.append(u_8)
+        else:
+            write_uvarint(out, u_8)
+        for e_9 in x_7:
+            out += _S2.pack(e_9.error_code)
+            x_10 = e_9.error_message
+            if x_10 is None:
                 out.append(0)
             else:
-                b_8 = x_7.encode()
-                write_uvarint(out, len(b_8) + 1)
-                out += b_8
-            out += _S1.pack(e_6.resource_type)
-            x_9 = e_6.resource_name
-            b_10 = x_9.encode()
-            write_uvarint(out, len(b_10) + 1)
-            out += b_10
-            out += _S1.pack(e_6.pattern_type)
-            x_11 = e_6.principal
-            b_12 = x_11.encode()
-            write_uvarint(out, len(b_12) + 1)
-            out += b_12
-            x_13 = e_6.host
+                b_11 = x_10.encode()
+                u_12 = len(b_11) + 1
+                if u_12 < 128:
+                    out.append(u_12)
+                else:
+                    write_uvarint(out, u_12)
+                out += b_11
+            out += _S1.pack(e_9.resource_type)
+            x_13 = e_9.resource_name
             b_14 = x_13.encode()
-            write_uvarint(out, len(b_14) + 1)
+            u_15 = len(b_14) + 1
+            if u_15 < 128:
+                out.append(u_15)
+            else:
+                write_uvarint(out, u_15)
             out += b_14
-            out += _S3.pack(e_6.operation, e_6.permission_type)
+            out += _S1.pack(e_9.pattern_type)
+            x_16 = e_9.principal
+            b_17 = x_16.encode()
+            u_18 = len(b_17) + 1
+            if u_18 < 128:
+                out.append(u_18)
+            else:
+                write_uvarint(out, u_18)
+            out += b_17
+            x_19 = e_9.host
+            b_20 = x_19.encode()
+            u_21 = len(b_20) + 1
+            if u_21 < 128:
+                out.append(u_21)
+            else:
+                write_uvarint(out, u_21)
+            out += b_20
+            out += _S3.pack(e_9.operation, e_9.permission_type)
             out.append(0)
         out.append(0)
     out.append(0)
@@ -795,42 +855,70 @@ def decode_delete_acls_response_v3(data: bytes, pos: int) -> tuple[DeleteAclsRes
 def encode_delete_acls_response_v3(m: DeleteAclsResponse, out: bytearray) -> None:
     out += _S0.pack(m.throttle_time_ms)
     x_1 = m.filter_results
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        out += _S2.pack(e_2.error_code)
-        x_3 = e_2.error_message
-        if x_3 is None:
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        out += _S2.pack(e_3.error_code)
+        x_4 = e_3.error_message
+        if x_4 is None:
             out.append(0)
         else:
-            b_4 = x_3.encode()
-            write_uvarint(out, len(b_4) + 1)
-            out += b_4
-        x_5 = e_2.matching_acls
-        write_uvarint(out, len(x_5) + 1)
-        for e_6 in x_5:
-            out += _S2.pack(e_6.error_code)
-            x_7 = e_6.error_message
-            if x_7 is None:
+            b_5 = x_4.encode()
+            u_6 = len(b_5) + 1
+            if u_6 < 128:
+                out.append(u_6)
+            else:
+                write_uvarint(out, u_6)
+            out += b_5
+        x_7 = e_3.matching_acls
+        u_8 = len(x_7) + 1
+        if u_8 < 128:
+            out.append(u_8)
+        else:
+            write_uvarint(out, u_8)
+        for e_9 in x_7:
+            out += _S2.pack(e_9.error_code)
+            x_10 = e_9.error_message
+            if x_10 is None:
                 out.append(0)
             else:
-                b_8 = x_7.encode()
-                write_uvarint(out, len(b_8) + 1)
-                out += b_8
-            out += _S1.pack(e_6.resource_type)
-            x_9 = e_6.resource_name
-            b_10 = x_9.encode()
-            write_uvarint(out, len(b_10) + 1)
-            out += b_10
-            out += _S1.pack(e_6.pattern_type)
-            x_11 = e_6.principal
-            b_12 = x_11.encode()
-            write_uvarint(out, len(b_12) + 1)
-            out += b_12
-            x_13 = e_6.host
+                b_11 = x_10.encode()
+                u_12 = len(b_11) + 1
+                if u_12 < 128:
+                    out.append(u_12)
+                else:
+                    write_uvarint(out, u_12)
+                out += b_11
+            out += _S1.pack(e_9.resource_type)
+            x_13 = e_9.resource_name
             b_14 = x_13.encode()
-            write_uvarint(out, len(b_14) + 1)
+            u_15 = len(b_14) + 1
+            if u_15 < 128:
+                out.append(u_15)
+            else:
+                write_uvarint(out, u_15)
             out += b_14
-            out += _S3.pack(e_6.operation, e_6.permission_type)
+            out += _S1.pack(e_9.pattern_type)
+            x_16 = e_9.principal
+            b_17 = x_16.encode()
+            u_18 = len(b_17) + 1
+            if u_18 < 128:
+                out.append(u_18)
+            else:
+                write_uvarint(out, u_18)
+            out += b_17
+            x_19 = e_9.host
+            b_20 = x_19.encode()
+            u_21 = len(b_20) + 1
+            if u_21 < 128:
+                out.append(u_21)
+            else:
+                write_uvarint(out, u_21)
+            out += b_20
+            out += _S3.pack(e_9.operation, e_9.permission_type)
             out.append(0)
         out.append(0)
     out.append(0)

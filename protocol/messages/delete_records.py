@@ -243,16 +243,28 @@ def decode_delete_records_request_v2(data: bytes, pos: int) -> tuple[DeleteRecor
 
 def encode_delete_records_request_v2(m: DeleteRecordsRequest, out: bytearray) -> None:
     x_1 = m.topics
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        x_3 = e_2.name
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
-        x_5 = e_2.partitions
-        write_uvarint(out, len(x_5) + 1)
-        for e_6 in x_5:
-            out += _S2.pack(e_6.partition_index, e_6.offset)
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        x_4 = e_3.name
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
+        x_7 = e_3.partitions
+        u_8 = len(x_7) + 1
+        if u_8 < 128:
+            out.append(u_8)
+        else:
+            write_uvarint(out, u_8)
+        for e_9 in x_7:
+            out += _S2.pack(e_9.partition_index, e_9.offset)
             out.append(0)
         out.append(0)
     out += _S0.pack(m.timeout_ms)
@@ -451,16 +463,28 @@ def decode_delete_records_response_v2(data: bytes, pos: int) -> tuple[DeleteReco
 def encode_delete_records_response_v2(m: DeleteRecordsResponse, out: bytearray) -> None:
     out += _S0.pack(m.throttle_time_ms)
     x_1 = m.topics
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        x_3 = e_2.name
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
-        x_5 = e_2.partitions
-        write_uvarint(out, len(x_5) + 1)
-        for e_6 in x_5:
-            out += _S3.pack(e_6.partition_index, e_6.low_watermark, e_6.error_code)
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        x_4 = e_3.name
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
+        x_7 = e_3.partitions
+        u_8 = len(x_7) + 1
+        if u_8 < 128:
+            out.append(u_8)
+        else:
+            write_uvarint(out, u_8)
+        for e_9 in x_7:
+            out += _S3.pack(e_9.partition_index, e_9.low_watermark, e_9.error_code)
             out.append(0)
         out.append(0)
     out.append(0)

@@ -246,12 +246,20 @@ def encode_delete_topics_request_v4(m: DeleteTopicsRequest, out: bytearray) -> N
     if m.topics:
         raise ValueError('attempted to write a non-default Topics at version 4')
     x_1 = m.topic_names
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        x_3 = e_2
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        x_4 = e_3
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
     out += _S0.pack(m.timeout_ms)
     out.append(0)
 
@@ -303,12 +311,20 @@ def encode_delete_topics_request_v5(m: DeleteTopicsRequest, out: bytearray) -> N
     if m.topics:
         raise ValueError('attempted to write a non-default Topics at version 5')
     x_1 = m.topic_names
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        x_3 = e_2
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        x_4 = e_3
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
     out += _S0.pack(m.timeout_ms)
     out.append(0)
 
@@ -369,16 +385,24 @@ def decode_delete_topics_request_v6(data: bytes, pos: int) -> tuple[DeleteTopics
 
 def encode_delete_topics_request_v6(m: DeleteTopicsRequest, out: bytearray) -> None:
     x_1 = m.topics
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        x_3 = e_2.name
-        if x_3 is None:
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        x_4 = e_3.name
+        if x_4 is None:
             out.append(0)
         else:
-            b_4 = x_3.encode()
-            write_uvarint(out, len(b_4) + 1)
-            out += b_4
-        out += _S2.pack(e_2.topic_id)
+            b_5 = x_4.encode()
+            u_6 = len(b_5) + 1
+            if u_6 < 128:
+                out.append(u_6)
+            else:
+                write_uvarint(out, u_6)
+            out += b_5
+        out += _S2.pack(e_3.topic_id)
         out.append(0)
     out += _S0.pack(m.timeout_ms)
     out.append(0)
@@ -606,15 +630,23 @@ def decode_delete_topics_response_v4(data: bytes, pos: int) -> tuple[DeleteTopic
 def encode_delete_topics_response_v4(m: DeleteTopicsResponse, out: bytearray) -> None:
     out += _S0.pack(m.throttle_time_ms)
     x_1 = m.responses
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        x_3 = e_2.name
-        if x_3 is None:
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        x_4 = e_3.name
+        if x_4 is None:
             raise ValueError('Name cannot be null in version 4')
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
-        out += _S1.pack(e_2.error_code)
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
+        out += _S1.pack(e_3.error_code)
         out.append(0)
     out.append(0)
 
@@ -688,22 +720,34 @@ def decode_delete_topics_response_v5(data: bytes, pos: int) -> tuple[DeleteTopic
 def encode_delete_topics_response_v5(m: DeleteTopicsResponse, out: bytearray) -> None:
     out += _S0.pack(m.throttle_time_ms)
     x_1 = m.responses
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        x_3 = e_2.name
-        if x_3 is None:
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        x_4 = e_3.name
+        if x_4 is None:
             raise ValueError('Name cannot be null in version 5')
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
-        out += _S1.pack(e_2.error_code)
-        x_5 = e_2.error_message
-        if x_5 is None:
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
+        out += _S1.pack(e_3.error_code)
+        x_7 = e_3.error_message
+        if x_7 is None:
             out.append(0)
         else:
-            b_6 = x_5.encode()
-            write_uvarint(out, len(b_6) + 1)
-            out += b_6
+            b_8 = x_7.encode()
+            u_9 = len(b_8) + 1
+            if u_9 < 128:
+                out.append(u_9)
+            else:
+                write_uvarint(out, u_9)
+            out += b_8
         out.append(0)
     out.append(0)
 
@@ -777,22 +821,34 @@ def decode_delete_topics_response_v6(data: bytes, pos: int) -> tuple[DeleteTopic
 def encode_delete_topics_response_v6(m: DeleteTopicsResponse, out: bytearray) -> None:
     out += _S0.pack(m.throttle_time_ms)
     x_1 = m.responses
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        x_3 = e_2.name
-        if x_3 is None:
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        x_4 = e_3.name
+        if x_4 is None:
             out.append(0)
         else:
-            b_4 = x_3.encode()
-            write_uvarint(out, len(b_4) + 1)
-            out += b_4
-        out += _S3.pack(e_2.topic_id, e_2.error_code)
-        x_5 = e_2.error_message
-        if x_5 is None:
+            b_5 = x_4.encode()
+            u_6 = len(b_5) + 1
+            if u_6 < 128:
+                out.append(u_6)
+            else:
+                write_uvarint(out, u_6)
+            out += b_5
+        out += _S3.pack(e_3.topic_id, e_3.error_code)
+        x_7 = e_3.error_message
+        if x_7 is None:
             out.append(0)
         else:
-            b_6 = x_5.encode()
-            write_uvarint(out, len(b_6) + 1)
-            out += b_6
+            b_8 = x_7.encode()
+            u_9 = len(b_8) + 1
+            if u_9 < 128:
+                out.append(u_9)
+            else:
+                write_uvarint(out, u_9)
+            out += b_8
         out.append(0)
     out.append(0)

@@ -174,23 +174,35 @@ def encode_describe_acls_request_v2(m: DescribeAclsRequest, out: bytearray) -> N
         out.append(0)
     else:
         b_2 = x_1.encode()
-        write_uvarint(out, len(b_2) + 1)
+        u_3 = len(b_2) + 1
+        if u_3 < 128:
+            out.append(u_3)
+        else:
+            write_uvarint(out, u_3)
         out += b_2
     out += _S0.pack(m.pattern_type_filter)
-    x_3 = m.principal_filter
-    if x_3 is None:
+    x_4 = m.principal_filter
+    if x_4 is None:
         out.append(0)
     else:
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
-    x_5 = m.host_filter
-    if x_5 is None:
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
+    x_7 = m.host_filter
+    if x_7 is None:
         out.append(0)
     else:
-        b_6 = x_5.encode()
-        write_uvarint(out, len(b_6) + 1)
-        out += b_6
+        b_8 = x_7.encode()
+        u_9 = len(b_8) + 1
+        if u_9 < 128:
+            out.append(u_9)
+        else:
+            write_uvarint(out, u_9)
+        out += b_8
     out += _S2.pack(m.operation, m.permission_type)
     out.append(0)
 
@@ -257,23 +269,35 @@ def encode_describe_acls_request_v3(m: DescribeAclsRequest, out: bytearray) -> N
         out.append(0)
     else:
         b_2 = x_1.encode()
-        write_uvarint(out, len(b_2) + 1)
+        u_3 = len(b_2) + 1
+        if u_3 < 128:
+            out.append(u_3)
+        else:
+            write_uvarint(out, u_3)
         out += b_2
     out += _S0.pack(m.pattern_type_filter)
-    x_3 = m.principal_filter
-    if x_3 is None:
+    x_4 = m.principal_filter
+    if x_4 is None:
         out.append(0)
     else:
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
-    x_5 = m.host_filter
-    if x_5 is None:
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
+    x_7 = m.host_filter
+    if x_7 is None:
         out.append(0)
     else:
-        b_6 = x_5.encode()
-        write_uvarint(out, len(b_6) + 1)
-        out += b_6
+        b_8 = x_7.encode()
+        u_9 = len(b_8) + 1
+        if u_9 < 128:
+            out.append(u_9)
+        else:
+            write_uvarint(out, u_9)
+        out += b_8
     out += _S2.pack(m.operation, m.permission_type)
     out.append(0)
 
@@ -504,29 +528,53 @@ def encode_describe_acls_response_v2(m: DescribeAclsResponse, out: bytearray) ->
         out.append(0)
     else:
         b_2 = x_1.encode()
-        write_uvarint(out, len(b_2) + 1)
+        u_3 = len(b_2) + 1
+        if u_3 < 128:
+            out.append(u_3)
+        else:
+            write_uvarint(out, u_3)
         out += b_2
-    x_3 = m.resources
-    write_uvarint(out, len(x_3) + 1)
-    for e_4 in x_3:
-        out += _S0.pack(e_4.resource_type)
-        x_5 = e_4.resource_name
-        b_6 = x_5.encode()
-        write_uvarint(out, len(b_6) + 1)
-        out += b_6
-        out += _S0.pack(e_4.pattern_type)
-        x_7 = e_4.acls
-        write_uvarint(out, len(x_7) + 1)
-        for e_8 in x_7:
-            x_9 = e_8.principal
-            b_10 = x_9.encode()
-            write_uvarint(out, len(b_10) + 1)
-            out += b_10
-            x_11 = e_8.host
-            b_12 = x_11.encode()
-            write_uvarint(out, len(b_12) + 1)
-            out += b_12
-            out += _S2.pack(e_8.operation, e_8.permission_type)
+    x_4 = m.resources
+    u_5 = len(x_4) + 1
+    if u_5 < 128:
+        out.append(u_5)
+    else:
+        write_uvarint(out, u_5)
+    for e_6 in x_4:
+        out += _S0.pack(e_6.resource_type)
+        x_7 = e_6.resource_name
+        b_8 = x_7.encode()
+        u_9 = len(b_8) + 1
+        if u_9 < 128:
+            out.append(u_9)
+        else:
+            write_uvarint(out, u_9)
+        out += b_8
+        out += _S0.pack(e_6.pattern_type)
+        x_10 = e_6.acls
+        u_11 = len(x_10) + 1
+        if u_11 < 128:
+            out.append(u_11)
+        else:
+            write_uvarint(out, u_11)
+        for e_12 in x_10:
+            x_13 = e_12.principal
+            b_14 = x_13.encode()
+            u_15 = len(b_14) + 1
+            if u_15 < 128:
+                out.append(u_15)
+            else:
+                write_uvarint(out, u_15)
+            out += b_14
+            x_16 = e_12.host
+            b_17 = x_16.encode()
+            u_18 = len(b_17) + 1
+            if u_18 < 128:
+                out.append(u_18)
+            else:
+                write_uvarint(out, u_18)
+            out += b_17
+            out += _S2.pack(e_12.operation, e_12.permission_type)
             out.append(0)
         out.append(0)
     out.append(0)
@@ -658,29 +706,53 @@ def encode_describe_acls_response_v3(m: DescribeAclsResponse, out: bytearray) ->
         out.append(0)
     else:
         b_2 = x_1.encode()
-        write_uvarint(out, len(b_2) + 1)
+        u_3 = len(b_2) + 1
+        if u_3 < 128:
+            out.append(u_3)
+        else:
+            write_uvarint(out, u_3)
         out += b_2
-    x_3 = m.resources
-    write_uvarint(out, len(x_3) + 1)
-    for e_4 in x_3:
-        out += _S0.pack(e_4.resource_type)
-        x_5 = e_4.resource_name
-        b_6 = x_5.encode()
-        write_uvarint(out, len(b_6) + 1)
-        out += b_6
-        out += _S0.pack(e_4.pattern_type)
-        x_7 = e_4.acls
-        write_uvarint(out, len(x_7) + 1)
-        for e_8 in x_7:
-            x_9 = e_8.principal
-            b_10 = x_9.encode()
-            write_uvarint(out, len(b_10) + 1)
-            out += b_10
-            x_11 = e_8.host
-            b_12 = x_11.encode()
-            write_uvarint(out, len(b_12) + 1)
-            out += b_12
-            out += _S2.pack(e_8.operation, e_8.permission_type)
+    x_4 = m.resources
+    u_5 = len(x_4) + 1
+    if u_5 < 128:
+        out.append(u_5)
+    else:
+        write_uvarint(out, u_5)
+    for e_6 in x_4:
+        out += _S0.pack(e_6.resource_type)
+        x_7 = e_6.resource_name
+        b_8 = x_7.encode()
+        u_9 = len(b_8) + 1
+        if u_9 < 128:
+            out.append(u_9)
+        else:
+            write_uvarint(out, u_9)
+        out += b_8
+        out += _S0.pack(e_6.pattern_type)
+        x_10 = e_6.acls
+        u_11 = len(x_10) + 1
+        if u_11 < 128:
+            out.append(u_11)
+        else:
+            write_uvarint(out, u_11)
+        for e_12 in x_10:
+            x_13 = e_12.principal
+            b_14 = x_13.encode()
+            u_15 = len(b_14) + 1
+            if u_15 < 128:
+                out.append(u_15)
+            else:
+                write_uvarint(out, u_15)
+            out += b_14
+            x_16 = e_12.host
+            b_17 = x_16.encode()
+            u_18 = len(b_17) + 1
+            if u_18 < 128:
+                out.append(u_18)
+            else:
+                write_uvarint(out, u_18)
+            out += b_17
+            out += _S2.pack(e_12.operation, e_12.permission_type)
             out.append(0)
         out.append(0)
     out.append(0)

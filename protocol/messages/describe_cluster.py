@@ -195,31 +195,51 @@ def encode_describe_cluster_response_v0(m: DescribeClusterResponse, out: bytearr
         out.append(0)
     else:
         b_2 = x_1.encode()
-        write_uvarint(out, len(b_2) + 1)
+        u_3 = len(b_2) + 1
+        if u_3 < 128:
+            out.append(u_3)
+        else:
+            write_uvarint(out, u_3)
         out += b_2
-    x_3 = m.cluster_id
-    b_4 = x_3.encode()
-    write_uvarint(out, len(b_4) + 1)
-    out += b_4
+    x_4 = m.cluster_id
+    b_5 = x_4.encode()
+    u_6 = len(b_5) + 1
+    if u_6 < 128:
+        out.append(u_6)
+    else:
+        write_uvarint(out, u_6)
+    out += b_5
     out += _S3.pack(m.controller_id)
-    x_5 = m.brokers
-    write_uvarint(out, len(x_5) + 1)
-    for e_6 in x_5:
-        if e_6.is_fenced:
+    x_7 = m.brokers
+    u_8 = len(x_7) + 1
+    if u_8 < 128:
+        out.append(u_8)
+    else:
+        write_uvarint(out, u_8)
+    for e_9 in x_7:
+        if e_9.is_fenced:
             raise ValueError('attempted to write a non-default IsFenced at version 0')
-        out += _S3.pack(e_6.broker_id)
-        x_7 = e_6.host
-        b_8 = x_7.encode()
-        write_uvarint(out, len(b_8) + 1)
-        out += b_8
-        out += _S3.pack(e_6.port)
-        x_9 = e_6.rack
-        if x_9 is None:
+        out += _S3.pack(e_9.broker_id)
+        x_10 = e_9.host
+        b_11 = x_10.encode()
+        u_12 = len(b_11) + 1
+        if u_12 < 128:
+            out.append(u_12)
+        else:
+            write_uvarint(out, u_12)
+        out += b_11
+        out += _S3.pack(e_9.port)
+        x_13 = e_9.rack
+        if x_13 is None:
             out.append(0)
         else:
-            b_10 = x_9.encode()
-            write_uvarint(out, len(b_10) + 1)
-            out += b_10
+            b_14 = x_13.encode()
+            u_15 = len(b_14) + 1
+            if u_15 < 128:
+                out.append(u_15)
+            else:
+                write_uvarint(out, u_15)
+            out += b_14
         out.append(0)
     out += _S3.pack(m.cluster_authorized_operations)
     out.append(0)
@@ -330,32 +350,52 @@ def encode_describe_cluster_response_v1(m: DescribeClusterResponse, out: bytearr
         out.append(0)
     else:
         b_2 = x_1.encode()
-        write_uvarint(out, len(b_2) + 1)
+        u_3 = len(b_2) + 1
+        if u_3 < 128:
+            out.append(u_3)
+        else:
+            write_uvarint(out, u_3)
         out += b_2
     out += _S4.pack(m.endpoint_type)
-    x_3 = m.cluster_id
-    b_4 = x_3.encode()
-    write_uvarint(out, len(b_4) + 1)
-    out += b_4
+    x_4 = m.cluster_id
+    b_5 = x_4.encode()
+    u_6 = len(b_5) + 1
+    if u_6 < 128:
+        out.append(u_6)
+    else:
+        write_uvarint(out, u_6)
+    out += b_5
     out += _S3.pack(m.controller_id)
-    x_5 = m.brokers
-    write_uvarint(out, len(x_5) + 1)
-    for e_6 in x_5:
-        if e_6.is_fenced:
+    x_7 = m.brokers
+    u_8 = len(x_7) + 1
+    if u_8 < 128:
+        out.append(u_8)
+    else:
+        write_uvarint(out, u_8)
+    for e_9 in x_7:
+        if e_9.is_fenced:
             raise ValueError('attempted to write a non-default IsFenced at version 1')
-        out += _S3.pack(e_6.broker_id)
-        x_7 = e_6.host
-        b_8 = x_7.encode()
-        write_uvarint(out, len(b_8) + 1)
-        out += b_8
-        out += _S3.pack(e_6.port)
-        x_9 = e_6.rack
-        if x_9 is None:
+        out += _S3.pack(e_9.broker_id)
+        x_10 = e_9.host
+        b_11 = x_10.encode()
+        u_12 = len(b_11) + 1
+        if u_12 < 128:
+            out.append(u_12)
+        else:
+            write_uvarint(out, u_12)
+        out += b_11
+        out += _S3.pack(e_9.port)
+        x_13 = e_9.rack
+        if x_13 is None:
             out.append(0)
         else:
-            b_10 = x_9.encode()
-            write_uvarint(out, len(b_10) + 1)
-            out += b_10
+            b_14 = x_13.encode()
+            u_15 = len(b_14) + 1
+            if u_15 < 128:
+                out.append(u_15)
+            else:
+                write_uvarint(out, u_15)
+            out += b_14
         out.append(0)
     out += _S3.pack(m.cluster_authorized_operations)
     out.append(0)

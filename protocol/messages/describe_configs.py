@@ -363,23 +363,39 @@ def decode_describe_configs_request_v4(data: bytes, pos: int) -> tuple[DescribeC
 
 def encode_describe_configs_request_v4(m: DescribeConfigsRequest, out: bytearray) -> None:
     x_1 = m.resources
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        out += _S1.pack(e_2.resource_type)
-        x_3 = e_2.resource_name
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
-        x_5 = e_2.configuration_keys
-        if x_5 is None:
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        out += _S1.pack(e_3.resource_type)
+        x_4 = e_3.resource_name
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
+        x_7 = e_3.configuration_keys
+        if x_7 is None:
             out.append(0)
         else:
-            write_uvarint(out, len(x_5) + 1)
-            for e_6 in x_5:
-                x_7 = e_6
-                b_8 = x_7.encode()
-                write_uvarint(out, len(b_8) + 1)
-                out += b_8
+            u_8 = len(x_7) + 1
+            if u_8 < 128:
+                out.append(u_8)
+            else:
+                write_uvarint(out, u_8)
+            for e_9 in x_7:
+                x_10 = e_9
+                b_11 = x_10.encode()
+                u_12 = len(b_11) + 1
+                if u_12 < 128:
+                    out.append(u_12)
+                else:
+                    write_uvarint(out, u_12)
+                out += b_11
         out.append(0)
     out += _S4.pack(m.include_synonyms, m.include_documentation)
     out.append(0)
@@ -1034,60 +1050,100 @@ def decode_describe_configs_response_v4(data: bytes, pos: int) -> tuple[Describe
 def encode_describe_configs_response_v4(m: DescribeConfigsResponse, out: bytearray) -> None:
     out += _S0.pack(m.throttle_time_ms)
     x_1 = m.results
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        out += _S2.pack(e_2.error_code)
-        x_3 = e_2.error_message
-        if x_3 is None:
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        out += _S2.pack(e_3.error_code)
+        x_4 = e_3.error_message
+        if x_4 is None:
             out.append(0)
         else:
-            b_4 = x_3.encode()
-            write_uvarint(out, len(b_4) + 1)
-            out += b_4
-        out += _S1.pack(e_2.resource_type)
-        x_5 = e_2.resource_name
-        b_6 = x_5.encode()
-        write_uvarint(out, len(b_6) + 1)
-        out += b_6
-        x_7 = e_2.configs
-        write_uvarint(out, len(x_7) + 1)
-        for e_8 in x_7:
-            x_9 = e_8.name
-            b_10 = x_9.encode()
-            write_uvarint(out, len(b_10) + 1)
-            out += b_10
-            x_11 = e_8.value
-            if x_11 is None:
+            b_5 = x_4.encode()
+            u_6 = len(b_5) + 1
+            if u_6 < 128:
+                out.append(u_6)
+            else:
+                write_uvarint(out, u_6)
+            out += b_5
+        out += _S1.pack(e_3.resource_type)
+        x_7 = e_3.resource_name
+        b_8 = x_7.encode()
+        u_9 = len(b_8) + 1
+        if u_9 < 128:
+            out.append(u_9)
+        else:
+            write_uvarint(out, u_9)
+        out += b_8
+        x_10 = e_3.configs
+        u_11 = len(x_10) + 1
+        if u_11 < 128:
+            out.append(u_11)
+        else:
+            write_uvarint(out, u_11)
+        for e_12 in x_10:
+            x_13 = e_12.name
+            b_14 = x_13.encode()
+            u_15 = len(b_14) + 1
+            if u_15 < 128:
+                out.append(u_15)
+            else:
+                write_uvarint(out, u_15)
+            out += b_14
+            x_16 = e_12.value
+            if x_16 is None:
                 out.append(0)
             else:
-                b_12 = x_11.encode()
-                write_uvarint(out, len(b_12) + 1)
-                out += b_12
-            out += _S5.pack(e_8.read_only, e_8.config_source, e_8.is_sensitive)
-            x_13 = e_8.synonyms
-            write_uvarint(out, len(x_13) + 1)
-            for e_14 in x_13:
-                x_15 = e_14.name
-                b_16 = x_15.encode()
-                write_uvarint(out, len(b_16) + 1)
-                out += b_16
-                x_17 = e_14.value
-                if x_17 is None:
+                b_17 = x_16.encode()
+                u_18 = len(b_17) + 1
+                if u_18 < 128:
+                    out.append(u_18)
+                else:
+                    write_uvarint(out, u_18)
+                out += b_17
+            out += _S5.pack(e_12.read_only, e_12.config_source, e_12.is_sensitive)
+            x_19 = e_12.synonyms
+            u_20 = len(x_19) + 1
+            if u_20 < 128:
+                out.append(u_20)
+            else:
+                write_uvarint(out, u_20)
+            for e_21 in x_19:
+                x_22 = e_21.name
+                b_23 = x_22.encode()
+                u_24 = len(b_23) + 1
+                if u_24 < 128:
+                    out.append(u_24)
+                else:
+                    write_uvarint(out, u_24)
+                out += b_23
+                x_25 = e_21.value
+                if x_25 is None:
                     out.append(0)
                 else:
-                    b_18 = x_17.encode()
-                    write_uvarint(out, len(b_18) + 1)
-                    out += b_18
-                out += _S1.pack(e_14.source)
+                    b_26 = x_25.encode()
+                    u_27 = len(b_26) + 1
+                    if u_27 < 128:
+                        out.append(u_27)
+                    else:
+                        write_uvarint(out, u_27)
+                    out += b_26
+                out += _S1.pack(e_21.source)
                 out.append(0)
-            out += _S1.pack(e_8.config_type)
-            x_19 = e_8.documentation
-            if x_19 is None:
+            out += _S1.pack(e_12.config_type)
+            x_28 = e_12.documentation
+            if x_28 is None:
                 out.append(0)
             else:
-                b_20 = x_19.encode()
-                write_uvarint(out, len(b_20) + 1)
-                out += b_20
+                b_29 = x_28.encode()
+                u_30 = len(b_29) + 1
+                if u_30 < 128:
+                    out.append(u_30)
+                else:
+                    write_uvarint(out, u_30)
+                out += b_29
             out.append(0)
         out.append(0)
     out.append(0)

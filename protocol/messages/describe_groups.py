@@ -275,12 +275,20 @@ def decode_describe_groups_request_v5(data: bytes, pos: int) -> tuple[DescribeGr
 
 def encode_describe_groups_request_v5(m: DescribeGroupsRequest, out: bytearray) -> None:
     x_1 = m.groups
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        x_3 = e_2
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        x_4 = e_3
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
     out += _S2.pack(m.include_authorized_operations)
     out.append(0)
 
@@ -330,12 +338,20 @@ def decode_describe_groups_request_v6(data: bytes, pos: int) -> tuple[DescribeGr
 
 def encode_describe_groups_request_v6(m: DescribeGroupsRequest, out: bytearray) -> None:
     x_1 = m.groups
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        x_3 = e_2
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        x_4 = e_3
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
     out += _S2.pack(m.include_authorized_operations)
     out.append(0)
 
@@ -1311,57 +1327,105 @@ def decode_describe_groups_response_v5(data: bytes, pos: int) -> tuple[DescribeG
 def encode_describe_groups_response_v5(m: DescribeGroupsResponse, out: bytearray) -> None:
     out += _S0.pack(m.throttle_time_ms)
     x_1 = m.groups
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        if e_2.error_message is not None:
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        if e_3.error_message is not None:
             raise ValueError('attempted to write a non-default ErrorMessage at version 5')
-        out += _S1.pack(e_2.error_code)
-        x_3 = e_2.group_id
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
-        x_5 = e_2.group_state
-        b_6 = x_5.encode()
-        write_uvarint(out, len(b_6) + 1)
-        out += b_6
-        x_7 = e_2.protocol_type
+        out += _S1.pack(e_3.error_code)
+        x_4 = e_3.group_id
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
+        x_7 = e_3.group_state
         b_8 = x_7.encode()
-        write_uvarint(out, len(b_8) + 1)
+        u_9 = len(b_8) + 1
+        if u_9 < 128:
+            out.append(u_9)
+        else:
+            write_uvarint(out, u_9)
         out += b_8
-        x_9 = e_2.protocol_data
-        b_10 = x_9.encode()
-        write_uvarint(out, len(b_10) + 1)
-        out += b_10
-        x_11 = e_2.members
-        write_uvarint(out, len(x_11) + 1)
-        for e_12 in x_11:
-            x_13 = e_12.member_id
-            b_14 = x_13.encode()
-            write_uvarint(out, len(b_14) + 1)
-            out += b_14
-            x_15 = e_12.group_instance_id
-            if x_15 is None:
+        x_10 = e_3.protocol_type
+        b_11 = x_10.encode()
+        u_12 = len(b_11) + 1
+        if u_12 < 128:
+            out.append(u_12)
+        else:
+            write_uvarint(out, u_12)
+        out += b_11
+        x_13 = e_3.protocol_data
+        b_14 = x_13.encode()
+        u_15 = len(b_14) + 1
+        if u_15 < 128:
+            out.append(u_15)
+        else:
+            write_uvarint(out, u_15)
+        out += b_14
+        x_16 = e_3.members
+        u_17 = len(x_16) + 1
+        if u_17 < 128:
+            out.append(u_17)
+        else:
+            write_uvarint(out, u_17)
+        for e_18 in x_16:
+            x_19 = e_18.member_id
+            b_20 = x_19.encode()
+            u_21 = len(b_20) + 1
+            if u_21 < 128:
+                out.append(u_21)
+            else:
+                write_uvarint(out, u_21)
+            out += b_20
+            x_22 = e_18.group_instance_id
+            if x_22 is None:
                 out.append(0)
             else:
-                b_16 = x_15.encode()
-                write_uvarint(out, len(b_16) + 1)
-                out += b_16
-            x_17 = e_12.client_id
-            b_18 = x_17.encode()
-            write_uvarint(out, len(b_18) + 1)
-            out += b_18
-            x_19 = e_12.client_host
-            b_20 = x_19.encode()
-            write_uvarint(out, len(b_20) + 1)
-            out += b_20
-            x_21 = e_12.member_metadata
-            write_uvarint(out, len(x_21) + 1)
-            out += x_21
-            x_22 = e_12.member_assignment
-            write_uvarint(out, len(x_22) + 1)
-            out += x_22
+                b_23 = x_22.encode()
+                u_24 = len(b_23) + 1
+                if u_24 < 128:
+                    out.append(u_24)
+                else:
+                    write_uvarint(out, u_24)
+                out += b_23
+            x_25 = e_18.client_id
+            b_26 = x_25.encode()
+            u_27 = len(b_26) + 1
+            if u_27 < 128:
+                out.append(u_27)
+            else:
+                write_uvarint(out, u_27)
+            out += b_26
+            x_28 = e_18.client_host
+            b_29 = x_28.encode()
+            u_30 = len(b_29) + 1
+            if u_30 < 128:
+                out.append(u_30)
+            else:
+                write_uvarint(out, u_30)
+            out += b_29
+            x_31 = e_18.member_metadata
+            u_32 = len(x_31) + 1
+            if u_32 < 128:
+                out.append(u_32)
+            else:
+                write_uvarint(out, u_32)
+            out += x_31
+            x_33 = e_18.member_assignment
+            u_34 = len(x_33) + 1
+            if u_34 < 128:
+                out.append(u_34)
+            else:
+                write_uvarint(out, u_34)
+            out += x_33
             out.append(0)
-        out += _S0.pack(e_2.authorized_operations)
+        out += _S0.pack(e_3.authorized_operations)
         out.append(0)
     out.append(0)
 
@@ -1570,61 +1634,113 @@ def decode_describe_groups_response_v6(data: bytes, pos: int) -> tuple[DescribeG
 def encode_describe_groups_response_v6(m: DescribeGroupsResponse, out: bytearray) -> None:
     out += _S0.pack(m.throttle_time_ms)
     x_1 = m.groups
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        out += _S1.pack(e_2.error_code)
-        x_3 = e_2.error_message
-        if x_3 is None:
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        out += _S1.pack(e_3.error_code)
+        x_4 = e_3.error_message
+        if x_4 is None:
             out.append(0)
         else:
-            b_4 = x_3.encode()
-            write_uvarint(out, len(b_4) + 1)
-            out += b_4
-        x_5 = e_2.group_id
-        b_6 = x_5.encode()
-        write_uvarint(out, len(b_6) + 1)
-        out += b_6
-        x_7 = e_2.group_state
+            b_5 = x_4.encode()
+            u_6 = len(b_5) + 1
+            if u_6 < 128:
+                out.append(u_6)
+            else:
+                write_uvarint(out, u_6)
+            out += b_5
+        x_7 = e_3.group_id
         b_8 = x_7.encode()
-        write_uvarint(out, len(b_8) + 1)
+        u_9 = len(b_8) + 1
+        if u_9 < 128:
+            out.append(u_9)
+        else:
+            write_uvarint(out, u_9)
         out += b_8
-        x_9 = e_2.protocol_type
-        b_10 = x_9.encode()
-        write_uvarint(out, len(b_10) + 1)
-        out += b_10
-        x_11 = e_2.protocol_data
-        b_12 = x_11.encode()
-        write_uvarint(out, len(b_12) + 1)
-        out += b_12
-        x_13 = e_2.members
-        write_uvarint(out, len(x_13) + 1)
-        for e_14 in x_13:
-            x_15 = e_14.member_id
-            b_16 = x_15.encode()
-            write_uvarint(out, len(b_16) + 1)
-            out += b_16
-            x_17 = e_14.group_instance_id
-            if x_17 is None:
+        x_10 = e_3.group_state
+        b_11 = x_10.encode()
+        u_12 = len(b_11) + 1
+        if u_12 < 128:
+            out.append(u_12)
+        else:
+            write_uvarint(out, u_12)
+        out += b_11
+        x_13 = e_3.protocol_type
+        b_14 = x_13.encode()
+        u_15 = len(b_14) + 1
+        if u_15 < 128:
+            out.append(u_15)
+        else:
+            write_uvarint(out, u_15)
+        out += b_14
+        x_16 = e_3.protocol_data
+        b_17 = x_16.encode()
+        u_18 = len(b_17) + 1
+        if u_18 < 128:
+            out.append(u_18)
+        else:
+            write_uvarint(out, u_18)
+        out += b_17
+        x_19 = e_3.members
+        u_20 = len(x_19) + 1
+        if u_20 < 128:
+            out.append(u_20)
+        else:
+            write_uvarint(out, u_20)
+        for e_21 in x_19:
+            x_22 = e_21.member_id
+            b_23 = x_22.encode()
+            u_24 = len(b_23) + 1
+            if u_24 < 128:
+                out.append(u_24)
+            else:
+                write_uvarint(out, u_24)
+            out += b_23
+            x_25 = e_21.group_instance_id
+            if x_25 is None:
                 out.append(0)
             else:
-                b_18 = x_17.encode()
-                write_uvarint(out, len(b_18) + 1)
-                out += b_18
-            x_19 = e_14.client_id
-            b_20 = x_19.encode()
-            write_uvarint(out, len(b_20) + 1)
-            out += b_20
-            x_21 = e_14.client_host
-            b_22 = x_21.encode()
-            write_uvarint(out, len(b_22) + 1)
-            out += b_22
-            x_23 = e_14.member_metadata
-            write_uvarint(out, len(x_23) + 1)
-            out += x_23
-            x_24 = e_14.member_assignment
-            write_uvarint(out, len(x_24) + 1)
-            out += x_24
+                b_26 = x_25.encode()
+                u_27 = len(b_26) + 1
+                if u_27 < 128:
+                    out.append(u_27)
+                else:
+                    write_uvarint(out, u_27)
+                out += b_26
+            x_28 = e_21.client_id
+            b_29 = x_28.encode()
+            u_30 = len(b_29) + 1
+            if u_30 < 128:
+                out.append(u_30)
+            else:
+                write_uvarint(out, u_30)
+            out += b_29
+            x_31 = e_21.client_host
+            b_32 = x_31.encode()
+            u_33 = len(b_32) + 1
+            if u_33 < 128:
+                out.append(u_33)
+            else:
+                write_uvarint(out, u_33)
+            out += b_32
+            x_34 = e_21.member_metadata
+            u_35 = len(x_34) + 1
+            if u_35 < 128:
+                out.append(u_35)
+            else:
+                write_uvarint(out, u_35)
+            out += x_34
+            x_36 = e_21.member_assignment
+            u_37 = len(x_36) + 1
+            if u_37 < 128:
+                out.append(u_37)
+            else:
+                write_uvarint(out, u_37)
+            out += x_36
             out.append(0)
-        out += _S0.pack(e_2.authorized_operations)
+        out += _S0.pack(e_3.authorized_operations)
         out.append(0)
     out.append(0)

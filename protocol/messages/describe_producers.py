@@ -121,15 +121,27 @@ def decode_describe_producers_request_v0(data: bytes, pos: int) -> tuple[Describ
 
 def encode_describe_producers_request_v0(m: DescribeProducersRequest, out: bytearray) -> None:
     x_1 = m.topics
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        x_3 = e_2.name
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
-        x_5 = e_2.partition_indexes
-        write_uvarint(out, len(x_5) + 1)
-        out += pack('>%di' % len(x_5), *x_5)
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        x_4 = e_3.name
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
+        x_7 = e_3.partition_indexes
+        u_8 = len(x_7) + 1
+        if u_8 < 128:
+            out.append(u_8)
+        else:
+            write_uvarint(out, u_8)
+        out += pack('>%di' % len(x_7), *x_7)
         out.append(0)
     out.append(0)
 
@@ -255,27 +267,47 @@ def decode_describe_producers_response_v0(data: bytes, pos: int) -> tuple[Descri
 def encode_describe_producers_response_v0(m: DescribeProducersResponse, out: bytearray) -> None:
     out += _S0.pack(m.throttle_time_ms)
     x_1 = m.topics
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        x_3 = e_2.name
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
-        x_5 = e_2.partitions
-        write_uvarint(out, len(x_5) + 1)
-        for e_6 in x_5:
-            out += _S1.pack(e_6.partition_index, e_6.error_code)
-            x_7 = e_6.error_message
-            if x_7 is None:
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        x_4 = e_3.name
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
+        x_7 = e_3.partitions
+        u_8 = len(x_7) + 1
+        if u_8 < 128:
+            out.append(u_8)
+        else:
+            write_uvarint(out, u_8)
+        for e_9 in x_7:
+            out += _S1.pack(e_9.partition_index, e_9.error_code)
+            x_10 = e_9.error_message
+            if x_10 is None:
                 out.append(0)
             else:
-                b_8 = x_7.encode()
-                write_uvarint(out, len(b_8) + 1)
-                out += b_8
-            x_9 = e_6.active_producers
-            write_uvarint(out, len(x_9) + 1)
-            for e_10 in x_9:
-                out += _S2.pack(e_10.producer_id, e_10.producer_epoch, e_10.last_sequence, e_10.last_timestamp, e_10.coordinator_epoch, e_10.current_txn_start_offset)
+                b_11 = x_10.encode()
+                u_12 = len(b_11) + 1
+                if u_12 < 128:
+                    out.append(u_12)
+                else:
+                    write_uvarint(out, u_12)
+                out += b_11
+            x_13 = e_9.active_producers
+            u_14 = len(x_13) + 1
+            if u_14 < 128:
+                out.append(u_14)
+            else:
+                write_uvarint(out, u_14)
+            for e_15 in x_13:
+                out += _S2.pack(e_15.producer_id, e_15.producer_epoch, e_15.last_sequence, e_15.last_timestamp, e_15.coordinator_epoch, e_15.current_txn_start_offset)
                 out.append(0)
             out.append(0)
         out.append(0)

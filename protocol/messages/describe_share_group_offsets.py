@@ -168,25 +168,45 @@ def decode_describe_share_group_offsets_request_v0(data: bytes, pos: int) -> tup
 
 def encode_describe_share_group_offsets_request_v0(m: DescribeShareGroupOffsetsRequest, out: bytearray) -> None:
     x_1 = m.groups
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        x_3 = e_2.group_id
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
-        x_5 = e_2.topics
-        if x_5 is None:
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        x_4 = e_3.group_id
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
+        x_7 = e_3.topics
+        if x_7 is None:
             out.append(0)
         else:
-            write_uvarint(out, len(x_5) + 1)
-            for e_6 in x_5:
-                x_7 = e_6.topic_name
-                b_8 = x_7.encode()
-                write_uvarint(out, len(b_8) + 1)
-                out += b_8
-                x_9 = e_6.partitions
-                write_uvarint(out, len(x_9) + 1)
-                out += pack('>%di' % len(x_9), *x_9)
+            u_8 = len(x_7) + 1
+            if u_8 < 128:
+                out.append(u_8)
+            else:
+                write_uvarint(out, u_8)
+            for e_9 in x_7:
+                x_10 = e_9.topic_name
+                b_11 = x_10.encode()
+                u_12 = len(b_11) + 1
+                if u_12 < 128:
+                    out.append(u_12)
+                else:
+                    write_uvarint(out, u_12)
+                out += b_11
+                x_13 = e_9.partitions
+                u_14 = len(x_13) + 1
+                if u_14 < 128:
+                    out.append(u_14)
+                else:
+                    write_uvarint(out, u_14)
+                out += pack('>%di' % len(x_13), *x_13)
                 out.append(0)
         out.append(0)
     out.append(0)
@@ -295,25 +315,45 @@ def decode_describe_share_group_offsets_request_v1(data: bytes, pos: int) -> tup
 
 def encode_describe_share_group_offsets_request_v1(m: DescribeShareGroupOffsetsRequest, out: bytearray) -> None:
     x_1 = m.groups
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        x_3 = e_2.group_id
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
-        x_5 = e_2.topics
-        if x_5 is None:
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        x_4 = e_3.group_id
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
+        x_7 = e_3.topics
+        if x_7 is None:
             out.append(0)
         else:
-            write_uvarint(out, len(x_5) + 1)
-            for e_6 in x_5:
-                x_7 = e_6.topic_name
-                b_8 = x_7.encode()
-                write_uvarint(out, len(b_8) + 1)
-                out += b_8
-                x_9 = e_6.partitions
-                write_uvarint(out, len(x_9) + 1)
-                out += pack('>%di' % len(x_9), *x_9)
+            u_8 = len(x_7) + 1
+            if u_8 < 128:
+                out.append(u_8)
+            else:
+                write_uvarint(out, u_8)
+            for e_9 in x_7:
+                x_10 = e_9.topic_name
+                b_11 = x_10.encode()
+                u_12 = len(b_11) + 1
+                if u_12 < 128:
+                    out.append(u_12)
+                else:
+                    write_uvarint(out, u_12)
+                out += b_11
+                x_13 = e_9.partitions
+                u_14 = len(x_13) + 1
+                if u_14 < 128:
+                    out.append(u_14)
+                else:
+                    write_uvarint(out, u_14)
+                out += pack('>%di' % len(x_13), *x_13)
                 out.append(0)
         out.append(0)
     out.append(0)
@@ -466,41 +506,69 @@ def decode_describe_share_group_offsets_response_v0(data: bytes, pos: int) -> tu
 def encode_describe_share_group_offsets_response_v0(m: DescribeShareGroupOffsetsResponse, out: bytearray) -> None:
     out += _S0.pack(m.throttle_time_ms)
     x_1 = m.groups
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        x_3 = e_2.group_id
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
-        x_5 = e_2.topics
-        write_uvarint(out, len(x_5) + 1)
-        for e_6 in x_5:
-            x_7 = e_6.topic_name
-            b_8 = x_7.encode()
-            write_uvarint(out, len(b_8) + 1)
-            out += b_8
-            out += _S1.pack(e_6.topic_id)
-            x_9 = e_6.partitions
-            write_uvarint(out, len(x_9) + 1)
-            for e_10 in x_9:
-                out += _S2.pack(e_10.partition_index, e_10.start_offset, e_10.leader_epoch, e_10.error_code)
-                x_11 = e_10.error_message
-                if x_11 is None:
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        x_4 = e_3.group_id
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
+        x_7 = e_3.topics
+        u_8 = len(x_7) + 1
+        if u_8 < 128:
+            out.append(u_8)
+        else:
+            write_uvarint(out, u_8)
+        for e_9 in x_7:
+            x_10 = e_9.topic_name
+            b_11 = x_10.encode()
+            u_12 = len(b_11) + 1
+            if u_12 < 128:
+                out.append(u_12)
+            else:
+                write_uvarint(out, u_12)
+            out += b_11
+            out += _S1.pack(e_9.topic_id)
+            x_13 = e_9.partitions
+            u_14 = len(x_13) + 1
+            if u_14 < 128:
+                out.append(u_14)
+            else:
+                write_uvarint(out, u_14)
+            for e_15 in x_13:
+                out += _S2.pack(e_15.partition_index, e_15.start_offset, e_15.leader_epoch, e_15.error_code)
+                x_16 = e_15.error_message
+                if x_16 is None:
                     out.append(0)
                 else:
-                    b_12 = x_11.encode()
-                    write_uvarint(out, len(b_12) + 1)
-                    out += b_12
+                    b_17 = x_16.encode()
+                    u_18 = len(b_17) + 1
+                    if u_18 < 128:
+                        out.append(u_18)
+                    else:
+                        write_uvarint(out, u_18)
+                    out += b_17
                 out.append(0)
             out.append(0)
-        out += _S3.pack(e_2.error_code)
-        x_13 = e_2.error_message
-        if x_13 is None:
+        out += _S3.pack(e_3.error_code)
+        x_19 = e_3.error_message
+        if x_19 is None:
             out.append(0)
         else:
-            b_14 = x_13.encode()
-            write_uvarint(out, len(b_14) + 1)
-            out += b_14
+            b_20 = x_19.encode()
+            u_21 = len(b_20) + 1
+            if u_21 < 128:
+                out.append(u_21)
+            else:
+                write_uvarint(out, u_21)
+            out += b_20
         out.append(0)
     out.append(0)
 
@@ -652,40 +720,68 @@ def decode_describe_share_group_offsets_response_v1(data: bytes, pos: int) -> tu
 def encode_describe_share_group_offsets_response_v1(m: DescribeShareGroupOffsetsResponse, out: bytearray) -> None:
     out += _S0.pack(m.throttle_time_ms)
     x_1 = m.groups
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        x_3 = e_2.group_id
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
-        x_5 = e_2.topics
-        write_uvarint(out, len(x_5) + 1)
-        for e_6 in x_5:
-            x_7 = e_6.topic_name
-            b_8 = x_7.encode()
-            write_uvarint(out, len(b_8) + 1)
-            out += b_8
-            out += _S1.pack(e_6.topic_id)
-            x_9 = e_6.partitions
-            write_uvarint(out, len(x_9) + 1)
-            for e_10 in x_9:
-                out += _S4.pack(e_10.partition_index, e_10.start_offset, e_10.leader_epoch, e_10.lag, e_10.error_code)
-                x_11 = e_10.error_message
-                if x_11 is None:
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        x_4 = e_3.group_id
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
+        x_7 = e_3.topics
+        u_8 = len(x_7) + 1
+        if u_8 < 128:
+            out.append(u_8)
+        else:
+            write_uvarint(out, u_8)
+        for e_9 in x_7:
+            x_10 = e_9.topic_name
+            b_11 = x_10.encode()
+            u_12 = len(b_11) + 1
+            if u_12 < 128:
+                out.append(u_12)
+            else:
+                write_uvarint(out, u_12)
+            out += b_11
+            out += _S1.pack(e_9.topic_id)
+            x_13 = e_9.partitions
+            u_14 = len(x_13) + 1
+            if u_14 < 128:
+                out.append(u_14)
+            else:
+                write_uvarint(out, u_14)
+            for e_15 in x_13:
+                out += _S4.pack(e_15.partition_index, e_15.start_offset, e_15.leader_epoch, e_15.lag, e_15.error_code)
+                x_16 = e_15.error_message
+                if x_16 is None:
                     out.append(0)
                 else:
-                    b_12 = x_11.encode()
-                    write_uvarint(out, len(b_12) + 1)
-                    out += b_12
+                    b_17 = x_16.encode()
+                    u_18 = len(b_17) + 1
+                    if u_18 < 128:
+                        out.append(u_18)
+                    else:
+                        write_uvarint(out, u_18)
+                    out += b_17
                 out.append(0)
             out.append(0)
-        out += _S3.pack(e_2.error_code)
-        x_13 = e_2.error_message
-        if x_13 is None:
+        out += _S3.pack(e_3.error_code)
+        x_19 = e_3.error_message
+        if x_19 is None:
             out.append(0)
         else:
-            b_14 = x_13.encode()
-            write_uvarint(out, len(b_14) + 1)
-            out += b_14
+            b_20 = x_19.encode()
+            u_21 = len(b_20) + 1
+            if u_21 < 128:
+                out.append(u_21)
+            else:
+                write_uvarint(out, u_21)
+            out += b_20
         out.append(0)
     out.append(0)

@@ -86,12 +86,20 @@ def decode_describe_transactions_request_v0(data: bytes, pos: int) -> tuple[Desc
 
 def encode_describe_transactions_request_v0(m: DescribeTransactionsRequest, out: bytearray) -> None:
     x_1 = m.transactional_ids
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        x_3 = e_2
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        x_4 = e_3
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
     out.append(0)
 
 
@@ -217,28 +225,52 @@ def decode_describe_transactions_response_v0(data: bytes, pos: int) -> tuple[Des
 def encode_describe_transactions_response_v0(m: DescribeTransactionsResponse, out: bytearray) -> None:
     out += _S0.pack(m.throttle_time_ms)
     x_1 = m.transaction_states
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        out += _S1.pack(e_2.error_code)
-        x_3 = e_2.transactional_id
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
-        x_5 = e_2.transaction_state
-        b_6 = x_5.encode()
-        write_uvarint(out, len(b_6) + 1)
-        out += b_6
-        out += _S2.pack(e_2.transaction_timeout_ms, e_2.transaction_start_time_ms, e_2.producer_id, e_2.producer_epoch)
-        x_7 = e_2.topics
-        write_uvarint(out, len(x_7) + 1)
-        for e_8 in x_7:
-            x_9 = e_8.topic
-            b_10 = x_9.encode()
-            write_uvarint(out, len(b_10) + 1)
-            out += b_10
-            x_11 = e_8.partitions
-            write_uvarint(out, len(x_11) + 1)
-            out += pack('>%di' % len(x_11), *x_11)
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        out += _S1.pack(e_3.error_code)
+        x_4 = e_3.transactional_id
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
+        x_7 = e_3.transaction_state
+        b_8 = x_7.encode()
+        u_9 = len(b_8) + 1
+        if u_9 < 128:
+            out.append(u_9)
+        else:
+            write_uvarint(out, u_9)
+        out += b_8
+        out += _S2.pack(e_3.transaction_timeout_ms, e_3.transaction_start_time_ms, e_3.producer_id, e_3.producer_epoch)
+        x_10 = e_3.topics
+        u_11 = len(x_10) + 1
+        if u_11 < 128:
+            out.append(u_11)
+        else:
+            write_uvarint(out, u_11)
+        for e_12 in x_10:
+            x_13 = e_12.topic
+            b_14 = x_13.encode()
+            u_15 = len(b_14) + 1
+            if u_15 < 128:
+                out.append(u_15)
+            else:
+                write_uvarint(out, u_15)
+            out += b_14
+            x_16 = e_12.partitions
+            u_17 = len(x_16) + 1
+            if u_17 < 128:
+                out.append(u_17)
+            else:
+                write_uvarint(out, u_17)
+            out += pack('>%di' % len(x_16), *x_16)
             out.append(0)
         out.append(0)
     out.append(0)

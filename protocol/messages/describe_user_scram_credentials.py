@@ -101,12 +101,20 @@ def encode_describe_user_scram_credentials_request_v0(m: DescribeUserScramCreden
     if x_1 is None:
         out.append(0)
     else:
-        write_uvarint(out, len(x_1) + 1)
-        for e_2 in x_1:
-            x_3 = e_2.name
-            b_4 = x_3.encode()
-            write_uvarint(out, len(b_4) + 1)
-            out += b_4
+        u_2 = len(x_1) + 1
+        if u_2 < 128:
+            out.append(u_2)
+        else:
+            write_uvarint(out, u_2)
+        for e_3 in x_1:
+            x_4 = e_3.name
+            b_5 = x_4.encode()
+            u_6 = len(b_5) + 1
+            if u_6 < 128:
+                out.append(u_6)
+            else:
+                write_uvarint(out, u_6)
+            out += b_5
             out.append(0)
     out.append(0)
 
@@ -223,27 +231,47 @@ def encode_describe_user_scram_credentials_response_v0(m: DescribeUserScramCrede
         out.append(0)
     else:
         b_2 = x_1.encode()
-        write_uvarint(out, len(b_2) + 1)
+        u_3 = len(b_2) + 1
+        if u_3 < 128:
+            out.append(u_3)
+        else:
+            write_uvarint(out, u_3)
         out += b_2
-    x_3 = m.results
-    write_uvarint(out, len(x_3) + 1)
-    for e_4 in x_3:
-        x_5 = e_4.user
-        b_6 = x_5.encode()
-        write_uvarint(out, len(b_6) + 1)
-        out += b_6
-        out += _S1.pack(e_4.error_code)
-        x_7 = e_4.error_message
-        if x_7 is None:
+    x_4 = m.results
+    u_5 = len(x_4) + 1
+    if u_5 < 128:
+        out.append(u_5)
+    else:
+        write_uvarint(out, u_5)
+    for e_6 in x_4:
+        x_7 = e_6.user
+        b_8 = x_7.encode()
+        u_9 = len(b_8) + 1
+        if u_9 < 128:
+            out.append(u_9)
+        else:
+            write_uvarint(out, u_9)
+        out += b_8
+        out += _S1.pack(e_6.error_code)
+        x_10 = e_6.error_message
+        if x_10 is None:
             out.append(0)
         else:
-            b_8 = x_7.encode()
-            write_uvarint(out, len(b_8) + 1)
-            out += b_8
-        x_9 = e_4.credential_infos
-        write_uvarint(out, len(x_9) + 1)
-        for e_10 in x_9:
-            out += _S2.pack(e_10.mechanism, e_10.iterations)
+            b_11 = x_10.encode()
+            u_12 = len(b_11) + 1
+            if u_12 < 128:
+                out.append(u_12)
+            else:
+                write_uvarint(out, u_12)
+            out += b_11
+        x_13 = e_6.credential_infos
+        u_14 = len(x_13) + 1
+        if u_14 < 128:
+            out.append(u_14)
+        else:
+            write_uvarint(out, u_14)
+        for e_15 in x_13:
+            out += _S2.pack(e_15.mechanism, e_15.iterations)
             out.append(0)
         out.append(0)
     out.append(0)

@@ -127,7 +127,11 @@ def decode_end_txn_request_v3(data: bytes, pos: int) -> tuple[EndTxnRequest, int
 def encode_end_txn_request_v3(m: EndTxnRequest, out: bytearray) -> None:
     x_1 = m.transactional_id
     b_2 = x_1.encode()
-    write_uvarint(out, len(b_2) + 1)
+    u_3 = len(b_2) + 1
+    if u_3 < 128:
+        out.append(u_3)
+    else:
+        write_uvarint(out, u_3)
     out += b_2
     out += _S1.pack(m.producer_id, m.producer_epoch, m.committed)
     out.append(0)
@@ -163,7 +167,11 @@ def decode_end_txn_request_v4(data: bytes, pos: int) -> tuple[EndTxnRequest, int
 def encode_end_txn_request_v4(m: EndTxnRequest, out: bytearray) -> None:
     x_1 = m.transactional_id
     b_2 = x_1.encode()
-    write_uvarint(out, len(b_2) + 1)
+    u_3 = len(b_2) + 1
+    if u_3 < 128:
+        out.append(u_3)
+    else:
+        write_uvarint(out, u_3)
     out += b_2
     out += _S1.pack(m.producer_id, m.producer_epoch, m.committed)
     out.append(0)
@@ -199,7 +207,11 @@ def decode_end_txn_request_v5(data: bytes, pos: int) -> tuple[EndTxnRequest, int
 def encode_end_txn_request_v5(m: EndTxnRequest, out: bytearray) -> None:
     x_1 = m.transactional_id
     b_2 = x_1.encode()
-    write_uvarint(out, len(b_2) + 1)
+    u_3 = len(b_2) + 1
+    if u_3 < 128:
+        out.append(u_3)
+    else:
+        write_uvarint(out, u_3)
     out += b_2
     out += _S1.pack(m.producer_id, m.producer_epoch, m.committed)
     out.append(0)

@@ -1238,45 +1238,77 @@ def encode_fetch_request_v12(m: FetchRequest, out: bytearray) -> None:
         raise ValueError('attempted to write a non-default ReplicaState at version 12')
     out += _S7.pack(m.replica_id, m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch)
     x_1 = m.topics
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        x_3 = e_2.topic
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
-        x_5 = e_2.partitions
-        write_uvarint(out, len(x_5) + 1)
-        for e_6 in x_5:
-            out += _S9.pack(e_6.partition, e_6.current_leader_epoch, e_6.fetch_offset, e_6.last_fetched_epoch, e_6.log_start_offset, e_6.partition_max_bytes)
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        x_4 = e_3.topic
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
+        x_7 = e_3.partitions
+        u_8 = len(x_7) + 1
+        if u_8 < 128:
+            out.append(u_8)
+        else:
+            write_uvarint(out, u_8)
+        for e_9 in x_7:
+            out += _S9.pack(e_9.partition, e_9.current_leader_epoch, e_9.fetch_offset, e_9.last_fetched_epoch, e_9.log_start_offset, e_9.partition_max_bytes)
             out.append(0)
         out.append(0)
-    x_7 = m.forgotten_topics_data
-    write_uvarint(out, len(x_7) + 1)
-    for e_8 in x_7:
-        x_9 = e_8.topic
-        b_10 = x_9.encode()
-        write_uvarint(out, len(b_10) + 1)
-        out += b_10
-        x_11 = e_8.partitions
-        write_uvarint(out, len(x_11) + 1)
-        out += pack('>%di' % len(x_11), *x_11)
+    x_10 = m.forgotten_topics_data
+    u_11 = len(x_10) + 1
+    if u_11 < 128:
+        out.append(u_11)
+    else:
+        write_uvarint(out, u_11)
+    for e_12 in x_10:
+        x_13 = e_12.topic
+        b_14 = x_13.encode()
+        u_15 = len(b_14) + 1
+        if u_15 < 128:
+            out.append(u_15)
+        else:
+            write_uvarint(out, u_15)
+        out += b_14
+        x_16 = e_12.partitions
+        u_17 = len(x_16) + 1
+        if u_17 < 128:
+            out.append(u_17)
+        else:
+            write_uvarint(out, u_17)
+        out += pack('>%di' % len(x_16), *x_16)
         out.append(0)
-    x_12 = m.rack_id
-    b_13 = x_12.encode()
-    write_uvarint(out, len(b_13) + 1)
-    out += b_13
+    x_18 = m.rack_id
+    b_19 = x_18.encode()
+    u_20 = len(b_19) + 1
+    if u_20 < 128:
+        out.append(u_20)
+    else:
+        write_uvarint(out, u_20)
+    out += b_19
     tags0 = (m.cluster_id != None)
     write_uvarint(out, tags0)
     if m.cluster_id != None:
         write_uvarint(out, 0)
         tagbuf0 = bytearray()
-        x_14 = m.cluster_id
-        if x_14 is None:
+        x_21 = m.cluster_id
+        if x_21 is None:
             tagbuf0.append(0)
         else:
-            b_15 = x_14.encode()
-            write_uvarint(tagbuf0, len(b_15) + 1)
-            tagbuf0 += b_15
+            b_22 = x_21.encode()
+            u_23 = len(b_22) + 1
+            if u_23 < 128:
+                tagbuf0.append(u_23)
+            else:
+                write_uvarint(tagbuf0, u_23)
+            tagbuf0 += b_22
         write_uvarint(out, len(tagbuf0))
         out += tagbuf0
 
@@ -1421,39 +1453,63 @@ def encode_fetch_request_v13(m: FetchRequest, out: bytearray) -> None:
         raise ValueError('attempted to write a non-default ReplicaState at version 13')
     out += _S7.pack(m.replica_id, m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch)
     x_1 = m.topics
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        out += _S10.pack(e_2.topic_id)
-        x_3 = e_2.partitions
-        write_uvarint(out, len(x_3) + 1)
-        for e_4 in x_3:
-            out += _S9.pack(e_4.partition, e_4.current_leader_epoch, e_4.fetch_offset, e_4.last_fetched_epoch, e_4.log_start_offset, e_4.partition_max_bytes)
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        out += _S10.pack(e_3.topic_id)
+        x_4 = e_3.partitions
+        u_5 = len(x_4) + 1
+        if u_5 < 128:
+            out.append(u_5)
+        else:
+            write_uvarint(out, u_5)
+        for e_6 in x_4:
+            out += _S9.pack(e_6.partition, e_6.current_leader_epoch, e_6.fetch_offset, e_6.last_fetched_epoch, e_6.log_start_offset, e_6.partition_max_bytes)
             out.append(0)
         out.append(0)
-    x_5 = m.forgotten_topics_data
-    write_uvarint(out, len(x_5) + 1)
-    for e_6 in x_5:
-        out += _S10.pack(e_6.topic_id)
-        x_7 = e_6.partitions
-        write_uvarint(out, len(x_7) + 1)
-        out += pack('>%di' % len(x_7), *x_7)
+    x_7 = m.forgotten_topics_data
+    u_8 = len(x_7) + 1
+    if u_8 < 128:
+        out.append(u_8)
+    else:
+        write_uvarint(out, u_8)
+    for e_9 in x_7:
+        out += _S10.pack(e_9.topic_id)
+        x_10 = e_9.partitions
+        u_11 = len(x_10) + 1
+        if u_11 < 128:
+            out.append(u_11)
+        else:
+            write_uvarint(out, u_11)
+        out += pack('>%di' % len(x_10), *x_10)
         out.append(0)
-    x_8 = m.rack_id
-    b_9 = x_8.encode()
-    write_uvarint(out, len(b_9) + 1)
-    out += b_9
+    x_12 = m.rack_id
+    b_13 = x_12.encode()
+    u_14 = len(b_13) + 1
+    if u_14 < 128:
+        out.append(u_14)
+    else:
+        write_uvarint(out, u_14)
+    out += b_13
     tags0 = (m.cluster_id != None)
     write_uvarint(out, tags0)
     if m.cluster_id != None:
         write_uvarint(out, 0)
         tagbuf0 = bytearray()
-        x_10 = m.cluster_id
-        if x_10 is None:
+        x_15 = m.cluster_id
+        if x_15 is None:
             tagbuf0.append(0)
         else:
-            b_11 = x_10.encode()
-            write_uvarint(tagbuf0, len(b_11) + 1)
-            tagbuf0 += b_11
+            b_16 = x_15.encode()
+            u_17 = len(b_16) + 1
+            if u_17 < 128:
+                tagbuf0.append(u_17)
+            else:
+                write_uvarint(tagbuf0, u_17)
+            tagbuf0 += b_16
         write_uvarint(out, len(tagbuf0))
         out += tagbuf0
 
@@ -1598,39 +1654,63 @@ def encode_fetch_request_v14(m: FetchRequest, out: bytearray) -> None:
         raise ValueError('attempted to write a non-default ReplicaState at version 14')
     out += _S7.pack(m.replica_id, m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch)
     x_1 = m.topics
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        out += _S10.pack(e_2.topic_id)
-        x_3 = e_2.partitions
-        write_uvarint(out, len(x_3) + 1)
-        for e_4 in x_3:
-            out += _S9.pack(e_4.partition, e_4.current_leader_epoch, e_4.fetch_offset, e_4.last_fetched_epoch, e_4.log_start_offset, e_4.partition_max_bytes)
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        out += _S10.pack(e_3.topic_id)
+        x_4 = e_3.partitions
+        u_5 = len(x_4) + 1
+        if u_5 < 128:
+            out.append(u_5)
+        else:
+            write_uvarint(out, u_5)
+        for e_6 in x_4:
+            out += _S9.pack(e_6.partition, e_6.current_leader_epoch, e_6.fetch_offset, e_6.last_fetched_epoch, e_6.log_start_offset, e_6.partition_max_bytes)
             out.append(0)
         out.append(0)
-    x_5 = m.forgotten_topics_data
-    write_uvarint(out, len(x_5) + 1)
-    for e_6 in x_5:
-        out += _S10.pack(e_6.topic_id)
-        x_7 = e_6.partitions
-        write_uvarint(out, len(x_7) + 1)
-        out += pack('>%di' % len(x_7), *x_7)
+    x_7 = m.forgotten_topics_data
+    u_8 = len(x_7) + 1
+    if u_8 < 128:
+        out.append(u_8)
+    else:
+        write_uvarint(out, u_8)
+    for e_9 in x_7:
+        out += _S10.pack(e_9.topic_id)
+        x_10 = e_9.partitions
+        u_11 = len(x_10) + 1
+        if u_11 < 128:
+            out.append(u_11)
+        else:
+            write_uvarint(out, u_11)
+        out += pack('>%di' % len(x_10), *x_10)
         out.append(0)
-    x_8 = m.rack_id
-    b_9 = x_8.encode()
-    write_uvarint(out, len(b_9) + 1)
-    out += b_9
+    x_12 = m.rack_id
+    b_13 = x_12.encode()
+    u_14 = len(b_13) + 1
+    if u_14 < 128:
+        out.append(u_14)
+    else:
+        write_uvarint(out, u_14)
+    out += b_13
     tags0 = (m.cluster_id != None)
     write_uvarint(out, tags0)
     if m.cluster_id != None:
         write_uvarint(out, 0)
         tagbuf0 = bytearray()
-        x_10 = m.cluster_id
-        if x_10 is None:
+        x_15 = m.cluster_id
+        if x_15 is None:
             tagbuf0.append(0)
         else:
-            b_11 = x_10.encode()
-            write_uvarint(tagbuf0, len(b_11) + 1)
-            tagbuf0 += b_11
+            b_16 = x_15.encode()
+            u_17 = len(b_16) + 1
+            if u_17 < 128:
+                tagbuf0.append(u_17)
+            else:
+                write_uvarint(tagbuf0, u_17)
+            tagbuf0 += b_16
         write_uvarint(out, len(tagbuf0))
         out += tagbuf0
 
@@ -1789,46 +1869,70 @@ def encode_fetch_request_v15(m: FetchRequest, out: bytearray) -> None:
         raise ValueError('attempted to write a non-default ReplicaId at version 15')
     out += _S11.pack(m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch)
     x_1 = m.topics
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        out += _S10.pack(e_2.topic_id)
-        x_3 = e_2.partitions
-        write_uvarint(out, len(x_3) + 1)
-        for e_4 in x_3:
-            out += _S9.pack(e_4.partition, e_4.current_leader_epoch, e_4.fetch_offset, e_4.last_fetched_epoch, e_4.log_start_offset, e_4.partition_max_bytes)
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        out += _S10.pack(e_3.topic_id)
+        x_4 = e_3.partitions
+        u_5 = len(x_4) + 1
+        if u_5 < 128:
+            out.append(u_5)
+        else:
+            write_uvarint(out, u_5)
+        for e_6 in x_4:
+            out += _S9.pack(e_6.partition, e_6.current_leader_epoch, e_6.fetch_offset, e_6.last_fetched_epoch, e_6.log_start_offset, e_6.partition_max_bytes)
             out.append(0)
         out.append(0)
-    x_5 = m.forgotten_topics_data
-    write_uvarint(out, len(x_5) + 1)
-    for e_6 in x_5:
-        out += _S10.pack(e_6.topic_id)
-        x_7 = e_6.partitions
-        write_uvarint(out, len(x_7) + 1)
-        out += pack('>%di' % len(x_7), *x_7)
+    x_7 = m.forgotten_topics_data
+    u_8 = len(x_7) + 1
+    if u_8 < 128:
+        out.append(u_8)
+    else:
+        write_uvarint(out, u_8)
+    for e_9 in x_7:
+        out += _S10.pack(e_9.topic_id)
+        x_10 = e_9.partitions
+        u_11 = len(x_10) + 1
+        if u_11 < 128:
+            out.append(u_11)
+        else:
+            write_uvarint(out, u_11)
+        out += pack('>%di' % len(x_10), *x_10)
         out.append(0)
-    x_8 = m.rack_id
-    b_9 = x_8.encode()
-    write_uvarint(out, len(b_9) + 1)
-    out += b_9
+    x_12 = m.rack_id
+    b_13 = x_12.encode()
+    u_14 = len(b_13) + 1
+    if u_14 < 128:
+        out.append(u_14)
+    else:
+        write_uvarint(out, u_14)
+    out += b_13
     tags0 = (m.cluster_id != None) + (m.replica_state != ReplicaState())
     write_uvarint(out, tags0)
     if m.cluster_id != None:
         write_uvarint(out, 0)
         tagbuf0 = bytearray()
-        x_10 = m.cluster_id
-        if x_10 is None:
+        x_15 = m.cluster_id
+        if x_15 is None:
             tagbuf0.append(0)
         else:
-            b_11 = x_10.encode()
-            write_uvarint(tagbuf0, len(b_11) + 1)
-            tagbuf0 += b_11
+            b_16 = x_15.encode()
+            u_17 = len(b_16) + 1
+            if u_17 < 128:
+                tagbuf0.append(u_17)
+            else:
+                write_uvarint(tagbuf0, u_17)
+            tagbuf0 += b_16
         write_uvarint(out, len(tagbuf0))
         out += tagbuf0
     if m.replica_state != ReplicaState():
         write_uvarint(out, 1)
         tagbuf0 = bytearray()
-        s_13 = m.replica_state
-        tagbuf0 += _S12.pack(s_13.replica_id, s_13.replica_epoch)
+        s_19 = m.replica_state
+        tagbuf0 += _S12.pack(s_19.replica_id, s_19.replica_epoch)
         tagbuf0.append(0)
         write_uvarint(out, len(tagbuf0))
         out += tagbuf0
@@ -1988,46 +2092,70 @@ def encode_fetch_request_v16(m: FetchRequest, out: bytearray) -> None:
         raise ValueError('attempted to write a non-default ReplicaId at version 16')
     out += _S11.pack(m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch)
     x_1 = m.topics
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        out += _S10.pack(e_2.topic_id)
-        x_3 = e_2.partitions
-        write_uvarint(out, len(x_3) + 1)
-        for e_4 in x_3:
-            out += _S9.pack(e_4.partition, e_4.current_leader_epoch, e_4.fetch_offset, e_4.last_fetched_epoch, e_4.log_start_offset, e_4.partition_max_bytes)
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        out += _S10.pack(e_3.topic_id)
+        x_4 = e_3.partitions
+        u_5 = len(x_4) + 1
+        if u_5 < 128:
+            out.append(u_5)
+        else:
+            write_uvarint(out, u_5)
+        for e_6 in x_4:
+            out += _S9.pack(e_6.partition, e_6.current_leader_epoch, e_6.fetch_offset, e_6.last_fetched_epoch, e_6.log_start_offset, e_6.partition_max_bytes)
             out.append(0)
         out.append(0)
-    x_5 = m.forgotten_topics_data
-    write_uvarint(out, len(x_5) + 1)
-    for e_6 in x_5:
-        out += _S10.pack(e_6.topic_id)
-        x_7 = e_6.partitions
-        write_uvarint(out, len(x_7) + 1)
-        out += pack('>%di' % len(x_7), *x_7)
+    x_7 = m.forgotten_topics_data
+    u_8 = len(x_7) + 1
+    if u_8 < 128:
+        out.append(u_8)
+    else:
+        write_uvarint(out, u_8)
+    for e_9 in x_7:
+        out += _S10.pack(e_9.topic_id)
+        x_10 = e_9.partitions
+        u_11 = len(x_10) + 1
+        if u_11 < 128:
+            out.append(u_11)
+        else:
+            write_uvarint(out, u_11)
+        out += pack('>%di' % len(x_10), *x_10)
         out.append(0)
-    x_8 = m.rack_id
-    b_9 = x_8.encode()
-    write_uvarint(out, len(b_9) + 1)
-    out += b_9
+    x_12 = m.rack_id
+    b_13 = x_12.encode()
+    u_14 = len(b_13) + 1
+    if u_14 < 128:
+        out.append(u_14)
+    else:
+        write_uvarint(out, u_14)
+    out += b_13
     tags0 = (m.cluster_id != None) + (m.replica_state != ReplicaState())
     write_uvarint(out, tags0)
     if m.cluster_id != None:
         write_uvarint(out, 0)
         tagbuf0 = bytearray()
-        x_10 = m.cluster_id
-        if x_10 is None:
+        x_15 = m.cluster_id
+        if x_15 is None:
             tagbuf0.append(0)
         else:
-            b_11 = x_10.encode()
-            write_uvarint(tagbuf0, len(b_11) + 1)
-            tagbuf0 += b_11
+            b_16 = x_15.encode()
+            u_17 = len(b_16) + 1
+            if u_17 < 128:
+                tagbuf0.append(u_17)
+            else:
+                write_uvarint(tagbuf0, u_17)
+            tagbuf0 += b_16
         write_uvarint(out, len(tagbuf0))
         out += tagbuf0
     if m.replica_state != ReplicaState():
         write_uvarint(out, 1)
         tagbuf0 = bytearray()
-        s_13 = m.replica_state
-        tagbuf0 += _S12.pack(s_13.replica_id, s_13.replica_epoch)
+        s_19 = m.replica_state
+        tagbuf0 += _S12.pack(s_19.replica_id, s_19.replica_epoch)
         tagbuf0.append(0)
         write_uvarint(out, len(tagbuf0))
         out += tagbuf0
@@ -2191,53 +2319,77 @@ def encode_fetch_request_v17(m: FetchRequest, out: bytearray) -> None:
         raise ValueError('attempted to write a non-default ReplicaId at version 17')
     out += _S11.pack(m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch)
     x_1 = m.topics
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        out += _S10.pack(e_2.topic_id)
-        x_3 = e_2.partitions
-        write_uvarint(out, len(x_3) + 1)
-        for e_4 in x_3:
-            out += _S9.pack(e_4.partition, e_4.current_leader_epoch, e_4.fetch_offset, e_4.last_fetched_epoch, e_4.log_start_offset, e_4.partition_max_bytes)
-            tags2 = (e_4.replica_directory_id != ZERO_UUID)
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        out += _S10.pack(e_3.topic_id)
+        x_4 = e_3.partitions
+        u_5 = len(x_4) + 1
+        if u_5 < 128:
+            out.append(u_5)
+        else:
+            write_uvarint(out, u_5)
+        for e_6 in x_4:
+            out += _S9.pack(e_6.partition, e_6.current_leader_epoch, e_6.fetch_offset, e_6.last_fetched_epoch, e_6.log_start_offset, e_6.partition_max_bytes)
+            tags2 = (e_6.replica_directory_id != ZERO_UUID)
             write_uvarint(out, tags2)
-            if e_4.replica_directory_id != ZERO_UUID:
+            if e_6.replica_directory_id != ZERO_UUID:
                 write_uvarint(out, 0)
                 tagbuf2 = bytearray()
-                tagbuf2 += _S10.pack(e_4.replica_directory_id)
+                tagbuf2 += _S10.pack(e_6.replica_directory_id)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
         out.append(0)
-    x_6 = m.forgotten_topics_data
-    write_uvarint(out, len(x_6) + 1)
-    for e_7 in x_6:
-        out += _S10.pack(e_7.topic_id)
-        x_8 = e_7.partitions
-        write_uvarint(out, len(x_8) + 1)
-        out += pack('>%di' % len(x_8), *x_8)
+    x_8 = m.forgotten_topics_data
+    u_9 = len(x_8) + 1
+    if u_9 < 128:
+        out.append(u_9)
+    else:
+        write_uvarint(out, u_9)
+    for e_10 in x_8:
+        out += _S10.pack(e_10.topic_id)
+        x_11 = e_10.partitions
+        u_12 = len(x_11) + 1
+        if u_12 < 128:
+            out.append(u_12)
+        else:
+            write_uvarint(out, u_12)
+        out += pack('>%di' % len(x_11), *x_11)
         out.append(0)
-    x_9 = m.rack_id
-    b_10 = x_9.encode()
-    write_uvarint(out, len(b_10) + 1)
-    out += b_10
+    x_13 = m.rack_id
+    b_14 = x_13.encode()
+    u_15 = len(b_14) + 1
+    if u_15 < 128:
+        out.append(u_15)
+    else:
+        write_uvarint(out, u_15)
+    out += b_14
     tags0 = (m.cluster_id != None) + (m.replica_state != ReplicaState())
     write_uvarint(out, tags0)
     if m.cluster_id != None:
         write_uvarint(out, 0)
         tagbuf0 = bytearray()
-        x_11 = m.cluster_id
-        if x_11 is None:
+        x_16 = m.cluster_id
+        if x_16 is None:
             tagbuf0.append(0)
         else:
-            b_12 = x_11.encode()
-            write_uvarint(tagbuf0, len(b_12) + 1)
-            tagbuf0 += b_12
+            b_17 = x_16.encode()
+            u_18 = len(b_17) + 1
+            if u_18 < 128:
+                tagbuf0.append(u_18)
+            else:
+                write_uvarint(tagbuf0, u_18)
+            tagbuf0 += b_17
         write_uvarint(out, len(tagbuf0))
         out += tagbuf0
     if m.replica_state != ReplicaState():
         write_uvarint(out, 1)
         tagbuf0 = bytearray()
-        s_14 = m.replica_state
-        tagbuf0 += _S12.pack(s_14.replica_id, s_14.replica_epoch)
+        s_20 = m.replica_state
+        tagbuf0 += _S12.pack(s_20.replica_id, s_20.replica_epoch)
         tagbuf0.append(0)
         write_uvarint(out, len(tagbuf0))
         out += tagbuf0
@@ -2405,59 +2557,83 @@ def encode_fetch_request_v18(m: FetchRequest, out: bytearray) -> None:
         raise ValueError('attempted to write a non-default ReplicaId at version 18')
     out += _S11.pack(m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch)
     x_1 = m.topics
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        out += _S10.pack(e_2.topic_id)
-        x_3 = e_2.partitions
-        write_uvarint(out, len(x_3) + 1)
-        for e_4 in x_3:
-            out += _S9.pack(e_4.partition, e_4.current_leader_epoch, e_4.fetch_offset, e_4.last_fetched_epoch, e_4.log_start_offset, e_4.partition_max_bytes)
-            tags2 = (e_4.replica_directory_id != ZERO_UUID) + (e_4.high_watermark != 9223372036854775807)
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        out += _S10.pack(e_3.topic_id)
+        x_4 = e_3.partitions
+        u_5 = len(x_4) + 1
+        if u_5 < 128:
+            out.append(u_5)
+        else:
+            write_uvarint(out, u_5)
+        for e_6 in x_4:
+            out += _S9.pack(e_6.partition, e_6.current_leader_epoch, e_6.fetch_offset, e_6.last_fetched_epoch, e_6.log_start_offset, e_6.partition_max_bytes)
+            tags2 = (e_6.replica_directory_id != ZERO_UUID) + (e_6.high_watermark != 9223372036854775807)
             write_uvarint(out, tags2)
-            if e_4.replica_directory_id != ZERO_UUID:
+            if e_6.replica_directory_id != ZERO_UUID:
                 write_uvarint(out, 0)
                 tagbuf2 = bytearray()
-                tagbuf2 += _S10.pack(e_4.replica_directory_id)
+                tagbuf2 += _S10.pack(e_6.replica_directory_id)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
-            if e_4.high_watermark != 9223372036854775807:
+            if e_6.high_watermark != 9223372036854775807:
                 write_uvarint(out, 1)
                 tagbuf2 = bytearray()
-                tagbuf2 += _S13.pack(e_4.high_watermark)
+                tagbuf2 += _S13.pack(e_6.high_watermark)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
         out.append(0)
-    x_7 = m.forgotten_topics_data
-    write_uvarint(out, len(x_7) + 1)
-    for e_8 in x_7:
-        out += _S10.pack(e_8.topic_id)
-        x_9 = e_8.partitions
-        write_uvarint(out, len(x_9) + 1)
-        out += pack('>%di' % len(x_9), *x_9)
+    x_9 = m.forgotten_topics_data
+    u_10 = len(x_9) + 1
+    if u_10 < 128:
+        out.append(u_10)
+    else:
+        write_uvarint(out, u_10)
+    for e_11 in x_9:
+        out += _S10.pack(e_11.topic_id)
+        x_12 = e_11.partitions
+        u_13 = len(x_12) + 1
+        if u_13 < 128:
+            out.append(u_13)
+        else:
+            write_uvarint(out, u_13)
+        out += pack('>%di' % len(x_12), *x_12)
         out.append(0)
-    x_10 = m.rack_id
-    b_11 = x_10.encode()
-    write_uvarint(out, len(b_11) + 1)
-    out += b_11
+    x_14 = m.rack_id
+    b_15 = x_14.encode()
+    u_16 = len(b_15) + 1
+    if u_16 < 128:
+        out.append(u_16)
+    else:
+        write_uvarint(out, u_16)
+    out += b_15
     tags0 = (m.cluster_id != None) + (m.replica_state != ReplicaState())
     write_uvarint(out, tags0)
     if m.cluster_id != None:
         write_uvarint(out, 0)
         tagbuf0 = bytearray()
-        x_12 = m.cluster_id
-        if x_12 is None:
+        x_17 = m.cluster_id
+        if x_17 is None:
             tagbuf0.append(0)
         else:
-            b_13 = x_12.encode()
-            write_uvarint(tagbuf0, len(b_13) + 1)
-            tagbuf0 += b_13
+            b_18 = x_17.encode()
+            u_19 = len(b_18) + 1
+            if u_19 < 128:
+                tagbuf0.append(u_19)
+            else:
+                write_uvarint(tagbuf0, u_19)
+            tagbuf0 += b_18
         write_uvarint(out, len(tagbuf0))
         out += tagbuf0
     if m.replica_state != ReplicaState():
         write_uvarint(out, 1)
         tagbuf0 = bytearray()
-        s_15 = m.replica_state
-        tagbuf0 += _S12.pack(s_15.replica_id, s_15.replica_epoch)
+        s_21 = m.replica_state
+        tagbuf0 += _S12.pack(s_21.replica_id, s_21.replica_epoch)
         tagbuf0.append(0)
         write_uvarint(out, len(tagbuf0))
         out += tagbuf0
@@ -3758,54 +3934,74 @@ def encode_fetch_response_v12(m: FetchResponse, out: bytearray) -> None:
         raise ValueError('attempted to write a non-default NodeEndpoints at version 12')
     out += _S18.pack(m.throttle_time_ms, m.error_code, m.session_id)
     x_1 = m.responses
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        x_3 = e_2.topic
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
-        x_5 = e_2.partitions
-        write_uvarint(out, len(x_5) + 1)
-        for e_6 in x_5:
-            out += _S17.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
-            x_7 = e_6.aborted_transactions
-            if x_7 is None:
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        x_4 = e_3.topic
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
+        x_7 = e_3.partitions
+        u_8 = len(x_7) + 1
+        if u_8 < 128:
+            out.append(u_8)
+        else:
+            write_uvarint(out, u_8)
+        for e_9 in x_7:
+            out += _S17.pack(e_9.partition_index, e_9.error_code, e_9.high_watermark, e_9.last_stable_offset, e_9.log_start_offset)
+            x_10 = e_9.aborted_transactions
+            if x_10 is None:
                 out.append(0)
             else:
-                write_uvarint(out, len(x_7) + 1)
-                for e_8 in x_7:
-                    out += _S16.pack(e_8.producer_id, e_8.first_offset)
+                u_11 = len(x_10) + 1
+                if u_11 < 128:
+                    out.append(u_11)
+                else:
+                    write_uvarint(out, u_11)
+                for e_12 in x_10:
+                    out += _S16.pack(e_12.producer_id, e_12.first_offset)
                     out.append(0)
-            out += _S1.pack(e_6.preferred_read_replica)
-            x_9 = e_6.records
-            if x_9 is None:
+            out += _S1.pack(e_9.preferred_read_replica)
+            x_13 = e_9.records
+            if x_13 is None:
                 out.append(0)
             else:
-                write_uvarint(out, len(x_9) + 1)
-                out += x_9
-            tags2 = (e_6.diverging_epoch != EpochEndOffset()) + (e_6.current_leader != LeaderIdAndEpoch()) + (e_6.snapshot_id != SnapshotId())
+                u_14 = len(x_13) + 1
+                if u_14 < 128:
+                    out.append(u_14)
+                else:
+                    write_uvarint(out, u_14)
+                out += x_13
+            tags2 = (e_9.diverging_epoch != EpochEndOffset()) + (e_9.current_leader != LeaderIdAndEpoch()) + (e_9.snapshot_id != SnapshotId())
             write_uvarint(out, tags2)
-            if e_6.diverging_epoch != EpochEndOffset():
+            if e_9.diverging_epoch != EpochEndOffset():
                 write_uvarint(out, 0)
                 tagbuf2 = bytearray()
-                s_11 = e_6.diverging_epoch
-                tagbuf2 += _S12.pack(s_11.epoch, s_11.end_offset)
+                s_16 = e_9.diverging_epoch
+                tagbuf2 += _S12.pack(s_16.epoch, s_16.end_offset)
                 tagbuf2.append(0)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
-            if e_6.current_leader != LeaderIdAndEpoch():
+            if e_9.current_leader != LeaderIdAndEpoch():
                 write_uvarint(out, 1)
                 tagbuf2 = bytearray()
-                s_13 = e_6.current_leader
-                tagbuf2 += _S19.pack(s_13.leader_id, s_13.leader_epoch)
+                s_18 = e_9.current_leader
+                tagbuf2 += _S19.pack(s_18.leader_id, s_18.leader_epoch)
                 tagbuf2.append(0)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
-            if e_6.snapshot_id != SnapshotId():
+            if e_9.snapshot_id != SnapshotId():
                 write_uvarint(out, 2)
                 tagbuf2 = bytearray()
-                s_15 = e_6.snapshot_id
-                tagbuf2 += _S20.pack(s_15.end_offset, s_15.epoch)
+                s_20 = e_9.snapshot_id
+                tagbuf2 += _S20.pack(s_20.end_offset, s_20.epoch)
                 tagbuf2.append(0)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
@@ -3970,51 +4166,67 @@ def encode_fetch_response_v13(m: FetchResponse, out: bytearray) -> None:
         raise ValueError('attempted to write a non-default NodeEndpoints at version 13')
     out += _S18.pack(m.throttle_time_ms, m.error_code, m.session_id)
     x_1 = m.responses
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        out += _S10.pack(e_2.topic_id)
-        x_3 = e_2.partitions
-        write_uvarint(out, len(x_3) + 1)
-        for e_4 in x_3:
-            out += _S17.pack(e_4.partition_index, e_4.error_code, e_4.high_watermark, e_4.last_stable_offset, e_4.log_start_offset)
-            x_5 = e_4.aborted_transactions
-            if x_5 is None:
-                out.append(0)
-            else:
-                write_uvarint(out, len(x_5) + 1)
-                for e_6 in x_5:
-                    out += _S16.pack(e_6.producer_id, e_6.first_offset)
-                    out.append(0)
-            out += _S1.pack(e_4.preferred_read_replica)
-            x_7 = e_4.records
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        out += _S10.pack(e_3.topic_id)
+        x_4 = e_3.partitions
+        u_5 = len(x_4) + 1
+        if u_5 < 128:
+            out.append(u_5)
+        else:
+            write_uvarint(out, u_5)
+        for e_6 in x_4:
+            out += _S17.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
+            x_7 = e_6.aborted_transactions
             if x_7 is None:
                 out.append(0)
             else:
-                write_uvarint(out, len(x_7) + 1)
-                out += x_7
-            tags2 = (e_4.diverging_epoch != EpochEndOffset()) + (e_4.current_leader != LeaderIdAndEpoch()) + (e_4.snapshot_id != SnapshotId())
+                u_8 = len(x_7) + 1
+                if u_8 < 128:
+                    out.append(u_8)
+                else:
+                    write_uvarint(out, u_8)
+                for e_9 in x_7:
+                    out += _S16.pack(e_9.producer_id, e_9.first_offset)
+                    out.append(0)
+            out += _S1.pack(e_6.preferred_read_replica)
+            x_10 = e_6.records
+            if x_10 is None:
+                out.append(0)
+            else:
+                u_11 = len(x_10) + 1
+                if u_11 < 128:
+                    out.append(u_11)
+                else:
+                    write_uvarint(out, u_11)
+                out += x_10
+            tags2 = (e_6.diverging_epoch != EpochEndOffset()) + (e_6.current_leader != LeaderIdAndEpoch()) + (e_6.snapshot_id != SnapshotId())
             write_uvarint(out, tags2)
-            if e_4.diverging_epoch != EpochEndOffset():
+            if e_6.diverging_epoch != EpochEndOffset():
                 write_uvarint(out, 0)
                 tagbuf2 = bytearray()
-                s_9 = e_4.diverging_epoch
-                tagbuf2 += _S12.pack(s_9.epoch, s_9.end_offset)
+                s_13 = e_6.diverging_epoch
+                tagbuf2 += _S12.pack(s_13.epoch, s_13.end_offset)
                 tagbuf2.append(0)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
-            if e_4.current_leader != LeaderIdAndEpoch():
+            if e_6.current_leader != LeaderIdAndEpoch():
                 write_uvarint(out, 1)
                 tagbuf2 = bytearray()
-                s_11 = e_4.current_leader
-                tagbuf2 += _S19.pack(s_11.leader_id, s_11.leader_epoch)
+                s_15 = e_6.current_leader
+                tagbuf2 += _S19.pack(s_15.leader_id, s_15.leader_epoch)
                 tagbuf2.append(0)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
-            if e_4.snapshot_id != SnapshotId():
+            if e_6.snapshot_id != SnapshotId():
                 write_uvarint(out, 2)
                 tagbuf2 = bytearray()
-                s_13 = e_4.snapshot_id
-                tagbuf2 += _S20.pack(s_13.end_offset, s_13.epoch)
+                s_17 = e_6.snapshot_id
+                tagbuf2 += _S20.pack(s_17.end_offset, s_17.epoch)
                 tagbuf2.append(0)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
@@ -4179,51 +4391,67 @@ def encode_fetch_response_v14(m: FetchResponse, out: bytearray) -> None:
         raise ValueError('attempted to write a non-default NodeEndpoints at version 14')
     out += _S18.pack(m.throttle_time_ms, m.error_code, m.session_id)
     x_1 = m.responses
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        out += _S10.pack(e_2.topic_id)
-        x_3 = e_2.partitions
-        write_uvarint(out, len(x_3) + 1)
-        for e_4 in x_3:
-            out += _S17.pack(e_4.partition_index, e_4.error_code, e_4.high_watermark, e_4.last_stable_offset, e_4.log_start_offset)
-            x_5 = e_4.aborted_transactions
-            if x_5 is None:
-                out.append(0)
-            else:
-                write_uvarint(out, len(x_5) + 1)
-                for e_6 in x_5:
-                    out += _S16.pack(e_6.producer_id, e_6.first_offset)
-                    out.append(0)
-            out += _S1.pack(e_4.preferred_read_replica)
-            x_7 = e_4.records
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        out += _S10.pack(e_3.topic_id)
+        x_4 = e_3.partitions
+        u_5 = len(x_4) + 1
+        if u_5 < 128:
+            out.append(u_5)
+        else:
+            write_uvarint(out, u_5)
+        for e_6 in x_4:
+            out += _S17.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
+            x_7 = e_6.aborted_transactions
             if x_7 is None:
                 out.append(0)
             else:
-                write_uvarint(out, len(x_7) + 1)
-                out += x_7
-            tags2 = (e_4.diverging_epoch != EpochEndOffset()) + (e_4.current_leader != LeaderIdAndEpoch()) + (e_4.snapshot_id != SnapshotId())
+                u_8 = len(x_7) + 1
+                if u_8 < 128:
+                    out.append(u_8)
+                else:
+                    write_uvarint(out, u_8)
+                for e_9 in x_7:
+                    out += _S16.pack(e_9.producer_id, e_9.first_offset)
+                    out.append(0)
+            out += _S1.pack(e_6.preferred_read_replica)
+            x_10 = e_6.records
+            if x_10 is None:
+                out.append(0)
+            else:
+                u_11 = len(x_10) + 1
+                if u_11 < 128:
+                    out.append(u_11)
+                else:
+                    write_uvarint(out, u_11)
+                out += x_10
+            tags2 = (e_6.diverging_epoch != EpochEndOffset()) + (e_6.current_leader != LeaderIdAndEpoch()) + (e_6.snapshot_id != SnapshotId())
             write_uvarint(out, tags2)
-            if e_4.diverging_epoch != EpochEndOffset():
+            if e_6.diverging_epoch != EpochEndOffset():
                 write_uvarint(out, 0)
                 tagbuf2 = bytearray()
-                s_9 = e_4.diverging_epoch
-                tagbuf2 += _S12.pack(s_9.epoch, s_9.end_offset)
+                s_13 = e_6.diverging_epoch
+                tagbuf2 += _S12.pack(s_13.epoch, s_13.end_offset)
                 tagbuf2.append(0)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
-            if e_4.current_leader != LeaderIdAndEpoch():
+            if e_6.current_leader != LeaderIdAndEpoch():
                 write_uvarint(out, 1)
                 tagbuf2 = bytearray()
-                s_11 = e_4.current_leader
-                tagbuf2 += _S19.pack(s_11.leader_id, s_11.leader_epoch)
+                s_15 = e_6.current_leader
+                tagbuf2 += _S19.pack(s_15.leader_id, s_15.leader_epoch)
                 tagbuf2.append(0)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
-            if e_4.snapshot_id != SnapshotId():
+            if e_6.snapshot_id != SnapshotId():
                 write_uvarint(out, 2)
                 tagbuf2 = bytearray()
-                s_13 = e_4.snapshot_id
-                tagbuf2 += _S20.pack(s_13.end_offset, s_13.epoch)
+                s_17 = e_6.snapshot_id
+                tagbuf2 += _S20.pack(s_17.end_offset, s_17.epoch)
                 tagbuf2.append(0)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
@@ -4388,51 +4616,67 @@ def encode_fetch_response_v15(m: FetchResponse, out: bytearray) -> None:
         raise ValueError('attempted to write a non-default NodeEndpoints at version 15')
     out += _S18.pack(m.throttle_time_ms, m.error_code, m.session_id)
     x_1 = m.responses
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        out += _S10.pack(e_2.topic_id)
-        x_3 = e_2.partitions
-        write_uvarint(out, len(x_3) + 1)
-        for e_4 in x_3:
-            out += _S17.pack(e_4.partition_index, e_4.error_code, e_4.high_watermark, e_4.last_stable_offset, e_4.log_start_offset)
-            x_5 = e_4.aborted_transactions
-            if x_5 is None:
-                out.append(0)
-            else:
-                write_uvarint(out, len(x_5) + 1)
-                for e_6 in x_5:
-                    out += _S16.pack(e_6.producer_id, e_6.first_offset)
-                    out.append(0)
-            out += _S1.pack(e_4.preferred_read_replica)
-            x_7 = e_4.records
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        out += _S10.pack(e_3.topic_id)
+        x_4 = e_3.partitions
+        u_5 = len(x_4) + 1
+        if u_5 < 128:
+            out.append(u_5)
+        else:
+            write_uvarint(out, u_5)
+        for e_6 in x_4:
+            out += _S17.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
+            x_7 = e_6.aborted_transactions
             if x_7 is None:
                 out.append(0)
             else:
-                write_uvarint(out, len(x_7) + 1)
-                out += x_7
-            tags2 = (e_4.diverging_epoch != EpochEndOffset()) + (e_4.current_leader != LeaderIdAndEpoch()) + (e_4.snapshot_id != SnapshotId())
+                u_8 = len(x_7) + 1
+                if u_8 < 128:
+                    out.append(u_8)
+                else:
+                    write_uvarint(out, u_8)
+                for e_9 in x_7:
+                    out += _S16.pack(e_9.producer_id, e_9.first_offset)
+                    out.append(0)
+            out += _S1.pack(e_6.preferred_read_replica)
+            x_10 = e_6.records
+            if x_10 is None:
+                out.append(0)
+            else:
+                u_11 = len(x_10) + 1
+                if u_11 < 128:
+                    out.append(u_11)
+                else:
+                    write_uvarint(out, u_11)
+                out += x_10
+            tags2 = (e_6.diverging_epoch != EpochEndOffset()) + (e_6.current_leader != LeaderIdAndEpoch()) + (e_6.snapshot_id != SnapshotId())
             write_uvarint(out, tags2)
-            if e_4.diverging_epoch != EpochEndOffset():
+            if e_6.diverging_epoch != EpochEndOffset():
                 write_uvarint(out, 0)
                 tagbuf2 = bytearray()
-                s_9 = e_4.diverging_epoch
-                tagbuf2 += _S12.pack(s_9.epoch, s_9.end_offset)
+                s_13 = e_6.diverging_epoch
+                tagbuf2 += _S12.pack(s_13.epoch, s_13.end_offset)
                 tagbuf2.append(0)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
-            if e_4.current_leader != LeaderIdAndEpoch():
+            if e_6.current_leader != LeaderIdAndEpoch():
                 write_uvarint(out, 1)
                 tagbuf2 = bytearray()
-                s_11 = e_4.current_leader
-                tagbuf2 += _S19.pack(s_11.leader_id, s_11.leader_epoch)
+                s_15 = e_6.current_leader
+                tagbuf2 += _S19.pack(s_15.leader_id, s_15.leader_epoch)
                 tagbuf2.append(0)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
-            if e_4.snapshot_id != SnapshotId():
+            if e_6.snapshot_id != SnapshotId():
                 write_uvarint(out, 2)
                 tagbuf2 = bytearray()
-                s_13 = e_4.snapshot_id
-                tagbuf2 += _S20.pack(s_13.end_offset, s_13.epoch)
+                s_17 = e_6.snapshot_id
+                tagbuf2 += _S20.pack(s_17.end_offset, s_17.epoch)
                 tagbuf2.append(0)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
@@ -4649,51 +4893,67 @@ def decode_fetch_response_v16(data: bytes, pos: int) -> tuple[FetchResponse, int
 def encode_fetch_response_v16(m: FetchResponse, out: bytearray) -> None:
     out += _S18.pack(m.throttle_time_ms, m.error_code, m.session_id)
     x_1 = m.responses
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        out += _S10.pack(e_2.topic_id)
-        x_3 = e_2.partitions
-        write_uvarint(out, len(x_3) + 1)
-        for e_4 in x_3:
-            out += _S17.pack(e_4.partition_index, e_4.error_code, e_4.high_watermark, e_4.last_stable_offset, e_4.log_start_offset)
-            x_5 = e_4.aborted_transactions
-            if x_5 is None:
-                out.append(0)
-            else:
-                write_uvarint(out, len(x_5) + 1)
-                for e_6 in x_5:
-                    out += _S16.pack(e_6.producer_id, e_6.first_offset)
-                    out.append(0)
-            out += _S1.pack(e_4.preferred_read_replica)
-            x_7 = e_4.records
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        out += _S10.pack(e_3.topic_id)
+        x_4 = e_3.partitions
+        u_5 = len(x_4) + 1
+        if u_5 < 128:
+            out.append(u_5)
+        else:
+            write_uvarint(out, u_5)
+        for e_6 in x_4:
+            out += _S17.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
+            x_7 = e_6.aborted_transactions
             if x_7 is None:
                 out.append(0)
             else:
-                write_uvarint(out, len(x_7) + 1)
-                out += x_7
-            tags2 = (e_4.diverging_epoch != EpochEndOffset()) + (e_4.current_leader != LeaderIdAndEpoch()) + (e_4.snapshot_id != SnapshotId())
+                u_8 = len(x_7) + 1
+                if u_8 < 128:
+                    out.append(u_8)
+                else:
+                    write_uvarint(out, u_8)
+                for e_9 in x_7:
+                    out += _S16.pack(e_9.producer_id, e_9.first_offset)
+                    out.append(0)
+            out += _S1.pack(e_6.preferred_read_replica)
+            x_10 = e_6.records
+            if x_10 is None:
+                out.append(0)
+            else:
+                u_11 = len(x_10) + 1
+                if u_11 < 128:
+                    out.append(u_11)
+                else:
+                    write_uvarint(out, u_11)
+                out += x_10
+            tags2 = (e_6.diverging_epoch != EpochEndOffset()) + (e_6.current_leader != LeaderIdAndEpoch()) + (e_6.snapshot_id != SnapshotId())
             write_uvarint(out, tags2)
-            if e_4.diverging_epoch != EpochEndOffset():
+            if e_6.diverging_epoch != EpochEndOffset():
                 write_uvarint(out, 0)
                 tagbuf2 = bytearray()
-                s_9 = e_4.diverging_epoch
-                tagbuf2 += _S12.pack(s_9.epoch, s_9.end_offset)
+                s_13 = e_6.diverging_epoch
+                tagbuf2 += _S12.pack(s_13.epoch, s_13.end_offset)
                 tagbuf2.append(0)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
-            if e_4.current_leader != LeaderIdAndEpoch():
+            if e_6.current_leader != LeaderIdAndEpoch():
                 write_uvarint(out, 1)
                 tagbuf2 = bytearray()
-                s_11 = e_4.current_leader
-                tagbuf2 += _S19.pack(s_11.leader_id, s_11.leader_epoch)
+                s_15 = e_6.current_leader
+                tagbuf2 += _S19.pack(s_15.leader_id, s_15.leader_epoch)
                 tagbuf2.append(0)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
-            if e_4.snapshot_id != SnapshotId():
+            if e_6.snapshot_id != SnapshotId():
                 write_uvarint(out, 2)
                 tagbuf2 = bytearray()
-                s_13 = e_4.snapshot_id
-                tagbuf2 += _S20.pack(s_13.end_offset, s_13.epoch)
+                s_17 = e_6.snapshot_id
+                tagbuf2 += _S20.pack(s_17.end_offset, s_17.epoch)
                 tagbuf2.append(0)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
@@ -4703,22 +4963,34 @@ def encode_fetch_response_v16(m: FetchResponse, out: bytearray) -> None:
     if m.node_endpoints != []:
         write_uvarint(out, 0)
         tagbuf0 = bytearray()
-        x_14 = m.node_endpoints
-        write_uvarint(tagbuf0, len(x_14) + 1)
-        for e_15 in x_14:
-            tagbuf0 += _S1.pack(e_15.node_id)
-            x_16 = e_15.host
-            b_17 = x_16.encode()
-            write_uvarint(tagbuf0, len(b_17) + 1)
-            tagbuf0 += b_17
-            tagbuf0 += _S1.pack(e_15.port)
-            x_18 = e_15.rack
-            if x_18 is None:
+        x_18 = m.node_endpoints
+        u_19 = len(x_18) + 1
+        if u_19 < 128:
+            tagbuf0.append(u_19)
+        else:
+            write_uvarint(tagbuf0, u_19)
+        for e_20 in x_18:
+            tagbuf0 += _S1.pack(e_20.node_id)
+            x_21 = e_20.host
+            b_22 = x_21.encode()
+            u_23 = len(b_22) + 1
+            if u_23 < 128:
+                tagbuf0.append(u_23)
+            else:
+                write_uvarint(tagbuf0, u_23)
+            tagbuf0 += b_22
+            tagbuf0 += _S1.pack(e_20.port)
+            x_24 = e_20.rack
+            if x_24 is None:
                 tagbuf0.append(0)
             else:
-                b_19 = x_18.encode()
-                write_uvarint(tagbuf0, len(b_19) + 1)
-                tagbuf0 += b_19
+                b_25 = x_24.encode()
+                u_26 = len(b_25) + 1
+                if u_26 < 128:
+                    tagbuf0.append(u_26)
+                else:
+                    write_uvarint(tagbuf0, u_26)
+                tagbuf0 += b_25
             tagbuf0.append(0)
         write_uvarint(out, len(tagbuf0))
         out += tagbuf0
@@ -4933,51 +5205,67 @@ def decode_fetch_response_v17(data: bytes, pos: int) -> tuple[FetchResponse, int
 def encode_fetch_response_v17(m: FetchResponse, out: bytearray) -> None:
     out += _S18.pack(m.throttle_time_ms, m.error_code, m.session_id)
     x_1 = m.responses
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        out += _S10.pack(e_2.topic_id)
-        x_3 = e_2.partitions
-        write_uvarint(out, len(x_3) + 1)
-        for e_4 in x_3:
-            out += _S17.pack(e_4.partition_index, e_4.error_code, e_4.high_watermark, e_4.last_stable_offset, e_4.log_start_offset)
-            x_5 = e_4.aborted_transactions
-            if x_5 is None:
-                out.append(0)
-            else:
-                write_uvarint(out, len(x_5) + 1)
-                for e_6 in x_5:
-                    out += _S16.pack(e_6.producer_id, e_6.first_offset)
-                    out.append(0)
-            out += _S1.pack(e_4.preferred_read_replica)
-            x_7 = e_4.records
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        out += _S10.pack(e_3.topic_id)
+        x_4 = e_3.partitions
+        u_5 = len(x_4) + 1
+        if u_5 < 128:
+            out.append(u_5)
+        else:
+            write_uvarint(out, u_5)
+        for e_6 in x_4:
+            out += _S17.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
+            x_7 = e_6.aborted_transactions
             if x_7 is None:
                 out.append(0)
             else:
-                write_uvarint(out, len(x_7) + 1)
-                out += x_7
-            tags2 = (e_4.diverging_epoch != EpochEndOffset()) + (e_4.current_leader != LeaderIdAndEpoch()) + (e_4.snapshot_id != SnapshotId())
+                u_8 = len(x_7) + 1
+                if u_8 < 128:
+                    out.append(u_8)
+                else:
+                    write_uvarint(out, u_8)
+                for e_9 in x_7:
+                    out += _S16.pack(e_9.producer_id, e_9.first_offset)
+                    out.append(0)
+            out += _S1.pack(e_6.preferred_read_replica)
+            x_10 = e_6.records
+            if x_10 is None:
+                out.append(0)
+            else:
+                u_11 = len(x_10) + 1
+                if u_11 < 128:
+                    out.append(u_11)
+                else:
+                    write_uvarint(out, u_11)
+                out += x_10
+            tags2 = (e_6.diverging_epoch != EpochEndOffset()) + (e_6.current_leader != LeaderIdAndEpoch()) + (e_6.snapshot_id != SnapshotId())
             write_uvarint(out, tags2)
-            if e_4.diverging_epoch != EpochEndOffset():
+            if e_6.diverging_epoch != EpochEndOffset():
                 write_uvarint(out, 0)
                 tagbuf2 = bytearray()
-                s_9 = e_4.diverging_epoch
-                tagbuf2 += _S12.pack(s_9.epoch, s_9.end_offset)
+                s_13 = e_6.diverging_epoch
+                tagbuf2 += _S12.pack(s_13.epoch, s_13.end_offset)
                 tagbuf2.append(0)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
-            if e_4.current_leader != LeaderIdAndEpoch():
+            if e_6.current_leader != LeaderIdAndEpoch():
                 write_uvarint(out, 1)
                 tagbuf2 = bytearray()
-                s_11 = e_4.current_leader
-                tagbuf2 += _S19.pack(s_11.leader_id, s_11.leader_epoch)
+                s_15 = e_6.current_leader
+                tagbuf2 += _S19.pack(s_15.leader_id, s_15.leader_epoch)
                 tagbuf2.append(0)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
-            if e_4.snapshot_id != SnapshotId():
+            if e_6.snapshot_id != SnapshotId():
                 write_uvarint(out, 2)
                 tagbuf2 = bytearray()
-                s_13 = e_4.snapshot_id
-                tagbuf2 += _S20.pack(s_13.end_offset, s_13.epoch)
+                s_17 = e_6.snapshot_id
+                tagbuf2 += _S20.pack(s_17.end_offset, s_17.epoch)
                 tagbuf2.append(0)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
@@ -4987,22 +5275,34 @@ def encode_fetch_response_v17(m: FetchResponse, out: bytearray) -> None:
     if m.node_endpoints != []:
         write_uvarint(out, 0)
         tagbuf0 = bytearray()
-        x_14 = m.node_endpoints
-        write_uvarint(tagbuf0, len(x_14) + 1)
-        for e_15 in x_14:
-            tagbuf0 += _S1.pack(e_15.node_id)
-            x_16 = e_15.host
-            b_17 = x_16.encode()
-            write_uvarint(tagbuf0, len(b_17) + 1)
-            tagbuf0 += b_17
-            tagbuf0 += _S1.pack(e_15.port)
-            x_18 = e_15.rack
-            if x_18 is None:
+        x_18 = m.node_endpoints
+        u_19 = len(x_18) + 1
+        if u_19 < 128:
+            tagbuf0.append(u_19)
+        else:
+            write_uvarint(tagbuf0, u_19)
+        for e_20 in x_18:
+            tagbuf0 += _S1.pack(e_20.node_id)
+            x_21 = e_20.host
+            b_22 = x_21.encode()
+            u_23 = len(b_22) + 1
+            if u_23 < 128:
+                tagbuf0.append(u_23)
+            else:
+                write_uvarint(tagbuf0, u_23)
+            tagbuf0 += b_22
+            tagbuf0 += _S1.pack(e_20.port)
+            x_24 = e_20.rack
+            if x_24 is None:
                 tagbuf0.append(0)
             else:
-                b_19 = x_18.encode()
-                write_uvarint(tagbuf0, len(b_19) + 1)
-                tagbuf0 += b_19
+                b_25 = x_24.encode()
+                u_26 = len(b_25) + 1
+                if u_26 < 128:
+                    tagbuf0.append(u_26)
+                else:
+                    write_uvarint(tagbuf0, u_26)
+                tagbuf0 += b_25
             tagbuf0.append(0)
         write_uvarint(out, len(tagbuf0))
         out += tagbuf0
@@ -5217,51 +5517,67 @@ def decode_fetch_response_v18(data: bytes, pos: int) -> tuple[FetchResponse, int
 def encode_fetch_response_v18(m: FetchResponse, out: bytearray) -> None:
     out += _S18.pack(m.throttle_time_ms, m.error_code, m.session_id)
     x_1 = m.responses
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        out += _S10.pack(e_2.topic_id)
-        x_3 = e_2.partitions
-        write_uvarint(out, len(x_3) + 1)
-        for e_4 in x_3:
-            out += _S17.pack(e_4.partition_index, e_4.error_code, e_4.high_watermark, e_4.last_stable_offset, e_4.log_start_offset)
-            x_5 = e_4.aborted_transactions
-            if x_5 is None:
-                out.append(0)
-            else:
-                write_uvarint(out, len(x_5) + 1)
-                for e_6 in x_5:
-                    out += _S16.pack(e_6.producer_id, e_6.first_offset)
-                    out.append(0)
-            out += _S1.pack(e_4.preferred_read_replica)
-            x_7 = e_4.records
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        out += _S10.pack(e_3.topic_id)
+        x_4 = e_3.partitions
+        u_5 = len(x_4) + 1
+        if u_5 < 128:
+            out.append(u_5)
+        else:
+            write_uvarint(out, u_5)
+        for e_6 in x_4:
+            out += _S17.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
+            x_7 = e_6.aborted_transactions
             if x_7 is None:
                 out.append(0)
             else:
-                write_uvarint(out, len(x_7) + 1)
-                out += x_7
-            tags2 = (e_4.diverging_epoch != EpochEndOffset()) + (e_4.current_leader != LeaderIdAndEpoch()) + (e_4.snapshot_id != SnapshotId())
+                u_8 = len(x_7) + 1
+                if u_8 < 128:
+                    out.append(u_8)
+                else:
+                    write_uvarint(out, u_8)
+                for e_9 in x_7:
+                    out += _S16.pack(e_9.producer_id, e_9.first_offset)
+                    out.append(0)
+            out += _S1.pack(e_6.preferred_read_replica)
+            x_10 = e_6.records
+            if x_10 is None:
+                out.append(0)
+            else:
+                u_11 = len(x_10) + 1
+                if u_11 < 128:
+                    out.append(u_11)
+                else:
+                    write_uvarint(out, u_11)
+                out += x_10
+            tags2 = (e_6.diverging_epoch != EpochEndOffset()) + (e_6.current_leader != LeaderIdAndEpoch()) + (e_6.snapshot_id != SnapshotId())
             write_uvarint(out, tags2)
-            if e_4.diverging_epoch != EpochEndOffset():
+            if e_6.diverging_epoch != EpochEndOffset():
                 write_uvarint(out, 0)
                 tagbuf2 = bytearray()
-                s_9 = e_4.diverging_epoch
-                tagbuf2 += _S12.pack(s_9.epoch, s_9.end_offset)
+                s_13 = e_6.diverging_epoch
+                tagbuf2 += _S12.pack(s_13.epoch, s_13.end_offset)
                 tagbuf2.append(0)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
-            if e_4.current_leader != LeaderIdAndEpoch():
+            if e_6.current_leader != LeaderIdAndEpoch():
                 write_uvarint(out, 1)
                 tagbuf2 = bytearray()
-                s_11 = e_4.current_leader
-                tagbuf2 += _S19.pack(s_11.leader_id, s_11.leader_epoch)
+                s_15 = e_6.current_leader
+                tagbuf2 += _S19.pack(s_15.leader_id, s_15.leader_epoch)
                 tagbuf2.append(0)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
-            if e_4.snapshot_id != SnapshotId():
+            if e_6.snapshot_id != SnapshotId():
                 write_uvarint(out, 2)
                 tagbuf2 = bytearray()
-                s_13 = e_4.snapshot_id
-                tagbuf2 += _S20.pack(s_13.end_offset, s_13.epoch)
+                s_17 = e_6.snapshot_id
+                tagbuf2 += _S20.pack(s_17.end_offset, s_17.epoch)
                 tagbuf2.append(0)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
@@ -5271,22 +5587,34 @@ def encode_fetch_response_v18(m: FetchResponse, out: bytearray) -> None:
     if m.node_endpoints != []:
         write_uvarint(out, 0)
         tagbuf0 = bytearray()
-        x_14 = m.node_endpoints
-        write_uvarint(tagbuf0, len(x_14) + 1)
-        for e_15 in x_14:
-            tagbuf0 += _S1.pack(e_15.node_id)
-            x_16 = e_15.host
-            b_17 = x_16.encode()
-            write_uvarint(tagbuf0, len(b_17) + 1)
-            tagbuf0 += b_17
-            tagbuf0 += _S1.pack(e_15.port)
-            x_18 = e_15.rack
-            if x_18 is None:
+        x_18 = m.node_endpoints
+        u_19 = len(x_18) + 1
+        if u_19 < 128:
+            tagbuf0.append(u_19)
+        else:
+            write_uvarint(tagbuf0, u_19)
+        for e_20 in x_18:
+            tagbuf0 += _S1.pack(e_20.node_id)
+            x_21 = e_20.host
+            b_22 = x_21.encode()
+            u_23 = len(b_22) + 1
+            if u_23 < 128:
+                tagbuf0.append(u_23)
+            else:
+                write_uvarint(tagbuf0, u_23)
+            tagbuf0 += b_22
+            tagbuf0 += _S1.pack(e_20.port)
+            x_24 = e_20.rack
+            if x_24 is None:
                 tagbuf0.append(0)
             else:
-                b_19 = x_18.encode()
-                write_uvarint(tagbuf0, len(b_19) + 1)
-                tagbuf0 += b_19
+                b_25 = x_24.encode()
+                u_26 = len(b_25) + 1
+                if u_26 < 128:
+                    tagbuf0.append(u_26)
+                else:
+                    write_uvarint(tagbuf0, u_26)
+                tagbuf0 += b_25
             tagbuf0.append(0)
         write_uvarint(out, len(tagbuf0))
         out += tagbuf0

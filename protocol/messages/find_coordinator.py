@@ -147,7 +147,11 @@ def encode_find_coordinator_request_v3(m: FindCoordinatorRequest, out: bytearray
         raise ValueError('attempted to write a non-default CoordinatorKeys at version 3')
     x_1 = m.key
     b_2 = x_1.encode()
-    write_uvarint(out, len(b_2) + 1)
+    u_3 = len(b_2) + 1
+    if u_3 < 128:
+        out.append(u_3)
+    else:
+        write_uvarint(out, u_3)
     out += b_2
     out += _S1.pack(m.key_type)
     out.append(0)
@@ -201,12 +205,20 @@ def encode_find_coordinator_request_v4(m: FindCoordinatorRequest, out: bytearray
         raise ValueError('attempted to write a non-default Key at version 4')
     out += _S1.pack(m.key_type)
     x_1 = m.coordinator_keys
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        x_3 = e_2
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        x_4 = e_3
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
     out.append(0)
 
 
@@ -258,12 +270,20 @@ def encode_find_coordinator_request_v5(m: FindCoordinatorRequest, out: bytearray
         raise ValueError('attempted to write a non-default Key at version 5')
     out += _S1.pack(m.key_type)
     x_1 = m.coordinator_keys
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        x_3 = e_2
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        x_4 = e_3
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
     out.append(0)
 
 
@@ -315,12 +335,20 @@ def encode_find_coordinator_request_v6(m: FindCoordinatorRequest, out: bytearray
         raise ValueError('attempted to write a non-default Key at version 6')
     out += _S1.pack(m.key_type)
     x_1 = m.coordinator_keys
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        x_3 = e_2
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        x_4 = e_3
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
     out.append(0)
 
 
@@ -493,13 +521,21 @@ def encode_find_coordinator_response_v3(m: FindCoordinatorResponse, out: bytearr
         out.append(0)
     else:
         b_2 = x_1.encode()
-        write_uvarint(out, len(b_2) + 1)
+        u_3 = len(b_2) + 1
+        if u_3 < 128:
+            out.append(u_3)
+        else:
+            write_uvarint(out, u_3)
         out += b_2
     out += _S3.pack(m.node_id)
-    x_3 = m.host
-    b_4 = x_3.encode()
-    write_uvarint(out, len(b_4) + 1)
-    out += b_4
+    x_4 = m.host
+    b_5 = x_4.encode()
+    u_6 = len(b_5) + 1
+    if u_6 < 128:
+        out.append(u_6)
+    else:
+        write_uvarint(out, u_6)
+    out += b_5
     out += _S3.pack(m.port)
     out.append(0)
 
@@ -595,25 +631,41 @@ def encode_find_coordinator_response_v4(m: FindCoordinatorResponse, out: bytearr
         raise ValueError('attempted to write a non-default Port at version 4')
     out += _S3.pack(m.throttle_time_ms)
     x_1 = m.coordinators
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        x_3 = e_2.key
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
-        out += _S3.pack(e_2.node_id)
-        x_5 = e_2.host
-        b_6 = x_5.encode()
-        write_uvarint(out, len(b_6) + 1)
-        out += b_6
-        out += _S4.pack(e_2.port, e_2.error_code)
-        x_7 = e_2.error_message
-        if x_7 is None:
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        x_4 = e_3.key
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
+        out += _S3.pack(e_3.node_id)
+        x_7 = e_3.host
+        b_8 = x_7.encode()
+        u_9 = len(b_8) + 1
+        if u_9 < 128:
+            out.append(u_9)
+        else:
+            write_uvarint(out, u_9)
+        out += b_8
+        out += _S4.pack(e_3.port, e_3.error_code)
+        x_10 = e_3.error_message
+        if x_10 is None:
             out.append(0)
         else:
-            b_8 = x_7.encode()
-            write_uvarint(out, len(b_8) + 1)
-            out += b_8
+            b_11 = x_10.encode()
+            u_12 = len(b_11) + 1
+            if u_12 < 128:
+                out.append(u_12)
+            else:
+                write_uvarint(out, u_12)
+            out += b_11
         out.append(0)
     out.append(0)
 
@@ -709,25 +761,41 @@ def encode_find_coordinator_response_v5(m: FindCoordinatorResponse, out: bytearr
         raise ValueError('attempted to write a non-default Port at version 5')
     out += _S3.pack(m.throttle_time_ms)
     x_1 = m.coordinators
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        x_3 = e_2.key
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
-        out += _S3.pack(e_2.node_id)
-        x_5 = e_2.host
-        b_6 = x_5.encode()
-        write_uvarint(out, len(b_6) + 1)
-        out += b_6
-        out += _S4.pack(e_2.port, e_2.error_code)
-        x_7 = e_2.error_message
-        if x_7 is None:
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        x_4 = e_3.key
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
+        out += _S3.pack(e_3.node_id)
+        x_7 = e_3.host
+        b_8 = x_7.encode()
+        u_9 = len(b_8) + 1
+        if u_9 < 128:
+            out.append(u_9)
+        else:
+            write_uvarint(out, u_9)
+        out += b_8
+        out += _S4.pack(e_3.port, e_3.error_code)
+        x_10 = e_3.error_message
+        if x_10 is None:
             out.append(0)
         else:
-            b_8 = x_7.encode()
-            write_uvarint(out, len(b_8) + 1)
-            out += b_8
+            b_11 = x_10.encode()
+            u_12 = len(b_11) + 1
+            if u_12 < 128:
+                out.append(u_12)
+            else:
+                write_uvarint(out, u_12)
+            out += b_11
         out.append(0)
     out.append(0)
 
@@ -823,24 +891,40 @@ def encode_find_coordinator_response_v6(m: FindCoordinatorResponse, out: bytearr
         raise ValueError('attempted to write a non-default Port at version 6')
     out += _S3.pack(m.throttle_time_ms)
     x_1 = m.coordinators
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        x_3 = e_2.key
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
-        out += _S3.pack(e_2.node_id)
-        x_5 = e_2.host
-        b_6 = x_5.encode()
-        write_uvarint(out, len(b_6) + 1)
-        out += b_6
-        out += _S4.pack(e_2.port, e_2.error_code)
-        x_7 = e_2.error_message
-        if x_7 is None:
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        x_4 = e_3.key
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
+        out += _S3.pack(e_3.node_id)
+        x_7 = e_3.host
+        b_8 = x_7.encode()
+        u_9 = len(b_8) + 1
+        if u_9 < 128:
+            out.append(u_9)
+        else:
+            write_uvarint(out, u_9)
+        out += b_8
+        out += _S4.pack(e_3.port, e_3.error_code)
+        x_10 = e_3.error_message
+        if x_10 is None:
             out.append(0)
         else:
-            b_8 = x_7.encode()
-            write_uvarint(out, len(b_8) + 1)
-            out += b_8
+            b_11 = x_10.encode()
+            u_12 = len(b_11) + 1
+            if u_12 < 128:
+                out.append(u_12)
+            else:
+                write_uvarint(out, u_12)
+            out += b_11
         out.append(0)
     out.append(0)

@@ -239,20 +239,32 @@ def decode_heartbeat_request_v4(data: bytes, pos: int) -> tuple[HeartbeatRequest
 def encode_heartbeat_request_v4(m: HeartbeatRequest, out: bytearray) -> None:
     x_1 = m.group_id
     b_2 = x_1.encode()
-    write_uvarint(out, len(b_2) + 1)
+    u_3 = len(b_2) + 1
+    if u_3 < 128:
+        out.append(u_3)
+    else:
+        write_uvarint(out, u_3)
     out += b_2
     out += _S1.pack(m.generation_id)
-    x_3 = m.member_id
-    b_4 = x_3.encode()
-    write_uvarint(out, len(b_4) + 1)
-    out += b_4
-    x_5 = m.group_instance_id
-    if x_5 is None:
+    x_4 = m.member_id
+    b_5 = x_4.encode()
+    u_6 = len(b_5) + 1
+    if u_6 < 128:
+        out.append(u_6)
+    else:
+        write_uvarint(out, u_6)
+    out += b_5
+    x_7 = m.group_instance_id
+    if x_7 is None:
         out.append(0)
     else:
-        b_6 = x_5.encode()
-        write_uvarint(out, len(b_6) + 1)
-        out += b_6
+        b_8 = x_7.encode()
+        u_9 = len(b_8) + 1
+        if u_9 < 128:
+            out.append(u_9)
+        else:
+            write_uvarint(out, u_9)
+        out += b_8
     out.append(0)
 
 

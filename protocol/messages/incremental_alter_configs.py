@@ -241,28 +241,48 @@ def decode_incremental_alter_configs_request_v1(data: bytes, pos: int) -> tuple[
 
 def encode_incremental_alter_configs_request_v1(m: IncrementalAlterConfigsRequest, out: bytearray) -> None:
     x_1 = m.resources
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        out += _S1.pack(e_2.resource_type)
-        x_3 = e_2.resource_name
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
-        x_5 = e_2.configs
-        write_uvarint(out, len(x_5) + 1)
-        for e_6 in x_5:
-            x_7 = e_6.name
-            b_8 = x_7.encode()
-            write_uvarint(out, len(b_8) + 1)
-            out += b_8
-            out += _S1.pack(e_6.config_operation)
-            x_9 = e_6.value
-            if x_9 is None:
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        out += _S1.pack(e_3.resource_type)
+        x_4 = e_3.resource_name
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
+        x_7 = e_3.configs
+        u_8 = len(x_7) + 1
+        if u_8 < 128:
+            out.append(u_8)
+        else:
+            write_uvarint(out, u_8)
+        for e_9 in x_7:
+            x_10 = e_9.name
+            b_11 = x_10.encode()
+            u_12 = len(b_11) + 1
+            if u_12 < 128:
+                out.append(u_12)
+            else:
+                write_uvarint(out, u_12)
+            out += b_11
+            out += _S1.pack(e_9.config_operation)
+            x_13 = e_9.value
+            if x_13 is None:
                 out.append(0)
             else:
-                b_10 = x_9.encode()
-                write_uvarint(out, len(b_10) + 1)
-                out += b_10
+                b_14 = x_13.encode()
+                u_15 = len(b_14) + 1
+                if u_15 < 128:
+                    out.append(u_15)
+                else:
+                    write_uvarint(out, u_15)
+                out += b_14
             out.append(0)
         out.append(0)
     out += _S3.pack(m.validate_only)
@@ -398,20 +418,32 @@ def decode_incremental_alter_configs_response_v1(data: bytes, pos: int) -> tuple
 def encode_incremental_alter_configs_response_v1(m: IncrementalAlterConfigsResponse, out: bytearray) -> None:
     out += _S0.pack(m.throttle_time_ms)
     x_1 = m.responses
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        out += _S2.pack(e_2.error_code)
-        x_3 = e_2.error_message
-        if x_3 is None:
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        out += _S2.pack(e_3.error_code)
+        x_4 = e_3.error_message
+        if x_4 is None:
             out.append(0)
         else:
-            b_4 = x_3.encode()
-            write_uvarint(out, len(b_4) + 1)
-            out += b_4
-        out += _S1.pack(e_2.resource_type)
-        x_5 = e_2.resource_name
-        b_6 = x_5.encode()
-        write_uvarint(out, len(b_6) + 1)
-        out += b_6
+            b_5 = x_4.encode()
+            u_6 = len(b_5) + 1
+            if u_6 < 128:
+                out.append(u_6)
+            else:
+                write_uvarint(out, u_6)
+            out += b_5
+        out += _S1.pack(e_3.resource_type)
+        x_7 = e_3.resource_name
+        b_8 = x_7.encode()
+        u_9 = len(b_8) + 1
+        if u_9 < 128:
+            out.append(u_9)
+        else:
+            write_uvarint(out, u_9)
+        out += b_8
         out.append(0)
     out.append(0)

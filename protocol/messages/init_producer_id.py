@@ -144,7 +144,11 @@ def encode_init_producer_id_request_v2(m: InitProducerIdRequest, out: bytearray)
         out.append(0)
     else:
         b_2 = x_1.encode()
-        write_uvarint(out, len(b_2) + 1)
+        u_3 = len(b_2) + 1
+        if u_3 < 128:
+            out.append(u_3)
+        else:
+            write_uvarint(out, u_3)
         out += b_2
     out += _S1.pack(m.transaction_timeout_ms)
     out.append(0)
@@ -187,7 +191,11 @@ def encode_init_producer_id_request_v3(m: InitProducerIdRequest, out: bytearray)
         out.append(0)
     else:
         b_2 = x_1.encode()
-        write_uvarint(out, len(b_2) + 1)
+        u_3 = len(b_2) + 1
+        if u_3 < 128:
+            out.append(u_3)
+        else:
+            write_uvarint(out, u_3)
         out += b_2
     out += _S2.pack(m.transaction_timeout_ms, m.producer_id, m.producer_epoch)
     out.append(0)
@@ -230,7 +238,11 @@ def encode_init_producer_id_request_v4(m: InitProducerIdRequest, out: bytearray)
         out.append(0)
     else:
         b_2 = x_1.encode()
-        write_uvarint(out, len(b_2) + 1)
+        u_3 = len(b_2) + 1
+        if u_3 < 128:
+            out.append(u_3)
+        else:
+            write_uvarint(out, u_3)
         out += b_2
     out += _S2.pack(m.transaction_timeout_ms, m.producer_id, m.producer_epoch)
     out.append(0)
@@ -273,7 +285,11 @@ def encode_init_producer_id_request_v5(m: InitProducerIdRequest, out: bytearray)
         out.append(0)
     else:
         b_2 = x_1.encode()
-        write_uvarint(out, len(b_2) + 1)
+        u_3 = len(b_2) + 1
+        if u_3 < 128:
+            out.append(u_3)
+        else:
+            write_uvarint(out, u_3)
         out += b_2
     out += _S2.pack(m.transaction_timeout_ms, m.producer_id, m.producer_epoch)
     out.append(0)
@@ -312,7 +328,11 @@ def encode_init_producer_id_request_v6(m: InitProducerIdRequest, out: bytearray)
         out.append(0)
     else:
         b_2 = x_1.encode()
-        write_uvarint(out, len(b_2) + 1)
+        u_3 = len(b_2) + 1
+        if u_3 < 128:
+            out.append(u_3)
+        else:
+            write_uvarint(out, u_3)
         out += b_2
     out += _S3.pack(m.transaction_timeout_ms, m.producer_id, m.producer_epoch, m.enable2_pc, m.keep_prepared_txn)
     out.append(0)

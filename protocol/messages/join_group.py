@@ -699,34 +699,62 @@ def decode_join_group_request_v6(data: bytes, pos: int) -> tuple[JoinGroupReques
 def encode_join_group_request_v6(m: JoinGroupRequest, out: bytearray) -> None:
     x_1 = m.group_id
     b_2 = x_1.encode()
-    write_uvarint(out, len(b_2) + 1)
+    u_3 = len(b_2) + 1
+    if u_3 < 128:
+        out.append(u_3)
+    else:
+        write_uvarint(out, u_3)
     out += b_2
     out += _S2.pack(m.session_timeout_ms, m.rebalance_timeout_ms)
-    x_3 = m.member_id
-    b_4 = x_3.encode()
-    write_uvarint(out, len(b_4) + 1)
-    out += b_4
-    x_5 = m.group_instance_id
-    if x_5 is None:
+    x_4 = m.member_id
+    b_5 = x_4.encode()
+    u_6 = len(b_5) + 1
+    if u_6 < 128:
+        out.append(u_6)
+    else:
+        write_uvarint(out, u_6)
+    out += b_5
+    x_7 = m.group_instance_id
+    if x_7 is None:
         out.append(0)
     else:
-        b_6 = x_5.encode()
-        write_uvarint(out, len(b_6) + 1)
-        out += b_6
-    x_7 = m.protocol_type
-    b_8 = x_7.encode()
-    write_uvarint(out, len(b_8) + 1)
-    out += b_8
-    x_9 = m.protocols
-    write_uvarint(out, len(x_9) + 1)
-    for e_10 in x_9:
-        x_11 = e_10.name
-        b_12 = x_11.encode()
-        write_uvarint(out, len(b_12) + 1)
-        out += b_12
-        x_13 = e_10.metadata
-        write_uvarint(out, len(x_13) + 1)
-        out += x_13
+        b_8 = x_7.encode()
+        u_9 = len(b_8) + 1
+        if u_9 < 128:
+            out.append(u_9)
+        else:
+            write_uvarint(out, u_9)
+        out += b_8
+    x_10 = m.protocol_type
+    b_11 = x_10.encode()
+    u_12 = len(b_11) + 1
+    if u_12 < 128:
+        out.append(u_12)
+    else:
+        write_uvarint(out, u_12)
+    out += b_11
+    x_13 = m.protocols
+    u_14 = len(x_13) + 1
+    if u_14 < 128:
+        out.append(u_14)
+    else:
+        write_uvarint(out, u_14)
+    for e_15 in x_13:
+        x_16 = e_15.name
+        b_17 = x_16.encode()
+        u_18 = len(b_17) + 1
+        if u_18 < 128:
+            out.append(u_18)
+        else:
+            write_uvarint(out, u_18)
+        out += b_17
+        x_19 = e_15.metadata
+        u_20 = len(x_19) + 1
+        if u_20 < 128:
+            out.append(u_20)
+        else:
+            write_uvarint(out, u_20)
+        out += x_19
         out.append(0)
     out.append(0)
 
@@ -846,34 +874,62 @@ def decode_join_group_request_v7(data: bytes, pos: int) -> tuple[JoinGroupReques
 def encode_join_group_request_v7(m: JoinGroupRequest, out: bytearray) -> None:
     x_1 = m.group_id
     b_2 = x_1.encode()
-    write_uvarint(out, len(b_2) + 1)
+    u_3 = len(b_2) + 1
+    if u_3 < 128:
+        out.append(u_3)
+    else:
+        write_uvarint(out, u_3)
     out += b_2
     out += _S2.pack(m.session_timeout_ms, m.rebalance_timeout_ms)
-    x_3 = m.member_id
-    b_4 = x_3.encode()
-    write_uvarint(out, len(b_4) + 1)
-    out += b_4
-    x_5 = m.group_instance_id
-    if x_5 is None:
+    x_4 = m.member_id
+    b_5 = x_4.encode()
+    u_6 = len(b_5) + 1
+    if u_6 < 128:
+        out.append(u_6)
+    else:
+        write_uvarint(out, u_6)
+    out += b_5
+    x_7 = m.group_instance_id
+    if x_7 is None:
         out.append(0)
     else:
-        b_6 = x_5.encode()
-        write_uvarint(out, len(b_6) + 1)
-        out += b_6
-    x_7 = m.protocol_type
-    b_8 = x_7.encode()
-    write_uvarint(out, len(b_8) + 1)
-    out += b_8
-    x_9 = m.protocols
-    write_uvarint(out, len(x_9) + 1)
-    for e_10 in x_9:
-        x_11 = e_10.name
-        b_12 = x_11.encode()
-        write_uvarint(out, len(b_12) + 1)
-        out += b_12
-        x_13 = e_10.metadata
-        write_uvarint(out, len(x_13) + 1)
-        out += x_13
+        b_8 = x_7.encode()
+        u_9 = len(b_8) + 1
+        if u_9 < 128:
+            out.append(u_9)
+        else:
+            write_uvarint(out, u_9)
+        out += b_8
+    x_10 = m.protocol_type
+    b_11 = x_10.encode()
+    u_12 = len(b_11) + 1
+    if u_12 < 128:
+        out.append(u_12)
+    else:
+        write_uvarint(out, u_12)
+    out += b_11
+    x_13 = m.protocols
+    u_14 = len(x_13) + 1
+    if u_14 < 128:
+        out.append(u_14)
+    else:
+        write_uvarint(out, u_14)
+    for e_15 in x_13:
+        x_16 = e_15.name
+        b_17 = x_16.encode()
+        u_18 = len(b_17) + 1
+        if u_18 < 128:
+            out.append(u_18)
+        else:
+            write_uvarint(out, u_18)
+        out += b_17
+        x_19 = e_15.metadata
+        u_20 = len(x_19) + 1
+        if u_20 < 128:
+            out.append(u_20)
+        else:
+            write_uvarint(out, u_20)
+        out += x_19
         out.append(0)
     out.append(0)
 
@@ -1005,42 +1061,74 @@ def decode_join_group_request_v8(data: bytes, pos: int) -> tuple[JoinGroupReques
 def encode_join_group_request_v8(m: JoinGroupRequest, out: bytearray) -> None:
     x_1 = m.group_id
     b_2 = x_1.encode()
-    write_uvarint(out, len(b_2) + 1)
+    u_3 = len(b_2) + 1
+    if u_3 < 128:
+        out.append(u_3)
+    else:
+        write_uvarint(out, u_3)
     out += b_2
     out += _S2.pack(m.session_timeout_ms, m.rebalance_timeout_ms)
-    x_3 = m.member_id
-    b_4 = x_3.encode()
-    write_uvarint(out, len(b_4) + 1)
-    out += b_4
-    x_5 = m.group_instance_id
-    if x_5 is None:
+    x_4 = m.member_id
+    b_5 = x_4.encode()
+    u_6 = len(b_5) + 1
+    if u_6 < 128:
+        out.append(u_6)
+    else:
+        write_uvarint(out, u_6)
+    out += b_5
+    x_7 = m.group_instance_id
+    if x_7 is None:
         out.append(0)
     else:
-        b_6 = x_5.encode()
-        write_uvarint(out, len(b_6) + 1)
-        out += b_6
-    x_7 = m.protocol_type
-    b_8 = x_7.encode()
-    write_uvarint(out, len(b_8) + 1)
-    out += b_8
-    x_9 = m.protocols
-    write_uvarint(out, len(x_9) + 1)
-    for e_10 in x_9:
-        x_11 = e_10.name
-        b_12 = x_11.encode()
-        write_uvarint(out, len(b_12) + 1)
-        out += b_12
-        x_13 = e_10.metadata
-        write_uvarint(out, len(x_13) + 1)
-        out += x_13
+        b_8 = x_7.encode()
+        u_9 = len(b_8) + 1
+        if u_9 < 128:
+            out.append(u_9)
+        else:
+            write_uvarint(out, u_9)
+        out += b_8
+    x_10 = m.protocol_type
+    b_11 = x_10.encode()
+    u_12 = len(b_11) + 1
+    if u_12 < 128:
+        out.append(u_12)
+    else:
+        write_uvarint(out, u_12)
+    out += b_11
+    x_13 = m.protocols
+    u_14 = len(x_13) + 1
+    if u_14 < 128:
+        out.append(u_14)
+    else:
+        write_uvarint(out, u_14)
+    for e_15 in x_13:
+        x_16 = e_15.name
+        b_17 = x_16.encode()
+        u_18 = len(b_17) + 1
+        if u_18 < 128:
+            out.append(u_18)
+        else:
+            write_uvarint(out, u_18)
+        out += b_17
+        x_19 = e_15.metadata
+        u_20 = len(x_19) + 1
+        if u_20 < 128:
+            out.append(u_20)
+        else:
+            write_uvarint(out, u_20)
+        out += x_19
         out.append(0)
-    x_14 = m.reason
-    if x_14 is None:
+    x_21 = m.reason
+    if x_21 is None:
         out.append(0)
     else:
-        b_15 = x_14.encode()
-        write_uvarint(out, len(b_15) + 1)
-        out += b_15
+        b_22 = x_21.encode()
+        u_23 = len(b_22) + 1
+        if u_23 < 128:
+            out.append(u_23)
+        else:
+            write_uvarint(out, u_23)
+        out += b_22
     out.append(0)
 
 
@@ -1171,42 +1259,74 @@ def decode_join_group_request_v9(data: bytes, pos: int) -> tuple[JoinGroupReques
 def encode_join_group_request_v9(m: JoinGroupRequest, out: bytearray) -> None:
     x_1 = m.group_id
     b_2 = x_1.encode()
-    write_uvarint(out, len(b_2) + 1)
+    u_3 = len(b_2) + 1
+    if u_3 < 128:
+        out.append(u_3)
+    else:
+        write_uvarint(out, u_3)
     out += b_2
     out += _S2.pack(m.session_timeout_ms, m.rebalance_timeout_ms)
-    x_3 = m.member_id
-    b_4 = x_3.encode()
-    write_uvarint(out, len(b_4) + 1)
-    out += b_4
-    x_5 = m.group_instance_id
-    if x_5 is None:
+    x_4 = m.member_id
+    b_5 = x_4.encode()
+    u_6 = len(b_5) + 1
+    if u_6 < 128:
+        out.append(u_6)
+    else:
+        write_uvarint(out, u_6)
+    out += b_5
+    x_7 = m.group_instance_id
+    if x_7 is None:
         out.append(0)
     else:
-        b_6 = x_5.encode()
-        write_uvarint(out, len(b_6) + 1)
-        out += b_6
-    x_7 = m.protocol_type
-    b_8 = x_7.encode()
-    write_uvarint(out, len(b_8) + 1)
-    out += b_8
-    x_9 = m.protocols
-    write_uvarint(out, len(x_9) + 1)
-    for e_10 in x_9:
-        x_11 = e_10.name
-        b_12 = x_11.encode()
-        write_uvarint(out, len(b_12) + 1)
-        out += b_12
-        x_13 = e_10.metadata
-        write_uvarint(out, len(x_13) + 1)
-        out += x_13
+        b_8 = x_7.encode()
+        u_9 = len(b_8) + 1
+        if u_9 < 128:
+            out.append(u_9)
+        else:
+            write_uvarint(out, u_9)
+        out += b_8
+    x_10 = m.protocol_type
+    b_11 = x_10.encode()
+    u_12 = len(b_11) + 1
+    if u_12 < 128:
+        out.append(u_12)
+    else:
+        write_uvarint(out, u_12)
+    out += b_11
+    x_13 = m.protocols
+    u_14 = len(x_13) + 1
+    if u_14 < 128:
+        out.append(u_14)
+    else:
+        write_uvarint(out, u_14)
+    for e_15 in x_13:
+        x_16 = e_15.name
+        b_17 = x_16.encode()
+        u_18 = len(b_17) + 1
+        if u_18 < 128:
+            out.append(u_18)
+        else:
+            write_uvarint(out, u_18)
+        out += b_17
+        x_19 = e_15.metadata
+        u_20 = len(x_19) + 1
+        if u_20 < 128:
+            out.append(u_20)
+        else:
+            write_uvarint(out, u_20)
+        out += x_19
         out.append(0)
-    x_14 = m.reason
-    if x_14 is None:
+    x_21 = m.reason
+    if x_21 is None:
         out.append(0)
     else:
-        b_15 = x_14.encode()
-        write_uvarint(out, len(b_15) + 1)
-        out += b_15
+        b_22 = x_21.encode()
+        u_23 = len(b_22) + 1
+        if u_23 < 128:
+            out.append(u_23)
+        else:
+            write_uvarint(out, u_23)
+        out += b_22
     out.append(0)
 
 
@@ -1873,33 +1993,61 @@ def encode_join_group_response_v6(m: JoinGroupResponse, out: bytearray) -> None:
     if x_1 is None:
         raise ValueError('ProtocolName cannot be null in version 6')
     b_2 = x_1.encode()
-    write_uvarint(out, len(b_2) + 1)
+    u_3 = len(b_2) + 1
+    if u_3 < 128:
+        out.append(u_3)
+    else:
+        write_uvarint(out, u_3)
     out += b_2
-    x_3 = m.leader
-    b_4 = x_3.encode()
-    write_uvarint(out, len(b_4) + 1)
-    out += b_4
-    x_5 = m.member_id
-    b_6 = x_5.encode()
-    write_uvarint(out, len(b_6) + 1)
-    out += b_6
-    x_7 = m.members
-    write_uvarint(out, len(x_7) + 1)
-    for e_8 in x_7:
-        x_9 = e_8.member_id
-        b_10 = x_9.encode()
-        write_uvarint(out, len(b_10) + 1)
-        out += b_10
-        x_11 = e_8.group_instance_id
-        if x_11 is None:
+    x_4 = m.leader
+    b_5 = x_4.encode()
+    u_6 = len(b_5) + 1
+    if u_6 < 128:
+        out.append(u_6)
+    else:
+        write_uvarint(out, u_6)
+    out += b_5
+    x_7 = m.member_id
+    b_8 = x_7.encode()
+    u_9 = len(b_8) + 1
+    if u_9 < 128:
+        out.append(u_9)
+    else:
+        write_uvarint(out, u_9)
+    out += b_8
+    x_10 = m.members
+    u_11 = len(x_10) + 1
+    if u_11 < 128:
+        out.append(u_11)
+    else:
+        write_uvarint(out, u_11)
+    for e_12 in x_10:
+        x_13 = e_12.member_id
+        b_14 = x_13.encode()
+        u_15 = len(b_14) + 1
+        if u_15 < 128:
+            out.append(u_15)
+        else:
+            write_uvarint(out, u_15)
+        out += b_14
+        x_16 = e_12.group_instance_id
+        if x_16 is None:
             out.append(0)
         else:
-            b_12 = x_11.encode()
-            write_uvarint(out, len(b_12) + 1)
-            out += b_12
-        x_13 = e_8.metadata
-        write_uvarint(out, len(x_13) + 1)
-        out += x_13
+            b_17 = x_16.encode()
+            u_18 = len(b_17) + 1
+            if u_18 < 128:
+                out.append(u_18)
+            else:
+                write_uvarint(out, u_18)
+            out += b_17
+        x_19 = e_12.metadata
+        u_20 = len(x_19) + 1
+        if u_20 < 128:
+            out.append(u_20)
+        else:
+            write_uvarint(out, u_20)
+        out += x_19
         out.append(0)
     out.append(0)
 
@@ -2037,40 +2185,72 @@ def encode_join_group_response_v7(m: JoinGroupResponse, out: bytearray) -> None:
         out.append(0)
     else:
         b_2 = x_1.encode()
-        write_uvarint(out, len(b_2) + 1)
+        u_3 = len(b_2) + 1
+        if u_3 < 128:
+            out.append(u_3)
+        else:
+            write_uvarint(out, u_3)
         out += b_2
-    x_3 = m.protocol_name
-    if x_3 is None:
+    x_4 = m.protocol_name
+    if x_4 is None:
         out.append(0)
     else:
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
-    x_5 = m.leader
-    b_6 = x_5.encode()
-    write_uvarint(out, len(b_6) + 1)
-    out += b_6
-    x_7 = m.member_id
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
+    x_7 = m.leader
     b_8 = x_7.encode()
-    write_uvarint(out, len(b_8) + 1)
+    u_9 = len(b_8) + 1
+    if u_9 < 128:
+        out.append(u_9)
+    else:
+        write_uvarint(out, u_9)
     out += b_8
-    x_9 = m.members
-    write_uvarint(out, len(x_9) + 1)
-    for e_10 in x_9:
-        x_11 = e_10.member_id
-        b_12 = x_11.encode()
-        write_uvarint(out, len(b_12) + 1)
-        out += b_12
-        x_13 = e_10.group_instance_id
-        if x_13 is None:
+    x_10 = m.member_id
+    b_11 = x_10.encode()
+    u_12 = len(b_11) + 1
+    if u_12 < 128:
+        out.append(u_12)
+    else:
+        write_uvarint(out, u_12)
+    out += b_11
+    x_13 = m.members
+    u_14 = len(x_13) + 1
+    if u_14 < 128:
+        out.append(u_14)
+    else:
+        write_uvarint(out, u_14)
+    for e_15 in x_13:
+        x_16 = e_15.member_id
+        b_17 = x_16.encode()
+        u_18 = len(b_17) + 1
+        if u_18 < 128:
+            out.append(u_18)
+        else:
+            write_uvarint(out, u_18)
+        out += b_17
+        x_19 = e_15.group_instance_id
+        if x_19 is None:
             out.append(0)
         else:
-            b_14 = x_13.encode()
-            write_uvarint(out, len(b_14) + 1)
-            out += b_14
-        x_15 = e_10.metadata
-        write_uvarint(out, len(x_15) + 1)
-        out += x_15
+            b_20 = x_19.encode()
+            u_21 = len(b_20) + 1
+            if u_21 < 128:
+                out.append(u_21)
+            else:
+                write_uvarint(out, u_21)
+            out += b_20
+        x_22 = e_15.metadata
+        u_23 = len(x_22) + 1
+        if u_23 < 128:
+            out.append(u_23)
+        else:
+            write_uvarint(out, u_23)
+        out += x_22
         out.append(0)
     out.append(0)
 
@@ -2208,40 +2388,72 @@ def encode_join_group_response_v8(m: JoinGroupResponse, out: bytearray) -> None:
         out.append(0)
     else:
         b_2 = x_1.encode()
-        write_uvarint(out, len(b_2) + 1)
+        u_3 = len(b_2) + 1
+        if u_3 < 128:
+            out.append(u_3)
+        else:
+            write_uvarint(out, u_3)
         out += b_2
-    x_3 = m.protocol_name
-    if x_3 is None:
+    x_4 = m.protocol_name
+    if x_4 is None:
         out.append(0)
     else:
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
-    x_5 = m.leader
-    b_6 = x_5.encode()
-    write_uvarint(out, len(b_6) + 1)
-    out += b_6
-    x_7 = m.member_id
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
+    x_7 = m.leader
     b_8 = x_7.encode()
-    write_uvarint(out, len(b_8) + 1)
+    u_9 = len(b_8) + 1
+    if u_9 < 128:
+        out.append(u_9)
+    else:
+        write_uvarint(out, u_9)
     out += b_8
-    x_9 = m.members
-    write_uvarint(out, len(x_9) + 1)
-    for e_10 in x_9:
-        x_11 = e_10.member_id
-        b_12 = x_11.encode()
-        write_uvarint(out, len(b_12) + 1)
-        out += b_12
-        x_13 = e_10.group_instance_id
-        if x_13 is None:
+    x_10 = m.member_id
+    b_11 = x_10.encode()
+    u_12 = len(b_11) + 1
+    if u_12 < 128:
+        out.append(u_12)
+    else:
+        write_uvarint(out, u_12)
+    out += b_11
+    x_13 = m.members
+    u_14 = len(x_13) + 1
+    if u_14 < 128:
+        out.append(u_14)
+    else:
+        write_uvarint(out, u_14)
+    for e_15 in x_13:
+        x_16 = e_15.member_id
+        b_17 = x_16.encode()
+        u_18 = len(b_17) + 1
+        if u_18 < 128:
+            out.append(u_18)
+        else:
+            write_uvarint(out, u_18)
+        out += b_17
+        x_19 = e_15.group_instance_id
+        if x_19 is None:
             out.append(0)
         else:
-            b_14 = x_13.encode()
-            write_uvarint(out, len(b_14) + 1)
-            out += b_14
-        x_15 = e_10.metadata
-        write_uvarint(out, len(x_15) + 1)
-        out += x_15
+            b_20 = x_19.encode()
+            u_21 = len(b_20) + 1
+            if u_21 < 128:
+                out.append(u_21)
+            else:
+                write_uvarint(out, u_21)
+            out += b_20
+        x_22 = e_15.metadata
+        u_23 = len(x_22) + 1
+        if u_23 < 128:
+            out.append(u_23)
+        else:
+            write_uvarint(out, u_23)
+        out += x_22
         out.append(0)
     out.append(0)
 
@@ -2379,40 +2591,72 @@ def encode_join_group_response_v9(m: JoinGroupResponse, out: bytearray) -> None:
         out.append(0)
     else:
         b_2 = x_1.encode()
-        write_uvarint(out, len(b_2) + 1)
+        u_3 = len(b_2) + 1
+        if u_3 < 128:
+            out.append(u_3)
+        else:
+            write_uvarint(out, u_3)
         out += b_2
-    x_3 = m.protocol_name
-    if x_3 is None:
+    x_4 = m.protocol_name
+    if x_4 is None:
         out.append(0)
     else:
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
-    x_5 = m.leader
-    b_6 = x_5.encode()
-    write_uvarint(out, len(b_6) + 1)
-    out += b_6
-    out += _S5.pack(m.skip_assignment)
-    x_7 = m.member_id
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
+    x_7 = m.leader
     b_8 = x_7.encode()
-    write_uvarint(out, len(b_8) + 1)
+    u_9 = len(b_8) + 1
+    if u_9 < 128:
+        out.append(u_9)
+    else:
+        write_uvarint(out, u_9)
     out += b_8
-    x_9 = m.members
-    write_uvarint(out, len(x_9) + 1)
-    for e_10 in x_9:
-        x_11 = e_10.member_id
-        b_12 = x_11.encode()
-        write_uvarint(out, len(b_12) + 1)
-        out += b_12
-        x_13 = e_10.group_instance_id
-        if x_13 is None:
+    out += _S5.pack(m.skip_assignment)
+    x_10 = m.member_id
+    b_11 = x_10.encode()
+    u_12 = len(b_11) + 1
+    if u_12 < 128:
+        out.append(u_12)
+    else:
+        write_uvarint(out, u_12)
+    out += b_11
+    x_13 = m.members
+    u_14 = len(x_13) + 1
+    if u_14 < 128:
+        out.append(u_14)
+    else:
+        write_uvarint(out, u_14)
+    for e_15 in x_13:
+        x_16 = e_15.member_id
+        b_17 = x_16.encode()
+        u_18 = len(b_17) + 1
+        if u_18 < 128:
+            out.append(u_18)
+        else:
+            write_uvarint(out, u_18)
+        out += b_17
+        x_19 = e_15.group_instance_id
+        if x_19 is None:
             out.append(0)
         else:
-            b_14 = x_13.encode()
-            write_uvarint(out, len(b_14) + 1)
-            out += b_14
-        x_15 = e_10.metadata
-        write_uvarint(out, len(x_15) + 1)
-        out += x_15
+            b_20 = x_19.encode()
+            u_21 = len(b_20) + 1
+            if u_21 < 128:
+                out.append(u_21)
+            else:
+                write_uvarint(out, u_21)
+            out += b_20
+        x_22 = e_15.metadata
+        u_23 = len(x_22) + 1
+        if u_23 < 128:
+            out.append(u_23)
+        else:
+            write_uvarint(out, u_23)
+        out += x_22
         out.append(0)
     out.append(0)

@@ -283,22 +283,38 @@ def encode_leave_group_request_v4(m: LeaveGroupRequest, out: bytearray) -> None:
         raise ValueError('attempted to write a non-default MemberId at version 4')
     x_1 = m.group_id
     b_2 = x_1.encode()
-    write_uvarint(out, len(b_2) + 1)
+    u_3 = len(b_2) + 1
+    if u_3 < 128:
+        out.append(u_3)
+    else:
+        write_uvarint(out, u_3)
     out += b_2
-    x_3 = m.members
-    write_uvarint(out, len(x_3) + 1)
-    for e_4 in x_3:
-        x_5 = e_4.member_id
-        b_6 = x_5.encode()
-        write_uvarint(out, len(b_6) + 1)
-        out += b_6
-        x_7 = e_4.group_instance_id
-        if x_7 is None:
+    x_4 = m.members
+    u_5 = len(x_4) + 1
+    if u_5 < 128:
+        out.append(u_5)
+    else:
+        write_uvarint(out, u_5)
+    for e_6 in x_4:
+        x_7 = e_6.member_id
+        b_8 = x_7.encode()
+        u_9 = len(b_8) + 1
+        if u_9 < 128:
+            out.append(u_9)
+        else:
+            write_uvarint(out, u_9)
+        out += b_8
+        x_10 = e_6.group_instance_id
+        if x_10 is None:
             out.append(0)
         else:
-            b_8 = x_7.encode()
-            write_uvarint(out, len(b_8) + 1)
-            out += b_8
+            b_11 = x_10.encode()
+            u_12 = len(b_11) + 1
+            if u_12 < 128:
+                out.append(u_12)
+            else:
+                write_uvarint(out, u_12)
+            out += b_11
         out.append(0)
     out.append(0)
 
@@ -394,29 +410,49 @@ def encode_leave_group_request_v5(m: LeaveGroupRequest, out: bytearray) -> None:
         raise ValueError('attempted to write a non-default MemberId at version 5')
     x_1 = m.group_id
     b_2 = x_1.encode()
-    write_uvarint(out, len(b_2) + 1)
+    u_3 = len(b_2) + 1
+    if u_3 < 128:
+        out.append(u_3)
+    else:
+        write_uvarint(out, u_3)
     out += b_2
-    x_3 = m.members
-    write_uvarint(out, len(x_3) + 1)
-    for e_4 in x_3:
-        x_5 = e_4.member_id
-        b_6 = x_5.encode()
-        write_uvarint(out, len(b_6) + 1)
-        out += b_6
-        x_7 = e_4.group_instance_id
-        if x_7 is None:
+    x_4 = m.members
+    u_5 = len(x_4) + 1
+    if u_5 < 128:
+        out.append(u_5)
+    else:
+        write_uvarint(out, u_5)
+    for e_6 in x_4:
+        x_7 = e_6.member_id
+        b_8 = x_7.encode()
+        u_9 = len(b_8) + 1
+        if u_9 < 128:
+            out.append(u_9)
+        else:
+            write_uvarint(out, u_9)
+        out += b_8
+        x_10 = e_6.group_instance_id
+        if x_10 is None:
             out.append(0)
         else:
-            b_8 = x_7.encode()
-            write_uvarint(out, len(b_8) + 1)
-            out += b_8
-        x_9 = e_4.reason
-        if x_9 is None:
+            b_11 = x_10.encode()
+            u_12 = len(b_11) + 1
+            if u_12 < 128:
+                out.append(u_12)
+            else:
+                write_uvarint(out, u_12)
+            out += b_11
+        x_13 = e_6.reason
+        if x_13 is None:
             out.append(0)
         else:
-            b_10 = x_9.encode()
-            write_uvarint(out, len(b_10) + 1)
-            out += b_10
+            b_14 = x_13.encode()
+            u_15 = len(b_14) + 1
+            if u_15 < 128:
+                out.append(u_15)
+            else:
+                write_uvarint(out, u_15)
+            out += b_14
         out.append(0)
     out.append(0)
 
@@ -581,20 +617,32 @@ def decode_leave_group_response_v4(data: bytes, pos: int) -> tuple[LeaveGroupRes
 def encode_leave_group_response_v4(m: LeaveGroupResponse, out: bytearray) -> None:
     out += _S2.pack(m.throttle_time_ms, m.error_code)
     x_1 = m.members
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        x_3 = e_2.member_id
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
-        x_5 = e_2.group_instance_id
-        if x_5 is None:
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        x_4 = e_3.member_id
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
+        x_7 = e_3.group_instance_id
+        if x_7 is None:
             out.append(0)
         else:
-            b_6 = x_5.encode()
-            write_uvarint(out, len(b_6) + 1)
-            out += b_6
-        out += _S0.pack(e_2.error_code)
+            b_8 = x_7.encode()
+            u_9 = len(b_8) + 1
+            if u_9 < 128:
+                out.append(u_9)
+            else:
+                write_uvarint(out, u_9)
+            out += b_8
+        out += _S0.pack(e_3.error_code)
         out.append(0)
     out.append(0)
 
@@ -668,19 +716,31 @@ def decode_leave_group_response_v5(data: bytes, pos: int) -> tuple[LeaveGroupRes
 def encode_leave_group_response_v5(m: LeaveGroupResponse, out: bytearray) -> None:
     out += _S2.pack(m.throttle_time_ms, m.error_code)
     x_1 = m.members
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        x_3 = e_2.member_id
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
-        x_5 = e_2.group_instance_id
-        if x_5 is None:
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        x_4 = e_3.member_id
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
+        x_7 = e_3.group_instance_id
+        if x_7 is None:
             out.append(0)
         else:
-            b_6 = x_5.encode()
-            write_uvarint(out, len(b_6) + 1)
-            out += b_6
-        out += _S0.pack(e_2.error_code)
+            b_8 = x_7.encode()
+            u_9 = len(b_8) + 1
+            if u_9 < 128:
+                out.append(u_9)
+            else:
+                write_uvarint(out, u_9)
+            out += b_8
+        out += _S0.pack(e_3.error_code)
         out.append(0)
     out.append(0)

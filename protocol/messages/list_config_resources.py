@@ -79,7 +79,11 @@ def decode_list_config_resources_request_v1(data: bytes, pos: int) -> tuple[List
 
 def encode_list_config_resources_request_v1(m: ListConfigResourcesRequest, out: bytearray) -> None:
     x_1 = m.resource_types
-    write_uvarint(out, len(x_1) + 1)
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
     out += pack('>%db' % len(x_1), *x_1)
     out.append(0)
 
@@ -139,12 +143,20 @@ def decode_list_config_resources_response_v0(data: bytes, pos: int) -> tuple[Lis
 def encode_list_config_resources_response_v0(m: ListConfigResourcesResponse, out: bytearray) -> None:
     out += _S0.pack(m.throttle_time_ms, m.error_code)
     x_1 = m.config_resources
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        x_3 = e_2.resource_name
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        x_4 = e_3.resource_name
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
         out.append(0)
     out.append(0)
 
@@ -206,12 +218,20 @@ def decode_list_config_resources_response_v1(data: bytes, pos: int) -> tuple[Lis
 def encode_list_config_resources_response_v1(m: ListConfigResourcesResponse, out: bytearray) -> None:
     out += _S0.pack(m.throttle_time_ms, m.error_code)
     x_1 = m.config_resources
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        x_3 = e_2.resource_name
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
-        out += _S1.pack(e_2.resource_type)
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        x_4 = e_3.resource_name
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
+        out += _S1.pack(e_3.resource_type)
         out.append(0)
     out.append(0)

@@ -134,12 +134,20 @@ def encode_list_groups_request_v4(m: ListGroupsRequest, out: bytearray) -> None:
     if m.types_filter:
         raise ValueError('attempted to write a non-default TypesFilter at version 4')
     x_1 = m.states_filter
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        x_3 = e_2
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        x_4 = e_3
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
     out.append(0)
 
 
@@ -214,19 +222,35 @@ def decode_list_groups_request_v5(data: bytes, pos: int) -> tuple[ListGroupsRequ
 
 def encode_list_groups_request_v5(m: ListGroupsRequest, out: bytearray) -> None:
     x_1 = m.states_filter
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        x_3 = e_2
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
-    x_5 = m.types_filter
-    write_uvarint(out, len(x_5) + 1)
-    for e_6 in x_5:
-        x_7 = e_6
-        b_8 = x_7.encode()
-        write_uvarint(out, len(b_8) + 1)
-        out += b_8
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        x_4 = e_3
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
+    x_7 = m.types_filter
+    u_8 = len(x_7) + 1
+    if u_8 < 128:
+        out.append(u_8)
+    else:
+        write_uvarint(out, u_8)
+    for e_9 in x_7:
+        x_10 = e_9
+        b_11 = x_10.encode()
+        u_12 = len(b_11) + 1
+        if u_12 < 128:
+            out.append(u_12)
+        else:
+            write_uvarint(out, u_12)
+        out += b_11
     out.append(0)
 
 
@@ -444,16 +468,28 @@ def decode_list_groups_response_v3(data: bytes, pos: int) -> tuple[ListGroupsRes
 def encode_list_groups_response_v3(m: ListGroupsResponse, out: bytearray) -> None:
     out += _S2.pack(m.throttle_time_ms, m.error_code)
     x_1 = m.groups
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        x_3 = e_2.group_id
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
-        x_5 = e_2.protocol_type
-        b_6 = x_5.encode()
-        write_uvarint(out, len(b_6) + 1)
-        out += b_6
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        x_4 = e_3.group_id
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
+        x_7 = e_3.protocol_type
+        b_8 = x_7.encode()
+        u_9 = len(b_8) + 1
+        if u_9 < 128:
+            out.append(u_9)
+        else:
+            write_uvarint(out, u_9)
+        out += b_8
         out.append(0)
     out.append(0)
 
@@ -537,20 +573,36 @@ def decode_list_groups_response_v4(data: bytes, pos: int) -> tuple[ListGroupsRes
 def encode_list_groups_response_v4(m: ListGroupsResponse, out: bytearray) -> None:
     out += _S2.pack(m.throttle_time_ms, m.error_code)
     x_1 = m.groups
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        x_3 = e_2.group_id
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
-        x_5 = e_2.protocol_type
-        b_6 = x_5.encode()
-        write_uvarint(out, len(b_6) + 1)
-        out += b_6
-        x_7 = e_2.group_state
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        x_4 = e_3.group_id
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
+        x_7 = e_3.protocol_type
         b_8 = x_7.encode()
-        write_uvarint(out, len(b_8) + 1)
+        u_9 = len(b_8) + 1
+        if u_9 < 128:
+            out.append(u_9)
+        else:
+            write_uvarint(out, u_9)
         out += b_8
+        x_10 = e_3.group_state
+        b_11 = x_10.encode()
+        u_12 = len(b_11) + 1
+        if u_12 < 128:
+            out.append(u_12)
+        else:
+            write_uvarint(out, u_12)
+        out += b_11
         out.append(0)
     out.append(0)
 
@@ -646,23 +698,43 @@ def decode_list_groups_response_v5(data: bytes, pos: int) -> tuple[ListGroupsRes
 def encode_list_groups_response_v5(m: ListGroupsResponse, out: bytearray) -> None:
     out += _S2.pack(m.throttle_time_ms, m.error_code)
     x_1 = m.groups
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        x_3 = e_2.group_id
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
-        x_5 = e_2.protocol_type
-        b_6 = x_5.encode()
-        write_uvarint(out, len(b_6) + 1)
-        out += b_6
-        x_7 = e_2.group_state
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        x_4 = e_3.group_id
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
+        x_7 = e_3.protocol_type
         b_8 = x_7.encode()
-        write_uvarint(out, len(b_8) + 1)
+        u_9 = len(b_8) + 1
+        if u_9 < 128:
+            out.append(u_9)
+        else:
+            write_uvarint(out, u_9)
         out += b_8
-        x_9 = e_2.group_type
-        b_10 = x_9.encode()
-        write_uvarint(out, len(b_10) + 1)
-        out += b_10
+        x_10 = e_3.group_state
+        b_11 = x_10.encode()
+        u_12 = len(b_11) + 1
+        if u_12 < 128:
+            out.append(u_12)
+        else:
+            write_uvarint(out, u_12)
+        out += b_11
+        x_13 = e_3.group_type
+        b_14 = x_13.encode()
+        u_15 = len(b_14) + 1
+        if u_15 < 128:
+            out.append(u_15)
+        else:
+            write_uvarint(out, u_15)
+        out += b_14
         out.append(0)
     out.append(0)

@@ -490,18 +490,30 @@ def decode_list_offsets_request_v6(data: bytes, pos: int) -> tuple[ListOffsetsRe
 def encode_list_offsets_request_v6(m: ListOffsetsRequest, out: bytearray) -> None:
     out += _S4.pack(m.replica_id, m.isolation_level)
     x_1 = m.topics
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        x_3 = e_2.name
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
-        x_5 = e_2.partitions
-        write_uvarint(out, len(x_5) + 1)
-        for e_6 in x_5:
-            if e_6.max_num_offsets != 1:
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        x_4 = e_3.name
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
+        x_7 = e_3.partitions
+        u_8 = len(x_7) + 1
+        if u_8 < 128:
+            out.append(u_8)
+        else:
+            write_uvarint(out, u_8)
+        for e_9 in x_7:
+            if e_9.max_num_offsets != 1:
                 raise ValueError('attempted to write a non-default MaxNumOffsets at version 6')
-            out += _S5.pack(e_6.partition_index, e_6.current_leader_epoch, e_6.timestamp)
+            out += _S5.pack(e_9.partition_index, e_9.current_leader_epoch, e_9.timestamp)
             out.append(0)
         out.append(0)
     out.append(0)
@@ -589,18 +601,30 @@ def decode_list_offsets_request_v7(data: bytes, pos: int) -> tuple[ListOffsetsRe
 def encode_list_offsets_request_v7(m: ListOffsetsRequest, out: bytearray) -> None:
     out += _S4.pack(m.replica_id, m.isolation_level)
     x_1 = m.topics
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        x_3 = e_2.name
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
-        x_5 = e_2.partitions
-        write_uvarint(out, len(x_5) + 1)
-        for e_6 in x_5:
-            if e_6.max_num_offsets != 1:
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        x_4 = e_3.name
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
+        x_7 = e_3.partitions
+        u_8 = len(x_7) + 1
+        if u_8 < 128:
+            out.append(u_8)
+        else:
+            write_uvarint(out, u_8)
+        for e_9 in x_7:
+            if e_9.max_num_offsets != 1:
                 raise ValueError('attempted to write a non-default MaxNumOffsets at version 7')
-            out += _S5.pack(e_6.partition_index, e_6.current_leader_epoch, e_6.timestamp)
+            out += _S5.pack(e_9.partition_index, e_9.current_leader_epoch, e_9.timestamp)
             out.append(0)
         out.append(0)
     out.append(0)
@@ -688,18 +712,30 @@ def decode_list_offsets_request_v8(data: bytes, pos: int) -> tuple[ListOffsetsRe
 def encode_list_offsets_request_v8(m: ListOffsetsRequest, out: bytearray) -> None:
     out += _S4.pack(m.replica_id, m.isolation_level)
     x_1 = m.topics
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        x_3 = e_2.name
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
-        x_5 = e_2.partitions
-        write_uvarint(out, len(x_5) + 1)
-        for e_6 in x_5:
-            if e_6.max_num_offsets != 1:
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        x_4 = e_3.name
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
+        x_7 = e_3.partitions
+        u_8 = len(x_7) + 1
+        if u_8 < 128:
+            out.append(u_8)
+        else:
+            write_uvarint(out, u_8)
+        for e_9 in x_7:
+            if e_9.max_num_offsets != 1:
                 raise ValueError('attempted to write a non-default MaxNumOffsets at version 8')
-            out += _S5.pack(e_6.partition_index, e_6.current_leader_epoch, e_6.timestamp)
+            out += _S5.pack(e_9.partition_index, e_9.current_leader_epoch, e_9.timestamp)
             out.append(0)
         out.append(0)
     out.append(0)
@@ -787,18 +823,30 @@ def decode_list_offsets_request_v9(data: bytes, pos: int) -> tuple[ListOffsetsRe
 def encode_list_offsets_request_v9(m: ListOffsetsRequest, out: bytearray) -> None:
     out += _S4.pack(m.replica_id, m.isolation_level)
     x_1 = m.topics
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        x_3 = e_2.name
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
-        x_5 = e_2.partitions
-        write_uvarint(out, len(x_5) + 1)
-        for e_6 in x_5:
-            if e_6.max_num_offsets != 1:
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        x_4 = e_3.name
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
+        x_7 = e_3.partitions
+        u_8 = len(x_7) + 1
+        if u_8 < 128:
+            out.append(u_8)
+        else:
+            write_uvarint(out, u_8)
+        for e_9 in x_7:
+            if e_9.max_num_offsets != 1:
                 raise ValueError('attempted to write a non-default MaxNumOffsets at version 9')
-            out += _S5.pack(e_6.partition_index, e_6.current_leader_epoch, e_6.timestamp)
+            out += _S5.pack(e_9.partition_index, e_9.current_leader_epoch, e_9.timestamp)
             out.append(0)
         out.append(0)
     out.append(0)
@@ -888,18 +936,30 @@ def decode_list_offsets_request_v10(data: bytes, pos: int) -> tuple[ListOffsetsR
 def encode_list_offsets_request_v10(m: ListOffsetsRequest, out: bytearray) -> None:
     out += _S4.pack(m.replica_id, m.isolation_level)
     x_1 = m.topics
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        x_3 = e_2.name
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
-        x_5 = e_2.partitions
-        write_uvarint(out, len(x_5) + 1)
-        for e_6 in x_5:
-            if e_6.max_num_offsets != 1:
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        x_4 = e_3.name
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
+        x_7 = e_3.partitions
+        u_8 = len(x_7) + 1
+        if u_8 < 128:
+            out.append(u_8)
+        else:
+            write_uvarint(out, u_8)
+        for e_9 in x_7:
+            if e_9.max_num_offsets != 1:
                 raise ValueError('attempted to write a non-default MaxNumOffsets at version 10')
-            out += _S5.pack(e_6.partition_index, e_6.current_leader_epoch, e_6.timestamp)
+            out += _S5.pack(e_9.partition_index, e_9.current_leader_epoch, e_9.timestamp)
             out.append(0)
         out.append(0)
     out += _S0.pack(m.timeout_ms)
@@ -990,18 +1050,30 @@ def decode_list_offsets_request_v11(data: bytes, pos: int) -> tuple[ListOffsetsR
 def encode_list_offsets_request_v11(m: ListOffsetsRequest, out: bytearray) -> None:
     out += _S4.pack(m.replica_id, m.isolation_level)
     x_1 = m.topics
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        x_3 = e_2.name
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
-        x_5 = e_2.partitions
-        write_uvarint(out, len(x_5) + 1)
-        for e_6 in x_5:
-            if e_6.max_num_offsets != 1:
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        x_4 = e_3.name
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
+        x_7 = e_3.partitions
+        u_8 = len(x_7) + 1
+        if u_8 < 128:
+            out.append(u_8)
+        else:
+            write_uvarint(out, u_8)
+        for e_9 in x_7:
+            if e_9.max_num_offsets != 1:
                 raise ValueError('attempted to write a non-default MaxNumOffsets at version 11')
-            out += _S5.pack(e_6.partition_index, e_6.current_leader_epoch, e_6.timestamp)
+            out += _S5.pack(e_9.partition_index, e_9.current_leader_epoch, e_9.timestamp)
             out.append(0)
         out.append(0)
     out += _S0.pack(m.timeout_ms)
@@ -1449,18 +1521,30 @@ def decode_list_offsets_response_v6(data: bytes, pos: int) -> tuple[ListOffsetsR
 def encode_list_offsets_response_v6(m: ListOffsetsResponse, out: bytearray) -> None:
     out += _S0.pack(m.throttle_time_ms)
     x_1 = m.topics
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        x_3 = e_2.name
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
-        x_5 = e_2.partitions
-        write_uvarint(out, len(x_5) + 1)
-        for e_6 in x_5:
-            if e_6.old_style_offsets:
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        x_4 = e_3.name
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
+        x_7 = e_3.partitions
+        u_8 = len(x_7) + 1
+        if u_8 < 128:
+            out.append(u_8)
+        else:
+            write_uvarint(out, u_8)
+        for e_9 in x_7:
+            if e_9.old_style_offsets:
                 raise ValueError('attempted to write a non-default OldStyleOffsets at version 6')
-            out += _S8.pack(e_6.partition_index, e_6.error_code, e_6.timestamp, e_6.offset, e_6.leader_epoch)
+            out += _S8.pack(e_9.partition_index, e_9.error_code, e_9.timestamp, e_9.offset, e_9.leader_epoch)
             out.append(0)
         out.append(0)
     out.append(0)
@@ -1548,18 +1632,30 @@ def decode_list_offsets_response_v7(data: bytes, pos: int) -> tuple[ListOffsetsR
 def encode_list_offsets_response_v7(m: ListOffsetsResponse, out: bytearray) -> None:
     out += _S0.pack(m.throttle_time_ms)
     x_1 = m.topics
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        x_3 = e_2.name
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
-        x_5 = e_2.partitions
-        write_uvarint(out, len(x_5) + 1)
-        for e_6 in x_5:
-            if e_6.old_style_offsets:
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        x_4 = e_3.name
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
+        x_7 = e_3.partitions
+        u_8 = len(x_7) + 1
+        if u_8 < 128:
+            out.append(u_8)
+        else:
+            write_uvarint(out, u_8)
+        for e_9 in x_7:
+            if e_9.old_style_offsets:
                 raise ValueError('attempted to write a non-default OldStyleOffsets at version 7')
-            out += _S8.pack(e_6.partition_index, e_6.error_code, e_6.timestamp, e_6.offset, e_6.leader_epoch)
+            out += _S8.pack(e_9.partition_index, e_9.error_code, e_9.timestamp, e_9.offset, e_9.leader_epoch)
             out.append(0)
         out.append(0)
     out.append(0)
@@ -1647,18 +1743,30 @@ def decode_list_offsets_response_v8(data: bytes, pos: int) -> tuple[ListOffsetsR
 def encode_list_offsets_response_v8(m: ListOffsetsResponse, out: bytearray) -> None:
     out += _S0.pack(m.throttle_time_ms)
     x_1 = m.topics
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        x_3 = e_2.name
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
-        x_5 = e_2.partitions
-        write_uvarint(out, len(x_5) + 1)
-        for e_6 in x_5:
-            if e_6.old_style_offsets:
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        x_4 = e_3.name
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
+        x_7 = e_3.partitions
+        u_8 = len(x_7) + 1
+        if u_8 < 128:
+            out.append(u_8)
+        else:
+            write_uvarint(out, u_8)
+        for e_9 in x_7:
+            if e_9.old_style_offsets:
                 raise ValueError('attempted to write a non-default OldStyleOffsets at version 8')
-            out += _S8.pack(e_6.partition_index, e_6.error_code, e_6.timestamp, e_6.offset, e_6.leader_epoch)
+            out += _S8.pack(e_9.partition_index, e_9.error_code, e_9.timestamp, e_9.offset, e_9.leader_epoch)
             out.append(0)
         out.append(0)
     out.append(0)
@@ -1746,18 +1854,30 @@ def decode_list_offsets_response_v9(data: bytes, pos: int) -> tuple[ListOffsetsR
 def encode_list_offsets_response_v9(m: ListOffsetsResponse, out: bytearray) -> None:
     out += _S0.pack(m.throttle_time_ms)
     x_1 = m.topics
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        x_3 = e_2.name
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
-        x_5 = e_2.partitions
-        write_uvarint(out, len(x_5) + 1)
-        for e_6 in x_5:
-            if e_6.old_style_offsets:
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        x_4 = e_3.name
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
+        x_7 = e_3.partitions
+        u_8 = len(x_7) + 1
+        if u_8 < 128:
+            out.append(u_8)
+        else:
+            write_uvarint(out, u_8)
+        for e_9 in x_7:
+            if e_9.old_style_offsets:
                 raise ValueError('attempted to write a non-default OldStyleOffsets at version 9')
-            out += _S8.pack(e_6.partition_index, e_6.error_code, e_6.timestamp, e_6.offset, e_6.leader_epoch)
+            out += _S8.pack(e_9.partition_index, e_9.error_code, e_9.timestamp, e_9.offset, e_9.leader_epoch)
             out.append(0)
         out.append(0)
     out.append(0)
@@ -1845,18 +1965,30 @@ def decode_list_offsets_response_v10(data: bytes, pos: int) -> tuple[ListOffsets
 def encode_list_offsets_response_v10(m: ListOffsetsResponse, out: bytearray) -> None:
     out += _S0.pack(m.throttle_time_ms)
     x_1 = m.topics
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        x_3 = e_2.name
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
-        x_5 = e_2.partitions
-        write_uvarint(out, len(x_5) + 1)
-        for e_6 in x_5:
-            if e_6.old_style_offsets:
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        x_4 = e_3.name
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
+        x_7 = e_3.partitions
+        u_8 = len(x_7) + 1
+        if u_8 < 128:
+            out.append(u_8)
+        else:
+            write_uvarint(out, u_8)
+        for e_9 in x_7:
+            if e_9.old_style_offsets:
                 raise ValueError('attempted to write a non-default OldStyleOffsets at version 10')
-            out += _S8.pack(e_6.partition_index, e_6.error_code, e_6.timestamp, e_6.offset, e_6.leader_epoch)
+            out += _S8.pack(e_9.partition_index, e_9.error_code, e_9.timestamp, e_9.offset, e_9.leader_epoch)
             out.append(0)
         out.append(0)
     out.append(0)
@@ -1944,18 +2076,30 @@ def decode_list_offsets_response_v11(data: bytes, pos: int) -> tuple[ListOffsets
 def encode_list_offsets_response_v11(m: ListOffsetsResponse, out: bytearray) -> None:
     out += _S0.pack(m.throttle_time_ms)
     x_1 = m.topics
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        x_3 = e_2.name
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
-        x_5 = e_2.partitions
-        write_uvarint(out, len(x_5) + 1)
-        for e_6 in x_5:
-            if e_6.old_style_offsets:
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        x_4 = e_3.name
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
+        x_7 = e_3.partitions
+        u_8 = len(x_7) + 1
+        if u_8 < 128:
+            out.append(u_8)
+        else:
+            write_uvarint(out, u_8)
+        for e_9 in x_7:
+            if e_9.old_style_offsets:
                 raise ValueError('attempted to write a non-default OldStyleOffsets at version 11')
-            out += _S8.pack(e_6.partition_index, e_6.error_code, e_6.timestamp, e_6.offset, e_6.leader_epoch)
+            out += _S8.pack(e_9.partition_index, e_9.error_code, e_9.timestamp, e_9.offset, e_9.leader_epoch)
             out.append(0)
         out.append(0)
     out.append(0)

@@ -97,15 +97,27 @@ def encode_list_transactions_request_v0(m: ListTransactionsRequest, out: bytearr
     if m.transactional_id_pattern is not None:
         raise ValueError('attempted to write a non-default TransactionalIdPattern at version 0')
     x_1 = m.state_filters
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        x_3 = e_2
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
-    x_5 = m.producer_id_filters
-    write_uvarint(out, len(x_5) + 1)
-    out += pack('>%dq' % len(x_5), *x_5)
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        x_4 = e_3
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
+    x_7 = m.producer_id_filters
+    u_8 = len(x_7) + 1
+    if u_8 < 128:
+        out.append(u_8)
+    else:
+        write_uvarint(out, u_8)
+    out += pack('>%dq' % len(x_7), *x_7)
     out.append(0)
 
 
@@ -170,15 +182,27 @@ def encode_list_transactions_request_v1(m: ListTransactionsRequest, out: bytearr
     if m.transactional_id_pattern is not None:
         raise ValueError('attempted to write a non-default TransactionalIdPattern at version 1')
     x_1 = m.state_filters
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        x_3 = e_2
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
-    x_5 = m.producer_id_filters
-    write_uvarint(out, len(x_5) + 1)
-    out += pack('>%dq' % len(x_5), *x_5)
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        x_4 = e_3
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
+    x_7 = m.producer_id_filters
+    u_8 = len(x_7) + 1
+    if u_8 < 128:
+        out.append(u_8)
+    else:
+        write_uvarint(out, u_8)
+    out += pack('>%dq' % len(x_7), *x_7)
     out += _S0.pack(m.duration_filter)
     out.append(0)
 
@@ -254,23 +278,39 @@ def decode_list_transactions_request_v2(data: bytes, pos: int) -> tuple[ListTran
 
 def encode_list_transactions_request_v2(m: ListTransactionsRequest, out: bytearray) -> None:
     x_1 = m.state_filters
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        x_3 = e_2
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
-    x_5 = m.producer_id_filters
-    write_uvarint(out, len(x_5) + 1)
-    out += pack('>%dq' % len(x_5), *x_5)
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        x_4 = e_3
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
+    x_7 = m.producer_id_filters
+    u_8 = len(x_7) + 1
+    if u_8 < 128:
+        out.append(u_8)
+    else:
+        write_uvarint(out, u_8)
+    out += pack('>%dq' % len(x_7), *x_7)
     out += _S0.pack(m.duration_filter)
-    x_6 = m.transactional_id_pattern
-    if x_6 is None:
+    x_9 = m.transactional_id_pattern
+    if x_9 is None:
         out.append(0)
     else:
-        b_7 = x_6.encode()
-        write_uvarint(out, len(b_7) + 1)
-        out += b_7
+        b_10 = x_9.encode()
+        u_11 = len(b_10) + 1
+        if u_11 < 128:
+            out.append(u_11)
+        else:
+            write_uvarint(out, u_11)
+        out += b_10
     out.append(0)
 
 
@@ -371,24 +411,44 @@ def decode_list_transactions_response_v0(data: bytes, pos: int) -> tuple[ListTra
 def encode_list_transactions_response_v0(m: ListTransactionsResponse, out: bytearray) -> None:
     out += _S1.pack(m.throttle_time_ms, m.error_code)
     x_1 = m.unknown_state_filters
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        x_3 = e_2
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
-    x_5 = m.transaction_states
-    write_uvarint(out, len(x_5) + 1)
-    for e_6 in x_5:
-        x_7 = e_6.transactional_id
-        b_8 = x_7.encode()
-        write_uvarint(out, len(b_8) + 1)
-        out += b_8
-        out += _S0.pack(e_6.producer_id)
-        x_9 = e_6.transaction_state
-        b_10 = x_9.encode()
-        write_uvarint(out, len(b_10) + 1)
-        out += b_10
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        x_4 = e_3
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
+    x_7 = m.transaction_states
+    u_8 = len(x_7) + 1
+    if u_8 < 128:
+        out.append(u_8)
+    else:
+        write_uvarint(out, u_8)
+    for e_9 in x_7:
+        x_10 = e_9.transactional_id
+        b_11 = x_10.encode()
+        u_12 = len(b_11) + 1
+        if u_12 < 128:
+            out.append(u_12)
+        else:
+            write_uvarint(out, u_12)
+        out += b_11
+        out += _S0.pack(e_9.producer_id)
+        x_13 = e_9.transaction_state
+        b_14 = x_13.encode()
+        u_15 = len(b_14) + 1
+        if u_15 < 128:
+            out.append(u_15)
+        else:
+            write_uvarint(out, u_15)
+        out += b_14
         out.append(0)
     out.append(0)
 
@@ -490,24 +550,44 @@ def decode_list_transactions_response_v1(data: bytes, pos: int) -> tuple[ListTra
 def encode_list_transactions_response_v1(m: ListTransactionsResponse, out: bytearray) -> None:
     out += _S1.pack(m.throttle_time_ms, m.error_code)
     x_1 = m.unknown_state_filters
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        x_3 = e_2
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
-    x_5 = m.transaction_states
-    write_uvarint(out, len(x_5) + 1)
-    for e_6 in x_5:
-        x_7 = e_6.transactional_id
-        b_8 = x_7.encode()
-        write_uvarint(out, len(b_8) + 1)
-        out += b_8
-        out += _S0.pack(e_6.producer_id)
-        x_9 = e_6.transaction_state
-        b_10 = x_9.encode()
-        write_uvarint(out, len(b_10) + 1)
-        out += b_10
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        x_4 = e_3
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
+    x_7 = m.transaction_states
+    u_8 = len(x_7) + 1
+    if u_8 < 128:
+        out.append(u_8)
+    else:
+        write_uvarint(out, u_8)
+    for e_9 in x_7:
+        x_10 = e_9.transactional_id
+        b_11 = x_10.encode()
+        u_12 = len(b_11) + 1
+        if u_12 < 128:
+            out.append(u_12)
+        else:
+            write_uvarint(out, u_12)
+        out += b_11
+        out += _S0.pack(e_9.producer_id)
+        x_13 = e_9.transaction_state
+        b_14 = x_13.encode()
+        u_15 = len(b_14) + 1
+        if u_15 < 128:
+            out.append(u_15)
+        else:
+            write_uvarint(out, u_15)
+        out += b_14
         out.append(0)
     out.append(0)
 
@@ -609,23 +689,43 @@ def decode_list_transactions_response_v2(data: bytes, pos: int) -> tuple[ListTra
 def encode_list_transactions_response_v2(m: ListTransactionsResponse, out: bytearray) -> None:
     out += _S1.pack(m.throttle_time_ms, m.error_code)
     x_1 = m.unknown_state_filters
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        x_3 = e_2
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
-    x_5 = m.transaction_states
-    write_uvarint(out, len(x_5) + 1)
-    for e_6 in x_5:
-        x_7 = e_6.transactional_id
-        b_8 = x_7.encode()
-        write_uvarint(out, len(b_8) + 1)
-        out += b_8
-        out += _S0.pack(e_6.producer_id)
-        x_9 = e_6.transaction_state
-        b_10 = x_9.encode()
-        write_uvarint(out, len(b_10) + 1)
-        out += b_10
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        x_4 = e_3
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
+    x_7 = m.transaction_states
+    u_8 = len(x_7) + 1
+    if u_8 < 128:
+        out.append(u_8)
+    else:
+        write_uvarint(out, u_8)
+    for e_9 in x_7:
+        x_10 = e_9.transactional_id
+        b_11 = x_10.encode()
+        u_12 = len(b_11) + 1
+        if u_12 < 128:
+            out.append(u_12)
+        else:
+            write_uvarint(out, u_12)
+        out += b_11
+        out += _S0.pack(e_9.producer_id)
+        x_13 = e_9.transaction_state
+        b_14 = x_13.encode()
+        u_15 = len(b_14) + 1
+        if u_15 < 128:
+            out.append(u_15)
+        else:
+            write_uvarint(out, u_15)
+        out += b_14
         out.append(0)
     out.append(0)

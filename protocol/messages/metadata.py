@@ -537,14 +537,22 @@ def encode_metadata_request_v9(m: MetadataRequest, out: bytearray) -> None:
     if x_1 is None:
         out.append(0)
     else:
-        write_uvarint(out, len(x_1) + 1)
-        for e_2 in x_1:
-            x_3 = e_2.name
-            if x_3 is None:
+        u_2 = len(x_1) + 1
+        if u_2 < 128:
+            out.append(u_2)
+        else:
+            write_uvarint(out, u_2)
+        for e_3 in x_1:
+            x_4 = e_3.name
+            if x_4 is None:
                 raise ValueError('Name cannot be null in version 9')
-            b_4 = x_3.encode()
-            write_uvarint(out, len(b_4) + 1)
-            out += b_4
+            b_5 = x_4.encode()
+            u_6 = len(b_5) + 1
+            if u_6 < 128:
+                out.append(u_6)
+            else:
+                write_uvarint(out, u_6)
+            out += b_5
             out.append(0)
     out += _S3.pack(m.allow_auto_topic_creation, m.include_cluster_authorized_operations, m.include_topic_authorized_operations)
     out.append(0)
@@ -609,16 +617,24 @@ def encode_metadata_request_v10(m: MetadataRequest, out: bytearray) -> None:
     if x_1 is None:
         out.append(0)
     else:
-        write_uvarint(out, len(x_1) + 1)
-        for e_2 in x_1:
-            out += _S4.pack(e_2.topic_id)
-            x_3 = e_2.name
-            if x_3 is None:
+        u_2 = len(x_1) + 1
+        if u_2 < 128:
+            out.append(u_2)
+        else:
+            write_uvarint(out, u_2)
+        for e_3 in x_1:
+            out += _S4.pack(e_3.topic_id)
+            x_4 = e_3.name
+            if x_4 is None:
                 out.append(0)
             else:
-                b_4 = x_3.encode()
-                write_uvarint(out, len(b_4) + 1)
-                out += b_4
+                b_5 = x_4.encode()
+                u_6 = len(b_5) + 1
+                if u_6 < 128:
+                    out.append(u_6)
+                else:
+                    write_uvarint(out, u_6)
+                out += b_5
             out.append(0)
     out += _S3.pack(m.allow_auto_topic_creation, m.include_cluster_authorized_operations, m.include_topic_authorized_operations)
     out.append(0)
@@ -685,16 +701,24 @@ def encode_metadata_request_v11(m: MetadataRequest, out: bytearray) -> None:
     if x_1 is None:
         out.append(0)
     else:
-        write_uvarint(out, len(x_1) + 1)
-        for e_2 in x_1:
-            out += _S4.pack(e_2.topic_id)
-            x_3 = e_2.name
-            if x_3 is None:
+        u_2 = len(x_1) + 1
+        if u_2 < 128:
+            out.append(u_2)
+        else:
+            write_uvarint(out, u_2)
+        for e_3 in x_1:
+            out += _S4.pack(e_3.topic_id)
+            x_4 = e_3.name
+            if x_4 is None:
                 out.append(0)
             else:
-                b_4 = x_3.encode()
-                write_uvarint(out, len(b_4) + 1)
-                out += b_4
+                b_5 = x_4.encode()
+                u_6 = len(b_5) + 1
+                if u_6 < 128:
+                    out.append(u_6)
+                else:
+                    write_uvarint(out, u_6)
+                out += b_5
             out.append(0)
     out += _S5.pack(m.allow_auto_topic_creation, m.include_topic_authorized_operations)
     out.append(0)
@@ -761,16 +785,24 @@ def encode_metadata_request_v12(m: MetadataRequest, out: bytearray) -> None:
     if x_1 is None:
         out.append(0)
     else:
-        write_uvarint(out, len(x_1) + 1)
-        for e_2 in x_1:
-            out += _S4.pack(e_2.topic_id)
-            x_3 = e_2.name
-            if x_3 is None:
+        u_2 = len(x_1) + 1
+        if u_2 < 128:
+            out.append(u_2)
+        else:
+            write_uvarint(out, u_2)
+        for e_3 in x_1:
+            out += _S4.pack(e_3.topic_id)
+            x_4 = e_3.name
+            if x_4 is None:
                 out.append(0)
             else:
-                b_4 = x_3.encode()
-                write_uvarint(out, len(b_4) + 1)
-                out += b_4
+                b_5 = x_4.encode()
+                u_6 = len(b_5) + 1
+                if u_6 < 128:
+                    out.append(u_6)
+                else:
+                    write_uvarint(out, u_6)
+                out += b_5
             out.append(0)
     out += _S5.pack(m.allow_auto_topic_creation, m.include_topic_authorized_operations)
     out.append(0)
@@ -2400,56 +2432,96 @@ def decode_metadata_response_v9(data: bytes, pos: int) -> tuple[MetadataResponse
 def encode_metadata_response_v9(m: MetadataResponse, out: bytearray) -> None:
     out += _S0.pack(m.throttle_time_ms)
     x_1 = m.brokers
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        out += _S0.pack(e_2.node_id)
-        x_3 = e_2.host
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
-        out += _S0.pack(e_2.port)
-        x_5 = e_2.rack
-        if x_5 is None:
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        out += _S0.pack(e_3.node_id)
+        x_4 = e_3.host
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
+        out += _S0.pack(e_3.port)
+        x_7 = e_3.rack
+        if x_7 is None:
             out.append(0)
         else:
-            b_6 = x_5.encode()
-            write_uvarint(out, len(b_6) + 1)
-            out += b_6
+            b_8 = x_7.encode()
+            u_9 = len(b_8) + 1
+            if u_9 < 128:
+                out.append(u_9)
+            else:
+                write_uvarint(out, u_9)
+            out += b_8
         out.append(0)
-    x_7 = m.cluster_id
-    if x_7 is None:
+    x_10 = m.cluster_id
+    if x_10 is None:
         out.append(0)
     else:
-        b_8 = x_7.encode()
-        write_uvarint(out, len(b_8) + 1)
-        out += b_8
+        b_11 = x_10.encode()
+        u_12 = len(b_11) + 1
+        if u_12 < 128:
+            out.append(u_12)
+        else:
+            write_uvarint(out, u_12)
+        out += b_11
     out += _S0.pack(m.controller_id)
-    x_9 = m.topics
-    write_uvarint(out, len(x_9) + 1)
-    for e_10 in x_9:
-        out += _S1.pack(e_10.error_code)
-        x_11 = e_10.name
-        if x_11 is None:
+    x_13 = m.topics
+    u_14 = len(x_13) + 1
+    if u_14 < 128:
+        out.append(u_14)
+    else:
+        write_uvarint(out, u_14)
+    for e_15 in x_13:
+        out += _S1.pack(e_15.error_code)
+        x_16 = e_15.name
+        if x_16 is None:
             raise ValueError('Name cannot be null in version 9')
-        b_12 = x_11.encode()
-        write_uvarint(out, len(b_12) + 1)
-        out += b_12
-        out += _S2.pack(e_10.is_internal)
-        x_13 = e_10.partitions
-        write_uvarint(out, len(x_13) + 1)
-        for e_14 in x_13:
-            out += _S7.pack(e_14.error_code, e_14.partition_index, e_14.leader_id, e_14.leader_epoch)
-            x_15 = e_14.replica_nodes
-            write_uvarint(out, len(x_15) + 1)
-            out += pack('>%di' % len(x_15), *x_15)
-            x_16 = e_14.isr_nodes
-            write_uvarint(out, len(x_16) + 1)
-            out += pack('>%di' % len(x_16), *x_16)
-            x_17 = e_14.offline_replicas
-            write_uvarint(out, len(x_17) + 1)
-            out += pack('>%di' % len(x_17), *x_17)
+        b_17 = x_16.encode()
+        u_18 = len(b_17) + 1
+        if u_18 < 128:
+            out.append(u_18)
+        else:
+            write_uvarint(out, u_18)
+        out += b_17
+        out += _S2.pack(e_15.is_internal)
+        x_19 = e_15.partitions
+        u_20 = len(x_19) + 1
+        if u_20 < 128:
+            out.append(u_20)
+        else:
+            write_uvarint(out, u_20)
+        for e_21 in x_19:
+            out += _S7.pack(e_21.error_code, e_21.partition_index, e_21.leader_id, e_21.leader_epoch)
+            x_22 = e_21.replica_nodes
+            u_23 = len(x_22) + 1
+            if u_23 < 128:
+                out.append(u_23)
+            else:
+                write_uvarint(out, u_23)
+            out += pack('>%di' % len(x_22), *x_22)
+            x_24 = e_21.isr_nodes
+            u_25 = len(x_24) + 1
+            if u_25 < 128:
+                out.append(u_25)
+            else:
+                write_uvarint(out, u_25)
+            out += pack('>%di' % len(x_24), *x_24)
+            x_26 = e_21.offline_replicas
+            u_27 = len(x_26) + 1
+            if u_27 < 128:
+                out.append(u_27)
+            else:
+                write_uvarint(out, u_27)
+            out += pack('>%di' % len(x_26), *x_26)
             out.append(0)
-        out += _S0.pack(e_10.topic_authorized_operations)
+        out += _S0.pack(e_15.topic_authorized_operations)
         out.append(0)
     out += _S0.pack(m.cluster_authorized_operations)
     out.append(0)
@@ -2654,56 +2726,96 @@ def decode_metadata_response_v10(data: bytes, pos: int) -> tuple[MetadataRespons
 def encode_metadata_response_v10(m: MetadataResponse, out: bytearray) -> None:
     out += _S0.pack(m.throttle_time_ms)
     x_1 = m.brokers
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        out += _S0.pack(e_2.node_id)
-        x_3 = e_2.host
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
-        out += _S0.pack(e_2.port)
-        x_5 = e_2.rack
-        if x_5 is None:
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        out += _S0.pack(e_3.node_id)
+        x_4 = e_3.host
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
+        out += _S0.pack(e_3.port)
+        x_7 = e_3.rack
+        if x_7 is None:
             out.append(0)
         else:
-            b_6 = x_5.encode()
-            write_uvarint(out, len(b_6) + 1)
-            out += b_6
+            b_8 = x_7.encode()
+            u_9 = len(b_8) + 1
+            if u_9 < 128:
+                out.append(u_9)
+            else:
+                write_uvarint(out, u_9)
+            out += b_8
         out.append(0)
-    x_7 = m.cluster_id
-    if x_7 is None:
+    x_10 = m.cluster_id
+    if x_10 is None:
         out.append(0)
     else:
-        b_8 = x_7.encode()
-        write_uvarint(out, len(b_8) + 1)
-        out += b_8
+        b_11 = x_10.encode()
+        u_12 = len(b_11) + 1
+        if u_12 < 128:
+            out.append(u_12)
+        else:
+            write_uvarint(out, u_12)
+        out += b_11
     out += _S0.pack(m.controller_id)
-    x_9 = m.topics
-    write_uvarint(out, len(x_9) + 1)
-    for e_10 in x_9:
-        out += _S1.pack(e_10.error_code)
-        x_11 = e_10.name
-        if x_11 is None:
+    x_13 = m.topics
+    u_14 = len(x_13) + 1
+    if u_14 < 128:
+        out.append(u_14)
+    else:
+        write_uvarint(out, u_14)
+    for e_15 in x_13:
+        out += _S1.pack(e_15.error_code)
+        x_16 = e_15.name
+        if x_16 is None:
             raise ValueError('Name cannot be null in version 10')
-        b_12 = x_11.encode()
-        write_uvarint(out, len(b_12) + 1)
-        out += b_12
-        out += _S8.pack(e_10.topic_id, e_10.is_internal)
-        x_13 = e_10.partitions
-        write_uvarint(out, len(x_13) + 1)
-        for e_14 in x_13:
-            out += _S7.pack(e_14.error_code, e_14.partition_index, e_14.leader_id, e_14.leader_epoch)
-            x_15 = e_14.replica_nodes
-            write_uvarint(out, len(x_15) + 1)
-            out += pack('>%di' % len(x_15), *x_15)
-            x_16 = e_14.isr_nodes
-            write_uvarint(out, len(x_16) + 1)
-            out += pack('>%di' % len(x_16), *x_16)
-            x_17 = e_14.offline_replicas
-            write_uvarint(out, len(x_17) + 1)
-            out += pack('>%di' % len(x_17), *x_17)
+        b_17 = x_16.encode()
+        u_18 = len(b_17) + 1
+        if u_18 < 128:
+            out.append(u_18)
+        else:
+            write_uvarint(out, u_18)
+        out += b_17
+        out += _S8.pack(e_15.topic_id, e_15.is_internal)
+        x_19 = e_15.partitions
+        u_20 = len(x_19) + 1
+        if u_20 < 128:
+            out.append(u_20)
+        else:
+            write_uvarint(out, u_20)
+        for e_21 in x_19:
+            out += _S7.pack(e_21.error_code, e_21.partition_index, e_21.leader_id, e_21.leader_epoch)
+            x_22 = e_21.replica_nodes
+            u_23 = len(x_22) + 1
+            if u_23 < 128:
+                out.append(u_23)
+            else:
+                write_uvarint(out, u_23)
+            out += pack('>%di' % len(x_22), *x_22)
+            x_24 = e_21.isr_nodes
+            u_25 = len(x_24) + 1
+            if u_25 < 128:
+                out.append(u_25)
+            else:
+                write_uvarint(out, u_25)
+            out += pack('>%di' % len(x_24), *x_24)
+            x_26 = e_21.offline_replicas
+            u_27 = len(x_26) + 1
+            if u_27 < 128:
+                out.append(u_27)
+            else:
+                write_uvarint(out, u_27)
+            out += pack('>%di' % len(x_26), *x_26)
             out.append(0)
-        out += _S0.pack(e_10.topic_authorized_operations)
+        out += _S0.pack(e_15.topic_authorized_operations)
         out.append(0)
     out += _S0.pack(m.cluster_authorized_operations)
     out.append(0)
@@ -2908,56 +3020,96 @@ def encode_metadata_response_v11(m: MetadataResponse, out: bytearray) -> None:
         raise ValueError('attempted to write a non-default ClusterAuthorizedOperations at version 11')
     out += _S0.pack(m.throttle_time_ms)
     x_1 = m.brokers
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        out += _S0.pack(e_2.node_id)
-        x_3 = e_2.host
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
-        out += _S0.pack(e_2.port)
-        x_5 = e_2.rack
-        if x_5 is None:
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        out += _S0.pack(e_3.node_id)
+        x_4 = e_3.host
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
+        out += _S0.pack(e_3.port)
+        x_7 = e_3.rack
+        if x_7 is None:
             out.append(0)
         else:
-            b_6 = x_5.encode()
-            write_uvarint(out, len(b_6) + 1)
-            out += b_6
+            b_8 = x_7.encode()
+            u_9 = len(b_8) + 1
+            if u_9 < 128:
+                out.append(u_9)
+            else:
+                write_uvarint(out, u_9)
+            out += b_8
         out.append(0)
-    x_7 = m.cluster_id
-    if x_7 is None:
+    x_10 = m.cluster_id
+    if x_10 is None:
         out.append(0)
     else:
-        b_8 = x_7.encode()
-        write_uvarint(out, len(b_8) + 1)
-        out += b_8
+        b_11 = x_10.encode()
+        u_12 = len(b_11) + 1
+        if u_12 < 128:
+            out.append(u_12)
+        else:
+            write_uvarint(out, u_12)
+        out += b_11
     out += _S0.pack(m.controller_id)
-    x_9 = m.topics
-    write_uvarint(out, len(x_9) + 1)
-    for e_10 in x_9:
-        out += _S1.pack(e_10.error_code)
-        x_11 = e_10.name
-        if x_11 is None:
+    x_13 = m.topics
+    u_14 = len(x_13) + 1
+    if u_14 < 128:
+        out.append(u_14)
+    else:
+        write_uvarint(out, u_14)
+    for e_15 in x_13:
+        out += _S1.pack(e_15.error_code)
+        x_16 = e_15.name
+        if x_16 is None:
             raise ValueError('Name cannot be null in version 11')
-        b_12 = x_11.encode()
-        write_uvarint(out, len(b_12) + 1)
-        out += b_12
-        out += _S8.pack(e_10.topic_id, e_10.is_internal)
-        x_13 = e_10.partitions
-        write_uvarint(out, len(x_13) + 1)
-        for e_14 in x_13:
-            out += _S7.pack(e_14.error_code, e_14.partition_index, e_14.leader_id, e_14.leader_epoch)
-            x_15 = e_14.replica_nodes
-            write_uvarint(out, len(x_15) + 1)
-            out += pack('>%di' % len(x_15), *x_15)
-            x_16 = e_14.isr_nodes
-            write_uvarint(out, len(x_16) + 1)
-            out += pack('>%di' % len(x_16), *x_16)
-            x_17 = e_14.offline_replicas
-            write_uvarint(out, len(x_17) + 1)
-            out += pack('>%di' % len(x_17), *x_17)
+        b_17 = x_16.encode()
+        u_18 = len(b_17) + 1
+        if u_18 < 128:
+            out.append(u_18)
+        else:
+            write_uvarint(out, u_18)
+        out += b_17
+        out += _S8.pack(e_15.topic_id, e_15.is_internal)
+        x_19 = e_15.partitions
+        u_20 = len(x_19) + 1
+        if u_20 < 128:
+            out.append(u_20)
+        else:
+            write_uvarint(out, u_20)
+        for e_21 in x_19:
+            out += _S7.pack(e_21.error_code, e_21.partition_index, e_21.leader_id, e_21.leader_epoch)
+            x_22 = e_21.replica_nodes
+            u_23 = len(x_22) + 1
+            if u_23 < 128:
+                out.append(u_23)
+            else:
+                write_uvarint(out, u_23)
+            out += pack('>%di' % len(x_22), *x_22)
+            x_24 = e_21.isr_nodes
+            u_25 = len(x_24) + 1
+            if u_25 < 128:
+                out.append(u_25)
+            else:
+                write_uvarint(out, u_25)
+            out += pack('>%di' % len(x_24), *x_24)
+            x_26 = e_21.offline_replicas
+            u_27 = len(x_26) + 1
+            if u_27 < 128:
+                out.append(u_27)
+            else:
+                write_uvarint(out, u_27)
+            out += pack('>%di' % len(x_26), *x_26)
             out.append(0)
-        out += _S0.pack(e_10.topic_authorized_operations)
+        out += _S0.pack(e_15.topic_authorized_operations)
         out.append(0)
     out.append(0)
 
@@ -3161,56 +3313,96 @@ def encode_metadata_response_v12(m: MetadataResponse, out: bytearray) -> None:
         raise ValueError('attempted to write a non-default ClusterAuthorizedOperations at version 12')
     out += _S0.pack(m.throttle_time_ms)
     x_1 = m.brokers
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        out += _S0.pack(e_2.node_id)
-        x_3 = e_2.host
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
-        out += _S0.pack(e_2.port)
-        x_5 = e_2.rack
-        if x_5 is None:
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        out += _S0.pack(e_3.node_id)
+        x_4 = e_3.host
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
+        out += _S0.pack(e_3.port)
+        x_7 = e_3.rack
+        if x_7 is None:
             out.append(0)
         else:
-            b_6 = x_5.encode()
-            write_uvarint(out, len(b_6) + 1)
-            out += b_6
+            b_8 = x_7.encode()
+            u_9 = len(b_8) + 1
+            if u_9 < 128:
+                out.append(u_9)
+            else:
+                write_uvarint(out, u_9)
+            out += b_8
         out.append(0)
-    x_7 = m.cluster_id
-    if x_7 is None:
+    x_10 = m.cluster_id
+    if x_10 is None:
         out.append(0)
     else:
-        b_8 = x_7.encode()
-        write_uvarint(out, len(b_8) + 1)
-        out += b_8
+        b_11 = x_10.encode()
+        u_12 = len(b_11) + 1
+        if u_12 < 128:
+            out.append(u_12)
+        else:
+            write_uvarint(out, u_12)
+        out += b_11
     out += _S0.pack(m.controller_id)
-    x_9 = m.topics
-    write_uvarint(out, len(x_9) + 1)
-    for e_10 in x_9:
-        out += _S1.pack(e_10.error_code)
-        x_11 = e_10.name
-        if x_11 is None:
+    x_13 = m.topics
+    u_14 = len(x_13) + 1
+    if u_14 < 128:
+        out.append(u_14)
+    else:
+        write_uvarint(out, u_14)
+    for e_15 in x_13:
+        out += _S1.pack(e_15.error_code)
+        x_16 = e_15.name
+        if x_16 is None:
             out.append(0)
         else:
-            b_12 = x_11.encode()
-            write_uvarint(out, len(b_12) + 1)
-            out += b_12
-        out += _S8.pack(e_10.topic_id, e_10.is_internal)
-        x_13 = e_10.partitions
-        write_uvarint(out, len(x_13) + 1)
-        for e_14 in x_13:
-            out += _S7.pack(e_14.error_code, e_14.partition_index, e_14.leader_id, e_14.leader_epoch)
-            x_15 = e_14.replica_nodes
-            write_uvarint(out, len(x_15) + 1)
-            out += pack('>%di' % len(x_15), *x_15)
-            x_16 = e_14.isr_nodes
-            write_uvarint(out, len(x_16) + 1)
-            out += pack('>%di' % len(x_16), *x_16)
-            x_17 = e_14.offline_replicas
-            write_uvarint(out, len(x_17) + 1)
-            out += pack('>%di' % len(x_17), *x_17)
+            b_17 = x_16.encode()
+            u_18 = len(b_17) + 1
+            if u_18 < 128:
+                out.append(u_18)
+            else:
+                write_uvarint(out, u_18)
+            out += b_17
+        out += _S8.pack(e_15.topic_id, e_15.is_internal)
+        x_19 = e_15.partitions
+        u_20 = len(x_19) + 1
+        if u_20 < 128:
+            out.append(u_20)
+        else:
+            write_uvarint(out, u_20)
+        for e_21 in x_19:
+            out += _S7.pack(e_21.error_code, e_21.partition_index, e_21.leader_id, e_21.leader_epoch)
+            x_22 = e_21.replica_nodes
+            u_23 = len(x_22) + 1
+            if u_23 < 128:
+                out.append(u_23)
+            else:
+                write_uvarint(out, u_23)
+            out += pack('>%di' % len(x_22), *x_22)
+            x_24 = e_21.isr_nodes
+            u_25 = len(x_24) + 1
+            if u_25 < 128:
+                out.append(u_25)
+            else:
+                write_uvarint(out, u_25)
+            out += pack('>%di' % len(x_24), *x_24)
+            x_26 = e_21.offline_replicas
+            u_27 = len(x_26) + 1
+            if u_27 < 128:
+                out.append(u_27)
+            else:
+                write_uvarint(out, u_27)
+            out += pack('>%di' % len(x_26), *x_26)
             out.append(0)
-        out += _S0.pack(e_10.topic_authorized_operations)
+        out += _S0.pack(e_15.topic_authorized_operations)
         out.append(0)
     out.append(0)

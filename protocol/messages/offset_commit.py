@@ -984,40 +984,68 @@ def decode_offset_commit_request_v8(data: bytes, pos: int) -> tuple[OffsetCommit
 def encode_offset_commit_request_v8(m: OffsetCommitRequest, out: bytearray) -> None:
     x_1 = m.group_id
     b_2 = x_1.encode()
-    write_uvarint(out, len(b_2) + 1)
+    u_3 = len(b_2) + 1
+    if u_3 < 128:
+        out.append(u_3)
+    else:
+        write_uvarint(out, u_3)
     out += b_2
     out += _S1.pack(m.generation_id_or_member_epoch)
-    x_3 = m.member_id
-    b_4 = x_3.encode()
-    write_uvarint(out, len(b_4) + 1)
-    out += b_4
-    x_5 = m.group_instance_id
-    if x_5 is None:
+    x_4 = m.member_id
+    b_5 = x_4.encode()
+    u_6 = len(b_5) + 1
+    if u_6 < 128:
+        out.append(u_6)
+    else:
+        write_uvarint(out, u_6)
+    out += b_5
+    x_7 = m.group_instance_id
+    if x_7 is None:
         out.append(0)
     else:
-        b_6 = x_5.encode()
-        write_uvarint(out, len(b_6) + 1)
-        out += b_6
-    x_7 = m.topics
-    write_uvarint(out, len(x_7) + 1)
-    for e_8 in x_7:
-        x_9 = e_8.name
-        b_10 = x_9.encode()
-        write_uvarint(out, len(b_10) + 1)
-        out += b_10
-        x_11 = e_8.partitions
-        write_uvarint(out, len(x_11) + 1)
-        for e_12 in x_11:
-            if e_12.commit_timestamp != -1:
+        b_8 = x_7.encode()
+        u_9 = len(b_8) + 1
+        if u_9 < 128:
+            out.append(u_9)
+        else:
+            write_uvarint(out, u_9)
+        out += b_8
+    x_10 = m.topics
+    u_11 = len(x_10) + 1
+    if u_11 < 128:
+        out.append(u_11)
+    else:
+        write_uvarint(out, u_11)
+    for e_12 in x_10:
+        x_13 = e_12.name
+        b_14 = x_13.encode()
+        u_15 = len(b_14) + 1
+        if u_15 < 128:
+            out.append(u_15)
+        else:
+            write_uvarint(out, u_15)
+        out += b_14
+        x_16 = e_12.partitions
+        u_17 = len(x_16) + 1
+        if u_17 < 128:
+            out.append(u_17)
+        else:
+            write_uvarint(out, u_17)
+        for e_18 in x_16:
+            if e_18.commit_timestamp != -1:
                 raise ValueError('attempted to write a non-default CommitTimestamp at version 8')
-            out += _S5.pack(e_12.partition_index, e_12.committed_offset, e_12.committed_leader_epoch)
-            x_13 = e_12.committed_metadata
-            if x_13 is None:
+            out += _S5.pack(e_18.partition_index, e_18.committed_offset, e_18.committed_leader_epoch)
+            x_19 = e_18.committed_metadata
+            if x_19 is None:
                 out.append(0)
             else:
-                b_14 = x_13.encode()
-                write_uvarint(out, len(b_14) + 1)
-                out += b_14
+                b_20 = x_19.encode()
+                u_21 = len(b_20) + 1
+                if u_21 < 128:
+                    out.append(u_21)
+                else:
+                    write_uvarint(out, u_21)
+                out += b_20
             out.append(0)
         out.append(0)
     out.append(0)
@@ -1153,40 +1181,68 @@ def decode_offset_commit_request_v9(data: bytes, pos: int) -> tuple[OffsetCommit
 def encode_offset_commit_request_v9(m: OffsetCommitRequest, out: bytearray) -> None:
     x_1 = m.group_id
     b_2 = x_1.encode()
-    write_uvarint(out, len(b_2) + 1)
+    u_3 = len(b_2) + 1
+    if u_3 < 128:
+        out.append(u_3)
+    else:
+        write_uvarint(out, u_3)
     out += b_2
     out += _S1.pack(m.generation_id_or_member_epoch)
-    x_3 = m.member_id
-    b_4 = x_3.encode()
-    write_uvarint(out, len(b_4) + 1)
-    out += b_4
-    x_5 = m.group_instance_id
-    if x_5 is None:
+    x_4 = m.member_id
+    b_5 = x_4.encode()
+    u_6 = len(b_5) + 1
+    if u_6 < 128:
+        out.append(u_6)
+    else:
+        write_uvarint(out, u_6)
+    out += b_5
+    x_7 = m.group_instance_id
+    if x_7 is None:
         out.append(0)
     else:
-        b_6 = x_5.encode()
-        write_uvarint(out, len(b_6) + 1)
-        out += b_6
-    x_7 = m.topics
-    write_uvarint(out, len(x_7) + 1)
-    for e_8 in x_7:
-        x_9 = e_8.name
-        b_10 = x_9.encode()
-        write_uvarint(out, len(b_10) + 1)
-        out += b_10
-        x_11 = e_8.partitions
-        write_uvarint(out, len(x_11) + 1)
-        for e_12 in x_11:
-            if e_12.commit_timestamp != -1:
+        b_8 = x_7.encode()
+        u_9 = len(b_8) + 1
+        if u_9 < 128:
+            out.append(u_9)
+        else:
+            write_uvarint(out, u_9)
+        out += b_8
+    x_10 = m.topics
+    u_11 = len(x_10) + 1
+    if u_11 < 128:
+        out.append(u_11)
+    else:
+        write_uvarint(out, u_11)
+    for e_12 in x_10:
+        x_13 = e_12.name
+        b_14 = x_13.encode()
+        u_15 = len(b_14) + 1
+        if u_15 < 128:
+            out.append(u_15)
+        else:
+            write_uvarint(out, u_15)
+        out += b_14
+        x_16 = e_12.partitions
+        u_17 = len(x_16) + 1
+        if u_17 < 128:
+            out.append(u_17)
+        else:
+            write_uvarint(out, u_17)
+        for e_18 in x_16:
+            if e_18.commit_timestamp != -1:
                 raise ValueError('attempted to write a non-default CommitTimestamp at version 9')
-            out += _S5.pack(e_12.partition_index, e_12.committed_offset, e_12.committed_leader_epoch)
-            x_13 = e_12.committed_metadata
-            if x_13 is None:
+            out += _S5.pack(e_18.partition_index, e_18.committed_offset, e_18.committed_leader_epoch)
+            x_19 = e_18.committed_metadata
+            if x_19 is None:
                 out.append(0)
             else:
-                b_14 = x_13.encode()
-                write_uvarint(out, len(b_14) + 1)
-                out += b_14
+                b_20 = x_19.encode()
+                u_21 = len(b_20) + 1
+                if u_21 < 128:
+                    out.append(u_21)
+                else:
+                    write_uvarint(out, u_21)
+                out += b_20
             out.append(0)
         out.append(0)
     out.append(0)
@@ -1312,37 +1368,61 @@ def decode_offset_commit_request_v10(data: bytes, pos: int) -> tuple[OffsetCommi
 def encode_offset_commit_request_v10(m: OffsetCommitRequest, out: bytearray) -> None:
     x_1 = m.group_id
     b_2 = x_1.encode()
-    write_uvarint(out, len(b_2) + 1)
+    u_3 = len(b_2) + 1
+    if u_3 < 128:
+        out.append(u_3)
+    else:
+        write_uvarint(out, u_3)
     out += b_2
     out += _S1.pack(m.generation_id_or_member_epoch)
-    x_3 = m.member_id
-    b_4 = x_3.encode()
-    write_uvarint(out, len(b_4) + 1)
-    out += b_4
-    x_5 = m.group_instance_id
-    if x_5 is None:
+    x_4 = m.member_id
+    b_5 = x_4.encode()
+    u_6 = len(b_5) + 1
+    if u_6 < 128:
+        out.append(u_6)
+    else:
+        write_uvarint(out, u_6)
+    out += b_5
+    x_7 = m.group_instance_id
+    if x_7 is None:
         out.append(0)
     else:
-        b_6 = x_5.encode()
-        write_uvarint(out, len(b_6) + 1)
-        out += b_6
-    x_7 = m.topics
-    write_uvarint(out, len(x_7) + 1)
-    for e_8 in x_7:
-        out += _S6.pack(e_8.topic_id)
-        x_9 = e_8.partitions
-        write_uvarint(out, len(x_9) + 1)
-        for e_10 in x_9:
-            if e_10.commit_timestamp != -1:
+        b_8 = x_7.encode()
+        u_9 = len(b_8) + 1
+        if u_9 < 128:
+            out.append(u_9)
+        else:
+            write_uvarint(out, u_9)
+        out += b_8
+    x_10 = m.topics
+    u_11 = len(x_10) + 1
+    if u_11 < 128:
+        out.append(u_11)
+    else:
+        write_uvarint(out, u_11)
+    for e_12 in x_10:
+        out += _S6.pack(e_12.topic_id)
+        x_13 = e_12.partitions
+        u_14 = len(x_13) + 1
+        if u_14 < 128:
+            out.append(u_14)
+        else:
+            write_uvarint(out, u_14)
+        for e_15 in x_13:
+            if e_15.commit_timestamp != -1:
                 raise ValueError('attempted to write a non-default CommitTimestamp at version 10')
-            out += _S5.pack(e_10.partition_index, e_10.committed_offset, e_10.committed_leader_epoch)
-            x_11 = e_10.committed_metadata
-            if x_11 is None:
+            out += _S5.pack(e_15.partition_index, e_15.committed_offset, e_15.committed_leader_epoch)
+            x_16 = e_15.committed_metadata
+            if x_16 is None:
                 out.append(0)
             else:
-                b_12 = x_11.encode()
-                write_uvarint(out, len(b_12) + 1)
-                out += b_12
+                b_17 = x_16.encode()
+                u_18 = len(b_17) + 1
+                if u_18 < 128:
+                    out.append(u_18)
+                else:
+                    write_uvarint(out, u_18)
+                out += b_17
             out.append(0)
         out.append(0)
     out.append(0)
@@ -1861,16 +1941,28 @@ def decode_offset_commit_response_v8(data: bytes, pos: int) -> tuple[OffsetCommi
 def encode_offset_commit_response_v8(m: OffsetCommitResponse, out: bytearray) -> None:
     out += _S1.pack(m.throttle_time_ms)
     x_1 = m.topics
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        x_3 = e_2.name
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
-        x_5 = e_2.partitions
-        write_uvarint(out, len(x_5) + 1)
-        for e_6 in x_5:
-            out += _S7.pack(e_6.partition_index, e_6.error_code)
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        x_4 = e_3.name
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
+        x_7 = e_3.partitions
+        u_8 = len(x_7) + 1
+        if u_8 < 128:
+            out.append(u_8)
+        else:
+            write_uvarint(out, u_8)
+        for e_9 in x_7:
+            out += _S7.pack(e_9.partition_index, e_9.error_code)
             out.append(0)
         out.append(0)
     out.append(0)
@@ -1958,16 +2050,28 @@ def decode_offset_commit_response_v9(data: bytes, pos: int) -> tuple[OffsetCommi
 def encode_offset_commit_response_v9(m: OffsetCommitResponse, out: bytearray) -> None:
     out += _S1.pack(m.throttle_time_ms)
     x_1 = m.topics
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        x_3 = e_2.name
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
-        x_5 = e_2.partitions
-        write_uvarint(out, len(x_5) + 1)
-        for e_6 in x_5:
-            out += _S7.pack(e_6.partition_index, e_6.error_code)
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        x_4 = e_3.name
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
+        x_7 = e_3.partitions
+        u_8 = len(x_7) + 1
+        if u_8 < 128:
+            out.append(u_8)
+        else:
+            write_uvarint(out, u_8)
+        for e_9 in x_7:
+            out += _S7.pack(e_9.partition_index, e_9.error_code)
             out.append(0)
         out.append(0)
     out.append(0)
@@ -2045,13 +2149,21 @@ def decode_offset_commit_response_v10(data: bytes, pos: int) -> tuple[OffsetComm
 def encode_offset_commit_response_v10(m: OffsetCommitResponse, out: bytearray) -> None:
     out += _S1.pack(m.throttle_time_ms)
     x_1 = m.topics
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        out += _S6.pack(e_2.topic_id)
-        x_3 = e_2.partitions
-        write_uvarint(out, len(x_3) + 1)
-        for e_4 in x_3:
-            out += _S7.pack(e_4.partition_index, e_4.error_code)
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        out += _S6.pack(e_3.topic_id)
+        x_4 = e_3.partitions
+        u_5 = len(x_4) + 1
+        if u_5 < 128:
+            out.append(u_5)
+        else:
+            write_uvarint(out, u_5)
+        for e_6 in x_4:
+            out += _S7.pack(e_6.partition_index, e_6.error_code)
             out.append(0)
         out.append(0)
     out.append(0)

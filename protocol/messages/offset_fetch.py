@@ -570,21 +570,37 @@ def encode_offset_fetch_request_v6(m: OffsetFetchRequest, out: bytearray) -> Non
         raise ValueError('attempted to write a non-default RequireStable at version 6')
     x_1 = m.group_id
     b_2 = x_1.encode()
-    write_uvarint(out, len(b_2) + 1)
+    u_3 = len(b_2) + 1
+    if u_3 < 128:
+        out.append(u_3)
+    else:
+        write_uvarint(out, u_3)
     out += b_2
-    x_3 = m.topics
-    if x_3 is None:
+    x_4 = m.topics
+    if x_4 is None:
         out.append(0)
     else:
-        write_uvarint(out, len(x_3) + 1)
-        for e_4 in x_3:
-            x_5 = e_4.name
-            b_6 = x_5.encode()
-            write_uvarint(out, len(b_6) + 1)
-            out += b_6
-            x_7 = e_4.partition_indexes
-            write_uvarint(out, len(x_7) + 1)
-            out += pack('>%di' % len(x_7), *x_7)
+        u_5 = len(x_4) + 1
+        if u_5 < 128:
+            out.append(u_5)
+        else:
+            write_uvarint(out, u_5)
+        for e_6 in x_4:
+            x_7 = e_6.name
+            b_8 = x_7.encode()
+            u_9 = len(b_8) + 1
+            if u_9 < 128:
+                out.append(u_9)
+            else:
+                write_uvarint(out, u_9)
+            out += b_8
+            x_10 = e_6.partition_indexes
+            u_11 = len(x_10) + 1
+            if u_11 < 128:
+                out.append(u_11)
+            else:
+                write_uvarint(out, u_11)
+            out += pack('>%di' % len(x_10), *x_10)
             out.append(0)
     out.append(0)
 
@@ -672,21 +688,37 @@ def encode_offset_fetch_request_v7(m: OffsetFetchRequest, out: bytearray) -> Non
         raise ValueError('attempted to write a non-default Groups at version 7')
     x_1 = m.group_id
     b_2 = x_1.encode()
-    write_uvarint(out, len(b_2) + 1)
+    u_3 = len(b_2) + 1
+    if u_3 < 128:
+        out.append(u_3)
+    else:
+        write_uvarint(out, u_3)
     out += b_2
-    x_3 = m.topics
-    if x_3 is None:
+    x_4 = m.topics
+    if x_4 is None:
         out.append(0)
     else:
-        write_uvarint(out, len(x_3) + 1)
-        for e_4 in x_3:
-            x_5 = e_4.name
-            b_6 = x_5.encode()
-            write_uvarint(out, len(b_6) + 1)
-            out += b_6
-            x_7 = e_4.partition_indexes
-            write_uvarint(out, len(x_7) + 1)
-            out += pack('>%di' % len(x_7), *x_7)
+        u_5 = len(x_4) + 1
+        if u_5 < 128:
+            out.append(u_5)
+        else:
+            write_uvarint(out, u_5)
+        for e_6 in x_4:
+            x_7 = e_6.name
+            b_8 = x_7.encode()
+            u_9 = len(b_8) + 1
+            if u_9 < 128:
+                out.append(u_9)
+            else:
+                write_uvarint(out, u_9)
+            out += b_8
+            x_10 = e_6.partition_indexes
+            u_11 = len(x_10) + 1
+            if u_11 < 128:
+                out.append(u_11)
+            else:
+                write_uvarint(out, u_11)
+            out += pack('>%di' % len(x_10), *x_10)
             out.append(0)
     out += _S2.pack(m.require_stable)
     out.append(0)
@@ -801,25 +833,45 @@ def encode_offset_fetch_request_v8(m: OffsetFetchRequest, out: bytearray) -> Non
     if m.topics:
         raise ValueError('attempted to write a non-default Topics at version 8')
     x_1 = m.groups
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        x_3 = e_2.group_id
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
-        x_5 = e_2.topics
-        if x_5 is None:
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        x_4 = e_3.group_id
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
+        x_7 = e_3.topics
+        if x_7 is None:
             out.append(0)
         else:
-            write_uvarint(out, len(x_5) + 1)
-            for e_6 in x_5:
-                x_7 = e_6.name
-                b_8 = x_7.encode()
-                write_uvarint(out, len(b_8) + 1)
-                out += b_8
-                x_9 = e_6.partition_indexes
-                write_uvarint(out, len(x_9) + 1)
-                out += pack('>%di' % len(x_9), *x_9)
+            u_8 = len(x_7) + 1
+            if u_8 < 128:
+                out.append(u_8)
+            else:
+                write_uvarint(out, u_8)
+            for e_9 in x_7:
+                x_10 = e_9.name
+                b_11 = x_10.encode()
+                u_12 = len(b_11) + 1
+                if u_12 < 128:
+                    out.append(u_12)
+                else:
+                    write_uvarint(out, u_12)
+                out += b_11
+                x_13 = e_9.partition_indexes
+                u_14 = len(x_13) + 1
+                if u_14 < 128:
+                    out.append(u_14)
+                else:
+                    write_uvarint(out, u_14)
+                out += pack('>%di' % len(x_13), *x_13)
                 out.append(0)
         out.append(0)
     out += _S2.pack(m.require_stable)
@@ -949,33 +1001,57 @@ def encode_offset_fetch_request_v9(m: OffsetFetchRequest, out: bytearray) -> Non
     if m.topics:
         raise ValueError('attempted to write a non-default Topics at version 9')
     x_1 = m.groups
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        x_3 = e_2.group_id
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
-        x_5 = e_2.member_id
-        if x_5 is None:
-            out.append(0)
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        x_4 = e_3.group_id
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
         else:
-            b_6 = x_5.encode()
-            write_uvarint(out, len(b_6) + 1)
-            out += b_6
-        out += _S1.pack(e_2.member_epoch)
-        x_7 = e_2.topics
+            write_uvarint(out, u_6)
+        out += b_5
+        x_7 = e_3.member_id
         if x_7 is None:
             out.append(0)
         else:
-            write_uvarint(out, len(x_7) + 1)
-            for e_8 in x_7:
-                x_9 = e_8.name
-                b_10 = x_9.encode()
-                write_uvarint(out, len(b_10) + 1)
-                out += b_10
-                x_11 = e_8.partition_indexes
-                write_uvarint(out, len(x_11) + 1)
-                out += pack('>%di' % len(x_11), *x_11)
+            b_8 = x_7.encode()
+            u_9 = len(b_8) + 1
+            if u_9 < 128:
+                out.append(u_9)
+            else:
+                write_uvarint(out, u_9)
+            out += b_8
+        out += _S1.pack(e_3.member_epoch)
+        x_10 = e_3.topics
+        if x_10 is None:
+            out.append(0)
+        else:
+            u_11 = len(x_10) + 1
+            if u_11 < 128:
+                out.append(u_11)
+            else:
+                write_uvarint(out, u_11)
+            for e_12 in x_10:
+                x_13 = e_12.name
+                b_14 = x_13.encode()
+                u_15 = len(b_14) + 1
+                if u_15 < 128:
+                    out.append(u_15)
+                else:
+                    write_uvarint(out, u_15)
+                out += b_14
+                x_16 = e_12.partition_indexes
+                u_17 = len(x_16) + 1
+                if u_17 < 128:
+                    out.append(u_17)
+                else:
+                    write_uvarint(out, u_17)
+                out += pack('>%di' % len(x_16), *x_16)
                 out.append(0)
         out.append(0)
     out += _S2.pack(m.require_stable)
@@ -1095,30 +1171,50 @@ def encode_offset_fetch_request_v10(m: OffsetFetchRequest, out: bytearray) -> No
     if m.topics:
         raise ValueError('attempted to write a non-default Topics at version 10')
     x_1 = m.groups
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        x_3 = e_2.group_id
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
-        x_5 = e_2.member_id
-        if x_5 is None:
-            out.append(0)
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        x_4 = e_3.group_id
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
         else:
-            b_6 = x_5.encode()
-            write_uvarint(out, len(b_6) + 1)
-            out += b_6
-        out += _S1.pack(e_2.member_epoch)
-        x_7 = e_2.topics
+            write_uvarint(out, u_6)
+        out += b_5
+        x_7 = e_3.member_id
         if x_7 is None:
             out.append(0)
         else:
-            write_uvarint(out, len(x_7) + 1)
-            for e_8 in x_7:
-                out += _S3.pack(e_8.topic_id)
-                x_9 = e_8.partition_indexes
-                write_uvarint(out, len(x_9) + 1)
-                out += pack('>%di' % len(x_9), *x_9)
+            b_8 = x_7.encode()
+            u_9 = len(b_8) + 1
+            if u_9 < 128:
+                out.append(u_9)
+            else:
+                write_uvarint(out, u_9)
+            out += b_8
+        out += _S1.pack(e_3.member_epoch)
+        x_10 = e_3.topics
+        if x_10 is None:
+            out.append(0)
+        else:
+            u_11 = len(x_10) + 1
+            if u_11 < 128:
+                out.append(u_11)
+            else:
+                write_uvarint(out, u_11)
+            for e_12 in x_10:
+                out += _S3.pack(e_12.topic_id)
+                x_13 = e_12.partition_indexes
+                u_14 = len(x_13) + 1
+                if u_14 < 128:
+                    out.append(u_14)
+                else:
+                    write_uvarint(out, u_14)
+                out += pack('>%di' % len(x_13), *x_13)
                 out.append(0)
         out.append(0)
     out += _S2.pack(m.require_stable)
@@ -1678,24 +1774,40 @@ def encode_offset_fetch_response_v6(m: OffsetFetchResponse, out: bytearray) -> N
         raise ValueError('attempted to write a non-default Groups at version 6')
     out += _S1.pack(m.throttle_time_ms)
     x_1 = m.topics
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        x_3 = e_2.name
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
-        x_5 = e_2.partitions
-        write_uvarint(out, len(x_5) + 1)
-        for e_6 in x_5:
-            out += _S5.pack(e_6.partition_index, e_6.committed_offset, e_6.committed_leader_epoch)
-            x_7 = e_6.metadata
-            if x_7 is None:
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        x_4 = e_3.name
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
+        x_7 = e_3.partitions
+        u_8 = len(x_7) + 1
+        if u_8 < 128:
+            out.append(u_8)
+        else:
+            write_uvarint(out, u_8)
+        for e_9 in x_7:
+            out += _S5.pack(e_9.partition_index, e_9.committed_offset, e_9.committed_leader_epoch)
+            x_10 = e_9.metadata
+            if x_10 is None:
                 out.append(0)
             else:
-                b_8 = x_7.encode()
-                write_uvarint(out, len(b_8) + 1)
-                out += b_8
-            out += _S0.pack(e_6.error_code)
+                b_11 = x_10.encode()
+                u_12 = len(b_11) + 1
+                if u_12 < 128:
+                    out.append(u_12)
+                else:
+                    write_uvarint(out, u_12)
+                out += b_11
+            out += _S0.pack(e_9.error_code)
             out.append(0)
         out.append(0)
     out += _S0.pack(m.error_code)
@@ -1802,24 +1914,40 @@ def encode_offset_fetch_response_v7(m: OffsetFetchResponse, out: bytearray) -> N
         raise ValueError('attempted to write a non-default Groups at version 7')
     out += _S1.pack(m.throttle_time_ms)
     x_1 = m.topics
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        x_3 = e_2.name
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
-        x_5 = e_2.partitions
-        write_uvarint(out, len(x_5) + 1)
-        for e_6 in x_5:
-            out += _S5.pack(e_6.partition_index, e_6.committed_offset, e_6.committed_leader_epoch)
-            x_7 = e_6.metadata
-            if x_7 is None:
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        x_4 = e_3.name
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
+        x_7 = e_3.partitions
+        u_8 = len(x_7) + 1
+        if u_8 < 128:
+            out.append(u_8)
+        else:
+            write_uvarint(out, u_8)
+        for e_9 in x_7:
+            out += _S5.pack(e_9.partition_index, e_9.committed_offset, e_9.committed_leader_epoch)
+            x_10 = e_9.metadata
+            if x_10 is None:
                 out.append(0)
             else:
-                b_8 = x_7.encode()
-                write_uvarint(out, len(b_8) + 1)
-                out += b_8
-            out += _S0.pack(e_6.error_code)
+                b_11 = x_10.encode()
+                u_12 = len(b_11) + 1
+                if u_12 < 128:
+                    out.append(u_12)
+                else:
+                    write_uvarint(out, u_12)
+                out += b_11
+            out += _S0.pack(e_9.error_code)
             out.append(0)
         out.append(0)
     out += _S0.pack(m.error_code)
@@ -1963,34 +2091,58 @@ def encode_offset_fetch_response_v8(m: OffsetFetchResponse, out: bytearray) -> N
         raise ValueError('attempted to write a non-default Topics at version 8')
     out += _S1.pack(m.throttle_time_ms)
     x_1 = m.groups
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        x_3 = e_2.group_id
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
-        x_5 = e_2.topics
-        write_uvarint(out, len(x_5) + 1)
-        for e_6 in x_5:
-            x_7 = e_6.name
-            b_8 = x_7.encode()
-            write_uvarint(out, len(b_8) + 1)
-            out += b_8
-            x_9 = e_6.partitions
-            write_uvarint(out, len(x_9) + 1)
-            for e_10 in x_9:
-                out += _S5.pack(e_10.partition_index, e_10.committed_offset, e_10.committed_leader_epoch)
-                x_11 = e_10.metadata
-                if x_11 is None:
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        x_4 = e_3.group_id
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
+        x_7 = e_3.topics
+        u_8 = len(x_7) + 1
+        if u_8 < 128:
+            out.append(u_8)
+        else:
+            write_uvarint(out, u_8)
+        for e_9 in x_7:
+            x_10 = e_9.name
+            b_11 = x_10.encode()
+            u_12 = len(b_11) + 1
+            if u_12 < 128:
+                out.append(u_12)
+            else:
+                write_uvarint(out, u_12)
+            out += b_11
+            x_13 = e_9.partitions
+            u_14 = len(x_13) + 1
+            if u_14 < 128:
+                out.append(u_14)
+            else:
+                write_uvarint(out, u_14)
+            for e_15 in x_13:
+                out += _S5.pack(e_15.partition_index, e_15.committed_offset, e_15.committed_leader_epoch)
+                x_16 = e_15.metadata
+                if x_16 is None:
                     out.append(0)
                 else:
-                    b_12 = x_11.encode()
-                    write_uvarint(out, len(b_12) + 1)
-                    out += b_12
-                out += _S0.pack(e_10.error_code)
+                    b_17 = x_16.encode()
+                    u_18 = len(b_17) + 1
+                    if u_18 < 128:
+                        out.append(u_18)
+                    else:
+                        write_uvarint(out, u_18)
+                    out += b_17
+                out += _S0.pack(e_15.error_code)
                 out.append(0)
             out.append(0)
-        out += _S0.pack(e_2.error_code)
+        out += _S0.pack(e_3.error_code)
         out.append(0)
     out.append(0)
 
@@ -2132,34 +2284,58 @@ def encode_offset_fetch_response_v9(m: OffsetFetchResponse, out: bytearray) -> N
         raise ValueError('attempted to write a non-default Topics at version 9')
     out += _S1.pack(m.throttle_time_ms)
     x_1 = m.groups
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        x_3 = e_2.group_id
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
-        x_5 = e_2.topics
-        write_uvarint(out, len(x_5) + 1)
-        for e_6 in x_5:
-            x_7 = e_6.name
-            b_8 = x_7.encode()
-            write_uvarint(out, len(b_8) + 1)
-            out += b_8
-            x_9 = e_6.partitions
-            write_uvarint(out, len(x_9) + 1)
-            for e_10 in x_9:
-                out += _S5.pack(e_10.partition_index, e_10.committed_offset, e_10.committed_leader_epoch)
-                x_11 = e_10.metadata
-                if x_11 is None:
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        x_4 = e_3.group_id
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
+        x_7 = e_3.topics
+        u_8 = len(x_7) + 1
+        if u_8 < 128:
+            out.append(u_8)
+        else:
+            write_uvarint(out, u_8)
+        for e_9 in x_7:
+            x_10 = e_9.name
+            b_11 = x_10.encode()
+            u_12 = len(b_11) + 1
+            if u_12 < 128:
+                out.append(u_12)
+            else:
+                write_uvarint(out, u_12)
+            out += b_11
+            x_13 = e_9.partitions
+            u_14 = len(x_13) + 1
+            if u_14 < 128:
+                out.append(u_14)
+            else:
+                write_uvarint(out, u_14)
+            for e_15 in x_13:
+                out += _S5.pack(e_15.partition_index, e_15.committed_offset, e_15.committed_leader_epoch)
+                x_16 = e_15.metadata
+                if x_16 is None:
                     out.append(0)
                 else:
-                    b_12 = x_11.encode()
-                    write_uvarint(out, len(b_12) + 1)
-                    out += b_12
-                out += _S0.pack(e_10.error_code)
+                    b_17 = x_16.encode()
+                    u_18 = len(b_17) + 1
+                    if u_18 < 128:
+                        out.append(u_18)
+                    else:
+                        write_uvarint(out, u_18)
+                    out += b_17
+                out += _S0.pack(e_15.error_code)
                 out.append(0)
             out.append(0)
-        out += _S0.pack(e_2.error_code)
+        out += _S0.pack(e_3.error_code)
         out.append(0)
     out.append(0)
 
@@ -2291,30 +2467,50 @@ def encode_offset_fetch_response_v10(m: OffsetFetchResponse, out: bytearray) -> 
         raise ValueError('attempted to write a non-default Topics at version 10')
     out += _S1.pack(m.throttle_time_ms)
     x_1 = m.groups
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        x_3 = e_2.group_id
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
-        x_5 = e_2.topics
-        write_uvarint(out, len(x_5) + 1)
-        for e_6 in x_5:
-            out += _S3.pack(e_6.topic_id)
-            x_7 = e_6.partitions
-            write_uvarint(out, len(x_7) + 1)
-            for e_8 in x_7:
-                out += _S5.pack(e_8.partition_index, e_8.committed_offset, e_8.committed_leader_epoch)
-                x_9 = e_8.metadata
-                if x_9 is None:
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        x_4 = e_3.group_id
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
+        x_7 = e_3.topics
+        u_8 = len(x_7) + 1
+        if u_8 < 128:
+            out.append(u_8)
+        else:
+            write_uvarint(out, u_8)
+        for e_9 in x_7:
+            out += _S3.pack(e_9.topic_id)
+            x_10 = e_9.partitions
+            u_11 = len(x_10) + 1
+            if u_11 < 128:
+                out.append(u_11)
+            else:
+                write_uvarint(out, u_11)
+            for e_12 in x_10:
+                out += _S5.pack(e_12.partition_index, e_12.committed_offset, e_12.committed_leader_epoch)
+                x_13 = e_12.metadata
+                if x_13 is None:
                     out.append(0)
                 else:
-                    b_10 = x_9.encode()
-                    write_uvarint(out, len(b_10) + 1)
-                    out += b_10
-                out += _S0.pack(e_8.error_code)
+                    b_14 = x_13.encode()
+                    u_15 = len(b_14) + 1
+                    if u_15 < 128:
+                        out.append(u_15)
+                    else:
+                        write_uvarint(out, u_15)
+                    out += b_14
+                out += _S0.pack(e_12.error_code)
                 out.append(0)
             out.append(0)
-        out += _S0.pack(e_2.error_code)
+        out += _S0.pack(e_3.error_code)
         out.append(0)
     out.append(0)

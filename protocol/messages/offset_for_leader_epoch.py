@@ -243,16 +243,28 @@ def decode_offset_for_leader_epoch_request_v4(data: bytes, pos: int) -> tuple[Of
 def encode_offset_for_leader_epoch_request_v4(m: OffsetForLeaderEpochRequest, out: bytearray) -> None:
     out += _S0.pack(m.replica_id)
     x_1 = m.topics
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        x_3 = e_2.topic
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
-        x_5 = e_2.partitions
-        write_uvarint(out, len(x_5) + 1)
-        for e_6 in x_5:
-            out += _S2.pack(e_6.partition, e_6.current_leader_epoch, e_6.leader_epoch)
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        x_4 = e_3.topic
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
+        x_7 = e_3.partitions
+        u_8 = len(x_7) + 1
+        if u_8 < 128:
+            out.append(u_8)
+        else:
+            write_uvarint(out, u_8)
+        for e_9 in x_7:
+            out += _S2.pack(e_9.partition, e_9.current_leader_epoch, e_9.leader_epoch)
             out.append(0)
         out.append(0)
     out.append(0)
@@ -450,16 +462,28 @@ def decode_offset_for_leader_epoch_response_v4(data: bytes, pos: int) -> tuple[O
 def encode_offset_for_leader_epoch_response_v4(m: OffsetForLeaderEpochResponse, out: bytearray) -> None:
     out += _S0.pack(m.throttle_time_ms)
     x_1 = m.topics
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        x_3 = e_2.topic
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
-        x_5 = e_2.partitions
-        write_uvarint(out, len(x_5) + 1)
-        for e_6 in x_5:
-            out += _S3.pack(e_6.error_code, e_6.partition, e_6.leader_epoch, e_6.end_offset)
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        x_4 = e_3.topic
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
+        x_7 = e_3.partitions
+        u_8 = len(x_7) + 1
+        if u_8 < 128:
+            out.append(u_8)
+        else:
+            write_uvarint(out, u_8)
+        for e_9 in x_7:
+            out += _S3.pack(e_9.error_code, e_9.partition, e_9.leader_epoch, e_9.end_offset)
             out.append(0)
         out.append(0)
     out.append(0)

@@ -913,26 +913,46 @@ def encode_produce_request_v9(m: ProduceRequest, out: bytearray) -> None:
         out.append(0)
     else:
         b_2 = x_1.encode()
-        write_uvarint(out, len(b_2) + 1)
+        u_3 = len(b_2) + 1
+        if u_3 < 128:
+            out.append(u_3)
+        else:
+            write_uvarint(out, u_3)
         out += b_2
     out += _S0.pack(m.acks, m.timeout_ms)
-    x_3 = m.topic_data
-    write_uvarint(out, len(x_3) + 1)
-    for e_4 in x_3:
-        x_5 = e_4.name
-        b_6 = x_5.encode()
-        write_uvarint(out, len(b_6) + 1)
-        out += b_6
-        x_7 = e_4.partition_data
-        write_uvarint(out, len(x_7) + 1)
-        for e_8 in x_7:
-            out += _S1.pack(e_8.index)
-            x_9 = e_8.records
-            if x_9 is None:
+    x_4 = m.topic_data
+    u_5 = len(x_4) + 1
+    if u_5 < 128:
+        out.append(u_5)
+    else:
+        write_uvarint(out, u_5)
+    for e_6 in x_4:
+        x_7 = e_6.name
+        b_8 = x_7.encode()
+        u_9 = len(b_8) + 1
+        if u_9 < 128:
+            out.append(u_9)
+        else:
+            write_uvarint(out, u_9)
+        out += b_8
+        x_10 = e_6.partition_data
+        u_11 = len(x_10) + 1
+        if u_11 < 128:
+            out.append(u_11)
+        else:
+            write_uvarint(out, u_11)
+        for e_12 in x_10:
+            out += _S1.pack(e_12.index)
+            x_13 = e_12.records
+            if x_13 is None:
                 out.append(0)
             else:
-                write_uvarint(out, len(x_9) + 1)
-                out += x_9
+                u_14 = len(x_13) + 1
+                if u_14 < 128:
+                    out.append(u_14)
+                else:
+                    write_uvarint(out, u_14)
+                out += x_13
             out.append(0)
         out.append(0)
     out.append(0)
@@ -1047,26 +1067,46 @@ def encode_produce_request_v10(m: ProduceRequest, out: bytearray) -> None:
         out.append(0)
     else:
         b_2 = x_1.encode()
-        write_uvarint(out, len(b_2) + 1)
+        u_3 = len(b_2) + 1
+        if u_3 < 128:
+            out.append(u_3)
+        else:
+            write_uvarint(out, u_3)
         out += b_2
     out += _S0.pack(m.acks, m.timeout_ms)
-    x_3 = m.topic_data
-    write_uvarint(out, len(x_3) + 1)
-    for e_4 in x_3:
-        x_5 = e_4.name
-        b_6 = x_5.encode()
-        write_uvarint(out, len(b_6) + 1)
-        out += b_6
-        x_7 = e_4.partition_data
-        write_uvarint(out, len(x_7) + 1)
-        for e_8 in x_7:
-            out += _S1.pack(e_8.index)
-            x_9 = e_8.records
-            if x_9 is None:
+    x_4 = m.topic_data
+    u_5 = len(x_4) + 1
+    if u_5 < 128:
+        out.append(u_5)
+    else:
+        write_uvarint(out, u_5)
+    for e_6 in x_4:
+        x_7 = e_6.name
+        b_8 = x_7.encode()
+        u_9 = len(b_8) + 1
+        if u_9 < 128:
+            out.append(u_9)
+        else:
+            write_uvarint(out, u_9)
+        out += b_8
+        x_10 = e_6.partition_data
+        u_11 = len(x_10) + 1
+        if u_11 < 128:
+            out.append(u_11)
+        else:
+            write_uvarint(out, u_11)
+        for e_12 in x_10:
+            out += _S1.pack(e_12.index)
+            x_13 = e_12.records
+            if x_13 is None:
                 out.append(0)
             else:
-                write_uvarint(out, len(x_9) + 1)
-                out += x_9
+                u_14 = len(x_13) + 1
+                if u_14 < 128:
+                    out.append(u_14)
+                else:
+                    write_uvarint(out, u_14)
+                out += x_13
             out.append(0)
         out.append(0)
     out.append(0)
@@ -1181,26 +1221,46 @@ def encode_produce_request_v11(m: ProduceRequest, out: bytearray) -> None:
         out.append(0)
     else:
         b_2 = x_1.encode()
-        write_uvarint(out, len(b_2) + 1)
+        u_3 = len(b_2) + 1
+        if u_3 < 128:
+            out.append(u_3)
+        else:
+            write_uvarint(out, u_3)
         out += b_2
     out += _S0.pack(m.acks, m.timeout_ms)
-    x_3 = m.topic_data
-    write_uvarint(out, len(x_3) + 1)
-    for e_4 in x_3:
-        x_5 = e_4.name
-        b_6 = x_5.encode()
-        write_uvarint(out, len(b_6) + 1)
-        out += b_6
-        x_7 = e_4.partition_data
-        write_uvarint(out, len(x_7) + 1)
-        for e_8 in x_7:
-            out += _S1.pack(e_8.index)
-            x_9 = e_8.records
-            if x_9 is None:
+    x_4 = m.topic_data
+    u_5 = len(x_4) + 1
+    if u_5 < 128:
+        out.append(u_5)
+    else:
+        write_uvarint(out, u_5)
+    for e_6 in x_4:
+        x_7 = e_6.name
+        b_8 = x_7.encode()
+        u_9 = len(b_8) + 1
+        if u_9 < 128:
+            out.append(u_9)
+        else:
+            write_uvarint(out, u_9)
+        out += b_8
+        x_10 = e_6.partition_data
+        u_11 = len(x_10) + 1
+        if u_11 < 128:
+            out.append(u_11)
+        else:
+            write_uvarint(out, u_11)
+        for e_12 in x_10:
+            out += _S1.pack(e_12.index)
+            x_13 = e_12.records
+            if x_13 is None:
                 out.append(0)
             else:
-                write_uvarint(out, len(x_9) + 1)
-                out += x_9
+                u_14 = len(x_13) + 1
+                if u_14 < 128:
+                    out.append(u_14)
+                else:
+                    write_uvarint(out, u_14)
+                out += x_13
             out.append(0)
         out.append(0)
     out.append(0)
@@ -1315,26 +1375,46 @@ def encode_produce_request_v12(m: ProduceRequest, out: bytearray) -> None:
         out.append(0)
     else:
         b_2 = x_1.encode()
-        write_uvarint(out, len(b_2) + 1)
+        u_3 = len(b_2) + 1
+        if u_3 < 128:
+            out.append(u_3)
+        else:
+            write_uvarint(out, u_3)
         out += b_2
     out += _S0.pack(m.acks, m.timeout_ms)
-    x_3 = m.topic_data
-    write_uvarint(out, len(x_3) + 1)
-    for e_4 in x_3:
-        x_5 = e_4.name
-        b_6 = x_5.encode()
-        write_uvarint(out, len(b_6) + 1)
-        out += b_6
-        x_7 = e_4.partition_data
-        write_uvarint(out, len(x_7) + 1)
-        for e_8 in x_7:
-            out += _S1.pack(e_8.index)
-            x_9 = e_8.records
-            if x_9 is None:
+    x_4 = m.topic_data
+    u_5 = len(x_4) + 1
+    if u_5 < 128:
+        out.append(u_5)
+    else:
+        write_uvarint(out, u_5)
+    for e_6 in x_4:
+        x_7 = e_6.name
+        b_8 = x_7.encode()
+        u_9 = len(b_8) + 1
+        if u_9 < 128:
+            out.append(u_9)
+        else:
+            write_uvarint(out, u_9)
+        out += b_8
+        x_10 = e_6.partition_data
+        u_11 = len(x_10) + 1
+        if u_11 < 128:
+            out.append(u_11)
+        else:
+            write_uvarint(out, u_11)
+        for e_12 in x_10:
+            out += _S1.pack(e_12.index)
+            x_13 = e_12.records
+            if x_13 is None:
                 out.append(0)
             else:
-                write_uvarint(out, len(x_9) + 1)
-                out += x_9
+                u_14 = len(x_13) + 1
+                if u_14 < 128:
+                    out.append(u_14)
+                else:
+                    write_uvarint(out, u_14)
+                out += x_13
             out.append(0)
         out.append(0)
     out.append(0)
@@ -1439,23 +1519,39 @@ def encode_produce_request_v13(m: ProduceRequest, out: bytearray) -> None:
         out.append(0)
     else:
         b_2 = x_1.encode()
-        write_uvarint(out, len(b_2) + 1)
+        u_3 = len(b_2) + 1
+        if u_3 < 128:
+            out.append(u_3)
+        else:
+            write_uvarint(out, u_3)
         out += b_2
     out += _S0.pack(m.acks, m.timeout_ms)
-    x_3 = m.topic_data
-    write_uvarint(out, len(x_3) + 1)
-    for e_4 in x_3:
-        out += _S3.pack(e_4.topic_id)
-        x_5 = e_4.partition_data
-        write_uvarint(out, len(x_5) + 1)
-        for e_6 in x_5:
-            out += _S1.pack(e_6.index)
-            x_7 = e_6.records
-            if x_7 is None:
+    x_4 = m.topic_data
+    u_5 = len(x_4) + 1
+    if u_5 < 128:
+        out.append(u_5)
+    else:
+        write_uvarint(out, u_5)
+    for e_6 in x_4:
+        out += _S3.pack(e_6.topic_id)
+        x_7 = e_6.partition_data
+        u_8 = len(x_7) + 1
+        if u_8 < 128:
+            out.append(u_8)
+        else:
+            write_uvarint(out, u_8)
+        for e_9 in x_7:
+            out += _S1.pack(e_9.index)
+            x_10 = e_9.records
+            if x_10 is None:
                 out.append(0)
             else:
-                write_uvarint(out, len(x_7) + 1)
-                out += x_7
+                u_11 = len(x_10) + 1
+                if u_11 < 128:
+                    out.append(u_11)
+                else:
+                    write_uvarint(out, u_11)
+                out += x_10
             out.append(0)
         out.append(0)
     out.append(0)
@@ -2171,37 +2267,61 @@ def encode_produce_response_v9(m: ProduceResponse, out: bytearray) -> None:
     if m.node_endpoints:
         raise ValueError('attempted to write a non-default NodeEndpoints at version 9')
     x_1 = m.responses
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        x_3 = e_2.name
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
-        x_5 = e_2.partition_responses
-        write_uvarint(out, len(x_5) + 1)
-        for e_6 in x_5:
-            if (e_6.current_leader.leader_id != -1) or (e_6.current_leader.leader_epoch != -1):
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        x_4 = e_3.name
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
+        x_7 = e_3.partition_responses
+        u_8 = len(x_7) + 1
+        if u_8 < 128:
+            out.append(u_8)
+        else:
+            write_uvarint(out, u_8)
+        for e_9 in x_7:
+            if (e_9.current_leader.leader_id != -1) or (e_9.current_leader.leader_epoch != -1):
                 raise ValueError('attempted to write a non-default CurrentLeader at version 9')
-            out += _S6.pack(e_6.index, e_6.error_code, e_6.base_offset, e_6.log_append_time_ms, e_6.log_start_offset)
-            x_7 = e_6.record_errors
-            write_uvarint(out, len(x_7) + 1)
-            for e_8 in x_7:
-                out += _S1.pack(e_8.batch_index)
-                x_9 = e_8.batch_index_error_message
-                if x_9 is None:
+            out += _S6.pack(e_9.index, e_9.error_code, e_9.base_offset, e_9.log_append_time_ms, e_9.log_start_offset)
+            x_10 = e_9.record_errors
+            u_11 = len(x_10) + 1
+            if u_11 < 128:
+                out.append(u_11)
+            else:
+                write_uvarint(out, u_11)
+            for e_12 in x_10:
+                out += _S1.pack(e_12.batch_index)
+                x_13 = e_12.batch_index_error_message
+                if x_13 is None:
                     out.append(0)
                 else:
-                    b_10 = x_9.encode()
-                    write_uvarint(out, len(b_10) + 1)
-                    out += b_10
+                    b_14 = x_13.encode()
+                    u_15 = len(b_14) + 1
+                    if u_15 < 128:
+                        out.append(u_15)
+                    else:
+                        write_uvarint(out, u_15)
+                    out += b_14
                 out.append(0)
-            x_11 = e_6.error_message
-            if x_11 is None:
+            x_16 = e_9.error_message
+            if x_16 is None:
                 out.append(0)
             else:
-                b_12 = x_11.encode()
-                write_uvarint(out, len(b_12) + 1)
-                out += b_12
+                b_17 = x_16.encode()
+                u_18 = len(b_17) + 1
+                if u_18 < 128:
+                    out.append(u_18)
+                else:
+                    write_uvarint(out, u_18)
+                out += b_17
             out.append(0)
         out.append(0)
     out += _S1.pack(m.throttle_time_ms)
@@ -2408,42 +2528,66 @@ def decode_produce_response_v10(data: bytes, pos: int) -> tuple[ProduceResponse,
 
 def encode_produce_response_v10(m: ProduceResponse, out: bytearray) -> None:
     x_1 = m.responses
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        x_3 = e_2.name
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
-        x_5 = e_2.partition_responses
-        write_uvarint(out, len(x_5) + 1)
-        for e_6 in x_5:
-            out += _S6.pack(e_6.index, e_6.error_code, e_6.base_offset, e_6.log_append_time_ms, e_6.log_start_offset)
-            x_7 = e_6.record_errors
-            write_uvarint(out, len(x_7) + 1)
-            for e_8 in x_7:
-                out += _S1.pack(e_8.batch_index)
-                x_9 = e_8.batch_index_error_message
-                if x_9 is None:
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        x_4 = e_3.name
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
+        x_7 = e_3.partition_responses
+        u_8 = len(x_7) + 1
+        if u_8 < 128:
+            out.append(u_8)
+        else:
+            write_uvarint(out, u_8)
+        for e_9 in x_7:
+            out += _S6.pack(e_9.index, e_9.error_code, e_9.base_offset, e_9.log_append_time_ms, e_9.log_start_offset)
+            x_10 = e_9.record_errors
+            u_11 = len(x_10) + 1
+            if u_11 < 128:
+                out.append(u_11)
+            else:
+                write_uvarint(out, u_11)
+            for e_12 in x_10:
+                out += _S1.pack(e_12.batch_index)
+                x_13 = e_12.batch_index_error_message
+                if x_13 is None:
                     out.append(0)
                 else:
-                    b_10 = x_9.encode()
-                    write_uvarint(out, len(b_10) + 1)
-                    out += b_10
+                    b_14 = x_13.encode()
+                    u_15 = len(b_14) + 1
+                    if u_15 < 128:
+                        out.append(u_15)
+                    else:
+                        write_uvarint(out, u_15)
+                    out += b_14
                 out.append(0)
-            x_11 = e_6.error_message
-            if x_11 is None:
+            x_16 = e_9.error_message
+            if x_16 is None:
                 out.append(0)
             else:
-                b_12 = x_11.encode()
-                write_uvarint(out, len(b_12) + 1)
-                out += b_12
-            tags2 = (e_6.current_leader != LeaderIdAndEpoch())
+                b_17 = x_16.encode()
+                u_18 = len(b_17) + 1
+                if u_18 < 128:
+                    out.append(u_18)
+                else:
+                    write_uvarint(out, u_18)
+                out += b_17
+            tags2 = (e_9.current_leader != LeaderIdAndEpoch())
             write_uvarint(out, tags2)
-            if e_6.current_leader != LeaderIdAndEpoch():
+            if e_9.current_leader != LeaderIdAndEpoch():
                 write_uvarint(out, 0)
                 tagbuf2 = bytearray()
-                s_14 = e_6.current_leader
-                tagbuf2 += _S7.pack(s_14.leader_id, s_14.leader_epoch)
+                s_20 = e_9.current_leader
+                tagbuf2 += _S7.pack(s_20.leader_id, s_20.leader_epoch)
                 tagbuf2.append(0)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
@@ -2454,22 +2598,34 @@ def encode_produce_response_v10(m: ProduceResponse, out: bytearray) -> None:
     if m.node_endpoints != []:
         write_uvarint(out, 0)
         tagbuf0 = bytearray()
-        x_15 = m.node_endpoints
-        write_uvarint(tagbuf0, len(x_15) + 1)
-        for e_16 in x_15:
-            tagbuf0 += _S1.pack(e_16.node_id)
-            x_17 = e_16.host
-            b_18 = x_17.encode()
-            write_uvarint(tagbuf0, len(b_18) + 1)
-            tagbuf0 += b_18
-            tagbuf0 += _S1.pack(e_16.port)
-            x_19 = e_16.rack
-            if x_19 is None:
+        x_21 = m.node_endpoints
+        u_22 = len(x_21) + 1
+        if u_22 < 128:
+            tagbuf0.append(u_22)
+        else:
+            write_uvarint(tagbuf0, u_22)
+        for e_23 in x_21:
+            tagbuf0 += _S1.pack(e_23.node_id)
+            x_24 = e_23.host
+            b_25 = x_24.encode()
+            u_26 = len(b_25) + 1
+            if u_26 < 128:
+                tagbuf0.append(u_26)
+            else:
+                write_uvarint(tagbuf0, u_26)
+            tagbuf0 += b_25
+            tagbuf0 += _S1.pack(e_23.port)
+            x_27 = e_23.rack
+            if x_27 is None:
                 tagbuf0.append(0)
             else:
-                b_20 = x_19.encode()
-                write_uvarint(tagbuf0, len(b_20) + 1)
-                tagbuf0 += b_20
+                b_28 = x_27.encode()
+                u_29 = len(b_28) + 1
+                if u_29 < 128:
+                    tagbuf0.append(u_29)
+                else:
+                    write_uvarint(tagbuf0, u_29)
+                tagbuf0 += b_28
             tagbuf0.append(0)
         write_uvarint(out, len(tagbuf0))
         out += tagbuf0
@@ -2675,42 +2831,66 @@ def decode_produce_response_v11(data: bytes, pos: int) -> tuple[ProduceResponse,
 
 def encode_produce_response_v11(m: ProduceResponse, out: bytearray) -> None:
     x_1 = m.responses
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        x_3 = e_2.name
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
-        x_5 = e_2.partition_responses
-        write_uvarint(out, len(x_5) + 1)
-        for e_6 in x_5:
-            out += _S6.pack(e_6.index, e_6.error_code, e_6.base_offset, e_6.log_append_time_ms, e_6.log_start_offset)
-            x_7 = e_6.record_errors
-            write_uvarint(out, len(x_7) + 1)
-            for e_8 in x_7:
-                out += _S1.pack(e_8.batch_index)
-                x_9 = e_8.batch_index_error_message
-                if x_9 is None:
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        x_4 = e_3.name
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
+        x_7 = e_3.partition_responses
+        u_8 = len(x_7) + 1
+        if u_8 < 128:
+            out.append(u_8)
+        else:
+            write_uvarint(out, u_8)
+        for e_9 in x_7:
+            out += _S6.pack(e_9.index, e_9.error_code, e_9.base_offset, e_9.log_append_time_ms, e_9.log_start_offset)
+            x_10 = e_9.record_errors
+            u_11 = len(x_10) + 1
+            if u_11 < 128:
+                out.append(u_11)
+            else:
+                write_uvarint(out, u_11)
+            for e_12 in x_10:
+                out += _S1.pack(e_12.batch_index)
+                x_13 = e_12.batch_index_error_message
+                if x_13 is None:
                     out.append(0)
                 else:
-                    b_10 = x_9.encode()
-                    write_uvarint(out, len(b_10) + 1)
-                    out += b_10
+                    b_14 = x_13.encode()
+                    u_15 = len(b_14) + 1
+                    if u_15 < 128:
+                        out.append(u_15)
+                    else:
+                        write_uvarint(out, u_15)
+                    out += b_14
                 out.append(0)
-            x_11 = e_6.error_message
-            if x_11 is None:
+            x_16 = e_9.error_message
+            if x_16 is None:
                 out.append(0)
             else:
-                b_12 = x_11.encode()
-                write_uvarint(out, len(b_12) + 1)
-                out += b_12
-            tags2 = (e_6.current_leader != LeaderIdAndEpoch())
+                b_17 = x_16.encode()
+                u_18 = len(b_17) + 1
+                if u_18 < 128:
+                    out.append(u_18)
+                else:
+                    write_uvarint(out, u_18)
+                out += b_17
+            tags2 = (e_9.current_leader != LeaderIdAndEpoch())
             write_uvarint(out, tags2)
-            if e_6.current_leader != LeaderIdAndEpoch():
+            if e_9.current_leader != LeaderIdAndEpoch():
                 write_uvarint(out, 0)
                 tagbuf2 = bytearray()
-                s_14 = e_6.current_leader
-                tagbuf2 += _S7.pack(s_14.leader_id, s_14.leader_epoch)
+                s_20 = e_9.current_leader
+                tagbuf2 += _S7.pack(s_20.leader_id, s_20.leader_epoch)
                 tagbuf2.append(0)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
@@ -2721,22 +2901,34 @@ def encode_produce_response_v11(m: ProduceResponse, out: bytearray) -> None:
     if m.node_endpoints != []:
         write_uvarint(out, 0)
         tagbuf0 = bytearray()
-        x_15 = m.node_endpoints
-        write_uvarint(tagbuf0, len(x_15) + 1)
-        for e_16 in x_15:
-            tagbuf0 += _S1.pack(e_16.node_id)
-            x_17 = e_16.host
-            b_18 = x_17.encode()
-            write_uvarint(tagbuf0, len(b_18) + 1)
-            tagbuf0 += b_18
-            tagbuf0 += _S1.pack(e_16.port)
-            x_19 = e_16.rack
-            if x_19 is None:
+        x_21 = m.node_endpoints
+        u_22 = len(x_21) + 1
+        if u_22 < 128:
+            tagbuf0.append(u_22)
+        else:
+            write_uvarint(tagbuf0, u_22)
+        for e_23 in x_21:
+            tagbuf0 += _S1.pack(e_23.node_id)
+            x_24 = e_23.host
+            b_25 = x_24.encode()
+            u_26 = len(b_25) + 1
+            if u_26 < 128:
+                tagbuf0.append(u_26)
+            else:
+                write_uvarint(tagbuf0, u_26)
+            tagbuf0 += b_25
+            tagbuf0 += _S1.pack(e_23.port)
+            x_27 = e_23.rack
+            if x_27 is None:
                 tagbuf0.append(0)
             else:
-                b_20 = x_19.encode()
-                write_uvarint(tagbuf0, len(b_20) + 1)
-                tagbuf0 += b_20
+                b_28 = x_27.encode()
+                u_29 = len(b_28) + 1
+                if u_29 < 128:
+                    tagbuf0.append(u_29)
+                else:
+                    write_uvarint(tagbuf0, u_29)
+                tagbuf0 += b_28
             tagbuf0.append(0)
         write_uvarint(out, len(tagbuf0))
         out += tagbuf0
@@ -2942,42 +3134,66 @@ def decode_produce_response_v12(data: bytes, pos: int) -> tuple[ProduceResponse,
 
 def encode_produce_response_v12(m: ProduceResponse, out: bytearray) -> None:
     x_1 = m.responses
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        x_3 = e_2.name
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
-        x_5 = e_2.partition_responses
-        write_uvarint(out, len(x_5) + 1)
-        for e_6 in x_5:
-            out += _S6.pack(e_6.index, e_6.error_code, e_6.base_offset, e_6.log_append_time_ms, e_6.log_start_offset)
-            x_7 = e_6.record_errors
-            write_uvarint(out, len(x_7) + 1)
-            for e_8 in x_7:
-                out += _S1.pack(e_8.batch_index)
-                x_9 = e_8.batch_index_error_message
-                if x_9 is None:
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        x_4 = e_3.name
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
+        x_7 = e_3.partition_responses
+        u_8 = len(x_7) + 1
+        if u_8 < 128:
+            out.append(u_8)
+        else:
+            write_uvarint(out, u_8)
+        for e_9 in x_7:
+            out += _S6.pack(e_9.index, e_9.error_code, e_9.base_offset, e_9.log_append_time_ms, e_9.log_start_offset)
+            x_10 = e_9.record_errors
+            u_11 = len(x_10) + 1
+            if u_11 < 128:
+                out.append(u_11)
+            else:
+                write_uvarint(out, u_11)
+            for e_12 in x_10:
+                out += _S1.pack(e_12.batch_index)
+                x_13 = e_12.batch_index_error_message
+                if x_13 is None:
                     out.append(0)
                 else:
-                    b_10 = x_9.encode()
-                    write_uvarint(out, len(b_10) + 1)
-                    out += b_10
+                    b_14 = x_13.encode()
+                    u_15 = len(b_14) + 1
+                    if u_15 < 128:
+                        out.append(u_15)
+                    else:
+                        write_uvarint(out, u_15)
+                    out += b_14
                 out.append(0)
-            x_11 = e_6.error_message
-            if x_11 is None:
+            x_16 = e_9.error_message
+            if x_16 is None:
                 out.append(0)
             else:
-                b_12 = x_11.encode()
-                write_uvarint(out, len(b_12) + 1)
-                out += b_12
-            tags2 = (e_6.current_leader != LeaderIdAndEpoch())
+                b_17 = x_16.encode()
+                u_18 = len(b_17) + 1
+                if u_18 < 128:
+                    out.append(u_18)
+                else:
+                    write_uvarint(out, u_18)
+                out += b_17
+            tags2 = (e_9.current_leader != LeaderIdAndEpoch())
             write_uvarint(out, tags2)
-            if e_6.current_leader != LeaderIdAndEpoch():
+            if e_9.current_leader != LeaderIdAndEpoch():
                 write_uvarint(out, 0)
                 tagbuf2 = bytearray()
-                s_14 = e_6.current_leader
-                tagbuf2 += _S7.pack(s_14.leader_id, s_14.leader_epoch)
+                s_20 = e_9.current_leader
+                tagbuf2 += _S7.pack(s_20.leader_id, s_20.leader_epoch)
                 tagbuf2.append(0)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
@@ -2988,22 +3204,34 @@ def encode_produce_response_v12(m: ProduceResponse, out: bytearray) -> None:
     if m.node_endpoints != []:
         write_uvarint(out, 0)
         tagbuf0 = bytearray()
-        x_15 = m.node_endpoints
-        write_uvarint(tagbuf0, len(x_15) + 1)
-        for e_16 in x_15:
-            tagbuf0 += _S1.pack(e_16.node_id)
-            x_17 = e_16.host
-            b_18 = x_17.encode()
-            write_uvarint(tagbuf0, len(b_18) + 1)
-            tagbuf0 += b_18
-            tagbuf0 += _S1.pack(e_16.port)
-            x_19 = e_16.rack
-            if x_19 is None:
+        x_21 = m.node_endpoints
+        u_22 = len(x_21) + 1
+        if u_22 < 128:
+            tagbuf0.append(u_22)
+        else:
+            write_uvarint(tagbuf0, u_22)
+        for e_23 in x_21:
+            tagbuf0 += _S1.pack(e_23.node_id)
+            x_24 = e_23.host
+            b_25 = x_24.encode()
+            u_26 = len(b_25) + 1
+            if u_26 < 128:
+                tagbuf0.append(u_26)
+            else:
+                write_uvarint(tagbuf0, u_26)
+            tagbuf0 += b_25
+            tagbuf0 += _S1.pack(e_23.port)
+            x_27 = e_23.rack
+            if x_27 is None:
                 tagbuf0.append(0)
             else:
-                b_20 = x_19.encode()
-                write_uvarint(tagbuf0, len(b_20) + 1)
-                tagbuf0 += b_20
+                b_28 = x_27.encode()
+                u_29 = len(b_28) + 1
+                if u_29 < 128:
+                    tagbuf0.append(u_29)
+                else:
+                    write_uvarint(tagbuf0, u_29)
+                tagbuf0 += b_28
             tagbuf0.append(0)
         write_uvarint(out, len(tagbuf0))
         out += tagbuf0
@@ -3199,39 +3427,59 @@ def decode_produce_response_v13(data: bytes, pos: int) -> tuple[ProduceResponse,
 
 def encode_produce_response_v13(m: ProduceResponse, out: bytearray) -> None:
     x_1 = m.responses
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        out += _S3.pack(e_2.topic_id)
-        x_3 = e_2.partition_responses
-        write_uvarint(out, len(x_3) + 1)
-        for e_4 in x_3:
-            out += _S6.pack(e_4.index, e_4.error_code, e_4.base_offset, e_4.log_append_time_ms, e_4.log_start_offset)
-            x_5 = e_4.record_errors
-            write_uvarint(out, len(x_5) + 1)
-            for e_6 in x_5:
-                out += _S1.pack(e_6.batch_index)
-                x_7 = e_6.batch_index_error_message
-                if x_7 is None:
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        out += _S3.pack(e_3.topic_id)
+        x_4 = e_3.partition_responses
+        u_5 = len(x_4) + 1
+        if u_5 < 128:
+            out.append(u_5)
+        else:
+            write_uvarint(out, u_5)
+        for e_6 in x_4:
+            out += _S6.pack(e_6.index, e_6.error_code, e_6.base_offset, e_6.log_append_time_ms, e_6.log_start_offset)
+            x_7 = e_6.record_errors
+            u_8 = len(x_7) + 1
+            if u_8 < 128:
+                out.append(u_8)
+            else:
+                write_uvarint(out, u_8)
+            for e_9 in x_7:
+                out += _S1.pack(e_9.batch_index)
+                x_10 = e_9.batch_index_error_message
+                if x_10 is None:
                     out.append(0)
                 else:
-                    b_8 = x_7.encode()
-                    write_uvarint(out, len(b_8) + 1)
-                    out += b_8
+                    b_11 = x_10.encode()
+                    u_12 = len(b_11) + 1
+                    if u_12 < 128:
+                        out.append(u_12)
+                    else:
+                        write_uvarint(out, u_12)
+                    out += b_11
                 out.append(0)
-            x_9 = e_4.error_message
-            if x_9 is None:
+            x_13 = e_6.error_message
+            if x_13 is None:
                 out.append(0)
             else:
-                b_10 = x_9.encode()
-                write_uvarint(out, len(b_10) + 1)
-                out += b_10
-            tags2 = (e_4.current_leader != LeaderIdAndEpoch())
+                b_14 = x_13.encode()
+                u_15 = len(b_14) + 1
+                if u_15 < 128:
+                    out.append(u_15)
+                else:
+                    write_uvarint(out, u_15)
+                out += b_14
+            tags2 = (e_6.current_leader != LeaderIdAndEpoch())
             write_uvarint(out, tags2)
-            if e_4.current_leader != LeaderIdAndEpoch():
+            if e_6.current_leader != LeaderIdAndEpoch():
                 write_uvarint(out, 0)
                 tagbuf2 = bytearray()
-                s_12 = e_4.current_leader
-                tagbuf2 += _S7.pack(s_12.leader_id, s_12.leader_epoch)
+                s_17 = e_6.current_leader
+                tagbuf2 += _S7.pack(s_17.leader_id, s_17.leader_epoch)
                 tagbuf2.append(0)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
@@ -3242,22 +3490,34 @@ def encode_produce_response_v13(m: ProduceResponse, out: bytearray) -> None:
     if m.node_endpoints != []:
         write_uvarint(out, 0)
         tagbuf0 = bytearray()
-        x_13 = m.node_endpoints
-        write_uvarint(tagbuf0, len(x_13) + 1)
-        for e_14 in x_13:
-            tagbuf0 += _S1.pack(e_14.node_id)
-            x_15 = e_14.host
-            b_16 = x_15.encode()
-            write_uvarint(tagbuf0, len(b_16) + 1)
-            tagbuf0 += b_16
-            tagbuf0 += _S1.pack(e_14.port)
-            x_17 = e_14.rack
-            if x_17 is None:
+        x_18 = m.node_endpoints
+        u_19 = len(x_18) + 1
+        if u_19 < 128:
+            tagbuf0.append(u_19)
+        else:
+            write_uvarint(tagbuf0, u_19)
+        for e_20 in x_18:
+            tagbuf0 += _S1.pack(e_20.node_id)
+            x_21 = e_20.host
+            b_22 = x_21.encode()
+            u_23 = len(b_22) + 1
+            if u_23 < 128:
+                tagbuf0.append(u_23)
+            else:
+                write_uvarint(tagbuf0, u_23)
+            tagbuf0 += b_22
+            tagbuf0 += _S1.pack(e_20.port)
+            x_24 = e_20.rack
+            if x_24 is None:
                 tagbuf0.append(0)
             else:
-                b_18 = x_17.encode()
-                write_uvarint(tagbuf0, len(b_18) + 1)
-                tagbuf0 += b_18
+                b_25 = x_24.encode()
+                u_26 = len(b_25) + 1
+                if u_26 < 128:
+                    tagbuf0.append(u_26)
+                else:
+                    write_uvarint(tagbuf0, u_26)
+                tagbuf0 += b_25
             tagbuf0.append(0)
         write_uvarint(out, len(tagbuf0))
         out += tagbuf0

@@ -90,7 +90,11 @@ def decode_sasl_authenticate_request_v2(data: bytes, pos: int) -> tuple[SaslAuth
 
 def encode_sasl_authenticate_request_v2(m: SaslAuthenticateRequest, out: bytearray) -> None:
     x_1 = m.auth_bytes
-    write_uvarint(out, len(x_1) + 1)
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
     out += x_1
     out.append(0)
 
@@ -218,10 +222,18 @@ def encode_sasl_authenticate_response_v2(m: SaslAuthenticateResponse, out: bytea
         out.append(0)
     else:
         b_2 = x_1.encode()
-        write_uvarint(out, len(b_2) + 1)
+        u_3 = len(b_2) + 1
+        if u_3 < 128:
+            out.append(u_3)
+        else:
+            write_uvarint(out, u_3)
         out += b_2
-    x_3 = m.auth_bytes
-    write_uvarint(out, len(x_3) + 1)
-    out += x_3
+    x_4 = m.auth_bytes
+    u_5 = len(x_4) + 1
+    if u_5 < 128:
+        out.append(u_5)
+    else:
+        write_uvarint(out, u_5)
+    out += x_4
     out += _S2.pack(m.session_lifetime_ms)
     out.append(0)

@@ -226,31 +226,55 @@ def encode_share_acknowledge_request_v1(m: ShareAcknowledgeRequest, out: bytearr
         out.append(0)
     else:
         b_2 = x_1.encode()
-        write_uvarint(out, len(b_2) + 1)
+        u_3 = len(b_2) + 1
+        if u_3 < 128:
+            out.append(u_3)
+        else:
+            write_uvarint(out, u_3)
         out += b_2
-    x_3 = m.member_id
-    if x_3 is None:
+    x_4 = m.member_id
+    if x_4 is None:
         out.append(0)
     else:
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
     out += _S0.pack(m.share_session_epoch)
-    x_5 = m.topics
-    write_uvarint(out, len(x_5) + 1)
-    for e_6 in x_5:
-        out += _S1.pack(e_6.topic_id)
-        x_7 = e_6.partitions
-        write_uvarint(out, len(x_7) + 1)
-        for e_8 in x_7:
-            out += _S0.pack(e_8.partition_index)
-            x_9 = e_8.acknowledgement_batches
-            write_uvarint(out, len(x_9) + 1)
-            for e_10 in x_9:
-                out += _S2.pack(e_10.first_offset, e_10.last_offset)
-                x_11 = e_10.acknowledge_types
-                write_uvarint(out, len(x_11) + 1)
-                out += pack('>%db' % len(x_11), *x_11)
+    x_7 = m.topics
+    u_8 = len(x_7) + 1
+    if u_8 < 128:
+        out.append(u_8)
+    else:
+        write_uvarint(out, u_8)
+    for e_9 in x_7:
+        out += _S1.pack(e_9.topic_id)
+        x_10 = e_9.partitions
+        u_11 = len(x_10) + 1
+        if u_11 < 128:
+            out.append(u_11)
+        else:
+            write_uvarint(out, u_11)
+        for e_12 in x_10:
+            out += _S0.pack(e_12.partition_index)
+            x_13 = e_12.acknowledgement_batches
+            u_14 = len(x_13) + 1
+            if u_14 < 128:
+                out.append(u_14)
+            else:
+                write_uvarint(out, u_14)
+            for e_15 in x_13:
+                out += _S2.pack(e_15.first_offset, e_15.last_offset)
+                x_16 = e_15.acknowledge_types
+                u_17 = len(x_16) + 1
+                if u_17 < 128:
+                    out.append(u_17)
+                else:
+                    write_uvarint(out, u_17)
+                out += pack('>%db' % len(x_16), *x_16)
                 out.append(0)
             out.append(0)
         out.append(0)
@@ -397,31 +421,55 @@ def encode_share_acknowledge_request_v2(m: ShareAcknowledgeRequest, out: bytearr
         out.append(0)
     else:
         b_2 = x_1.encode()
-        write_uvarint(out, len(b_2) + 1)
+        u_3 = len(b_2) + 1
+        if u_3 < 128:
+            out.append(u_3)
+        else:
+            write_uvarint(out, u_3)
         out += b_2
-    x_3 = m.member_id
-    if x_3 is None:
+    x_4 = m.member_id
+    if x_4 is None:
         out.append(0)
     else:
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
     out += _S3.pack(m.share_session_epoch, m.is_renew_ack)
-    x_5 = m.topics
-    write_uvarint(out, len(x_5) + 1)
-    for e_6 in x_5:
-        out += _S1.pack(e_6.topic_id)
-        x_7 = e_6.partitions
-        write_uvarint(out, len(x_7) + 1)
-        for e_8 in x_7:
-            out += _S0.pack(e_8.partition_index)
-            x_9 = e_8.acknowledgement_batches
-            write_uvarint(out, len(x_9) + 1)
-            for e_10 in x_9:
-                out += _S2.pack(e_10.first_offset, e_10.last_offset)
-                x_11 = e_10.acknowledge_types
-                write_uvarint(out, len(x_11) + 1)
-                out += pack('>%db' % len(x_11), *x_11)
+    x_7 = m.topics
+    u_8 = len(x_7) + 1
+    if u_8 < 128:
+        out.append(u_8)
+    else:
+        write_uvarint(out, u_8)
+    for e_9 in x_7:
+        out += _S1.pack(e_9.topic_id)
+        x_10 = e_9.partitions
+        u_11 = len(x_10) + 1
+        if u_11 < 128:
+            out.append(u_11)
+        else:
+            write_uvarint(out, u_11)
+        for e_12 in x_10:
+            out += _S0.pack(e_12.partition_index)
+            x_13 = e_12.acknowledgement_batches
+            u_14 = len(x_13) + 1
+            if u_14 < 128:
+                out.append(u_14)
+            else:
+                write_uvarint(out, u_14)
+            for e_15 in x_13:
+                out += _S2.pack(e_15.first_offset, e_15.last_offset)
+                x_16 = e_15.acknowledge_types
+                u_17 = len(x_16) + 1
+                if u_17 < 128:
+                    out.append(u_17)
+                else:
+                    write_uvarint(out, u_17)
+                out += pack('>%db' % len(x_16), *x_16)
                 out.append(0)
             out.append(0)
         out.append(0)
@@ -594,44 +642,72 @@ def encode_share_acknowledge_response_v1(m: ShareAcknowledgeResponse, out: bytea
         out.append(0)
     else:
         b_2 = x_1.encode()
-        write_uvarint(out, len(b_2) + 1)
+        u_3 = len(b_2) + 1
+        if u_3 < 128:
+            out.append(u_3)
+        else:
+            write_uvarint(out, u_3)
         out += b_2
-    x_3 = m.responses
-    write_uvarint(out, len(x_3) + 1)
-    for e_4 in x_3:
-        out += _S1.pack(e_4.topic_id)
-        x_5 = e_4.partitions
-        write_uvarint(out, len(x_5) + 1)
-        for e_6 in x_5:
-            out += _S4.pack(e_6.partition_index, e_6.error_code)
-            x_7 = e_6.error_message
-            if x_7 is None:
+    x_4 = m.responses
+    u_5 = len(x_4) + 1
+    if u_5 < 128:
+        out.append(u_5)
+    else:
+        write_uvarint(out, u_5)
+    for e_6 in x_4:
+        out += _S1.pack(e_6.topic_id)
+        x_7 = e_6.partitions
+        u_8 = len(x_7) + 1
+        if u_8 < 128:
+            out.append(u_8)
+        else:
+            write_uvarint(out, u_8)
+        for e_9 in x_7:
+            out += _S4.pack(e_9.partition_index, e_9.error_code)
+            x_10 = e_9.error_message
+            if x_10 is None:
                 out.append(0)
             else:
-                b_8 = x_7.encode()
-                write_uvarint(out, len(b_8) + 1)
-                out += b_8
-            s_10 = e_6.current_leader
-            out += _S5.pack(s_10.leader_id, s_10.leader_epoch)
+                b_11 = x_10.encode()
+                u_12 = len(b_11) + 1
+                if u_12 < 128:
+                    out.append(u_12)
+                else:
+                    write_uvarint(out, u_12)
+                out += b_11
+            s_14 = e_9.current_leader
+            out += _S5.pack(s_14.leader_id, s_14.leader_epoch)
             out.append(0)
             out.append(0)
         out.append(0)
-    x_11 = m.node_endpoints
-    write_uvarint(out, len(x_11) + 1)
-    for e_12 in x_11:
-        out += _S0.pack(e_12.node_id)
-        x_13 = e_12.host
-        b_14 = x_13.encode()
-        write_uvarint(out, len(b_14) + 1)
-        out += b_14
-        out += _S0.pack(e_12.port)
-        x_15 = e_12.rack
-        if x_15 is None:
+    x_15 = m.node_endpoints
+    u_16 = len(x_15) + 1
+    if u_16 < 128:
+        out.append(u_16)
+    else:
+        write_uvarint(out, u_16)
+    for e_17 in x_15:
+        out += _S0.pack(e_17.node_id)
+        x_18 = e_17.host
+        b_19 = x_18.encode()
+        u_20 = len(b_19) + 1
+        if u_20 < 128:
+            out.append(u_20)
+        else:
+            write_uvarint(out, u_20)
+        out += b_19
+        out += _S0.pack(e_17.port)
+        x_21 = e_17.rack
+        if x_21 is None:
             out.append(0)
         else:
-            b_16 = x_15.encode()
-            write_uvarint(out, len(b_16) + 1)
-            out += b_16
+            b_22 = x_21.encode()
+            u_23 = len(b_22) + 1
+            if u_23 < 128:
+                out.append(u_23)
+            else:
+                write_uvarint(out, u_23)
+            out += b_22
         out.append(0)
     out.append(0)
 
@@ -804,44 +880,72 @@ def encode_share_acknowledge_response_v2(m: ShareAcknowledgeResponse, out: bytea
         out.append(0)
     else:
         b_2 = x_1.encode()
-        write_uvarint(out, len(b_2) + 1)
+        u_3 = len(b_2) + 1
+        if u_3 < 128:
+            out.append(u_3)
+        else:
+            write_uvarint(out, u_3)
         out += b_2
     out += _S0.pack(m.acquisition_lock_timeout_ms)
-    x_3 = m.responses
-    write_uvarint(out, len(x_3) + 1)
-    for e_4 in x_3:
-        out += _S1.pack(e_4.topic_id)
-        x_5 = e_4.partitions
-        write_uvarint(out, len(x_5) + 1)
-        for e_6 in x_5:
-            out += _S4.pack(e_6.partition_index, e_6.error_code)
-            x_7 = e_6.error_message
-            if x_7 is None:
+    x_4 = m.responses
+    u_5 = len(x_4) + 1
+    if u_5 < 128:
+        out.append(u_5)
+    else:
+        write_uvarint(out, u_5)
+    for e_6 in x_4:
+        out += _S1.pack(e_6.topic_id)
+        x_7 = e_6.partitions
+        u_8 = len(x_7) + 1
+        if u_8 < 128:
+            out.append(u_8)
+        else:
+            write_uvarint(out, u_8)
+        for e_9 in x_7:
+            out += _S4.pack(e_9.partition_index, e_9.error_code)
+            x_10 = e_9.error_message
+            if x_10 is None:
                 out.append(0)
             else:
-                b_8 = x_7.encode()
-                write_uvarint(out, len(b_8) + 1)
-                out += b_8
-            s_10 = e_6.current_leader
-            out += _S5.pack(s_10.leader_id, s_10.leader_epoch)
+                b_11 = x_10.encode()
+                u_12 = len(b_11) + 1
+                if u_12 < 128:
+                    out.append(u_12)
+                else:
+                    write_uvarint(out, u_12)
+                out += b_11
+            s_14 = e_9.current_leader
+            out += _S5.pack(s_14.leader_id, s_14.leader_epoch)
             out.append(0)
             out.append(0)
         out.append(0)
-    x_11 = m.node_endpoints
-    write_uvarint(out, len(x_11) + 1)
-    for e_12 in x_11:
-        out += _S0.pack(e_12.node_id)
-        x_13 = e_12.host
-        b_14 = x_13.encode()
-        write_uvarint(out, len(b_14) + 1)
-        out += b_14
-        out += _S0.pack(e_12.port)
-        x_15 = e_12.rack
-        if x_15 is None:
+    x_15 = m.node_endpoints
+    u_16 = len(x_15) + 1
+    if u_16 < 128:
+        out.append(u_16)
+    else:
+        write_uvarint(out, u_16)
+    for e_17 in x_15:
+        out += _S0.pack(e_17.node_id)
+        x_18 = e_17.host
+        b_19 = x_18.encode()
+        u_20 = len(b_19) + 1
+        if u_20 < 128:
+            out.append(u_20)
+        else:
+            write_uvarint(out, u_20)
+        out += b_19
+        out += _S0.pack(e_17.port)
+        x_21 = e_17.rack
+        if x_21 is None:
             out.append(0)
         else:
-            b_16 = x_15.encode()
-            write_uvarint(out, len(b_16) + 1)
-            out += b_16
+            b_22 = x_21.encode()
+            u_23 = len(b_22) + 1
+            if u_23 < 128:
+                out.append(u_23)
+            else:
+                write_uvarint(out, u_23)
+            out += b_22
         out.append(0)
     out.append(0)

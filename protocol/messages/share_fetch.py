@@ -295,43 +295,75 @@ def encode_share_fetch_request_v1(m: ShareFetchRequest, out: bytearray) -> None:
         out.append(0)
     else:
         b_2 = x_1.encode()
-        write_uvarint(out, len(b_2) + 1)
+        u_3 = len(b_2) + 1
+        if u_3 < 128:
+            out.append(u_3)
+        else:
+            write_uvarint(out, u_3)
         out += b_2
-    x_3 = m.member_id
-    if x_3 is None:
+    x_4 = m.member_id
+    if x_4 is None:
         out.append(0)
     else:
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
     out += _S0.pack(m.share_session_epoch, m.max_wait_ms, m.min_bytes, m.max_bytes, m.max_records, m.batch_size)
-    x_5 = m.topics
-    write_uvarint(out, len(x_5) + 1)
-    for e_6 in x_5:
-        out += _S1.pack(e_6.topic_id)
-        x_7 = e_6.partitions
-        write_uvarint(out, len(x_7) + 1)
-        for e_8 in x_7:
-            if e_8.partition_max_bytes != 0:
+    x_7 = m.topics
+    u_8 = len(x_7) + 1
+    if u_8 < 128:
+        out.append(u_8)
+    else:
+        write_uvarint(out, u_8)
+    for e_9 in x_7:
+        out += _S1.pack(e_9.topic_id)
+        x_10 = e_9.partitions
+        u_11 = len(x_10) + 1
+        if u_11 < 128:
+            out.append(u_11)
+        else:
+            write_uvarint(out, u_11)
+        for e_12 in x_10:
+            if e_12.partition_max_bytes != 0:
                 raise ValueError('attempted to write a non-default PartitionMaxBytes at version 1')
-            out += _S2.pack(e_8.partition_index)
-            x_9 = e_8.acknowledgement_batches
-            write_uvarint(out, len(x_9) + 1)
-            for e_10 in x_9:
-                out += _S3.pack(e_10.first_offset, e_10.last_offset)
-                x_11 = e_10.acknowledge_types
-                write_uvarint(out, len(x_11) + 1)
-                out += pack('>%db' % len(x_11), *x_11)
+            out += _S2.pack(e_12.partition_index)
+            x_13 = e_12.acknowledgement_batches
+            u_14 = len(x_13) + 1
+            if u_14 < 128:
+                out.append(u_14)
+            else:
+                write_uvarint(out, u_14)
+            for e_15 in x_13:
+                out += _S3.pack(e_15.first_offset, e_15.last_offset)
+                x_16 = e_15.acknowledge_types
+                u_17 = len(x_16) + 1
+                if u_17 < 128:
+                    out.append(u_17)
+                else:
+                    write_uvarint(out, u_17)
+                out += pack('>%db' % len(x_16), *x_16)
                 out.append(0)
             out.append(0)
         out.append(0)
-    x_12 = m.forgotten_topics_data
-    write_uvarint(out, len(x_12) + 1)
-    for e_13 in x_12:
-        out += _S1.pack(e_13.topic_id)
-        x_14 = e_13.partitions
-        write_uvarint(out, len(x_14) + 1)
-        out += pack('>%di' % len(x_14), *x_14)
+    x_18 = m.forgotten_topics_data
+    u_19 = len(x_18) + 1
+    if u_19 < 128:
+        out.append(u_19)
+    else:
+        write_uvarint(out, u_19)
+    for e_20 in x_18:
+        out += _S1.pack(e_20.topic_id)
+        x_21 = e_20.partitions
+        u_22 = len(x_21) + 1
+        if u_22 < 128:
+            out.append(u_22)
+        else:
+            write_uvarint(out, u_22)
+        out += pack('>%di' % len(x_21), *x_21)
         out.append(0)
     out.append(0)
 
@@ -517,43 +549,75 @@ def encode_share_fetch_request_v2(m: ShareFetchRequest, out: bytearray) -> None:
         out.append(0)
     else:
         b_2 = x_1.encode()
-        write_uvarint(out, len(b_2) + 1)
+        u_3 = len(b_2) + 1
+        if u_3 < 128:
+            out.append(u_3)
+        else:
+            write_uvarint(out, u_3)
         out += b_2
-    x_3 = m.member_id
-    if x_3 is None:
+    x_4 = m.member_id
+    if x_4 is None:
         out.append(0)
     else:
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
     out += _S4.pack(m.share_session_epoch, m.max_wait_ms, m.min_bytes, m.max_bytes, m.max_records, m.batch_size, m.share_acquire_mode, m.is_renew_ack)
-    x_5 = m.topics
-    write_uvarint(out, len(x_5) + 1)
-    for e_6 in x_5:
-        out += _S1.pack(e_6.topic_id)
-        x_7 = e_6.partitions
-        write_uvarint(out, len(x_7) + 1)
-        for e_8 in x_7:
-            if e_8.partition_max_bytes != 0:
+    x_7 = m.topics
+    u_8 = len(x_7) + 1
+    if u_8 < 128:
+        out.append(u_8)
+    else:
+        write_uvarint(out, u_8)
+    for e_9 in x_7:
+        out += _S1.pack(e_9.topic_id)
+        x_10 = e_9.partitions
+        u_11 = len(x_10) + 1
+        if u_11 < 128:
+            out.append(u_11)
+        else:
+            write_uvarint(out, u_11)
+        for e_12 in x_10:
+            if e_12.partition_max_bytes != 0:
                 raise ValueError('attempted to write a non-default PartitionMaxBytes at version 2')
-            out += _S2.pack(e_8.partition_index)
-            x_9 = e_8.acknowledgement_batches
-            write_uvarint(out, len(x_9) + 1)
-            for e_10 in x_9:
-                out += _S3.pack(e_10.first_offset, e_10.last_offset)
-                x_11 = e_10.acknowledge_types
-                write_uvarint(out, len(x_11) + 1)
-                out += pack('>%db' % len(x_11), *x_11)
+            out += _S2.pack(e_12.partition_index)
+            x_13 = e_12.acknowledgement_batches
+            u_14 = len(x_13) + 1
+            if u_14 < 128:
+                out.append(u_14)
+            else:
+                write_uvarint(out, u_14)
+            for e_15 in x_13:
+                out += _S3.pack(e_15.first_offset, e_15.last_offset)
+                x_16 = e_15.acknowledge_types
+                u_17 = len(x_16) + 1
+                if u_17 < 128:
+                    out.append(u_17)
+                else:
+                    write_uvarint(out, u_17)
+                out += pack('>%db' % len(x_16), *x_16)
                 out.append(0)
             out.append(0)
         out.append(0)
-    x_12 = m.forgotten_topics_data
-    write_uvarint(out, len(x_12) + 1)
-    for e_13 in x_12:
-        out += _S1.pack(e_13.topic_id)
-        x_14 = e_13.partitions
-        write_uvarint(out, len(x_14) + 1)
-        out += pack('>%di' % len(x_14), *x_14)
+    x_18 = m.forgotten_topics_data
+    u_19 = len(x_18) + 1
+    if u_19 < 128:
+        out.append(u_19)
+    else:
+        write_uvarint(out, u_19)
+    for e_20 in x_18:
+        out += _S1.pack(e_20.topic_id)
+        x_21 = e_20.partitions
+        u_22 = len(x_21) + 1
+        if u_22 < 128:
+            out.append(u_22)
+        else:
+            write_uvarint(out, u_22)
+        out += pack('>%di' % len(x_21), *x_21)
         out.append(0)
     out.append(0)
 
@@ -779,63 +843,103 @@ def encode_share_fetch_response_v1(m: ShareFetchResponse, out: bytearray) -> Non
         out.append(0)
     else:
         b_2 = x_1.encode()
-        write_uvarint(out, len(b_2) + 1)
+        u_3 = len(b_2) + 1
+        if u_3 < 128:
+            out.append(u_3)
+        else:
+            write_uvarint(out, u_3)
         out += b_2
     out += _S2.pack(m.acquisition_lock_timeout_ms)
-    x_3 = m.responses
-    write_uvarint(out, len(x_3) + 1)
-    for e_4 in x_3:
-        out += _S1.pack(e_4.topic_id)
-        x_5 = e_4.partitions
-        write_uvarint(out, len(x_5) + 1)
-        for e_6 in x_5:
-            out += _S5.pack(e_6.partition_index, e_6.error_code)
-            x_7 = e_6.error_message
-            if x_7 is None:
+    x_4 = m.responses
+    u_5 = len(x_4) + 1
+    if u_5 < 128:
+        out.append(u_5)
+    else:
+        write_uvarint(out, u_5)
+    for e_6 in x_4:
+        out += _S1.pack(e_6.topic_id)
+        x_7 = e_6.partitions
+        u_8 = len(x_7) + 1
+        if u_8 < 128:
+            out.append(u_8)
+        else:
+            write_uvarint(out, u_8)
+        for e_9 in x_7:
+            out += _S5.pack(e_9.partition_index, e_9.error_code)
+            x_10 = e_9.error_message
+            if x_10 is None:
                 out.append(0)
             else:
-                b_8 = x_7.encode()
-                write_uvarint(out, len(b_8) + 1)
-                out += b_8
-            out += _S6.pack(e_6.acknowledge_error_code)
-            x_9 = e_6.acknowledge_error_message
-            if x_9 is None:
-                out.append(0)
-            else:
-                b_10 = x_9.encode()
-                write_uvarint(out, len(b_10) + 1)
-                out += b_10
-            s_12 = e_6.current_leader
-            out += _S7.pack(s_12.leader_id, s_12.leader_epoch)
-            out.append(0)
-            x_13 = e_6.records
+                b_11 = x_10.encode()
+                u_12 = len(b_11) + 1
+                if u_12 < 128:
+                    out.append(u_12)
+                else:
+                    write_uvarint(out, u_12)
+                out += b_11
+            out += _S6.pack(e_9.acknowledge_error_code)
+            x_13 = e_9.acknowledge_error_message
             if x_13 is None:
+                out.append(0)
+            else:
+                b_14 = x_13.encode()
+                u_15 = len(b_14) + 1
+                if u_15 < 128:
+                    out.append(u_15)
+                else:
+                    write_uvarint(out, u_15)
+                out += b_14
+            s_17 = e_9.current_leader
+            out += _S7.pack(s_17.leader_id, s_17.leader_epoch)
+            out.append(0)
+            x_18 = e_9.records
+            if x_18 is None:
                 raise ValueError('Records cannot be null in version 1')
-            write_uvarint(out, len(x_13) + 1)
-            out += x_13
-            x_14 = e_6.acquired_records
-            write_uvarint(out, len(x_14) + 1)
-            for e_15 in x_14:
-                out += _S8.pack(e_15.first_offset, e_15.last_offset, e_15.delivery_count)
+            u_19 = len(x_18) + 1
+            if u_19 < 128:
+                out.append(u_19)
+            else:
+                write_uvarint(out, u_19)
+            out += x_18
+            x_20 = e_9.acquired_records
+            u_21 = len(x_20) + 1
+            if u_21 < 128:
+                out.append(u_21)
+            else:
+                write_uvarint(out, u_21)
+            for e_22 in x_20:
+                out += _S8.pack(e_22.first_offset, e_22.last_offset, e_22.delivery_count)
                 out.append(0)
             out.append(0)
         out.append(0)
-    x_16 = m.node_endpoints
-    write_uvarint(out, len(x_16) + 1)
-    for e_17 in x_16:
-        out += _S2.pack(e_17.node_id)
-        x_18 = e_17.host
-        b_19 = x_18.encode()
-        write_uvarint(out, len(b_19) + 1)
-        out += b_19
-        out += _S2.pack(e_17.port)
-        x_20 = e_17.rack
-        if x_20 is None:
+    x_23 = m.node_endpoints
+    u_24 = len(x_23) + 1
+    if u_24 < 128:
+        out.append(u_24)
+    else:
+        write_uvarint(out, u_24)
+    for e_25 in x_23:
+        out += _S2.pack(e_25.node_id)
+        x_26 = e_25.host
+        b_27 = x_26.encode()
+        u_28 = len(b_27) + 1
+        if u_28 < 128:
+            out.append(u_28)
+        else:
+            write_uvarint(out, u_28)
+        out += b_27
+        out += _S2.pack(e_25.port)
+        x_29 = e_25.rack
+        if x_29 is None:
             out.append(0)
         else:
-            b_21 = x_20.encode()
-            write_uvarint(out, len(b_21) + 1)
-            out += b_21
+            b_30 = x_29.encode()
+            u_31 = len(b_30) + 1
+            if u_31 < 128:
+                out.append(u_31)
+            else:
+                write_uvarint(out, u_31)
+            out += b_30
         out.append(0)
     out.append(0)
 
@@ -1061,62 +1165,102 @@ def encode_share_fetch_response_v2(m: ShareFetchResponse, out: bytearray) -> Non
         out.append(0)
     else:
         b_2 = x_1.encode()
-        write_uvarint(out, len(b_2) + 1)
+        u_3 = len(b_2) + 1
+        if u_3 < 128:
+            out.append(u_3)
+        else:
+            write_uvarint(out, u_3)
         out += b_2
     out += _S2.pack(m.acquisition_lock_timeout_ms)
-    x_3 = m.responses
-    write_uvarint(out, len(x_3) + 1)
-    for e_4 in x_3:
-        out += _S1.pack(e_4.topic_id)
-        x_5 = e_4.partitions
-        write_uvarint(out, len(x_5) + 1)
-        for e_6 in x_5:
-            out += _S5.pack(e_6.partition_index, e_6.error_code)
-            x_7 = e_6.error_message
-            if x_7 is None:
+    x_4 = m.responses
+    u_5 = len(x_4) + 1
+    if u_5 < 128:
+        out.append(u_5)
+    else:
+        write_uvarint(out, u_5)
+    for e_6 in x_4:
+        out += _S1.pack(e_6.topic_id)
+        x_7 = e_6.partitions
+        u_8 = len(x_7) + 1
+        if u_8 < 128:
+            out.append(u_8)
+        else:
+            write_uvarint(out, u_8)
+        for e_9 in x_7:
+            out += _S5.pack(e_9.partition_index, e_9.error_code)
+            x_10 = e_9.error_message
+            if x_10 is None:
                 out.append(0)
             else:
-                b_8 = x_7.encode()
-                write_uvarint(out, len(b_8) + 1)
-                out += b_8
-            out += _S6.pack(e_6.acknowledge_error_code)
-            x_9 = e_6.acknowledge_error_message
-            if x_9 is None:
-                out.append(0)
-            else:
-                b_10 = x_9.encode()
-                write_uvarint(out, len(b_10) + 1)
-                out += b_10
-            s_12 = e_6.current_leader
-            out += _S7.pack(s_12.leader_id, s_12.leader_epoch)
-            out.append(0)
-            x_13 = e_6.records
+                b_11 = x_10.encode()
+                u_12 = len(b_11) + 1
+                if u_12 < 128:
+                    out.append(u_12)
+                else:
+                    write_uvarint(out, u_12)
+                out += b_11
+            out += _S6.pack(e_9.acknowledge_error_code)
+            x_13 = e_9.acknowledge_error_message
             if x_13 is None:
+                out.append(0)
+            else:
+                b_14 = x_13.encode()
+                u_15 = len(b_14) + 1
+                if u_15 < 128:
+                    out.append(u_15)
+                else:
+                    write_uvarint(out, u_15)
+                out += b_14
+            s_17 = e_9.current_leader
+            out += _S7.pack(s_17.leader_id, s_17.leader_epoch)
+            out.append(0)
+            x_18 = e_9.records
+            if x_18 is None:
                 raise ValueError('Records cannot be null in version 2')
-            write_uvarint(out, len(x_13) + 1)
-            out += x_13
-            x_14 = e_6.acquired_records
-            write_uvarint(out, len(x_14) + 1)
-            for e_15 in x_14:
-                out += _S8.pack(e_15.first_offset, e_15.last_offset, e_15.delivery_count)
+            u_19 = len(x_18) + 1
+            if u_19 < 128:
+                out.append(u_19)
+            else:
+                write_uvarint(out, u_19)
+            out += x_18
+            x_20 = e_9.acquired_records
+            u_21 = len(x_20) + 1
+            if u_21 < 128:
+                out.append(u_21)
+            else:
+                write_uvarint(out, u_21)
+            for e_22 in x_20:
+                out += _S8.pack(e_22.first_offset, e_22.last_offset, e_22.delivery_count)
                 out.append(0)
             out.append(0)
         out.append(0)
-    x_16 = m.node_endpoints
-    write_uvarint(out, len(x_16) + 1)
-    for e_17 in x_16:
-        out += _S2.pack(e_17.node_id)
-        x_18 = e_17.host
-        b_19 = x_18.encode()
-        write_uvarint(out, len(b_19) + 1)
-        out += b_19
-        out += _S2.pack(e_17.port)
-        x_20 = e_17.rack
-        if x_20 is None:
+    x_23 = m.node_endpoints
+    u_24 = len(x_23) + 1
+    if u_24 < 128:
+        out.append(u_24)
+    else:
+        write_uvarint(out, u_24)
+    for e_25 in x_23:
+        out += _S2.pack(e_25.node_id)
+        x_26 = e_25.host
+        b_27 = x_26.encode()
+        u_28 = len(b_27) + 1
+        if u_28 < 128:
+            out.append(u_28)
+        else:
+            write_uvarint(out, u_28)
+        out += b_27
+        out += _S2.pack(e_25.port)
+        x_29 = e_25.rack
+        if x_29 is None:
             out.append(0)
         else:
-            b_21 = x_20.encode()
-            write_uvarint(out, len(b_21) + 1)
-            out += b_21
+            b_30 = x_29.encode()
+            u_31 = len(b_30) + 1
+            if u_31 < 128:
+                out.append(u_31)
+            else:
+                write_uvarint(out, u_31)
+            out += b_30
         out.append(0)
     out.append(0)

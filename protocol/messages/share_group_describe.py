@@ -110,12 +110,20 @@ def decode_share_group_describe_request_v1(data: bytes, pos: int) -> tuple[Share
 
 def encode_share_group_describe_request_v1(m: ShareGroupDescribeRequest, out: bytearray) -> None:
     x_1 = m.group_ids
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        x_3 = e_2
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        x_4 = e_3
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
     out += _S0.pack(m.include_authorized_operations)
     out.append(0)
 
@@ -384,74 +392,134 @@ def decode_share_group_describe_response_v1(data: bytes, pos: int) -> tuple[Shar
 def encode_share_group_describe_response_v1(m: ShareGroupDescribeResponse, out: bytearray) -> None:
     out += _S1.pack(m.throttle_time_ms)
     x_1 = m.groups
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        out += _S2.pack(e_2.error_code)
-        x_3 = e_2.error_message
-        if x_3 is None:
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        out += _S2.pack(e_3.error_code)
+        x_4 = e_3.error_message
+        if x_4 is None:
             out.append(0)
         else:
-            b_4 = x_3.encode()
-            write_uvarint(out, len(b_4) + 1)
-            out += b_4
-        x_5 = e_2.group_id
-        b_6 = x_5.encode()
-        write_uvarint(out, len(b_6) + 1)
-        out += b_6
-        x_7 = e_2.group_state
+            b_5 = x_4.encode()
+            u_6 = len(b_5) + 1
+            if u_6 < 128:
+                out.append(u_6)
+            else:
+                write_uvarint(out, u_6)
+            out += b_5
+        x_7 = e_3.group_id
         b_8 = x_7.encode()
-        write_uvarint(out, len(b_8) + 1)
+        u_9 = len(b_8) + 1
+        if u_9 < 128:
+            out.append(u_9)
+        else:
+            write_uvarint(out, u_9)
         out += b_8
-        out += _S3.pack(e_2.group_epoch, e_2.assignment_epoch)
-        x_9 = e_2.assignor_name
-        b_10 = x_9.encode()
-        write_uvarint(out, len(b_10) + 1)
-        out += b_10
-        x_11 = e_2.members
-        write_uvarint(out, len(x_11) + 1)
-        for e_12 in x_11:
-            x_13 = e_12.member_id
-            b_14 = x_13.encode()
-            write_uvarint(out, len(b_14) + 1)
-            out += b_14
-            x_15 = e_12.rack_id
-            if x_15 is None:
+        x_10 = e_3.group_state
+        b_11 = x_10.encode()
+        u_12 = len(b_11) + 1
+        if u_12 < 128:
+            out.append(u_12)
+        else:
+            write_uvarint(out, u_12)
+        out += b_11
+        out += _S3.pack(e_3.group_epoch, e_3.assignment_epoch)
+        x_13 = e_3.assignor_name
+        b_14 = x_13.encode()
+        u_15 = len(b_14) + 1
+        if u_15 < 128:
+            out.append(u_15)
+        else:
+            write_uvarint(out, u_15)
+        out += b_14
+        x_16 = e_3.members
+        u_17 = len(x_16) + 1
+        if u_17 < 128:
+            out.append(u_17)
+        else:
+            write_uvarint(out, u_17)
+        for e_18 in x_16:
+            x_19 = e_18.member_id
+            b_20 = x_19.encode()
+            u_21 = len(b_20) + 1
+            if u_21 < 128:
+                out.append(u_21)
+            else:
+                write_uvarint(out, u_21)
+            out += b_20
+            x_22 = e_18.rack_id
+            if x_22 is None:
                 out.append(0)
             else:
-                b_16 = x_15.encode()
-                write_uvarint(out, len(b_16) + 1)
-                out += b_16
-            out += _S1.pack(e_12.member_epoch)
-            x_17 = e_12.client_id
-            b_18 = x_17.encode()
-            write_uvarint(out, len(b_18) + 1)
-            out += b_18
-            x_19 = e_12.client_host
-            b_20 = x_19.encode()
-            write_uvarint(out, len(b_20) + 1)
-            out += b_20
-            x_21 = e_12.subscribed_topic_names
-            write_uvarint(out, len(x_21) + 1)
-            for e_22 in x_21:
-                x_23 = e_22
-                b_24 = x_23.encode()
-                write_uvarint(out, len(b_24) + 1)
-                out += b_24
-            s_26 = e_12.assignment
-            x_27 = s_26.topic_partitions
-            write_uvarint(out, len(x_27) + 1)
-            for e_28 in x_27:
-                out += _S4.pack(e_28.topic_id)
-                x_29 = e_28.topic_name
-                b_30 = x_29.encode()
-                write_uvarint(out, len(b_30) + 1)
-                out += b_30
-                x_31 = e_28.partitions
-                write_uvarint(out, len(x_31) + 1)
-                out += pack('>%di' % len(x_31), *x_31)
+                b_23 = x_22.encode()
+                u_24 = len(b_23) + 1
+                if u_24 < 128:
+                    out.append(u_24)
+                else:
+                    write_uvarint(out, u_24)
+                out += b_23
+            out += _S1.pack(e_18.member_epoch)
+            x_25 = e_18.client_id
+            b_26 = x_25.encode()
+            u_27 = len(b_26) + 1
+            if u_27 < 128:
+                out.append(u_27)
+            else:
+                write_uvarint(out, u_27)
+            out += b_26
+            x_28 = e_18.client_host
+            b_29 = x_28.encode()
+            u_30 = len(b_29) + 1
+            if u_30 < 128:
+                out.append(u_30)
+            else:
+                write_uvarint(out, u_30)
+            out += b_29
+            x_31 = e_18.subscribed_topic_names
+            u_32 = len(x_31) + 1
+            if u_32 < 128:
+                out.append(u_32)
+            else:
+                write_uvarint(out, u_32)
+            for e_33 in x_31:
+                x_34 = e_33
+                b_35 = x_34.encode()
+                u_36 = len(b_35) + 1
+                if u_36 < 128:
+                    out.append(u_36)
+                else:
+                    write_uvarint(out, u_36)
+                out += b_35
+            s_38 = e_18.assignment
+            x_39 = s_38.topic_partitions
+            u_40 = len(x_39) + 1
+            if u_40 < 128:
+                out.append(u_40)
+            else:
+                write_uvarint(out, u_40)
+            for e_41 in x_39:
+                out += _S4.pack(e_41.topic_id)
+                x_42 = e_41.topic_name
+                b_43 = x_42.encode()
+                u_44 = len(b_43) + 1
+                if u_44 < 128:
+                    out.append(u_44)
+                else:
+                    write_uvarint(out, u_44)
+                out += b_43
+                x_45 = e_41.partitions
+                u_46 = len(x_45) + 1
+                if u_46 < 128:
+                    out.append(u_46)
+                else:
+                    write_uvarint(out, u_46)
+                out += pack('>%di' % len(x_45), *x_45)
                 out.append(0)
             out.append(0)
             out.append(0)
-        out += _S1.pack(e_2.authorized_operations)
+        out += _S1.pack(e_3.authorized_operations)
         out.append(0)
     out.append(0)

@@ -129,30 +129,50 @@ def decode_share_group_heartbeat_request_v1(data: bytes, pos: int) -> tuple[Shar
 def encode_share_group_heartbeat_request_v1(m: ShareGroupHeartbeatRequest, out: bytearray) -> None:
     x_1 = m.group_id
     b_2 = x_1.encode()
-    write_uvarint(out, len(b_2) + 1)
-    out += b_2
-    x_3 = m.member_id
-    b_4 = x_3.encode()
-    write_uvarint(out, len(b_4) + 1)
-    out += b_4
-    out += _S0.pack(m.member_epoch)
-    x_5 = m.rack_id
-    if x_5 is None:
-        out.append(0)
+    u_3 = len(b_2) + 1
+    if u_3 < 128:
+        out.append(u_3)
     else:
-        b_6 = x_5.encode()
-        write_uvarint(out, len(b_6) + 1)
-        out += b_6
-    x_7 = m.subscribed_topic_names
+        write_uvarint(out, u_3)
+    out += b_2
+    x_4 = m.member_id
+    b_5 = x_4.encode()
+    u_6 = len(b_5) + 1
+    if u_6 < 128:
+        out.append(u_6)
+    else:
+        write_uvarint(out, u_6)
+    out += b_5
+    out += _S0.pack(m.member_epoch)
+    x_7 = m.rack_id
     if x_7 is None:
         out.append(0)
     else:
-        write_uvarint(out, len(x_7) + 1)
-        for e_8 in x_7:
-            x_9 = e_8
-            b_10 = x_9.encode()
-            write_uvarint(out, len(b_10) + 1)
-            out += b_10
+        b_8 = x_7.encode()
+        u_9 = len(b_8) + 1
+        if u_9 < 128:
+            out.append(u_9)
+        else:
+            write_uvarint(out, u_9)
+        out += b_8
+    x_10 = m.subscribed_topic_names
+    if x_10 is None:
+        out.append(0)
+    else:
+        u_11 = len(x_10) + 1
+        if u_11 < 128:
+            out.append(u_11)
+        else:
+            write_uvarint(out, u_11)
+        for e_12 in x_10:
+            x_13 = e_12
+            b_14 = x_13.encode()
+            u_15 = len(b_14) + 1
+            if u_15 < 128:
+                out.append(u_15)
+            else:
+                write_uvarint(out, u_15)
+            out += b_14
     out.append(0)
 
 
@@ -263,28 +283,44 @@ def encode_share_group_heartbeat_response_v1(m: ShareGroupHeartbeatResponse, out
         out.append(0)
     else:
         b_2 = x_1.encode()
-        write_uvarint(out, len(b_2) + 1)
+        u_3 = len(b_2) + 1
+        if u_3 < 128:
+            out.append(u_3)
+        else:
+            write_uvarint(out, u_3)
         out += b_2
-    x_3 = m.member_id
-    if x_3 is None:
+    x_4 = m.member_id
+    if x_4 is None:
         out.append(0)
     else:
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
     out += _S2.pack(m.member_epoch, m.heartbeat_interval_ms)
-    s_6 = m.assignment
-    if s_6 is None:
+    s_8 = m.assignment
+    if s_8 is None:
         out.append(0xFF)
     else:
         out.append(1)
-        x_7 = s_6.topic_partitions
-        write_uvarint(out, len(x_7) + 1)
-        for e_8 in x_7:
-            out += _S3.pack(e_8.topic_id)
-            x_9 = e_8.partitions
-            write_uvarint(out, len(x_9) + 1)
-            out += pack('>%di' % len(x_9), *x_9)
+        x_9 = s_8.topic_partitions
+        u_10 = len(x_9) + 1
+        if u_10 < 128:
+            out.append(u_10)
+        else:
+            write_uvarint(out, u_10)
+        for e_11 in x_9:
+            out += _S3.pack(e_11.topic_id)
+            x_12 = e_11.partitions
+            u_13 = len(x_12) + 1
+            if u_13 < 128:
+                out.append(u_13)
+            else:
+                write_uvarint(out, u_13)
+            out += pack('>%di' % len(x_12), *x_12)
             out.append(0)
         out.append(0)
     out.append(0)

@@ -198,12 +198,20 @@ def encode_streams_group_describe_request_v0(m: StreamsGroupDescribeRequest, out
     if m.include_topology_description:
         raise ValueError('attempted to write a non-default IncludeTopologyDescription at version 0')
     x_1 = m.group_ids
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        x_3 = e_2
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        x_4 = e_3
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
     out += _S0.pack(m.include_authorized_operations)
     out.append(0)
 
@@ -253,12 +261,20 @@ def decode_streams_group_describe_request_v1(data: bytes, pos: int) -> tuple[Str
 
 def encode_streams_group_describe_request_v1(m: StreamsGroupDescribeRequest, out: bytearray) -> None:
     x_1 = m.group_ids
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        x_3 = e_2
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        x_4 = e_3
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
     out += _S1.pack(m.include_authorized_operations, m.include_topology_description)
     out.append(0)
 
@@ -1227,252 +1243,464 @@ def decode_streams_group_describe_response_v0(data: bytes, pos: int) -> tuple[St
 def encode_streams_group_describe_response_v0(m: StreamsGroupDescribeResponse, out: bytearray) -> None:
     out += _S2.pack(m.throttle_time_ms)
     x_1 = m.groups
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        if e_2.topology_description is not None:
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        if e_3.topology_description is not None:
             raise ValueError('attempted to write a non-default TopologyDescription at version 0')
-        if e_2.topology_description_status != 0:
+        if e_3.topology_description_status != 0:
             raise ValueError('attempted to write a non-default TopologyDescriptionStatus at version 0')
-        out += _S3.pack(e_2.error_code)
-        x_3 = e_2.error_message
-        if x_3 is None:
+        out += _S3.pack(e_3.error_code)
+        x_4 = e_3.error_message
+        if x_4 is None:
             out.append(0)
         else:
-            b_4 = x_3.encode()
-            write_uvarint(out, len(b_4) + 1)
-            out += b_4
-        x_5 = e_2.group_id
-        b_6 = x_5.encode()
-        write_uvarint(out, len(b_6) + 1)
-        out += b_6
-        x_7 = e_2.group_state
+            b_5 = x_4.encode()
+            u_6 = len(b_5) + 1
+            if u_6 < 128:
+                out.append(u_6)
+            else:
+                write_uvarint(out, u_6)
+            out += b_5
+        x_7 = e_3.group_id
         b_8 = x_7.encode()
-        write_uvarint(out, len(b_8) + 1)
+        u_9 = len(b_8) + 1
+        if u_9 < 128:
+            out.append(u_9)
+        else:
+            write_uvarint(out, u_9)
         out += b_8
-        out += _S4.pack(e_2.group_epoch, e_2.assignment_epoch)
-        s_10 = e_2.topology
-        if s_10 is None:
+        x_10 = e_3.group_state
+        b_11 = x_10.encode()
+        u_12 = len(b_11) + 1
+        if u_12 < 128:
+            out.append(u_12)
+        else:
+            write_uvarint(out, u_12)
+        out += b_11
+        out += _S4.pack(e_3.group_epoch, e_3.assignment_epoch)
+        s_14 = e_3.topology
+        if s_14 is None:
             out.append(0xFF)
         else:
             out.append(1)
-            out += _S2.pack(s_10.epoch)
-            x_11 = s_10.subtopologies
-            if x_11 is None:
+            out += _S2.pack(s_14.epoch)
+            x_15 = s_14.subtopologies
+            if x_15 is None:
                 out.append(0)
             else:
-                write_uvarint(out, len(x_11) + 1)
-                for e_12 in x_11:
-                    x_13 = e_12.subtopology_id
-                    b_14 = x_13.encode()
-                    write_uvarint(out, len(b_14) + 1)
-                    out += b_14
-                    x_15 = e_12.source_topics
-                    write_uvarint(out, len(x_15) + 1)
-                    for e_16 in x_15:
-                        x_17 = e_16
-                        b_18 = x_17.encode()
-                        write_uvarint(out, len(b_18) + 1)
-                        out += b_18
-                    x_19 = e_12.repartition_sink_topics
-                    write_uvarint(out, len(x_19) + 1)
-                    for e_20 in x_19:
-                        x_21 = e_20
-                        b_22 = x_21.encode()
-                        write_uvarint(out, len(b_22) + 1)
-                        out += b_22
-                    x_23 = e_12.state_changelog_topics
-                    write_uvarint(out, len(x_23) + 1)
-                    for e_24 in x_23:
-                        x_25 = e_24.name
-                        b_26 = x_25.encode()
-                        write_uvarint(out, len(b_26) + 1)
-                        out += b_26
-                        out += _S5.pack(e_24.partitions, e_24.replication_factor)
-                        x_27 = e_24.topic_configs
-                        write_uvarint(out, len(x_27) + 1)
-                        for e_28 in x_27:
-                            x_29 = e_28.key
-                            b_30 = x_29.encode()
-                            write_uvarint(out, len(b_30) + 1)
-                            out += b_30
-                            x_31 = e_28.value
-                            b_32 = x_31.encode()
-                            write_uvarint(out, len(b_32) + 1)
-                            out += b_32
+                u_16 = len(x_15) + 1
+                if u_16 < 128:
+                    out.append(u_16)
+                else:
+                    write_uvarint(out, u_16)
+                for e_17 in x_15:
+                    x_18 = e_17.subtopology_id
+                    b_19 = x_18.encode()
+                    u_20 = len(b_19) + 1
+                    if u_20 < 128:
+                        out.append(u_20)
+                    else:
+                        write_uvarint(out, u_20)
+                    out += b_19
+                    x_21 = e_17.source_topics
+                    u_22 = len(x_21) + 1
+                    if u_22 < 128:
+                        out.append(u_22)
+                    else:
+                        write_uvarint(out, u_22)
+                    for e_23 in x_21:
+                        x_24 = e_23
+                        b_25 = x_24.encode()
+                        u_26 = len(b_25) + 1
+                        if u_26 < 128:
+                            out.append(u_26)
+                        else:
+                            write_uvarint(out, u_26)
+                        out += b_25
+                    x_27 = e_17.repartition_sink_topics
+                    u_28 = len(x_27) + 1
+                    if u_28 < 128:
+                        out.append(u_28)
+                    else:
+                        write_uvarint(out, u_28)
+                    for e_29 in x_27:
+                        x_30 = e_29
+                        b_31 = x_30.encode()
+                        u_32 = len(b_31) + 1
+                        if u_32 < 128:
+                            out.append(u_32)
+                        else:
+                            write_uvarint(out, u_32)
+                        out += b_31
+                    x_33 = e_17.state_changelog_topics
+                    u_34 = len(x_33) + 1
+                    if u_34 < 128:
+                        out.append(u_34)
+                    else:
+                        write_uvarint(out, u_34)
+                    for e_35 in x_33:
+                        x_36 = e_35.name
+                        b_37 = x_36.encode()
+                        u_38 = len(b_37) + 1
+                        if u_38 < 128:
+                            out.append(u_38)
+                        else:
+                            write_uvarint(out, u_38)
+                        out += b_37
+                        out += _S5.pack(e_35.partitions, e_35.replication_factor)
+                        x_39 = e_35.topic_configs
+                        u_40 = len(x_39) + 1
+                        if u_40 < 128:
+                            out.append(u_40)
+                        else:
+                            write_uvarint(out, u_40)
+                        for e_41 in x_39:
+                            x_42 = e_41.key
+                            b_43 = x_42.encode()
+                            u_44 = len(b_43) + 1
+                            if u_44 < 128:
+                                out.append(u_44)
+                            else:
+                                write_uvarint(out, u_44)
+                            out += b_43
+                            x_45 = e_41.value
+                            b_46 = x_45.encode()
+                            u_47 = len(b_46) + 1
+                            if u_47 < 128:
+                                out.append(u_47)
+                            else:
+                                write_uvarint(out, u_47)
+                            out += b_46
                             out.append(0)
                         out.append(0)
-                    x_33 = e_12.repartition_source_topics
-                    write_uvarint(out, len(x_33) + 1)
-                    for e_34 in x_33:
-                        x_35 = e_34.name
-                        b_36 = x_35.encode()
-                        write_uvarint(out, len(b_36) + 1)
-                        out += b_36
-                        out += _S5.pack(e_34.partitions, e_34.replication_factor)
-                        x_37 = e_34.topic_configs
-                        write_uvarint(out, len(x_37) + 1)
-                        for e_38 in x_37:
-                            x_39 = e_38.key
-                            b_40 = x_39.encode()
-                            write_uvarint(out, len(b_40) + 1)
-                            out += b_40
-                            x_41 = e_38.value
-                            b_42 = x_41.encode()
-                            write_uvarint(out, len(b_42) + 1)
-                            out += b_42
+                    x_48 = e_17.repartition_source_topics
+                    u_49 = len(x_48) + 1
+                    if u_49 < 128:
+                        out.append(u_49)
+                    else:
+                        write_uvarint(out, u_49)
+                    for e_50 in x_48:
+                        x_51 = e_50.name
+                        b_52 = x_51.encode()
+                        u_53 = len(b_52) + 1
+                        if u_53 < 128:
+                            out.append(u_53)
+                        else:
+                            write_uvarint(out, u_53)
+                        out += b_52
+                        out += _S5.pack(e_50.partitions, e_50.replication_factor)
+                        x_54 = e_50.topic_configs
+                        u_55 = len(x_54) + 1
+                        if u_55 < 128:
+                            out.append(u_55)
+                        else:
+                            write_uvarint(out, u_55)
+                        for e_56 in x_54:
+                            x_57 = e_56.key
+                            b_58 = x_57.encode()
+                            u_59 = len(b_58) + 1
+                            if u_59 < 128:
+                                out.append(u_59)
+                            else:
+                                write_uvarint(out, u_59)
+                            out += b_58
+                            x_60 = e_56.value
+                            b_61 = x_60.encode()
+                            u_62 = len(b_61) + 1
+                            if u_62 < 128:
+                                out.append(u_62)
+                            else:
+                                write_uvarint(out, u_62)
+                            out += b_61
                             out.append(0)
                         out.append(0)
                     out.append(0)
             out.append(0)
-        x_43 = e_2.members
-        write_uvarint(out, len(x_43) + 1)
-        for e_44 in x_43:
-            x_45 = e_44.member_id
-            b_46 = x_45.encode()
-            write_uvarint(out, len(b_46) + 1)
-            out += b_46
-            out += _S2.pack(e_44.member_epoch)
-            x_47 = e_44.instance_id
-            if x_47 is None:
+        x_63 = e_3.members
+        u_64 = len(x_63) + 1
+        if u_64 < 128:
+            out.append(u_64)
+        else:
+            write_uvarint(out, u_64)
+        for e_65 in x_63:
+            x_66 = e_65.member_id
+            b_67 = x_66.encode()
+            u_68 = len(b_67) + 1
+            if u_68 < 128:
+                out.append(u_68)
+            else:
+                write_uvarint(out, u_68)
+            out += b_67
+            out += _S2.pack(e_65.member_epoch)
+            x_69 = e_65.instance_id
+            if x_69 is None:
                 out.append(0)
             else:
-                b_48 = x_47.encode()
-                write_uvarint(out, len(b_48) + 1)
-                out += b_48
-            x_49 = e_44.rack_id
-            if x_49 is None:
+                b_70 = x_69.encode()
+                u_71 = len(b_70) + 1
+                if u_71 < 128:
+                    out.append(u_71)
+                else:
+                    write_uvarint(out, u_71)
+                out += b_70
+            x_72 = e_65.rack_id
+            if x_72 is None:
                 out.append(0)
             else:
-                b_50 = x_49.encode()
-                write_uvarint(out, len(b_50) + 1)
-                out += b_50
-            x_51 = e_44.client_id
-            b_52 = x_51.encode()
-            write_uvarint(out, len(b_52) + 1)
-            out += b_52
-            x_53 = e_44.client_host
-            b_54 = x_53.encode()
-            write_uvarint(out, len(b_54) + 1)
-            out += b_54
-            out += _S2.pack(e_44.topology_epoch)
-            x_55 = e_44.process_id
-            b_56 = x_55.encode()
-            write_uvarint(out, len(b_56) + 1)
-            out += b_56
-            s_58 = e_44.user_endpoint
-            if s_58 is None:
+                b_73 = x_72.encode()
+                u_74 = len(b_73) + 1
+                if u_74 < 128:
+                    out.append(u_74)
+                else:
+                    write_uvarint(out, u_74)
+                out += b_73
+            x_75 = e_65.client_id
+            b_76 = x_75.encode()
+            u_77 = len(b_76) + 1
+            if u_77 < 128:
+                out.append(u_77)
+            else:
+                write_uvarint(out, u_77)
+            out += b_76
+            x_78 = e_65.client_host
+            b_79 = x_78.encode()
+            u_80 = len(b_79) + 1
+            if u_80 < 128:
+                out.append(u_80)
+            else:
+                write_uvarint(out, u_80)
+            out += b_79
+            out += _S2.pack(e_65.topology_epoch)
+            x_81 = e_65.process_id
+            b_82 = x_81.encode()
+            u_83 = len(b_82) + 1
+            if u_83 < 128:
+                out.append(u_83)
+            else:
+                write_uvarint(out, u_83)
+            out += b_82
+            s_85 = e_65.user_endpoint
+            if s_85 is None:
                 out.append(0xFF)
             else:
                 out.append(1)
-                x_59 = s_58.host
-                b_60 = x_59.encode()
-                write_uvarint(out, len(b_60) + 1)
-                out += b_60
-                out += _S6.pack(s_58.port)
+                x_86 = s_85.host
+                b_87 = x_86.encode()
+                u_88 = len(b_87) + 1
+                if u_88 < 128:
+                    out.append(u_88)
+                else:
+                    write_uvarint(out, u_88)
+                out += b_87
+                out += _S6.pack(s_85.port)
                 out.append(0)
-            x_61 = e_44.client_tags
-            write_uvarint(out, len(x_61) + 1)
-            for e_62 in x_61:
-                x_63 = e_62.key
-                b_64 = x_63.encode()
-                write_uvarint(out, len(b_64) + 1)
-                out += b_64
-                x_65 = e_62.value
-                b_66 = x_65.encode()
-                write_uvarint(out, len(b_66) + 1)
-                out += b_66
+            x_89 = e_65.client_tags
+            u_90 = len(x_89) + 1
+            if u_90 < 128:
+                out.append(u_90)
+            else:
+                write_uvarint(out, u_90)
+            for e_91 in x_89:
+                x_92 = e_91.key
+                b_93 = x_92.encode()
+                u_94 = len(b_93) + 1
+                if u_94 < 128:
+                    out.append(u_94)
+                else:
+                    write_uvarint(out, u_94)
+                out += b_93
+                x_95 = e_91.value
+                b_96 = x_95.encode()
+                u_97 = len(b_96) + 1
+                if u_97 < 128:
+                    out.append(u_97)
+                else:
+                    write_uvarint(out, u_97)
+                out += b_96
                 out.append(0)
-            x_67 = e_44.task_offsets
-            write_uvarint(out, len(x_67) + 1)
-            for e_68 in x_67:
-                x_69 = e_68.subtopology_id
-                b_70 = x_69.encode()
-                write_uvarint(out, len(b_70) + 1)
-                out += b_70
-                out += _S7.pack(e_68.partition, e_68.offset)
-                out.append(0)
-            x_71 = e_44.task_end_offsets
-            write_uvarint(out, len(x_71) + 1)
-            for e_72 in x_71:
-                x_73 = e_72.subtopology_id
-                b_74 = x_73.encode()
-                write_uvarint(out, len(b_74) + 1)
-                out += b_74
-                out += _S7.pack(e_72.partition, e_72.offset)
-                out.append(0)
-            s_76 = e_44.assignment
-            x_77 = s_76.active_tasks
-            write_uvarint(out, len(x_77) + 1)
-            for e_78 in x_77:
-                x_79 = e_78.subtopology_id
-                b_80 = x_79.encode()
-                write_uvarint(out, len(b_80) + 1)
-                out += b_80
-                x_81 = e_78.partitions
-                write_uvarint(out, len(x_81) + 1)
-                out += pack('>%di' % len(x_81), *x_81)
-                out.append(0)
-            x_82 = s_76.standby_tasks
-            write_uvarint(out, len(x_82) + 1)
-            for e_83 in x_82:
-                x_84 = e_83.subtopology_id
-                b_85 = x_84.encode()
-                write_uvarint(out, len(b_85) + 1)
-                out += b_85
-                x_86 = e_83.partitions
-                write_uvarint(out, len(x_86) + 1)
-                out += pack('>%di' % len(x_86), *x_86)
-                out.append(0)
-            x_87 = s_76.warmup_tasks
-            write_uvarint(out, len(x_87) + 1)
-            for e_88 in x_87:
-                x_89 = e_88.subtopology_id
-                b_90 = x_89.encode()
-                write_uvarint(out, len(b_90) + 1)
-                out += b_90
-                x_91 = e_88.partitions
-                write_uvarint(out, len(x_91) + 1)
-                out += pack('>%di' % len(x_91), *x_91)
-                out.append(0)
-            out.append(0)
-            s_93 = e_44.target_assignment
-            x_94 = s_93.active_tasks
-            write_uvarint(out, len(x_94) + 1)
-            for e_95 in x_94:
-                x_96 = e_95.subtopology_id
-                b_97 = x_96.encode()
-                write_uvarint(out, len(b_97) + 1)
-                out += b_97
-                x_98 = e_95.partitions
-                write_uvarint(out, len(x_98) + 1)
-                out += pack('>%di' % len(x_98), *x_98)
-                out.append(0)
-            x_99 = s_93.standby_tasks
-            write_uvarint(out, len(x_99) + 1)
-            for e_100 in x_99:
+            x_98 = e_65.task_offsets
+            u_99 = len(x_98) + 1
+            if u_99 < 128:
+                out.append(u_99)
+            else:
+                write_uvarint(out, u_99)
+            for e_100 in x_98:
                 x_101 = e_100.subtopology_id
                 b_102 = x_101.encode()
-                write_uvarint(out, len(b_102) + 1)
+                u_103 = len(b_102) + 1
+                if u_103 < 128:
+                    out.append(u_103)
+                else:
+                    write_uvarint(out, u_103)
                 out += b_102
-                x_103 = e_100.partitions
-                write_uvarint(out, len(x_103) + 1)
-                out += pack('>%di' % len(x_103), *x_103)
+                out += _S7.pack(e_100.partition, e_100.offset)
                 out.append(0)
-            x_104 = s_93.warmup_tasks
-            write_uvarint(out, len(x_104) + 1)
-            for e_105 in x_104:
-                x_106 = e_105.subtopology_id
-                b_107 = x_106.encode()
-                write_uvarint(out, len(b_107) + 1)
-                out += b_107
-                x_108 = e_105.partitions
-                write_uvarint(out, len(x_108) + 1)
-                out += pack('>%di' % len(x_108), *x_108)
+            x_104 = e_65.task_end_offsets
+            u_105 = len(x_104) + 1
+            if u_105 < 128:
+                out.append(u_105)
+            else:
+                write_uvarint(out, u_105)
+            for e_106 in x_104:
+                x_107 = e_106.subtopology_id
+                b_108 = x_107.encode()
+                u_109 = len(b_108) + 1
+                if u_109 < 128:
+                    out.append(u_109)
+                else:
+                    write_uvarint(out, u_109)
+                out += b_108
+                out += _S7.pack(e_106.partition, e_106.offset)
+                out.append(0)
+            s_111 = e_65.assignment
+            x_112 = s_111.active_tasks
+            u_113 = len(x_112) + 1
+            if u_113 < 128:
+                out.append(u_113)
+            else:
+                write_uvarint(out, u_113)
+            for e_114 in x_112:
+                x_115 = e_114.subtopology_id
+                b_116 = x_115.encode()
+                u_117 = len(b_116) + 1
+                if u_117 < 128:
+                    out.append(u_117)
+                else:
+                    write_uvarint(out, u_117)
+                out += b_116
+                x_118 = e_114.partitions
+                u_119 = len(x_118) + 1
+                if u_119 < 128:
+                    out.append(u_119)
+                else:
+                    write_uvarint(out, u_119)
+                out += pack('>%di' % len(x_118), *x_118)
+                out.append(0)
+            x_120 = s_111.standby_tasks
+            u_121 = len(x_120) + 1
+            if u_121 < 128:
+                out.append(u_121)
+            else:
+                write_uvarint(out, u_121)
+            for e_122 in x_120:
+                x_123 = e_122.subtopology_id
+                b_124 = x_123.encode()
+                u_125 = len(b_124) + 1
+                if u_125 < 128:
+                    out.append(u_125)
+                else:
+                    write_uvarint(out, u_125)
+                out += b_124
+                x_126 = e_122.partitions
+                u_127 = len(x_126) + 1
+                if u_127 < 128:
+                    out.append(u_127)
+                else:
+                    write_uvarint(out, u_127)
+                out += pack('>%di' % len(x_126), *x_126)
+                out.append(0)
+            x_128 = s_111.warmup_tasks
+            u_129 = len(x_128) + 1
+            if u_129 < 128:
+                out.append(u_129)
+            else:
+                write_uvarint(out, u_129)
+            for e_130 in x_128:
+                x_131 = e_130.subtopology_id
+                b_132 = x_131.encode()
+                u_133 = len(b_132) + 1
+                if u_133 < 128:
+                    out.append(u_133)
+                else:
+                    write_uvarint(out, u_133)
+                out += b_132
+                x_134 = e_130.partitions
+                u_135 = len(x_134) + 1
+                if u_135 < 128:
+                    out.append(u_135)
+                else:
+                    write_uvarint(out, u_135)
+                out += pack('>%di' % len(x_134), *x_134)
                 out.append(0)
             out.append(0)
-            out += _S0.pack(e_44.is_classic)
+            s_137 = e_65.target_assignment
+            x_138 = s_137.active_tasks
+            u_139 = len(x_138) + 1
+            if u_139 < 128:
+                out.append(u_139)
+            else:
+                write_uvarint(out, u_139)
+            for e_140 in x_138:
+                x_141 = e_140.subtopology_id
+                b_142 = x_141.encode()
+                u_143 = len(b_142) + 1
+                if u_143 < 128:
+                    out.append(u_143)
+                else:
+                    write_uvarint(out, u_143)
+                out += b_142
+                x_144 = e_140.partitions
+                u_145 = len(x_144) + 1
+                if u_145 < 128:
+                    out.append(u_145)
+                else:
+                    write_uvarint(out, u_145)
+                out += pack('>%di' % len(x_144), *x_144)
+                out.append(0)
+            x_146 = s_137.standby_tasks
+            u_147 = len(x_146) + 1
+            if u_147 < 128:
+                out.append(u_147)
+            else:
+                write_uvarint(out, u_147)
+            for e_148 in x_146:
+                x_149 = e_148.subtopology_id
+                b_150 = x_149.encode()
+                u_151 = len(b_150) + 1
+                if u_151 < 128:
+                    out.append(u_151)
+                else:
+                    write_uvarint(out, u_151)
+                out += b_150
+                x_152 = e_148.partitions
+                u_153 = len(x_152) + 1
+                if u_153 < 128:
+                    out.append(u_153)
+                else:
+                    write_uvarint(out, u_153)
+                out += pack('>%di' % len(x_152), *x_152)
+                out.append(0)
+            x_154 = s_137.warmup_tasks
+            u_155 = len(x_154) + 1
+            if u_155 < 128:
+                out.append(u_155)
+            else:
+                write_uvarint(out, u_155)
+            for e_156 in x_154:
+                x_157 = e_156.subtopology_id
+                b_158 = x_157.encode()
+                u_159 = len(b_158) + 1
+                if u_159 < 128:
+                    out.append(u_159)
+                else:
+                    write_uvarint(out, u_159)
+                out += b_158
+                x_160 = e_156.partitions
+                u_161 = len(x_160) + 1
+                if u_161 < 128:
+                    out.append(u_161)
+                else:
+                    write_uvarint(out, u_161)
+                out += pack('>%di' % len(x_160), *x_160)
+                out.append(0)
             out.append(0)
-        out += _S2.pack(e_2.authorized_operations)
+            out += _S0.pack(e_65.is_classic)
+            out.append(0)
+        out += _S2.pack(e_3.authorized_operations)
         out.append(0)
     out.append(0)
 
@@ -2912,380 +3140,708 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
 def encode_streams_group_describe_response_v1(m: StreamsGroupDescribeResponse, out: bytearray) -> None:
     out += _S2.pack(m.throttle_time_ms)
     x_1 = m.groups
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        out += _S3.pack(e_2.error_code)
-        x_3 = e_2.error_message
-        if x_3 is None:
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        out += _S3.pack(e_3.error_code)
+        x_4 = e_3.error_message
+        if x_4 is None:
             out.append(0)
         else:
-            b_4 = x_3.encode()
-            write_uvarint(out, len(b_4) + 1)
-            out += b_4
-        x_5 = e_2.group_id
-        b_6 = x_5.encode()
-        write_uvarint(out, len(b_6) + 1)
-        out += b_6
-        x_7 = e_2.group_state
+            b_5 = x_4.encode()
+            u_6 = len(b_5) + 1
+            if u_6 < 128:
+                out.append(u_6)
+            else:
+                write_uvarint(out, u_6)
+            out += b_5
+        x_7 = e_3.group_id
         b_8 = x_7.encode()
-        write_uvarint(out, len(b_8) + 1)
+        u_9 = len(b_8) + 1
+        if u_9 < 128:
+            out.append(u_9)
+        else:
+            write_uvarint(out, u_9)
         out += b_8
-        out += _S4.pack(e_2.group_epoch, e_2.assignment_epoch)
-        s_10 = e_2.topology
-        if s_10 is None:
+        x_10 = e_3.group_state
+        b_11 = x_10.encode()
+        u_12 = len(b_11) + 1
+        if u_12 < 128:
+            out.append(u_12)
+        else:
+            write_uvarint(out, u_12)
+        out += b_11
+        out += _S4.pack(e_3.group_epoch, e_3.assignment_epoch)
+        s_14 = e_3.topology
+        if s_14 is None:
             out.append(0xFF)
         else:
             out.append(1)
-            out += _S2.pack(s_10.epoch)
-            x_11 = s_10.subtopologies
-            if x_11 is None:
+            out += _S2.pack(s_14.epoch)
+            x_15 = s_14.subtopologies
+            if x_15 is None:
                 out.append(0)
             else:
-                write_uvarint(out, len(x_11) + 1)
-                for e_12 in x_11:
-                    x_13 = e_12.subtopology_id
-                    b_14 = x_13.encode()
-                    write_uvarint(out, len(b_14) + 1)
-                    out += b_14
-                    x_15 = e_12.source_topics
-                    write_uvarint(out, len(x_15) + 1)
-                    for e_16 in x_15:
-                        x_17 = e_16
-                        b_18 = x_17.encode()
-                        write_uvarint(out, len(b_18) + 1)
-                        out += b_18
-                    x_19 = e_12.repartition_sink_topics
-                    write_uvarint(out, len(x_19) + 1)
-                    for e_20 in x_19:
-                        x_21 = e_20
-                        b_22 = x_21.encode()
-                        write_uvarint(out, len(b_22) + 1)
-                        out += b_22
-                    x_23 = e_12.state_changelog_topics
-                    write_uvarint(out, len(x_23) + 1)
-                    for e_24 in x_23:
-                        x_25 = e_24.name
-                        b_26 = x_25.encode()
-                        write_uvarint(out, len(b_26) + 1)
-                        out += b_26
-                        out += _S5.pack(e_24.partitions, e_24.replication_factor)
-                        x_27 = e_24.topic_configs
-                        write_uvarint(out, len(x_27) + 1)
-                        for e_28 in x_27:
-                            x_29 = e_28.key
-                            b_30 = x_29.encode()
-                            write_uvarint(out, len(b_30) + 1)
-                            out += b_30
-                            x_31 = e_28.value
-                            b_32 = x_31.encode()
-                            write_uvarint(out, len(b_32) + 1)
-                            out += b_32
+                u_16 = len(x_15) + 1
+                if u_16 < 128:
+                    out.append(u_16)
+                else:
+                    write_uvarint(out, u_16)
+                for e_17 in x_15:
+                    x_18 = e_17.subtopology_id
+                    b_19 = x_18.encode()
+                    u_20 = len(b_19) + 1
+                    if u_20 < 128:
+                        out.append(u_20)
+                    else:
+                        write_uvarint(out, u_20)
+                    out += b_19
+                    x_21 = e_17.source_topics
+                    u_22 = len(x_21) + 1
+                    if u_22 < 128:
+                        out.append(u_22)
+                    else:
+                        write_uvarint(out, u_22)
+                    for e_23 in x_21:
+                        x_24 = e_23
+                        b_25 = x_24.encode()
+                        u_26 = len(b_25) + 1
+                        if u_26 < 128:
+                            out.append(u_26)
+                        else:
+                            write_uvarint(out, u_26)
+                        out += b_25
+                    x_27 = e_17.repartition_sink_topics
+                    u_28 = len(x_27) + 1
+                    if u_28 < 128:
+                        out.append(u_28)
+                    else:
+                        write_uvarint(out, u_28)
+                    for e_29 in x_27:
+                        x_30 = e_29
+                        b_31 = x_30.encode()
+                        u_32 = len(b_31) + 1
+                        if u_32 < 128:
+                            out.append(u_32)
+                        else:
+                            write_uvarint(out, u_32)
+                        out += b_31
+                    x_33 = e_17.state_changelog_topics
+                    u_34 = len(x_33) + 1
+                    if u_34 < 128:
+                        out.append(u_34)
+                    else:
+                        write_uvarint(out, u_34)
+                    for e_35 in x_33:
+                        x_36 = e_35.name
+                        b_37 = x_36.encode()
+                        u_38 = len(b_37) + 1
+                        if u_38 < 128:
+                            out.append(u_38)
+                        else:
+                            write_uvarint(out, u_38)
+                        out += b_37
+                        out += _S5.pack(e_35.partitions, e_35.replication_factor)
+                        x_39 = e_35.topic_configs
+                        u_40 = len(x_39) + 1
+                        if u_40 < 128:
+                            out.append(u_40)
+                        else:
+                            write_uvarint(out, u_40)
+                        for e_41 in x_39:
+                            x_42 = e_41.key
+                            b_43 = x_42.encode()
+                            u_44 = len(b_43) + 1
+                            if u_44 < 128:
+                                out.append(u_44)
+                            else:
+                                write_uvarint(out, u_44)
+                            out += b_43
+                            x_45 = e_41.value
+                            b_46 = x_45.encode()
+                            u_47 = len(b_46) + 1
+                            if u_47 < 128:
+                                out.append(u_47)
+                            else:
+                                write_uvarint(out, u_47)
+                            out += b_46
                             out.append(0)
                         out.append(0)
-                    x_33 = e_12.repartition_source_topics
-                    write_uvarint(out, len(x_33) + 1)
-                    for e_34 in x_33:
-                        x_35 = e_34.name
-                        b_36 = x_35.encode()
-                        write_uvarint(out, len(b_36) + 1)
-                        out += b_36
-                        out += _S5.pack(e_34.partitions, e_34.replication_factor)
-                        x_37 = e_34.topic_configs
-                        write_uvarint(out, len(x_37) + 1)
-                        for e_38 in x_37:
-                            x_39 = e_38.key
-                            b_40 = x_39.encode()
-                            write_uvarint(out, len(b_40) + 1)
-                            out += b_40
-                            x_41 = e_38.value
-                            b_42 = x_41.encode()
-                            write_uvarint(out, len(b_42) + 1)
-                            out += b_42
+                    x_48 = e_17.repartition_source_topics
+                    u_49 = len(x_48) + 1
+                    if u_49 < 128:
+                        out.append(u_49)
+                    else:
+                        write_uvarint(out, u_49)
+                    for e_50 in x_48:
+                        x_51 = e_50.name
+                        b_52 = x_51.encode()
+                        u_53 = len(b_52) + 1
+                        if u_53 < 128:
+                            out.append(u_53)
+                        else:
+                            write_uvarint(out, u_53)
+                        out += b_52
+                        out += _S5.pack(e_50.partitions, e_50.replication_factor)
+                        x_54 = e_50.topic_configs
+                        u_55 = len(x_54) + 1
+                        if u_55 < 128:
+                            out.append(u_55)
+                        else:
+                            write_uvarint(out, u_55)
+                        for e_56 in x_54:
+                            x_57 = e_56.key
+                            b_58 = x_57.encode()
+                            u_59 = len(b_58) + 1
+                            if u_59 < 128:
+                                out.append(u_59)
+                            else:
+                                write_uvarint(out, u_59)
+                            out += b_58
+                            x_60 = e_56.value
+                            b_61 = x_60.encode()
+                            u_62 = len(b_61) + 1
+                            if u_62 < 128:
+                                out.append(u_62)
+                            else:
+                                write_uvarint(out, u_62)
+                            out += b_61
                             out.append(0)
                         out.append(0)
                     out.append(0)
             out.append(0)
-        x_43 = e_2.members
-        write_uvarint(out, len(x_43) + 1)
-        for e_44 in x_43:
-            x_45 = e_44.member_id
-            b_46 = x_45.encode()
-            write_uvarint(out, len(b_46) + 1)
-            out += b_46
-            out += _S2.pack(e_44.member_epoch)
-            x_47 = e_44.instance_id
-            if x_47 is None:
+        x_63 = e_3.members
+        u_64 = len(x_63) + 1
+        if u_64 < 128:
+            out.append(u_64)
+        else:
+            write_uvarint(out, u_64)
+        for e_65 in x_63:
+            x_66 = e_65.member_id
+            b_67 = x_66.encode()
+            u_68 = len(b_67) + 1
+            if u_68 < 128:
+                out.append(u_68)
+            else:
+                write_uvarint(out, u_68)
+            out += b_67
+            out += _S2.pack(e_65.member_epoch)
+            x_69 = e_65.instance_id
+            if x_69 is None:
                 out.append(0)
             else:
-                b_48 = x_47.encode()
-                write_uvarint(out, len(b_48) + 1)
-                out += b_48
-            x_49 = e_44.rack_id
-            if x_49 is None:
+                b_70 = x_69.encode()
+                u_71 = len(b_70) + 1
+                if u_71 < 128:
+                    out.append(u_71)
+                else:
+                    write_uvarint(out, u_71)
+                out += b_70
+            x_72 = e_65.rack_id
+            if x_72 is None:
                 out.append(0)
             else:
-                b_50 = x_49.encode()
-                write_uvarint(out, len(b_50) + 1)
-                out += b_50
-            x_51 = e_44.client_id
-            b_52 = x_51.encode()
-            write_uvarint(out, len(b_52) + 1)
-            out += b_52
-            x_53 = e_44.client_host
-            b_54 = x_53.encode()
-            write_uvarint(out, len(b_54) + 1)
-            out += b_54
-            out += _S2.pack(e_44.topology_epoch)
-            x_55 = e_44.process_id
-            b_56 = x_55.encode()
-            write_uvarint(out, len(b_56) + 1)
-            out += b_56
-            s_58 = e_44.user_endpoint
-            if s_58 is None:
+                b_73 = x_72.encode()
+                u_74 = len(b_73) + 1
+                if u_74 < 128:
+                    out.append(u_74)
+                else:
+                    write_uvarint(out, u_74)
+                out += b_73
+            x_75 = e_65.client_id
+            b_76 = x_75.encode()
+            u_77 = len(b_76) + 1
+            if u_77 < 128:
+                out.append(u_77)
+            else:
+                write_uvarint(out, u_77)
+            out += b_76
+            x_78 = e_65.client_host
+            b_79 = x_78.encode()
+            u_80 = len(b_79) + 1
+            if u_80 < 128:
+                out.append(u_80)
+            else:
+                write_uvarint(out, u_80)
+            out += b_79
+            out += _S2.pack(e_65.topology_epoch)
+            x_81 = e_65.process_id
+            b_82 = x_81.encode()
+            u_83 = len(b_82) + 1
+            if u_83 < 128:
+                out.append(u_83)
+            else:
+                write_uvarint(out, u_83)
+            out += b_82
+            s_85 = e_65.user_endpoint
+            if s_85 is None:
                 out.append(0xFF)
             else:
                 out.append(1)
-                x_59 = s_58.host
-                b_60 = x_59.encode()
-                write_uvarint(out, len(b_60) + 1)
-                out += b_60
-                out += _S6.pack(s_58.port)
+                x_86 = s_85.host
+                b_87 = x_86.encode()
+                u_88 = len(b_87) + 1
+                if u_88 < 128:
+                    out.append(u_88)
+                else:
+                    write_uvarint(out, u_88)
+                out += b_87
+                out += _S6.pack(s_85.port)
                 out.append(0)
-            x_61 = e_44.client_tags
-            write_uvarint(out, len(x_61) + 1)
-            for e_62 in x_61:
-                x_63 = e_62.key
-                b_64 = x_63.encode()
-                write_uvarint(out, len(b_64) + 1)
-                out += b_64
-                x_65 = e_62.value
-                b_66 = x_65.encode()
-                write_uvarint(out, len(b_66) + 1)
-                out += b_66
+            x_89 = e_65.client_tags
+            u_90 = len(x_89) + 1
+            if u_90 < 128:
+                out.append(u_90)
+            else:
+                write_uvarint(out, u_90)
+            for e_91 in x_89:
+                x_92 = e_91.key
+                b_93 = x_92.encode()
+                u_94 = len(b_93) + 1
+                if u_94 < 128:
+                    out.append(u_94)
+                else:
+                    write_uvarint(out, u_94)
+                out += b_93
+                x_95 = e_91.value
+                b_96 = x_95.encode()
+                u_97 = len(b_96) + 1
+                if u_97 < 128:
+                    out.append(u_97)
+                else:
+                    write_uvarint(out, u_97)
+                out += b_96
                 out.append(0)
-            x_67 = e_44.task_offsets
-            write_uvarint(out, len(x_67) + 1)
-            for e_68 in x_67:
-                x_69 = e_68.subtopology_id
-                b_70 = x_69.encode()
-                write_uvarint(out, len(b_70) + 1)
-                out += b_70
-                out += _S7.pack(e_68.partition, e_68.offset)
-                out.append(0)
-            x_71 = e_44.task_end_offsets
-            write_uvarint(out, len(x_71) + 1)
-            for e_72 in x_71:
-                x_73 = e_72.subtopology_id
-                b_74 = x_73.encode()
-                write_uvarint(out, len(b_74) + 1)
-                out += b_74
-                out += _S7.pack(e_72.partition, e_72.offset)
-                out.append(0)
-            s_76 = e_44.assignment
-            x_77 = s_76.active_tasks
-            write_uvarint(out, len(x_77) + 1)
-            for e_78 in x_77:
-                x_79 = e_78.subtopology_id
-                b_80 = x_79.encode()
-                write_uvarint(out, len(b_80) + 1)
-                out += b_80
-                x_81 = e_78.partitions
-                write_uvarint(out, len(x_81) + 1)
-                out += pack('>%di' % len(x_81), *x_81)
-                out.append(0)
-            x_82 = s_76.standby_tasks
-            write_uvarint(out, len(x_82) + 1)
-            for e_83 in x_82:
-                x_84 = e_83.subtopology_id
-                b_85 = x_84.encode()
-                write_uvarint(out, len(b_85) + 1)
-                out += b_85
-                x_86 = e_83.partitions
-                write_uvarint(out, len(x_86) + 1)
-                out += pack('>%di' % len(x_86), *x_86)
-                out.append(0)
-            x_87 = s_76.warmup_tasks
-            write_uvarint(out, len(x_87) + 1)
-            for e_88 in x_87:
-                x_89 = e_88.subtopology_id
-                b_90 = x_89.encode()
-                write_uvarint(out, len(b_90) + 1)
-                out += b_90
-                x_91 = e_88.partitions
-                write_uvarint(out, len(x_91) + 1)
-                out += pack('>%di' % len(x_91), *x_91)
-                out.append(0)
-            out.append(0)
-            s_93 = e_44.target_assignment
-            x_94 = s_93.active_tasks
-            write_uvarint(out, len(x_94) + 1)
-            for e_95 in x_94:
-                x_96 = e_95.subtopology_id
-                b_97 = x_96.encode()
-                write_uvarint(out, len(b_97) + 1)
-                out += b_97
-                x_98 = e_95.partitions
-                write_uvarint(out, len(x_98) + 1)
-                out += pack('>%di' % len(x_98), *x_98)
-                out.append(0)
-            x_99 = s_93.standby_tasks
-            write_uvarint(out, len(x_99) + 1)
-            for e_100 in x_99:
+            x_98 = e_65.task_offsets
+            u_99 = len(x_98) + 1
+            if u_99 < 128:
+                out.append(u_99)
+            else:
+                write_uvarint(out, u_99)
+            for e_100 in x_98:
                 x_101 = e_100.subtopology_id
                 b_102 = x_101.encode()
-                write_uvarint(out, len(b_102) + 1)
+                u_103 = len(b_102) + 1
+                if u_103 < 128:
+                    out.append(u_103)
+                else:
+                    write_uvarint(out, u_103)
                 out += b_102
-                x_103 = e_100.partitions
-                write_uvarint(out, len(x_103) + 1)
-                out += pack('>%di' % len(x_103), *x_103)
+                out += _S7.pack(e_100.partition, e_100.offset)
                 out.append(0)
-            x_104 = s_93.warmup_tasks
-            write_uvarint(out, len(x_104) + 1)
-            for e_105 in x_104:
-                x_106 = e_105.subtopology_id
-                b_107 = x_106.encode()
-                write_uvarint(out, len(b_107) + 1)
-                out += b_107
-                x_108 = e_105.partitions
-                write_uvarint(out, len(x_108) + 1)
-                out += pack('>%di' % len(x_108), *x_108)
+            x_104 = e_65.task_end_offsets
+            u_105 = len(x_104) + 1
+            if u_105 < 128:
+                out.append(u_105)
+            else:
+                write_uvarint(out, u_105)
+            for e_106 in x_104:
+                x_107 = e_106.subtopology_id
+                b_108 = x_107.encode()
+                u_109 = len(b_108) + 1
+                if u_109 < 128:
+                    out.append(u_109)
+                else:
+                    write_uvarint(out, u_109)
+                out += b_108
+                out += _S7.pack(e_106.partition, e_106.offset)
+                out.append(0)
+            s_111 = e_65.assignment
+            x_112 = s_111.active_tasks
+            u_113 = len(x_112) + 1
+            if u_113 < 128:
+                out.append(u_113)
+            else:
+                write_uvarint(out, u_113)
+            for e_114 in x_112:
+                x_115 = e_114.subtopology_id
+                b_116 = x_115.encode()
+                u_117 = len(b_116) + 1
+                if u_117 < 128:
+                    out.append(u_117)
+                else:
+                    write_uvarint(out, u_117)
+                out += b_116
+                x_118 = e_114.partitions
+                u_119 = len(x_118) + 1
+                if u_119 < 128:
+                    out.append(u_119)
+                else:
+                    write_uvarint(out, u_119)
+                out += pack('>%di' % len(x_118), *x_118)
+                out.append(0)
+            x_120 = s_111.standby_tasks
+            u_121 = len(x_120) + 1
+            if u_121 < 128:
+                out.append(u_121)
+            else:
+                write_uvarint(out, u_121)
+            for e_122 in x_120:
+                x_123 = e_122.subtopology_id
+                b_124 = x_123.encode()
+                u_125 = len(b_124) + 1
+                if u_125 < 128:
+                    out.append(u_125)
+                else:
+                    write_uvarint(out, u_125)
+                out += b_124
+                x_126 = e_122.partitions
+                u_127 = len(x_126) + 1
+                if u_127 < 128:
+                    out.append(u_127)
+                else:
+                    write_uvarint(out, u_127)
+                out += pack('>%di' % len(x_126), *x_126)
+                out.append(0)
+            x_128 = s_111.warmup_tasks
+            u_129 = len(x_128) + 1
+            if u_129 < 128:
+                out.append(u_129)
+            else:
+                write_uvarint(out, u_129)
+            for e_130 in x_128:
+                x_131 = e_130.subtopology_id
+                b_132 = x_131.encode()
+                u_133 = len(b_132) + 1
+                if u_133 < 128:
+                    out.append(u_133)
+                else:
+                    write_uvarint(out, u_133)
+                out += b_132
+                x_134 = e_130.partitions
+                u_135 = len(x_134) + 1
+                if u_135 < 128:
+                    out.append(u_135)
+                else:
+                    write_uvarint(out, u_135)
+                out += pack('>%di' % len(x_134), *x_134)
                 out.append(0)
             out.append(0)
-            out += _S0.pack(e_44.is_classic)
+            s_137 = e_65.target_assignment
+            x_138 = s_137.active_tasks
+            u_139 = len(x_138) + 1
+            if u_139 < 128:
+                out.append(u_139)
+            else:
+                write_uvarint(out, u_139)
+            for e_140 in x_138:
+                x_141 = e_140.subtopology_id
+                b_142 = x_141.encode()
+                u_143 = len(b_142) + 1
+                if u_143 < 128:
+                    out.append(u_143)
+                else:
+                    write_uvarint(out, u_143)
+                out += b_142
+                x_144 = e_140.partitions
+                u_145 = len(x_144) + 1
+                if u_145 < 128:
+                    out.append(u_145)
+                else:
+                    write_uvarint(out, u_145)
+                out += pack('>%di' % len(x_144), *x_144)
+                out.append(0)
+            x_146 = s_137.standby_tasks
+            u_147 = len(x_146) + 1
+            if u_147 < 128:
+                out.append(u_147)
+            else:
+                write_uvarint(out, u_147)
+            for e_148 in x_146:
+                x_149 = e_148.subtopology_id
+                b_150 = x_149.encode()
+                u_151 = len(b_150) + 1
+                if u_151 < 128:
+                    out.append(u_151)
+                else:
+                    write_uvarint(out, u_151)
+                out += b_150
+                x_152 = e_148.partitions
+                u_153 = len(x_152) + 1
+                if u_153 < 128:
+                    out.append(u_153)
+                else:
+                    write_uvarint(out, u_153)
+                out += pack('>%di' % len(x_152), *x_152)
+                out.append(0)
+            x_154 = s_137.warmup_tasks
+            u_155 = len(x_154) + 1
+            if u_155 < 128:
+                out.append(u_155)
+            else:
+                write_uvarint(out, u_155)
+            for e_156 in x_154:
+                x_157 = e_156.subtopology_id
+                b_158 = x_157.encode()
+                u_159 = len(b_158) + 1
+                if u_159 < 128:
+                    out.append(u_159)
+                else:
+                    write_uvarint(out, u_159)
+                out += b_158
+                x_160 = e_156.partitions
+                u_161 = len(x_160) + 1
+                if u_161 < 128:
+                    out.append(u_161)
+                else:
+                    write_uvarint(out, u_161)
+                out += pack('>%di' % len(x_160), *x_160)
+                out.append(0)
             out.append(0)
-        out += _S2.pack(e_2.authorized_operations)
-        s_110 = e_2.topology_description
-        if s_110 is None:
+            out += _S0.pack(e_65.is_classic)
+            out.append(0)
+        out += _S2.pack(e_3.authorized_operations)
+        s_163 = e_3.topology_description
+        if s_163 is None:
             out.append(0xFF)
         else:
             out.append(1)
-            x_111 = s_110.subtopologies
-            write_uvarint(out, len(x_111) + 1)
-            for e_112 in x_111:
-                x_113 = e_112.subtopology_id
-                b_114 = x_113.encode()
-                write_uvarint(out, len(b_114) + 1)
-                out += b_114
-                x_115 = e_112.nodes
-                write_uvarint(out, len(x_115) + 1)
-                for e_116 in x_115:
-                    x_117 = e_116.name
-                    b_118 = x_117.encode()
-                    write_uvarint(out, len(b_118) + 1)
-                    out += b_118
-                    out += _S8.pack(e_116.node_type)
-                    x_119 = e_116.source_topics
-                    write_uvarint(out, len(x_119) + 1)
-                    for e_120 in x_119:
-                        x_121 = e_120
-                        b_122 = x_121.encode()
-                        write_uvarint(out, len(b_122) + 1)
-                        out += b_122
-                    x_123 = e_116.sink_topic
-                    if x_123 is None:
+            x_164 = s_163.subtopologies
+            u_165 = len(x_164) + 1
+            if u_165 < 128:
+                out.append(u_165)
+            else:
+                write_uvarint(out, u_165)
+            for e_166 in x_164:
+                x_167 = e_166.subtopology_id
+                b_168 = x_167.encode()
+                u_169 = len(b_168) + 1
+                if u_169 < 128:
+                    out.append(u_169)
+                else:
+                    write_uvarint(out, u_169)
+                out += b_168
+                x_170 = e_166.nodes
+                u_171 = len(x_170) + 1
+                if u_171 < 128:
+                    out.append(u_171)
+                else:
+                    write_uvarint(out, u_171)
+                for e_172 in x_170:
+                    x_173 = e_172.name
+                    b_174 = x_173.encode()
+                    u_175 = len(b_174) + 1
+                    if u_175 < 128:
+                        out.append(u_175)
+                    else:
+                        write_uvarint(out, u_175)
+                    out += b_174
+                    out += _S8.pack(e_172.node_type)
+                    x_176 = e_172.source_topics
+                    u_177 = len(x_176) + 1
+                    if u_177 < 128:
+                        out.append(u_177)
+                    else:
+                        write_uvarint(out, u_177)
+                    for e_178 in x_176:
+                        x_179 = e_178
+                        b_180 = x_179.encode()
+                        u_181 = len(b_180) + 1
+                        if u_181 < 128:
+                            out.append(u_181)
+                        else:
+                            write_uvarint(out, u_181)
+                        out += b_180
+                    x_182 = e_172.sink_topic
+                    if x_182 is None:
                         out.append(0)
                     else:
-                        b_124 = x_123.encode()
-                        write_uvarint(out, len(b_124) + 1)
-                        out += b_124
-                    x_125 = e_116.stores
-                    write_uvarint(out, len(x_125) + 1)
-                    for e_126 in x_125:
-                        x_127 = e_126
-                        b_128 = x_127.encode()
-                        write_uvarint(out, len(b_128) + 1)
-                        out += b_128
-                    x_129 = e_116.successors
-                    write_uvarint(out, len(x_129) + 1)
-                    for e_130 in x_129:
-                        x_131 = e_130
-                        b_132 = x_131.encode()
-                        write_uvarint(out, len(b_132) + 1)
-                        out += b_132
+                        b_183 = x_182.encode()
+                        u_184 = len(b_183) + 1
+                        if u_184 < 128:
+                            out.append(u_184)
+                        else:
+                            write_uvarint(out, u_184)
+                        out += b_183
+                    x_185 = e_172.stores
+                    u_186 = len(x_185) + 1
+                    if u_186 < 128:
+                        out.append(u_186)
+                    else:
+                        write_uvarint(out, u_186)
+                    for e_187 in x_185:
+                        x_188 = e_187
+                        b_189 = x_188.encode()
+                        u_190 = len(b_189) + 1
+                        if u_190 < 128:
+                            out.append(u_190)
+                        else:
+                            write_uvarint(out, u_190)
+                        out += b_189
+                    x_191 = e_172.successors
+                    u_192 = len(x_191) + 1
+                    if u_192 < 128:
+                        out.append(u_192)
+                    else:
+                        write_uvarint(out, u_192)
+                    for e_193 in x_191:
+                        x_194 = e_193
+                        b_195 = x_194.encode()
+                        u_196 = len(b_195) + 1
+                        if u_196 < 128:
+                            out.append(u_196)
+                        else:
+                            write_uvarint(out, u_196)
+                        out += b_195
                     out.append(0)
                 out.append(0)
-            x_133 = s_110.global_stores
-            write_uvarint(out, len(x_133) + 1)
-            for e_134 in x_133:
-                s_136 = e_134.source
-                x_137 = s_136.name
-                b_138 = x_137.encode()
-                write_uvarint(out, len(b_138) + 1)
-                out += b_138
-                out += _S8.pack(s_136.node_type)
-                x_139 = s_136.source_topics
-                write_uvarint(out, len(x_139) + 1)
-                for e_140 in x_139:
-                    x_141 = e_140
-                    b_142 = x_141.encode()
-                    write_uvarint(out, len(b_142) + 1)
-                    out += b_142
-                x_143 = s_136.sink_topic
-                if x_143 is None:
+            x_197 = s_163.global_stores
+            u_198 = len(x_197) + 1
+            if u_198 < 128:
+                out.append(u_198)
+            else:
+                write_uvarint(out, u_198)
+            for e_199 in x_197:
+                s_201 = e_199.source
+                x_202 = s_201.name
+                b_203 = x_202.encode()
+                u_204 = len(b_203) + 1
+                if u_204 < 128:
+                    out.append(u_204)
+                else:
+                    write_uvarint(out, u_204)
+                out += b_203
+                out += _S8.pack(s_201.node_type)
+                x_205 = s_201.source_topics
+                u_206 = len(x_205) + 1
+                if u_206 < 128:
+                    out.append(u_206)
+                else:
+                    write_uvarint(out, u_206)
+                for e_207 in x_205:
+                    x_208 = e_207
+                    b_209 = x_208.encode()
+                    u_210 = len(b_209) + 1
+                    if u_210 < 128:
+                        out.append(u_210)
+                    else:
+                        write_uvarint(out, u_210)
+                    out += b_209
+                x_211 = s_201.sink_topic
+                if x_211 is None:
                     out.append(0)
                 else:
-                    b_144 = x_143.encode()
-                    write_uvarint(out, len(b_144) + 1)
-                    out += b_144
-                x_145 = s_136.stores
-                write_uvarint(out, len(x_145) + 1)
-                for e_146 in x_145:
-                    x_147 = e_146
-                    b_148 = x_147.encode()
-                    write_uvarint(out, len(b_148) + 1)
-                    out += b_148
-                x_149 = s_136.successors
-                write_uvarint(out, len(x_149) + 1)
-                for e_150 in x_149:
-                    x_151 = e_150
-                    b_152 = x_151.encode()
-                    write_uvarint(out, len(b_152) + 1)
-                    out += b_152
+                    b_212 = x_211.encode()
+                    u_213 = len(b_212) + 1
+                    if u_213 < 128:
+                        out.append(u_213)
+                    else:
+                        write_uvarint(out, u_213)
+                    out += b_212
+                x_214 = s_201.stores
+                u_215 = len(x_214) + 1
+                if u_215 < 128:
+                    out.append(u_215)
+                else:
+                    write_uvarint(out, u_215)
+                for e_216 in x_214:
+                    x_217 = e_216
+                    b_218 = x_217.encode()
+                    u_219 = len(b_218) + 1
+                    if u_219 < 128:
+                        out.append(u_219)
+                    else:
+                        write_uvarint(out, u_219)
+                    out += b_218
+                x_220 = s_201.successors
+                u_221 = len(x_220) + 1
+                if u_221 < 128:
+                    out.append(u_221)
+                else:
+                    write_uvarint(out, u_221)
+                for e_222 in x_220:
+                    x_223 = e_222
+                    b_224 = x_223.encode()
+                    u_225 = len(b_224) + 1
+                    if u_225 < 128:
+                        out.append(u_225)
+                    else:
+                        write_uvarint(out, u_225)
+                    out += b_224
                 out.append(0)
-                s_154 = e_134.processor
-                x_155 = s_154.name
-                b_156 = x_155.encode()
-                write_uvarint(out, len(b_156) + 1)
-                out += b_156
-                out += _S8.pack(s_154.node_type)
-                x_157 = s_154.source_topics
-                write_uvarint(out, len(x_157) + 1)
-                for e_158 in x_157:
-                    x_159 = e_158
-                    b_160 = x_159.encode()
-                    write_uvarint(out, len(b_160) + 1)
-                    out += b_160
-                x_161 = s_154.sink_topic
-                if x_161 is None:
+                s_227 = e_199.processor
+                x_228 = s_227.name
+                b_229 = x_228.encode()
+                u_230 = len(b_229) + 1
+                if u_230 < 128:
+                    out.append(u_230)
+                else:
+                    write_uvarint(out, u_230)
+                out += b_229
+                out += _S8.pack(s_227.node_type)
+                x_231 = s_227.source_topics
+                u_232 = len(x_231) + 1
+                if u_232 < 128:
+                    out.append(u_232)
+                else:
+                    write_uvarint(out, u_232)
+                for e_233 in x_231:
+                    x_234 = e_233
+                    b_235 = x_234.encode()
+                    u_236 = len(b_235) + 1
+                    if u_236 < 128:
+                        out.append(u_236)
+                    else:
+                        write_uvarint(out, u_236)
+                    out += b_235
+                x_237 = s_227.sink_topic
+                if x_237 is None:
                     out.append(0)
                 else:
-                    b_162 = x_161.encode()
-                    write_uvarint(out, len(b_162) + 1)
-                    out += b_162
-                x_163 = s_154.stores
-                write_uvarint(out, len(x_163) + 1)
-                for e_164 in x_163:
-                    x_165 = e_164
-                    b_166 = x_165.encode()
-                    write_uvarint(out, len(b_166) + 1)
-                    out += b_166
-                x_167 = s_154.successors
-                write_uvarint(out, len(x_167) + 1)
-                for e_168 in x_167:
-                    x_169 = e_168
-                    b_170 = x_169.encode()
-                    write_uvarint(out, len(b_170) + 1)
-                    out += b_170
+                    b_238 = x_237.encode()
+                    u_239 = len(b_238) + 1
+                    if u_239 < 128:
+                        out.append(u_239)
+                    else:
+                        write_uvarint(out, u_239)
+                    out += b_238
+                x_240 = s_227.stores
+                u_241 = len(x_240) + 1
+                if u_241 < 128:
+                    out.append(u_241)
+                else:
+                    write_uvarint(out, u_241)
+                for e_242 in x_240:
+                    x_243 = e_242
+                    b_244 = x_243.encode()
+                    u_245 = len(b_244) + 1
+                    if u_245 < 128:
+                        out.append(u_245)
+                    else:
+                        write_uvarint(out, u_245)
+                    out += b_244
+                x_246 = s_227.successors
+                u_247 = len(x_246) + 1
+                if u_247 < 128:
+                    out.append(u_247)
+                else:
+                    write_uvarint(out, u_247)
+                for e_248 in x_246:
+                    x_249 = e_248
+                    b_250 = x_249.encode()
+                    u_251 = len(b_250) + 1
+                    if u_251 < 128:
+                        out.append(u_251)
+                    else:
+                        write_uvarint(out, u_251)
+                    out += b_250
                 out.append(0)
                 out.append(0)
             out.append(0)
-        out += _S8.pack(e_2.topology_description_status)
-        x_171 = e_2.assignor_name
-        if x_171 is None:
+        out += _S8.pack(e_3.topology_description_status)
+        x_252 = e_3.assignor_name
+        if x_252 is None:
             out.append(0)
         else:
-            b_172 = x_171.encode()
-            write_uvarint(out, len(b_172) + 1)
-            out += b_172
+            b_253 = x_252.encode()
+            u_254 = len(b_253) + 1
+            if u_254 < 128:
+                out.append(u_254)
+            else:
+                write_uvarint(out, u_254)
+            out += b_253
         out.append(0)
     out.append(0)

@@ -916,217 +916,393 @@ def decode_streams_group_heartbeat_request_v0(data: bytes, pos: int) -> tuple[St
 def encode_streams_group_heartbeat_request_v0(m: StreamsGroupHeartbeatRequest, out: bytearray) -> None:
     x_1 = m.group_id
     b_2 = x_1.encode()
-    write_uvarint(out, len(b_2) + 1)
-    out += b_2
-    x_3 = m.member_id
-    b_4 = x_3.encode()
-    write_uvarint(out, len(b_4) + 1)
-    out += b_4
-    out += _S0.pack(m.member_epoch, m.endpoint_information_epoch)
-    x_5 = m.instance_id
-    if x_5 is None:
-        out.append(0)
+    u_3 = len(b_2) + 1
+    if u_3 < 128:
+        out.append(u_3)
     else:
-        b_6 = x_5.encode()
-        write_uvarint(out, len(b_6) + 1)
-        out += b_6
-    x_7 = m.rack_id
+        write_uvarint(out, u_3)
+    out += b_2
+    x_4 = m.member_id
+    b_5 = x_4.encode()
+    u_6 = len(b_5) + 1
+    if u_6 < 128:
+        out.append(u_6)
+    else:
+        write_uvarint(out, u_6)
+    out += b_5
+    out += _S0.pack(m.member_epoch, m.endpoint_information_epoch)
+    x_7 = m.instance_id
     if x_7 is None:
         out.append(0)
     else:
         b_8 = x_7.encode()
-        write_uvarint(out, len(b_8) + 1)
+        u_9 = len(b_8) + 1
+        if u_9 < 128:
+            out.append(u_9)
+        else:
+            write_uvarint(out, u_9)
         out += b_8
+    x_10 = m.rack_id
+    if x_10 is None:
+        out.append(0)
+    else:
+        b_11 = x_10.encode()
+        u_12 = len(b_11) + 1
+        if u_12 < 128:
+            out.append(u_12)
+        else:
+            write_uvarint(out, u_12)
+        out += b_11
     out += _S1.pack(m.rebalance_timeout_ms)
-    s_10 = m.topology
-    if s_10 is None:
+    s_14 = m.topology
+    if s_14 is None:
         out.append(0xFF)
     else:
         out.append(1)
-        out += _S1.pack(s_10.epoch)
-        x_11 = s_10.subtopologies
-        write_uvarint(out, len(x_11) + 1)
-        for e_12 in x_11:
-            x_13 = e_12.subtopology_id
-            b_14 = x_13.encode()
-            write_uvarint(out, len(b_14) + 1)
-            out += b_14
-            x_15 = e_12.source_topics
-            write_uvarint(out, len(x_15) + 1)
-            for e_16 in x_15:
-                x_17 = e_16
-                b_18 = x_17.encode()
-                write_uvarint(out, len(b_18) + 1)
-                out += b_18
-            x_19 = e_12.source_topic_regex
-            write_uvarint(out, len(x_19) + 1)
-            for e_20 in x_19:
-                x_21 = e_20
-                b_22 = x_21.encode()
-                write_uvarint(out, len(b_22) + 1)
-                out += b_22
-            x_23 = e_12.state_changelog_topics
-            write_uvarint(out, len(x_23) + 1)
-            for e_24 in x_23:
-                x_25 = e_24.name
-                b_26 = x_25.encode()
-                write_uvarint(out, len(b_26) + 1)
-                out += b_26
-                out += _S2.pack(e_24.partitions, e_24.replication_factor)
-                x_27 = e_24.topic_configs
-                write_uvarint(out, len(x_27) + 1)
-                for e_28 in x_27:
-                    x_29 = e_28.key
-                    b_30 = x_29.encode()
-                    write_uvarint(out, len(b_30) + 1)
-                    out += b_30
-                    x_31 = e_28.value
-                    b_32 = x_31.encode()
-                    write_uvarint(out, len(b_32) + 1)
-                    out += b_32
-                    out.append(0)
-                out.append(0)
-            x_33 = e_12.repartition_sink_topics
-            write_uvarint(out, len(x_33) + 1)
-            for e_34 in x_33:
-                x_35 = e_34
-                b_36 = x_35.encode()
-                write_uvarint(out, len(b_36) + 1)
-                out += b_36
-            x_37 = e_12.repartition_source_topics
-            write_uvarint(out, len(x_37) + 1)
-            for e_38 in x_37:
-                x_39 = e_38.name
-                b_40 = x_39.encode()
-                write_uvarint(out, len(b_40) + 1)
-                out += b_40
-                out += _S2.pack(e_38.partitions, e_38.replication_factor)
-                x_41 = e_38.topic_configs
-                write_uvarint(out, len(x_41) + 1)
-                for e_42 in x_41:
-                    x_43 = e_42.key
-                    b_44 = x_43.encode()
-                    write_uvarint(out, len(b_44) + 1)
-                    out += b_44
-                    x_45 = e_42.value
+        out += _S1.pack(s_14.epoch)
+        x_15 = s_14.subtopologies
+        u_16 = len(x_15) + 1
+        if u_16 < 128:
+            out.append(u_16)
+        else:
+            write_uvarint(out, u_16)
+        for e_17 in x_15:
+            x_18 = e_17.subtopology_id
+            b_19 = x_18.encode()
+            u_20 = len(b_19) + 1
+            if u_20 < 128:
+                out.append(u_20)
+            else:
+                write_uvarint(out, u_20)
+            out += b_19
+            x_21 = e_17.source_topics
+            u_22 = len(x_21) + 1
+            if u_22 < 128:
+                out.append(u_22)
+            else:
+                write_uvarint(out, u_22)
+            for e_23 in x_21:
+                x_24 = e_23
+                b_25 = x_24.encode()
+                u_26 = len(b_25) + 1
+                if u_26 < 128:
+                    out.append(u_26)
+                else:
+                    write_uvarint(out, u_26)
+                out += b_25
+            x_27 = e_17.source_topic_regex
+            u_28 = len(x_27) + 1
+            if u_28 < 128:
+                out.append(u_28)
+            else:
+                write_uvarint(out, u_28)
+            for e_29 in x_27:
+                x_30 = e_29
+                b_31 = x_30.encode()
+                u_32 = len(b_31) + 1
+                if u_32 < 128:
+                    out.append(u_32)
+                else:
+                    write_uvarint(out, u_32)
+                out += b_31
+            x_33 = e_17.state_changelog_topics
+            u_34 = len(x_33) + 1
+            if u_34 < 128:
+                out.append(u_34)
+            else:
+                write_uvarint(out, u_34)
+            for e_35 in x_33:
+                x_36 = e_35.name
+                b_37 = x_36.encode()
+                u_38 = len(b_37) + 1
+                if u_38 < 128:
+                    out.append(u_38)
+                else:
+                    write_uvarint(out, u_38)
+                out += b_37
+                out += _S2.pack(e_35.partitions, e_35.replication_factor)
+                x_39 = e_35.topic_configs
+                u_40 = len(x_39) + 1
+                if u_40 < 128:
+                    out.append(u_40)
+                else:
+                    write_uvarint(out, u_40)
+                for e_41 in x_39:
+                    x_42 = e_41.key
+                    b_43 = x_42.encode()
+                    u_44 = len(b_43) + 1
+                    if u_44 < 128:
+                        out.append(u_44)
+                    else:
+                        write_uvarint(out, u_44)
+                    out += b_43
+                    x_45 = e_41.value
                     b_46 = x_45.encode()
-                    write_uvarint(out, len(b_46) + 1)
+                    u_47 = len(b_46) + 1
+                    if u_47 < 128:
+                        out.append(u_47)
+                    else:
+                        write_uvarint(out, u_47)
                     out += b_46
                     out.append(0)
                 out.append(0)
-            x_47 = e_12.copartition_groups
-            write_uvarint(out, len(x_47) + 1)
-            for e_48 in x_47:
-                x_49 = e_48.source_topics
-                write_uvarint(out, len(x_49) + 1)
-                out += pack('>%dh' % len(x_49), *x_49)
-                x_50 = e_48.source_topic_regex
-                write_uvarint(out, len(x_50) + 1)
-                out += pack('>%dh' % len(x_50), *x_50)
-                x_51 = e_48.repartition_source_topics
-                write_uvarint(out, len(x_51) + 1)
-                out += pack('>%dh' % len(x_51), *x_51)
+            x_48 = e_17.repartition_sink_topics
+            u_49 = len(x_48) + 1
+            if u_49 < 128:
+                out.append(u_49)
+            else:
+                write_uvarint(out, u_49)
+            for e_50 in x_48:
+                x_51 = e_50
+                b_52 = x_51.encode()
+                u_53 = len(b_52) + 1
+                if u_53 < 128:
+                    out.append(u_53)
+                else:
+                    write_uvarint(out, u_53)
+                out += b_52
+            x_54 = e_17.repartition_source_topics
+            u_55 = len(x_54) + 1
+            if u_55 < 128:
+                out.append(u_55)
+            else:
+                write_uvarint(out, u_55)
+            for e_56 in x_54:
+                x_57 = e_56.name
+                b_58 = x_57.encode()
+                u_59 = len(b_58) + 1
+                if u_59 < 128:
+                    out.append(u_59)
+                else:
+                    write_uvarint(out, u_59)
+                out += b_58
+                out += _S2.pack(e_56.partitions, e_56.replication_factor)
+                x_60 = e_56.topic_configs
+                u_61 = len(x_60) + 1
+                if u_61 < 128:
+                    out.append(u_61)
+                else:
+                    write_uvarint(out, u_61)
+                for e_62 in x_60:
+                    x_63 = e_62.key
+                    b_64 = x_63.encode()
+                    u_65 = len(b_64) + 1
+                    if u_65 < 128:
+                        out.append(u_65)
+                    else:
+                        write_uvarint(out, u_65)
+                    out += b_64
+                    x_66 = e_62.value
+                    b_67 = x_66.encode()
+                    u_68 = len(b_67) + 1
+                    if u_68 < 128:
+                        out.append(u_68)
+                    else:
+                        write_uvarint(out, u_68)
+                    out += b_67
+                    out.append(0)
+                out.append(0)
+            x_69 = e_17.copartition_groups
+            u_70 = len(x_69) + 1
+            if u_70 < 128:
+                out.append(u_70)
+            else:
+                write_uvarint(out, u_70)
+            for e_71 in x_69:
+                x_72 = e_71.source_topics
+                u_73 = len(x_72) + 1
+                if u_73 < 128:
+                    out.append(u_73)
+                else:
+                    write_uvarint(out, u_73)
+                out += pack('>%dh' % len(x_72), *x_72)
+                x_74 = e_71.source_topic_regex
+                u_75 = len(x_74) + 1
+                if u_75 < 128:
+                    out.append(u_75)
+                else:
+                    write_uvarint(out, u_75)
+                out += pack('>%dh' % len(x_74), *x_74)
+                x_76 = e_71.repartition_source_topics
+                u_77 = len(x_76) + 1
+                if u_77 < 128:
+                    out.append(u_77)
+                else:
+                    write_uvarint(out, u_77)
+                out += pack('>%dh' % len(x_76), *x_76)
                 out.append(0)
             out.append(0)
         out.append(0)
-    x_52 = m.active_tasks
-    if x_52 is None:
+    x_78 = m.active_tasks
+    if x_78 is None:
         out.append(0)
     else:
-        write_uvarint(out, len(x_52) + 1)
-        for e_53 in x_52:
-            x_54 = e_53.subtopology_id
-            b_55 = x_54.encode()
-            write_uvarint(out, len(b_55) + 1)
-            out += b_55
-            x_56 = e_53.partitions
-            write_uvarint(out, len(x_56) + 1)
-            out += pack('>%di' % len(x_56), *x_56)
+        u_79 = len(x_78) + 1
+        if u_79 < 128:
+            out.append(u_79)
+        else:
+            write_uvarint(out, u_79)
+        for e_80 in x_78:
+            x_81 = e_80.subtopology_id
+            b_82 = x_81.encode()
+            u_83 = len(b_82) + 1
+            if u_83 < 128:
+                out.append(u_83)
+            else:
+                write_uvarint(out, u_83)
+            out += b_82
+            x_84 = e_80.partitions
+            u_85 = len(x_84) + 1
+            if u_85 < 128:
+                out.append(u_85)
+            else:
+                write_uvarint(out, u_85)
+            out += pack('>%di' % len(x_84), *x_84)
             out.append(0)
-    x_57 = m.standby_tasks
-    if x_57 is None:
+    x_86 = m.standby_tasks
+    if x_86 is None:
         out.append(0)
     else:
-        write_uvarint(out, len(x_57) + 1)
-        for e_58 in x_57:
-            x_59 = e_58.subtopology_id
-            b_60 = x_59.encode()
-            write_uvarint(out, len(b_60) + 1)
-            out += b_60
-            x_61 = e_58.partitions
-            write_uvarint(out, len(x_61) + 1)
-            out += pack('>%di' % len(x_61), *x_61)
+        u_87 = len(x_86) + 1
+        if u_87 < 128:
+            out.append(u_87)
+        else:
+            write_uvarint(out, u_87)
+        for e_88 in x_86:
+            x_89 = e_88.subtopology_id
+            b_90 = x_89.encode()
+            u_91 = len(b_90) + 1
+            if u_91 < 128:
+                out.append(u_91)
+            else:
+                write_uvarint(out, u_91)
+            out += b_90
+            x_92 = e_88.partitions
+            u_93 = len(x_92) + 1
+            if u_93 < 128:
+                out.append(u_93)
+            else:
+                write_uvarint(out, u_93)
+            out += pack('>%di' % len(x_92), *x_92)
             out.append(0)
-    x_62 = m.warmup_tasks
-    if x_62 is None:
+    x_94 = m.warmup_tasks
+    if x_94 is None:
         out.append(0)
     else:
-        write_uvarint(out, len(x_62) + 1)
-        for e_63 in x_62:
-            x_64 = e_63.subtopology_id
-            b_65 = x_64.encode()
-            write_uvarint(out, len(b_65) + 1)
-            out += b_65
-            x_66 = e_63.partitions
-            write_uvarint(out, len(x_66) + 1)
-            out += pack('>%di' % len(x_66), *x_66)
+        u_95 = len(x_94) + 1
+        if u_95 < 128:
+            out.append(u_95)
+        else:
+            write_uvarint(out, u_95)
+        for e_96 in x_94:
+            x_97 = e_96.subtopology_id
+            b_98 = x_97.encode()
+            u_99 = len(b_98) + 1
+            if u_99 < 128:
+                out.append(u_99)
+            else:
+                write_uvarint(out, u_99)
+            out += b_98
+            x_100 = e_96.partitions
+            u_101 = len(x_100) + 1
+            if u_101 < 128:
+                out.append(u_101)
+            else:
+                write_uvarint(out, u_101)
+            out += pack('>%di' % len(x_100), *x_100)
             out.append(0)
-    x_67 = m.process_id
-    if x_67 is None:
+    x_102 = m.process_id
+    if x_102 is None:
         out.append(0)
     else:
-        b_68 = x_67.encode()
-        write_uvarint(out, len(b_68) + 1)
-        out += b_68
-    s_70 = m.user_endpoint
-    if s_70 is None:
+        b_103 = x_102.encode()
+        u_104 = len(b_103) + 1
+        if u_104 < 128:
+            out.append(u_104)
+        else:
+            write_uvarint(out, u_104)
+        out += b_103
+    s_106 = m.user_endpoint
+    if s_106 is None:
         out.append(0xFF)
     else:
         out.append(1)
-        x_71 = s_70.host
-        b_72 = x_71.encode()
-        write_uvarint(out, len(b_72) + 1)
-        out += b_72
-        out += _S3.pack(s_70.port)
+        x_107 = s_106.host
+        b_108 = x_107.encode()
+        u_109 = len(b_108) + 1
+        if u_109 < 128:
+            out.append(u_109)
+        else:
+            write_uvarint(out, u_109)
+        out += b_108
+        out += _S3.pack(s_106.port)
         out.append(0)
-    x_73 = m.client_tags
-    if x_73 is None:
+    x_110 = m.client_tags
+    if x_110 is None:
         out.append(0)
     else:
-        write_uvarint(out, len(x_73) + 1)
-        for e_74 in x_73:
-            x_75 = e_74.key
-            b_76 = x_75.encode()
-            write_uvarint(out, len(b_76) + 1)
-            out += b_76
-            x_77 = e_74.value
-            b_78 = x_77.encode()
-            write_uvarint(out, len(b_78) + 1)
-            out += b_78
+        u_111 = len(x_110) + 1
+        if u_111 < 128:
+            out.append(u_111)
+        else:
+            write_uvarint(out, u_111)
+        for e_112 in x_110:
+            x_113 = e_112.key
+            b_114 = x_113.encode()
+            u_115 = len(b_114) + 1
+            if u_115 < 128:
+                out.append(u_115)
+            else:
+                write_uvarint(out, u_115)
+            out += b_114
+            x_116 = e_112.value
+            b_117 = x_116.encode()
+            u_118 = len(b_117) + 1
+            if u_118 < 128:
+                out.append(u_118)
+            else:
+                write_uvarint(out, u_118)
+            out += b_117
             out.append(0)
-    x_79 = m.task_offsets
-    if x_79 is None:
+    x_119 = m.task_offsets
+    if x_119 is None:
         out.append(0)
     else:
-        write_uvarint(out, len(x_79) + 1)
-        for e_80 in x_79:
-            x_81 = e_80.subtopology_id
-            b_82 = x_81.encode()
-            write_uvarint(out, len(b_82) + 1)
-            out += b_82
-            out += _S4.pack(e_80.partition, e_80.offset)
+        u_120 = len(x_119) + 1
+        if u_120 < 128:
+            out.append(u_120)
+        else:
+            write_uvarint(out, u_120)
+        for e_121 in x_119:
+            x_122 = e_121.subtopology_id
+            b_123 = x_122.encode()
+            u_124 = len(b_123) + 1
+            if u_124 < 128:
+                out.append(u_124)
+            else:
+                write_uvarint(out, u_124)
+            out += b_123
+            out += _S4.pack(e_121.partition, e_121.offset)
             out.append(0)
-    x_83 = m.task_end_offsets
-    if x_83 is None:
+    x_125 = m.task_end_offsets
+    if x_125 is None:
         out.append(0)
     else:
-        write_uvarint(out, len(x_83) + 1)
-        for e_84 in x_83:
-            x_85 = e_84.subtopology_id
-            b_86 = x_85.encode()
-            write_uvarint(out, len(b_86) + 1)
-            out += b_86
-            out += _S4.pack(e_84.partition, e_84.offset)
+        u_126 = len(x_125) + 1
+        if u_126 < 128:
+            out.append(u_126)
+        else:
+            write_uvarint(out, u_126)
+        for e_127 in x_125:
+            x_128 = e_127.subtopology_id
+            b_129 = x_128.encode()
+            u_130 = len(b_129) + 1
+            if u_130 < 128:
+                out.append(u_130)
+            else:
+                write_uvarint(out, u_130)
+            out += b_129
+            out += _S4.pack(e_127.partition, e_127.offset)
             out.append(0)
     out += _S5.pack(m.shutdown_application)
     out.append(0)
@@ -1910,217 +2086,393 @@ def decode_streams_group_heartbeat_request_v1(data: bytes, pos: int) -> tuple[St
 def encode_streams_group_heartbeat_request_v1(m: StreamsGroupHeartbeatRequest, out: bytearray) -> None:
     x_1 = m.group_id
     b_2 = x_1.encode()
-    write_uvarint(out, len(b_2) + 1)
-    out += b_2
-    x_3 = m.member_id
-    b_4 = x_3.encode()
-    write_uvarint(out, len(b_4) + 1)
-    out += b_4
-    out += _S0.pack(m.member_epoch, m.endpoint_information_epoch)
-    x_5 = m.instance_id
-    if x_5 is None:
-        out.append(0)
+    u_3 = len(b_2) + 1
+    if u_3 < 128:
+        out.append(u_3)
     else:
-        b_6 = x_5.encode()
-        write_uvarint(out, len(b_6) + 1)
-        out += b_6
-    x_7 = m.rack_id
+        write_uvarint(out, u_3)
+    out += b_2
+    x_4 = m.member_id
+    b_5 = x_4.encode()
+    u_6 = len(b_5) + 1
+    if u_6 < 128:
+        out.append(u_6)
+    else:
+        write_uvarint(out, u_6)
+    out += b_5
+    out += _S0.pack(m.member_epoch, m.endpoint_information_epoch)
+    x_7 = m.instance_id
     if x_7 is None:
         out.append(0)
     else:
         b_8 = x_7.encode()
-        write_uvarint(out, len(b_8) + 1)
+        u_9 = len(b_8) + 1
+        if u_9 < 128:
+            out.append(u_9)
+        else:
+            write_uvarint(out, u_9)
         out += b_8
+    x_10 = m.rack_id
+    if x_10 is None:
+        out.append(0)
+    else:
+        b_11 = x_10.encode()
+        u_12 = len(b_11) + 1
+        if u_12 < 128:
+            out.append(u_12)
+        else:
+            write_uvarint(out, u_12)
+        out += b_11
     out += _S1.pack(m.rebalance_timeout_ms)
-    s_10 = m.topology
-    if s_10 is None:
+    s_14 = m.topology
+    if s_14 is None:
         out.append(0xFF)
     else:
         out.append(1)
-        out += _S1.pack(s_10.epoch)
-        x_11 = s_10.subtopologies
-        write_uvarint(out, len(x_11) + 1)
-        for e_12 in x_11:
-            x_13 = e_12.subtopology_id
-            b_14 = x_13.encode()
-            write_uvarint(out, len(b_14) + 1)
-            out += b_14
-            x_15 = e_12.source_topics
-            write_uvarint(out, len(x_15) + 1)
-            for e_16 in x_15:
-                x_17 = e_16
-                b_18 = x_17.encode()
-                write_uvarint(out, len(b_18) + 1)
-                out += b_18
-            x_19 = e_12.source_topic_regex
-            write_uvarint(out, len(x_19) + 1)
-            for e_20 in x_19:
-                x_21 = e_20
-                b_22 = x_21.encode()
-                write_uvarint(out, len(b_22) + 1)
-                out += b_22
-            x_23 = e_12.state_changelog_topics
-            write_uvarint(out, len(x_23) + 1)
-            for e_24 in x_23:
-                x_25 = e_24.name
-                b_26 = x_25.encode()
-                write_uvarint(out, len(b_26) + 1)
-                out += b_26
-                out += _S2.pack(e_24.partitions, e_24.replication_factor)
-                x_27 = e_24.topic_configs
-                write_uvarint(out, len(x_27) + 1)
-                for e_28 in x_27:
-                    x_29 = e_28.key
-                    b_30 = x_29.encode()
-                    write_uvarint(out, len(b_30) + 1)
-                    out += b_30
-                    x_31 = e_28.value
-                    b_32 = x_31.encode()
-                    write_uvarint(out, len(b_32) + 1)
-                    out += b_32
-                    out.append(0)
-                out.append(0)
-            x_33 = e_12.repartition_sink_topics
-            write_uvarint(out, len(x_33) + 1)
-            for e_34 in x_33:
-                x_35 = e_34
-                b_36 = x_35.encode()
-                write_uvarint(out, len(b_36) + 1)
-                out += b_36
-            x_37 = e_12.repartition_source_topics
-            write_uvarint(out, len(x_37) + 1)
-            for e_38 in x_37:
-                x_39 = e_38.name
-                b_40 = x_39.encode()
-                write_uvarint(out, len(b_40) + 1)
-                out += b_40
-                out += _S2.pack(e_38.partitions, e_38.replication_factor)
-                x_41 = e_38.topic_configs
-                write_uvarint(out, len(x_41) + 1)
-                for e_42 in x_41:
-                    x_43 = e_42.key
-                    b_44 = x_43.encode()
-                    write_uvarint(out, len(b_44) + 1)
-                    out += b_44
-                    x_45 = e_42.value
+        out += _S1.pack(s_14.epoch)
+        x_15 = s_14.subtopologies
+        u_16 = len(x_15) + 1
+        if u_16 < 128:
+            out.append(u_16)
+        else:
+            write_uvarint(out, u_16)
+        for e_17 in x_15:
+            x_18 = e_17.subtopology_id
+            b_19 = x_18.encode()
+            u_20 = len(b_19) + 1
+            if u_20 < 128:
+                out.append(u_20)
+            else:
+                write_uvarint(out, u_20)
+            out += b_19
+            x_21 = e_17.source_topics
+            u_22 = len(x_21) + 1
+            if u_22 < 128:
+                out.append(u_22)
+            else:
+                write_uvarint(out, u_22)
+            for e_23 in x_21:
+                x_24 = e_23
+                b_25 = x_24.encode()
+                u_26 = len(b_25) + 1
+                if u_26 < 128:
+                    out.append(u_26)
+                else:
+                    write_uvarint(out, u_26)
+                out += b_25
+            x_27 = e_17.source_topic_regex
+            u_28 = len(x_27) + 1
+            if u_28 < 128:
+                out.append(u_28)
+            else:
+                write_uvarint(out, u_28)
+            for e_29 in x_27:
+                x_30 = e_29
+                b_31 = x_30.encode()
+                u_32 = len(b_31) + 1
+                if u_32 < 128:
+                    out.append(u_32)
+                else:
+                    write_uvarint(out, u_32)
+                out += b_31
+            x_33 = e_17.state_changelog_topics
+            u_34 = len(x_33) + 1
+            if u_34 < 128:
+                out.append(u_34)
+            else:
+                write_uvarint(out, u_34)
+            for e_35 in x_33:
+                x_36 = e_35.name
+                b_37 = x_36.encode()
+                u_38 = len(b_37) + 1
+                if u_38 < 128:
+                    out.append(u_38)
+                else:
+                    write_uvarint(out, u_38)
+                out += b_37
+                out += _S2.pack(e_35.partitions, e_35.replication_factor)
+                x_39 = e_35.topic_configs
+                u_40 = len(x_39) + 1
+                if u_40 < 128:
+                    out.append(u_40)
+                else:
+                    write_uvarint(out, u_40)
+                for e_41 in x_39:
+                    x_42 = e_41.key
+                    b_43 = x_42.encode()
+                    u_44 = len(b_43) + 1
+                    if u_44 < 128:
+                        out.append(u_44)
+                    else:
+                        write_uvarint(out, u_44)
+                    out += b_43
+                    x_45 = e_41.value
                     b_46 = x_45.encode()
-                    write_uvarint(out, len(b_46) + 1)
+                    u_47 = len(b_46) + 1
+                    if u_47 < 128:
+                        out.append(u_47)
+                    else:
+                        write_uvarint(out, u_47)
                     out += b_46
                     out.append(0)
                 out.append(0)
-            x_47 = e_12.copartition_groups
-            write_uvarint(out, len(x_47) + 1)
-            for e_48 in x_47:
-                x_49 = e_48.source_topics
-                write_uvarint(out, len(x_49) + 1)
-                out += pack('>%dh' % len(x_49), *x_49)
-                x_50 = e_48.source_topic_regex
-                write_uvarint(out, len(x_50) + 1)
-                out += pack('>%dh' % len(x_50), *x_50)
-                x_51 = e_48.repartition_source_topics
-                write_uvarint(out, len(x_51) + 1)
-                out += pack('>%dh' % len(x_51), *x_51)
+            x_48 = e_17.repartition_sink_topics
+            u_49 = len(x_48) + 1
+            if u_49 < 128:
+                out.append(u_49)
+            else:
+                write_uvarint(out, u_49)
+            for e_50 in x_48:
+                x_51 = e_50
+                b_52 = x_51.encode()
+                u_53 = len(b_52) + 1
+                if u_53 < 128:
+                    out.append(u_53)
+                else:
+                    write_uvarint(out, u_53)
+                out += b_52
+            x_54 = e_17.repartition_source_topics
+            u_55 = len(x_54) + 1
+            if u_55 < 128:
+                out.append(u_55)
+            else:
+                write_uvarint(out, u_55)
+            for e_56 in x_54:
+                x_57 = e_56.name
+                b_58 = x_57.encode()
+                u_59 = len(b_58) + 1
+                if u_59 < 128:
+                    out.append(u_59)
+                else:
+                    write_uvarint(out, u_59)
+                out += b_58
+                out += _S2.pack(e_56.partitions, e_56.replication_factor)
+                x_60 = e_56.topic_configs
+                u_61 = len(x_60) + 1
+                if u_61 < 128:
+                    out.append(u_61)
+                else:
+                    write_uvarint(out, u_61)
+                for e_62 in x_60:
+                    x_63 = e_62.key
+                    b_64 = x_63.encode()
+                    u_65 = len(b_64) + 1
+                    if u_65 < 128:
+                        out.append(u_65)
+                    else:
+                        write_uvarint(out, u_65)
+                    out += b_64
+                    x_66 = e_62.value
+                    b_67 = x_66.encode()
+                    u_68 = len(b_67) + 1
+                    if u_68 < 128:
+                        out.append(u_68)
+                    else:
+                        write_uvarint(out, u_68)
+                    out += b_67
+                    out.append(0)
+                out.append(0)
+            x_69 = e_17.copartition_groups
+            u_70 = len(x_69) + 1
+            if u_70 < 128:
+                out.append(u_70)
+            else:
+                write_uvarint(out, u_70)
+            for e_71 in x_69:
+                x_72 = e_71.source_topics
+                u_73 = len(x_72) + 1
+                if u_73 < 128:
+                    out.append(u_73)
+                else:
+                    write_uvarint(out, u_73)
+                out += pack('>%dh' % len(x_72), *x_72)
+                x_74 = e_71.source_topic_regex
+                u_75 = len(x_74) + 1
+                if u_75 < 128:
+                    out.append(u_75)
+                else:
+                    write_uvarint(out, u_75)
+                out += pack('>%dh' % len(x_74), *x_74)
+                x_76 = e_71.repartition_source_topics
+                u_77 = len(x_76) + 1
+                if u_77 < 128:
+                    out.append(u_77)
+                else:
+                    write_uvarint(out, u_77)
+                out += pack('>%dh' % len(x_76), *x_76)
                 out.append(0)
             out.append(0)
         out.append(0)
-    x_52 = m.active_tasks
-    if x_52 is None:
+    x_78 = m.active_tasks
+    if x_78 is None:
         out.append(0)
     else:
-        write_uvarint(out, len(x_52) + 1)
-        for e_53 in x_52:
-            x_54 = e_53.subtopology_id
-            b_55 = x_54.encode()
-            write_uvarint(out, len(b_55) + 1)
-            out += b_55
-            x_56 = e_53.partitions
-            write_uvarint(out, len(x_56) + 1)
-            out += pack('>%di' % len(x_56), *x_56)
+        u_79 = len(x_78) + 1
+        if u_79 < 128:
+            out.append(u_79)
+        else:
+            write_uvarint(out, u_79)
+        for e_80 in x_78:
+            x_81 = e_80.subtopology_id
+            b_82 = x_81.encode()
+            u_83 = len(b_82) + 1
+            if u_83 < 128:
+                out.append(u_83)
+            else:
+                write_uvarint(out, u_83)
+            out += b_82
+            x_84 = e_80.partitions
+            u_85 = len(x_84) + 1
+            if u_85 < 128:
+                out.append(u_85)
+            else:
+                write_uvarint(out, u_85)
+            out += pack('>%di' % len(x_84), *x_84)
             out.append(0)
-    x_57 = m.standby_tasks
-    if x_57 is None:
+    x_86 = m.standby_tasks
+    if x_86 is None:
         out.append(0)
     else:
-        write_uvarint(out, len(x_57) + 1)
-        for e_58 in x_57:
-            x_59 = e_58.subtopology_id
-            b_60 = x_59.encode()
-            write_uvarint(out, len(b_60) + 1)
-            out += b_60
-            x_61 = e_58.partitions
-            write_uvarint(out, len(x_61) + 1)
-            out += pack('>%di' % len(x_61), *x_61)
+        u_87 = len(x_86) + 1
+        if u_87 < 128:
+            out.append(u_87)
+        else:
+            write_uvarint(out, u_87)
+        for e_88 in x_86:
+            x_89 = e_88.subtopology_id
+            b_90 = x_89.encode()
+            u_91 = len(b_90) + 1
+            if u_91 < 128:
+                out.append(u_91)
+            else:
+                write_uvarint(out, u_91)
+            out += b_90
+            x_92 = e_88.partitions
+            u_93 = len(x_92) + 1
+            if u_93 < 128:
+                out.append(u_93)
+            else:
+                write_uvarint(out, u_93)
+            out += pack('>%di' % len(x_92), *x_92)
             out.append(0)
-    x_62 = m.warmup_tasks
-    if x_62 is None:
+    x_94 = m.warmup_tasks
+    if x_94 is None:
         out.append(0)
     else:
-        write_uvarint(out, len(x_62) + 1)
-        for e_63 in x_62:
-            x_64 = e_63.subtopology_id
-            b_65 = x_64.encode()
-            write_uvarint(out, len(b_65) + 1)
-            out += b_65
-            x_66 = e_63.partitions
-            write_uvarint(out, len(x_66) + 1)
-            out += pack('>%di' % len(x_66), *x_66)
+        u_95 = len(x_94) + 1
+        if u_95 < 128:
+            out.append(u_95)
+        else:
+            write_uvarint(out, u_95)
+        for e_96 in x_94:
+            x_97 = e_96.subtopology_id
+            b_98 = x_97.encode()
+            u_99 = len(b_98) + 1
+            if u_99 < 128:
+                out.append(u_99)
+            else:
+                write_uvarint(out, u_99)
+            out += b_98
+            x_100 = e_96.partitions
+            u_101 = len(x_100) + 1
+            if u_101 < 128:
+                out.append(u_101)
+            else:
+                write_uvarint(out, u_101)
+            out += pack('>%di' % len(x_100), *x_100)
             out.append(0)
-    x_67 = m.process_id
-    if x_67 is None:
+    x_102 = m.process_id
+    if x_102 is None:
         out.append(0)
     else:
-        b_68 = x_67.encode()
-        write_uvarint(out, len(b_68) + 1)
-        out += b_68
-    s_70 = m.user_endpoint
-    if s_70 is None:
+        b_103 = x_102.encode()
+        u_104 = len(b_103) + 1
+        if u_104 < 128:
+            out.append(u_104)
+        else:
+            write_uvarint(out, u_104)
+        out += b_103
+    s_106 = m.user_endpoint
+    if s_106 is None:
         out.append(0xFF)
     else:
         out.append(1)
-        x_71 = s_70.host
-        b_72 = x_71.encode()
-        write_uvarint(out, len(b_72) + 1)
-        out += b_72
-        out += _S3.pack(s_70.port)
+        x_107 = s_106.host
+        b_108 = x_107.encode()
+        u_109 = len(b_108) + 1
+        if u_109 < 128:
+            out.append(u_109)
+        else:
+            write_uvarint(out, u_109)
+        out += b_108
+        out += _S3.pack(s_106.port)
         out.append(0)
-    x_73 = m.client_tags
-    if x_73 is None:
+    x_110 = m.client_tags
+    if x_110 is None:
         out.append(0)
     else:
-        write_uvarint(out, len(x_73) + 1)
-        for e_74 in x_73:
-            x_75 = e_74.key
-            b_76 = x_75.encode()
-            write_uvarint(out, len(b_76) + 1)
-            out += b_76
-            x_77 = e_74.value
-            b_78 = x_77.encode()
-            write_uvarint(out, len(b_78) + 1)
-            out += b_78
+        u_111 = len(x_110) + 1
+        if u_111 < 128:
+            out.append(u_111)
+        else:
+            write_uvarint(out, u_111)
+        for e_112 in x_110:
+            x_113 = e_112.key
+            b_114 = x_113.encode()
+            u_115 = len(b_114) + 1
+            if u_115 < 128:
+                out.append(u_115)
+            else:
+                write_uvarint(out, u_115)
+            out += b_114
+            x_116 = e_112.value
+            b_117 = x_116.encode()
+            u_118 = len(b_117) + 1
+            if u_118 < 128:
+                out.append(u_118)
+            else:
+                write_uvarint(out, u_118)
+            out += b_117
             out.append(0)
-    x_79 = m.task_offsets
-    if x_79 is None:
+    x_119 = m.task_offsets
+    if x_119 is None:
         out.append(0)
     else:
-        write_uvarint(out, len(x_79) + 1)
-        for e_80 in x_79:
-            x_81 = e_80.subtopology_id
-            b_82 = x_81.encode()
-            write_uvarint(out, len(b_82) + 1)
-            out += b_82
-            out += _S4.pack(e_80.partition, e_80.offset)
+        u_120 = len(x_119) + 1
+        if u_120 < 128:
+            out.append(u_120)
+        else:
+            write_uvarint(out, u_120)
+        for e_121 in x_119:
+            x_122 = e_121.subtopology_id
+            b_123 = x_122.encode()
+            u_124 = len(b_123) + 1
+            if u_124 < 128:
+                out.append(u_124)
+            else:
+                write_uvarint(out, u_124)
+            out += b_123
+            out += _S4.pack(e_121.partition, e_121.offset)
             out.append(0)
-    x_83 = m.task_end_offsets
-    if x_83 is None:
+    x_125 = m.task_end_offsets
+    if x_125 is None:
         out.append(0)
     else:
-        write_uvarint(out, len(x_83) + 1)
-        for e_84 in x_83:
-            x_85 = e_84.subtopology_id
-            b_86 = x_85.encode()
-            write_uvarint(out, len(b_86) + 1)
-            out += b_86
-            out += _S4.pack(e_84.partition, e_84.offset)
+        u_126 = len(x_125) + 1
+        if u_126 < 128:
+            out.append(u_126)
+        else:
+            write_uvarint(out, u_126)
+        for e_127 in x_125:
+            x_128 = e_127.subtopology_id
+            b_129 = x_128.encode()
+            u_130 = len(b_129) + 1
+            if u_130 < 128:
+                out.append(u_130)
+            else:
+                write_uvarint(out, u_130)
+            out += b_129
+            out += _S4.pack(e_127.partition, e_127.offset)
             out.append(0)
     out += _S5.pack(m.shutdown_application)
     out.append(0)
@@ -2522,102 +2874,186 @@ def encode_streams_group_heartbeat_response_v0(m: StreamsGroupHeartbeatResponse,
         out.append(0)
     else:
         b_2 = x_1.encode()
-        write_uvarint(out, len(b_2) + 1)
+        u_3 = len(b_2) + 1
+        if u_3 < 128:
+            out.append(u_3)
+        else:
+            write_uvarint(out, u_3)
         out += b_2
-    x_3 = m.member_id
-    b_4 = x_3.encode()
-    write_uvarint(out, len(b_4) + 1)
-    out += b_4
+    x_4 = m.member_id
+    b_5 = x_4.encode()
+    u_6 = len(b_5) + 1
+    if u_6 < 128:
+        out.append(u_6)
+    else:
+        write_uvarint(out, u_6)
+    out += b_5
     out += _S6.pack(m.member_epoch, m.heartbeat_interval_ms, m.acceptable_recovery_lag_legacy, m.task_offset_interval_ms)
-    x_5 = m.status
-    if x_5 is None:
+    x_7 = m.status
+    if x_7 is None:
         out.append(0)
     else:
-        write_uvarint(out, len(x_5) + 1)
-        for e_6 in x_5:
-            out += _S7.pack(e_6.status_code)
-            x_7 = e_6.status_detail
-            b_8 = x_7.encode()
-            write_uvarint(out, len(b_8) + 1)
-            out += b_8
+        u_8 = len(x_7) + 1
+        if u_8 < 128:
+            out.append(u_8)
+        else:
+            write_uvarint(out, u_8)
+        for e_9 in x_7:
+            out += _S7.pack(e_9.status_code)
+            x_10 = e_9.status_detail
+            b_11 = x_10.encode()
+            u_12 = len(b_11) + 1
+            if u_12 < 128:
+                out.append(u_12)
+            else:
+                write_uvarint(out, u_12)
+            out += b_11
             out.append(0)
-    x_9 = m.active_tasks
-    if x_9 is None:
+    x_13 = m.active_tasks
+    if x_13 is None:
         out.append(0)
     else:
-        write_uvarint(out, len(x_9) + 1)
-        for e_10 in x_9:
-            x_11 = e_10.subtopology_id
-            b_12 = x_11.encode()
-            write_uvarint(out, len(b_12) + 1)
-            out += b_12
-            x_13 = e_10.partitions
-            write_uvarint(out, len(x_13) + 1)
-            out += pack('>%di' % len(x_13), *x_13)
-            out.append(0)
-    x_14 = m.standby_tasks
-    if x_14 is None:
-        out.append(0)
-    else:
-        write_uvarint(out, len(x_14) + 1)
-        for e_15 in x_14:
+        u_14 = len(x_13) + 1
+        if u_14 < 128:
+            out.append(u_14)
+        else:
+            write_uvarint(out, u_14)
+        for e_15 in x_13:
             x_16 = e_15.subtopology_id
             b_17 = x_16.encode()
-            write_uvarint(out, len(b_17) + 1)
+            u_18 = len(b_17) + 1
+            if u_18 < 128:
+                out.append(u_18)
+            else:
+                write_uvarint(out, u_18)
             out += b_17
-            x_18 = e_15.partitions
-            write_uvarint(out, len(x_18) + 1)
-            out += pack('>%di' % len(x_18), *x_18)
+            x_19 = e_15.partitions
+            u_20 = len(x_19) + 1
+            if u_20 < 128:
+                out.append(u_20)
+            else:
+                write_uvarint(out, u_20)
+            out += pack('>%di' % len(x_19), *x_19)
             out.append(0)
-    x_19 = m.warmup_tasks
-    if x_19 is None:
+    x_21 = m.standby_tasks
+    if x_21 is None:
         out.append(0)
     else:
-        write_uvarint(out, len(x_19) + 1)
-        for e_20 in x_19:
-            x_21 = e_20.subtopology_id
-            b_22 = x_21.encode()
-            write_uvarint(out, len(b_22) + 1)
-            out += b_22
-            x_23 = e_20.partitions
-            write_uvarint(out, len(x_23) + 1)
-            out += pack('>%di' % len(x_23), *x_23)
+        u_22 = len(x_21) + 1
+        if u_22 < 128:
+            out.append(u_22)
+        else:
+            write_uvarint(out, u_22)
+        for e_23 in x_21:
+            x_24 = e_23.subtopology_id
+            b_25 = x_24.encode()
+            u_26 = len(b_25) + 1
+            if u_26 < 128:
+                out.append(u_26)
+            else:
+                write_uvarint(out, u_26)
+            out += b_25
+            x_27 = e_23.partitions
+            u_28 = len(x_27) + 1
+            if u_28 < 128:
+                out.append(u_28)
+            else:
+                write_uvarint(out, u_28)
+            out += pack('>%di' % len(x_27), *x_27)
+            out.append(0)
+    x_29 = m.warmup_tasks
+    if x_29 is None:
+        out.append(0)
+    else:
+        u_30 = len(x_29) + 1
+        if u_30 < 128:
+            out.append(u_30)
+        else:
+            write_uvarint(out, u_30)
+        for e_31 in x_29:
+            x_32 = e_31.subtopology_id
+            b_33 = x_32.encode()
+            u_34 = len(b_33) + 1
+            if u_34 < 128:
+                out.append(u_34)
+            else:
+                write_uvarint(out, u_34)
+            out += b_33
+            x_35 = e_31.partitions
+            u_36 = len(x_35) + 1
+            if u_36 < 128:
+                out.append(u_36)
+            else:
+                write_uvarint(out, u_36)
+            out += pack('>%di' % len(x_35), *x_35)
             out.append(0)
     out += _S1.pack(m.endpoint_information_epoch)
-    x_24 = m.partitions_by_user_endpoint
-    if x_24 is None:
+    x_37 = m.partitions_by_user_endpoint
+    if x_37 is None:
         out.append(0)
     else:
-        write_uvarint(out, len(x_24) + 1)
-        for e_25 in x_24:
-            s_27 = e_25.user_endpoint
-            x_28 = s_27.host
-            b_29 = x_28.encode()
-            write_uvarint(out, len(b_29) + 1)
-            out += b_29
-            out += _S3.pack(s_27.port)
+        u_38 = len(x_37) + 1
+        if u_38 < 128:
+            out.append(u_38)
+        else:
+            write_uvarint(out, u_38)
+        for e_39 in x_37:
+            s_41 = e_39.user_endpoint
+            x_42 = s_41.host
+            b_43 = x_42.encode()
+            u_44 = len(b_43) + 1
+            if u_44 < 128:
+                out.append(u_44)
+            else:
+                write_uvarint(out, u_44)
+            out += b_43
+            out += _S3.pack(s_41.port)
             out.append(0)
-            x_30 = e_25.active_partitions
-            write_uvarint(out, len(x_30) + 1)
-            for e_31 in x_30:
-                x_32 = e_31.topic
-                b_33 = x_32.encode()
-                write_uvarint(out, len(b_33) + 1)
-                out += b_33
-                x_34 = e_31.partitions
-                write_uvarint(out, len(x_34) + 1)
-                out += pack('>%di' % len(x_34), *x_34)
+            x_45 = e_39.active_partitions
+            u_46 = len(x_45) + 1
+            if u_46 < 128:
+                out.append(u_46)
+            else:
+                write_uvarint(out, u_46)
+            for e_47 in x_45:
+                x_48 = e_47.topic
+                b_49 = x_48.encode()
+                u_50 = len(b_49) + 1
+                if u_50 < 128:
+                    out.append(u_50)
+                else:
+                    write_uvarint(out, u_50)
+                out += b_49
+                x_51 = e_47.partitions
+                u_52 = len(x_51) + 1
+                if u_52 < 128:
+                    out.append(u_52)
+                else:
+                    write_uvarint(out, u_52)
+                out += pack('>%di' % len(x_51), *x_51)
                 out.append(0)
-            x_35 = e_25.standby_partitions
-            write_uvarint(out, len(x_35) + 1)
-            for e_36 in x_35:
-                x_37 = e_36.topic
-                b_38 = x_37.encode()
-                write_uvarint(out, len(b_38) + 1)
-                out += b_38
-                x_39 = e_36.partitions
-                write_uvarint(out, len(x_39) + 1)
-                out += pack('>%di' % len(x_39), *x_39)
+            x_53 = e_39.standby_partitions
+            u_54 = len(x_53) + 1
+            if u_54 < 128:
+                out.append(u_54)
+            else:
+                write_uvarint(out, u_54)
+            for e_55 in x_53:
+                x_56 = e_55.topic
+                b_57 = x_56.encode()
+                u_58 = len(b_57) + 1
+                if u_58 < 128:
+                    out.append(u_58)
+                else:
+                    write_uvarint(out, u_58)
+                out += b_57
+                x_59 = e_55.partitions
+                u_60 = len(x_59) + 1
+                if u_60 < 128:
+                    out.append(u_60)
+                else:
+                    write_uvarint(out, u_60)
+                out += pack('>%di' % len(x_59), *x_59)
                 out.append(0)
             out.append(0)
     out.append(0)
@@ -3019,102 +3455,186 @@ def encode_streams_group_heartbeat_response_v1(m: StreamsGroupHeartbeatResponse,
         out.append(0)
     else:
         b_2 = x_1.encode()
-        write_uvarint(out, len(b_2) + 1)
+        u_3 = len(b_2) + 1
+        if u_3 < 128:
+            out.append(u_3)
+        else:
+            write_uvarint(out, u_3)
         out += b_2
-    x_3 = m.member_id
-    b_4 = x_3.encode()
-    write_uvarint(out, len(b_4) + 1)
-    out += b_4
+    x_4 = m.member_id
+    b_5 = x_4.encode()
+    u_6 = len(b_5) + 1
+    if u_6 < 128:
+        out.append(u_6)
+    else:
+        write_uvarint(out, u_6)
+    out += b_5
     out += _S8.pack(m.member_epoch, m.heartbeat_interval_ms, m.task_offset_interval_ms, m.acceptable_recovery_lag)
-    x_5 = m.status
-    if x_5 is None:
+    x_7 = m.status
+    if x_7 is None:
         out.append(0)
     else:
-        write_uvarint(out, len(x_5) + 1)
-        for e_6 in x_5:
-            out += _S7.pack(e_6.status_code)
-            x_7 = e_6.status_detail
-            b_8 = x_7.encode()
-            write_uvarint(out, len(b_8) + 1)
-            out += b_8
+        u_8 = len(x_7) + 1
+        if u_8 < 128:
+            out.append(u_8)
+        else:
+            write_uvarint(out, u_8)
+        for e_9 in x_7:
+            out += _S7.pack(e_9.status_code)
+            x_10 = e_9.status_detail
+            b_11 = x_10.encode()
+            u_12 = len(b_11) + 1
+            if u_12 < 128:
+                out.append(u_12)
+            else:
+                write_uvarint(out, u_12)
+            out += b_11
             out.append(0)
-    x_9 = m.active_tasks
-    if x_9 is None:
+    x_13 = m.active_tasks
+    if x_13 is None:
         out.append(0)
     else:
-        write_uvarint(out, len(x_9) + 1)
-        for e_10 in x_9:
-            x_11 = e_10.subtopology_id
-            b_12 = x_11.encode()
-            write_uvarint(out, len(b_12) + 1)
-            out += b_12
-            x_13 = e_10.partitions
-            write_uvarint(out, len(x_13) + 1)
-            out += pack('>%di' % len(x_13), *x_13)
-            out.append(0)
-    x_14 = m.standby_tasks
-    if x_14 is None:
-        out.append(0)
-    else:
-        write_uvarint(out, len(x_14) + 1)
-        for e_15 in x_14:
+        u_14 = len(x_13) + 1
+        if u_14 < 128:
+            out.append(u_14)
+        else:
+            write_uvarint(out, u_14)
+        for e_15 in x_13:
             x_16 = e_15.subtopology_id
             b_17 = x_16.encode()
-            write_uvarint(out, len(b_17) + 1)
+            u_18 = len(b_17) + 1
+            if u_18 < 128:
+                out.append(u_18)
+            else:
+                write_uvarint(out, u_18)
             out += b_17
-            x_18 = e_15.partitions
-            write_uvarint(out, len(x_18) + 1)
-            out += pack('>%di' % len(x_18), *x_18)
+            x_19 = e_15.partitions
+            u_20 = len(x_19) + 1
+            if u_20 < 128:
+                out.append(u_20)
+            else:
+                write_uvarint(out, u_20)
+            out += pack('>%di' % len(x_19), *x_19)
             out.append(0)
-    x_19 = m.warmup_tasks
-    if x_19 is None:
+    x_21 = m.standby_tasks
+    if x_21 is None:
         out.append(0)
     else:
-        write_uvarint(out, len(x_19) + 1)
-        for e_20 in x_19:
-            x_21 = e_20.subtopology_id
-            b_22 = x_21.encode()
-            write_uvarint(out, len(b_22) + 1)
-            out += b_22
-            x_23 = e_20.partitions
-            write_uvarint(out, len(x_23) + 1)
-            out += pack('>%di' % len(x_23), *x_23)
+        u_22 = len(x_21) + 1
+        if u_22 < 128:
+            out.append(u_22)
+        else:
+            write_uvarint(out, u_22)
+        for e_23 in x_21:
+            x_24 = e_23.subtopology_id
+            b_25 = x_24.encode()
+            u_26 = len(b_25) + 1
+            if u_26 < 128:
+                out.append(u_26)
+            else:
+                write_uvarint(out, u_26)
+            out += b_25
+            x_27 = e_23.partitions
+            u_28 = len(x_27) + 1
+            if u_28 < 128:
+                out.append(u_28)
+            else:
+                write_uvarint(out, u_28)
+            out += pack('>%di' % len(x_27), *x_27)
+            out.append(0)
+    x_29 = m.warmup_tasks
+    if x_29 is None:
+        out.append(0)
+    else:
+        u_30 = len(x_29) + 1
+        if u_30 < 128:
+            out.append(u_30)
+        else:
+            write_uvarint(out, u_30)
+        for e_31 in x_29:
+            x_32 = e_31.subtopology_id
+            b_33 = x_32.encode()
+            u_34 = len(b_33) + 1
+            if u_34 < 128:
+                out.append(u_34)
+            else:
+                write_uvarint(out, u_34)
+            out += b_33
+            x_35 = e_31.partitions
+            u_36 = len(x_35) + 1
+            if u_36 < 128:
+                out.append(u_36)
+            else:
+                write_uvarint(out, u_36)
+            out += pack('>%di' % len(x_35), *x_35)
             out.append(0)
     out += _S9.pack(m.topology_description_required, m.endpoint_information_epoch)
-    x_24 = m.partitions_by_user_endpoint
-    if x_24 is None:
+    x_37 = m.partitions_by_user_endpoint
+    if x_37 is None:
         out.append(0)
     else:
-        write_uvarint(out, len(x_24) + 1)
-        for e_25 in x_24:
-            s_27 = e_25.user_endpoint
-            x_28 = s_27.host
-            b_29 = x_28.encode()
-            write_uvarint(out, len(b_29) + 1)
-            out += b_29
-            out += _S3.pack(s_27.port)
+        u_38 = len(x_37) + 1
+        if u_38 < 128:
+            out.append(u_38)
+        else:
+            write_uvarint(out, u_38)
+        for e_39 in x_37:
+            s_41 = e_39.user_endpoint
+            x_42 = s_41.host
+            b_43 = x_42.encode()
+            u_44 = len(b_43) + 1
+            if u_44 < 128:
+                out.append(u_44)
+            else:
+                write_uvarint(out, u_44)
+            out += b_43
+            out += _S3.pack(s_41.port)
             out.append(0)
-            x_30 = e_25.active_partitions
-            write_uvarint(out, len(x_30) + 1)
-            for e_31 in x_30:
-                x_32 = e_31.topic
-                b_33 = x_32.encode()
-                write_uvarint(out, len(b_33) + 1)
-                out += b_33
-                x_34 = e_31.partitions
-                write_uvarint(out, len(x_34) + 1)
-                out += pack('>%di' % len(x_34), *x_34)
+            x_45 = e_39.active_partitions
+            u_46 = len(x_45) + 1
+            if u_46 < 128:
+                out.append(u_46)
+            else:
+                write_uvarint(out, u_46)
+            for e_47 in x_45:
+                x_48 = e_47.topic
+                b_49 = x_48.encode()
+                u_50 = len(b_49) + 1
+                if u_50 < 128:
+                    out.append(u_50)
+                else:
+                    write_uvarint(out, u_50)
+                out += b_49
+                x_51 = e_47.partitions
+                u_52 = len(x_51) + 1
+                if u_52 < 128:
+                    out.append(u_52)
+                else:
+                    write_uvarint(out, u_52)
+                out += pack('>%di' % len(x_51), *x_51)
                 out.append(0)
-            x_35 = e_25.standby_partitions
-            write_uvarint(out, len(x_35) + 1)
-            for e_36 in x_35:
-                x_37 = e_36.topic
-                b_38 = x_37.encode()
-                write_uvarint(out, len(b_38) + 1)
-                out += b_38
-                x_39 = e_36.partitions
-                write_uvarint(out, len(x_39) + 1)
-                out += pack('>%di' % len(x_39), *x_39)
+            x_53 = e_39.standby_partitions
+            u_54 = len(x_53) + 1
+            if u_54 < 128:
+                out.append(u_54)
+            else:
+                write_uvarint(out, u_54)
+            for e_55 in x_53:
+                x_56 = e_55.topic
+                b_57 = x_56.encode()
+                u_58 = len(b_57) + 1
+                if u_58 < 128:
+                    out.append(u_58)
+                else:
+                    write_uvarint(out, u_58)
+                out += b_57
+                x_59 = e_55.partitions
+                u_60 = len(x_59) + 1
+                if u_60 < 128:
+                    out.append(u_60)
+                else:
+                    write_uvarint(out, u_60)
+                out += pack('>%di' % len(x_59), *x_59)
                 out.append(0)
             out.append(0)
     out.append(0)

@@ -452,30 +452,54 @@ def decode_sync_group_request_v4(data: bytes, pos: int) -> tuple[SyncGroupReques
 def encode_sync_group_request_v4(m: SyncGroupRequest, out: bytearray) -> None:
     x_1 = m.group_id
     b_2 = x_1.encode()
-    write_uvarint(out, len(b_2) + 1)
+    u_3 = len(b_2) + 1
+    if u_3 < 128:
+        out.append(u_3)
+    else:
+        write_uvarint(out, u_3)
     out += b_2
     out += _S1.pack(m.generation_id)
-    x_3 = m.member_id
-    b_4 = x_3.encode()
-    write_uvarint(out, len(b_4) + 1)
-    out += b_4
-    x_5 = m.group_instance_id
-    if x_5 is None:
+    x_4 = m.member_id
+    b_5 = x_4.encode()
+    u_6 = len(b_5) + 1
+    if u_6 < 128:
+        out.append(u_6)
+    else:
+        write_uvarint(out, u_6)
+    out += b_5
+    x_7 = m.group_instance_id
+    if x_7 is None:
         out.append(0)
     else:
-        b_6 = x_5.encode()
-        write_uvarint(out, len(b_6) + 1)
-        out += b_6
-    x_7 = m.assignments
-    write_uvarint(out, len(x_7) + 1)
-    for e_8 in x_7:
-        x_9 = e_8.member_id
-        b_10 = x_9.encode()
-        write_uvarint(out, len(b_10) + 1)
-        out += b_10
-        x_11 = e_8.assignment
-        write_uvarint(out, len(x_11) + 1)
-        out += x_11
+        b_8 = x_7.encode()
+        u_9 = len(b_8) + 1
+        if u_9 < 128:
+            out.append(u_9)
+        else:
+            write_uvarint(out, u_9)
+        out += b_8
+    x_10 = m.assignments
+    u_11 = len(x_10) + 1
+    if u_11 < 128:
+        out.append(u_11)
+    else:
+        write_uvarint(out, u_11)
+    for e_12 in x_10:
+        x_13 = e_12.member_id
+        b_14 = x_13.encode()
+        u_15 = len(b_14) + 1
+        if u_15 < 128:
+            out.append(u_15)
+        else:
+            write_uvarint(out, u_15)
+        out += b_14
+        x_16 = e_12.assignment
+        u_17 = len(x_16) + 1
+        if u_17 < 128:
+            out.append(u_17)
+        else:
+            write_uvarint(out, u_17)
+        out += x_16
         out.append(0)
     out.append(0)
 
@@ -607,44 +631,76 @@ def decode_sync_group_request_v5(data: bytes, pos: int) -> tuple[SyncGroupReques
 def encode_sync_group_request_v5(m: SyncGroupRequest, out: bytearray) -> None:
     x_1 = m.group_id
     b_2 = x_1.encode()
-    write_uvarint(out, len(b_2) + 1)
+    u_3 = len(b_2) + 1
+    if u_3 < 128:
+        out.append(u_3)
+    else:
+        write_uvarint(out, u_3)
     out += b_2
     out += _S1.pack(m.generation_id)
-    x_3 = m.member_id
-    b_4 = x_3.encode()
-    write_uvarint(out, len(b_4) + 1)
-    out += b_4
-    x_5 = m.group_instance_id
-    if x_5 is None:
-        out.append(0)
+    x_4 = m.member_id
+    b_5 = x_4.encode()
+    u_6 = len(b_5) + 1
+    if u_6 < 128:
+        out.append(u_6)
     else:
-        b_6 = x_5.encode()
-        write_uvarint(out, len(b_6) + 1)
-        out += b_6
-    x_7 = m.protocol_type
+        write_uvarint(out, u_6)
+    out += b_5
+    x_7 = m.group_instance_id
     if x_7 is None:
         out.append(0)
     else:
         b_8 = x_7.encode()
-        write_uvarint(out, len(b_8) + 1)
+        u_9 = len(b_8) + 1
+        if u_9 < 128:
+            out.append(u_9)
+        else:
+            write_uvarint(out, u_9)
         out += b_8
-    x_9 = m.protocol_name
-    if x_9 is None:
+    x_10 = m.protocol_type
+    if x_10 is None:
         out.append(0)
     else:
-        b_10 = x_9.encode()
-        write_uvarint(out, len(b_10) + 1)
-        out += b_10
-    x_11 = m.assignments
-    write_uvarint(out, len(x_11) + 1)
-    for e_12 in x_11:
-        x_13 = e_12.member_id
+        b_11 = x_10.encode()
+        u_12 = len(b_11) + 1
+        if u_12 < 128:
+            out.append(u_12)
+        else:
+            write_uvarint(out, u_12)
+        out += b_11
+    x_13 = m.protocol_name
+    if x_13 is None:
+        out.append(0)
+    else:
         b_14 = x_13.encode()
-        write_uvarint(out, len(b_14) + 1)
+        u_15 = len(b_14) + 1
+        if u_15 < 128:
+            out.append(u_15)
+        else:
+            write_uvarint(out, u_15)
         out += b_14
-        x_15 = e_12.assignment
-        write_uvarint(out, len(x_15) + 1)
-        out += x_15
+    x_16 = m.assignments
+    u_17 = len(x_16) + 1
+    if u_17 < 128:
+        out.append(u_17)
+    else:
+        write_uvarint(out, u_17)
+    for e_18 in x_16:
+        x_19 = e_18.member_id
+        b_20 = x_19.encode()
+        u_21 = len(b_20) + 1
+        if u_21 < 128:
+            out.append(u_21)
+        else:
+            write_uvarint(out, u_21)
+        out += b_20
+        x_22 = e_18.assignment
+        u_23 = len(x_22) + 1
+        if u_23 < 128:
+            out.append(u_23)
+        else:
+            write_uvarint(out, u_23)
+        out += x_22
         out.append(0)
     out.append(0)
 
@@ -763,7 +819,11 @@ def decode_sync_group_response_v4(data: bytes, pos: int) -> tuple[SyncGroupRespo
 def encode_sync_group_response_v4(m: SyncGroupResponse, out: bytearray) -> None:
     out += _S2.pack(m.throttle_time_ms, m.error_code)
     x_1 = m.assignment
-    write_uvarint(out, len(x_1) + 1)
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
     out += x_1
     out.append(0)
 
@@ -826,16 +886,28 @@ def encode_sync_group_response_v5(m: SyncGroupResponse, out: bytearray) -> None:
         out.append(0)
     else:
         b_2 = x_1.encode()
-        write_uvarint(out, len(b_2) + 1)
+        u_3 = len(b_2) + 1
+        if u_3 < 128:
+            out.append(u_3)
+        else:
+            write_uvarint(out, u_3)
         out += b_2
-    x_3 = m.protocol_name
-    if x_3 is None:
+    x_4 = m.protocol_name
+    if x_4 is None:
         out.append(0)
     else:
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
-    x_5 = m.assignment
-    write_uvarint(out, len(x_5) + 1)
-    out += x_5
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
+    x_7 = m.assignment
+    u_8 = len(x_7) + 1
+    if u_8 < 128:
+        out.append(u_8)
+    else:
+        write_uvarint(out, u_8)
+    out += x_7
     out.append(0)

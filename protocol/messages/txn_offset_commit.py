@@ -508,42 +508,74 @@ def decode_txn_offset_commit_request_v3(data: bytes, pos: int) -> tuple[TxnOffse
 def encode_txn_offset_commit_request_v3(m: TxnOffsetCommitRequest, out: bytearray) -> None:
     x_1 = m.transactional_id
     b_2 = x_1.encode()
-    write_uvarint(out, len(b_2) + 1)
+    u_3 = len(b_2) + 1
+    if u_3 < 128:
+        out.append(u_3)
+    else:
+        write_uvarint(out, u_3)
     out += b_2
-    x_3 = m.group_id
-    b_4 = x_3.encode()
-    write_uvarint(out, len(b_4) + 1)
-    out += b_4
+    x_4 = m.group_id
+    b_5 = x_4.encode()
+    u_6 = len(b_5) + 1
+    if u_6 < 128:
+        out.append(u_6)
+    else:
+        write_uvarint(out, u_6)
+    out += b_5
     out += _S5.pack(m.producer_id, m.producer_epoch, m.generation_id_or_member_epoch)
-    x_5 = m.member_id
-    b_6 = x_5.encode()
-    write_uvarint(out, len(b_6) + 1)
-    out += b_6
-    x_7 = m.group_instance_id
-    if x_7 is None:
+    x_7 = m.member_id
+    b_8 = x_7.encode()
+    u_9 = len(b_8) + 1
+    if u_9 < 128:
+        out.append(u_9)
+    else:
+        write_uvarint(out, u_9)
+    out += b_8
+    x_10 = m.group_instance_id
+    if x_10 is None:
         out.append(0)
     else:
-        b_8 = x_7.encode()
-        write_uvarint(out, len(b_8) + 1)
-        out += b_8
-    x_9 = m.topics
-    write_uvarint(out, len(x_9) + 1)
-    for e_10 in x_9:
-        x_11 = e_10.name
-        b_12 = x_11.encode()
-        write_uvarint(out, len(b_12) + 1)
-        out += b_12
-        x_13 = e_10.partitions
-        write_uvarint(out, len(x_13) + 1)
-        for e_14 in x_13:
-            out += _S4.pack(e_14.partition_index, e_14.committed_offset, e_14.committed_leader_epoch)
-            x_15 = e_14.committed_metadata
-            if x_15 is None:
+        b_11 = x_10.encode()
+        u_12 = len(b_11) + 1
+        if u_12 < 128:
+            out.append(u_12)
+        else:
+            write_uvarint(out, u_12)
+        out += b_11
+    x_13 = m.topics
+    u_14 = len(x_13) + 1
+    if u_14 < 128:
+        out.append(u_14)
+    else:
+        write_uvarint(out, u_14)
+    for e_15 in x_13:
+        x_16 = e_15.name
+        b_17 = x_16.encode()
+        u_18 = len(b_17) + 1
+        if u_18 < 128:
+            out.append(u_18)
+        else:
+            write_uvarint(out, u_18)
+        out += b_17
+        x_19 = e_15.partitions
+        u_20 = len(x_19) + 1
+        if u_20 < 128:
+            out.append(u_20)
+        else:
+            write_uvarint(out, u_20)
+        for e_21 in x_19:
+            out += _S4.pack(e_21.partition_index, e_21.committed_offset, e_21.committed_leader_epoch)
+            x_22 = e_21.committed_metadata
+            if x_22 is None:
                 out.append(0)
             else:
-                b_16 = x_15.encode()
-                write_uvarint(out, len(b_16) + 1)
-                out += b_16
+                b_23 = x_22.encode()
+                u_24 = len(b_23) + 1
+                if u_24 < 128:
+                    out.append(u_24)
+                else:
+                    write_uvarint(out, u_24)
+                out += b_23
             out.append(0)
         out.append(0)
     out.append(0)
@@ -691,42 +723,74 @@ def decode_txn_offset_commit_request_v4(data: bytes, pos: int) -> tuple[TxnOffse
 def encode_txn_offset_commit_request_v4(m: TxnOffsetCommitRequest, out: bytearray) -> None:
     x_1 = m.transactional_id
     b_2 = x_1.encode()
-    write_uvarint(out, len(b_2) + 1)
+    u_3 = len(b_2) + 1
+    if u_3 < 128:
+        out.append(u_3)
+    else:
+        write_uvarint(out, u_3)
     out += b_2
-    x_3 = m.group_id
-    b_4 = x_3.encode()
-    write_uvarint(out, len(b_4) + 1)
-    out += b_4
+    x_4 = m.group_id
+    b_5 = x_4.encode()
+    u_6 = len(b_5) + 1
+    if u_6 < 128:
+        out.append(u_6)
+    else:
+        write_uvarint(out, u_6)
+    out += b_5
     out += _S5.pack(m.producer_id, m.producer_epoch, m.generation_id_or_member_epoch)
-    x_5 = m.member_id
-    b_6 = x_5.encode()
-    write_uvarint(out, len(b_6) + 1)
-    out += b_6
-    x_7 = m.group_instance_id
-    if x_7 is None:
+    x_7 = m.member_id
+    b_8 = x_7.encode()
+    u_9 = len(b_8) + 1
+    if u_9 < 128:
+        out.append(u_9)
+    else:
+        write_uvarint(out, u_9)
+    out += b_8
+    x_10 = m.group_instance_id
+    if x_10 is None:
         out.append(0)
     else:
-        b_8 = x_7.encode()
-        write_uvarint(out, len(b_8) + 1)
-        out += b_8
-    x_9 = m.topics
-    write_uvarint(out, len(x_9) + 1)
-    for e_10 in x_9:
-        x_11 = e_10.name
-        b_12 = x_11.encode()
-        write_uvarint(out, len(b_12) + 1)
-        out += b_12
-        x_13 = e_10.partitions
-        write_uvarint(out, len(x_13) + 1)
-        for e_14 in x_13:
-            out += _S4.pack(e_14.partition_index, e_14.committed_offset, e_14.committed_leader_epoch)
-            x_15 = e_14.committed_metadata
-            if x_15 is None:
+        b_11 = x_10.encode()
+        u_12 = len(b_11) + 1
+        if u_12 < 128:
+            out.append(u_12)
+        else:
+            write_uvarint(out, u_12)
+        out += b_11
+    x_13 = m.topics
+    u_14 = len(x_13) + 1
+    if u_14 < 128:
+        out.append(u_14)
+    else:
+        write_uvarint(out, u_14)
+    for e_15 in x_13:
+        x_16 = e_15.name
+        b_17 = x_16.encode()
+        u_18 = len(b_17) + 1
+        if u_18 < 128:
+            out.append(u_18)
+        else:
+            write_uvarint(out, u_18)
+        out += b_17
+        x_19 = e_15.partitions
+        u_20 = len(x_19) + 1
+        if u_20 < 128:
+            out.append(u_20)
+        else:
+            write_uvarint(out, u_20)
+        for e_21 in x_19:
+            out += _S4.pack(e_21.partition_index, e_21.committed_offset, e_21.committed_leader_epoch)
+            x_22 = e_21.committed_metadata
+            if x_22 is None:
                 out.append(0)
             else:
-                b_16 = x_15.encode()
-                write_uvarint(out, len(b_16) + 1)
-                out += b_16
+                b_23 = x_22.encode()
+                u_24 = len(b_23) + 1
+                if u_24 < 128:
+                    out.append(u_24)
+                else:
+                    write_uvarint(out, u_24)
+                out += b_23
             out.append(0)
         out.append(0)
     out.append(0)
@@ -874,42 +938,74 @@ def decode_txn_offset_commit_request_v5(data: bytes, pos: int) -> tuple[TxnOffse
 def encode_txn_offset_commit_request_v5(m: TxnOffsetCommitRequest, out: bytearray) -> None:
     x_1 = m.transactional_id
     b_2 = x_1.encode()
-    write_uvarint(out, len(b_2) + 1)
+    u_3 = len(b_2) + 1
+    if u_3 < 128:
+        out.append(u_3)
+    else:
+        write_uvarint(out, u_3)
     out += b_2
-    x_3 = m.group_id
-    b_4 = x_3.encode()
-    write_uvarint(out, len(b_4) + 1)
-    out += b_4
+    x_4 = m.group_id
+    b_5 = x_4.encode()
+    u_6 = len(b_5) + 1
+    if u_6 < 128:
+        out.append(u_6)
+    else:
+        write_uvarint(out, u_6)
+    out += b_5
     out += _S5.pack(m.producer_id, m.producer_epoch, m.generation_id_or_member_epoch)
-    x_5 = m.member_id
-    b_6 = x_5.encode()
-    write_uvarint(out, len(b_6) + 1)
-    out += b_6
-    x_7 = m.group_instance_id
-    if x_7 is None:
+    x_7 = m.member_id
+    b_8 = x_7.encode()
+    u_9 = len(b_8) + 1
+    if u_9 < 128:
+        out.append(u_9)
+    else:
+        write_uvarint(out, u_9)
+    out += b_8
+    x_10 = m.group_instance_id
+    if x_10 is None:
         out.append(0)
     else:
-        b_8 = x_7.encode()
-        write_uvarint(out, len(b_8) + 1)
-        out += b_8
-    x_9 = m.topics
-    write_uvarint(out, len(x_9) + 1)
-    for e_10 in x_9:
-        x_11 = e_10.name
-        b_12 = x_11.encode()
-        write_uvarint(out, len(b_12) + 1)
-        out += b_12
-        x_13 = e_10.partitions
-        write_uvarint(out, len(x_13) + 1)
-        for e_14 in x_13:
-            out += _S4.pack(e_14.partition_index, e_14.committed_offset, e_14.committed_leader_epoch)
-            x_15 = e_14.committed_metadata
-            if x_15 is None:
+        b_11 = x_10.encode()
+        u_12 = len(b_11) + 1
+        if u_12 < 128:
+            out.append(u_12)
+        else:
+            write_uvarint(out, u_12)
+        out += b_11
+    x_13 = m.topics
+    u_14 = len(x_13) + 1
+    if u_14 < 128:
+        out.append(u_14)
+    else:
+        write_uvarint(out, u_14)
+    for e_15 in x_13:
+        x_16 = e_15.name
+        b_17 = x_16.encode()
+        u_18 = len(b_17) + 1
+        if u_18 < 128:
+            out.append(u_18)
+        else:
+            write_uvarint(out, u_18)
+        out += b_17
+        x_19 = e_15.partitions
+        u_20 = len(x_19) + 1
+        if u_20 < 128:
+            out.append(u_20)
+        else:
+            write_uvarint(out, u_20)
+        for e_21 in x_19:
+            out += _S4.pack(e_21.partition_index, e_21.committed_offset, e_21.committed_leader_epoch)
+            x_22 = e_21.committed_metadata
+            if x_22 is None:
                 out.append(0)
             else:
-                b_16 = x_15.encode()
-                write_uvarint(out, len(b_16) + 1)
-                out += b_16
+                b_23 = x_22.encode()
+                u_24 = len(b_23) + 1
+                if u_24 < 128:
+                    out.append(u_24)
+                else:
+                    write_uvarint(out, u_24)
+                out += b_23
             out.append(0)
         out.append(0)
     out.append(0)
@@ -1047,39 +1143,67 @@ def decode_txn_offset_commit_request_v6(data: bytes, pos: int) -> tuple[TxnOffse
 def encode_txn_offset_commit_request_v6(m: TxnOffsetCommitRequest, out: bytearray) -> None:
     x_1 = m.transactional_id
     b_2 = x_1.encode()
-    write_uvarint(out, len(b_2) + 1)
+    u_3 = len(b_2) + 1
+    if u_3 < 128:
+        out.append(u_3)
+    else:
+        write_uvarint(out, u_3)
     out += b_2
-    x_3 = m.group_id
-    b_4 = x_3.encode()
-    write_uvarint(out, len(b_4) + 1)
-    out += b_4
+    x_4 = m.group_id
+    b_5 = x_4.encode()
+    u_6 = len(b_5) + 1
+    if u_6 < 128:
+        out.append(u_6)
+    else:
+        write_uvarint(out, u_6)
+    out += b_5
     out += _S5.pack(m.producer_id, m.producer_epoch, m.generation_id_or_member_epoch)
-    x_5 = m.member_id
-    b_6 = x_5.encode()
-    write_uvarint(out, len(b_6) + 1)
-    out += b_6
-    x_7 = m.group_instance_id
-    if x_7 is None:
+    x_7 = m.member_id
+    b_8 = x_7.encode()
+    u_9 = len(b_8) + 1
+    if u_9 < 128:
+        out.append(u_9)
+    else:
+        write_uvarint(out, u_9)
+    out += b_8
+    x_10 = m.group_instance_id
+    if x_10 is None:
         out.append(0)
     else:
-        b_8 = x_7.encode()
-        write_uvarint(out, len(b_8) + 1)
-        out += b_8
-    x_9 = m.topics
-    write_uvarint(out, len(x_9) + 1)
-    for e_10 in x_9:
-        out += _S6.pack(e_10.topic_id)
-        x_11 = e_10.partitions
-        write_uvarint(out, len(x_11) + 1)
-        for e_12 in x_11:
-            out += _S4.pack(e_12.partition_index, e_12.committed_offset, e_12.committed_leader_epoch)
-            x_13 = e_12.committed_metadata
-            if x_13 is None:
+        b_11 = x_10.encode()
+        u_12 = len(b_11) + 1
+        if u_12 < 128:
+            out.append(u_12)
+        else:
+            write_uvarint(out, u_12)
+        out += b_11
+    x_13 = m.topics
+    u_14 = len(x_13) + 1
+    if u_14 < 128:
+        out.append(u_14)
+    else:
+        write_uvarint(out, u_14)
+    for e_15 in x_13:
+        out += _S6.pack(e_15.topic_id)
+        x_16 = e_15.partitions
+        u_17 = len(x_16) + 1
+        if u_17 < 128:
+            out.append(u_17)
+        else:
+            write_uvarint(out, u_17)
+        for e_18 in x_16:
+            out += _S4.pack(e_18.partition_index, e_18.committed_offset, e_18.committed_leader_epoch)
+            x_19 = e_18.committed_metadata
+            if x_19 is None:
                 out.append(0)
             else:
-                b_14 = x_13.encode()
-                write_uvarint(out, len(b_14) + 1)
-                out += b_14
+                b_20 = x_19.encode()
+                u_21 = len(b_20) + 1
+                if u_21 < 128:
+                    out.append(u_21)
+                else:
+                    write_uvarint(out, u_21)
+                out += b_20
             out.append(0)
         out.append(0)
     out.append(0)
@@ -1332,16 +1456,28 @@ def decode_txn_offset_commit_response_v3(data: bytes, pos: int) -> tuple[TxnOffs
 def encode_txn_offset_commit_response_v3(m: TxnOffsetCommitResponse, out: bytearray) -> None:
     out += _S2.pack(m.throttle_time_ms)
     x_1 = m.topics
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        x_3 = e_2.name
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
-        x_5 = e_2.partitions
-        write_uvarint(out, len(x_5) + 1)
-        for e_6 in x_5:
-            out += _S7.pack(e_6.partition_index, e_6.error_code)
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        x_4 = e_3.name
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
+        x_7 = e_3.partitions
+        u_8 = len(x_7) + 1
+        if u_8 < 128:
+            out.append(u_8)
+        else:
+            write_uvarint(out, u_8)
+        for e_9 in x_7:
+            out += _S7.pack(e_9.partition_index, e_9.error_code)
             out.append(0)
         out.append(0)
     out.append(0)
@@ -1429,16 +1565,28 @@ def decode_txn_offset_commit_response_v4(data: bytes, pos: int) -> tuple[TxnOffs
 def encode_txn_offset_commit_response_v4(m: TxnOffsetCommitResponse, out: bytearray) -> None:
     out += _S2.pack(m.throttle_time_ms)
     x_1 = m.topics
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        x_3 = e_2.name
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
-        x_5 = e_2.partitions
-        write_uvarint(out, len(x_5) + 1)
-        for e_6 in x_5:
-            out += _S7.pack(e_6.partition_index, e_6.error_code)
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        x_4 = e_3.name
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
+        x_7 = e_3.partitions
+        u_8 = len(x_7) + 1
+        if u_8 < 128:
+            out.append(u_8)
+        else:
+            write_uvarint(out, u_8)
+        for e_9 in x_7:
+            out += _S7.pack(e_9.partition_index, e_9.error_code)
             out.append(0)
         out.append(0)
     out.append(0)
@@ -1526,16 +1674,28 @@ def decode_txn_offset_commit_response_v5(data: bytes, pos: int) -> tuple[TxnOffs
 def encode_txn_offset_commit_response_v5(m: TxnOffsetCommitResponse, out: bytearray) -> None:
     out += _S2.pack(m.throttle_time_ms)
     x_1 = m.topics
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        x_3 = e_2.name
-        b_4 = x_3.encode()
-        write_uvarint(out, len(b_4) + 1)
-        out += b_4
-        x_5 = e_2.partitions
-        write_uvarint(out, len(x_5) + 1)
-        for e_6 in x_5:
-            out += _S7.pack(e_6.partition_index, e_6.error_code)
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        x_4 = e_3.name
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out.append(u_6)
+        else:
+            write_uvarint(out, u_6)
+        out += b_5
+        x_7 = e_3.partitions
+        u_8 = len(x_7) + 1
+        if u_8 < 128:
+            out.append(u_8)
+        else:
+            write_uvarint(out, u_8)
+        for e_9 in x_7:
+            out += _S7.pack(e_9.partition_index, e_9.error_code)
             out.append(0)
         out.append(0)
     out.append(0)
@@ -1613,13 +1773,21 @@ def decode_txn_offset_commit_response_v6(data: bytes, pos: int) -> tuple[TxnOffs
 def encode_txn_offset_commit_response_v6(m: TxnOffsetCommitResponse, out: bytearray) -> None:
     out += _S2.pack(m.throttle_time_ms)
     x_1 = m.topics
-    write_uvarint(out, len(x_1) + 1)
-    for e_2 in x_1:
-        out += _S6.pack(e_2.topic_id)
-        x_3 = e_2.partitions
-        write_uvarint(out, len(x_3) + 1)
-        for e_4 in x_3:
-            out += _S7.pack(e_4.partition_index, e_4.error_code)
+    u_2 = len(x_1) + 1
+    if u_2 < 128:
+        out.append(u_2)
+    else:
+        write_uvarint(out, u_2)
+    for e_3 in x_1:
+        out += _S6.pack(e_3.topic_id)
+        x_4 = e_3.partitions
+        u_5 = len(x_4) + 1
+        if u_5 < 128:
+            out.append(u_5)
+        else:
+            write_uvarint(out, u_5)
+        for e_6 in x_4:
+            out += _S7.pack(e_6.partition_index, e_6.error_code)
             out.append(0)
         out.append(0)
     out.append(0)
