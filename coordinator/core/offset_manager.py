@@ -14,7 +14,7 @@ import logging
 from collections.abc import Callable, Iterable, Sequence
 from itertools import groupby
 from operator import attrgetter
-from typing import Final
+from typing import Final, TypeVar
 
 from coordinator.core.clock import ShardClock
 from coordinator.core.context import RequestContext
@@ -63,9 +63,8 @@ log = logging.getLogger(__name__)
 
 INVALID_OFFSET: Final = -1
 
-# One partition of an OffsetFetch answer: (offset, leader epoch, metadata, error code).
-_NO_OFFSET: Final = (INVALID_OFFSET, -1, "", NONE)
-_UNSTABLE: Final = (INVALID_OFFSET, -1, "", UNSTABLE_OFFSET_COMMIT)
+# One partition of an OffsetFetch answer (its class differs between versions).
+_Entry = TypeVar("_Entry")
 
 
 class GroupOffsets:
@@ -219,25 +218,28 @@ class OffsetManager:
         else:
             group = self.registry.group(req.group_id)
             group_id = req.group_id if group is None else group.group_id
+        add_code = codes.append
+        add_record = records.append
         for topic in req.topics:
             topic_name = shared_value(topic.name)
             for p in topic.partitions:
                 metadata = p.committed_metadata or ""
                 # metadata_too_large is False whenever twice the length fits: called only otherwise
                 if 2 * len(metadata) > max_metadata and metadata_too_large(metadata, max_metadata):
-                    codes.append(OFFSET_METADATA_TOO_LARGE)
+                    add_code(OFFSET_METADATA_TOO_LARGE)
                     continue
-                codes.append(NONE)
-                records.append(
+                add_code(NONE)
+                commit_ms = p.commit_timestamp
+                add_record(
                     OffsetCommitRecord(
-                        group_id=group_id,
-                        topic=topic_name,
-                        partition=p.partition_index,
-                        offset=p.committed_offset,
-                        leader_epoch=p.committed_leader_epoch,
-                        metadata=metadata,
-                        commit_ms=p.commit_timestamp if p.commit_timestamp != -1 else wall_ms,
-                        expire_ms=expire_ms,
+                        group_id,
+                        topic_name,
+                        p.partition_index,
+                        p.committed_offset,
+                        p.committed_leader_epoch,
+                        metadata,
+                        commit_ms if commit_ms != -1 else wall_ms,
+                        expire_ms,
                     )
                 )
         response = _commit_response(req, codes, NONE)
@@ -276,12 +278,11 @@ class OffsetManager:
         topics = [
             OffsetFetchResponseTopic(
                 name,
-                [
-                    OffsetFetchResponsePartition(p, off, epoch, md, code)
-                    for p, (off, epoch, md, code) in parts
-                ],
+                parts,
             )
-            for name, parts in self._lookup(req.group_id, requested, require_stable)
+            for name, parts in self._lookup(
+                req.group_id, requested, require_stable, OffsetFetchResponsePartition
+            )
         ]
         return OffsetFetchResponse(topics=topics, error_code=NONE)
 
@@ -298,12 +299,11 @@ class OffsetManager:
         topics = [
             OffsetFetchResponseTopics(
                 name=name,
-                partitions=[
-                    OffsetFetchResponsePartitions(p, off, epoch, md, code)
-                    for p, (off, epoch, md, code) in parts
-                ],
+                partitions=parts,
             )
-            for name, parts in self._lookup(req.group_id, requested, require_stable)
+            for name, parts in self._lookup(
+                req.group_id, requested, require_stable, OffsetFetchResponsePartitions
+            )
         ]
         return OffsetFetchResponseGroup(group_id=req.group_id, topics=topics, error_code=NONE)
 
@@ -312,7 +312,10 @@ class OffsetManager:
         group_id: str,
         requested: list[tuple[str, list[int]]] | None,
         require_stable: bool,
-    ) -> list[tuple[str, list[tuple[int, tuple[int, int, str, int]]]]]:
+        make: Callable[[int, int, int, str, int], _Entry],
+    ) -> list[tuple[str, list[_Entry]]]:
+        """Per requested topic, ``make(partition, offset, leader epoch, metadata, error code)``
+        of each requested partition."""
         offsets = self.offsets.get(group_id)
         if requested is None:
             if offsets is None:
@@ -326,19 +329,21 @@ class OffsetManager:
         committed = None if offsets is None else offsets.committed
         for topic, partitions in requested:
             records = None if committed is None else committed.get(topic)
-            values = []
+            values: list[_Entry] = []
             append = values.append
             for p in partitions:
-                if txn_pending is not None and txn_pending(group_id, topic, p):
-                    append((p, _UNSTABLE))  # retriable: asked again once the transaction has completed
-                elif in_flight is not None and (topic, p) in in_flight:
-                    append((p, _UNSTABLE))  # retriable: the client asks again once the commit is durable
+                if (txn_pending is not None and txn_pending(group_id, topic, p)) or (
+                    in_flight is not None and (topic, p) in in_flight
+                ):
+                    # Retriable: the client asks again once the transaction has completed or the
+                    # commit is durable.
+                    append(make(p, INVALID_OFFSET, -1, "", UNSTABLE_OFFSET_COMMIT))
+                    continue
+                record = None if records is None else records.get(p)
+                if record is None:
+                    append(make(p, INVALID_OFFSET, -1, "", NONE))
                 else:
-                    record = None if records is None else records.get(p)
-                    if record is None:
-                        append((p, _NO_OFFSET))
-                    else:
-                        append((p, (record.offset, record.leader_epoch, record.metadata, NONE)))
+                    append(make(p, record.offset, record.leader_epoch, record.metadata, NONE))
             result.append((topic, values))
         return result
 
