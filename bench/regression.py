@@ -16,6 +16,9 @@ repeat, so that machine noise (other tenants) hits them alike:
   connections x 8 in flight for ``--seconds``: heartbeats/s and server CPU per heartbeat.
 * ``commit``: OffsetCommit of 1 partition as a simple consumer, 16 connections x 8 in flight:
   commits/s and server CPU per commit.
+* ``commit100``: OffsetCommit of 100 partitions as a simple consumer, then OffsetFetch of the same
+  100 partitions, 16 connections x 8 in flight: partitions/s and server CPU per request and per
+  partition of each.
 
 Printed: per figure and arm the median (and every run), and each arm's median over the first
 arm's. ``--json`` keeps every raw result. On demand only (minutes per repeat), not in the tests.
@@ -38,7 +41,7 @@ from runner.build import build_loadgen
 from runner.common import DASH, ROOT, TIMES, log
 from runner.servers import Server, loadgen
 
-WORKLOADS = ("groups", "heartbeat", "commit")
+WORKLOADS = ("groups", "heartbeat", "commit", "commit100")
 
 
 def run_groups(server: Server, args: argparse.Namespace, tag: str) -> dict[str, float]:
@@ -80,10 +83,27 @@ def run_commit(server: Server, args: argparse.Namespace, tag: str) -> dict[str, 
     }
 
 
+def run_commit100(server: Server, args: argparse.Namespace, tag: str) -> dict[str, float]:
+    flags = [
+        "-conns", "16", "-inflight", "8", "-duration", f"{args.seconds}s", "-partitions", "100",
+        "-modes", "simple", "-setup-timeout", "120s", "-tag", tag,
+    ]  # fmt: skip
+    results = checked(loadgen(server, "commit", flags, timeout=600), "commit")
+    figures: dict[str, float] = {}
+    for prefix, label in (("commit-", "OffsetCommit"), ("fetch-", "OffsetFetch")):
+        (result,) = [r for r in results if r["name"].startswith(prefix)]
+        per_request = cpu_per_op(result)
+        figures[f"{label} 100 partitions: partitions per second"] = float(result["unit_rate"])
+        figures[f"{label} 100 partitions: server CPU per request (µs)"] = per_request
+        figures[f"{label} 100 partitions: server CPU per partition (µs)"] = per_request / 100
+    return figures
+
+
 RUNNERS: dict[str, Callable[[Server, argparse.Namespace, str], dict[str, float]]] = {
     "groups": run_groups,
     "heartbeat": run_heartbeat,
     "commit": run_commit,
+    "commit100": run_commit100,
 }
 
 
