@@ -127,8 +127,15 @@ def count_items(body: Any, limit: int) -> int:
             total += len(value)
             if total > limit:
                 return total
-            if not isinstance(value[0], (int, str, bytes)):
-                stack.extend(value)
+            first = value[0]
+            if not isinstance(first, (int, str, bytes)):
+                # The elements of a message's array are of one class: walked only when that class
+                # has arrays of its own (not the 100 partitions of a commit, one by one).
+                inner = _LIST_FIELDS.get(type(first))
+                if inner is None:
+                    inner = _list_fields(type(first))
+                if inner:
+                    stack.extend(value)
     return total
 
 

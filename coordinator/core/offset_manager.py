@@ -530,13 +530,13 @@ _GROUP_ID: Final = attrgetter("group_id")
 def _commit_response(req: OffsetCommitRequest, codes: list[int] | None, code: int) -> OffsetCommitResponse:
     """One entry per requested partition, in request order: ``codes`` or ``code`` for all."""
     topics = []
-    index = 0
+    next_code = None if codes is None else iter(codes).__next__
     for topic in req.topics:
-        partitions = []
-        for p in topic.partitions:
-            partitions.append(
-                OffsetCommitResponsePartition(p.partition_index, code if codes is None else codes[index])
-            )
-            index += 1
+        if next_code is None:
+            partitions = [OffsetCommitResponsePartition(p.partition_index, code) for p in topic.partitions]
+        else:
+            partitions = [
+                OffsetCommitResponsePartition(p.partition_index, next_code()) for p in topic.partitions
+            ]
         topics.append(OffsetCommitResponseTopic(name=topic.name, partitions=partitions))
     return OffsetCommitResponse(topics=topics)
