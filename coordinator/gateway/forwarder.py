@@ -53,7 +53,6 @@ from coordinator.server.connection import Connection
 from protocol.apis import SERVED_VERSIONS, ApiKey
 from protocol.errors import ErrorCode
 from protocol.gateway_wire import encode_forwarded_response
-from protocol.messages.list_config_resources import ListConfigResourcesResponse
 from protocol.primitives import DecodeError, read_uvarint, skip_tagged_fields
 from protocol.wire import Request, decode_request, encode_response, peek_header
 
@@ -69,10 +68,12 @@ UNKNOWN_API_MESSAGE: Final = "api key {key} v{version} is not forwarded by the g
 
 @dataclass(frozen=True, slots=True)
 class GroupListing:
-    """The groups with dynamic configs, and whether a single node still loads its shards."""
+    """The groups with dynamic configs; whether a single node still loads its shards, and a
+    call once they are loaded."""
 
     group_ids: Callable[[], Iterable[str]]
     loading: Callable[[], bool]
+    after_loading: Callable[[Callable[[], None]], None]
 
 
 class Forwarder:
@@ -202,11 +203,6 @@ class Forwarder:
                 return True
             frame, merge = screened
         if listed_here is not None:
-            if self.group_listing is not None and self.group_listing.loading():
-                # Kafka's group configs are never loading; a retriable answer keeps the list whole.
-                loading = ListConfigResourcesResponse(error_code=int(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS))
-                connection.send_raw(encode_response(api_key, version, correlation_id, loading))
-                return True
             merge = listed_here if merge is None else _then(merge, listed_here)
         latest = (
             asked_latest(frame, version) if api_key == ApiKey.LIST_OFFSETS and version >= 1 else frozenset()
@@ -219,6 +215,16 @@ class Forwarder:
         forwarded = Forwarded(self.responses, reply, merge, latest)
         if expects_response and self.transactions is not None:
             forwarded.observed = self.transactions.request(api_key, version, frame)
+        group_listing = self.group_listing
+        if listed_here is not None and group_listing is not None and group_listing.loading():
+            # The GROUP part waits for every shard, as a listing served here does; the request is
+            # not pipelined (pipeline_of), so nothing later on the connection goes up before it.
+            def forward_when_loaded() -> None:
+                if not connection.closed:
+                    self.links.forward(connection, api_key, frame, forwarded, expects_response)
+
+            group_listing.after_loading(forward_when_loaded)
+            return True
         self.links.forward(connection, api_key, frame, forwarded, expects_response)
         return True
 

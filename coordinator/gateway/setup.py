@@ -148,7 +148,11 @@ async def start_gateway(
     forwarder.sasl = dispatcher.sasl
     forwarder.authorization_required = config.authorizer_enabled
     if shard_map.single_node:  # several nodes list GROUP resources from storage: not split
-        forwarder.group_listing = GroupListing(lambda: sorted(coordinator.group_configs.overrides), loading)
+        forwarder.group_listing = GroupListing(
+            lambda: sorted(coordinator.group_configs.overrides),
+            lambda: bool(shard_map.loading),
+            dispatcher.when_groups_loaded,
+        )
     resolver = TransactionResolver(transactions, upstream, loading)
     if dispatcher.metrics is not None:
         dispatcher.metrics.registry.register(TransactionCollector(transactions))

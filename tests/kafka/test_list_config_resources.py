@@ -4,10 +4,14 @@ our standalone server and our gateway beside the session broker
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 
 import pytest
 
+from coordinator.server import app
+from coordinator.server.app import start_server
+from coordinator.server.config import Config
 from protocol.apis import ApiKey
 from protocol.messages.create_topics import CreatableTopic, CreateTopicsRequest
 from protocol.messages.incremental_alter_configs import (
@@ -21,7 +25,11 @@ from protocol.messages.list_config_resources import (
     ListConfigResourcesResponse,
 )
 from protocol.messages.metadata import MetadataRequest
+from storage.memory import MemoryData
+from storage.records import GroupConfigRecord
+from tests.api.test_dispatcher import Client
 from tests.kafka.conftest import Sides
+from tests.server.test_background_loading import LAST, GatedStore, prefill
 from tests.support.kafka_broker import KafkaCluster
 from tests.support.server import ServerProcess
 from tests.support.wire_client import WireClient
@@ -167,3 +175,35 @@ def test_gateway_forwards_what_it_does_not_own_and_splits_a_mix(
     # the same request as Kafka's Admin.listConfigResources() without a filter sends
     everything = _listing(gateway, 1)
     assert {r.resource_type for r in everything.config_resources} >= {GROUP, BROKER, TOPIC}
+
+
+@pytest.mark.asyncio
+async def test_a_split_listing_waits_for_the_gateways_shards(
+    kafka_broker: KafkaCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While a single gateway node loads its shards, a listing of every type is held, as one
+    of GROUP alone is, and then lists the groups of the last shard with upstream's resources."""
+    store = GatedStore(MemoryData())
+    await prefill(store)
+    await store.write([GroupConfigRecord(LAST, SESSION, "40000")])
+    monkeypatch.setattr(app, "open_store", lambda url, **options: store)
+    config = Config(
+        host="127.0.0.1", port=0, storage="memory://", upstream_bootstrap_servers=kafka_broker.bootstrap
+    )
+    server = await start_server(config)
+    client = await Client.connect(server.port, "split")
+    try:
+        listing = client.send(LIST, 1, ListConfigResourcesRequest([]))
+        await asyncio.sleep(0.05)
+        for gate in store.gates.values():
+            gate.set()
+        received, response = await client.receive(LIST, 1)
+        assert received == listing
+        assert response.error_code == 0
+        assert response.config_resources[0] == ConfigResource(LAST, GROUP)
+        assert {r.resource_type for r in response.config_resources} >= {GROUP, BROKER}
+    finally:
+        for gate in store.gates.values():
+            gate.set()
+        await client.close()
+        await server.shutdown()
