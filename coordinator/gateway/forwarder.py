@@ -16,7 +16,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import struct
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterable
+from dataclasses import dataclass
 from typing import Any, Final
 
 from coordinator.api.table import GROUP_CONFIG_APIS
@@ -25,7 +26,12 @@ from coordinator.gateway.authorization import ForwardedAuthorization
 from coordinator.gateway.broker_addresses import BrokerAddresses
 from coordinator.gateway.forwarded import MALFORMED, Forwarded
 from coordinator.gateway.forwarded_responses import ForwardedResponses
-from coordinator.gateway.group_configs import lists_group_resources, names_group_resources
+from coordinator.gateway.group_configs import (
+    lists_group_resources,
+    names_group_resources,
+    upstream_part,
+    with_group_resources,
+)
 from coordinator.gateway.latest_offsets import LatestOffsets, asked_latest
 from coordinator.gateway.old_formats import (
     ConversionError,
@@ -60,6 +66,16 @@ _SOMETIMES_SERVED_HERE: Final = frozenset(
 UNKNOWN_API_MESSAGE: Final = "api key {key} v{version} is not forwarded by the gateway"
 
 
+@dataclass(frozen=True, slots=True)
+class GroupListing:
+    """The groups with dynamic configs; whether a single node still loads its shards, and a
+    call once they are loaded."""
+
+    group_ids: Callable[[], Iterable[str]]
+    loading: Callable[[], bool]
+    after_loading: Callable[[Callable[[], None]], None]
+
+
 class Forwarder:
     """The gateway's hook in the dispatcher: takes the frames of forwarded APIs.
 
@@ -85,6 +101,8 @@ class Forwarder:
         # principal (authorization.py); until the hook is installed nothing is forwarded.
         self.authorization_required = False
         self.authorization: ForwardedAuthorization | None = None
+        # The GROUP part of a ListConfigResources that also asks upstream's types (setup.py).
+        self.group_listing: GroupListing | None = None
         self._refused_logged: set[tuple[int, int]] = set()
         self.transactions = transactions  # docs/transactions.md
         self._tasks: set[asyncio.Task[None]] = set()
@@ -141,10 +159,15 @@ class Forwarder:
                 return False  # groups are served here; other key types get the dispatcher's error
         if api_key in GROUP_CONFIG_APIS and names_group_resources(frame):
             return False  # GROUP config resources are served here (docs/gateway.md)
-        if api_key == ApiKey.LIST_CONFIG_RESOURCES and (
-            lists_group_resources(frame) or not self._upstream_serves(api_key, version)
-        ):
-            return False  # listed here, or refused as upstream cannot list it (group_configs.py)
+        listed_here: Callable[[bytes], bytes] | None = None  # GROUP with other types: split
+        if api_key == ApiKey.LIST_CONFIG_RESOURCES:
+            if not self._upstream_serves(api_key, version):
+                return False  # GROUP alone listed here, else refused as upstream would (group_configs.py)
+            others = upstream_part(frame) if self.group_listing is not None else None
+            if others is not None and self.group_listing is not None:
+                frame, listed_here = others, with_group_resources(version, self.group_listing.group_ids)
+            elif lists_group_resources(frame):
+                return False  # GROUP alone, or malformed: the dispatcher's
         if not self._admitted(connection, api_key, version, correlation_id):
             return True
         high = FORWARDED_MAX.get(api_key)
@@ -179,6 +202,8 @@ class Forwarder:
             if screened is None:
                 return True
             frame, merge = screened
+        if listed_here is not None:
+            merge = listed_here if merge is None else _then(merge, listed_here)
         latest = (
             asked_latest(frame, version) if api_key == ApiKey.LIST_OFFSETS and version >= 1 else frozenset()
         )
@@ -190,8 +215,22 @@ class Forwarder:
         forwarded = Forwarded(self.responses, reply, merge, latest)
         if expects_response and self.transactions is not None:
             forwarded.observed = self.transactions.request(api_key, version, frame)
+        group_listing = self.group_listing
+        if listed_here is not None and group_listing is not None and group_listing.loading():
+            # The GROUP part waits for every shard, as a listing served here does; the request is
+            # not pipelined (pipeline_of), so nothing later on the connection goes up before it.
+            def forward_when_loaded() -> None:
+                if not connection.closed:
+                    self.links.forward(connection, api_key, frame, forwarded, expects_response)
+
+            group_listing.after_loading(forward_when_loaded)
+            return True
         self.links.forward(connection, api_key, frame, forwarded, expects_response)
         return True
+
+    def upstream_lists(self, version: int) -> bool:
+        """Whether upstream serves this ListConfigResources version."""
+        return self._upstream_serves(ApiKey.LIST_CONFIG_RESOURCES, version)
 
     def _upstream_serves(self, api_key: int, version: int) -> bool:
         """Whether upstream's ApiVersions lists this version (True while they are not known)."""
@@ -263,6 +302,10 @@ class Forwarder:
         task = asyncio.get_running_loop().create_task(coroutine)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+
+def _then(first: Callable[[bytes], bytes], second: Callable[[bytes], bytes]) -> Callable[[bytes], bytes]:
+    return lambda frame: second(first(frame))
 
 
 def _produce_acks(frame: bytes, version: int) -> int:

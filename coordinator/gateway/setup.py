@@ -17,7 +17,7 @@ from coordinator.core.share.manager import ShareGroupManager
 from coordinator.gateway.authorization import ForwardedAuthorization
 from coordinator.gateway.authz_rules import PREVIEWS, RULES
 from coordinator.gateway.dead_letters import DeadLetterWriter
-from coordinator.gateway.forwarder import Forwarder
+from coordinator.gateway.forwarder import Forwarder, GroupListing
 from coordinator.gateway.group_configs import serve_group_configs_only
 from coordinator.gateway.share_lag import serve_share_lag
 from coordinator.gateway.share_upstream import UpstreamShareRecords
@@ -147,6 +147,12 @@ async def start_gateway(
     )
     forwarder.sasl = dispatcher.sasl
     forwarder.authorization_required = config.authorizer_enabled
+    if shard_map.single_node:  # several nodes list GROUP resources from storage: not split
+        forwarder.group_listing = GroupListing(
+            lambda: sorted(coordinator.group_configs.overrides),
+            lambda: bool(shard_map.loading),
+            dispatcher.when_groups_loaded,
+        )
     resolver = TransactionResolver(transactions, upstream, loading)
     if dispatcher.metrics is not None:
         dispatcher.metrics.registry.register(TransactionCollector(transactions))
@@ -155,7 +161,7 @@ async def start_gateway(
     dispatcher.topic_lookup = UpstreamTopicLookup(upstream)
     _serve_api_versions(dispatcher, upstream)
     _present_one_identity(dispatcher, upstream, brokers, cluster)
-    serve_group_configs_only(dispatcher.routes)
+    serve_group_configs_only(dispatcher.routes, forwarder.upstream_lists)
     share = coordinator.kind(ShareGroupManager)
     serve_share_lag(
         dispatcher.routes,

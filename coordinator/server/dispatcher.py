@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from typing import Protocol
 
 from coordinator.api.amend import amend
@@ -95,6 +96,7 @@ class Dispatcher:
         # DeleteTopics while a single node's shards still load: it drops the topics' offsets of
         # the groups held, so it waits until every group is held (see _defer_until_groups).
         self._after_groups: list[tuple[Connection, PendingReply, RequestContext, Request]] = []
+        self._when_groups_loaded: list[Callable[[], None]] = []
         # GROUP config requests while a single node's shards still load: group configs, unlike
         # groups, have no retriable "loading" answer in Kafka (they live in the cluster metadata),
         # so the request waits for its groups' shards, which are loaded next (shard_loaded).
@@ -223,6 +225,13 @@ class Dispatcher:
         """A single node's last shard is loaded: serve the DeleteTopics that waited for it."""
         deferred, self._after_groups = self._after_groups, []
         self._serve_deferred(deferred)
+        waiting, self._when_groups_loaded = self._when_groups_loaded, []
+        for callback in waiting:
+            callback()
+
+    def when_groups_loaded(self, callback: Callable[[], None]) -> None:
+        """Calls back once a single node's last shard is loaded (the gateway's split listings)."""
+        self._when_groups_loaded.append(callback)
 
     def shard_loaded(self) -> None:
         """A single node loaded a shard: serve the GROUP config requests whose shards are in."""

@@ -221,13 +221,14 @@ def test_group_apis_get_kafkas_error_codes(both: tuple[ServerProcess, KafkaNode]
 def test_list_config_resources_gets_kafkas_error_code(
     both: tuple[ServerProcess, KafkaNode], user: str
 ) -> None:
-    """DESCRIBE_CONFIGS on the cluster, for the listing the gateway serves (GROUP) and for the one
-    it forwards (TOPIC): nobody but the super user has it here."""
+    """DESCRIBE_CONFIGS on the cluster, for the listing the gateway serves (GROUP), for the one
+    it forwards (TOPIC) and for the ones it splits (GROUP with TOPIC, every type): nobody but the
+    super user has it here."""
     from protocol.messages.list_config_resources import ListConfigResourcesRequest
 
     through, straight = _pair(both, user)
     with through, straight:
-        for types in ([32], [2]):
+        for types in ([32], [2], [32, 2], []):
             request = ListConfigResourcesRequest(types)
             codes = [
                 client.request(ApiKey.LIST_CONFIG_RESOURCES, 1, request).error_code

@@ -9,8 +9,10 @@ import pytest
 from kafka import KafkaAdminClient
 from kafka.admin import ConfigResource, ConfigResourceType, NewTopic
 
+from coordinator.gateway.group_configs import upstream_part, with_group_resources
 from protocol.apis import ApiKey
 from protocol.errors import ErrorCode
+from protocol.gateway_wire import encode_forwarded_response
 from protocol.messages.api_versions import ApiVersionsRequest
 from protocol.messages.describe_configs import DescribeConfigsRequest, DescribeConfigsResource
 from protocol.messages.incremental_alter_configs import (
@@ -25,13 +27,14 @@ from protocol.messages.list_config_resources import (
     ListConfigResourcesRequest,
     ListConfigResourcesResponse,
 )
+from protocol.wire import decode_request, decode_response, encode_request
 from tests.gateway.conftest import Upstream
 from tests.support.server import ServerProcess
 from tests.support.wire_client import WireClient
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(90)]
 
-GROUP, TOPIC = 32, 2
+GROUP, TOPIC, BROKER = 32, 2, 4
 SESSION = "consumer.session.timeout.ms"
 
 
@@ -85,13 +88,16 @@ def _altered_once_loaded(wire: WireClient, change: IncrementalAlterConfigsReques
 def test_group_resources_are_listed_by_the_gateway_and_the_rest_by_upstream(
     gateway: ServerProcess, upstream: Upstream
 ) -> None:
-    """ListConfigResources (docs/gateway.md#group-configs): GROUP alone is the gateway's listing,
-    a request without GROUP is upstream's (UNSUPPORTED_VERSION when upstream lacks the version),
-    and GROUP with other types is INVALID_REQUEST as a whole."""
+    """ListConfigResources (docs/group-configs.md#gateway-mode): GROUP alone is the gateway's
+    listing, a request without GROUP is upstream's, and GROUP with other types (or no type: all)
+    is upstream's answer for the others with the gateway's GROUP resources first. When upstream
+    lacks the version (Tansu has no API 74), whatever needs upstream's part is UNSUPPORTED_VERSION
+    as a whole, never a list without it; GROUP alone is still listed."""
     group = f"listed-{upstream.kind}"
     change = IncrementalAlterConfigsRequest(
         [AlterConfigsResource(GROUP, group, [AlterableConfig(SESSION, 0, "50000")])], False
     )
+    mixes: list[list[int]] = [[], [GROUP, TOPIC], [TOPIC, GROUP, BROKER]]
     with WireClient(gateway.bootstrap) as wire:
         assert _altered_once_loaded(wire, change) == [0]
         groups = wire.request(ApiKey.LIST_CONFIG_RESOURCES, 1, ListConfigResourcesRequest([GROUP]))
@@ -99,9 +105,7 @@ def test_group_resources_are_listed_by_the_gateway_and_the_rest_by_upstream(
         assert ListedResource(group, GROUP) in groups.config_resources
         assert {r.resource_type for r in groups.config_resources} == {GROUP}
         topics = wire.request(ApiKey.LIST_CONFIG_RESOURCES, 1, ListConfigResourcesRequest([TOPIC]))
-        for types in ([], [GROUP, TOPIC]):
-            mixed = wire.request(ApiKey.LIST_CONFIG_RESOURCES, 1, ListConfigResourcesRequest(types))
-            assert mixed == ListConfigResourcesResponse(error_code=ErrorCode.INVALID_REQUEST)
+        mixed = [wire.request(ApiKey.LIST_CONFIG_RESOURCES, 1, ListConfigResourcesRequest(t)) for t in mixes]
     with WireClient(upstream.bootstrap) as direct:
         versions = direct.request(ApiKey.API_VERSIONS, 3, ApiVersionsRequest("tests", "1"))
         served = {k.api_key: (k.min_version, k.max_version) for k in versions.api_keys}
@@ -109,5 +113,49 @@ def test_group_resources_are_listed_by_the_gateway_and_the_rest_by_upstream(
         if low <= 1 <= high:
             theirs = direct.request(ApiKey.LIST_CONFIG_RESOURCES, 1, ListConfigResourcesRequest([TOPIC]))
             assert topics == theirs
+            for types, answer in zip(mixes, mixed, strict=True):
+                asked = [t for t in types if t != GROUP]
+                upstreams = direct.request(ApiKey.LIST_CONFIG_RESOURCES, 1, ListConfigResourcesRequest(asked))
+                ours = [r for r in answer.config_resources if r.resource_type == GROUP]
+                assert answer.error_code == 0
+                assert answer.config_resources[: len(ours)] == groups.config_resources
+                rest = answer.config_resources[len(ours) :]
+                assert {(r.resource_type, r.resource_name) for r in rest} >= {
+                    (r.resource_type, r.resource_name)
+                    for r in upstreams.config_resources
+                    if r.resource_type != GROUP
+                }
         else:
             assert topics == ListConfigResourcesResponse(error_code=ErrorCode.UNSUPPORTED_VERSION)
+            for answer in mixed:
+                assert answer == ListConfigResourcesResponse(error_code=ErrorCode.UNSUPPORTED_VERSION)
+
+
+def test_a_split_listing_names_the_other_types_and_keeps_upstreams_error() -> None:
+    """The upstream part of a listing of every type names the four others explicitly, in
+    Kafka's order; an error from upstream is answered as it is, without the GROUP resources."""
+    request = encode_request(ApiKey.LIST_CONFIG_RESOURCES, 1, 7, "tests", ListConfigResourcesRequest([]))[4:]
+    others = upstream_part(request)
+    assert others is not None
+    assert decode_request(others).body == ListConfigResourcesRequest([TOPIC, BROKER, 8, 16])
+    assert decode_request(others).correlation_id == 7
+    assert (
+        upstream_part(
+            encode_request(ApiKey.LIST_CONFIG_RESOURCES, 1, 8, "tests", ListConfigResourcesRequest([GROUP]))[
+                4:
+            ]
+        )
+        is None
+    )
+    merge = with_group_resources(1, lambda: ["g"])
+    denied = ListConfigResourcesResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+    frame = encode_forwarded_response(ApiKey.LIST_CONFIG_RESOURCES, 1, 7, denied)
+    assert merge(frame) == frame
+    listed = ListConfigResourcesResponse(config_resources=[ListedResource("t", TOPIC)])
+    merged = merge(encode_forwarded_response(ApiKey.LIST_CONFIG_RESOURCES, 1, 7, listed))
+    assert decode_response(ApiKey.LIST_CONFIG_RESOURCES, 1, merged[4:]) == (
+        7,
+        ListConfigResourcesResponse(
+            config_resources=[ListedResource("g", GROUP), ListedResource("t", TOPIC)]
+        ),
+    )

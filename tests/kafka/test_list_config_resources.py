@@ -4,12 +4,15 @@ our standalone server and our gateway beside the session broker
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 
 import pytest
 
+from coordinator.server import app
+from coordinator.server.app import start_server
+from coordinator.server.config import Config
 from protocol.apis import ApiKey
-from protocol.errors import ErrorCode
 from protocol.messages.create_topics import CreatableTopic, CreateTopicsRequest
 from protocol.messages.incremental_alter_configs import (
     AlterableConfig,
@@ -22,7 +25,11 @@ from protocol.messages.list_config_resources import (
     ListConfigResourcesResponse,
 )
 from protocol.messages.metadata import MetadataRequest
+from storage.memory import MemoryData
+from storage.records import GroupConfigRecord
+from tests.api.test_dispatcher import Client
 from tests.kafka.conftest import Sides
+from tests.server.test_background_loading import LAST, GatedStore, prefill
 from tests.support.kafka_broker import KafkaCluster
 from tests.support.server import ServerProcess
 from tests.support.wire_client import WireClient
@@ -51,6 +58,12 @@ def _mine(response: ListConfigResourcesResponse, prefix: str) -> list[ConfigReso
     lists a type's resources in no particular order."""
     listed = [r for r in response.config_resources if r.resource_name.startswith(prefix)]
     return sorted(listed, key=lambda r: (r.resource_type, r.resource_name))
+
+
+def _not_groups(response: ListConfigResourcesResponse) -> list[tuple[int, str]]:
+    return sorted(
+        (r.resource_type, r.resource_name) for r in response.config_resources if r.resource_type != GROUP
+    )
 
 
 def _alter_group(bootstrap: str, group: str, op: int) -> None:
@@ -131,17 +144,66 @@ def test_standalone_lists_its_topics_and_itself_as_kafka_does(
     assert ours == kafka
 
 
-def test_gateway_forwards_what_it_does_not_own_and_refuses_a_mix(
+def test_gateway_forwards_what_it_does_not_own_and_splits_a_mix(
     kafka_broker: KafkaCluster, gateway_on_kafka: ServerProcess, unique: str
 ) -> None:
     """Topics, brokers and client metrics are upstream's: a request without GROUP is forwarded;
-    GROUP with other types is INVALID_REQUEST as a whole (docs/gateway.md#group-configs)."""
+    GROUP with other types goes upstream for the others, and our GROUP resources come first in
+    upstream's answer (docs/group-configs.md#gateway-mode)."""
+    kafka, gateway = kafka_broker.bootstrap, gateway_on_kafka.bootstrap
     for version, types in [(0, ()), (1, (TOPIC,)), (1, (BROKER, CLIENT_METRICS))]:
-        assert _listing(gateway_on_kafka.bootstrap, version, *types) == _listing(
-            kafka_broker.bootstrap, version, *types
-        )
-    _alter_group(gateway_on_kafka.bootstrap, f"{unique}-g", SET)
-    assert _mine(_listing(kafka_broker.bootstrap, 1, GROUP), unique) == []  # the gateway's own
-    for types in [(), (GROUP, TOPIC)]:
-        refused = _listing(gateway_on_kafka.bootstrap, 1, *types)
-        assert refused == ListConfigResourcesResponse(error_code=int(ErrorCode.INVALID_REQUEST))
+        assert _listing(gateway, version, *types) == _listing(kafka, version, *types)
+    created = _request(
+        kafka,
+        ApiKey.CREATE_TOPICS,
+        7,
+        CreateTopicsRequest([CreatableTopic(f"{unique}-topic", 1, 1)], timeout_ms=30000),
+    )
+    assert [t.error_code for t in created.topics] == [0], created  # type: ignore[attr-defined]
+    _alter_group(gateway, f"{unique}-ours", SET)
+    _alter_group(kafka, f"{unique}-kafkas", SET)
+    topic = ConfigResource(f"{unique}-topic", TOPIC)
+    for types in [(), (GROUP, TOPIC), (TOPIC, BROKER, GROUP)]:
+        theirs, ours = _listing(kafka, 1, *types), _listing(gateway, 1, *types)
+        assert (theirs.error_code, ours.error_code) == (0, 0)
+        assert _mine(theirs, unique) == [topic, ConfigResource(f"{unique}-kafkas", GROUP)]
+        assert _mine(ours, unique) == [topic, ConfigResource(f"{unique}-ours", GROUP)]
+        assert _not_groups(ours) == _not_groups(theirs)
+        types_in_order = list(dict.fromkeys(r.resource_type for r in ours.config_resources))
+        assert types_in_order == list(dict.fromkeys(r.resource_type for r in theirs.config_resources))
+        assert types_in_order[0] == GROUP
+    # the same request as Kafka's Admin.listConfigResources() without a filter sends
+    everything = _listing(gateway, 1)
+    assert {r.resource_type for r in everything.config_resources} >= {GROUP, BROKER, TOPIC}
+
+
+@pytest.mark.asyncio
+async def test_a_split_listing_waits_for_the_gateways_shards(
+    kafka_broker: KafkaCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While a single gateway node loads its shards, a listing of every type is held, as one
+    of GROUP alone is, and then lists the groups of the last shard with upstream's resources."""
+    store = GatedStore(MemoryData())
+    await prefill(store)
+    await store.write([GroupConfigRecord(LAST, SESSION, "40000")])
+    monkeypatch.setattr(app, "open_store", lambda url, **options: store)
+    config = Config(
+        host="127.0.0.1", port=0, storage="memory://", upstream_bootstrap_servers=kafka_broker.bootstrap
+    )
+    server = await start_server(config)
+    client = await Client.connect(server.port, "split")
+    try:
+        listing = client.send(LIST, 1, ListConfigResourcesRequest([]))
+        await asyncio.sleep(0.05)
+        for gate in store.gates.values():
+            gate.set()
+        received, response = await client.receive(LIST, 1)
+        assert received == listing
+        assert response.error_code == 0
+        assert response.config_resources[0] == ConfigResource(LAST, GROUP)
+        assert {r.resource_type for r in response.config_resources} >= {GROUP, BROKER}
+    finally:
+        for gate in store.gates.values():
+            gate.set()
+        await client.close()
+        await server.shutdown()
