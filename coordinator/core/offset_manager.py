@@ -489,8 +489,9 @@ class OffsetManager:
             offsets = self.offsets[record.group_id] = GroupOffsets(record.group_id)
         offsets.put(record)
 
-    def replay_group(self, group_id: str, records: list[OffsetCommitRecord]) -> None:
-        """``replay`` of durable offsets that all belong to ``group_id`` (one commit's records)."""
+    def replay_group(self, group_id: str, records: Iterable[OffsetCommitRecord]) -> None:
+        """``replay`` of durable offsets that all belong to ``group_id`` (one commit's records,
+        or a run of loaded rows)."""
         self.ensure_group(group_id)
         offsets = self.offsets.get(group_id)
         if offsets is None:
@@ -507,16 +508,7 @@ class OffsetManager:
         group's rows come together: its group is checked and its offsets found once per run of
         rows, not once per row (any order still gives the same state, in more runs)."""
         for group_id, rows in groupby(records, key=_GROUP_ID):
-            self.ensure_group(group_id)
-            offsets = self.offsets.get(group_id)
-            if offsets is None:
-                offsets = self.offsets[group_id] = GroupOffsets(group_id)
-            committed = offsets.committed
-            for record in rows:
-                partitions = committed.get(record.topic)
-                if partitions is None:
-                    partitions = committed[record.topic] = {}
-                partitions[record.partition] = record
+            self.replay_group(group_id, rows)
 
     def ensure_group(self, group_id: str) -> None:
         """Offsets belong to a group of some kind; without one, a simple group of the default kind."""
