@@ -541,8 +541,7 @@ class GroupCoordinator:
         offsets = self._offsets.offsets.get(group_id)
         if offsets is None:
             return []
-        found = (offsets.get(topic, p) for topic in offsets.topics() for p in offsets.partitions(topic))
-        return [record for record in found if record is not None]
+        return offsets.records()
 
 
 def _apply_all(changes: list[PendingChange]) -> None:
