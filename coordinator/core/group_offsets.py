@@ -17,11 +17,7 @@ from collections.abc import Iterator
 from typing import Final
 
 from coordinator.core.shared_values import shared_value
-from storage.records import OffsetCommitRecord
-
-# One offset as the stores' rows and ``OffsetCommitRecord`` have its fields: (group id, topic,
-# partition, offset, leader epoch, metadata, commit ms, expire ms or None).
-OffsetRow = tuple[str, str, int, int, int, str, int, int | None]
+from storage.records import OffsetCommitRecord, OffsetRow
 
 # Groups with more topics than this look them up in a dict; fewer are scanned (a dict costs
 # more than the scan of a handful of shared topic names).

@@ -32,7 +32,7 @@ from coordinator.core.errors import (
     offset_write_error,
 )
 from coordinator.core.group import OffsetExpiry
-from coordinator.core.group_offsets import GroupOffsets, OffsetRow
+from coordinator.core.group_offsets import GroupOffsets
 from coordinator.core.group_settings import BrokerGroupSettings
 from coordinator.core.registry import GroupRegistry
 from coordinator.core.shared_values import shared_value
@@ -58,7 +58,7 @@ from protocol.messages.offset_fetch import (
     OffsetFetchResponseTopic,
     OffsetFetchResponseTopics,
 )
-from storage.records import OffsetCommitRecord, OffsetTombstone
+from storage.records import OffsetCommitRecord, OffsetRow, OffsetTombstone
 
 log = logging.getLogger(__name__)
 
