@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_left
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Final
 
 from coordinator.core.shared_values import shared_value
@@ -92,6 +92,44 @@ class TopicOffsets:
         elif expire_ms is not None:
             self.expire_ms = [None] * n
             self.expire_ms[i] = expire_ms
+
+    def update(self, records: Sequence[OffsetCommitRecord]) -> None:
+        """``put`` of each record (all of this topic, in request order). The usual commit, every
+        partition already committed and in ascending order without metadata or expiry, is
+        copied column by column (docs/performance.md#offsets-in-parallel-arrays)."""
+        columns = self.columns
+        n = len(columns) >> 2
+        k = len(records)
+        first = records[0].partition
+        i = first if 0 <= first < n and columns[first] == first else self.index(first)
+        if k == 1:
+            r = records[0]
+            if (
+                i >= 0
+                and self.metadata is None
+                and self.expire_ms is None
+                and not r.metadata
+                and r.expire_ms is None
+            ):
+                columns[n + i] = r.offset
+                columns[2 * n + i] = r.leader_epoch
+                columns[3 * n + i] = r.commit_ms
+                return
+        elif (
+            i >= 0
+            and i + k <= n
+            and self.metadata is None
+            and self.expire_ms is None
+            and columns[i : i + k].tolist() == [r.partition for r in records]
+            and not any([r.metadata for r in records])
+            and [r.expire_ms for r in records].count(None) == k
+        ):
+            columns[n + i : n + i + k] = array("q", [r.offset for r in records])
+            columns[2 * n + i : 2 * n + i + k] = array("q", [r.leader_epoch for r in records])
+            columns[3 * n + i : 3 * n + i + k] = array("q", [r.commit_ms for r in records])
+            return
+        for r in records:
+            self.put(r.partition, r.offset, r.leader_epoch, r.metadata, r.commit_ms, r.expire_ms)
 
     def _insert(self, partition: int) -> int:
         """Make room for a new partition (its values zero until set); returns its position.
@@ -223,16 +261,17 @@ class GroupOffsets:
             entry.put(partition, offset, leader_epoch, metadata, commit_ms, expire_ms)
 
     def load_topic(self, topic: str, rows: list[OffsetRow]) -> None:
-        """Rows of one topic in ascending partition order, one per partition (a store's rows):
-        built at their exact size when the topic has no offsets yet."""
+        """Rows of one topic (a store's rows come in ascending partition order, one per
+        partition; any order gives the same offsets, the last row of a partition winning):
+        the columns are built at their exact size when the topic has no offsets yet."""
         entry = self.topic(topic)
         if entry is None:
             partitions = [r[2] for r in rows]
-            if partitions == sorted(set(partitions)):
-                self._add_topic(TopicOffsets(shared_value(topic), rows))
-                return
-            entry = TopicOffsets(shared_value(topic), rows[:1])
-            self._add_topic(entry)
+            if partitions != sorted(set(partitions)):  # not a store's order: the last row wins
+                last = {r[2]: r for r in rows}
+                rows = [last[p] for p in sorted(last)]
+            self._add_topic(TopicOffsets(shared_value(topic), rows))
+            return
         for r in rows:
             entry.put(r[2], r[3], r[4], r[5], r[6], r[7])
 

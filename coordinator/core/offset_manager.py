@@ -11,9 +11,10 @@ the commit, so replaying both in order leaves the partition deleted, as storage 
 from __future__ import annotations
 
 import logging
+from array import array
 from collections.abc import Callable, Iterable, Sequence
-from itertools import groupby
-from operator import itemgetter
+from itertools import groupby, repeat
+from operator import attrgetter, itemgetter
 from typing import Final, TypeVar
 
 from coordinator.core.clock import ShardClock
@@ -101,6 +102,11 @@ class _CommitWrite:
 
 def _never(group_id: str, topic: str, partition: int) -> bool:
     return False
+
+
+def _absent(partition: int) -> int:
+    """The position of a partition in a topic without offsets."""
+    return -1
 
 
 def metadata_too_large(metadata: str, max_bytes: int) -> bool:
@@ -282,20 +288,41 @@ class OffsetManager:
         result = []
         txn_pending = self.txn_pending if require_stable else None
         in_flight = None if offsets is None or not require_stable else offsets.in_flight
+        empty = array("q")
         for topic, partitions in requested:
             entry = None if offsets is None else offsets.topic(topic)
-            values: list[_Entry] = []
-            append = values.append
             if entry is None:
-                columns = None
+                columns = empty
                 n = 0
-                index = None
-                metadata = None
+                index = _absent
+                texts = None
             else:
                 columns = entry.columns
                 n = len(columns) >> 2
                 index = entry.index
-                metadata = entry.metadata
+                texts = entry.metadata
+                if (
+                    txn_pending is None
+                    and in_flight is None
+                    and len(partitions) == n
+                    and columns[:n].tolist() == partitions
+                ):
+                    # Every committed partition of the topic, in order (a consumer's usual
+                    # fetch): the answers built column by column.
+                    values = list(
+                        map(
+                            make,
+                            partitions,
+                            columns[n : 2 * n].tolist(),
+                            columns[2 * n : 3 * n].tolist(),
+                            repeat("", n) if texts is None else texts,
+                            repeat(NONE, n),
+                        )
+                    )
+                    result.append((topic, values))
+                    continue
+            values = []
+            append = values.append
             for p in partitions:
                 if (txn_pending is not None and txn_pending(group_id, topic, p)) or (
                     in_flight is not None and (topic, p) in in_flight
@@ -304,11 +331,11 @@ class OffsetManager:
                     # commit is durable.
                     append(make(p, INVALID_OFFSET, -1, "", UNSTABLE_OFFSET_COMMIT))
                     continue
-                i = -1 if index is None else index(p)
-                if i < 0 or columns is None:
+                i = p if 0 <= p < n and columns[p] == p else index(p)
+                if i < 0:
                     append(make(p, INVALID_OFFSET, -1, "", NONE))
                 else:
-                    text = "" if metadata is None else metadata[i]
+                    text = "" if texts is None else texts[i]
                     append(make(p, columns[n + i], columns[2 * n + i], text, NONE))
             result.append((topic, values))
         return result
@@ -453,18 +480,26 @@ class OffsetManager:
         """Apply a durable offset; offsets without a group make an Empty "simple" group."""
         self._group_offsets(record.group_id).put(record)
 
-    def replay_group(self, group_id: str, records: Iterable[OffsetCommitRecord]) -> None:
+    def replay_group(self, group_id: str, records: Sequence[OffsetCommitRecord]) -> None:
         """``replay`` of durable offsets that all belong to ``group_id`` (one commit's records)."""
-        put = self._group_offsets(group_id).put_values
-        for r in records:
-            put(r.topic, r.partition, r.offset, r.leader_epoch, r.metadata, r.commit_ms, r.expire_ms)
+        offsets = self._group_offsets(group_id)
+        if len(records) == 1:
+            r = records[0]
+            entry = offsets.topic(r.topic)
+            if entry is not None:
+                entry.update(records)
+                return
+        for topic, run in groupby(records, key=_RECORD_TOPIC):
+            entry = offsets.topic(topic)
+            if entry is None:
+                # A topic's first commit: its columns built at once, at their exact size.
+                offsets.load_topic(topic, [_row(r) for r in run])
+            else:
+                entry.update(list(run))
 
     def load(self, records: Iterable[OffsetCommitRecord]) -> None:
         """Storage rows as records, one per key (the last one wins): ``load_rows`` of their fields."""
-        self.load_rows(
-            (r.group_id, r.topic, r.partition, r.offset, r.leader_epoch, r.metadata, r.commit_ms, r.expire_ms)
-            for r in records
-        )
+        self.load_rows(map(_row, records))
 
     def load_rows(self, rows: Iterable[OffsetRow]) -> None:
         """Storage rows, one per key (the last one wins). The stores read them in key order, so a
@@ -496,6 +531,13 @@ class OffsetManager:
 
 
 _GROUP_ID: Final = itemgetter(0)
+_RECORD_TOPIC: Final = attrgetter("topic")
+
+
+def _row(r: OffsetCommitRecord) -> OffsetRow:
+    return (r.group_id, r.topic, r.partition, r.offset, r.leader_epoch, r.metadata, r.commit_ms, r.expire_ms)
+
+
 _TOPIC: Final = itemgetter(1)
 
 
