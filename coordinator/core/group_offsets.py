@@ -29,17 +29,13 @@ class TopicOffsets:
 
     __slots__ = ("columns", "expire_ms", "metadata", "topic")
 
-    def __init__(self, topic: str, rows: list[OffsetRow]) -> None:
+    def __init__(self, topic: str, rows: Sequence[OffsetRow]) -> None:
         """``rows``: this topic's offsets, in ascending partition order, one per partition."""
         self.topic = topic
-        self.columns = array(
-            "q",
-            [r[2] for r in rows] + [r[3] for r in rows] + [r[4] for r in rows] + [r[6] for r in rows],
-        )
-        metadata = [r[5] for r in rows]
-        self.metadata: list[str] | None = metadata if any(metadata) else None
-        expire = [r[7] for r in rows]
-        self.expire_ms: list[int | None] | None = expire if any(e is not None for e in expire) else None
+        _, _, partitions, offsets, epochs, metadata, commits, expiry = zip(*rows, strict=True)
+        self.columns = array("q", partitions + offsets + epochs + commits)
+        self.metadata: list[str] | None = list(metadata) if any(metadata) else None
+        self.expire_ms: list[int | None] | None = list(expiry) if expiry.count(None) != len(expiry) else None
 
     def __len__(self) -> int:
         return len(self.columns) >> 2
@@ -260,7 +256,7 @@ class GroupOffsets:
         else:
             entry.put(partition, offset, leader_epoch, metadata, commit_ms, expire_ms)
 
-    def load_topic(self, topic: str, rows: list[OffsetRow]) -> None:
+    def load_topic(self, topic: str, rows: Sequence[OffsetRow]) -> None:
         """Rows of one topic (a store's rows come in ascending partition order, one per
         partition; any order gives the same offsets, the last row of a partition winning):
         the columns are built at their exact size when the topic has no offsets yet."""
