@@ -31,6 +31,10 @@ TimerKey = tuple[str | int, ...]
 _BUCKET_SHIFT = 10
 # Upper bound of the fix-ups next_deadline() does before answering with a lower bound.
 _PEEK_FIXUPS = 64
+# Filings moved out of buckets per next_deadline() call, and per pop_due() call unless its limit is
+# higher: a bucket of many keys (a shard's members loaded together, expiring together) is drained
+# over several loop turns.
+_DRAIN_CHUNK = 4096
 # Re-file everything once orphaned filings exceed a quarter of the live keys plus this much. Every
 # classic group leaves two orphans behind when it forms (its join and sync timers, cancelled long
 # before their deadlines, docs/performance.md#memory-per-idle-group). A rebuild costs O(live keys)
@@ -111,9 +115,12 @@ class Timers(Generic[K]):
             return None
         heap = self._heap
         due = self._due
+        budget = _DRAIN_CHUNK
         for _ in range(_PEEK_FIXUPS):
             if heap and (not due or heap[0] << _BUCKET_SHIFT <= due[0][0]):
-                self._drain_first_bucket()
+                if budget <= 0:
+                    break
+                budget -= self._drain_first_bucket(budget)
                 continue
             if not due:
                 return None
@@ -143,12 +150,15 @@ class Timers(Generic[K]):
         due = self._due
         deadlines = self._deadlines
         examined = 0
+        budget = max(limit, _DRAIN_CHUNK)
         while examined < limit:
             if heap:
                 start = heap[0] << _BUCKET_SHIFT
                 if start <= now_ms and (not due or start <= due[0][0]):
                     # The bucket may hold a deadline before the earliest drained one.
-                    self._drain_first_bucket()
+                    if budget <= 0:
+                        break  # the rest of it at the next call (next_deadline() <= now)
+                    budget -= self._drain_first_bucket(budget)
                     continue
             if not due or due[0][0] > now_ms:
                 break
@@ -192,13 +202,22 @@ class Timers(Generic[K]):
         else:
             keys.append(key)
 
-    def _drain_first_bucket(self) -> None:
-        """Move the earliest bucket's keys whose deadline is in it to the due heap; file the
-        ones re-armed later under their deadline; drop orphans."""
-        bucket = heappop(self._heap)
+    def _drain_first_bucket(self, budget: int) -> int:
+        """Move up to ``budget`` filings of the earliest bucket: keys whose deadline is in it to
+        the due heap, keys re-armed later into the bucket of their deadline; orphans are dropped.
+        Returns how many were moved (the bucket stays first while filings are left in it)."""
+        bucket = self._heap[0]
+        keys = self._buckets[bucket]
+        if len(keys) > budget:
+            chunk = keys[:budget]
+            del keys[:budget]
+        else:
+            chunk = keys
+            heappop(self._heap)
+            del self._buckets[bucket]
         deadlines = self._deadlines
         due = self._due
-        for key in self._buckets.pop(bucket):
+        for key in chunk:
             deadline = deadlines.get(key)
             if deadline is None:
                 self._filed -= 1  # cancelled
@@ -211,6 +230,7 @@ class Timers(Generic[K]):
                 self._file(key, deadline)
             else:
                 self._filed -= 1  # filed again earlier: that filing was drained before this one
+        return len(chunk)
 
     def _maybe_compact(self) -> None:
         live = len(self._deadlines)

@@ -231,3 +231,22 @@ def test_a_key_filed_again_into_a_drained_bucket_still_comes_out_first() -> None
     t.schedule("earlier", 100)
     assert t.next_deadline() == 100
     assert t.poll(5_000, 100) == ["earlier", "early", "late"]
+
+
+def test_a_crowded_bucket_is_drained_over_several_calls() -> None:
+    """Keys loaded together expire together: their bucket is moved a chunk per call, so one call
+    never walks all of them, and next_deadline() stays due until every one has come out."""
+    t: Timers[int] = Timers()
+    for key in range(20_000):
+        t.schedule(key, 5_000)
+    assert t.poll(5_000, 1_000) == []  # the first chunk is moved; the rest of it still to come
+    assert 0 < len(t._due) < 20_000
+    due: list[int] = []
+    calls = 0
+    while len(due) < 20_000:
+        calls += 1
+        assert calls <= 30
+        due += t.poll(5_000, 1_000)
+        deadline = t.next_deadline()
+        assert (deadline is None) if len(due) == 20_000 else (deadline is not None and deadline <= 5_000)
+    assert due == list(range(20_000))  # in the order they were armed
