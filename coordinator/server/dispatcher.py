@@ -75,7 +75,7 @@ _NEEDS_NO_CATALOG = frozenset(
 LONG_POLL_APIS = frozenset({ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP, ApiKey.FETCH, ApiKey.SHARE_FETCH})
 
 # Enum members read by every request, as module constants: a member lookup on the class costs a
-# descriptor call (≈ 0.1 µs each on Python 3.11, docs/performance.md#heartbeats-round-3).
+# descriptor call (≈ 0.1 µs each on Python 3.11, docs/performance.md#heartbeats-and-session-timers-2026-11-28).
 _DELETE_TOPICS: Final = ApiKey.DELETE_TOPICS
 _LIST_CONFIG_RESOURCES: Final = ApiKey.LIST_CONFIG_RESOURCES
 _PRODUCE: Final = ApiKey.PRODUCE
