@@ -215,7 +215,7 @@ class Dispatcher:
         self, connection: Connection, reply: PendingReply, ctx: RequestContext, request: Request
     ) -> None:
         lookup = self.topic_lookup
-        unknown = lookup.unknown_names(request.api_key, request.body) if lookup is not None else []
+        unknown = lookup.unknown_names(ctx, request.api_key, request.body) if lookup is not None else []
         if lookup is not None and unknown:
             lookup.then(unknown, lambda: self._handle_late(connection, reply, ctx, request))
             return
