@@ -3,6 +3,7 @@ topics share one frozenset of them (see docs/performance.md)."""
 
 from __future__ import annotations
 
+import tracemalloc
 from typing import Any
 
 from coordinator.core.classic.group import ClassicGroup, session_key
@@ -141,8 +142,6 @@ def test_a_group_without_static_members_holds_no_static_member_table() -> None:
 def test_an_armed_session_timer_costs_no_heap_item_or_entry_object() -> None:
     """What one member's session timer costs the timers beyond its key and deadline: a dict entry
     and a bucket slot, no (deadline, seq, key) heap item and no per-key entry object."""
-    import tracemalloc
-
     members = 20_000
     keys = [session_key(f"g{i}", f"m{i}") for i in range(members)]
     deadlines = [1_000_000 + (i * 37) % 45_000 for i in range(members)]  # spread over 45 s
