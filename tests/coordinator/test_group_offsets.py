@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import random
 
-from coordinator.core.group_offsets import GroupOffsets, OffsetRow
-from storage.records import OffsetCommitRecord
+from coordinator.core.group_offsets import GroupOffsets
+from storage.records import OffsetCommitRecord, OffsetRow
 
 Key = tuple[str, int]
 
