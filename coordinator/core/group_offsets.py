@@ -117,8 +117,7 @@ class TopicOffsets:
             and self.metadata is None
             and self.expire_ms is None
             and columns[i : i + k].tolist() == [r.partition for r in records]
-            and not any([r.metadata for r in records])
-            and [r.expire_ms for r in records].count(None) == k
+            and not [r for r in records if r.metadata or r.expire_ms is not None]
         ):
             columns[n + i : n + i + k] = array("q", [r.offset for r in records])
             columns[2 * n + i : 2 * n + i + k] = array("q", [r.leader_epoch for r in records])

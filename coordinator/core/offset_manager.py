@@ -483,9 +483,9 @@ class OffsetManager:
     def replay_group(self, group_id: str, records: Sequence[OffsetCommitRecord]) -> None:
         """``replay`` of durable offsets that all belong to ``group_id`` (one commit's records)."""
         offsets = self._group_offsets(group_id)
-        if len(records) == 1:
-            r = records[0]
-            entry = offsets.topic(r.topic)
+        topic = records[0].topic
+        if len(records) == 1 or [r.topic for r in records].count(topic) == len(records):
+            entry = offsets.topic(topic)  # one topic: no runs to split
             if entry is not None:
                 entry.update(records)
                 return
