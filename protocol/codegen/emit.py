@@ -143,16 +143,32 @@ class ModuleEmitter:
         def var(f: FieldSpec) -> str:
             return local[f.attr]
 
-        def flush() -> None:
+        def flush(next_byte: str | None = None) -> int:
+            """Unpack the batch; with ``next_byte``, also the byte after it into that local.
+
+            Returns the batch's size when ``pos`` is left at its start (``next_byte`` given), so
+            the caller advances past it and the byte in one step
+            (docs/performance.md#the-codecs-one-unpack-per-run-of-fixed-fields).
+            """
             if not batch:
-                return
+                if next_byte is not None:
+                    lines.append(f"{next_byte} = data[pos]")
+                return 0
             fmt = ">" + "".join(FIXED_FORMATS[f.type][0] for f in batch)
             size = sum(FIXED_FORMATS[f.type][1] for f in batch)
+            targets = [var(f) for f in batch]
+            if next_byte is not None:
+                fmt += "B"
+                targets.append(next_byte)
             const = self.fmt_const(fmt)
-            targets = ", ".join(var(f) for f in batch) + ("," if len(batch) == 1 else "")
-            lines.append(f"{targets} = {const}.unpack_from(data, pos)")
-            lines.append(f"pos += {size}")
+            lines.append(
+                f"{', '.join(targets)}{',' if len(targets) == 1 else ''} = {const}.unpack_from(data, pos)"
+            )
             batch.clear()
+            if next_byte is None:
+                lines.append(f"pos += {size}")
+                return 0
+            return size
 
         for f in fields:
             if not f.present(version) or f.tagged_in(version):
@@ -161,10 +177,12 @@ class ModuleEmitter:
             if f.type in FIXED_FORMATS:
                 batch.append(f)
                 continue
-            flush()
+            prefetch = batch and _has_compact_length(f, version, flexible)
+            skipped = flush(f"n{depth}" if prefetch else None)
             lines.append(f"{var(f)}: {_python_type(f, self.struct_cls)}")
-            self._decode_value(lines, f, version, flexible, depth, var(f))
-        flush()
+            self._decode_value(lines, f, version, flexible, depth, var(f), skipped if prefetch else None)
+        if not flexible:
+            flush()
 
         if flexible:
             tagged = sorted(
@@ -175,9 +193,17 @@ class ModuleEmitter:
                 lines.append(
                     f"{var(f)}: {_python_type(f, self.struct_cls)} = {default_literal(f, self.struct_cls)}"
                 )
-            lines.append("if data[pos] == 0:")
-            lines.append("    pos += 1")
-            lines.append("else:")
+            tag_count = f"tag_count{depth}"
+            skipped = flush(tag_count) if batch else None
+            if skipped is None:
+                lines.append("if data[pos] == 0:")
+                lines.append("    pos += 1")
+                lines.append("else:")
+            else:
+                lines.append(f"if {tag_count} == 0:")
+                lines.append(f"    pos += {skipped + 1}")
+                lines.append("else:")
+                lines.append(f"    pos += {skipped}")
             lines.append(f"    n_tags{depth}, pos = read_uvarint(data, pos)")
             lines.append(f"    for _ in range(n_tags{depth}):")
             lines.append(f"        tag{depth}, pos = read_uvarint(data, pos)")
@@ -194,12 +220,19 @@ class ModuleEmitter:
         args = [names.get(f.attr) or default_literal(f, self.struct_cls) for f in fields]
         return f"{cls}({', '.join(args)})"
 
-    def _decode_length(self, lines: list[str], compact: bool, wide: bool, target: str) -> None:
+    def _decode_length(
+        self, lines: list[str], compact: bool, wide: bool, target: str, skipped: int | None = None
+    ) -> None:
+        """Read a length into ``target``; with ``skipped``, its first byte is already there and
+        ``pos`` is that many bytes before it (see ``_decode_struct``'s ``flush``)."""
         if compact:
-            lines.append(f"{target} = data[pos]")
+            if skipped is None:
+                lines.append(f"{target} = data[pos]")
             lines.append(f"if {target} < 128:")
-            lines.append("    pos += 1")
+            lines.append(f"    pos += {(skipped or 0) + 1}")
             lines.append("else:")
+            if skipped:
+                lines.append(f"    pos += {skipped}")
             lines.append(f"    {target}, pos = read_uvarint(data, pos)")
             lines.append(f"{target} -= 1")
         else:
@@ -215,7 +248,14 @@ class ModuleEmitter:
             lines.append(f"    raise DecodeError('non-nullable field {f.name} is null')")
 
     def _decode_value(
-        self, lines: list[str], f: FieldSpec, version: int, flexible: bool, depth: int, target: str
+        self,
+        lines: list[str],
+        f: FieldSpec,
+        version: int,
+        flexible: bool,
+        depth: int,
+        target: str,
+        skipped: int | None = None,
     ) -> None:
         compact = f.compact_in(version, flexible)
         n = f"n{depth}"
@@ -224,19 +264,19 @@ class ModuleEmitter:
             lines.append(f"{target}, = {self.fmt_const('>' + fmt)}.unpack_from(data, pos)")
             lines.append(f"pos += {size}")
         elif f.type == "string":
-            self._decode_length(lines, compact, False, n)
+            self._decode_length(lines, compact, False, n, skipped)
             self._null_or_error(lines, f, version, n, target)
             lines.append("else:")
             lines.append(f"    {target} = str(data[pos:pos + {n}], 'utf-8')")
             lines.append(f"    pos += {n}")
         elif f.type in ("bytes", "records"):
-            self._decode_length(lines, compact, True, n)
+            self._decode_length(lines, compact, True, n, skipped)
             self._null_or_error(lines, f, version, n, target)
             lines.append("else:")
             lines.append(f"    {target} = data[pos:pos + {n}]")
             lines.append(f"    pos += {n}")
         elif f.is_array:
-            self._decode_length(lines, compact, True, n)
+            self._decode_length(lines, compact, True, n, skipped)
             self._null_or_error(lines, f, version, n, target)
             lines.append(f"elif {n} > len(data) - pos:")
             lines.append(f"    raise DecodeError('array {f.name} longer than the frame')")
@@ -317,14 +357,27 @@ class ModuleEmitter:
     ) -> None:
         batch: list[FieldSpec] = []
 
-        def flush() -> None:
+        def flush(suffix: str = "") -> None:
             if not batch:
+                if suffix == "x":
+                    lines.append(f"{out}.append(0)")
                 return
-            fmt = ">" + "".join(FIXED_FORMATS[f.type][0] for f in batch)
+            fmt = ">" + "".join(FIXED_FORMATS[f.type][0] for f in batch) + suffix
             const = self.fmt_const(fmt)
             values = ", ".join(f"{obj}.{f.attr}" for f in batch)
             lines.append(f"{out} += {const}.pack({values})")
             batch.clear()
+
+        def take_batch() -> tuple[str, str] | None:
+            """The pending batch as (format, values), for a compact length to join its pack."""
+            if not batch:
+                return None
+            taken = (
+                ">" + "".join(FIXED_FORMATS[f.type][0] for f in batch),
+                ", ".join(f"{obj}.{f.attr}" for f in batch),
+            )
+            batch.clear()
+            return taken
 
         # Kafka refuses to drop a non-default value of a field this version lacks, unless the
         # field is marked ignorable (then the value is silently dropped). Checked before writing.
@@ -340,16 +393,22 @@ class ModuleEmitter:
             if f.type in FIXED_FORMATS:
                 batch.append(f)
                 continue
-            flush()
-            self._encode_value(lines, f, version, flexible, depth, f"{obj}.{f.attr}", out)
-        flush()
-        if not flexible:
-            return
+            if f.type in ("string", "bytes", "records") and f.compact_in(version, flexible):
+                pending = take_batch()
+            else:
+                pending = None
+                flush()
+            self._encode_value(lines, f, version, flexible, depth, f"{obj}.{f.attr}", out, pending)
         tagged = sorted(
             (f for f in fields if f.present(version) and f.tagged_in(version)), key=lambda f: f.tag or 0
         )
-        if not tagged:
-            lines.append(f"{out}.append(0)")
+        if flexible and not tagged:
+            # The empty tagged-field section is a pad byte of the batch's pack
+            # (docs/performance.md#the-codecs-one-unpack-per-run-of-fixed-fields).
+            flush("x")
+            return
+        flush()
+        if not flexible:
             return
         conditions = [f"{obj}.{f.attr} != {default_literal(f, self.struct_cls)}" for f in tagged]
         count = f"tags{depth}"
@@ -385,29 +444,61 @@ class ModuleEmitter:
             return f"not {expr}"
         return f"{expr} != {default}"
 
-    def _encode_length(self, lines: list[str], compact: bool, wide: bool, expr: str, out: str) -> None:
+    def _encode_length(
+        self,
+        lines: list[str],
+        compact: bool,
+        wide: bool,
+        expr: str,
+        out: str,
+        pending: tuple[str, str] | None = None,
+    ) -> None:
+        """Write a length; ``pending`` (a batch's format and values) is packed before it."""
         if compact:
             # Nearly every compact length fits one byte: written inline, no call
-            # (docs/performance.md#calls-per-request-on-the-hot-paths).
+            # (docs/performance.md#calls-per-request-on-the-hot-paths), and packed with the
+            # fixed fields before it when there are some.
             n = self._fresh("u")
             lines.append(f"{n} = {expr} + 1")
             lines.append(f"if {n} < 128:")
-            lines.append(f"    {out}.append({n})")
+            if pending is None:
+                lines.append(f"    {out}.append({n})")
+            else:
+                fmt, values = pending
+                lines.append(f"    {out} += {self.fmt_const(fmt + 'B')}.pack({values}, {n})")
             lines.append("else:")
+            if pending is not None:
+                fmt, values = pending
+                lines.append(f"    {out} += {self.fmt_const(fmt)}.pack({values})")
             lines.append(f"    write_uvarint({out}, {n})")
         else:
             lines.append(f"{out} += {self.fmt_const('>i' if wide else '>h')}.pack({expr})")
 
-    def _encode_null(self, lines: list[str], compact: bool, wide: bool, out: str) -> None:
-        if compact:
+    def _encode_null(
+        self, lines: list[str], compact: bool, wide: bool, out: str, pending: tuple[str, str] | None = None
+    ) -> None:
+        if compact and pending is not None:
+            fmt, values = pending
+            lines.append(f"    {out} += {self.fmt_const(fmt + 'x')}.pack({values})")
+        elif compact:
             lines.append(f"    {out}.append(0)")
         else:
             null_length = b"\xff\xff\xff\xff" if wide else b"\xff\xff"
             lines.append(f"    {out} += {null_length!r}")
 
     def _encode_value(
-        self, lines: list[str], f: FieldSpec, version: int, flexible: bool, depth: int, expr: str, out: str
+        self,
+        lines: list[str],
+        f: FieldSpec,
+        version: int,
+        flexible: bool,
+        depth: int,
+        expr: str,
+        out: str,
+        pending: tuple[str, str] | None = None,
     ) -> None:
+        """Write ``expr``; ``pending`` (only for a compact string or bytes) is a batch of fixed
+        fields before it, packed together with its length."""
         compact = f.compact_in(version, flexible)
         nullable = f.nullable_in(version)
         v = self._fresh("x")
@@ -424,7 +515,7 @@ class ModuleEmitter:
                 lines.append(f"    raise ValueError('{f.name} cannot be null in version {version}')")
             if nullable:
                 lines.append(f"if {v} is None:")
-                self._encode_null(lines, compact, wide, out)
+                self._encode_null(lines, compact, wide, out, pending)
                 lines.append("else:")
                 indent = "    "
             else:
@@ -434,7 +525,7 @@ class ModuleEmitter:
             if f.type == "string":
                 raw = self._fresh("b")
                 inner.append(f"{raw} = {v}.encode()")
-            self._encode_length(inner, compact, wide, f"len({raw})", out)
+            self._encode_length(inner, compact, wide, f"len({raw})", out, pending)
             inner.append(f"{out} += {raw}")
             lines += [indent + line for line in inner]
             return
@@ -529,3 +620,10 @@ def _element_field(f: FieldSpec) -> FieldSpec:
         fields=None,
         struct_name=None,
     )
+
+
+def _has_compact_length(f: FieldSpec, version: int, flexible: bool) -> bool:
+    """Whether ``f`` starts with a compact (varint) length: the byte a batch may read ahead."""
+    if f.type in FIXED_FORMATS or (f.fields is not None and not f.is_array):
+        return False
+    return f.compact_in(version, flexible)

@@ -11,7 +11,10 @@ from protocol.primitives import DecodeError, read_uvarint, write_uvarint
 
 _S0 = Struct('>h')
 _S1 = Struct('>qh')
-_S2 = Struct('>ih')
+_S2 = Struct('>qhB')
+_S3 = Struct('>ih')
+_S4 = Struct('>ihB')
+_S5 = Struct('>ihx')
 
 
 @dataclass(slots=True)
@@ -143,13 +146,12 @@ def decode_add_offsets_to_txn_request_v3(data: bytes, pos: int) -> tuple[AddOffs
     else:
         v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_producer_id_2, v_producer_epoch_3 = _S1.unpack_from(data, pos)
-    pos += 10
+    v_producer_id_2, v_producer_epoch_3, n0 = _S2.unpack_from(data, pos)
     v_group_id_4: str
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 11
     else:
+        pos += 10
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -178,13 +180,13 @@ def encode_add_offsets_to_txn_request_v3(m: AddOffsetsToTxnRequest, out: bytearr
     else:
         write_uvarint(out, u_3)
     out += b_2
-    out += _S1.pack(m.producer_id, m.producer_epoch)
     x_4 = m.group_id
     b_5 = x_4.encode()
     u_6 = len(b_5) + 1
     if u_6 < 128:
-        out.append(u_6)
+        out += _S2.pack(m.producer_id, m.producer_epoch, u_6)
     else:
+        out += _S1.pack(m.producer_id, m.producer_epoch)
         write_uvarint(out, u_6)
     out += b_5
     out.append(0)
@@ -203,13 +205,12 @@ def decode_add_offsets_to_txn_request_v4(data: bytes, pos: int) -> tuple[AddOffs
     else:
         v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_producer_id_2, v_producer_epoch_3 = _S1.unpack_from(data, pos)
-    pos += 10
+    v_producer_id_2, v_producer_epoch_3, n0 = _S2.unpack_from(data, pos)
     v_group_id_4: str
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 11
     else:
+        pos += 10
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -238,54 +239,54 @@ def encode_add_offsets_to_txn_request_v4(m: AddOffsetsToTxnRequest, out: bytearr
     else:
         write_uvarint(out, u_3)
     out += b_2
-    out += _S1.pack(m.producer_id, m.producer_epoch)
     x_4 = m.group_id
     b_5 = x_4.encode()
     u_6 = len(b_5) + 1
     if u_6 < 128:
-        out.append(u_6)
+        out += _S2.pack(m.producer_id, m.producer_epoch, u_6)
     else:
+        out += _S1.pack(m.producer_id, m.producer_epoch)
         write_uvarint(out, u_6)
     out += b_5
     out.append(0)
 
 
 def decode_add_offsets_to_txn_response_v0(data: bytes, pos: int) -> tuple[AddOffsetsToTxnResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S2.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2 = _S3.unpack_from(data, pos)
     pos += 6
     return AddOffsetsToTxnResponse(v_throttle_time_ms_1, v_error_code_2), pos
 
 
 def encode_add_offsets_to_txn_response_v0(m: AddOffsetsToTxnResponse, out: bytearray) -> None:
-    out += _S2.pack(m.throttle_time_ms, m.error_code)
+    out += _S3.pack(m.throttle_time_ms, m.error_code)
 
 
 def decode_add_offsets_to_txn_response_v1(data: bytes, pos: int) -> tuple[AddOffsetsToTxnResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S2.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2 = _S3.unpack_from(data, pos)
     pos += 6
     return AddOffsetsToTxnResponse(v_throttle_time_ms_1, v_error_code_2), pos
 
 
 def encode_add_offsets_to_txn_response_v1(m: AddOffsetsToTxnResponse, out: bytearray) -> None:
-    out += _S2.pack(m.throttle_time_ms, m.error_code)
+    out += _S3.pack(m.throttle_time_ms, m.error_code)
 
 
 def decode_add_offsets_to_txn_response_v2(data: bytes, pos: int) -> tuple[AddOffsetsToTxnResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S2.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2 = _S3.unpack_from(data, pos)
     pos += 6
     return AddOffsetsToTxnResponse(v_throttle_time_ms_1, v_error_code_2), pos
 
 
 def encode_add_offsets_to_txn_response_v2(m: AddOffsetsToTxnResponse, out: bytearray) -> None:
-    out += _S2.pack(m.throttle_time_ms, m.error_code)
+    out += _S3.pack(m.throttle_time_ms, m.error_code)
 
 
 def decode_add_offsets_to_txn_response_v3(data: bytes, pos: int) -> tuple[AddOffsetsToTxnResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S2.unpack_from(data, pos)
-    pos += 6
-    if data[pos] == 0:
-        pos += 1
+    v_throttle_time_ms_1, v_error_code_2, tag_count0 = _S4.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 7
     else:
+        pos += 6
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -296,16 +297,15 @@ def decode_add_offsets_to_txn_response_v3(data: bytes, pos: int) -> tuple[AddOff
 
 
 def encode_add_offsets_to_txn_response_v3(m: AddOffsetsToTxnResponse, out: bytearray) -> None:
-    out += _S2.pack(m.throttle_time_ms, m.error_code)
-    out.append(0)
+    out += _S5.pack(m.throttle_time_ms, m.error_code)
 
 
 def decode_add_offsets_to_txn_response_v4(data: bytes, pos: int) -> tuple[AddOffsetsToTxnResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S2.unpack_from(data, pos)
-    pos += 6
-    if data[pos] == 0:
-        pos += 1
+    v_throttle_time_ms_1, v_error_code_2, tag_count0 = _S4.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 7
     else:
+        pos += 6
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -316,5 +316,4 @@ def decode_add_offsets_to_txn_response_v4(data: bytes, pos: int) -> tuple[AddOff
 
 
 def encode_add_offsets_to_txn_response_v4(m: AddOffsetsToTxnResponse, out: bytearray) -> None:
-    out += _S2.pack(m.throttle_time_ms, m.error_code)
-    out.append(0)
+    out += _S5.pack(m.throttle_time_ms, m.error_code)

@@ -12,8 +12,13 @@ from protocol.primitives import DecodeError, read_uvarint, write_uvarint
 _S0 = Struct('>h')
 _S1 = Struct('>qh')
 _S2 = Struct('>i')
-_S3 = Struct('>qh?')
-_S4 = Struct('>ih')
+_S3 = Struct('>qhB')
+_S4 = Struct('>qh?B')
+_S5 = Struct('>qh?')
+_S6 = Struct('>ih')
+_S7 = Struct('>iB')
+_S8 = Struct('>ihB')
+_S9 = Struct('>ihx')
 
 
 @dataclass(slots=True)
@@ -271,13 +276,12 @@ def decode_add_partitions_to_txn_request_v3(data: bytes, pos: int) -> tuple[AddP
     else:
         v_v3_and_below_transactional_id_2 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_v3_and_below_producer_id_3, v_v3_and_below_producer_epoch_4 = _S1.unpack_from(data, pos)
-    pos += 10
+    v_v3_and_below_producer_id_3, v_v3_and_below_producer_epoch_4, n0 = _S3.unpack_from(data, pos)
     v_v3_and_below_topics_5: list[AddPartitionsToTxnTopic]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 11
     else:
+        pos += 10
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -402,13 +406,12 @@ def decode_add_partitions_to_txn_request_v4(data: bytes, pos: int) -> tuple[AddP
             else:
                 v_transactional_id_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_producer_id_8, v_producer_epoch_9, v_verify_only_10 = _S3.unpack_from(data, pos)
-            pos += 11
+            v_producer_id_8, v_producer_epoch_9, v_verify_only_10, n1 = _S4.unpack_from(data, pos)
             v_topics_11: list[AddPartitionsToTxnTopic]
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 12
             else:
+                pos += 11
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -501,7 +504,7 @@ def encode_add_partitions_to_txn_request_v4(m: AddPartitionsToTxnRequest, out: b
         else:
             write_uvarint(out, u_6)
         out += b_5
-        out += _S3.pack(e_3.producer_id, e_3.producer_epoch, e_3.verify_only)
+        out += _S5.pack(e_3.producer_id, e_3.producer_epoch, e_3.verify_only)
         x_7 = e_3.topics
         u_8 = len(x_7) + 1
         if u_8 < 128:
@@ -557,13 +560,12 @@ def decode_add_partitions_to_txn_request_v5(data: bytes, pos: int) -> tuple[AddP
             else:
                 v_transactional_id_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_producer_id_8, v_producer_epoch_9, v_verify_only_10 = _S3.unpack_from(data, pos)
-            pos += 11
+            v_producer_id_8, v_producer_epoch_9, v_verify_only_10, n1 = _S4.unpack_from(data, pos)
             v_topics_11: list[AddPartitionsToTxnTopic]
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 12
             else:
+                pos += 11
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -656,7 +658,7 @@ def encode_add_partitions_to_txn_request_v5(m: AddPartitionsToTxnRequest, out: b
         else:
             write_uvarint(out, u_6)
         out += b_5
-        out += _S3.pack(e_3.producer_id, e_3.producer_epoch, e_3.verify_only)
+        out += _S5.pack(e_3.producer_id, e_3.producer_epoch, e_3.verify_only)
         x_7 = e_3.topics
         u_8 = len(x_7) + 1
         if u_8 < 128:
@@ -717,7 +719,7 @@ def decode_add_partitions_to_txn_response_v0(data: bytes, pos: int) -> tuple[Add
                 v_results_by_partition_7 = []
                 append_8 = v_results_by_partition_7.append
                 for _ in range(n1):
-                    v_partition_index_9, v_partition_error_code_10 = _S4.unpack_from(data, pos)
+                    v_partition_index_9, v_partition_error_code_10 = _S6.unpack_from(data, pos)
                     pos += 6
                     append_8(AddPartitionsToTxnPartitionResult(v_partition_index_9, v_partition_error_code_10))
             append_5(AddPartitionsToTxnTopicResult(v_name_6, v_results_by_partition_7))
@@ -738,7 +740,7 @@ def encode_add_partitions_to_txn_response_v0(m: AddPartitionsToTxnResponse, out:
         x_5 = e_2.results_by_partition
         out += _S2.pack(len(x_5))
         for e_6 in x_5:
-            out += _S4.pack(e_6.partition_index, e_6.partition_error_code)
+            out += _S6.pack(e_6.partition_index, e_6.partition_error_code)
 
 
 def decode_add_partitions_to_txn_response_v1(data: bytes, pos: int) -> tuple[AddPartitionsToTxnResponse, int]:
@@ -774,7 +776,7 @@ def decode_add_partitions_to_txn_response_v1(data: bytes, pos: int) -> tuple[Add
                 v_results_by_partition_7 = []
                 append_8 = v_results_by_partition_7.append
                 for _ in range(n1):
-                    v_partition_index_9, v_partition_error_code_10 = _S4.unpack_from(data, pos)
+                    v_partition_index_9, v_partition_error_code_10 = _S6.unpack_from(data, pos)
                     pos += 6
                     append_8(AddPartitionsToTxnPartitionResult(v_partition_index_9, v_partition_error_code_10))
             append_5(AddPartitionsToTxnTopicResult(v_name_6, v_results_by_partition_7))
@@ -795,7 +797,7 @@ def encode_add_partitions_to_txn_response_v1(m: AddPartitionsToTxnResponse, out:
         x_5 = e_2.results_by_partition
         out += _S2.pack(len(x_5))
         for e_6 in x_5:
-            out += _S4.pack(e_6.partition_index, e_6.partition_error_code)
+            out += _S6.pack(e_6.partition_index, e_6.partition_error_code)
 
 
 def decode_add_partitions_to_txn_response_v2(data: bytes, pos: int) -> tuple[AddPartitionsToTxnResponse, int]:
@@ -831,7 +833,7 @@ def decode_add_partitions_to_txn_response_v2(data: bytes, pos: int) -> tuple[Add
                 v_results_by_partition_7 = []
                 append_8 = v_results_by_partition_7.append
                 for _ in range(n1):
-                    v_partition_index_9, v_partition_error_code_10 = _S4.unpack_from(data, pos)
+                    v_partition_index_9, v_partition_error_code_10 = _S6.unpack_from(data, pos)
                     pos += 6
                     append_8(AddPartitionsToTxnPartitionResult(v_partition_index_9, v_partition_error_code_10))
             append_5(AddPartitionsToTxnTopicResult(v_name_6, v_results_by_partition_7))
@@ -852,17 +854,16 @@ def encode_add_partitions_to_txn_response_v2(m: AddPartitionsToTxnResponse, out:
         x_5 = e_2.results_by_partition
         out += _S2.pack(len(x_5))
         for e_6 in x_5:
-            out += _S4.pack(e_6.partition_index, e_6.partition_error_code)
+            out += _S6.pack(e_6.partition_index, e_6.partition_error_code)
 
 
 def decode_add_partitions_to_txn_response_v3(data: bytes, pos: int) -> tuple[AddPartitionsToTxnResponse, int]:
-    v_throttle_time_ms_1, = _S2.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S7.unpack_from(data, pos)
     v_results_by_topic_v3_and_below_4: list[AddPartitionsToTxnTopicResult]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -900,11 +901,11 @@ def decode_add_partitions_to_txn_response_v3(data: bytes, pos: int) -> tuple[Add
                 v_results_by_partition_7 = []
                 append_8 = v_results_by_partition_7.append
                 for _ in range(n1):
-                    v_partition_index_9, v_partition_error_code_10 = _S4.unpack_from(data, pos)
-                    pos += 6
-                    if data[pos] == 0:
-                        pos += 1
+                    v_partition_index_9, v_partition_error_code_10, tag_count2 = _S8.unpack_from(data, pos)
+                    if tag_count2 == 0:
+                        pos += 7
                     else:
+                        pos += 6
                         n_tags2, pos = read_uvarint(data, pos)
                         for _ in range(n_tags2):
                             tag2, pos = read_uvarint(data, pos)
@@ -960,20 +961,18 @@ def encode_add_partitions_to_txn_response_v3(m: AddPartitionsToTxnResponse, out:
         else:
             write_uvarint(out, u_8)
         for e_9 in x_7:
-            out += _S4.pack(e_9.partition_index, e_9.partition_error_code)
-            out.append(0)
+            out += _S9.pack(e_9.partition_index, e_9.partition_error_code)
         out.append(0)
     out.append(0)
 
 
 def decode_add_partitions_to_txn_response_v4(data: bytes, pos: int) -> tuple[AddPartitionsToTxnResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S4.unpack_from(data, pos)
-    pos += 6
+    v_throttle_time_ms_1, v_error_code_2, n0 = _S8.unpack_from(data, pos)
     v_results_by_transaction_3: list[AddPartitionsToTxnResult]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 7
     else:
+        pos += 6
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -1038,11 +1037,11 @@ def decode_add_partitions_to_txn_response_v4(data: bytes, pos: int) -> tuple[Add
                         v_results_by_partition_10 = []
                         append_11 = v_results_by_partition_10.append
                         for _ in range(n2):
-                            v_partition_index_12, v_partition_error_code_13 = _S4.unpack_from(data, pos)
-                            pos += 6
-                            if data[pos] == 0:
-                                pos += 1
+                            v_partition_index_12, v_partition_error_code_13, tag_count3 = _S8.unpack_from(data, pos)
+                            if tag_count3 == 0:
+                                pos += 7
                             else:
+                                pos += 6
                                 n_tags3, pos = read_uvarint(data, pos)
                                 for _ in range(n_tags3):
                                     tag3, pos = read_uvarint(data, pos)
@@ -1085,7 +1084,7 @@ def decode_add_partitions_to_txn_response_v4(data: bytes, pos: int) -> tuple[Add
 def encode_add_partitions_to_txn_response_v4(m: AddPartitionsToTxnResponse, out: bytearray) -> None:
     if m.results_by_topic_v3_and_below:
         raise ValueError('attempted to write a non-default ResultsByTopicV3AndBelow at version 4')
-    out += _S4.pack(m.throttle_time_ms, m.error_code)
+    out += _S6.pack(m.throttle_time_ms, m.error_code)
     x_1 = m.results_by_transaction
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -1123,21 +1122,19 @@ def encode_add_partitions_to_txn_response_v4(m: AddPartitionsToTxnResponse, out:
             else:
                 write_uvarint(out, u_14)
             for e_15 in x_13:
-                out += _S4.pack(e_15.partition_index, e_15.partition_error_code)
-                out.append(0)
+                out += _S9.pack(e_15.partition_index, e_15.partition_error_code)
             out.append(0)
         out.append(0)
     out.append(0)
 
 
 def decode_add_partitions_to_txn_response_v5(data: bytes, pos: int) -> tuple[AddPartitionsToTxnResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S4.unpack_from(data, pos)
-    pos += 6
+    v_throttle_time_ms_1, v_error_code_2, n0 = _S8.unpack_from(data, pos)
     v_results_by_transaction_3: list[AddPartitionsToTxnResult]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 7
     else:
+        pos += 6
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -1202,11 +1199,11 @@ def decode_add_partitions_to_txn_response_v5(data: bytes, pos: int) -> tuple[Add
                         v_results_by_partition_10 = []
                         append_11 = v_results_by_partition_10.append
                         for _ in range(n2):
-                            v_partition_index_12, v_partition_error_code_13 = _S4.unpack_from(data, pos)
-                            pos += 6
-                            if data[pos] == 0:
-                                pos += 1
+                            v_partition_index_12, v_partition_error_code_13, tag_count3 = _S8.unpack_from(data, pos)
+                            if tag_count3 == 0:
+                                pos += 7
                             else:
+                                pos += 6
                                 n_tags3, pos = read_uvarint(data, pos)
                                 for _ in range(n_tags3):
                                     tag3, pos = read_uvarint(data, pos)
@@ -1249,7 +1246,7 @@ def decode_add_partitions_to_txn_response_v5(data: bytes, pos: int) -> tuple[Add
 def encode_add_partitions_to_txn_response_v5(m: AddPartitionsToTxnResponse, out: bytearray) -> None:
     if m.results_by_topic_v3_and_below:
         raise ValueError('attempted to write a non-default ResultsByTopicV3AndBelow at version 5')
-    out += _S4.pack(m.throttle_time_ms, m.error_code)
+    out += _S6.pack(m.throttle_time_ms, m.error_code)
     x_1 = m.results_by_transaction
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -1287,8 +1284,7 @@ def encode_add_partitions_to_txn_response_v5(m: AddPartitionsToTxnResponse, out:
             else:
                 write_uvarint(out, u_14)
             for e_15 in x_13:
-                out += _S4.pack(e_15.partition_index, e_15.partition_error_code)
-                out.append(0)
+                out += _S9.pack(e_15.partition_index, e_15.partition_error_code)
             out.append(0)
         out.append(0)
     out.append(0)

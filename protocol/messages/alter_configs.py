@@ -13,6 +13,12 @@ _S0 = Struct('>i')
 _S1 = Struct('>b')
 _S2 = Struct('>h')
 _S3 = Struct('>?')
+_S4 = Struct('>bB')
+_S5 = Struct('>?B')
+_S6 = Struct('>?x')
+_S7 = Struct('>iB')
+_S8 = Struct('>hB')
+_S9 = Struct('>hx')
 
 
 @dataclass(slots=True)
@@ -228,13 +234,12 @@ def decode_alter_configs_request_v2(data: bytes, pos: int) -> tuple[AlterConfigs
         v_resources_1 = []
         append_3 = v_resources_1.append
         for _ in range(n0):
-            v_resource_type_4, = _S1.unpack_from(data, pos)
-            pos += 1
+            v_resource_type_4, n1 = _S4.unpack_from(data, pos)
             v_resource_name_5: str
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 2
             else:
+                pos += 1
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -301,11 +306,11 @@ def decode_alter_configs_request_v2(data: bytes, pos: int) -> tuple[AlterConfigs
                     end1 = pos + size1
                     pos = end1
             append_3(AlterConfigsResource(v_resource_type_4, v_resource_name_5, v_configs_6))
-    v_validate_only_2, = _S3.unpack_from(data, pos)
-    pos += 1
-    if data[pos] == 0:
-        pos += 1
+    v_validate_only_2, tag_count0 = _S5.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 2
     else:
+        pos += 1
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -323,13 +328,13 @@ def encode_alter_configs_request_v2(m: AlterConfigsRequest, out: bytearray) -> N
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        out += _S1.pack(e_3.resource_type)
         x_4 = e_3.resource_name
         b_5 = x_4.encode()
         u_6 = len(b_5) + 1
         if u_6 < 128:
-            out.append(u_6)
+            out += _S4.pack(e_3.resource_type, u_6)
         else:
+            out += _S1.pack(e_3.resource_type)
             write_uvarint(out, u_6)
         out += b_5
         x_7 = e_3.configs
@@ -360,8 +365,7 @@ def encode_alter_configs_request_v2(m: AlterConfigsRequest, out: bytearray) -> N
                 out += b_14
             out.append(0)
         out.append(0)
-    out += _S3.pack(m.validate_only)
-    out.append(0)
+    out += _S6.pack(m.validate_only)
 
 
 def decode_alter_configs_response_v0(data: bytes, pos: int) -> tuple[AlterConfigsResponse, int]:
@@ -481,13 +485,12 @@ def encode_alter_configs_response_v1(m: AlterConfigsResponse, out: bytearray) ->
 
 
 def decode_alter_configs_response_v2(data: bytes, pos: int) -> tuple[AlterConfigsResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S7.unpack_from(data, pos)
     v_responses_2: list[AlterConfigsResourceResponse]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -498,13 +501,12 @@ def decode_alter_configs_response_v2(data: bytes, pos: int) -> tuple[AlterConfig
         v_responses_2 = []
         append_3 = v_responses_2.append
         for _ in range(n0):
-            v_error_code_4, = _S2.unpack_from(data, pos)
-            pos += 2
+            v_error_code_4, n1 = _S8.unpack_from(data, pos)
             v_error_message_5: str | None
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 3
             else:
+                pos += 2
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -512,13 +514,12 @@ def decode_alter_configs_response_v2(data: bytes, pos: int) -> tuple[AlterConfig
             else:
                 v_error_message_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_resource_type_6, = _S1.unpack_from(data, pos)
-            pos += 1
+            v_resource_type_6, n1 = _S4.unpack_from(data, pos)
             v_resource_name_7: str
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 2
             else:
+                pos += 1
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -557,25 +558,25 @@ def encode_alter_configs_response_v2(m: AlterConfigsResponse, out: bytearray) ->
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        out += _S2.pack(e_3.error_code)
         x_4 = e_3.error_message
         if x_4 is None:
-            out.append(0)
+            out += _S9.pack(e_3.error_code)
         else:
             b_5 = x_4.encode()
             u_6 = len(b_5) + 1
             if u_6 < 128:
-                out.append(u_6)
+                out += _S8.pack(e_3.error_code, u_6)
             else:
+                out += _S2.pack(e_3.error_code)
                 write_uvarint(out, u_6)
             out += b_5
-        out += _S1.pack(e_3.resource_type)
         x_7 = e_3.resource_name
         b_8 = x_7.encode()
         u_9 = len(b_8) + 1
         if u_9 < 128:
-            out.append(u_9)
+            out += _S4.pack(e_3.resource_type, u_9)
         else:
+            out += _S1.pack(e_3.resource_type)
             write_uvarint(out, u_9)
         out += b_8
         out.append(0)

@@ -10,9 +10,13 @@ from struct import Struct
 from protocol.primitives import DecodeError, read_uvarint, write_uvarint
 
 ZERO_UUID = bytes(16)
-_S0 = Struct('>iq')
-_S1 = Struct('>ih')
-_S2 = Struct('>16s')
+_S0 = Struct('>iqB')
+_S1 = Struct('>iqx')
+_S2 = Struct('>ihB')
+_S3 = Struct('>16sB')
+_S4 = Struct('>ihx')
+_S5 = Struct('>ih')
+_S6 = Struct('>16s')
 
 
 @dataclass(slots=True)
@@ -110,11 +114,11 @@ def decode_alter_share_group_offsets_request_v0(data: bytes, pos: int) -> tuple[
                 v_partitions_5 = []
                 append_6 = v_partitions_5.append
                 for _ in range(n1):
-                    v_partition_index_7, v_start_offset_8 = _S0.unpack_from(data, pos)
-                    pos += 12
-                    if data[pos] == 0:
-                        pos += 1
+                    v_partition_index_7, v_start_offset_8, tag_count2 = _S0.unpack_from(data, pos)
+                    if tag_count2 == 0:
+                        pos += 13
                     else:
+                        pos += 12
                         n_tags2, pos = read_uvarint(data, pos)
                         for _ in range(n_tags2):
                             tag2, pos = read_uvarint(data, pos)
@@ -175,20 +179,18 @@ def encode_alter_share_group_offsets_request_v0(m: AlterShareGroupOffsetsRequest
         else:
             write_uvarint(out, u_11)
         for e_12 in x_10:
-            out += _S0.pack(e_12.partition_index, e_12.start_offset)
-            out.append(0)
+            out += _S1.pack(e_12.partition_index, e_12.start_offset)
         out.append(0)
     out.append(0)
 
 
 def decode_alter_share_group_offsets_response_v0(data: bytes, pos: int) -> tuple[AlterShareGroupOffsetsResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S1.unpack_from(data, pos)
-    pos += 6
+    v_throttle_time_ms_1, v_error_code_2, n0 = _S2.unpack_from(data, pos)
     v_error_message_3: str | None
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 7
     else:
+        pos += 6
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -223,13 +225,12 @@ def decode_alter_share_group_offsets_response_v0(data: bytes, pos: int) -> tuple
             else:
                 v_topic_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_topic_id_7, = _S2.unpack_from(data, pos)
-            pos += 16
+            v_topic_id_7, n1 = _S3.unpack_from(data, pos)
             v_partitions_8: list[AlterShareGroupOffsetsResponsePartition]
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 17
             else:
+                pos += 16
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -240,13 +241,12 @@ def decode_alter_share_group_offsets_response_v0(data: bytes, pos: int) -> tuple
                 v_partitions_8 = []
                 append_9 = v_partitions_8.append
                 for _ in range(n1):
-                    v_partition_index_10, v_error_code_11 = _S1.unpack_from(data, pos)
-                    pos += 6
+                    v_partition_index_10, v_error_code_11, n2 = _S2.unpack_from(data, pos)
                     v_error_message_12: str | None
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 7
                     else:
+                        pos += 6
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
@@ -287,16 +287,16 @@ def decode_alter_share_group_offsets_response_v0(data: bytes, pos: int) -> tuple
 
 
 def encode_alter_share_group_offsets_response_v0(m: AlterShareGroupOffsetsResponse, out: bytearray) -> None:
-    out += _S1.pack(m.throttle_time_ms, m.error_code)
     x_1 = m.error_message
     if x_1 is None:
-        out.append(0)
+        out += _S4.pack(m.throttle_time_ms, m.error_code)
     else:
         b_2 = x_1.encode()
         u_3 = len(b_2) + 1
         if u_3 < 128:
-            out.append(u_3)
+            out += _S2.pack(m.throttle_time_ms, m.error_code, u_3)
         else:
+            out += _S5.pack(m.throttle_time_ms, m.error_code)
             write_uvarint(out, u_3)
         out += b_2
     x_4 = m.responses
@@ -314,7 +314,7 @@ def encode_alter_share_group_offsets_response_v0(m: AlterShareGroupOffsetsRespon
         else:
             write_uvarint(out, u_9)
         out += b_8
-        out += _S2.pack(e_6.topic_id)
+        out += _S6.pack(e_6.topic_id)
         x_10 = e_6.partitions
         u_11 = len(x_10) + 1
         if u_11 < 128:
@@ -322,16 +322,16 @@ def encode_alter_share_group_offsets_response_v0(m: AlterShareGroupOffsetsRespon
         else:
             write_uvarint(out, u_11)
         for e_12 in x_10:
-            out += _S1.pack(e_12.partition_index, e_12.error_code)
             x_13 = e_12.error_message
             if x_13 is None:
-                out.append(0)
+                out += _S4.pack(e_12.partition_index, e_12.error_code)
             else:
                 b_14 = x_13.encode()
                 u_15 = len(b_14) + 1
                 if u_15 < 128:
-                    out.append(u_15)
+                    out += _S2.pack(e_12.partition_index, e_12.error_code, u_15)
                 else:
+                    out += _S5.pack(e_12.partition_index, e_12.error_code)
                     write_uvarint(out, u_15)
                 out += b_14
             out.append(0)

@@ -10,12 +10,20 @@ from struct import Struct, pack, unpack_from
 from protocol.primitives import DecodeError, read_uvarint, write_uvarint
 
 ZERO_UUID = bytes(16)
-_S0 = Struct('>?')
-_S1 = Struct('>i')
-_S2 = Struct('>h')
-_S3 = Struct('>ii')
-_S4 = Struct('>16s')
-_S5 = Struct('>b')
+_S0 = Struct('>?B')
+_S1 = Struct('>?x')
+_S2 = Struct('>iB')
+_S3 = Struct('>hB')
+_S4 = Struct('>iiB')
+_S5 = Struct('>16sB')
+_S6 = Struct('>i')
+_S7 = Struct('>hx')
+_S8 = Struct('>h')
+_S9 = Struct('>ii')
+_S10 = Struct('>16s')
+_S11 = Struct('>ix')
+_S12 = Struct('>bB')
+_S13 = Struct('>bx')
 
 
 @dataclass(slots=True)
@@ -99,11 +107,11 @@ def decode_consumer_group_describe_request_v0(data: bytes, pos: int) -> tuple[Co
                 e_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
             append_3(e_4)
-    v_include_authorized_operations_2, = _S0.unpack_from(data, pos)
-    pos += 1
-    if data[pos] == 0:
-        pos += 1
+    v_include_authorized_operations_2, tag_count0 = _S0.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 2
     else:
+        pos += 1
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -129,8 +137,7 @@ def encode_consumer_group_describe_request_v0(m: ConsumerGroupDescribeRequest, o
         else:
             write_uvarint(out, u_6)
         out += b_5
-    out += _S0.pack(m.include_authorized_operations)
-    out.append(0)
+    out += _S1.pack(m.include_authorized_operations)
 
 
 def decode_consumer_group_describe_request_v1(data: bytes, pos: int) -> tuple[ConsumerGroupDescribeRequest, int]:
@@ -162,11 +169,11 @@ def decode_consumer_group_describe_request_v1(data: bytes, pos: int) -> tuple[Co
                 e_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
             append_3(e_4)
-    v_include_authorized_operations_2, = _S0.unpack_from(data, pos)
-    pos += 1
-    if data[pos] == 0:
-        pos += 1
+    v_include_authorized_operations_2, tag_count0 = _S0.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 2
     else:
+        pos += 1
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -192,18 +199,16 @@ def encode_consumer_group_describe_request_v1(m: ConsumerGroupDescribeRequest, o
         else:
             write_uvarint(out, u_6)
         out += b_5
-    out += _S0.pack(m.include_authorized_operations)
-    out.append(0)
+    out += _S1.pack(m.include_authorized_operations)
 
 
 def decode_consumer_group_describe_response_v0(data: bytes, pos: int) -> tuple[ConsumerGroupDescribeResponse, int]:
-    v_throttle_time_ms_1, = _S1.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S2.unpack_from(data, pos)
     v_groups_2: list[DescribedGroup]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -214,13 +219,12 @@ def decode_consumer_group_describe_response_v0(data: bytes, pos: int) -> tuple[C
         v_groups_2 = []
         append_3 = v_groups_2.append
         for _ in range(n0):
-            v_error_code_4, = _S2.unpack_from(data, pos)
-            pos += 2
+            v_error_code_4, n1 = _S3.unpack_from(data, pos)
             v_error_message_5: str | None
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 3
             else:
+                pos += 2
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -252,13 +256,12 @@ def decode_consumer_group_describe_response_v0(data: bytes, pos: int) -> tuple[C
             else:
                 v_group_state_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_group_epoch_8, v_assignment_epoch_9 = _S3.unpack_from(data, pos)
-            pos += 8
+            v_group_epoch_8, v_assignment_epoch_9, n1 = _S4.unpack_from(data, pos)
             v_assignor_name_10: str
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 9
             else:
+                pos += 8
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -317,13 +320,12 @@ def decode_consumer_group_describe_response_v0(data: bytes, pos: int) -> tuple[C
                     else:
                         v_rack_id_16 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
-                    v_member_epoch_17, = _S1.unpack_from(data, pos)
-                    pos += 4
+                    v_member_epoch_17, n2 = _S2.unpack_from(data, pos)
                     v_client_id_18: str
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 5
                     else:
+                        pos += 4
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
@@ -399,13 +401,12 @@ def decode_consumer_group_describe_response_v0(data: bytes, pos: int) -> tuple[C
                         v_topic_partitions_27 = []
                         append_28 = v_topic_partitions_27.append
                         for _ in range(n3):
-                            v_topic_id_29, = _S4.unpack_from(data, pos)
-                            pos += 16
+                            v_topic_id_29, n4 = _S5.unpack_from(data, pos)
                             v_topic_name_30: str
-                            n4 = data[pos]
                             if n4 < 128:
-                                pos += 1
+                                pos += 17
                             else:
+                                pos += 16
                                 n4, pos = read_uvarint(data, pos)
                             n4 -= 1
                             if n4 < 0:
@@ -463,13 +464,12 @@ def decode_consumer_group_describe_response_v0(data: bytes, pos: int) -> tuple[C
                         v_topic_partitions_32 = []
                         append_33 = v_topic_partitions_32.append
                         for _ in range(n3):
-                            v_topic_id_34, = _S4.unpack_from(data, pos)
-                            pos += 16
+                            v_topic_id_34, n4 = _S5.unpack_from(data, pos)
                             v_topic_name_35: str
-                            n4 = data[pos]
                             if n4 < 128:
-                                pos += 1
+                                pos += 17
                             else:
+                                pos += 16
                                 n4, pos = read_uvarint(data, pos)
                             n4 -= 1
                             if n4 < 0:
@@ -521,11 +521,11 @@ def decode_consumer_group_describe_response_v0(data: bytes, pos: int) -> tuple[C
                             end2 = pos + size2
                             pos = end2
                     append_13(Member(v_member_id_14, v_instance_id_15, v_rack_id_16, v_member_epoch_17, v_client_id_18, v_client_host_19, v_subscribed_topic_names_20, v_subscribed_topic_regex_21, v_assignment_22, v_target_assignment_23, -1))
-            v_authorized_operations_12, = _S1.unpack_from(data, pos)
-            pos += 4
-            if data[pos] == 0:
-                pos += 1
+            v_authorized_operations_12, tag_count1 = _S2.unpack_from(data, pos)
+            if tag_count1 == 0:
+                pos += 5
             else:
+                pos += 4
                 n_tags1, pos = read_uvarint(data, pos)
                 for _ in range(n_tags1):
                     tag1, pos = read_uvarint(data, pos)
@@ -546,7 +546,7 @@ def decode_consumer_group_describe_response_v0(data: bytes, pos: int) -> tuple[C
 
 
 def encode_consumer_group_describe_response_v0(m: ConsumerGroupDescribeResponse, out: bytearray) -> None:
-    out += _S1.pack(m.throttle_time_ms)
+    out += _S6.pack(m.throttle_time_ms)
     x_1 = m.groups
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -554,16 +554,16 @@ def encode_consumer_group_describe_response_v0(m: ConsumerGroupDescribeResponse,
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        out += _S2.pack(e_3.error_code)
         x_4 = e_3.error_message
         if x_4 is None:
-            out.append(0)
+            out += _S7.pack(e_3.error_code)
         else:
             b_5 = x_4.encode()
             u_6 = len(b_5) + 1
             if u_6 < 128:
-                out.append(u_6)
+                out += _S3.pack(e_3.error_code, u_6)
             else:
+                out += _S8.pack(e_3.error_code)
                 write_uvarint(out, u_6)
             out += b_5
         x_7 = e_3.group_id
@@ -582,13 +582,13 @@ def encode_consumer_group_describe_response_v0(m: ConsumerGroupDescribeResponse,
         else:
             write_uvarint(out, u_12)
         out += b_11
-        out += _S3.pack(e_3.group_epoch, e_3.assignment_epoch)
         x_13 = e_3.assignor_name
         b_14 = x_13.encode()
         u_15 = len(b_14) + 1
         if u_15 < 128:
-            out.append(u_15)
+            out += _S4.pack(e_3.group_epoch, e_3.assignment_epoch, u_15)
         else:
+            out += _S9.pack(e_3.group_epoch, e_3.assignment_epoch)
             write_uvarint(out, u_15)
         out += b_14
         x_16 = e_3.members
@@ -628,13 +628,13 @@ def encode_consumer_group_describe_response_v0(m: ConsumerGroupDescribeResponse,
                 else:
                     write_uvarint(out, u_27)
                 out += b_26
-            out += _S1.pack(e_18.member_epoch)
             x_28 = e_18.client_id
             b_29 = x_28.encode()
             u_30 = len(b_29) + 1
             if u_30 < 128:
-                out.append(u_30)
+                out += _S2.pack(e_18.member_epoch, u_30)
             else:
+                out += _S6.pack(e_18.member_epoch)
                 write_uvarint(out, u_30)
             out += b_29
             x_31 = e_18.client_host
@@ -679,13 +679,13 @@ def encode_consumer_group_describe_response_v0(m: ConsumerGroupDescribeResponse,
             else:
                 write_uvarint(out, u_46)
             for e_47 in x_45:
-                out += _S4.pack(e_47.topic_id)
                 x_48 = e_47.topic_name
                 b_49 = x_48.encode()
                 u_50 = len(b_49) + 1
                 if u_50 < 128:
-                    out.append(u_50)
+                    out += _S5.pack(e_47.topic_id, u_50)
                 else:
+                    out += _S10.pack(e_47.topic_id)
                     write_uvarint(out, u_50)
                 out += b_49
                 x_51 = e_47.partitions
@@ -705,13 +705,13 @@ def encode_consumer_group_describe_response_v0(m: ConsumerGroupDescribeResponse,
             else:
                 write_uvarint(out, u_56)
             for e_57 in x_55:
-                out += _S4.pack(e_57.topic_id)
                 x_58 = e_57.topic_name
                 b_59 = x_58.encode()
                 u_60 = len(b_59) + 1
                 if u_60 < 128:
-                    out.append(u_60)
+                    out += _S5.pack(e_57.topic_id, u_60)
                 else:
+                    out += _S10.pack(e_57.topic_id)
                     write_uvarint(out, u_60)
                 out += b_59
                 x_61 = e_57.partitions
@@ -724,19 +724,17 @@ def encode_consumer_group_describe_response_v0(m: ConsumerGroupDescribeResponse,
                 out.append(0)
             out.append(0)
             out.append(0)
-        out += _S1.pack(e_3.authorized_operations)
-        out.append(0)
+        out += _S11.pack(e_3.authorized_operations)
     out.append(0)
 
 
 def decode_consumer_group_describe_response_v1(data: bytes, pos: int) -> tuple[ConsumerGroupDescribeResponse, int]:
-    v_throttle_time_ms_1, = _S1.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S2.unpack_from(data, pos)
     v_groups_2: list[DescribedGroup]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -747,13 +745,12 @@ def decode_consumer_group_describe_response_v1(data: bytes, pos: int) -> tuple[C
         v_groups_2 = []
         append_3 = v_groups_2.append
         for _ in range(n0):
-            v_error_code_4, = _S2.unpack_from(data, pos)
-            pos += 2
+            v_error_code_4, n1 = _S3.unpack_from(data, pos)
             v_error_message_5: str | None
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 3
             else:
+                pos += 2
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -785,13 +782,12 @@ def decode_consumer_group_describe_response_v1(data: bytes, pos: int) -> tuple[C
             else:
                 v_group_state_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_group_epoch_8, v_assignment_epoch_9 = _S3.unpack_from(data, pos)
-            pos += 8
+            v_group_epoch_8, v_assignment_epoch_9, n1 = _S4.unpack_from(data, pos)
             v_assignor_name_10: str
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 9
             else:
+                pos += 8
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -850,13 +846,12 @@ def decode_consumer_group_describe_response_v1(data: bytes, pos: int) -> tuple[C
                     else:
                         v_rack_id_16 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
-                    v_member_epoch_17, = _S1.unpack_from(data, pos)
-                    pos += 4
+                    v_member_epoch_17, n2 = _S2.unpack_from(data, pos)
                     v_client_id_18: str
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 5
                     else:
+                        pos += 4
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
@@ -932,13 +927,12 @@ def decode_consumer_group_describe_response_v1(data: bytes, pos: int) -> tuple[C
                         v_topic_partitions_27 = []
                         append_28 = v_topic_partitions_27.append
                         for _ in range(n3):
-                            v_topic_id_29, = _S4.unpack_from(data, pos)
-                            pos += 16
+                            v_topic_id_29, n4 = _S5.unpack_from(data, pos)
                             v_topic_name_30: str
-                            n4 = data[pos]
                             if n4 < 128:
-                                pos += 1
+                                pos += 17
                             else:
+                                pos += 16
                                 n4, pos = read_uvarint(data, pos)
                             n4 -= 1
                             if n4 < 0:
@@ -996,13 +990,12 @@ def decode_consumer_group_describe_response_v1(data: bytes, pos: int) -> tuple[C
                         v_topic_partitions_32 = []
                         append_33 = v_topic_partitions_32.append
                         for _ in range(n3):
-                            v_topic_id_34, = _S4.unpack_from(data, pos)
-                            pos += 16
+                            v_topic_id_34, n4 = _S5.unpack_from(data, pos)
                             v_topic_name_35: str
-                            n4 = data[pos]
                             if n4 < 128:
-                                pos += 1
+                                pos += 17
                             else:
+                                pos += 16
                                 n4, pos = read_uvarint(data, pos)
                             n4 -= 1
                             if n4 < 0:
@@ -1044,11 +1037,11 @@ def decode_consumer_group_describe_response_v1(data: bytes, pos: int) -> tuple[C
                             end3 = pos + size3
                             pos = end3
                     v_target_assignment_23 = Assignment(v_topic_partitions_32)
-                    v_member_type_24, = _S5.unpack_from(data, pos)
-                    pos += 1
-                    if data[pos] == 0:
-                        pos += 1
+                    v_member_type_24, tag_count2 = _S12.unpack_from(data, pos)
+                    if tag_count2 == 0:
+                        pos += 2
                     else:
+                        pos += 1
                         n_tags2, pos = read_uvarint(data, pos)
                         for _ in range(n_tags2):
                             tag2, pos = read_uvarint(data, pos)
@@ -1056,11 +1049,11 @@ def decode_consumer_group_describe_response_v1(data: bytes, pos: int) -> tuple[C
                             end2 = pos + size2
                             pos = end2
                     append_13(Member(v_member_id_14, v_instance_id_15, v_rack_id_16, v_member_epoch_17, v_client_id_18, v_client_host_19, v_subscribed_topic_names_20, v_subscribed_topic_regex_21, v_assignment_22, v_target_assignment_23, v_member_type_24))
-            v_authorized_operations_12, = _S1.unpack_from(data, pos)
-            pos += 4
-            if data[pos] == 0:
-                pos += 1
+            v_authorized_operations_12, tag_count1 = _S2.unpack_from(data, pos)
+            if tag_count1 == 0:
+                pos += 5
             else:
+                pos += 4
                 n_tags1, pos = read_uvarint(data, pos)
                 for _ in range(n_tags1):
                     tag1, pos = read_uvarint(data, pos)
@@ -1081,7 +1074,7 @@ def decode_consumer_group_describe_response_v1(data: bytes, pos: int) -> tuple[C
 
 
 def encode_consumer_group_describe_response_v1(m: ConsumerGroupDescribeResponse, out: bytearray) -> None:
-    out += _S1.pack(m.throttle_time_ms)
+    out += _S6.pack(m.throttle_time_ms)
     x_1 = m.groups
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -1089,16 +1082,16 @@ def encode_consumer_group_describe_response_v1(m: ConsumerGroupDescribeResponse,
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        out += _S2.pack(e_3.error_code)
         x_4 = e_3.error_message
         if x_4 is None:
-            out.append(0)
+            out += _S7.pack(e_3.error_code)
         else:
             b_5 = x_4.encode()
             u_6 = len(b_5) + 1
             if u_6 < 128:
-                out.append(u_6)
+                out += _S3.pack(e_3.error_code, u_6)
             else:
+                out += _S8.pack(e_3.error_code)
                 write_uvarint(out, u_6)
             out += b_5
         x_7 = e_3.group_id
@@ -1117,13 +1110,13 @@ def encode_consumer_group_describe_response_v1(m: ConsumerGroupDescribeResponse,
         else:
             write_uvarint(out, u_12)
         out += b_11
-        out += _S3.pack(e_3.group_epoch, e_3.assignment_epoch)
         x_13 = e_3.assignor_name
         b_14 = x_13.encode()
         u_15 = len(b_14) + 1
         if u_15 < 128:
-            out.append(u_15)
+            out += _S4.pack(e_3.group_epoch, e_3.assignment_epoch, u_15)
         else:
+            out += _S9.pack(e_3.group_epoch, e_3.assignment_epoch)
             write_uvarint(out, u_15)
         out += b_14
         x_16 = e_3.members
@@ -1163,13 +1156,13 @@ def encode_consumer_group_describe_response_v1(m: ConsumerGroupDescribeResponse,
                 else:
                     write_uvarint(out, u_27)
                 out += b_26
-            out += _S1.pack(e_18.member_epoch)
             x_28 = e_18.client_id
             b_29 = x_28.encode()
             u_30 = len(b_29) + 1
             if u_30 < 128:
-                out.append(u_30)
+                out += _S2.pack(e_18.member_epoch, u_30)
             else:
+                out += _S6.pack(e_18.member_epoch)
                 write_uvarint(out, u_30)
             out += b_29
             x_31 = e_18.client_host
@@ -1214,13 +1207,13 @@ def encode_consumer_group_describe_response_v1(m: ConsumerGroupDescribeResponse,
             else:
                 write_uvarint(out, u_46)
             for e_47 in x_45:
-                out += _S4.pack(e_47.topic_id)
                 x_48 = e_47.topic_name
                 b_49 = x_48.encode()
                 u_50 = len(b_49) + 1
                 if u_50 < 128:
-                    out.append(u_50)
+                    out += _S5.pack(e_47.topic_id, u_50)
                 else:
+                    out += _S10.pack(e_47.topic_id)
                     write_uvarint(out, u_50)
                 out += b_49
                 x_51 = e_47.partitions
@@ -1240,13 +1233,13 @@ def encode_consumer_group_describe_response_v1(m: ConsumerGroupDescribeResponse,
             else:
                 write_uvarint(out, u_56)
             for e_57 in x_55:
-                out += _S4.pack(e_57.topic_id)
                 x_58 = e_57.topic_name
                 b_59 = x_58.encode()
                 u_60 = len(b_59) + 1
                 if u_60 < 128:
-                    out.append(u_60)
+                    out += _S5.pack(e_57.topic_id, u_60)
                 else:
+                    out += _S10.pack(e_57.topic_id)
                     write_uvarint(out, u_60)
                 out += b_59
                 x_61 = e_57.partitions
@@ -1258,8 +1251,6 @@ def encode_consumer_group_describe_response_v1(m: ConsumerGroupDescribeResponse,
                 out += pack('>%di' % len(x_61), *x_61)
                 out.append(0)
             out.append(0)
-            out += _S5.pack(e_18.member_type)
-            out.append(0)
-        out += _S1.pack(e_3.authorized_operations)
-        out.append(0)
+            out += _S13.pack(e_18.member_type)
+        out += _S11.pack(e_3.authorized_operations)
     out.append(0)

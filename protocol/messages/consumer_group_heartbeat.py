@@ -10,10 +10,15 @@ from struct import Struct, pack, unpack_from
 from protocol.primitives import DecodeError, read_uvarint, write_uvarint
 
 ZERO_UUID = bytes(16)
-_S0 = Struct('>i')
-_S1 = Struct('>16s')
-_S2 = Struct('>ih')
-_S3 = Struct('>ii')
+_S0 = Struct('>iB')
+_S1 = Struct('>16sB')
+_S2 = Struct('>ix')
+_S3 = Struct('>i')
+_S4 = Struct('>16s')
+_S5 = Struct('>ihB')
+_S6 = Struct('>ii')
+_S7 = Struct('>ihx')
+_S8 = Struct('>ih')
 
 
 @dataclass(slots=True)
@@ -77,13 +82,12 @@ def decode_consumer_group_heartbeat_request_v0(data: bytes, pos: int) -> tuple[C
     else:
         v_member_id_2 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_member_epoch_3, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_member_epoch_3, n0 = _S0.unpack_from(data, pos)
     v_instance_id_4: str | None
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -103,13 +107,12 @@ def decode_consumer_group_heartbeat_request_v0(data: bytes, pos: int) -> tuple[C
     else:
         v_rack_id_5 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_rebalance_timeout_ms_6, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_rebalance_timeout_ms_6, n0 = _S0.unpack_from(data, pos)
     v_subscribed_topic_names_7: list[str] | None
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -160,13 +163,12 @@ def decode_consumer_group_heartbeat_request_v0(data: bytes, pos: int) -> tuple[C
         v_topic_partitions_10 = []
         append_13 = v_topic_partitions_10.append
         for _ in range(n0):
-            v_topic_id_14, = _S1.unpack_from(data, pos)
-            pos += 16
+            v_topic_id_14, n1 = _S1.unpack_from(data, pos)
             v_partitions_15: list[int]
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 17
             else:
+                pos += 16
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -217,16 +219,16 @@ def encode_consumer_group_heartbeat_request_v0(m: ConsumerGroupHeartbeatRequest,
     else:
         write_uvarint(out, u_6)
     out += b_5
-    out += _S0.pack(m.member_epoch)
     x_7 = m.instance_id
     if x_7 is None:
-        out.append(0)
+        out += _S2.pack(m.member_epoch)
     else:
         b_8 = x_7.encode()
         u_9 = len(b_8) + 1
         if u_9 < 128:
-            out.append(u_9)
+            out += _S0.pack(m.member_epoch, u_9)
         else:
+            out += _S3.pack(m.member_epoch)
             write_uvarint(out, u_9)
         out += b_8
     x_10 = m.rack_id
@@ -240,7 +242,7 @@ def encode_consumer_group_heartbeat_request_v0(m: ConsumerGroupHeartbeatRequest,
         else:
             write_uvarint(out, u_12)
         out += b_11
-    out += _S0.pack(m.rebalance_timeout_ms)
+    out += _S3.pack(m.rebalance_timeout_ms)
     x_13 = m.subscribed_topic_names
     if x_13 is None:
         out.append(0)
@@ -280,7 +282,7 @@ def encode_consumer_group_heartbeat_request_v0(m: ConsumerGroupHeartbeatRequest,
         else:
             write_uvarint(out, u_23)
         for e_24 in x_22:
-            out += _S1.pack(e_24.topic_id)
+            out += _S4.pack(e_24.topic_id)
             x_25 = e_24.partitions
             u_26 = len(x_25) + 1
             if u_26 < 128:
@@ -317,13 +319,12 @@ def decode_consumer_group_heartbeat_request_v1(data: bytes, pos: int) -> tuple[C
     else:
         v_member_id_2 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_member_epoch_3, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_member_epoch_3, n0 = _S0.unpack_from(data, pos)
     v_instance_id_4: str | None
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -343,13 +344,12 @@ def decode_consumer_group_heartbeat_request_v1(data: bytes, pos: int) -> tuple[C
     else:
         v_rack_id_5 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_rebalance_timeout_ms_6, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_rebalance_timeout_ms_6, n0 = _S0.unpack_from(data, pos)
     v_subscribed_topic_names_7: list[str] | None
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -412,13 +412,12 @@ def decode_consumer_group_heartbeat_request_v1(data: bytes, pos: int) -> tuple[C
         v_topic_partitions_10 = []
         append_13 = v_topic_partitions_10.append
         for _ in range(n0):
-            v_topic_id_14, = _S1.unpack_from(data, pos)
-            pos += 16
+            v_topic_id_14, n1 = _S1.unpack_from(data, pos)
             v_partitions_15: list[int]
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 17
             else:
+                pos += 16
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -467,16 +466,16 @@ def encode_consumer_group_heartbeat_request_v1(m: ConsumerGroupHeartbeatRequest,
     else:
         write_uvarint(out, u_6)
     out += b_5
-    out += _S0.pack(m.member_epoch)
     x_7 = m.instance_id
     if x_7 is None:
-        out.append(0)
+        out += _S2.pack(m.member_epoch)
     else:
         b_8 = x_7.encode()
         u_9 = len(b_8) + 1
         if u_9 < 128:
-            out.append(u_9)
+            out += _S0.pack(m.member_epoch, u_9)
         else:
+            out += _S3.pack(m.member_epoch)
             write_uvarint(out, u_9)
         out += b_8
     x_10 = m.rack_id
@@ -490,7 +489,7 @@ def encode_consumer_group_heartbeat_request_v1(m: ConsumerGroupHeartbeatRequest,
         else:
             write_uvarint(out, u_12)
         out += b_11
-    out += _S0.pack(m.rebalance_timeout_ms)
+    out += _S3.pack(m.rebalance_timeout_ms)
     x_13 = m.subscribed_topic_names
     if x_13 is None:
         out.append(0)
@@ -541,7 +540,7 @@ def encode_consumer_group_heartbeat_request_v1(m: ConsumerGroupHeartbeatRequest,
         else:
             write_uvarint(out, u_26)
         for e_27 in x_25:
-            out += _S1.pack(e_27.topic_id)
+            out += _S4.pack(e_27.topic_id)
             x_28 = e_27.partitions
             u_29 = len(x_28) + 1
             if u_29 < 128:
@@ -554,13 +553,12 @@ def encode_consumer_group_heartbeat_request_v1(m: ConsumerGroupHeartbeatRequest,
 
 
 def decode_consumer_group_heartbeat_response_v0(data: bytes, pos: int) -> tuple[ConsumerGroupHeartbeatResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S2.unpack_from(data, pos)
-    pos += 6
+    v_throttle_time_ms_1, v_error_code_2, n0 = _S5.unpack_from(data, pos)
     v_error_message_3: str | None
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 7
     else:
+        pos += 6
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -580,7 +578,7 @@ def decode_consumer_group_heartbeat_response_v0(data: bytes, pos: int) -> tuple[
     else:
         v_member_id_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_member_epoch_5, v_heartbeat_interval_ms_6 = _S3.unpack_from(data, pos)
+    v_member_epoch_5, v_heartbeat_interval_ms_6 = _S6.unpack_from(data, pos)
     pos += 8
     v_assignment_7: Assignment | None
     marker_8 = data[pos]
@@ -601,13 +599,12 @@ def decode_consumer_group_heartbeat_response_v0(data: bytes, pos: int) -> tuple[
             v_topic_partitions_9 = []
             append_10 = v_topic_partitions_9.append
             for _ in range(n1):
-                v_topic_id_11, = _S1.unpack_from(data, pos)
-                pos += 16
+                v_topic_id_11, n2 = _S1.unpack_from(data, pos)
                 v_partitions_12: list[int]
-                n2 = data[pos]
                 if n2 < 128:
-                    pos += 1
+                    pos += 17
                 else:
+                    pos += 16
                     n2, pos = read_uvarint(data, pos)
                 n2 -= 1
                 if n2 < 0:
@@ -654,16 +651,16 @@ def decode_consumer_group_heartbeat_response_v0(data: bytes, pos: int) -> tuple[
 
 
 def encode_consumer_group_heartbeat_response_v0(m: ConsumerGroupHeartbeatResponse, out: bytearray) -> None:
-    out += _S2.pack(m.throttle_time_ms, m.error_code)
     x_1 = m.error_message
     if x_1 is None:
-        out.append(0)
+        out += _S7.pack(m.throttle_time_ms, m.error_code)
     else:
         b_2 = x_1.encode()
         u_3 = len(b_2) + 1
         if u_3 < 128:
-            out.append(u_3)
+            out += _S5.pack(m.throttle_time_ms, m.error_code, u_3)
         else:
+            out += _S8.pack(m.throttle_time_ms, m.error_code)
             write_uvarint(out, u_3)
         out += b_2
     x_4 = m.member_id
@@ -677,7 +674,7 @@ def encode_consumer_group_heartbeat_response_v0(m: ConsumerGroupHeartbeatRespons
         else:
             write_uvarint(out, u_6)
         out += b_5
-    out += _S3.pack(m.member_epoch, m.heartbeat_interval_ms)
+    out += _S6.pack(m.member_epoch, m.heartbeat_interval_ms)
     s_8 = m.assignment
     if s_8 is None:
         out.append(0xFF)
@@ -690,7 +687,7 @@ def encode_consumer_group_heartbeat_response_v0(m: ConsumerGroupHeartbeatRespons
         else:
             write_uvarint(out, u_10)
         for e_11 in x_9:
-            out += _S1.pack(e_11.topic_id)
+            out += _S4.pack(e_11.topic_id)
             x_12 = e_11.partitions
             u_13 = len(x_12) + 1
             if u_13 < 128:
@@ -704,13 +701,12 @@ def encode_consumer_group_heartbeat_response_v0(m: ConsumerGroupHeartbeatRespons
 
 
 def decode_consumer_group_heartbeat_response_v1(data: bytes, pos: int) -> tuple[ConsumerGroupHeartbeatResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S2.unpack_from(data, pos)
-    pos += 6
+    v_throttle_time_ms_1, v_error_code_2, n0 = _S5.unpack_from(data, pos)
     v_error_message_3: str | None
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 7
     else:
+        pos += 6
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -730,7 +726,7 @@ def decode_consumer_group_heartbeat_response_v1(data: bytes, pos: int) -> tuple[
     else:
         v_member_id_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_member_epoch_5, v_heartbeat_interval_ms_6 = _S3.unpack_from(data, pos)
+    v_member_epoch_5, v_heartbeat_interval_ms_6 = _S6.unpack_from(data, pos)
     pos += 8
     v_assignment_7: Assignment | None
     marker_8 = data[pos]
@@ -751,13 +747,12 @@ def decode_consumer_group_heartbeat_response_v1(data: bytes, pos: int) -> tuple[
             v_topic_partitions_9 = []
             append_10 = v_topic_partitions_9.append
             for _ in range(n1):
-                v_topic_id_11, = _S1.unpack_from(data, pos)
-                pos += 16
+                v_topic_id_11, n2 = _S1.unpack_from(data, pos)
                 v_partitions_12: list[int]
-                n2 = data[pos]
                 if n2 < 128:
-                    pos += 1
+                    pos += 17
                 else:
+                    pos += 16
                     n2, pos = read_uvarint(data, pos)
                 n2 -= 1
                 if n2 < 0:
@@ -804,16 +799,16 @@ def decode_consumer_group_heartbeat_response_v1(data: bytes, pos: int) -> tuple[
 
 
 def encode_consumer_group_heartbeat_response_v1(m: ConsumerGroupHeartbeatResponse, out: bytearray) -> None:
-    out += _S2.pack(m.throttle_time_ms, m.error_code)
     x_1 = m.error_message
     if x_1 is None:
-        out.append(0)
+        out += _S7.pack(m.throttle_time_ms, m.error_code)
     else:
         b_2 = x_1.encode()
         u_3 = len(b_2) + 1
         if u_3 < 128:
-            out.append(u_3)
+            out += _S5.pack(m.throttle_time_ms, m.error_code, u_3)
         else:
+            out += _S8.pack(m.throttle_time_ms, m.error_code)
             write_uvarint(out, u_3)
         out += b_2
     x_4 = m.member_id
@@ -827,7 +822,7 @@ def encode_consumer_group_heartbeat_response_v1(m: ConsumerGroupHeartbeatRespons
         else:
             write_uvarint(out, u_6)
         out += b_5
-    out += _S3.pack(m.member_epoch, m.heartbeat_interval_ms)
+    out += _S6.pack(m.member_epoch, m.heartbeat_interval_ms)
     s_8 = m.assignment
     if s_8 is None:
         out.append(0xFF)
@@ -840,7 +835,7 @@ def encode_consumer_group_heartbeat_response_v1(m: ConsumerGroupHeartbeatRespons
         else:
             write_uvarint(out, u_10)
         for e_11 in x_9:
-            out += _S1.pack(e_11.topic_id)
+            out += _S4.pack(e_11.topic_id)
             x_12 = e_11.partitions
             u_13 = len(x_12) + 1
             if u_13 < 128:

@@ -13,6 +13,12 @@ _S0 = Struct('>i')
 _S1 = Struct('>b')
 _S2 = Struct('>h')
 _S3 = Struct('>bb')
+_S4 = Struct('>bB')
+_S5 = Struct('>bbB')
+_S6 = Struct('>bbx')
+_S7 = Struct('>iB')
+_S8 = Struct('>hB')
+_S9 = Struct('>hx')
 
 
 @dataclass(slots=True)
@@ -126,13 +132,12 @@ def decode_create_acls_request_v2(data: bytes, pos: int) -> tuple[CreateAclsRequ
         v_creations_1 = []
         append_2 = v_creations_1.append
         for _ in range(n0):
-            v_resource_type_3, = _S1.unpack_from(data, pos)
-            pos += 1
+            v_resource_type_3, n1 = _S4.unpack_from(data, pos)
             v_resource_name_4: str
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 2
             else:
+                pos += 1
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -140,13 +145,12 @@ def decode_create_acls_request_v2(data: bytes, pos: int) -> tuple[CreateAclsRequ
             else:
                 v_resource_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_resource_pattern_type_5, = _S1.unpack_from(data, pos)
-            pos += 1
+            v_resource_pattern_type_5, n1 = _S4.unpack_from(data, pos)
             v_principal_6: str
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 2
             else:
+                pos += 1
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -166,11 +170,11 @@ def decode_create_acls_request_v2(data: bytes, pos: int) -> tuple[CreateAclsRequ
             else:
                 v_host_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_operation_8, v_permission_type_9 = _S3.unpack_from(data, pos)
-            pos += 2
-            if data[pos] == 0:
-                pos += 1
+            v_operation_8, v_permission_type_9, tag_count1 = _S5.unpack_from(data, pos)
+            if tag_count1 == 0:
+                pos += 3
             else:
+                pos += 2
                 n_tags1, pos = read_uvarint(data, pos)
                 for _ in range(n_tags1):
                     tag1, pos = read_uvarint(data, pos)
@@ -198,22 +202,22 @@ def encode_create_acls_request_v2(m: CreateAclsRequest, out: bytearray) -> None:
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        out += _S1.pack(e_3.resource_type)
         x_4 = e_3.resource_name
         b_5 = x_4.encode()
         u_6 = len(b_5) + 1
         if u_6 < 128:
-            out.append(u_6)
+            out += _S4.pack(e_3.resource_type, u_6)
         else:
+            out += _S1.pack(e_3.resource_type)
             write_uvarint(out, u_6)
         out += b_5
-        out += _S1.pack(e_3.resource_pattern_type)
         x_7 = e_3.principal
         b_8 = x_7.encode()
         u_9 = len(b_8) + 1
         if u_9 < 128:
-            out.append(u_9)
+            out += _S4.pack(e_3.resource_pattern_type, u_9)
         else:
+            out += _S1.pack(e_3.resource_pattern_type)
             write_uvarint(out, u_9)
         out += b_8
         x_10 = e_3.host
@@ -224,8 +228,7 @@ def encode_create_acls_request_v2(m: CreateAclsRequest, out: bytearray) -> None:
         else:
             write_uvarint(out, u_12)
         out += b_11
-        out += _S3.pack(e_3.operation, e_3.permission_type)
-        out.append(0)
+        out += _S6.pack(e_3.operation, e_3.permission_type)
     out.append(0)
 
 
@@ -245,13 +248,12 @@ def decode_create_acls_request_v3(data: bytes, pos: int) -> tuple[CreateAclsRequ
         v_creations_1 = []
         append_2 = v_creations_1.append
         for _ in range(n0):
-            v_resource_type_3, = _S1.unpack_from(data, pos)
-            pos += 1
+            v_resource_type_3, n1 = _S4.unpack_from(data, pos)
             v_resource_name_4: str
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 2
             else:
+                pos += 1
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -259,13 +261,12 @@ def decode_create_acls_request_v3(data: bytes, pos: int) -> tuple[CreateAclsRequ
             else:
                 v_resource_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_resource_pattern_type_5, = _S1.unpack_from(data, pos)
-            pos += 1
+            v_resource_pattern_type_5, n1 = _S4.unpack_from(data, pos)
             v_principal_6: str
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 2
             else:
+                pos += 1
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -285,11 +286,11 @@ def decode_create_acls_request_v3(data: bytes, pos: int) -> tuple[CreateAclsRequ
             else:
                 v_host_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_operation_8, v_permission_type_9 = _S3.unpack_from(data, pos)
-            pos += 2
-            if data[pos] == 0:
-                pos += 1
+            v_operation_8, v_permission_type_9, tag_count1 = _S5.unpack_from(data, pos)
+            if tag_count1 == 0:
+                pos += 3
             else:
+                pos += 2
                 n_tags1, pos = read_uvarint(data, pos)
                 for _ in range(n_tags1):
                     tag1, pos = read_uvarint(data, pos)
@@ -317,22 +318,22 @@ def encode_create_acls_request_v3(m: CreateAclsRequest, out: bytearray) -> None:
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        out += _S1.pack(e_3.resource_type)
         x_4 = e_3.resource_name
         b_5 = x_4.encode()
         u_6 = len(b_5) + 1
         if u_6 < 128:
-            out.append(u_6)
+            out += _S4.pack(e_3.resource_type, u_6)
         else:
+            out += _S1.pack(e_3.resource_type)
             write_uvarint(out, u_6)
         out += b_5
-        out += _S1.pack(e_3.resource_pattern_type)
         x_7 = e_3.principal
         b_8 = x_7.encode()
         u_9 = len(b_8) + 1
         if u_9 < 128:
-            out.append(u_9)
+            out += _S4.pack(e_3.resource_pattern_type, u_9)
         else:
+            out += _S1.pack(e_3.resource_pattern_type)
             write_uvarint(out, u_9)
         out += b_8
         x_10 = e_3.host
@@ -343,8 +344,7 @@ def encode_create_acls_request_v3(m: CreateAclsRequest, out: bytearray) -> None:
         else:
             write_uvarint(out, u_12)
         out += b_11
-        out += _S3.pack(e_3.operation, e_3.permission_type)
-        out.append(0)
+        out += _S6.pack(e_3.operation, e_3.permission_type)
     out.append(0)
 
 
@@ -392,13 +392,12 @@ def encode_create_acls_response_v1(m: CreateAclsResponse, out: bytearray) -> Non
 
 
 def decode_create_acls_response_v2(data: bytes, pos: int) -> tuple[CreateAclsResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S7.unpack_from(data, pos)
     v_results_2: list[AclCreationResult]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -409,13 +408,12 @@ def decode_create_acls_response_v2(data: bytes, pos: int) -> tuple[CreateAclsRes
         v_results_2 = []
         append_3 = v_results_2.append
         for _ in range(n0):
-            v_error_code_4, = _S2.unpack_from(data, pos)
-            pos += 2
+            v_error_code_4, n1 = _S8.unpack_from(data, pos)
             v_error_message_5: str | None
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 3
             else:
+                pos += 2
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -454,16 +452,16 @@ def encode_create_acls_response_v2(m: CreateAclsResponse, out: bytearray) -> Non
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        out += _S2.pack(e_3.error_code)
         x_4 = e_3.error_message
         if x_4 is None:
-            out.append(0)
+            out += _S9.pack(e_3.error_code)
         else:
             b_5 = x_4.encode()
             u_6 = len(b_5) + 1
             if u_6 < 128:
-                out.append(u_6)
+                out += _S8.pack(e_3.error_code, u_6)
             else:
+                out += _S2.pack(e_3.error_code)
                 write_uvarint(out, u_6)
             out += b_5
         out.append(0)
@@ -471,13 +469,12 @@ def encode_create_acls_response_v2(m: CreateAclsResponse, out: bytearray) -> Non
 
 
 def decode_create_acls_response_v3(data: bytes, pos: int) -> tuple[CreateAclsResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S7.unpack_from(data, pos)
     v_results_2: list[AclCreationResult]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -488,13 +485,12 @@ def decode_create_acls_response_v3(data: bytes, pos: int) -> tuple[CreateAclsRes
         v_results_2 = []
         append_3 = v_results_2.append
         for _ in range(n0):
-            v_error_code_4, = _S2.unpack_from(data, pos)
-            pos += 2
+            v_error_code_4, n1 = _S8.unpack_from(data, pos)
             v_error_message_5: str | None
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 3
             else:
+                pos += 2
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -533,16 +529,16 @@ def encode_create_acls_response_v3(m: CreateAclsResponse, out: bytearray) -> Non
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        out += _S2.pack(e_3.error_code)
         x_4 = e_3.error_message
         if x_4 is None:
-            out.append(0)
+            out += _S9.pack(e_3.error_code)
         else:
             b_5 = x_4.encode()
             u_6 = len(b_5) + 1
             if u_6 < 128:
-                out.append(u_6)
+                out += _S8.pack(e_3.error_code, u_6)
             else:
+                out += _S2.pack(e_3.error_code)
                 write_uvarint(out, u_6)
             out += b_5
         out.append(0)

@@ -12,6 +12,11 @@ from protocol.primitives import DecodeError, read_uvarint, write_uvarint
 _S0 = Struct('>i')
 _S1 = Struct('>h')
 _S2 = Struct('>i?')
+_S3 = Struct('>iB')
+_S4 = Struct('>i?B')
+_S5 = Struct('>i?x')
+_S6 = Struct('>hB')
+_S7 = Struct('>hx')
 
 
 @dataclass(slots=True)
@@ -216,13 +221,12 @@ def decode_create_partitions_request_v2(data: bytes, pos: int) -> tuple[CreatePa
             else:
                 v_name_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_count_6, = _S0.unpack_from(data, pos)
-            pos += 4
+            v_count_6, n1 = _S3.unpack_from(data, pos)
             v_assignments_7: list[CreatePartitionsAssignment] | None
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 5
             else:
+                pos += 4
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -267,11 +271,11 @@ def decode_create_partitions_request_v2(data: bytes, pos: int) -> tuple[CreatePa
                     end1 = pos + size1
                     pos = end1
             append_4(CreatePartitionsTopic(v_name_5, v_count_6, v_assignments_7))
-    v_timeout_ms_2, v_validate_only_3 = _S2.unpack_from(data, pos)
-    pos += 5
-    if data[pos] == 0:
-        pos += 1
+    v_timeout_ms_2, v_validate_only_3, tag_count0 = _S4.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 6
     else:
+        pos += 5
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -317,8 +321,7 @@ def encode_create_partitions_request_v2(m: CreatePartitionsRequest, out: bytearr
                 out += pack('>%di' % len(x_10), *x_10)
                 out.append(0)
         out.append(0)
-    out += _S2.pack(m.timeout_ms, m.validate_only)
-    out.append(0)
+    out += _S5.pack(m.timeout_ms, m.validate_only)
 
 
 def decode_create_partitions_request_v3(data: bytes, pos: int) -> tuple[CreatePartitionsRequest, int]:
@@ -349,13 +352,12 @@ def decode_create_partitions_request_v3(data: bytes, pos: int) -> tuple[CreatePa
             else:
                 v_name_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_count_6, = _S0.unpack_from(data, pos)
-            pos += 4
+            v_count_6, n1 = _S3.unpack_from(data, pos)
             v_assignments_7: list[CreatePartitionsAssignment] | None
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 5
             else:
+                pos += 4
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -400,11 +402,11 @@ def decode_create_partitions_request_v3(data: bytes, pos: int) -> tuple[CreatePa
                     end1 = pos + size1
                     pos = end1
             append_4(CreatePartitionsTopic(v_name_5, v_count_6, v_assignments_7))
-    v_timeout_ms_2, v_validate_only_3 = _S2.unpack_from(data, pos)
-    pos += 5
-    if data[pos] == 0:
-        pos += 1
+    v_timeout_ms_2, v_validate_only_3, tag_count0 = _S4.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 6
     else:
+        pos += 5
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -450,8 +452,7 @@ def encode_create_partitions_request_v3(m: CreatePartitionsRequest, out: bytearr
                 out += pack('>%di' % len(x_10), *x_10)
                 out.append(0)
         out.append(0)
-    out += _S2.pack(m.timeout_ms, m.validate_only)
-    out.append(0)
+    out += _S5.pack(m.timeout_ms, m.validate_only)
 
 
 def decode_create_partitions_response_v0(data: bytes, pos: int) -> tuple[CreatePartitionsResponse, int]:
@@ -565,13 +566,12 @@ def encode_create_partitions_response_v1(m: CreatePartitionsResponse, out: bytea
 
 
 def decode_create_partitions_response_v2(data: bytes, pos: int) -> tuple[CreatePartitionsResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S3.unpack_from(data, pos)
     v_results_2: list[CreatePartitionsTopicResult]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -594,13 +594,12 @@ def decode_create_partitions_response_v2(data: bytes, pos: int) -> tuple[CreateP
             else:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_error_code_5, = _S1.unpack_from(data, pos)
-            pos += 2
+            v_error_code_5, n1 = _S6.unpack_from(data, pos)
             v_error_message_6: str | None
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 3
             else:
+                pos += 2
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -647,16 +646,16 @@ def encode_create_partitions_response_v2(m: CreatePartitionsResponse, out: bytea
         else:
             write_uvarint(out, u_6)
         out += b_5
-        out += _S1.pack(e_3.error_code)
         x_7 = e_3.error_message
         if x_7 is None:
-            out.append(0)
+            out += _S7.pack(e_3.error_code)
         else:
             b_8 = x_7.encode()
             u_9 = len(b_8) + 1
             if u_9 < 128:
-                out.append(u_9)
+                out += _S6.pack(e_3.error_code, u_9)
             else:
+                out += _S1.pack(e_3.error_code)
                 write_uvarint(out, u_9)
             out += b_8
         out.append(0)
@@ -664,13 +663,12 @@ def encode_create_partitions_response_v2(m: CreatePartitionsResponse, out: bytea
 
 
 def decode_create_partitions_response_v3(data: bytes, pos: int) -> tuple[CreatePartitionsResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S3.unpack_from(data, pos)
     v_results_2: list[CreatePartitionsTopicResult]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -693,13 +691,12 @@ def decode_create_partitions_response_v3(data: bytes, pos: int) -> tuple[CreateP
             else:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_error_code_5, = _S1.unpack_from(data, pos)
-            pos += 2
+            v_error_code_5, n1 = _S6.unpack_from(data, pos)
             v_error_message_6: str | None
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 3
             else:
+                pos += 2
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -746,16 +743,16 @@ def encode_create_partitions_response_v3(m: CreatePartitionsResponse, out: bytea
         else:
             write_uvarint(out, u_6)
         out += b_5
-        out += _S1.pack(e_3.error_code)
         x_7 = e_3.error_message
         if x_7 is None:
-            out.append(0)
+            out += _S7.pack(e_3.error_code)
         else:
             b_8 = x_7.encode()
             u_9 = len(b_8) + 1
             if u_9 < 128:
-                out.append(u_9)
+                out += _S6.pack(e_3.error_code, u_9)
             else:
+                out += _S1.pack(e_3.error_code)
                 write_uvarint(out, u_9)
             out += b_8
         out.append(0)

@@ -14,8 +14,17 @@ _S0 = Struct('>i')
 _S1 = Struct('>h')
 _S2 = Struct('>ih')
 _S3 = Struct('>i?')
-_S4 = Struct('>?b?')
-_S5 = Struct('>16sh')
+_S4 = Struct('>ihB')
+_S5 = Struct('>iB')
+_S6 = Struct('>i?B')
+_S7 = Struct('>i?x')
+_S8 = Struct('>hB')
+_S9 = Struct('>?b?B')
+_S10 = Struct('>hx')
+_S11 = Struct('>?b?x')
+_S12 = Struct('>16shB')
+_S13 = Struct('>16shx')
+_S14 = Struct('>16sh')
 
 
 @dataclass(slots=True)
@@ -668,13 +677,12 @@ def decode_create_topics_request_v5(data: bytes, pos: int) -> tuple[CreateTopics
             else:
                 v_name_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_num_partitions_6, v_replication_factor_7 = _S2.unpack_from(data, pos)
-            pos += 6
+            v_num_partitions_6, v_replication_factor_7, n1 = _S4.unpack_from(data, pos)
             v_assignments_8: list[CreatableReplicaAssignment]
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 7
             else:
+                pos += 6
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -685,13 +693,12 @@ def decode_create_topics_request_v5(data: bytes, pos: int) -> tuple[CreateTopics
                 v_assignments_8 = []
                 append_10 = v_assignments_8.append
                 for _ in range(n1):
-                    v_partition_index_11, = _S0.unpack_from(data, pos)
-                    pos += 4
+                    v_partition_index_11, n2 = _S5.unpack_from(data, pos)
                     v_broker_ids_12: list[int]
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 5
                     else:
+                        pos += 4
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
@@ -770,11 +777,11 @@ def decode_create_topics_request_v5(data: bytes, pos: int) -> tuple[CreateTopics
                     end1 = pos + size1
                     pos = end1
             append_4(CreatableTopic(v_name_5, v_num_partitions_6, v_replication_factor_7, v_assignments_8, v_configs_9))
-    v_timeout_ms_2, v_validate_only_3 = _S3.unpack_from(data, pos)
-    pos += 5
-    if data[pos] == 0:
-        pos += 1
+    v_timeout_ms_2, v_validate_only_3, tag_count0 = _S6.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 6
     else:
+        pos += 5
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -845,8 +852,7 @@ def encode_create_topics_request_v5(m: CreateTopicsRequest, out: bytearray) -> N
                 out += b_19
             out.append(0)
         out.append(0)
-    out += _S3.pack(m.timeout_ms, m.validate_only)
-    out.append(0)
+    out += _S7.pack(m.timeout_ms, m.validate_only)
 
 
 def decode_create_topics_request_v6(data: bytes, pos: int) -> tuple[CreateTopicsRequest, int]:
@@ -877,13 +883,12 @@ def decode_create_topics_request_v6(data: bytes, pos: int) -> tuple[CreateTopics
             else:
                 v_name_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_num_partitions_6, v_replication_factor_7 = _S2.unpack_from(data, pos)
-            pos += 6
+            v_num_partitions_6, v_replication_factor_7, n1 = _S4.unpack_from(data, pos)
             v_assignments_8: list[CreatableReplicaAssignment]
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 7
             else:
+                pos += 6
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -894,13 +899,12 @@ def decode_create_topics_request_v6(data: bytes, pos: int) -> tuple[CreateTopics
                 v_assignments_8 = []
                 append_10 = v_assignments_8.append
                 for _ in range(n1):
-                    v_partition_index_11, = _S0.unpack_from(data, pos)
-                    pos += 4
+                    v_partition_index_11, n2 = _S5.unpack_from(data, pos)
                     v_broker_ids_12: list[int]
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 5
                     else:
+                        pos += 4
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
@@ -979,11 +983,11 @@ def decode_create_topics_request_v6(data: bytes, pos: int) -> tuple[CreateTopics
                     end1 = pos + size1
                     pos = end1
             append_4(CreatableTopic(v_name_5, v_num_partitions_6, v_replication_factor_7, v_assignments_8, v_configs_9))
-    v_timeout_ms_2, v_validate_only_3 = _S3.unpack_from(data, pos)
-    pos += 5
-    if data[pos] == 0:
-        pos += 1
+    v_timeout_ms_2, v_validate_only_3, tag_count0 = _S6.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 6
     else:
+        pos += 5
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -1054,8 +1058,7 @@ def encode_create_topics_request_v6(m: CreateTopicsRequest, out: bytearray) -> N
                 out += b_19
             out.append(0)
         out.append(0)
-    out += _S3.pack(m.timeout_ms, m.validate_only)
-    out.append(0)
+    out += _S7.pack(m.timeout_ms, m.validate_only)
 
 
 def decode_create_topics_request_v7(data: bytes, pos: int) -> tuple[CreateTopicsRequest, int]:
@@ -1086,13 +1089,12 @@ def decode_create_topics_request_v7(data: bytes, pos: int) -> tuple[CreateTopics
             else:
                 v_name_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_num_partitions_6, v_replication_factor_7 = _S2.unpack_from(data, pos)
-            pos += 6
+            v_num_partitions_6, v_replication_factor_7, n1 = _S4.unpack_from(data, pos)
             v_assignments_8: list[CreatableReplicaAssignment]
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 7
             else:
+                pos += 6
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -1103,13 +1105,12 @@ def decode_create_topics_request_v7(data: bytes, pos: int) -> tuple[CreateTopics
                 v_assignments_8 = []
                 append_10 = v_assignments_8.append
                 for _ in range(n1):
-                    v_partition_index_11, = _S0.unpack_from(data, pos)
-                    pos += 4
+                    v_partition_index_11, n2 = _S5.unpack_from(data, pos)
                     v_broker_ids_12: list[int]
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 5
                     else:
+                        pos += 4
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
@@ -1188,11 +1189,11 @@ def decode_create_topics_request_v7(data: bytes, pos: int) -> tuple[CreateTopics
                     end1 = pos + size1
                     pos = end1
             append_4(CreatableTopic(v_name_5, v_num_partitions_6, v_replication_factor_7, v_assignments_8, v_configs_9))
-    v_timeout_ms_2, v_validate_only_3 = _S3.unpack_from(data, pos)
-    pos += 5
-    if data[pos] == 0:
-        pos += 1
+    v_timeout_ms_2, v_validate_only_3, tag_count0 = _S6.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 6
     else:
+        pos += 5
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -1263,8 +1264,7 @@ def encode_create_topics_request_v7(m: CreateTopicsRequest, out: bytearray) -> N
                 out += b_19
             out.append(0)
         out.append(0)
-    out += _S3.pack(m.timeout_ms, m.validate_only)
-    out.append(0)
+    out += _S7.pack(m.timeout_ms, m.validate_only)
 
 
 def decode_create_topics_response_v0(data: bytes, pos: int) -> tuple[CreateTopicsResponse, int]:
@@ -1522,13 +1522,12 @@ def encode_create_topics_response_v4(m: CreateTopicsResponse, out: bytearray) ->
 
 
 def decode_create_topics_response_v5(data: bytes, pos: int) -> tuple[CreateTopicsResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S5.unpack_from(data, pos)
     v_topics_2: list[CreatableTopicResult]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -1551,13 +1550,12 @@ def decode_create_topics_response_v5(data: bytes, pos: int) -> tuple[CreateTopic
             else:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_error_code_6, = _S1.unpack_from(data, pos)
-            pos += 2
+            v_error_code_6, n1 = _S8.unpack_from(data, pos)
             v_error_message_7: str | None
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 3
             else:
+                pos += 2
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -1565,13 +1563,12 @@ def decode_create_topics_response_v5(data: bytes, pos: int) -> tuple[CreateTopic
             else:
                 v_error_message_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_num_partitions_9, v_replication_factor_10 = _S2.unpack_from(data, pos)
-            pos += 6
+            v_num_partitions_9, v_replication_factor_10, n1 = _S4.unpack_from(data, pos)
             v_configs_11: list[CreatableTopicConfigs] | None
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 7
             else:
+                pos += 6
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -1606,11 +1603,11 @@ def decode_create_topics_response_v5(data: bytes, pos: int) -> tuple[CreateTopic
                     else:
                         v_value_14 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
-                    v_read_only_15, v_config_source_16, v_is_sensitive_17 = _S4.unpack_from(data, pos)
-                    pos += 3
-                    if data[pos] == 0:
-                        pos += 1
+                    v_read_only_15, v_config_source_16, v_is_sensitive_17, tag_count2 = _S9.unpack_from(data, pos)
+                    if tag_count2 == 0:
+                        pos += 4
                     else:
+                        pos += 3
                         n_tags2, pos = read_uvarint(data, pos)
                         for _ in range(n_tags2):
                             tag2, pos = read_uvarint(data, pos)
@@ -1661,16 +1658,16 @@ def encode_create_topics_response_v5(m: CreateTopicsResponse, out: bytearray) ->
         else:
             write_uvarint(out, u_6)
         out += b_5
-        out += _S1.pack(e_3.error_code)
         x_7 = e_3.error_message
         if x_7 is None:
-            out.append(0)
+            out += _S10.pack(e_3.error_code)
         else:
             b_8 = x_7.encode()
             u_9 = len(b_8) + 1
             if u_9 < 128:
-                out.append(u_9)
+                out += _S8.pack(e_3.error_code, u_9)
             else:
+                out += _S1.pack(e_3.error_code)
                 write_uvarint(out, u_9)
             out += b_8
         out += _S2.pack(e_3.num_partitions, e_3.replication_factor)
@@ -1703,8 +1700,7 @@ def encode_create_topics_response_v5(m: CreateTopicsResponse, out: bytearray) ->
                     else:
                         write_uvarint(out, u_18)
                     out += b_17
-                out += _S4.pack(e_12.read_only, e_12.config_source, e_12.is_sensitive)
-                out.append(0)
+                out += _S11.pack(e_12.read_only, e_12.config_source, e_12.is_sensitive)
         tags1 = (e_3.topic_config_error_code != 0)
         write_uvarint(out, tags1)
         if e_3.topic_config_error_code != 0:
@@ -1717,13 +1713,12 @@ def encode_create_topics_response_v5(m: CreateTopicsResponse, out: bytearray) ->
 
 
 def decode_create_topics_response_v6(data: bytes, pos: int) -> tuple[CreateTopicsResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S5.unpack_from(data, pos)
     v_topics_2: list[CreatableTopicResult]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -1746,13 +1741,12 @@ def decode_create_topics_response_v6(data: bytes, pos: int) -> tuple[CreateTopic
             else:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_error_code_6, = _S1.unpack_from(data, pos)
-            pos += 2
+            v_error_code_6, n1 = _S8.unpack_from(data, pos)
             v_error_message_7: str | None
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 3
             else:
+                pos += 2
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -1760,13 +1754,12 @@ def decode_create_topics_response_v6(data: bytes, pos: int) -> tuple[CreateTopic
             else:
                 v_error_message_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_num_partitions_9, v_replication_factor_10 = _S2.unpack_from(data, pos)
-            pos += 6
+            v_num_partitions_9, v_replication_factor_10, n1 = _S4.unpack_from(data, pos)
             v_configs_11: list[CreatableTopicConfigs] | None
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 7
             else:
+                pos += 6
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -1801,11 +1794,11 @@ def decode_create_topics_response_v6(data: bytes, pos: int) -> tuple[CreateTopic
                     else:
                         v_value_14 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
-                    v_read_only_15, v_config_source_16, v_is_sensitive_17 = _S4.unpack_from(data, pos)
-                    pos += 3
-                    if data[pos] == 0:
-                        pos += 1
+                    v_read_only_15, v_config_source_16, v_is_sensitive_17, tag_count2 = _S9.unpack_from(data, pos)
+                    if tag_count2 == 0:
+                        pos += 4
                     else:
+                        pos += 3
                         n_tags2, pos = read_uvarint(data, pos)
                         for _ in range(n_tags2):
                             tag2, pos = read_uvarint(data, pos)
@@ -1856,16 +1849,16 @@ def encode_create_topics_response_v6(m: CreateTopicsResponse, out: bytearray) ->
         else:
             write_uvarint(out, u_6)
         out += b_5
-        out += _S1.pack(e_3.error_code)
         x_7 = e_3.error_message
         if x_7 is None:
-            out.append(0)
+            out += _S10.pack(e_3.error_code)
         else:
             b_8 = x_7.encode()
             u_9 = len(b_8) + 1
             if u_9 < 128:
-                out.append(u_9)
+                out += _S8.pack(e_3.error_code, u_9)
             else:
+                out += _S1.pack(e_3.error_code)
                 write_uvarint(out, u_9)
             out += b_8
         out += _S2.pack(e_3.num_partitions, e_3.replication_factor)
@@ -1898,8 +1891,7 @@ def encode_create_topics_response_v6(m: CreateTopicsResponse, out: bytearray) ->
                     else:
                         write_uvarint(out, u_18)
                     out += b_17
-                out += _S4.pack(e_12.read_only, e_12.config_source, e_12.is_sensitive)
-                out.append(0)
+                out += _S11.pack(e_12.read_only, e_12.config_source, e_12.is_sensitive)
         tags1 = (e_3.topic_config_error_code != 0)
         write_uvarint(out, tags1)
         if e_3.topic_config_error_code != 0:
@@ -1912,13 +1904,12 @@ def encode_create_topics_response_v6(m: CreateTopicsResponse, out: bytearray) ->
 
 
 def decode_create_topics_response_v7(data: bytes, pos: int) -> tuple[CreateTopicsResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S5.unpack_from(data, pos)
     v_topics_2: list[CreatableTopicResult]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -1941,13 +1932,12 @@ def decode_create_topics_response_v7(data: bytes, pos: int) -> tuple[CreateTopic
             else:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_topic_id_5, v_error_code_6 = _S5.unpack_from(data, pos)
-            pos += 18
+            v_topic_id_5, v_error_code_6, n1 = _S12.unpack_from(data, pos)
             v_error_message_7: str | None
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 19
             else:
+                pos += 18
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -1955,13 +1945,12 @@ def decode_create_topics_response_v7(data: bytes, pos: int) -> tuple[CreateTopic
             else:
                 v_error_message_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_num_partitions_9, v_replication_factor_10 = _S2.unpack_from(data, pos)
-            pos += 6
+            v_num_partitions_9, v_replication_factor_10, n1 = _S4.unpack_from(data, pos)
             v_configs_11: list[CreatableTopicConfigs] | None
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 7
             else:
+                pos += 6
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -1996,11 +1985,11 @@ def decode_create_topics_response_v7(data: bytes, pos: int) -> tuple[CreateTopic
                     else:
                         v_value_14 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
-                    v_read_only_15, v_config_source_16, v_is_sensitive_17 = _S4.unpack_from(data, pos)
-                    pos += 3
-                    if data[pos] == 0:
-                        pos += 1
+                    v_read_only_15, v_config_source_16, v_is_sensitive_17, tag_count2 = _S9.unpack_from(data, pos)
+                    if tag_count2 == 0:
+                        pos += 4
                     else:
+                        pos += 3
                         n_tags2, pos = read_uvarint(data, pos)
                         for _ in range(n_tags2):
                             tag2, pos = read_uvarint(data, pos)
@@ -2051,16 +2040,16 @@ def encode_create_topics_response_v7(m: CreateTopicsResponse, out: bytearray) ->
         else:
             write_uvarint(out, u_6)
         out += b_5
-        out += _S5.pack(e_3.topic_id, e_3.error_code)
         x_7 = e_3.error_message
         if x_7 is None:
-            out.append(0)
+            out += _S13.pack(e_3.topic_id, e_3.error_code)
         else:
             b_8 = x_7.encode()
             u_9 = len(b_8) + 1
             if u_9 < 128:
-                out.append(u_9)
+                out += _S12.pack(e_3.topic_id, e_3.error_code, u_9)
             else:
+                out += _S14.pack(e_3.topic_id, e_3.error_code)
                 write_uvarint(out, u_9)
             out += b_8
         out += _S2.pack(e_3.num_partitions, e_3.replication_factor)
@@ -2093,8 +2082,7 @@ def encode_create_topics_response_v7(m: CreateTopicsResponse, out: bytearray) ->
                     else:
                         write_uvarint(out, u_18)
                     out += b_17
-                out += _S4.pack(e_12.read_only, e_12.config_source, e_12.is_sensitive)
-                out.append(0)
+                out += _S11.pack(e_12.read_only, e_12.config_source, e_12.is_sensitive)
         tags1 = (e_3.topic_config_error_code != 0)
         write_uvarint(out, tags1)
         if e_3.topic_config_error_code != 0:

@@ -13,6 +13,13 @@ _S0 = Struct('>i')
 _S1 = Struct('>b')
 _S2 = Struct('>h')
 _S3 = Struct('>bb')
+_S4 = Struct('>bB')
+_S5 = Struct('>bbB')
+_S6 = Struct('>bx')
+_S7 = Struct('>bbx')
+_S8 = Struct('>iB')
+_S9 = Struct('>hB')
+_S10 = Struct('>hx')
 
 
 @dataclass(slots=True)
@@ -149,13 +156,12 @@ def decode_delete_acls_request_v2(data: bytes, pos: int) -> tuple[DeleteAclsRequ
         v_filters_1 = []
         append_2 = v_filters_1.append
         for _ in range(n0):
-            v_resource_type_filter_3, = _S1.unpack_from(data, pos)
-            pos += 1
+            v_resource_type_filter_3, n1 = _S4.unpack_from(data, pos)
             v_resource_name_filter_4: str | None
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 2
             else:
+                pos += 1
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -163,13 +169,12 @@ def decode_delete_acls_request_v2(data: bytes, pos: int) -> tuple[DeleteAclsRequ
             else:
                 v_resource_name_filter_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_pattern_type_filter_5, = _S1.unpack_from(data, pos)
-            pos += 1
+            v_pattern_type_filter_5, n1 = _S4.unpack_from(data, pos)
             v_principal_filter_6: str | None
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 2
             else:
+                pos += 1
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -189,11 +194,11 @@ def decode_delete_acls_request_v2(data: bytes, pos: int) -> tuple[DeleteAclsRequ
             else:
                 v_host_filter_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_operation_8, v_permission_type_9 = _S3.unpack_from(data, pos)
-            pos += 2
-            if data[pos] == 0:
-                pos += 1
+            v_operation_8, v_permission_type_9, tag_count1 = _S5.unpack_from(data, pos)
+            if tag_count1 == 0:
+                pos += 3
             else:
+                pos += 2
                 n_tags1, pos = read_uvarint(data, pos)
                 for _ in range(n_tags1):
                     tag1, pos = read_uvarint(data, pos)
@@ -221,28 +226,28 @@ def encode_delete_acls_request_v2(m: DeleteAclsRequest, out: bytearray) -> None:
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        out += _S1.pack(e_3.resource_type_filter)
         x_4 = e_3.resource_name_filter
         if x_4 is None:
-            out.append(0)
+            out += _S6.pack(e_3.resource_type_filter)
         else:
             b_5 = x_4.encode()
             u_6 = len(b_5) + 1
             if u_6 < 128:
-                out.append(u_6)
+                out += _S4.pack(e_3.resource_type_filter, u_6)
             else:
+                out += _S1.pack(e_3.resource_type_filter)
                 write_uvarint(out, u_6)
             out += b_5
-        out += _S1.pack(e_3.pattern_type_filter)
         x_7 = e_3.principal_filter
         if x_7 is None:
-            out.append(0)
+            out += _S6.pack(e_3.pattern_type_filter)
         else:
             b_8 = x_7.encode()
             u_9 = len(b_8) + 1
             if u_9 < 128:
-                out.append(u_9)
+                out += _S4.pack(e_3.pattern_type_filter, u_9)
             else:
+                out += _S1.pack(e_3.pattern_type_filter)
                 write_uvarint(out, u_9)
             out += b_8
         x_10 = e_3.host_filter
@@ -256,8 +261,7 @@ def encode_delete_acls_request_v2(m: DeleteAclsRequest, out: bytearray) -> None:
             else:
                 write_uvarint(out, u_12)
             out += b_11
-        out += _S3.pack(e_3.operation, e_3.permission_type)
-        out.append(0)
+        out += _S7.pack(e_3.operation, e_3.permission_type)
     out.append(0)
 
 
@@ -277,13 +281,12 @@ def decode_delete_acls_request_v3(data: bytes, pos: int) -> tuple[DeleteAclsRequ
         v_filters_1 = []
         append_2 = v_filters_1.append
         for _ in range(n0):
-            v_resource_type_filter_3, = _S1.unpack_from(data, pos)
-            pos += 1
+            v_resource_type_filter_3, n1 = _S4.unpack_from(data, pos)
             v_resource_name_filter_4: str | None
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 2
             else:
+                pos += 1
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -291,13 +294,12 @@ def decode_delete_acls_request_v3(data: bytes, pos: int) -> tuple[DeleteAclsRequ
             else:
                 v_resource_name_filter_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_pattern_type_filter_5, = _S1.unpack_from(data, pos)
-            pos += 1
+            v_pattern_type_filter_5, n1 = _S4.unpack_from(data, pos)
             v_principal_filter_6: str | None
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 2
             else:
+                pos += 1
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -317,11 +319,11 @@ def decode_delete_acls_request_v3(data: bytes, pos: int) -> tuple[DeleteAclsRequ
             else:
                 v_host_filter_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_operation_8, v_permission_type_9 = _S3.unpack_from(data, pos)
-            pos += 2
-            if data[pos] == 0:
-                pos += 1
+            v_operation_8, v_permission_type_9, tag_count1 = _S5.unpack_from(data, pos)
+            if tag_count1 == 0:
+                pos += 3
             else:
+                pos += 2
                 n_tags1, pos = read_uvarint(data, pos)
                 for _ in range(n_tags1):
                     tag1, pos = read_uvarint(data, pos)
@@ -349,28 +351,28 @@ def encode_delete_acls_request_v3(m: DeleteAclsRequest, out: bytearray) -> None:
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        out += _S1.pack(e_3.resource_type_filter)
         x_4 = e_3.resource_name_filter
         if x_4 is None:
-            out.append(0)
+            out += _S6.pack(e_3.resource_type_filter)
         else:
             b_5 = x_4.encode()
             u_6 = len(b_5) + 1
             if u_6 < 128:
-                out.append(u_6)
+                out += _S4.pack(e_3.resource_type_filter, u_6)
             else:
+                out += _S1.pack(e_3.resource_type_filter)
                 write_uvarint(out, u_6)
             out += b_5
-        out += _S1.pack(e_3.pattern_type_filter)
         x_7 = e_3.principal_filter
         if x_7 is None:
-            out.append(0)
+            out += _S6.pack(e_3.pattern_type_filter)
         else:
             b_8 = x_7.encode()
             u_9 = len(b_8) + 1
             if u_9 < 128:
-                out.append(u_9)
+                out += _S4.pack(e_3.pattern_type_filter, u_9)
             else:
+                out += _S1.pack(e_3.pattern_type_filter)
                 write_uvarint(out, u_9)
             out += b_8
         x_10 = e_3.host_filter
@@ -384,8 +386,7 @@ def encode_delete_acls_request_v3(m: DeleteAclsRequest, out: bytearray) -> None:
             else:
                 write_uvarint(out, u_12)
             out += b_11
-        out += _S3.pack(e_3.operation, e_3.permission_type)
-        out.append(0)
+        out += _S7.pack(e_3.operation, e_3.permission_type)
     out.append(0)
 
 
@@ -511,13 +512,12 @@ def encode_delete_acls_response_v1(m: DeleteAclsResponse, out: bytearray) -> Non
 
 
 def decode_delete_acls_response_v2(data: bytes, pos: int) -> tuple[DeleteAclsResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S8.unpack_from(data, pos)
     v_filter_results_2: list[DeleteAclsFilterResult]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -528,13 +528,12 @@ def decode_delete_acls_response_v2(data: bytes, pos: int) -> tuple[DeleteAclsRes
         v_filter_results_2 = []
         append_3 = v_filter_results_2.append
         for _ in range(n0):
-            v_error_code_4, = _S2.unpack_from(data, pos)
-            pos += 2
+            v_error_code_4, n1 = _S9.unpack_from(data, pos)
             v_error_message_5: str | None
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 3
             else:
+                pos += 2
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -557,13 +556,12 @@ def decode_delete_acls_response_v2(data: bytes, pos: int) -> tuple[DeleteAclsRes
                 v_matching_acls_6 = []
                 append_7 = v_matching_acls_6.append
                 for _ in range(n1):
-                    v_error_code_8, = _S2.unpack_from(data, pos)
-                    pos += 2
+                    v_error_code_8, n2 = _S9.unpack_from(data, pos)
                     v_error_message_9: str | None
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 3
                     else:
+                        pos += 2
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
@@ -571,13 +569,12 @@ def decode_delete_acls_response_v2(data: bytes, pos: int) -> tuple[DeleteAclsRes
                     else:
                         v_error_message_9 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
-                    v_resource_type_10, = _S1.unpack_from(data, pos)
-                    pos += 1
+                    v_resource_type_10, n2 = _S4.unpack_from(data, pos)
                     v_resource_name_11: str
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 2
                     else:
+                        pos += 1
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
@@ -585,13 +582,12 @@ def decode_delete_acls_response_v2(data: bytes, pos: int) -> tuple[DeleteAclsRes
                     else:
                         v_resource_name_11 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
-                    v_pattern_type_12, = _S1.unpack_from(data, pos)
-                    pos += 1
+                    v_pattern_type_12, n2 = _S4.unpack_from(data, pos)
                     v_principal_13: str
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 2
                     else:
+                        pos += 1
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
@@ -611,11 +607,11 @@ def decode_delete_acls_response_v2(data: bytes, pos: int) -> tuple[DeleteAclsRes
                     else:
                         v_host_14 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
-                    v_operation_15, v_permission_type_16 = _S3.unpack_from(data, pos)
-                    pos += 2
-                    if data[pos] == 0:
-                        pos += 1
+                    v_operation_15, v_permission_type_16, tag_count2 = _S5.unpack_from(data, pos)
+                    if tag_count2 == 0:
+                        pos += 3
                     else:
+                        pos += 2
                         n_tags2, pos = read_uvarint(data, pos)
                         for _ in range(n_tags2):
                             tag2, pos = read_uvarint(data, pos)
@@ -654,16 +650,16 @@ def encode_delete_acls_response_v2(m: DeleteAclsResponse, out: bytearray) -> Non
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        out += _S2.pack(e_3.error_code)
         x_4 = e_3.error_message
         if x_4 is None:
-            out.append(0)
+            out += _S10.pack(e_3.error_code)
         else:
             b_5 = x_4.encode()
             u_6 = len(b_5) + 1
             if u_6 < 128:
-                out.append(u_6)
+                out += _S9.pack(e_3.error_code, u_6)
             else:
+                out += _S2.pack(e_3.error_code)
                 write_uvarint(out, u_6)
             out += b_5
         x_7 = e_3.matching_acls
@@ -673,34 +669,34 @@ def encode_delete_acls_response_v2(m: DeleteAclsResponse, out: bytearray) -> Non
         else:
             write_uvarint(out, u_8)
         for e_9 in x_7:
-            out += _S2.pack(e_9.error_code)
             x_10 = e_9.error_message
             if x_10 is None:
-                out.append(0)
+                out += _S10.pack(e_9.error_code)
             else:
                 b_11 = x_10.encode()
                 u_12 = len(b_11) + 1
                 if u_12 < 128:
-                    out.append(u_12)
+                    out += _S9.pack(e_9.error_code, u_12)
                 else:
+                    out += _S2.pack(e_9.error_code)
                     write_uvarint(out, u_12)
                 out += b_11
-            out += _S1.pack(e_9.resource_type)
             x_13 = e_9.resource_name
             b_14 = x_13.encode()
             u_15 = len(b_14) + 1
             if u_15 < 128:
-                out.append(u_15)
+                out += _S4.pack(e_9.resource_type, u_15)
             else:
+                out += _S1.pack(e_9.resource_type)
                 write_uvarint(out, u_15)
             out += b_14
-            out += _S1.pack(e_9.pattern_type)
             x_16 = e_9.principal
             b_17 = x_16.encode()
             u_18 = len(b_17) + 1
             if u_18 < 128:
-                out.append(u_18)
+                out += _S4.pack(e_9.pattern_type, u_18)
             else:
+                out += _S1.pack(e_9.pattern_type)
                 write_uvarint(out, u_18)
             out += b_17
             x_19 = e_9.host
@@ -711,20 +707,18 @@ def encode_delete_acls_response_v2(m: DeleteAclsResponse, out: bytearray) -> Non
             else:
                 write_uvarint(out, u_21)
             out += b_20
-            out += _S3.pack(e_9.operation, e_9.permission_type)
-            out.append(0)
+            out += _S7.pack(e_9.operation, e_9.permission_type)
         out.append(0)
     out.append(0)
 
 
 def decode_delete_acls_response_v3(data: bytes, pos: int) -> tuple[DeleteAclsResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S8.unpack_from(data, pos)
     v_filter_results_2: list[DeleteAclsFilterResult]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -735,13 +729,12 @@ def decode_delete_acls_response_v3(data: bytes, pos: int) -> tuple[DeleteAclsRes
         v_filter_results_2 = []
         append_3 = v_filter_results_2.append
         for _ in range(n0):
-            v_error_code_4, = _S2.unpack_from(data, pos)
-            pos += 2
+            v_error_code_4, n1 = _S9.unpack_from(data, pos)
             v_error_message_5: str | None
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 3
             else:
+                pos += 2
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -764,13 +757,12 @@ def decode_delete_acls_response_v3(data: bytes, pos: int) -> tuple[DeleteAclsRes
                 v_matching_acls_6 = []
                 append_7 = v_matching_acls_6.append
                 for _ in range(n1):
-                    v_error_code_8, = _S2.unpack_from(data, pos)
-                    pos += 2
+                    v_error_code_8, n2 = _S9.unpack_from(data, pos)
                     v_error_message_9: str | None
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 3
                     else:
+                        pos += 2
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
@@ -778,13 +770,12 @@ def decode_delete_acls_response_v3(data: bytes, pos: int) -> tuple[DeleteAclsRes
                     else:
                         v_error_message_9 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
-                    v_resource_type_10, = _S1.unpack_from(data, pos)
-                    pos += 1
+                    v_resource_type_10, n2 = _S4.unpack_from(data, pos)
                     v_resource_name_11: str
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 2
                     else:
+                        pos += 1
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
@@ -792,13 +783,12 @@ def decode_delete_acls_response_v3(data: bytes, pos: int) -> tuple[DeleteAclsRes
                     else:
                         v_resource_name_11 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
-                    v_pattern_type_12, = _S1.unpack_from(data, pos)
-                    pos += 1
+                    v_pattern_type_12, n2 = _S4.unpack_from(data, pos)
                     v_principal_13: str
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 2
                     else:
+                        pos += 1
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
@@ -818,11 +808,11 @@ def decode_delete_acls_response_v3(data: bytes, pos: int) -> tuple[DeleteAclsRes
                     else:
                         v_host_14 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
-                    v_operation_15, v_permission_type_16 = _S3.unpack_from(data, pos)
-                    pos += 2
-                    if data[pos] == 0:
-                        pos += 1
+                    v_operation_15, v_permission_type_16, tag_count2 = _S5.unpack_from(data, pos)
+                    if tag_count2 == 0:
+                        pos += 3
                     else:
+                        pos += 2
                         n_tags2, pos = read_uvarint(data, pos)
                         for _ in range(n_tags2):
                             tag2, pos = read_uvarint(data, pos)
@@ -861,16 +851,16 @@ def encode_delete_acls_response_v3(m: DeleteAclsResponse, out: bytearray) -> Non
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        out += _S2.pack(e_3.error_code)
         x_4 = e_3.error_message
         if x_4 is None:
-            out.append(0)
+            out += _S10.pack(e_3.error_code)
         else:
             b_5 = x_4.encode()
             u_6 = len(b_5) + 1
             if u_6 < 128:
-                out.append(u_6)
+                out += _S9.pack(e_3.error_code, u_6)
             else:
+                out += _S2.pack(e_3.error_code)
                 write_uvarint(out, u_6)
             out += b_5
         x_7 = e_3.matching_acls
@@ -880,34 +870,34 @@ def encode_delete_acls_response_v3(m: DeleteAclsResponse, out: bytearray) -> Non
         else:
             write_uvarint(out, u_8)
         for e_9 in x_7:
-            out += _S2.pack(e_9.error_code)
             x_10 = e_9.error_message
             if x_10 is None:
-                out.append(0)
+                out += _S10.pack(e_9.error_code)
             else:
                 b_11 = x_10.encode()
                 u_12 = len(b_11) + 1
                 if u_12 < 128:
-                    out.append(u_12)
+                    out += _S9.pack(e_9.error_code, u_12)
                 else:
+                    out += _S2.pack(e_9.error_code)
                     write_uvarint(out, u_12)
                 out += b_11
-            out += _S1.pack(e_9.resource_type)
             x_13 = e_9.resource_name
             b_14 = x_13.encode()
             u_15 = len(b_14) + 1
             if u_15 < 128:
-                out.append(u_15)
+                out += _S4.pack(e_9.resource_type, u_15)
             else:
+                out += _S1.pack(e_9.resource_type)
                 write_uvarint(out, u_15)
             out += b_14
-            out += _S1.pack(e_9.pattern_type)
             x_16 = e_9.principal
             b_17 = x_16.encode()
             u_18 = len(b_17) + 1
             if u_18 < 128:
-                out.append(u_18)
+                out += _S4.pack(e_9.pattern_type, u_18)
             else:
+                out += _S1.pack(e_9.pattern_type)
                 write_uvarint(out, u_18)
             out += b_17
             x_19 = e_9.host
@@ -918,7 +908,6 @@ def encode_delete_acls_response_v3(m: DeleteAclsResponse, out: bytearray) -> Non
             else:
                 write_uvarint(out, u_21)
             out += b_20
-            out += _S3.pack(e_9.operation, e_9.permission_type)
-            out.append(0)
+            out += _S7.pack(e_9.operation, e_9.permission_type)
         out.append(0)
     out.append(0)

@@ -11,6 +11,9 @@ from protocol.primitives import DecodeError, read_uvarint, write_uvarint
 
 _S0 = Struct('>i')
 _S1 = Struct('>h')
+_S2 = Struct('>iB')
+_S3 = Struct('>hB')
+_S4 = Struct('>hx')
 
 
 @dataclass(slots=True)
@@ -300,13 +303,12 @@ def encode_delete_groups_response_v1(m: DeleteGroupsResponse, out: bytearray) ->
 
 
 def decode_delete_groups_response_v2(data: bytes, pos: int) -> tuple[DeleteGroupsResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S2.unpack_from(data, pos)
     v_results_2: list[DeletableGroupResult]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -329,11 +331,11 @@ def decode_delete_groups_response_v2(data: bytes, pos: int) -> tuple[DeleteGroup
             else:
                 v_group_id_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_error_code_5, = _S1.unpack_from(data, pos)
-            pos += 2
-            if data[pos] == 0:
-                pos += 1
+            v_error_code_5, tag_count1 = _S3.unpack_from(data, pos)
+            if tag_count1 == 0:
+                pos += 3
             else:
+                pos += 2
                 n_tags1, pos = read_uvarint(data, pos)
                 for _ in range(n_tags1):
                     tag1, pos = read_uvarint(data, pos)
@@ -370,19 +372,17 @@ def encode_delete_groups_response_v2(m: DeleteGroupsResponse, out: bytearray) ->
         else:
             write_uvarint(out, u_6)
         out += b_5
-        out += _S1.pack(e_3.error_code)
-        out.append(0)
+        out += _S4.pack(e_3.error_code)
     out.append(0)
 
 
 def decode_delete_groups_response_v3(data: bytes, pos: int) -> tuple[DeleteGroupsResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S2.unpack_from(data, pos)
     v_results_2: list[DeletableGroupResult]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -405,13 +405,12 @@ def decode_delete_groups_response_v3(data: bytes, pos: int) -> tuple[DeleteGroup
             else:
                 v_group_id_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_error_code_5, = _S1.unpack_from(data, pos)
-            pos += 2
+            v_error_code_5, n1 = _S3.unpack_from(data, pos)
             v_error_message_6: str | None
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 3
             else:
+                pos += 2
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -458,16 +457,16 @@ def encode_delete_groups_response_v3(m: DeleteGroupsResponse, out: bytearray) ->
         else:
             write_uvarint(out, u_6)
         out += b_5
-        out += _S1.pack(e_3.error_code)
         x_7 = e_3.error_message
         if x_7 is None:
-            out.append(0)
+            out += _S4.pack(e_3.error_code)
         else:
             b_8 = x_7.encode()
             u_9 = len(b_8) + 1
             if u_9 < 128:
-                out.append(u_9)
+                out += _S3.pack(e_3.error_code, u_9)
             else:
+                out += _S1.pack(e_3.error_code)
                 write_uvarint(out, u_9)
             out += b_8
         out.append(0)

@@ -10,8 +10,12 @@ from struct import Struct
 from protocol.primitives import DecodeError, read_uvarint, write_uvarint
 
 ZERO_UUID = bytes(16)
-_S0 = Struct('>ih')
-_S1 = Struct('>16sh')
+_S0 = Struct('>ihB')
+_S1 = Struct('>16shB')
+_S2 = Struct('>ihx')
+_S3 = Struct('>ih')
+_S4 = Struct('>16shx')
+_S5 = Struct('>16sh')
 
 
 @dataclass(slots=True)
@@ -132,13 +136,12 @@ def encode_delete_share_group_offsets_request_v0(m: DeleteShareGroupOffsetsReque
 
 
 def decode_delete_share_group_offsets_response_v0(data: bytes, pos: int) -> tuple[DeleteShareGroupOffsetsResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S0.unpack_from(data, pos)
-    pos += 6
+    v_throttle_time_ms_1, v_error_code_2, n0 = _S0.unpack_from(data, pos)
     v_error_message_3: str | None
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 7
     else:
+        pos += 6
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -173,13 +176,12 @@ def decode_delete_share_group_offsets_response_v0(data: bytes, pos: int) -> tupl
             else:
                 v_topic_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_topic_id_7, v_error_code_8 = _S1.unpack_from(data, pos)
-            pos += 18
+            v_topic_id_7, v_error_code_8, n1 = _S1.unpack_from(data, pos)
             v_error_message_9: str | None
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 19
             else:
+                pos += 18
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -210,16 +212,16 @@ def decode_delete_share_group_offsets_response_v0(data: bytes, pos: int) -> tupl
 
 
 def encode_delete_share_group_offsets_response_v0(m: DeleteShareGroupOffsetsResponse, out: bytearray) -> None:
-    out += _S0.pack(m.throttle_time_ms, m.error_code)
     x_1 = m.error_message
     if x_1 is None:
-        out.append(0)
+        out += _S2.pack(m.throttle_time_ms, m.error_code)
     else:
         b_2 = x_1.encode()
         u_3 = len(b_2) + 1
         if u_3 < 128:
-            out.append(u_3)
+            out += _S0.pack(m.throttle_time_ms, m.error_code, u_3)
         else:
+            out += _S3.pack(m.throttle_time_ms, m.error_code)
             write_uvarint(out, u_3)
         out += b_2
     x_4 = m.responses
@@ -237,16 +239,16 @@ def encode_delete_share_group_offsets_response_v0(m: DeleteShareGroupOffsetsResp
         else:
             write_uvarint(out, u_9)
         out += b_8
-        out += _S1.pack(e_6.topic_id, e_6.error_code)
         x_10 = e_6.error_message
         if x_10 is None:
-            out.append(0)
+            out += _S4.pack(e_6.topic_id, e_6.error_code)
         else:
             b_11 = x_10.encode()
             u_12 = len(b_11) + 1
             if u_12 < 128:
-                out.append(u_12)
+                out += _S1.pack(e_6.topic_id, e_6.error_code, u_12)
             else:
+                out += _S5.pack(e_6.topic_id, e_6.error_code)
                 write_uvarint(out, u_12)
             out += b_11
         out.append(0)

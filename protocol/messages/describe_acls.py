@@ -12,8 +12,14 @@ from protocol.primitives import DecodeError, read_uvarint, write_uvarint
 _S0 = Struct('>b')
 _S1 = Struct('>h')
 _S2 = Struct('>bb')
-_S3 = Struct('>ih')
-_S4 = Struct('>i')
+_S3 = Struct('>bB')
+_S4 = Struct('>bbB')
+_S5 = Struct('>bx')
+_S6 = Struct('>bbx')
+_S7 = Struct('>ih')
+_S8 = Struct('>i')
+_S9 = Struct('>ihB')
+_S10 = Struct('>ihx')
 
 
 @dataclass(slots=True)
@@ -113,13 +119,12 @@ def encode_describe_acls_request_v1(m: DescribeAclsRequest, out: bytearray) -> N
 
 
 def decode_describe_acls_request_v2(data: bytes, pos: int) -> tuple[DescribeAclsRequest, int]:
-    v_resource_type_filter_1, = _S0.unpack_from(data, pos)
-    pos += 1
+    v_resource_type_filter_1, n0 = _S3.unpack_from(data, pos)
     v_resource_name_filter_2: str | None
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 2
     else:
+        pos += 1
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -127,13 +132,12 @@ def decode_describe_acls_request_v2(data: bytes, pos: int) -> tuple[DescribeAcls
     else:
         v_resource_name_filter_2 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_pattern_type_filter_3, = _S0.unpack_from(data, pos)
-    pos += 1
+    v_pattern_type_filter_3, n0 = _S3.unpack_from(data, pos)
     v_principal_filter_4: str | None
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 2
     else:
+        pos += 1
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -153,11 +157,11 @@ def decode_describe_acls_request_v2(data: bytes, pos: int) -> tuple[DescribeAcls
     else:
         v_host_filter_5 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_operation_6, v_permission_type_7 = _S2.unpack_from(data, pos)
-    pos += 2
-    if data[pos] == 0:
-        pos += 1
+    v_operation_6, v_permission_type_7, tag_count0 = _S4.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 3
     else:
+        pos += 2
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -168,28 +172,28 @@ def decode_describe_acls_request_v2(data: bytes, pos: int) -> tuple[DescribeAcls
 
 
 def encode_describe_acls_request_v2(m: DescribeAclsRequest, out: bytearray) -> None:
-    out += _S0.pack(m.resource_type_filter)
     x_1 = m.resource_name_filter
     if x_1 is None:
-        out.append(0)
+        out += _S5.pack(m.resource_type_filter)
     else:
         b_2 = x_1.encode()
         u_3 = len(b_2) + 1
         if u_3 < 128:
-            out.append(u_3)
+            out += _S3.pack(m.resource_type_filter, u_3)
         else:
+            out += _S0.pack(m.resource_type_filter)
             write_uvarint(out, u_3)
         out += b_2
-    out += _S0.pack(m.pattern_type_filter)
     x_4 = m.principal_filter
     if x_4 is None:
-        out.append(0)
+        out += _S5.pack(m.pattern_type_filter)
     else:
         b_5 = x_4.encode()
         u_6 = len(b_5) + 1
         if u_6 < 128:
-            out.append(u_6)
+            out += _S3.pack(m.pattern_type_filter, u_6)
         else:
+            out += _S0.pack(m.pattern_type_filter)
             write_uvarint(out, u_6)
         out += b_5
     x_7 = m.host_filter
@@ -203,18 +207,16 @@ def encode_describe_acls_request_v2(m: DescribeAclsRequest, out: bytearray) -> N
         else:
             write_uvarint(out, u_9)
         out += b_8
-    out += _S2.pack(m.operation, m.permission_type)
-    out.append(0)
+    out += _S6.pack(m.operation, m.permission_type)
 
 
 def decode_describe_acls_request_v3(data: bytes, pos: int) -> tuple[DescribeAclsRequest, int]:
-    v_resource_type_filter_1, = _S0.unpack_from(data, pos)
-    pos += 1
+    v_resource_type_filter_1, n0 = _S3.unpack_from(data, pos)
     v_resource_name_filter_2: str | None
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 2
     else:
+        pos += 1
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -222,13 +224,12 @@ def decode_describe_acls_request_v3(data: bytes, pos: int) -> tuple[DescribeAcls
     else:
         v_resource_name_filter_2 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_pattern_type_filter_3, = _S0.unpack_from(data, pos)
-    pos += 1
+    v_pattern_type_filter_3, n0 = _S3.unpack_from(data, pos)
     v_principal_filter_4: str | None
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 2
     else:
+        pos += 1
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -248,11 +249,11 @@ def decode_describe_acls_request_v3(data: bytes, pos: int) -> tuple[DescribeAcls
     else:
         v_host_filter_5 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_operation_6, v_permission_type_7 = _S2.unpack_from(data, pos)
-    pos += 2
-    if data[pos] == 0:
-        pos += 1
+    v_operation_6, v_permission_type_7, tag_count0 = _S4.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 3
     else:
+        pos += 2
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -263,28 +264,28 @@ def decode_describe_acls_request_v3(data: bytes, pos: int) -> tuple[DescribeAcls
 
 
 def encode_describe_acls_request_v3(m: DescribeAclsRequest, out: bytearray) -> None:
-    out += _S0.pack(m.resource_type_filter)
     x_1 = m.resource_name_filter
     if x_1 is None:
-        out.append(0)
+        out += _S5.pack(m.resource_type_filter)
     else:
         b_2 = x_1.encode()
         u_3 = len(b_2) + 1
         if u_3 < 128:
-            out.append(u_3)
+            out += _S3.pack(m.resource_type_filter, u_3)
         else:
+            out += _S0.pack(m.resource_type_filter)
             write_uvarint(out, u_3)
         out += b_2
-    out += _S0.pack(m.pattern_type_filter)
     x_4 = m.principal_filter
     if x_4 is None:
-        out.append(0)
+        out += _S5.pack(m.pattern_type_filter)
     else:
         b_5 = x_4.encode()
         u_6 = len(b_5) + 1
         if u_6 < 128:
-            out.append(u_6)
+            out += _S3.pack(m.pattern_type_filter, u_6)
         else:
+            out += _S0.pack(m.pattern_type_filter)
             write_uvarint(out, u_6)
         out += b_5
     x_7 = m.host_filter
@@ -298,12 +299,11 @@ def encode_describe_acls_request_v3(m: DescribeAclsRequest, out: bytearray) -> N
         else:
             write_uvarint(out, u_9)
         out += b_8
-    out += _S2.pack(m.operation, m.permission_type)
-    out.append(0)
+    out += _S6.pack(m.operation, m.permission_type)
 
 
 def decode_describe_acls_response_v1(data: bytes, pos: int) -> tuple[DescribeAclsResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S3.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2 = _S7.unpack_from(data, pos)
     pos += 6
     v_error_message_3: str | None
     n0, = _S1.unpack_from(data, pos)
@@ -314,7 +314,7 @@ def decode_describe_acls_response_v1(data: bytes, pos: int) -> tuple[DescribeAcl
         v_error_message_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
     v_resources_4: list[DescribeAclsResource]
-    n0, = _S4.unpack_from(data, pos)
+    n0, = _S8.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
         raise DecodeError('non-nullable field Resources is null')
@@ -337,7 +337,7 @@ def decode_describe_acls_response_v1(data: bytes, pos: int) -> tuple[DescribeAcl
             v_pattern_type_8, = _S0.unpack_from(data, pos)
             pos += 1
             v_acls_9: list[AclDescription]
-            n1, = _S4.unpack_from(data, pos)
+            n1, = _S8.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Acls is null')
@@ -371,7 +371,7 @@ def decode_describe_acls_response_v1(data: bytes, pos: int) -> tuple[DescribeAcl
 
 
 def encode_describe_acls_response_v1(m: DescribeAclsResponse, out: bytearray) -> None:
-    out += _S3.pack(m.throttle_time_ms, m.error_code)
+    out += _S7.pack(m.throttle_time_ms, m.error_code)
     x_1 = m.error_message
     if x_1 is None:
         out += b'\xff\xff'
@@ -380,7 +380,7 @@ def encode_describe_acls_response_v1(m: DescribeAclsResponse, out: bytearray) ->
         out += _S1.pack(len(b_2))
         out += b_2
     x_3 = m.resources
-    out += _S4.pack(len(x_3))
+    out += _S8.pack(len(x_3))
     for e_4 in x_3:
         out += _S0.pack(e_4.resource_type)
         x_5 = e_4.resource_name
@@ -389,7 +389,7 @@ def encode_describe_acls_response_v1(m: DescribeAclsResponse, out: bytearray) ->
         out += b_6
         out += _S0.pack(e_4.pattern_type)
         x_7 = e_4.acls
-        out += _S4.pack(len(x_7))
+        out += _S8.pack(len(x_7))
         for e_8 in x_7:
             x_9 = e_8.principal
             b_10 = x_9.encode()
@@ -403,13 +403,12 @@ def encode_describe_acls_response_v1(m: DescribeAclsResponse, out: bytearray) ->
 
 
 def decode_describe_acls_response_v2(data: bytes, pos: int) -> tuple[DescribeAclsResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S3.unpack_from(data, pos)
-    pos += 6
+    v_throttle_time_ms_1, v_error_code_2, n0 = _S9.unpack_from(data, pos)
     v_error_message_3: str | None
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 7
     else:
+        pos += 6
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -432,13 +431,12 @@ def decode_describe_acls_response_v2(data: bytes, pos: int) -> tuple[DescribeAcl
         v_resources_4 = []
         append_5 = v_resources_4.append
         for _ in range(n0):
-            v_resource_type_6, = _S0.unpack_from(data, pos)
-            pos += 1
+            v_resource_type_6, n1 = _S3.unpack_from(data, pos)
             v_resource_name_7: str
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 2
             else:
+                pos += 1
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -446,13 +444,12 @@ def decode_describe_acls_response_v2(data: bytes, pos: int) -> tuple[DescribeAcl
             else:
                 v_resource_name_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_pattern_type_8, = _S0.unpack_from(data, pos)
-            pos += 1
+            v_pattern_type_8, n1 = _S3.unpack_from(data, pos)
             v_acls_9: list[AclDescription]
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 2
             else:
+                pos += 1
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -487,11 +484,11 @@ def decode_describe_acls_response_v2(data: bytes, pos: int) -> tuple[DescribeAcl
                     else:
                         v_host_12 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
-                    v_operation_13, v_permission_type_14 = _S2.unpack_from(data, pos)
-                    pos += 2
-                    if data[pos] == 0:
-                        pos += 1
+                    v_operation_13, v_permission_type_14, tag_count2 = _S4.unpack_from(data, pos)
+                    if tag_count2 == 0:
+                        pos += 3
                     else:
+                        pos += 2
                         n_tags2, pos = read_uvarint(data, pos)
                         for _ in range(n_tags2):
                             tag2, pos = read_uvarint(data, pos)
@@ -522,16 +519,16 @@ def decode_describe_acls_response_v2(data: bytes, pos: int) -> tuple[DescribeAcl
 
 
 def encode_describe_acls_response_v2(m: DescribeAclsResponse, out: bytearray) -> None:
-    out += _S3.pack(m.throttle_time_ms, m.error_code)
     x_1 = m.error_message
     if x_1 is None:
-        out.append(0)
+        out += _S10.pack(m.throttle_time_ms, m.error_code)
     else:
         b_2 = x_1.encode()
         u_3 = len(b_2) + 1
         if u_3 < 128:
-            out.append(u_3)
+            out += _S9.pack(m.throttle_time_ms, m.error_code, u_3)
         else:
+            out += _S7.pack(m.throttle_time_ms, m.error_code)
             write_uvarint(out, u_3)
         out += b_2
     x_4 = m.resources
@@ -541,13 +538,13 @@ def encode_describe_acls_response_v2(m: DescribeAclsResponse, out: bytearray) ->
     else:
         write_uvarint(out, u_5)
     for e_6 in x_4:
-        out += _S0.pack(e_6.resource_type)
         x_7 = e_6.resource_name
         b_8 = x_7.encode()
         u_9 = len(b_8) + 1
         if u_9 < 128:
-            out.append(u_9)
+            out += _S3.pack(e_6.resource_type, u_9)
         else:
+            out += _S0.pack(e_6.resource_type)
             write_uvarint(out, u_9)
         out += b_8
         out += _S0.pack(e_6.pattern_type)
@@ -574,20 +571,18 @@ def encode_describe_acls_response_v2(m: DescribeAclsResponse, out: bytearray) ->
             else:
                 write_uvarint(out, u_18)
             out += b_17
-            out += _S2.pack(e_12.operation, e_12.permission_type)
-            out.append(0)
+            out += _S6.pack(e_12.operation, e_12.permission_type)
         out.append(0)
     out.append(0)
 
 
 def decode_describe_acls_response_v3(data: bytes, pos: int) -> tuple[DescribeAclsResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S3.unpack_from(data, pos)
-    pos += 6
+    v_throttle_time_ms_1, v_error_code_2, n0 = _S9.unpack_from(data, pos)
     v_error_message_3: str | None
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 7
     else:
+        pos += 6
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -610,13 +605,12 @@ def decode_describe_acls_response_v3(data: bytes, pos: int) -> tuple[DescribeAcl
         v_resources_4 = []
         append_5 = v_resources_4.append
         for _ in range(n0):
-            v_resource_type_6, = _S0.unpack_from(data, pos)
-            pos += 1
+            v_resource_type_6, n1 = _S3.unpack_from(data, pos)
             v_resource_name_7: str
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 2
             else:
+                pos += 1
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -624,13 +618,12 @@ def decode_describe_acls_response_v3(data: bytes, pos: int) -> tuple[DescribeAcl
             else:
                 v_resource_name_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_pattern_type_8, = _S0.unpack_from(data, pos)
-            pos += 1
+            v_pattern_type_8, n1 = _S3.unpack_from(data, pos)
             v_acls_9: list[AclDescription]
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 2
             else:
+                pos += 1
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -665,11 +658,11 @@ def decode_describe_acls_response_v3(data: bytes, pos: int) -> tuple[DescribeAcl
                     else:
                         v_host_12 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
-                    v_operation_13, v_permission_type_14 = _S2.unpack_from(data, pos)
-                    pos += 2
-                    if data[pos] == 0:
-                        pos += 1
+                    v_operation_13, v_permission_type_14, tag_count2 = _S4.unpack_from(data, pos)
+                    if tag_count2 == 0:
+                        pos += 3
                     else:
+                        pos += 2
                         n_tags2, pos = read_uvarint(data, pos)
                         for _ in range(n_tags2):
                             tag2, pos = read_uvarint(data, pos)
@@ -700,16 +693,16 @@ def decode_describe_acls_response_v3(data: bytes, pos: int) -> tuple[DescribeAcl
 
 
 def encode_describe_acls_response_v3(m: DescribeAclsResponse, out: bytearray) -> None:
-    out += _S3.pack(m.throttle_time_ms, m.error_code)
     x_1 = m.error_message
     if x_1 is None:
-        out.append(0)
+        out += _S10.pack(m.throttle_time_ms, m.error_code)
     else:
         b_2 = x_1.encode()
         u_3 = len(b_2) + 1
         if u_3 < 128:
-            out.append(u_3)
+            out += _S9.pack(m.throttle_time_ms, m.error_code, u_3)
         else:
+            out += _S7.pack(m.throttle_time_ms, m.error_code)
             write_uvarint(out, u_3)
         out += b_2
     x_4 = m.resources
@@ -719,13 +712,13 @@ def encode_describe_acls_response_v3(m: DescribeAclsResponse, out: bytearray) ->
     else:
         write_uvarint(out, u_5)
     for e_6 in x_4:
-        out += _S0.pack(e_6.resource_type)
         x_7 = e_6.resource_name
         b_8 = x_7.encode()
         u_9 = len(b_8) + 1
         if u_9 < 128:
-            out.append(u_9)
+            out += _S3.pack(e_6.resource_type, u_9)
         else:
+            out += _S0.pack(e_6.resource_type)
             write_uvarint(out, u_9)
         out += b_8
         out += _S0.pack(e_6.pattern_type)
@@ -752,7 +745,6 @@ def encode_describe_acls_response_v3(m: DescribeAclsResponse, out: bytearray) ->
             else:
                 write_uvarint(out, u_18)
             out += b_17
-            out += _S2.pack(e_12.operation, e_12.permission_type)
-            out.append(0)
+            out += _S6.pack(e_12.operation, e_12.permission_type)
         out.append(0)
     out.append(0)

@@ -14,7 +14,15 @@ _S1 = Struct('>b')
 _S2 = Struct('>h')
 _S3 = Struct('>?')
 _S4 = Struct('>??')
-_S5 = Struct('>?b?')
+_S5 = Struct('>bB')
+_S6 = Struct('>??B')
+_S7 = Struct('>??x')
+_S8 = Struct('>?b?')
+_S9 = Struct('>iB')
+_S10 = Struct('>hB')
+_S11 = Struct('>?b?B')
+_S12 = Struct('>hx')
+_S13 = Struct('>bx')
 
 
 @dataclass(slots=True)
@@ -295,13 +303,12 @@ def decode_describe_configs_request_v4(data: bytes, pos: int) -> tuple[DescribeC
         v_resources_1 = []
         append_4 = v_resources_1.append
         for _ in range(n0):
-            v_resource_type_5, = _S1.unpack_from(data, pos)
-            pos += 1
+            v_resource_type_5, n1 = _S5.unpack_from(data, pos)
             v_resource_name_6: str
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 2
             else:
+                pos += 1
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -347,11 +354,11 @@ def decode_describe_configs_request_v4(data: bytes, pos: int) -> tuple[DescribeC
                     end1 = pos + size1
                     pos = end1
             append_4(DescribeConfigsResource(v_resource_type_5, v_resource_name_6, v_configuration_keys_7))
-    v_include_synonyms_2, v_include_documentation_3 = _S4.unpack_from(data, pos)
-    pos += 2
-    if data[pos] == 0:
-        pos += 1
+    v_include_synonyms_2, v_include_documentation_3, tag_count0 = _S6.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 3
     else:
+        pos += 2
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -369,13 +376,13 @@ def encode_describe_configs_request_v4(m: DescribeConfigsRequest, out: bytearray
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        out += _S1.pack(e_3.resource_type)
         x_4 = e_3.resource_name
         b_5 = x_4.encode()
         u_6 = len(b_5) + 1
         if u_6 < 128:
-            out.append(u_6)
+            out += _S5.pack(e_3.resource_type, u_6)
         else:
+            out += _S1.pack(e_3.resource_type)
             write_uvarint(out, u_6)
         out += b_5
         x_7 = e_3.configuration_keys
@@ -397,8 +404,7 @@ def encode_describe_configs_request_v4(m: DescribeConfigsRequest, out: bytearray
                     write_uvarint(out, u_12)
                 out += b_11
         out.append(0)
-    out += _S4.pack(m.include_synonyms, m.include_documentation)
-    out.append(0)
+    out += _S7.pack(m.include_synonyms, m.include_documentation)
 
 
 def decode_describe_configs_response_v1(data: bytes, pos: int) -> tuple[DescribeConfigsResponse, int]:
@@ -462,7 +468,7 @@ def decode_describe_configs_response_v1(data: bytes, pos: int) -> tuple[Describe
                     else:
                         v_value_11 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
-                    v_read_only_12, v_config_source_13, v_is_sensitive_14 = _S5.unpack_from(data, pos)
+                    v_read_only_12, v_config_source_13, v_is_sensitive_14 = _S8.unpack_from(data, pos)
                     pos += 3
                     v_synonyms_15: list[DescribeConfigsSynonym]
                     n2, = _S0.unpack_from(data, pos)
@@ -531,7 +537,7 @@ def encode_describe_configs_response_v1(m: DescribeConfigsResponse, out: bytearr
                 b_12 = x_11.encode()
                 out += _S2.pack(len(b_12))
                 out += b_12
-            out += _S5.pack(e_8.read_only, e_8.config_source, e_8.is_sensitive)
+            out += _S8.pack(e_8.read_only, e_8.config_source, e_8.is_sensitive)
             x_13 = e_8.synonyms
             out += _S0.pack(len(x_13))
             for e_14 in x_13:
@@ -610,7 +616,7 @@ def decode_describe_configs_response_v2(data: bytes, pos: int) -> tuple[Describe
                     else:
                         v_value_11 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
-                    v_read_only_12, v_config_source_13, v_is_sensitive_14 = _S5.unpack_from(data, pos)
+                    v_read_only_12, v_config_source_13, v_is_sensitive_14 = _S8.unpack_from(data, pos)
                     pos += 3
                     v_synonyms_15: list[DescribeConfigsSynonym]
                     n2, = _S0.unpack_from(data, pos)
@@ -679,7 +685,7 @@ def encode_describe_configs_response_v2(m: DescribeConfigsResponse, out: bytearr
                 b_12 = x_11.encode()
                 out += _S2.pack(len(b_12))
                 out += b_12
-            out += _S5.pack(e_8.read_only, e_8.config_source, e_8.is_sensitive)
+            out += _S8.pack(e_8.read_only, e_8.config_source, e_8.is_sensitive)
             x_13 = e_8.synonyms
             out += _S0.pack(len(x_13))
             for e_14 in x_13:
@@ -758,7 +764,7 @@ def decode_describe_configs_response_v3(data: bytes, pos: int) -> tuple[Describe
                     else:
                         v_value_11 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
-                    v_read_only_12, v_config_source_13, v_is_sensitive_14 = _S5.unpack_from(data, pos)
+                    v_read_only_12, v_config_source_13, v_is_sensitive_14 = _S8.unpack_from(data, pos)
                     pos += 3
                     v_synonyms_15: list[DescribeConfigsSynonym]
                     n2, = _S0.unpack_from(data, pos)
@@ -837,7 +843,7 @@ def encode_describe_configs_response_v3(m: DescribeConfigsResponse, out: bytearr
                 b_12 = x_11.encode()
                 out += _S2.pack(len(b_12))
                 out += b_12
-            out += _S5.pack(e_8.read_only, e_8.config_source, e_8.is_sensitive)
+            out += _S8.pack(e_8.read_only, e_8.config_source, e_8.is_sensitive)
             x_13 = e_8.synonyms
             out += _S0.pack(len(x_13))
             for e_14 in x_13:
@@ -864,13 +870,12 @@ def encode_describe_configs_response_v3(m: DescribeConfigsResponse, out: bytearr
 
 
 def decode_describe_configs_response_v4(data: bytes, pos: int) -> tuple[DescribeConfigsResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S9.unpack_from(data, pos)
     v_results_2: list[DescribeConfigsResult]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -881,13 +886,12 @@ def decode_describe_configs_response_v4(data: bytes, pos: int) -> tuple[Describe
         v_results_2 = []
         append_3 = v_results_2.append
         for _ in range(n0):
-            v_error_code_4, = _S2.unpack_from(data, pos)
-            pos += 2
+            v_error_code_4, n1 = _S10.unpack_from(data, pos)
             v_error_message_5: str | None
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 3
             else:
+                pos += 2
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -895,13 +899,12 @@ def decode_describe_configs_response_v4(data: bytes, pos: int) -> tuple[Describe
             else:
                 v_error_message_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_resource_type_6, = _S1.unpack_from(data, pos)
-            pos += 1
+            v_resource_type_6, n1 = _S5.unpack_from(data, pos)
             v_resource_name_7: str
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 2
             else:
+                pos += 1
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -948,13 +951,12 @@ def decode_describe_configs_response_v4(data: bytes, pos: int) -> tuple[Describe
                     else:
                         v_value_11 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
-                    v_read_only_12, v_config_source_13, v_is_sensitive_14 = _S5.unpack_from(data, pos)
-                    pos += 3
+                    v_read_only_12, v_config_source_13, v_is_sensitive_14, n2 = _S11.unpack_from(data, pos)
                     v_synonyms_15: list[DescribeConfigsSynonym]
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 4
                     else:
+                        pos += 3
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
@@ -989,11 +991,11 @@ def decode_describe_configs_response_v4(data: bytes, pos: int) -> tuple[Describe
                             else:
                                 v_value_20 = str(data[pos:pos + n3], 'utf-8')
                                 pos += n3
-                            v_source_21, = _S1.unpack_from(data, pos)
-                            pos += 1
-                            if data[pos] == 0:
-                                pos += 1
+                            v_source_21, tag_count3 = _S5.unpack_from(data, pos)
+                            if tag_count3 == 0:
+                                pos += 2
                             else:
+                                pos += 1
                                 n_tags3, pos = read_uvarint(data, pos)
                                 for _ in range(n_tags3):
                                     tag3, pos = read_uvarint(data, pos)
@@ -1001,13 +1003,12 @@ def decode_describe_configs_response_v4(data: bytes, pos: int) -> tuple[Describe
                                     end3 = pos + size3
                                     pos = end3
                             append_18(DescribeConfigsSynonym(v_name_19, v_value_20, v_source_21))
-                    v_config_type_16, = _S1.unpack_from(data, pos)
-                    pos += 1
+                    v_config_type_16, n2 = _S5.unpack_from(data, pos)
                     v_documentation_17: str | None
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 2
                     else:
+                        pos += 1
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
@@ -1056,25 +1057,25 @@ def encode_describe_configs_response_v4(m: DescribeConfigsResponse, out: bytearr
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        out += _S2.pack(e_3.error_code)
         x_4 = e_3.error_message
         if x_4 is None:
-            out.append(0)
+            out += _S12.pack(e_3.error_code)
         else:
             b_5 = x_4.encode()
             u_6 = len(b_5) + 1
             if u_6 < 128:
-                out.append(u_6)
+                out += _S10.pack(e_3.error_code, u_6)
             else:
+                out += _S2.pack(e_3.error_code)
                 write_uvarint(out, u_6)
             out += b_5
-        out += _S1.pack(e_3.resource_type)
         x_7 = e_3.resource_name
         b_8 = x_7.encode()
         u_9 = len(b_8) + 1
         if u_9 < 128:
-            out.append(u_9)
+            out += _S5.pack(e_3.resource_type, u_9)
         else:
+            out += _S1.pack(e_3.resource_type)
             write_uvarint(out, u_9)
         out += b_8
         x_10 = e_3.configs
@@ -1103,7 +1104,7 @@ def encode_describe_configs_response_v4(m: DescribeConfigsResponse, out: bytearr
                 else:
                     write_uvarint(out, u_18)
                 out += b_17
-            out += _S5.pack(e_12.read_only, e_12.config_source, e_12.is_sensitive)
+            out += _S8.pack(e_12.read_only, e_12.config_source, e_12.is_sensitive)
             x_19 = e_12.synonyms
             u_20 = len(x_19) + 1
             if u_20 < 128:
@@ -1130,18 +1131,17 @@ def encode_describe_configs_response_v4(m: DescribeConfigsResponse, out: bytearr
                     else:
                         write_uvarint(out, u_27)
                     out += b_26
-                out += _S1.pack(e_21.source)
-                out.append(0)
-            out += _S1.pack(e_12.config_type)
+                out += _S13.pack(e_21.source)
             x_28 = e_12.documentation
             if x_28 is None:
-                out.append(0)
+                out += _S13.pack(e_12.config_type)
             else:
                 b_29 = x_28.encode()
                 u_30 = len(b_29) + 1
                 if u_30 < 128:
-                    out.append(u_30)
+                    out += _S5.pack(e_12.config_type, u_30)
                 else:
+                    out += _S1.pack(e_12.config_type)
                     write_uvarint(out, u_30)
                 out += b_29
             out.append(0)

@@ -12,6 +12,12 @@ from protocol.primitives import DecodeError, read_uvarint, write_uvarint
 _S0 = Struct('>i')
 _S1 = Struct('>h')
 _S2 = Struct('>?')
+_S3 = Struct('>?B')
+_S4 = Struct('>?x')
+_S5 = Struct('>iB')
+_S6 = Struct('>hB')
+_S7 = Struct('>ix')
+_S8 = Struct('>hx')
 
 
 @dataclass(slots=True)
@@ -259,11 +265,11 @@ def decode_describe_groups_request_v5(data: bytes, pos: int) -> tuple[DescribeGr
                 e_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
             append_3(e_4)
-    v_include_authorized_operations_2, = _S2.unpack_from(data, pos)
-    pos += 1
-    if data[pos] == 0:
-        pos += 1
+    v_include_authorized_operations_2, tag_count0 = _S3.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 2
     else:
+        pos += 1
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -289,8 +295,7 @@ def encode_describe_groups_request_v5(m: DescribeGroupsRequest, out: bytearray) 
         else:
             write_uvarint(out, u_6)
         out += b_5
-    out += _S2.pack(m.include_authorized_operations)
-    out.append(0)
+    out += _S4.pack(m.include_authorized_operations)
 
 
 def decode_describe_groups_request_v6(data: bytes, pos: int) -> tuple[DescribeGroupsRequest, int]:
@@ -322,11 +327,11 @@ def decode_describe_groups_request_v6(data: bytes, pos: int) -> tuple[DescribeGr
                 e_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
             append_3(e_4)
-    v_include_authorized_operations_2, = _S2.unpack_from(data, pos)
-    pos += 1
-    if data[pos] == 0:
-        pos += 1
+    v_include_authorized_operations_2, tag_count0 = _S3.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 2
     else:
+        pos += 1
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -352,8 +357,7 @@ def encode_describe_groups_request_v6(m: DescribeGroupsRequest, out: bytearray) 
         else:
             write_uvarint(out, u_6)
         out += b_5
-    out += _S2.pack(m.include_authorized_operations)
-    out.append(0)
+    out += _S4.pack(m.include_authorized_operations)
 
 
 def decode_describe_groups_response_v0(data: bytes, pos: int) -> tuple[DescribeGroupsResponse, int]:
@@ -1136,13 +1140,12 @@ def encode_describe_groups_response_v4(m: DescribeGroupsResponse, out: bytearray
 
 
 def decode_describe_groups_response_v5(data: bytes, pos: int) -> tuple[DescribeGroupsResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S5.unpack_from(data, pos)
     v_groups_2: list[DescribedGroup]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -1153,13 +1156,12 @@ def decode_describe_groups_response_v5(data: bytes, pos: int) -> tuple[DescribeG
         v_groups_2 = []
         append_3 = v_groups_2.append
         for _ in range(n0):
-            v_error_code_4, = _S1.unpack_from(data, pos)
-            pos += 2
+            v_error_code_4, n1 = _S6.unpack_from(data, pos)
             v_group_id_6: str
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 3
             else:
+                pos += 2
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -1300,11 +1302,11 @@ def decode_describe_groups_response_v5(data: bytes, pos: int) -> tuple[DescribeG
                             end2 = pos + size2
                             pos = end2
                     append_12(DescribedGroupMember(v_member_id_13, v_group_instance_id_14, v_client_id_15, v_client_host_16, v_member_metadata_17, v_member_assignment_18))
-            v_authorized_operations_11, = _S0.unpack_from(data, pos)
-            pos += 4
-            if data[pos] == 0:
-                pos += 1
+            v_authorized_operations_11, tag_count1 = _S5.unpack_from(data, pos)
+            if tag_count1 == 0:
+                pos += 5
             else:
+                pos += 4
                 n_tags1, pos = read_uvarint(data, pos)
                 for _ in range(n_tags1):
                     tag1, pos = read_uvarint(data, pos)
@@ -1335,13 +1337,13 @@ def encode_describe_groups_response_v5(m: DescribeGroupsResponse, out: bytearray
     for e_3 in x_1:
         if e_3.error_message is not None:
             raise ValueError('attempted to write a non-default ErrorMessage at version 5')
-        out += _S1.pack(e_3.error_code)
         x_4 = e_3.group_id
         b_5 = x_4.encode()
         u_6 = len(b_5) + 1
         if u_6 < 128:
-            out.append(u_6)
+            out += _S6.pack(e_3.error_code, u_6)
         else:
+            out += _S1.pack(e_3.error_code)
             write_uvarint(out, u_6)
         out += b_5
         x_7 = e_3.group_state
@@ -1425,19 +1427,17 @@ def encode_describe_groups_response_v5(m: DescribeGroupsResponse, out: bytearray
                 write_uvarint(out, u_34)
             out += x_33
             out.append(0)
-        out += _S0.pack(e_3.authorized_operations)
-        out.append(0)
+        out += _S7.pack(e_3.authorized_operations)
     out.append(0)
 
 
 def decode_describe_groups_response_v6(data: bytes, pos: int) -> tuple[DescribeGroupsResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S5.unpack_from(data, pos)
     v_groups_2: list[DescribedGroup]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -1448,13 +1448,12 @@ def decode_describe_groups_response_v6(data: bytes, pos: int) -> tuple[DescribeG
         v_groups_2 = []
         append_3 = v_groups_2.append
         for _ in range(n0):
-            v_error_code_4, = _S1.unpack_from(data, pos)
-            pos += 2
+            v_error_code_4, n1 = _S6.unpack_from(data, pos)
             v_error_message_5: str | None
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 3
             else:
+                pos += 2
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -1607,11 +1606,11 @@ def decode_describe_groups_response_v6(data: bytes, pos: int) -> tuple[DescribeG
                             end2 = pos + size2
                             pos = end2
                     append_12(DescribedGroupMember(v_member_id_13, v_group_instance_id_14, v_client_id_15, v_client_host_16, v_member_metadata_17, v_member_assignment_18))
-            v_authorized_operations_11, = _S0.unpack_from(data, pos)
-            pos += 4
-            if data[pos] == 0:
-                pos += 1
+            v_authorized_operations_11, tag_count1 = _S5.unpack_from(data, pos)
+            if tag_count1 == 0:
+                pos += 5
             else:
+                pos += 4
                 n_tags1, pos = read_uvarint(data, pos)
                 for _ in range(n_tags1):
                     tag1, pos = read_uvarint(data, pos)
@@ -1640,16 +1639,16 @@ def encode_describe_groups_response_v6(m: DescribeGroupsResponse, out: bytearray
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        out += _S1.pack(e_3.error_code)
         x_4 = e_3.error_message
         if x_4 is None:
-            out.append(0)
+            out += _S8.pack(e_3.error_code)
         else:
             b_5 = x_4.encode()
             u_6 = len(b_5) + 1
             if u_6 < 128:
-                out.append(u_6)
+                out += _S6.pack(e_3.error_code, u_6)
             else:
+                out += _S1.pack(e_3.error_code)
                 write_uvarint(out, u_6)
             out += b_5
         x_7 = e_3.group_id
@@ -1741,6 +1740,5 @@ def encode_describe_groups_response_v6(m: DescribeGroupsResponse, out: bytearray
                 write_uvarint(out, u_37)
             out += x_36
             out.append(0)
-        out += _S0.pack(e_3.authorized_operations)
-        out.append(0)
+        out += _S7.pack(e_3.authorized_operations)
     out.append(0)

@@ -10,11 +10,19 @@ from struct import Struct, pack, unpack_from
 from protocol.primitives import DecodeError, read_uvarint, write_uvarint
 
 ZERO_UUID = bytes(16)
-_S0 = Struct('>i')
-_S1 = Struct('>16s')
-_S2 = Struct('>iqih')
-_S3 = Struct('>h')
-_S4 = Struct('>iqiqh')
+_S0 = Struct('>iB')
+_S1 = Struct('>16sB')
+_S2 = Struct('>iqihB')
+_S3 = Struct('>hB')
+_S4 = Struct('>i')
+_S5 = Struct('>16s')
+_S6 = Struct('>iqihx')
+_S7 = Struct('>iqih')
+_S8 = Struct('>hx')
+_S9 = Struct('>h')
+_S10 = Struct('>iqiqhB')
+_S11 = Struct('>iqiqhx')
+_S12 = Struct('>iqiqh')
 
 
 @dataclass(slots=True)
@@ -360,13 +368,12 @@ def encode_describe_share_group_offsets_request_v1(m: DescribeShareGroupOffsetsR
 
 
 def decode_describe_share_group_offsets_response_v0(data: bytes, pos: int) -> tuple[DescribeShareGroupOffsetsResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S0.unpack_from(data, pos)
     v_groups_2: list[DescribeShareGroupOffsetsResponseGroup]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -416,13 +423,12 @@ def decode_describe_share_group_offsets_response_v0(data: bytes, pos: int) -> tu
                     else:
                         v_topic_name_9 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
-                    v_topic_id_10, = _S1.unpack_from(data, pos)
-                    pos += 16
+                    v_topic_id_10, n2 = _S1.unpack_from(data, pos)
                     v_partitions_11: list[DescribeShareGroupOffsetsResponsePartition]
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 17
                     else:
+                        pos += 16
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
@@ -433,13 +439,12 @@ def decode_describe_share_group_offsets_response_v0(data: bytes, pos: int) -> tu
                         v_partitions_11 = []
                         append_12 = v_partitions_11.append
                         for _ in range(n2):
-                            v_partition_index_13, v_start_offset_14, v_leader_epoch_15, v_error_code_17 = _S2.unpack_from(data, pos)
-                            pos += 18
+                            v_partition_index_13, v_start_offset_14, v_leader_epoch_15, v_error_code_17, n3 = _S2.unpack_from(data, pos)
                             v_error_message_18: str | None
-                            n3 = data[pos]
                             if n3 < 128:
-                                pos += 1
+                                pos += 19
                             else:
+                                pos += 18
                                 n3, pos = read_uvarint(data, pos)
                             n3 -= 1
                             if n3 < 0:
@@ -467,13 +472,12 @@ def decode_describe_share_group_offsets_response_v0(data: bytes, pos: int) -> tu
                             end2 = pos + size2
                             pos = end2
                     append_8(DescribeShareGroupOffsetsResponseTopic(v_topic_name_9, v_topic_id_10, v_partitions_11))
-            v_error_code_6, = _S3.unpack_from(data, pos)
-            pos += 2
+            v_error_code_6, n1 = _S3.unpack_from(data, pos)
             v_error_message_7: str | None
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 3
             else:
+                pos += 2
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -504,7 +508,7 @@ def decode_describe_share_group_offsets_response_v0(data: bytes, pos: int) -> tu
 
 
 def encode_describe_share_group_offsets_response_v0(m: DescribeShareGroupOffsetsResponse, out: bytearray) -> None:
-    out += _S0.pack(m.throttle_time_ms)
+    out += _S4.pack(m.throttle_time_ms)
     x_1 = m.groups
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -535,7 +539,7 @@ def encode_describe_share_group_offsets_response_v0(m: DescribeShareGroupOffsets
             else:
                 write_uvarint(out, u_12)
             out += b_11
-            out += _S1.pack(e_9.topic_id)
+            out += _S5.pack(e_9.topic_id)
             x_13 = e_9.partitions
             u_14 = len(x_13) + 1
             if u_14 < 128:
@@ -543,30 +547,30 @@ def encode_describe_share_group_offsets_response_v0(m: DescribeShareGroupOffsets
             else:
                 write_uvarint(out, u_14)
             for e_15 in x_13:
-                out += _S2.pack(e_15.partition_index, e_15.start_offset, e_15.leader_epoch, e_15.error_code)
                 x_16 = e_15.error_message
                 if x_16 is None:
-                    out.append(0)
+                    out += _S6.pack(e_15.partition_index, e_15.start_offset, e_15.leader_epoch, e_15.error_code)
                 else:
                     b_17 = x_16.encode()
                     u_18 = len(b_17) + 1
                     if u_18 < 128:
-                        out.append(u_18)
+                        out += _S2.pack(e_15.partition_index, e_15.start_offset, e_15.leader_epoch, e_15.error_code, u_18)
                     else:
+                        out += _S7.pack(e_15.partition_index, e_15.start_offset, e_15.leader_epoch, e_15.error_code)
                         write_uvarint(out, u_18)
                     out += b_17
                 out.append(0)
             out.append(0)
-        out += _S3.pack(e_3.error_code)
         x_19 = e_3.error_message
         if x_19 is None:
-            out.append(0)
+            out += _S8.pack(e_3.error_code)
         else:
             b_20 = x_19.encode()
             u_21 = len(b_20) + 1
             if u_21 < 128:
-                out.append(u_21)
+                out += _S3.pack(e_3.error_code, u_21)
             else:
+                out += _S9.pack(e_3.error_code)
                 write_uvarint(out, u_21)
             out += b_20
         out.append(0)
@@ -574,13 +578,12 @@ def encode_describe_share_group_offsets_response_v0(m: DescribeShareGroupOffsets
 
 
 def decode_describe_share_group_offsets_response_v1(data: bytes, pos: int) -> tuple[DescribeShareGroupOffsetsResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S0.unpack_from(data, pos)
     v_groups_2: list[DescribeShareGroupOffsetsResponseGroup]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -630,13 +633,12 @@ def decode_describe_share_group_offsets_response_v1(data: bytes, pos: int) -> tu
                     else:
                         v_topic_name_9 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
-                    v_topic_id_10, = _S1.unpack_from(data, pos)
-                    pos += 16
+                    v_topic_id_10, n2 = _S1.unpack_from(data, pos)
                     v_partitions_11: list[DescribeShareGroupOffsetsResponsePartition]
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 17
                     else:
+                        pos += 16
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
@@ -647,13 +649,12 @@ def decode_describe_share_group_offsets_response_v1(data: bytes, pos: int) -> tu
                         v_partitions_11 = []
                         append_12 = v_partitions_11.append
                         for _ in range(n2):
-                            v_partition_index_13, v_start_offset_14, v_leader_epoch_15, v_lag_16, v_error_code_17 = _S4.unpack_from(data, pos)
-                            pos += 26
+                            v_partition_index_13, v_start_offset_14, v_leader_epoch_15, v_lag_16, v_error_code_17, n3 = _S10.unpack_from(data, pos)
                             v_error_message_18: str | None
-                            n3 = data[pos]
                             if n3 < 128:
-                                pos += 1
+                                pos += 27
                             else:
+                                pos += 26
                                 n3, pos = read_uvarint(data, pos)
                             n3 -= 1
                             if n3 < 0:
@@ -681,13 +682,12 @@ def decode_describe_share_group_offsets_response_v1(data: bytes, pos: int) -> tu
                             end2 = pos + size2
                             pos = end2
                     append_8(DescribeShareGroupOffsetsResponseTopic(v_topic_name_9, v_topic_id_10, v_partitions_11))
-            v_error_code_6, = _S3.unpack_from(data, pos)
-            pos += 2
+            v_error_code_6, n1 = _S3.unpack_from(data, pos)
             v_error_message_7: str | None
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 3
             else:
+                pos += 2
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -718,7 +718,7 @@ def decode_describe_share_group_offsets_response_v1(data: bytes, pos: int) -> tu
 
 
 def encode_describe_share_group_offsets_response_v1(m: DescribeShareGroupOffsetsResponse, out: bytearray) -> None:
-    out += _S0.pack(m.throttle_time_ms)
+    out += _S4.pack(m.throttle_time_ms)
     x_1 = m.groups
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -749,7 +749,7 @@ def encode_describe_share_group_offsets_response_v1(m: DescribeShareGroupOffsets
             else:
                 write_uvarint(out, u_12)
             out += b_11
-            out += _S1.pack(e_9.topic_id)
+            out += _S5.pack(e_9.topic_id)
             x_13 = e_9.partitions
             u_14 = len(x_13) + 1
             if u_14 < 128:
@@ -757,30 +757,30 @@ def encode_describe_share_group_offsets_response_v1(m: DescribeShareGroupOffsets
             else:
                 write_uvarint(out, u_14)
             for e_15 in x_13:
-                out += _S4.pack(e_15.partition_index, e_15.start_offset, e_15.leader_epoch, e_15.lag, e_15.error_code)
                 x_16 = e_15.error_message
                 if x_16 is None:
-                    out.append(0)
+                    out += _S11.pack(e_15.partition_index, e_15.start_offset, e_15.leader_epoch, e_15.lag, e_15.error_code)
                 else:
                     b_17 = x_16.encode()
                     u_18 = len(b_17) + 1
                     if u_18 < 128:
-                        out.append(u_18)
+                        out += _S10.pack(e_15.partition_index, e_15.start_offset, e_15.leader_epoch, e_15.lag, e_15.error_code, u_18)
                     else:
+                        out += _S12.pack(e_15.partition_index, e_15.start_offset, e_15.leader_epoch, e_15.lag, e_15.error_code)
                         write_uvarint(out, u_18)
                     out += b_17
                 out.append(0)
             out.append(0)
-        out += _S3.pack(e_3.error_code)
         x_19 = e_3.error_message
         if x_19 is None:
-            out.append(0)
+            out += _S8.pack(e_3.error_code)
         else:
             b_20 = x_19.encode()
             u_21 = len(b_20) + 1
             if u_21 < 128:
-                out.append(u_21)
+                out += _S3.pack(e_3.error_code, u_21)
             else:
+                out += _S9.pack(e_3.error_code)
                 write_uvarint(out, u_21)
             out += b_20
         out.append(0)

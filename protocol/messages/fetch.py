@@ -19,18 +19,32 @@ _S5 = Struct('>iiiib')
 _S6 = Struct('>iqqi')
 _S7 = Struct('>iiiibii')
 _S8 = Struct('>iiqqi')
-_S9 = Struct('>iiqiqi')
-_S10 = Struct('>16s')
-_S11 = Struct('>iiibii')
-_S12 = Struct('>iq')
-_S13 = Struct('>q')
-_S14 = Struct('>ihq')
-_S15 = Struct('>ihqq')
-_S16 = Struct('>qq')
-_S17 = Struct('>ihqqq')
-_S18 = Struct('>ihi')
-_S19 = Struct('>ii')
-_S20 = Struct('>qi')
+_S9 = Struct('>iiiibiiB')
+_S10 = Struct('>iiqiqiB')
+_S11 = Struct('>iiqiqix')
+_S12 = Struct('>16sB')
+_S13 = Struct('>16s')
+_S14 = Struct('>iiibiiB')
+_S15 = Struct('>iqB')
+_S16 = Struct('>iiibii')
+_S17 = Struct('>iqx')
+_S18 = Struct('>iiqiqi')
+_S19 = Struct('>q')
+_S20 = Struct('>ihq')
+_S21 = Struct('>ihqq')
+_S22 = Struct('>qq')
+_S23 = Struct('>ihqqq')
+_S24 = Struct('>ihi')
+_S25 = Struct('>ihiB')
+_S26 = Struct('>ihqqqB')
+_S27 = Struct('>qqB')
+_S28 = Struct('>iB')
+_S29 = Struct('>iiB')
+_S30 = Struct('>qiB')
+_S31 = Struct('>qqx')
+_S32 = Struct('>ix')
+_S33 = Struct('>iix')
+_S34 = Struct('>qix')
 
 
 @dataclass(slots=True)
@@ -1079,13 +1093,12 @@ def encode_fetch_request_v11(m: FetchRequest, out: bytearray) -> None:
 
 
 def decode_fetch_request_v12(data: bytes, pos: int) -> tuple[FetchRequest, int]:
-    v_replica_id_2, v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9 = _S7.unpack_from(data, pos)
-    pos += 25
+    v_replica_id_2, v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9, n0 = _S9.unpack_from(data, pos)
     v_topics_10: list[FetchTopic]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 26
     else:
+        pos += 25
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -1123,11 +1136,11 @@ def decode_fetch_request_v12(data: bytes, pos: int) -> tuple[FetchRequest, int]:
                 v_partitions_16 = []
                 append_17 = v_partitions_16.append
                 for _ in range(n1):
-                    v_partition_18, v_current_leader_epoch_19, v_fetch_offset_20, v_last_fetched_epoch_21, v_log_start_offset_22, v_partition_max_bytes_23 = _S9.unpack_from(data, pos)
-                    pos += 32
-                    if data[pos] == 0:
-                        pos += 1
+                    v_partition_18, v_current_leader_epoch_19, v_fetch_offset_20, v_last_fetched_epoch_21, v_log_start_offset_22, v_partition_max_bytes_23, tag_count2 = _S10.unpack_from(data, pos)
+                    if tag_count2 == 0:
+                        pos += 33
                     else:
+                        pos += 32
                         n_tags2, pos = read_uvarint(data, pos)
                         for _ in range(n_tags2):
                             tag2, pos = read_uvarint(data, pos)
@@ -1259,8 +1272,7 @@ def encode_fetch_request_v12(m: FetchRequest, out: bytearray) -> None:
         else:
             write_uvarint(out, u_8)
         for e_9 in x_7:
-            out += _S9.pack(e_9.partition, e_9.current_leader_epoch, e_9.fetch_offset, e_9.last_fetched_epoch, e_9.log_start_offset, e_9.partition_max_bytes)
-            out.append(0)
+            out += _S11.pack(e_9.partition, e_9.current_leader_epoch, e_9.fetch_offset, e_9.last_fetched_epoch, e_9.log_start_offset, e_9.partition_max_bytes)
         out.append(0)
     x_10 = m.forgotten_topics_data
     u_11 = len(x_10) + 1
@@ -1314,13 +1326,12 @@ def encode_fetch_request_v12(m: FetchRequest, out: bytearray) -> None:
 
 
 def decode_fetch_request_v13(data: bytes, pos: int) -> tuple[FetchRequest, int]:
-    v_replica_id_2, v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9 = _S7.unpack_from(data, pos)
-    pos += 25
+    v_replica_id_2, v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9, n0 = _S9.unpack_from(data, pos)
     v_topics_10: list[FetchTopic]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 26
     else:
+        pos += 25
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -1331,13 +1342,12 @@ def decode_fetch_request_v13(data: bytes, pos: int) -> tuple[FetchRequest, int]:
         v_topics_10 = []
         append_13 = v_topics_10.append
         for _ in range(n0):
-            v_topic_id_15, = _S10.unpack_from(data, pos)
-            pos += 16
+            v_topic_id_15, n1 = _S12.unpack_from(data, pos)
             v_partitions_16: list[FetchPartition]
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 17
             else:
+                pos += 16
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -1348,11 +1358,11 @@ def decode_fetch_request_v13(data: bytes, pos: int) -> tuple[FetchRequest, int]:
                 v_partitions_16 = []
                 append_17 = v_partitions_16.append
                 for _ in range(n1):
-                    v_partition_18, v_current_leader_epoch_19, v_fetch_offset_20, v_last_fetched_epoch_21, v_log_start_offset_22, v_partition_max_bytes_23 = _S9.unpack_from(data, pos)
-                    pos += 32
-                    if data[pos] == 0:
-                        pos += 1
+                    v_partition_18, v_current_leader_epoch_19, v_fetch_offset_20, v_last_fetched_epoch_21, v_log_start_offset_22, v_partition_max_bytes_23, tag_count2 = _S10.unpack_from(data, pos)
+                    if tag_count2 == 0:
+                        pos += 33
                     else:
+                        pos += 32
                         n_tags2, pos = read_uvarint(data, pos)
                         for _ in range(n_tags2):
                             tag2, pos = read_uvarint(data, pos)
@@ -1385,13 +1395,12 @@ def decode_fetch_request_v13(data: bytes, pos: int) -> tuple[FetchRequest, int]:
         v_forgotten_topics_data_11 = []
         append_26 = v_forgotten_topics_data_11.append
         for _ in range(n0):
-            v_topic_id_28, = _S10.unpack_from(data, pos)
-            pos += 16
+            v_topic_id_28, n1 = _S12.unpack_from(data, pos)
             v_partitions_29: list[int]
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 17
             else:
+                pos += 16
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -1459,7 +1468,7 @@ def encode_fetch_request_v13(m: FetchRequest, out: bytearray) -> None:
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        out += _S10.pack(e_3.topic_id)
+        out += _S13.pack(e_3.topic_id)
         x_4 = e_3.partitions
         u_5 = len(x_4) + 1
         if u_5 < 128:
@@ -1467,8 +1476,7 @@ def encode_fetch_request_v13(m: FetchRequest, out: bytearray) -> None:
         else:
             write_uvarint(out, u_5)
         for e_6 in x_4:
-            out += _S9.pack(e_6.partition, e_6.current_leader_epoch, e_6.fetch_offset, e_6.last_fetched_epoch, e_6.log_start_offset, e_6.partition_max_bytes)
-            out.append(0)
+            out += _S11.pack(e_6.partition, e_6.current_leader_epoch, e_6.fetch_offset, e_6.last_fetched_epoch, e_6.log_start_offset, e_6.partition_max_bytes)
         out.append(0)
     x_7 = m.forgotten_topics_data
     u_8 = len(x_7) + 1
@@ -1477,7 +1485,7 @@ def encode_fetch_request_v13(m: FetchRequest, out: bytearray) -> None:
     else:
         write_uvarint(out, u_8)
     for e_9 in x_7:
-        out += _S10.pack(e_9.topic_id)
+        out += _S13.pack(e_9.topic_id)
         x_10 = e_9.partitions
         u_11 = len(x_10) + 1
         if u_11 < 128:
@@ -1515,13 +1523,12 @@ def encode_fetch_request_v13(m: FetchRequest, out: bytearray) -> None:
 
 
 def decode_fetch_request_v14(data: bytes, pos: int) -> tuple[FetchRequest, int]:
-    v_replica_id_2, v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9 = _S7.unpack_from(data, pos)
-    pos += 25
+    v_replica_id_2, v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9, n0 = _S9.unpack_from(data, pos)
     v_topics_10: list[FetchTopic]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 26
     else:
+        pos += 25
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -1532,13 +1539,12 @@ def decode_fetch_request_v14(data: bytes, pos: int) -> tuple[FetchRequest, int]:
         v_topics_10 = []
         append_13 = v_topics_10.append
         for _ in range(n0):
-            v_topic_id_15, = _S10.unpack_from(data, pos)
-            pos += 16
+            v_topic_id_15, n1 = _S12.unpack_from(data, pos)
             v_partitions_16: list[FetchPartition]
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 17
             else:
+                pos += 16
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -1549,11 +1555,11 @@ def decode_fetch_request_v14(data: bytes, pos: int) -> tuple[FetchRequest, int]:
                 v_partitions_16 = []
                 append_17 = v_partitions_16.append
                 for _ in range(n1):
-                    v_partition_18, v_current_leader_epoch_19, v_fetch_offset_20, v_last_fetched_epoch_21, v_log_start_offset_22, v_partition_max_bytes_23 = _S9.unpack_from(data, pos)
-                    pos += 32
-                    if data[pos] == 0:
-                        pos += 1
+                    v_partition_18, v_current_leader_epoch_19, v_fetch_offset_20, v_last_fetched_epoch_21, v_log_start_offset_22, v_partition_max_bytes_23, tag_count2 = _S10.unpack_from(data, pos)
+                    if tag_count2 == 0:
+                        pos += 33
                     else:
+                        pos += 32
                         n_tags2, pos = read_uvarint(data, pos)
                         for _ in range(n_tags2):
                             tag2, pos = read_uvarint(data, pos)
@@ -1586,13 +1592,12 @@ def decode_fetch_request_v14(data: bytes, pos: int) -> tuple[FetchRequest, int]:
         v_forgotten_topics_data_11 = []
         append_26 = v_forgotten_topics_data_11.append
         for _ in range(n0):
-            v_topic_id_28, = _S10.unpack_from(data, pos)
-            pos += 16
+            v_topic_id_28, n1 = _S12.unpack_from(data, pos)
             v_partitions_29: list[int]
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 17
             else:
+                pos += 16
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -1660,7 +1665,7 @@ def encode_fetch_request_v14(m: FetchRequest, out: bytearray) -> None:
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        out += _S10.pack(e_3.topic_id)
+        out += _S13.pack(e_3.topic_id)
         x_4 = e_3.partitions
         u_5 = len(x_4) + 1
         if u_5 < 128:
@@ -1668,8 +1673,7 @@ def encode_fetch_request_v14(m: FetchRequest, out: bytearray) -> None:
         else:
             write_uvarint(out, u_5)
         for e_6 in x_4:
-            out += _S9.pack(e_6.partition, e_6.current_leader_epoch, e_6.fetch_offset, e_6.last_fetched_epoch, e_6.log_start_offset, e_6.partition_max_bytes)
-            out.append(0)
+            out += _S11.pack(e_6.partition, e_6.current_leader_epoch, e_6.fetch_offset, e_6.last_fetched_epoch, e_6.log_start_offset, e_6.partition_max_bytes)
         out.append(0)
     x_7 = m.forgotten_topics_data
     u_8 = len(x_7) + 1
@@ -1678,7 +1682,7 @@ def encode_fetch_request_v14(m: FetchRequest, out: bytearray) -> None:
     else:
         write_uvarint(out, u_8)
     for e_9 in x_7:
-        out += _S10.pack(e_9.topic_id)
+        out += _S13.pack(e_9.topic_id)
         x_10 = e_9.partitions
         u_11 = len(x_10) + 1
         if u_11 < 128:
@@ -1716,13 +1720,12 @@ def encode_fetch_request_v14(m: FetchRequest, out: bytearray) -> None:
 
 
 def decode_fetch_request_v15(data: bytes, pos: int) -> tuple[FetchRequest, int]:
-    v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9 = _S11.unpack_from(data, pos)
-    pos += 21
+    v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9, n0 = _S14.unpack_from(data, pos)
     v_topics_10: list[FetchTopic]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 22
     else:
+        pos += 21
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -1733,13 +1736,12 @@ def decode_fetch_request_v15(data: bytes, pos: int) -> tuple[FetchRequest, int]:
         v_topics_10 = []
         append_13 = v_topics_10.append
         for _ in range(n0):
-            v_topic_id_15, = _S10.unpack_from(data, pos)
-            pos += 16
+            v_topic_id_15, n1 = _S12.unpack_from(data, pos)
             v_partitions_16: list[FetchPartition]
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 17
             else:
+                pos += 16
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -1750,11 +1752,11 @@ def decode_fetch_request_v15(data: bytes, pos: int) -> tuple[FetchRequest, int]:
                 v_partitions_16 = []
                 append_17 = v_partitions_16.append
                 for _ in range(n1):
-                    v_partition_18, v_current_leader_epoch_19, v_fetch_offset_20, v_last_fetched_epoch_21, v_log_start_offset_22, v_partition_max_bytes_23 = _S9.unpack_from(data, pos)
-                    pos += 32
-                    if data[pos] == 0:
-                        pos += 1
+                    v_partition_18, v_current_leader_epoch_19, v_fetch_offset_20, v_last_fetched_epoch_21, v_log_start_offset_22, v_partition_max_bytes_23, tag_count2 = _S10.unpack_from(data, pos)
+                    if tag_count2 == 0:
+                        pos += 33
                     else:
+                        pos += 32
                         n_tags2, pos = read_uvarint(data, pos)
                         for _ in range(n_tags2):
                             tag2, pos = read_uvarint(data, pos)
@@ -1787,13 +1789,12 @@ def decode_fetch_request_v15(data: bytes, pos: int) -> tuple[FetchRequest, int]:
         v_forgotten_topics_data_11 = []
         append_26 = v_forgotten_topics_data_11.append
         for _ in range(n0):
-            v_topic_id_28, = _S10.unpack_from(data, pos)
-            pos += 16
+            v_topic_id_28, n1 = _S12.unpack_from(data, pos)
             v_partitions_29: list[int]
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 17
             else:
+                pos += 16
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -1848,11 +1849,11 @@ def decode_fetch_request_v15(data: bytes, pos: int) -> tuple[FetchRequest, int]:
                     v_cluster_id_1 = str(data[pos:pos + n0], 'utf-8')
                     pos += n0
             elif tag0 == 1:
-                v_replica_id_30, v_replica_epoch_31 = _S12.unpack_from(data, pos)
-                pos += 12
-                if data[pos] == 0:
-                    pos += 1
+                v_replica_id_30, v_replica_epoch_31, tag_count1 = _S15.unpack_from(data, pos)
+                if tag_count1 == 0:
+                    pos += 13
                 else:
+                    pos += 12
                     n_tags1, pos = read_uvarint(data, pos)
                     for _ in range(n_tags1):
                         tag1, pos = read_uvarint(data, pos)
@@ -1867,7 +1868,7 @@ def decode_fetch_request_v15(data: bytes, pos: int) -> tuple[FetchRequest, int]:
 def encode_fetch_request_v15(m: FetchRequest, out: bytearray) -> None:
     if m.replica_id != -1:
         raise ValueError('attempted to write a non-default ReplicaId at version 15')
-    out += _S11.pack(m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch)
+    out += _S16.pack(m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch)
     x_1 = m.topics
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -1875,7 +1876,7 @@ def encode_fetch_request_v15(m: FetchRequest, out: bytearray) -> None:
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        out += _S10.pack(e_3.topic_id)
+        out += _S13.pack(e_3.topic_id)
         x_4 = e_3.partitions
         u_5 = len(x_4) + 1
         if u_5 < 128:
@@ -1883,8 +1884,7 @@ def encode_fetch_request_v15(m: FetchRequest, out: bytearray) -> None:
         else:
             write_uvarint(out, u_5)
         for e_6 in x_4:
-            out += _S9.pack(e_6.partition, e_6.current_leader_epoch, e_6.fetch_offset, e_6.last_fetched_epoch, e_6.log_start_offset, e_6.partition_max_bytes)
-            out.append(0)
+            out += _S11.pack(e_6.partition, e_6.current_leader_epoch, e_6.fetch_offset, e_6.last_fetched_epoch, e_6.log_start_offset, e_6.partition_max_bytes)
         out.append(0)
     x_7 = m.forgotten_topics_data
     u_8 = len(x_7) + 1
@@ -1893,7 +1893,7 @@ def encode_fetch_request_v15(m: FetchRequest, out: bytearray) -> None:
     else:
         write_uvarint(out, u_8)
     for e_9 in x_7:
-        out += _S10.pack(e_9.topic_id)
+        out += _S13.pack(e_9.topic_id)
         x_10 = e_9.partitions
         u_11 = len(x_10) + 1
         if u_11 < 128:
@@ -1932,20 +1932,18 @@ def encode_fetch_request_v15(m: FetchRequest, out: bytearray) -> None:
         write_uvarint(out, 1)
         tagbuf0 = bytearray()
         s_19 = m.replica_state
-        tagbuf0 += _S12.pack(s_19.replica_id, s_19.replica_epoch)
-        tagbuf0.append(0)
+        tagbuf0 += _S17.pack(s_19.replica_id, s_19.replica_epoch)
         write_uvarint(out, len(tagbuf0))
         out += tagbuf0
 
 
 def decode_fetch_request_v16(data: bytes, pos: int) -> tuple[FetchRequest, int]:
-    v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9 = _S11.unpack_from(data, pos)
-    pos += 21
+    v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9, n0 = _S14.unpack_from(data, pos)
     v_topics_10: list[FetchTopic]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 22
     else:
+        pos += 21
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -1956,13 +1954,12 @@ def decode_fetch_request_v16(data: bytes, pos: int) -> tuple[FetchRequest, int]:
         v_topics_10 = []
         append_13 = v_topics_10.append
         for _ in range(n0):
-            v_topic_id_15, = _S10.unpack_from(data, pos)
-            pos += 16
+            v_topic_id_15, n1 = _S12.unpack_from(data, pos)
             v_partitions_16: list[FetchPartition]
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 17
             else:
+                pos += 16
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -1973,11 +1970,11 @@ def decode_fetch_request_v16(data: bytes, pos: int) -> tuple[FetchRequest, int]:
                 v_partitions_16 = []
                 append_17 = v_partitions_16.append
                 for _ in range(n1):
-                    v_partition_18, v_current_leader_epoch_19, v_fetch_offset_20, v_last_fetched_epoch_21, v_log_start_offset_22, v_partition_max_bytes_23 = _S9.unpack_from(data, pos)
-                    pos += 32
-                    if data[pos] == 0:
-                        pos += 1
+                    v_partition_18, v_current_leader_epoch_19, v_fetch_offset_20, v_last_fetched_epoch_21, v_log_start_offset_22, v_partition_max_bytes_23, tag_count2 = _S10.unpack_from(data, pos)
+                    if tag_count2 == 0:
+                        pos += 33
                     else:
+                        pos += 32
                         n_tags2, pos = read_uvarint(data, pos)
                         for _ in range(n_tags2):
                             tag2, pos = read_uvarint(data, pos)
@@ -2010,13 +2007,12 @@ def decode_fetch_request_v16(data: bytes, pos: int) -> tuple[FetchRequest, int]:
         v_forgotten_topics_data_11 = []
         append_26 = v_forgotten_topics_data_11.append
         for _ in range(n0):
-            v_topic_id_28, = _S10.unpack_from(data, pos)
-            pos += 16
+            v_topic_id_28, n1 = _S12.unpack_from(data, pos)
             v_partitions_29: list[int]
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 17
             else:
+                pos += 16
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -2071,11 +2067,11 @@ def decode_fetch_request_v16(data: bytes, pos: int) -> tuple[FetchRequest, int]:
                     v_cluster_id_1 = str(data[pos:pos + n0], 'utf-8')
                     pos += n0
             elif tag0 == 1:
-                v_replica_id_30, v_replica_epoch_31 = _S12.unpack_from(data, pos)
-                pos += 12
-                if data[pos] == 0:
-                    pos += 1
+                v_replica_id_30, v_replica_epoch_31, tag_count1 = _S15.unpack_from(data, pos)
+                if tag_count1 == 0:
+                    pos += 13
                 else:
+                    pos += 12
                     n_tags1, pos = read_uvarint(data, pos)
                     for _ in range(n_tags1):
                         tag1, pos = read_uvarint(data, pos)
@@ -2090,7 +2086,7 @@ def decode_fetch_request_v16(data: bytes, pos: int) -> tuple[FetchRequest, int]:
 def encode_fetch_request_v16(m: FetchRequest, out: bytearray) -> None:
     if m.replica_id != -1:
         raise ValueError('attempted to write a non-default ReplicaId at version 16')
-    out += _S11.pack(m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch)
+    out += _S16.pack(m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch)
     x_1 = m.topics
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -2098,7 +2094,7 @@ def encode_fetch_request_v16(m: FetchRequest, out: bytearray) -> None:
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        out += _S10.pack(e_3.topic_id)
+        out += _S13.pack(e_3.topic_id)
         x_4 = e_3.partitions
         u_5 = len(x_4) + 1
         if u_5 < 128:
@@ -2106,8 +2102,7 @@ def encode_fetch_request_v16(m: FetchRequest, out: bytearray) -> None:
         else:
             write_uvarint(out, u_5)
         for e_6 in x_4:
-            out += _S9.pack(e_6.partition, e_6.current_leader_epoch, e_6.fetch_offset, e_6.last_fetched_epoch, e_6.log_start_offset, e_6.partition_max_bytes)
-            out.append(0)
+            out += _S11.pack(e_6.partition, e_6.current_leader_epoch, e_6.fetch_offset, e_6.last_fetched_epoch, e_6.log_start_offset, e_6.partition_max_bytes)
         out.append(0)
     x_7 = m.forgotten_topics_data
     u_8 = len(x_7) + 1
@@ -2116,7 +2111,7 @@ def encode_fetch_request_v16(m: FetchRequest, out: bytearray) -> None:
     else:
         write_uvarint(out, u_8)
     for e_9 in x_7:
-        out += _S10.pack(e_9.topic_id)
+        out += _S13.pack(e_9.topic_id)
         x_10 = e_9.partitions
         u_11 = len(x_10) + 1
         if u_11 < 128:
@@ -2155,20 +2150,18 @@ def encode_fetch_request_v16(m: FetchRequest, out: bytearray) -> None:
         write_uvarint(out, 1)
         tagbuf0 = bytearray()
         s_19 = m.replica_state
-        tagbuf0 += _S12.pack(s_19.replica_id, s_19.replica_epoch)
-        tagbuf0.append(0)
+        tagbuf0 += _S17.pack(s_19.replica_id, s_19.replica_epoch)
         write_uvarint(out, len(tagbuf0))
         out += tagbuf0
 
 
 def decode_fetch_request_v17(data: bytes, pos: int) -> tuple[FetchRequest, int]:
-    v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9 = _S11.unpack_from(data, pos)
-    pos += 21
+    v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9, n0 = _S14.unpack_from(data, pos)
     v_topics_10: list[FetchTopic]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 22
     else:
+        pos += 21
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -2179,13 +2172,12 @@ def decode_fetch_request_v17(data: bytes, pos: int) -> tuple[FetchRequest, int]:
         v_topics_10 = []
         append_13 = v_topics_10.append
         for _ in range(n0):
-            v_topic_id_15, = _S10.unpack_from(data, pos)
-            pos += 16
+            v_topic_id_15, n1 = _S12.unpack_from(data, pos)
             v_partitions_16: list[FetchPartition]
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 17
             else:
+                pos += 16
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -2196,19 +2188,19 @@ def decode_fetch_request_v17(data: bytes, pos: int) -> tuple[FetchRequest, int]:
                 v_partitions_16 = []
                 append_17 = v_partitions_16.append
                 for _ in range(n1):
-                    v_partition_18, v_current_leader_epoch_19, v_fetch_offset_20, v_last_fetched_epoch_21, v_log_start_offset_22, v_partition_max_bytes_23 = _S9.unpack_from(data, pos)
-                    pos += 32
                     v_replica_directory_id_24: bytes = ZERO_UUID
-                    if data[pos] == 0:
-                        pos += 1
+                    v_partition_18, v_current_leader_epoch_19, v_fetch_offset_20, v_last_fetched_epoch_21, v_log_start_offset_22, v_partition_max_bytes_23, tag_count2 = _S10.unpack_from(data, pos)
+                    if tag_count2 == 0:
+                        pos += 33
                     else:
+                        pos += 32
                         n_tags2, pos = read_uvarint(data, pos)
                         for _ in range(n_tags2):
                             tag2, pos = read_uvarint(data, pos)
                             size2, pos = read_uvarint(data, pos)
                             end2 = pos + size2
                             if tag2 == 0:
-                                v_replica_directory_id_24, = _S10.unpack_from(data, pos)
+                                v_replica_directory_id_24, = _S13.unpack_from(data, pos)
                                 pos += 16
                             pos = end2
                     append_17(FetchPartition(v_partition_18, v_current_leader_epoch_19, v_fetch_offset_20, v_last_fetched_epoch_21, v_log_start_offset_22, v_partition_max_bytes_23, v_replica_directory_id_24, 9223372036854775807))
@@ -2237,13 +2229,12 @@ def decode_fetch_request_v17(data: bytes, pos: int) -> tuple[FetchRequest, int]:
         v_forgotten_topics_data_11 = []
         append_26 = v_forgotten_topics_data_11.append
         for _ in range(n0):
-            v_topic_id_28, = _S10.unpack_from(data, pos)
-            pos += 16
+            v_topic_id_28, n1 = _S12.unpack_from(data, pos)
             v_partitions_29: list[int]
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 17
             else:
+                pos += 16
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -2298,11 +2289,11 @@ def decode_fetch_request_v17(data: bytes, pos: int) -> tuple[FetchRequest, int]:
                     v_cluster_id_1 = str(data[pos:pos + n0], 'utf-8')
                     pos += n0
             elif tag0 == 1:
-                v_replica_id_30, v_replica_epoch_31 = _S12.unpack_from(data, pos)
-                pos += 12
-                if data[pos] == 0:
-                    pos += 1
+                v_replica_id_30, v_replica_epoch_31, tag_count1 = _S15.unpack_from(data, pos)
+                if tag_count1 == 0:
+                    pos += 13
                 else:
+                    pos += 12
                     n_tags1, pos = read_uvarint(data, pos)
                     for _ in range(n_tags1):
                         tag1, pos = read_uvarint(data, pos)
@@ -2317,7 +2308,7 @@ def decode_fetch_request_v17(data: bytes, pos: int) -> tuple[FetchRequest, int]:
 def encode_fetch_request_v17(m: FetchRequest, out: bytearray) -> None:
     if m.replica_id != -1:
         raise ValueError('attempted to write a non-default ReplicaId at version 17')
-    out += _S11.pack(m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch)
+    out += _S16.pack(m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch)
     x_1 = m.topics
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -2325,7 +2316,7 @@ def encode_fetch_request_v17(m: FetchRequest, out: bytearray) -> None:
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        out += _S10.pack(e_3.topic_id)
+        out += _S13.pack(e_3.topic_id)
         x_4 = e_3.partitions
         u_5 = len(x_4) + 1
         if u_5 < 128:
@@ -2333,13 +2324,13 @@ def encode_fetch_request_v17(m: FetchRequest, out: bytearray) -> None:
         else:
             write_uvarint(out, u_5)
         for e_6 in x_4:
-            out += _S9.pack(e_6.partition, e_6.current_leader_epoch, e_6.fetch_offset, e_6.last_fetched_epoch, e_6.log_start_offset, e_6.partition_max_bytes)
+            out += _S18.pack(e_6.partition, e_6.current_leader_epoch, e_6.fetch_offset, e_6.last_fetched_epoch, e_6.log_start_offset, e_6.partition_max_bytes)
             tags2 = (e_6.replica_directory_id != ZERO_UUID)
             write_uvarint(out, tags2)
             if e_6.replica_directory_id != ZERO_UUID:
                 write_uvarint(out, 0)
                 tagbuf2 = bytearray()
-                tagbuf2 += _S10.pack(e_6.replica_directory_id)
+                tagbuf2 += _S13.pack(e_6.replica_directory_id)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
         out.append(0)
@@ -2350,7 +2341,7 @@ def encode_fetch_request_v17(m: FetchRequest, out: bytearray) -> None:
     else:
         write_uvarint(out, u_9)
     for e_10 in x_8:
-        out += _S10.pack(e_10.topic_id)
+        out += _S13.pack(e_10.topic_id)
         x_11 = e_10.partitions
         u_12 = len(x_11) + 1
         if u_12 < 128:
@@ -2389,20 +2380,18 @@ def encode_fetch_request_v17(m: FetchRequest, out: bytearray) -> None:
         write_uvarint(out, 1)
         tagbuf0 = bytearray()
         s_20 = m.replica_state
-        tagbuf0 += _S12.pack(s_20.replica_id, s_20.replica_epoch)
-        tagbuf0.append(0)
+        tagbuf0 += _S17.pack(s_20.replica_id, s_20.replica_epoch)
         write_uvarint(out, len(tagbuf0))
         out += tagbuf0
 
 
 def decode_fetch_request_v18(data: bytes, pos: int) -> tuple[FetchRequest, int]:
-    v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9 = _S11.unpack_from(data, pos)
-    pos += 21
+    v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9, n0 = _S14.unpack_from(data, pos)
     v_topics_10: list[FetchTopic]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 22
     else:
+        pos += 21
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -2413,13 +2402,12 @@ def decode_fetch_request_v18(data: bytes, pos: int) -> tuple[FetchRequest, int]:
         v_topics_10 = []
         append_13 = v_topics_10.append
         for _ in range(n0):
-            v_topic_id_15, = _S10.unpack_from(data, pos)
-            pos += 16
+            v_topic_id_15, n1 = _S12.unpack_from(data, pos)
             v_partitions_16: list[FetchPartition]
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 17
             else:
+                pos += 16
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -2430,23 +2418,23 @@ def decode_fetch_request_v18(data: bytes, pos: int) -> tuple[FetchRequest, int]:
                 v_partitions_16 = []
                 append_17 = v_partitions_16.append
                 for _ in range(n1):
-                    v_partition_18, v_current_leader_epoch_19, v_fetch_offset_20, v_last_fetched_epoch_21, v_log_start_offset_22, v_partition_max_bytes_23 = _S9.unpack_from(data, pos)
-                    pos += 32
                     v_replica_directory_id_24: bytes = ZERO_UUID
                     v_high_watermark_25: int = 9223372036854775807
-                    if data[pos] == 0:
-                        pos += 1
+                    v_partition_18, v_current_leader_epoch_19, v_fetch_offset_20, v_last_fetched_epoch_21, v_log_start_offset_22, v_partition_max_bytes_23, tag_count2 = _S10.unpack_from(data, pos)
+                    if tag_count2 == 0:
+                        pos += 33
                     else:
+                        pos += 32
                         n_tags2, pos = read_uvarint(data, pos)
                         for _ in range(n_tags2):
                             tag2, pos = read_uvarint(data, pos)
                             size2, pos = read_uvarint(data, pos)
                             end2 = pos + size2
                             if tag2 == 0:
-                                v_replica_directory_id_24, = _S10.unpack_from(data, pos)
+                                v_replica_directory_id_24, = _S13.unpack_from(data, pos)
                                 pos += 16
                             elif tag2 == 1:
-                                v_high_watermark_25, = _S13.unpack_from(data, pos)
+                                v_high_watermark_25, = _S19.unpack_from(data, pos)
                                 pos += 8
                             pos = end2
                     append_17(FetchPartition(v_partition_18, v_current_leader_epoch_19, v_fetch_offset_20, v_last_fetched_epoch_21, v_log_start_offset_22, v_partition_max_bytes_23, v_replica_directory_id_24, v_high_watermark_25))
@@ -2475,13 +2463,12 @@ def decode_fetch_request_v18(data: bytes, pos: int) -> tuple[FetchRequest, int]:
         v_forgotten_topics_data_11 = []
         append_26 = v_forgotten_topics_data_11.append
         for _ in range(n0):
-            v_topic_id_28, = _S10.unpack_from(data, pos)
-            pos += 16
+            v_topic_id_28, n1 = _S12.unpack_from(data, pos)
             v_partitions_29: list[int]
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 17
             else:
+                pos += 16
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -2536,11 +2523,11 @@ def decode_fetch_request_v18(data: bytes, pos: int) -> tuple[FetchRequest, int]:
                     v_cluster_id_1 = str(data[pos:pos + n0], 'utf-8')
                     pos += n0
             elif tag0 == 1:
-                v_replica_id_30, v_replica_epoch_31 = _S12.unpack_from(data, pos)
-                pos += 12
-                if data[pos] == 0:
-                    pos += 1
+                v_replica_id_30, v_replica_epoch_31, tag_count1 = _S15.unpack_from(data, pos)
+                if tag_count1 == 0:
+                    pos += 13
                 else:
+                    pos += 12
                     n_tags1, pos = read_uvarint(data, pos)
                     for _ in range(n_tags1):
                         tag1, pos = read_uvarint(data, pos)
@@ -2555,7 +2542,7 @@ def decode_fetch_request_v18(data: bytes, pos: int) -> tuple[FetchRequest, int]:
 def encode_fetch_request_v18(m: FetchRequest, out: bytearray) -> None:
     if m.replica_id != -1:
         raise ValueError('attempted to write a non-default ReplicaId at version 18')
-    out += _S11.pack(m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch)
+    out += _S16.pack(m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch)
     x_1 = m.topics
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -2563,7 +2550,7 @@ def encode_fetch_request_v18(m: FetchRequest, out: bytearray) -> None:
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        out += _S10.pack(e_3.topic_id)
+        out += _S13.pack(e_3.topic_id)
         x_4 = e_3.partitions
         u_5 = len(x_4) + 1
         if u_5 < 128:
@@ -2571,19 +2558,19 @@ def encode_fetch_request_v18(m: FetchRequest, out: bytearray) -> None:
         else:
             write_uvarint(out, u_5)
         for e_6 in x_4:
-            out += _S9.pack(e_6.partition, e_6.current_leader_epoch, e_6.fetch_offset, e_6.last_fetched_epoch, e_6.log_start_offset, e_6.partition_max_bytes)
+            out += _S18.pack(e_6.partition, e_6.current_leader_epoch, e_6.fetch_offset, e_6.last_fetched_epoch, e_6.log_start_offset, e_6.partition_max_bytes)
             tags2 = (e_6.replica_directory_id != ZERO_UUID) + (e_6.high_watermark != 9223372036854775807)
             write_uvarint(out, tags2)
             if e_6.replica_directory_id != ZERO_UUID:
                 write_uvarint(out, 0)
                 tagbuf2 = bytearray()
-                tagbuf2 += _S10.pack(e_6.replica_directory_id)
+                tagbuf2 += _S13.pack(e_6.replica_directory_id)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
             if e_6.high_watermark != 9223372036854775807:
                 write_uvarint(out, 1)
                 tagbuf2 = bytearray()
-                tagbuf2 += _S13.pack(e_6.high_watermark)
+                tagbuf2 += _S19.pack(e_6.high_watermark)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
         out.append(0)
@@ -2594,7 +2581,7 @@ def encode_fetch_request_v18(m: FetchRequest, out: bytearray) -> None:
     else:
         write_uvarint(out, u_10)
     for e_11 in x_9:
-        out += _S10.pack(e_11.topic_id)
+        out += _S13.pack(e_11.topic_id)
         x_12 = e_11.partitions
         u_13 = len(x_12) + 1
         if u_13 < 128:
@@ -2633,8 +2620,7 @@ def encode_fetch_request_v18(m: FetchRequest, out: bytearray) -> None:
         write_uvarint(out, 1)
         tagbuf0 = bytearray()
         s_21 = m.replica_state
-        tagbuf0 += _S12.pack(s_21.replica_id, s_21.replica_epoch)
-        tagbuf0.append(0)
+        tagbuf0 += _S17.pack(s_21.replica_id, s_21.replica_epoch)
         write_uvarint(out, len(tagbuf0))
         out += tagbuf0
 
@@ -2670,7 +2656,7 @@ def decode_fetch_response_v0(data: bytes, pos: int) -> tuple[FetchResponse, int]
                 v_partitions_9 = []
                 append_10 = v_partitions_9.append
                 for _ in range(n1):
-                    v_partition_index_11, v_error_code_12, v_high_watermark_13 = _S14.unpack_from(data, pos)
+                    v_partition_index_11, v_error_code_12, v_high_watermark_13 = _S20.unpack_from(data, pos)
                     pos += 14
                     v_records_21: bytes | None
                     n2, = _S1.unpack_from(data, pos)
@@ -2708,7 +2694,7 @@ def encode_fetch_response_v0(m: FetchResponse, out: bytearray) -> None:
                 raise ValueError('attempted to write a non-default SnapshotId at version 0')
             if e_6.preferred_read_replica != -1:
                 raise ValueError('attempted to write a non-default PreferredReadReplica at version 0')
-            out += _S14.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark)
+            out += _S20.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark)
             x_7 = e_6.records
             if x_7 is None:
                 out += b'\xff\xff\xff\xff'
@@ -2750,7 +2736,7 @@ def decode_fetch_response_v1(data: bytes, pos: int) -> tuple[FetchResponse, int]
                 v_partitions_9 = []
                 append_10 = v_partitions_9.append
                 for _ in range(n1):
-                    v_partition_index_11, v_error_code_12, v_high_watermark_13 = _S14.unpack_from(data, pos)
+                    v_partition_index_11, v_error_code_12, v_high_watermark_13 = _S20.unpack_from(data, pos)
                     pos += 14
                     v_records_21: bytes | None
                     n2, = _S1.unpack_from(data, pos)
@@ -2789,7 +2775,7 @@ def encode_fetch_response_v1(m: FetchResponse, out: bytearray) -> None:
                 raise ValueError('attempted to write a non-default SnapshotId at version 1')
             if e_6.preferred_read_replica != -1:
                 raise ValueError('attempted to write a non-default PreferredReadReplica at version 1')
-            out += _S14.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark)
+            out += _S20.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark)
             x_7 = e_6.records
             if x_7 is None:
                 out += b'\xff\xff\xff\xff'
@@ -2831,7 +2817,7 @@ def decode_fetch_response_v2(data: bytes, pos: int) -> tuple[FetchResponse, int]
                 v_partitions_9 = []
                 append_10 = v_partitions_9.append
                 for _ in range(n1):
-                    v_partition_index_11, v_error_code_12, v_high_watermark_13 = _S14.unpack_from(data, pos)
+                    v_partition_index_11, v_error_code_12, v_high_watermark_13 = _S20.unpack_from(data, pos)
                     pos += 14
                     v_records_21: bytes | None
                     n2, = _S1.unpack_from(data, pos)
@@ -2870,7 +2856,7 @@ def encode_fetch_response_v2(m: FetchResponse, out: bytearray) -> None:
                 raise ValueError('attempted to write a non-default SnapshotId at version 2')
             if e_6.preferred_read_replica != -1:
                 raise ValueError('attempted to write a non-default PreferredReadReplica at version 2')
-            out += _S14.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark)
+            out += _S20.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark)
             x_7 = e_6.records
             if x_7 is None:
                 out += b'\xff\xff\xff\xff'
@@ -2912,7 +2898,7 @@ def decode_fetch_response_v3(data: bytes, pos: int) -> tuple[FetchResponse, int]
                 v_partitions_9 = []
                 append_10 = v_partitions_9.append
                 for _ in range(n1):
-                    v_partition_index_11, v_error_code_12, v_high_watermark_13 = _S14.unpack_from(data, pos)
+                    v_partition_index_11, v_error_code_12, v_high_watermark_13 = _S20.unpack_from(data, pos)
                     pos += 14
                     v_records_21: bytes | None
                     n2, = _S1.unpack_from(data, pos)
@@ -2951,7 +2937,7 @@ def encode_fetch_response_v3(m: FetchResponse, out: bytearray) -> None:
                 raise ValueError('attempted to write a non-default SnapshotId at version 3')
             if e_6.preferred_read_replica != -1:
                 raise ValueError('attempted to write a non-default PreferredReadReplica at version 3')
-            out += _S14.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark)
+            out += _S20.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark)
             x_7 = e_6.records
             if x_7 is None:
                 out += b'\xff\xff\xff\xff'
@@ -2993,7 +2979,7 @@ def decode_fetch_response_v4(data: bytes, pos: int) -> tuple[FetchResponse, int]
                 v_partitions_9 = []
                 append_10 = v_partitions_9.append
                 for _ in range(n1):
-                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14 = _S15.unpack_from(data, pos)
+                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14 = _S21.unpack_from(data, pos)
                     pos += 22
                     v_aborted_transactions_19: list[AbortedTransaction] | None
                     n2, = _S1.unpack_from(data, pos)
@@ -3006,7 +2992,7 @@ def decode_fetch_response_v4(data: bytes, pos: int) -> tuple[FetchResponse, int]
                         v_aborted_transactions_19 = []
                         append_22 = v_aborted_transactions_19.append
                         for _ in range(n2):
-                            v_producer_id_23, v_first_offset_24 = _S16.unpack_from(data, pos)
+                            v_producer_id_23, v_first_offset_24 = _S22.unpack_from(data, pos)
                             pos += 16
                             append_22(AbortedTransaction(v_producer_id_23, v_first_offset_24))
                     v_records_21: bytes | None
@@ -3046,14 +3032,14 @@ def encode_fetch_response_v4(m: FetchResponse, out: bytearray) -> None:
                 raise ValueError('attempted to write a non-default SnapshotId at version 4')
             if e_6.preferred_read_replica != -1:
                 raise ValueError('attempted to write a non-default PreferredReadReplica at version 4')
-            out += _S15.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset)
+            out += _S21.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset)
             x_7 = e_6.aborted_transactions
             if x_7 is None:
                 out += b'\xff\xff\xff\xff'
             else:
                 out += _S1.pack(len(x_7))
                 for e_8 in x_7:
-                    out += _S16.pack(e_8.producer_id, e_8.first_offset)
+                    out += _S22.pack(e_8.producer_id, e_8.first_offset)
             x_9 = e_6.records
             if x_9 is None:
                 out += b'\xff\xff\xff\xff'
@@ -3095,7 +3081,7 @@ def decode_fetch_response_v5(data: bytes, pos: int) -> tuple[FetchResponse, int]
                 v_partitions_9 = []
                 append_10 = v_partitions_9.append
                 for _ in range(n1):
-                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15 = _S17.unpack_from(data, pos)
+                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15 = _S23.unpack_from(data, pos)
                     pos += 30
                     v_aborted_transactions_19: list[AbortedTransaction] | None
                     n2, = _S1.unpack_from(data, pos)
@@ -3108,7 +3094,7 @@ def decode_fetch_response_v5(data: bytes, pos: int) -> tuple[FetchResponse, int]
                         v_aborted_transactions_19 = []
                         append_22 = v_aborted_transactions_19.append
                         for _ in range(n2):
-                            v_producer_id_23, v_first_offset_24 = _S16.unpack_from(data, pos)
+                            v_producer_id_23, v_first_offset_24 = _S22.unpack_from(data, pos)
                             pos += 16
                             append_22(AbortedTransaction(v_producer_id_23, v_first_offset_24))
                     v_records_21: bytes | None
@@ -3148,14 +3134,14 @@ def encode_fetch_response_v5(m: FetchResponse, out: bytearray) -> None:
                 raise ValueError('attempted to write a non-default SnapshotId at version 5')
             if e_6.preferred_read_replica != -1:
                 raise ValueError('attempted to write a non-default PreferredReadReplica at version 5')
-            out += _S17.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
+            out += _S23.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
             x_7 = e_6.aborted_transactions
             if x_7 is None:
                 out += b'\xff\xff\xff\xff'
             else:
                 out += _S1.pack(len(x_7))
                 for e_8 in x_7:
-                    out += _S16.pack(e_8.producer_id, e_8.first_offset)
+                    out += _S22.pack(e_8.producer_id, e_8.first_offset)
             x_9 = e_6.records
             if x_9 is None:
                 out += b'\xff\xff\xff\xff'
@@ -3197,7 +3183,7 @@ def decode_fetch_response_v6(data: bytes, pos: int) -> tuple[FetchResponse, int]
                 v_partitions_9 = []
                 append_10 = v_partitions_9.append
                 for _ in range(n1):
-                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15 = _S17.unpack_from(data, pos)
+                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15 = _S23.unpack_from(data, pos)
                     pos += 30
                     v_aborted_transactions_19: list[AbortedTransaction] | None
                     n2, = _S1.unpack_from(data, pos)
@@ -3210,7 +3196,7 @@ def decode_fetch_response_v6(data: bytes, pos: int) -> tuple[FetchResponse, int]
                         v_aborted_transactions_19 = []
                         append_22 = v_aborted_transactions_19.append
                         for _ in range(n2):
-                            v_producer_id_23, v_first_offset_24 = _S16.unpack_from(data, pos)
+                            v_producer_id_23, v_first_offset_24 = _S22.unpack_from(data, pos)
                             pos += 16
                             append_22(AbortedTransaction(v_producer_id_23, v_first_offset_24))
                     v_records_21: bytes | None
@@ -3250,14 +3236,14 @@ def encode_fetch_response_v6(m: FetchResponse, out: bytearray) -> None:
                 raise ValueError('attempted to write a non-default SnapshotId at version 6')
             if e_6.preferred_read_replica != -1:
                 raise ValueError('attempted to write a non-default PreferredReadReplica at version 6')
-            out += _S17.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
+            out += _S23.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
             x_7 = e_6.aborted_transactions
             if x_7 is None:
                 out += b'\xff\xff\xff\xff'
             else:
                 out += _S1.pack(len(x_7))
                 for e_8 in x_7:
-                    out += _S16.pack(e_8.producer_id, e_8.first_offset)
+                    out += _S22.pack(e_8.producer_id, e_8.first_offset)
             x_9 = e_6.records
             if x_9 is None:
                 out += b'\xff\xff\xff\xff'
@@ -3267,7 +3253,7 @@ def encode_fetch_response_v6(m: FetchResponse, out: bytearray) -> None:
 
 
 def decode_fetch_response_v7(data: bytes, pos: int) -> tuple[FetchResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2, v_session_id_3 = _S18.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2, v_session_id_3 = _S24.unpack_from(data, pos)
     pos += 10
     v_responses_4: list[FetchableTopicResponse]
     n0, = _S1.unpack_from(data, pos)
@@ -3299,7 +3285,7 @@ def decode_fetch_response_v7(data: bytes, pos: int) -> tuple[FetchResponse, int]
                 v_partitions_9 = []
                 append_10 = v_partitions_9.append
                 for _ in range(n1):
-                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15 = _S17.unpack_from(data, pos)
+                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15 = _S23.unpack_from(data, pos)
                     pos += 30
                     v_aborted_transactions_19: list[AbortedTransaction] | None
                     n2, = _S1.unpack_from(data, pos)
@@ -3312,7 +3298,7 @@ def decode_fetch_response_v7(data: bytes, pos: int) -> tuple[FetchResponse, int]
                         v_aborted_transactions_19 = []
                         append_22 = v_aborted_transactions_19.append
                         for _ in range(n2):
-                            v_producer_id_23, v_first_offset_24 = _S16.unpack_from(data, pos)
+                            v_producer_id_23, v_first_offset_24 = _S22.unpack_from(data, pos)
                             pos += 16
                             append_22(AbortedTransaction(v_producer_id_23, v_first_offset_24))
                     v_records_21: bytes | None
@@ -3331,7 +3317,7 @@ def decode_fetch_response_v7(data: bytes, pos: int) -> tuple[FetchResponse, int]
 def encode_fetch_response_v7(m: FetchResponse, out: bytearray) -> None:
     if m.node_endpoints:
         raise ValueError('attempted to write a non-default NodeEndpoints at version 7')
-    out += _S18.pack(m.throttle_time_ms, m.error_code, m.session_id)
+    out += _S24.pack(m.throttle_time_ms, m.error_code, m.session_id)
     x_1 = m.responses
     out += _S1.pack(len(x_1))
     for e_2 in x_1:
@@ -3350,14 +3336,14 @@ def encode_fetch_response_v7(m: FetchResponse, out: bytearray) -> None:
                 raise ValueError('attempted to write a non-default SnapshotId at version 7')
             if e_6.preferred_read_replica != -1:
                 raise ValueError('attempted to write a non-default PreferredReadReplica at version 7')
-            out += _S17.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
+            out += _S23.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
             x_7 = e_6.aborted_transactions
             if x_7 is None:
                 out += b'\xff\xff\xff\xff'
             else:
                 out += _S1.pack(len(x_7))
                 for e_8 in x_7:
-                    out += _S16.pack(e_8.producer_id, e_8.first_offset)
+                    out += _S22.pack(e_8.producer_id, e_8.first_offset)
             x_9 = e_6.records
             if x_9 is None:
                 out += b'\xff\xff\xff\xff'
@@ -3367,7 +3353,7 @@ def encode_fetch_response_v7(m: FetchResponse, out: bytearray) -> None:
 
 
 def decode_fetch_response_v8(data: bytes, pos: int) -> tuple[FetchResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2, v_session_id_3 = _S18.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2, v_session_id_3 = _S24.unpack_from(data, pos)
     pos += 10
     v_responses_4: list[FetchableTopicResponse]
     n0, = _S1.unpack_from(data, pos)
@@ -3399,7 +3385,7 @@ def decode_fetch_response_v8(data: bytes, pos: int) -> tuple[FetchResponse, int]
                 v_partitions_9 = []
                 append_10 = v_partitions_9.append
                 for _ in range(n1):
-                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15 = _S17.unpack_from(data, pos)
+                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15 = _S23.unpack_from(data, pos)
                     pos += 30
                     v_aborted_transactions_19: list[AbortedTransaction] | None
                     n2, = _S1.unpack_from(data, pos)
@@ -3412,7 +3398,7 @@ def decode_fetch_response_v8(data: bytes, pos: int) -> tuple[FetchResponse, int]
                         v_aborted_transactions_19 = []
                         append_22 = v_aborted_transactions_19.append
                         for _ in range(n2):
-                            v_producer_id_23, v_first_offset_24 = _S16.unpack_from(data, pos)
+                            v_producer_id_23, v_first_offset_24 = _S22.unpack_from(data, pos)
                             pos += 16
                             append_22(AbortedTransaction(v_producer_id_23, v_first_offset_24))
                     v_records_21: bytes | None
@@ -3431,7 +3417,7 @@ def decode_fetch_response_v8(data: bytes, pos: int) -> tuple[FetchResponse, int]
 def encode_fetch_response_v8(m: FetchResponse, out: bytearray) -> None:
     if m.node_endpoints:
         raise ValueError('attempted to write a non-default NodeEndpoints at version 8')
-    out += _S18.pack(m.throttle_time_ms, m.error_code, m.session_id)
+    out += _S24.pack(m.throttle_time_ms, m.error_code, m.session_id)
     x_1 = m.responses
     out += _S1.pack(len(x_1))
     for e_2 in x_1:
@@ -3450,14 +3436,14 @@ def encode_fetch_response_v8(m: FetchResponse, out: bytearray) -> None:
                 raise ValueError('attempted to write a non-default SnapshotId at version 8')
             if e_6.preferred_read_replica != -1:
                 raise ValueError('attempted to write a non-default PreferredReadReplica at version 8')
-            out += _S17.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
+            out += _S23.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
             x_7 = e_6.aborted_transactions
             if x_7 is None:
                 out += b'\xff\xff\xff\xff'
             else:
                 out += _S1.pack(len(x_7))
                 for e_8 in x_7:
-                    out += _S16.pack(e_8.producer_id, e_8.first_offset)
+                    out += _S22.pack(e_8.producer_id, e_8.first_offset)
             x_9 = e_6.records
             if x_9 is None:
                 out += b'\xff\xff\xff\xff'
@@ -3467,7 +3453,7 @@ def encode_fetch_response_v8(m: FetchResponse, out: bytearray) -> None:
 
 
 def decode_fetch_response_v9(data: bytes, pos: int) -> tuple[FetchResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2, v_session_id_3 = _S18.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2, v_session_id_3 = _S24.unpack_from(data, pos)
     pos += 10
     v_responses_4: list[FetchableTopicResponse]
     n0, = _S1.unpack_from(data, pos)
@@ -3499,7 +3485,7 @@ def decode_fetch_response_v9(data: bytes, pos: int) -> tuple[FetchResponse, int]
                 v_partitions_9 = []
                 append_10 = v_partitions_9.append
                 for _ in range(n1):
-                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15 = _S17.unpack_from(data, pos)
+                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15 = _S23.unpack_from(data, pos)
                     pos += 30
                     v_aborted_transactions_19: list[AbortedTransaction] | None
                     n2, = _S1.unpack_from(data, pos)
@@ -3512,7 +3498,7 @@ def decode_fetch_response_v9(data: bytes, pos: int) -> tuple[FetchResponse, int]
                         v_aborted_transactions_19 = []
                         append_22 = v_aborted_transactions_19.append
                         for _ in range(n2):
-                            v_producer_id_23, v_first_offset_24 = _S16.unpack_from(data, pos)
+                            v_producer_id_23, v_first_offset_24 = _S22.unpack_from(data, pos)
                             pos += 16
                             append_22(AbortedTransaction(v_producer_id_23, v_first_offset_24))
                     v_records_21: bytes | None
@@ -3531,7 +3517,7 @@ def decode_fetch_response_v9(data: bytes, pos: int) -> tuple[FetchResponse, int]
 def encode_fetch_response_v9(m: FetchResponse, out: bytearray) -> None:
     if m.node_endpoints:
         raise ValueError('attempted to write a non-default NodeEndpoints at version 9')
-    out += _S18.pack(m.throttle_time_ms, m.error_code, m.session_id)
+    out += _S24.pack(m.throttle_time_ms, m.error_code, m.session_id)
     x_1 = m.responses
     out += _S1.pack(len(x_1))
     for e_2 in x_1:
@@ -3550,14 +3536,14 @@ def encode_fetch_response_v9(m: FetchResponse, out: bytearray) -> None:
                 raise ValueError('attempted to write a non-default SnapshotId at version 9')
             if e_6.preferred_read_replica != -1:
                 raise ValueError('attempted to write a non-default PreferredReadReplica at version 9')
-            out += _S17.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
+            out += _S23.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
             x_7 = e_6.aborted_transactions
             if x_7 is None:
                 out += b'\xff\xff\xff\xff'
             else:
                 out += _S1.pack(len(x_7))
                 for e_8 in x_7:
-                    out += _S16.pack(e_8.producer_id, e_8.first_offset)
+                    out += _S22.pack(e_8.producer_id, e_8.first_offset)
             x_9 = e_6.records
             if x_9 is None:
                 out += b'\xff\xff\xff\xff'
@@ -3567,7 +3553,7 @@ def encode_fetch_response_v9(m: FetchResponse, out: bytearray) -> None:
 
 
 def decode_fetch_response_v10(data: bytes, pos: int) -> tuple[FetchResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2, v_session_id_3 = _S18.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2, v_session_id_3 = _S24.unpack_from(data, pos)
     pos += 10
     v_responses_4: list[FetchableTopicResponse]
     n0, = _S1.unpack_from(data, pos)
@@ -3599,7 +3585,7 @@ def decode_fetch_response_v10(data: bytes, pos: int) -> tuple[FetchResponse, int
                 v_partitions_9 = []
                 append_10 = v_partitions_9.append
                 for _ in range(n1):
-                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15 = _S17.unpack_from(data, pos)
+                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15 = _S23.unpack_from(data, pos)
                     pos += 30
                     v_aborted_transactions_19: list[AbortedTransaction] | None
                     n2, = _S1.unpack_from(data, pos)
@@ -3612,7 +3598,7 @@ def decode_fetch_response_v10(data: bytes, pos: int) -> tuple[FetchResponse, int
                         v_aborted_transactions_19 = []
                         append_22 = v_aborted_transactions_19.append
                         for _ in range(n2):
-                            v_producer_id_23, v_first_offset_24 = _S16.unpack_from(data, pos)
+                            v_producer_id_23, v_first_offset_24 = _S22.unpack_from(data, pos)
                             pos += 16
                             append_22(AbortedTransaction(v_producer_id_23, v_first_offset_24))
                     v_records_21: bytes | None
@@ -3631,7 +3617,7 @@ def decode_fetch_response_v10(data: bytes, pos: int) -> tuple[FetchResponse, int
 def encode_fetch_response_v10(m: FetchResponse, out: bytearray) -> None:
     if m.node_endpoints:
         raise ValueError('attempted to write a non-default NodeEndpoints at version 10')
-    out += _S18.pack(m.throttle_time_ms, m.error_code, m.session_id)
+    out += _S24.pack(m.throttle_time_ms, m.error_code, m.session_id)
     x_1 = m.responses
     out += _S1.pack(len(x_1))
     for e_2 in x_1:
@@ -3650,14 +3636,14 @@ def encode_fetch_response_v10(m: FetchResponse, out: bytearray) -> None:
                 raise ValueError('attempted to write a non-default SnapshotId at version 10')
             if e_6.preferred_read_replica != -1:
                 raise ValueError('attempted to write a non-default PreferredReadReplica at version 10')
-            out += _S17.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
+            out += _S23.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
             x_7 = e_6.aborted_transactions
             if x_7 is None:
                 out += b'\xff\xff\xff\xff'
             else:
                 out += _S1.pack(len(x_7))
                 for e_8 in x_7:
-                    out += _S16.pack(e_8.producer_id, e_8.first_offset)
+                    out += _S22.pack(e_8.producer_id, e_8.first_offset)
             x_9 = e_6.records
             if x_9 is None:
                 out += b'\xff\xff\xff\xff'
@@ -3667,7 +3653,7 @@ def encode_fetch_response_v10(m: FetchResponse, out: bytearray) -> None:
 
 
 def decode_fetch_response_v11(data: bytes, pos: int) -> tuple[FetchResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2, v_session_id_3 = _S18.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2, v_session_id_3 = _S24.unpack_from(data, pos)
     pos += 10
     v_responses_4: list[FetchableTopicResponse]
     n0, = _S1.unpack_from(data, pos)
@@ -3699,7 +3685,7 @@ def decode_fetch_response_v11(data: bytes, pos: int) -> tuple[FetchResponse, int
                 v_partitions_9 = []
                 append_10 = v_partitions_9.append
                 for _ in range(n1):
-                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15 = _S17.unpack_from(data, pos)
+                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15 = _S23.unpack_from(data, pos)
                     pos += 30
                     v_aborted_transactions_19: list[AbortedTransaction] | None
                     n2, = _S1.unpack_from(data, pos)
@@ -3712,7 +3698,7 @@ def decode_fetch_response_v11(data: bytes, pos: int) -> tuple[FetchResponse, int
                         v_aborted_transactions_19 = []
                         append_22 = v_aborted_transactions_19.append
                         for _ in range(n2):
-                            v_producer_id_23, v_first_offset_24 = _S16.unpack_from(data, pos)
+                            v_producer_id_23, v_first_offset_24 = _S22.unpack_from(data, pos)
                             pos += 16
                             append_22(AbortedTransaction(v_producer_id_23, v_first_offset_24))
                     v_preferred_read_replica_20, = _S1.unpack_from(data, pos)
@@ -3733,7 +3719,7 @@ def decode_fetch_response_v11(data: bytes, pos: int) -> tuple[FetchResponse, int
 def encode_fetch_response_v11(m: FetchResponse, out: bytearray) -> None:
     if m.node_endpoints:
         raise ValueError('attempted to write a non-default NodeEndpoints at version 11')
-    out += _S18.pack(m.throttle_time_ms, m.error_code, m.session_id)
+    out += _S24.pack(m.throttle_time_ms, m.error_code, m.session_id)
     x_1 = m.responses
     out += _S1.pack(len(x_1))
     for e_2 in x_1:
@@ -3750,14 +3736,14 @@ def encode_fetch_response_v11(m: FetchResponse, out: bytearray) -> None:
                 raise ValueError('attempted to write a non-default CurrentLeader at version 11')
             if (e_6.snapshot_id.end_offset != -1) or (e_6.snapshot_id.epoch != -1):
                 raise ValueError('attempted to write a non-default SnapshotId at version 11')
-            out += _S17.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
+            out += _S23.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
             x_7 = e_6.aborted_transactions
             if x_7 is None:
                 out += b'\xff\xff\xff\xff'
             else:
                 out += _S1.pack(len(x_7))
                 for e_8 in x_7:
-                    out += _S16.pack(e_8.producer_id, e_8.first_offset)
+                    out += _S22.pack(e_8.producer_id, e_8.first_offset)
             out += _S1.pack(e_6.preferred_read_replica)
             x_9 = e_6.records
             if x_9 is None:
@@ -3768,13 +3754,12 @@ def encode_fetch_response_v11(m: FetchResponse, out: bytearray) -> None:
 
 
 def decode_fetch_response_v12(data: bytes, pos: int) -> tuple[FetchResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2, v_session_id_3 = _S18.unpack_from(data, pos)
-    pos += 10
+    v_throttle_time_ms_1, v_error_code_2, v_session_id_3, n0 = _S25.unpack_from(data, pos)
     v_responses_4: list[FetchableTopicResponse]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 11
     else:
+        pos += 10
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -3812,13 +3797,12 @@ def decode_fetch_response_v12(data: bytes, pos: int) -> tuple[FetchResponse, int
                 v_partitions_9 = []
                 append_10 = v_partitions_9.append
                 for _ in range(n1):
-                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15 = _S17.unpack_from(data, pos)
-                    pos += 30
+                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15, n2 = _S26.unpack_from(data, pos)
                     v_aborted_transactions_19: list[AbortedTransaction] | None
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 31
                     else:
+                        pos += 30
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
@@ -3829,11 +3813,11 @@ def decode_fetch_response_v12(data: bytes, pos: int) -> tuple[FetchResponse, int
                         v_aborted_transactions_19 = []
                         append_22 = v_aborted_transactions_19.append
                         for _ in range(n2):
-                            v_producer_id_23, v_first_offset_24 = _S16.unpack_from(data, pos)
-                            pos += 16
-                            if data[pos] == 0:
-                                pos += 1
+                            v_producer_id_23, v_first_offset_24, tag_count3 = _S27.unpack_from(data, pos)
+                            if tag_count3 == 0:
+                                pos += 17
                             else:
+                                pos += 16
                                 n_tags3, pos = read_uvarint(data, pos)
                                 for _ in range(n_tags3):
                                     tag3, pos = read_uvarint(data, pos)
@@ -3841,13 +3825,12 @@ def decode_fetch_response_v12(data: bytes, pos: int) -> tuple[FetchResponse, int
                                     end3 = pos + size3
                                     pos = end3
                             append_22(AbortedTransaction(v_producer_id_23, v_first_offset_24))
-                    v_preferred_read_replica_20, = _S1.unpack_from(data, pos)
-                    pos += 4
+                    v_preferred_read_replica_20, n2 = _S28.unpack_from(data, pos)
                     v_records_21: bytes | None
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 5
                     else:
+                        pos += 4
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
@@ -3867,11 +3850,11 @@ def decode_fetch_response_v12(data: bytes, pos: int) -> tuple[FetchResponse, int
                             size2, pos = read_uvarint(data, pos)
                             end2 = pos + size2
                             if tag2 == 0:
-                                v_epoch_25, v_end_offset_26 = _S12.unpack_from(data, pos)
-                                pos += 12
-                                if data[pos] == 0:
-                                    pos += 1
+                                v_epoch_25, v_end_offset_26, tag_count3 = _S15.unpack_from(data, pos)
+                                if tag_count3 == 0:
+                                    pos += 13
                                 else:
+                                    pos += 12
                                     n_tags3, pos = read_uvarint(data, pos)
                                     for _ in range(n_tags3):
                                         tag3, pos = read_uvarint(data, pos)
@@ -3880,11 +3863,11 @@ def decode_fetch_response_v12(data: bytes, pos: int) -> tuple[FetchResponse, int
                                         pos = end3
                                 v_diverging_epoch_16 = EpochEndOffset(v_epoch_25, v_end_offset_26)
                             elif tag2 == 1:
-                                v_leader_id_27, v_leader_epoch_28 = _S19.unpack_from(data, pos)
-                                pos += 8
-                                if data[pos] == 0:
-                                    pos += 1
+                                v_leader_id_27, v_leader_epoch_28, tag_count3 = _S29.unpack_from(data, pos)
+                                if tag_count3 == 0:
+                                    pos += 9
                                 else:
+                                    pos += 8
                                     n_tags3, pos = read_uvarint(data, pos)
                                     for _ in range(n_tags3):
                                         tag3, pos = read_uvarint(data, pos)
@@ -3893,11 +3876,11 @@ def decode_fetch_response_v12(data: bytes, pos: int) -> tuple[FetchResponse, int
                                         pos = end3
                                 v_current_leader_17 = LeaderIdAndEpoch(v_leader_id_27, v_leader_epoch_28)
                             elif tag2 == 2:
-                                v_end_offset_29, v_epoch_30 = _S20.unpack_from(data, pos)
-                                pos += 12
-                                if data[pos] == 0:
-                                    pos += 1
+                                v_end_offset_29, v_epoch_30, tag_count3 = _S30.unpack_from(data, pos)
+                                if tag_count3 == 0:
+                                    pos += 13
                                 else:
+                                    pos += 12
                                     n_tags3, pos = read_uvarint(data, pos)
                                     for _ in range(n_tags3):
                                         tag3, pos = read_uvarint(data, pos)
@@ -3932,7 +3915,7 @@ def decode_fetch_response_v12(data: bytes, pos: int) -> tuple[FetchResponse, int
 def encode_fetch_response_v12(m: FetchResponse, out: bytearray) -> None:
     if m.node_endpoints:
         raise ValueError('attempted to write a non-default NodeEndpoints at version 12')
-    out += _S18.pack(m.throttle_time_ms, m.error_code, m.session_id)
+    out += _S24.pack(m.throttle_time_ms, m.error_code, m.session_id)
     x_1 = m.responses
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -3955,7 +3938,7 @@ def encode_fetch_response_v12(m: FetchResponse, out: bytearray) -> None:
         else:
             write_uvarint(out, u_8)
         for e_9 in x_7:
-            out += _S17.pack(e_9.partition_index, e_9.error_code, e_9.high_watermark, e_9.last_stable_offset, e_9.log_start_offset)
+            out += _S23.pack(e_9.partition_index, e_9.error_code, e_9.high_watermark, e_9.last_stable_offset, e_9.log_start_offset)
             x_10 = e_9.aborted_transactions
             if x_10 is None:
                 out.append(0)
@@ -3966,17 +3949,16 @@ def encode_fetch_response_v12(m: FetchResponse, out: bytearray) -> None:
                 else:
                     write_uvarint(out, u_11)
                 for e_12 in x_10:
-                    out += _S16.pack(e_12.producer_id, e_12.first_offset)
-                    out.append(0)
-            out += _S1.pack(e_9.preferred_read_replica)
+                    out += _S31.pack(e_12.producer_id, e_12.first_offset)
             x_13 = e_9.records
             if x_13 is None:
-                out.append(0)
+                out += _S32.pack(e_9.preferred_read_replica)
             else:
                 u_14 = len(x_13) + 1
                 if u_14 < 128:
-                    out.append(u_14)
+                    out += _S28.pack(e_9.preferred_read_replica, u_14)
                 else:
+                    out += _S1.pack(e_9.preferred_read_replica)
                     write_uvarint(out, u_14)
                 out += x_13
             tags2 = (e_9.diverging_epoch != EpochEndOffset()) + (e_9.current_leader != LeaderIdAndEpoch()) + (e_9.snapshot_id != SnapshotId())
@@ -3985,24 +3967,21 @@ def encode_fetch_response_v12(m: FetchResponse, out: bytearray) -> None:
                 write_uvarint(out, 0)
                 tagbuf2 = bytearray()
                 s_16 = e_9.diverging_epoch
-                tagbuf2 += _S12.pack(s_16.epoch, s_16.end_offset)
-                tagbuf2.append(0)
+                tagbuf2 += _S17.pack(s_16.epoch, s_16.end_offset)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
             if e_9.current_leader != LeaderIdAndEpoch():
                 write_uvarint(out, 1)
                 tagbuf2 = bytearray()
                 s_18 = e_9.current_leader
-                tagbuf2 += _S19.pack(s_18.leader_id, s_18.leader_epoch)
-                tagbuf2.append(0)
+                tagbuf2 += _S33.pack(s_18.leader_id, s_18.leader_epoch)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
             if e_9.snapshot_id != SnapshotId():
                 write_uvarint(out, 2)
                 tagbuf2 = bytearray()
                 s_20 = e_9.snapshot_id
-                tagbuf2 += _S20.pack(s_20.end_offset, s_20.epoch)
-                tagbuf2.append(0)
+                tagbuf2 += _S34.pack(s_20.end_offset, s_20.epoch)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
         out.append(0)
@@ -4010,13 +3989,12 @@ def encode_fetch_response_v12(m: FetchResponse, out: bytearray) -> None:
 
 
 def decode_fetch_response_v13(data: bytes, pos: int) -> tuple[FetchResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2, v_session_id_3 = _S18.unpack_from(data, pos)
-    pos += 10
+    v_throttle_time_ms_1, v_error_code_2, v_session_id_3, n0 = _S25.unpack_from(data, pos)
     v_responses_4: list[FetchableTopicResponse]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 11
     else:
+        pos += 10
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -4027,13 +4005,12 @@ def decode_fetch_response_v13(data: bytes, pos: int) -> tuple[FetchResponse, int
         v_responses_4 = []
         append_6 = v_responses_4.append
         for _ in range(n0):
-            v_topic_id_8, = _S10.unpack_from(data, pos)
-            pos += 16
+            v_topic_id_8, n1 = _S12.unpack_from(data, pos)
             v_partitions_9: list[PartitionData]
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 17
             else:
+                pos += 16
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -4044,13 +4021,12 @@ def decode_fetch_response_v13(data: bytes, pos: int) -> tuple[FetchResponse, int
                 v_partitions_9 = []
                 append_10 = v_partitions_9.append
                 for _ in range(n1):
-                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15 = _S17.unpack_from(data, pos)
-                    pos += 30
+                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15, n2 = _S26.unpack_from(data, pos)
                     v_aborted_transactions_19: list[AbortedTransaction] | None
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 31
                     else:
+                        pos += 30
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
@@ -4061,11 +4037,11 @@ def decode_fetch_response_v13(data: bytes, pos: int) -> tuple[FetchResponse, int
                         v_aborted_transactions_19 = []
                         append_22 = v_aborted_transactions_19.append
                         for _ in range(n2):
-                            v_producer_id_23, v_first_offset_24 = _S16.unpack_from(data, pos)
-                            pos += 16
-                            if data[pos] == 0:
-                                pos += 1
+                            v_producer_id_23, v_first_offset_24, tag_count3 = _S27.unpack_from(data, pos)
+                            if tag_count3 == 0:
+                                pos += 17
                             else:
+                                pos += 16
                                 n_tags3, pos = read_uvarint(data, pos)
                                 for _ in range(n_tags3):
                                     tag3, pos = read_uvarint(data, pos)
@@ -4073,13 +4049,12 @@ def decode_fetch_response_v13(data: bytes, pos: int) -> tuple[FetchResponse, int
                                     end3 = pos + size3
                                     pos = end3
                             append_22(AbortedTransaction(v_producer_id_23, v_first_offset_24))
-                    v_preferred_read_replica_20, = _S1.unpack_from(data, pos)
-                    pos += 4
+                    v_preferred_read_replica_20, n2 = _S28.unpack_from(data, pos)
                     v_records_21: bytes | None
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 5
                     else:
+                        pos += 4
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
@@ -4099,11 +4074,11 @@ def decode_fetch_response_v13(data: bytes, pos: int) -> tuple[FetchResponse, int
                             size2, pos = read_uvarint(data, pos)
                             end2 = pos + size2
                             if tag2 == 0:
-                                v_epoch_25, v_end_offset_26 = _S12.unpack_from(data, pos)
-                                pos += 12
-                                if data[pos] == 0:
-                                    pos += 1
+                                v_epoch_25, v_end_offset_26, tag_count3 = _S15.unpack_from(data, pos)
+                                if tag_count3 == 0:
+                                    pos += 13
                                 else:
+                                    pos += 12
                                     n_tags3, pos = read_uvarint(data, pos)
                                     for _ in range(n_tags3):
                                         tag3, pos = read_uvarint(data, pos)
@@ -4112,11 +4087,11 @@ def decode_fetch_response_v13(data: bytes, pos: int) -> tuple[FetchResponse, int
                                         pos = end3
                                 v_diverging_epoch_16 = EpochEndOffset(v_epoch_25, v_end_offset_26)
                             elif tag2 == 1:
-                                v_leader_id_27, v_leader_epoch_28 = _S19.unpack_from(data, pos)
-                                pos += 8
-                                if data[pos] == 0:
-                                    pos += 1
+                                v_leader_id_27, v_leader_epoch_28, tag_count3 = _S29.unpack_from(data, pos)
+                                if tag_count3 == 0:
+                                    pos += 9
                                 else:
+                                    pos += 8
                                     n_tags3, pos = read_uvarint(data, pos)
                                     for _ in range(n_tags3):
                                         tag3, pos = read_uvarint(data, pos)
@@ -4125,11 +4100,11 @@ def decode_fetch_response_v13(data: bytes, pos: int) -> tuple[FetchResponse, int
                                         pos = end3
                                 v_current_leader_17 = LeaderIdAndEpoch(v_leader_id_27, v_leader_epoch_28)
                             elif tag2 == 2:
-                                v_end_offset_29, v_epoch_30 = _S20.unpack_from(data, pos)
-                                pos += 12
-                                if data[pos] == 0:
-                                    pos += 1
+                                v_end_offset_29, v_epoch_30, tag_count3 = _S30.unpack_from(data, pos)
+                                if tag_count3 == 0:
+                                    pos += 13
                                 else:
+                                    pos += 12
                                     n_tags3, pos = read_uvarint(data, pos)
                                     for _ in range(n_tags3):
                                         tag3, pos = read_uvarint(data, pos)
@@ -4164,7 +4139,7 @@ def decode_fetch_response_v13(data: bytes, pos: int) -> tuple[FetchResponse, int
 def encode_fetch_response_v13(m: FetchResponse, out: bytearray) -> None:
     if m.node_endpoints:
         raise ValueError('attempted to write a non-default NodeEndpoints at version 13')
-    out += _S18.pack(m.throttle_time_ms, m.error_code, m.session_id)
+    out += _S24.pack(m.throttle_time_ms, m.error_code, m.session_id)
     x_1 = m.responses
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -4172,7 +4147,7 @@ def encode_fetch_response_v13(m: FetchResponse, out: bytearray) -> None:
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        out += _S10.pack(e_3.topic_id)
+        out += _S13.pack(e_3.topic_id)
         x_4 = e_3.partitions
         u_5 = len(x_4) + 1
         if u_5 < 128:
@@ -4180,7 +4155,7 @@ def encode_fetch_response_v13(m: FetchResponse, out: bytearray) -> None:
         else:
             write_uvarint(out, u_5)
         for e_6 in x_4:
-            out += _S17.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
+            out += _S23.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
             x_7 = e_6.aborted_transactions
             if x_7 is None:
                 out.append(0)
@@ -4191,17 +4166,16 @@ def encode_fetch_response_v13(m: FetchResponse, out: bytearray) -> None:
                 else:
                     write_uvarint(out, u_8)
                 for e_9 in x_7:
-                    out += _S16.pack(e_9.producer_id, e_9.first_offset)
-                    out.append(0)
-            out += _S1.pack(e_6.preferred_read_replica)
+                    out += _S31.pack(e_9.producer_id, e_9.first_offset)
             x_10 = e_6.records
             if x_10 is None:
-                out.append(0)
+                out += _S32.pack(e_6.preferred_read_replica)
             else:
                 u_11 = len(x_10) + 1
                 if u_11 < 128:
-                    out.append(u_11)
+                    out += _S28.pack(e_6.preferred_read_replica, u_11)
                 else:
+                    out += _S1.pack(e_6.preferred_read_replica)
                     write_uvarint(out, u_11)
                 out += x_10
             tags2 = (e_6.diverging_epoch != EpochEndOffset()) + (e_6.current_leader != LeaderIdAndEpoch()) + (e_6.snapshot_id != SnapshotId())
@@ -4210,24 +4184,21 @@ def encode_fetch_response_v13(m: FetchResponse, out: bytearray) -> None:
                 write_uvarint(out, 0)
                 tagbuf2 = bytearray()
                 s_13 = e_6.diverging_epoch
-                tagbuf2 += _S12.pack(s_13.epoch, s_13.end_offset)
-                tagbuf2.append(0)
+                tagbuf2 += _S17.pack(s_13.epoch, s_13.end_offset)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
             if e_6.current_leader != LeaderIdAndEpoch():
                 write_uvarint(out, 1)
                 tagbuf2 = bytearray()
                 s_15 = e_6.current_leader
-                tagbuf2 += _S19.pack(s_15.leader_id, s_15.leader_epoch)
-                tagbuf2.append(0)
+                tagbuf2 += _S33.pack(s_15.leader_id, s_15.leader_epoch)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
             if e_6.snapshot_id != SnapshotId():
                 write_uvarint(out, 2)
                 tagbuf2 = bytearray()
                 s_17 = e_6.snapshot_id
-                tagbuf2 += _S20.pack(s_17.end_offset, s_17.epoch)
-                tagbuf2.append(0)
+                tagbuf2 += _S34.pack(s_17.end_offset, s_17.epoch)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
         out.append(0)
@@ -4235,13 +4206,12 @@ def encode_fetch_response_v13(m: FetchResponse, out: bytearray) -> None:
 
 
 def decode_fetch_response_v14(data: bytes, pos: int) -> tuple[FetchResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2, v_session_id_3 = _S18.unpack_from(data, pos)
-    pos += 10
+    v_throttle_time_ms_1, v_error_code_2, v_session_id_3, n0 = _S25.unpack_from(data, pos)
     v_responses_4: list[FetchableTopicResponse]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 11
     else:
+        pos += 10
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -4252,13 +4222,12 @@ def decode_fetch_response_v14(data: bytes, pos: int) -> tuple[FetchResponse, int
         v_responses_4 = []
         append_6 = v_responses_4.append
         for _ in range(n0):
-            v_topic_id_8, = _S10.unpack_from(data, pos)
-            pos += 16
+            v_topic_id_8, n1 = _S12.unpack_from(data, pos)
             v_partitions_9: list[PartitionData]
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 17
             else:
+                pos += 16
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -4269,13 +4238,12 @@ def decode_fetch_response_v14(data: bytes, pos: int) -> tuple[FetchResponse, int
                 v_partitions_9 = []
                 append_10 = v_partitions_9.append
                 for _ in range(n1):
-                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15 = _S17.unpack_from(data, pos)
-                    pos += 30
+                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15, n2 = _S26.unpack_from(data, pos)
                     v_aborted_transactions_19: list[AbortedTransaction] | None
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 31
                     else:
+                        pos += 30
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
@@ -4286,11 +4254,11 @@ def decode_fetch_response_v14(data: bytes, pos: int) -> tuple[FetchResponse, int
                         v_aborted_transactions_19 = []
                         append_22 = v_aborted_transactions_19.append
                         for _ in range(n2):
-                            v_producer_id_23, v_first_offset_24 = _S16.unpack_from(data, pos)
-                            pos += 16
-                            if data[pos] == 0:
-                                pos += 1
+                            v_producer_id_23, v_first_offset_24, tag_count3 = _S27.unpack_from(data, pos)
+                            if tag_count3 == 0:
+                                pos += 17
                             else:
+                                pos += 16
                                 n_tags3, pos = read_uvarint(data, pos)
                                 for _ in range(n_tags3):
                                     tag3, pos = read_uvarint(data, pos)
@@ -4298,13 +4266,12 @@ def decode_fetch_response_v14(data: bytes, pos: int) -> tuple[FetchResponse, int
                                     end3 = pos + size3
                                     pos = end3
                             append_22(AbortedTransaction(v_producer_id_23, v_first_offset_24))
-                    v_preferred_read_replica_20, = _S1.unpack_from(data, pos)
-                    pos += 4
+                    v_preferred_read_replica_20, n2 = _S28.unpack_from(data, pos)
                     v_records_21: bytes | None
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 5
                     else:
+                        pos += 4
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
@@ -4324,11 +4291,11 @@ def decode_fetch_response_v14(data: bytes, pos: int) -> tuple[FetchResponse, int
                             size2, pos = read_uvarint(data, pos)
                             end2 = pos + size2
                             if tag2 == 0:
-                                v_epoch_25, v_end_offset_26 = _S12.unpack_from(data, pos)
-                                pos += 12
-                                if data[pos] == 0:
-                                    pos += 1
+                                v_epoch_25, v_end_offset_26, tag_count3 = _S15.unpack_from(data, pos)
+                                if tag_count3 == 0:
+                                    pos += 13
                                 else:
+                                    pos += 12
                                     n_tags3, pos = read_uvarint(data, pos)
                                     for _ in range(n_tags3):
                                         tag3, pos = read_uvarint(data, pos)
@@ -4337,11 +4304,11 @@ def decode_fetch_response_v14(data: bytes, pos: int) -> tuple[FetchResponse, int
                                         pos = end3
                                 v_diverging_epoch_16 = EpochEndOffset(v_epoch_25, v_end_offset_26)
                             elif tag2 == 1:
-                                v_leader_id_27, v_leader_epoch_28 = _S19.unpack_from(data, pos)
-                                pos += 8
-                                if data[pos] == 0:
-                                    pos += 1
+                                v_leader_id_27, v_leader_epoch_28, tag_count3 = _S29.unpack_from(data, pos)
+                                if tag_count3 == 0:
+                                    pos += 9
                                 else:
+                                    pos += 8
                                     n_tags3, pos = read_uvarint(data, pos)
                                     for _ in range(n_tags3):
                                         tag3, pos = read_uvarint(data, pos)
@@ -4350,11 +4317,11 @@ def decode_fetch_response_v14(data: bytes, pos: int) -> tuple[FetchResponse, int
                                         pos = end3
                                 v_current_leader_17 = LeaderIdAndEpoch(v_leader_id_27, v_leader_epoch_28)
                             elif tag2 == 2:
-                                v_end_offset_29, v_epoch_30 = _S20.unpack_from(data, pos)
-                                pos += 12
-                                if data[pos] == 0:
-                                    pos += 1
+                                v_end_offset_29, v_epoch_30, tag_count3 = _S30.unpack_from(data, pos)
+                                if tag_count3 == 0:
+                                    pos += 13
                                 else:
+                                    pos += 12
                                     n_tags3, pos = read_uvarint(data, pos)
                                     for _ in range(n_tags3):
                                         tag3, pos = read_uvarint(data, pos)
@@ -4389,7 +4356,7 @@ def decode_fetch_response_v14(data: bytes, pos: int) -> tuple[FetchResponse, int
 def encode_fetch_response_v14(m: FetchResponse, out: bytearray) -> None:
     if m.node_endpoints:
         raise ValueError('attempted to write a non-default NodeEndpoints at version 14')
-    out += _S18.pack(m.throttle_time_ms, m.error_code, m.session_id)
+    out += _S24.pack(m.throttle_time_ms, m.error_code, m.session_id)
     x_1 = m.responses
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -4397,7 +4364,7 @@ def encode_fetch_response_v14(m: FetchResponse, out: bytearray) -> None:
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        out += _S10.pack(e_3.topic_id)
+        out += _S13.pack(e_3.topic_id)
         x_4 = e_3.partitions
         u_5 = len(x_4) + 1
         if u_5 < 128:
@@ -4405,7 +4372,7 @@ def encode_fetch_response_v14(m: FetchResponse, out: bytearray) -> None:
         else:
             write_uvarint(out, u_5)
         for e_6 in x_4:
-            out += _S17.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
+            out += _S23.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
             x_7 = e_6.aborted_transactions
             if x_7 is None:
                 out.append(0)
@@ -4416,17 +4383,16 @@ def encode_fetch_response_v14(m: FetchResponse, out: bytearray) -> None:
                 else:
                     write_uvarint(out, u_8)
                 for e_9 in x_7:
-                    out += _S16.pack(e_9.producer_id, e_9.first_offset)
-                    out.append(0)
-            out += _S1.pack(e_6.preferred_read_replica)
+                    out += _S31.pack(e_9.producer_id, e_9.first_offset)
             x_10 = e_6.records
             if x_10 is None:
-                out.append(0)
+                out += _S32.pack(e_6.preferred_read_replica)
             else:
                 u_11 = len(x_10) + 1
                 if u_11 < 128:
-                    out.append(u_11)
+                    out += _S28.pack(e_6.preferred_read_replica, u_11)
                 else:
+                    out += _S1.pack(e_6.preferred_read_replica)
                     write_uvarint(out, u_11)
                 out += x_10
             tags2 = (e_6.diverging_epoch != EpochEndOffset()) + (e_6.current_leader != LeaderIdAndEpoch()) + (e_6.snapshot_id != SnapshotId())
@@ -4435,24 +4401,21 @@ def encode_fetch_response_v14(m: FetchResponse, out: bytearray) -> None:
                 write_uvarint(out, 0)
                 tagbuf2 = bytearray()
                 s_13 = e_6.diverging_epoch
-                tagbuf2 += _S12.pack(s_13.epoch, s_13.end_offset)
-                tagbuf2.append(0)
+                tagbuf2 += _S17.pack(s_13.epoch, s_13.end_offset)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
             if e_6.current_leader != LeaderIdAndEpoch():
                 write_uvarint(out, 1)
                 tagbuf2 = bytearray()
                 s_15 = e_6.current_leader
-                tagbuf2 += _S19.pack(s_15.leader_id, s_15.leader_epoch)
-                tagbuf2.append(0)
+                tagbuf2 += _S33.pack(s_15.leader_id, s_15.leader_epoch)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
             if e_6.snapshot_id != SnapshotId():
                 write_uvarint(out, 2)
                 tagbuf2 = bytearray()
                 s_17 = e_6.snapshot_id
-                tagbuf2 += _S20.pack(s_17.end_offset, s_17.epoch)
-                tagbuf2.append(0)
+                tagbuf2 += _S34.pack(s_17.end_offset, s_17.epoch)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
         out.append(0)
@@ -4460,13 +4423,12 @@ def encode_fetch_response_v14(m: FetchResponse, out: bytearray) -> None:
 
 
 def decode_fetch_response_v15(data: bytes, pos: int) -> tuple[FetchResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2, v_session_id_3 = _S18.unpack_from(data, pos)
-    pos += 10
+    v_throttle_time_ms_1, v_error_code_2, v_session_id_3, n0 = _S25.unpack_from(data, pos)
     v_responses_4: list[FetchableTopicResponse]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 11
     else:
+        pos += 10
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -4477,13 +4439,12 @@ def decode_fetch_response_v15(data: bytes, pos: int) -> tuple[FetchResponse, int
         v_responses_4 = []
         append_6 = v_responses_4.append
         for _ in range(n0):
-            v_topic_id_8, = _S10.unpack_from(data, pos)
-            pos += 16
+            v_topic_id_8, n1 = _S12.unpack_from(data, pos)
             v_partitions_9: list[PartitionData]
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 17
             else:
+                pos += 16
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -4494,13 +4455,12 @@ def decode_fetch_response_v15(data: bytes, pos: int) -> tuple[FetchResponse, int
                 v_partitions_9 = []
                 append_10 = v_partitions_9.append
                 for _ in range(n1):
-                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15 = _S17.unpack_from(data, pos)
-                    pos += 30
+                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15, n2 = _S26.unpack_from(data, pos)
                     v_aborted_transactions_19: list[AbortedTransaction] | None
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 31
                     else:
+                        pos += 30
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
@@ -4511,11 +4471,11 @@ def decode_fetch_response_v15(data: bytes, pos: int) -> tuple[FetchResponse, int
                         v_aborted_transactions_19 = []
                         append_22 = v_aborted_transactions_19.append
                         for _ in range(n2):
-                            v_producer_id_23, v_first_offset_24 = _S16.unpack_from(data, pos)
-                            pos += 16
-                            if data[pos] == 0:
-                                pos += 1
+                            v_producer_id_23, v_first_offset_24, tag_count3 = _S27.unpack_from(data, pos)
+                            if tag_count3 == 0:
+                                pos += 17
                             else:
+                                pos += 16
                                 n_tags3, pos = read_uvarint(data, pos)
                                 for _ in range(n_tags3):
                                     tag3, pos = read_uvarint(data, pos)
@@ -4523,13 +4483,12 @@ def decode_fetch_response_v15(data: bytes, pos: int) -> tuple[FetchResponse, int
                                     end3 = pos + size3
                                     pos = end3
                             append_22(AbortedTransaction(v_producer_id_23, v_first_offset_24))
-                    v_preferred_read_replica_20, = _S1.unpack_from(data, pos)
-                    pos += 4
+                    v_preferred_read_replica_20, n2 = _S28.unpack_from(data, pos)
                     v_records_21: bytes | None
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 5
                     else:
+                        pos += 4
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
@@ -4549,11 +4508,11 @@ def decode_fetch_response_v15(data: bytes, pos: int) -> tuple[FetchResponse, int
                             size2, pos = read_uvarint(data, pos)
                             end2 = pos + size2
                             if tag2 == 0:
-                                v_epoch_25, v_end_offset_26 = _S12.unpack_from(data, pos)
-                                pos += 12
-                                if data[pos] == 0:
-                                    pos += 1
+                                v_epoch_25, v_end_offset_26, tag_count3 = _S15.unpack_from(data, pos)
+                                if tag_count3 == 0:
+                                    pos += 13
                                 else:
+                                    pos += 12
                                     n_tags3, pos = read_uvarint(data, pos)
                                     for _ in range(n_tags3):
                                         tag3, pos = read_uvarint(data, pos)
@@ -4562,11 +4521,11 @@ def decode_fetch_response_v15(data: bytes, pos: int) -> tuple[FetchResponse, int
                                         pos = end3
                                 v_diverging_epoch_16 = EpochEndOffset(v_epoch_25, v_end_offset_26)
                             elif tag2 == 1:
-                                v_leader_id_27, v_leader_epoch_28 = _S19.unpack_from(data, pos)
-                                pos += 8
-                                if data[pos] == 0:
-                                    pos += 1
+                                v_leader_id_27, v_leader_epoch_28, tag_count3 = _S29.unpack_from(data, pos)
+                                if tag_count3 == 0:
+                                    pos += 9
                                 else:
+                                    pos += 8
                                     n_tags3, pos = read_uvarint(data, pos)
                                     for _ in range(n_tags3):
                                         tag3, pos = read_uvarint(data, pos)
@@ -4575,11 +4534,11 @@ def decode_fetch_response_v15(data: bytes, pos: int) -> tuple[FetchResponse, int
                                         pos = end3
                                 v_current_leader_17 = LeaderIdAndEpoch(v_leader_id_27, v_leader_epoch_28)
                             elif tag2 == 2:
-                                v_end_offset_29, v_epoch_30 = _S20.unpack_from(data, pos)
-                                pos += 12
-                                if data[pos] == 0:
-                                    pos += 1
+                                v_end_offset_29, v_epoch_30, tag_count3 = _S30.unpack_from(data, pos)
+                                if tag_count3 == 0:
+                                    pos += 13
                                 else:
+                                    pos += 12
                                     n_tags3, pos = read_uvarint(data, pos)
                                     for _ in range(n_tags3):
                                         tag3, pos = read_uvarint(data, pos)
@@ -4614,7 +4573,7 @@ def decode_fetch_response_v15(data: bytes, pos: int) -> tuple[FetchResponse, int
 def encode_fetch_response_v15(m: FetchResponse, out: bytearray) -> None:
     if m.node_endpoints:
         raise ValueError('attempted to write a non-default NodeEndpoints at version 15')
-    out += _S18.pack(m.throttle_time_ms, m.error_code, m.session_id)
+    out += _S24.pack(m.throttle_time_ms, m.error_code, m.session_id)
     x_1 = m.responses
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -4622,7 +4581,7 @@ def encode_fetch_response_v15(m: FetchResponse, out: bytearray) -> None:
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        out += _S10.pack(e_3.topic_id)
+        out += _S13.pack(e_3.topic_id)
         x_4 = e_3.partitions
         u_5 = len(x_4) + 1
         if u_5 < 128:
@@ -4630,7 +4589,7 @@ def encode_fetch_response_v15(m: FetchResponse, out: bytearray) -> None:
         else:
             write_uvarint(out, u_5)
         for e_6 in x_4:
-            out += _S17.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
+            out += _S23.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
             x_7 = e_6.aborted_transactions
             if x_7 is None:
                 out.append(0)
@@ -4641,17 +4600,16 @@ def encode_fetch_response_v15(m: FetchResponse, out: bytearray) -> None:
                 else:
                     write_uvarint(out, u_8)
                 for e_9 in x_7:
-                    out += _S16.pack(e_9.producer_id, e_9.first_offset)
-                    out.append(0)
-            out += _S1.pack(e_6.preferred_read_replica)
+                    out += _S31.pack(e_9.producer_id, e_9.first_offset)
             x_10 = e_6.records
             if x_10 is None:
-                out.append(0)
+                out += _S32.pack(e_6.preferred_read_replica)
             else:
                 u_11 = len(x_10) + 1
                 if u_11 < 128:
-                    out.append(u_11)
+                    out += _S28.pack(e_6.preferred_read_replica, u_11)
                 else:
+                    out += _S1.pack(e_6.preferred_read_replica)
                     write_uvarint(out, u_11)
                 out += x_10
             tags2 = (e_6.diverging_epoch != EpochEndOffset()) + (e_6.current_leader != LeaderIdAndEpoch()) + (e_6.snapshot_id != SnapshotId())
@@ -4660,24 +4618,21 @@ def encode_fetch_response_v15(m: FetchResponse, out: bytearray) -> None:
                 write_uvarint(out, 0)
                 tagbuf2 = bytearray()
                 s_13 = e_6.diverging_epoch
-                tagbuf2 += _S12.pack(s_13.epoch, s_13.end_offset)
-                tagbuf2.append(0)
+                tagbuf2 += _S17.pack(s_13.epoch, s_13.end_offset)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
             if e_6.current_leader != LeaderIdAndEpoch():
                 write_uvarint(out, 1)
                 tagbuf2 = bytearray()
                 s_15 = e_6.current_leader
-                tagbuf2 += _S19.pack(s_15.leader_id, s_15.leader_epoch)
-                tagbuf2.append(0)
+                tagbuf2 += _S33.pack(s_15.leader_id, s_15.leader_epoch)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
             if e_6.snapshot_id != SnapshotId():
                 write_uvarint(out, 2)
                 tagbuf2 = bytearray()
                 s_17 = e_6.snapshot_id
-                tagbuf2 += _S20.pack(s_17.end_offset, s_17.epoch)
-                tagbuf2.append(0)
+                tagbuf2 += _S34.pack(s_17.end_offset, s_17.epoch)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
         out.append(0)
@@ -4685,13 +4640,12 @@ def encode_fetch_response_v15(m: FetchResponse, out: bytearray) -> None:
 
 
 def decode_fetch_response_v16(data: bytes, pos: int) -> tuple[FetchResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2, v_session_id_3 = _S18.unpack_from(data, pos)
-    pos += 10
+    v_throttle_time_ms_1, v_error_code_2, v_session_id_3, n0 = _S25.unpack_from(data, pos)
     v_responses_4: list[FetchableTopicResponse]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 11
     else:
+        pos += 10
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -4702,13 +4656,12 @@ def decode_fetch_response_v16(data: bytes, pos: int) -> tuple[FetchResponse, int
         v_responses_4 = []
         append_6 = v_responses_4.append
         for _ in range(n0):
-            v_topic_id_8, = _S10.unpack_from(data, pos)
-            pos += 16
+            v_topic_id_8, n1 = _S12.unpack_from(data, pos)
             v_partitions_9: list[PartitionData]
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 17
             else:
+                pos += 16
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -4719,13 +4672,12 @@ def decode_fetch_response_v16(data: bytes, pos: int) -> tuple[FetchResponse, int
                 v_partitions_9 = []
                 append_10 = v_partitions_9.append
                 for _ in range(n1):
-                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15 = _S17.unpack_from(data, pos)
-                    pos += 30
+                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15, n2 = _S26.unpack_from(data, pos)
                     v_aborted_transactions_19: list[AbortedTransaction] | None
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 31
                     else:
+                        pos += 30
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
@@ -4736,11 +4688,11 @@ def decode_fetch_response_v16(data: bytes, pos: int) -> tuple[FetchResponse, int
                         v_aborted_transactions_19 = []
                         append_22 = v_aborted_transactions_19.append
                         for _ in range(n2):
-                            v_producer_id_23, v_first_offset_24 = _S16.unpack_from(data, pos)
-                            pos += 16
-                            if data[pos] == 0:
-                                pos += 1
+                            v_producer_id_23, v_first_offset_24, tag_count3 = _S27.unpack_from(data, pos)
+                            if tag_count3 == 0:
+                                pos += 17
                             else:
+                                pos += 16
                                 n_tags3, pos = read_uvarint(data, pos)
                                 for _ in range(n_tags3):
                                     tag3, pos = read_uvarint(data, pos)
@@ -4748,13 +4700,12 @@ def decode_fetch_response_v16(data: bytes, pos: int) -> tuple[FetchResponse, int
                                     end3 = pos + size3
                                     pos = end3
                             append_22(AbortedTransaction(v_producer_id_23, v_first_offset_24))
-                    v_preferred_read_replica_20, = _S1.unpack_from(data, pos)
-                    pos += 4
+                    v_preferred_read_replica_20, n2 = _S28.unpack_from(data, pos)
                     v_records_21: bytes | None
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 5
                     else:
+                        pos += 4
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
@@ -4774,11 +4725,11 @@ def decode_fetch_response_v16(data: bytes, pos: int) -> tuple[FetchResponse, int
                             size2, pos = read_uvarint(data, pos)
                             end2 = pos + size2
                             if tag2 == 0:
-                                v_epoch_25, v_end_offset_26 = _S12.unpack_from(data, pos)
-                                pos += 12
-                                if data[pos] == 0:
-                                    pos += 1
+                                v_epoch_25, v_end_offset_26, tag_count3 = _S15.unpack_from(data, pos)
+                                if tag_count3 == 0:
+                                    pos += 13
                                 else:
+                                    pos += 12
                                     n_tags3, pos = read_uvarint(data, pos)
                                     for _ in range(n_tags3):
                                         tag3, pos = read_uvarint(data, pos)
@@ -4787,11 +4738,11 @@ def decode_fetch_response_v16(data: bytes, pos: int) -> tuple[FetchResponse, int
                                         pos = end3
                                 v_diverging_epoch_16 = EpochEndOffset(v_epoch_25, v_end_offset_26)
                             elif tag2 == 1:
-                                v_leader_id_27, v_leader_epoch_28 = _S19.unpack_from(data, pos)
-                                pos += 8
-                                if data[pos] == 0:
-                                    pos += 1
+                                v_leader_id_27, v_leader_epoch_28, tag_count3 = _S29.unpack_from(data, pos)
+                                if tag_count3 == 0:
+                                    pos += 9
                                 else:
+                                    pos += 8
                                     n_tags3, pos = read_uvarint(data, pos)
                                     for _ in range(n_tags3):
                                         tag3, pos = read_uvarint(data, pos)
@@ -4800,11 +4751,11 @@ def decode_fetch_response_v16(data: bytes, pos: int) -> tuple[FetchResponse, int
                                         pos = end3
                                 v_current_leader_17 = LeaderIdAndEpoch(v_leader_id_27, v_leader_epoch_28)
                             elif tag2 == 2:
-                                v_end_offset_29, v_epoch_30 = _S20.unpack_from(data, pos)
-                                pos += 12
-                                if data[pos] == 0:
-                                    pos += 1
+                                v_end_offset_29, v_epoch_30, tag_count3 = _S30.unpack_from(data, pos)
+                                if tag_count3 == 0:
+                                    pos += 13
                                 else:
+                                    pos += 12
                                     n_tags3, pos = read_uvarint(data, pos)
                                     for _ in range(n_tags3):
                                         tag3, pos = read_uvarint(data, pos)
@@ -4848,13 +4799,12 @@ def decode_fetch_response_v16(data: bytes, pos: int) -> tuple[FetchResponse, int
                     v_node_endpoints_5 = []
                     append_31 = v_node_endpoints_5.append
                     for _ in range(n0):
-                        v_node_id_32, = _S1.unpack_from(data, pos)
-                        pos += 4
+                        v_node_id_32, n1 = _S28.unpack_from(data, pos)
                         v_host_33: str
-                        n1 = data[pos]
                         if n1 < 128:
-                            pos += 1
+                            pos += 5
                         else:
+                            pos += 4
                             n1, pos = read_uvarint(data, pos)
                         n1 -= 1
                         if n1 < 0:
@@ -4862,13 +4812,12 @@ def decode_fetch_response_v16(data: bytes, pos: int) -> tuple[FetchResponse, int
                         else:
                             v_host_33 = str(data[pos:pos + n1], 'utf-8')
                             pos += n1
-                        v_port_34, = _S1.unpack_from(data, pos)
-                        pos += 4
+                        v_port_34, n1 = _S28.unpack_from(data, pos)
                         v_rack_35: str | None
-                        n1 = data[pos]
                         if n1 < 128:
-                            pos += 1
+                            pos += 5
                         else:
+                            pos += 4
                             n1, pos = read_uvarint(data, pos)
                         n1 -= 1
                         if n1 < 0:
@@ -4891,7 +4840,7 @@ def decode_fetch_response_v16(data: bytes, pos: int) -> tuple[FetchResponse, int
 
 
 def encode_fetch_response_v16(m: FetchResponse, out: bytearray) -> None:
-    out += _S18.pack(m.throttle_time_ms, m.error_code, m.session_id)
+    out += _S24.pack(m.throttle_time_ms, m.error_code, m.session_id)
     x_1 = m.responses
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -4899,7 +4848,7 @@ def encode_fetch_response_v16(m: FetchResponse, out: bytearray) -> None:
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        out += _S10.pack(e_3.topic_id)
+        out += _S13.pack(e_3.topic_id)
         x_4 = e_3.partitions
         u_5 = len(x_4) + 1
         if u_5 < 128:
@@ -4907,7 +4856,7 @@ def encode_fetch_response_v16(m: FetchResponse, out: bytearray) -> None:
         else:
             write_uvarint(out, u_5)
         for e_6 in x_4:
-            out += _S17.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
+            out += _S23.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
             x_7 = e_6.aborted_transactions
             if x_7 is None:
                 out.append(0)
@@ -4918,17 +4867,16 @@ def encode_fetch_response_v16(m: FetchResponse, out: bytearray) -> None:
                 else:
                     write_uvarint(out, u_8)
                 for e_9 in x_7:
-                    out += _S16.pack(e_9.producer_id, e_9.first_offset)
-                    out.append(0)
-            out += _S1.pack(e_6.preferred_read_replica)
+                    out += _S31.pack(e_9.producer_id, e_9.first_offset)
             x_10 = e_6.records
             if x_10 is None:
-                out.append(0)
+                out += _S32.pack(e_6.preferred_read_replica)
             else:
                 u_11 = len(x_10) + 1
                 if u_11 < 128:
-                    out.append(u_11)
+                    out += _S28.pack(e_6.preferred_read_replica, u_11)
                 else:
+                    out += _S1.pack(e_6.preferred_read_replica)
                     write_uvarint(out, u_11)
                 out += x_10
             tags2 = (e_6.diverging_epoch != EpochEndOffset()) + (e_6.current_leader != LeaderIdAndEpoch()) + (e_6.snapshot_id != SnapshotId())
@@ -4937,24 +4885,21 @@ def encode_fetch_response_v16(m: FetchResponse, out: bytearray) -> None:
                 write_uvarint(out, 0)
                 tagbuf2 = bytearray()
                 s_13 = e_6.diverging_epoch
-                tagbuf2 += _S12.pack(s_13.epoch, s_13.end_offset)
-                tagbuf2.append(0)
+                tagbuf2 += _S17.pack(s_13.epoch, s_13.end_offset)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
             if e_6.current_leader != LeaderIdAndEpoch():
                 write_uvarint(out, 1)
                 tagbuf2 = bytearray()
                 s_15 = e_6.current_leader
-                tagbuf2 += _S19.pack(s_15.leader_id, s_15.leader_epoch)
-                tagbuf2.append(0)
+                tagbuf2 += _S33.pack(s_15.leader_id, s_15.leader_epoch)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
             if e_6.snapshot_id != SnapshotId():
                 write_uvarint(out, 2)
                 tagbuf2 = bytearray()
                 s_17 = e_6.snapshot_id
-                tagbuf2 += _S20.pack(s_17.end_offset, s_17.epoch)
-                tagbuf2.append(0)
+                tagbuf2 += _S34.pack(s_17.end_offset, s_17.epoch)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
         out.append(0)
@@ -4970,25 +4915,25 @@ def encode_fetch_response_v16(m: FetchResponse, out: bytearray) -> None:
         else:
             write_uvarint(tagbuf0, u_19)
         for e_20 in x_18:
-            tagbuf0 += _S1.pack(e_20.node_id)
             x_21 = e_20.host
             b_22 = x_21.encode()
             u_23 = len(b_22) + 1
             if u_23 < 128:
-                tagbuf0.append(u_23)
+                tagbuf0 += _S28.pack(e_20.node_id, u_23)
             else:
+                tagbuf0 += _S1.pack(e_20.node_id)
                 write_uvarint(tagbuf0, u_23)
             tagbuf0 += b_22
-            tagbuf0 += _S1.pack(e_20.port)
             x_24 = e_20.rack
             if x_24 is None:
-                tagbuf0.append(0)
+                tagbuf0 += _S32.pack(e_20.port)
             else:
                 b_25 = x_24.encode()
                 u_26 = len(b_25) + 1
                 if u_26 < 128:
-                    tagbuf0.append(u_26)
+                    tagbuf0 += _S28.pack(e_20.port, u_26)
                 else:
+                    tagbuf0 += _S1.pack(e_20.port)
                     write_uvarint(tagbuf0, u_26)
                 tagbuf0 += b_25
             tagbuf0.append(0)
@@ -4997,13 +4942,12 @@ def encode_fetch_response_v16(m: FetchResponse, out: bytearray) -> None:
 
 
 def decode_fetch_response_v17(data: bytes, pos: int) -> tuple[FetchResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2, v_session_id_3 = _S18.unpack_from(data, pos)
-    pos += 10
+    v_throttle_time_ms_1, v_error_code_2, v_session_id_3, n0 = _S25.unpack_from(data, pos)
     v_responses_4: list[FetchableTopicResponse]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 11
     else:
+        pos += 10
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -5014,13 +4958,12 @@ def decode_fetch_response_v17(data: bytes, pos: int) -> tuple[FetchResponse, int
         v_responses_4 = []
         append_6 = v_responses_4.append
         for _ in range(n0):
-            v_topic_id_8, = _S10.unpack_from(data, pos)
-            pos += 16
+            v_topic_id_8, n1 = _S12.unpack_from(data, pos)
             v_partitions_9: list[PartitionData]
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 17
             else:
+                pos += 16
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -5031,13 +4974,12 @@ def decode_fetch_response_v17(data: bytes, pos: int) -> tuple[FetchResponse, int
                 v_partitions_9 = []
                 append_10 = v_partitions_9.append
                 for _ in range(n1):
-                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15 = _S17.unpack_from(data, pos)
-                    pos += 30
+                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15, n2 = _S26.unpack_from(data, pos)
                     v_aborted_transactions_19: list[AbortedTransaction] | None
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 31
                     else:
+                        pos += 30
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
@@ -5048,11 +4990,11 @@ def decode_fetch_response_v17(data: bytes, pos: int) -> tuple[FetchResponse, int
                         v_aborted_transactions_19 = []
                         append_22 = v_aborted_transactions_19.append
                         for _ in range(n2):
-                            v_producer_id_23, v_first_offset_24 = _S16.unpack_from(data, pos)
-                            pos += 16
-                            if data[pos] == 0:
-                                pos += 1
+                            v_producer_id_23, v_first_offset_24, tag_count3 = _S27.unpack_from(data, pos)
+                            if tag_count3 == 0:
+                                pos += 17
                             else:
+                                pos += 16
                                 n_tags3, pos = read_uvarint(data, pos)
                                 for _ in range(n_tags3):
                                     tag3, pos = read_uvarint(data, pos)
@@ -5060,13 +5002,12 @@ def decode_fetch_response_v17(data: bytes, pos: int) -> tuple[FetchResponse, int
                                     end3 = pos + size3
                                     pos = end3
                             append_22(AbortedTransaction(v_producer_id_23, v_first_offset_24))
-                    v_preferred_read_replica_20, = _S1.unpack_from(data, pos)
-                    pos += 4
+                    v_preferred_read_replica_20, n2 = _S28.unpack_from(data, pos)
                     v_records_21: bytes | None
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 5
                     else:
+                        pos += 4
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
@@ -5086,11 +5027,11 @@ def decode_fetch_response_v17(data: bytes, pos: int) -> tuple[FetchResponse, int
                             size2, pos = read_uvarint(data, pos)
                             end2 = pos + size2
                             if tag2 == 0:
-                                v_epoch_25, v_end_offset_26 = _S12.unpack_from(data, pos)
-                                pos += 12
-                                if data[pos] == 0:
-                                    pos += 1
+                                v_epoch_25, v_end_offset_26, tag_count3 = _S15.unpack_from(data, pos)
+                                if tag_count3 == 0:
+                                    pos += 13
                                 else:
+                                    pos += 12
                                     n_tags3, pos = read_uvarint(data, pos)
                                     for _ in range(n_tags3):
                                         tag3, pos = read_uvarint(data, pos)
@@ -5099,11 +5040,11 @@ def decode_fetch_response_v17(data: bytes, pos: int) -> tuple[FetchResponse, int
                                         pos = end3
                                 v_diverging_epoch_16 = EpochEndOffset(v_epoch_25, v_end_offset_26)
                             elif tag2 == 1:
-                                v_leader_id_27, v_leader_epoch_28 = _S19.unpack_from(data, pos)
-                                pos += 8
-                                if data[pos] == 0:
-                                    pos += 1
+                                v_leader_id_27, v_leader_epoch_28, tag_count3 = _S29.unpack_from(data, pos)
+                                if tag_count3 == 0:
+                                    pos += 9
                                 else:
+                                    pos += 8
                                     n_tags3, pos = read_uvarint(data, pos)
                                     for _ in range(n_tags3):
                                         tag3, pos = read_uvarint(data, pos)
@@ -5112,11 +5053,11 @@ def decode_fetch_response_v17(data: bytes, pos: int) -> tuple[FetchResponse, int
                                         pos = end3
                                 v_current_leader_17 = LeaderIdAndEpoch(v_leader_id_27, v_leader_epoch_28)
                             elif tag2 == 2:
-                                v_end_offset_29, v_epoch_30 = _S20.unpack_from(data, pos)
-                                pos += 12
-                                if data[pos] == 0:
-                                    pos += 1
+                                v_end_offset_29, v_epoch_30, tag_count3 = _S30.unpack_from(data, pos)
+                                if tag_count3 == 0:
+                                    pos += 13
                                 else:
+                                    pos += 12
                                     n_tags3, pos = read_uvarint(data, pos)
                                     for _ in range(n_tags3):
                                         tag3, pos = read_uvarint(data, pos)
@@ -5160,13 +5101,12 @@ def decode_fetch_response_v17(data: bytes, pos: int) -> tuple[FetchResponse, int
                     v_node_endpoints_5 = []
                     append_31 = v_node_endpoints_5.append
                     for _ in range(n0):
-                        v_node_id_32, = _S1.unpack_from(data, pos)
-                        pos += 4
+                        v_node_id_32, n1 = _S28.unpack_from(data, pos)
                         v_host_33: str
-                        n1 = data[pos]
                         if n1 < 128:
-                            pos += 1
+                            pos += 5
                         else:
+                            pos += 4
                             n1, pos = read_uvarint(data, pos)
                         n1 -= 1
                         if n1 < 0:
@@ -5174,13 +5114,12 @@ def decode_fetch_response_v17(data: bytes, pos: int) -> tuple[FetchResponse, int
                         else:
                             v_host_33 = str(data[pos:pos + n1], 'utf-8')
                             pos += n1
-                        v_port_34, = _S1.unpack_from(data, pos)
-                        pos += 4
+                        v_port_34, n1 = _S28.unpack_from(data, pos)
                         v_rack_35: str | None
-                        n1 = data[pos]
                         if n1 < 128:
-                            pos += 1
+                            pos += 5
                         else:
+                            pos += 4
                             n1, pos = read_uvarint(data, pos)
                         n1 -= 1
                         if n1 < 0:
@@ -5203,7 +5142,7 @@ def decode_fetch_response_v17(data: bytes, pos: int) -> tuple[FetchResponse, int
 
 
 def encode_fetch_response_v17(m: FetchResponse, out: bytearray) -> None:
-    out += _S18.pack(m.throttle_time_ms, m.error_code, m.session_id)
+    out += _S24.pack(m.throttle_time_ms, m.error_code, m.session_id)
     x_1 = m.responses
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -5211,7 +5150,7 @@ def encode_fetch_response_v17(m: FetchResponse, out: bytearray) -> None:
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        out += _S10.pack(e_3.topic_id)
+        out += _S13.pack(e_3.topic_id)
         x_4 = e_3.partitions
         u_5 = len(x_4) + 1
         if u_5 < 128:
@@ -5219,7 +5158,7 @@ def encode_fetch_response_v17(m: FetchResponse, out: bytearray) -> None:
         else:
             write_uvarint(out, u_5)
         for e_6 in x_4:
-            out += _S17.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
+            out += _S23.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
             x_7 = e_6.aborted_transactions
             if x_7 is None:
                 out.append(0)
@@ -5230,17 +5169,16 @@ def encode_fetch_response_v17(m: FetchResponse, out: bytearray) -> None:
                 else:
                     write_uvarint(out, u_8)
                 for e_9 in x_7:
-                    out += _S16.pack(e_9.producer_id, e_9.first_offset)
-                    out.append(0)
-            out += _S1.pack(e_6.preferred_read_replica)
+                    out += _S31.pack(e_9.producer_id, e_9.first_offset)
             x_10 = e_6.records
             if x_10 is None:
-                out.append(0)
+                out += _S32.pack(e_6.preferred_read_replica)
             else:
                 u_11 = len(x_10) + 1
                 if u_11 < 128:
-                    out.append(u_11)
+                    out += _S28.pack(e_6.preferred_read_replica, u_11)
                 else:
+                    out += _S1.pack(e_6.preferred_read_replica)
                     write_uvarint(out, u_11)
                 out += x_10
             tags2 = (e_6.diverging_epoch != EpochEndOffset()) + (e_6.current_leader != LeaderIdAndEpoch()) + (e_6.snapshot_id != SnapshotId())
@@ -5249,24 +5187,21 @@ def encode_fetch_response_v17(m: FetchResponse, out: bytearray) -> None:
                 write_uvarint(out, 0)
                 tagbuf2 = bytearray()
                 s_13 = e_6.diverging_epoch
-                tagbuf2 += _S12.pack(s_13.epoch, s_13.end_offset)
-                tagbuf2.append(0)
+                tagbuf2 += _S17.pack(s_13.epoch, s_13.end_offset)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
             if e_6.current_leader != LeaderIdAndEpoch():
                 write_uvarint(out, 1)
                 tagbuf2 = bytearray()
                 s_15 = e_6.current_leader
-                tagbuf2 += _S19.pack(s_15.leader_id, s_15.leader_epoch)
-                tagbuf2.append(0)
+                tagbuf2 += _S33.pack(s_15.leader_id, s_15.leader_epoch)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
             if e_6.snapshot_id != SnapshotId():
                 write_uvarint(out, 2)
                 tagbuf2 = bytearray()
                 s_17 = e_6.snapshot_id
-                tagbuf2 += _S20.pack(s_17.end_offset, s_17.epoch)
-                tagbuf2.append(0)
+                tagbuf2 += _S34.pack(s_17.end_offset, s_17.epoch)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
         out.append(0)
@@ -5282,25 +5217,25 @@ def encode_fetch_response_v17(m: FetchResponse, out: bytearray) -> None:
         else:
             write_uvarint(tagbuf0, u_19)
         for e_20 in x_18:
-            tagbuf0 += _S1.pack(e_20.node_id)
             x_21 = e_20.host
             b_22 = x_21.encode()
             u_23 = len(b_22) + 1
             if u_23 < 128:
-                tagbuf0.append(u_23)
+                tagbuf0 += _S28.pack(e_20.node_id, u_23)
             else:
+                tagbuf0 += _S1.pack(e_20.node_id)
                 write_uvarint(tagbuf0, u_23)
             tagbuf0 += b_22
-            tagbuf0 += _S1.pack(e_20.port)
             x_24 = e_20.rack
             if x_24 is None:
-                tagbuf0.append(0)
+                tagbuf0 += _S32.pack(e_20.port)
             else:
                 b_25 = x_24.encode()
                 u_26 = len(b_25) + 1
                 if u_26 < 128:
-                    tagbuf0.append(u_26)
+                    tagbuf0 += _S28.pack(e_20.port, u_26)
                 else:
+                    tagbuf0 += _S1.pack(e_20.port)
                     write_uvarint(tagbuf0, u_26)
                 tagbuf0 += b_25
             tagbuf0.append(0)
@@ -5309,13 +5244,12 @@ def encode_fetch_response_v17(m: FetchResponse, out: bytearray) -> None:
 
 
 def decode_fetch_response_v18(data: bytes, pos: int) -> tuple[FetchResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2, v_session_id_3 = _S18.unpack_from(data, pos)
-    pos += 10
+    v_throttle_time_ms_1, v_error_code_2, v_session_id_3, n0 = _S25.unpack_from(data, pos)
     v_responses_4: list[FetchableTopicResponse]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 11
     else:
+        pos += 10
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -5326,13 +5260,12 @@ def decode_fetch_response_v18(data: bytes, pos: int) -> tuple[FetchResponse, int
         v_responses_4 = []
         append_6 = v_responses_4.append
         for _ in range(n0):
-            v_topic_id_8, = _S10.unpack_from(data, pos)
-            pos += 16
+            v_topic_id_8, n1 = _S12.unpack_from(data, pos)
             v_partitions_9: list[PartitionData]
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 17
             else:
+                pos += 16
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -5343,13 +5276,12 @@ def decode_fetch_response_v18(data: bytes, pos: int) -> tuple[FetchResponse, int
                 v_partitions_9 = []
                 append_10 = v_partitions_9.append
                 for _ in range(n1):
-                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15 = _S17.unpack_from(data, pos)
-                    pos += 30
+                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15, n2 = _S26.unpack_from(data, pos)
                     v_aborted_transactions_19: list[AbortedTransaction] | None
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 31
                     else:
+                        pos += 30
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
@@ -5360,11 +5292,11 @@ def decode_fetch_response_v18(data: bytes, pos: int) -> tuple[FetchResponse, int
                         v_aborted_transactions_19 = []
                         append_22 = v_aborted_transactions_19.append
                         for _ in range(n2):
-                            v_producer_id_23, v_first_offset_24 = _S16.unpack_from(data, pos)
-                            pos += 16
-                            if data[pos] == 0:
-                                pos += 1
+                            v_producer_id_23, v_first_offset_24, tag_count3 = _S27.unpack_from(data, pos)
+                            if tag_count3 == 0:
+                                pos += 17
                             else:
+                                pos += 16
                                 n_tags3, pos = read_uvarint(data, pos)
                                 for _ in range(n_tags3):
                                     tag3, pos = read_uvarint(data, pos)
@@ -5372,13 +5304,12 @@ def decode_fetch_response_v18(data: bytes, pos: int) -> tuple[FetchResponse, int
                                     end3 = pos + size3
                                     pos = end3
                             append_22(AbortedTransaction(v_producer_id_23, v_first_offset_24))
-                    v_preferred_read_replica_20, = _S1.unpack_from(data, pos)
-                    pos += 4
+                    v_preferred_read_replica_20, n2 = _S28.unpack_from(data, pos)
                     v_records_21: bytes | None
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 5
                     else:
+                        pos += 4
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
@@ -5398,11 +5329,11 @@ def decode_fetch_response_v18(data: bytes, pos: int) -> tuple[FetchResponse, int
                             size2, pos = read_uvarint(data, pos)
                             end2 = pos + size2
                             if tag2 == 0:
-                                v_epoch_25, v_end_offset_26 = _S12.unpack_from(data, pos)
-                                pos += 12
-                                if data[pos] == 0:
-                                    pos += 1
+                                v_epoch_25, v_end_offset_26, tag_count3 = _S15.unpack_from(data, pos)
+                                if tag_count3 == 0:
+                                    pos += 13
                                 else:
+                                    pos += 12
                                     n_tags3, pos = read_uvarint(data, pos)
                                     for _ in range(n_tags3):
                                         tag3, pos = read_uvarint(data, pos)
@@ -5411,11 +5342,11 @@ def decode_fetch_response_v18(data: bytes, pos: int) -> tuple[FetchResponse, int
                                         pos = end3
                                 v_diverging_epoch_16 = EpochEndOffset(v_epoch_25, v_end_offset_26)
                             elif tag2 == 1:
-                                v_leader_id_27, v_leader_epoch_28 = _S19.unpack_from(data, pos)
-                                pos += 8
-                                if data[pos] == 0:
-                                    pos += 1
+                                v_leader_id_27, v_leader_epoch_28, tag_count3 = _S29.unpack_from(data, pos)
+                                if tag_count3 == 0:
+                                    pos += 9
                                 else:
+                                    pos += 8
                                     n_tags3, pos = read_uvarint(data, pos)
                                     for _ in range(n_tags3):
                                         tag3, pos = read_uvarint(data, pos)
@@ -5424,11 +5355,11 @@ def decode_fetch_response_v18(data: bytes, pos: int) -> tuple[FetchResponse, int
                                         pos = end3
                                 v_current_leader_17 = LeaderIdAndEpoch(v_leader_id_27, v_leader_epoch_28)
                             elif tag2 == 2:
-                                v_end_offset_29, v_epoch_30 = _S20.unpack_from(data, pos)
-                                pos += 12
-                                if data[pos] == 0:
-                                    pos += 1
+                                v_end_offset_29, v_epoch_30, tag_count3 = _S30.unpack_from(data, pos)
+                                if tag_count3 == 0:
+                                    pos += 13
                                 else:
+                                    pos += 12
                                     n_tags3, pos = read_uvarint(data, pos)
                                     for _ in range(n_tags3):
                                         tag3, pos = read_uvarint(data, pos)
@@ -5472,13 +5403,12 @@ def decode_fetch_response_v18(data: bytes, pos: int) -> tuple[FetchResponse, int
                     v_node_endpoints_5 = []
                     append_31 = v_node_endpoints_5.append
                     for _ in range(n0):
-                        v_node_id_32, = _S1.unpack_from(data, pos)
-                        pos += 4
+                        v_node_id_32, n1 = _S28.unpack_from(data, pos)
                         v_host_33: str
-                        n1 = data[pos]
                         if n1 < 128:
-                            pos += 1
+                            pos += 5
                         else:
+                            pos += 4
                             n1, pos = read_uvarint(data, pos)
                         n1 -= 1
                         if n1 < 0:
@@ -5486,13 +5416,12 @@ def decode_fetch_response_v18(data: bytes, pos: int) -> tuple[FetchResponse, int
                         else:
                             v_host_33 = str(data[pos:pos + n1], 'utf-8')
                             pos += n1
-                        v_port_34, = _S1.unpack_from(data, pos)
-                        pos += 4
+                        v_port_34, n1 = _S28.unpack_from(data, pos)
                         v_rack_35: str | None
-                        n1 = data[pos]
                         if n1 < 128:
-                            pos += 1
+                            pos += 5
                         else:
+                            pos += 4
                             n1, pos = read_uvarint(data, pos)
                         n1 -= 1
                         if n1 < 0:
@@ -5515,7 +5444,7 @@ def decode_fetch_response_v18(data: bytes, pos: int) -> tuple[FetchResponse, int
 
 
 def encode_fetch_response_v18(m: FetchResponse, out: bytearray) -> None:
-    out += _S18.pack(m.throttle_time_ms, m.error_code, m.session_id)
+    out += _S24.pack(m.throttle_time_ms, m.error_code, m.session_id)
     x_1 = m.responses
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -5523,7 +5452,7 @@ def encode_fetch_response_v18(m: FetchResponse, out: bytearray) -> None:
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        out += _S10.pack(e_3.topic_id)
+        out += _S13.pack(e_3.topic_id)
         x_4 = e_3.partitions
         u_5 = len(x_4) + 1
         if u_5 < 128:
@@ -5531,7 +5460,7 @@ def encode_fetch_response_v18(m: FetchResponse, out: bytearray) -> None:
         else:
             write_uvarint(out, u_5)
         for e_6 in x_4:
-            out += _S17.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
+            out += _S23.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
             x_7 = e_6.aborted_transactions
             if x_7 is None:
                 out.append(0)
@@ -5542,17 +5471,16 @@ def encode_fetch_response_v18(m: FetchResponse, out: bytearray) -> None:
                 else:
                     write_uvarint(out, u_8)
                 for e_9 in x_7:
-                    out += _S16.pack(e_9.producer_id, e_9.first_offset)
-                    out.append(0)
-            out += _S1.pack(e_6.preferred_read_replica)
+                    out += _S31.pack(e_9.producer_id, e_9.first_offset)
             x_10 = e_6.records
             if x_10 is None:
-                out.append(0)
+                out += _S32.pack(e_6.preferred_read_replica)
             else:
                 u_11 = len(x_10) + 1
                 if u_11 < 128:
-                    out.append(u_11)
+                    out += _S28.pack(e_6.preferred_read_replica, u_11)
                 else:
+                    out += _S1.pack(e_6.preferred_read_replica)
                     write_uvarint(out, u_11)
                 out += x_10
             tags2 = (e_6.diverging_epoch != EpochEndOffset()) + (e_6.current_leader != LeaderIdAndEpoch()) + (e_6.snapshot_id != SnapshotId())
@@ -5561,24 +5489,21 @@ def encode_fetch_response_v18(m: FetchResponse, out: bytearray) -> None:
                 write_uvarint(out, 0)
                 tagbuf2 = bytearray()
                 s_13 = e_6.diverging_epoch
-                tagbuf2 += _S12.pack(s_13.epoch, s_13.end_offset)
-                tagbuf2.append(0)
+                tagbuf2 += _S17.pack(s_13.epoch, s_13.end_offset)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
             if e_6.current_leader != LeaderIdAndEpoch():
                 write_uvarint(out, 1)
                 tagbuf2 = bytearray()
                 s_15 = e_6.current_leader
-                tagbuf2 += _S19.pack(s_15.leader_id, s_15.leader_epoch)
-                tagbuf2.append(0)
+                tagbuf2 += _S33.pack(s_15.leader_id, s_15.leader_epoch)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
             if e_6.snapshot_id != SnapshotId():
                 write_uvarint(out, 2)
                 tagbuf2 = bytearray()
                 s_17 = e_6.snapshot_id
-                tagbuf2 += _S20.pack(s_17.end_offset, s_17.epoch)
-                tagbuf2.append(0)
+                tagbuf2 += _S34.pack(s_17.end_offset, s_17.epoch)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
         out.append(0)
@@ -5594,25 +5519,25 @@ def encode_fetch_response_v18(m: FetchResponse, out: bytearray) -> None:
         else:
             write_uvarint(tagbuf0, u_19)
         for e_20 in x_18:
-            tagbuf0 += _S1.pack(e_20.node_id)
             x_21 = e_20.host
             b_22 = x_21.encode()
             u_23 = len(b_22) + 1
             if u_23 < 128:
-                tagbuf0.append(u_23)
+                tagbuf0 += _S28.pack(e_20.node_id, u_23)
             else:
+                tagbuf0 += _S1.pack(e_20.node_id)
                 write_uvarint(tagbuf0, u_23)
             tagbuf0 += b_22
-            tagbuf0 += _S1.pack(e_20.port)
             x_24 = e_20.rack
             if x_24 is None:
-                tagbuf0.append(0)
+                tagbuf0 += _S32.pack(e_20.port)
             else:
                 b_25 = x_24.encode()
                 u_26 = len(b_25) + 1
                 if u_26 < 128:
-                    tagbuf0.append(u_26)
+                    tagbuf0 += _S28.pack(e_20.port, u_26)
                 else:
+                    tagbuf0 += _S1.pack(e_20.port)
                     write_uvarint(tagbuf0, u_26)
                 tagbuf0 += b_25
             tagbuf0.append(0)

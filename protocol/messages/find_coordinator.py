@@ -11,9 +11,15 @@ from protocol.primitives import DecodeError, read_uvarint, write_uvarint
 
 _S0 = Struct('>h')
 _S1 = Struct('>b')
-_S2 = Struct('>hi')
-_S3 = Struct('>i')
-_S4 = Struct('>ih')
+_S2 = Struct('>bB')
+_S3 = Struct('>bx')
+_S4 = Struct('>hi')
+_S5 = Struct('>i')
+_S6 = Struct('>ih')
+_S7 = Struct('>ihB')
+_S8 = Struct('>iB')
+_S9 = Struct('>ihx')
+_S10 = Struct('>ix')
 
 
 @dataclass(slots=True)
@@ -128,11 +134,11 @@ def decode_find_coordinator_request_v3(data: bytes, pos: int) -> tuple[FindCoord
     else:
         v_key_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_key_type_2, = _S1.unpack_from(data, pos)
-    pos += 1
-    if data[pos] == 0:
-        pos += 1
+    v_key_type_2, tag_count0 = _S2.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 2
     else:
+        pos += 1
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -153,18 +159,16 @@ def encode_find_coordinator_request_v3(m: FindCoordinatorRequest, out: bytearray
     else:
         write_uvarint(out, u_3)
     out += b_2
-    out += _S1.pack(m.key_type)
-    out.append(0)
+    out += _S3.pack(m.key_type)
 
 
 def decode_find_coordinator_request_v4(data: bytes, pos: int) -> tuple[FindCoordinatorRequest, int]:
-    v_key_type_2, = _S1.unpack_from(data, pos)
-    pos += 1
+    v_key_type_2, n0 = _S2.unpack_from(data, pos)
     v_coordinator_keys_3: list[str]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 2
     else:
+        pos += 1
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -223,13 +227,12 @@ def encode_find_coordinator_request_v4(m: FindCoordinatorRequest, out: bytearray
 
 
 def decode_find_coordinator_request_v5(data: bytes, pos: int) -> tuple[FindCoordinatorRequest, int]:
-    v_key_type_2, = _S1.unpack_from(data, pos)
-    pos += 1
+    v_key_type_2, n0 = _S2.unpack_from(data, pos)
     v_coordinator_keys_3: list[str]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 2
     else:
+        pos += 1
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -288,13 +291,12 @@ def encode_find_coordinator_request_v5(m: FindCoordinatorRequest, out: bytearray
 
 
 def decode_find_coordinator_request_v6(data: bytes, pos: int) -> tuple[FindCoordinatorRequest, int]:
-    v_key_type_2, = _S1.unpack_from(data, pos)
-    pos += 1
+    v_key_type_2, n0 = _S2.unpack_from(data, pos)
     v_coordinator_keys_3: list[str]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 2
     else:
+        pos += 1
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -353,7 +355,7 @@ def encode_find_coordinator_request_v6(m: FindCoordinatorRequest, out: bytearray
 
 
 def decode_find_coordinator_response_v0(data: bytes, pos: int) -> tuple[FindCoordinatorResponse, int]:
-    v_error_code_2, v_node_id_4 = _S2.unpack_from(data, pos)
+    v_error_code_2, v_node_id_4 = _S4.unpack_from(data, pos)
     pos += 6
     v_host_5: str
     n0, = _S0.unpack_from(data, pos)
@@ -363,7 +365,7 @@ def decode_find_coordinator_response_v0(data: bytes, pos: int) -> tuple[FindCoor
     else:
         v_host_5 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_port_6, = _S3.unpack_from(data, pos)
+    v_port_6, = _S5.unpack_from(data, pos)
     pos += 4
     return FindCoordinatorResponse(0, v_error_code_2, '', v_node_id_4, v_host_5, v_port_6, []), pos
 
@@ -371,16 +373,16 @@ def decode_find_coordinator_response_v0(data: bytes, pos: int) -> tuple[FindCoor
 def encode_find_coordinator_response_v0(m: FindCoordinatorResponse, out: bytearray) -> None:
     if m.coordinators:
         raise ValueError('attempted to write a non-default Coordinators at version 0')
-    out += _S2.pack(m.error_code, m.node_id)
+    out += _S4.pack(m.error_code, m.node_id)
     x_1 = m.host
     b_2 = x_1.encode()
     out += _S0.pack(len(b_2))
     out += b_2
-    out += _S3.pack(m.port)
+    out += _S5.pack(m.port)
 
 
 def decode_find_coordinator_response_v1(data: bytes, pos: int) -> tuple[FindCoordinatorResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S4.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2 = _S6.unpack_from(data, pos)
     pos += 6
     v_error_message_3: str | None
     n0, = _S0.unpack_from(data, pos)
@@ -390,7 +392,7 @@ def decode_find_coordinator_response_v1(data: bytes, pos: int) -> tuple[FindCoor
     else:
         v_error_message_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_node_id_4, = _S3.unpack_from(data, pos)
+    v_node_id_4, = _S5.unpack_from(data, pos)
     pos += 4
     v_host_5: str
     n0, = _S0.unpack_from(data, pos)
@@ -400,7 +402,7 @@ def decode_find_coordinator_response_v1(data: bytes, pos: int) -> tuple[FindCoor
     else:
         v_host_5 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_port_6, = _S3.unpack_from(data, pos)
+    v_port_6, = _S5.unpack_from(data, pos)
     pos += 4
     return FindCoordinatorResponse(v_throttle_time_ms_1, v_error_code_2, v_error_message_3, v_node_id_4, v_host_5, v_port_6, []), pos
 
@@ -408,7 +410,7 @@ def decode_find_coordinator_response_v1(data: bytes, pos: int) -> tuple[FindCoor
 def encode_find_coordinator_response_v1(m: FindCoordinatorResponse, out: bytearray) -> None:
     if m.coordinators:
         raise ValueError('attempted to write a non-default Coordinators at version 1')
-    out += _S4.pack(m.throttle_time_ms, m.error_code)
+    out += _S6.pack(m.throttle_time_ms, m.error_code)
     x_1 = m.error_message
     if x_1 is None:
         out += b'\xff\xff'
@@ -416,16 +418,16 @@ def encode_find_coordinator_response_v1(m: FindCoordinatorResponse, out: bytearr
         b_2 = x_1.encode()
         out += _S0.pack(len(b_2))
         out += b_2
-    out += _S3.pack(m.node_id)
+    out += _S5.pack(m.node_id)
     x_3 = m.host
     b_4 = x_3.encode()
     out += _S0.pack(len(b_4))
     out += b_4
-    out += _S3.pack(m.port)
+    out += _S5.pack(m.port)
 
 
 def decode_find_coordinator_response_v2(data: bytes, pos: int) -> tuple[FindCoordinatorResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S4.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2 = _S6.unpack_from(data, pos)
     pos += 6
     v_error_message_3: str | None
     n0, = _S0.unpack_from(data, pos)
@@ -435,7 +437,7 @@ def decode_find_coordinator_response_v2(data: bytes, pos: int) -> tuple[FindCoor
     else:
         v_error_message_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_node_id_4, = _S3.unpack_from(data, pos)
+    v_node_id_4, = _S5.unpack_from(data, pos)
     pos += 4
     v_host_5: str
     n0, = _S0.unpack_from(data, pos)
@@ -445,7 +447,7 @@ def decode_find_coordinator_response_v2(data: bytes, pos: int) -> tuple[FindCoor
     else:
         v_host_5 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_port_6, = _S3.unpack_from(data, pos)
+    v_port_6, = _S5.unpack_from(data, pos)
     pos += 4
     return FindCoordinatorResponse(v_throttle_time_ms_1, v_error_code_2, v_error_message_3, v_node_id_4, v_host_5, v_port_6, []), pos
 
@@ -453,7 +455,7 @@ def decode_find_coordinator_response_v2(data: bytes, pos: int) -> tuple[FindCoor
 def encode_find_coordinator_response_v2(m: FindCoordinatorResponse, out: bytearray) -> None:
     if m.coordinators:
         raise ValueError('attempted to write a non-default Coordinators at version 2')
-    out += _S4.pack(m.throttle_time_ms, m.error_code)
+    out += _S6.pack(m.throttle_time_ms, m.error_code)
     x_1 = m.error_message
     if x_1 is None:
         out += b'\xff\xff'
@@ -461,22 +463,21 @@ def encode_find_coordinator_response_v2(m: FindCoordinatorResponse, out: bytearr
         b_2 = x_1.encode()
         out += _S0.pack(len(b_2))
         out += b_2
-    out += _S3.pack(m.node_id)
+    out += _S5.pack(m.node_id)
     x_3 = m.host
     b_4 = x_3.encode()
     out += _S0.pack(len(b_4))
     out += b_4
-    out += _S3.pack(m.port)
+    out += _S5.pack(m.port)
 
 
 def decode_find_coordinator_response_v3(data: bytes, pos: int) -> tuple[FindCoordinatorResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S4.unpack_from(data, pos)
-    pos += 6
+    v_throttle_time_ms_1, v_error_code_2, n0 = _S7.unpack_from(data, pos)
     v_error_message_3: str | None
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 7
     else:
+        pos += 6
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -484,13 +485,12 @@ def decode_find_coordinator_response_v3(data: bytes, pos: int) -> tuple[FindCoor
     else:
         v_error_message_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_node_id_4, = _S3.unpack_from(data, pos)
-    pos += 4
+    v_node_id_4, n0 = _S8.unpack_from(data, pos)
     v_host_5: str
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -498,11 +498,11 @@ def decode_find_coordinator_response_v3(data: bytes, pos: int) -> tuple[FindCoor
     else:
         v_host_5 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_port_6, = _S3.unpack_from(data, pos)
-    pos += 4
-    if data[pos] == 0:
-        pos += 1
+    v_port_6, tag_count0 = _S8.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 5
     else:
+        pos += 4
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -515,39 +515,37 @@ def decode_find_coordinator_response_v3(data: bytes, pos: int) -> tuple[FindCoor
 def encode_find_coordinator_response_v3(m: FindCoordinatorResponse, out: bytearray) -> None:
     if m.coordinators:
         raise ValueError('attempted to write a non-default Coordinators at version 3')
-    out += _S4.pack(m.throttle_time_ms, m.error_code)
     x_1 = m.error_message
     if x_1 is None:
-        out.append(0)
+        out += _S9.pack(m.throttle_time_ms, m.error_code)
     else:
         b_2 = x_1.encode()
         u_3 = len(b_2) + 1
         if u_3 < 128:
-            out.append(u_3)
+            out += _S7.pack(m.throttle_time_ms, m.error_code, u_3)
         else:
+            out += _S6.pack(m.throttle_time_ms, m.error_code)
             write_uvarint(out, u_3)
         out += b_2
-    out += _S3.pack(m.node_id)
     x_4 = m.host
     b_5 = x_4.encode()
     u_6 = len(b_5) + 1
     if u_6 < 128:
-        out.append(u_6)
+        out += _S8.pack(m.node_id, u_6)
     else:
+        out += _S5.pack(m.node_id)
         write_uvarint(out, u_6)
     out += b_5
-    out += _S3.pack(m.port)
-    out.append(0)
+    out += _S10.pack(m.port)
 
 
 def decode_find_coordinator_response_v4(data: bytes, pos: int) -> tuple[FindCoordinatorResponse, int]:
-    v_throttle_time_ms_1, = _S3.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S8.unpack_from(data, pos)
     v_coordinators_7: list[Coordinator]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -570,13 +568,12 @@ def decode_find_coordinator_response_v4(data: bytes, pos: int) -> tuple[FindCoor
             else:
                 v_key_9 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_node_id_10, = _S3.unpack_from(data, pos)
-            pos += 4
+            v_node_id_10, n1 = _S8.unpack_from(data, pos)
             v_host_11: str
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 5
             else:
+                pos += 4
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -584,13 +581,12 @@ def decode_find_coordinator_response_v4(data: bytes, pos: int) -> tuple[FindCoor
             else:
                 v_host_11 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_port_12, v_error_code_13 = _S4.unpack_from(data, pos)
-            pos += 6
+            v_port_12, v_error_code_13, n1 = _S7.unpack_from(data, pos)
             v_error_message_14: str | None
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 7
             else:
+                pos += 6
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -629,7 +625,7 @@ def encode_find_coordinator_response_v4(m: FindCoordinatorResponse, out: bytearr
         raise ValueError('attempted to write a non-default Host at version 4')
     if m.port != 0:
         raise ValueError('attempted to write a non-default Port at version 4')
-    out += _S3.pack(m.throttle_time_ms)
+    out += _S5.pack(m.throttle_time_ms)
     x_1 = m.coordinators
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -645,25 +641,25 @@ def encode_find_coordinator_response_v4(m: FindCoordinatorResponse, out: bytearr
         else:
             write_uvarint(out, u_6)
         out += b_5
-        out += _S3.pack(e_3.node_id)
         x_7 = e_3.host
         b_8 = x_7.encode()
         u_9 = len(b_8) + 1
         if u_9 < 128:
-            out.append(u_9)
+            out += _S8.pack(e_3.node_id, u_9)
         else:
+            out += _S5.pack(e_3.node_id)
             write_uvarint(out, u_9)
         out += b_8
-        out += _S4.pack(e_3.port, e_3.error_code)
         x_10 = e_3.error_message
         if x_10 is None:
-            out.append(0)
+            out += _S9.pack(e_3.port, e_3.error_code)
         else:
             b_11 = x_10.encode()
             u_12 = len(b_11) + 1
             if u_12 < 128:
-                out.append(u_12)
+                out += _S7.pack(e_3.port, e_3.error_code, u_12)
             else:
+                out += _S6.pack(e_3.port, e_3.error_code)
                 write_uvarint(out, u_12)
             out += b_11
         out.append(0)
@@ -671,13 +667,12 @@ def encode_find_coordinator_response_v4(m: FindCoordinatorResponse, out: bytearr
 
 
 def decode_find_coordinator_response_v5(data: bytes, pos: int) -> tuple[FindCoordinatorResponse, int]:
-    v_throttle_time_ms_1, = _S3.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S8.unpack_from(data, pos)
     v_coordinators_7: list[Coordinator]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -700,13 +695,12 @@ def decode_find_coordinator_response_v5(data: bytes, pos: int) -> tuple[FindCoor
             else:
                 v_key_9 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_node_id_10, = _S3.unpack_from(data, pos)
-            pos += 4
+            v_node_id_10, n1 = _S8.unpack_from(data, pos)
             v_host_11: str
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 5
             else:
+                pos += 4
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -714,13 +708,12 @@ def decode_find_coordinator_response_v5(data: bytes, pos: int) -> tuple[FindCoor
             else:
                 v_host_11 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_port_12, v_error_code_13 = _S4.unpack_from(data, pos)
-            pos += 6
+            v_port_12, v_error_code_13, n1 = _S7.unpack_from(data, pos)
             v_error_message_14: str | None
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 7
             else:
+                pos += 6
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -759,7 +752,7 @@ def encode_find_coordinator_response_v5(m: FindCoordinatorResponse, out: bytearr
         raise ValueError('attempted to write a non-default Host at version 5')
     if m.port != 0:
         raise ValueError('attempted to write a non-default Port at version 5')
-    out += _S3.pack(m.throttle_time_ms)
+    out += _S5.pack(m.throttle_time_ms)
     x_1 = m.coordinators
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -775,25 +768,25 @@ def encode_find_coordinator_response_v5(m: FindCoordinatorResponse, out: bytearr
         else:
             write_uvarint(out, u_6)
         out += b_5
-        out += _S3.pack(e_3.node_id)
         x_7 = e_3.host
         b_8 = x_7.encode()
         u_9 = len(b_8) + 1
         if u_9 < 128:
-            out.append(u_9)
+            out += _S8.pack(e_3.node_id, u_9)
         else:
+            out += _S5.pack(e_3.node_id)
             write_uvarint(out, u_9)
         out += b_8
-        out += _S4.pack(e_3.port, e_3.error_code)
         x_10 = e_3.error_message
         if x_10 is None:
-            out.append(0)
+            out += _S9.pack(e_3.port, e_3.error_code)
         else:
             b_11 = x_10.encode()
             u_12 = len(b_11) + 1
             if u_12 < 128:
-                out.append(u_12)
+                out += _S7.pack(e_3.port, e_3.error_code, u_12)
             else:
+                out += _S6.pack(e_3.port, e_3.error_code)
                 write_uvarint(out, u_12)
             out += b_11
         out.append(0)
@@ -801,13 +794,12 @@ def encode_find_coordinator_response_v5(m: FindCoordinatorResponse, out: bytearr
 
 
 def decode_find_coordinator_response_v6(data: bytes, pos: int) -> tuple[FindCoordinatorResponse, int]:
-    v_throttle_time_ms_1, = _S3.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S8.unpack_from(data, pos)
     v_coordinators_7: list[Coordinator]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -830,13 +822,12 @@ def decode_find_coordinator_response_v6(data: bytes, pos: int) -> tuple[FindCoor
             else:
                 v_key_9 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_node_id_10, = _S3.unpack_from(data, pos)
-            pos += 4
+            v_node_id_10, n1 = _S8.unpack_from(data, pos)
             v_host_11: str
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 5
             else:
+                pos += 4
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -844,13 +835,12 @@ def decode_find_coordinator_response_v6(data: bytes, pos: int) -> tuple[FindCoor
             else:
                 v_host_11 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_port_12, v_error_code_13 = _S4.unpack_from(data, pos)
-            pos += 6
+            v_port_12, v_error_code_13, n1 = _S7.unpack_from(data, pos)
             v_error_message_14: str | None
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 7
             else:
+                pos += 6
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -889,7 +879,7 @@ def encode_find_coordinator_response_v6(m: FindCoordinatorResponse, out: bytearr
         raise ValueError('attempted to write a non-default Host at version 6')
     if m.port != 0:
         raise ValueError('attempted to write a non-default Port at version 6')
-    out += _S3.pack(m.throttle_time_ms)
+    out += _S5.pack(m.throttle_time_ms)
     x_1 = m.coordinators
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -905,25 +895,25 @@ def encode_find_coordinator_response_v6(m: FindCoordinatorResponse, out: bytearr
         else:
             write_uvarint(out, u_6)
         out += b_5
-        out += _S3.pack(e_3.node_id)
         x_7 = e_3.host
         b_8 = x_7.encode()
         u_9 = len(b_8) + 1
         if u_9 < 128:
-            out.append(u_9)
+            out += _S8.pack(e_3.node_id, u_9)
         else:
+            out += _S5.pack(e_3.node_id)
             write_uvarint(out, u_9)
         out += b_8
-        out += _S4.pack(e_3.port, e_3.error_code)
         x_10 = e_3.error_message
         if x_10 is None:
-            out.append(0)
+            out += _S9.pack(e_3.port, e_3.error_code)
         else:
             b_11 = x_10.encode()
             u_12 = len(b_11) + 1
             if u_12 < 128:
-                out.append(u_12)
+                out += _S7.pack(e_3.port, e_3.error_code, u_12)
             else:
+                out += _S6.pack(e_3.port, e_3.error_code)
                 write_uvarint(out, u_12)
             out += b_11
         out.append(0)

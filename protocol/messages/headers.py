@@ -12,6 +12,8 @@ from protocol.primitives import read_uvarint
 _S0 = Struct('>hhi')
 _S1 = Struct('>h')
 _S2 = Struct('>i')
+_S3 = Struct('>iB')
+_S4 = Struct('>ix')
 
 
 @dataclass(slots=True)
@@ -98,11 +100,11 @@ def encode_response_header_v0(m: ResponseHeader, out: bytearray) -> None:
 
 
 def decode_response_header_v1(data: bytes, pos: int) -> tuple[ResponseHeader, int]:
-    v_correlation_id_1, = _S2.unpack_from(data, pos)
-    pos += 4
-    if data[pos] == 0:
-        pos += 1
+    v_correlation_id_1, tag_count0 = _S3.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 5
     else:
+        pos += 4
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -113,5 +115,4 @@ def decode_response_header_v1(data: bytes, pos: int) -> tuple[ResponseHeader, in
 
 
 def encode_response_header_v1(m: ResponseHeader, out: bytearray) -> None:
-    out += _S2.pack(m.correlation_id)
-    out.append(0)
+    out += _S4.pack(m.correlation_id)

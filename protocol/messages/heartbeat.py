@@ -11,7 +11,10 @@ from protocol.primitives import DecodeError, read_uvarint, write_uvarint
 
 _S0 = Struct('>h')
 _S1 = Struct('>i')
-_S2 = Struct('>ih')
+_S2 = Struct('>iB')
+_S3 = Struct('>ih')
+_S4 = Struct('>ihB')
+_S5 = Struct('>ihx')
 
 
 @dataclass(slots=True)
@@ -198,13 +201,12 @@ def decode_heartbeat_request_v4(data: bytes, pos: int) -> tuple[HeartbeatRequest
     else:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_generation_id_2, = _S1.unpack_from(data, pos)
-    pos += 4
+    v_generation_id_2, n0 = _S2.unpack_from(data, pos)
     v_member_id_3: str
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -245,13 +247,13 @@ def encode_heartbeat_request_v4(m: HeartbeatRequest, out: bytearray) -> None:
     else:
         write_uvarint(out, u_3)
     out += b_2
-    out += _S1.pack(m.generation_id)
     x_4 = m.member_id
     b_5 = x_4.encode()
     u_6 = len(b_5) + 1
     if u_6 < 128:
-        out.append(u_6)
+        out += _S2.pack(m.generation_id, u_6)
     else:
+        out += _S1.pack(m.generation_id)
         write_uvarint(out, u_6)
     out += b_5
     x_7 = m.group_instance_id
@@ -279,41 +281,41 @@ def encode_heartbeat_response_v0(m: HeartbeatResponse, out: bytearray) -> None:
 
 
 def decode_heartbeat_response_v1(data: bytes, pos: int) -> tuple[HeartbeatResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S2.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2 = _S3.unpack_from(data, pos)
     pos += 6
     return HeartbeatResponse(v_throttle_time_ms_1, v_error_code_2), pos
 
 
 def encode_heartbeat_response_v1(m: HeartbeatResponse, out: bytearray) -> None:
-    out += _S2.pack(m.throttle_time_ms, m.error_code)
+    out += _S3.pack(m.throttle_time_ms, m.error_code)
 
 
 def decode_heartbeat_response_v2(data: bytes, pos: int) -> tuple[HeartbeatResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S2.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2 = _S3.unpack_from(data, pos)
     pos += 6
     return HeartbeatResponse(v_throttle_time_ms_1, v_error_code_2), pos
 
 
 def encode_heartbeat_response_v2(m: HeartbeatResponse, out: bytearray) -> None:
-    out += _S2.pack(m.throttle_time_ms, m.error_code)
+    out += _S3.pack(m.throttle_time_ms, m.error_code)
 
 
 def decode_heartbeat_response_v3(data: bytes, pos: int) -> tuple[HeartbeatResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S2.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2 = _S3.unpack_from(data, pos)
     pos += 6
     return HeartbeatResponse(v_throttle_time_ms_1, v_error_code_2), pos
 
 
 def encode_heartbeat_response_v3(m: HeartbeatResponse, out: bytearray) -> None:
-    out += _S2.pack(m.throttle_time_ms, m.error_code)
+    out += _S3.pack(m.throttle_time_ms, m.error_code)
 
 
 def decode_heartbeat_response_v4(data: bytes, pos: int) -> tuple[HeartbeatResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S2.unpack_from(data, pos)
-    pos += 6
-    if data[pos] == 0:
-        pos += 1
+    v_throttle_time_ms_1, v_error_code_2, tag_count0 = _S4.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 7
     else:
+        pos += 6
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -324,5 +326,4 @@ def decode_heartbeat_response_v4(data: bytes, pos: int) -> tuple[HeartbeatRespon
 
 
 def encode_heartbeat_response_v4(m: HeartbeatResponse, out: bytearray) -> None:
-    out += _S2.pack(m.throttle_time_ms, m.error_code)
-    out.append(0)
+    out += _S5.pack(m.throttle_time_ms, m.error_code)

@@ -12,9 +12,13 @@ from protocol.primitives import DecodeError, read_uvarint, write_uvarint
 _S0 = Struct('>h')
 _S1 = Struct('>i')
 _S2 = Struct('>ii')
-_S3 = Struct('>hi')
-_S4 = Struct('>ihi')
-_S5 = Struct('>?')
+_S3 = Struct('>iiB')
+_S4 = Struct('>hi')
+_S5 = Struct('>ihi')
+_S6 = Struct('>ihiB')
+_S7 = Struct('>ihix')
+_S8 = Struct('>?B')
+_S9 = Struct('>?')
 
 
 @dataclass(slots=True)
@@ -597,13 +601,12 @@ def decode_join_group_request_v6(data: bytes, pos: int) -> tuple[JoinGroupReques
     else:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_session_timeout_ms_2, v_rebalance_timeout_ms_3 = _S2.unpack_from(data, pos)
-    pos += 8
+    v_session_timeout_ms_2, v_rebalance_timeout_ms_3, n0 = _S3.unpack_from(data, pos)
     v_member_id_4: str
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 9
     else:
+        pos += 8
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -705,13 +708,13 @@ def encode_join_group_request_v6(m: JoinGroupRequest, out: bytearray) -> None:
     else:
         write_uvarint(out, u_3)
     out += b_2
-    out += _S2.pack(m.session_timeout_ms, m.rebalance_timeout_ms)
     x_4 = m.member_id
     b_5 = x_4.encode()
     u_6 = len(b_5) + 1
     if u_6 < 128:
-        out.append(u_6)
+        out += _S3.pack(m.session_timeout_ms, m.rebalance_timeout_ms, u_6)
     else:
+        out += _S2.pack(m.session_timeout_ms, m.rebalance_timeout_ms)
         write_uvarint(out, u_6)
     out += b_5
     x_7 = m.group_instance_id
@@ -772,13 +775,12 @@ def decode_join_group_request_v7(data: bytes, pos: int) -> tuple[JoinGroupReques
     else:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_session_timeout_ms_2, v_rebalance_timeout_ms_3 = _S2.unpack_from(data, pos)
-    pos += 8
+    v_session_timeout_ms_2, v_rebalance_timeout_ms_3, n0 = _S3.unpack_from(data, pos)
     v_member_id_4: str
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 9
     else:
+        pos += 8
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -880,13 +882,13 @@ def encode_join_group_request_v7(m: JoinGroupRequest, out: bytearray) -> None:
     else:
         write_uvarint(out, u_3)
     out += b_2
-    out += _S2.pack(m.session_timeout_ms, m.rebalance_timeout_ms)
     x_4 = m.member_id
     b_5 = x_4.encode()
     u_6 = len(b_5) + 1
     if u_6 < 128:
-        out.append(u_6)
+        out += _S3.pack(m.session_timeout_ms, m.rebalance_timeout_ms, u_6)
     else:
+        out += _S2.pack(m.session_timeout_ms, m.rebalance_timeout_ms)
         write_uvarint(out, u_6)
     out += b_5
     x_7 = m.group_instance_id
@@ -947,13 +949,12 @@ def decode_join_group_request_v8(data: bytes, pos: int) -> tuple[JoinGroupReques
     else:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_session_timeout_ms_2, v_rebalance_timeout_ms_3 = _S2.unpack_from(data, pos)
-    pos += 8
+    v_session_timeout_ms_2, v_rebalance_timeout_ms_3, n0 = _S3.unpack_from(data, pos)
     v_member_id_4: str
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 9
     else:
+        pos += 8
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -1067,13 +1068,13 @@ def encode_join_group_request_v8(m: JoinGroupRequest, out: bytearray) -> None:
     else:
         write_uvarint(out, u_3)
     out += b_2
-    out += _S2.pack(m.session_timeout_ms, m.rebalance_timeout_ms)
     x_4 = m.member_id
     b_5 = x_4.encode()
     u_6 = len(b_5) + 1
     if u_6 < 128:
-        out.append(u_6)
+        out += _S3.pack(m.session_timeout_ms, m.rebalance_timeout_ms, u_6)
     else:
+        out += _S2.pack(m.session_timeout_ms, m.rebalance_timeout_ms)
         write_uvarint(out, u_6)
     out += b_5
     x_7 = m.group_instance_id
@@ -1145,13 +1146,12 @@ def decode_join_group_request_v9(data: bytes, pos: int) -> tuple[JoinGroupReques
     else:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_session_timeout_ms_2, v_rebalance_timeout_ms_3 = _S2.unpack_from(data, pos)
-    pos += 8
+    v_session_timeout_ms_2, v_rebalance_timeout_ms_3, n0 = _S3.unpack_from(data, pos)
     v_member_id_4: str
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 9
     else:
+        pos += 8
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -1265,13 +1265,13 @@ def encode_join_group_request_v9(m: JoinGroupRequest, out: bytearray) -> None:
     else:
         write_uvarint(out, u_3)
     out += b_2
-    out += _S2.pack(m.session_timeout_ms, m.rebalance_timeout_ms)
     x_4 = m.member_id
     b_5 = x_4.encode()
     u_6 = len(b_5) + 1
     if u_6 < 128:
-        out.append(u_6)
+        out += _S3.pack(m.session_timeout_ms, m.rebalance_timeout_ms, u_6)
     else:
+        out += _S2.pack(m.session_timeout_ms, m.rebalance_timeout_ms)
         write_uvarint(out, u_6)
     out += b_5
     x_7 = m.group_instance_id
@@ -1331,7 +1331,7 @@ def encode_join_group_request_v9(m: JoinGroupRequest, out: bytearray) -> None:
 
 
 def decode_join_group_response_v0(data: bytes, pos: int) -> tuple[JoinGroupResponse, int]:
-    v_error_code_2, v_generation_id_3 = _S3.unpack_from(data, pos)
+    v_error_code_2, v_generation_id_3 = _S4.unpack_from(data, pos)
     pos += 6
     v_protocol_name_5: str | None
     n0, = _S0.unpack_from(data, pos)
@@ -1391,7 +1391,7 @@ def decode_join_group_response_v0(data: bytes, pos: int) -> tuple[JoinGroupRespo
 def encode_join_group_response_v0(m: JoinGroupResponse, out: bytearray) -> None:
     if m.skip_assignment:
         raise ValueError('attempted to write a non-default SkipAssignment at version 0')
-    out += _S3.pack(m.error_code, m.generation_id)
+    out += _S4.pack(m.error_code, m.generation_id)
     x_1 = m.protocol_name
     if x_1 is None:
         raise ValueError('ProtocolName cannot be null in version 0')
@@ -1419,7 +1419,7 @@ def encode_join_group_response_v0(m: JoinGroupResponse, out: bytearray) -> None:
 
 
 def decode_join_group_response_v1(data: bytes, pos: int) -> tuple[JoinGroupResponse, int]:
-    v_error_code_2, v_generation_id_3 = _S3.unpack_from(data, pos)
+    v_error_code_2, v_generation_id_3 = _S4.unpack_from(data, pos)
     pos += 6
     v_protocol_name_5: str | None
     n0, = _S0.unpack_from(data, pos)
@@ -1479,7 +1479,7 @@ def decode_join_group_response_v1(data: bytes, pos: int) -> tuple[JoinGroupRespo
 def encode_join_group_response_v1(m: JoinGroupResponse, out: bytearray) -> None:
     if m.skip_assignment:
         raise ValueError('attempted to write a non-default SkipAssignment at version 1')
-    out += _S3.pack(m.error_code, m.generation_id)
+    out += _S4.pack(m.error_code, m.generation_id)
     x_1 = m.protocol_name
     if x_1 is None:
         raise ValueError('ProtocolName cannot be null in version 1')
@@ -1507,7 +1507,7 @@ def encode_join_group_response_v1(m: JoinGroupResponse, out: bytearray) -> None:
 
 
 def decode_join_group_response_v2(data: bytes, pos: int) -> tuple[JoinGroupResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2, v_generation_id_3 = _S4.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2, v_generation_id_3 = _S5.unpack_from(data, pos)
     pos += 10
     v_protocol_name_5: str | None
     n0, = _S0.unpack_from(data, pos)
@@ -1567,7 +1567,7 @@ def decode_join_group_response_v2(data: bytes, pos: int) -> tuple[JoinGroupRespo
 def encode_join_group_response_v2(m: JoinGroupResponse, out: bytearray) -> None:
     if m.skip_assignment:
         raise ValueError('attempted to write a non-default SkipAssignment at version 2')
-    out += _S4.pack(m.throttle_time_ms, m.error_code, m.generation_id)
+    out += _S5.pack(m.throttle_time_ms, m.error_code, m.generation_id)
     x_1 = m.protocol_name
     if x_1 is None:
         raise ValueError('ProtocolName cannot be null in version 2')
@@ -1595,7 +1595,7 @@ def encode_join_group_response_v2(m: JoinGroupResponse, out: bytearray) -> None:
 
 
 def decode_join_group_response_v3(data: bytes, pos: int) -> tuple[JoinGroupResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2, v_generation_id_3 = _S4.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2, v_generation_id_3 = _S5.unpack_from(data, pos)
     pos += 10
     v_protocol_name_5: str | None
     n0, = _S0.unpack_from(data, pos)
@@ -1655,7 +1655,7 @@ def decode_join_group_response_v3(data: bytes, pos: int) -> tuple[JoinGroupRespo
 def encode_join_group_response_v3(m: JoinGroupResponse, out: bytearray) -> None:
     if m.skip_assignment:
         raise ValueError('attempted to write a non-default SkipAssignment at version 3')
-    out += _S4.pack(m.throttle_time_ms, m.error_code, m.generation_id)
+    out += _S5.pack(m.throttle_time_ms, m.error_code, m.generation_id)
     x_1 = m.protocol_name
     if x_1 is None:
         raise ValueError('ProtocolName cannot be null in version 3')
@@ -1683,7 +1683,7 @@ def encode_join_group_response_v3(m: JoinGroupResponse, out: bytearray) -> None:
 
 
 def decode_join_group_response_v4(data: bytes, pos: int) -> tuple[JoinGroupResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2, v_generation_id_3 = _S4.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2, v_generation_id_3 = _S5.unpack_from(data, pos)
     pos += 10
     v_protocol_name_5: str | None
     n0, = _S0.unpack_from(data, pos)
@@ -1743,7 +1743,7 @@ def decode_join_group_response_v4(data: bytes, pos: int) -> tuple[JoinGroupRespo
 def encode_join_group_response_v4(m: JoinGroupResponse, out: bytearray) -> None:
     if m.skip_assignment:
         raise ValueError('attempted to write a non-default SkipAssignment at version 4')
-    out += _S4.pack(m.throttle_time_ms, m.error_code, m.generation_id)
+    out += _S5.pack(m.throttle_time_ms, m.error_code, m.generation_id)
     x_1 = m.protocol_name
     if x_1 is None:
         raise ValueError('ProtocolName cannot be null in version 4')
@@ -1771,7 +1771,7 @@ def encode_join_group_response_v4(m: JoinGroupResponse, out: bytearray) -> None:
 
 
 def decode_join_group_response_v5(data: bytes, pos: int) -> tuple[JoinGroupResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2, v_generation_id_3 = _S4.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2, v_generation_id_3 = _S5.unpack_from(data, pos)
     pos += 10
     v_protocol_name_5: str | None
     n0, = _S0.unpack_from(data, pos)
@@ -1839,7 +1839,7 @@ def decode_join_group_response_v5(data: bytes, pos: int) -> tuple[JoinGroupRespo
 def encode_join_group_response_v5(m: JoinGroupResponse, out: bytearray) -> None:
     if m.skip_assignment:
         raise ValueError('attempted to write a non-default SkipAssignment at version 5')
-    out += _S4.pack(m.throttle_time_ms, m.error_code, m.generation_id)
+    out += _S5.pack(m.throttle_time_ms, m.error_code, m.generation_id)
     x_1 = m.protocol_name
     if x_1 is None:
         raise ValueError('ProtocolName cannot be null in version 5')
@@ -1874,13 +1874,12 @@ def encode_join_group_response_v5(m: JoinGroupResponse, out: bytearray) -> None:
 
 
 def decode_join_group_response_v6(data: bytes, pos: int) -> tuple[JoinGroupResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2, v_generation_id_3 = _S4.unpack_from(data, pos)
-    pos += 10
+    v_throttle_time_ms_1, v_error_code_2, v_generation_id_3, n0 = _S6.unpack_from(data, pos)
     v_protocol_name_5: str | None
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 11
     else:
+        pos += 10
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -1988,15 +1987,15 @@ def decode_join_group_response_v6(data: bytes, pos: int) -> tuple[JoinGroupRespo
 def encode_join_group_response_v6(m: JoinGroupResponse, out: bytearray) -> None:
     if m.skip_assignment:
         raise ValueError('attempted to write a non-default SkipAssignment at version 6')
-    out += _S4.pack(m.throttle_time_ms, m.error_code, m.generation_id)
     x_1 = m.protocol_name
     if x_1 is None:
         raise ValueError('ProtocolName cannot be null in version 6')
     b_2 = x_1.encode()
     u_3 = len(b_2) + 1
     if u_3 < 128:
-        out.append(u_3)
+        out += _S6.pack(m.throttle_time_ms, m.error_code, m.generation_id, u_3)
     else:
+        out += _S5.pack(m.throttle_time_ms, m.error_code, m.generation_id)
         write_uvarint(out, u_3)
     out += b_2
     x_4 = m.leader
@@ -2053,13 +2052,12 @@ def encode_join_group_response_v6(m: JoinGroupResponse, out: bytearray) -> None:
 
 
 def decode_join_group_response_v7(data: bytes, pos: int) -> tuple[JoinGroupResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2, v_generation_id_3 = _S4.unpack_from(data, pos)
-    pos += 10
+    v_throttle_time_ms_1, v_error_code_2, v_generation_id_3, n0 = _S6.unpack_from(data, pos)
     v_protocol_type_4: str | None
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 11
     else:
+        pos += 10
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -2179,16 +2177,16 @@ def decode_join_group_response_v7(data: bytes, pos: int) -> tuple[JoinGroupRespo
 def encode_join_group_response_v7(m: JoinGroupResponse, out: bytearray) -> None:
     if m.skip_assignment:
         raise ValueError('attempted to write a non-default SkipAssignment at version 7')
-    out += _S4.pack(m.throttle_time_ms, m.error_code, m.generation_id)
     x_1 = m.protocol_type
     if x_1 is None:
-        out.append(0)
+        out += _S7.pack(m.throttle_time_ms, m.error_code, m.generation_id)
     else:
         b_2 = x_1.encode()
         u_3 = len(b_2) + 1
         if u_3 < 128:
-            out.append(u_3)
+            out += _S6.pack(m.throttle_time_ms, m.error_code, m.generation_id, u_3)
         else:
+            out += _S5.pack(m.throttle_time_ms, m.error_code, m.generation_id)
             write_uvarint(out, u_3)
         out += b_2
     x_4 = m.protocol_name
@@ -2256,13 +2254,12 @@ def encode_join_group_response_v7(m: JoinGroupResponse, out: bytearray) -> None:
 
 
 def decode_join_group_response_v8(data: bytes, pos: int) -> tuple[JoinGroupResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2, v_generation_id_3 = _S4.unpack_from(data, pos)
-    pos += 10
+    v_throttle_time_ms_1, v_error_code_2, v_generation_id_3, n0 = _S6.unpack_from(data, pos)
     v_protocol_type_4: str | None
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 11
     else:
+        pos += 10
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -2382,16 +2379,16 @@ def decode_join_group_response_v8(data: bytes, pos: int) -> tuple[JoinGroupRespo
 def encode_join_group_response_v8(m: JoinGroupResponse, out: bytearray) -> None:
     if m.skip_assignment:
         raise ValueError('attempted to write a non-default SkipAssignment at version 8')
-    out += _S4.pack(m.throttle_time_ms, m.error_code, m.generation_id)
     x_1 = m.protocol_type
     if x_1 is None:
-        out.append(0)
+        out += _S7.pack(m.throttle_time_ms, m.error_code, m.generation_id)
     else:
         b_2 = x_1.encode()
         u_3 = len(b_2) + 1
         if u_3 < 128:
-            out.append(u_3)
+            out += _S6.pack(m.throttle_time_ms, m.error_code, m.generation_id, u_3)
         else:
+            out += _S5.pack(m.throttle_time_ms, m.error_code, m.generation_id)
             write_uvarint(out, u_3)
         out += b_2
     x_4 = m.protocol_name
@@ -2459,13 +2456,12 @@ def encode_join_group_response_v8(m: JoinGroupResponse, out: bytearray) -> None:
 
 
 def decode_join_group_response_v9(data: bytes, pos: int) -> tuple[JoinGroupResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2, v_generation_id_3 = _S4.unpack_from(data, pos)
-    pos += 10
+    v_throttle_time_ms_1, v_error_code_2, v_generation_id_3, n0 = _S6.unpack_from(data, pos)
     v_protocol_type_4: str | None
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 11
     else:
+        pos += 10
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -2497,13 +2493,12 @@ def decode_join_group_response_v9(data: bytes, pos: int) -> tuple[JoinGroupRespo
     else:
         v_leader_6 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_skip_assignment_7, = _S5.unpack_from(data, pos)
-    pos += 1
+    v_skip_assignment_7, n0 = _S8.unpack_from(data, pos)
     v_member_id_8: str
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 2
     else:
+        pos += 1
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -2585,16 +2580,16 @@ def decode_join_group_response_v9(data: bytes, pos: int) -> tuple[JoinGroupRespo
 
 
 def encode_join_group_response_v9(m: JoinGroupResponse, out: bytearray) -> None:
-    out += _S4.pack(m.throttle_time_ms, m.error_code, m.generation_id)
     x_1 = m.protocol_type
     if x_1 is None:
-        out.append(0)
+        out += _S7.pack(m.throttle_time_ms, m.error_code, m.generation_id)
     else:
         b_2 = x_1.encode()
         u_3 = len(b_2) + 1
         if u_3 < 128:
-            out.append(u_3)
+            out += _S6.pack(m.throttle_time_ms, m.error_code, m.generation_id, u_3)
         else:
+            out += _S5.pack(m.throttle_time_ms, m.error_code, m.generation_id)
             write_uvarint(out, u_3)
         out += b_2
     x_4 = m.protocol_name
@@ -2616,13 +2611,13 @@ def encode_join_group_response_v9(m: JoinGroupResponse, out: bytearray) -> None:
     else:
         write_uvarint(out, u_9)
     out += b_8
-    out += _S5.pack(m.skip_assignment)
     x_10 = m.member_id
     b_11 = x_10.encode()
     u_12 = len(b_11) + 1
     if u_12 < 128:
-        out.append(u_12)
+        out += _S8.pack(m.skip_assignment, u_12)
     else:
+        out += _S9.pack(m.skip_assignment)
         write_uvarint(out, u_12)
     out += b_11
     x_13 = m.members

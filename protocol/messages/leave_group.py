@@ -12,6 +12,9 @@ from protocol.primitives import DecodeError, read_uvarint, write_uvarint
 _S0 = Struct('>h')
 _S1 = Struct('>i')
 _S2 = Struct('>ih')
+_S3 = Struct('>ihB')
+_S4 = Struct('>hB')
+_S5 = Struct('>hx')
 
 
 @dataclass(slots=True)
@@ -549,13 +552,12 @@ def encode_leave_group_response_v3(m: LeaveGroupResponse, out: bytearray) -> Non
 
 
 def decode_leave_group_response_v4(data: bytes, pos: int) -> tuple[LeaveGroupResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S2.unpack_from(data, pos)
-    pos += 6
+    v_throttle_time_ms_1, v_error_code_2, n0 = _S3.unpack_from(data, pos)
     v_members_3: list[MemberResponse]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 7
     else:
+        pos += 6
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -590,11 +592,11 @@ def decode_leave_group_response_v4(data: bytes, pos: int) -> tuple[LeaveGroupRes
             else:
                 v_group_instance_id_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_error_code_7, = _S0.unpack_from(data, pos)
-            pos += 2
-            if data[pos] == 0:
-                pos += 1
+            v_error_code_7, tag_count1 = _S4.unpack_from(data, pos)
+            if tag_count1 == 0:
+                pos += 3
             else:
+                pos += 2
                 n_tags1, pos = read_uvarint(data, pos)
                 for _ in range(n_tags1):
                     tag1, pos = read_uvarint(data, pos)
@@ -642,19 +644,17 @@ def encode_leave_group_response_v4(m: LeaveGroupResponse, out: bytearray) -> Non
             else:
                 write_uvarint(out, u_9)
             out += b_8
-        out += _S0.pack(e_3.error_code)
-        out.append(0)
+        out += _S5.pack(e_3.error_code)
     out.append(0)
 
 
 def decode_leave_group_response_v5(data: bytes, pos: int) -> tuple[LeaveGroupResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S2.unpack_from(data, pos)
-    pos += 6
+    v_throttle_time_ms_1, v_error_code_2, n0 = _S3.unpack_from(data, pos)
     v_members_3: list[MemberResponse]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 7
     else:
+        pos += 6
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -689,11 +689,11 @@ def decode_leave_group_response_v5(data: bytes, pos: int) -> tuple[LeaveGroupRes
             else:
                 v_group_instance_id_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_error_code_7, = _S0.unpack_from(data, pos)
-            pos += 2
-            if data[pos] == 0:
-                pos += 1
+            v_error_code_7, tag_count1 = _S4.unpack_from(data, pos)
+            if tag_count1 == 0:
+                pos += 3
             else:
+                pos += 2
                 n_tags1, pos = read_uvarint(data, pos)
                 for _ in range(n_tags1):
                     tag1, pos = read_uvarint(data, pos)
@@ -741,6 +741,5 @@ def encode_leave_group_response_v5(m: LeaveGroupResponse, out: bytearray) -> Non
             else:
                 write_uvarint(out, u_9)
             out += b_8
-        out += _S0.pack(e_3.error_code)
-        out.append(0)
+        out += _S5.pack(e_3.error_code)
     out.append(0)

@@ -12,6 +12,7 @@ from protocol.primitives import DecodeError, read_uvarint, write_uvarint
 _S0 = Struct('>h')
 _S1 = Struct('>i')
 _S2 = Struct('>ih')
+_S3 = Struct('>ihB')
 
 
 @dataclass(slots=True)
@@ -402,13 +403,12 @@ def encode_list_groups_response_v2(m: ListGroupsResponse, out: bytearray) -> Non
 
 
 def decode_list_groups_response_v3(data: bytes, pos: int) -> tuple[ListGroupsResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S2.unpack_from(data, pos)
-    pos += 6
+    v_throttle_time_ms_1, v_error_code_2, n0 = _S3.unpack_from(data, pos)
     v_groups_3: list[ListedGroup]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 7
     else:
+        pos += 6
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -495,13 +495,12 @@ def encode_list_groups_response_v3(m: ListGroupsResponse, out: bytearray) -> Non
 
 
 def decode_list_groups_response_v4(data: bytes, pos: int) -> tuple[ListGroupsResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S2.unpack_from(data, pos)
-    pos += 6
+    v_throttle_time_ms_1, v_error_code_2, n0 = _S3.unpack_from(data, pos)
     v_groups_3: list[ListedGroup]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 7
     else:
+        pos += 6
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -608,13 +607,12 @@ def encode_list_groups_response_v4(m: ListGroupsResponse, out: bytearray) -> Non
 
 
 def decode_list_groups_response_v5(data: bytes, pos: int) -> tuple[ListGroupsResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S2.unpack_from(data, pos)
-    pos += 6
+    v_throttle_time_ms_1, v_error_code_2, n0 = _S3.unpack_from(data, pos)
     v_groups_3: list[ListedGroup]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 7
     else:
+        pos += 6
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:

@@ -15,9 +15,16 @@ _S2 = Struct('>iqi')
 _S3 = Struct('>iq')
 _S4 = Struct('>ib')
 _S5 = Struct('>iiq')
-_S6 = Struct('>ih')
-_S7 = Struct('>ihqq')
-_S8 = Struct('>ihqqi')
+_S6 = Struct('>ibB')
+_S7 = Struct('>iiqB')
+_S8 = Struct('>iiqx')
+_S9 = Struct('>iB')
+_S10 = Struct('>ix')
+_S11 = Struct('>ih')
+_S12 = Struct('>ihqq')
+_S13 = Struct('>ihqqi')
+_S14 = Struct('>ihqqiB')
+_S15 = Struct('>ihqqix')
 
 
 @dataclass(slots=True)
@@ -409,13 +416,12 @@ def encode_list_offsets_request_v5(m: ListOffsetsRequest, out: bytearray) -> Non
 
 
 def decode_list_offsets_request_v6(data: bytes, pos: int) -> tuple[ListOffsetsRequest, int]:
-    v_replica_id_1, v_isolation_level_2 = _S4.unpack_from(data, pos)
-    pos += 5
+    v_replica_id_1, v_isolation_level_2, n0 = _S6.unpack_from(data, pos)
     v_topics_3: list[ListOffsetsTopic]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 6
     else:
+        pos += 5
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -453,11 +459,11 @@ def decode_list_offsets_request_v6(data: bytes, pos: int) -> tuple[ListOffsetsRe
                 v_partitions_7 = []
                 append_8 = v_partitions_7.append
                 for _ in range(n1):
-                    v_partition_index_9, v_current_leader_epoch_10, v_timestamp_11 = _S5.unpack_from(data, pos)
-                    pos += 16
-                    if data[pos] == 0:
-                        pos += 1
+                    v_partition_index_9, v_current_leader_epoch_10, v_timestamp_11, tag_count2 = _S7.unpack_from(data, pos)
+                    if tag_count2 == 0:
+                        pos += 17
                     else:
+                        pos += 16
                         n_tags2, pos = read_uvarint(data, pos)
                         for _ in range(n_tags2):
                             tag2, pos = read_uvarint(data, pos)
@@ -513,20 +519,18 @@ def encode_list_offsets_request_v6(m: ListOffsetsRequest, out: bytearray) -> Non
         for e_9 in x_7:
             if e_9.max_num_offsets != 1:
                 raise ValueError('attempted to write a non-default MaxNumOffsets at version 6')
-            out += _S5.pack(e_9.partition_index, e_9.current_leader_epoch, e_9.timestamp)
-            out.append(0)
+            out += _S8.pack(e_9.partition_index, e_9.current_leader_epoch, e_9.timestamp)
         out.append(0)
     out.append(0)
 
 
 def decode_list_offsets_request_v7(data: bytes, pos: int) -> tuple[ListOffsetsRequest, int]:
-    v_replica_id_1, v_isolation_level_2 = _S4.unpack_from(data, pos)
-    pos += 5
+    v_replica_id_1, v_isolation_level_2, n0 = _S6.unpack_from(data, pos)
     v_topics_3: list[ListOffsetsTopic]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 6
     else:
+        pos += 5
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -564,11 +568,11 @@ def decode_list_offsets_request_v7(data: bytes, pos: int) -> tuple[ListOffsetsRe
                 v_partitions_7 = []
                 append_8 = v_partitions_7.append
                 for _ in range(n1):
-                    v_partition_index_9, v_current_leader_epoch_10, v_timestamp_11 = _S5.unpack_from(data, pos)
-                    pos += 16
-                    if data[pos] == 0:
-                        pos += 1
+                    v_partition_index_9, v_current_leader_epoch_10, v_timestamp_11, tag_count2 = _S7.unpack_from(data, pos)
+                    if tag_count2 == 0:
+                        pos += 17
                     else:
+                        pos += 16
                         n_tags2, pos = read_uvarint(data, pos)
                         for _ in range(n_tags2):
                             tag2, pos = read_uvarint(data, pos)
@@ -624,20 +628,18 @@ def encode_list_offsets_request_v7(m: ListOffsetsRequest, out: bytearray) -> Non
         for e_9 in x_7:
             if e_9.max_num_offsets != 1:
                 raise ValueError('attempted to write a non-default MaxNumOffsets at version 7')
-            out += _S5.pack(e_9.partition_index, e_9.current_leader_epoch, e_9.timestamp)
-            out.append(0)
+            out += _S8.pack(e_9.partition_index, e_9.current_leader_epoch, e_9.timestamp)
         out.append(0)
     out.append(0)
 
 
 def decode_list_offsets_request_v8(data: bytes, pos: int) -> tuple[ListOffsetsRequest, int]:
-    v_replica_id_1, v_isolation_level_2 = _S4.unpack_from(data, pos)
-    pos += 5
+    v_replica_id_1, v_isolation_level_2, n0 = _S6.unpack_from(data, pos)
     v_topics_3: list[ListOffsetsTopic]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 6
     else:
+        pos += 5
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -675,11 +677,11 @@ def decode_list_offsets_request_v8(data: bytes, pos: int) -> tuple[ListOffsetsRe
                 v_partitions_7 = []
                 append_8 = v_partitions_7.append
                 for _ in range(n1):
-                    v_partition_index_9, v_current_leader_epoch_10, v_timestamp_11 = _S5.unpack_from(data, pos)
-                    pos += 16
-                    if data[pos] == 0:
-                        pos += 1
+                    v_partition_index_9, v_current_leader_epoch_10, v_timestamp_11, tag_count2 = _S7.unpack_from(data, pos)
+                    if tag_count2 == 0:
+                        pos += 17
                     else:
+                        pos += 16
                         n_tags2, pos = read_uvarint(data, pos)
                         for _ in range(n_tags2):
                             tag2, pos = read_uvarint(data, pos)
@@ -735,20 +737,18 @@ def encode_list_offsets_request_v8(m: ListOffsetsRequest, out: bytearray) -> Non
         for e_9 in x_7:
             if e_9.max_num_offsets != 1:
                 raise ValueError('attempted to write a non-default MaxNumOffsets at version 8')
-            out += _S5.pack(e_9.partition_index, e_9.current_leader_epoch, e_9.timestamp)
-            out.append(0)
+            out += _S8.pack(e_9.partition_index, e_9.current_leader_epoch, e_9.timestamp)
         out.append(0)
     out.append(0)
 
 
 def decode_list_offsets_request_v9(data: bytes, pos: int) -> tuple[ListOffsetsRequest, int]:
-    v_replica_id_1, v_isolation_level_2 = _S4.unpack_from(data, pos)
-    pos += 5
+    v_replica_id_1, v_isolation_level_2, n0 = _S6.unpack_from(data, pos)
     v_topics_3: list[ListOffsetsTopic]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 6
     else:
+        pos += 5
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -786,11 +786,11 @@ def decode_list_offsets_request_v9(data: bytes, pos: int) -> tuple[ListOffsetsRe
                 v_partitions_7 = []
                 append_8 = v_partitions_7.append
                 for _ in range(n1):
-                    v_partition_index_9, v_current_leader_epoch_10, v_timestamp_11 = _S5.unpack_from(data, pos)
-                    pos += 16
-                    if data[pos] == 0:
-                        pos += 1
+                    v_partition_index_9, v_current_leader_epoch_10, v_timestamp_11, tag_count2 = _S7.unpack_from(data, pos)
+                    if tag_count2 == 0:
+                        pos += 17
                     else:
+                        pos += 16
                         n_tags2, pos = read_uvarint(data, pos)
                         for _ in range(n_tags2):
                             tag2, pos = read_uvarint(data, pos)
@@ -846,20 +846,18 @@ def encode_list_offsets_request_v9(m: ListOffsetsRequest, out: bytearray) -> Non
         for e_9 in x_7:
             if e_9.max_num_offsets != 1:
                 raise ValueError('attempted to write a non-default MaxNumOffsets at version 9')
-            out += _S5.pack(e_9.partition_index, e_9.current_leader_epoch, e_9.timestamp)
-            out.append(0)
+            out += _S8.pack(e_9.partition_index, e_9.current_leader_epoch, e_9.timestamp)
         out.append(0)
     out.append(0)
 
 
 def decode_list_offsets_request_v10(data: bytes, pos: int) -> tuple[ListOffsetsRequest, int]:
-    v_replica_id_1, v_isolation_level_2 = _S4.unpack_from(data, pos)
-    pos += 5
+    v_replica_id_1, v_isolation_level_2, n0 = _S6.unpack_from(data, pos)
     v_topics_3: list[ListOffsetsTopic]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 6
     else:
+        pos += 5
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -897,11 +895,11 @@ def decode_list_offsets_request_v10(data: bytes, pos: int) -> tuple[ListOffsetsR
                 v_partitions_7 = []
                 append_8 = v_partitions_7.append
                 for _ in range(n1):
-                    v_partition_index_9, v_current_leader_epoch_10, v_timestamp_11 = _S5.unpack_from(data, pos)
-                    pos += 16
-                    if data[pos] == 0:
-                        pos += 1
+                    v_partition_index_9, v_current_leader_epoch_10, v_timestamp_11, tag_count2 = _S7.unpack_from(data, pos)
+                    if tag_count2 == 0:
+                        pos += 17
                     else:
+                        pos += 16
                         n_tags2, pos = read_uvarint(data, pos)
                         for _ in range(n_tags2):
                             tag2, pos = read_uvarint(data, pos)
@@ -919,11 +917,11 @@ def decode_list_offsets_request_v10(data: bytes, pos: int) -> tuple[ListOffsetsR
                     end1 = pos + size1
                     pos = end1
             append_5(ListOffsetsTopic(v_name_6, v_partitions_7))
-    v_timeout_ms_4, = _S0.unpack_from(data, pos)
-    pos += 4
-    if data[pos] == 0:
-        pos += 1
+    v_timeout_ms_4, tag_count0 = _S9.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 5
     else:
+        pos += 4
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -959,21 +957,18 @@ def encode_list_offsets_request_v10(m: ListOffsetsRequest, out: bytearray) -> No
         for e_9 in x_7:
             if e_9.max_num_offsets != 1:
                 raise ValueError('attempted to write a non-default MaxNumOffsets at version 10')
-            out += _S5.pack(e_9.partition_index, e_9.current_leader_epoch, e_9.timestamp)
-            out.append(0)
+            out += _S8.pack(e_9.partition_index, e_9.current_leader_epoch, e_9.timestamp)
         out.append(0)
-    out += _S0.pack(m.timeout_ms)
-    out.append(0)
+    out += _S10.pack(m.timeout_ms)
 
 
 def decode_list_offsets_request_v11(data: bytes, pos: int) -> tuple[ListOffsetsRequest, int]:
-    v_replica_id_1, v_isolation_level_2 = _S4.unpack_from(data, pos)
-    pos += 5
+    v_replica_id_1, v_isolation_level_2, n0 = _S6.unpack_from(data, pos)
     v_topics_3: list[ListOffsetsTopic]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 6
     else:
+        pos += 5
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -1011,11 +1006,11 @@ def decode_list_offsets_request_v11(data: bytes, pos: int) -> tuple[ListOffsetsR
                 v_partitions_7 = []
                 append_8 = v_partitions_7.append
                 for _ in range(n1):
-                    v_partition_index_9, v_current_leader_epoch_10, v_timestamp_11 = _S5.unpack_from(data, pos)
-                    pos += 16
-                    if data[pos] == 0:
-                        pos += 1
+                    v_partition_index_9, v_current_leader_epoch_10, v_timestamp_11, tag_count2 = _S7.unpack_from(data, pos)
+                    if tag_count2 == 0:
+                        pos += 17
                     else:
+                        pos += 16
                         n_tags2, pos = read_uvarint(data, pos)
                         for _ in range(n_tags2):
                             tag2, pos = read_uvarint(data, pos)
@@ -1033,11 +1028,11 @@ def decode_list_offsets_request_v11(data: bytes, pos: int) -> tuple[ListOffsetsR
                     end1 = pos + size1
                     pos = end1
             append_5(ListOffsetsTopic(v_name_6, v_partitions_7))
-    v_timeout_ms_4, = _S0.unpack_from(data, pos)
-    pos += 4
-    if data[pos] == 0:
-        pos += 1
+    v_timeout_ms_4, tag_count0 = _S9.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 5
     else:
+        pos += 4
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -1073,11 +1068,9 @@ def encode_list_offsets_request_v11(m: ListOffsetsRequest, out: bytearray) -> No
         for e_9 in x_7:
             if e_9.max_num_offsets != 1:
                 raise ValueError('attempted to write a non-default MaxNumOffsets at version 11')
-            out += _S5.pack(e_9.partition_index, e_9.current_leader_epoch, e_9.timestamp)
-            out.append(0)
+            out += _S8.pack(e_9.partition_index, e_9.current_leader_epoch, e_9.timestamp)
         out.append(0)
-    out += _S0.pack(m.timeout_ms)
-    out.append(0)
+    out += _S10.pack(m.timeout_ms)
 
 
 def decode_list_offsets_response_v0(data: bytes, pos: int) -> tuple[ListOffsetsResponse, int]:
@@ -1111,7 +1104,7 @@ def decode_list_offsets_response_v0(data: bytes, pos: int) -> tuple[ListOffsetsR
                 v_partitions_5 = []
                 append_6 = v_partitions_5.append
                 for _ in range(n1):
-                    v_partition_index_7, v_error_code_8 = _S6.unpack_from(data, pos)
+                    v_partition_index_7, v_error_code_8 = _S11.unpack_from(data, pos)
                     pos += 6
                     v_old_style_offsets_9: list[int]
                     n2, = _S0.unpack_from(data, pos)
@@ -1145,7 +1138,7 @@ def encode_list_offsets_response_v0(m: ListOffsetsResponse, out: bytearray) -> N
                 raise ValueError('attempted to write a non-default Offset at version 0')
             if e_6.leader_epoch != -1:
                 raise ValueError('attempted to write a non-default LeaderEpoch at version 0')
-            out += _S6.pack(e_6.partition_index, e_6.error_code)
+            out += _S11.pack(e_6.partition_index, e_6.error_code)
             x_7 = e_6.old_style_offsets
             out += _S0.pack(len(x_7))
             out += pack('>%dq' % len(x_7), *x_7)
@@ -1182,7 +1175,7 @@ def decode_list_offsets_response_v1(data: bytes, pos: int) -> tuple[ListOffsetsR
                 v_partitions_5 = []
                 append_6 = v_partitions_5.append
                 for _ in range(n1):
-                    v_partition_index_7, v_error_code_8, v_timestamp_10, v_offset_11 = _S7.unpack_from(data, pos)
+                    v_partition_index_7, v_error_code_8, v_timestamp_10, v_offset_11 = _S12.unpack_from(data, pos)
                     pos += 22
                     append_6(ListOffsetsPartitionResponse(v_partition_index_7, v_error_code_8, [], v_timestamp_10, v_offset_11, -1))
             append_3(ListOffsetsTopicResponse(v_name_4, v_partitions_5))
@@ -1204,7 +1197,7 @@ def encode_list_offsets_response_v1(m: ListOffsetsResponse, out: bytearray) -> N
                 raise ValueError('attempted to write a non-default OldStyleOffsets at version 1')
             if e_6.leader_epoch != -1:
                 raise ValueError('attempted to write a non-default LeaderEpoch at version 1')
-            out += _S7.pack(e_6.partition_index, e_6.error_code, e_6.timestamp, e_6.offset)
+            out += _S12.pack(e_6.partition_index, e_6.error_code, e_6.timestamp, e_6.offset)
 
 
 def decode_list_offsets_response_v2(data: bytes, pos: int) -> tuple[ListOffsetsResponse, int]:
@@ -1240,7 +1233,7 @@ def decode_list_offsets_response_v2(data: bytes, pos: int) -> tuple[ListOffsetsR
                 v_partitions_5 = []
                 append_6 = v_partitions_5.append
                 for _ in range(n1):
-                    v_partition_index_7, v_error_code_8, v_timestamp_10, v_offset_11 = _S7.unpack_from(data, pos)
+                    v_partition_index_7, v_error_code_8, v_timestamp_10, v_offset_11 = _S12.unpack_from(data, pos)
                     pos += 22
                     append_6(ListOffsetsPartitionResponse(v_partition_index_7, v_error_code_8, [], v_timestamp_10, v_offset_11, -1))
             append_3(ListOffsetsTopicResponse(v_name_4, v_partitions_5))
@@ -1263,7 +1256,7 @@ def encode_list_offsets_response_v2(m: ListOffsetsResponse, out: bytearray) -> N
                 raise ValueError('attempted to write a non-default OldStyleOffsets at version 2')
             if e_6.leader_epoch != -1:
                 raise ValueError('attempted to write a non-default LeaderEpoch at version 2')
-            out += _S7.pack(e_6.partition_index, e_6.error_code, e_6.timestamp, e_6.offset)
+            out += _S12.pack(e_6.partition_index, e_6.error_code, e_6.timestamp, e_6.offset)
 
 
 def decode_list_offsets_response_v3(data: bytes, pos: int) -> tuple[ListOffsetsResponse, int]:
@@ -1299,7 +1292,7 @@ def decode_list_offsets_response_v3(data: bytes, pos: int) -> tuple[ListOffsetsR
                 v_partitions_5 = []
                 append_6 = v_partitions_5.append
                 for _ in range(n1):
-                    v_partition_index_7, v_error_code_8, v_timestamp_10, v_offset_11 = _S7.unpack_from(data, pos)
+                    v_partition_index_7, v_error_code_8, v_timestamp_10, v_offset_11 = _S12.unpack_from(data, pos)
                     pos += 22
                     append_6(ListOffsetsPartitionResponse(v_partition_index_7, v_error_code_8, [], v_timestamp_10, v_offset_11, -1))
             append_3(ListOffsetsTopicResponse(v_name_4, v_partitions_5))
@@ -1322,7 +1315,7 @@ def encode_list_offsets_response_v3(m: ListOffsetsResponse, out: bytearray) -> N
                 raise ValueError('attempted to write a non-default OldStyleOffsets at version 3')
             if e_6.leader_epoch != -1:
                 raise ValueError('attempted to write a non-default LeaderEpoch at version 3')
-            out += _S7.pack(e_6.partition_index, e_6.error_code, e_6.timestamp, e_6.offset)
+            out += _S12.pack(e_6.partition_index, e_6.error_code, e_6.timestamp, e_6.offset)
 
 
 def decode_list_offsets_response_v4(data: bytes, pos: int) -> tuple[ListOffsetsResponse, int]:
@@ -1358,7 +1351,7 @@ def decode_list_offsets_response_v4(data: bytes, pos: int) -> tuple[ListOffsetsR
                 v_partitions_5 = []
                 append_6 = v_partitions_5.append
                 for _ in range(n1):
-                    v_partition_index_7, v_error_code_8, v_timestamp_10, v_offset_11, v_leader_epoch_12 = _S8.unpack_from(data, pos)
+                    v_partition_index_7, v_error_code_8, v_timestamp_10, v_offset_11, v_leader_epoch_12 = _S13.unpack_from(data, pos)
                     pos += 26
                     append_6(ListOffsetsPartitionResponse(v_partition_index_7, v_error_code_8, [], v_timestamp_10, v_offset_11, v_leader_epoch_12))
             append_3(ListOffsetsTopicResponse(v_name_4, v_partitions_5))
@@ -1379,7 +1372,7 @@ def encode_list_offsets_response_v4(m: ListOffsetsResponse, out: bytearray) -> N
         for e_6 in x_5:
             if e_6.old_style_offsets:
                 raise ValueError('attempted to write a non-default OldStyleOffsets at version 4')
-            out += _S8.pack(e_6.partition_index, e_6.error_code, e_6.timestamp, e_6.offset, e_6.leader_epoch)
+            out += _S13.pack(e_6.partition_index, e_6.error_code, e_6.timestamp, e_6.offset, e_6.leader_epoch)
 
 
 def decode_list_offsets_response_v5(data: bytes, pos: int) -> tuple[ListOffsetsResponse, int]:
@@ -1415,7 +1408,7 @@ def decode_list_offsets_response_v5(data: bytes, pos: int) -> tuple[ListOffsetsR
                 v_partitions_5 = []
                 append_6 = v_partitions_5.append
                 for _ in range(n1):
-                    v_partition_index_7, v_error_code_8, v_timestamp_10, v_offset_11, v_leader_epoch_12 = _S8.unpack_from(data, pos)
+                    v_partition_index_7, v_error_code_8, v_timestamp_10, v_offset_11, v_leader_epoch_12 = _S13.unpack_from(data, pos)
                     pos += 26
                     append_6(ListOffsetsPartitionResponse(v_partition_index_7, v_error_code_8, [], v_timestamp_10, v_offset_11, v_leader_epoch_12))
             append_3(ListOffsetsTopicResponse(v_name_4, v_partitions_5))
@@ -1436,17 +1429,16 @@ def encode_list_offsets_response_v5(m: ListOffsetsResponse, out: bytearray) -> N
         for e_6 in x_5:
             if e_6.old_style_offsets:
                 raise ValueError('attempted to write a non-default OldStyleOffsets at version 5')
-            out += _S8.pack(e_6.partition_index, e_6.error_code, e_6.timestamp, e_6.offset, e_6.leader_epoch)
+            out += _S13.pack(e_6.partition_index, e_6.error_code, e_6.timestamp, e_6.offset, e_6.leader_epoch)
 
 
 def decode_list_offsets_response_v6(data: bytes, pos: int) -> tuple[ListOffsetsResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S9.unpack_from(data, pos)
     v_topics_2: list[ListOffsetsTopicResponse]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -1484,11 +1476,11 @@ def decode_list_offsets_response_v6(data: bytes, pos: int) -> tuple[ListOffsetsR
                 v_partitions_5 = []
                 append_6 = v_partitions_5.append
                 for _ in range(n1):
-                    v_partition_index_7, v_error_code_8, v_timestamp_10, v_offset_11, v_leader_epoch_12 = _S8.unpack_from(data, pos)
-                    pos += 26
-                    if data[pos] == 0:
-                        pos += 1
+                    v_partition_index_7, v_error_code_8, v_timestamp_10, v_offset_11, v_leader_epoch_12, tag_count2 = _S14.unpack_from(data, pos)
+                    if tag_count2 == 0:
+                        pos += 27
                     else:
+                        pos += 26
                         n_tags2, pos = read_uvarint(data, pos)
                         for _ in range(n_tags2):
                             tag2, pos = read_uvarint(data, pos)
@@ -1544,20 +1536,18 @@ def encode_list_offsets_response_v6(m: ListOffsetsResponse, out: bytearray) -> N
         for e_9 in x_7:
             if e_9.old_style_offsets:
                 raise ValueError('attempted to write a non-default OldStyleOffsets at version 6')
-            out += _S8.pack(e_9.partition_index, e_9.error_code, e_9.timestamp, e_9.offset, e_9.leader_epoch)
-            out.append(0)
+            out += _S15.pack(e_9.partition_index, e_9.error_code, e_9.timestamp, e_9.offset, e_9.leader_epoch)
         out.append(0)
     out.append(0)
 
 
 def decode_list_offsets_response_v7(data: bytes, pos: int) -> tuple[ListOffsetsResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S9.unpack_from(data, pos)
     v_topics_2: list[ListOffsetsTopicResponse]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -1595,11 +1585,11 @@ def decode_list_offsets_response_v7(data: bytes, pos: int) -> tuple[ListOffsetsR
                 v_partitions_5 = []
                 append_6 = v_partitions_5.append
                 for _ in range(n1):
-                    v_partition_index_7, v_error_code_8, v_timestamp_10, v_offset_11, v_leader_epoch_12 = _S8.unpack_from(data, pos)
-                    pos += 26
-                    if data[pos] == 0:
-                        pos += 1
+                    v_partition_index_7, v_error_code_8, v_timestamp_10, v_offset_11, v_leader_epoch_12, tag_count2 = _S14.unpack_from(data, pos)
+                    if tag_count2 == 0:
+                        pos += 27
                     else:
+                        pos += 26
                         n_tags2, pos = read_uvarint(data, pos)
                         for _ in range(n_tags2):
                             tag2, pos = read_uvarint(data, pos)
@@ -1655,20 +1645,18 @@ def encode_list_offsets_response_v7(m: ListOffsetsResponse, out: bytearray) -> N
         for e_9 in x_7:
             if e_9.old_style_offsets:
                 raise ValueError('attempted to write a non-default OldStyleOffsets at version 7')
-            out += _S8.pack(e_9.partition_index, e_9.error_code, e_9.timestamp, e_9.offset, e_9.leader_epoch)
-            out.append(0)
+            out += _S15.pack(e_9.partition_index, e_9.error_code, e_9.timestamp, e_9.offset, e_9.leader_epoch)
         out.append(0)
     out.append(0)
 
 
 def decode_list_offsets_response_v8(data: bytes, pos: int) -> tuple[ListOffsetsResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S9.unpack_from(data, pos)
     v_topics_2: list[ListOffsetsTopicResponse]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -1706,11 +1694,11 @@ def decode_list_offsets_response_v8(data: bytes, pos: int) -> tuple[ListOffsetsR
                 v_partitions_5 = []
                 append_6 = v_partitions_5.append
                 for _ in range(n1):
-                    v_partition_index_7, v_error_code_8, v_timestamp_10, v_offset_11, v_leader_epoch_12 = _S8.unpack_from(data, pos)
-                    pos += 26
-                    if data[pos] == 0:
-                        pos += 1
+                    v_partition_index_7, v_error_code_8, v_timestamp_10, v_offset_11, v_leader_epoch_12, tag_count2 = _S14.unpack_from(data, pos)
+                    if tag_count2 == 0:
+                        pos += 27
                     else:
+                        pos += 26
                         n_tags2, pos = read_uvarint(data, pos)
                         for _ in range(n_tags2):
                             tag2, pos = read_uvarint(data, pos)
@@ -1766,20 +1754,18 @@ def encode_list_offsets_response_v8(m: ListOffsetsResponse, out: bytearray) -> N
         for e_9 in x_7:
             if e_9.old_style_offsets:
                 raise ValueError('attempted to write a non-default OldStyleOffsets at version 8')
-            out += _S8.pack(e_9.partition_index, e_9.error_code, e_9.timestamp, e_9.offset, e_9.leader_epoch)
-            out.append(0)
+            out += _S15.pack(e_9.partition_index, e_9.error_code, e_9.timestamp, e_9.offset, e_9.leader_epoch)
         out.append(0)
     out.append(0)
 
 
 def decode_list_offsets_response_v9(data: bytes, pos: int) -> tuple[ListOffsetsResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S9.unpack_from(data, pos)
     v_topics_2: list[ListOffsetsTopicResponse]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -1817,11 +1803,11 @@ def decode_list_offsets_response_v9(data: bytes, pos: int) -> tuple[ListOffsetsR
                 v_partitions_5 = []
                 append_6 = v_partitions_5.append
                 for _ in range(n1):
-                    v_partition_index_7, v_error_code_8, v_timestamp_10, v_offset_11, v_leader_epoch_12 = _S8.unpack_from(data, pos)
-                    pos += 26
-                    if data[pos] == 0:
-                        pos += 1
+                    v_partition_index_7, v_error_code_8, v_timestamp_10, v_offset_11, v_leader_epoch_12, tag_count2 = _S14.unpack_from(data, pos)
+                    if tag_count2 == 0:
+                        pos += 27
                     else:
+                        pos += 26
                         n_tags2, pos = read_uvarint(data, pos)
                         for _ in range(n_tags2):
                             tag2, pos = read_uvarint(data, pos)
@@ -1877,20 +1863,18 @@ def encode_list_offsets_response_v9(m: ListOffsetsResponse, out: bytearray) -> N
         for e_9 in x_7:
             if e_9.old_style_offsets:
                 raise ValueError('attempted to write a non-default OldStyleOffsets at version 9')
-            out += _S8.pack(e_9.partition_index, e_9.error_code, e_9.timestamp, e_9.offset, e_9.leader_epoch)
-            out.append(0)
+            out += _S15.pack(e_9.partition_index, e_9.error_code, e_9.timestamp, e_9.offset, e_9.leader_epoch)
         out.append(0)
     out.append(0)
 
 
 def decode_list_offsets_response_v10(data: bytes, pos: int) -> tuple[ListOffsetsResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S9.unpack_from(data, pos)
     v_topics_2: list[ListOffsetsTopicResponse]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -1928,11 +1912,11 @@ def decode_list_offsets_response_v10(data: bytes, pos: int) -> tuple[ListOffsets
                 v_partitions_5 = []
                 append_6 = v_partitions_5.append
                 for _ in range(n1):
-                    v_partition_index_7, v_error_code_8, v_timestamp_10, v_offset_11, v_leader_epoch_12 = _S8.unpack_from(data, pos)
-                    pos += 26
-                    if data[pos] == 0:
-                        pos += 1
+                    v_partition_index_7, v_error_code_8, v_timestamp_10, v_offset_11, v_leader_epoch_12, tag_count2 = _S14.unpack_from(data, pos)
+                    if tag_count2 == 0:
+                        pos += 27
                     else:
+                        pos += 26
                         n_tags2, pos = read_uvarint(data, pos)
                         for _ in range(n_tags2):
                             tag2, pos = read_uvarint(data, pos)
@@ -1988,20 +1972,18 @@ def encode_list_offsets_response_v10(m: ListOffsetsResponse, out: bytearray) -> 
         for e_9 in x_7:
             if e_9.old_style_offsets:
                 raise ValueError('attempted to write a non-default OldStyleOffsets at version 10')
-            out += _S8.pack(e_9.partition_index, e_9.error_code, e_9.timestamp, e_9.offset, e_9.leader_epoch)
-            out.append(0)
+            out += _S15.pack(e_9.partition_index, e_9.error_code, e_9.timestamp, e_9.offset, e_9.leader_epoch)
         out.append(0)
     out.append(0)
 
 
 def decode_list_offsets_response_v11(data: bytes, pos: int) -> tuple[ListOffsetsResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S9.unpack_from(data, pos)
     v_topics_2: list[ListOffsetsTopicResponse]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -2039,11 +2021,11 @@ def decode_list_offsets_response_v11(data: bytes, pos: int) -> tuple[ListOffsets
                 v_partitions_5 = []
                 append_6 = v_partitions_5.append
                 for _ in range(n1):
-                    v_partition_index_7, v_error_code_8, v_timestamp_10, v_offset_11, v_leader_epoch_12 = _S8.unpack_from(data, pos)
-                    pos += 26
-                    if data[pos] == 0:
-                        pos += 1
+                    v_partition_index_7, v_error_code_8, v_timestamp_10, v_offset_11, v_leader_epoch_12, tag_count2 = _S14.unpack_from(data, pos)
+                    if tag_count2 == 0:
+                        pos += 27
                     else:
+                        pos += 26
                         n_tags2, pos = read_uvarint(data, pos)
                         for _ in range(n_tags2):
                             tag2, pos = read_uvarint(data, pos)
@@ -2099,7 +2081,6 @@ def encode_list_offsets_response_v11(m: ListOffsetsResponse, out: bytearray) -> 
         for e_9 in x_7:
             if e_9.old_style_offsets:
                 raise ValueError('attempted to write a non-default OldStyleOffsets at version 11')
-            out += _S8.pack(e_9.partition_index, e_9.error_code, e_9.timestamp, e_9.offset, e_9.leader_epoch)
-            out.append(0)
+            out += _S15.pack(e_9.partition_index, e_9.error_code, e_9.timestamp, e_9.offset, e_9.leader_epoch)
         out.append(0)
     out.append(0)

@@ -9,8 +9,11 @@ from struct import Struct, pack, unpack_from
 
 from protocol.primitives import DecodeError, read_uvarint, write_uvarint
 
-_S0 = Struct('>q')
-_S1 = Struct('>ih')
+_S0 = Struct('>qB')
+_S1 = Struct('>qx')
+_S2 = Struct('>q')
+_S3 = Struct('>ihB')
+_S4 = Struct('>ih')
 
 
 @dataclass(slots=True)
@@ -164,11 +167,11 @@ def decode_list_transactions_request_v1(data: bytes, pos: int) -> tuple[ListTran
     else:
         v_producer_id_filters_2 = list(unpack_from('>%dq' % n0, data, pos))
         pos += n0 * 8
-    v_duration_filter_3, = _S0.unpack_from(data, pos)
-    pos += 8
-    if data[pos] == 0:
-        pos += 1
+    v_duration_filter_3, tag_count0 = _S0.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 9
     else:
+        pos += 8
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -203,8 +206,7 @@ def encode_list_transactions_request_v1(m: ListTransactionsRequest, out: bytearr
     else:
         write_uvarint(out, u_8)
     out += pack('>%dq' % len(x_7), *x_7)
-    out += _S0.pack(m.duration_filter)
-    out.append(0)
+    out += _S1.pack(m.duration_filter)
 
 
 def decode_list_transactions_request_v2(data: bytes, pos: int) -> tuple[ListTransactionsRequest, int]:
@@ -250,13 +252,12 @@ def decode_list_transactions_request_v2(data: bytes, pos: int) -> tuple[ListTran
     else:
         v_producer_id_filters_2 = list(unpack_from('>%dq' % n0, data, pos))
         pos += n0 * 8
-    v_duration_filter_3, = _S0.unpack_from(data, pos)
-    pos += 8
+    v_duration_filter_3, n0 = _S0.unpack_from(data, pos)
     v_transactional_id_pattern_4: str | None
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 9
     else:
+        pos += 8
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -299,29 +300,28 @@ def encode_list_transactions_request_v2(m: ListTransactionsRequest, out: bytearr
     else:
         write_uvarint(out, u_8)
     out += pack('>%dq' % len(x_7), *x_7)
-    out += _S0.pack(m.duration_filter)
     x_9 = m.transactional_id_pattern
     if x_9 is None:
-        out.append(0)
+        out += _S1.pack(m.duration_filter)
     else:
         b_10 = x_9.encode()
         u_11 = len(b_10) + 1
         if u_11 < 128:
-            out.append(u_11)
+            out += _S0.pack(m.duration_filter, u_11)
         else:
+            out += _S2.pack(m.duration_filter)
             write_uvarint(out, u_11)
         out += b_10
     out.append(0)
 
 
 def decode_list_transactions_response_v0(data: bytes, pos: int) -> tuple[ListTransactionsResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S1.unpack_from(data, pos)
-    pos += 6
+    v_throttle_time_ms_1, v_error_code_2, n0 = _S3.unpack_from(data, pos)
     v_unknown_state_filters_3: list[str]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 7
     else:
+        pos += 6
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -372,13 +372,12 @@ def decode_list_transactions_response_v0(data: bytes, pos: int) -> tuple[ListTra
             else:
                 v_transactional_id_8 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_producer_id_9, = _S0.unpack_from(data, pos)
-            pos += 8
+            v_producer_id_9, n1 = _S0.unpack_from(data, pos)
             v_transaction_state_10: str
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 9
             else:
+                pos += 8
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -409,7 +408,7 @@ def decode_list_transactions_response_v0(data: bytes, pos: int) -> tuple[ListTra
 
 
 def encode_list_transactions_response_v0(m: ListTransactionsResponse, out: bytearray) -> None:
-    out += _S1.pack(m.throttle_time_ms, m.error_code)
+    out += _S4.pack(m.throttle_time_ms, m.error_code)
     x_1 = m.unknown_state_filters
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -440,13 +439,13 @@ def encode_list_transactions_response_v0(m: ListTransactionsResponse, out: bytea
         else:
             write_uvarint(out, u_12)
         out += b_11
-        out += _S0.pack(e_9.producer_id)
         x_13 = e_9.transaction_state
         b_14 = x_13.encode()
         u_15 = len(b_14) + 1
         if u_15 < 128:
-            out.append(u_15)
+            out += _S0.pack(e_9.producer_id, u_15)
         else:
+            out += _S2.pack(e_9.producer_id)
             write_uvarint(out, u_15)
         out += b_14
         out.append(0)
@@ -454,13 +453,12 @@ def encode_list_transactions_response_v0(m: ListTransactionsResponse, out: bytea
 
 
 def decode_list_transactions_response_v1(data: bytes, pos: int) -> tuple[ListTransactionsResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S1.unpack_from(data, pos)
-    pos += 6
+    v_throttle_time_ms_1, v_error_code_2, n0 = _S3.unpack_from(data, pos)
     v_unknown_state_filters_3: list[str]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 7
     else:
+        pos += 6
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -511,13 +509,12 @@ def decode_list_transactions_response_v1(data: bytes, pos: int) -> tuple[ListTra
             else:
                 v_transactional_id_8 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_producer_id_9, = _S0.unpack_from(data, pos)
-            pos += 8
+            v_producer_id_9, n1 = _S0.unpack_from(data, pos)
             v_transaction_state_10: str
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 9
             else:
+                pos += 8
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -548,7 +545,7 @@ def decode_list_transactions_response_v1(data: bytes, pos: int) -> tuple[ListTra
 
 
 def encode_list_transactions_response_v1(m: ListTransactionsResponse, out: bytearray) -> None:
-    out += _S1.pack(m.throttle_time_ms, m.error_code)
+    out += _S4.pack(m.throttle_time_ms, m.error_code)
     x_1 = m.unknown_state_filters
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -579,13 +576,13 @@ def encode_list_transactions_response_v1(m: ListTransactionsResponse, out: bytea
         else:
             write_uvarint(out, u_12)
         out += b_11
-        out += _S0.pack(e_9.producer_id)
         x_13 = e_9.transaction_state
         b_14 = x_13.encode()
         u_15 = len(b_14) + 1
         if u_15 < 128:
-            out.append(u_15)
+            out += _S0.pack(e_9.producer_id, u_15)
         else:
+            out += _S2.pack(e_9.producer_id)
             write_uvarint(out, u_15)
         out += b_14
         out.append(0)
@@ -593,13 +590,12 @@ def encode_list_transactions_response_v1(m: ListTransactionsResponse, out: bytea
 
 
 def decode_list_transactions_response_v2(data: bytes, pos: int) -> tuple[ListTransactionsResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S1.unpack_from(data, pos)
-    pos += 6
+    v_throttle_time_ms_1, v_error_code_2, n0 = _S3.unpack_from(data, pos)
     v_unknown_state_filters_3: list[str]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 7
     else:
+        pos += 6
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -650,13 +646,12 @@ def decode_list_transactions_response_v2(data: bytes, pos: int) -> tuple[ListTra
             else:
                 v_transactional_id_8 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_producer_id_9, = _S0.unpack_from(data, pos)
-            pos += 8
+            v_producer_id_9, n1 = _S0.unpack_from(data, pos)
             v_transaction_state_10: str
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 9
             else:
+                pos += 8
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -687,7 +682,7 @@ def decode_list_transactions_response_v2(data: bytes, pos: int) -> tuple[ListTra
 
 
 def encode_list_transactions_response_v2(m: ListTransactionsResponse, out: bytearray) -> None:
-    out += _S1.pack(m.throttle_time_ms, m.error_code)
+    out += _S4.pack(m.throttle_time_ms, m.error_code)
     x_1 = m.unknown_state_filters
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -718,13 +713,13 @@ def encode_list_transactions_response_v2(m: ListTransactionsResponse, out: bytea
         else:
             write_uvarint(out, u_12)
         out += b_11
-        out += _S0.pack(e_9.producer_id)
         x_13 = e_9.transaction_state
         b_14 = x_13.encode()
         u_15 = len(b_14) + 1
         if u_15 < 128:
-            out.append(u_15)
+            out += _S0.pack(e_9.producer_id, u_15)
         else:
+            out += _S2.pack(e_9.producer_id)
             write_uvarint(out, u_15)
         out += b_14
         out.append(0)

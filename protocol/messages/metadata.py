@@ -14,11 +14,23 @@ _S0 = Struct('>i')
 _S1 = Struct('>h')
 _S2 = Struct('>?')
 _S3 = Struct('>???')
-_S4 = Struct('>16s')
-_S5 = Struct('>??')
-_S6 = Struct('>hii')
-_S7 = Struct('>hiii')
-_S8 = Struct('>16s?')
+_S4 = Struct('>???B')
+_S5 = Struct('>???x')
+_S6 = Struct('>16sB')
+_S7 = Struct('>16sx')
+_S8 = Struct('>16s')
+_S9 = Struct('>??B')
+_S10 = Struct('>??x')
+_S11 = Struct('>hii')
+_S12 = Struct('>hiii')
+_S13 = Struct('>iB')
+_S14 = Struct('>hB')
+_S15 = Struct('>?B')
+_S16 = Struct('>hiiiB')
+_S17 = Struct('>ix')
+_S18 = Struct('>16s?B')
+_S19 = Struct('>16s?')
+_S20 = Struct('>hx')
 
 
 @dataclass(slots=True)
@@ -518,11 +530,11 @@ def decode_metadata_request_v9(data: bytes, pos: int) -> tuple[MetadataRequest, 
                     end1 = pos + size1
                     pos = end1
             append_5(MetadataRequestTopic(ZERO_UUID, v_name_7))
-    v_allow_auto_topic_creation_2, v_include_cluster_authorized_operations_3, v_include_topic_authorized_operations_4 = _S3.unpack_from(data, pos)
-    pos += 3
-    if data[pos] == 0:
-        pos += 1
+    v_allow_auto_topic_creation_2, v_include_cluster_authorized_operations_3, v_include_topic_authorized_operations_4, tag_count0 = _S4.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 4
     else:
+        pos += 3
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -554,8 +566,7 @@ def encode_metadata_request_v9(m: MetadataRequest, out: bytearray) -> None:
                 write_uvarint(out, u_6)
             out += b_5
             out.append(0)
-    out += _S3.pack(m.allow_auto_topic_creation, m.include_cluster_authorized_operations, m.include_topic_authorized_operations)
-    out.append(0)
+    out += _S5.pack(m.allow_auto_topic_creation, m.include_cluster_authorized_operations, m.include_topic_authorized_operations)
 
 
 def decode_metadata_request_v10(data: bytes, pos: int) -> tuple[MetadataRequest, int]:
@@ -574,13 +585,12 @@ def decode_metadata_request_v10(data: bytes, pos: int) -> tuple[MetadataRequest,
         v_topics_1 = []
         append_5 = v_topics_1.append
         for _ in range(n0):
-            v_topic_id_6, = _S4.unpack_from(data, pos)
-            pos += 16
+            v_topic_id_6, n1 = _S6.unpack_from(data, pos)
             v_name_7: str | None
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 17
             else:
+                pos += 16
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -598,11 +608,11 @@ def decode_metadata_request_v10(data: bytes, pos: int) -> tuple[MetadataRequest,
                     end1 = pos + size1
                     pos = end1
             append_5(MetadataRequestTopic(v_topic_id_6, v_name_7))
-    v_allow_auto_topic_creation_2, v_include_cluster_authorized_operations_3, v_include_topic_authorized_operations_4 = _S3.unpack_from(data, pos)
-    pos += 3
-    if data[pos] == 0:
-        pos += 1
+    v_allow_auto_topic_creation_2, v_include_cluster_authorized_operations_3, v_include_topic_authorized_operations_4, tag_count0 = _S4.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 4
     else:
+        pos += 3
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -623,21 +633,20 @@ def encode_metadata_request_v10(m: MetadataRequest, out: bytearray) -> None:
         else:
             write_uvarint(out, u_2)
         for e_3 in x_1:
-            out += _S4.pack(e_3.topic_id)
             x_4 = e_3.name
             if x_4 is None:
-                out.append(0)
+                out += _S7.pack(e_3.topic_id)
             else:
                 b_5 = x_4.encode()
                 u_6 = len(b_5) + 1
                 if u_6 < 128:
-                    out.append(u_6)
+                    out += _S6.pack(e_3.topic_id, u_6)
                 else:
+                    out += _S8.pack(e_3.topic_id)
                     write_uvarint(out, u_6)
                 out += b_5
             out.append(0)
-    out += _S3.pack(m.allow_auto_topic_creation, m.include_cluster_authorized_operations, m.include_topic_authorized_operations)
-    out.append(0)
+    out += _S5.pack(m.allow_auto_topic_creation, m.include_cluster_authorized_operations, m.include_topic_authorized_operations)
 
 
 def decode_metadata_request_v11(data: bytes, pos: int) -> tuple[MetadataRequest, int]:
@@ -656,13 +665,12 @@ def decode_metadata_request_v11(data: bytes, pos: int) -> tuple[MetadataRequest,
         v_topics_1 = []
         append_5 = v_topics_1.append
         for _ in range(n0):
-            v_topic_id_6, = _S4.unpack_from(data, pos)
-            pos += 16
+            v_topic_id_6, n1 = _S6.unpack_from(data, pos)
             v_name_7: str | None
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 17
             else:
+                pos += 16
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -680,11 +688,11 @@ def decode_metadata_request_v11(data: bytes, pos: int) -> tuple[MetadataRequest,
                     end1 = pos + size1
                     pos = end1
             append_5(MetadataRequestTopic(v_topic_id_6, v_name_7))
-    v_allow_auto_topic_creation_2, v_include_topic_authorized_operations_4 = _S5.unpack_from(data, pos)
-    pos += 2
-    if data[pos] == 0:
-        pos += 1
+    v_allow_auto_topic_creation_2, v_include_topic_authorized_operations_4, tag_count0 = _S9.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 3
     else:
+        pos += 2
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -707,21 +715,20 @@ def encode_metadata_request_v11(m: MetadataRequest, out: bytearray) -> None:
         else:
             write_uvarint(out, u_2)
         for e_3 in x_1:
-            out += _S4.pack(e_3.topic_id)
             x_4 = e_3.name
             if x_4 is None:
-                out.append(0)
+                out += _S7.pack(e_3.topic_id)
             else:
                 b_5 = x_4.encode()
                 u_6 = len(b_5) + 1
                 if u_6 < 128:
-                    out.append(u_6)
+                    out += _S6.pack(e_3.topic_id, u_6)
                 else:
+                    out += _S8.pack(e_3.topic_id)
                     write_uvarint(out, u_6)
                 out += b_5
             out.append(0)
-    out += _S5.pack(m.allow_auto_topic_creation, m.include_topic_authorized_operations)
-    out.append(0)
+    out += _S10.pack(m.allow_auto_topic_creation, m.include_topic_authorized_operations)
 
 
 def decode_metadata_request_v12(data: bytes, pos: int) -> tuple[MetadataRequest, int]:
@@ -740,13 +747,12 @@ def decode_metadata_request_v12(data: bytes, pos: int) -> tuple[MetadataRequest,
         v_topics_1 = []
         append_5 = v_topics_1.append
         for _ in range(n0):
-            v_topic_id_6, = _S4.unpack_from(data, pos)
-            pos += 16
+            v_topic_id_6, n1 = _S6.unpack_from(data, pos)
             v_name_7: str | None
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 17
             else:
+                pos += 16
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -764,11 +770,11 @@ def decode_metadata_request_v12(data: bytes, pos: int) -> tuple[MetadataRequest,
                     end1 = pos + size1
                     pos = end1
             append_5(MetadataRequestTopic(v_topic_id_6, v_name_7))
-    v_allow_auto_topic_creation_2, v_include_topic_authorized_operations_4 = _S5.unpack_from(data, pos)
-    pos += 2
-    if data[pos] == 0:
-        pos += 1
+    v_allow_auto_topic_creation_2, v_include_topic_authorized_operations_4, tag_count0 = _S9.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 3
     else:
+        pos += 2
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -791,21 +797,20 @@ def encode_metadata_request_v12(m: MetadataRequest, out: bytearray) -> None:
         else:
             write_uvarint(out, u_2)
         for e_3 in x_1:
-            out += _S4.pack(e_3.topic_id)
             x_4 = e_3.name
             if x_4 is None:
-                out.append(0)
+                out += _S7.pack(e_3.topic_id)
             else:
                 b_5 = x_4.encode()
                 u_6 = len(b_5) + 1
                 if u_6 < 128:
-                    out.append(u_6)
+                    out += _S6.pack(e_3.topic_id, u_6)
                 else:
+                    out += _S8.pack(e_3.topic_id)
                     write_uvarint(out, u_6)
                 out += b_5
             out.append(0)
-    out += _S5.pack(m.allow_auto_topic_creation, m.include_topic_authorized_operations)
-    out.append(0)
+    out += _S10.pack(m.allow_auto_topic_creation, m.include_topic_authorized_operations)
 
 
 def decode_metadata_response_v0(data: bytes, pos: int) -> tuple[MetadataResponse, int]:
@@ -865,7 +870,7 @@ def decode_metadata_response_v0(data: bytes, pos: int) -> tuple[MetadataResponse
                 v_partitions_18 = []
                 append_20 = v_partitions_18.append
                 for _ in range(n1):
-                    v_error_code_21, v_partition_index_22, v_leader_id_23 = _S6.unpack_from(data, pos)
+                    v_error_code_21, v_partition_index_22, v_leader_id_23 = _S11.unpack_from(data, pos)
                     pos += 10
                     v_replica_nodes_25: list[int]
                     n2, = _S0.unpack_from(data, pos)
@@ -919,7 +924,7 @@ def encode_metadata_response_v0(m: MetadataResponse, out: bytearray) -> None:
         x_9 = e_6.partitions
         out += _S0.pack(len(x_9))
         for e_10 in x_9:
-            out += _S6.pack(e_10.error_code, e_10.partition_index, e_10.leader_id)
+            out += _S11.pack(e_10.error_code, e_10.partition_index, e_10.leader_id)
             x_11 = e_10.replica_nodes
             out += _S0.pack(len(x_11))
             out += pack('>%di' % len(x_11), *x_11)
@@ -997,7 +1002,7 @@ def decode_metadata_response_v1(data: bytes, pos: int) -> tuple[MetadataResponse
                 v_partitions_18 = []
                 append_20 = v_partitions_18.append
                 for _ in range(n1):
-                    v_error_code_21, v_partition_index_22, v_leader_id_23 = _S6.unpack_from(data, pos)
+                    v_error_code_21, v_partition_index_22, v_leader_id_23 = _S11.unpack_from(data, pos)
                     pos += 10
                     v_replica_nodes_25: list[int]
                     n2, = _S0.unpack_from(data, pos)
@@ -1060,7 +1065,7 @@ def encode_metadata_response_v1(m: MetadataResponse, out: bytearray) -> None:
         x_11 = e_8.partitions
         out += _S0.pack(len(x_11))
         for e_12 in x_11:
-            out += _S6.pack(e_12.error_code, e_12.partition_index, e_12.leader_id)
+            out += _S11.pack(e_12.error_code, e_12.partition_index, e_12.leader_id)
             x_13 = e_12.replica_nodes
             out += _S0.pack(len(x_13))
             out += pack('>%di' % len(x_13), *x_13)
@@ -1146,7 +1151,7 @@ def decode_metadata_response_v2(data: bytes, pos: int) -> tuple[MetadataResponse
                 v_partitions_18 = []
                 append_20 = v_partitions_18.append
                 for _ in range(n1):
-                    v_error_code_21, v_partition_index_22, v_leader_id_23 = _S6.unpack_from(data, pos)
+                    v_error_code_21, v_partition_index_22, v_leader_id_23 = _S11.unpack_from(data, pos)
                     pos += 10
                     v_replica_nodes_25: list[int]
                     n2, = _S0.unpack_from(data, pos)
@@ -1216,7 +1221,7 @@ def encode_metadata_response_v2(m: MetadataResponse, out: bytearray) -> None:
         x_13 = e_10.partitions
         out += _S0.pack(len(x_13))
         for e_14 in x_13:
-            out += _S6.pack(e_14.error_code, e_14.partition_index, e_14.leader_id)
+            out += _S11.pack(e_14.error_code, e_14.partition_index, e_14.leader_id)
             x_15 = e_14.replica_nodes
             out += _S0.pack(len(x_15))
             out += pack('>%di' % len(x_15), *x_15)
@@ -1304,7 +1309,7 @@ def decode_metadata_response_v3(data: bytes, pos: int) -> tuple[MetadataResponse
                 v_partitions_18 = []
                 append_20 = v_partitions_18.append
                 for _ in range(n1):
-                    v_error_code_21, v_partition_index_22, v_leader_id_23 = _S6.unpack_from(data, pos)
+                    v_error_code_21, v_partition_index_22, v_leader_id_23 = _S11.unpack_from(data, pos)
                     pos += 10
                     v_replica_nodes_25: list[int]
                     n2, = _S0.unpack_from(data, pos)
@@ -1375,7 +1380,7 @@ def encode_metadata_response_v3(m: MetadataResponse, out: bytearray) -> None:
         x_13 = e_10.partitions
         out += _S0.pack(len(x_13))
         for e_14 in x_13:
-            out += _S6.pack(e_14.error_code, e_14.partition_index, e_14.leader_id)
+            out += _S11.pack(e_14.error_code, e_14.partition_index, e_14.leader_id)
             x_15 = e_14.replica_nodes
             out += _S0.pack(len(x_15))
             out += pack('>%di' % len(x_15), *x_15)
@@ -1463,7 +1468,7 @@ def decode_metadata_response_v4(data: bytes, pos: int) -> tuple[MetadataResponse
                 v_partitions_18 = []
                 append_20 = v_partitions_18.append
                 for _ in range(n1):
-                    v_error_code_21, v_partition_index_22, v_leader_id_23 = _S6.unpack_from(data, pos)
+                    v_error_code_21, v_partition_index_22, v_leader_id_23 = _S11.unpack_from(data, pos)
                     pos += 10
                     v_replica_nodes_25: list[int]
                     n2, = _S0.unpack_from(data, pos)
@@ -1534,7 +1539,7 @@ def encode_metadata_response_v4(m: MetadataResponse, out: bytearray) -> None:
         x_13 = e_10.partitions
         out += _S0.pack(len(x_13))
         for e_14 in x_13:
-            out += _S6.pack(e_14.error_code, e_14.partition_index, e_14.leader_id)
+            out += _S11.pack(e_14.error_code, e_14.partition_index, e_14.leader_id)
             x_15 = e_14.replica_nodes
             out += _S0.pack(len(x_15))
             out += pack('>%di' % len(x_15), *x_15)
@@ -1622,7 +1627,7 @@ def decode_metadata_response_v5(data: bytes, pos: int) -> tuple[MetadataResponse
                 v_partitions_18 = []
                 append_20 = v_partitions_18.append
                 for _ in range(n1):
-                    v_error_code_21, v_partition_index_22, v_leader_id_23 = _S6.unpack_from(data, pos)
+                    v_error_code_21, v_partition_index_22, v_leader_id_23 = _S11.unpack_from(data, pos)
                     pos += 10
                     v_replica_nodes_25: list[int]
                     n2, = _S0.unpack_from(data, pos)
@@ -1703,7 +1708,7 @@ def encode_metadata_response_v5(m: MetadataResponse, out: bytearray) -> None:
         x_13 = e_10.partitions
         out += _S0.pack(len(x_13))
         for e_14 in x_13:
-            out += _S6.pack(e_14.error_code, e_14.partition_index, e_14.leader_id)
+            out += _S11.pack(e_14.error_code, e_14.partition_index, e_14.leader_id)
             x_15 = e_14.replica_nodes
             out += _S0.pack(len(x_15))
             out += pack('>%di' % len(x_15), *x_15)
@@ -1794,7 +1799,7 @@ def decode_metadata_response_v6(data: bytes, pos: int) -> tuple[MetadataResponse
                 v_partitions_18 = []
                 append_20 = v_partitions_18.append
                 for _ in range(n1):
-                    v_error_code_21, v_partition_index_22, v_leader_id_23 = _S6.unpack_from(data, pos)
+                    v_error_code_21, v_partition_index_22, v_leader_id_23 = _S11.unpack_from(data, pos)
                     pos += 10
                     v_replica_nodes_25: list[int]
                     n2, = _S0.unpack_from(data, pos)
@@ -1875,7 +1880,7 @@ def encode_metadata_response_v6(m: MetadataResponse, out: bytearray) -> None:
         x_13 = e_10.partitions
         out += _S0.pack(len(x_13))
         for e_14 in x_13:
-            out += _S6.pack(e_14.error_code, e_14.partition_index, e_14.leader_id)
+            out += _S11.pack(e_14.error_code, e_14.partition_index, e_14.leader_id)
             x_15 = e_14.replica_nodes
             out += _S0.pack(len(x_15))
             out += pack('>%di' % len(x_15), *x_15)
@@ -1966,7 +1971,7 @@ def decode_metadata_response_v7(data: bytes, pos: int) -> tuple[MetadataResponse
                 v_partitions_18 = []
                 append_20 = v_partitions_18.append
                 for _ in range(n1):
-                    v_error_code_21, v_partition_index_22, v_leader_id_23, v_leader_epoch_24 = _S7.unpack_from(data, pos)
+                    v_error_code_21, v_partition_index_22, v_leader_id_23, v_leader_epoch_24 = _S12.unpack_from(data, pos)
                     pos += 14
                     v_replica_nodes_25: list[int]
                     n2, = _S0.unpack_from(data, pos)
@@ -2047,7 +2052,7 @@ def encode_metadata_response_v7(m: MetadataResponse, out: bytearray) -> None:
         x_13 = e_10.partitions
         out += _S0.pack(len(x_13))
         for e_14 in x_13:
-            out += _S7.pack(e_14.error_code, e_14.partition_index, e_14.leader_id, e_14.leader_epoch)
+            out += _S12.pack(e_14.error_code, e_14.partition_index, e_14.leader_id, e_14.leader_epoch)
             x_15 = e_14.replica_nodes
             out += _S0.pack(len(x_15))
             out += pack('>%di' % len(x_15), *x_15)
@@ -2138,7 +2143,7 @@ def decode_metadata_response_v8(data: bytes, pos: int) -> tuple[MetadataResponse
                 v_partitions_18 = []
                 append_20 = v_partitions_18.append
                 for _ in range(n1):
-                    v_error_code_21, v_partition_index_22, v_leader_id_23, v_leader_epoch_24 = _S7.unpack_from(data, pos)
+                    v_error_code_21, v_partition_index_22, v_leader_id_23, v_leader_epoch_24 = _S12.unpack_from(data, pos)
                     pos += 14
                     v_replica_nodes_25: list[int]
                     n2, = _S0.unpack_from(data, pos)
@@ -2219,7 +2224,7 @@ def encode_metadata_response_v8(m: MetadataResponse, out: bytearray) -> None:
         x_13 = e_10.partitions
         out += _S0.pack(len(x_13))
         for e_14 in x_13:
-            out += _S7.pack(e_14.error_code, e_14.partition_index, e_14.leader_id, e_14.leader_epoch)
+            out += _S12.pack(e_14.error_code, e_14.partition_index, e_14.leader_id, e_14.leader_epoch)
             x_15 = e_14.replica_nodes
             out += _S0.pack(len(x_15))
             out += pack('>%di' % len(x_15), *x_15)
@@ -2234,13 +2239,12 @@ def encode_metadata_response_v8(m: MetadataResponse, out: bytearray) -> None:
 
 
 def decode_metadata_response_v9(data: bytes, pos: int) -> tuple[MetadataResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S13.unpack_from(data, pos)
     v_brokers_2: list[MetadataResponseBroker]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -2251,13 +2255,12 @@ def decode_metadata_response_v9(data: bytes, pos: int) -> tuple[MetadataResponse
         v_brokers_2 = []
         append_8 = v_brokers_2.append
         for _ in range(n0):
-            v_node_id_9, = _S0.unpack_from(data, pos)
-            pos += 4
+            v_node_id_9, n1 = _S13.unpack_from(data, pos)
             v_host_10: str
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 5
             else:
+                pos += 4
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -2265,13 +2268,12 @@ def decode_metadata_response_v9(data: bytes, pos: int) -> tuple[MetadataResponse
             else:
                 v_host_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_port_11, = _S0.unpack_from(data, pos)
-            pos += 4
+            v_port_11, n1 = _S13.unpack_from(data, pos)
             v_rack_12: str | None
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 5
             else:
+                pos += 4
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -2301,13 +2303,12 @@ def decode_metadata_response_v9(data: bytes, pos: int) -> tuple[MetadataResponse
     else:
         v_cluster_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_controller_id_4, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_controller_id_4, n0 = _S13.unpack_from(data, pos)
     v_topics_5: list[MetadataResponseTopic]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -2318,13 +2319,12 @@ def decode_metadata_response_v9(data: bytes, pos: int) -> tuple[MetadataResponse
         v_topics_5 = []
         append_13 = v_topics_5.append
         for _ in range(n0):
-            v_error_code_14, = _S1.unpack_from(data, pos)
-            pos += 2
+            v_error_code_14, n1 = _S14.unpack_from(data, pos)
             v_name_15: str | None
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 3
             else:
+                pos += 2
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -2332,13 +2332,12 @@ def decode_metadata_response_v9(data: bytes, pos: int) -> tuple[MetadataResponse
             else:
                 v_name_15 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_is_internal_17, = _S2.unpack_from(data, pos)
-            pos += 1
+            v_is_internal_17, n1 = _S15.unpack_from(data, pos)
             v_partitions_18: list[MetadataResponsePartition]
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 2
             else:
+                pos += 1
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -2349,13 +2348,12 @@ def decode_metadata_response_v9(data: bytes, pos: int) -> tuple[MetadataResponse
                 v_partitions_18 = []
                 append_20 = v_partitions_18.append
                 for _ in range(n1):
-                    v_error_code_21, v_partition_index_22, v_leader_id_23, v_leader_epoch_24 = _S7.unpack_from(data, pos)
-                    pos += 14
+                    v_error_code_21, v_partition_index_22, v_leader_id_23, v_leader_epoch_24, n2 = _S16.unpack_from(data, pos)
                     v_replica_nodes_25: list[int]
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 15
                     else:
+                        pos += 14
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
@@ -2403,11 +2401,11 @@ def decode_metadata_response_v9(data: bytes, pos: int) -> tuple[MetadataResponse
                             end2 = pos + size2
                             pos = end2
                     append_20(MetadataResponsePartition(v_error_code_21, v_partition_index_22, v_leader_id_23, v_leader_epoch_24, v_replica_nodes_25, v_isr_nodes_26, v_offline_replicas_27))
-            v_topic_authorized_operations_19, = _S0.unpack_from(data, pos)
-            pos += 4
-            if data[pos] == 0:
-                pos += 1
+            v_topic_authorized_operations_19, tag_count1 = _S13.unpack_from(data, pos)
+            if tag_count1 == 0:
+                pos += 5
             else:
+                pos += 4
                 n_tags1, pos = read_uvarint(data, pos)
                 for _ in range(n_tags1):
                     tag1, pos = read_uvarint(data, pos)
@@ -2415,11 +2413,11 @@ def decode_metadata_response_v9(data: bytes, pos: int) -> tuple[MetadataResponse
                     end1 = pos + size1
                     pos = end1
             append_13(MetadataResponseTopic(v_error_code_14, v_name_15, ZERO_UUID, v_is_internal_17, v_partitions_18, v_topic_authorized_operations_19))
-    v_cluster_authorized_operations_6, = _S0.unpack_from(data, pos)
-    pos += 4
-    if data[pos] == 0:
-        pos += 1
+    v_cluster_authorized_operations_6, tag_count0 = _S13.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 5
     else:
+        pos += 4
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -2438,25 +2436,25 @@ def encode_metadata_response_v9(m: MetadataResponse, out: bytearray) -> None:
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        out += _S0.pack(e_3.node_id)
         x_4 = e_3.host
         b_5 = x_4.encode()
         u_6 = len(b_5) + 1
         if u_6 < 128:
-            out.append(u_6)
+            out += _S13.pack(e_3.node_id, u_6)
         else:
+            out += _S0.pack(e_3.node_id)
             write_uvarint(out, u_6)
         out += b_5
-        out += _S0.pack(e_3.port)
         x_7 = e_3.rack
         if x_7 is None:
-            out.append(0)
+            out += _S17.pack(e_3.port)
         else:
             b_8 = x_7.encode()
             u_9 = len(b_8) + 1
             if u_9 < 128:
-                out.append(u_9)
+                out += _S13.pack(e_3.port, u_9)
             else:
+                out += _S0.pack(e_3.port)
                 write_uvarint(out, u_9)
             out += b_8
         out.append(0)
@@ -2479,15 +2477,15 @@ def encode_metadata_response_v9(m: MetadataResponse, out: bytearray) -> None:
     else:
         write_uvarint(out, u_14)
     for e_15 in x_13:
-        out += _S1.pack(e_15.error_code)
         x_16 = e_15.name
         if x_16 is None:
             raise ValueError('Name cannot be null in version 9')
         b_17 = x_16.encode()
         u_18 = len(b_17) + 1
         if u_18 < 128:
-            out.append(u_18)
+            out += _S14.pack(e_15.error_code, u_18)
         else:
+            out += _S1.pack(e_15.error_code)
             write_uvarint(out, u_18)
         out += b_17
         out += _S2.pack(e_15.is_internal)
@@ -2498,7 +2496,7 @@ def encode_metadata_response_v9(m: MetadataResponse, out: bytearray) -> None:
         else:
             write_uvarint(out, u_20)
         for e_21 in x_19:
-            out += _S7.pack(e_21.error_code, e_21.partition_index, e_21.leader_id, e_21.leader_epoch)
+            out += _S12.pack(e_21.error_code, e_21.partition_index, e_21.leader_id, e_21.leader_epoch)
             x_22 = e_21.replica_nodes
             u_23 = len(x_22) + 1
             if u_23 < 128:
@@ -2521,20 +2519,17 @@ def encode_metadata_response_v9(m: MetadataResponse, out: bytearray) -> None:
                 write_uvarint(out, u_27)
             out += pack('>%di' % len(x_26), *x_26)
             out.append(0)
-        out += _S0.pack(e_15.topic_authorized_operations)
-        out.append(0)
-    out += _S0.pack(m.cluster_authorized_operations)
-    out.append(0)
+        out += _S17.pack(e_15.topic_authorized_operations)
+    out += _S17.pack(m.cluster_authorized_operations)
 
 
 def decode_metadata_response_v10(data: bytes, pos: int) -> tuple[MetadataResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S13.unpack_from(data, pos)
     v_brokers_2: list[MetadataResponseBroker]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -2545,13 +2540,12 @@ def decode_metadata_response_v10(data: bytes, pos: int) -> tuple[MetadataRespons
         v_brokers_2 = []
         append_8 = v_brokers_2.append
         for _ in range(n0):
-            v_node_id_9, = _S0.unpack_from(data, pos)
-            pos += 4
+            v_node_id_9, n1 = _S13.unpack_from(data, pos)
             v_host_10: str
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 5
             else:
+                pos += 4
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -2559,13 +2553,12 @@ def decode_metadata_response_v10(data: bytes, pos: int) -> tuple[MetadataRespons
             else:
                 v_host_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_port_11, = _S0.unpack_from(data, pos)
-            pos += 4
+            v_port_11, n1 = _S13.unpack_from(data, pos)
             v_rack_12: str | None
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 5
             else:
+                pos += 4
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -2595,13 +2588,12 @@ def decode_metadata_response_v10(data: bytes, pos: int) -> tuple[MetadataRespons
     else:
         v_cluster_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_controller_id_4, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_controller_id_4, n0 = _S13.unpack_from(data, pos)
     v_topics_5: list[MetadataResponseTopic]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -2612,13 +2604,12 @@ def decode_metadata_response_v10(data: bytes, pos: int) -> tuple[MetadataRespons
         v_topics_5 = []
         append_13 = v_topics_5.append
         for _ in range(n0):
-            v_error_code_14, = _S1.unpack_from(data, pos)
-            pos += 2
+            v_error_code_14, n1 = _S14.unpack_from(data, pos)
             v_name_15: str | None
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 3
             else:
+                pos += 2
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -2626,13 +2617,12 @@ def decode_metadata_response_v10(data: bytes, pos: int) -> tuple[MetadataRespons
             else:
                 v_name_15 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_topic_id_16, v_is_internal_17 = _S8.unpack_from(data, pos)
-            pos += 17
+            v_topic_id_16, v_is_internal_17, n1 = _S18.unpack_from(data, pos)
             v_partitions_18: list[MetadataResponsePartition]
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 18
             else:
+                pos += 17
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -2643,13 +2633,12 @@ def decode_metadata_response_v10(data: bytes, pos: int) -> tuple[MetadataRespons
                 v_partitions_18 = []
                 append_20 = v_partitions_18.append
                 for _ in range(n1):
-                    v_error_code_21, v_partition_index_22, v_leader_id_23, v_leader_epoch_24 = _S7.unpack_from(data, pos)
-                    pos += 14
+                    v_error_code_21, v_partition_index_22, v_leader_id_23, v_leader_epoch_24, n2 = _S16.unpack_from(data, pos)
                     v_replica_nodes_25: list[int]
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 15
                     else:
+                        pos += 14
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
@@ -2697,11 +2686,11 @@ def decode_metadata_response_v10(data: bytes, pos: int) -> tuple[MetadataRespons
                             end2 = pos + size2
                             pos = end2
                     append_20(MetadataResponsePartition(v_error_code_21, v_partition_index_22, v_leader_id_23, v_leader_epoch_24, v_replica_nodes_25, v_isr_nodes_26, v_offline_replicas_27))
-            v_topic_authorized_operations_19, = _S0.unpack_from(data, pos)
-            pos += 4
-            if data[pos] == 0:
-                pos += 1
+            v_topic_authorized_operations_19, tag_count1 = _S13.unpack_from(data, pos)
+            if tag_count1 == 0:
+                pos += 5
             else:
+                pos += 4
                 n_tags1, pos = read_uvarint(data, pos)
                 for _ in range(n_tags1):
                     tag1, pos = read_uvarint(data, pos)
@@ -2709,11 +2698,11 @@ def decode_metadata_response_v10(data: bytes, pos: int) -> tuple[MetadataRespons
                     end1 = pos + size1
                     pos = end1
             append_13(MetadataResponseTopic(v_error_code_14, v_name_15, v_topic_id_16, v_is_internal_17, v_partitions_18, v_topic_authorized_operations_19))
-    v_cluster_authorized_operations_6, = _S0.unpack_from(data, pos)
-    pos += 4
-    if data[pos] == 0:
-        pos += 1
+    v_cluster_authorized_operations_6, tag_count0 = _S13.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 5
     else:
+        pos += 4
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -2732,25 +2721,25 @@ def encode_metadata_response_v10(m: MetadataResponse, out: bytearray) -> None:
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        out += _S0.pack(e_3.node_id)
         x_4 = e_3.host
         b_5 = x_4.encode()
         u_6 = len(b_5) + 1
         if u_6 < 128:
-            out.append(u_6)
+            out += _S13.pack(e_3.node_id, u_6)
         else:
+            out += _S0.pack(e_3.node_id)
             write_uvarint(out, u_6)
         out += b_5
-        out += _S0.pack(e_3.port)
         x_7 = e_3.rack
         if x_7 is None:
-            out.append(0)
+            out += _S17.pack(e_3.port)
         else:
             b_8 = x_7.encode()
             u_9 = len(b_8) + 1
             if u_9 < 128:
-                out.append(u_9)
+                out += _S13.pack(e_3.port, u_9)
             else:
+                out += _S0.pack(e_3.port)
                 write_uvarint(out, u_9)
             out += b_8
         out.append(0)
@@ -2773,18 +2762,18 @@ def encode_metadata_response_v10(m: MetadataResponse, out: bytearray) -> None:
     else:
         write_uvarint(out, u_14)
     for e_15 in x_13:
-        out += _S1.pack(e_15.error_code)
         x_16 = e_15.name
         if x_16 is None:
             raise ValueError('Name cannot be null in version 10')
         b_17 = x_16.encode()
         u_18 = len(b_17) + 1
         if u_18 < 128:
-            out.append(u_18)
+            out += _S14.pack(e_15.error_code, u_18)
         else:
+            out += _S1.pack(e_15.error_code)
             write_uvarint(out, u_18)
         out += b_17
-        out += _S8.pack(e_15.topic_id, e_15.is_internal)
+        out += _S19.pack(e_15.topic_id, e_15.is_internal)
         x_19 = e_15.partitions
         u_20 = len(x_19) + 1
         if u_20 < 128:
@@ -2792,7 +2781,7 @@ def encode_metadata_response_v10(m: MetadataResponse, out: bytearray) -> None:
         else:
             write_uvarint(out, u_20)
         for e_21 in x_19:
-            out += _S7.pack(e_21.error_code, e_21.partition_index, e_21.leader_id, e_21.leader_epoch)
+            out += _S12.pack(e_21.error_code, e_21.partition_index, e_21.leader_id, e_21.leader_epoch)
             x_22 = e_21.replica_nodes
             u_23 = len(x_22) + 1
             if u_23 < 128:
@@ -2815,20 +2804,17 @@ def encode_metadata_response_v10(m: MetadataResponse, out: bytearray) -> None:
                 write_uvarint(out, u_27)
             out += pack('>%di' % len(x_26), *x_26)
             out.append(0)
-        out += _S0.pack(e_15.topic_authorized_operations)
-        out.append(0)
-    out += _S0.pack(m.cluster_authorized_operations)
-    out.append(0)
+        out += _S17.pack(e_15.topic_authorized_operations)
+    out += _S17.pack(m.cluster_authorized_operations)
 
 
 def decode_metadata_response_v11(data: bytes, pos: int) -> tuple[MetadataResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S13.unpack_from(data, pos)
     v_brokers_2: list[MetadataResponseBroker]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -2839,13 +2825,12 @@ def decode_metadata_response_v11(data: bytes, pos: int) -> tuple[MetadataRespons
         v_brokers_2 = []
         append_8 = v_brokers_2.append
         for _ in range(n0):
-            v_node_id_9, = _S0.unpack_from(data, pos)
-            pos += 4
+            v_node_id_9, n1 = _S13.unpack_from(data, pos)
             v_host_10: str
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 5
             else:
+                pos += 4
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -2853,13 +2838,12 @@ def decode_metadata_response_v11(data: bytes, pos: int) -> tuple[MetadataRespons
             else:
                 v_host_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_port_11, = _S0.unpack_from(data, pos)
-            pos += 4
+            v_port_11, n1 = _S13.unpack_from(data, pos)
             v_rack_12: str | None
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 5
             else:
+                pos += 4
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -2889,13 +2873,12 @@ def decode_metadata_response_v11(data: bytes, pos: int) -> tuple[MetadataRespons
     else:
         v_cluster_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_controller_id_4, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_controller_id_4, n0 = _S13.unpack_from(data, pos)
     v_topics_5: list[MetadataResponseTopic]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -2906,13 +2889,12 @@ def decode_metadata_response_v11(data: bytes, pos: int) -> tuple[MetadataRespons
         v_topics_5 = []
         append_13 = v_topics_5.append
         for _ in range(n0):
-            v_error_code_14, = _S1.unpack_from(data, pos)
-            pos += 2
+            v_error_code_14, n1 = _S14.unpack_from(data, pos)
             v_name_15: str | None
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 3
             else:
+                pos += 2
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -2920,13 +2902,12 @@ def decode_metadata_response_v11(data: bytes, pos: int) -> tuple[MetadataRespons
             else:
                 v_name_15 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_topic_id_16, v_is_internal_17 = _S8.unpack_from(data, pos)
-            pos += 17
+            v_topic_id_16, v_is_internal_17, n1 = _S18.unpack_from(data, pos)
             v_partitions_18: list[MetadataResponsePartition]
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 18
             else:
+                pos += 17
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -2937,13 +2918,12 @@ def decode_metadata_response_v11(data: bytes, pos: int) -> tuple[MetadataRespons
                 v_partitions_18 = []
                 append_20 = v_partitions_18.append
                 for _ in range(n1):
-                    v_error_code_21, v_partition_index_22, v_leader_id_23, v_leader_epoch_24 = _S7.unpack_from(data, pos)
-                    pos += 14
+                    v_error_code_21, v_partition_index_22, v_leader_id_23, v_leader_epoch_24, n2 = _S16.unpack_from(data, pos)
                     v_replica_nodes_25: list[int]
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 15
                     else:
+                        pos += 14
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
@@ -2991,11 +2971,11 @@ def decode_metadata_response_v11(data: bytes, pos: int) -> tuple[MetadataRespons
                             end2 = pos + size2
                             pos = end2
                     append_20(MetadataResponsePartition(v_error_code_21, v_partition_index_22, v_leader_id_23, v_leader_epoch_24, v_replica_nodes_25, v_isr_nodes_26, v_offline_replicas_27))
-            v_topic_authorized_operations_19, = _S0.unpack_from(data, pos)
-            pos += 4
-            if data[pos] == 0:
-                pos += 1
+            v_topic_authorized_operations_19, tag_count1 = _S13.unpack_from(data, pos)
+            if tag_count1 == 0:
+                pos += 5
             else:
+                pos += 4
                 n_tags1, pos = read_uvarint(data, pos)
                 for _ in range(n_tags1):
                     tag1, pos = read_uvarint(data, pos)
@@ -3026,25 +3006,25 @@ def encode_metadata_response_v11(m: MetadataResponse, out: bytearray) -> None:
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        out += _S0.pack(e_3.node_id)
         x_4 = e_3.host
         b_5 = x_4.encode()
         u_6 = len(b_5) + 1
         if u_6 < 128:
-            out.append(u_6)
+            out += _S13.pack(e_3.node_id, u_6)
         else:
+            out += _S0.pack(e_3.node_id)
             write_uvarint(out, u_6)
         out += b_5
-        out += _S0.pack(e_3.port)
         x_7 = e_3.rack
         if x_7 is None:
-            out.append(0)
+            out += _S17.pack(e_3.port)
         else:
             b_8 = x_7.encode()
             u_9 = len(b_8) + 1
             if u_9 < 128:
-                out.append(u_9)
+                out += _S13.pack(e_3.port, u_9)
             else:
+                out += _S0.pack(e_3.port)
                 write_uvarint(out, u_9)
             out += b_8
         out.append(0)
@@ -3067,18 +3047,18 @@ def encode_metadata_response_v11(m: MetadataResponse, out: bytearray) -> None:
     else:
         write_uvarint(out, u_14)
     for e_15 in x_13:
-        out += _S1.pack(e_15.error_code)
         x_16 = e_15.name
         if x_16 is None:
             raise ValueError('Name cannot be null in version 11')
         b_17 = x_16.encode()
         u_18 = len(b_17) + 1
         if u_18 < 128:
-            out.append(u_18)
+            out += _S14.pack(e_15.error_code, u_18)
         else:
+            out += _S1.pack(e_15.error_code)
             write_uvarint(out, u_18)
         out += b_17
-        out += _S8.pack(e_15.topic_id, e_15.is_internal)
+        out += _S19.pack(e_15.topic_id, e_15.is_internal)
         x_19 = e_15.partitions
         u_20 = len(x_19) + 1
         if u_20 < 128:
@@ -3086,7 +3066,7 @@ def encode_metadata_response_v11(m: MetadataResponse, out: bytearray) -> None:
         else:
             write_uvarint(out, u_20)
         for e_21 in x_19:
-            out += _S7.pack(e_21.error_code, e_21.partition_index, e_21.leader_id, e_21.leader_epoch)
+            out += _S12.pack(e_21.error_code, e_21.partition_index, e_21.leader_id, e_21.leader_epoch)
             x_22 = e_21.replica_nodes
             u_23 = len(x_22) + 1
             if u_23 < 128:
@@ -3109,19 +3089,17 @@ def encode_metadata_response_v11(m: MetadataResponse, out: bytearray) -> None:
                 write_uvarint(out, u_27)
             out += pack('>%di' % len(x_26), *x_26)
             out.append(0)
-        out += _S0.pack(e_15.topic_authorized_operations)
-        out.append(0)
+        out += _S17.pack(e_15.topic_authorized_operations)
     out.append(0)
 
 
 def decode_metadata_response_v12(data: bytes, pos: int) -> tuple[MetadataResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S13.unpack_from(data, pos)
     v_brokers_2: list[MetadataResponseBroker]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -3132,13 +3110,12 @@ def decode_metadata_response_v12(data: bytes, pos: int) -> tuple[MetadataRespons
         v_brokers_2 = []
         append_8 = v_brokers_2.append
         for _ in range(n0):
-            v_node_id_9, = _S0.unpack_from(data, pos)
-            pos += 4
+            v_node_id_9, n1 = _S13.unpack_from(data, pos)
             v_host_10: str
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 5
             else:
+                pos += 4
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -3146,13 +3123,12 @@ def decode_metadata_response_v12(data: bytes, pos: int) -> tuple[MetadataRespons
             else:
                 v_host_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_port_11, = _S0.unpack_from(data, pos)
-            pos += 4
+            v_port_11, n1 = _S13.unpack_from(data, pos)
             v_rack_12: str | None
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 5
             else:
+                pos += 4
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -3182,13 +3158,12 @@ def decode_metadata_response_v12(data: bytes, pos: int) -> tuple[MetadataRespons
     else:
         v_cluster_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_controller_id_4, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_controller_id_4, n0 = _S13.unpack_from(data, pos)
     v_topics_5: list[MetadataResponseTopic]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -3199,13 +3174,12 @@ def decode_metadata_response_v12(data: bytes, pos: int) -> tuple[MetadataRespons
         v_topics_5 = []
         append_13 = v_topics_5.append
         for _ in range(n0):
-            v_error_code_14, = _S1.unpack_from(data, pos)
-            pos += 2
+            v_error_code_14, n1 = _S14.unpack_from(data, pos)
             v_name_15: str | None
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 3
             else:
+                pos += 2
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -3213,13 +3187,12 @@ def decode_metadata_response_v12(data: bytes, pos: int) -> tuple[MetadataRespons
             else:
                 v_name_15 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_topic_id_16, v_is_internal_17 = _S8.unpack_from(data, pos)
-            pos += 17
+            v_topic_id_16, v_is_internal_17, n1 = _S18.unpack_from(data, pos)
             v_partitions_18: list[MetadataResponsePartition]
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 18
             else:
+                pos += 17
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -3230,13 +3203,12 @@ def decode_metadata_response_v12(data: bytes, pos: int) -> tuple[MetadataRespons
                 v_partitions_18 = []
                 append_20 = v_partitions_18.append
                 for _ in range(n1):
-                    v_error_code_21, v_partition_index_22, v_leader_id_23, v_leader_epoch_24 = _S7.unpack_from(data, pos)
-                    pos += 14
+                    v_error_code_21, v_partition_index_22, v_leader_id_23, v_leader_epoch_24, n2 = _S16.unpack_from(data, pos)
                     v_replica_nodes_25: list[int]
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 15
                     else:
+                        pos += 14
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
@@ -3284,11 +3256,11 @@ def decode_metadata_response_v12(data: bytes, pos: int) -> tuple[MetadataRespons
                             end2 = pos + size2
                             pos = end2
                     append_20(MetadataResponsePartition(v_error_code_21, v_partition_index_22, v_leader_id_23, v_leader_epoch_24, v_replica_nodes_25, v_isr_nodes_26, v_offline_replicas_27))
-            v_topic_authorized_operations_19, = _S0.unpack_from(data, pos)
-            pos += 4
-            if data[pos] == 0:
-                pos += 1
+            v_topic_authorized_operations_19, tag_count1 = _S13.unpack_from(data, pos)
+            if tag_count1 == 0:
+                pos += 5
             else:
+                pos += 4
                 n_tags1, pos = read_uvarint(data, pos)
                 for _ in range(n_tags1):
                     tag1, pos = read_uvarint(data, pos)
@@ -3319,25 +3291,25 @@ def encode_metadata_response_v12(m: MetadataResponse, out: bytearray) -> None:
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        out += _S0.pack(e_3.node_id)
         x_4 = e_3.host
         b_5 = x_4.encode()
         u_6 = len(b_5) + 1
         if u_6 < 128:
-            out.append(u_6)
+            out += _S13.pack(e_3.node_id, u_6)
         else:
+            out += _S0.pack(e_3.node_id)
             write_uvarint(out, u_6)
         out += b_5
-        out += _S0.pack(e_3.port)
         x_7 = e_3.rack
         if x_7 is None:
-            out.append(0)
+            out += _S17.pack(e_3.port)
         else:
             b_8 = x_7.encode()
             u_9 = len(b_8) + 1
             if u_9 < 128:
-                out.append(u_9)
+                out += _S13.pack(e_3.port, u_9)
             else:
+                out += _S0.pack(e_3.port)
                 write_uvarint(out, u_9)
             out += b_8
         out.append(0)
@@ -3360,19 +3332,19 @@ def encode_metadata_response_v12(m: MetadataResponse, out: bytearray) -> None:
     else:
         write_uvarint(out, u_14)
     for e_15 in x_13:
-        out += _S1.pack(e_15.error_code)
         x_16 = e_15.name
         if x_16 is None:
-            out.append(0)
+            out += _S20.pack(e_15.error_code)
         else:
             b_17 = x_16.encode()
             u_18 = len(b_17) + 1
             if u_18 < 128:
-                out.append(u_18)
+                out += _S14.pack(e_15.error_code, u_18)
             else:
+                out += _S1.pack(e_15.error_code)
                 write_uvarint(out, u_18)
             out += b_17
-        out += _S8.pack(e_15.topic_id, e_15.is_internal)
+        out += _S19.pack(e_15.topic_id, e_15.is_internal)
         x_19 = e_15.partitions
         u_20 = len(x_19) + 1
         if u_20 < 128:
@@ -3380,7 +3352,7 @@ def encode_metadata_response_v12(m: MetadataResponse, out: bytearray) -> None:
         else:
             write_uvarint(out, u_20)
         for e_21 in x_19:
-            out += _S7.pack(e_21.error_code, e_21.partition_index, e_21.leader_id, e_21.leader_epoch)
+            out += _S12.pack(e_21.error_code, e_21.partition_index, e_21.leader_id, e_21.leader_epoch)
             x_22 = e_21.replica_nodes
             u_23 = len(x_22) + 1
             if u_23 < 128:
@@ -3403,6 +3375,5 @@ def encode_metadata_response_v12(m: MetadataResponse, out: bytearray) -> None:
                 write_uvarint(out, u_27)
             out += pack('>%di' % len(x_26), *x_26)
             out.append(0)
-        out += _S0.pack(e_15.topic_authorized_operations)
-        out.append(0)
+        out += _S17.pack(e_15.topic_authorized_operations)
     out.append(0)

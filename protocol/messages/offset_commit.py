@@ -16,8 +16,14 @@ _S2 = Struct('>iq')
 _S3 = Struct('>iqq')
 _S4 = Struct('>q')
 _S5 = Struct('>iqi')
-_S6 = Struct('>16s')
-_S7 = Struct('>ih')
+_S6 = Struct('>iB')
+_S7 = Struct('>iqiB')
+_S8 = Struct('>iqix')
+_S9 = Struct('>16sB')
+_S10 = Struct('>16s')
+_S11 = Struct('>ih')
+_S12 = Struct('>ihB')
+_S13 = Struct('>ihx')
 
 
 @dataclass(slots=True)
@@ -867,13 +873,12 @@ def decode_offset_commit_request_v8(data: bytes, pos: int) -> tuple[OffsetCommit
     else:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_generation_id_or_member_epoch_2, = _S1.unpack_from(data, pos)
-    pos += 4
+    v_generation_id_or_member_epoch_2, n0 = _S6.unpack_from(data, pos)
     v_member_id_3: str
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -935,13 +940,12 @@ def decode_offset_commit_request_v8(data: bytes, pos: int) -> tuple[OffsetCommit
                 v_partitions_10 = []
                 append_11 = v_partitions_10.append
                 for _ in range(n1):
-                    v_partition_index_12, v_committed_offset_13, v_committed_leader_epoch_14 = _S5.unpack_from(data, pos)
-                    pos += 16
+                    v_partition_index_12, v_committed_offset_13, v_committed_leader_epoch_14, n2 = _S7.unpack_from(data, pos)
                     v_committed_metadata_16: str | None
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 17
                     else:
+                        pos += 16
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
@@ -990,13 +994,13 @@ def encode_offset_commit_request_v8(m: OffsetCommitRequest, out: bytearray) -> N
     else:
         write_uvarint(out, u_3)
     out += b_2
-    out += _S1.pack(m.generation_id_or_member_epoch)
     x_4 = m.member_id
     b_5 = x_4.encode()
     u_6 = len(b_5) + 1
     if u_6 < 128:
-        out.append(u_6)
+        out += _S6.pack(m.generation_id_or_member_epoch, u_6)
     else:
+        out += _S1.pack(m.generation_id_or_member_epoch)
         write_uvarint(out, u_6)
     out += b_5
     x_7 = m.group_instance_id
@@ -1034,16 +1038,16 @@ def encode_offset_commit_request_v8(m: OffsetCommitRequest, out: bytearray) -> N
         for e_18 in x_16:
             if e_18.commit_timestamp != -1:
                 raise ValueError('attempted to write a non-default CommitTimestamp at version 8')
-            out += _S5.pack(e_18.partition_index, e_18.committed_offset, e_18.committed_leader_epoch)
             x_19 = e_18.committed_metadata
             if x_19 is None:
-                out.append(0)
+                out += _S8.pack(e_18.partition_index, e_18.committed_offset, e_18.committed_leader_epoch)
             else:
                 b_20 = x_19.encode()
                 u_21 = len(b_20) + 1
                 if u_21 < 128:
-                    out.append(u_21)
+                    out += _S7.pack(e_18.partition_index, e_18.committed_offset, e_18.committed_leader_epoch, u_21)
                 else:
+                    out += _S5.pack(e_18.partition_index, e_18.committed_offset, e_18.committed_leader_epoch)
                     write_uvarint(out, u_21)
                 out += b_20
             out.append(0)
@@ -1064,13 +1068,12 @@ def decode_offset_commit_request_v9(data: bytes, pos: int) -> tuple[OffsetCommit
     else:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_generation_id_or_member_epoch_2, = _S1.unpack_from(data, pos)
-    pos += 4
+    v_generation_id_or_member_epoch_2, n0 = _S6.unpack_from(data, pos)
     v_member_id_3: str
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -1132,13 +1135,12 @@ def decode_offset_commit_request_v9(data: bytes, pos: int) -> tuple[OffsetCommit
                 v_partitions_10 = []
                 append_11 = v_partitions_10.append
                 for _ in range(n1):
-                    v_partition_index_12, v_committed_offset_13, v_committed_leader_epoch_14 = _S5.unpack_from(data, pos)
-                    pos += 16
+                    v_partition_index_12, v_committed_offset_13, v_committed_leader_epoch_14, n2 = _S7.unpack_from(data, pos)
                     v_committed_metadata_16: str | None
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 17
                     else:
+                        pos += 16
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
@@ -1187,13 +1189,13 @@ def encode_offset_commit_request_v9(m: OffsetCommitRequest, out: bytearray) -> N
     else:
         write_uvarint(out, u_3)
     out += b_2
-    out += _S1.pack(m.generation_id_or_member_epoch)
     x_4 = m.member_id
     b_5 = x_4.encode()
     u_6 = len(b_5) + 1
     if u_6 < 128:
-        out.append(u_6)
+        out += _S6.pack(m.generation_id_or_member_epoch, u_6)
     else:
+        out += _S1.pack(m.generation_id_or_member_epoch)
         write_uvarint(out, u_6)
     out += b_5
     x_7 = m.group_instance_id
@@ -1231,16 +1233,16 @@ def encode_offset_commit_request_v9(m: OffsetCommitRequest, out: bytearray) -> N
         for e_18 in x_16:
             if e_18.commit_timestamp != -1:
                 raise ValueError('attempted to write a non-default CommitTimestamp at version 9')
-            out += _S5.pack(e_18.partition_index, e_18.committed_offset, e_18.committed_leader_epoch)
             x_19 = e_18.committed_metadata
             if x_19 is None:
-                out.append(0)
+                out += _S8.pack(e_18.partition_index, e_18.committed_offset, e_18.committed_leader_epoch)
             else:
                 b_20 = x_19.encode()
                 u_21 = len(b_20) + 1
                 if u_21 < 128:
-                    out.append(u_21)
+                    out += _S7.pack(e_18.partition_index, e_18.committed_offset, e_18.committed_leader_epoch, u_21)
                 else:
+                    out += _S5.pack(e_18.partition_index, e_18.committed_offset, e_18.committed_leader_epoch)
                     write_uvarint(out, u_21)
                 out += b_20
             out.append(0)
@@ -1261,13 +1263,12 @@ def decode_offset_commit_request_v10(data: bytes, pos: int) -> tuple[OffsetCommi
     else:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_generation_id_or_member_epoch_2, = _S1.unpack_from(data, pos)
-    pos += 4
+    v_generation_id_or_member_epoch_2, n0 = _S6.unpack_from(data, pos)
     v_member_id_3: str
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -1302,13 +1303,12 @@ def decode_offset_commit_request_v10(data: bytes, pos: int) -> tuple[OffsetCommi
         v_topics_6 = []
         append_7 = v_topics_6.append
         for _ in range(n0):
-            v_topic_id_9, = _S6.unpack_from(data, pos)
-            pos += 16
+            v_topic_id_9, n1 = _S9.unpack_from(data, pos)
             v_partitions_10: list[OffsetCommitRequestPartition]
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 17
             else:
+                pos += 16
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -1319,13 +1319,12 @@ def decode_offset_commit_request_v10(data: bytes, pos: int) -> tuple[OffsetCommi
                 v_partitions_10 = []
                 append_11 = v_partitions_10.append
                 for _ in range(n1):
-                    v_partition_index_12, v_committed_offset_13, v_committed_leader_epoch_14 = _S5.unpack_from(data, pos)
-                    pos += 16
+                    v_partition_index_12, v_committed_offset_13, v_committed_leader_epoch_14, n2 = _S7.unpack_from(data, pos)
                     v_committed_metadata_16: str | None
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 17
                     else:
+                        pos += 16
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
@@ -1374,13 +1373,13 @@ def encode_offset_commit_request_v10(m: OffsetCommitRequest, out: bytearray) -> 
     else:
         write_uvarint(out, u_3)
     out += b_2
-    out += _S1.pack(m.generation_id_or_member_epoch)
     x_4 = m.member_id
     b_5 = x_4.encode()
     u_6 = len(b_5) + 1
     if u_6 < 128:
-        out.append(u_6)
+        out += _S6.pack(m.generation_id_or_member_epoch, u_6)
     else:
+        out += _S1.pack(m.generation_id_or_member_epoch)
         write_uvarint(out, u_6)
     out += b_5
     x_7 = m.group_instance_id
@@ -1401,7 +1400,7 @@ def encode_offset_commit_request_v10(m: OffsetCommitRequest, out: bytearray) -> 
     else:
         write_uvarint(out, u_11)
     for e_12 in x_10:
-        out += _S6.pack(e_12.topic_id)
+        out += _S10.pack(e_12.topic_id)
         x_13 = e_12.partitions
         u_14 = len(x_13) + 1
         if u_14 < 128:
@@ -1411,16 +1410,16 @@ def encode_offset_commit_request_v10(m: OffsetCommitRequest, out: bytearray) -> 
         for e_15 in x_13:
             if e_15.commit_timestamp != -1:
                 raise ValueError('attempted to write a non-default CommitTimestamp at version 10')
-            out += _S5.pack(e_15.partition_index, e_15.committed_offset, e_15.committed_leader_epoch)
             x_16 = e_15.committed_metadata
             if x_16 is None:
-                out.append(0)
+                out += _S8.pack(e_15.partition_index, e_15.committed_offset, e_15.committed_leader_epoch)
             else:
                 b_17 = x_16.encode()
                 u_18 = len(b_17) + 1
                 if u_18 < 128:
-                    out.append(u_18)
+                    out += _S7.pack(e_15.partition_index, e_15.committed_offset, e_15.committed_leader_epoch, u_18)
                 else:
+                    out += _S5.pack(e_15.partition_index, e_15.committed_offset, e_15.committed_leader_epoch)
                     write_uvarint(out, u_18)
                 out += b_17
             out.append(0)
@@ -1459,7 +1458,7 @@ def decode_offset_commit_response_v0(data: bytes, pos: int) -> tuple[OffsetCommi
                 v_partitions_6 = []
                 append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v_partition_index_8, v_error_code_9 = _S7.unpack_from(data, pos)
+                    v_partition_index_8, v_error_code_9 = _S11.unpack_from(data, pos)
                     pos += 6
                     append_7(OffsetCommitResponsePartition(v_partition_index_8, v_error_code_9))
             append_3(OffsetCommitResponseTopic(v_name_4, ZERO_UUID, v_partitions_6))
@@ -1477,7 +1476,7 @@ def encode_offset_commit_response_v0(m: OffsetCommitResponse, out: bytearray) ->
         x_5 = e_2.partitions
         out += _S1.pack(len(x_5))
         for e_6 in x_5:
-            out += _S7.pack(e_6.partition_index, e_6.error_code)
+            out += _S11.pack(e_6.partition_index, e_6.error_code)
 
 
 def decode_offset_commit_response_v1(data: bytes, pos: int) -> tuple[OffsetCommitResponse, int]:
@@ -1511,7 +1510,7 @@ def decode_offset_commit_response_v1(data: bytes, pos: int) -> tuple[OffsetCommi
                 v_partitions_6 = []
                 append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v_partition_index_8, v_error_code_9 = _S7.unpack_from(data, pos)
+                    v_partition_index_8, v_error_code_9 = _S11.unpack_from(data, pos)
                     pos += 6
                     append_7(OffsetCommitResponsePartition(v_partition_index_8, v_error_code_9))
             append_3(OffsetCommitResponseTopic(v_name_4, ZERO_UUID, v_partitions_6))
@@ -1529,7 +1528,7 @@ def encode_offset_commit_response_v1(m: OffsetCommitResponse, out: bytearray) ->
         x_5 = e_2.partitions
         out += _S1.pack(len(x_5))
         for e_6 in x_5:
-            out += _S7.pack(e_6.partition_index, e_6.error_code)
+            out += _S11.pack(e_6.partition_index, e_6.error_code)
 
 
 def decode_offset_commit_response_v2(data: bytes, pos: int) -> tuple[OffsetCommitResponse, int]:
@@ -1563,7 +1562,7 @@ def decode_offset_commit_response_v2(data: bytes, pos: int) -> tuple[OffsetCommi
                 v_partitions_6 = []
                 append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v_partition_index_8, v_error_code_9 = _S7.unpack_from(data, pos)
+                    v_partition_index_8, v_error_code_9 = _S11.unpack_from(data, pos)
                     pos += 6
                     append_7(OffsetCommitResponsePartition(v_partition_index_8, v_error_code_9))
             append_3(OffsetCommitResponseTopic(v_name_4, ZERO_UUID, v_partitions_6))
@@ -1581,7 +1580,7 @@ def encode_offset_commit_response_v2(m: OffsetCommitResponse, out: bytearray) ->
         x_5 = e_2.partitions
         out += _S1.pack(len(x_5))
         for e_6 in x_5:
-            out += _S7.pack(e_6.partition_index, e_6.error_code)
+            out += _S11.pack(e_6.partition_index, e_6.error_code)
 
 
 def decode_offset_commit_response_v3(data: bytes, pos: int) -> tuple[OffsetCommitResponse, int]:
@@ -1617,7 +1616,7 @@ def decode_offset_commit_response_v3(data: bytes, pos: int) -> tuple[OffsetCommi
                 v_partitions_6 = []
                 append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v_partition_index_8, v_error_code_9 = _S7.unpack_from(data, pos)
+                    v_partition_index_8, v_error_code_9 = _S11.unpack_from(data, pos)
                     pos += 6
                     append_7(OffsetCommitResponsePartition(v_partition_index_8, v_error_code_9))
             append_3(OffsetCommitResponseTopic(v_name_4, ZERO_UUID, v_partitions_6))
@@ -1636,7 +1635,7 @@ def encode_offset_commit_response_v3(m: OffsetCommitResponse, out: bytearray) ->
         x_5 = e_2.partitions
         out += _S1.pack(len(x_5))
         for e_6 in x_5:
-            out += _S7.pack(e_6.partition_index, e_6.error_code)
+            out += _S11.pack(e_6.partition_index, e_6.error_code)
 
 
 def decode_offset_commit_response_v4(data: bytes, pos: int) -> tuple[OffsetCommitResponse, int]:
@@ -1672,7 +1671,7 @@ def decode_offset_commit_response_v4(data: bytes, pos: int) -> tuple[OffsetCommi
                 v_partitions_6 = []
                 append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v_partition_index_8, v_error_code_9 = _S7.unpack_from(data, pos)
+                    v_partition_index_8, v_error_code_9 = _S11.unpack_from(data, pos)
                     pos += 6
                     append_7(OffsetCommitResponsePartition(v_partition_index_8, v_error_code_9))
             append_3(OffsetCommitResponseTopic(v_name_4, ZERO_UUID, v_partitions_6))
@@ -1691,7 +1690,7 @@ def encode_offset_commit_response_v4(m: OffsetCommitResponse, out: bytearray) ->
         x_5 = e_2.partitions
         out += _S1.pack(len(x_5))
         for e_6 in x_5:
-            out += _S7.pack(e_6.partition_index, e_6.error_code)
+            out += _S11.pack(e_6.partition_index, e_6.error_code)
 
 
 def decode_offset_commit_response_v5(data: bytes, pos: int) -> tuple[OffsetCommitResponse, int]:
@@ -1727,7 +1726,7 @@ def decode_offset_commit_response_v5(data: bytes, pos: int) -> tuple[OffsetCommi
                 v_partitions_6 = []
                 append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v_partition_index_8, v_error_code_9 = _S7.unpack_from(data, pos)
+                    v_partition_index_8, v_error_code_9 = _S11.unpack_from(data, pos)
                     pos += 6
                     append_7(OffsetCommitResponsePartition(v_partition_index_8, v_error_code_9))
             append_3(OffsetCommitResponseTopic(v_name_4, ZERO_UUID, v_partitions_6))
@@ -1746,7 +1745,7 @@ def encode_offset_commit_response_v5(m: OffsetCommitResponse, out: bytearray) ->
         x_5 = e_2.partitions
         out += _S1.pack(len(x_5))
         for e_6 in x_5:
-            out += _S7.pack(e_6.partition_index, e_6.error_code)
+            out += _S11.pack(e_6.partition_index, e_6.error_code)
 
 
 def decode_offset_commit_response_v6(data: bytes, pos: int) -> tuple[OffsetCommitResponse, int]:
@@ -1782,7 +1781,7 @@ def decode_offset_commit_response_v6(data: bytes, pos: int) -> tuple[OffsetCommi
                 v_partitions_6 = []
                 append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v_partition_index_8, v_error_code_9 = _S7.unpack_from(data, pos)
+                    v_partition_index_8, v_error_code_9 = _S11.unpack_from(data, pos)
                     pos += 6
                     append_7(OffsetCommitResponsePartition(v_partition_index_8, v_error_code_9))
             append_3(OffsetCommitResponseTopic(v_name_4, ZERO_UUID, v_partitions_6))
@@ -1801,7 +1800,7 @@ def encode_offset_commit_response_v6(m: OffsetCommitResponse, out: bytearray) ->
         x_5 = e_2.partitions
         out += _S1.pack(len(x_5))
         for e_6 in x_5:
-            out += _S7.pack(e_6.partition_index, e_6.error_code)
+            out += _S11.pack(e_6.partition_index, e_6.error_code)
 
 
 def decode_offset_commit_response_v7(data: bytes, pos: int) -> tuple[OffsetCommitResponse, int]:
@@ -1837,7 +1836,7 @@ def decode_offset_commit_response_v7(data: bytes, pos: int) -> tuple[OffsetCommi
                 v_partitions_6 = []
                 append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v_partition_index_8, v_error_code_9 = _S7.unpack_from(data, pos)
+                    v_partition_index_8, v_error_code_9 = _S11.unpack_from(data, pos)
                     pos += 6
                     append_7(OffsetCommitResponsePartition(v_partition_index_8, v_error_code_9))
             append_3(OffsetCommitResponseTopic(v_name_4, ZERO_UUID, v_partitions_6))
@@ -1856,17 +1855,16 @@ def encode_offset_commit_response_v7(m: OffsetCommitResponse, out: bytearray) ->
         x_5 = e_2.partitions
         out += _S1.pack(len(x_5))
         for e_6 in x_5:
-            out += _S7.pack(e_6.partition_index, e_6.error_code)
+            out += _S11.pack(e_6.partition_index, e_6.error_code)
 
 
 def decode_offset_commit_response_v8(data: bytes, pos: int) -> tuple[OffsetCommitResponse, int]:
-    v_throttle_time_ms_1, = _S1.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S6.unpack_from(data, pos)
     v_topics_2: list[OffsetCommitResponseTopic]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -1904,11 +1902,11 @@ def decode_offset_commit_response_v8(data: bytes, pos: int) -> tuple[OffsetCommi
                 v_partitions_6 = []
                 append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v_partition_index_8, v_error_code_9 = _S7.unpack_from(data, pos)
-                    pos += 6
-                    if data[pos] == 0:
-                        pos += 1
+                    v_partition_index_8, v_error_code_9, tag_count2 = _S12.unpack_from(data, pos)
+                    if tag_count2 == 0:
+                        pos += 7
                     else:
+                        pos += 6
                         n_tags2, pos = read_uvarint(data, pos)
                         for _ in range(n_tags2):
                             tag2, pos = read_uvarint(data, pos)
@@ -1962,20 +1960,18 @@ def encode_offset_commit_response_v8(m: OffsetCommitResponse, out: bytearray) ->
         else:
             write_uvarint(out, u_8)
         for e_9 in x_7:
-            out += _S7.pack(e_9.partition_index, e_9.error_code)
-            out.append(0)
+            out += _S13.pack(e_9.partition_index, e_9.error_code)
         out.append(0)
     out.append(0)
 
 
 def decode_offset_commit_response_v9(data: bytes, pos: int) -> tuple[OffsetCommitResponse, int]:
-    v_throttle_time_ms_1, = _S1.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S6.unpack_from(data, pos)
     v_topics_2: list[OffsetCommitResponseTopic]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -2013,11 +2009,11 @@ def decode_offset_commit_response_v9(data: bytes, pos: int) -> tuple[OffsetCommi
                 v_partitions_6 = []
                 append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v_partition_index_8, v_error_code_9 = _S7.unpack_from(data, pos)
-                    pos += 6
-                    if data[pos] == 0:
-                        pos += 1
+                    v_partition_index_8, v_error_code_9, tag_count2 = _S12.unpack_from(data, pos)
+                    if tag_count2 == 0:
+                        pos += 7
                     else:
+                        pos += 6
                         n_tags2, pos = read_uvarint(data, pos)
                         for _ in range(n_tags2):
                             tag2, pos = read_uvarint(data, pos)
@@ -2071,20 +2067,18 @@ def encode_offset_commit_response_v9(m: OffsetCommitResponse, out: bytearray) ->
         else:
             write_uvarint(out, u_8)
         for e_9 in x_7:
-            out += _S7.pack(e_9.partition_index, e_9.error_code)
-            out.append(0)
+            out += _S13.pack(e_9.partition_index, e_9.error_code)
         out.append(0)
     out.append(0)
 
 
 def decode_offset_commit_response_v10(data: bytes, pos: int) -> tuple[OffsetCommitResponse, int]:
-    v_throttle_time_ms_1, = _S1.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S6.unpack_from(data, pos)
     v_topics_2: list[OffsetCommitResponseTopic]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -2095,13 +2089,12 @@ def decode_offset_commit_response_v10(data: bytes, pos: int) -> tuple[OffsetComm
         v_topics_2 = []
         append_3 = v_topics_2.append
         for _ in range(n0):
-            v_topic_id_5, = _S6.unpack_from(data, pos)
-            pos += 16
+            v_topic_id_5, n1 = _S9.unpack_from(data, pos)
             v_partitions_6: list[OffsetCommitResponsePartition]
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 17
             else:
+                pos += 16
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -2112,11 +2105,11 @@ def decode_offset_commit_response_v10(data: bytes, pos: int) -> tuple[OffsetComm
                 v_partitions_6 = []
                 append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v_partition_index_8, v_error_code_9 = _S7.unpack_from(data, pos)
-                    pos += 6
-                    if data[pos] == 0:
-                        pos += 1
+                    v_partition_index_8, v_error_code_9, tag_count2 = _S12.unpack_from(data, pos)
+                    if tag_count2 == 0:
+                        pos += 7
                     else:
+                        pos += 6
                         n_tags2, pos = read_uvarint(data, pos)
                         for _ in range(n_tags2):
                             tag2, pos = read_uvarint(data, pos)
@@ -2155,7 +2148,7 @@ def encode_offset_commit_response_v10(m: OffsetCommitResponse, out: bytearray) -
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        out += _S6.pack(e_3.topic_id)
+        out += _S10.pack(e_3.topic_id)
         x_4 = e_3.partitions
         u_5 = len(x_4) + 1
         if u_5 < 128:
@@ -2163,7 +2156,6 @@ def encode_offset_commit_response_v10(m: OffsetCommitResponse, out: bytearray) -
         else:
             write_uvarint(out, u_5)
         for e_6 in x_4:
-            out += _S7.pack(e_6.partition_index, e_6.error_code)
-            out.append(0)
+            out += _S13.pack(e_6.partition_index, e_6.error_code)
         out.append(0)
     out.append(0)

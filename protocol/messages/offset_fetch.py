@@ -12,10 +12,17 @@ from protocol.primitives import DecodeError, read_uvarint, write_uvarint
 ZERO_UUID = bytes(16)
 _S0 = Struct('>h')
 _S1 = Struct('>i')
-_S2 = Struct('>?')
-_S3 = Struct('>16s')
-_S4 = Struct('>iq')
-_S5 = Struct('>iqi')
+_S2 = Struct('>?B')
+_S3 = Struct('>?x')
+_S4 = Struct('>iB')
+_S5 = Struct('>16sB')
+_S6 = Struct('>16s')
+_S7 = Struct('>iq')
+_S8 = Struct('>iqi')
+_S9 = Struct('>iqiB')
+_S10 = Struct('>hB')
+_S11 = Struct('>iqix')
+_S12 = Struct('>hx')
 
 
 @dataclass(slots=True)
@@ -669,11 +676,11 @@ def decode_offset_fetch_request_v7(data: bytes, pos: int) -> tuple[OffsetFetchRe
                     end1 = pos + size1
                     pos = end1
             append_5(OffsetFetchRequestTopic(v_name_6, v_partition_indexes_7))
-    v_require_stable_4, = _S2.unpack_from(data, pos)
-    pos += 1
-    if data[pos] == 0:
-        pos += 1
+    v_require_stable_4, tag_count0 = _S2.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 2
     else:
+        pos += 1
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -720,8 +727,7 @@ def encode_offset_fetch_request_v7(m: OffsetFetchRequest, out: bytearray) -> Non
                 write_uvarint(out, u_11)
             out += pack('>%di' % len(x_10), *x_10)
             out.append(0)
-    out += _S2.pack(m.require_stable)
-    out.append(0)
+    out += _S3.pack(m.require_stable)
 
 
 def decode_offset_fetch_request_v8(data: bytes, pos: int) -> tuple[OffsetFetchRequest, int]:
@@ -813,11 +819,11 @@ def decode_offset_fetch_request_v8(data: bytes, pos: int) -> tuple[OffsetFetchRe
                     end1 = pos + size1
                     pos = end1
             append_5(OffsetFetchRequestGroup(v_group_id_6, None, -1, v_topics_9))
-    v_require_stable_4, = _S2.unpack_from(data, pos)
-    pos += 1
-    if data[pos] == 0:
-        pos += 1
+    v_require_stable_4, tag_count0 = _S2.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 2
     else:
+        pos += 1
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -874,8 +880,7 @@ def encode_offset_fetch_request_v8(m: OffsetFetchRequest, out: bytearray) -> Non
                 out += pack('>%di' % len(x_13), *x_13)
                 out.append(0)
         out.append(0)
-    out += _S2.pack(m.require_stable)
-    out.append(0)
+    out += _S3.pack(m.require_stable)
 
 
 def decode_offset_fetch_request_v9(data: bytes, pos: int) -> tuple[OffsetFetchRequest, int]:
@@ -918,13 +923,12 @@ def decode_offset_fetch_request_v9(data: bytes, pos: int) -> tuple[OffsetFetchRe
             else:
                 v_member_id_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_member_epoch_8, = _S1.unpack_from(data, pos)
-            pos += 4
+            v_member_epoch_8, n1 = _S4.unpack_from(data, pos)
             v_topics_9: list[OffsetFetchRequestTopics] | None
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 5
             else:
+                pos += 4
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -981,11 +985,11 @@ def decode_offset_fetch_request_v9(data: bytes, pos: int) -> tuple[OffsetFetchRe
                     end1 = pos + size1
                     pos = end1
             append_5(OffsetFetchRequestGroup(v_group_id_6, v_member_id_7, v_member_epoch_8, v_topics_9))
-    v_require_stable_4, = _S2.unpack_from(data, pos)
-    pos += 1
-    if data[pos] == 0:
-        pos += 1
+    v_require_stable_4, tag_count0 = _S2.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 2
     else:
+        pos += 1
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -1054,8 +1058,7 @@ def encode_offset_fetch_request_v9(m: OffsetFetchRequest, out: bytearray) -> Non
                 out += pack('>%di' % len(x_16), *x_16)
                 out.append(0)
         out.append(0)
-    out += _S2.pack(m.require_stable)
-    out.append(0)
+    out += _S3.pack(m.require_stable)
 
 
 def decode_offset_fetch_request_v10(data: bytes, pos: int) -> tuple[OffsetFetchRequest, int]:
@@ -1098,13 +1101,12 @@ def decode_offset_fetch_request_v10(data: bytes, pos: int) -> tuple[OffsetFetchR
             else:
                 v_member_id_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_member_epoch_8, = _S1.unpack_from(data, pos)
-            pos += 4
+            v_member_epoch_8, n1 = _S4.unpack_from(data, pos)
             v_topics_9: list[OffsetFetchRequestTopics] | None
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 5
             else:
+                pos += 4
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -1115,13 +1117,12 @@ def decode_offset_fetch_request_v10(data: bytes, pos: int) -> tuple[OffsetFetchR
                 v_topics_9 = []
                 append_10 = v_topics_9.append
                 for _ in range(n1):
-                    v_topic_id_12, = _S3.unpack_from(data, pos)
-                    pos += 16
+                    v_topic_id_12, n2 = _S5.unpack_from(data, pos)
                     v_partition_indexes_13: list[int]
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 17
                     else:
+                        pos += 16
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
@@ -1151,11 +1152,11 @@ def decode_offset_fetch_request_v10(data: bytes, pos: int) -> tuple[OffsetFetchR
                     end1 = pos + size1
                     pos = end1
             append_5(OffsetFetchRequestGroup(v_group_id_6, v_member_id_7, v_member_epoch_8, v_topics_9))
-    v_require_stable_4, = _S2.unpack_from(data, pos)
-    pos += 1
-    if data[pos] == 0:
-        pos += 1
+    v_require_stable_4, tag_count0 = _S2.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 2
     else:
+        pos += 1
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -1207,7 +1208,7 @@ def encode_offset_fetch_request_v10(m: OffsetFetchRequest, out: bytearray) -> No
             else:
                 write_uvarint(out, u_11)
             for e_12 in x_10:
-                out += _S3.pack(e_12.topic_id)
+                out += _S6.pack(e_12.topic_id)
                 x_13 = e_12.partition_indexes
                 u_14 = len(x_13) + 1
                 if u_14 < 128:
@@ -1217,8 +1218,7 @@ def encode_offset_fetch_request_v10(m: OffsetFetchRequest, out: bytearray) -> No
                 out += pack('>%di' % len(x_13), *x_13)
                 out.append(0)
         out.append(0)
-    out += _S2.pack(m.require_stable)
-    out.append(0)
+    out += _S3.pack(m.require_stable)
 
 
 def decode_offset_fetch_response_v0(data: bytes, pos: int) -> tuple[OffsetFetchResponse, int]:
@@ -1252,7 +1252,7 @@ def decode_offset_fetch_response_v0(data: bytes, pos: int) -> tuple[OffsetFetchR
                 v_partitions_7 = []
                 append_8 = v_partitions_7.append
                 for _ in range(n1):
-                    v_partition_index_9, v_committed_offset_10 = _S4.unpack_from(data, pos)
+                    v_partition_index_9, v_committed_offset_10 = _S7.unpack_from(data, pos)
                     pos += 12
                     v_metadata_12: str | None
                     n2, = _S0.unpack_from(data, pos)
@@ -1282,7 +1282,7 @@ def encode_offset_fetch_response_v0(m: OffsetFetchResponse, out: bytearray) -> N
         x_5 = e_2.partitions
         out += _S1.pack(len(x_5))
         for e_6 in x_5:
-            out += _S4.pack(e_6.partition_index, e_6.committed_offset)
+            out += _S7.pack(e_6.partition_index, e_6.committed_offset)
             x_7 = e_6.metadata
             if x_7 is None:
                 out += b'\xff\xff'
@@ -1324,7 +1324,7 @@ def decode_offset_fetch_response_v1(data: bytes, pos: int) -> tuple[OffsetFetchR
                 v_partitions_7 = []
                 append_8 = v_partitions_7.append
                 for _ in range(n1):
-                    v_partition_index_9, v_committed_offset_10 = _S4.unpack_from(data, pos)
+                    v_partition_index_9, v_committed_offset_10 = _S7.unpack_from(data, pos)
                     pos += 12
                     v_metadata_12: str | None
                     n2, = _S0.unpack_from(data, pos)
@@ -1354,7 +1354,7 @@ def encode_offset_fetch_response_v1(m: OffsetFetchResponse, out: bytearray) -> N
         x_5 = e_2.partitions
         out += _S1.pack(len(x_5))
         for e_6 in x_5:
-            out += _S4.pack(e_6.partition_index, e_6.committed_offset)
+            out += _S7.pack(e_6.partition_index, e_6.committed_offset)
             x_7 = e_6.metadata
             if x_7 is None:
                 out += b'\xff\xff'
@@ -1396,7 +1396,7 @@ def decode_offset_fetch_response_v2(data: bytes, pos: int) -> tuple[OffsetFetchR
                 v_partitions_7 = []
                 append_8 = v_partitions_7.append
                 for _ in range(n1):
-                    v_partition_index_9, v_committed_offset_10 = _S4.unpack_from(data, pos)
+                    v_partition_index_9, v_committed_offset_10 = _S7.unpack_from(data, pos)
                     pos += 12
                     v_metadata_12: str | None
                     n2, = _S0.unpack_from(data, pos)
@@ -1428,7 +1428,7 @@ def encode_offset_fetch_response_v2(m: OffsetFetchResponse, out: bytearray) -> N
         x_5 = e_2.partitions
         out += _S1.pack(len(x_5))
         for e_6 in x_5:
-            out += _S4.pack(e_6.partition_index, e_6.committed_offset)
+            out += _S7.pack(e_6.partition_index, e_6.committed_offset)
             x_7 = e_6.metadata
             if x_7 is None:
                 out += b'\xff\xff'
@@ -1473,7 +1473,7 @@ def decode_offset_fetch_response_v3(data: bytes, pos: int) -> tuple[OffsetFetchR
                 v_partitions_7 = []
                 append_8 = v_partitions_7.append
                 for _ in range(n1):
-                    v_partition_index_9, v_committed_offset_10 = _S4.unpack_from(data, pos)
+                    v_partition_index_9, v_committed_offset_10 = _S7.unpack_from(data, pos)
                     pos += 12
                     v_metadata_12: str | None
                     n2, = _S0.unpack_from(data, pos)
@@ -1506,7 +1506,7 @@ def encode_offset_fetch_response_v3(m: OffsetFetchResponse, out: bytearray) -> N
         x_5 = e_2.partitions
         out += _S1.pack(len(x_5))
         for e_6 in x_5:
-            out += _S4.pack(e_6.partition_index, e_6.committed_offset)
+            out += _S7.pack(e_6.partition_index, e_6.committed_offset)
             x_7 = e_6.metadata
             if x_7 is None:
                 out += b'\xff\xff'
@@ -1551,7 +1551,7 @@ def decode_offset_fetch_response_v4(data: bytes, pos: int) -> tuple[OffsetFetchR
                 v_partitions_7 = []
                 append_8 = v_partitions_7.append
                 for _ in range(n1):
-                    v_partition_index_9, v_committed_offset_10 = _S4.unpack_from(data, pos)
+                    v_partition_index_9, v_committed_offset_10 = _S7.unpack_from(data, pos)
                     pos += 12
                     v_metadata_12: str | None
                     n2, = _S0.unpack_from(data, pos)
@@ -1584,7 +1584,7 @@ def encode_offset_fetch_response_v4(m: OffsetFetchResponse, out: bytearray) -> N
         x_5 = e_2.partitions
         out += _S1.pack(len(x_5))
         for e_6 in x_5:
-            out += _S4.pack(e_6.partition_index, e_6.committed_offset)
+            out += _S7.pack(e_6.partition_index, e_6.committed_offset)
             x_7 = e_6.metadata
             if x_7 is None:
                 out += b'\xff\xff'
@@ -1629,7 +1629,7 @@ def decode_offset_fetch_response_v5(data: bytes, pos: int) -> tuple[OffsetFetchR
                 v_partitions_7 = []
                 append_8 = v_partitions_7.append
                 for _ in range(n1):
-                    v_partition_index_9, v_committed_offset_10, v_committed_leader_epoch_11 = _S5.unpack_from(data, pos)
+                    v_partition_index_9, v_committed_offset_10, v_committed_leader_epoch_11 = _S8.unpack_from(data, pos)
                     pos += 16
                     v_metadata_12: str | None
                     n2, = _S0.unpack_from(data, pos)
@@ -1662,7 +1662,7 @@ def encode_offset_fetch_response_v5(m: OffsetFetchResponse, out: bytearray) -> N
         x_5 = e_2.partitions
         out += _S1.pack(len(x_5))
         for e_6 in x_5:
-            out += _S5.pack(e_6.partition_index, e_6.committed_offset, e_6.committed_leader_epoch)
+            out += _S8.pack(e_6.partition_index, e_6.committed_offset, e_6.committed_leader_epoch)
             x_7 = e_6.metadata
             if x_7 is None:
                 out += b'\xff\xff'
@@ -1675,13 +1675,12 @@ def encode_offset_fetch_response_v5(m: OffsetFetchResponse, out: bytearray) -> N
 
 
 def decode_offset_fetch_response_v6(data: bytes, pos: int) -> tuple[OffsetFetchResponse, int]:
-    v_throttle_time_ms_1, = _S1.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S4.unpack_from(data, pos)
     v_topics_2: list[OffsetFetchResponseTopic]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -1719,13 +1718,12 @@ def decode_offset_fetch_response_v6(data: bytes, pos: int) -> tuple[OffsetFetchR
                 v_partitions_7 = []
                 append_8 = v_partitions_7.append
                 for _ in range(n1):
-                    v_partition_index_9, v_committed_offset_10, v_committed_leader_epoch_11 = _S5.unpack_from(data, pos)
-                    pos += 16
+                    v_partition_index_9, v_committed_offset_10, v_committed_leader_epoch_11, n2 = _S9.unpack_from(data, pos)
                     v_metadata_12: str | None
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 17
                     else:
+                        pos += 16
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
@@ -1733,11 +1731,11 @@ def decode_offset_fetch_response_v6(data: bytes, pos: int) -> tuple[OffsetFetchR
                     else:
                         v_metadata_12 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
-                    v_error_code_13, = _S0.unpack_from(data, pos)
-                    pos += 2
-                    if data[pos] == 0:
-                        pos += 1
+                    v_error_code_13, tag_count2 = _S10.unpack_from(data, pos)
+                    if tag_count2 == 0:
+                        pos += 3
                     else:
+                        pos += 2
                         n_tags2, pos = read_uvarint(data, pos)
                         for _ in range(n_tags2):
                             tag2, pos = read_uvarint(data, pos)
@@ -1755,11 +1753,11 @@ def decode_offset_fetch_response_v6(data: bytes, pos: int) -> tuple[OffsetFetchR
                     end1 = pos + size1
                     pos = end1
             append_5(OffsetFetchResponseTopic(v_name_6, v_partitions_7))
-    v_error_code_3, = _S0.unpack_from(data, pos)
-    pos += 2
-    if data[pos] == 0:
-        pos += 1
+    v_error_code_3, tag_count0 = _S10.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 3
     else:
+        pos += 2
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -1795,33 +1793,30 @@ def encode_offset_fetch_response_v6(m: OffsetFetchResponse, out: bytearray) -> N
         else:
             write_uvarint(out, u_8)
         for e_9 in x_7:
-            out += _S5.pack(e_9.partition_index, e_9.committed_offset, e_9.committed_leader_epoch)
             x_10 = e_9.metadata
             if x_10 is None:
-                out.append(0)
+                out += _S11.pack(e_9.partition_index, e_9.committed_offset, e_9.committed_leader_epoch)
             else:
                 b_11 = x_10.encode()
                 u_12 = len(b_11) + 1
                 if u_12 < 128:
-                    out.append(u_12)
+                    out += _S9.pack(e_9.partition_index, e_9.committed_offset, e_9.committed_leader_epoch, u_12)
                 else:
+                    out += _S8.pack(e_9.partition_index, e_9.committed_offset, e_9.committed_leader_epoch)
                     write_uvarint(out, u_12)
                 out += b_11
-            out += _S0.pack(e_9.error_code)
-            out.append(0)
+            out += _S12.pack(e_9.error_code)
         out.append(0)
-    out += _S0.pack(m.error_code)
-    out.append(0)
+    out += _S12.pack(m.error_code)
 
 
 def decode_offset_fetch_response_v7(data: bytes, pos: int) -> tuple[OffsetFetchResponse, int]:
-    v_throttle_time_ms_1, = _S1.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S4.unpack_from(data, pos)
     v_topics_2: list[OffsetFetchResponseTopic]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -1859,13 +1854,12 @@ def decode_offset_fetch_response_v7(data: bytes, pos: int) -> tuple[OffsetFetchR
                 v_partitions_7 = []
                 append_8 = v_partitions_7.append
                 for _ in range(n1):
-                    v_partition_index_9, v_committed_offset_10, v_committed_leader_epoch_11 = _S5.unpack_from(data, pos)
-                    pos += 16
+                    v_partition_index_9, v_committed_offset_10, v_committed_leader_epoch_11, n2 = _S9.unpack_from(data, pos)
                     v_metadata_12: str | None
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 17
                     else:
+                        pos += 16
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
@@ -1873,11 +1867,11 @@ def decode_offset_fetch_response_v7(data: bytes, pos: int) -> tuple[OffsetFetchR
                     else:
                         v_metadata_12 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
-                    v_error_code_13, = _S0.unpack_from(data, pos)
-                    pos += 2
-                    if data[pos] == 0:
-                        pos += 1
+                    v_error_code_13, tag_count2 = _S10.unpack_from(data, pos)
+                    if tag_count2 == 0:
+                        pos += 3
                     else:
+                        pos += 2
                         n_tags2, pos = read_uvarint(data, pos)
                         for _ in range(n_tags2):
                             tag2, pos = read_uvarint(data, pos)
@@ -1895,11 +1889,11 @@ def decode_offset_fetch_response_v7(data: bytes, pos: int) -> tuple[OffsetFetchR
                     end1 = pos + size1
                     pos = end1
             append_5(OffsetFetchResponseTopic(v_name_6, v_partitions_7))
-    v_error_code_3, = _S0.unpack_from(data, pos)
-    pos += 2
-    if data[pos] == 0:
-        pos += 1
+    v_error_code_3, tag_count0 = _S10.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 3
     else:
+        pos += 2
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -1935,33 +1929,30 @@ def encode_offset_fetch_response_v7(m: OffsetFetchResponse, out: bytearray) -> N
         else:
             write_uvarint(out, u_8)
         for e_9 in x_7:
-            out += _S5.pack(e_9.partition_index, e_9.committed_offset, e_9.committed_leader_epoch)
             x_10 = e_9.metadata
             if x_10 is None:
-                out.append(0)
+                out += _S11.pack(e_9.partition_index, e_9.committed_offset, e_9.committed_leader_epoch)
             else:
                 b_11 = x_10.encode()
                 u_12 = len(b_11) + 1
                 if u_12 < 128:
-                    out.append(u_12)
+                    out += _S9.pack(e_9.partition_index, e_9.committed_offset, e_9.committed_leader_epoch, u_12)
                 else:
+                    out += _S8.pack(e_9.partition_index, e_9.committed_offset, e_9.committed_leader_epoch)
                     write_uvarint(out, u_12)
                 out += b_11
-            out += _S0.pack(e_9.error_code)
-            out.append(0)
+            out += _S12.pack(e_9.error_code)
         out.append(0)
-    out += _S0.pack(m.error_code)
-    out.append(0)
+    out += _S12.pack(m.error_code)
 
 
 def decode_offset_fetch_response_v8(data: bytes, pos: int) -> tuple[OffsetFetchResponse, int]:
-    v_throttle_time_ms_1, = _S1.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S4.unpack_from(data, pos)
     v_groups_4: list[OffsetFetchResponseGroup]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -2026,13 +2017,12 @@ def decode_offset_fetch_response_v8(data: bytes, pos: int) -> tuple[OffsetFetchR
                         v_partitions_12 = []
                         append_13 = v_partitions_12.append
                         for _ in range(n2):
-                            v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16 = _S5.unpack_from(data, pos)
-                            pos += 16
+                            v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16, n3 = _S9.unpack_from(data, pos)
                             v_metadata_17: str | None
-                            n3 = data[pos]
                             if n3 < 128:
-                                pos += 1
+                                pos += 17
                             else:
+                                pos += 16
                                 n3, pos = read_uvarint(data, pos)
                             n3 -= 1
                             if n3 < 0:
@@ -2040,11 +2030,11 @@ def decode_offset_fetch_response_v8(data: bytes, pos: int) -> tuple[OffsetFetchR
                             else:
                                 v_metadata_17 = str(data[pos:pos + n3], 'utf-8')
                                 pos += n3
-                            v_error_code_18, = _S0.unpack_from(data, pos)
-                            pos += 2
-                            if data[pos] == 0:
-                                pos += 1
+                            v_error_code_18, tag_count3 = _S10.unpack_from(data, pos)
+                            if tag_count3 == 0:
+                                pos += 3
                             else:
+                                pos += 2
                                 n_tags3, pos = read_uvarint(data, pos)
                                 for _ in range(n_tags3):
                                     tag3, pos = read_uvarint(data, pos)
@@ -2062,11 +2052,11 @@ def decode_offset_fetch_response_v8(data: bytes, pos: int) -> tuple[OffsetFetchR
                             end2 = pos + size2
                             pos = end2
                     append_9(OffsetFetchResponseTopics(v_name_10, ZERO_UUID, v_partitions_12))
-            v_error_code_8, = _S0.unpack_from(data, pos)
-            pos += 2
-            if data[pos] == 0:
-                pos += 1
+            v_error_code_8, tag_count1 = _S10.unpack_from(data, pos)
+            if tag_count1 == 0:
+                pos += 3
             else:
+                pos += 2
                 n_tags1, pos = read_uvarint(data, pos)
                 for _ in range(n_tags1):
                     tag1, pos = read_uvarint(data, pos)
@@ -2127,34 +2117,31 @@ def encode_offset_fetch_response_v8(m: OffsetFetchResponse, out: bytearray) -> N
             else:
                 write_uvarint(out, u_14)
             for e_15 in x_13:
-                out += _S5.pack(e_15.partition_index, e_15.committed_offset, e_15.committed_leader_epoch)
                 x_16 = e_15.metadata
                 if x_16 is None:
-                    out.append(0)
+                    out += _S11.pack(e_15.partition_index, e_15.committed_offset, e_15.committed_leader_epoch)
                 else:
                     b_17 = x_16.encode()
                     u_18 = len(b_17) + 1
                     if u_18 < 128:
-                        out.append(u_18)
+                        out += _S9.pack(e_15.partition_index, e_15.committed_offset, e_15.committed_leader_epoch, u_18)
                     else:
+                        out += _S8.pack(e_15.partition_index, e_15.committed_offset, e_15.committed_leader_epoch)
                         write_uvarint(out, u_18)
                     out += b_17
-                out += _S0.pack(e_15.error_code)
-                out.append(0)
+                out += _S12.pack(e_15.error_code)
             out.append(0)
-        out += _S0.pack(e_3.error_code)
-        out.append(0)
+        out += _S12.pack(e_3.error_code)
     out.append(0)
 
 
 def decode_offset_fetch_response_v9(data: bytes, pos: int) -> tuple[OffsetFetchResponse, int]:
-    v_throttle_time_ms_1, = _S1.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S4.unpack_from(data, pos)
     v_groups_4: list[OffsetFetchResponseGroup]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -2219,13 +2206,12 @@ def decode_offset_fetch_response_v9(data: bytes, pos: int) -> tuple[OffsetFetchR
                         v_partitions_12 = []
                         append_13 = v_partitions_12.append
                         for _ in range(n2):
-                            v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16 = _S5.unpack_from(data, pos)
-                            pos += 16
+                            v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16, n3 = _S9.unpack_from(data, pos)
                             v_metadata_17: str | None
-                            n3 = data[pos]
                             if n3 < 128:
-                                pos += 1
+                                pos += 17
                             else:
+                                pos += 16
                                 n3, pos = read_uvarint(data, pos)
                             n3 -= 1
                             if n3 < 0:
@@ -2233,11 +2219,11 @@ def decode_offset_fetch_response_v9(data: bytes, pos: int) -> tuple[OffsetFetchR
                             else:
                                 v_metadata_17 = str(data[pos:pos + n3], 'utf-8')
                                 pos += n3
-                            v_error_code_18, = _S0.unpack_from(data, pos)
-                            pos += 2
-                            if data[pos] == 0:
-                                pos += 1
+                            v_error_code_18, tag_count3 = _S10.unpack_from(data, pos)
+                            if tag_count3 == 0:
+                                pos += 3
                             else:
+                                pos += 2
                                 n_tags3, pos = read_uvarint(data, pos)
                                 for _ in range(n_tags3):
                                     tag3, pos = read_uvarint(data, pos)
@@ -2255,11 +2241,11 @@ def decode_offset_fetch_response_v9(data: bytes, pos: int) -> tuple[OffsetFetchR
                             end2 = pos + size2
                             pos = end2
                     append_9(OffsetFetchResponseTopics(v_name_10, ZERO_UUID, v_partitions_12))
-            v_error_code_8, = _S0.unpack_from(data, pos)
-            pos += 2
-            if data[pos] == 0:
-                pos += 1
+            v_error_code_8, tag_count1 = _S10.unpack_from(data, pos)
+            if tag_count1 == 0:
+                pos += 3
             else:
+                pos += 2
                 n_tags1, pos = read_uvarint(data, pos)
                 for _ in range(n_tags1):
                     tag1, pos = read_uvarint(data, pos)
@@ -2320,34 +2306,31 @@ def encode_offset_fetch_response_v9(m: OffsetFetchResponse, out: bytearray) -> N
             else:
                 write_uvarint(out, u_14)
             for e_15 in x_13:
-                out += _S5.pack(e_15.partition_index, e_15.committed_offset, e_15.committed_leader_epoch)
                 x_16 = e_15.metadata
                 if x_16 is None:
-                    out.append(0)
+                    out += _S11.pack(e_15.partition_index, e_15.committed_offset, e_15.committed_leader_epoch)
                 else:
                     b_17 = x_16.encode()
                     u_18 = len(b_17) + 1
                     if u_18 < 128:
-                        out.append(u_18)
+                        out += _S9.pack(e_15.partition_index, e_15.committed_offset, e_15.committed_leader_epoch, u_18)
                     else:
+                        out += _S8.pack(e_15.partition_index, e_15.committed_offset, e_15.committed_leader_epoch)
                         write_uvarint(out, u_18)
                     out += b_17
-                out += _S0.pack(e_15.error_code)
-                out.append(0)
+                out += _S12.pack(e_15.error_code)
             out.append(0)
-        out += _S0.pack(e_3.error_code)
-        out.append(0)
+        out += _S12.pack(e_3.error_code)
     out.append(0)
 
 
 def decode_offset_fetch_response_v10(data: bytes, pos: int) -> tuple[OffsetFetchResponse, int]:
-    v_throttle_time_ms_1, = _S1.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S4.unpack_from(data, pos)
     v_groups_4: list[OffsetFetchResponseGroup]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -2385,13 +2368,12 @@ def decode_offset_fetch_response_v10(data: bytes, pos: int) -> tuple[OffsetFetch
                 v_topics_7 = []
                 append_9 = v_topics_7.append
                 for _ in range(n1):
-                    v_topic_id_11, = _S3.unpack_from(data, pos)
-                    pos += 16
+                    v_topic_id_11, n2 = _S5.unpack_from(data, pos)
                     v_partitions_12: list[OffsetFetchResponsePartitions]
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 17
                     else:
+                        pos += 16
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
@@ -2402,13 +2384,12 @@ def decode_offset_fetch_response_v10(data: bytes, pos: int) -> tuple[OffsetFetch
                         v_partitions_12 = []
                         append_13 = v_partitions_12.append
                         for _ in range(n2):
-                            v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16 = _S5.unpack_from(data, pos)
-                            pos += 16
+                            v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16, n3 = _S9.unpack_from(data, pos)
                             v_metadata_17: str | None
-                            n3 = data[pos]
                             if n3 < 128:
-                                pos += 1
+                                pos += 17
                             else:
+                                pos += 16
                                 n3, pos = read_uvarint(data, pos)
                             n3 -= 1
                             if n3 < 0:
@@ -2416,11 +2397,11 @@ def decode_offset_fetch_response_v10(data: bytes, pos: int) -> tuple[OffsetFetch
                             else:
                                 v_metadata_17 = str(data[pos:pos + n3], 'utf-8')
                                 pos += n3
-                            v_error_code_18, = _S0.unpack_from(data, pos)
-                            pos += 2
-                            if data[pos] == 0:
-                                pos += 1
+                            v_error_code_18, tag_count3 = _S10.unpack_from(data, pos)
+                            if tag_count3 == 0:
+                                pos += 3
                             else:
+                                pos += 2
                                 n_tags3, pos = read_uvarint(data, pos)
                                 for _ in range(n_tags3):
                                     tag3, pos = read_uvarint(data, pos)
@@ -2438,11 +2419,11 @@ def decode_offset_fetch_response_v10(data: bytes, pos: int) -> tuple[OffsetFetch
                             end2 = pos + size2
                             pos = end2
                     append_9(OffsetFetchResponseTopics('', v_topic_id_11, v_partitions_12))
-            v_error_code_8, = _S0.unpack_from(data, pos)
-            pos += 2
-            if data[pos] == 0:
-                pos += 1
+            v_error_code_8, tag_count1 = _S10.unpack_from(data, pos)
+            if tag_count1 == 0:
+                pos += 3
             else:
+                pos += 2
                 n_tags1, pos = read_uvarint(data, pos)
                 for _ in range(n_tags1):
                     tag1, pos = read_uvarint(data, pos)
@@ -2488,7 +2469,7 @@ def encode_offset_fetch_response_v10(m: OffsetFetchResponse, out: bytearray) -> 
         else:
             write_uvarint(out, u_8)
         for e_9 in x_7:
-            out += _S3.pack(e_9.topic_id)
+            out += _S6.pack(e_9.topic_id)
             x_10 = e_9.partitions
             u_11 = len(x_10) + 1
             if u_11 < 128:
@@ -2496,21 +2477,19 @@ def encode_offset_fetch_response_v10(m: OffsetFetchResponse, out: bytearray) -> 
             else:
                 write_uvarint(out, u_11)
             for e_12 in x_10:
-                out += _S5.pack(e_12.partition_index, e_12.committed_offset, e_12.committed_leader_epoch)
                 x_13 = e_12.metadata
                 if x_13 is None:
-                    out.append(0)
+                    out += _S11.pack(e_12.partition_index, e_12.committed_offset, e_12.committed_leader_epoch)
                 else:
                     b_14 = x_13.encode()
                     u_15 = len(b_14) + 1
                     if u_15 < 128:
-                        out.append(u_15)
+                        out += _S9.pack(e_12.partition_index, e_12.committed_offset, e_12.committed_leader_epoch, u_15)
                     else:
+                        out += _S8.pack(e_12.partition_index, e_12.committed_offset, e_12.committed_leader_epoch)
                         write_uvarint(out, u_15)
                     out += b_14
-                out += _S0.pack(e_12.error_code)
-                out.append(0)
+                out += _S12.pack(e_12.error_code)
             out.append(0)
-        out += _S0.pack(e_3.error_code)
-        out.append(0)
+        out += _S12.pack(e_3.error_code)
     out.append(0)

@@ -13,11 +13,17 @@ ZERO_UUID = bytes(16)
 _S0 = Struct('>hi')
 _S1 = Struct('>i')
 _S2 = Struct('>h')
-_S3 = Struct('>16s')
-_S4 = Struct('>ihq')
-_S5 = Struct('>ihqq')
-_S6 = Struct('>ihqqq')
-_S7 = Struct('>ii')
+_S3 = Struct('>hiB')
+_S4 = Struct('>iB')
+_S5 = Struct('>ix')
+_S6 = Struct('>16sB')
+_S7 = Struct('>16s')
+_S8 = Struct('>ihq')
+_S9 = Struct('>ihqq')
+_S10 = Struct('>ihqqq')
+_S11 = Struct('>ihqqqB')
+_S12 = Struct('>iiB')
+_S13 = Struct('>iix')
 
 
 @dataclass(slots=True)
@@ -817,13 +823,12 @@ def decode_produce_request_v9(data: bytes, pos: int) -> tuple[ProduceRequest, in
     else:
         v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_acks_2, v_timeout_ms_3 = _S0.unpack_from(data, pos)
-    pos += 6
+    v_acks_2, v_timeout_ms_3, n0 = _S3.unpack_from(data, pos)
     v_topic_data_4: list[TopicProduceData]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 7
     else:
+        pos += 6
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -861,13 +866,12 @@ def decode_produce_request_v9(data: bytes, pos: int) -> tuple[ProduceRequest, in
                 v_partition_data_8 = []
                 append_9 = v_partition_data_8.append
                 for _ in range(n1):
-                    v_index_10, = _S1.unpack_from(data, pos)
-                    pos += 4
+                    v_index_10, n2 = _S4.unpack_from(data, pos)
                     v_records_11: bytes | None
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 5
                     else:
+                        pos += 4
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
@@ -942,15 +946,15 @@ def encode_produce_request_v9(m: ProduceRequest, out: bytearray) -> None:
         else:
             write_uvarint(out, u_11)
         for e_12 in x_10:
-            out += _S1.pack(e_12.index)
             x_13 = e_12.records
             if x_13 is None:
-                out.append(0)
+                out += _S5.pack(e_12.index)
             else:
                 u_14 = len(x_13) + 1
                 if u_14 < 128:
-                    out.append(u_14)
+                    out += _S4.pack(e_12.index, u_14)
                 else:
+                    out += _S1.pack(e_12.index)
                     write_uvarint(out, u_14)
                 out += x_13
             out.append(0)
@@ -971,13 +975,12 @@ def decode_produce_request_v10(data: bytes, pos: int) -> tuple[ProduceRequest, i
     else:
         v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_acks_2, v_timeout_ms_3 = _S0.unpack_from(data, pos)
-    pos += 6
+    v_acks_2, v_timeout_ms_3, n0 = _S3.unpack_from(data, pos)
     v_topic_data_4: list[TopicProduceData]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 7
     else:
+        pos += 6
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -1015,13 +1018,12 @@ def decode_produce_request_v10(data: bytes, pos: int) -> tuple[ProduceRequest, i
                 v_partition_data_8 = []
                 append_9 = v_partition_data_8.append
                 for _ in range(n1):
-                    v_index_10, = _S1.unpack_from(data, pos)
-                    pos += 4
+                    v_index_10, n2 = _S4.unpack_from(data, pos)
                     v_records_11: bytes | None
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 5
                     else:
+                        pos += 4
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
@@ -1096,15 +1098,15 @@ def encode_produce_request_v10(m: ProduceRequest, out: bytearray) -> None:
         else:
             write_uvarint(out, u_11)
         for e_12 in x_10:
-            out += _S1.pack(e_12.index)
             x_13 = e_12.records
             if x_13 is None:
-                out.append(0)
+                out += _S5.pack(e_12.index)
             else:
                 u_14 = len(x_13) + 1
                 if u_14 < 128:
-                    out.append(u_14)
+                    out += _S4.pack(e_12.index, u_14)
                 else:
+                    out += _S1.pack(e_12.index)
                     write_uvarint(out, u_14)
                 out += x_13
             out.append(0)
@@ -1125,13 +1127,12 @@ def decode_produce_request_v11(data: bytes, pos: int) -> tuple[ProduceRequest, i
     else:
         v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_acks_2, v_timeout_ms_3 = _S0.unpack_from(data, pos)
-    pos += 6
+    v_acks_2, v_timeout_ms_3, n0 = _S3.unpack_from(data, pos)
     v_topic_data_4: list[TopicProduceData]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 7
     else:
+        pos += 6
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -1169,13 +1170,12 @@ def decode_produce_request_v11(data: bytes, pos: int) -> tuple[ProduceRequest, i
                 v_partition_data_8 = []
                 append_9 = v_partition_data_8.append
                 for _ in range(n1):
-                    v_index_10, = _S1.unpack_from(data, pos)
-                    pos += 4
+                    v_index_10, n2 = _S4.unpack_from(data, pos)
                     v_records_11: bytes | None
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 5
                     else:
+                        pos += 4
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
@@ -1250,15 +1250,15 @@ def encode_produce_request_v11(m: ProduceRequest, out: bytearray) -> None:
         else:
             write_uvarint(out, u_11)
         for e_12 in x_10:
-            out += _S1.pack(e_12.index)
             x_13 = e_12.records
             if x_13 is None:
-                out.append(0)
+                out += _S5.pack(e_12.index)
             else:
                 u_14 = len(x_13) + 1
                 if u_14 < 128:
-                    out.append(u_14)
+                    out += _S4.pack(e_12.index, u_14)
                 else:
+                    out += _S1.pack(e_12.index)
                     write_uvarint(out, u_14)
                 out += x_13
             out.append(0)
@@ -1279,13 +1279,12 @@ def decode_produce_request_v12(data: bytes, pos: int) -> tuple[ProduceRequest, i
     else:
         v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_acks_2, v_timeout_ms_3 = _S0.unpack_from(data, pos)
-    pos += 6
+    v_acks_2, v_timeout_ms_3, n0 = _S3.unpack_from(data, pos)
     v_topic_data_4: list[TopicProduceData]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 7
     else:
+        pos += 6
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -1323,13 +1322,12 @@ def decode_produce_request_v12(data: bytes, pos: int) -> tuple[ProduceRequest, i
                 v_partition_data_8 = []
                 append_9 = v_partition_data_8.append
                 for _ in range(n1):
-                    v_index_10, = _S1.unpack_from(data, pos)
-                    pos += 4
+                    v_index_10, n2 = _S4.unpack_from(data, pos)
                     v_records_11: bytes | None
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 5
                     else:
+                        pos += 4
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
@@ -1404,15 +1402,15 @@ def encode_produce_request_v12(m: ProduceRequest, out: bytearray) -> None:
         else:
             write_uvarint(out, u_11)
         for e_12 in x_10:
-            out += _S1.pack(e_12.index)
             x_13 = e_12.records
             if x_13 is None:
-                out.append(0)
+                out += _S5.pack(e_12.index)
             else:
                 u_14 = len(x_13) + 1
                 if u_14 < 128:
-                    out.append(u_14)
+                    out += _S4.pack(e_12.index, u_14)
                 else:
+                    out += _S1.pack(e_12.index)
                     write_uvarint(out, u_14)
                 out += x_13
             out.append(0)
@@ -1433,13 +1431,12 @@ def decode_produce_request_v13(data: bytes, pos: int) -> tuple[ProduceRequest, i
     else:
         v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_acks_2, v_timeout_ms_3 = _S0.unpack_from(data, pos)
-    pos += 6
+    v_acks_2, v_timeout_ms_3, n0 = _S3.unpack_from(data, pos)
     v_topic_data_4: list[TopicProduceData]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 7
     else:
+        pos += 6
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -1450,13 +1447,12 @@ def decode_produce_request_v13(data: bytes, pos: int) -> tuple[ProduceRequest, i
         v_topic_data_4 = []
         append_5 = v_topic_data_4.append
         for _ in range(n0):
-            v_topic_id_7, = _S3.unpack_from(data, pos)
-            pos += 16
+            v_topic_id_7, n1 = _S6.unpack_from(data, pos)
             v_partition_data_8: list[PartitionProduceData]
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 17
             else:
+                pos += 16
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -1467,13 +1463,12 @@ def decode_produce_request_v13(data: bytes, pos: int) -> tuple[ProduceRequest, i
                 v_partition_data_8 = []
                 append_9 = v_partition_data_8.append
                 for _ in range(n1):
-                    v_index_10, = _S1.unpack_from(data, pos)
-                    pos += 4
+                    v_index_10, n2 = _S4.unpack_from(data, pos)
                     v_records_11: bytes | None
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 5
                     else:
+                        pos += 4
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
@@ -1533,7 +1528,7 @@ def encode_produce_request_v13(m: ProduceRequest, out: bytearray) -> None:
     else:
         write_uvarint(out, u_5)
     for e_6 in x_4:
-        out += _S3.pack(e_6.topic_id)
+        out += _S7.pack(e_6.topic_id)
         x_7 = e_6.partition_data
         u_8 = len(x_7) + 1
         if u_8 < 128:
@@ -1541,15 +1536,15 @@ def encode_produce_request_v13(m: ProduceRequest, out: bytearray) -> None:
         else:
             write_uvarint(out, u_8)
         for e_9 in x_7:
-            out += _S1.pack(e_9.index)
             x_10 = e_9.records
             if x_10 is None:
-                out.append(0)
+                out += _S5.pack(e_9.index)
             else:
                 u_11 = len(x_10) + 1
                 if u_11 < 128:
-                    out.append(u_11)
+                    out += _S4.pack(e_9.index, u_11)
                 else:
+                    out += _S1.pack(e_9.index)
                     write_uvarint(out, u_11)
                 out += x_10
             out.append(0)
@@ -1588,7 +1583,7 @@ def decode_produce_response_v0(data: bytes, pos: int) -> tuple[ProduceResponse, 
                 v_partition_responses_7 = []
                 append_8 = v_partition_responses_7.append
                 for _ in range(n1):
-                    v_index_9, v_error_code_10, v_base_offset_11 = _S4.unpack_from(data, pos)
+                    v_index_9, v_error_code_10, v_base_offset_11 = _S8.unpack_from(data, pos)
                     pos += 14
                     append_8(PartitionProduceResponse(v_index_9, v_error_code_10, v_base_offset_11, -1, -1, [], None, LeaderIdAndEpoch()))
             append_4(TopicProduceResponse(v_name_5, ZERO_UUID, v_partition_responses_7))
@@ -1610,7 +1605,7 @@ def encode_produce_response_v0(m: ProduceResponse, out: bytearray) -> None:
         for e_6 in x_5:
             if (e_6.current_leader.leader_id != -1) or (e_6.current_leader.leader_epoch != -1):
                 raise ValueError('attempted to write a non-default CurrentLeader at version 0')
-            out += _S4.pack(e_6.index, e_6.error_code, e_6.base_offset)
+            out += _S8.pack(e_6.index, e_6.error_code, e_6.base_offset)
 
 
 def decode_produce_response_v1(data: bytes, pos: int) -> tuple[ProduceResponse, int]:
@@ -1644,7 +1639,7 @@ def decode_produce_response_v1(data: bytes, pos: int) -> tuple[ProduceResponse, 
                 v_partition_responses_7 = []
                 append_8 = v_partition_responses_7.append
                 for _ in range(n1):
-                    v_index_9, v_error_code_10, v_base_offset_11 = _S4.unpack_from(data, pos)
+                    v_index_9, v_error_code_10, v_base_offset_11 = _S8.unpack_from(data, pos)
                     pos += 14
                     append_8(PartitionProduceResponse(v_index_9, v_error_code_10, v_base_offset_11, -1, -1, [], None, LeaderIdAndEpoch()))
             append_4(TopicProduceResponse(v_name_5, ZERO_UUID, v_partition_responses_7))
@@ -1668,7 +1663,7 @@ def encode_produce_response_v1(m: ProduceResponse, out: bytearray) -> None:
         for e_6 in x_5:
             if (e_6.current_leader.leader_id != -1) or (e_6.current_leader.leader_epoch != -1):
                 raise ValueError('attempted to write a non-default CurrentLeader at version 1')
-            out += _S4.pack(e_6.index, e_6.error_code, e_6.base_offset)
+            out += _S8.pack(e_6.index, e_6.error_code, e_6.base_offset)
     out += _S1.pack(m.throttle_time_ms)
 
 
@@ -1703,7 +1698,7 @@ def decode_produce_response_v2(data: bytes, pos: int) -> tuple[ProduceResponse, 
                 v_partition_responses_7 = []
                 append_8 = v_partition_responses_7.append
                 for _ in range(n1):
-                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12 = _S5.unpack_from(data, pos)
+                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12 = _S9.unpack_from(data, pos)
                     pos += 22
                     append_8(PartitionProduceResponse(v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, -1, [], None, LeaderIdAndEpoch()))
             append_4(TopicProduceResponse(v_name_5, ZERO_UUID, v_partition_responses_7))
@@ -1727,7 +1722,7 @@ def encode_produce_response_v2(m: ProduceResponse, out: bytearray) -> None:
         for e_6 in x_5:
             if (e_6.current_leader.leader_id != -1) or (e_6.current_leader.leader_epoch != -1):
                 raise ValueError('attempted to write a non-default CurrentLeader at version 2')
-            out += _S5.pack(e_6.index, e_6.error_code, e_6.base_offset, e_6.log_append_time_ms)
+            out += _S9.pack(e_6.index, e_6.error_code, e_6.base_offset, e_6.log_append_time_ms)
     out += _S1.pack(m.throttle_time_ms)
 
 
@@ -1762,7 +1757,7 @@ def decode_produce_response_v3(data: bytes, pos: int) -> tuple[ProduceResponse, 
                 v_partition_responses_7 = []
                 append_8 = v_partition_responses_7.append
                 for _ in range(n1):
-                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12 = _S5.unpack_from(data, pos)
+                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12 = _S9.unpack_from(data, pos)
                     pos += 22
                     append_8(PartitionProduceResponse(v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, -1, [], None, LeaderIdAndEpoch()))
             append_4(TopicProduceResponse(v_name_5, ZERO_UUID, v_partition_responses_7))
@@ -1786,7 +1781,7 @@ def encode_produce_response_v3(m: ProduceResponse, out: bytearray) -> None:
         for e_6 in x_5:
             if (e_6.current_leader.leader_id != -1) or (e_6.current_leader.leader_epoch != -1):
                 raise ValueError('attempted to write a non-default CurrentLeader at version 3')
-            out += _S5.pack(e_6.index, e_6.error_code, e_6.base_offset, e_6.log_append_time_ms)
+            out += _S9.pack(e_6.index, e_6.error_code, e_6.base_offset, e_6.log_append_time_ms)
     out += _S1.pack(m.throttle_time_ms)
 
 
@@ -1821,7 +1816,7 @@ def decode_produce_response_v4(data: bytes, pos: int) -> tuple[ProduceResponse, 
                 v_partition_responses_7 = []
                 append_8 = v_partition_responses_7.append
                 for _ in range(n1):
-                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12 = _S5.unpack_from(data, pos)
+                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12 = _S9.unpack_from(data, pos)
                     pos += 22
                     append_8(PartitionProduceResponse(v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, -1, [], None, LeaderIdAndEpoch()))
             append_4(TopicProduceResponse(v_name_5, ZERO_UUID, v_partition_responses_7))
@@ -1845,7 +1840,7 @@ def encode_produce_response_v4(m: ProduceResponse, out: bytearray) -> None:
         for e_6 in x_5:
             if (e_6.current_leader.leader_id != -1) or (e_6.current_leader.leader_epoch != -1):
                 raise ValueError('attempted to write a non-default CurrentLeader at version 4')
-            out += _S5.pack(e_6.index, e_6.error_code, e_6.base_offset, e_6.log_append_time_ms)
+            out += _S9.pack(e_6.index, e_6.error_code, e_6.base_offset, e_6.log_append_time_ms)
     out += _S1.pack(m.throttle_time_ms)
 
 
@@ -1880,7 +1875,7 @@ def decode_produce_response_v5(data: bytes, pos: int) -> tuple[ProduceResponse, 
                 v_partition_responses_7 = []
                 append_8 = v_partition_responses_7.append
                 for _ in range(n1):
-                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13 = _S6.unpack_from(data, pos)
+                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13 = _S10.unpack_from(data, pos)
                     pos += 30
                     append_8(PartitionProduceResponse(v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13, [], None, LeaderIdAndEpoch()))
             append_4(TopicProduceResponse(v_name_5, ZERO_UUID, v_partition_responses_7))
@@ -1904,7 +1899,7 @@ def encode_produce_response_v5(m: ProduceResponse, out: bytearray) -> None:
         for e_6 in x_5:
             if (e_6.current_leader.leader_id != -1) or (e_6.current_leader.leader_epoch != -1):
                 raise ValueError('attempted to write a non-default CurrentLeader at version 5')
-            out += _S6.pack(e_6.index, e_6.error_code, e_6.base_offset, e_6.log_append_time_ms, e_6.log_start_offset)
+            out += _S10.pack(e_6.index, e_6.error_code, e_6.base_offset, e_6.log_append_time_ms, e_6.log_start_offset)
     out += _S1.pack(m.throttle_time_ms)
 
 
@@ -1939,7 +1934,7 @@ def decode_produce_response_v6(data: bytes, pos: int) -> tuple[ProduceResponse, 
                 v_partition_responses_7 = []
                 append_8 = v_partition_responses_7.append
                 for _ in range(n1):
-                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13 = _S6.unpack_from(data, pos)
+                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13 = _S10.unpack_from(data, pos)
                     pos += 30
                     append_8(PartitionProduceResponse(v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13, [], None, LeaderIdAndEpoch()))
             append_4(TopicProduceResponse(v_name_5, ZERO_UUID, v_partition_responses_7))
@@ -1963,7 +1958,7 @@ def encode_produce_response_v6(m: ProduceResponse, out: bytearray) -> None:
         for e_6 in x_5:
             if (e_6.current_leader.leader_id != -1) or (e_6.current_leader.leader_epoch != -1):
                 raise ValueError('attempted to write a non-default CurrentLeader at version 6')
-            out += _S6.pack(e_6.index, e_6.error_code, e_6.base_offset, e_6.log_append_time_ms, e_6.log_start_offset)
+            out += _S10.pack(e_6.index, e_6.error_code, e_6.base_offset, e_6.log_append_time_ms, e_6.log_start_offset)
     out += _S1.pack(m.throttle_time_ms)
 
 
@@ -1998,7 +1993,7 @@ def decode_produce_response_v7(data: bytes, pos: int) -> tuple[ProduceResponse, 
                 v_partition_responses_7 = []
                 append_8 = v_partition_responses_7.append
                 for _ in range(n1):
-                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13 = _S6.unpack_from(data, pos)
+                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13 = _S10.unpack_from(data, pos)
                     pos += 30
                     append_8(PartitionProduceResponse(v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13, [], None, LeaderIdAndEpoch()))
             append_4(TopicProduceResponse(v_name_5, ZERO_UUID, v_partition_responses_7))
@@ -2022,7 +2017,7 @@ def encode_produce_response_v7(m: ProduceResponse, out: bytearray) -> None:
         for e_6 in x_5:
             if (e_6.current_leader.leader_id != -1) or (e_6.current_leader.leader_epoch != -1):
                 raise ValueError('attempted to write a non-default CurrentLeader at version 7')
-            out += _S6.pack(e_6.index, e_6.error_code, e_6.base_offset, e_6.log_append_time_ms, e_6.log_start_offset)
+            out += _S10.pack(e_6.index, e_6.error_code, e_6.base_offset, e_6.log_append_time_ms, e_6.log_start_offset)
     out += _S1.pack(m.throttle_time_ms)
 
 
@@ -2057,7 +2052,7 @@ def decode_produce_response_v8(data: bytes, pos: int) -> tuple[ProduceResponse, 
                 v_partition_responses_7 = []
                 append_8 = v_partition_responses_7.append
                 for _ in range(n1):
-                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13 = _S6.unpack_from(data, pos)
+                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13 = _S10.unpack_from(data, pos)
                     pos += 30
                     v_record_errors_14: list[BatchIndexAndErrorMessage]
                     n2, = _S1.unpack_from(data, pos)
@@ -2111,7 +2106,7 @@ def encode_produce_response_v8(m: ProduceResponse, out: bytearray) -> None:
         for e_6 in x_5:
             if (e_6.current_leader.leader_id != -1) or (e_6.current_leader.leader_epoch != -1):
                 raise ValueError('attempted to write a non-default CurrentLeader at version 8')
-            out += _S6.pack(e_6.index, e_6.error_code, e_6.base_offset, e_6.log_append_time_ms, e_6.log_start_offset)
+            out += _S10.pack(e_6.index, e_6.error_code, e_6.base_offset, e_6.log_append_time_ms, e_6.log_start_offset)
             x_7 = e_6.record_errors
             out += _S1.pack(len(x_7))
             for e_8 in x_7:
@@ -2176,13 +2171,12 @@ def decode_produce_response_v9(data: bytes, pos: int) -> tuple[ProduceResponse, 
                 v_partition_responses_7 = []
                 append_8 = v_partition_responses_7.append
                 for _ in range(n1):
-                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13 = _S6.unpack_from(data, pos)
-                    pos += 30
+                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13, n2 = _S11.unpack_from(data, pos)
                     v_record_errors_14: list[BatchIndexAndErrorMessage]
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 31
                     else:
+                        pos += 30
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
@@ -2193,13 +2187,12 @@ def decode_produce_response_v9(data: bytes, pos: int) -> tuple[ProduceResponse, 
                         v_record_errors_14 = []
                         append_17 = v_record_errors_14.append
                         for _ in range(n2):
-                            v_batch_index_18, = _S1.unpack_from(data, pos)
-                            pos += 4
+                            v_batch_index_18, n3 = _S4.unpack_from(data, pos)
                             v_batch_index_error_message_19: str | None
-                            n3 = data[pos]
                             if n3 < 128:
-                                pos += 1
+                                pos += 5
                             else:
+                                pos += 4
                                 n3, pos = read_uvarint(data, pos)
                             n3 -= 1
                             if n3 < 0:
@@ -2249,11 +2242,11 @@ def decode_produce_response_v9(data: bytes, pos: int) -> tuple[ProduceResponse, 
                     end1 = pos + size1
                     pos = end1
             append_4(TopicProduceResponse(v_name_5, ZERO_UUID, v_partition_responses_7))
-    v_throttle_time_ms_2, = _S1.unpack_from(data, pos)
-    pos += 4
-    if data[pos] == 0:
-        pos += 1
+    v_throttle_time_ms_2, tag_count0 = _S4.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 5
     else:
+        pos += 4
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -2290,7 +2283,7 @@ def encode_produce_response_v9(m: ProduceResponse, out: bytearray) -> None:
         for e_9 in x_7:
             if (e_9.current_leader.leader_id != -1) or (e_9.current_leader.leader_epoch != -1):
                 raise ValueError('attempted to write a non-default CurrentLeader at version 9')
-            out += _S6.pack(e_9.index, e_9.error_code, e_9.base_offset, e_9.log_append_time_ms, e_9.log_start_offset)
+            out += _S10.pack(e_9.index, e_9.error_code, e_9.base_offset, e_9.log_append_time_ms, e_9.log_start_offset)
             x_10 = e_9.record_errors
             u_11 = len(x_10) + 1
             if u_11 < 128:
@@ -2298,16 +2291,16 @@ def encode_produce_response_v9(m: ProduceResponse, out: bytearray) -> None:
             else:
                 write_uvarint(out, u_11)
             for e_12 in x_10:
-                out += _S1.pack(e_12.batch_index)
                 x_13 = e_12.batch_index_error_message
                 if x_13 is None:
-                    out.append(0)
+                    out += _S5.pack(e_12.batch_index)
                 else:
                     b_14 = x_13.encode()
                     u_15 = len(b_14) + 1
                     if u_15 < 128:
-                        out.append(u_15)
+                        out += _S4.pack(e_12.batch_index, u_15)
                     else:
+                        out += _S1.pack(e_12.batch_index)
                         write_uvarint(out, u_15)
                     out += b_14
                 out.append(0)
@@ -2324,8 +2317,7 @@ def encode_produce_response_v9(m: ProduceResponse, out: bytearray) -> None:
                 out += b_17
             out.append(0)
         out.append(0)
-    out += _S1.pack(m.throttle_time_ms)
-    out.append(0)
+    out += _S5.pack(m.throttle_time_ms)
 
 
 def decode_produce_response_v10(data: bytes, pos: int) -> tuple[ProduceResponse, int]:
@@ -2371,13 +2363,12 @@ def decode_produce_response_v10(data: bytes, pos: int) -> tuple[ProduceResponse,
                 v_partition_responses_7 = []
                 append_8 = v_partition_responses_7.append
                 for _ in range(n1):
-                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13 = _S6.unpack_from(data, pos)
-                    pos += 30
+                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13, n2 = _S11.unpack_from(data, pos)
                     v_record_errors_14: list[BatchIndexAndErrorMessage]
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 31
                     else:
+                        pos += 30
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
@@ -2388,13 +2379,12 @@ def decode_produce_response_v10(data: bytes, pos: int) -> tuple[ProduceResponse,
                         v_record_errors_14 = []
                         append_17 = v_record_errors_14.append
                         for _ in range(n2):
-                            v_batch_index_18, = _S1.unpack_from(data, pos)
-                            pos += 4
+                            v_batch_index_18, n3 = _S4.unpack_from(data, pos)
                             v_batch_index_error_message_19: str | None
-                            n3 = data[pos]
                             if n3 < 128:
-                                pos += 1
+                                pos += 5
                             else:
+                                pos += 4
                                 n3, pos = read_uvarint(data, pos)
                             n3 -= 1
                             if n3 < 0:
@@ -2434,11 +2424,11 @@ def decode_produce_response_v10(data: bytes, pos: int) -> tuple[ProduceResponse,
                             size2, pos = read_uvarint(data, pos)
                             end2 = pos + size2
                             if tag2 == 0:
-                                v_leader_id_20, v_leader_epoch_21 = _S7.unpack_from(data, pos)
-                                pos += 8
-                                if data[pos] == 0:
-                                    pos += 1
+                                v_leader_id_20, v_leader_epoch_21, tag_count3 = _S12.unpack_from(data, pos)
+                                if tag_count3 == 0:
+                                    pos += 9
                                 else:
+                                    pos += 8
                                     n_tags3, pos = read_uvarint(data, pos)
                                     for _ in range(n_tags3):
                                         tag3, pos = read_uvarint(data, pos)
@@ -2458,12 +2448,12 @@ def decode_produce_response_v10(data: bytes, pos: int) -> tuple[ProduceResponse,
                     end1 = pos + size1
                     pos = end1
             append_4(TopicProduceResponse(v_name_5, ZERO_UUID, v_partition_responses_7))
-    v_throttle_time_ms_2, = _S1.unpack_from(data, pos)
-    pos += 4
     v_node_endpoints_3: list[NodeEndpoint] = []
-    if data[pos] == 0:
-        pos += 1
+    v_throttle_time_ms_2, tag_count0 = _S4.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 5
     else:
+        pos += 4
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -2484,13 +2474,12 @@ def decode_produce_response_v10(data: bytes, pos: int) -> tuple[ProduceResponse,
                     v_node_endpoints_3 = []
                     append_22 = v_node_endpoints_3.append
                     for _ in range(n0):
-                        v_node_id_23, = _S1.unpack_from(data, pos)
-                        pos += 4
+                        v_node_id_23, n1 = _S4.unpack_from(data, pos)
                         v_host_24: str
-                        n1 = data[pos]
                         if n1 < 128:
-                            pos += 1
+                            pos += 5
                         else:
+                            pos += 4
                             n1, pos = read_uvarint(data, pos)
                         n1 -= 1
                         if n1 < 0:
@@ -2498,13 +2487,12 @@ def decode_produce_response_v10(data: bytes, pos: int) -> tuple[ProduceResponse,
                         else:
                             v_host_24 = str(data[pos:pos + n1], 'utf-8')
                             pos += n1
-                        v_port_25, = _S1.unpack_from(data, pos)
-                        pos += 4
+                        v_port_25, n1 = _S4.unpack_from(data, pos)
                         v_rack_26: str | None
-                        n1 = data[pos]
                         if n1 < 128:
-                            pos += 1
+                            pos += 5
                         else:
+                            pos += 4
                             n1, pos = read_uvarint(data, pos)
                         n1 -= 1
                         if n1 < 0:
@@ -2549,7 +2537,7 @@ def encode_produce_response_v10(m: ProduceResponse, out: bytearray) -> None:
         else:
             write_uvarint(out, u_8)
         for e_9 in x_7:
-            out += _S6.pack(e_9.index, e_9.error_code, e_9.base_offset, e_9.log_append_time_ms, e_9.log_start_offset)
+            out += _S10.pack(e_9.index, e_9.error_code, e_9.base_offset, e_9.log_append_time_ms, e_9.log_start_offset)
             x_10 = e_9.record_errors
             u_11 = len(x_10) + 1
             if u_11 < 128:
@@ -2557,16 +2545,16 @@ def encode_produce_response_v10(m: ProduceResponse, out: bytearray) -> None:
             else:
                 write_uvarint(out, u_11)
             for e_12 in x_10:
-                out += _S1.pack(e_12.batch_index)
                 x_13 = e_12.batch_index_error_message
                 if x_13 is None:
-                    out.append(0)
+                    out += _S5.pack(e_12.batch_index)
                 else:
                     b_14 = x_13.encode()
                     u_15 = len(b_14) + 1
                     if u_15 < 128:
-                        out.append(u_15)
+                        out += _S4.pack(e_12.batch_index, u_15)
                     else:
+                        out += _S1.pack(e_12.batch_index)
                         write_uvarint(out, u_15)
                     out += b_14
                 out.append(0)
@@ -2587,8 +2575,7 @@ def encode_produce_response_v10(m: ProduceResponse, out: bytearray) -> None:
                 write_uvarint(out, 0)
                 tagbuf2 = bytearray()
                 s_20 = e_9.current_leader
-                tagbuf2 += _S7.pack(s_20.leader_id, s_20.leader_epoch)
-                tagbuf2.append(0)
+                tagbuf2 += _S13.pack(s_20.leader_id, s_20.leader_epoch)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
         out.append(0)
@@ -2605,25 +2592,25 @@ def encode_produce_response_v10(m: ProduceResponse, out: bytearray) -> None:
         else:
             write_uvarint(tagbuf0, u_22)
         for e_23 in x_21:
-            tagbuf0 += _S1.pack(e_23.node_id)
             x_24 = e_23.host
             b_25 = x_24.encode()
             u_26 = len(b_25) + 1
             if u_26 < 128:
-                tagbuf0.append(u_26)
+                tagbuf0 += _S4.pack(e_23.node_id, u_26)
             else:
+                tagbuf0 += _S1.pack(e_23.node_id)
                 write_uvarint(tagbuf0, u_26)
             tagbuf0 += b_25
-            tagbuf0 += _S1.pack(e_23.port)
             x_27 = e_23.rack
             if x_27 is None:
-                tagbuf0.append(0)
+                tagbuf0 += _S5.pack(e_23.port)
             else:
                 b_28 = x_27.encode()
                 u_29 = len(b_28) + 1
                 if u_29 < 128:
-                    tagbuf0.append(u_29)
+                    tagbuf0 += _S4.pack(e_23.port, u_29)
                 else:
+                    tagbuf0 += _S1.pack(e_23.port)
                     write_uvarint(tagbuf0, u_29)
                 tagbuf0 += b_28
             tagbuf0.append(0)
@@ -2674,13 +2661,12 @@ def decode_produce_response_v11(data: bytes, pos: int) -> tuple[ProduceResponse,
                 v_partition_responses_7 = []
                 append_8 = v_partition_responses_7.append
                 for _ in range(n1):
-                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13 = _S6.unpack_from(data, pos)
-                    pos += 30
+                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13, n2 = _S11.unpack_from(data, pos)
                     v_record_errors_14: list[BatchIndexAndErrorMessage]
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 31
                     else:
+                        pos += 30
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
@@ -2691,13 +2677,12 @@ def decode_produce_response_v11(data: bytes, pos: int) -> tuple[ProduceResponse,
                         v_record_errors_14 = []
                         append_17 = v_record_errors_14.append
                         for _ in range(n2):
-                            v_batch_index_18, = _S1.unpack_from(data, pos)
-                            pos += 4
+                            v_batch_index_18, n3 = _S4.unpack_from(data, pos)
                             v_batch_index_error_message_19: str | None
-                            n3 = data[pos]
                             if n3 < 128:
-                                pos += 1
+                                pos += 5
                             else:
+                                pos += 4
                                 n3, pos = read_uvarint(data, pos)
                             n3 -= 1
                             if n3 < 0:
@@ -2737,11 +2722,11 @@ def decode_produce_response_v11(data: bytes, pos: int) -> tuple[ProduceResponse,
                             size2, pos = read_uvarint(data, pos)
                             end2 = pos + size2
                             if tag2 == 0:
-                                v_leader_id_20, v_leader_epoch_21 = _S7.unpack_from(data, pos)
-                                pos += 8
-                                if data[pos] == 0:
-                                    pos += 1
+                                v_leader_id_20, v_leader_epoch_21, tag_count3 = _S12.unpack_from(data, pos)
+                                if tag_count3 == 0:
+                                    pos += 9
                                 else:
+                                    pos += 8
                                     n_tags3, pos = read_uvarint(data, pos)
                                     for _ in range(n_tags3):
                                         tag3, pos = read_uvarint(data, pos)
@@ -2761,12 +2746,12 @@ def decode_produce_response_v11(data: bytes, pos: int) -> tuple[ProduceResponse,
                     end1 = pos + size1
                     pos = end1
             append_4(TopicProduceResponse(v_name_5, ZERO_UUID, v_partition_responses_7))
-    v_throttle_time_ms_2, = _S1.unpack_from(data, pos)
-    pos += 4
     v_node_endpoints_3: list[NodeEndpoint] = []
-    if data[pos] == 0:
-        pos += 1
+    v_throttle_time_ms_2, tag_count0 = _S4.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 5
     else:
+        pos += 4
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -2787,13 +2772,12 @@ def decode_produce_response_v11(data: bytes, pos: int) -> tuple[ProduceResponse,
                     v_node_endpoints_3 = []
                     append_22 = v_node_endpoints_3.append
                     for _ in range(n0):
-                        v_node_id_23, = _S1.unpack_from(data, pos)
-                        pos += 4
+                        v_node_id_23, n1 = _S4.unpack_from(data, pos)
                         v_host_24: str
-                        n1 = data[pos]
                         if n1 < 128:
-                            pos += 1
+                            pos += 5
                         else:
+                            pos += 4
                             n1, pos = read_uvarint(data, pos)
                         n1 -= 1
                         if n1 < 0:
@@ -2801,13 +2785,12 @@ def decode_produce_response_v11(data: bytes, pos: int) -> tuple[ProduceResponse,
                         else:
                             v_host_24 = str(data[pos:pos + n1], 'utf-8')
                             pos += n1
-                        v_port_25, = _S1.unpack_from(data, pos)
-                        pos += 4
+                        v_port_25, n1 = _S4.unpack_from(data, pos)
                         v_rack_26: str | None
-                        n1 = data[pos]
                         if n1 < 128:
-                            pos += 1
+                            pos += 5
                         else:
+                            pos += 4
                             n1, pos = read_uvarint(data, pos)
                         n1 -= 1
                         if n1 < 0:
@@ -2852,7 +2835,7 @@ def encode_produce_response_v11(m: ProduceResponse, out: bytearray) -> None:
         else:
             write_uvarint(out, u_8)
         for e_9 in x_7:
-            out += _S6.pack(e_9.index, e_9.error_code, e_9.base_offset, e_9.log_append_time_ms, e_9.log_start_offset)
+            out += _S10.pack(e_9.index, e_9.error_code, e_9.base_offset, e_9.log_append_time_ms, e_9.log_start_offset)
             x_10 = e_9.record_errors
             u_11 = len(x_10) + 1
             if u_11 < 128:
@@ -2860,16 +2843,16 @@ def encode_produce_response_v11(m: ProduceResponse, out: bytearray) -> None:
             else:
                 write_uvarint(out, u_11)
             for e_12 in x_10:
-                out += _S1.pack(e_12.batch_index)
                 x_13 = e_12.batch_index_error_message
                 if x_13 is None:
-                    out.append(0)
+                    out += _S5.pack(e_12.batch_index)
                 else:
                     b_14 = x_13.encode()
                     u_15 = len(b_14) + 1
                     if u_15 < 128:
-                        out.append(u_15)
+                        out += _S4.pack(e_12.batch_index, u_15)
                     else:
+                        out += _S1.pack(e_12.batch_index)
                         write_uvarint(out, u_15)
                     out += b_14
                 out.append(0)
@@ -2890,8 +2873,7 @@ def encode_produce_response_v11(m: ProduceResponse, out: bytearray) -> None:
                 write_uvarint(out, 0)
                 tagbuf2 = bytearray()
                 s_20 = e_9.current_leader
-                tagbuf2 += _S7.pack(s_20.leader_id, s_20.leader_epoch)
-                tagbuf2.append(0)
+                tagbuf2 += _S13.pack(s_20.leader_id, s_20.leader_epoch)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
         out.append(0)
@@ -2908,25 +2890,25 @@ def encode_produce_response_v11(m: ProduceResponse, out: bytearray) -> None:
         else:
             write_uvarint(tagbuf0, u_22)
         for e_23 in x_21:
-            tagbuf0 += _S1.pack(e_23.node_id)
             x_24 = e_23.host
             b_25 = x_24.encode()
             u_26 = len(b_25) + 1
             if u_26 < 128:
-                tagbuf0.append(u_26)
+                tagbuf0 += _S4.pack(e_23.node_id, u_26)
             else:
+                tagbuf0 += _S1.pack(e_23.node_id)
                 write_uvarint(tagbuf0, u_26)
             tagbuf0 += b_25
-            tagbuf0 += _S1.pack(e_23.port)
             x_27 = e_23.rack
             if x_27 is None:
-                tagbuf0.append(0)
+                tagbuf0 += _S5.pack(e_23.port)
             else:
                 b_28 = x_27.encode()
                 u_29 = len(b_28) + 1
                 if u_29 < 128:
-                    tagbuf0.append(u_29)
+                    tagbuf0 += _S4.pack(e_23.port, u_29)
                 else:
+                    tagbuf0 += _S1.pack(e_23.port)
                     write_uvarint(tagbuf0, u_29)
                 tagbuf0 += b_28
             tagbuf0.append(0)
@@ -2977,13 +2959,12 @@ def decode_produce_response_v12(data: bytes, pos: int) -> tuple[ProduceResponse,
                 v_partition_responses_7 = []
                 append_8 = v_partition_responses_7.append
                 for _ in range(n1):
-                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13 = _S6.unpack_from(data, pos)
-                    pos += 30
+                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13, n2 = _S11.unpack_from(data, pos)
                     v_record_errors_14: list[BatchIndexAndErrorMessage]
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 31
                     else:
+                        pos += 30
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
@@ -2994,13 +2975,12 @@ def decode_produce_response_v12(data: bytes, pos: int) -> tuple[ProduceResponse,
                         v_record_errors_14 = []
                         append_17 = v_record_errors_14.append
                         for _ in range(n2):
-                            v_batch_index_18, = _S1.unpack_from(data, pos)
-                            pos += 4
+                            v_batch_index_18, n3 = _S4.unpack_from(data, pos)
                             v_batch_index_error_message_19: str | None
-                            n3 = data[pos]
                             if n3 < 128:
-                                pos += 1
+                                pos += 5
                             else:
+                                pos += 4
                                 n3, pos = read_uvarint(data, pos)
                             n3 -= 1
                             if n3 < 0:
@@ -3040,11 +3020,11 @@ def decode_produce_response_v12(data: bytes, pos: int) -> tuple[ProduceResponse,
                             size2, pos = read_uvarint(data, pos)
                             end2 = pos + size2
                             if tag2 == 0:
-                                v_leader_id_20, v_leader_epoch_21 = _S7.unpack_from(data, pos)
-                                pos += 8
-                                if data[pos] == 0:
-                                    pos += 1
+                                v_leader_id_20, v_leader_epoch_21, tag_count3 = _S12.unpack_from(data, pos)
+                                if tag_count3 == 0:
+                                    pos += 9
                                 else:
+                                    pos += 8
                                     n_tags3, pos = read_uvarint(data, pos)
                                     for _ in range(n_tags3):
                                         tag3, pos = read_uvarint(data, pos)
@@ -3064,12 +3044,12 @@ def decode_produce_response_v12(data: bytes, pos: int) -> tuple[ProduceResponse,
                     end1 = pos + size1
                     pos = end1
             append_4(TopicProduceResponse(v_name_5, ZERO_UUID, v_partition_responses_7))
-    v_throttle_time_ms_2, = _S1.unpack_from(data, pos)
-    pos += 4
     v_node_endpoints_3: list[NodeEndpoint] = []
-    if data[pos] == 0:
-        pos += 1
+    v_throttle_time_ms_2, tag_count0 = _S4.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 5
     else:
+        pos += 4
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -3090,13 +3070,12 @@ def decode_produce_response_v12(data: bytes, pos: int) -> tuple[ProduceResponse,
                     v_node_endpoints_3 = []
                     append_22 = v_node_endpoints_3.append
                     for _ in range(n0):
-                        v_node_id_23, = _S1.unpack_from(data, pos)
-                        pos += 4
+                        v_node_id_23, n1 = _S4.unpack_from(data, pos)
                         v_host_24: str
-                        n1 = data[pos]
                         if n1 < 128:
-                            pos += 1
+                            pos += 5
                         else:
+                            pos += 4
                             n1, pos = read_uvarint(data, pos)
                         n1 -= 1
                         if n1 < 0:
@@ -3104,13 +3083,12 @@ def decode_produce_response_v12(data: bytes, pos: int) -> tuple[ProduceResponse,
                         else:
                             v_host_24 = str(data[pos:pos + n1], 'utf-8')
                             pos += n1
-                        v_port_25, = _S1.unpack_from(data, pos)
-                        pos += 4
+                        v_port_25, n1 = _S4.unpack_from(data, pos)
                         v_rack_26: str | None
-                        n1 = data[pos]
                         if n1 < 128:
-                            pos += 1
+                            pos += 5
                         else:
+                            pos += 4
                             n1, pos = read_uvarint(data, pos)
                         n1 -= 1
                         if n1 < 0:
@@ -3155,7 +3133,7 @@ def encode_produce_response_v12(m: ProduceResponse, out: bytearray) -> None:
         else:
             write_uvarint(out, u_8)
         for e_9 in x_7:
-            out += _S6.pack(e_9.index, e_9.error_code, e_9.base_offset, e_9.log_append_time_ms, e_9.log_start_offset)
+            out += _S10.pack(e_9.index, e_9.error_code, e_9.base_offset, e_9.log_append_time_ms, e_9.log_start_offset)
             x_10 = e_9.record_errors
             u_11 = len(x_10) + 1
             if u_11 < 128:
@@ -3163,16 +3141,16 @@ def encode_produce_response_v12(m: ProduceResponse, out: bytearray) -> None:
             else:
                 write_uvarint(out, u_11)
             for e_12 in x_10:
-                out += _S1.pack(e_12.batch_index)
                 x_13 = e_12.batch_index_error_message
                 if x_13 is None:
-                    out.append(0)
+                    out += _S5.pack(e_12.batch_index)
                 else:
                     b_14 = x_13.encode()
                     u_15 = len(b_14) + 1
                     if u_15 < 128:
-                        out.append(u_15)
+                        out += _S4.pack(e_12.batch_index, u_15)
                     else:
+                        out += _S1.pack(e_12.batch_index)
                         write_uvarint(out, u_15)
                     out += b_14
                 out.append(0)
@@ -3193,8 +3171,7 @@ def encode_produce_response_v12(m: ProduceResponse, out: bytearray) -> None:
                 write_uvarint(out, 0)
                 tagbuf2 = bytearray()
                 s_20 = e_9.current_leader
-                tagbuf2 += _S7.pack(s_20.leader_id, s_20.leader_epoch)
-                tagbuf2.append(0)
+                tagbuf2 += _S13.pack(s_20.leader_id, s_20.leader_epoch)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
         out.append(0)
@@ -3211,25 +3188,25 @@ def encode_produce_response_v12(m: ProduceResponse, out: bytearray) -> None:
         else:
             write_uvarint(tagbuf0, u_22)
         for e_23 in x_21:
-            tagbuf0 += _S1.pack(e_23.node_id)
             x_24 = e_23.host
             b_25 = x_24.encode()
             u_26 = len(b_25) + 1
             if u_26 < 128:
-                tagbuf0.append(u_26)
+                tagbuf0 += _S4.pack(e_23.node_id, u_26)
             else:
+                tagbuf0 += _S1.pack(e_23.node_id)
                 write_uvarint(tagbuf0, u_26)
             tagbuf0 += b_25
-            tagbuf0 += _S1.pack(e_23.port)
             x_27 = e_23.rack
             if x_27 is None:
-                tagbuf0.append(0)
+                tagbuf0 += _S5.pack(e_23.port)
             else:
                 b_28 = x_27.encode()
                 u_29 = len(b_28) + 1
                 if u_29 < 128:
-                    tagbuf0.append(u_29)
+                    tagbuf0 += _S4.pack(e_23.port, u_29)
                 else:
+                    tagbuf0 += _S1.pack(e_23.port)
                     write_uvarint(tagbuf0, u_29)
                 tagbuf0 += b_28
             tagbuf0.append(0)
@@ -3253,13 +3230,12 @@ def decode_produce_response_v13(data: bytes, pos: int) -> tuple[ProduceResponse,
         v_responses_1 = []
         append_4 = v_responses_1.append
         for _ in range(n0):
-            v_topic_id_6, = _S3.unpack_from(data, pos)
-            pos += 16
+            v_topic_id_6, n1 = _S6.unpack_from(data, pos)
             v_partition_responses_7: list[PartitionProduceResponse]
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 17
             else:
+                pos += 16
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -3270,13 +3246,12 @@ def decode_produce_response_v13(data: bytes, pos: int) -> tuple[ProduceResponse,
                 v_partition_responses_7 = []
                 append_8 = v_partition_responses_7.append
                 for _ in range(n1):
-                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13 = _S6.unpack_from(data, pos)
-                    pos += 30
+                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13, n2 = _S11.unpack_from(data, pos)
                     v_record_errors_14: list[BatchIndexAndErrorMessage]
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 31
                     else:
+                        pos += 30
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
@@ -3287,13 +3262,12 @@ def decode_produce_response_v13(data: bytes, pos: int) -> tuple[ProduceResponse,
                         v_record_errors_14 = []
                         append_17 = v_record_errors_14.append
                         for _ in range(n2):
-                            v_batch_index_18, = _S1.unpack_from(data, pos)
-                            pos += 4
+                            v_batch_index_18, n3 = _S4.unpack_from(data, pos)
                             v_batch_index_error_message_19: str | None
-                            n3 = data[pos]
                             if n3 < 128:
-                                pos += 1
+                                pos += 5
                             else:
+                                pos += 4
                                 n3, pos = read_uvarint(data, pos)
                             n3 -= 1
                             if n3 < 0:
@@ -3333,11 +3307,11 @@ def decode_produce_response_v13(data: bytes, pos: int) -> tuple[ProduceResponse,
                             size2, pos = read_uvarint(data, pos)
                             end2 = pos + size2
                             if tag2 == 0:
-                                v_leader_id_20, v_leader_epoch_21 = _S7.unpack_from(data, pos)
-                                pos += 8
-                                if data[pos] == 0:
-                                    pos += 1
+                                v_leader_id_20, v_leader_epoch_21, tag_count3 = _S12.unpack_from(data, pos)
+                                if tag_count3 == 0:
+                                    pos += 9
                                 else:
+                                    pos += 8
                                     n_tags3, pos = read_uvarint(data, pos)
                                     for _ in range(n_tags3):
                                         tag3, pos = read_uvarint(data, pos)
@@ -3357,12 +3331,12 @@ def decode_produce_response_v13(data: bytes, pos: int) -> tuple[ProduceResponse,
                     end1 = pos + size1
                     pos = end1
             append_4(TopicProduceResponse('', v_topic_id_6, v_partition_responses_7))
-    v_throttle_time_ms_2, = _S1.unpack_from(data, pos)
-    pos += 4
     v_node_endpoints_3: list[NodeEndpoint] = []
-    if data[pos] == 0:
-        pos += 1
+    v_throttle_time_ms_2, tag_count0 = _S4.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 5
     else:
+        pos += 4
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -3383,13 +3357,12 @@ def decode_produce_response_v13(data: bytes, pos: int) -> tuple[ProduceResponse,
                     v_node_endpoints_3 = []
                     append_22 = v_node_endpoints_3.append
                     for _ in range(n0):
-                        v_node_id_23, = _S1.unpack_from(data, pos)
-                        pos += 4
+                        v_node_id_23, n1 = _S4.unpack_from(data, pos)
                         v_host_24: str
-                        n1 = data[pos]
                         if n1 < 128:
-                            pos += 1
+                            pos += 5
                         else:
+                            pos += 4
                             n1, pos = read_uvarint(data, pos)
                         n1 -= 1
                         if n1 < 0:
@@ -3397,13 +3370,12 @@ def decode_produce_response_v13(data: bytes, pos: int) -> tuple[ProduceResponse,
                         else:
                             v_host_24 = str(data[pos:pos + n1], 'utf-8')
                             pos += n1
-                        v_port_25, = _S1.unpack_from(data, pos)
-                        pos += 4
+                        v_port_25, n1 = _S4.unpack_from(data, pos)
                         v_rack_26: str | None
-                        n1 = data[pos]
                         if n1 < 128:
-                            pos += 1
+                            pos += 5
                         else:
+                            pos += 4
                             n1, pos = read_uvarint(data, pos)
                         n1 -= 1
                         if n1 < 0:
@@ -3433,7 +3405,7 @@ def encode_produce_response_v13(m: ProduceResponse, out: bytearray) -> None:
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        out += _S3.pack(e_3.topic_id)
+        out += _S7.pack(e_3.topic_id)
         x_4 = e_3.partition_responses
         u_5 = len(x_4) + 1
         if u_5 < 128:
@@ -3441,7 +3413,7 @@ def encode_produce_response_v13(m: ProduceResponse, out: bytearray) -> None:
         else:
             write_uvarint(out, u_5)
         for e_6 in x_4:
-            out += _S6.pack(e_6.index, e_6.error_code, e_6.base_offset, e_6.log_append_time_ms, e_6.log_start_offset)
+            out += _S10.pack(e_6.index, e_6.error_code, e_6.base_offset, e_6.log_append_time_ms, e_6.log_start_offset)
             x_7 = e_6.record_errors
             u_8 = len(x_7) + 1
             if u_8 < 128:
@@ -3449,16 +3421,16 @@ def encode_produce_response_v13(m: ProduceResponse, out: bytearray) -> None:
             else:
                 write_uvarint(out, u_8)
             for e_9 in x_7:
-                out += _S1.pack(e_9.batch_index)
                 x_10 = e_9.batch_index_error_message
                 if x_10 is None:
-                    out.append(0)
+                    out += _S5.pack(e_9.batch_index)
                 else:
                     b_11 = x_10.encode()
                     u_12 = len(b_11) + 1
                     if u_12 < 128:
-                        out.append(u_12)
+                        out += _S4.pack(e_9.batch_index, u_12)
                     else:
+                        out += _S1.pack(e_9.batch_index)
                         write_uvarint(out, u_12)
                     out += b_11
                 out.append(0)
@@ -3479,8 +3451,7 @@ def encode_produce_response_v13(m: ProduceResponse, out: bytearray) -> None:
                 write_uvarint(out, 0)
                 tagbuf2 = bytearray()
                 s_17 = e_6.current_leader
-                tagbuf2 += _S7.pack(s_17.leader_id, s_17.leader_epoch)
-                tagbuf2.append(0)
+                tagbuf2 += _S13.pack(s_17.leader_id, s_17.leader_epoch)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
         out.append(0)
@@ -3497,25 +3468,25 @@ def encode_produce_response_v13(m: ProduceResponse, out: bytearray) -> None:
         else:
             write_uvarint(tagbuf0, u_19)
         for e_20 in x_18:
-            tagbuf0 += _S1.pack(e_20.node_id)
             x_21 = e_20.host
             b_22 = x_21.encode()
             u_23 = len(b_22) + 1
             if u_23 < 128:
-                tagbuf0.append(u_23)
+                tagbuf0 += _S4.pack(e_20.node_id, u_23)
             else:
+                tagbuf0 += _S1.pack(e_20.node_id)
                 write_uvarint(tagbuf0, u_23)
             tagbuf0 += b_22
-            tagbuf0 += _S1.pack(e_20.port)
             x_24 = e_20.rack
             if x_24 is None:
-                tagbuf0.append(0)
+                tagbuf0 += _S5.pack(e_20.port)
             else:
                 b_25 = x_24.encode()
                 u_26 = len(b_25) + 1
                 if u_26 < 128:
-                    tagbuf0.append(u_26)
+                    tagbuf0 += _S4.pack(e_20.port, u_26)
                 else:
+                    tagbuf0 += _S1.pack(e_20.port)
                     write_uvarint(tagbuf0, u_26)
                 tagbuf0 += b_25
             tagbuf0.append(0)

@@ -12,6 +12,10 @@ from protocol.primitives import DecodeError, read_uvarint, write_uvarint
 _S0 = Struct('>i')
 _S1 = Struct('>h')
 _S2 = Struct('>q')
+_S3 = Struct('>hB')
+_S4 = Struct('>qB')
+_S5 = Struct('>hx')
+_S6 = Struct('>qx')
 
 
 @dataclass(slots=True)
@@ -175,13 +179,12 @@ def encode_sasl_authenticate_response_v1(m: SaslAuthenticateResponse, out: bytea
 
 
 def decode_sasl_authenticate_response_v2(data: bytes, pos: int) -> tuple[SaslAuthenticateResponse, int]:
-    v_error_code_1, = _S1.unpack_from(data, pos)
-    pos += 2
+    v_error_code_1, n0 = _S3.unpack_from(data, pos)
     v_error_message_2: str | None
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 3
     else:
+        pos += 2
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -201,11 +204,11 @@ def decode_sasl_authenticate_response_v2(data: bytes, pos: int) -> tuple[SaslAut
     else:
         v_auth_bytes_3 = data[pos:pos + n0]
         pos += n0
-    v_session_lifetime_ms_4, = _S2.unpack_from(data, pos)
-    pos += 8
-    if data[pos] == 0:
-        pos += 1
+    v_session_lifetime_ms_4, tag_count0 = _S4.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 9
     else:
+        pos += 8
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -216,16 +219,16 @@ def decode_sasl_authenticate_response_v2(data: bytes, pos: int) -> tuple[SaslAut
 
 
 def encode_sasl_authenticate_response_v2(m: SaslAuthenticateResponse, out: bytearray) -> None:
-    out += _S1.pack(m.error_code)
     x_1 = m.error_message
     if x_1 is None:
-        out.append(0)
+        out += _S5.pack(m.error_code)
     else:
         b_2 = x_1.encode()
         u_3 = len(b_2) + 1
         if u_3 < 128:
-            out.append(u_3)
+            out += _S3.pack(m.error_code, u_3)
         else:
+            out += _S1.pack(m.error_code)
             write_uvarint(out, u_3)
         out += b_2
     x_4 = m.auth_bytes
@@ -235,5 +238,4 @@ def encode_sasl_authenticate_response_v2(m: SaslAuthenticateResponse, out: bytea
     else:
         write_uvarint(out, u_5)
     out += x_4
-    out += _S2.pack(m.session_lifetime_ms)
-    out.append(0)
+    out += _S6.pack(m.session_lifetime_ms)

@@ -9,15 +9,26 @@ from struct import Struct, pack, unpack_from
 
 from protocol.primitives import DecodeError, read_uvarint, write_uvarint
 
-_S0 = Struct('>?')
-_S1 = Struct('>??')
-_S2 = Struct('>i')
-_S3 = Struct('>h')
-_S4 = Struct('>ii')
-_S5 = Struct('>ih')
-_S6 = Struct('>H')
-_S7 = Struct('>iq')
-_S8 = Struct('>b')
+_S0 = Struct('>?B')
+_S1 = Struct('>?x')
+_S2 = Struct('>??B')
+_S3 = Struct('>??x')
+_S4 = Struct('>iB')
+_S5 = Struct('>hB')
+_S6 = Struct('>ii')
+_S7 = Struct('>ihB')
+_S8 = Struct('>HB')
+_S9 = Struct('>iqB')
+_S10 = Struct('>i')
+_S11 = Struct('>hx')
+_S12 = Struct('>h')
+_S13 = Struct('>ih')
+_S14 = Struct('>ix')
+_S15 = Struct('>Hx')
+_S16 = Struct('>iqx')
+_S17 = Struct('>bB')
+_S18 = Struct('>b')
+_S19 = Struct('>bx')
 
 
 @dataclass(slots=True)
@@ -180,11 +191,11 @@ def decode_streams_group_describe_request_v0(data: bytes, pos: int) -> tuple[Str
                 e_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
             append_4(e_5)
-    v_include_authorized_operations_2, = _S0.unpack_from(data, pos)
-    pos += 1
-    if data[pos] == 0:
-        pos += 1
+    v_include_authorized_operations_2, tag_count0 = _S0.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 2
     else:
+        pos += 1
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -212,8 +223,7 @@ def encode_streams_group_describe_request_v0(m: StreamsGroupDescribeRequest, out
         else:
             write_uvarint(out, u_6)
         out += b_5
-    out += _S0.pack(m.include_authorized_operations)
-    out.append(0)
+    out += _S1.pack(m.include_authorized_operations)
 
 
 def decode_streams_group_describe_request_v1(data: bytes, pos: int) -> tuple[StreamsGroupDescribeRequest, int]:
@@ -245,11 +255,11 @@ def decode_streams_group_describe_request_v1(data: bytes, pos: int) -> tuple[Str
                 e_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
             append_4(e_5)
-    v_include_authorized_operations_2, v_include_topology_description_3 = _S1.unpack_from(data, pos)
-    pos += 2
-    if data[pos] == 0:
-        pos += 1
+    v_include_authorized_operations_2, v_include_topology_description_3, tag_count0 = _S2.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 3
     else:
+        pos += 2
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -275,18 +285,16 @@ def encode_streams_group_describe_request_v1(m: StreamsGroupDescribeRequest, out
         else:
             write_uvarint(out, u_6)
         out += b_5
-    out += _S1.pack(m.include_authorized_operations, m.include_topology_description)
-    out.append(0)
+    out += _S3.pack(m.include_authorized_operations, m.include_topology_description)
 
 
 def decode_streams_group_describe_response_v0(data: bytes, pos: int) -> tuple[StreamsGroupDescribeResponse, int]:
-    v_throttle_time_ms_1, = _S2.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S4.unpack_from(data, pos)
     v_groups_2: list[DescribedGroup]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -297,13 +305,12 @@ def decode_streams_group_describe_response_v0(data: bytes, pos: int) -> tuple[St
         v_groups_2 = []
         append_3 = v_groups_2.append
         for _ in range(n0):
-            v_error_code_4, = _S3.unpack_from(data, pos)
-            pos += 2
+            v_error_code_4, n1 = _S5.unpack_from(data, pos)
             v_error_message_5: str | None
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 3
             else:
+                pos += 2
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -335,19 +342,18 @@ def decode_streams_group_describe_response_v0(data: bytes, pos: int) -> tuple[St
             else:
                 v_group_state_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_group_epoch_8, v_assignment_epoch_9 = _S4.unpack_from(data, pos)
+            v_group_epoch_8, v_assignment_epoch_9 = _S6.unpack_from(data, pos)
             pos += 8
             v_topology_10: Topology | None
             marker_16 = data[pos]
             pos += 1
             if marker_16 == 1:
-                v_epoch_17, = _S2.unpack_from(data, pos)
-                pos += 4
+                v_epoch_17, n2 = _S4.unpack_from(data, pos)
                 v_subtopologies_18: list[Subtopology] | None
-                n2 = data[pos]
                 if n2 < 128:
-                    pos += 1
+                    pos += 5
                 else:
+                    pos += 4
                     n2, pos = read_uvarint(data, pos)
                 n2 -= 1
                 if n2 < 0:
@@ -453,13 +459,12 @@ def decode_streams_group_describe_response_v0(data: bytes, pos: int) -> tuple[St
                                 else:
                                     v_name_30 = str(data[pos:pos + n4], 'utf-8')
                                     pos += n4
-                                v_partitions_31, v_replication_factor_32 = _S5.unpack_from(data, pos)
-                                pos += 6
+                                v_partitions_31, v_replication_factor_32, n4 = _S7.unpack_from(data, pos)
                                 v_topic_configs_33: list[KeyValue]
-                                n4 = data[pos]
                                 if n4 < 128:
-                                    pos += 1
+                                    pos += 7
                                 else:
+                                    pos += 6
                                     n4, pos = read_uvarint(data, pos)
                                 n4 -= 1
                                 if n4 < 0:
@@ -541,13 +546,12 @@ def decode_streams_group_describe_response_v0(data: bytes, pos: int) -> tuple[St
                                 else:
                                     v_name_38 = str(data[pos:pos + n4], 'utf-8')
                                     pos += n4
-                                v_partitions_39, v_replication_factor_40 = _S5.unpack_from(data, pos)
-                                pos += 6
+                                v_partitions_39, v_replication_factor_40, n4 = _S7.unpack_from(data, pos)
                                 v_topic_configs_41: list[KeyValue]
-                                n4 = data[pos]
                                 if n4 < 128:
-                                    pos += 1
+                                    pos += 7
                                 else:
+                                    pos += 6
                                     n4, pos = read_uvarint(data, pos)
                                 n4 -= 1
                                 if n4 < 0:
@@ -653,13 +657,12 @@ def decode_streams_group_describe_response_v0(data: bytes, pos: int) -> tuple[St
                     else:
                         v_member_id_46 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
-                    v_member_epoch_47, = _S2.unpack_from(data, pos)
-                    pos += 4
+                    v_member_epoch_47, n2 = _S4.unpack_from(data, pos)
                     v_instance_id_48: str | None
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 5
                     else:
+                        pos += 4
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
@@ -703,13 +706,12 @@ def decode_streams_group_describe_response_v0(data: bytes, pos: int) -> tuple[St
                     else:
                         v_client_host_51 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
-                    v_topology_epoch_52, = _S2.unpack_from(data, pos)
-                    pos += 4
+                    v_topology_epoch_52, n2 = _S4.unpack_from(data, pos)
                     v_process_id_53: str
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 5
                     else:
+                        pos += 4
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
@@ -733,11 +735,11 @@ def decode_streams_group_describe_response_v0(data: bytes, pos: int) -> tuple[St
                         else:
                             v_host_62 = str(data[pos:pos + n3], 'utf-8')
                             pos += n3
-                        v_port_63, = _S6.unpack_from(data, pos)
-                        pos += 2
-                        if data[pos] == 0:
-                            pos += 1
+                        v_port_63, tag_count3 = _S8.unpack_from(data, pos)
+                        if tag_count3 == 0:
+                            pos += 3
                         else:
+                            pos += 2
                             n_tags3, pos = read_uvarint(data, pos)
                             for _ in range(n_tags3):
                                 tag3, pos = read_uvarint(data, pos)
@@ -825,11 +827,11 @@ def decode_streams_group_describe_response_v0(data: bytes, pos: int) -> tuple[St
                             else:
                                 v_subtopology_id_68 = str(data[pos:pos + n3], 'utf-8')
                                 pos += n3
-                            v_partition_69, v_offset_70 = _S7.unpack_from(data, pos)
-                            pos += 12
-                            if data[pos] == 0:
-                                pos += 1
+                            v_partition_69, v_offset_70, tag_count3 = _S9.unpack_from(data, pos)
+                            if tag_count3 == 0:
+                                pos += 13
                             else:
+                                pos += 12
                                 n_tags3, pos = read_uvarint(data, pos)
                                 for _ in range(n_tags3):
                                     tag3, pos = read_uvarint(data, pos)
@@ -864,11 +866,11 @@ def decode_streams_group_describe_response_v0(data: bytes, pos: int) -> tuple[St
                             else:
                                 v_subtopology_id_72 = str(data[pos:pos + n3], 'utf-8')
                                 pos += n3
-                            v_partition_73, v_offset_74 = _S7.unpack_from(data, pos)
-                            pos += 12
-                            if data[pos] == 0:
-                                pos += 1
+                            v_partition_73, v_offset_74, tag_count3 = _S9.unpack_from(data, pos)
+                            if tag_count3 == 0:
+                                pos += 13
                             else:
+                                pos += 12
                                 n_tags3, pos = read_uvarint(data, pos)
                                 for _ in range(n_tags3):
                                     tag3, pos = read_uvarint(data, pos)
@@ -1204,11 +1206,11 @@ def decode_streams_group_describe_response_v0(data: bytes, pos: int) -> tuple[St
                             end3 = pos + size3
                             pos = end3
                     v_target_assignment_59 = Assignment(v_active_tasks_87, v_standby_tasks_88, v_warmup_tasks_89)
-                    v_is_classic_60, = _S0.unpack_from(data, pos)
-                    pos += 1
-                    if data[pos] == 0:
-                        pos += 1
+                    v_is_classic_60, tag_count2 = _S0.unpack_from(data, pos)
+                    if tag_count2 == 0:
+                        pos += 2
                     else:
+                        pos += 1
                         n_tags2, pos = read_uvarint(data, pos)
                         for _ in range(n_tags2):
                             tag2, pos = read_uvarint(data, pos)
@@ -1216,11 +1218,11 @@ def decode_streams_group_describe_response_v0(data: bytes, pos: int) -> tuple[St
                             end2 = pos + size2
                             pos = end2
                     append_45(Member(v_member_id_46, v_member_epoch_47, v_instance_id_48, v_rack_id_49, v_client_id_50, v_client_host_51, v_topology_epoch_52, v_process_id_53, v_user_endpoint_54, v_client_tags_55, v_task_offsets_56, v_task_end_offsets_57, v_assignment_58, v_target_assignment_59, v_is_classic_60))
-            v_authorized_operations_12, = _S2.unpack_from(data, pos)
-            pos += 4
-            if data[pos] == 0:
-                pos += 1
+            v_authorized_operations_12, tag_count1 = _S4.unpack_from(data, pos)
+            if tag_count1 == 0:
+                pos += 5
             else:
+                pos += 4
                 n_tags1, pos = read_uvarint(data, pos)
                 for _ in range(n_tags1):
                     tag1, pos = read_uvarint(data, pos)
@@ -1241,7 +1243,7 @@ def decode_streams_group_describe_response_v0(data: bytes, pos: int) -> tuple[St
 
 
 def encode_streams_group_describe_response_v0(m: StreamsGroupDescribeResponse, out: bytearray) -> None:
-    out += _S2.pack(m.throttle_time_ms)
+    out += _S10.pack(m.throttle_time_ms)
     x_1 = m.groups
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -1253,16 +1255,16 @@ def encode_streams_group_describe_response_v0(m: StreamsGroupDescribeResponse, o
             raise ValueError('attempted to write a non-default TopologyDescription at version 0')
         if e_3.topology_description_status != 0:
             raise ValueError('attempted to write a non-default TopologyDescriptionStatus at version 0')
-        out += _S3.pack(e_3.error_code)
         x_4 = e_3.error_message
         if x_4 is None:
-            out.append(0)
+            out += _S11.pack(e_3.error_code)
         else:
             b_5 = x_4.encode()
             u_6 = len(b_5) + 1
             if u_6 < 128:
-                out.append(u_6)
+                out += _S5.pack(e_3.error_code, u_6)
             else:
+                out += _S12.pack(e_3.error_code)
                 write_uvarint(out, u_6)
             out += b_5
         x_7 = e_3.group_id
@@ -1281,13 +1283,13 @@ def encode_streams_group_describe_response_v0(m: StreamsGroupDescribeResponse, o
         else:
             write_uvarint(out, u_12)
         out += b_11
-        out += _S4.pack(e_3.group_epoch, e_3.assignment_epoch)
+        out += _S6.pack(e_3.group_epoch, e_3.assignment_epoch)
         s_14 = e_3.topology
         if s_14 is None:
             out.append(0xFF)
         else:
             out.append(1)
-            out += _S2.pack(s_14.epoch)
+            out += _S10.pack(s_14.epoch)
             x_15 = s_14.subtopologies
             if x_15 is None:
                 out.append(0)
@@ -1351,7 +1353,7 @@ def encode_streams_group_describe_response_v0(m: StreamsGroupDescribeResponse, o
                         else:
                             write_uvarint(out, u_38)
                         out += b_37
-                        out += _S5.pack(e_35.partitions, e_35.replication_factor)
+                        out += _S13.pack(e_35.partitions, e_35.replication_factor)
                         x_39 = e_35.topic_configs
                         u_40 = len(x_39) + 1
                         if u_40 < 128:
@@ -1392,7 +1394,7 @@ def encode_streams_group_describe_response_v0(m: StreamsGroupDescribeResponse, o
                         else:
                             write_uvarint(out, u_53)
                         out += b_52
-                        out += _S5.pack(e_50.partitions, e_50.replication_factor)
+                        out += _S13.pack(e_50.partitions, e_50.replication_factor)
                         x_54 = e_50.topic_configs
                         u_55 = len(x_54) + 1
                         if u_55 < 128:
@@ -1435,16 +1437,16 @@ def encode_streams_group_describe_response_v0(m: StreamsGroupDescribeResponse, o
             else:
                 write_uvarint(out, u_68)
             out += b_67
-            out += _S2.pack(e_65.member_epoch)
             x_69 = e_65.instance_id
             if x_69 is None:
-                out.append(0)
+                out += _S14.pack(e_65.member_epoch)
             else:
                 b_70 = x_69.encode()
                 u_71 = len(b_70) + 1
                 if u_71 < 128:
-                    out.append(u_71)
+                    out += _S4.pack(e_65.member_epoch, u_71)
                 else:
+                    out += _S10.pack(e_65.member_epoch)
                     write_uvarint(out, u_71)
                 out += b_70
             x_72 = e_65.rack_id
@@ -1474,13 +1476,13 @@ def encode_streams_group_describe_response_v0(m: StreamsGroupDescribeResponse, o
             else:
                 write_uvarint(out, u_80)
             out += b_79
-            out += _S2.pack(e_65.topology_epoch)
             x_81 = e_65.process_id
             b_82 = x_81.encode()
             u_83 = len(b_82) + 1
             if u_83 < 128:
-                out.append(u_83)
+                out += _S4.pack(e_65.topology_epoch, u_83)
             else:
+                out += _S10.pack(e_65.topology_epoch)
                 write_uvarint(out, u_83)
             out += b_82
             s_85 = e_65.user_endpoint
@@ -1496,8 +1498,7 @@ def encode_streams_group_describe_response_v0(m: StreamsGroupDescribeResponse, o
                 else:
                     write_uvarint(out, u_88)
                 out += b_87
-                out += _S6.pack(s_85.port)
-                out.append(0)
+                out += _S15.pack(s_85.port)
             x_89 = e_65.client_tags
             u_90 = len(x_89) + 1
             if u_90 < 128:
@@ -1537,8 +1538,7 @@ def encode_streams_group_describe_response_v0(m: StreamsGroupDescribeResponse, o
                 else:
                     write_uvarint(out, u_103)
                 out += b_102
-                out += _S7.pack(e_100.partition, e_100.offset)
-                out.append(0)
+                out += _S16.pack(e_100.partition, e_100.offset)
             x_104 = e_65.task_end_offsets
             u_105 = len(x_104) + 1
             if u_105 < 128:
@@ -1554,8 +1554,7 @@ def encode_streams_group_describe_response_v0(m: StreamsGroupDescribeResponse, o
                 else:
                     write_uvarint(out, u_109)
                 out += b_108
-                out += _S7.pack(e_106.partition, e_106.offset)
-                out.append(0)
+                out += _S16.pack(e_106.partition, e_106.offset)
             s_111 = e_65.assignment
             x_112 = s_111.active_tasks
             u_113 = len(x_112) + 1
@@ -1698,21 +1697,18 @@ def encode_streams_group_describe_response_v0(m: StreamsGroupDescribeResponse, o
                 out += pack('>%di' % len(x_160), *x_160)
                 out.append(0)
             out.append(0)
-            out += _S0.pack(e_65.is_classic)
-            out.append(0)
-        out += _S2.pack(e_3.authorized_operations)
-        out.append(0)
+            out += _S1.pack(e_65.is_classic)
+        out += _S14.pack(e_3.authorized_operations)
     out.append(0)
 
 
 def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[StreamsGroupDescribeResponse, int]:
-    v_throttle_time_ms_1, = _S2.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S4.unpack_from(data, pos)
     v_groups_2: list[DescribedGroup]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -1723,13 +1719,12 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
         v_groups_2 = []
         append_3 = v_groups_2.append
         for _ in range(n0):
-            v_error_code_4, = _S3.unpack_from(data, pos)
-            pos += 2
+            v_error_code_4, n1 = _S5.unpack_from(data, pos)
             v_error_message_5: str | None
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 3
             else:
+                pos += 2
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -1761,19 +1756,18 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
             else:
                 v_group_state_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_group_epoch_8, v_assignment_epoch_9 = _S4.unpack_from(data, pos)
+            v_group_epoch_8, v_assignment_epoch_9 = _S6.unpack_from(data, pos)
             pos += 8
             v_topology_10: Topology | None
             marker_16 = data[pos]
             pos += 1
             if marker_16 == 1:
-                v_epoch_17, = _S2.unpack_from(data, pos)
-                pos += 4
+                v_epoch_17, n2 = _S4.unpack_from(data, pos)
                 v_subtopologies_18: list[Subtopology] | None
-                n2 = data[pos]
                 if n2 < 128:
-                    pos += 1
+                    pos += 5
                 else:
+                    pos += 4
                     n2, pos = read_uvarint(data, pos)
                 n2 -= 1
                 if n2 < 0:
@@ -1879,13 +1873,12 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
                                 else:
                                     v_name_30 = str(data[pos:pos + n4], 'utf-8')
                                     pos += n4
-                                v_partitions_31, v_replication_factor_32 = _S5.unpack_from(data, pos)
-                                pos += 6
+                                v_partitions_31, v_replication_factor_32, n4 = _S7.unpack_from(data, pos)
                                 v_topic_configs_33: list[KeyValue]
-                                n4 = data[pos]
                                 if n4 < 128:
-                                    pos += 1
+                                    pos += 7
                                 else:
+                                    pos += 6
                                     n4, pos = read_uvarint(data, pos)
                                 n4 -= 1
                                 if n4 < 0:
@@ -1967,13 +1960,12 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
                                 else:
                                     v_name_38 = str(data[pos:pos + n4], 'utf-8')
                                     pos += n4
-                                v_partitions_39, v_replication_factor_40 = _S5.unpack_from(data, pos)
-                                pos += 6
+                                v_partitions_39, v_replication_factor_40, n4 = _S7.unpack_from(data, pos)
                                 v_topic_configs_41: list[KeyValue]
-                                n4 = data[pos]
                                 if n4 < 128:
-                                    pos += 1
+                                    pos += 7
                                 else:
+                                    pos += 6
                                     n4, pos = read_uvarint(data, pos)
                                 n4 -= 1
                                 if n4 < 0:
@@ -2079,13 +2071,12 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
                     else:
                         v_member_id_46 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
-                    v_member_epoch_47, = _S2.unpack_from(data, pos)
-                    pos += 4
+                    v_member_epoch_47, n2 = _S4.unpack_from(data, pos)
                     v_instance_id_48: str | None
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 5
                     else:
+                        pos += 4
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
@@ -2129,13 +2120,12 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
                     else:
                         v_client_host_51 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
-                    v_topology_epoch_52, = _S2.unpack_from(data, pos)
-                    pos += 4
+                    v_topology_epoch_52, n2 = _S4.unpack_from(data, pos)
                     v_process_id_53: str
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 5
                     else:
+                        pos += 4
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
@@ -2159,11 +2149,11 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
                         else:
                             v_host_62 = str(data[pos:pos + n3], 'utf-8')
                             pos += n3
-                        v_port_63, = _S6.unpack_from(data, pos)
-                        pos += 2
-                        if data[pos] == 0:
-                            pos += 1
+                        v_port_63, tag_count3 = _S8.unpack_from(data, pos)
+                        if tag_count3 == 0:
+                            pos += 3
                         else:
+                            pos += 2
                             n_tags3, pos = read_uvarint(data, pos)
                             for _ in range(n_tags3):
                                 tag3, pos = read_uvarint(data, pos)
@@ -2251,11 +2241,11 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
                             else:
                                 v_subtopology_id_68 = str(data[pos:pos + n3], 'utf-8')
                                 pos += n3
-                            v_partition_69, v_offset_70 = _S7.unpack_from(data, pos)
-                            pos += 12
-                            if data[pos] == 0:
-                                pos += 1
+                            v_partition_69, v_offset_70, tag_count3 = _S9.unpack_from(data, pos)
+                            if tag_count3 == 0:
+                                pos += 13
                             else:
+                                pos += 12
                                 n_tags3, pos = read_uvarint(data, pos)
                                 for _ in range(n_tags3):
                                     tag3, pos = read_uvarint(data, pos)
@@ -2290,11 +2280,11 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
                             else:
                                 v_subtopology_id_72 = str(data[pos:pos + n3], 'utf-8')
                                 pos += n3
-                            v_partition_73, v_offset_74 = _S7.unpack_from(data, pos)
-                            pos += 12
-                            if data[pos] == 0:
-                                pos += 1
+                            v_partition_73, v_offset_74, tag_count3 = _S9.unpack_from(data, pos)
+                            if tag_count3 == 0:
+                                pos += 13
                             else:
+                                pos += 12
                                 n_tags3, pos = read_uvarint(data, pos)
                                 for _ in range(n_tags3):
                                     tag3, pos = read_uvarint(data, pos)
@@ -2630,11 +2620,11 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
                             end3 = pos + size3
                             pos = end3
                     v_target_assignment_59 = Assignment(v_active_tasks_87, v_standby_tasks_88, v_warmup_tasks_89)
-                    v_is_classic_60, = _S0.unpack_from(data, pos)
-                    pos += 1
-                    if data[pos] == 0:
-                        pos += 1
+                    v_is_classic_60, tag_count2 = _S0.unpack_from(data, pos)
+                    if tag_count2 == 0:
+                        pos += 2
                     else:
+                        pos += 1
                         n_tags2, pos = read_uvarint(data, pos)
                         for _ in range(n_tags2):
                             tag2, pos = read_uvarint(data, pos)
@@ -2642,7 +2632,7 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
                             end2 = pos + size2
                             pos = end2
                     append_45(Member(v_member_id_46, v_member_epoch_47, v_instance_id_48, v_rack_id_49, v_client_id_50, v_client_host_51, v_topology_epoch_52, v_process_id_53, v_user_endpoint_54, v_client_tags_55, v_task_offsets_56, v_task_end_offsets_57, v_assignment_58, v_target_assignment_59, v_is_classic_60))
-            v_authorized_operations_12, = _S2.unpack_from(data, pos)
+            v_authorized_operations_12, = _S10.unpack_from(data, pos)
             pos += 4
             v_topology_description_13: TopologyDescription | None
             marker_99 = data[pos]
@@ -2702,13 +2692,12 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
                                 else:
                                     v_name_106 = str(data[pos:pos + n4], 'utf-8')
                                     pos += n4
-                                v_node_type_107, = _S8.unpack_from(data, pos)
-                                pos += 1
+                                v_node_type_107, n4 = _S17.unpack_from(data, pos)
                                 v_source_topics_108: list[str]
-                                n4 = data[pos]
                                 if n4 < 128:
-                                    pos += 1
+                                    pos += 2
                                 else:
+                                    pos += 1
                                     n4, pos = read_uvarint(data, pos)
                                 n4 -= 1
                                 if n4 < 0:
@@ -2848,13 +2837,12 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
                         else:
                             v_name_121 = str(data[pos:pos + n4], 'utf-8')
                             pos += n4
-                        v_node_type_122, = _S8.unpack_from(data, pos)
-                        pos += 1
+                        v_node_type_122, n4 = _S17.unpack_from(data, pos)
                         v_source_topics_123: list[str]
-                        n4 = data[pos]
                         if n4 < 128:
-                            pos += 1
+                            pos += 2
                         else:
+                            pos += 1
                             n4, pos = read_uvarint(data, pos)
                         n4 -= 1
                         if n4 < 0:
@@ -2969,13 +2957,12 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
                         else:
                             v_name_133 = str(data[pos:pos + n4], 'utf-8')
                             pos += n4
-                        v_node_type_134, = _S8.unpack_from(data, pos)
-                        pos += 1
+                        v_node_type_134, n4 = _S17.unpack_from(data, pos)
                         v_source_topics_135: list[str]
-                        n4 = data[pos]
                         if n4 < 128:
-                            pos += 1
+                            pos += 2
                         else:
+                            pos += 1
                             n4, pos = read_uvarint(data, pos)
                         n4 -= 1
                         if n4 < 0:
@@ -3101,13 +3088,12 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
                 v_topology_description_13 = None
             else:
                 raise DecodeError('invalid presence marker %d of nullable struct TopologyDescription' % marker_99)
-            v_topology_description_status_14, = _S8.unpack_from(data, pos)
-            pos += 1
+            v_topology_description_status_14, n1 = _S17.unpack_from(data, pos)
             v_assignor_name_15: str | None
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 2
             else:
+                pos += 1
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -3138,7 +3124,7 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
 
 
 def encode_streams_group_describe_response_v1(m: StreamsGroupDescribeResponse, out: bytearray) -> None:
-    out += _S2.pack(m.throttle_time_ms)
+    out += _S10.pack(m.throttle_time_ms)
     x_1 = m.groups
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -3146,16 +3132,16 @@ def encode_streams_group_describe_response_v1(m: StreamsGroupDescribeResponse, o
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        out += _S3.pack(e_3.error_code)
         x_4 = e_3.error_message
         if x_4 is None:
-            out.append(0)
+            out += _S11.pack(e_3.error_code)
         else:
             b_5 = x_4.encode()
             u_6 = len(b_5) + 1
             if u_6 < 128:
-                out.append(u_6)
+                out += _S5.pack(e_3.error_code, u_6)
             else:
+                out += _S12.pack(e_3.error_code)
                 write_uvarint(out, u_6)
             out += b_5
         x_7 = e_3.group_id
@@ -3174,13 +3160,13 @@ def encode_streams_group_describe_response_v1(m: StreamsGroupDescribeResponse, o
         else:
             write_uvarint(out, u_12)
         out += b_11
-        out += _S4.pack(e_3.group_epoch, e_3.assignment_epoch)
+        out += _S6.pack(e_3.group_epoch, e_3.assignment_epoch)
         s_14 = e_3.topology
         if s_14 is None:
             out.append(0xFF)
         else:
             out.append(1)
-            out += _S2.pack(s_14.epoch)
+            out += _S10.pack(s_14.epoch)
             x_15 = s_14.subtopologies
             if x_15 is None:
                 out.append(0)
@@ -3244,7 +3230,7 @@ def encode_streams_group_describe_response_v1(m: StreamsGroupDescribeResponse, o
                         else:
                             write_uvarint(out, u_38)
                         out += b_37
-                        out += _S5.pack(e_35.partitions, e_35.replication_factor)
+                        out += _S13.pack(e_35.partitions, e_35.replication_factor)
                         x_39 = e_35.topic_configs
                         u_40 = len(x_39) + 1
                         if u_40 < 128:
@@ -3285,7 +3271,7 @@ def encode_streams_group_describe_response_v1(m: StreamsGroupDescribeResponse, o
                         else:
                             write_uvarint(out, u_53)
                         out += b_52
-                        out += _S5.pack(e_50.partitions, e_50.replication_factor)
+                        out += _S13.pack(e_50.partitions, e_50.replication_factor)
                         x_54 = e_50.topic_configs
                         u_55 = len(x_54) + 1
                         if u_55 < 128:
@@ -3328,16 +3314,16 @@ def encode_streams_group_describe_response_v1(m: StreamsGroupDescribeResponse, o
             else:
                 write_uvarint(out, u_68)
             out += b_67
-            out += _S2.pack(e_65.member_epoch)
             x_69 = e_65.instance_id
             if x_69 is None:
-                out.append(0)
+                out += _S14.pack(e_65.member_epoch)
             else:
                 b_70 = x_69.encode()
                 u_71 = len(b_70) + 1
                 if u_71 < 128:
-                    out.append(u_71)
+                    out += _S4.pack(e_65.member_epoch, u_71)
                 else:
+                    out += _S10.pack(e_65.member_epoch)
                     write_uvarint(out, u_71)
                 out += b_70
             x_72 = e_65.rack_id
@@ -3367,13 +3353,13 @@ def encode_streams_group_describe_response_v1(m: StreamsGroupDescribeResponse, o
             else:
                 write_uvarint(out, u_80)
             out += b_79
-            out += _S2.pack(e_65.topology_epoch)
             x_81 = e_65.process_id
             b_82 = x_81.encode()
             u_83 = len(b_82) + 1
             if u_83 < 128:
-                out.append(u_83)
+                out += _S4.pack(e_65.topology_epoch, u_83)
             else:
+                out += _S10.pack(e_65.topology_epoch)
                 write_uvarint(out, u_83)
             out += b_82
             s_85 = e_65.user_endpoint
@@ -3389,8 +3375,7 @@ def encode_streams_group_describe_response_v1(m: StreamsGroupDescribeResponse, o
                 else:
                     write_uvarint(out, u_88)
                 out += b_87
-                out += _S6.pack(s_85.port)
-                out.append(0)
+                out += _S15.pack(s_85.port)
             x_89 = e_65.client_tags
             u_90 = len(x_89) + 1
             if u_90 < 128:
@@ -3430,8 +3415,7 @@ def encode_streams_group_describe_response_v1(m: StreamsGroupDescribeResponse, o
                 else:
                     write_uvarint(out, u_103)
                 out += b_102
-                out += _S7.pack(e_100.partition, e_100.offset)
-                out.append(0)
+                out += _S16.pack(e_100.partition, e_100.offset)
             x_104 = e_65.task_end_offsets
             u_105 = len(x_104) + 1
             if u_105 < 128:
@@ -3447,8 +3431,7 @@ def encode_streams_group_describe_response_v1(m: StreamsGroupDescribeResponse, o
                 else:
                     write_uvarint(out, u_109)
                 out += b_108
-                out += _S7.pack(e_106.partition, e_106.offset)
-                out.append(0)
+                out += _S16.pack(e_106.partition, e_106.offset)
             s_111 = e_65.assignment
             x_112 = s_111.active_tasks
             u_113 = len(x_112) + 1
@@ -3591,9 +3574,8 @@ def encode_streams_group_describe_response_v1(m: StreamsGroupDescribeResponse, o
                 out += pack('>%di' % len(x_160), *x_160)
                 out.append(0)
             out.append(0)
-            out += _S0.pack(e_65.is_classic)
-            out.append(0)
-        out += _S2.pack(e_3.authorized_operations)
+            out += _S1.pack(e_65.is_classic)
+        out += _S10.pack(e_3.authorized_operations)
         s_163 = e_3.topology_description
         if s_163 is None:
             out.append(0xFF)
@@ -3629,7 +3611,7 @@ def encode_streams_group_describe_response_v1(m: StreamsGroupDescribeResponse, o
                     else:
                         write_uvarint(out, u_175)
                     out += b_174
-                    out += _S8.pack(e_172.node_type)
+                    out += _S18.pack(e_172.node_type)
                     x_176 = e_172.source_topics
                     u_177 = len(x_176) + 1
                     if u_177 < 128:
@@ -3704,7 +3686,7 @@ def encode_streams_group_describe_response_v1(m: StreamsGroupDescribeResponse, o
                 else:
                     write_uvarint(out, u_204)
                 out += b_203
-                out += _S8.pack(s_201.node_type)
+                out += _S18.pack(s_201.node_type)
                 x_205 = s_201.source_topics
                 u_206 = len(x_205) + 1
                 if u_206 < 128:
@@ -3771,7 +3753,7 @@ def encode_streams_group_describe_response_v1(m: StreamsGroupDescribeResponse, o
                 else:
                     write_uvarint(out, u_230)
                 out += b_229
-                out += _S8.pack(s_227.node_type)
+                out += _S18.pack(s_227.node_type)
                 x_231 = s_227.source_topics
                 u_232 = len(x_231) + 1
                 if u_232 < 128:
@@ -3831,16 +3813,16 @@ def encode_streams_group_describe_response_v1(m: StreamsGroupDescribeResponse, o
                 out.append(0)
                 out.append(0)
             out.append(0)
-        out += _S8.pack(e_3.topology_description_status)
         x_252 = e_3.assignor_name
         if x_252 is None:
-            out.append(0)
+            out += _S19.pack(e_3.topology_description_status)
         else:
             b_253 = x_252.encode()
             u_254 = len(b_253) + 1
             if u_254 < 128:
-                out.append(u_254)
+                out += _S17.pack(e_3.topology_description_status, u_254)
             else:
+                out += _S18.pack(e_3.topology_description_status)
                 write_uvarint(out, u_254)
             out += b_253
         out.append(0)

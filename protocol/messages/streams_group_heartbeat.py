@@ -9,16 +9,28 @@ from struct import Struct, pack, unpack_from
 
 from protocol.primitives import DecodeError, read_uvarint, write_uvarint
 
-_S0 = Struct('>ii')
+_S0 = Struct('>iiB')
 _S1 = Struct('>i')
-_S2 = Struct('>ih')
-_S3 = Struct('>H')
-_S4 = Struct('>iq')
-_S5 = Struct('>?')
-_S6 = Struct('>iiii')
-_S7 = Struct('>b')
-_S8 = Struct('>iiiq')
-_S9 = Struct('>?i')
+_S2 = Struct('>iB')
+_S3 = Struct('>ihB')
+_S4 = Struct('>HB')
+_S5 = Struct('>iqB')
+_S6 = Struct('>?B')
+_S7 = Struct('>iix')
+_S8 = Struct('>ii')
+_S9 = Struct('>ih')
+_S10 = Struct('>Hx')
+_S11 = Struct('>iqx')
+_S12 = Struct('>?x')
+_S13 = Struct('>iiiiB')
+_S14 = Struct('>bB')
+_S15 = Struct('>ihx')
+_S16 = Struct('>iiii')
+_S17 = Struct('>b')
+_S18 = Struct('>iiiqB')
+_S19 = Struct('>?iB')
+_S20 = Struct('>iiiq')
+_S21 = Struct('>?i')
 
 
 @dataclass(slots=True)
@@ -163,13 +175,12 @@ def decode_streams_group_heartbeat_request_v0(data: bytes, pos: int) -> tuple[St
     else:
         v_member_id_2 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_member_epoch_3, v_endpoint_information_epoch_4 = _S0.unpack_from(data, pos)
-    pos += 8
+    v_member_epoch_3, v_endpoint_information_epoch_4, n0 = _S0.unpack_from(data, pos)
     v_instance_id_5: str | None
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 9
     else:
+        pos += 8
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -195,13 +206,12 @@ def decode_streams_group_heartbeat_request_v0(data: bytes, pos: int) -> tuple[St
     marker_18 = data[pos]
     pos += 1
     if marker_18 == 1:
-        v_epoch_19, = _S1.unpack_from(data, pos)
-        pos += 4
+        v_epoch_19, n1 = _S2.unpack_from(data, pos)
         v_subtopologies_20: list[Subtopology]
-        n1 = data[pos]
         if n1 < 128:
-            pos += 1
+            pos += 5
         else:
+            pos += 4
             n1, pos = read_uvarint(data, pos)
         n1 -= 1
         if n1 < 0:
@@ -307,13 +317,12 @@ def decode_streams_group_heartbeat_request_v0(data: bytes, pos: int) -> tuple[St
                         else:
                             v_name_34 = str(data[pos:pos + n3], 'utf-8')
                             pos += n3
-                        v_partitions_35, v_replication_factor_36 = _S2.unpack_from(data, pos)
-                        pos += 6
+                        v_partitions_35, v_replication_factor_36, n3 = _S3.unpack_from(data, pos)
                         v_topic_configs_37: list[KeyValue]
-                        n3 = data[pos]
                         if n3 < 128:
-                            pos += 1
+                            pos += 7
                         else:
+                            pos += 6
                             n3, pos = read_uvarint(data, pos)
                         n3 -= 1
                         if n3 < 0:
@@ -423,13 +432,12 @@ def decode_streams_group_heartbeat_request_v0(data: bytes, pos: int) -> tuple[St
                         else:
                             v_name_44 = str(data[pos:pos + n3], 'utf-8')
                             pos += n3
-                        v_partitions_45, v_replication_factor_46 = _S2.unpack_from(data, pos)
-                        pos += 6
+                        v_partitions_45, v_replication_factor_46, n3 = _S3.unpack_from(data, pos)
                         v_topic_configs_47: list[KeyValue]
-                        n3 = data[pos]
                         if n3 < 128:
-                            pos += 1
+                            pos += 7
                         else:
+                            pos += 6
                             n3, pos = read_uvarint(data, pos)
                         n3 -= 1
                         if n3 < 0:
@@ -756,11 +764,11 @@ def decode_streams_group_heartbeat_request_v0(data: bytes, pos: int) -> tuple[St
         else:
             v_host_65 = str(data[pos:pos + n1], 'utf-8')
             pos += n1
-        v_port_66, = _S3.unpack_from(data, pos)
-        pos += 2
-        if data[pos] == 0:
-            pos += 1
+        v_port_66, tag_count1 = _S4.unpack_from(data, pos)
+        if tag_count1 == 0:
+            pos += 3
         else:
+            pos += 2
             n_tags1, pos = read_uvarint(data, pos)
             for _ in range(n_tags1):
                 tag1, pos = read_uvarint(data, pos)
@@ -848,11 +856,11 @@ def decode_streams_group_heartbeat_request_v0(data: bytes, pos: int) -> tuple[St
             else:
                 v_subtopology_id_71 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_partition_72, v_offset_73 = _S4.unpack_from(data, pos)
-            pos += 12
-            if data[pos] == 0:
-                pos += 1
+            v_partition_72, v_offset_73, tag_count1 = _S5.unpack_from(data, pos)
+            if tag_count1 == 0:
+                pos += 13
             else:
+                pos += 12
                 n_tags1, pos = read_uvarint(data, pos)
                 for _ in range(n_tags1):
                     tag1, pos = read_uvarint(data, pos)
@@ -887,11 +895,11 @@ def decode_streams_group_heartbeat_request_v0(data: bytes, pos: int) -> tuple[St
             else:
                 v_subtopology_id_75 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_partition_76, v_offset_77 = _S4.unpack_from(data, pos)
-            pos += 12
-            if data[pos] == 0:
-                pos += 1
+            v_partition_76, v_offset_77, tag_count1 = _S5.unpack_from(data, pos)
+            if tag_count1 == 0:
+                pos += 13
             else:
+                pos += 12
                 n_tags1, pos = read_uvarint(data, pos)
                 for _ in range(n_tags1):
                     tag1, pos = read_uvarint(data, pos)
@@ -899,11 +907,11 @@ def decode_streams_group_heartbeat_request_v0(data: bytes, pos: int) -> tuple[St
                     end1 = pos + size1
                     pos = end1
             append_74(TaskOffset(v_subtopology_id_75, v_partition_76, v_offset_77))
-    v_shutdown_application_17, = _S5.unpack_from(data, pos)
-    pos += 1
-    if data[pos] == 0:
-        pos += 1
+    v_shutdown_application_17, tag_count0 = _S6.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 2
     else:
+        pos += 1
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -930,16 +938,16 @@ def encode_streams_group_heartbeat_request_v0(m: StreamsGroupHeartbeatRequest, o
     else:
         write_uvarint(out, u_6)
     out += b_5
-    out += _S0.pack(m.member_epoch, m.endpoint_information_epoch)
     x_7 = m.instance_id
     if x_7 is None:
-        out.append(0)
+        out += _S7.pack(m.member_epoch, m.endpoint_information_epoch)
     else:
         b_8 = x_7.encode()
         u_9 = len(b_8) + 1
         if u_9 < 128:
-            out.append(u_9)
+            out += _S0.pack(m.member_epoch, m.endpoint_information_epoch, u_9)
         else:
+            out += _S8.pack(m.member_epoch, m.endpoint_information_epoch)
             write_uvarint(out, u_9)
         out += b_8
     x_10 = m.rack_id
@@ -1020,7 +1028,7 @@ def encode_streams_group_heartbeat_request_v0(m: StreamsGroupHeartbeatRequest, o
                 else:
                     write_uvarint(out, u_38)
                 out += b_37
-                out += _S2.pack(e_35.partitions, e_35.replication_factor)
+                out += _S9.pack(e_35.partitions, e_35.replication_factor)
                 x_39 = e_35.topic_configs
                 u_40 = len(x_39) + 1
                 if u_40 < 128:
@@ -1076,7 +1084,7 @@ def encode_streams_group_heartbeat_request_v0(m: StreamsGroupHeartbeatRequest, o
                 else:
                     write_uvarint(out, u_59)
                 out += b_58
-                out += _S2.pack(e_56.partitions, e_56.replication_factor)
+                out += _S9.pack(e_56.partitions, e_56.replication_factor)
                 x_60 = e_56.topic_configs
                 u_61 = len(x_60) + 1
                 if u_61 < 128:
@@ -1235,8 +1243,7 @@ def encode_streams_group_heartbeat_request_v0(m: StreamsGroupHeartbeatRequest, o
         else:
             write_uvarint(out, u_109)
         out += b_108
-        out += _S3.pack(s_106.port)
-        out.append(0)
+        out += _S10.pack(s_106.port)
     x_110 = m.client_tags
     if x_110 is None:
         out.append(0)
@@ -1282,8 +1289,7 @@ def encode_streams_group_heartbeat_request_v0(m: StreamsGroupHeartbeatRequest, o
             else:
                 write_uvarint(out, u_124)
             out += b_123
-            out += _S4.pack(e_121.partition, e_121.offset)
-            out.append(0)
+            out += _S11.pack(e_121.partition, e_121.offset)
     x_125 = m.task_end_offsets
     if x_125 is None:
         out.append(0)
@@ -1302,10 +1308,8 @@ def encode_streams_group_heartbeat_request_v0(m: StreamsGroupHeartbeatRequest, o
             else:
                 write_uvarint(out, u_130)
             out += b_129
-            out += _S4.pack(e_127.partition, e_127.offset)
-            out.append(0)
-    out += _S5.pack(m.shutdown_application)
-    out.append(0)
+            out += _S11.pack(e_127.partition, e_127.offset)
+    out += _S12.pack(m.shutdown_application)
 
 
 def decode_streams_group_heartbeat_request_v1(data: bytes, pos: int) -> tuple[StreamsGroupHeartbeatRequest, int]:
@@ -1333,13 +1337,12 @@ def decode_streams_group_heartbeat_request_v1(data: bytes, pos: int) -> tuple[St
     else:
         v_member_id_2 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_member_epoch_3, v_endpoint_information_epoch_4 = _S0.unpack_from(data, pos)
-    pos += 8
+    v_member_epoch_3, v_endpoint_information_epoch_4, n0 = _S0.unpack_from(data, pos)
     v_instance_id_5: str | None
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 9
     else:
+        pos += 8
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -1365,13 +1368,12 @@ def decode_streams_group_heartbeat_request_v1(data: bytes, pos: int) -> tuple[St
     marker_18 = data[pos]
     pos += 1
     if marker_18 == 1:
-        v_epoch_19, = _S1.unpack_from(data, pos)
-        pos += 4
+        v_epoch_19, n1 = _S2.unpack_from(data, pos)
         v_subtopologies_20: list[Subtopology]
-        n1 = data[pos]
         if n1 < 128:
-            pos += 1
+            pos += 5
         else:
+            pos += 4
             n1, pos = read_uvarint(data, pos)
         n1 -= 1
         if n1 < 0:
@@ -1477,13 +1479,12 @@ def decode_streams_group_heartbeat_request_v1(data: bytes, pos: int) -> tuple[St
                         else:
                             v_name_34 = str(data[pos:pos + n3], 'utf-8')
                             pos += n3
-                        v_partitions_35, v_replication_factor_36 = _S2.unpack_from(data, pos)
-                        pos += 6
+                        v_partitions_35, v_replication_factor_36, n3 = _S3.unpack_from(data, pos)
                         v_topic_configs_37: list[KeyValue]
-                        n3 = data[pos]
                         if n3 < 128:
-                            pos += 1
+                            pos += 7
                         else:
+                            pos += 6
                             n3, pos = read_uvarint(data, pos)
                         n3 -= 1
                         if n3 < 0:
@@ -1593,13 +1594,12 @@ def decode_streams_group_heartbeat_request_v1(data: bytes, pos: int) -> tuple[St
                         else:
                             v_name_44 = str(data[pos:pos + n3], 'utf-8')
                             pos += n3
-                        v_partitions_45, v_replication_factor_46 = _S2.unpack_from(data, pos)
-                        pos += 6
+                        v_partitions_45, v_replication_factor_46, n3 = _S3.unpack_from(data, pos)
                         v_topic_configs_47: list[KeyValue]
-                        n3 = data[pos]
                         if n3 < 128:
-                            pos += 1
+                            pos += 7
                         else:
+                            pos += 6
                             n3, pos = read_uvarint(data, pos)
                         n3 -= 1
                         if n3 < 0:
@@ -1926,11 +1926,11 @@ def decode_streams_group_heartbeat_request_v1(data: bytes, pos: int) -> tuple[St
         else:
             v_host_65 = str(data[pos:pos + n1], 'utf-8')
             pos += n1
-        v_port_66, = _S3.unpack_from(data, pos)
-        pos += 2
-        if data[pos] == 0:
-            pos += 1
+        v_port_66, tag_count1 = _S4.unpack_from(data, pos)
+        if tag_count1 == 0:
+            pos += 3
         else:
+            pos += 2
             n_tags1, pos = read_uvarint(data, pos)
             for _ in range(n_tags1):
                 tag1, pos = read_uvarint(data, pos)
@@ -2018,11 +2018,11 @@ def decode_streams_group_heartbeat_request_v1(data: bytes, pos: int) -> tuple[St
             else:
                 v_subtopology_id_71 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_partition_72, v_offset_73 = _S4.unpack_from(data, pos)
-            pos += 12
-            if data[pos] == 0:
-                pos += 1
+            v_partition_72, v_offset_73, tag_count1 = _S5.unpack_from(data, pos)
+            if tag_count1 == 0:
+                pos += 13
             else:
+                pos += 12
                 n_tags1, pos = read_uvarint(data, pos)
                 for _ in range(n_tags1):
                     tag1, pos = read_uvarint(data, pos)
@@ -2057,11 +2057,11 @@ def decode_streams_group_heartbeat_request_v1(data: bytes, pos: int) -> tuple[St
             else:
                 v_subtopology_id_75 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_partition_76, v_offset_77 = _S4.unpack_from(data, pos)
-            pos += 12
-            if data[pos] == 0:
-                pos += 1
+            v_partition_76, v_offset_77, tag_count1 = _S5.unpack_from(data, pos)
+            if tag_count1 == 0:
+                pos += 13
             else:
+                pos += 12
                 n_tags1, pos = read_uvarint(data, pos)
                 for _ in range(n_tags1):
                     tag1, pos = read_uvarint(data, pos)
@@ -2069,11 +2069,11 @@ def decode_streams_group_heartbeat_request_v1(data: bytes, pos: int) -> tuple[St
                     end1 = pos + size1
                     pos = end1
             append_74(TaskOffset(v_subtopology_id_75, v_partition_76, v_offset_77))
-    v_shutdown_application_17, = _S5.unpack_from(data, pos)
-    pos += 1
-    if data[pos] == 0:
-        pos += 1
+    v_shutdown_application_17, tag_count0 = _S6.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 2
     else:
+        pos += 1
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -2100,16 +2100,16 @@ def encode_streams_group_heartbeat_request_v1(m: StreamsGroupHeartbeatRequest, o
     else:
         write_uvarint(out, u_6)
     out += b_5
-    out += _S0.pack(m.member_epoch, m.endpoint_information_epoch)
     x_7 = m.instance_id
     if x_7 is None:
-        out.append(0)
+        out += _S7.pack(m.member_epoch, m.endpoint_information_epoch)
     else:
         b_8 = x_7.encode()
         u_9 = len(b_8) + 1
         if u_9 < 128:
-            out.append(u_9)
+            out += _S0.pack(m.member_epoch, m.endpoint_information_epoch, u_9)
         else:
+            out += _S8.pack(m.member_epoch, m.endpoint_information_epoch)
             write_uvarint(out, u_9)
         out += b_8
     x_10 = m.rack_id
@@ -2190,7 +2190,7 @@ def encode_streams_group_heartbeat_request_v1(m: StreamsGroupHeartbeatRequest, o
                 else:
                     write_uvarint(out, u_38)
                 out += b_37
-                out += _S2.pack(e_35.partitions, e_35.replication_factor)
+                out += _S9.pack(e_35.partitions, e_35.replication_factor)
                 x_39 = e_35.topic_configs
                 u_40 = len(x_39) + 1
                 if u_40 < 128:
@@ -2246,7 +2246,7 @@ def encode_streams_group_heartbeat_request_v1(m: StreamsGroupHeartbeatRequest, o
                 else:
                     write_uvarint(out, u_59)
                 out += b_58
-                out += _S2.pack(e_56.partitions, e_56.replication_factor)
+                out += _S9.pack(e_56.partitions, e_56.replication_factor)
                 x_60 = e_56.topic_configs
                 u_61 = len(x_60) + 1
                 if u_61 < 128:
@@ -2405,8 +2405,7 @@ def encode_streams_group_heartbeat_request_v1(m: StreamsGroupHeartbeatRequest, o
         else:
             write_uvarint(out, u_109)
         out += b_108
-        out += _S3.pack(s_106.port)
-        out.append(0)
+        out += _S10.pack(s_106.port)
     x_110 = m.client_tags
     if x_110 is None:
         out.append(0)
@@ -2452,8 +2451,7 @@ def encode_streams_group_heartbeat_request_v1(m: StreamsGroupHeartbeatRequest, o
             else:
                 write_uvarint(out, u_124)
             out += b_123
-            out += _S4.pack(e_121.partition, e_121.offset)
-            out.append(0)
+            out += _S11.pack(e_121.partition, e_121.offset)
     x_125 = m.task_end_offsets
     if x_125 is None:
         out.append(0)
@@ -2472,20 +2470,17 @@ def encode_streams_group_heartbeat_request_v1(m: StreamsGroupHeartbeatRequest, o
             else:
                 write_uvarint(out, u_130)
             out += b_129
-            out += _S4.pack(e_127.partition, e_127.offset)
-            out.append(0)
-    out += _S5.pack(m.shutdown_application)
-    out.append(0)
+            out += _S11.pack(e_127.partition, e_127.offset)
+    out += _S12.pack(m.shutdown_application)
 
 
 def decode_streams_group_heartbeat_response_v0(data: bytes, pos: int) -> tuple[StreamsGroupHeartbeatResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S2.unpack_from(data, pos)
-    pos += 6
+    v_throttle_time_ms_1, v_error_code_2, n0 = _S3.unpack_from(data, pos)
     v_error_message_3: str | None
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 7
     else:
+        pos += 6
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -2505,13 +2500,12 @@ def decode_streams_group_heartbeat_response_v0(data: bytes, pos: int) -> tuple[S
     else:
         v_member_id_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_member_epoch_5, v_heartbeat_interval_ms_6, v_acceptable_recovery_lag_legacy_7, v_task_offset_interval_ms_8 = _S6.unpack_from(data, pos)
-    pos += 16
+    v_member_epoch_5, v_heartbeat_interval_ms_6, v_acceptable_recovery_lag_legacy_7, v_task_offset_interval_ms_8, n0 = _S13.unpack_from(data, pos)
     v_status_10: list[Status] | None
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 17
     else:
+        pos += 16
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -2522,13 +2516,12 @@ def decode_streams_group_heartbeat_response_v0(data: bytes, pos: int) -> tuple[S
         v_status_10 = []
         append_17 = v_status_10.append
         for _ in range(n0):
-            v_status_code_18, = _S7.unpack_from(data, pos)
-            pos += 1
+            v_status_code_18, n1 = _S14.unpack_from(data, pos)
             v_status_detail_19: str
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 2
             else:
+                pos += 1
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -2699,13 +2692,12 @@ def decode_streams_group_heartbeat_response_v0(data: bytes, pos: int) -> tuple[S
                     end1 = pos + size1
                     pos = end1
             append_26(TaskIds(v_subtopology_id_27, v_partitions_28))
-    v_endpoint_information_epoch_15, = _S1.unpack_from(data, pos)
-    pos += 4
+    v_endpoint_information_epoch_15, n0 = _S2.unpack_from(data, pos)
     v_partitions_by_user_endpoint_16: list[EndpointToPartitions] | None
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -2729,11 +2721,11 @@ def decode_streams_group_heartbeat_response_v0(data: bytes, pos: int) -> tuple[S
             else:
                 v_host_33 = str(data[pos:pos + n2], 'utf-8')
                 pos += n2
-            v_port_34, = _S3.unpack_from(data, pos)
-            pos += 2
-            if data[pos] == 0:
-                pos += 1
+            v_port_34, tag_count2 = _S4.unpack_from(data, pos)
+            if tag_count2 == 0:
+                pos += 3
             else:
+                pos += 2
                 n_tags2, pos = read_uvarint(data, pos)
                 for _ in range(n_tags2):
                     tag2, pos = read_uvarint(data, pos)
@@ -2868,16 +2860,16 @@ def decode_streams_group_heartbeat_response_v0(data: bytes, pos: int) -> tuple[S
 def encode_streams_group_heartbeat_response_v0(m: StreamsGroupHeartbeatResponse, out: bytearray) -> None:
     if m.topology_description_required:
         raise ValueError('attempted to write a non-default TopologyDescriptionRequired at version 0')
-    out += _S2.pack(m.throttle_time_ms, m.error_code)
     x_1 = m.error_message
     if x_1 is None:
-        out.append(0)
+        out += _S15.pack(m.throttle_time_ms, m.error_code)
     else:
         b_2 = x_1.encode()
         u_3 = len(b_2) + 1
         if u_3 < 128:
-            out.append(u_3)
+            out += _S3.pack(m.throttle_time_ms, m.error_code, u_3)
         else:
+            out += _S9.pack(m.throttle_time_ms, m.error_code)
             write_uvarint(out, u_3)
         out += b_2
     x_4 = m.member_id
@@ -2888,7 +2880,7 @@ def encode_streams_group_heartbeat_response_v0(m: StreamsGroupHeartbeatResponse,
     else:
         write_uvarint(out, u_6)
     out += b_5
-    out += _S6.pack(m.member_epoch, m.heartbeat_interval_ms, m.acceptable_recovery_lag_legacy, m.task_offset_interval_ms)
+    out += _S16.pack(m.member_epoch, m.heartbeat_interval_ms, m.acceptable_recovery_lag_legacy, m.task_offset_interval_ms)
     x_7 = m.status
     if x_7 is None:
         out.append(0)
@@ -2899,13 +2891,13 @@ def encode_streams_group_heartbeat_response_v0(m: StreamsGroupHeartbeatResponse,
         else:
             write_uvarint(out, u_8)
         for e_9 in x_7:
-            out += _S7.pack(e_9.status_code)
             x_10 = e_9.status_detail
             b_11 = x_10.encode()
             u_12 = len(b_11) + 1
             if u_12 < 128:
-                out.append(u_12)
+                out += _S14.pack(e_9.status_code, u_12)
             else:
+                out += _S17.pack(e_9.status_code)
                 write_uvarint(out, u_12)
             out += b_11
             out.append(0)
@@ -3007,8 +2999,7 @@ def encode_streams_group_heartbeat_response_v0(m: StreamsGroupHeartbeatResponse,
             else:
                 write_uvarint(out, u_44)
             out += b_43
-            out += _S3.pack(s_41.port)
-            out.append(0)
+            out += _S10.pack(s_41.port)
             x_45 = e_39.active_partitions
             u_46 = len(x_45) + 1
             if u_46 < 128:
@@ -3060,13 +3051,12 @@ def encode_streams_group_heartbeat_response_v0(m: StreamsGroupHeartbeatResponse,
 
 
 def decode_streams_group_heartbeat_response_v1(data: bytes, pos: int) -> tuple[StreamsGroupHeartbeatResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S2.unpack_from(data, pos)
-    pos += 6
+    v_throttle_time_ms_1, v_error_code_2, n0 = _S3.unpack_from(data, pos)
     v_error_message_3: str | None
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 7
     else:
+        pos += 6
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -3086,13 +3076,12 @@ def decode_streams_group_heartbeat_response_v1(data: bytes, pos: int) -> tuple[S
     else:
         v_member_id_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_member_epoch_5, v_heartbeat_interval_ms_6, v_task_offset_interval_ms_8, v_acceptable_recovery_lag_9 = _S8.unpack_from(data, pos)
-    pos += 20
+    v_member_epoch_5, v_heartbeat_interval_ms_6, v_task_offset_interval_ms_8, v_acceptable_recovery_lag_9, n0 = _S18.unpack_from(data, pos)
     v_status_10: list[Status] | None
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 21
     else:
+        pos += 20
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -3103,13 +3092,12 @@ def decode_streams_group_heartbeat_response_v1(data: bytes, pos: int) -> tuple[S
         v_status_10 = []
         append_17 = v_status_10.append
         for _ in range(n0):
-            v_status_code_18, = _S7.unpack_from(data, pos)
-            pos += 1
+            v_status_code_18, n1 = _S14.unpack_from(data, pos)
             v_status_detail_19: str
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 2
             else:
+                pos += 1
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -3280,13 +3268,12 @@ def decode_streams_group_heartbeat_response_v1(data: bytes, pos: int) -> tuple[S
                     end1 = pos + size1
                     pos = end1
             append_26(TaskIds(v_subtopology_id_27, v_partitions_28))
-    v_topology_description_required_14, v_endpoint_information_epoch_15 = _S9.unpack_from(data, pos)
-    pos += 5
+    v_topology_description_required_14, v_endpoint_information_epoch_15, n0 = _S19.unpack_from(data, pos)
     v_partitions_by_user_endpoint_16: list[EndpointToPartitions] | None
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 6
     else:
+        pos += 5
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -3310,11 +3297,11 @@ def decode_streams_group_heartbeat_response_v1(data: bytes, pos: int) -> tuple[S
             else:
                 v_host_33 = str(data[pos:pos + n2], 'utf-8')
                 pos += n2
-            v_port_34, = _S3.unpack_from(data, pos)
-            pos += 2
-            if data[pos] == 0:
-                pos += 1
+            v_port_34, tag_count2 = _S4.unpack_from(data, pos)
+            if tag_count2 == 0:
+                pos += 3
             else:
+                pos += 2
                 n_tags2, pos = read_uvarint(data, pos)
                 for _ in range(n_tags2):
                     tag2, pos = read_uvarint(data, pos)
@@ -3449,16 +3436,16 @@ def decode_streams_group_heartbeat_response_v1(data: bytes, pos: int) -> tuple[S
 def encode_streams_group_heartbeat_response_v1(m: StreamsGroupHeartbeatResponse, out: bytearray) -> None:
     if m.acceptable_recovery_lag_legacy != 0:
         raise ValueError('attempted to write a non-default AcceptableRecoveryLagLegacy at version 1')
-    out += _S2.pack(m.throttle_time_ms, m.error_code)
     x_1 = m.error_message
     if x_1 is None:
-        out.append(0)
+        out += _S15.pack(m.throttle_time_ms, m.error_code)
     else:
         b_2 = x_1.encode()
         u_3 = len(b_2) + 1
         if u_3 < 128:
-            out.append(u_3)
+            out += _S3.pack(m.throttle_time_ms, m.error_code, u_3)
         else:
+            out += _S9.pack(m.throttle_time_ms, m.error_code)
             write_uvarint(out, u_3)
         out += b_2
     x_4 = m.member_id
@@ -3469,7 +3456,7 @@ def encode_streams_group_heartbeat_response_v1(m: StreamsGroupHeartbeatResponse,
     else:
         write_uvarint(out, u_6)
     out += b_5
-    out += _S8.pack(m.member_epoch, m.heartbeat_interval_ms, m.task_offset_interval_ms, m.acceptable_recovery_lag)
+    out += _S20.pack(m.member_epoch, m.heartbeat_interval_ms, m.task_offset_interval_ms, m.acceptable_recovery_lag)
     x_7 = m.status
     if x_7 is None:
         out.append(0)
@@ -3480,13 +3467,13 @@ def encode_streams_group_heartbeat_response_v1(m: StreamsGroupHeartbeatResponse,
         else:
             write_uvarint(out, u_8)
         for e_9 in x_7:
-            out += _S7.pack(e_9.status_code)
             x_10 = e_9.status_detail
             b_11 = x_10.encode()
             u_12 = len(b_11) + 1
             if u_12 < 128:
-                out.append(u_12)
+                out += _S14.pack(e_9.status_code, u_12)
             else:
+                out += _S17.pack(e_9.status_code)
                 write_uvarint(out, u_12)
             out += b_11
             out.append(0)
@@ -3568,7 +3555,7 @@ def encode_streams_group_heartbeat_response_v1(m: StreamsGroupHeartbeatResponse,
                 write_uvarint(out, u_36)
             out += pack('>%di' % len(x_35), *x_35)
             out.append(0)
-    out += _S9.pack(m.topology_description_required, m.endpoint_information_epoch)
+    out += _S21.pack(m.topology_description_required, m.endpoint_information_epoch)
     x_37 = m.partitions_by_user_endpoint
     if x_37 is None:
         out.append(0)
@@ -3588,8 +3575,7 @@ def encode_streams_group_heartbeat_response_v1(m: StreamsGroupHeartbeatResponse,
             else:
                 write_uvarint(out, u_44)
             out += b_43
-            out += _S3.pack(s_41.port)
-            out.append(0)
+            out += _S10.pack(s_41.port)
             x_45 = e_39.active_partitions
             u_46 = len(x_45) + 1
             if u_46 < 128:

@@ -11,7 +11,10 @@ from protocol.primitives import DecodeError, read_uvarint, write_uvarint
 
 _S0 = Struct('>h')
 _S1 = Struct('>i')
-_S2 = Struct('>ih')
+_S2 = Struct('>iB')
+_S3 = Struct('>ih')
+_S4 = Struct('>ihB')
+_S5 = Struct('>ihx')
 
 
 @dataclass(slots=True)
@@ -362,13 +365,12 @@ def decode_sync_group_request_v4(data: bytes, pos: int) -> tuple[SyncGroupReques
     else:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_generation_id_2, = _S1.unpack_from(data, pos)
-    pos += 4
+    v_generation_id_2, n0 = _S2.unpack_from(data, pos)
     v_member_id_3: str
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -458,13 +460,13 @@ def encode_sync_group_request_v4(m: SyncGroupRequest, out: bytearray) -> None:
     else:
         write_uvarint(out, u_3)
     out += b_2
-    out += _S1.pack(m.generation_id)
     x_4 = m.member_id
     b_5 = x_4.encode()
     u_6 = len(b_5) + 1
     if u_6 < 128:
-        out.append(u_6)
+        out += _S2.pack(m.generation_id, u_6)
     else:
+        out += _S1.pack(m.generation_id)
         write_uvarint(out, u_6)
     out += b_5
     x_7 = m.group_instance_id
@@ -517,13 +519,12 @@ def decode_sync_group_request_v5(data: bytes, pos: int) -> tuple[SyncGroupReques
     else:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_generation_id_2, = _S1.unpack_from(data, pos)
-    pos += 4
+    v_generation_id_2, n0 = _S2.unpack_from(data, pos)
     v_member_id_3: str
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -637,13 +638,13 @@ def encode_sync_group_request_v5(m: SyncGroupRequest, out: bytearray) -> None:
     else:
         write_uvarint(out, u_3)
     out += b_2
-    out += _S1.pack(m.generation_id)
     x_4 = m.member_id
     b_5 = x_4.encode()
     u_6 = len(b_5) + 1
     if u_6 < 128:
-        out.append(u_6)
+        out += _S2.pack(m.generation_id, u_6)
     else:
+        out += _S1.pack(m.generation_id)
         write_uvarint(out, u_6)
     out += b_5
     x_7 = m.group_instance_id
@@ -727,7 +728,7 @@ def encode_sync_group_response_v0(m: SyncGroupResponse, out: bytearray) -> None:
 
 
 def decode_sync_group_response_v1(data: bytes, pos: int) -> tuple[SyncGroupResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S2.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2 = _S3.unpack_from(data, pos)
     pos += 6
     v_assignment_5: bytes
     n0, = _S1.unpack_from(data, pos)
@@ -741,14 +742,14 @@ def decode_sync_group_response_v1(data: bytes, pos: int) -> tuple[SyncGroupRespo
 
 
 def encode_sync_group_response_v1(m: SyncGroupResponse, out: bytearray) -> None:
-    out += _S2.pack(m.throttle_time_ms, m.error_code)
+    out += _S3.pack(m.throttle_time_ms, m.error_code)
     x_1 = m.assignment
     out += _S1.pack(len(x_1))
     out += x_1
 
 
 def decode_sync_group_response_v2(data: bytes, pos: int) -> tuple[SyncGroupResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S2.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2 = _S3.unpack_from(data, pos)
     pos += 6
     v_assignment_5: bytes
     n0, = _S1.unpack_from(data, pos)
@@ -762,14 +763,14 @@ def decode_sync_group_response_v2(data: bytes, pos: int) -> tuple[SyncGroupRespo
 
 
 def encode_sync_group_response_v2(m: SyncGroupResponse, out: bytearray) -> None:
-    out += _S2.pack(m.throttle_time_ms, m.error_code)
+    out += _S3.pack(m.throttle_time_ms, m.error_code)
     x_1 = m.assignment
     out += _S1.pack(len(x_1))
     out += x_1
 
 
 def decode_sync_group_response_v3(data: bytes, pos: int) -> tuple[SyncGroupResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S2.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2 = _S3.unpack_from(data, pos)
     pos += 6
     v_assignment_5: bytes
     n0, = _S1.unpack_from(data, pos)
@@ -783,20 +784,19 @@ def decode_sync_group_response_v3(data: bytes, pos: int) -> tuple[SyncGroupRespo
 
 
 def encode_sync_group_response_v3(m: SyncGroupResponse, out: bytearray) -> None:
-    out += _S2.pack(m.throttle_time_ms, m.error_code)
+    out += _S3.pack(m.throttle_time_ms, m.error_code)
     x_1 = m.assignment
     out += _S1.pack(len(x_1))
     out += x_1
 
 
 def decode_sync_group_response_v4(data: bytes, pos: int) -> tuple[SyncGroupResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S2.unpack_from(data, pos)
-    pos += 6
+    v_throttle_time_ms_1, v_error_code_2, n0 = _S4.unpack_from(data, pos)
     v_assignment_5: bytes
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 7
     else:
+        pos += 6
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -817,25 +817,24 @@ def decode_sync_group_response_v4(data: bytes, pos: int) -> tuple[SyncGroupRespo
 
 
 def encode_sync_group_response_v4(m: SyncGroupResponse, out: bytearray) -> None:
-    out += _S2.pack(m.throttle_time_ms, m.error_code)
     x_1 = m.assignment
     u_2 = len(x_1) + 1
     if u_2 < 128:
-        out.append(u_2)
+        out += _S4.pack(m.throttle_time_ms, m.error_code, u_2)
     else:
+        out += _S3.pack(m.throttle_time_ms, m.error_code)
         write_uvarint(out, u_2)
     out += x_1
     out.append(0)
 
 
 def decode_sync_group_response_v5(data: bytes, pos: int) -> tuple[SyncGroupResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S2.unpack_from(data, pos)
-    pos += 6
+    v_throttle_time_ms_1, v_error_code_2, n0 = _S4.unpack_from(data, pos)
     v_protocol_type_3: str | None
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 7
     else:
+        pos += 6
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -880,16 +879,16 @@ def decode_sync_group_response_v5(data: bytes, pos: int) -> tuple[SyncGroupRespo
 
 
 def encode_sync_group_response_v5(m: SyncGroupResponse, out: bytearray) -> None:
-    out += _S2.pack(m.throttle_time_ms, m.error_code)
     x_1 = m.protocol_type
     if x_1 is None:
-        out.append(0)
+        out += _S5.pack(m.throttle_time_ms, m.error_code)
     else:
         b_2 = x_1.encode()
         u_3 = len(b_2) + 1
         if u_3 < 128:
-            out.append(u_3)
+            out += _S4.pack(m.throttle_time_ms, m.error_code, u_3)
         else:
+            out += _S3.pack(m.throttle_time_ms, m.error_code)
             write_uvarint(out, u_3)
         out += b_2
     x_4 = m.protocol_name

@@ -15,9 +15,16 @@ _S1 = Struct('>qh')
 _S2 = Struct('>i')
 _S3 = Struct('>iq')
 _S4 = Struct('>iqi')
-_S5 = Struct('>qhi')
-_S6 = Struct('>16s')
-_S7 = Struct('>ih')
+_S5 = Struct('>qhiB')
+_S6 = Struct('>iqiB')
+_S7 = Struct('>qhi')
+_S8 = Struct('>iqix')
+_S9 = Struct('>16sB')
+_S10 = Struct('>16s')
+_S11 = Struct('>ih')
+_S12 = Struct('>iB')
+_S13 = Struct('>ihB')
+_S14 = Struct('>ihx')
 
 
 @dataclass(slots=True)
@@ -391,13 +398,12 @@ def decode_txn_offset_commit_request_v3(data: bytes, pos: int) -> tuple[TxnOffse
     else:
         v_group_id_2 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_producer_id_3, v_producer_epoch_4, v_generation_id_or_member_epoch_5 = _S5.unpack_from(data, pos)
-    pos += 14
+    v_producer_id_3, v_producer_epoch_4, v_generation_id_or_member_epoch_5, n0 = _S5.unpack_from(data, pos)
     v_member_id_6: str
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 15
     else:
+        pos += 14
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -459,13 +465,12 @@ def decode_txn_offset_commit_request_v3(data: bytes, pos: int) -> tuple[TxnOffse
                 v_partitions_12 = []
                 append_13 = v_partitions_12.append
                 for _ in range(n1):
-                    v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16 = _S4.unpack_from(data, pos)
-                    pos += 16
+                    v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16, n2 = _S6.unpack_from(data, pos)
                     v_committed_metadata_17: str | None
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 17
                     else:
+                        pos += 16
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
@@ -522,13 +527,13 @@ def encode_txn_offset_commit_request_v3(m: TxnOffsetCommitRequest, out: bytearra
     else:
         write_uvarint(out, u_6)
     out += b_5
-    out += _S5.pack(m.producer_id, m.producer_epoch, m.generation_id_or_member_epoch)
     x_7 = m.member_id
     b_8 = x_7.encode()
     u_9 = len(b_8) + 1
     if u_9 < 128:
-        out.append(u_9)
+        out += _S5.pack(m.producer_id, m.producer_epoch, m.generation_id_or_member_epoch, u_9)
     else:
+        out += _S7.pack(m.producer_id, m.producer_epoch, m.generation_id_or_member_epoch)
         write_uvarint(out, u_9)
     out += b_8
     x_10 = m.group_instance_id
@@ -564,16 +569,16 @@ def encode_txn_offset_commit_request_v3(m: TxnOffsetCommitRequest, out: bytearra
         else:
             write_uvarint(out, u_20)
         for e_21 in x_19:
-            out += _S4.pack(e_21.partition_index, e_21.committed_offset, e_21.committed_leader_epoch)
             x_22 = e_21.committed_metadata
             if x_22 is None:
-                out.append(0)
+                out += _S8.pack(e_21.partition_index, e_21.committed_offset, e_21.committed_leader_epoch)
             else:
                 b_23 = x_22.encode()
                 u_24 = len(b_23) + 1
                 if u_24 < 128:
-                    out.append(u_24)
+                    out += _S6.pack(e_21.partition_index, e_21.committed_offset, e_21.committed_leader_epoch, u_24)
                 else:
+                    out += _S4.pack(e_21.partition_index, e_21.committed_offset, e_21.committed_leader_epoch)
                     write_uvarint(out, u_24)
                 out += b_23
             out.append(0)
@@ -606,13 +611,12 @@ def decode_txn_offset_commit_request_v4(data: bytes, pos: int) -> tuple[TxnOffse
     else:
         v_group_id_2 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_producer_id_3, v_producer_epoch_4, v_generation_id_or_member_epoch_5 = _S5.unpack_from(data, pos)
-    pos += 14
+    v_producer_id_3, v_producer_epoch_4, v_generation_id_or_member_epoch_5, n0 = _S5.unpack_from(data, pos)
     v_member_id_6: str
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 15
     else:
+        pos += 14
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -674,13 +678,12 @@ def decode_txn_offset_commit_request_v4(data: bytes, pos: int) -> tuple[TxnOffse
                 v_partitions_12 = []
                 append_13 = v_partitions_12.append
                 for _ in range(n1):
-                    v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16 = _S4.unpack_from(data, pos)
-                    pos += 16
+                    v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16, n2 = _S6.unpack_from(data, pos)
                     v_committed_metadata_17: str | None
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 17
                     else:
+                        pos += 16
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
@@ -737,13 +740,13 @@ def encode_txn_offset_commit_request_v4(m: TxnOffsetCommitRequest, out: bytearra
     else:
         write_uvarint(out, u_6)
     out += b_5
-    out += _S5.pack(m.producer_id, m.producer_epoch, m.generation_id_or_member_epoch)
     x_7 = m.member_id
     b_8 = x_7.encode()
     u_9 = len(b_8) + 1
     if u_9 < 128:
-        out.append(u_9)
+        out += _S5.pack(m.producer_id, m.producer_epoch, m.generation_id_or_member_epoch, u_9)
     else:
+        out += _S7.pack(m.producer_id, m.producer_epoch, m.generation_id_or_member_epoch)
         write_uvarint(out, u_9)
     out += b_8
     x_10 = m.group_instance_id
@@ -779,16 +782,16 @@ def encode_txn_offset_commit_request_v4(m: TxnOffsetCommitRequest, out: bytearra
         else:
             write_uvarint(out, u_20)
         for e_21 in x_19:
-            out += _S4.pack(e_21.partition_index, e_21.committed_offset, e_21.committed_leader_epoch)
             x_22 = e_21.committed_metadata
             if x_22 is None:
-                out.append(0)
+                out += _S8.pack(e_21.partition_index, e_21.committed_offset, e_21.committed_leader_epoch)
             else:
                 b_23 = x_22.encode()
                 u_24 = len(b_23) + 1
                 if u_24 < 128:
-                    out.append(u_24)
+                    out += _S6.pack(e_21.partition_index, e_21.committed_offset, e_21.committed_leader_epoch, u_24)
                 else:
+                    out += _S4.pack(e_21.partition_index, e_21.committed_offset, e_21.committed_leader_epoch)
                     write_uvarint(out, u_24)
                 out += b_23
             out.append(0)
@@ -821,13 +824,12 @@ def decode_txn_offset_commit_request_v5(data: bytes, pos: int) -> tuple[TxnOffse
     else:
         v_group_id_2 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_producer_id_3, v_producer_epoch_4, v_generation_id_or_member_epoch_5 = _S5.unpack_from(data, pos)
-    pos += 14
+    v_producer_id_3, v_producer_epoch_4, v_generation_id_or_member_epoch_5, n0 = _S5.unpack_from(data, pos)
     v_member_id_6: str
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 15
     else:
+        pos += 14
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -889,13 +891,12 @@ def decode_txn_offset_commit_request_v5(data: bytes, pos: int) -> tuple[TxnOffse
                 v_partitions_12 = []
                 append_13 = v_partitions_12.append
                 for _ in range(n1):
-                    v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16 = _S4.unpack_from(data, pos)
-                    pos += 16
+                    v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16, n2 = _S6.unpack_from(data, pos)
                     v_committed_metadata_17: str | None
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 17
                     else:
+                        pos += 16
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
@@ -952,13 +953,13 @@ def encode_txn_offset_commit_request_v5(m: TxnOffsetCommitRequest, out: bytearra
     else:
         write_uvarint(out, u_6)
     out += b_5
-    out += _S5.pack(m.producer_id, m.producer_epoch, m.generation_id_or_member_epoch)
     x_7 = m.member_id
     b_8 = x_7.encode()
     u_9 = len(b_8) + 1
     if u_9 < 128:
-        out.append(u_9)
+        out += _S5.pack(m.producer_id, m.producer_epoch, m.generation_id_or_member_epoch, u_9)
     else:
+        out += _S7.pack(m.producer_id, m.producer_epoch, m.generation_id_or_member_epoch)
         write_uvarint(out, u_9)
     out += b_8
     x_10 = m.group_instance_id
@@ -994,16 +995,16 @@ def encode_txn_offset_commit_request_v5(m: TxnOffsetCommitRequest, out: bytearra
         else:
             write_uvarint(out, u_20)
         for e_21 in x_19:
-            out += _S4.pack(e_21.partition_index, e_21.committed_offset, e_21.committed_leader_epoch)
             x_22 = e_21.committed_metadata
             if x_22 is None:
-                out.append(0)
+                out += _S8.pack(e_21.partition_index, e_21.committed_offset, e_21.committed_leader_epoch)
             else:
                 b_23 = x_22.encode()
                 u_24 = len(b_23) + 1
                 if u_24 < 128:
-                    out.append(u_24)
+                    out += _S6.pack(e_21.partition_index, e_21.committed_offset, e_21.committed_leader_epoch, u_24)
                 else:
+                    out += _S4.pack(e_21.partition_index, e_21.committed_offset, e_21.committed_leader_epoch)
                     write_uvarint(out, u_24)
                 out += b_23
             out.append(0)
@@ -1036,13 +1037,12 @@ def decode_txn_offset_commit_request_v6(data: bytes, pos: int) -> tuple[TxnOffse
     else:
         v_group_id_2 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_producer_id_3, v_producer_epoch_4, v_generation_id_or_member_epoch_5 = _S5.unpack_from(data, pos)
-    pos += 14
+    v_producer_id_3, v_producer_epoch_4, v_generation_id_or_member_epoch_5, n0 = _S5.unpack_from(data, pos)
     v_member_id_6: str
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 15
     else:
+        pos += 14
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -1077,13 +1077,12 @@ def decode_txn_offset_commit_request_v6(data: bytes, pos: int) -> tuple[TxnOffse
         v_topics_8 = []
         append_9 = v_topics_8.append
         for _ in range(n0):
-            v_topic_id_11, = _S6.unpack_from(data, pos)
-            pos += 16
+            v_topic_id_11, n1 = _S9.unpack_from(data, pos)
             v_partitions_12: list[TxnOffsetCommitRequestPartition]
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 17
             else:
+                pos += 16
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -1094,13 +1093,12 @@ def decode_txn_offset_commit_request_v6(data: bytes, pos: int) -> tuple[TxnOffse
                 v_partitions_12 = []
                 append_13 = v_partitions_12.append
                 for _ in range(n1):
-                    v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16 = _S4.unpack_from(data, pos)
-                    pos += 16
+                    v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16, n2 = _S6.unpack_from(data, pos)
                     v_committed_metadata_17: str | None
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 17
                     else:
+                        pos += 16
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
@@ -1157,13 +1155,13 @@ def encode_txn_offset_commit_request_v6(m: TxnOffsetCommitRequest, out: bytearra
     else:
         write_uvarint(out, u_6)
     out += b_5
-    out += _S5.pack(m.producer_id, m.producer_epoch, m.generation_id_or_member_epoch)
     x_7 = m.member_id
     b_8 = x_7.encode()
     u_9 = len(b_8) + 1
     if u_9 < 128:
-        out.append(u_9)
+        out += _S5.pack(m.producer_id, m.producer_epoch, m.generation_id_or_member_epoch, u_9)
     else:
+        out += _S7.pack(m.producer_id, m.producer_epoch, m.generation_id_or_member_epoch)
         write_uvarint(out, u_9)
     out += b_8
     x_10 = m.group_instance_id
@@ -1184,7 +1182,7 @@ def encode_txn_offset_commit_request_v6(m: TxnOffsetCommitRequest, out: bytearra
     else:
         write_uvarint(out, u_14)
     for e_15 in x_13:
-        out += _S6.pack(e_15.topic_id)
+        out += _S10.pack(e_15.topic_id)
         x_16 = e_15.partitions
         u_17 = len(x_16) + 1
         if u_17 < 128:
@@ -1192,16 +1190,16 @@ def encode_txn_offset_commit_request_v6(m: TxnOffsetCommitRequest, out: bytearra
         else:
             write_uvarint(out, u_17)
         for e_18 in x_16:
-            out += _S4.pack(e_18.partition_index, e_18.committed_offset, e_18.committed_leader_epoch)
             x_19 = e_18.committed_metadata
             if x_19 is None:
-                out.append(0)
+                out += _S8.pack(e_18.partition_index, e_18.committed_offset, e_18.committed_leader_epoch)
             else:
                 b_20 = x_19.encode()
                 u_21 = len(b_20) + 1
                 if u_21 < 128:
-                    out.append(u_21)
+                    out += _S6.pack(e_18.partition_index, e_18.committed_offset, e_18.committed_leader_epoch, u_21)
                 else:
+                    out += _S4.pack(e_18.partition_index, e_18.committed_offset, e_18.committed_leader_epoch)
                     write_uvarint(out, u_21)
                 out += b_20
             out.append(0)
@@ -1242,7 +1240,7 @@ def decode_txn_offset_commit_response_v0(data: bytes, pos: int) -> tuple[TxnOffs
                 v_partitions_6 = []
                 append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v_partition_index_8, v_error_code_9 = _S7.unpack_from(data, pos)
+                    v_partition_index_8, v_error_code_9 = _S11.unpack_from(data, pos)
                     pos += 6
                     append_7(TxnOffsetCommitResponsePartition(v_partition_index_8, v_error_code_9))
             append_3(TxnOffsetCommitResponseTopic(v_name_4, ZERO_UUID, v_partitions_6))
@@ -1261,7 +1259,7 @@ def encode_txn_offset_commit_response_v0(m: TxnOffsetCommitResponse, out: bytear
         x_5 = e_2.partitions
         out += _S2.pack(len(x_5))
         for e_6 in x_5:
-            out += _S7.pack(e_6.partition_index, e_6.error_code)
+            out += _S11.pack(e_6.partition_index, e_6.error_code)
 
 
 def decode_txn_offset_commit_response_v1(data: bytes, pos: int) -> tuple[TxnOffsetCommitResponse, int]:
@@ -1297,7 +1295,7 @@ def decode_txn_offset_commit_response_v1(data: bytes, pos: int) -> tuple[TxnOffs
                 v_partitions_6 = []
                 append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v_partition_index_8, v_error_code_9 = _S7.unpack_from(data, pos)
+                    v_partition_index_8, v_error_code_9 = _S11.unpack_from(data, pos)
                     pos += 6
                     append_7(TxnOffsetCommitResponsePartition(v_partition_index_8, v_error_code_9))
             append_3(TxnOffsetCommitResponseTopic(v_name_4, ZERO_UUID, v_partitions_6))
@@ -1316,7 +1314,7 @@ def encode_txn_offset_commit_response_v1(m: TxnOffsetCommitResponse, out: bytear
         x_5 = e_2.partitions
         out += _S2.pack(len(x_5))
         for e_6 in x_5:
-            out += _S7.pack(e_6.partition_index, e_6.error_code)
+            out += _S11.pack(e_6.partition_index, e_6.error_code)
 
 
 def decode_txn_offset_commit_response_v2(data: bytes, pos: int) -> tuple[TxnOffsetCommitResponse, int]:
@@ -1352,7 +1350,7 @@ def decode_txn_offset_commit_response_v2(data: bytes, pos: int) -> tuple[TxnOffs
                 v_partitions_6 = []
                 append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v_partition_index_8, v_error_code_9 = _S7.unpack_from(data, pos)
+                    v_partition_index_8, v_error_code_9 = _S11.unpack_from(data, pos)
                     pos += 6
                     append_7(TxnOffsetCommitResponsePartition(v_partition_index_8, v_error_code_9))
             append_3(TxnOffsetCommitResponseTopic(v_name_4, ZERO_UUID, v_partitions_6))
@@ -1371,17 +1369,16 @@ def encode_txn_offset_commit_response_v2(m: TxnOffsetCommitResponse, out: bytear
         x_5 = e_2.partitions
         out += _S2.pack(len(x_5))
         for e_6 in x_5:
-            out += _S7.pack(e_6.partition_index, e_6.error_code)
+            out += _S11.pack(e_6.partition_index, e_6.error_code)
 
 
 def decode_txn_offset_commit_response_v3(data: bytes, pos: int) -> tuple[TxnOffsetCommitResponse, int]:
-    v_throttle_time_ms_1, = _S2.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S12.unpack_from(data, pos)
     v_topics_2: list[TxnOffsetCommitResponseTopic]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -1419,11 +1416,11 @@ def decode_txn_offset_commit_response_v3(data: bytes, pos: int) -> tuple[TxnOffs
                 v_partitions_6 = []
                 append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v_partition_index_8, v_error_code_9 = _S7.unpack_from(data, pos)
-                    pos += 6
-                    if data[pos] == 0:
-                        pos += 1
+                    v_partition_index_8, v_error_code_9, tag_count2 = _S13.unpack_from(data, pos)
+                    if tag_count2 == 0:
+                        pos += 7
                     else:
+                        pos += 6
                         n_tags2, pos = read_uvarint(data, pos)
                         for _ in range(n_tags2):
                             tag2, pos = read_uvarint(data, pos)
@@ -1477,20 +1474,18 @@ def encode_txn_offset_commit_response_v3(m: TxnOffsetCommitResponse, out: bytear
         else:
             write_uvarint(out, u_8)
         for e_9 in x_7:
-            out += _S7.pack(e_9.partition_index, e_9.error_code)
-            out.append(0)
+            out += _S14.pack(e_9.partition_index, e_9.error_code)
         out.append(0)
     out.append(0)
 
 
 def decode_txn_offset_commit_response_v4(data: bytes, pos: int) -> tuple[TxnOffsetCommitResponse, int]:
-    v_throttle_time_ms_1, = _S2.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S12.unpack_from(data, pos)
     v_topics_2: list[TxnOffsetCommitResponseTopic]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -1528,11 +1523,11 @@ def decode_txn_offset_commit_response_v4(data: bytes, pos: int) -> tuple[TxnOffs
                 v_partitions_6 = []
                 append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v_partition_index_8, v_error_code_9 = _S7.unpack_from(data, pos)
-                    pos += 6
-                    if data[pos] == 0:
-                        pos += 1
+                    v_partition_index_8, v_error_code_9, tag_count2 = _S13.unpack_from(data, pos)
+                    if tag_count2 == 0:
+                        pos += 7
                     else:
+                        pos += 6
                         n_tags2, pos = read_uvarint(data, pos)
                         for _ in range(n_tags2):
                             tag2, pos = read_uvarint(data, pos)
@@ -1586,20 +1581,18 @@ def encode_txn_offset_commit_response_v4(m: TxnOffsetCommitResponse, out: bytear
         else:
             write_uvarint(out, u_8)
         for e_9 in x_7:
-            out += _S7.pack(e_9.partition_index, e_9.error_code)
-            out.append(0)
+            out += _S14.pack(e_9.partition_index, e_9.error_code)
         out.append(0)
     out.append(0)
 
 
 def decode_txn_offset_commit_response_v5(data: bytes, pos: int) -> tuple[TxnOffsetCommitResponse, int]:
-    v_throttle_time_ms_1, = _S2.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S12.unpack_from(data, pos)
     v_topics_2: list[TxnOffsetCommitResponseTopic]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -1637,11 +1630,11 @@ def decode_txn_offset_commit_response_v5(data: bytes, pos: int) -> tuple[TxnOffs
                 v_partitions_6 = []
                 append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v_partition_index_8, v_error_code_9 = _S7.unpack_from(data, pos)
-                    pos += 6
-                    if data[pos] == 0:
-                        pos += 1
+                    v_partition_index_8, v_error_code_9, tag_count2 = _S13.unpack_from(data, pos)
+                    if tag_count2 == 0:
+                        pos += 7
                     else:
+                        pos += 6
                         n_tags2, pos = read_uvarint(data, pos)
                         for _ in range(n_tags2):
                             tag2, pos = read_uvarint(data, pos)
@@ -1695,20 +1688,18 @@ def encode_txn_offset_commit_response_v5(m: TxnOffsetCommitResponse, out: bytear
         else:
             write_uvarint(out, u_8)
         for e_9 in x_7:
-            out += _S7.pack(e_9.partition_index, e_9.error_code)
-            out.append(0)
+            out += _S14.pack(e_9.partition_index, e_9.error_code)
         out.append(0)
     out.append(0)
 
 
 def decode_txn_offset_commit_response_v6(data: bytes, pos: int) -> tuple[TxnOffsetCommitResponse, int]:
-    v_throttle_time_ms_1, = _S2.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S12.unpack_from(data, pos)
     v_topics_2: list[TxnOffsetCommitResponseTopic]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -1719,13 +1710,12 @@ def decode_txn_offset_commit_response_v6(data: bytes, pos: int) -> tuple[TxnOffs
         v_topics_2 = []
         append_3 = v_topics_2.append
         for _ in range(n0):
-            v_topic_id_5, = _S6.unpack_from(data, pos)
-            pos += 16
+            v_topic_id_5, n1 = _S9.unpack_from(data, pos)
             v_partitions_6: list[TxnOffsetCommitResponsePartition]
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 17
             else:
+                pos += 16
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -1736,11 +1726,11 @@ def decode_txn_offset_commit_response_v6(data: bytes, pos: int) -> tuple[TxnOffs
                 v_partitions_6 = []
                 append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v_partition_index_8, v_error_code_9 = _S7.unpack_from(data, pos)
-                    pos += 6
-                    if data[pos] == 0:
-                        pos += 1
+                    v_partition_index_8, v_error_code_9, tag_count2 = _S13.unpack_from(data, pos)
+                    if tag_count2 == 0:
+                        pos += 7
                     else:
+                        pos += 6
                         n_tags2, pos = read_uvarint(data, pos)
                         for _ in range(n_tags2):
                             tag2, pos = read_uvarint(data, pos)
@@ -1779,7 +1769,7 @@ def encode_txn_offset_commit_response_v6(m: TxnOffsetCommitResponse, out: bytear
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        out += _S6.pack(e_3.topic_id)
+        out += _S10.pack(e_3.topic_id)
         x_4 = e_3.partitions
         u_5 = len(x_4) + 1
         if u_5 < 128:
@@ -1787,7 +1777,6 @@ def encode_txn_offset_commit_response_v6(m: TxnOffsetCommitResponse, out: bytear
         else:
             write_uvarint(out, u_5)
         for e_6 in x_4:
-            out += _S7.pack(e_6.partition_index, e_6.error_code)
-            out.append(0)
+            out += _S14.pack(e_6.partition_index, e_6.error_code)
         out.append(0)
     out.append(0)
