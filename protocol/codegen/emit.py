@@ -194,16 +194,16 @@ class ModuleEmitter:
                     f"{var(f)}: {_python_type(f, self.struct_cls)} = {default_literal(f, self.struct_cls)}"
                 )
             tag_count = f"tag_count{depth}"
-            skipped = flush(tag_count) if batch else None
-            if skipped is None:
+            tag_skipped = flush(tag_count) if batch else None
+            if tag_skipped is None:
                 lines.append("if data[pos] == 0:")
                 lines.append("    pos += 1")
                 lines.append("else:")
             else:
                 lines.append(f"if {tag_count} == 0:")
-                lines.append(f"    pos += {skipped + 1}")
+                lines.append(f"    pos += {tag_skipped + 1}")
                 lines.append("else:")
-                lines.append(f"    pos += {skipped}")
+                lines.append(f"    pos += {tag_skipped}")
             lines.append(f"    n_tags{depth}, pos = read_uvarint(data, pos)")
             lines.append(f"    for _ in range(n_tags{depth}):")
             lines.append(f"        tag{depth}, pos = read_uvarint(data, pos)")
