@@ -265,10 +265,16 @@ class ModuleEmitter:
             lines.append(f"pos += {size}")
         elif f.type == "string":
             self._decode_length(lines, compact, False, n, skipped)
-            self._null_or_error(lines, f, version, n, target)
-            lines.append("else:")
+            # The empty string (a consumer's usual commit metadata) skips the slice and decode.
+            lines.append(f"if {n} > 0:")
             lines.append(f"    {target} = str(data[pos:pos + {n}], 'utf-8')")
             lines.append(f"    pos += {n}")
+            lines.append(f"elif {n} == 0:")
+            lines.append(f"    {target} = ''")
+            lines.append("else:")
+            null: list[str] = []
+            self._null_or_error(null, f, version, n, target)
+            lines += null[1:]  # its body, already indented, without its ``if``
         elif f.type in ("bytes", "records"):
             self._decode_length(lines, compact, True, n, skipped)
             self._null_or_error(lines, f, version, n, target)

@@ -35,21 +35,25 @@ def decode_add_offsets_to_txn_request_v0(data: bytes, pos: int) -> tuple[AddOffs
     v_transactional_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field TransactionalId is null')
-    else:
+    if n0 > 0:
         v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_transactional_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field TransactionalId is null')
     v_producer_id_2, v_producer_epoch_3 = _S1.unpack_from(data, pos)
     pos += 10
     v_group_id_4: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_id_4 = ''
+    else:
+        raise DecodeError('non-nullable field GroupId is null')
     return AddOffsetsToTxnRequest(v_transactional_id_1, v_producer_id_2, v_producer_epoch_3, v_group_id_4), pos
 
 
@@ -69,21 +73,25 @@ def decode_add_offsets_to_txn_request_v1(data: bytes, pos: int) -> tuple[AddOffs
     v_transactional_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field TransactionalId is null')
-    else:
+    if n0 > 0:
         v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_transactional_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field TransactionalId is null')
     v_producer_id_2, v_producer_epoch_3 = _S1.unpack_from(data, pos)
     pos += 10
     v_group_id_4: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_id_4 = ''
+    else:
+        raise DecodeError('non-nullable field GroupId is null')
     return AddOffsetsToTxnRequest(v_transactional_id_1, v_producer_id_2, v_producer_epoch_3, v_group_id_4), pos
 
 
@@ -103,21 +111,25 @@ def decode_add_offsets_to_txn_request_v2(data: bytes, pos: int) -> tuple[AddOffs
     v_transactional_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field TransactionalId is null')
-    else:
+    if n0 > 0:
         v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_transactional_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field TransactionalId is null')
     v_producer_id_2, v_producer_epoch_3 = _S1.unpack_from(data, pos)
     pos += 10
     v_group_id_4: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_id_4 = ''
+    else:
+        raise DecodeError('non-nullable field GroupId is null')
     return AddOffsetsToTxnRequest(v_transactional_id_1, v_producer_id_2, v_producer_epoch_3, v_group_id_4), pos
 
 
@@ -141,11 +153,13 @@ def decode_add_offsets_to_txn_request_v3(data: bytes, pos: int) -> tuple[AddOffs
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field TransactionalId is null')
-    else:
+    if n0 > 0:
         v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_transactional_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field TransactionalId is null')
     v_producer_id_2, v_producer_epoch_3, n0 = _S2.unpack_from(data, pos)
     v_group_id_4: str
     if n0 < 128:
@@ -154,11 +168,13 @@ def decode_add_offsets_to_txn_request_v3(data: bytes, pos: int) -> tuple[AddOffs
         pos += 10
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_id_4 = ''
+    else:
+        raise DecodeError('non-nullable field GroupId is null')
     if data[pos] == 0:
         pos += 1
     else:
@@ -200,11 +216,13 @@ def decode_add_offsets_to_txn_request_v4(data: bytes, pos: int) -> tuple[AddOffs
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field TransactionalId is null')
-    else:
+    if n0 > 0:
         v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_transactional_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field TransactionalId is null')
     v_producer_id_2, v_producer_epoch_3, n0 = _S2.unpack_from(data, pos)
     v_group_id_4: str
     if n0 < 128:
@@ -213,11 +231,13 @@ def decode_add_offsets_to_txn_request_v4(data: bytes, pos: int) -> tuple[AddOffs
         pos += 10
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_id_4 = ''
+    else:
+        raise DecodeError('non-nullable field GroupId is null')
     if data[pos] == 0:
         pos += 1
     else:

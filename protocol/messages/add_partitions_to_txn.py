@@ -75,11 +75,13 @@ def decode_add_partitions_to_txn_request_v0(data: bytes, pos: int) -> tuple[AddP
     v_v3_and_below_transactional_id_2: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field V3AndBelowTransactionalId is null')
-    else:
+    if n0 > 0:
         v_v3_and_below_transactional_id_2 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_v3_and_below_transactional_id_2 = ''
+    else:
+        raise DecodeError('non-nullable field V3AndBelowTransactionalId is null')
     v_v3_and_below_producer_id_3, v_v3_and_below_producer_epoch_4 = _S1.unpack_from(data, pos)
     pos += 10
     v_v3_and_below_topics_5: list[AddPartitionsToTxnTopic]
@@ -96,11 +98,13 @@ def decode_add_partitions_to_txn_request_v0(data: bytes, pos: int) -> tuple[AddP
             v_name_7: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_7 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_8: list[int]
             n1, = _S2.unpack_from(data, pos)
             pos += 4
@@ -139,11 +143,13 @@ def decode_add_partitions_to_txn_request_v1(data: bytes, pos: int) -> tuple[AddP
     v_v3_and_below_transactional_id_2: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field V3AndBelowTransactionalId is null')
-    else:
+    if n0 > 0:
         v_v3_and_below_transactional_id_2 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_v3_and_below_transactional_id_2 = ''
+    else:
+        raise DecodeError('non-nullable field V3AndBelowTransactionalId is null')
     v_v3_and_below_producer_id_3, v_v3_and_below_producer_epoch_4 = _S1.unpack_from(data, pos)
     pos += 10
     v_v3_and_below_topics_5: list[AddPartitionsToTxnTopic]
@@ -160,11 +166,13 @@ def decode_add_partitions_to_txn_request_v1(data: bytes, pos: int) -> tuple[AddP
             v_name_7: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_7 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_8: list[int]
             n1, = _S2.unpack_from(data, pos)
             pos += 4
@@ -203,11 +211,13 @@ def decode_add_partitions_to_txn_request_v2(data: bytes, pos: int) -> tuple[AddP
     v_v3_and_below_transactional_id_2: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field V3AndBelowTransactionalId is null')
-    else:
+    if n0 > 0:
         v_v3_and_below_transactional_id_2 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_v3_and_below_transactional_id_2 = ''
+    else:
+        raise DecodeError('non-nullable field V3AndBelowTransactionalId is null')
     v_v3_and_below_producer_id_3, v_v3_and_below_producer_epoch_4 = _S1.unpack_from(data, pos)
     pos += 10
     v_v3_and_below_topics_5: list[AddPartitionsToTxnTopic]
@@ -224,11 +234,13 @@ def decode_add_partitions_to_txn_request_v2(data: bytes, pos: int) -> tuple[AddP
             v_name_7: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_7 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_8: list[int]
             n1, = _S2.unpack_from(data, pos)
             pos += 4
@@ -271,11 +283,13 @@ def decode_add_partitions_to_txn_request_v3(data: bytes, pos: int) -> tuple[AddP
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field V3AndBelowTransactionalId is null')
-    else:
+    if n0 > 0:
         v_v3_and_below_transactional_id_2 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_v3_and_below_transactional_id_2 = ''
+    else:
+        raise DecodeError('non-nullable field V3AndBelowTransactionalId is null')
     v_v3_and_below_producer_id_3, v_v3_and_below_producer_epoch_4, n0 = _S3.unpack_from(data, pos)
     v_v3_and_below_topics_5: list[AddPartitionsToTxnTopic]
     if n0 < 128:
@@ -299,11 +313,13 @@ def decode_add_partitions_to_txn_request_v3(data: bytes, pos: int) -> tuple[AddP
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_7 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_8: list[int]
             n1 = data[pos]
             if n1 < 128:
@@ -401,11 +417,13 @@ def decode_add_partitions_to_txn_request_v4(data: bytes, pos: int) -> tuple[AddP
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field TransactionalId is null')
-            else:
+            if n1 > 0:
                 v_transactional_id_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_transactional_id_7 = ''
+            else:
+                raise DecodeError('non-nullable field TransactionalId is null')
             v_producer_id_8, v_producer_epoch_9, v_verify_only_10, n1 = _S4.unpack_from(data, pos)
             v_topics_11: list[AddPartitionsToTxnTopic]
             if n1 < 128:
@@ -429,11 +447,13 @@ def decode_add_partitions_to_txn_request_v4(data: bytes, pos: int) -> tuple[AddP
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field Name is null')
-                    else:
+                    if n2 > 0:
                         v_name_13 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_name_13 = ''
+                    else:
+                        raise DecodeError('non-nullable field Name is null')
                     v_partitions_14: list[int]
                     n2 = data[pos]
                     if n2 < 128:
@@ -555,11 +575,13 @@ def decode_add_partitions_to_txn_request_v5(data: bytes, pos: int) -> tuple[AddP
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field TransactionalId is null')
-            else:
+            if n1 > 0:
                 v_transactional_id_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_transactional_id_7 = ''
+            else:
+                raise DecodeError('non-nullable field TransactionalId is null')
             v_producer_id_8, v_producer_epoch_9, v_verify_only_10, n1 = _S4.unpack_from(data, pos)
             v_topics_11: list[AddPartitionsToTxnTopic]
             if n1 < 128:
@@ -583,11 +605,13 @@ def decode_add_partitions_to_txn_request_v5(data: bytes, pos: int) -> tuple[AddP
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field Name is null')
-                    else:
+                    if n2 > 0:
                         v_name_13 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_name_13 = ''
+                    else:
+                        raise DecodeError('non-nullable field Name is null')
                     v_partitions_14: list[int]
                     n2 = data[pos]
                     if n2 < 128:
@@ -703,11 +727,13 @@ def decode_add_partitions_to_txn_response_v0(data: bytes, pos: int) -> tuple[Add
             v_name_6: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_6 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_results_by_partition_7: list[AddPartitionsToTxnPartitionResult]
             n1, = _S2.unpack_from(data, pos)
             pos += 4
@@ -760,11 +786,13 @@ def decode_add_partitions_to_txn_response_v1(data: bytes, pos: int) -> tuple[Add
             v_name_6: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_6 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_results_by_partition_7: list[AddPartitionsToTxnPartitionResult]
             n1, = _S2.unpack_from(data, pos)
             pos += 4
@@ -817,11 +845,13 @@ def decode_add_partitions_to_txn_response_v2(data: bytes, pos: int) -> tuple[Add
             v_name_6: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_6 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_results_by_partition_7: list[AddPartitionsToTxnPartitionResult]
             n1, = _S2.unpack_from(data, pos)
             pos += 4
@@ -881,11 +911,13 @@ def decode_add_partitions_to_txn_response_v3(data: bytes, pos: int) -> tuple[Add
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_6 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_results_by_partition_7: list[AddPartitionsToTxnPartitionResult]
             n1 = data[pos]
             if n1 < 128:
@@ -990,11 +1022,13 @@ def decode_add_partitions_to_txn_response_v4(data: bytes, pos: int) -> tuple[Add
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field TransactionalId is null')
-            else:
+            if n1 > 0:
                 v_transactional_id_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_transactional_id_6 = ''
+            else:
+                raise DecodeError('non-nullable field TransactionalId is null')
             v_topic_results_7: list[AddPartitionsToTxnTopicResult]
             n1 = data[pos]
             if n1 < 128:
@@ -1017,11 +1051,13 @@ def decode_add_partitions_to_txn_response_v4(data: bytes, pos: int) -> tuple[Add
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field Name is null')
-                    else:
+                    if n2 > 0:
                         v_name_9 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_name_9 = ''
+                    else:
+                        raise DecodeError('non-nullable field Name is null')
                     v_results_by_partition_10: list[AddPartitionsToTxnPartitionResult]
                     n2 = data[pos]
                     if n2 < 128:
@@ -1152,11 +1188,13 @@ def decode_add_partitions_to_txn_response_v5(data: bytes, pos: int) -> tuple[Add
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field TransactionalId is null')
-            else:
+            if n1 > 0:
                 v_transactional_id_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_transactional_id_6 = ''
+            else:
+                raise DecodeError('non-nullable field TransactionalId is null')
             v_topic_results_7: list[AddPartitionsToTxnTopicResult]
             n1 = data[pos]
             if n1 < 128:
@@ -1179,11 +1217,13 @@ def decode_add_partitions_to_txn_response_v5(data: bytes, pos: int) -> tuple[Add
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field Name is null')
-                    else:
+                    if n2 > 0:
                         v_name_9 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_name_9 = ''
+                    else:
+                        raise DecodeError('non-nullable field Name is null')
                     v_results_by_partition_10: list[AddPartitionsToTxnPartitionResult]
                     n2 = data[pos]
                     if n2 < 128:

@@ -71,11 +71,13 @@ def decode_alter_configs_request_v0(data: bytes, pos: int) -> tuple[AlterConfigs
             v_resource_name_5: str
             n1, = _S2.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field ResourceName is null')
-            else:
+            if n1 > 0:
                 v_resource_name_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_resource_name_5 = ''
+            else:
+                raise DecodeError('non-nullable field ResourceName is null')
             v_configs_6: list[AlterableConfig]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
@@ -90,19 +92,23 @@ def decode_alter_configs_request_v0(data: bytes, pos: int) -> tuple[AlterConfigs
                     v_name_8: str
                     n2, = _S2.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field Name is null')
-                    else:
+                    if n2 > 0:
                         v_name_8 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_name_8 = ''
+                    else:
+                        raise DecodeError('non-nullable field Name is null')
                     v_value_9: str | None
                     n2, = _S2.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        v_value_9 = None
-                    else:
+                    if n2 > 0:
                         v_value_9 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_value_9 = ''
+                    else:
+                        v_value_9 = None
                     append_7(AlterableConfig(v_name_8, v_value_9))
             append_3(AlterConfigsResource(v_resource_type_4, v_resource_name_5, v_configs_6))
     v_validate_only_2, = _S3.unpack_from(data, pos)
@@ -153,11 +159,13 @@ def decode_alter_configs_request_v1(data: bytes, pos: int) -> tuple[AlterConfigs
             v_resource_name_5: str
             n1, = _S2.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field ResourceName is null')
-            else:
+            if n1 > 0:
                 v_resource_name_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_resource_name_5 = ''
+            else:
+                raise DecodeError('non-nullable field ResourceName is null')
             v_configs_6: list[AlterableConfig]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
@@ -172,19 +180,23 @@ def decode_alter_configs_request_v1(data: bytes, pos: int) -> tuple[AlterConfigs
                     v_name_8: str
                     n2, = _S2.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field Name is null')
-                    else:
+                    if n2 > 0:
                         v_name_8 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_name_8 = ''
+                    else:
+                        raise DecodeError('non-nullable field Name is null')
                     v_value_9: str | None
                     n2, = _S2.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        v_value_9 = None
-                    else:
+                    if n2 > 0:
                         v_value_9 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_value_9 = ''
+                    else:
+                        v_value_9 = None
                     append_7(AlterableConfig(v_name_8, v_value_9))
             append_3(AlterConfigsResource(v_resource_type_4, v_resource_name_5, v_configs_6))
     v_validate_only_2, = _S3.unpack_from(data, pos)
@@ -242,11 +254,13 @@ def decode_alter_configs_request_v2(data: bytes, pos: int) -> tuple[AlterConfigs
                 pos += 1
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field ResourceName is null')
-            else:
+            if n1 > 0:
                 v_resource_name_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_resource_name_5 = ''
+            else:
+                raise DecodeError('non-nullable field ResourceName is null')
             v_configs_6: list[AlterableConfig]
             n1 = data[pos]
             if n1 < 128:
@@ -269,11 +283,13 @@ def decode_alter_configs_request_v2(data: bytes, pos: int) -> tuple[AlterConfigs
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field Name is null')
-                    else:
+                    if n2 > 0:
                         v_name_8 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_name_8 = ''
+                    else:
+                        raise DecodeError('non-nullable field Name is null')
                     v_value_9: str | None
                     n2 = data[pos]
                     if n2 < 128:
@@ -281,11 +297,13 @@ def decode_alter_configs_request_v2(data: bytes, pos: int) -> tuple[AlterConfigs
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        v_value_9 = None
-                    else:
+                    if n2 > 0:
                         v_value_9 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_value_9 = ''
+                    else:
+                        v_value_9 = None
                     if data[pos] == 0:
                         pos += 1
                     else:
@@ -387,21 +405,25 @@ def decode_alter_configs_response_v0(data: bytes, pos: int) -> tuple[AlterConfig
             v_error_message_5: str | None
             n1, = _S2.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                v_error_message_5 = None
-            else:
+            if n1 > 0:
                 v_error_message_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_error_message_5 = ''
+            else:
+                v_error_message_5 = None
             v_resource_type_6, = _S1.unpack_from(data, pos)
             pos += 1
             v_resource_name_7: str
             n1, = _S2.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field ResourceName is null')
-            else:
+            if n1 > 0:
                 v_resource_name_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_resource_name_7 = ''
+            else:
+                raise DecodeError('non-nullable field ResourceName is null')
             append_3(AlterConfigsResourceResponse(v_error_code_4, v_error_message_5, v_resource_type_6, v_resource_name_7))
     return AlterConfigsResponse(v_throttle_time_ms_1, v_responses_2), pos
 
@@ -445,21 +467,25 @@ def decode_alter_configs_response_v1(data: bytes, pos: int) -> tuple[AlterConfig
             v_error_message_5: str | None
             n1, = _S2.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                v_error_message_5 = None
-            else:
+            if n1 > 0:
                 v_error_message_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_error_message_5 = ''
+            else:
+                v_error_message_5 = None
             v_resource_type_6, = _S1.unpack_from(data, pos)
             pos += 1
             v_resource_name_7: str
             n1, = _S2.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field ResourceName is null')
-            else:
+            if n1 > 0:
                 v_resource_name_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_resource_name_7 = ''
+            else:
+                raise DecodeError('non-nullable field ResourceName is null')
             append_3(AlterConfigsResourceResponse(v_error_code_4, v_error_message_5, v_resource_type_6, v_resource_name_7))
     return AlterConfigsResponse(v_throttle_time_ms_1, v_responses_2), pos
 
@@ -509,11 +535,13 @@ def decode_alter_configs_response_v2(data: bytes, pos: int) -> tuple[AlterConfig
                 pos += 2
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_error_message_5 = None
-            else:
+            if n1 > 0:
                 v_error_message_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_error_message_5 = ''
+            else:
+                v_error_message_5 = None
             v_resource_type_6, n1 = _S4.unpack_from(data, pos)
             v_resource_name_7: str
             if n1 < 128:
@@ -522,11 +550,13 @@ def decode_alter_configs_response_v2(data: bytes, pos: int) -> tuple[AlterConfig
                 pos += 1
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field ResourceName is null')
-            else:
+            if n1 > 0:
                 v_resource_name_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_resource_name_7 = ''
+            else:
+                raise DecodeError('non-nullable field ResourceName is null')
             if data[pos] == 0:
                 pos += 1
             else:

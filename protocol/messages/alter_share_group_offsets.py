@@ -67,11 +67,13 @@ def decode_alter_share_group_offsets_request_v0(data: bytes, pos: int) -> tuple[
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field GroupId is null')
     v_topics_2: list[AlterShareGroupOffsetsRequestTopic]
     n0 = data[pos]
     if n0 < 128:
@@ -94,11 +96,13 @@ def decode_alter_share_group_offsets_request_v0(data: bytes, pos: int) -> tuple[
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field TopicName is null')
-            else:
+            if n1 > 0:
                 v_topic_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_topic_name_4 = ''
+            else:
+                raise DecodeError('non-nullable field TopicName is null')
             v_partitions_5: list[AlterShareGroupOffsetsRequestPartition]
             n1 = data[pos]
             if n1 < 128:
@@ -193,11 +197,13 @@ def decode_alter_share_group_offsets_response_v0(data: bytes, pos: int) -> tuple
         pos += 6
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_error_message_3 = None
-    else:
+    if n0 > 0:
         v_error_message_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_error_message_3 = ''
+    else:
+        v_error_message_3 = None
     v_responses_4: list[AlterShareGroupOffsetsResponseTopic]
     n0 = data[pos]
     if n0 < 128:
@@ -220,11 +226,13 @@ def decode_alter_share_group_offsets_response_v0(data: bytes, pos: int) -> tuple
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field TopicName is null')
-            else:
+            if n1 > 0:
                 v_topic_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_topic_name_6 = ''
+            else:
+                raise DecodeError('non-nullable field TopicName is null')
             v_topic_id_7, n1 = _S3.unpack_from(data, pos)
             v_partitions_8: list[AlterShareGroupOffsetsResponsePartition]
             if n1 < 128:
@@ -249,11 +257,13 @@ def decode_alter_share_group_offsets_response_v0(data: bytes, pos: int) -> tuple
                         pos += 6
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        v_error_message_12 = None
-                    else:
+                    if n2 > 0:
                         v_error_message_12 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_error_message_12 = ''
+                    else:
+                        v_error_message_12 = None
                     if data[pos] == 0:
                         pos += 1
                     else:

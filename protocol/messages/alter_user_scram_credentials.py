@@ -77,11 +77,13 @@ def decode_alter_user_scram_credentials_request_v0(data: bytes, pos: int) -> tup
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_4 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_mechanism_5, tag_count1 = _S0.unpack_from(data, pos)
             if tag_count1 == 0:
                 pos += 2
@@ -116,11 +118,13 @@ def decode_alter_user_scram_credentials_request_v0(data: bytes, pos: int) -> tup
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_7 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_mechanism_8, v_iterations_9, n1 = _S1.unpack_from(data, pos)
             v_salt_10: bytes
             if n1 < 128:
@@ -243,11 +247,13 @@ def decode_alter_user_scram_credentials_response_v0(data: bytes, pos: int) -> tu
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field User is null')
-            else:
+            if n1 > 0:
                 v_user_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_user_4 = ''
+            else:
+                raise DecodeError('non-nullable field User is null')
             v_error_code_5, n1 = _S5.unpack_from(data, pos)
             v_error_message_6: str | None
             if n1 < 128:
@@ -256,11 +262,13 @@ def decode_alter_user_scram_credentials_response_v0(data: bytes, pos: int) -> tu
                 pos += 2
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_error_message_6 = None
-            else:
+            if n1 > 0:
                 v_error_message_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_error_message_6 = ''
+            else:
+                v_error_message_6 = None
             if data[pos] == 0:
                 pos += 1
             else:

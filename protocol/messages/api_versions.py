@@ -95,11 +95,13 @@ def decode_api_versions_request_v3(data: bytes, pos: int) -> tuple[ApiVersionsRe
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field ClientSoftwareName is null')
-    else:
+    if n0 > 0:
         v_client_software_name_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_client_software_name_1 = ''
+    else:
+        raise DecodeError('non-nullable field ClientSoftwareName is null')
     v_client_software_version_2: str
     n0 = data[pos]
     if n0 < 128:
@@ -107,11 +109,13 @@ def decode_api_versions_request_v3(data: bytes, pos: int) -> tuple[ApiVersionsRe
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field ClientSoftwareVersion is null')
-    else:
+    if n0 > 0:
         v_client_software_version_2 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_client_software_version_2 = ''
+    else:
+        raise DecodeError('non-nullable field ClientSoftwareVersion is null')
     if data[pos] == 0:
         pos += 1
     else:
@@ -152,11 +156,13 @@ def decode_api_versions_request_v4(data: bytes, pos: int) -> tuple[ApiVersionsRe
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field ClientSoftwareName is null')
-    else:
+    if n0 > 0:
         v_client_software_name_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_client_software_name_1 = ''
+    else:
+        raise DecodeError('non-nullable field ClientSoftwareName is null')
     v_client_software_version_2: str
     n0 = data[pos]
     if n0 < 128:
@@ -164,11 +170,13 @@ def decode_api_versions_request_v4(data: bytes, pos: int) -> tuple[ApiVersionsRe
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field ClientSoftwareVersion is null')
-    else:
+    if n0 > 0:
         v_client_software_version_2 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_client_software_version_2 = ''
+    else:
+        raise DecodeError('non-nullable field ClientSoftwareVersion is null')
     if data[pos] == 0:
         pos += 1
     else:
@@ -209,11 +217,13 @@ def decode_api_versions_request_v5(data: bytes, pos: int) -> tuple[ApiVersionsRe
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field ClientSoftwareName is null')
-    else:
+    if n0 > 0:
         v_client_software_name_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_client_software_name_1 = ''
+    else:
+        raise DecodeError('non-nullable field ClientSoftwareName is null')
     v_client_software_version_2: str
     n0 = data[pos]
     if n0 < 128:
@@ -221,11 +231,13 @@ def decode_api_versions_request_v5(data: bytes, pos: int) -> tuple[ApiVersionsRe
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field ClientSoftwareVersion is null')
-    else:
+    if n0 > 0:
         v_client_software_version_2 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_client_software_version_2 = ''
+    else:
+        raise DecodeError('non-nullable field ClientSoftwareVersion is null')
     v_cluster_id_3: str | None
     n0 = data[pos]
     if n0 < 128:
@@ -233,11 +245,13 @@ def decode_api_versions_request_v5(data: bytes, pos: int) -> tuple[ApiVersionsRe
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_cluster_id_3 = None
-    else:
+    if n0 > 0:
         v_cluster_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_cluster_id_3 = ''
+    else:
+        v_cluster_id_3 = None
     v_node_id_4, tag_count0 = _S0.unpack_from(data, pos)
     if tag_count0 == 0:
         pos += 5
@@ -438,11 +452,13 @@ def decode_api_versions_response_v3(data: bytes, pos: int) -> tuple[ApiVersionsR
                         else:
                             n1, pos = read_uvarint(data, pos)
                         n1 -= 1
-                        if n1 < 0:
-                            raise DecodeError('non-nullable field Name is null')
-                        else:
+                        if n1 > 0:
                             v_name_13 = str(data[pos:pos + n1], 'utf-8')
                             pos += n1
+                        elif n1 == 0:
+                            v_name_13 = ''
+                        else:
+                            raise DecodeError('non-nullable field Name is null')
                         v_min_version_14, v_max_version_15, tag_count1 = _S7.unpack_from(data, pos)
                         if tag_count1 == 0:
                             pos += 5
@@ -480,11 +496,13 @@ def decode_api_versions_response_v3(data: bytes, pos: int) -> tuple[ApiVersionsR
                         else:
                             n1, pos = read_uvarint(data, pos)
                         n1 -= 1
-                        if n1 < 0:
-                            raise DecodeError('non-nullable field Name is null')
-                        else:
+                        if n1 > 0:
                             v_name_17 = str(data[pos:pos + n1], 'utf-8')
                             pos += n1
+                        elif n1 == 0:
+                            v_name_17 = ''
+                        else:
+                            raise DecodeError('non-nullable field Name is null')
                         v_max_version_level_18, v_min_version_level_19, tag_count1 = _S7.unpack_from(data, pos)
                         if tag_count1 == 0:
                             pos += 5
@@ -638,11 +656,13 @@ def decode_api_versions_response_v4(data: bytes, pos: int) -> tuple[ApiVersionsR
                         else:
                             n1, pos = read_uvarint(data, pos)
                         n1 -= 1
-                        if n1 < 0:
-                            raise DecodeError('non-nullable field Name is null')
-                        else:
+                        if n1 > 0:
                             v_name_13 = str(data[pos:pos + n1], 'utf-8')
                             pos += n1
+                        elif n1 == 0:
+                            v_name_13 = ''
+                        else:
+                            raise DecodeError('non-nullable field Name is null')
                         v_min_version_14, v_max_version_15, tag_count1 = _S7.unpack_from(data, pos)
                         if tag_count1 == 0:
                             pos += 5
@@ -680,11 +700,13 @@ def decode_api_versions_response_v4(data: bytes, pos: int) -> tuple[ApiVersionsR
                         else:
                             n1, pos = read_uvarint(data, pos)
                         n1 -= 1
-                        if n1 < 0:
-                            raise DecodeError('non-nullable field Name is null')
-                        else:
+                        if n1 > 0:
                             v_name_17 = str(data[pos:pos + n1], 'utf-8')
                             pos += n1
+                        elif n1 == 0:
+                            v_name_17 = ''
+                        else:
+                            raise DecodeError('non-nullable field Name is null')
                         v_max_version_level_18, v_min_version_level_19, tag_count1 = _S7.unpack_from(data, pos)
                         if tag_count1 == 0:
                             pos += 5
@@ -838,11 +860,13 @@ def decode_api_versions_response_v5(data: bytes, pos: int) -> tuple[ApiVersionsR
                         else:
                             n1, pos = read_uvarint(data, pos)
                         n1 -= 1
-                        if n1 < 0:
-                            raise DecodeError('non-nullable field Name is null')
-                        else:
+                        if n1 > 0:
                             v_name_13 = str(data[pos:pos + n1], 'utf-8')
                             pos += n1
+                        elif n1 == 0:
+                            v_name_13 = ''
+                        else:
+                            raise DecodeError('non-nullable field Name is null')
                         v_min_version_14, v_max_version_15, tag_count1 = _S7.unpack_from(data, pos)
                         if tag_count1 == 0:
                             pos += 5
@@ -880,11 +904,13 @@ def decode_api_versions_response_v5(data: bytes, pos: int) -> tuple[ApiVersionsR
                         else:
                             n1, pos = read_uvarint(data, pos)
                         n1 -= 1
-                        if n1 < 0:
-                            raise DecodeError('non-nullable field Name is null')
-                        else:
+                        if n1 > 0:
                             v_name_17 = str(data[pos:pos + n1], 'utf-8')
                             pos += n1
+                        elif n1 == 0:
+                            v_name_17 = ''
+                        else:
+                            raise DecodeError('non-nullable field Name is null')
                         v_max_version_level_18, v_min_version_level_19, tag_count1 = _S7.unpack_from(data, pos)
                         if tag_count1 == 0:
                             pos += 5

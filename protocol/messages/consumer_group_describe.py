@@ -101,11 +101,13 @@ def decode_consumer_group_describe_request_v0(data: bytes, pos: int) -> tuple[Co
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupIds[] is null')
-            else:
+            if n1 > 0:
                 e_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                e_4 = ''
+            else:
+                raise DecodeError('non-nullable field GroupIds[] is null')
             append_3(e_4)
     v_include_authorized_operations_2, tag_count0 = _S0.unpack_from(data, pos)
     if tag_count0 == 0:
@@ -163,11 +165,13 @@ def decode_consumer_group_describe_request_v1(data: bytes, pos: int) -> tuple[Co
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupIds[] is null')
-            else:
+            if n1 > 0:
                 e_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                e_4 = ''
+            else:
+                raise DecodeError('non-nullable field GroupIds[] is null')
             append_3(e_4)
     v_include_authorized_operations_2, tag_count0 = _S0.unpack_from(data, pos)
     if tag_count0 == 0:
@@ -227,11 +231,13 @@ def decode_consumer_group_describe_response_v0(data: bytes, pos: int) -> tuple[C
                 pos += 2
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_error_message_5 = None
-            else:
+            if n1 > 0:
                 v_error_message_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_error_message_5 = ''
+            else:
+                v_error_message_5 = None
             v_group_id_6: str
             n1 = data[pos]
             if n1 < 128:
@@ -239,11 +245,13 @@ def decode_consumer_group_describe_response_v0(data: bytes, pos: int) -> tuple[C
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupId is null')
-            else:
+            if n1 > 0:
                 v_group_id_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_id_6 = ''
+            else:
+                raise DecodeError('non-nullable field GroupId is null')
             v_group_state_7: str
             n1 = data[pos]
             if n1 < 128:
@@ -251,11 +259,13 @@ def decode_consumer_group_describe_response_v0(data: bytes, pos: int) -> tuple[C
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupState is null')
-            else:
+            if n1 > 0:
                 v_group_state_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_state_7 = ''
+            else:
+                raise DecodeError('non-nullable field GroupState is null')
             v_group_epoch_8, v_assignment_epoch_9, n1 = _S4.unpack_from(data, pos)
             v_assignor_name_10: str
             if n1 < 128:
@@ -264,11 +274,13 @@ def decode_consumer_group_describe_response_v0(data: bytes, pos: int) -> tuple[C
                 pos += 8
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field AssignorName is null')
-            else:
+            if n1 > 0:
                 v_assignor_name_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_assignor_name_10 = ''
+            else:
+                raise DecodeError('non-nullable field AssignorName is null')
             v_members_11: list[Member]
             n1 = data[pos]
             if n1 < 128:
@@ -291,11 +303,13 @@ def decode_consumer_group_describe_response_v0(data: bytes, pos: int) -> tuple[C
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field MemberId is null')
-                    else:
+                    if n2 > 0:
                         v_member_id_14 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_member_id_14 = ''
+                    else:
+                        raise DecodeError('non-nullable field MemberId is null')
                     v_instance_id_15: str | None
                     n2 = data[pos]
                     if n2 < 128:
@@ -303,11 +317,13 @@ def decode_consumer_group_describe_response_v0(data: bytes, pos: int) -> tuple[C
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        v_instance_id_15 = None
-                    else:
+                    if n2 > 0:
                         v_instance_id_15 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_instance_id_15 = ''
+                    else:
+                        v_instance_id_15 = None
                     v_rack_id_16: str | None
                     n2 = data[pos]
                     if n2 < 128:
@@ -315,11 +331,13 @@ def decode_consumer_group_describe_response_v0(data: bytes, pos: int) -> tuple[C
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        v_rack_id_16 = None
-                    else:
+                    if n2 > 0:
                         v_rack_id_16 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_rack_id_16 = ''
+                    else:
+                        v_rack_id_16 = None
                     v_member_epoch_17, n2 = _S2.unpack_from(data, pos)
                     v_client_id_18: str
                     if n2 < 128:
@@ -328,11 +346,13 @@ def decode_consumer_group_describe_response_v0(data: bytes, pos: int) -> tuple[C
                         pos += 4
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field ClientId is null')
-                    else:
+                    if n2 > 0:
                         v_client_id_18 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_client_id_18 = ''
+                    else:
+                        raise DecodeError('non-nullable field ClientId is null')
                     v_client_host_19: str
                     n2 = data[pos]
                     if n2 < 128:
@@ -340,11 +360,13 @@ def decode_consumer_group_describe_response_v0(data: bytes, pos: int) -> tuple[C
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field ClientHost is null')
-                    else:
+                    if n2 > 0:
                         v_client_host_19 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_client_host_19 = ''
+                    else:
+                        raise DecodeError('non-nullable field ClientHost is null')
                     v_subscribed_topic_names_20: list[str]
                     n2 = data[pos]
                     if n2 < 128:
@@ -367,11 +389,13 @@ def decode_consumer_group_describe_response_v0(data: bytes, pos: int) -> tuple[C
                             else:
                                 n3, pos = read_uvarint(data, pos)
                             n3 -= 1
-                            if n3 < 0:
-                                raise DecodeError('non-nullable field SubscribedTopicNames[] is null')
-                            else:
+                            if n3 > 0:
                                 e_26 = str(data[pos:pos + n3], 'utf-8')
                                 pos += n3
+                            elif n3 == 0:
+                                e_26 = ''
+                            else:
+                                raise DecodeError('non-nullable field SubscribedTopicNames[] is null')
                             append_25(e_26)
                     v_subscribed_topic_regex_21: str | None
                     n2 = data[pos]
@@ -380,11 +404,13 @@ def decode_consumer_group_describe_response_v0(data: bytes, pos: int) -> tuple[C
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        v_subscribed_topic_regex_21 = None
-                    else:
+                    if n2 > 0:
                         v_subscribed_topic_regex_21 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_subscribed_topic_regex_21 = ''
+                    else:
+                        v_subscribed_topic_regex_21 = None
                     v_assignment_22: Assignment
                     v_topic_partitions_27: list[TopicPartitions]
                     n3 = data[pos]
@@ -409,11 +435,13 @@ def decode_consumer_group_describe_response_v0(data: bytes, pos: int) -> tuple[C
                                 pos += 16
                                 n4, pos = read_uvarint(data, pos)
                             n4 -= 1
-                            if n4 < 0:
-                                raise DecodeError('non-nullable field TopicName is null')
-                            else:
+                            if n4 > 0:
                                 v_topic_name_30 = str(data[pos:pos + n4], 'utf-8')
                                 pos += n4
+                            elif n4 == 0:
+                                v_topic_name_30 = ''
+                            else:
+                                raise DecodeError('non-nullable field TopicName is null')
                             v_partitions_31: list[int]
                             n4 = data[pos]
                             if n4 < 128:
@@ -472,11 +500,13 @@ def decode_consumer_group_describe_response_v0(data: bytes, pos: int) -> tuple[C
                                 pos += 16
                                 n4, pos = read_uvarint(data, pos)
                             n4 -= 1
-                            if n4 < 0:
-                                raise DecodeError('non-nullable field TopicName is null')
-                            else:
+                            if n4 > 0:
                                 v_topic_name_35 = str(data[pos:pos + n4], 'utf-8')
                                 pos += n4
+                            elif n4 == 0:
+                                v_topic_name_35 = ''
+                            else:
+                                raise DecodeError('non-nullable field TopicName is null')
                             v_partitions_36: list[int]
                             n4 = data[pos]
                             if n4 < 128:
@@ -753,11 +783,13 @@ def decode_consumer_group_describe_response_v1(data: bytes, pos: int) -> tuple[C
                 pos += 2
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_error_message_5 = None
-            else:
+            if n1 > 0:
                 v_error_message_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_error_message_5 = ''
+            else:
+                v_error_message_5 = None
             v_group_id_6: str
             n1 = data[pos]
             if n1 < 128:
@@ -765,11 +797,13 @@ def decode_consumer_group_describe_response_v1(data: bytes, pos: int) -> tuple[C
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupId is null')
-            else:
+            if n1 > 0:
                 v_group_id_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_id_6 = ''
+            else:
+                raise DecodeError('non-nullable field GroupId is null')
             v_group_state_7: str
             n1 = data[pos]
             if n1 < 128:
@@ -777,11 +811,13 @@ def decode_consumer_group_describe_response_v1(data: bytes, pos: int) -> tuple[C
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupState is null')
-            else:
+            if n1 > 0:
                 v_group_state_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_state_7 = ''
+            else:
+                raise DecodeError('non-nullable field GroupState is null')
             v_group_epoch_8, v_assignment_epoch_9, n1 = _S4.unpack_from(data, pos)
             v_assignor_name_10: str
             if n1 < 128:
@@ -790,11 +826,13 @@ def decode_consumer_group_describe_response_v1(data: bytes, pos: int) -> tuple[C
                 pos += 8
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field AssignorName is null')
-            else:
+            if n1 > 0:
                 v_assignor_name_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_assignor_name_10 = ''
+            else:
+                raise DecodeError('non-nullable field AssignorName is null')
             v_members_11: list[Member]
             n1 = data[pos]
             if n1 < 128:
@@ -817,11 +855,13 @@ def decode_consumer_group_describe_response_v1(data: bytes, pos: int) -> tuple[C
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field MemberId is null')
-                    else:
+                    if n2 > 0:
                         v_member_id_14 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_member_id_14 = ''
+                    else:
+                        raise DecodeError('non-nullable field MemberId is null')
                     v_instance_id_15: str | None
                     n2 = data[pos]
                     if n2 < 128:
@@ -829,11 +869,13 @@ def decode_consumer_group_describe_response_v1(data: bytes, pos: int) -> tuple[C
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        v_instance_id_15 = None
-                    else:
+                    if n2 > 0:
                         v_instance_id_15 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_instance_id_15 = ''
+                    else:
+                        v_instance_id_15 = None
                     v_rack_id_16: str | None
                     n2 = data[pos]
                     if n2 < 128:
@@ -841,11 +883,13 @@ def decode_consumer_group_describe_response_v1(data: bytes, pos: int) -> tuple[C
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        v_rack_id_16 = None
-                    else:
+                    if n2 > 0:
                         v_rack_id_16 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_rack_id_16 = ''
+                    else:
+                        v_rack_id_16 = None
                     v_member_epoch_17, n2 = _S2.unpack_from(data, pos)
                     v_client_id_18: str
                     if n2 < 128:
@@ -854,11 +898,13 @@ def decode_consumer_group_describe_response_v1(data: bytes, pos: int) -> tuple[C
                         pos += 4
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field ClientId is null')
-                    else:
+                    if n2 > 0:
                         v_client_id_18 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_client_id_18 = ''
+                    else:
+                        raise DecodeError('non-nullable field ClientId is null')
                     v_client_host_19: str
                     n2 = data[pos]
                     if n2 < 128:
@@ -866,11 +912,13 @@ def decode_consumer_group_describe_response_v1(data: bytes, pos: int) -> tuple[C
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field ClientHost is null')
-                    else:
+                    if n2 > 0:
                         v_client_host_19 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_client_host_19 = ''
+                    else:
+                        raise DecodeError('non-nullable field ClientHost is null')
                     v_subscribed_topic_names_20: list[str]
                     n2 = data[pos]
                     if n2 < 128:
@@ -893,11 +941,13 @@ def decode_consumer_group_describe_response_v1(data: bytes, pos: int) -> tuple[C
                             else:
                                 n3, pos = read_uvarint(data, pos)
                             n3 -= 1
-                            if n3 < 0:
-                                raise DecodeError('non-nullable field SubscribedTopicNames[] is null')
-                            else:
+                            if n3 > 0:
                                 e_26 = str(data[pos:pos + n3], 'utf-8')
                                 pos += n3
+                            elif n3 == 0:
+                                e_26 = ''
+                            else:
+                                raise DecodeError('non-nullable field SubscribedTopicNames[] is null')
                             append_25(e_26)
                     v_subscribed_topic_regex_21: str | None
                     n2 = data[pos]
@@ -906,11 +956,13 @@ def decode_consumer_group_describe_response_v1(data: bytes, pos: int) -> tuple[C
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        v_subscribed_topic_regex_21 = None
-                    else:
+                    if n2 > 0:
                         v_subscribed_topic_regex_21 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_subscribed_topic_regex_21 = ''
+                    else:
+                        v_subscribed_topic_regex_21 = None
                     v_assignment_22: Assignment
                     v_topic_partitions_27: list[TopicPartitions]
                     n3 = data[pos]
@@ -935,11 +987,13 @@ def decode_consumer_group_describe_response_v1(data: bytes, pos: int) -> tuple[C
                                 pos += 16
                                 n4, pos = read_uvarint(data, pos)
                             n4 -= 1
-                            if n4 < 0:
-                                raise DecodeError('non-nullable field TopicName is null')
-                            else:
+                            if n4 > 0:
                                 v_topic_name_30 = str(data[pos:pos + n4], 'utf-8')
                                 pos += n4
+                            elif n4 == 0:
+                                v_topic_name_30 = ''
+                            else:
+                                raise DecodeError('non-nullable field TopicName is null')
                             v_partitions_31: list[int]
                             n4 = data[pos]
                             if n4 < 128:
@@ -998,11 +1052,13 @@ def decode_consumer_group_describe_response_v1(data: bytes, pos: int) -> tuple[C
                                 pos += 16
                                 n4, pos = read_uvarint(data, pos)
                             n4 -= 1
-                            if n4 < 0:
-                                raise DecodeError('non-nullable field TopicName is null')
-                            else:
+                            if n4 > 0:
                                 v_topic_name_35 = str(data[pos:pos + n4], 'utf-8')
                                 pos += n4
+                            elif n4 == 0:
+                                v_topic_name_35 = ''
+                            else:
+                                raise DecodeError('non-nullable field TopicName is null')
                             v_partitions_36: list[int]
                             n4 = data[pos]
                             if n4 < 128:

@@ -65,11 +65,13 @@ def decode_consumer_group_heartbeat_request_v0(data: bytes, pos: int) -> tuple[C
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field GroupId is null')
     v_member_id_2: str
     n0 = data[pos]
     if n0 < 128:
@@ -77,11 +79,13 @@ def decode_consumer_group_heartbeat_request_v0(data: bytes, pos: int) -> tuple[C
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
-    else:
+    if n0 > 0:
         v_member_id_2 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_2 = ''
+    else:
+        raise DecodeError('non-nullable field MemberId is null')
     v_member_epoch_3, n0 = _S0.unpack_from(data, pos)
     v_instance_id_4: str | None
     if n0 < 128:
@@ -90,11 +94,13 @@ def decode_consumer_group_heartbeat_request_v0(data: bytes, pos: int) -> tuple[C
         pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_instance_id_4 = None
-    else:
+    if n0 > 0:
         v_instance_id_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_instance_id_4 = ''
+    else:
+        v_instance_id_4 = None
     v_rack_id_5: str | None
     n0 = data[pos]
     if n0 < 128:
@@ -102,11 +108,13 @@ def decode_consumer_group_heartbeat_request_v0(data: bytes, pos: int) -> tuple[C
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_rack_id_5 = None
-    else:
+    if n0 > 0:
         v_rack_id_5 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_rack_id_5 = ''
+    else:
+        v_rack_id_5 = None
     v_rebalance_timeout_ms_6, n0 = _S0.unpack_from(data, pos)
     v_subscribed_topic_names_7: list[str] | None
     if n0 < 128:
@@ -130,11 +138,13 @@ def decode_consumer_group_heartbeat_request_v0(data: bytes, pos: int) -> tuple[C
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field SubscribedTopicNames[] is null')
-            else:
+            if n1 > 0:
                 e_12 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                e_12 = ''
+            else:
+                raise DecodeError('non-nullable field SubscribedTopicNames[] is null')
             append_11(e_12)
     v_server_assignor_9: str | None
     n0 = data[pos]
@@ -143,11 +153,13 @@ def decode_consumer_group_heartbeat_request_v0(data: bytes, pos: int) -> tuple[C
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_server_assignor_9 = None
-    else:
+    if n0 > 0:
         v_server_assignor_9 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_server_assignor_9 = ''
+    else:
+        v_server_assignor_9 = None
     v_topic_partitions_10: list[TopicPartitions] | None
     n0 = data[pos]
     if n0 < 128:
@@ -302,11 +314,13 @@ def decode_consumer_group_heartbeat_request_v1(data: bytes, pos: int) -> tuple[C
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field GroupId is null')
     v_member_id_2: str
     n0 = data[pos]
     if n0 < 128:
@@ -314,11 +328,13 @@ def decode_consumer_group_heartbeat_request_v1(data: bytes, pos: int) -> tuple[C
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
-    else:
+    if n0 > 0:
         v_member_id_2 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_2 = ''
+    else:
+        raise DecodeError('non-nullable field MemberId is null')
     v_member_epoch_3, n0 = _S0.unpack_from(data, pos)
     v_instance_id_4: str | None
     if n0 < 128:
@@ -327,11 +343,13 @@ def decode_consumer_group_heartbeat_request_v1(data: bytes, pos: int) -> tuple[C
         pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_instance_id_4 = None
-    else:
+    if n0 > 0:
         v_instance_id_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_instance_id_4 = ''
+    else:
+        v_instance_id_4 = None
     v_rack_id_5: str | None
     n0 = data[pos]
     if n0 < 128:
@@ -339,11 +357,13 @@ def decode_consumer_group_heartbeat_request_v1(data: bytes, pos: int) -> tuple[C
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_rack_id_5 = None
-    else:
+    if n0 > 0:
         v_rack_id_5 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_rack_id_5 = ''
+    else:
+        v_rack_id_5 = None
     v_rebalance_timeout_ms_6, n0 = _S0.unpack_from(data, pos)
     v_subscribed_topic_names_7: list[str] | None
     if n0 < 128:
@@ -367,11 +387,13 @@ def decode_consumer_group_heartbeat_request_v1(data: bytes, pos: int) -> tuple[C
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field SubscribedTopicNames[] is null')
-            else:
+            if n1 > 0:
                 e_12 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                e_12 = ''
+            else:
+                raise DecodeError('non-nullable field SubscribedTopicNames[] is null')
             append_11(e_12)
     v_subscribed_topic_regex_8: str | None
     n0 = data[pos]
@@ -380,11 +402,13 @@ def decode_consumer_group_heartbeat_request_v1(data: bytes, pos: int) -> tuple[C
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_subscribed_topic_regex_8 = None
-    else:
+    if n0 > 0:
         v_subscribed_topic_regex_8 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_subscribed_topic_regex_8 = ''
+    else:
+        v_subscribed_topic_regex_8 = None
     v_server_assignor_9: str | None
     n0 = data[pos]
     if n0 < 128:
@@ -392,11 +416,13 @@ def decode_consumer_group_heartbeat_request_v1(data: bytes, pos: int) -> tuple[C
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_server_assignor_9 = None
-    else:
+    if n0 > 0:
         v_server_assignor_9 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_server_assignor_9 = ''
+    else:
+        v_server_assignor_9 = None
     v_topic_partitions_10: list[TopicPartitions] | None
     n0 = data[pos]
     if n0 < 128:
@@ -561,11 +587,13 @@ def decode_consumer_group_heartbeat_response_v0(data: bytes, pos: int) -> tuple[
         pos += 6
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_error_message_3 = None
-    else:
+    if n0 > 0:
         v_error_message_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_error_message_3 = ''
+    else:
+        v_error_message_3 = None
     v_member_id_4: str | None
     n0 = data[pos]
     if n0 < 128:
@@ -573,11 +601,13 @@ def decode_consumer_group_heartbeat_response_v0(data: bytes, pos: int) -> tuple[
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_member_id_4 = None
-    else:
+    if n0 > 0:
         v_member_id_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_4 = ''
+    else:
+        v_member_id_4 = None
     v_member_epoch_5, v_heartbeat_interval_ms_6 = _S6.unpack_from(data, pos)
     pos += 8
     v_assignment_7: Assignment | None
@@ -709,11 +739,13 @@ def decode_consumer_group_heartbeat_response_v1(data: bytes, pos: int) -> tuple[
         pos += 6
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_error_message_3 = None
-    else:
+    if n0 > 0:
         v_error_message_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_error_message_3 = ''
+    else:
+        v_error_message_3 = None
     v_member_id_4: str | None
     n0 = data[pos]
     if n0 < 128:
@@ -721,11 +753,13 @@ def decode_consumer_group_heartbeat_response_v1(data: bytes, pos: int) -> tuple[
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_member_id_4 = None
-    else:
+    if n0 > 0:
         v_member_id_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_4 = ''
+    else:
+        v_member_id_4 = None
     v_member_epoch_5, v_heartbeat_interval_ms_6 = _S6.unpack_from(data, pos)
     pos += 8
     v_assignment_7: Assignment | None

@@ -49,11 +49,13 @@ def decode_consumer_protocol_subscription_v0(data: bytes, pos: int) -> tuple[Con
             e_7: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Topics[] is null')
-            else:
+            if n1 > 0:
                 e_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                e_7 = ''
+            else:
+                raise DecodeError('non-nullable field Topics[] is null')
             append_6(e_7)
     v_user_data_2: bytes | None
     n0, = _S0.unpack_from(data, pos)
@@ -97,11 +99,13 @@ def decode_consumer_protocol_subscription_v1(data: bytes, pos: int) -> tuple[Con
             e_7: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Topics[] is null')
-            else:
+            if n1 > 0:
                 e_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                e_7 = ''
+            else:
+                raise DecodeError('non-nullable field Topics[] is null')
             append_6(e_7)
     v_user_data_2: bytes | None
     n0, = _S0.unpack_from(data, pos)
@@ -125,11 +129,13 @@ def decode_consumer_protocol_subscription_v1(data: bytes, pos: int) -> tuple[Con
             v_topic_9: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Topic is null')
-            else:
+            if n1 > 0:
                 v_topic_9 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_topic_9 = ''
+            else:
+                raise DecodeError('non-nullable field Topic is null')
             v_partitions_10: list[int]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
@@ -185,11 +191,13 @@ def decode_consumer_protocol_subscription_v2(data: bytes, pos: int) -> tuple[Con
             e_7: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Topics[] is null')
-            else:
+            if n1 > 0:
                 e_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                e_7 = ''
+            else:
+                raise DecodeError('non-nullable field Topics[] is null')
             append_6(e_7)
     v_user_data_2: bytes | None
     n0, = _S0.unpack_from(data, pos)
@@ -213,11 +221,13 @@ def decode_consumer_protocol_subscription_v2(data: bytes, pos: int) -> tuple[Con
             v_topic_9: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Topic is null')
-            else:
+            if n1 > 0:
                 v_topic_9 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_topic_9 = ''
+            else:
+                raise DecodeError('non-nullable field Topic is null')
             v_partitions_10: list[int]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
@@ -276,11 +286,13 @@ def decode_consumer_protocol_subscription_v3(data: bytes, pos: int) -> tuple[Con
             e_7: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Topics[] is null')
-            else:
+            if n1 > 0:
                 e_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                e_7 = ''
+            else:
+                raise DecodeError('non-nullable field Topics[] is null')
             append_6(e_7)
     v_user_data_2: bytes | None
     n0, = _S0.unpack_from(data, pos)
@@ -304,11 +316,13 @@ def decode_consumer_protocol_subscription_v3(data: bytes, pos: int) -> tuple[Con
             v_topic_9: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Topic is null')
-            else:
+            if n1 > 0:
                 v_topic_9 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_topic_9 = ''
+            else:
+                raise DecodeError('non-nullable field Topic is null')
             v_partitions_10: list[int]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
@@ -325,11 +339,13 @@ def decode_consumer_protocol_subscription_v3(data: bytes, pos: int) -> tuple[Con
     v_rack_id_5: str | None
     n0, = _S1.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        v_rack_id_5 = None
-    else:
+    if n0 > 0:
         v_rack_id_5 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_rack_id_5 = ''
+    else:
+        v_rack_id_5 = None
     return ConsumerProtocolSubscription(v_topics_1, v_user_data_2, v_owned_partitions_3, v_generation_id_4, v_rack_id_5), pos
 
 
@@ -382,11 +398,13 @@ def decode_consumer_protocol_assignment_v0(data: bytes, pos: int) -> tuple[Consu
             v_topic_4: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Topic is null')
-            else:
+            if n1 > 0:
                 v_topic_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_topic_4 = ''
+            else:
+                raise DecodeError('non-nullable field Topic is null')
             v_partitions_5: list[int]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
@@ -443,11 +461,13 @@ def decode_consumer_protocol_assignment_v1(data: bytes, pos: int) -> tuple[Consu
             v_topic_4: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Topic is null')
-            else:
+            if n1 > 0:
                 v_topic_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_topic_4 = ''
+            else:
+                raise DecodeError('non-nullable field Topic is null')
             v_partitions_5: list[int]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
@@ -504,11 +524,13 @@ def decode_consumer_protocol_assignment_v2(data: bytes, pos: int) -> tuple[Consu
             v_topic_4: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Topic is null')
-            else:
+            if n1 > 0:
                 v_topic_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_topic_4 = ''
+            else:
+                raise DecodeError('non-nullable field Topic is null')
             v_partitions_5: list[int]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
@@ -565,11 +587,13 @@ def decode_consumer_protocol_assignment_v3(data: bytes, pos: int) -> tuple[Consu
             v_topic_4: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Topic is null')
-            else:
+            if n1 > 0:
                 v_topic_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_topic_4 = ''
+            else:
+                raise DecodeError('non-nullable field Topic is null')
             v_partitions_5: list[int]
             n1, = _S0.unpack_from(data, pos)
             pos += 4

@@ -66,29 +66,35 @@ def decode_create_acls_request_v1(data: bytes, pos: int) -> tuple[CreateAclsRequ
             v_resource_name_4: str
             n1, = _S2.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field ResourceName is null')
-            else:
+            if n1 > 0:
                 v_resource_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_resource_name_4 = ''
+            else:
+                raise DecodeError('non-nullable field ResourceName is null')
             v_resource_pattern_type_5, = _S1.unpack_from(data, pos)
             pos += 1
             v_principal_6: str
             n1, = _S2.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Principal is null')
-            else:
+            if n1 > 0:
                 v_principal_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_principal_6 = ''
+            else:
+                raise DecodeError('non-nullable field Principal is null')
             v_host_7: str
             n1, = _S2.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Host is null')
-            else:
+            if n1 > 0:
                 v_host_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_host_7 = ''
+            else:
+                raise DecodeError('non-nullable field Host is null')
             v_operation_8, v_permission_type_9 = _S3.unpack_from(data, pos)
             pos += 2
             append_2(AclCreation(v_resource_type_3, v_resource_name_4, v_resource_pattern_type_5, v_principal_6, v_host_7, v_operation_8, v_permission_type_9))
@@ -140,11 +146,13 @@ def decode_create_acls_request_v2(data: bytes, pos: int) -> tuple[CreateAclsRequ
                 pos += 1
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field ResourceName is null')
-            else:
+            if n1 > 0:
                 v_resource_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_resource_name_4 = ''
+            else:
+                raise DecodeError('non-nullable field ResourceName is null')
             v_resource_pattern_type_5, n1 = _S4.unpack_from(data, pos)
             v_principal_6: str
             if n1 < 128:
@@ -153,11 +161,13 @@ def decode_create_acls_request_v2(data: bytes, pos: int) -> tuple[CreateAclsRequ
                 pos += 1
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Principal is null')
-            else:
+            if n1 > 0:
                 v_principal_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_principal_6 = ''
+            else:
+                raise DecodeError('non-nullable field Principal is null')
             v_host_7: str
             n1 = data[pos]
             if n1 < 128:
@@ -165,11 +175,13 @@ def decode_create_acls_request_v2(data: bytes, pos: int) -> tuple[CreateAclsRequ
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Host is null')
-            else:
+            if n1 > 0:
                 v_host_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_host_7 = ''
+            else:
+                raise DecodeError('non-nullable field Host is null')
             v_operation_8, v_permission_type_9, tag_count1 = _S5.unpack_from(data, pos)
             if tag_count1 == 0:
                 pos += 3
@@ -256,11 +268,13 @@ def decode_create_acls_request_v3(data: bytes, pos: int) -> tuple[CreateAclsRequ
                 pos += 1
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field ResourceName is null')
-            else:
+            if n1 > 0:
                 v_resource_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_resource_name_4 = ''
+            else:
+                raise DecodeError('non-nullable field ResourceName is null')
             v_resource_pattern_type_5, n1 = _S4.unpack_from(data, pos)
             v_principal_6: str
             if n1 < 128:
@@ -269,11 +283,13 @@ def decode_create_acls_request_v3(data: bytes, pos: int) -> tuple[CreateAclsRequ
                 pos += 1
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Principal is null')
-            else:
+            if n1 > 0:
                 v_principal_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_principal_6 = ''
+            else:
+                raise DecodeError('non-nullable field Principal is null')
             v_host_7: str
             n1 = data[pos]
             if n1 < 128:
@@ -281,11 +297,13 @@ def decode_create_acls_request_v3(data: bytes, pos: int) -> tuple[CreateAclsRequ
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Host is null')
-            else:
+            if n1 > 0:
                 v_host_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_host_7 = ''
+            else:
+                raise DecodeError('non-nullable field Host is null')
             v_operation_8, v_permission_type_9, tag_count1 = _S5.unpack_from(data, pos)
             if tag_count1 == 0:
                 pos += 3
@@ -367,11 +385,13 @@ def decode_create_acls_response_v1(data: bytes, pos: int) -> tuple[CreateAclsRes
             v_error_message_5: str | None
             n1, = _S2.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                v_error_message_5 = None
-            else:
+            if n1 > 0:
                 v_error_message_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_error_message_5 = ''
+            else:
+                v_error_message_5 = None
             append_3(AclCreationResult(v_error_code_4, v_error_message_5))
     return CreateAclsResponse(v_throttle_time_ms_1, v_results_2), pos
 
@@ -416,11 +436,13 @@ def decode_create_acls_response_v2(data: bytes, pos: int) -> tuple[CreateAclsRes
                 pos += 2
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_error_message_5 = None
-            else:
+            if n1 > 0:
                 v_error_message_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_error_message_5 = ''
+            else:
+                v_error_message_5 = None
             if data[pos] == 0:
                 pos += 1
             else:
@@ -493,11 +515,13 @@ def decode_create_acls_response_v3(data: bytes, pos: int) -> tuple[CreateAclsRes
                 pos += 2
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_error_message_5 = None
-            else:
+            if n1 > 0:
                 v_error_message_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_error_message_5 = ''
+            else:
+                v_error_message_5 = None
             if data[pos] == 0:
                 pos += 1
             else:

@@ -66,11 +66,13 @@ def decode_create_partitions_request_v0(data: bytes, pos: int) -> tuple[CreatePa
             v_name_5: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_5 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_count_6, = _S0.unpack_from(data, pos)
             pos += 4
             v_assignments_7: list[CreatePartitionsAssignment] | None
@@ -137,11 +139,13 @@ def decode_create_partitions_request_v1(data: bytes, pos: int) -> tuple[CreatePa
             v_name_5: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_5 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_count_6, = _S0.unpack_from(data, pos)
             pos += 4
             v_assignments_7: list[CreatePartitionsAssignment] | None
@@ -216,11 +220,13 @@ def decode_create_partitions_request_v2(data: bytes, pos: int) -> tuple[CreatePa
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_5 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_count_6, n1 = _S3.unpack_from(data, pos)
             v_assignments_7: list[CreatePartitionsAssignment] | None
             if n1 < 128:
@@ -347,11 +353,13 @@ def decode_create_partitions_request_v3(data: bytes, pos: int) -> tuple[CreatePa
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_5 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_count_6, n1 = _S3.unpack_from(data, pos)
             v_assignments_7: list[CreatePartitionsAssignment] | None
             if n1 < 128:
@@ -472,21 +480,25 @@ def decode_create_partitions_response_v0(data: bytes, pos: int) -> tuple[CreateP
             v_name_4: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_4 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_error_code_5, = _S1.unpack_from(data, pos)
             pos += 2
             v_error_message_6: str | None
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                v_error_message_6 = None
-            else:
+            if n1 > 0:
                 v_error_message_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_error_message_6 = ''
+            else:
+                v_error_message_6 = None
             append_3(CreatePartitionsTopicResult(v_name_4, v_error_code_5, v_error_message_6))
     return CreatePartitionsResponse(v_throttle_time_ms_1, v_results_2), pos
 
@@ -527,21 +539,25 @@ def decode_create_partitions_response_v1(data: bytes, pos: int) -> tuple[CreateP
             v_name_4: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_4 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_error_code_5, = _S1.unpack_from(data, pos)
             pos += 2
             v_error_message_6: str | None
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                v_error_message_6 = None
-            else:
+            if n1 > 0:
                 v_error_message_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_error_message_6 = ''
+            else:
+                v_error_message_6 = None
             append_3(CreatePartitionsTopicResult(v_name_4, v_error_code_5, v_error_message_6))
     return CreatePartitionsResponse(v_throttle_time_ms_1, v_results_2), pos
 
@@ -589,11 +605,13 @@ def decode_create_partitions_response_v2(data: bytes, pos: int) -> tuple[CreateP
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_4 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_error_code_5, n1 = _S6.unpack_from(data, pos)
             v_error_message_6: str | None
             if n1 < 128:
@@ -602,11 +620,13 @@ def decode_create_partitions_response_v2(data: bytes, pos: int) -> tuple[CreateP
                 pos += 2
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_error_message_6 = None
-            else:
+            if n1 > 0:
                 v_error_message_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_error_message_6 = ''
+            else:
+                v_error_message_6 = None
             if data[pos] == 0:
                 pos += 1
             else:
@@ -686,11 +706,13 @@ def decode_create_partitions_response_v3(data: bytes, pos: int) -> tuple[CreateP
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_4 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_error_code_5, n1 = _S6.unpack_from(data, pos)
             v_error_message_6: str | None
             if n1 < 128:
@@ -699,11 +721,13 @@ def decode_create_partitions_response_v3(data: bytes, pos: int) -> tuple[CreateP
                 pos += 2
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_error_message_6 = None
-            else:
+            if n1 > 0:
                 v_error_message_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_error_message_6 = ''
+            else:
+                v_error_message_6 = None
             if data[pos] == 0:
                 pos += 1
             else:

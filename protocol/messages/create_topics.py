@@ -97,11 +97,13 @@ def decode_create_topics_request_v0(data: bytes, pos: int) -> tuple[CreateTopics
             v_name_5: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_5 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_num_partitions_6, v_replication_factor_7 = _S2.unpack_from(data, pos)
             pos += 6
             v_assignments_8: list[CreatableReplicaAssignment]
@@ -142,19 +144,23 @@ def decode_create_topics_request_v0(data: bytes, pos: int) -> tuple[CreateTopics
                     v_name_14: str
                     n2, = _S1.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field Name is null')
-                    else:
+                    if n2 > 0:
                         v_name_14 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_name_14 = ''
+                    else:
+                        raise DecodeError('non-nullable field Name is null')
                     v_value_15: str | None
                     n2, = _S1.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        v_value_15 = None
-                    else:
+                    if n2 > 0:
                         v_value_15 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_value_15 = ''
+                    else:
+                        v_value_15 = None
                     append_13(CreatableTopicConfig(v_name_14, v_value_15))
             append_4(CreatableTopic(v_name_5, v_num_partitions_6, v_replication_factor_7, v_assignments_8, v_configs_9))
     v_timeout_ms_2, = _S0.unpack_from(data, pos)
@@ -212,11 +218,13 @@ def decode_create_topics_request_v1(data: bytes, pos: int) -> tuple[CreateTopics
             v_name_5: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_5 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_num_partitions_6, v_replication_factor_7 = _S2.unpack_from(data, pos)
             pos += 6
             v_assignments_8: list[CreatableReplicaAssignment]
@@ -257,19 +265,23 @@ def decode_create_topics_request_v1(data: bytes, pos: int) -> tuple[CreateTopics
                     v_name_14: str
                     n2, = _S1.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field Name is null')
-                    else:
+                    if n2 > 0:
                         v_name_14 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_name_14 = ''
+                    else:
+                        raise DecodeError('non-nullable field Name is null')
                     v_value_15: str | None
                     n2, = _S1.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        v_value_15 = None
-                    else:
+                    if n2 > 0:
                         v_value_15 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_value_15 = ''
+                    else:
+                        v_value_15 = None
                     append_13(CreatableTopicConfig(v_name_14, v_value_15))
             append_4(CreatableTopic(v_name_5, v_num_partitions_6, v_replication_factor_7, v_assignments_8, v_configs_9))
     v_timeout_ms_2, v_validate_only_3 = _S3.unpack_from(data, pos)
@@ -325,11 +337,13 @@ def decode_create_topics_request_v2(data: bytes, pos: int) -> tuple[CreateTopics
             v_name_5: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_5 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_num_partitions_6, v_replication_factor_7 = _S2.unpack_from(data, pos)
             pos += 6
             v_assignments_8: list[CreatableReplicaAssignment]
@@ -370,19 +384,23 @@ def decode_create_topics_request_v2(data: bytes, pos: int) -> tuple[CreateTopics
                     v_name_14: str
                     n2, = _S1.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field Name is null')
-                    else:
+                    if n2 > 0:
                         v_name_14 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_name_14 = ''
+                    else:
+                        raise DecodeError('non-nullable field Name is null')
                     v_value_15: str | None
                     n2, = _S1.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        v_value_15 = None
-                    else:
+                    if n2 > 0:
                         v_value_15 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_value_15 = ''
+                    else:
+                        v_value_15 = None
                     append_13(CreatableTopicConfig(v_name_14, v_value_15))
             append_4(CreatableTopic(v_name_5, v_num_partitions_6, v_replication_factor_7, v_assignments_8, v_configs_9))
     v_timeout_ms_2, v_validate_only_3 = _S3.unpack_from(data, pos)
@@ -438,11 +456,13 @@ def decode_create_topics_request_v3(data: bytes, pos: int) -> tuple[CreateTopics
             v_name_5: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_5 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_num_partitions_6, v_replication_factor_7 = _S2.unpack_from(data, pos)
             pos += 6
             v_assignments_8: list[CreatableReplicaAssignment]
@@ -483,19 +503,23 @@ def decode_create_topics_request_v3(data: bytes, pos: int) -> tuple[CreateTopics
                     v_name_14: str
                     n2, = _S1.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field Name is null')
-                    else:
+                    if n2 > 0:
                         v_name_14 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_name_14 = ''
+                    else:
+                        raise DecodeError('non-nullable field Name is null')
                     v_value_15: str | None
                     n2, = _S1.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        v_value_15 = None
-                    else:
+                    if n2 > 0:
                         v_value_15 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_value_15 = ''
+                    else:
+                        v_value_15 = None
                     append_13(CreatableTopicConfig(v_name_14, v_value_15))
             append_4(CreatableTopic(v_name_5, v_num_partitions_6, v_replication_factor_7, v_assignments_8, v_configs_9))
     v_timeout_ms_2, v_validate_only_3 = _S3.unpack_from(data, pos)
@@ -551,11 +575,13 @@ def decode_create_topics_request_v4(data: bytes, pos: int) -> tuple[CreateTopics
             v_name_5: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_5 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_num_partitions_6, v_replication_factor_7 = _S2.unpack_from(data, pos)
             pos += 6
             v_assignments_8: list[CreatableReplicaAssignment]
@@ -596,19 +622,23 @@ def decode_create_topics_request_v4(data: bytes, pos: int) -> tuple[CreateTopics
                     v_name_14: str
                     n2, = _S1.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field Name is null')
-                    else:
+                    if n2 > 0:
                         v_name_14 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_name_14 = ''
+                    else:
+                        raise DecodeError('non-nullable field Name is null')
                     v_value_15: str | None
                     n2, = _S1.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        v_value_15 = None
-                    else:
+                    if n2 > 0:
                         v_value_15 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_value_15 = ''
+                    else:
+                        v_value_15 = None
                     append_13(CreatableTopicConfig(v_name_14, v_value_15))
             append_4(CreatableTopic(v_name_5, v_num_partitions_6, v_replication_factor_7, v_assignments_8, v_configs_9))
     v_timeout_ms_2, v_validate_only_3 = _S3.unpack_from(data, pos)
@@ -672,11 +702,13 @@ def decode_create_topics_request_v5(data: bytes, pos: int) -> tuple[CreateTopics
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_5 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_num_partitions_6, v_replication_factor_7, n1 = _S4.unpack_from(data, pos)
             v_assignments_8: list[CreatableReplicaAssignment]
             if n1 < 128:
@@ -740,11 +772,13 @@ def decode_create_topics_request_v5(data: bytes, pos: int) -> tuple[CreateTopics
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field Name is null')
-                    else:
+                    if n2 > 0:
                         v_name_14 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_name_14 = ''
+                    else:
+                        raise DecodeError('non-nullable field Name is null')
                     v_value_15: str | None
                     n2 = data[pos]
                     if n2 < 128:
@@ -752,11 +786,13 @@ def decode_create_topics_request_v5(data: bytes, pos: int) -> tuple[CreateTopics
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        v_value_15 = None
-                    else:
+                    if n2 > 0:
                         v_value_15 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_value_15 = ''
+                    else:
+                        v_value_15 = None
                     if data[pos] == 0:
                         pos += 1
                     else:
@@ -878,11 +914,13 @@ def decode_create_topics_request_v6(data: bytes, pos: int) -> tuple[CreateTopics
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_5 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_num_partitions_6, v_replication_factor_7, n1 = _S4.unpack_from(data, pos)
             v_assignments_8: list[CreatableReplicaAssignment]
             if n1 < 128:
@@ -946,11 +984,13 @@ def decode_create_topics_request_v6(data: bytes, pos: int) -> tuple[CreateTopics
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field Name is null')
-                    else:
+                    if n2 > 0:
                         v_name_14 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_name_14 = ''
+                    else:
+                        raise DecodeError('non-nullable field Name is null')
                     v_value_15: str | None
                     n2 = data[pos]
                     if n2 < 128:
@@ -958,11 +998,13 @@ def decode_create_topics_request_v6(data: bytes, pos: int) -> tuple[CreateTopics
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        v_value_15 = None
-                    else:
+                    if n2 > 0:
                         v_value_15 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_value_15 = ''
+                    else:
+                        v_value_15 = None
                     if data[pos] == 0:
                         pos += 1
                     else:
@@ -1084,11 +1126,13 @@ def decode_create_topics_request_v7(data: bytes, pos: int) -> tuple[CreateTopics
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_5 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_num_partitions_6, v_replication_factor_7, n1 = _S4.unpack_from(data, pos)
             v_assignments_8: list[CreatableReplicaAssignment]
             if n1 < 128:
@@ -1152,11 +1196,13 @@ def decode_create_topics_request_v7(data: bytes, pos: int) -> tuple[CreateTopics
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field Name is null')
-                    else:
+                    if n2 > 0:
                         v_name_14 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_name_14 = ''
+                    else:
+                        raise DecodeError('non-nullable field Name is null')
                     v_value_15: str | None
                     n2 = data[pos]
                     if n2 < 128:
@@ -1164,11 +1210,13 @@ def decode_create_topics_request_v7(data: bytes, pos: int) -> tuple[CreateTopics
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        v_value_15 = None
-                    else:
+                    if n2 > 0:
                         v_value_15 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_value_15 = ''
+                    else:
+                        v_value_15 = None
                     if data[pos] == 0:
                         pos += 1
                     else:
@@ -1282,11 +1330,13 @@ def decode_create_topics_response_v0(data: bytes, pos: int) -> tuple[CreateTopic
             v_name_4: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_4 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_error_code_6, = _S1.unpack_from(data, pos)
             pos += 2
             append_3(CreatableTopicResult(v_name_4, ZERO_UUID, v_error_code_6, '', 0, -1, -1, []))
@@ -1319,21 +1369,25 @@ def decode_create_topics_response_v1(data: bytes, pos: int) -> tuple[CreateTopic
             v_name_4: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_4 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_error_code_6, = _S1.unpack_from(data, pos)
             pos += 2
             v_error_message_7: str | None
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                v_error_message_7 = None
-            else:
+            if n1 > 0:
                 v_error_message_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_error_message_7 = ''
+            else:
+                v_error_message_7 = None
             append_3(CreatableTopicResult(v_name_4, ZERO_UUID, v_error_code_6, v_error_message_7, 0, -1, -1, []))
     return CreateTopicsResponse(0, v_topics_2), pos
 
@@ -1373,21 +1427,25 @@ def decode_create_topics_response_v2(data: bytes, pos: int) -> tuple[CreateTopic
             v_name_4: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_4 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_error_code_6, = _S1.unpack_from(data, pos)
             pos += 2
             v_error_message_7: str | None
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                v_error_message_7 = None
-            else:
+            if n1 > 0:
                 v_error_message_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_error_message_7 = ''
+            else:
+                v_error_message_7 = None
             append_3(CreatableTopicResult(v_name_4, ZERO_UUID, v_error_code_6, v_error_message_7, 0, -1, -1, []))
     return CreateTopicsResponse(v_throttle_time_ms_1, v_topics_2), pos
 
@@ -1428,21 +1486,25 @@ def decode_create_topics_response_v3(data: bytes, pos: int) -> tuple[CreateTopic
             v_name_4: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_4 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_error_code_6, = _S1.unpack_from(data, pos)
             pos += 2
             v_error_message_7: str | None
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                v_error_message_7 = None
-            else:
+            if n1 > 0:
                 v_error_message_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_error_message_7 = ''
+            else:
+                v_error_message_7 = None
             append_3(CreatableTopicResult(v_name_4, ZERO_UUID, v_error_code_6, v_error_message_7, 0, -1, -1, []))
     return CreateTopicsResponse(v_throttle_time_ms_1, v_topics_2), pos
 
@@ -1483,21 +1545,25 @@ def decode_create_topics_response_v4(data: bytes, pos: int) -> tuple[CreateTopic
             v_name_4: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_4 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_error_code_6, = _S1.unpack_from(data, pos)
             pos += 2
             v_error_message_7: str | None
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                v_error_message_7 = None
-            else:
+            if n1 > 0:
                 v_error_message_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_error_message_7 = ''
+            else:
+                v_error_message_7 = None
             append_3(CreatableTopicResult(v_name_4, ZERO_UUID, v_error_code_6, v_error_message_7, 0, -1, -1, []))
     return CreateTopicsResponse(v_throttle_time_ms_1, v_topics_2), pos
 
@@ -1545,11 +1611,13 @@ def decode_create_topics_response_v5(data: bytes, pos: int) -> tuple[CreateTopic
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_4 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_error_code_6, n1 = _S8.unpack_from(data, pos)
             v_error_message_7: str | None
             if n1 < 128:
@@ -1558,11 +1626,13 @@ def decode_create_topics_response_v5(data: bytes, pos: int) -> tuple[CreateTopic
                 pos += 2
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_error_message_7 = None
-            else:
+            if n1 > 0:
                 v_error_message_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_error_message_7 = ''
+            else:
+                v_error_message_7 = None
             v_num_partitions_9, v_replication_factor_10, n1 = _S4.unpack_from(data, pos)
             v_configs_11: list[CreatableTopicConfigs] | None
             if n1 < 128:
@@ -1586,11 +1656,13 @@ def decode_create_topics_response_v5(data: bytes, pos: int) -> tuple[CreateTopic
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field Name is null')
-                    else:
+                    if n2 > 0:
                         v_name_13 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_name_13 = ''
+                    else:
+                        raise DecodeError('non-nullable field Name is null')
                     v_value_14: str | None
                     n2 = data[pos]
                     if n2 < 128:
@@ -1598,11 +1670,13 @@ def decode_create_topics_response_v5(data: bytes, pos: int) -> tuple[CreateTopic
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        v_value_14 = None
-                    else:
+                    if n2 > 0:
                         v_value_14 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_value_14 = ''
+                    else:
+                        v_value_14 = None
                     v_read_only_15, v_config_source_16, v_is_sensitive_17, tag_count2 = _S9.unpack_from(data, pos)
                     if tag_count2 == 0:
                         pos += 4
@@ -1736,11 +1810,13 @@ def decode_create_topics_response_v6(data: bytes, pos: int) -> tuple[CreateTopic
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_4 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_error_code_6, n1 = _S8.unpack_from(data, pos)
             v_error_message_7: str | None
             if n1 < 128:
@@ -1749,11 +1825,13 @@ def decode_create_topics_response_v6(data: bytes, pos: int) -> tuple[CreateTopic
                 pos += 2
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_error_message_7 = None
-            else:
+            if n1 > 0:
                 v_error_message_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_error_message_7 = ''
+            else:
+                v_error_message_7 = None
             v_num_partitions_9, v_replication_factor_10, n1 = _S4.unpack_from(data, pos)
             v_configs_11: list[CreatableTopicConfigs] | None
             if n1 < 128:
@@ -1777,11 +1855,13 @@ def decode_create_topics_response_v6(data: bytes, pos: int) -> tuple[CreateTopic
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field Name is null')
-                    else:
+                    if n2 > 0:
                         v_name_13 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_name_13 = ''
+                    else:
+                        raise DecodeError('non-nullable field Name is null')
                     v_value_14: str | None
                     n2 = data[pos]
                     if n2 < 128:
@@ -1789,11 +1869,13 @@ def decode_create_topics_response_v6(data: bytes, pos: int) -> tuple[CreateTopic
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        v_value_14 = None
-                    else:
+                    if n2 > 0:
                         v_value_14 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_value_14 = ''
+                    else:
+                        v_value_14 = None
                     v_read_only_15, v_config_source_16, v_is_sensitive_17, tag_count2 = _S9.unpack_from(data, pos)
                     if tag_count2 == 0:
                         pos += 4
@@ -1927,11 +2009,13 @@ def decode_create_topics_response_v7(data: bytes, pos: int) -> tuple[CreateTopic
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_4 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_topic_id_5, v_error_code_6, n1 = _S12.unpack_from(data, pos)
             v_error_message_7: str | None
             if n1 < 128:
@@ -1940,11 +2024,13 @@ def decode_create_topics_response_v7(data: bytes, pos: int) -> tuple[CreateTopic
                 pos += 18
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_error_message_7 = None
-            else:
+            if n1 > 0:
                 v_error_message_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_error_message_7 = ''
+            else:
+                v_error_message_7 = None
             v_num_partitions_9, v_replication_factor_10, n1 = _S4.unpack_from(data, pos)
             v_configs_11: list[CreatableTopicConfigs] | None
             if n1 < 128:
@@ -1968,11 +2054,13 @@ def decode_create_topics_response_v7(data: bytes, pos: int) -> tuple[CreateTopic
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field Name is null')
-                    else:
+                    if n2 > 0:
                         v_name_13 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_name_13 = ''
+                    else:
+                        raise DecodeError('non-nullable field Name is null')
                     v_value_14: str | None
                     n2 = data[pos]
                     if n2 < 128:
@@ -1980,11 +2068,13 @@ def decode_create_topics_response_v7(data: bytes, pos: int) -> tuple[CreateTopic
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        v_value_14 = None
-                    else:
+                    if n2 > 0:
                         v_value_14 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_value_14 = ''
+                    else:
+                        v_value_14 = None
                     v_read_only_15, v_config_source_16, v_is_sensitive_17, tag_count2 = _S9.unpack_from(data, pos)
                     if tag_count2 == 0:
                         pos += 4

@@ -81,29 +81,35 @@ def decode_delete_acls_request_v1(data: bytes, pos: int) -> tuple[DeleteAclsRequ
             v_resource_name_filter_4: str | None
             n1, = _S2.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                v_resource_name_filter_4 = None
-            else:
+            if n1 > 0:
                 v_resource_name_filter_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_resource_name_filter_4 = ''
+            else:
+                v_resource_name_filter_4 = None
             v_pattern_type_filter_5, = _S1.unpack_from(data, pos)
             pos += 1
             v_principal_filter_6: str | None
             n1, = _S2.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                v_principal_filter_6 = None
-            else:
+            if n1 > 0:
                 v_principal_filter_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_principal_filter_6 = ''
+            else:
+                v_principal_filter_6 = None
             v_host_filter_7: str | None
             n1, = _S2.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                v_host_filter_7 = None
-            else:
+            if n1 > 0:
                 v_host_filter_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_host_filter_7 = ''
+            else:
+                v_host_filter_7 = None
             v_operation_8, v_permission_type_9 = _S3.unpack_from(data, pos)
             pos += 2
             append_2(DeleteAclsFilter(v_resource_type_filter_3, v_resource_name_filter_4, v_pattern_type_filter_5, v_principal_filter_6, v_host_filter_7, v_operation_8, v_permission_type_9))
@@ -164,11 +170,13 @@ def decode_delete_acls_request_v2(data: bytes, pos: int) -> tuple[DeleteAclsRequ
                 pos += 1
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_resource_name_filter_4 = None
-            else:
+            if n1 > 0:
                 v_resource_name_filter_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_resource_name_filter_4 = ''
+            else:
+                v_resource_name_filter_4 = None
             v_pattern_type_filter_5, n1 = _S4.unpack_from(data, pos)
             v_principal_filter_6: str | None
             if n1 < 128:
@@ -177,11 +185,13 @@ def decode_delete_acls_request_v2(data: bytes, pos: int) -> tuple[DeleteAclsRequ
                 pos += 1
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_principal_filter_6 = None
-            else:
+            if n1 > 0:
                 v_principal_filter_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_principal_filter_6 = ''
+            else:
+                v_principal_filter_6 = None
             v_host_filter_7: str | None
             n1 = data[pos]
             if n1 < 128:
@@ -189,11 +199,13 @@ def decode_delete_acls_request_v2(data: bytes, pos: int) -> tuple[DeleteAclsRequ
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_host_filter_7 = None
-            else:
+            if n1 > 0:
                 v_host_filter_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_host_filter_7 = ''
+            else:
+                v_host_filter_7 = None
             v_operation_8, v_permission_type_9, tag_count1 = _S5.unpack_from(data, pos)
             if tag_count1 == 0:
                 pos += 3
@@ -289,11 +301,13 @@ def decode_delete_acls_request_v3(data: bytes, pos: int) -> tuple[DeleteAclsRequ
                 pos += 1
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_resource_name_filter_4 = None
-            else:
+            if n1 > 0:
                 v_resource_name_filter_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_resource_name_filter_4 = ''
+            else:
+                v_resource_name_filter_4 = None
             v_pattern_type_filter_5, n1 = _S4.unpack_from(data, pos)
             v_principal_filter_6: str | None
             if n1 < 128:
@@ -302,11 +316,13 @@ def decode_delete_acls_request_v3(data: bytes, pos: int) -> tuple[DeleteAclsRequ
                 pos += 1
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_principal_filter_6 = None
-            else:
+            if n1 > 0:
                 v_principal_filter_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_principal_filter_6 = ''
+            else:
+                v_principal_filter_6 = None
             v_host_filter_7: str | None
             n1 = data[pos]
             if n1 < 128:
@@ -314,11 +330,13 @@ def decode_delete_acls_request_v3(data: bytes, pos: int) -> tuple[DeleteAclsRequ
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_host_filter_7 = None
-            else:
+            if n1 > 0:
                 v_host_filter_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_host_filter_7 = ''
+            else:
+                v_host_filter_7 = None
             v_operation_8, v_permission_type_9, tag_count1 = _S5.unpack_from(data, pos)
             if tag_count1 == 0:
                 pos += 3
@@ -409,11 +427,13 @@ def decode_delete_acls_response_v1(data: bytes, pos: int) -> tuple[DeleteAclsRes
             v_error_message_5: str | None
             n1, = _S2.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                v_error_message_5 = None
-            else:
+            if n1 > 0:
                 v_error_message_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_error_message_5 = ''
+            else:
+                v_error_message_5 = None
             v_matching_acls_6: list[DeleteAclsMatchingAcl]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
@@ -430,39 +450,47 @@ def decode_delete_acls_response_v1(data: bytes, pos: int) -> tuple[DeleteAclsRes
                     v_error_message_9: str | None
                     n2, = _S2.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        v_error_message_9 = None
-                    else:
+                    if n2 > 0:
                         v_error_message_9 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_error_message_9 = ''
+                    else:
+                        v_error_message_9 = None
                     v_resource_type_10, = _S1.unpack_from(data, pos)
                     pos += 1
                     v_resource_name_11: str
                     n2, = _S2.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field ResourceName is null')
-                    else:
+                    if n2 > 0:
                         v_resource_name_11 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_resource_name_11 = ''
+                    else:
+                        raise DecodeError('non-nullable field ResourceName is null')
                     v_pattern_type_12, = _S1.unpack_from(data, pos)
                     pos += 1
                     v_principal_13: str
                     n2, = _S2.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field Principal is null')
-                    else:
+                    if n2 > 0:
                         v_principal_13 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_principal_13 = ''
+                    else:
+                        raise DecodeError('non-nullable field Principal is null')
                     v_host_14: str
                     n2, = _S2.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field Host is null')
-                    else:
+                    if n2 > 0:
                         v_host_14 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_host_14 = ''
+                    else:
+                        raise DecodeError('non-nullable field Host is null')
                     v_operation_15, v_permission_type_16 = _S3.unpack_from(data, pos)
                     pos += 2
                     append_7(DeleteAclsMatchingAcl(v_error_code_8, v_error_message_9, v_resource_type_10, v_resource_name_11, v_pattern_type_12, v_principal_13, v_host_14, v_operation_15, v_permission_type_16))
@@ -536,11 +564,13 @@ def decode_delete_acls_response_v2(data: bytes, pos: int) -> tuple[DeleteAclsRes
                 pos += 2
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_error_message_5 = None
-            else:
+            if n1 > 0:
                 v_error_message_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_error_message_5 = ''
+            else:
+                v_error_message_5 = None
             v_matching_acls_6: list[DeleteAclsMatchingAcl]
             n1 = data[pos]
             if n1 < 128:
@@ -564,11 +594,13 @@ def decode_delete_acls_response_v2(data: bytes, pos: int) -> tuple[DeleteAclsRes
                         pos += 2
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        v_error_message_9 = None
-                    else:
+                    if n2 > 0:
                         v_error_message_9 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_error_message_9 = ''
+                    else:
+                        v_error_message_9 = None
                     v_resource_type_10, n2 = _S4.unpack_from(data, pos)
                     v_resource_name_11: str
                     if n2 < 128:
@@ -577,11 +609,13 @@ def decode_delete_acls_response_v2(data: bytes, pos: int) -> tuple[DeleteAclsRes
                         pos += 1
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field ResourceName is null')
-                    else:
+                    if n2 > 0:
                         v_resource_name_11 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_resource_name_11 = ''
+                    else:
+                        raise DecodeError('non-nullable field ResourceName is null')
                     v_pattern_type_12, n2 = _S4.unpack_from(data, pos)
                     v_principal_13: str
                     if n2 < 128:
@@ -590,11 +624,13 @@ def decode_delete_acls_response_v2(data: bytes, pos: int) -> tuple[DeleteAclsRes
                         pos += 1
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field Principal is null')
-                    else:
+                    if n2 > 0:
                         v_principal_13 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_principal_13 = ''
+                    else:
+                        raise DecodeError('non-nullable field Principal is null')
                     v_host_14: str
                     n2 = data[pos]
                     if n2 < 128:
@@ -602,11 +638,13 @@ def decode_delete_acls_response_v2(data: bytes, pos: int) -> tuple[DeleteAclsRes
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field Host is null')
-                    else:
+                    if n2 > 0:
                         v_host_14 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_host_14 = ''
+                    else:
+                        raise DecodeError('non-nullable field Host is null')
                     v_operation_15, v_permission_type_16, tag_count2 = _S5.unpack_from(data, pos)
                     if tag_count2 == 0:
                         pos += 3
@@ -737,11 +775,13 @@ def decode_delete_acls_response_v3(data: bytes, pos: int) -> tuple[DeleteAclsRes
                 pos += 2
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_error_message_5 = None
-            else:
+            if n1 > 0:
                 v_error_message_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_error_message_5 = ''
+            else:
+                v_error_message_5 = None
             v_matching_acls_6: list[DeleteAclsMatchingAcl]
             n1 = data[pos]
             if n1 < 128:
@@ -765,11 +805,13 @@ def decode_delete_acls_response_v3(data: bytes, pos: int) -> tuple[DeleteAclsRes
                         pos += 2
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        v_error_message_9 = None
-                    else:
+                    if n2 > 0:
                         v_error_message_9 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_error_message_9 = ''
+                    else:
+                        v_error_message_9 = None
                     v_resource_type_10, n2 = _S4.unpack_from(data, pos)
                     v_resource_name_11: str
                     if n2 < 128:
@@ -778,11 +820,13 @@ def decode_delete_acls_response_v3(data: bytes, pos: int) -> tuple[DeleteAclsRes
                         pos += 1
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field ResourceName is null')
-                    else:
+                    if n2 > 0:
                         v_resource_name_11 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_resource_name_11 = ''
+                    else:
+                        raise DecodeError('non-nullable field ResourceName is null')
                     v_pattern_type_12, n2 = _S4.unpack_from(data, pos)
                     v_principal_13: str
                     if n2 < 128:
@@ -791,11 +835,13 @@ def decode_delete_acls_response_v3(data: bytes, pos: int) -> tuple[DeleteAclsRes
                         pos += 1
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field Principal is null')
-                    else:
+                    if n2 > 0:
                         v_principal_13 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_principal_13 = ''
+                    else:
+                        raise DecodeError('non-nullable field Principal is null')
                     v_host_14: str
                     n2 = data[pos]
                     if n2 < 128:
@@ -803,11 +849,13 @@ def decode_delete_acls_response_v3(data: bytes, pos: int) -> tuple[DeleteAclsRes
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field Host is null')
-                    else:
+                    if n2 > 0:
                         v_host_14 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_host_14 = ''
+                    else:
+                        raise DecodeError('non-nullable field Host is null')
                     v_operation_15, v_permission_type_16, tag_count2 = _S5.unpack_from(data, pos)
                     if tag_count2 == 0:
                         pos += 3

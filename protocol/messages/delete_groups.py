@@ -49,11 +49,13 @@ def decode_delete_groups_request_v0(data: bytes, pos: int) -> tuple[DeleteGroups
             e_3: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupsNames[] is null')
-            else:
+            if n1 > 0:
                 e_3 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                e_3 = ''
+            else:
+                raise DecodeError('non-nullable field GroupsNames[] is null')
             append_2(e_3)
     return DeleteGroupsRequest(v_groups_names_1), pos
 
@@ -83,11 +85,13 @@ def decode_delete_groups_request_v1(data: bytes, pos: int) -> tuple[DeleteGroups
             e_3: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupsNames[] is null')
-            else:
+            if n1 > 0:
                 e_3 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                e_3 = ''
+            else:
+                raise DecodeError('non-nullable field GroupsNames[] is null')
             append_2(e_3)
     return DeleteGroupsRequest(v_groups_names_1), pos
 
@@ -125,11 +129,13 @@ def decode_delete_groups_request_v2(data: bytes, pos: int) -> tuple[DeleteGroups
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupsNames[] is null')
-            else:
+            if n1 > 0:
                 e_3 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                e_3 = ''
+            else:
+                raise DecodeError('non-nullable field GroupsNames[] is null')
             append_2(e_3)
     if data[pos] == 0:
         pos += 1
@@ -185,11 +191,13 @@ def decode_delete_groups_request_v3(data: bytes, pos: int) -> tuple[DeleteGroups
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupsNames[] is null')
-            else:
+            if n1 > 0:
                 e_3 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                e_3 = ''
+            else:
+                raise DecodeError('non-nullable field GroupsNames[] is null')
             append_2(e_3)
     if data[pos] == 0:
         pos += 1
@@ -239,11 +247,13 @@ def decode_delete_groups_response_v0(data: bytes, pos: int) -> tuple[DeleteGroup
             v_group_id_4: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupId is null')
-            else:
+            if n1 > 0:
                 v_group_id_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_id_4 = ''
+            else:
+                raise DecodeError('non-nullable field GroupId is null')
             v_error_code_5, = _S1.unpack_from(data, pos)
             pos += 2
             append_3(DeletableGroupResult(v_group_id_4, v_error_code_5, None))
@@ -279,11 +289,13 @@ def decode_delete_groups_response_v1(data: bytes, pos: int) -> tuple[DeleteGroup
             v_group_id_4: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupId is null')
-            else:
+            if n1 > 0:
                 v_group_id_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_id_4 = ''
+            else:
+                raise DecodeError('non-nullable field GroupId is null')
             v_error_code_5, = _S1.unpack_from(data, pos)
             pos += 2
             append_3(DeletableGroupResult(v_group_id_4, v_error_code_5, None))
@@ -326,11 +338,13 @@ def decode_delete_groups_response_v2(data: bytes, pos: int) -> tuple[DeleteGroup
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupId is null')
-            else:
+            if n1 > 0:
                 v_group_id_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_id_4 = ''
+            else:
+                raise DecodeError('non-nullable field GroupId is null')
             v_error_code_5, tag_count1 = _S3.unpack_from(data, pos)
             if tag_count1 == 0:
                 pos += 3
@@ -400,11 +414,13 @@ def decode_delete_groups_response_v3(data: bytes, pos: int) -> tuple[DeleteGroup
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupId is null')
-            else:
+            if n1 > 0:
                 v_group_id_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_id_4 = ''
+            else:
+                raise DecodeError('non-nullable field GroupId is null')
             v_error_code_5, n1 = _S3.unpack_from(data, pos)
             v_error_message_6: str | None
             if n1 < 128:
@@ -413,11 +429,13 @@ def decode_delete_groups_response_v3(data: bytes, pos: int) -> tuple[DeleteGroup
                 pos += 2
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_error_message_6 = None
-            else:
+            if n1 > 0:
                 v_error_message_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_error_message_6 = ''
+            else:
+                v_error_message_6 = None
             if data[pos] == 0:
                 pos += 1
             else:

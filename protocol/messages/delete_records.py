@@ -73,11 +73,13 @@ def decode_delete_records_request_v0(data: bytes, pos: int) -> tuple[DeleteRecor
             v_name_4: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_4 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_5: list[DeleteRecordsPartition]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
@@ -128,11 +130,13 @@ def decode_delete_records_request_v1(data: bytes, pos: int) -> tuple[DeleteRecor
             v_name_4: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_4 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_5: list[DeleteRecordsPartition]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
@@ -191,11 +195,13 @@ def decode_delete_records_request_v2(data: bytes, pos: int) -> tuple[DeleteRecor
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_4 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_5: list[DeleteRecordsPartition]
             n1 = data[pos]
             if n1 < 128:
@@ -292,11 +298,13 @@ def decode_delete_records_response_v0(data: bytes, pos: int) -> tuple[DeleteReco
             v_name_4: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_4 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_5: list[DeleteRecordsPartitionResult]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
@@ -347,11 +355,13 @@ def decode_delete_records_response_v1(data: bytes, pos: int) -> tuple[DeleteReco
             v_name_4: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_4 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_5: list[DeleteRecordsPartitionResult]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
@@ -409,11 +419,13 @@ def decode_delete_records_response_v2(data: bytes, pos: int) -> tuple[DeleteReco
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_4 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_5: list[DeleteRecordsPartitionResult]
             n1 = data[pos]
             if n1 < 128:

@@ -53,11 +53,13 @@ def decode_delete_share_group_offsets_request_v0(data: bytes, pos: int) -> tuple
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field GroupId is null')
     v_topics_2: list[DeleteShareGroupOffsetsRequestTopic]
     n0 = data[pos]
     if n0 < 128:
@@ -80,11 +82,13 @@ def decode_delete_share_group_offsets_request_v0(data: bytes, pos: int) -> tuple
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field TopicName is null')
-            else:
+            if n1 > 0:
                 v_topic_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_topic_name_4 = ''
+            else:
+                raise DecodeError('non-nullable field TopicName is null')
             if data[pos] == 0:
                 pos += 1
             else:
@@ -144,11 +148,13 @@ def decode_delete_share_group_offsets_response_v0(data: bytes, pos: int) -> tupl
         pos += 6
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_error_message_3 = None
-    else:
+    if n0 > 0:
         v_error_message_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_error_message_3 = ''
+    else:
+        v_error_message_3 = None
     v_responses_4: list[DeleteShareGroupOffsetsResponseTopic]
     n0 = data[pos]
     if n0 < 128:
@@ -171,11 +177,13 @@ def decode_delete_share_group_offsets_response_v0(data: bytes, pos: int) -> tupl
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field TopicName is null')
-            else:
+            if n1 > 0:
                 v_topic_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_topic_name_6 = ''
+            else:
+                raise DecodeError('non-nullable field TopicName is null')
             v_topic_id_7, v_error_code_8, n1 = _S1.unpack_from(data, pos)
             v_error_message_9: str | None
             if n1 < 128:
@@ -184,11 +192,13 @@ def decode_delete_share_group_offsets_response_v0(data: bytes, pos: int) -> tupl
                 pos += 18
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_error_message_9 = None
-            else:
+            if n1 > 0:
                 v_error_message_9 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_error_message_9 = ''
+            else:
+                v_error_message_9 = None
             if data[pos] == 0:
                 pos += 1
             else:

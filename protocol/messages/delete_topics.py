@@ -65,11 +65,13 @@ def decode_delete_topics_request_v0(data: bytes, pos: int) -> tuple[DeleteTopics
             e_5: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field TopicNames[] is null')
-            else:
+            if n1 > 0:
                 e_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                e_5 = ''
+            else:
+                raise DecodeError('non-nullable field TopicNames[] is null')
             append_4(e_5)
     v_timeout_ms_3, = _S0.unpack_from(data, pos)
     pos += 4
@@ -104,11 +106,13 @@ def decode_delete_topics_request_v1(data: bytes, pos: int) -> tuple[DeleteTopics
             e_5: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field TopicNames[] is null')
-            else:
+            if n1 > 0:
                 e_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                e_5 = ''
+            else:
+                raise DecodeError('non-nullable field TopicNames[] is null')
             append_4(e_5)
     v_timeout_ms_3, = _S0.unpack_from(data, pos)
     pos += 4
@@ -143,11 +147,13 @@ def decode_delete_topics_request_v2(data: bytes, pos: int) -> tuple[DeleteTopics
             e_5: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field TopicNames[] is null')
-            else:
+            if n1 > 0:
                 e_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                e_5 = ''
+            else:
+                raise DecodeError('non-nullable field TopicNames[] is null')
             append_4(e_5)
     v_timeout_ms_3, = _S0.unpack_from(data, pos)
     pos += 4
@@ -182,11 +188,13 @@ def decode_delete_topics_request_v3(data: bytes, pos: int) -> tuple[DeleteTopics
             e_5: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field TopicNames[] is null')
-            else:
+            if n1 > 0:
                 e_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                e_5 = ''
+            else:
+                raise DecodeError('non-nullable field TopicNames[] is null')
             append_4(e_5)
     v_timeout_ms_3, = _S0.unpack_from(data, pos)
     pos += 4
@@ -229,11 +237,13 @@ def decode_delete_topics_request_v4(data: bytes, pos: int) -> tuple[DeleteTopics
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field TopicNames[] is null')
-            else:
+            if n1 > 0:
                 e_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                e_5 = ''
+            else:
+                raise DecodeError('non-nullable field TopicNames[] is null')
             append_4(e_5)
     v_timeout_ms_3, tag_count0 = _S2.unpack_from(data, pos)
     if tag_count0 == 0:
@@ -293,11 +303,13 @@ def decode_delete_topics_request_v5(data: bytes, pos: int) -> tuple[DeleteTopics
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field TopicNames[] is null')
-            else:
+            if n1 > 0:
                 e_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                e_5 = ''
+            else:
+                raise DecodeError('non-nullable field TopicNames[] is null')
             append_4(e_5)
     v_timeout_ms_3, tag_count0 = _S2.unpack_from(data, pos)
     if tag_count0 == 0:
@@ -357,11 +369,13 @@ def decode_delete_topics_request_v6(data: bytes, pos: int) -> tuple[DeleteTopics
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_name_5 = None
-            else:
+            if n1 > 0:
                 v_name_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_5 = ''
+            else:
+                v_name_5 = None
             v_topic_id_6, tag_count1 = _S4.unpack_from(data, pos)
             if tag_count1 == 0:
                 pos += 17
@@ -426,11 +440,13 @@ def decode_delete_topics_response_v0(data: bytes, pos: int) -> tuple[DeleteTopic
             v_name_4: str | None
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_4 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_error_code_6, = _S1.unpack_from(data, pos)
             pos += 2
             append_3(DeletableTopicResult(v_name_4, ZERO_UUID, v_error_code_6, None))
@@ -467,11 +483,13 @@ def decode_delete_topics_response_v1(data: bytes, pos: int) -> tuple[DeleteTopic
             v_name_4: str | None
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_4 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_error_code_6, = _S1.unpack_from(data, pos)
             pos += 2
             append_3(DeletableTopicResult(v_name_4, ZERO_UUID, v_error_code_6, None))
@@ -509,11 +527,13 @@ def decode_delete_topics_response_v2(data: bytes, pos: int) -> tuple[DeleteTopic
             v_name_4: str | None
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_4 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_error_code_6, = _S1.unpack_from(data, pos)
             pos += 2
             append_3(DeletableTopicResult(v_name_4, ZERO_UUID, v_error_code_6, None))
@@ -551,11 +571,13 @@ def decode_delete_topics_response_v3(data: bytes, pos: int) -> tuple[DeleteTopic
             v_name_4: str | None
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_4 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_error_code_6, = _S1.unpack_from(data, pos)
             pos += 2
             append_3(DeletableTopicResult(v_name_4, ZERO_UUID, v_error_code_6, None))
@@ -600,11 +622,13 @@ def decode_delete_topics_response_v4(data: bytes, pos: int) -> tuple[DeleteTopic
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_4 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_error_code_6, tag_count1 = _S6.unpack_from(data, pos)
             if tag_count1 == 0:
                 pos += 3
@@ -676,11 +700,13 @@ def decode_delete_topics_response_v5(data: bytes, pos: int) -> tuple[DeleteTopic
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_4 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_error_code_6, n1 = _S6.unpack_from(data, pos)
             v_error_message_7: str | None
             if n1 < 128:
@@ -689,11 +715,13 @@ def decode_delete_topics_response_v5(data: bytes, pos: int) -> tuple[DeleteTopic
                 pos += 2
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_error_message_7 = None
-            else:
+            if n1 > 0:
                 v_error_message_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_error_message_7 = ''
+            else:
+                v_error_message_7 = None
             if data[pos] == 0:
                 pos += 1
             else:
@@ -775,11 +803,13 @@ def decode_delete_topics_response_v6(data: bytes, pos: int) -> tuple[DeleteTopic
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_name_4 = None
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_4 = ''
+            else:
+                v_name_4 = None
             v_topic_id_5, v_error_code_6, n1 = _S8.unpack_from(data, pos)
             v_error_message_7: str | None
             if n1 < 128:
@@ -788,11 +818,13 @@ def decode_delete_topics_response_v6(data: bytes, pos: int) -> tuple[DeleteTopic
                 pos += 18
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_error_message_7 = None
-            else:
+            if n1 > 0:
                 v_error_message_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_error_message_7 = ''
+            else:
+                v_error_message_7 = None
             if data[pos] == 0:
                 pos += 1
             else:

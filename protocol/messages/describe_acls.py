@@ -63,29 +63,35 @@ def decode_describe_acls_request_v1(data: bytes, pos: int) -> tuple[DescribeAcls
     v_resource_name_filter_2: str | None
     n0, = _S1.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        v_resource_name_filter_2 = None
-    else:
+    if n0 > 0:
         v_resource_name_filter_2 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_resource_name_filter_2 = ''
+    else:
+        v_resource_name_filter_2 = None
     v_pattern_type_filter_3, = _S0.unpack_from(data, pos)
     pos += 1
     v_principal_filter_4: str | None
     n0, = _S1.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        v_principal_filter_4 = None
-    else:
+    if n0 > 0:
         v_principal_filter_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_principal_filter_4 = ''
+    else:
+        v_principal_filter_4 = None
     v_host_filter_5: str | None
     n0, = _S1.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        v_host_filter_5 = None
-    else:
+    if n0 > 0:
         v_host_filter_5 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_host_filter_5 = ''
+    else:
+        v_host_filter_5 = None
     v_operation_6, v_permission_type_7 = _S2.unpack_from(data, pos)
     pos += 2
     return DescribeAclsRequest(v_resource_type_filter_1, v_resource_name_filter_2, v_pattern_type_filter_3, v_principal_filter_4, v_host_filter_5, v_operation_6, v_permission_type_7), pos
@@ -127,11 +133,13 @@ def decode_describe_acls_request_v2(data: bytes, pos: int) -> tuple[DescribeAcls
         pos += 1
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_resource_name_filter_2 = None
-    else:
+    if n0 > 0:
         v_resource_name_filter_2 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_resource_name_filter_2 = ''
+    else:
+        v_resource_name_filter_2 = None
     v_pattern_type_filter_3, n0 = _S3.unpack_from(data, pos)
     v_principal_filter_4: str | None
     if n0 < 128:
@@ -140,11 +148,13 @@ def decode_describe_acls_request_v2(data: bytes, pos: int) -> tuple[DescribeAcls
         pos += 1
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_principal_filter_4 = None
-    else:
+    if n0 > 0:
         v_principal_filter_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_principal_filter_4 = ''
+    else:
+        v_principal_filter_4 = None
     v_host_filter_5: str | None
     n0 = data[pos]
     if n0 < 128:
@@ -152,11 +162,13 @@ def decode_describe_acls_request_v2(data: bytes, pos: int) -> tuple[DescribeAcls
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_host_filter_5 = None
-    else:
+    if n0 > 0:
         v_host_filter_5 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_host_filter_5 = ''
+    else:
+        v_host_filter_5 = None
     v_operation_6, v_permission_type_7, tag_count0 = _S4.unpack_from(data, pos)
     if tag_count0 == 0:
         pos += 3
@@ -219,11 +231,13 @@ def decode_describe_acls_request_v3(data: bytes, pos: int) -> tuple[DescribeAcls
         pos += 1
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_resource_name_filter_2 = None
-    else:
+    if n0 > 0:
         v_resource_name_filter_2 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_resource_name_filter_2 = ''
+    else:
+        v_resource_name_filter_2 = None
     v_pattern_type_filter_3, n0 = _S3.unpack_from(data, pos)
     v_principal_filter_4: str | None
     if n0 < 128:
@@ -232,11 +246,13 @@ def decode_describe_acls_request_v3(data: bytes, pos: int) -> tuple[DescribeAcls
         pos += 1
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_principal_filter_4 = None
-    else:
+    if n0 > 0:
         v_principal_filter_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_principal_filter_4 = ''
+    else:
+        v_principal_filter_4 = None
     v_host_filter_5: str | None
     n0 = data[pos]
     if n0 < 128:
@@ -244,11 +260,13 @@ def decode_describe_acls_request_v3(data: bytes, pos: int) -> tuple[DescribeAcls
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_host_filter_5 = None
-    else:
+    if n0 > 0:
         v_host_filter_5 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_host_filter_5 = ''
+    else:
+        v_host_filter_5 = None
     v_operation_6, v_permission_type_7, tag_count0 = _S4.unpack_from(data, pos)
     if tag_count0 == 0:
         pos += 3
@@ -308,11 +326,13 @@ def decode_describe_acls_response_v1(data: bytes, pos: int) -> tuple[DescribeAcl
     v_error_message_3: str | None
     n0, = _S1.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        v_error_message_3 = None
-    else:
+    if n0 > 0:
         v_error_message_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_error_message_3 = ''
+    else:
+        v_error_message_3 = None
     v_resources_4: list[DescribeAclsResource]
     n0, = _S8.unpack_from(data, pos)
     pos += 4
@@ -329,11 +349,13 @@ def decode_describe_acls_response_v1(data: bytes, pos: int) -> tuple[DescribeAcl
             v_resource_name_7: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field ResourceName is null')
-            else:
+            if n1 > 0:
                 v_resource_name_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_resource_name_7 = ''
+            else:
+                raise DecodeError('non-nullable field ResourceName is null')
             v_pattern_type_8, = _S0.unpack_from(data, pos)
             pos += 1
             v_acls_9: list[AclDescription]
@@ -350,19 +372,23 @@ def decode_describe_acls_response_v1(data: bytes, pos: int) -> tuple[DescribeAcl
                     v_principal_11: str
                     n2, = _S1.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field Principal is null')
-                    else:
+                    if n2 > 0:
                         v_principal_11 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_principal_11 = ''
+                    else:
+                        raise DecodeError('non-nullable field Principal is null')
                     v_host_12: str
                     n2, = _S1.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field Host is null')
-                    else:
+                    if n2 > 0:
                         v_host_12 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_host_12 = ''
+                    else:
+                        raise DecodeError('non-nullable field Host is null')
                     v_operation_13, v_permission_type_14 = _S2.unpack_from(data, pos)
                     pos += 2
                     append_10(AclDescription(v_principal_11, v_host_12, v_operation_13, v_permission_type_14))
@@ -411,11 +437,13 @@ def decode_describe_acls_response_v2(data: bytes, pos: int) -> tuple[DescribeAcl
         pos += 6
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_error_message_3 = None
-    else:
+    if n0 > 0:
         v_error_message_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_error_message_3 = ''
+    else:
+        v_error_message_3 = None
     v_resources_4: list[DescribeAclsResource]
     n0 = data[pos]
     if n0 < 128:
@@ -439,11 +467,13 @@ def decode_describe_acls_response_v2(data: bytes, pos: int) -> tuple[DescribeAcl
                 pos += 1
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field ResourceName is null')
-            else:
+            if n1 > 0:
                 v_resource_name_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_resource_name_7 = ''
+            else:
+                raise DecodeError('non-nullable field ResourceName is null')
             v_pattern_type_8, n1 = _S3.unpack_from(data, pos)
             v_acls_9: list[AclDescription]
             if n1 < 128:
@@ -467,11 +497,13 @@ def decode_describe_acls_response_v2(data: bytes, pos: int) -> tuple[DescribeAcl
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field Principal is null')
-                    else:
+                    if n2 > 0:
                         v_principal_11 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_principal_11 = ''
+                    else:
+                        raise DecodeError('non-nullable field Principal is null')
                     v_host_12: str
                     n2 = data[pos]
                     if n2 < 128:
@@ -479,11 +511,13 @@ def decode_describe_acls_response_v2(data: bytes, pos: int) -> tuple[DescribeAcl
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field Host is null')
-                    else:
+                    if n2 > 0:
                         v_host_12 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_host_12 = ''
+                    else:
+                        raise DecodeError('non-nullable field Host is null')
                     v_operation_13, v_permission_type_14, tag_count2 = _S4.unpack_from(data, pos)
                     if tag_count2 == 0:
                         pos += 3
@@ -585,11 +619,13 @@ def decode_describe_acls_response_v3(data: bytes, pos: int) -> tuple[DescribeAcl
         pos += 6
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_error_message_3 = None
-    else:
+    if n0 > 0:
         v_error_message_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_error_message_3 = ''
+    else:
+        v_error_message_3 = None
     v_resources_4: list[DescribeAclsResource]
     n0 = data[pos]
     if n0 < 128:
@@ -613,11 +649,13 @@ def decode_describe_acls_response_v3(data: bytes, pos: int) -> tuple[DescribeAcl
                 pos += 1
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field ResourceName is null')
-            else:
+            if n1 > 0:
                 v_resource_name_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_resource_name_7 = ''
+            else:
+                raise DecodeError('non-nullable field ResourceName is null')
             v_pattern_type_8, n1 = _S3.unpack_from(data, pos)
             v_acls_9: list[AclDescription]
             if n1 < 128:
@@ -641,11 +679,13 @@ def decode_describe_acls_response_v3(data: bytes, pos: int) -> tuple[DescribeAcl
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field Principal is null')
-                    else:
+                    if n2 > 0:
                         v_principal_11 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_principal_11 = ''
+                    else:
+                        raise DecodeError('non-nullable field Principal is null')
                     v_host_12: str
                     n2 = data[pos]
                     if n2 < 128:
@@ -653,11 +693,13 @@ def decode_describe_acls_response_v3(data: bytes, pos: int) -> tuple[DescribeAcl
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field Host is null')
-                    else:
+                    if n2 > 0:
                         v_host_12 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_host_12 = ''
+                    else:
+                        raise DecodeError('non-nullable field Host is null')
                     v_operation_13, v_permission_type_14, tag_count2 = _S4.unpack_from(data, pos)
                     if tag_count2 == 0:
                         pos += 3

@@ -104,11 +104,13 @@ def decode_describe_cluster_response_v0(data: bytes, pos: int) -> tuple[Describe
         pos += 6
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_error_message_3 = None
-    else:
+    if n0 > 0:
         v_error_message_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_error_message_3 = ''
+    else:
+        v_error_message_3 = None
     v_cluster_id_5: str
     n0 = data[pos]
     if n0 < 128:
@@ -116,11 +118,13 @@ def decode_describe_cluster_response_v0(data: bytes, pos: int) -> tuple[Describe
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field ClusterId is null')
-    else:
+    if n0 > 0:
         v_cluster_id_5 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_cluster_id_5 = ''
+    else:
+        raise DecodeError('non-nullable field ClusterId is null')
     v_controller_id_6, n0 = _S5.unpack_from(data, pos)
     v_brokers_7: list[DescribeClusterBroker]
     if n0 < 128:
@@ -145,11 +149,13 @@ def decode_describe_cluster_response_v0(data: bytes, pos: int) -> tuple[Describe
                 pos += 4
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Host is null')
-            else:
+            if n1 > 0:
                 v_host_11 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_host_11 = ''
+            else:
+                raise DecodeError('non-nullable field Host is null')
             v_port_12, n1 = _S5.unpack_from(data, pos)
             v_rack_13: str | None
             if n1 < 128:
@@ -158,11 +164,13 @@ def decode_describe_cluster_response_v0(data: bytes, pos: int) -> tuple[Describe
                 pos += 4
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_rack_13 = None
-            else:
+            if n1 > 0:
                 v_rack_13 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_rack_13 = ''
+            else:
+                v_rack_13 = None
             if data[pos] == 0:
                 pos += 1
             else:
@@ -254,11 +262,13 @@ def decode_describe_cluster_response_v1(data: bytes, pos: int) -> tuple[Describe
         pos += 6
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_error_message_3 = None
-    else:
+    if n0 > 0:
         v_error_message_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_error_message_3 = ''
+    else:
+        v_error_message_3 = None
     v_endpoint_type_4, n0 = _S10.unpack_from(data, pos)
     v_cluster_id_5: str
     if n0 < 128:
@@ -267,11 +277,13 @@ def decode_describe_cluster_response_v1(data: bytes, pos: int) -> tuple[Describe
         pos += 1
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field ClusterId is null')
-    else:
+    if n0 > 0:
         v_cluster_id_5 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_cluster_id_5 = ''
+    else:
+        raise DecodeError('non-nullable field ClusterId is null')
     v_controller_id_6, n0 = _S5.unpack_from(data, pos)
     v_brokers_7: list[DescribeClusterBroker]
     if n0 < 128:
@@ -296,11 +308,13 @@ def decode_describe_cluster_response_v1(data: bytes, pos: int) -> tuple[Describe
                 pos += 4
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Host is null')
-            else:
+            if n1 > 0:
                 v_host_11 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_host_11 = ''
+            else:
+                raise DecodeError('non-nullable field Host is null')
             v_port_12, n1 = _S5.unpack_from(data, pos)
             v_rack_13: str | None
             if n1 < 128:
@@ -309,11 +323,13 @@ def decode_describe_cluster_response_v1(data: bytes, pos: int) -> tuple[Describe
                 pos += 4
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_rack_13 = None
-            else:
+            if n1 > 0:
                 v_rack_13 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_rack_13 = ''
+            else:
+                v_rack_13 = None
             if data[pos] == 0:
                 pos += 1
             else:

@@ -90,11 +90,13 @@ def decode_describe_configs_request_v1(data: bytes, pos: int) -> tuple[DescribeC
             v_resource_name_6: str
             n1, = _S2.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field ResourceName is null')
-            else:
+            if n1 > 0:
                 v_resource_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_resource_name_6 = ''
+            else:
+                raise DecodeError('non-nullable field ResourceName is null')
             v_configuration_keys_7: list[str] | None
             n1, = _S0.unpack_from(data, pos)
             pos += 4
@@ -109,11 +111,13 @@ def decode_describe_configs_request_v1(data: bytes, pos: int) -> tuple[DescribeC
                     e_9: str
                     n2, = _S2.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field ConfigurationKeys[] is null')
-                    else:
+                    if n2 > 0:
                         e_9 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        e_9 = ''
+                    else:
+                        raise DecodeError('non-nullable field ConfigurationKeys[] is null')
                     append_8(e_9)
             append_4(DescribeConfigsResource(v_resource_type_5, v_resource_name_6, v_configuration_keys_7))
     v_include_synonyms_2, = _S3.unpack_from(data, pos)
@@ -162,11 +166,13 @@ def decode_describe_configs_request_v2(data: bytes, pos: int) -> tuple[DescribeC
             v_resource_name_6: str
             n1, = _S2.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field ResourceName is null')
-            else:
+            if n1 > 0:
                 v_resource_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_resource_name_6 = ''
+            else:
+                raise DecodeError('non-nullable field ResourceName is null')
             v_configuration_keys_7: list[str] | None
             n1, = _S0.unpack_from(data, pos)
             pos += 4
@@ -181,11 +187,13 @@ def decode_describe_configs_request_v2(data: bytes, pos: int) -> tuple[DescribeC
                     e_9: str
                     n2, = _S2.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field ConfigurationKeys[] is null')
-                    else:
+                    if n2 > 0:
                         e_9 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        e_9 = ''
+                    else:
+                        raise DecodeError('non-nullable field ConfigurationKeys[] is null')
                     append_8(e_9)
             append_4(DescribeConfigsResource(v_resource_type_5, v_resource_name_6, v_configuration_keys_7))
     v_include_synonyms_2, = _S3.unpack_from(data, pos)
@@ -234,11 +242,13 @@ def decode_describe_configs_request_v3(data: bytes, pos: int) -> tuple[DescribeC
             v_resource_name_6: str
             n1, = _S2.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field ResourceName is null')
-            else:
+            if n1 > 0:
                 v_resource_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_resource_name_6 = ''
+            else:
+                raise DecodeError('non-nullable field ResourceName is null')
             v_configuration_keys_7: list[str] | None
             n1, = _S0.unpack_from(data, pos)
             pos += 4
@@ -253,11 +263,13 @@ def decode_describe_configs_request_v3(data: bytes, pos: int) -> tuple[DescribeC
                     e_9: str
                     n2, = _S2.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field ConfigurationKeys[] is null')
-                    else:
+                    if n2 > 0:
                         e_9 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        e_9 = ''
+                    else:
+                        raise DecodeError('non-nullable field ConfigurationKeys[] is null')
                     append_8(e_9)
             append_4(DescribeConfigsResource(v_resource_type_5, v_resource_name_6, v_configuration_keys_7))
     v_include_synonyms_2, v_include_documentation_3 = _S4.unpack_from(data, pos)
@@ -311,11 +323,13 @@ def decode_describe_configs_request_v4(data: bytes, pos: int) -> tuple[DescribeC
                 pos += 1
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field ResourceName is null')
-            else:
+            if n1 > 0:
                 v_resource_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_resource_name_6 = ''
+            else:
+                raise DecodeError('non-nullable field ResourceName is null')
             v_configuration_keys_7: list[str] | None
             n1 = data[pos]
             if n1 < 128:
@@ -338,11 +352,13 @@ def decode_describe_configs_request_v4(data: bytes, pos: int) -> tuple[DescribeC
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field ConfigurationKeys[] is null')
-                    else:
+                    if n2 > 0:
                         e_9 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        e_9 = ''
+                    else:
+                        raise DecodeError('non-nullable field ConfigurationKeys[] is null')
                     append_8(e_9)
             if data[pos] == 0:
                 pos += 1
@@ -426,21 +442,25 @@ def decode_describe_configs_response_v1(data: bytes, pos: int) -> tuple[Describe
             v_error_message_5: str | None
             n1, = _S2.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                v_error_message_5 = None
-            else:
+            if n1 > 0:
                 v_error_message_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_error_message_5 = ''
+            else:
+                v_error_message_5 = None
             v_resource_type_6, = _S1.unpack_from(data, pos)
             pos += 1
             v_resource_name_7: str
             n1, = _S2.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field ResourceName is null')
-            else:
+            if n1 > 0:
                 v_resource_name_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_resource_name_7 = ''
+            else:
+                raise DecodeError('non-nullable field ResourceName is null')
             v_configs_8: list[DescribeConfigsResourceResult]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
@@ -455,19 +475,23 @@ def decode_describe_configs_response_v1(data: bytes, pos: int) -> tuple[Describe
                     v_name_10: str
                     n2, = _S2.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field Name is null')
-                    else:
+                    if n2 > 0:
                         v_name_10 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_name_10 = ''
+                    else:
+                        raise DecodeError('non-nullable field Name is null')
                     v_value_11: str | None
                     n2, = _S2.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        v_value_11 = None
-                    else:
+                    if n2 > 0:
                         v_value_11 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_value_11 = ''
+                    else:
+                        v_value_11 = None
                     v_read_only_12, v_config_source_13, v_is_sensitive_14 = _S8.unpack_from(data, pos)
                     pos += 3
                     v_synonyms_15: list[DescribeConfigsSynonym]
@@ -484,19 +508,23 @@ def decode_describe_configs_response_v1(data: bytes, pos: int) -> tuple[Describe
                             v_name_19: str
                             n3, = _S2.unpack_from(data, pos)
                             pos += 2
-                            if n3 < 0:
-                                raise DecodeError('non-nullable field Name is null')
-                            else:
+                            if n3 > 0:
                                 v_name_19 = str(data[pos:pos + n3], 'utf-8')
                                 pos += n3
+                            elif n3 == 0:
+                                v_name_19 = ''
+                            else:
+                                raise DecodeError('non-nullable field Name is null')
                             v_value_20: str | None
                             n3, = _S2.unpack_from(data, pos)
                             pos += 2
-                            if n3 < 0:
-                                v_value_20 = None
-                            else:
+                            if n3 > 0:
                                 v_value_20 = str(data[pos:pos + n3], 'utf-8')
                                 pos += n3
+                            elif n3 == 0:
+                                v_value_20 = ''
+                            else:
+                                v_value_20 = None
                             v_source_21, = _S1.unpack_from(data, pos)
                             pos += 1
                             append_18(DescribeConfigsSynonym(v_name_19, v_value_20, v_source_21))
@@ -574,21 +602,25 @@ def decode_describe_configs_response_v2(data: bytes, pos: int) -> tuple[Describe
             v_error_message_5: str | None
             n1, = _S2.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                v_error_message_5 = None
-            else:
+            if n1 > 0:
                 v_error_message_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_error_message_5 = ''
+            else:
+                v_error_message_5 = None
             v_resource_type_6, = _S1.unpack_from(data, pos)
             pos += 1
             v_resource_name_7: str
             n1, = _S2.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field ResourceName is null')
-            else:
+            if n1 > 0:
                 v_resource_name_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_resource_name_7 = ''
+            else:
+                raise DecodeError('non-nullable field ResourceName is null')
             v_configs_8: list[DescribeConfigsResourceResult]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
@@ -603,19 +635,23 @@ def decode_describe_configs_response_v2(data: bytes, pos: int) -> tuple[Describe
                     v_name_10: str
                     n2, = _S2.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field Name is null')
-                    else:
+                    if n2 > 0:
                         v_name_10 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_name_10 = ''
+                    else:
+                        raise DecodeError('non-nullable field Name is null')
                     v_value_11: str | None
                     n2, = _S2.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        v_value_11 = None
-                    else:
+                    if n2 > 0:
                         v_value_11 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_value_11 = ''
+                    else:
+                        v_value_11 = None
                     v_read_only_12, v_config_source_13, v_is_sensitive_14 = _S8.unpack_from(data, pos)
                     pos += 3
                     v_synonyms_15: list[DescribeConfigsSynonym]
@@ -632,19 +668,23 @@ def decode_describe_configs_response_v2(data: bytes, pos: int) -> tuple[Describe
                             v_name_19: str
                             n3, = _S2.unpack_from(data, pos)
                             pos += 2
-                            if n3 < 0:
-                                raise DecodeError('non-nullable field Name is null')
-                            else:
+                            if n3 > 0:
                                 v_name_19 = str(data[pos:pos + n3], 'utf-8')
                                 pos += n3
+                            elif n3 == 0:
+                                v_name_19 = ''
+                            else:
+                                raise DecodeError('non-nullable field Name is null')
                             v_value_20: str | None
                             n3, = _S2.unpack_from(data, pos)
                             pos += 2
-                            if n3 < 0:
-                                v_value_20 = None
-                            else:
+                            if n3 > 0:
                                 v_value_20 = str(data[pos:pos + n3], 'utf-8')
                                 pos += n3
+                            elif n3 == 0:
+                                v_value_20 = ''
+                            else:
+                                v_value_20 = None
                             v_source_21, = _S1.unpack_from(data, pos)
                             pos += 1
                             append_18(DescribeConfigsSynonym(v_name_19, v_value_20, v_source_21))
@@ -722,21 +762,25 @@ def decode_describe_configs_response_v3(data: bytes, pos: int) -> tuple[Describe
             v_error_message_5: str | None
             n1, = _S2.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                v_error_message_5 = None
-            else:
+            if n1 > 0:
                 v_error_message_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_error_message_5 = ''
+            else:
+                v_error_message_5 = None
             v_resource_type_6, = _S1.unpack_from(data, pos)
             pos += 1
             v_resource_name_7: str
             n1, = _S2.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field ResourceName is null')
-            else:
+            if n1 > 0:
                 v_resource_name_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_resource_name_7 = ''
+            else:
+                raise DecodeError('non-nullable field ResourceName is null')
             v_configs_8: list[DescribeConfigsResourceResult]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
@@ -751,19 +795,23 @@ def decode_describe_configs_response_v3(data: bytes, pos: int) -> tuple[Describe
                     v_name_10: str
                     n2, = _S2.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field Name is null')
-                    else:
+                    if n2 > 0:
                         v_name_10 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_name_10 = ''
+                    else:
+                        raise DecodeError('non-nullable field Name is null')
                     v_value_11: str | None
                     n2, = _S2.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        v_value_11 = None
-                    else:
+                    if n2 > 0:
                         v_value_11 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_value_11 = ''
+                    else:
+                        v_value_11 = None
                     v_read_only_12, v_config_source_13, v_is_sensitive_14 = _S8.unpack_from(data, pos)
                     pos += 3
                     v_synonyms_15: list[DescribeConfigsSynonym]
@@ -780,19 +828,23 @@ def decode_describe_configs_response_v3(data: bytes, pos: int) -> tuple[Describe
                             v_name_19: str
                             n3, = _S2.unpack_from(data, pos)
                             pos += 2
-                            if n3 < 0:
-                                raise DecodeError('non-nullable field Name is null')
-                            else:
+                            if n3 > 0:
                                 v_name_19 = str(data[pos:pos + n3], 'utf-8')
                                 pos += n3
+                            elif n3 == 0:
+                                v_name_19 = ''
+                            else:
+                                raise DecodeError('non-nullable field Name is null')
                             v_value_20: str | None
                             n3, = _S2.unpack_from(data, pos)
                             pos += 2
-                            if n3 < 0:
-                                v_value_20 = None
-                            else:
+                            if n3 > 0:
                                 v_value_20 = str(data[pos:pos + n3], 'utf-8')
                                 pos += n3
+                            elif n3 == 0:
+                                v_value_20 = ''
+                            else:
+                                v_value_20 = None
                             v_source_21, = _S1.unpack_from(data, pos)
                             pos += 1
                             append_18(DescribeConfigsSynonym(v_name_19, v_value_20, v_source_21))
@@ -801,11 +853,13 @@ def decode_describe_configs_response_v3(data: bytes, pos: int) -> tuple[Describe
                     v_documentation_17: str | None
                     n2, = _S2.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        v_documentation_17 = None
-                    else:
+                    if n2 > 0:
                         v_documentation_17 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_documentation_17 = ''
+                    else:
+                        v_documentation_17 = None
                     append_9(DescribeConfigsResourceResult(v_name_10, v_value_11, v_read_only_12, v_config_source_13, v_is_sensitive_14, v_synonyms_15, v_config_type_16, v_documentation_17))
             append_3(DescribeConfigsResult(v_error_code_4, v_error_message_5, v_resource_type_6, v_resource_name_7, v_configs_8))
     return DescribeConfigsResponse(v_throttle_time_ms_1, v_results_2), pos
@@ -894,11 +948,13 @@ def decode_describe_configs_response_v4(data: bytes, pos: int) -> tuple[Describe
                 pos += 2
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_error_message_5 = None
-            else:
+            if n1 > 0:
                 v_error_message_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_error_message_5 = ''
+            else:
+                v_error_message_5 = None
             v_resource_type_6, n1 = _S5.unpack_from(data, pos)
             v_resource_name_7: str
             if n1 < 128:
@@ -907,11 +963,13 @@ def decode_describe_configs_response_v4(data: bytes, pos: int) -> tuple[Describe
                 pos += 1
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field ResourceName is null')
-            else:
+            if n1 > 0:
                 v_resource_name_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_resource_name_7 = ''
+            else:
+                raise DecodeError('non-nullable field ResourceName is null')
             v_configs_8: list[DescribeConfigsResourceResult]
             n1 = data[pos]
             if n1 < 128:
@@ -934,11 +992,13 @@ def decode_describe_configs_response_v4(data: bytes, pos: int) -> tuple[Describe
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field Name is null')
-                    else:
+                    if n2 > 0:
                         v_name_10 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_name_10 = ''
+                    else:
+                        raise DecodeError('non-nullable field Name is null')
                     v_value_11: str | None
                     n2 = data[pos]
                     if n2 < 128:
@@ -946,11 +1006,13 @@ def decode_describe_configs_response_v4(data: bytes, pos: int) -> tuple[Describe
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        v_value_11 = None
-                    else:
+                    if n2 > 0:
                         v_value_11 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_value_11 = ''
+                    else:
+                        v_value_11 = None
                     v_read_only_12, v_config_source_13, v_is_sensitive_14, n2 = _S11.unpack_from(data, pos)
                     v_synonyms_15: list[DescribeConfigsSynonym]
                     if n2 < 128:
@@ -974,11 +1036,13 @@ def decode_describe_configs_response_v4(data: bytes, pos: int) -> tuple[Describe
                             else:
                                 n3, pos = read_uvarint(data, pos)
                             n3 -= 1
-                            if n3 < 0:
-                                raise DecodeError('non-nullable field Name is null')
-                            else:
+                            if n3 > 0:
                                 v_name_19 = str(data[pos:pos + n3], 'utf-8')
                                 pos += n3
+                            elif n3 == 0:
+                                v_name_19 = ''
+                            else:
+                                raise DecodeError('non-nullable field Name is null')
                             v_value_20: str | None
                             n3 = data[pos]
                             if n3 < 128:
@@ -986,11 +1050,13 @@ def decode_describe_configs_response_v4(data: bytes, pos: int) -> tuple[Describe
                             else:
                                 n3, pos = read_uvarint(data, pos)
                             n3 -= 1
-                            if n3 < 0:
-                                v_value_20 = None
-                            else:
+                            if n3 > 0:
                                 v_value_20 = str(data[pos:pos + n3], 'utf-8')
                                 pos += n3
+                            elif n3 == 0:
+                                v_value_20 = ''
+                            else:
+                                v_value_20 = None
                             v_source_21, tag_count3 = _S5.unpack_from(data, pos)
                             if tag_count3 == 0:
                                 pos += 2
@@ -1011,11 +1077,13 @@ def decode_describe_configs_response_v4(data: bytes, pos: int) -> tuple[Describe
                         pos += 1
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        v_documentation_17 = None
-                    else:
+                    if n2 > 0:
                         v_documentation_17 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_documentation_17 = ''
+                    else:
+                        v_documentation_17 = None
                     if data[pos] == 0:
                         pos += 1
                     else:

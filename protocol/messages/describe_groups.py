@@ -69,11 +69,13 @@ def decode_describe_groups_request_v0(data: bytes, pos: int) -> tuple[DescribeGr
             e_4: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Groups[] is null')
-            else:
+            if n1 > 0:
                 e_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                e_4 = ''
+            else:
+                raise DecodeError('non-nullable field Groups[] is null')
             append_3(e_4)
     return DescribeGroupsRequest(v_groups_1, False), pos
 
@@ -105,11 +107,13 @@ def decode_describe_groups_request_v1(data: bytes, pos: int) -> tuple[DescribeGr
             e_4: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Groups[] is null')
-            else:
+            if n1 > 0:
                 e_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                e_4 = ''
+            else:
+                raise DecodeError('non-nullable field Groups[] is null')
             append_3(e_4)
     return DescribeGroupsRequest(v_groups_1, False), pos
 
@@ -141,11 +145,13 @@ def decode_describe_groups_request_v2(data: bytes, pos: int) -> tuple[DescribeGr
             e_4: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Groups[] is null')
-            else:
+            if n1 > 0:
                 e_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                e_4 = ''
+            else:
+                raise DecodeError('non-nullable field Groups[] is null')
             append_3(e_4)
     return DescribeGroupsRequest(v_groups_1, False), pos
 
@@ -177,11 +183,13 @@ def decode_describe_groups_request_v3(data: bytes, pos: int) -> tuple[DescribeGr
             e_4: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Groups[] is null')
-            else:
+            if n1 > 0:
                 e_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                e_4 = ''
+            else:
+                raise DecodeError('non-nullable field Groups[] is null')
             append_3(e_4)
     v_include_authorized_operations_2, = _S2.unpack_from(data, pos)
     pos += 1
@@ -214,11 +222,13 @@ def decode_describe_groups_request_v4(data: bytes, pos: int) -> tuple[DescribeGr
             e_4: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Groups[] is null')
-            else:
+            if n1 > 0:
                 e_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                e_4 = ''
+            else:
+                raise DecodeError('non-nullable field Groups[] is null')
             append_3(e_4)
     v_include_authorized_operations_2, = _S2.unpack_from(data, pos)
     pos += 1
@@ -259,11 +269,13 @@ def decode_describe_groups_request_v5(data: bytes, pos: int) -> tuple[DescribeGr
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Groups[] is null')
-            else:
+            if n1 > 0:
                 e_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                e_4 = ''
+            else:
+                raise DecodeError('non-nullable field Groups[] is null')
             append_3(e_4)
     v_include_authorized_operations_2, tag_count0 = _S3.unpack_from(data, pos)
     if tag_count0 == 0:
@@ -321,11 +333,13 @@ def decode_describe_groups_request_v6(data: bytes, pos: int) -> tuple[DescribeGr
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Groups[] is null')
-            else:
+            if n1 > 0:
                 e_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                e_4 = ''
+            else:
+                raise DecodeError('non-nullable field Groups[] is null')
             append_3(e_4)
     v_include_authorized_operations_2, tag_count0 = _S3.unpack_from(data, pos)
     if tag_count0 == 0:
@@ -377,35 +391,43 @@ def decode_describe_groups_response_v0(data: bytes, pos: int) -> tuple[DescribeG
             v_group_id_6: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupId is null')
-            else:
+            if n1 > 0:
                 v_group_id_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_id_6 = ''
+            else:
+                raise DecodeError('non-nullable field GroupId is null')
             v_group_state_7: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupState is null')
-            else:
+            if n1 > 0:
                 v_group_state_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_state_7 = ''
+            else:
+                raise DecodeError('non-nullable field GroupState is null')
             v_protocol_type_8: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field ProtocolType is null')
-            else:
+            if n1 > 0:
                 v_protocol_type_8 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_protocol_type_8 = ''
+            else:
+                raise DecodeError('non-nullable field ProtocolType is null')
             v_protocol_data_9: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field ProtocolData is null')
-            else:
+            if n1 > 0:
                 v_protocol_data_9 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_protocol_data_9 = ''
+            else:
+                raise DecodeError('non-nullable field ProtocolData is null')
             v_members_10: list[DescribedGroupMember]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
@@ -420,27 +442,33 @@ def decode_describe_groups_response_v0(data: bytes, pos: int) -> tuple[DescribeG
                     v_member_id_13: str
                     n2, = _S1.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field MemberId is null')
-                    else:
+                    if n2 > 0:
                         v_member_id_13 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_member_id_13 = ''
+                    else:
+                        raise DecodeError('non-nullable field MemberId is null')
                     v_client_id_15: str
                     n2, = _S1.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field ClientId is null')
-                    else:
+                    if n2 > 0:
                         v_client_id_15 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_client_id_15 = ''
+                    else:
+                        raise DecodeError('non-nullable field ClientId is null')
                     v_client_host_16: str
                     n2, = _S1.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field ClientHost is null')
-                    else:
+                    if n2 > 0:
                         v_client_host_16 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_client_host_16 = ''
+                    else:
+                        raise DecodeError('non-nullable field ClientHost is null')
                     v_member_metadata_17: bytes
                     n2, = _S0.unpack_from(data, pos)
                     pos += 4
@@ -529,35 +557,43 @@ def decode_describe_groups_response_v1(data: bytes, pos: int) -> tuple[DescribeG
             v_group_id_6: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupId is null')
-            else:
+            if n1 > 0:
                 v_group_id_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_id_6 = ''
+            else:
+                raise DecodeError('non-nullable field GroupId is null')
             v_group_state_7: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupState is null')
-            else:
+            if n1 > 0:
                 v_group_state_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_state_7 = ''
+            else:
+                raise DecodeError('non-nullable field GroupState is null')
             v_protocol_type_8: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field ProtocolType is null')
-            else:
+            if n1 > 0:
                 v_protocol_type_8 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_protocol_type_8 = ''
+            else:
+                raise DecodeError('non-nullable field ProtocolType is null')
             v_protocol_data_9: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field ProtocolData is null')
-            else:
+            if n1 > 0:
                 v_protocol_data_9 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_protocol_data_9 = ''
+            else:
+                raise DecodeError('non-nullable field ProtocolData is null')
             v_members_10: list[DescribedGroupMember]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
@@ -572,27 +608,33 @@ def decode_describe_groups_response_v1(data: bytes, pos: int) -> tuple[DescribeG
                     v_member_id_13: str
                     n2, = _S1.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field MemberId is null')
-                    else:
+                    if n2 > 0:
                         v_member_id_13 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_member_id_13 = ''
+                    else:
+                        raise DecodeError('non-nullable field MemberId is null')
                     v_client_id_15: str
                     n2, = _S1.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field ClientId is null')
-                    else:
+                    if n2 > 0:
                         v_client_id_15 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_client_id_15 = ''
+                    else:
+                        raise DecodeError('non-nullable field ClientId is null')
                     v_client_host_16: str
                     n2, = _S1.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field ClientHost is null')
-                    else:
+                    if n2 > 0:
                         v_client_host_16 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_client_host_16 = ''
+                    else:
+                        raise DecodeError('non-nullable field ClientHost is null')
                     v_member_metadata_17: bytes
                     n2, = _S0.unpack_from(data, pos)
                     pos += 4
@@ -682,35 +724,43 @@ def decode_describe_groups_response_v2(data: bytes, pos: int) -> tuple[DescribeG
             v_group_id_6: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupId is null')
-            else:
+            if n1 > 0:
                 v_group_id_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_id_6 = ''
+            else:
+                raise DecodeError('non-nullable field GroupId is null')
             v_group_state_7: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupState is null')
-            else:
+            if n1 > 0:
                 v_group_state_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_state_7 = ''
+            else:
+                raise DecodeError('non-nullable field GroupState is null')
             v_protocol_type_8: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field ProtocolType is null')
-            else:
+            if n1 > 0:
                 v_protocol_type_8 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_protocol_type_8 = ''
+            else:
+                raise DecodeError('non-nullable field ProtocolType is null')
             v_protocol_data_9: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field ProtocolData is null')
-            else:
+            if n1 > 0:
                 v_protocol_data_9 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_protocol_data_9 = ''
+            else:
+                raise DecodeError('non-nullable field ProtocolData is null')
             v_members_10: list[DescribedGroupMember]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
@@ -725,27 +775,33 @@ def decode_describe_groups_response_v2(data: bytes, pos: int) -> tuple[DescribeG
                     v_member_id_13: str
                     n2, = _S1.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field MemberId is null')
-                    else:
+                    if n2 > 0:
                         v_member_id_13 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_member_id_13 = ''
+                    else:
+                        raise DecodeError('non-nullable field MemberId is null')
                     v_client_id_15: str
                     n2, = _S1.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field ClientId is null')
-                    else:
+                    if n2 > 0:
                         v_client_id_15 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_client_id_15 = ''
+                    else:
+                        raise DecodeError('non-nullable field ClientId is null')
                     v_client_host_16: str
                     n2, = _S1.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field ClientHost is null')
-                    else:
+                    if n2 > 0:
                         v_client_host_16 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_client_host_16 = ''
+                    else:
+                        raise DecodeError('non-nullable field ClientHost is null')
                     v_member_metadata_17: bytes
                     n2, = _S0.unpack_from(data, pos)
                     pos += 4
@@ -835,35 +891,43 @@ def decode_describe_groups_response_v3(data: bytes, pos: int) -> tuple[DescribeG
             v_group_id_6: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupId is null')
-            else:
+            if n1 > 0:
                 v_group_id_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_id_6 = ''
+            else:
+                raise DecodeError('non-nullable field GroupId is null')
             v_group_state_7: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupState is null')
-            else:
+            if n1 > 0:
                 v_group_state_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_state_7 = ''
+            else:
+                raise DecodeError('non-nullable field GroupState is null')
             v_protocol_type_8: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field ProtocolType is null')
-            else:
+            if n1 > 0:
                 v_protocol_type_8 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_protocol_type_8 = ''
+            else:
+                raise DecodeError('non-nullable field ProtocolType is null')
             v_protocol_data_9: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field ProtocolData is null')
-            else:
+            if n1 > 0:
                 v_protocol_data_9 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_protocol_data_9 = ''
+            else:
+                raise DecodeError('non-nullable field ProtocolData is null')
             v_members_10: list[DescribedGroupMember]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
@@ -878,27 +942,33 @@ def decode_describe_groups_response_v3(data: bytes, pos: int) -> tuple[DescribeG
                     v_member_id_13: str
                     n2, = _S1.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field MemberId is null')
-                    else:
+                    if n2 > 0:
                         v_member_id_13 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_member_id_13 = ''
+                    else:
+                        raise DecodeError('non-nullable field MemberId is null')
                     v_client_id_15: str
                     n2, = _S1.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field ClientId is null')
-                    else:
+                    if n2 > 0:
                         v_client_id_15 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_client_id_15 = ''
+                    else:
+                        raise DecodeError('non-nullable field ClientId is null')
                     v_client_host_16: str
                     n2, = _S1.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field ClientHost is null')
-                    else:
+                    if n2 > 0:
                         v_client_host_16 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_client_host_16 = ''
+                    else:
+                        raise DecodeError('non-nullable field ClientHost is null')
                     v_member_metadata_17: bytes
                     n2, = _S0.unpack_from(data, pos)
                     pos += 4
@@ -989,35 +1059,43 @@ def decode_describe_groups_response_v4(data: bytes, pos: int) -> tuple[DescribeG
             v_group_id_6: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupId is null')
-            else:
+            if n1 > 0:
                 v_group_id_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_id_6 = ''
+            else:
+                raise DecodeError('non-nullable field GroupId is null')
             v_group_state_7: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupState is null')
-            else:
+            if n1 > 0:
                 v_group_state_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_state_7 = ''
+            else:
+                raise DecodeError('non-nullable field GroupState is null')
             v_protocol_type_8: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field ProtocolType is null')
-            else:
+            if n1 > 0:
                 v_protocol_type_8 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_protocol_type_8 = ''
+            else:
+                raise DecodeError('non-nullable field ProtocolType is null')
             v_protocol_data_9: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field ProtocolData is null')
-            else:
+            if n1 > 0:
                 v_protocol_data_9 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_protocol_data_9 = ''
+            else:
+                raise DecodeError('non-nullable field ProtocolData is null')
             v_members_10: list[DescribedGroupMember]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
@@ -1032,35 +1110,43 @@ def decode_describe_groups_response_v4(data: bytes, pos: int) -> tuple[DescribeG
                     v_member_id_13: str
                     n2, = _S1.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field MemberId is null')
-                    else:
+                    if n2 > 0:
                         v_member_id_13 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_member_id_13 = ''
+                    else:
+                        raise DecodeError('non-nullable field MemberId is null')
                     v_group_instance_id_14: str | None
                     n2, = _S1.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        v_group_instance_id_14 = None
-                    else:
+                    if n2 > 0:
                         v_group_instance_id_14 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_group_instance_id_14 = ''
+                    else:
+                        v_group_instance_id_14 = None
                     v_client_id_15: str
                     n2, = _S1.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field ClientId is null')
-                    else:
+                    if n2 > 0:
                         v_client_id_15 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_client_id_15 = ''
+                    else:
+                        raise DecodeError('non-nullable field ClientId is null')
                     v_client_host_16: str
                     n2, = _S1.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field ClientHost is null')
-                    else:
+                    if n2 > 0:
                         v_client_host_16 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_client_host_16 = ''
+                    else:
+                        raise DecodeError('non-nullable field ClientHost is null')
                     v_member_metadata_17: bytes
                     n2, = _S0.unpack_from(data, pos)
                     pos += 4
@@ -1164,11 +1250,13 @@ def decode_describe_groups_response_v5(data: bytes, pos: int) -> tuple[DescribeG
                 pos += 2
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupId is null')
-            else:
+            if n1 > 0:
                 v_group_id_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_id_6 = ''
+            else:
+                raise DecodeError('non-nullable field GroupId is null')
             v_group_state_7: str
             n1 = data[pos]
             if n1 < 128:
@@ -1176,11 +1264,13 @@ def decode_describe_groups_response_v5(data: bytes, pos: int) -> tuple[DescribeG
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupState is null')
-            else:
+            if n1 > 0:
                 v_group_state_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_state_7 = ''
+            else:
+                raise DecodeError('non-nullable field GroupState is null')
             v_protocol_type_8: str
             n1 = data[pos]
             if n1 < 128:
@@ -1188,11 +1278,13 @@ def decode_describe_groups_response_v5(data: bytes, pos: int) -> tuple[DescribeG
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field ProtocolType is null')
-            else:
+            if n1 > 0:
                 v_protocol_type_8 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_protocol_type_8 = ''
+            else:
+                raise DecodeError('non-nullable field ProtocolType is null')
             v_protocol_data_9: str
             n1 = data[pos]
             if n1 < 128:
@@ -1200,11 +1292,13 @@ def decode_describe_groups_response_v5(data: bytes, pos: int) -> tuple[DescribeG
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field ProtocolData is null')
-            else:
+            if n1 > 0:
                 v_protocol_data_9 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_protocol_data_9 = ''
+            else:
+                raise DecodeError('non-nullable field ProtocolData is null')
             v_members_10: list[DescribedGroupMember]
             n1 = data[pos]
             if n1 < 128:
@@ -1227,11 +1321,13 @@ def decode_describe_groups_response_v5(data: bytes, pos: int) -> tuple[DescribeG
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field MemberId is null')
-                    else:
+                    if n2 > 0:
                         v_member_id_13 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_member_id_13 = ''
+                    else:
+                        raise DecodeError('non-nullable field MemberId is null')
                     v_group_instance_id_14: str | None
                     n2 = data[pos]
                     if n2 < 128:
@@ -1239,11 +1335,13 @@ def decode_describe_groups_response_v5(data: bytes, pos: int) -> tuple[DescribeG
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        v_group_instance_id_14 = None
-                    else:
+                    if n2 > 0:
                         v_group_instance_id_14 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_group_instance_id_14 = ''
+                    else:
+                        v_group_instance_id_14 = None
                     v_client_id_15: str
                     n2 = data[pos]
                     if n2 < 128:
@@ -1251,11 +1349,13 @@ def decode_describe_groups_response_v5(data: bytes, pos: int) -> tuple[DescribeG
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field ClientId is null')
-                    else:
+                    if n2 > 0:
                         v_client_id_15 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_client_id_15 = ''
+                    else:
+                        raise DecodeError('non-nullable field ClientId is null')
                     v_client_host_16: str
                     n2 = data[pos]
                     if n2 < 128:
@@ -1263,11 +1363,13 @@ def decode_describe_groups_response_v5(data: bytes, pos: int) -> tuple[DescribeG
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field ClientHost is null')
-                    else:
+                    if n2 > 0:
                         v_client_host_16 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_client_host_16 = ''
+                    else:
+                        raise DecodeError('non-nullable field ClientHost is null')
                     v_member_metadata_17: bytes
                     n2 = data[pos]
                     if n2 < 128:
@@ -1456,11 +1558,13 @@ def decode_describe_groups_response_v6(data: bytes, pos: int) -> tuple[DescribeG
                 pos += 2
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_error_message_5 = None
-            else:
+            if n1 > 0:
                 v_error_message_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_error_message_5 = ''
+            else:
+                v_error_message_5 = None
             v_group_id_6: str
             n1 = data[pos]
             if n1 < 128:
@@ -1468,11 +1572,13 @@ def decode_describe_groups_response_v6(data: bytes, pos: int) -> tuple[DescribeG
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupId is null')
-            else:
+            if n1 > 0:
                 v_group_id_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_id_6 = ''
+            else:
+                raise DecodeError('non-nullable field GroupId is null')
             v_group_state_7: str
             n1 = data[pos]
             if n1 < 128:
@@ -1480,11 +1586,13 @@ def decode_describe_groups_response_v6(data: bytes, pos: int) -> tuple[DescribeG
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupState is null')
-            else:
+            if n1 > 0:
                 v_group_state_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_state_7 = ''
+            else:
+                raise DecodeError('non-nullable field GroupState is null')
             v_protocol_type_8: str
             n1 = data[pos]
             if n1 < 128:
@@ -1492,11 +1600,13 @@ def decode_describe_groups_response_v6(data: bytes, pos: int) -> tuple[DescribeG
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field ProtocolType is null')
-            else:
+            if n1 > 0:
                 v_protocol_type_8 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_protocol_type_8 = ''
+            else:
+                raise DecodeError('non-nullable field ProtocolType is null')
             v_protocol_data_9: str
             n1 = data[pos]
             if n1 < 128:
@@ -1504,11 +1614,13 @@ def decode_describe_groups_response_v6(data: bytes, pos: int) -> tuple[DescribeG
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field ProtocolData is null')
-            else:
+            if n1 > 0:
                 v_protocol_data_9 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_protocol_data_9 = ''
+            else:
+                raise DecodeError('non-nullable field ProtocolData is null')
             v_members_10: list[DescribedGroupMember]
             n1 = data[pos]
             if n1 < 128:
@@ -1531,11 +1643,13 @@ def decode_describe_groups_response_v6(data: bytes, pos: int) -> tuple[DescribeG
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field MemberId is null')
-                    else:
+                    if n2 > 0:
                         v_member_id_13 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_member_id_13 = ''
+                    else:
+                        raise DecodeError('non-nullable field MemberId is null')
                     v_group_instance_id_14: str | None
                     n2 = data[pos]
                     if n2 < 128:
@@ -1543,11 +1657,13 @@ def decode_describe_groups_response_v6(data: bytes, pos: int) -> tuple[DescribeG
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        v_group_instance_id_14 = None
-                    else:
+                    if n2 > 0:
                         v_group_instance_id_14 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_group_instance_id_14 = ''
+                    else:
+                        v_group_instance_id_14 = None
                     v_client_id_15: str
                     n2 = data[pos]
                     if n2 < 128:
@@ -1555,11 +1671,13 @@ def decode_describe_groups_response_v6(data: bytes, pos: int) -> tuple[DescribeG
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field ClientId is null')
-                    else:
+                    if n2 > 0:
                         v_client_id_15 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_client_id_15 = ''
+                    else:
+                        raise DecodeError('non-nullable field ClientId is null')
                     v_client_host_16: str
                     n2 = data[pos]
                     if n2 < 128:
@@ -1567,11 +1685,13 @@ def decode_describe_groups_response_v6(data: bytes, pos: int) -> tuple[DescribeG
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field ClientHost is null')
-                    else:
+                    if n2 > 0:
                         v_client_host_16 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_client_host_16 = ''
+                    else:
+                        raise DecodeError('non-nullable field ClientHost is null')
                     v_member_metadata_17: bytes
                     n2 = data[pos]
                     if n2 < 128:

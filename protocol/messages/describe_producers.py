@@ -82,11 +82,13 @@ def decode_describe_producers_request_v0(data: bytes, pos: int) -> tuple[Describ
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_3 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_3 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partition_indexes_4: list[int]
             n1 = data[pos]
             if n1 < 128:
@@ -174,11 +176,13 @@ def decode_describe_producers_response_v0(data: bytes, pos: int) -> tuple[Descri
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_4 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_5: list[PartitionResponse]
             n1 = data[pos]
             if n1 < 128:
@@ -202,11 +206,13 @@ def decode_describe_producers_response_v0(data: bytes, pos: int) -> tuple[Descri
                         pos += 6
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        v_error_message_9 = None
-                    else:
+                    if n2 > 0:
                         v_error_message_9 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_error_message_9 = ''
+                    else:
+                        v_error_message_9 = None
                     v_active_producers_10: list[ProducerState]
                     n2 = data[pos]
                     if n2 < 128:

@@ -96,11 +96,13 @@ def decode_describe_share_group_offsets_request_v0(data: bytes, pos: int) -> tup
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupId is null')
-            else:
+            if n1 > 0:
                 v_group_id_3 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_id_3 = ''
+            else:
+                raise DecodeError('non-nullable field GroupId is null')
             v_topics_4: list[DescribeShareGroupOffsetsRequestTopic] | None
             n1 = data[pos]
             if n1 < 128:
@@ -123,11 +125,13 @@ def decode_describe_share_group_offsets_request_v0(data: bytes, pos: int) -> tup
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field TopicName is null')
-                    else:
+                    if n2 > 0:
                         v_topic_name_6 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_topic_name_6 = ''
+                    else:
+                        raise DecodeError('non-nullable field TopicName is null')
                     v_partitions_7: list[int]
                     n2 = data[pos]
                     if n2 < 128:
@@ -243,11 +247,13 @@ def decode_describe_share_group_offsets_request_v1(data: bytes, pos: int) -> tup
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupId is null')
-            else:
+            if n1 > 0:
                 v_group_id_3 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_id_3 = ''
+            else:
+                raise DecodeError('non-nullable field GroupId is null')
             v_topics_4: list[DescribeShareGroupOffsetsRequestTopic] | None
             n1 = data[pos]
             if n1 < 128:
@@ -270,11 +276,13 @@ def decode_describe_share_group_offsets_request_v1(data: bytes, pos: int) -> tup
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field TopicName is null')
-                    else:
+                    if n2 > 0:
                         v_topic_name_6 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_topic_name_6 = ''
+                    else:
+                        raise DecodeError('non-nullable field TopicName is null')
                     v_partitions_7: list[int]
                     n2 = data[pos]
                     if n2 < 128:
@@ -391,11 +399,13 @@ def decode_describe_share_group_offsets_response_v0(data: bytes, pos: int) -> tu
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupId is null')
-            else:
+            if n1 > 0:
                 v_group_id_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_id_4 = ''
+            else:
+                raise DecodeError('non-nullable field GroupId is null')
             v_topics_5: list[DescribeShareGroupOffsetsResponseTopic]
             n1 = data[pos]
             if n1 < 128:
@@ -418,11 +428,13 @@ def decode_describe_share_group_offsets_response_v0(data: bytes, pos: int) -> tu
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field TopicName is null')
-                    else:
+                    if n2 > 0:
                         v_topic_name_9 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_topic_name_9 = ''
+                    else:
+                        raise DecodeError('non-nullable field TopicName is null')
                     v_topic_id_10, n2 = _S1.unpack_from(data, pos)
                     v_partitions_11: list[DescribeShareGroupOffsetsResponsePartition]
                     if n2 < 128:
@@ -447,11 +459,13 @@ def decode_describe_share_group_offsets_response_v0(data: bytes, pos: int) -> tu
                                 pos += 18
                                 n3, pos = read_uvarint(data, pos)
                             n3 -= 1
-                            if n3 < 0:
-                                v_error_message_18 = None
-                            else:
+                            if n3 > 0:
                                 v_error_message_18 = str(data[pos:pos + n3], 'utf-8')
                                 pos += n3
+                            elif n3 == 0:
+                                v_error_message_18 = ''
+                            else:
+                                v_error_message_18 = None
                             if data[pos] == 0:
                                 pos += 1
                             else:
@@ -480,11 +494,13 @@ def decode_describe_share_group_offsets_response_v0(data: bytes, pos: int) -> tu
                 pos += 2
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_error_message_7 = None
-            else:
+            if n1 > 0:
                 v_error_message_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_error_message_7 = ''
+            else:
+                v_error_message_7 = None
             if data[pos] == 0:
                 pos += 1
             else:
@@ -601,11 +617,13 @@ def decode_describe_share_group_offsets_response_v1(data: bytes, pos: int) -> tu
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupId is null')
-            else:
+            if n1 > 0:
                 v_group_id_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_id_4 = ''
+            else:
+                raise DecodeError('non-nullable field GroupId is null')
             v_topics_5: list[DescribeShareGroupOffsetsResponseTopic]
             n1 = data[pos]
             if n1 < 128:
@@ -628,11 +646,13 @@ def decode_describe_share_group_offsets_response_v1(data: bytes, pos: int) -> tu
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field TopicName is null')
-                    else:
+                    if n2 > 0:
                         v_topic_name_9 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_topic_name_9 = ''
+                    else:
+                        raise DecodeError('non-nullable field TopicName is null')
                     v_topic_id_10, n2 = _S1.unpack_from(data, pos)
                     v_partitions_11: list[DescribeShareGroupOffsetsResponsePartition]
                     if n2 < 128:
@@ -657,11 +677,13 @@ def decode_describe_share_group_offsets_response_v1(data: bytes, pos: int) -> tu
                                 pos += 26
                                 n3, pos = read_uvarint(data, pos)
                             n3 -= 1
-                            if n3 < 0:
-                                v_error_message_18 = None
-                            else:
+                            if n3 > 0:
                                 v_error_message_18 = str(data[pos:pos + n3], 'utf-8')
                                 pos += n3
+                            elif n3 == 0:
+                                v_error_message_18 = ''
+                            else:
+                                v_error_message_18 = None
                             if data[pos] == 0:
                                 pos += 1
                             else:
@@ -690,11 +712,13 @@ def decode_describe_share_group_offsets_response_v1(data: bytes, pos: int) -> tu
                 pos += 2
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_error_message_7 = None
-            else:
+            if n1 > 0:
                 v_error_message_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_error_message_7 = ''
+            else:
+                v_error_message_7 = None
             if data[pos] == 0:
                 pos += 1
             else:

@@ -69,11 +69,13 @@ def decode_describe_transactions_request_v0(data: bytes, pos: int) -> tuple[Desc
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field TransactionalIds[] is null')
-            else:
+            if n1 > 0:
                 e_3 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                e_3 = ''
+            else:
+                raise DecodeError('non-nullable field TransactionalIds[] is null')
             append_2(e_3)
     if data[pos] == 0:
         pos += 1
@@ -131,11 +133,13 @@ def decode_describe_transactions_response_v0(data: bytes, pos: int) -> tuple[Des
                 pos += 2
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field TransactionalId is null')
-            else:
+            if n1 > 0:
                 v_transactional_id_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_transactional_id_5 = ''
+            else:
+                raise DecodeError('non-nullable field TransactionalId is null')
             v_transaction_state_6: str
             n1 = data[pos]
             if n1 < 128:
@@ -143,11 +147,13 @@ def decode_describe_transactions_response_v0(data: bytes, pos: int) -> tuple[Des
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field TransactionState is null')
-            else:
+            if n1 > 0:
                 v_transaction_state_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_transaction_state_6 = ''
+            else:
+                raise DecodeError('non-nullable field TransactionState is null')
             v_transaction_timeout_ms_7, v_transaction_start_time_ms_8, v_producer_id_9, v_producer_epoch_10, n1 = _S2.unpack_from(data, pos)
             v_topics_11: list[TopicData]
             if n1 < 128:
@@ -171,11 +177,13 @@ def decode_describe_transactions_response_v0(data: bytes, pos: int) -> tuple[Des
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field Topic is null')
-                    else:
+                    if n2 > 0:
                         v_topic_13 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_topic_13 = ''
+                    else:
+                        raise DecodeError('non-nullable field Topic is null')
                     v_partitions_14: list[int]
                     n2 = data[pos]
                     if n2 < 128:

@@ -74,11 +74,13 @@ def decode_describe_user_scram_credentials_request_v0(data: bytes, pos: int) -> 
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_3 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_3 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             if data[pos] == 0:
                 pos += 1
             else:
@@ -133,11 +135,13 @@ def decode_describe_user_scram_credentials_response_v0(data: bytes, pos: int) ->
         pos += 6
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_error_message_3 = None
-    else:
+    if n0 > 0:
         v_error_message_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_error_message_3 = ''
+    else:
+        v_error_message_3 = None
     v_results_4: list[DescribeUserScramCredentialsResult]
     n0 = data[pos]
     if n0 < 128:
@@ -160,11 +164,13 @@ def decode_describe_user_scram_credentials_response_v0(data: bytes, pos: int) ->
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field User is null')
-            else:
+            if n1 > 0:
                 v_user_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_user_6 = ''
+            else:
+                raise DecodeError('non-nullable field User is null')
             v_error_code_7, n1 = _S1.unpack_from(data, pos)
             v_error_message_8: str | None
             if n1 < 128:
@@ -173,11 +179,13 @@ def decode_describe_user_scram_credentials_response_v0(data: bytes, pos: int) ->
                 pos += 2
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_error_message_8 = None
-            else:
+            if n1 > 0:
                 v_error_message_8 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_error_message_8 = ''
+            else:
+                v_error_message_8 = None
             v_credential_infos_9: list[CredentialInfo]
             n1 = data[pos]
             if n1 < 128:

@@ -40,11 +40,13 @@ def decode_end_txn_request_v0(data: bytes, pos: int) -> tuple[EndTxnRequest, int
     v_transactional_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field TransactionalId is null')
-    else:
+    if n0 > 0:
         v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_transactional_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field TransactionalId is null')
     v_producer_id_2, v_producer_epoch_3, v_committed_4 = _S1.unpack_from(data, pos)
     pos += 11
     return EndTxnRequest(v_transactional_id_1, v_producer_id_2, v_producer_epoch_3, v_committed_4), pos
@@ -62,11 +64,13 @@ def decode_end_txn_request_v1(data: bytes, pos: int) -> tuple[EndTxnRequest, int
     v_transactional_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field TransactionalId is null')
-    else:
+    if n0 > 0:
         v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_transactional_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field TransactionalId is null')
     v_producer_id_2, v_producer_epoch_3, v_committed_4 = _S1.unpack_from(data, pos)
     pos += 11
     return EndTxnRequest(v_transactional_id_1, v_producer_id_2, v_producer_epoch_3, v_committed_4), pos
@@ -84,11 +88,13 @@ def decode_end_txn_request_v2(data: bytes, pos: int) -> tuple[EndTxnRequest, int
     v_transactional_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field TransactionalId is null')
-    else:
+    if n0 > 0:
         v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_transactional_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field TransactionalId is null')
     v_producer_id_2, v_producer_epoch_3, v_committed_4 = _S1.unpack_from(data, pos)
     pos += 11
     return EndTxnRequest(v_transactional_id_1, v_producer_id_2, v_producer_epoch_3, v_committed_4), pos
@@ -110,11 +116,13 @@ def decode_end_txn_request_v3(data: bytes, pos: int) -> tuple[EndTxnRequest, int
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field TransactionalId is null')
-    else:
+    if n0 > 0:
         v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_transactional_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field TransactionalId is null')
     v_producer_id_2, v_producer_epoch_3, v_committed_4, tag_count0 = _S2.unpack_from(data, pos)
     if tag_count0 == 0:
         pos += 12
@@ -149,11 +157,13 @@ def decode_end_txn_request_v4(data: bytes, pos: int) -> tuple[EndTxnRequest, int
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field TransactionalId is null')
-    else:
+    if n0 > 0:
         v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_transactional_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field TransactionalId is null')
     v_producer_id_2, v_producer_epoch_3, v_committed_4, tag_count0 = _S2.unpack_from(data, pos)
     if tag_count0 == 0:
         pos += 12
@@ -188,11 +198,13 @@ def decode_end_txn_request_v5(data: bytes, pos: int) -> tuple[EndTxnRequest, int
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field TransactionalId is null')
-    else:
+    if n0 > 0:
         v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_transactional_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field TransactionalId is null')
     v_producer_id_2, v_producer_epoch_3, v_committed_4, tag_count0 = _S2.unpack_from(data, pos)
     if tag_count0 == 0:
         pos += 12

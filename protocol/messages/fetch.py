@@ -175,11 +175,13 @@ def decode_fetch_request_v0(data: bytes, pos: int) -> tuple[FetchRequest, int]:
             v_topic_14: str
             n1, = _S2.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Topic is null')
-            else:
+            if n1 > 0:
                 v_topic_14 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_topic_14 = ''
+            else:
+                raise DecodeError('non-nullable field Topic is null')
             v_partitions_16: list[FetchPartition]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -236,11 +238,13 @@ def decode_fetch_request_v1(data: bytes, pos: int) -> tuple[FetchRequest, int]:
             v_topic_14: str
             n1, = _S2.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Topic is null')
-            else:
+            if n1 > 0:
                 v_topic_14 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_topic_14 = ''
+            else:
+                raise DecodeError('non-nullable field Topic is null')
             v_partitions_16: list[FetchPartition]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -297,11 +301,13 @@ def decode_fetch_request_v2(data: bytes, pos: int) -> tuple[FetchRequest, int]:
             v_topic_14: str
             n1, = _S2.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Topic is null')
-            else:
+            if n1 > 0:
                 v_topic_14 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_topic_14 = ''
+            else:
+                raise DecodeError('non-nullable field Topic is null')
             v_partitions_16: list[FetchPartition]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -358,11 +364,13 @@ def decode_fetch_request_v3(data: bytes, pos: int) -> tuple[FetchRequest, int]:
             v_topic_14: str
             n1, = _S2.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Topic is null')
-            else:
+            if n1 > 0:
                 v_topic_14 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_topic_14 = ''
+            else:
+                raise DecodeError('non-nullable field Topic is null')
             v_partitions_16: list[FetchPartition]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -419,11 +427,13 @@ def decode_fetch_request_v4(data: bytes, pos: int) -> tuple[FetchRequest, int]:
             v_topic_14: str
             n1, = _S2.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Topic is null')
-            else:
+            if n1 > 0:
                 v_topic_14 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_topic_14 = ''
+            else:
+                raise DecodeError('non-nullable field Topic is null')
             v_partitions_16: list[FetchPartition]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -480,11 +490,13 @@ def decode_fetch_request_v5(data: bytes, pos: int) -> tuple[FetchRequest, int]:
             v_topic_14: str
             n1, = _S2.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Topic is null')
-            else:
+            if n1 > 0:
                 v_topic_14 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_topic_14 = ''
+            else:
+                raise DecodeError('non-nullable field Topic is null')
             v_partitions_16: list[FetchPartition]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -541,11 +553,13 @@ def decode_fetch_request_v6(data: bytes, pos: int) -> tuple[FetchRequest, int]:
             v_topic_14: str
             n1, = _S2.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Topic is null')
-            else:
+            if n1 > 0:
                 v_topic_14 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_topic_14 = ''
+            else:
+                raise DecodeError('non-nullable field Topic is null')
             v_partitions_16: list[FetchPartition]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -602,11 +616,13 @@ def decode_fetch_request_v7(data: bytes, pos: int) -> tuple[FetchRequest, int]:
             v_topic_14: str
             n1, = _S2.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Topic is null')
-            else:
+            if n1 > 0:
                 v_topic_14 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_topic_14 = ''
+            else:
+                raise DecodeError('non-nullable field Topic is null')
             v_partitions_16: list[FetchPartition]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -636,11 +652,13 @@ def decode_fetch_request_v7(data: bytes, pos: int) -> tuple[FetchRequest, int]:
             v_topic_27: str
             n1, = _S2.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Topic is null')
-            else:
+            if n1 > 0:
                 v_topic_27 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_topic_27 = ''
+            else:
+                raise DecodeError('non-nullable field Topic is null')
             v_partitions_29: list[int]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -701,11 +719,13 @@ def decode_fetch_request_v8(data: bytes, pos: int) -> tuple[FetchRequest, int]:
             v_topic_14: str
             n1, = _S2.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Topic is null')
-            else:
+            if n1 > 0:
                 v_topic_14 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_topic_14 = ''
+            else:
+                raise DecodeError('non-nullable field Topic is null')
             v_partitions_16: list[FetchPartition]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -735,11 +755,13 @@ def decode_fetch_request_v8(data: bytes, pos: int) -> tuple[FetchRequest, int]:
             v_topic_27: str
             n1, = _S2.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Topic is null')
-            else:
+            if n1 > 0:
                 v_topic_27 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_topic_27 = ''
+            else:
+                raise DecodeError('non-nullable field Topic is null')
             v_partitions_29: list[int]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -800,11 +822,13 @@ def decode_fetch_request_v9(data: bytes, pos: int) -> tuple[FetchRequest, int]:
             v_topic_14: str
             n1, = _S2.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Topic is null')
-            else:
+            if n1 > 0:
                 v_topic_14 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_topic_14 = ''
+            else:
+                raise DecodeError('non-nullable field Topic is null')
             v_partitions_16: list[FetchPartition]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -834,11 +858,13 @@ def decode_fetch_request_v9(data: bytes, pos: int) -> tuple[FetchRequest, int]:
             v_topic_27: str
             n1, = _S2.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Topic is null')
-            else:
+            if n1 > 0:
                 v_topic_27 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_topic_27 = ''
+            else:
+                raise DecodeError('non-nullable field Topic is null')
             v_partitions_29: list[int]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -899,11 +925,13 @@ def decode_fetch_request_v10(data: bytes, pos: int) -> tuple[FetchRequest, int]:
             v_topic_14: str
             n1, = _S2.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Topic is null')
-            else:
+            if n1 > 0:
                 v_topic_14 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_topic_14 = ''
+            else:
+                raise DecodeError('non-nullable field Topic is null')
             v_partitions_16: list[FetchPartition]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -933,11 +961,13 @@ def decode_fetch_request_v10(data: bytes, pos: int) -> tuple[FetchRequest, int]:
             v_topic_27: str
             n1, = _S2.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Topic is null')
-            else:
+            if n1 > 0:
                 v_topic_27 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_topic_27 = ''
+            else:
+                raise DecodeError('non-nullable field Topic is null')
             v_partitions_29: list[int]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -998,11 +1028,13 @@ def decode_fetch_request_v11(data: bytes, pos: int) -> tuple[FetchRequest, int]:
             v_topic_14: str
             n1, = _S2.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Topic is null')
-            else:
+            if n1 > 0:
                 v_topic_14 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_topic_14 = ''
+            else:
+                raise DecodeError('non-nullable field Topic is null')
             v_partitions_16: list[FetchPartition]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -1032,11 +1064,13 @@ def decode_fetch_request_v11(data: bytes, pos: int) -> tuple[FetchRequest, int]:
             v_topic_27: str
             n1, = _S2.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Topic is null')
-            else:
+            if n1 > 0:
                 v_topic_27 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_topic_27 = ''
+            else:
+                raise DecodeError('non-nullable field Topic is null')
             v_partitions_29: list[int]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -1051,11 +1085,13 @@ def decode_fetch_request_v11(data: bytes, pos: int) -> tuple[FetchRequest, int]:
     v_rack_id_12: str
     n0, = _S2.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field RackId is null')
-    else:
+    if n0 > 0:
         v_rack_id_12 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_rack_id_12 = ''
+    else:
+        raise DecodeError('non-nullable field RackId is null')
     return FetchRequest(None, v_replica_id_2, ReplicaState(), v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9, v_topics_10, v_forgotten_topics_data_11, v_rack_id_12), pos
 
 
@@ -1116,11 +1152,13 @@ def decode_fetch_request_v12(data: bytes, pos: int) -> tuple[FetchRequest, int]:
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Topic is null')
-            else:
+            if n1 > 0:
                 v_topic_14 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_topic_14 = ''
+            else:
+                raise DecodeError('non-nullable field Topic is null')
             v_partitions_16: list[FetchPartition]
             n1 = data[pos]
             if n1 < 128:
@@ -1180,11 +1218,13 @@ def decode_fetch_request_v12(data: bytes, pos: int) -> tuple[FetchRequest, int]:
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Topic is null')
-            else:
+            if n1 > 0:
                 v_topic_27 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_topic_27 = ''
+            else:
+                raise DecodeError('non-nullable field Topic is null')
             v_partitions_29: list[int]
             n1 = data[pos]
             if n1 < 128:
@@ -1216,11 +1256,13 @@ def decode_fetch_request_v12(data: bytes, pos: int) -> tuple[FetchRequest, int]:
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field RackId is null')
-    else:
+    if n0 > 0:
         v_rack_id_12 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_rack_id_12 = ''
+    else:
+        raise DecodeError('non-nullable field RackId is null')
     v_cluster_id_1: str | None = None
     if data[pos] == 0:
         pos += 1
@@ -1237,11 +1279,13 @@ def decode_fetch_request_v12(data: bytes, pos: int) -> tuple[FetchRequest, int]:
                 else:
                     n0, pos = read_uvarint(data, pos)
                 n0 -= 1
-                if n0 < 0:
-                    v_cluster_id_1 = None
-                else:
+                if n0 > 0:
                     v_cluster_id_1 = str(data[pos:pos + n0], 'utf-8')
                     pos += n0
+                elif n0 == 0:
+                    v_cluster_id_1 = ''
+                else:
+                    v_cluster_id_1 = None
             pos = end0
     return FetchRequest(v_cluster_id_1, v_replica_id_2, ReplicaState(), v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9, v_topics_10, v_forgotten_topics_data_11, v_rack_id_12), pos
 
@@ -1427,11 +1471,13 @@ def decode_fetch_request_v13(data: bytes, pos: int) -> tuple[FetchRequest, int]:
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field RackId is null')
-    else:
+    if n0 > 0:
         v_rack_id_12 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_rack_id_12 = ''
+    else:
+        raise DecodeError('non-nullable field RackId is null')
     v_cluster_id_1: str | None = None
     if data[pos] == 0:
         pos += 1
@@ -1448,11 +1494,13 @@ def decode_fetch_request_v13(data: bytes, pos: int) -> tuple[FetchRequest, int]:
                 else:
                     n0, pos = read_uvarint(data, pos)
                 n0 -= 1
-                if n0 < 0:
-                    v_cluster_id_1 = None
-                else:
+                if n0 > 0:
                     v_cluster_id_1 = str(data[pos:pos + n0], 'utf-8')
                     pos += n0
+                elif n0 == 0:
+                    v_cluster_id_1 = ''
+                else:
+                    v_cluster_id_1 = None
             pos = end0
     return FetchRequest(v_cluster_id_1, v_replica_id_2, ReplicaState(), v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9, v_topics_10, v_forgotten_topics_data_11, v_rack_id_12), pos
 
@@ -1624,11 +1672,13 @@ def decode_fetch_request_v14(data: bytes, pos: int) -> tuple[FetchRequest, int]:
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field RackId is null')
-    else:
+    if n0 > 0:
         v_rack_id_12 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_rack_id_12 = ''
+    else:
+        raise DecodeError('non-nullable field RackId is null')
     v_cluster_id_1: str | None = None
     if data[pos] == 0:
         pos += 1
@@ -1645,11 +1695,13 @@ def decode_fetch_request_v14(data: bytes, pos: int) -> tuple[FetchRequest, int]:
                 else:
                     n0, pos = read_uvarint(data, pos)
                 n0 -= 1
-                if n0 < 0:
-                    v_cluster_id_1 = None
-                else:
+                if n0 > 0:
                     v_cluster_id_1 = str(data[pos:pos + n0], 'utf-8')
                     pos += n0
+                elif n0 == 0:
+                    v_cluster_id_1 = ''
+                else:
+                    v_cluster_id_1 = None
             pos = end0
     return FetchRequest(v_cluster_id_1, v_replica_id_2, ReplicaState(), v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9, v_topics_10, v_forgotten_topics_data_11, v_rack_id_12), pos
 
@@ -1821,11 +1873,13 @@ def decode_fetch_request_v15(data: bytes, pos: int) -> tuple[FetchRequest, int]:
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field RackId is null')
-    else:
+    if n0 > 0:
         v_rack_id_12 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_rack_id_12 = ''
+    else:
+        raise DecodeError('non-nullable field RackId is null')
     v_cluster_id_1: str | None = None
     v_replica_state_3: ReplicaState = ReplicaState()
     if data[pos] == 0:
@@ -1843,11 +1897,13 @@ def decode_fetch_request_v15(data: bytes, pos: int) -> tuple[FetchRequest, int]:
                 else:
                     n0, pos = read_uvarint(data, pos)
                 n0 -= 1
-                if n0 < 0:
-                    v_cluster_id_1 = None
-                else:
+                if n0 > 0:
                     v_cluster_id_1 = str(data[pos:pos + n0], 'utf-8')
                     pos += n0
+                elif n0 == 0:
+                    v_cluster_id_1 = ''
+                else:
+                    v_cluster_id_1 = None
             elif tag0 == 1:
                 v_replica_id_30, v_replica_epoch_31, tag_count1 = _S15.unpack_from(data, pos)
                 if tag_count1 == 0:
@@ -2039,11 +2095,13 @@ def decode_fetch_request_v16(data: bytes, pos: int) -> tuple[FetchRequest, int]:
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field RackId is null')
-    else:
+    if n0 > 0:
         v_rack_id_12 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_rack_id_12 = ''
+    else:
+        raise DecodeError('non-nullable field RackId is null')
     v_cluster_id_1: str | None = None
     v_replica_state_3: ReplicaState = ReplicaState()
     if data[pos] == 0:
@@ -2061,11 +2119,13 @@ def decode_fetch_request_v16(data: bytes, pos: int) -> tuple[FetchRequest, int]:
                 else:
                     n0, pos = read_uvarint(data, pos)
                 n0 -= 1
-                if n0 < 0:
-                    v_cluster_id_1 = None
-                else:
+                if n0 > 0:
                     v_cluster_id_1 = str(data[pos:pos + n0], 'utf-8')
                     pos += n0
+                elif n0 == 0:
+                    v_cluster_id_1 = ''
+                else:
+                    v_cluster_id_1 = None
             elif tag0 == 1:
                 v_replica_id_30, v_replica_epoch_31, tag_count1 = _S15.unpack_from(data, pos)
                 if tag_count1 == 0:
@@ -2261,11 +2321,13 @@ def decode_fetch_request_v17(data: bytes, pos: int) -> tuple[FetchRequest, int]:
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field RackId is null')
-    else:
+    if n0 > 0:
         v_rack_id_12 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_rack_id_12 = ''
+    else:
+        raise DecodeError('non-nullable field RackId is null')
     v_cluster_id_1: str | None = None
     v_replica_state_3: ReplicaState = ReplicaState()
     if data[pos] == 0:
@@ -2283,11 +2345,13 @@ def decode_fetch_request_v17(data: bytes, pos: int) -> tuple[FetchRequest, int]:
                 else:
                     n0, pos = read_uvarint(data, pos)
                 n0 -= 1
-                if n0 < 0:
-                    v_cluster_id_1 = None
-                else:
+                if n0 > 0:
                     v_cluster_id_1 = str(data[pos:pos + n0], 'utf-8')
                     pos += n0
+                elif n0 == 0:
+                    v_cluster_id_1 = ''
+                else:
+                    v_cluster_id_1 = None
             elif tag0 == 1:
                 v_replica_id_30, v_replica_epoch_31, tag_count1 = _S15.unpack_from(data, pos)
                 if tag_count1 == 0:
@@ -2495,11 +2559,13 @@ def decode_fetch_request_v18(data: bytes, pos: int) -> tuple[FetchRequest, int]:
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field RackId is null')
-    else:
+    if n0 > 0:
         v_rack_id_12 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_rack_id_12 = ''
+    else:
+        raise DecodeError('non-nullable field RackId is null')
     v_cluster_id_1: str | None = None
     v_replica_state_3: ReplicaState = ReplicaState()
     if data[pos] == 0:
@@ -2517,11 +2583,13 @@ def decode_fetch_request_v18(data: bytes, pos: int) -> tuple[FetchRequest, int]:
                 else:
                     n0, pos = read_uvarint(data, pos)
                 n0 -= 1
-                if n0 < 0:
-                    v_cluster_id_1 = None
-                else:
+                if n0 > 0:
                     v_cluster_id_1 = str(data[pos:pos + n0], 'utf-8')
                     pos += n0
+                elif n0 == 0:
+                    v_cluster_id_1 = ''
+                else:
+                    v_cluster_id_1 = None
             elif tag0 == 1:
                 v_replica_id_30, v_replica_epoch_31, tag_count1 = _S15.unpack_from(data, pos)
                 if tag_count1 == 0:
@@ -2640,11 +2708,13 @@ def decode_fetch_response_v0(data: bytes, pos: int) -> tuple[FetchResponse, int]
             v_topic_7: str
             n1, = _S2.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Topic is null')
-            else:
+            if n1 > 0:
                 v_topic_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_topic_7 = ''
+            else:
+                raise DecodeError('non-nullable field Topic is null')
             v_partitions_9: list[PartitionData]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -2720,11 +2790,13 @@ def decode_fetch_response_v1(data: bytes, pos: int) -> tuple[FetchResponse, int]
             v_topic_7: str
             n1, = _S2.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Topic is null')
-            else:
+            if n1 > 0:
                 v_topic_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_topic_7 = ''
+            else:
+                raise DecodeError('non-nullable field Topic is null')
             v_partitions_9: list[PartitionData]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -2801,11 +2873,13 @@ def decode_fetch_response_v2(data: bytes, pos: int) -> tuple[FetchResponse, int]
             v_topic_7: str
             n1, = _S2.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Topic is null')
-            else:
+            if n1 > 0:
                 v_topic_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_topic_7 = ''
+            else:
+                raise DecodeError('non-nullable field Topic is null')
             v_partitions_9: list[PartitionData]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -2882,11 +2956,13 @@ def decode_fetch_response_v3(data: bytes, pos: int) -> tuple[FetchResponse, int]
             v_topic_7: str
             n1, = _S2.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Topic is null')
-            else:
+            if n1 > 0:
                 v_topic_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_topic_7 = ''
+            else:
+                raise DecodeError('non-nullable field Topic is null')
             v_partitions_9: list[PartitionData]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -2963,11 +3039,13 @@ def decode_fetch_response_v4(data: bytes, pos: int) -> tuple[FetchResponse, int]
             v_topic_7: str
             n1, = _S2.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Topic is null')
-            else:
+            if n1 > 0:
                 v_topic_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_topic_7 = ''
+            else:
+                raise DecodeError('non-nullable field Topic is null')
             v_partitions_9: list[PartitionData]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -3065,11 +3143,13 @@ def decode_fetch_response_v5(data: bytes, pos: int) -> tuple[FetchResponse, int]
             v_topic_7: str
             n1, = _S2.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Topic is null')
-            else:
+            if n1 > 0:
                 v_topic_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_topic_7 = ''
+            else:
+                raise DecodeError('non-nullable field Topic is null')
             v_partitions_9: list[PartitionData]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -3167,11 +3247,13 @@ def decode_fetch_response_v6(data: bytes, pos: int) -> tuple[FetchResponse, int]
             v_topic_7: str
             n1, = _S2.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Topic is null')
-            else:
+            if n1 > 0:
                 v_topic_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_topic_7 = ''
+            else:
+                raise DecodeError('non-nullable field Topic is null')
             v_partitions_9: list[PartitionData]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -3269,11 +3351,13 @@ def decode_fetch_response_v7(data: bytes, pos: int) -> tuple[FetchResponse, int]
             v_topic_7: str
             n1, = _S2.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Topic is null')
-            else:
+            if n1 > 0:
                 v_topic_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_topic_7 = ''
+            else:
+                raise DecodeError('non-nullable field Topic is null')
             v_partitions_9: list[PartitionData]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -3369,11 +3453,13 @@ def decode_fetch_response_v8(data: bytes, pos: int) -> tuple[FetchResponse, int]
             v_topic_7: str
             n1, = _S2.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Topic is null')
-            else:
+            if n1 > 0:
                 v_topic_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_topic_7 = ''
+            else:
+                raise DecodeError('non-nullable field Topic is null')
             v_partitions_9: list[PartitionData]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -3469,11 +3555,13 @@ def decode_fetch_response_v9(data: bytes, pos: int) -> tuple[FetchResponse, int]
             v_topic_7: str
             n1, = _S2.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Topic is null')
-            else:
+            if n1 > 0:
                 v_topic_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_topic_7 = ''
+            else:
+                raise DecodeError('non-nullable field Topic is null')
             v_partitions_9: list[PartitionData]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -3569,11 +3657,13 @@ def decode_fetch_response_v10(data: bytes, pos: int) -> tuple[FetchResponse, int
             v_topic_7: str
             n1, = _S2.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Topic is null')
-            else:
+            if n1 > 0:
                 v_topic_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_topic_7 = ''
+            else:
+                raise DecodeError('non-nullable field Topic is null')
             v_partitions_9: list[PartitionData]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -3669,11 +3759,13 @@ def decode_fetch_response_v11(data: bytes, pos: int) -> tuple[FetchResponse, int
             v_topic_7: str
             n1, = _S2.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Topic is null')
-            else:
+            if n1 > 0:
                 v_topic_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_topic_7 = ''
+            else:
+                raise DecodeError('non-nullable field Topic is null')
             v_partitions_9: list[PartitionData]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -3777,11 +3869,13 @@ def decode_fetch_response_v12(data: bytes, pos: int) -> tuple[FetchResponse, int
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Topic is null')
-            else:
+            if n1 > 0:
                 v_topic_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_topic_7 = ''
+            else:
+                raise DecodeError('non-nullable field Topic is null')
             v_partitions_9: list[PartitionData]
             n1 = data[pos]
             if n1 < 128:
@@ -4807,11 +4901,13 @@ def decode_fetch_response_v16(data: bytes, pos: int) -> tuple[FetchResponse, int
                             pos += 4
                             n1, pos = read_uvarint(data, pos)
                         n1 -= 1
-                        if n1 < 0:
-                            raise DecodeError('non-nullable field Host is null')
-                        else:
+                        if n1 > 0:
                             v_host_33 = str(data[pos:pos + n1], 'utf-8')
                             pos += n1
+                        elif n1 == 0:
+                            v_host_33 = ''
+                        else:
+                            raise DecodeError('non-nullable field Host is null')
                         v_port_34, n1 = _S28.unpack_from(data, pos)
                         v_rack_35: str | None
                         if n1 < 128:
@@ -4820,11 +4916,13 @@ def decode_fetch_response_v16(data: bytes, pos: int) -> tuple[FetchResponse, int
                             pos += 4
                             n1, pos = read_uvarint(data, pos)
                         n1 -= 1
-                        if n1 < 0:
-                            v_rack_35 = None
-                        else:
+                        if n1 > 0:
                             v_rack_35 = str(data[pos:pos + n1], 'utf-8')
                             pos += n1
+                        elif n1 == 0:
+                            v_rack_35 = ''
+                        else:
+                            v_rack_35 = None
                         if data[pos] == 0:
                             pos += 1
                         else:
@@ -5109,11 +5207,13 @@ def decode_fetch_response_v17(data: bytes, pos: int) -> tuple[FetchResponse, int
                             pos += 4
                             n1, pos = read_uvarint(data, pos)
                         n1 -= 1
-                        if n1 < 0:
-                            raise DecodeError('non-nullable field Host is null')
-                        else:
+                        if n1 > 0:
                             v_host_33 = str(data[pos:pos + n1], 'utf-8')
                             pos += n1
+                        elif n1 == 0:
+                            v_host_33 = ''
+                        else:
+                            raise DecodeError('non-nullable field Host is null')
                         v_port_34, n1 = _S28.unpack_from(data, pos)
                         v_rack_35: str | None
                         if n1 < 128:
@@ -5122,11 +5222,13 @@ def decode_fetch_response_v17(data: bytes, pos: int) -> tuple[FetchResponse, int
                             pos += 4
                             n1, pos = read_uvarint(data, pos)
                         n1 -= 1
-                        if n1 < 0:
-                            v_rack_35 = None
-                        else:
+                        if n1 > 0:
                             v_rack_35 = str(data[pos:pos + n1], 'utf-8')
                             pos += n1
+                        elif n1 == 0:
+                            v_rack_35 = ''
+                        else:
+                            v_rack_35 = None
                         if data[pos] == 0:
                             pos += 1
                         else:
@@ -5411,11 +5513,13 @@ def decode_fetch_response_v18(data: bytes, pos: int) -> tuple[FetchResponse, int
                             pos += 4
                             n1, pos = read_uvarint(data, pos)
                         n1 -= 1
-                        if n1 < 0:
-                            raise DecodeError('non-nullable field Host is null')
-                        else:
+                        if n1 > 0:
                             v_host_33 = str(data[pos:pos + n1], 'utf-8')
                             pos += n1
+                        elif n1 == 0:
+                            v_host_33 = ''
+                        else:
+                            raise DecodeError('non-nullable field Host is null')
                         v_port_34, n1 = _S28.unpack_from(data, pos)
                         v_rack_35: str | None
                         if n1 < 128:
@@ -5424,11 +5528,13 @@ def decode_fetch_response_v18(data: bytes, pos: int) -> tuple[FetchResponse, int
                             pos += 4
                             n1, pos = read_uvarint(data, pos)
                         n1 -= 1
-                        if n1 < 0:
-                            v_rack_35 = None
-                        else:
+                        if n1 > 0:
                             v_rack_35 = str(data[pos:pos + n1], 'utf-8')
                             pos += n1
+                        elif n1 == 0:
+                            v_rack_35 = ''
+                        else:
+                            v_rack_35 = None
                         if data[pos] == 0:
                             pos += 1
                         else:

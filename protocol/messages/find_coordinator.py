@@ -54,11 +54,13 @@ def decode_find_coordinator_request_v0(data: bytes, pos: int) -> tuple[FindCoord
     v_key_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field Key is null')
-    else:
+    if n0 > 0:
         v_key_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_key_1 = ''
+    else:
+        raise DecodeError('non-nullable field Key is null')
     return FindCoordinatorRequest(v_key_1, 0, []), pos
 
 
@@ -77,11 +79,13 @@ def decode_find_coordinator_request_v1(data: bytes, pos: int) -> tuple[FindCoord
     v_key_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field Key is null')
-    else:
+    if n0 > 0:
         v_key_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_key_1 = ''
+    else:
+        raise DecodeError('non-nullable field Key is null')
     v_key_type_2, = _S1.unpack_from(data, pos)
     pos += 1
     return FindCoordinatorRequest(v_key_1, v_key_type_2, []), pos
@@ -101,11 +105,13 @@ def decode_find_coordinator_request_v2(data: bytes, pos: int) -> tuple[FindCoord
     v_key_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field Key is null')
-    else:
+    if n0 > 0:
         v_key_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_key_1 = ''
+    else:
+        raise DecodeError('non-nullable field Key is null')
     v_key_type_2, = _S1.unpack_from(data, pos)
     pos += 1
     return FindCoordinatorRequest(v_key_1, v_key_type_2, []), pos
@@ -129,11 +135,13 @@ def decode_find_coordinator_request_v3(data: bytes, pos: int) -> tuple[FindCoord
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field Key is null')
-    else:
+    if n0 > 0:
         v_key_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_key_1 = ''
+    else:
+        raise DecodeError('non-nullable field Key is null')
     v_key_type_2, tag_count0 = _S2.unpack_from(data, pos)
     if tag_count0 == 0:
         pos += 2
@@ -186,11 +194,13 @@ def decode_find_coordinator_request_v4(data: bytes, pos: int) -> tuple[FindCoord
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field CoordinatorKeys[] is null')
-            else:
+            if n1 > 0:
                 e_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                e_5 = ''
+            else:
+                raise DecodeError('non-nullable field CoordinatorKeys[] is null')
             append_4(e_5)
     if data[pos] == 0:
         pos += 1
@@ -250,11 +260,13 @@ def decode_find_coordinator_request_v5(data: bytes, pos: int) -> tuple[FindCoord
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field CoordinatorKeys[] is null')
-            else:
+            if n1 > 0:
                 e_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                e_5 = ''
+            else:
+                raise DecodeError('non-nullable field CoordinatorKeys[] is null')
             append_4(e_5)
     if data[pos] == 0:
         pos += 1
@@ -314,11 +326,13 @@ def decode_find_coordinator_request_v6(data: bytes, pos: int) -> tuple[FindCoord
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field CoordinatorKeys[] is null')
-            else:
+            if n1 > 0:
                 e_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                e_5 = ''
+            else:
+                raise DecodeError('non-nullable field CoordinatorKeys[] is null')
             append_4(e_5)
     if data[pos] == 0:
         pos += 1
@@ -360,11 +374,13 @@ def decode_find_coordinator_response_v0(data: bytes, pos: int) -> tuple[FindCoor
     v_host_5: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field Host is null')
-    else:
+    if n0 > 0:
         v_host_5 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_host_5 = ''
+    else:
+        raise DecodeError('non-nullable field Host is null')
     v_port_6, = _S5.unpack_from(data, pos)
     pos += 4
     return FindCoordinatorResponse(0, v_error_code_2, '', v_node_id_4, v_host_5, v_port_6, []), pos
@@ -387,21 +403,25 @@ def decode_find_coordinator_response_v1(data: bytes, pos: int) -> tuple[FindCoor
     v_error_message_3: str | None
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        v_error_message_3 = None
-    else:
+    if n0 > 0:
         v_error_message_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_error_message_3 = ''
+    else:
+        v_error_message_3 = None
     v_node_id_4, = _S5.unpack_from(data, pos)
     pos += 4
     v_host_5: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field Host is null')
-    else:
+    if n0 > 0:
         v_host_5 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_host_5 = ''
+    else:
+        raise DecodeError('non-nullable field Host is null')
     v_port_6, = _S5.unpack_from(data, pos)
     pos += 4
     return FindCoordinatorResponse(v_throttle_time_ms_1, v_error_code_2, v_error_message_3, v_node_id_4, v_host_5, v_port_6, []), pos
@@ -432,21 +452,25 @@ def decode_find_coordinator_response_v2(data: bytes, pos: int) -> tuple[FindCoor
     v_error_message_3: str | None
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        v_error_message_3 = None
-    else:
+    if n0 > 0:
         v_error_message_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_error_message_3 = ''
+    else:
+        v_error_message_3 = None
     v_node_id_4, = _S5.unpack_from(data, pos)
     pos += 4
     v_host_5: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field Host is null')
-    else:
+    if n0 > 0:
         v_host_5 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_host_5 = ''
+    else:
+        raise DecodeError('non-nullable field Host is null')
     v_port_6, = _S5.unpack_from(data, pos)
     pos += 4
     return FindCoordinatorResponse(v_throttle_time_ms_1, v_error_code_2, v_error_message_3, v_node_id_4, v_host_5, v_port_6, []), pos
@@ -480,11 +504,13 @@ def decode_find_coordinator_response_v3(data: bytes, pos: int) -> tuple[FindCoor
         pos += 6
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_error_message_3 = None
-    else:
+    if n0 > 0:
         v_error_message_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_error_message_3 = ''
+    else:
+        v_error_message_3 = None
     v_node_id_4, n0 = _S8.unpack_from(data, pos)
     v_host_5: str
     if n0 < 128:
@@ -493,11 +519,13 @@ def decode_find_coordinator_response_v3(data: bytes, pos: int) -> tuple[FindCoor
         pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field Host is null')
-    else:
+    if n0 > 0:
         v_host_5 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_host_5 = ''
+    else:
+        raise DecodeError('non-nullable field Host is null')
     v_port_6, tag_count0 = _S8.unpack_from(data, pos)
     if tag_count0 == 0:
         pos += 5
@@ -563,11 +591,13 @@ def decode_find_coordinator_response_v4(data: bytes, pos: int) -> tuple[FindCoor
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Key is null')
-            else:
+            if n1 > 0:
                 v_key_9 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_key_9 = ''
+            else:
+                raise DecodeError('non-nullable field Key is null')
             v_node_id_10, n1 = _S8.unpack_from(data, pos)
             v_host_11: str
             if n1 < 128:
@@ -576,11 +606,13 @@ def decode_find_coordinator_response_v4(data: bytes, pos: int) -> tuple[FindCoor
                 pos += 4
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Host is null')
-            else:
+            if n1 > 0:
                 v_host_11 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_host_11 = ''
+            else:
+                raise DecodeError('non-nullable field Host is null')
             v_port_12, v_error_code_13, n1 = _S7.unpack_from(data, pos)
             v_error_message_14: str | None
             if n1 < 128:
@@ -589,11 +621,13 @@ def decode_find_coordinator_response_v4(data: bytes, pos: int) -> tuple[FindCoor
                 pos += 6
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_error_message_14 = None
-            else:
+            if n1 > 0:
                 v_error_message_14 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_error_message_14 = ''
+            else:
+                v_error_message_14 = None
             if data[pos] == 0:
                 pos += 1
             else:
@@ -690,11 +724,13 @@ def decode_find_coordinator_response_v5(data: bytes, pos: int) -> tuple[FindCoor
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Key is null')
-            else:
+            if n1 > 0:
                 v_key_9 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_key_9 = ''
+            else:
+                raise DecodeError('non-nullable field Key is null')
             v_node_id_10, n1 = _S8.unpack_from(data, pos)
             v_host_11: str
             if n1 < 128:
@@ -703,11 +739,13 @@ def decode_find_coordinator_response_v5(data: bytes, pos: int) -> tuple[FindCoor
                 pos += 4
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Host is null')
-            else:
+            if n1 > 0:
                 v_host_11 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_host_11 = ''
+            else:
+                raise DecodeError('non-nullable field Host is null')
             v_port_12, v_error_code_13, n1 = _S7.unpack_from(data, pos)
             v_error_message_14: str | None
             if n1 < 128:
@@ -716,11 +754,13 @@ def decode_find_coordinator_response_v5(data: bytes, pos: int) -> tuple[FindCoor
                 pos += 6
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_error_message_14 = None
-            else:
+            if n1 > 0:
                 v_error_message_14 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_error_message_14 = ''
+            else:
+                v_error_message_14 = None
             if data[pos] == 0:
                 pos += 1
             else:
@@ -817,11 +857,13 @@ def decode_find_coordinator_response_v6(data: bytes, pos: int) -> tuple[FindCoor
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Key is null')
-            else:
+            if n1 > 0:
                 v_key_9 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_key_9 = ''
+            else:
+                raise DecodeError('non-nullable field Key is null')
             v_node_id_10, n1 = _S8.unpack_from(data, pos)
             v_host_11: str
             if n1 < 128:
@@ -830,11 +872,13 @@ def decode_find_coordinator_response_v6(data: bytes, pos: int) -> tuple[FindCoor
                 pos += 4
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Host is null')
-            else:
+            if n1 > 0:
                 v_host_11 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_host_11 = ''
+            else:
+                raise DecodeError('non-nullable field Host is null')
             v_port_12, v_error_code_13, n1 = _S7.unpack_from(data, pos)
             v_error_message_14: str | None
             if n1 < 128:
@@ -843,11 +887,13 @@ def decode_find_coordinator_response_v6(data: bytes, pos: int) -> tuple[FindCoor
                 pos += 6
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_error_message_14 = None
-            else:
+            if n1 > 0:
                 v_error_message_14 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_error_message_14 = ''
+            else:
+                v_error_message_14 = None
             if data[pos] == 0:
                 pos += 1
             else:

@@ -35,11 +35,13 @@ def decode_request_header_v1(data: bytes, pos: int) -> tuple[RequestHeader, int]
     v_client_id_4: str | None
     n0, = _S1.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        v_client_id_4 = None
-    else:
+    if n0 > 0:
         v_client_id_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_client_id_4 = ''
+    else:
+        v_client_id_4 = None
     return RequestHeader(v_request_api_key_1, v_request_api_version_2, v_correlation_id_3, v_client_id_4), pos
 
 
@@ -60,11 +62,13 @@ def decode_request_header_v2(data: bytes, pos: int) -> tuple[RequestHeader, int]
     v_client_id_4: str | None
     n0, = _S1.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        v_client_id_4 = None
-    else:
+    if n0 > 0:
         v_client_id_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_client_id_4 = ''
+    else:
+        v_client_id_4 = None
     if data[pos] == 0:
         pos += 1
     else:

@@ -35,21 +35,25 @@ def decode_heartbeat_request_v0(data: bytes, pos: int) -> tuple[HeartbeatRequest
     v_group_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field GroupId is null')
     v_generation_id_2, = _S1.unpack_from(data, pos)
     pos += 4
     v_member_id_3: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
-    else:
+    if n0 > 0:
         v_member_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_3 = ''
+    else:
+        raise DecodeError('non-nullable field MemberId is null')
     return HeartbeatRequest(v_group_id_1, v_generation_id_2, v_member_id_3, None), pos
 
 
@@ -71,21 +75,25 @@ def decode_heartbeat_request_v1(data: bytes, pos: int) -> tuple[HeartbeatRequest
     v_group_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field GroupId is null')
     v_generation_id_2, = _S1.unpack_from(data, pos)
     pos += 4
     v_member_id_3: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
-    else:
+    if n0 > 0:
         v_member_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_3 = ''
+    else:
+        raise DecodeError('non-nullable field MemberId is null')
     return HeartbeatRequest(v_group_id_1, v_generation_id_2, v_member_id_3, None), pos
 
 
@@ -107,21 +115,25 @@ def decode_heartbeat_request_v2(data: bytes, pos: int) -> tuple[HeartbeatRequest
     v_group_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field GroupId is null')
     v_generation_id_2, = _S1.unpack_from(data, pos)
     pos += 4
     v_member_id_3: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
-    else:
+    if n0 > 0:
         v_member_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_3 = ''
+    else:
+        raise DecodeError('non-nullable field MemberId is null')
     return HeartbeatRequest(v_group_id_1, v_generation_id_2, v_member_id_3, None), pos
 
 
@@ -143,29 +155,35 @@ def decode_heartbeat_request_v3(data: bytes, pos: int) -> tuple[HeartbeatRequest
     v_group_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field GroupId is null')
     v_generation_id_2, = _S1.unpack_from(data, pos)
     pos += 4
     v_member_id_3: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
-    else:
+    if n0 > 0:
         v_member_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_3 = ''
+    else:
+        raise DecodeError('non-nullable field MemberId is null')
     v_group_instance_id_4: str | None
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        v_group_instance_id_4 = None
-    else:
+    if n0 > 0:
         v_group_instance_id_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_instance_id_4 = ''
+    else:
+        v_group_instance_id_4 = None
     return HeartbeatRequest(v_group_id_1, v_generation_id_2, v_member_id_3, v_group_instance_id_4), pos
 
 
@@ -196,11 +214,13 @@ def decode_heartbeat_request_v4(data: bytes, pos: int) -> tuple[HeartbeatRequest
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field GroupId is null')
     v_generation_id_2, n0 = _S2.unpack_from(data, pos)
     v_member_id_3: str
     if n0 < 128:
@@ -209,11 +229,13 @@ def decode_heartbeat_request_v4(data: bytes, pos: int) -> tuple[HeartbeatRequest
         pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
-    else:
+    if n0 > 0:
         v_member_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_3 = ''
+    else:
+        raise DecodeError('non-nullable field MemberId is null')
     v_group_instance_id_4: str | None
     n0 = data[pos]
     if n0 < 128:
@@ -221,11 +243,13 @@ def decode_heartbeat_request_v4(data: bytes, pos: int) -> tuple[HeartbeatRequest
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_group_instance_id_4 = None
-    else:
+    if n0 > 0:
         v_group_instance_id_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_instance_id_4 = ''
+    else:
+        v_group_instance_id_4 = None
     if data[pos] == 0:
         pos += 1
     else:

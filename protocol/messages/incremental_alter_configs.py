@@ -73,11 +73,13 @@ def decode_incremental_alter_configs_request_v0(data: bytes, pos: int) -> tuple[
             v_resource_name_5: str
             n1, = _S2.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field ResourceName is null')
-            else:
+            if n1 > 0:
                 v_resource_name_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_resource_name_5 = ''
+            else:
+                raise DecodeError('non-nullable field ResourceName is null')
             v_configs_6: list[AlterableConfig]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
@@ -92,21 +94,25 @@ def decode_incremental_alter_configs_request_v0(data: bytes, pos: int) -> tuple[
                     v_name_8: str
                     n2, = _S2.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field Name is null')
-                    else:
+                    if n2 > 0:
                         v_name_8 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_name_8 = ''
+                    else:
+                        raise DecodeError('non-nullable field Name is null')
                     v_config_operation_9, = _S1.unpack_from(data, pos)
                     pos += 1
                     v_value_10: str | None
                     n2, = _S2.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        v_value_10 = None
-                    else:
+                    if n2 > 0:
                         v_value_10 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_value_10 = ''
+                    else:
+                        v_value_10 = None
                     append_7(AlterableConfig(v_name_8, v_config_operation_9, v_value_10))
             append_3(AlterConfigsResource(v_resource_type_4, v_resource_name_5, v_configs_6))
     v_validate_only_2, = _S3.unpack_from(data, pos)
@@ -165,11 +171,13 @@ def decode_incremental_alter_configs_request_v1(data: bytes, pos: int) -> tuple[
                 pos += 1
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field ResourceName is null')
-            else:
+            if n1 > 0:
                 v_resource_name_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_resource_name_5 = ''
+            else:
+                raise DecodeError('non-nullable field ResourceName is null')
             v_configs_6: list[AlterableConfig]
             n1 = data[pos]
             if n1 < 128:
@@ -192,11 +200,13 @@ def decode_incremental_alter_configs_request_v1(data: bytes, pos: int) -> tuple[
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field Name is null')
-                    else:
+                    if n2 > 0:
                         v_name_8 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_name_8 = ''
+                    else:
+                        raise DecodeError('non-nullable field Name is null')
                     v_config_operation_9, n2 = _S4.unpack_from(data, pos)
                     v_value_10: str | None
                     if n2 < 128:
@@ -205,11 +215,13 @@ def decode_incremental_alter_configs_request_v1(data: bytes, pos: int) -> tuple[
                         pos += 1
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        v_value_10 = None
-                    else:
+                    if n2 > 0:
                         v_value_10 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_value_10 = ''
+                    else:
+                        v_value_10 = None
                     if data[pos] == 0:
                         pos += 1
                     else:
@@ -312,21 +324,25 @@ def decode_incremental_alter_configs_response_v0(data: bytes, pos: int) -> tuple
             v_error_message_5: str | None
             n1, = _S2.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                v_error_message_5 = None
-            else:
+            if n1 > 0:
                 v_error_message_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_error_message_5 = ''
+            else:
+                v_error_message_5 = None
             v_resource_type_6, = _S1.unpack_from(data, pos)
             pos += 1
             v_resource_name_7: str
             n1, = _S2.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field ResourceName is null')
-            else:
+            if n1 > 0:
                 v_resource_name_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_resource_name_7 = ''
+            else:
+                raise DecodeError('non-nullable field ResourceName is null')
             append_3(AlterConfigsResourceResponse(v_error_code_4, v_error_message_5, v_resource_type_6, v_resource_name_7))
     return IncrementalAlterConfigsResponse(v_throttle_time_ms_1, v_responses_2), pos
 
@@ -376,11 +392,13 @@ def decode_incremental_alter_configs_response_v1(data: bytes, pos: int) -> tuple
                 pos += 2
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_error_message_5 = None
-            else:
+            if n1 > 0:
                 v_error_message_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_error_message_5 = ''
+            else:
+                v_error_message_5 = None
             v_resource_type_6, n1 = _S4.unpack_from(data, pos)
             v_resource_name_7: str
             if n1 < 128:
@@ -389,11 +407,13 @@ def decode_incremental_alter_configs_response_v1(data: bytes, pos: int) -> tuple
                 pos += 1
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field ResourceName is null')
-            else:
+            if n1 > 0:
                 v_resource_name_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_resource_name_7 = ''
+            else:
+                raise DecodeError('non-nullable field ResourceName is null')
             if data[pos] == 0:
                 pos += 1
             else:

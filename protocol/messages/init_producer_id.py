@@ -48,11 +48,13 @@ def decode_init_producer_id_request_v0(data: bytes, pos: int) -> tuple[InitProdu
     v_transactional_id_1: str | None
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        v_transactional_id_1 = None
-    else:
+    if n0 > 0:
         v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_transactional_id_1 = ''
+    else:
+        v_transactional_id_1 = None
     v_transaction_timeout_ms_2, = _S1.unpack_from(data, pos)
     pos += 4
     return InitProducerIdRequest(v_transactional_id_1, v_transaction_timeout_ms_2, -1, -1, False, False), pos
@@ -81,11 +83,13 @@ def decode_init_producer_id_request_v1(data: bytes, pos: int) -> tuple[InitProdu
     v_transactional_id_1: str | None
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        v_transactional_id_1 = None
-    else:
+    if n0 > 0:
         v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_transactional_id_1 = ''
+    else:
+        v_transactional_id_1 = None
     v_transaction_timeout_ms_2, = _S1.unpack_from(data, pos)
     pos += 4
     return InitProducerIdRequest(v_transactional_id_1, v_transaction_timeout_ms_2, -1, -1, False, False), pos
@@ -118,11 +122,13 @@ def decode_init_producer_id_request_v2(data: bytes, pos: int) -> tuple[InitProdu
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_transactional_id_1 = None
-    else:
+    if n0 > 0:
         v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_transactional_id_1 = ''
+    else:
+        v_transactional_id_1 = None
     v_transaction_timeout_ms_2, tag_count0 = _S2.unpack_from(data, pos)
     if tag_count0 == 0:
         pos += 5
@@ -168,11 +174,13 @@ def decode_init_producer_id_request_v3(data: bytes, pos: int) -> tuple[InitProdu
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_transactional_id_1 = None
-    else:
+    if n0 > 0:
         v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_transactional_id_1 = ''
+    else:
+        v_transactional_id_1 = None
     v_transaction_timeout_ms_2, v_producer_id_3, v_producer_epoch_4, tag_count0 = _S4.unpack_from(data, pos)
     if tag_count0 == 0:
         pos += 15
@@ -214,11 +222,13 @@ def decode_init_producer_id_request_v4(data: bytes, pos: int) -> tuple[InitProdu
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_transactional_id_1 = None
-    else:
+    if n0 > 0:
         v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_transactional_id_1 = ''
+    else:
+        v_transactional_id_1 = None
     v_transaction_timeout_ms_2, v_producer_id_3, v_producer_epoch_4, tag_count0 = _S4.unpack_from(data, pos)
     if tag_count0 == 0:
         pos += 15
@@ -260,11 +270,13 @@ def decode_init_producer_id_request_v5(data: bytes, pos: int) -> tuple[InitProdu
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_transactional_id_1 = None
-    else:
+    if n0 > 0:
         v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_transactional_id_1 = ''
+    else:
+        v_transactional_id_1 = None
     v_transaction_timeout_ms_2, v_producer_id_3, v_producer_epoch_4, tag_count0 = _S4.unpack_from(data, pos)
     if tag_count0 == 0:
         pos += 15
@@ -306,11 +318,13 @@ def decode_init_producer_id_request_v6(data: bytes, pos: int) -> tuple[InitProdu
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_transactional_id_1 = None
-    else:
+    if n0 > 0:
         v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_transactional_id_1 = ''
+    else:
+        v_transactional_id_1 = None
     v_transaction_timeout_ms_2, v_producer_id_3, v_producer_epoch_4, v_enable2_pc_5, v_keep_prepared_txn_6, tag_count0 = _S6.unpack_from(data, pos)
     if tag_count0 == 0:
         pos += 17

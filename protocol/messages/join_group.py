@@ -63,29 +63,35 @@ def decode_join_group_request_v0(data: bytes, pos: int) -> tuple[JoinGroupReques
     v_group_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field GroupId is null')
     v_session_timeout_ms_2, = _S1.unpack_from(data, pos)
     pos += 4
     v_member_id_4: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
-    else:
+    if n0 > 0:
         v_member_id_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_4 = ''
+    else:
+        raise DecodeError('non-nullable field MemberId is null')
     v_protocol_type_6: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field ProtocolType is null')
-    else:
+    if n0 > 0:
         v_protocol_type_6 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_protocol_type_6 = ''
+    else:
+        raise DecodeError('non-nullable field ProtocolType is null')
     v_protocols_7: list[JoinGroupRequestProtocol]
     n0, = _S1.unpack_from(data, pos)
     pos += 4
@@ -100,11 +106,13 @@ def decode_join_group_request_v0(data: bytes, pos: int) -> tuple[JoinGroupReques
             v_name_10: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_10 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_metadata_11: bytes
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -149,29 +157,35 @@ def decode_join_group_request_v1(data: bytes, pos: int) -> tuple[JoinGroupReques
     v_group_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field GroupId is null')
     v_session_timeout_ms_2, v_rebalance_timeout_ms_3 = _S2.unpack_from(data, pos)
     pos += 8
     v_member_id_4: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
-    else:
+    if n0 > 0:
         v_member_id_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_4 = ''
+    else:
+        raise DecodeError('non-nullable field MemberId is null')
     v_protocol_type_6: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field ProtocolType is null')
-    else:
+    if n0 > 0:
         v_protocol_type_6 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_protocol_type_6 = ''
+    else:
+        raise DecodeError('non-nullable field ProtocolType is null')
     v_protocols_7: list[JoinGroupRequestProtocol]
     n0, = _S1.unpack_from(data, pos)
     pos += 4
@@ -186,11 +200,13 @@ def decode_join_group_request_v1(data: bytes, pos: int) -> tuple[JoinGroupReques
             v_name_10: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_10 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_metadata_11: bytes
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -235,29 +251,35 @@ def decode_join_group_request_v2(data: bytes, pos: int) -> tuple[JoinGroupReques
     v_group_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field GroupId is null')
     v_session_timeout_ms_2, v_rebalance_timeout_ms_3 = _S2.unpack_from(data, pos)
     pos += 8
     v_member_id_4: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
-    else:
+    if n0 > 0:
         v_member_id_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_4 = ''
+    else:
+        raise DecodeError('non-nullable field MemberId is null')
     v_protocol_type_6: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field ProtocolType is null')
-    else:
+    if n0 > 0:
         v_protocol_type_6 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_protocol_type_6 = ''
+    else:
+        raise DecodeError('non-nullable field ProtocolType is null')
     v_protocols_7: list[JoinGroupRequestProtocol]
     n0, = _S1.unpack_from(data, pos)
     pos += 4
@@ -272,11 +294,13 @@ def decode_join_group_request_v2(data: bytes, pos: int) -> tuple[JoinGroupReques
             v_name_10: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_10 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_metadata_11: bytes
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -321,29 +345,35 @@ def decode_join_group_request_v3(data: bytes, pos: int) -> tuple[JoinGroupReques
     v_group_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field GroupId is null')
     v_session_timeout_ms_2, v_rebalance_timeout_ms_3 = _S2.unpack_from(data, pos)
     pos += 8
     v_member_id_4: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
-    else:
+    if n0 > 0:
         v_member_id_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_4 = ''
+    else:
+        raise DecodeError('non-nullable field MemberId is null')
     v_protocol_type_6: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field ProtocolType is null')
-    else:
+    if n0 > 0:
         v_protocol_type_6 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_protocol_type_6 = ''
+    else:
+        raise DecodeError('non-nullable field ProtocolType is null')
     v_protocols_7: list[JoinGroupRequestProtocol]
     n0, = _S1.unpack_from(data, pos)
     pos += 4
@@ -358,11 +388,13 @@ def decode_join_group_request_v3(data: bytes, pos: int) -> tuple[JoinGroupReques
             v_name_10: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_10 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_metadata_11: bytes
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -407,29 +439,35 @@ def decode_join_group_request_v4(data: bytes, pos: int) -> tuple[JoinGroupReques
     v_group_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field GroupId is null')
     v_session_timeout_ms_2, v_rebalance_timeout_ms_3 = _S2.unpack_from(data, pos)
     pos += 8
     v_member_id_4: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
-    else:
+    if n0 > 0:
         v_member_id_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_4 = ''
+    else:
+        raise DecodeError('non-nullable field MemberId is null')
     v_protocol_type_6: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field ProtocolType is null')
-    else:
+    if n0 > 0:
         v_protocol_type_6 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_protocol_type_6 = ''
+    else:
+        raise DecodeError('non-nullable field ProtocolType is null')
     v_protocols_7: list[JoinGroupRequestProtocol]
     n0, = _S1.unpack_from(data, pos)
     pos += 4
@@ -444,11 +482,13 @@ def decode_join_group_request_v4(data: bytes, pos: int) -> tuple[JoinGroupReques
             v_name_10: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_10 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_metadata_11: bytes
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -493,37 +533,45 @@ def decode_join_group_request_v5(data: bytes, pos: int) -> tuple[JoinGroupReques
     v_group_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field GroupId is null')
     v_session_timeout_ms_2, v_rebalance_timeout_ms_3 = _S2.unpack_from(data, pos)
     pos += 8
     v_member_id_4: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
-    else:
+    if n0 > 0:
         v_member_id_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_4 = ''
+    else:
+        raise DecodeError('non-nullable field MemberId is null')
     v_group_instance_id_5: str | None
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        v_group_instance_id_5 = None
-    else:
+    if n0 > 0:
         v_group_instance_id_5 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_instance_id_5 = ''
+    else:
+        v_group_instance_id_5 = None
     v_protocol_type_6: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field ProtocolType is null')
-    else:
+    if n0 > 0:
         v_protocol_type_6 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_protocol_type_6 = ''
+    else:
+        raise DecodeError('non-nullable field ProtocolType is null')
     v_protocols_7: list[JoinGroupRequestProtocol]
     n0, = _S1.unpack_from(data, pos)
     pos += 4
@@ -538,11 +586,13 @@ def decode_join_group_request_v5(data: bytes, pos: int) -> tuple[JoinGroupReques
             v_name_10: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_10 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_metadata_11: bytes
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -596,11 +646,13 @@ def decode_join_group_request_v6(data: bytes, pos: int) -> tuple[JoinGroupReques
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field GroupId is null')
     v_session_timeout_ms_2, v_rebalance_timeout_ms_3, n0 = _S3.unpack_from(data, pos)
     v_member_id_4: str
     if n0 < 128:
@@ -609,11 +661,13 @@ def decode_join_group_request_v6(data: bytes, pos: int) -> tuple[JoinGroupReques
         pos += 8
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
-    else:
+    if n0 > 0:
         v_member_id_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_4 = ''
+    else:
+        raise DecodeError('non-nullable field MemberId is null')
     v_group_instance_id_5: str | None
     n0 = data[pos]
     if n0 < 128:
@@ -621,11 +675,13 @@ def decode_join_group_request_v6(data: bytes, pos: int) -> tuple[JoinGroupReques
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_group_instance_id_5 = None
-    else:
+    if n0 > 0:
         v_group_instance_id_5 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_instance_id_5 = ''
+    else:
+        v_group_instance_id_5 = None
     v_protocol_type_6: str
     n0 = data[pos]
     if n0 < 128:
@@ -633,11 +689,13 @@ def decode_join_group_request_v6(data: bytes, pos: int) -> tuple[JoinGroupReques
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field ProtocolType is null')
-    else:
+    if n0 > 0:
         v_protocol_type_6 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_protocol_type_6 = ''
+    else:
+        raise DecodeError('non-nullable field ProtocolType is null')
     v_protocols_7: list[JoinGroupRequestProtocol]
     n0 = data[pos]
     if n0 < 128:
@@ -660,11 +718,13 @@ def decode_join_group_request_v6(data: bytes, pos: int) -> tuple[JoinGroupReques
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_10 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_metadata_11: bytes
             n1 = data[pos]
             if n1 < 128:
@@ -770,11 +830,13 @@ def decode_join_group_request_v7(data: bytes, pos: int) -> tuple[JoinGroupReques
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field GroupId is null')
     v_session_timeout_ms_2, v_rebalance_timeout_ms_3, n0 = _S3.unpack_from(data, pos)
     v_member_id_4: str
     if n0 < 128:
@@ -783,11 +845,13 @@ def decode_join_group_request_v7(data: bytes, pos: int) -> tuple[JoinGroupReques
         pos += 8
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
-    else:
+    if n0 > 0:
         v_member_id_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_4 = ''
+    else:
+        raise DecodeError('non-nullable field MemberId is null')
     v_group_instance_id_5: str | None
     n0 = data[pos]
     if n0 < 128:
@@ -795,11 +859,13 @@ def decode_join_group_request_v7(data: bytes, pos: int) -> tuple[JoinGroupReques
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_group_instance_id_5 = None
-    else:
+    if n0 > 0:
         v_group_instance_id_5 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_instance_id_5 = ''
+    else:
+        v_group_instance_id_5 = None
     v_protocol_type_6: str
     n0 = data[pos]
     if n0 < 128:
@@ -807,11 +873,13 @@ def decode_join_group_request_v7(data: bytes, pos: int) -> tuple[JoinGroupReques
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field ProtocolType is null')
-    else:
+    if n0 > 0:
         v_protocol_type_6 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_protocol_type_6 = ''
+    else:
+        raise DecodeError('non-nullable field ProtocolType is null')
     v_protocols_7: list[JoinGroupRequestProtocol]
     n0 = data[pos]
     if n0 < 128:
@@ -834,11 +902,13 @@ def decode_join_group_request_v7(data: bytes, pos: int) -> tuple[JoinGroupReques
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_10 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_metadata_11: bytes
             n1 = data[pos]
             if n1 < 128:
@@ -944,11 +1014,13 @@ def decode_join_group_request_v8(data: bytes, pos: int) -> tuple[JoinGroupReques
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field GroupId is null')
     v_session_timeout_ms_2, v_rebalance_timeout_ms_3, n0 = _S3.unpack_from(data, pos)
     v_member_id_4: str
     if n0 < 128:
@@ -957,11 +1029,13 @@ def decode_join_group_request_v8(data: bytes, pos: int) -> tuple[JoinGroupReques
         pos += 8
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
-    else:
+    if n0 > 0:
         v_member_id_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_4 = ''
+    else:
+        raise DecodeError('non-nullable field MemberId is null')
     v_group_instance_id_5: str | None
     n0 = data[pos]
     if n0 < 128:
@@ -969,11 +1043,13 @@ def decode_join_group_request_v8(data: bytes, pos: int) -> tuple[JoinGroupReques
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_group_instance_id_5 = None
-    else:
+    if n0 > 0:
         v_group_instance_id_5 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_instance_id_5 = ''
+    else:
+        v_group_instance_id_5 = None
     v_protocol_type_6: str
     n0 = data[pos]
     if n0 < 128:
@@ -981,11 +1057,13 @@ def decode_join_group_request_v8(data: bytes, pos: int) -> tuple[JoinGroupReques
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field ProtocolType is null')
-    else:
+    if n0 > 0:
         v_protocol_type_6 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_protocol_type_6 = ''
+    else:
+        raise DecodeError('non-nullable field ProtocolType is null')
     v_protocols_7: list[JoinGroupRequestProtocol]
     n0 = data[pos]
     if n0 < 128:
@@ -1008,11 +1086,13 @@ def decode_join_group_request_v8(data: bytes, pos: int) -> tuple[JoinGroupReques
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_10 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_metadata_11: bytes
             n1 = data[pos]
             if n1 < 128:
@@ -1042,11 +1122,13 @@ def decode_join_group_request_v8(data: bytes, pos: int) -> tuple[JoinGroupReques
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_reason_8 = None
-    else:
+    if n0 > 0:
         v_reason_8 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_reason_8 = ''
+    else:
+        v_reason_8 = None
     if data[pos] == 0:
         pos += 1
     else:
@@ -1141,11 +1223,13 @@ def decode_join_group_request_v9(data: bytes, pos: int) -> tuple[JoinGroupReques
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field GroupId is null')
     v_session_timeout_ms_2, v_rebalance_timeout_ms_3, n0 = _S3.unpack_from(data, pos)
     v_member_id_4: str
     if n0 < 128:
@@ -1154,11 +1238,13 @@ def decode_join_group_request_v9(data: bytes, pos: int) -> tuple[JoinGroupReques
         pos += 8
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
-    else:
+    if n0 > 0:
         v_member_id_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_4 = ''
+    else:
+        raise DecodeError('non-nullable field MemberId is null')
     v_group_instance_id_5: str | None
     n0 = data[pos]
     if n0 < 128:
@@ -1166,11 +1252,13 @@ def decode_join_group_request_v9(data: bytes, pos: int) -> tuple[JoinGroupReques
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_group_instance_id_5 = None
-    else:
+    if n0 > 0:
         v_group_instance_id_5 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_instance_id_5 = ''
+    else:
+        v_group_instance_id_5 = None
     v_protocol_type_6: str
     n0 = data[pos]
     if n0 < 128:
@@ -1178,11 +1266,13 @@ def decode_join_group_request_v9(data: bytes, pos: int) -> tuple[JoinGroupReques
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field ProtocolType is null')
-    else:
+    if n0 > 0:
         v_protocol_type_6 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_protocol_type_6 = ''
+    else:
+        raise DecodeError('non-nullable field ProtocolType is null')
     v_protocols_7: list[JoinGroupRequestProtocol]
     n0 = data[pos]
     if n0 < 128:
@@ -1205,11 +1295,13 @@ def decode_join_group_request_v9(data: bytes, pos: int) -> tuple[JoinGroupReques
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_10 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_metadata_11: bytes
             n1 = data[pos]
             if n1 < 128:
@@ -1239,11 +1331,13 @@ def decode_join_group_request_v9(data: bytes, pos: int) -> tuple[JoinGroupReques
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_reason_8 = None
-    else:
+    if n0 > 0:
         v_reason_8 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_reason_8 = ''
+    else:
+        v_reason_8 = None
     if data[pos] == 0:
         pos += 1
     else:
@@ -1336,27 +1430,33 @@ def decode_join_group_response_v0(data: bytes, pos: int) -> tuple[JoinGroupRespo
     v_protocol_name_5: str | None
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field ProtocolName is null')
-    else:
+    if n0 > 0:
         v_protocol_name_5 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_protocol_name_5 = ''
+    else:
+        raise DecodeError('non-nullable field ProtocolName is null')
     v_leader_6: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field Leader is null')
-    else:
+    if n0 > 0:
         v_leader_6 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_leader_6 = ''
+    else:
+        raise DecodeError('non-nullable field Leader is null')
     v_member_id_8: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
-    else:
+    if n0 > 0:
         v_member_id_8 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_8 = ''
+    else:
+        raise DecodeError('non-nullable field MemberId is null')
     v_members_9: list[JoinGroupResponseMember]
     n0, = _S1.unpack_from(data, pos)
     pos += 4
@@ -1371,11 +1471,13 @@ def decode_join_group_response_v0(data: bytes, pos: int) -> tuple[JoinGroupRespo
             v_member_id_11: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field MemberId is null')
-            else:
+            if n1 > 0:
                 v_member_id_11 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_member_id_11 = ''
+            else:
+                raise DecodeError('non-nullable field MemberId is null')
             v_metadata_13: bytes
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -1424,27 +1526,33 @@ def decode_join_group_response_v1(data: bytes, pos: int) -> tuple[JoinGroupRespo
     v_protocol_name_5: str | None
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field ProtocolName is null')
-    else:
+    if n0 > 0:
         v_protocol_name_5 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_protocol_name_5 = ''
+    else:
+        raise DecodeError('non-nullable field ProtocolName is null')
     v_leader_6: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field Leader is null')
-    else:
+    if n0 > 0:
         v_leader_6 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_leader_6 = ''
+    else:
+        raise DecodeError('non-nullable field Leader is null')
     v_member_id_8: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
-    else:
+    if n0 > 0:
         v_member_id_8 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_8 = ''
+    else:
+        raise DecodeError('non-nullable field MemberId is null')
     v_members_9: list[JoinGroupResponseMember]
     n0, = _S1.unpack_from(data, pos)
     pos += 4
@@ -1459,11 +1567,13 @@ def decode_join_group_response_v1(data: bytes, pos: int) -> tuple[JoinGroupRespo
             v_member_id_11: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field MemberId is null')
-            else:
+            if n1 > 0:
                 v_member_id_11 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_member_id_11 = ''
+            else:
+                raise DecodeError('non-nullable field MemberId is null')
             v_metadata_13: bytes
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -1512,27 +1622,33 @@ def decode_join_group_response_v2(data: bytes, pos: int) -> tuple[JoinGroupRespo
     v_protocol_name_5: str | None
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field ProtocolName is null')
-    else:
+    if n0 > 0:
         v_protocol_name_5 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_protocol_name_5 = ''
+    else:
+        raise DecodeError('non-nullable field ProtocolName is null')
     v_leader_6: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field Leader is null')
-    else:
+    if n0 > 0:
         v_leader_6 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_leader_6 = ''
+    else:
+        raise DecodeError('non-nullable field Leader is null')
     v_member_id_8: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
-    else:
+    if n0 > 0:
         v_member_id_8 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_8 = ''
+    else:
+        raise DecodeError('non-nullable field MemberId is null')
     v_members_9: list[JoinGroupResponseMember]
     n0, = _S1.unpack_from(data, pos)
     pos += 4
@@ -1547,11 +1663,13 @@ def decode_join_group_response_v2(data: bytes, pos: int) -> tuple[JoinGroupRespo
             v_member_id_11: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field MemberId is null')
-            else:
+            if n1 > 0:
                 v_member_id_11 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_member_id_11 = ''
+            else:
+                raise DecodeError('non-nullable field MemberId is null')
             v_metadata_13: bytes
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -1600,27 +1718,33 @@ def decode_join_group_response_v3(data: bytes, pos: int) -> tuple[JoinGroupRespo
     v_protocol_name_5: str | None
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field ProtocolName is null')
-    else:
+    if n0 > 0:
         v_protocol_name_5 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_protocol_name_5 = ''
+    else:
+        raise DecodeError('non-nullable field ProtocolName is null')
     v_leader_6: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field Leader is null')
-    else:
+    if n0 > 0:
         v_leader_6 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_leader_6 = ''
+    else:
+        raise DecodeError('non-nullable field Leader is null')
     v_member_id_8: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
-    else:
+    if n0 > 0:
         v_member_id_8 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_8 = ''
+    else:
+        raise DecodeError('non-nullable field MemberId is null')
     v_members_9: list[JoinGroupResponseMember]
     n0, = _S1.unpack_from(data, pos)
     pos += 4
@@ -1635,11 +1759,13 @@ def decode_join_group_response_v3(data: bytes, pos: int) -> tuple[JoinGroupRespo
             v_member_id_11: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field MemberId is null')
-            else:
+            if n1 > 0:
                 v_member_id_11 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_member_id_11 = ''
+            else:
+                raise DecodeError('non-nullable field MemberId is null')
             v_metadata_13: bytes
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -1688,27 +1814,33 @@ def decode_join_group_response_v4(data: bytes, pos: int) -> tuple[JoinGroupRespo
     v_protocol_name_5: str | None
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field ProtocolName is null')
-    else:
+    if n0 > 0:
         v_protocol_name_5 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_protocol_name_5 = ''
+    else:
+        raise DecodeError('non-nullable field ProtocolName is null')
     v_leader_6: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field Leader is null')
-    else:
+    if n0 > 0:
         v_leader_6 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_leader_6 = ''
+    else:
+        raise DecodeError('non-nullable field Leader is null')
     v_member_id_8: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
-    else:
+    if n0 > 0:
         v_member_id_8 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_8 = ''
+    else:
+        raise DecodeError('non-nullable field MemberId is null')
     v_members_9: list[JoinGroupResponseMember]
     n0, = _S1.unpack_from(data, pos)
     pos += 4
@@ -1723,11 +1855,13 @@ def decode_join_group_response_v4(data: bytes, pos: int) -> tuple[JoinGroupRespo
             v_member_id_11: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field MemberId is null')
-            else:
+            if n1 > 0:
                 v_member_id_11 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_member_id_11 = ''
+            else:
+                raise DecodeError('non-nullable field MemberId is null')
             v_metadata_13: bytes
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -1776,27 +1910,33 @@ def decode_join_group_response_v5(data: bytes, pos: int) -> tuple[JoinGroupRespo
     v_protocol_name_5: str | None
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field ProtocolName is null')
-    else:
+    if n0 > 0:
         v_protocol_name_5 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_protocol_name_5 = ''
+    else:
+        raise DecodeError('non-nullable field ProtocolName is null')
     v_leader_6: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field Leader is null')
-    else:
+    if n0 > 0:
         v_leader_6 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_leader_6 = ''
+    else:
+        raise DecodeError('non-nullable field Leader is null')
     v_member_id_8: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
-    else:
+    if n0 > 0:
         v_member_id_8 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_8 = ''
+    else:
+        raise DecodeError('non-nullable field MemberId is null')
     v_members_9: list[JoinGroupResponseMember]
     n0, = _S1.unpack_from(data, pos)
     pos += 4
@@ -1811,19 +1951,23 @@ def decode_join_group_response_v5(data: bytes, pos: int) -> tuple[JoinGroupRespo
             v_member_id_11: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field MemberId is null')
-            else:
+            if n1 > 0:
                 v_member_id_11 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_member_id_11 = ''
+            else:
+                raise DecodeError('non-nullable field MemberId is null')
             v_group_instance_id_12: str | None
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                v_group_instance_id_12 = None
-            else:
+            if n1 > 0:
                 v_group_instance_id_12 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_instance_id_12 = ''
+            else:
+                v_group_instance_id_12 = None
             v_metadata_13: bytes
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -1882,11 +2026,13 @@ def decode_join_group_response_v6(data: bytes, pos: int) -> tuple[JoinGroupRespo
         pos += 10
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field ProtocolName is null')
-    else:
+    if n0 > 0:
         v_protocol_name_5 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_protocol_name_5 = ''
+    else:
+        raise DecodeError('non-nullable field ProtocolName is null')
     v_leader_6: str
     n0 = data[pos]
     if n0 < 128:
@@ -1894,11 +2040,13 @@ def decode_join_group_response_v6(data: bytes, pos: int) -> tuple[JoinGroupRespo
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field Leader is null')
-    else:
+    if n0 > 0:
         v_leader_6 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_leader_6 = ''
+    else:
+        raise DecodeError('non-nullable field Leader is null')
     v_member_id_8: str
     n0 = data[pos]
     if n0 < 128:
@@ -1906,11 +2054,13 @@ def decode_join_group_response_v6(data: bytes, pos: int) -> tuple[JoinGroupRespo
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
-    else:
+    if n0 > 0:
         v_member_id_8 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_8 = ''
+    else:
+        raise DecodeError('non-nullable field MemberId is null')
     v_members_9: list[JoinGroupResponseMember]
     n0 = data[pos]
     if n0 < 128:
@@ -1933,11 +2083,13 @@ def decode_join_group_response_v6(data: bytes, pos: int) -> tuple[JoinGroupRespo
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field MemberId is null')
-            else:
+            if n1 > 0:
                 v_member_id_11 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_member_id_11 = ''
+            else:
+                raise DecodeError('non-nullable field MemberId is null')
             v_group_instance_id_12: str | None
             n1 = data[pos]
             if n1 < 128:
@@ -1945,11 +2097,13 @@ def decode_join_group_response_v6(data: bytes, pos: int) -> tuple[JoinGroupRespo
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_group_instance_id_12 = None
-            else:
+            if n1 > 0:
                 v_group_instance_id_12 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_instance_id_12 = ''
+            else:
+                v_group_instance_id_12 = None
             v_metadata_13: bytes
             n1 = data[pos]
             if n1 < 128:
@@ -2060,11 +2214,13 @@ def decode_join_group_response_v7(data: bytes, pos: int) -> tuple[JoinGroupRespo
         pos += 10
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_protocol_type_4 = None
-    else:
+    if n0 > 0:
         v_protocol_type_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_protocol_type_4 = ''
+    else:
+        v_protocol_type_4 = None
     v_protocol_name_5: str | None
     n0 = data[pos]
     if n0 < 128:
@@ -2072,11 +2228,13 @@ def decode_join_group_response_v7(data: bytes, pos: int) -> tuple[JoinGroupRespo
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_protocol_name_5 = None
-    else:
+    if n0 > 0:
         v_protocol_name_5 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_protocol_name_5 = ''
+    else:
+        v_protocol_name_5 = None
     v_leader_6: str
     n0 = data[pos]
     if n0 < 128:
@@ -2084,11 +2242,13 @@ def decode_join_group_response_v7(data: bytes, pos: int) -> tuple[JoinGroupRespo
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field Leader is null')
-    else:
+    if n0 > 0:
         v_leader_6 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_leader_6 = ''
+    else:
+        raise DecodeError('non-nullable field Leader is null')
     v_member_id_8: str
     n0 = data[pos]
     if n0 < 128:
@@ -2096,11 +2256,13 @@ def decode_join_group_response_v7(data: bytes, pos: int) -> tuple[JoinGroupRespo
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
-    else:
+    if n0 > 0:
         v_member_id_8 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_8 = ''
+    else:
+        raise DecodeError('non-nullable field MemberId is null')
     v_members_9: list[JoinGroupResponseMember]
     n0 = data[pos]
     if n0 < 128:
@@ -2123,11 +2285,13 @@ def decode_join_group_response_v7(data: bytes, pos: int) -> tuple[JoinGroupRespo
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field MemberId is null')
-            else:
+            if n1 > 0:
                 v_member_id_11 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_member_id_11 = ''
+            else:
+                raise DecodeError('non-nullable field MemberId is null')
             v_group_instance_id_12: str | None
             n1 = data[pos]
             if n1 < 128:
@@ -2135,11 +2299,13 @@ def decode_join_group_response_v7(data: bytes, pos: int) -> tuple[JoinGroupRespo
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_group_instance_id_12 = None
-            else:
+            if n1 > 0:
                 v_group_instance_id_12 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_instance_id_12 = ''
+            else:
+                v_group_instance_id_12 = None
             v_metadata_13: bytes
             n1 = data[pos]
             if n1 < 128:
@@ -2262,11 +2428,13 @@ def decode_join_group_response_v8(data: bytes, pos: int) -> tuple[JoinGroupRespo
         pos += 10
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_protocol_type_4 = None
-    else:
+    if n0 > 0:
         v_protocol_type_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_protocol_type_4 = ''
+    else:
+        v_protocol_type_4 = None
     v_protocol_name_5: str | None
     n0 = data[pos]
     if n0 < 128:
@@ -2274,11 +2442,13 @@ def decode_join_group_response_v8(data: bytes, pos: int) -> tuple[JoinGroupRespo
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_protocol_name_5 = None
-    else:
+    if n0 > 0:
         v_protocol_name_5 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_protocol_name_5 = ''
+    else:
+        v_protocol_name_5 = None
     v_leader_6: str
     n0 = data[pos]
     if n0 < 128:
@@ -2286,11 +2456,13 @@ def decode_join_group_response_v8(data: bytes, pos: int) -> tuple[JoinGroupRespo
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field Leader is null')
-    else:
+    if n0 > 0:
         v_leader_6 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_leader_6 = ''
+    else:
+        raise DecodeError('non-nullable field Leader is null')
     v_member_id_8: str
     n0 = data[pos]
     if n0 < 128:
@@ -2298,11 +2470,13 @@ def decode_join_group_response_v8(data: bytes, pos: int) -> tuple[JoinGroupRespo
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
-    else:
+    if n0 > 0:
         v_member_id_8 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_8 = ''
+    else:
+        raise DecodeError('non-nullable field MemberId is null')
     v_members_9: list[JoinGroupResponseMember]
     n0 = data[pos]
     if n0 < 128:
@@ -2325,11 +2499,13 @@ def decode_join_group_response_v8(data: bytes, pos: int) -> tuple[JoinGroupRespo
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field MemberId is null')
-            else:
+            if n1 > 0:
                 v_member_id_11 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_member_id_11 = ''
+            else:
+                raise DecodeError('non-nullable field MemberId is null')
             v_group_instance_id_12: str | None
             n1 = data[pos]
             if n1 < 128:
@@ -2337,11 +2513,13 @@ def decode_join_group_response_v8(data: bytes, pos: int) -> tuple[JoinGroupRespo
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_group_instance_id_12 = None
-            else:
+            if n1 > 0:
                 v_group_instance_id_12 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_instance_id_12 = ''
+            else:
+                v_group_instance_id_12 = None
             v_metadata_13: bytes
             n1 = data[pos]
             if n1 < 128:
@@ -2464,11 +2642,13 @@ def decode_join_group_response_v9(data: bytes, pos: int) -> tuple[JoinGroupRespo
         pos += 10
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_protocol_type_4 = None
-    else:
+    if n0 > 0:
         v_protocol_type_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_protocol_type_4 = ''
+    else:
+        v_protocol_type_4 = None
     v_protocol_name_5: str | None
     n0 = data[pos]
     if n0 < 128:
@@ -2476,11 +2656,13 @@ def decode_join_group_response_v9(data: bytes, pos: int) -> tuple[JoinGroupRespo
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_protocol_name_5 = None
-    else:
+    if n0 > 0:
         v_protocol_name_5 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_protocol_name_5 = ''
+    else:
+        v_protocol_name_5 = None
     v_leader_6: str
     n0 = data[pos]
     if n0 < 128:
@@ -2488,11 +2670,13 @@ def decode_join_group_response_v9(data: bytes, pos: int) -> tuple[JoinGroupRespo
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field Leader is null')
-    else:
+    if n0 > 0:
         v_leader_6 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_leader_6 = ''
+    else:
+        raise DecodeError('non-nullable field Leader is null')
     v_skip_assignment_7, n0 = _S8.unpack_from(data, pos)
     v_member_id_8: str
     if n0 < 128:
@@ -2501,11 +2685,13 @@ def decode_join_group_response_v9(data: bytes, pos: int) -> tuple[JoinGroupRespo
         pos += 1
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
-    else:
+    if n0 > 0:
         v_member_id_8 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_8 = ''
+    else:
+        raise DecodeError('non-nullable field MemberId is null')
     v_members_9: list[JoinGroupResponseMember]
     n0 = data[pos]
     if n0 < 128:
@@ -2528,11 +2714,13 @@ def decode_join_group_response_v9(data: bytes, pos: int) -> tuple[JoinGroupRespo
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field MemberId is null')
-            else:
+            if n1 > 0:
                 v_member_id_11 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_member_id_11 = ''
+            else:
+                raise DecodeError('non-nullable field MemberId is null')
             v_group_instance_id_12: str | None
             n1 = data[pos]
             if n1 < 128:
@@ -2540,11 +2728,13 @@ def decode_join_group_response_v9(data: bytes, pos: int) -> tuple[JoinGroupRespo
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_group_instance_id_12 = None
-            else:
+            if n1 > 0:
                 v_group_instance_id_12 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_instance_id_12 = ''
+            else:
+                v_group_instance_id_12 = None
             v_metadata_13: bytes
             n1 = data[pos]
             if n1 < 128:

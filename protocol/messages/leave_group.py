@@ -49,19 +49,23 @@ def decode_leave_group_request_v0(data: bytes, pos: int) -> tuple[LeaveGroupRequ
     v_group_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field GroupId is null')
     v_member_id_2: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
-    else:
+    if n0 > 0:
         v_member_id_2 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_2 = ''
+    else:
+        raise DecodeError('non-nullable field MemberId is null')
     return LeaveGroupRequest(v_group_id_1, v_member_id_2, []), pos
 
 
@@ -82,19 +86,23 @@ def decode_leave_group_request_v1(data: bytes, pos: int) -> tuple[LeaveGroupRequ
     v_group_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field GroupId is null')
     v_member_id_2: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
-    else:
+    if n0 > 0:
         v_member_id_2 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_2 = ''
+    else:
+        raise DecodeError('non-nullable field MemberId is null')
     return LeaveGroupRequest(v_group_id_1, v_member_id_2, []), pos
 
 
@@ -115,19 +123,23 @@ def decode_leave_group_request_v2(data: bytes, pos: int) -> tuple[LeaveGroupRequ
     v_group_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field GroupId is null')
     v_member_id_2: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
-    else:
+    if n0 > 0:
         v_member_id_2 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_2 = ''
+    else:
+        raise DecodeError('non-nullable field MemberId is null')
     return LeaveGroupRequest(v_group_id_1, v_member_id_2, []), pos
 
 
@@ -148,11 +160,13 @@ def decode_leave_group_request_v3(data: bytes, pos: int) -> tuple[LeaveGroupRequ
     v_group_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field GroupId is null')
     v_members_3: list[MemberIdentity]
     n0, = _S1.unpack_from(data, pos)
     pos += 4
@@ -167,19 +181,23 @@ def decode_leave_group_request_v3(data: bytes, pos: int) -> tuple[LeaveGroupRequ
             v_member_id_5: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field MemberId is null')
-            else:
+            if n1 > 0:
                 v_member_id_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_member_id_5 = ''
+            else:
+                raise DecodeError('non-nullable field MemberId is null')
             v_group_instance_id_6: str | None
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                v_group_instance_id_6 = None
-            else:
+            if n1 > 0:
                 v_group_instance_id_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_instance_id_6 = ''
+            else:
+                v_group_instance_id_6 = None
             append_4(MemberIdentity(v_member_id_5, v_group_instance_id_6, None))
     return LeaveGroupRequest(v_group_id_1, '', v_members_3), pos
 
@@ -215,11 +233,13 @@ def decode_leave_group_request_v4(data: bytes, pos: int) -> tuple[LeaveGroupRequ
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field GroupId is null')
     v_members_3: list[MemberIdentity]
     n0 = data[pos]
     if n0 < 128:
@@ -242,11 +262,13 @@ def decode_leave_group_request_v4(data: bytes, pos: int) -> tuple[LeaveGroupRequ
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field MemberId is null')
-            else:
+            if n1 > 0:
                 v_member_id_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_member_id_5 = ''
+            else:
+                raise DecodeError('non-nullable field MemberId is null')
             v_group_instance_id_6: str | None
             n1 = data[pos]
             if n1 < 128:
@@ -254,11 +276,13 @@ def decode_leave_group_request_v4(data: bytes, pos: int) -> tuple[LeaveGroupRequ
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_group_instance_id_6 = None
-            else:
+            if n1 > 0:
                 v_group_instance_id_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_instance_id_6 = ''
+            else:
+                v_group_instance_id_6 = None
             if data[pos] == 0:
                 pos += 1
             else:
@@ -330,11 +354,13 @@ def decode_leave_group_request_v5(data: bytes, pos: int) -> tuple[LeaveGroupRequ
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field GroupId is null')
     v_members_3: list[MemberIdentity]
     n0 = data[pos]
     if n0 < 128:
@@ -357,11 +383,13 @@ def decode_leave_group_request_v5(data: bytes, pos: int) -> tuple[LeaveGroupRequ
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field MemberId is null')
-            else:
+            if n1 > 0:
                 v_member_id_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_member_id_5 = ''
+            else:
+                raise DecodeError('non-nullable field MemberId is null')
             v_group_instance_id_6: str | None
             n1 = data[pos]
             if n1 < 128:
@@ -369,11 +397,13 @@ def decode_leave_group_request_v5(data: bytes, pos: int) -> tuple[LeaveGroupRequ
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_group_instance_id_6 = None
-            else:
+            if n1 > 0:
                 v_group_instance_id_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_instance_id_6 = ''
+            else:
+                v_group_instance_id_6 = None
             v_reason_7: str | None
             n1 = data[pos]
             if n1 < 128:
@@ -381,11 +411,13 @@ def decode_leave_group_request_v5(data: bytes, pos: int) -> tuple[LeaveGroupRequ
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_reason_7 = None
-            else:
+            if n1 > 0:
                 v_reason_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_reason_7 = ''
+            else:
+                v_reason_7 = None
             if data[pos] == 0:
                 pos += 1
             else:
@@ -513,19 +545,23 @@ def decode_leave_group_response_v3(data: bytes, pos: int) -> tuple[LeaveGroupRes
             v_member_id_5: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field MemberId is null')
-            else:
+            if n1 > 0:
                 v_member_id_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_member_id_5 = ''
+            else:
+                raise DecodeError('non-nullable field MemberId is null')
             v_group_instance_id_6: str | None
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                v_group_instance_id_6 = None
-            else:
+            if n1 > 0:
                 v_group_instance_id_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_instance_id_6 = ''
+            else:
+                v_group_instance_id_6 = None
             v_error_code_7, = _S0.unpack_from(data, pos)
             pos += 2
             append_4(MemberResponse(v_member_id_5, v_group_instance_id_6, v_error_code_7))
@@ -575,11 +611,13 @@ def decode_leave_group_response_v4(data: bytes, pos: int) -> tuple[LeaveGroupRes
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field MemberId is null')
-            else:
+            if n1 > 0:
                 v_member_id_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_member_id_5 = ''
+            else:
+                raise DecodeError('non-nullable field MemberId is null')
             v_group_instance_id_6: str | None
             n1 = data[pos]
             if n1 < 128:
@@ -587,11 +625,13 @@ def decode_leave_group_response_v4(data: bytes, pos: int) -> tuple[LeaveGroupRes
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_group_instance_id_6 = None
-            else:
+            if n1 > 0:
                 v_group_instance_id_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_instance_id_6 = ''
+            else:
+                v_group_instance_id_6 = None
             v_error_code_7, tag_count1 = _S4.unpack_from(data, pos)
             if tag_count1 == 0:
                 pos += 3
@@ -672,11 +712,13 @@ def decode_leave_group_response_v5(data: bytes, pos: int) -> tuple[LeaveGroupRes
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field MemberId is null')
-            else:
+            if n1 > 0:
                 v_member_id_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_member_id_5 = ''
+            else:
+                raise DecodeError('non-nullable field MemberId is null')
             v_group_instance_id_6: str | None
             n1 = data[pos]
             if n1 < 128:
@@ -684,11 +726,13 @@ def decode_leave_group_response_v5(data: bytes, pos: int) -> tuple[LeaveGroupRes
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_group_instance_id_6 = None
-            else:
+            if n1 > 0:
                 v_group_instance_id_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_instance_id_6 = ''
+            else:
+                v_group_instance_id_6 = None
             v_error_code_7, tag_count1 = _S4.unpack_from(data, pos)
             if tag_count1 == 0:
                 pos += 3

@@ -114,11 +114,13 @@ def decode_list_config_resources_response_v0(data: bytes, pos: int) -> tuple[Lis
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field ResourceName is null')
-            else:
+            if n1 > 0:
                 v_resource_name_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_resource_name_5 = ''
+            else:
+                raise DecodeError('non-nullable field ResourceName is null')
             if data[pos] == 0:
                 pos += 1
             else:
@@ -186,11 +188,13 @@ def decode_list_config_resources_response_v1(data: bytes, pos: int) -> tuple[Lis
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field ResourceName is null')
-            else:
+            if n1 > 0:
                 v_resource_name_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_resource_name_5 = ''
+            else:
+                raise DecodeError('non-nullable field ResourceName is null')
             v_resource_type_6, tag_count1 = _S2.unpack_from(data, pos)
             if tag_count1 == 0:
                 pos += 2

@@ -113,11 +113,13 @@ def decode_list_groups_request_v4(data: bytes, pos: int) -> tuple[ListGroupsRequ
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field StatesFilter[] is null')
-            else:
+            if n1 > 0:
                 e_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                e_4 = ''
+            else:
+                raise DecodeError('non-nullable field StatesFilter[] is null')
             append_3(e_4)
     if data[pos] == 0:
         pos += 1
@@ -175,11 +177,13 @@ def decode_list_groups_request_v5(data: bytes, pos: int) -> tuple[ListGroupsRequ
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field StatesFilter[] is null')
-            else:
+            if n1 > 0:
                 e_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                e_4 = ''
+            else:
+                raise DecodeError('non-nullable field StatesFilter[] is null')
             append_3(e_4)
     v_types_filter_2: list[str]
     n0 = data[pos]
@@ -203,11 +207,13 @@ def decode_list_groups_request_v5(data: bytes, pos: int) -> tuple[ListGroupsRequ
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field TypesFilter[] is null')
-            else:
+            if n1 > 0:
                 e_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                e_6 = ''
+            else:
+                raise DecodeError('non-nullable field TypesFilter[] is null')
             append_5(e_6)
     if data[pos] == 0:
         pos += 1
@@ -272,19 +278,23 @@ def decode_list_groups_response_v0(data: bytes, pos: int) -> tuple[ListGroupsRes
             v_group_id_5: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupId is null')
-            else:
+            if n1 > 0:
                 v_group_id_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_id_5 = ''
+            else:
+                raise DecodeError('non-nullable field GroupId is null')
             v_protocol_type_6: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field ProtocolType is null')
-            else:
+            if n1 > 0:
                 v_protocol_type_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_protocol_type_6 = ''
+            else:
+                raise DecodeError('non-nullable field ProtocolType is null')
             append_4(ListedGroup(v_group_id_5, v_protocol_type_6, '', ''))
     return ListGroupsResponse(0, v_error_code_2, v_groups_3), pos
 
@@ -321,19 +331,23 @@ def decode_list_groups_response_v1(data: bytes, pos: int) -> tuple[ListGroupsRes
             v_group_id_5: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupId is null')
-            else:
+            if n1 > 0:
                 v_group_id_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_id_5 = ''
+            else:
+                raise DecodeError('non-nullable field GroupId is null')
             v_protocol_type_6: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field ProtocolType is null')
-            else:
+            if n1 > 0:
                 v_protocol_type_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_protocol_type_6 = ''
+            else:
+                raise DecodeError('non-nullable field ProtocolType is null')
             append_4(ListedGroup(v_group_id_5, v_protocol_type_6, '', ''))
     return ListGroupsResponse(v_throttle_time_ms_1, v_error_code_2, v_groups_3), pos
 
@@ -370,19 +384,23 @@ def decode_list_groups_response_v2(data: bytes, pos: int) -> tuple[ListGroupsRes
             v_group_id_5: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupId is null')
-            else:
+            if n1 > 0:
                 v_group_id_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_id_5 = ''
+            else:
+                raise DecodeError('non-nullable field GroupId is null')
             v_protocol_type_6: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field ProtocolType is null')
-            else:
+            if n1 > 0:
                 v_protocol_type_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_protocol_type_6 = ''
+            else:
+                raise DecodeError('non-nullable field ProtocolType is null')
             append_4(ListedGroup(v_group_id_5, v_protocol_type_6, '', ''))
     return ListGroupsResponse(v_throttle_time_ms_1, v_error_code_2, v_groups_3), pos
 
@@ -426,11 +444,13 @@ def decode_list_groups_response_v3(data: bytes, pos: int) -> tuple[ListGroupsRes
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupId is null')
-            else:
+            if n1 > 0:
                 v_group_id_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_id_5 = ''
+            else:
+                raise DecodeError('non-nullable field GroupId is null')
             v_protocol_type_6: str
             n1 = data[pos]
             if n1 < 128:
@@ -438,11 +458,13 @@ def decode_list_groups_response_v3(data: bytes, pos: int) -> tuple[ListGroupsRes
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field ProtocolType is null')
-            else:
+            if n1 > 0:
                 v_protocol_type_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_protocol_type_6 = ''
+            else:
+                raise DecodeError('non-nullable field ProtocolType is null')
             if data[pos] == 0:
                 pos += 1
             else:
@@ -518,11 +540,13 @@ def decode_list_groups_response_v4(data: bytes, pos: int) -> tuple[ListGroupsRes
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupId is null')
-            else:
+            if n1 > 0:
                 v_group_id_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_id_5 = ''
+            else:
+                raise DecodeError('non-nullable field GroupId is null')
             v_protocol_type_6: str
             n1 = data[pos]
             if n1 < 128:
@@ -530,11 +554,13 @@ def decode_list_groups_response_v4(data: bytes, pos: int) -> tuple[ListGroupsRes
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field ProtocolType is null')
-            else:
+            if n1 > 0:
                 v_protocol_type_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_protocol_type_6 = ''
+            else:
+                raise DecodeError('non-nullable field ProtocolType is null')
             v_group_state_7: str
             n1 = data[pos]
             if n1 < 128:
@@ -542,11 +568,13 @@ def decode_list_groups_response_v4(data: bytes, pos: int) -> tuple[ListGroupsRes
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupState is null')
-            else:
+            if n1 > 0:
                 v_group_state_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_state_7 = ''
+            else:
+                raise DecodeError('non-nullable field GroupState is null')
             if data[pos] == 0:
                 pos += 1
             else:
@@ -630,11 +658,13 @@ def decode_list_groups_response_v5(data: bytes, pos: int) -> tuple[ListGroupsRes
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupId is null')
-            else:
+            if n1 > 0:
                 v_group_id_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_id_5 = ''
+            else:
+                raise DecodeError('non-nullable field GroupId is null')
             v_protocol_type_6: str
             n1 = data[pos]
             if n1 < 128:
@@ -642,11 +672,13 @@ def decode_list_groups_response_v5(data: bytes, pos: int) -> tuple[ListGroupsRes
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field ProtocolType is null')
-            else:
+            if n1 > 0:
                 v_protocol_type_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_protocol_type_6 = ''
+            else:
+                raise DecodeError('non-nullable field ProtocolType is null')
             v_group_state_7: str
             n1 = data[pos]
             if n1 < 128:
@@ -654,11 +686,13 @@ def decode_list_groups_response_v5(data: bytes, pos: int) -> tuple[ListGroupsRes
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupState is null')
-            else:
+            if n1 > 0:
                 v_group_state_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_state_7 = ''
+            else:
+                raise DecodeError('non-nullable field GroupState is null')
             v_group_type_8: str
             n1 = data[pos]
             if n1 < 128:
@@ -666,11 +700,13 @@ def decode_list_groups_response_v5(data: bytes, pos: int) -> tuple[ListGroupsRes
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupType is null')
-            else:
+            if n1 > 0:
                 v_group_type_8 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_type_8 = ''
+            else:
+                raise DecodeError('non-nullable field GroupType is null')
             if data[pos] == 0:
                 pos += 1
             else:

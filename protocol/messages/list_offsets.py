@@ -88,11 +88,13 @@ def decode_list_offsets_request_v0(data: bytes, pos: int) -> tuple[ListOffsetsRe
             v_name_6: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_6 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_7: list[ListOffsetsPartition]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
@@ -145,11 +147,13 @@ def decode_list_offsets_request_v1(data: bytes, pos: int) -> tuple[ListOffsetsRe
             v_name_6: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_6 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_7: list[ListOffsetsPartition]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
@@ -204,11 +208,13 @@ def decode_list_offsets_request_v2(data: bytes, pos: int) -> tuple[ListOffsetsRe
             v_name_6: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_6 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_7: list[ListOffsetsPartition]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
@@ -261,11 +267,13 @@ def decode_list_offsets_request_v3(data: bytes, pos: int) -> tuple[ListOffsetsRe
             v_name_6: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_6 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_7: list[ListOffsetsPartition]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
@@ -318,11 +326,13 @@ def decode_list_offsets_request_v4(data: bytes, pos: int) -> tuple[ListOffsetsRe
             v_name_6: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_6 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_7: list[ListOffsetsPartition]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
@@ -375,11 +385,13 @@ def decode_list_offsets_request_v5(data: bytes, pos: int) -> tuple[ListOffsetsRe
             v_name_6: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_6 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_7: list[ListOffsetsPartition]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
@@ -439,11 +451,13 @@ def decode_list_offsets_request_v6(data: bytes, pos: int) -> tuple[ListOffsetsRe
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_6 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_7: list[ListOffsetsPartition]
             n1 = data[pos]
             if n1 < 128:
@@ -548,11 +562,13 @@ def decode_list_offsets_request_v7(data: bytes, pos: int) -> tuple[ListOffsetsRe
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_6 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_7: list[ListOffsetsPartition]
             n1 = data[pos]
             if n1 < 128:
@@ -657,11 +673,13 @@ def decode_list_offsets_request_v8(data: bytes, pos: int) -> tuple[ListOffsetsRe
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_6 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_7: list[ListOffsetsPartition]
             n1 = data[pos]
             if n1 < 128:
@@ -766,11 +784,13 @@ def decode_list_offsets_request_v9(data: bytes, pos: int) -> tuple[ListOffsetsRe
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_6 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_7: list[ListOffsetsPartition]
             n1 = data[pos]
             if n1 < 128:
@@ -875,11 +895,13 @@ def decode_list_offsets_request_v10(data: bytes, pos: int) -> tuple[ListOffsetsR
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_6 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_7: list[ListOffsetsPartition]
             n1 = data[pos]
             if n1 < 128:
@@ -986,11 +1008,13 @@ def decode_list_offsets_request_v11(data: bytes, pos: int) -> tuple[ListOffsetsR
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_6 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_7: list[ListOffsetsPartition]
             n1 = data[pos]
             if n1 < 128:
@@ -1088,11 +1112,13 @@ def decode_list_offsets_response_v0(data: bytes, pos: int) -> tuple[ListOffsetsR
             v_name_4: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_4 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_5: list[ListOffsetsPartitionResponse]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
@@ -1159,11 +1185,13 @@ def decode_list_offsets_response_v1(data: bytes, pos: int) -> tuple[ListOffsetsR
             v_name_4: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_4 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_5: list[ListOffsetsPartitionResponse]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
@@ -1217,11 +1245,13 @@ def decode_list_offsets_response_v2(data: bytes, pos: int) -> tuple[ListOffsetsR
             v_name_4: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_4 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_5: list[ListOffsetsPartitionResponse]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
@@ -1276,11 +1306,13 @@ def decode_list_offsets_response_v3(data: bytes, pos: int) -> tuple[ListOffsetsR
             v_name_4: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_4 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_5: list[ListOffsetsPartitionResponse]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
@@ -1335,11 +1367,13 @@ def decode_list_offsets_response_v4(data: bytes, pos: int) -> tuple[ListOffsetsR
             v_name_4: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_4 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_5: list[ListOffsetsPartitionResponse]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
@@ -1392,11 +1426,13 @@ def decode_list_offsets_response_v5(data: bytes, pos: int) -> tuple[ListOffsetsR
             v_name_4: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_4 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_5: list[ListOffsetsPartitionResponse]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
@@ -1456,11 +1492,13 @@ def decode_list_offsets_response_v6(data: bytes, pos: int) -> tuple[ListOffsetsR
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_4 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_5: list[ListOffsetsPartitionResponse]
             n1 = data[pos]
             if n1 < 128:
@@ -1565,11 +1603,13 @@ def decode_list_offsets_response_v7(data: bytes, pos: int) -> tuple[ListOffsetsR
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_4 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_5: list[ListOffsetsPartitionResponse]
             n1 = data[pos]
             if n1 < 128:
@@ -1674,11 +1714,13 @@ def decode_list_offsets_response_v8(data: bytes, pos: int) -> tuple[ListOffsetsR
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_4 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_5: list[ListOffsetsPartitionResponse]
             n1 = data[pos]
             if n1 < 128:
@@ -1783,11 +1825,13 @@ def decode_list_offsets_response_v9(data: bytes, pos: int) -> tuple[ListOffsetsR
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_4 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_5: list[ListOffsetsPartitionResponse]
             n1 = data[pos]
             if n1 < 128:
@@ -1892,11 +1936,13 @@ def decode_list_offsets_response_v10(data: bytes, pos: int) -> tuple[ListOffsets
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_4 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_5: list[ListOffsetsPartitionResponse]
             n1 = data[pos]
             if n1 < 128:
@@ -2001,11 +2047,13 @@ def decode_list_offsets_response_v11(data: bytes, pos: int) -> tuple[ListOffsets
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_4 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_5: list[ListOffsetsPartitionResponse]
             n1 = data[pos]
             if n1 < 128:

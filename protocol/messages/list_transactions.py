@@ -62,11 +62,13 @@ def decode_list_transactions_request_v0(data: bytes, pos: int) -> tuple[ListTran
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field StateFilters[] is null')
-            else:
+            if n1 > 0:
                 e_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                e_6 = ''
+            else:
+                raise DecodeError('non-nullable field StateFilters[] is null')
             append_5(e_6)
     v_producer_id_filters_2: list[int]
     n0 = data[pos]
@@ -147,11 +149,13 @@ def decode_list_transactions_request_v1(data: bytes, pos: int) -> tuple[ListTran
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field StateFilters[] is null')
-            else:
+            if n1 > 0:
                 e_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                e_6 = ''
+            else:
+                raise DecodeError('non-nullable field StateFilters[] is null')
             append_5(e_6)
     v_producer_id_filters_2: list[int]
     n0 = data[pos]
@@ -232,11 +236,13 @@ def decode_list_transactions_request_v2(data: bytes, pos: int) -> tuple[ListTran
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field StateFilters[] is null')
-            else:
+            if n1 > 0:
                 e_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                e_6 = ''
+            else:
+                raise DecodeError('non-nullable field StateFilters[] is null')
             append_5(e_6)
     v_producer_id_filters_2: list[int]
     n0 = data[pos]
@@ -260,11 +266,13 @@ def decode_list_transactions_request_v2(data: bytes, pos: int) -> tuple[ListTran
         pos += 8
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_transactional_id_pattern_4 = None
-    else:
+    if n0 > 0:
         v_transactional_id_pattern_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_transactional_id_pattern_4 = ''
+    else:
+        v_transactional_id_pattern_4 = None
     if data[pos] == 0:
         pos += 1
     else:
@@ -339,11 +347,13 @@ def decode_list_transactions_response_v0(data: bytes, pos: int) -> tuple[ListTra
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field UnknownStateFilters[] is null')
-            else:
+            if n1 > 0:
                 e_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                e_6 = ''
+            else:
+                raise DecodeError('non-nullable field UnknownStateFilters[] is null')
             append_5(e_6)
     v_transaction_states_4: list[TransactionState]
     n0 = data[pos]
@@ -367,11 +377,13 @@ def decode_list_transactions_response_v0(data: bytes, pos: int) -> tuple[ListTra
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field TransactionalId is null')
-            else:
+            if n1 > 0:
                 v_transactional_id_8 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_transactional_id_8 = ''
+            else:
+                raise DecodeError('non-nullable field TransactionalId is null')
             v_producer_id_9, n1 = _S0.unpack_from(data, pos)
             v_transaction_state_10: str
             if n1 < 128:
@@ -380,11 +392,13 @@ def decode_list_transactions_response_v0(data: bytes, pos: int) -> tuple[ListTra
                 pos += 8
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field TransactionState is null')
-            else:
+            if n1 > 0:
                 v_transaction_state_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_transaction_state_10 = ''
+            else:
+                raise DecodeError('non-nullable field TransactionState is null')
             if data[pos] == 0:
                 pos += 1
             else:
@@ -476,11 +490,13 @@ def decode_list_transactions_response_v1(data: bytes, pos: int) -> tuple[ListTra
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field UnknownStateFilters[] is null')
-            else:
+            if n1 > 0:
                 e_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                e_6 = ''
+            else:
+                raise DecodeError('non-nullable field UnknownStateFilters[] is null')
             append_5(e_6)
     v_transaction_states_4: list[TransactionState]
     n0 = data[pos]
@@ -504,11 +520,13 @@ def decode_list_transactions_response_v1(data: bytes, pos: int) -> tuple[ListTra
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field TransactionalId is null')
-            else:
+            if n1 > 0:
                 v_transactional_id_8 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_transactional_id_8 = ''
+            else:
+                raise DecodeError('non-nullable field TransactionalId is null')
             v_producer_id_9, n1 = _S0.unpack_from(data, pos)
             v_transaction_state_10: str
             if n1 < 128:
@@ -517,11 +535,13 @@ def decode_list_transactions_response_v1(data: bytes, pos: int) -> tuple[ListTra
                 pos += 8
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field TransactionState is null')
-            else:
+            if n1 > 0:
                 v_transaction_state_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_transaction_state_10 = ''
+            else:
+                raise DecodeError('non-nullable field TransactionState is null')
             if data[pos] == 0:
                 pos += 1
             else:
@@ -613,11 +633,13 @@ def decode_list_transactions_response_v2(data: bytes, pos: int) -> tuple[ListTra
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field UnknownStateFilters[] is null')
-            else:
+            if n1 > 0:
                 e_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                e_6 = ''
+            else:
+                raise DecodeError('non-nullable field UnknownStateFilters[] is null')
             append_5(e_6)
     v_transaction_states_4: list[TransactionState]
     n0 = data[pos]
@@ -641,11 +663,13 @@ def decode_list_transactions_response_v2(data: bytes, pos: int) -> tuple[ListTra
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field TransactionalId is null')
-            else:
+            if n1 > 0:
                 v_transactional_id_8 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_transactional_id_8 = ''
+            else:
+                raise DecodeError('non-nullable field TransactionalId is null')
             v_producer_id_9, n1 = _S0.unpack_from(data, pos)
             v_transaction_state_10: str
             if n1 < 128:
@@ -654,11 +678,13 @@ def decode_list_transactions_response_v2(data: bytes, pos: int) -> tuple[ListTra
                 pos += 8
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field TransactionState is null')
-            else:
+            if n1 > 0:
                 v_transaction_state_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_transaction_state_10 = ''
+            else:
+                raise DecodeError('non-nullable field TransactionState is null')
             if data[pos] == 0:
                 pos += 1
             else:

@@ -102,11 +102,13 @@ def decode_metadata_request_v0(data: bytes, pos: int) -> tuple[MetadataRequest, 
             v_name_7: str | None
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_7 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             append_5(MetadataRequestTopic(ZERO_UUID, v_name_7))
     return MetadataRequest(v_topics_1, True, False, False), pos
 
@@ -146,11 +148,13 @@ def decode_metadata_request_v1(data: bytes, pos: int) -> tuple[MetadataRequest, 
             v_name_7: str | None
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_7 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             append_5(MetadataRequestTopic(ZERO_UUID, v_name_7))
     return MetadataRequest(v_topics_1, True, False, False), pos
 
@@ -191,11 +195,13 @@ def decode_metadata_request_v2(data: bytes, pos: int) -> tuple[MetadataRequest, 
             v_name_7: str | None
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_7 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             append_5(MetadataRequestTopic(ZERO_UUID, v_name_7))
     return MetadataRequest(v_topics_1, True, False, False), pos
 
@@ -236,11 +242,13 @@ def decode_metadata_request_v3(data: bytes, pos: int) -> tuple[MetadataRequest, 
             v_name_7: str | None
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_7 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             append_5(MetadataRequestTopic(ZERO_UUID, v_name_7))
     return MetadataRequest(v_topics_1, True, False, False), pos
 
@@ -281,11 +289,13 @@ def decode_metadata_request_v4(data: bytes, pos: int) -> tuple[MetadataRequest, 
             v_name_7: str | None
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_7 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             append_5(MetadataRequestTopic(ZERO_UUID, v_name_7))
     v_allow_auto_topic_creation_2, = _S2.unpack_from(data, pos)
     pos += 1
@@ -327,11 +337,13 @@ def decode_metadata_request_v5(data: bytes, pos: int) -> tuple[MetadataRequest, 
             v_name_7: str | None
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_7 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             append_5(MetadataRequestTopic(ZERO_UUID, v_name_7))
     v_allow_auto_topic_creation_2, = _S2.unpack_from(data, pos)
     pos += 1
@@ -373,11 +385,13 @@ def decode_metadata_request_v6(data: bytes, pos: int) -> tuple[MetadataRequest, 
             v_name_7: str | None
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_7 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             append_5(MetadataRequestTopic(ZERO_UUID, v_name_7))
     v_allow_auto_topic_creation_2, = _S2.unpack_from(data, pos)
     pos += 1
@@ -419,11 +433,13 @@ def decode_metadata_request_v7(data: bytes, pos: int) -> tuple[MetadataRequest, 
             v_name_7: str | None
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_7 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             append_5(MetadataRequestTopic(ZERO_UUID, v_name_7))
     v_allow_auto_topic_creation_2, = _S2.unpack_from(data, pos)
     pos += 1
@@ -465,11 +481,13 @@ def decode_metadata_request_v8(data: bytes, pos: int) -> tuple[MetadataRequest, 
             v_name_7: str | None
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_7 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             append_5(MetadataRequestTopic(ZERO_UUID, v_name_7))
     v_allow_auto_topic_creation_2, v_include_cluster_authorized_operations_3, v_include_topic_authorized_operations_4 = _S3.unpack_from(data, pos)
     pos += 3
@@ -515,11 +533,13 @@ def decode_metadata_request_v9(data: bytes, pos: int) -> tuple[MetadataRequest, 
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_7 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             if data[pos] == 0:
                 pos += 1
             else:
@@ -593,11 +613,13 @@ def decode_metadata_request_v10(data: bytes, pos: int) -> tuple[MetadataRequest,
                 pos += 16
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_name_7 = None
-            else:
+            if n1 > 0:
                 v_name_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_7 = ''
+            else:
+                v_name_7 = None
             if data[pos] == 0:
                 pos += 1
             else:
@@ -673,11 +695,13 @@ def decode_metadata_request_v11(data: bytes, pos: int) -> tuple[MetadataRequest,
                 pos += 16
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_name_7 = None
-            else:
+            if n1 > 0:
                 v_name_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_7 = ''
+            else:
+                v_name_7 = None
             if data[pos] == 0:
                 pos += 1
             else:
@@ -755,11 +779,13 @@ def decode_metadata_request_v12(data: bytes, pos: int) -> tuple[MetadataRequest,
                 pos += 16
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_name_7 = None
-            else:
+            if n1 > 0:
                 v_name_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_7 = ''
+            else:
+                v_name_7 = None
             if data[pos] == 0:
                 pos += 1
             else:
@@ -830,11 +856,13 @@ def decode_metadata_response_v0(data: bytes, pos: int) -> tuple[MetadataResponse
             v_host_10: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Host is null')
-            else:
+            if n1 > 0:
                 v_host_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_host_10 = ''
+            else:
+                raise DecodeError('non-nullable field Host is null')
             v_port_11, = _S0.unpack_from(data, pos)
             pos += 4
             append_8(MetadataResponseBroker(v_node_id_9, v_host_10, v_port_11, None))
@@ -854,11 +882,13 @@ def decode_metadata_response_v0(data: bytes, pos: int) -> tuple[MetadataResponse
             v_name_15: str | None
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_15 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_15 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_18: list[MetadataResponsePartition]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
@@ -950,21 +980,25 @@ def decode_metadata_response_v1(data: bytes, pos: int) -> tuple[MetadataResponse
             v_host_10: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Host is null')
-            else:
+            if n1 > 0:
                 v_host_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_host_10 = ''
+            else:
+                raise DecodeError('non-nullable field Host is null')
             v_port_11, = _S0.unpack_from(data, pos)
             pos += 4
             v_rack_12: str | None
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                v_rack_12 = None
-            else:
+            if n1 > 0:
                 v_rack_12 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_rack_12 = ''
+            else:
+                v_rack_12 = None
             append_8(MetadataResponseBroker(v_node_id_9, v_host_10, v_port_11, v_rack_12))
     v_controller_id_4, = _S0.unpack_from(data, pos)
     pos += 4
@@ -984,11 +1018,13 @@ def decode_metadata_response_v1(data: bytes, pos: int) -> tuple[MetadataResponse
             v_name_15: str | None
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_15 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_15 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_is_internal_17, = _S2.unpack_from(data, pos)
             pos += 1
             v_partitions_18: list[MetadataResponsePartition]
@@ -1091,30 +1127,36 @@ def decode_metadata_response_v2(data: bytes, pos: int) -> tuple[MetadataResponse
             v_host_10: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Host is null')
-            else:
+            if n1 > 0:
                 v_host_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_host_10 = ''
+            else:
+                raise DecodeError('non-nullable field Host is null')
             v_port_11, = _S0.unpack_from(data, pos)
             pos += 4
             v_rack_12: str | None
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                v_rack_12 = None
-            else:
+            if n1 > 0:
                 v_rack_12 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_rack_12 = ''
+            else:
+                v_rack_12 = None
             append_8(MetadataResponseBroker(v_node_id_9, v_host_10, v_port_11, v_rack_12))
     v_cluster_id_3: str | None
     n0, = _S1.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        v_cluster_id_3 = None
-    else:
+    if n0 > 0:
         v_cluster_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_cluster_id_3 = ''
+    else:
+        v_cluster_id_3 = None
     v_controller_id_4, = _S0.unpack_from(data, pos)
     pos += 4
     v_topics_5: list[MetadataResponseTopic]
@@ -1133,11 +1175,13 @@ def decode_metadata_response_v2(data: bytes, pos: int) -> tuple[MetadataResponse
             v_name_15: str | None
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_15 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_15 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_is_internal_17, = _S2.unpack_from(data, pos)
             pos += 1
             v_partitions_18: list[MetadataResponsePartition]
@@ -1249,30 +1293,36 @@ def decode_metadata_response_v3(data: bytes, pos: int) -> tuple[MetadataResponse
             v_host_10: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Host is null')
-            else:
+            if n1 > 0:
                 v_host_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_host_10 = ''
+            else:
+                raise DecodeError('non-nullable field Host is null')
             v_port_11, = _S0.unpack_from(data, pos)
             pos += 4
             v_rack_12: str | None
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                v_rack_12 = None
-            else:
+            if n1 > 0:
                 v_rack_12 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_rack_12 = ''
+            else:
+                v_rack_12 = None
             append_8(MetadataResponseBroker(v_node_id_9, v_host_10, v_port_11, v_rack_12))
     v_cluster_id_3: str | None
     n0, = _S1.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        v_cluster_id_3 = None
-    else:
+    if n0 > 0:
         v_cluster_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_cluster_id_3 = ''
+    else:
+        v_cluster_id_3 = None
     v_controller_id_4, = _S0.unpack_from(data, pos)
     pos += 4
     v_topics_5: list[MetadataResponseTopic]
@@ -1291,11 +1341,13 @@ def decode_metadata_response_v3(data: bytes, pos: int) -> tuple[MetadataResponse
             v_name_15: str | None
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_15 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_15 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_is_internal_17, = _S2.unpack_from(data, pos)
             pos += 1
             v_partitions_18: list[MetadataResponsePartition]
@@ -1408,30 +1460,36 @@ def decode_metadata_response_v4(data: bytes, pos: int) -> tuple[MetadataResponse
             v_host_10: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Host is null')
-            else:
+            if n1 > 0:
                 v_host_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_host_10 = ''
+            else:
+                raise DecodeError('non-nullable field Host is null')
             v_port_11, = _S0.unpack_from(data, pos)
             pos += 4
             v_rack_12: str | None
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                v_rack_12 = None
-            else:
+            if n1 > 0:
                 v_rack_12 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_rack_12 = ''
+            else:
+                v_rack_12 = None
             append_8(MetadataResponseBroker(v_node_id_9, v_host_10, v_port_11, v_rack_12))
     v_cluster_id_3: str | None
     n0, = _S1.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        v_cluster_id_3 = None
-    else:
+    if n0 > 0:
         v_cluster_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_cluster_id_3 = ''
+    else:
+        v_cluster_id_3 = None
     v_controller_id_4, = _S0.unpack_from(data, pos)
     pos += 4
     v_topics_5: list[MetadataResponseTopic]
@@ -1450,11 +1508,13 @@ def decode_metadata_response_v4(data: bytes, pos: int) -> tuple[MetadataResponse
             v_name_15: str | None
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_15 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_15 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_is_internal_17, = _S2.unpack_from(data, pos)
             pos += 1
             v_partitions_18: list[MetadataResponsePartition]
@@ -1567,30 +1627,36 @@ def decode_metadata_response_v5(data: bytes, pos: int) -> tuple[MetadataResponse
             v_host_10: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Host is null')
-            else:
+            if n1 > 0:
                 v_host_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_host_10 = ''
+            else:
+                raise DecodeError('non-nullable field Host is null')
             v_port_11, = _S0.unpack_from(data, pos)
             pos += 4
             v_rack_12: str | None
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                v_rack_12 = None
-            else:
+            if n1 > 0:
                 v_rack_12 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_rack_12 = ''
+            else:
+                v_rack_12 = None
             append_8(MetadataResponseBroker(v_node_id_9, v_host_10, v_port_11, v_rack_12))
     v_cluster_id_3: str | None
     n0, = _S1.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        v_cluster_id_3 = None
-    else:
+    if n0 > 0:
         v_cluster_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_cluster_id_3 = ''
+    else:
+        v_cluster_id_3 = None
     v_controller_id_4, = _S0.unpack_from(data, pos)
     pos += 4
     v_topics_5: list[MetadataResponseTopic]
@@ -1609,11 +1675,13 @@ def decode_metadata_response_v5(data: bytes, pos: int) -> tuple[MetadataResponse
             v_name_15: str | None
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_15 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_15 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_is_internal_17, = _S2.unpack_from(data, pos)
             pos += 1
             v_partitions_18: list[MetadataResponsePartition]
@@ -1739,30 +1807,36 @@ def decode_metadata_response_v6(data: bytes, pos: int) -> tuple[MetadataResponse
             v_host_10: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Host is null')
-            else:
+            if n1 > 0:
                 v_host_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_host_10 = ''
+            else:
+                raise DecodeError('non-nullable field Host is null')
             v_port_11, = _S0.unpack_from(data, pos)
             pos += 4
             v_rack_12: str | None
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                v_rack_12 = None
-            else:
+            if n1 > 0:
                 v_rack_12 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_rack_12 = ''
+            else:
+                v_rack_12 = None
             append_8(MetadataResponseBroker(v_node_id_9, v_host_10, v_port_11, v_rack_12))
     v_cluster_id_3: str | None
     n0, = _S1.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        v_cluster_id_3 = None
-    else:
+    if n0 > 0:
         v_cluster_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_cluster_id_3 = ''
+    else:
+        v_cluster_id_3 = None
     v_controller_id_4, = _S0.unpack_from(data, pos)
     pos += 4
     v_topics_5: list[MetadataResponseTopic]
@@ -1781,11 +1855,13 @@ def decode_metadata_response_v6(data: bytes, pos: int) -> tuple[MetadataResponse
             v_name_15: str | None
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_15 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_15 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_is_internal_17, = _S2.unpack_from(data, pos)
             pos += 1
             v_partitions_18: list[MetadataResponsePartition]
@@ -1911,30 +1987,36 @@ def decode_metadata_response_v7(data: bytes, pos: int) -> tuple[MetadataResponse
             v_host_10: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Host is null')
-            else:
+            if n1 > 0:
                 v_host_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_host_10 = ''
+            else:
+                raise DecodeError('non-nullable field Host is null')
             v_port_11, = _S0.unpack_from(data, pos)
             pos += 4
             v_rack_12: str | None
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                v_rack_12 = None
-            else:
+            if n1 > 0:
                 v_rack_12 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_rack_12 = ''
+            else:
+                v_rack_12 = None
             append_8(MetadataResponseBroker(v_node_id_9, v_host_10, v_port_11, v_rack_12))
     v_cluster_id_3: str | None
     n0, = _S1.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        v_cluster_id_3 = None
-    else:
+    if n0 > 0:
         v_cluster_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_cluster_id_3 = ''
+    else:
+        v_cluster_id_3 = None
     v_controller_id_4, = _S0.unpack_from(data, pos)
     pos += 4
     v_topics_5: list[MetadataResponseTopic]
@@ -1953,11 +2035,13 @@ def decode_metadata_response_v7(data: bytes, pos: int) -> tuple[MetadataResponse
             v_name_15: str | None
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_15 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_15 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_is_internal_17, = _S2.unpack_from(data, pos)
             pos += 1
             v_partitions_18: list[MetadataResponsePartition]
@@ -2083,30 +2167,36 @@ def decode_metadata_response_v8(data: bytes, pos: int) -> tuple[MetadataResponse
             v_host_10: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Host is null')
-            else:
+            if n1 > 0:
                 v_host_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_host_10 = ''
+            else:
+                raise DecodeError('non-nullable field Host is null')
             v_port_11, = _S0.unpack_from(data, pos)
             pos += 4
             v_rack_12: str | None
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                v_rack_12 = None
-            else:
+            if n1 > 0:
                 v_rack_12 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_rack_12 = ''
+            else:
+                v_rack_12 = None
             append_8(MetadataResponseBroker(v_node_id_9, v_host_10, v_port_11, v_rack_12))
     v_cluster_id_3: str | None
     n0, = _S1.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        v_cluster_id_3 = None
-    else:
+    if n0 > 0:
         v_cluster_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_cluster_id_3 = ''
+    else:
+        v_cluster_id_3 = None
     v_controller_id_4, = _S0.unpack_from(data, pos)
     pos += 4
     v_topics_5: list[MetadataResponseTopic]
@@ -2125,11 +2215,13 @@ def decode_metadata_response_v8(data: bytes, pos: int) -> tuple[MetadataResponse
             v_name_15: str | None
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_15 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_15 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_is_internal_17, = _S2.unpack_from(data, pos)
             pos += 1
             v_partitions_18: list[MetadataResponsePartition]
@@ -2263,11 +2355,13 @@ def decode_metadata_response_v9(data: bytes, pos: int) -> tuple[MetadataResponse
                 pos += 4
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Host is null')
-            else:
+            if n1 > 0:
                 v_host_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_host_10 = ''
+            else:
+                raise DecodeError('non-nullable field Host is null')
             v_port_11, n1 = _S13.unpack_from(data, pos)
             v_rack_12: str | None
             if n1 < 128:
@@ -2276,11 +2370,13 @@ def decode_metadata_response_v9(data: bytes, pos: int) -> tuple[MetadataResponse
                 pos += 4
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_rack_12 = None
-            else:
+            if n1 > 0:
                 v_rack_12 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_rack_12 = ''
+            else:
+                v_rack_12 = None
             if data[pos] == 0:
                 pos += 1
             else:
@@ -2298,11 +2394,13 @@ def decode_metadata_response_v9(data: bytes, pos: int) -> tuple[MetadataResponse
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_cluster_id_3 = None
-    else:
+    if n0 > 0:
         v_cluster_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_cluster_id_3 = ''
+    else:
+        v_cluster_id_3 = None
     v_controller_id_4, n0 = _S13.unpack_from(data, pos)
     v_topics_5: list[MetadataResponseTopic]
     if n0 < 128:
@@ -2327,11 +2425,13 @@ def decode_metadata_response_v9(data: bytes, pos: int) -> tuple[MetadataResponse
                 pos += 2
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_15 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_15 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_is_internal_17, n1 = _S15.unpack_from(data, pos)
             v_partitions_18: list[MetadataResponsePartition]
             if n1 < 128:
@@ -2548,11 +2648,13 @@ def decode_metadata_response_v10(data: bytes, pos: int) -> tuple[MetadataRespons
                 pos += 4
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Host is null')
-            else:
+            if n1 > 0:
                 v_host_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_host_10 = ''
+            else:
+                raise DecodeError('non-nullable field Host is null')
             v_port_11, n1 = _S13.unpack_from(data, pos)
             v_rack_12: str | None
             if n1 < 128:
@@ -2561,11 +2663,13 @@ def decode_metadata_response_v10(data: bytes, pos: int) -> tuple[MetadataRespons
                 pos += 4
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_rack_12 = None
-            else:
+            if n1 > 0:
                 v_rack_12 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_rack_12 = ''
+            else:
+                v_rack_12 = None
             if data[pos] == 0:
                 pos += 1
             else:
@@ -2583,11 +2687,13 @@ def decode_metadata_response_v10(data: bytes, pos: int) -> tuple[MetadataRespons
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_cluster_id_3 = None
-    else:
+    if n0 > 0:
         v_cluster_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_cluster_id_3 = ''
+    else:
+        v_cluster_id_3 = None
     v_controller_id_4, n0 = _S13.unpack_from(data, pos)
     v_topics_5: list[MetadataResponseTopic]
     if n0 < 128:
@@ -2612,11 +2718,13 @@ def decode_metadata_response_v10(data: bytes, pos: int) -> tuple[MetadataRespons
                 pos += 2
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_15 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_15 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_topic_id_16, v_is_internal_17, n1 = _S18.unpack_from(data, pos)
             v_partitions_18: list[MetadataResponsePartition]
             if n1 < 128:
@@ -2833,11 +2941,13 @@ def decode_metadata_response_v11(data: bytes, pos: int) -> tuple[MetadataRespons
                 pos += 4
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Host is null')
-            else:
+            if n1 > 0:
                 v_host_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_host_10 = ''
+            else:
+                raise DecodeError('non-nullable field Host is null')
             v_port_11, n1 = _S13.unpack_from(data, pos)
             v_rack_12: str | None
             if n1 < 128:
@@ -2846,11 +2956,13 @@ def decode_metadata_response_v11(data: bytes, pos: int) -> tuple[MetadataRespons
                 pos += 4
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_rack_12 = None
-            else:
+            if n1 > 0:
                 v_rack_12 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_rack_12 = ''
+            else:
+                v_rack_12 = None
             if data[pos] == 0:
                 pos += 1
             else:
@@ -2868,11 +2980,13 @@ def decode_metadata_response_v11(data: bytes, pos: int) -> tuple[MetadataRespons
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_cluster_id_3 = None
-    else:
+    if n0 > 0:
         v_cluster_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_cluster_id_3 = ''
+    else:
+        v_cluster_id_3 = None
     v_controller_id_4, n0 = _S13.unpack_from(data, pos)
     v_topics_5: list[MetadataResponseTopic]
     if n0 < 128:
@@ -2897,11 +3011,13 @@ def decode_metadata_response_v11(data: bytes, pos: int) -> tuple[MetadataRespons
                 pos += 2
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_15 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_15 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_topic_id_16, v_is_internal_17, n1 = _S18.unpack_from(data, pos)
             v_partitions_18: list[MetadataResponsePartition]
             if n1 < 128:
@@ -3118,11 +3234,13 @@ def decode_metadata_response_v12(data: bytes, pos: int) -> tuple[MetadataRespons
                 pos += 4
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Host is null')
-            else:
+            if n1 > 0:
                 v_host_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_host_10 = ''
+            else:
+                raise DecodeError('non-nullable field Host is null')
             v_port_11, n1 = _S13.unpack_from(data, pos)
             v_rack_12: str | None
             if n1 < 128:
@@ -3131,11 +3249,13 @@ def decode_metadata_response_v12(data: bytes, pos: int) -> tuple[MetadataRespons
                 pos += 4
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_rack_12 = None
-            else:
+            if n1 > 0:
                 v_rack_12 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_rack_12 = ''
+            else:
+                v_rack_12 = None
             if data[pos] == 0:
                 pos += 1
             else:
@@ -3153,11 +3273,13 @@ def decode_metadata_response_v12(data: bytes, pos: int) -> tuple[MetadataRespons
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_cluster_id_3 = None
-    else:
+    if n0 > 0:
         v_cluster_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_cluster_id_3 = ''
+    else:
+        v_cluster_id_3 = None
     v_controller_id_4, n0 = _S13.unpack_from(data, pos)
     v_topics_5: list[MetadataResponseTopic]
     if n0 < 128:
@@ -3182,11 +3304,13 @@ def decode_metadata_response_v12(data: bytes, pos: int) -> tuple[MetadataRespons
                 pos += 2
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_name_15 = None
-            else:
+            if n1 > 0:
                 v_name_15 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_15 = ''
+            else:
+                v_name_15 = None
             v_topic_id_16, v_is_internal_17, n1 = _S18.unpack_from(data, pos)
             v_partitions_18: list[MetadataResponsePartition]
             if n1 < 128:

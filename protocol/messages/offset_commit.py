@@ -75,11 +75,13 @@ def decode_offset_commit_request_v0(data: bytes, pos: int) -> tuple[OffsetCommit
     v_group_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field GroupId is null')
     v_topics_6: list[OffsetCommitRequestTopic]
     n0, = _S1.unpack_from(data, pos)
     pos += 4
@@ -94,11 +96,13 @@ def decode_offset_commit_request_v0(data: bytes, pos: int) -> tuple[OffsetCommit
             v_name_8: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_8 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_8 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_10: list[OffsetCommitRequestPartition]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -115,11 +119,13 @@ def decode_offset_commit_request_v0(data: bytes, pos: int) -> tuple[OffsetCommit
                     v_committed_metadata_16: str | None
                     n2, = _S0.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        v_committed_metadata_16 = None
-                    else:
+                    if n2 > 0:
                         v_committed_metadata_16 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_committed_metadata_16 = ''
+                    else:
+                        v_committed_metadata_16 = None
                     append_11(OffsetCommitRequestPartition(v_partition_index_12, v_committed_offset_13, -1, -1, v_committed_metadata_16))
             append_7(OffsetCommitRequestTopic(v_name_8, ZERO_UUID, v_partitions_10))
     return OffsetCommitRequest(v_group_id_1, -1, '', None, -1, v_topics_6), pos
@@ -158,21 +164,25 @@ def decode_offset_commit_request_v1(data: bytes, pos: int) -> tuple[OffsetCommit
     v_group_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field GroupId is null')
     v_generation_id_or_member_epoch_2, = _S1.unpack_from(data, pos)
     pos += 4
     v_member_id_3: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
-    else:
+    if n0 > 0:
         v_member_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_3 = ''
+    else:
+        raise DecodeError('non-nullable field MemberId is null')
     v_topics_6: list[OffsetCommitRequestTopic]
     n0, = _S1.unpack_from(data, pos)
     pos += 4
@@ -187,11 +197,13 @@ def decode_offset_commit_request_v1(data: bytes, pos: int) -> tuple[OffsetCommit
             v_name_8: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_8 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_8 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_10: list[OffsetCommitRequestPartition]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -208,11 +220,13 @@ def decode_offset_commit_request_v1(data: bytes, pos: int) -> tuple[OffsetCommit
                     v_committed_metadata_16: str | None
                     n2, = _S0.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        v_committed_metadata_16 = None
-                    else:
+                    if n2 > 0:
                         v_committed_metadata_16 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_committed_metadata_16 = ''
+                    else:
+                        v_committed_metadata_16 = None
                     append_11(OffsetCommitRequestPartition(v_partition_index_12, v_committed_offset_13, -1, v_commit_timestamp_15, v_committed_metadata_16))
             append_7(OffsetCommitRequestTopic(v_name_8, ZERO_UUID, v_partitions_10))
     return OffsetCommitRequest(v_group_id_1, v_generation_id_or_member_epoch_2, v_member_id_3, None, -1, v_topics_6), pos
@@ -254,21 +268,25 @@ def decode_offset_commit_request_v2(data: bytes, pos: int) -> tuple[OffsetCommit
     v_group_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field GroupId is null')
     v_generation_id_or_member_epoch_2, = _S1.unpack_from(data, pos)
     pos += 4
     v_member_id_3: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
-    else:
+    if n0 > 0:
         v_member_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_3 = ''
+    else:
+        raise DecodeError('non-nullable field MemberId is null')
     v_retention_time_ms_5, = _S4.unpack_from(data, pos)
     pos += 8
     v_topics_6: list[OffsetCommitRequestTopic]
@@ -285,11 +303,13 @@ def decode_offset_commit_request_v2(data: bytes, pos: int) -> tuple[OffsetCommit
             v_name_8: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_8 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_8 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_10: list[OffsetCommitRequestPartition]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -306,11 +326,13 @@ def decode_offset_commit_request_v2(data: bytes, pos: int) -> tuple[OffsetCommit
                     v_committed_metadata_16: str | None
                     n2, = _S0.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        v_committed_metadata_16 = None
-                    else:
+                    if n2 > 0:
                         v_committed_metadata_16 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_committed_metadata_16 = ''
+                    else:
+                        v_committed_metadata_16 = None
                     append_11(OffsetCommitRequestPartition(v_partition_index_12, v_committed_offset_13, -1, -1, v_committed_metadata_16))
             append_7(OffsetCommitRequestTopic(v_name_8, ZERO_UUID, v_partitions_10))
     return OffsetCommitRequest(v_group_id_1, v_generation_id_or_member_epoch_2, v_member_id_3, None, v_retention_time_ms_5, v_topics_6), pos
@@ -355,21 +377,25 @@ def decode_offset_commit_request_v3(data: bytes, pos: int) -> tuple[OffsetCommit
     v_group_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field GroupId is null')
     v_generation_id_or_member_epoch_2, = _S1.unpack_from(data, pos)
     pos += 4
     v_member_id_3: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
-    else:
+    if n0 > 0:
         v_member_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_3 = ''
+    else:
+        raise DecodeError('non-nullable field MemberId is null')
     v_retention_time_ms_5, = _S4.unpack_from(data, pos)
     pos += 8
     v_topics_6: list[OffsetCommitRequestTopic]
@@ -386,11 +412,13 @@ def decode_offset_commit_request_v3(data: bytes, pos: int) -> tuple[OffsetCommit
             v_name_8: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_8 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_8 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_10: list[OffsetCommitRequestPartition]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -407,11 +435,13 @@ def decode_offset_commit_request_v3(data: bytes, pos: int) -> tuple[OffsetCommit
                     v_committed_metadata_16: str | None
                     n2, = _S0.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        v_committed_metadata_16 = None
-                    else:
+                    if n2 > 0:
                         v_committed_metadata_16 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_committed_metadata_16 = ''
+                    else:
+                        v_committed_metadata_16 = None
                     append_11(OffsetCommitRequestPartition(v_partition_index_12, v_committed_offset_13, -1, -1, v_committed_metadata_16))
             append_7(OffsetCommitRequestTopic(v_name_8, ZERO_UUID, v_partitions_10))
     return OffsetCommitRequest(v_group_id_1, v_generation_id_or_member_epoch_2, v_member_id_3, None, v_retention_time_ms_5, v_topics_6), pos
@@ -456,21 +486,25 @@ def decode_offset_commit_request_v4(data: bytes, pos: int) -> tuple[OffsetCommit
     v_group_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field GroupId is null')
     v_generation_id_or_member_epoch_2, = _S1.unpack_from(data, pos)
     pos += 4
     v_member_id_3: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
-    else:
+    if n0 > 0:
         v_member_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_3 = ''
+    else:
+        raise DecodeError('non-nullable field MemberId is null')
     v_retention_time_ms_5, = _S4.unpack_from(data, pos)
     pos += 8
     v_topics_6: list[OffsetCommitRequestTopic]
@@ -487,11 +521,13 @@ def decode_offset_commit_request_v4(data: bytes, pos: int) -> tuple[OffsetCommit
             v_name_8: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_8 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_8 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_10: list[OffsetCommitRequestPartition]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -508,11 +544,13 @@ def decode_offset_commit_request_v4(data: bytes, pos: int) -> tuple[OffsetCommit
                     v_committed_metadata_16: str | None
                     n2, = _S0.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        v_committed_metadata_16 = None
-                    else:
+                    if n2 > 0:
                         v_committed_metadata_16 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_committed_metadata_16 = ''
+                    else:
+                        v_committed_metadata_16 = None
                     append_11(OffsetCommitRequestPartition(v_partition_index_12, v_committed_offset_13, -1, -1, v_committed_metadata_16))
             append_7(OffsetCommitRequestTopic(v_name_8, ZERO_UUID, v_partitions_10))
     return OffsetCommitRequest(v_group_id_1, v_generation_id_or_member_epoch_2, v_member_id_3, None, v_retention_time_ms_5, v_topics_6), pos
@@ -557,21 +595,25 @@ def decode_offset_commit_request_v5(data: bytes, pos: int) -> tuple[OffsetCommit
     v_group_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field GroupId is null')
     v_generation_id_or_member_epoch_2, = _S1.unpack_from(data, pos)
     pos += 4
     v_member_id_3: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
-    else:
+    if n0 > 0:
         v_member_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_3 = ''
+    else:
+        raise DecodeError('non-nullable field MemberId is null')
     v_topics_6: list[OffsetCommitRequestTopic]
     n0, = _S1.unpack_from(data, pos)
     pos += 4
@@ -586,11 +628,13 @@ def decode_offset_commit_request_v5(data: bytes, pos: int) -> tuple[OffsetCommit
             v_name_8: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_8 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_8 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_10: list[OffsetCommitRequestPartition]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -607,11 +651,13 @@ def decode_offset_commit_request_v5(data: bytes, pos: int) -> tuple[OffsetCommit
                     v_committed_metadata_16: str | None
                     n2, = _S0.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        v_committed_metadata_16 = None
-                    else:
+                    if n2 > 0:
                         v_committed_metadata_16 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_committed_metadata_16 = ''
+                    else:
+                        v_committed_metadata_16 = None
                     append_11(OffsetCommitRequestPartition(v_partition_index_12, v_committed_offset_13, -1, -1, v_committed_metadata_16))
             append_7(OffsetCommitRequestTopic(v_name_8, ZERO_UUID, v_partitions_10))
     return OffsetCommitRequest(v_group_id_1, v_generation_id_or_member_epoch_2, v_member_id_3, None, -1, v_topics_6), pos
@@ -655,21 +701,25 @@ def decode_offset_commit_request_v6(data: bytes, pos: int) -> tuple[OffsetCommit
     v_group_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field GroupId is null')
     v_generation_id_or_member_epoch_2, = _S1.unpack_from(data, pos)
     pos += 4
     v_member_id_3: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
-    else:
+    if n0 > 0:
         v_member_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_3 = ''
+    else:
+        raise DecodeError('non-nullable field MemberId is null')
     v_topics_6: list[OffsetCommitRequestTopic]
     n0, = _S1.unpack_from(data, pos)
     pos += 4
@@ -684,11 +734,13 @@ def decode_offset_commit_request_v6(data: bytes, pos: int) -> tuple[OffsetCommit
             v_name_8: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_8 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_8 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_10: list[OffsetCommitRequestPartition]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -705,11 +757,13 @@ def decode_offset_commit_request_v6(data: bytes, pos: int) -> tuple[OffsetCommit
                     v_committed_metadata_16: str | None
                     n2, = _S0.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        v_committed_metadata_16 = None
-                    else:
+                    if n2 > 0:
                         v_committed_metadata_16 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_committed_metadata_16 = ''
+                    else:
+                        v_committed_metadata_16 = None
                     append_11(OffsetCommitRequestPartition(v_partition_index_12, v_committed_offset_13, v_committed_leader_epoch_14, -1, v_committed_metadata_16))
             append_7(OffsetCommitRequestTopic(v_name_8, ZERO_UUID, v_partitions_10))
     return OffsetCommitRequest(v_group_id_1, v_generation_id_or_member_epoch_2, v_member_id_3, None, -1, v_topics_6), pos
@@ -753,29 +807,35 @@ def decode_offset_commit_request_v7(data: bytes, pos: int) -> tuple[OffsetCommit
     v_group_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field GroupId is null')
     v_generation_id_or_member_epoch_2, = _S1.unpack_from(data, pos)
     pos += 4
     v_member_id_3: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
-    else:
+    if n0 > 0:
         v_member_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_3 = ''
+    else:
+        raise DecodeError('non-nullable field MemberId is null')
     v_group_instance_id_4: str | None
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        v_group_instance_id_4 = None
-    else:
+    if n0 > 0:
         v_group_instance_id_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_instance_id_4 = ''
+    else:
+        v_group_instance_id_4 = None
     v_topics_6: list[OffsetCommitRequestTopic]
     n0, = _S1.unpack_from(data, pos)
     pos += 4
@@ -790,11 +850,13 @@ def decode_offset_commit_request_v7(data: bytes, pos: int) -> tuple[OffsetCommit
             v_name_8: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_8 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_8 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_10: list[OffsetCommitRequestPartition]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -811,11 +873,13 @@ def decode_offset_commit_request_v7(data: bytes, pos: int) -> tuple[OffsetCommit
                     v_committed_metadata_16: str | None
                     n2, = _S0.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        v_committed_metadata_16 = None
-                    else:
+                    if n2 > 0:
                         v_committed_metadata_16 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_committed_metadata_16 = ''
+                    else:
+                        v_committed_metadata_16 = None
                     append_11(OffsetCommitRequestPartition(v_partition_index_12, v_committed_offset_13, v_committed_leader_epoch_14, -1, v_committed_metadata_16))
             append_7(OffsetCommitRequestTopic(v_name_8, ZERO_UUID, v_partitions_10))
     return OffsetCommitRequest(v_group_id_1, v_generation_id_or_member_epoch_2, v_member_id_3, v_group_instance_id_4, -1, v_topics_6), pos
@@ -868,11 +932,13 @@ def decode_offset_commit_request_v8(data: bytes, pos: int) -> tuple[OffsetCommit
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field GroupId is null')
     v_generation_id_or_member_epoch_2, n0 = _S6.unpack_from(data, pos)
     v_member_id_3: str
     if n0 < 128:
@@ -881,11 +947,13 @@ def decode_offset_commit_request_v8(data: bytes, pos: int) -> tuple[OffsetCommit
         pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
-    else:
+    if n0 > 0:
         v_member_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_3 = ''
+    else:
+        raise DecodeError('non-nullable field MemberId is null')
     v_group_instance_id_4: str | None
     n0 = data[pos]
     if n0 < 128:
@@ -893,11 +961,13 @@ def decode_offset_commit_request_v8(data: bytes, pos: int) -> tuple[OffsetCommit
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_group_instance_id_4 = None
-    else:
+    if n0 > 0:
         v_group_instance_id_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_instance_id_4 = ''
+    else:
+        v_group_instance_id_4 = None
     v_topics_6: list[OffsetCommitRequestTopic]
     n0 = data[pos]
     if n0 < 128:
@@ -920,11 +990,13 @@ def decode_offset_commit_request_v8(data: bytes, pos: int) -> tuple[OffsetCommit
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_8 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_8 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_10: list[OffsetCommitRequestPartition]
             n1 = data[pos]
             if n1 < 128:
@@ -948,11 +1020,13 @@ def decode_offset_commit_request_v8(data: bytes, pos: int) -> tuple[OffsetCommit
                         pos += 16
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        v_committed_metadata_16 = None
-                    else:
+                    if n2 > 0:
                         v_committed_metadata_16 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_committed_metadata_16 = ''
+                    else:
+                        v_committed_metadata_16 = None
                     if data[pos] == 0:
                         pos += 1
                     else:
@@ -1063,11 +1137,13 @@ def decode_offset_commit_request_v9(data: bytes, pos: int) -> tuple[OffsetCommit
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field GroupId is null')
     v_generation_id_or_member_epoch_2, n0 = _S6.unpack_from(data, pos)
     v_member_id_3: str
     if n0 < 128:
@@ -1076,11 +1152,13 @@ def decode_offset_commit_request_v9(data: bytes, pos: int) -> tuple[OffsetCommit
         pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
-    else:
+    if n0 > 0:
         v_member_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_3 = ''
+    else:
+        raise DecodeError('non-nullable field MemberId is null')
     v_group_instance_id_4: str | None
     n0 = data[pos]
     if n0 < 128:
@@ -1088,11 +1166,13 @@ def decode_offset_commit_request_v9(data: bytes, pos: int) -> tuple[OffsetCommit
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_group_instance_id_4 = None
-    else:
+    if n0 > 0:
         v_group_instance_id_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_instance_id_4 = ''
+    else:
+        v_group_instance_id_4 = None
     v_topics_6: list[OffsetCommitRequestTopic]
     n0 = data[pos]
     if n0 < 128:
@@ -1115,11 +1195,13 @@ def decode_offset_commit_request_v9(data: bytes, pos: int) -> tuple[OffsetCommit
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_8 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_8 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_10: list[OffsetCommitRequestPartition]
             n1 = data[pos]
             if n1 < 128:
@@ -1143,11 +1225,13 @@ def decode_offset_commit_request_v9(data: bytes, pos: int) -> tuple[OffsetCommit
                         pos += 16
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        v_committed_metadata_16 = None
-                    else:
+                    if n2 > 0:
                         v_committed_metadata_16 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_committed_metadata_16 = ''
+                    else:
+                        v_committed_metadata_16 = None
                     if data[pos] == 0:
                         pos += 1
                     else:
@@ -1258,11 +1342,13 @@ def decode_offset_commit_request_v10(data: bytes, pos: int) -> tuple[OffsetCommi
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field GroupId is null')
     v_generation_id_or_member_epoch_2, n0 = _S6.unpack_from(data, pos)
     v_member_id_3: str
     if n0 < 128:
@@ -1271,11 +1357,13 @@ def decode_offset_commit_request_v10(data: bytes, pos: int) -> tuple[OffsetCommi
         pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
-    else:
+    if n0 > 0:
         v_member_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_3 = ''
+    else:
+        raise DecodeError('non-nullable field MemberId is null')
     v_group_instance_id_4: str | None
     n0 = data[pos]
     if n0 < 128:
@@ -1283,11 +1371,13 @@ def decode_offset_commit_request_v10(data: bytes, pos: int) -> tuple[OffsetCommi
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_group_instance_id_4 = None
-    else:
+    if n0 > 0:
         v_group_instance_id_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_instance_id_4 = ''
+    else:
+        v_group_instance_id_4 = None
     v_topics_6: list[OffsetCommitRequestTopic]
     n0 = data[pos]
     if n0 < 128:
@@ -1327,11 +1417,13 @@ def decode_offset_commit_request_v10(data: bytes, pos: int) -> tuple[OffsetCommi
                         pos += 16
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        v_committed_metadata_16 = None
-                    else:
+                    if n2 > 0:
                         v_committed_metadata_16 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_committed_metadata_16 = ''
+                    else:
+                        v_committed_metadata_16 = None
                     if data[pos] == 0:
                         pos += 1
                     else:
@@ -1442,11 +1534,13 @@ def decode_offset_commit_response_v0(data: bytes, pos: int) -> tuple[OffsetCommi
             v_name_4: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_4 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_6: list[OffsetCommitResponsePartition]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -1494,11 +1588,13 @@ def decode_offset_commit_response_v1(data: bytes, pos: int) -> tuple[OffsetCommi
             v_name_4: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_4 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_6: list[OffsetCommitResponsePartition]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -1546,11 +1642,13 @@ def decode_offset_commit_response_v2(data: bytes, pos: int) -> tuple[OffsetCommi
             v_name_4: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_4 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_6: list[OffsetCommitResponsePartition]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -1600,11 +1698,13 @@ def decode_offset_commit_response_v3(data: bytes, pos: int) -> tuple[OffsetCommi
             v_name_4: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_4 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_6: list[OffsetCommitResponsePartition]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -1655,11 +1755,13 @@ def decode_offset_commit_response_v4(data: bytes, pos: int) -> tuple[OffsetCommi
             v_name_4: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_4 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_6: list[OffsetCommitResponsePartition]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -1710,11 +1812,13 @@ def decode_offset_commit_response_v5(data: bytes, pos: int) -> tuple[OffsetCommi
             v_name_4: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_4 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_6: list[OffsetCommitResponsePartition]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -1765,11 +1869,13 @@ def decode_offset_commit_response_v6(data: bytes, pos: int) -> tuple[OffsetCommi
             v_name_4: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_4 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_6: list[OffsetCommitResponsePartition]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -1820,11 +1926,13 @@ def decode_offset_commit_response_v7(data: bytes, pos: int) -> tuple[OffsetCommi
             v_name_4: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_4 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_6: list[OffsetCommitResponsePartition]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -1882,11 +1990,13 @@ def decode_offset_commit_response_v8(data: bytes, pos: int) -> tuple[OffsetCommi
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_4 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_6: list[OffsetCommitResponsePartition]
             n1 = data[pos]
             if n1 < 128:
@@ -1989,11 +2099,13 @@ def decode_offset_commit_response_v9(data: bytes, pos: int) -> tuple[OffsetCommi
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_4 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_6: list[OffsetCommitResponsePartition]
             n1 = data[pos]
             if n1 < 128:

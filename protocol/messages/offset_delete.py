@@ -55,11 +55,13 @@ def decode_offset_delete_request_v0(data: bytes, pos: int) -> tuple[OffsetDelete
     v_group_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field GroupId is null')
     v_topics_2: list[OffsetDeleteRequestTopic]
     n0, = _S1.unpack_from(data, pos)
     pos += 4
@@ -74,11 +76,13 @@ def decode_offset_delete_request_v0(data: bytes, pos: int) -> tuple[OffsetDelete
             v_name_4: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_4 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_5: list[OffsetDeleteRequestPartition]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -132,11 +136,13 @@ def decode_offset_delete_response_v0(data: bytes, pos: int) -> tuple[OffsetDelet
             v_name_5: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_5 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_6: list[OffsetDeleteResponsePartition]
             n1, = _S1.unpack_from(data, pos)
             pos += 4

@@ -104,11 +104,13 @@ def decode_offset_fetch_request_v0(data: bytes, pos: int) -> tuple[OffsetFetchRe
     v_group_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field GroupId is null')
     v_topics_2: list[OffsetFetchRequestTopic] | None
     n0, = _S1.unpack_from(data, pos)
     pos += 4
@@ -123,11 +125,13 @@ def decode_offset_fetch_request_v0(data: bytes, pos: int) -> tuple[OffsetFetchRe
             v_name_6: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_6 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partition_indexes_7: list[int]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -169,11 +173,13 @@ def decode_offset_fetch_request_v1(data: bytes, pos: int) -> tuple[OffsetFetchRe
     v_group_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field GroupId is null')
     v_topics_2: list[OffsetFetchRequestTopic] | None
     n0, = _S1.unpack_from(data, pos)
     pos += 4
@@ -188,11 +194,13 @@ def decode_offset_fetch_request_v1(data: bytes, pos: int) -> tuple[OffsetFetchRe
             v_name_6: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_6 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partition_indexes_7: list[int]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -234,11 +242,13 @@ def decode_offset_fetch_request_v2(data: bytes, pos: int) -> tuple[OffsetFetchRe
     v_group_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field GroupId is null')
     v_topics_2: list[OffsetFetchRequestTopic] | None
     n0, = _S1.unpack_from(data, pos)
     pos += 4
@@ -253,11 +263,13 @@ def decode_offset_fetch_request_v2(data: bytes, pos: int) -> tuple[OffsetFetchRe
             v_name_6: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_6 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partition_indexes_7: list[int]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -300,11 +312,13 @@ def decode_offset_fetch_request_v3(data: bytes, pos: int) -> tuple[OffsetFetchRe
     v_group_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field GroupId is null')
     v_topics_2: list[OffsetFetchRequestTopic] | None
     n0, = _S1.unpack_from(data, pos)
     pos += 4
@@ -319,11 +333,13 @@ def decode_offset_fetch_request_v3(data: bytes, pos: int) -> tuple[OffsetFetchRe
             v_name_6: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_6 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partition_indexes_7: list[int]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -366,11 +382,13 @@ def decode_offset_fetch_request_v4(data: bytes, pos: int) -> tuple[OffsetFetchRe
     v_group_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field GroupId is null')
     v_topics_2: list[OffsetFetchRequestTopic] | None
     n0, = _S1.unpack_from(data, pos)
     pos += 4
@@ -385,11 +403,13 @@ def decode_offset_fetch_request_v4(data: bytes, pos: int) -> tuple[OffsetFetchRe
             v_name_6: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_6 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partition_indexes_7: list[int]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -432,11 +452,13 @@ def decode_offset_fetch_request_v5(data: bytes, pos: int) -> tuple[OffsetFetchRe
     v_group_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field GroupId is null')
     v_topics_2: list[OffsetFetchRequestTopic] | None
     n0, = _S1.unpack_from(data, pos)
     pos += 4
@@ -451,11 +473,13 @@ def decode_offset_fetch_request_v5(data: bytes, pos: int) -> tuple[OffsetFetchRe
             v_name_6: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_6 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partition_indexes_7: list[int]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -502,11 +526,13 @@ def decode_offset_fetch_request_v6(data: bytes, pos: int) -> tuple[OffsetFetchRe
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field GroupId is null')
     v_topics_2: list[OffsetFetchRequestTopic] | None
     n0 = data[pos]
     if n0 < 128:
@@ -529,11 +555,13 @@ def decode_offset_fetch_request_v6(data: bytes, pos: int) -> tuple[OffsetFetchRe
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_6 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partition_indexes_7: list[int]
             n1 = data[pos]
             if n1 < 128:
@@ -620,11 +648,13 @@ def decode_offset_fetch_request_v7(data: bytes, pos: int) -> tuple[OffsetFetchRe
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field GroupId is null')
     v_topics_2: list[OffsetFetchRequestTopic] | None
     n0 = data[pos]
     if n0 < 128:
@@ -647,11 +677,13 @@ def decode_offset_fetch_request_v7(data: bytes, pos: int) -> tuple[OffsetFetchRe
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_6 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partition_indexes_7: list[int]
             n1 = data[pos]
             if n1 < 128:
@@ -753,11 +785,13 @@ def decode_offset_fetch_request_v8(data: bytes, pos: int) -> tuple[OffsetFetchRe
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupId is null')
-            else:
+            if n1 > 0:
                 v_group_id_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_id_6 = ''
+            else:
+                raise DecodeError('non-nullable field GroupId is null')
             v_topics_9: list[OffsetFetchRequestTopics] | None
             n1 = data[pos]
             if n1 < 128:
@@ -780,11 +814,13 @@ def decode_offset_fetch_request_v8(data: bytes, pos: int) -> tuple[OffsetFetchRe
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field Name is null')
-                    else:
+                    if n2 > 0:
                         v_name_11 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_name_11 = ''
+                    else:
+                        raise DecodeError('non-nullable field Name is null')
                     v_partition_indexes_13: list[int]
                     n2 = data[pos]
                     if n2 < 128:
@@ -906,11 +942,13 @@ def decode_offset_fetch_request_v9(data: bytes, pos: int) -> tuple[OffsetFetchRe
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupId is null')
-            else:
+            if n1 > 0:
                 v_group_id_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_id_6 = ''
+            else:
+                raise DecodeError('non-nullable field GroupId is null')
             v_member_id_7: str | None
             n1 = data[pos]
             if n1 < 128:
@@ -918,11 +956,13 @@ def decode_offset_fetch_request_v9(data: bytes, pos: int) -> tuple[OffsetFetchRe
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_member_id_7 = None
-            else:
+            if n1 > 0:
                 v_member_id_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_member_id_7 = ''
+            else:
+                v_member_id_7 = None
             v_member_epoch_8, n1 = _S4.unpack_from(data, pos)
             v_topics_9: list[OffsetFetchRequestTopics] | None
             if n1 < 128:
@@ -946,11 +986,13 @@ def decode_offset_fetch_request_v9(data: bytes, pos: int) -> tuple[OffsetFetchRe
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field Name is null')
-                    else:
+                    if n2 > 0:
                         v_name_11 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_name_11 = ''
+                    else:
+                        raise DecodeError('non-nullable field Name is null')
                     v_partition_indexes_13: list[int]
                     n2 = data[pos]
                     if n2 < 128:
@@ -1084,11 +1126,13 @@ def decode_offset_fetch_request_v10(data: bytes, pos: int) -> tuple[OffsetFetchR
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupId is null')
-            else:
+            if n1 > 0:
                 v_group_id_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_id_6 = ''
+            else:
+                raise DecodeError('non-nullable field GroupId is null')
             v_member_id_7: str | None
             n1 = data[pos]
             if n1 < 128:
@@ -1096,11 +1140,13 @@ def decode_offset_fetch_request_v10(data: bytes, pos: int) -> tuple[OffsetFetchR
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_member_id_7 = None
-            else:
+            if n1 > 0:
                 v_member_id_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_member_id_7 = ''
+            else:
+                v_member_id_7 = None
             v_member_epoch_8, n1 = _S4.unpack_from(data, pos)
             v_topics_9: list[OffsetFetchRequestTopics] | None
             if n1 < 128:
@@ -1236,11 +1282,13 @@ def decode_offset_fetch_response_v0(data: bytes, pos: int) -> tuple[OffsetFetchR
             v_name_6: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_6 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_7: list[OffsetFetchResponsePartition]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -1257,11 +1305,13 @@ def decode_offset_fetch_response_v0(data: bytes, pos: int) -> tuple[OffsetFetchR
                     v_metadata_12: str | None
                     n2, = _S0.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        v_metadata_12 = None
-                    else:
+                    if n2 > 0:
                         v_metadata_12 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_metadata_12 = ''
+                    else:
+                        v_metadata_12 = None
                     v_error_code_13, = _S0.unpack_from(data, pos)
                     pos += 2
                     append_8(OffsetFetchResponsePartition(v_partition_index_9, v_committed_offset_10, -1, v_metadata_12, v_error_code_13))
@@ -1308,11 +1358,13 @@ def decode_offset_fetch_response_v1(data: bytes, pos: int) -> tuple[OffsetFetchR
             v_name_6: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_6 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_7: list[OffsetFetchResponsePartition]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -1329,11 +1381,13 @@ def decode_offset_fetch_response_v1(data: bytes, pos: int) -> tuple[OffsetFetchR
                     v_metadata_12: str | None
                     n2, = _S0.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        v_metadata_12 = None
-                    else:
+                    if n2 > 0:
                         v_metadata_12 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_metadata_12 = ''
+                    else:
+                        v_metadata_12 = None
                     v_error_code_13, = _S0.unpack_from(data, pos)
                     pos += 2
                     append_8(OffsetFetchResponsePartition(v_partition_index_9, v_committed_offset_10, -1, v_metadata_12, v_error_code_13))
@@ -1380,11 +1434,13 @@ def decode_offset_fetch_response_v2(data: bytes, pos: int) -> tuple[OffsetFetchR
             v_name_6: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_6 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_7: list[OffsetFetchResponsePartition]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -1401,11 +1457,13 @@ def decode_offset_fetch_response_v2(data: bytes, pos: int) -> tuple[OffsetFetchR
                     v_metadata_12: str | None
                     n2, = _S0.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        v_metadata_12 = None
-                    else:
+                    if n2 > 0:
                         v_metadata_12 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_metadata_12 = ''
+                    else:
+                        v_metadata_12 = None
                     v_error_code_13, = _S0.unpack_from(data, pos)
                     pos += 2
                     append_8(OffsetFetchResponsePartition(v_partition_index_9, v_committed_offset_10, -1, v_metadata_12, v_error_code_13))
@@ -1457,11 +1515,13 @@ def decode_offset_fetch_response_v3(data: bytes, pos: int) -> tuple[OffsetFetchR
             v_name_6: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_6 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_7: list[OffsetFetchResponsePartition]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -1478,11 +1538,13 @@ def decode_offset_fetch_response_v3(data: bytes, pos: int) -> tuple[OffsetFetchR
                     v_metadata_12: str | None
                     n2, = _S0.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        v_metadata_12 = None
-                    else:
+                    if n2 > 0:
                         v_metadata_12 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_metadata_12 = ''
+                    else:
+                        v_metadata_12 = None
                     v_error_code_13, = _S0.unpack_from(data, pos)
                     pos += 2
                     append_8(OffsetFetchResponsePartition(v_partition_index_9, v_committed_offset_10, -1, v_metadata_12, v_error_code_13))
@@ -1535,11 +1597,13 @@ def decode_offset_fetch_response_v4(data: bytes, pos: int) -> tuple[OffsetFetchR
             v_name_6: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_6 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_7: list[OffsetFetchResponsePartition]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -1556,11 +1620,13 @@ def decode_offset_fetch_response_v4(data: bytes, pos: int) -> tuple[OffsetFetchR
                     v_metadata_12: str | None
                     n2, = _S0.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        v_metadata_12 = None
-                    else:
+                    if n2 > 0:
                         v_metadata_12 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_metadata_12 = ''
+                    else:
+                        v_metadata_12 = None
                     v_error_code_13, = _S0.unpack_from(data, pos)
                     pos += 2
                     append_8(OffsetFetchResponsePartition(v_partition_index_9, v_committed_offset_10, -1, v_metadata_12, v_error_code_13))
@@ -1613,11 +1679,13 @@ def decode_offset_fetch_response_v5(data: bytes, pos: int) -> tuple[OffsetFetchR
             v_name_6: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_6 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_7: list[OffsetFetchResponsePartition]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -1634,11 +1702,13 @@ def decode_offset_fetch_response_v5(data: bytes, pos: int) -> tuple[OffsetFetchR
                     v_metadata_12: str | None
                     n2, = _S0.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        v_metadata_12 = None
-                    else:
+                    if n2 > 0:
                         v_metadata_12 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_metadata_12 = ''
+                    else:
+                        v_metadata_12 = None
                     v_error_code_13, = _S0.unpack_from(data, pos)
                     pos += 2
                     append_8(OffsetFetchResponsePartition(v_partition_index_9, v_committed_offset_10, v_committed_leader_epoch_11, v_metadata_12, v_error_code_13))
@@ -1698,11 +1768,13 @@ def decode_offset_fetch_response_v6(data: bytes, pos: int) -> tuple[OffsetFetchR
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_6 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_7: list[OffsetFetchResponsePartition]
             n1 = data[pos]
             if n1 < 128:
@@ -1726,11 +1798,13 @@ def decode_offset_fetch_response_v6(data: bytes, pos: int) -> tuple[OffsetFetchR
                         pos += 16
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        v_metadata_12 = None
-                    else:
+                    if n2 > 0:
                         v_metadata_12 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_metadata_12 = ''
+                    else:
+                        v_metadata_12 = None
                     v_error_code_13, tag_count2 = _S10.unpack_from(data, pos)
                     if tag_count2 == 0:
                         pos += 3
@@ -1834,11 +1908,13 @@ def decode_offset_fetch_response_v7(data: bytes, pos: int) -> tuple[OffsetFetchR
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_6 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_7: list[OffsetFetchResponsePartition]
             n1 = data[pos]
             if n1 < 128:
@@ -1862,11 +1938,13 @@ def decode_offset_fetch_response_v7(data: bytes, pos: int) -> tuple[OffsetFetchR
                         pos += 16
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        v_metadata_12 = None
-                    else:
+                    if n2 > 0:
                         v_metadata_12 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_metadata_12 = ''
+                    else:
+                        v_metadata_12 = None
                     v_error_code_13, tag_count2 = _S10.unpack_from(data, pos)
                     if tag_count2 == 0:
                         pos += 3
@@ -1970,11 +2048,13 @@ def decode_offset_fetch_response_v8(data: bytes, pos: int) -> tuple[OffsetFetchR
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupId is null')
-            else:
+            if n1 > 0:
                 v_group_id_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_id_6 = ''
+            else:
+                raise DecodeError('non-nullable field GroupId is null')
             v_topics_7: list[OffsetFetchResponseTopics]
             n1 = data[pos]
             if n1 < 128:
@@ -1997,11 +2077,13 @@ def decode_offset_fetch_response_v8(data: bytes, pos: int) -> tuple[OffsetFetchR
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field Name is null')
-                    else:
+                    if n2 > 0:
                         v_name_10 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_name_10 = ''
+                    else:
+                        raise DecodeError('non-nullable field Name is null')
                     v_partitions_12: list[OffsetFetchResponsePartitions]
                     n2 = data[pos]
                     if n2 < 128:
@@ -2025,11 +2107,13 @@ def decode_offset_fetch_response_v8(data: bytes, pos: int) -> tuple[OffsetFetchR
                                 pos += 16
                                 n3, pos = read_uvarint(data, pos)
                             n3 -= 1
-                            if n3 < 0:
-                                v_metadata_17 = None
-                            else:
+                            if n3 > 0:
                                 v_metadata_17 = str(data[pos:pos + n3], 'utf-8')
                                 pos += n3
+                            elif n3 == 0:
+                                v_metadata_17 = ''
+                            else:
+                                v_metadata_17 = None
                             v_error_code_18, tag_count3 = _S10.unpack_from(data, pos)
                             if tag_count3 == 0:
                                 pos += 3
@@ -2159,11 +2243,13 @@ def decode_offset_fetch_response_v9(data: bytes, pos: int) -> tuple[OffsetFetchR
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupId is null')
-            else:
+            if n1 > 0:
                 v_group_id_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_id_6 = ''
+            else:
+                raise DecodeError('non-nullable field GroupId is null')
             v_topics_7: list[OffsetFetchResponseTopics]
             n1 = data[pos]
             if n1 < 128:
@@ -2186,11 +2272,13 @@ def decode_offset_fetch_response_v9(data: bytes, pos: int) -> tuple[OffsetFetchR
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field Name is null')
-                    else:
+                    if n2 > 0:
                         v_name_10 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_name_10 = ''
+                    else:
+                        raise DecodeError('non-nullable field Name is null')
                     v_partitions_12: list[OffsetFetchResponsePartitions]
                     n2 = data[pos]
                     if n2 < 128:
@@ -2214,11 +2302,13 @@ def decode_offset_fetch_response_v9(data: bytes, pos: int) -> tuple[OffsetFetchR
                                 pos += 16
                                 n3, pos = read_uvarint(data, pos)
                             n3 -= 1
-                            if n3 < 0:
-                                v_metadata_17 = None
-                            else:
+                            if n3 > 0:
                                 v_metadata_17 = str(data[pos:pos + n3], 'utf-8')
                                 pos += n3
+                            elif n3 == 0:
+                                v_metadata_17 = ''
+                            else:
+                                v_metadata_17 = None
                             v_error_code_18, tag_count3 = _S10.unpack_from(data, pos)
                             if tag_count3 == 0:
                                 pos += 3
@@ -2348,11 +2438,13 @@ def decode_offset_fetch_response_v10(data: bytes, pos: int) -> tuple[OffsetFetch
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupId is null')
-            else:
+            if n1 > 0:
                 v_group_id_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_id_6 = ''
+            else:
+                raise DecodeError('non-nullable field GroupId is null')
             v_topics_7: list[OffsetFetchResponseTopics]
             n1 = data[pos]
             if n1 < 128:
@@ -2392,11 +2484,13 @@ def decode_offset_fetch_response_v10(data: bytes, pos: int) -> tuple[OffsetFetch
                                 pos += 16
                                 n3, pos = read_uvarint(data, pos)
                             n3 -= 1
-                            if n3 < 0:
-                                v_metadata_17 = None
-                            else:
+                            if n3 > 0:
                                 v_metadata_17 = str(data[pos:pos + n3], 'utf-8')
                                 pos += n3
+                            elif n3 == 0:
+                                v_metadata_17 = ''
+                            else:
+                                v_metadata_17 = None
                             v_error_code_18, tag_count3 = _S10.unpack_from(data, pos)
                             if tag_count3 == 0:
                                 pos += 3

@@ -74,11 +74,13 @@ def decode_offset_for_leader_epoch_request_v2(data: bytes, pos: int) -> tuple[Of
             v_topic_4: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Topic is null')
-            else:
+            if n1 > 0:
                 v_topic_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_topic_4 = ''
+            else:
+                raise DecodeError('non-nullable field Topic is null')
             v_partitions_5: list[OffsetForLeaderPartition]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
@@ -128,11 +130,13 @@ def decode_offset_for_leader_epoch_request_v3(data: bytes, pos: int) -> tuple[Of
             v_topic_4: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Topic is null')
-            else:
+            if n1 > 0:
                 v_topic_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_topic_4 = ''
+            else:
+                raise DecodeError('non-nullable field Topic is null')
             v_partitions_5: list[OffsetForLeaderPartition]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
@@ -190,11 +194,13 @@ def decode_offset_for_leader_epoch_request_v4(data: bytes, pos: int) -> tuple[Of
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Topic is null')
-            else:
+            if n1 > 0:
                 v_topic_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_topic_4 = ''
+            else:
+                raise DecodeError('non-nullable field Topic is null')
             v_partitions_5: list[OffsetForLeaderPartition]
             n1 = data[pos]
             if n1 < 128:
@@ -290,11 +296,13 @@ def decode_offset_for_leader_epoch_response_v2(data: bytes, pos: int) -> tuple[O
             v_topic_4: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Topic is null')
-            else:
+            if n1 > 0:
                 v_topic_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_topic_4 = ''
+            else:
+                raise DecodeError('non-nullable field Topic is null')
             v_partitions_5: list[EpochEndOffset]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
@@ -345,11 +353,13 @@ def decode_offset_for_leader_epoch_response_v3(data: bytes, pos: int) -> tuple[O
             v_topic_4: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Topic is null')
-            else:
+            if n1 > 0:
                 v_topic_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_topic_4 = ''
+            else:
+                raise DecodeError('non-nullable field Topic is null')
             v_partitions_5: list[EpochEndOffset]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
@@ -407,11 +417,13 @@ def decode_offset_for_leader_epoch_response_v4(data: bytes, pos: int) -> tuple[O
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Topic is null')
-            else:
+            if n1 > 0:
                 v_topic_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_topic_4 = ''
+            else:
+                raise DecodeError('non-nullable field Topic is null')
             v_partitions_5: list[EpochEndOffset]
             n1 = data[pos]
             if n1 < 128:

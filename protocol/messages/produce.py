@@ -110,11 +110,13 @@ def decode_produce_request_v0(data: bytes, pos: int) -> tuple[ProduceRequest, in
             v_name_6: str
             n1, = _S2.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_6 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partition_data_8: list[PartitionProduceData]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -181,11 +183,13 @@ def decode_produce_request_v1(data: bytes, pos: int) -> tuple[ProduceRequest, in
             v_name_6: str
             n1, = _S2.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_6 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partition_data_8: list[PartitionProduceData]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -252,11 +256,13 @@ def decode_produce_request_v2(data: bytes, pos: int) -> tuple[ProduceRequest, in
             v_name_6: str
             n1, = _S2.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_6 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partition_data_8: list[PartitionProduceData]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -310,11 +316,13 @@ def decode_produce_request_v3(data: bytes, pos: int) -> tuple[ProduceRequest, in
     v_transactional_id_1: str | None
     n0, = _S2.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        v_transactional_id_1 = None
-    else:
+    if n0 > 0:
         v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_transactional_id_1 = ''
+    else:
+        v_transactional_id_1 = None
     v_acks_2, v_timeout_ms_3 = _S0.unpack_from(data, pos)
     pos += 6
     v_topic_data_4: list[TopicProduceData]
@@ -331,11 +339,13 @@ def decode_produce_request_v3(data: bytes, pos: int) -> tuple[ProduceRequest, in
             v_name_6: str
             n1, = _S2.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_6 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partition_data_8: list[PartitionProduceData]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -394,11 +404,13 @@ def decode_produce_request_v4(data: bytes, pos: int) -> tuple[ProduceRequest, in
     v_transactional_id_1: str | None
     n0, = _S2.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        v_transactional_id_1 = None
-    else:
+    if n0 > 0:
         v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_transactional_id_1 = ''
+    else:
+        v_transactional_id_1 = None
     v_acks_2, v_timeout_ms_3 = _S0.unpack_from(data, pos)
     pos += 6
     v_topic_data_4: list[TopicProduceData]
@@ -415,11 +427,13 @@ def decode_produce_request_v4(data: bytes, pos: int) -> tuple[ProduceRequest, in
             v_name_6: str
             n1, = _S2.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_6 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partition_data_8: list[PartitionProduceData]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -478,11 +492,13 @@ def decode_produce_request_v5(data: bytes, pos: int) -> tuple[ProduceRequest, in
     v_transactional_id_1: str | None
     n0, = _S2.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        v_transactional_id_1 = None
-    else:
+    if n0 > 0:
         v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_transactional_id_1 = ''
+    else:
+        v_transactional_id_1 = None
     v_acks_2, v_timeout_ms_3 = _S0.unpack_from(data, pos)
     pos += 6
     v_topic_data_4: list[TopicProduceData]
@@ -499,11 +515,13 @@ def decode_produce_request_v5(data: bytes, pos: int) -> tuple[ProduceRequest, in
             v_name_6: str
             n1, = _S2.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_6 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partition_data_8: list[PartitionProduceData]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -562,11 +580,13 @@ def decode_produce_request_v6(data: bytes, pos: int) -> tuple[ProduceRequest, in
     v_transactional_id_1: str | None
     n0, = _S2.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        v_transactional_id_1 = None
-    else:
+    if n0 > 0:
         v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_transactional_id_1 = ''
+    else:
+        v_transactional_id_1 = None
     v_acks_2, v_timeout_ms_3 = _S0.unpack_from(data, pos)
     pos += 6
     v_topic_data_4: list[TopicProduceData]
@@ -583,11 +603,13 @@ def decode_produce_request_v6(data: bytes, pos: int) -> tuple[ProduceRequest, in
             v_name_6: str
             n1, = _S2.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_6 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partition_data_8: list[PartitionProduceData]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -646,11 +668,13 @@ def decode_produce_request_v7(data: bytes, pos: int) -> tuple[ProduceRequest, in
     v_transactional_id_1: str | None
     n0, = _S2.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        v_transactional_id_1 = None
-    else:
+    if n0 > 0:
         v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_transactional_id_1 = ''
+    else:
+        v_transactional_id_1 = None
     v_acks_2, v_timeout_ms_3 = _S0.unpack_from(data, pos)
     pos += 6
     v_topic_data_4: list[TopicProduceData]
@@ -667,11 +691,13 @@ def decode_produce_request_v7(data: bytes, pos: int) -> tuple[ProduceRequest, in
             v_name_6: str
             n1, = _S2.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_6 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partition_data_8: list[PartitionProduceData]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -730,11 +756,13 @@ def decode_produce_request_v8(data: bytes, pos: int) -> tuple[ProduceRequest, in
     v_transactional_id_1: str | None
     n0, = _S2.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        v_transactional_id_1 = None
-    else:
+    if n0 > 0:
         v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_transactional_id_1 = ''
+    else:
+        v_transactional_id_1 = None
     v_acks_2, v_timeout_ms_3 = _S0.unpack_from(data, pos)
     pos += 6
     v_topic_data_4: list[TopicProduceData]
@@ -751,11 +779,13 @@ def decode_produce_request_v8(data: bytes, pos: int) -> tuple[ProduceRequest, in
             v_name_6: str
             n1, = _S2.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_6 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partition_data_8: list[PartitionProduceData]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -818,11 +848,13 @@ def decode_produce_request_v9(data: bytes, pos: int) -> tuple[ProduceRequest, in
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_transactional_id_1 = None
-    else:
+    if n0 > 0:
         v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_transactional_id_1 = ''
+    else:
+        v_transactional_id_1 = None
     v_acks_2, v_timeout_ms_3, n0 = _S3.unpack_from(data, pos)
     v_topic_data_4: list[TopicProduceData]
     if n0 < 128:
@@ -846,11 +878,13 @@ def decode_produce_request_v9(data: bytes, pos: int) -> tuple[ProduceRequest, in
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_6 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partition_data_8: list[PartitionProduceData]
             n1 = data[pos]
             if n1 < 128:
@@ -970,11 +1004,13 @@ def decode_produce_request_v10(data: bytes, pos: int) -> tuple[ProduceRequest, i
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_transactional_id_1 = None
-    else:
+    if n0 > 0:
         v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_transactional_id_1 = ''
+    else:
+        v_transactional_id_1 = None
     v_acks_2, v_timeout_ms_3, n0 = _S3.unpack_from(data, pos)
     v_topic_data_4: list[TopicProduceData]
     if n0 < 128:
@@ -998,11 +1034,13 @@ def decode_produce_request_v10(data: bytes, pos: int) -> tuple[ProduceRequest, i
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_6 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partition_data_8: list[PartitionProduceData]
             n1 = data[pos]
             if n1 < 128:
@@ -1122,11 +1160,13 @@ def decode_produce_request_v11(data: bytes, pos: int) -> tuple[ProduceRequest, i
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_transactional_id_1 = None
-    else:
+    if n0 > 0:
         v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_transactional_id_1 = ''
+    else:
+        v_transactional_id_1 = None
     v_acks_2, v_timeout_ms_3, n0 = _S3.unpack_from(data, pos)
     v_topic_data_4: list[TopicProduceData]
     if n0 < 128:
@@ -1150,11 +1190,13 @@ def decode_produce_request_v11(data: bytes, pos: int) -> tuple[ProduceRequest, i
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_6 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partition_data_8: list[PartitionProduceData]
             n1 = data[pos]
             if n1 < 128:
@@ -1274,11 +1316,13 @@ def decode_produce_request_v12(data: bytes, pos: int) -> tuple[ProduceRequest, i
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_transactional_id_1 = None
-    else:
+    if n0 > 0:
         v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_transactional_id_1 = ''
+    else:
+        v_transactional_id_1 = None
     v_acks_2, v_timeout_ms_3, n0 = _S3.unpack_from(data, pos)
     v_topic_data_4: list[TopicProduceData]
     if n0 < 128:
@@ -1302,11 +1346,13 @@ def decode_produce_request_v12(data: bytes, pos: int) -> tuple[ProduceRequest, i
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_6 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partition_data_8: list[PartitionProduceData]
             n1 = data[pos]
             if n1 < 128:
@@ -1426,11 +1472,13 @@ def decode_produce_request_v13(data: bytes, pos: int) -> tuple[ProduceRequest, i
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_transactional_id_1 = None
-    else:
+    if n0 > 0:
         v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_transactional_id_1 = ''
+    else:
+        v_transactional_id_1 = None
     v_acks_2, v_timeout_ms_3, n0 = _S3.unpack_from(data, pos)
     v_topic_data_4: list[TopicProduceData]
     if n0 < 128:
@@ -1567,11 +1615,13 @@ def decode_produce_response_v0(data: bytes, pos: int) -> tuple[ProduceResponse, 
             v_name_5: str
             n1, = _S2.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_5 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partition_responses_7: list[PartitionProduceResponse]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -1623,11 +1673,13 @@ def decode_produce_response_v1(data: bytes, pos: int) -> tuple[ProduceResponse, 
             v_name_5: str
             n1, = _S2.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_5 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partition_responses_7: list[PartitionProduceResponse]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -1682,11 +1734,13 @@ def decode_produce_response_v2(data: bytes, pos: int) -> tuple[ProduceResponse, 
             v_name_5: str
             n1, = _S2.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_5 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partition_responses_7: list[PartitionProduceResponse]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -1741,11 +1795,13 @@ def decode_produce_response_v3(data: bytes, pos: int) -> tuple[ProduceResponse, 
             v_name_5: str
             n1, = _S2.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_5 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partition_responses_7: list[PartitionProduceResponse]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -1800,11 +1856,13 @@ def decode_produce_response_v4(data: bytes, pos: int) -> tuple[ProduceResponse, 
             v_name_5: str
             n1, = _S2.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_5 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partition_responses_7: list[PartitionProduceResponse]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -1859,11 +1917,13 @@ def decode_produce_response_v5(data: bytes, pos: int) -> tuple[ProduceResponse, 
             v_name_5: str
             n1, = _S2.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_5 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partition_responses_7: list[PartitionProduceResponse]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -1918,11 +1978,13 @@ def decode_produce_response_v6(data: bytes, pos: int) -> tuple[ProduceResponse, 
             v_name_5: str
             n1, = _S2.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_5 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partition_responses_7: list[PartitionProduceResponse]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -1977,11 +2039,13 @@ def decode_produce_response_v7(data: bytes, pos: int) -> tuple[ProduceResponse, 
             v_name_5: str
             n1, = _S2.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_5 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partition_responses_7: list[PartitionProduceResponse]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -2036,11 +2100,13 @@ def decode_produce_response_v8(data: bytes, pos: int) -> tuple[ProduceResponse, 
             v_name_5: str
             n1, = _S2.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_5 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partition_responses_7: list[PartitionProduceResponse]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -2070,20 +2136,24 @@ def decode_produce_response_v8(data: bytes, pos: int) -> tuple[ProduceResponse, 
                             v_batch_index_error_message_19: str | None
                             n3, = _S2.unpack_from(data, pos)
                             pos += 2
-                            if n3 < 0:
-                                v_batch_index_error_message_19 = None
-                            else:
+                            if n3 > 0:
                                 v_batch_index_error_message_19 = str(data[pos:pos + n3], 'utf-8')
                                 pos += n3
+                            elif n3 == 0:
+                                v_batch_index_error_message_19 = ''
+                            else:
+                                v_batch_index_error_message_19 = None
                             append_17(BatchIndexAndErrorMessage(v_batch_index_18, v_batch_index_error_message_19))
                     v_error_message_15: str | None
                     n2, = _S2.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        v_error_message_15 = None
-                    else:
+                    if n2 > 0:
                         v_error_message_15 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_error_message_15 = ''
+                    else:
+                        v_error_message_15 = None
                     append_8(PartitionProduceResponse(v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13, v_record_errors_14, v_error_message_15, LeaderIdAndEpoch()))
             append_4(TopicProduceResponse(v_name_5, ZERO_UUID, v_partition_responses_7))
     v_throttle_time_ms_2, = _S1.unpack_from(data, pos)
@@ -2151,11 +2221,13 @@ def decode_produce_response_v9(data: bytes, pos: int) -> tuple[ProduceResponse, 
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_5 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partition_responses_7: list[PartitionProduceResponse]
             n1 = data[pos]
             if n1 < 128:
@@ -2195,11 +2267,13 @@ def decode_produce_response_v9(data: bytes, pos: int) -> tuple[ProduceResponse, 
                                 pos += 4
                                 n3, pos = read_uvarint(data, pos)
                             n3 -= 1
-                            if n3 < 0:
-                                v_batch_index_error_message_19 = None
-                            else:
+                            if n3 > 0:
                                 v_batch_index_error_message_19 = str(data[pos:pos + n3], 'utf-8')
                                 pos += n3
+                            elif n3 == 0:
+                                v_batch_index_error_message_19 = ''
+                            else:
+                                v_batch_index_error_message_19 = None
                             if data[pos] == 0:
                                 pos += 1
                             else:
@@ -2217,11 +2291,13 @@ def decode_produce_response_v9(data: bytes, pos: int) -> tuple[ProduceResponse, 
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        v_error_message_15 = None
-                    else:
+                    if n2 > 0:
                         v_error_message_15 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_error_message_15 = ''
+                    else:
+                        v_error_message_15 = None
                     if data[pos] == 0:
                         pos += 1
                     else:
@@ -2343,11 +2419,13 @@ def decode_produce_response_v10(data: bytes, pos: int) -> tuple[ProduceResponse,
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_5 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partition_responses_7: list[PartitionProduceResponse]
             n1 = data[pos]
             if n1 < 128:
@@ -2387,11 +2465,13 @@ def decode_produce_response_v10(data: bytes, pos: int) -> tuple[ProduceResponse,
                                 pos += 4
                                 n3, pos = read_uvarint(data, pos)
                             n3 -= 1
-                            if n3 < 0:
-                                v_batch_index_error_message_19 = None
-                            else:
+                            if n3 > 0:
                                 v_batch_index_error_message_19 = str(data[pos:pos + n3], 'utf-8')
                                 pos += n3
+                            elif n3 == 0:
+                                v_batch_index_error_message_19 = ''
+                            else:
+                                v_batch_index_error_message_19 = None
                             if data[pos] == 0:
                                 pos += 1
                             else:
@@ -2409,11 +2489,13 @@ def decode_produce_response_v10(data: bytes, pos: int) -> tuple[ProduceResponse,
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        v_error_message_15 = None
-                    else:
+                    if n2 > 0:
                         v_error_message_15 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_error_message_15 = ''
+                    else:
+                        v_error_message_15 = None
                     v_current_leader_16: LeaderIdAndEpoch = LeaderIdAndEpoch()
                     if data[pos] == 0:
                         pos += 1
@@ -2482,11 +2564,13 @@ def decode_produce_response_v10(data: bytes, pos: int) -> tuple[ProduceResponse,
                             pos += 4
                             n1, pos = read_uvarint(data, pos)
                         n1 -= 1
-                        if n1 < 0:
-                            raise DecodeError('non-nullable field Host is null')
-                        else:
+                        if n1 > 0:
                             v_host_24 = str(data[pos:pos + n1], 'utf-8')
                             pos += n1
+                        elif n1 == 0:
+                            v_host_24 = ''
+                        else:
+                            raise DecodeError('non-nullable field Host is null')
                         v_port_25, n1 = _S4.unpack_from(data, pos)
                         v_rack_26: str | None
                         if n1 < 128:
@@ -2495,11 +2579,13 @@ def decode_produce_response_v10(data: bytes, pos: int) -> tuple[ProduceResponse,
                             pos += 4
                             n1, pos = read_uvarint(data, pos)
                         n1 -= 1
-                        if n1 < 0:
-                            v_rack_26 = None
-                        else:
+                        if n1 > 0:
                             v_rack_26 = str(data[pos:pos + n1], 'utf-8')
                             pos += n1
+                        elif n1 == 0:
+                            v_rack_26 = ''
+                        else:
+                            v_rack_26 = None
                         if data[pos] == 0:
                             pos += 1
                         else:
@@ -2641,11 +2727,13 @@ def decode_produce_response_v11(data: bytes, pos: int) -> tuple[ProduceResponse,
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_5 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partition_responses_7: list[PartitionProduceResponse]
             n1 = data[pos]
             if n1 < 128:
@@ -2685,11 +2773,13 @@ def decode_produce_response_v11(data: bytes, pos: int) -> tuple[ProduceResponse,
                                 pos += 4
                                 n3, pos = read_uvarint(data, pos)
                             n3 -= 1
-                            if n3 < 0:
-                                v_batch_index_error_message_19 = None
-                            else:
+                            if n3 > 0:
                                 v_batch_index_error_message_19 = str(data[pos:pos + n3], 'utf-8')
                                 pos += n3
+                            elif n3 == 0:
+                                v_batch_index_error_message_19 = ''
+                            else:
+                                v_batch_index_error_message_19 = None
                             if data[pos] == 0:
                                 pos += 1
                             else:
@@ -2707,11 +2797,13 @@ def decode_produce_response_v11(data: bytes, pos: int) -> tuple[ProduceResponse,
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        v_error_message_15 = None
-                    else:
+                    if n2 > 0:
                         v_error_message_15 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_error_message_15 = ''
+                    else:
+                        v_error_message_15 = None
                     v_current_leader_16: LeaderIdAndEpoch = LeaderIdAndEpoch()
                     if data[pos] == 0:
                         pos += 1
@@ -2780,11 +2872,13 @@ def decode_produce_response_v11(data: bytes, pos: int) -> tuple[ProduceResponse,
                             pos += 4
                             n1, pos = read_uvarint(data, pos)
                         n1 -= 1
-                        if n1 < 0:
-                            raise DecodeError('non-nullable field Host is null')
-                        else:
+                        if n1 > 0:
                             v_host_24 = str(data[pos:pos + n1], 'utf-8')
                             pos += n1
+                        elif n1 == 0:
+                            v_host_24 = ''
+                        else:
+                            raise DecodeError('non-nullable field Host is null')
                         v_port_25, n1 = _S4.unpack_from(data, pos)
                         v_rack_26: str | None
                         if n1 < 128:
@@ -2793,11 +2887,13 @@ def decode_produce_response_v11(data: bytes, pos: int) -> tuple[ProduceResponse,
                             pos += 4
                             n1, pos = read_uvarint(data, pos)
                         n1 -= 1
-                        if n1 < 0:
-                            v_rack_26 = None
-                        else:
+                        if n1 > 0:
                             v_rack_26 = str(data[pos:pos + n1], 'utf-8')
                             pos += n1
+                        elif n1 == 0:
+                            v_rack_26 = ''
+                        else:
+                            v_rack_26 = None
                         if data[pos] == 0:
                             pos += 1
                         else:
@@ -2939,11 +3035,13 @@ def decode_produce_response_v12(data: bytes, pos: int) -> tuple[ProduceResponse,
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_5 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partition_responses_7: list[PartitionProduceResponse]
             n1 = data[pos]
             if n1 < 128:
@@ -2983,11 +3081,13 @@ def decode_produce_response_v12(data: bytes, pos: int) -> tuple[ProduceResponse,
                                 pos += 4
                                 n3, pos = read_uvarint(data, pos)
                             n3 -= 1
-                            if n3 < 0:
-                                v_batch_index_error_message_19 = None
-                            else:
+                            if n3 > 0:
                                 v_batch_index_error_message_19 = str(data[pos:pos + n3], 'utf-8')
                                 pos += n3
+                            elif n3 == 0:
+                                v_batch_index_error_message_19 = ''
+                            else:
+                                v_batch_index_error_message_19 = None
                             if data[pos] == 0:
                                 pos += 1
                             else:
@@ -3005,11 +3105,13 @@ def decode_produce_response_v12(data: bytes, pos: int) -> tuple[ProduceResponse,
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        v_error_message_15 = None
-                    else:
+                    if n2 > 0:
                         v_error_message_15 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_error_message_15 = ''
+                    else:
+                        v_error_message_15 = None
                     v_current_leader_16: LeaderIdAndEpoch = LeaderIdAndEpoch()
                     if data[pos] == 0:
                         pos += 1
@@ -3078,11 +3180,13 @@ def decode_produce_response_v12(data: bytes, pos: int) -> tuple[ProduceResponse,
                             pos += 4
                             n1, pos = read_uvarint(data, pos)
                         n1 -= 1
-                        if n1 < 0:
-                            raise DecodeError('non-nullable field Host is null')
-                        else:
+                        if n1 > 0:
                             v_host_24 = str(data[pos:pos + n1], 'utf-8')
                             pos += n1
+                        elif n1 == 0:
+                            v_host_24 = ''
+                        else:
+                            raise DecodeError('non-nullable field Host is null')
                         v_port_25, n1 = _S4.unpack_from(data, pos)
                         v_rack_26: str | None
                         if n1 < 128:
@@ -3091,11 +3195,13 @@ def decode_produce_response_v12(data: bytes, pos: int) -> tuple[ProduceResponse,
                             pos += 4
                             n1, pos = read_uvarint(data, pos)
                         n1 -= 1
-                        if n1 < 0:
-                            v_rack_26 = None
-                        else:
+                        if n1 > 0:
                             v_rack_26 = str(data[pos:pos + n1], 'utf-8')
                             pos += n1
+                        elif n1 == 0:
+                            v_rack_26 = ''
+                        else:
+                            v_rack_26 = None
                         if data[pos] == 0:
                             pos += 1
                         else:
@@ -3270,11 +3376,13 @@ def decode_produce_response_v13(data: bytes, pos: int) -> tuple[ProduceResponse,
                                 pos += 4
                                 n3, pos = read_uvarint(data, pos)
                             n3 -= 1
-                            if n3 < 0:
-                                v_batch_index_error_message_19 = None
-                            else:
+                            if n3 > 0:
                                 v_batch_index_error_message_19 = str(data[pos:pos + n3], 'utf-8')
                                 pos += n3
+                            elif n3 == 0:
+                                v_batch_index_error_message_19 = ''
+                            else:
+                                v_batch_index_error_message_19 = None
                             if data[pos] == 0:
                                 pos += 1
                             else:
@@ -3292,11 +3400,13 @@ def decode_produce_response_v13(data: bytes, pos: int) -> tuple[ProduceResponse,
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        v_error_message_15 = None
-                    else:
+                    if n2 > 0:
                         v_error_message_15 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_error_message_15 = ''
+                    else:
+                        v_error_message_15 = None
                     v_current_leader_16: LeaderIdAndEpoch = LeaderIdAndEpoch()
                     if data[pos] == 0:
                         pos += 1
@@ -3365,11 +3475,13 @@ def decode_produce_response_v13(data: bytes, pos: int) -> tuple[ProduceResponse,
                             pos += 4
                             n1, pos = read_uvarint(data, pos)
                         n1 -= 1
-                        if n1 < 0:
-                            raise DecodeError('non-nullable field Host is null')
-                        else:
+                        if n1 > 0:
                             v_host_24 = str(data[pos:pos + n1], 'utf-8')
                             pos += n1
+                        elif n1 == 0:
+                            v_host_24 = ''
+                        else:
+                            raise DecodeError('non-nullable field Host is null')
                         v_port_25, n1 = _S4.unpack_from(data, pos)
                         v_rack_26: str | None
                         if n1 < 128:
@@ -3378,11 +3490,13 @@ def decode_produce_response_v13(data: bytes, pos: int) -> tuple[ProduceResponse,
                             pos += 4
                             n1, pos = read_uvarint(data, pos)
                         n1 -= 1
-                        if n1 < 0:
-                            v_rack_26 = None
-                        else:
+                        if n1 > 0:
                             v_rack_26 = str(data[pos:pos + n1], 'utf-8')
                             pos += n1
+                        elif n1 == 0:
+                            v_rack_26 = ''
+                        else:
+                            v_rack_26 = None
                         if data[pos] == 0:
                             pos += 1
                         else:

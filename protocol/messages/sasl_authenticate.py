@@ -109,11 +109,13 @@ def decode_sasl_authenticate_response_v0(data: bytes, pos: int) -> tuple[SaslAut
     v_error_message_2: str | None
     n0, = _S1.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        v_error_message_2 = None
-    else:
+    if n0 > 0:
         v_error_message_2 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_error_message_2 = ''
+    else:
+        v_error_message_2 = None
     v_auth_bytes_3: bytes
     n0, = _S0.unpack_from(data, pos)
     pos += 4
@@ -145,11 +147,13 @@ def decode_sasl_authenticate_response_v1(data: bytes, pos: int) -> tuple[SaslAut
     v_error_message_2: str | None
     n0, = _S1.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        v_error_message_2 = None
-    else:
+    if n0 > 0:
         v_error_message_2 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_error_message_2 = ''
+    else:
+        v_error_message_2 = None
     v_auth_bytes_3: bytes
     n0, = _S0.unpack_from(data, pos)
     pos += 4
@@ -187,11 +191,13 @@ def decode_sasl_authenticate_response_v2(data: bytes, pos: int) -> tuple[SaslAut
         pos += 2
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_error_message_2 = None
-    else:
+    if n0 > 0:
         v_error_message_2 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_error_message_2 = ''
+    else:
+        v_error_message_2 = None
     v_auth_bytes_3: bytes
     n0 = data[pos]
     if n0 < 128:

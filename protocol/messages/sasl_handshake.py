@@ -28,11 +28,13 @@ def decode_sasl_handshake_request_v0(data: bytes, pos: int) -> tuple[SaslHandsha
     v_mechanism_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field Mechanism is null')
-    else:
+    if n0 > 0:
         v_mechanism_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_mechanism_1 = ''
+    else:
+        raise DecodeError('non-nullable field Mechanism is null')
     return SaslHandshakeRequest(v_mechanism_1), pos
 
 
@@ -47,11 +49,13 @@ def decode_sasl_handshake_request_v1(data: bytes, pos: int) -> tuple[SaslHandsha
     v_mechanism_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field Mechanism is null')
-    else:
+    if n0 > 0:
         v_mechanism_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_mechanism_1 = ''
+    else:
+        raise DecodeError('non-nullable field Mechanism is null')
     return SaslHandshakeRequest(v_mechanism_1), pos
 
 
@@ -79,11 +83,13 @@ def decode_sasl_handshake_response_v0(data: bytes, pos: int) -> tuple[SaslHandsh
             e_4: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Mechanisms[] is null')
-            else:
+            if n1 > 0:
                 e_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                e_4 = ''
+            else:
+                raise DecodeError('non-nullable field Mechanisms[] is null')
             append_3(e_4)
     return SaslHandshakeResponse(v_error_code_1, v_mechanisms_2), pos
 
@@ -116,11 +122,13 @@ def decode_sasl_handshake_response_v1(data: bytes, pos: int) -> tuple[SaslHandsh
             e_4: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Mechanisms[] is null')
-            else:
+            if n1 > 0:
                 e_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                e_4 = ''
+            else:
+                raise DecodeError('non-nullable field Mechanisms[] is null')
             append_3(e_4)
     return SaslHandshakeResponse(v_error_code_1, v_mechanisms_2), pos
 

@@ -100,11 +100,13 @@ def decode_share_acknowledge_request_v1(data: bytes, pos: int) -> tuple[ShareAck
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_group_id_1 = None
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_id_1 = ''
+    else:
+        v_group_id_1 = None
     v_member_id_2: str | None
     n0 = data[pos]
     if n0 < 128:
@@ -112,11 +114,13 @@ def decode_share_acknowledge_request_v1(data: bytes, pos: int) -> tuple[ShareAck
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_member_id_2 = None
-    else:
+    if n0 > 0:
         v_member_id_2 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_2 = ''
+    else:
+        v_member_id_2 = None
     v_share_session_epoch_3, n0 = _S0.unpack_from(data, pos)
     v_topics_5: list[AcknowledgeTopic]
     if n0 < 128:
@@ -293,11 +297,13 @@ def decode_share_acknowledge_request_v2(data: bytes, pos: int) -> tuple[ShareAck
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_group_id_1 = None
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_id_1 = ''
+    else:
+        v_group_id_1 = None
     v_member_id_2: str | None
     n0 = data[pos]
     if n0 < 128:
@@ -305,11 +311,13 @@ def decode_share_acknowledge_request_v2(data: bytes, pos: int) -> tuple[ShareAck
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_member_id_2 = None
-    else:
+    if n0 > 0:
         v_member_id_2 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_2 = ''
+    else:
+        v_member_id_2 = None
     v_share_session_epoch_3, v_is_renew_ack_4, n0 = _S6.unpack_from(data, pos)
     v_topics_5: list[AcknowledgeTopic]
     if n0 < 128:
@@ -485,11 +493,13 @@ def decode_share_acknowledge_response_v1(data: bytes, pos: int) -> tuple[ShareAc
         pos += 6
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_error_message_3 = None
-    else:
+    if n0 > 0:
         v_error_message_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_error_message_3 = ''
+    else:
+        v_error_message_3 = None
     v_responses_5: list[ShareAcknowledgeTopicResponse]
     n0 = data[pos]
     if n0 < 128:
@@ -529,11 +539,13 @@ def decode_share_acknowledge_response_v1(data: bytes, pos: int) -> tuple[ShareAc
                         pos += 6
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        v_error_message_13 = None
-                    else:
+                    if n2 > 0:
                         v_error_message_13 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_error_message_13 = ''
+                    else:
+                        v_error_message_13 = None
                     v_current_leader_14: LeaderIdAndEpoch
                     v_leader_id_15, v_leader_epoch_16, tag_count3 = _S9.unpack_from(data, pos)
                     if tag_count3 == 0:
@@ -590,11 +602,13 @@ def decode_share_acknowledge_response_v1(data: bytes, pos: int) -> tuple[ShareAc
                 pos += 4
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Host is null')
-            else:
+            if n1 > 0:
                 v_host_19 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_host_19 = ''
+            else:
+                raise DecodeError('non-nullable field Host is null')
             v_port_20, n1 = _S0.unpack_from(data, pos)
             v_rack_21: str | None
             if n1 < 128:
@@ -603,11 +617,13 @@ def decode_share_acknowledge_response_v1(data: bytes, pos: int) -> tuple[ShareAc
                 pos += 4
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_rack_21 = None
-            else:
+            if n1 > 0:
                 v_rack_21 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_rack_21 = ''
+            else:
+                v_rack_21 = None
             if data[pos] == 0:
                 pos += 1
             else:
@@ -715,11 +731,13 @@ def decode_share_acknowledge_response_v2(data: bytes, pos: int) -> tuple[ShareAc
         pos += 6
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_error_message_3 = None
-    else:
+    if n0 > 0:
         v_error_message_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_error_message_3 = ''
+    else:
+        v_error_message_3 = None
     v_acquisition_lock_timeout_ms_4, n0 = _S0.unpack_from(data, pos)
     v_responses_5: list[ShareAcknowledgeTopicResponse]
     if n0 < 128:
@@ -760,11 +778,13 @@ def decode_share_acknowledge_response_v2(data: bytes, pos: int) -> tuple[ShareAc
                         pos += 6
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        v_error_message_13 = None
-                    else:
+                    if n2 > 0:
                         v_error_message_13 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_error_message_13 = ''
+                    else:
+                        v_error_message_13 = None
                     v_current_leader_14: LeaderIdAndEpoch
                     v_leader_id_15, v_leader_epoch_16, tag_count3 = _S9.unpack_from(data, pos)
                     if tag_count3 == 0:
@@ -821,11 +841,13 @@ def decode_share_acknowledge_response_v2(data: bytes, pos: int) -> tuple[ShareAc
                 pos += 4
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Host is null')
-            else:
+            if n1 > 0:
                 v_host_19 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_host_19 = ''
+            else:
+                raise DecodeError('non-nullable field Host is null')
             v_port_20, n1 = _S0.unpack_from(data, pos)
             v_rack_21: str | None
             if n1 < 128:
@@ -834,11 +856,13 @@ def decode_share_acknowledge_response_v2(data: bytes, pos: int) -> tuple[ShareAc
                 pos += 4
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_rack_21 = None
-            else:
+            if n1 > 0:
                 v_rack_21 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_rack_21 = ''
+            else:
+                v_rack_21 = None
             if data[pos] == 0:
                 pos += 1
             else:

@@ -132,11 +132,13 @@ def decode_share_fetch_request_v1(data: bytes, pos: int) -> tuple[ShareFetchRequ
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_group_id_1 = None
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_id_1 = ''
+    else:
+        v_group_id_1 = None
     v_member_id_2: str | None
     n0 = data[pos]
     if n0 < 128:
@@ -144,11 +146,13 @@ def decode_share_fetch_request_v1(data: bytes, pos: int) -> tuple[ShareFetchRequ
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_member_id_2 = None
-    else:
+    if n0 > 0:
         v_member_id_2 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_2 = ''
+    else:
+        v_member_id_2 = None
     v_share_session_epoch_3, v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_max_records_7, v_batch_size_8, n0 = _S0.unpack_from(data, pos)
     v_topics_11: list[FetchTopic]
     if n0 < 128:
@@ -383,11 +387,13 @@ def decode_share_fetch_request_v2(data: bytes, pos: int) -> tuple[ShareFetchRequ
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_group_id_1 = None
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_id_1 = ''
+    else:
+        v_group_id_1 = None
     v_member_id_2: str | None
     n0 = data[pos]
     if n0 < 128:
@@ -395,11 +401,13 @@ def decode_share_fetch_request_v2(data: bytes, pos: int) -> tuple[ShareFetchRequ
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_member_id_2 = None
-    else:
+    if n0 > 0:
         v_member_id_2 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_2 = ''
+    else:
+        v_member_id_2 = None
     v_share_session_epoch_3, v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_max_records_7, v_batch_size_8, v_share_acquire_mode_9, v_is_renew_ack_10, n0 = _S8.unpack_from(data, pos)
     v_topics_11: list[FetchTopic]
     if n0 < 128:
@@ -633,11 +641,13 @@ def decode_share_fetch_response_v1(data: bytes, pos: int) -> tuple[ShareFetchRes
         pos += 6
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_error_message_3 = None
-    else:
+    if n0 > 0:
         v_error_message_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_error_message_3 = ''
+    else:
+        v_error_message_3 = None
     v_acquisition_lock_timeout_ms_4, n0 = _S2.unpack_from(data, pos)
     v_responses_5: list[ShareFetchableTopicResponse]
     if n0 < 128:
@@ -678,11 +688,13 @@ def decode_share_fetch_response_v1(data: bytes, pos: int) -> tuple[ShareFetchRes
                         pos += 6
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        v_error_message_13 = None
-                    else:
+                    if n2 > 0:
                         v_error_message_13 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_error_message_13 = ''
+                    else:
+                        v_error_message_13 = None
                     v_acknowledge_error_code_14, n2 = _S11.unpack_from(data, pos)
                     v_acknowledge_error_message_15: str | None
                     if n2 < 128:
@@ -691,11 +703,13 @@ def decode_share_fetch_response_v1(data: bytes, pos: int) -> tuple[ShareFetchRes
                         pos += 2
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        v_acknowledge_error_message_15 = None
-                    else:
+                    if n2 > 0:
                         v_acknowledge_error_message_15 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_acknowledge_error_message_15 = ''
+                    else:
+                        v_acknowledge_error_message_15 = None
                     v_current_leader_16: LeaderIdAndEpoch
                     v_leader_id_19, v_leader_epoch_20, tag_count3 = _S12.unpack_from(data, pos)
                     if tag_count3 == 0:
@@ -791,11 +805,13 @@ def decode_share_fetch_response_v1(data: bytes, pos: int) -> tuple[ShareFetchRes
                 pos += 4
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Host is null')
-            else:
+            if n1 > 0:
                 v_host_27 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_host_27 = ''
+            else:
+                raise DecodeError('non-nullable field Host is null')
             v_port_28, n1 = _S2.unpack_from(data, pos)
             v_rack_29: str | None
             if n1 < 128:
@@ -804,11 +820,13 @@ def decode_share_fetch_response_v1(data: bytes, pos: int) -> tuple[ShareFetchRes
                 pos += 4
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_rack_29 = None
-            else:
+            if n1 > 0:
                 v_rack_29 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_rack_29 = ''
+            else:
+                v_rack_29 = None
             if data[pos] == 0:
                 pos += 1
             else:
@@ -946,11 +964,13 @@ def decode_share_fetch_response_v2(data: bytes, pos: int) -> tuple[ShareFetchRes
         pos += 6
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_error_message_3 = None
-    else:
+    if n0 > 0:
         v_error_message_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_error_message_3 = ''
+    else:
+        v_error_message_3 = None
     v_acquisition_lock_timeout_ms_4, n0 = _S2.unpack_from(data, pos)
     v_responses_5: list[ShareFetchableTopicResponse]
     if n0 < 128:
@@ -991,11 +1011,13 @@ def decode_share_fetch_response_v2(data: bytes, pos: int) -> tuple[ShareFetchRes
                         pos += 6
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        v_error_message_13 = None
-                    else:
+                    if n2 > 0:
                         v_error_message_13 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_error_message_13 = ''
+                    else:
+                        v_error_message_13 = None
                     v_acknowledge_error_code_14, n2 = _S11.unpack_from(data, pos)
                     v_acknowledge_error_message_15: str | None
                     if n2 < 128:
@@ -1004,11 +1026,13 @@ def decode_share_fetch_response_v2(data: bytes, pos: int) -> tuple[ShareFetchRes
                         pos += 2
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        v_acknowledge_error_message_15 = None
-                    else:
+                    if n2 > 0:
                         v_acknowledge_error_message_15 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_acknowledge_error_message_15 = ''
+                    else:
+                        v_acknowledge_error_message_15 = None
                     v_current_leader_16: LeaderIdAndEpoch
                     v_leader_id_19, v_leader_epoch_20, tag_count3 = _S12.unpack_from(data, pos)
                     if tag_count3 == 0:
@@ -1104,11 +1128,13 @@ def decode_share_fetch_response_v2(data: bytes, pos: int) -> tuple[ShareFetchRes
                 pos += 4
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Host is null')
-            else:
+            if n1 > 0:
                 v_host_27 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_host_27 = ''
+            else:
+                raise DecodeError('non-nullable field Host is null')
             v_port_28, n1 = _S2.unpack_from(data, pos)
             v_rack_29: str | None
             if n1 < 128:
@@ -1117,11 +1143,13 @@ def decode_share_fetch_response_v2(data: bytes, pos: int) -> tuple[ShareFetchRes
                 pos += 4
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_rack_29 = None
-            else:
+            if n1 > 0:
                 v_rack_29 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_rack_29 = ''
+            else:
+                v_rack_29 = None
             if data[pos] == 0:
                 pos += 1
             else:

@@ -95,11 +95,13 @@ def decode_share_group_describe_request_v1(data: bytes, pos: int) -> tuple[Share
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupIds[] is null')
-            else:
+            if n1 > 0:
                 e_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                e_4 = ''
+            else:
+                raise DecodeError('non-nullable field GroupIds[] is null')
             append_3(e_4)
     v_include_authorized_operations_2, tag_count0 = _S0.unpack_from(data, pos)
     if tag_count0 == 0:
@@ -159,11 +161,13 @@ def decode_share_group_describe_response_v1(data: bytes, pos: int) -> tuple[Shar
                 pos += 2
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_error_message_5 = None
-            else:
+            if n1 > 0:
                 v_error_message_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_error_message_5 = ''
+            else:
+                v_error_message_5 = None
             v_group_id_6: str
             n1 = data[pos]
             if n1 < 128:
@@ -171,11 +175,13 @@ def decode_share_group_describe_response_v1(data: bytes, pos: int) -> tuple[Shar
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupId is null')
-            else:
+            if n1 > 0:
                 v_group_id_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_id_6 = ''
+            else:
+                raise DecodeError('non-nullable field GroupId is null')
             v_group_state_7: str
             n1 = data[pos]
             if n1 < 128:
@@ -183,11 +189,13 @@ def decode_share_group_describe_response_v1(data: bytes, pos: int) -> tuple[Shar
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupState is null')
-            else:
+            if n1 > 0:
                 v_group_state_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_state_7 = ''
+            else:
+                raise DecodeError('non-nullable field GroupState is null')
             v_group_epoch_8, v_assignment_epoch_9, n1 = _S4.unpack_from(data, pos)
             v_assignor_name_10: str
             if n1 < 128:
@@ -196,11 +204,13 @@ def decode_share_group_describe_response_v1(data: bytes, pos: int) -> tuple[Shar
                 pos += 8
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field AssignorName is null')
-            else:
+            if n1 > 0:
                 v_assignor_name_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_assignor_name_10 = ''
+            else:
+                raise DecodeError('non-nullable field AssignorName is null')
             v_members_11: list[Member]
             n1 = data[pos]
             if n1 < 128:
@@ -223,11 +233,13 @@ def decode_share_group_describe_response_v1(data: bytes, pos: int) -> tuple[Shar
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field MemberId is null')
-                    else:
+                    if n2 > 0:
                         v_member_id_14 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_member_id_14 = ''
+                    else:
+                        raise DecodeError('non-nullable field MemberId is null')
                     v_rack_id_15: str | None
                     n2 = data[pos]
                     if n2 < 128:
@@ -235,11 +247,13 @@ def decode_share_group_describe_response_v1(data: bytes, pos: int) -> tuple[Shar
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        v_rack_id_15 = None
-                    else:
+                    if n2 > 0:
                         v_rack_id_15 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_rack_id_15 = ''
+                    else:
+                        v_rack_id_15 = None
                     v_member_epoch_16, n2 = _S2.unpack_from(data, pos)
                     v_client_id_17: str
                     if n2 < 128:
@@ -248,11 +262,13 @@ def decode_share_group_describe_response_v1(data: bytes, pos: int) -> tuple[Shar
                         pos += 4
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field ClientId is null')
-                    else:
+                    if n2 > 0:
                         v_client_id_17 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_client_id_17 = ''
+                    else:
+                        raise DecodeError('non-nullable field ClientId is null')
                     v_client_host_18: str
                     n2 = data[pos]
                     if n2 < 128:
@@ -260,11 +276,13 @@ def decode_share_group_describe_response_v1(data: bytes, pos: int) -> tuple[Shar
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field ClientHost is null')
-                    else:
+                    if n2 > 0:
                         v_client_host_18 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_client_host_18 = ''
+                    else:
+                        raise DecodeError('non-nullable field ClientHost is null')
                     v_subscribed_topic_names_19: list[str]
                     n2 = data[pos]
                     if n2 < 128:
@@ -287,11 +305,13 @@ def decode_share_group_describe_response_v1(data: bytes, pos: int) -> tuple[Shar
                             else:
                                 n3, pos = read_uvarint(data, pos)
                             n3 -= 1
-                            if n3 < 0:
-                                raise DecodeError('non-nullable field SubscribedTopicNames[] is null')
-                            else:
+                            if n3 > 0:
                                 e_22 = str(data[pos:pos + n3], 'utf-8')
                                 pos += n3
+                            elif n3 == 0:
+                                e_22 = ''
+                            else:
+                                raise DecodeError('non-nullable field SubscribedTopicNames[] is null')
                             append_21(e_22)
                     v_assignment_20: Assignment
                     v_topic_partitions_23: list[TopicPartitions]
@@ -317,11 +337,13 @@ def decode_share_group_describe_response_v1(data: bytes, pos: int) -> tuple[Shar
                                 pos += 16
                                 n4, pos = read_uvarint(data, pos)
                             n4 -= 1
-                            if n4 < 0:
-                                raise DecodeError('non-nullable field TopicName is null')
-                            else:
+                            if n4 > 0:
                                 v_topic_name_26 = str(data[pos:pos + n4], 'utf-8')
                                 pos += n4
+                            elif n4 == 0:
+                                v_topic_name_26 = ''
+                            else:
+                                raise DecodeError('non-nullable field TopicName is null')
                             v_partitions_27: list[int]
                             n4 = data[pos]
                             if n4 < 128:

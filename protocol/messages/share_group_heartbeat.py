@@ -60,11 +60,13 @@ def decode_share_group_heartbeat_request_v1(data: bytes, pos: int) -> tuple[Shar
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field GroupId is null')
     v_member_id_2: str
     n0 = data[pos]
     if n0 < 128:
@@ -72,11 +74,13 @@ def decode_share_group_heartbeat_request_v1(data: bytes, pos: int) -> tuple[Shar
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
-    else:
+    if n0 > 0:
         v_member_id_2 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_2 = ''
+    else:
+        raise DecodeError('non-nullable field MemberId is null')
     v_member_epoch_3, n0 = _S0.unpack_from(data, pos)
     v_rack_id_4: str | None
     if n0 < 128:
@@ -85,11 +89,13 @@ def decode_share_group_heartbeat_request_v1(data: bytes, pos: int) -> tuple[Shar
         pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_rack_id_4 = None
-    else:
+    if n0 > 0:
         v_rack_id_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_rack_id_4 = ''
+    else:
+        v_rack_id_4 = None
     v_subscribed_topic_names_5: list[str] | None
     n0 = data[pos]
     if n0 < 128:
@@ -112,11 +118,13 @@ def decode_share_group_heartbeat_request_v1(data: bytes, pos: int) -> tuple[Shar
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field SubscribedTopicNames[] is null')
-            else:
+            if n1 > 0:
                 e_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                e_7 = ''
+            else:
+                raise DecodeError('non-nullable field SubscribedTopicNames[] is null')
             append_6(e_7)
     if data[pos] == 0:
         pos += 1
@@ -189,11 +197,13 @@ def decode_share_group_heartbeat_response_v1(data: bytes, pos: int) -> tuple[Sha
         pos += 6
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_error_message_3 = None
-    else:
+    if n0 > 0:
         v_error_message_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_error_message_3 = ''
+    else:
+        v_error_message_3 = None
     v_member_id_4: str | None
     n0 = data[pos]
     if n0 < 128:
@@ -201,11 +211,13 @@ def decode_share_group_heartbeat_response_v1(data: bytes, pos: int) -> tuple[Sha
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_member_id_4 = None
-    else:
+    if n0 > 0:
         v_member_id_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_4 = ''
+    else:
+        v_member_id_4 = None
     v_member_epoch_5, v_heartbeat_interval_ms_6 = _S4.unpack_from(data, pos)
     pos += 8
     v_assignment_7: Assignment | None

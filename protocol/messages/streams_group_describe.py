@@ -185,11 +185,13 @@ def decode_streams_group_describe_request_v0(data: bytes, pos: int) -> tuple[Str
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupIds[] is null')
-            else:
+            if n1 > 0:
                 e_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                e_5 = ''
+            else:
+                raise DecodeError('non-nullable field GroupIds[] is null')
             append_4(e_5)
     v_include_authorized_operations_2, tag_count0 = _S0.unpack_from(data, pos)
     if tag_count0 == 0:
@@ -249,11 +251,13 @@ def decode_streams_group_describe_request_v1(data: bytes, pos: int) -> tuple[Str
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupIds[] is null')
-            else:
+            if n1 > 0:
                 e_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                e_5 = ''
+            else:
+                raise DecodeError('non-nullable field GroupIds[] is null')
             append_4(e_5)
     v_include_authorized_operations_2, v_include_topology_description_3, tag_count0 = _S2.unpack_from(data, pos)
     if tag_count0 == 0:
@@ -313,11 +317,13 @@ def decode_streams_group_describe_response_v0(data: bytes, pos: int) -> tuple[St
                 pos += 2
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_error_message_5 = None
-            else:
+            if n1 > 0:
                 v_error_message_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_error_message_5 = ''
+            else:
+                v_error_message_5 = None
             v_group_id_6: str
             n1 = data[pos]
             if n1 < 128:
@@ -325,11 +331,13 @@ def decode_streams_group_describe_response_v0(data: bytes, pos: int) -> tuple[St
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupId is null')
-            else:
+            if n1 > 0:
                 v_group_id_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_id_6 = ''
+            else:
+                raise DecodeError('non-nullable field GroupId is null')
             v_group_state_7: str
             n1 = data[pos]
             if n1 < 128:
@@ -337,11 +345,13 @@ def decode_streams_group_describe_response_v0(data: bytes, pos: int) -> tuple[St
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupState is null')
-            else:
+            if n1 > 0:
                 v_group_state_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_state_7 = ''
+            else:
+                raise DecodeError('non-nullable field GroupState is null')
             v_group_epoch_8, v_assignment_epoch_9 = _S6.unpack_from(data, pos)
             pos += 8
             v_topology_10: Topology | None
@@ -371,11 +381,13 @@ def decode_streams_group_describe_response_v0(data: bytes, pos: int) -> tuple[St
                         else:
                             n3, pos = read_uvarint(data, pos)
                         n3 -= 1
-                        if n3 < 0:
-                            raise DecodeError('non-nullable field SubtopologyId is null')
-                        else:
+                        if n3 > 0:
                             v_subtopology_id_20 = str(data[pos:pos + n3], 'utf-8')
                             pos += n3
+                        elif n3 == 0:
+                            v_subtopology_id_20 = ''
+                        else:
+                            raise DecodeError('non-nullable field SubtopologyId is null')
                         v_source_topics_21: list[str]
                         n3 = data[pos]
                         if n3 < 128:
@@ -398,11 +410,13 @@ def decode_streams_group_describe_response_v0(data: bytes, pos: int) -> tuple[St
                                 else:
                                     n4, pos = read_uvarint(data, pos)
                                 n4 -= 1
-                                if n4 < 0:
-                                    raise DecodeError('non-nullable field SourceTopics[] is null')
-                                else:
+                                if n4 > 0:
                                     e_26 = str(data[pos:pos + n4], 'utf-8')
                                     pos += n4
+                                elif n4 == 0:
+                                    e_26 = ''
+                                else:
+                                    raise DecodeError('non-nullable field SourceTopics[] is null')
                                 append_25(e_26)
                         v_repartition_sink_topics_22: list[str]
                         n3 = data[pos]
@@ -426,11 +440,13 @@ def decode_streams_group_describe_response_v0(data: bytes, pos: int) -> tuple[St
                                 else:
                                     n4, pos = read_uvarint(data, pos)
                                 n4 -= 1
-                                if n4 < 0:
-                                    raise DecodeError('non-nullable field RepartitionSinkTopics[] is null')
-                                else:
+                                if n4 > 0:
                                     e_28 = str(data[pos:pos + n4], 'utf-8')
                                     pos += n4
+                                elif n4 == 0:
+                                    e_28 = ''
+                                else:
+                                    raise DecodeError('non-nullable field RepartitionSinkTopics[] is null')
                                 append_27(e_28)
                         v_state_changelog_topics_23: list[TopicInfo]
                         n3 = data[pos]
@@ -454,11 +470,13 @@ def decode_streams_group_describe_response_v0(data: bytes, pos: int) -> tuple[St
                                 else:
                                     n4, pos = read_uvarint(data, pos)
                                 n4 -= 1
-                                if n4 < 0:
-                                    raise DecodeError('non-nullable field Name is null')
-                                else:
+                                if n4 > 0:
                                     v_name_30 = str(data[pos:pos + n4], 'utf-8')
                                     pos += n4
+                                elif n4 == 0:
+                                    v_name_30 = ''
+                                else:
+                                    raise DecodeError('non-nullable field Name is null')
                                 v_partitions_31, v_replication_factor_32, n4 = _S7.unpack_from(data, pos)
                                 v_topic_configs_33: list[KeyValue]
                                 if n4 < 128:
@@ -482,11 +500,13 @@ def decode_streams_group_describe_response_v0(data: bytes, pos: int) -> tuple[St
                                         else:
                                             n5, pos = read_uvarint(data, pos)
                                         n5 -= 1
-                                        if n5 < 0:
-                                            raise DecodeError('non-nullable field Key is null')
-                                        else:
+                                        if n5 > 0:
                                             v_key_35 = str(data[pos:pos + n5], 'utf-8')
                                             pos += n5
+                                        elif n5 == 0:
+                                            v_key_35 = ''
+                                        else:
+                                            raise DecodeError('non-nullable field Key is null')
                                         v_value_36: str
                                         n5 = data[pos]
                                         if n5 < 128:
@@ -494,11 +514,13 @@ def decode_streams_group_describe_response_v0(data: bytes, pos: int) -> tuple[St
                                         else:
                                             n5, pos = read_uvarint(data, pos)
                                         n5 -= 1
-                                        if n5 < 0:
-                                            raise DecodeError('non-nullable field Value is null')
-                                        else:
+                                        if n5 > 0:
                                             v_value_36 = str(data[pos:pos + n5], 'utf-8')
                                             pos += n5
+                                        elif n5 == 0:
+                                            v_value_36 = ''
+                                        else:
+                                            raise DecodeError('non-nullable field Value is null')
                                         if data[pos] == 0:
                                             pos += 1
                                         else:
@@ -541,11 +563,13 @@ def decode_streams_group_describe_response_v0(data: bytes, pos: int) -> tuple[St
                                 else:
                                     n4, pos = read_uvarint(data, pos)
                                 n4 -= 1
-                                if n4 < 0:
-                                    raise DecodeError('non-nullable field Name is null')
-                                else:
+                                if n4 > 0:
                                     v_name_38 = str(data[pos:pos + n4], 'utf-8')
                                     pos += n4
+                                elif n4 == 0:
+                                    v_name_38 = ''
+                                else:
+                                    raise DecodeError('non-nullable field Name is null')
                                 v_partitions_39, v_replication_factor_40, n4 = _S7.unpack_from(data, pos)
                                 v_topic_configs_41: list[KeyValue]
                                 if n4 < 128:
@@ -569,11 +593,13 @@ def decode_streams_group_describe_response_v0(data: bytes, pos: int) -> tuple[St
                                         else:
                                             n5, pos = read_uvarint(data, pos)
                                         n5 -= 1
-                                        if n5 < 0:
-                                            raise DecodeError('non-nullable field Key is null')
-                                        else:
+                                        if n5 > 0:
                                             v_key_43 = str(data[pos:pos + n5], 'utf-8')
                                             pos += n5
+                                        elif n5 == 0:
+                                            v_key_43 = ''
+                                        else:
+                                            raise DecodeError('non-nullable field Key is null')
                                         v_value_44: str
                                         n5 = data[pos]
                                         if n5 < 128:
@@ -581,11 +607,13 @@ def decode_streams_group_describe_response_v0(data: bytes, pos: int) -> tuple[St
                                         else:
                                             n5, pos = read_uvarint(data, pos)
                                         n5 -= 1
-                                        if n5 < 0:
-                                            raise DecodeError('non-nullable field Value is null')
-                                        else:
+                                        if n5 > 0:
                                             v_value_44 = str(data[pos:pos + n5], 'utf-8')
                                             pos += n5
+                                        elif n5 == 0:
+                                            v_value_44 = ''
+                                        else:
+                                            raise DecodeError('non-nullable field Value is null')
                                         if data[pos] == 0:
                                             pos += 1
                                         else:
@@ -652,11 +680,13 @@ def decode_streams_group_describe_response_v0(data: bytes, pos: int) -> tuple[St
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field MemberId is null')
-                    else:
+                    if n2 > 0:
                         v_member_id_46 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_member_id_46 = ''
+                    else:
+                        raise DecodeError('non-nullable field MemberId is null')
                     v_member_epoch_47, n2 = _S4.unpack_from(data, pos)
                     v_instance_id_48: str | None
                     if n2 < 128:
@@ -665,11 +695,13 @@ def decode_streams_group_describe_response_v0(data: bytes, pos: int) -> tuple[St
                         pos += 4
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        v_instance_id_48 = None
-                    else:
+                    if n2 > 0:
                         v_instance_id_48 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_instance_id_48 = ''
+                    else:
+                        v_instance_id_48 = None
                     v_rack_id_49: str | None
                     n2 = data[pos]
                     if n2 < 128:
@@ -677,11 +709,13 @@ def decode_streams_group_describe_response_v0(data: bytes, pos: int) -> tuple[St
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        v_rack_id_49 = None
-                    else:
+                    if n2 > 0:
                         v_rack_id_49 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_rack_id_49 = ''
+                    else:
+                        v_rack_id_49 = None
                     v_client_id_50: str
                     n2 = data[pos]
                     if n2 < 128:
@@ -689,11 +723,13 @@ def decode_streams_group_describe_response_v0(data: bytes, pos: int) -> tuple[St
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field ClientId is null')
-                    else:
+                    if n2 > 0:
                         v_client_id_50 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_client_id_50 = ''
+                    else:
+                        raise DecodeError('non-nullable field ClientId is null')
                     v_client_host_51: str
                     n2 = data[pos]
                     if n2 < 128:
@@ -701,11 +737,13 @@ def decode_streams_group_describe_response_v0(data: bytes, pos: int) -> tuple[St
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field ClientHost is null')
-                    else:
+                    if n2 > 0:
                         v_client_host_51 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_client_host_51 = ''
+                    else:
+                        raise DecodeError('non-nullable field ClientHost is null')
                     v_topology_epoch_52, n2 = _S4.unpack_from(data, pos)
                     v_process_id_53: str
                     if n2 < 128:
@@ -714,11 +752,13 @@ def decode_streams_group_describe_response_v0(data: bytes, pos: int) -> tuple[St
                         pos += 4
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field ProcessId is null')
-                    else:
+                    if n2 > 0:
                         v_process_id_53 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_process_id_53 = ''
+                    else:
+                        raise DecodeError('non-nullable field ProcessId is null')
                     v_user_endpoint_54: Endpoint | None
                     marker_61 = data[pos]
                     pos += 1
@@ -730,11 +770,13 @@ def decode_streams_group_describe_response_v0(data: bytes, pos: int) -> tuple[St
                         else:
                             n3, pos = read_uvarint(data, pos)
                         n3 -= 1
-                        if n3 < 0:
-                            raise DecodeError('non-nullable field Host is null')
-                        else:
+                        if n3 > 0:
                             v_host_62 = str(data[pos:pos + n3], 'utf-8')
                             pos += n3
+                        elif n3 == 0:
+                            v_host_62 = ''
+                        else:
+                            raise DecodeError('non-nullable field Host is null')
                         v_port_63, tag_count3 = _S8.unpack_from(data, pos)
                         if tag_count3 == 0:
                             pos += 3
@@ -773,11 +815,13 @@ def decode_streams_group_describe_response_v0(data: bytes, pos: int) -> tuple[St
                             else:
                                 n3, pos = read_uvarint(data, pos)
                             n3 -= 1
-                            if n3 < 0:
-                                raise DecodeError('non-nullable field Key is null')
-                            else:
+                            if n3 > 0:
                                 v_key_65 = str(data[pos:pos + n3], 'utf-8')
                                 pos += n3
+                            elif n3 == 0:
+                                v_key_65 = ''
+                            else:
+                                raise DecodeError('non-nullable field Key is null')
                             v_value_66: str
                             n3 = data[pos]
                             if n3 < 128:
@@ -785,11 +829,13 @@ def decode_streams_group_describe_response_v0(data: bytes, pos: int) -> tuple[St
                             else:
                                 n3, pos = read_uvarint(data, pos)
                             n3 -= 1
-                            if n3 < 0:
-                                raise DecodeError('non-nullable field Value is null')
-                            else:
+                            if n3 > 0:
                                 v_value_66 = str(data[pos:pos + n3], 'utf-8')
                                 pos += n3
+                            elif n3 == 0:
+                                v_value_66 = ''
+                            else:
+                                raise DecodeError('non-nullable field Value is null')
                             if data[pos] == 0:
                                 pos += 1
                             else:
@@ -822,11 +868,13 @@ def decode_streams_group_describe_response_v0(data: bytes, pos: int) -> tuple[St
                             else:
                                 n3, pos = read_uvarint(data, pos)
                             n3 -= 1
-                            if n3 < 0:
-                                raise DecodeError('non-nullable field SubtopologyId is null')
-                            else:
+                            if n3 > 0:
                                 v_subtopology_id_68 = str(data[pos:pos + n3], 'utf-8')
                                 pos += n3
+                            elif n3 == 0:
+                                v_subtopology_id_68 = ''
+                            else:
+                                raise DecodeError('non-nullable field SubtopologyId is null')
                             v_partition_69, v_offset_70, tag_count3 = _S9.unpack_from(data, pos)
                             if tag_count3 == 0:
                                 pos += 13
@@ -861,11 +909,13 @@ def decode_streams_group_describe_response_v0(data: bytes, pos: int) -> tuple[St
                             else:
                                 n3, pos = read_uvarint(data, pos)
                             n3 -= 1
-                            if n3 < 0:
-                                raise DecodeError('non-nullable field SubtopologyId is null')
-                            else:
+                            if n3 > 0:
                                 v_subtopology_id_72 = str(data[pos:pos + n3], 'utf-8')
                                 pos += n3
+                            elif n3 == 0:
+                                v_subtopology_id_72 = ''
+                            else:
+                                raise DecodeError('non-nullable field SubtopologyId is null')
                             v_partition_73, v_offset_74, tag_count3 = _S9.unpack_from(data, pos)
                             if tag_count3 == 0:
                                 pos += 13
@@ -901,11 +951,13 @@ def decode_streams_group_describe_response_v0(data: bytes, pos: int) -> tuple[St
                             else:
                                 n4, pos = read_uvarint(data, pos)
                             n4 -= 1
-                            if n4 < 0:
-                                raise DecodeError('non-nullable field SubtopologyId is null')
-                            else:
+                            if n4 > 0:
                                 v_subtopology_id_79 = str(data[pos:pos + n4], 'utf-8')
                                 pos += n4
+                            elif n4 == 0:
+                                v_subtopology_id_79 = ''
+                            else:
+                                raise DecodeError('non-nullable field SubtopologyId is null')
                             v_partitions_80: list[int]
                             n4 = data[pos]
                             if n4 < 128:
@@ -952,11 +1004,13 @@ def decode_streams_group_describe_response_v0(data: bytes, pos: int) -> tuple[St
                             else:
                                 n4, pos = read_uvarint(data, pos)
                             n4 -= 1
-                            if n4 < 0:
-                                raise DecodeError('non-nullable field SubtopologyId is null')
-                            else:
+                            if n4 > 0:
                                 v_subtopology_id_82 = str(data[pos:pos + n4], 'utf-8')
                                 pos += n4
+                            elif n4 == 0:
+                                v_subtopology_id_82 = ''
+                            else:
+                                raise DecodeError('non-nullable field SubtopologyId is null')
                             v_partitions_83: list[int]
                             n4 = data[pos]
                             if n4 < 128:
@@ -1003,11 +1057,13 @@ def decode_streams_group_describe_response_v0(data: bytes, pos: int) -> tuple[St
                             else:
                                 n4, pos = read_uvarint(data, pos)
                             n4 -= 1
-                            if n4 < 0:
-                                raise DecodeError('non-nullable field SubtopologyId is null')
-                            else:
+                            if n4 > 0:
                                 v_subtopology_id_85 = str(data[pos:pos + n4], 'utf-8')
                                 pos += n4
+                            elif n4 == 0:
+                                v_subtopology_id_85 = ''
+                            else:
+                                raise DecodeError('non-nullable field SubtopologyId is null')
                             v_partitions_86: list[int]
                             n4 = data[pos]
                             if n4 < 128:
@@ -1065,11 +1121,13 @@ def decode_streams_group_describe_response_v0(data: bytes, pos: int) -> tuple[St
                             else:
                                 n4, pos = read_uvarint(data, pos)
                             n4 -= 1
-                            if n4 < 0:
-                                raise DecodeError('non-nullable field SubtopologyId is null')
-                            else:
+                            if n4 > 0:
                                 v_subtopology_id_91 = str(data[pos:pos + n4], 'utf-8')
                                 pos += n4
+                            elif n4 == 0:
+                                v_subtopology_id_91 = ''
+                            else:
+                                raise DecodeError('non-nullable field SubtopologyId is null')
                             v_partitions_92: list[int]
                             n4 = data[pos]
                             if n4 < 128:
@@ -1116,11 +1174,13 @@ def decode_streams_group_describe_response_v0(data: bytes, pos: int) -> tuple[St
                             else:
                                 n4, pos = read_uvarint(data, pos)
                             n4 -= 1
-                            if n4 < 0:
-                                raise DecodeError('non-nullable field SubtopologyId is null')
-                            else:
+                            if n4 > 0:
                                 v_subtopology_id_94 = str(data[pos:pos + n4], 'utf-8')
                                 pos += n4
+                            elif n4 == 0:
+                                v_subtopology_id_94 = ''
+                            else:
+                                raise DecodeError('non-nullable field SubtopologyId is null')
                             v_partitions_95: list[int]
                             n4 = data[pos]
                             if n4 < 128:
@@ -1167,11 +1227,13 @@ def decode_streams_group_describe_response_v0(data: bytes, pos: int) -> tuple[St
                             else:
                                 n4, pos = read_uvarint(data, pos)
                             n4 -= 1
-                            if n4 < 0:
-                                raise DecodeError('non-nullable field SubtopologyId is null')
-                            else:
+                            if n4 > 0:
                                 v_subtopology_id_97 = str(data[pos:pos + n4], 'utf-8')
                                 pos += n4
+                            elif n4 == 0:
+                                v_subtopology_id_97 = ''
+                            else:
+                                raise DecodeError('non-nullable field SubtopologyId is null')
                             v_partitions_98: list[int]
                             n4 = data[pos]
                             if n4 < 128:
@@ -1727,11 +1789,13 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
                 pos += 2
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_error_message_5 = None
-            else:
+            if n1 > 0:
                 v_error_message_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_error_message_5 = ''
+            else:
+                v_error_message_5 = None
             v_group_id_6: str
             n1 = data[pos]
             if n1 < 128:
@@ -1739,11 +1803,13 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupId is null')
-            else:
+            if n1 > 0:
                 v_group_id_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_id_6 = ''
+            else:
+                raise DecodeError('non-nullable field GroupId is null')
             v_group_state_7: str
             n1 = data[pos]
             if n1 < 128:
@@ -1751,11 +1817,13 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupState is null')
-            else:
+            if n1 > 0:
                 v_group_state_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_state_7 = ''
+            else:
+                raise DecodeError('non-nullable field GroupState is null')
             v_group_epoch_8, v_assignment_epoch_9 = _S6.unpack_from(data, pos)
             pos += 8
             v_topology_10: Topology | None
@@ -1785,11 +1853,13 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
                         else:
                             n3, pos = read_uvarint(data, pos)
                         n3 -= 1
-                        if n3 < 0:
-                            raise DecodeError('non-nullable field SubtopologyId is null')
-                        else:
+                        if n3 > 0:
                             v_subtopology_id_20 = str(data[pos:pos + n3], 'utf-8')
                             pos += n3
+                        elif n3 == 0:
+                            v_subtopology_id_20 = ''
+                        else:
+                            raise DecodeError('non-nullable field SubtopologyId is null')
                         v_source_topics_21: list[str]
                         n3 = data[pos]
                         if n3 < 128:
@@ -1812,11 +1882,13 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
                                 else:
                                     n4, pos = read_uvarint(data, pos)
                                 n4 -= 1
-                                if n4 < 0:
-                                    raise DecodeError('non-nullable field SourceTopics[] is null')
-                                else:
+                                if n4 > 0:
                                     e_26 = str(data[pos:pos + n4], 'utf-8')
                                     pos += n4
+                                elif n4 == 0:
+                                    e_26 = ''
+                                else:
+                                    raise DecodeError('non-nullable field SourceTopics[] is null')
                                 append_25(e_26)
                         v_repartition_sink_topics_22: list[str]
                         n3 = data[pos]
@@ -1840,11 +1912,13 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
                                 else:
                                     n4, pos = read_uvarint(data, pos)
                                 n4 -= 1
-                                if n4 < 0:
-                                    raise DecodeError('non-nullable field RepartitionSinkTopics[] is null')
-                                else:
+                                if n4 > 0:
                                     e_28 = str(data[pos:pos + n4], 'utf-8')
                                     pos += n4
+                                elif n4 == 0:
+                                    e_28 = ''
+                                else:
+                                    raise DecodeError('non-nullable field RepartitionSinkTopics[] is null')
                                 append_27(e_28)
                         v_state_changelog_topics_23: list[TopicInfo]
                         n3 = data[pos]
@@ -1868,11 +1942,13 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
                                 else:
                                     n4, pos = read_uvarint(data, pos)
                                 n4 -= 1
-                                if n4 < 0:
-                                    raise DecodeError('non-nullable field Name is null')
-                                else:
+                                if n4 > 0:
                                     v_name_30 = str(data[pos:pos + n4], 'utf-8')
                                     pos += n4
+                                elif n4 == 0:
+                                    v_name_30 = ''
+                                else:
+                                    raise DecodeError('non-nullable field Name is null')
                                 v_partitions_31, v_replication_factor_32, n4 = _S7.unpack_from(data, pos)
                                 v_topic_configs_33: list[KeyValue]
                                 if n4 < 128:
@@ -1896,11 +1972,13 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
                                         else:
                                             n5, pos = read_uvarint(data, pos)
                                         n5 -= 1
-                                        if n5 < 0:
-                                            raise DecodeError('non-nullable field Key is null')
-                                        else:
+                                        if n5 > 0:
                                             v_key_35 = str(data[pos:pos + n5], 'utf-8')
                                             pos += n5
+                                        elif n5 == 0:
+                                            v_key_35 = ''
+                                        else:
+                                            raise DecodeError('non-nullable field Key is null')
                                         v_value_36: str
                                         n5 = data[pos]
                                         if n5 < 128:
@@ -1908,11 +1986,13 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
                                         else:
                                             n5, pos = read_uvarint(data, pos)
                                         n5 -= 1
-                                        if n5 < 0:
-                                            raise DecodeError('non-nullable field Value is null')
-                                        else:
+                                        if n5 > 0:
                                             v_value_36 = str(data[pos:pos + n5], 'utf-8')
                                             pos += n5
+                                        elif n5 == 0:
+                                            v_value_36 = ''
+                                        else:
+                                            raise DecodeError('non-nullable field Value is null')
                                         if data[pos] == 0:
                                             pos += 1
                                         else:
@@ -1955,11 +2035,13 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
                                 else:
                                     n4, pos = read_uvarint(data, pos)
                                 n4 -= 1
-                                if n4 < 0:
-                                    raise DecodeError('non-nullable field Name is null')
-                                else:
+                                if n4 > 0:
                                     v_name_38 = str(data[pos:pos + n4], 'utf-8')
                                     pos += n4
+                                elif n4 == 0:
+                                    v_name_38 = ''
+                                else:
+                                    raise DecodeError('non-nullable field Name is null')
                                 v_partitions_39, v_replication_factor_40, n4 = _S7.unpack_from(data, pos)
                                 v_topic_configs_41: list[KeyValue]
                                 if n4 < 128:
@@ -1983,11 +2065,13 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
                                         else:
                                             n5, pos = read_uvarint(data, pos)
                                         n5 -= 1
-                                        if n5 < 0:
-                                            raise DecodeError('non-nullable field Key is null')
-                                        else:
+                                        if n5 > 0:
                                             v_key_43 = str(data[pos:pos + n5], 'utf-8')
                                             pos += n5
+                                        elif n5 == 0:
+                                            v_key_43 = ''
+                                        else:
+                                            raise DecodeError('non-nullable field Key is null')
                                         v_value_44: str
                                         n5 = data[pos]
                                         if n5 < 128:
@@ -1995,11 +2079,13 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
                                         else:
                                             n5, pos = read_uvarint(data, pos)
                                         n5 -= 1
-                                        if n5 < 0:
-                                            raise DecodeError('non-nullable field Value is null')
-                                        else:
+                                        if n5 > 0:
                                             v_value_44 = str(data[pos:pos + n5], 'utf-8')
                                             pos += n5
+                                        elif n5 == 0:
+                                            v_value_44 = ''
+                                        else:
+                                            raise DecodeError('non-nullable field Value is null')
                                         if data[pos] == 0:
                                             pos += 1
                                         else:
@@ -2066,11 +2152,13 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field MemberId is null')
-                    else:
+                    if n2 > 0:
                         v_member_id_46 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_member_id_46 = ''
+                    else:
+                        raise DecodeError('non-nullable field MemberId is null')
                     v_member_epoch_47, n2 = _S4.unpack_from(data, pos)
                     v_instance_id_48: str | None
                     if n2 < 128:
@@ -2079,11 +2167,13 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
                         pos += 4
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        v_instance_id_48 = None
-                    else:
+                    if n2 > 0:
                         v_instance_id_48 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_instance_id_48 = ''
+                    else:
+                        v_instance_id_48 = None
                     v_rack_id_49: str | None
                     n2 = data[pos]
                     if n2 < 128:
@@ -2091,11 +2181,13 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        v_rack_id_49 = None
-                    else:
+                    if n2 > 0:
                         v_rack_id_49 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_rack_id_49 = ''
+                    else:
+                        v_rack_id_49 = None
                     v_client_id_50: str
                     n2 = data[pos]
                     if n2 < 128:
@@ -2103,11 +2195,13 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field ClientId is null')
-                    else:
+                    if n2 > 0:
                         v_client_id_50 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_client_id_50 = ''
+                    else:
+                        raise DecodeError('non-nullable field ClientId is null')
                     v_client_host_51: str
                     n2 = data[pos]
                     if n2 < 128:
@@ -2115,11 +2209,13 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field ClientHost is null')
-                    else:
+                    if n2 > 0:
                         v_client_host_51 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_client_host_51 = ''
+                    else:
+                        raise DecodeError('non-nullable field ClientHost is null')
                     v_topology_epoch_52, n2 = _S4.unpack_from(data, pos)
                     v_process_id_53: str
                     if n2 < 128:
@@ -2128,11 +2224,13 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
                         pos += 4
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field ProcessId is null')
-                    else:
+                    if n2 > 0:
                         v_process_id_53 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_process_id_53 = ''
+                    else:
+                        raise DecodeError('non-nullable field ProcessId is null')
                     v_user_endpoint_54: Endpoint | None
                     marker_61 = data[pos]
                     pos += 1
@@ -2144,11 +2242,13 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
                         else:
                             n3, pos = read_uvarint(data, pos)
                         n3 -= 1
-                        if n3 < 0:
-                            raise DecodeError('non-nullable field Host is null')
-                        else:
+                        if n3 > 0:
                             v_host_62 = str(data[pos:pos + n3], 'utf-8')
                             pos += n3
+                        elif n3 == 0:
+                            v_host_62 = ''
+                        else:
+                            raise DecodeError('non-nullable field Host is null')
                         v_port_63, tag_count3 = _S8.unpack_from(data, pos)
                         if tag_count3 == 0:
                             pos += 3
@@ -2187,11 +2287,13 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
                             else:
                                 n3, pos = read_uvarint(data, pos)
                             n3 -= 1
-                            if n3 < 0:
-                                raise DecodeError('non-nullable field Key is null')
-                            else:
+                            if n3 > 0:
                                 v_key_65 = str(data[pos:pos + n3], 'utf-8')
                                 pos += n3
+                            elif n3 == 0:
+                                v_key_65 = ''
+                            else:
+                                raise DecodeError('non-nullable field Key is null')
                             v_value_66: str
                             n3 = data[pos]
                             if n3 < 128:
@@ -2199,11 +2301,13 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
                             else:
                                 n3, pos = read_uvarint(data, pos)
                             n3 -= 1
-                            if n3 < 0:
-                                raise DecodeError('non-nullable field Value is null')
-                            else:
+                            if n3 > 0:
                                 v_value_66 = str(data[pos:pos + n3], 'utf-8')
                                 pos += n3
+                            elif n3 == 0:
+                                v_value_66 = ''
+                            else:
+                                raise DecodeError('non-nullable field Value is null')
                             if data[pos] == 0:
                                 pos += 1
                             else:
@@ -2236,11 +2340,13 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
                             else:
                                 n3, pos = read_uvarint(data, pos)
                             n3 -= 1
-                            if n3 < 0:
-                                raise DecodeError('non-nullable field SubtopologyId is null')
-                            else:
+                            if n3 > 0:
                                 v_subtopology_id_68 = str(data[pos:pos + n3], 'utf-8')
                                 pos += n3
+                            elif n3 == 0:
+                                v_subtopology_id_68 = ''
+                            else:
+                                raise DecodeError('non-nullable field SubtopologyId is null')
                             v_partition_69, v_offset_70, tag_count3 = _S9.unpack_from(data, pos)
                             if tag_count3 == 0:
                                 pos += 13
@@ -2275,11 +2381,13 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
                             else:
                                 n3, pos = read_uvarint(data, pos)
                             n3 -= 1
-                            if n3 < 0:
-                                raise DecodeError('non-nullable field SubtopologyId is null')
-                            else:
+                            if n3 > 0:
                                 v_subtopology_id_72 = str(data[pos:pos + n3], 'utf-8')
                                 pos += n3
+                            elif n3 == 0:
+                                v_subtopology_id_72 = ''
+                            else:
+                                raise DecodeError('non-nullable field SubtopologyId is null')
                             v_partition_73, v_offset_74, tag_count3 = _S9.unpack_from(data, pos)
                             if tag_count3 == 0:
                                 pos += 13
@@ -2315,11 +2423,13 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
                             else:
                                 n4, pos = read_uvarint(data, pos)
                             n4 -= 1
-                            if n4 < 0:
-                                raise DecodeError('non-nullable field SubtopologyId is null')
-                            else:
+                            if n4 > 0:
                                 v_subtopology_id_79 = str(data[pos:pos + n4], 'utf-8')
                                 pos += n4
+                            elif n4 == 0:
+                                v_subtopology_id_79 = ''
+                            else:
+                                raise DecodeError('non-nullable field SubtopologyId is null')
                             v_partitions_80: list[int]
                             n4 = data[pos]
                             if n4 < 128:
@@ -2366,11 +2476,13 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
                             else:
                                 n4, pos = read_uvarint(data, pos)
                             n4 -= 1
-                            if n4 < 0:
-                                raise DecodeError('non-nullable field SubtopologyId is null')
-                            else:
+                            if n4 > 0:
                                 v_subtopology_id_82 = str(data[pos:pos + n4], 'utf-8')
                                 pos += n4
+                            elif n4 == 0:
+                                v_subtopology_id_82 = ''
+                            else:
+                                raise DecodeError('non-nullable field SubtopologyId is null')
                             v_partitions_83: list[int]
                             n4 = data[pos]
                             if n4 < 128:
@@ -2417,11 +2529,13 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
                             else:
                                 n4, pos = read_uvarint(data, pos)
                             n4 -= 1
-                            if n4 < 0:
-                                raise DecodeError('non-nullable field SubtopologyId is null')
-                            else:
+                            if n4 > 0:
                                 v_subtopology_id_85 = str(data[pos:pos + n4], 'utf-8')
                                 pos += n4
+                            elif n4 == 0:
+                                v_subtopology_id_85 = ''
+                            else:
+                                raise DecodeError('non-nullable field SubtopologyId is null')
                             v_partitions_86: list[int]
                             n4 = data[pos]
                             if n4 < 128:
@@ -2479,11 +2593,13 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
                             else:
                                 n4, pos = read_uvarint(data, pos)
                             n4 -= 1
-                            if n4 < 0:
-                                raise DecodeError('non-nullable field SubtopologyId is null')
-                            else:
+                            if n4 > 0:
                                 v_subtopology_id_91 = str(data[pos:pos + n4], 'utf-8')
                                 pos += n4
+                            elif n4 == 0:
+                                v_subtopology_id_91 = ''
+                            else:
+                                raise DecodeError('non-nullable field SubtopologyId is null')
                             v_partitions_92: list[int]
                             n4 = data[pos]
                             if n4 < 128:
@@ -2530,11 +2646,13 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
                             else:
                                 n4, pos = read_uvarint(data, pos)
                             n4 -= 1
-                            if n4 < 0:
-                                raise DecodeError('non-nullable field SubtopologyId is null')
-                            else:
+                            if n4 > 0:
                                 v_subtopology_id_94 = str(data[pos:pos + n4], 'utf-8')
                                 pos += n4
+                            elif n4 == 0:
+                                v_subtopology_id_94 = ''
+                            else:
+                                raise DecodeError('non-nullable field SubtopologyId is null')
                             v_partitions_95: list[int]
                             n4 = data[pos]
                             if n4 < 128:
@@ -2581,11 +2699,13 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
                             else:
                                 n4, pos = read_uvarint(data, pos)
                             n4 -= 1
-                            if n4 < 0:
-                                raise DecodeError('non-nullable field SubtopologyId is null')
-                            else:
+                            if n4 > 0:
                                 v_subtopology_id_97 = str(data[pos:pos + n4], 'utf-8')
                                 pos += n4
+                            elif n4 == 0:
+                                v_subtopology_id_97 = ''
+                            else:
+                                raise DecodeError('non-nullable field SubtopologyId is null')
                             v_partitions_98: list[int]
                             n4 = data[pos]
                             if n4 < 128:
@@ -2660,11 +2780,13 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
                         else:
                             n3, pos = read_uvarint(data, pos)
                         n3 -= 1
-                        if n3 < 0:
-                            raise DecodeError('non-nullable field SubtopologyId is null')
-                        else:
+                        if n3 > 0:
                             v_subtopology_id_103 = str(data[pos:pos + n3], 'utf-8')
                             pos += n3
+                        elif n3 == 0:
+                            v_subtopology_id_103 = ''
+                        else:
+                            raise DecodeError('non-nullable field SubtopologyId is null')
                         v_nodes_104: list[TopologyDescriptionNode]
                         n3 = data[pos]
                         if n3 < 128:
@@ -2687,11 +2809,13 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
                                 else:
                                     n4, pos = read_uvarint(data, pos)
                                 n4 -= 1
-                                if n4 < 0:
-                                    raise DecodeError('non-nullable field Name is null')
-                                else:
+                                if n4 > 0:
                                     v_name_106 = str(data[pos:pos + n4], 'utf-8')
                                     pos += n4
+                                elif n4 == 0:
+                                    v_name_106 = ''
+                                else:
+                                    raise DecodeError('non-nullable field Name is null')
                                 v_node_type_107, n4 = _S17.unpack_from(data, pos)
                                 v_source_topics_108: list[str]
                                 if n4 < 128:
@@ -2715,11 +2839,13 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
                                         else:
                                             n5, pos = read_uvarint(data, pos)
                                         n5 -= 1
-                                        if n5 < 0:
-                                            raise DecodeError('non-nullable field SourceTopics[] is null')
-                                        else:
+                                        if n5 > 0:
                                             e_113 = str(data[pos:pos + n5], 'utf-8')
                                             pos += n5
+                                        elif n5 == 0:
+                                            e_113 = ''
+                                        else:
+                                            raise DecodeError('non-nullable field SourceTopics[] is null')
                                         append_112(e_113)
                                 v_sink_topic_109: str | None
                                 n4 = data[pos]
@@ -2728,11 +2854,13 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
                                 else:
                                     n4, pos = read_uvarint(data, pos)
                                 n4 -= 1
-                                if n4 < 0:
-                                    v_sink_topic_109 = None
-                                else:
+                                if n4 > 0:
                                     v_sink_topic_109 = str(data[pos:pos + n4], 'utf-8')
                                     pos += n4
+                                elif n4 == 0:
+                                    v_sink_topic_109 = ''
+                                else:
+                                    v_sink_topic_109 = None
                                 v_stores_110: list[str]
                                 n4 = data[pos]
                                 if n4 < 128:
@@ -2755,11 +2883,13 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
                                         else:
                                             n5, pos = read_uvarint(data, pos)
                                         n5 -= 1
-                                        if n5 < 0:
-                                            raise DecodeError('non-nullable field Stores[] is null')
-                                        else:
+                                        if n5 > 0:
                                             e_115 = str(data[pos:pos + n5], 'utf-8')
                                             pos += n5
+                                        elif n5 == 0:
+                                            e_115 = ''
+                                        else:
+                                            raise DecodeError('non-nullable field Stores[] is null')
                                         append_114(e_115)
                                 v_successors_111: list[str]
                                 n4 = data[pos]
@@ -2783,11 +2913,13 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
                                         else:
                                             n5, pos = read_uvarint(data, pos)
                                         n5 -= 1
-                                        if n5 < 0:
-                                            raise DecodeError('non-nullable field Successors[] is null')
-                                        else:
+                                        if n5 > 0:
                                             e_117 = str(data[pos:pos + n5], 'utf-8')
                                             pos += n5
+                                        elif n5 == 0:
+                                            e_117 = ''
+                                        else:
+                                            raise DecodeError('non-nullable field Successors[] is null')
                                         append_116(e_117)
                                 if data[pos] == 0:
                                     pos += 1
@@ -2832,11 +2964,13 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
                         else:
                             n4, pos = read_uvarint(data, pos)
                         n4 -= 1
-                        if n4 < 0:
-                            raise DecodeError('non-nullable field Name is null')
-                        else:
+                        if n4 > 0:
                             v_name_121 = str(data[pos:pos + n4], 'utf-8')
                             pos += n4
+                        elif n4 == 0:
+                            v_name_121 = ''
+                        else:
+                            raise DecodeError('non-nullable field Name is null')
                         v_node_type_122, n4 = _S17.unpack_from(data, pos)
                         v_source_topics_123: list[str]
                         if n4 < 128:
@@ -2860,11 +2994,13 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
                                 else:
                                     n5, pos = read_uvarint(data, pos)
                                 n5 -= 1
-                                if n5 < 0:
-                                    raise DecodeError('non-nullable field SourceTopics[] is null')
-                                else:
+                                if n5 > 0:
                                     e_128 = str(data[pos:pos + n5], 'utf-8')
                                     pos += n5
+                                elif n5 == 0:
+                                    e_128 = ''
+                                else:
+                                    raise DecodeError('non-nullable field SourceTopics[] is null')
                                 append_127(e_128)
                         v_sink_topic_124: str | None
                         n4 = data[pos]
@@ -2873,11 +3009,13 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
                         else:
                             n4, pos = read_uvarint(data, pos)
                         n4 -= 1
-                        if n4 < 0:
-                            v_sink_topic_124 = None
-                        else:
+                        if n4 > 0:
                             v_sink_topic_124 = str(data[pos:pos + n4], 'utf-8')
                             pos += n4
+                        elif n4 == 0:
+                            v_sink_topic_124 = ''
+                        else:
+                            v_sink_topic_124 = None
                         v_stores_125: list[str]
                         n4 = data[pos]
                         if n4 < 128:
@@ -2900,11 +3038,13 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
                                 else:
                                     n5, pos = read_uvarint(data, pos)
                                 n5 -= 1
-                                if n5 < 0:
-                                    raise DecodeError('non-nullable field Stores[] is null')
-                                else:
+                                if n5 > 0:
                                     e_130 = str(data[pos:pos + n5], 'utf-8')
                                     pos += n5
+                                elif n5 == 0:
+                                    e_130 = ''
+                                else:
+                                    raise DecodeError('non-nullable field Stores[] is null')
                                 append_129(e_130)
                         v_successors_126: list[str]
                         n4 = data[pos]
@@ -2928,11 +3068,13 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
                                 else:
                                     n5, pos = read_uvarint(data, pos)
                                 n5 -= 1
-                                if n5 < 0:
-                                    raise DecodeError('non-nullable field Successors[] is null')
-                                else:
+                                if n5 > 0:
                                     e_132 = str(data[pos:pos + n5], 'utf-8')
                                     pos += n5
+                                elif n5 == 0:
+                                    e_132 = ''
+                                else:
+                                    raise DecodeError('non-nullable field Successors[] is null')
                                 append_131(e_132)
                         if data[pos] == 0:
                             pos += 1
@@ -2952,11 +3094,13 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
                         else:
                             n4, pos = read_uvarint(data, pos)
                         n4 -= 1
-                        if n4 < 0:
-                            raise DecodeError('non-nullable field Name is null')
-                        else:
+                        if n4 > 0:
                             v_name_133 = str(data[pos:pos + n4], 'utf-8')
                             pos += n4
+                        elif n4 == 0:
+                            v_name_133 = ''
+                        else:
+                            raise DecodeError('non-nullable field Name is null')
                         v_node_type_134, n4 = _S17.unpack_from(data, pos)
                         v_source_topics_135: list[str]
                         if n4 < 128:
@@ -2980,11 +3124,13 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
                                 else:
                                     n5, pos = read_uvarint(data, pos)
                                 n5 -= 1
-                                if n5 < 0:
-                                    raise DecodeError('non-nullable field SourceTopics[] is null')
-                                else:
+                                if n5 > 0:
                                     e_140 = str(data[pos:pos + n5], 'utf-8')
                                     pos += n5
+                                elif n5 == 0:
+                                    e_140 = ''
+                                else:
+                                    raise DecodeError('non-nullable field SourceTopics[] is null')
                                 append_139(e_140)
                         v_sink_topic_136: str | None
                         n4 = data[pos]
@@ -2993,11 +3139,13 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
                         else:
                             n4, pos = read_uvarint(data, pos)
                         n4 -= 1
-                        if n4 < 0:
-                            v_sink_topic_136 = None
-                        else:
+                        if n4 > 0:
                             v_sink_topic_136 = str(data[pos:pos + n4], 'utf-8')
                             pos += n4
+                        elif n4 == 0:
+                            v_sink_topic_136 = ''
+                        else:
+                            v_sink_topic_136 = None
                         v_stores_137: list[str]
                         n4 = data[pos]
                         if n4 < 128:
@@ -3020,11 +3168,13 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
                                 else:
                                     n5, pos = read_uvarint(data, pos)
                                 n5 -= 1
-                                if n5 < 0:
-                                    raise DecodeError('non-nullable field Stores[] is null')
-                                else:
+                                if n5 > 0:
                                     e_142 = str(data[pos:pos + n5], 'utf-8')
                                     pos += n5
+                                elif n5 == 0:
+                                    e_142 = ''
+                                else:
+                                    raise DecodeError('non-nullable field Stores[] is null')
                                 append_141(e_142)
                         v_successors_138: list[str]
                         n4 = data[pos]
@@ -3048,11 +3198,13 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
                                 else:
                                     n5, pos = read_uvarint(data, pos)
                                 n5 -= 1
-                                if n5 < 0:
-                                    raise DecodeError('non-nullable field Successors[] is null')
-                                else:
+                                if n5 > 0:
                                     e_144 = str(data[pos:pos + n5], 'utf-8')
                                     pos += n5
+                                elif n5 == 0:
+                                    e_144 = ''
+                                else:
+                                    raise DecodeError('non-nullable field Successors[] is null')
                                 append_143(e_144)
                         if data[pos] == 0:
                             pos += 1
@@ -3096,11 +3248,13 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
                 pos += 1
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_assignor_name_15 = None
-            else:
+            if n1 > 0:
                 v_assignor_name_15 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_assignor_name_15 = ''
+            else:
+                v_assignor_name_15 = None
             if data[pos] == 0:
                 pos += 1
             else:

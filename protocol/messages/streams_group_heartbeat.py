@@ -158,11 +158,13 @@ def decode_streams_group_heartbeat_request_v0(data: bytes, pos: int) -> tuple[St
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field GroupId is null')
     v_member_id_2: str
     n0 = data[pos]
     if n0 < 128:
@@ -170,11 +172,13 @@ def decode_streams_group_heartbeat_request_v0(data: bytes, pos: int) -> tuple[St
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
-    else:
+    if n0 > 0:
         v_member_id_2 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_2 = ''
+    else:
+        raise DecodeError('non-nullable field MemberId is null')
     v_member_epoch_3, v_endpoint_information_epoch_4, n0 = _S0.unpack_from(data, pos)
     v_instance_id_5: str | None
     if n0 < 128:
@@ -183,11 +187,13 @@ def decode_streams_group_heartbeat_request_v0(data: bytes, pos: int) -> tuple[St
         pos += 8
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_instance_id_5 = None
-    else:
+    if n0 > 0:
         v_instance_id_5 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_instance_id_5 = ''
+    else:
+        v_instance_id_5 = None
     v_rack_id_6: str | None
     n0 = data[pos]
     if n0 < 128:
@@ -195,11 +201,13 @@ def decode_streams_group_heartbeat_request_v0(data: bytes, pos: int) -> tuple[St
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_rack_id_6 = None
-    else:
+    if n0 > 0:
         v_rack_id_6 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_rack_id_6 = ''
+    else:
+        v_rack_id_6 = None
     v_rebalance_timeout_ms_7, = _S1.unpack_from(data, pos)
     pos += 4
     v_topology_8: Topology | None
@@ -229,11 +237,13 @@ def decode_streams_group_heartbeat_request_v0(data: bytes, pos: int) -> tuple[St
                 else:
                     n2, pos = read_uvarint(data, pos)
                 n2 -= 1
-                if n2 < 0:
-                    raise DecodeError('non-nullable field SubtopologyId is null')
-                else:
+                if n2 > 0:
                     v_subtopology_id_22 = str(data[pos:pos + n2], 'utf-8')
                     pos += n2
+                elif n2 == 0:
+                    v_subtopology_id_22 = ''
+                else:
+                    raise DecodeError('non-nullable field SubtopologyId is null')
                 v_source_topics_23: list[str]
                 n2 = data[pos]
                 if n2 < 128:
@@ -256,11 +266,13 @@ def decode_streams_group_heartbeat_request_v0(data: bytes, pos: int) -> tuple[St
                         else:
                             n3, pos = read_uvarint(data, pos)
                         n3 -= 1
-                        if n3 < 0:
-                            raise DecodeError('non-nullable field SourceTopics[] is null')
-                        else:
+                        if n3 > 0:
                             e_30 = str(data[pos:pos + n3], 'utf-8')
                             pos += n3
+                        elif n3 == 0:
+                            e_30 = ''
+                        else:
+                            raise DecodeError('non-nullable field SourceTopics[] is null')
                         append_29(e_30)
                 v_source_topic_regex_24: list[str]
                 n2 = data[pos]
@@ -284,11 +296,13 @@ def decode_streams_group_heartbeat_request_v0(data: bytes, pos: int) -> tuple[St
                         else:
                             n3, pos = read_uvarint(data, pos)
                         n3 -= 1
-                        if n3 < 0:
-                            raise DecodeError('non-nullable field SourceTopicRegex[] is null')
-                        else:
+                        if n3 > 0:
                             e_32 = str(data[pos:pos + n3], 'utf-8')
                             pos += n3
+                        elif n3 == 0:
+                            e_32 = ''
+                        else:
+                            raise DecodeError('non-nullable field SourceTopicRegex[] is null')
                         append_31(e_32)
                 v_state_changelog_topics_25: list[TopicInfo]
                 n2 = data[pos]
@@ -312,11 +326,13 @@ def decode_streams_group_heartbeat_request_v0(data: bytes, pos: int) -> tuple[St
                         else:
                             n3, pos = read_uvarint(data, pos)
                         n3 -= 1
-                        if n3 < 0:
-                            raise DecodeError('non-nullable field Name is null')
-                        else:
+                        if n3 > 0:
                             v_name_34 = str(data[pos:pos + n3], 'utf-8')
                             pos += n3
+                        elif n3 == 0:
+                            v_name_34 = ''
+                        else:
+                            raise DecodeError('non-nullable field Name is null')
                         v_partitions_35, v_replication_factor_36, n3 = _S3.unpack_from(data, pos)
                         v_topic_configs_37: list[KeyValue]
                         if n3 < 128:
@@ -340,11 +356,13 @@ def decode_streams_group_heartbeat_request_v0(data: bytes, pos: int) -> tuple[St
                                 else:
                                     n4, pos = read_uvarint(data, pos)
                                 n4 -= 1
-                                if n4 < 0:
-                                    raise DecodeError('non-nullable field Key is null')
-                                else:
+                                if n4 > 0:
                                     v_key_39 = str(data[pos:pos + n4], 'utf-8')
                                     pos += n4
+                                elif n4 == 0:
+                                    v_key_39 = ''
+                                else:
+                                    raise DecodeError('non-nullable field Key is null')
                                 v_value_40: str
                                 n4 = data[pos]
                                 if n4 < 128:
@@ -352,11 +370,13 @@ def decode_streams_group_heartbeat_request_v0(data: bytes, pos: int) -> tuple[St
                                 else:
                                     n4, pos = read_uvarint(data, pos)
                                 n4 -= 1
-                                if n4 < 0:
-                                    raise DecodeError('non-nullable field Value is null')
-                                else:
+                                if n4 > 0:
                                     v_value_40 = str(data[pos:pos + n4], 'utf-8')
                                     pos += n4
+                                elif n4 == 0:
+                                    v_value_40 = ''
+                                else:
+                                    raise DecodeError('non-nullable field Value is null')
                                 if data[pos] == 0:
                                     pos += 1
                                 else:
@@ -399,11 +419,13 @@ def decode_streams_group_heartbeat_request_v0(data: bytes, pos: int) -> tuple[St
                         else:
                             n3, pos = read_uvarint(data, pos)
                         n3 -= 1
-                        if n3 < 0:
-                            raise DecodeError('non-nullable field RepartitionSinkTopics[] is null')
-                        else:
+                        if n3 > 0:
                             e_42 = str(data[pos:pos + n3], 'utf-8')
                             pos += n3
+                        elif n3 == 0:
+                            e_42 = ''
+                        else:
+                            raise DecodeError('non-nullable field RepartitionSinkTopics[] is null')
                         append_41(e_42)
                 v_repartition_source_topics_27: list[TopicInfo]
                 n2 = data[pos]
@@ -427,11 +449,13 @@ def decode_streams_group_heartbeat_request_v0(data: bytes, pos: int) -> tuple[St
                         else:
                             n3, pos = read_uvarint(data, pos)
                         n3 -= 1
-                        if n3 < 0:
-                            raise DecodeError('non-nullable field Name is null')
-                        else:
+                        if n3 > 0:
                             v_name_44 = str(data[pos:pos + n3], 'utf-8')
                             pos += n3
+                        elif n3 == 0:
+                            v_name_44 = ''
+                        else:
+                            raise DecodeError('non-nullable field Name is null')
                         v_partitions_45, v_replication_factor_46, n3 = _S3.unpack_from(data, pos)
                         v_topic_configs_47: list[KeyValue]
                         if n3 < 128:
@@ -455,11 +479,13 @@ def decode_streams_group_heartbeat_request_v0(data: bytes, pos: int) -> tuple[St
                                 else:
                                     n4, pos = read_uvarint(data, pos)
                                 n4 -= 1
-                                if n4 < 0:
-                                    raise DecodeError('non-nullable field Key is null')
-                                else:
+                                if n4 > 0:
                                     v_key_49 = str(data[pos:pos + n4], 'utf-8')
                                     pos += n4
+                                elif n4 == 0:
+                                    v_key_49 = ''
+                                else:
+                                    raise DecodeError('non-nullable field Key is null')
                                 v_value_50: str
                                 n4 = data[pos]
                                 if n4 < 128:
@@ -467,11 +493,13 @@ def decode_streams_group_heartbeat_request_v0(data: bytes, pos: int) -> tuple[St
                                 else:
                                     n4, pos = read_uvarint(data, pos)
                                 n4 -= 1
-                                if n4 < 0:
-                                    raise DecodeError('non-nullable field Value is null')
-                                else:
+                                if n4 > 0:
                                     v_value_50 = str(data[pos:pos + n4], 'utf-8')
                                     pos += n4
+                                elif n4 == 0:
+                                    v_value_50 = ''
+                                else:
+                                    raise DecodeError('non-nullable field Value is null')
                                 if data[pos] == 0:
                                     pos += 1
                                 else:
@@ -605,11 +633,13 @@ def decode_streams_group_heartbeat_request_v0(data: bytes, pos: int) -> tuple[St
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field SubtopologyId is null')
-            else:
+            if n1 > 0:
                 v_subtopology_id_56 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_subtopology_id_56 = ''
+            else:
+                raise DecodeError('non-nullable field SubtopologyId is null')
             v_partitions_57: list[int]
             n1 = data[pos]
             if n1 < 128:
@@ -656,11 +686,13 @@ def decode_streams_group_heartbeat_request_v0(data: bytes, pos: int) -> tuple[St
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field SubtopologyId is null')
-            else:
+            if n1 > 0:
                 v_subtopology_id_59 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_subtopology_id_59 = ''
+            else:
+                raise DecodeError('non-nullable field SubtopologyId is null')
             v_partitions_60: list[int]
             n1 = data[pos]
             if n1 < 128:
@@ -707,11 +739,13 @@ def decode_streams_group_heartbeat_request_v0(data: bytes, pos: int) -> tuple[St
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field SubtopologyId is null')
-            else:
+            if n1 > 0:
                 v_subtopology_id_62 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_subtopology_id_62 = ''
+            else:
+                raise DecodeError('non-nullable field SubtopologyId is null')
             v_partitions_63: list[int]
             n1 = data[pos]
             if n1 < 128:
@@ -743,11 +777,13 @@ def decode_streams_group_heartbeat_request_v0(data: bytes, pos: int) -> tuple[St
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_process_id_12 = None
-    else:
+    if n0 > 0:
         v_process_id_12 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_process_id_12 = ''
+    else:
+        v_process_id_12 = None
     v_user_endpoint_13: Endpoint | None
     marker_64 = data[pos]
     pos += 1
@@ -759,11 +795,13 @@ def decode_streams_group_heartbeat_request_v0(data: bytes, pos: int) -> tuple[St
         else:
             n1, pos = read_uvarint(data, pos)
         n1 -= 1
-        if n1 < 0:
-            raise DecodeError('non-nullable field Host is null')
-        else:
+        if n1 > 0:
             v_host_65 = str(data[pos:pos + n1], 'utf-8')
             pos += n1
+        elif n1 == 0:
+            v_host_65 = ''
+        else:
+            raise DecodeError('non-nullable field Host is null')
         v_port_66, tag_count1 = _S4.unpack_from(data, pos)
         if tag_count1 == 0:
             pos += 3
@@ -802,11 +840,13 @@ def decode_streams_group_heartbeat_request_v0(data: bytes, pos: int) -> tuple[St
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Key is null')
-            else:
+            if n1 > 0:
                 v_key_68 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_key_68 = ''
+            else:
+                raise DecodeError('non-nullable field Key is null')
             v_value_69: str
             n1 = data[pos]
             if n1 < 128:
@@ -814,11 +854,13 @@ def decode_streams_group_heartbeat_request_v0(data: bytes, pos: int) -> tuple[St
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Value is null')
-            else:
+            if n1 > 0:
                 v_value_69 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_value_69 = ''
+            else:
+                raise DecodeError('non-nullable field Value is null')
             if data[pos] == 0:
                 pos += 1
             else:
@@ -851,11 +893,13 @@ def decode_streams_group_heartbeat_request_v0(data: bytes, pos: int) -> tuple[St
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field SubtopologyId is null')
-            else:
+            if n1 > 0:
                 v_subtopology_id_71 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_subtopology_id_71 = ''
+            else:
+                raise DecodeError('non-nullable field SubtopologyId is null')
             v_partition_72, v_offset_73, tag_count1 = _S5.unpack_from(data, pos)
             if tag_count1 == 0:
                 pos += 13
@@ -890,11 +934,13 @@ def decode_streams_group_heartbeat_request_v0(data: bytes, pos: int) -> tuple[St
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field SubtopologyId is null')
-            else:
+            if n1 > 0:
                 v_subtopology_id_75 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_subtopology_id_75 = ''
+            else:
+                raise DecodeError('non-nullable field SubtopologyId is null')
             v_partition_76, v_offset_77, tag_count1 = _S5.unpack_from(data, pos)
             if tag_count1 == 0:
                 pos += 13
@@ -1320,11 +1366,13 @@ def decode_streams_group_heartbeat_request_v1(data: bytes, pos: int) -> tuple[St
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field GroupId is null')
     v_member_id_2: str
     n0 = data[pos]
     if n0 < 128:
@@ -1332,11 +1380,13 @@ def decode_streams_group_heartbeat_request_v1(data: bytes, pos: int) -> tuple[St
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
-    else:
+    if n0 > 0:
         v_member_id_2 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_2 = ''
+    else:
+        raise DecodeError('non-nullable field MemberId is null')
     v_member_epoch_3, v_endpoint_information_epoch_4, n0 = _S0.unpack_from(data, pos)
     v_instance_id_5: str | None
     if n0 < 128:
@@ -1345,11 +1395,13 @@ def decode_streams_group_heartbeat_request_v1(data: bytes, pos: int) -> tuple[St
         pos += 8
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_instance_id_5 = None
-    else:
+    if n0 > 0:
         v_instance_id_5 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_instance_id_5 = ''
+    else:
+        v_instance_id_5 = None
     v_rack_id_6: str | None
     n0 = data[pos]
     if n0 < 128:
@@ -1357,11 +1409,13 @@ def decode_streams_group_heartbeat_request_v1(data: bytes, pos: int) -> tuple[St
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_rack_id_6 = None
-    else:
+    if n0 > 0:
         v_rack_id_6 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_rack_id_6 = ''
+    else:
+        v_rack_id_6 = None
     v_rebalance_timeout_ms_7, = _S1.unpack_from(data, pos)
     pos += 4
     v_topology_8: Topology | None
@@ -1391,11 +1445,13 @@ def decode_streams_group_heartbeat_request_v1(data: bytes, pos: int) -> tuple[St
                 else:
                     n2, pos = read_uvarint(data, pos)
                 n2 -= 1
-                if n2 < 0:
-                    raise DecodeError('non-nullable field SubtopologyId is null')
-                else:
+                if n2 > 0:
                     v_subtopology_id_22 = str(data[pos:pos + n2], 'utf-8')
                     pos += n2
+                elif n2 == 0:
+                    v_subtopology_id_22 = ''
+                else:
+                    raise DecodeError('non-nullable field SubtopologyId is null')
                 v_source_topics_23: list[str]
                 n2 = data[pos]
                 if n2 < 128:
@@ -1418,11 +1474,13 @@ def decode_streams_group_heartbeat_request_v1(data: bytes, pos: int) -> tuple[St
                         else:
                             n3, pos = read_uvarint(data, pos)
                         n3 -= 1
-                        if n3 < 0:
-                            raise DecodeError('non-nullable field SourceTopics[] is null')
-                        else:
+                        if n3 > 0:
                             e_30 = str(data[pos:pos + n3], 'utf-8')
                             pos += n3
+                        elif n3 == 0:
+                            e_30 = ''
+                        else:
+                            raise DecodeError('non-nullable field SourceTopics[] is null')
                         append_29(e_30)
                 v_source_topic_regex_24: list[str]
                 n2 = data[pos]
@@ -1446,11 +1504,13 @@ def decode_streams_group_heartbeat_request_v1(data: bytes, pos: int) -> tuple[St
                         else:
                             n3, pos = read_uvarint(data, pos)
                         n3 -= 1
-                        if n3 < 0:
-                            raise DecodeError('non-nullable field SourceTopicRegex[] is null')
-                        else:
+                        if n3 > 0:
                             e_32 = str(data[pos:pos + n3], 'utf-8')
                             pos += n3
+                        elif n3 == 0:
+                            e_32 = ''
+                        else:
+                            raise DecodeError('non-nullable field SourceTopicRegex[] is null')
                         append_31(e_32)
                 v_state_changelog_topics_25: list[TopicInfo]
                 n2 = data[pos]
@@ -1474,11 +1534,13 @@ def decode_streams_group_heartbeat_request_v1(data: bytes, pos: int) -> tuple[St
                         else:
                             n3, pos = read_uvarint(data, pos)
                         n3 -= 1
-                        if n3 < 0:
-                            raise DecodeError('non-nullable field Name is null')
-                        else:
+                        if n3 > 0:
                             v_name_34 = str(data[pos:pos + n3], 'utf-8')
                             pos += n3
+                        elif n3 == 0:
+                            v_name_34 = ''
+                        else:
+                            raise DecodeError('non-nullable field Name is null')
                         v_partitions_35, v_replication_factor_36, n3 = _S3.unpack_from(data, pos)
                         v_topic_configs_37: list[KeyValue]
                         if n3 < 128:
@@ -1502,11 +1564,13 @@ def decode_streams_group_heartbeat_request_v1(data: bytes, pos: int) -> tuple[St
                                 else:
                                     n4, pos = read_uvarint(data, pos)
                                 n4 -= 1
-                                if n4 < 0:
-                                    raise DecodeError('non-nullable field Key is null')
-                                else:
+                                if n4 > 0:
                                     v_key_39 = str(data[pos:pos + n4], 'utf-8')
                                     pos += n4
+                                elif n4 == 0:
+                                    v_key_39 = ''
+                                else:
+                                    raise DecodeError('non-nullable field Key is null')
                                 v_value_40: str
                                 n4 = data[pos]
                                 if n4 < 128:
@@ -1514,11 +1578,13 @@ def decode_streams_group_heartbeat_request_v1(data: bytes, pos: int) -> tuple[St
                                 else:
                                     n4, pos = read_uvarint(data, pos)
                                 n4 -= 1
-                                if n4 < 0:
-                                    raise DecodeError('non-nullable field Value is null')
-                                else:
+                                if n4 > 0:
                                     v_value_40 = str(data[pos:pos + n4], 'utf-8')
                                     pos += n4
+                                elif n4 == 0:
+                                    v_value_40 = ''
+                                else:
+                                    raise DecodeError('non-nullable field Value is null')
                                 if data[pos] == 0:
                                     pos += 1
                                 else:
@@ -1561,11 +1627,13 @@ def decode_streams_group_heartbeat_request_v1(data: bytes, pos: int) -> tuple[St
                         else:
                             n3, pos = read_uvarint(data, pos)
                         n3 -= 1
-                        if n3 < 0:
-                            raise DecodeError('non-nullable field RepartitionSinkTopics[] is null')
-                        else:
+                        if n3 > 0:
                             e_42 = str(data[pos:pos + n3], 'utf-8')
                             pos += n3
+                        elif n3 == 0:
+                            e_42 = ''
+                        else:
+                            raise DecodeError('non-nullable field RepartitionSinkTopics[] is null')
                         append_41(e_42)
                 v_repartition_source_topics_27: list[TopicInfo]
                 n2 = data[pos]
@@ -1589,11 +1657,13 @@ def decode_streams_group_heartbeat_request_v1(data: bytes, pos: int) -> tuple[St
                         else:
                             n3, pos = read_uvarint(data, pos)
                         n3 -= 1
-                        if n3 < 0:
-                            raise DecodeError('non-nullable field Name is null')
-                        else:
+                        if n3 > 0:
                             v_name_44 = str(data[pos:pos + n3], 'utf-8')
                             pos += n3
+                        elif n3 == 0:
+                            v_name_44 = ''
+                        else:
+                            raise DecodeError('non-nullable field Name is null')
                         v_partitions_45, v_replication_factor_46, n3 = _S3.unpack_from(data, pos)
                         v_topic_configs_47: list[KeyValue]
                         if n3 < 128:
@@ -1617,11 +1687,13 @@ def decode_streams_group_heartbeat_request_v1(data: bytes, pos: int) -> tuple[St
                                 else:
                                     n4, pos = read_uvarint(data, pos)
                                 n4 -= 1
-                                if n4 < 0:
-                                    raise DecodeError('non-nullable field Key is null')
-                                else:
+                                if n4 > 0:
                                     v_key_49 = str(data[pos:pos + n4], 'utf-8')
                                     pos += n4
+                                elif n4 == 0:
+                                    v_key_49 = ''
+                                else:
+                                    raise DecodeError('non-nullable field Key is null')
                                 v_value_50: str
                                 n4 = data[pos]
                                 if n4 < 128:
@@ -1629,11 +1701,13 @@ def decode_streams_group_heartbeat_request_v1(data: bytes, pos: int) -> tuple[St
                                 else:
                                     n4, pos = read_uvarint(data, pos)
                                 n4 -= 1
-                                if n4 < 0:
-                                    raise DecodeError('non-nullable field Value is null')
-                                else:
+                                if n4 > 0:
                                     v_value_50 = str(data[pos:pos + n4], 'utf-8')
                                     pos += n4
+                                elif n4 == 0:
+                                    v_value_50 = ''
+                                else:
+                                    raise DecodeError('non-nullable field Value is null')
                                 if data[pos] == 0:
                                     pos += 1
                                 else:
@@ -1767,11 +1841,13 @@ def decode_streams_group_heartbeat_request_v1(data: bytes, pos: int) -> tuple[St
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field SubtopologyId is null')
-            else:
+            if n1 > 0:
                 v_subtopology_id_56 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_subtopology_id_56 = ''
+            else:
+                raise DecodeError('non-nullable field SubtopologyId is null')
             v_partitions_57: list[int]
             n1 = data[pos]
             if n1 < 128:
@@ -1818,11 +1894,13 @@ def decode_streams_group_heartbeat_request_v1(data: bytes, pos: int) -> tuple[St
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field SubtopologyId is null')
-            else:
+            if n1 > 0:
                 v_subtopology_id_59 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_subtopology_id_59 = ''
+            else:
+                raise DecodeError('non-nullable field SubtopologyId is null')
             v_partitions_60: list[int]
             n1 = data[pos]
             if n1 < 128:
@@ -1869,11 +1947,13 @@ def decode_streams_group_heartbeat_request_v1(data: bytes, pos: int) -> tuple[St
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field SubtopologyId is null')
-            else:
+            if n1 > 0:
                 v_subtopology_id_62 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_subtopology_id_62 = ''
+            else:
+                raise DecodeError('non-nullable field SubtopologyId is null')
             v_partitions_63: list[int]
             n1 = data[pos]
             if n1 < 128:
@@ -1905,11 +1985,13 @@ def decode_streams_group_heartbeat_request_v1(data: bytes, pos: int) -> tuple[St
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_process_id_12 = None
-    else:
+    if n0 > 0:
         v_process_id_12 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_process_id_12 = ''
+    else:
+        v_process_id_12 = None
     v_user_endpoint_13: Endpoint | None
     marker_64 = data[pos]
     pos += 1
@@ -1921,11 +2003,13 @@ def decode_streams_group_heartbeat_request_v1(data: bytes, pos: int) -> tuple[St
         else:
             n1, pos = read_uvarint(data, pos)
         n1 -= 1
-        if n1 < 0:
-            raise DecodeError('non-nullable field Host is null')
-        else:
+        if n1 > 0:
             v_host_65 = str(data[pos:pos + n1], 'utf-8')
             pos += n1
+        elif n1 == 0:
+            v_host_65 = ''
+        else:
+            raise DecodeError('non-nullable field Host is null')
         v_port_66, tag_count1 = _S4.unpack_from(data, pos)
         if tag_count1 == 0:
             pos += 3
@@ -1964,11 +2048,13 @@ def decode_streams_group_heartbeat_request_v1(data: bytes, pos: int) -> tuple[St
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Key is null')
-            else:
+            if n1 > 0:
                 v_key_68 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_key_68 = ''
+            else:
+                raise DecodeError('non-nullable field Key is null')
             v_value_69: str
             n1 = data[pos]
             if n1 < 128:
@@ -1976,11 +2062,13 @@ def decode_streams_group_heartbeat_request_v1(data: bytes, pos: int) -> tuple[St
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Value is null')
-            else:
+            if n1 > 0:
                 v_value_69 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_value_69 = ''
+            else:
+                raise DecodeError('non-nullable field Value is null')
             if data[pos] == 0:
                 pos += 1
             else:
@@ -2013,11 +2101,13 @@ def decode_streams_group_heartbeat_request_v1(data: bytes, pos: int) -> tuple[St
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field SubtopologyId is null')
-            else:
+            if n1 > 0:
                 v_subtopology_id_71 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_subtopology_id_71 = ''
+            else:
+                raise DecodeError('non-nullable field SubtopologyId is null')
             v_partition_72, v_offset_73, tag_count1 = _S5.unpack_from(data, pos)
             if tag_count1 == 0:
                 pos += 13
@@ -2052,11 +2142,13 @@ def decode_streams_group_heartbeat_request_v1(data: bytes, pos: int) -> tuple[St
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field SubtopologyId is null')
-            else:
+            if n1 > 0:
                 v_subtopology_id_75 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_subtopology_id_75 = ''
+            else:
+                raise DecodeError('non-nullable field SubtopologyId is null')
             v_partition_76, v_offset_77, tag_count1 = _S5.unpack_from(data, pos)
             if tag_count1 == 0:
                 pos += 13
@@ -2483,11 +2575,13 @@ def decode_streams_group_heartbeat_response_v0(data: bytes, pos: int) -> tuple[S
         pos += 6
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_error_message_3 = None
-    else:
+    if n0 > 0:
         v_error_message_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_error_message_3 = ''
+    else:
+        v_error_message_3 = None
     v_member_id_4: str
     n0 = data[pos]
     if n0 < 128:
@@ -2495,11 +2589,13 @@ def decode_streams_group_heartbeat_response_v0(data: bytes, pos: int) -> tuple[S
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
-    else:
+    if n0 > 0:
         v_member_id_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_4 = ''
+    else:
+        raise DecodeError('non-nullable field MemberId is null')
     v_member_epoch_5, v_heartbeat_interval_ms_6, v_acceptable_recovery_lag_legacy_7, v_task_offset_interval_ms_8, n0 = _S13.unpack_from(data, pos)
     v_status_10: list[Status] | None
     if n0 < 128:
@@ -2524,11 +2620,13 @@ def decode_streams_group_heartbeat_response_v0(data: bytes, pos: int) -> tuple[S
                 pos += 1
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field StatusDetail is null')
-            else:
+            if n1 > 0:
                 v_status_detail_19 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_status_detail_19 = ''
+            else:
+                raise DecodeError('non-nullable field StatusDetail is null')
             if data[pos] == 0:
                 pos += 1
             else:
@@ -2561,11 +2659,13 @@ def decode_streams_group_heartbeat_response_v0(data: bytes, pos: int) -> tuple[S
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field SubtopologyId is null')
-            else:
+            if n1 > 0:
                 v_subtopology_id_21 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_subtopology_id_21 = ''
+            else:
+                raise DecodeError('non-nullable field SubtopologyId is null')
             v_partitions_22: list[int]
             n1 = data[pos]
             if n1 < 128:
@@ -2612,11 +2712,13 @@ def decode_streams_group_heartbeat_response_v0(data: bytes, pos: int) -> tuple[S
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field SubtopologyId is null')
-            else:
+            if n1 > 0:
                 v_subtopology_id_24 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_subtopology_id_24 = ''
+            else:
+                raise DecodeError('non-nullable field SubtopologyId is null')
             v_partitions_25: list[int]
             n1 = data[pos]
             if n1 < 128:
@@ -2663,11 +2765,13 @@ def decode_streams_group_heartbeat_response_v0(data: bytes, pos: int) -> tuple[S
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field SubtopologyId is null')
-            else:
+            if n1 > 0:
                 v_subtopology_id_27 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_subtopology_id_27 = ''
+            else:
+                raise DecodeError('non-nullable field SubtopologyId is null')
             v_partitions_28: list[int]
             n1 = data[pos]
             if n1 < 128:
@@ -2716,11 +2820,13 @@ def decode_streams_group_heartbeat_response_v0(data: bytes, pos: int) -> tuple[S
             else:
                 n2, pos = read_uvarint(data, pos)
             n2 -= 1
-            if n2 < 0:
-                raise DecodeError('non-nullable field Host is null')
-            else:
+            if n2 > 0:
                 v_host_33 = str(data[pos:pos + n2], 'utf-8')
                 pos += n2
+            elif n2 == 0:
+                v_host_33 = ''
+            else:
+                raise DecodeError('non-nullable field Host is null')
             v_port_34, tag_count2 = _S4.unpack_from(data, pos)
             if tag_count2 == 0:
                 pos += 3
@@ -2755,11 +2861,13 @@ def decode_streams_group_heartbeat_response_v0(data: bytes, pos: int) -> tuple[S
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field Topic is null')
-                    else:
+                    if n2 > 0:
                         v_topic_36 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_topic_36 = ''
+                    else:
+                        raise DecodeError('non-nullable field Topic is null')
                     v_partitions_37: list[int]
                     n2 = data[pos]
                     if n2 < 128:
@@ -2806,11 +2914,13 @@ def decode_streams_group_heartbeat_response_v0(data: bytes, pos: int) -> tuple[S
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field Topic is null')
-                    else:
+                    if n2 > 0:
                         v_topic_39 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_topic_39 = ''
+                    else:
+                        raise DecodeError('non-nullable field Topic is null')
                     v_partitions_40: list[int]
                     n2 = data[pos]
                     if n2 < 128:
@@ -3059,11 +3169,13 @@ def decode_streams_group_heartbeat_response_v1(data: bytes, pos: int) -> tuple[S
         pos += 6
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_error_message_3 = None
-    else:
+    if n0 > 0:
         v_error_message_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_error_message_3 = ''
+    else:
+        v_error_message_3 = None
     v_member_id_4: str
     n0 = data[pos]
     if n0 < 128:
@@ -3071,11 +3183,13 @@ def decode_streams_group_heartbeat_response_v1(data: bytes, pos: int) -> tuple[S
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
-    else:
+    if n0 > 0:
         v_member_id_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_4 = ''
+    else:
+        raise DecodeError('non-nullable field MemberId is null')
     v_member_epoch_5, v_heartbeat_interval_ms_6, v_task_offset_interval_ms_8, v_acceptable_recovery_lag_9, n0 = _S18.unpack_from(data, pos)
     v_status_10: list[Status] | None
     if n0 < 128:
@@ -3100,11 +3214,13 @@ def decode_streams_group_heartbeat_response_v1(data: bytes, pos: int) -> tuple[S
                 pos += 1
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field StatusDetail is null')
-            else:
+            if n1 > 0:
                 v_status_detail_19 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_status_detail_19 = ''
+            else:
+                raise DecodeError('non-nullable field StatusDetail is null')
             if data[pos] == 0:
                 pos += 1
             else:
@@ -3137,11 +3253,13 @@ def decode_streams_group_heartbeat_response_v1(data: bytes, pos: int) -> tuple[S
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field SubtopologyId is null')
-            else:
+            if n1 > 0:
                 v_subtopology_id_21 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_subtopology_id_21 = ''
+            else:
+                raise DecodeError('non-nullable field SubtopologyId is null')
             v_partitions_22: list[int]
             n1 = data[pos]
             if n1 < 128:
@@ -3188,11 +3306,13 @@ def decode_streams_group_heartbeat_response_v1(data: bytes, pos: int) -> tuple[S
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field SubtopologyId is null')
-            else:
+            if n1 > 0:
                 v_subtopology_id_24 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_subtopology_id_24 = ''
+            else:
+                raise DecodeError('non-nullable field SubtopologyId is null')
             v_partitions_25: list[int]
             n1 = data[pos]
             if n1 < 128:
@@ -3239,11 +3359,13 @@ def decode_streams_group_heartbeat_response_v1(data: bytes, pos: int) -> tuple[S
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field SubtopologyId is null')
-            else:
+            if n1 > 0:
                 v_subtopology_id_27 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_subtopology_id_27 = ''
+            else:
+                raise DecodeError('non-nullable field SubtopologyId is null')
             v_partitions_28: list[int]
             n1 = data[pos]
             if n1 < 128:
@@ -3292,11 +3414,13 @@ def decode_streams_group_heartbeat_response_v1(data: bytes, pos: int) -> tuple[S
             else:
                 n2, pos = read_uvarint(data, pos)
             n2 -= 1
-            if n2 < 0:
-                raise DecodeError('non-nullable field Host is null')
-            else:
+            if n2 > 0:
                 v_host_33 = str(data[pos:pos + n2], 'utf-8')
                 pos += n2
+            elif n2 == 0:
+                v_host_33 = ''
+            else:
+                raise DecodeError('non-nullable field Host is null')
             v_port_34, tag_count2 = _S4.unpack_from(data, pos)
             if tag_count2 == 0:
                 pos += 3
@@ -3331,11 +3455,13 @@ def decode_streams_group_heartbeat_response_v1(data: bytes, pos: int) -> tuple[S
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field Topic is null')
-                    else:
+                    if n2 > 0:
                         v_topic_36 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_topic_36 = ''
+                    else:
+                        raise DecodeError('non-nullable field Topic is null')
                     v_partitions_37: list[int]
                     n2 = data[pos]
                     if n2 < 128:
@@ -3382,11 +3508,13 @@ def decode_streams_group_heartbeat_response_v1(data: bytes, pos: int) -> tuple[S
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field Topic is null')
-                    else:
+                    if n2 > 0:
                         v_topic_39 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_topic_39 = ''
+                    else:
+                        raise DecodeError('non-nullable field Topic is null')
                     v_partitions_40: list[int]
                     n2 = data[pos]
                     if n2 < 128:

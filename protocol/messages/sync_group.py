@@ -47,21 +47,25 @@ def decode_sync_group_request_v0(data: bytes, pos: int) -> tuple[SyncGroupReques
     v_group_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field GroupId is null')
     v_generation_id_2, = _S1.unpack_from(data, pos)
     pos += 4
     v_member_id_3: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
-    else:
+    if n0 > 0:
         v_member_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_3 = ''
+    else:
+        raise DecodeError('non-nullable field MemberId is null')
     v_assignments_7: list[SyncGroupRequestAssignment]
     n0, = _S1.unpack_from(data, pos)
     pos += 4
@@ -76,11 +80,13 @@ def decode_sync_group_request_v0(data: bytes, pos: int) -> tuple[SyncGroupReques
             v_member_id_9: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field MemberId is null')
-            else:
+            if n1 > 0:
                 v_member_id_9 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_member_id_9 = ''
+            else:
+                raise DecodeError('non-nullable field MemberId is null')
             v_assignment_10: bytes
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -121,21 +127,25 @@ def decode_sync_group_request_v1(data: bytes, pos: int) -> tuple[SyncGroupReques
     v_group_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field GroupId is null')
     v_generation_id_2, = _S1.unpack_from(data, pos)
     pos += 4
     v_member_id_3: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
-    else:
+    if n0 > 0:
         v_member_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_3 = ''
+    else:
+        raise DecodeError('non-nullable field MemberId is null')
     v_assignments_7: list[SyncGroupRequestAssignment]
     n0, = _S1.unpack_from(data, pos)
     pos += 4
@@ -150,11 +160,13 @@ def decode_sync_group_request_v1(data: bytes, pos: int) -> tuple[SyncGroupReques
             v_member_id_9: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field MemberId is null')
-            else:
+            if n1 > 0:
                 v_member_id_9 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_member_id_9 = ''
+            else:
+                raise DecodeError('non-nullable field MemberId is null')
             v_assignment_10: bytes
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -195,21 +207,25 @@ def decode_sync_group_request_v2(data: bytes, pos: int) -> tuple[SyncGroupReques
     v_group_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field GroupId is null')
     v_generation_id_2, = _S1.unpack_from(data, pos)
     pos += 4
     v_member_id_3: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
-    else:
+    if n0 > 0:
         v_member_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_3 = ''
+    else:
+        raise DecodeError('non-nullable field MemberId is null')
     v_assignments_7: list[SyncGroupRequestAssignment]
     n0, = _S1.unpack_from(data, pos)
     pos += 4
@@ -224,11 +240,13 @@ def decode_sync_group_request_v2(data: bytes, pos: int) -> tuple[SyncGroupReques
             v_member_id_9: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field MemberId is null')
-            else:
+            if n1 > 0:
                 v_member_id_9 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_member_id_9 = ''
+            else:
+                raise DecodeError('non-nullable field MemberId is null')
             v_assignment_10: bytes
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -269,29 +287,35 @@ def decode_sync_group_request_v3(data: bytes, pos: int) -> tuple[SyncGroupReques
     v_group_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field GroupId is null')
     v_generation_id_2, = _S1.unpack_from(data, pos)
     pos += 4
     v_member_id_3: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
-    else:
+    if n0 > 0:
         v_member_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_3 = ''
+    else:
+        raise DecodeError('non-nullable field MemberId is null')
     v_group_instance_id_4: str | None
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        v_group_instance_id_4 = None
-    else:
+    if n0 > 0:
         v_group_instance_id_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_instance_id_4 = ''
+    else:
+        v_group_instance_id_4 = None
     v_assignments_7: list[SyncGroupRequestAssignment]
     n0, = _S1.unpack_from(data, pos)
     pos += 4
@@ -306,11 +330,13 @@ def decode_sync_group_request_v3(data: bytes, pos: int) -> tuple[SyncGroupReques
             v_member_id_9: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field MemberId is null')
-            else:
+            if n1 > 0:
                 v_member_id_9 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_member_id_9 = ''
+            else:
+                raise DecodeError('non-nullable field MemberId is null')
             v_assignment_10: bytes
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -360,11 +386,13 @@ def decode_sync_group_request_v4(data: bytes, pos: int) -> tuple[SyncGroupReques
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field GroupId is null')
     v_generation_id_2, n0 = _S2.unpack_from(data, pos)
     v_member_id_3: str
     if n0 < 128:
@@ -373,11 +401,13 @@ def decode_sync_group_request_v4(data: bytes, pos: int) -> tuple[SyncGroupReques
         pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
-    else:
+    if n0 > 0:
         v_member_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_3 = ''
+    else:
+        raise DecodeError('non-nullable field MemberId is null')
     v_group_instance_id_4: str | None
     n0 = data[pos]
     if n0 < 128:
@@ -385,11 +415,13 @@ def decode_sync_group_request_v4(data: bytes, pos: int) -> tuple[SyncGroupReques
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_group_instance_id_4 = None
-    else:
+    if n0 > 0:
         v_group_instance_id_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_instance_id_4 = ''
+    else:
+        v_group_instance_id_4 = None
     v_assignments_7: list[SyncGroupRequestAssignment]
     n0 = data[pos]
     if n0 < 128:
@@ -412,11 +444,13 @@ def decode_sync_group_request_v4(data: bytes, pos: int) -> tuple[SyncGroupReques
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field MemberId is null')
-            else:
+            if n1 > 0:
                 v_member_id_9 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_member_id_9 = ''
+            else:
+                raise DecodeError('non-nullable field MemberId is null')
             v_assignment_10: bytes
             n1 = data[pos]
             if n1 < 128:
@@ -514,11 +548,13 @@ def decode_sync_group_request_v5(data: bytes, pos: int) -> tuple[SyncGroupReques
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field GroupId is null')
     v_generation_id_2, n0 = _S2.unpack_from(data, pos)
     v_member_id_3: str
     if n0 < 128:
@@ -527,11 +563,13 @@ def decode_sync_group_request_v5(data: bytes, pos: int) -> tuple[SyncGroupReques
         pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
-    else:
+    if n0 > 0:
         v_member_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_3 = ''
+    else:
+        raise DecodeError('non-nullable field MemberId is null')
     v_group_instance_id_4: str | None
     n0 = data[pos]
     if n0 < 128:
@@ -539,11 +577,13 @@ def decode_sync_group_request_v5(data: bytes, pos: int) -> tuple[SyncGroupReques
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_group_instance_id_4 = None
-    else:
+    if n0 > 0:
         v_group_instance_id_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_instance_id_4 = ''
+    else:
+        v_group_instance_id_4 = None
     v_protocol_type_5: str | None
     n0 = data[pos]
     if n0 < 128:
@@ -551,11 +591,13 @@ def decode_sync_group_request_v5(data: bytes, pos: int) -> tuple[SyncGroupReques
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_protocol_type_5 = None
-    else:
+    if n0 > 0:
         v_protocol_type_5 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_protocol_type_5 = ''
+    else:
+        v_protocol_type_5 = None
     v_protocol_name_6: str | None
     n0 = data[pos]
     if n0 < 128:
@@ -563,11 +605,13 @@ def decode_sync_group_request_v5(data: bytes, pos: int) -> tuple[SyncGroupReques
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_protocol_name_6 = None
-    else:
+    if n0 > 0:
         v_protocol_name_6 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_protocol_name_6 = ''
+    else:
+        v_protocol_name_6 = None
     v_assignments_7: list[SyncGroupRequestAssignment]
     n0 = data[pos]
     if n0 < 128:
@@ -590,11 +634,13 @@ def decode_sync_group_request_v5(data: bytes, pos: int) -> tuple[SyncGroupReques
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field MemberId is null')
-            else:
+            if n1 > 0:
                 v_member_id_9 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_member_id_9 = ''
+            else:
+                raise DecodeError('non-nullable field MemberId is null')
             v_assignment_10: bytes
             n1 = data[pos]
             if n1 < 128:
@@ -837,11 +883,13 @@ def decode_sync_group_response_v5(data: bytes, pos: int) -> tuple[SyncGroupRespo
         pos += 6
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_protocol_type_3 = None
-    else:
+    if n0 > 0:
         v_protocol_type_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_protocol_type_3 = ''
+    else:
+        v_protocol_type_3 = None
     v_protocol_name_4: str | None
     n0 = data[pos]
     if n0 < 128:
@@ -849,11 +897,13 @@ def decode_sync_group_response_v5(data: bytes, pos: int) -> tuple[SyncGroupRespo
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_protocol_name_4 = None
-    else:
+    if n0 > 0:
         v_protocol_name_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_protocol_name_4 = ''
+    else:
+        v_protocol_name_4 = None
     v_assignment_5: bytes
     n0 = data[pos]
     if n0 < 128:

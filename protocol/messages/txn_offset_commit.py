@@ -77,19 +77,23 @@ def decode_txn_offset_commit_request_v0(data: bytes, pos: int) -> tuple[TxnOffse
     v_transactional_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field TransactionalId is null')
-    else:
+    if n0 > 0:
         v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_transactional_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field TransactionalId is null')
     v_group_id_2: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_2 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_id_2 = ''
+    else:
+        raise DecodeError('non-nullable field GroupId is null')
     v_producer_id_3, v_producer_epoch_4 = _S1.unpack_from(data, pos)
     pos += 10
     v_topics_8: list[TxnOffsetCommitRequestTopic]
@@ -106,11 +110,13 @@ def decode_txn_offset_commit_request_v0(data: bytes, pos: int) -> tuple[TxnOffse
             v_name_10: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_10 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_12: list[TxnOffsetCommitRequestPartition]
             n1, = _S2.unpack_from(data, pos)
             pos += 4
@@ -127,11 +133,13 @@ def decode_txn_offset_commit_request_v0(data: bytes, pos: int) -> tuple[TxnOffse
                     v_committed_metadata_17: str | None
                     n2, = _S0.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        v_committed_metadata_17 = None
-                    else:
+                    if n2 > 0:
                         v_committed_metadata_17 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_committed_metadata_17 = ''
+                    else:
+                        v_committed_metadata_17 = None
                     append_13(TxnOffsetCommitRequestPartition(v_partition_index_14, v_committed_offset_15, -1, v_committed_metadata_17))
             append_9(TxnOffsetCommitRequestTopic(v_name_10, ZERO_UUID, v_partitions_12))
     return TxnOffsetCommitRequest(v_transactional_id_1, v_group_id_2, v_producer_id_3, v_producer_epoch_4, -1, '', None, v_topics_8), pos
@@ -177,19 +185,23 @@ def decode_txn_offset_commit_request_v1(data: bytes, pos: int) -> tuple[TxnOffse
     v_transactional_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field TransactionalId is null')
-    else:
+    if n0 > 0:
         v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_transactional_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field TransactionalId is null')
     v_group_id_2: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_2 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_id_2 = ''
+    else:
+        raise DecodeError('non-nullable field GroupId is null')
     v_producer_id_3, v_producer_epoch_4 = _S1.unpack_from(data, pos)
     pos += 10
     v_topics_8: list[TxnOffsetCommitRequestTopic]
@@ -206,11 +218,13 @@ def decode_txn_offset_commit_request_v1(data: bytes, pos: int) -> tuple[TxnOffse
             v_name_10: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_10 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_12: list[TxnOffsetCommitRequestPartition]
             n1, = _S2.unpack_from(data, pos)
             pos += 4
@@ -227,11 +241,13 @@ def decode_txn_offset_commit_request_v1(data: bytes, pos: int) -> tuple[TxnOffse
                     v_committed_metadata_17: str | None
                     n2, = _S0.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        v_committed_metadata_17 = None
-                    else:
+                    if n2 > 0:
                         v_committed_metadata_17 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_committed_metadata_17 = ''
+                    else:
+                        v_committed_metadata_17 = None
                     append_13(TxnOffsetCommitRequestPartition(v_partition_index_14, v_committed_offset_15, -1, v_committed_metadata_17))
             append_9(TxnOffsetCommitRequestTopic(v_name_10, ZERO_UUID, v_partitions_12))
     return TxnOffsetCommitRequest(v_transactional_id_1, v_group_id_2, v_producer_id_3, v_producer_epoch_4, -1, '', None, v_topics_8), pos
@@ -277,19 +293,23 @@ def decode_txn_offset_commit_request_v2(data: bytes, pos: int) -> tuple[TxnOffse
     v_transactional_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field TransactionalId is null')
-    else:
+    if n0 > 0:
         v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_transactional_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field TransactionalId is null')
     v_group_id_2: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_2 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_id_2 = ''
+    else:
+        raise DecodeError('non-nullable field GroupId is null')
     v_producer_id_3, v_producer_epoch_4 = _S1.unpack_from(data, pos)
     pos += 10
     v_topics_8: list[TxnOffsetCommitRequestTopic]
@@ -306,11 +326,13 @@ def decode_txn_offset_commit_request_v2(data: bytes, pos: int) -> tuple[TxnOffse
             v_name_10: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_10 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_12: list[TxnOffsetCommitRequestPartition]
             n1, = _S2.unpack_from(data, pos)
             pos += 4
@@ -327,11 +349,13 @@ def decode_txn_offset_commit_request_v2(data: bytes, pos: int) -> tuple[TxnOffse
                     v_committed_metadata_17: str | None
                     n2, = _S0.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        v_committed_metadata_17 = None
-                    else:
+                    if n2 > 0:
                         v_committed_metadata_17 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_committed_metadata_17 = ''
+                    else:
+                        v_committed_metadata_17 = None
                     append_13(TxnOffsetCommitRequestPartition(v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16, v_committed_metadata_17))
             append_9(TxnOffsetCommitRequestTopic(v_name_10, ZERO_UUID, v_partitions_12))
     return TxnOffsetCommitRequest(v_transactional_id_1, v_group_id_2, v_producer_id_3, v_producer_epoch_4, -1, '', None, v_topics_8), pos
@@ -381,11 +405,13 @@ def decode_txn_offset_commit_request_v3(data: bytes, pos: int) -> tuple[TxnOffse
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field TransactionalId is null')
-    else:
+    if n0 > 0:
         v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_transactional_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field TransactionalId is null')
     v_group_id_2: str
     n0 = data[pos]
     if n0 < 128:
@@ -393,11 +419,13 @@ def decode_txn_offset_commit_request_v3(data: bytes, pos: int) -> tuple[TxnOffse
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_2 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_id_2 = ''
+    else:
+        raise DecodeError('non-nullable field GroupId is null')
     v_producer_id_3, v_producer_epoch_4, v_generation_id_or_member_epoch_5, n0 = _S5.unpack_from(data, pos)
     v_member_id_6: str
     if n0 < 128:
@@ -406,11 +434,13 @@ def decode_txn_offset_commit_request_v3(data: bytes, pos: int) -> tuple[TxnOffse
         pos += 14
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
-    else:
+    if n0 > 0:
         v_member_id_6 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_6 = ''
+    else:
+        raise DecodeError('non-nullable field MemberId is null')
     v_group_instance_id_7: str | None
     n0 = data[pos]
     if n0 < 128:
@@ -418,11 +448,13 @@ def decode_txn_offset_commit_request_v3(data: bytes, pos: int) -> tuple[TxnOffse
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_group_instance_id_7 = None
-    else:
+    if n0 > 0:
         v_group_instance_id_7 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_instance_id_7 = ''
+    else:
+        v_group_instance_id_7 = None
     v_topics_8: list[TxnOffsetCommitRequestTopic]
     n0 = data[pos]
     if n0 < 128:
@@ -445,11 +477,13 @@ def decode_txn_offset_commit_request_v3(data: bytes, pos: int) -> tuple[TxnOffse
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_10 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_12: list[TxnOffsetCommitRequestPartition]
             n1 = data[pos]
             if n1 < 128:
@@ -473,11 +507,13 @@ def decode_txn_offset_commit_request_v3(data: bytes, pos: int) -> tuple[TxnOffse
                         pos += 16
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        v_committed_metadata_17 = None
-                    else:
+                    if n2 > 0:
                         v_committed_metadata_17 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_committed_metadata_17 = ''
+                    else:
+                        v_committed_metadata_17 = None
                     if data[pos] == 0:
                         pos += 1
                     else:
@@ -594,11 +630,13 @@ def decode_txn_offset_commit_request_v4(data: bytes, pos: int) -> tuple[TxnOffse
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field TransactionalId is null')
-    else:
+    if n0 > 0:
         v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_transactional_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field TransactionalId is null')
     v_group_id_2: str
     n0 = data[pos]
     if n0 < 128:
@@ -606,11 +644,13 @@ def decode_txn_offset_commit_request_v4(data: bytes, pos: int) -> tuple[TxnOffse
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_2 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_id_2 = ''
+    else:
+        raise DecodeError('non-nullable field GroupId is null')
     v_producer_id_3, v_producer_epoch_4, v_generation_id_or_member_epoch_5, n0 = _S5.unpack_from(data, pos)
     v_member_id_6: str
     if n0 < 128:
@@ -619,11 +659,13 @@ def decode_txn_offset_commit_request_v4(data: bytes, pos: int) -> tuple[TxnOffse
         pos += 14
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
-    else:
+    if n0 > 0:
         v_member_id_6 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_6 = ''
+    else:
+        raise DecodeError('non-nullable field MemberId is null')
     v_group_instance_id_7: str | None
     n0 = data[pos]
     if n0 < 128:
@@ -631,11 +673,13 @@ def decode_txn_offset_commit_request_v4(data: bytes, pos: int) -> tuple[TxnOffse
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_group_instance_id_7 = None
-    else:
+    if n0 > 0:
         v_group_instance_id_7 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_instance_id_7 = ''
+    else:
+        v_group_instance_id_7 = None
     v_topics_8: list[TxnOffsetCommitRequestTopic]
     n0 = data[pos]
     if n0 < 128:
@@ -658,11 +702,13 @@ def decode_txn_offset_commit_request_v4(data: bytes, pos: int) -> tuple[TxnOffse
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_10 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_12: list[TxnOffsetCommitRequestPartition]
             n1 = data[pos]
             if n1 < 128:
@@ -686,11 +732,13 @@ def decode_txn_offset_commit_request_v4(data: bytes, pos: int) -> tuple[TxnOffse
                         pos += 16
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        v_committed_metadata_17 = None
-                    else:
+                    if n2 > 0:
                         v_committed_metadata_17 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_committed_metadata_17 = ''
+                    else:
+                        v_committed_metadata_17 = None
                     if data[pos] == 0:
                         pos += 1
                     else:
@@ -807,11 +855,13 @@ def decode_txn_offset_commit_request_v5(data: bytes, pos: int) -> tuple[TxnOffse
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field TransactionalId is null')
-    else:
+    if n0 > 0:
         v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_transactional_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field TransactionalId is null')
     v_group_id_2: str
     n0 = data[pos]
     if n0 < 128:
@@ -819,11 +869,13 @@ def decode_txn_offset_commit_request_v5(data: bytes, pos: int) -> tuple[TxnOffse
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_2 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_id_2 = ''
+    else:
+        raise DecodeError('non-nullable field GroupId is null')
     v_producer_id_3, v_producer_epoch_4, v_generation_id_or_member_epoch_5, n0 = _S5.unpack_from(data, pos)
     v_member_id_6: str
     if n0 < 128:
@@ -832,11 +884,13 @@ def decode_txn_offset_commit_request_v5(data: bytes, pos: int) -> tuple[TxnOffse
         pos += 14
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
-    else:
+    if n0 > 0:
         v_member_id_6 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_6 = ''
+    else:
+        raise DecodeError('non-nullable field MemberId is null')
     v_group_instance_id_7: str | None
     n0 = data[pos]
     if n0 < 128:
@@ -844,11 +898,13 @@ def decode_txn_offset_commit_request_v5(data: bytes, pos: int) -> tuple[TxnOffse
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_group_instance_id_7 = None
-    else:
+    if n0 > 0:
         v_group_instance_id_7 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_instance_id_7 = ''
+    else:
+        v_group_instance_id_7 = None
     v_topics_8: list[TxnOffsetCommitRequestTopic]
     n0 = data[pos]
     if n0 < 128:
@@ -871,11 +927,13 @@ def decode_txn_offset_commit_request_v5(data: bytes, pos: int) -> tuple[TxnOffse
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_10 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_12: list[TxnOffsetCommitRequestPartition]
             n1 = data[pos]
             if n1 < 128:
@@ -899,11 +957,13 @@ def decode_txn_offset_commit_request_v5(data: bytes, pos: int) -> tuple[TxnOffse
                         pos += 16
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        v_committed_metadata_17 = None
-                    else:
+                    if n2 > 0:
                         v_committed_metadata_17 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_committed_metadata_17 = ''
+                    else:
+                        v_committed_metadata_17 = None
                     if data[pos] == 0:
                         pos += 1
                     else:
@@ -1020,11 +1080,13 @@ def decode_txn_offset_commit_request_v6(data: bytes, pos: int) -> tuple[TxnOffse
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field TransactionalId is null')
-    else:
+    if n0 > 0:
         v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_transactional_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field TransactionalId is null')
     v_group_id_2: str
     n0 = data[pos]
     if n0 < 128:
@@ -1032,11 +1094,13 @@ def decode_txn_offset_commit_request_v6(data: bytes, pos: int) -> tuple[TxnOffse
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_2 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_id_2 = ''
+    else:
+        raise DecodeError('non-nullable field GroupId is null')
     v_producer_id_3, v_producer_epoch_4, v_generation_id_or_member_epoch_5, n0 = _S5.unpack_from(data, pos)
     v_member_id_6: str
     if n0 < 128:
@@ -1045,11 +1109,13 @@ def decode_txn_offset_commit_request_v6(data: bytes, pos: int) -> tuple[TxnOffse
         pos += 14
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
-    else:
+    if n0 > 0:
         v_member_id_6 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_6 = ''
+    else:
+        raise DecodeError('non-nullable field MemberId is null')
     v_group_instance_id_7: str | None
     n0 = data[pos]
     if n0 < 128:
@@ -1057,11 +1123,13 @@ def decode_txn_offset_commit_request_v6(data: bytes, pos: int) -> tuple[TxnOffse
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_group_instance_id_7 = None
-    else:
+    if n0 > 0:
         v_group_instance_id_7 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_instance_id_7 = ''
+    else:
+        v_group_instance_id_7 = None
     v_topics_8: list[TxnOffsetCommitRequestTopic]
     n0 = data[pos]
     if n0 < 128:
@@ -1101,11 +1169,13 @@ def decode_txn_offset_commit_request_v6(data: bytes, pos: int) -> tuple[TxnOffse
                         pos += 16
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        v_committed_metadata_17 = None
-                    else:
+                    if n2 > 0:
                         v_committed_metadata_17 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_committed_metadata_17 = ''
+                    else:
+                        v_committed_metadata_17 = None
                     if data[pos] == 0:
                         pos += 1
                     else:
@@ -1224,11 +1294,13 @@ def decode_txn_offset_commit_response_v0(data: bytes, pos: int) -> tuple[TxnOffs
             v_name_4: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_4 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_6: list[TxnOffsetCommitResponsePartition]
             n1, = _S2.unpack_from(data, pos)
             pos += 4
@@ -1279,11 +1351,13 @@ def decode_txn_offset_commit_response_v1(data: bytes, pos: int) -> tuple[TxnOffs
             v_name_4: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_4 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_6: list[TxnOffsetCommitResponsePartition]
             n1, = _S2.unpack_from(data, pos)
             pos += 4
@@ -1334,11 +1408,13 @@ def decode_txn_offset_commit_response_v2(data: bytes, pos: int) -> tuple[TxnOffs
             v_name_4: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_4 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_6: list[TxnOffsetCommitResponsePartition]
             n1, = _S2.unpack_from(data, pos)
             pos += 4
@@ -1396,11 +1472,13 @@ def decode_txn_offset_commit_response_v3(data: bytes, pos: int) -> tuple[TxnOffs
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_4 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_6: list[TxnOffsetCommitResponsePartition]
             n1 = data[pos]
             if n1 < 128:
@@ -1503,11 +1581,13 @@ def decode_txn_offset_commit_response_v4(data: bytes, pos: int) -> tuple[TxnOffs
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_4 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_6: list[TxnOffsetCommitResponsePartition]
             n1 = data[pos]
             if n1 < 128:
@@ -1610,11 +1690,13 @@ def decode_txn_offset_commit_response_v5(data: bytes, pos: int) -> tuple[TxnOffs
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_4 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_6: list[TxnOffsetCommitResponsePartition]
             n1 = data[pos]
             if n1 < 128:
