@@ -393,21 +393,54 @@ class ModuleEmitter:
                 lines.append(
                     f"    raise ValueError('attempted to write a non-default {f.name} at version {version}')"
                 )
-        for f in fields:
-            if not f.present(version) or f.tagged_in(version):
-                continue
-            if f.type in FIXED_FORMATS:
-                batch.append(f)
-                continue
-            if f.type in ("string", "bytes", "records") and f.compact_in(version, flexible):
-                pending = take_batch()
-            else:
-                pending = None
-                flush()
-            self._encode_value(lines, f, version, flexible, depth, f"{obj}.{f.attr}", out, pending)
         tagged = sorted(
             (f for f in fields if f.present(version) and f.tagged_in(version)), key=lambda f: f.tag or 0
         )
+        written = [f for f in fields if f.present(version) and not f.tagged_in(version)]
+        i = 0
+        while i < len(written):
+            f = written[i]
+            i += 1
+            if f.type in FIXED_FORMATS:
+                batch.append(f)
+                continue
+            if not (f.type in ("string", "bytes", "records") and f.compact_in(version, flexible)):
+                flush()
+                self._encode_value(lines, f, version, flexible, depth, f"{obj}.{f.attr}", out)
+                continue
+            tail: list[FieldSpec] = []
+            while i < len(written) and written[i].type in FIXED_FORMATS:
+                tail.append(written[i])
+                i += 1
+            ends = flexible and not tagged and i == len(written)
+            if f.type != "string" or not batch:
+                batch_and_length = take_batch()
+                self._encode_value(
+                    lines, f, version, flexible, depth, f"{obj}.{f.attr}", out, batch_and_length
+                )
+                batch.extend(tail)
+                continue
+            # An empty string (a consumer's usual commit metadata) is written in one pack with
+            # the fixed fields around it (docs/performance.md#the-codecs-one-unpack-per-run-of-fixed-fields).
+            before = list(batch)
+            fmt = ">" + "".join(FIXED_FORMATS[g.type][0] for g in before) + "B"
+            fmt += "".join(FIXED_FORMATS[g.type][0] for g in tail) + ("x" if ends else "")
+            values = [f"{obj}.{g.attr}" for g in before] + ["1"] + [f"{obj}.{g.attr}" for g in tail]
+            lines.append(f"if {obj}.{f.attr} == '':")
+            lines.append(f"    {out} += {self.fmt_const(fmt)}.pack({', '.join(values)})")
+            lines.append("else:")
+            general: list[str] = []
+            self._encode_value(general, f, version, flexible, depth, f"{obj}.{f.attr}", out, take_batch())
+            if tail or ends:
+                tail_fmt = ">" + "".join(FIXED_FORMATS[g.type][0] for g in tail) + ("x" if ends else "")
+                if tail_fmt == ">x":
+                    general.append(f"{out}.append(0)")
+                else:
+                    tail_values = ", ".join(f"{obj}.{g.attr}" for g in tail)
+                    general.append(f"{out} += {self.fmt_const(tail_fmt)}.pack({tail_values})")
+            lines += ["    " + line for line in general]
+            if ends:
+                return
         if flexible and not tagged:
             # The empty tagged-field section is a pad byte of the batch's pack
             # (docs/performance.md#the-codecs-one-unpack-per-run-of-fixed-fields).

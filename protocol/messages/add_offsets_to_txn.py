@@ -12,9 +12,10 @@ from protocol.primitives import DecodeError, read_uvarint, write_uvarint
 _S0 = Struct('>h')
 _S1 = Struct('>qh')
 _S2 = Struct('>qhB')
-_S3 = Struct('>ih')
-_S4 = Struct('>ihB')
-_S5 = Struct('>ihx')
+_S3 = Struct('>qhBx')
+_S4 = Struct('>ih')
+_S5 = Struct('>ihB')
+_S6 = Struct('>ihx')
 
 
 @dataclass(slots=True)
@@ -196,16 +197,19 @@ def encode_add_offsets_to_txn_request_v3(m: AddOffsetsToTxnRequest, out: bytearr
     else:
         write_uvarint(out, u_3)
     out += b_2
-    x_4 = m.group_id
-    b_5 = x_4.encode()
-    u_6 = len(b_5) + 1
-    if u_6 < 128:
-        out += _S2.pack(m.producer_id, m.producer_epoch, u_6)
+    if m.group_id == '':
+        out += _S3.pack(m.producer_id, m.producer_epoch, 1)
     else:
-        out += _S1.pack(m.producer_id, m.producer_epoch)
-        write_uvarint(out, u_6)
-    out += b_5
-    out.append(0)
+        x_4 = m.group_id
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out += _S2.pack(m.producer_id, m.producer_epoch, u_6)
+        else:
+            out += _S1.pack(m.producer_id, m.producer_epoch)
+            write_uvarint(out, u_6)
+        out += b_5
+        out.append(0)
 
 
 def decode_add_offsets_to_txn_request_v4(data: bytes, pos: int) -> tuple[AddOffsetsToTxnRequest, int]:
@@ -259,50 +263,53 @@ def encode_add_offsets_to_txn_request_v4(m: AddOffsetsToTxnRequest, out: bytearr
     else:
         write_uvarint(out, u_3)
     out += b_2
-    x_4 = m.group_id
-    b_5 = x_4.encode()
-    u_6 = len(b_5) + 1
-    if u_6 < 128:
-        out += _S2.pack(m.producer_id, m.producer_epoch, u_6)
+    if m.group_id == '':
+        out += _S3.pack(m.producer_id, m.producer_epoch, 1)
     else:
-        out += _S1.pack(m.producer_id, m.producer_epoch)
-        write_uvarint(out, u_6)
-    out += b_5
-    out.append(0)
+        x_4 = m.group_id
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out += _S2.pack(m.producer_id, m.producer_epoch, u_6)
+        else:
+            out += _S1.pack(m.producer_id, m.producer_epoch)
+            write_uvarint(out, u_6)
+        out += b_5
+        out.append(0)
 
 
 def decode_add_offsets_to_txn_response_v0(data: bytes, pos: int) -> tuple[AddOffsetsToTxnResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S3.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2 = _S4.unpack_from(data, pos)
     pos += 6
     return AddOffsetsToTxnResponse(v_throttle_time_ms_1, v_error_code_2), pos
 
 
 def encode_add_offsets_to_txn_response_v0(m: AddOffsetsToTxnResponse, out: bytearray) -> None:
-    out += _S3.pack(m.throttle_time_ms, m.error_code)
+    out += _S4.pack(m.throttle_time_ms, m.error_code)
 
 
 def decode_add_offsets_to_txn_response_v1(data: bytes, pos: int) -> tuple[AddOffsetsToTxnResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S3.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2 = _S4.unpack_from(data, pos)
     pos += 6
     return AddOffsetsToTxnResponse(v_throttle_time_ms_1, v_error_code_2), pos
 
 
 def encode_add_offsets_to_txn_response_v1(m: AddOffsetsToTxnResponse, out: bytearray) -> None:
-    out += _S3.pack(m.throttle_time_ms, m.error_code)
+    out += _S4.pack(m.throttle_time_ms, m.error_code)
 
 
 def decode_add_offsets_to_txn_response_v2(data: bytes, pos: int) -> tuple[AddOffsetsToTxnResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S3.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2 = _S4.unpack_from(data, pos)
     pos += 6
     return AddOffsetsToTxnResponse(v_throttle_time_ms_1, v_error_code_2), pos
 
 
 def encode_add_offsets_to_txn_response_v2(m: AddOffsetsToTxnResponse, out: bytearray) -> None:
-    out += _S3.pack(m.throttle_time_ms, m.error_code)
+    out += _S4.pack(m.throttle_time_ms, m.error_code)
 
 
 def decode_add_offsets_to_txn_response_v3(data: bytes, pos: int) -> tuple[AddOffsetsToTxnResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2, tag_count0 = _S4.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2, tag_count0 = _S5.unpack_from(data, pos)
     if tag_count0 == 0:
         pos += 7
     else:
@@ -317,11 +324,11 @@ def decode_add_offsets_to_txn_response_v3(data: bytes, pos: int) -> tuple[AddOff
 
 
 def encode_add_offsets_to_txn_response_v3(m: AddOffsetsToTxnResponse, out: bytearray) -> None:
-    out += _S5.pack(m.throttle_time_ms, m.error_code)
+    out += _S6.pack(m.throttle_time_ms, m.error_code)
 
 
 def decode_add_offsets_to_txn_response_v4(data: bytes, pos: int) -> tuple[AddOffsetsToTxnResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2, tag_count0 = _S4.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2, tag_count0 = _S5.unpack_from(data, pos)
     if tag_count0 == 0:
         pos += 7
     else:
@@ -336,4 +343,4 @@ def decode_add_offsets_to_txn_response_v4(data: bytes, pos: int) -> tuple[AddOff
 
 
 def encode_add_offsets_to_txn_response_v4(m: AddOffsetsToTxnResponse, out: bytearray) -> None:
-    out += _S5.pack(m.throttle_time_ms, m.error_code)
+    out += _S6.pack(m.throttle_time_ms, m.error_code)

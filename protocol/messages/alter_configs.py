@@ -18,7 +18,8 @@ _S5 = Struct('>?B')
 _S6 = Struct('>?x')
 _S7 = Struct('>iB')
 _S8 = Struct('>hB')
-_S9 = Struct('>hx')
+_S9 = Struct('>hBb')
+_S10 = Struct('>hx')
 
 
 @dataclass(slots=True)
@@ -346,15 +347,18 @@ def encode_alter_configs_request_v2(m: AlterConfigsRequest, out: bytearray) -> N
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        x_4 = e_3.resource_name
-        b_5 = x_4.encode()
-        u_6 = len(b_5) + 1
-        if u_6 < 128:
-            out += _S4.pack(e_3.resource_type, u_6)
+        if e_3.resource_name == '':
+            out += _S4.pack(e_3.resource_type, 1)
         else:
-            out += _S1.pack(e_3.resource_type)
-            write_uvarint(out, u_6)
-        out += b_5
+            x_4 = e_3.resource_name
+            b_5 = x_4.encode()
+            u_6 = len(b_5) + 1
+            if u_6 < 128:
+                out += _S4.pack(e_3.resource_type, u_6)
+            else:
+                out += _S1.pack(e_3.resource_type)
+                write_uvarint(out, u_6)
+            out += b_5
         x_7 = e_3.configs
         u_8 = len(x_7) + 1
         if u_8 < 128:
@@ -588,25 +592,28 @@ def encode_alter_configs_response_v2(m: AlterConfigsResponse, out: bytearray) ->
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        x_4 = e_3.error_message
-        if x_4 is None:
-            out += _S9.pack(e_3.error_code)
+        if e_3.error_message == '':
+            out += _S9.pack(e_3.error_code, 1, e_3.resource_type)
         else:
-            b_5 = x_4.encode()
-            u_6 = len(b_5) + 1
-            if u_6 < 128:
-                out += _S8.pack(e_3.error_code, u_6)
+            x_4 = e_3.error_message
+            if x_4 is None:
+                out += _S10.pack(e_3.error_code)
             else:
-                out += _S2.pack(e_3.error_code)
-                write_uvarint(out, u_6)
-            out += b_5
+                b_5 = x_4.encode()
+                u_6 = len(b_5) + 1
+                if u_6 < 128:
+                    out += _S8.pack(e_3.error_code, u_6)
+                else:
+                    out += _S2.pack(e_3.error_code)
+                    write_uvarint(out, u_6)
+                out += b_5
+            out += _S1.pack(e_3.resource_type)
         x_7 = e_3.resource_name
         b_8 = x_7.encode()
         u_9 = len(b_8) + 1
         if u_9 < 128:
-            out += _S4.pack(e_3.resource_type, u_9)
+            out.append(u_9)
         else:
-            out += _S1.pack(e_3.resource_type)
             write_uvarint(out, u_9)
         out += b_8
         out.append(0)

@@ -17,6 +17,7 @@ _S3 = Struct('>16sB')
 _S4 = Struct('>ihx')
 _S5 = Struct('>ih')
 _S6 = Struct('>16s')
+_S7 = Struct('>ihBx')
 
 
 @dataclass(slots=True)
@@ -297,18 +298,21 @@ def decode_alter_share_group_offsets_response_v0(data: bytes, pos: int) -> tuple
 
 
 def encode_alter_share_group_offsets_response_v0(m: AlterShareGroupOffsetsResponse, out: bytearray) -> None:
-    x_1 = m.error_message
-    if x_1 is None:
-        out += _S4.pack(m.throttle_time_ms, m.error_code)
+    if m.error_message == '':
+        out += _S2.pack(m.throttle_time_ms, m.error_code, 1)
     else:
-        b_2 = x_1.encode()
-        u_3 = len(b_2) + 1
-        if u_3 < 128:
-            out += _S2.pack(m.throttle_time_ms, m.error_code, u_3)
+        x_1 = m.error_message
+        if x_1 is None:
+            out += _S4.pack(m.throttle_time_ms, m.error_code)
         else:
-            out += _S5.pack(m.throttle_time_ms, m.error_code)
-            write_uvarint(out, u_3)
-        out += b_2
+            b_2 = x_1.encode()
+            u_3 = len(b_2) + 1
+            if u_3 < 128:
+                out += _S2.pack(m.throttle_time_ms, m.error_code, u_3)
+            else:
+                out += _S5.pack(m.throttle_time_ms, m.error_code)
+                write_uvarint(out, u_3)
+            out += b_2
     x_4 = m.responses
     u_5 = len(x_4) + 1
     if u_5 < 128:
@@ -332,18 +336,21 @@ def encode_alter_share_group_offsets_response_v0(m: AlterShareGroupOffsetsRespon
         else:
             write_uvarint(out, u_11)
         for e_12 in x_10:
-            x_13 = e_12.error_message
-            if x_13 is None:
-                out += _S4.pack(e_12.partition_index, e_12.error_code)
+            if e_12.error_message == '':
+                out += _S7.pack(e_12.partition_index, e_12.error_code, 1)
             else:
-                b_14 = x_13.encode()
-                u_15 = len(b_14) + 1
-                if u_15 < 128:
-                    out += _S2.pack(e_12.partition_index, e_12.error_code, u_15)
+                x_13 = e_12.error_message
+                if x_13 is None:
+                    out += _S4.pack(e_12.partition_index, e_12.error_code)
                 else:
-                    out += _S5.pack(e_12.partition_index, e_12.error_code)
-                    write_uvarint(out, u_15)
-                out += b_14
-            out.append(0)
+                    b_14 = x_13.encode()
+                    u_15 = len(b_14) + 1
+                    if u_15 < 128:
+                        out += _S2.pack(e_12.partition_index, e_12.error_code, u_15)
+                    else:
+                        out += _S5.pack(e_12.partition_index, e_12.error_code)
+                        write_uvarint(out, u_15)
+                    out += b_14
+                out.append(0)
         out.append(0)
     out.append(0)

@@ -16,8 +16,9 @@ _S3 = Struct('>bi')
 _S4 = Struct('>iB')
 _S5 = Struct('>hB')
 _S6 = Struct('>i')
-_S7 = Struct('>hx')
-_S8 = Struct('>h')
+_S7 = Struct('>hBx')
+_S8 = Struct('>hx')
+_S9 = Struct('>h')
 
 
 @dataclass(slots=True)
@@ -308,17 +309,20 @@ def encode_alter_user_scram_credentials_response_v0(m: AlterUserScramCredentials
         else:
             write_uvarint(out, u_6)
         out += b_5
-        x_7 = e_3.error_message
-        if x_7 is None:
-            out += _S7.pack(e_3.error_code)
+        if e_3.error_message == '':
+            out += _S7.pack(e_3.error_code, 1)
         else:
-            b_8 = x_7.encode()
-            u_9 = len(b_8) + 1
-            if u_9 < 128:
-                out += _S5.pack(e_3.error_code, u_9)
-            else:
+            x_7 = e_3.error_message
+            if x_7 is None:
                 out += _S8.pack(e_3.error_code)
-                write_uvarint(out, u_9)
-            out += b_8
-        out.append(0)
+            else:
+                b_8 = x_7.encode()
+                u_9 = len(b_8) + 1
+                if u_9 < 128:
+                    out += _S5.pack(e_3.error_code, u_9)
+                else:
+                    out += _S9.pack(e_3.error_code)
+                    write_uvarint(out, u_9)
+                out += b_8
+            out.append(0)
     out.append(0)

@@ -584,18 +584,21 @@ def encode_consumer_group_describe_response_v0(m: ConsumerGroupDescribeResponse,
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        x_4 = e_3.error_message
-        if x_4 is None:
-            out += _S7.pack(e_3.error_code)
+        if e_3.error_message == '':
+            out += _S3.pack(e_3.error_code, 1)
         else:
-            b_5 = x_4.encode()
-            u_6 = len(b_5) + 1
-            if u_6 < 128:
-                out += _S3.pack(e_3.error_code, u_6)
+            x_4 = e_3.error_message
+            if x_4 is None:
+                out += _S7.pack(e_3.error_code)
             else:
-                out += _S8.pack(e_3.error_code)
-                write_uvarint(out, u_6)
-            out += b_5
+                b_5 = x_4.encode()
+                u_6 = len(b_5) + 1
+                if u_6 < 128:
+                    out += _S3.pack(e_3.error_code, u_6)
+                else:
+                    out += _S8.pack(e_3.error_code)
+                    write_uvarint(out, u_6)
+                out += b_5
         x_7 = e_3.group_id
         b_8 = x_7.encode()
         u_9 = len(b_8) + 1
@@ -612,15 +615,18 @@ def encode_consumer_group_describe_response_v0(m: ConsumerGroupDescribeResponse,
         else:
             write_uvarint(out, u_12)
         out += b_11
-        x_13 = e_3.assignor_name
-        b_14 = x_13.encode()
-        u_15 = len(b_14) + 1
-        if u_15 < 128:
-            out += _S4.pack(e_3.group_epoch, e_3.assignment_epoch, u_15)
+        if e_3.assignor_name == '':
+            out += _S4.pack(e_3.group_epoch, e_3.assignment_epoch, 1)
         else:
-            out += _S9.pack(e_3.group_epoch, e_3.assignment_epoch)
-            write_uvarint(out, u_15)
-        out += b_14
+            x_13 = e_3.assignor_name
+            b_14 = x_13.encode()
+            u_15 = len(b_14) + 1
+            if u_15 < 128:
+                out += _S4.pack(e_3.group_epoch, e_3.assignment_epoch, u_15)
+            else:
+                out += _S9.pack(e_3.group_epoch, e_3.assignment_epoch)
+                write_uvarint(out, u_15)
+            out += b_14
         x_16 = e_3.members
         u_17 = len(x_16) + 1
         if u_17 < 128:
@@ -658,15 +664,18 @@ def encode_consumer_group_describe_response_v0(m: ConsumerGroupDescribeResponse,
                 else:
                     write_uvarint(out, u_27)
                 out += b_26
-            x_28 = e_18.client_id
-            b_29 = x_28.encode()
-            u_30 = len(b_29) + 1
-            if u_30 < 128:
-                out += _S2.pack(e_18.member_epoch, u_30)
+            if e_18.client_id == '':
+                out += _S2.pack(e_18.member_epoch, 1)
             else:
-                out += _S6.pack(e_18.member_epoch)
-                write_uvarint(out, u_30)
-            out += b_29
+                x_28 = e_18.client_id
+                b_29 = x_28.encode()
+                u_30 = len(b_29) + 1
+                if u_30 < 128:
+                    out += _S2.pack(e_18.member_epoch, u_30)
+                else:
+                    out += _S6.pack(e_18.member_epoch)
+                    write_uvarint(out, u_30)
+                out += b_29
             x_31 = e_18.client_host
             b_32 = x_31.encode()
             u_33 = len(b_32) + 1
@@ -709,15 +718,18 @@ def encode_consumer_group_describe_response_v0(m: ConsumerGroupDescribeResponse,
             else:
                 write_uvarint(out, u_46)
             for e_47 in x_45:
-                x_48 = e_47.topic_name
-                b_49 = x_48.encode()
-                u_50 = len(b_49) + 1
-                if u_50 < 128:
-                    out += _S5.pack(e_47.topic_id, u_50)
+                if e_47.topic_name == '':
+                    out += _S5.pack(e_47.topic_id, 1)
                 else:
-                    out += _S10.pack(e_47.topic_id)
-                    write_uvarint(out, u_50)
-                out += b_49
+                    x_48 = e_47.topic_name
+                    b_49 = x_48.encode()
+                    u_50 = len(b_49) + 1
+                    if u_50 < 128:
+                        out += _S5.pack(e_47.topic_id, u_50)
+                    else:
+                        out += _S10.pack(e_47.topic_id)
+                        write_uvarint(out, u_50)
+                    out += b_49
                 x_51 = e_47.partitions
                 u_52 = len(x_51) + 1
                 if u_52 < 128:
@@ -735,15 +747,18 @@ def encode_consumer_group_describe_response_v0(m: ConsumerGroupDescribeResponse,
             else:
                 write_uvarint(out, u_56)
             for e_57 in x_55:
-                x_58 = e_57.topic_name
-                b_59 = x_58.encode()
-                u_60 = len(b_59) + 1
-                if u_60 < 128:
-                    out += _S5.pack(e_57.topic_id, u_60)
+                if e_57.topic_name == '':
+                    out += _S5.pack(e_57.topic_id, 1)
                 else:
-                    out += _S10.pack(e_57.topic_id)
-                    write_uvarint(out, u_60)
-                out += b_59
+                    x_58 = e_57.topic_name
+                    b_59 = x_58.encode()
+                    u_60 = len(b_59) + 1
+                    if u_60 < 128:
+                        out += _S5.pack(e_57.topic_id, u_60)
+                    else:
+                        out += _S10.pack(e_57.topic_id)
+                        write_uvarint(out, u_60)
+                    out += b_59
                 x_61 = e_57.partitions
                 u_62 = len(x_61) + 1
                 if u_62 < 128:
@@ -1138,18 +1153,21 @@ def encode_consumer_group_describe_response_v1(m: ConsumerGroupDescribeResponse,
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        x_4 = e_3.error_message
-        if x_4 is None:
-            out += _S7.pack(e_3.error_code)
+        if e_3.error_message == '':
+            out += _S3.pack(e_3.error_code, 1)
         else:
-            b_5 = x_4.encode()
-            u_6 = len(b_5) + 1
-            if u_6 < 128:
-                out += _S3.pack(e_3.error_code, u_6)
+            x_4 = e_3.error_message
+            if x_4 is None:
+                out += _S7.pack(e_3.error_code)
             else:
-                out += _S8.pack(e_3.error_code)
-                write_uvarint(out, u_6)
-            out += b_5
+                b_5 = x_4.encode()
+                u_6 = len(b_5) + 1
+                if u_6 < 128:
+                    out += _S3.pack(e_3.error_code, u_6)
+                else:
+                    out += _S8.pack(e_3.error_code)
+                    write_uvarint(out, u_6)
+                out += b_5
         x_7 = e_3.group_id
         b_8 = x_7.encode()
         u_9 = len(b_8) + 1
@@ -1166,15 +1184,18 @@ def encode_consumer_group_describe_response_v1(m: ConsumerGroupDescribeResponse,
         else:
             write_uvarint(out, u_12)
         out += b_11
-        x_13 = e_3.assignor_name
-        b_14 = x_13.encode()
-        u_15 = len(b_14) + 1
-        if u_15 < 128:
-            out += _S4.pack(e_3.group_epoch, e_3.assignment_epoch, u_15)
+        if e_3.assignor_name == '':
+            out += _S4.pack(e_3.group_epoch, e_3.assignment_epoch, 1)
         else:
-            out += _S9.pack(e_3.group_epoch, e_3.assignment_epoch)
-            write_uvarint(out, u_15)
-        out += b_14
+            x_13 = e_3.assignor_name
+            b_14 = x_13.encode()
+            u_15 = len(b_14) + 1
+            if u_15 < 128:
+                out += _S4.pack(e_3.group_epoch, e_3.assignment_epoch, u_15)
+            else:
+                out += _S9.pack(e_3.group_epoch, e_3.assignment_epoch)
+                write_uvarint(out, u_15)
+            out += b_14
         x_16 = e_3.members
         u_17 = len(x_16) + 1
         if u_17 < 128:
@@ -1212,15 +1233,18 @@ def encode_consumer_group_describe_response_v1(m: ConsumerGroupDescribeResponse,
                 else:
                     write_uvarint(out, u_27)
                 out += b_26
-            x_28 = e_18.client_id
-            b_29 = x_28.encode()
-            u_30 = len(b_29) + 1
-            if u_30 < 128:
-                out += _S2.pack(e_18.member_epoch, u_30)
+            if e_18.client_id == '':
+                out += _S2.pack(e_18.member_epoch, 1)
             else:
-                out += _S6.pack(e_18.member_epoch)
-                write_uvarint(out, u_30)
-            out += b_29
+                x_28 = e_18.client_id
+                b_29 = x_28.encode()
+                u_30 = len(b_29) + 1
+                if u_30 < 128:
+                    out += _S2.pack(e_18.member_epoch, u_30)
+                else:
+                    out += _S6.pack(e_18.member_epoch)
+                    write_uvarint(out, u_30)
+                out += b_29
             x_31 = e_18.client_host
             b_32 = x_31.encode()
             u_33 = len(b_32) + 1
@@ -1263,15 +1287,18 @@ def encode_consumer_group_describe_response_v1(m: ConsumerGroupDescribeResponse,
             else:
                 write_uvarint(out, u_46)
             for e_47 in x_45:
-                x_48 = e_47.topic_name
-                b_49 = x_48.encode()
-                u_50 = len(b_49) + 1
-                if u_50 < 128:
-                    out += _S5.pack(e_47.topic_id, u_50)
+                if e_47.topic_name == '':
+                    out += _S5.pack(e_47.topic_id, 1)
                 else:
-                    out += _S10.pack(e_47.topic_id)
-                    write_uvarint(out, u_50)
-                out += b_49
+                    x_48 = e_47.topic_name
+                    b_49 = x_48.encode()
+                    u_50 = len(b_49) + 1
+                    if u_50 < 128:
+                        out += _S5.pack(e_47.topic_id, u_50)
+                    else:
+                        out += _S10.pack(e_47.topic_id)
+                        write_uvarint(out, u_50)
+                    out += b_49
                 x_51 = e_47.partitions
                 u_52 = len(x_51) + 1
                 if u_52 < 128:
@@ -1289,15 +1316,18 @@ def encode_consumer_group_describe_response_v1(m: ConsumerGroupDescribeResponse,
             else:
                 write_uvarint(out, u_56)
             for e_57 in x_55:
-                x_58 = e_57.topic_name
-                b_59 = x_58.encode()
-                u_60 = len(b_59) + 1
-                if u_60 < 128:
-                    out += _S5.pack(e_57.topic_id, u_60)
+                if e_57.topic_name == '':
+                    out += _S5.pack(e_57.topic_id, 1)
                 else:
-                    out += _S10.pack(e_57.topic_id)
-                    write_uvarint(out, u_60)
-                out += b_59
+                    x_58 = e_57.topic_name
+                    b_59 = x_58.encode()
+                    u_60 = len(b_59) + 1
+                    if u_60 < 128:
+                        out += _S5.pack(e_57.topic_id, u_60)
+                    else:
+                        out += _S10.pack(e_57.topic_id)
+                        write_uvarint(out, u_60)
+                    out += b_59
                 x_61 = e_57.partitions
                 u_62 = len(x_61) + 1
                 if u_62 < 128:

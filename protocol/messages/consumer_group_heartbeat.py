@@ -231,18 +231,21 @@ def encode_consumer_group_heartbeat_request_v0(m: ConsumerGroupHeartbeatRequest,
     else:
         write_uvarint(out, u_6)
     out += b_5
-    x_7 = m.instance_id
-    if x_7 is None:
-        out += _S2.pack(m.member_epoch)
+    if m.instance_id == '':
+        out += _S0.pack(m.member_epoch, 1)
     else:
-        b_8 = x_7.encode()
-        u_9 = len(b_8) + 1
-        if u_9 < 128:
-            out += _S0.pack(m.member_epoch, u_9)
+        x_7 = m.instance_id
+        if x_7 is None:
+            out += _S2.pack(m.member_epoch)
         else:
-            out += _S3.pack(m.member_epoch)
-            write_uvarint(out, u_9)
-        out += b_8
+            b_8 = x_7.encode()
+            u_9 = len(b_8) + 1
+            if u_9 < 128:
+                out += _S0.pack(m.member_epoch, u_9)
+            else:
+                out += _S3.pack(m.member_epoch)
+                write_uvarint(out, u_9)
+            out += b_8
     x_10 = m.rack_id
     if x_10 is None:
         out.append(0)
@@ -492,18 +495,21 @@ def encode_consumer_group_heartbeat_request_v1(m: ConsumerGroupHeartbeatRequest,
     else:
         write_uvarint(out, u_6)
     out += b_5
-    x_7 = m.instance_id
-    if x_7 is None:
-        out += _S2.pack(m.member_epoch)
+    if m.instance_id == '':
+        out += _S0.pack(m.member_epoch, 1)
     else:
-        b_8 = x_7.encode()
-        u_9 = len(b_8) + 1
-        if u_9 < 128:
-            out += _S0.pack(m.member_epoch, u_9)
+        x_7 = m.instance_id
+        if x_7 is None:
+            out += _S2.pack(m.member_epoch)
         else:
-            out += _S3.pack(m.member_epoch)
-            write_uvarint(out, u_9)
-        out += b_8
+            b_8 = x_7.encode()
+            u_9 = len(b_8) + 1
+            if u_9 < 128:
+                out += _S0.pack(m.member_epoch, u_9)
+            else:
+                out += _S3.pack(m.member_epoch)
+                write_uvarint(out, u_9)
+            out += b_8
     x_10 = m.rack_id
     if x_10 is None:
         out.append(0)
@@ -681,18 +687,21 @@ def decode_consumer_group_heartbeat_response_v0(data: bytes, pos: int) -> tuple[
 
 
 def encode_consumer_group_heartbeat_response_v0(m: ConsumerGroupHeartbeatResponse, out: bytearray) -> None:
-    x_1 = m.error_message
-    if x_1 is None:
-        out += _S7.pack(m.throttle_time_ms, m.error_code)
+    if m.error_message == '':
+        out += _S5.pack(m.throttle_time_ms, m.error_code, 1)
     else:
-        b_2 = x_1.encode()
-        u_3 = len(b_2) + 1
-        if u_3 < 128:
-            out += _S5.pack(m.throttle_time_ms, m.error_code, u_3)
+        x_1 = m.error_message
+        if x_1 is None:
+            out += _S7.pack(m.throttle_time_ms, m.error_code)
         else:
-            out += _S8.pack(m.throttle_time_ms, m.error_code)
-            write_uvarint(out, u_3)
-        out += b_2
+            b_2 = x_1.encode()
+            u_3 = len(b_2) + 1
+            if u_3 < 128:
+                out += _S5.pack(m.throttle_time_ms, m.error_code, u_3)
+            else:
+                out += _S8.pack(m.throttle_time_ms, m.error_code)
+                write_uvarint(out, u_3)
+            out += b_2
     x_4 = m.member_id
     if x_4 is None:
         out.append(0)
@@ -833,18 +842,21 @@ def decode_consumer_group_heartbeat_response_v1(data: bytes, pos: int) -> tuple[
 
 
 def encode_consumer_group_heartbeat_response_v1(m: ConsumerGroupHeartbeatResponse, out: bytearray) -> None:
-    x_1 = m.error_message
-    if x_1 is None:
-        out += _S7.pack(m.throttle_time_ms, m.error_code)
+    if m.error_message == '':
+        out += _S5.pack(m.throttle_time_ms, m.error_code, 1)
     else:
-        b_2 = x_1.encode()
-        u_3 = len(b_2) + 1
-        if u_3 < 128:
-            out += _S5.pack(m.throttle_time_ms, m.error_code, u_3)
+        x_1 = m.error_message
+        if x_1 is None:
+            out += _S7.pack(m.throttle_time_ms, m.error_code)
         else:
-            out += _S8.pack(m.throttle_time_ms, m.error_code)
-            write_uvarint(out, u_3)
-        out += b_2
+            b_2 = x_1.encode()
+            u_3 = len(b_2) + 1
+            if u_3 < 128:
+                out += _S5.pack(m.throttle_time_ms, m.error_code, u_3)
+            else:
+                out += _S8.pack(m.throttle_time_ms, m.error_code)
+                write_uvarint(out, u_3)
+            out += b_2
     x_4 = m.member_id
     if x_4 is None:
         out.append(0)

@@ -15,10 +15,12 @@ _S2 = Struct('>h')
 _S3 = Struct('>bb')
 _S4 = Struct('>bB')
 _S5 = Struct('>bbB')
-_S6 = Struct('>bbx')
-_S7 = Struct('>iB')
-_S8 = Struct('>hB')
-_S9 = Struct('>hx')
+_S6 = Struct('>bBb')
+_S7 = Struct('>bbx')
+_S8 = Struct('>iB')
+_S9 = Struct('>hB')
+_S10 = Struct('>hBx')
+_S11 = Struct('>hx')
 
 
 @dataclass(slots=True)
@@ -214,22 +216,25 @@ def encode_create_acls_request_v2(m: CreateAclsRequest, out: bytearray) -> None:
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        x_4 = e_3.resource_name
-        b_5 = x_4.encode()
-        u_6 = len(b_5) + 1
-        if u_6 < 128:
-            out += _S4.pack(e_3.resource_type, u_6)
+        if e_3.resource_name == '':
+            out += _S6.pack(e_3.resource_type, 1, e_3.resource_pattern_type)
         else:
-            out += _S1.pack(e_3.resource_type)
-            write_uvarint(out, u_6)
-        out += b_5
+            x_4 = e_3.resource_name
+            b_5 = x_4.encode()
+            u_6 = len(b_5) + 1
+            if u_6 < 128:
+                out += _S4.pack(e_3.resource_type, u_6)
+            else:
+                out += _S1.pack(e_3.resource_type)
+                write_uvarint(out, u_6)
+            out += b_5
+            out += _S1.pack(e_3.resource_pattern_type)
         x_7 = e_3.principal
         b_8 = x_7.encode()
         u_9 = len(b_8) + 1
         if u_9 < 128:
-            out += _S4.pack(e_3.resource_pattern_type, u_9)
+            out.append(u_9)
         else:
-            out += _S1.pack(e_3.resource_pattern_type)
             write_uvarint(out, u_9)
         out += b_8
         x_10 = e_3.host
@@ -240,7 +245,7 @@ def encode_create_acls_request_v2(m: CreateAclsRequest, out: bytearray) -> None:
         else:
             write_uvarint(out, u_12)
         out += b_11
-        out += _S6.pack(e_3.operation, e_3.permission_type)
+        out += _S7.pack(e_3.operation, e_3.permission_type)
     out.append(0)
 
 
@@ -336,22 +341,25 @@ def encode_create_acls_request_v3(m: CreateAclsRequest, out: bytearray) -> None:
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        x_4 = e_3.resource_name
-        b_5 = x_4.encode()
-        u_6 = len(b_5) + 1
-        if u_6 < 128:
-            out += _S4.pack(e_3.resource_type, u_6)
+        if e_3.resource_name == '':
+            out += _S6.pack(e_3.resource_type, 1, e_3.resource_pattern_type)
         else:
-            out += _S1.pack(e_3.resource_type)
-            write_uvarint(out, u_6)
-        out += b_5
+            x_4 = e_3.resource_name
+            b_5 = x_4.encode()
+            u_6 = len(b_5) + 1
+            if u_6 < 128:
+                out += _S4.pack(e_3.resource_type, u_6)
+            else:
+                out += _S1.pack(e_3.resource_type)
+                write_uvarint(out, u_6)
+            out += b_5
+            out += _S1.pack(e_3.resource_pattern_type)
         x_7 = e_3.principal
         b_8 = x_7.encode()
         u_9 = len(b_8) + 1
         if u_9 < 128:
-            out += _S4.pack(e_3.resource_pattern_type, u_9)
+            out.append(u_9)
         else:
-            out += _S1.pack(e_3.resource_pattern_type)
             write_uvarint(out, u_9)
         out += b_8
         x_10 = e_3.host
@@ -362,7 +370,7 @@ def encode_create_acls_request_v3(m: CreateAclsRequest, out: bytearray) -> None:
         else:
             write_uvarint(out, u_12)
         out += b_11
-        out += _S6.pack(e_3.operation, e_3.permission_type)
+        out += _S7.pack(e_3.operation, e_3.permission_type)
     out.append(0)
 
 
@@ -412,7 +420,7 @@ def encode_create_acls_response_v1(m: CreateAclsResponse, out: bytearray) -> Non
 
 
 def decode_create_acls_response_v2(data: bytes, pos: int) -> tuple[CreateAclsResponse, int]:
-    v_throttle_time_ms_1, n0 = _S7.unpack_from(data, pos)
+    v_throttle_time_ms_1, n0 = _S8.unpack_from(data, pos)
     v_results_2: list[AclCreationResult]
     if n0 < 128:
         pos += 5
@@ -428,7 +436,7 @@ def decode_create_acls_response_v2(data: bytes, pos: int) -> tuple[CreateAclsRes
         v_results_2 = []
         append_3 = v_results_2.append
         for _ in range(n0):
-            v_error_code_4, n1 = _S8.unpack_from(data, pos)
+            v_error_code_4, n1 = _S9.unpack_from(data, pos)
             v_error_message_5: str | None
             if n1 < 128:
                 pos += 3
@@ -474,24 +482,27 @@ def encode_create_acls_response_v2(m: CreateAclsResponse, out: bytearray) -> Non
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        x_4 = e_3.error_message
-        if x_4 is None:
-            out += _S9.pack(e_3.error_code)
+        if e_3.error_message == '':
+            out += _S10.pack(e_3.error_code, 1)
         else:
-            b_5 = x_4.encode()
-            u_6 = len(b_5) + 1
-            if u_6 < 128:
-                out += _S8.pack(e_3.error_code, u_6)
+            x_4 = e_3.error_message
+            if x_4 is None:
+                out += _S11.pack(e_3.error_code)
             else:
-                out += _S2.pack(e_3.error_code)
-                write_uvarint(out, u_6)
-            out += b_5
-        out.append(0)
+                b_5 = x_4.encode()
+                u_6 = len(b_5) + 1
+                if u_6 < 128:
+                    out += _S9.pack(e_3.error_code, u_6)
+                else:
+                    out += _S2.pack(e_3.error_code)
+                    write_uvarint(out, u_6)
+                out += b_5
+            out.append(0)
     out.append(0)
 
 
 def decode_create_acls_response_v3(data: bytes, pos: int) -> tuple[CreateAclsResponse, int]:
-    v_throttle_time_ms_1, n0 = _S7.unpack_from(data, pos)
+    v_throttle_time_ms_1, n0 = _S8.unpack_from(data, pos)
     v_results_2: list[AclCreationResult]
     if n0 < 128:
         pos += 5
@@ -507,7 +518,7 @@ def decode_create_acls_response_v3(data: bytes, pos: int) -> tuple[CreateAclsRes
         v_results_2 = []
         append_3 = v_results_2.append
         for _ in range(n0):
-            v_error_code_4, n1 = _S8.unpack_from(data, pos)
+            v_error_code_4, n1 = _S9.unpack_from(data, pos)
             v_error_message_5: str | None
             if n1 < 128:
                 pos += 3
@@ -553,17 +564,20 @@ def encode_create_acls_response_v3(m: CreateAclsResponse, out: bytearray) -> Non
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        x_4 = e_3.error_message
-        if x_4 is None:
-            out += _S9.pack(e_3.error_code)
+        if e_3.error_message == '':
+            out += _S10.pack(e_3.error_code, 1)
         else:
-            b_5 = x_4.encode()
-            u_6 = len(b_5) + 1
-            if u_6 < 128:
-                out += _S8.pack(e_3.error_code, u_6)
+            x_4 = e_3.error_message
+            if x_4 is None:
+                out += _S11.pack(e_3.error_code)
             else:
-                out += _S2.pack(e_3.error_code)
-                write_uvarint(out, u_6)
-            out += b_5
-        out.append(0)
+                b_5 = x_4.encode()
+                u_6 = len(b_5) + 1
+                if u_6 < 128:
+                    out += _S9.pack(e_3.error_code, u_6)
+                else:
+                    out += _S2.pack(e_3.error_code)
+                    write_uvarint(out, u_6)
+                out += b_5
+            out.append(0)
     out.append(0)

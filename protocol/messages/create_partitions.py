@@ -16,7 +16,8 @@ _S3 = Struct('>iB')
 _S4 = Struct('>i?B')
 _S5 = Struct('>i?x')
 _S6 = Struct('>hB')
-_S7 = Struct('>hx')
+_S7 = Struct('>hBx')
+_S8 = Struct('>hx')
 
 
 @dataclass(slots=True)
@@ -666,19 +667,22 @@ def encode_create_partitions_response_v2(m: CreatePartitionsResponse, out: bytea
         else:
             write_uvarint(out, u_6)
         out += b_5
-        x_7 = e_3.error_message
-        if x_7 is None:
-            out += _S7.pack(e_3.error_code)
+        if e_3.error_message == '':
+            out += _S7.pack(e_3.error_code, 1)
         else:
-            b_8 = x_7.encode()
-            u_9 = len(b_8) + 1
-            if u_9 < 128:
-                out += _S6.pack(e_3.error_code, u_9)
+            x_7 = e_3.error_message
+            if x_7 is None:
+                out += _S8.pack(e_3.error_code)
             else:
-                out += _S1.pack(e_3.error_code)
-                write_uvarint(out, u_9)
-            out += b_8
-        out.append(0)
+                b_8 = x_7.encode()
+                u_9 = len(b_8) + 1
+                if u_9 < 128:
+                    out += _S6.pack(e_3.error_code, u_9)
+                else:
+                    out += _S1.pack(e_3.error_code)
+                    write_uvarint(out, u_9)
+                out += b_8
+            out.append(0)
     out.append(0)
 
 
@@ -767,17 +771,20 @@ def encode_create_partitions_response_v3(m: CreatePartitionsResponse, out: bytea
         else:
             write_uvarint(out, u_6)
         out += b_5
-        x_7 = e_3.error_message
-        if x_7 is None:
-            out += _S7.pack(e_3.error_code)
+        if e_3.error_message == '':
+            out += _S7.pack(e_3.error_code, 1)
         else:
-            b_8 = x_7.encode()
-            u_9 = len(b_8) + 1
-            if u_9 < 128:
-                out += _S6.pack(e_3.error_code, u_9)
+            x_7 = e_3.error_message
+            if x_7 is None:
+                out += _S8.pack(e_3.error_code)
             else:
-                out += _S1.pack(e_3.error_code)
-                write_uvarint(out, u_9)
-            out += b_8
-        out.append(0)
+                b_8 = x_7.encode()
+                u_9 = len(b_8) + 1
+                if u_9 < 128:
+                    out += _S6.pack(e_3.error_code, u_9)
+                else:
+                    out += _S1.pack(e_3.error_code)
+                    write_uvarint(out, u_9)
+                out += b_8
+            out.append(0)
     out.append(0)

@@ -20,11 +20,13 @@ _S6 = Struct('>i?B')
 _S7 = Struct('>i?x')
 _S8 = Struct('>hB')
 _S9 = Struct('>?b?B')
-_S10 = Struct('>hx')
-_S11 = Struct('>?b?x')
-_S12 = Struct('>16shB')
-_S13 = Struct('>16shx')
-_S14 = Struct('>16sh')
+_S10 = Struct('>hBih')
+_S11 = Struct('>hx')
+_S12 = Struct('>?b?x')
+_S13 = Struct('>16shB')
+_S14 = Struct('>16shBih')
+_S15 = Struct('>16shx')
+_S16 = Struct('>16sh')
 
 
 @dataclass(slots=True)
@@ -1732,19 +1734,22 @@ def encode_create_topics_response_v5(m: CreateTopicsResponse, out: bytearray) ->
         else:
             write_uvarint(out, u_6)
         out += b_5
-        x_7 = e_3.error_message
-        if x_7 is None:
-            out += _S10.pack(e_3.error_code)
+        if e_3.error_message == '':
+            out += _S10.pack(e_3.error_code, 1, e_3.num_partitions, e_3.replication_factor)
         else:
-            b_8 = x_7.encode()
-            u_9 = len(b_8) + 1
-            if u_9 < 128:
-                out += _S8.pack(e_3.error_code, u_9)
+            x_7 = e_3.error_message
+            if x_7 is None:
+                out += _S11.pack(e_3.error_code)
             else:
-                out += _S1.pack(e_3.error_code)
-                write_uvarint(out, u_9)
-            out += b_8
-        out += _S2.pack(e_3.num_partitions, e_3.replication_factor)
+                b_8 = x_7.encode()
+                u_9 = len(b_8) + 1
+                if u_9 < 128:
+                    out += _S8.pack(e_3.error_code, u_9)
+                else:
+                    out += _S1.pack(e_3.error_code)
+                    write_uvarint(out, u_9)
+                out += b_8
+            out += _S2.pack(e_3.num_partitions, e_3.replication_factor)
         x_10 = e_3.configs
         if x_10 is None:
             out.append(0)
@@ -1774,7 +1779,7 @@ def encode_create_topics_response_v5(m: CreateTopicsResponse, out: bytearray) ->
                     else:
                         write_uvarint(out, u_18)
                     out += b_17
-                out += _S11.pack(e_12.read_only, e_12.config_source, e_12.is_sensitive)
+                out += _S12.pack(e_12.read_only, e_12.config_source, e_12.is_sensitive)
         tags1 = (e_3.topic_config_error_code != 0)
         write_uvarint(out, tags1)
         if e_3.topic_config_error_code != 0:
@@ -1931,19 +1936,22 @@ def encode_create_topics_response_v6(m: CreateTopicsResponse, out: bytearray) ->
         else:
             write_uvarint(out, u_6)
         out += b_5
-        x_7 = e_3.error_message
-        if x_7 is None:
-            out += _S10.pack(e_3.error_code)
+        if e_3.error_message == '':
+            out += _S10.pack(e_3.error_code, 1, e_3.num_partitions, e_3.replication_factor)
         else:
-            b_8 = x_7.encode()
-            u_9 = len(b_8) + 1
-            if u_9 < 128:
-                out += _S8.pack(e_3.error_code, u_9)
+            x_7 = e_3.error_message
+            if x_7 is None:
+                out += _S11.pack(e_3.error_code)
             else:
-                out += _S1.pack(e_3.error_code)
-                write_uvarint(out, u_9)
-            out += b_8
-        out += _S2.pack(e_3.num_partitions, e_3.replication_factor)
+                b_8 = x_7.encode()
+                u_9 = len(b_8) + 1
+                if u_9 < 128:
+                    out += _S8.pack(e_3.error_code, u_9)
+                else:
+                    out += _S1.pack(e_3.error_code)
+                    write_uvarint(out, u_9)
+                out += b_8
+            out += _S2.pack(e_3.num_partitions, e_3.replication_factor)
         x_10 = e_3.configs
         if x_10 is None:
             out.append(0)
@@ -1973,7 +1981,7 @@ def encode_create_topics_response_v6(m: CreateTopicsResponse, out: bytearray) ->
                     else:
                         write_uvarint(out, u_18)
                     out += b_17
-                out += _S11.pack(e_12.read_only, e_12.config_source, e_12.is_sensitive)
+                out += _S12.pack(e_12.read_only, e_12.config_source, e_12.is_sensitive)
         tags1 = (e_3.topic_config_error_code != 0)
         write_uvarint(out, tags1)
         if e_3.topic_config_error_code != 0:
@@ -2016,7 +2024,7 @@ def decode_create_topics_response_v7(data: bytes, pos: int) -> tuple[CreateTopic
                 v_name_4 = ''
             else:
                 raise DecodeError('non-nullable field Name is null')
-            v_topic_id_5, v_error_code_6, n1 = _S12.unpack_from(data, pos)
+            v_topic_id_5, v_error_code_6, n1 = _S13.unpack_from(data, pos)
             v_error_message_7: str | None
             if n1 < 128:
                 pos += 19
@@ -2130,19 +2138,22 @@ def encode_create_topics_response_v7(m: CreateTopicsResponse, out: bytearray) ->
         else:
             write_uvarint(out, u_6)
         out += b_5
-        x_7 = e_3.error_message
-        if x_7 is None:
-            out += _S13.pack(e_3.topic_id, e_3.error_code)
+        if e_3.error_message == '':
+            out += _S14.pack(e_3.topic_id, e_3.error_code, 1, e_3.num_partitions, e_3.replication_factor)
         else:
-            b_8 = x_7.encode()
-            u_9 = len(b_8) + 1
-            if u_9 < 128:
-                out += _S12.pack(e_3.topic_id, e_3.error_code, u_9)
+            x_7 = e_3.error_message
+            if x_7 is None:
+                out += _S15.pack(e_3.topic_id, e_3.error_code)
             else:
-                out += _S14.pack(e_3.topic_id, e_3.error_code)
-                write_uvarint(out, u_9)
-            out += b_8
-        out += _S2.pack(e_3.num_partitions, e_3.replication_factor)
+                b_8 = x_7.encode()
+                u_9 = len(b_8) + 1
+                if u_9 < 128:
+                    out += _S13.pack(e_3.topic_id, e_3.error_code, u_9)
+                else:
+                    out += _S16.pack(e_3.topic_id, e_3.error_code)
+                    write_uvarint(out, u_9)
+                out += b_8
+            out += _S2.pack(e_3.num_partitions, e_3.replication_factor)
         x_10 = e_3.configs
         if x_10 is None:
             out.append(0)
@@ -2172,7 +2183,7 @@ def encode_create_topics_response_v7(m: CreateTopicsResponse, out: bytearray) ->
                     else:
                         write_uvarint(out, u_18)
                     out += b_17
-                out += _S11.pack(e_12.read_only, e_12.config_source, e_12.is_sensitive)
+                out += _S12.pack(e_12.read_only, e_12.config_source, e_12.is_sensitive)
         tags1 = (e_3.topic_config_error_code != 0)
         write_uvarint(out, tags1)
         if e_3.topic_config_error_code != 0:

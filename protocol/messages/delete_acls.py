@@ -15,11 +15,13 @@ _S2 = Struct('>h')
 _S3 = Struct('>bb')
 _S4 = Struct('>bB')
 _S5 = Struct('>bbB')
-_S6 = Struct('>bx')
-_S7 = Struct('>bbx')
-_S8 = Struct('>iB')
-_S9 = Struct('>hB')
-_S10 = Struct('>hx')
+_S6 = Struct('>bBb')
+_S7 = Struct('>bx')
+_S8 = Struct('>bbx')
+_S9 = Struct('>iB')
+_S10 = Struct('>hB')
+_S11 = Struct('>hx')
+_S12 = Struct('>hBb')
 
 
 @dataclass(slots=True)
@@ -238,28 +240,31 @@ def encode_delete_acls_request_v2(m: DeleteAclsRequest, out: bytearray) -> None:
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        x_4 = e_3.resource_name_filter
-        if x_4 is None:
-            out += _S6.pack(e_3.resource_type_filter)
+        if e_3.resource_name_filter == '':
+            out += _S6.pack(e_3.resource_type_filter, 1, e_3.pattern_type_filter)
         else:
-            b_5 = x_4.encode()
-            u_6 = len(b_5) + 1
-            if u_6 < 128:
-                out += _S4.pack(e_3.resource_type_filter, u_6)
+            x_4 = e_3.resource_name_filter
+            if x_4 is None:
+                out += _S7.pack(e_3.resource_type_filter)
             else:
-                out += _S1.pack(e_3.resource_type_filter)
-                write_uvarint(out, u_6)
-            out += b_5
+                b_5 = x_4.encode()
+                u_6 = len(b_5) + 1
+                if u_6 < 128:
+                    out += _S4.pack(e_3.resource_type_filter, u_6)
+                else:
+                    out += _S1.pack(e_3.resource_type_filter)
+                    write_uvarint(out, u_6)
+                out += b_5
+            out += _S1.pack(e_3.pattern_type_filter)
         x_7 = e_3.principal_filter
         if x_7 is None:
-            out += _S6.pack(e_3.pattern_type_filter)
+            out.append(0)
         else:
             b_8 = x_7.encode()
             u_9 = len(b_8) + 1
             if u_9 < 128:
-                out += _S4.pack(e_3.pattern_type_filter, u_9)
+                out.append(u_9)
             else:
-                out += _S1.pack(e_3.pattern_type_filter)
                 write_uvarint(out, u_9)
             out += b_8
         x_10 = e_3.host_filter
@@ -273,7 +278,7 @@ def encode_delete_acls_request_v2(m: DeleteAclsRequest, out: bytearray) -> None:
             else:
                 write_uvarint(out, u_12)
             out += b_11
-        out += _S7.pack(e_3.operation, e_3.permission_type)
+        out += _S8.pack(e_3.operation, e_3.permission_type)
     out.append(0)
 
 
@@ -369,28 +374,31 @@ def encode_delete_acls_request_v3(m: DeleteAclsRequest, out: bytearray) -> None:
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        x_4 = e_3.resource_name_filter
-        if x_4 is None:
-            out += _S6.pack(e_3.resource_type_filter)
+        if e_3.resource_name_filter == '':
+            out += _S6.pack(e_3.resource_type_filter, 1, e_3.pattern_type_filter)
         else:
-            b_5 = x_4.encode()
-            u_6 = len(b_5) + 1
-            if u_6 < 128:
-                out += _S4.pack(e_3.resource_type_filter, u_6)
+            x_4 = e_3.resource_name_filter
+            if x_4 is None:
+                out += _S7.pack(e_3.resource_type_filter)
             else:
-                out += _S1.pack(e_3.resource_type_filter)
-                write_uvarint(out, u_6)
-            out += b_5
+                b_5 = x_4.encode()
+                u_6 = len(b_5) + 1
+                if u_6 < 128:
+                    out += _S4.pack(e_3.resource_type_filter, u_6)
+                else:
+                    out += _S1.pack(e_3.resource_type_filter)
+                    write_uvarint(out, u_6)
+                out += b_5
+            out += _S1.pack(e_3.pattern_type_filter)
         x_7 = e_3.principal_filter
         if x_7 is None:
-            out += _S6.pack(e_3.pattern_type_filter)
+            out.append(0)
         else:
             b_8 = x_7.encode()
             u_9 = len(b_8) + 1
             if u_9 < 128:
-                out += _S4.pack(e_3.pattern_type_filter, u_9)
+                out.append(u_9)
             else:
-                out += _S1.pack(e_3.pattern_type_filter)
                 write_uvarint(out, u_9)
             out += b_8
         x_10 = e_3.host_filter
@@ -404,7 +412,7 @@ def encode_delete_acls_request_v3(m: DeleteAclsRequest, out: bytearray) -> None:
             else:
                 write_uvarint(out, u_12)
             out += b_11
-        out += _S7.pack(e_3.operation, e_3.permission_type)
+        out += _S8.pack(e_3.operation, e_3.permission_type)
     out.append(0)
 
 
@@ -540,7 +548,7 @@ def encode_delete_acls_response_v1(m: DeleteAclsResponse, out: bytearray) -> Non
 
 
 def decode_delete_acls_response_v2(data: bytes, pos: int) -> tuple[DeleteAclsResponse, int]:
-    v_throttle_time_ms_1, n0 = _S8.unpack_from(data, pos)
+    v_throttle_time_ms_1, n0 = _S9.unpack_from(data, pos)
     v_filter_results_2: list[DeleteAclsFilterResult]
     if n0 < 128:
         pos += 5
@@ -556,7 +564,7 @@ def decode_delete_acls_response_v2(data: bytes, pos: int) -> tuple[DeleteAclsRes
         v_filter_results_2 = []
         append_3 = v_filter_results_2.append
         for _ in range(n0):
-            v_error_code_4, n1 = _S9.unpack_from(data, pos)
+            v_error_code_4, n1 = _S10.unpack_from(data, pos)
             v_error_message_5: str | None
             if n1 < 128:
                 pos += 3
@@ -586,7 +594,7 @@ def decode_delete_acls_response_v2(data: bytes, pos: int) -> tuple[DeleteAclsRes
                 v_matching_acls_6 = []
                 append_7 = v_matching_acls_6.append
                 for _ in range(n1):
-                    v_error_code_8, n2 = _S9.unpack_from(data, pos)
+                    v_error_code_8, n2 = _S10.unpack_from(data, pos)
                     v_error_message_9: str | None
                     if n2 < 128:
                         pos += 3
@@ -688,18 +696,21 @@ def encode_delete_acls_response_v2(m: DeleteAclsResponse, out: bytearray) -> Non
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        x_4 = e_3.error_message
-        if x_4 is None:
-            out += _S10.pack(e_3.error_code)
+        if e_3.error_message == '':
+            out += _S10.pack(e_3.error_code, 1)
         else:
-            b_5 = x_4.encode()
-            u_6 = len(b_5) + 1
-            if u_6 < 128:
-                out += _S9.pack(e_3.error_code, u_6)
+            x_4 = e_3.error_message
+            if x_4 is None:
+                out += _S11.pack(e_3.error_code)
             else:
-                out += _S2.pack(e_3.error_code)
-                write_uvarint(out, u_6)
-            out += b_5
+                b_5 = x_4.encode()
+                u_6 = len(b_5) + 1
+                if u_6 < 128:
+                    out += _S10.pack(e_3.error_code, u_6)
+                else:
+                    out += _S2.pack(e_3.error_code)
+                    write_uvarint(out, u_6)
+                out += b_5
         x_7 = e_3.matching_acls
         u_8 = len(x_7) + 1
         if u_8 < 128:
@@ -707,36 +718,42 @@ def encode_delete_acls_response_v2(m: DeleteAclsResponse, out: bytearray) -> Non
         else:
             write_uvarint(out, u_8)
         for e_9 in x_7:
-            x_10 = e_9.error_message
-            if x_10 is None:
-                out += _S10.pack(e_9.error_code)
+            if e_9.error_message == '':
+                out += _S12.pack(e_9.error_code, 1, e_9.resource_type)
             else:
-                b_11 = x_10.encode()
-                u_12 = len(b_11) + 1
-                if u_12 < 128:
-                    out += _S9.pack(e_9.error_code, u_12)
+                x_10 = e_9.error_message
+                if x_10 is None:
+                    out += _S11.pack(e_9.error_code)
                 else:
-                    out += _S2.pack(e_9.error_code)
-                    write_uvarint(out, u_12)
-                out += b_11
+                    b_11 = x_10.encode()
+                    u_12 = len(b_11) + 1
+                    if u_12 < 128:
+                        out += _S10.pack(e_9.error_code, u_12)
+                    else:
+                        out += _S2.pack(e_9.error_code)
+                        write_uvarint(out, u_12)
+                    out += b_11
+                out += _S1.pack(e_9.resource_type)
             x_13 = e_9.resource_name
             b_14 = x_13.encode()
             u_15 = len(b_14) + 1
             if u_15 < 128:
-                out += _S4.pack(e_9.resource_type, u_15)
+                out.append(u_15)
             else:
-                out += _S1.pack(e_9.resource_type)
                 write_uvarint(out, u_15)
             out += b_14
-            x_16 = e_9.principal
-            b_17 = x_16.encode()
-            u_18 = len(b_17) + 1
-            if u_18 < 128:
-                out += _S4.pack(e_9.pattern_type, u_18)
+            if e_9.principal == '':
+                out += _S4.pack(e_9.pattern_type, 1)
             else:
-                out += _S1.pack(e_9.pattern_type)
-                write_uvarint(out, u_18)
-            out += b_17
+                x_16 = e_9.principal
+                b_17 = x_16.encode()
+                u_18 = len(b_17) + 1
+                if u_18 < 128:
+                    out += _S4.pack(e_9.pattern_type, u_18)
+                else:
+                    out += _S1.pack(e_9.pattern_type)
+                    write_uvarint(out, u_18)
+                out += b_17
             x_19 = e_9.host
             b_20 = x_19.encode()
             u_21 = len(b_20) + 1
@@ -745,13 +762,13 @@ def encode_delete_acls_response_v2(m: DeleteAclsResponse, out: bytearray) -> Non
             else:
                 write_uvarint(out, u_21)
             out += b_20
-            out += _S7.pack(e_9.operation, e_9.permission_type)
+            out += _S8.pack(e_9.operation, e_9.permission_type)
         out.append(0)
     out.append(0)
 
 
 def decode_delete_acls_response_v3(data: bytes, pos: int) -> tuple[DeleteAclsResponse, int]:
-    v_throttle_time_ms_1, n0 = _S8.unpack_from(data, pos)
+    v_throttle_time_ms_1, n0 = _S9.unpack_from(data, pos)
     v_filter_results_2: list[DeleteAclsFilterResult]
     if n0 < 128:
         pos += 5
@@ -767,7 +784,7 @@ def decode_delete_acls_response_v3(data: bytes, pos: int) -> tuple[DeleteAclsRes
         v_filter_results_2 = []
         append_3 = v_filter_results_2.append
         for _ in range(n0):
-            v_error_code_4, n1 = _S9.unpack_from(data, pos)
+            v_error_code_4, n1 = _S10.unpack_from(data, pos)
             v_error_message_5: str | None
             if n1 < 128:
                 pos += 3
@@ -797,7 +814,7 @@ def decode_delete_acls_response_v3(data: bytes, pos: int) -> tuple[DeleteAclsRes
                 v_matching_acls_6 = []
                 append_7 = v_matching_acls_6.append
                 for _ in range(n1):
-                    v_error_code_8, n2 = _S9.unpack_from(data, pos)
+                    v_error_code_8, n2 = _S10.unpack_from(data, pos)
                     v_error_message_9: str | None
                     if n2 < 128:
                         pos += 3
@@ -899,18 +916,21 @@ def encode_delete_acls_response_v3(m: DeleteAclsResponse, out: bytearray) -> Non
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        x_4 = e_3.error_message
-        if x_4 is None:
-            out += _S10.pack(e_3.error_code)
+        if e_3.error_message == '':
+            out += _S10.pack(e_3.error_code, 1)
         else:
-            b_5 = x_4.encode()
-            u_6 = len(b_5) + 1
-            if u_6 < 128:
-                out += _S9.pack(e_3.error_code, u_6)
+            x_4 = e_3.error_message
+            if x_4 is None:
+                out += _S11.pack(e_3.error_code)
             else:
-                out += _S2.pack(e_3.error_code)
-                write_uvarint(out, u_6)
-            out += b_5
+                b_5 = x_4.encode()
+                u_6 = len(b_5) + 1
+                if u_6 < 128:
+                    out += _S10.pack(e_3.error_code, u_6)
+                else:
+                    out += _S2.pack(e_3.error_code)
+                    write_uvarint(out, u_6)
+                out += b_5
         x_7 = e_3.matching_acls
         u_8 = len(x_7) + 1
         if u_8 < 128:
@@ -918,36 +938,42 @@ def encode_delete_acls_response_v3(m: DeleteAclsResponse, out: bytearray) -> Non
         else:
             write_uvarint(out, u_8)
         for e_9 in x_7:
-            x_10 = e_9.error_message
-            if x_10 is None:
-                out += _S10.pack(e_9.error_code)
+            if e_9.error_message == '':
+                out += _S12.pack(e_9.error_code, 1, e_9.resource_type)
             else:
-                b_11 = x_10.encode()
-                u_12 = len(b_11) + 1
-                if u_12 < 128:
-                    out += _S9.pack(e_9.error_code, u_12)
+                x_10 = e_9.error_message
+                if x_10 is None:
+                    out += _S11.pack(e_9.error_code)
                 else:
-                    out += _S2.pack(e_9.error_code)
-                    write_uvarint(out, u_12)
-                out += b_11
+                    b_11 = x_10.encode()
+                    u_12 = len(b_11) + 1
+                    if u_12 < 128:
+                        out += _S10.pack(e_9.error_code, u_12)
+                    else:
+                        out += _S2.pack(e_9.error_code)
+                        write_uvarint(out, u_12)
+                    out += b_11
+                out += _S1.pack(e_9.resource_type)
             x_13 = e_9.resource_name
             b_14 = x_13.encode()
             u_15 = len(b_14) + 1
             if u_15 < 128:
-                out += _S4.pack(e_9.resource_type, u_15)
+                out.append(u_15)
             else:
-                out += _S1.pack(e_9.resource_type)
                 write_uvarint(out, u_15)
             out += b_14
-            x_16 = e_9.principal
-            b_17 = x_16.encode()
-            u_18 = len(b_17) + 1
-            if u_18 < 128:
-                out += _S4.pack(e_9.pattern_type, u_18)
+            if e_9.principal == '':
+                out += _S4.pack(e_9.pattern_type, 1)
             else:
-                out += _S1.pack(e_9.pattern_type)
-                write_uvarint(out, u_18)
-            out += b_17
+                x_16 = e_9.principal
+                b_17 = x_16.encode()
+                u_18 = len(b_17) + 1
+                if u_18 < 128:
+                    out += _S4.pack(e_9.pattern_type, u_18)
+                else:
+                    out += _S1.pack(e_9.pattern_type)
+                    write_uvarint(out, u_18)
+                out += b_17
             x_19 = e_9.host
             b_20 = x_19.encode()
             u_21 = len(b_20) + 1
@@ -956,6 +982,6 @@ def encode_delete_acls_response_v3(m: DeleteAclsResponse, out: bytearray) -> Non
             else:
                 write_uvarint(out, u_21)
             out += b_20
-            out += _S7.pack(e_9.operation, e_9.permission_type)
+            out += _S8.pack(e_9.operation, e_9.permission_type)
         out.append(0)
     out.append(0)

@@ -14,6 +14,7 @@ _S1 = Struct('>h')
 _S2 = Struct('>iB')
 _S3 = Struct('>hB')
 _S4 = Struct('>hx')
+_S5 = Struct('>hBx')
 
 
 @dataclass(slots=True)
@@ -475,17 +476,20 @@ def encode_delete_groups_response_v3(m: DeleteGroupsResponse, out: bytearray) ->
         else:
             write_uvarint(out, u_6)
         out += b_5
-        x_7 = e_3.error_message
-        if x_7 is None:
-            out += _S4.pack(e_3.error_code)
+        if e_3.error_message == '':
+            out += _S5.pack(e_3.error_code, 1)
         else:
-            b_8 = x_7.encode()
-            u_9 = len(b_8) + 1
-            if u_9 < 128:
-                out += _S3.pack(e_3.error_code, u_9)
+            x_7 = e_3.error_message
+            if x_7 is None:
+                out += _S4.pack(e_3.error_code)
             else:
-                out += _S1.pack(e_3.error_code)
-                write_uvarint(out, u_9)
-            out += b_8
-        out.append(0)
+                b_8 = x_7.encode()
+                u_9 = len(b_8) + 1
+                if u_9 < 128:
+                    out += _S3.pack(e_3.error_code, u_9)
+                else:
+                    out += _S1.pack(e_3.error_code)
+                    write_uvarint(out, u_9)
+                out += b_8
+            out.append(0)
     out.append(0)

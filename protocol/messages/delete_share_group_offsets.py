@@ -14,8 +14,9 @@ _S0 = Struct('>ihB')
 _S1 = Struct('>16shB')
 _S2 = Struct('>ihx')
 _S3 = Struct('>ih')
-_S4 = Struct('>16shx')
-_S5 = Struct('>16sh')
+_S4 = Struct('>16shBx')
+_S5 = Struct('>16shx')
+_S6 = Struct('>16sh')
 
 
 @dataclass(slots=True)
@@ -222,18 +223,21 @@ def decode_delete_share_group_offsets_response_v0(data: bytes, pos: int) -> tupl
 
 
 def encode_delete_share_group_offsets_response_v0(m: DeleteShareGroupOffsetsResponse, out: bytearray) -> None:
-    x_1 = m.error_message
-    if x_1 is None:
-        out += _S2.pack(m.throttle_time_ms, m.error_code)
+    if m.error_message == '':
+        out += _S0.pack(m.throttle_time_ms, m.error_code, 1)
     else:
-        b_2 = x_1.encode()
-        u_3 = len(b_2) + 1
-        if u_3 < 128:
-            out += _S0.pack(m.throttle_time_ms, m.error_code, u_3)
+        x_1 = m.error_message
+        if x_1 is None:
+            out += _S2.pack(m.throttle_time_ms, m.error_code)
         else:
-            out += _S3.pack(m.throttle_time_ms, m.error_code)
-            write_uvarint(out, u_3)
-        out += b_2
+            b_2 = x_1.encode()
+            u_3 = len(b_2) + 1
+            if u_3 < 128:
+                out += _S0.pack(m.throttle_time_ms, m.error_code, u_3)
+            else:
+                out += _S3.pack(m.throttle_time_ms, m.error_code)
+                write_uvarint(out, u_3)
+            out += b_2
     x_4 = m.responses
     u_5 = len(x_4) + 1
     if u_5 < 128:
@@ -249,17 +253,20 @@ def encode_delete_share_group_offsets_response_v0(m: DeleteShareGroupOffsetsResp
         else:
             write_uvarint(out, u_9)
         out += b_8
-        x_10 = e_6.error_message
-        if x_10 is None:
-            out += _S4.pack(e_6.topic_id, e_6.error_code)
+        if e_6.error_message == '':
+            out += _S4.pack(e_6.topic_id, e_6.error_code, 1)
         else:
-            b_11 = x_10.encode()
-            u_12 = len(b_11) + 1
-            if u_12 < 128:
-                out += _S1.pack(e_6.topic_id, e_6.error_code, u_12)
-            else:
+            x_10 = e_6.error_message
+            if x_10 is None:
                 out += _S5.pack(e_6.topic_id, e_6.error_code)
-                write_uvarint(out, u_12)
-            out += b_11
-        out.append(0)
+            else:
+                b_11 = x_10.encode()
+                u_12 = len(b_11) + 1
+                if u_12 < 128:
+                    out += _S1.pack(e_6.topic_id, e_6.error_code, u_12)
+                else:
+                    out += _S6.pack(e_6.topic_id, e_6.error_code)
+                    write_uvarint(out, u_12)
+                out += b_11
+            out.append(0)
     out.append(0)

@@ -18,9 +18,11 @@ _S4 = Struct('>16sB')
 _S5 = Struct('>16sx')
 _S6 = Struct('>hB')
 _S7 = Struct('>hx')
-_S8 = Struct('>16shB')
-_S9 = Struct('>16shx')
-_S10 = Struct('>16sh')
+_S8 = Struct('>hBx')
+_S9 = Struct('>16shB')
+_S10 = Struct('>16shBx')
+_S11 = Struct('>16shx')
+_S12 = Struct('>16sh')
 
 
 @dataclass(slots=True)
@@ -763,19 +765,22 @@ def encode_delete_topics_response_v5(m: DeleteTopicsResponse, out: bytearray) ->
         else:
             write_uvarint(out, u_6)
         out += b_5
-        x_7 = e_3.error_message
-        if x_7 is None:
-            out += _S7.pack(e_3.error_code)
+        if e_3.error_message == '':
+            out += _S8.pack(e_3.error_code, 1)
         else:
-            b_8 = x_7.encode()
-            u_9 = len(b_8) + 1
-            if u_9 < 128:
-                out += _S6.pack(e_3.error_code, u_9)
+            x_7 = e_3.error_message
+            if x_7 is None:
+                out += _S7.pack(e_3.error_code)
             else:
-                out += _S1.pack(e_3.error_code)
-                write_uvarint(out, u_9)
-            out += b_8
-        out.append(0)
+                b_8 = x_7.encode()
+                u_9 = len(b_8) + 1
+                if u_9 < 128:
+                    out += _S6.pack(e_3.error_code, u_9)
+                else:
+                    out += _S1.pack(e_3.error_code)
+                    write_uvarint(out, u_9)
+                out += b_8
+            out.append(0)
     out.append(0)
 
 
@@ -810,7 +815,7 @@ def decode_delete_topics_response_v6(data: bytes, pos: int) -> tuple[DeleteTopic
                 v_name_4 = ''
             else:
                 v_name_4 = None
-            v_topic_id_5, v_error_code_6, n1 = _S8.unpack_from(data, pos)
+            v_topic_id_5, v_error_code_6, n1 = _S9.unpack_from(data, pos)
             v_error_message_7: str | None
             if n1 < 128:
                 pos += 19
@@ -867,17 +872,20 @@ def encode_delete_topics_response_v6(m: DeleteTopicsResponse, out: bytearray) ->
             else:
                 write_uvarint(out, u_6)
             out += b_5
-        x_7 = e_3.error_message
-        if x_7 is None:
-            out += _S9.pack(e_3.topic_id, e_3.error_code)
+        if e_3.error_message == '':
+            out += _S10.pack(e_3.topic_id, e_3.error_code, 1)
         else:
-            b_8 = x_7.encode()
-            u_9 = len(b_8) + 1
-            if u_9 < 128:
-                out += _S8.pack(e_3.topic_id, e_3.error_code, u_9)
+            x_7 = e_3.error_message
+            if x_7 is None:
+                out += _S11.pack(e_3.topic_id, e_3.error_code)
             else:
-                out += _S10.pack(e_3.topic_id, e_3.error_code)
-                write_uvarint(out, u_9)
-            out += b_8
-        out.append(0)
+                b_8 = x_7.encode()
+                u_9 = len(b_8) + 1
+                if u_9 < 128:
+                    out += _S9.pack(e_3.topic_id, e_3.error_code, u_9)
+                else:
+                    out += _S12.pack(e_3.topic_id, e_3.error_code)
+                    write_uvarint(out, u_9)
+                out += b_8
+            out.append(0)
     out.append(0)

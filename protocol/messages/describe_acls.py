@@ -14,12 +14,13 @@ _S1 = Struct('>h')
 _S2 = Struct('>bb')
 _S3 = Struct('>bB')
 _S4 = Struct('>bbB')
-_S5 = Struct('>bx')
-_S6 = Struct('>bbx')
-_S7 = Struct('>ih')
-_S8 = Struct('>i')
-_S9 = Struct('>ihB')
-_S10 = Struct('>ihx')
+_S5 = Struct('>bBb')
+_S6 = Struct('>bx')
+_S7 = Struct('>bbx')
+_S8 = Struct('>ih')
+_S9 = Struct('>i')
+_S10 = Struct('>ihB')
+_S11 = Struct('>ihx')
 
 
 @dataclass(slots=True)
@@ -184,28 +185,31 @@ def decode_describe_acls_request_v2(data: bytes, pos: int) -> tuple[DescribeAcls
 
 
 def encode_describe_acls_request_v2(m: DescribeAclsRequest, out: bytearray) -> None:
-    x_1 = m.resource_name_filter
-    if x_1 is None:
-        out += _S5.pack(m.resource_type_filter)
+    if m.resource_name_filter == '':
+        out += _S5.pack(m.resource_type_filter, 1, m.pattern_type_filter)
     else:
-        b_2 = x_1.encode()
-        u_3 = len(b_2) + 1
-        if u_3 < 128:
-            out += _S3.pack(m.resource_type_filter, u_3)
+        x_1 = m.resource_name_filter
+        if x_1 is None:
+            out += _S6.pack(m.resource_type_filter)
         else:
-            out += _S0.pack(m.resource_type_filter)
-            write_uvarint(out, u_3)
-        out += b_2
+            b_2 = x_1.encode()
+            u_3 = len(b_2) + 1
+            if u_3 < 128:
+                out += _S3.pack(m.resource_type_filter, u_3)
+            else:
+                out += _S0.pack(m.resource_type_filter)
+                write_uvarint(out, u_3)
+            out += b_2
+        out += _S0.pack(m.pattern_type_filter)
     x_4 = m.principal_filter
     if x_4 is None:
-        out += _S5.pack(m.pattern_type_filter)
+        out.append(0)
     else:
         b_5 = x_4.encode()
         u_6 = len(b_5) + 1
         if u_6 < 128:
-            out += _S3.pack(m.pattern_type_filter, u_6)
+            out.append(u_6)
         else:
-            out += _S0.pack(m.pattern_type_filter)
             write_uvarint(out, u_6)
         out += b_5
     x_7 = m.host_filter
@@ -219,7 +223,7 @@ def encode_describe_acls_request_v2(m: DescribeAclsRequest, out: bytearray) -> N
         else:
             write_uvarint(out, u_9)
         out += b_8
-    out += _S6.pack(m.operation, m.permission_type)
+    out += _S7.pack(m.operation, m.permission_type)
 
 
 def decode_describe_acls_request_v3(data: bytes, pos: int) -> tuple[DescribeAclsRequest, int]:
@@ -282,28 +286,31 @@ def decode_describe_acls_request_v3(data: bytes, pos: int) -> tuple[DescribeAcls
 
 
 def encode_describe_acls_request_v3(m: DescribeAclsRequest, out: bytearray) -> None:
-    x_1 = m.resource_name_filter
-    if x_1 is None:
-        out += _S5.pack(m.resource_type_filter)
+    if m.resource_name_filter == '':
+        out += _S5.pack(m.resource_type_filter, 1, m.pattern_type_filter)
     else:
-        b_2 = x_1.encode()
-        u_3 = len(b_2) + 1
-        if u_3 < 128:
-            out += _S3.pack(m.resource_type_filter, u_3)
+        x_1 = m.resource_name_filter
+        if x_1 is None:
+            out += _S6.pack(m.resource_type_filter)
         else:
-            out += _S0.pack(m.resource_type_filter)
-            write_uvarint(out, u_3)
-        out += b_2
+            b_2 = x_1.encode()
+            u_3 = len(b_2) + 1
+            if u_3 < 128:
+                out += _S3.pack(m.resource_type_filter, u_3)
+            else:
+                out += _S0.pack(m.resource_type_filter)
+                write_uvarint(out, u_3)
+            out += b_2
+        out += _S0.pack(m.pattern_type_filter)
     x_4 = m.principal_filter
     if x_4 is None:
-        out += _S5.pack(m.pattern_type_filter)
+        out.append(0)
     else:
         b_5 = x_4.encode()
         u_6 = len(b_5) + 1
         if u_6 < 128:
-            out += _S3.pack(m.pattern_type_filter, u_6)
+            out.append(u_6)
         else:
-            out += _S0.pack(m.pattern_type_filter)
             write_uvarint(out, u_6)
         out += b_5
     x_7 = m.host_filter
@@ -317,11 +324,11 @@ def encode_describe_acls_request_v3(m: DescribeAclsRequest, out: bytearray) -> N
         else:
             write_uvarint(out, u_9)
         out += b_8
-    out += _S6.pack(m.operation, m.permission_type)
+    out += _S7.pack(m.operation, m.permission_type)
 
 
 def decode_describe_acls_response_v1(data: bytes, pos: int) -> tuple[DescribeAclsResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S7.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2 = _S8.unpack_from(data, pos)
     pos += 6
     v_error_message_3: str | None
     n0, = _S1.unpack_from(data, pos)
@@ -334,7 +341,7 @@ def decode_describe_acls_response_v1(data: bytes, pos: int) -> tuple[DescribeAcl
     else:
         v_error_message_3 = None
     v_resources_4: list[DescribeAclsResource]
-    n0, = _S8.unpack_from(data, pos)
+    n0, = _S9.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
         raise DecodeError('non-nullable field Resources is null')
@@ -359,7 +366,7 @@ def decode_describe_acls_response_v1(data: bytes, pos: int) -> tuple[DescribeAcl
             v_pattern_type_8, = _S0.unpack_from(data, pos)
             pos += 1
             v_acls_9: list[AclDescription]
-            n1, = _S8.unpack_from(data, pos)
+            n1, = _S9.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Acls is null')
@@ -397,7 +404,7 @@ def decode_describe_acls_response_v1(data: bytes, pos: int) -> tuple[DescribeAcl
 
 
 def encode_describe_acls_response_v1(m: DescribeAclsResponse, out: bytearray) -> None:
-    out += _S7.pack(m.throttle_time_ms, m.error_code)
+    out += _S8.pack(m.throttle_time_ms, m.error_code)
     x_1 = m.error_message
     if x_1 is None:
         out += b'\xff\xff'
@@ -406,7 +413,7 @@ def encode_describe_acls_response_v1(m: DescribeAclsResponse, out: bytearray) ->
         out += _S1.pack(len(b_2))
         out += b_2
     x_3 = m.resources
-    out += _S8.pack(len(x_3))
+    out += _S9.pack(len(x_3))
     for e_4 in x_3:
         out += _S0.pack(e_4.resource_type)
         x_5 = e_4.resource_name
@@ -415,7 +422,7 @@ def encode_describe_acls_response_v1(m: DescribeAclsResponse, out: bytearray) ->
         out += b_6
         out += _S0.pack(e_4.pattern_type)
         x_7 = e_4.acls
-        out += _S8.pack(len(x_7))
+        out += _S9.pack(len(x_7))
         for e_8 in x_7:
             x_9 = e_8.principal
             b_10 = x_9.encode()
@@ -429,7 +436,7 @@ def encode_describe_acls_response_v1(m: DescribeAclsResponse, out: bytearray) ->
 
 
 def decode_describe_acls_response_v2(data: bytes, pos: int) -> tuple[DescribeAclsResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2, n0 = _S9.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2, n0 = _S10.unpack_from(data, pos)
     v_error_message_3: str | None
     if n0 < 128:
         pos += 7
@@ -553,18 +560,21 @@ def decode_describe_acls_response_v2(data: bytes, pos: int) -> tuple[DescribeAcl
 
 
 def encode_describe_acls_response_v2(m: DescribeAclsResponse, out: bytearray) -> None:
-    x_1 = m.error_message
-    if x_1 is None:
-        out += _S10.pack(m.throttle_time_ms, m.error_code)
+    if m.error_message == '':
+        out += _S10.pack(m.throttle_time_ms, m.error_code, 1)
     else:
-        b_2 = x_1.encode()
-        u_3 = len(b_2) + 1
-        if u_3 < 128:
-            out += _S9.pack(m.throttle_time_ms, m.error_code, u_3)
+        x_1 = m.error_message
+        if x_1 is None:
+            out += _S11.pack(m.throttle_time_ms, m.error_code)
         else:
-            out += _S7.pack(m.throttle_time_ms, m.error_code)
-            write_uvarint(out, u_3)
-        out += b_2
+            b_2 = x_1.encode()
+            u_3 = len(b_2) + 1
+            if u_3 < 128:
+                out += _S10.pack(m.throttle_time_ms, m.error_code, u_3)
+            else:
+                out += _S8.pack(m.throttle_time_ms, m.error_code)
+                write_uvarint(out, u_3)
+            out += b_2
     x_4 = m.resources
     u_5 = len(x_4) + 1
     if u_5 < 128:
@@ -572,16 +582,19 @@ def encode_describe_acls_response_v2(m: DescribeAclsResponse, out: bytearray) ->
     else:
         write_uvarint(out, u_5)
     for e_6 in x_4:
-        x_7 = e_6.resource_name
-        b_8 = x_7.encode()
-        u_9 = len(b_8) + 1
-        if u_9 < 128:
-            out += _S3.pack(e_6.resource_type, u_9)
+        if e_6.resource_name == '':
+            out += _S5.pack(e_6.resource_type, 1, e_6.pattern_type)
         else:
-            out += _S0.pack(e_6.resource_type)
-            write_uvarint(out, u_9)
-        out += b_8
-        out += _S0.pack(e_6.pattern_type)
+            x_7 = e_6.resource_name
+            b_8 = x_7.encode()
+            u_9 = len(b_8) + 1
+            if u_9 < 128:
+                out += _S3.pack(e_6.resource_type, u_9)
+            else:
+                out += _S0.pack(e_6.resource_type)
+                write_uvarint(out, u_9)
+            out += b_8
+            out += _S0.pack(e_6.pattern_type)
         x_10 = e_6.acls
         u_11 = len(x_10) + 1
         if u_11 < 128:
@@ -605,13 +618,13 @@ def encode_describe_acls_response_v2(m: DescribeAclsResponse, out: bytearray) ->
             else:
                 write_uvarint(out, u_18)
             out += b_17
-            out += _S6.pack(e_12.operation, e_12.permission_type)
+            out += _S7.pack(e_12.operation, e_12.permission_type)
         out.append(0)
     out.append(0)
 
 
 def decode_describe_acls_response_v3(data: bytes, pos: int) -> tuple[DescribeAclsResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2, n0 = _S9.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2, n0 = _S10.unpack_from(data, pos)
     v_error_message_3: str | None
     if n0 < 128:
         pos += 7
@@ -735,18 +748,21 @@ def decode_describe_acls_response_v3(data: bytes, pos: int) -> tuple[DescribeAcl
 
 
 def encode_describe_acls_response_v3(m: DescribeAclsResponse, out: bytearray) -> None:
-    x_1 = m.error_message
-    if x_1 is None:
-        out += _S10.pack(m.throttle_time_ms, m.error_code)
+    if m.error_message == '':
+        out += _S10.pack(m.throttle_time_ms, m.error_code, 1)
     else:
-        b_2 = x_1.encode()
-        u_3 = len(b_2) + 1
-        if u_3 < 128:
-            out += _S9.pack(m.throttle_time_ms, m.error_code, u_3)
+        x_1 = m.error_message
+        if x_1 is None:
+            out += _S11.pack(m.throttle_time_ms, m.error_code)
         else:
-            out += _S7.pack(m.throttle_time_ms, m.error_code)
-            write_uvarint(out, u_3)
-        out += b_2
+            b_2 = x_1.encode()
+            u_3 = len(b_2) + 1
+            if u_3 < 128:
+                out += _S10.pack(m.throttle_time_ms, m.error_code, u_3)
+            else:
+                out += _S8.pack(m.throttle_time_ms, m.error_code)
+                write_uvarint(out, u_3)
+            out += b_2
     x_4 = m.resources
     u_5 = len(x_4) + 1
     if u_5 < 128:
@@ -754,16 +770,19 @@ def encode_describe_acls_response_v3(m: DescribeAclsResponse, out: bytearray) ->
     else:
         write_uvarint(out, u_5)
     for e_6 in x_4:
-        x_7 = e_6.resource_name
-        b_8 = x_7.encode()
-        u_9 = len(b_8) + 1
-        if u_9 < 128:
-            out += _S3.pack(e_6.resource_type, u_9)
+        if e_6.resource_name == '':
+            out += _S5.pack(e_6.resource_type, 1, e_6.pattern_type)
         else:
-            out += _S0.pack(e_6.resource_type)
-            write_uvarint(out, u_9)
-        out += b_8
-        out += _S0.pack(e_6.pattern_type)
+            x_7 = e_6.resource_name
+            b_8 = x_7.encode()
+            u_9 = len(b_8) + 1
+            if u_9 < 128:
+                out += _S3.pack(e_6.resource_type, u_9)
+            else:
+                out += _S0.pack(e_6.resource_type)
+                write_uvarint(out, u_9)
+            out += b_8
+            out += _S0.pack(e_6.pattern_type)
         x_10 = e_6.acls
         u_11 = len(x_10) + 1
         if u_11 < 128:
@@ -787,6 +806,6 @@ def encode_describe_acls_response_v3(m: DescribeAclsResponse, out: bytearray) ->
             else:
                 write_uvarint(out, u_18)
             out += b_17
-            out += _S6.pack(e_12.operation, e_12.permission_type)
+            out += _S7.pack(e_12.operation, e_12.permission_type)
         out.append(0)
     out.append(0)

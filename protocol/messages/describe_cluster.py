@@ -18,9 +18,11 @@ _S5 = Struct('>iB')
 _S6 = Struct('>ihx')
 _S7 = Struct('>ih')
 _S8 = Struct('>i')
-_S9 = Struct('>ix')
-_S10 = Struct('>bB')
-_S11 = Struct('>b')
+_S9 = Struct('>iBi')
+_S10 = Struct('>ix')
+_S11 = Struct('>bB')
+_S12 = Struct('>ihBb')
+_S13 = Struct('>b')
 
 
 @dataclass(slots=True)
@@ -198,18 +200,21 @@ def decode_describe_cluster_response_v0(data: bytes, pos: int) -> tuple[Describe
 def encode_describe_cluster_response_v0(m: DescribeClusterResponse, out: bytearray) -> None:
     if m.endpoint_type != 1:
         raise ValueError('attempted to write a non-default EndpointType at version 0')
-    x_1 = m.error_message
-    if x_1 is None:
-        out += _S6.pack(m.throttle_time_ms, m.error_code)
+    if m.error_message == '':
+        out += _S4.pack(m.throttle_time_ms, m.error_code, 1)
     else:
-        b_2 = x_1.encode()
-        u_3 = len(b_2) + 1
-        if u_3 < 128:
-            out += _S4.pack(m.throttle_time_ms, m.error_code, u_3)
+        x_1 = m.error_message
+        if x_1 is None:
+            out += _S6.pack(m.throttle_time_ms, m.error_code)
         else:
-            out += _S7.pack(m.throttle_time_ms, m.error_code)
-            write_uvarint(out, u_3)
-        out += b_2
+            b_2 = x_1.encode()
+            u_3 = len(b_2) + 1
+            if u_3 < 128:
+                out += _S4.pack(m.throttle_time_ms, m.error_code, u_3)
+            else:
+                out += _S7.pack(m.throttle_time_ms, m.error_code)
+                write_uvarint(out, u_3)
+            out += b_2
     x_4 = m.cluster_id
     b_5 = x_4.encode()
     u_6 = len(b_5) + 1
@@ -228,29 +233,32 @@ def encode_describe_cluster_response_v0(m: DescribeClusterResponse, out: bytearr
     for e_9 in x_7:
         if e_9.is_fenced:
             raise ValueError('attempted to write a non-default IsFenced at version 0')
-        x_10 = e_9.host
-        b_11 = x_10.encode()
-        u_12 = len(b_11) + 1
-        if u_12 < 128:
-            out += _S5.pack(e_9.broker_id, u_12)
+        if e_9.host == '':
+            out += _S9.pack(e_9.broker_id, 1, e_9.port)
         else:
-            out += _S8.pack(e_9.broker_id)
-            write_uvarint(out, u_12)
-        out += b_11
+            x_10 = e_9.host
+            b_11 = x_10.encode()
+            u_12 = len(b_11) + 1
+            if u_12 < 128:
+                out += _S5.pack(e_9.broker_id, u_12)
+            else:
+                out += _S8.pack(e_9.broker_id)
+                write_uvarint(out, u_12)
+            out += b_11
+            out += _S8.pack(e_9.port)
         x_13 = e_9.rack
         if x_13 is None:
-            out += _S9.pack(e_9.port)
+            out.append(0)
         else:
             b_14 = x_13.encode()
             u_15 = len(b_14) + 1
             if u_15 < 128:
-                out += _S5.pack(e_9.port, u_15)
+                out.append(u_15)
             else:
-                out += _S8.pack(e_9.port)
                 write_uvarint(out, u_15)
             out += b_14
         out.append(0)
-    out += _S9.pack(m.cluster_authorized_operations)
+    out += _S10.pack(m.cluster_authorized_operations)
 
 
 def decode_describe_cluster_response_v1(data: bytes, pos: int) -> tuple[DescribeClusterResponse, int]:
@@ -269,7 +277,7 @@ def decode_describe_cluster_response_v1(data: bytes, pos: int) -> tuple[Describe
         v_error_message_3 = ''
     else:
         v_error_message_3 = None
-    v_endpoint_type_4, n0 = _S10.unpack_from(data, pos)
+    v_endpoint_type_4, n0 = _S11.unpack_from(data, pos)
     v_cluster_id_5: str
     if n0 < 128:
         pos += 2
@@ -355,25 +363,28 @@ def decode_describe_cluster_response_v1(data: bytes, pos: int) -> tuple[Describe
 
 
 def encode_describe_cluster_response_v1(m: DescribeClusterResponse, out: bytearray) -> None:
-    x_1 = m.error_message
-    if x_1 is None:
-        out += _S6.pack(m.throttle_time_ms, m.error_code)
+    if m.error_message == '':
+        out += _S12.pack(m.throttle_time_ms, m.error_code, 1, m.endpoint_type)
     else:
-        b_2 = x_1.encode()
-        u_3 = len(b_2) + 1
-        if u_3 < 128:
-            out += _S4.pack(m.throttle_time_ms, m.error_code, u_3)
+        x_1 = m.error_message
+        if x_1 is None:
+            out += _S6.pack(m.throttle_time_ms, m.error_code)
         else:
-            out += _S7.pack(m.throttle_time_ms, m.error_code)
-            write_uvarint(out, u_3)
-        out += b_2
+            b_2 = x_1.encode()
+            u_3 = len(b_2) + 1
+            if u_3 < 128:
+                out += _S4.pack(m.throttle_time_ms, m.error_code, u_3)
+            else:
+                out += _S7.pack(m.throttle_time_ms, m.error_code)
+                write_uvarint(out, u_3)
+            out += b_2
+        out += _S13.pack(m.endpoint_type)
     x_4 = m.cluster_id
     b_5 = x_4.encode()
     u_6 = len(b_5) + 1
     if u_6 < 128:
-        out += _S10.pack(m.endpoint_type, u_6)
+        out.append(u_6)
     else:
-        out += _S11.pack(m.endpoint_type)
         write_uvarint(out, u_6)
     out += b_5
     out += _S8.pack(m.controller_id)
@@ -386,26 +397,29 @@ def encode_describe_cluster_response_v1(m: DescribeClusterResponse, out: bytearr
     for e_9 in x_7:
         if e_9.is_fenced:
             raise ValueError('attempted to write a non-default IsFenced at version 1')
-        x_10 = e_9.host
-        b_11 = x_10.encode()
-        u_12 = len(b_11) + 1
-        if u_12 < 128:
-            out += _S5.pack(e_9.broker_id, u_12)
+        if e_9.host == '':
+            out += _S9.pack(e_9.broker_id, 1, e_9.port)
         else:
-            out += _S8.pack(e_9.broker_id)
-            write_uvarint(out, u_12)
-        out += b_11
+            x_10 = e_9.host
+            b_11 = x_10.encode()
+            u_12 = len(b_11) + 1
+            if u_12 < 128:
+                out += _S5.pack(e_9.broker_id, u_12)
+            else:
+                out += _S8.pack(e_9.broker_id)
+                write_uvarint(out, u_12)
+            out += b_11
+            out += _S8.pack(e_9.port)
         x_13 = e_9.rack
         if x_13 is None:
-            out += _S9.pack(e_9.port)
+            out.append(0)
         else:
             b_14 = x_13.encode()
             u_15 = len(b_14) + 1
             if u_15 < 128:
-                out += _S5.pack(e_9.port, u_15)
+                out.append(u_15)
             else:
-                out += _S8.pack(e_9.port)
                 write_uvarint(out, u_15)
             out += b_14
         out.append(0)
-    out += _S9.pack(m.cluster_authorized_operations)
+    out += _S10.pack(m.cluster_authorized_operations)

@@ -21,8 +21,10 @@ _S8 = Struct('>?b?')
 _S9 = Struct('>iB')
 _S10 = Struct('>hB')
 _S11 = Struct('>?b?B')
-_S12 = Struct('>hx')
-_S13 = Struct('>bx')
+_S12 = Struct('>hBb')
+_S13 = Struct('>hx')
+_S14 = Struct('>bx')
+_S15 = Struct('>bBx')
 
 
 @dataclass(slots=True)
@@ -392,15 +394,18 @@ def encode_describe_configs_request_v4(m: DescribeConfigsRequest, out: bytearray
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        x_4 = e_3.resource_name
-        b_5 = x_4.encode()
-        u_6 = len(b_5) + 1
-        if u_6 < 128:
-            out += _S5.pack(e_3.resource_type, u_6)
+        if e_3.resource_name == '':
+            out += _S5.pack(e_3.resource_type, 1)
         else:
-            out += _S1.pack(e_3.resource_type)
-            write_uvarint(out, u_6)
-        out += b_5
+            x_4 = e_3.resource_name
+            b_5 = x_4.encode()
+            u_6 = len(b_5) + 1
+            if u_6 < 128:
+                out += _S5.pack(e_3.resource_type, u_6)
+            else:
+                out += _S1.pack(e_3.resource_type)
+                write_uvarint(out, u_6)
+            out += b_5
         x_7 = e_3.configuration_keys
         if x_7 is None:
             out.append(0)
@@ -1125,25 +1130,28 @@ def encode_describe_configs_response_v4(m: DescribeConfigsResponse, out: bytearr
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        x_4 = e_3.error_message
-        if x_4 is None:
-            out += _S12.pack(e_3.error_code)
+        if e_3.error_message == '':
+            out += _S12.pack(e_3.error_code, 1, e_3.resource_type)
         else:
-            b_5 = x_4.encode()
-            u_6 = len(b_5) + 1
-            if u_6 < 128:
-                out += _S10.pack(e_3.error_code, u_6)
+            x_4 = e_3.error_message
+            if x_4 is None:
+                out += _S13.pack(e_3.error_code)
             else:
-                out += _S2.pack(e_3.error_code)
-                write_uvarint(out, u_6)
-            out += b_5
+                b_5 = x_4.encode()
+                u_6 = len(b_5) + 1
+                if u_6 < 128:
+                    out += _S10.pack(e_3.error_code, u_6)
+                else:
+                    out += _S2.pack(e_3.error_code)
+                    write_uvarint(out, u_6)
+                out += b_5
+            out += _S1.pack(e_3.resource_type)
         x_7 = e_3.resource_name
         b_8 = x_7.encode()
         u_9 = len(b_8) + 1
         if u_9 < 128:
-            out += _S5.pack(e_3.resource_type, u_9)
+            out.append(u_9)
         else:
-            out += _S1.pack(e_3.resource_type)
             write_uvarint(out, u_9)
         out += b_8
         x_10 = e_3.configs
@@ -1199,19 +1207,22 @@ def encode_describe_configs_response_v4(m: DescribeConfigsResponse, out: bytearr
                     else:
                         write_uvarint(out, u_27)
                     out += b_26
-                out += _S13.pack(e_21.source)
-            x_28 = e_12.documentation
-            if x_28 is None:
-                out += _S13.pack(e_12.config_type)
+                out += _S14.pack(e_21.source)
+            if e_12.documentation == '':
+                out += _S15.pack(e_12.config_type, 1)
             else:
-                b_29 = x_28.encode()
-                u_30 = len(b_29) + 1
-                if u_30 < 128:
-                    out += _S5.pack(e_12.config_type, u_30)
+                x_28 = e_12.documentation
+                if x_28 is None:
+                    out += _S14.pack(e_12.config_type)
                 else:
-                    out += _S1.pack(e_12.config_type)
-                    write_uvarint(out, u_30)
-                out += b_29
-            out.append(0)
+                    b_29 = x_28.encode()
+                    u_30 = len(b_29) + 1
+                    if u_30 < 128:
+                        out += _S5.pack(e_12.config_type, u_30)
+                    else:
+                        out += _S1.pack(e_12.config_type)
+                        write_uvarint(out, u_30)
+                    out += b_29
+                out.append(0)
         out.append(0)
     out.append(0)

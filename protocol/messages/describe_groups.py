@@ -1439,15 +1439,18 @@ def encode_describe_groups_response_v5(m: DescribeGroupsResponse, out: bytearray
     for e_3 in x_1:
         if e_3.error_message is not None:
             raise ValueError('attempted to write a non-default ErrorMessage at version 5')
-        x_4 = e_3.group_id
-        b_5 = x_4.encode()
-        u_6 = len(b_5) + 1
-        if u_6 < 128:
-            out += _S6.pack(e_3.error_code, u_6)
+        if e_3.group_id == '':
+            out += _S6.pack(e_3.error_code, 1)
         else:
-            out += _S1.pack(e_3.error_code)
-            write_uvarint(out, u_6)
-        out += b_5
+            x_4 = e_3.group_id
+            b_5 = x_4.encode()
+            u_6 = len(b_5) + 1
+            if u_6 < 128:
+                out += _S6.pack(e_3.error_code, u_6)
+            else:
+                out += _S1.pack(e_3.error_code)
+                write_uvarint(out, u_6)
+            out += b_5
         x_7 = e_3.group_state
         b_8 = x_7.encode()
         u_9 = len(b_8) + 1
@@ -1759,18 +1762,21 @@ def encode_describe_groups_response_v6(m: DescribeGroupsResponse, out: bytearray
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        x_4 = e_3.error_message
-        if x_4 is None:
-            out += _S8.pack(e_3.error_code)
+        if e_3.error_message == '':
+            out += _S6.pack(e_3.error_code, 1)
         else:
-            b_5 = x_4.encode()
-            u_6 = len(b_5) + 1
-            if u_6 < 128:
-                out += _S6.pack(e_3.error_code, u_6)
+            x_4 = e_3.error_message
+            if x_4 is None:
+                out += _S8.pack(e_3.error_code)
             else:
-                out += _S1.pack(e_3.error_code)
-                write_uvarint(out, u_6)
-            out += b_5
+                b_5 = x_4.encode()
+                u_6 = len(b_5) + 1
+                if u_6 < 128:
+                    out += _S6.pack(e_3.error_code, u_6)
+                else:
+                    out += _S1.pack(e_3.error_code)
+                    write_uvarint(out, u_6)
+                out += b_5
         x_7 = e_3.group_id
         b_8 = x_7.encode()
         u_9 = len(b_8) + 1

@@ -296,18 +296,21 @@ def encode_describe_producers_response_v0(m: DescribeProducersResponse, out: byt
         else:
             write_uvarint(out, u_8)
         for e_9 in x_7:
-            x_10 = e_9.error_message
-            if x_10 is None:
-                out += _S4.pack(e_9.partition_index, e_9.error_code)
+            if e_9.error_message == '':
+                out += _S1.pack(e_9.partition_index, e_9.error_code, 1)
             else:
-                b_11 = x_10.encode()
-                u_12 = len(b_11) + 1
-                if u_12 < 128:
-                    out += _S1.pack(e_9.partition_index, e_9.error_code, u_12)
+                x_10 = e_9.error_message
+                if x_10 is None:
+                    out += _S4.pack(e_9.partition_index, e_9.error_code)
                 else:
-                    out += _S5.pack(e_9.partition_index, e_9.error_code)
-                    write_uvarint(out, u_12)
-                out += b_11
+                    b_11 = x_10.encode()
+                    u_12 = len(b_11) + 1
+                    if u_12 < 128:
+                        out += _S1.pack(e_9.partition_index, e_9.error_code, u_12)
+                    else:
+                        out += _S5.pack(e_9.partition_index, e_9.error_code)
+                        write_uvarint(out, u_12)
+                    out += b_11
             x_13 = e_9.active_producers
             u_14 = len(x_13) + 1
             if u_14 < 128:

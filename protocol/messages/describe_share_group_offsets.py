@@ -16,13 +16,16 @@ _S2 = Struct('>iqihB')
 _S3 = Struct('>hB')
 _S4 = Struct('>i')
 _S5 = Struct('>16s')
-_S6 = Struct('>iqihx')
-_S7 = Struct('>iqih')
-_S8 = Struct('>hx')
-_S9 = Struct('>h')
-_S10 = Struct('>iqiqhB')
-_S11 = Struct('>iqiqhx')
-_S12 = Struct('>iqiqh')
+_S6 = Struct('>iqihBx')
+_S7 = Struct('>iqihx')
+_S8 = Struct('>iqih')
+_S9 = Struct('>hBx')
+_S10 = Struct('>hx')
+_S11 = Struct('>h')
+_S12 = Struct('>iqiqhB')
+_S13 = Struct('>iqiqhBx')
+_S14 = Struct('>iqiqhx')
+_S15 = Struct('>iqiqh')
 
 
 @dataclass(slots=True)
@@ -563,33 +566,39 @@ def encode_describe_share_group_offsets_response_v0(m: DescribeShareGroupOffsets
             else:
                 write_uvarint(out, u_14)
             for e_15 in x_13:
-                x_16 = e_15.error_message
-                if x_16 is None:
-                    out += _S6.pack(e_15.partition_index, e_15.start_offset, e_15.leader_epoch, e_15.error_code)
+                if e_15.error_message == '':
+                    out += _S6.pack(e_15.partition_index, e_15.start_offset, e_15.leader_epoch, e_15.error_code, 1)
                 else:
-                    b_17 = x_16.encode()
-                    u_18 = len(b_17) + 1
-                    if u_18 < 128:
-                        out += _S2.pack(e_15.partition_index, e_15.start_offset, e_15.leader_epoch, e_15.error_code, u_18)
-                    else:
+                    x_16 = e_15.error_message
+                    if x_16 is None:
                         out += _S7.pack(e_15.partition_index, e_15.start_offset, e_15.leader_epoch, e_15.error_code)
-                        write_uvarint(out, u_18)
-                    out += b_17
-                out.append(0)
+                    else:
+                        b_17 = x_16.encode()
+                        u_18 = len(b_17) + 1
+                        if u_18 < 128:
+                            out += _S2.pack(e_15.partition_index, e_15.start_offset, e_15.leader_epoch, e_15.error_code, u_18)
+                        else:
+                            out += _S8.pack(e_15.partition_index, e_15.start_offset, e_15.leader_epoch, e_15.error_code)
+                            write_uvarint(out, u_18)
+                        out += b_17
+                    out.append(0)
             out.append(0)
-        x_19 = e_3.error_message
-        if x_19 is None:
-            out += _S8.pack(e_3.error_code)
+        if e_3.error_message == '':
+            out += _S9.pack(e_3.error_code, 1)
         else:
-            b_20 = x_19.encode()
-            u_21 = len(b_20) + 1
-            if u_21 < 128:
-                out += _S3.pack(e_3.error_code, u_21)
+            x_19 = e_3.error_message
+            if x_19 is None:
+                out += _S10.pack(e_3.error_code)
             else:
-                out += _S9.pack(e_3.error_code)
-                write_uvarint(out, u_21)
-            out += b_20
-        out.append(0)
+                b_20 = x_19.encode()
+                u_21 = len(b_20) + 1
+                if u_21 < 128:
+                    out += _S3.pack(e_3.error_code, u_21)
+                else:
+                    out += _S11.pack(e_3.error_code)
+                    write_uvarint(out, u_21)
+                out += b_20
+            out.append(0)
     out.append(0)
 
 
@@ -669,7 +678,7 @@ def decode_describe_share_group_offsets_response_v1(data: bytes, pos: int) -> tu
                         v_partitions_11 = []
                         append_12 = v_partitions_11.append
                         for _ in range(n2):
-                            v_partition_index_13, v_start_offset_14, v_leader_epoch_15, v_lag_16, v_error_code_17, n3 = _S10.unpack_from(data, pos)
+                            v_partition_index_13, v_start_offset_14, v_leader_epoch_15, v_lag_16, v_error_code_17, n3 = _S12.unpack_from(data, pos)
                             v_error_message_18: str | None
                             if n3 < 128:
                                 pos += 27
@@ -781,31 +790,37 @@ def encode_describe_share_group_offsets_response_v1(m: DescribeShareGroupOffsets
             else:
                 write_uvarint(out, u_14)
             for e_15 in x_13:
-                x_16 = e_15.error_message
-                if x_16 is None:
-                    out += _S11.pack(e_15.partition_index, e_15.start_offset, e_15.leader_epoch, e_15.lag, e_15.error_code)
+                if e_15.error_message == '':
+                    out += _S13.pack(e_15.partition_index, e_15.start_offset, e_15.leader_epoch, e_15.lag, e_15.error_code, 1)
                 else:
-                    b_17 = x_16.encode()
-                    u_18 = len(b_17) + 1
-                    if u_18 < 128:
-                        out += _S10.pack(e_15.partition_index, e_15.start_offset, e_15.leader_epoch, e_15.lag, e_15.error_code, u_18)
+                    x_16 = e_15.error_message
+                    if x_16 is None:
+                        out += _S14.pack(e_15.partition_index, e_15.start_offset, e_15.leader_epoch, e_15.lag, e_15.error_code)
                     else:
-                        out += _S12.pack(e_15.partition_index, e_15.start_offset, e_15.leader_epoch, e_15.lag, e_15.error_code)
-                        write_uvarint(out, u_18)
-                    out += b_17
-                out.append(0)
+                        b_17 = x_16.encode()
+                        u_18 = len(b_17) + 1
+                        if u_18 < 128:
+                            out += _S12.pack(e_15.partition_index, e_15.start_offset, e_15.leader_epoch, e_15.lag, e_15.error_code, u_18)
+                        else:
+                            out += _S15.pack(e_15.partition_index, e_15.start_offset, e_15.leader_epoch, e_15.lag, e_15.error_code)
+                            write_uvarint(out, u_18)
+                        out += b_17
+                    out.append(0)
             out.append(0)
-        x_19 = e_3.error_message
-        if x_19 is None:
-            out += _S8.pack(e_3.error_code)
+        if e_3.error_message == '':
+            out += _S9.pack(e_3.error_code, 1)
         else:
-            b_20 = x_19.encode()
-            u_21 = len(b_20) + 1
-            if u_21 < 128:
-                out += _S3.pack(e_3.error_code, u_21)
+            x_19 = e_3.error_message
+            if x_19 is None:
+                out += _S10.pack(e_3.error_code)
             else:
-                out += _S9.pack(e_3.error_code)
-                write_uvarint(out, u_21)
-            out += b_20
-        out.append(0)
+                b_20 = x_19.encode()
+                u_21 = len(b_20) + 1
+                if u_21 < 128:
+                    out += _S3.pack(e_3.error_code, u_21)
+                else:
+                    out += _S11.pack(e_3.error_code)
+                    write_uvarint(out, u_21)
+                out += b_20
+            out.append(0)
     out.append(0)

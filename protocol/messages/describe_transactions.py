@@ -239,15 +239,18 @@ def encode_describe_transactions_response_v0(m: DescribeTransactionsResponse, ou
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        x_4 = e_3.transactional_id
-        b_5 = x_4.encode()
-        u_6 = len(b_5) + 1
-        if u_6 < 128:
-            out += _S1.pack(e_3.error_code, u_6)
+        if e_3.transactional_id == '':
+            out += _S1.pack(e_3.error_code, 1)
         else:
-            out += _S4.pack(e_3.error_code)
-            write_uvarint(out, u_6)
-        out += b_5
+            x_4 = e_3.transactional_id
+            b_5 = x_4.encode()
+            u_6 = len(b_5) + 1
+            if u_6 < 128:
+                out += _S1.pack(e_3.error_code, u_6)
+            else:
+                out += _S4.pack(e_3.error_code)
+                write_uvarint(out, u_6)
+            out += b_5
         x_7 = e_3.transaction_state
         b_8 = x_7.encode()
         u_9 = len(b_8) + 1

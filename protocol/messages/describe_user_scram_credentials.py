@@ -236,18 +236,21 @@ def decode_describe_user_scram_credentials_response_v0(data: bytes, pos: int) ->
 
 
 def encode_describe_user_scram_credentials_response_v0(m: DescribeUserScramCredentialsResponse, out: bytearray) -> None:
-    x_1 = m.error_message
-    if x_1 is None:
-        out += _S3.pack(m.throttle_time_ms, m.error_code)
+    if m.error_message == '':
+        out += _S0.pack(m.throttle_time_ms, m.error_code, 1)
     else:
-        b_2 = x_1.encode()
-        u_3 = len(b_2) + 1
-        if u_3 < 128:
-            out += _S0.pack(m.throttle_time_ms, m.error_code, u_3)
+        x_1 = m.error_message
+        if x_1 is None:
+            out += _S3.pack(m.throttle_time_ms, m.error_code)
         else:
-            out += _S4.pack(m.throttle_time_ms, m.error_code)
-            write_uvarint(out, u_3)
-        out += b_2
+            b_2 = x_1.encode()
+            u_3 = len(b_2) + 1
+            if u_3 < 128:
+                out += _S0.pack(m.throttle_time_ms, m.error_code, u_3)
+            else:
+                out += _S4.pack(m.throttle_time_ms, m.error_code)
+                write_uvarint(out, u_3)
+            out += b_2
     x_4 = m.results
     u_5 = len(x_4) + 1
     if u_5 < 128:
@@ -263,18 +266,21 @@ def encode_describe_user_scram_credentials_response_v0(m: DescribeUserScramCrede
         else:
             write_uvarint(out, u_9)
         out += b_8
-        x_10 = e_6.error_message
-        if x_10 is None:
-            out += _S5.pack(e_6.error_code)
+        if e_6.error_message == '':
+            out += _S1.pack(e_6.error_code, 1)
         else:
-            b_11 = x_10.encode()
-            u_12 = len(b_11) + 1
-            if u_12 < 128:
-                out += _S1.pack(e_6.error_code, u_12)
+            x_10 = e_6.error_message
+            if x_10 is None:
+                out += _S5.pack(e_6.error_code)
             else:
-                out += _S6.pack(e_6.error_code)
-                write_uvarint(out, u_12)
-            out += b_11
+                b_11 = x_10.encode()
+                u_12 = len(b_11) + 1
+                if u_12 < 128:
+                    out += _S1.pack(e_6.error_code, u_12)
+                else:
+                    out += _S6.pack(e_6.error_code)
+                    write_uvarint(out, u_12)
+                out += b_11
         x_13 = e_6.credential_infos
         u_14 = len(x_13) + 1
         if u_14 < 128:

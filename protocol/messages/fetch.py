@@ -45,6 +45,7 @@ _S31 = Struct('>qqx')
 _S32 = Struct('>ix')
 _S33 = Struct('>iix')
 _S34 = Struct('>qix')
+_S35 = Struct('>iBi')
 
 
 @dataclass(slots=True)
@@ -5013,25 +5014,28 @@ def encode_fetch_response_v16(m: FetchResponse, out: bytearray) -> None:
         else:
             write_uvarint(tagbuf0, u_19)
         for e_20 in x_18:
-            x_21 = e_20.host
-            b_22 = x_21.encode()
-            u_23 = len(b_22) + 1
-            if u_23 < 128:
-                tagbuf0 += _S28.pack(e_20.node_id, u_23)
+            if e_20.host == '':
+                tagbuf0 += _S35.pack(e_20.node_id, 1, e_20.port)
             else:
-                tagbuf0 += _S1.pack(e_20.node_id)
-                write_uvarint(tagbuf0, u_23)
-            tagbuf0 += b_22
+                x_21 = e_20.host
+                b_22 = x_21.encode()
+                u_23 = len(b_22) + 1
+                if u_23 < 128:
+                    tagbuf0 += _S28.pack(e_20.node_id, u_23)
+                else:
+                    tagbuf0 += _S1.pack(e_20.node_id)
+                    write_uvarint(tagbuf0, u_23)
+                tagbuf0 += b_22
+                tagbuf0 += _S1.pack(e_20.port)
             x_24 = e_20.rack
             if x_24 is None:
-                tagbuf0 += _S32.pack(e_20.port)
+                tagbuf0.append(0)
             else:
                 b_25 = x_24.encode()
                 u_26 = len(b_25) + 1
                 if u_26 < 128:
-                    tagbuf0 += _S28.pack(e_20.port, u_26)
+                    tagbuf0.append(u_26)
                 else:
-                    tagbuf0 += _S1.pack(e_20.port)
                     write_uvarint(tagbuf0, u_26)
                 tagbuf0 += b_25
             tagbuf0.append(0)
@@ -5319,25 +5323,28 @@ def encode_fetch_response_v17(m: FetchResponse, out: bytearray) -> None:
         else:
             write_uvarint(tagbuf0, u_19)
         for e_20 in x_18:
-            x_21 = e_20.host
-            b_22 = x_21.encode()
-            u_23 = len(b_22) + 1
-            if u_23 < 128:
-                tagbuf0 += _S28.pack(e_20.node_id, u_23)
+            if e_20.host == '':
+                tagbuf0 += _S35.pack(e_20.node_id, 1, e_20.port)
             else:
-                tagbuf0 += _S1.pack(e_20.node_id)
-                write_uvarint(tagbuf0, u_23)
-            tagbuf0 += b_22
+                x_21 = e_20.host
+                b_22 = x_21.encode()
+                u_23 = len(b_22) + 1
+                if u_23 < 128:
+                    tagbuf0 += _S28.pack(e_20.node_id, u_23)
+                else:
+                    tagbuf0 += _S1.pack(e_20.node_id)
+                    write_uvarint(tagbuf0, u_23)
+                tagbuf0 += b_22
+                tagbuf0 += _S1.pack(e_20.port)
             x_24 = e_20.rack
             if x_24 is None:
-                tagbuf0 += _S32.pack(e_20.port)
+                tagbuf0.append(0)
             else:
                 b_25 = x_24.encode()
                 u_26 = len(b_25) + 1
                 if u_26 < 128:
-                    tagbuf0 += _S28.pack(e_20.port, u_26)
+                    tagbuf0.append(u_26)
                 else:
-                    tagbuf0 += _S1.pack(e_20.port)
                     write_uvarint(tagbuf0, u_26)
                 tagbuf0 += b_25
             tagbuf0.append(0)
@@ -5625,25 +5632,28 @@ def encode_fetch_response_v18(m: FetchResponse, out: bytearray) -> None:
         else:
             write_uvarint(tagbuf0, u_19)
         for e_20 in x_18:
-            x_21 = e_20.host
-            b_22 = x_21.encode()
-            u_23 = len(b_22) + 1
-            if u_23 < 128:
-                tagbuf0 += _S28.pack(e_20.node_id, u_23)
+            if e_20.host == '':
+                tagbuf0 += _S35.pack(e_20.node_id, 1, e_20.port)
             else:
-                tagbuf0 += _S1.pack(e_20.node_id)
-                write_uvarint(tagbuf0, u_23)
-            tagbuf0 += b_22
+                x_21 = e_20.host
+                b_22 = x_21.encode()
+                u_23 = len(b_22) + 1
+                if u_23 < 128:
+                    tagbuf0 += _S28.pack(e_20.node_id, u_23)
+                else:
+                    tagbuf0 += _S1.pack(e_20.node_id)
+                    write_uvarint(tagbuf0, u_23)
+                tagbuf0 += b_22
+                tagbuf0 += _S1.pack(e_20.port)
             x_24 = e_20.rack
             if x_24 is None:
-                tagbuf0 += _S32.pack(e_20.port)
+                tagbuf0.append(0)
             else:
                 b_25 = x_24.encode()
                 u_26 = len(b_25) + 1
                 if u_26 < 128:
-                    tagbuf0 += _S28.pack(e_20.port, u_26)
+                    tagbuf0.append(u_26)
                 else:
-                    tagbuf0 += _S1.pack(e_20.port)
                     write_uvarint(tagbuf0, u_26)
                 tagbuf0 += b_25
             tagbuf0.append(0)

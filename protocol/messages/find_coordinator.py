@@ -18,8 +18,10 @@ _S5 = Struct('>i')
 _S6 = Struct('>ih')
 _S7 = Struct('>ihB')
 _S8 = Struct('>iB')
-_S9 = Struct('>ihx')
-_S10 = Struct('>ix')
+_S9 = Struct('>ihBi')
+_S10 = Struct('>ihx')
+_S11 = Struct('>ix')
+_S12 = Struct('>iBih')
 
 
 @dataclass(slots=True)
@@ -543,28 +545,31 @@ def decode_find_coordinator_response_v3(data: bytes, pos: int) -> tuple[FindCoor
 def encode_find_coordinator_response_v3(m: FindCoordinatorResponse, out: bytearray) -> None:
     if m.coordinators:
         raise ValueError('attempted to write a non-default Coordinators at version 3')
-    x_1 = m.error_message
-    if x_1 is None:
-        out += _S9.pack(m.throttle_time_ms, m.error_code)
+    if m.error_message == '':
+        out += _S9.pack(m.throttle_time_ms, m.error_code, 1, m.node_id)
     else:
-        b_2 = x_1.encode()
-        u_3 = len(b_2) + 1
-        if u_3 < 128:
-            out += _S7.pack(m.throttle_time_ms, m.error_code, u_3)
+        x_1 = m.error_message
+        if x_1 is None:
+            out += _S10.pack(m.throttle_time_ms, m.error_code)
         else:
-            out += _S6.pack(m.throttle_time_ms, m.error_code)
-            write_uvarint(out, u_3)
-        out += b_2
+            b_2 = x_1.encode()
+            u_3 = len(b_2) + 1
+            if u_3 < 128:
+                out += _S7.pack(m.throttle_time_ms, m.error_code, u_3)
+            else:
+                out += _S6.pack(m.throttle_time_ms, m.error_code)
+                write_uvarint(out, u_3)
+            out += b_2
+        out += _S5.pack(m.node_id)
     x_4 = m.host
     b_5 = x_4.encode()
     u_6 = len(b_5) + 1
     if u_6 < 128:
-        out += _S8.pack(m.node_id, u_6)
+        out.append(u_6)
     else:
-        out += _S5.pack(m.node_id)
         write_uvarint(out, u_6)
     out += b_5
-    out += _S10.pack(m.port)
+    out += _S11.pack(m.port)
 
 
 def decode_find_coordinator_response_v4(data: bytes, pos: int) -> tuple[FindCoordinatorResponse, int]:
@@ -675,25 +680,28 @@ def encode_find_coordinator_response_v4(m: FindCoordinatorResponse, out: bytearr
         else:
             write_uvarint(out, u_6)
         out += b_5
-        x_7 = e_3.host
-        b_8 = x_7.encode()
-        u_9 = len(b_8) + 1
-        if u_9 < 128:
-            out += _S8.pack(e_3.node_id, u_9)
+        if e_3.host == '':
+            out += _S12.pack(e_3.node_id, 1, e_3.port, e_3.error_code)
         else:
-            out += _S5.pack(e_3.node_id)
-            write_uvarint(out, u_9)
-        out += b_8
+            x_7 = e_3.host
+            b_8 = x_7.encode()
+            u_9 = len(b_8) + 1
+            if u_9 < 128:
+                out += _S8.pack(e_3.node_id, u_9)
+            else:
+                out += _S5.pack(e_3.node_id)
+                write_uvarint(out, u_9)
+            out += b_8
+            out += _S6.pack(e_3.port, e_3.error_code)
         x_10 = e_3.error_message
         if x_10 is None:
-            out += _S9.pack(e_3.port, e_3.error_code)
+            out.append(0)
         else:
             b_11 = x_10.encode()
             u_12 = len(b_11) + 1
             if u_12 < 128:
-                out += _S7.pack(e_3.port, e_3.error_code, u_12)
+                out.append(u_12)
             else:
-                out += _S6.pack(e_3.port, e_3.error_code)
                 write_uvarint(out, u_12)
             out += b_11
         out.append(0)
@@ -808,25 +816,28 @@ def encode_find_coordinator_response_v5(m: FindCoordinatorResponse, out: bytearr
         else:
             write_uvarint(out, u_6)
         out += b_5
-        x_7 = e_3.host
-        b_8 = x_7.encode()
-        u_9 = len(b_8) + 1
-        if u_9 < 128:
-            out += _S8.pack(e_3.node_id, u_9)
+        if e_3.host == '':
+            out += _S12.pack(e_3.node_id, 1, e_3.port, e_3.error_code)
         else:
-            out += _S5.pack(e_3.node_id)
-            write_uvarint(out, u_9)
-        out += b_8
+            x_7 = e_3.host
+            b_8 = x_7.encode()
+            u_9 = len(b_8) + 1
+            if u_9 < 128:
+                out += _S8.pack(e_3.node_id, u_9)
+            else:
+                out += _S5.pack(e_3.node_id)
+                write_uvarint(out, u_9)
+            out += b_8
+            out += _S6.pack(e_3.port, e_3.error_code)
         x_10 = e_3.error_message
         if x_10 is None:
-            out += _S9.pack(e_3.port, e_3.error_code)
+            out.append(0)
         else:
             b_11 = x_10.encode()
             u_12 = len(b_11) + 1
             if u_12 < 128:
-                out += _S7.pack(e_3.port, e_3.error_code, u_12)
+                out.append(u_12)
             else:
-                out += _S6.pack(e_3.port, e_3.error_code)
                 write_uvarint(out, u_12)
             out += b_11
         out.append(0)
@@ -941,25 +952,28 @@ def encode_find_coordinator_response_v6(m: FindCoordinatorResponse, out: bytearr
         else:
             write_uvarint(out, u_6)
         out += b_5
-        x_7 = e_3.host
-        b_8 = x_7.encode()
-        u_9 = len(b_8) + 1
-        if u_9 < 128:
-            out += _S8.pack(e_3.node_id, u_9)
+        if e_3.host == '':
+            out += _S12.pack(e_3.node_id, 1, e_3.port, e_3.error_code)
         else:
-            out += _S5.pack(e_3.node_id)
-            write_uvarint(out, u_9)
-        out += b_8
+            x_7 = e_3.host
+            b_8 = x_7.encode()
+            u_9 = len(b_8) + 1
+            if u_9 < 128:
+                out += _S8.pack(e_3.node_id, u_9)
+            else:
+                out += _S5.pack(e_3.node_id)
+                write_uvarint(out, u_9)
+            out += b_8
+            out += _S6.pack(e_3.port, e_3.error_code)
         x_10 = e_3.error_message
         if x_10 is None:
-            out += _S9.pack(e_3.port, e_3.error_code)
+            out.append(0)
         else:
             b_11 = x_10.encode()
             u_12 = len(b_11) + 1
             if u_12 < 128:
-                out += _S7.pack(e_3.port, e_3.error_code, u_12)
+                out.append(u_12)
             else:
-                out += _S6.pack(e_3.port, e_3.error_code)
                 write_uvarint(out, u_12)
             out += b_11
         out.append(0)

@@ -271,15 +271,18 @@ def encode_heartbeat_request_v4(m: HeartbeatRequest, out: bytearray) -> None:
     else:
         write_uvarint(out, u_3)
     out += b_2
-    x_4 = m.member_id
-    b_5 = x_4.encode()
-    u_6 = len(b_5) + 1
-    if u_6 < 128:
-        out += _S2.pack(m.generation_id, u_6)
+    if m.member_id == '':
+        out += _S2.pack(m.generation_id, 1)
     else:
-        out += _S1.pack(m.generation_id)
-        write_uvarint(out, u_6)
-    out += b_5
+        x_4 = m.member_id
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out += _S2.pack(m.generation_id, u_6)
+        else:
+            out += _S1.pack(m.generation_id)
+            write_uvarint(out, u_6)
+        out += b_5
     x_7 = m.group_instance_id
     if x_7 is None:
         out.append(0)

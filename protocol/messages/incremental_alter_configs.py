@@ -15,11 +15,13 @@ _S2 = Struct('>h')
 _S3 = Struct('>?')
 _S4 = Struct('>bB')
 _S5 = Struct('>?B')
-_S6 = Struct('>bx')
-_S7 = Struct('>?x')
-_S8 = Struct('>iB')
-_S9 = Struct('>hB')
-_S10 = Struct('>hx')
+_S6 = Struct('>bBx')
+_S7 = Struct('>bx')
+_S8 = Struct('>?x')
+_S9 = Struct('>iB')
+_S10 = Struct('>hB')
+_S11 = Struct('>hBb')
+_S12 = Struct('>hx')
 
 
 @dataclass(slots=True)
@@ -264,15 +266,18 @@ def encode_incremental_alter_configs_request_v1(m: IncrementalAlterConfigsReques
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        x_4 = e_3.resource_name
-        b_5 = x_4.encode()
-        u_6 = len(b_5) + 1
-        if u_6 < 128:
-            out += _S4.pack(e_3.resource_type, u_6)
+        if e_3.resource_name == '':
+            out += _S4.pack(e_3.resource_type, 1)
         else:
-            out += _S1.pack(e_3.resource_type)
-            write_uvarint(out, u_6)
-        out += b_5
+            x_4 = e_3.resource_name
+            b_5 = x_4.encode()
+            u_6 = len(b_5) + 1
+            if u_6 < 128:
+                out += _S4.pack(e_3.resource_type, u_6)
+            else:
+                out += _S1.pack(e_3.resource_type)
+                write_uvarint(out, u_6)
+            out += b_5
         x_7 = e_3.configs
         u_8 = len(x_7) + 1
         if u_8 < 128:
@@ -288,21 +293,24 @@ def encode_incremental_alter_configs_request_v1(m: IncrementalAlterConfigsReques
             else:
                 write_uvarint(out, u_12)
             out += b_11
-            x_13 = e_9.value
-            if x_13 is None:
-                out += _S6.pack(e_9.config_operation)
+            if e_9.value == '':
+                out += _S6.pack(e_9.config_operation, 1)
             else:
-                b_14 = x_13.encode()
-                u_15 = len(b_14) + 1
-                if u_15 < 128:
-                    out += _S4.pack(e_9.config_operation, u_15)
+                x_13 = e_9.value
+                if x_13 is None:
+                    out += _S7.pack(e_9.config_operation)
                 else:
-                    out += _S1.pack(e_9.config_operation)
-                    write_uvarint(out, u_15)
-                out += b_14
-            out.append(0)
+                    b_14 = x_13.encode()
+                    u_15 = len(b_14) + 1
+                    if u_15 < 128:
+                        out += _S4.pack(e_9.config_operation, u_15)
+                    else:
+                        out += _S1.pack(e_9.config_operation)
+                        write_uvarint(out, u_15)
+                    out += b_14
+                out.append(0)
         out.append(0)
-    out += _S7.pack(m.validate_only)
+    out += _S8.pack(m.validate_only)
 
 
 def decode_incremental_alter_configs_response_v0(data: bytes, pos: int) -> tuple[IncrementalAlterConfigsResponse, int]:
@@ -368,7 +376,7 @@ def encode_incremental_alter_configs_response_v0(m: IncrementalAlterConfigsRespo
 
 
 def decode_incremental_alter_configs_response_v1(data: bytes, pos: int) -> tuple[IncrementalAlterConfigsResponse, int]:
-    v_throttle_time_ms_1, n0 = _S8.unpack_from(data, pos)
+    v_throttle_time_ms_1, n0 = _S9.unpack_from(data, pos)
     v_responses_2: list[AlterConfigsResourceResponse]
     if n0 < 128:
         pos += 5
@@ -384,7 +392,7 @@ def decode_incremental_alter_configs_response_v1(data: bytes, pos: int) -> tuple
         v_responses_2 = []
         append_3 = v_responses_2.append
         for _ in range(n0):
-            v_error_code_4, n1 = _S9.unpack_from(data, pos)
+            v_error_code_4, n1 = _S10.unpack_from(data, pos)
             v_error_message_5: str | None
             if n1 < 128:
                 pos += 3
@@ -445,25 +453,28 @@ def encode_incremental_alter_configs_response_v1(m: IncrementalAlterConfigsRespo
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        x_4 = e_3.error_message
-        if x_4 is None:
-            out += _S10.pack(e_3.error_code)
+        if e_3.error_message == '':
+            out += _S11.pack(e_3.error_code, 1, e_3.resource_type)
         else:
-            b_5 = x_4.encode()
-            u_6 = len(b_5) + 1
-            if u_6 < 128:
-                out += _S9.pack(e_3.error_code, u_6)
+            x_4 = e_3.error_message
+            if x_4 is None:
+                out += _S12.pack(e_3.error_code)
             else:
-                out += _S2.pack(e_3.error_code)
-                write_uvarint(out, u_6)
-            out += b_5
+                b_5 = x_4.encode()
+                u_6 = len(b_5) + 1
+                if u_6 < 128:
+                    out += _S10.pack(e_3.error_code, u_6)
+                else:
+                    out += _S2.pack(e_3.error_code)
+                    write_uvarint(out, u_6)
+                out += b_5
+            out += _S1.pack(e_3.resource_type)
         x_7 = e_3.resource_name
         b_8 = x_7.encode()
         u_9 = len(b_8) + 1
         if u_9 < 128:
-            out += _S4.pack(e_3.resource_type, u_9)
+            out.append(u_9)
         else:
-            out += _S1.pack(e_3.resource_type)
             write_uvarint(out, u_9)
         out += b_8
         out.append(0)

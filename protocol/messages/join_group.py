@@ -768,15 +768,18 @@ def encode_join_group_request_v6(m: JoinGroupRequest, out: bytearray) -> None:
     else:
         write_uvarint(out, u_3)
     out += b_2
-    x_4 = m.member_id
-    b_5 = x_4.encode()
-    u_6 = len(b_5) + 1
-    if u_6 < 128:
-        out += _S3.pack(m.session_timeout_ms, m.rebalance_timeout_ms, u_6)
+    if m.member_id == '':
+        out += _S3.pack(m.session_timeout_ms, m.rebalance_timeout_ms, 1)
     else:
-        out += _S2.pack(m.session_timeout_ms, m.rebalance_timeout_ms)
-        write_uvarint(out, u_6)
-    out += b_5
+        x_4 = m.member_id
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out += _S3.pack(m.session_timeout_ms, m.rebalance_timeout_ms, u_6)
+        else:
+            out += _S2.pack(m.session_timeout_ms, m.rebalance_timeout_ms)
+            write_uvarint(out, u_6)
+        out += b_5
     x_7 = m.group_instance_id
     if x_7 is None:
         out.append(0)
@@ -952,15 +955,18 @@ def encode_join_group_request_v7(m: JoinGroupRequest, out: bytearray) -> None:
     else:
         write_uvarint(out, u_3)
     out += b_2
-    x_4 = m.member_id
-    b_5 = x_4.encode()
-    u_6 = len(b_5) + 1
-    if u_6 < 128:
-        out += _S3.pack(m.session_timeout_ms, m.rebalance_timeout_ms, u_6)
+    if m.member_id == '':
+        out += _S3.pack(m.session_timeout_ms, m.rebalance_timeout_ms, 1)
     else:
-        out += _S2.pack(m.session_timeout_ms, m.rebalance_timeout_ms)
-        write_uvarint(out, u_6)
-    out += b_5
+        x_4 = m.member_id
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out += _S3.pack(m.session_timeout_ms, m.rebalance_timeout_ms, u_6)
+        else:
+            out += _S2.pack(m.session_timeout_ms, m.rebalance_timeout_ms)
+            write_uvarint(out, u_6)
+        out += b_5
     x_7 = m.group_instance_id
     if x_7 is None:
         out.append(0)
@@ -1150,15 +1156,18 @@ def encode_join_group_request_v8(m: JoinGroupRequest, out: bytearray) -> None:
     else:
         write_uvarint(out, u_3)
     out += b_2
-    x_4 = m.member_id
-    b_5 = x_4.encode()
-    u_6 = len(b_5) + 1
-    if u_6 < 128:
-        out += _S3.pack(m.session_timeout_ms, m.rebalance_timeout_ms, u_6)
+    if m.member_id == '':
+        out += _S3.pack(m.session_timeout_ms, m.rebalance_timeout_ms, 1)
     else:
-        out += _S2.pack(m.session_timeout_ms, m.rebalance_timeout_ms)
-        write_uvarint(out, u_6)
-    out += b_5
+        x_4 = m.member_id
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out += _S3.pack(m.session_timeout_ms, m.rebalance_timeout_ms, u_6)
+        else:
+            out += _S2.pack(m.session_timeout_ms, m.rebalance_timeout_ms)
+            write_uvarint(out, u_6)
+        out += b_5
     x_7 = m.group_instance_id
     if x_7 is None:
         out.append(0)
@@ -1359,15 +1368,18 @@ def encode_join_group_request_v9(m: JoinGroupRequest, out: bytearray) -> None:
     else:
         write_uvarint(out, u_3)
     out += b_2
-    x_4 = m.member_id
-    b_5 = x_4.encode()
-    u_6 = len(b_5) + 1
-    if u_6 < 128:
-        out += _S3.pack(m.session_timeout_ms, m.rebalance_timeout_ms, u_6)
+    if m.member_id == '':
+        out += _S3.pack(m.session_timeout_ms, m.rebalance_timeout_ms, 1)
     else:
-        out += _S2.pack(m.session_timeout_ms, m.rebalance_timeout_ms)
-        write_uvarint(out, u_6)
-    out += b_5
+        x_4 = m.member_id
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out += _S3.pack(m.session_timeout_ms, m.rebalance_timeout_ms, u_6)
+        else:
+            out += _S2.pack(m.session_timeout_ms, m.rebalance_timeout_ms)
+            write_uvarint(out, u_6)
+        out += b_5
     x_7 = m.group_instance_id
     if x_7 is None:
         out.append(0)
@@ -2141,17 +2153,20 @@ def decode_join_group_response_v6(data: bytes, pos: int) -> tuple[JoinGroupRespo
 def encode_join_group_response_v6(m: JoinGroupResponse, out: bytearray) -> None:
     if m.skip_assignment:
         raise ValueError('attempted to write a non-default SkipAssignment at version 6')
-    x_1 = m.protocol_name
-    if x_1 is None:
-        raise ValueError('ProtocolName cannot be null in version 6')
-    b_2 = x_1.encode()
-    u_3 = len(b_2) + 1
-    if u_3 < 128:
-        out += _S6.pack(m.throttle_time_ms, m.error_code, m.generation_id, u_3)
+    if m.protocol_name == '':
+        out += _S6.pack(m.throttle_time_ms, m.error_code, m.generation_id, 1)
     else:
-        out += _S5.pack(m.throttle_time_ms, m.error_code, m.generation_id)
-        write_uvarint(out, u_3)
-    out += b_2
+        x_1 = m.protocol_name
+        if x_1 is None:
+            raise ValueError('ProtocolName cannot be null in version 6')
+        b_2 = x_1.encode()
+        u_3 = len(b_2) + 1
+        if u_3 < 128:
+            out += _S6.pack(m.throttle_time_ms, m.error_code, m.generation_id, u_3)
+        else:
+            out += _S5.pack(m.throttle_time_ms, m.error_code, m.generation_id)
+            write_uvarint(out, u_3)
+        out += b_2
     x_4 = m.leader
     b_5 = x_4.encode()
     u_6 = len(b_5) + 1
@@ -2343,18 +2358,21 @@ def decode_join_group_response_v7(data: bytes, pos: int) -> tuple[JoinGroupRespo
 def encode_join_group_response_v7(m: JoinGroupResponse, out: bytearray) -> None:
     if m.skip_assignment:
         raise ValueError('attempted to write a non-default SkipAssignment at version 7')
-    x_1 = m.protocol_type
-    if x_1 is None:
-        out += _S7.pack(m.throttle_time_ms, m.error_code, m.generation_id)
+    if m.protocol_type == '':
+        out += _S6.pack(m.throttle_time_ms, m.error_code, m.generation_id, 1)
     else:
-        b_2 = x_1.encode()
-        u_3 = len(b_2) + 1
-        if u_3 < 128:
-            out += _S6.pack(m.throttle_time_ms, m.error_code, m.generation_id, u_3)
+        x_1 = m.protocol_type
+        if x_1 is None:
+            out += _S7.pack(m.throttle_time_ms, m.error_code, m.generation_id)
         else:
-            out += _S5.pack(m.throttle_time_ms, m.error_code, m.generation_id)
-            write_uvarint(out, u_3)
-        out += b_2
+            b_2 = x_1.encode()
+            u_3 = len(b_2) + 1
+            if u_3 < 128:
+                out += _S6.pack(m.throttle_time_ms, m.error_code, m.generation_id, u_3)
+            else:
+                out += _S5.pack(m.throttle_time_ms, m.error_code, m.generation_id)
+                write_uvarint(out, u_3)
+            out += b_2
     x_4 = m.protocol_name
     if x_4 is None:
         out.append(0)
@@ -2557,18 +2575,21 @@ def decode_join_group_response_v8(data: bytes, pos: int) -> tuple[JoinGroupRespo
 def encode_join_group_response_v8(m: JoinGroupResponse, out: bytearray) -> None:
     if m.skip_assignment:
         raise ValueError('attempted to write a non-default SkipAssignment at version 8')
-    x_1 = m.protocol_type
-    if x_1 is None:
-        out += _S7.pack(m.throttle_time_ms, m.error_code, m.generation_id)
+    if m.protocol_type == '':
+        out += _S6.pack(m.throttle_time_ms, m.error_code, m.generation_id, 1)
     else:
-        b_2 = x_1.encode()
-        u_3 = len(b_2) + 1
-        if u_3 < 128:
-            out += _S6.pack(m.throttle_time_ms, m.error_code, m.generation_id, u_3)
+        x_1 = m.protocol_type
+        if x_1 is None:
+            out += _S7.pack(m.throttle_time_ms, m.error_code, m.generation_id)
         else:
-            out += _S5.pack(m.throttle_time_ms, m.error_code, m.generation_id)
-            write_uvarint(out, u_3)
-        out += b_2
+            b_2 = x_1.encode()
+            u_3 = len(b_2) + 1
+            if u_3 < 128:
+                out += _S6.pack(m.throttle_time_ms, m.error_code, m.generation_id, u_3)
+            else:
+                out += _S5.pack(m.throttle_time_ms, m.error_code, m.generation_id)
+                write_uvarint(out, u_3)
+            out += b_2
     x_4 = m.protocol_name
     if x_4 is None:
         out.append(0)
@@ -2770,18 +2791,21 @@ def decode_join_group_response_v9(data: bytes, pos: int) -> tuple[JoinGroupRespo
 
 
 def encode_join_group_response_v9(m: JoinGroupResponse, out: bytearray) -> None:
-    x_1 = m.protocol_type
-    if x_1 is None:
-        out += _S7.pack(m.throttle_time_ms, m.error_code, m.generation_id)
+    if m.protocol_type == '':
+        out += _S6.pack(m.throttle_time_ms, m.error_code, m.generation_id, 1)
     else:
-        b_2 = x_1.encode()
-        u_3 = len(b_2) + 1
-        if u_3 < 128:
-            out += _S6.pack(m.throttle_time_ms, m.error_code, m.generation_id, u_3)
+        x_1 = m.protocol_type
+        if x_1 is None:
+            out += _S7.pack(m.throttle_time_ms, m.error_code, m.generation_id)
         else:
-            out += _S5.pack(m.throttle_time_ms, m.error_code, m.generation_id)
-            write_uvarint(out, u_3)
-        out += b_2
+            b_2 = x_1.encode()
+            u_3 = len(b_2) + 1
+            if u_3 < 128:
+                out += _S6.pack(m.throttle_time_ms, m.error_code, m.generation_id, u_3)
+            else:
+                out += _S5.pack(m.throttle_time_ms, m.error_code, m.generation_id)
+                write_uvarint(out, u_3)
+            out += b_2
     x_4 = m.protocol_name
     if x_4 is None:
         out.append(0)
@@ -2801,15 +2825,18 @@ def encode_join_group_response_v9(m: JoinGroupResponse, out: bytearray) -> None:
     else:
         write_uvarint(out, u_9)
     out += b_8
-    x_10 = m.member_id
-    b_11 = x_10.encode()
-    u_12 = len(b_11) + 1
-    if u_12 < 128:
-        out += _S8.pack(m.skip_assignment, u_12)
+    if m.member_id == '':
+        out += _S8.pack(m.skip_assignment, 1)
     else:
-        out += _S9.pack(m.skip_assignment)
-        write_uvarint(out, u_12)
-    out += b_11
+        x_10 = m.member_id
+        b_11 = x_10.encode()
+        u_12 = len(b_11) + 1
+        if u_12 < 128:
+            out += _S8.pack(m.skip_assignment, u_12)
+        else:
+            out += _S9.pack(m.skip_assignment)
+            write_uvarint(out, u_12)
+        out += b_11
     x_13 = m.members
     u_14 = len(x_13) + 1
     if u_14 < 128:

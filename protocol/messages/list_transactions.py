@@ -11,9 +11,10 @@ from protocol.primitives import DecodeError, read_uvarint, write_uvarint
 
 _S0 = Struct('>qB')
 _S1 = Struct('>qx')
-_S2 = Struct('>q')
-_S3 = Struct('>ihB')
-_S4 = Struct('>ih')
+_S2 = Struct('>qBx')
+_S3 = Struct('>q')
+_S4 = Struct('>ihB')
+_S5 = Struct('>ih')
 
 
 @dataclass(slots=True)
@@ -308,23 +309,26 @@ def encode_list_transactions_request_v2(m: ListTransactionsRequest, out: bytearr
     else:
         write_uvarint(out, u_8)
     out += pack('>%dq' % len(x_7), *x_7)
-    x_9 = m.transactional_id_pattern
-    if x_9 is None:
-        out += _S1.pack(m.duration_filter)
+    if m.transactional_id_pattern == '':
+        out += _S2.pack(m.duration_filter, 1)
     else:
-        b_10 = x_9.encode()
-        u_11 = len(b_10) + 1
-        if u_11 < 128:
-            out += _S0.pack(m.duration_filter, u_11)
+        x_9 = m.transactional_id_pattern
+        if x_9 is None:
+            out += _S1.pack(m.duration_filter)
         else:
-            out += _S2.pack(m.duration_filter)
-            write_uvarint(out, u_11)
-        out += b_10
-    out.append(0)
+            b_10 = x_9.encode()
+            u_11 = len(b_10) + 1
+            if u_11 < 128:
+                out += _S0.pack(m.duration_filter, u_11)
+            else:
+                out += _S3.pack(m.duration_filter)
+                write_uvarint(out, u_11)
+            out += b_10
+        out.append(0)
 
 
 def decode_list_transactions_response_v0(data: bytes, pos: int) -> tuple[ListTransactionsResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2, n0 = _S3.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2, n0 = _S4.unpack_from(data, pos)
     v_unknown_state_filters_3: list[str]
     if n0 < 128:
         pos += 7
@@ -422,7 +426,7 @@ def decode_list_transactions_response_v0(data: bytes, pos: int) -> tuple[ListTra
 
 
 def encode_list_transactions_response_v0(m: ListTransactionsResponse, out: bytearray) -> None:
-    out += _S4.pack(m.throttle_time_ms, m.error_code)
+    out += _S5.pack(m.throttle_time_ms, m.error_code)
     x_1 = m.unknown_state_filters
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -453,21 +457,24 @@ def encode_list_transactions_response_v0(m: ListTransactionsResponse, out: bytea
         else:
             write_uvarint(out, u_12)
         out += b_11
-        x_13 = e_9.transaction_state
-        b_14 = x_13.encode()
-        u_15 = len(b_14) + 1
-        if u_15 < 128:
-            out += _S0.pack(e_9.producer_id, u_15)
+        if e_9.transaction_state == '':
+            out += _S2.pack(e_9.producer_id, 1)
         else:
-            out += _S2.pack(e_9.producer_id)
-            write_uvarint(out, u_15)
-        out += b_14
-        out.append(0)
+            x_13 = e_9.transaction_state
+            b_14 = x_13.encode()
+            u_15 = len(b_14) + 1
+            if u_15 < 128:
+                out += _S0.pack(e_9.producer_id, u_15)
+            else:
+                out += _S3.pack(e_9.producer_id)
+                write_uvarint(out, u_15)
+            out += b_14
+            out.append(0)
     out.append(0)
 
 
 def decode_list_transactions_response_v1(data: bytes, pos: int) -> tuple[ListTransactionsResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2, n0 = _S3.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2, n0 = _S4.unpack_from(data, pos)
     v_unknown_state_filters_3: list[str]
     if n0 < 128:
         pos += 7
@@ -565,7 +572,7 @@ def decode_list_transactions_response_v1(data: bytes, pos: int) -> tuple[ListTra
 
 
 def encode_list_transactions_response_v1(m: ListTransactionsResponse, out: bytearray) -> None:
-    out += _S4.pack(m.throttle_time_ms, m.error_code)
+    out += _S5.pack(m.throttle_time_ms, m.error_code)
     x_1 = m.unknown_state_filters
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -596,21 +603,24 @@ def encode_list_transactions_response_v1(m: ListTransactionsResponse, out: bytea
         else:
             write_uvarint(out, u_12)
         out += b_11
-        x_13 = e_9.transaction_state
-        b_14 = x_13.encode()
-        u_15 = len(b_14) + 1
-        if u_15 < 128:
-            out += _S0.pack(e_9.producer_id, u_15)
+        if e_9.transaction_state == '':
+            out += _S2.pack(e_9.producer_id, 1)
         else:
-            out += _S2.pack(e_9.producer_id)
-            write_uvarint(out, u_15)
-        out += b_14
-        out.append(0)
+            x_13 = e_9.transaction_state
+            b_14 = x_13.encode()
+            u_15 = len(b_14) + 1
+            if u_15 < 128:
+                out += _S0.pack(e_9.producer_id, u_15)
+            else:
+                out += _S3.pack(e_9.producer_id)
+                write_uvarint(out, u_15)
+            out += b_14
+            out.append(0)
     out.append(0)
 
 
 def decode_list_transactions_response_v2(data: bytes, pos: int) -> tuple[ListTransactionsResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2, n0 = _S3.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2, n0 = _S4.unpack_from(data, pos)
     v_unknown_state_filters_3: list[str]
     if n0 < 128:
         pos += 7
@@ -708,7 +718,7 @@ def decode_list_transactions_response_v2(data: bytes, pos: int) -> tuple[ListTra
 
 
 def encode_list_transactions_response_v2(m: ListTransactionsResponse, out: bytearray) -> None:
-    out += _S4.pack(m.throttle_time_ms, m.error_code)
+    out += _S5.pack(m.throttle_time_ms, m.error_code)
     x_1 = m.unknown_state_filters
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -739,14 +749,17 @@ def encode_list_transactions_response_v2(m: ListTransactionsResponse, out: bytea
         else:
             write_uvarint(out, u_12)
         out += b_11
-        x_13 = e_9.transaction_state
-        b_14 = x_13.encode()
-        u_15 = len(b_14) + 1
-        if u_15 < 128:
-            out += _S0.pack(e_9.producer_id, u_15)
+        if e_9.transaction_state == '':
+            out += _S2.pack(e_9.producer_id, 1)
         else:
-            out += _S2.pack(e_9.producer_id)
-            write_uvarint(out, u_15)
-        out += b_14
-        out.append(0)
+            x_13 = e_9.transaction_state
+            b_14 = x_13.encode()
+            u_15 = len(b_14) + 1
+            if u_15 < 128:
+                out += _S0.pack(e_9.producer_id, u_15)
+            else:
+                out += _S3.pack(e_9.producer_id)
+                write_uvarint(out, u_15)
+            out += b_14
+            out.append(0)
     out.append(0)

@@ -17,20 +17,24 @@ _S3 = Struct('>???')
 _S4 = Struct('>???B')
 _S5 = Struct('>???x')
 _S6 = Struct('>16sB')
-_S7 = Struct('>16sx')
-_S8 = Struct('>16s')
-_S9 = Struct('>??B')
-_S10 = Struct('>??x')
-_S11 = Struct('>hii')
-_S12 = Struct('>hiii')
-_S13 = Struct('>iB')
-_S14 = Struct('>hB')
-_S15 = Struct('>?B')
-_S16 = Struct('>hiiiB')
-_S17 = Struct('>ix')
-_S18 = Struct('>16s?B')
-_S19 = Struct('>16s?')
-_S20 = Struct('>hx')
+_S7 = Struct('>16sBx')
+_S8 = Struct('>16sx')
+_S9 = Struct('>16s')
+_S10 = Struct('>??B')
+_S11 = Struct('>??x')
+_S12 = Struct('>hii')
+_S13 = Struct('>hiii')
+_S14 = Struct('>iB')
+_S15 = Struct('>hB')
+_S16 = Struct('>?B')
+_S17 = Struct('>hiiiB')
+_S18 = Struct('>iBi')
+_S19 = Struct('>hB?')
+_S20 = Struct('>ix')
+_S21 = Struct('>16s?B')
+_S22 = Struct('>hB16s?')
+_S23 = Struct('>16s?')
+_S24 = Struct('>hx')
 
 
 @dataclass(slots=True)
@@ -655,19 +659,22 @@ def encode_metadata_request_v10(m: MetadataRequest, out: bytearray) -> None:
         else:
             write_uvarint(out, u_2)
         for e_3 in x_1:
-            x_4 = e_3.name
-            if x_4 is None:
-                out += _S7.pack(e_3.topic_id)
+            if e_3.name == '':
+                out += _S7.pack(e_3.topic_id, 1)
             else:
-                b_5 = x_4.encode()
-                u_6 = len(b_5) + 1
-                if u_6 < 128:
-                    out += _S6.pack(e_3.topic_id, u_6)
-                else:
+                x_4 = e_3.name
+                if x_4 is None:
                     out += _S8.pack(e_3.topic_id)
-                    write_uvarint(out, u_6)
-                out += b_5
-            out.append(0)
+                else:
+                    b_5 = x_4.encode()
+                    u_6 = len(b_5) + 1
+                    if u_6 < 128:
+                        out += _S6.pack(e_3.topic_id, u_6)
+                    else:
+                        out += _S9.pack(e_3.topic_id)
+                        write_uvarint(out, u_6)
+                    out += b_5
+                out.append(0)
     out += _S5.pack(m.allow_auto_topic_creation, m.include_cluster_authorized_operations, m.include_topic_authorized_operations)
 
 
@@ -712,7 +719,7 @@ def decode_metadata_request_v11(data: bytes, pos: int) -> tuple[MetadataRequest,
                     end1 = pos + size1
                     pos = end1
             append_5(MetadataRequestTopic(v_topic_id_6, v_name_7))
-    v_allow_auto_topic_creation_2, v_include_topic_authorized_operations_4, tag_count0 = _S9.unpack_from(data, pos)
+    v_allow_auto_topic_creation_2, v_include_topic_authorized_operations_4, tag_count0 = _S10.unpack_from(data, pos)
     if tag_count0 == 0:
         pos += 3
     else:
@@ -739,20 +746,23 @@ def encode_metadata_request_v11(m: MetadataRequest, out: bytearray) -> None:
         else:
             write_uvarint(out, u_2)
         for e_3 in x_1:
-            x_4 = e_3.name
-            if x_4 is None:
-                out += _S7.pack(e_3.topic_id)
+            if e_3.name == '':
+                out += _S7.pack(e_3.topic_id, 1)
             else:
-                b_5 = x_4.encode()
-                u_6 = len(b_5) + 1
-                if u_6 < 128:
-                    out += _S6.pack(e_3.topic_id, u_6)
-                else:
+                x_4 = e_3.name
+                if x_4 is None:
                     out += _S8.pack(e_3.topic_id)
-                    write_uvarint(out, u_6)
-                out += b_5
-            out.append(0)
-    out += _S10.pack(m.allow_auto_topic_creation, m.include_topic_authorized_operations)
+                else:
+                    b_5 = x_4.encode()
+                    u_6 = len(b_5) + 1
+                    if u_6 < 128:
+                        out += _S6.pack(e_3.topic_id, u_6)
+                    else:
+                        out += _S9.pack(e_3.topic_id)
+                        write_uvarint(out, u_6)
+                    out += b_5
+                out.append(0)
+    out += _S11.pack(m.allow_auto_topic_creation, m.include_topic_authorized_operations)
 
 
 def decode_metadata_request_v12(data: bytes, pos: int) -> tuple[MetadataRequest, int]:
@@ -796,7 +806,7 @@ def decode_metadata_request_v12(data: bytes, pos: int) -> tuple[MetadataRequest,
                     end1 = pos + size1
                     pos = end1
             append_5(MetadataRequestTopic(v_topic_id_6, v_name_7))
-    v_allow_auto_topic_creation_2, v_include_topic_authorized_operations_4, tag_count0 = _S9.unpack_from(data, pos)
+    v_allow_auto_topic_creation_2, v_include_topic_authorized_operations_4, tag_count0 = _S10.unpack_from(data, pos)
     if tag_count0 == 0:
         pos += 3
     else:
@@ -823,20 +833,23 @@ def encode_metadata_request_v12(m: MetadataRequest, out: bytearray) -> None:
         else:
             write_uvarint(out, u_2)
         for e_3 in x_1:
-            x_4 = e_3.name
-            if x_4 is None:
-                out += _S7.pack(e_3.topic_id)
+            if e_3.name == '':
+                out += _S7.pack(e_3.topic_id, 1)
             else:
-                b_5 = x_4.encode()
-                u_6 = len(b_5) + 1
-                if u_6 < 128:
-                    out += _S6.pack(e_3.topic_id, u_6)
-                else:
+                x_4 = e_3.name
+                if x_4 is None:
                     out += _S8.pack(e_3.topic_id)
-                    write_uvarint(out, u_6)
-                out += b_5
-            out.append(0)
-    out += _S10.pack(m.allow_auto_topic_creation, m.include_topic_authorized_operations)
+                else:
+                    b_5 = x_4.encode()
+                    u_6 = len(b_5) + 1
+                    if u_6 < 128:
+                        out += _S6.pack(e_3.topic_id, u_6)
+                    else:
+                        out += _S9.pack(e_3.topic_id)
+                        write_uvarint(out, u_6)
+                    out += b_5
+                out.append(0)
+    out += _S11.pack(m.allow_auto_topic_creation, m.include_topic_authorized_operations)
 
 
 def decode_metadata_response_v0(data: bytes, pos: int) -> tuple[MetadataResponse, int]:
@@ -900,7 +913,7 @@ def decode_metadata_response_v0(data: bytes, pos: int) -> tuple[MetadataResponse
                 v_partitions_18 = []
                 append_20 = v_partitions_18.append
                 for _ in range(n1):
-                    v_error_code_21, v_partition_index_22, v_leader_id_23 = _S11.unpack_from(data, pos)
+                    v_error_code_21, v_partition_index_22, v_leader_id_23 = _S12.unpack_from(data, pos)
                     pos += 10
                     v_replica_nodes_25: list[int]
                     n2, = _S0.unpack_from(data, pos)
@@ -954,7 +967,7 @@ def encode_metadata_response_v0(m: MetadataResponse, out: bytearray) -> None:
         x_9 = e_6.partitions
         out += _S0.pack(len(x_9))
         for e_10 in x_9:
-            out += _S11.pack(e_10.error_code, e_10.partition_index, e_10.leader_id)
+            out += _S12.pack(e_10.error_code, e_10.partition_index, e_10.leader_id)
             x_11 = e_10.replica_nodes
             out += _S0.pack(len(x_11))
             out += pack('>%di' % len(x_11), *x_11)
@@ -1038,7 +1051,7 @@ def decode_metadata_response_v1(data: bytes, pos: int) -> tuple[MetadataResponse
                 v_partitions_18 = []
                 append_20 = v_partitions_18.append
                 for _ in range(n1):
-                    v_error_code_21, v_partition_index_22, v_leader_id_23 = _S11.unpack_from(data, pos)
+                    v_error_code_21, v_partition_index_22, v_leader_id_23 = _S12.unpack_from(data, pos)
                     pos += 10
                     v_replica_nodes_25: list[int]
                     n2, = _S0.unpack_from(data, pos)
@@ -1101,7 +1114,7 @@ def encode_metadata_response_v1(m: MetadataResponse, out: bytearray) -> None:
         x_11 = e_8.partitions
         out += _S0.pack(len(x_11))
         for e_12 in x_11:
-            out += _S11.pack(e_12.error_code, e_12.partition_index, e_12.leader_id)
+            out += _S12.pack(e_12.error_code, e_12.partition_index, e_12.leader_id)
             x_13 = e_12.replica_nodes
             out += _S0.pack(len(x_13))
             out += pack('>%di' % len(x_13), *x_13)
@@ -1195,7 +1208,7 @@ def decode_metadata_response_v2(data: bytes, pos: int) -> tuple[MetadataResponse
                 v_partitions_18 = []
                 append_20 = v_partitions_18.append
                 for _ in range(n1):
-                    v_error_code_21, v_partition_index_22, v_leader_id_23 = _S11.unpack_from(data, pos)
+                    v_error_code_21, v_partition_index_22, v_leader_id_23 = _S12.unpack_from(data, pos)
                     pos += 10
                     v_replica_nodes_25: list[int]
                     n2, = _S0.unpack_from(data, pos)
@@ -1265,7 +1278,7 @@ def encode_metadata_response_v2(m: MetadataResponse, out: bytearray) -> None:
         x_13 = e_10.partitions
         out += _S0.pack(len(x_13))
         for e_14 in x_13:
-            out += _S11.pack(e_14.error_code, e_14.partition_index, e_14.leader_id)
+            out += _S12.pack(e_14.error_code, e_14.partition_index, e_14.leader_id)
             x_15 = e_14.replica_nodes
             out += _S0.pack(len(x_15))
             out += pack('>%di' % len(x_15), *x_15)
@@ -1361,7 +1374,7 @@ def decode_metadata_response_v3(data: bytes, pos: int) -> tuple[MetadataResponse
                 v_partitions_18 = []
                 append_20 = v_partitions_18.append
                 for _ in range(n1):
-                    v_error_code_21, v_partition_index_22, v_leader_id_23 = _S11.unpack_from(data, pos)
+                    v_error_code_21, v_partition_index_22, v_leader_id_23 = _S12.unpack_from(data, pos)
                     pos += 10
                     v_replica_nodes_25: list[int]
                     n2, = _S0.unpack_from(data, pos)
@@ -1432,7 +1445,7 @@ def encode_metadata_response_v3(m: MetadataResponse, out: bytearray) -> None:
         x_13 = e_10.partitions
         out += _S0.pack(len(x_13))
         for e_14 in x_13:
-            out += _S11.pack(e_14.error_code, e_14.partition_index, e_14.leader_id)
+            out += _S12.pack(e_14.error_code, e_14.partition_index, e_14.leader_id)
             x_15 = e_14.replica_nodes
             out += _S0.pack(len(x_15))
             out += pack('>%di' % len(x_15), *x_15)
@@ -1528,7 +1541,7 @@ def decode_metadata_response_v4(data: bytes, pos: int) -> tuple[MetadataResponse
                 v_partitions_18 = []
                 append_20 = v_partitions_18.append
                 for _ in range(n1):
-                    v_error_code_21, v_partition_index_22, v_leader_id_23 = _S11.unpack_from(data, pos)
+                    v_error_code_21, v_partition_index_22, v_leader_id_23 = _S12.unpack_from(data, pos)
                     pos += 10
                     v_replica_nodes_25: list[int]
                     n2, = _S0.unpack_from(data, pos)
@@ -1599,7 +1612,7 @@ def encode_metadata_response_v4(m: MetadataResponse, out: bytearray) -> None:
         x_13 = e_10.partitions
         out += _S0.pack(len(x_13))
         for e_14 in x_13:
-            out += _S11.pack(e_14.error_code, e_14.partition_index, e_14.leader_id)
+            out += _S12.pack(e_14.error_code, e_14.partition_index, e_14.leader_id)
             x_15 = e_14.replica_nodes
             out += _S0.pack(len(x_15))
             out += pack('>%di' % len(x_15), *x_15)
@@ -1695,7 +1708,7 @@ def decode_metadata_response_v5(data: bytes, pos: int) -> tuple[MetadataResponse
                 v_partitions_18 = []
                 append_20 = v_partitions_18.append
                 for _ in range(n1):
-                    v_error_code_21, v_partition_index_22, v_leader_id_23 = _S11.unpack_from(data, pos)
+                    v_error_code_21, v_partition_index_22, v_leader_id_23 = _S12.unpack_from(data, pos)
                     pos += 10
                     v_replica_nodes_25: list[int]
                     n2, = _S0.unpack_from(data, pos)
@@ -1776,7 +1789,7 @@ def encode_metadata_response_v5(m: MetadataResponse, out: bytearray) -> None:
         x_13 = e_10.partitions
         out += _S0.pack(len(x_13))
         for e_14 in x_13:
-            out += _S11.pack(e_14.error_code, e_14.partition_index, e_14.leader_id)
+            out += _S12.pack(e_14.error_code, e_14.partition_index, e_14.leader_id)
             x_15 = e_14.replica_nodes
             out += _S0.pack(len(x_15))
             out += pack('>%di' % len(x_15), *x_15)
@@ -1875,7 +1888,7 @@ def decode_metadata_response_v6(data: bytes, pos: int) -> tuple[MetadataResponse
                 v_partitions_18 = []
                 append_20 = v_partitions_18.append
                 for _ in range(n1):
-                    v_error_code_21, v_partition_index_22, v_leader_id_23 = _S11.unpack_from(data, pos)
+                    v_error_code_21, v_partition_index_22, v_leader_id_23 = _S12.unpack_from(data, pos)
                     pos += 10
                     v_replica_nodes_25: list[int]
                     n2, = _S0.unpack_from(data, pos)
@@ -1956,7 +1969,7 @@ def encode_metadata_response_v6(m: MetadataResponse, out: bytearray) -> None:
         x_13 = e_10.partitions
         out += _S0.pack(len(x_13))
         for e_14 in x_13:
-            out += _S11.pack(e_14.error_code, e_14.partition_index, e_14.leader_id)
+            out += _S12.pack(e_14.error_code, e_14.partition_index, e_14.leader_id)
             x_15 = e_14.replica_nodes
             out += _S0.pack(len(x_15))
             out += pack('>%di' % len(x_15), *x_15)
@@ -2055,7 +2068,7 @@ def decode_metadata_response_v7(data: bytes, pos: int) -> tuple[MetadataResponse
                 v_partitions_18 = []
                 append_20 = v_partitions_18.append
                 for _ in range(n1):
-                    v_error_code_21, v_partition_index_22, v_leader_id_23, v_leader_epoch_24 = _S12.unpack_from(data, pos)
+                    v_error_code_21, v_partition_index_22, v_leader_id_23, v_leader_epoch_24 = _S13.unpack_from(data, pos)
                     pos += 14
                     v_replica_nodes_25: list[int]
                     n2, = _S0.unpack_from(data, pos)
@@ -2136,7 +2149,7 @@ def encode_metadata_response_v7(m: MetadataResponse, out: bytearray) -> None:
         x_13 = e_10.partitions
         out += _S0.pack(len(x_13))
         for e_14 in x_13:
-            out += _S12.pack(e_14.error_code, e_14.partition_index, e_14.leader_id, e_14.leader_epoch)
+            out += _S13.pack(e_14.error_code, e_14.partition_index, e_14.leader_id, e_14.leader_epoch)
             x_15 = e_14.replica_nodes
             out += _S0.pack(len(x_15))
             out += pack('>%di' % len(x_15), *x_15)
@@ -2235,7 +2248,7 @@ def decode_metadata_response_v8(data: bytes, pos: int) -> tuple[MetadataResponse
                 v_partitions_18 = []
                 append_20 = v_partitions_18.append
                 for _ in range(n1):
-                    v_error_code_21, v_partition_index_22, v_leader_id_23, v_leader_epoch_24 = _S12.unpack_from(data, pos)
+                    v_error_code_21, v_partition_index_22, v_leader_id_23, v_leader_epoch_24 = _S13.unpack_from(data, pos)
                     pos += 14
                     v_replica_nodes_25: list[int]
                     n2, = _S0.unpack_from(data, pos)
@@ -2316,7 +2329,7 @@ def encode_metadata_response_v8(m: MetadataResponse, out: bytearray) -> None:
         x_13 = e_10.partitions
         out += _S0.pack(len(x_13))
         for e_14 in x_13:
-            out += _S12.pack(e_14.error_code, e_14.partition_index, e_14.leader_id, e_14.leader_epoch)
+            out += _S13.pack(e_14.error_code, e_14.partition_index, e_14.leader_id, e_14.leader_epoch)
             x_15 = e_14.replica_nodes
             out += _S0.pack(len(x_15))
             out += pack('>%di' % len(x_15), *x_15)
@@ -2331,7 +2344,7 @@ def encode_metadata_response_v8(m: MetadataResponse, out: bytearray) -> None:
 
 
 def decode_metadata_response_v9(data: bytes, pos: int) -> tuple[MetadataResponse, int]:
-    v_throttle_time_ms_1, n0 = _S13.unpack_from(data, pos)
+    v_throttle_time_ms_1, n0 = _S14.unpack_from(data, pos)
     v_brokers_2: list[MetadataResponseBroker]
     if n0 < 128:
         pos += 5
@@ -2347,7 +2360,7 @@ def decode_metadata_response_v9(data: bytes, pos: int) -> tuple[MetadataResponse
         v_brokers_2 = []
         append_8 = v_brokers_2.append
         for _ in range(n0):
-            v_node_id_9, n1 = _S13.unpack_from(data, pos)
+            v_node_id_9, n1 = _S14.unpack_from(data, pos)
             v_host_10: str
             if n1 < 128:
                 pos += 5
@@ -2362,7 +2375,7 @@ def decode_metadata_response_v9(data: bytes, pos: int) -> tuple[MetadataResponse
                 v_host_10 = ''
             else:
                 raise DecodeError('non-nullable field Host is null')
-            v_port_11, n1 = _S13.unpack_from(data, pos)
+            v_port_11, n1 = _S14.unpack_from(data, pos)
             v_rack_12: str | None
             if n1 < 128:
                 pos += 5
@@ -2401,7 +2414,7 @@ def decode_metadata_response_v9(data: bytes, pos: int) -> tuple[MetadataResponse
         v_cluster_id_3 = ''
     else:
         v_cluster_id_3 = None
-    v_controller_id_4, n0 = _S13.unpack_from(data, pos)
+    v_controller_id_4, n0 = _S14.unpack_from(data, pos)
     v_topics_5: list[MetadataResponseTopic]
     if n0 < 128:
         pos += 5
@@ -2417,7 +2430,7 @@ def decode_metadata_response_v9(data: bytes, pos: int) -> tuple[MetadataResponse
         v_topics_5 = []
         append_13 = v_topics_5.append
         for _ in range(n0):
-            v_error_code_14, n1 = _S14.unpack_from(data, pos)
+            v_error_code_14, n1 = _S15.unpack_from(data, pos)
             v_name_15: str | None
             if n1 < 128:
                 pos += 3
@@ -2432,7 +2445,7 @@ def decode_metadata_response_v9(data: bytes, pos: int) -> tuple[MetadataResponse
                 v_name_15 = ''
             else:
                 raise DecodeError('non-nullable field Name is null')
-            v_is_internal_17, n1 = _S15.unpack_from(data, pos)
+            v_is_internal_17, n1 = _S16.unpack_from(data, pos)
             v_partitions_18: list[MetadataResponsePartition]
             if n1 < 128:
                 pos += 2
@@ -2448,7 +2461,7 @@ def decode_metadata_response_v9(data: bytes, pos: int) -> tuple[MetadataResponse
                 v_partitions_18 = []
                 append_20 = v_partitions_18.append
                 for _ in range(n1):
-                    v_error_code_21, v_partition_index_22, v_leader_id_23, v_leader_epoch_24, n2 = _S16.unpack_from(data, pos)
+                    v_error_code_21, v_partition_index_22, v_leader_id_23, v_leader_epoch_24, n2 = _S17.unpack_from(data, pos)
                     v_replica_nodes_25: list[int]
                     if n2 < 128:
                         pos += 15
@@ -2501,7 +2514,7 @@ def decode_metadata_response_v9(data: bytes, pos: int) -> tuple[MetadataResponse
                             end2 = pos + size2
                             pos = end2
                     append_20(MetadataResponsePartition(v_error_code_21, v_partition_index_22, v_leader_id_23, v_leader_epoch_24, v_replica_nodes_25, v_isr_nodes_26, v_offline_replicas_27))
-            v_topic_authorized_operations_19, tag_count1 = _S13.unpack_from(data, pos)
+            v_topic_authorized_operations_19, tag_count1 = _S14.unpack_from(data, pos)
             if tag_count1 == 0:
                 pos += 5
             else:
@@ -2513,7 +2526,7 @@ def decode_metadata_response_v9(data: bytes, pos: int) -> tuple[MetadataResponse
                     end1 = pos + size1
                     pos = end1
             append_13(MetadataResponseTopic(v_error_code_14, v_name_15, ZERO_UUID, v_is_internal_17, v_partitions_18, v_topic_authorized_operations_19))
-    v_cluster_authorized_operations_6, tag_count0 = _S13.unpack_from(data, pos)
+    v_cluster_authorized_operations_6, tag_count0 = _S14.unpack_from(data, pos)
     if tag_count0 == 0:
         pos += 5
     else:
@@ -2536,25 +2549,28 @@ def encode_metadata_response_v9(m: MetadataResponse, out: bytearray) -> None:
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        x_4 = e_3.host
-        b_5 = x_4.encode()
-        u_6 = len(b_5) + 1
-        if u_6 < 128:
-            out += _S13.pack(e_3.node_id, u_6)
+        if e_3.host == '':
+            out += _S18.pack(e_3.node_id, 1, e_3.port)
         else:
-            out += _S0.pack(e_3.node_id)
-            write_uvarint(out, u_6)
-        out += b_5
+            x_4 = e_3.host
+            b_5 = x_4.encode()
+            u_6 = len(b_5) + 1
+            if u_6 < 128:
+                out += _S14.pack(e_3.node_id, u_6)
+            else:
+                out += _S0.pack(e_3.node_id)
+                write_uvarint(out, u_6)
+            out += b_5
+            out += _S0.pack(e_3.port)
         x_7 = e_3.rack
         if x_7 is None:
-            out += _S17.pack(e_3.port)
+            out.append(0)
         else:
             b_8 = x_7.encode()
             u_9 = len(b_8) + 1
             if u_9 < 128:
-                out += _S13.pack(e_3.port, u_9)
+                out.append(u_9)
             else:
-                out += _S0.pack(e_3.port)
                 write_uvarint(out, u_9)
             out += b_8
         out.append(0)
@@ -2577,18 +2593,21 @@ def encode_metadata_response_v9(m: MetadataResponse, out: bytearray) -> None:
     else:
         write_uvarint(out, u_14)
     for e_15 in x_13:
-        x_16 = e_15.name
-        if x_16 is None:
-            raise ValueError('Name cannot be null in version 9')
-        b_17 = x_16.encode()
-        u_18 = len(b_17) + 1
-        if u_18 < 128:
-            out += _S14.pack(e_15.error_code, u_18)
+        if e_15.name == '':
+            out += _S19.pack(e_15.error_code, 1, e_15.is_internal)
         else:
-            out += _S1.pack(e_15.error_code)
-            write_uvarint(out, u_18)
-        out += b_17
-        out += _S2.pack(e_15.is_internal)
+            x_16 = e_15.name
+            if x_16 is None:
+                raise ValueError('Name cannot be null in version 9')
+            b_17 = x_16.encode()
+            u_18 = len(b_17) + 1
+            if u_18 < 128:
+                out += _S15.pack(e_15.error_code, u_18)
+            else:
+                out += _S1.pack(e_15.error_code)
+                write_uvarint(out, u_18)
+            out += b_17
+            out += _S2.pack(e_15.is_internal)
         x_19 = e_15.partitions
         u_20 = len(x_19) + 1
         if u_20 < 128:
@@ -2596,7 +2615,7 @@ def encode_metadata_response_v9(m: MetadataResponse, out: bytearray) -> None:
         else:
             write_uvarint(out, u_20)
         for e_21 in x_19:
-            out += _S12.pack(e_21.error_code, e_21.partition_index, e_21.leader_id, e_21.leader_epoch)
+            out += _S13.pack(e_21.error_code, e_21.partition_index, e_21.leader_id, e_21.leader_epoch)
             x_22 = e_21.replica_nodes
             u_23 = len(x_22) + 1
             if u_23 < 128:
@@ -2619,12 +2638,12 @@ def encode_metadata_response_v9(m: MetadataResponse, out: bytearray) -> None:
                 write_uvarint(out, u_27)
             out += pack('>%di' % len(x_26), *x_26)
             out.append(0)
-        out += _S17.pack(e_15.topic_authorized_operations)
-    out += _S17.pack(m.cluster_authorized_operations)
+        out += _S20.pack(e_15.topic_authorized_operations)
+    out += _S20.pack(m.cluster_authorized_operations)
 
 
 def decode_metadata_response_v10(data: bytes, pos: int) -> tuple[MetadataResponse, int]:
-    v_throttle_time_ms_1, n0 = _S13.unpack_from(data, pos)
+    v_throttle_time_ms_1, n0 = _S14.unpack_from(data, pos)
     v_brokers_2: list[MetadataResponseBroker]
     if n0 < 128:
         pos += 5
@@ -2640,7 +2659,7 @@ def decode_metadata_response_v10(data: bytes, pos: int) -> tuple[MetadataRespons
         v_brokers_2 = []
         append_8 = v_brokers_2.append
         for _ in range(n0):
-            v_node_id_9, n1 = _S13.unpack_from(data, pos)
+            v_node_id_9, n1 = _S14.unpack_from(data, pos)
             v_host_10: str
             if n1 < 128:
                 pos += 5
@@ -2655,7 +2674,7 @@ def decode_metadata_response_v10(data: bytes, pos: int) -> tuple[MetadataRespons
                 v_host_10 = ''
             else:
                 raise DecodeError('non-nullable field Host is null')
-            v_port_11, n1 = _S13.unpack_from(data, pos)
+            v_port_11, n1 = _S14.unpack_from(data, pos)
             v_rack_12: str | None
             if n1 < 128:
                 pos += 5
@@ -2694,7 +2713,7 @@ def decode_metadata_response_v10(data: bytes, pos: int) -> tuple[MetadataRespons
         v_cluster_id_3 = ''
     else:
         v_cluster_id_3 = None
-    v_controller_id_4, n0 = _S13.unpack_from(data, pos)
+    v_controller_id_4, n0 = _S14.unpack_from(data, pos)
     v_topics_5: list[MetadataResponseTopic]
     if n0 < 128:
         pos += 5
@@ -2710,7 +2729,7 @@ def decode_metadata_response_v10(data: bytes, pos: int) -> tuple[MetadataRespons
         v_topics_5 = []
         append_13 = v_topics_5.append
         for _ in range(n0):
-            v_error_code_14, n1 = _S14.unpack_from(data, pos)
+            v_error_code_14, n1 = _S15.unpack_from(data, pos)
             v_name_15: str | None
             if n1 < 128:
                 pos += 3
@@ -2725,7 +2744,7 @@ def decode_metadata_response_v10(data: bytes, pos: int) -> tuple[MetadataRespons
                 v_name_15 = ''
             else:
                 raise DecodeError('non-nullable field Name is null')
-            v_topic_id_16, v_is_internal_17, n1 = _S18.unpack_from(data, pos)
+            v_topic_id_16, v_is_internal_17, n1 = _S21.unpack_from(data, pos)
             v_partitions_18: list[MetadataResponsePartition]
             if n1 < 128:
                 pos += 18
@@ -2741,7 +2760,7 @@ def decode_metadata_response_v10(data: bytes, pos: int) -> tuple[MetadataRespons
                 v_partitions_18 = []
                 append_20 = v_partitions_18.append
                 for _ in range(n1):
-                    v_error_code_21, v_partition_index_22, v_leader_id_23, v_leader_epoch_24, n2 = _S16.unpack_from(data, pos)
+                    v_error_code_21, v_partition_index_22, v_leader_id_23, v_leader_epoch_24, n2 = _S17.unpack_from(data, pos)
                     v_replica_nodes_25: list[int]
                     if n2 < 128:
                         pos += 15
@@ -2794,7 +2813,7 @@ def decode_metadata_response_v10(data: bytes, pos: int) -> tuple[MetadataRespons
                             end2 = pos + size2
                             pos = end2
                     append_20(MetadataResponsePartition(v_error_code_21, v_partition_index_22, v_leader_id_23, v_leader_epoch_24, v_replica_nodes_25, v_isr_nodes_26, v_offline_replicas_27))
-            v_topic_authorized_operations_19, tag_count1 = _S13.unpack_from(data, pos)
+            v_topic_authorized_operations_19, tag_count1 = _S14.unpack_from(data, pos)
             if tag_count1 == 0:
                 pos += 5
             else:
@@ -2806,7 +2825,7 @@ def decode_metadata_response_v10(data: bytes, pos: int) -> tuple[MetadataRespons
                     end1 = pos + size1
                     pos = end1
             append_13(MetadataResponseTopic(v_error_code_14, v_name_15, v_topic_id_16, v_is_internal_17, v_partitions_18, v_topic_authorized_operations_19))
-    v_cluster_authorized_operations_6, tag_count0 = _S13.unpack_from(data, pos)
+    v_cluster_authorized_operations_6, tag_count0 = _S14.unpack_from(data, pos)
     if tag_count0 == 0:
         pos += 5
     else:
@@ -2829,25 +2848,28 @@ def encode_metadata_response_v10(m: MetadataResponse, out: bytearray) -> None:
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        x_4 = e_3.host
-        b_5 = x_4.encode()
-        u_6 = len(b_5) + 1
-        if u_6 < 128:
-            out += _S13.pack(e_3.node_id, u_6)
+        if e_3.host == '':
+            out += _S18.pack(e_3.node_id, 1, e_3.port)
         else:
-            out += _S0.pack(e_3.node_id)
-            write_uvarint(out, u_6)
-        out += b_5
+            x_4 = e_3.host
+            b_5 = x_4.encode()
+            u_6 = len(b_5) + 1
+            if u_6 < 128:
+                out += _S14.pack(e_3.node_id, u_6)
+            else:
+                out += _S0.pack(e_3.node_id)
+                write_uvarint(out, u_6)
+            out += b_5
+            out += _S0.pack(e_3.port)
         x_7 = e_3.rack
         if x_7 is None:
-            out += _S17.pack(e_3.port)
+            out.append(0)
         else:
             b_8 = x_7.encode()
             u_9 = len(b_8) + 1
             if u_9 < 128:
-                out += _S13.pack(e_3.port, u_9)
+                out.append(u_9)
             else:
-                out += _S0.pack(e_3.port)
                 write_uvarint(out, u_9)
             out += b_8
         out.append(0)
@@ -2870,18 +2892,21 @@ def encode_metadata_response_v10(m: MetadataResponse, out: bytearray) -> None:
     else:
         write_uvarint(out, u_14)
     for e_15 in x_13:
-        x_16 = e_15.name
-        if x_16 is None:
-            raise ValueError('Name cannot be null in version 10')
-        b_17 = x_16.encode()
-        u_18 = len(b_17) + 1
-        if u_18 < 128:
-            out += _S14.pack(e_15.error_code, u_18)
+        if e_15.name == '':
+            out += _S22.pack(e_15.error_code, 1, e_15.topic_id, e_15.is_internal)
         else:
-            out += _S1.pack(e_15.error_code)
-            write_uvarint(out, u_18)
-        out += b_17
-        out += _S19.pack(e_15.topic_id, e_15.is_internal)
+            x_16 = e_15.name
+            if x_16 is None:
+                raise ValueError('Name cannot be null in version 10')
+            b_17 = x_16.encode()
+            u_18 = len(b_17) + 1
+            if u_18 < 128:
+                out += _S15.pack(e_15.error_code, u_18)
+            else:
+                out += _S1.pack(e_15.error_code)
+                write_uvarint(out, u_18)
+            out += b_17
+            out += _S23.pack(e_15.topic_id, e_15.is_internal)
         x_19 = e_15.partitions
         u_20 = len(x_19) + 1
         if u_20 < 128:
@@ -2889,7 +2914,7 @@ def encode_metadata_response_v10(m: MetadataResponse, out: bytearray) -> None:
         else:
             write_uvarint(out, u_20)
         for e_21 in x_19:
-            out += _S12.pack(e_21.error_code, e_21.partition_index, e_21.leader_id, e_21.leader_epoch)
+            out += _S13.pack(e_21.error_code, e_21.partition_index, e_21.leader_id, e_21.leader_epoch)
             x_22 = e_21.replica_nodes
             u_23 = len(x_22) + 1
             if u_23 < 128:
@@ -2912,12 +2937,12 @@ def encode_metadata_response_v10(m: MetadataResponse, out: bytearray) -> None:
                 write_uvarint(out, u_27)
             out += pack('>%di' % len(x_26), *x_26)
             out.append(0)
-        out += _S17.pack(e_15.topic_authorized_operations)
-    out += _S17.pack(m.cluster_authorized_operations)
+        out += _S20.pack(e_15.topic_authorized_operations)
+    out += _S20.pack(m.cluster_authorized_operations)
 
 
 def decode_metadata_response_v11(data: bytes, pos: int) -> tuple[MetadataResponse, int]:
-    v_throttle_time_ms_1, n0 = _S13.unpack_from(data, pos)
+    v_throttle_time_ms_1, n0 = _S14.unpack_from(data, pos)
     v_brokers_2: list[MetadataResponseBroker]
     if n0 < 128:
         pos += 5
@@ -2933,7 +2958,7 @@ def decode_metadata_response_v11(data: bytes, pos: int) -> tuple[MetadataRespons
         v_brokers_2 = []
         append_8 = v_brokers_2.append
         for _ in range(n0):
-            v_node_id_9, n1 = _S13.unpack_from(data, pos)
+            v_node_id_9, n1 = _S14.unpack_from(data, pos)
             v_host_10: str
             if n1 < 128:
                 pos += 5
@@ -2948,7 +2973,7 @@ def decode_metadata_response_v11(data: bytes, pos: int) -> tuple[MetadataRespons
                 v_host_10 = ''
             else:
                 raise DecodeError('non-nullable field Host is null')
-            v_port_11, n1 = _S13.unpack_from(data, pos)
+            v_port_11, n1 = _S14.unpack_from(data, pos)
             v_rack_12: str | None
             if n1 < 128:
                 pos += 5
@@ -2987,7 +3012,7 @@ def decode_metadata_response_v11(data: bytes, pos: int) -> tuple[MetadataRespons
         v_cluster_id_3 = ''
     else:
         v_cluster_id_3 = None
-    v_controller_id_4, n0 = _S13.unpack_from(data, pos)
+    v_controller_id_4, n0 = _S14.unpack_from(data, pos)
     v_topics_5: list[MetadataResponseTopic]
     if n0 < 128:
         pos += 5
@@ -3003,7 +3028,7 @@ def decode_metadata_response_v11(data: bytes, pos: int) -> tuple[MetadataRespons
         v_topics_5 = []
         append_13 = v_topics_5.append
         for _ in range(n0):
-            v_error_code_14, n1 = _S14.unpack_from(data, pos)
+            v_error_code_14, n1 = _S15.unpack_from(data, pos)
             v_name_15: str | None
             if n1 < 128:
                 pos += 3
@@ -3018,7 +3043,7 @@ def decode_metadata_response_v11(data: bytes, pos: int) -> tuple[MetadataRespons
                 v_name_15 = ''
             else:
                 raise DecodeError('non-nullable field Name is null')
-            v_topic_id_16, v_is_internal_17, n1 = _S18.unpack_from(data, pos)
+            v_topic_id_16, v_is_internal_17, n1 = _S21.unpack_from(data, pos)
             v_partitions_18: list[MetadataResponsePartition]
             if n1 < 128:
                 pos += 18
@@ -3034,7 +3059,7 @@ def decode_metadata_response_v11(data: bytes, pos: int) -> tuple[MetadataRespons
                 v_partitions_18 = []
                 append_20 = v_partitions_18.append
                 for _ in range(n1):
-                    v_error_code_21, v_partition_index_22, v_leader_id_23, v_leader_epoch_24, n2 = _S16.unpack_from(data, pos)
+                    v_error_code_21, v_partition_index_22, v_leader_id_23, v_leader_epoch_24, n2 = _S17.unpack_from(data, pos)
                     v_replica_nodes_25: list[int]
                     if n2 < 128:
                         pos += 15
@@ -3087,7 +3112,7 @@ def decode_metadata_response_v11(data: bytes, pos: int) -> tuple[MetadataRespons
                             end2 = pos + size2
                             pos = end2
                     append_20(MetadataResponsePartition(v_error_code_21, v_partition_index_22, v_leader_id_23, v_leader_epoch_24, v_replica_nodes_25, v_isr_nodes_26, v_offline_replicas_27))
-            v_topic_authorized_operations_19, tag_count1 = _S13.unpack_from(data, pos)
+            v_topic_authorized_operations_19, tag_count1 = _S14.unpack_from(data, pos)
             if tag_count1 == 0:
                 pos += 5
             else:
@@ -3122,25 +3147,28 @@ def encode_metadata_response_v11(m: MetadataResponse, out: bytearray) -> None:
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        x_4 = e_3.host
-        b_5 = x_4.encode()
-        u_6 = len(b_5) + 1
-        if u_6 < 128:
-            out += _S13.pack(e_3.node_id, u_6)
+        if e_3.host == '':
+            out += _S18.pack(e_3.node_id, 1, e_3.port)
         else:
-            out += _S0.pack(e_3.node_id)
-            write_uvarint(out, u_6)
-        out += b_5
+            x_4 = e_3.host
+            b_5 = x_4.encode()
+            u_6 = len(b_5) + 1
+            if u_6 < 128:
+                out += _S14.pack(e_3.node_id, u_6)
+            else:
+                out += _S0.pack(e_3.node_id)
+                write_uvarint(out, u_6)
+            out += b_5
+            out += _S0.pack(e_3.port)
         x_7 = e_3.rack
         if x_7 is None:
-            out += _S17.pack(e_3.port)
+            out.append(0)
         else:
             b_8 = x_7.encode()
             u_9 = len(b_8) + 1
             if u_9 < 128:
-                out += _S13.pack(e_3.port, u_9)
+                out.append(u_9)
             else:
-                out += _S0.pack(e_3.port)
                 write_uvarint(out, u_9)
             out += b_8
         out.append(0)
@@ -3163,18 +3191,21 @@ def encode_metadata_response_v11(m: MetadataResponse, out: bytearray) -> None:
     else:
         write_uvarint(out, u_14)
     for e_15 in x_13:
-        x_16 = e_15.name
-        if x_16 is None:
-            raise ValueError('Name cannot be null in version 11')
-        b_17 = x_16.encode()
-        u_18 = len(b_17) + 1
-        if u_18 < 128:
-            out += _S14.pack(e_15.error_code, u_18)
+        if e_15.name == '':
+            out += _S22.pack(e_15.error_code, 1, e_15.topic_id, e_15.is_internal)
         else:
-            out += _S1.pack(e_15.error_code)
-            write_uvarint(out, u_18)
-        out += b_17
-        out += _S19.pack(e_15.topic_id, e_15.is_internal)
+            x_16 = e_15.name
+            if x_16 is None:
+                raise ValueError('Name cannot be null in version 11')
+            b_17 = x_16.encode()
+            u_18 = len(b_17) + 1
+            if u_18 < 128:
+                out += _S15.pack(e_15.error_code, u_18)
+            else:
+                out += _S1.pack(e_15.error_code)
+                write_uvarint(out, u_18)
+            out += b_17
+            out += _S23.pack(e_15.topic_id, e_15.is_internal)
         x_19 = e_15.partitions
         u_20 = len(x_19) + 1
         if u_20 < 128:
@@ -3182,7 +3213,7 @@ def encode_metadata_response_v11(m: MetadataResponse, out: bytearray) -> None:
         else:
             write_uvarint(out, u_20)
         for e_21 in x_19:
-            out += _S12.pack(e_21.error_code, e_21.partition_index, e_21.leader_id, e_21.leader_epoch)
+            out += _S13.pack(e_21.error_code, e_21.partition_index, e_21.leader_id, e_21.leader_epoch)
             x_22 = e_21.replica_nodes
             u_23 = len(x_22) + 1
             if u_23 < 128:
@@ -3205,12 +3236,12 @@ def encode_metadata_response_v11(m: MetadataResponse, out: bytearray) -> None:
                 write_uvarint(out, u_27)
             out += pack('>%di' % len(x_26), *x_26)
             out.append(0)
-        out += _S17.pack(e_15.topic_authorized_operations)
+        out += _S20.pack(e_15.topic_authorized_operations)
     out.append(0)
 
 
 def decode_metadata_response_v12(data: bytes, pos: int) -> tuple[MetadataResponse, int]:
-    v_throttle_time_ms_1, n0 = _S13.unpack_from(data, pos)
+    v_throttle_time_ms_1, n0 = _S14.unpack_from(data, pos)
     v_brokers_2: list[MetadataResponseBroker]
     if n0 < 128:
         pos += 5
@@ -3226,7 +3257,7 @@ def decode_metadata_response_v12(data: bytes, pos: int) -> tuple[MetadataRespons
         v_brokers_2 = []
         append_8 = v_brokers_2.append
         for _ in range(n0):
-            v_node_id_9, n1 = _S13.unpack_from(data, pos)
+            v_node_id_9, n1 = _S14.unpack_from(data, pos)
             v_host_10: str
             if n1 < 128:
                 pos += 5
@@ -3241,7 +3272,7 @@ def decode_metadata_response_v12(data: bytes, pos: int) -> tuple[MetadataRespons
                 v_host_10 = ''
             else:
                 raise DecodeError('non-nullable field Host is null')
-            v_port_11, n1 = _S13.unpack_from(data, pos)
+            v_port_11, n1 = _S14.unpack_from(data, pos)
             v_rack_12: str | None
             if n1 < 128:
                 pos += 5
@@ -3280,7 +3311,7 @@ def decode_metadata_response_v12(data: bytes, pos: int) -> tuple[MetadataRespons
         v_cluster_id_3 = ''
     else:
         v_cluster_id_3 = None
-    v_controller_id_4, n0 = _S13.unpack_from(data, pos)
+    v_controller_id_4, n0 = _S14.unpack_from(data, pos)
     v_topics_5: list[MetadataResponseTopic]
     if n0 < 128:
         pos += 5
@@ -3296,7 +3327,7 @@ def decode_metadata_response_v12(data: bytes, pos: int) -> tuple[MetadataRespons
         v_topics_5 = []
         append_13 = v_topics_5.append
         for _ in range(n0):
-            v_error_code_14, n1 = _S14.unpack_from(data, pos)
+            v_error_code_14, n1 = _S15.unpack_from(data, pos)
             v_name_15: str | None
             if n1 < 128:
                 pos += 3
@@ -3311,7 +3342,7 @@ def decode_metadata_response_v12(data: bytes, pos: int) -> tuple[MetadataRespons
                 v_name_15 = ''
             else:
                 v_name_15 = None
-            v_topic_id_16, v_is_internal_17, n1 = _S18.unpack_from(data, pos)
+            v_topic_id_16, v_is_internal_17, n1 = _S21.unpack_from(data, pos)
             v_partitions_18: list[MetadataResponsePartition]
             if n1 < 128:
                 pos += 18
@@ -3327,7 +3358,7 @@ def decode_metadata_response_v12(data: bytes, pos: int) -> tuple[MetadataRespons
                 v_partitions_18 = []
                 append_20 = v_partitions_18.append
                 for _ in range(n1):
-                    v_error_code_21, v_partition_index_22, v_leader_id_23, v_leader_epoch_24, n2 = _S16.unpack_from(data, pos)
+                    v_error_code_21, v_partition_index_22, v_leader_id_23, v_leader_epoch_24, n2 = _S17.unpack_from(data, pos)
                     v_replica_nodes_25: list[int]
                     if n2 < 128:
                         pos += 15
@@ -3380,7 +3411,7 @@ def decode_metadata_response_v12(data: bytes, pos: int) -> tuple[MetadataRespons
                             end2 = pos + size2
                             pos = end2
                     append_20(MetadataResponsePartition(v_error_code_21, v_partition_index_22, v_leader_id_23, v_leader_epoch_24, v_replica_nodes_25, v_isr_nodes_26, v_offline_replicas_27))
-            v_topic_authorized_operations_19, tag_count1 = _S13.unpack_from(data, pos)
+            v_topic_authorized_operations_19, tag_count1 = _S14.unpack_from(data, pos)
             if tag_count1 == 0:
                 pos += 5
             else:
@@ -3415,25 +3446,28 @@ def encode_metadata_response_v12(m: MetadataResponse, out: bytearray) -> None:
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        x_4 = e_3.host
-        b_5 = x_4.encode()
-        u_6 = len(b_5) + 1
-        if u_6 < 128:
-            out += _S13.pack(e_3.node_id, u_6)
+        if e_3.host == '':
+            out += _S18.pack(e_3.node_id, 1, e_3.port)
         else:
-            out += _S0.pack(e_3.node_id)
-            write_uvarint(out, u_6)
-        out += b_5
+            x_4 = e_3.host
+            b_5 = x_4.encode()
+            u_6 = len(b_5) + 1
+            if u_6 < 128:
+                out += _S14.pack(e_3.node_id, u_6)
+            else:
+                out += _S0.pack(e_3.node_id)
+                write_uvarint(out, u_6)
+            out += b_5
+            out += _S0.pack(e_3.port)
         x_7 = e_3.rack
         if x_7 is None:
-            out += _S17.pack(e_3.port)
+            out.append(0)
         else:
             b_8 = x_7.encode()
             u_9 = len(b_8) + 1
             if u_9 < 128:
-                out += _S13.pack(e_3.port, u_9)
+                out.append(u_9)
             else:
-                out += _S0.pack(e_3.port)
                 write_uvarint(out, u_9)
             out += b_8
         out.append(0)
@@ -3456,19 +3490,22 @@ def encode_metadata_response_v12(m: MetadataResponse, out: bytearray) -> None:
     else:
         write_uvarint(out, u_14)
     for e_15 in x_13:
-        x_16 = e_15.name
-        if x_16 is None:
-            out += _S20.pack(e_15.error_code)
+        if e_15.name == '':
+            out += _S22.pack(e_15.error_code, 1, e_15.topic_id, e_15.is_internal)
         else:
-            b_17 = x_16.encode()
-            u_18 = len(b_17) + 1
-            if u_18 < 128:
-                out += _S14.pack(e_15.error_code, u_18)
+            x_16 = e_15.name
+            if x_16 is None:
+                out += _S24.pack(e_15.error_code)
             else:
-                out += _S1.pack(e_15.error_code)
-                write_uvarint(out, u_18)
-            out += b_17
-        out += _S19.pack(e_15.topic_id, e_15.is_internal)
+                b_17 = x_16.encode()
+                u_18 = len(b_17) + 1
+                if u_18 < 128:
+                    out += _S15.pack(e_15.error_code, u_18)
+                else:
+                    out += _S1.pack(e_15.error_code)
+                    write_uvarint(out, u_18)
+                out += b_17
+            out += _S23.pack(e_15.topic_id, e_15.is_internal)
         x_19 = e_15.partitions
         u_20 = len(x_19) + 1
         if u_20 < 128:
@@ -3476,7 +3513,7 @@ def encode_metadata_response_v12(m: MetadataResponse, out: bytearray) -> None:
         else:
             write_uvarint(out, u_20)
         for e_21 in x_19:
-            out += _S12.pack(e_21.error_code, e_21.partition_index, e_21.leader_id, e_21.leader_epoch)
+            out += _S13.pack(e_21.error_code, e_21.partition_index, e_21.leader_id, e_21.leader_epoch)
             x_22 = e_21.replica_nodes
             u_23 = len(x_22) + 1
             if u_23 < 128:
@@ -3499,5 +3536,5 @@ def encode_metadata_response_v12(m: MetadataResponse, out: bytearray) -> None:
                 write_uvarint(out, u_27)
             out += pack('>%di' % len(x_26), *x_26)
             out.append(0)
-        out += _S17.pack(e_15.topic_authorized_operations)
+        out += _S20.pack(e_15.topic_authorized_operations)
     out.append(0)

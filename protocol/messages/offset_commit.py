@@ -18,12 +18,13 @@ _S4 = Struct('>q')
 _S5 = Struct('>iqi')
 _S6 = Struct('>iB')
 _S7 = Struct('>iqiB')
-_S8 = Struct('>iqix')
-_S9 = Struct('>16sB')
-_S10 = Struct('>16s')
-_S11 = Struct('>ih')
-_S12 = Struct('>ihB')
-_S13 = Struct('>ihx')
+_S8 = Struct('>iqiBx')
+_S9 = Struct('>iqix')
+_S10 = Struct('>16sB')
+_S11 = Struct('>16s')
+_S12 = Struct('>ih')
+_S13 = Struct('>ihB')
+_S14 = Struct('>ihx')
 
 
 @dataclass(slots=True)
@@ -1068,15 +1069,18 @@ def encode_offset_commit_request_v8(m: OffsetCommitRequest, out: bytearray) -> N
     else:
         write_uvarint(out, u_3)
     out += b_2
-    x_4 = m.member_id
-    b_5 = x_4.encode()
-    u_6 = len(b_5) + 1
-    if u_6 < 128:
-        out += _S6.pack(m.generation_id_or_member_epoch, u_6)
+    if m.member_id == '':
+        out += _S6.pack(m.generation_id_or_member_epoch, 1)
     else:
-        out += _S1.pack(m.generation_id_or_member_epoch)
-        write_uvarint(out, u_6)
-    out += b_5
+        x_4 = m.member_id
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out += _S6.pack(m.generation_id_or_member_epoch, u_6)
+        else:
+            out += _S1.pack(m.generation_id_or_member_epoch)
+            write_uvarint(out, u_6)
+        out += b_5
     x_7 = m.group_instance_id
     if x_7 is None:
         out.append(0)
@@ -1112,19 +1116,22 @@ def encode_offset_commit_request_v8(m: OffsetCommitRequest, out: bytearray) -> N
         for e_18 in x_16:
             if e_18.commit_timestamp != -1:
                 raise ValueError('attempted to write a non-default CommitTimestamp at version 8')
-            x_19 = e_18.committed_metadata
-            if x_19 is None:
-                out += _S8.pack(e_18.partition_index, e_18.committed_offset, e_18.committed_leader_epoch)
+            if e_18.committed_metadata == '':
+                out += _S8.pack(e_18.partition_index, e_18.committed_offset, e_18.committed_leader_epoch, 1)
             else:
-                b_20 = x_19.encode()
-                u_21 = len(b_20) + 1
-                if u_21 < 128:
-                    out += _S7.pack(e_18.partition_index, e_18.committed_offset, e_18.committed_leader_epoch, u_21)
+                x_19 = e_18.committed_metadata
+                if x_19 is None:
+                    out += _S9.pack(e_18.partition_index, e_18.committed_offset, e_18.committed_leader_epoch)
                 else:
-                    out += _S5.pack(e_18.partition_index, e_18.committed_offset, e_18.committed_leader_epoch)
-                    write_uvarint(out, u_21)
-                out += b_20
-            out.append(0)
+                    b_20 = x_19.encode()
+                    u_21 = len(b_20) + 1
+                    if u_21 < 128:
+                        out += _S7.pack(e_18.partition_index, e_18.committed_offset, e_18.committed_leader_epoch, u_21)
+                    else:
+                        out += _S5.pack(e_18.partition_index, e_18.committed_offset, e_18.committed_leader_epoch)
+                        write_uvarint(out, u_21)
+                    out += b_20
+                out.append(0)
         out.append(0)
     out.append(0)
 
@@ -1273,15 +1280,18 @@ def encode_offset_commit_request_v9(m: OffsetCommitRequest, out: bytearray) -> N
     else:
         write_uvarint(out, u_3)
     out += b_2
-    x_4 = m.member_id
-    b_5 = x_4.encode()
-    u_6 = len(b_5) + 1
-    if u_6 < 128:
-        out += _S6.pack(m.generation_id_or_member_epoch, u_6)
+    if m.member_id == '':
+        out += _S6.pack(m.generation_id_or_member_epoch, 1)
     else:
-        out += _S1.pack(m.generation_id_or_member_epoch)
-        write_uvarint(out, u_6)
-    out += b_5
+        x_4 = m.member_id
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out += _S6.pack(m.generation_id_or_member_epoch, u_6)
+        else:
+            out += _S1.pack(m.generation_id_or_member_epoch)
+            write_uvarint(out, u_6)
+        out += b_5
     x_7 = m.group_instance_id
     if x_7 is None:
         out.append(0)
@@ -1317,19 +1327,22 @@ def encode_offset_commit_request_v9(m: OffsetCommitRequest, out: bytearray) -> N
         for e_18 in x_16:
             if e_18.commit_timestamp != -1:
                 raise ValueError('attempted to write a non-default CommitTimestamp at version 9')
-            x_19 = e_18.committed_metadata
-            if x_19 is None:
-                out += _S8.pack(e_18.partition_index, e_18.committed_offset, e_18.committed_leader_epoch)
+            if e_18.committed_metadata == '':
+                out += _S8.pack(e_18.partition_index, e_18.committed_offset, e_18.committed_leader_epoch, 1)
             else:
-                b_20 = x_19.encode()
-                u_21 = len(b_20) + 1
-                if u_21 < 128:
-                    out += _S7.pack(e_18.partition_index, e_18.committed_offset, e_18.committed_leader_epoch, u_21)
+                x_19 = e_18.committed_metadata
+                if x_19 is None:
+                    out += _S9.pack(e_18.partition_index, e_18.committed_offset, e_18.committed_leader_epoch)
                 else:
-                    out += _S5.pack(e_18.partition_index, e_18.committed_offset, e_18.committed_leader_epoch)
-                    write_uvarint(out, u_21)
-                out += b_20
-            out.append(0)
+                    b_20 = x_19.encode()
+                    u_21 = len(b_20) + 1
+                    if u_21 < 128:
+                        out += _S7.pack(e_18.partition_index, e_18.committed_offset, e_18.committed_leader_epoch, u_21)
+                    else:
+                        out += _S5.pack(e_18.partition_index, e_18.committed_offset, e_18.committed_leader_epoch)
+                        write_uvarint(out, u_21)
+                    out += b_20
+                out.append(0)
         out.append(0)
     out.append(0)
 
@@ -1393,7 +1406,7 @@ def decode_offset_commit_request_v10(data: bytes, pos: int) -> tuple[OffsetCommi
         v_topics_6 = []
         append_7 = v_topics_6.append
         for _ in range(n0):
-            v_topic_id_9, n1 = _S9.unpack_from(data, pos)
+            v_topic_id_9, n1 = _S10.unpack_from(data, pos)
             v_partitions_10: list[OffsetCommitRequestPartition]
             if n1 < 128:
                 pos += 17
@@ -1465,15 +1478,18 @@ def encode_offset_commit_request_v10(m: OffsetCommitRequest, out: bytearray) -> 
     else:
         write_uvarint(out, u_3)
     out += b_2
-    x_4 = m.member_id
-    b_5 = x_4.encode()
-    u_6 = len(b_5) + 1
-    if u_6 < 128:
-        out += _S6.pack(m.generation_id_or_member_epoch, u_6)
+    if m.member_id == '':
+        out += _S6.pack(m.generation_id_or_member_epoch, 1)
     else:
-        out += _S1.pack(m.generation_id_or_member_epoch)
-        write_uvarint(out, u_6)
-    out += b_5
+        x_4 = m.member_id
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out += _S6.pack(m.generation_id_or_member_epoch, u_6)
+        else:
+            out += _S1.pack(m.generation_id_or_member_epoch)
+            write_uvarint(out, u_6)
+        out += b_5
     x_7 = m.group_instance_id
     if x_7 is None:
         out.append(0)
@@ -1492,7 +1508,7 @@ def encode_offset_commit_request_v10(m: OffsetCommitRequest, out: bytearray) -> 
     else:
         write_uvarint(out, u_11)
     for e_12 in x_10:
-        out += _S10.pack(e_12.topic_id)
+        out += _S11.pack(e_12.topic_id)
         x_13 = e_12.partitions
         u_14 = len(x_13) + 1
         if u_14 < 128:
@@ -1502,19 +1518,22 @@ def encode_offset_commit_request_v10(m: OffsetCommitRequest, out: bytearray) -> 
         for e_15 in x_13:
             if e_15.commit_timestamp != -1:
                 raise ValueError('attempted to write a non-default CommitTimestamp at version 10')
-            x_16 = e_15.committed_metadata
-            if x_16 is None:
-                out += _S8.pack(e_15.partition_index, e_15.committed_offset, e_15.committed_leader_epoch)
+            if e_15.committed_metadata == '':
+                out += _S8.pack(e_15.partition_index, e_15.committed_offset, e_15.committed_leader_epoch, 1)
             else:
-                b_17 = x_16.encode()
-                u_18 = len(b_17) + 1
-                if u_18 < 128:
-                    out += _S7.pack(e_15.partition_index, e_15.committed_offset, e_15.committed_leader_epoch, u_18)
+                x_16 = e_15.committed_metadata
+                if x_16 is None:
+                    out += _S9.pack(e_15.partition_index, e_15.committed_offset, e_15.committed_leader_epoch)
                 else:
-                    out += _S5.pack(e_15.partition_index, e_15.committed_offset, e_15.committed_leader_epoch)
-                    write_uvarint(out, u_18)
-                out += b_17
-            out.append(0)
+                    b_17 = x_16.encode()
+                    u_18 = len(b_17) + 1
+                    if u_18 < 128:
+                        out += _S7.pack(e_15.partition_index, e_15.committed_offset, e_15.committed_leader_epoch, u_18)
+                    else:
+                        out += _S5.pack(e_15.partition_index, e_15.committed_offset, e_15.committed_leader_epoch)
+                        write_uvarint(out, u_18)
+                    out += b_17
+                out.append(0)
         out.append(0)
     out.append(0)
 
@@ -1552,7 +1571,7 @@ def decode_offset_commit_response_v0(data: bytes, pos: int) -> tuple[OffsetCommi
                 v_partitions_6 = []
                 append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v_partition_index_8, v_error_code_9 = _S11.unpack_from(data, pos)
+                    v_partition_index_8, v_error_code_9 = _S12.unpack_from(data, pos)
                     pos += 6
                     append_7(OffsetCommitResponsePartition(v_partition_index_8, v_error_code_9))
             append_3(OffsetCommitResponseTopic(v_name_4, ZERO_UUID, v_partitions_6))
@@ -1570,7 +1589,7 @@ def encode_offset_commit_response_v0(m: OffsetCommitResponse, out: bytearray) ->
         x_5 = e_2.partitions
         out += _S1.pack(len(x_5))
         for e_6 in x_5:
-            out += _S11.pack(e_6.partition_index, e_6.error_code)
+            out += _S12.pack(e_6.partition_index, e_6.error_code)
 
 
 def decode_offset_commit_response_v1(data: bytes, pos: int) -> tuple[OffsetCommitResponse, int]:
@@ -1606,7 +1625,7 @@ def decode_offset_commit_response_v1(data: bytes, pos: int) -> tuple[OffsetCommi
                 v_partitions_6 = []
                 append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v_partition_index_8, v_error_code_9 = _S11.unpack_from(data, pos)
+                    v_partition_index_8, v_error_code_9 = _S12.unpack_from(data, pos)
                     pos += 6
                     append_7(OffsetCommitResponsePartition(v_partition_index_8, v_error_code_9))
             append_3(OffsetCommitResponseTopic(v_name_4, ZERO_UUID, v_partitions_6))
@@ -1624,7 +1643,7 @@ def encode_offset_commit_response_v1(m: OffsetCommitResponse, out: bytearray) ->
         x_5 = e_2.partitions
         out += _S1.pack(len(x_5))
         for e_6 in x_5:
-            out += _S11.pack(e_6.partition_index, e_6.error_code)
+            out += _S12.pack(e_6.partition_index, e_6.error_code)
 
 
 def decode_offset_commit_response_v2(data: bytes, pos: int) -> tuple[OffsetCommitResponse, int]:
@@ -1660,7 +1679,7 @@ def decode_offset_commit_response_v2(data: bytes, pos: int) -> tuple[OffsetCommi
                 v_partitions_6 = []
                 append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v_partition_index_8, v_error_code_9 = _S11.unpack_from(data, pos)
+                    v_partition_index_8, v_error_code_9 = _S12.unpack_from(data, pos)
                     pos += 6
                     append_7(OffsetCommitResponsePartition(v_partition_index_8, v_error_code_9))
             append_3(OffsetCommitResponseTopic(v_name_4, ZERO_UUID, v_partitions_6))
@@ -1678,7 +1697,7 @@ def encode_offset_commit_response_v2(m: OffsetCommitResponse, out: bytearray) ->
         x_5 = e_2.partitions
         out += _S1.pack(len(x_5))
         for e_6 in x_5:
-            out += _S11.pack(e_6.partition_index, e_6.error_code)
+            out += _S12.pack(e_6.partition_index, e_6.error_code)
 
 
 def decode_offset_commit_response_v3(data: bytes, pos: int) -> tuple[OffsetCommitResponse, int]:
@@ -1716,7 +1735,7 @@ def decode_offset_commit_response_v3(data: bytes, pos: int) -> tuple[OffsetCommi
                 v_partitions_6 = []
                 append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v_partition_index_8, v_error_code_9 = _S11.unpack_from(data, pos)
+                    v_partition_index_8, v_error_code_9 = _S12.unpack_from(data, pos)
                     pos += 6
                     append_7(OffsetCommitResponsePartition(v_partition_index_8, v_error_code_9))
             append_3(OffsetCommitResponseTopic(v_name_4, ZERO_UUID, v_partitions_6))
@@ -1735,7 +1754,7 @@ def encode_offset_commit_response_v3(m: OffsetCommitResponse, out: bytearray) ->
         x_5 = e_2.partitions
         out += _S1.pack(len(x_5))
         for e_6 in x_5:
-            out += _S11.pack(e_6.partition_index, e_6.error_code)
+            out += _S12.pack(e_6.partition_index, e_6.error_code)
 
 
 def decode_offset_commit_response_v4(data: bytes, pos: int) -> tuple[OffsetCommitResponse, int]:
@@ -1773,7 +1792,7 @@ def decode_offset_commit_response_v4(data: bytes, pos: int) -> tuple[OffsetCommi
                 v_partitions_6 = []
                 append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v_partition_index_8, v_error_code_9 = _S11.unpack_from(data, pos)
+                    v_partition_index_8, v_error_code_9 = _S12.unpack_from(data, pos)
                     pos += 6
                     append_7(OffsetCommitResponsePartition(v_partition_index_8, v_error_code_9))
             append_3(OffsetCommitResponseTopic(v_name_4, ZERO_UUID, v_partitions_6))
@@ -1792,7 +1811,7 @@ def encode_offset_commit_response_v4(m: OffsetCommitResponse, out: bytearray) ->
         x_5 = e_2.partitions
         out += _S1.pack(len(x_5))
         for e_6 in x_5:
-            out += _S11.pack(e_6.partition_index, e_6.error_code)
+            out += _S12.pack(e_6.partition_index, e_6.error_code)
 
 
 def decode_offset_commit_response_v5(data: bytes, pos: int) -> tuple[OffsetCommitResponse, int]:
@@ -1830,7 +1849,7 @@ def decode_offset_commit_response_v5(data: bytes, pos: int) -> tuple[OffsetCommi
                 v_partitions_6 = []
                 append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v_partition_index_8, v_error_code_9 = _S11.unpack_from(data, pos)
+                    v_partition_index_8, v_error_code_9 = _S12.unpack_from(data, pos)
                     pos += 6
                     append_7(OffsetCommitResponsePartition(v_partition_index_8, v_error_code_9))
             append_3(OffsetCommitResponseTopic(v_name_4, ZERO_UUID, v_partitions_6))
@@ -1849,7 +1868,7 @@ def encode_offset_commit_response_v5(m: OffsetCommitResponse, out: bytearray) ->
         x_5 = e_2.partitions
         out += _S1.pack(len(x_5))
         for e_6 in x_5:
-            out += _S11.pack(e_6.partition_index, e_6.error_code)
+            out += _S12.pack(e_6.partition_index, e_6.error_code)
 
 
 def decode_offset_commit_response_v6(data: bytes, pos: int) -> tuple[OffsetCommitResponse, int]:
@@ -1887,7 +1906,7 @@ def decode_offset_commit_response_v6(data: bytes, pos: int) -> tuple[OffsetCommi
                 v_partitions_6 = []
                 append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v_partition_index_8, v_error_code_9 = _S11.unpack_from(data, pos)
+                    v_partition_index_8, v_error_code_9 = _S12.unpack_from(data, pos)
                     pos += 6
                     append_7(OffsetCommitResponsePartition(v_partition_index_8, v_error_code_9))
             append_3(OffsetCommitResponseTopic(v_name_4, ZERO_UUID, v_partitions_6))
@@ -1906,7 +1925,7 @@ def encode_offset_commit_response_v6(m: OffsetCommitResponse, out: bytearray) ->
         x_5 = e_2.partitions
         out += _S1.pack(len(x_5))
         for e_6 in x_5:
-            out += _S11.pack(e_6.partition_index, e_6.error_code)
+            out += _S12.pack(e_6.partition_index, e_6.error_code)
 
 
 def decode_offset_commit_response_v7(data: bytes, pos: int) -> tuple[OffsetCommitResponse, int]:
@@ -1944,7 +1963,7 @@ def decode_offset_commit_response_v7(data: bytes, pos: int) -> tuple[OffsetCommi
                 v_partitions_6 = []
                 append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v_partition_index_8, v_error_code_9 = _S11.unpack_from(data, pos)
+                    v_partition_index_8, v_error_code_9 = _S12.unpack_from(data, pos)
                     pos += 6
                     append_7(OffsetCommitResponsePartition(v_partition_index_8, v_error_code_9))
             append_3(OffsetCommitResponseTopic(v_name_4, ZERO_UUID, v_partitions_6))
@@ -1963,7 +1982,7 @@ def encode_offset_commit_response_v7(m: OffsetCommitResponse, out: bytearray) ->
         x_5 = e_2.partitions
         out += _S1.pack(len(x_5))
         for e_6 in x_5:
-            out += _S11.pack(e_6.partition_index, e_6.error_code)
+            out += _S12.pack(e_6.partition_index, e_6.error_code)
 
 
 def decode_offset_commit_response_v8(data: bytes, pos: int) -> tuple[OffsetCommitResponse, int]:
@@ -2012,7 +2031,7 @@ def decode_offset_commit_response_v8(data: bytes, pos: int) -> tuple[OffsetCommi
                 v_partitions_6 = []
                 append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v_partition_index_8, v_error_code_9, tag_count2 = _S12.unpack_from(data, pos)
+                    v_partition_index_8, v_error_code_9, tag_count2 = _S13.unpack_from(data, pos)
                     if tag_count2 == 0:
                         pos += 7
                     else:
@@ -2070,7 +2089,7 @@ def encode_offset_commit_response_v8(m: OffsetCommitResponse, out: bytearray) ->
         else:
             write_uvarint(out, u_8)
         for e_9 in x_7:
-            out += _S13.pack(e_9.partition_index, e_9.error_code)
+            out += _S14.pack(e_9.partition_index, e_9.error_code)
         out.append(0)
     out.append(0)
 
@@ -2121,7 +2140,7 @@ def decode_offset_commit_response_v9(data: bytes, pos: int) -> tuple[OffsetCommi
                 v_partitions_6 = []
                 append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v_partition_index_8, v_error_code_9, tag_count2 = _S12.unpack_from(data, pos)
+                    v_partition_index_8, v_error_code_9, tag_count2 = _S13.unpack_from(data, pos)
                     if tag_count2 == 0:
                         pos += 7
                     else:
@@ -2179,7 +2198,7 @@ def encode_offset_commit_response_v9(m: OffsetCommitResponse, out: bytearray) ->
         else:
             write_uvarint(out, u_8)
         for e_9 in x_7:
-            out += _S13.pack(e_9.partition_index, e_9.error_code)
+            out += _S14.pack(e_9.partition_index, e_9.error_code)
         out.append(0)
     out.append(0)
 
@@ -2201,7 +2220,7 @@ def decode_offset_commit_response_v10(data: bytes, pos: int) -> tuple[OffsetComm
         v_topics_2 = []
         append_3 = v_topics_2.append
         for _ in range(n0):
-            v_topic_id_5, n1 = _S9.unpack_from(data, pos)
+            v_topic_id_5, n1 = _S10.unpack_from(data, pos)
             v_partitions_6: list[OffsetCommitResponsePartition]
             if n1 < 128:
                 pos += 17
@@ -2217,7 +2236,7 @@ def decode_offset_commit_response_v10(data: bytes, pos: int) -> tuple[OffsetComm
                 v_partitions_6 = []
                 append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v_partition_index_8, v_error_code_9, tag_count2 = _S12.unpack_from(data, pos)
+                    v_partition_index_8, v_error_code_9, tag_count2 = _S13.unpack_from(data, pos)
                     if tag_count2 == 0:
                         pos += 7
                     else:
@@ -2260,7 +2279,7 @@ def encode_offset_commit_response_v10(m: OffsetCommitResponse, out: bytearray) -
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        out += _S10.pack(e_3.topic_id)
+        out += _S11.pack(e_3.topic_id)
         x_4 = e_3.partitions
         u_5 = len(x_4) + 1
         if u_5 < 128:
@@ -2268,6 +2287,6 @@ def encode_offset_commit_response_v10(m: OffsetCommitResponse, out: bytearray) -
         else:
             write_uvarint(out, u_5)
         for e_6 in x_4:
-            out += _S13.pack(e_6.partition_index, e_6.error_code)
+            out += _S14.pack(e_6.partition_index, e_6.error_code)
         out.append(0)
     out.append(0)

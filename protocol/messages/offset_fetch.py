@@ -21,8 +21,9 @@ _S7 = Struct('>iq')
 _S8 = Struct('>iqi')
 _S9 = Struct('>iqiB')
 _S10 = Struct('>hB')
-_S11 = Struct('>iqix')
-_S12 = Struct('>hx')
+_S11 = Struct('>iqiBhx')
+_S12 = Struct('>iqix')
+_S13 = Struct('>hx')
 
 
 @dataclass(slots=True)
@@ -1867,21 +1868,24 @@ def encode_offset_fetch_response_v6(m: OffsetFetchResponse, out: bytearray) -> N
         else:
             write_uvarint(out, u_8)
         for e_9 in x_7:
-            x_10 = e_9.metadata
-            if x_10 is None:
-                out += _S11.pack(e_9.partition_index, e_9.committed_offset, e_9.committed_leader_epoch)
+            if e_9.metadata == '':
+                out += _S11.pack(e_9.partition_index, e_9.committed_offset, e_9.committed_leader_epoch, 1, e_9.error_code)
             else:
-                b_11 = x_10.encode()
-                u_12 = len(b_11) + 1
-                if u_12 < 128:
-                    out += _S9.pack(e_9.partition_index, e_9.committed_offset, e_9.committed_leader_epoch, u_12)
+                x_10 = e_9.metadata
+                if x_10 is None:
+                    out += _S12.pack(e_9.partition_index, e_9.committed_offset, e_9.committed_leader_epoch)
                 else:
-                    out += _S8.pack(e_9.partition_index, e_9.committed_offset, e_9.committed_leader_epoch)
-                    write_uvarint(out, u_12)
-                out += b_11
-            out += _S12.pack(e_9.error_code)
+                    b_11 = x_10.encode()
+                    u_12 = len(b_11) + 1
+                    if u_12 < 128:
+                        out += _S9.pack(e_9.partition_index, e_9.committed_offset, e_9.committed_leader_epoch, u_12)
+                    else:
+                        out += _S8.pack(e_9.partition_index, e_9.committed_offset, e_9.committed_leader_epoch)
+                        write_uvarint(out, u_12)
+                    out += b_11
+                out += _S13.pack(e_9.error_code)
         out.append(0)
-    out += _S12.pack(m.error_code)
+    out += _S13.pack(m.error_code)
 
 
 def decode_offset_fetch_response_v7(data: bytes, pos: int) -> tuple[OffsetFetchResponse, int]:
@@ -2007,21 +2011,24 @@ def encode_offset_fetch_response_v7(m: OffsetFetchResponse, out: bytearray) -> N
         else:
             write_uvarint(out, u_8)
         for e_9 in x_7:
-            x_10 = e_9.metadata
-            if x_10 is None:
-                out += _S11.pack(e_9.partition_index, e_9.committed_offset, e_9.committed_leader_epoch)
+            if e_9.metadata == '':
+                out += _S11.pack(e_9.partition_index, e_9.committed_offset, e_9.committed_leader_epoch, 1, e_9.error_code)
             else:
-                b_11 = x_10.encode()
-                u_12 = len(b_11) + 1
-                if u_12 < 128:
-                    out += _S9.pack(e_9.partition_index, e_9.committed_offset, e_9.committed_leader_epoch, u_12)
+                x_10 = e_9.metadata
+                if x_10 is None:
+                    out += _S12.pack(e_9.partition_index, e_9.committed_offset, e_9.committed_leader_epoch)
                 else:
-                    out += _S8.pack(e_9.partition_index, e_9.committed_offset, e_9.committed_leader_epoch)
-                    write_uvarint(out, u_12)
-                out += b_11
-            out += _S12.pack(e_9.error_code)
+                    b_11 = x_10.encode()
+                    u_12 = len(b_11) + 1
+                    if u_12 < 128:
+                        out += _S9.pack(e_9.partition_index, e_9.committed_offset, e_9.committed_leader_epoch, u_12)
+                    else:
+                        out += _S8.pack(e_9.partition_index, e_9.committed_offset, e_9.committed_leader_epoch)
+                        write_uvarint(out, u_12)
+                    out += b_11
+                out += _S13.pack(e_9.error_code)
         out.append(0)
-    out += _S12.pack(m.error_code)
+    out += _S13.pack(m.error_code)
 
 
 def decode_offset_fetch_response_v8(data: bytes, pos: int) -> tuple[OffsetFetchResponse, int]:
@@ -2201,21 +2208,24 @@ def encode_offset_fetch_response_v8(m: OffsetFetchResponse, out: bytearray) -> N
             else:
                 write_uvarint(out, u_14)
             for e_15 in x_13:
-                x_16 = e_15.metadata
-                if x_16 is None:
-                    out += _S11.pack(e_15.partition_index, e_15.committed_offset, e_15.committed_leader_epoch)
+                if e_15.metadata == '':
+                    out += _S11.pack(e_15.partition_index, e_15.committed_offset, e_15.committed_leader_epoch, 1, e_15.error_code)
                 else:
-                    b_17 = x_16.encode()
-                    u_18 = len(b_17) + 1
-                    if u_18 < 128:
-                        out += _S9.pack(e_15.partition_index, e_15.committed_offset, e_15.committed_leader_epoch, u_18)
+                    x_16 = e_15.metadata
+                    if x_16 is None:
+                        out += _S12.pack(e_15.partition_index, e_15.committed_offset, e_15.committed_leader_epoch)
                     else:
-                        out += _S8.pack(e_15.partition_index, e_15.committed_offset, e_15.committed_leader_epoch)
-                        write_uvarint(out, u_18)
-                    out += b_17
-                out += _S12.pack(e_15.error_code)
+                        b_17 = x_16.encode()
+                        u_18 = len(b_17) + 1
+                        if u_18 < 128:
+                            out += _S9.pack(e_15.partition_index, e_15.committed_offset, e_15.committed_leader_epoch, u_18)
+                        else:
+                            out += _S8.pack(e_15.partition_index, e_15.committed_offset, e_15.committed_leader_epoch)
+                            write_uvarint(out, u_18)
+                        out += b_17
+                    out += _S13.pack(e_15.error_code)
             out.append(0)
-        out += _S12.pack(e_3.error_code)
+        out += _S13.pack(e_3.error_code)
     out.append(0)
 
 
@@ -2396,21 +2406,24 @@ def encode_offset_fetch_response_v9(m: OffsetFetchResponse, out: bytearray) -> N
             else:
                 write_uvarint(out, u_14)
             for e_15 in x_13:
-                x_16 = e_15.metadata
-                if x_16 is None:
-                    out += _S11.pack(e_15.partition_index, e_15.committed_offset, e_15.committed_leader_epoch)
+                if e_15.metadata == '':
+                    out += _S11.pack(e_15.partition_index, e_15.committed_offset, e_15.committed_leader_epoch, 1, e_15.error_code)
                 else:
-                    b_17 = x_16.encode()
-                    u_18 = len(b_17) + 1
-                    if u_18 < 128:
-                        out += _S9.pack(e_15.partition_index, e_15.committed_offset, e_15.committed_leader_epoch, u_18)
+                    x_16 = e_15.metadata
+                    if x_16 is None:
+                        out += _S12.pack(e_15.partition_index, e_15.committed_offset, e_15.committed_leader_epoch)
                     else:
-                        out += _S8.pack(e_15.partition_index, e_15.committed_offset, e_15.committed_leader_epoch)
-                        write_uvarint(out, u_18)
-                    out += b_17
-                out += _S12.pack(e_15.error_code)
+                        b_17 = x_16.encode()
+                        u_18 = len(b_17) + 1
+                        if u_18 < 128:
+                            out += _S9.pack(e_15.partition_index, e_15.committed_offset, e_15.committed_leader_epoch, u_18)
+                        else:
+                            out += _S8.pack(e_15.partition_index, e_15.committed_offset, e_15.committed_leader_epoch)
+                            write_uvarint(out, u_18)
+                        out += b_17
+                    out += _S13.pack(e_15.error_code)
             out.append(0)
-        out += _S12.pack(e_3.error_code)
+        out += _S13.pack(e_3.error_code)
     out.append(0)
 
 
@@ -2571,19 +2584,22 @@ def encode_offset_fetch_response_v10(m: OffsetFetchResponse, out: bytearray) -> 
             else:
                 write_uvarint(out, u_11)
             for e_12 in x_10:
-                x_13 = e_12.metadata
-                if x_13 is None:
-                    out += _S11.pack(e_12.partition_index, e_12.committed_offset, e_12.committed_leader_epoch)
+                if e_12.metadata == '':
+                    out += _S11.pack(e_12.partition_index, e_12.committed_offset, e_12.committed_leader_epoch, 1, e_12.error_code)
                 else:
-                    b_14 = x_13.encode()
-                    u_15 = len(b_14) + 1
-                    if u_15 < 128:
-                        out += _S9.pack(e_12.partition_index, e_12.committed_offset, e_12.committed_leader_epoch, u_15)
+                    x_13 = e_12.metadata
+                    if x_13 is None:
+                        out += _S12.pack(e_12.partition_index, e_12.committed_offset, e_12.committed_leader_epoch)
                     else:
-                        out += _S8.pack(e_12.partition_index, e_12.committed_offset, e_12.committed_leader_epoch)
-                        write_uvarint(out, u_15)
-                    out += b_14
-                out += _S12.pack(e_12.error_code)
+                        b_14 = x_13.encode()
+                        u_15 = len(b_14) + 1
+                        if u_15 < 128:
+                            out += _S9.pack(e_12.partition_index, e_12.committed_offset, e_12.committed_leader_epoch, u_15)
+                        else:
+                            out += _S8.pack(e_12.partition_index, e_12.committed_offset, e_12.committed_leader_epoch)
+                            write_uvarint(out, u_15)
+                        out += b_14
+                    out += _S13.pack(e_12.error_code)
             out.append(0)
-        out += _S12.pack(e_3.error_code)
+        out += _S13.pack(e_3.error_code)
     out.append(0)

@@ -22,8 +22,10 @@ _S8 = Struct('>ihq')
 _S9 = Struct('>ihqq')
 _S10 = Struct('>ihqqq')
 _S11 = Struct('>ihqqqB')
-_S12 = Struct('>iiB')
-_S13 = Struct('>iix')
+_S12 = Struct('>iBx')
+_S13 = Struct('>iiB')
+_S14 = Struct('>iix')
+_S15 = Struct('>iBi')
 
 
 @dataclass(slots=True)
@@ -2367,19 +2369,22 @@ def encode_produce_response_v9(m: ProduceResponse, out: bytearray) -> None:
             else:
                 write_uvarint(out, u_11)
             for e_12 in x_10:
-                x_13 = e_12.batch_index_error_message
-                if x_13 is None:
-                    out += _S5.pack(e_12.batch_index)
+                if e_12.batch_index_error_message == '':
+                    out += _S12.pack(e_12.batch_index, 1)
                 else:
-                    b_14 = x_13.encode()
-                    u_15 = len(b_14) + 1
-                    if u_15 < 128:
-                        out += _S4.pack(e_12.batch_index, u_15)
+                    x_13 = e_12.batch_index_error_message
+                    if x_13 is None:
+                        out += _S5.pack(e_12.batch_index)
                     else:
-                        out += _S1.pack(e_12.batch_index)
-                        write_uvarint(out, u_15)
-                    out += b_14
-                out.append(0)
+                        b_14 = x_13.encode()
+                        u_15 = len(b_14) + 1
+                        if u_15 < 128:
+                            out += _S4.pack(e_12.batch_index, u_15)
+                        else:
+                            out += _S1.pack(e_12.batch_index)
+                            write_uvarint(out, u_15)
+                        out += b_14
+                    out.append(0)
             x_16 = e_9.error_message
             if x_16 is None:
                 out.append(0)
@@ -2506,7 +2511,7 @@ def decode_produce_response_v10(data: bytes, pos: int) -> tuple[ProduceResponse,
                             size2, pos = read_uvarint(data, pos)
                             end2 = pos + size2
                             if tag2 == 0:
-                                v_leader_id_20, v_leader_epoch_21, tag_count3 = _S12.unpack_from(data, pos)
+                                v_leader_id_20, v_leader_epoch_21, tag_count3 = _S13.unpack_from(data, pos)
                                 if tag_count3 == 0:
                                     pos += 9
                                 else:
@@ -2631,19 +2636,22 @@ def encode_produce_response_v10(m: ProduceResponse, out: bytearray) -> None:
             else:
                 write_uvarint(out, u_11)
             for e_12 in x_10:
-                x_13 = e_12.batch_index_error_message
-                if x_13 is None:
-                    out += _S5.pack(e_12.batch_index)
+                if e_12.batch_index_error_message == '':
+                    out += _S12.pack(e_12.batch_index, 1)
                 else:
-                    b_14 = x_13.encode()
-                    u_15 = len(b_14) + 1
-                    if u_15 < 128:
-                        out += _S4.pack(e_12.batch_index, u_15)
+                    x_13 = e_12.batch_index_error_message
+                    if x_13 is None:
+                        out += _S5.pack(e_12.batch_index)
                     else:
-                        out += _S1.pack(e_12.batch_index)
-                        write_uvarint(out, u_15)
-                    out += b_14
-                out.append(0)
+                        b_14 = x_13.encode()
+                        u_15 = len(b_14) + 1
+                        if u_15 < 128:
+                            out += _S4.pack(e_12.batch_index, u_15)
+                        else:
+                            out += _S1.pack(e_12.batch_index)
+                            write_uvarint(out, u_15)
+                        out += b_14
+                    out.append(0)
             x_16 = e_9.error_message
             if x_16 is None:
                 out.append(0)
@@ -2661,7 +2669,7 @@ def encode_produce_response_v10(m: ProduceResponse, out: bytearray) -> None:
                 write_uvarint(out, 0)
                 tagbuf2 = bytearray()
                 s_20 = e_9.current_leader
-                tagbuf2 += _S13.pack(s_20.leader_id, s_20.leader_epoch)
+                tagbuf2 += _S14.pack(s_20.leader_id, s_20.leader_epoch)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
         out.append(0)
@@ -2678,25 +2686,28 @@ def encode_produce_response_v10(m: ProduceResponse, out: bytearray) -> None:
         else:
             write_uvarint(tagbuf0, u_22)
         for e_23 in x_21:
-            x_24 = e_23.host
-            b_25 = x_24.encode()
-            u_26 = len(b_25) + 1
-            if u_26 < 128:
-                tagbuf0 += _S4.pack(e_23.node_id, u_26)
+            if e_23.host == '':
+                tagbuf0 += _S15.pack(e_23.node_id, 1, e_23.port)
             else:
-                tagbuf0 += _S1.pack(e_23.node_id)
-                write_uvarint(tagbuf0, u_26)
-            tagbuf0 += b_25
+                x_24 = e_23.host
+                b_25 = x_24.encode()
+                u_26 = len(b_25) + 1
+                if u_26 < 128:
+                    tagbuf0 += _S4.pack(e_23.node_id, u_26)
+                else:
+                    tagbuf0 += _S1.pack(e_23.node_id)
+                    write_uvarint(tagbuf0, u_26)
+                tagbuf0 += b_25
+                tagbuf0 += _S1.pack(e_23.port)
             x_27 = e_23.rack
             if x_27 is None:
-                tagbuf0 += _S5.pack(e_23.port)
+                tagbuf0.append(0)
             else:
                 b_28 = x_27.encode()
                 u_29 = len(b_28) + 1
                 if u_29 < 128:
-                    tagbuf0 += _S4.pack(e_23.port, u_29)
+                    tagbuf0.append(u_29)
                 else:
-                    tagbuf0 += _S1.pack(e_23.port)
                     write_uvarint(tagbuf0, u_29)
                 tagbuf0 += b_28
             tagbuf0.append(0)
@@ -2814,7 +2825,7 @@ def decode_produce_response_v11(data: bytes, pos: int) -> tuple[ProduceResponse,
                             size2, pos = read_uvarint(data, pos)
                             end2 = pos + size2
                             if tag2 == 0:
-                                v_leader_id_20, v_leader_epoch_21, tag_count3 = _S12.unpack_from(data, pos)
+                                v_leader_id_20, v_leader_epoch_21, tag_count3 = _S13.unpack_from(data, pos)
                                 if tag_count3 == 0:
                                     pos += 9
                                 else:
@@ -2939,19 +2950,22 @@ def encode_produce_response_v11(m: ProduceResponse, out: bytearray) -> None:
             else:
                 write_uvarint(out, u_11)
             for e_12 in x_10:
-                x_13 = e_12.batch_index_error_message
-                if x_13 is None:
-                    out += _S5.pack(e_12.batch_index)
+                if e_12.batch_index_error_message == '':
+                    out += _S12.pack(e_12.batch_index, 1)
                 else:
-                    b_14 = x_13.encode()
-                    u_15 = len(b_14) + 1
-                    if u_15 < 128:
-                        out += _S4.pack(e_12.batch_index, u_15)
+                    x_13 = e_12.batch_index_error_message
+                    if x_13 is None:
+                        out += _S5.pack(e_12.batch_index)
                     else:
-                        out += _S1.pack(e_12.batch_index)
-                        write_uvarint(out, u_15)
-                    out += b_14
-                out.append(0)
+                        b_14 = x_13.encode()
+                        u_15 = len(b_14) + 1
+                        if u_15 < 128:
+                            out += _S4.pack(e_12.batch_index, u_15)
+                        else:
+                            out += _S1.pack(e_12.batch_index)
+                            write_uvarint(out, u_15)
+                        out += b_14
+                    out.append(0)
             x_16 = e_9.error_message
             if x_16 is None:
                 out.append(0)
@@ -2969,7 +2983,7 @@ def encode_produce_response_v11(m: ProduceResponse, out: bytearray) -> None:
                 write_uvarint(out, 0)
                 tagbuf2 = bytearray()
                 s_20 = e_9.current_leader
-                tagbuf2 += _S13.pack(s_20.leader_id, s_20.leader_epoch)
+                tagbuf2 += _S14.pack(s_20.leader_id, s_20.leader_epoch)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
         out.append(0)
@@ -2986,25 +3000,28 @@ def encode_produce_response_v11(m: ProduceResponse, out: bytearray) -> None:
         else:
             write_uvarint(tagbuf0, u_22)
         for e_23 in x_21:
-            x_24 = e_23.host
-            b_25 = x_24.encode()
-            u_26 = len(b_25) + 1
-            if u_26 < 128:
-                tagbuf0 += _S4.pack(e_23.node_id, u_26)
+            if e_23.host == '':
+                tagbuf0 += _S15.pack(e_23.node_id, 1, e_23.port)
             else:
-                tagbuf0 += _S1.pack(e_23.node_id)
-                write_uvarint(tagbuf0, u_26)
-            tagbuf0 += b_25
+                x_24 = e_23.host
+                b_25 = x_24.encode()
+                u_26 = len(b_25) + 1
+                if u_26 < 128:
+                    tagbuf0 += _S4.pack(e_23.node_id, u_26)
+                else:
+                    tagbuf0 += _S1.pack(e_23.node_id)
+                    write_uvarint(tagbuf0, u_26)
+                tagbuf0 += b_25
+                tagbuf0 += _S1.pack(e_23.port)
             x_27 = e_23.rack
             if x_27 is None:
-                tagbuf0 += _S5.pack(e_23.port)
+                tagbuf0.append(0)
             else:
                 b_28 = x_27.encode()
                 u_29 = len(b_28) + 1
                 if u_29 < 128:
-                    tagbuf0 += _S4.pack(e_23.port, u_29)
+                    tagbuf0.append(u_29)
                 else:
-                    tagbuf0 += _S1.pack(e_23.port)
                     write_uvarint(tagbuf0, u_29)
                 tagbuf0 += b_28
             tagbuf0.append(0)
@@ -3122,7 +3139,7 @@ def decode_produce_response_v12(data: bytes, pos: int) -> tuple[ProduceResponse,
                             size2, pos = read_uvarint(data, pos)
                             end2 = pos + size2
                             if tag2 == 0:
-                                v_leader_id_20, v_leader_epoch_21, tag_count3 = _S12.unpack_from(data, pos)
+                                v_leader_id_20, v_leader_epoch_21, tag_count3 = _S13.unpack_from(data, pos)
                                 if tag_count3 == 0:
                                     pos += 9
                                 else:
@@ -3247,19 +3264,22 @@ def encode_produce_response_v12(m: ProduceResponse, out: bytearray) -> None:
             else:
                 write_uvarint(out, u_11)
             for e_12 in x_10:
-                x_13 = e_12.batch_index_error_message
-                if x_13 is None:
-                    out += _S5.pack(e_12.batch_index)
+                if e_12.batch_index_error_message == '':
+                    out += _S12.pack(e_12.batch_index, 1)
                 else:
-                    b_14 = x_13.encode()
-                    u_15 = len(b_14) + 1
-                    if u_15 < 128:
-                        out += _S4.pack(e_12.batch_index, u_15)
+                    x_13 = e_12.batch_index_error_message
+                    if x_13 is None:
+                        out += _S5.pack(e_12.batch_index)
                     else:
-                        out += _S1.pack(e_12.batch_index)
-                        write_uvarint(out, u_15)
-                    out += b_14
-                out.append(0)
+                        b_14 = x_13.encode()
+                        u_15 = len(b_14) + 1
+                        if u_15 < 128:
+                            out += _S4.pack(e_12.batch_index, u_15)
+                        else:
+                            out += _S1.pack(e_12.batch_index)
+                            write_uvarint(out, u_15)
+                        out += b_14
+                    out.append(0)
             x_16 = e_9.error_message
             if x_16 is None:
                 out.append(0)
@@ -3277,7 +3297,7 @@ def encode_produce_response_v12(m: ProduceResponse, out: bytearray) -> None:
                 write_uvarint(out, 0)
                 tagbuf2 = bytearray()
                 s_20 = e_9.current_leader
-                tagbuf2 += _S13.pack(s_20.leader_id, s_20.leader_epoch)
+                tagbuf2 += _S14.pack(s_20.leader_id, s_20.leader_epoch)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
         out.append(0)
@@ -3294,25 +3314,28 @@ def encode_produce_response_v12(m: ProduceResponse, out: bytearray) -> None:
         else:
             write_uvarint(tagbuf0, u_22)
         for e_23 in x_21:
-            x_24 = e_23.host
-            b_25 = x_24.encode()
-            u_26 = len(b_25) + 1
-            if u_26 < 128:
-                tagbuf0 += _S4.pack(e_23.node_id, u_26)
+            if e_23.host == '':
+                tagbuf0 += _S15.pack(e_23.node_id, 1, e_23.port)
             else:
-                tagbuf0 += _S1.pack(e_23.node_id)
-                write_uvarint(tagbuf0, u_26)
-            tagbuf0 += b_25
+                x_24 = e_23.host
+                b_25 = x_24.encode()
+                u_26 = len(b_25) + 1
+                if u_26 < 128:
+                    tagbuf0 += _S4.pack(e_23.node_id, u_26)
+                else:
+                    tagbuf0 += _S1.pack(e_23.node_id)
+                    write_uvarint(tagbuf0, u_26)
+                tagbuf0 += b_25
+                tagbuf0 += _S1.pack(e_23.port)
             x_27 = e_23.rack
             if x_27 is None:
-                tagbuf0 += _S5.pack(e_23.port)
+                tagbuf0.append(0)
             else:
                 b_28 = x_27.encode()
                 u_29 = len(b_28) + 1
                 if u_29 < 128:
-                    tagbuf0 += _S4.pack(e_23.port, u_29)
+                    tagbuf0.append(u_29)
                 else:
-                    tagbuf0 += _S1.pack(e_23.port)
                     write_uvarint(tagbuf0, u_29)
                 tagbuf0 += b_28
             tagbuf0.append(0)
@@ -3417,7 +3440,7 @@ def decode_produce_response_v13(data: bytes, pos: int) -> tuple[ProduceResponse,
                             size2, pos = read_uvarint(data, pos)
                             end2 = pos + size2
                             if tag2 == 0:
-                                v_leader_id_20, v_leader_epoch_21, tag_count3 = _S12.unpack_from(data, pos)
+                                v_leader_id_20, v_leader_epoch_21, tag_count3 = _S13.unpack_from(data, pos)
                                 if tag_count3 == 0:
                                     pos += 9
                                 else:
@@ -3535,19 +3558,22 @@ def encode_produce_response_v13(m: ProduceResponse, out: bytearray) -> None:
             else:
                 write_uvarint(out, u_8)
             for e_9 in x_7:
-                x_10 = e_9.batch_index_error_message
-                if x_10 is None:
-                    out += _S5.pack(e_9.batch_index)
+                if e_9.batch_index_error_message == '':
+                    out += _S12.pack(e_9.batch_index, 1)
                 else:
-                    b_11 = x_10.encode()
-                    u_12 = len(b_11) + 1
-                    if u_12 < 128:
-                        out += _S4.pack(e_9.batch_index, u_12)
+                    x_10 = e_9.batch_index_error_message
+                    if x_10 is None:
+                        out += _S5.pack(e_9.batch_index)
                     else:
-                        out += _S1.pack(e_9.batch_index)
-                        write_uvarint(out, u_12)
-                    out += b_11
-                out.append(0)
+                        b_11 = x_10.encode()
+                        u_12 = len(b_11) + 1
+                        if u_12 < 128:
+                            out += _S4.pack(e_9.batch_index, u_12)
+                        else:
+                            out += _S1.pack(e_9.batch_index)
+                            write_uvarint(out, u_12)
+                        out += b_11
+                    out.append(0)
             x_13 = e_6.error_message
             if x_13 is None:
                 out.append(0)
@@ -3565,7 +3591,7 @@ def encode_produce_response_v13(m: ProduceResponse, out: bytearray) -> None:
                 write_uvarint(out, 0)
                 tagbuf2 = bytearray()
                 s_17 = e_6.current_leader
-                tagbuf2 += _S13.pack(s_17.leader_id, s_17.leader_epoch)
+                tagbuf2 += _S14.pack(s_17.leader_id, s_17.leader_epoch)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
         out.append(0)
@@ -3582,25 +3608,28 @@ def encode_produce_response_v13(m: ProduceResponse, out: bytearray) -> None:
         else:
             write_uvarint(tagbuf0, u_19)
         for e_20 in x_18:
-            x_21 = e_20.host
-            b_22 = x_21.encode()
-            u_23 = len(b_22) + 1
-            if u_23 < 128:
-                tagbuf0 += _S4.pack(e_20.node_id, u_23)
+            if e_20.host == '':
+                tagbuf0 += _S15.pack(e_20.node_id, 1, e_20.port)
             else:
-                tagbuf0 += _S1.pack(e_20.node_id)
-                write_uvarint(tagbuf0, u_23)
-            tagbuf0 += b_22
+                x_21 = e_20.host
+                b_22 = x_21.encode()
+                u_23 = len(b_22) + 1
+                if u_23 < 128:
+                    tagbuf0 += _S4.pack(e_20.node_id, u_23)
+                else:
+                    tagbuf0 += _S1.pack(e_20.node_id)
+                    write_uvarint(tagbuf0, u_23)
+                tagbuf0 += b_22
+                tagbuf0 += _S1.pack(e_20.port)
             x_24 = e_20.rack
             if x_24 is None:
-                tagbuf0 += _S5.pack(e_20.port)
+                tagbuf0.append(0)
             else:
                 b_25 = x_24.encode()
                 u_26 = len(b_25) + 1
                 if u_26 < 128:
-                    tagbuf0 += _S4.pack(e_20.port, u_26)
+                    tagbuf0.append(u_26)
                 else:
-                    tagbuf0 += _S1.pack(e_20.port)
                     write_uvarint(tagbuf0, u_26)
                 tagbuf0 += b_25
             tagbuf0.append(0)

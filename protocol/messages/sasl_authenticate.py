@@ -225,18 +225,21 @@ def decode_sasl_authenticate_response_v2(data: bytes, pos: int) -> tuple[SaslAut
 
 
 def encode_sasl_authenticate_response_v2(m: SaslAuthenticateResponse, out: bytearray) -> None:
-    x_1 = m.error_message
-    if x_1 is None:
-        out += _S5.pack(m.error_code)
+    if m.error_message == '':
+        out += _S3.pack(m.error_code, 1)
     else:
-        b_2 = x_1.encode()
-        u_3 = len(b_2) + 1
-        if u_3 < 128:
-            out += _S3.pack(m.error_code, u_3)
+        x_1 = m.error_message
+        if x_1 is None:
+            out += _S5.pack(m.error_code)
         else:
-            out += _S1.pack(m.error_code)
-            write_uvarint(out, u_3)
-        out += b_2
+            b_2 = x_1.encode()
+            u_3 = len(b_2) + 1
+            if u_3 < 128:
+                out += _S3.pack(m.error_code, u_3)
+            else:
+                out += _S1.pack(m.error_code)
+                write_uvarint(out, u_3)
+            out += b_2
     x_4 = m.auth_bytes
     u_5 = len(x_4) + 1
     if u_5 < 128:

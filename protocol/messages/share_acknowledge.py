@@ -23,7 +23,8 @@ _S9 = Struct('>iiB')
 _S10 = Struct('>ihx')
 _S11 = Struct('>ih')
 _S12 = Struct('>iix')
-_S13 = Struct('>ix')
+_S13 = Struct('>iBi')
+_S14 = Struct('>ihBi')
 
 
 @dataclass(slots=True)
@@ -647,18 +648,21 @@ def decode_share_acknowledge_response_v1(data: bytes, pos: int) -> tuple[ShareAc
 
 
 def encode_share_acknowledge_response_v1(m: ShareAcknowledgeResponse, out: bytearray) -> None:
-    x_1 = m.error_message
-    if x_1 is None:
-        out += _S10.pack(m.throttle_time_ms, m.error_code)
+    if m.error_message == '':
+        out += _S8.pack(m.throttle_time_ms, m.error_code, 1)
     else:
-        b_2 = x_1.encode()
-        u_3 = len(b_2) + 1
-        if u_3 < 128:
-            out += _S8.pack(m.throttle_time_ms, m.error_code, u_3)
+        x_1 = m.error_message
+        if x_1 is None:
+            out += _S10.pack(m.throttle_time_ms, m.error_code)
         else:
-            out += _S11.pack(m.throttle_time_ms, m.error_code)
-            write_uvarint(out, u_3)
-        out += b_2
+            b_2 = x_1.encode()
+            u_3 = len(b_2) + 1
+            if u_3 < 128:
+                out += _S8.pack(m.throttle_time_ms, m.error_code, u_3)
+            else:
+                out += _S11.pack(m.throttle_time_ms, m.error_code)
+                write_uvarint(out, u_3)
+            out += b_2
     x_4 = m.responses
     u_5 = len(x_4) + 1
     if u_5 < 128:
@@ -674,18 +678,21 @@ def encode_share_acknowledge_response_v1(m: ShareAcknowledgeResponse, out: bytea
         else:
             write_uvarint(out, u_8)
         for e_9 in x_7:
-            x_10 = e_9.error_message
-            if x_10 is None:
-                out += _S10.pack(e_9.partition_index, e_9.error_code)
+            if e_9.error_message == '':
+                out += _S8.pack(e_9.partition_index, e_9.error_code, 1)
             else:
-                b_11 = x_10.encode()
-                u_12 = len(b_11) + 1
-                if u_12 < 128:
-                    out += _S8.pack(e_9.partition_index, e_9.error_code, u_12)
+                x_10 = e_9.error_message
+                if x_10 is None:
+                    out += _S10.pack(e_9.partition_index, e_9.error_code)
                 else:
-                    out += _S11.pack(e_9.partition_index, e_9.error_code)
-                    write_uvarint(out, u_12)
-                out += b_11
+                    b_11 = x_10.encode()
+                    u_12 = len(b_11) + 1
+                    if u_12 < 128:
+                        out += _S8.pack(e_9.partition_index, e_9.error_code, u_12)
+                    else:
+                        out += _S11.pack(e_9.partition_index, e_9.error_code)
+                        write_uvarint(out, u_12)
+                    out += b_11
             s_14 = e_9.current_leader
             out += _S12.pack(s_14.leader_id, s_14.leader_epoch)
             out.append(0)
@@ -697,25 +704,28 @@ def encode_share_acknowledge_response_v1(m: ShareAcknowledgeResponse, out: bytea
     else:
         write_uvarint(out, u_16)
     for e_17 in x_15:
-        x_18 = e_17.host
-        b_19 = x_18.encode()
-        u_20 = len(b_19) + 1
-        if u_20 < 128:
-            out += _S0.pack(e_17.node_id, u_20)
+        if e_17.host == '':
+            out += _S13.pack(e_17.node_id, 1, e_17.port)
         else:
-            out += _S3.pack(e_17.node_id)
-            write_uvarint(out, u_20)
-        out += b_19
+            x_18 = e_17.host
+            b_19 = x_18.encode()
+            u_20 = len(b_19) + 1
+            if u_20 < 128:
+                out += _S0.pack(e_17.node_id, u_20)
+            else:
+                out += _S3.pack(e_17.node_id)
+                write_uvarint(out, u_20)
+            out += b_19
+            out += _S3.pack(e_17.port)
         x_21 = e_17.rack
         if x_21 is None:
-            out += _S13.pack(e_17.port)
+            out.append(0)
         else:
             b_22 = x_21.encode()
             u_23 = len(b_22) + 1
             if u_23 < 128:
-                out += _S0.pack(e_17.port, u_23)
+                out.append(u_23)
             else:
-                out += _S3.pack(e_17.port)
                 write_uvarint(out, u_23)
             out += b_22
         out.append(0)
@@ -886,19 +896,22 @@ def decode_share_acknowledge_response_v2(data: bytes, pos: int) -> tuple[ShareAc
 
 
 def encode_share_acknowledge_response_v2(m: ShareAcknowledgeResponse, out: bytearray) -> None:
-    x_1 = m.error_message
-    if x_1 is None:
-        out += _S10.pack(m.throttle_time_ms, m.error_code)
+    if m.error_message == '':
+        out += _S14.pack(m.throttle_time_ms, m.error_code, 1, m.acquisition_lock_timeout_ms)
     else:
-        b_2 = x_1.encode()
-        u_3 = len(b_2) + 1
-        if u_3 < 128:
-            out += _S8.pack(m.throttle_time_ms, m.error_code, u_3)
+        x_1 = m.error_message
+        if x_1 is None:
+            out += _S10.pack(m.throttle_time_ms, m.error_code)
         else:
-            out += _S11.pack(m.throttle_time_ms, m.error_code)
-            write_uvarint(out, u_3)
-        out += b_2
-    out += _S3.pack(m.acquisition_lock_timeout_ms)
+            b_2 = x_1.encode()
+            u_3 = len(b_2) + 1
+            if u_3 < 128:
+                out += _S8.pack(m.throttle_time_ms, m.error_code, u_3)
+            else:
+                out += _S11.pack(m.throttle_time_ms, m.error_code)
+                write_uvarint(out, u_3)
+            out += b_2
+        out += _S3.pack(m.acquisition_lock_timeout_ms)
     x_4 = m.responses
     u_5 = len(x_4) + 1
     if u_5 < 128:
@@ -914,18 +927,21 @@ def encode_share_acknowledge_response_v2(m: ShareAcknowledgeResponse, out: bytea
         else:
             write_uvarint(out, u_8)
         for e_9 in x_7:
-            x_10 = e_9.error_message
-            if x_10 is None:
-                out += _S10.pack(e_9.partition_index, e_9.error_code)
+            if e_9.error_message == '':
+                out += _S8.pack(e_9.partition_index, e_9.error_code, 1)
             else:
-                b_11 = x_10.encode()
-                u_12 = len(b_11) + 1
-                if u_12 < 128:
-                    out += _S8.pack(e_9.partition_index, e_9.error_code, u_12)
+                x_10 = e_9.error_message
+                if x_10 is None:
+                    out += _S10.pack(e_9.partition_index, e_9.error_code)
                 else:
-                    out += _S11.pack(e_9.partition_index, e_9.error_code)
-                    write_uvarint(out, u_12)
-                out += b_11
+                    b_11 = x_10.encode()
+                    u_12 = len(b_11) + 1
+                    if u_12 < 128:
+                        out += _S8.pack(e_9.partition_index, e_9.error_code, u_12)
+                    else:
+                        out += _S11.pack(e_9.partition_index, e_9.error_code)
+                        write_uvarint(out, u_12)
+                    out += b_11
             s_14 = e_9.current_leader
             out += _S12.pack(s_14.leader_id, s_14.leader_epoch)
             out.append(0)
@@ -937,25 +953,28 @@ def encode_share_acknowledge_response_v2(m: ShareAcknowledgeResponse, out: bytea
     else:
         write_uvarint(out, u_16)
     for e_17 in x_15:
-        x_18 = e_17.host
-        b_19 = x_18.encode()
-        u_20 = len(b_19) + 1
-        if u_20 < 128:
-            out += _S0.pack(e_17.node_id, u_20)
+        if e_17.host == '':
+            out += _S13.pack(e_17.node_id, 1, e_17.port)
         else:
-            out += _S3.pack(e_17.node_id)
-            write_uvarint(out, u_20)
-        out += b_19
+            x_18 = e_17.host
+            b_19 = x_18.encode()
+            u_20 = len(b_19) + 1
+            if u_20 < 128:
+                out += _S0.pack(e_17.node_id, u_20)
+            else:
+                out += _S3.pack(e_17.node_id)
+                write_uvarint(out, u_20)
+            out += b_19
+            out += _S3.pack(e_17.port)
         x_21 = e_17.rack
         if x_21 is None:
-            out += _S13.pack(e_17.port)
+            out.append(0)
         else:
             b_22 = x_21.encode()
             u_23 = len(b_22) + 1
             if u_23 < 128:
-                out += _S0.pack(e_17.port, u_23)
+                out.append(u_23)
             else:
-                out += _S3.pack(e_17.port)
                 write_uvarint(out, u_23)
             out += b_22
         out.append(0)

@@ -24,13 +24,14 @@ _S10 = Struct('>ihB')
 _S11 = Struct('>hB')
 _S12 = Struct('>iiB')
 _S13 = Struct('>qqhB')
-_S14 = Struct('>ihx')
-_S15 = Struct('>ih')
-_S16 = Struct('>hx')
-_S17 = Struct('>h')
-_S18 = Struct('>iix')
-_S19 = Struct('>qqhx')
-_S20 = Struct('>ix')
+_S14 = Struct('>ihBi')
+_S15 = Struct('>ihx')
+_S16 = Struct('>ih')
+_S17 = Struct('>ihBh')
+_S18 = Struct('>h')
+_S19 = Struct('>iix')
+_S20 = Struct('>qqhx')
+_S21 = Struct('>iBi')
 
 
 @dataclass(slots=True)
@@ -850,19 +851,22 @@ def decode_share_fetch_response_v1(data: bytes, pos: int) -> tuple[ShareFetchRes
 
 
 def encode_share_fetch_response_v1(m: ShareFetchResponse, out: bytearray) -> None:
-    x_1 = m.error_message
-    if x_1 is None:
-        out += _S14.pack(m.throttle_time_ms, m.error_code)
+    if m.error_message == '':
+        out += _S14.pack(m.throttle_time_ms, m.error_code, 1, m.acquisition_lock_timeout_ms)
     else:
-        b_2 = x_1.encode()
-        u_3 = len(b_2) + 1
-        if u_3 < 128:
-            out += _S10.pack(m.throttle_time_ms, m.error_code, u_3)
-        else:
+        x_1 = m.error_message
+        if x_1 is None:
             out += _S15.pack(m.throttle_time_ms, m.error_code)
-            write_uvarint(out, u_3)
-        out += b_2
-    out += _S6.pack(m.acquisition_lock_timeout_ms)
+        else:
+            b_2 = x_1.encode()
+            u_3 = len(b_2) + 1
+            if u_3 < 128:
+                out += _S10.pack(m.throttle_time_ms, m.error_code, u_3)
+            else:
+                out += _S16.pack(m.throttle_time_ms, m.error_code)
+                write_uvarint(out, u_3)
+            out += b_2
+        out += _S6.pack(m.acquisition_lock_timeout_ms)
     x_4 = m.responses
     u_5 = len(x_4) + 1
     if u_5 < 128:
@@ -878,32 +882,35 @@ def encode_share_fetch_response_v1(m: ShareFetchResponse, out: bytearray) -> Non
         else:
             write_uvarint(out, u_8)
         for e_9 in x_7:
-            x_10 = e_9.error_message
-            if x_10 is None:
-                out += _S14.pack(e_9.partition_index, e_9.error_code)
+            if e_9.error_message == '':
+                out += _S17.pack(e_9.partition_index, e_9.error_code, 1, e_9.acknowledge_error_code)
             else:
-                b_11 = x_10.encode()
-                u_12 = len(b_11) + 1
-                if u_12 < 128:
-                    out += _S10.pack(e_9.partition_index, e_9.error_code, u_12)
-                else:
+                x_10 = e_9.error_message
+                if x_10 is None:
                     out += _S15.pack(e_9.partition_index, e_9.error_code)
-                    write_uvarint(out, u_12)
-                out += b_11
+                else:
+                    b_11 = x_10.encode()
+                    u_12 = len(b_11) + 1
+                    if u_12 < 128:
+                        out += _S10.pack(e_9.partition_index, e_9.error_code, u_12)
+                    else:
+                        out += _S16.pack(e_9.partition_index, e_9.error_code)
+                        write_uvarint(out, u_12)
+                    out += b_11
+                out += _S18.pack(e_9.acknowledge_error_code)
             x_13 = e_9.acknowledge_error_message
             if x_13 is None:
-                out += _S16.pack(e_9.acknowledge_error_code)
+                out.append(0)
             else:
                 b_14 = x_13.encode()
                 u_15 = len(b_14) + 1
                 if u_15 < 128:
-                    out += _S11.pack(e_9.acknowledge_error_code, u_15)
+                    out.append(u_15)
                 else:
-                    out += _S17.pack(e_9.acknowledge_error_code)
                     write_uvarint(out, u_15)
                 out += b_14
             s_17 = e_9.current_leader
-            out += _S18.pack(s_17.leader_id, s_17.leader_epoch)
+            out += _S19.pack(s_17.leader_id, s_17.leader_epoch)
             x_18 = e_9.records
             if x_18 is None:
                 raise ValueError('Records cannot be null in version 1')
@@ -920,7 +927,7 @@ def encode_share_fetch_response_v1(m: ShareFetchResponse, out: bytearray) -> Non
             else:
                 write_uvarint(out, u_21)
             for e_22 in x_20:
-                out += _S19.pack(e_22.first_offset, e_22.last_offset, e_22.delivery_count)
+                out += _S20.pack(e_22.first_offset, e_22.last_offset, e_22.delivery_count)
             out.append(0)
         out.append(0)
     x_23 = m.node_endpoints
@@ -930,25 +937,28 @@ def encode_share_fetch_response_v1(m: ShareFetchResponse, out: bytearray) -> Non
     else:
         write_uvarint(out, u_24)
     for e_25 in x_23:
-        x_26 = e_25.host
-        b_27 = x_26.encode()
-        u_28 = len(b_27) + 1
-        if u_28 < 128:
-            out += _S2.pack(e_25.node_id, u_28)
+        if e_25.host == '':
+            out += _S21.pack(e_25.node_id, 1, e_25.port)
         else:
-            out += _S6.pack(e_25.node_id)
-            write_uvarint(out, u_28)
-        out += b_27
+            x_26 = e_25.host
+            b_27 = x_26.encode()
+            u_28 = len(b_27) + 1
+            if u_28 < 128:
+                out += _S2.pack(e_25.node_id, u_28)
+            else:
+                out += _S6.pack(e_25.node_id)
+                write_uvarint(out, u_28)
+            out += b_27
+            out += _S6.pack(e_25.port)
         x_29 = e_25.rack
         if x_29 is None:
-            out += _S20.pack(e_25.port)
+            out.append(0)
         else:
             b_30 = x_29.encode()
             u_31 = len(b_30) + 1
             if u_31 < 128:
-                out += _S2.pack(e_25.port, u_31)
+                out.append(u_31)
             else:
-                out += _S6.pack(e_25.port)
                 write_uvarint(out, u_31)
             out += b_30
         out.append(0)
@@ -1173,19 +1183,22 @@ def decode_share_fetch_response_v2(data: bytes, pos: int) -> tuple[ShareFetchRes
 
 
 def encode_share_fetch_response_v2(m: ShareFetchResponse, out: bytearray) -> None:
-    x_1 = m.error_message
-    if x_1 is None:
-        out += _S14.pack(m.throttle_time_ms, m.error_code)
+    if m.error_message == '':
+        out += _S14.pack(m.throttle_time_ms, m.error_code, 1, m.acquisition_lock_timeout_ms)
     else:
-        b_2 = x_1.encode()
-        u_3 = len(b_2) + 1
-        if u_3 < 128:
-            out += _S10.pack(m.throttle_time_ms, m.error_code, u_3)
-        else:
+        x_1 = m.error_message
+        if x_1 is None:
             out += _S15.pack(m.throttle_time_ms, m.error_code)
-            write_uvarint(out, u_3)
-        out += b_2
-    out += _S6.pack(m.acquisition_lock_timeout_ms)
+        else:
+            b_2 = x_1.encode()
+            u_3 = len(b_2) + 1
+            if u_3 < 128:
+                out += _S10.pack(m.throttle_time_ms, m.error_code, u_3)
+            else:
+                out += _S16.pack(m.throttle_time_ms, m.error_code)
+                write_uvarint(out, u_3)
+            out += b_2
+        out += _S6.pack(m.acquisition_lock_timeout_ms)
     x_4 = m.responses
     u_5 = len(x_4) + 1
     if u_5 < 128:
@@ -1201,32 +1214,35 @@ def encode_share_fetch_response_v2(m: ShareFetchResponse, out: bytearray) -> Non
         else:
             write_uvarint(out, u_8)
         for e_9 in x_7:
-            x_10 = e_9.error_message
-            if x_10 is None:
-                out += _S14.pack(e_9.partition_index, e_9.error_code)
+            if e_9.error_message == '':
+                out += _S17.pack(e_9.partition_index, e_9.error_code, 1, e_9.acknowledge_error_code)
             else:
-                b_11 = x_10.encode()
-                u_12 = len(b_11) + 1
-                if u_12 < 128:
-                    out += _S10.pack(e_9.partition_index, e_9.error_code, u_12)
-                else:
+                x_10 = e_9.error_message
+                if x_10 is None:
                     out += _S15.pack(e_9.partition_index, e_9.error_code)
-                    write_uvarint(out, u_12)
-                out += b_11
+                else:
+                    b_11 = x_10.encode()
+                    u_12 = len(b_11) + 1
+                    if u_12 < 128:
+                        out += _S10.pack(e_9.partition_index, e_9.error_code, u_12)
+                    else:
+                        out += _S16.pack(e_9.partition_index, e_9.error_code)
+                        write_uvarint(out, u_12)
+                    out += b_11
+                out += _S18.pack(e_9.acknowledge_error_code)
             x_13 = e_9.acknowledge_error_message
             if x_13 is None:
-                out += _S16.pack(e_9.acknowledge_error_code)
+                out.append(0)
             else:
                 b_14 = x_13.encode()
                 u_15 = len(b_14) + 1
                 if u_15 < 128:
-                    out += _S11.pack(e_9.acknowledge_error_code, u_15)
+                    out.append(u_15)
                 else:
-                    out += _S17.pack(e_9.acknowledge_error_code)
                     write_uvarint(out, u_15)
                 out += b_14
             s_17 = e_9.current_leader
-            out += _S18.pack(s_17.leader_id, s_17.leader_epoch)
+            out += _S19.pack(s_17.leader_id, s_17.leader_epoch)
             x_18 = e_9.records
             if x_18 is None:
                 raise ValueError('Records cannot be null in version 2')
@@ -1243,7 +1259,7 @@ def encode_share_fetch_response_v2(m: ShareFetchResponse, out: bytearray) -> Non
             else:
                 write_uvarint(out, u_21)
             for e_22 in x_20:
-                out += _S19.pack(e_22.first_offset, e_22.last_offset, e_22.delivery_count)
+                out += _S20.pack(e_22.first_offset, e_22.last_offset, e_22.delivery_count)
             out.append(0)
         out.append(0)
     x_23 = m.node_endpoints
@@ -1253,25 +1269,28 @@ def encode_share_fetch_response_v2(m: ShareFetchResponse, out: bytearray) -> Non
     else:
         write_uvarint(out, u_24)
     for e_25 in x_23:
-        x_26 = e_25.host
-        b_27 = x_26.encode()
-        u_28 = len(b_27) + 1
-        if u_28 < 128:
-            out += _S2.pack(e_25.node_id, u_28)
+        if e_25.host == '':
+            out += _S21.pack(e_25.node_id, 1, e_25.port)
         else:
-            out += _S6.pack(e_25.node_id)
-            write_uvarint(out, u_28)
-        out += b_27
+            x_26 = e_25.host
+            b_27 = x_26.encode()
+            u_28 = len(b_27) + 1
+            if u_28 < 128:
+                out += _S2.pack(e_25.node_id, u_28)
+            else:
+                out += _S6.pack(e_25.node_id)
+                write_uvarint(out, u_28)
+            out += b_27
+            out += _S6.pack(e_25.port)
         x_29 = e_25.rack
         if x_29 is None:
-            out += _S20.pack(e_25.port)
+            out.append(0)
         else:
             b_30 = x_29.encode()
             u_31 = len(b_30) + 1
             if u_31 < 128:
-                out += _S2.pack(e_25.port, u_31)
+                out.append(u_31)
             else:
-                out += _S6.pack(e_25.port)
                 write_uvarint(out, u_31)
             out += b_30
         out.append(0)

@@ -421,18 +421,21 @@ def encode_share_group_describe_response_v1(m: ShareGroupDescribeResponse, out: 
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        x_4 = e_3.error_message
-        if x_4 is None:
-            out += _S7.pack(e_3.error_code)
+        if e_3.error_message == '':
+            out += _S3.pack(e_3.error_code, 1)
         else:
-            b_5 = x_4.encode()
-            u_6 = len(b_5) + 1
-            if u_6 < 128:
-                out += _S3.pack(e_3.error_code, u_6)
+            x_4 = e_3.error_message
+            if x_4 is None:
+                out += _S7.pack(e_3.error_code)
             else:
-                out += _S8.pack(e_3.error_code)
-                write_uvarint(out, u_6)
-            out += b_5
+                b_5 = x_4.encode()
+                u_6 = len(b_5) + 1
+                if u_6 < 128:
+                    out += _S3.pack(e_3.error_code, u_6)
+                else:
+                    out += _S8.pack(e_3.error_code)
+                    write_uvarint(out, u_6)
+                out += b_5
         x_7 = e_3.group_id
         b_8 = x_7.encode()
         u_9 = len(b_8) + 1
@@ -449,15 +452,18 @@ def encode_share_group_describe_response_v1(m: ShareGroupDescribeResponse, out: 
         else:
             write_uvarint(out, u_12)
         out += b_11
-        x_13 = e_3.assignor_name
-        b_14 = x_13.encode()
-        u_15 = len(b_14) + 1
-        if u_15 < 128:
-            out += _S4.pack(e_3.group_epoch, e_3.assignment_epoch, u_15)
+        if e_3.assignor_name == '':
+            out += _S4.pack(e_3.group_epoch, e_3.assignment_epoch, 1)
         else:
-            out += _S9.pack(e_3.group_epoch, e_3.assignment_epoch)
-            write_uvarint(out, u_15)
-        out += b_14
+            x_13 = e_3.assignor_name
+            b_14 = x_13.encode()
+            u_15 = len(b_14) + 1
+            if u_15 < 128:
+                out += _S4.pack(e_3.group_epoch, e_3.assignment_epoch, u_15)
+            else:
+                out += _S9.pack(e_3.group_epoch, e_3.assignment_epoch)
+                write_uvarint(out, u_15)
+            out += b_14
         x_16 = e_3.members
         u_17 = len(x_16) + 1
         if u_17 < 128:
@@ -484,15 +490,18 @@ def encode_share_group_describe_response_v1(m: ShareGroupDescribeResponse, out: 
                 else:
                     write_uvarint(out, u_24)
                 out += b_23
-            x_25 = e_18.client_id
-            b_26 = x_25.encode()
-            u_27 = len(b_26) + 1
-            if u_27 < 128:
-                out += _S2.pack(e_18.member_epoch, u_27)
+            if e_18.client_id == '':
+                out += _S2.pack(e_18.member_epoch, 1)
             else:
-                out += _S6.pack(e_18.member_epoch)
-                write_uvarint(out, u_27)
-            out += b_26
+                x_25 = e_18.client_id
+                b_26 = x_25.encode()
+                u_27 = len(b_26) + 1
+                if u_27 < 128:
+                    out += _S2.pack(e_18.member_epoch, u_27)
+                else:
+                    out += _S6.pack(e_18.member_epoch)
+                    write_uvarint(out, u_27)
+                out += b_26
             x_28 = e_18.client_host
             b_29 = x_28.encode()
             u_30 = len(b_29) + 1
@@ -524,15 +533,18 @@ def encode_share_group_describe_response_v1(m: ShareGroupDescribeResponse, out: 
             else:
                 write_uvarint(out, u_40)
             for e_41 in x_39:
-                x_42 = e_41.topic_name
-                b_43 = x_42.encode()
-                u_44 = len(b_43) + 1
-                if u_44 < 128:
-                    out += _S5.pack(e_41.topic_id, u_44)
+                if e_41.topic_name == '':
+                    out += _S5.pack(e_41.topic_id, 1)
                 else:
-                    out += _S10.pack(e_41.topic_id)
-                    write_uvarint(out, u_44)
-                out += b_43
+                    x_42 = e_41.topic_name
+                    b_43 = x_42.encode()
+                    u_44 = len(b_43) + 1
+                    if u_44 < 128:
+                        out += _S5.pack(e_41.topic_id, u_44)
+                    else:
+                        out += _S10.pack(e_41.topic_id)
+                        write_uvarint(out, u_44)
+                    out += b_43
                 x_45 = e_41.partitions
                 u_46 = len(x_45) + 1
                 if u_46 < 128:

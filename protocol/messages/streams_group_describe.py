@@ -28,7 +28,8 @@ _S15 = Struct('>Hx')
 _S16 = Struct('>iqx')
 _S17 = Struct('>bB')
 _S18 = Struct('>b')
-_S19 = Struct('>bx')
+_S19 = Struct('>bBx')
+_S20 = Struct('>bx')
 
 
 @dataclass(slots=True)
@@ -1317,18 +1318,21 @@ def encode_streams_group_describe_response_v0(m: StreamsGroupDescribeResponse, o
             raise ValueError('attempted to write a non-default TopologyDescription at version 0')
         if e_3.topology_description_status != 0:
             raise ValueError('attempted to write a non-default TopologyDescriptionStatus at version 0')
-        x_4 = e_3.error_message
-        if x_4 is None:
-            out += _S11.pack(e_3.error_code)
+        if e_3.error_message == '':
+            out += _S5.pack(e_3.error_code, 1)
         else:
-            b_5 = x_4.encode()
-            u_6 = len(b_5) + 1
-            if u_6 < 128:
-                out += _S5.pack(e_3.error_code, u_6)
+            x_4 = e_3.error_message
+            if x_4 is None:
+                out += _S11.pack(e_3.error_code)
             else:
-                out += _S12.pack(e_3.error_code)
-                write_uvarint(out, u_6)
-            out += b_5
+                b_5 = x_4.encode()
+                u_6 = len(b_5) + 1
+                if u_6 < 128:
+                    out += _S5.pack(e_3.error_code, u_6)
+                else:
+                    out += _S12.pack(e_3.error_code)
+                    write_uvarint(out, u_6)
+                out += b_5
         x_7 = e_3.group_id
         b_8 = x_7.encode()
         u_9 = len(b_8) + 1
@@ -1499,18 +1503,21 @@ def encode_streams_group_describe_response_v0(m: StreamsGroupDescribeResponse, o
             else:
                 write_uvarint(out, u_68)
             out += b_67
-            x_69 = e_65.instance_id
-            if x_69 is None:
-                out += _S14.pack(e_65.member_epoch)
+            if e_65.instance_id == '':
+                out += _S4.pack(e_65.member_epoch, 1)
             else:
-                b_70 = x_69.encode()
-                u_71 = len(b_70) + 1
-                if u_71 < 128:
-                    out += _S4.pack(e_65.member_epoch, u_71)
+                x_69 = e_65.instance_id
+                if x_69 is None:
+                    out += _S14.pack(e_65.member_epoch)
                 else:
-                    out += _S10.pack(e_65.member_epoch)
-                    write_uvarint(out, u_71)
-                out += b_70
+                    b_70 = x_69.encode()
+                    u_71 = len(b_70) + 1
+                    if u_71 < 128:
+                        out += _S4.pack(e_65.member_epoch, u_71)
+                    else:
+                        out += _S10.pack(e_65.member_epoch)
+                        write_uvarint(out, u_71)
+                    out += b_70
             x_72 = e_65.rack_id
             if x_72 is None:
                 out.append(0)
@@ -1538,15 +1545,18 @@ def encode_streams_group_describe_response_v0(m: StreamsGroupDescribeResponse, o
             else:
                 write_uvarint(out, u_80)
             out += b_79
-            x_81 = e_65.process_id
-            b_82 = x_81.encode()
-            u_83 = len(b_82) + 1
-            if u_83 < 128:
-                out += _S4.pack(e_65.topology_epoch, u_83)
+            if e_65.process_id == '':
+                out += _S4.pack(e_65.topology_epoch, 1)
             else:
-                out += _S10.pack(e_65.topology_epoch)
-                write_uvarint(out, u_83)
-            out += b_82
+                x_81 = e_65.process_id
+                b_82 = x_81.encode()
+                u_83 = len(b_82) + 1
+                if u_83 < 128:
+                    out += _S4.pack(e_65.topology_epoch, u_83)
+                else:
+                    out += _S10.pack(e_65.topology_epoch)
+                    write_uvarint(out, u_83)
+                out += b_82
             s_85 = e_65.user_endpoint
             if s_85 is None:
                 out.append(0xFF)
@@ -3286,18 +3296,21 @@ def encode_streams_group_describe_response_v1(m: StreamsGroupDescribeResponse, o
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        x_4 = e_3.error_message
-        if x_4 is None:
-            out += _S11.pack(e_3.error_code)
+        if e_3.error_message == '':
+            out += _S5.pack(e_3.error_code, 1)
         else:
-            b_5 = x_4.encode()
-            u_6 = len(b_5) + 1
-            if u_6 < 128:
-                out += _S5.pack(e_3.error_code, u_6)
+            x_4 = e_3.error_message
+            if x_4 is None:
+                out += _S11.pack(e_3.error_code)
             else:
-                out += _S12.pack(e_3.error_code)
-                write_uvarint(out, u_6)
-            out += b_5
+                b_5 = x_4.encode()
+                u_6 = len(b_5) + 1
+                if u_6 < 128:
+                    out += _S5.pack(e_3.error_code, u_6)
+                else:
+                    out += _S12.pack(e_3.error_code)
+                    write_uvarint(out, u_6)
+                out += b_5
         x_7 = e_3.group_id
         b_8 = x_7.encode()
         u_9 = len(b_8) + 1
@@ -3468,18 +3481,21 @@ def encode_streams_group_describe_response_v1(m: StreamsGroupDescribeResponse, o
             else:
                 write_uvarint(out, u_68)
             out += b_67
-            x_69 = e_65.instance_id
-            if x_69 is None:
-                out += _S14.pack(e_65.member_epoch)
+            if e_65.instance_id == '':
+                out += _S4.pack(e_65.member_epoch, 1)
             else:
-                b_70 = x_69.encode()
-                u_71 = len(b_70) + 1
-                if u_71 < 128:
-                    out += _S4.pack(e_65.member_epoch, u_71)
+                x_69 = e_65.instance_id
+                if x_69 is None:
+                    out += _S14.pack(e_65.member_epoch)
                 else:
-                    out += _S10.pack(e_65.member_epoch)
-                    write_uvarint(out, u_71)
-                out += b_70
+                    b_70 = x_69.encode()
+                    u_71 = len(b_70) + 1
+                    if u_71 < 128:
+                        out += _S4.pack(e_65.member_epoch, u_71)
+                    else:
+                        out += _S10.pack(e_65.member_epoch)
+                        write_uvarint(out, u_71)
+                    out += b_70
             x_72 = e_65.rack_id
             if x_72 is None:
                 out.append(0)
@@ -3507,15 +3523,18 @@ def encode_streams_group_describe_response_v1(m: StreamsGroupDescribeResponse, o
             else:
                 write_uvarint(out, u_80)
             out += b_79
-            x_81 = e_65.process_id
-            b_82 = x_81.encode()
-            u_83 = len(b_82) + 1
-            if u_83 < 128:
-                out += _S4.pack(e_65.topology_epoch, u_83)
+            if e_65.process_id == '':
+                out += _S4.pack(e_65.topology_epoch, 1)
             else:
-                out += _S10.pack(e_65.topology_epoch)
-                write_uvarint(out, u_83)
-            out += b_82
+                x_81 = e_65.process_id
+                b_82 = x_81.encode()
+                u_83 = len(b_82) + 1
+                if u_83 < 128:
+                    out += _S4.pack(e_65.topology_epoch, u_83)
+                else:
+                    out += _S10.pack(e_65.topology_epoch)
+                    write_uvarint(out, u_83)
+                out += b_82
             s_85 = e_65.user_endpoint
             if s_85 is None:
                 out.append(0xFF)
@@ -3967,17 +3986,20 @@ def encode_streams_group_describe_response_v1(m: StreamsGroupDescribeResponse, o
                 out.append(0)
                 out.append(0)
             out.append(0)
-        x_252 = e_3.assignor_name
-        if x_252 is None:
-            out += _S19.pack(e_3.topology_description_status)
+        if e_3.assignor_name == '':
+            out += _S19.pack(e_3.topology_description_status, 1)
         else:
-            b_253 = x_252.encode()
-            u_254 = len(b_253) + 1
-            if u_254 < 128:
-                out += _S17.pack(e_3.topology_description_status, u_254)
+            x_252 = e_3.assignor_name
+            if x_252 is None:
+                out += _S20.pack(e_3.topology_description_status)
             else:
-                out += _S18.pack(e_3.topology_description_status)
-                write_uvarint(out, u_254)
-            out += b_253
-        out.append(0)
+                b_253 = x_252.encode()
+                u_254 = len(b_253) + 1
+                if u_254 < 128:
+                    out += _S17.pack(e_3.topology_description_status, u_254)
+                else:
+                    out += _S18.pack(e_3.topology_description_status)
+                    write_uvarint(out, u_254)
+                out += b_253
+            out.append(0)
     out.append(0)

@@ -26,11 +26,12 @@ _S13 = Struct('>iiiiB')
 _S14 = Struct('>bB')
 _S15 = Struct('>ihx')
 _S16 = Struct('>iiii')
-_S17 = Struct('>b')
-_S18 = Struct('>iiiqB')
-_S19 = Struct('>?iB')
-_S20 = Struct('>iiiq')
-_S21 = Struct('>?i')
+_S17 = Struct('>bBx')
+_S18 = Struct('>b')
+_S19 = Struct('>iiiqB')
+_S20 = Struct('>?iB')
+_S21 = Struct('>iiiq')
+_S22 = Struct('>?i')
 
 
 @dataclass(slots=True)
@@ -984,18 +985,21 @@ def encode_streams_group_heartbeat_request_v0(m: StreamsGroupHeartbeatRequest, o
     else:
         write_uvarint(out, u_6)
     out += b_5
-    x_7 = m.instance_id
-    if x_7 is None:
-        out += _S7.pack(m.member_epoch, m.endpoint_information_epoch)
+    if m.instance_id == '':
+        out += _S0.pack(m.member_epoch, m.endpoint_information_epoch, 1)
     else:
-        b_8 = x_7.encode()
-        u_9 = len(b_8) + 1
-        if u_9 < 128:
-            out += _S0.pack(m.member_epoch, m.endpoint_information_epoch, u_9)
+        x_7 = m.instance_id
+        if x_7 is None:
+            out += _S7.pack(m.member_epoch, m.endpoint_information_epoch)
         else:
-            out += _S8.pack(m.member_epoch, m.endpoint_information_epoch)
-            write_uvarint(out, u_9)
-        out += b_8
+            b_8 = x_7.encode()
+            u_9 = len(b_8) + 1
+            if u_9 < 128:
+                out += _S0.pack(m.member_epoch, m.endpoint_information_epoch, u_9)
+            else:
+                out += _S8.pack(m.member_epoch, m.endpoint_information_epoch)
+                write_uvarint(out, u_9)
+            out += b_8
     x_10 = m.rack_id
     if x_10 is None:
         out.append(0)
@@ -2192,18 +2196,21 @@ def encode_streams_group_heartbeat_request_v1(m: StreamsGroupHeartbeatRequest, o
     else:
         write_uvarint(out, u_6)
     out += b_5
-    x_7 = m.instance_id
-    if x_7 is None:
-        out += _S7.pack(m.member_epoch, m.endpoint_information_epoch)
+    if m.instance_id == '':
+        out += _S0.pack(m.member_epoch, m.endpoint_information_epoch, 1)
     else:
-        b_8 = x_7.encode()
-        u_9 = len(b_8) + 1
-        if u_9 < 128:
-            out += _S0.pack(m.member_epoch, m.endpoint_information_epoch, u_9)
+        x_7 = m.instance_id
+        if x_7 is None:
+            out += _S7.pack(m.member_epoch, m.endpoint_information_epoch)
         else:
-            out += _S8.pack(m.member_epoch, m.endpoint_information_epoch)
-            write_uvarint(out, u_9)
-        out += b_8
+            b_8 = x_7.encode()
+            u_9 = len(b_8) + 1
+            if u_9 < 128:
+                out += _S0.pack(m.member_epoch, m.endpoint_information_epoch, u_9)
+            else:
+                out += _S8.pack(m.member_epoch, m.endpoint_information_epoch)
+                write_uvarint(out, u_9)
+            out += b_8
     x_10 = m.rack_id
     if x_10 is None:
         out.append(0)
@@ -2970,18 +2977,21 @@ def decode_streams_group_heartbeat_response_v0(data: bytes, pos: int) -> tuple[S
 def encode_streams_group_heartbeat_response_v0(m: StreamsGroupHeartbeatResponse, out: bytearray) -> None:
     if m.topology_description_required:
         raise ValueError('attempted to write a non-default TopologyDescriptionRequired at version 0')
-    x_1 = m.error_message
-    if x_1 is None:
-        out += _S15.pack(m.throttle_time_ms, m.error_code)
+    if m.error_message == '':
+        out += _S3.pack(m.throttle_time_ms, m.error_code, 1)
     else:
-        b_2 = x_1.encode()
-        u_3 = len(b_2) + 1
-        if u_3 < 128:
-            out += _S3.pack(m.throttle_time_ms, m.error_code, u_3)
+        x_1 = m.error_message
+        if x_1 is None:
+            out += _S15.pack(m.throttle_time_ms, m.error_code)
         else:
-            out += _S9.pack(m.throttle_time_ms, m.error_code)
-            write_uvarint(out, u_3)
-        out += b_2
+            b_2 = x_1.encode()
+            u_3 = len(b_2) + 1
+            if u_3 < 128:
+                out += _S3.pack(m.throttle_time_ms, m.error_code, u_3)
+            else:
+                out += _S9.pack(m.throttle_time_ms, m.error_code)
+                write_uvarint(out, u_3)
+            out += b_2
     x_4 = m.member_id
     b_5 = x_4.encode()
     u_6 = len(b_5) + 1
@@ -3001,16 +3011,19 @@ def encode_streams_group_heartbeat_response_v0(m: StreamsGroupHeartbeatResponse,
         else:
             write_uvarint(out, u_8)
         for e_9 in x_7:
-            x_10 = e_9.status_detail
-            b_11 = x_10.encode()
-            u_12 = len(b_11) + 1
-            if u_12 < 128:
-                out += _S14.pack(e_9.status_code, u_12)
+            if e_9.status_detail == '':
+                out += _S17.pack(e_9.status_code, 1)
             else:
-                out += _S17.pack(e_9.status_code)
-                write_uvarint(out, u_12)
-            out += b_11
-            out.append(0)
+                x_10 = e_9.status_detail
+                b_11 = x_10.encode()
+                u_12 = len(b_11) + 1
+                if u_12 < 128:
+                    out += _S14.pack(e_9.status_code, u_12)
+                else:
+                    out += _S18.pack(e_9.status_code)
+                    write_uvarint(out, u_12)
+                out += b_11
+                out.append(0)
     x_13 = m.active_tasks
     if x_13 is None:
         out.append(0)
@@ -3190,7 +3203,7 @@ def decode_streams_group_heartbeat_response_v1(data: bytes, pos: int) -> tuple[S
         v_member_id_4 = ''
     else:
         raise DecodeError('non-nullable field MemberId is null')
-    v_member_epoch_5, v_heartbeat_interval_ms_6, v_task_offset_interval_ms_8, v_acceptable_recovery_lag_9, n0 = _S18.unpack_from(data, pos)
+    v_member_epoch_5, v_heartbeat_interval_ms_6, v_task_offset_interval_ms_8, v_acceptable_recovery_lag_9, n0 = _S19.unpack_from(data, pos)
     v_status_10: list[Status] | None
     if n0 < 128:
         pos += 21
@@ -3390,7 +3403,7 @@ def decode_streams_group_heartbeat_response_v1(data: bytes, pos: int) -> tuple[S
                     end1 = pos + size1
                     pos = end1
             append_26(TaskIds(v_subtopology_id_27, v_partitions_28))
-    v_topology_description_required_14, v_endpoint_information_epoch_15, n0 = _S19.unpack_from(data, pos)
+    v_topology_description_required_14, v_endpoint_information_epoch_15, n0 = _S20.unpack_from(data, pos)
     v_partitions_by_user_endpoint_16: list[EndpointToPartitions] | None
     if n0 < 128:
         pos += 6
@@ -3564,18 +3577,21 @@ def decode_streams_group_heartbeat_response_v1(data: bytes, pos: int) -> tuple[S
 def encode_streams_group_heartbeat_response_v1(m: StreamsGroupHeartbeatResponse, out: bytearray) -> None:
     if m.acceptable_recovery_lag_legacy != 0:
         raise ValueError('attempted to write a non-default AcceptableRecoveryLagLegacy at version 1')
-    x_1 = m.error_message
-    if x_1 is None:
-        out += _S15.pack(m.throttle_time_ms, m.error_code)
+    if m.error_message == '':
+        out += _S3.pack(m.throttle_time_ms, m.error_code, 1)
     else:
-        b_2 = x_1.encode()
-        u_3 = len(b_2) + 1
-        if u_3 < 128:
-            out += _S3.pack(m.throttle_time_ms, m.error_code, u_3)
+        x_1 = m.error_message
+        if x_1 is None:
+            out += _S15.pack(m.throttle_time_ms, m.error_code)
         else:
-            out += _S9.pack(m.throttle_time_ms, m.error_code)
-            write_uvarint(out, u_3)
-        out += b_2
+            b_2 = x_1.encode()
+            u_3 = len(b_2) + 1
+            if u_3 < 128:
+                out += _S3.pack(m.throttle_time_ms, m.error_code, u_3)
+            else:
+                out += _S9.pack(m.throttle_time_ms, m.error_code)
+                write_uvarint(out, u_3)
+            out += b_2
     x_4 = m.member_id
     b_5 = x_4.encode()
     u_6 = len(b_5) + 1
@@ -3584,7 +3600,7 @@ def encode_streams_group_heartbeat_response_v1(m: StreamsGroupHeartbeatResponse,
     else:
         write_uvarint(out, u_6)
     out += b_5
-    out += _S20.pack(m.member_epoch, m.heartbeat_interval_ms, m.task_offset_interval_ms, m.acceptable_recovery_lag)
+    out += _S21.pack(m.member_epoch, m.heartbeat_interval_ms, m.task_offset_interval_ms, m.acceptable_recovery_lag)
     x_7 = m.status
     if x_7 is None:
         out.append(0)
@@ -3595,16 +3611,19 @@ def encode_streams_group_heartbeat_response_v1(m: StreamsGroupHeartbeatResponse,
         else:
             write_uvarint(out, u_8)
         for e_9 in x_7:
-            x_10 = e_9.status_detail
-            b_11 = x_10.encode()
-            u_12 = len(b_11) + 1
-            if u_12 < 128:
-                out += _S14.pack(e_9.status_code, u_12)
+            if e_9.status_detail == '':
+                out += _S17.pack(e_9.status_code, 1)
             else:
-                out += _S17.pack(e_9.status_code)
-                write_uvarint(out, u_12)
-            out += b_11
-            out.append(0)
+                x_10 = e_9.status_detail
+                b_11 = x_10.encode()
+                u_12 = len(b_11) + 1
+                if u_12 < 128:
+                    out += _S14.pack(e_9.status_code, u_12)
+                else:
+                    out += _S18.pack(e_9.status_code)
+                    write_uvarint(out, u_12)
+                out += b_11
+                out.append(0)
     x_13 = m.active_tasks
     if x_13 is None:
         out.append(0)
@@ -3683,7 +3702,7 @@ def encode_streams_group_heartbeat_response_v1(m: StreamsGroupHeartbeatResponse,
                 write_uvarint(out, u_36)
             out += pack('>%di' % len(x_35), *x_35)
             out.append(0)
-    out += _S21.pack(m.topology_description_required, m.endpoint_information_epoch)
+    out += _S22.pack(m.topology_description_required, m.endpoint_information_epoch)
     x_37 = m.partitions_by_user_endpoint
     if x_37 is None:
         out.append(0)

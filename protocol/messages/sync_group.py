@@ -494,15 +494,18 @@ def encode_sync_group_request_v4(m: SyncGroupRequest, out: bytearray) -> None:
     else:
         write_uvarint(out, u_3)
     out += b_2
-    x_4 = m.member_id
-    b_5 = x_4.encode()
-    u_6 = len(b_5) + 1
-    if u_6 < 128:
-        out += _S2.pack(m.generation_id, u_6)
+    if m.member_id == '':
+        out += _S2.pack(m.generation_id, 1)
     else:
-        out += _S1.pack(m.generation_id)
-        write_uvarint(out, u_6)
-    out += b_5
+        x_4 = m.member_id
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out += _S2.pack(m.generation_id, u_6)
+        else:
+            out += _S1.pack(m.generation_id)
+            write_uvarint(out, u_6)
+        out += b_5
     x_7 = m.group_instance_id
     if x_7 is None:
         out.append(0)
@@ -684,15 +687,18 @@ def encode_sync_group_request_v5(m: SyncGroupRequest, out: bytearray) -> None:
     else:
         write_uvarint(out, u_3)
     out += b_2
-    x_4 = m.member_id
-    b_5 = x_4.encode()
-    u_6 = len(b_5) + 1
-    if u_6 < 128:
-        out += _S2.pack(m.generation_id, u_6)
+    if m.member_id == '':
+        out += _S2.pack(m.generation_id, 1)
     else:
-        out += _S1.pack(m.generation_id)
-        write_uvarint(out, u_6)
-    out += b_5
+        x_4 = m.member_id
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out += _S2.pack(m.generation_id, u_6)
+        else:
+            out += _S1.pack(m.generation_id)
+            write_uvarint(out, u_6)
+        out += b_5
     x_7 = m.group_instance_id
     if x_7 is None:
         out.append(0)
@@ -929,18 +935,21 @@ def decode_sync_group_response_v5(data: bytes, pos: int) -> tuple[SyncGroupRespo
 
 
 def encode_sync_group_response_v5(m: SyncGroupResponse, out: bytearray) -> None:
-    x_1 = m.protocol_type
-    if x_1 is None:
-        out += _S5.pack(m.throttle_time_ms, m.error_code)
+    if m.protocol_type == '':
+        out += _S4.pack(m.throttle_time_ms, m.error_code, 1)
     else:
-        b_2 = x_1.encode()
-        u_3 = len(b_2) + 1
-        if u_3 < 128:
-            out += _S4.pack(m.throttle_time_ms, m.error_code, u_3)
+        x_1 = m.protocol_type
+        if x_1 is None:
+            out += _S5.pack(m.throttle_time_ms, m.error_code)
         else:
-            out += _S3.pack(m.throttle_time_ms, m.error_code)
-            write_uvarint(out, u_3)
-        out += b_2
+            b_2 = x_1.encode()
+            u_3 = len(b_2) + 1
+            if u_3 < 128:
+                out += _S4.pack(m.throttle_time_ms, m.error_code, u_3)
+            else:
+                out += _S3.pack(m.throttle_time_ms, m.error_code)
+                write_uvarint(out, u_3)
+            out += b_2
     x_4 = m.protocol_name
     if x_4 is None:
         out.append(0)

@@ -18,13 +18,14 @@ _S4 = Struct('>iqi')
 _S5 = Struct('>qhiB')
 _S6 = Struct('>iqiB')
 _S7 = Struct('>qhi')
-_S8 = Struct('>iqix')
-_S9 = Struct('>16sB')
-_S10 = Struct('>16s')
-_S11 = Struct('>ih')
-_S12 = Struct('>iB')
-_S13 = Struct('>ihB')
-_S14 = Struct('>ihx')
+_S8 = Struct('>iqiBx')
+_S9 = Struct('>iqix')
+_S10 = Struct('>16sB')
+_S11 = Struct('>16s')
+_S12 = Struct('>ih')
+_S13 = Struct('>iB')
+_S14 = Struct('>ihB')
+_S15 = Struct('>ihx')
 
 
 @dataclass(slots=True)
@@ -563,15 +564,18 @@ def encode_txn_offset_commit_request_v3(m: TxnOffsetCommitRequest, out: bytearra
     else:
         write_uvarint(out, u_6)
     out += b_5
-    x_7 = m.member_id
-    b_8 = x_7.encode()
-    u_9 = len(b_8) + 1
-    if u_9 < 128:
-        out += _S5.pack(m.producer_id, m.producer_epoch, m.generation_id_or_member_epoch, u_9)
+    if m.member_id == '':
+        out += _S5.pack(m.producer_id, m.producer_epoch, m.generation_id_or_member_epoch, 1)
     else:
-        out += _S7.pack(m.producer_id, m.producer_epoch, m.generation_id_or_member_epoch)
-        write_uvarint(out, u_9)
-    out += b_8
+        x_7 = m.member_id
+        b_8 = x_7.encode()
+        u_9 = len(b_8) + 1
+        if u_9 < 128:
+            out += _S5.pack(m.producer_id, m.producer_epoch, m.generation_id_or_member_epoch, u_9)
+        else:
+            out += _S7.pack(m.producer_id, m.producer_epoch, m.generation_id_or_member_epoch)
+            write_uvarint(out, u_9)
+        out += b_8
     x_10 = m.group_instance_id
     if x_10 is None:
         out.append(0)
@@ -605,19 +609,22 @@ def encode_txn_offset_commit_request_v3(m: TxnOffsetCommitRequest, out: bytearra
         else:
             write_uvarint(out, u_20)
         for e_21 in x_19:
-            x_22 = e_21.committed_metadata
-            if x_22 is None:
-                out += _S8.pack(e_21.partition_index, e_21.committed_offset, e_21.committed_leader_epoch)
+            if e_21.committed_metadata == '':
+                out += _S8.pack(e_21.partition_index, e_21.committed_offset, e_21.committed_leader_epoch, 1)
             else:
-                b_23 = x_22.encode()
-                u_24 = len(b_23) + 1
-                if u_24 < 128:
-                    out += _S6.pack(e_21.partition_index, e_21.committed_offset, e_21.committed_leader_epoch, u_24)
+                x_22 = e_21.committed_metadata
+                if x_22 is None:
+                    out += _S9.pack(e_21.partition_index, e_21.committed_offset, e_21.committed_leader_epoch)
                 else:
-                    out += _S4.pack(e_21.partition_index, e_21.committed_offset, e_21.committed_leader_epoch)
-                    write_uvarint(out, u_24)
-                out += b_23
-            out.append(0)
+                    b_23 = x_22.encode()
+                    u_24 = len(b_23) + 1
+                    if u_24 < 128:
+                        out += _S6.pack(e_21.partition_index, e_21.committed_offset, e_21.committed_leader_epoch, u_24)
+                    else:
+                        out += _S4.pack(e_21.partition_index, e_21.committed_offset, e_21.committed_leader_epoch)
+                        write_uvarint(out, u_24)
+                    out += b_23
+                out.append(0)
         out.append(0)
     out.append(0)
 
@@ -788,15 +795,18 @@ def encode_txn_offset_commit_request_v4(m: TxnOffsetCommitRequest, out: bytearra
     else:
         write_uvarint(out, u_6)
     out += b_5
-    x_7 = m.member_id
-    b_8 = x_7.encode()
-    u_9 = len(b_8) + 1
-    if u_9 < 128:
-        out += _S5.pack(m.producer_id, m.producer_epoch, m.generation_id_or_member_epoch, u_9)
+    if m.member_id == '':
+        out += _S5.pack(m.producer_id, m.producer_epoch, m.generation_id_or_member_epoch, 1)
     else:
-        out += _S7.pack(m.producer_id, m.producer_epoch, m.generation_id_or_member_epoch)
-        write_uvarint(out, u_9)
-    out += b_8
+        x_7 = m.member_id
+        b_8 = x_7.encode()
+        u_9 = len(b_8) + 1
+        if u_9 < 128:
+            out += _S5.pack(m.producer_id, m.producer_epoch, m.generation_id_or_member_epoch, u_9)
+        else:
+            out += _S7.pack(m.producer_id, m.producer_epoch, m.generation_id_or_member_epoch)
+            write_uvarint(out, u_9)
+        out += b_8
     x_10 = m.group_instance_id
     if x_10 is None:
         out.append(0)
@@ -830,19 +840,22 @@ def encode_txn_offset_commit_request_v4(m: TxnOffsetCommitRequest, out: bytearra
         else:
             write_uvarint(out, u_20)
         for e_21 in x_19:
-            x_22 = e_21.committed_metadata
-            if x_22 is None:
-                out += _S8.pack(e_21.partition_index, e_21.committed_offset, e_21.committed_leader_epoch)
+            if e_21.committed_metadata == '':
+                out += _S8.pack(e_21.partition_index, e_21.committed_offset, e_21.committed_leader_epoch, 1)
             else:
-                b_23 = x_22.encode()
-                u_24 = len(b_23) + 1
-                if u_24 < 128:
-                    out += _S6.pack(e_21.partition_index, e_21.committed_offset, e_21.committed_leader_epoch, u_24)
+                x_22 = e_21.committed_metadata
+                if x_22 is None:
+                    out += _S9.pack(e_21.partition_index, e_21.committed_offset, e_21.committed_leader_epoch)
                 else:
-                    out += _S4.pack(e_21.partition_index, e_21.committed_offset, e_21.committed_leader_epoch)
-                    write_uvarint(out, u_24)
-                out += b_23
-            out.append(0)
+                    b_23 = x_22.encode()
+                    u_24 = len(b_23) + 1
+                    if u_24 < 128:
+                        out += _S6.pack(e_21.partition_index, e_21.committed_offset, e_21.committed_leader_epoch, u_24)
+                    else:
+                        out += _S4.pack(e_21.partition_index, e_21.committed_offset, e_21.committed_leader_epoch)
+                        write_uvarint(out, u_24)
+                    out += b_23
+                out.append(0)
         out.append(0)
     out.append(0)
 
@@ -1013,15 +1026,18 @@ def encode_txn_offset_commit_request_v5(m: TxnOffsetCommitRequest, out: bytearra
     else:
         write_uvarint(out, u_6)
     out += b_5
-    x_7 = m.member_id
-    b_8 = x_7.encode()
-    u_9 = len(b_8) + 1
-    if u_9 < 128:
-        out += _S5.pack(m.producer_id, m.producer_epoch, m.generation_id_or_member_epoch, u_9)
+    if m.member_id == '':
+        out += _S5.pack(m.producer_id, m.producer_epoch, m.generation_id_or_member_epoch, 1)
     else:
-        out += _S7.pack(m.producer_id, m.producer_epoch, m.generation_id_or_member_epoch)
-        write_uvarint(out, u_9)
-    out += b_8
+        x_7 = m.member_id
+        b_8 = x_7.encode()
+        u_9 = len(b_8) + 1
+        if u_9 < 128:
+            out += _S5.pack(m.producer_id, m.producer_epoch, m.generation_id_or_member_epoch, u_9)
+        else:
+            out += _S7.pack(m.producer_id, m.producer_epoch, m.generation_id_or_member_epoch)
+            write_uvarint(out, u_9)
+        out += b_8
     x_10 = m.group_instance_id
     if x_10 is None:
         out.append(0)
@@ -1055,19 +1071,22 @@ def encode_txn_offset_commit_request_v5(m: TxnOffsetCommitRequest, out: bytearra
         else:
             write_uvarint(out, u_20)
         for e_21 in x_19:
-            x_22 = e_21.committed_metadata
-            if x_22 is None:
-                out += _S8.pack(e_21.partition_index, e_21.committed_offset, e_21.committed_leader_epoch)
+            if e_21.committed_metadata == '':
+                out += _S8.pack(e_21.partition_index, e_21.committed_offset, e_21.committed_leader_epoch, 1)
             else:
-                b_23 = x_22.encode()
-                u_24 = len(b_23) + 1
-                if u_24 < 128:
-                    out += _S6.pack(e_21.partition_index, e_21.committed_offset, e_21.committed_leader_epoch, u_24)
+                x_22 = e_21.committed_metadata
+                if x_22 is None:
+                    out += _S9.pack(e_21.partition_index, e_21.committed_offset, e_21.committed_leader_epoch)
                 else:
-                    out += _S4.pack(e_21.partition_index, e_21.committed_offset, e_21.committed_leader_epoch)
-                    write_uvarint(out, u_24)
-                out += b_23
-            out.append(0)
+                    b_23 = x_22.encode()
+                    u_24 = len(b_23) + 1
+                    if u_24 < 128:
+                        out += _S6.pack(e_21.partition_index, e_21.committed_offset, e_21.committed_leader_epoch, u_24)
+                    else:
+                        out += _S4.pack(e_21.partition_index, e_21.committed_offset, e_21.committed_leader_epoch)
+                        write_uvarint(out, u_24)
+                    out += b_23
+                out.append(0)
         out.append(0)
     out.append(0)
 
@@ -1145,7 +1164,7 @@ def decode_txn_offset_commit_request_v6(data: bytes, pos: int) -> tuple[TxnOffse
         v_topics_8 = []
         append_9 = v_topics_8.append
         for _ in range(n0):
-            v_topic_id_11, n1 = _S9.unpack_from(data, pos)
+            v_topic_id_11, n1 = _S10.unpack_from(data, pos)
             v_partitions_12: list[TxnOffsetCommitRequestPartition]
             if n1 < 128:
                 pos += 17
@@ -1225,15 +1244,18 @@ def encode_txn_offset_commit_request_v6(m: TxnOffsetCommitRequest, out: bytearra
     else:
         write_uvarint(out, u_6)
     out += b_5
-    x_7 = m.member_id
-    b_8 = x_7.encode()
-    u_9 = len(b_8) + 1
-    if u_9 < 128:
-        out += _S5.pack(m.producer_id, m.producer_epoch, m.generation_id_or_member_epoch, u_9)
+    if m.member_id == '':
+        out += _S5.pack(m.producer_id, m.producer_epoch, m.generation_id_or_member_epoch, 1)
     else:
-        out += _S7.pack(m.producer_id, m.producer_epoch, m.generation_id_or_member_epoch)
-        write_uvarint(out, u_9)
-    out += b_8
+        x_7 = m.member_id
+        b_8 = x_7.encode()
+        u_9 = len(b_8) + 1
+        if u_9 < 128:
+            out += _S5.pack(m.producer_id, m.producer_epoch, m.generation_id_or_member_epoch, u_9)
+        else:
+            out += _S7.pack(m.producer_id, m.producer_epoch, m.generation_id_or_member_epoch)
+            write_uvarint(out, u_9)
+        out += b_8
     x_10 = m.group_instance_id
     if x_10 is None:
         out.append(0)
@@ -1252,7 +1274,7 @@ def encode_txn_offset_commit_request_v6(m: TxnOffsetCommitRequest, out: bytearra
     else:
         write_uvarint(out, u_14)
     for e_15 in x_13:
-        out += _S10.pack(e_15.topic_id)
+        out += _S11.pack(e_15.topic_id)
         x_16 = e_15.partitions
         u_17 = len(x_16) + 1
         if u_17 < 128:
@@ -1260,19 +1282,22 @@ def encode_txn_offset_commit_request_v6(m: TxnOffsetCommitRequest, out: bytearra
         else:
             write_uvarint(out, u_17)
         for e_18 in x_16:
-            x_19 = e_18.committed_metadata
-            if x_19 is None:
-                out += _S8.pack(e_18.partition_index, e_18.committed_offset, e_18.committed_leader_epoch)
+            if e_18.committed_metadata == '':
+                out += _S8.pack(e_18.partition_index, e_18.committed_offset, e_18.committed_leader_epoch, 1)
             else:
-                b_20 = x_19.encode()
-                u_21 = len(b_20) + 1
-                if u_21 < 128:
-                    out += _S6.pack(e_18.partition_index, e_18.committed_offset, e_18.committed_leader_epoch, u_21)
+                x_19 = e_18.committed_metadata
+                if x_19 is None:
+                    out += _S9.pack(e_18.partition_index, e_18.committed_offset, e_18.committed_leader_epoch)
                 else:
-                    out += _S4.pack(e_18.partition_index, e_18.committed_offset, e_18.committed_leader_epoch)
-                    write_uvarint(out, u_21)
-                out += b_20
-            out.append(0)
+                    b_20 = x_19.encode()
+                    u_21 = len(b_20) + 1
+                    if u_21 < 128:
+                        out += _S6.pack(e_18.partition_index, e_18.committed_offset, e_18.committed_leader_epoch, u_21)
+                    else:
+                        out += _S4.pack(e_18.partition_index, e_18.committed_offset, e_18.committed_leader_epoch)
+                        write_uvarint(out, u_21)
+                    out += b_20
+                out.append(0)
         out.append(0)
     out.append(0)
 
@@ -1312,7 +1337,7 @@ def decode_txn_offset_commit_response_v0(data: bytes, pos: int) -> tuple[TxnOffs
                 v_partitions_6 = []
                 append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v_partition_index_8, v_error_code_9 = _S11.unpack_from(data, pos)
+                    v_partition_index_8, v_error_code_9 = _S12.unpack_from(data, pos)
                     pos += 6
                     append_7(TxnOffsetCommitResponsePartition(v_partition_index_8, v_error_code_9))
             append_3(TxnOffsetCommitResponseTopic(v_name_4, ZERO_UUID, v_partitions_6))
@@ -1331,7 +1356,7 @@ def encode_txn_offset_commit_response_v0(m: TxnOffsetCommitResponse, out: bytear
         x_5 = e_2.partitions
         out += _S2.pack(len(x_5))
         for e_6 in x_5:
-            out += _S11.pack(e_6.partition_index, e_6.error_code)
+            out += _S12.pack(e_6.partition_index, e_6.error_code)
 
 
 def decode_txn_offset_commit_response_v1(data: bytes, pos: int) -> tuple[TxnOffsetCommitResponse, int]:
@@ -1369,7 +1394,7 @@ def decode_txn_offset_commit_response_v1(data: bytes, pos: int) -> tuple[TxnOffs
                 v_partitions_6 = []
                 append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v_partition_index_8, v_error_code_9 = _S11.unpack_from(data, pos)
+                    v_partition_index_8, v_error_code_9 = _S12.unpack_from(data, pos)
                     pos += 6
                     append_7(TxnOffsetCommitResponsePartition(v_partition_index_8, v_error_code_9))
             append_3(TxnOffsetCommitResponseTopic(v_name_4, ZERO_UUID, v_partitions_6))
@@ -1388,7 +1413,7 @@ def encode_txn_offset_commit_response_v1(m: TxnOffsetCommitResponse, out: bytear
         x_5 = e_2.partitions
         out += _S2.pack(len(x_5))
         for e_6 in x_5:
-            out += _S11.pack(e_6.partition_index, e_6.error_code)
+            out += _S12.pack(e_6.partition_index, e_6.error_code)
 
 
 def decode_txn_offset_commit_response_v2(data: bytes, pos: int) -> tuple[TxnOffsetCommitResponse, int]:
@@ -1426,7 +1451,7 @@ def decode_txn_offset_commit_response_v2(data: bytes, pos: int) -> tuple[TxnOffs
                 v_partitions_6 = []
                 append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v_partition_index_8, v_error_code_9 = _S11.unpack_from(data, pos)
+                    v_partition_index_8, v_error_code_9 = _S12.unpack_from(data, pos)
                     pos += 6
                     append_7(TxnOffsetCommitResponsePartition(v_partition_index_8, v_error_code_9))
             append_3(TxnOffsetCommitResponseTopic(v_name_4, ZERO_UUID, v_partitions_6))
@@ -1445,11 +1470,11 @@ def encode_txn_offset_commit_response_v2(m: TxnOffsetCommitResponse, out: bytear
         x_5 = e_2.partitions
         out += _S2.pack(len(x_5))
         for e_6 in x_5:
-            out += _S11.pack(e_6.partition_index, e_6.error_code)
+            out += _S12.pack(e_6.partition_index, e_6.error_code)
 
 
 def decode_txn_offset_commit_response_v3(data: bytes, pos: int) -> tuple[TxnOffsetCommitResponse, int]:
-    v_throttle_time_ms_1, n0 = _S12.unpack_from(data, pos)
+    v_throttle_time_ms_1, n0 = _S13.unpack_from(data, pos)
     v_topics_2: list[TxnOffsetCommitResponseTopic]
     if n0 < 128:
         pos += 5
@@ -1494,7 +1519,7 @@ def decode_txn_offset_commit_response_v3(data: bytes, pos: int) -> tuple[TxnOffs
                 v_partitions_6 = []
                 append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v_partition_index_8, v_error_code_9, tag_count2 = _S13.unpack_from(data, pos)
+                    v_partition_index_8, v_error_code_9, tag_count2 = _S14.unpack_from(data, pos)
                     if tag_count2 == 0:
                         pos += 7
                     else:
@@ -1552,13 +1577,13 @@ def encode_txn_offset_commit_response_v3(m: TxnOffsetCommitResponse, out: bytear
         else:
             write_uvarint(out, u_8)
         for e_9 in x_7:
-            out += _S14.pack(e_9.partition_index, e_9.error_code)
+            out += _S15.pack(e_9.partition_index, e_9.error_code)
         out.append(0)
     out.append(0)
 
 
 def decode_txn_offset_commit_response_v4(data: bytes, pos: int) -> tuple[TxnOffsetCommitResponse, int]:
-    v_throttle_time_ms_1, n0 = _S12.unpack_from(data, pos)
+    v_throttle_time_ms_1, n0 = _S13.unpack_from(data, pos)
     v_topics_2: list[TxnOffsetCommitResponseTopic]
     if n0 < 128:
         pos += 5
@@ -1603,7 +1628,7 @@ def decode_txn_offset_commit_response_v4(data: bytes, pos: int) -> tuple[TxnOffs
                 v_partitions_6 = []
                 append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v_partition_index_8, v_error_code_9, tag_count2 = _S13.unpack_from(data, pos)
+                    v_partition_index_8, v_error_code_9, tag_count2 = _S14.unpack_from(data, pos)
                     if tag_count2 == 0:
                         pos += 7
                     else:
@@ -1661,13 +1686,13 @@ def encode_txn_offset_commit_response_v4(m: TxnOffsetCommitResponse, out: bytear
         else:
             write_uvarint(out, u_8)
         for e_9 in x_7:
-            out += _S14.pack(e_9.partition_index, e_9.error_code)
+            out += _S15.pack(e_9.partition_index, e_9.error_code)
         out.append(0)
     out.append(0)
 
 
 def decode_txn_offset_commit_response_v5(data: bytes, pos: int) -> tuple[TxnOffsetCommitResponse, int]:
-    v_throttle_time_ms_1, n0 = _S12.unpack_from(data, pos)
+    v_throttle_time_ms_1, n0 = _S13.unpack_from(data, pos)
     v_topics_2: list[TxnOffsetCommitResponseTopic]
     if n0 < 128:
         pos += 5
@@ -1712,7 +1737,7 @@ def decode_txn_offset_commit_response_v5(data: bytes, pos: int) -> tuple[TxnOffs
                 v_partitions_6 = []
                 append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v_partition_index_8, v_error_code_9, tag_count2 = _S13.unpack_from(data, pos)
+                    v_partition_index_8, v_error_code_9, tag_count2 = _S14.unpack_from(data, pos)
                     if tag_count2 == 0:
                         pos += 7
                     else:
@@ -1770,13 +1795,13 @@ def encode_txn_offset_commit_response_v5(m: TxnOffsetCommitResponse, out: bytear
         else:
             write_uvarint(out, u_8)
         for e_9 in x_7:
-            out += _S14.pack(e_9.partition_index, e_9.error_code)
+            out += _S15.pack(e_9.partition_index, e_9.error_code)
         out.append(0)
     out.append(0)
 
 
 def decode_txn_offset_commit_response_v6(data: bytes, pos: int) -> tuple[TxnOffsetCommitResponse, int]:
-    v_throttle_time_ms_1, n0 = _S12.unpack_from(data, pos)
+    v_throttle_time_ms_1, n0 = _S13.unpack_from(data, pos)
     v_topics_2: list[TxnOffsetCommitResponseTopic]
     if n0 < 128:
         pos += 5
@@ -1792,7 +1817,7 @@ def decode_txn_offset_commit_response_v6(data: bytes, pos: int) -> tuple[TxnOffs
         v_topics_2 = []
         append_3 = v_topics_2.append
         for _ in range(n0):
-            v_topic_id_5, n1 = _S9.unpack_from(data, pos)
+            v_topic_id_5, n1 = _S10.unpack_from(data, pos)
             v_partitions_6: list[TxnOffsetCommitResponsePartition]
             if n1 < 128:
                 pos += 17
@@ -1808,7 +1833,7 @@ def decode_txn_offset_commit_response_v6(data: bytes, pos: int) -> tuple[TxnOffs
                 v_partitions_6 = []
                 append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v_partition_index_8, v_error_code_9, tag_count2 = _S13.unpack_from(data, pos)
+                    v_partition_index_8, v_error_code_9, tag_count2 = _S14.unpack_from(data, pos)
                     if tag_count2 == 0:
                         pos += 7
                     else:
@@ -1851,7 +1876,7 @@ def encode_txn_offset_commit_response_v6(m: TxnOffsetCommitResponse, out: bytear
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        out += _S10.pack(e_3.topic_id)
+        out += _S11.pack(e_3.topic_id)
         x_4 = e_3.partitions
         u_5 = len(x_4) + 1
         if u_5 < 128:
@@ -1859,6 +1884,6 @@ def encode_txn_offset_commit_response_v6(m: TxnOffsetCommitResponse, out: bytear
         else:
             write_uvarint(out, u_5)
         for e_6 in x_4:
-            out += _S14.pack(e_6.partition_index, e_6.error_code)
+            out += _S15.pack(e_6.partition_index, e_6.error_code)
         out.append(0)
     out.append(0)
