@@ -136,9 +136,45 @@ class ModuleEmitter:
         cls: str,
     ) -> str:
         """Emit code that leaves one local per field; return the constructor expression."""
+        local = {f.attr: self._fresh(f"v_{f.attr}") for f in fields}
+        shape = _fixed_around_one_string(fields, version, flexible)
+        if shape is None:
+            return self._decode_fields(lines, fields, version, flexible, depth, cls, local)
+        # Fixed fields around one string, no tagged field: one unpack reads them with the
+        # string's length and the tag count, and an empty string without tags (a consumer's
+        # usual commit metadata) needs nothing else
+        # (docs/performance.md#the-codecs-one-unpack-per-run-of-fixed-fields).
+        before, text, after = shape
+        general: list[str] = []
+        expr = self._decode_fields(general, fields, version, flexible, depth, cls, local)
+        annotation = f"{local[text.attr]}: {_python_type(text, self.struct_cls)}"
+        general.remove(annotation)
+        n, tag_count = f"n{depth}", f"tag_count{depth}"
+        fmt = ">" + "".join(FIXED_FORMATS[g.type][0] for g in before) + "B"
+        fmt += "".join(FIXED_FORMATS[g.type][0] for g in after) + "B"
+        size = sum(FIXED_FORMATS[g.type][1] for g in before + after) + 2
+        targets = [local[g.attr] for g in before] + [n] + [local[g.attr] for g in after] + [tag_count]
+        lines.append(annotation)
+        lines.append(f"{', '.join(targets)} = {self.fmt_const(fmt)}.unpack_from(data, pos)")
+        lines.append(f"if {n} == 1 and {tag_count} == 0:")
+        lines.append(f"    {local[text.attr]} = ''")
+        lines.append(f"    pos += {size}")
+        lines.append("else:")
+        lines += ["    " + line for line in general]
+        return expr
+
+    def _decode_fields(
+        self,
+        lines: list[str],
+        fields: list[FieldSpec],
+        version: int,
+        flexible: bool,
+        depth: int,
+        cls: str,
+        local: dict[str, str],
+    ) -> str:
         names: dict[str, str] = {}
         batch: list[FieldSpec] = []
-        local = {f.attr: self._fresh(f"v_{f.attr}") for f in fields}
 
         def var(f: FieldSpec) -> str:
             return local[f.attr]
@@ -666,3 +702,20 @@ def _has_compact_length(f: FieldSpec, version: int, flexible: bool) -> bool:
     if f.type in FIXED_FORMATS or (f.fields is not None and not f.is_array):
         return False
     return f.compact_in(version, flexible)
+
+
+def _fixed_around_one_string(
+    fields: list[FieldSpec], version: int, flexible: bool
+) -> tuple[list[FieldSpec], FieldSpec, list[FieldSpec]] | None:
+    """(fixed fields before, the string, fixed fields after) of a flexible struct made only of
+    fixed fields and one compact string after at least one of them, with no tagged field."""
+    if not flexible or any(f.present(version) and f.tagged_in(version) for f in fields):
+        return None
+    written = [f for f in fields if f.present(version)]
+    variable = [i for i, f in enumerate(written) if f.type not in FIXED_FORMATS]
+    if len(variable) != 1 or variable[0] == 0:
+        return None
+    text = written[variable[0]]
+    if text.type != "string" or text.is_array or not text.compact_in(version, flexible):
+        return None
+    return written[: variable[0]], text, written[variable[0] + 1 :]

@@ -14,10 +14,11 @@ _S0 = Struct('>iqB')
 _S1 = Struct('>iqx')
 _S2 = Struct('>ihB')
 _S3 = Struct('>16sB')
-_S4 = Struct('>ihx')
-_S5 = Struct('>ih')
-_S6 = Struct('>16s')
-_S7 = Struct('>ihBx')
+_S4 = Struct('>ihBB')
+_S5 = Struct('>ihx')
+_S6 = Struct('>ih')
+_S7 = Struct('>16s')
+_S8 = Struct('>ihBx')
 
 
 @dataclass(slots=True)
@@ -250,30 +251,35 @@ def decode_alter_share_group_offsets_response_v0(data: bytes, pos: int) -> tuple
                 v_partitions_8 = []
                 append_9 = v_partitions_8.append
                 for _ in range(n1):
-                    v_partition_index_10, v_error_code_11, n2 = _S2.unpack_from(data, pos)
                     v_error_message_12: str | None
-                    if n2 < 128:
-                        pos += 7
-                    else:
-                        pos += 6
-                        n2, pos = read_uvarint(data, pos)
-                    n2 -= 1
-                    if n2 > 0:
-                        v_error_message_12 = str(data[pos:pos + n2], 'utf-8')
-                        pos += n2
-                    elif n2 == 0:
+                    v_partition_index_10, v_error_code_11, n2, tag_count2 = _S4.unpack_from(data, pos)
+                    if n2 == 1 and tag_count2 == 0:
                         v_error_message_12 = ''
+                        pos += 8
                     else:
-                        v_error_message_12 = None
-                    if data[pos] == 0:
-                        pos += 1
-                    else:
-                        n_tags2, pos = read_uvarint(data, pos)
-                        for _ in range(n_tags2):
-                            tag2, pos = read_uvarint(data, pos)
-                            size2, pos = read_uvarint(data, pos)
-                            end2 = pos + size2
-                            pos = end2
+                        v_partition_index_10, v_error_code_11, n2 = _S2.unpack_from(data, pos)
+                        if n2 < 128:
+                            pos += 7
+                        else:
+                            pos += 6
+                            n2, pos = read_uvarint(data, pos)
+                        n2 -= 1
+                        if n2 > 0:
+                            v_error_message_12 = str(data[pos:pos + n2], 'utf-8')
+                            pos += n2
+                        elif n2 == 0:
+                            v_error_message_12 = ''
+                        else:
+                            v_error_message_12 = None
+                        if data[pos] == 0:
+                            pos += 1
+                        else:
+                            n_tags2, pos = read_uvarint(data, pos)
+                            for _ in range(n_tags2):
+                                tag2, pos = read_uvarint(data, pos)
+                                size2, pos = read_uvarint(data, pos)
+                                end2 = pos + size2
+                                pos = end2
                     append_9(AlterShareGroupOffsetsResponsePartition(v_partition_index_10, v_error_code_11, v_error_message_12))
             if data[pos] == 0:
                 pos += 1
@@ -303,14 +309,14 @@ def encode_alter_share_group_offsets_response_v0(m: AlterShareGroupOffsetsRespon
     else:
         x_1 = m.error_message
         if x_1 is None:
-            out += _S4.pack(m.throttle_time_ms, m.error_code)
+            out += _S5.pack(m.throttle_time_ms, m.error_code)
         else:
             b_2 = x_1.encode()
             u_3 = len(b_2) + 1
             if u_3 < 128:
                 out += _S2.pack(m.throttle_time_ms, m.error_code, u_3)
             else:
-                out += _S5.pack(m.throttle_time_ms, m.error_code)
+                out += _S6.pack(m.throttle_time_ms, m.error_code)
                 write_uvarint(out, u_3)
             out += b_2
     x_4 = m.responses
@@ -328,7 +334,7 @@ def encode_alter_share_group_offsets_response_v0(m: AlterShareGroupOffsetsRespon
         else:
             write_uvarint(out, u_9)
         out += b_8
-        out += _S6.pack(e_6.topic_id)
+        out += _S7.pack(e_6.topic_id)
         x_10 = e_6.partitions
         u_11 = len(x_10) + 1
         if u_11 < 128:
@@ -337,18 +343,18 @@ def encode_alter_share_group_offsets_response_v0(m: AlterShareGroupOffsetsRespon
             write_uvarint(out, u_11)
         for e_12 in x_10:
             if e_12.error_message == '':
-                out += _S7.pack(e_12.partition_index, e_12.error_code, 1)
+                out += _S8.pack(e_12.partition_index, e_12.error_code, 1)
             else:
                 x_13 = e_12.error_message
                 if x_13 is None:
-                    out += _S4.pack(e_12.partition_index, e_12.error_code)
+                    out += _S5.pack(e_12.partition_index, e_12.error_code)
                 else:
                     b_14 = x_13.encode()
                     u_15 = len(b_14) + 1
                     if u_15 < 128:
                         out += _S2.pack(e_12.partition_index, e_12.error_code, u_15)
                     else:
-                        out += _S5.pack(e_12.partition_index, e_12.error_code)
+                        out += _S6.pack(e_12.partition_index, e_12.error_code)
                         write_uvarint(out, u_15)
                     out += b_14
                 out.append(0)

@@ -19,8 +19,9 @@ _S6 = Struct('>bBb')
 _S7 = Struct('>bbx')
 _S8 = Struct('>iB')
 _S9 = Struct('>hB')
-_S10 = Struct('>hBx')
-_S11 = Struct('>hx')
+_S10 = Struct('>hBB')
+_S11 = Struct('>hBx')
+_S12 = Struct('>hx')
 
 
 @dataclass(slots=True)
@@ -436,30 +437,35 @@ def decode_create_acls_response_v2(data: bytes, pos: int) -> tuple[CreateAclsRes
         v_results_2 = []
         append_3 = v_results_2.append
         for _ in range(n0):
-            v_error_code_4, n1 = _S9.unpack_from(data, pos)
             v_error_message_5: str | None
-            if n1 < 128:
-                pos += 3
-            else:
-                pos += 2
-                n1, pos = read_uvarint(data, pos)
-            n1 -= 1
-            if n1 > 0:
-                v_error_message_5 = str(data[pos:pos + n1], 'utf-8')
-                pos += n1
-            elif n1 == 0:
+            v_error_code_4, n1, tag_count1 = _S10.unpack_from(data, pos)
+            if n1 == 1 and tag_count1 == 0:
                 v_error_message_5 = ''
+                pos += 4
             else:
-                v_error_message_5 = None
-            if data[pos] == 0:
-                pos += 1
-            else:
-                n_tags1, pos = read_uvarint(data, pos)
-                for _ in range(n_tags1):
-                    tag1, pos = read_uvarint(data, pos)
-                    size1, pos = read_uvarint(data, pos)
-                    end1 = pos + size1
-                    pos = end1
+                v_error_code_4, n1 = _S9.unpack_from(data, pos)
+                if n1 < 128:
+                    pos += 3
+                else:
+                    pos += 2
+                    n1, pos = read_uvarint(data, pos)
+                n1 -= 1
+                if n1 > 0:
+                    v_error_message_5 = str(data[pos:pos + n1], 'utf-8')
+                    pos += n1
+                elif n1 == 0:
+                    v_error_message_5 = ''
+                else:
+                    v_error_message_5 = None
+                if data[pos] == 0:
+                    pos += 1
+                else:
+                    n_tags1, pos = read_uvarint(data, pos)
+                    for _ in range(n_tags1):
+                        tag1, pos = read_uvarint(data, pos)
+                        size1, pos = read_uvarint(data, pos)
+                        end1 = pos + size1
+                        pos = end1
             append_3(AclCreationResult(v_error_code_4, v_error_message_5))
     if data[pos] == 0:
         pos += 1
@@ -483,11 +489,11 @@ def encode_create_acls_response_v2(m: CreateAclsResponse, out: bytearray) -> Non
         write_uvarint(out, u_2)
     for e_3 in x_1:
         if e_3.error_message == '':
-            out += _S10.pack(e_3.error_code, 1)
+            out += _S11.pack(e_3.error_code, 1)
         else:
             x_4 = e_3.error_message
             if x_4 is None:
-                out += _S11.pack(e_3.error_code)
+                out += _S12.pack(e_3.error_code)
             else:
                 b_5 = x_4.encode()
                 u_6 = len(b_5) + 1
@@ -518,30 +524,35 @@ def decode_create_acls_response_v3(data: bytes, pos: int) -> tuple[CreateAclsRes
         v_results_2 = []
         append_3 = v_results_2.append
         for _ in range(n0):
-            v_error_code_4, n1 = _S9.unpack_from(data, pos)
             v_error_message_5: str | None
-            if n1 < 128:
-                pos += 3
-            else:
-                pos += 2
-                n1, pos = read_uvarint(data, pos)
-            n1 -= 1
-            if n1 > 0:
-                v_error_message_5 = str(data[pos:pos + n1], 'utf-8')
-                pos += n1
-            elif n1 == 0:
+            v_error_code_4, n1, tag_count1 = _S10.unpack_from(data, pos)
+            if n1 == 1 and tag_count1 == 0:
                 v_error_message_5 = ''
+                pos += 4
             else:
-                v_error_message_5 = None
-            if data[pos] == 0:
-                pos += 1
-            else:
-                n_tags1, pos = read_uvarint(data, pos)
-                for _ in range(n_tags1):
-                    tag1, pos = read_uvarint(data, pos)
-                    size1, pos = read_uvarint(data, pos)
-                    end1 = pos + size1
-                    pos = end1
+                v_error_code_4, n1 = _S9.unpack_from(data, pos)
+                if n1 < 128:
+                    pos += 3
+                else:
+                    pos += 2
+                    n1, pos = read_uvarint(data, pos)
+                n1 -= 1
+                if n1 > 0:
+                    v_error_message_5 = str(data[pos:pos + n1], 'utf-8')
+                    pos += n1
+                elif n1 == 0:
+                    v_error_message_5 = ''
+                else:
+                    v_error_message_5 = None
+                if data[pos] == 0:
+                    pos += 1
+                else:
+                    n_tags1, pos = read_uvarint(data, pos)
+                    for _ in range(n_tags1):
+                        tag1, pos = read_uvarint(data, pos)
+                        size1, pos = read_uvarint(data, pos)
+                        end1 = pos + size1
+                        pos = end1
             append_3(AclCreationResult(v_error_code_4, v_error_message_5))
     if data[pos] == 0:
         pos += 1
@@ -565,11 +576,11 @@ def encode_create_acls_response_v3(m: CreateAclsResponse, out: bytearray) -> Non
         write_uvarint(out, u_2)
     for e_3 in x_1:
         if e_3.error_message == '':
-            out += _S10.pack(e_3.error_code, 1)
+            out += _S11.pack(e_3.error_code, 1)
         else:
             x_4 = e_3.error_message
             if x_4 is None:
-                out += _S11.pack(e_3.error_code)
+                out += _S12.pack(e_3.error_code)
             else:
                 b_5 = x_4.encode()
                 u_6 = len(b_5) + 1

@@ -13,19 +13,21 @@ ZERO_UUID = bytes(16)
 _S0 = Struct('>iB')
 _S1 = Struct('>16sB')
 _S2 = Struct('>iqihB')
-_S3 = Struct('>hB')
-_S4 = Struct('>i')
-_S5 = Struct('>16s')
-_S6 = Struct('>iqihBx')
-_S7 = Struct('>iqihx')
-_S8 = Struct('>iqih')
-_S9 = Struct('>hBx')
-_S10 = Struct('>hx')
-_S11 = Struct('>h')
-_S12 = Struct('>iqiqhB')
-_S13 = Struct('>iqiqhBx')
-_S14 = Struct('>iqiqhx')
-_S15 = Struct('>iqiqh')
+_S3 = Struct('>iqihBB')
+_S4 = Struct('>hB')
+_S5 = Struct('>i')
+_S6 = Struct('>16s')
+_S7 = Struct('>iqihBx')
+_S8 = Struct('>iqihx')
+_S9 = Struct('>iqih')
+_S10 = Struct('>hBx')
+_S11 = Struct('>hx')
+_S12 = Struct('>h')
+_S13 = Struct('>iqiqhB')
+_S14 = Struct('>iqiqhBB')
+_S15 = Struct('>iqiqhBx')
+_S16 = Struct('>iqiqhx')
+_S17 = Struct('>iqiqh')
 
 
 @dataclass(slots=True)
@@ -454,30 +456,35 @@ def decode_describe_share_group_offsets_response_v0(data: bytes, pos: int) -> tu
                         v_partitions_11 = []
                         append_12 = v_partitions_11.append
                         for _ in range(n2):
-                            v_partition_index_13, v_start_offset_14, v_leader_epoch_15, v_error_code_17, n3 = _S2.unpack_from(data, pos)
                             v_error_message_18: str | None
-                            if n3 < 128:
-                                pos += 19
-                            else:
-                                pos += 18
-                                n3, pos = read_uvarint(data, pos)
-                            n3 -= 1
-                            if n3 > 0:
-                                v_error_message_18 = str(data[pos:pos + n3], 'utf-8')
-                                pos += n3
-                            elif n3 == 0:
+                            v_partition_index_13, v_start_offset_14, v_leader_epoch_15, v_error_code_17, n3, tag_count3 = _S3.unpack_from(data, pos)
+                            if n3 == 1 and tag_count3 == 0:
                                 v_error_message_18 = ''
+                                pos += 20
                             else:
-                                v_error_message_18 = None
-                            if data[pos] == 0:
-                                pos += 1
-                            else:
-                                n_tags3, pos = read_uvarint(data, pos)
-                                for _ in range(n_tags3):
-                                    tag3, pos = read_uvarint(data, pos)
-                                    size3, pos = read_uvarint(data, pos)
-                                    end3 = pos + size3
-                                    pos = end3
+                                v_partition_index_13, v_start_offset_14, v_leader_epoch_15, v_error_code_17, n3 = _S2.unpack_from(data, pos)
+                                if n3 < 128:
+                                    pos += 19
+                                else:
+                                    pos += 18
+                                    n3, pos = read_uvarint(data, pos)
+                                n3 -= 1
+                                if n3 > 0:
+                                    v_error_message_18 = str(data[pos:pos + n3], 'utf-8')
+                                    pos += n3
+                                elif n3 == 0:
+                                    v_error_message_18 = ''
+                                else:
+                                    v_error_message_18 = None
+                                if data[pos] == 0:
+                                    pos += 1
+                                else:
+                                    n_tags3, pos = read_uvarint(data, pos)
+                                    for _ in range(n_tags3):
+                                        tag3, pos = read_uvarint(data, pos)
+                                        size3, pos = read_uvarint(data, pos)
+                                        end3 = pos + size3
+                                        pos = end3
                             append_12(DescribeShareGroupOffsetsResponsePartition(v_partition_index_13, v_start_offset_14, v_leader_epoch_15, -1, v_error_code_17, v_error_message_18))
                     if data[pos] == 0:
                         pos += 1
@@ -489,7 +496,7 @@ def decode_describe_share_group_offsets_response_v0(data: bytes, pos: int) -> tu
                             end2 = pos + size2
                             pos = end2
                     append_8(DescribeShareGroupOffsetsResponseTopic(v_topic_name_9, v_topic_id_10, v_partitions_11))
-            v_error_code_6, n1 = _S3.unpack_from(data, pos)
+            v_error_code_6, n1 = _S4.unpack_from(data, pos)
             v_error_message_7: str | None
             if n1 < 128:
                 pos += 3
@@ -527,7 +534,7 @@ def decode_describe_share_group_offsets_response_v0(data: bytes, pos: int) -> tu
 
 
 def encode_describe_share_group_offsets_response_v0(m: DescribeShareGroupOffsetsResponse, out: bytearray) -> None:
-    out += _S4.pack(m.throttle_time_ms)
+    out += _S5.pack(m.throttle_time_ms)
     x_1 = m.groups
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -558,7 +565,7 @@ def encode_describe_share_group_offsets_response_v0(m: DescribeShareGroupOffsets
             else:
                 write_uvarint(out, u_12)
             out += b_11
-            out += _S5.pack(e_9.topic_id)
+            out += _S6.pack(e_9.topic_id)
             x_13 = e_9.partitions
             u_14 = len(x_13) + 1
             if u_14 < 128:
@@ -567,35 +574,35 @@ def encode_describe_share_group_offsets_response_v0(m: DescribeShareGroupOffsets
                 write_uvarint(out, u_14)
             for e_15 in x_13:
                 if e_15.error_message == '':
-                    out += _S6.pack(e_15.partition_index, e_15.start_offset, e_15.leader_epoch, e_15.error_code, 1)
+                    out += _S7.pack(e_15.partition_index, e_15.start_offset, e_15.leader_epoch, e_15.error_code, 1)
                 else:
                     x_16 = e_15.error_message
                     if x_16 is None:
-                        out += _S7.pack(e_15.partition_index, e_15.start_offset, e_15.leader_epoch, e_15.error_code)
+                        out += _S8.pack(e_15.partition_index, e_15.start_offset, e_15.leader_epoch, e_15.error_code)
                     else:
                         b_17 = x_16.encode()
                         u_18 = len(b_17) + 1
                         if u_18 < 128:
                             out += _S2.pack(e_15.partition_index, e_15.start_offset, e_15.leader_epoch, e_15.error_code, u_18)
                         else:
-                            out += _S8.pack(e_15.partition_index, e_15.start_offset, e_15.leader_epoch, e_15.error_code)
+                            out += _S9.pack(e_15.partition_index, e_15.start_offset, e_15.leader_epoch, e_15.error_code)
                             write_uvarint(out, u_18)
                         out += b_17
                     out.append(0)
             out.append(0)
         if e_3.error_message == '':
-            out += _S9.pack(e_3.error_code, 1)
+            out += _S10.pack(e_3.error_code, 1)
         else:
             x_19 = e_3.error_message
             if x_19 is None:
-                out += _S10.pack(e_3.error_code)
+                out += _S11.pack(e_3.error_code)
             else:
                 b_20 = x_19.encode()
                 u_21 = len(b_20) + 1
                 if u_21 < 128:
-                    out += _S3.pack(e_3.error_code, u_21)
+                    out += _S4.pack(e_3.error_code, u_21)
                 else:
-                    out += _S11.pack(e_3.error_code)
+                    out += _S12.pack(e_3.error_code)
                     write_uvarint(out, u_21)
                 out += b_20
             out.append(0)
@@ -678,30 +685,35 @@ def decode_describe_share_group_offsets_response_v1(data: bytes, pos: int) -> tu
                         v_partitions_11 = []
                         append_12 = v_partitions_11.append
                         for _ in range(n2):
-                            v_partition_index_13, v_start_offset_14, v_leader_epoch_15, v_lag_16, v_error_code_17, n3 = _S12.unpack_from(data, pos)
                             v_error_message_18: str | None
-                            if n3 < 128:
-                                pos += 27
-                            else:
-                                pos += 26
-                                n3, pos = read_uvarint(data, pos)
-                            n3 -= 1
-                            if n3 > 0:
-                                v_error_message_18 = str(data[pos:pos + n3], 'utf-8')
-                                pos += n3
-                            elif n3 == 0:
+                            v_partition_index_13, v_start_offset_14, v_leader_epoch_15, v_lag_16, v_error_code_17, n3, tag_count3 = _S14.unpack_from(data, pos)
+                            if n3 == 1 and tag_count3 == 0:
                                 v_error_message_18 = ''
+                                pos += 28
                             else:
-                                v_error_message_18 = None
-                            if data[pos] == 0:
-                                pos += 1
-                            else:
-                                n_tags3, pos = read_uvarint(data, pos)
-                                for _ in range(n_tags3):
-                                    tag3, pos = read_uvarint(data, pos)
-                                    size3, pos = read_uvarint(data, pos)
-                                    end3 = pos + size3
-                                    pos = end3
+                                v_partition_index_13, v_start_offset_14, v_leader_epoch_15, v_lag_16, v_error_code_17, n3 = _S13.unpack_from(data, pos)
+                                if n3 < 128:
+                                    pos += 27
+                                else:
+                                    pos += 26
+                                    n3, pos = read_uvarint(data, pos)
+                                n3 -= 1
+                                if n3 > 0:
+                                    v_error_message_18 = str(data[pos:pos + n3], 'utf-8')
+                                    pos += n3
+                                elif n3 == 0:
+                                    v_error_message_18 = ''
+                                else:
+                                    v_error_message_18 = None
+                                if data[pos] == 0:
+                                    pos += 1
+                                else:
+                                    n_tags3, pos = read_uvarint(data, pos)
+                                    for _ in range(n_tags3):
+                                        tag3, pos = read_uvarint(data, pos)
+                                        size3, pos = read_uvarint(data, pos)
+                                        end3 = pos + size3
+                                        pos = end3
                             append_12(DescribeShareGroupOffsetsResponsePartition(v_partition_index_13, v_start_offset_14, v_leader_epoch_15, v_lag_16, v_error_code_17, v_error_message_18))
                     if data[pos] == 0:
                         pos += 1
@@ -713,7 +725,7 @@ def decode_describe_share_group_offsets_response_v1(data: bytes, pos: int) -> tu
                             end2 = pos + size2
                             pos = end2
                     append_8(DescribeShareGroupOffsetsResponseTopic(v_topic_name_9, v_topic_id_10, v_partitions_11))
-            v_error_code_6, n1 = _S3.unpack_from(data, pos)
+            v_error_code_6, n1 = _S4.unpack_from(data, pos)
             v_error_message_7: str | None
             if n1 < 128:
                 pos += 3
@@ -751,7 +763,7 @@ def decode_describe_share_group_offsets_response_v1(data: bytes, pos: int) -> tu
 
 
 def encode_describe_share_group_offsets_response_v1(m: DescribeShareGroupOffsetsResponse, out: bytearray) -> None:
-    out += _S4.pack(m.throttle_time_ms)
+    out += _S5.pack(m.throttle_time_ms)
     x_1 = m.groups
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -782,7 +794,7 @@ def encode_describe_share_group_offsets_response_v1(m: DescribeShareGroupOffsets
             else:
                 write_uvarint(out, u_12)
             out += b_11
-            out += _S5.pack(e_9.topic_id)
+            out += _S6.pack(e_9.topic_id)
             x_13 = e_9.partitions
             u_14 = len(x_13) + 1
             if u_14 < 128:
@@ -791,35 +803,35 @@ def encode_describe_share_group_offsets_response_v1(m: DescribeShareGroupOffsets
                 write_uvarint(out, u_14)
             for e_15 in x_13:
                 if e_15.error_message == '':
-                    out += _S13.pack(e_15.partition_index, e_15.start_offset, e_15.leader_epoch, e_15.lag, e_15.error_code, 1)
+                    out += _S15.pack(e_15.partition_index, e_15.start_offset, e_15.leader_epoch, e_15.lag, e_15.error_code, 1)
                 else:
                     x_16 = e_15.error_message
                     if x_16 is None:
-                        out += _S14.pack(e_15.partition_index, e_15.start_offset, e_15.leader_epoch, e_15.lag, e_15.error_code)
+                        out += _S16.pack(e_15.partition_index, e_15.start_offset, e_15.leader_epoch, e_15.lag, e_15.error_code)
                     else:
                         b_17 = x_16.encode()
                         u_18 = len(b_17) + 1
                         if u_18 < 128:
-                            out += _S12.pack(e_15.partition_index, e_15.start_offset, e_15.leader_epoch, e_15.lag, e_15.error_code, u_18)
+                            out += _S13.pack(e_15.partition_index, e_15.start_offset, e_15.leader_epoch, e_15.lag, e_15.error_code, u_18)
                         else:
-                            out += _S15.pack(e_15.partition_index, e_15.start_offset, e_15.leader_epoch, e_15.lag, e_15.error_code)
+                            out += _S17.pack(e_15.partition_index, e_15.start_offset, e_15.leader_epoch, e_15.lag, e_15.error_code)
                             write_uvarint(out, u_18)
                         out += b_17
                     out.append(0)
             out.append(0)
         if e_3.error_message == '':
-            out += _S9.pack(e_3.error_code, 1)
+            out += _S10.pack(e_3.error_code, 1)
         else:
             x_19 = e_3.error_message
             if x_19 is None:
-                out += _S10.pack(e_3.error_code)
+                out += _S11.pack(e_3.error_code)
             else:
                 b_20 = x_19.encode()
                 u_21 = len(b_20) + 1
                 if u_21 < 128:
-                    out += _S3.pack(e_3.error_code, u_21)
+                    out += _S4.pack(e_3.error_code, u_21)
                 else:
-                    out += _S11.pack(e_3.error_code)
+                    out += _S12.pack(e_3.error_code)
                     write_uvarint(out, u_21)
                 out += b_20
             out.append(0)

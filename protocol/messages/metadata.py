@@ -17,24 +17,25 @@ _S3 = Struct('>???')
 _S4 = Struct('>???B')
 _S5 = Struct('>???x')
 _S6 = Struct('>16sB')
-_S7 = Struct('>16sBx')
-_S8 = Struct('>16sx')
-_S9 = Struct('>16s')
-_S10 = Struct('>??B')
-_S11 = Struct('>??x')
-_S12 = Struct('>hii')
-_S13 = Struct('>hiii')
-_S14 = Struct('>iB')
-_S15 = Struct('>hB')
-_S16 = Struct('>?B')
-_S17 = Struct('>hiiiB')
-_S18 = Struct('>iBi')
-_S19 = Struct('>hB?')
-_S20 = Struct('>ix')
-_S21 = Struct('>16s?B')
-_S22 = Struct('>hB16s?')
-_S23 = Struct('>16s?')
-_S24 = Struct('>hx')
+_S7 = Struct('>16sBB')
+_S8 = Struct('>16sBx')
+_S9 = Struct('>16sx')
+_S10 = Struct('>16s')
+_S11 = Struct('>??B')
+_S12 = Struct('>??x')
+_S13 = Struct('>hii')
+_S14 = Struct('>hiii')
+_S15 = Struct('>iB')
+_S16 = Struct('>hB')
+_S17 = Struct('>?B')
+_S18 = Struct('>hiiiB')
+_S19 = Struct('>iBi')
+_S20 = Struct('>hB?')
+_S21 = Struct('>ix')
+_S22 = Struct('>16s?B')
+_S23 = Struct('>hB16s?')
+_S24 = Struct('>16s?')
+_S25 = Struct('>hx')
 
 
 @dataclass(slots=True)
@@ -609,30 +610,35 @@ def decode_metadata_request_v10(data: bytes, pos: int) -> tuple[MetadataRequest,
         v_topics_1 = []
         append_5 = v_topics_1.append
         for _ in range(n0):
-            v_topic_id_6, n1 = _S6.unpack_from(data, pos)
             v_name_7: str | None
-            if n1 < 128:
-                pos += 17
-            else:
-                pos += 16
-                n1, pos = read_uvarint(data, pos)
-            n1 -= 1
-            if n1 > 0:
-                v_name_7 = str(data[pos:pos + n1], 'utf-8')
-                pos += n1
-            elif n1 == 0:
+            v_topic_id_6, n1, tag_count1 = _S7.unpack_from(data, pos)
+            if n1 == 1 and tag_count1 == 0:
                 v_name_7 = ''
+                pos += 18
             else:
-                v_name_7 = None
-            if data[pos] == 0:
-                pos += 1
-            else:
-                n_tags1, pos = read_uvarint(data, pos)
-                for _ in range(n_tags1):
-                    tag1, pos = read_uvarint(data, pos)
-                    size1, pos = read_uvarint(data, pos)
-                    end1 = pos + size1
-                    pos = end1
+                v_topic_id_6, n1 = _S6.unpack_from(data, pos)
+                if n1 < 128:
+                    pos += 17
+                else:
+                    pos += 16
+                    n1, pos = read_uvarint(data, pos)
+                n1 -= 1
+                if n1 > 0:
+                    v_name_7 = str(data[pos:pos + n1], 'utf-8')
+                    pos += n1
+                elif n1 == 0:
+                    v_name_7 = ''
+                else:
+                    v_name_7 = None
+                if data[pos] == 0:
+                    pos += 1
+                else:
+                    n_tags1, pos = read_uvarint(data, pos)
+                    for _ in range(n_tags1):
+                        tag1, pos = read_uvarint(data, pos)
+                        size1, pos = read_uvarint(data, pos)
+                        end1 = pos + size1
+                        pos = end1
             append_5(MetadataRequestTopic(v_topic_id_6, v_name_7))
     v_allow_auto_topic_creation_2, v_include_cluster_authorized_operations_3, v_include_topic_authorized_operations_4, tag_count0 = _S4.unpack_from(data, pos)
     if tag_count0 == 0:
@@ -660,18 +666,18 @@ def encode_metadata_request_v10(m: MetadataRequest, out: bytearray) -> None:
             write_uvarint(out, u_2)
         for e_3 in x_1:
             if e_3.name == '':
-                out += _S7.pack(e_3.topic_id, 1)
+                out += _S8.pack(e_3.topic_id, 1)
             else:
                 x_4 = e_3.name
                 if x_4 is None:
-                    out += _S8.pack(e_3.topic_id)
+                    out += _S9.pack(e_3.topic_id)
                 else:
                     b_5 = x_4.encode()
                     u_6 = len(b_5) + 1
                     if u_6 < 128:
                         out += _S6.pack(e_3.topic_id, u_6)
                     else:
-                        out += _S9.pack(e_3.topic_id)
+                        out += _S10.pack(e_3.topic_id)
                         write_uvarint(out, u_6)
                     out += b_5
                 out.append(0)
@@ -694,32 +700,37 @@ def decode_metadata_request_v11(data: bytes, pos: int) -> tuple[MetadataRequest,
         v_topics_1 = []
         append_5 = v_topics_1.append
         for _ in range(n0):
-            v_topic_id_6, n1 = _S6.unpack_from(data, pos)
             v_name_7: str | None
-            if n1 < 128:
-                pos += 17
-            else:
-                pos += 16
-                n1, pos = read_uvarint(data, pos)
-            n1 -= 1
-            if n1 > 0:
-                v_name_7 = str(data[pos:pos + n1], 'utf-8')
-                pos += n1
-            elif n1 == 0:
+            v_topic_id_6, n1, tag_count1 = _S7.unpack_from(data, pos)
+            if n1 == 1 and tag_count1 == 0:
                 v_name_7 = ''
+                pos += 18
             else:
-                v_name_7 = None
-            if data[pos] == 0:
-                pos += 1
-            else:
-                n_tags1, pos = read_uvarint(data, pos)
-                for _ in range(n_tags1):
-                    tag1, pos = read_uvarint(data, pos)
-                    size1, pos = read_uvarint(data, pos)
-                    end1 = pos + size1
-                    pos = end1
+                v_topic_id_6, n1 = _S6.unpack_from(data, pos)
+                if n1 < 128:
+                    pos += 17
+                else:
+                    pos += 16
+                    n1, pos = read_uvarint(data, pos)
+                n1 -= 1
+                if n1 > 0:
+                    v_name_7 = str(data[pos:pos + n1], 'utf-8')
+                    pos += n1
+                elif n1 == 0:
+                    v_name_7 = ''
+                else:
+                    v_name_7 = None
+                if data[pos] == 0:
+                    pos += 1
+                else:
+                    n_tags1, pos = read_uvarint(data, pos)
+                    for _ in range(n_tags1):
+                        tag1, pos = read_uvarint(data, pos)
+                        size1, pos = read_uvarint(data, pos)
+                        end1 = pos + size1
+                        pos = end1
             append_5(MetadataRequestTopic(v_topic_id_6, v_name_7))
-    v_allow_auto_topic_creation_2, v_include_topic_authorized_operations_4, tag_count0 = _S10.unpack_from(data, pos)
+    v_allow_auto_topic_creation_2, v_include_topic_authorized_operations_4, tag_count0 = _S11.unpack_from(data, pos)
     if tag_count0 == 0:
         pos += 3
     else:
@@ -747,22 +758,22 @@ def encode_metadata_request_v11(m: MetadataRequest, out: bytearray) -> None:
             write_uvarint(out, u_2)
         for e_3 in x_1:
             if e_3.name == '':
-                out += _S7.pack(e_3.topic_id, 1)
+                out += _S8.pack(e_3.topic_id, 1)
             else:
                 x_4 = e_3.name
                 if x_4 is None:
-                    out += _S8.pack(e_3.topic_id)
+                    out += _S9.pack(e_3.topic_id)
                 else:
                     b_5 = x_4.encode()
                     u_6 = len(b_5) + 1
                     if u_6 < 128:
                         out += _S6.pack(e_3.topic_id, u_6)
                     else:
-                        out += _S9.pack(e_3.topic_id)
+                        out += _S10.pack(e_3.topic_id)
                         write_uvarint(out, u_6)
                     out += b_5
                 out.append(0)
-    out += _S11.pack(m.allow_auto_topic_creation, m.include_topic_authorized_operations)
+    out += _S12.pack(m.allow_auto_topic_creation, m.include_topic_authorized_operations)
 
 
 def decode_metadata_request_v12(data: bytes, pos: int) -> tuple[MetadataRequest, int]:
@@ -781,32 +792,37 @@ def decode_metadata_request_v12(data: bytes, pos: int) -> tuple[MetadataRequest,
         v_topics_1 = []
         append_5 = v_topics_1.append
         for _ in range(n0):
-            v_topic_id_6, n1 = _S6.unpack_from(data, pos)
             v_name_7: str | None
-            if n1 < 128:
-                pos += 17
-            else:
-                pos += 16
-                n1, pos = read_uvarint(data, pos)
-            n1 -= 1
-            if n1 > 0:
-                v_name_7 = str(data[pos:pos + n1], 'utf-8')
-                pos += n1
-            elif n1 == 0:
+            v_topic_id_6, n1, tag_count1 = _S7.unpack_from(data, pos)
+            if n1 == 1 and tag_count1 == 0:
                 v_name_7 = ''
+                pos += 18
             else:
-                v_name_7 = None
-            if data[pos] == 0:
-                pos += 1
-            else:
-                n_tags1, pos = read_uvarint(data, pos)
-                for _ in range(n_tags1):
-                    tag1, pos = read_uvarint(data, pos)
-                    size1, pos = read_uvarint(data, pos)
-                    end1 = pos + size1
-                    pos = end1
+                v_topic_id_6, n1 = _S6.unpack_from(data, pos)
+                if n1 < 128:
+                    pos += 17
+                else:
+                    pos += 16
+                    n1, pos = read_uvarint(data, pos)
+                n1 -= 1
+                if n1 > 0:
+                    v_name_7 = str(data[pos:pos + n1], 'utf-8')
+                    pos += n1
+                elif n1 == 0:
+                    v_name_7 = ''
+                else:
+                    v_name_7 = None
+                if data[pos] == 0:
+                    pos += 1
+                else:
+                    n_tags1, pos = read_uvarint(data, pos)
+                    for _ in range(n_tags1):
+                        tag1, pos = read_uvarint(data, pos)
+                        size1, pos = read_uvarint(data, pos)
+                        end1 = pos + size1
+                        pos = end1
             append_5(MetadataRequestTopic(v_topic_id_6, v_name_7))
-    v_allow_auto_topic_creation_2, v_include_topic_authorized_operations_4, tag_count0 = _S10.unpack_from(data, pos)
+    v_allow_auto_topic_creation_2, v_include_topic_authorized_operations_4, tag_count0 = _S11.unpack_from(data, pos)
     if tag_count0 == 0:
         pos += 3
     else:
@@ -834,22 +850,22 @@ def encode_metadata_request_v12(m: MetadataRequest, out: bytearray) -> None:
             write_uvarint(out, u_2)
         for e_3 in x_1:
             if e_3.name == '':
-                out += _S7.pack(e_3.topic_id, 1)
+                out += _S8.pack(e_3.topic_id, 1)
             else:
                 x_4 = e_3.name
                 if x_4 is None:
-                    out += _S8.pack(e_3.topic_id)
+                    out += _S9.pack(e_3.topic_id)
                 else:
                     b_5 = x_4.encode()
                     u_6 = len(b_5) + 1
                     if u_6 < 128:
                         out += _S6.pack(e_3.topic_id, u_6)
                     else:
-                        out += _S9.pack(e_3.topic_id)
+                        out += _S10.pack(e_3.topic_id)
                         write_uvarint(out, u_6)
                     out += b_5
                 out.append(0)
-    out += _S11.pack(m.allow_auto_topic_creation, m.include_topic_authorized_operations)
+    out += _S12.pack(m.allow_auto_topic_creation, m.include_topic_authorized_operations)
 
 
 def decode_metadata_response_v0(data: bytes, pos: int) -> tuple[MetadataResponse, int]:
@@ -913,7 +929,7 @@ def decode_metadata_response_v0(data: bytes, pos: int) -> tuple[MetadataResponse
                 v_partitions_18 = []
                 append_20 = v_partitions_18.append
                 for _ in range(n1):
-                    v_error_code_21, v_partition_index_22, v_leader_id_23 = _S12.unpack_from(data, pos)
+                    v_error_code_21, v_partition_index_22, v_leader_id_23 = _S13.unpack_from(data, pos)
                     pos += 10
                     v_replica_nodes_25: list[int]
                     n2, = _S0.unpack_from(data, pos)
@@ -967,7 +983,7 @@ def encode_metadata_response_v0(m: MetadataResponse, out: bytearray) -> None:
         x_9 = e_6.partitions
         out += _S0.pack(len(x_9))
         for e_10 in x_9:
-            out += _S12.pack(e_10.error_code, e_10.partition_index, e_10.leader_id)
+            out += _S13.pack(e_10.error_code, e_10.partition_index, e_10.leader_id)
             x_11 = e_10.replica_nodes
             out += _S0.pack(len(x_11))
             out += pack('>%di' % len(x_11), *x_11)
@@ -1051,7 +1067,7 @@ def decode_metadata_response_v1(data: bytes, pos: int) -> tuple[MetadataResponse
                 v_partitions_18 = []
                 append_20 = v_partitions_18.append
                 for _ in range(n1):
-                    v_error_code_21, v_partition_index_22, v_leader_id_23 = _S12.unpack_from(data, pos)
+                    v_error_code_21, v_partition_index_22, v_leader_id_23 = _S13.unpack_from(data, pos)
                     pos += 10
                     v_replica_nodes_25: list[int]
                     n2, = _S0.unpack_from(data, pos)
@@ -1114,7 +1130,7 @@ def encode_metadata_response_v1(m: MetadataResponse, out: bytearray) -> None:
         x_11 = e_8.partitions
         out += _S0.pack(len(x_11))
         for e_12 in x_11:
-            out += _S12.pack(e_12.error_code, e_12.partition_index, e_12.leader_id)
+            out += _S13.pack(e_12.error_code, e_12.partition_index, e_12.leader_id)
             x_13 = e_12.replica_nodes
             out += _S0.pack(len(x_13))
             out += pack('>%di' % len(x_13), *x_13)
@@ -1208,7 +1224,7 @@ def decode_metadata_response_v2(data: bytes, pos: int) -> tuple[MetadataResponse
                 v_partitions_18 = []
                 append_20 = v_partitions_18.append
                 for _ in range(n1):
-                    v_error_code_21, v_partition_index_22, v_leader_id_23 = _S12.unpack_from(data, pos)
+                    v_error_code_21, v_partition_index_22, v_leader_id_23 = _S13.unpack_from(data, pos)
                     pos += 10
                     v_replica_nodes_25: list[int]
                     n2, = _S0.unpack_from(data, pos)
@@ -1278,7 +1294,7 @@ def encode_metadata_response_v2(m: MetadataResponse, out: bytearray) -> None:
         x_13 = e_10.partitions
         out += _S0.pack(len(x_13))
         for e_14 in x_13:
-            out += _S12.pack(e_14.error_code, e_14.partition_index, e_14.leader_id)
+            out += _S13.pack(e_14.error_code, e_14.partition_index, e_14.leader_id)
             x_15 = e_14.replica_nodes
             out += _S0.pack(len(x_15))
             out += pack('>%di' % len(x_15), *x_15)
@@ -1374,7 +1390,7 @@ def decode_metadata_response_v3(data: bytes, pos: int) -> tuple[MetadataResponse
                 v_partitions_18 = []
                 append_20 = v_partitions_18.append
                 for _ in range(n1):
-                    v_error_code_21, v_partition_index_22, v_leader_id_23 = _S12.unpack_from(data, pos)
+                    v_error_code_21, v_partition_index_22, v_leader_id_23 = _S13.unpack_from(data, pos)
                     pos += 10
                     v_replica_nodes_25: list[int]
                     n2, = _S0.unpack_from(data, pos)
@@ -1445,7 +1461,7 @@ def encode_metadata_response_v3(m: MetadataResponse, out: bytearray) -> None:
         x_13 = e_10.partitions
         out += _S0.pack(len(x_13))
         for e_14 in x_13:
-            out += _S12.pack(e_14.error_code, e_14.partition_index, e_14.leader_id)
+            out += _S13.pack(e_14.error_code, e_14.partition_index, e_14.leader_id)
             x_15 = e_14.replica_nodes
             out += _S0.pack(len(x_15))
             out += pack('>%di' % len(x_15), *x_15)
@@ -1541,7 +1557,7 @@ def decode_metadata_response_v4(data: bytes, pos: int) -> tuple[MetadataResponse
                 v_partitions_18 = []
                 append_20 = v_partitions_18.append
                 for _ in range(n1):
-                    v_error_code_21, v_partition_index_22, v_leader_id_23 = _S12.unpack_from(data, pos)
+                    v_error_code_21, v_partition_index_22, v_leader_id_23 = _S13.unpack_from(data, pos)
                     pos += 10
                     v_replica_nodes_25: list[int]
                     n2, = _S0.unpack_from(data, pos)
@@ -1612,7 +1628,7 @@ def encode_metadata_response_v4(m: MetadataResponse, out: bytearray) -> None:
         x_13 = e_10.partitions
         out += _S0.pack(len(x_13))
         for e_14 in x_13:
-            out += _S12.pack(e_14.error_code, e_14.partition_index, e_14.leader_id)
+            out += _S13.pack(e_14.error_code, e_14.partition_index, e_14.leader_id)
             x_15 = e_14.replica_nodes
             out += _S0.pack(len(x_15))
             out += pack('>%di' % len(x_15), *x_15)
@@ -1708,7 +1724,7 @@ def decode_metadata_response_v5(data: bytes, pos: int) -> tuple[MetadataResponse
                 v_partitions_18 = []
                 append_20 = v_partitions_18.append
                 for _ in range(n1):
-                    v_error_code_21, v_partition_index_22, v_leader_id_23 = _S12.unpack_from(data, pos)
+                    v_error_code_21, v_partition_index_22, v_leader_id_23 = _S13.unpack_from(data, pos)
                     pos += 10
                     v_replica_nodes_25: list[int]
                     n2, = _S0.unpack_from(data, pos)
@@ -1789,7 +1805,7 @@ def encode_metadata_response_v5(m: MetadataResponse, out: bytearray) -> None:
         x_13 = e_10.partitions
         out += _S0.pack(len(x_13))
         for e_14 in x_13:
-            out += _S12.pack(e_14.error_code, e_14.partition_index, e_14.leader_id)
+            out += _S13.pack(e_14.error_code, e_14.partition_index, e_14.leader_id)
             x_15 = e_14.replica_nodes
             out += _S0.pack(len(x_15))
             out += pack('>%di' % len(x_15), *x_15)
@@ -1888,7 +1904,7 @@ def decode_metadata_response_v6(data: bytes, pos: int) -> tuple[MetadataResponse
                 v_partitions_18 = []
                 append_20 = v_partitions_18.append
                 for _ in range(n1):
-                    v_error_code_21, v_partition_index_22, v_leader_id_23 = _S12.unpack_from(data, pos)
+                    v_error_code_21, v_partition_index_22, v_leader_id_23 = _S13.unpack_from(data, pos)
                     pos += 10
                     v_replica_nodes_25: list[int]
                     n2, = _S0.unpack_from(data, pos)
@@ -1969,7 +1985,7 @@ def encode_metadata_response_v6(m: MetadataResponse, out: bytearray) -> None:
         x_13 = e_10.partitions
         out += _S0.pack(len(x_13))
         for e_14 in x_13:
-            out += _S12.pack(e_14.error_code, e_14.partition_index, e_14.leader_id)
+            out += _S13.pack(e_14.error_code, e_14.partition_index, e_14.leader_id)
             x_15 = e_14.replica_nodes
             out += _S0.pack(len(x_15))
             out += pack('>%di' % len(x_15), *x_15)
@@ -2068,7 +2084,7 @@ def decode_metadata_response_v7(data: bytes, pos: int) -> tuple[MetadataResponse
                 v_partitions_18 = []
                 append_20 = v_partitions_18.append
                 for _ in range(n1):
-                    v_error_code_21, v_partition_index_22, v_leader_id_23, v_leader_epoch_24 = _S13.unpack_from(data, pos)
+                    v_error_code_21, v_partition_index_22, v_leader_id_23, v_leader_epoch_24 = _S14.unpack_from(data, pos)
                     pos += 14
                     v_replica_nodes_25: list[int]
                     n2, = _S0.unpack_from(data, pos)
@@ -2149,7 +2165,7 @@ def encode_metadata_response_v7(m: MetadataResponse, out: bytearray) -> None:
         x_13 = e_10.partitions
         out += _S0.pack(len(x_13))
         for e_14 in x_13:
-            out += _S13.pack(e_14.error_code, e_14.partition_index, e_14.leader_id, e_14.leader_epoch)
+            out += _S14.pack(e_14.error_code, e_14.partition_index, e_14.leader_id, e_14.leader_epoch)
             x_15 = e_14.replica_nodes
             out += _S0.pack(len(x_15))
             out += pack('>%di' % len(x_15), *x_15)
@@ -2248,7 +2264,7 @@ def decode_metadata_response_v8(data: bytes, pos: int) -> tuple[MetadataResponse
                 v_partitions_18 = []
                 append_20 = v_partitions_18.append
                 for _ in range(n1):
-                    v_error_code_21, v_partition_index_22, v_leader_id_23, v_leader_epoch_24 = _S13.unpack_from(data, pos)
+                    v_error_code_21, v_partition_index_22, v_leader_id_23, v_leader_epoch_24 = _S14.unpack_from(data, pos)
                     pos += 14
                     v_replica_nodes_25: list[int]
                     n2, = _S0.unpack_from(data, pos)
@@ -2329,7 +2345,7 @@ def encode_metadata_response_v8(m: MetadataResponse, out: bytearray) -> None:
         x_13 = e_10.partitions
         out += _S0.pack(len(x_13))
         for e_14 in x_13:
-            out += _S13.pack(e_14.error_code, e_14.partition_index, e_14.leader_id, e_14.leader_epoch)
+            out += _S14.pack(e_14.error_code, e_14.partition_index, e_14.leader_id, e_14.leader_epoch)
             x_15 = e_14.replica_nodes
             out += _S0.pack(len(x_15))
             out += pack('>%di' % len(x_15), *x_15)
@@ -2344,7 +2360,7 @@ def encode_metadata_response_v8(m: MetadataResponse, out: bytearray) -> None:
 
 
 def decode_metadata_response_v9(data: bytes, pos: int) -> tuple[MetadataResponse, int]:
-    v_throttle_time_ms_1, n0 = _S14.unpack_from(data, pos)
+    v_throttle_time_ms_1, n0 = _S15.unpack_from(data, pos)
     v_brokers_2: list[MetadataResponseBroker]
     if n0 < 128:
         pos += 5
@@ -2360,7 +2376,7 @@ def decode_metadata_response_v9(data: bytes, pos: int) -> tuple[MetadataResponse
         v_brokers_2 = []
         append_8 = v_brokers_2.append
         for _ in range(n0):
-            v_node_id_9, n1 = _S14.unpack_from(data, pos)
+            v_node_id_9, n1 = _S15.unpack_from(data, pos)
             v_host_10: str
             if n1 < 128:
                 pos += 5
@@ -2375,7 +2391,7 @@ def decode_metadata_response_v9(data: bytes, pos: int) -> tuple[MetadataResponse
                 v_host_10 = ''
             else:
                 raise DecodeError('non-nullable field Host is null')
-            v_port_11, n1 = _S14.unpack_from(data, pos)
+            v_port_11, n1 = _S15.unpack_from(data, pos)
             v_rack_12: str | None
             if n1 < 128:
                 pos += 5
@@ -2414,7 +2430,7 @@ def decode_metadata_response_v9(data: bytes, pos: int) -> tuple[MetadataResponse
         v_cluster_id_3 = ''
     else:
         v_cluster_id_3 = None
-    v_controller_id_4, n0 = _S14.unpack_from(data, pos)
+    v_controller_id_4, n0 = _S15.unpack_from(data, pos)
     v_topics_5: list[MetadataResponseTopic]
     if n0 < 128:
         pos += 5
@@ -2430,7 +2446,7 @@ def decode_metadata_response_v9(data: bytes, pos: int) -> tuple[MetadataResponse
         v_topics_5 = []
         append_13 = v_topics_5.append
         for _ in range(n0):
-            v_error_code_14, n1 = _S15.unpack_from(data, pos)
+            v_error_code_14, n1 = _S16.unpack_from(data, pos)
             v_name_15: str | None
             if n1 < 128:
                 pos += 3
@@ -2445,7 +2461,7 @@ def decode_metadata_response_v9(data: bytes, pos: int) -> tuple[MetadataResponse
                 v_name_15 = ''
             else:
                 raise DecodeError('non-nullable field Name is null')
-            v_is_internal_17, n1 = _S16.unpack_from(data, pos)
+            v_is_internal_17, n1 = _S17.unpack_from(data, pos)
             v_partitions_18: list[MetadataResponsePartition]
             if n1 < 128:
                 pos += 2
@@ -2461,7 +2477,7 @@ def decode_metadata_response_v9(data: bytes, pos: int) -> tuple[MetadataResponse
                 v_partitions_18 = []
                 append_20 = v_partitions_18.append
                 for _ in range(n1):
-                    v_error_code_21, v_partition_index_22, v_leader_id_23, v_leader_epoch_24, n2 = _S17.unpack_from(data, pos)
+                    v_error_code_21, v_partition_index_22, v_leader_id_23, v_leader_epoch_24, n2 = _S18.unpack_from(data, pos)
                     v_replica_nodes_25: list[int]
                     if n2 < 128:
                         pos += 15
@@ -2514,7 +2530,7 @@ def decode_metadata_response_v9(data: bytes, pos: int) -> tuple[MetadataResponse
                             end2 = pos + size2
                             pos = end2
                     append_20(MetadataResponsePartition(v_error_code_21, v_partition_index_22, v_leader_id_23, v_leader_epoch_24, v_replica_nodes_25, v_isr_nodes_26, v_offline_replicas_27))
-            v_topic_authorized_operations_19, tag_count1 = _S14.unpack_from(data, pos)
+            v_topic_authorized_operations_19, tag_count1 = _S15.unpack_from(data, pos)
             if tag_count1 == 0:
                 pos += 5
             else:
@@ -2526,7 +2542,7 @@ def decode_metadata_response_v9(data: bytes, pos: int) -> tuple[MetadataResponse
                     end1 = pos + size1
                     pos = end1
             append_13(MetadataResponseTopic(v_error_code_14, v_name_15, ZERO_UUID, v_is_internal_17, v_partitions_18, v_topic_authorized_operations_19))
-    v_cluster_authorized_operations_6, tag_count0 = _S14.unpack_from(data, pos)
+    v_cluster_authorized_operations_6, tag_count0 = _S15.unpack_from(data, pos)
     if tag_count0 == 0:
         pos += 5
     else:
@@ -2550,13 +2566,13 @@ def encode_metadata_response_v9(m: MetadataResponse, out: bytearray) -> None:
         write_uvarint(out, u_2)
     for e_3 in x_1:
         if e_3.host == '':
-            out += _S18.pack(e_3.node_id, 1, e_3.port)
+            out += _S19.pack(e_3.node_id, 1, e_3.port)
         else:
             x_4 = e_3.host
             b_5 = x_4.encode()
             u_6 = len(b_5) + 1
             if u_6 < 128:
-                out += _S14.pack(e_3.node_id, u_6)
+                out += _S15.pack(e_3.node_id, u_6)
             else:
                 out += _S0.pack(e_3.node_id)
                 write_uvarint(out, u_6)
@@ -2594,7 +2610,7 @@ def encode_metadata_response_v9(m: MetadataResponse, out: bytearray) -> None:
         write_uvarint(out, u_14)
     for e_15 in x_13:
         if e_15.name == '':
-            out += _S19.pack(e_15.error_code, 1, e_15.is_internal)
+            out += _S20.pack(e_15.error_code, 1, e_15.is_internal)
         else:
             x_16 = e_15.name
             if x_16 is None:
@@ -2602,7 +2618,7 @@ def encode_metadata_response_v9(m: MetadataResponse, out: bytearray) -> None:
             b_17 = x_16.encode()
             u_18 = len(b_17) + 1
             if u_18 < 128:
-                out += _S15.pack(e_15.error_code, u_18)
+                out += _S16.pack(e_15.error_code, u_18)
             else:
                 out += _S1.pack(e_15.error_code)
                 write_uvarint(out, u_18)
@@ -2615,7 +2631,7 @@ def encode_metadata_response_v9(m: MetadataResponse, out: bytearray) -> None:
         else:
             write_uvarint(out, u_20)
         for e_21 in x_19:
-            out += _S13.pack(e_21.error_code, e_21.partition_index, e_21.leader_id, e_21.leader_epoch)
+            out += _S14.pack(e_21.error_code, e_21.partition_index, e_21.leader_id, e_21.leader_epoch)
             x_22 = e_21.replica_nodes
             u_23 = len(x_22) + 1
             if u_23 < 128:
@@ -2638,12 +2654,12 @@ def encode_metadata_response_v9(m: MetadataResponse, out: bytearray) -> None:
                 write_uvarint(out, u_27)
             out += pack('>%di' % len(x_26), *x_26)
             out.append(0)
-        out += _S20.pack(e_15.topic_authorized_operations)
-    out += _S20.pack(m.cluster_authorized_operations)
+        out += _S21.pack(e_15.topic_authorized_operations)
+    out += _S21.pack(m.cluster_authorized_operations)
 
 
 def decode_metadata_response_v10(data: bytes, pos: int) -> tuple[MetadataResponse, int]:
-    v_throttle_time_ms_1, n0 = _S14.unpack_from(data, pos)
+    v_throttle_time_ms_1, n0 = _S15.unpack_from(data, pos)
     v_brokers_2: list[MetadataResponseBroker]
     if n0 < 128:
         pos += 5
@@ -2659,7 +2675,7 @@ def decode_metadata_response_v10(data: bytes, pos: int) -> tuple[MetadataRespons
         v_brokers_2 = []
         append_8 = v_brokers_2.append
         for _ in range(n0):
-            v_node_id_9, n1 = _S14.unpack_from(data, pos)
+            v_node_id_9, n1 = _S15.unpack_from(data, pos)
             v_host_10: str
             if n1 < 128:
                 pos += 5
@@ -2674,7 +2690,7 @@ def decode_metadata_response_v10(data: bytes, pos: int) -> tuple[MetadataRespons
                 v_host_10 = ''
             else:
                 raise DecodeError('non-nullable field Host is null')
-            v_port_11, n1 = _S14.unpack_from(data, pos)
+            v_port_11, n1 = _S15.unpack_from(data, pos)
             v_rack_12: str | None
             if n1 < 128:
                 pos += 5
@@ -2713,7 +2729,7 @@ def decode_metadata_response_v10(data: bytes, pos: int) -> tuple[MetadataRespons
         v_cluster_id_3 = ''
     else:
         v_cluster_id_3 = None
-    v_controller_id_4, n0 = _S14.unpack_from(data, pos)
+    v_controller_id_4, n0 = _S15.unpack_from(data, pos)
     v_topics_5: list[MetadataResponseTopic]
     if n0 < 128:
         pos += 5
@@ -2729,7 +2745,7 @@ def decode_metadata_response_v10(data: bytes, pos: int) -> tuple[MetadataRespons
         v_topics_5 = []
         append_13 = v_topics_5.append
         for _ in range(n0):
-            v_error_code_14, n1 = _S15.unpack_from(data, pos)
+            v_error_code_14, n1 = _S16.unpack_from(data, pos)
             v_name_15: str | None
             if n1 < 128:
                 pos += 3
@@ -2744,7 +2760,7 @@ def decode_metadata_response_v10(data: bytes, pos: int) -> tuple[MetadataRespons
                 v_name_15 = ''
             else:
                 raise DecodeError('non-nullable field Name is null')
-            v_topic_id_16, v_is_internal_17, n1 = _S21.unpack_from(data, pos)
+            v_topic_id_16, v_is_internal_17, n1 = _S22.unpack_from(data, pos)
             v_partitions_18: list[MetadataResponsePartition]
             if n1 < 128:
                 pos += 18
@@ -2760,7 +2776,7 @@ def decode_metadata_response_v10(data: bytes, pos: int) -> tuple[MetadataRespons
                 v_partitions_18 = []
                 append_20 = v_partitions_18.append
                 for _ in range(n1):
-                    v_error_code_21, v_partition_index_22, v_leader_id_23, v_leader_epoch_24, n2 = _S17.unpack_from(data, pos)
+                    v_error_code_21, v_partition_index_22, v_leader_id_23, v_leader_epoch_24, n2 = _S18.unpack_from(data, pos)
                     v_replica_nodes_25: list[int]
                     if n2 < 128:
                         pos += 15
@@ -2813,7 +2829,7 @@ def decode_metadata_response_v10(data: bytes, pos: int) -> tuple[MetadataRespons
                             end2 = pos + size2
                             pos = end2
                     append_20(MetadataResponsePartition(v_error_code_21, v_partition_index_22, v_leader_id_23, v_leader_epoch_24, v_replica_nodes_25, v_isr_nodes_26, v_offline_replicas_27))
-            v_topic_authorized_operations_19, tag_count1 = _S14.unpack_from(data, pos)
+            v_topic_authorized_operations_19, tag_count1 = _S15.unpack_from(data, pos)
             if tag_count1 == 0:
                 pos += 5
             else:
@@ -2825,7 +2841,7 @@ def decode_metadata_response_v10(data: bytes, pos: int) -> tuple[MetadataRespons
                     end1 = pos + size1
                     pos = end1
             append_13(MetadataResponseTopic(v_error_code_14, v_name_15, v_topic_id_16, v_is_internal_17, v_partitions_18, v_topic_authorized_operations_19))
-    v_cluster_authorized_operations_6, tag_count0 = _S14.unpack_from(data, pos)
+    v_cluster_authorized_operations_6, tag_count0 = _S15.unpack_from(data, pos)
     if tag_count0 == 0:
         pos += 5
     else:
@@ -2849,13 +2865,13 @@ def encode_metadata_response_v10(m: MetadataResponse, out: bytearray) -> None:
         write_uvarint(out, u_2)
     for e_3 in x_1:
         if e_3.host == '':
-            out += _S18.pack(e_3.node_id, 1, e_3.port)
+            out += _S19.pack(e_3.node_id, 1, e_3.port)
         else:
             x_4 = e_3.host
             b_5 = x_4.encode()
             u_6 = len(b_5) + 1
             if u_6 < 128:
-                out += _S14.pack(e_3.node_id, u_6)
+                out += _S15.pack(e_3.node_id, u_6)
             else:
                 out += _S0.pack(e_3.node_id)
                 write_uvarint(out, u_6)
@@ -2893,7 +2909,7 @@ def encode_metadata_response_v10(m: MetadataResponse, out: bytearray) -> None:
         write_uvarint(out, u_14)
     for e_15 in x_13:
         if e_15.name == '':
-            out += _S22.pack(e_15.error_code, 1, e_15.topic_id, e_15.is_internal)
+            out += _S23.pack(e_15.error_code, 1, e_15.topic_id, e_15.is_internal)
         else:
             x_16 = e_15.name
             if x_16 is None:
@@ -2901,12 +2917,12 @@ def encode_metadata_response_v10(m: MetadataResponse, out: bytearray) -> None:
             b_17 = x_16.encode()
             u_18 = len(b_17) + 1
             if u_18 < 128:
-                out += _S15.pack(e_15.error_code, u_18)
+                out += _S16.pack(e_15.error_code, u_18)
             else:
                 out += _S1.pack(e_15.error_code)
                 write_uvarint(out, u_18)
             out += b_17
-            out += _S23.pack(e_15.topic_id, e_15.is_internal)
+            out += _S24.pack(e_15.topic_id, e_15.is_internal)
         x_19 = e_15.partitions
         u_20 = len(x_19) + 1
         if u_20 < 128:
@@ -2914,7 +2930,7 @@ def encode_metadata_response_v10(m: MetadataResponse, out: bytearray) -> None:
         else:
             write_uvarint(out, u_20)
         for e_21 in x_19:
-            out += _S13.pack(e_21.error_code, e_21.partition_index, e_21.leader_id, e_21.leader_epoch)
+            out += _S14.pack(e_21.error_code, e_21.partition_index, e_21.leader_id, e_21.leader_epoch)
             x_22 = e_21.replica_nodes
             u_23 = len(x_22) + 1
             if u_23 < 128:
@@ -2937,12 +2953,12 @@ def encode_metadata_response_v10(m: MetadataResponse, out: bytearray) -> None:
                 write_uvarint(out, u_27)
             out += pack('>%di' % len(x_26), *x_26)
             out.append(0)
-        out += _S20.pack(e_15.topic_authorized_operations)
-    out += _S20.pack(m.cluster_authorized_operations)
+        out += _S21.pack(e_15.topic_authorized_operations)
+    out += _S21.pack(m.cluster_authorized_operations)
 
 
 def decode_metadata_response_v11(data: bytes, pos: int) -> tuple[MetadataResponse, int]:
-    v_throttle_time_ms_1, n0 = _S14.unpack_from(data, pos)
+    v_throttle_time_ms_1, n0 = _S15.unpack_from(data, pos)
     v_brokers_2: list[MetadataResponseBroker]
     if n0 < 128:
         pos += 5
@@ -2958,7 +2974,7 @@ def decode_metadata_response_v11(data: bytes, pos: int) -> tuple[MetadataRespons
         v_brokers_2 = []
         append_8 = v_brokers_2.append
         for _ in range(n0):
-            v_node_id_9, n1 = _S14.unpack_from(data, pos)
+            v_node_id_9, n1 = _S15.unpack_from(data, pos)
             v_host_10: str
             if n1 < 128:
                 pos += 5
@@ -2973,7 +2989,7 @@ def decode_metadata_response_v11(data: bytes, pos: int) -> tuple[MetadataRespons
                 v_host_10 = ''
             else:
                 raise DecodeError('non-nullable field Host is null')
-            v_port_11, n1 = _S14.unpack_from(data, pos)
+            v_port_11, n1 = _S15.unpack_from(data, pos)
             v_rack_12: str | None
             if n1 < 128:
                 pos += 5
@@ -3012,7 +3028,7 @@ def decode_metadata_response_v11(data: bytes, pos: int) -> tuple[MetadataRespons
         v_cluster_id_3 = ''
     else:
         v_cluster_id_3 = None
-    v_controller_id_4, n0 = _S14.unpack_from(data, pos)
+    v_controller_id_4, n0 = _S15.unpack_from(data, pos)
     v_topics_5: list[MetadataResponseTopic]
     if n0 < 128:
         pos += 5
@@ -3028,7 +3044,7 @@ def decode_metadata_response_v11(data: bytes, pos: int) -> tuple[MetadataRespons
         v_topics_5 = []
         append_13 = v_topics_5.append
         for _ in range(n0):
-            v_error_code_14, n1 = _S15.unpack_from(data, pos)
+            v_error_code_14, n1 = _S16.unpack_from(data, pos)
             v_name_15: str | None
             if n1 < 128:
                 pos += 3
@@ -3043,7 +3059,7 @@ def decode_metadata_response_v11(data: bytes, pos: int) -> tuple[MetadataRespons
                 v_name_15 = ''
             else:
                 raise DecodeError('non-nullable field Name is null')
-            v_topic_id_16, v_is_internal_17, n1 = _S21.unpack_from(data, pos)
+            v_topic_id_16, v_is_internal_17, n1 = _S22.unpack_from(data, pos)
             v_partitions_18: list[MetadataResponsePartition]
             if n1 < 128:
                 pos += 18
@@ -3059,7 +3075,7 @@ def decode_metadata_response_v11(data: bytes, pos: int) -> tuple[MetadataRespons
                 v_partitions_18 = []
                 append_20 = v_partitions_18.append
                 for _ in range(n1):
-                    v_error_code_21, v_partition_index_22, v_leader_id_23, v_leader_epoch_24, n2 = _S17.unpack_from(data, pos)
+                    v_error_code_21, v_partition_index_22, v_leader_id_23, v_leader_epoch_24, n2 = _S18.unpack_from(data, pos)
                     v_replica_nodes_25: list[int]
                     if n2 < 128:
                         pos += 15
@@ -3112,7 +3128,7 @@ def decode_metadata_response_v11(data: bytes, pos: int) -> tuple[MetadataRespons
                             end2 = pos + size2
                             pos = end2
                     append_20(MetadataResponsePartition(v_error_code_21, v_partition_index_22, v_leader_id_23, v_leader_epoch_24, v_replica_nodes_25, v_isr_nodes_26, v_offline_replicas_27))
-            v_topic_authorized_operations_19, tag_count1 = _S14.unpack_from(data, pos)
+            v_topic_authorized_operations_19, tag_count1 = _S15.unpack_from(data, pos)
             if tag_count1 == 0:
                 pos += 5
             else:
@@ -3148,13 +3164,13 @@ def encode_metadata_response_v11(m: MetadataResponse, out: bytearray) -> None:
         write_uvarint(out, u_2)
     for e_3 in x_1:
         if e_3.host == '':
-            out += _S18.pack(e_3.node_id, 1, e_3.port)
+            out += _S19.pack(e_3.node_id, 1, e_3.port)
         else:
             x_4 = e_3.host
             b_5 = x_4.encode()
             u_6 = len(b_5) + 1
             if u_6 < 128:
-                out += _S14.pack(e_3.node_id, u_6)
+                out += _S15.pack(e_3.node_id, u_6)
             else:
                 out += _S0.pack(e_3.node_id)
                 write_uvarint(out, u_6)
@@ -3192,7 +3208,7 @@ def encode_metadata_response_v11(m: MetadataResponse, out: bytearray) -> None:
         write_uvarint(out, u_14)
     for e_15 in x_13:
         if e_15.name == '':
-            out += _S22.pack(e_15.error_code, 1, e_15.topic_id, e_15.is_internal)
+            out += _S23.pack(e_15.error_code, 1, e_15.topic_id, e_15.is_internal)
         else:
             x_16 = e_15.name
             if x_16 is None:
@@ -3200,12 +3216,12 @@ def encode_metadata_response_v11(m: MetadataResponse, out: bytearray) -> None:
             b_17 = x_16.encode()
             u_18 = len(b_17) + 1
             if u_18 < 128:
-                out += _S15.pack(e_15.error_code, u_18)
+                out += _S16.pack(e_15.error_code, u_18)
             else:
                 out += _S1.pack(e_15.error_code)
                 write_uvarint(out, u_18)
             out += b_17
-            out += _S23.pack(e_15.topic_id, e_15.is_internal)
+            out += _S24.pack(e_15.topic_id, e_15.is_internal)
         x_19 = e_15.partitions
         u_20 = len(x_19) + 1
         if u_20 < 128:
@@ -3213,7 +3229,7 @@ def encode_metadata_response_v11(m: MetadataResponse, out: bytearray) -> None:
         else:
             write_uvarint(out, u_20)
         for e_21 in x_19:
-            out += _S13.pack(e_21.error_code, e_21.partition_index, e_21.leader_id, e_21.leader_epoch)
+            out += _S14.pack(e_21.error_code, e_21.partition_index, e_21.leader_id, e_21.leader_epoch)
             x_22 = e_21.replica_nodes
             u_23 = len(x_22) + 1
             if u_23 < 128:
@@ -3236,12 +3252,12 @@ def encode_metadata_response_v11(m: MetadataResponse, out: bytearray) -> None:
                 write_uvarint(out, u_27)
             out += pack('>%di' % len(x_26), *x_26)
             out.append(0)
-        out += _S20.pack(e_15.topic_authorized_operations)
+        out += _S21.pack(e_15.topic_authorized_operations)
     out.append(0)
 
 
 def decode_metadata_response_v12(data: bytes, pos: int) -> tuple[MetadataResponse, int]:
-    v_throttle_time_ms_1, n0 = _S14.unpack_from(data, pos)
+    v_throttle_time_ms_1, n0 = _S15.unpack_from(data, pos)
     v_brokers_2: list[MetadataResponseBroker]
     if n0 < 128:
         pos += 5
@@ -3257,7 +3273,7 @@ def decode_metadata_response_v12(data: bytes, pos: int) -> tuple[MetadataRespons
         v_brokers_2 = []
         append_8 = v_brokers_2.append
         for _ in range(n0):
-            v_node_id_9, n1 = _S14.unpack_from(data, pos)
+            v_node_id_9, n1 = _S15.unpack_from(data, pos)
             v_host_10: str
             if n1 < 128:
                 pos += 5
@@ -3272,7 +3288,7 @@ def decode_metadata_response_v12(data: bytes, pos: int) -> tuple[MetadataRespons
                 v_host_10 = ''
             else:
                 raise DecodeError('non-nullable field Host is null')
-            v_port_11, n1 = _S14.unpack_from(data, pos)
+            v_port_11, n1 = _S15.unpack_from(data, pos)
             v_rack_12: str | None
             if n1 < 128:
                 pos += 5
@@ -3311,7 +3327,7 @@ def decode_metadata_response_v12(data: bytes, pos: int) -> tuple[MetadataRespons
         v_cluster_id_3 = ''
     else:
         v_cluster_id_3 = None
-    v_controller_id_4, n0 = _S14.unpack_from(data, pos)
+    v_controller_id_4, n0 = _S15.unpack_from(data, pos)
     v_topics_5: list[MetadataResponseTopic]
     if n0 < 128:
         pos += 5
@@ -3327,7 +3343,7 @@ def decode_metadata_response_v12(data: bytes, pos: int) -> tuple[MetadataRespons
         v_topics_5 = []
         append_13 = v_topics_5.append
         for _ in range(n0):
-            v_error_code_14, n1 = _S15.unpack_from(data, pos)
+            v_error_code_14, n1 = _S16.unpack_from(data, pos)
             v_name_15: str | None
             if n1 < 128:
                 pos += 3
@@ -3342,7 +3358,7 @@ def decode_metadata_response_v12(data: bytes, pos: int) -> tuple[MetadataRespons
                 v_name_15 = ''
             else:
                 v_name_15 = None
-            v_topic_id_16, v_is_internal_17, n1 = _S21.unpack_from(data, pos)
+            v_topic_id_16, v_is_internal_17, n1 = _S22.unpack_from(data, pos)
             v_partitions_18: list[MetadataResponsePartition]
             if n1 < 128:
                 pos += 18
@@ -3358,7 +3374,7 @@ def decode_metadata_response_v12(data: bytes, pos: int) -> tuple[MetadataRespons
                 v_partitions_18 = []
                 append_20 = v_partitions_18.append
                 for _ in range(n1):
-                    v_error_code_21, v_partition_index_22, v_leader_id_23, v_leader_epoch_24, n2 = _S17.unpack_from(data, pos)
+                    v_error_code_21, v_partition_index_22, v_leader_id_23, v_leader_epoch_24, n2 = _S18.unpack_from(data, pos)
                     v_replica_nodes_25: list[int]
                     if n2 < 128:
                         pos += 15
@@ -3411,7 +3427,7 @@ def decode_metadata_response_v12(data: bytes, pos: int) -> tuple[MetadataRespons
                             end2 = pos + size2
                             pos = end2
                     append_20(MetadataResponsePartition(v_error_code_21, v_partition_index_22, v_leader_id_23, v_leader_epoch_24, v_replica_nodes_25, v_isr_nodes_26, v_offline_replicas_27))
-            v_topic_authorized_operations_19, tag_count1 = _S14.unpack_from(data, pos)
+            v_topic_authorized_operations_19, tag_count1 = _S15.unpack_from(data, pos)
             if tag_count1 == 0:
                 pos += 5
             else:
@@ -3447,13 +3463,13 @@ def encode_metadata_response_v12(m: MetadataResponse, out: bytearray) -> None:
         write_uvarint(out, u_2)
     for e_3 in x_1:
         if e_3.host == '':
-            out += _S18.pack(e_3.node_id, 1, e_3.port)
+            out += _S19.pack(e_3.node_id, 1, e_3.port)
         else:
             x_4 = e_3.host
             b_5 = x_4.encode()
             u_6 = len(b_5) + 1
             if u_6 < 128:
-                out += _S14.pack(e_3.node_id, u_6)
+                out += _S15.pack(e_3.node_id, u_6)
             else:
                 out += _S0.pack(e_3.node_id)
                 write_uvarint(out, u_6)
@@ -3491,21 +3507,21 @@ def encode_metadata_response_v12(m: MetadataResponse, out: bytearray) -> None:
         write_uvarint(out, u_14)
     for e_15 in x_13:
         if e_15.name == '':
-            out += _S22.pack(e_15.error_code, 1, e_15.topic_id, e_15.is_internal)
+            out += _S23.pack(e_15.error_code, 1, e_15.topic_id, e_15.is_internal)
         else:
             x_16 = e_15.name
             if x_16 is None:
-                out += _S24.pack(e_15.error_code)
+                out += _S25.pack(e_15.error_code)
             else:
                 b_17 = x_16.encode()
                 u_18 = len(b_17) + 1
                 if u_18 < 128:
-                    out += _S15.pack(e_15.error_code, u_18)
+                    out += _S16.pack(e_15.error_code, u_18)
                 else:
                     out += _S1.pack(e_15.error_code)
                     write_uvarint(out, u_18)
                 out += b_17
-            out += _S23.pack(e_15.topic_id, e_15.is_internal)
+            out += _S24.pack(e_15.topic_id, e_15.is_internal)
         x_19 = e_15.partitions
         u_20 = len(x_19) + 1
         if u_20 < 128:
@@ -3513,7 +3529,7 @@ def encode_metadata_response_v12(m: MetadataResponse, out: bytearray) -> None:
         else:
             write_uvarint(out, u_20)
         for e_21 in x_19:
-            out += _S13.pack(e_21.error_code, e_21.partition_index, e_21.leader_id, e_21.leader_epoch)
+            out += _S14.pack(e_21.error_code, e_21.partition_index, e_21.leader_id, e_21.leader_epoch)
             x_22 = e_21.replica_nodes
             u_23 = len(x_22) + 1
             if u_23 < 128:
@@ -3536,5 +3552,5 @@ def encode_metadata_response_v12(m: MetadataResponse, out: bytearray) -> None:
                 write_uvarint(out, u_27)
             out += pack('>%di' % len(x_26), *x_26)
             out.append(0)
-        out += _S20.pack(e_15.topic_authorized_operations)
+        out += _S21.pack(e_15.topic_authorized_operations)
     out.append(0)

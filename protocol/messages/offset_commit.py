@@ -18,13 +18,14 @@ _S4 = Struct('>q')
 _S5 = Struct('>iqi')
 _S6 = Struct('>iB')
 _S7 = Struct('>iqiB')
-_S8 = Struct('>iqiBx')
-_S9 = Struct('>iqix')
-_S10 = Struct('>16sB')
-_S11 = Struct('>16s')
-_S12 = Struct('>ih')
-_S13 = Struct('>ihB')
-_S14 = Struct('>ihx')
+_S8 = Struct('>iqiBB')
+_S9 = Struct('>iqiBx')
+_S10 = Struct('>iqix')
+_S11 = Struct('>16sB')
+_S12 = Struct('>16s')
+_S13 = Struct('>ih')
+_S14 = Struct('>ihB')
+_S15 = Struct('>ihx')
 
 
 @dataclass(slots=True)
@@ -1013,30 +1014,35 @@ def decode_offset_commit_request_v8(data: bytes, pos: int) -> tuple[OffsetCommit
                 v_partitions_10 = []
                 append_11 = v_partitions_10.append
                 for _ in range(n1):
-                    v_partition_index_12, v_committed_offset_13, v_committed_leader_epoch_14, n2 = _S7.unpack_from(data, pos)
                     v_committed_metadata_16: str | None
-                    if n2 < 128:
-                        pos += 17
-                    else:
-                        pos += 16
-                        n2, pos = read_uvarint(data, pos)
-                    n2 -= 1
-                    if n2 > 0:
-                        v_committed_metadata_16 = str(data[pos:pos + n2], 'utf-8')
-                        pos += n2
-                    elif n2 == 0:
+                    v_partition_index_12, v_committed_offset_13, v_committed_leader_epoch_14, n2, tag_count2 = _S8.unpack_from(data, pos)
+                    if n2 == 1 and tag_count2 == 0:
                         v_committed_metadata_16 = ''
+                        pos += 18
                     else:
-                        v_committed_metadata_16 = None
-                    if data[pos] == 0:
-                        pos += 1
-                    else:
-                        n_tags2, pos = read_uvarint(data, pos)
-                        for _ in range(n_tags2):
-                            tag2, pos = read_uvarint(data, pos)
-                            size2, pos = read_uvarint(data, pos)
-                            end2 = pos + size2
-                            pos = end2
+                        v_partition_index_12, v_committed_offset_13, v_committed_leader_epoch_14, n2 = _S7.unpack_from(data, pos)
+                        if n2 < 128:
+                            pos += 17
+                        else:
+                            pos += 16
+                            n2, pos = read_uvarint(data, pos)
+                        n2 -= 1
+                        if n2 > 0:
+                            v_committed_metadata_16 = str(data[pos:pos + n2], 'utf-8')
+                            pos += n2
+                        elif n2 == 0:
+                            v_committed_metadata_16 = ''
+                        else:
+                            v_committed_metadata_16 = None
+                        if data[pos] == 0:
+                            pos += 1
+                        else:
+                            n_tags2, pos = read_uvarint(data, pos)
+                            for _ in range(n_tags2):
+                                tag2, pos = read_uvarint(data, pos)
+                                size2, pos = read_uvarint(data, pos)
+                                end2 = pos + size2
+                                pos = end2
                     append_11(OffsetCommitRequestPartition(v_partition_index_12, v_committed_offset_13, v_committed_leader_epoch_14, -1, v_committed_metadata_16))
             if data[pos] == 0:
                 pos += 1
@@ -1117,11 +1123,11 @@ def encode_offset_commit_request_v8(m: OffsetCommitRequest, out: bytearray) -> N
             if e_18.commit_timestamp != -1:
                 raise ValueError('attempted to write a non-default CommitTimestamp at version 8')
             if e_18.committed_metadata == '':
-                out += _S8.pack(e_18.partition_index, e_18.committed_offset, e_18.committed_leader_epoch, 1)
+                out += _S9.pack(e_18.partition_index, e_18.committed_offset, e_18.committed_leader_epoch, 1)
             else:
                 x_19 = e_18.committed_metadata
                 if x_19 is None:
-                    out += _S9.pack(e_18.partition_index, e_18.committed_offset, e_18.committed_leader_epoch)
+                    out += _S10.pack(e_18.partition_index, e_18.committed_offset, e_18.committed_leader_epoch)
                 else:
                     b_20 = x_19.encode()
                     u_21 = len(b_20) + 1
@@ -1224,30 +1230,35 @@ def decode_offset_commit_request_v9(data: bytes, pos: int) -> tuple[OffsetCommit
                 v_partitions_10 = []
                 append_11 = v_partitions_10.append
                 for _ in range(n1):
-                    v_partition_index_12, v_committed_offset_13, v_committed_leader_epoch_14, n2 = _S7.unpack_from(data, pos)
                     v_committed_metadata_16: str | None
-                    if n2 < 128:
-                        pos += 17
-                    else:
-                        pos += 16
-                        n2, pos = read_uvarint(data, pos)
-                    n2 -= 1
-                    if n2 > 0:
-                        v_committed_metadata_16 = str(data[pos:pos + n2], 'utf-8')
-                        pos += n2
-                    elif n2 == 0:
+                    v_partition_index_12, v_committed_offset_13, v_committed_leader_epoch_14, n2, tag_count2 = _S8.unpack_from(data, pos)
+                    if n2 == 1 and tag_count2 == 0:
                         v_committed_metadata_16 = ''
+                        pos += 18
                     else:
-                        v_committed_metadata_16 = None
-                    if data[pos] == 0:
-                        pos += 1
-                    else:
-                        n_tags2, pos = read_uvarint(data, pos)
-                        for _ in range(n_tags2):
-                            tag2, pos = read_uvarint(data, pos)
-                            size2, pos = read_uvarint(data, pos)
-                            end2 = pos + size2
-                            pos = end2
+                        v_partition_index_12, v_committed_offset_13, v_committed_leader_epoch_14, n2 = _S7.unpack_from(data, pos)
+                        if n2 < 128:
+                            pos += 17
+                        else:
+                            pos += 16
+                            n2, pos = read_uvarint(data, pos)
+                        n2 -= 1
+                        if n2 > 0:
+                            v_committed_metadata_16 = str(data[pos:pos + n2], 'utf-8')
+                            pos += n2
+                        elif n2 == 0:
+                            v_committed_metadata_16 = ''
+                        else:
+                            v_committed_metadata_16 = None
+                        if data[pos] == 0:
+                            pos += 1
+                        else:
+                            n_tags2, pos = read_uvarint(data, pos)
+                            for _ in range(n_tags2):
+                                tag2, pos = read_uvarint(data, pos)
+                                size2, pos = read_uvarint(data, pos)
+                                end2 = pos + size2
+                                pos = end2
                     append_11(OffsetCommitRequestPartition(v_partition_index_12, v_committed_offset_13, v_committed_leader_epoch_14, -1, v_committed_metadata_16))
             if data[pos] == 0:
                 pos += 1
@@ -1328,11 +1339,11 @@ def encode_offset_commit_request_v9(m: OffsetCommitRequest, out: bytearray) -> N
             if e_18.commit_timestamp != -1:
                 raise ValueError('attempted to write a non-default CommitTimestamp at version 9')
             if e_18.committed_metadata == '':
-                out += _S8.pack(e_18.partition_index, e_18.committed_offset, e_18.committed_leader_epoch, 1)
+                out += _S9.pack(e_18.partition_index, e_18.committed_offset, e_18.committed_leader_epoch, 1)
             else:
                 x_19 = e_18.committed_metadata
                 if x_19 is None:
-                    out += _S9.pack(e_18.partition_index, e_18.committed_offset, e_18.committed_leader_epoch)
+                    out += _S10.pack(e_18.partition_index, e_18.committed_offset, e_18.committed_leader_epoch)
                 else:
                     b_20 = x_19.encode()
                     u_21 = len(b_20) + 1
@@ -1406,7 +1417,7 @@ def decode_offset_commit_request_v10(data: bytes, pos: int) -> tuple[OffsetCommi
         v_topics_6 = []
         append_7 = v_topics_6.append
         for _ in range(n0):
-            v_topic_id_9, n1 = _S10.unpack_from(data, pos)
+            v_topic_id_9, n1 = _S11.unpack_from(data, pos)
             v_partitions_10: list[OffsetCommitRequestPartition]
             if n1 < 128:
                 pos += 17
@@ -1422,30 +1433,35 @@ def decode_offset_commit_request_v10(data: bytes, pos: int) -> tuple[OffsetCommi
                 v_partitions_10 = []
                 append_11 = v_partitions_10.append
                 for _ in range(n1):
-                    v_partition_index_12, v_committed_offset_13, v_committed_leader_epoch_14, n2 = _S7.unpack_from(data, pos)
                     v_committed_metadata_16: str | None
-                    if n2 < 128:
-                        pos += 17
-                    else:
-                        pos += 16
-                        n2, pos = read_uvarint(data, pos)
-                    n2 -= 1
-                    if n2 > 0:
-                        v_committed_metadata_16 = str(data[pos:pos + n2], 'utf-8')
-                        pos += n2
-                    elif n2 == 0:
+                    v_partition_index_12, v_committed_offset_13, v_committed_leader_epoch_14, n2, tag_count2 = _S8.unpack_from(data, pos)
+                    if n2 == 1 and tag_count2 == 0:
                         v_committed_metadata_16 = ''
+                        pos += 18
                     else:
-                        v_committed_metadata_16 = None
-                    if data[pos] == 0:
-                        pos += 1
-                    else:
-                        n_tags2, pos = read_uvarint(data, pos)
-                        for _ in range(n_tags2):
-                            tag2, pos = read_uvarint(data, pos)
-                            size2, pos = read_uvarint(data, pos)
-                            end2 = pos + size2
-                            pos = end2
+                        v_partition_index_12, v_committed_offset_13, v_committed_leader_epoch_14, n2 = _S7.unpack_from(data, pos)
+                        if n2 < 128:
+                            pos += 17
+                        else:
+                            pos += 16
+                            n2, pos = read_uvarint(data, pos)
+                        n2 -= 1
+                        if n2 > 0:
+                            v_committed_metadata_16 = str(data[pos:pos + n2], 'utf-8')
+                            pos += n2
+                        elif n2 == 0:
+                            v_committed_metadata_16 = ''
+                        else:
+                            v_committed_metadata_16 = None
+                        if data[pos] == 0:
+                            pos += 1
+                        else:
+                            n_tags2, pos = read_uvarint(data, pos)
+                            for _ in range(n_tags2):
+                                tag2, pos = read_uvarint(data, pos)
+                                size2, pos = read_uvarint(data, pos)
+                                end2 = pos + size2
+                                pos = end2
                     append_11(OffsetCommitRequestPartition(v_partition_index_12, v_committed_offset_13, v_committed_leader_epoch_14, -1, v_committed_metadata_16))
             if data[pos] == 0:
                 pos += 1
@@ -1508,7 +1524,7 @@ def encode_offset_commit_request_v10(m: OffsetCommitRequest, out: bytearray) -> 
     else:
         write_uvarint(out, u_11)
     for e_12 in x_10:
-        out += _S11.pack(e_12.topic_id)
+        out += _S12.pack(e_12.topic_id)
         x_13 = e_12.partitions
         u_14 = len(x_13) + 1
         if u_14 < 128:
@@ -1519,11 +1535,11 @@ def encode_offset_commit_request_v10(m: OffsetCommitRequest, out: bytearray) -> 
             if e_15.commit_timestamp != -1:
                 raise ValueError('attempted to write a non-default CommitTimestamp at version 10')
             if e_15.committed_metadata == '':
-                out += _S8.pack(e_15.partition_index, e_15.committed_offset, e_15.committed_leader_epoch, 1)
+                out += _S9.pack(e_15.partition_index, e_15.committed_offset, e_15.committed_leader_epoch, 1)
             else:
                 x_16 = e_15.committed_metadata
                 if x_16 is None:
-                    out += _S9.pack(e_15.partition_index, e_15.committed_offset, e_15.committed_leader_epoch)
+                    out += _S10.pack(e_15.partition_index, e_15.committed_offset, e_15.committed_leader_epoch)
                 else:
                     b_17 = x_16.encode()
                     u_18 = len(b_17) + 1
@@ -1571,7 +1587,7 @@ def decode_offset_commit_response_v0(data: bytes, pos: int) -> tuple[OffsetCommi
                 v_partitions_6 = []
                 append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v_partition_index_8, v_error_code_9 = _S12.unpack_from(data, pos)
+                    v_partition_index_8, v_error_code_9 = _S13.unpack_from(data, pos)
                     pos += 6
                     append_7(OffsetCommitResponsePartition(v_partition_index_8, v_error_code_9))
             append_3(OffsetCommitResponseTopic(v_name_4, ZERO_UUID, v_partitions_6))
@@ -1589,7 +1605,7 @@ def encode_offset_commit_response_v0(m: OffsetCommitResponse, out: bytearray) ->
         x_5 = e_2.partitions
         out += _S1.pack(len(x_5))
         for e_6 in x_5:
-            out += _S12.pack(e_6.partition_index, e_6.error_code)
+            out += _S13.pack(e_6.partition_index, e_6.error_code)
 
 
 def decode_offset_commit_response_v1(data: bytes, pos: int) -> tuple[OffsetCommitResponse, int]:
@@ -1625,7 +1641,7 @@ def decode_offset_commit_response_v1(data: bytes, pos: int) -> tuple[OffsetCommi
                 v_partitions_6 = []
                 append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v_partition_index_8, v_error_code_9 = _S12.unpack_from(data, pos)
+                    v_partition_index_8, v_error_code_9 = _S13.unpack_from(data, pos)
                     pos += 6
                     append_7(OffsetCommitResponsePartition(v_partition_index_8, v_error_code_9))
             append_3(OffsetCommitResponseTopic(v_name_4, ZERO_UUID, v_partitions_6))
@@ -1643,7 +1659,7 @@ def encode_offset_commit_response_v1(m: OffsetCommitResponse, out: bytearray) ->
         x_5 = e_2.partitions
         out += _S1.pack(len(x_5))
         for e_6 in x_5:
-            out += _S12.pack(e_6.partition_index, e_6.error_code)
+            out += _S13.pack(e_6.partition_index, e_6.error_code)
 
 
 def decode_offset_commit_response_v2(data: bytes, pos: int) -> tuple[OffsetCommitResponse, int]:
@@ -1679,7 +1695,7 @@ def decode_offset_commit_response_v2(data: bytes, pos: int) -> tuple[OffsetCommi
                 v_partitions_6 = []
                 append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v_partition_index_8, v_error_code_9 = _S12.unpack_from(data, pos)
+                    v_partition_index_8, v_error_code_9 = _S13.unpack_from(data, pos)
                     pos += 6
                     append_7(OffsetCommitResponsePartition(v_partition_index_8, v_error_code_9))
             append_3(OffsetCommitResponseTopic(v_name_4, ZERO_UUID, v_partitions_6))
@@ -1697,7 +1713,7 @@ def encode_offset_commit_response_v2(m: OffsetCommitResponse, out: bytearray) ->
         x_5 = e_2.partitions
         out += _S1.pack(len(x_5))
         for e_6 in x_5:
-            out += _S12.pack(e_6.partition_index, e_6.error_code)
+            out += _S13.pack(e_6.partition_index, e_6.error_code)
 
 
 def decode_offset_commit_response_v3(data: bytes, pos: int) -> tuple[OffsetCommitResponse, int]:
@@ -1735,7 +1751,7 @@ def decode_offset_commit_response_v3(data: bytes, pos: int) -> tuple[OffsetCommi
                 v_partitions_6 = []
                 append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v_partition_index_8, v_error_code_9 = _S12.unpack_from(data, pos)
+                    v_partition_index_8, v_error_code_9 = _S13.unpack_from(data, pos)
                     pos += 6
                     append_7(OffsetCommitResponsePartition(v_partition_index_8, v_error_code_9))
             append_3(OffsetCommitResponseTopic(v_name_4, ZERO_UUID, v_partitions_6))
@@ -1754,7 +1770,7 @@ def encode_offset_commit_response_v3(m: OffsetCommitResponse, out: bytearray) ->
         x_5 = e_2.partitions
         out += _S1.pack(len(x_5))
         for e_6 in x_5:
-            out += _S12.pack(e_6.partition_index, e_6.error_code)
+            out += _S13.pack(e_6.partition_index, e_6.error_code)
 
 
 def decode_offset_commit_response_v4(data: bytes, pos: int) -> tuple[OffsetCommitResponse, int]:
@@ -1792,7 +1808,7 @@ def decode_offset_commit_response_v4(data: bytes, pos: int) -> tuple[OffsetCommi
                 v_partitions_6 = []
                 append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v_partition_index_8, v_error_code_9 = _S12.unpack_from(data, pos)
+                    v_partition_index_8, v_error_code_9 = _S13.unpack_from(data, pos)
                     pos += 6
                     append_7(OffsetCommitResponsePartition(v_partition_index_8, v_error_code_9))
             append_3(OffsetCommitResponseTopic(v_name_4, ZERO_UUID, v_partitions_6))
@@ -1811,7 +1827,7 @@ def encode_offset_commit_response_v4(m: OffsetCommitResponse, out: bytearray) ->
         x_5 = e_2.partitions
         out += _S1.pack(len(x_5))
         for e_6 in x_5:
-            out += _S12.pack(e_6.partition_index, e_6.error_code)
+            out += _S13.pack(e_6.partition_index, e_6.error_code)
 
 
 def decode_offset_commit_response_v5(data: bytes, pos: int) -> tuple[OffsetCommitResponse, int]:
@@ -1849,7 +1865,7 @@ def decode_offset_commit_response_v5(data: bytes, pos: int) -> tuple[OffsetCommi
                 v_partitions_6 = []
                 append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v_partition_index_8, v_error_code_9 = _S12.unpack_from(data, pos)
+                    v_partition_index_8, v_error_code_9 = _S13.unpack_from(data, pos)
                     pos += 6
                     append_7(OffsetCommitResponsePartition(v_partition_index_8, v_error_code_9))
             append_3(OffsetCommitResponseTopic(v_name_4, ZERO_UUID, v_partitions_6))
@@ -1868,7 +1884,7 @@ def encode_offset_commit_response_v5(m: OffsetCommitResponse, out: bytearray) ->
         x_5 = e_2.partitions
         out += _S1.pack(len(x_5))
         for e_6 in x_5:
-            out += _S12.pack(e_6.partition_index, e_6.error_code)
+            out += _S13.pack(e_6.partition_index, e_6.error_code)
 
 
 def decode_offset_commit_response_v6(data: bytes, pos: int) -> tuple[OffsetCommitResponse, int]:
@@ -1906,7 +1922,7 @@ def decode_offset_commit_response_v6(data: bytes, pos: int) -> tuple[OffsetCommi
                 v_partitions_6 = []
                 append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v_partition_index_8, v_error_code_9 = _S12.unpack_from(data, pos)
+                    v_partition_index_8, v_error_code_9 = _S13.unpack_from(data, pos)
                     pos += 6
                     append_7(OffsetCommitResponsePartition(v_partition_index_8, v_error_code_9))
             append_3(OffsetCommitResponseTopic(v_name_4, ZERO_UUID, v_partitions_6))
@@ -1925,7 +1941,7 @@ def encode_offset_commit_response_v6(m: OffsetCommitResponse, out: bytearray) ->
         x_5 = e_2.partitions
         out += _S1.pack(len(x_5))
         for e_6 in x_5:
-            out += _S12.pack(e_6.partition_index, e_6.error_code)
+            out += _S13.pack(e_6.partition_index, e_6.error_code)
 
 
 def decode_offset_commit_response_v7(data: bytes, pos: int) -> tuple[OffsetCommitResponse, int]:
@@ -1963,7 +1979,7 @@ def decode_offset_commit_response_v7(data: bytes, pos: int) -> tuple[OffsetCommi
                 v_partitions_6 = []
                 append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v_partition_index_8, v_error_code_9 = _S12.unpack_from(data, pos)
+                    v_partition_index_8, v_error_code_9 = _S13.unpack_from(data, pos)
                     pos += 6
                     append_7(OffsetCommitResponsePartition(v_partition_index_8, v_error_code_9))
             append_3(OffsetCommitResponseTopic(v_name_4, ZERO_UUID, v_partitions_6))
@@ -1982,7 +1998,7 @@ def encode_offset_commit_response_v7(m: OffsetCommitResponse, out: bytearray) ->
         x_5 = e_2.partitions
         out += _S1.pack(len(x_5))
         for e_6 in x_5:
-            out += _S12.pack(e_6.partition_index, e_6.error_code)
+            out += _S13.pack(e_6.partition_index, e_6.error_code)
 
 
 def decode_offset_commit_response_v8(data: bytes, pos: int) -> tuple[OffsetCommitResponse, int]:
@@ -2031,7 +2047,7 @@ def decode_offset_commit_response_v8(data: bytes, pos: int) -> tuple[OffsetCommi
                 v_partitions_6 = []
                 append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v_partition_index_8, v_error_code_9, tag_count2 = _S13.unpack_from(data, pos)
+                    v_partition_index_8, v_error_code_9, tag_count2 = _S14.unpack_from(data, pos)
                     if tag_count2 == 0:
                         pos += 7
                     else:
@@ -2089,7 +2105,7 @@ def encode_offset_commit_response_v8(m: OffsetCommitResponse, out: bytearray) ->
         else:
             write_uvarint(out, u_8)
         for e_9 in x_7:
-            out += _S14.pack(e_9.partition_index, e_9.error_code)
+            out += _S15.pack(e_9.partition_index, e_9.error_code)
         out.append(0)
     out.append(0)
 
@@ -2140,7 +2156,7 @@ def decode_offset_commit_response_v9(data: bytes, pos: int) -> tuple[OffsetCommi
                 v_partitions_6 = []
                 append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v_partition_index_8, v_error_code_9, tag_count2 = _S13.unpack_from(data, pos)
+                    v_partition_index_8, v_error_code_9, tag_count2 = _S14.unpack_from(data, pos)
                     if tag_count2 == 0:
                         pos += 7
                     else:
@@ -2198,7 +2214,7 @@ def encode_offset_commit_response_v9(m: OffsetCommitResponse, out: bytearray) ->
         else:
             write_uvarint(out, u_8)
         for e_9 in x_7:
-            out += _S14.pack(e_9.partition_index, e_9.error_code)
+            out += _S15.pack(e_9.partition_index, e_9.error_code)
         out.append(0)
     out.append(0)
 
@@ -2220,7 +2236,7 @@ def decode_offset_commit_response_v10(data: bytes, pos: int) -> tuple[OffsetComm
         v_topics_2 = []
         append_3 = v_topics_2.append
         for _ in range(n0):
-            v_topic_id_5, n1 = _S10.unpack_from(data, pos)
+            v_topic_id_5, n1 = _S11.unpack_from(data, pos)
             v_partitions_6: list[OffsetCommitResponsePartition]
             if n1 < 128:
                 pos += 17
@@ -2236,7 +2252,7 @@ def decode_offset_commit_response_v10(data: bytes, pos: int) -> tuple[OffsetComm
                 v_partitions_6 = []
                 append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v_partition_index_8, v_error_code_9, tag_count2 = _S13.unpack_from(data, pos)
+                    v_partition_index_8, v_error_code_9, tag_count2 = _S14.unpack_from(data, pos)
                     if tag_count2 == 0:
                         pos += 7
                     else:
@@ -2279,7 +2295,7 @@ def encode_offset_commit_response_v10(m: OffsetCommitResponse, out: bytearray) -
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        out += _S11.pack(e_3.topic_id)
+        out += _S12.pack(e_3.topic_id)
         x_4 = e_3.partitions
         u_5 = len(x_4) + 1
         if u_5 < 128:
@@ -2287,6 +2303,6 @@ def encode_offset_commit_response_v10(m: OffsetCommitResponse, out: bytearray) -
         else:
             write_uvarint(out, u_5)
         for e_6 in x_4:
-            out += _S14.pack(e_6.partition_index, e_6.error_code)
+            out += _S15.pack(e_6.partition_index, e_6.error_code)
         out.append(0)
     out.append(0)

@@ -21,9 +21,10 @@ _S7 = Struct('>iq')
 _S8 = Struct('>iqi')
 _S9 = Struct('>iqiB')
 _S10 = Struct('>hB')
-_S11 = Struct('>iqiBhx')
-_S12 = Struct('>iqix')
-_S13 = Struct('>hx')
+_S11 = Struct('>iqiBhB')
+_S12 = Struct('>iqiBhx')
+_S13 = Struct('>iqix')
+_S14 = Struct('>hx')
 
 
 @dataclass(slots=True)
@@ -1791,32 +1792,37 @@ def decode_offset_fetch_response_v6(data: bytes, pos: int) -> tuple[OffsetFetchR
                 v_partitions_7 = []
                 append_8 = v_partitions_7.append
                 for _ in range(n1):
-                    v_partition_index_9, v_committed_offset_10, v_committed_leader_epoch_11, n2 = _S9.unpack_from(data, pos)
                     v_metadata_12: str | None
-                    if n2 < 128:
-                        pos += 17
-                    else:
-                        pos += 16
-                        n2, pos = read_uvarint(data, pos)
-                    n2 -= 1
-                    if n2 > 0:
-                        v_metadata_12 = str(data[pos:pos + n2], 'utf-8')
-                        pos += n2
-                    elif n2 == 0:
+                    v_partition_index_9, v_committed_offset_10, v_committed_leader_epoch_11, n2, v_error_code_13, tag_count2 = _S11.unpack_from(data, pos)
+                    if n2 == 1 and tag_count2 == 0:
                         v_metadata_12 = ''
+                        pos += 20
                     else:
-                        v_metadata_12 = None
-                    v_error_code_13, tag_count2 = _S10.unpack_from(data, pos)
-                    if tag_count2 == 0:
-                        pos += 3
-                    else:
-                        pos += 2
-                        n_tags2, pos = read_uvarint(data, pos)
-                        for _ in range(n_tags2):
-                            tag2, pos = read_uvarint(data, pos)
-                            size2, pos = read_uvarint(data, pos)
-                            end2 = pos + size2
-                            pos = end2
+                        v_partition_index_9, v_committed_offset_10, v_committed_leader_epoch_11, n2 = _S9.unpack_from(data, pos)
+                        if n2 < 128:
+                            pos += 17
+                        else:
+                            pos += 16
+                            n2, pos = read_uvarint(data, pos)
+                        n2 -= 1
+                        if n2 > 0:
+                            v_metadata_12 = str(data[pos:pos + n2], 'utf-8')
+                            pos += n2
+                        elif n2 == 0:
+                            v_metadata_12 = ''
+                        else:
+                            v_metadata_12 = None
+                        v_error_code_13, tag_count2 = _S10.unpack_from(data, pos)
+                        if tag_count2 == 0:
+                            pos += 3
+                        else:
+                            pos += 2
+                            n_tags2, pos = read_uvarint(data, pos)
+                            for _ in range(n_tags2):
+                                tag2, pos = read_uvarint(data, pos)
+                                size2, pos = read_uvarint(data, pos)
+                                end2 = pos + size2
+                                pos = end2
                     append_8(OffsetFetchResponsePartition(v_partition_index_9, v_committed_offset_10, v_committed_leader_epoch_11, v_metadata_12, v_error_code_13))
             if data[pos] == 0:
                 pos += 1
@@ -1869,11 +1875,11 @@ def encode_offset_fetch_response_v6(m: OffsetFetchResponse, out: bytearray) -> N
             write_uvarint(out, u_8)
         for e_9 in x_7:
             if e_9.metadata == '':
-                out += _S11.pack(e_9.partition_index, e_9.committed_offset, e_9.committed_leader_epoch, 1, e_9.error_code)
+                out += _S12.pack(e_9.partition_index, e_9.committed_offset, e_9.committed_leader_epoch, 1, e_9.error_code)
             else:
                 x_10 = e_9.metadata
                 if x_10 is None:
-                    out += _S12.pack(e_9.partition_index, e_9.committed_offset, e_9.committed_leader_epoch)
+                    out += _S13.pack(e_9.partition_index, e_9.committed_offset, e_9.committed_leader_epoch)
                 else:
                     b_11 = x_10.encode()
                     u_12 = len(b_11) + 1
@@ -1883,9 +1889,9 @@ def encode_offset_fetch_response_v6(m: OffsetFetchResponse, out: bytearray) -> N
                         out += _S8.pack(e_9.partition_index, e_9.committed_offset, e_9.committed_leader_epoch)
                         write_uvarint(out, u_12)
                     out += b_11
-                out += _S13.pack(e_9.error_code)
+                out += _S14.pack(e_9.error_code)
         out.append(0)
-    out += _S13.pack(m.error_code)
+    out += _S14.pack(m.error_code)
 
 
 def decode_offset_fetch_response_v7(data: bytes, pos: int) -> tuple[OffsetFetchResponse, int]:
@@ -1934,32 +1940,37 @@ def decode_offset_fetch_response_v7(data: bytes, pos: int) -> tuple[OffsetFetchR
                 v_partitions_7 = []
                 append_8 = v_partitions_7.append
                 for _ in range(n1):
-                    v_partition_index_9, v_committed_offset_10, v_committed_leader_epoch_11, n2 = _S9.unpack_from(data, pos)
                     v_metadata_12: str | None
-                    if n2 < 128:
-                        pos += 17
-                    else:
-                        pos += 16
-                        n2, pos = read_uvarint(data, pos)
-                    n2 -= 1
-                    if n2 > 0:
-                        v_metadata_12 = str(data[pos:pos + n2], 'utf-8')
-                        pos += n2
-                    elif n2 == 0:
+                    v_partition_index_9, v_committed_offset_10, v_committed_leader_epoch_11, n2, v_error_code_13, tag_count2 = _S11.unpack_from(data, pos)
+                    if n2 == 1 and tag_count2 == 0:
                         v_metadata_12 = ''
+                        pos += 20
                     else:
-                        v_metadata_12 = None
-                    v_error_code_13, tag_count2 = _S10.unpack_from(data, pos)
-                    if tag_count2 == 0:
-                        pos += 3
-                    else:
-                        pos += 2
-                        n_tags2, pos = read_uvarint(data, pos)
-                        for _ in range(n_tags2):
-                            tag2, pos = read_uvarint(data, pos)
-                            size2, pos = read_uvarint(data, pos)
-                            end2 = pos + size2
-                            pos = end2
+                        v_partition_index_9, v_committed_offset_10, v_committed_leader_epoch_11, n2 = _S9.unpack_from(data, pos)
+                        if n2 < 128:
+                            pos += 17
+                        else:
+                            pos += 16
+                            n2, pos = read_uvarint(data, pos)
+                        n2 -= 1
+                        if n2 > 0:
+                            v_metadata_12 = str(data[pos:pos + n2], 'utf-8')
+                            pos += n2
+                        elif n2 == 0:
+                            v_metadata_12 = ''
+                        else:
+                            v_metadata_12 = None
+                        v_error_code_13, tag_count2 = _S10.unpack_from(data, pos)
+                        if tag_count2 == 0:
+                            pos += 3
+                        else:
+                            pos += 2
+                            n_tags2, pos = read_uvarint(data, pos)
+                            for _ in range(n_tags2):
+                                tag2, pos = read_uvarint(data, pos)
+                                size2, pos = read_uvarint(data, pos)
+                                end2 = pos + size2
+                                pos = end2
                     append_8(OffsetFetchResponsePartition(v_partition_index_9, v_committed_offset_10, v_committed_leader_epoch_11, v_metadata_12, v_error_code_13))
             if data[pos] == 0:
                 pos += 1
@@ -2012,11 +2023,11 @@ def encode_offset_fetch_response_v7(m: OffsetFetchResponse, out: bytearray) -> N
             write_uvarint(out, u_8)
         for e_9 in x_7:
             if e_9.metadata == '':
-                out += _S11.pack(e_9.partition_index, e_9.committed_offset, e_9.committed_leader_epoch, 1, e_9.error_code)
+                out += _S12.pack(e_9.partition_index, e_9.committed_offset, e_9.committed_leader_epoch, 1, e_9.error_code)
             else:
                 x_10 = e_9.metadata
                 if x_10 is None:
-                    out += _S12.pack(e_9.partition_index, e_9.committed_offset, e_9.committed_leader_epoch)
+                    out += _S13.pack(e_9.partition_index, e_9.committed_offset, e_9.committed_leader_epoch)
                 else:
                     b_11 = x_10.encode()
                     u_12 = len(b_11) + 1
@@ -2026,9 +2037,9 @@ def encode_offset_fetch_response_v7(m: OffsetFetchResponse, out: bytearray) -> N
                         out += _S8.pack(e_9.partition_index, e_9.committed_offset, e_9.committed_leader_epoch)
                         write_uvarint(out, u_12)
                     out += b_11
-                out += _S13.pack(e_9.error_code)
+                out += _S14.pack(e_9.error_code)
         out.append(0)
-    out += _S13.pack(m.error_code)
+    out += _S14.pack(m.error_code)
 
 
 def decode_offset_fetch_response_v8(data: bytes, pos: int) -> tuple[OffsetFetchResponse, int]:
@@ -2106,32 +2117,37 @@ def decode_offset_fetch_response_v8(data: bytes, pos: int) -> tuple[OffsetFetchR
                         v_partitions_12 = []
                         append_13 = v_partitions_12.append
                         for _ in range(n2):
-                            v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16, n3 = _S9.unpack_from(data, pos)
                             v_metadata_17: str | None
-                            if n3 < 128:
-                                pos += 17
-                            else:
-                                pos += 16
-                                n3, pos = read_uvarint(data, pos)
-                            n3 -= 1
-                            if n3 > 0:
-                                v_metadata_17 = str(data[pos:pos + n3], 'utf-8')
-                                pos += n3
-                            elif n3 == 0:
+                            v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16, n3, v_error_code_18, tag_count3 = _S11.unpack_from(data, pos)
+                            if n3 == 1 and tag_count3 == 0:
                                 v_metadata_17 = ''
+                                pos += 20
                             else:
-                                v_metadata_17 = None
-                            v_error_code_18, tag_count3 = _S10.unpack_from(data, pos)
-                            if tag_count3 == 0:
-                                pos += 3
-                            else:
-                                pos += 2
-                                n_tags3, pos = read_uvarint(data, pos)
-                                for _ in range(n_tags3):
-                                    tag3, pos = read_uvarint(data, pos)
-                                    size3, pos = read_uvarint(data, pos)
-                                    end3 = pos + size3
-                                    pos = end3
+                                v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16, n3 = _S9.unpack_from(data, pos)
+                                if n3 < 128:
+                                    pos += 17
+                                else:
+                                    pos += 16
+                                    n3, pos = read_uvarint(data, pos)
+                                n3 -= 1
+                                if n3 > 0:
+                                    v_metadata_17 = str(data[pos:pos + n3], 'utf-8')
+                                    pos += n3
+                                elif n3 == 0:
+                                    v_metadata_17 = ''
+                                else:
+                                    v_metadata_17 = None
+                                v_error_code_18, tag_count3 = _S10.unpack_from(data, pos)
+                                if tag_count3 == 0:
+                                    pos += 3
+                                else:
+                                    pos += 2
+                                    n_tags3, pos = read_uvarint(data, pos)
+                                    for _ in range(n_tags3):
+                                        tag3, pos = read_uvarint(data, pos)
+                                        size3, pos = read_uvarint(data, pos)
+                                        end3 = pos + size3
+                                        pos = end3
                             append_13(OffsetFetchResponsePartitions(v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16, v_metadata_17, v_error_code_18))
                     if data[pos] == 0:
                         pos += 1
@@ -2209,11 +2225,11 @@ def encode_offset_fetch_response_v8(m: OffsetFetchResponse, out: bytearray) -> N
                 write_uvarint(out, u_14)
             for e_15 in x_13:
                 if e_15.metadata == '':
-                    out += _S11.pack(e_15.partition_index, e_15.committed_offset, e_15.committed_leader_epoch, 1, e_15.error_code)
+                    out += _S12.pack(e_15.partition_index, e_15.committed_offset, e_15.committed_leader_epoch, 1, e_15.error_code)
                 else:
                     x_16 = e_15.metadata
                     if x_16 is None:
-                        out += _S12.pack(e_15.partition_index, e_15.committed_offset, e_15.committed_leader_epoch)
+                        out += _S13.pack(e_15.partition_index, e_15.committed_offset, e_15.committed_leader_epoch)
                     else:
                         b_17 = x_16.encode()
                         u_18 = len(b_17) + 1
@@ -2223,9 +2239,9 @@ def encode_offset_fetch_response_v8(m: OffsetFetchResponse, out: bytearray) -> N
                             out += _S8.pack(e_15.partition_index, e_15.committed_offset, e_15.committed_leader_epoch)
                             write_uvarint(out, u_18)
                         out += b_17
-                    out += _S13.pack(e_15.error_code)
+                    out += _S14.pack(e_15.error_code)
             out.append(0)
-        out += _S13.pack(e_3.error_code)
+        out += _S14.pack(e_3.error_code)
     out.append(0)
 
 
@@ -2304,32 +2320,37 @@ def decode_offset_fetch_response_v9(data: bytes, pos: int) -> tuple[OffsetFetchR
                         v_partitions_12 = []
                         append_13 = v_partitions_12.append
                         for _ in range(n2):
-                            v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16, n3 = _S9.unpack_from(data, pos)
                             v_metadata_17: str | None
-                            if n3 < 128:
-                                pos += 17
-                            else:
-                                pos += 16
-                                n3, pos = read_uvarint(data, pos)
-                            n3 -= 1
-                            if n3 > 0:
-                                v_metadata_17 = str(data[pos:pos + n3], 'utf-8')
-                                pos += n3
-                            elif n3 == 0:
+                            v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16, n3, v_error_code_18, tag_count3 = _S11.unpack_from(data, pos)
+                            if n3 == 1 and tag_count3 == 0:
                                 v_metadata_17 = ''
+                                pos += 20
                             else:
-                                v_metadata_17 = None
-                            v_error_code_18, tag_count3 = _S10.unpack_from(data, pos)
-                            if tag_count3 == 0:
-                                pos += 3
-                            else:
-                                pos += 2
-                                n_tags3, pos = read_uvarint(data, pos)
-                                for _ in range(n_tags3):
-                                    tag3, pos = read_uvarint(data, pos)
-                                    size3, pos = read_uvarint(data, pos)
-                                    end3 = pos + size3
-                                    pos = end3
+                                v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16, n3 = _S9.unpack_from(data, pos)
+                                if n3 < 128:
+                                    pos += 17
+                                else:
+                                    pos += 16
+                                    n3, pos = read_uvarint(data, pos)
+                                n3 -= 1
+                                if n3 > 0:
+                                    v_metadata_17 = str(data[pos:pos + n3], 'utf-8')
+                                    pos += n3
+                                elif n3 == 0:
+                                    v_metadata_17 = ''
+                                else:
+                                    v_metadata_17 = None
+                                v_error_code_18, tag_count3 = _S10.unpack_from(data, pos)
+                                if tag_count3 == 0:
+                                    pos += 3
+                                else:
+                                    pos += 2
+                                    n_tags3, pos = read_uvarint(data, pos)
+                                    for _ in range(n_tags3):
+                                        tag3, pos = read_uvarint(data, pos)
+                                        size3, pos = read_uvarint(data, pos)
+                                        end3 = pos + size3
+                                        pos = end3
                             append_13(OffsetFetchResponsePartitions(v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16, v_metadata_17, v_error_code_18))
                     if data[pos] == 0:
                         pos += 1
@@ -2407,11 +2428,11 @@ def encode_offset_fetch_response_v9(m: OffsetFetchResponse, out: bytearray) -> N
                 write_uvarint(out, u_14)
             for e_15 in x_13:
                 if e_15.metadata == '':
-                    out += _S11.pack(e_15.partition_index, e_15.committed_offset, e_15.committed_leader_epoch, 1, e_15.error_code)
+                    out += _S12.pack(e_15.partition_index, e_15.committed_offset, e_15.committed_leader_epoch, 1, e_15.error_code)
                 else:
                     x_16 = e_15.metadata
                     if x_16 is None:
-                        out += _S12.pack(e_15.partition_index, e_15.committed_offset, e_15.committed_leader_epoch)
+                        out += _S13.pack(e_15.partition_index, e_15.committed_offset, e_15.committed_leader_epoch)
                     else:
                         b_17 = x_16.encode()
                         u_18 = len(b_17) + 1
@@ -2421,9 +2442,9 @@ def encode_offset_fetch_response_v9(m: OffsetFetchResponse, out: bytearray) -> N
                             out += _S8.pack(e_15.partition_index, e_15.committed_offset, e_15.committed_leader_epoch)
                             write_uvarint(out, u_18)
                         out += b_17
-                    out += _S13.pack(e_15.error_code)
+                    out += _S14.pack(e_15.error_code)
             out.append(0)
-        out += _S13.pack(e_3.error_code)
+        out += _S14.pack(e_3.error_code)
     out.append(0)
 
 
@@ -2489,32 +2510,37 @@ def decode_offset_fetch_response_v10(data: bytes, pos: int) -> tuple[OffsetFetch
                         v_partitions_12 = []
                         append_13 = v_partitions_12.append
                         for _ in range(n2):
-                            v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16, n3 = _S9.unpack_from(data, pos)
                             v_metadata_17: str | None
-                            if n3 < 128:
-                                pos += 17
-                            else:
-                                pos += 16
-                                n3, pos = read_uvarint(data, pos)
-                            n3 -= 1
-                            if n3 > 0:
-                                v_metadata_17 = str(data[pos:pos + n3], 'utf-8')
-                                pos += n3
-                            elif n3 == 0:
+                            v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16, n3, v_error_code_18, tag_count3 = _S11.unpack_from(data, pos)
+                            if n3 == 1 and tag_count3 == 0:
                                 v_metadata_17 = ''
+                                pos += 20
                             else:
-                                v_metadata_17 = None
-                            v_error_code_18, tag_count3 = _S10.unpack_from(data, pos)
-                            if tag_count3 == 0:
-                                pos += 3
-                            else:
-                                pos += 2
-                                n_tags3, pos = read_uvarint(data, pos)
-                                for _ in range(n_tags3):
-                                    tag3, pos = read_uvarint(data, pos)
-                                    size3, pos = read_uvarint(data, pos)
-                                    end3 = pos + size3
-                                    pos = end3
+                                v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16, n3 = _S9.unpack_from(data, pos)
+                                if n3 < 128:
+                                    pos += 17
+                                else:
+                                    pos += 16
+                                    n3, pos = read_uvarint(data, pos)
+                                n3 -= 1
+                                if n3 > 0:
+                                    v_metadata_17 = str(data[pos:pos + n3], 'utf-8')
+                                    pos += n3
+                                elif n3 == 0:
+                                    v_metadata_17 = ''
+                                else:
+                                    v_metadata_17 = None
+                                v_error_code_18, tag_count3 = _S10.unpack_from(data, pos)
+                                if tag_count3 == 0:
+                                    pos += 3
+                                else:
+                                    pos += 2
+                                    n_tags3, pos = read_uvarint(data, pos)
+                                    for _ in range(n_tags3):
+                                        tag3, pos = read_uvarint(data, pos)
+                                        size3, pos = read_uvarint(data, pos)
+                                        end3 = pos + size3
+                                        pos = end3
                             append_13(OffsetFetchResponsePartitions(v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16, v_metadata_17, v_error_code_18))
                     if data[pos] == 0:
                         pos += 1
@@ -2585,11 +2611,11 @@ def encode_offset_fetch_response_v10(m: OffsetFetchResponse, out: bytearray) -> 
                 write_uvarint(out, u_11)
             for e_12 in x_10:
                 if e_12.metadata == '':
-                    out += _S11.pack(e_12.partition_index, e_12.committed_offset, e_12.committed_leader_epoch, 1, e_12.error_code)
+                    out += _S12.pack(e_12.partition_index, e_12.committed_offset, e_12.committed_leader_epoch, 1, e_12.error_code)
                 else:
                     x_13 = e_12.metadata
                     if x_13 is None:
-                        out += _S12.pack(e_12.partition_index, e_12.committed_offset, e_12.committed_leader_epoch)
+                        out += _S13.pack(e_12.partition_index, e_12.committed_offset, e_12.committed_leader_epoch)
                     else:
                         b_14 = x_13.encode()
                         u_15 = len(b_14) + 1
@@ -2599,7 +2625,7 @@ def encode_offset_fetch_response_v10(m: OffsetFetchResponse, out: bytearray) -> 
                             out += _S8.pack(e_12.partition_index, e_12.committed_offset, e_12.committed_leader_epoch)
                             write_uvarint(out, u_15)
                         out += b_14
-                    out += _S13.pack(e_12.error_code)
+                    out += _S14.pack(e_12.error_code)
             out.append(0)
-        out += _S13.pack(e_3.error_code)
+        out += _S14.pack(e_3.error_code)
     out.append(0)

@@ -22,10 +22,11 @@ _S8 = Struct('>ihq')
 _S9 = Struct('>ihqq')
 _S10 = Struct('>ihqqq')
 _S11 = Struct('>ihqqqB')
-_S12 = Struct('>iBx')
-_S13 = Struct('>iiB')
-_S14 = Struct('>iix')
-_S15 = Struct('>iBi')
+_S12 = Struct('>iBB')
+_S13 = Struct('>iBx')
+_S14 = Struct('>iiB')
+_S15 = Struct('>iix')
+_S16 = Struct('>iBi')
 
 
 @dataclass(slots=True)
@@ -2261,30 +2262,35 @@ def decode_produce_response_v9(data: bytes, pos: int) -> tuple[ProduceResponse, 
                         v_record_errors_14 = []
                         append_17 = v_record_errors_14.append
                         for _ in range(n2):
-                            v_batch_index_18, n3 = _S4.unpack_from(data, pos)
                             v_batch_index_error_message_19: str | None
-                            if n3 < 128:
-                                pos += 5
-                            else:
-                                pos += 4
-                                n3, pos = read_uvarint(data, pos)
-                            n3 -= 1
-                            if n3 > 0:
-                                v_batch_index_error_message_19 = str(data[pos:pos + n3], 'utf-8')
-                                pos += n3
-                            elif n3 == 0:
+                            v_batch_index_18, n3, tag_count3 = _S12.unpack_from(data, pos)
+                            if n3 == 1 and tag_count3 == 0:
                                 v_batch_index_error_message_19 = ''
+                                pos += 6
                             else:
-                                v_batch_index_error_message_19 = None
-                            if data[pos] == 0:
-                                pos += 1
-                            else:
-                                n_tags3, pos = read_uvarint(data, pos)
-                                for _ in range(n_tags3):
-                                    tag3, pos = read_uvarint(data, pos)
-                                    size3, pos = read_uvarint(data, pos)
-                                    end3 = pos + size3
-                                    pos = end3
+                                v_batch_index_18, n3 = _S4.unpack_from(data, pos)
+                                if n3 < 128:
+                                    pos += 5
+                                else:
+                                    pos += 4
+                                    n3, pos = read_uvarint(data, pos)
+                                n3 -= 1
+                                if n3 > 0:
+                                    v_batch_index_error_message_19 = str(data[pos:pos + n3], 'utf-8')
+                                    pos += n3
+                                elif n3 == 0:
+                                    v_batch_index_error_message_19 = ''
+                                else:
+                                    v_batch_index_error_message_19 = None
+                                if data[pos] == 0:
+                                    pos += 1
+                                else:
+                                    n_tags3, pos = read_uvarint(data, pos)
+                                    for _ in range(n_tags3):
+                                        tag3, pos = read_uvarint(data, pos)
+                                        size3, pos = read_uvarint(data, pos)
+                                        end3 = pos + size3
+                                        pos = end3
                             append_17(BatchIndexAndErrorMessage(v_batch_index_18, v_batch_index_error_message_19))
                     v_error_message_15: str | None
                     n2 = data[pos]
@@ -2370,7 +2376,7 @@ def encode_produce_response_v9(m: ProduceResponse, out: bytearray) -> None:
                 write_uvarint(out, u_11)
             for e_12 in x_10:
                 if e_12.batch_index_error_message == '':
-                    out += _S12.pack(e_12.batch_index, 1)
+                    out += _S13.pack(e_12.batch_index, 1)
                 else:
                     x_13 = e_12.batch_index_error_message
                     if x_13 is None:
@@ -2462,30 +2468,35 @@ def decode_produce_response_v10(data: bytes, pos: int) -> tuple[ProduceResponse,
                         v_record_errors_14 = []
                         append_17 = v_record_errors_14.append
                         for _ in range(n2):
-                            v_batch_index_18, n3 = _S4.unpack_from(data, pos)
                             v_batch_index_error_message_19: str | None
-                            if n3 < 128:
-                                pos += 5
-                            else:
-                                pos += 4
-                                n3, pos = read_uvarint(data, pos)
-                            n3 -= 1
-                            if n3 > 0:
-                                v_batch_index_error_message_19 = str(data[pos:pos + n3], 'utf-8')
-                                pos += n3
-                            elif n3 == 0:
+                            v_batch_index_18, n3, tag_count3 = _S12.unpack_from(data, pos)
+                            if n3 == 1 and tag_count3 == 0:
                                 v_batch_index_error_message_19 = ''
+                                pos += 6
                             else:
-                                v_batch_index_error_message_19 = None
-                            if data[pos] == 0:
-                                pos += 1
-                            else:
-                                n_tags3, pos = read_uvarint(data, pos)
-                                for _ in range(n_tags3):
-                                    tag3, pos = read_uvarint(data, pos)
-                                    size3, pos = read_uvarint(data, pos)
-                                    end3 = pos + size3
-                                    pos = end3
+                                v_batch_index_18, n3 = _S4.unpack_from(data, pos)
+                                if n3 < 128:
+                                    pos += 5
+                                else:
+                                    pos += 4
+                                    n3, pos = read_uvarint(data, pos)
+                                n3 -= 1
+                                if n3 > 0:
+                                    v_batch_index_error_message_19 = str(data[pos:pos + n3], 'utf-8')
+                                    pos += n3
+                                elif n3 == 0:
+                                    v_batch_index_error_message_19 = ''
+                                else:
+                                    v_batch_index_error_message_19 = None
+                                if data[pos] == 0:
+                                    pos += 1
+                                else:
+                                    n_tags3, pos = read_uvarint(data, pos)
+                                    for _ in range(n_tags3):
+                                        tag3, pos = read_uvarint(data, pos)
+                                        size3, pos = read_uvarint(data, pos)
+                                        end3 = pos + size3
+                                        pos = end3
                             append_17(BatchIndexAndErrorMessage(v_batch_index_18, v_batch_index_error_message_19))
                     v_error_message_15: str | None
                     n2 = data[pos]
@@ -2511,7 +2522,7 @@ def decode_produce_response_v10(data: bytes, pos: int) -> tuple[ProduceResponse,
                             size2, pos = read_uvarint(data, pos)
                             end2 = pos + size2
                             if tag2 == 0:
-                                v_leader_id_20, v_leader_epoch_21, tag_count3 = _S13.unpack_from(data, pos)
+                                v_leader_id_20, v_leader_epoch_21, tag_count3 = _S14.unpack_from(data, pos)
                                 if tag_count3 == 0:
                                     pos += 9
                                 else:
@@ -2637,7 +2648,7 @@ def encode_produce_response_v10(m: ProduceResponse, out: bytearray) -> None:
                 write_uvarint(out, u_11)
             for e_12 in x_10:
                 if e_12.batch_index_error_message == '':
-                    out += _S12.pack(e_12.batch_index, 1)
+                    out += _S13.pack(e_12.batch_index, 1)
                 else:
                     x_13 = e_12.batch_index_error_message
                     if x_13 is None:
@@ -2669,7 +2680,7 @@ def encode_produce_response_v10(m: ProduceResponse, out: bytearray) -> None:
                 write_uvarint(out, 0)
                 tagbuf2 = bytearray()
                 s_20 = e_9.current_leader
-                tagbuf2 += _S14.pack(s_20.leader_id, s_20.leader_epoch)
+                tagbuf2 += _S15.pack(s_20.leader_id, s_20.leader_epoch)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
         out.append(0)
@@ -2687,7 +2698,7 @@ def encode_produce_response_v10(m: ProduceResponse, out: bytearray) -> None:
             write_uvarint(tagbuf0, u_22)
         for e_23 in x_21:
             if e_23.host == '':
-                tagbuf0 += _S15.pack(e_23.node_id, 1, e_23.port)
+                tagbuf0 += _S16.pack(e_23.node_id, 1, e_23.port)
             else:
                 x_24 = e_23.host
                 b_25 = x_24.encode()
@@ -2776,30 +2787,35 @@ def decode_produce_response_v11(data: bytes, pos: int) -> tuple[ProduceResponse,
                         v_record_errors_14 = []
                         append_17 = v_record_errors_14.append
                         for _ in range(n2):
-                            v_batch_index_18, n3 = _S4.unpack_from(data, pos)
                             v_batch_index_error_message_19: str | None
-                            if n3 < 128:
-                                pos += 5
-                            else:
-                                pos += 4
-                                n3, pos = read_uvarint(data, pos)
-                            n3 -= 1
-                            if n3 > 0:
-                                v_batch_index_error_message_19 = str(data[pos:pos + n3], 'utf-8')
-                                pos += n3
-                            elif n3 == 0:
+                            v_batch_index_18, n3, tag_count3 = _S12.unpack_from(data, pos)
+                            if n3 == 1 and tag_count3 == 0:
                                 v_batch_index_error_message_19 = ''
+                                pos += 6
                             else:
-                                v_batch_index_error_message_19 = None
-                            if data[pos] == 0:
-                                pos += 1
-                            else:
-                                n_tags3, pos = read_uvarint(data, pos)
-                                for _ in range(n_tags3):
-                                    tag3, pos = read_uvarint(data, pos)
-                                    size3, pos = read_uvarint(data, pos)
-                                    end3 = pos + size3
-                                    pos = end3
+                                v_batch_index_18, n3 = _S4.unpack_from(data, pos)
+                                if n3 < 128:
+                                    pos += 5
+                                else:
+                                    pos += 4
+                                    n3, pos = read_uvarint(data, pos)
+                                n3 -= 1
+                                if n3 > 0:
+                                    v_batch_index_error_message_19 = str(data[pos:pos + n3], 'utf-8')
+                                    pos += n3
+                                elif n3 == 0:
+                                    v_batch_index_error_message_19 = ''
+                                else:
+                                    v_batch_index_error_message_19 = None
+                                if data[pos] == 0:
+                                    pos += 1
+                                else:
+                                    n_tags3, pos = read_uvarint(data, pos)
+                                    for _ in range(n_tags3):
+                                        tag3, pos = read_uvarint(data, pos)
+                                        size3, pos = read_uvarint(data, pos)
+                                        end3 = pos + size3
+                                        pos = end3
                             append_17(BatchIndexAndErrorMessage(v_batch_index_18, v_batch_index_error_message_19))
                     v_error_message_15: str | None
                     n2 = data[pos]
@@ -2825,7 +2841,7 @@ def decode_produce_response_v11(data: bytes, pos: int) -> tuple[ProduceResponse,
                             size2, pos = read_uvarint(data, pos)
                             end2 = pos + size2
                             if tag2 == 0:
-                                v_leader_id_20, v_leader_epoch_21, tag_count3 = _S13.unpack_from(data, pos)
+                                v_leader_id_20, v_leader_epoch_21, tag_count3 = _S14.unpack_from(data, pos)
                                 if tag_count3 == 0:
                                     pos += 9
                                 else:
@@ -2951,7 +2967,7 @@ def encode_produce_response_v11(m: ProduceResponse, out: bytearray) -> None:
                 write_uvarint(out, u_11)
             for e_12 in x_10:
                 if e_12.batch_index_error_message == '':
-                    out += _S12.pack(e_12.batch_index, 1)
+                    out += _S13.pack(e_12.batch_index, 1)
                 else:
                     x_13 = e_12.batch_index_error_message
                     if x_13 is None:
@@ -2983,7 +2999,7 @@ def encode_produce_response_v11(m: ProduceResponse, out: bytearray) -> None:
                 write_uvarint(out, 0)
                 tagbuf2 = bytearray()
                 s_20 = e_9.current_leader
-                tagbuf2 += _S14.pack(s_20.leader_id, s_20.leader_epoch)
+                tagbuf2 += _S15.pack(s_20.leader_id, s_20.leader_epoch)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
         out.append(0)
@@ -3001,7 +3017,7 @@ def encode_produce_response_v11(m: ProduceResponse, out: bytearray) -> None:
             write_uvarint(tagbuf0, u_22)
         for e_23 in x_21:
             if e_23.host == '':
-                tagbuf0 += _S15.pack(e_23.node_id, 1, e_23.port)
+                tagbuf0 += _S16.pack(e_23.node_id, 1, e_23.port)
             else:
                 x_24 = e_23.host
                 b_25 = x_24.encode()
@@ -3090,30 +3106,35 @@ def decode_produce_response_v12(data: bytes, pos: int) -> tuple[ProduceResponse,
                         v_record_errors_14 = []
                         append_17 = v_record_errors_14.append
                         for _ in range(n2):
-                            v_batch_index_18, n3 = _S4.unpack_from(data, pos)
                             v_batch_index_error_message_19: str | None
-                            if n3 < 128:
-                                pos += 5
-                            else:
-                                pos += 4
-                                n3, pos = read_uvarint(data, pos)
-                            n3 -= 1
-                            if n3 > 0:
-                                v_batch_index_error_message_19 = str(data[pos:pos + n3], 'utf-8')
-                                pos += n3
-                            elif n3 == 0:
+                            v_batch_index_18, n3, tag_count3 = _S12.unpack_from(data, pos)
+                            if n3 == 1 and tag_count3 == 0:
                                 v_batch_index_error_message_19 = ''
+                                pos += 6
                             else:
-                                v_batch_index_error_message_19 = None
-                            if data[pos] == 0:
-                                pos += 1
-                            else:
-                                n_tags3, pos = read_uvarint(data, pos)
-                                for _ in range(n_tags3):
-                                    tag3, pos = read_uvarint(data, pos)
-                                    size3, pos = read_uvarint(data, pos)
-                                    end3 = pos + size3
-                                    pos = end3
+                                v_batch_index_18, n3 = _S4.unpack_from(data, pos)
+                                if n3 < 128:
+                                    pos += 5
+                                else:
+                                    pos += 4
+                                    n3, pos = read_uvarint(data, pos)
+                                n3 -= 1
+                                if n3 > 0:
+                                    v_batch_index_error_message_19 = str(data[pos:pos + n3], 'utf-8')
+                                    pos += n3
+                                elif n3 == 0:
+                                    v_batch_index_error_message_19 = ''
+                                else:
+                                    v_batch_index_error_message_19 = None
+                                if data[pos] == 0:
+                                    pos += 1
+                                else:
+                                    n_tags3, pos = read_uvarint(data, pos)
+                                    for _ in range(n_tags3):
+                                        tag3, pos = read_uvarint(data, pos)
+                                        size3, pos = read_uvarint(data, pos)
+                                        end3 = pos + size3
+                                        pos = end3
                             append_17(BatchIndexAndErrorMessage(v_batch_index_18, v_batch_index_error_message_19))
                     v_error_message_15: str | None
                     n2 = data[pos]
@@ -3139,7 +3160,7 @@ def decode_produce_response_v12(data: bytes, pos: int) -> tuple[ProduceResponse,
                             size2, pos = read_uvarint(data, pos)
                             end2 = pos + size2
                             if tag2 == 0:
-                                v_leader_id_20, v_leader_epoch_21, tag_count3 = _S13.unpack_from(data, pos)
+                                v_leader_id_20, v_leader_epoch_21, tag_count3 = _S14.unpack_from(data, pos)
                                 if tag_count3 == 0:
                                     pos += 9
                                 else:
@@ -3265,7 +3286,7 @@ def encode_produce_response_v12(m: ProduceResponse, out: bytearray) -> None:
                 write_uvarint(out, u_11)
             for e_12 in x_10:
                 if e_12.batch_index_error_message == '':
-                    out += _S12.pack(e_12.batch_index, 1)
+                    out += _S13.pack(e_12.batch_index, 1)
                 else:
                     x_13 = e_12.batch_index_error_message
                     if x_13 is None:
@@ -3297,7 +3318,7 @@ def encode_produce_response_v12(m: ProduceResponse, out: bytearray) -> None:
                 write_uvarint(out, 0)
                 tagbuf2 = bytearray()
                 s_20 = e_9.current_leader
-                tagbuf2 += _S14.pack(s_20.leader_id, s_20.leader_epoch)
+                tagbuf2 += _S15.pack(s_20.leader_id, s_20.leader_epoch)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
         out.append(0)
@@ -3315,7 +3336,7 @@ def encode_produce_response_v12(m: ProduceResponse, out: bytearray) -> None:
             write_uvarint(tagbuf0, u_22)
         for e_23 in x_21:
             if e_23.host == '':
-                tagbuf0 += _S15.pack(e_23.node_id, 1, e_23.port)
+                tagbuf0 += _S16.pack(e_23.node_id, 1, e_23.port)
             else:
                 x_24 = e_23.host
                 b_25 = x_24.encode()
@@ -3391,30 +3412,35 @@ def decode_produce_response_v13(data: bytes, pos: int) -> tuple[ProduceResponse,
                         v_record_errors_14 = []
                         append_17 = v_record_errors_14.append
                         for _ in range(n2):
-                            v_batch_index_18, n3 = _S4.unpack_from(data, pos)
                             v_batch_index_error_message_19: str | None
-                            if n3 < 128:
-                                pos += 5
-                            else:
-                                pos += 4
-                                n3, pos = read_uvarint(data, pos)
-                            n3 -= 1
-                            if n3 > 0:
-                                v_batch_index_error_message_19 = str(data[pos:pos + n3], 'utf-8')
-                                pos += n3
-                            elif n3 == 0:
+                            v_batch_index_18, n3, tag_count3 = _S12.unpack_from(data, pos)
+                            if n3 == 1 and tag_count3 == 0:
                                 v_batch_index_error_message_19 = ''
+                                pos += 6
                             else:
-                                v_batch_index_error_message_19 = None
-                            if data[pos] == 0:
-                                pos += 1
-                            else:
-                                n_tags3, pos = read_uvarint(data, pos)
-                                for _ in range(n_tags3):
-                                    tag3, pos = read_uvarint(data, pos)
-                                    size3, pos = read_uvarint(data, pos)
-                                    end3 = pos + size3
-                                    pos = end3
+                                v_batch_index_18, n3 = _S4.unpack_from(data, pos)
+                                if n3 < 128:
+                                    pos += 5
+                                else:
+                                    pos += 4
+                                    n3, pos = read_uvarint(data, pos)
+                                n3 -= 1
+                                if n3 > 0:
+                                    v_batch_index_error_message_19 = str(data[pos:pos + n3], 'utf-8')
+                                    pos += n3
+                                elif n3 == 0:
+                                    v_batch_index_error_message_19 = ''
+                                else:
+                                    v_batch_index_error_message_19 = None
+                                if data[pos] == 0:
+                                    pos += 1
+                                else:
+                                    n_tags3, pos = read_uvarint(data, pos)
+                                    for _ in range(n_tags3):
+                                        tag3, pos = read_uvarint(data, pos)
+                                        size3, pos = read_uvarint(data, pos)
+                                        end3 = pos + size3
+                                        pos = end3
                             append_17(BatchIndexAndErrorMessage(v_batch_index_18, v_batch_index_error_message_19))
                     v_error_message_15: str | None
                     n2 = data[pos]
@@ -3440,7 +3466,7 @@ def decode_produce_response_v13(data: bytes, pos: int) -> tuple[ProduceResponse,
                             size2, pos = read_uvarint(data, pos)
                             end2 = pos + size2
                             if tag2 == 0:
-                                v_leader_id_20, v_leader_epoch_21, tag_count3 = _S13.unpack_from(data, pos)
+                                v_leader_id_20, v_leader_epoch_21, tag_count3 = _S14.unpack_from(data, pos)
                                 if tag_count3 == 0:
                                     pos += 9
                                 else:
@@ -3559,7 +3585,7 @@ def encode_produce_response_v13(m: ProduceResponse, out: bytearray) -> None:
                 write_uvarint(out, u_8)
             for e_9 in x_7:
                 if e_9.batch_index_error_message == '':
-                    out += _S12.pack(e_9.batch_index, 1)
+                    out += _S13.pack(e_9.batch_index, 1)
                 else:
                     x_10 = e_9.batch_index_error_message
                     if x_10 is None:
@@ -3591,7 +3617,7 @@ def encode_produce_response_v13(m: ProduceResponse, out: bytearray) -> None:
                 write_uvarint(out, 0)
                 tagbuf2 = bytearray()
                 s_17 = e_6.current_leader
-                tagbuf2 += _S14.pack(s_17.leader_id, s_17.leader_epoch)
+                tagbuf2 += _S15.pack(s_17.leader_id, s_17.leader_epoch)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
         out.append(0)
@@ -3609,7 +3635,7 @@ def encode_produce_response_v13(m: ProduceResponse, out: bytearray) -> None:
             write_uvarint(tagbuf0, u_19)
         for e_20 in x_18:
             if e_20.host == '':
-                tagbuf0 += _S15.pack(e_20.node_id, 1, e_20.port)
+                tagbuf0 += _S16.pack(e_20.node_id, 1, e_20.port)
             else:
                 x_21 = e_20.host
                 b_22 = x_21.encode()

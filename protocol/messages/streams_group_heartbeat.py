@@ -24,14 +24,15 @@ _S11 = Struct('>iqx')
 _S12 = Struct('>?x')
 _S13 = Struct('>iiiiB')
 _S14 = Struct('>bB')
-_S15 = Struct('>ihx')
-_S16 = Struct('>iiii')
-_S17 = Struct('>bBx')
-_S18 = Struct('>b')
-_S19 = Struct('>iiiqB')
-_S20 = Struct('>?iB')
-_S21 = Struct('>iiiq')
-_S22 = Struct('>?i')
+_S15 = Struct('>bBB')
+_S16 = Struct('>ihx')
+_S17 = Struct('>iiii')
+_S18 = Struct('>bBx')
+_S19 = Struct('>b')
+_S20 = Struct('>iiiqB')
+_S21 = Struct('>?iB')
+_S22 = Struct('>iiiq')
+_S23 = Struct('>?i')
 
 
 @dataclass(slots=True)
@@ -2619,30 +2620,35 @@ def decode_streams_group_heartbeat_response_v0(data: bytes, pos: int) -> tuple[S
         v_status_10 = []
         append_17 = v_status_10.append
         for _ in range(n0):
-            v_status_code_18, n1 = _S14.unpack_from(data, pos)
             v_status_detail_19: str
-            if n1 < 128:
-                pos += 2
-            else:
-                pos += 1
-                n1, pos = read_uvarint(data, pos)
-            n1 -= 1
-            if n1 > 0:
-                v_status_detail_19 = str(data[pos:pos + n1], 'utf-8')
-                pos += n1
-            elif n1 == 0:
+            v_status_code_18, n1, tag_count1 = _S15.unpack_from(data, pos)
+            if n1 == 1 and tag_count1 == 0:
                 v_status_detail_19 = ''
+                pos += 3
             else:
-                raise DecodeError('non-nullable field StatusDetail is null')
-            if data[pos] == 0:
-                pos += 1
-            else:
-                n_tags1, pos = read_uvarint(data, pos)
-                for _ in range(n_tags1):
-                    tag1, pos = read_uvarint(data, pos)
-                    size1, pos = read_uvarint(data, pos)
-                    end1 = pos + size1
-                    pos = end1
+                v_status_code_18, n1 = _S14.unpack_from(data, pos)
+                if n1 < 128:
+                    pos += 2
+                else:
+                    pos += 1
+                    n1, pos = read_uvarint(data, pos)
+                n1 -= 1
+                if n1 > 0:
+                    v_status_detail_19 = str(data[pos:pos + n1], 'utf-8')
+                    pos += n1
+                elif n1 == 0:
+                    v_status_detail_19 = ''
+                else:
+                    raise DecodeError('non-nullable field StatusDetail is null')
+                if data[pos] == 0:
+                    pos += 1
+                else:
+                    n_tags1, pos = read_uvarint(data, pos)
+                    for _ in range(n_tags1):
+                        tag1, pos = read_uvarint(data, pos)
+                        size1, pos = read_uvarint(data, pos)
+                        end1 = pos + size1
+                        pos = end1
             append_17(Status(v_status_code_18, v_status_detail_19))
     v_active_tasks_11: list[TaskIds] | None
     n0 = data[pos]
@@ -2982,7 +2988,7 @@ def encode_streams_group_heartbeat_response_v0(m: StreamsGroupHeartbeatResponse,
     else:
         x_1 = m.error_message
         if x_1 is None:
-            out += _S15.pack(m.throttle_time_ms, m.error_code)
+            out += _S16.pack(m.throttle_time_ms, m.error_code)
         else:
             b_2 = x_1.encode()
             u_3 = len(b_2) + 1
@@ -3000,7 +3006,7 @@ def encode_streams_group_heartbeat_response_v0(m: StreamsGroupHeartbeatResponse,
     else:
         write_uvarint(out, u_6)
     out += b_5
-    out += _S16.pack(m.member_epoch, m.heartbeat_interval_ms, m.acceptable_recovery_lag_legacy, m.task_offset_interval_ms)
+    out += _S17.pack(m.member_epoch, m.heartbeat_interval_ms, m.acceptable_recovery_lag_legacy, m.task_offset_interval_ms)
     x_7 = m.status
     if x_7 is None:
         out.append(0)
@@ -3012,7 +3018,7 @@ def encode_streams_group_heartbeat_response_v0(m: StreamsGroupHeartbeatResponse,
             write_uvarint(out, u_8)
         for e_9 in x_7:
             if e_9.status_detail == '':
-                out += _S17.pack(e_9.status_code, 1)
+                out += _S18.pack(e_9.status_code, 1)
             else:
                 x_10 = e_9.status_detail
                 b_11 = x_10.encode()
@@ -3020,7 +3026,7 @@ def encode_streams_group_heartbeat_response_v0(m: StreamsGroupHeartbeatResponse,
                 if u_12 < 128:
                     out += _S14.pack(e_9.status_code, u_12)
                 else:
-                    out += _S18.pack(e_9.status_code)
+                    out += _S19.pack(e_9.status_code)
                     write_uvarint(out, u_12)
                 out += b_11
                 out.append(0)
@@ -3203,7 +3209,7 @@ def decode_streams_group_heartbeat_response_v1(data: bytes, pos: int) -> tuple[S
         v_member_id_4 = ''
     else:
         raise DecodeError('non-nullable field MemberId is null')
-    v_member_epoch_5, v_heartbeat_interval_ms_6, v_task_offset_interval_ms_8, v_acceptable_recovery_lag_9, n0 = _S19.unpack_from(data, pos)
+    v_member_epoch_5, v_heartbeat_interval_ms_6, v_task_offset_interval_ms_8, v_acceptable_recovery_lag_9, n0 = _S20.unpack_from(data, pos)
     v_status_10: list[Status] | None
     if n0 < 128:
         pos += 21
@@ -3219,30 +3225,35 @@ def decode_streams_group_heartbeat_response_v1(data: bytes, pos: int) -> tuple[S
         v_status_10 = []
         append_17 = v_status_10.append
         for _ in range(n0):
-            v_status_code_18, n1 = _S14.unpack_from(data, pos)
             v_status_detail_19: str
-            if n1 < 128:
-                pos += 2
-            else:
-                pos += 1
-                n1, pos = read_uvarint(data, pos)
-            n1 -= 1
-            if n1 > 0:
-                v_status_detail_19 = str(data[pos:pos + n1], 'utf-8')
-                pos += n1
-            elif n1 == 0:
+            v_status_code_18, n1, tag_count1 = _S15.unpack_from(data, pos)
+            if n1 == 1 and tag_count1 == 0:
                 v_status_detail_19 = ''
+                pos += 3
             else:
-                raise DecodeError('non-nullable field StatusDetail is null')
-            if data[pos] == 0:
-                pos += 1
-            else:
-                n_tags1, pos = read_uvarint(data, pos)
-                for _ in range(n_tags1):
-                    tag1, pos = read_uvarint(data, pos)
-                    size1, pos = read_uvarint(data, pos)
-                    end1 = pos + size1
-                    pos = end1
+                v_status_code_18, n1 = _S14.unpack_from(data, pos)
+                if n1 < 128:
+                    pos += 2
+                else:
+                    pos += 1
+                    n1, pos = read_uvarint(data, pos)
+                n1 -= 1
+                if n1 > 0:
+                    v_status_detail_19 = str(data[pos:pos + n1], 'utf-8')
+                    pos += n1
+                elif n1 == 0:
+                    v_status_detail_19 = ''
+                else:
+                    raise DecodeError('non-nullable field StatusDetail is null')
+                if data[pos] == 0:
+                    pos += 1
+                else:
+                    n_tags1, pos = read_uvarint(data, pos)
+                    for _ in range(n_tags1):
+                        tag1, pos = read_uvarint(data, pos)
+                        size1, pos = read_uvarint(data, pos)
+                        end1 = pos + size1
+                        pos = end1
             append_17(Status(v_status_code_18, v_status_detail_19))
     v_active_tasks_11: list[TaskIds] | None
     n0 = data[pos]
@@ -3403,7 +3414,7 @@ def decode_streams_group_heartbeat_response_v1(data: bytes, pos: int) -> tuple[S
                     end1 = pos + size1
                     pos = end1
             append_26(TaskIds(v_subtopology_id_27, v_partitions_28))
-    v_topology_description_required_14, v_endpoint_information_epoch_15, n0 = _S20.unpack_from(data, pos)
+    v_topology_description_required_14, v_endpoint_information_epoch_15, n0 = _S21.unpack_from(data, pos)
     v_partitions_by_user_endpoint_16: list[EndpointToPartitions] | None
     if n0 < 128:
         pos += 6
@@ -3582,7 +3593,7 @@ def encode_streams_group_heartbeat_response_v1(m: StreamsGroupHeartbeatResponse,
     else:
         x_1 = m.error_message
         if x_1 is None:
-            out += _S15.pack(m.throttle_time_ms, m.error_code)
+            out += _S16.pack(m.throttle_time_ms, m.error_code)
         else:
             b_2 = x_1.encode()
             u_3 = len(b_2) + 1
@@ -3600,7 +3611,7 @@ def encode_streams_group_heartbeat_response_v1(m: StreamsGroupHeartbeatResponse,
     else:
         write_uvarint(out, u_6)
     out += b_5
-    out += _S21.pack(m.member_epoch, m.heartbeat_interval_ms, m.task_offset_interval_ms, m.acceptable_recovery_lag)
+    out += _S22.pack(m.member_epoch, m.heartbeat_interval_ms, m.task_offset_interval_ms, m.acceptable_recovery_lag)
     x_7 = m.status
     if x_7 is None:
         out.append(0)
@@ -3612,7 +3623,7 @@ def encode_streams_group_heartbeat_response_v1(m: StreamsGroupHeartbeatResponse,
             write_uvarint(out, u_8)
         for e_9 in x_7:
             if e_9.status_detail == '':
-                out += _S17.pack(e_9.status_code, 1)
+                out += _S18.pack(e_9.status_code, 1)
             else:
                 x_10 = e_9.status_detail
                 b_11 = x_10.encode()
@@ -3620,7 +3631,7 @@ def encode_streams_group_heartbeat_response_v1(m: StreamsGroupHeartbeatResponse,
                 if u_12 < 128:
                     out += _S14.pack(e_9.status_code, u_12)
                 else:
-                    out += _S18.pack(e_9.status_code)
+                    out += _S19.pack(e_9.status_code)
                     write_uvarint(out, u_12)
                 out += b_11
                 out.append(0)
@@ -3702,7 +3713,7 @@ def encode_streams_group_heartbeat_response_v1(m: StreamsGroupHeartbeatResponse,
                 write_uvarint(out, u_36)
             out += pack('>%di' % len(x_35), *x_35)
             out.append(0)
-    out += _S22.pack(m.topology_description_required, m.endpoint_information_epoch)
+    out += _S23.pack(m.topology_description_required, m.endpoint_information_epoch)
     x_37 = m.partitions_by_user_endpoint
     if x_37 is None:
         out.append(0)

@@ -17,15 +17,16 @@ _S3 = Struct('>iq')
 _S4 = Struct('>iqi')
 _S5 = Struct('>qhiB')
 _S6 = Struct('>iqiB')
-_S7 = Struct('>qhi')
-_S8 = Struct('>iqiBx')
-_S9 = Struct('>iqix')
-_S10 = Struct('>16sB')
-_S11 = Struct('>16s')
-_S12 = Struct('>ih')
-_S13 = Struct('>iB')
-_S14 = Struct('>ihB')
-_S15 = Struct('>ihx')
+_S7 = Struct('>iqiBB')
+_S8 = Struct('>qhi')
+_S9 = Struct('>iqiBx')
+_S10 = Struct('>iqix')
+_S11 = Struct('>16sB')
+_S12 = Struct('>16s')
+_S13 = Struct('>ih')
+_S14 = Struct('>iB')
+_S15 = Struct('>ihB')
+_S16 = Struct('>ihx')
 
 
 @dataclass(slots=True)
@@ -500,30 +501,35 @@ def decode_txn_offset_commit_request_v3(data: bytes, pos: int) -> tuple[TxnOffse
                 v_partitions_12 = []
                 append_13 = v_partitions_12.append
                 for _ in range(n1):
-                    v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16, n2 = _S6.unpack_from(data, pos)
                     v_committed_metadata_17: str | None
-                    if n2 < 128:
-                        pos += 17
-                    else:
-                        pos += 16
-                        n2, pos = read_uvarint(data, pos)
-                    n2 -= 1
-                    if n2 > 0:
-                        v_committed_metadata_17 = str(data[pos:pos + n2], 'utf-8')
-                        pos += n2
-                    elif n2 == 0:
+                    v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16, n2, tag_count2 = _S7.unpack_from(data, pos)
+                    if n2 == 1 and tag_count2 == 0:
                         v_committed_metadata_17 = ''
+                        pos += 18
                     else:
-                        v_committed_metadata_17 = None
-                    if data[pos] == 0:
-                        pos += 1
-                    else:
-                        n_tags2, pos = read_uvarint(data, pos)
-                        for _ in range(n_tags2):
-                            tag2, pos = read_uvarint(data, pos)
-                            size2, pos = read_uvarint(data, pos)
-                            end2 = pos + size2
-                            pos = end2
+                        v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16, n2 = _S6.unpack_from(data, pos)
+                        if n2 < 128:
+                            pos += 17
+                        else:
+                            pos += 16
+                            n2, pos = read_uvarint(data, pos)
+                        n2 -= 1
+                        if n2 > 0:
+                            v_committed_metadata_17 = str(data[pos:pos + n2], 'utf-8')
+                            pos += n2
+                        elif n2 == 0:
+                            v_committed_metadata_17 = ''
+                        else:
+                            v_committed_metadata_17 = None
+                        if data[pos] == 0:
+                            pos += 1
+                        else:
+                            n_tags2, pos = read_uvarint(data, pos)
+                            for _ in range(n_tags2):
+                                tag2, pos = read_uvarint(data, pos)
+                                size2, pos = read_uvarint(data, pos)
+                                end2 = pos + size2
+                                pos = end2
                     append_13(TxnOffsetCommitRequestPartition(v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16, v_committed_metadata_17))
             if data[pos] == 0:
                 pos += 1
@@ -573,7 +579,7 @@ def encode_txn_offset_commit_request_v3(m: TxnOffsetCommitRequest, out: bytearra
         if u_9 < 128:
             out += _S5.pack(m.producer_id, m.producer_epoch, m.generation_id_or_member_epoch, u_9)
         else:
-            out += _S7.pack(m.producer_id, m.producer_epoch, m.generation_id_or_member_epoch)
+            out += _S8.pack(m.producer_id, m.producer_epoch, m.generation_id_or_member_epoch)
             write_uvarint(out, u_9)
         out += b_8
     x_10 = m.group_instance_id
@@ -610,11 +616,11 @@ def encode_txn_offset_commit_request_v3(m: TxnOffsetCommitRequest, out: bytearra
             write_uvarint(out, u_20)
         for e_21 in x_19:
             if e_21.committed_metadata == '':
-                out += _S8.pack(e_21.partition_index, e_21.committed_offset, e_21.committed_leader_epoch, 1)
+                out += _S9.pack(e_21.partition_index, e_21.committed_offset, e_21.committed_leader_epoch, 1)
             else:
                 x_22 = e_21.committed_metadata
                 if x_22 is None:
-                    out += _S9.pack(e_21.partition_index, e_21.committed_offset, e_21.committed_leader_epoch)
+                    out += _S10.pack(e_21.partition_index, e_21.committed_offset, e_21.committed_leader_epoch)
                 else:
                     b_23 = x_22.encode()
                     u_24 = len(b_23) + 1
@@ -731,30 +737,35 @@ def decode_txn_offset_commit_request_v4(data: bytes, pos: int) -> tuple[TxnOffse
                 v_partitions_12 = []
                 append_13 = v_partitions_12.append
                 for _ in range(n1):
-                    v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16, n2 = _S6.unpack_from(data, pos)
                     v_committed_metadata_17: str | None
-                    if n2 < 128:
-                        pos += 17
-                    else:
-                        pos += 16
-                        n2, pos = read_uvarint(data, pos)
-                    n2 -= 1
-                    if n2 > 0:
-                        v_committed_metadata_17 = str(data[pos:pos + n2], 'utf-8')
-                        pos += n2
-                    elif n2 == 0:
+                    v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16, n2, tag_count2 = _S7.unpack_from(data, pos)
+                    if n2 == 1 and tag_count2 == 0:
                         v_committed_metadata_17 = ''
+                        pos += 18
                     else:
-                        v_committed_metadata_17 = None
-                    if data[pos] == 0:
-                        pos += 1
-                    else:
-                        n_tags2, pos = read_uvarint(data, pos)
-                        for _ in range(n_tags2):
-                            tag2, pos = read_uvarint(data, pos)
-                            size2, pos = read_uvarint(data, pos)
-                            end2 = pos + size2
-                            pos = end2
+                        v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16, n2 = _S6.unpack_from(data, pos)
+                        if n2 < 128:
+                            pos += 17
+                        else:
+                            pos += 16
+                            n2, pos = read_uvarint(data, pos)
+                        n2 -= 1
+                        if n2 > 0:
+                            v_committed_metadata_17 = str(data[pos:pos + n2], 'utf-8')
+                            pos += n2
+                        elif n2 == 0:
+                            v_committed_metadata_17 = ''
+                        else:
+                            v_committed_metadata_17 = None
+                        if data[pos] == 0:
+                            pos += 1
+                        else:
+                            n_tags2, pos = read_uvarint(data, pos)
+                            for _ in range(n_tags2):
+                                tag2, pos = read_uvarint(data, pos)
+                                size2, pos = read_uvarint(data, pos)
+                                end2 = pos + size2
+                                pos = end2
                     append_13(TxnOffsetCommitRequestPartition(v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16, v_committed_metadata_17))
             if data[pos] == 0:
                 pos += 1
@@ -804,7 +815,7 @@ def encode_txn_offset_commit_request_v4(m: TxnOffsetCommitRequest, out: bytearra
         if u_9 < 128:
             out += _S5.pack(m.producer_id, m.producer_epoch, m.generation_id_or_member_epoch, u_9)
         else:
-            out += _S7.pack(m.producer_id, m.producer_epoch, m.generation_id_or_member_epoch)
+            out += _S8.pack(m.producer_id, m.producer_epoch, m.generation_id_or_member_epoch)
             write_uvarint(out, u_9)
         out += b_8
     x_10 = m.group_instance_id
@@ -841,11 +852,11 @@ def encode_txn_offset_commit_request_v4(m: TxnOffsetCommitRequest, out: bytearra
             write_uvarint(out, u_20)
         for e_21 in x_19:
             if e_21.committed_metadata == '':
-                out += _S8.pack(e_21.partition_index, e_21.committed_offset, e_21.committed_leader_epoch, 1)
+                out += _S9.pack(e_21.partition_index, e_21.committed_offset, e_21.committed_leader_epoch, 1)
             else:
                 x_22 = e_21.committed_metadata
                 if x_22 is None:
-                    out += _S9.pack(e_21.partition_index, e_21.committed_offset, e_21.committed_leader_epoch)
+                    out += _S10.pack(e_21.partition_index, e_21.committed_offset, e_21.committed_leader_epoch)
                 else:
                     b_23 = x_22.encode()
                     u_24 = len(b_23) + 1
@@ -962,30 +973,35 @@ def decode_txn_offset_commit_request_v5(data: bytes, pos: int) -> tuple[TxnOffse
                 v_partitions_12 = []
                 append_13 = v_partitions_12.append
                 for _ in range(n1):
-                    v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16, n2 = _S6.unpack_from(data, pos)
                     v_committed_metadata_17: str | None
-                    if n2 < 128:
-                        pos += 17
-                    else:
-                        pos += 16
-                        n2, pos = read_uvarint(data, pos)
-                    n2 -= 1
-                    if n2 > 0:
-                        v_committed_metadata_17 = str(data[pos:pos + n2], 'utf-8')
-                        pos += n2
-                    elif n2 == 0:
+                    v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16, n2, tag_count2 = _S7.unpack_from(data, pos)
+                    if n2 == 1 and tag_count2 == 0:
                         v_committed_metadata_17 = ''
+                        pos += 18
                     else:
-                        v_committed_metadata_17 = None
-                    if data[pos] == 0:
-                        pos += 1
-                    else:
-                        n_tags2, pos = read_uvarint(data, pos)
-                        for _ in range(n_tags2):
-                            tag2, pos = read_uvarint(data, pos)
-                            size2, pos = read_uvarint(data, pos)
-                            end2 = pos + size2
-                            pos = end2
+                        v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16, n2 = _S6.unpack_from(data, pos)
+                        if n2 < 128:
+                            pos += 17
+                        else:
+                            pos += 16
+                            n2, pos = read_uvarint(data, pos)
+                        n2 -= 1
+                        if n2 > 0:
+                            v_committed_metadata_17 = str(data[pos:pos + n2], 'utf-8')
+                            pos += n2
+                        elif n2 == 0:
+                            v_committed_metadata_17 = ''
+                        else:
+                            v_committed_metadata_17 = None
+                        if data[pos] == 0:
+                            pos += 1
+                        else:
+                            n_tags2, pos = read_uvarint(data, pos)
+                            for _ in range(n_tags2):
+                                tag2, pos = read_uvarint(data, pos)
+                                size2, pos = read_uvarint(data, pos)
+                                end2 = pos + size2
+                                pos = end2
                     append_13(TxnOffsetCommitRequestPartition(v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16, v_committed_metadata_17))
             if data[pos] == 0:
                 pos += 1
@@ -1035,7 +1051,7 @@ def encode_txn_offset_commit_request_v5(m: TxnOffsetCommitRequest, out: bytearra
         if u_9 < 128:
             out += _S5.pack(m.producer_id, m.producer_epoch, m.generation_id_or_member_epoch, u_9)
         else:
-            out += _S7.pack(m.producer_id, m.producer_epoch, m.generation_id_or_member_epoch)
+            out += _S8.pack(m.producer_id, m.producer_epoch, m.generation_id_or_member_epoch)
             write_uvarint(out, u_9)
         out += b_8
     x_10 = m.group_instance_id
@@ -1072,11 +1088,11 @@ def encode_txn_offset_commit_request_v5(m: TxnOffsetCommitRequest, out: bytearra
             write_uvarint(out, u_20)
         for e_21 in x_19:
             if e_21.committed_metadata == '':
-                out += _S8.pack(e_21.partition_index, e_21.committed_offset, e_21.committed_leader_epoch, 1)
+                out += _S9.pack(e_21.partition_index, e_21.committed_offset, e_21.committed_leader_epoch, 1)
             else:
                 x_22 = e_21.committed_metadata
                 if x_22 is None:
-                    out += _S9.pack(e_21.partition_index, e_21.committed_offset, e_21.committed_leader_epoch)
+                    out += _S10.pack(e_21.partition_index, e_21.committed_offset, e_21.committed_leader_epoch)
                 else:
                     b_23 = x_22.encode()
                     u_24 = len(b_23) + 1
@@ -1164,7 +1180,7 @@ def decode_txn_offset_commit_request_v6(data: bytes, pos: int) -> tuple[TxnOffse
         v_topics_8 = []
         append_9 = v_topics_8.append
         for _ in range(n0):
-            v_topic_id_11, n1 = _S10.unpack_from(data, pos)
+            v_topic_id_11, n1 = _S11.unpack_from(data, pos)
             v_partitions_12: list[TxnOffsetCommitRequestPartition]
             if n1 < 128:
                 pos += 17
@@ -1180,30 +1196,35 @@ def decode_txn_offset_commit_request_v6(data: bytes, pos: int) -> tuple[TxnOffse
                 v_partitions_12 = []
                 append_13 = v_partitions_12.append
                 for _ in range(n1):
-                    v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16, n2 = _S6.unpack_from(data, pos)
                     v_committed_metadata_17: str | None
-                    if n2 < 128:
-                        pos += 17
-                    else:
-                        pos += 16
-                        n2, pos = read_uvarint(data, pos)
-                    n2 -= 1
-                    if n2 > 0:
-                        v_committed_metadata_17 = str(data[pos:pos + n2], 'utf-8')
-                        pos += n2
-                    elif n2 == 0:
+                    v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16, n2, tag_count2 = _S7.unpack_from(data, pos)
+                    if n2 == 1 and tag_count2 == 0:
                         v_committed_metadata_17 = ''
+                        pos += 18
                     else:
-                        v_committed_metadata_17 = None
-                    if data[pos] == 0:
-                        pos += 1
-                    else:
-                        n_tags2, pos = read_uvarint(data, pos)
-                        for _ in range(n_tags2):
-                            tag2, pos = read_uvarint(data, pos)
-                            size2, pos = read_uvarint(data, pos)
-                            end2 = pos + size2
-                            pos = end2
+                        v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16, n2 = _S6.unpack_from(data, pos)
+                        if n2 < 128:
+                            pos += 17
+                        else:
+                            pos += 16
+                            n2, pos = read_uvarint(data, pos)
+                        n2 -= 1
+                        if n2 > 0:
+                            v_committed_metadata_17 = str(data[pos:pos + n2], 'utf-8')
+                            pos += n2
+                        elif n2 == 0:
+                            v_committed_metadata_17 = ''
+                        else:
+                            v_committed_metadata_17 = None
+                        if data[pos] == 0:
+                            pos += 1
+                        else:
+                            n_tags2, pos = read_uvarint(data, pos)
+                            for _ in range(n_tags2):
+                                tag2, pos = read_uvarint(data, pos)
+                                size2, pos = read_uvarint(data, pos)
+                                end2 = pos + size2
+                                pos = end2
                     append_13(TxnOffsetCommitRequestPartition(v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16, v_committed_metadata_17))
             if data[pos] == 0:
                 pos += 1
@@ -1253,7 +1274,7 @@ def encode_txn_offset_commit_request_v6(m: TxnOffsetCommitRequest, out: bytearra
         if u_9 < 128:
             out += _S5.pack(m.producer_id, m.producer_epoch, m.generation_id_or_member_epoch, u_9)
         else:
-            out += _S7.pack(m.producer_id, m.producer_epoch, m.generation_id_or_member_epoch)
+            out += _S8.pack(m.producer_id, m.producer_epoch, m.generation_id_or_member_epoch)
             write_uvarint(out, u_9)
         out += b_8
     x_10 = m.group_instance_id
@@ -1274,7 +1295,7 @@ def encode_txn_offset_commit_request_v6(m: TxnOffsetCommitRequest, out: bytearra
     else:
         write_uvarint(out, u_14)
     for e_15 in x_13:
-        out += _S11.pack(e_15.topic_id)
+        out += _S12.pack(e_15.topic_id)
         x_16 = e_15.partitions
         u_17 = len(x_16) + 1
         if u_17 < 128:
@@ -1283,11 +1304,11 @@ def encode_txn_offset_commit_request_v6(m: TxnOffsetCommitRequest, out: bytearra
             write_uvarint(out, u_17)
         for e_18 in x_16:
             if e_18.committed_metadata == '':
-                out += _S8.pack(e_18.partition_index, e_18.committed_offset, e_18.committed_leader_epoch, 1)
+                out += _S9.pack(e_18.partition_index, e_18.committed_offset, e_18.committed_leader_epoch, 1)
             else:
                 x_19 = e_18.committed_metadata
                 if x_19 is None:
-                    out += _S9.pack(e_18.partition_index, e_18.committed_offset, e_18.committed_leader_epoch)
+                    out += _S10.pack(e_18.partition_index, e_18.committed_offset, e_18.committed_leader_epoch)
                 else:
                     b_20 = x_19.encode()
                     u_21 = len(b_20) + 1
@@ -1337,7 +1358,7 @@ def decode_txn_offset_commit_response_v0(data: bytes, pos: int) -> tuple[TxnOffs
                 v_partitions_6 = []
                 append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v_partition_index_8, v_error_code_9 = _S12.unpack_from(data, pos)
+                    v_partition_index_8, v_error_code_9 = _S13.unpack_from(data, pos)
                     pos += 6
                     append_7(TxnOffsetCommitResponsePartition(v_partition_index_8, v_error_code_9))
             append_3(TxnOffsetCommitResponseTopic(v_name_4, ZERO_UUID, v_partitions_6))
@@ -1356,7 +1377,7 @@ def encode_txn_offset_commit_response_v0(m: TxnOffsetCommitResponse, out: bytear
         x_5 = e_2.partitions
         out += _S2.pack(len(x_5))
         for e_6 in x_5:
-            out += _S12.pack(e_6.partition_index, e_6.error_code)
+            out += _S13.pack(e_6.partition_index, e_6.error_code)
 
 
 def decode_txn_offset_commit_response_v1(data: bytes, pos: int) -> tuple[TxnOffsetCommitResponse, int]:
@@ -1394,7 +1415,7 @@ def decode_txn_offset_commit_response_v1(data: bytes, pos: int) -> tuple[TxnOffs
                 v_partitions_6 = []
                 append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v_partition_index_8, v_error_code_9 = _S12.unpack_from(data, pos)
+                    v_partition_index_8, v_error_code_9 = _S13.unpack_from(data, pos)
                     pos += 6
                     append_7(TxnOffsetCommitResponsePartition(v_partition_index_8, v_error_code_9))
             append_3(TxnOffsetCommitResponseTopic(v_name_4, ZERO_UUID, v_partitions_6))
@@ -1413,7 +1434,7 @@ def encode_txn_offset_commit_response_v1(m: TxnOffsetCommitResponse, out: bytear
         x_5 = e_2.partitions
         out += _S2.pack(len(x_5))
         for e_6 in x_5:
-            out += _S12.pack(e_6.partition_index, e_6.error_code)
+            out += _S13.pack(e_6.partition_index, e_6.error_code)
 
 
 def decode_txn_offset_commit_response_v2(data: bytes, pos: int) -> tuple[TxnOffsetCommitResponse, int]:
@@ -1451,7 +1472,7 @@ def decode_txn_offset_commit_response_v2(data: bytes, pos: int) -> tuple[TxnOffs
                 v_partitions_6 = []
                 append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v_partition_index_8, v_error_code_9 = _S12.unpack_from(data, pos)
+                    v_partition_index_8, v_error_code_9 = _S13.unpack_from(data, pos)
                     pos += 6
                     append_7(TxnOffsetCommitResponsePartition(v_partition_index_8, v_error_code_9))
             append_3(TxnOffsetCommitResponseTopic(v_name_4, ZERO_UUID, v_partitions_6))
@@ -1470,11 +1491,11 @@ def encode_txn_offset_commit_response_v2(m: TxnOffsetCommitResponse, out: bytear
         x_5 = e_2.partitions
         out += _S2.pack(len(x_5))
         for e_6 in x_5:
-            out += _S12.pack(e_6.partition_index, e_6.error_code)
+            out += _S13.pack(e_6.partition_index, e_6.error_code)
 
 
 def decode_txn_offset_commit_response_v3(data: bytes, pos: int) -> tuple[TxnOffsetCommitResponse, int]:
-    v_throttle_time_ms_1, n0 = _S13.unpack_from(data, pos)
+    v_throttle_time_ms_1, n0 = _S14.unpack_from(data, pos)
     v_topics_2: list[TxnOffsetCommitResponseTopic]
     if n0 < 128:
         pos += 5
@@ -1519,7 +1540,7 @@ def decode_txn_offset_commit_response_v3(data: bytes, pos: int) -> tuple[TxnOffs
                 v_partitions_6 = []
                 append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v_partition_index_8, v_error_code_9, tag_count2 = _S14.unpack_from(data, pos)
+                    v_partition_index_8, v_error_code_9, tag_count2 = _S15.unpack_from(data, pos)
                     if tag_count2 == 0:
                         pos += 7
                     else:
@@ -1577,13 +1598,13 @@ def encode_txn_offset_commit_response_v3(m: TxnOffsetCommitResponse, out: bytear
         else:
             write_uvarint(out, u_8)
         for e_9 in x_7:
-            out += _S15.pack(e_9.partition_index, e_9.error_code)
+            out += _S16.pack(e_9.partition_index, e_9.error_code)
         out.append(0)
     out.append(0)
 
 
 def decode_txn_offset_commit_response_v4(data: bytes, pos: int) -> tuple[TxnOffsetCommitResponse, int]:
-    v_throttle_time_ms_1, n0 = _S13.unpack_from(data, pos)
+    v_throttle_time_ms_1, n0 = _S14.unpack_from(data, pos)
     v_topics_2: list[TxnOffsetCommitResponseTopic]
     if n0 < 128:
         pos += 5
@@ -1628,7 +1649,7 @@ def decode_txn_offset_commit_response_v4(data: bytes, pos: int) -> tuple[TxnOffs
                 v_partitions_6 = []
                 append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v_partition_index_8, v_error_code_9, tag_count2 = _S14.unpack_from(data, pos)
+                    v_partition_index_8, v_error_code_9, tag_count2 = _S15.unpack_from(data, pos)
                     if tag_count2 == 0:
                         pos += 7
                     else:
@@ -1686,13 +1707,13 @@ def encode_txn_offset_commit_response_v4(m: TxnOffsetCommitResponse, out: bytear
         else:
             write_uvarint(out, u_8)
         for e_9 in x_7:
-            out += _S15.pack(e_9.partition_index, e_9.error_code)
+            out += _S16.pack(e_9.partition_index, e_9.error_code)
         out.append(0)
     out.append(0)
 
 
 def decode_txn_offset_commit_response_v5(data: bytes, pos: int) -> tuple[TxnOffsetCommitResponse, int]:
-    v_throttle_time_ms_1, n0 = _S13.unpack_from(data, pos)
+    v_throttle_time_ms_1, n0 = _S14.unpack_from(data, pos)
     v_topics_2: list[TxnOffsetCommitResponseTopic]
     if n0 < 128:
         pos += 5
@@ -1737,7 +1758,7 @@ def decode_txn_offset_commit_response_v5(data: bytes, pos: int) -> tuple[TxnOffs
                 v_partitions_6 = []
                 append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v_partition_index_8, v_error_code_9, tag_count2 = _S14.unpack_from(data, pos)
+                    v_partition_index_8, v_error_code_9, tag_count2 = _S15.unpack_from(data, pos)
                     if tag_count2 == 0:
                         pos += 7
                     else:
@@ -1795,13 +1816,13 @@ def encode_txn_offset_commit_response_v5(m: TxnOffsetCommitResponse, out: bytear
         else:
             write_uvarint(out, u_8)
         for e_9 in x_7:
-            out += _S15.pack(e_9.partition_index, e_9.error_code)
+            out += _S16.pack(e_9.partition_index, e_9.error_code)
         out.append(0)
     out.append(0)
 
 
 def decode_txn_offset_commit_response_v6(data: bytes, pos: int) -> tuple[TxnOffsetCommitResponse, int]:
-    v_throttle_time_ms_1, n0 = _S13.unpack_from(data, pos)
+    v_throttle_time_ms_1, n0 = _S14.unpack_from(data, pos)
     v_topics_2: list[TxnOffsetCommitResponseTopic]
     if n0 < 128:
         pos += 5
@@ -1817,7 +1838,7 @@ def decode_txn_offset_commit_response_v6(data: bytes, pos: int) -> tuple[TxnOffs
         v_topics_2 = []
         append_3 = v_topics_2.append
         for _ in range(n0):
-            v_topic_id_5, n1 = _S10.unpack_from(data, pos)
+            v_topic_id_5, n1 = _S11.unpack_from(data, pos)
             v_partitions_6: list[TxnOffsetCommitResponsePartition]
             if n1 < 128:
                 pos += 17
@@ -1833,7 +1854,7 @@ def decode_txn_offset_commit_response_v6(data: bytes, pos: int) -> tuple[TxnOffs
                 v_partitions_6 = []
                 append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v_partition_index_8, v_error_code_9, tag_count2 = _S14.unpack_from(data, pos)
+                    v_partition_index_8, v_error_code_9, tag_count2 = _S15.unpack_from(data, pos)
                     if tag_count2 == 0:
                         pos += 7
                     else:
@@ -1876,7 +1897,7 @@ def encode_txn_offset_commit_response_v6(m: TxnOffsetCommitResponse, out: bytear
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        out += _S11.pack(e_3.topic_id)
+        out += _S12.pack(e_3.topic_id)
         x_4 = e_3.partitions
         u_5 = len(x_4) + 1
         if u_5 < 128:
@@ -1884,6 +1905,6 @@ def encode_txn_offset_commit_response_v6(m: TxnOffsetCommitResponse, out: bytear
         else:
             write_uvarint(out, u_5)
         for e_6 in x_4:
-            out += _S15.pack(e_6.partition_index, e_6.error_code)
+            out += _S16.pack(e_6.partition_index, e_6.error_code)
         out.append(0)
     out.append(0)

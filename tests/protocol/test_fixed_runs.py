@@ -90,3 +90,24 @@ def test_fixed_fields_on_both_sides_of_a_string() -> None:
     assert b"\x00\x04\xc9\x01" + b"m" * 200 + b"\x00\x03\x00" in out
     decoded, pos = decode_offset_fetch_response_v8(bytes(out), 0)
     assert (decoded, pos) == (message, len(out))
+
+
+def test_an_empty_string_with_a_tag_section_after_it() -> None:
+    out = bytearray()
+    encode_offset_commit_request_v9(_commit(""), out)
+    plain = b"\x00\x00\x00\x05\x01\x00"  # epoch 5, the empty metadata, no tags
+    assert out.count(plain) == 1
+    tagged = bytes(out).replace(plain, b"\x00\x00\x00\x05\x01\x01\x05\x02hi")
+    decoded, pos = decode_offset_commit_request_v9(tagged, 0)
+    assert (decoded, pos) == (_commit(""), len(tagged))
+
+
+def test_an_empty_string_is_written_with_the_fields_around_it() -> None:
+    partition = OffsetFetchResponsePartitions(3, 30, 4, "", 9)
+    message = OffsetFetchResponse(
+        0, groups=[OffsetFetchResponseGroup("g", [OffsetFetchResponseTopics("t", partitions=[partition])], 0)]
+    )
+    out = bytearray()
+    encode_offset_fetch_response_v8(message, out)
+    assert b"\x00\x00\x00\x03" + (30).to_bytes(8, "big") + b"\x00\x00\x00\x04\x01\x00\x09\x00" in out
+    assert decode_offset_fetch_response_v8(bytes(out), 0) == (message, len(out))
