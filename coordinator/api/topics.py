@@ -138,10 +138,13 @@ class KnownTopics:
             count = self.cluster.partitions_of(topic)
             if count is None:
                 return [], partitions
-            ours = [p for p in partitions if 0 <= p.partition_index < count]
-            if len(ours) == len(partitions):
-                return partitions, []
-            return ours, [p for p in partitions if not 0 <= p.partition_index < count]
+            for p in partitions:
+                if not 0 <= p.partition_index < count:
+                    break
+            else:
+                return partitions, []  # the usual case: no list built
+            known_here = [p for p in partitions if 0 <= p.partition_index < count]
+            return known_here, [p for p in partitions if not 0 <= p.partition_index < count]
         has_partition = self.cluster.has_partition
         known: list[_P] = []
         unknown: list[_P] = []
