@@ -241,6 +241,16 @@ def _offset_commit(limits: RequestLimits, req: OffsetCommitRequest) -> Screening
         req.retention_time_ms = MAX_RETENTION_MS
     elif req.retention_time_ms < -MAX_RETENTION_MS:
         req.retention_time_ms = -MAX_RETENTION_MS
+    group_id, member_id, instance_id = req.group_id, req.member_id, req.group_instance_id
+    longest = limits.group_id_max_chars
+    if (
+        len(group_id) <= longest
+        and "\x00" not in group_id
+        and len(member_id) <= limits.member_id_max_chars
+        and "\x00" not in member_id
+        and (instance_id is None or (len(instance_id) <= longest and "\x00" not in instance_id))
+    ):
+        return None  # every identifier fine: decided inline, no check list built (every commit)
     code = ErrorCode.INVALID_GROUP_ID
     problem = _first_problem([("group id", req.group_id, limits.group_id_max_chars)])
     if problem is None:

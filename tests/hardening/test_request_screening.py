@@ -220,3 +220,26 @@ def test_a_commit_smaller_than_the_limit_is_not_counted(monkeypatch: pytest.Monk
     join = _join()
     with pytest.raises(AssertionError, match="counted"):
         screen_request(LIMITS, ApiKey.JOIN_GROUP, 7, "c", join, frame_bytes=80)
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "code"),
+    [
+        ("group_id", "g" * (LIMITS.group_id_max_chars + 1), ErrorCode.INVALID_GROUP_ID),
+        ("member_id", "m" * (LIMITS.member_id_max_chars + 1), ErrorCode.UNKNOWN_MEMBER_ID),
+        ("member_id", "m\x00", ErrorCode.UNKNOWN_MEMBER_ID),
+        ("group_instance_id", "i" * (LIMITS.group_id_max_chars + 1), ErrorCode.UNKNOWN_MEMBER_ID),
+        ("group_instance_id", "i\x00", ErrorCode.UNKNOWN_MEMBER_ID),
+    ],
+)
+def test_offset_commit_identifiers_are_checked(field: str, value: str, code: int) -> None:
+    commit = OffsetCommitRequest(
+        group_id="g",
+        member_id="m",
+        topics=[OffsetCommitRequestTopic(name="t", partitions=[OffsetCommitRequestPartition(3, 5)])],
+    )
+    assert screen_request(LIMITS, ApiKey.OFFSET_COMMIT, 8, "c", commit) is None
+    setattr(commit, field, value)
+    screening = screen_request(LIMITS, ApiKey.OFFSET_COMMIT, 8, "c", commit)
+    assert screening is not None
+    assert [(p.partition_index, p.error_code) for p in screening.answer.topics[0].partitions] == [(3, code)]
